@@ -1,0 +1,138 @@
+"""flambeau's one entry point: build, tests, demo, bench, dev, lint.
+
+    nox -s demo     set up everything and train the demo model (README, first command)
+    nox -s tests    build every wheel and run every test (README, second command; .ci/run)
+    nox -s bench    flambeau vs PyTorch/NumPy, side by side
+    nox -s dev      editable installs for the edit loop (.nox/dev)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+WHEELHOUSE = ROOT / "wheelhouse"
+# Build order: core first, then what builds against it, then the Python layers.
+PACKAGES = ["core", "alloc", "autograd", "interop", "nn", "data", "flambeau"]
+DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in PACKAGES}
+# PyTorch is a test and benchmark oracle only. This exact version is the CPU
+# build available on these machines; any other pulls a multi-GB CUDA build.
+TORCH = "torch==2.13.0"
+TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil"]
+BUILD_DEPS = ["scikit-build-core>=0.11", "pybind11==3.1.0", "scipy-openblas32", "ninja", "cmake"]
+
+nox.options.sessions = ["tests"]
+nox.options.default_venv_backend = "venv"
+
+
+def _pip(session: nox.Session, *args: str) -> None:
+    # --find-links on the command line adds to pip's configured links (the
+    # PIP_FIND_LINKS environment variable would replace them).
+    session.run("python", "-m", "pip", "--disable-pip-version-check", *args)
+
+
+def _install_from_wheelhouse(session: nox.Session, *dists: str) -> None:
+    _pip(session, "install", "--find-links", str(WHEELHOUSE), *dists)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build every package's wheel in dependency order (build isolation on)."""
+    WHEELHOUSE.mkdir(exist_ok=True)
+    for old in WHEELHOUSE.glob("flambeau*.whl"):
+        old.unlink()
+    only = set(session.posargs) or set(PACKAGES)
+    for pkg in PACKAGES:
+        if pkg in only:
+            _pip(session, "wheel", "--no-deps", "--find-links", str(WHEELHOUSE), "-w", str(WHEELHOUSE),
+                 str(ROOT / "packages" / pkg))
+
+
+def _ensure_wheels(session: nox.Session) -> None:
+    if os.environ.get("FLAMBEAU_SKIP_BUILD") and any(WHEELHOUSE.glob("flambeau-*.whl")):
+        return
+    session.notify_session = None
+    build(session)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
+    _ensure_wheels(session)
+    _install_from_wheelhouse(session, *TEST_DEPS, "flambeau")
+    env = {"PYTHONFAULTHANDLER": "1"}
+    failed = []
+    for pkg in PACKAGES:
+        tests_dir = ROOT / "packages" / pkg / "tests"
+        if tests_dir.is_dir():
+            try:
+                session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests_dir), env=env)
+            except nox.command.CommandFailed:
+                failed.append(pkg)
+    try:
+        session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "integration_tests"),
+                    env=env)
+    except nox.command.CommandFailed:
+        failed.append("integration_tests")
+    isolation(session)
+    if failed:
+        session.error(f"tests failed in: {', '.join(failed)}")
+
+
+def isolation(session: nox.Session) -> None:
+    """Core alone, and core + data alone, in fresh venvs: each works without the rest."""
+    for dists, script in [
+        (["flambeau-core"], "integration_tests/standalone/core_alone.py"),
+        (["flambeau-data"], "integration_tests/standalone/core_and_data.py"),
+    ]:
+        venv = ROOT / "build" / "isolation" / "-".join(dists)
+        if venv.exists():
+            shutil.rmtree(venv)
+        session.run("python", "-m", "venv", str(venv))
+        py = str(venv / "bin" / "python")
+        session.run(py, "-m", "pip", "install", "-q", "--find-links", str(WHEELHOUSE), *dists, "numpy",
+                    external=True)
+        session.run(py, str(ROOT / script), external=True)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Train an MLP on scikit-learn's handwritten digits (README, first command)."""
+    _ensure_wheels(session)
+    _install_from_wheelhouse(session, "flambeau", "scikit-learn", "tqdm")
+    session.run("python", str(ROOT / "benchmarks" / ".." / "docs" / ".." / "demo" / "train_digits.py"),
+                *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """flambeau vs PyTorch (and NumPy) on the same work, in one run, with ratios."""
+    _ensure_wheels(session)
+    _install_from_wheelhouse(session, "flambeau", TORCH, "numpy")
+    session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
+
+
+@nox.session(reuse_venv=True)
+def dev(session: nox.Session) -> None:
+    """Editable installs of every package (or those named: nox -s dev -- core autograd), no build isolation."""
+    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, "scikit-learn", "tqdm", "ruff")
+    only = session.posargs or PACKAGES
+    for pkg in PACKAGES:
+        if pkg in only:
+            _pip(session, "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(ROOT / "packages" / pkg),
+                 f"-Cbuild-dir={ROOT / 'build' / 'dev' / pkg}")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check) and clang-format (check only)."""
+    _pip(session, "install", "-q", "ruff", "clang-format")
+    session.run("ruff", "check", str(ROOT))
+    session.run("ruff", "format", "--check", str(ROOT))
+    sources = [str(p) for p in ROOT.glob("packages/*/src/**/*") if p.suffix in {".cpp", ".h", ".cu"}]
+    sources += [str(p) for p in ROOT.glob("packages/*/include/**/*.h")]
+    session.run("clang-format", "--dry-run", "--Werror", *sources)

@@ -1,0 +1,68 @@
+"""flambeau-core: tensors, dtypes, the dispatcher and CPU kernels.
+
+Importing this package loads ``libflambeau_core.so`` (shared by every flambeau
+package) and registers the ``Tensor`` type.
+
+Example:
+    >>> import flambeau_core as fc
+    >>> fc.zeros(2, 3).shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+# Note [Thread pool waiting]: OpenMP workers that spin for long after a
+# parallel region steal the CPU from other processes (measured here: 30x slower
+# training when a second process shared the two cores). libgomp reads this
+# once, when it loads, so it must be set before _C is imported.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _load_openblas() -> None:
+    # libflambeau_core.so finds OpenBLAS through its RPATH; loading it here
+    # first also covers layouts where the relative RPATH does not hold.
+    import ctypes
+
+    import scipy_openblas32
+
+    lib = _os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so")
+    if _os.path.exists(lib):
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+
+
+_load_openblas()
+
+from flambeau_core import _C  # noqa: E402
+from flambeau_core._C import *  # noqa: E402,F401,F403
+from flambeau_core._C import Tensor, device, dtype  # noqa: E402,F401
+
+from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
+
+try:
+    __version__ = _version("flambeau-core")
+except _PNF:  # running from a source tree
+    __version__ = "0+unknown"
+
+
+def get_cmake_dir() -> str:
+    """Folder of core's CMake package config (for ``find_package(flambeau_core)``).
+
+    Searches the package's ``__path__`` rather than ``__file__`` so that it
+    also works for an editable install.
+    """
+    for base in __path__:
+        candidate = _os.path.join(base, "cmake")
+        if _os.path.exists(_os.path.join(candidate, "flambeau_coreConfig.cmake")):
+            return candidate
+    raise FileNotFoundError("flambeau_core's CMake config is not installed (flambeau_core/cmake)")
+
+
+def get_include_dir() -> str:
+    """Folder of core's public C++ headers."""
+    for base in __path__:
+        candidate = _os.path.join(base, "include")
+        if _os.path.isdir(candidate):
+            return candidate
+    raise FileNotFoundError("flambeau_core's headers are not installed (flambeau_core/include)")

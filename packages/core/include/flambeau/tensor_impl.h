@@ -1,0 +1,98 @@
+#pragma once
+// The descriptor behind a Tensor handle: a view (sizes, strides, offset in
+// elements) of a Storage, its dtype, and the autograd slot.
+//
+// Note [Version counter]
+// Every in-place write bumps the version counter of the written tensor. The
+// counter lives in the Storage, so all views of one buffer share it. Autograd
+// records the version of each tensor it saves for backward and raises if it
+// changed by the time backward runs.
+//
+// Note [Wrapped numbers]
+// A Python scalar passed to a binary op becomes a 0-dim tensor flagged as a
+// wrapped number. Type promotion treats it as "weak" (PyTorch's rule): it can
+// raise the category of the result (int tensor + 2.5 -> float32) but never its
+// width within a category (float32 tensor + 2.5 stays float32).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "flambeau/autograd_meta.h"
+#include "flambeau/dtype.h"
+#include "flambeau/macros.h"
+#include "flambeau/storage.h"
+
+namespace flambeau {
+
+using IntArrayRef = std::span<const int64_t>;
+using Shape = std::vector<int64_t>;
+
+/// Contiguous (row-major) strides for a shape.
+FB_API Shape contiguous_strides(IntArrayRef sizes);
+/// Product of sizes; raises ValueError for a negative size.
+FB_API int64_t shape_numel(IntArrayRef sizes);
+
+class FB_API TensorImpl {
+ public:
+  TensorImpl(Storage storage, ScalarType dtype, Shape sizes, Shape strides, int64_t offset);
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t size(int64_t d) const { return sizes_[d]; }
+  int64_t stride(int64_t d) const { return strides_[d]; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return offset_; }
+  ScalarType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  bool is_contiguous() const { return is_contiguous_; }
+  const Storage& storage() const { return storage_; }
+
+  /// Address of element [0, 0, ...].
+  void* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
+  }
+
+  /// Re-points this tensor (used by in-place resizing ops and `set_`-like ops).
+  void set_sizes_and_strides(Shape sizes, Shape strides, int64_t offset);
+
+  // Note [Version counter]
+  uint64_t version() const { return storage_->version(); }
+  void bump_version() { storage_->bump_version(); }
+
+  // Note [Wrapped numbers]
+  bool is_wrapped_number() const { return is_wrapped_number_; }
+  void set_wrapped_number(bool v) { is_wrapped_number_ = v; }
+
+  /// True if this tensor was made by a view op from another tensor.
+  bool is_view() const { return is_view_; }
+  void set_is_view(bool v) { is_view_ = v; }
+
+  // Note [Autograd slot]
+  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
+  /// Creates the metadata through the registered factory; raises RuntimeError
+  /// naming flambeau-autograd if it is not installed.
+  AutogradMetaInterface* ensure_autograd_meta();
+  bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
+  void set_requires_grad(bool value);
+
+ private:
+  void refresh_numel_and_contiguity();
+
+  Storage storage_;
+  Shape sizes_;
+  Shape strides_;
+  int64_t offset_;
+  int64_t numel_ = 1;
+  ScalarType dtype_;
+  bool is_contiguous_ = true;
+  bool is_wrapped_number_ = false;
+  bool is_view_ = false;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+};
+
+}  // namespace flambeau

@@ -1,0 +1,34 @@
+#include "flambeau/device.h"
+
+#include <string>
+
+#include "flambeau/error.h"
+
+namespace flambeau {
+
+const char* device_type_name(DeviceType t) { return t == DeviceType::CUDA ? "cuda" : "cpu"; }
+
+std::string Device::str() const {
+  std::string s = device_type_name(type);
+  if (index >= 0) s += ":" + std::to_string(index);
+  return s;
+}
+
+Device Device::parse(const std::string& s) {
+  auto colon = s.find(':');
+  std::string kind = s.substr(0, colon);
+  DeviceType t;
+  if (kind == "cpu") t = DeviceType::CPU;
+  else if (kind == "cuda") t = DeviceType::CUDA;
+  else throw ValueError("[device] unknown device '" + s + "': expected 'cpu', 'cuda' or 'cuda:N'");
+  int16_t index = -1;
+  if (colon != std::string::npos) {
+    std::string num = s.substr(colon + 1);
+    bool ok = !num.empty() && num.size() < 5 && num.find_first_not_of("0123456789") == std::string::npos;
+    if (!ok) throw ValueError("[device] bad device index in '" + s + "': expected 'cuda:N' with N >= 0");
+    index = static_cast<int16_t>(std::stoi(num));
+  }
+  return Device(t, index);
+}
+
+}  // namespace flambeau

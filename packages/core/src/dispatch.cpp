@@ -1,0 +1,27 @@
+#include "flambeau/dispatch.h"
+
+#include "flambeau/error.h"
+
+namespace flambeau {
+
+namespace detail {
+thread_local bool tls_autograd_excluded = false;
+}
+
+const char* dispatch_key_name(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::CPU: return "CPU";
+    case DispatchKey::CUDA: return "CUDA";
+    case DispatchKey::Autograd: return "Autograd";
+  }
+  return "?";
+}
+
+void OpBase::missing_kernel(DispatchKey k) const {
+  if (k == DispatchKey::CUDA && !has_kernel(DispatchKey::CUDA))
+    throw RuntimeError(detail::cat_str("[", name_, "] flambeau-core was built without CUDA ",
+                                       "(no CUDA kernel); use device='cpu'"));
+  throw NotImplementedError(detail::cat_str("[", name_, "] has no kernel for ", dispatch_key_name(k)));
+}
+
+}  // namespace flambeau

@@ -1,0 +1,99 @@
+// The allocator registry from Python (Note [Allocator registry]).
+#include "common.h"
+
+#include "flambeau/error.h"
+
+namespace flambeau::python {
+namespace {
+
+// An allocator written in Python: obj.malloc(nbytes) -> int address,
+// obj.free(address, nbytes). Slow (takes the GIL per call); for tests and
+// experiments. A Python exception in malloc becomes a RuntimeError naming the
+// allocator; one in free cannot propagate (free is noexcept) and is reported
+// through sys.unraisablehook.
+class PythonAllocator final : public Allocator {
+ public:
+  explicit PythonAllocator(py::object obj) : obj_(std::move(obj)) {
+    name_ = py::str(py::type::of(obj_).attr("__name__")).cast<std::string>();
+  }
+  ~PythonAllocator() override {
+    py::gil_scoped_acquire gil;
+    obj_ = py::object();
+  }
+  void* allocate(size_t nbytes) override {
+    py::gil_scoped_acquire gil;
+    py::object r;
+    try {
+      r = obj_.attr("malloc")(nbytes);
+    } catch (py::error_already_set& e) {
+      throw RuntimeError(detail::cat_str("[allocate] Python allocator ", name_, ".malloc(", nbytes,
+                                         ") raised: ", e.what()));
+    }
+    FB_CHECK(PyLong_Check(r.ptr()), "[allocate] Python allocator ", name_,
+             ".malloc must return an int address, got ", py::repr(r).cast<std::string>());
+    auto addr = r.cast<uintptr_t>();
+    FB_CHECK(addr != 0, "[allocate] Python allocator ", name_, ".malloc(", nbytes, ") returned 0");
+    FB_CHECK(addr % 64 == 0, "[allocate] Python allocator ", name_, ".malloc returned address ", addr,
+             " which is not 64-byte aligned");
+    return reinterpret_cast<void*>(addr);
+  }
+  void deallocate(void* ptr, size_t nbytes) noexcept override {
+    if (!Py_IsInitialized()) return;  // interpreter shutdown: leak rather than crash
+    py::gil_scoped_acquire gil;
+    try {
+      obj_.attr("free")(reinterpret_cast<uintptr_t>(ptr), nbytes);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable(("flambeau: Python allocator " + name_ + ".free").c_str());
+    }
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  py::object obj_;
+  std::string name_;
+};
+
+// Makes a PyCapsule-free handle for C++ allocators other modules register.
+py::object allocator_handle(AllocatorPtr a) {
+  return py::cast(std::move(a));
+}
+
+}  // namespace
+
+void init_allocator(py::module_& m) {
+  py::class_<Allocator, std::shared_ptr<Allocator>>(m, "Allocator",
+                                                    "A memory allocator registered in core (Note [Allocator registry]).")
+      .def_property_readonly("name", &Allocator::name)
+      .def("__repr__", [](const Allocator& a) { return "<flambeau Allocator '" + a.name() + "'>"; });
+
+  m.def("get_allocator", [](py::handle device) { return get_allocator(parse_device(device, "get_allocator").type); },
+        py::arg("device") = "cpu", "The current allocator for a device type.");
+  m.def("system_allocator", &system_allocator, "Core's default aligned system allocator.");
+  m.def(
+      "set_allocator",
+      [](py::object allocator, py::handle device) {
+        const DeviceType type = parse_device(device, "set_allocator").type;
+        if (py::isinstance<Allocator>(allocator)) {
+          set_allocator(type, allocator.cast<AllocatorPtr>());
+        } else {
+          FB_CHECK_TYPE(py::hasattr(allocator, "malloc") && py::hasattr(allocator, "free"),
+                        "[set_allocator] expected a flambeau Allocator or an object with malloc(nbytes) and "
+                        "free(ptr, nbytes) methods, got ", py::repr(allocator).cast<std::string>());
+          set_allocator(type, std::make_shared<PythonAllocator>(allocator));
+        }
+        return get_allocator(type);
+      },
+      py::arg("allocator"), py::arg("device") = "cpu",
+      "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator "
+      "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, nbytes).");
+  m.def(
+      "allocator_from_c_abi",
+      [](uintptr_t table_address) {
+        return allocator_from_c_abi(reinterpret_cast<const fb_allocator_v1*>(table_address));
+      },
+      py::arg("table_address"),
+      "Wraps a `struct fb_allocator_v1` (see flambeau/allocator.h), given by address, e.g. from ctypes.");
+  (void)allocator_handle;
+}
+
+}  // namespace flambeau::python

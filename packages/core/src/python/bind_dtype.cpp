@@ -1,0 +1,56 @@
+// dtypes and devices as Python objects: flambeau_core.float32, flambeau_core.device("cpu").
+#include "common.h"
+
+#include "flambeau/error.h"
+
+namespace flambeau::python {
+
+void init_dtype(py::module_& m) {
+  py::enum_<ScalarType> dtype(m, "dtype", "The data type of a tensor's elements (flambeau_core.float32, ...).");
+  for (int i = 0; i < kNumScalarTypes; ++i) {
+    auto t = static_cast<ScalarType>(i);
+    dtype.value(dtype_name(t), t);
+  }
+  dtype.def("__repr__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
+      .def("__str__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
+      .def_property_readonly("itemsize", [](ScalarType t) { return itemsize(t); })
+      .def_property_readonly("is_floating_point", [](ScalarType t) { return is_floating(t); })
+      .def("__reduce__", [](ScalarType t) {
+        // pickles as flambeau_core.<name>, so dtypes cross process boundaries
+        return py::make_tuple(py::module_::import("builtins").attr("getattr"),
+                              py::make_tuple(py::module_::import("flambeau_core"), dtype_name(t)));
+      });
+  dtype.export_values();
+
+  m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),
+        "The dtype that an op on tensors of dtypes type1 and type2 computes in.");
+
+  py::class_<Device>(m, "device", "A device: flambeau_core.device('cpu').")
+      .def(py::init([](const std::string& s) { return Device::parse(s); }), py::arg("type"))
+      .def(py::init([](const std::string& s, int index) {
+             FB_CHECK_VALUE(index >= 0, "[device] index must be >= 0, got ", index);
+             Device d = Device::parse(s);
+             FB_CHECK_VALUE(d.index < 0, "[device] '", s, "' already has an index");
+             return Device(d.type, static_cast<int16_t>(index));
+           }),
+           py::arg("type"), py::arg("index"))
+      .def_property_readonly("type", [](const Device& d) { return device_type_name(d.type); })
+      .def_property_readonly("index", [](const Device& d) -> py::object {
+        if (d.index < 0) return py::none();
+        return py::int_(d.index);
+      })
+      .def("__repr__", [](const Device& d) { return "device(type='" + std::string(device_type_name(d.type)) +
+                                                    (d.index >= 0 ? "', index=" + std::to_string(d.index) : "'") + ")"; })
+      .def("__str__", &Device::str)
+      .def("__eq__", [](const Device& a, py::handle b) {
+        if (py::isinstance<py::str>(b)) return a == Device::parse(b.cast<std::string>());
+        if (py::isinstance<Device>(b)) return a == b.cast<Device>();
+        return false;
+      })
+      .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); })
+      .def("__reduce__", [](const Device& d) {
+        return py::make_tuple(py::module_::import("flambeau_core").attr("device"), py::make_tuple(d.str()));
+      });
+}
+
+}  // namespace flambeau::python

@@ -1,0 +1,36 @@
+#pragma once
+// Shared by core's binding files. One file per topic, each exporting init_<topic>(m).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "flambeau/ops.h"
+#include "flambeau/python/bindings.h"
+
+namespace py = pybind11;
+
+namespace flambeau::python {
+
+void init_dtype(py::module_& m);      // bind_dtype.cpp: dtype, device, promote_types
+void init_tensor(py::module_& m);     // bind_tensor.cpp: Tensor class, properties, item/tolist/repr, buffer
+void init_allocator(py::module_& m);  // bind_allocator.cpp: allocator registry, Python/C-ABI allocators
+void init_factories(py::module_& m);  // bind_factories.cpp: tensor(), zeros, ..., random, frombuffer
+void init_views(py::module_& m);      // bind_views.cpp: views, __getitem__/__setitem__
+void init_math(py::module_& m);       // bind_math.cpp: elementwise ops, reductions
+void init_nn(py::module_& m);         // bind_nn.cpp: matmul, log_softmax, cat/stack, gather/scatter_add
+void init_runtime(py::module_& m);    // bind_runtime.cpp: threads, grad mode, abi tag
+
+/// A binary op's operand: a Tensor, or a Python number (bool/int/float, or
+/// anything with __index__/__float__) made a 0-dim wrapped-number tensor
+/// (Note [Wrapped numbers]). TypeError naming `op` otherwise.
+Tensor as_operand(py::handle obj, const char* op);
+/// A Python number as a Scalar (bool, int or float kind); TypeError naming `op`.
+Scalar as_scalar(py::handle obj, const char* op);
+/// Sizes given as f(2, 3) or f((2, 3)) or f([2, 3]); TypeError/ValueError naming `op`.
+Shape parse_shape(const py::args& args, const char* op);
+Shape parse_int_sequence(py::handle obj, const char* op, const char* what);
+/// A dtype argument: a flambeau dtype or None (-> fallback).
+ScalarType parse_dtype(py::handle obj, ScalarType fallback, const char* op);
+/// A device argument: a Device, a string such as "cpu", or None (-> cpu).
+Device parse_device(py::handle obj, const char* op);
+
+}  // namespace flambeau::python
