@@ -1,0 +1,66 @@
+"""flambeau: one PyTorch-shaped namespace over the flambeau packages.
+
+This meta-package holds no logic. Importing it imports every subsystem,
+activates the defaults (the caching allocator for CPU memory, autograd,
+interop protocols) and exposes them under PyTorch's names.
+
+Example:
+    >>> import flambeau as fb
+    >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad.tolist()
+    [[2.0, 4.0], [6.0, 8.0]]
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+import types as _types
+
+import flambeau_alloc as _alloc
+import flambeau_autograd as _autograd
+import flambeau_core as _core
+import flambeau_data as _data
+import flambeau_interop as _interop
+import flambeau_nn as _nn
+from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
+from flambeau_core import Tensor, device, dtype  # noqa: F401
+
+from flambeau import memory  # noqa: E402
+
+
+def _alias(name: str, module: _types.ModuleType) -> _types.ModuleType:
+    """Makes `import flambeau.<name>` (and its loaded submodules) resolve to `module` itself."""
+    full = f"{__name__}.{name}"
+    _sys.modules[full] = module
+    prefix = module.__name__ + "."
+    for sub_name, sub in list(_sys.modules.items()):
+        if sub_name.startswith(prefix) and sub is not None:
+            _sys.modules[full + "." + sub_name[len(prefix) :]] = sub
+    return module
+
+
+# Defaults: caching allocator on. (autograd and interop register themselves on import.)
+_alloc.enable()
+
+autograd = _alias("autograd", _autograd)
+nn = _alias("nn", _nn)
+optim = _alias("optim", _nn.optim)
+multiprocessing = _alias("multiprocessing", _data.multiprocessing)
+
+utils = _types.ModuleType(f"{__name__}.utils", "flambeau.utils: data loading (flambeau.utils.data).")
+utils.data = _alias("utils.data", _data)
+_sys.modules[f"{__name__}.utils"] = utils
+
+no_grad = _autograd.no_grad
+enable_grad = _autograd.enable_grad
+set_grad_enabled = _autograd.set_grad_enabled
+inference_mode = _autograd.inference_mode
+
+from_numpy = _interop.from_numpy
+from_dlpack = _interop.from_dlpack
+
+save = _nn.save
+load = _nn.load
+
+__version__ = _core.__version__

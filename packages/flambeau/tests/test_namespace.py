@@ -1,0 +1,65 @@
+"""The meta-package wires the subsystems under PyTorch's names."""
+
+import importlib
+import sys
+
+import flambeau as fb
+import flambeau_alloc
+import flambeau_autograd
+import flambeau_core
+import flambeau_data
+import flambeau_interop
+import flambeau_nn
+import pytest
+
+
+def test_subsystems_are_aliased_not_copied():
+    assert fb.nn is flambeau_nn
+    assert fb.optim is flambeau_nn.optim
+    assert fb.autograd is flambeau_autograd
+    assert fb.utils.data is flambeau_data
+    assert fb.multiprocessing is flambeau_data.multiprocessing
+    assert fb.nn.functional is flambeau_nn.functional
+    # `import flambeau.nn.functional` gives the same module object, not a re-import
+    assert importlib.import_module("flambeau.nn.functional") is flambeau_nn.functional
+    assert sys.modules["flambeau.utils.data"] is flambeau_data
+
+
+def test_pytorch_names_exist():
+    for name in ["tensor", "zeros", "ones", "randn", "rand", "arange", "manual_seed", "float32", "float64",
+                 "int64", "bool", "no_grad", "enable_grad", "from_numpy", "from_dlpack", "save", "load",
+                 "Tensor", "set_num_threads", "get_num_threads"]:
+        assert hasattr(fb, name), name
+    assert fb.Tensor is flambeau_core.Tensor
+    assert fb.from_numpy is flambeau_interop.from_numpy
+    for name in ["memory_stats", "memory_allocated", "max_memory_allocated", "empty_cache", "set_allocator"]:
+        assert callable(getattr(fb.memory, name)), name
+
+
+def test_import_activates_the_caching_allocator():
+    current = flambeau_core.get_allocator("cpu")
+    assert current.name == flambeau_alloc.caching_allocator().name
+    x = fb.zeros(256, 256)
+    assert x._allocator == current.name
+    assert fb.memory.memory_allocated() >= 256 * 256 * 4
+
+
+def test_end_to_end_gradient():
+    x = fb.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [[2.0, 4.0], [6.0, 8.0]]
+
+
+def test_swapping_the_allocator_back_and_forth():
+    caching = fb.memory.get_allocator()
+    kept = fb.ones(1000)
+    try:
+        fb.memory.set_allocator(fb.memory.system_allocator())
+        y = fb.ones(1000)
+        assert y._allocator == "system"
+        assert kept._allocator == caching.name
+    finally:
+        fb.memory.set_allocator(caching)
+    del kept, y
+    with pytest.raises(TypeError, match="set_allocator"):
+        fb.memory.set_allocator(object())
