@@ -9,12 +9,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
+VERSION = re.search(r'VERSION = "(.+?)"', (ROOT / "VERSION").read_text()).group(1)
 WHEELHOUSE = ROOT / "wheelhouse"
 # Build order: core first, then what builds against it, then the Python layers.
 PACKAGES = ["core", "alloc", "autograd", "interop", "nn", "data", "flambeau"]
@@ -55,7 +57,6 @@ def build(session: nox.Session) -> None:
 def _ensure_wheels(session: nox.Session) -> None:
     if os.environ.get("FLAMBEAU_SKIP_BUILD") and any(WHEELHOUSE.glob("flambeau-*.whl")):
         return
-    session.notify_session = None
     build(session)
 
 
@@ -63,7 +64,7 @@ def _ensure_wheels(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, *TEST_DEPS, "flambeau")
+    _install_from_wheelhouse(session, *TEST_DEPS, f"flambeau=={VERSION}")
     env = {"PYTHONFAULTHANDLER": "1"}
     failed = []
     for pkg in PACKAGES:
@@ -86,10 +87,10 @@ def tests(session: nox.Session) -> None:
 def isolation(session: nox.Session) -> None:
     """Core alone, and core + data alone, in fresh venvs: each works without the rest."""
     for dists, script in [
-        (["flambeau-core"], "integration_tests/standalone/core_alone.py"),
-        (["flambeau-data"], "integration_tests/standalone/core_and_data.py"),
+        ([f"flambeau-core=={VERSION}"], "integration_tests/standalone/core_alone.py"),
+        ([f"flambeau-data=={VERSION}"], "integration_tests/standalone/core_and_data.py"),
     ]:
-        venv = ROOT / "build" / "isolation" / "-".join(dists)
+        venv = ROOT / "build" / "isolation" / dists[0].split("==")[0]
         if venv.exists():
             shutil.rmtree(venv)
         session.run("python", "-m", "venv", str(venv))
@@ -103,16 +104,15 @@ def isolation(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Train an MLP on scikit-learn's handwritten digits (README, first command)."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, "flambeau", "scikit-learn", "tqdm")
-    session.run("python", str(ROOT / "benchmarks" / ".." / "docs" / ".." / "demo" / "train_digits.py"),
-                *session.posargs)
+    _install_from_wheelhouse(session, f"flambeau=={VERSION}", "scikit-learn", "tqdm")
+    session.run("python", str(ROOT / "demo" / "train_digits.py"), *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """flambeau vs PyTorch (and NumPy) on the same work, in one run, with ratios."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, "flambeau", TORCH, "numpy")
+    _install_from_wheelhouse(session, f"flambeau=={VERSION}", TORCH, "numpy")
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
 
 

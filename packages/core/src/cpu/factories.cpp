@@ -1,13 +1,22 @@
-// CPU kernels: empty, fill_ (and, later, arange and random fills).
+// CPU kernels: empty, fill_, arange, and the random fills uniform_/normal_
+// (Note [Random numbers] in flambeau/random.h).
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
+#include "flambeau/random.h"
 #include "flambeau/type_dispatch.h"
+#include "shape_utils.h"
 
 namespace flambeau {
 namespace {
+
+template <class F> void detail_for_each(const Tensor& t, F&& f) {
+  detail::for_each_offset(t.sizes(), t.strides(), std::forward<F>(f));
+}
 
 Tensor empty_cpu(IntArrayRef sizes, ScalarType dtype, Device device) {
   const int64_t n = shape_numel(sizes);
@@ -44,8 +53,110 @@ Tensor& fill_cpu(Tensor& self, const Scalar& value) {
   return self;
 }
 
+// Element i is start + i * step, computed in int64 for integer dtypes and in
+// double for floating ones (so a float32 range does not accumulate error).
+Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype, Device device) {
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  FB_CHECK_VALUE(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ", s, " and ", e);
+  FB_CHECK_VALUE(st != 0, "[arange] step must be nonzero");
+  FB_CHECK_VALUE((st > 0 && e >= s) || (st < 0 && e <= s) || s == e, "[arange] the range from ", s, " to ", e,
+                 " is inconsistent with the sign of step ", st);
+  FB_CHECK_TYPE(dtype != ScalarType::Bool, "[arange] dtype bool is not supported");
+  int64_t n;
+  const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  if (all_int) {
+    const int64_t si = start.to_int(), ei = end.to_int(), sti = step.to_int();
+    n = sti > 0 ? (ei - si + sti - 1) / sti : (si - ei + (-sti) - 1) / (-sti);
+  } else {
+    n = static_cast<int64_t>(std::ceil((e - s) / st));
+  }
+  n = std::max<int64_t>(n, 0);
+  Tensor out = op::empty(Shape{n}, dtype, device);
+  visit_dtype(dtype, "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
+    if constexpr (std::is_integral_v<T>) {
+      if (all_int) {
+        const int64_t si = start.to_int(), sti = step.to_int();
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(si + i * sti);
+        return;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(s + static_cast<double>(i) * st);
+  });
+  return out;
+}
+
+// Writes gen(i) for element i (row-major order) of self, in parallel chunks
+// when self is contiguous; any thread count gives the same values.
+template <class T, class G> void fill_indexed(Tensor& self, const G& gen) {
+  T* p = self.data<T>();
+  if (self.is_contiguous()) {
+    parallel_for(0, self.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = gen(i);
+    });
+  } else {
+    int64_t i = 0;
+    detail_for_each(self, [&](int64_t off) { p[off] = gen(i++); });
+  }
+}
+
+Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
+  FB_CHECK_VALUE(low <= high, "[uniform_] expects low <= high, got low=", low, ", high=", high);
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
+                "[uniform_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t base = g.reserve(static_cast<uint64_t>(self.numel()));
+  const uint64_t seed = g.initial_seed();
+  const double width = high - low;
+  visit_dtype(self.dtype(), "uniform_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      fill_indexed<T>(self, [&](int64_t i) {
+        T v = static_cast<T>(low + width * Generator::to_unit(Generator::draw(seed, base + i)));
+        // Rounding to float may land on `high`; keep the interval half-open.
+        if (v >= static_cast<T>(high) && high > low) v = std::nextafter(static_cast<T>(high), static_cast<T>(low));
+        return v;
+      });
+    }
+  });
+  self.impl()->bump_version();
+  return self;
+}
+
+// Box-Muller: elements 2j and 2j+1 come from draws 2j and 2j+1 (the cosine
+// and sine halves), so each element depends only on its own index.
+Tensor& normal_cpu(Tensor& self, double mean, double std, Generator* gen) {
+  FB_CHECK_VALUE(std >= 0, "[normal_] expects std >= 0, got ", std);
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
+                "[normal_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t n = static_cast<uint64_t>(self.numel());
+  const uint64_t base = g.reserve(n + (n & 1));
+  const uint64_t seed = g.initial_seed();
+  visit_dtype(self.dtype(), "normal_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      fill_indexed<T>(self, [&](int64_t i) {
+        const uint64_t j = base + static_cast<uint64_t>(i & ~int64_t{1});
+        const double u1 = 1.0 - Generator::to_unit(Generator::draw(seed, j));  // (0, 1]: log is finite
+        const double u2 = Generator::to_unit(Generator::draw(seed, j + 1));
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        const double theta = 2.0 * std::numbers::pi * u2;
+        const double z = (i & 1) ? r * std::sin(theta) : r * std::cos(theta);
+        return static_cast<T>(mean + std * z);
+      });
+    }
+  });
+  self.impl()->bump_version();
+  return self;
+}
+
 FB_REGISTER_KERNEL(op::empty, CPU, empty_cpu);
 FB_REGISTER_KERNEL(op::fill_, CPU, fill_cpu);
+FB_REGISTER_KERNEL(op::arange, CPU, arange_cpu);
+FB_REGISTER_KERNEL(op::uniform_, CPU, uniform_cpu);
+FB_REGISTER_KERNEL(op::normal_, CPU, normal_cpu);
 
 }  // namespace
 }  // namespace flambeau
