@@ -35,11 +35,19 @@ _REEXEC_MARK = "FLAMBEAU_BENCH_REEXEC"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="flambeau vs PyTorch (and NumPy), side by side")
     p.add_argument("--quick", action="store_true", help="fewer repeats (a short smoke run)")
-    p.add_argument("--only", action="append", default=[], metavar="NAME",
-                   help="run only benchmarks whose name contains NAME (repeatable)")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only benchmarks whose name contains NAME (repeatable)",
+    )
     p.add_argument("--threads", type=int, default=None, help="intra-op threads for both (default: flambeau's)")
-    p.add_argument("--unset-openblas-env", action="store_true",
-                   help=f"re-run with {' and '.join(OPENBLAS_VARS)} unset (OpenBLAS picks its own kernels)")
+    p.add_argument(
+        "--unset-openblas-env",
+        action="store_true",
+        help=f"re-run with {' and '.join(OPENBLAS_VARS)} unset (OpenBLAS picks its own kernels)",
+    )
     p.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     return p.parse_args(argv)
 
@@ -207,8 +215,7 @@ def build_benchmarks(libs: Libraries) -> list[Benchmark]:
 
         def make(lib: Any, x: Any, y: Any) -> Prepared:
             nn = lib.nn
-            model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                                  nn.Linear(512, 10))
+            model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
             loss_fn = nn.CrossEntropyLoss()
             opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -243,15 +250,15 @@ def build_benchmarks(libs: Libraries) -> list[Benchmark]:
 
         def make(lib: Any, x: Any, y: Any) -> Prepared:
             utils = lib.utils.data
-            loader = utils.DataLoader(utils.TensorDataset(x, y), batch_size=128, shuffle=True,
-                                      num_workers=num_workers)
+            loader = utils.DataLoader(utils.TensorDataset(x, y), batch_size=128, shuffle=True, num_workers=num_workers)
 
             def epoch() -> None:
-                batches, samples = 0, 0
+                batches, samples, width = 0, 0, 784
                 for xb, yb in loader:
                     batches += 1
                     samples += yb.shape[0]
-                if batches != (n + 127) // 128 or samples != n or tuple(xb.shape)[1:] != (784,):
+                    width = min(width, xb.shape[1])
+                if batches != (n + 127) // 128 or samples != n or width != 784:
                     raise RuntimeError(f"wrong batches: {batches} batches, {samples} samples")
 
             return Prepared("epoch()", {"epoch": epoch})
@@ -337,8 +344,10 @@ def print_header(libs: Libraries, args: argparse.Namespace) -> None:
     import platform
 
     print("flambeau benchmarks: flambeau vs PyTorch (vs NumPy); times are min / median per call")
-    print(f"  python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs visible, "
-          f"affinity {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")
+    print(
+        f"  python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs visible, "
+        f"affinity {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}"
+    )
     versions = []
     for name, mod in (("flambeau", libs.fb), ("torch", libs.torch), ("numpy", libs.np)):
         versions.append(f"{name} {getattr(mod, '__version__', '?')}" if mod else f"{name} n/a ({libs.errors[name]})")
@@ -386,12 +395,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {time.perf_counter() - t0:.1f} s", flush=True)
         rows.append((bench, results))
 
-    headers = ["benchmark", "flambeau (min / median)", "torch (min / median)", "numpy (min / median)",
-               "fb/torch"]
+    headers = ["benchmark", "flambeau (min / median)", "torch (min / median)", "numpy (min / median)", "fb/torch"]
     table = [headers]
     for bench, results in rows:
-        table.append([bench.name, cell(results.get("flambeau")), cell(results.get("torch")),
-                      cell(results.get("numpy")), ratio(results.get("flambeau"), results.get("torch"))])
+        table.append(
+            [
+                bench.name,
+                cell(results.get("flambeau")),
+                cell(results.get("torch")),
+                cell(results.get("numpy")),
+                ratio(results.get("flambeau"), results.get("torch")),
+            ]
+        )
     widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
     print()
     for i, r in enumerate(table):

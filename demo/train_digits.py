@@ -40,8 +40,12 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "d
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=15, help="training epochs (default: 15)")
-    p.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT,
-                   help=f"where to save the safetensors checkpoint (default: {DEFAULT_CHECKPOINT})")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=DEFAULT_CHECKPOINT,
+        help=f"where to save the safetensors checkpoint (default: {DEFAULT_CHECKPOINT})",
+    )
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
     p.add_argument("--num-workers", type=int, default=2, help="DataLoader worker processes")
@@ -119,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
 
     x_train, y_train, x_test, y_test = load_data()
-    print(f"digits: {x_train.shape[0]} train / {x_test.shape[0]} test images, {x_train.shape[1]} features, "
-          f"threads={fb.get_num_threads()}, workers={args.num_workers}")
+    print(
+        f"digits: {x_train.shape[0]} train / {x_test.shape[0]} test images, {x_train.shape[1]} features, "
+        f"threads={fb.get_num_threads()}, workers={args.num_workers}"
+    )
 
     loader = fb.utils.data.DataLoader(
         fb.utils.data.TensorDataset(x_train, y_train),
@@ -136,8 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     for epoch in range(1, args.epochs + 1):
         model.train()
         total_loss, seen = 0.0, 0
-        bar = tqdm(loader, desc=f"epoch {epoch:>2}/{args.epochs}", unit="batch", leave=False,
-                   disable=args.no_progress, file=sys.stdout)
+        bar = tqdm(
+            loader,
+            desc=f"epoch {epoch:>2}/{args.epochs}",
+            unit="batch",
+            leave=False,
+            disable=args.no_progress,
+            file=sys.stdout,
+        )
         for x, y in bar:
             optimizer.zero_grad()
             loss = loss_fn(model(x), y)
@@ -160,16 +172,20 @@ def main(argv: list[str] | None = None) -> int:
     fresh.load_state_dict(fb.load(str(args.checkpoint)))
     reloaded_accuracy, reloaded_predictions = evaluate(fresh, x_test, y_test)
     same_predictions = (reloaded_predictions == trained_predictions).sum().item() == y_test.shape[0]
-    print(f"reloaded model: test accuracy {reloaded_accuracy:.4f} "
-          f"({'same predictions' if same_predictions else 'DIFFERENT predictions'})")
+    print(
+        f"reloaded model: test accuracy {reloaded_accuracy:.4f} "
+        f"({'same predictions' if same_predictions else 'DIFFERENT predictions'})"
+    )
 
     del loader, model, fresh, optimizer
     print_memory_stats()
     print(f"total time {time.perf_counter() - t_start:.1f} s")
 
     if reloaded_accuracy != trained_accuracy or not same_predictions:
-        print(f"FAIL: reloaded accuracy {reloaded_accuracy:.4f} != trained accuracy {trained_accuracy:.4f}",
-              file=sys.stderr)
+        print(
+            f"FAIL: reloaded accuracy {reloaded_accuracy:.4f} != trained accuracy {trained_accuracy:.4f}",
+            file=sys.stderr,
+        )
         return 1
     if reloaded_accuracy < MIN_ACCURACY:
         print(f"FAIL: test accuracy {reloaded_accuracy:.4f} is below {MIN_ACCURACY}", file=sys.stderr)
