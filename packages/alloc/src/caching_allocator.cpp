@@ -1,0 +1,430 @@
+// Note [Caching allocator pools]
+// ==============================
+// The allocator keeps memory it got from the backend (a *segment*: one mmap on
+// CPU, one cudaMalloc on CUDA) and hands out *blocks* carved from segments. A
+// freed block goes back to a pool, not to the backend, so the next request of
+// a similar size costs a set lookup instead of mmap + munmap + a page fault
+// per 4 KiB page of the fresh mapping. The design is PyTorch's CUDA caching
+// allocator (c10/cuda/CUDACachingAllocator.cpp), without streams.
+//
+// Rounding. A request of n bytes becomes a block of round_size(n): n rounded
+// up to a multiple of 512 (kMinBlockSize), at least 512. Segments start on a
+// 2 MiB boundary, so every block is 512-byte aligned (core asks for 64), and
+// small odd sizes share a few size classes, which makes reuse likely.
+//
+// Pools. Blocks of at most 1 MiB (kSmallSize) live in the small pool, carved
+// from 2 MiB segments (kSmallBuffer): many small tensors share one mapping.
+// Larger blocks live in the large pool. A large request under 10 MiB gets a
+// 20 MiB segment (kLargeBuffer) so that a few mid-size tensors share it; a
+// request of 10 MiB or more gets its own segment rounded up to 2 MiB
+// (kRoundLarge), the huge-page size. Keeping the pools apart stops small
+// long-lived tensors from pinning large segments (fragmentation). On CPU an
+// untouched part of a segment costs address space only, never RSS.
+//
+// Best fit. Each pool is a std::set of free blocks ordered by (size, address);
+// lower_bound(size) finds the smallest block that fits, lowest address first.
+//
+// Splitting. When the best fit is bigger than needed, the block is split and
+// the remainder goes back to the pool, if it is worth keeping: in the small
+// pool any remainder of at least 512 bytes; in the large pool only one over
+// 1 MiB (a smaller one would serve small requests better from the small pool;
+// the few extra bytes stay with the allocated block and count as allocated).
+//
+// Coalescing. Blocks of a segment form a doubly linked list in address order
+// (prev/next). A freed block merges with a free neighbour on either side, so
+// a segment whose blocks are all free is again one block (no prev, no next):
+// that is exactly what empty_cache() returns to the backend.
+//
+// Out of memory. When the backend fails (or the memory limit would be
+// exceeded), the allocator releases every wholly free cached segment and
+// retries once (num_alloc_retries); if that fails too it counts num_ooms and
+// throws RuntimeError("[allocate] out of memory ...").
+//
+// Statistics follow PyTorch's memory_stats(): per pool and in aggregate, the
+// current value, peak, and totals of allocations, segments, allocated,
+// reserved, active, requested and "inactive split" (free but not releasable)
+// bytes. Every public method takes one mutex: tensors die on any thread
+// (data-loader threads, autograd), and segments are rare, so contention is
+// a lock per allocation.
+#include "caching_allocator.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "flambeau/error.h"
+
+namespace flambeau::alloc {
+namespace {
+
+// Requests beyond this cannot be rounded without overflow; no backend could
+// serve them anyway.
+constexpr size_t kMaxRequest = size_t{1} << 60;
+
+bool should_split(size_t block_size, size_t size, bool is_small) {
+  const size_t remaining = block_size - size;
+  return is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+}
+
+std::string format_size(int64_t n) {
+  char buf[32];
+  const double v = static_cast<double>(n);
+  if (n < 0) return "-" + format_size(-n);
+  if (n < (int64_t{1} << 10)) std::snprintf(buf, sizeof buf, "%" PRId64 " B", n);
+  else if (n < (int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", v / (1 << 10));
+  else if (n < (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", v / (int64_t{1} << 30));
+  return buf;
+}
+
+// ---- Note [Caching allocator and fork] ----
+// Data-loader workers are forked. If another thread held an allocator's mutex
+// at that instant, the child would inherit it locked and deadlock on its first
+// allocation. Like glibc's malloc, every live instance is locked before fork
+// and unlocked on both sides after it.
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;  // leaked: usable during static destruction
+  return *m;
+}
+std::set<CachingAllocator*>& registry() {
+  static auto* s = new std::set<CachingAllocator*>;
+  return *s;
+}
+void prepare_fork() {
+  registry_mutex().lock();
+  for (CachingAllocator* a : registry()) a->lock_for_fork();
+}
+void after_fork() {
+  for (CachingAllocator* a : registry()) a->unlock_after_fork();
+  registry_mutex().unlock();
+}
+void register_instance(CachingAllocator* a) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(prepare_fork, after_fork, after_fork); });
+  std::lock_guard lock(registry_mutex());
+  registry().insert(a);
+}
+void unregister_instance(CachingAllocator* a) {
+  std::lock_guard lock(registry_mutex());
+  registry().erase(a);
+}
+
+}  // namespace
+
+size_t CachingAllocator::round_size(size_t nbytes) {
+  if (nbytes < kMinBlockSize) return kMinBlockSize;
+  return (nbytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t CachingAllocator::segment_size(size_t block_size) {
+  if (block_size <= kSmallSize) return kSmallBuffer;
+  if (block_size < kMinLargeAlloc) return kLargeBuffer;
+  return (block_size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+CachingAllocator::CachingAllocator(std::unique_ptr<RawBackend> backend, std::string name,
+                                   std::optional<size_t> memory_limit)
+    : backend_(std::move(backend)), name_(std::move(name)), memory_limit_(memory_limit) {
+  FB_CHECK_VALUE(backend_ != nullptr, "[CachingAllocator] the raw backend must not be null");
+  FB_CHECK_VALUE(kRoundLarge % backend_->segment_granularity() == 0, "[CachingAllocator] backend '",
+                 backend_->name(), "' has a segment granularity of ", backend_->segment_granularity(),
+                 " bytes, which does not divide ", kRoundLarge);
+  register_instance(this);
+}
+
+CachingAllocator::~CachingAllocator() {
+  unregister_instance(this);
+  // Storages keep their allocator alive, so only misuse of the raw API can
+  // leave a block allocated here. Such segments are leaked, not unmapped: a
+  // dangling pointer into live memory beats one into an unmapped range.
+  for (auto& [ptr, seg] : segments_) {
+    bool any_allocated = false;
+    for (Block* b = seg->head; b; b = b->next) any_allocated |= b->allocated;
+    if (!any_allocated) backend_->deallocate(seg->ptr, seg->size);
+    for (Block* b = seg->head; b;) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+  }
+}
+
+void CachingAllocator::update(StatArray& s, bool is_small, int64_t delta) {
+  s[kAggregate].update(delta);
+  s[is_small ? kSmallPool : kLargePool].update(delta);
+}
+
+void* CachingAllocator::allocate(size_t nbytes) {
+  std::lock_guard lock(mutex_);
+  if (nbytes > kMaxRequest) {
+    stats_.num_ooms += 1;
+    throw RuntimeError(detail::cat_str("[allocate] out of memory: tried to allocate ", format_size(nbytes),
+                                       " (", nbytes, " bytes) from the ", name_, " allocator on ",
+                                       backend_->name(), ", more than any backend can provide"));
+  }
+  const size_t size = round_size(nbytes);
+  const bool is_small = size <= kSmallSize;
+  Block* block = take_free_block(pool_of(is_small), size);
+  if (!block) block = new_segment(is_small, size, nbytes);
+  return finish_allocation(block, size, nbytes);
+}
+
+CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, size_t size) {
+  Block key{nullptr, size, nullptr};
+  auto it = pool.lower_bound(&key);
+  if (it == pool.end()) return nullptr;
+  Block* block = *it;
+  pool.erase(it);
+  if (block->is_split()) {
+    update(stats_.inactive_split, block->segment->is_small, -1);
+    update(stats_.inactive_split_bytes, block->segment->is_small, -static_cast<int64_t>(block->size));
+  }
+  return block;
+}
+
+CachingAllocator::Block* CachingAllocator::try_new_segment(bool is_small, size_t seg_size) {
+  if (memory_limit_ && static_cast<size_t>(stats_.reserved_bytes[kAggregate].current) + seg_size > *memory_limit_)
+    return nullptr;
+  void* p = backend_->allocate(seg_size);
+  if (!p) return nullptr;
+  auto seg = std::make_unique<Segment>(Segment{static_cast<char*>(p), seg_size, is_small, nullptr});
+  seg->head = new Block{seg->ptr, seg_size, seg.get()};
+  Block* head = seg->head;
+  segments_.emplace(seg->ptr, std::move(seg));
+  stats_.num_device_alloc += 1;
+  update(stats_.segment, is_small, 1);
+  update(stats_.reserved_bytes, is_small, static_cast<int64_t>(seg_size));
+  return head;
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(bool is_small, size_t size, size_t requested) {
+  const size_t seg_size = segment_size(size);
+  if (Block* b = try_new_segment(is_small, seg_size)) return b;
+  // The backend failed: give the cache back and try once more.
+  release_free_segments();
+  stats_.num_alloc_retries += 1;
+  if (Block* b = try_new_segment(is_small, seg_size)) return b;
+  stats_.num_ooms += 1;
+  throw_oom(requested, seg_size);
+}
+
+void CachingAllocator::throw_oom(size_t requested, size_t seg_size) {
+  std::string limit = memory_limit_ ? detail::cat_str(", memory limit ", format_size(*memory_limit_)) : "";
+  throw RuntimeError(detail::cat_str(
+      "[allocate] out of memory: tried to allocate ", format_size(requested), " (a ", format_size(seg_size),
+      " segment) from the ", name_, " allocator on ", backend_->name(), "; ",
+      format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",
+      format_size(stats_.reserved_bytes[kAggregate].current), " reserved", limit,
+      ". The cache was already released and the request retried; free some tensors"));
+}
+
+void* CachingAllocator::finish_allocation(Block* block, size_t size, size_t requested) {
+  const bool is_small = block->segment->is_small;
+  if (should_split(block->size, size, is_small)) {
+    auto* rest = new Block{block->ptr + size, block->size - size, block->segment};
+    rest->prev = block;
+    rest->next = block->next;
+    if (block->next) block->next->prev = rest;
+    block->next = rest;
+    block->size = size;
+    pool_of(is_small).insert(rest);
+    update(stats_.inactive_split, is_small, 1);
+    update(stats_.inactive_split_bytes, is_small, static_cast<int64_t>(rest->size));
+  }
+  block->allocated = true;
+  block->requested = requested;
+  allocated_.emplace(block->ptr, block);
+  const auto bytes = static_cast<int64_t>(block->size);
+  update(stats_.allocation, is_small, 1);
+  update(stats_.active, is_small, 1);
+  update(stats_.allocated_bytes, is_small, bytes);
+  update(stats_.active_bytes, is_small, bytes);
+  update(stats_.requested_bytes, is_small, static_cast<int64_t>(requested));
+  return block->ptr;
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t) noexcept {
+  if (!ptr) return;
+  if (!free_block(ptr))
+    std::fprintf(stderr, "flambeau-alloc: %s allocator asked to free %p, which it did not allocate; ignored\n",
+                 name_.c_str(), ptr);
+}
+
+bool CachingAllocator::free_block(void* ptr) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = allocated_.find(ptr);
+  if (it == allocated_.end()) return false;
+  Block* block = it->second;
+  allocated_.erase(it);
+  const bool is_small = block->segment->is_small;
+  const auto bytes = static_cast<int64_t>(block->size);
+  update(stats_.allocation, is_small, -1);
+  update(stats_.active, is_small, -1);
+  update(stats_.allocated_bytes, is_small, -bytes);
+  update(stats_.active_bytes, is_small, -bytes);
+  update(stats_.requested_bytes, is_small, -static_cast<int64_t>(block->requested));
+  block->allocated = false;
+  block->requested = 0;
+
+  FreeBlocks& pool = pool_of(is_small);
+  for (Block* neighbour : {block->prev, block->next}) {
+    if (!neighbour || neighbour->allocated) continue;
+    // A free neighbour is in the pool and, sharing a segment, is split.
+    pool.erase(neighbour);
+    update(stats_.inactive_split, is_small, -1);
+    update(stats_.inactive_split_bytes, is_small, -static_cast<int64_t>(neighbour->size));
+    merge_into(block, neighbour);
+  }
+  if (block->is_split()) {
+    update(stats_.inactive_split, is_small, 1);
+    update(stats_.inactive_split_bytes, is_small, static_cast<int64_t>(block->size));
+  }
+  pool.insert(block);
+  return true;
+}
+
+void CachingAllocator::merge_into(Block* dst, Block* src) {
+  if (src == dst->prev) {
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+    else dst->segment->head = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  dst->size += src->size;
+  delete src;
+}
+
+void CachingAllocator::release_free_segments() {
+  for (FreeBlocks* pool : {&small_free_, &large_free_}) {
+    for (auto it = pool->begin(); it != pool->end();) {
+      Block* b = *it;
+      if (b->is_split()) {
+        ++it;
+        continue;
+      }
+      it = pool->erase(it);
+      Segment* seg = b->segment;
+      backend_->deallocate(seg->ptr, seg->size);
+      stats_.num_device_free += 1;
+      update(stats_.segment, seg->is_small, -1);
+      update(stats_.reserved_bytes, seg->is_small, -static_cast<int64_t>(seg->size));
+      delete b;
+      segments_.erase(seg->ptr);
+    }
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  release_free_segments();
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard lock(mutex_);
+  for (StatArray* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
+                       &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                       &stats_.inactive_split_bytes, &stats_.requested_bytes})
+    for (Stat& st : *s) st.peak = st.current;
+}
+
+void CachingAllocator::reset_accumulated_stats() {
+  std::lock_guard lock(mutex_);
+  for (StatArray* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
+                       &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                       &stats_.inactive_split_bytes, &stats_.requested_bytes})
+    for (Stat& st : *s) st.allocated = st.freed = 0;
+  stats_.num_alloc_retries = stats_.num_ooms = stats_.num_device_alloc = stats_.num_device_free = 0;
+}
+
+std::vector<SegmentInfo> CachingAllocator::snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::vector<SegmentInfo> out;
+  out.reserve(segments_.size());
+  for (const auto& [ptr, seg] : segments_) {
+    SegmentInfo info{reinterpret_cast<uintptr_t>(seg->ptr), seg->size, 0, 0, seg->is_small, {}};
+    for (const Block* b = seg->head; b; b = b->next) {
+      info.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated});
+      if (b->allocated) {
+        info.allocated_size += b->size;
+        info.requested_size += b->requested;
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+void CachingAllocator::set_memory_limit(std::optional<size_t> limit) {
+  std::lock_guard lock(mutex_);
+  memory_limit_ = limit;
+}
+
+std::optional<size_t> CachingAllocator::memory_limit() const {
+  std::lock_guard lock(mutex_);
+  return memory_limit_;
+}
+
+std::string CachingAllocator::summary() const {
+  const MemoryStats s = stats();
+  const std::optional<size_t> limit = memory_limit();
+  std::string out;
+  char line[160];
+  const char* rule = "|===============================================================================|\n";
+  const char* thin = "|-------------------------------------------------------------------------------|\n";
+  auto row = [&](const char* label, const Stat& st, bool bytes) {
+    auto f = [&](int64_t v) { return bytes ? format_size(v) : std::to_string(v); };
+    std::snprintf(line, sizeof line, "| %-25s | %10s | %10s | %10s | %10s |\n", label, f(st.current).c_str(),
+                  f(st.peak).c_str(), f(st.allocated).c_str(), f(st.freed).c_str());
+    out += line;
+  };
+  auto group = [&](const char* label, const StatArray& a, bool bytes) {
+    row(label, a[kAggregate], bytes);
+    row("      from large pool", a[kLargePool], bytes);
+    row("      from small pool", a[kSmallPool], bytes);
+    out += thin;
+  };
+  out += rule;
+  std::snprintf(line, sizeof line, "| %-77s |\n",
+                ("flambeau-alloc memory summary: '" + name_ + "' allocator on " + backend_->name()).c_str());
+  out += line;
+  out += thin;
+  std::snprintf(line, sizeof line, "| %-25s | %10s | %10s | %10s | %10s |\n", "Metric", "Cur Usage", "Peak Usage",
+                "Tot Alloc", "Tot Freed");
+  out += line;
+  out += rule;
+  group("Allocated memory", s.allocated_bytes, true);
+  group("Active memory", s.active_bytes, true);
+  group("Requested memory", s.requested_bytes, true);
+  group("Reserved memory", s.reserved_bytes, true);
+  group("Non-releasable memory", s.inactive_split_bytes, true);
+  group("Allocations", s.allocation, false);
+  group("Active allocs", s.active, false);
+  group("Reserved segments", s.segment, false);
+  group("Non-releasable allocs", s.inactive_split, false);
+  auto text_row = [&](const char* label, const std::string& text) {
+    std::snprintf(line, sizeof line, "| %-25s | %49s |\n", label, text.c_str());
+    out += line;
+  };
+  text_row("Raw allocations / frees", detail::cat_str(s.num_device_alloc, " / ", s.num_device_free));
+  text_row("Alloc retries / OOMs", detail::cat_str(s.num_alloc_retries, " / ", s.num_ooms));
+  text_row("Memory limit", limit ? format_size(static_cast<int64_t>(*limit)) : "none");
+  out += rule;
+  return out;
+}
+
+std::shared_ptr<CachingAllocator> default_caching_allocator() {
+  static std::shared_ptr<CachingAllocator> instance = std::make_shared<CachingAllocator>(make_cpu_backend());
+  return instance;
+}
+
+}  // namespace flambeau::alloc

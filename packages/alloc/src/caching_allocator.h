@@ -1,0 +1,179 @@
+#pragma once
+// A caching allocator in the design of PyTorch's CUDA caching allocator,
+// generic over a RawBackend (raw_backend.h). See Note [Caching allocator pools]
+// in caching_allocator.cpp for rounding, pools, splitting and coalescing.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "flambeau/allocator.h"
+#include "raw_backend.h"
+
+namespace flambeau::alloc {
+
+// Sizes of Note [Caching allocator pools].
+inline constexpr size_t kMinBlockSize = 512;              // every block size is a multiple of this
+inline constexpr size_t kSmallSize = size_t{1} << 20;     // requests up to 1 MiB use the small pool
+inline constexpr size_t kSmallBuffer = size_t{2} << 20;   // segment size of the small pool
+inline constexpr size_t kLargeBuffer = size_t{20} << 20;  // segment for large requests under kMinLargeAlloc
+inline constexpr size_t kMinLargeAlloc = size_t{10} << 20;
+inline constexpr size_t kRoundLarge = size_t{2} << 20;    // segments of big requests round to this
+
+/// One statistic, as in PyTorch's memory_stats(): the current value, its peak
+/// since the last reset, and the running totals of increases and decreases.
+struct Stat {
+  int64_t current = 0;
+  int64_t peak = 0;
+  int64_t allocated = 0;
+  int64_t freed = 0;
+  void update(int64_t delta) {
+    current += delta;
+    if (delta > 0) allocated += delta;
+    else freed -= delta;
+    if (current > peak) peak = current;
+  }
+};
+
+enum StatType : int { kAggregate = 0, kSmallPool = 1, kLargePool = 2, kNumStatTypes = 3 };
+/// Indexed by StatType: all, small_pool, large_pool.
+using StatArray = std::array<Stat, kNumStatTypes>;
+
+struct MemoryStats {
+  StatArray allocation;            // number of allocated blocks
+  StatArray segment;               // number of segments from the backend
+  StatArray active;                // blocks in use (on CPU: == allocation; CUDA adds pending frees)
+  StatArray inactive_split;        // free blocks inside a partly used segment (not releasable)
+  StatArray allocated_bytes;       // sum of allocated block sizes (rounded)
+  StatArray reserved_bytes;        // sum of segment sizes
+  StatArray active_bytes;
+  StatArray inactive_split_bytes;
+  StatArray requested_bytes;       // sum of the sizes callers asked for (before rounding)
+  int64_t num_alloc_retries = 0;   // backend failures retried after releasing the cache
+  int64_t num_ooms = 0;            // allocations that failed even after the retry
+  int64_t num_device_alloc = 0;    // segments taken from the backend (PyTorch's name; "device" = backend)
+  int64_t num_device_free = 0;     // segments returned to the backend
+};
+
+struct BlockInfo {
+  uintptr_t address;
+  size_t size;
+  size_t requested_size;  // 0 for a free block
+  bool allocated;
+};
+
+struct SegmentInfo {
+  uintptr_t address;
+  size_t total_size;
+  size_t allocated_size;
+  size_t requested_size;
+  bool is_small;  // from the small pool
+  std::vector<BlockInfo> blocks;  // in address order, covering the segment
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(std::unique_ptr<RawBackend> backend, std::string name = "caching",
+                            std::optional<size_t> memory_limit = std::nullopt);
+  ~CachingAllocator() override;
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /// Never returns null; nbytes == 0 gives a distinct minimum block. Throws
+  /// flambeau::RuntimeError ("out of memory") when the backend fails even
+  /// after the cache was released.
+  void* allocate(size_t nbytes) override;
+  /// Frees through free_block; a pointer this allocator did not hand out is
+  /// reported on stderr and ignored (deallocate cannot throw).
+  void deallocate(void* ptr, size_t nbytes) noexcept override;
+  std::string name() const override { return name_; }
+
+  /// Returns the block at `ptr` to its pool; false if `ptr` is not an
+  /// allocated block of this allocator.
+  bool free_block(void* ptr) noexcept;
+  /// Returns every wholly free segment to the backend.
+  void empty_cache();
+
+  MemoryStats stats() const;
+  /// Peaks := current values.
+  void reset_peak_stats();
+  /// Running totals (allocated/freed, counters) := 0.
+  void reset_accumulated_stats();
+  std::vector<SegmentInfo> snapshot() const;
+  /// A human-readable table of stats(), like torch.cuda.memory_summary().
+  std::string summary() const;
+
+  /// Upper bound on reserved bytes (nullopt: none). A segment that would
+  /// exceed it is treated as a backend failure (retry, then out of memory).
+  void set_memory_limit(std::optional<size_t> limit);
+  std::optional<size_t> memory_limit() const;
+  const RawBackend& backend() const { return *backend_; }
+
+  /// Block size for a request (Note [Caching allocator pools]).
+  static size_t round_size(size_t nbytes);
+  /// Segment size for a rounded block size.
+  static size_t segment_size(size_t block_size);
+
+  // Note [Caching allocator and fork]: called around fork() for every live
+  // instance, so that a child never inherits a mutex held by another thread.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+
+ private:
+  struct Segment;
+  struct Block {
+    char* ptr;
+    size_t size;
+    Segment* segment;
+    Block* prev = nullptr;  // neighbours in the same segment, by address
+    Block* next = nullptr;
+    size_t requested = 0;
+    bool allocated = false;
+    bool is_split() const { return prev || next; }
+  };
+  struct Segment {
+    char* ptr;
+    size_t size;
+    bool is_small;
+    Block* head;  // the block at ptr
+  };
+  // Best fit: smallest size first, then lowest address.
+  struct BySizeThenAddress {
+    bool operator()(const Block* a, const Block* b) const {
+      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+    }
+  };
+  using FreeBlocks = std::set<Block*, BySizeThenAddress>;
+
+  FreeBlocks& pool_of(bool is_small) { return is_small ? small_free_ : large_free_; }
+  Block* take_free_block(FreeBlocks& pool, size_t size);
+  Block* new_segment(bool is_small, size_t size, size_t requested);
+  Block* try_new_segment(bool is_small, size_t seg_size);
+  void* finish_allocation(Block* block, size_t size, size_t requested);
+  void merge_into(Block* dst, Block* src);
+  void release_free_segments();
+  void update(StatArray& s, bool is_small, int64_t delta);
+  [[noreturn]] void throw_oom(size_t requested, size_t seg_size);
+
+  std::unique_ptr<RawBackend> backend_;
+  std::string name_;
+  mutable std::mutex mutex_;
+  std::optional<size_t> memory_limit_;
+  FreeBlocks small_free_;
+  FreeBlocks large_free_;
+  std::unordered_map<void*, Block*> allocated_;
+  std::map<char*, std::unique_ptr<Segment>> segments_;  // by address
+  MemoryStats stats_;
+};
+
+/// The process-wide instance (CPU pages) that flambeau_alloc.enable() installs.
+std::shared_ptr<CachingAllocator> default_caching_allocator();
+
+}  // namespace flambeau::alloc

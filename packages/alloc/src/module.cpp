@@ -1,0 +1,195 @@
+// flambeau_alloc._C: Python bindings of the caching allocator.
+// CachingAllocator is bound as a subclass of core's flambeau_core.Allocator
+// (registered by core with a shared_ptr holder), so flambeau_core.set_allocator
+// accepts it and every Storage can hold it (Note [Allocator registry]).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "caching_allocator.h"
+#include "flambeau/error.h"
+#include "flambeau/python/bindings.h"
+
+namespace py = pybind11;
+using flambeau::alloc::CachingAllocator;
+
+namespace {
+
+void add_stat_array(py::dict& d, const char* name, const flambeau::alloc::StatArray& a) {
+  static const char* pools[] = {"all", "small_pool", "large_pool"};
+  for (int i = 0; i < flambeau::alloc::kNumStatTypes; ++i) {
+    const std::string prefix = std::string(name) + "." + pools[i] + ".";
+    d[py::str(prefix + "current")] = a[i].current;
+    d[py::str(prefix + "peak")] = a[i].peak;
+    d[py::str(prefix + "allocated")] = a[i].allocated;
+    d[py::str(prefix + "freed")] = a[i].freed;
+  }
+}
+
+// Flat keys in the order and spelling of torch.cuda.memory_stats().
+py::dict stats_dict(const CachingAllocator& a) {
+  const flambeau::alloc::MemoryStats s = a.stats();
+  py::dict d;
+  add_stat_array(d, "active", s.active);
+  add_stat_array(d, "active_bytes", s.active_bytes);
+  add_stat_array(d, "allocated_bytes", s.allocated_bytes);
+  add_stat_array(d, "allocation", s.allocation);
+  add_stat_array(d, "inactive_split", s.inactive_split);
+  add_stat_array(d, "inactive_split_bytes", s.inactive_split_bytes);
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_device_alloc"] = s.num_device_alloc;
+  d["num_device_free"] = s.num_device_free;
+  d["num_ooms"] = s.num_ooms;
+  add_stat_array(d, "requested_bytes", s.requested_bytes);
+  add_stat_array(d, "reserved_bytes", s.reserved_bytes);
+  add_stat_array(d, "segment", s.segment);
+  return d;
+}
+
+py::list snapshot_list(const CachingAllocator& a) {
+  py::list segments;
+  for (const auto& seg : a.snapshot()) {
+    py::list blocks;
+    for (const auto& b : seg.blocks) {
+      py::dict block;
+      block["address"] = b.address;
+      block["size"] = b.size;
+      block["requested_size"] = b.requested_size;
+      block["allocated"] = b.allocated;
+      block["state"] = b.allocated ? "active_allocated" : "inactive";
+      blocks.append(block);
+    }
+    py::dict d;
+    d["address"] = seg.address;
+    d["total_size"] = seg.total_size;
+    d["allocated_size"] = seg.allocated_size;
+    d["active_size"] = seg.allocated_size;
+    d["requested_size"] = seg.requested_size;
+    d["segment_type"] = seg.is_small ? "small" : "large";
+    d["blocks"] = blocks;
+    segments.append(d);
+  }
+  return segments;
+}
+
+std::optional<size_t> checked_limit(std::optional<int64_t> limit, const char* op) {
+  if (!limit) return std::nullopt;
+  FB_CHECK_VALUE(*limit >= 0, "[", op, "] memory_limit must be None or >= 0 bytes, got ", *limit);
+  return static_cast<size_t>(*limit);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  flambeau::python::import_core_and_check_abi("flambeau_alloc._C");
+  m.doc() = "flambeau-alloc's compiled bindings (use the flambeau_alloc package instead)";
+  m.attr("kMinBlockSize") = flambeau::alloc::kMinBlockSize;
+  m.attr("kSmallSize") = flambeau::alloc::kSmallSize;
+  m.attr("kSmallBuffer") = flambeau::alloc::kSmallBuffer;
+  m.attr("kLargeBuffer") = flambeau::alloc::kLargeBuffer;
+  m.attr("kMinLargeAlloc") = flambeau::alloc::kMinLargeAlloc;
+  m.attr("kRoundLarge") = flambeau::alloc::kRoundLarge;
+
+  py::class_<CachingAllocator, flambeau::Allocator, std::shared_ptr<CachingAllocator>>(
+      m, "CachingAllocator",
+      R"doc(A caching allocator for CPU memory (Note [Caching allocator pools]).
+
+Freed blocks stay cached in a small pool (<= 1 MiB, carved from 2 MiB
+segments) and a large pool; new requests are served best-fit from the cache,
+so large temporaries skip mmap/munmap and page faults. A subclass of
+flambeau_core.Allocator: pass it to flambeau_core.set_allocator.
+
+Args:
+    memory_limit: optional cap on reserved bytes; exceeding it behaves like
+        the system running out of memory (release the cache, retry, then
+        RuntimeError "out of memory").
+    name: the allocator's name (what ``Tensor._allocator`` reports).
+
+Example:
+    >>> import flambeau_core, flambeau_alloc
+    >>> a = flambeau_alloc.CachingAllocator()
+    >>> previous = flambeau_core.set_allocator(a)  # returns the new current allocator
+    >>> t = flambeau_core.empty(1000)
+    >>> a.memory_allocated()
+    4096
+    >>> del t; a.memory_allocated(), a.memory_reserved()
+    (0, 2097152)
+    >>> _ = flambeau_core.set_allocator(flambeau_core.system_allocator())
+)doc")
+      .def(py::init([](std::optional<int64_t> memory_limit, std::string name) {
+             return std::make_shared<CachingAllocator>(flambeau::alloc::make_cpu_backend(), std::move(name),
+                                                       checked_limit(memory_limit, "CachingAllocator"));
+           }),
+           py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching")
+      .def_property_readonly("backend", [](const CachingAllocator& a) { return a.backend().name(); },
+                             "Name of the raw backend segments come from (\"cpu pages\").")
+      .def_property(
+          "memory_limit", [](const CachingAllocator& a) { return a.memory_limit(); },
+          [](CachingAllocator& a, std::optional<int64_t> limit) {
+            a.set_memory_limit(checked_limit(limit, "CachingAllocator.memory_limit"));
+          },
+          "Cap on reserved bytes, or None.")
+      .def("memory_stats", &stats_dict,
+           "Statistics as a flat dict with torch.cuda.memory_stats() keys, e.g. "
+           "'allocated_bytes.all.current', 'reserved_bytes.large_pool.peak', 'num_device_alloc' (segments "
+           "taken from the raw backend), 'num_device_free', 'num_alloc_retries', 'num_ooms'.")
+      .def("memory_allocated",
+           [](const CachingAllocator& a) { return a.stats().allocated_bytes[flambeau::alloc::kAggregate].current; },
+           "Bytes in allocated blocks (rounded sizes).")
+      .def("max_memory_allocated",
+           [](const CachingAllocator& a) { return a.stats().allocated_bytes[flambeau::alloc::kAggregate].peak; },
+           "Peak of memory_allocated() since the last reset_peak_memory_stats().")
+      .def("memory_reserved",
+           [](const CachingAllocator& a) { return a.stats().reserved_bytes[flambeau::alloc::kAggregate].current; },
+           "Bytes in segments held from the backend (allocated + cached).")
+      .def("max_memory_reserved",
+           [](const CachingAllocator& a) { return a.stats().reserved_bytes[flambeau::alloc::kAggregate].peak; },
+           "Peak of memory_reserved() since the last reset_peak_memory_stats().")
+      .def("empty_cache", &CachingAllocator::empty_cache, py::call_guard<py::gil_scoped_release>(),
+           "Returns every wholly free segment to the backend. Tensors alive keep their memory.")
+      .def("reset_peak_memory_stats", &CachingAllocator::reset_peak_stats, "Sets every peak to its current value.")
+      .def("reset_accumulated_memory_stats", &CachingAllocator::reset_accumulated_stats,
+           "Sets the running totals (allocated/freed, raw allocs/frees, retries, OOMs) to zero.")
+      .def("memory_snapshot", &snapshot_list,
+           "Segments in address order, each a dict (address, total_size, allocated_size, requested_size, "
+           "segment_type 'small'/'large', blocks); each block a dict (address, size, requested_size, allocated, "
+           "state 'active_allocated'/'inactive'). Blocks cover their segment without gaps.")
+      .def("memory_summary", &CachingAllocator::summary, "A human-readable table of memory_stats().")
+      .def("__repr__",
+           [](const CachingAllocator& a) {
+             const auto s = a.stats();
+             return "<flambeau_alloc.CachingAllocator '" + a.name() + "' on " + a.backend().name() +
+                    ": allocated=" + std::to_string(s.allocated_bytes[0].current) +
+                    " reserved=" + std::to_string(s.reserved_bytes[0].current) + ">";
+           })
+      // Test-only raw access (no tensor needed); the GIL is released so that
+      // threads really run concurrently.
+      .def(
+          "_allocate",
+          [](CachingAllocator& a, int64_t nbytes) {
+            FB_CHECK_VALUE(nbytes >= 0, "[_allocate] nbytes must be >= 0, got ", nbytes);
+            py::gil_scoped_release release;
+            return reinterpret_cast<uintptr_t>(a.allocate(static_cast<size_t>(nbytes)));
+          },
+          py::arg("nbytes"))
+      .def(
+          "_free",
+          [](CachingAllocator& a, uintptr_t address) {
+            bool ok;
+            {
+              py::gil_scoped_release release;
+              ok = a.free_block(reinterpret_cast<void*>(address));
+            }
+            FB_CHECK_VALUE(ok, "[_free] address ", address, " is not a block allocated by the '", a.name(),
+                           "' caching allocator");
+          },
+          py::arg("address"));
+
+  m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
+        "The process-wide CachingAllocator that enable() installs.");
+  m.def("_round_size", &CachingAllocator::round_size, py::arg("nbytes"));
+  m.def("_segment_size", &CachingAllocator::segment_size, py::arg("block_size"));
+}
