@@ -1,7 +1,385 @@
+// Tensor creation from Python: tensor(), zeros/ones/empty/full(+_like),
+// arange, rand/randn, uniform_/normal_, and frombuffer (zero-copy).
 #include "common.h"
 
-namespace flambeau::python {
+#include <cstring>
 
-void init_factories(py::module_& m) { (void)m; }
+#include "flambeau/error.h"
+#include "flambeau/random.h"
+#include "flambeau/type_dispatch.h"
+
+namespace flambeau::python {
+namespace {
+
+using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
+
+std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
+
+Tensor finish(Tensor t, bool requires_grad) {
+  if (requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+// ---- buffer protocol ----
+
+/// The dtype of a struct-module format such as "f", "<d", "=q"; TypeError naming op.
+ScalarType dtype_from_format(const char* fmt, Py_ssize_t item_bytes, const char* op) {
+  std::string f = fmt ? fmt : "B";
+  char order = '@';
+  if (!f.empty() && std::strchr("@=<>!", f[0])) {
+    order = f[0];
+    f = f.substr(1);
+  }
+  FB_CHECK_TYPE(order != '>' && order != '!', "[", op, "] big-endian buffers (format '", fmt,
+                "') are not supported");
+  ScalarType t;
+  if (f == "?") t = ScalarType::Bool;
+  else if (f == "b") t = ScalarType::Int8;
+  else if (f == "B" || f == "c") t = ScalarType::UInt8;
+  else if (f == "h") t = ScalarType::Int16;
+  else if (f == "i") t = ScalarType::Int32;
+  else if ((f == "l" || f == "q" || f == "n") && item_bytes == 8) t = ScalarType::Int64;
+  else if (f == "l" && item_bytes == 4) t = ScalarType::Int32;
+  else if (f == "e") t = ScalarType::Float16;
+  else if (f == "f") t = ScalarType::Float32;
+  else if (f == "d") t = ScalarType::Float64;
+  else
+    throw TypeError(detail::cat_str("[", op, "] buffer format '", fmt,
+                                    "' has no flambeau dtype (supported: bool, int8, uint8, int16, int32, int64, "
+                                    "float16, float32, float64)"));
+  FB_CHECK_TYPE(static_cast<Py_ssize_t>(itemsize(t)) == item_bytes, "[", op, "] buffer format '", fmt,
+                "' has item size ", item_bytes, ", expected ", itemsize(t));
+  return t;
+}
+
+// RAII owner of a Py_buffer.
+struct BufferView {
+  Py_buffer view{};
+  bool held = false;
+  BufferView() = default;
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  ~BufferView() {
+    if (held) PyBuffer_Release(&view);
+  }
+};
+
+/// Copies any buffer-protocol object (any strides, e.g. a NumPy view) into a new tensor.
+Tensor tensor_from_buffer_copy(py::handle obj) {
+  BufferView b;
+  if (PyObject_GetBuffer(obj.ptr(), &b.view, PyBUF_RECORDS_RO) != 0) throw py::error_already_set();
+  b.held = true;
+  const ScalarType dtype = dtype_from_format(b.view.format, b.view.itemsize, "tensor");
+  Shape shape(b.view.shape, b.view.shape + b.view.ndim);
+  if (b.view.ndim == 0) shape.clear();
+  Tensor out = op::empty(shape, dtype, Device(DeviceType::CPU));
+  char* dst = static_cast<char*>(out.data_ptr());
+  const auto isz = static_cast<size_t>(b.view.itemsize);
+  if (PyBuffer_IsContiguous(&b.view, 'C')) {
+    std::memcpy(dst, b.view.buf, static_cast<size_t>(out.numel()) * isz);
+    return out;
+  }
+  // Strided (possibly negative strides): walk it in row-major order.
+  const int64_t nd = b.view.ndim;
+  Shape idx(nd, 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const char* src = static_cast<const char*>(b.view.buf);
+    for (int64_t d = 0; d < nd; ++d) src += idx[d] * b.view.strides[d];
+    std::memcpy(dst + i * isz, src, isz);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Note [frombuffer lifetime]
+// The tensor's Storage wraps the exporter's memory and owns a Py_buffer on it,
+// which keeps the exporter alive (and, for NumPy/bytearray/mmap, locks it from
+// being resized) until the last tensor or view drops. The deleter may run on
+// any thread, so it takes the GIL; during interpreter shutdown it leaks the
+// buffer instead, since taking the GIL then can hang or abort.
+Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_t offset) {
+  const ScalarType dtype = parse_dtype(dtype_obj, kDefaultFloat, "frombuffer");
+  FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()), "[frombuffer] expected an object with the buffer protocol "
+                "(bytearray, memoryview, NumPy array, mmap, ...), got ", type_name(buffer));
+  auto* view = new Py_buffer{};
+  if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_WRITABLE) != 0) {
+    PyErr_Clear();  // read-only exporters (bytes, read-only memoryviews) are accepted too
+    if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_SIMPLE) != 0) {
+      delete view;
+      PyErr_Clear();
+      throw ValueError(detail::cat_str("[frombuffer] the buffer of a ", type_name(buffer),
+                                       " is not C-contiguous; pass a contiguous buffer"));
+    }
+  }
+  auto release = [](Py_buffer* v) {
+    PyBuffer_Release(v);
+    delete v;
+  };
+  try {
+    const auto isz = static_cast<int64_t>(itemsize(dtype));
+    const int64_t len = view->len;
+    FB_CHECK_VALUE(offset >= 0 && (offset < len || (len == 0 && offset == 0)), "[frombuffer] offset (", offset,
+                   " bytes) must be non-negative and less than the buffer length (", len, " bytes)");
+    FB_CHECK_VALUE(count != 0 && len != 0, "[frombuffer] both the buffer length (", len, ") and count (", count,
+                   ") must not be 0");
+    if (count < 0) {
+      FB_CHECK_VALUE(count == -1, "[frombuffer] count must be -1 or positive, got ", count);
+      FB_CHECK_VALUE((len - offset) % isz == 0, "[frombuffer] buffer length (", len - offset,
+                     " bytes after offset) is not a multiple of the element size (", isz, ") of ", dtype_name(dtype));
+      count = (len - offset) / isz;
+    } else {
+      FB_CHECK_VALUE(count * isz <= len - offset, "[frombuffer] requested ", count, " elements of ",
+                     dtype_name(dtype), " (", count * isz, " bytes) but the buffer has only ", len - offset,
+                     " bytes after offset ", offset);
+    }
+  } catch (...) {
+    release(view);
+    throw;
+  }
+  void* data = static_cast<char*>(view->buf) + offset;
+  auto storage = StorageImpl::from_external(
+      data, static_cast<size_t>(count) * itemsize(dtype), Device(DeviceType::CPU), [view](void*) {
+        if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // shutdown: leak (Note [frombuffer lifetime])
+        PyGILState_STATE st = PyGILState_Ensure();
+        PyBuffer_Release(view);
+        delete view;
+        PyGILState_Release(st);
+      });
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, Shape{count}, Shape{1}, 0));
+}
+
+// ---- tensor(data) from nested sequences ----
+
+bool is_sequence(py::handle obj) {
+  return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()) ||
+         (py::isinstance<TensorImpl>(obj) && obj.cast<Tensor>().dim() > 0);
+}
+
+struct NestedData {
+  Shape shape;
+  std::vector<Scalar> leaves;
+  TypeCategory category = TypeCategory::Bool;
+};
+
+Scalar leaf_scalar(py::handle obj) {
+  if (py::isinstance<TensorImpl>(obj)) {
+    const Tensor t = obj.cast<Tensor>();
+    return as_scalar(obj.attr("item")(), "tensor");
+  }
+  if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()))
+    return as_scalar(obj, "tensor");
+  if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || obj.is_none() ||
+      !(PyIndex_Check(obj.ptr()) || PyNumber_Check(obj.ptr())))
+    throw TypeError(detail::cat_str("[tensor] expected numbers or nested sequences of numbers, got an element of "
+                                    "type ", type_name(obj)));
+  return as_scalar(obj, "tensor");
+}
+
+void collect(py::handle obj, size_t depth, NestedData& out) {
+  if (!is_sequence(obj)) {
+    FB_CHECK_VALUE(depth == out.shape.size(), "[tensor] expected a sequence at dim ", depth,
+                   " (like the first element), got a ", type_name(obj));
+    const Scalar s = leaf_scalar(obj);
+    const TypeCategory c = s.is_floating() ? TypeCategory::Floating
+                           : s.is_bool()   ? TypeCategory::Bool
+                                           : TypeCategory::Integer;
+    out.category = std::max(out.category, c);
+    out.leaves.push_back(s);
+    return;
+  }
+  py::object seq = py::isinstance<TensorImpl>(obj) ? obj.attr("tolist")() : py::reinterpret_borrow<py::object>(obj);
+  const auto n = static_cast<int64_t>(py::len(seq));
+  FB_CHECK_VALUE(depth < out.shape.size(), "[tensor] expected a number at dim ", depth,
+                 " (like the first element), got a sequence of length ", n);
+  FB_CHECK_VALUE(n == out.shape[depth], "[tensor] expected a sequence of length ", out.shape[depth], " at dim ",
+                 depth, " (got ", n, "): nested sequences must be rectangular");
+  for (py::handle item : seq) collect(item, depth + 1, out);
+}
+
+Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
+  if (py::isinstance<TensorImpl>(data)) {
+    AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
+    const Tensor src = data.cast<Tensor>();
+    const ScalarType dt = parse_dtype(dtype_obj, src.dtype(), "tensor");
+    return dt == src.dtype() ? op::clone(src) : op::cast(src, dt);
+  }
+  if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && PyObject_CheckBuffer(data.ptr()) &&
+      !py::isinstance<py::str>(data)) {
+    Tensor t = tensor_from_buffer_copy(data);
+    const ScalarType dt = parse_dtype(dtype_obj, t.dtype(), "tensor");
+    return dt == t.dtype() ? t : op::cast(t, dt);
+  }
+  NestedData nd;
+  // The shape comes from the first element at each depth; collect() checks the rest.
+  py::handle cur = data;
+  py::object keep;
+  while (is_sequence(cur)) {
+    if (py::isinstance<TensorImpl>(cur)) {
+      keep = cur.attr("tolist")();
+      cur = keep;
+    }
+    const auto n = static_cast<int64_t>(py::len(cur));
+    nd.shape.push_back(n);
+    if (n == 0) break;
+    keep = py::reinterpret_borrow<py::object>(cur)[py::int_(0)];
+    cur = keep;
+  }
+  collect(data, 0, nd);
+  const ScalarType inferred = nd.category == TypeCategory::Floating ? kDefaultFloat
+                              : nd.category == TypeCategory::Integer ? kDefaultInt
+                              : nd.leaves.empty()                    ? kDefaultFloat
+                                                                     : ScalarType::Bool;
+  const ScalarType dtype = parse_dtype(dtype_obj, inferred, "tensor");
+  Tensor out = op::empty(nd.shape, dtype, Device(DeviceType::CPU));
+  visit_dtype(dtype, "tensor", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
+    for (size_t i = 0; i < nd.leaves.size(); ++i) p[i] = nd.leaves[i].to<T>();
+  });
+  return out;
+}
+
+// ---- keyword arguments shared by factories ----
+
+Device cpu_only(py::handle device, const char* op) {
+  const Device d = parse_device(device, op);
+  return d;
+}
+
+Generator* parse_generator(py::handle gen) {
+  if (gen.is_none()) return nullptr;
+  FB_CHECK_TYPE(py::isinstance<Generator>(gen), "[random] generator must be a flambeau.Generator, got ",
+                type_name(gen));
+  return gen.cast<Generator*>();
+}
+
+ScalarType dtype_of_scalar(const Scalar& s) { return s.default_dtype(); }
+
+}  // namespace
+
+void init_factories(py::module_& m) {
+  py::class_<Generator, std::shared_ptr<Generator>>(m, "Generator",
+                                                   "A counter-based random generator (Note [Random numbers]).")
+      .def(py::init([](py::handle device, py::object seed) {
+             (void)parse_device(device, "Generator");
+             auto g = std::make_shared<Generator>();
+             if (!seed.is_none()) g->manual_seed(static_cast<uint64_t>(seed.cast<int64_t>()));
+             return g;
+           }),
+           py::arg("device") = "cpu", py::arg("seed") = py::none())
+      .def("manual_seed", [](std::shared_ptr<Generator> g, int64_t seed) {
+        g->manual_seed(static_cast<uint64_t>(seed));
+        return g;
+      }, py::arg("seed"))
+      .def("initial_seed", &Generator::initial_seed);
+
+  m.def("tensor", [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
+    (void)cpu_only(device, "tensor");
+    return finish(tensor_from_data(data, dtype), requires_grad);
+  }, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false,
+        "A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy "
+        "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
+        ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
+
+  auto sized = [&m](const char* name, auto make, const char* doc) {
+    m.def(name, [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
+      const Shape shape = parse_shape(size, name);
+      return finish(make(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name)), requires_grad);
+    }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+          py::arg("requires_grad") = false, doc);
+  };
+  sized("zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
+        "A tensor of zeros: zeros(2, 3) or zeros((2, 3)).");
+  sized("ones", [](const Shape& s, ScalarType t, Device d) { return ones(s, t, d); }, "A tensor of ones.");
+  sized("empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); },
+        "An uninitialized tensor.");
+  // rand/randn with an explicit generator: a keyword the shared helper does not take.
+  for (const char* name : {"rand", "randn"}) {
+    const bool normal = std::string(name) == "randn";
+    m.def(name, [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
+                               bool requires_grad) {
+      const Shape shape = parse_shape(size, name);
+      Tensor x = empty(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name));
+      Generator* g = parse_generator(generator);
+      if (normal) op::normal_(x, 0.0, 1.0, g);
+      else op::uniform_(x, 0.0, 1.0, g);
+      return finish(x, requires_grad);
+    }, py::kw_only(), py::arg("generator") = py::none(), py::arg("dtype") = py::none(),
+          py::arg("device") = py::none(), py::arg("requires_grad") = false,
+          normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None)."
+                 : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).");
+  }
+
+  m.def("full", [](py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
+    const Shape shape = PyIndex_Check(size.ptr()) ? Shape{size.cast<int64_t>()} : parse_int_sequence(size, "full", "size");
+    const Scalar v = as_scalar(fill_value, "full");
+    return finish(full(shape, v, parse_dtype(dtype, dtype_of_scalar(v), "full"), parse_device(device, "full")),
+                  requires_grad);
+  }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
+
+  auto like = [&m](const char* name, auto make) {
+    m.def(name, [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
+      (void)parse_device(device, name);
+      return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), t.device()), requires_grad);
+    }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+          py::arg("requires_grad") = false);
+  };
+  like("zeros_like", [](IntArrayRef s, ScalarType t, Device d) { return zeros(s, t, d); });
+  like("ones_like", [](IntArrayRef s, ScalarType t, Device d) { return ones(s, t, d); });
+  like("empty_like", [](IntArrayRef s, ScalarType t, Device d) { return empty(s, t, d); });
+  like("rand_like", [](IntArrayRef s, ScalarType t, Device d) {
+    Tensor x = empty(s, t, d);
+    return op::uniform_(x, 0.0, 1.0, nullptr);
+  });
+  like("randn_like", [](IntArrayRef s, ScalarType t, Device d) {
+    Tensor x = empty(s, t, d);
+    return op::normal_(x, 0.0, 1.0, nullptr);
+  });
+  m.def("full_like", [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device,
+                        bool requires_grad) {
+    (void)parse_device(device, "full_like");
+    return finish(full(t.sizes(), as_scalar(fill_value, "full_like"), parse_dtype(dtype, t.dtype(), "full_like"),
+                       t.device()),
+                  requires_grad);
+  }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false);
+
+  m.def("arange", [](py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
+                     bool requires_grad) {
+    Scalar s = as_scalar(start, "arange");
+    Scalar e = end.is_none() ? s : as_scalar(end, "arange");
+    if (end.is_none()) s = Scalar(int64_t{0});
+    const Scalar st = as_scalar(step, "arange");
+    const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
+    const ScalarType dt = parse_dtype(dtype, any_float ? kDefaultFloat : kDefaultInt, "arange");
+    return finish(op::arange(s, e, st, dt, parse_device(device, "arange")), requires_grad);
+  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
+        py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        "Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.\n\n"
+        ">>> flambeau_core.arange(3).tolist()\n[0, 1, 2]");
+
+  m.def("frombuffer", &frombuffer, py::arg("buffer"), py::kw_only(), py::arg("dtype"), py::arg("count") = -1,
+        py::arg("offset") = 0,
+        "A 1-D tensor sharing the memory of a buffer-protocol object (no copy): writes through either side are "
+        "seen by the other, and the object stays alive while the tensor (or a view of it) does. offset is in "
+        "bytes; count = -1 takes every element after it. A read-only buffer gives a tensor that must not be "
+        "written.");
+
+  auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
+  cls.def("uniform_", [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
+    return op::uniform_(t, a, b, parse_generator(gen));
+  }, py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+          "Fills self with uniform samples on [a, b).");
+  cls.def("normal_", [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
+    return op::normal_(t, mean, std, parse_generator(gen));
+  }, py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+          "Fills self with normal samples.");
+}
 
 }  // namespace flambeau::python

@@ -1,7 +1,206 @@
+// Views from Python: view/reshape/transpose/permute/..., and basic indexing
+// (__getitem__/__setitem__ with ints, slices, None, ...).
 #include "common.h"
 
-namespace flambeau::python {
+#include "flambeau/error.h"
 
-void init_views(py::module_& m) { (void)m; }
+namespace flambeau::python {
+namespace {
+
+using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
+
+std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
+
+bool is_int_index(py::handle obj) {
+  if (PyBool_Check(obj.ptr())) return false;
+  if (PyLong_Check(obj.ptr())) return true;
+  if (py::isinstance<TensorImpl>(obj)) {
+    const Tensor t = obj.cast<Tensor>();
+    return t.dim() == 0 && is_integral(t.dtype(), false);
+  }
+  return PyIndex_Check(obj.ptr());
+}
+
+int64_t as_index(py::handle obj) {
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  FB_CHECK_INDEX(!overflow, "[getitem] index ", py::str(obj).cast<std::string>(), " does not fit in int64");
+  return v;
+}
+
+// Note [Basic indexing]
+// An index is a tuple of items; ints and slices consume one dim each, None
+// inserts a size-1 dim, and one Ellipsis stands for as many full slices as
+// needed. Every item maps to one view op (select, slice, unsqueeze), so the
+// result always shares self's storage and autograd sees ordinary ops.
+Tensor index_view(const Tensor& self, py::handle index) {
+  std::vector<py::handle> items;
+  if (PyTuple_Check(index.ptr())) {
+    for (py::handle it : py::reinterpret_borrow<py::tuple>(index)) items.push_back(it);
+  } else {
+    items.push_back(index);
+  }
+  int64_t consuming = 0;
+  bool seen_ellipsis = false;
+  for (py::handle it : items) {
+    if (it.ptr() == Py_Ellipsis) {
+      FB_CHECK_INDEX(!seen_ellipsis, "[getitem] an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+    } else if (is_int_index(it) || PySlice_Check(it.ptr())) {
+      ++consuming;
+    } else if (!it.is_none()) {
+      if (py::isinstance<TensorImpl>(it) || PyList_Check(it.ptr()) || PyBool_Check(it.ptr()))
+        throw NotImplementedError(detail::cat_str(
+            "[getitem] advanced indexing with a ", PyBool_Check(it.ptr()) ? "bool" : type_name(it),
+            " is not supported yet; use ints, slices, None and ... (or gather)"));
+      throw TypeError(detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`) and None are valid "
+                                      "indices, got ", type_name(it)));
+    }
+  }
+  FB_CHECK_INDEX(consuming <= self.dim(), "[getitem] too many indices for a tensor of dimension ", self.dim(),
+                 " (got ", consuming, ")");
+  Tensor cur = self;
+  int64_t d = 0;
+  for (py::handle it : items) {
+    if (it.ptr() == Py_Ellipsis) {
+      d += self.dim() - consuming;
+    } else if (it.is_none()) {
+      cur = op::unsqueeze(cur, d);
+      ++d;
+    } else if (PySlice_Check(it.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+      FB_CHECK_VALUE(step > 0, "[getitem] slice step must be greater than zero, got ", step);
+      auto* sl = reinterpret_cast<PySliceObject*>(it.ptr());
+      std::optional<int64_t> b, e;
+      if (sl->start != Py_None) b = start;
+      if (sl->stop != Py_None) e = stop;
+      cur = op::slice(cur, d, b, e, step);
+      ++d;
+    } else {
+      const int64_t i = as_index(it);
+      const int64_t n = cur.sizes()[d];
+      FB_CHECK_INDEX(i >= -n && i < n, "[getitem] index ", i, " is out of bounds for dimension ", d, " with size ",
+                     n);
+      cur = op::select(cur, d, i);
+    }
+  }
+  // t[...] and t[()] still return a new view, as in PyTorch.
+  if (cur.is_same(self)) cur = op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
+  return cur;
+}
+
+void index_assign(Tensor& self, py::handle index, py::handle value) {
+  Tensor target = index_view(self, index);
+  if (py::isinstance<TensorImpl>(value)) {
+    op::copy_(target, value.cast<Tensor>());
+  } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
+             (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"))) {
+    op::fill_(target, as_scalar(value, "setitem"));
+  } else {
+    throw TypeError(detail::cat_str("[setitem] can assign a Tensor or a number, got ", type_name(value)));
+  }
+}
+
+Shape parse_dims_arg(const py::args& args, const char* op) { return parse_shape(args, op); }
+
+Tensor squeeze_py(const Tensor& t, py::handle dim) {
+  if (dim.is_none()) return op::squeeze(t, Shape{});
+  if (PyIndex_Check(dim.ptr())) return op::squeeze(t, Shape{dim.cast<int64_t>()});
+  Shape dims = parse_int_sequence(dim, "squeeze", "dim");
+  if (dims.empty()) return op::as_strided(t, t.sizes(), t.strides(), t.storage_offset());
+  return op::squeeze(t, dims);
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  FB_CHECK_INDEX(t.dim() > 0, "[narrow] cannot narrow a 0-d tensor");
+  const int64_t d = wrap_dim(dim, t.dim(), "narrow");
+  const int64_t n = t.sizes()[d];
+  FB_CHECK_INDEX(start >= -n && start <= n, "[narrow] start ", start, " is out of range for dimension ", d,
+                 " with size ", n);
+  if (start < 0) start += n;
+  FB_CHECK_VALUE(length >= 0 && start + length <= n, "[narrow] start (", start, ") + length (", length,
+                 ") exceeds dimension ", d, " of size ", n);
+  return op::slice(t, d, start, start + length, 1);
+}
+
+py::tuple unbind(const Tensor& t, int64_t dim) {
+  FB_CHECK_INDEX(t.dim() > 0, "[unbind] cannot unbind a 0-d tensor");
+  const int64_t d = wrap_dim(dim, t.dim(), "unbind");
+  py::tuple out(t.sizes()[d]);
+  for (int64_t i = 0; i < t.sizes()[d]; ++i) out[i] = py::cast(op::select(t, d, i));
+  return out;
+}
+
+Tensor as_strided_py(const Tensor& t, py::handle size, py::handle stride, py::handle offset) {
+  const Shape sizes = parse_int_sequence(size, "as_strided", "size");
+  const Shape strides = parse_int_sequence(stride, "as_strided", "stride");
+  const int64_t off = offset.is_none() ? t.storage_offset() : offset.cast<int64_t>();
+  return op::as_strided(t, sizes, strides, off);
+}
+
+Tensor matrix_transpose(const Tensor& t) {
+  FB_CHECK_VALUE(t.dim() >= 2, "[mT] needs a tensor with at least 2 dims, got shape ", shape_str(t.sizes()));
+  return op::transpose(t, -2, -1);
+}
+
+Tensor reverse_dims(const Tensor& t) {
+  Shape dims(t.dim());
+  for (int64_t i = 0; i < t.dim(); ++i) dims[i] = t.dim() - 1 - i;
+  return op::permute(t, dims);
+}
+
+}  // namespace
+
+void init_views(py::module_& m) {
+  auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
+  cls.def("view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); },
+          "A view with another shape (one size may be -1); shares memory. ValueError if the strides do not "
+          "allow it (use reshape).")
+      .def("reshape", [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); },
+           "Like view, but copies when the memory layout requires it.")
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+           py::arg("dim0"), py::arg("dim1"))
+      .def("t", [](const Tensor& t) {
+        FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ", shape_str(t.sizes()));
+        return t.dim() < 2 ? op::as_strided(t, t.sizes(), t.strides(), t.storage_offset()) : op::transpose(t, 0, 1);
+      })
+      .def_property_readonly("T", &reverse_dims)
+      .def_property_readonly("mT", &matrix_transpose)
+      .def("permute", [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); })
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"))
+      .def("squeeze", &squeeze_py, py::arg("dim") = py::none())
+      .def("expand", [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); }, py::arg("other"))
+      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
+           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("narrow", &narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+           py::arg("dim"), py::arg("index"))
+      .def("unbind", &unbind, py::arg("dim") = 0)
+      .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none())
+      .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); })
+      .def("__setitem__", [](Tensor& t, py::handle index, py::handle value) { index_assign(t, index, value); });
+
+  m.def("reshape", [](const Tensor& t, py::handle shape) { return reshape(t, parse_int_sequence(shape, "reshape", "shape")); },
+        py::arg("input"), py::arg("shape"));
+  m.def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+        py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def("permute", [](const Tensor& t, py::handle dims) { return op::permute(t, parse_int_sequence(dims, "permute", "dims")); },
+        py::arg("input"), py::arg("dims"));
+  m.def("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("input"),
+        py::arg("dim"));
+  m.def("squeeze", &squeeze_py, py::arg("input"), py::arg("dim") = py::none());
+  m.def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, py::arg("input"),
+        py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def("narrow", &narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+        py::arg("input"), py::arg("dim"), py::arg("index"));
+  m.def("unbind", &unbind, py::arg("input"), py::arg("dim") = 0);
+  m.def("as_strided", &as_strided_py, py::arg("input"), py::arg("size"), py::arg("stride"),
+        py::arg("storage_offset") = py::none());
+}
 
 }  // namespace flambeau::python

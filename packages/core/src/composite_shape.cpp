@@ -1,0 +1,110 @@
+// Shape composites of flambeau/ops.h (reshape, flatten, expand_as, stack,
+// softmax, matmul): built only from op:: calls, so autograd differentiates
+// them through the ops they call, with no formula of their own.
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "cpu/shape_utils.h"
+
+namespace flambeau {
+
+Tensor reshape(const Tensor& self, IntArrayRef sizes) {
+  Shape shape = detail::infer_size(sizes, self.numel(), "reshape");
+  if (detail::compute_view_strides(self.sizes(), self.strides(), shape)) return op::view(self, shape);
+  return op::view(op::clone(self), shape);
+}
+
+Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+  if (self.dim() == 0) {
+    wrap_dim(start_dim, 0, "flatten");
+    wrap_dim(end_dim, 0, "flatten");
+    return reshape(self, Shape{1});
+  }
+  const int64_t s = wrap_dim(start_dim, self.dim(), "flatten");
+  const int64_t e = wrap_dim(end_dim, self.dim(), "flatten");
+  FB_CHECK_VALUE(s <= e, "[flatten] start_dim (", start_dim, ") must not come after end_dim (", end_dim,
+                 ") for a tensor of shape ", shape_str(self.sizes()));
+  if (s == e) return self;
+  Shape shape(self.sizes().begin(), self.sizes().begin() + s);
+  int64_t n = 1;
+  for (int64_t d = s; d <= e; ++d) n *= self.sizes()[d];
+  shape.push_back(n);
+  shape.insert(shape.end(), self.sizes().begin() + e + 1, self.sizes().end());
+  return reshape(self, shape);
+}
+
+Tensor expand_as(const Tensor& self, const Tensor& other) { return op::expand(self, other.sizes()); }
+
+Tensor stack(const TensorList& tensors, int64_t dim) {
+  FB_CHECK_VALUE(!tensors.empty(), "[stack] expected a non-empty list of tensors");
+  const auto first = tensors[0].sizes();
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    const auto s = tensors[i].sizes();
+    FB_CHECK_VALUE(std::equal(first.begin(), first.end(), s.begin(), s.end()),
+                   "[stack] all tensors must have the same shape: tensor 0 has shape ", shape_str(first),
+                   " but tensor ", i, " has shape ", shape_str(s));
+  }
+  const int64_t nd = tensors[0].dim() + 1;
+  FB_CHECK_INDEX(dim >= -nd && dim < nd, "[stack] dimension ", dim, " out of range for stacking ", nd - 1,
+                 "-d tensors (expected in [", -nd, ", ", nd - 1, "])");
+  const int64_t d = dim < 0 ? dim + nd : dim;
+  TensorList parts;
+  parts.reserve(tensors.size());
+  for (const auto& t : tensors) parts.push_back(op::unsqueeze(t, d));
+  return op::cat(parts, d);
+}
+
+Tensor softmax(const Tensor& self, int64_t dim) { return op::exp(op::log_softmax(self, dim)); }
+
+namespace {
+
+[[noreturn]] void matmul_mismatch(const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {
+  throw ValueError(detail::cat_str("[matmul] shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+                                   " cannot be multiplied: ", ka, " != ", kb));
+}
+
+}  // namespace
+
+// NumPy semantics: 1-D operands are promoted to matrices (a row on the left,
+// a column on the right) and the added dim is removed from the result; batch
+// dims broadcast, then flatten to one batch dim for bmm.
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  FB_CHECK_VALUE(da > 0 && db > 0, "[matmul] both arguments need at least 1 dimension, got shapes ",
+                 shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  const int64_t ka = a.sizes()[da - 1];
+  const int64_t kb = db == 1 ? b.sizes()[0] : b.sizes()[db - 2];
+  if (ka != kb) matmul_mismatch(a, b, ka, kb);
+
+  if (da == 1 && db == 1) return op::view(op::mm(op::unsqueeze(a, 0), op::unsqueeze(b, 1)), Shape{});
+  if (da == 2 && db == 1) return op::squeeze(op::mm(a, op::unsqueeze(b, 1)), Shape{1});
+  if (da == 1 && db == 2) return op::squeeze(op::mm(op::unsqueeze(a, 0), b), Shape{0});
+  if (da == 2 && db == 2) return op::mm(a, b);
+
+  const Tensor a2 = da == 1 ? op::unsqueeze(a, 0) : a;
+  const Tensor b2 = db == 1 ? op::unsqueeze(b, 1) : b;
+  const int64_t n = a2.sizes()[a2.dim() - 2], k = ka, m = b2.sizes()[b2.dim() - 1];
+  // Broadcast the batch dims (everything before the last two).
+  const auto ba = a2.sizes().first(a2.dim() - 2), bb = b2.sizes().first(b2.dim() - 2);
+  const size_t nb = std::max(ba.size(), bb.size());
+  Shape batch(nb);
+  int64_t batch_numel = 1;
+  for (size_t i = 0; i < nb; ++i) {
+    const int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
+    const int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    FB_CHECK_VALUE(x == y || x == 1 || y == 1, "[matmul] batch dims of shapes ", shape_str(a.sizes()), " and ",
+                   shape_str(b.sizes()), " cannot be broadcast: ", x, " != ", y);
+    batch[i] = x == 1 ? y : x;
+    batch_numel *= batch[i];
+  }
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {n, k});
+  eb.insert(eb.end(), {k, m});
+  const Tensor a3 = reshape(op::expand(a2, ea), Shape{batch_numel, n, k});
+  const Tensor b3 = reshape(op::expand(b2, eb), Shape{batch_numel, k, m});
+  Shape out_shape = batch;
+  if (da > 1) out_shape.push_back(n);
+  if (db > 1) out_shape.push_back(m);
+  return reshape(op::bmm(a3, b3), out_shape);
+}
+
+}  // namespace flambeau

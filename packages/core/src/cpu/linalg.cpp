@@ -1,0 +1,151 @@
+// CPU kernels: mm and bmm. float32/float64 go to OpenBLAS (scipy-openblas32,
+// symbols prefixed scipy_); other dtypes use a plain loop.
+//
+// Note [GEMM operands]
+// A row-major 2-D operand with strides (s0, s1) goes to BLAS as-is when one
+// of its dims is unit-stride: s1 == 1 is "no transpose" with ld = s0, s0 == 1
+// (a transposed view) is "transpose" with ld = s1. Only an operand with
+// neither layout (e.g. a slice with a step in both dims) is packed into a
+// contiguous buffer first. Size-1 dims have no meaningful stride and are
+// treated as matching either layout.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+#include "shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t want_dim) {
+  FB_CHECK_VALUE(a.dim() == want_dim && b.dim() == want_dim, "[", op, "] expected two ", want_dim,
+                 "-D tensors, got shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  FB_CHECK_TYPE(a.dtype() == b.dtype(), "[", op, "] expected both operands to have the same dtype, got ",
+                dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  FB_CHECK(a.device() == b.device(), "[", op, "] expected both operands on the same device, got ",
+           a.device().str(), " and ", b.device().str());
+  const int64_t ka = a.sizes()[want_dim - 1], kb = b.sizes()[want_dim - 2];
+  FB_CHECK_VALUE(ka == kb, "[", op, "] shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+                 " cannot be multiplied: ", ka, " != ", kb);
+}
+
+// One matrix operand of a GEMM call (Note [GEMM operands]).
+template <class T> struct GemmOperand {
+  const T* data;           // element [0, 0] of batch 0
+  int64_t batch_stride;    // elements between consecutive matrices
+  bool trans;
+  int ld;
+  std::vector<T> packed;   // owns the data when it had to be copied
+};
+
+template <class T> GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
+  const int64_t nd = t.dim();
+  const int64_t rows = t.sizes()[nd - 2], cols = t.sizes()[nd - 1];
+  const int64_t s0 = t.strides()[nd - 2], s1 = t.strides()[nd - 1];
+  GemmOperand<T> op{t.data<T>(), batched ? t.strides()[0] : 0, false, 1, {}};
+  if ((s1 == 1 || cols == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols)) && s0 <= INT_MAX) {
+    op.ld = static_cast<int>(rows == 1 ? std::max<int64_t>(1, cols) : s0);
+    return op;
+  }
+  if ((s0 == 1 || rows == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows)) && s1 <= INT_MAX) {
+    op.trans = true;
+    op.ld = static_cast<int>(cols == 1 ? std::max<int64_t>(1, rows) : s1);
+    return op;
+  }
+  op.packed.resize(static_cast<size_t>(t.numel()));
+  detail::pack_contiguous<T>(t, op.packed.data());
+  op.data = op.packed.data();
+  op.batch_stride = rows * cols;
+  op.ld = static_cast<int>(std::max<int64_t>(1, cols));
+  return op;
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+          int ldc) {
+  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                    a, lda, b, ldb, 0.0f, c, ldc);
+}
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
+          int ldc) {
+  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
+                    a, lda, b, ldb, 0.0, c, ldc);
+}
+
+// out[batch] = a[batch] @ b[batch]; a (B, n, k), b (B, k, m), out contiguous (B, n, m).
+// Works on 2-D operands too (batch = 1).
+void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) {
+  const int64_t nd = a.dim();
+  const bool batched = nd == 3;
+  const int64_t batch = batched ? a.sizes()[0] : 1;
+  const int64_t n = a.sizes()[nd - 2], k = a.sizes()[nd - 1], m = b.sizes()[nd - 1];
+  if (out.numel() == 0) return;
+  if (k == 0) {
+    op::fill_(out, 0);
+    return;
+  }
+  visit_dtype(a.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* c = out.data<T>();
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      FB_CHECK(n <= INT_MAX && k <= INT_MAX && m <= INT_MAX, "[", op, "] matrix dims above 2^31 are not supported");
+      const GemmOperand<T> A = gemm_operand<T>(a, batched), B = gemm_operand<T>(b, batched);
+      for (int64_t i = 0; i < batch; ++i)
+        gemm(A.trans, B.trans, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+             A.data + i * A.batch_stride, A.ld, B.data + i * B.batch_stride, B.ld, c + i * n * m,
+             static_cast<int>(m));
+    } else {
+      // Integer and bool: a plain triple loop in the output type, rows in parallel.
+      const int64_t sab = batched ? a.strides()[0] : 0, sbb = batched ? b.strides()[0] : 0;
+      const int64_t sa0 = a.strides()[nd - 2], sa1 = a.strides()[nd - 1];
+      const int64_t sb0 = b.strides()[nd - 2], sb1 = b.strides()[nd - 1];
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, k * m));
+      parallel_for(0, batch * n, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t bi = r / n, i = r % n;
+          T* crow = c + r * m;
+          std::fill(crow, crow + m, T(0));
+          for (int64_t p = 0; p < k; ++p) {
+            const T av = pa[bi * sab + i * sa0 + p * sa1];
+            const T* brow = pb + bi * sbb + p * sb0;
+            if constexpr (std::is_same_v<T, bool>) {
+              for (int64_t j = 0; j < m; ++j) crow[j] = crow[j] || (av && brow[j * sb1]);
+            } else {
+              for (int64_t j = 0; j < m; ++j) crow[j] += av * brow[j * sb1];
+            }
+          }
+        }
+      });
+    }
+  });
+}
+
+Tensor mm_cpu(const Tensor& a, const Tensor& b) {
+  check_operands("mm", a, b, 2);
+  Tensor out = op::empty(Shape{a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
+  matmul_into(a, b, out, "mm");
+  return out;
+}
+
+Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
+  check_operands("bmm", a, b, 3);
+  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()), " and ",
+                 shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+  Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
+  matmul_into(a, b, out, "bmm");
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::mm, CPU, mm_cpu);
+FB_REGISTER_KERNEL(op::bmm, CPU, bmm_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,62 @@
+// CPU kernel: log_softmax along any dim. Numerically stable: each row is
+// shifted by its maximum before exp, so exp never overflows, and
+// log_softmax(x) = (x - max) - log(sum(exp(x - max))).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+#include "shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
+                "[log_softmax] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+  const int64_t d = wrap_dim(dim, self.dim(), "log_softmax");
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (self.numel() == 0) return out;
+  // View the (contiguous) data as (outer, n, inner); a row is n elements `inner` apart.
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
+  int64_t inner = 1;
+  for (int64_t i = d + 1; i < self.dim(); ++i) inner *= self.sizes()[i];
+  const int64_t outer = self.numel() / (n * inner);
+  visit_dtype(self.dtype(), "log_softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      std::vector<T> packed;
+      const T* x = self.data<T>();
+      if (!self.is_contiguous()) {
+        packed.resize(static_cast<size_t>(self.numel()));
+        detail::pack_contiguous<T>(self, packed.data());
+        x = packed.data();
+      }
+      T* y = out.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1) / 4);
+      parallel_for(0, outer * inner, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t base = (r / inner) * n * inner + r % inner;
+          const T* xr = x + base;
+          T* yr = y + base;
+          T mx = -std::numeric_limits<T>::infinity();
+          for (int64_t j = 0; j < n; ++j) mx = std::max(mx, xr[j * inner]);
+          if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: avoid -inf - -inf = nan in the shift
+          double s = 0;
+          for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(xr[j * inner] - mx));
+          const T lse = static_cast<T>(std::log(s)) + mx;
+          for (int64_t j = 0; j < n; ++j) yr[j * inner] = xr[j * inner] - lse;
+        }
+      });
+    }
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::log_softmax, CPU, log_softmax_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,191 @@
+// CPU kernels of the view ops: each returns a new TensorImpl over the same
+// Storage (sizes, strides and offset changed, no data copied), marked as a view.
+#include <algorithm>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), self.dtype(), std::move(sizes),
+                                           std::move(strides), offset);
+  impl->set_is_view(true);
+  return Tensor(std::move(impl));
+}
+
+Shape to_shape(IntArrayRef a) { return Shape(a.begin(), a.end()); }
+
+Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  FB_CHECK_VALUE(sizes.size() == strides.size(), "[as_strided] got ", sizes.size(), " sizes but ", strides.size(),
+                 " strides: size ", shape_str(sizes), ", stride ", shape_str(strides));
+  FB_CHECK_VALUE(offset >= 0, "[as_strided] storage offset must be >= 0, got ", offset);
+  int64_t last = offset;  // largest element index the view reaches
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    FB_CHECK_VALUE(sizes[i] >= 0, "[as_strided] negative size in ", shape_str(sizes));
+    FB_CHECK_VALUE(strides[i] >= 0, "[as_strided] negative stride in ", shape_str(strides));
+    if (sizes[i] == 0) empty = true;
+    else last += (sizes[i] - 1) * strides[i];
+  }
+  const int64_t capacity =
+      static_cast<int64_t>(self.impl()->storage()->nbytes() / itemsize(self.dtype()));
+  FB_CHECK_VALUE(empty || last < capacity, "[as_strided] size ", shape_str(sizes), ", stride ", shape_str(strides),
+                 " and offset ", offset, " reach element ", last, " of a storage holding only ", capacity,
+                 " elements");
+  return make_view(self, to_shape(sizes), to_shape(strides), offset);
+}
+
+Tensor view_cpu(const Tensor& self, IntArrayRef sizes) {
+  Shape shape = detail::infer_size(sizes, self.numel(), "view");
+  auto strides = detail::compute_view_strides(self.sizes(), self.strides(), shape);
+  FB_CHECK_VALUE(strides.has_value(), "[view] cannot view a tensor of shape ", shape_str(self.sizes()),
+                 " and strides ", shape_str(self.strides()), " as shape ", shape_str(shape),
+                 ": its memory is not laid out compatibly (it spans non-contiguous chunks); use .reshape(...) "
+                 "instead, which copies when needed");
+  return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
+}
+
+Tensor permute_cpu(const Tensor& self, IntArrayRef dims) {
+  const int64_t nd = self.dim();
+  FB_CHECK_VALUE(static_cast<int64_t>(dims.size()) == nd, "[permute] got ", dims.size(), " dims ",
+                 shape_str(dims), " for a tensor of shape ", shape_str(self.sizes()), " with ", nd, " dims");
+  Shape sizes(nd), strides(nd);
+  std::vector<bool> seen(nd, false);
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t d = wrap_dim(dims[i], nd, "permute");
+    FB_CHECK_VALUE(!seen[d], "[permute] dim ", d, " repeats in ", shape_str(dims));
+    seen[d] = true;
+    sizes[i] = self.sizes()[d];
+    strides[i] = self.strides()[d];
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor transpose_cpu(const Tensor& self, int64_t dim0, int64_t dim1) {
+  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  if (self.dim() == 0) {
+    wrap_dim(dim0, 0, "transpose");
+    wrap_dim(dim1, 0, "transpose");
+    return make_view(self, sizes, strides, self.storage_offset());
+  }
+  const int64_t a = wrap_dim(dim0, self.dim(), "transpose"), b = wrap_dim(dim1, self.dim(), "transpose");
+  std::swap(sizes[a], sizes[b]);
+  std::swap(strides[a], strides[b]);
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor unsqueeze_cpu(const Tensor& self, int64_t dim) {
+  const int64_t nd = self.dim();
+  FB_CHECK_INDEX(dim >= -(nd + 1) && dim <= nd, "[unsqueeze] dimension ", dim, " out of range for a ", nd,
+                 "-d tensor (expected in [", -(nd + 1), ", ", nd, "])");
+  const int64_t d = dim < 0 ? dim + nd + 1 : dim;
+  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  const int64_t st = d < nd ? sizes[d] * strides[d] : 1;
+  sizes.insert(sizes.begin() + d, 1);
+  strides.insert(strides.begin() + d, st);
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor squeeze_cpu(const Tensor& self, IntArrayRef dims) {
+  const int64_t nd = self.dim();
+  std::vector<bool> drop(nd, false);
+  if (dims.empty()) {
+    for (int64_t d = 0; d < nd; ++d) drop[d] = self.sizes()[d] == 1;
+  } else {
+    for (int64_t dim : dims) {
+      if (nd == 0) {
+        wrap_dim(dim, 0, "squeeze");
+        continue;
+      }
+      const int64_t d = wrap_dim(dim, nd, "squeeze");
+      drop[d] = self.sizes()[d] == 1;  // squeezing a dim of size != 1 is a no-op, as in PyTorch
+    }
+  }
+  Shape sizes, strides;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (drop[d]) continue;
+    sizes.push_back(self.sizes()[d]);
+    strides.push_back(self.strides()[d]);
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor expand_cpu(const Tensor& self, IntArrayRef sizes) {
+  const int64_t nd = self.dim(), nn = static_cast<int64_t>(sizes.size());
+  FB_CHECK_VALUE(nn >= nd, "[expand] the number of sizes (", nn, ") must be at least the number of dims (", nd,
+                 ") of a tensor of shape ", shape_str(self.sizes()), ", got ", shape_str(sizes));
+  Shape out(nn), strides(nn);
+  for (int64_t i = nn - 1; i >= 0; --i) {
+    const int64_t d = i - (nn - nd);  // matching dim of self, or < 0 for a new leading dim
+    if (d < 0) {
+      FB_CHECK_VALUE(sizes[i] >= 0, "[expand] size -1 is not allowed for a new leading dim: expanding ",
+                     shape_str(self.sizes()), " to ", shape_str(sizes));
+      out[i] = sizes[i];
+      strides[i] = 0;
+      continue;
+    }
+    const int64_t have = self.sizes()[d];
+    const int64_t want = sizes[i] == -1 ? have : sizes[i];
+    FB_CHECK_VALUE(want >= 0, "[expand] invalid size ", sizes[i], " in ", shape_str(sizes));
+    if (have == want) {
+      out[i] = have;
+      strides[i] = self.strides()[d];
+    } else {
+      FB_CHECK_VALUE(have == 1, "[expand] cannot expand shape ", shape_str(self.sizes()), " to ", shape_str(sizes),
+                     ": dim ", d, " has size ", have, " (only size-1 dims can be expanded, to ", want, ")");
+      out[i] = want;
+      strides[i] = 0;
+    }
+  }
+  return make_view(self, std::move(out), std::move(strides), self.storage_offset());
+}
+
+Tensor slice_cpu(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                 int64_t step) {
+  FB_CHECK_INDEX(self.dim() > 0, "[slice] cannot slice a 0-d tensor");
+  const int64_t d = wrap_dim(dim, self.dim(), "slice");
+  FB_CHECK_VALUE(step > 0, "[slice] step must be positive, got ", step);
+  const int64_t n = self.sizes()[d];
+  auto clamp = [n](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return std::clamp<int64_t>(x, 0, n);
+  };
+  const int64_t b = clamp(start, 0);
+  const int64_t e = std::max(b, clamp(end, n));
+  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  const int64_t offset = self.storage_offset() + (b < n ? b * strides[d] : 0);
+  sizes[d] = (e - b + step - 1) / step;
+  strides[d] *= step;
+  return make_view(self, std::move(sizes), std::move(strides), offset);
+}
+
+Tensor select_cpu(const Tensor& self, int64_t dim, int64_t index) {
+  FB_CHECK_INDEX(self.dim() > 0, "[select] cannot index a 0-d tensor");
+  const int64_t d = wrap_dim(dim, self.dim(), "select");
+  const int64_t n = self.sizes()[d];
+  FB_CHECK_INDEX(index >= -n && index < n, "[select] index ", index, " is out of bounds for dimension ", d,
+                 " with size ", n);
+  const int64_t i = index < 0 ? index + n : index;
+  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  const int64_t offset = self.storage_offset() + i * strides[d];
+  sizes.erase(sizes.begin() + d);
+  strides.erase(strides.begin() + d);
+  return make_view(self, std::move(sizes), std::move(strides), offset);
+}
+
+FB_REGISTER_KERNEL(op::as_strided, CPU, as_strided_cpu);
+FB_REGISTER_KERNEL(op::view, CPU, view_cpu);
+FB_REGISTER_KERNEL(op::permute, CPU, permute_cpu);
+FB_REGISTER_KERNEL(op::transpose, CPU, transpose_cpu);
+FB_REGISTER_KERNEL(op::unsqueeze, CPU, unsqueeze_cpu);
+FB_REGISTER_KERNEL(op::squeeze, CPU, squeeze_cpu);
+FB_REGISTER_KERNEL(op::expand, CPU, expand_cpu);
+FB_REGISTER_KERNEL(op::slice, CPU, slice_cpu);
+FB_REGISTER_KERNEL(op::select, CPU, select_cpu);
+
+}  // namespace
+}  // namespace flambeau
