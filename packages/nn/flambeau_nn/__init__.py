@@ -1,0 +1,73 @@
+"""flambeau-nn: modules, layers, losses, ``functional``, ``init``, ``optim`` and safetensors checkpoints.
+
+PyTorch's names and semantics, in pure Python over flambeau-core's ops and
+flambeau-autograd's gradients.
+
+Example:
+    >>> import flambeau_core as fc
+    >>> import flambeau_nn as nn
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    >>> loss = nn.CrossEntropyLoss()(model(fc.randn(5, 4)), fc.tensor([0, 1, 2, 0, 1]))
+    >>> loss.backward()
+    >>> model[0].weight.grad.shape
+    (8, 4)
+"""
+
+from __future__ import annotations
+
+import flambeau_core  # noqa: F401  (loads the core library first)
+import flambeau_autograd  # noqa: F401  (registers the autograd layer: Parameters need gradients)
+
+from flambeau_nn import functional, init, optim
+from flambeau_nn.modules import (
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Identity,
+    Linear,
+    LogSoftmax,
+    Module,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    RemovableHandle,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from flambeau_nn.parameter import Parameter
+from flambeau_nn.serialization import load, save
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("flambeau-nn")
+except Exception:  # running from a source tree
+    __version__ = "0+unknown"
+
+__all__ = [
+    "Parameter",
+    "Module",
+    "RemovableHandle",
+    "Sequential",
+    "ModuleList",
+    "Linear",
+    "Identity",
+    "ReLU",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "Flatten",
+    "Dropout",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "MSELoss",
+    "functional",
+    "init",
+    "optim",
+    "save",
+    "load",
+]

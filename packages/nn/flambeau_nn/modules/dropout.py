@@ -1,0 +1,35 @@
+"""``Dropout``."""
+
+from __future__ import annotations
+
+from flambeau_core import Tensor
+
+from flambeau_nn import functional as F
+from flambeau_nn.modules.module import Module
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    r"""In training mode, zeroes each element with probability ``p`` and scales the rest by ``1/(1-p)``.
+
+    In eval mode it returns its input.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> Dropout(0.5).eval()(fc.ones(3)).tolist()
+        [1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

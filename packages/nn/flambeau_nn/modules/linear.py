@@ -1,0 +1,71 @@
+"""``Linear`` and ``Identity``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import Tensor
+
+from flambeau_nn import functional as F
+from flambeau_nn import init
+from flambeau_nn.modules.module import Module
+from flambeau_nn.parameter import Parameter
+
+__all__ = ["Linear", "Identity"]
+
+
+class Identity(Module):
+    """Returns its input unchanged (a placeholder; arguments are ignored)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    r"""``y = x @ weight.T + bias``.
+
+    ``weight`` is ``(out_features, in_features)``, initialised like PyTorch
+    (``kaiming_uniform_(a=sqrt(5))``, i.e. ``U(-1/sqrt(in), 1/sqrt(in))``), and
+    ``bias`` is ``(out_features,)`` from the same range.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.Linear(3, 2)(fc.ones(5, 3)).shape
+        (5, 2)
+    """
+
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
+        super().__init__()
+        for name, v in (("in_features", in_features), ("out_features", out_features)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"[Linear] {name} must be a non-negative int, got {v!r}")
+        self.in_features = in_features
+        self.out_features = out_features
+        dtype = dtype if dtype is not None else fc.float32
+        self.weight = Parameter(fc.empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(fc.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

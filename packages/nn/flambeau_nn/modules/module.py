@@ -1,0 +1,544 @@
+"""``Module``: the base class of every layer and model.
+
+Note [Module registration]
+A module keeps three ordered dicts: ``_parameters`` (Parameter or None),
+``_buffers`` (Tensor or None) and ``_modules`` (Module or None).
+``__setattr__`` routes a value into one of them by its type, as in PyTorch:
+a ``Parameter`` becomes a parameter, a ``Module`` a submodule, and a Tensor
+assigned to a name that already is a buffer replaces the buffer. Plain
+attributes (ints, tensors that are not registered) live in ``__dict__``.
+``__getattr__`` runs only when normal lookup fails and looks in the three
+dicts, so registered names never shadow and are never shadowed by ``__dict__``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator
+
+import flambeau_autograd as fa
+import flambeau_core as fc
+from flambeau_core import Tensor
+
+from flambeau_nn.parameter import Parameter
+
+__all__ = ["Module", "RemovableHandle"]
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find and did not use."""
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook.
+
+    Also a context manager: the hook is removed on exit.
+    """
+
+    _next_id = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(RemovableHandle._next_id)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def _addindent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+def _shape_str(t: Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+class Module:
+    r"""Base class for all neural-network modules.
+
+    Subclass it, create parameters and submodules in ``__init__`` (after
+    ``super().__init__()``), and compute in ``forward``. Call the module
+    itself (``model(x)``), not ``forward``, so hooks run.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> class TwoLayer(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc1 = nn.Linear(4, 8)
+        ...         self.fc2 = nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.fc2(self.fc1(x).relu())
+        >>> [name for name, _ in TwoLayer().named_parameters()]
+        ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    """
+
+    training: bool
+    _version: int = 1
+
+    def __init__(self) -> None:
+        # object.__setattr__: our own __setattr__ needs these dicts to exist.
+        set_ = object.__setattr__
+        set_(self, "training", True)
+        set_(self, "_parameters", OrderedDict())
+        set_(self, "_buffers", OrderedDict())
+        set_(self, "_non_persistent_buffers_set", set())
+        set_(self, "_modules", OrderedDict())
+        set_(self, "_forward_hooks", OrderedDict())
+        set_(self, "_forward_pre_hooks", OrderedDict())
+
+    forward: Callable[..., Any]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:  # noqa: F811
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ---- calling ----
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for hook in tuple(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(module, args) -> None or new args``, run before ``forward``."""
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_forward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(module, args, output) -> None or new output``, run after ``forward``."""
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        return handle
+
+    # ---- registration (Note [Module registration]) ----
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Adds a parameter (or ``None``, a declared but absent parameter) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(flambeau_nn.Parameter or None required)"
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Adds a buffer: state that is not a parameter (e.g. running statistics).
+
+        Persistent buffers are part of ``state_dict()``.
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Adds a child module under ``name`` (``None`` allowed)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    @staticmethod
+    def _check_name(name: object, what: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{what} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{what} name can\'t contain ".", got {name!r}')
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name, self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(flambeau_nn.Parameter or None expected)"
+                )
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            modules = self.__dict__.get("_modules")
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_from(name, self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+            modules[name] = value
+        elif self.__dict__.get("_modules") is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
+            self._modules[name] = value
+        elif self.__dict__.get("_buffers") is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _remove_from(name: str, *containers: Any) -> None:
+        for c in containers:
+            if name in c:
+                if isinstance(c, set):
+                    c.discard(name)
+                else:
+                    del c[name]
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails (registered names are not in __dict__).
+        d = self.__dict__
+        for key in ("_parameters", "_buffers", "_modules"):
+            store = d.get(key)
+            if store is not None and name in store:
+                return store[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        keys = set(super().__dir__())
+        keys.update(self._parameters, self._buffers, self._modules)
+        return sorted(k for k in keys if not k[0].isdigit())
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``""`` is self)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if item not in mod._modules or mod._modules[item] is None:
+                raise AttributeError(f"{type(mod).__name__} has no submodule `{item}` (looking up {target!r})")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` such as ``"0.weight"``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}` (looking up {target!r})")
+        return mod._parameters[name]
+
+    # ---- iteration ----
+    def _named_members(self, get: Callable[[Module], Any], prefix: str, recurse: bool, remove_duplicate: bool = True):
+        seen: set[int] = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get(module):
+                if v is None or (remove_duplicate and id(v) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """Yields ``(dotted name, parameter)``; a shared parameter appears once."""
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Yields the parameters of this module (and of its submodules if ``recurse``)."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(
+        self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """Yields ``(dotted name, module)`` for self and every descendant, depth first."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    # ---- modes and gradients ----
+    def train(self, mode: bool = True) -> Module:
+        """Sets training mode (Dropout active) on self and every submodule; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        """``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets every parameter's ``.grad``: to ``None`` (default) or to zeros."""
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
+
+    # ---- applying functions ----
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Calls ``fn`` on every submodule (children first) and on self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        # Note: converting makes *new* Parameter objects (PyTorch's behaviour
+        # with torch.__future__.set_overwrite_module_params_on_conversion(True));
+        # build optimizers after calling .to().
+        for m in self.children():
+            m._apply(fn)
+        for name, p in self._parameters.items():
+            if p is None:
+                continue
+            with fa.no_grad():
+                new = fn(p)
+            if new is p:
+                continue
+            new_p = Parameter(new.detach(), p.requires_grad)
+            if p.grad is not None:
+                with fa.no_grad():
+                    new_p.grad = fn(p.grad)
+            self._parameters[name] = new_p
+        for name, b in self._buffers.items():
+            if b is not None:
+                with fa.no_grad():
+                    self._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Converts floating-point parameters and buffers: ``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``.
+
+        Integer buffers keep their dtype. Returns self.
+        """
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, fc.dtype):
+                dtype = a
+            elif isinstance(a, (str, fc.device)):
+                device = a
+            else:
+                raise TypeError(f"to() expects a dtype or a device, got {type(a).__name__}")
+        if device is not None:
+            dev = fc.device(device) if isinstance(device, str) else device
+            if dev.type != "cpu":
+                raise RuntimeError(f"[Module.to] only cpu is supported so far, got {dev}")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        if dtype is None:
+            return self
+
+        def convert(t: Tensor) -> Tensor:
+            return t.to(dtype) if t.is_floating_point() and t.dtype != dtype else t
+
+        return self._apply(convert)
+
+    def float(self) -> Module:
+        return self.to(fc.float32)
+
+    def double(self) -> Module:
+        return self.to(fc.float64)
+
+    def cpu(self) -> Module:
+        return self
+
+    # ---- state dict ----
+    def state_dict(
+        self, *, destination: dict | None = None, prefix: str = "", keep_vars: bool = False
+    ) -> OrderedDict[str, Tensor]:
+        """The module's parameters and persistent buffers by dotted name.
+
+        The tensors are detached and share memory with the module (no copy),
+        as in PyTorch; ``keep_vars=True`` returns the Parameter objects.
+        """
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict: dict[str, Tensor], strict: bool = True) -> _IncompatibleKeys:
+        """Copies values from ``state_dict`` into the existing parameters and buffers.
+
+        With ``strict=True`` (default) a missing or unexpected key raises
+        ``RuntimeError`` listing all of them; a shape mismatch always raises.
+        Returns ``(missing_keys, unexpected_keys)``.
+        """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        missing: list[str] = []
+        errors: list[str] = []
+        used: set[str] = set()
+        targets: list[tuple[Tensor, Tensor]] = []
+        for module_prefix, module in self.named_modules(remove_duplicate=False):
+            pre = module_prefix + "." if module_prefix else ""
+            local = [(n, p) for n, p in module._parameters.items() if p is not None]
+            local += [
+                (n, b)
+                for n, b in module._buffers.items()
+                if b is not None and n not in module._non_persistent_buffers_set
+            ]
+            for name, current in local:
+                key = pre + name
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                used.add(key)
+                value = state_dict[key]
+                if not isinstance(value, Tensor):
+                    errors.append(
+                        f'While copying the parameter named "{key}", expected Tensor-like object from checkpoint '
+                        f"but received {type(value).__name__}"
+                    )
+                    continue
+                if tuple(value.shape) != tuple(current.shape):
+                    errors.append(
+                        f"size mismatch for {key}: copying a param with shape {_shape_str(value)} from checkpoint, "
+                        f"the shape in current model is {_shape_str(current)}."
+                    )
+                    continue
+                targets.append((current, value))
+        unexpected = [k for k in state_dict.keys() if k not in used]
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
+            )
+        # Copy only after every check passed, so a failed load leaves the module untouched.
+        with fa.no_grad():
+            for current, value in targets:
+                current.copy_(value)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- printing ----
+    def extra_repr(self) -> str:
+        """Override to show a module's settings inside its repr (e.g. ``in_features=4``)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, module in self._modules.items():
+            lines.append(f"({name}): " + _addindent(repr(module), 2))
+        main = self._get_name() + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _zero_grad(p: Tensor, set_to_none: bool) -> None:
+    if p.grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+    else:
+        g = p.grad
+        if g.requires_grad:
+            p.grad = g = g.detach()
+        with fa.no_grad():
+            g.zero_()

@@ -1,0 +1,14 @@
+"""Optimizers (``flambeau_nn.optim``): ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``.
+
+Example:
+    >>> import flambeau_nn as nn
+    >>> opt = nn.optim.Adam(nn.Linear(3, 1).parameters(), lr=1e-3)
+    >>> opt.param_groups[0]["betas"]
+    (0.9, 0.999)
+"""
+
+from flambeau_nn.optim.adam import Adam, AdamW
+from flambeau_nn.optim.optimizer import Optimizer
+from flambeau_nn.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]

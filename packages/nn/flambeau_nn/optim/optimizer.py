@@ -1,0 +1,220 @@
+"""``Optimizer``: param groups, per-parameter state, and PyTorch's state_dict format.
+
+Note [Optimizer step structure]
+Each optimizer's ``step`` gathers, per param group, the lists a step needs
+(params that have a grad, their grads, their state tensors) and hands them to
+one module-level function (``sgd``, ``adam``) that updates *all* of them. That
+function does a few in-place core ops per parameter today; a fused
+multi-tensor core op can replace its body later without touching the classes,
+the state layout, or the state_dict format.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import MutableMapping
+from typing import Any, Callable, Iterable, Iterator
+
+import flambeau_autograd as fa
+from flambeau_core import Tensor
+
+__all__ = ["Optimizer", "ParamState"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class ParamState(MutableMapping):
+    """``optimizer.state``: a mapping from a parameter (by identity) to its state dict.
+
+    Tensors compare elementwise and so are not hashable; this mapping keys by
+    ``id`` and keeps the parameter alive, so ``optimizer.state[p]`` works as
+    in PyTorch. A missing parameter reads as a fresh empty dict.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[int, tuple[Tensor, dict]] = {}
+
+    def __getitem__(self, p: Tensor) -> dict:
+        entry = self._data.get(id(p))
+        if entry is None:
+            entry = self._data[id(p)] = (p, {})
+        return entry[1]
+
+    def __setitem__(self, p: Tensor, value: dict) -> None:
+        self._data[id(p)] = (p, value)
+
+    def __delitem__(self, p: Tensor) -> None:
+        del self._data[id(p)]
+
+    def __contains__(self, p: object) -> bool:
+        return id(p) in self._data
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (p for p, _ in self._data.values())
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return "ParamState(" + repr({f"<param {tuple(p.shape)}>": s for p, s in self._data.values()}) + ")"
+
+
+class Optimizer:
+    r"""Base class of optimizers.
+
+    Args:
+        params: an iterable of tensors, or of dicts (param groups) each with a
+            ``"params"`` entry and optional per-group hyperparameters.
+        defaults: hyperparameters used by groups that do not set them.
+
+    Subclass it and implement ``step()``; read hyperparameters from each
+    ``group`` in ``self.param_groups`` and keep per-parameter tensors in
+    ``self.state[p]``, and ``state_dict``/``load_state_dict`` work unchanged.
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> model = nn.Linear(2, 1)
+        >>> opt = nn.optim.SGD([{"params": [model.weight]}, {"params": [model.bias], "lr": 0.5}], lr=0.1)
+        >>> [g["lr"] for g in opt.param_groups]
+        [0.1, 0.5]
+    """
+
+    def __init__(self, params: Iterable[Tensor] | Iterable[dict], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state = ParamState()
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                f"but got {type(params).__name__}"
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds a group of parameters (e.g. newly unfrozen layers) with its own hyperparameters."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but got a set")
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_floating_point():
+                raise ValueError(f"optimizer can only optimize floating-point Tensors, got one of dtype {p.dtype}")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(set(ids)) != len(ids):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if existing & set(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the ``.grad`` of every parameter: to ``None`` (default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.requires_grad:
+                        p.grad = g = g.detach()
+                    with fa.no_grad():
+                        g.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    # ---- state dict (PyTorch's format) ----
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}``.
+
+        Parameters are numbered in order across groups; state tensors are
+        returned by reference (not copied), as in PyTorch.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state._data.values() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Loads a ``state_dict()`` (of an optimizer over parameters of the same shapes and order).
+
+        State tensors are copied and cast to their parameter's dtype (``step`` stays as saved).
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError("optimizer state_dict must be a dict with 'state' and 'param_groups' entries")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for ours, saved in zip(self.param_groups, saved_groups):
+            if len(ours["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+                )
+        id_map = {
+            saved_id: p
+            for ours, saved in zip(self.param_groups, saved_groups)
+            for saved_id, p in zip(saved["params"], ours["params"])
+        }
+        new_state = ParamState()
+        for k, v in state_dict["state"].items():
+            if k not in id_map:
+                continue
+            p = id_map[k]
+            new_state[p] = {name: _cast_state(p, name, value) for name, value in v.items()}
+        for ours, saved in zip(self.param_groups, saved_groups):
+            params = ours["params"]
+            ours.clear()
+            ours.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
+            ours["params"] = params
+        self.state = new_state
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"\n    {key}: {group[key]}"
+        return text + "\n)"
+
+
+def _cast_state(param: Tensor, key: str, value: Any) -> Any:
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    with fa.no_grad():
+        if key != "step" and value.is_floating_point():
+            return value.to(param.dtype).clone()
+        return value.clone()
