@@ -38,6 +38,11 @@ from flambeau_core import _C  # noqa: E402
 from flambeau_core._C import *  # noqa: E402,F401,F403
 from flambeau_core._C import Tensor, device, dtype  # noqa: E402,F401
 
+from flambeau_core import _format  # noqa: E402
+
+Tensor.__repr__ = _format.tensor_repr
+Tensor.__str__ = _format.tensor_repr
+
 from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
 
 try:
