@@ -1,0 +1,35 @@
+"""flambeau-interop: zero-copy NumPy and DLPack exchange, and PyTorch bridges.
+
+Importing this package attaches the protocol methods to core's ``Tensor``:
+``numpy()``, ``__array__``, ``__array_interface__``, ``__dlpack__`` and
+``__dlpack_device__``. Core works without it (it only knows how to wrap
+external memory and exports the Python buffer protocol).
+
+Example:
+    >>> import numpy as np
+    >>> import flambeau_interop as fi
+    >>> a = np.ones(3, dtype=np.float32)
+    >>> t = fi.from_numpy(a)          # no copy
+    >>> t.numpy() is not a and np.shares_memory(t.numpy(), a)
+    True
+"""
+
+from __future__ import annotations
+
+import flambeau_core  # noqa: F401  (loads libflambeau_core.so and registers Tensor first)
+
+from flambeau_interop import _C  # noqa: F401
+from flambeau_interop._C import from_dlpack, from_numpy
+
+__all__ = ["from_dlpack", "from_numpy", "torch_bridge"]
+
+
+def __getattr__(name: str):
+    # torch_bridge imports torch lazily; importing the module itself is cheap.
+    if name == "torch_bridge":
+        from flambeau_interop import torch_bridge
+
+        return torch_bridge
+    raise AttributeError(f"module 'flambeau_interop' has no attribute {name!r}")
+
+

@@ -1,0 +1,50 @@
+#pragma once
+// Shared by flambeau_interop._C's source files: one file per protocol
+// (numpy.cpp, dlpack.cpp), each exporting init_<protocol>(m, tensor_class).
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+#include "flambeau/python/bindings.h"
+#include "flambeau/tensor.h"
+
+namespace py = pybind11;
+
+namespace flambeau::interop {
+
+/// core's Python Tensor class, to attach protocol methods to (never re-bound).
+using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
+
+void init_numpy(py::module_& m, TensorClass& cls);   // numpy.cpp
+void init_dlpack(py::module_& m, TensorClass& cls);  // dlpack.cpp
+
+/// True if Python objects may still be touched from this thread: the
+/// interpreter is alive, or it is finalizing on this very thread (which holds
+/// the GIL). Note [Releasing Python objects from storage deleters].
+bool python_is_usable();
+
+/// Drops one reference to `obj` from any thread, taking the GIL.
+/// Note [Releasing Python objects from storage deleters]
+void decref_with_gil(PyObject* obj);
+
+/// Element count of a tensor's memory span given sizes and strides in
+/// elements: the number of elements from the first to the last reachable one
+/// (0 for an empty tensor). Strides must be non-negative.
+int64_t span_elements(IntArrayRef sizes, IntArrayRef strides);
+
+/// A flambeau Tensor viewing `nbytes` of external memory at `data` with the
+/// given layout. `deleter(data)` runs when the storage dies.
+Tensor wrap_external(void* data, ScalarType dtype, Shape sizes, Shape strides,
+                     std::function<void(void*)> deleter);
+
+/// Python truth of obj (raises what bool(obj) raises).
+inline bool is_true(py::handle obj) {
+  const int r = PyObject_IsTrue(obj.ptr());
+  if (r < 0) throw py::error_already_set();
+  return r != 0;
+}
+
+/// The Python type name of obj ("list", "numpy.ndarray") for messages.
+std::string type_name(py::handle obj);
+
+}  // namespace flambeau::interop
