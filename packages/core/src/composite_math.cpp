@@ -1,0 +1,59 @@
+// Math composites of flambeau/ops.h: built from ops, so they need no kernel
+// and no derivative of their own.
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    FB_CHECK_VALUE(x == y || x == 1 || y == 1, "[", op, "] shapes ", shape_str(a), " and ", shape_str(b),
+                   " cannot be broadcast");
+    out[n - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+Tensor contiguous(const Tensor& self) { return self.is_contiguous() ? self : op::clone(self); }
+
+Tensor to_dtype(const Tensor& self, ScalarType dtype) { return self.dtype() == dtype ? self : op::cast(self, dtype); }
+
+Tensor sum_to(const Tensor& self, IntArrayRef shape) {
+  const IntArrayRef sizes = self.sizes();
+  if (std::ranges::equal(sizes, shape)) return self;
+  const int64_t lead = self.dim() - static_cast<int64_t>(shape.size());
+  FB_CHECK_VALUE(lead >= 0, "[sum_to] cannot sum shape ", shape_str(sizes), " to the larger shape ",
+                 shape_str(shape));
+  Shape dims;
+  for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+    const int64_t have = sizes[lead + i];
+    FB_CHECK_VALUE(shape[i] == have || shape[i] == 1, "[sum_to] cannot sum shape ", shape_str(sizes),
+                   " to shape ", shape_str(shape), " (shape ", shape_str(shape), " does not broadcast to it)");
+    if (shape[i] == 1 && have != 1) dims.push_back(lead + i);
+  }
+  const std::optional<ScalarType> dtype =
+      is_floating(self.dtype()) ? std::optional<ScalarType>(self.dtype()) : std::nullopt;
+  if (dims.empty()) return op::view(self, shape);
+  Tensor r = op::sum(self, dims, /*keepdim=*/true, dtype);
+  return lead == 0 ? r : op::view(r, shape);
+}
+
+Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim) {
+  FB_CHECK_TYPE(is_floating(self.dtype()), "[mean] could not infer the output dtype: the input dtype must be a "
+                "floating point dtype, got ", dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean()");
+  int64_t count = 1;
+  if (dims.empty()) {
+    count = self.numel();
+  } else {
+    for (int64_t d : dims) count *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "mean")];
+  }
+  Tensor s = op::sum(self, dims, keepdim, std::nullopt);
+  return op::div(s, scalar_tensor(static_cast<double>(count), self.dtype(), /*wrapped=*/true));
+}
+
+}  // namespace flambeau

@@ -1,0 +1,122 @@
+// CPU kernels: add, sub, mul, div, pow, maximum, minimum and their in-place
+// forms. Broadcasting, promotion and threads: Note [TensorIterator].
+#include <cmath>
+
+#include "elementwise.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+template <class T> void pow_loop(char** d, const int64_t* s, int64_t n, double) {
+  if constexpr (std::is_floating_point_v<T>) {
+    base::binary_loop<T, T>(d, s, n, [](T a, T b) { return std::pow(a, b); });
+  } else if constexpr (std::is_same_v<T, bool>) {
+    base::binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || !b); });
+  } else {
+    base::binary_loop<T, T>(d, s, n, [](T a, T b) {
+      if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
+      // Wrapping multiplication, as in PyTorch's integer pow.
+      using U = std::make_unsigned_t<T>;
+      U result = 1, base = static_cast<U>(a);
+      for (T e = b; e; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return static_cast<T>(result);
+    });
+  }
+}
+
+void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
+  FB_CHECK_TYPE(is_floating(t) || !alpha.is_floating(), "[", op,
+                "] for integer tensors, alpha must be an integer, got ", alpha.to_double());
+  FB_CHECK_TYPE(t != ScalarType::Bool || alpha.is_bool() || alpha.to_int() == 1, "[", op,
+                "] for bool tensors, alpha must be a bool");
+}
+
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param,
+              bool true_division = false) {
+  ScalarType t = result_type(a, b);
+  if (true_division) t = to_float_dtype(t);
+  const Loop1D loop = pick_loop(op, t, vop, ints);
+  TensorIterator it = TensorIterator::binary(op, a, b, t, t);
+  run_loop(it, loop, param);
+  return it.output();
+}
+
+Tensor& binary_(const char* op, Tensor& self, const Tensor& other, VecOp vop, const IntLoops& ints, double param,
+                bool true_division = false) {
+  TensorIterator it = TensorIterator::inplace(op, self, other, true_division);
+  const Loop1D loop = pick_loop(op, self.dtype(), vop, ints);
+  run_loop(it, loop, param);
+  self.impl()->bump_version();
+  return self;
+}
+
+constexpr IntLoops kAddInts = FB_INT_LOOPS(base::add_loop);
+constexpr IntLoops kSubInts = FB_INT_LOOPS_NO_BOOL(base::sub_loop);
+constexpr IntLoops kMulInts = FB_INT_LOOPS(base::mul_loop);
+constexpr IntLoops kMaxInts = FB_INT_LOOPS(base::maximum_loop);
+constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
+
+Tensor add_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1) return binary("add", a, b, kVecAdd, kAddInts, 1);
+  check_alpha("add", result_type(a, b), alpha);
+  return binary("add", a, b, kVecAdd, kAddInts, alpha.to_double());
+}
+Tensor sub_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_alpha("sub", result_type(a, b), alpha);
+  return binary("sub", a, b, kVecSub, kSubInts, alpha.to_double());
+}
+Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary("mul", a, b, kVecMul, kMulInts, 0); }
+Tensor div_cpu(const Tensor& a, const Tensor& b) { return binary("div", a, b, kVecDiv, kNoIntLoops, 0, true); }
+Tensor maximum_cpu(const Tensor& a, const Tensor& b) { return binary("maximum", a, b, kVecMaximum, kMaxInts, 0); }
+Tensor minimum_cpu(const Tensor& a, const Tensor& b) { return binary("minimum", a, b, kVecMinimum, kMinInts, 0); }
+
+Tensor pow_cpu(const Tensor& a, const Tensor& b) {
+  const ScalarType t = result_type(a, b);
+  Loop1D loop = nullptr;
+  switch (t) {
+    case ScalarType::Bool: loop = &pow_loop<bool>; break;
+    case ScalarType::Int32: loop = &pow_loop<int32_t>; break;
+    case ScalarType::Int64: loop = &pow_loop<int64_t>; break;
+    case ScalarType::Float32: loop = &pow_loop<float>; break;
+    case ScalarType::Float64: loop = &pow_loop<double>; break;
+    default: unsupported_dtype("pow", t);
+  }
+  TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
+  run_loop(it, loop, 0);
+  return it.output();
+}
+
+Tensor& add_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
+  check_alpha("add_", self.dtype(), alpha);
+  return binary_("add_", self, other, kVecAdd, kAddInts, alpha.to_double());
+}
+Tensor& sub_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
+  check_alpha("sub_", self.dtype(), alpha);
+  return binary_("sub_", self, other, kVecSub, kSubInts, alpha.to_double());
+}
+Tensor& mul_inplace_cpu(Tensor& self, const Tensor& other) {
+  return binary_("mul_", self, other, kVecMul, kMulInts, 0);
+}
+Tensor& div_inplace_cpu(Tensor& self, const Tensor& other) {
+  return binary_("div_", self, other, kVecDiv, kNoIntLoops, 0, true);
+}
+
+FB_REGISTER_KERNEL(op::add, CPU, add_cpu);
+FB_REGISTER_KERNEL(op::sub, CPU, sub_cpu);
+FB_REGISTER_KERNEL(op::mul, CPU, mul_cpu);
+FB_REGISTER_KERNEL(op::div, CPU, div_cpu);
+FB_REGISTER_KERNEL(op::pow, CPU, pow_cpu);
+FB_REGISTER_KERNEL(op::maximum, CPU, maximum_cpu);
+FB_REGISTER_KERNEL(op::minimum, CPU, minimum_cpu);
+FB_REGISTER_KERNEL(op::add_, CPU, add_inplace_cpu);
+FB_REGISTER_KERNEL(op::sub_, CPU, sub_inplace_cpu);
+FB_REGISTER_KERNEL(op::mul_, CPU, mul_inplace_cpu);
+FB_REGISTER_KERNEL(op::div_, CPU, div_inplace_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,86 @@
+// CPU kernels: eq, ne, lt, le, gt, ge (bool results, computed in the
+// promoted dtype) and where(cond, a, b).
+#include <cstring>
+
+#include "elementwise.h"
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+template <class T, class F> void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
+  base::binary_loop<bool, T>(d, s, n, f);
+}
+
+template <class Cmp> Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
+  const ScalarType t = result_type(a, b);
+  TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each([&](char** d, const int64_t* s, int64_t n) {
+      compare_loop<T>(d, s, n, [&](T x, T y) { return cmp(x, y); });
+    });
+  };
+  switch (t) {
+    case ScalarType::Bool: run(type_tag<bool>{}); break;
+    case ScalarType::Int32: run(type_tag<int32_t>{}); break;
+    case ScalarType::Int64: run(type_tag<int64_t>{}); break;
+    case ScalarType::Float32: run(type_tag<float>{}); break;
+    case ScalarType::Float64: run(type_tag<double>{}); break;
+    default: unsupported_dtype(op, t);
+  }
+  return it.output();
+}
+
+Tensor eq_cpu(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
+Tensor ne_cpu(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
+Tensor lt_cpu(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
+Tensor le_cpu(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
+Tensor gt_cpu(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
+Tensor ge_cpu(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+
+template <class T> void where_loop(char** d, const int64_t* s, int64_t n) {
+  if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {
+    T* out = reinterpret_cast<T*>(d[0]);
+    const bool* c = reinterpret_cast<const bool*>(d[1]);
+    const T* a = reinterpret_cast<const T*>(d[2]);
+    const T* b = reinterpret_cast<const T*>(d[3]);
+    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool c = *reinterpret_cast<const bool*>(d[1] + i * s[1]);
+    *reinterpret_cast<T*>(d[0] + i * s[0]) = *reinterpret_cast<const T*>(d[c ? 2 : 3] + i * s[c ? 2 : 3]);
+  }
+}
+
+Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  FB_CHECK_TYPE(cond.dtype() == ScalarType::Bool, "[where] expected a bool condition, got dtype ",
+                dtype_name(cond.dtype()));
+  const Tensor* ops[2] = {&a, &b};
+  const ScalarType t = result_type(ops);
+  const Tensor* in[3] = {&cond, &a, &b};
+  TensorIterator it("where", nullptr, t, in, t, /*keep_dtype_mask=*/1);
+  // Selecting copies bytes, so one loop per element size serves every dtype.
+  switch (itemsize(t)) {
+    case 1: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint8_t>(d, s, n); }); break;
+    case 2: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint16_t>(d, s, n); }); break;
+    case 4: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint32_t>(d, s, n); }); break;
+    case 8: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); }); break;
+    default: unsupported_dtype("where", t);
+  }
+  return it.output();
+}
+
+FB_REGISTER_KERNEL(op::eq, CPU, eq_cpu);
+FB_REGISTER_KERNEL(op::ne, CPU, ne_cpu);
+FB_REGISTER_KERNEL(op::lt, CPU, lt_cpu);
+FB_REGISTER_KERNEL(op::le, CPU, le_cpu);
+FB_REGISTER_KERNEL(op::gt, CPU, gt_cpu);
+FB_REGISTER_KERNEL(op::ge, CPU, ge_cpu);
+FB_REGISTER_KERNEL(op::where, CPU, where_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,59 @@
+// CPU kernels: copy_ (broadcast, cast, any strides), clone, cast.
+#include <cstring>
+
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+#include "loops.h"
+#include "tensor_iterator.h"
+
+namespace flambeau {
+namespace {
+
+// dst <- src elementwise (src broadcast to dst's shape, converted to dst's dtype).
+void copy_into(Tensor& dst, const Tensor& src) {
+  const Tensor* in[1] = {&src};
+  TensorIterator it("copy_", &dst, dst.dtype(), in, src.dtype(), /*keep_dtype_mask=*/1);
+  visit_dtype(dst.dtype(), "copy_", [&](auto to_tag) {
+    using To = typename decltype(to_tag)::type;
+    visit_dtype(src.dtype(), "copy_", [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      it.for_each([](char** d, const int64_t* s, int64_t n) {
+        if constexpr (std::is_same_v<To, From>) {
+          if (s[0] == sizeof(To) && s[1] == sizeof(To)) {
+            std::memcpy(d[0], d[1], static_cast<size_t>(n) * sizeof(To));
+            return;
+          }
+        }
+        cpu::base::unary_loop<To, From>(d, s, n, [](From v) { return static_cast<To>(v); });
+      });
+    });
+  });
+}
+
+Tensor& copy_cpu(Tensor& self, const Tensor& src) {
+  const bool same = self.data_ptr() == src.data_ptr() && self.dtype() == src.dtype() &&
+                    std::ranges::equal(self.sizes(), src.sizes()) &&
+                    std::ranges::equal(self.strides(), src.strides());
+  if (!same) copy_into(self, src);
+  self.impl()->bump_version();
+  return self;
+}
+
+Tensor clone_cpu(const Tensor& self) {
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  copy_into(out, self);
+  return out;
+}
+
+Tensor cast_cpu(const Tensor& self, ScalarType dtype) {
+  Tensor out = op::empty(self.sizes(), dtype, self.device());
+  copy_into(out, self);
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::copy_, CPU, copy_cpu);
+FB_REGISTER_KERNEL(op::clone, CPU, clone_cpu);
+FB_REGISTER_KERNEL(op::cast, CPU, cast_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,279 @@
+// CPU kernels: sum (over dims, keepdim, dtype), max (all elements), max_dim
+// and argmax.
+//
+// sum walks the input in memory order (dims sorted by stride, neighbours
+// merged) into an accumulator per output element: double for floats (so
+// float32 sums are accurate to float32 rounding, as NumPy's pairwise sums),
+// int64 for integers. An inner reduced dim uses the vectorized blocked-
+// pairwise kernel; an inner kept dim adds whole rows into the accumulators.
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+#include "loops.h"
+#include "tensor_iterator.h"
+#include "vec_table.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+// Fixed chunks make a parallel full sum independent of the thread count.
+constexpr int64_t kSumChunk = 65536;
+
+struct ReduceDim {
+  int64_t size, in_stride, out_stride;  // strides in elements; out_stride 0 on reduced dims
+};
+
+// Reduced-dim bitmask from `dims` (all dims if empty); IndexError/ValueError naming op.
+uint64_t reduce_mask(const char* op, IntArrayRef dims, int64_t ndim) {
+  FB_CHECK_VALUE(ndim <= 64, "[", op, "] tensors with more than 64 dims are not supported");
+  if (dims.empty()) return ndim == 64 ? ~uint64_t{0} : (uint64_t{1} << ndim) - 1;
+  uint64_t mask = 0;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, ndim, op);
+    if (ndim == 0) continue;
+    FB_CHECK_VALUE(!(mask >> w & 1), "[", op, "] dim ", w, " appears multiple times in the list of dims");
+    mask |= uint64_t{1} << w;
+  }
+  return mask;
+}
+
+template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
+  const int64_t nd = in.dim();
+  // Output strides of the keepdim-shaped contiguous result.
+  std::vector<ReduceDim> dims;
+  int64_t ostride = 1;
+  std::vector<int64_t> out_strides(nd);
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    const bool reduced = mask >> d & 1;
+    out_strides[d] = reduced ? 0 : ostride;
+    if (!reduced) ostride *= in.sizes()[d];
+  }
+  for (int64_t d = 0; d < nd; ++d)
+    if (in.sizes()[d] != 1) dims.push_back({in.sizes()[d], in.strides()[d], out_strides[d]});
+  // Memory order: outermost (largest input stride) first; merge contiguous neighbours.
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const ReduceDim& a, const ReduceDim& b) { return std::abs(a.in_stride) > std::abs(b.in_stride); });
+  std::vector<ReduceDim> merged;
+  for (const ReduceDim& d : dims) {
+    if (!merged.empty()) {
+      ReduceDim& m = merged.back();
+      if (m.in_stride == d.size * d.in_stride && m.out_stride == d.size * d.out_stride) {
+        m.size *= d.size;
+        m.in_stride = d.in_stride;
+        m.out_stride = d.out_stride;
+        continue;
+      }
+    }
+    merged.push_back(d);
+  }
+  if (merged.empty()) merged.push_back({1, 0, 0});
+  const ReduceDim inner = merged.back();
+  merged.pop_back();
+  const int64_t isz = sizeof(T);
+  const char* base_ptr = static_cast<const char*>(in.data_ptr());
+  const VecTable& vt = vec_table();
+
+  auto inner_sum = [&](const char* p, int64_t n, int64_t stride_bytes) -> Acc {
+    if constexpr (std::is_same_v<T, float>) return vt.sum_f32(p, n, stride_bytes);
+    else if constexpr (std::is_same_v<T, double>) return vt.sum_f64(p, n, stride_bytes);
+    else {
+      Acc s = 0;
+      for (int64_t i = 0; i < n; ++i) s += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
+      return s;
+    }
+  };
+  auto inner_rows = [&](Acc* a, const char* p, int64_t n, int64_t stride_bytes, int64_t astride) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (astride == 1) return vt.accumulate_row_f32(a, p, n, stride_bytes);
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (astride == 1) return vt.accumulate_row_f64(a, p, n, stride_bytes);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      a[i * astride] += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
+  };
+
+  if (merged.empty() && inner.out_stride == 0 && inner.size > kSumChunk) {
+    // One long reduction: fixed-size chunks summed in parallel.
+    const int64_t nchunks = (inner.size + kSumChunk - 1) / kSumChunk;
+    std::vector<Acc> partial(nchunks);
+    parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        const int64_t b = c * kSumChunk, n = std::min(kSumChunk, inner.size - b);
+        partial[c] = inner_sum(base_ptr + b * inner.in_stride * isz, n, inner.in_stride * isz);
+      }
+    });
+    Acc s = 0;
+    for (Acc p : partial) s += p;
+    acc[0] += s;
+    return;
+  }
+
+  const int64_t nouter_dims = static_cast<int64_t>(merged.size());
+  int64_t outer = 1;
+  for (const ReduceDim& d : merged) outer *= d.size;
+  std::vector<int64_t> idx(nouter_dims, 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t ioff = 0, aoff = 0;
+    for (int64_t k = 0; k < nouter_dims; ++k) {
+      ioff += idx[k] * merged[k].in_stride;
+      aoff += idx[k] * merged[k].out_stride;
+    }
+    const char* p = base_ptr + ioff * isz;
+    if (inner.out_stride == 0) acc[aoff] += inner_sum(p, inner.size, inner.in_stride * isz);
+    else inner_rows(acc + aoff, p, inner.size, inner.in_stride * isz, inner.out_stride);
+    for (int64_t k = nouter_dims - 1; k >= 0; --k) {
+      if (++idx[k] < merged[k].size) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+Tensor sum_cpu(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  const ScalarType out_t = dtype ? *dtype : is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype();
+  FB_CHECK_TYPE(out_t == ScalarType::Int64 || out_t == ScalarType::Int32 || out_t == ScalarType::Float32 ||
+                    out_t == ScalarType::Float64,
+                "[sum] dtype ", dtype_name(out_t), " is not supported (use int64, float32 or float64)");
+  FB_CHECK_TYPE(is_floating(out_t) || !is_floating(self.dtype()), "[sum] cannot sum a ", dtype_name(self.dtype()),
+                " tensor into dtype ", dtype_name(out_t));
+  const int64_t nd = self.dim();
+  const uint64_t mask = reduce_mask("sum", dims, nd);
+  Shape out_shape;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!(mask >> d & 1)) out_shape.push_back(self.sizes()[d]);
+    else if (keepdim) out_shape.push_back(1);
+  }
+  Tensor out = op::empty(out_shape, out_t, self.device());
+  const int64_t nout = out.numel();
+  // The input in a dtype the kernel reads: its own float dtype, or the output's.
+  const bool read_self = self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64 ||
+                         self.dtype() == out_t;
+  const Tensor in = read_self ? self : op::cast(self, out_t);
+  if (is_floating(out_t)) {
+    std::vector<double> acc(static_cast<size_t>(nout), 0.0);
+    if (in.numel() > 0)
+      visit_dtype(in.dtype(), "sum", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) sum_kernel<T, double>(in, mask, acc.data());
+      });
+    if (out_t == ScalarType::Float32) std::copy(acc.begin(), acc.end(), out.data<float>());
+    else std::copy(acc.begin(), acc.end(), out.data<double>());
+  } else {
+    std::vector<int64_t> acc(static_cast<size_t>(nout), 0);
+    if (in.numel() > 0)
+      visit_dtype(in.dtype(), "sum", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>) sum_kernel<T, int64_t>(in, mask, acc.data());
+      });
+    if (out_t == ScalarType::Int64) std::copy(acc.begin(), acc.end(), out.data<int64_t>());
+    else std::transform(acc.begin(), acc.end(), out.data<int32_t>(), [](int64_t v) { return static_cast<int32_t>(v); });
+  }
+  return out;
+}
+
+// ---- max / argmax ----
+
+template <class T> inline bool better(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) return v > best || (v != v && best == best);
+  else return v > best;
+}
+
+// Max over the middle dim of a contiguous (outer, n, inner) view; writes the
+// values (may be null) and indices (may be null) of outer*inner results.
+template <class T> void max_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* values, int64_t* indices) {
+  std::unique_ptr<T[]> best(new T[static_cast<size_t>(inner)]);
+  std::unique_ptr<int64_t[]> where(new int64_t[static_cast<size_t>(inner)]);
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* row = x + o * n * inner;
+    std::copy(row, row + inner, best.get());
+    std::fill(where.get(), where.get() + inner, 0);
+    for (int64_t k = 1; k < n; ++k) {
+      const T* r = row + k * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        if (better(r[i], best[i])) {
+          best[i] = r[i];
+          where[i] = k;
+        }
+    }
+    if (values) std::copy(best.get(), best.get() + inner, values + o * inner);
+    if (indices) std::copy(where.get(), where.get() + inner, indices + o * inner);
+  }
+}
+
+Tensor max_cpu(const Tensor& self) {
+  FB_CHECK(self.numel() > 0, "[max] max() of an empty tensor (shape ", shape_str(self.sizes()),
+           ") is undefined; pass a dim");
+  const Tensor in = contiguous(self);
+  Tensor out = op::empty({}, self.dtype(), self.device());
+  visit_dtype(self.dtype(), "max", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    max_over<T>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
+  });
+  return out;
+}
+
+// Shapes of a reduction along one dim: (outer, n, inner) and the result's sizes.
+struct DimSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+  Shape out_shape;
+};
+DimSplit split_dim(const Tensor& self, int64_t dim, bool keepdim, const char* op) {
+  DimSplit s;
+  const int64_t nd = self.dim();
+  if (nd == 0) return s;
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t sz = self.sizes()[d];
+    if (d < dim) s.outer *= sz;
+    else if (d == dim) s.n = sz;
+    else s.inner *= sz;
+    if (d != dim) s.out_shape.push_back(sz);
+    else if (keepdim) s.out_shape.push_back(1);
+  }
+  FB_CHECK_INDEX(s.n > 0, "[", op, "] cannot reduce over dim ", dim, " of size 0 (shape ", shape_str(self.sizes()),
+                 ")");
+  return s;
+}
+
+std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  dim = wrap_dim(dim, self.dim(), "max");
+  const DimSplit s = split_dim(self, dim, keepdim, "max");
+  const Tensor in = contiguous(self);
+  Tensor values = op::empty(s.out_shape, self.dtype(), self.device());
+  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
+  visit_dtype(self.dtype(), "max", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    max_over<T>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
+  });
+  return {values, indices};
+}
+
+Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  const Tensor in = contiguous(self);
+  DimSplit s;
+  if (dim) {
+    s = split_dim(self, wrap_dim(*dim, self.dim(), "argmax"), keepdim, "argmax");
+  } else {
+    FB_CHECK(self.numel() > 0, "[argmax] argmax() of an empty tensor (shape ", shape_str(self.sizes()),
+             ") is undefined");
+    s.n = self.numel();
+    if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
+  }
+  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
+  visit_dtype(self.dtype(), "argmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    max_over<T>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
+  });
+  return indices;
+}
+
+FB_REGISTER_KERNEL(op::sum, CPU, sum_cpu);
+FB_REGISTER_KERNEL(op::max, CPU, max_cpu);
+FB_REGISTER_KERNEL(op::max_dim, CPU, max_dim_cpu);
+FB_REGISTER_KERNEL(op::argmax, CPU, argmax_cpu);
+
+}  // namespace
+}  // namespace flambeau

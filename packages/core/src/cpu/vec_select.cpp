@@ -1,0 +1,32 @@
+// Picks the widest kernel table the running CPU supports (Note [CPU capabilities]).
+#include <cstdlib>
+#include <cstring>
+
+#include "vec_table.h"
+
+namespace flambeau::cpu {
+
+namespace {
+VecTable make_table() {
+  VecTable t{};
+  const char* cap = std::getenv("FLAMBEAU_CPU_CAPABILITY");
+  const bool allow512 = !cap || std::strcmp(cap, "avx512") == 0;
+  const bool allow2 = allow512 || std::strcmp(cap, "avx2") == 0;
+  __builtin_cpu_init();
+  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+    fill_vec_table_avx512(t);
+  else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    fill_vec_table_avx2(t);
+  else
+    fill_vec_table_base(t);
+  return t;
+}
+}  // namespace
+
+const VecTable& vec_table() {
+  static const VecTable table = make_table();
+  return table;
+}
+
+}  // namespace flambeau::cpu

@@ -1,0 +1,41 @@
+#pragma once
+// Note [CPU capabilities]
+// The hot loops over float32/float64 (elementwise arithmetic, unary math, the
+// sum kernel) are compiled three times from vec_kernels.inc: baseline x86-64
+// (vec_base.cpp), AVX2+FMA (vec_avx2.cpp) and AVX-512 (vec_avx512.cpp); the
+// CMake rules give files named *_avx2.cpp / *_avx512.cpp their -m flags. The
+// first call to vec_table() asks the running CPU (__builtin_cpu_supports)
+// and picks the widest table it can run; nothing is compiled for the build
+// machine only. FLAMBEAU_CPU_CAPABILITY=base|avx2|avx512 caps the choice
+// (for tests and benchmarks).
+#include <cstdint>
+
+namespace flambeau::cpu {
+
+enum VecOp : int {
+  kVecAdd, kVecSub, kVecMul, kVecDiv, kVecMaximum, kVecMinimum,
+  kVecNeg, kVecAbs, kVecRelu, kVecSqrt, kVecExp, kVecLog, kVecTanh, kVecSigmoid,
+  kNumVecOps
+};
+
+/// A 1-D loop of the iterator (Note [TensorIterator]); `param` is alpha for add/sub.
+using Loop1D = void (*)(char** data, const int64_t* strides, int64_t n, double param);
+
+struct VecTable {
+  const char* name;
+  Loop1D f32[kNumVecOps];
+  Loop1D f64[kNumVecOps];
+  double (*sum_f32)(const char* p, int64_t n, int64_t stride);
+  double (*sum_f64)(const char* p, int64_t n, int64_t stride);
+  void (*accumulate_row_f32)(double* acc, const char* p, int64_t n, int64_t stride);
+  void (*accumulate_row_f64)(double* acc, const char* p, int64_t n, int64_t stride);
+};
+
+void fill_vec_table_base(VecTable& t);
+void fill_vec_table_avx2(VecTable& t);
+void fill_vec_table_avx512(VecTable& t);
+
+/// The table for this CPU, chosen once.
+const VecTable& vec_table();
+
+}  // namespace flambeau::cpu
