@@ -1,0 +1,246 @@
+"""The DataLoader's worker process: fetch, collate, hand over in shared memory.
+
+Note [Worker protocol]: each worker has its own index queue; all workers share
+one result queue.
+
+* main -> worker: ``(task_id, indices)`` to fetch a batch (``indices`` is None
+  for an iterable dataset: "the next batch"); ``_ResumeIteration(seed)`` to
+  start a new epoch (persistent workers); ``None`` to exit.
+* worker -> main: ``(worker_id, task_id, payload)`` where payload is a
+  ``ShmBatch`` (Note [Shared-memory batches]), an ``ExceptionWrapper`` (the
+  fetch raised; re-raised in the main process in task order), or
+  ``_IterableExhausted`` (an iterable dataset's copy in this worker ran out).
+  A ``_ResumeIteration`` is echoed back once every earlier task is answered, so
+  the main process can drop stale results of an abandoned epoch.
+* A worker runs single-threaded (``flambeau_core.set_num_threads(1)``), seeds
+  Python's ``random``, core's generator (and NumPy's, if loaded) with
+  ``base_seed + worker_id``, then calls ``worker_init_fn(worker_id)``.
+* A worker exits when told (``None``), or by itself when its parent process is
+  gone (checked every ``_POLL`` seconds while idle), so an orphan never lingers.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import flambeau_core as fc
+
+from flambeau_data import _shm
+
+_POLL = 1.0
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a worker process.
+
+    Attributes:
+        id: this worker's index, in ``range(num_workers)``.
+        num_workers: how many workers the loader has.
+        seed: this worker's seed (``base_seed + id``).
+        dataset: this worker's copy of the dataset.
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+
+
+_worker_info: WorkerInfo | None = None
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """The current worker's :class:`WorkerInfo`, or None in the main process.
+
+    Use it in an ``IterableDataset.__iter__`` to give each worker its share.
+
+    Example:
+        >>> get_worker_info() is None  # in the main process
+        True
+    """
+    return _worker_info
+
+
+@dataclass(frozen=True)
+class _ResumeIteration:
+    seed: int
+
+
+class _IterableExhausted:
+    pass
+
+
+class ExceptionWrapper:
+    """An exception caught in a worker, with its formatted traceback."""
+
+    def __init__(self, exc_info: Any = None, where: str = "in background") -> None:
+        if exc_info is None:
+            exc_info = sys.exc_info()
+        self.exc_type = exc_info[0]
+        self.exc_msg = "".join(traceback.format_exception(*exc_info))
+        self.where = where
+
+    def reraise(self) -> None:
+        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is KeyError:
+            # KeyError repr()s its message, which would mangle the traceback's newlines.
+            msg = _KeyErrorMessage(msg)
+        try:
+            exception = self.exc_type(msg)
+        except Exception:
+            # An exception type whose constructor needs other arguments.
+            raise RuntimeError(msg) from None
+        raise exception
+
+
+class _KeyErrorMessage(str):
+    def __repr__(self) -> str:
+        return self
+
+
+class _MapFetcher:
+    def __init__(self, dataset: Any, auto_collation: bool, collate_fn: Any) -> None:
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self._getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+
+    def fetch(self, indices: Any) -> Any:
+        if not self.auto_collation:
+            return self.collate_fn(self.dataset[indices])
+        if self._getitems is not None:
+            data = self._getitems(indices)
+        else:
+            data = [self.dataset[i] for i in indices]
+        return self.collate_fn(data)
+
+
+class _IterableFetcher:
+    def __init__(self, dataset: Any, auto_collation: bool, collate_fn: Any, drop_last: bool, batch_size: int | None) -> None:
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.drop_last = drop_last
+        self.batch_size = batch_size
+        self.iterator = iter(dataset)
+        self.ended = False
+
+    def fetch(self, _indices: Any = None) -> Any:
+        """The next batch; raises StopIteration when the dataset is exhausted."""
+        if self.ended:
+            raise StopIteration
+        if not self.auto_collation:
+            try:
+                return self.collate_fn(next(self.iterator))
+            except StopIteration:
+                self.ended = True
+                raise
+        data = []
+        for item in self.iterator:
+            data.append(item)
+            if len(data) == self.batch_size:
+                break
+        if len(data) < self.batch_size:  # type: ignore[operator]
+            self.ended = True
+            if not data or self.drop_last:
+                raise StopIteration
+        return self.collate_fn(data)
+
+
+def make_fetcher(
+    dataset: Any, iterable: bool, auto_collation: bool, collate_fn: Any, drop_last: bool, batch_size: int | None
+) -> _MapFetcher | _IterableFetcher:
+    if iterable:
+        return _IterableFetcher(dataset, auto_collation, collate_fn, drop_last, batch_size)
+    return _MapFetcher(dataset, auto_collation, collate_fn)
+
+
+def _seed_worker(seed: int) -> None:
+    random.seed(seed)
+    fc.manual_seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % (1 << 32))
+
+
+def worker_loop(
+    worker_id: int,
+    num_workers: int,
+    dataset: Any,
+    iterable: bool,
+    auto_collation: bool,
+    collate_fn: Any,
+    drop_last: bool,
+    batch_size: int | None,
+    index_queue: Any,
+    result_queue: Any,
+    base_seed: int,
+    worker_init_fn: Any,
+    segment_prefix: str,
+    parent_pid: int,
+) -> None:
+    """Body of one worker process (Note [Worker protocol])."""
+    global _worker_info
+    try:
+        fc.set_num_threads(1)
+        seed = base_seed + worker_id
+        _seed_worker(seed)
+        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
+
+        init_error = None
+        fetcher = None
+        try:
+            if worker_init_fn is not None:
+                worker_init_fn(worker_id)
+            fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size)
+        except Exception:
+            init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+
+        sequence = 0
+        while True:
+            try:
+                task = index_queue.get(timeout=_POLL)
+            except queue.Empty:
+                if os.getppid() != parent_pid:
+                    break  # orphaned: the main process is gone
+                continue
+            if task is None:
+                break
+            if isinstance(task, _ResumeIteration):
+                _seed_worker(task.seed + worker_id)
+                if init_error is None:
+                    try:
+                        fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size)
+                    except Exception:
+                        init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+                result_queue.put((worker_id, None, task))
+                continue
+            task_id, indices = task
+            if init_error is not None:
+                payload: Any = init_error
+                init_error = None
+            else:
+                try:
+                    batch = fetcher.fetch(indices)  # type: ignore[union-attr]
+                    payload = _shm.pack(batch, f"{segment_prefix}{worker_id}_{sequence}")
+                    sequence += 1
+                    del batch
+                except StopIteration:
+                    payload = _IterableExhausted()
+                except Exception:
+                    payload = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+            result_queue.put((worker_id, task_id, payload))
+            del payload
+    except KeyboardInterrupt:
+        pass  # the main process handles Ctrl-C and shuts the workers down
+    # Unsent results are dropped: their segments are removed by the main process
+    # (remove_segments), and waiting for a reader that is gone would hang here.
+    result_queue.cancel_join_thread()
+    result_queue.close()

@@ -1,0 +1,257 @@
+"""Datasets: the map-style and iterable-style protocols, and their combinators.
+
+A map-style dataset has ``__getitem__(index)`` and ``__len__``; an
+iterable-style dataset has ``__iter__``. These classes are conveniences: the
+DataLoader accepts any object that follows either protocol, NumPy-backed ones
+included.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+import flambeau_core as fc
+
+from flambeau_data import _random
+from flambeau_data._convert import as_tensor, is_numpy_array
+
+T_co = TypeVar("T_co", covariant=True)
+
+__all__ = [
+    "ChainDataset",
+    "ConcatDataset",
+    "Dataset",
+    "IterableDataset",
+    "Subset",
+    "TensorDataset",
+    "random_split",
+]
+
+
+class Dataset(Generic[T_co]):
+    """A map-style dataset: subclasses define ``__getitem__`` (and usually ``__len__``).
+
+    Example:
+        >>> class Squares(Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, i):
+        ...         return i * i
+        >>> [Squares()[i] for i in range(4)]
+        [0, 1, 4, 9]
+    """
+
+    def __getitem__(self, index: Any) -> T_co:
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset[T_co]):
+    """An iterable-style dataset: subclasses define ``__iter__``.
+
+    With worker processes, each worker iterates its own copy of the dataset;
+    use :func:`flambeau_data.get_worker_info` inside ``__iter__`` to give each
+    worker its share.
+
+    Example:
+        >>> class Count(IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(3))
+        >>> list(Count())
+        [0, 1, 2]
+    """
+
+    def __iter__(self) -> Iterator[T_co]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __add__(self, other: Dataset[T_co]) -> ChainDataset[T_co]:
+        return ChainDataset([self, other])
+
+
+class TensorDataset(Dataset[tuple]):
+    """Samples are the rows of the given tensors: ``dataset[i] == (t0[i], t1[i], ...)``.
+
+    NumPy arrays are accepted in place of tensors; they are viewed as flambeau
+    tensors without copying (a non-contiguous array is made contiguous first).
+
+    Example:
+        >>> x = fc.zeros(5, 3)
+        >>> y = fc.arange(5)
+        >>> ds = TensorDataset(x, y)
+        >>> len(ds), ds[1][0].shape
+        (5, (3,))
+    """
+
+    def __init__(self, *tensors: Any) -> None:
+        if not tensors:
+            raise ValueError("[TensorDataset] needs at least one tensor")
+        converted = []
+        for i, t in enumerate(tensors):
+            if not isinstance(t, fc.Tensor) and not is_numpy_array(t):
+                raise TypeError(
+                    f"[TensorDataset] argument {i} must be a flambeau Tensor or a NumPy array, got {type(t).__name__}"
+                )
+            t = as_tensor(t, "TensorDataset")
+            if t.dim() == 0:
+                raise ValueError(f"[TensorDataset] argument {i} is 0-dimensional; it has no rows to index")
+            converted.append(t)
+        n = converted[0].shape[0]
+        for i, t in enumerate(converted[1:], start=1):
+            if t.shape[0] != n:
+                raise ValueError(
+                    f"[TensorDataset] size mismatch between tensors: argument 0 has {n} rows, "
+                    f"argument {i} has {t.shape[0]} (shapes {tuple(converted[0].shape)} and {tuple(t.shape)})"
+                )
+        self.tensors = tuple(converted)
+
+    def __getitem__(self, index: int) -> tuple:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class ConcatDataset(Dataset[T_co]):
+    """The concatenation of several map-style datasets.
+
+    Example:
+        >>> ds = ConcatDataset([[1, 2], [3, 4, 5]])
+        >>> len(ds), ds[2], ds[-1]
+        (5, 3, 5)
+    """
+
+    datasets: list[Dataset[T_co]]
+    cumulative_sizes: list[int]
+
+    @staticmethod
+    def cumsum(sequence: Iterable[Any]) -> list[int]:
+        out, total = [], 0
+        for d in sequence:
+            total += len(d)
+            out.append(total)
+        return out
+
+    def __init__(self, datasets: Iterable[Dataset[T_co]]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("[ConcatDataset] datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise TypeError("[ConcatDataset] does not support IterableDataset; use ChainDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx: int) -> T_co:
+        if idx < 0:
+            if -idx > len(self):
+                raise IndexError(f"[ConcatDataset] index {idx} is out of range for length {len(self)}")
+            idx = len(self) + idx
+        if idx >= len(self):
+            raise IndexError(f"[ConcatDataset] index {idx} is out of range for length {len(self)}")
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[which - 1] if which > 0 else 0
+        return self.datasets[which][idx - start]
+
+
+class ChainDataset(IterableDataset[T_co]):
+    """The chaining of several iterable datasets, one after the other.
+
+    Example:
+        >>> list(ChainDataset([[1, 2], (3,)]))
+        [1, 2, 3]
+    """
+
+    def __init__(self, datasets: Iterable[Iterable[T_co]]) -> None:
+        self.datasets = list(datasets)
+
+    def __iter__(self) -> Iterator[T_co]:
+        for d in self.datasets:
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.datasets)  # type: ignore[arg-type]
+
+
+class Subset(Dataset[T_co]):
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    Example:
+        >>> Subset([10, 11, 12, 13], [3, 0])[0]
+        13
+    """
+
+    def __init__(self, dataset: Dataset[T_co], indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
+        return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list[int]) -> list[T_co]:
+        # Lets a batched fetch reach the underlying dataset's own __getitems__.
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[i] for i in indices])  # type: ignore[attr-defined]
+        return [self.dataset[self.indices[i]] for i in indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(
+    dataset: Dataset[T_co], lengths: Sequence[int | float], generator: Any = None
+) -> list[Subset[T_co]]:
+    """Splits ``dataset`` at random into non-overlapping subsets of the given lengths.
+
+    ``lengths`` are counts that add up to ``len(dataset)``, or fractions that add
+    up to 1 (each subset then gets ``floor(fraction * len)`` samples and the
+    remainder is given out one by one, round-robin, as PyTorch does). The
+    permutation comes from ``generator`` (core's default generator if None; a
+    ``random.Random`` or an int seed also work): see Note [Data randomness].
+
+    Example:
+        >>> fc.manual_seed(0)
+        >>> a, b = random_split(range(10), [0.7, 0.3])
+        >>> len(a), len(b), sorted(list(a) + list(b)) == list(range(10))
+        (7, 3, True)
+    """
+    n = len(dataset)  # type: ignore[arg-type]
+    lengths = list(lengths)
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in lengths):
+        counts = [int(x) for x in lengths]
+    elif math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        counts = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"[random_split] fraction at index {i} is not between 0 and 1: {frac}")
+            counts.append(int(math.floor(n * frac)))
+        for i in range(n - sum(counts)):
+            counts[i % len(counts)] += 1
+        for i, c in enumerate(counts):
+            if c == 0:
+                warnings.warn(f"[random_split] length of split at index {i} is 0; it will be an empty Subset", stacklevel=2)
+    else:
+        raise ValueError(
+            f"[random_split] lengths must be ints that sum to len(dataset)={n} or fractions that sum to 1, got {lengths}"
+        )
+    if any(c < 0 for c in counts):
+        raise ValueError(f"[random_split] lengths must be non-negative, got {counts}")
+    if sum(counts) != n:
+        raise ValueError(
+            f"[random_split] sum of input lengths ({sum(counts)}) does not equal the length of the input dataset ({n})"
+        )
+    perm = _random.randperm(n, generator)
+    out, start = [], 0
+    for c in counts:
+        out.append(Subset(dataset, perm[start : start + c]))
+        start += c
+    return out

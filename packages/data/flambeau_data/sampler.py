@@ -1,0 +1,196 @@
+"""Samplers: the order in which a map-style dataset's indices are visited.
+
+Random samplers draw their seed from flambeau-core's generator once per epoch
+(Note [Data randomness] in ``_random.py``), so ``flambeau_core.manual_seed``
+makes them reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any, Generic, TypeVar
+
+from flambeau_data import _random
+
+T_co = TypeVar("T_co", covariant=True)
+
+__all__ = [
+    "BatchSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
+
+
+class Sampler(Generic[T_co]):
+    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
+
+    def __init__(self, data_source: Sized | None = None) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[T_co]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+class SequentialSampler(Sampler[int]):
+    """Indices ``0, 1, ..., len(data_source) - 1``.
+
+    Example:
+        >>> list(SequentialSampler("abc"))
+        [0, 1, 2]
+    """
+
+    def __init__(self, data_source: Sized) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler[int]):
+    """Indices in random order (a permutation), or drawn with replacement.
+
+    Args:
+        data_source: the dataset (only its length is used).
+        replacement: draw ``num_samples`` indices with replacement.
+        num_samples: how many indices per epoch (default ``len(data_source)``;
+            without replacement, more than one permutation is chained if needed).
+        generator: None (core's default generator), a ``random.Random``, an int
+            seed, or a core generator.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.manual_seed(0)
+        >>> sorted(RandomSampler(range(5)))
+        [0, 1, 2, 3, 4]
+    """
+
+    def __init__(
+        self, data_source: Sized, replacement: bool = False, num_samples: int | None = None, generator: Any = None
+    ) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(f"[RandomSampler] replacement should be a boolean value, but got replacement={replacement!r}")
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.num_samples, int) or isinstance(self.num_samples, bool) or self.num_samples <= 0:
+            raise ValueError(
+                f"[RandomSampler] num_samples should be a positive integer value, but got num_samples={self.num_samples!r}"
+            )
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.data_source)
+        if self.replacement:
+            rng = _random.python_rng(self.generator)
+            return iter([rng.randrange(n) for _ in range(self.num_samples)])
+        out: list[int] = []
+        while len(out) < self.num_samples:
+            out.extend(_random.randperm(n, self.generator))
+        return iter(out[: self.num_samples])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler[int]):
+    """The given indices in random order.
+
+    Example:
+        >>> sorted(SubsetRandomSampler([7, 3, 5], generator=0))
+        [3, 5, 7]
+    """
+
+    def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        return iter([self.indices[i] for i in _random.randperm(len(self.indices), self.generator)])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler[int]):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``.
+
+    Example:
+        >>> set(WeightedRandomSampler([0.0, 1.0], 5, generator=0))
+        {1}
+    """
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator: Any = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(
+                f"[WeightedRandomSampler] num_samples should be a positive integer value, but got num_samples={num_samples!r}"
+            )
+        self.weights = [float(w) for w in (weights.tolist() if hasattr(weights, "tolist") else weights)]
+        if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+            raise ValueError("[WeightedRandomSampler] weights must be non-negative with a positive sum")
+        if not replacement and num_samples > sum(1 for w in self.weights if w > 0):
+            raise ValueError("[WeightedRandomSampler] cannot draw more samples than non-zero weights without replacement")
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = _random.python_rng(self.generator)
+        population = range(len(self.weights))
+        if self.replacement:
+            return iter(rng.choices(population, weights=self.weights, k=self.num_samples))
+        weights = list(self.weights)
+        out = []
+        for _ in range(self.num_samples):
+            i = rng.choices(population, weights=weights, k=1)[0]
+            weights[i] = 0.0
+            out.append(i)
+        return iter(out)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler(Sampler[list[int]]):
+    """Groups the indices of ``sampler`` into lists of ``batch_size``.
+
+    Example:
+        >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+        [[0, 1], [2, 3], [4]]
+        >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=True))
+        [[0, 1], [2, 3]]
+    """
+
+    def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int, drop_last: bool) -> None:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"[BatchSampler] batch_size should be a positive integer value, but got batch_size={batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"[BatchSampler] drop_last should be a boolean value, but got drop_last={drop_last!r}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)  # type: ignore[arg-type]
+        if self.drop_last:
+            return n // self.batch_size
+        return (n + self.batch_size - 1) // self.batch_size

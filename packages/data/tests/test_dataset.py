@@ -1,0 +1,133 @@
+"""Datasets and random_split against plain-Python oracles."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+from conftest import make_xy
+
+from flambeau_data import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+
+
+def test_tensor_dataset_rows():
+    xs, ys, x, y = make_xy(7)
+    ds = TensorDataset(x, y)
+    assert len(ds) == 7
+    for i in range(7):
+        xi, yi = ds[i]
+        assert xi.tolist() == xs[i] and yi.item() == ys[i]
+    assert ds[-1][1].item() == 6
+
+
+def test_tensor_dataset_accepts_numpy_without_copy():
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    labels = np.array([3, 1, 4, 1], dtype=np.int64)
+    ds = TensorDataset(a, labels)
+    assert all(isinstance(t, fc.Tensor) for t in ds.tensors)
+    assert ds[2][0].tolist() == [6.0, 7.0, 8.0] and ds[2][1].item() == 4
+    assert dtype_str(ds.tensors[0].dtype) == "float32" and dtype_str(ds.tensors[1].dtype) == "int64"
+    a[2, 0] = 100.0  # a view, not a copy
+    assert ds[2][0].tolist()[0] == 100.0
+    # non-contiguous arrays are made contiguous
+    ds2 = TensorDataset(np.arange(12, dtype=np.float64).reshape(3, 4).T)
+    assert ds2[1][0].tolist() == [1.0, 5.0, 9.0]
+
+
+def dtype_str(d):
+    return str(d).split(".")[-1]
+
+
+def test_tensor_dataset_errors():
+    _, _, x, _ = make_xy(5)
+    _, _, _, y4 = make_xy(4)
+    with pytest.raises(ValueError, match=r"size mismatch.*5 rows.*4"):
+        TensorDataset(x, y4)
+    with pytest.raises(ValueError, match="at least one"):
+        TensorDataset()
+    with pytest.raises(TypeError, match="argument 1 must be a flambeau Tensor or a NumPy array, got list"):
+        TensorDataset(x, [1, 2, 3, 4, 5])
+    with pytest.raises(TypeError, match="complex128 has no flambeau equivalent"):
+        TensorDataset(np.zeros(3, dtype=np.complex128))
+
+
+def test_subset_and_concat():
+    base = list(range(10, 20))
+    sub = Subset(base, [9, 0, 4])
+    assert [sub[i] for i in range(len(sub))] == [19, 10, 14]
+    assert sub.__getitems__([0, 2]) == [19, 14]
+    cat = ConcatDataset([base[:3], base[3:8], base[8:]])
+    assert len(cat) == 10 and [cat[i] for i in range(10)] == base
+    assert cat[-1] == 19 and cat[-10] == 10
+    with pytest.raises(IndexError, match="out of range"):
+        cat[10]
+    with pytest.raises(IndexError, match="out of range"):
+        cat[-11]
+    with pytest.raises(ValueError, match="empty"):
+        ConcatDataset([])
+
+
+class _Squares(Dataset):
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        if i >= 3:
+            raise IndexError(i)
+        return i * i
+
+
+class _Count(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+
+def test_dataset_add_and_chain():
+    cat = _Squares() + _Squares()
+    assert isinstance(cat, ConcatDataset) and [cat[i] for i in range(6)] == [0, 1, 4, 0, 1, 4]
+    chain = _Count(2) + _Count(3)
+    assert isinstance(chain, ChainDataset) and list(chain) == [0, 1, 0, 1, 2]
+    with pytest.raises(TypeError, match="IterableDataset"):
+        ConcatDataset([_Count(2)])
+    with pytest.raises(NotImplementedError):
+        Dataset()[0]
+
+
+def test_random_split_lengths_and_disjoint():
+    parts = random_split(range(10), [3, 7], generator=random.Random(0))
+    assert [len(p) for p in parts] == [3, 7]
+    assert sorted(list(parts[0]) + list(parts[1])) == list(range(10))
+
+
+def test_random_split_fractions_like_pytorch():
+    # PyTorch: floor each fraction, then give the remainder out round-robin.
+    parts = random_split(range(11), [0.5, 0.3, 0.2], generator=0)
+    assert [len(p) for p in parts] == [6, 3, 2]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        parts = random_split(range(2), [0.9, 0.05, 0.05], generator=0)
+    assert [len(p) for p in parts] == [2, 0, 0] or [len(p) for p in parts] == [1, 1, 0]
+    assert any("is 0" in str(x.message) for x in w)
+
+
+def test_random_split_reproducible_with_manual_seed():
+    fc.manual_seed(123)
+    a = [list(p) for p in random_split(range(50), [20, 30])]
+    fc.manual_seed(123)
+    b = [list(p) for p in random_split(range(50), [20, 30])]
+    c = [list(p) for p in random_split(range(50), [20, 30])]
+    assert a == b
+    assert a != c  # the generator advanced
+
+
+def test_random_split_errors():
+    with pytest.raises(ValueError, match=r"sum of input lengths \(9\) does not equal the length of the input dataset \(10\)"):
+        random_split(range(10), [4, 5])
+    with pytest.raises(ValueError, match="fractions that sum to 1"):
+        random_split(range(10), [0.5, 0.6])
