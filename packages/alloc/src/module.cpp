@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -81,6 +82,37 @@ std::optional<size_t> checked_limit(std::optional<int64_t> limit, const char* op
   return static_cast<size_t>(*limit);
 }
 
+// Seconds per allocate + deallocate pair of any core allocator, timed in C++
+// (benchmarks only). With touch_pages, one byte per 4 KiB page is written
+// before the free, as a fresh op output would be: that is where the page
+// faults of a new mapping show.
+double bench_alloc_free(const flambeau::AllocatorPtr& a, int64_t nbytes, int64_t iterations, bool touch_pages) {
+  FB_CHECK_VALUE(nbytes > 0 && iterations > 0, "[_bench_alloc_free] nbytes and iterations must be > 0, got ",
+                 nbytes, " and ", iterations);
+  py::gil_scoped_release release;
+  const auto n = static_cast<size_t>(nbytes);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iterations; ++i) {
+    auto* p = static_cast<volatile char*>(a->allocate(n));
+    if (touch_pages)
+      for (size_t off = 0; off < n; off += 4096) p[off] = 1;
+    a->deallocate(const_cast<char*>(p), n);
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / static_cast<double>(iterations);
+}
+
+// The raw backend by name (raw_backend.h). CUDA device memory and pinned host
+// memory are planned backends of the same allocator.
+std::unique_ptr<flambeau::alloc::RawBackend> make_backend(const std::string& backend) {
+  if (backend == "cpu") return flambeau::alloc::make_cpu_backend();
+  if (backend == "cuda" || backend == "pinned")
+    throw flambeau::NotImplementedError("[CachingAllocator] the '" + backend +
+                                        "' backend is not implemented yet; available: 'cpu'");
+  throw flambeau::ValueError("[CachingAllocator] unknown backend '" + backend +
+                             "'; expected 'cpu' ('cuda' and 'pinned' are planned)");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -107,6 +139,8 @@ Args:
         the system running out of memory (release the cache, retry, then
         RuntimeError "out of memory").
     name: the allocator's name (what ``Tensor._allocator`` reports).
+    backend: where segments come from; only ``"cpu"`` (anonymous mmap,
+        2 MiB aligned, transparent huge pages) exists today.
 
 Example:
     >>> import flambeau_core, flambeau_alloc
@@ -119,11 +153,12 @@ Example:
     (0, 2097152)
     >>> _ = flambeau_core.set_allocator(flambeau_core.system_allocator())
 )doc")
-      .def(py::init([](std::optional<int64_t> memory_limit, std::string name) {
-             return std::make_shared<CachingAllocator>(flambeau::alloc::make_cpu_backend(), std::move(name),
+      .def(py::init([](std::optional<int64_t> memory_limit, std::string name, const std::string& backend) {
+             return std::make_shared<CachingAllocator>(make_backend(backend), std::move(name),
                                                        checked_limit(memory_limit, "CachingAllocator"));
            }),
-           py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching")
+           py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching",
+           py::arg("backend") = "cpu")
       .def_property_readonly("backend", [](const CachingAllocator& a) { return a.backend().name(); },
                              "Name of the raw backend segments come from (\"cpu pages\").")
       .def_property(
@@ -190,6 +225,8 @@ Example:
 
   m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
         "The process-wide CachingAllocator that enable() installs.");
+  m.def("_bench_alloc_free", &bench_alloc_free, py::arg("allocator"), py::arg("nbytes"), py::arg("iterations"),
+        py::arg("touch_pages") = false);
   m.def("_round_size", &CachingAllocator::round_size, py::arg("nbytes"));
   m.def("_segment_size", &CachingAllocator::segment_size, py::arg("block_size"));
 }

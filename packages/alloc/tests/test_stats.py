@@ -123,3 +123,11 @@ def test_memory_limit_must_be_non_negative():
     with pytest.raises(TypeError):
         flambeau_alloc.CachingAllocator(24)  # keyword-only
     assert a.backend == "cpu pages"
+
+
+def test_backend_choice():
+    assert flambeau_alloc.CachingAllocator(backend="cpu").backend == "cpu pages"
+    with pytest.raises(NotImplementedError, match=r"\[CachingAllocator\] the 'cuda' backend is not implemented yet"):
+        flambeau_alloc.CachingAllocator(backend="cuda")
+    with pytest.raises(ValueError, match=r"unknown backend 'tpu'; expected 'cpu'"):
+        flambeau_alloc.CachingAllocator(backend="tpu")
