@@ -15,8 +15,8 @@ Example:
 
 from __future__ import annotations
 
-import flambeau_core  # noqa: F401  (loads the core library first)
 import flambeau_autograd  # noqa: F401  (registers the autograd layer: Parameters need gradients)
+import flambeau_core  # noqa: F401  (loads the core library first)
 
 from flambeau_nn import functional, init, optim
 from flambeau_nn.modules import (

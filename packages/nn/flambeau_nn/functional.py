@@ -129,9 +129,7 @@ def nll_loss(
         target = target.unsqueeze(0)
     expected = (input.shape[0],) + tuple(input.shape[2:])
     if _shape(target) != expected:
-        raise ValueError(
-            f"[nll_loss] input shape {_shape(input)} needs target shape {expected}, got {_shape(target)}"
-        )
+        raise ValueError(f"[nll_loss] input shape {_shape(input)} needs target shape {expected}, got {_shape(target)}")
     num_classes = input.shape[1]
     if weight is not None and _shape(weight) != (num_classes,):
         raise ValueError(f"[nll_loss] weight must have shape ({num_classes},), got {_shape(weight)}")
@@ -184,9 +182,9 @@ def cross_entropy(
     logp = fc.log_softmax(input, class_dim)
     if target.is_floating_point():
         if _shape(target) != _shape(input):
-            raise ValueError(
-                f"[cross_entropy] probability targets must have the input's shape {_shape(input)}, "
-                f"got {_shape(target)}"
+            raise TypeError(
+                f"[cross_entropy] target must hold int64 class indices, or class probabilities of the input's "
+                f"shape {_shape(input)}; got a {target.dtype} target of shape {_shape(target)}"
             )
         if reduction not in _REDUCTIONS:
             raise ValueError(f"[cross_entropy] {reduction!r} is not a valid value for reduction")

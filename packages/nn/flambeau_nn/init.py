@@ -108,9 +108,7 @@ def ones_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 1.0)
 
 
-def kaiming_uniform_(
-    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
-) -> Tensor:
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
     r"""He initialisation: ``U(-bound, bound)`` with ``bound = gain * sqrt(3 / fan)``.
 
     ``Linear`` uses ``a=sqrt(5)``, which gives ``bound = 1 / sqrt(fan_in)``.
@@ -123,9 +121,7 @@ def kaiming_uniform_(
     return uniform_(tensor, -bound, bound)
 
 
-def kaiming_normal_(
-    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
-) -> Tensor:
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
     """He initialisation with ``N(0, std**2)``, ``std = gain / sqrt(fan)``."""
     _check(tensor, "kaiming_normal_")
     if 0 in tuple(tensor.shape):

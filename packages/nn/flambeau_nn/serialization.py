@@ -19,7 +19,7 @@ import os
 import struct
 import sys
 from collections import OrderedDict
-from typing import Mapping
+from collections.abc import Mapping
 
 import flambeau_core as fc
 from flambeau_core import Tensor
@@ -137,7 +137,8 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
     (n,) = struct.unpack("<Q", blob[:8])
     if n > _HEADER_LIMIT or 8 + n > len(blob):
         raise _fail(
-            path, f"the header length {n} runs past the end of the file ({len(blob)} bytes); truncated or not safetensors"
+            path,
+            f"the header length {n} runs past the end of the file ({len(blob)} bytes); truncated or not safetensors",
         )
     try:
         header = json.loads(blob[8 : 8 + n].decode("utf-8"))
@@ -153,8 +154,12 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
             raise _fail(path, f"entry {name!r} must have 'dtype', 'shape' and 'data_offsets'")
         st_dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if st_dtype not in _FROM_ST:
-            raise _fail(path, f"entry {name!r} has unknown or unsupported dtype {st_dtype!r} (known: {sorted(_FROM_ST)})")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise _fail(
+                path, f"entry {name!r} has unknown or unsupported dtype {st_dtype!r} (known: {sorted(_FROM_ST)})"
+            )
+        if not isinstance(shape, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+        ):
             raise _fail(path, f"entry {name!r} has an invalid shape {shape!r}")
         if (
             not isinstance(offsets, list)

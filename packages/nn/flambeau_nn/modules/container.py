@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator, overload
+from collections.abc import Iterable, Iterator
+from typing import Any, overload
 
 from flambeau_nn.modules.module import Module
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
@@ -161,7 +162,9 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -184,9 +187,9 @@ class Module:
         if not isinstance(name, str):
             raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
         if name == "":
-            raise KeyError(f'{what} name can\'t be empty string ""')
+            raise KeyError(f"{what} name cannot be an empty string")
         if "." in name:
-            raise KeyError(f'{what} name can\'t contain ".", got {name!r}')
+            raise KeyError(f'{what} name cannot contain ".", got {name!r}')
 
     def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")
@@ -210,7 +213,9 @@ class Module:
             modules[name] = value
         elif self.__dict__.get("_modules") is not None and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)"
+                )
             self._modules[name] = value
         elif self.__dict__.get("_buffers") is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
@@ -498,9 +503,7 @@ class Module:
             if missing:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
-            )
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         # Copy only after every check passed, so a failed load leaves the module untouched.
         with fa.no_grad():
             for current, value in targets:

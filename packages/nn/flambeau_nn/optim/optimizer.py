@@ -12,8 +12,8 @@ the state layout, or the state_dict format.
 from __future__ import annotations
 
 import copy
-from collections.abc import MutableMapping
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from typing import Any
 
 import flambeau_autograd as fa
 from flambeau_core import Tensor
@@ -178,15 +178,15 @@ class Optimizer:
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        for ours, saved in zip(self.param_groups, saved_groups):
+        for ours, saved in zip(self.param_groups, saved_groups, strict=True):
             if len(ours["params"]) != len(saved["params"]):
                 raise ValueError(
                     "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
                 )
         id_map = {
             saved_id: p
-            for ours, saved in zip(self.param_groups, saved_groups)
-            for saved_id, p in zip(saved["params"], ours["params"])
+            for ours, saved in zip(self.param_groups, saved_groups, strict=True)
+            for saved_id, p in zip(saved["params"], ours["params"], strict=True)
         }
         new_state = ParamState()
         for k, v in state_dict["state"].items():
@@ -194,7 +194,7 @@ class Optimizer:
                 continue
             p = id_map[k]
             new_state[p] = {name: _cast_state(p, name, value) for name, value in v.items()}
-        for ours, saved in zip(self.param_groups, saved_groups):
+        for ours, saved in zip(self.param_groups, saved_groups, strict=True):
             params = ours["params"]
             ours.clear()
             ours.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import flambeau_autograd as fa
 from flambeau_core import Tensor
@@ -52,7 +53,11 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(
-            lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
             maximize=maximize,
         )
         super().__init__(params, defaults)
@@ -81,7 +86,7 @@ class SGD(Optimizer):
                     maximize=group["maximize"],
                 )
             if group["momentum"] != 0:
-                for s, buf in zip(states, bufs):
+                for s, buf in zip(states, bufs, strict=True):
                     s["momentum_buffer"] = buf
         return loss
 
