@@ -1,0 +1,100 @@
+"""Custom autograd Functions written in Python.
+
+A Function subclass defines ``forward(ctx, *args)`` (run under ``no_grad``) and
+``backward(ctx, *grads)`` (one gradient per forward argument, ``None`` where
+there is none); ``Fn.apply(*args)`` runs forward and, if an input requires
+grad, makes the outputs the outputs of one graph node whose backward calls
+yours (a C++ node that takes the GIL).
+
+Example:
+    >>> import flambeau_core as fc
+    >>> class Exp(Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         y = x.exp()
+    ...         ctx.save_for_backward(y)
+    ...         return y
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (y,) = ctx.saved_tensors
+    ...         return g * y
+    >>> x = fc.tensor([0.0, 1.0], requires_grad=True)
+    >>> Exp.apply(x).sum().backward()
+    >>> [round(v, 4) for v in x.grad.tolist()]
+    [1.0, 2.7183]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flambeau_autograd import _C
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` handed to ``forward`` and ``backward``."""
+
+    def __init__(self) -> None:
+        self._to_save: tuple | None = None
+        self._saved: list | None = None
+        self._freed = False
+        self._dirty: tuple = ()
+        self._non_differentiable: tuple = ()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Saves tensors (or None) for backward. Read them back with ``saved_tensors``;
+        an in-place change to one of them in between makes that read raise."""
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors "
+                "after they have already been freed). Saved intermediate values of the graph are freed "
+                "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                "backward through the graph a second time or if you need to access saved tensors after "
+                "calling backward."
+            )
+        if self._saved is None:
+            return tuple(self._to_save or ())
+        return tuple(None if s is None else s.unpack() for s in self._saved)
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Declares inputs that forward modified in place (they must be returned as outputs)."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        """Declares outputs that never require grad (indices, masks...)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """If False, backward receives None (not zeros) for outputs that got no gradient."""
+        self.materialize_grads = bool(value)
+
+
+class Function:
+    """Base class of custom differentiable operations (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            f"{type(self).__name__} is a Function: call {type(self).__name__}.apply(...) "
+            "instead of instantiating it"
+        )
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any) -> Any:
+        raise NotImplementedError("a Function subclass must implement forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must implement backward(ctx, *grad_outputs)")
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        """Runs forward and records the graph node."""
+        return _C._function_apply(cls, FunctionCtx(), *args)

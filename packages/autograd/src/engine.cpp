@@ -1,0 +1,360 @@
+// The backward engine and the graph bookkeeping of engine.h.
+//
+// Note [Engine ordering]
+// backward runs on the calling thread, in three steps:
+//  1. Dependencies: a depth-first walk from the roots counts, for every node
+//     reachable from them, how many edges point at it. A node is ready once
+//     all of them have delivered their gradient (or delivered nothing).
+//  2. Ready queue: a priority queue ordered by sequence number, highest first.
+//     Sequence numbers grow with creation time, so a node always runs before
+//     the nodes that made its inputs, and the order does not depend on
+//     pointer values or hash order: the same program runs its backward in the
+//     same order every time. AccumulateGrad nodes have the largest number, so
+//     a leaf's .grad is written as soon as it is complete; ties (several
+//     AccumulateGrads) are broken by the order they became ready.
+//  3. Gradients delivered to one node input are summed in that node's input
+//     buffer (with core's add, so under create_graph the sum is itself
+//     differentiable). A gradient that is undefined means "zero, and nothing
+//     was computed": it is not added, but still counts as delivered.
+// With `inputs` (autograd.grad, backward(inputs=...)) only nodes on a path to
+// one of the inputs run: a node is needed if one of its next nodes is needed,
+// or if it is the AccumulateGrad of an input that should accumulate. The
+// gradient flowing into an input is captured when its node becomes ready,
+// after the tensor hooks ran.
+// Formulas run with grad mode set to `create_graph` (GradModeGuard), so with
+// create_graph=True they record a graph of their own: higher-order gradients.
+#include "engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace flambeau::autograd {
+
+uint64_t next_sequence_nr() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---- metadata ----
+
+void AutogradMeta::set_requires_grad(bool value, TensorImpl*) {
+  if (!value && grad_fn_)
+    throw RuntimeError(
+        "[requires_grad] you can only change requires_grad flags of leaf tensors; to use a computed "
+        "tensor in a part of the program that needs no gradient, use t.detach()");
+  requires_grad_ = value;
+}
+
+Tensor shallow_alias(const Tensor& t) {
+  const TensorImpl* src = t.impl();
+  auto impl = std::make_shared<TensorImpl>(src->storage(), src->dtype(),
+                                           Shape(src->sizes().begin(), src->sizes().end()),
+                                           Shape(src->strides().begin(), src->strides().end()),
+                                           src->storage_offset());
+  impl->set_wrapped_number(src->is_wrapped_number());
+  return Tensor(std::move(impl));
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
+  AutogradMeta* m = ensure_meta(t);
+  if (auto acc = m->grad_accumulator_.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(t);
+  m->grad_accumulator_ = acc;
+  return acc;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = meta_of(t);
+  if (!m) return Edge();
+  if (m->grad_fn_) return Edge(m->grad_fn_, m->output_nr_);
+  if (!m->requires_grad_) return Edge();
+  return Edge(grad_accumulator(t), 0);
+}
+
+void set_history(const Tensor& out, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
+  if (!is_floating(out.dtype())) return;  // integer and bool results never require grad
+  AutogradMeta* m = ensure_meta(out);
+  m->grad_fn_ = fn;
+  m->output_nr_ = output_nr;
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn) {
+  AutogradMeta* m = ensure_meta(self);
+  m->grad_fn_ = fn;
+  m->output_nr_ = 0;
+  m->grad_accumulator_.reset();
+}
+
+void check_inplace(const Tensor& self, bool other_requires_grad, const char* op) {
+  AutogradMeta* m = meta_of(self);
+  if (m && m->requires_grad_ && !m->grad_fn_)
+    throw RuntimeError(detail::cat_str(
+        "[", op, "] a leaf Variable that requires grad is being used in an in-place operation (",
+        self.describe(), "); do it under no_grad(), or on a clone"));
+  if (self.impl()->is_view() && (self.requires_grad() || other_requires_grad))
+    throw NotImplementedError(detail::cat_str(
+        "[", op, "] in-place operations on a view that takes part in autograd are not supported yet (",
+        self.describe(), "); use the out-of-place op or clone the view first"));
+}
+
+// ---- saved variables ----
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  was_defined_ = true;
+  version_ = t.impl()->version();
+  is_output_ = is_output;
+  if (is_output) {
+    data_ = shallow_alias(t);
+    AutogradMeta* m = meta_of(t);
+    output_requires_grad_ = m && m->grad_fn_;
+    output_nr_ = m ? m->output_nr_ : 0;
+  } else {
+    data_ = t;
+  }
+}
+
+void throw_backward_twice(const std::string& node_name) {
+  throw RuntimeError(detail::cat_str(
+      "[", node_name,
+      "] Trying to backward through the graph a second time (or directly access saved tensors after "
+      "they have already been freed). Saved intermediate values of the graph are freed when you call "
+      ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+      "graph a second time or if you need to access saved tensors after calling backward."));
+}
+
+void SavedVariable::check(const std::string& name) const {
+  if (was_released_) throw_backward_twice(name);
+  const uint64_t now = data_.impl()->version();
+  if (now != version_)
+    throw RuntimeError(detail::cat_str(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [", name, "] saved version ", version_, ", now at version ", now, " (",
+        data_.describe(), "). Hint: the in-place op ran after this tensor was saved for backward; "
+        "use its out-of-place form or clone() before modifying it."));
+}
+
+Tensor SavedVariable::unpack_named(const std::string& name) const {
+  if (!was_defined_) return Tensor();
+  check(name);
+  return data_;
+}
+
+Tensor SavedVariable::unpack(Node* owner) const {
+  if (!was_defined_) return Tensor();
+  // Fast path: names are only built for an error.
+  if (was_released_ || data_.impl()->version() != version_) check(owner ? owner->name() : "backward");
+  if (is_output_ && output_requires_grad_ && owner && grad_mode_enabled()) {
+    // create_graph: give the saved output its history back (see engine.h).
+    Tensor t = shallow_alias(data_);
+    set_history(t, owner->shared_from_this(), output_nr_);
+    return t;
+  }
+  return data_;
+}
+
+// ---- leaves ----
+
+variable_list AccumulateGrad::apply(variable_list&& grads) {
+  Tensor g = std::move(grads[0]);
+  if (!g.defined()) return {};
+  AutogradMeta* m = ensure_meta(variable);
+  if (!std::ranges::equal(g.sizes(), variable.sizes()))
+    throw RuntimeError(detail::cat_str("[AccumulateGrad] the gradient has shape ", shape_str(g.sizes()),
+                                       " but the leaf has shape ", shape_str(variable.sizes())));
+  if (g.dtype() != variable.dtype()) g = op::cast(g, variable.dtype());
+  if (!m->grad_.defined()) {
+    // Steal the incoming gradient only if nobody else can see or mutate it:
+    // one handle, its own storage, contiguous, and no graph to keep.
+    const bool exclusive = g.impl_ptr().use_count() == 1 && g.impl()->storage().use_count() == 1 &&
+                           !g.impl()->is_view() && g.is_contiguous() && !g.requires_grad() &&
+                           !g.impl()->is_wrapped_number();
+    if (!grad_mode_enabled() && exclusive)
+      m->grad_ = std::move(g);
+    else
+      m->grad_ = op::clone(g);  // recorded under create_graph
+  } else if (!grad_mode_enabled()) {
+    op::add_(m->grad_, g, 1);
+  } else {
+    m->grad_ = op::add(m->grad_, g, 1);
+  }
+  return {};
+}
+
+// ---- the engine ----
+
+namespace {
+
+/// Feeds the user's output gradients into the graph.
+class GraphRoot final : public Node {
+ public:
+  GraphRoot(std::vector<Edge> roots, variable_list grads) : Node(UINT64_MAX), grads_(std::move(grads)) {
+    next_edges_ = std::move(roots);
+  }
+  variable_list apply(variable_list&&) override { return std::move(grads_); }
+  std::string name() const override { return "GraphRoot"; }
+  uint32_t num_inputs() const override { return 0; }
+
+ private:
+  variable_list grads_;
+};
+
+struct Capture {
+  uint32_t input_nr;
+  size_t output_index;
+};
+
+struct ReadyItem {
+  uint64_t sequence_nr;
+  uint64_t order;  // when it became ready (ties: first ready runs first)
+  Node* fn;
+  bool operator<(const ReadyItem& o) const {
+    // std::priority_queue pops the largest: highest sequence_nr, then lowest order.
+    return std::tie(sequence_nr, o.order) < std::tie(o.sequence_nr, order);
+  }
+};
+
+void accumulate_into(variable_list& buffer, uint32_t pos, Tensor&& g) {
+  Tensor& slot = buffer[pos];
+  if (!slot.defined())
+    slot = std::move(g);
+  else
+    slot = op::add(slot, g, 1);
+}
+
+}  // namespace
+
+variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, bool keep_graph,
+                           bool create_graph, const std::vector<Edge>& inputs, bool accumulate) {
+  GradModeGuard mode(create_graph);
+  auto root = std::make_shared<GraphRoot>(roots, std::move(grads));
+
+  // 1. dependency counts (Note [Engine ordering]); `order` lists nodes in DFS discovery order.
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> discovered{root.get()};
+  {
+    std::unordered_set<Node*> seen{root.get()};
+    std::vector<Node*> stack{root.get()};
+    while (!stack.empty()) {
+      Node* fn = stack.back();
+      stack.pop_back();
+      for (const Edge& e : fn->next_edges()) {
+        if (!e.valid()) continue;
+        Node* next = e.function.get();
+        ++deps[next];
+        if (seen.insert(next).second) {
+          stack.push_back(next);
+          discovered.push_back(next);
+        }
+      }
+    }
+  }
+
+  // Which nodes run, and which gradients are captured (only when `inputs` is given).
+  std::unordered_map<Node*, std::vector<Capture>> captures;
+  std::unordered_set<Node*> needed;
+  const bool filtered = !inputs.empty();
+  if (filtered) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Edge& e = inputs[i];
+      Node* fn = e.function.get();
+      if (accumulate && dynamic_cast<AccumulateGrad*>(fn)) {
+        needed.insert(fn);
+      } else {
+        captures[fn].push_back({e.input_nr, i});
+      }
+    }
+    // A node is needed if any next node is: iterate to a fixed point in
+    // reverse discovery order (children are usually discovered after parents).
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (auto it = discovered.rbegin(); it != discovered.rend(); ++it) {
+        Node* fn = *it;
+        if (needed.count(fn)) continue;
+        for (const Edge& e : fn->next_edges()) {
+          Node* next = e.function.get();
+          // a captured node is a target even if it does not run itself
+          if (next && (needed.count(next) || captures.count(next))) {
+            needed.insert(fn);
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+  auto is_needed = [&](Node* fn) { return !filtered || needed.count(fn) > 0; };
+  auto is_target = [&](Node* fn) { return !filtered || needed.count(fn) > 0 || captures.count(fn) > 0; };
+
+  variable_list captured(inputs.size());
+  std::unordered_map<Node*, variable_list> buffers;
+  std::priority_queue<ReadyItem> ready;
+  uint64_t order = 0;
+  ready.push({root->sequence_nr(), order++, root.get()});
+
+  while (!ready.empty()) {
+    Node* fn = ready.top().fn;
+    ready.pop();
+    variable_list in;
+    if (auto it = buffers.find(fn); it != buffers.end()) {
+      in = std::move(it->second);
+      buffers.erase(it);
+    }
+    in.resize(fn->num_inputs());
+
+    // tensor hooks: a leaf's hooks, then the hooks registered on this node's inputs
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(fn)) {
+      if (AutogradMeta* m = meta_of(acc->variable)) {
+        for (auto& hook : m->leaf_hooks_) {
+          if (hook->removed || !in[0].defined()) continue;
+          Tensor r = (*hook)(in[0]);
+          if (r.defined()) in[0] = std::move(r);
+        }
+      }
+    }
+    for (auto& [nr, hook] : fn->pre_hooks()) {
+      if (hook->removed || nr >= in.size() || !in[nr].defined()) continue;
+      Tensor r = (*hook)(in[nr]);
+      if (r.defined()) in[nr] = std::move(r);
+    }
+    if (filtered) {
+      if (auto it = captures.find(fn); it != captures.end())
+        for (const Capture& c : it->second)
+          if (c.input_nr < in.size()) captured[c.output_index] = in[c.input_nr];
+      if (!is_needed(fn)) continue;
+    }
+
+    const bool any_defined = fn == root.get() || std::ranges::any_of(in, [](const Tensor& t) { return t.defined(); });
+    variable_list out;
+    if (any_defined) {
+      out = fn->apply(std::move(in));
+    }
+    if (!keep_graph) fn->release_variables();
+    const auto& edges = fn->next_edges();
+    if (any_defined)
+      FB_INTERNAL_ASSERT(out.size() == edges.size() || edges.empty(), fn->name(), " returned ", out.size(),
+                         " gradients for ", edges.size(), " inputs");
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid()) continue;
+      Node* next = e.function.get();
+      if (!is_target(next)) continue;
+      if (any_defined && i < out.size() && out[i].defined()) {
+        auto [it, inserted] = buffers.try_emplace(next);
+        if (inserted) it->second.resize(next->num_inputs());
+        accumulate_into(it->second, e.input_nr, std::move(out[i]));
+      }
+      if (--deps[next] == 0) {
+        ready.push({next->sequence_nr(), order++, next});
+      }
+    }
+  }
+  return captured;
+}
+
+}  // namespace flambeau::autograd

@@ -1,0 +1,182 @@
+#pragma once
+// flambeau-autograd's graph: nodes, edges, saved variables, the autograd
+// metadata of a tensor, and the engine that runs backward.
+//
+// A tensor that requires grad either is a leaf (no grad_fn; gradients
+// accumulate into its `.grad` through an AccumulateGrad node) or was made by
+// a differentiable op (its grad_fn is the Node that op recorded, and
+// output_nr says which output of that node it is). A Node's next_edges point
+// to the grad_fn (or AccumulateGrad) of each forward input, in the order of
+// the op's inputs; an invalid edge means "this input needs no gradient".
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flambeau/dispatch.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/tensor.h"
+
+namespace flambeau::autograd {
+
+using variable_list = std::vector<Tensor>;
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> function;
+  uint32_t input_nr = 0;
+  Edge() = default;
+  Edge(std::shared_ptr<Node> fn, uint32_t nr) : function(std::move(fn)), input_nr(nr) {}
+  bool valid() const { return function != nullptr; }
+};
+
+/// Called with the gradient flowing into one input of a node (a tensor hook,
+/// retain_grad). Returns the gradient to use instead, or an undefined Tensor
+/// to keep it.
+class FunctionPreHook {
+ public:
+  virtual ~FunctionPreHook() = default;
+  virtual Tensor operator()(const Tensor& grad) = 0;
+  bool removed = false;
+};
+
+/// Process-wide counter giving every node its creation order (Note [Engine ordering]).
+uint64_t next_sequence_nr();
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node() : sequence_nr_(next_sequence_nr()) {}
+  explicit Node(uint64_t sequence_nr) : sequence_nr_(sequence_nr) {}
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// Gradients of the forward inputs (one per next edge) from the gradients
+  /// of the forward outputs (one per input of this node).
+  virtual variable_list apply(variable_list&& grads) = 0;
+  virtual std::string name() const = 0;
+  /// Frees saved tensors after a backward without retain_graph.
+  virtual void release_variables() {}
+  /// Number of gradients apply() takes (forward outputs that carry history).
+  virtual uint32_t num_inputs() const { return 1; }
+
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  std::vector<Edge>& mutable_next_edges() { return next_edges_; }
+  void set_next_edges(std::vector<Edge>&& edges) { next_edges_ = std::move(edges); }
+  /// True if forward input i needs a gradient (its edge is valid).
+  bool needs(size_t i) const { return i < next_edges_.size() && next_edges_[i].valid(); }
+
+  std::vector<std::pair<uint32_t, std::shared_ptr<FunctionPreHook>>>& pre_hooks() { return pre_hooks_; }
+
+ protected:
+  uint64_t sequence_nr_;
+  std::vector<Edge> next_edges_;
+  std::vector<std::pair<uint32_t, std::shared_ptr<FunctionPreHook>>> pre_hooks_;
+};
+
+// ---- per-tensor metadata (Note [Autograd slot] in core's autograd_meta.h) ----
+
+class AutogradMeta final : public AutogradMetaInterface {
+ public:
+  bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
+  void set_requires_grad(bool value, TensorImpl* self) override;
+  const Tensor& grad() const override { return grad_; }
+  void set_grad(const Tensor& grad) override { grad_ = grad; }
+  bool is_leaf() const override { return grad_fn_ == nullptr; }
+
+  bool requires_grad_ = false;  // the leaf flag
+  Tensor grad_;
+  std::shared_ptr<Node> grad_fn_;
+  uint32_t output_nr_ = 0;
+  std::weak_ptr<Node> grad_accumulator_;
+  bool retains_grad_ = false;
+  /// Hooks of a leaf, run by its AccumulateGrad before accumulating.
+  std::vector<std::shared_ptr<FunctionPreHook>> leaf_hooks_;
+};
+
+/// The metadata of t, or null if it has none.
+inline AutogradMeta* meta_of(const Tensor& t) {
+  return t.defined() ? static_cast<AutogradMeta*>(t.impl()->autograd_meta()) : nullptr;
+}
+/// The metadata of t, created if missing.
+inline AutogradMeta* ensure_meta(const Tensor& t) {
+  return static_cast<AutogradMeta*>(t.impl()->ensure_autograd_meta());
+}
+
+/// Accumulates into a leaf's `.grad` (Note [Engine ordering]: runs first among ready nodes).
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor variable) : Node(UINT64_MAX), variable(std::move(variable)) {}
+  variable_list apply(variable_list&& grads) override;
+  std::string name() const override { return "AccumulateGrad"; }
+  Tensor variable;
+};
+
+/// The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator
+/// (created on first use). Invalid if t does not require grad.
+Edge gradient_edge(const Tensor& t);
+std::shared_ptr<Node> grad_accumulator(const Tensor& t);
+
+/// Makes `out` the output `output_nr` of `fn` (a fresh result of a differentiable op).
+void set_history(const Tensor& out, const std::shared_ptr<Node>& fn, uint32_t output_nr = 0);
+/// The same for a tensor modified in place: its old history becomes fn's input.
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn);
+/// RuntimeError for in-place ops on leaves that require grad (outside no_grad),
+/// NotImplementedError for in-place ops on views that take part in autograd.
+void check_inplace(const Tensor& self, bool other_requires_grad, const char* op);
+
+/// A new TensorImpl viewing the same memory as t, with no autograd metadata.
+Tensor shallow_alias(const Tensor& t);
+
+// ---- saved tensors ----
+
+/// A tensor saved for backward. Records the version counter at save time
+/// (Note [Version counter] in core's tensor_impl.h); unpacking after an
+/// in-place change raises. An output of the saving node is stored as an alias
+/// without history (saving the output itself would make a reference cycle
+/// output -> grad_fn -> output); unpack() gives it the node back as grad_fn
+/// when grad mode is on, so create_graph differentiates through it.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& t, bool is_output);
+  /// `owner` is the node this was saved for (its name goes into errors).
+  Tensor unpack(Node* owner) const;
+  /// For tensors saved by a Python Function: checks only (no history re-attached).
+  Tensor unpack_named(const std::string& name) const;
+  void reset() {
+    data_ = Tensor();
+    was_released_ = true;
+  }
+  bool defined() const { return data_.defined(); }
+
+ private:
+  void check(const std::string& name) const;
+  Tensor data_;
+  uint64_t version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool was_defined_ = false;
+  bool was_released_ = false;
+  bool output_requires_grad_ = false;
+};
+
+[[noreturn]] void throw_backward_twice(const std::string& node_name);
+
+// ---- the engine ----
+
+/// Runs backward from `roots` (edges of the outputs) seeded with `grads`.
+/// If `inputs` is non-empty, only the gradients flowing into those edges are
+/// computed; with accumulate=false they are returned (autograd.grad) and no
+/// leaf accumulates, with accumulate=true the leaves among them accumulate
+/// into .grad (backward(inputs=...)) and non-leaves get .grad set.
+variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, bool keep_graph,
+                           bool create_graph, const std::vector<Edge>& inputs, bool accumulate);
+
+/// Registers the Autograd-key kernel of every differentiable op (formulas.cpp).
+void register_autograd_kernels();
+
+}  // namespace flambeau::autograd

@@ -1,0 +1,203 @@
+// flambeau_autograd._C: registers autograd into core (Note [Autograd slot],
+// Note [Dispatch]) and attaches the autograd API to core's Tensor class.
+#include <algorithm>
+
+#include "python_function.h"
+
+namespace flambeau::autograd {
+namespace {
+
+class Factory final : public AutogradMetaFactory {
+ public:
+  std::unique_ptr<AutogradMetaInterface> make() const override { return std::make_unique<AutogradMeta>(); }
+};
+const Factory g_factory;
+
+/// Tensor.retain_grad(): stores the gradient flowing into a non-leaf in its .grad.
+class RetainGradHook final : public FunctionPreHook {
+ public:
+  explicit RetainGradHook(std::weak_ptr<TensorImpl> target) : target_(std::move(target)) {}
+  Tensor operator()(const Tensor& grad) override {
+    auto impl = target_.lock();
+    if (!impl) return Tensor();
+    AutogradMeta* m = ensure_meta(Tensor(impl));
+    m->grad_ = m->grad_.defined() ? op::add(m->grad_, grad, 1) : op::clone(grad);
+    return Tensor();
+  }
+
+ private:
+  std::weak_ptr<TensorImpl> target_;
+};
+
+struct HookHandle {
+  std::shared_ptr<FunctionPreHook> hook;
+  void remove() { hook->removed = true; }
+};
+
+void check_grad_assignable(const Tensor& t, const Tensor& g) {
+  FB_CHECK(std::ranges::equal(t.sizes(), g.sizes()), "[grad] assigned grad has shape ", shape_str(g.sizes()),
+           " but the tensor has shape ", shape_str(t.sizes()));
+  FB_CHECK_TYPE(g.dtype() == t.dtype(), "[grad] assigned grad has dtype ", dtype_name(g.dtype()),
+                " but the tensor has dtype ", dtype_name(t.dtype()));
+  FB_CHECK(g.device() == t.device(), "[grad] assigned grad is on ", g.device().str(), " but the tensor is on ",
+           t.device().str());
+}
+
+/// The engine's entry point for backward() and grad().
+py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<std::optional<Tensor>>& grad_outputs,
+                         bool keep_graph, bool create_graph, const std::vector<Tensor>& inputs, bool allow_unused,
+                         bool accumulate) {
+  FB_CHECK_VALUE(grad_outputs.size() == outputs.size(), "[backward] got ", outputs.size(), " tensors but ",
+                 grad_outputs.size(), " gradients");
+  std::vector<Edge> roots;
+  variable_list grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    FB_CHECK(out.requires_grad(), "[backward] element ", i,
+             " of tensors does not require grad and does not have a grad_fn (", out.describe(), ")");
+    roots.push_back(gradient_edge(out));
+    if (grad_outputs[i]) {
+      Tensor g = *grad_outputs[i];
+      FB_CHECK(std::ranges::equal(g.sizes(), out.sizes()), "[backward] mismatch in shape: grad_output[", i,
+               "] has shape ", shape_str(g.sizes()), " and output[", i, "] has shape ", shape_str(out.sizes()));
+      if (g.dtype() != out.dtype()) g = op::cast(g, out.dtype());
+      grads.push_back(std::move(g));
+    } else {
+      FB_CHECK(out.numel() == 1, "[backward] grad can be implicitly created only for scalar outputs, got a tensor "
+               "of shape ", shape_str(out.sizes()), "; pass a gradient of that shape (e.g. ones_like(out))");
+      grads.push_back(ones_like(out));
+    }
+  }
+  std::vector<Edge> input_edges;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    FB_CHECK(inputs[i].requires_grad(), "[grad] one of the differentiated Tensors (input ", i,
+             ") does not require grad");
+    input_edges.push_back(gradient_edge(inputs[i]));
+  }
+  variable_list result = run_backward(roots, std::move(grads), keep_graph, create_graph, input_edges, accumulate);
+
+  py::list out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor& g = result[i];
+    if (accumulate) {
+      // Leaves accumulated in the engine; non-leaf inputs get .grad here.
+      AutogradMeta* m = meta_of(inputs[i]);
+      if (g.defined() && m && m->grad_fn_) {
+        GradModeGuard mode(create_graph);
+        m->grad_ = m->grad_.defined() ? op::add(m->grad_, g, 1) : op::clone(g);
+      }
+      continue;
+    }
+    FB_CHECK(g.defined() || allow_unused, "[grad] one of the differentiated Tensors (input ", i,
+             ") appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+    out.append(g.defined() ? py::cast(g) : py::none());
+  }
+  return out;
+}
+
+py::object node_or_none(const std::shared_ptr<Node>& fn) { return fn ? py::cast(fn) : py::none(); }
+
+void init_node(py::module_& m) {
+  py::class_<Node, std::shared_ptr<Node>>(m, "Node", "A backward function of the autograd graph (Tensor.grad_fn).")
+      .def("name", &Node::name)
+      .def_property_readonly("next_functions",
+                             [](const Node& n) {
+                               py::tuple t(n.next_edges().size());
+                               for (size_t i = 0; i < n.next_edges().size(); ++i) {
+                                 const Edge& e = n.next_edges()[i];
+                                 t[i] = py::make_tuple(node_or_none(e.function), e.input_nr);
+                               }
+                               return t;
+                             })
+      .def_property_readonly("_sequence_nr", &Node::sequence_nr)
+      .def("register_prehook",
+           [](Node& n, py::object fn) {
+             auto hook = std::make_shared<PyTensorHook>(std::move(fn));
+             n.pre_hooks().emplace_back(0, hook);
+             return HookHandle{hook};
+           })
+      .def("__repr__", [](const Node& n) { return "<" + n.name() + " object>"; })
+      .def_property_readonly("variable", [](const Node& n) -> py::object {
+        if (auto* acc = dynamic_cast<const AccumulateGrad*>(&n)) return py::cast(acc->variable);
+        throw py::attribute_error("'" + n.name() + "' has no attribute 'variable'");
+      });
+}
+
+void init_tensor_methods(py::module_& m) {
+  auto cls = py::reinterpret_borrow<py::class_<TensorImpl, std::shared_ptr<TensorImpl>>>(
+      py::module_::import("flambeau_core").attr("Tensor"));
+  cls.def_property(
+         "grad", [](const Tensor& t) { return t.grad(); },
+         [](const Tensor& t, py::object g) {
+           if (g.is_none()) {
+             if (meta_of(t)) meta_of(t)->grad_ = Tensor();
+             return;
+           }
+           Tensor gt = g.cast<Tensor>();
+           check_grad_assignable(t, gt);
+           ensure_meta(t)->grad_ = gt;
+         },
+         "The gradient accumulated by backward() (None until then). Assignable.")
+      .def_property_readonly(
+          "grad_fn", [](const Tensor& t) { return node_or_none(meta_of(t) ? meta_of(t)->grad_fn_ : nullptr); },
+          "The Node that made this tensor (None for leaves).")
+      .def_property_readonly("is_leaf", [](const Tensor& t) { return !meta_of(t) || !meta_of(t)->grad_fn_; })
+      .def_property_readonly("retains_grad", [](const Tensor& t) { return meta_of(t) && meta_of(t)->retains_grad_; })
+      .def_property_readonly("_version", [](const Tensor& t) { return t.impl()->version(); })
+      .def_property_readonly("output_nr", [](const Tensor& t) { return meta_of(t) ? meta_of(t)->output_nr_ : 0u; })
+      .def(
+          "retain_grad",
+          [](const Tensor& t) {
+            FB_CHECK(t.requires_grad(), "[retain_grad] can't retain_grad on a tensor that doesn't require grad");
+            AutogradMeta* m = meta_of(t);
+            if (!m->grad_fn_ || m->retains_grad_) return;  // leaves keep .grad anyway
+            m->retains_grad_ = true;
+            m->grad_fn_->pre_hooks().emplace_back(m->output_nr_, std::make_shared<RetainGradHook>(t.impl_ptr()));
+          },
+          "Keep .grad for this non-leaf tensor after backward().")
+      .def(
+          "register_hook",
+          [](const Tensor& t, py::object fn) {
+            FB_CHECK(t.requires_grad(), "[register_hook] cannot register a hook on a tensor that doesn't require "
+                     "gradient");
+            auto hook = std::make_shared<PyTensorHook>(std::move(fn));
+            AutogradMeta* m = meta_of(t);
+            if (m->grad_fn_)
+              m->grad_fn_->pre_hooks().emplace_back(m->output_nr_, hook);
+            else
+              m->leaf_hooks_.push_back(hook);
+            return HookHandle{hook};
+          },
+          py::arg("hook"), "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
+      .def(
+          "detach", [](const Tensor& t) { return shallow_alias(t); },
+          "A new tensor sharing this one's memory, cut from the graph (never requires grad).")
+      .def(
+          "detach_",
+          [](const Tensor& t) {
+            if (AutogradMeta* m = meta_of(t)) {
+              m->grad_fn_.reset();
+              m->requires_grad_ = false;
+              m->output_nr_ = 0;
+            }
+            return t;
+          },
+          "Cuts this tensor from the graph in place.");
+}
+
+}  // namespace
+}  // namespace flambeau::autograd
+
+PYBIND11_MODULE(_C, m) {
+  using namespace flambeau::autograd;
+  flambeau::python::import_core_and_check_abi("flambeau_autograd._C");
+  m.doc() = "flambeau-autograd's compiled engine (use the flambeau_autograd package instead)";
+  py::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);
+  init_node(m);
+  init_tensor_methods(m);
+  init_python_function(m);
+  m.def("_run_backward", &run_backward_py, py::arg("outputs"), py::arg("grad_outputs"), py::arg("keep_graph"),
+        py::arg("create_graph"), py::arg("inputs"), py::arg("allow_unused"), py::arg("accumulate"));
+  register_autograd_kernels();
+  flambeau::set_autograd_meta_factory(&g_factory);
+}

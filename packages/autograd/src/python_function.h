@@ -1,0 +1,29 @@
+#pragma once
+// Custom autograd Functions written in Python (flambeau_autograd.Function),
+// and tensor hooks that call Python. Both hold Python objects, so they take
+// the GIL to call or drop them.
+#include "flambeau/python/bindings.h"
+
+#include "engine.h"
+
+namespace flambeau::autograd {
+
+namespace py = pybind11;
+
+/// Drops a Python reference safely from any thread.
+void release_py(py::object& obj);
+
+/// A tensor hook (Tensor.register_hook): fn(grad) -> new grad or None.
+class PyTensorHook final : public FunctionPreHook {
+ public:
+  explicit PyTensorHook(py::object fn) : fn_(std::move(fn)) {}
+  ~PyTensorHook() override { release_py(fn_); }
+  Tensor operator()(const Tensor& grad) override;
+
+ private:
+  py::object fn_;
+};
+
+void init_python_function(py::module_& m);
+
+}  // namespace flambeau::autograd
