@@ -47,8 +47,10 @@ Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
           if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: avoid -inf - -inf = nan in the shift
           double s = 0;
           for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(xr[j * inner] - mx));
-          const T lse = static_cast<T>(std::log(s)) + mx;
-          for (int64_t j = 0; j < n; ++j) yr[j * inner] = xr[j * inner] - lse;
+          // (x - max) - log(s), not x - (max + log(s)): adding the small log(s)
+          // to a large max first would round it away in float32.
+          const T log_s = static_cast<T>(std::log(s));
+          for (int64_t j = 0; j < n; ++j) yr[j * inner] = (xr[j * inner] - mx) - log_s;
         }
       });
     }

@@ -62,10 +62,12 @@ Tensor index_view(const Tensor& self, py::handle index) {
   FB_CHECK_INDEX(consuming <= self.dim(), "[getitem] too many indices for a tensor of dimension ", self.dim(),
                  " (got ", consuming, ")");
   Tensor cur = self;
-  int64_t d = 0;
+  int64_t d = 0;      // dim of `cur` the next item applies to
+  int64_t src_d = 0;  // the same dim counted in self (for messages)
   for (py::handle it : items) {
     if (it.ptr() == Py_Ellipsis) {
       d += self.dim() - consuming;
+      src_d += self.dim() - consuming;
     } else if (it.is_none()) {
       cur = op::unsqueeze(cur, d);
       ++d;
@@ -79,12 +81,14 @@ Tensor index_view(const Tensor& self, py::handle index) {
       if (sl->stop != Py_None) e = stop;
       cur = op::slice(cur, d, b, e, step);
       ++d;
+      ++src_d;
     } else {
       const int64_t i = as_index(it);
       const int64_t n = cur.sizes()[d];
-      FB_CHECK_INDEX(i >= -n && i < n, "[getitem] index ", i, " is out of bounds for dimension ", d, " with size ",
-                     n);
+      FB_CHECK_INDEX(i >= -n && i < n, "[getitem] index ", i, " is out of bounds for dimension ", src_d,
+                     " with size ", n);
       cur = op::select(cur, d, i);
+      ++src_d;
     }
   }
   // t[...] and t[()] still return a new view, as in PyTorch.

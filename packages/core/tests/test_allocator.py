@@ -1,0 +1,153 @@
+"""The allocator registry seen from Python: a Python allocator sees every
+allocation, swapping back while tensors are alive frees each through the
+allocator that made it, and bad allocators raise clear errors."""
+
+import ctypes
+import gc
+
+import pytest
+
+import flambeau_core as fc
+
+libc = ctypes.CDLL(None)
+libc.posix_memalign.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_size_t]
+libc.posix_memalign.restype = ctypes.c_int
+libc.free.argtypes = [ctypes.c_void_p]
+
+
+class CountingAllocator:
+    """64-byte aligned memory from posix_memalign; records every call."""
+
+    def __init__(self):
+        self.live = {}
+        self.mallocs = 0
+        self.frees = 0
+
+    def malloc(self, nbytes):
+        p = ctypes.c_void_p()
+        assert libc.posix_memalign(ctypes.byref(p), 64, nbytes) == 0
+        self.live[p.value] = nbytes
+        self.mallocs += 1
+        return p.value
+
+    def free(self, ptr, nbytes):
+        assert self.live.pop(ptr) == nbytes
+        self.frees += 1
+        libc.free(ptr)
+
+
+@pytest.fixture
+def restore_allocator():
+    yield
+    fc.set_allocator(fc.system_allocator())
+
+
+def test_python_allocator_sees_every_allocation(restore_allocator):
+    alloc = CountingAllocator()
+    a = fc.set_allocator(alloc)
+    assert a.name == "CountingAllocator"
+    assert fc.get_allocator().name == "CountingAllocator"
+    x = fc.zeros(100)
+    y = fc.randn(10, 10) @ fc.ones(10, 3)
+    z = fc.arange(5)
+    assert alloc.mallocs >= 4  # randn, ones, the product, zeros, arange
+    assert x._allocator == "CountingAllocator" and y._allocator == "CountingAllocator"
+    assert x.data_ptr() in alloc.live and x.data_ptr() % 64 == 0
+    assert alloc.live[z.data_ptr()] == 5 * 8
+    v = x[10:]
+    del x
+    gc.collect()
+    assert v.data_ptr() - 40 in alloc.live  # the view keeps its storage alive
+    before = alloc.frees
+    del v, y, z
+    gc.collect()
+    assert alloc.frees >= before + 3
+    assert not alloc.live
+
+
+def test_switching_back_frees_through_the_maker(restore_allocator):
+    alloc = CountingAllocator()
+    fc.set_allocator(alloc)
+    old = fc.full((1000,), 3.0)
+    fc.set_allocator(fc.system_allocator())
+    new = fc.zeros(1000)
+    assert new._allocator != "CountingAllocator" and new.data_ptr() not in alloc.live
+    assert old._allocator == "CountingAllocator"
+    assert (old + new).tolist()[:2] == [3.0, 3.0] if hasattr(old, "__add__") else True
+    frees = alloc.frees
+    del old
+    gc.collect()
+    assert alloc.frees == frees + 1 and not alloc.live
+
+
+def test_bad_allocators(restore_allocator):
+    with pytest.raises(TypeError, match=r"\[set_allocator\].*malloc"):
+        fc.set_allocator(object())
+
+    class Raises:
+        def malloc(self, n):
+            raise MemoryError("nope")
+
+        def free(self, p, n):
+            pass
+
+    fc.set_allocator(Raises())
+    with pytest.raises(RuntimeError, match=r"\[allocate\] Python allocator Raises.malloc\(40\) raised"):
+        fc.zeros(10)
+
+    class Misaligned(CountingAllocator):
+        def malloc(self, nbytes):
+            return super().malloc(nbytes + 64) + 8
+
+        def free(self, ptr, nbytes):
+            pass
+
+    fc.set_allocator(Misaligned())
+    with pytest.raises(RuntimeError, match="not 64-byte aligned"):
+        fc.zeros(10)
+
+    class ReturnsStr(CountingAllocator):
+        def malloc(self, nbytes):
+            return "0x10"
+
+    fc.set_allocator(ReturnsStr())
+    with pytest.raises(RuntimeError, match="must return an int address"):
+        fc.zeros(10)
+
+    class ReturnsZero(CountingAllocator):
+        def malloc(self, nbytes):
+            return 0
+
+    fc.set_allocator(ReturnsZero())
+    with pytest.raises(RuntimeError, match="returned 0"):
+        fc.zeros(10)
+    fc.set_allocator(fc.system_allocator())
+    assert fc.zeros(3).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_free_error_is_reported_not_raised(restore_allocator):
+    class BadFree(CountingAllocator):
+        def free(self, ptr, nbytes):
+            super().free(ptr, nbytes)
+            raise ValueError("free failed")
+
+    seen = []
+    import sys
+
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u)
+    try:
+        fc.set_allocator(BadFree())
+        t = fc.zeros(4)
+        del t
+        gc.collect()
+    finally:
+        sys.unraisablehook = old_hook
+    assert seen and "free failed" in str(seen[0].exc_value)
+
+
+def test_empty_tensor_needs_no_allocation(restore_allocator):
+    alloc = CountingAllocator()
+    fc.set_allocator(alloc)
+    t = fc.zeros(0, 5)
+    assert t.numel() == 0 and alloc.mallocs == 0

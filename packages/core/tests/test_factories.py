@@ -1,0 +1,244 @@
+"""Factories: tensor(), zeros/ones/empty/full(+_like), arange, rand/randn and the random fills."""
+
+import math
+
+import numpy as np
+import pytest
+
+import flambeau_core as fc
+
+
+def as_np(t):
+    return np.asarray(memoryview(t))
+
+
+# ---- tensor(data) ----
+
+
+@pytest.mark.parametrize(
+    "data, dtype, shape",
+    [
+        (3, fc.int64, ()),
+        (3.5, fc.float32, ()),
+        (True, fc.bool, ()),
+        ([1, 2, 3], fc.int64, (3,)),
+        ([1, 2.5], fc.float32, (2,)),
+        ([True, 2], fc.int64, (2,)),
+        ([[True], [False]], fc.bool, (2, 1)),
+        (((1, 2), (3, 4)), fc.int64, (2, 2)),
+        ([[1, 2], [3, 4.0]], fc.float32, (2, 2)),
+        ([], fc.float32, (0,)),
+        ([[], []], fc.float32, (2, 0)),
+    ],
+)
+def test_tensor_inference(data, dtype, shape):
+    t = fc.tensor(data)
+    assert t.dtype == dtype
+    assert t.shape == shape
+    want = np.array(data, dtype={fc.int64: np.int64, fc.float32: np.float32, fc.bool: np.bool_}[dtype])
+    np.testing.assert_array_equal(as_np(t), want)
+
+
+def test_tensor_dtype_argument_and_numpy_scalars():
+    t = fc.tensor([1, 2], dtype=fc.float64)
+    assert t.dtype == fc.float64 and t.tolist() == [1.0, 2.0]
+    assert fc.tensor([np.float32(1.5), np.int64(2)]).tolist() == [1.5, 2.0]
+    assert fc.tensor([1.7, -2.2], dtype=fc.int64).tolist() == [1, -2]
+    assert fc.tensor(2, dtype=float).dtype == fc.float64
+    assert fc.tensor([fc.tensor(1.0), fc.tensor(2.0)]).tolist() == [1.0, 2.0]
+    assert fc.tensor(5.0).item() == 5.0
+
+
+def test_tensor_errors():
+    with pytest.raises(ValueError, match=r"\[tensor\] expected a sequence of length 2 at dim 1 \(got 3\)"):
+        fc.tensor([[1, 2], [3, 4, 5]])
+    with pytest.raises(ValueError, match=r"\[tensor\].*dim 1"):
+        fc.tensor([[1, 2], 3])
+    with pytest.raises(ValueError, match=r"\[tensor\].*dim 1"):
+        fc.tensor([1, [2, 3]])
+    with pytest.raises(TypeError, match=r"\[tensor\].*str"):
+        fc.tensor(["a", "b"])
+    with pytest.raises(TypeError, match=r"\[tensor\].*NoneType"):
+        fc.tensor([1, None])
+    with pytest.raises(TypeError, match="dtype"):
+        fc.tensor([1], dtype="float32")
+    with pytest.raises(ValueError, match="int64"):
+        fc.tensor([2**70])
+
+
+def test_tensor_from_numpy_copies_any_layout():
+    a = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    for view in [a, a[:, ::2, 1:], a.transpose(2, 0, 1), a[::-1], a[0, 0, 0]]:
+        t = fc.tensor(view)
+        assert t.dtype == fc.float64
+        assert t.shape == view.shape
+        np.testing.assert_array_equal(as_np(t), view)
+    t = fc.tensor(a)
+    a[0, 0, 0] = -1  # a copy, not a view
+    assert t[0, 0, 0].item() == 0.0
+    for np_dtype, dtype in [
+        (np.bool_, fc.bool), (np.uint8, fc.uint8), (np.int8, fc.int8), (np.int16, fc.int16),
+        (np.int32, fc.int32), (np.int64, fc.int64), (np.float32, fc.float32), (np.float64, fc.float64),
+    ]:
+        t = fc.tensor(np.ones(3, dtype=np_dtype))
+        assert t.dtype == dtype
+    with pytest.raises(TypeError, match=r"\[tensor\] buffer format"):
+        fc.tensor(np.ones(3, dtype=np.uint32))
+    with pytest.raises(TypeError, match="big-endian"):
+        fc.tensor(np.ones(3, dtype=">f4"))
+    assert fc.tensor(np.ones(3, np.int32), dtype=fc.float32).dtype == fc.float32
+
+
+def test_tensor_from_tensor_copies():
+    a = fc.tensor([1.0, 2.0])
+    b = fc.tensor(a)
+    assert b.data_ptr() != a.data_ptr()
+    assert b.tolist() == [1.0, 2.0]
+    c = fc.tensor(a, dtype=fc.int64)
+    assert c.dtype == fc.int64 and c.tolist() == [1, 2]
+
+
+# ---- sized factories ----
+
+
+def test_zeros_ones_empty_full():
+    assert fc.zeros(2, 3).tolist() == [[0.0] * 3] * 2
+    assert fc.zeros((2, 3)).shape == (2, 3)
+    assert fc.ones([4], dtype=fc.int64).tolist() == [1] * 4
+    assert fc.empty(0, 5).shape == (0, 5)
+    assert fc.zeros().shape == ()
+    t = fc.full((2, 2), 7)
+    assert t.dtype == fc.int64 and t.tolist() == [[7, 7], [7, 7]]
+    assert fc.full((2,), 1.5).dtype == fc.float32
+    assert fc.full((2,), True).dtype == fc.bool
+    assert fc.full((2,), 1, dtype=fc.float64).dtype == fc.float64
+    assert fc.full(3, 2.0).shape == (3,)
+    with pytest.raises(ValueError, match="negative dimension"):
+        fc.zeros(2, -1)
+    with pytest.raises(TypeError, match=r"\[zeros\]"):
+        fc.zeros(2.5)
+    with pytest.raises(TypeError, match=r"\[full\]"):
+        fc.full((2,), "x")
+
+
+def test_like_factories():
+    x = fc.zeros(2, 3, dtype=fc.float64)
+    for f in (fc.zeros_like, fc.ones_like, fc.empty_like, fc.rand_like, fc.randn_like):
+        y = f(x)
+        assert y.shape == (2, 3) and y.dtype == fc.float64
+    assert fc.ones_like(x, dtype=fc.int64).tolist() == [[1] * 3] * 2
+    assert fc.full_like(x, 3).tolist() == [[3.0] * 3] * 2
+
+
+# ---- arange ----
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((5,), {}), ((2, 9), {}), ((0, 10, 3), {}), ((10, 0, -3), {}), ((0.0, 1.0, 0.1), {}),
+        ((1, 2.5, 0.5), {}), ((5, 5), {}), ((0, 1, 0.3), {"dtype": "float64"}),
+        ((0, 7, 2), {"dtype": "float32"}), ((0.5, 4), {"dtype": "int64"}),
+    ],
+)
+def test_arange_matches_torch(args, kwargs):
+    torch = pytest.importorskip("torch")
+    tk = {k: getattr(torch, v) for k, v in kwargs.items()}
+    fk = {k: getattr(fc, v) for k, v in kwargs.items()}
+    want = torch.arange(*args, **tk)
+    got = fc.arange(*args, **fk)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-6)
+
+
+def test_arange_errors():
+    with pytest.raises(ValueError, match=r"\[arange\] step must be nonzero"):
+        fc.arange(0, 5, 0)
+    with pytest.raises(ValueError, match=r"\[arange\].*inconsistent with the sign of step"):
+        fc.arange(0, 5, -1)
+    with pytest.raises(ValueError, match=r"\[arange\].*inconsistent"):
+        fc.arange(-3)
+    with pytest.raises(ValueError, match=r"\[arange\].*finite"):
+        fc.arange(0, float("inf"))
+    with pytest.raises(TypeError, match=r"\[arange\]"):
+        fc.arange("5")
+
+
+# ---- random ----
+
+
+def test_rand_randn_statistics():
+    fc.manual_seed(0)
+    u = as_np(fc.rand(200_000))
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
+    n = as_np(fc.randn(200_000, dtype=fc.float64))
+    assert abs(n.mean()) < 0.01 and abs(n.std() - 1) < 0.01
+    # tails: ~4.55% beyond 2 sigma
+    assert abs((np.abs(n) > 2).mean() - 0.0455) < 0.003
+    x = fc.empty(100_000).normal_(3.0, 0.5)
+    assert abs(as_np(x).mean() - 3) < 0.01 and abs(as_np(x).std() - 0.5) < 0.01
+    y = fc.empty(100_000).uniform_(-2, 5)
+    assert as_np(y).min() >= -2 and as_np(y).max() < 5
+
+
+def test_manual_seed_reproduces_and_sequences_advance():
+    fc.manual_seed(123)
+    a = fc.rand(5).tolist()
+    b = fc.randn(3).tolist()
+    fc.manual_seed(123)
+    assert fc.rand(5).tolist() == a
+    assert fc.randn(3).tolist() == b
+    assert fc.rand(5).tolist() != a
+
+
+def test_random_independent_of_thread_count():
+    old = fc.get_num_threads()
+    try:
+        fc.set_num_threads(1)
+        fc.manual_seed(7)
+        one = as_np(fc.randn(300_001)).copy()
+        fc.set_num_threads(2)
+        fc.manual_seed(7)
+        two = as_np(fc.randn(300_001)).copy()
+    finally:
+        fc.set_num_threads(old)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_generator_object_and_noncontiguous_fill():
+    g = fc.Generator().manual_seed(5)
+    a = fc.rand(4, generator=g).tolist()
+    g.manual_seed(5)
+    assert fc.rand(4, generator=g).tolist() == a
+    assert g.initial_seed() == 5
+    t = fc.zeros(4, 6)
+    col = t[:, 1]
+    col.uniform_(1, 2)
+    arr = as_np(t)
+    assert (arr[:, 1] >= 1).all() and (arr[:, 0] == 0).all() and (arr[:, 2:] == 0).all()
+    with pytest.raises(TypeError, match="generator"):
+        fc.rand(3, generator=5)
+
+
+def test_random_errors():
+    with pytest.raises(TypeError, match=r"\[uniform_\].*int64"):
+        fc.zeros(3, dtype=fc.int64).uniform_()
+    with pytest.raises(TypeError, match=r"\[normal_\].*int64"):
+        fc.randn(3, dtype=fc.int64)
+    with pytest.raises(ValueError, match=r"\[normal_\] expects std >= 0"):
+        fc.zeros(3).normal_(0, -1)
+    with pytest.raises(ValueError, match=r"\[uniform_\] expects low <= high"):
+        fc.zeros(3).uniform_(2, 1)
+
+
+def test_requires_grad_without_autograd_names_package():
+    try:
+        import flambeau_autograd  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="flambeau-autograd"):
+            fc.zeros(2, requires_grad=True)
+    else:
+        assert fc.zeros(2, requires_grad=True).requires_grad
+    assert math.isfinite(fc.randn(1).item())
