@@ -31,5 +31,3 @@ def __getattr__(name: str):
 
         return torch_bridge
     raise AttributeError(f"module 'flambeau_interop' has no attribute {name!r}")
-
-

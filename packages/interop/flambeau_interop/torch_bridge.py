@@ -37,7 +37,8 @@ def _entries(state_dict: Any, op: str) -> Mapping[str, Any]:
     if not isinstance(state_dict, Mapping) and callable(getattr(state_dict, "state_dict", None)):
         state_dict = state_dict.state_dict()
     if not isinstance(state_dict, Mapping):
-        raise TypeError(f"[{op}] expected a state_dict (a mapping of names to tensors), got {type(state_dict).__name__}")
+        kind = type(state_dict).__name__
+        raise TypeError(f"[{op}] expected a state_dict (a mapping of names to tensors), got {kind}")
     return state_dict
 
 

@@ -15,11 +15,12 @@
 // does for a non-writable array). flambeau has no read-only tensors; like
 // PyTorch we share the memory anyway (no copy) and, like PyTorch's
 // from_numpy, warn that writing to it is undefined behavior.
+#include "dlpack.h"
+
 #include <Python.h>
 
 #include <cstring>
 
-#include "dlpack.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -30,12 +31,15 @@ namespace {
 
 constexpr bool is_versioned_v(const DLManagedTensorVersioned*) { return true; }
 constexpr bool is_versioned_v(const DLManagedTensor*) { return false; }
-template <class Managed> constexpr bool kVersioned = is_versioned_v(static_cast<const Managed*>(nullptr));
+template <class Managed>
+constexpr bool kVersioned = is_versioned_v(static_cast<const Managed*>(nullptr));
 
-template <class Managed> constexpr const char* unused_name() {
+template <class Managed>
+constexpr const char* unused_name() {
   return kVersioned<Managed> ? kCapsuleVersioned : kCapsuleLegacy;
 }
-template <class Managed> constexpr const char* used_name() {
+template <class Managed>
+constexpr const char* used_name() {
   return kVersioned<Managed> ? kCapsuleVersionedUsed : kCapsuleLegacyUsed;
 }
 
@@ -44,12 +48,21 @@ template <class Managed> constexpr const char* used_name() {
 DLDataType to_dl_dtype(ScalarType t) {
   const auto bits = static_cast<uint8_t>(itemsize(t) * 8);
   switch (t) {
-    case ScalarType::Bool: return {kDLBool, 8, 1};
-    case ScalarType::UInt8: return {kDLUInt, bits, 1};
-    case ScalarType::Int8: case ScalarType::Int16: case ScalarType::Int32: case ScalarType::Int64:
+    case ScalarType::Bool:
+      return {kDLBool, 8, 1};
+    case ScalarType::UInt8:
+      return {kDLUInt, bits, 1};
+    case ScalarType::Int8:
+    case ScalarType::Int16:
+    case ScalarType::Int32:
+    case ScalarType::Int64:
       return {kDLInt, bits, 1};
-    case ScalarType::Float16: case ScalarType::Float32: case ScalarType::Float64: return {kDLFloat, bits, 1};
-    case ScalarType::BFloat16: return {kDLBfloat, 16, 1};
+    case ScalarType::Float16:
+    case ScalarType::Float32:
+    case ScalarType::Float64:
+      return {kDLFloat, bits, 1};
+    case ScalarType::BFloat16:
+      return {kDLBfloat, 16, 1};
   }
   throw TypeError(detail::cat_str("[__dlpack__] dtype ", dtype_name(t), " has no DLPack equivalent"));
 }
@@ -65,25 +78,39 @@ std::string dl_dtype_str(DLDataType dt) {
 ScalarType from_dl_dtype(DLDataType dt) {
   if (dt.lanes == 1) {
     switch (dt.code) {
-      case kDLBool: if (dt.bits == 8) return ScalarType::Bool; break;
-      case kDLUInt: if (dt.bits == 8) return ScalarType::UInt8; break;
+      case kDLBool:
+        if (dt.bits == 8) return ScalarType::Bool;
+        break;
+      case kDLUInt:
+        if (dt.bits == 8) return ScalarType::UInt8;
+        break;
       case kDLInt:
         switch (dt.bits) {
-          case 8: return ScalarType::Int8;
-          case 16: return ScalarType::Int16;
-          case 32: return ScalarType::Int32;
-          case 64: return ScalarType::Int64;
+          case 8:
+            return ScalarType::Int8;
+          case 16:
+            return ScalarType::Int16;
+          case 32:
+            return ScalarType::Int32;
+          case 64:
+            return ScalarType::Int64;
         }
         break;
       case kDLFloat:
         switch (dt.bits) {
-          case 16: return ScalarType::Float16;
-          case 32: return ScalarType::Float32;
-          case 64: return ScalarType::Float64;
+          case 16:
+            return ScalarType::Float16;
+          case 32:
+            return ScalarType::Float32;
+          case 64:
+            return ScalarType::Float64;
         }
         break;
-      case kDLBfloat: if (dt.bits == 16) return ScalarType::BFloat16; break;
-      default: break;
+      case kDLBfloat:
+        if (dt.bits == 16) return ScalarType::BFloat16;
+        break;
+      default:
+        break;
     }
   }
   throw TypeError(detail::cat_str("[from_dlpack] unsupported DLPack dtype ", dl_dtype_str(dt),
@@ -93,13 +120,20 @@ ScalarType from_dl_dtype(DLDataType dt) {
 
 const char* dl_device_name(int32_t type) {
   switch (type) {
-    case kDLCPU: return "cpu";
-    case kDLCUDA: return "cuda";
-    case kDLCUDAHost: return "cuda_host";
-    case kDLROCM: return "rocm";
-    case kDLMetal: return "metal";
-    case kDLOneAPI: return "oneapi";
-    default: return "other";
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda";
+    case kDLCUDAHost:
+      return "cuda_host";
+    case kDLROCM:
+      return "rocm";
+    case kDLMetal:
+      return "metal";
+    case kDLOneAPI:
+      return "oneapi";
+    default:
+      return "other";
   }
 }
 
@@ -110,18 +144,21 @@ DLDevice to_dl_device(Device d) {
 
 // ---- export ----
 
-template <class Managed> struct ExportContext {
+template <class Managed>
+struct ExportContext {
   Storage storage;  // Note [DLPack lifetimes]
   Shape shape;
   Shape strides;
   Managed managed{};
 };
 
-template <class Managed> void delete_export(Managed* self) {
+template <class Managed>
+void delete_export(Managed* self) {
   delete static_cast<ExportContext<Managed>*>(self->manager_ctx);
 }
 
-template <class Managed> void capsule_destructor(PyObject* capsule) {
+template <class Managed>
+void capsule_destructor(PyObject* capsule) {
   // Note [DLPack capsules]: a consumed capsule was renamed; only an unused one
   // still owns its managed tensor. IsValid never sets a Python error.
   if (!PyCapsule_IsValid(capsule, unused_name<Managed>())) return;
@@ -129,7 +166,8 @@ template <class Managed> void capsule_destructor(PyObject* capsule) {
   if (managed && managed->deleter) managed->deleter(managed);
 }
 
-template <class Managed> py::capsule export_capsule(const Tensor& t, uint64_t flags) {
+template <class Managed>
+py::capsule export_capsule(const Tensor& t, uint64_t flags) {
   auto ctx = std::make_unique<ExportContext<Managed>>();
   ctx->storage = t.impl()->storage();
   ctx->shape.assign(t.sizes().begin(), t.sizes().end());
@@ -172,7 +210,8 @@ py::capsule tensor_dlpack(const Tensor& t, py::handle stream, py::handle max_ver
   if (t.requires_grad())
     throw py::buffer_error("[__dlpack__] can't export a tensor that requires grad; use tensor.detach()");
   const DLDevice here = to_dl_device(t.device());
-  FB_CHECK_VALUE(stream.is_none() || !t.device().is_cpu(), "[__dlpack__] stream must be None for a cpu tensor, got ",
+  FB_CHECK_VALUE(stream.is_none() || !t.device().is_cpu(),
+                 "[__dlpack__] stream must be None for a cpu tensor, got ",
                  py::repr(stream).cast<std::string>());
   if (!dl_device.is_none()) {
     auto [type, id] = parse_pair(dl_device, "__dlpack__", "dl_device");
@@ -197,7 +236,8 @@ py::capsule tensor_dlpack(const Tensor& t, py::handle stream, py::handle max_ver
 
 // ---- import ----
 
-template <class Managed> Tensor import_managed(PyObject* capsule) {
+template <class Managed>
+Tensor import_managed(PyObject* capsule) {
   auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, unused_name<Managed>()));
   if (!m) throw py::error_already_set();
   bool read_only = false;
@@ -212,12 +252,13 @@ template <class Managed> Tensor import_managed(PyObject* capsule) {
   // still owns the managed tensor and frees it when collected.
   const DLTensor& dl = m->dl_tensor;
   if (dl.device.device_type != kDLCPU)
-    throw py::buffer_error(detail::cat_str("[from_dlpack] flambeau tensors live on the cpu; this DLPack tensor is on ",
-                                           dl_device_name(dl.device.device_type), " (device type ",
-                                           int(dl.device.device_type), ", id ", dl.device.device_id,
-                                           "): move it to the cpu first"));
+    throw py::buffer_error(
+        detail::cat_str("[from_dlpack] flambeau tensors live on the cpu; this DLPack tensor is on ",
+                        dl_device_name(dl.device.device_type), " (device type ", int(dl.device.device_type),
+                        ", id ", dl.device.device_id, "): move it to the cpu first"));
   const ScalarType dtype = from_dl_dtype(dl.dtype);
-  FB_CHECK_VALUE(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape), "[from_dlpack] malformed DLTensor: ndim ", dl.ndim);
+  FB_CHECK_VALUE(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape), "[from_dlpack] malformed DLTensor: ndim ",
+                 dl.ndim);
   Shape sizes(dl.shape, dl.shape + dl.ndim);
   for (int64_t s : sizes)
     FB_CHECK_VALUE(s >= 0, "[from_dlpack] malformed DLTensor: negative size in shape ", shape_str(sizes));
@@ -262,10 +303,13 @@ Tensor from_capsule(py::handle obj) {
   const std::string n = name ? name : "";
   if (n == kCapsuleVersioned) return import_managed<DLManagedTensorVersioned>(capsule);
   if (n == kCapsuleLegacy) return import_managed<DLManagedTensor>(capsule);
-  FB_CHECK_VALUE(n != kCapsuleVersionedUsed && n != kCapsuleLegacyUsed,
-                 "[from_dlpack] this DLPack capsule was already consumed; a capsule can be consumed only once");
-  throw TypeError(detail::cat_str("[from_dlpack] expected a DLPack capsule (named 'dltensor' or "
-                                  "'dltensor_versioned'), got a capsule named '", n, "'"));
+  FB_CHECK_VALUE(
+      n != kCapsuleVersionedUsed && n != kCapsuleLegacyUsed,
+      "[from_dlpack] this DLPack capsule was already consumed; a capsule can be consumed only once");
+  throw TypeError(
+      detail::cat_str("[from_dlpack] expected a DLPack capsule (named 'dltensor' or "
+                      "'dltensor_versioned'), got a capsule named '",
+                      n, "'"));
 }
 
 Tensor clone_no_grad(const Tensor& t) {
@@ -284,7 +328,8 @@ Tensor from_dlpack(py::handle obj, py::handle device, py::handle copy) {
     Tensor t = from_capsule(obj);
     return want_copy ? clone_no_grad(t) : t;
   }
-  FB_CHECK_TYPE(py::hasattr(obj, "__dlpack__"), "[from_dlpack] expected an object with __dlpack__ (a tensor or ",
+  FB_CHECK_TYPE(py::hasattr(obj, "__dlpack__"),
+                "[from_dlpack] expected an object with __dlpack__ (a tensor or ",
                 "array of another library) or a DLPack capsule, got ", type_name(obj));
 
   py::dict kwargs;
@@ -293,8 +338,9 @@ Tensor from_dlpack(py::handle obj, py::handle device, py::handle copy) {
     if (type != kDLCPU) {
       // DLPack lets a consumer ask the producer for a copy on the cpu.
       if (!copy.is_none() && !want_copy)
-        throw py::buffer_error(detail::cat_str("[from_dlpack] the tensor is on ", dl_device_name(int32_t(type)),
-                                               " (device type ", type, ", id ", id,
+        throw py::buffer_error(detail::cat_str("[from_dlpack] the tensor is on ",
+                                               dl_device_name(int32_t(type)), " (device type ", type, ", id ",
+                                               id,
                                                "); flambeau tensors live on the cpu, which needs a copy, but "
                                                "copy=False was given"));
       kwargs["dl_device"] = py::make_tuple(int(kDLCPU), 0);

@@ -50,7 +50,8 @@ Tensor wrap_external(void* data, ScalarType dtype, Shape sizes, Shape strides,
                      std::function<void(void*)> deleter) {
   const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
   Storage storage = StorageImpl::from_external(data, nbytes, Device(DeviceType::CPU), std::move(deleter));
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
+  return Tensor(
+      std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
 }
 
 std::string type_name(py::handle obj) {
@@ -73,10 +74,13 @@ PYBIND11_MODULE(_C, m) {
 
   // Crosses the module boundary both ways: core's Tensor in, the same Python
   // object out (Note [Python Tensor identity]).
-  m.def("_roundtrip", [](const flambeau::Tensor& t) { return t; }, py::arg("tensor"),
-        "Returns its argument after converting it to a C++ Tensor and back (for tests).");
-  m.def("_storage_use_count", [](const flambeau::Tensor& t) { return t.impl()->storage().use_count(); },
-        py::arg("tensor"), "Number of owners of the tensor's storage (for lifetime tests).");
-  m.def("_storage_is_external", [](const flambeau::Tensor& t) { return t.impl()->storage()->is_external(); },
-        py::arg("tensor"), "True if the tensor wraps memory flambeau does not own.");
+  m.def(
+      "_roundtrip", [](const flambeau::Tensor& t) { return t; }, py::arg("tensor"),
+      "Returns its argument after converting it to a C++ Tensor and back (for tests).");
+  m.def(
+      "_storage_use_count", [](const flambeau::Tensor& t) { return t.impl()->storage().use_count(); },
+      py::arg("tensor"), "Number of owners of the tensor's storage (for lifetime tests).");
+  m.def(
+      "_storage_is_external", [](const flambeau::Tensor& t) { return t.impl()->storage()->is_external(); },
+      py::arg("tensor"), "True if the tensor wraps memory flambeau does not own.");
 }

@@ -40,19 +40,29 @@ constexpr const char* kSupported = "bool, uint8, int8, int16, int32, int64, floa
 ScalarType dtype_from_numpy(PyArrayObject* arr, const char* op) {
   const int itemsize = static_cast<int>(PyArray_ITEMSIZE(arr));
   switch (PyArray_TYPE(arr)) {
-    case NPY_BOOL: return ScalarType::Bool;
-    case NPY_UBYTE: return ScalarType::UInt8;
-    case NPY_BYTE: return ScalarType::Int8;
-    case NPY_SHORT: return ScalarType::Int16;
+    case NPY_BOOL:
+      return ScalarType::Bool;
+    case NPY_UBYTE:
+      return ScalarType::UInt8;
+    case NPY_BYTE:
+      return ScalarType::Int8;
+    case NPY_SHORT:
+      return ScalarType::Int16;
     // C int/long/long long: pick by width, which differs between platforms.
-    case NPY_INT: case NPY_LONG: case NPY_LONGLONG:
+    case NPY_INT:
+    case NPY_LONG:
+    case NPY_LONGLONG:
       if (itemsize == 4) return ScalarType::Int32;
       if (itemsize == 8) return ScalarType::Int64;
       break;
-    case NPY_HALF: return ScalarType::Float16;
-    case NPY_FLOAT: return ScalarType::Float32;
-    case NPY_DOUBLE: return ScalarType::Float64;
-    default: break;
+    case NPY_HALF:
+      return ScalarType::Float16;
+    case NPY_FLOAT:
+      return ScalarType::Float32;
+    case NPY_DOUBLE:
+      return ScalarType::Float64;
+    default:
+      break;
   }
   const std::string name = py::str(py::handle(reinterpret_cast<PyObject*>(PyArray_DESCR(arr))));
   throw TypeError(detail::cat_str("[", op, "] can't convert a NumPy array of dtype ", name,
@@ -61,16 +71,26 @@ ScalarType dtype_from_numpy(PyArrayObject* arr, const char* op) {
 
 int numpy_typenum(ScalarType t, const char* op) {
   switch (t) {
-    case ScalarType::Bool: return NPY_BOOL;
-    case ScalarType::UInt8: return NPY_UINT8;
-    case ScalarType::Int8: return NPY_INT8;
-    case ScalarType::Int16: return NPY_INT16;
-    case ScalarType::Int32: return NPY_INT32;
-    case ScalarType::Int64: return NPY_INT64;
-    case ScalarType::Float16: return NPY_FLOAT16;
-    case ScalarType::Float32: return NPY_FLOAT32;
-    case ScalarType::Float64: return NPY_FLOAT64;
-    default: break;
+    case ScalarType::Bool:
+      return NPY_BOOL;
+    case ScalarType::UInt8:
+      return NPY_UINT8;
+    case ScalarType::Int8:
+      return NPY_INT8;
+    case ScalarType::Int16:
+      return NPY_INT16;
+    case ScalarType::Int32:
+      return NPY_INT32;
+    case ScalarType::Int64:
+      return NPY_INT64;
+    case ScalarType::Float16:
+      return NPY_FLOAT16;
+    case ScalarType::Float32:
+      return NPY_FLOAT32;
+    case ScalarType::Float64:
+      return NPY_FLOAT64;
+    default:
+      break;
   }
   throw TypeError(detail::cat_str("[", op, "] dtype ", dtype_name(t),
                                   " has no NumPy equivalent; cast the tensor to float32 first"));
@@ -169,10 +189,23 @@ py::object tensor_to_numpy(py::handle self, bool force, const char* op) {
 std::string typestr(ScalarType t) {
   const char* kind = nullptr;
   switch (t) {
-    case ScalarType::Bool: kind = "b"; break;
-    case ScalarType::UInt8: kind = "u"; break;
-    case ScalarType::Int8: case ScalarType::Int16: case ScalarType::Int32: case ScalarType::Int64: kind = "i"; break;
-    case ScalarType::Float16: case ScalarType::Float32: case ScalarType::Float64: kind = "f"; break;
+    case ScalarType::Bool:
+      kind = "b";
+      break;
+    case ScalarType::UInt8:
+      kind = "u";
+      break;
+    case ScalarType::Int8:
+    case ScalarType::Int16:
+    case ScalarType::Int32:
+    case ScalarType::Int64:
+      kind = "i";
+      break;
+    case ScalarType::Float16:
+    case ScalarType::Float32:
+    case ScalarType::Float64:
+      kind = "f";
+      break;
     default:
       throw TypeError(detail::cat_str("[__array_interface__] dtype ", dtype_name(t),
                                       " has no NumPy equivalent; cast the tensor to float32 first"));
@@ -222,8 +255,7 @@ Example:
 )");
 
   cls.def(
-      "numpy",
-      [](py::handle self, bool force) { return tensor_to_numpy(self, force, "numpy"); },
+      "numpy", [](py::handle self, bool force) { return tensor_to_numpy(self, force, "numpy"); },
       py::kw_only(), py::arg("force") = false,
       R"(A NumPy array sharing this tensor's memory (no copy); its ``base`` is the tensor.
 
@@ -243,8 +275,8 @@ Example:
           py::object want = np.attr("dtype")(dtype);
           if (!want.equal(arr.attr("dtype"))) {
             FB_CHECK_VALUE(copy.is_none() || py::bool_(copy), "[__array__] converting ",
-                           py::str(arr.attr("dtype")).cast<std::string>(), " to ", py::str(want).cast<std::string>(),
-                           " needs a copy, but copy=False was given");
+                           py::str(arr.attr("dtype")).cast<std::string>(), " to ",
+                           py::str(want).cast<std::string>(), " needs a copy, but copy=False was given");
             return arr.attr("astype")(want);
           }
         }

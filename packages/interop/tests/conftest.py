@@ -8,10 +8,9 @@ import ctypes
 import gc
 
 import flambeau_core as fc
+import flambeau_interop  # noqa: F401  (attaches the protocols to fc.Tensor)
 import numpy as np
 import pytest
-
-import flambeau_interop  # noqa: F401  (attaches the protocols to fc.Tensor)
 
 # flambeau dtype <-> NumPy dtype, for every dtype both sides have.
 NUMPY_DTYPES = [
@@ -135,17 +134,22 @@ class HandMadeCapsule:
     The capsule has no destructor of its own, so only a consumer calls the
     deleter."""
 
-    def __init__(self, array: np.ndarray, *, versioned: bool, flags: int = 0, dtype=None, version=(1, 0), device=kDLCPU):
+    def __init__(
+        self, array: np.ndarray, *, versioned: bool, flags: int = 0, dtype=None, version=(1, 0), device=kDLCPU
+    ):
         self.array = array
         self.calls = 0
         self.shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
         self.strides = (ctypes.c_int64 * max(array.ndim, 1))(*(s // array.itemsize for s in array.strides))
-        code_bits = dtype or {
-            "f": (kDLFloat, array.itemsize * 8),
-            "i": (kDLInt, array.itemsize * 8),
-            "u": (kDLUInt, array.itemsize * 8),
-            "b": (kDLBool, 8),
-        }[array.dtype.kind]
+        code_bits = (
+            dtype
+            or {
+                "f": (kDLFloat, array.itemsize * 8),
+                "i": (kDLInt, array.itemsize * 8),
+                "u": (kDLUInt, array.itemsize * 8),
+                "b": (kDLBool, 8),
+            }[array.dtype.kind]
+        )
         dl = DLTensor(
             data=array.ctypes.data,
             device=DLDevice(device, 0),

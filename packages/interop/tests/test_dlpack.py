@@ -10,6 +10,7 @@ import warnings
 import weakref
 
 import flambeau_core as fc
+import flambeau_interop as fi
 import numpy as np
 import pytest
 from conftest import (
@@ -29,8 +30,6 @@ from conftest import (
     read_capsule,
     sample,
 )
-
-import flambeau_interop as fi
 from flambeau_interop import _C
 
 DL_CODES = {

@@ -12,11 +12,10 @@ import threading
 import weakref
 
 import flambeau_core as fc
+import flambeau_interop as fi
 import numpy as np
 import pytest
-from conftest import DLManagedTensor, NUMPY_DTYPES, collect, read_capsule, sample
-
-import flambeau_interop as fi
+from conftest import NUMPY_DTYPES, DLManagedTensor, collect, read_capsule, sample
 from flambeau_interop import _C
 
 

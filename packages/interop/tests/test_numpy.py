@@ -9,11 +9,10 @@ import warnings
 import weakref
 
 import flambeau_core as fc
+import flambeau_interop as fi
 import numpy as np
 import pytest
 from conftest import NUMPY_DTYPES, collect, sample
-
-import flambeau_interop as fi
 from flambeau_interop import _C
 
 

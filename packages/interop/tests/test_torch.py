@@ -7,12 +7,11 @@ import gc
 import weakref
 
 import flambeau_core as fc
+import flambeau_interop as fi
 import numpy as np
 import pytest
 import torch
 from conftest import collect
-
-import flambeau_interop as fi
 from flambeau_interop import _C
 
 DTYPES = [

@@ -9,7 +9,6 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-
 from flambeau_interop.torch_bridge import state_dict_from_torch, state_dict_to_torch
 
 
