@@ -143,7 +143,6 @@ void init_tensor_methods(py::module_& m) {
           "The Node that made this tensor (None for leaves).")
       .def_property_readonly("is_leaf", [](const Tensor& t) { return !meta_of(t) || !meta_of(t)->grad_fn_; })
       .def_property_readonly("retains_grad", [](const Tensor& t) { return meta_of(t) && meta_of(t)->retains_grad_; })
-      .def_property_readonly("_version", [](const Tensor& t) { return t.impl()->version(); })
       .def_property_readonly("output_nr", [](const Tensor& t) { return meta_of(t) ? meta_of(t)->output_nr_ : 0u; })
       .def(
           "retain_grad",

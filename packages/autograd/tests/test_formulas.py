@@ -1,0 +1,192 @@
+"""Every entry of the formula table: against PyTorch 2.13.0 and finite differences (float64)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flambeau_core as fc
+
+from conftest import compare_with_torch, fb_tensor, make_inputs, torch
+
+# (name, flambeau fn, torch fn, input shapes, positive inputs)
+CASES = [
+    ("add", lambda a, b: a + b, lambda a, b: a + b, [(2, 3), (2, 3)], False),
+    ("add_broadcast", lambda a, b: a + b, lambda a, b: a + b, [(2, 3), (3,)], False),
+    ("add_broadcast_both", lambda a, b: a + b, lambda a, b: a + b, [(4, 1), (1, 3)], False),
+    ("add_alpha", lambda a, b: fc.add(a, b, alpha=2.5), lambda a, b: torch.add(a, b, alpha=2.5), [(3,), (2, 3)], False),
+    ("add_scalar", lambda a: a + 2.0, lambda a: a + 2.0, [(3,)], False),
+    ("sub", lambda a, b: a - b, lambda a, b: a - b, [(2, 3), (2, 1)], False),
+    ("sub_alpha", lambda a, b: fc.sub(a, b, alpha=3), lambda a, b: torch.sub(a, b, alpha=3), [(2,), (2,)], False),
+    ("rsub", lambda a: 1.0 - a, lambda a: 1.0 - a, [(3,)], False),
+    ("mul", lambda a, b: a * b, lambda a, b: a * b, [(2, 3), (2, 3)], False),
+    ("mul_broadcast", lambda a, b: a * b, lambda a, b: a * b, [(2, 1, 3), (4, 1)], False),
+    ("div", lambda a, b: a / b, lambda a, b: a / b, [(2, 3), (3,)], True),
+    ("rdiv", lambda a: 2.0 / a, lambda a: 2.0 / a, [(3,)], True),
+    ("pow", lambda a, b: a**b, lambda a, b: a**b, [(2, 3), (2, 3)], True),
+    ("pow_scalar", lambda a: a**3, lambda a: a**3, [(4,)], False),
+    ("rpow", lambda a: 2.0**a, lambda a: 2.0**a, [(4,)], False),
+    ("maximum", lambda a, b: fc.maximum(a, b), torch.maximum, [(2, 3), (3,)], False),
+    ("minimum", lambda a, b: fc.minimum(a, b), torch.minimum, [(2, 3), (2, 3)], False),
+    ("neg", lambda a: -a, lambda a: -a, [(2, 3)], False),
+    ("exp", lambda a: a.exp(), lambda a: a.exp(), [(2, 3)], False),
+    ("log", lambda a: a.log(), lambda a: a.log(), [(2, 3)], True),
+    ("tanh", lambda a: a.tanh(), lambda a: a.tanh(), [(2, 3)], False),
+    ("sigmoid", lambda a: a.sigmoid(), lambda a: a.sigmoid(), [(2, 3)], False),
+    ("relu", lambda a: a.relu(), lambda a: a.relu(), [(3, 4)], False),
+    ("sqrt", lambda a: a.sqrt(), lambda a: a.sqrt(), [(2, 3)], True),
+    ("abs", lambda a: a.abs(), lambda a: a.abs(), [(2, 3)], False),
+    ("clone", lambda a: a.clone() * 2, lambda a: a.clone() * 2, [(2, 3)], False),
+    ("view", lambda a: a.view(3, 2) * 1.5, lambda a: a.view(3, 2) * 1.5, [(2, 3)], False),
+    ("reshape_noncontig", lambda a: a.t().reshape(6), lambda a: a.t().reshape(6), [(2, 3)], False),
+    ("permute", lambda a: a.permute(2, 0, 1) * 2, lambda a: a.permute(2, 0, 1) * 2, [(2, 3, 4)], False),
+    ("transpose", lambda a: a.transpose(0, 2).exp(), lambda a: a.transpose(0, 2).exp(), [(2, 3, 4)], False),
+    ("unsqueeze", lambda a: a.unsqueeze(1) * 2, lambda a: a.unsqueeze(1) * 2, [(2, 3)], False),
+    ("squeeze", lambda a: a.squeeze() * 2, lambda a: a.squeeze() * 2, [(2, 1, 3)], False),
+    ("squeeze_dim", lambda a: a.squeeze(1) * 2, lambda a: a.squeeze(1) * 2, [(2, 1, 3)], False),
+    ("expand", lambda a: a.expand(4, 2, 3).exp(), lambda a: a.expand(4, 2, 3).exp(), [(2, 1)], False),
+    ("slice", lambda a: a[:, 1:3] * 2, lambda a: a[:, 1:3] * 2, [(3, 4)], False),
+    ("slice_step", lambda a: a[1::2] * 2, lambda a: a[1::2] * 2, [(5, 2)], False),
+    ("select", lambda a: a[1] * 2, lambda a: a[1] * 2, [(3, 4)], False),
+    ("select_neg", lambda a: a[:, -1] * 2, lambda a: a[:, -1] * 2, [(3, 4)], False),
+    ("narrow", lambda a: a.narrow(1, 1, 2) * 2, lambda a: a.narrow(1, 1, 2) * 2, [(3, 4)], False),
+    ("sum_all", lambda a: a.sum(), lambda a: a.sum(), [(2, 3)], False),
+    ("sum_dim", lambda a: a.sum(1), lambda a: a.sum(1), [(2, 3, 4)], False),
+    ("sum_dims_keepdim", lambda a: a.sum((0, 2), keepdim=True), lambda a: a.sum((0, 2), keepdim=True), [(2, 3, 4)], False),
+    ("sum_neg_dim", lambda a: a.sum(-1), lambda a: a.sum(-1), [(2, 3)], False),
+    ("mean", lambda a: a.mean(), lambda a: a.mean(), [(2, 3)], False),
+    ("mean_dim", lambda a: a.mean(0), lambda a: a.mean(0), [(2, 3)], False),
+    ("max_all", lambda a: a.max(), lambda a: a.max(), [(3, 4)], False),
+    ("max_dim", lambda a: a.max(1)[0], lambda a: a.max(1)[0], [(3, 4)], False),
+    ("max_dim_keepdim", lambda a: a.max(0, keepdim=True)[0], lambda a: a.max(0, keepdim=True)[0], [(3, 4)], False),
+    ("mm", lambda a, b: a.mm(b), lambda a, b: a.mm(b), [(2, 3), (3, 4)], False),
+    ("bmm", lambda a, b: a.bmm(b), lambda a, b: a.bmm(b), [(2, 2, 3), (2, 3, 2)], False),
+    ("matmul_1d", lambda a, b: a.matmul(b), lambda a, b: a.matmul(b), [(3,), (3, 2)], False),
+    ("matmul_batched", lambda a, b: a.matmul(b), lambda a, b: a.matmul(b), [(2, 2, 3), (3, 4)], False),
+    ("log_softmax", lambda a: a.log_softmax(1), lambda a: a.log_softmax(1), [(3, 4)], False),
+    ("log_softmax0", lambda a: a.log_softmax(0), lambda a: a.log_softmax(0), [(3, 4)], False),
+    ("softmax", lambda a: a.softmax(-1), lambda a: a.softmax(-1), [(3, 4)], False),
+    ("cat", lambda a, b: fc.cat([a, b], 1), lambda a, b: torch.cat([a, b], 1), [(2, 3), (2, 2)], False),
+    ("stack", lambda a, b: fc.stack([a, b], 0), lambda a, b: torch.stack([a, b], 0), [(2, 3), (2, 3)], False),
+    ("cast", lambda a: a.float().double() * 2, lambda a: a.float().double() * 2, [(3,)], False),
+]
+
+
+@pytest.mark.parametrize("name,fb_fn,th_fn,shapes,positive", CASES, ids=[c[0] for c in CASES])
+def test_formula(name, fb_fn, th_fn, shapes, positive):
+    arrays = make_inputs(shapes, seed=hash(name) % 1000, positive=positive)
+    # the cast case rounds through float32: finite differences see that
+    gradcheck = name != "cast"
+    compare_with_torch(fb_fn, th_fn, arrays, gradcheck=gradcheck)
+
+
+def test_maximum_minimum_ties_split_like_pytorch():
+    a = np.array([1.0, 2.0, 3.0])
+    b = np.array([1.0, 0.0, 3.0])
+    compare_with_torch(lambda x, y: fc.maximum(x, y), torch.maximum, [a, b], gradcheck=False)
+    compare_with_torch(lambda x, y: fc.minimum(x, y), torch.minimum, [a, b], gradcheck=False)
+
+
+def test_max_all_distributes_among_ties():
+    a = np.array([[1.0, 5.0], [5.0, 2.0]])
+    compare_with_torch(lambda x: x.max(), lambda x: x.max(), [a], gradcheck=False)
+
+
+def test_where():
+    cond = np.array([[True, False, True], [False, False, True]])
+    arrays = make_inputs([(2, 3), (3,)], seed=3)
+    compare_with_torch(
+        lambda a, b: fc.where(fb_tensor(cond), a, b), lambda a, b: torch.where(torch.tensor(cond), a, b), arrays
+    )
+
+
+def test_gather_and_scatter_add():
+    idx = np.array([[0, 2], [1, 0], [2, 2]])
+    compare_with_torch(
+        lambda a: a.gather(1, fb_tensor(idx)), lambda a: a.gather(1, torch.tensor(idx)), make_inputs([(3, 3)])
+    )
+    compare_with_torch(
+        lambda a, s: a.scatter_add(1, fb_tensor(idx), s),
+        lambda a, s: a.scatter_add(1, torch.tensor(idx), s),
+        make_inputs([(3, 3), (3, 2)]),
+    )
+
+
+def test_copy_():
+    def fb(a, b):
+        out = a * 1.0
+        out.copy_(b)
+        return out * a
+
+    def th(a, b):
+        out = a * 1.0
+        out.copy_(b)
+        return out * a
+
+    compare_with_torch(fb, th, make_inputs([(2, 3), (2, 3)]))
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_"])
+def test_inplace_rebases_history(op):
+    def run(a, b):
+        y = a * 2.0
+        getattr(y, op)(b)
+        return y * a
+
+    arrays = make_inputs([(2, 3), (3,)], seed=7, positive=True)
+    fb_in = compare_with_torch(run, run, arrays)
+    y = fb_in[0] * 2.0
+    getattr(y, op)(fb_in[1])
+    assert y.grad_fn.name() == {"add_": "AddBackward0", "sub_": "SubBackward0", "mul_": "MulBackward0",
+                                "div_": "DivBackward0"}[op]
+    assert not y.is_leaf
+
+
+def test_inplace_on_tensor_not_requiring_grad_gains_history():
+    a = fb_tensor([1.0, 2.0], requires_grad=True)
+    buf = fc.zeros(2, dtype=fc.float64)
+    buf.add_(a * a)
+    assert buf.requires_grad and buf.grad_fn.name() == "AddBackward0"
+    buf.sum().backward()
+    assert a.grad.tolist() == [2.0, 4.0]
+
+
+def test_type_promotion_grad_dtype_matches_input():
+    a = fc.tensor([1.0, 2.0], dtype=fc.float32, requires_grad=True)
+    b = fc.tensor([3.0, 4.0], dtype=fc.float64, requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype == fc.float32 and b.grad.dtype == fc.float64
+    assert a.grad.tolist() == [3.0, 4.0] and b.grad.tolist() == [1.0, 2.0]
+
+
+def test_non_differentiable_outputs_never_require_grad():
+    a = fb_tensor([[1.0, 3.0], [2.0, 0.0]], requires_grad=True)
+    assert not (a > 1).requires_grad
+    assert not a.argmax().requires_grad
+    values, indices = a.max(1)
+    assert values.requires_grad and not indices.requires_grad
+    assert not a.long().requires_grad
+
+
+def test_as_strided_backward_not_implemented():
+    a = fb_tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = a.as_strided((2,), (2,), 0)
+    with pytest.raises(NotImplementedError, match="as_strided"):
+        y.sum().backward()
+
+
+def test_mlp_step_matches_torch():
+    rng = np.random.default_rng(0)
+    x, w1, b1, w2, b2 = (rng.standard_normal(s) for s in [(8, 5), (5, 6), (6,), (6, 3), (3,)])
+    target = np.array([0, 2, 1, 1, 0, 2, 2, 1])
+
+    def fb(x, w1, b1, w2, b2):
+        h = (x.matmul(w1) + b1).relu()
+        logp = (h.matmul(w2) + b2).log_softmax(1)
+        return -(logp.gather(1, fb_tensor(target).unsqueeze(1))).mean()
+
+    def th(x, w1, b1, w2, b2):
+        h = (x @ w1 + b1).relu()
+        return torch.nn.functional.cross_entropy(h @ w2 + b2, torch.tensor(target))
+
+    compare_with_torch(fb, th, [x, w1, b1, w2, b2])
