@@ -127,41 +127,42 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
                  " dimensions are not supported, got ", nd);
   int64_t bshape[kMaxIterDims];  // innermost first
   for (int d = 0; d < nd; ++d) bshape[d] = 1;
-  for (int i = 0; i < nin; ++i) {
-    const IntArrayRef s = inputs[i]->sizes();
-    const int n = static_cast<int>(s.size());
-    for (int d = 0; d < n; ++d) {
-      const int64_t sz = s[n - 1 - d];
-      if (sz == bshape[d] || sz == 1) continue;
-      if (bshape[d] == 1) {
-        bshape[d] = sz;
-        continue;
-      }
-      std::string shapes;
-      for (int j = 0; j < nin; ++j)
-        shapes += (j == 0 ? "" : j + 1 == nin ? " and " : ", ") + shape_str(inputs[j]->sizes());
-      throw ValueError(detail::cat_str("[", op, "] shapes ", shapes, " cannot be broadcast"));
-    }
-  }
   if (out) {
+    // Inputs must broadcast to the given output's shape.
     const IntArrayRef os = out->sizes();
-    bool ok = static_cast<int>(os.size()) == nd;
-    for (int d = 0; d < nd && ok; ++d) ok = os[nd - 1 - d] == bshape[d];
-    if (!ok) {
-      for (int i = 0; i < nin; ++i)
-        if (inputs[i] != out)
-          throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(inputs[i]->sizes()),
-                                           " cannot be broadcast to the shape ", shape_str(os), " of self"));
-      throw ValueError(detail::cat_str("[", op, "] the inputs do not broadcast to the shape ", shape_str(os),
-                                       " of self"));
+    const int no = static_cast<int>(os.size());
+    for (int d = 0; d < no; ++d) bshape[d] = os[no - 1 - d];
+    for (int i = 0; i < nin; ++i) {
+      const IntArrayRef s = inputs[i]->sizes();
+      const int n = static_cast<int>(s.size());
+      bool ok = n <= no;
+      for (int d = 0; d < n && ok; ++d) ok = s[n - 1 - d] == 1 || s[n - 1 - d] == bshape[d];
+      if (!ok)
+        throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(s), " cannot be broadcast to the shape ",
+                                         shape_str(os), " of self"));
     }
-    for (int d = 0; d < nd; ++d)
-      FB_CHECK(out->sizes()[d] <= 1 || out->strides()[d] != 0, "[", op,
-               "] unsupported operation: more than one element of the written-to tensor (shape ",
-               shape_str(out->sizes()), ", strides ", shape_str(out->strides()),
-               ") refers to a single memory location; clone() it first");
+    for (int d = 0; d < no; ++d)
+      FB_CHECK(os[d] <= 1 || out->strides()[d] != 0, "[", op,
+               "] unsupported operation: more than one element of the written-to tensor (shape ", shape_str(os),
+               ", strides ", shape_str(out->strides()), ") refers to a single memory location; clone() it first");
     out_ = *out;
   } else {
+    for (int i = 0; i < nin; ++i) {
+      const IntArrayRef s = inputs[i]->sizes();
+      const int n = static_cast<int>(s.size());
+      for (int d = 0; d < n; ++d) {
+        const int64_t sz = s[n - 1 - d];
+        if (sz == bshape[d] || sz == 1) continue;
+        if (bshape[d] == 1) {
+          bshape[d] = sz;
+          continue;
+        }
+        std::string shapes;
+        for (int j = 0; j < nin; ++j)
+          shapes += (j == 0 ? "" : j + 1 == nin ? " and " : ", ") + shape_str(inputs[j]->sizes());
+        throw ValueError(detail::cat_str("[", op, "] shapes ", shapes, " cannot be broadcast"));
+      }
+    }
     Shape s(nd);
     for (int d = 0; d < nd; ++d) s[d] = bshape[nd - 1 - d];
     out_ = op::empty(s, out_dtype, inputs[0]->device());

@@ -1,0 +1,111 @@
+"""Shared test helpers: build tensors from NumPy arrays (contiguous or not) and
+compare flambeau ops against NumPy over shapes and dtypes.
+
+Kept small and stable: other core test files import it (``from helpers import ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+import flambeau_core as fc
+
+#: flambeau dtype <-> NumPy dtype, for the dtypes every kernel supports.
+DTYPES: dict[str, tuple[fc.dtype, type]] = {
+    "bool": (fc.bool, np.bool_),
+    "int64": (fc.int64, np.int64),
+    "float32": (fc.float32, np.float32),
+    "float64": (fc.float64, np.float64),
+}
+NP_TO_FC = {np.dtype(v[1]): v[0] for v in DTYPES.values()} | {np.dtype(np.int32): fc.int32}
+FC_TO_NP = {v: k for k, v in NP_TO_FC.items()}
+
+#: Layouts make_tensor can build: the same values with different strides.
+LAYOUTS = ("contiguous", "transposed", "sliced")
+
+
+def random_array(shape: Sequence[int], dtype: str, rng: np.random.Generator, *, positive: bool = False) -> np.ndarray:
+    """Values that are exact in every dtype of DTYPES (small integers, or floats)."""
+    np_dtype = DTYPES[dtype][1]
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype.startswith("int"):
+        lo = 1 if positive else -5
+        return rng.integers(lo, 6, size=shape).astype(np_dtype)
+    x = rng.standard_normal(shape)
+    if positive:
+        x = np.abs(x) + 0.1
+    return x.astype(np_dtype)
+
+
+def make_tensor(arr: np.ndarray, layout: str = "contiguous") -> fc.Tensor:
+    """A tensor with arr's values and dtype, laid out as `layout`:
+    contiguous; transposed (a permuted copy viewed back, so strides are reversed);
+    sliced (every other element of a larger buffer along the last dim)."""
+    arr = np.asarray(arr)
+    dtype = NP_TO_FC[arr.dtype]
+    if layout == "contiguous" or arr.ndim == 0:
+        return fc.tensor(arr, dtype=dtype)
+    if layout == "transposed":
+        rev = tuple(range(arr.ndim))[::-1]
+        base = fc.tensor(np.ascontiguousarray(arr.transpose(rev)), dtype=dtype)
+        t = base.permute(*rev)
+        return t
+    if layout == "sliced":
+        wide = np.zeros(arr.shape[:-1] + (arr.shape[-1] * 2,), dtype=arr.dtype)
+        wide[..., ::2] = arr
+        return fc.tensor(wide, dtype=dtype)[..., ::2]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def to_numpy(t: fc.Tensor) -> np.ndarray:
+    """A NumPy copy of t's values (through the buffer protocol)."""
+    return np.array(memoryview(t))
+
+
+def assert_matches(t: fc.Tensor, expected: np.ndarray, *, rtol: float | None = None, atol: float = 0.0) -> None:
+    """t has expected's shape and dtype, and its values (NaNs equal, rtol by dtype)."""
+    expected = np.asarray(expected)
+    assert t.shape == expected.shape, f"shape {t.shape} != {expected.shape}"
+    assert t.dtype == NP_TO_FC[expected.dtype], f"dtype {t.dtype} != {expected.dtype}"
+    got = to_numpy(t)
+    if rtol is None:
+        rtol = 1e-5 if expected.dtype == np.float32 else 1e-12
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def check_op(
+    fc_fn: Callable[..., fc.Tensor],
+    np_fn: Callable[..., np.ndarray],
+    shapes: Iterable[Sequence[Sequence[int]]],
+    dtypes: Iterable[str],
+    *,
+    layouts: Iterable[str] = LAYOUTS,
+    positive: bool = False,
+    rtol: float | None = None,
+    atol: float = 0.0,
+    seed: int = 0,
+) -> int:
+    """Runs fc_fn and np_fn on the same random inputs for every combination of
+    `shapes` (a tuple of input shapes per case), `dtypes` and `layouts`, and
+    asserts the results match. Returns the number of cases checked."""
+    rng = np.random.default_rng(seed)
+    n = 0
+    for shape_case in shapes:
+        for dtype in dtypes:
+            arrays = [random_array(s, dtype, rng, positive=positive) for s in shape_case]
+            expected = np.asarray(np_fn(*arrays))
+            for layout in layouts:
+                tensors = [make_tensor(a, layout) for a in arrays]
+                got = fc_fn(*tensors)
+                try:
+                    assert_matches(got, expected, rtol=rtol, atol=atol)
+                except AssertionError as e:
+                    raise AssertionError(f"shapes {shape_case}, dtype {dtype}, layout {layout}: {e}") from None
+                n += 1
+    return n
