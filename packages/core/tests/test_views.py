@@ -242,6 +242,10 @@ def test_setitem_broadcasts_value():
     a[0] = [1, 2, 3, 4]
     a[1:] = [5, 6, 7, 8]
     np.testing.assert_array_equal(as_np(t), a)
+    t[0] = fc.ones(1, 1, 4)  # leading size-1 dims are dropped
+    assert t[0].tolist() == [1.0] * 4
+    with pytest.raises(ValueError, match=r"\[setitem\] shape mismatch: value of shape \(3,\) cannot be broadcast to the indexed shape \(4,\)"):
+        t[0] = fc.ones(3)
 
 
 @settings(max_examples=60, deadline=None)

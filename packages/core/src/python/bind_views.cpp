@@ -99,7 +99,18 @@ Tensor index_view(const Tensor& self, py::handle index) {
 void index_assign(Tensor& self, py::handle index, py::handle value) {
   Tensor target = index_view(self, index);
   if (py::isinstance<TensorImpl>(value)) {
-    op::copy_(target, value.cast<Tensor>());
+    // Broadcast the value to the indexed shape first (as PyTorch: leading
+    // size-1 dims of the value may be dropped), so the message names setitem.
+    Tensor v = value.cast<Tensor>();
+    while (v.dim() > target.dim() && v.sizes()[0] == 1) v = op::squeeze(v, Shape{0});
+    bool ok = v.dim() <= target.dim();
+    for (int64_t i = 1; ok && i <= v.dim(); ++i) {
+      const int64_t vs = v.sizes()[v.dim() - i], ts = target.sizes()[target.dim() - i];
+      ok = vs == ts || vs == 1;
+    }
+    FB_CHECK_VALUE(ok, "[setitem] shape mismatch: value of shape ", shape_str(value.cast<Tensor>().sizes()),
+                   " cannot be broadcast to the indexed shape ", shape_str(target.sizes()));
+    op::copy_(target, op::expand(v, target.sizes()));
   } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
              (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"))) {
     op::fill_(target, as_scalar(value, "setitem"));
