@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import flambeau_core  # loads libflambeau_core.so and registers core's types first
 
-from flambeau_alloc import _C
 from flambeau_alloc._C import CachingAllocator, caching_allocator
 
 __all__ = [

@@ -72,10 +72,14 @@ std::string format_size(int64_t n) {
   char buf[32];
   const double v = static_cast<double>(n);
   if (n < 0) return "-" + format_size(-n);
-  if (n < (int64_t{1} << 10)) std::snprintf(buf, sizeof buf, "%" PRId64 " B", n);
-  else if (n < (int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", v / (1 << 10));
-  else if (n < (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1 << 20));
-  else std::snprintf(buf, sizeof buf, "%.2f GiB", v / (int64_t{1} << 30));
+  if (n < (int64_t{1} << 10))
+    std::snprintf(buf, sizeof buf, "%" PRId64 " B", n);
+  else if (n < (int64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.2f KiB", v / (1 << 10));
+  else if (n < (int64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / (int64_t{1} << 30));
   return buf;
 }
 
@@ -185,7 +189,8 @@ CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, siz
 }
 
 CachingAllocator::Block* CachingAllocator::try_new_segment(bool is_small, size_t seg_size) {
-  if (memory_limit_ && static_cast<size_t>(stats_.reserved_bytes[kAggregate].current) + seg_size > *memory_limit_)
+  if (memory_limit_ &&
+      static_cast<size_t>(stats_.reserved_bytes[kAggregate].current) + seg_size > *memory_limit_)
     return nullptr;
   void* p = backend_->allocate(seg_size);
   if (!p) return nullptr;
@@ -212,12 +217,12 @@ CachingAllocator::Block* CachingAllocator::new_segment(bool is_small, size_t siz
 
 void CachingAllocator::throw_oom(size_t requested, size_t seg_size) {
   std::string limit = memory_limit_ ? detail::cat_str(", memory limit ", format_size(*memory_limit_)) : "";
-  throw RuntimeError(detail::cat_str(
-      "[allocate] out of memory: tried to allocate ", format_size(requested), " (a ", format_size(seg_size),
-      " segment) from the ", name_, " allocator on ", backend_->name(), "; ",
-      format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",
-      format_size(stats_.reserved_bytes[kAggregate].current), " reserved", limit,
-      ". The cache was already released and the request retried; free some tensors"));
+  throw RuntimeError(
+      detail::cat_str("[allocate] out of memory: tried to allocate ", format_size(requested), " (a ",
+                      format_size(seg_size), " segment) from the ", name_, " allocator on ", backend_->name(),
+                      "; ", format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",
+                      format_size(stats_.reserved_bytes[kAggregate].current), " reserved", limit,
+                      ". The cache was already released and the request retried; free some tensors"));
 }
 
 void* CachingAllocator::finish_allocation(Block* block, size_t size, size_t requested) {
@@ -248,7 +253,8 @@ void* CachingAllocator::finish_allocation(Block* block, size_t size, size_t requ
 void CachingAllocator::deallocate(void* ptr, size_t) noexcept {
   if (!ptr) return;
   if (!free_block(ptr))
-    std::fprintf(stderr, "flambeau-alloc: %s allocator asked to free %p, which it did not allocate; ignored\n",
+    std::fprintf(stderr,
+                 "flambeau-alloc: %s allocator asked to free %p, which it did not allocate; ignored\n",
                  name_.c_str(), ptr);
 }
 
@@ -289,8 +295,10 @@ void CachingAllocator::merge_into(Block* dst, Block* src) {
   if (src == dst->prev) {
     dst->ptr = src->ptr;
     dst->prev = src->prev;
-    if (dst->prev) dst->prev->next = dst;
-    else dst->segment->head = dst;
+    if (dst->prev)
+      dst->prev->next = dst;
+    else
+      dst->segment->head = dst;
   } else {
     dst->next = src->next;
     if (dst->next) dst->next->prev = dst;
@@ -331,17 +339,17 @@ MemoryStats CachingAllocator::stats() const {
 
 void CachingAllocator::reset_peak_stats() {
   std::lock_guard lock(mutex_);
-  for (StatArray* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-                       &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                       &stats_.inactive_split_bytes, &stats_.requested_bytes})
+  for (StatArray* s :
+       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split, &stats_.allocated_bytes,
+        &stats_.reserved_bytes, &stats_.active_bytes, &stats_.inactive_split_bytes, &stats_.requested_bytes})
     for (Stat& st : *s) st.peak = st.current;
 }
 
 void CachingAllocator::reset_accumulated_stats() {
   std::lock_guard lock(mutex_);
-  for (StatArray* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-                       &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                       &stats_.inactive_split_bytes, &stats_.requested_bytes})
+  for (StatArray* s :
+       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split, &stats_.allocated_bytes,
+        &stats_.reserved_bytes, &stats_.active_bytes, &stats_.inactive_split_bytes, &stats_.requested_bytes})
     for (Stat& st : *s) st.allocated = st.freed = 0;
   stats_.num_alloc_retries = stats_.num_ooms = stats_.num_device_alloc = stats_.num_device_free = 0;
 }
@@ -398,8 +406,8 @@ std::string CachingAllocator::summary() const {
                 ("flambeau-alloc memory summary: '" + name_ + "' allocator on " + backend_->name()).c_str());
   out += line;
   out += thin;
-  std::snprintf(line, sizeof line, "| %-25s | %10s | %10s | %10s | %10s |\n", "Metric", "Cur Usage", "Peak Usage",
-                "Tot Alloc", "Tot Freed");
+  std::snprintf(line, sizeof line, "| %-25s | %10s | %10s | %10s | %10s |\n", "Metric", "Cur Usage",
+                "Peak Usage", "Tot Alloc", "Tot Freed");
   out += line;
   out += rule;
   group("Allocated memory", s.allocated_bytes, true);

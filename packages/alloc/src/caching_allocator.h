@@ -25,7 +25,7 @@ inline constexpr size_t kSmallSize = size_t{1} << 20;     // requests up to 1 Mi
 inline constexpr size_t kSmallBuffer = size_t{2} << 20;   // segment size of the small pool
 inline constexpr size_t kLargeBuffer = size_t{20} << 20;  // segment for large requests under kMinLargeAlloc
 inline constexpr size_t kMinLargeAlloc = size_t{10} << 20;
-inline constexpr size_t kRoundLarge = size_t{2} << 20;    // segments of big requests round to this
+inline constexpr size_t kRoundLarge = size_t{2} << 20;  // segments of big requests round to this
 
 /// One statistic, as in PyTorch's memory_stats(): the current value, its peak
 /// since the last reset, and the running totals of increases and decreases.
@@ -36,8 +36,10 @@ struct Stat {
   int64_t freed = 0;
   void update(int64_t delta) {
     current += delta;
-    if (delta > 0) allocated += delta;
-    else freed -= delta;
+    if (delta > 0)
+      allocated += delta;
+    else
+      freed -= delta;
     if (current > peak) peak = current;
   }
 };
@@ -47,19 +49,19 @@ enum StatType : int { kAggregate = 0, kSmallPool = 1, kLargePool = 2, kNumStatTy
 using StatArray = std::array<Stat, kNumStatTypes>;
 
 struct MemoryStats {
-  StatArray allocation;            // number of allocated blocks
-  StatArray segment;               // number of segments from the backend
-  StatArray active;                // blocks in use (on CPU: == allocation; CUDA adds pending frees)
-  StatArray inactive_split;        // free blocks inside a partly used segment (not releasable)
-  StatArray allocated_bytes;       // sum of allocated block sizes (rounded)
-  StatArray reserved_bytes;        // sum of segment sizes
+  StatArray allocation;       // number of allocated blocks
+  StatArray segment;          // number of segments from the backend
+  StatArray active;           // blocks in use (on CPU: == allocation; CUDA adds pending frees)
+  StatArray inactive_split;   // free blocks inside a partly used segment (not releasable)
+  StatArray allocated_bytes;  // sum of allocated block sizes (rounded)
+  StatArray reserved_bytes;   // sum of segment sizes
   StatArray active_bytes;
   StatArray inactive_split_bytes;
-  StatArray requested_bytes;       // sum of the sizes callers asked for (before rounding)
-  int64_t num_alloc_retries = 0;   // backend failures retried after releasing the cache
-  int64_t num_ooms = 0;            // allocations that failed even after the retry
-  int64_t num_device_alloc = 0;    // segments taken from the backend (PyTorch's name; "device" = backend)
-  int64_t num_device_free = 0;     // segments returned to the backend
+  StatArray requested_bytes;      // sum of the sizes callers asked for (before rounding)
+  int64_t num_alloc_retries = 0;  // backend failures retried after releasing the cache
+  int64_t num_ooms = 0;           // allocations that failed even after the retry
+  int64_t num_device_alloc = 0;   // segments taken from the backend (PyTorch's name; "device" = backend)
+  int64_t num_device_free = 0;    // segments returned to the backend
 };
 
 struct BlockInfo {
@@ -74,7 +76,7 @@ struct SegmentInfo {
   size_t total_size;
   size_t allocated_size;
   size_t requested_size;
-  bool is_small;  // from the small pool
+  bool is_small;                  // from the small pool
   std::vector<BlockInfo> blocks;  // in address order, covering the segment
 };
 

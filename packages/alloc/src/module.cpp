@@ -86,7 +86,8 @@ std::optional<size_t> checked_limit(std::optional<int64_t> limit, const char* op
 // (benchmarks only). With touch_pages, one byte per 4 KiB page is written
 // before the free, as a fresh op output would be: that is where the page
 // faults of a new mapping show.
-double bench_alloc_free(const flambeau::AllocatorPtr& a, int64_t nbytes, int64_t iterations, bool touch_pages) {
+double bench_alloc_free(const flambeau::AllocatorPtr& a, int64_t nbytes, int64_t iterations,
+                        bool touch_pages) {
   FB_CHECK_VALUE(nbytes > 0 && iterations > 0, "[_bench_alloc_free] nbytes and iterations must be > 0, got ",
                  nbytes, " and ", iterations);
   py::gil_scoped_release release;
@@ -145,7 +146,8 @@ Args:
 Example:
     >>> import flambeau_core, flambeau_alloc
     >>> a = flambeau_alloc.CachingAllocator()
-    >>> previous = flambeau_core.set_allocator(a)  # returns the new current allocator
+    >>> flambeau_core.set_allocator(a) is a
+    True
     >>> t = flambeau_core.empty(1000)
     >>> a.memory_allocated()
     4096
@@ -159,8 +161,9 @@ Example:
            }),
            py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching",
            py::arg("backend") = "cpu")
-      .def_property_readonly("backend", [](const CachingAllocator& a) { return a.backend().name(); },
-                             "Name of the raw backend segments come from (\"cpu pages\").")
+      .def_property_readonly(
+          "backend", [](const CachingAllocator& a) { return a.backend().name(); },
+          "Name of the raw backend segments come from (\"cpu pages\").")
       .def_property(
           "memory_limit", [](const CachingAllocator& a) { return a.memory_limit(); },
           [](CachingAllocator& a, std::optional<int64_t> limit) {
@@ -171,26 +174,40 @@ Example:
            "Statistics as a flat dict with torch.cuda.memory_stats() keys, e.g. "
            "'allocated_bytes.all.current', 'reserved_bytes.large_pool.peak', 'num_device_alloc' (segments "
            "taken from the raw backend), 'num_device_free', 'num_alloc_retries', 'num_ooms'.")
-      .def("memory_allocated",
-           [](const CachingAllocator& a) { return a.stats().allocated_bytes[flambeau::alloc::kAggregate].current; },
-           "Bytes in allocated blocks (rounded sizes).")
-      .def("max_memory_allocated",
-           [](const CachingAllocator& a) { return a.stats().allocated_bytes[flambeau::alloc::kAggregate].peak; },
-           "Peak of memory_allocated() since the last reset_peak_memory_stats().")
-      .def("memory_reserved",
-           [](const CachingAllocator& a) { return a.stats().reserved_bytes[flambeau::alloc::kAggregate].current; },
-           "Bytes in segments held from the backend (allocated + cached).")
-      .def("max_memory_reserved",
-           [](const CachingAllocator& a) { return a.stats().reserved_bytes[flambeau::alloc::kAggregate].peak; },
-           "Peak of memory_reserved() since the last reset_peak_memory_stats().")
+      .def(
+          "memory_allocated",
+          [](const CachingAllocator& a) {
+            return a.stats().allocated_bytes[flambeau::alloc::kAggregate].current;
+          },
+          "Bytes in allocated blocks (rounded sizes).")
+      .def(
+          "max_memory_allocated",
+          [](const CachingAllocator& a) {
+            return a.stats().allocated_bytes[flambeau::alloc::kAggregate].peak;
+          },
+          "Peak of memory_allocated() since the last reset_peak_memory_stats().")
+      .def(
+          "memory_reserved",
+          [](const CachingAllocator& a) {
+            return a.stats().reserved_bytes[flambeau::alloc::kAggregate].current;
+          },
+          "Bytes in segments held from the backend (allocated + cached).")
+      .def(
+          "max_memory_reserved",
+          [](const CachingAllocator& a) {
+            return a.stats().reserved_bytes[flambeau::alloc::kAggregate].peak;
+          },
+          "Peak of memory_reserved() since the last reset_peak_memory_stats().")
       .def("empty_cache", &CachingAllocator::empty_cache, py::call_guard<py::gil_scoped_release>(),
            "Returns every wholly free segment to the backend. Tensors alive keep their memory.")
-      .def("reset_peak_memory_stats", &CachingAllocator::reset_peak_stats, "Sets every peak to its current value.")
+      .def("reset_peak_memory_stats", &CachingAllocator::reset_peak_stats,
+           "Sets every peak to its current value.")
       .def("reset_accumulated_memory_stats", &CachingAllocator::reset_accumulated_stats,
            "Sets the running totals (allocated/freed, raw allocs/frees, retries, OOMs) to zero.")
       .def("memory_snapshot", &snapshot_list,
            "Segments in address order, each a dict (address, total_size, allocated_size, requested_size, "
-           "segment_type 'small'/'large', blocks); each block a dict (address, size, requested_size, allocated, "
+           "segment_type 'small'/'large', blocks); each block a dict (address, size, requested_size, "
+           "allocated, "
            "state 'active_allocated'/'inactive'). Blocks cover their segment without gaps.")
       .def("memory_summary", &CachingAllocator::summary, "A human-readable table of memory_stats().")
       .def("__repr__",
@@ -225,8 +242,8 @@ Example:
 
   m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
         "The process-wide CachingAllocator that enable() installs.");
-  m.def("_bench_alloc_free", &bench_alloc_free, py::arg("allocator"), py::arg("nbytes"), py::arg("iterations"),
-        py::arg("touch_pages") = false);
+  m.def("_bench_alloc_free", &bench_alloc_free, py::arg("allocator"), py::arg("nbytes"),
+        py::arg("iterations"), py::arg("touch_pages") = false);
   m.def("_round_size", &CachingAllocator::round_size, py::arg("nbytes"));
   m.def("_segment_size", &CachingAllocator::segment_size, py::arg("block_size"));
 }

@@ -1,7 +1,6 @@
+import flambeau_alloc
 import flambeau_core
 import pytest
-
-import flambeau_alloc
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -47,7 +46,7 @@ def check_snapshot_invariants(a):
                 assert b["state"] == "inactive" and b["requested_size"] == 0
         assert cursor == previous_end
         # Coalescing: two free blocks are never neighbours.
-        for left, right in zip(seg["blocks"], seg["blocks"][1:]):
+        for left, right in zip(seg["blocks"], seg["blocks"][1:], strict=False):
             assert left["allocated"] or right["allocated"], "adjacent free blocks were not merged"
     assert stats["allocated_bytes.all.current"] == allocated
     assert stats["reserved_bytes.all.current"] == reserved

@@ -1,16 +1,24 @@
 """Rounding, pools, best fit, splitting and coalescing (Note [Caching allocator pools])."""
 
+import flambeau_alloc
 import pytest
 from conftest import KiB, MiB, check_snapshot_invariants
-
-import flambeau_alloc
 from flambeau_alloc import _C
 
 
 @pytest.mark.parametrize(
     ("nbytes", "expected"),
-    [(0, 512), (1, 512), (511, 512), (512, 512), (513, 1024), (1000, 1024), (MiB, MiB), (MiB + 1, MiB + 512),
-     (64 * MiB, 64 * MiB)],
+    [
+        (0, 512),
+        (1, 512),
+        (511, 512),
+        (512, 512),
+        (513, 1024),
+        (1000, 1024),
+        (MiB, MiB),
+        (MiB + 1, MiB + 512),
+        (64 * MiB, 64 * MiB),
+    ],
 )
 def test_round_size(nbytes, expected):
     assert _C._round_size(nbytes) == expected
@@ -18,8 +26,16 @@ def test_round_size(nbytes, expected):
 
 @pytest.mark.parametrize(
     ("block", "segment"),
-    [(512, 2 * MiB), (MiB, 2 * MiB), (MiB + 512, 20 * MiB), (10 * MiB - 512, 20 * MiB), (10 * MiB, 10 * MiB),
-     (10 * MiB + 512, 12 * MiB), (64 * MiB, 64 * MiB), (65 * MiB, 66 * MiB)],
+    [
+        (512, 2 * MiB),
+        (MiB, 2 * MiB),
+        (MiB + 512, 20 * MiB),
+        (10 * MiB - 512, 20 * MiB),
+        (10 * MiB, 10 * MiB),
+        (10 * MiB + 512, 12 * MiB),
+        (64 * MiB, 64 * MiB),
+        (65 * MiB, 66 * MiB),
+    ],
 )
 def test_segment_size(block, segment):
     assert _C._segment_size(block) == segment

@@ -3,11 +3,10 @@
 import ctypes
 import random
 
+import flambeau_alloc
 from conftest import MiB, check_snapshot_invariants
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import flambeau_alloc
 
 sizes = st.one_of(
     st.integers(0, 4096),  # small pool, many size classes
@@ -49,7 +48,8 @@ def test_random_sequences_keep_the_invariants(sequence):
         assert stats["requested_bytes.all.current"] == sum(live.values())
         assert stats["allocation.all.current"] == len(live)
         for key in ("allocated_bytes", "reserved_bytes", "segment", "allocation"):
-            assert stats[f"{key}.all.current"] == stats[f"{key}.small_pool.current"] + stats[f"{key}.large_pool.current"]
+            pools = stats[f"{key}.small_pool.current"] + stats[f"{key}.large_pool.current"]
+            assert stats[f"{key}.all.current"] == pools
             assert stats[f"{key}.all.current"] <= stats[f"{key}.all.peak"]
     for p in list(live):
         a._free(p)

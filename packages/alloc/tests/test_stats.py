@@ -1,18 +1,30 @@
 """memory_stats(), peaks, summary, snapshot and out-of-memory handling."""
 
+import flambeau_alloc
 import pytest
 from conftest import KiB, MiB, check_snapshot_invariants
 
-import flambeau_alloc
-
-STATS = ["active", "active_bytes", "allocated_bytes", "allocation", "inactive_split", "inactive_split_bytes",
-         "requested_bytes", "reserved_bytes", "segment"]
+STATS = [
+    "active",
+    "active_bytes",
+    "allocated_bytes",
+    "allocation",
+    "inactive_split",
+    "inactive_split_bytes",
+    "requested_bytes",
+    "reserved_bytes",
+    "segment",
+]
 
 
 def test_memory_stats_keys_follow_pytorch(allocator):
     stats = allocator.memory_stats()
-    expected = {f"{s}.{p}.{m}" for s in STATS for p in ("all", "small_pool", "large_pool")
-                for m in ("current", "peak", "allocated", "freed")}
+    expected = {
+        f"{s}.{p}.{m}"
+        for s in STATS
+        for p in ("all", "small_pool", "large_pool")
+        for m in ("current", "peak", "allocated", "freed")
+    }
     expected |= {"num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free"}
     assert set(stats) == expected
     assert all(v == 0 for v in stats.values())

@@ -5,11 +5,10 @@ import subprocess
 import sys
 import threading
 
+import flambeau_alloc
 import flambeau_core
 import pytest
 from conftest import MiB, check_snapshot_invariants
-
-import flambeau_alloc
 
 pytestmark = pytest.mark.usefixtures("restore_current_allocator")
 
@@ -125,8 +124,9 @@ def test_module_functions_act_on_the_default_instance():
     assert flambeau_alloc.memory_reserved() >= 12 * MiB
     assert flambeau_alloc.max_memory_reserved() >= flambeau_alloc.memory_reserved()
     assert flambeau_alloc.memory_stats() == default.memory_stats()
-    assert any(b["address"] == x.data_ptr() and b["allocated"]
-               for s in flambeau_alloc.memory_snapshot() for b in s["blocks"])
+    assert any(
+        b["address"] == x.data_ptr() and b["allocated"] for s in flambeau_alloc.memory_snapshot() for b in s["blocks"]
+    )
     assert "'caching' allocator on cpu pages" in flambeau_alloc.memory_summary()
     del x
     flambeau_alloc.reset_peak_memory_stats()

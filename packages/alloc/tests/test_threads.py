@@ -7,9 +7,8 @@ import signal
 import threading
 import time
 
-from conftest import check_snapshot_invariants
-
 import flambeau_alloc
+from conftest import check_snapshot_invariants
 
 
 def test_concurrent_alloc_and_free_on_one_allocator():
