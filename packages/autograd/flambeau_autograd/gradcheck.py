@@ -50,29 +50,27 @@ def _outputs(fn: Callable, inputs: Sequence[Any]) -> tuple:
 
 def _numerical_jacobian(fn: Callable, inputs: tuple, eps: float) -> list[list[list[list[float]]]]:
     """jac[i][o][k][j] = d out_o[k] / d in_i[j] by central differences."""
-    from flambeau_autograd.grad_mode import no_grad
-
+    # Not under no_grad: fn may itself differentiate (gradgradcheck's vjp).
     jac = []
-    with no_grad():
-        base = [_flat(x.detach()) if isinstance(x, flambeau_core.Tensor) else None for x in inputs]
-        n_out = [len(_flat(o)) for o in _outputs(fn, inputs)]
-        for i, x in enumerate(inputs):
-            if not (isinstance(x, flambeau_core.Tensor) and x.requires_grad):
-                jac.append(None)
-                continue
-            per_out = [[[0.0] * len(base[i]) for _ in range(n)] for n in n_out]
-            for j in range(len(base[i])):
-                vals = []
-                for sign in (1.0, -1.0):
-                    pert = list(base[i])
-                    pert[j] += sign * eps
-                    args = list(inputs)
-                    args[i] = _from_flat(pert, x)
-                    vals.append([_flat(o) for o in _outputs(fn, args)])
-                for o in range(len(n_out)):
-                    for k in range(n_out[o]):
-                        per_out[o][k][j] = (vals[0][o][k] - vals[1][o][k]) / (2 * eps)
-            jac.append(per_out)
+    base = [_flat(x.detach()) if isinstance(x, flambeau_core.Tensor) else None for x in inputs]
+    n_out = [len(_flat(o)) for o in _outputs(fn, inputs)]
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, flambeau_core.Tensor) and x.requires_grad):
+            jac.append(None)
+            continue
+        per_out = [[[0.0] * len(base[i]) for _ in range(n)] for n in n_out]
+        for j in range(len(base[i])):
+            vals = []
+            for sign in (1.0, -1.0):
+                pert = list(base[i])
+                pert[j] += sign * eps
+                args = list(inputs)
+                args[i] = _from_flat(pert, x).requires_grad_()
+                vals.append([_flat(o) for o in _outputs(fn, args)])
+            for o in range(len(n_out)):
+                for k in range(n_out[o]):
+                    per_out[o][k][j] = (vals[0][o][k] - vals[1][o][k]) / (2 * eps)
+        jac.append(per_out)
     return jac
 
 

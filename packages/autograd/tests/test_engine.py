@@ -1,0 +1,291 @@
+"""The engine: accumulation, retain_graph, create_graph, inputs=, hooks, errors."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import flambeau_core as fc
+import flambeau_autograd as ag
+
+from conftest import fb_tensor, to_np, torch
+
+
+def test_accumulates_into_leaves_over_two_backward_calls():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    g1 = x.grad
+    (x * 3.0).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0]
+    # like PyTorch, the second backward accumulates in place into the same tensor
+    assert x.grad is g1
+    x.grad = None
+    (x * 3.0).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_grad_is_not_an_alias_of_the_incoming_gradient():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    g = fb_tensor([1.0, 1.0])
+    (x * 1.0).backward(g)
+    x.grad.add_(fb_tensor([10.0, 10.0]))
+    assert g.tolist() == [1.0, 1.0]
+
+
+def test_leaf_used_twice_sums_gradients():
+    x = fb_tensor([3.0], requires_grad=True)
+    y = x * x + x.exp() + x
+    y.sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), [6.0 + np.exp(3.0) + 1.0])
+
+
+def test_retain_graph_error_and_retained_second_backward():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match=r"Trying to backward through the graph a second time.*retain_graph=True"):
+        y.backward()
+    x.grad = None
+    z = (x.exp()).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    np.testing.assert_allclose(to_np(x.grad), 2 * np.exp([1.0, 2.0]))
+
+
+def test_create_graph_second_derivative_matches_torch():
+    vals = [0.3, -1.2, 2.0]
+    x = fb_tensor(vals, requires_grad=True)
+    tx = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+    for fn in (
+        lambda t: (t * t * t).sum(),
+        lambda t: t.tanh().sum(),
+        lambda t: (t.sigmoid() * t.exp()).sum(),
+        lambda t: t.log_softmax(0).max(),
+    ):
+        (g,) = ag.grad(fn(x), x, create_graph=True)
+        (tg,) = torch.autograd.grad(fn(tx), tx, create_graph=True)
+        np.testing.assert_allclose(to_np(g), tg.detach().numpy(), rtol=1e-10)
+        assert g.requires_grad
+        (gg,) = ag.grad(g.sum(), x)
+        (tgg,) = torch.autograd.grad(tg.sum(), tx)
+        np.testing.assert_allclose(to_np(gg), tgg.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_backward_create_graph_leaves_grad_with_history():
+    x = fb_tensor([2.0], requires_grad=True)
+    (x * x * x).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    (gg,) = ag.grad(x.grad.sum(), x)
+    assert gg.tolist() == [12.0]
+
+
+def test_gradgradcheck():
+    x = fb_tensor([0.5, 1.5, -0.3], requires_grad=True)
+    w = fb_tensor([[0.2, -0.1], [0.4, 0.3], [1.0, -2.0]], requires_grad=True)
+    assert ag.gradgradcheck(lambda a, b: (a.unsqueeze(0).matmul(b)).tanh(), (x, w))
+    assert ag.gradgradcheck(lambda a: (a * a).log_softmax(0), (x,))
+
+
+def test_gradcheck_detects_a_wrong_gradient():
+    class Wrong(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3.0
+
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ag.GradcheckError, match="mismatch"):
+        ag.gradcheck(Wrong.apply, (x,))
+    assert ag.gradcheck(Wrong.apply, (x,), raise_exception=False) is False
+
+
+def test_grad_with_inputs_does_not_touch_dot_grad():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    w = fb_tensor([3.0, 4.0], requires_grad=True)
+    (gx,) = ag.grad((x * w).sum(), [x])
+    assert gx.tolist() == [3.0, 4.0]
+    assert x.grad is None and w.grad is None
+
+
+def test_grad_of_intermediate_and_multiple_outputs():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2.0
+    y1, y2 = (h * h).sum(), h.exp().sum()
+    gh, gx = ag.grad([y1, y2], [h, x], retain_graph=True)
+    np.testing.assert_allclose(to_np(gh), 2 * to_np(h) + np.exp(to_np(h)))
+    np.testing.assert_allclose(to_np(gx), 2 * to_np(gh))
+
+
+def test_allow_unused():
+    x = fb_tensor([1.0], requires_grad=True)
+    z = fb_tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        ag.grad((x * 2.0).sum(), [x, z], retain_graph=True)
+    gx, gz = ag.grad((x * 2.0).sum(), [x, z], allow_unused=True)
+    assert gx.tolist() == [2.0] and gz is None
+    gx, gz = ag.grad((x * 2.0).sum(), [x, z], materialize_grads=True)
+    assert gz.tolist() == [0.0]
+
+
+def test_grad_input_that_does_not_require_grad():
+    x = fb_tensor([1.0], requires_grad=True)
+    c = fb_tensor([1.0])
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        ag.grad((x * c).sum(), [c])
+
+
+def test_backward_inputs_restricts_accumulation():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    w = fb_tensor([3.0, 4.0], requires_grad=True)
+    (x * w).sum().backward(inputs=[w])
+    assert x.grad is None and w.grad.tolist() == [1.0, 2.0]
+
+
+def test_non_scalar_backward_needs_a_gradient():
+    x = fb_tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"grad can be implicitly created only for scalar outputs.*\(3,\)"):
+        (x * 2.0).backward()
+    (x * 2.0).backward(fb_tensor([1.0, 0.0, 2.0]))
+    assert x.grad.tolist() == [2.0, 0.0, 4.0]
+    with pytest.raises(RuntimeError, match="shape"):
+        (x * 2.0).backward(fb_tensor([1.0, 0.0]))
+
+
+def test_backward_on_tensor_without_grad():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        fb_tensor([1.0]).sum().backward()
+
+
+def test_version_counter_error_names_op_and_versions():
+    a = fb_tensor([1.0, 2.0], requires_grad=True)
+    b = a * 1.0
+    c = b * b
+    b.mul_(2.0)  # b was saved by c's MulBackward0
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[MulBackward0\] saved version 0, now at version 1"):
+        c.sum().backward()
+
+
+def test_version_counter_error_for_saved_output():
+    a = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = a.exp()
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"\[ExpBackward0\] saved version 0, now at version 1"):
+        y.sum().backward()
+
+
+def test_inplace_on_leaf_requiring_grad():
+    a = fb_tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        a.add_(1.0)
+    with ag.no_grad():
+        a.add_(1.0)  # allowed: optimizer updates
+    assert a.tolist() == [2.0, 3.0] and a.is_leaf
+
+
+def test_inplace_on_view_not_supported_yet():
+    a = fb_tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    v = (a * 1.0)[0]
+    with pytest.raises(NotImplementedError, match="view"):
+        v.mul_(2.0)
+
+
+def test_requires_grad_on_non_leaf_and_int():
+    a = fb_tensor([1.0], requires_grad=True)
+    b = a * 2.0
+    with pytest.raises(RuntimeError, match="leaf"):
+        b.requires_grad = False
+    with pytest.raises(TypeError, match="only floating point tensors can require gradients.*int64"):
+        fc.tensor([1, 2]).requires_grad_()
+    with pytest.raises(TypeError, match="int64"):
+        fc.tensor([1, 2], requires_grad=True)
+
+
+def test_grad_setter_validates():
+    a = fb_tensor([1.0, 2.0], requires_grad=True)
+    a.grad = fb_tensor([5.0, 6.0])
+    assert a.grad.tolist() == [5.0, 6.0]
+    with pytest.raises(RuntimeError, match="shape"):
+        a.grad = fb_tensor([1.0])
+    with pytest.raises(TypeError, match="dtype"):
+        a.grad = fc.tensor([1.0, 2.0], dtype=fc.float32)
+    a.grad = None
+    assert a.grad is None
+
+
+def test_grad_fn_graph_structure():
+    a = fb_tensor([1.0], requires_grad=True)
+    b = fb_tensor([2.0])
+    y = (a * b).exp()
+    assert y.grad_fn.name() == "ExpBackward0"
+    ((mul, nr),) = y.grad_fn.next_functions
+    assert mul.name() == "MulBackward0" and nr == 0
+    acc, none = mul.next_functions
+    assert acc[0].name() == "AccumulateGrad" and acc[0].variable is a
+    assert none == (None, 0)
+    assert a.is_leaf and not y.is_leaf and a.grad_fn is None
+
+
+def test_retain_grad_and_hooks():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3.0
+    h.retain_grad()
+    seen = []
+    h.register_hook(lambda g: seen.append(g.tolist()))
+    handle = x.register_hook(lambda g: g * 10.0)
+    (h * h).sum().backward()
+    assert h.grad.tolist() == [6.0, 12.0]
+    assert seen == [[6.0, 12.0]]
+    assert x.grad.tolist() == [180.0, 360.0]
+    handle.remove()
+    x.grad = None
+    (x * 1.0).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="doesn't require"):
+        fb_tensor([1.0]).register_hook(lambda g: g)
+
+
+def test_detach():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf
+    d.add_(1.0)  # shares memory with y, bumps the shared version counter
+    assert y.tolist() == [3.0, 5.0]
+    z = x * 2.0
+    z.detach_()
+    assert not z.requires_grad and z.grad_fn is None
+
+
+def test_engine_order_is_by_sequence_number():
+    x = fb_tensor([1.0], requires_grad=True)
+    order = []
+    a = x * 2.0
+    b = x * 3.0
+    a.register_hook(lambda g: order.append("a"))
+    b.register_hook(lambda g: order.append("b"))
+    (a + b).sum().backward()
+    assert order == ["b", "a"]  # created later, runs first
+
+
+def test_graph_is_freed_with_its_output():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).exp()
+    ref = weakref.ref(y.grad_fn)
+    del y
+    gc.collect()
+    assert ref() is None
+
+
+def test_deep_graph_does_not_overflow():
+    x = fb_tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(3000):
+        y = y * 1.5 if _ % 2 else y / 1.5
+    y.sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), [1.0])
