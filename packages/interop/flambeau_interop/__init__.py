@@ -16,10 +16,18 @@ Example:
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError as _PNF
+from importlib.metadata import version as _version
+
 import flambeau_core  # noqa: F401  (loads libflambeau_core.so and registers Tensor first)
 
 from flambeau_interop import _C  # noqa: F401
 from flambeau_interop._C import from_dlpack, from_numpy
+
+try:
+    __version__ = _version("flambeau-interop")
+except _PNF:  # running from a source tree
+    __version__ = "0+unknown"
 
 __all__ = ["from_dlpack", "from_numpy", "torch_bridge"]
 

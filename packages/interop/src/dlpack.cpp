@@ -274,6 +274,10 @@ Tensor import_managed(PyObject* capsule) {
                    "); flambeau tensors don't support negative strides: pass a copy");
   }
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  // As in from_numpy: misaligned elements could fault in vectorized kernels.
+  FB_CHECK_VALUE(reinterpret_cast<uintptr_t>(data) % itemsize(dtype) == 0 || empty,
+                 "[from_dlpack] the DLPack tensor's data is not aligned to its ", itemsize(dtype),
+                 "-byte elements; pass a copy");
   const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
 
   // Note [DLPack lifetimes]: the storage calls the producer's deleter once. A

@@ -127,6 +127,11 @@ Tensor from_numpy(py::handle obj) {
     strides[d] = bs / isz;
   }
 
+  // Kernels (and the compiler's vectorized loops) assume elements at
+  // multiples of their size; misaligned memory could fault, so it is refused.
+  FB_CHECK_VALUE(reinterpret_cast<uintptr_t>(PyArray_DATA(arr)) % isz == 0 || empty,
+                 "[from_numpy] the array's data is not aligned to its ", isz,
+                 "-byte elements; pass a copy (arr.copy())");
   if (!PyArray_ISWRITEABLE(arr)) {
     // As PyTorch: share the memory anyway, and say that writing is undefined.
     if (PyErr_WarnEx(PyExc_UserWarning,

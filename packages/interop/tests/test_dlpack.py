@@ -335,3 +335,11 @@ def test_exceptions_in_producers_propagate_and_leak_nothing():
             fi.from_dlpack(HandMadeCapsule(a, versioned=True, dtype=(kDLComplex, 128)).capsule)
     collect()
     assert sys.getrefcount(a) == before
+
+
+def test_from_dlpack_rejects_misaligned_data():
+    a = np.frombuffer(bytearray(17), dtype=np.float32, offset=1)
+    h = HandMadeCapsule(a, versioned=True)
+    with pytest.raises(ValueError, match=r"\[from_dlpack\] the DLPack tensor's data is not aligned to its 4-byte"):
+        fi.from_dlpack(h.capsule)
+    assert h.calls == 0 and capsule_name(h.capsule) == "dltensor_versioned"

@@ -297,3 +297,10 @@ def test_array_interface_describes_the_memory(fb_dtype, np_dtype):
 def test_protocol_methods_are_attached_to_core_tensor():
     for name in ("numpy", "__array__", "__array_interface__", "__dlpack__", "__dlpack_device__"):
         assert name in vars(fc.Tensor), name
+
+
+def test_from_numpy_rejects_misaligned_data():
+    a = np.frombuffer(bytearray(17), dtype=np.float32, offset=1)
+    assert not a.flags.aligned
+    with pytest.raises(ValueError, match=r"\[from_numpy\] the array's data is not aligned to its 4-byte elements"):
+        fi.from_numpy(a)
