@@ -343,3 +343,11 @@ def test_from_dlpack_rejects_misaligned_data():
     with pytest.raises(ValueError, match=r"\[from_dlpack\] the DLPack tensor's data is not aligned to its 4-byte"):
         fi.from_dlpack(h.capsule)
     assert h.calls == 0 and capsule_name(h.capsule) == "dltensor_versioned"
+
+
+def test_numpy_from_dlpack_of_scalars_and_empty():
+    for t in (fc.zeros(0, 3), fc.tensor(2.5), fc.zeros(3, 0, 2, dtype=fc.int64)):
+        a = np.from_dlpack(t)
+        assert a.shape == t.shape
+        np.testing.assert_array_equal(a, np.array(t.tolist()))
+    assert fi.from_dlpack(np.float64(3.0)).item() == 3.0  # NumPy scalars export as 0-d
