@@ -349,5 +349,5 @@ def test_numpy_from_dlpack_of_scalars_and_empty():
     for t in (fc.zeros(0, 3), fc.tensor(2.5), fc.zeros(3, 0, 2, dtype=fc.int64)):
         a = np.from_dlpack(t)
         assert a.shape == t.shape
-        np.testing.assert_array_equal(a, np.array(t.tolist()))
+        np.testing.assert_array_equal(a, np.array(t.tolist()).reshape(t.shape))
     assert fi.from_dlpack(np.float64(3.0)).item() == 3.0  # NumPy scalars export as 0-d
