@@ -350,4 +350,4 @@ def test_numpy_from_dlpack_of_scalars_and_empty():
         a = np.from_dlpack(t)
         assert a.shape == t.shape
         np.testing.assert_array_equal(a, np.array(t.tolist()).reshape(t.shape))
-    assert fi.from_dlpack(np.float64(3.0)).item() == 3.0  # NumPy scalars export as 0-d
+    assert fi.from_dlpack(np.array(3.0)).item() == 3.0  # a 0-d array
