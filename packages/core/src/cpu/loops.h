@@ -57,6 +57,83 @@ inline void binary_loop(char** d, const int64_t* s, int64_t n, const F& f) {
   }
 }
 
+// ---- float32 transcendental functions, branch-free so loops vectorize ----
+// Cephes' single-precision polynomials (about 1 ulp) with selects instead of
+// branches; special values (inf, NaN, 0, denormals) match the C library.
+
+inline float as_float(int32_t i) { return __builtin_bit_cast(float, i); }
+inline int32_t as_int(float f) { return __builtin_bit_cast(int32_t, f); }
+
+inline float exp_f32(float x) {
+  float c = x < -104.0f ? -104.0f : x;
+  c = c > 89.0f ? 89.0f : c;
+  // round(c / ln 2) with the 1.5 * 2^23 trick (no rounding instruction needed)
+  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  // 2^n as two factors, so results in the denormal range (n < -126) and
+  // overflow to inf (n = 128) come out right.
+  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  const float res = p * as_float((n1 + 127) << 23) * as_float((n2 + 127) << 23);
+  return x != x ? x : res;
+}
+
+inline float log_f32(float x) {
+  const bool denormal = x < 1.17549435e-38f;
+  const float xs = denormal ? x * 8388608.0f : x;  // 2^23
+  const int32_t bits = as_int(xs);
+  float e = static_cast<float>(((bits >> 23) & 0xff) - 126 - (denormal ? 23 : 0));
+  float m = as_float((bits & 0x007fffff) | 0x3f000000);  // mantissa in [0.5, 1)
+  const bool small = m < 0.707106781186547524f;
+  e = small ? e - 1.0f : e;
+  m = small ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y += -2.12194440e-4f * e;
+  y += -0.5f * z;
+  float res = m + y + 0.693359375f * e;
+  res = x == __builtin_inff() ? x : res;
+  res = x == 0.0f ? -__builtin_inff() : res;
+  return (x < 0.0f || x != x) ? __builtin_nanf("") : res;
+}
+
+inline float tanh_f32(float x) {
+  const float ax = x < 0 ? -x : x;
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = p * z * x + x;
+  const float large = __builtin_copysignf(1.0f - 2.0f / (exp_f32(ax + ax) + 1.0f), x);
+  return ax < 0.625f ? small : large;
+}
+
+// e / (1 + e) with e = exp(-|x|): no overflow, and tiny results for x << 0.
+inline float sigmoid_f32(float x) {
+  const float e = exp_f32(x < 0 ? x : -x);
+  const float q = 1.0f / (1.0f + e);
+  return x < 0 ? e * q : q;
+}
+
 // ---- elementwise functions (T = the compute dtype) ----
 
 template <class T> inline T max_propagate_nan(T a, T b) { return (a > b || a != a) ? a : b; }
@@ -110,16 +187,25 @@ template <class T> void sqrt_loop(char** d, const int64_t* s, int64_t n, double)
   unary_loop<T, T>(d, s, n, [](T a) { return std::sqrt(a); });
 }
 template <class T> void exp_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return std::exp(a); });
+  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return exp_f32(a); });
+  else unary_loop<T, T>(d, s, n, [](T a) { return std::exp(a); });
 }
 template <class T> void log_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return std::log(a); });
+  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return log_f32(a); });
+  else unary_loop<T, T>(d, s, n, [](T a) { return std::log(a); });
 }
 template <class T> void tanh_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return std::tanh(a); });
+  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return tanh_f32(a); });
+  else unary_loop<T, T>(d, s, n, [](T a) { return std::tanh(a); });
 }
 template <class T> void sigmoid_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return T(1) / (T(1) + std::exp(-a)); });
+  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return sigmoid_f32(a); });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) {
+      const T e = std::exp(a < 0 ? a : -a);
+      const T q = T(1) / (T(1) + e);
+      return a < 0 ? e * q : q;
+    });
 }
 
 // ---- reductions ----
