@@ -32,11 +32,6 @@ void decref_with_gil(PyObject* obj);
 /// (0 for an empty tensor). Strides must be non-negative.
 int64_t span_elements(IntArrayRef sizes, IntArrayRef strides);
 
-/// A flambeau Tensor viewing `nbytes` of external memory at `data` with the
-/// given layout. `deleter(data)` runs when the storage dies.
-Tensor wrap_external(void* data, ScalarType dtype, Shape sizes, Shape strides,
-                     std::function<void(void*)> deleter);
-
 /// Python truth of obj (raises what bool(obj) raises).
 inline bool is_true(py::handle obj) {
   const int r = PyObject_IsTrue(obj.ptr());

@@ -46,14 +46,6 @@ int64_t span_elements(IntArrayRef sizes, IntArrayRef strides) {
   return last + 1;
 }
 
-Tensor wrap_external(void* data, ScalarType dtype, Shape sizes, Shape strides,
-                     std::function<void(void*)> deleter) {
-  const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
-  Storage storage = StorageImpl::from_external(data, nbytes, Device(DeviceType::CPU), std::move(deleter));
-  return Tensor(
-      std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
-}
-
 std::string type_name(py::handle obj) {
   py::handle type = reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()));
   std::string mod = py::str(type.attr("__module__"));

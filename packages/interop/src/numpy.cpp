@@ -142,16 +142,20 @@ Tensor from_numpy(py::handle obj) {
       throw py::error_already_set();
   }
 
-  // Note [NumPy lifetimes]
+  // Note [NumPy lifetimes]. Once the storage exists, it owns the reference.
   PyObject* owner = obj.ptr();
   Py_INCREF(owner);
+  Storage storage;
   try {
-    return wrap_external(PyArray_DATA(arr), dtype, std::move(sizes), std::move(strides),
-                         [owner](void*) { decref_with_gil(owner); });
+    const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
+    storage = StorageImpl::from_external(PyArray_DATA(arr), nbytes, Device(DeviceType::CPU),
+                                         [owner](void*) { decref_with_gil(owner); });
   } catch (...) {
     Py_DECREF(owner);
     throw;
   }
+  return Tensor(
+      std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
 }
 
 void check_exportable(const Tensor& t, bool force, const char* op) {
