@@ -26,6 +26,7 @@ import flambeau_core  # loads libflambeau_core.so and registers Tensor before ou
 
 from flambeau_autograd import _C  # registers autograd into core
 from flambeau_autograd._C import Node, RemovableHandle
+from flambeau_autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from flambeau_autograd.function import Function, FunctionCtx
 from flambeau_autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from flambeau_autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -45,6 +46,9 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
 ]
 
 try:

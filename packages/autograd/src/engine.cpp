@@ -226,7 +226,23 @@ void accumulate_into(variable_list& buffer, uint32_t pos, Tensor&& g) {
     slot = op::add(slot, g, 1);
 }
 
+bool g_anomaly_mode = false;
+
+void check_anomaly(const Node& fn, const variable_list& out) {
+  AutoExcludeAutograd guard;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].defined() || !is_floating(out[i].dtype())) continue;
+    Tensor nan_count = op::sum(op::ne(out[i], out[i]), {}, false, ScalarType::Int64);
+    if (*nan_count.data<int64_t>() != 0)
+      throw RuntimeError(detail::cat_str("[detect_anomaly] Function '", fn.name(), "' returned nan values in its ",
+                                         i, "th output (", out[i].describe(), ")"));
+  }
+}
+
 }  // namespace
+
+bool anomaly_mode_enabled() { return g_anomaly_mode; }
+void set_anomaly_mode_enabled(bool enabled) { g_anomaly_mode = enabled; }
 
 variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, bool keep_graph,
                            bool create_graph, const std::vector<Edge>& inputs, bool accumulate) {
@@ -332,7 +348,18 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, 
     const bool any_defined = fn == root.get() || std::ranges::any_of(in, [](const Tensor& t) { return t.defined(); });
     variable_list out;
     if (any_defined) {
-      out = fn->apply(std::move(in));
+      if (fn->post_hooks().empty()) {
+        out = fn->apply(std::move(in));
+      } else {
+        variable_list received = in;
+        out = fn->apply(std::move(in));
+        for (auto& hook : fn->post_hooks()) {
+          if (hook->removed) continue;
+          variable_list r = (*hook)(out, received);
+          if (!r.empty()) out = std::move(r);
+        }
+      }
+      if (g_anomaly_mode) check_anomaly(*fn, out);
     }
     if (!keep_graph) fn->release_variables();
     const auto& edges = fn->next_edges();

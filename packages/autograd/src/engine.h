@@ -42,6 +42,16 @@ class FunctionPreHook {
   bool removed = false;
 };
 
+/// Called after a node ran: (gradients it produced for its forward inputs,
+/// gradients it received for its forward outputs). May return replacements
+/// for the produced gradients (empty: keep them).
+class FunctionPostHook {
+ public:
+  virtual ~FunctionPostHook() = default;
+  virtual variable_list operator()(const variable_list& grad_inputs, const variable_list& grad_outputs) = 0;
+  bool removed = false;
+};
+
 /// Process-wide counter giving every node its creation order (Note [Engine ordering]).
 uint64_t next_sequence_nr();
 
@@ -70,11 +80,13 @@ class Node : public std::enable_shared_from_this<Node> {
   bool needs(size_t i) const { return i < next_edges_.size() && next_edges_[i].valid(); }
 
   std::vector<std::pair<uint32_t, std::shared_ptr<FunctionPreHook>>>& pre_hooks() { return pre_hooks_; }
+  std::vector<std::shared_ptr<FunctionPostHook>>& post_hooks() { return post_hooks_; }
 
  protected:
   uint64_t sequence_nr_;
   std::vector<Edge> next_edges_;
   std::vector<std::pair<uint32_t, std::shared_ptr<FunctionPreHook>>> pre_hooks_;
+  std::vector<std::shared_ptr<FunctionPostHook>> post_hooks_;
 };
 
 // ---- per-tensor metadata (Note [Autograd slot] in core's autograd_meta.h) ----
@@ -167,6 +179,11 @@ class SavedVariable {
 [[noreturn]] void throw_backward_twice(const std::string& node_name);
 
 // ---- the engine ----
+
+/// Anomaly detection: when on, the engine checks every gradient a node
+/// produces for NaN and raises naming the node.
+bool anomaly_mode_enabled();
+void set_anomaly_mode_enabled(bool enabled);
 
 /// Runs backward from `roots` (edges of the outputs) seeded with `grads`.
 /// If `inputs` is non-empty, only the gradients flowing into those edges are

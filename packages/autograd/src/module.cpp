@@ -30,8 +30,12 @@ class RetainGradHook final : public FunctionPreHook {
 };
 
 struct HookHandle {
-  std::shared_ptr<FunctionPreHook> hook;
-  void remove() { hook->removed = true; }
+  std::shared_ptr<FunctionPreHook> pre;
+  std::shared_ptr<FunctionPostHook> post;
+  void remove() {
+    if (pre) pre->removed = true;
+    if (post) post->removed = true;
+  }
 };
 
 void check_grad_assignable(const Tensor& t, const Tensor& g) {
@@ -114,8 +118,16 @@ void init_node(py::module_& m) {
            [](Node& n, py::object fn) {
              auto hook = std::make_shared<PyTensorHook>(std::move(fn));
              n.pre_hooks().emplace_back(0, hook);
-             return HookHandle{hook};
-           })
+             return HookHandle{hook, nullptr};
+           },
+           "fn(grad) on the gradient of this node's first output before it runs; may return a new grad.")
+      .def("register_hook",
+           [](Node& n, py::object fn) {
+             auto hook = std::make_shared<PyNodePostHook>(std::move(fn));
+             n.post_hooks().push_back(hook);
+             return HookHandle{nullptr, hook};
+           },
+           "fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs.")
       .def("__repr__", [](const Node& n) { return "<" + n.name() + " object>"; })
       .def_property_readonly("variable", [](const Node& n) -> py::object {
         if (auto* acc = dynamic_cast<const AccumulateGrad*>(&n)) return py::cast(acc->variable);
@@ -165,7 +177,7 @@ void init_tensor_methods(py::module_& m) {
               m->grad_fn_->pre_hooks().emplace_back(m->output_nr_, hook);
             else
               m->leaf_hooks_.push_back(hook);
-            return HookHandle{hook};
+            return HookHandle{hook, nullptr};
           },
           py::arg("hook"), "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
       .def(
@@ -197,6 +209,8 @@ PYBIND11_MODULE(_C, m) {
   init_python_function(m);
   m.def("_run_backward", &run_backward_py, py::arg("outputs"), py::arg("grad_outputs"), py::arg("keep_graph"),
         py::arg("create_graph"), py::arg("inputs"), py::arg("allow_unused"), py::arg("accumulate"));
+  m.def("_set_anomaly_enabled", &set_anomaly_mode_enabled, py::arg("enabled"));
+  m.def("is_anomaly_enabled", &anomaly_mode_enabled);
   register_autograd_kernels();
   flambeau::set_autograd_meta_factory(&g_factory);
 }

@@ -30,6 +30,27 @@ Tensor PyTensorHook::operator()(const Tensor& grad) {
 }
 
 namespace {
+py::tuple to_py_tuple(const variable_list& ts) {
+  py::tuple t(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) t[i] = ts[i].defined() ? py::cast(ts[i]) : py::none();
+  return t;
+}
+}  // namespace
+
+variable_list PyNodePostHook::operator()(const variable_list& grad_inputs, const variable_list& grad_outputs) {
+  py::gil_scoped_acquire gil;
+  py::object r = fn_(to_py_tuple(grad_inputs), to_py_tuple(grad_outputs));
+  if (r.is_none()) return {};
+  py::tuple t = py::isinstance<py::tuple>(r) ? py::reinterpret_borrow<py::tuple>(r) : py::make_tuple(r);
+  FB_CHECK(t.size() == grad_inputs.size(), "[hook] a node hook must return ", grad_inputs.size(),
+           " gradients (or None), got ", t.size());
+  variable_list out(t.size());
+  for (size_t i = 0; i < t.size(); ++i)
+    if (!t[i].is_none()) out[i] = t[i].cast<Tensor>();
+  return out;
+}
+
+namespace {
 
 struct TensorMeta {
   Shape sizes;

@@ -24,6 +24,17 @@ class PyTensorHook final : public FunctionPreHook {
   py::object fn_;
 };
 
+/// A node hook (Node.register_hook): fn(grad_inputs, grad_outputs) -> new grad_inputs or None.
+class PyNodePostHook final : public FunctionPostHook {
+ public:
+  explicit PyNodePostHook(py::object fn) : fn_(std::move(fn)) {}
+  ~PyNodePostHook() override { release_py(fn_); }
+  variable_list operator()(const variable_list& grad_inputs, const variable_list& grad_outputs) override;
+
+ private:
+  py::object fn_;
+};
+
 void init_python_function(py::module_& m);
 
 }  // namespace flambeau::autograd

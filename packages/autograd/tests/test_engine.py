@@ -289,3 +289,31 @@ def test_deep_graph_does_not_overflow():
         y = y * 1.5 if _ % 2 else y / 1.5
     y.sum().backward()
     np.testing.assert_allclose(to_np(x.grad), [1.0])
+
+
+def test_node_hooks():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3.0
+    calls = []
+
+    def post(grad_inputs, grad_outputs):
+        calls.append((grad_inputs[0].tolist(), grad_outputs[0].tolist()))
+        return (grad_inputs[0] * 2.0, grad_inputs[1])
+
+    handle = y.grad_fn.register_hook(post)
+    y.grad_fn.register_prehook(lambda g: g + 1.0)
+    y.sum().backward()
+    assert calls == [([6.0, 6.0], [2.0, 2.0])]
+    assert x.grad.tolist() == [12.0, 12.0]
+    handle.remove()
+
+
+def test_detect_anomaly_names_the_node():
+    x = fb_tensor([0.0, 1.0], requires_grad=True)
+    with ag.detect_anomaly():
+        assert ag.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match=r"SqrtBackward0.*nan"):
+            (x.sqrt() * 0.0).sum().backward()
+    assert not ag.is_anomaly_enabled()
+    (x.sqrt() * 0.0).sum().backward()  # without it, NaN flows silently (as in PyTorch)
+    assert np.isnan(to_np(x.grad)[0])
