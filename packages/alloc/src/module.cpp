@@ -5,10 +5,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "caching_allocator.h"
 #include "flambeau/error.h"
@@ -101,6 +107,73 @@ double bench_alloc_free(const flambeau::AllocatorPtr& a, int64_t nbytes, int64_t
   }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return elapsed.count() / static_cast<double>(iterations);
+}
+
+// A stress test in C++ (tests only): `threads` threads each run `iterations`
+// random allocate/free steps over all pools against one allocator, stamp the
+// first and last bytes of every block with the owner's tag and check them at
+// free time. Returns the number of corrupted blocks (0 if the allocator never
+// handed the same bytes to two owners).
+int64_t stress(const std::shared_ptr<CachingAllocator>& a, int64_t iterations, int64_t threads,
+               uint64_t seed) {
+  FB_CHECK_VALUE(iterations >= 0 && threads >= 1 && threads <= 64,
+                 "[_stress] need iterations >= 0 and 1 <= threads <= 64, got ", iterations, " and ", threads);
+  py::gil_scoped_release release;
+  std::atomic<int64_t> corrupted{0};
+  auto work = [&](int64_t id) {
+    std::mt19937_64 rng(seed + static_cast<uint64_t>(id));
+    struct Live {
+      unsigned char* p;
+      size_t n;
+      unsigned char tag;
+    };
+    std::vector<Live> live;
+    auto check_and_free = [&](const Live& l) {
+      const size_t k = std::min<size_t>(l.n, 64);
+      for (size_t i = 0; i < k; ++i)
+        if (l.p[i] != l.tag || l.p[l.n - 1 - i] != l.tag) {
+          corrupted.fetch_add(1);
+          break;
+        }
+      a->deallocate(l.p, l.n);
+    };
+    for (int64_t it = 0; it < iterations; ++it) {
+      if (live.size() >= 16 || (!live.empty() && rng() % 100 < 50)) {
+        const size_t i = rng() % live.size();
+        check_and_free(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+        continue;
+      }
+      size_t n;
+      switch (rng() % 4) {
+        case 0:
+          n = rng() % 600;
+          break;  // tiny, several size classes
+        case 1:
+          n = 512 + rng() % (size_t{1} << 20);
+          break;  // small pool
+        case 2:
+          n = (size_t{1} << 20) + rng() % (size_t{9} << 20);
+          break;  // shared large segments
+        default:
+          n = (size_t{10} << 20) + rng() % (size_t{8} << 20);
+          break;  // own segments
+      }
+      n = std::max<size_t>(n, 1);
+      auto* p = static_cast<unsigned char*>(a->allocate(n));
+      const auto tag = static_cast<unsigned char>(1 + (id * 37 + it) % 255);
+      const size_t k = std::min<size_t>(n, 64);
+      std::memset(p, tag, k);
+      std::memset(p + n - k, tag, k);
+      live.push_back({p, n, tag});
+    }
+    for (const Live& l : live) check_and_free(l);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (auto& t : pool) t.join();
+  return corrupted.load();
 }
 
 // The raw backend by name (raw_backend.h). CUDA device memory and pinned host
@@ -244,6 +317,8 @@ Example:
         "The process-wide CachingAllocator that enable() installs.");
   m.def("_bench_alloc_free", &bench_alloc_free, py::arg("allocator"), py::arg("nbytes"),
         py::arg("iterations"), py::arg("touch_pages") = false);
+  m.def("_stress", &stress, py::arg("allocator"), py::arg("iterations"), py::arg("threads"),
+        py::arg("seed") = 0);
   m.def("_round_size", &CachingAllocator::round_size, py::arg("nbytes"));
   m.def("_segment_size", &CachingAllocator::segment_size, py::arg("block_size"));
 }

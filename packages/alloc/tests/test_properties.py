@@ -66,7 +66,7 @@ def test_stress_many_sizes_with_data_integrity():
     rng = random.Random(1234)
     a = flambeau_alloc.CachingAllocator()
     live = {}  # address -> (size, fill byte)
-    for step in range(3000):
+    for step in range(2000):
         if live and rng.random() < 0.45:
             p = rng.choice(list(live))
             n, fill = live.pop(p)

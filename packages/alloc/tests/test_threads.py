@@ -8,6 +8,7 @@ import threading
 import time
 
 import flambeau_alloc
+import pytest
 from conftest import check_snapshot_invariants
 
 
@@ -108,3 +109,21 @@ def test_fork_while_other_threads_allocate():
         stop.set()
         for t in threads:
             t.join()
+
+
+def test_cpp_stress_many_sizes_many_threads():
+    """Random traffic over every pool from 4 C++ threads; no block is ever handed to two owners."""
+    a = flambeau_alloc.CachingAllocator()
+    assert flambeau_alloc._C._stress(a, iterations=2000, threads=4, seed=7) == 0
+    check_snapshot_invariants(a)
+    s = a.memory_stats()
+    assert s["allocation.all.current"] == 0 and s["allocation.all.allocated"] > 4 * 500
+    assert s["num_device_alloc"] < s["allocation.all.allocated"] / 20, "segments are reused"
+    a.empty_cache()
+    assert a.memory_reserved() == 0
+
+
+def test_cpp_stress_rejects_bad_arguments():
+    a = flambeau_alloc.CachingAllocator()
+    with pytest.raises(ValueError, match=r"\[_stress\] need iterations >= 0 and 1 <= threads <= 64, got 10 and 0"):
+        flambeau_alloc._C._stress(a, iterations=10, threads=0)
