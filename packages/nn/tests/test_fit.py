@@ -31,7 +31,7 @@ def test_linear_regression_with_sgd():
     x, y = fc.tensor(xs), fc.tensor(ys)
     model = nn.Linear(3, 1)
     opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    for _ in range(100):
+    for _ in range(300):
         opt.zero_grad()
         loss = nn.MSELoss()(model(x), y)
         loss.backward()

@@ -176,7 +176,7 @@ def test_state_dict_format_and_round_trip():
     fresh = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
     fresh.load_state_dict(ours.state_dict())
     opt_f = nn.optim.Adam(fresh.parameters(), lr=0.5)
-    opt_f.load_state_dict(copy.deepcopy(sd_o))
+    opt_f.load_state_dict(sd_o)
     assert opt_f.param_groups[0]["lr"] == 0.01
     assert opt_f.state[fresh[0].weight]["exp_avg"].data_ptr() != opt_o.state[ours[0].weight]["exp_avg"].data_ptr()
     for model, opt in ((ours, opt_o), (fresh, opt_f)):
