@@ -165,3 +165,27 @@ def test_max_errors():
     with pytest.raises(IndexError, match=r"\[max\] dimension 3 out of range"):
         fc.zeros(2, 2).max(3)
     assert fc.zeros(0, 2).max(1).values.shape == (0,)
+
+
+def test_large_sums_over_a_dim_match_numpy():
+    # exercises the threaded path (one accumulator per output element)
+    x = np.random.default_rng(6).standard_normal((64, 3000))
+    for layout in ("contiguous", "transposed"):
+        t = make_tensor(x, layout)
+        assert_matches(t.sum(1), x.sum(1), rtol=1e-10)
+        assert_matches(t.sum(0, keepdim=True), x.sum(0, keepdims=True), rtol=1e-10, atol=1e-12)
+
+
+def test_sum_to():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 4))
+    t = fc.tensor(x)
+    assert_matches(fc._C._sum_to(t, (3, 4)), x.sum(0))
+    assert_matches(fc._C._sum_to(t, (3, 1)), x.sum((0, 2))[:, None])
+    assert_matches(fc._C._sum_to(t, (1, 1, 4)), x.sum((0, 1), keepdims=True))
+    assert_matches(fc._C._sum_to(t, ()), np.asarray(x.sum()))
+    assert fc._C._sum_to(t, (2, 3, 4)) is t
+    with pytest.raises(ValueError, match=r"\[sum_to\] cannot sum shape \(2, 3, 4\) to shape \(2, 4\)"):
+        fc._C._sum_to(t, (2, 4))
+    with pytest.raises(ValueError, match=r"\[sum_to\]"):
+        fc._C._sum_to(t, (1, 2, 3, 4))

@@ -115,7 +115,27 @@ template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, A
 
   const int64_t nouter_dims = static_cast<int64_t>(merged.size());
   int64_t outer = 1;
-  for (const ReduceDim& d : merged) outer *= d.size;
+  bool outer_all_kept = true;
+  for (const ReduceDim& d : merged) {
+    outer *= d.size;
+    outer_all_kept &= d.out_stride != 0;
+  }
+  if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kGrainSize && outer > 1) {
+    // Each outer index owns one accumulator: split them across threads.
+    parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / inner.size), [&](int64_t ob, int64_t oe) {
+      for (int64_t o = ob; o < oe; ++o) {
+        int64_t rem = o, ioff = 0, aoff = 0;
+        for (int64_t k = nouter_dims - 1; k >= 0; --k) {
+          const int64_t i = rem % merged[k].size;
+          rem /= merged[k].size;
+          ioff += i * merged[k].in_stride;
+          aoff += i * merged[k].out_stride;
+        }
+        acc[aoff] += inner_sum(base_ptr + ioff * isz, inner.size, inner.in_stride * isz);
+      }
+    });
+    return;
+  }
   std::vector<int64_t> idx(nouter_dims, 0);
   for (int64_t o = 0; o < outer; ++o) {
     int64_t ioff = 0, aoff = 0;

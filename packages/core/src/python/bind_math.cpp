@@ -319,6 +319,8 @@ void init_math(py::module_& m) {
     }
     return py::tuple(py::cast(out));
   }, "The shape the given shapes broadcast to.");
+  m.def("_sum_to", [](const Tensor& t, py::handle shape) { return sum_to(t, parse_int_sequence(shape, "sum_to", "shape")); },
+        py::arg("input"), py::arg("shape"), "Sums broadcast dims away so the result has `shape` (for backward formulas).");
   m.def("result_type", [=](py::handle a, py::handle b) {
     return result_type(operand(a, "result_type"), operand(b, "result_type"));
   }, py::arg("tensor1"), py::arg("tensor2"),
