@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-import numpy as np
-
 import flambeau_core as fc
+import numpy as np
 
 #: flambeau dtype <-> NumPy dtype, for the dtypes every kernel supports.
 DTYPES: dict[str, tuple[fc.dtype, type]] = {

@@ -6,14 +6,13 @@ import os
 import subprocess
 import sys
 
+import flambeau_core as fc
 import numpy as np
 import pytest
 from helpers import assert_matches, check_op, make_tensor, random_array, to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
-
-import flambeau_core as fc
 
 BROADCAST_SHAPES = [
     ((2, 3), (2, 3)),
@@ -49,9 +48,7 @@ def test_binary_matches_numpy(fc_fn, np_fn, dtypes):
 def test_div_is_true_division():
     check_op(lambda a, b: a / b, np.divide, BROADCAST_SHAPES, FLOATS, positive=True)
     # int / int -> float32 (the default float dtype), like PyTorch
-    check_op(
-        lambda a, b: a / b, lambda a, b: (a / b).astype(np.float32), BROADCAST_SHAPES, ["int64"], positive=True
-    )
+    check_op(lambda a, b: a / b, lambda a, b: (a / b).astype(np.float32), BROADCAST_SHAPES, ["int64"], positive=True)
     assert (fc.tensor([1, 2]) / 2).tolist() == [0.5, 1.0]
 
 
@@ -121,8 +118,14 @@ def test_maximum_propagates_nan():
 
 @pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge"])
 def test_comparisons(name):
-    np_fn = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-             "ge": np.greater_equal}[name]
+    np_fn = {
+        "eq": np.equal,
+        "ne": np.not_equal,
+        "lt": np.less,
+        "le": np.less_equal,
+        "gt": np.greater,
+        "ge": np.greater_equal,
+    }[name]
     check_op(getattr(fc, name), np_fn, BROADCAST_SHAPES, NUMERIC + ["bool"])
     op = {"eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}[name]
     t = fc.tensor([1, 2, 3])
@@ -179,9 +182,9 @@ def test_broadcast_error_message():
 def test_bad_operands():
     t = fc.tensor([1.0, 2.0])
     with pytest.raises(TypeError):
-        t + "a"
+        _ = t + "a"
     with pytest.raises(TypeError):
-        t < "a"
+        _ = t < "a"
     assert (t == "a") is False
     assert (t == None) is False  # noqa: E711
     with pytest.raises(TypeError, match=r"\[add\] expected a Tensor or a number, got str"):
@@ -245,7 +248,9 @@ def test_inplace_operators_keep_identity():
     f /= 2
     assert f.tolist() == [0.5, 1.0]
     # int64 += float64 tensor with dims: result float64 cannot be cast to int64
-    with pytest.raises(TypeError, match=r"\[add_\] result type float\d+ can't be cast to the desired output type int64"):
+    with pytest.raises(
+        TypeError, match=r"\[add_\] result type float\d+ can't be cast to the desired output type int64"
+    ):
         t += fc.tensor([0.5, 0.5, 0.5])
     with pytest.raises(TypeError, match=r"\[div_\] result type float32 can't be cast.*int64"):
         t /= 2
@@ -372,9 +377,10 @@ def test_every_cpu_capability_gives_the_same_results():
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         outputs.append(eval(out.stdout, {"nan": float("nan"), "inf": float("inf")}))  # noqa: S307 - our own output
     for other in outputs[1:]:
-        for x, y in zip(outputs[0], other):
-            np.testing.assert_allclose(np.asarray(y, dtype=float), np.asarray(x, dtype=float), rtol=1e-6,
-                                       equal_nan=True)
+        for x, y in zip(outputs[0], other, strict=True):
+            np.testing.assert_allclose(
+                np.asarray(y, dtype=float), np.asarray(x, dtype=float), rtol=1e-6, equal_nan=True
+            )
 
 
 def test_empty_and_zero_dim():
@@ -384,17 +390,28 @@ def test_empty_and_zero_dim():
     assert fc.exp(fc.zeros(0)).shape == (0,)
 
 
-@pytest.mark.parametrize(("name", "np_fn", "max_ulp"), [
-    ("exp", np.exp, 1.5), ("log", np.log, 1.5), ("tanh", np.tanh, 2), ("sigmoid", lambda v: 1 / (1 + np.exp(-v)), 3),
-])
+@pytest.mark.parametrize(
+    ("name", "np_fn", "max_ulp"),
+    [
+        ("exp", np.exp, 1.5),
+        ("log", np.log, 1.5),
+        ("tanh", np.tanh, 2),
+        ("sigmoid", lambda v: 1 / (1 + np.exp(-v)), 3),
+    ],
+)
 def test_float32_transcendentals_are_accurate(name, np_fn, max_ulp):
     # The vectorized float32 polynomials against float64 NumPy, in ulps of the
     # float32 result, over the whole range incl. denormals, inf and NaN.
     rng = np.random.default_rng(5)
-    x = np.concatenate([
-        rng.uniform(-110, 90, 20000), rng.standard_normal(20000), np.logspace(-45, 38, 2000),
-        -np.logspace(-45, 38, 2000), [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.3, -103.9],
-    ]).astype(np.float32)
+    x = np.concatenate(
+        [
+            rng.uniform(-110, 90, 20000),
+            rng.standard_normal(20000),
+            np.logspace(-45, 38, 2000),
+            -np.logspace(-45, 38, 2000),
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -87.3, -103.9],
+        ]
+    ).astype(np.float32)
     if name == "log":
         x = np.abs(x)
     with np.errstate(all="ignore"):

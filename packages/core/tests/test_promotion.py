@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import itertools
 
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
 
 torch = pytest.importorskip("torch")
 
@@ -29,8 +28,15 @@ def torch_name(dt) -> str:
     return str(dt).removeprefix("torch.")
 
 
-KINDS = [("dims", "dims"), ("dims", "zero"), ("zero", "dims"), ("dims", "number"), ("number", "dims"),
-         ("zero", "zero"), ("zero", "number")]
+KINDS = [
+    ("dims", "dims"),
+    ("dims", "zero"),
+    ("zero", "dims"),
+    ("dims", "number"),
+    ("number", "dims"),
+    ("zero", "zero"),
+    ("zero", "number"),
+]
 
 
 @pytest.mark.parametrize(("kind_a", "kind_b"), KINDS)
@@ -84,22 +90,38 @@ def test_sum_dtypes_match_torch():
         assert str(f.sum().dtype) == f"flambeau.{torch_name(t.sum().dtype)}", name
 
 
-@pytest.mark.parametrize(("self_dtype", "other"), [
-    ("int64", 2.5), ("int64", "float32"), ("bool", 1), ("bool", "int64"), ("int32", "float64"),
-])
+@pytest.mark.parametrize(
+    ("self_dtype", "other"),
+    [
+        ("int64", 2.5),
+        ("int64", "float32"),
+        ("bool", 1),
+        ("bool", "int64"),
+        ("int32", "float64"),
+    ],
+)
 def test_inplace_cast_errors_like_torch(self_dtype, other):
     fo = fc.ones(3, dtype=FC[other]) if isinstance(other, str) else other
     to = torch.ones(3, dtype=TORCH[other]) if isinstance(other, str) else other
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch.ones(3, dtype=TORCH[self_dtype]).add_(to)
-    with pytest.raises(TypeError, match=r"\[add_\] result type \w+ can't be cast to the desired output type " + self_dtype):
+    with pytest.raises(
+        TypeError, match=r"\[add_\] result type \w+ can't be cast to the desired output type " + self_dtype
+    ):
         fc.ones(3, dtype=FC[self_dtype]).add_(fo)
 
 
-@pytest.mark.parametrize(("self_dtype", "other"), [
-    ("float32", "float64"), ("float32", 2), ("float64", "int64"), ("int64", "bool"), ("int64", "int32"),
-    ("float32", True),
-])
+@pytest.mark.parametrize(
+    ("self_dtype", "other"),
+    [
+        ("float32", "float64"),
+        ("float32", 2),
+        ("float64", "int64"),
+        ("int64", "bool"),
+        ("int64", "int32"),
+        ("float32", True),
+    ],
+)
 def test_inplace_computes_in_self_dtype(self_dtype, other):
     fo = fc.ones(3, dtype=FC[other]) if isinstance(other, str) else other
     to = torch.ones(3, dtype=TORCH[other]) if isinstance(other, str) else other

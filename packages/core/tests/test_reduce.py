@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import flambeau_core as fc
 import numpy as np
 import pytest
 from helpers import LAYOUTS, assert_matches, make_tensor, random_array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
-
-import flambeau_core as fc
 
 SHAPES = [(), (5,), (3, 4), (2, 3, 4), (4, 1, 6), (0, 3)]
 
@@ -25,8 +24,9 @@ def dim_cases(ndim: int):
 
 def np_sum(x: np.ndarray, dim, keepdim: bool, dtype=None) -> np.ndarray:
     out_dtype = dtype or (np.int64 if x.dtype.kind in "biu" else x.dtype)
-    return np.asarray(np.sum(x.astype(np.float64) if out_dtype != np.int64 else x.astype(np.int64), axis=dim,
-                             keepdims=keepdim)).astype(out_dtype)
+    return np.asarray(
+        np.sum(x.astype(np.float64) if out_dtype != np.int64 else x.astype(np.int64), axis=dim, keepdims=keepdim)
+    ).astype(out_dtype)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -113,8 +113,9 @@ def test_mean():
         t = make_tensor(x.astype(np.float32), layout)
         assert_matches(t.mean(), np.float32(x.astype(np.float32).astype(np.float64).mean()), rtol=1e-5)
         assert_matches(t.mean(1), x.astype(np.float32).mean(1), rtol=1e-5, atol=1e-6)
-        assert_matches(fc.mean(t, (0, 2), keepdim=True), x.astype(np.float32).mean((0, 2), keepdims=True),
-                       rtol=1e-5, atol=1e-6)
+        assert_matches(
+            fc.mean(t, (0, 2), keepdim=True), x.astype(np.float32).mean((0, 2), keepdims=True), rtol=1e-5, atol=1e-6
+        )
     assert_matches(fc.tensor(x).mean(-1), x.mean(-1))
     assert fc.tensor([1, 2]).mean(dtype=fc.float32).item() == 1.5
     with pytest.raises(TypeError, match=r"\[mean\].*floating point.*int64"):
