@@ -167,6 +167,7 @@ void check_exportable(const Tensor& t, bool force, const char* op) {
 
 /// A NumPy array viewing `self`'s memory; its base is `self`.
 py::object tensor_to_numpy(py::handle self, bool force, const char* op) {
+  FB_CHECK_TYPE(py::isinstance<TensorImpl>(self), "[", op, "] expected a Tensor, got ", type_name(self));
   const Tensor t = self.cast<Tensor>();
   check_exportable(t, force, op);
   const int typenum = numpy_typenum(t.dtype(), op);

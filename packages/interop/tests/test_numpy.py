@@ -304,3 +304,10 @@ def test_from_numpy_rejects_misaligned_data():
     assert not a.flags.aligned
     with pytest.raises(ValueError, match=r"\[from_numpy\] the array's data is not aligned to its 4-byte elements"):
         fi.from_numpy(a)
+
+
+def test_unbound_methods_reject_non_tensors():
+    with pytest.raises(TypeError, match=r"\[numpy\] expected a Tensor, got int"):
+        fc.Tensor.numpy(3)
+    with pytest.raises(TypeError):
+        fc.Tensor.__dlpack__(3)
