@@ -5,7 +5,7 @@ from __future__ import annotations
 import flambeau_core as fc
 import flambeau_nn as nn
 import numpy as np
-from conftest import to_numpy
+from nn_testing import to_numpy
 
 
 def test_mlp_learns_xor():

@@ -9,8 +9,8 @@ import flambeau_nn as nn
 import numpy as np
 import pytest
 import torch
-from conftest import to_numpy
 from flambeau_nn import init
+from nn_testing import to_numpy
 
 
 def test_constant_zeros_ones_in_place():

@@ -11,7 +11,7 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 import torch
-from conftest import assert_close, copy_params, from_torch, to_numpy
+from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
 
 def _leaf(x: torch.Tensor):

@@ -8,7 +8,7 @@ import flambeau_core as fc
 import flambeau_nn as nn
 import pytest
 import torch
-from conftest import assert_close, to_numpy
+from nn_testing import assert_close, to_numpy
 
 
 class Net(nn.Module):
@@ -234,7 +234,7 @@ def test_load_state_dict_round_trip_from_torch():
     theirs = TorchNet()
     theirs.running.fill_(3.0)
     ours = Net()
-    from conftest import from_torch
+    from nn_testing import from_torch
 
     result = ours.load_state_dict({k: from_torch(v) for k, v in theirs.state_dict().items()})
     assert result.missing_keys == [] and result.unexpected_keys == []

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import copy
-
 import flambeau_core as fc
 import flambeau_nn as nn
 import pytest
 import torch
-from conftest import assert_close, copy_params, from_torch, to_numpy
+from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
 
 def _models():

@@ -13,7 +13,7 @@ import pytest
 import safetensors.numpy
 import safetensors.torch
 import torch
-from conftest import from_torch, to_numpy
+from nn_testing import from_torch, to_numpy
 
 
 def test_module_round_trip(tmp_path):

@@ -1,0 +1,45 @@
+"""The docstring examples of every public module, and the README's code blocks, run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pathlib
+import re
+
+import pytest
+
+MODULES = [
+    "flambeau_nn",
+    "flambeau_nn.parameter",
+    "flambeau_nn.functional",
+    "flambeau_nn.init",
+    "flambeau_nn.serialization",
+    "flambeau_nn.modules.module",
+    "flambeau_nn.modules.container",
+    "flambeau_nn.modules.linear",
+    "flambeau_nn.modules.activation",
+    "flambeau_nn.modules.dropout",
+    "flambeau_nn.modules.loss",
+    "flambeau_nn.optim",
+    "flambeau_nn.optim.optimizer",
+    "flambeau_nn.optim.sgd",
+    "flambeau_nn.optim.adam",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), verbose=False)
+    assert result.failed == 0
+
+
+def test_readme_code_blocks(tmp_path, monkeypatch):
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.exists():  # installed from a wheel without the source tree
+        pytest.skip("README.md is not next to the tests")
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    assert len(blocks) >= 3
+    for code in blocks:
+        exec(compile(code, str(readme), "exec"), {})
