@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import flambeau_core  # loads libflambeau_core.so and registers Tensor before our _C
 
@@ -140,7 +141,7 @@ def grad(
         allow_unused = True
     result = _C._run_backward(outs, grads, bool(retain_graph), bool(create_graph), ins, bool(allow_unused), False)
     if materialize_grads:
-        result = [flambeau_core.zeros_like(x) if g is None else g for g, x in zip(result, ins)]
+        result = [flambeau_core.zeros_like(x) if g is None else g for g, x in zip(result, ins, strict=True)]
     return tuple(result)
 
 

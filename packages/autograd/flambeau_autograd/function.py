@@ -82,8 +82,7 @@ class Function:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            f"{type(self).__name__} is a Function: call {type(self).__name__}.apply(...) "
-            "instead of instantiating it"
+            f"{type(self).__name__} is a Function: call {type(self).__name__}.apply(...) instead of instantiating it"
         )
 
     @staticmethod

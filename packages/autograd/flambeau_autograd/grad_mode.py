@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import flambeau_core
 from flambeau_core._C import _set_grad_enabled
@@ -44,7 +45,7 @@ class _GradModeContext:
     def __exit__(self, *exc: object) -> None:
         _set_grad_enabled(self._prev)
 
-    def clone(self) -> "_GradModeContext":
+    def clone(self) -> _GradModeContext:
         return self.__class__()
 
     def __call__(self, func: F) -> F:
@@ -129,7 +130,7 @@ class set_grad_enabled(_GradModeContext):
     def __exit__(self, *exc: object) -> None:
         _set_grad_enabled(self._prev)
 
-    def clone(self) -> "set_grad_enabled":
+    def clone(self) -> set_grad_enabled:
         return self.__class__(self._mode)
 
     def __call__(self, func: F) -> F:
@@ -157,5 +158,5 @@ class inference_mode(_GradModeContext):
         if self._enabled:
             _set_grad_enabled(False)
 
-    def clone(self) -> "inference_mode":
+    def clone(self) -> inference_mode:
         return self.__class__(self._enabled)

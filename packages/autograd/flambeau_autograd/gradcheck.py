@@ -9,7 +9,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import flambeau_core
 
@@ -91,8 +92,11 @@ def _analytical_jacobian(fn: Callable, inputs: tuple) -> list:
                 grads = [None] * len(diff)
             else:
                 grads = grad(
-                    [out], [inputs[i] for i in diff], [_from_flat(onehot, out)],
-                    retain_graph=True, allow_unused=True,
+                    [out],
+                    [inputs[i] for i in diff],
+                    [_from_flat(onehot, out)],
+                    retain_graph=True,
+                    allow_unused=True,
                 )
             for idx, i in enumerate(diff):
                 g = grads[idx]
@@ -126,12 +130,12 @@ def gradcheck(
             )
     numerical = _numerical_jacobian(fn, inputs, eps)
     analytical = _analytical_jacobian(fn, inputs)
-    for i, (num_i, ana_i) in enumerate(zip(numerical, analytical)):
+    for i, (num_i, ana_i) in enumerate(zip(numerical, analytical, strict=True)):
         if num_i is None:
             continue
-        for o, (num_o, ana_o) in enumerate(zip(num_i, ana_i)):
-            for k, (num_row, ana_row) in enumerate(zip(num_o, ana_o)):
-                for j, (a, b) in enumerate(zip(ana_row, num_row)):
+        for o, (num_o, ana_o) in enumerate(zip(num_i, ana_i, strict=True)):
+            for k, (num_row, ana_row) in enumerate(zip(num_o, ana_o, strict=True)):
+                for j, (a, b) in enumerate(zip(ana_row, num_row, strict=True)):
                     if abs(a - b) > atol + rtol * abs(b):
                         if not raise_exception:
                             return False
@@ -159,9 +163,7 @@ def gradgradcheck(
     inputs = _as_tuple(inputs)
     outs = _outputs(fn, inputs)
     if grad_outputs is None:
-        grad_outputs = tuple(
-            flambeau_core.randn(*o.shape, dtype=o.dtype).requires_grad_() for o in outs
-        )
+        grad_outputs = tuple(flambeau_core.randn(*o.shape, dtype=o.dtype).requires_grad_() for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, flambeau_core.Tensor) and x.requires_grad]

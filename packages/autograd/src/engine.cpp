@@ -51,10 +51,9 @@ void AutogradMeta::set_requires_grad(bool value, TensorImpl*) {
 
 Tensor shallow_alias(const Tensor& t) {
   const TensorImpl* src = t.impl();
-  auto impl = std::make_shared<TensorImpl>(src->storage(), src->dtype(),
-                                           Shape(src->sizes().begin(), src->sizes().end()),
-                                           Shape(src->strides().begin(), src->strides().end()),
-                                           src->storage_offset());
+  auto impl = std::make_shared<TensorImpl>(
+      src->storage(), src->dtype(), Shape(src->sizes().begin(), src->sizes().end()),
+      Shape(src->strides().begin(), src->strides().end()), src->storage_offset());
   impl->set_wrapped_number(src->is_wrapped_number());
   return Tensor(std::move(impl));
 }
@@ -133,8 +132,9 @@ void SavedVariable::check(const std::string& name) const {
   if (now != version_)
     throw RuntimeError(detail::cat_str(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [", name, "] saved version ", version_, ", now at version ", now, " (",
-        data_.describe(), "). Hint: the in-place op ran after this tensor was saved for backward; "
+        "operation: [",
+        name, "] saved version ", version_, ", now at version ", now, " (", data_.describe(),
+        "). Hint: the in-place op ran after this tensor was saved for backward; "
         "use its out-of-place form or clone() before modifying it."));
 }
 
@@ -234,8 +234,9 @@ void check_anomaly(const Node& fn, const variable_list& out) {
     if (!out[i].defined() || !is_floating(out[i].dtype())) continue;
     Tensor nan_count = op::sum(op::ne(out[i], out[i]), {}, false, ScalarType::Int64);
     if (*nan_count.data<int64_t>() != 0)
-      throw RuntimeError(detail::cat_str("[detect_anomaly] Function '", fn.name(), "' returned nan values in its ",
-                                         i, "th output (", out[i].describe(), ")"));
+      throw RuntimeError(detail::cat_str("[detect_anomaly] Function '", fn.name(),
+                                         "' returned nan values in its ", i, "th output (", out[i].describe(),
+                                         ")"));
   }
 }
 
@@ -345,7 +346,8 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, 
       if (!is_needed(fn)) continue;
     }
 
-    const bool any_defined = fn == root.get() || std::ranges::any_of(in, [](const Tensor& t) { return t.defined(); });
+    const bool any_defined =
+        fn == root.get() || std::ranges::any_of(in, [](const Tensor& t) { return t.defined(); });
     variable_list out;
     if (any_defined) {
       if (fn->post_hooks().empty()) {

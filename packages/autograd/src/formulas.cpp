@@ -47,12 +47,14 @@ Tensor scale(const Tensor& g, const Scalar& alpha) {
 Tensor zeros_for(const Meta& m) { return zeros(m.sizes, m.dtype); }
 
 /// Runs an op below the Autograd layer (on the device kernel).
-template <class OpT, class... A> decltype(auto) below(const OpT& op_object, A&&... args) {
+template <class OpT, class... A>
+decltype(auto) below(const OpT& op_object, A&&... args) {
   AutoExcludeAutograd guard;
   return op_object(std::forward<A>(args)...);
 }
 
-template <class N, class... Ts> std::shared_ptr<N> make_node(const Ts&... inputs) {
+template <class N, class... Ts>
+std::shared_ptr<N> make_node(const Ts&... inputs) {
   auto n = std::make_shared<N>();
   std::vector<Edge> edges;
   edges.reserve(sizeof...(Ts));
@@ -61,24 +63,25 @@ template <class N, class... Ts> std::shared_ptr<N> make_node(const Ts&... inputs
   return n;
 }
 
-#define FB_NODE(Name)                                                 \
-  struct Name final : Node {                                          \
-    std::string name() const override { return #Name; }
+/// The name a node shows as grad_fn.name(): PyTorch's names, so habits carry over.
+#define FB_NODE_NAME(Name) \
+  std::string name() const override { return #Name; }
 
 // ==================================================================
 // The table
 // ==================================================================
 
 // ---- add / sub:  a +- alpha * b ----
-FB_NODE(AddBackward0)
+struct AddBackward0 final : Node {
+  FB_NODE_NAME(AddBackward0)
   Meta a, b;
   Scalar alpha;
   variable_list apply(variable_list&& g) override {
-    return {needs(0) ? reduce(g[0], a) : Tensor(),
-            needs(1) ? reduce(scale(g[0], alpha), b) : Tensor()};
+    return {needs(0) ? reduce(g[0], a) : Tensor(), needs(1) ? reduce(scale(g[0], alpha), b) : Tensor()};
   }
 };
-FB_NODE(SubBackward0)
+struct SubBackward0 final : Node {
+  FB_NODE_NAME(SubBackward0)
   Meta a, b;
   Scalar alpha;
   variable_list apply(variable_list&& g) override {
@@ -88,19 +91,27 @@ FB_NODE(SubBackward0)
 };
 
 // ---- mul / div / pow ----
-FB_NODE(MulBackward0)
+struct MulBackward0 final : Node {
+  FB_NODE_NAME(MulBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     return {needs(0) ? reduce(op::mul(g[0], b.unpack(this)), a_meta) : Tensor(),
             needs(1) ? reduce(op::mul(g[0], a.unpack(this)), b_meta) : Tensor()};
   }
 };
-FB_NODE(DivBackward0)
+struct DivBackward0 final : Node {
+  FB_NODE_NAME(DivBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     Tensor bv = b.unpack(this);
     return {needs(0) ? reduce(op::div(g[0], bv), a_meta) : Tensor(),
@@ -108,10 +119,15 @@ FB_NODE(DivBackward0)
                      : Tensor()};
   }
 };
-FB_NODE(PowBackward0)
+struct PowBackward0 final : Node {
+  FB_NODE_NAME(PowBackward0)
   SavedVariable a, b, result;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); result.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+    result.reset();
+  }
   variable_list apply(variable_list&& g) override {
     Tensor av = a.unpack(this), bv = b.unpack(this);
     Tensor ga, gb;
@@ -127,26 +143,33 @@ FB_NODE(PowBackward0)
   }
 };
 
-
 // ---- maximum / minimum: ties split the gradient evenly (as PyTorch) ----
 Tensor pick(const Tensor& a, const Tensor& b, const Tensor& g, bool max) {
   Tensor wins = max ? op::gt(a, b) : op::lt(a, b);
   return op::where(op::eq(a, b), op::mul(g, num(0.5)), op::where(wins, g, num(0)));
 }
-FB_NODE(MaximumBackward0)
+struct MaximumBackward0 final : Node {
+  FB_NODE_NAME(MaximumBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     Tensor av = a.unpack(this), bv = b.unpack(this);
     return {needs(0) ? reduce(pick(av, bv, g[0], true), a_meta) : Tensor(),
             needs(1) ? reduce(pick(bv, av, g[0], true), b_meta) : Tensor()};
   }
 };
-FB_NODE(MinimumBackward0)
+struct MinimumBackward0 final : Node {
+  FB_NODE_NAME(MinimumBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     Tensor av = a.unpack(this), bv = b.unpack(this);
     return {needs(0) ? reduce(pick(av, bv, g[0], false), a_meta) : Tensor(),
@@ -155,7 +178,8 @@ FB_NODE(MinimumBackward0)
 };
 
 // ---- where(cond, a, b): inputs (cond, a, b); cond has no gradient ----
-FB_NODE(WhereBackward0)
+struct WhereBackward0 final : Node {
+  FB_NODE_NAME(WhereBackward0)
   SavedVariable cond;
   Meta a_meta, b_meta;
   void release_variables() override { cond.reset(); }
@@ -167,20 +191,24 @@ FB_NODE(WhereBackward0)
 };
 
 // ---- unary ----
-FB_NODE(NegBackward0)
+struct NegBackward0 final : Node {
+  FB_NODE_NAME(NegBackward0)
   variable_list apply(variable_list&& g) override { return {op::neg(g[0])}; }
 };
-FB_NODE(ExpBackward0)
+struct ExpBackward0 final : Node {
+  FB_NODE_NAME(ExpBackward0)
   SavedVariable result;
   void release_variables() override { result.reset(); }
   variable_list apply(variable_list&& g) override { return {op::mul(g[0], result.unpack(this))}; }
 };
-FB_NODE(LogBackward0)
+struct LogBackward0 final : Node {
+  FB_NODE_NAME(LogBackward0)
   SavedVariable self;
   void release_variables() override { self.reset(); }
   variable_list apply(variable_list&& g) override { return {op::div(g[0], self.unpack(this))}; }
 };
-FB_NODE(TanhBackward0)
+struct TanhBackward0 final : Node {
+  FB_NODE_NAME(TanhBackward0)
   SavedVariable result;
   void release_variables() override { result.reset(); }
   variable_list apply(variable_list&& g) override {
@@ -188,7 +216,8 @@ FB_NODE(TanhBackward0)
     return {op::mul(g[0], op::sub(num(1), op::mul(y, y), 1))};
   }
 };
-FB_NODE(SigmoidBackward0)
+struct SigmoidBackward0 final : Node {
+  FB_NODE_NAME(SigmoidBackward0)
   SavedVariable result;
   void release_variables() override { result.reset(); }
   variable_list apply(variable_list&& g) override {
@@ -196,21 +225,24 @@ FB_NODE(SigmoidBackward0)
     return {op::mul(g[0], op::mul(y, op::sub(num(1), y, 1)))};
   }
 };
-FB_NODE(ReluBackward0)
+struct ReluBackward0 final : Node {
+  FB_NODE_NAME(ReluBackward0)
   SavedVariable result;
   void release_variables() override { result.reset(); }
   variable_list apply(variable_list&& g) override {
     return {op::where(op::gt(result.unpack(this), num(0)), g[0], num(0))};
   }
 };
-FB_NODE(SqrtBackward0)
+struct SqrtBackward0 final : Node {
+  FB_NODE_NAME(SqrtBackward0)
   SavedVariable result;
   void release_variables() override { result.reset(); }
   variable_list apply(variable_list&& g) override {
     return {op::div(g[0], op::mul(result.unpack(this), num(2)))};
   }
 };
-FB_NODE(AbsBackward0)
+struct AbsBackward0 final : Node {
+  FB_NODE_NAME(AbsBackward0)
   SavedVariable self;
   void release_variables() override { self.reset(); }
   variable_list apply(variable_list&& g) override {  // sign(x) * g, 0 at x == 0
@@ -220,17 +252,20 @@ FB_NODE(AbsBackward0)
 };
 
 // ---- copies and casts ----
-FB_NODE(ToCopyBackward0)
+struct ToCopyBackward0 final : Node {
+  FB_NODE_NAME(ToCopyBackward0)
   ScalarType self_dtype = ScalarType::Float32;
   variable_list apply(variable_list&& g) override {
     return {g[0].dtype() == self_dtype ? g[0] : op::cast(g[0], self_dtype)};
   }
 };
-FB_NODE(CloneBackward0)
+struct CloneBackward0 final : Node {
+  FB_NODE_NAME(CloneBackward0)
   variable_list apply(variable_list&& g) override { return {g[0]}; }
 };
 /// copy_(self, src): the old value of self is overwritten, so it gets zeros.
-FB_NODE(CopyBackwards)
+struct CopyBackwards final : Node {
+  FB_NODE_NAME(CopyBackwards)
   Meta self_meta, src_meta;
   variable_list apply(variable_list&& g) override {
     return {needs(0) ? zeros_for(self_meta) : Tensor(), needs(1) ? reduce(g[0], src_meta) : Tensor()};
@@ -245,27 +280,33 @@ struct OverwriteBackward final : Node {
 };
 
 // ---- views ----
-FB_NODE(ViewBackward0)  // also used for squeeze/unsqueeze: a reshape back
+struct ViewBackward0 final : Node {  // also used for squeeze/unsqueeze: a reshape back
+  FB_NODE_NAME(ViewBackward0)
   Meta self_meta;
   variable_list apply(variable_list&& g) override { return {reshape(g[0], self_meta.sizes)}; }
 };
-FB_NODE(SqueezeBackward0)
+struct SqueezeBackward0 final : Node {
+  FB_NODE_NAME(SqueezeBackward0)
   Meta self_meta;
   variable_list apply(variable_list&& g) override { return {reshape(g[0], self_meta.sizes)}; }
 };
-FB_NODE(UnsqueezeBackward0)
+struct UnsqueezeBackward0 final : Node {
+  FB_NODE_NAME(UnsqueezeBackward0)
   Meta self_meta;
   variable_list apply(variable_list&& g) override { return {reshape(g[0], self_meta.sizes)}; }
 };
-FB_NODE(PermuteBackward0)
+struct PermuteBackward0 final : Node {
+  FB_NODE_NAME(PermuteBackward0)
   Shape inverse;
   variable_list apply(variable_list&& g) override { return {op::permute(g[0], inverse)}; }
 };
-FB_NODE(TransposeBackward0)
+struct TransposeBackward0 final : Node {
+  FB_NODE_NAME(TransposeBackward0)
   int64_t dim0 = 0, dim1 = 0;
   variable_list apply(variable_list&& g) override { return {op::transpose(g[0], dim0, dim1)}; }
 };
-FB_NODE(ExpandBackward0)
+struct ExpandBackward0 final : Node {
+  FB_NODE_NAME(ExpandBackward0)
   Meta self_meta;
   variable_list apply(variable_list&& g) override { return {sum_to(g[0], self_meta.sizes)}; }
 };
@@ -273,8 +314,8 @@ FB_NODE(ExpandBackward0)
 /// The gradient of a slice/select: g placed at `index` (int64, g's shape) along
 /// `dim` of a zero tensor. Without grad mode a plain copy into a view does it;
 /// under create_graph scatter_add keeps it differentiable.
-Tensor place(const Meta& self_meta, const Tensor& g, int64_t dim, const std::function<Tensor(Tensor&)>& view_of,
-             const std::function<Tensor()>& index) {
+Tensor place(const Meta& self_meta, const Tensor& g, int64_t dim,
+             const std::function<Tensor(Tensor&)>& view_of, const std::function<Tensor()>& index) {
   Tensor z = zeros(self_meta.sizes, g.dtype());
   if (!grad_mode_enabled()) {
     Tensor v = view_of(z);
@@ -283,7 +324,8 @@ Tensor place(const Meta& self_meta, const Tensor& g, int64_t dim, const std::fun
   }
   return op::scatter_add(z, dim, index(), g);
 }
-FB_NODE(SliceBackward0)
+struct SliceBackward0 final : Node {
+  FB_NODE_NAME(SliceBackward0)
   Meta self_meta;
   int64_t dim = 0, start = 0, step = 1, length = 0;
   variable_list apply(variable_list&& g) override {
@@ -298,7 +340,8 @@ FB_NODE(SliceBackward0)
         })};
   }
 };
-FB_NODE(SelectBackward0)
+struct SelectBackward0 final : Node {
+  FB_NODE_NAME(SelectBackward0)
   Meta self_meta;
   int64_t dim = 0, index = 0;
   variable_list apply(variable_list&& g) override {
@@ -308,14 +351,16 @@ FB_NODE(SelectBackward0)
         [&] { return full(g1.sizes(), index, ScalarType::Int64); })};
   }
 };
-FB_NODE(AsStridedBackward0)
+struct AsStridedBackward0 final : Node {
+  FB_NODE_NAME(AsStridedBackward0)
   variable_list apply(variable_list&&) override {
     throw NotImplementedError("[as_strided] the backward of as_strided is not implemented yet");
   }
 };
 
 // ---- reductions ----
-FB_NODE(SumBackward0)
+struct SumBackward0 final : Node {
+  FB_NODE_NAME(SumBackward0)
   Meta self_meta;
   Shape dims;  // normalized and sorted; all dims if the sum was over all
   bool keepdim = false;
@@ -328,9 +373,13 @@ FB_NODE(SumBackward0)
   }
 };
 /// max over all elements: the gradient is shared evenly among the maxima.
-FB_NODE(MaxBackward1)
+struct MaxBackward1 final : Node {
+  FB_NODE_NAME(MaxBackward1)
   SavedVariable self, result;
-  void release_variables() override { self.reset(); result.reset(); }
+  void release_variables() override {
+    self.reset();
+    result.reset();
+  }
   variable_list apply(variable_list&& g) override {
     Tensor mask = op::eq(self.unpack(this), result.unpack(this));
     Tensor count = op::sum(mask, {}, false, std::nullopt);
@@ -338,7 +387,8 @@ FB_NODE(MaxBackward1)
   }
 };
 /// max along a dim: the gradient goes to the index max_dim returned.
-FB_NODE(MaxBackward0)
+struct MaxBackward0 final : Node {
+  FB_NODE_NAME(MaxBackward0)
   SavedVariable indices;
   Meta self_meta;
   int64_t dim = 0;
@@ -355,19 +405,27 @@ FB_NODE(MaxBackward0)
 };
 
 // ---- linear algebra ----
-FB_NODE(MmBackward0)
+struct MmBackward0 final : Node {
+  FB_NODE_NAME(MmBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     return {needs(0) ? reduce(op::mm(g[0], op::transpose(b.unpack(this), 0, 1)), a_meta) : Tensor(),
             needs(1) ? reduce(op::mm(op::transpose(a.unpack(this), 0, 1), g[0]), b_meta) : Tensor()};
   }
 };
-FB_NODE(BmmBackward0)
+struct BmmBackward0 final : Node {
+  FB_NODE_NAME(BmmBackward0)
   SavedVariable a, b;
   Meta a_meta, b_meta;
-  void release_variables() override { a.reset(); b.reset(); }
+  void release_variables() override {
+    a.reset();
+    b.reset();
+  }
   variable_list apply(variable_list&& g) override {
     return {needs(0) ? reduce(op::bmm(g[0], op::transpose(b.unpack(this), 1, 2)), a_meta) : Tensor(),
             needs(1) ? reduce(op::bmm(op::transpose(a.unpack(this), 1, 2), g[0]), b_meta) : Tensor()};
@@ -375,7 +433,8 @@ FB_NODE(BmmBackward0)
 };
 
 // ---- nn primitives ----
-FB_NODE(LogSoftmaxBackward0)
+struct LogSoftmaxBackward0 final : Node {
+  FB_NODE_NAME(LogSoftmaxBackward0)
   SavedVariable result;
   int64_t dim = 0;
   void release_variables() override { result.reset(); }
@@ -384,7 +443,8 @@ FB_NODE(LogSoftmaxBackward0)
     return {op::sub(g[0], op::mul(op::exp(result.unpack(this)), op::sum(g[0], d, true, std::nullopt)), 1)};
   }
 };
-FB_NODE(CatBackward0)
+struct CatBackward0 final : Node {
+  FB_NODE_NAME(CatBackward0)
   std::vector<Meta> metas;
   int64_t dim = 0;
   variable_list apply(variable_list&& g) override {
@@ -399,7 +459,8 @@ FB_NODE(CatBackward0)
   }
 };
 /// gather(self, dim, index): inputs (self, index).
-FB_NODE(GatherBackward0)
+struct GatherBackward0 final : Node {
+  FB_NODE_NAME(GatherBackward0)
   SavedVariable index;
   Meta self_meta;
   int64_t dim = 0;
@@ -409,7 +470,8 @@ FB_NODE(GatherBackward0)
   }
 };
 /// scatter_add(self, dim, index, src): inputs (self, index, src).
-FB_NODE(ScatterAddBackward0)
+struct ScatterAddBackward0 final : Node {
+  FB_NODE_NAME(ScatterAddBackward0)
   SavedVariable index;
   Meta self_meta, src_meta;
   int64_t dim = 0;
@@ -425,7 +487,10 @@ struct MulBackward0Inplace final : Node {
   SavedVariable other, self_before;
   Meta self_meta, other_meta;
   std::string name() const override { return "MulBackward0"; }
-  void release_variables() override { other.reset(); self_before.reset(); }
+  void release_variables() override {
+    other.reset();
+    self_before.reset();
+  }
   variable_list apply(variable_list&& g) override {
     return {needs(0) ? reduce(op::mul(g[0], other.unpack(this)), self_meta) : Tensor(),
             needs(1) ? reduce(op::mul(g[0], self_before.unpack(this)), other_meta) : Tensor()};
@@ -435,11 +500,15 @@ struct DivBackward0Inplace final : Node {
   SavedVariable other, result;
   Meta self_meta, other_meta;
   std::string name() const override { return "DivBackward0"; }
-  void release_variables() override { other.reset(); result.reset(); }
+  void release_variables() override {
+    other.reset();
+    result.reset();
+  }
   variable_list apply(variable_list&& g) override {  // d(a/b)/db = -(a/b)/b
     Tensor bv = other.unpack(this);
-    return {needs(0) ? reduce(op::div(g[0], bv), self_meta) : Tensor(),
-            needs(1) ? reduce(op::neg(op::div(op::mul(g[0], result.unpack(this)), bv)), other_meta) : Tensor()};
+    return {
+        needs(0) ? reduce(op::div(g[0], bv), self_meta) : Tensor(),
+        needs(1) ? reduce(op::neg(op::div(op::mul(g[0], result.unpack(this)), bv)), other_meta) : Tensor()};
   }
 };
 
@@ -465,13 +534,14 @@ Tensor sub_ag(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 }
 
 /// Binary ops saving both inputs (only the one the other's gradient needs).
-template <class N, auto& OpObject> Tensor binary_saving_inputs(const Tensor& a, const Tensor& b) {
+template <class N, auto& OpObject>
+Tensor binary_saving_inputs(const Tensor& a, const Tensor& b) {
   Tensor out = below(OpObject, a, b);
   if (!differentiable(out)) return out;
   auto n = make_node<N>(a, b);
   n->a_meta = Meta(a), n->b_meta = Meta(b);
-  const bool both = !std::is_same_v<N, MulBackward0> && !std::is_same_v<N, MmBackward0> &&
-                    !std::is_same_v<N, BmmBackward0>;
+  const bool both =
+      !std::is_same_v<N, MulBackward0> && !std::is_same_v<N, MmBackward0> && !std::is_same_v<N, BmmBackward0>;
   if (both || n->needs(1)) n->a = SavedVariable(a, false);
   if (both || n->needs(0)) n->b = SavedVariable(b, false);
   set_history(out, n);
@@ -511,7 +581,8 @@ Tensor where_ag(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 /// Unary ops: N saves either the input (`self`) or the output (`result`).
-template <class N, auto& OpObject> Tensor unary(const Tensor& self) {
+template <class N, auto& OpObject>
+Tensor unary(const Tensor& self) {
   Tensor out = below(OpObject, self);
   if (!differentiable(out)) return out;
   auto n = make_node<N>(self);
@@ -604,7 +675,8 @@ Tensor& normal__ag(Tensor& self, double mean, double std, Generator* gen) {
 }
 
 // ---- views ----
-template <class N> Tensor record_view(const Tensor& self, Tensor out) {
+template <class N>
+Tensor record_view(const Tensor& self, Tensor out) {
   auto n = make_node<N>(self);
   n->self_meta = Meta(self);
   set_history(out, n);

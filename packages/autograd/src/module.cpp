@@ -43,13 +43,14 @@ void check_grad_assignable(const Tensor& t, const Tensor& g) {
            " but the tensor has shape ", shape_str(t.sizes()));
   FB_CHECK_TYPE(g.dtype() == t.dtype(), "[grad] assigned grad has dtype ", dtype_name(g.dtype()),
                 " but the tensor has dtype ", dtype_name(t.dtype()));
-  FB_CHECK(g.device() == t.device(), "[grad] assigned grad is on ", g.device().str(), " but the tensor is on ",
-           t.device().str());
+  FB_CHECK(g.device() == t.device(), "[grad] assigned grad is on ", g.device().str(),
+           " but the tensor is on ", t.device().str());
 }
 
 /// The engine's entry point for backward() and grad().
-py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<std::optional<Tensor>>& grad_outputs,
-                         bool keep_graph, bool create_graph, const std::vector<Tensor>& inputs, bool allow_unused,
+py::list run_backward_py(const std::vector<Tensor>& outputs,
+                         const std::vector<std::optional<Tensor>>& grad_outputs, bool keep_graph,
+                         bool create_graph, const std::vector<Tensor>& inputs, bool allow_unused,
                          bool accumulate) {
   FB_CHECK_VALUE(grad_outputs.size() == outputs.size(), "[backward] got ", outputs.size(), " tensors but ",
                  grad_outputs.size(), " gradients");
@@ -63,12 +64,15 @@ py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<s
     if (grad_outputs[i]) {
       Tensor g = *grad_outputs[i];
       FB_CHECK(std::ranges::equal(g.sizes(), out.sizes()), "[backward] mismatch in shape: grad_output[", i,
-               "] has shape ", shape_str(g.sizes()), " and output[", i, "] has shape ", shape_str(out.sizes()));
+               "] has shape ", shape_str(g.sizes()), " and output[", i, "] has shape ",
+               shape_str(out.sizes()));
       if (g.dtype() != out.dtype()) g = op::cast(g, out.dtype());
       grads.push_back(std::move(g));
     } else {
-      FB_CHECK(out.numel() == 1, "[backward] grad can be implicitly created only for scalar outputs, got a tensor "
-               "of shape ", shape_str(out.sizes()), "; pass a gradient of that shape (e.g. ones_like(out))");
+      FB_CHECK(out.numel() == 1,
+               "[backward] grad can be implicitly created only for scalar outputs, got a tensor "
+               "of shape ",
+               shape_str(out.sizes()), "; pass a gradient of that shape (e.g. ones_like(out))");
       grads.push_back(ones_like(out));
     }
   }
@@ -78,7 +82,8 @@ py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<s
              ") does not require grad");
     input_edges.push_back(gradient_edge(inputs[i]));
   }
-  variable_list result = run_backward(roots, std::move(grads), keep_graph, create_graph, input_edges, accumulate);
+  variable_list result =
+      run_backward(roots, std::move(grads), keep_graph, create_graph, input_edges, accumulate);
 
   py::list out;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -93,7 +98,8 @@ py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<s
       continue;
     }
     FB_CHECK(g.defined() || allow_unused, "[grad] one of the differentiated Tensors (input ", i,
-             ") appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+             ") appears to not have been used in the graph. Set allow_unused=True if this is the desired "
+             "behavior.");
     out.append(g.defined() ? py::cast(g) : py::none());
   }
   return out;
@@ -102,7 +108,8 @@ py::list run_backward_py(const std::vector<Tensor>& outputs, const std::vector<s
 py::object node_or_none(const std::shared_ptr<Node>& fn) { return fn ? py::cast(fn) : py::none(); }
 
 void init_node(py::module_& m) {
-  py::class_<Node, std::shared_ptr<Node>>(m, "Node", "A backward function of the autograd graph (Tensor.grad_fn).")
+  py::class_<Node, std::shared_ptr<Node>>(m, "Node",
+                                          "A backward function of the autograd graph (Tensor.grad_fn).")
       .def("name", &Node::name)
       .def_property_readonly("next_functions",
                              [](const Node& n) {
@@ -114,20 +121,22 @@ void init_node(py::module_& m) {
                                return t;
                              })
       .def_property_readonly("_sequence_nr", &Node::sequence_nr)
-      .def("register_prehook",
-           [](Node& n, py::object fn) {
-             auto hook = std::make_shared<PyTensorHook>(std::move(fn));
-             n.pre_hooks().emplace_back(0, hook);
-             return HookHandle{hook, nullptr};
-           },
-           "fn(grad) on the gradient of this node's first output before it runs; may return a new grad.")
-      .def("register_hook",
-           [](Node& n, py::object fn) {
-             auto hook = std::make_shared<PyNodePostHook>(std::move(fn));
-             n.post_hooks().push_back(hook);
-             return HookHandle{nullptr, hook};
-           },
-           "fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs.")
+      .def(
+          "register_prehook",
+          [](Node& n, py::object fn) {
+            auto hook = std::make_shared<PyTensorHook>(std::move(fn));
+            n.pre_hooks().emplace_back(0, hook);
+            return HookHandle{hook, nullptr};
+          },
+          "fn(grad) on the gradient of this node's first output before it runs; may return a new grad.")
+      .def(
+          "register_hook",
+          [](Node& n, py::object fn) {
+            auto hook = std::make_shared<PyNodePostHook>(std::move(fn));
+            n.post_hooks().push_back(hook);
+            return HookHandle{nullptr, hook};
+          },
+          "fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs.")
       .def("__repr__", [](const Node& n) { return "<" + n.name() + " object>"; })
       .def_property_readonly("variable", [](const Node& n) -> py::object {
         if (auto* acc = dynamic_cast<const AccumulateGrad*>(&n)) return py::cast(acc->variable);
@@ -151,25 +160,31 @@ void init_tensor_methods(py::module_& m) {
          },
          "The gradient accumulated by backward() (None until then). Assignable.")
       .def_property_readonly(
-          "grad_fn", [](const Tensor& t) { return node_or_none(meta_of(t) ? meta_of(t)->grad_fn_ : nullptr); },
+          "grad_fn",
+          [](const Tensor& t) { return node_or_none(meta_of(t) ? meta_of(t)->grad_fn_ : nullptr); },
           "The Node that made this tensor (None for leaves).")
       .def_property_readonly("is_leaf", [](const Tensor& t) { return !meta_of(t) || !meta_of(t)->grad_fn_; })
-      .def_property_readonly("retains_grad", [](const Tensor& t) { return meta_of(t) && meta_of(t)->retains_grad_; })
-      .def_property_readonly("output_nr", [](const Tensor& t) { return meta_of(t) ? meta_of(t)->output_nr_ : 0u; })
+      .def_property_readonly("retains_grad",
+                             [](const Tensor& t) { return meta_of(t) && meta_of(t)->retains_grad_; })
+      .def_property_readonly("output_nr",
+                             [](const Tensor& t) { return meta_of(t) ? meta_of(t)->output_nr_ : 0u; })
       .def(
           "retain_grad",
           [](const Tensor& t) {
-            FB_CHECK(t.requires_grad(), "[retain_grad] can't retain_grad on a tensor that doesn't require grad");
+            FB_CHECK(t.requires_grad(),
+                     "[retain_grad] can't retain_grad on a tensor that doesn't require grad");
             AutogradMeta* m = meta_of(t);
             if (!m->grad_fn_ || m->retains_grad_) return;  // leaves keep .grad anyway
             m->retains_grad_ = true;
-            m->grad_fn_->pre_hooks().emplace_back(m->output_nr_, std::make_shared<RetainGradHook>(t.impl_ptr()));
+            m->grad_fn_->pre_hooks().emplace_back(m->output_nr_,
+                                                  std::make_shared<RetainGradHook>(t.impl_ptr()));
           },
           "Keep .grad for this non-leaf tensor after backward().")
       .def(
           "register_hook",
           [](const Tensor& t, py::object fn) {
-            FB_CHECK(t.requires_grad(), "[register_hook] cannot register a hook on a tensor that doesn't require "
+            FB_CHECK(t.requires_grad(),
+                     "[register_hook] cannot register a hook on a tensor that doesn't require "
                      "gradient");
             auto hook = std::make_shared<PyTensorHook>(std::move(fn));
             AutogradMeta* m = meta_of(t);
@@ -179,7 +194,8 @@ void init_tensor_methods(py::module_& m) {
               m->leaf_hooks_.push_back(hook);
             return HookHandle{hook, nullptr};
           },
-          py::arg("hook"), "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
+          py::arg("hook"),
+          "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
       .def(
           "detach", [](const Tensor& t) { return shallow_alias(t); },
           "A new tensor sharing this one's memory, cut from the graph (never requires grad).")

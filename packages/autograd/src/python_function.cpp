@@ -37,7 +37,8 @@ py::tuple to_py_tuple(const variable_list& ts) {
 }
 }  // namespace
 
-variable_list PyNodePostHook::operator()(const variable_list& grad_inputs, const variable_list& grad_outputs) {
+variable_list PyNodePostHook::operator()(const variable_list& grad_inputs,
+                                         const variable_list& grad_outputs) {
   py::gil_scoped_acquire gil;
   py::object r = fn_(to_py_tuple(grad_inputs), to_py_tuple(grad_outputs));
   if (r.is_none()) return {};
@@ -96,7 +97,8 @@ class PyNode final : public Node {
       args[i + 1] = g.defined() ? py::cast(g) : py::none();
     }
     py::object res = cls.attr("backward")(*args);
-    py::tuple r = py::isinstance<py::tuple>(res) ? py::reinterpret_borrow<py::tuple>(res) : py::make_tuple(res);
+    py::tuple r =
+        py::isinstance<py::tuple>(res) ? py::reinterpret_borrow<py::tuple>(res) : py::make_tuple(res);
     const size_t n = next_edges_.size();
     if (r.size() < n)
       throw RuntimeError(detail::cat_str("[", name_, "] backward returned ", r.size(),
@@ -110,17 +112,20 @@ class PyNode final : public Node {
       py::handle gi = r[i];
       if (gi.is_none()) continue;
       if (!inputs[i].is_tensor)
-        throw RuntimeError(detail::cat_str("[", name_, "] backward returned a gradient different from None at "
-                                           "position ", i, ", but forward input ", i, " is not a Tensor"));
-      FB_CHECK_TYPE(py::isinstance<TensorImpl>(gi), "[", name_, "] backward must return Tensors or None, got ",
+        throw RuntimeError(detail::cat_str("[", name_,
+                                           "] backward returned a gradient different from None at "
+                                           "position ",
+                                           i, ", but forward input ", i, " is not a Tensor"));
+      FB_CHECK_TYPE(py::isinstance<TensorImpl>(gi), "[", name_,
+                    "] backward must return Tensors or None, got ",
                     py::str(py::type::of(gi).attr("__name__")).cast<std::string>(), " at position ", i);
       if (!needs(i)) continue;
       Tensor g = gi.cast<Tensor>();
       const TensorMeta& m = inputs[i];
       if (!std::ranges::equal(g.sizes(), m.sizes)) {
-        FB_CHECK(expandable(m.sizes, g.sizes()), "[", name_, "] backward returned an invalid gradient at index ",
-                 i, ": got shape ", shape_str(g.sizes()), " but expected a shape compatible with ",
-                 shape_str(m.sizes));
+        FB_CHECK(expandable(m.sizes, g.sizes()), "[", name_,
+                 "] backward returned an invalid gradient at index ", i, ": got shape ", shape_str(g.sizes()),
+                 " but expected a shape compatible with ", shape_str(m.sizes));
         g = sum_to(g, m.sizes);
       }
       if (g.dtype() != m.dtype) g = op::cast(g, m.dtype);
@@ -199,7 +204,8 @@ py::object function_apply(py::object cls, py::object ctx, py::args args) {
     if (contains(non_diff, t)) continue;
     const bool is_input = std::ranges::any_of(tensors, [&](const Tensor& x) { return x.is_same(t); });
     if (contains(dirty, t)) {
-      FB_CHECK(is_input, "[", node->name_, "] mark_dirty() was given a tensor that is not an input of forward");
+      FB_CHECK(is_input, "[", node->name_,
+               "] mark_dirty() was given a tensor that is not an input of forward");
       check_inplace(t, true, node->name_.c_str());
       rebase_history(t, node);
       ensure_meta(t)->output_nr_ = static_cast<uint32_t>(i);

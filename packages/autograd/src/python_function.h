@@ -2,9 +2,8 @@
 // Custom autograd Functions written in Python (flambeau_autograd.Function),
 // and tensor hooks that call Python. Both hold Python objects, so they take
 // the GIL to call or drop them.
-#include "flambeau/python/bindings.h"
-
 #include "engine.h"
+#include "flambeau/python/bindings.h"
 
 namespace flambeau::autograd {
 

@@ -3,11 +3,10 @@ inputs and compare outputs and gradients; gradcheck the flambeau side."""
 
 from __future__ import annotations
 
+import flambeau_autograd as ag
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
-import flambeau_autograd as ag
 
 torch = pytest.importorskip("torch")
 
@@ -46,7 +45,7 @@ def compare_with_torch(fb_fn, torch_fn, arrays, *, check_grad=True, seed=1, atol
     w = np.random.default_rng(seed).standard_normal(tuple(to.shape))
     (fo * fb_tensor(w)).sum().backward()
     (to * torch.tensor(w)).sum().backward()
-    for i, (a, b) in enumerate(zip(fb_in, th_in)):
+    for i, (a, b) in enumerate(zip(fb_in, th_in, strict=True)):
         if b.grad is None:
             assert a.grad is None or np.all(to_np(a.grad) == 0), f"input {i}"
             continue

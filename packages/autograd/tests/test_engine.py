@@ -5,12 +5,10 @@ from __future__ import annotations
 import gc
 import weakref
 
+import flambeau_autograd as ag
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
-import flambeau_autograd as ag
-
 from conftest import fb_tensor, to_np, torch
 
 
@@ -167,7 +165,8 @@ def test_version_counter_error_names_op_and_versions():
     b = a * 1.0
     c = b * b
     b.mul_(2.0)  # b was saved by c's MulBackward0
-    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[MulBackward0\] saved version 0, now at version 1"):
+    msg = r"modified by an inplace operation: \[MulBackward0\] saved version 0, now at version 1"
+    with pytest.raises(RuntimeError, match=msg):
         c.sum().backward()
 
 

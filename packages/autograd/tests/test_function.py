@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import flambeau_autograd as ag
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
-import flambeau_autograd as ag
-
 from conftest import fb_tensor, to_np, torch
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 
-import flambeau_core as fc
 import flambeau_autograd as ag
-
+import flambeau_core as fc
 from conftest import fb_tensor
 
 
