@@ -135,12 +135,13 @@ def nll_loss(
         raise ValueError(f"[nll_loss] weight must have shape ({num_classes},), got {_shape(weight)}")
     keep = target != ignore_index
     safe_target = fc.where(keep, target, 0)
-    if target.numel() > 0 and ((safe_target < 0).sum() + (safe_target >= num_classes).sum()).item() > 0:
+    try:  # gather checks the indices in its kernel, without a separate pass here
+        picked = fc.gather(input, 1, safe_target.unsqueeze(1)).squeeze(1)
+    except IndexError as e:
         raise IndexError(
-            f"[nll_loss] a target is out of bounds for {num_classes} classes (valid: 0..{num_classes - 1}"
-            f" or ignore_index={ignore_index})"
-        )
-    picked = fc.gather(input, 1, safe_target.unsqueeze(1)).squeeze(1)
+            f"[nll_loss] a target is out of bounds for {num_classes} classes (valid: 0..{num_classes - 1} "
+            f"or ignore_index={ignore_index}): {e}"
+        ) from None
     # Per-sample weight: the class weight, zero where ignored.
     w = keep.to(input.dtype)
     if weight is not None:
@@ -251,7 +252,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if p == 1.0:
         mask = fc.zeros_like(input)
     else:
-        mask = (fc.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype) * (1.0 / (1.0 - p))
+        mask = (fc.rand_like(input) >= p).to(input.dtype) * (1.0 / (1.0 - p))
     if inplace:
         return input.mul_(mask)
     return input * mask
