@@ -197,8 +197,6 @@ def test_getitem_errors():
         t["a"]
     with pytest.raises(TypeError, match="float"):
         t[1.5]
-    with pytest.raises(NotImplementedError, match="Tensor"):
-        t[fc.tensor([0, 1])]
     with pytest.raises(IndexError, match="too many indices for a tensor of dimension 0"):
         fc.tensor(1.0)[0]
 
@@ -298,3 +296,45 @@ def test_permute_reshape_property(shape, data):
     if v is not None:
         np.testing.assert_array_equal(as_np(v), ap.reshape(new_shape))
         assert v.data_ptr() == p.data_ptr()
+
+
+def test_advanced_indexing_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = np.arange(60.0, dtype=np.float32).reshape(3, 4, 5)
+    t, x = fc.tensor(a), torch.from_numpy(a)
+    mask0 = a[:, :, 0] > 20
+    mask1 = a[0] > 7
+    cases = [
+        ([2, 0],), ([[1, -1]],), (slice(None), [3, 1]), (1, Ellipsis, [4, 4, 0]), (None, [0, 2], slice(1, 3)),
+        ([0, 1], 1), (slice(None), 1, [0, 1]), ([],), (mask0,), (slice(None), mask1), ([True, False, True],),
+    ]
+    for idx in cases:
+        fi = tuple(fc.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
+        ti = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in idx)
+        want = x[ti]
+        got = t[fi]
+        assert got.shape == tuple(want.shape), idx
+        np.testing.assert_array_equal(as_np(got), want.numpy())
+    perm = fc.tensor([2, 0, 1])
+    got = t[perm]
+    assert got.data_ptr() != t.data_ptr()  # a copy, as in PyTorch
+    np.testing.assert_array_equal(as_np(got), a[[2, 0, 1]])
+    np.testing.assert_array_equal(as_np(t[fc.tensor([1, 0], dtype=fc.int32)]), a[[1, 0]])
+
+
+def test_advanced_indexing_errors():
+    t = fc.zeros(3, 4)
+    with pytest.raises(IndexError, match=r"\[getitem\] index 3 is out of bounds for dimension 0 with size 3"):
+        t[[0, 3]]
+    with pytest.raises(IndexError, match=r"index -5 is out of bounds for dimension 1 with size 4"):
+        t[:, fc.tensor([-5])]
+    with pytest.raises(IndexError, match=r"must be integer or bool, got float32"):
+        t[fc.tensor([0.0])]
+    with pytest.raises(IndexError, match=r"shape \(2,\) of the mask does not match the shape \(3,\)"):
+        t[fc.tensor([True, False])]
+    with pytest.raises(NotImplementedError, match="more than one tensor"):
+        t[[0, 1], [1, 2]]
+    with pytest.raises(NotImplementedError, match=r"\[setitem\].*list"):
+        t[[0, 1]] = 1.0
+    with pytest.raises(NotImplementedError, match="Python bool"):
+        t[True]

@@ -11,6 +11,20 @@ using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
 
 std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
 
+template <class F> void detail_for_each_offset(const Tensor& t, F&& f) {
+  const int64_t nd = t.dim();
+  Shape idx(nd, 0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t off = 0;
+    for (int64_t k = 0; k < nd; ++k) off += idx[k] * t.strides()[k];
+    f(off);
+    for (int64_t k = nd - 1; k >= 0; --k) {
+      if (++idx[k] < t.sizes()[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
 bool is_int_index(py::handle obj) {
   if (PyBool_Check(obj.ptr())) return false;
   if (PyLong_Check(obj.ptr())) return true;
@@ -35,8 +49,84 @@ int64_t as_index(py::handle obj) {
 // inserts a size-1 dim, and one Ellipsis stands for as many full slices as
 // needed. Every item maps to one view op (select, slice, unsqueeze), so the
 // result always shares self's storage and autograd sees ordinary ops.
-Tensor index_view(const Tensor& self, py::handle index) {
+// One advanced item is supported on top (an integer tensor or list, or a bool
+// mask): the basic items are applied first with the advanced one kept as full
+// slices, then the advanced dims are replaced by the index's shape through
+// gather, so the result is a copy (as in PyTorch) and differentiable.
+struct AdvancedIndex {
+  Tensor index;         // int64 or bool
+  int64_t dim = 0;      // first dim of the view it applies to
+  int64_t src_dim = 0;  // the same dim counted in self (for messages)
+};
+
+bool is_advanced(py::handle it) {
+  return (py::isinstance<TensorImpl>(it) && !is_int_index(it)) || PyList_Check(it.ptr());
+}
+
+Tensor as_index_tensor(py::handle it) {
+  if (py::isinstance<TensorImpl>(it)) return it.cast<Tensor>();
+  py::object make = py::module_::import("flambeau_core._C").attr("tensor");
+  if (py::len(it) == 0) return make(it, py::arg("dtype") = ScalarType::Int64).cast<Tensor>();  // t[[]]
+  return make(it).cast<Tensor>();
+}
+
+/// Dims an advanced index consumes: the mask's dims for bool, else 1.
+int64_t advanced_dims(const Tensor& idx) { return idx.dtype() == ScalarType::Bool ? std::max<int64_t>(idx.dim(), 1) : 1; }
+
+Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
+  const Tensor& idx = adv.index;
+  const int64_t d = adv.dim;
+  Tensor base = cur;
+  Shape idx_shape;
+  std::vector<int64_t> flat;
+  if (idx.dtype() == ScalarType::Bool) {
+    const int64_t k = advanced_dims(idx);
+    const auto covered = cur.sizes().subspan(d, k);
+    const bool match = idx.dim() == 0 || std::equal(covered.begin(), covered.end(), idx.sizes().begin(), idx.sizes().end());
+    FB_CHECK_INDEX(idx.dim() > 0 && match, "[getitem] the shape ", shape_str(idx.sizes()),
+                   " of the mask does not match the shape ", shape_str(covered),
+                   " of the indexed tensor at dimension ", adv.src_dim);
+    Shape merged(cur.sizes().begin(), cur.sizes().begin() + d);
+    merged.push_back(idx.numel());
+    merged.insert(merged.end(), cur.sizes().begin() + d + k, cur.sizes().end());
+    base = reshape(cur, merged);
+    const bool* m = idx.data<bool>();
+    int64_t pos = 0;
+    detail_for_each_offset(idx, [&](int64_t off) {
+      if (m[off]) flat.push_back(pos);
+      ++pos;
+    });
+    idx_shape = {static_cast<int64_t>(flat.size())};
+  } else {
+    FB_CHECK_INDEX(is_integral(idx.dtype(), false), "[getitem] tensors used as indices must be integer or bool, got ",
+                   dtype_name(idx.dtype()));
+    const Tensor i64 = idx.dtype() == ScalarType::Int64 ? idx : op::cast(idx, ScalarType::Int64);
+    const int64_t n = cur.sizes()[d];
+    const int64_t* p = i64.data<int64_t>();
+    detail_for_each_offset(i64, [&](int64_t off) {
+      const int64_t v = p[off];
+      FB_CHECK_INDEX(v >= -n && v < n, "[getitem] index ", v, " is out of bounds for dimension ", adv.src_dim,
+                     " with size ", n);
+      flat.push_back(v < 0 ? v + n : v);
+    });
+    idx_shape.assign(idx.sizes().begin(), idx.sizes().end());
+  }
+  const auto m = static_cast<int64_t>(flat.size());
+  Tensor flat_t = op::empty(Shape{m}, ScalarType::Int64, cur.device());
+  std::copy(flat.begin(), flat.end(), flat_t.data<int64_t>());
+  Shape view_shape(base.dim(), 1), target(base.sizes().begin(), base.sizes().end());
+  view_shape[d] = m;
+  target[d] = m;
+  const Tensor gathered = op::gather(base, d, op::expand(op::view(flat_t, view_shape), target));
+  Shape out_shape(base.sizes().begin(), base.sizes().begin() + d);
+  out_shape.insert(out_shape.end(), idx_shape.begin(), idx_shape.end());
+  out_shape.insert(out_shape.end(), base.sizes().begin() + d + 1, base.sizes().end());
+  return op::view(gathered, out_shape);
+}
+
+Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = true) {
   std::vector<py::handle> items;
+  std::vector<py::object> keep;  // index tensors made from lists
   if (PyTuple_Check(index.ptr())) {
     for (py::handle it : py::reinterpret_borrow<py::tuple>(index)) items.push_back(it);
   } else {
@@ -44,19 +134,28 @@ Tensor index_view(const Tensor& self, py::handle index) {
   }
   int64_t consuming = 0;
   bool seen_ellipsis = false;
-  for (py::handle it : items) {
+  std::optional<AdvancedIndex> adv;
+  for (py::handle& it : items) {
     if (it.ptr() == Py_Ellipsis) {
       FB_CHECK_INDEX(!seen_ellipsis, "[getitem] an index can only have a single ellipsis ('...')");
       seen_ellipsis = true;
     } else if (is_int_index(it) || PySlice_Check(it.ptr())) {
       ++consuming;
+    } else if (is_advanced(it)) {
+      if (!allow_advanced)
+        throw NotImplementedError(detail::cat_str("[setitem] assigning through a ", type_name(it),
+                                                  " index is not supported yet; use ints, slices, None and ..."));
+      if (adv)
+        throw NotImplementedError("[getitem] indexing with more than one tensor or list is not supported yet");
+      keep.push_back(py::cast(as_index_tensor(it)));
+      it = keep.back();
+      adv = AdvancedIndex{it.cast<Tensor>()};
+      consuming += advanced_dims(adv->index);
     } else if (!it.is_none()) {
-      if (py::isinstance<TensorImpl>(it) || PyList_Check(it.ptr()) || PyBool_Check(it.ptr()))
-        throw NotImplementedError(detail::cat_str(
-            "[getitem] advanced indexing with a ", PyBool_Check(it.ptr()) ? "bool" : type_name(it),
-            " is not supported yet; use ints, slices, None and ... (or gather)"));
-      throw TypeError(detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`) and None are valid "
-                                      "indices, got ", type_name(it)));
+      if (PyBool_Check(it.ptr()))
+        throw NotImplementedError("[getitem] indexing with a Python bool is not supported yet");
+      throw TypeError(detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`), None and integer or "
+                                      "bool tensors are valid indices, got ", type_name(it)));
     }
   }
   FB_CHECK_INDEX(consuming <= self.dim(), "[getitem] too many indices for a tensor of dimension ", self.dim(),
@@ -82,6 +181,11 @@ Tensor index_view(const Tensor& self, py::handle index) {
       cur = op::slice(cur, d, b, e, step);
       ++d;
       ++src_d;
+    } else if (adv && it.ptr() == keep.back().ptr()) {
+      adv->dim = d;
+      adv->src_dim = src_d;
+      d += advanced_dims(adv->index);
+      src_d += advanced_dims(adv->index);
     } else {
       const int64_t i = as_index(it);
       const int64_t n = cur.sizes()[d];
@@ -91,13 +195,14 @@ Tensor index_view(const Tensor& self, py::handle index) {
       ++src_d;
     }
   }
+  if (adv) return apply_advanced(cur, *adv);
   // t[...] and t[()] still return a new view, as in PyTorch.
   if (cur.is_same(self)) cur = op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
   return cur;
 }
 
 void index_assign(Tensor& self, py::handle index, py::handle value) {
-  Tensor target = index_view(self, index);
+  Tensor target = index_view(self, index, /*allow_advanced=*/false);
   if (py::isinstance<TensorImpl>(value)) {
     // Broadcast the value to the indexed shape first (as PyTorch: leading
     // size-1 dims of the value may be dropped), so the message names setitem.
