@@ -20,7 +20,9 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
 
 Tensor contiguous(const Tensor& self) { return self.is_contiguous() ? self : op::clone(self); }
 
-Tensor to_dtype(const Tensor& self, ScalarType dtype) { return self.dtype() == dtype ? self : op::cast(self, dtype); }
+Tensor to_dtype(const Tensor& self, ScalarType dtype) {
+  return self.dtype() == dtype ? self : op::cast(self, dtype);
+}
 
 Tensor sum_to(const Tensor& self, IntArrayRef shape) {
   const IntArrayRef sizes = self.sizes();
@@ -33,7 +35,8 @@ Tensor sum_to(const Tensor& self, IntArrayRef shape) {
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
     const int64_t have = sizes[lead + i];
     FB_CHECK_VALUE(shape[i] == have || shape[i] == 1, "[sum_to] cannot sum shape ", shape_str(sizes),
-                   " to shape ", shape_str(shape), " (shape ", shape_str(shape), " does not broadcast to it)");
+                   " to shape ", shape_str(shape), " (shape ", shape_str(shape),
+                   " does not broadcast to it)");
     if (shape[i] == 1 && have != 1) dims.push_back(lead + i);
   }
   const std::optional<ScalarType> dtype =
@@ -44,8 +47,10 @@ Tensor sum_to(const Tensor& self, IntArrayRef shape) {
 }
 
 Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim) {
-  FB_CHECK_TYPE(is_floating(self.dtype()), "[mean] could not infer the output dtype: the input dtype must be a "
-                "floating point dtype, got ", dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean()");
+  FB_CHECK_TYPE(is_floating(self.dtype()),
+                "[mean] could not infer the output dtype: the input dtype must be a "
+                "floating point dtype, got ",
+                dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean()");
   int64_t count = 1;
   if (dims.empty()) {
     count = self.numel();

@@ -12,7 +12,8 @@ namespace {
 constexpr int kUndefined = -1;
 
 int update_state(int state, ScalarType t) {
-  return state == kUndefined ? static_cast<int>(t) : static_cast<int>(promote_types(static_cast<ScalarType>(state), t));
+  return state == kUndefined ? static_cast<int>(t)
+                             : static_cast<int>(promote_types(static_cast<ScalarType>(state), t));
 }
 
 // PyTorch's combine_categories: `lower` only raises the category of `higher`.
@@ -138,13 +139,14 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
       bool ok = n <= no;
       for (int d = 0; d < n && ok; ++d) ok = s[n - 1 - d] == 1 || s[n - 1 - d] == bshape[d];
       if (!ok)
-        throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(s), " cannot be broadcast to the shape ",
-                                         shape_str(os), " of self"));
+        throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(s),
+                                         " cannot be broadcast to the shape ", shape_str(os), " of self"));
     }
     for (int d = 0; d < no; ++d)
       FB_CHECK(os[d] <= 1 || out->strides()[d] != 0, "[", op,
-               "] unsupported operation: more than one element of the written-to tensor (shape ", shape_str(os),
-               ", strides ", shape_str(out->strides()), ") refers to a single memory location; clone() it first");
+               "] unsupported operation: more than one element of the written-to tensor (shape ",
+               shape_str(os), ", strides ", shape_str(out->strides()),
+               ") refers to a single memory location; clone() it first");
     out_ = *out;
   } else {
     for (int i = 0; i < nin; ++i) {
@@ -248,7 +250,8 @@ void TensorIterator::coalesce() {
   ndim_ = n;
 }
 
-TensorIterator TensorIterator::unary(const char* op, const Tensor& a, ScalarType compute, ScalarType out_dtype) {
+TensorIterator TensorIterator::unary(const char* op, const Tensor& a, ScalarType compute,
+                                     ScalarType out_dtype) {
   const Tensor* in[1] = {&a};
   return TensorIterator(op, nullptr, out_dtype, in, compute);
 }
@@ -259,7 +262,8 @@ TensorIterator TensorIterator::binary(const char* op, const Tensor& a, const Ten
   return TensorIterator(op, nullptr, out_dtype, in, compute);
 }
 
-TensorIterator TensorIterator::inplace(const char* op, Tensor& self, const Tensor& other, bool true_division) {
+TensorIterator TensorIterator::inplace(const char* op, Tensor& self, const Tensor& other,
+                                       bool true_division) {
   ScalarType rt = result_type(self, other);
   if (true_division) rt = to_float_dtype(rt);
   FB_CHECK_TYPE(can_cast(rt, self.dtype()), "[", op, "] result type ", dtype_name(rt),

@@ -56,8 +56,9 @@ class FB_API TensorIterator {
   /// out: an existing output (its dtype and shape are kept), or nullptr to
   /// allocate one of `out_dtype`. Inputs are read as `compute_dtype`, except
   /// those whose bit is set in `keep_dtype_mask` (bit i for input i).
-  TensorIterator(const char* op, const Tensor* out, ScalarType out_dtype, std::span<const Tensor* const> inputs,
-                 ScalarType compute_dtype, unsigned keep_dtype_mask = 0);
+  TensorIterator(const char* op, const Tensor* out, ScalarType out_dtype,
+                 std::span<const Tensor* const> inputs, ScalarType compute_dtype,
+                 unsigned keep_dtype_mask = 0);
 
   // Common shapes of iterator.
   static TensorIterator unary(const char* op, const Tensor& a, ScalarType compute, ScalarType out_dtype);
@@ -66,7 +67,8 @@ class FB_API TensorIterator {
   /// In-place `self op= other`: computes in self's dtype; TypeError if the
   /// promoted type cannot be cast to it, ValueError if other does not
   /// broadcast to self's shape.
-  static TensorIterator inplace(const char* op, Tensor& self, const Tensor& other, bool true_division = false);
+  static TensorIterator inplace(const char* op, Tensor& self, const Tensor& other,
+                                bool true_division = false);
 
   const Tensor& output() const { return out_; }
   ScalarType compute_dtype() const { return compute_; }
@@ -75,7 +77,8 @@ class FB_API TensorIterator {
   int ndim() const { return ndim_; }
   int ntensors() const { return ntensors_; }
 
-  template <class Loop> void for_each(const Loop& loop, int64_t grain = kGrainSize) const {
+  template <class Loop>
+  void for_each(const Loop& loop, int64_t grain = kGrainSize) const {
     if (numel_ == 0) return;
     if (numel_ <= grain) {
       serial_for(loop, 0, numel_);
@@ -84,7 +87,8 @@ class FB_API TensorIterator {
     parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) { serial_for(loop, b, e); });
   }
 
-  template <class Loop> void serial_for(const Loop& loop, int64_t begin, int64_t end) const {
+  template <class Loop>
+  void serial_for(const Loop& loop, int64_t begin, int64_t end) const {
     char* ptrs[kMaxIterOperands];
     if (ndim_ == 1) {
       for (int k = 0; k < ntensors_; ++k) ptrs[k] = data_[k] + begin * strides_[0][k];
@@ -123,7 +127,7 @@ class FB_API TensorIterator {
   Tensor owned_[kMaxIterOperands];  // casts and copies of inputs, kept alive
   char* data_[kMaxIterOperands];
   ScalarType dtypes_[kMaxIterOperands];
-  int64_t shape_[kMaxIterDims];                     // innermost first
+  int64_t shape_[kMaxIterDims];                      // innermost first
   int64_t strides_[kMaxIterDims][kMaxIterOperands];  // bytes
   alignas(8) char scalar_buf_[kMaxIterOperands][8];
   int64_t numel_ = 0;

@@ -9,7 +9,8 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-template <class T> void pow_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void pow_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_floating_point_v<T>) {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) { return std::pow(a, b); });
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -46,8 +47,8 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const
   return it.output();
 }
 
-Tensor& binary_(const char* op, Tensor& self, const Tensor& other, VecOp vop, const IntLoops& ints, double param,
-                bool true_division = false) {
+Tensor& binary_(const char* op, Tensor& self, const Tensor& other, VecOp vop, const IntLoops& ints,
+                double param, bool true_division = false) {
   TensorIterator it = TensorIterator::inplace(op, self, other, true_division);
   const Loop1D loop = pick_loop(op, self.dtype(), vop, ints);
   run_loop(it, loop, param);
@@ -62,7 +63,8 @@ constexpr IntLoops kMaxInts = FB_INT_LOOPS(base::maximum_loop);
 constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
 
 Tensor add_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1) return binary("add", a, b, kVecAdd, kAddInts, 1);
+  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1)
+    return binary("add", a, b, kVecAdd, kAddInts, 1);
   check_alpha("add", result_type(a, b), alpha);
   return binary("add", a, b, kVecAdd, kAddInts, alpha.to_double());
 }
@@ -71,20 +73,37 @@ Tensor sub_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return binary("sub", a, b, kVecSub, kSubInts, alpha.to_double());
 }
 Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary("mul", a, b, kVecMul, kMulInts, 0); }
-Tensor div_cpu(const Tensor& a, const Tensor& b) { return binary("div", a, b, kVecDiv, kNoIntLoops, 0, true); }
-Tensor maximum_cpu(const Tensor& a, const Tensor& b) { return binary("maximum", a, b, kVecMaximum, kMaxInts, 0); }
-Tensor minimum_cpu(const Tensor& a, const Tensor& b) { return binary("minimum", a, b, kVecMinimum, kMinInts, 0); }
+Tensor div_cpu(const Tensor& a, const Tensor& b) {
+  return binary("div", a, b, kVecDiv, kNoIntLoops, 0, true);
+}
+Tensor maximum_cpu(const Tensor& a, const Tensor& b) {
+  return binary("maximum", a, b, kVecMaximum, kMaxInts, 0);
+}
+Tensor minimum_cpu(const Tensor& a, const Tensor& b) {
+  return binary("minimum", a, b, kVecMinimum, kMinInts, 0);
+}
 
 Tensor pow_cpu(const Tensor& a, const Tensor& b) {
   const ScalarType t = result_type(a, b);
   Loop1D loop = nullptr;
   switch (t) {
-    case ScalarType::Bool: loop = &pow_loop<bool>; break;
-    case ScalarType::Int32: loop = &pow_loop<int32_t>; break;
-    case ScalarType::Int64: loop = &pow_loop<int64_t>; break;
-    case ScalarType::Float32: loop = &pow_loop<float>; break;
-    case ScalarType::Float64: loop = &pow_loop<double>; break;
-    default: unsupported_dtype("pow", t);
+    case ScalarType::Bool:
+      loop = &pow_loop<bool>;
+      break;
+    case ScalarType::Int32:
+      loop = &pow_loop<int32_t>;
+      break;
+    case ScalarType::Int64:
+      loop = &pow_loop<int64_t>;
+      break;
+    case ScalarType::Float32:
+      loop = &pow_loop<float>;
+      break;
+    case ScalarType::Float64:
+      loop = &pow_loop<double>;
+      break;
+    default:
+      unsupported_dtype("pow", t);
   }
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
   run_loop(it, loop, 0);

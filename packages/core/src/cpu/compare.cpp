@@ -10,11 +10,13 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-template <class T, class F> void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
+template <class T, class F>
+void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
   base::binary_loop<bool, T>(d, s, n, f);
 }
 
-template <class Cmp> Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
+template <class Cmp>
+Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
   const ScalarType t = result_type(a, b);
   TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
   auto run = [&](auto tag) {
@@ -24,24 +26,48 @@ template <class Cmp> Tensor compare(const char* op, const Tensor& a, const Tenso
     });
   };
   switch (t) {
-    case ScalarType::Bool: run(type_tag<bool>{}); break;
-    case ScalarType::Int32: run(type_tag<int32_t>{}); break;
-    case ScalarType::Int64: run(type_tag<int64_t>{}); break;
-    case ScalarType::Float32: run(type_tag<float>{}); break;
-    case ScalarType::Float64: run(type_tag<double>{}); break;
-    default: unsupported_dtype(op, t);
+    case ScalarType::Bool:
+      run(type_tag<bool>{});
+      break;
+    case ScalarType::Int32:
+      run(type_tag<int32_t>{});
+      break;
+    case ScalarType::Int64:
+      run(type_tag<int64_t>{});
+      break;
+    case ScalarType::Float32:
+      run(type_tag<float>{});
+      break;
+    case ScalarType::Float64:
+      run(type_tag<double>{});
+      break;
+    default:
+      unsupported_dtype(op, t);
   }
   return it.output();
 }
 
-Tensor eq_cpu(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
-Tensor ne_cpu(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
-Tensor lt_cpu(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
-Tensor le_cpu(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
-Tensor gt_cpu(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
-Tensor ge_cpu(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor eq_cpu(const Tensor& a, const Tensor& b) {
+  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+}
+Tensor ne_cpu(const Tensor& a, const Tensor& b) {
+  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+}
+Tensor lt_cpu(const Tensor& a, const Tensor& b) {
+  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+}
+Tensor le_cpu(const Tensor& a, const Tensor& b) {
+  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+}
+Tensor gt_cpu(const Tensor& a, const Tensor& b) {
+  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+}
+Tensor ge_cpu(const Tensor& a, const Tensor& b) {
+  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+}
 
-template <class T> void where_loop(char** d, const int64_t* s, int64_t n) {
+template <class T>
+void where_loop(char** d, const int64_t* s, int64_t n) {
   if (s[0] == sizeof(T) && s[1] == 1 && s[2] == sizeof(T) && s[3] == sizeof(T)) {
     T* out = reinterpret_cast<T*>(d[0]);
     const bool* c = reinterpret_cast<const bool*>(d[1]);
@@ -65,11 +91,20 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TensorIterator it("where", nullptr, t, in, t, /*keep_dtype_mask=*/1);
   // Selecting copies bytes, so one loop per element size serves every dtype.
   switch (itemsize(t)) {
-    case 1: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint8_t>(d, s, n); }); break;
-    case 2: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint16_t>(d, s, n); }); break;
-    case 4: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint32_t>(d, s, n); }); break;
-    case 8: it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); }); break;
-    default: unsupported_dtype("where", t);
+    case 1:
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint8_t>(d, s, n); });
+      break;
+    case 2:
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint16_t>(d, s, n); });
+      break;
+    case 4:
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint32_t>(d, s, n); });
+      break;
+    case 8:
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); });
+      break;
+    default:
+      unsupported_dtype("where", t);
   }
   return it.output();
 }

@@ -14,25 +14,37 @@ namespace flambeau::cpu {
 struct IntLoops {
   Loop1D b, i32, i64;
 };
-#define FB_INT_LOOPS(fn) ::flambeau::cpu::IntLoops{&fn<bool>, &fn<int32_t>, &fn<int64_t>}
-#define FB_INT_LOOPS_NO_BOOL(fn) ::flambeau::cpu::IntLoops{nullptr, &fn<int32_t>, &fn<int64_t>}
+#define FB_INT_LOOPS(fn) \
+  ::flambeau::cpu::IntLoops { &fn<bool>, &fn<int32_t>, &fn<int64_t> }
+#define FB_INT_LOOPS_NO_BOOL(fn) \
+  ::flambeau::cpu::IntLoops { nullptr, &fn<int32_t>, &fn<int64_t> }
 inline constexpr IntLoops kNoIntLoops{nullptr, nullptr, nullptr};
 
 [[noreturn]] inline void unsupported_dtype(const char* op, ScalarType t) {
-  if (t == ScalarType::Bool)
-    throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
+  if (t == ScalarType::Bool) throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
   throw TypeError(detail::cat_str("[", op, "] dtype ", dtype_name(t), " is not supported yet"));
 }
 
 inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops& ints) {
   Loop1D f = nullptr;
   switch (t) {
-    case ScalarType::Float32: f = vec_table().f32[vop]; break;
-    case ScalarType::Float64: f = vec_table().f64[vop]; break;
-    case ScalarType::Bool: f = ints.b; break;
-    case ScalarType::Int32: f = ints.i32; break;
-    case ScalarType::Int64: f = ints.i64; break;
-    default: break;
+    case ScalarType::Float32:
+      f = vec_table().f32[vop];
+      break;
+    case ScalarType::Float64:
+      f = vec_table().f64[vop];
+      break;
+    case ScalarType::Bool:
+      f = ints.b;
+      break;
+    case ScalarType::Int32:
+      f = ints.i32;
+      break;
+    case ScalarType::Int64:
+      f = ints.i64;
+      break;
+    default:
+      break;
   }
   if (!f) unsupported_dtype(op, t);
   return f;

@@ -136,10 +136,17 @@ inline float sigmoid_f32(float x) {
 
 // ---- elementwise functions (T = the compute dtype) ----
 
-template <class T> inline T max_propagate_nan(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> inline T min_propagate_nan(T a, T b) { return (a < b || a != a) ? a : b; }
+template <class T>
+inline T max_propagate_nan(T a, T b) {
+  return (a > b || a != a) ? a : b;
+}
+template <class T>
+inline T min_propagate_nan(T a, T b) {
+  return (a < b || a != a) ? a : b;
+}
 
-template <class T> void add_loop(char** d, const int64_t* s, int64_t n, double alpha) {
+template <class T>
+void add_loop(char** d, const int64_t* s, int64_t n, double alpha) {
   if constexpr (std::is_same_v<T, bool>) {  // bool: logical or
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || b); });
   } else if (alpha == 1) {
@@ -149,7 +156,8 @@ template <class T> void add_loop(char** d, const int64_t* s, int64_t n, double a
     binary_loop<T, T>(d, s, n, [al](T a, T b) { return static_cast<T>(a + al * b); });
   }
 }
-template <class T> void sub_loop(char** d, const int64_t* s, int64_t n, double alpha) {
+template <class T>
+void sub_loop(char** d, const int64_t* s, int64_t n, double alpha) {
   if (alpha == 1) {
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a - b); });
   } else {
@@ -157,49 +165,68 @@ template <class T> void sub_loop(char** d, const int64_t* s, int64_t n, double a
     binary_loop<T, T>(d, s, n, [al](T a, T b) { return static_cast<T>(a - al * b); });
   }
 }
-template <class T> void mul_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void mul_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_same_v<T, bool>)
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a && b); });
   else
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a * b); });
 }
-template <class T> void div_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void div_loop(char** d, const int64_t* s, int64_t n, double) {
   binary_loop<T, T>(d, s, n, [](T a, T b) { return a / b; });
 }
-template <class T> void maximum_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void maximum_loop(char** d, const int64_t* s, int64_t n, double) {
   binary_loop<T, T>(d, s, n, [](T a, T b) { return max_propagate_nan(a, b); });
 }
-template <class T> void minimum_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void minimum_loop(char** d, const int64_t* s, int64_t n, double) {
   binary_loop<T, T>(d, s, n, [](T a, T b) { return min_propagate_nan(a, b); });
 }
 
-template <class T> void neg_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void neg_loop(char** d, const int64_t* s, int64_t n, double) {
   unary_loop<T, T>(d, s, n, [](T a) { return static_cast<T>(-a); });
 }
-template <class T> void abs_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void abs_loop(char** d, const int64_t* s, int64_t n, double) {
   unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? static_cast<T>(-a) : a; });
 }
-template <class T> void relu_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void relu_loop(char** d, const int64_t* s, int64_t n, double) {
   // NaN stays NaN, as in PyTorch.
   unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? T(0) : a; });
 }
-template <class T> void sqrt_loop(char** d, const int64_t* s, int64_t n, double) {
+template <class T>
+void sqrt_loop(char** d, const int64_t* s, int64_t n, double) {
   unary_loop<T, T>(d, s, n, [](T a) { return std::sqrt(a); });
 }
-template <class T> void exp_loop(char** d, const int64_t* s, int64_t n, double) {
-  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return exp_f32(a); });
-  else unary_loop<T, T>(d, s, n, [](T a) { return std::exp(a); });
+template <class T>
+void exp_loop(char** d, const int64_t* s, int64_t n, double) {
+  if constexpr (std::is_same_v<T, float>)
+    unary_loop<T, T>(d, s, n, [](T a) { return exp_f32(a); });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) { return std::exp(a); });
 }
-template <class T> void log_loop(char** d, const int64_t* s, int64_t n, double) {
-  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return log_f32(a); });
-  else unary_loop<T, T>(d, s, n, [](T a) { return std::log(a); });
+template <class T>
+void log_loop(char** d, const int64_t* s, int64_t n, double) {
+  if constexpr (std::is_same_v<T, float>)
+    unary_loop<T, T>(d, s, n, [](T a) { return log_f32(a); });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) { return std::log(a); });
 }
-template <class T> void tanh_loop(char** d, const int64_t* s, int64_t n, double) {
-  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return tanh_f32(a); });
-  else unary_loop<T, T>(d, s, n, [](T a) { return std::tanh(a); });
+template <class T>
+void tanh_loop(char** d, const int64_t* s, int64_t n, double) {
+  if constexpr (std::is_same_v<T, float>)
+    unary_loop<T, T>(d, s, n, [](T a) { return tanh_f32(a); });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) { return std::tanh(a); });
 }
-template <class T> void sigmoid_loop(char** d, const int64_t* s, int64_t n, double) {
-  if constexpr (std::is_same_v<T, float>) unary_loop<T, T>(d, s, n, [](T a) { return sigmoid_f32(a); });
+template <class T>
+void sigmoid_loop(char** d, const int64_t* s, int64_t n, double) {
+  if constexpr (std::is_same_v<T, float>)
+    unary_loop<T, T>(d, s, n, [](T a) { return sigmoid_f32(a); });
   else
     unary_loop<T, T>(d, s, n, [](T a) {
       const T e = std::exp(a < 0 ? a : -a);
@@ -212,7 +239,8 @@ template <class T> void sigmoid_loop(char** d, const int64_t* s, int64_t n, doub
 
 /// Sum of n elements `stride` bytes apart, accumulated in double: blocks
 /// summed with independent SIMD lanes, blocks combined pairwise.
-template <class T> double sum_strided(const char* p, int64_t n, int64_t stride) {
+template <class T>
+double sum_strided(const char* p, int64_t n, int64_t stride) {
   constexpr int64_t kBlock = 512;
   if (n <= kBlock) {
     double acc = 0;
@@ -230,13 +258,15 @@ template <class T> double sum_strided(const char* p, int64_t n, int64_t stride) 
 }
 
 /// acc[i] += x[i * stride] (a row of an outer reduction).
-template <class T> void accumulate_row(double* acc, const char* p, int64_t n, int64_t stride) {
+template <class T>
+void accumulate_row(double* acc, const char* p, int64_t n, int64_t stride) {
   if (stride == sizeof(T)) {
     const T* x = reinterpret_cast<const T*>(p);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(x[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(*reinterpret_cast<const T*>(p + i * stride));
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += static_cast<double>(*reinterpret_cast<const T*>(p + i * stride));
   }
 }
 

@@ -42,7 +42,8 @@ uint64_t reduce_mask(const char* op, IntArrayRef dims, int64_t ndim) {
   return mask;
 }
 
-template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
+template <class T, class Acc>
+void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   const int64_t nd = in.dim();
   // Output strides of the keepdim-shaped contiguous result.
   std::vector<ReduceDim> dims;
@@ -56,8 +57,9 @@ template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, A
   for (int64_t d = 0; d < nd; ++d)
     if (in.sizes()[d] != 1) dims.push_back({in.sizes()[d], in.strides()[d], out_strides[d]});
   // Memory order: outermost (largest input stride) first; merge contiguous neighbours.
-  std::stable_sort(dims.begin(), dims.end(),
-                   [](const ReduceDim& a, const ReduceDim& b) { return std::abs(a.in_stride) > std::abs(b.in_stride); });
+  std::stable_sort(dims.begin(), dims.end(), [](const ReduceDim& a, const ReduceDim& b) {
+    return std::abs(a.in_stride) > std::abs(b.in_stride);
+  });
   std::vector<ReduceDim> merged;
   for (const ReduceDim& d : dims) {
     if (!merged.empty()) {
@@ -79,11 +81,14 @@ template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, A
   const VecTable& vt = vec_table();
 
   auto inner_sum = [&](const char* p, int64_t n, int64_t stride_bytes) -> Acc {
-    if constexpr (std::is_same_v<T, float>) return vt.sum_f32(p, n, stride_bytes);
-    else if constexpr (std::is_same_v<T, double>) return vt.sum_f64(p, n, stride_bytes);
+    if constexpr (std::is_same_v<T, float>)
+      return vt.sum_f32(p, n, stride_bytes);
+    else if constexpr (std::is_same_v<T, double>)
+      return vt.sum_f64(p, n, stride_bytes);
     else {
       Acc s = 0;
-      for (int64_t i = 0; i < n; ++i) s += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
+      for (int64_t i = 0; i < n; ++i)
+        s += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
       return s;
     }
   };
@@ -144,8 +149,10 @@ template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, A
       aoff += idx[k] * merged[k].out_stride;
     }
     const char* p = base_ptr + ioff * isz;
-    if (inner.out_stride == 0) acc[aoff] += inner_sum(p, inner.size, inner.in_stride * isz);
-    else inner_rows(acc + aoff, p, inner.size, inner.in_stride * isz, inner.out_stride);
+    if (inner.out_stride == 0)
+      acc[aoff] += inner_sum(p, inner.size, inner.in_stride * isz);
+    else
+      inner_rows(acc + aoff, p, inner.size, inner.in_stride * isz, inner.out_stride);
     for (int64_t k = nouter_dims - 1; k >= 0; --k) {
       if (++idx[k] < merged[k].size) break;
       idx[k] = 0;
@@ -154,57 +161,72 @@ template <class T, class Acc> void sum_kernel(const Tensor& in, uint64_t mask, A
 }
 
 Tensor sum_cpu(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
-  const ScalarType out_t = dtype ? *dtype : is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype();
+  const ScalarType out_t = dtype                             ? *dtype
+                           : is_integral(self.dtype(), true) ? ScalarType::Int64
+                                                             : self.dtype();
   FB_CHECK_TYPE(out_t == ScalarType::Int64 || out_t == ScalarType::Int32 || out_t == ScalarType::Float32 ||
                     out_t == ScalarType::Float64,
                 "[sum] dtype ", dtype_name(out_t), " is not supported (use int64, float32 or float64)");
-  FB_CHECK_TYPE(is_floating(out_t) || !is_floating(self.dtype()), "[sum] cannot sum a ", dtype_name(self.dtype()),
-                " tensor into dtype ", dtype_name(out_t));
+  FB_CHECK_TYPE(is_floating(out_t) || !is_floating(self.dtype()), "[sum] cannot sum a ",
+                dtype_name(self.dtype()), " tensor into dtype ", dtype_name(out_t));
   const int64_t nd = self.dim();
   const uint64_t mask = reduce_mask("sum", dims, nd);
   Shape out_shape;
   for (int64_t d = 0; d < nd; ++d) {
-    if (!(mask >> d & 1)) out_shape.push_back(self.sizes()[d]);
-    else if (keepdim) out_shape.push_back(1);
+    if (!(mask >> d & 1))
+      out_shape.push_back(self.sizes()[d]);
+    else if (keepdim)
+      out_shape.push_back(1);
   }
   Tensor out = op::empty(out_shape, out_t, self.device());
   const int64_t nout = out.numel();
   // The input in a dtype the kernel reads: its own float dtype, or the output's.
-  const bool read_self = self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64 ||
-                         self.dtype() == out_t;
+  const bool read_self =
+      self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64 || self.dtype() == out_t;
   const Tensor in = read_self ? self : op::cast(self, out_t);
   if (is_floating(out_t)) {
     std::vector<double> acc(static_cast<size_t>(nout), 0.0);
     if (in.numel() > 0)
       visit_dtype(in.dtype(), "sum", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) sum_kernel<T, double>(in, mask, acc.data());
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+          sum_kernel<T, double>(in, mask, acc.data());
       });
-    if (out_t == ScalarType::Float32) std::copy(acc.begin(), acc.end(), out.data<float>());
-    else std::copy(acc.begin(), acc.end(), out.data<double>());
+    if (out_t == ScalarType::Float32)
+      std::copy(acc.begin(), acc.end(), out.data<float>());
+    else
+      std::copy(acc.begin(), acc.end(), out.data<double>());
   } else {
     std::vector<int64_t> acc(static_cast<size_t>(nout), 0);
     if (in.numel() > 0)
       visit_dtype(in.dtype(), "sum", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>) sum_kernel<T, int64_t>(in, mask, acc.data());
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
+          sum_kernel<T, int64_t>(in, mask, acc.data());
       });
-    if (out_t == ScalarType::Int64) std::copy(acc.begin(), acc.end(), out.data<int64_t>());
-    else std::transform(acc.begin(), acc.end(), out.data<int32_t>(), [](int64_t v) { return static_cast<int32_t>(v); });
+    if (out_t == ScalarType::Int64)
+      std::copy(acc.begin(), acc.end(), out.data<int64_t>());
+    else
+      std::transform(acc.begin(), acc.end(), out.data<int32_t>(),
+                     [](int64_t v) { return static_cast<int32_t>(v); });
   }
   return out;
 }
 
 // ---- max / argmax ----
 
-template <class T> inline bool better(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>) return v > best || (v != v && best == best);
-  else return v > best;
+template <class T>
+inline bool better(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v > best || (v != v && best == best);
+  else
+    return v > best;
 }
 
 // Max over the middle dim of a contiguous (outer, n, inner) view; writes the
 // values (may be null) and indices (may be null) of outer*inner results.
-template <class T> void max_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* values, int64_t* indices) {
+template <class T>
+void max_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* values, int64_t* indices) {
   std::unique_ptr<T[]> best(new T[static_cast<size_t>(inner)]);
   std::unique_ptr<int64_t[]> where(new int64_t[static_cast<size_t>(inner)]);
   for (int64_t o = 0; o < outer; ++o) {
@@ -247,14 +269,19 @@ DimSplit split_dim(const Tensor& self, int64_t dim, bool keepdim, const char* op
   if (nd == 0) return s;
   for (int64_t d = 0; d < nd; ++d) {
     const int64_t sz = self.sizes()[d];
-    if (d < dim) s.outer *= sz;
-    else if (d == dim) s.n = sz;
-    else s.inner *= sz;
-    if (d != dim) s.out_shape.push_back(sz);
-    else if (keepdim) s.out_shape.push_back(1);
+    if (d < dim)
+      s.outer *= sz;
+    else if (d == dim)
+      s.n = sz;
+    else
+      s.inner *= sz;
+    if (d != dim)
+      s.out_shape.push_back(sz);
+    else if (keepdim)
+      s.out_shape.push_back(1);
   }
-  FB_CHECK_INDEX(s.n > 0, "[", op, "] cannot reduce over dim ", dim, " of size 0 (shape ", shape_str(self.sizes()),
-                 ")");
+  FB_CHECK_INDEX(s.n > 0, "[", op, "] cannot reduce over dim ", dim, " of size 0 (shape ",
+                 shape_str(self.sizes()), ")");
   return s;
 }
 

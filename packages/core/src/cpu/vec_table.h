@@ -13,8 +13,20 @@
 namespace flambeau::cpu {
 
 enum VecOp : int {
-  kVecAdd, kVecSub, kVecMul, kVecDiv, kVecMaximum, kVecMinimum,
-  kVecNeg, kVecAbs, kVecRelu, kVecSqrt, kVecExp, kVecLog, kVecTanh, kVecSigmoid,
+  kVecAdd,
+  kVecSub,
+  kVecMul,
+  kVecDiv,
+  kVecMaximum,
+  kVecMinimum,
+  kVecNeg,
+  kVecAbs,
+  kVecRelu,
+  kVecSqrt,
+  kVecExp,
+  kVecLog,
+  kVecTanh,
+  kVecSigmoid,
   kNumVecOps
 };
 
