@@ -18,7 +18,7 @@ from __future__ import annotations
 import flambeau_autograd  # noqa: F401  (registers the autograd layer: Parameters need gradients)
 import flambeau_core  # noqa: F401  (loads the core library first)
 
-from flambeau_nn import functional, init, optim
+from flambeau_nn import functional, init, optim, utils
 from flambeau_nn.modules import (
     CrossEntropyLoss,
     Dropout,
@@ -68,6 +68,7 @@ __all__ = [
     "functional",
     "init",
     "optim",
+    "utils",
     "save",
     "load",
 ]

@@ -1,4 +1,4 @@
-"""Optimizers (``flambeau_nn.optim``): ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``.
+"""Optimizers (``flambeau_nn.optim``): ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``, ``lr_scheduler``.
 
 Example:
     >>> import flambeau_nn as nn
@@ -7,8 +7,9 @@ Example:
     (0.9, 0.999)
 """
 
+from flambeau_nn.optim import lr_scheduler
 from flambeau_nn.optim.adam import Adam, AdamW
 from flambeau_nn.optim.optimizer import Optimizer
 from flambeau_nn.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
