@@ -39,6 +39,29 @@ uint64_t next_sequence_nr() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+// Nodes whose last reference dropped while another node was being destroyed.
+thread_local std::vector<std::shared_ptr<Node>>* t_graveyard = nullptr;
+}  // namespace
+
+Node::~Node() {
+  if (t_graveyard) {
+    for (Edge& e : next_edges_)
+      if (e.function) t_graveyard->push_back(std::move(e.function));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> graveyard;
+  for (Edge& e : next_edges_)
+    if (e.function) graveyard.push_back(std::move(e.function));
+  t_graveyard = &graveyard;
+  while (!graveyard.empty()) {
+    std::shared_ptr<Node> n = std::move(graveyard.back());
+    graveyard.pop_back();
+    n.reset();  // if this was the last reference, its children land in the graveyard
+  }
+  t_graveyard = nullptr;
+}
+
 // ---- metadata ----
 
 void AutogradMeta::set_requires_grad(bool value, TensorImpl*) {

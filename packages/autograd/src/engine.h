@@ -59,7 +59,8 @@ class Node : public std::enable_shared_from_this<Node> {
  public:
   Node() : sequence_nr_(next_sequence_nr()) {}
   explicit Node(uint64_t sequence_nr) : sequence_nr_(sequence_nr) {}
-  virtual ~Node() = default;
+  /// Frees the subgraph iteratively: a chain of a million nodes must not overflow the stack.
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 

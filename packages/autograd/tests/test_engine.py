@@ -316,3 +316,12 @@ def test_detect_anomaly_names_the_node():
     assert not ag.is_anomaly_enabled()
     (x.sqrt() * 0.0).sum().backward()  # without it, NaN flows silently (as in PyTorch)
     assert np.isnan(to_np(x.grad)[0])
+
+
+def test_freeing_a_very_deep_graph_does_not_overflow_the_stack():
+    x = fb_tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(200_000):
+        y = y * 1.0
+    del y  # would recurse 200k levels deep without the iterative free
+    assert x.grad is None
