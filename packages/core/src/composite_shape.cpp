@@ -80,6 +80,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 2) return op::squeeze(op::mm(op::unsqueeze(a, 0), b), Shape{0});
   if (da == 2 && db == 2) return op::mm(a, b);
 
+  // (..., n, k) @ (k, m): fold the batch into the rows, one GEMM instead of a batch of small ones.
+  if (db == 2) {
+    Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    out_shape.push_back(b.sizes()[1]);
+    int64_t rows = 1;
+    for (int64_t i = 0; i + 1 < da; ++i) rows *= a.sizes()[i];
+    return reshape(op::mm(reshape(a, Shape{rows, ka}), b), out_shape);
+  }
   const Tensor a2 = da == 1 ? op::unsqueeze(a, 0) : a;
   const Tensor b2 = db == 1 ? op::unsqueeze(b, 1) : b;
   const int64_t n = a2.sizes()[a2.dim() - 2], k = ka, m = b2.sizes()[b2.dim() - 1];
