@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import flambeau_autograd as ag
 import flambeau_core as fc
 import numpy as np
 import pytest
@@ -190,3 +191,31 @@ def test_mlp_step_matches_torch():
         return torch.nn.functional.cross_entropy(h @ w2 + b2, torch.tensor(target))
 
     compare_with_torch(fb, th, [x, w1, b1, w2, b2])
+
+
+# "cast" rounds through float32, which finite differences cannot resolve.
+SMOOTH_CASES = [c for c in CASES if c[0] != "cast"]
+
+
+@pytest.mark.parametrize("name,fb_fn,th_fn,shapes,positive", SMOOTH_CASES, ids=[c[0] for c in SMOOTH_CASES])
+def test_formula_second_order(name, fb_fn, th_fn, shapes, positive):
+    """create_graph through every formula: gradgradcheck (finite differences of the VJP)."""
+    arrays = make_inputs(shapes, seed=hash(name) % 1000 + 1, positive=positive)
+    inputs = [fb_tensor(a, requires_grad=True) for a in arrays]
+    assert ag.gradgradcheck(fb_fn, inputs, atol=1e-4)
+
+
+def test_second_order_where_gather_scatter_copy():
+    idx = fb_tensor(np.array([[0, 2], [1, 0], [2, 2]]))
+    cond = fb_tensor(np.array([True, False, True]))
+    a, b = (fb_tensor(v, requires_grad=True) for v in make_inputs([(3, 3), (3, 2)], seed=5))
+    assert ag.gradgradcheck(lambda x: x.gather(1, idx) ** 2, [a])
+    assert ag.gradgradcheck(lambda x, s: x.scatter_add(1, idx, s * s), [a, b])
+    assert ag.gradgradcheck(lambda x: fc.where(cond, x * x, x), [a])
+
+    def copy_fn(x):
+        out = x * 1.0
+        out.copy_(x * x)
+        return out
+
+    assert ag.gradgradcheck(copy_fn, [a])
