@@ -25,6 +25,7 @@ MODULES = [
     "flambeau_nn.optim.optimizer",
     "flambeau_nn.optim.sgd",
     "flambeau_nn.optim.adam",
+    "flambeau_nn.optim.rmsprop",
     "flambeau_nn.optim.lr_scheduler",
     "flambeau_nn.utils",
 ]

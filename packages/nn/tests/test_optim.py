@@ -95,6 +95,40 @@ def test_adamw_matches_torch(kwargs):
     _assert_same_params(ours, theirs)
 
 
+RMSPROP_CASES = [
+    dict(),
+    dict(lr=0.005, alpha=0.9, momentum=0.8),
+    dict(lr=0.005, centered=True, weight_decay=0.05),
+    dict(lr=0.005, centered=True, momentum=0.5, maximize=True),
+]
+
+
+@pytest.mark.parametrize("kwargs", RMSPROP_CASES)
+def test_rmsprop_matches_torch(kwargs):
+    ours, theirs = _models()
+    _train(
+        ours,
+        theirs,
+        nn.optim.RMSprop(ours.parameters(), **kwargs),
+        torch.optim.RMSprop(theirs.parameters(), foreach=False, **kwargs),
+        _batches(),
+    )
+    _assert_same_params(ours, theirs, rtol=1e-4)
+
+
+ADAGRAD_CASES = [dict(), dict(lr=0.05, lr_decay=0.1, weight_decay=0.01, initial_accumulator_value=0.2)]
+
+
+@pytest.mark.parametrize("kwargs", ADAGRAD_CASES)
+def test_adagrad_matches_torch(kwargs):
+    ours, theirs = _models()
+    opt_o = nn.optim.Adagrad(ours.parameters(), **kwargs)
+    opt_t = torch.optim.Adagrad(theirs.parameters(), foreach=False, **kwargs)
+    assert sorted(opt_o.state_dict()["state"][0]) == sorted(opt_t.state_dict()["state"][0]) == ["step", "sum"]
+    _train(ours, theirs, opt_o, opt_t, _batches())
+    _assert_same_params(ours, theirs)
+
+
 def test_param_groups_with_own_hyperparameters_match_torch():
     ours, theirs = _models()
     opt_o = nn.optim.SGD(
@@ -224,6 +258,10 @@ def test_load_state_dict_mismatch_errors():
         (lambda ps: nn.optim.Adam(ps, betas=(0.9, -0.1)), "Invalid beta parameter at index 1"),
         (lambda ps: nn.optim.Adam(ps, weight_decay=-1), "Invalid weight_decay value"),
         (lambda ps: nn.optim.Adam([]), "empty parameter list"),
+        (lambda ps: nn.optim.RMSprop(ps, alpha=-1), "Invalid alpha value: -1"),
+        (lambda ps: nn.optim.RMSprop(ps, momentum=-1), "Invalid momentum value"),
+        (lambda ps: nn.optim.Adagrad(ps, lr_decay=-1), "Invalid lr_decay value: -1"),
+        (lambda ps: nn.optim.Adagrad(ps, initial_accumulator_value=-1), "Invalid initial_accumulator_value"),
     ],
 )
 def test_hyperparameter_validation(make, msg):

@@ -1,4 +1,4 @@
-"""Optimizers (``flambeau_nn.optim``): ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``, ``lr_scheduler``.
+"""Optimizers (``flambeau_nn.optim``): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``lr_scheduler``.
 
 Example:
     >>> import flambeau_nn as nn
@@ -10,6 +10,7 @@ Example:
 from flambeau_nn.optim import lr_scheduler
 from flambeau_nn.optim.adam import Adam, AdamW
 from flambeau_nn.optim.optimizer import Optimizer
+from flambeau_nn.optim.rmsprop import Adagrad, RMSprop
 from flambeau_nn.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
