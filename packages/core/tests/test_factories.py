@@ -47,6 +47,9 @@ def test_tensor_dtype_argument_and_numpy_scalars():
     assert fc.tensor(2, dtype=float).dtype == fc.float64
     assert fc.tensor([fc.tensor(1.0), fc.tensor(2.0)]).tolist() == [1.0, 2.0]
     assert fc.tensor(5.0).item() == 5.0
+    assert fc.tensor([np.array([1, 2]), np.array([3, 4])]).tolist() == [[1, 2], [3, 4]]
+    assert fc.tensor([fc.tensor([1.0, 2.0]), fc.tensor([3.0, 4.0])]).shape == (2, 2)
+    assert fc.tensor([np.float64(2.5), np.array(3.0)]).tolist() == [2.5, 3.0]
 
 
 def test_tensor_errors():

@@ -100,6 +100,14 @@ Tensor tensor_from_buffer_copy(py::handle obj) {
 // being resized) until the last tensor or view drops. The deleter may run on
 // any thread, so it takes the GIL; during interpreter shutdown it leaks the
 // buffer instead, since taking the GIL then can hang or abort.
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_t offset) {
   const ScalarType dtype = parse_dtype(dtype_obj, kDefaultFloat, "frombuffer");
   FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()), "[frombuffer] expected an object with the buffer protocol "
@@ -142,7 +150,7 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
   void* data = static_cast<char*>(view->buf) + offset;
   auto storage = StorageImpl::from_external(
       data, static_cast<size_t>(count) * itemsize(dtype), Device(DeviceType::CPU), [view](void*) {
-        if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // shutdown: leak (Note [frombuffer lifetime])
+        if (!Py_IsInitialized() || interpreter_finalizing()) return;  // shutdown: leak (Note [frombuffer lifetime])
         PyGILState_STATE st = PyGILState_Ensure();
         PyBuffer_Release(view);
         delete view;
@@ -153,9 +161,19 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
 
 // ---- tensor(data) from nested sequences ----
 
+// Lists, tuples, and (nested inside them) tensors or arrays with at least one dim.
 bool is_sequence(py::handle obj) {
-  return PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()) ||
-         (py::isinstance<TensorImpl>(obj) && obj.cast<Tensor>().dim() > 0);
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return true;
+  if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>().dim() > 0;
+  if (PyObject_CheckBuffer(obj.ptr()) && !PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
+    return py::memoryview(py::reinterpret_borrow<py::object>(obj)).attr("ndim").cast<int>() > 0;
+  return false;
+}
+
+py::object as_list(py::handle obj) {
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return py::reinterpret_borrow<py::object>(obj);
+  if (py::hasattr(obj, "tolist")) return obj.attr("tolist")();
+  return py::memoryview(py::reinterpret_borrow<py::object>(obj)).attr("tolist")();
 }
 
 struct NestedData {
@@ -165,10 +183,7 @@ struct NestedData {
 };
 
 Scalar leaf_scalar(py::handle obj) {
-  if (py::isinstance<TensorImpl>(obj)) {
-    const Tensor t = obj.cast<Tensor>();
-    return as_scalar(obj.attr("item")(), "tensor");
-  }
+  if (py::isinstance<TensorImpl>(obj)) return as_scalar(obj.attr("item")(), "tensor");
   if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()))
     return as_scalar(obj, "tensor");
   if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || obj.is_none() ||
@@ -190,7 +205,7 @@ void collect(py::handle obj, size_t depth, NestedData& out) {
     out.leaves.push_back(s);
     return;
   }
-  py::object seq = py::isinstance<TensorImpl>(obj) ? obj.attr("tolist")() : py::reinterpret_borrow<py::object>(obj);
+  py::object seq = as_list(obj);
   const auto n = static_cast<int64_t>(py::len(seq));
   FB_CHECK_VALUE(depth < out.shape.size(), "[tensor] expected a number at dim ", depth,
                  " (like the first element), got a sequence of length ", n);
@@ -217,8 +232,8 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
   py::handle cur = data;
   py::object keep;
   while (is_sequence(cur)) {
-    if (py::isinstance<TensorImpl>(cur)) {
-      keep = cur.attr("tolist")();
+    if (!PyList_Check(cur.ptr()) && !PyTuple_Check(cur.ptr())) {
+      keep = as_list(cur);
       cur = keep;
     }
     const auto n = static_cast<int64_t>(py::len(cur));
