@@ -20,6 +20,7 @@ import struct
 import sys
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import BinaryIO
 
 import flambeau_core as fc
 from flambeau_core import Tensor
@@ -35,7 +36,7 @@ _TO_ST = {
     "int32": "I32",
     "int64": "I64",
     "float16": "F16",
-    "bfloat16": "BF16",
+    # BF16 is in the format too; it joins once core's bfloat16 kernels (copy, buffer export) land.
     "float32": "F32",
     "float64": "F64",
 }
@@ -87,7 +88,7 @@ def save(state_dict: Mapping[str, Tensor], path: str | os.PathLike, metadata: Ma
             )
         dname = _dtype_name(t.dtype)
         if dname not in _TO_ST:
-            raise TypeError(f"[save] tensor {name!r} has dtype {t.dtype}, which safetensors cannot store")
+            raise TypeError(f"[save] tensor {name!r} has dtype {t.dtype}, which flambeau_nn.save cannot store yet")
         if not t.is_cpu:
             raise ValueError(f"[save] tensor {name!r} is on {t.device}; move it to cpu first")
         data = memoryview(t.detach()).tobytes() if t.numel() > 0 else b""  # C order, any strides
@@ -131,23 +132,27 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise _fail(path, f"the file has {len(blob)} bytes, fewer than the 8-byte header length")
-    (n,) = struct.unpack("<Q", blob[:8])
-    if n > _HEADER_LIMIT or 8 + n > len(blob):
+        file_size = os.fstat(f.fileno()).st_size
+        return _read(f, path, file_size)
+
+
+def _read(f: BinaryIO, path: str, file_size: int) -> OrderedDict[str, Tensor]:
+    if file_size < 8:
+        raise _fail(path, f"the file has {file_size} bytes, fewer than the 8-byte header length")
+    (n,) = struct.unpack("<Q", f.read(8))
+    if n > _HEADER_LIMIT or 8 + n > file_size:
         raise _fail(
             path,
-            f"the header length {n} runs past the end of the file ({len(blob)} bytes); truncated or not safetensors",
+            f"the header length {n} runs past the end of the file ({file_size} bytes); truncated or not safetensors",
         )
     try:
-        header = json.loads(blob[8 : 8 + n].decode("utf-8"))
+        header = json.loads(f.read(n).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _fail(path, f"the header is not valid UTF-8 JSON ({e})") from None
     if not isinstance(header, dict):
         raise _fail(path, f"the header must be a JSON object, got {type(header).__name__}")
+    data_size = file_size - 8 - n
     header.pop("__metadata__", None)
-    data = memoryview(blob)[8 + n :]
     entries = []
     for name, info in header.items():
         if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
@@ -173,9 +178,9 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
         for s in shape:
             numel *= s
         begin, end = offsets
-        if end > len(data):
+        if end > data_size:
             raise _fail(
-                path, f"entry {name!r} has data_offsets [{begin}, {end}] past the end of the data ({len(data)} bytes)"
+                path, f"entry {name!r} has data_offsets [{begin}, {end}] past the end of the data ({data_size} bytes)"
             )
         if end - begin != numel * dtype.itemsize:
             raise _fail(
@@ -190,17 +195,15 @@ def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
         if begin != pos:
             raise _fail(path, f"entry {name!r} starts at byte {begin}, expected {pos} (gap or overlap in the data)")
         pos = end
-    if pos != len(data):
-        raise _fail(path, f"the tensors cover {pos} bytes of data but the file holds {len(data)}")
+    if pos != data_size:
+        raise _fail(path, f"the tensors cover {pos} bytes of data but the file holds {data_size}")
     out: OrderedDict[str, Tensor] = OrderedDict()
     for begin, end, name, dtype, shape in entries:
-        out[name] = _tensor_from_bytes(data[begin:end], dtype, shape)
+        t = fc.empty(tuple(shape), dtype=dtype)
+        if end > begin:
+            # Read straight into the new tensor's memory (buffer protocol): no intermediate copy.
+            f.seek(8 + n + begin)
+            if f.readinto(memoryview(t).cast("B")) != end - begin:
+                raise _fail(path, f"the file ended while reading entry {name!r}")
+        out[name] = t
     return out
-
-
-def _tensor_from_bytes(raw: memoryview, dtype: object, shape: list[int]) -> Tensor:
-    t = fc.empty(*shape, dtype=dtype) if shape else fc.empty((), dtype=dtype)
-    if len(raw):
-        # Copy the bytes straight into the new tensor's memory through the buffer protocol.
-        memoryview(t).cast("B")[:] = raw
-    return t

@@ -28,7 +28,7 @@ def test_module_round_trip(tmp_path):
     assert (to_numpy(fresh(x)) == to_numpy(model(x))).all()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "int32", "uint8", "int8", "int16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool", "int32", "uint8", "int8", "int16", "float16"])
 def test_dtypes_shapes_and_views(tmp_path, dtype):
     rng = np.random.default_rng(0)
     arrays = {
@@ -90,6 +90,8 @@ def test_save_rejects_non_tensors(tmp_path):
         nn.save({1: fc.zeros(1)}, path)
     with pytest.raises(TypeError, match="expected a dict"):
         nn.save([fc.zeros(1)], path)
+    with pytest.raises(TypeError, match="dtype flambeau.bfloat16, which flambeau_nn.save cannot store"):
+        nn.save({"h": fc.empty(2, dtype=fc.bfloat16)}, path)
     with pytest.raises(ValueError, match="reserved"):
         nn.save({"__metadata__": fc.zeros(1)}, path)
     assert not path.exists()
