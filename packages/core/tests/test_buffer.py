@@ -159,6 +159,8 @@ def test_frombuffer_errors():
         fc.frombuffer(bytearray(7), dtype=fc.int32)
     with pytest.raises(ValueError, match=r"\[frombuffer\] requested 3 elements"):
         fc.frombuffer(bytearray(8), dtype=fc.int32, count=3)
+    with pytest.raises(ValueError, match=r"\[frombuffer\] requested"):
+        fc.frombuffer(bytearray(8), dtype=fc.int64, count=2**62)
     with pytest.raises(ValueError, match=r"\[frombuffer\] offset"):
         fc.frombuffer(bytearray(8), dtype=fc.int32, offset=8)
     with pytest.raises(ValueError, match=r"must not be 0"):

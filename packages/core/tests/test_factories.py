@@ -67,6 +67,10 @@ def test_tensor_errors():
         fc.tensor([1], dtype="float32")
     with pytest.raises(ValueError, match="int64"):
         fc.tensor([2**70])
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="nests more than 64 levels"):
+        fc.tensor(loop)
 
 
 def test_tensor_from_numpy_copies_any_layout():

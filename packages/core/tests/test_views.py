@@ -157,6 +157,10 @@ def test_as_strided():
         t.as_strided((4, 4), (4, 1))
     with pytest.raises(ValueError, match=r"\[as_strided\]"):
         t.as_strided((2, 2), (1,))
+    with pytest.raises(ValueError, match="overflow"):
+        t.as_strided((2**40, 2**40), (2**40, 2**40))
+    assert t[:: 2**62].tolist() == [0.0]
+    assert t[3 :: 2**63 - 1].tolist() == [3.0]
 
 
 def test_getitem_basic():

@@ -27,8 +27,12 @@ Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides
   for (size_t i = 0; i < sizes.size(); ++i) {
     FB_CHECK_VALUE(sizes[i] >= 0, "[as_strided] negative size in ", shape_str(sizes));
     FB_CHECK_VALUE(strides[i] >= 0, "[as_strided] negative stride in ", shape_str(strides));
+    int64_t reach = 0;
     if (sizes[i] == 0) empty = true;
-    else last += (sizes[i] - 1) * strides[i];
+    else
+      FB_CHECK_VALUE(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
+                         !__builtin_add_overflow(last, reach, &last),
+                     "[as_strided] size ", shape_str(sizes), " and stride ", shape_str(strides), " overflow int64");
   }
   const int64_t capacity =
       static_cast<int64_t>(self.impl()->storage()->nbytes() / itemsize(self.dtype()));
@@ -158,7 +162,7 @@ Tensor slice_cpu(const Tensor& self, int64_t dim, std::optional<int64_t> start, 
   const int64_t e = std::max(b, clamp(end, n));
   Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
   const int64_t offset = self.storage_offset() + (b < n ? b * strides[d] : 0);
-  sizes[d] = (e - b + step - 1) / step;
+  sizes[d] = e > b ? (e - b - 1) / step + 1 : 0;  // no overflow for huge steps
   strides[d] *= step;
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }

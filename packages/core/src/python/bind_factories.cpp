@@ -139,9 +139,8 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
                      " bytes after offset) is not a multiple of the element size (", isz, ") of ", dtype_name(dtype));
       count = (len - offset) / isz;
     } else {
-      FB_CHECK_VALUE(count * isz <= len - offset, "[frombuffer] requested ", count, " elements of ",
-                     dtype_name(dtype), " (", count * isz, " bytes) but the buffer has only ", len - offset,
-                     " bytes after offset ", offset);
+      FB_CHECK_VALUE(count <= (len - offset) / isz, "[frombuffer] requested ", count, " elements of ",
+                     dtype_name(dtype), " but the buffer has only ", len - offset, " bytes after offset ", offset);
     }
   } catch (...) {
     release(view);
@@ -232,6 +231,7 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
   py::handle cur = data;
   py::object keep;
   while (is_sequence(cur)) {
+    FB_CHECK_VALUE(nd.shape.size() < 64, "[tensor] data nests more than 64 levels deep (a list containing itself?)");
     if (!PyList_Check(cur.ptr()) && !PyTuple_Check(cur.ptr())) {
       keep = as_list(cur);
       cur = keep;
