@@ -279,6 +279,10 @@ def test_params_type_errors():
         nn.optim.SGD([{"params": {p}}], lr=0.1)
     with pytest.raises(ValueError, match="duplicate parameters"):
         nn.optim.SGD([p, p], lr=0.1)
+    with pytest.raises(ValueError, match="non-leaf"):
+        nn.optim.SGD([p * 2], lr=0.1)
+    with pytest.raises(ValueError, match="floating-point"):
+        nn.optim.SGD([fc.zeros(1, dtype=fc.int64)], lr=0.1)
 
 
 def test_custom_optimizer_subclass():

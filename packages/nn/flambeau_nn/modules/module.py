@@ -93,7 +93,6 @@ class Module:
     """
 
     training: bool
-    _version: int = 1
 
     def __init__(self) -> None:
         # object.__setattr__: our own __setattr__ needs these dicts to exist.
@@ -106,9 +105,7 @@ class Module:
         set_(self, "_forward_hooks", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
 
-    forward: Callable[..., Any]
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:  # noqa: F811
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     # ---- calling ----

@@ -116,6 +116,8 @@ class Optimizer:
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor (one computed from others); optimize its leaves")
             if not p.is_floating_point():
                 raise ValueError(f"optimizer can only optimize floating-point Tensors, got one of dtype {p.dtype}")
         for name, default in self.defaults.items():
