@@ -332,3 +332,13 @@ def test_modulelist():
         layers(fc.zeros(1))
     with pytest.raises(TypeError, match="iterable"):
         layers.extend(3)
+
+
+def test_deepcopy_module_copies_parameters():
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    clone = copy.deepcopy(model)
+    assert isinstance(clone[0].weight, nn.Parameter) and clone[0].weight.requires_grad
+    assert clone[0].weight.data_ptr() != model[0].weight.data_ptr()
+    assert clone[0].weight.tolist() == model[0].weight.tolist()
+    x = fc.ones(1, 2)
+    assert clone(x).tolist() == model(x).tolist()
