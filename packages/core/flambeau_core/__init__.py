@@ -34,16 +34,15 @@ def _load_openblas() -> None:
 
 _load_openblas()
 
-from flambeau_core import _C  # noqa: E402
+from flambeau_core import _C  # noqa: E402,F401,I001
 from flambeau_core._C import *  # noqa: E402,F401,F403
 from flambeau_core._C import Tensor, device, dtype  # noqa: E402,F401
-
-from flambeau_core import _format  # noqa: E402
+from flambeau_core import _format  # noqa: E402,I001
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr
 
-from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
+from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402,I001
 
 try:
     __version__ = _version("flambeau-core")

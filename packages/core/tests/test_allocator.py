@@ -5,9 +5,8 @@ allocator that made it, and bad allocators raise clear errors."""
 import ctypes
 import gc
 
-import pytest
-
 import flambeau_core as fc
+import pytest
 
 libc = ctypes.CDLL(None)
 libc.posix_memalign.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_size_t]

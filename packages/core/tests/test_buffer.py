@@ -7,19 +7,23 @@ import sys
 import threading
 import weakref
 
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
-
 
 # ---- export: memoryview / NumPy over a tensor ----
 
 
 @pytest.mark.parametrize(
     "dtype, fmt, np_dtype",
-    [(fc.float32, "f", np.float32), (fc.float64, "d", np.float64), (fc.int64, "q", np.int64),
-     (fc.int32, "i", np.int32), (fc.bool, "?", np.bool_), (fc.uint8, "B", np.uint8)],
+    [
+        (fc.float32, "f", np.float32),
+        (fc.float64, "d", np.float64),
+        (fc.int64, "q", np.int64),
+        (fc.int32, "i", np.int32),
+        (fc.bool, "?", np.bool_),
+        (fc.uint8, "B", np.uint8),
+    ],
 )
 def test_memoryview_format_shape_strides(dtype, fmt, np_dtype):
     t = fc.zeros(2, 3, dtype=dtype)

@@ -2,10 +2,9 @@
 
 import math
 
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
 
 
 def as_np(t):
@@ -84,8 +83,14 @@ def test_tensor_from_numpy_copies_any_layout():
     a[0, 0, 0] = -1  # a copy, not a view
     assert t[0, 0, 0].item() == 0.0
     for np_dtype, dtype in [
-        (np.bool_, fc.bool), (np.uint8, fc.uint8), (np.int8, fc.int8), (np.int16, fc.int16),
-        (np.int32, fc.int32), (np.int64, fc.int64), (np.float32, fc.float32), (np.float64, fc.float64),
+        (np.bool_, fc.bool),
+        (np.uint8, fc.uint8),
+        (np.int8, fc.int8),
+        (np.int16, fc.int16),
+        (np.int32, fc.int32),
+        (np.int64, fc.int64),
+        (np.float32, fc.float32),
+        (np.float64, fc.float64),
     ]:
         t = fc.tensor(np.ones(3, dtype=np_dtype))
         assert t.dtype == dtype
@@ -143,9 +148,16 @@ def test_like_factories():
 @pytest.mark.parametrize(
     "args, kwargs",
     [
-        ((5,), {}), ((2, 9), {}), ((0, 10, 3), {}), ((10, 0, -3), {}), ((0.0, 1.0, 0.1), {}),
-        ((1, 2.5, 0.5), {}), ((5, 5), {}), ((0, 1, 0.3), {"dtype": "float64"}),
-        ((0, 7, 2), {"dtype": "float32"}), ((0.5, 4), {"dtype": "int64"}),
+        ((5,), {}),
+        ((2, 9), {}),
+        ((0, 10, 3), {}),
+        ((10, 0, -3), {}),
+        ((0.0, 1.0, 0.1), {}),
+        ((1, 2.5, 0.5), {}),
+        ((5, 5), {}),
+        ((0, 1, 0.3), {"dtype": "float64"}),
+        ((0, 7, 2), {"dtype": "float32"}),
+        ((0.5, 4), {"dtype": "int64"}),
     ],
 )
 def test_arange_matches_torch(args, kwargs):

@@ -1,11 +1,10 @@
 """cat, stack, gather and scatter_add against NumPy / PyTorch."""
 
+import flambeau_core as fc
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import flambeau_core as fc
 
 torch = pytest.importorskip("torch")
 
@@ -123,7 +122,12 @@ def test_gather_scatter_property(shape, data):
     ishape = [data.draw(st.integers(1, s)) if d != dim else data.draw(st.integers(1, 5)) for d, s in enumerate(shape)]
     idx = rng.integers(0, shape[dim], size=ishape)
     got = as_np(fc.gather(fc.tensor(a), dim, fc.tensor(idx)))
-    np.testing.assert_array_equal(got, np.take_along_axis(a[tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(ishape))], idx, dim))
+    np.testing.assert_array_equal(
+        got,
+        np.take_along_axis(a[tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(ishape))], idx, dim),
+    )
     src = rng.standard_normal(ishape)
     want = torch.from_numpy(a).scatter_add(dim, torch.from_numpy(idx), torch.from_numpy(src)).numpy()
-    np.testing.assert_allclose(as_np(fc.scatter_add(fc.tensor(a), dim, fc.tensor(idx), fc.tensor(src))), want, rtol=1e-12)
+    np.testing.assert_allclose(
+        as_np(fc.scatter_add(fc.tensor(a), dim, fc.tensor(idx), fc.tensor(src))), want, rtol=1e-12
+    )

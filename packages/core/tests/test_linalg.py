@@ -1,12 +1,11 @@
 """mm, bmm and matmul against NumPy: all layouts BLAS takes without a copy
 (transposed views), layouts that need packing, integer fallback, errors."""
 
+import flambeau_core as fc
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import flambeau_core as fc
 
 
 def as_np(t):
@@ -81,8 +80,18 @@ def test_bmm():
 @pytest.mark.parametrize(
     "sa, sb",
     [
-        ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((3,), (5, 3, 4)),
-        ((5, 2, 3), (3,)), ((2, 3, 0), (0, 4)), ((2, 0, 3), (3, 4)), ((2, 1, 2, 3), (4, 3, 2)), ((1, 2, 3), (6, 3, 1)), ((4, 2, 3), (4, 3, 5)),
+        ((3,), (3,)),
+        ((2, 3), (3,)),
+        ((3,), (3, 4)),
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((3,), (5, 3, 4)),
+        ((5, 2, 3), (3,)),
+        ((2, 3, 0), (0, 4)),
+        ((2, 0, 3), (3, 4)),
+        ((2, 1, 2, 3), (4, 3, 2)),
+        ((1, 2, 3), (6, 3, 1)),
+        ((4, 2, 3), (4, 3, 5)),
     ],
 )
 def test_matmul_numpy_semantics(sa, sb):
@@ -98,7 +107,9 @@ def test_matmul_numpy_semantics(sa, sb):
 @settings(max_examples=40, deadline=None)
 @given(
     batch=st.lists(st.integers(1, 3), max_size=2),
-    n=st.integers(1, 4), k=st.integers(1, 4), m=st.integers(1, 4),
+    n=st.integers(1, 4),
+    k=st.integers(1, 4),
+    m=st.integers(1, 4),
     drop=st.lists(st.booleans(), min_size=2, max_size=2),
 )
 def test_matmul_property(batch, n, k, m, drop):

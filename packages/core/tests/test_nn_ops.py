@@ -1,9 +1,8 @@
 """log_softmax and softmax against PyTorch (and NumPy), any dim, stability, errors."""
 
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
 
 torch = pytest.importorskip("torch")
 
@@ -12,7 +11,9 @@ def as_np(t):
     return np.asarray(memoryview(t))
 
 
-@pytest.mark.parametrize("shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((4, 70000), 1)])
+@pytest.mark.parametrize(
+    "shape, dim", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((4, 70000), 1)]
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_log_softmax_matches_torch(shape, dim, dtype):
     a = np.random.default_rng(0).standard_normal(shape).astype(dtype) * 5
@@ -25,7 +26,9 @@ def test_log_softmax_matches_torch(shape, dim, dtype):
 def test_log_softmax_noncontiguous_and_0d():
     a = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
     t = fc.tensor(a.T.copy()).T
-    np.testing.assert_allclose(as_np(t.log_softmax(1)), torch.log_softmax(torch.from_numpy(a), 1).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        as_np(t.log_softmax(1)), torch.log_softmax(torch.from_numpy(a), 1).numpy(), rtol=1e-5, atol=1e-6
+    )
     assert fc.log_softmax(fc.tensor(3.0), 0).item() == 0.0
     assert fc.log_softmax(fc.zeros(0, 3), 1).shape == (0, 3)
 

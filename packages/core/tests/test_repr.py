@@ -1,9 +1,8 @@
 """repr/str of tensors follow PyTorch's layout; PyTorch is the oracle."""
 
+import flambeau_core as fc
 import numpy as np
 import pytest
-
-import flambeau_core as fc
 
 torch = pytest.importorskip("torch")
 

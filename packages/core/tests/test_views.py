@@ -1,12 +1,11 @@
 """Views: view/reshape/transpose/permute/(un)squeeze/expand/flatten/narrow/select/as_strided
 and basic indexing, checked against NumPy (shapes, strides, values, shared memory)."""
 
+import flambeau_core as fc
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import flambeau_core as fc
 
 
 def arange(*shape, dtype=np.float32):
@@ -81,7 +80,7 @@ def test_transpose_permute_T_mT():
     with pytest.raises(IndexError, match=r"\[transpose\] dimension 3 out of range"):
         t.transpose(0, 3)
     with pytest.raises(ValueError, match=r"\[mT\]"):
-        fc.ones(3).mT
+        _ = fc.ones(3).mT
 
 
 def test_unsqueeze_squeeze():
@@ -166,9 +165,23 @@ def test_as_strided():
 def test_getitem_basic():
     t, a = arange(4, 5, 6)
     cases = [
-        1, -1, (1, 2), (1, 2, 3), slice(1, 3), slice(None, None, 2), (slice(None), 2),
-        (Ellipsis, 1), (None, 1), (1, None, slice(None, None, 3)), (Ellipsis, None), (slice(-3, None), Ellipsis, 0),
-        (slice(10, 20),), (slice(-100, 2),), (), Ellipsis, (slice(3, 1),),
+        1,
+        -1,
+        (1, 2),
+        (1, 2, 3),
+        slice(1, 3),
+        slice(None, None, 2),
+        (slice(None), 2),
+        (Ellipsis, 1),
+        (None, 1),
+        (1, None, slice(None, None, 3)),
+        (Ellipsis, None),
+        (slice(-3, None), Ellipsis, 0),
+        (slice(10, 20),),
+        (slice(-100, 2),),
+        (),
+        Ellipsis,
+        (slice(3, 1),),
     ]
     for idx in cases:
         got = t[idx]
@@ -246,7 +259,10 @@ def test_setitem_broadcasts_value():
     np.testing.assert_array_equal(as_np(t), a)
     t[0] = fc.ones(1, 1, 4)  # leading size-1 dims are dropped
     assert t[0].tolist() == [1.0] * 4
-    with pytest.raises(ValueError, match=r"\[setitem\] shape mismatch: value of shape \(3,\) cannot be broadcast to the indexed shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"\[setitem\] shape mismatch: value of shape \(3,\) cannot be broadcast to the indexed shape \(4,\)",
+    ):
         t[0] = fc.ones(3)
 
 
@@ -309,8 +325,17 @@ def test_advanced_indexing_matches_torch():
     mask0 = a[:, :, 0] > 20
     mask1 = a[0] > 7
     cases = [
-        ([2, 0],), ([[1, -1]],), (slice(None), [3, 1]), (1, Ellipsis, [4, 4, 0]), (None, [0, 2], slice(1, 3)),
-        ([0, 1], 1), (slice(None), 1, [0, 1]), ([],), (mask0,), (slice(None), mask1), ([True, False, True],),
+        ([2, 0],),
+        ([[1, -1]],),
+        (slice(None), [3, 1]),
+        (1, Ellipsis, [4, 4, 0]),
+        (None, [0, 2], slice(1, 3)),
+        ([0, 1], 1),
+        (slice(None), 1, [0, 1]),
+        ([],),
+        (mask0,),
+        (slice(None), mask1),
+        ([True, False, True],),
     ]
     for idx in cases:
         fi = tuple(fc.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
