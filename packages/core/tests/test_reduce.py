@@ -190,3 +190,7 @@ def test_sum_to():
         fc._C._sum_to(t, (2, 4))
     with pytest.raises(ValueError, match=r"\[sum_to\]"):
         fc._C._sum_to(t, (1, 2, 3, 4))
+
+
+def test_max_of_two_tensors_is_maximum():
+    assert fc.max(fc.tensor([1, 5]), fc.tensor([3, 2])).tolist() == [3, 5]

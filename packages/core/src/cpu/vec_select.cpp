@@ -10,6 +10,7 @@ namespace {
 VecTable make_table() {
   VecTable t{};
   const char* cap = std::getenv("FLAMBEAU_CPU_CAPABILITY");
+  if (cap && !*cap) cap = nullptr;
   const bool allow512 = !cap || std::strcmp(cap, "avx512") == 0;
   const bool allow2 = allow512 || std::strcmp(cap, "avx2") == 0;
   __builtin_cpu_init();
@@ -28,5 +29,7 @@ const VecTable& vec_table() {
   static const VecTable table = make_table();
   return table;
 }
+
+const char* cpu_capability() { return vec_table().name; }
 
 }  // namespace flambeau::cpu

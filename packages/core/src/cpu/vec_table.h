@@ -10,6 +10,8 @@
 // (for tests and benchmarks).
 #include <cstdint>
 
+#include "flambeau/macros.h"
+
 namespace flambeau::cpu {
 
 enum VecOp : int {
@@ -49,5 +51,7 @@ void fill_vec_table_avx512(VecTable& t);
 
 /// The table for this CPU, chosen once.
 const VecTable& vec_table();
+/// Its name: "base", "avx2" or "avx512" (flambeau_core._C._cpu_capability()).
+FB_API const char* cpu_capability();
 
 }  // namespace flambeau::cpu

@@ -7,6 +7,7 @@
 // else, so Python can try the other operand's reflected method. __eq__
 // returns a tensor, so __hash__ is kept identity-based (tensors are dict keys,
 // e.g. optimizer state).
+#include "../cpu/vec_table.h"
 #include "../tensor_iterator.h"
 #include "common.h"
 #include "flambeau/error.h"
@@ -78,6 +79,7 @@ Tensor mean_py(const Tensor& self, py::handle dim, bool keepdim, py::handle dtyp
 }
 
 py::object max_py(const Tensor& self, py::handle dim, bool keepdim) {
+  if (py::isinstance<TensorImpl>(dim)) return py::cast(op::maximum(self, dim.cast<Tensor>()));  // max(a, b)
   if (dim.is_none()) {
     FB_CHECK_TYPE(!keepdim, "[max] keepdim=True needs a dim");
     return py::cast(op::max(self));
@@ -398,6 +400,9 @@ void init_math(py::module_& m) {
         return py::tuple(py::cast(out));
       },
       "The shape the given shapes broadcast to.");
+  m.def("_cpu_capability", &cpu::cpu_capability,
+        "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
+        "capabilities]).");
   m.def(
       "_sum_to",
       [](const Tensor& t, py::handle shape) {
