@@ -40,7 +40,12 @@ uint64_t next_sequence_nr() {
 }
 
 namespace {
-// Nodes whose last reference dropped while another node was being destroyed.
+// Note [Freeing deep graphs]: a node's destructor drops its next edges, which
+// may destroy the next nodes, recursively. Up to kMaxFreeDepth levels that is
+// plain recursion (no allocation: the common case); deeper, the children are
+// handed to a "graveyard" that the outermost deep destructor empties in a loop.
+constexpr int kMaxFreeDepth = 256;
+thread_local int t_free_depth = 0;
 thread_local std::vector<std::shared_ptr<Node>>* t_graveyard = nullptr;
 }  // namespace
 
@@ -48,6 +53,12 @@ Node::~Node() {
   if (t_graveyard) {
     for (Edge& e : next_edges_)
       if (e.function) t_graveyard->push_back(std::move(e.function));
+    return;
+  }
+  if (t_free_depth < kMaxFreeDepth) {
+    ++t_free_depth;
+    next_edges_.clear();
+    --t_free_depth;
     return;
   }
   std::vector<std::shared_ptr<Node>> graveyard;

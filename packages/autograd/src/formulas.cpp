@@ -20,18 +20,32 @@ namespace {
 
 // ---- helpers shared by the formulas ----
 
-/// An input's shape and dtype, kept to shape its gradient.
+/// An input's shape and dtype, kept to shape its gradient. When the input has
+/// the output's shape (no broadcasting: the common case) the shape is not
+/// stored, which saves an allocation per recorded op.
 struct Meta {
   Shape sizes;
   ScalarType dtype = ScalarType::Float32;
+  bool same_as_output = false;
   Meta() = default;
   explicit Meta(const Tensor& t) : sizes(t.sizes().begin(), t.sizes().end()), dtype(t.dtype()) {}
+  Meta(const Tensor& t, const Tensor& out) : dtype(t.dtype()) {
+    same_as_output = std::ranges::equal(t.sizes(), out.sizes());
+    if (!same_as_output) sizes.assign(t.sizes().begin(), t.sizes().end());
+  }
+  /// For ops whose gradient formula already yields the input's shape (mm, bmm).
+  static Meta dtype_only(const Tensor& t) {
+    Meta m;
+    m.dtype = t.dtype();
+    m.same_as_output = true;
+    return m;
+  }
 };
 
 /// Sums a broadcast gradient back to the input's shape and casts it to its dtype.
 Tensor reduce(const Tensor& g, const Meta& in) {
   Tensor r = g;
-  if (!std::ranges::equal(r.sizes(), in.sizes)) r = sum_to(r, in.sizes);
+  if (!in.same_as_output && !std::ranges::equal(r.sizes(), in.sizes)) r = sum_to(r, in.sizes);
   if (r.dtype() != in.dtype) r = op::cast(r, in.dtype);
   return r;
 }
@@ -521,14 +535,14 @@ bool differentiable(const Tensor& out) { return is_floating(out.dtype()); }
 Tensor add_ag(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor out = below(op::add, a, b, alpha);
   auto n = make_node<AddBackward0>(a, b);
-  n->a = Meta(a), n->b = Meta(b), n->alpha = alpha;
+  n->a = Meta(a, out), n->b = Meta(b, out), n->alpha = alpha;
   set_history(out, n);
   return out;
 }
 Tensor sub_ag(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor out = below(op::sub, a, b, alpha);
   auto n = make_node<SubBackward0>(a, b);
-  n->a = Meta(a), n->b = Meta(b), n->alpha = alpha;
+  n->a = Meta(a, out), n->b = Meta(b, out), n->alpha = alpha;
   set_history(out, n);
   return out;
 }
@@ -539,7 +553,12 @@ Tensor binary_saving_inputs(const Tensor& a, const Tensor& b) {
   Tensor out = below(OpObject, a, b);
   if (!differentiable(out)) return out;
   auto n = make_node<N>(a, b);
-  n->a_meta = Meta(a), n->b_meta = Meta(b);
+  constexpr bool matmul = std::is_same_v<N, MmBackward0> || std::is_same_v<N, BmmBackward0>;
+  if constexpr (matmul) {
+    n->a_meta = Meta::dtype_only(a), n->b_meta = Meta::dtype_only(b);
+  } else {
+    n->a_meta = Meta(a, out), n->b_meta = Meta(b, out);
+  }
   const bool both =
       !std::is_same_v<N, MulBackward0> && !std::is_same_v<N, MmBackward0> && !std::is_same_v<N, BmmBackward0>;
   if (both || n->needs(1)) n->a = SavedVariable(a, false);
@@ -562,7 +581,7 @@ Tensor pow_ag(const Tensor& a, const Tensor& b) {
   Tensor out = below(op::pow, a, b);
   if (!differentiable(out)) return out;
   auto n = make_node<PowBackward0>(a, b);
-  n->a_meta = Meta(a), n->b_meta = Meta(b);
+  n->a_meta = Meta(a, out), n->b_meta = Meta(b, out);
   n->a = SavedVariable(a, false);
   n->b = SavedVariable(b, false);
   set_history(out, n);
@@ -575,7 +594,7 @@ Tensor where_ag(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (!differentiable(out)) return out;
   auto n = make_node<WhereBackward0>(cond, a, b);
   n->cond = SavedVariable(cond, false);
-  n->a_meta = Meta(a), n->b_meta = Meta(b);
+  n->a_meta = Meta(a, out), n->b_meta = Meta(b, out);
   set_history(out, n);
   return out;
 }
@@ -611,7 +630,7 @@ template <class N, auto& OpObject>
 Tensor& add_sub_inplace(Tensor& self, const Tensor& other, const Scalar& alpha, const char* name) {
   check_inplace(self, other.requires_grad(), name);
   auto n = make_node<N>(self, other);
-  n->a = Meta(self), n->b = Meta(other), n->alpha = alpha;
+  n->a = Meta(self, self), n->b = Meta(other, self), n->alpha = alpha;
   below(OpObject, self, other, alpha);
   rebase_history(self, n);
   return self;
@@ -625,7 +644,7 @@ Tensor& sub__ag(Tensor& self, const Tensor& other, const Scalar& alpha) {
 Tensor& mul__ag(Tensor& self, const Tensor& other) {
   check_inplace(self, other.requires_grad(), "mul_");
   auto n = make_node<MulBackward0Inplace>(self, other);
-  n->self_meta = Meta(self), n->other_meta = Meta(other);
+  n->self_meta = Meta(self, self), n->other_meta = Meta(other, self);
   if (n->needs(1)) n->self_before = SavedVariable(below(op::clone, self), false);
   if (n->needs(0)) n->other = SavedVariable(other, false);
   below(op::mul_, self, other);
@@ -635,7 +654,7 @@ Tensor& mul__ag(Tensor& self, const Tensor& other) {
 Tensor& div__ag(Tensor& self, const Tensor& other) {
   check_inplace(self, other.requires_grad(), "div_");
   auto n = make_node<DivBackward0Inplace>(self, other);
-  n->self_meta = Meta(self), n->other_meta = Meta(other);
+  n->self_meta = Meta(self, self), n->other_meta = Meta(other, self);
   below(op::div_, self, other);
   rebase_history(self, n);
   n->other = SavedVariable(other, false);
@@ -645,7 +664,7 @@ Tensor& div__ag(Tensor& self, const Tensor& other) {
 Tensor& copy__ag(Tensor& self, const Tensor& src) {
   check_inplace(self, src.requires_grad(), "copy_");
   auto n = make_node<CopyBackwards>(self, src);
-  n->self_meta = Meta(self), n->src_meta = Meta(src);
+  n->self_meta = Meta(self), n->src_meta = Meta(src, self);
   below(op::copy_, self, src);
   rebase_history(self, n);
   return self;
@@ -813,7 +832,7 @@ Tensor gather_ag(const Tensor& self, int64_t dim, const Tensor& index) {
 Tensor scatter_add_ag(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   Tensor out = below(op::scatter_add, self, dim, index, src);
   auto n = make_node<ScatterAddBackward0>(self, index, src);
-  n->self_meta = Meta(self), n->src_meta = Meta(src);
+  n->self_meta = Meta(self, out), n->src_meta = Meta(src);
   n->dim = wrap_dim(dim, self.dim(), "scatter_add");
   n->index = SavedVariable(index, false);
   set_history(out, n);
