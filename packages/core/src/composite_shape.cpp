@@ -1,9 +1,9 @@
 // Shape composites of flambeau/ops.h (reshape, flatten, expand_as, stack,
 // softmax, matmul): built only from op:: calls, so autograd differentiates
 // them through the ops they call, with no formula of their own.
+#include "cpu/shape_utils.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
-#include "cpu/shape_utils.h"
 
 namespace flambeau {
 
@@ -99,8 +99,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   for (size_t i = 0; i < nb; ++i) {
     const int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
     const int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
-    FB_CHECK_VALUE(x == y || x == 1 || y == 1, "[matmul] batch dims of shapes ", shape_str(a.sizes()), " and ",
-                   shape_str(b.sizes()), " cannot be broadcast: ", x, " != ", y);
+    FB_CHECK_VALUE(x == y || x == 1 || y == 1, "[matmul] batch dims of shapes ", shape_str(a.sizes()),
+                   " and ", shape_str(b.sizes()), " cannot be broadcast: ", x, " != ", y);
     batch[i] = x == 1 ? y : x;
     batch_numel *= batch[i];
   }

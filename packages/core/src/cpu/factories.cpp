@@ -14,7 +14,8 @@
 namespace flambeau {
 namespace {
 
-template <class F> void detail_for_each(const Tensor& t, F&& f) {
+template <class F>
+void detail_for_each(const Tensor& t, F&& f) {
   detail::for_each_offset(t.sizes(), t.strides(), std::forward<F>(f));
 }
 
@@ -55,9 +56,11 @@ Tensor& fill_cpu(Tensor& self, const Scalar& value) {
 
 // Element i is start + i * step, computed in int64 for integer dtypes and in
 // double for floating ones (so a float32 range does not accumulate error).
-Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype, Device device) {
+Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
+                  Device device) {
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  FB_CHECK_VALUE(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ", s, " and ", e);
+  FB_CHECK_VALUE(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ", s,
+                 " and ", e);
   FB_CHECK_VALUE(st != 0, "[arange] step must be nonzero");
   FB_CHECK_VALUE((st > 0 && e >= s) || (st < 0 && e <= s) || s == e, "[arange] the range from ", s, " to ", e,
                  " is inconsistent with the sign of step ", st);
@@ -89,7 +92,8 @@ Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, Sc
 
 // Writes gen(i) for element i (row-major order) of self, in parallel chunks
 // when self is contiguous; any thread count gives the same values.
-template <class T, class G> void fill_indexed(Tensor& self, const G& gen) {
+template <class T, class G>
+void fill_indexed(Tensor& self, const G& gen) {
   T* p = self.data<T>();
   if (self.is_contiguous()) {
     parallel_for(0, self.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
@@ -115,7 +119,8 @@ Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
       fill_indexed<T>(self, [&](int64_t i) {
         T v = static_cast<T>(low + width * Generator::to_unit(Generator::draw(seed, base + i)));
         // Rounding to float may land on `high`; keep the interval half-open.
-        if (v >= static_cast<T>(high) && high > low) v = std::nextafter(static_cast<T>(high), static_cast<T>(low));
+        if (v >= static_cast<T>(high) && high > low)
+          v = std::nextafter(static_cast<T>(high), static_cast<T>(low));
         return v;
       });
     }

@@ -25,13 +25,14 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
   out_shape[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = parts[i];
-    FB_CHECK(t.device() == ref.device(), "[cat] all tensors must be on the same device, got ", ref.device().str(),
-             " and ", t.device().str());
+    FB_CHECK(t.device() == ref.device(), "[cat] all tensors must be on the same device, got ",
+             ref.device().str(), " and ", t.device().str());
     FB_CHECK_VALUE(t.dim() == ref.dim(), "[cat] tensors must have the same number of dims: shape ",
                    shape_str(ref.sizes()), " and shape ", shape_str(t.sizes()));
     for (int64_t k = 0; k < ref.dim(); ++k)
-      FB_CHECK_VALUE(k == d || t.sizes()[k] == ref.sizes()[k], "[cat] sizes must match except in dimension ", d,
-                     ": shapes ", shape_str(ref.sizes()), " and ", shape_str(t.sizes()), " differ in dimension ", k);
+      FB_CHECK_VALUE(k == d || t.sizes()[k] == ref.sizes()[k], "[cat] sizes must match except in dimension ",
+                     d, ": shapes ", shape_str(ref.sizes()), " and ", shape_str(t.sizes()),
+                     " differ in dimension ", k);
     out_shape[d] += t.sizes()[d];
   }
   Tensor out = op::empty(out_shape, dtype, ref.device());
@@ -66,7 +67,8 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
 
 // Walks every position of `index` (row-major), calling f(index_off, pos) where
 // pos holds the coordinates.
-template <class F> void for_each_position(const Tensor& index, F&& f) {
+template <class F>
+void for_each_position(const Tensor& index, F&& f) {
   const int64_t nd = index.dim();
   Shape pos(nd, 0);
   const int64_t n = index.numel();
@@ -86,7 +88,8 @@ template <class F> void for_each_position(const Tensor& index, F&& f) {
 
 int64_t dot_offset(const Shape& pos, IntArrayRef strides, int64_t skip_dim, int64_t at) {
   int64_t off = 0;
-  for (size_t k = 0; k < pos.size(); ++k) off += (static_cast<int64_t>(k) == skip_dim ? at : pos[k]) * strides[k];
+  for (size_t k = 0; k < pos.size(); ++k)
+    off += (static_cast<int64_t>(k) == skip_dim ? at : pos[k]) * strides[k];
   return off;
 }
 
@@ -114,7 +117,8 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
     int64_t i = 0;
     for_each_position(index, [&](int64_t ioff, const Shape& pos) {
       const int64_t v = idx[ioff];
-      FB_CHECK_INDEX(v >= 0 && v < n, "[gather] index ", v, " is out of bounds for dimension ", d, " with size ", n);
+      FB_CHECK_INDEX(v >= 0 && v < n, "[gather] index ", v, " is out of bounds for dimension ", d,
+                     " with size ", n);
       o[i++] = s[dot_offset(pos, self.strides(), d, v)];
     });
   });
@@ -146,8 +150,10 @@ Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, con
                      " with size ", n);
       const T add = s[dot_offset(pos, src.strides(), -1, 0)];
       T& dst = o[dot_offset(pos, out_strides, d, v)];
-      if constexpr (std::is_same_v<T, bool>) dst = dst || add;
-      else dst += add;
+      if constexpr (std::is_same_v<T, bool>)
+        dst = dst || add;
+      else
+        dst += add;
     });
   });
   return out;

@@ -37,15 +37,17 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t wa
 }
 
 // One matrix operand of a GEMM call (Note [GEMM operands]).
-template <class T> struct GemmOperand {
-  const T* data;           // element [0, 0] of batch 0
-  int64_t batch_stride;    // elements between consecutive matrices
+template <class T>
+struct GemmOperand {
+  const T* data;         // element [0, 0] of batch 0
+  int64_t batch_stride;  // elements between consecutive matrices
   bool trans;
   int ld;
-  std::vector<T> packed;   // owns the data when it had to be copied
+  std::vector<T> packed;  // owns the data when it had to be copied
 };
 
-template <class T> GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
+template <class T>
+GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
   const int64_t nd = t.dim();
   const int64_t rows = t.sizes()[nd - 2], cols = t.sizes()[nd - 1];
   const int64_t s0 = t.strides()[nd - 2], s1 = t.strides()[nd - 1];
@@ -69,13 +71,13 @@ template <class T> GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
           int ldc) {
-  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                    a, lda, b, ldb, 0.0f, c, ldc);
+  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+                    1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
-          int ldc) {
-  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
-                    a, lda, b, ldb, 0.0, c, ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc) {
+  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+                    1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 // out[batch] = a[batch] @ b[batch]; a (B, n, k), b (B, k, m), out contiguous (B, n, m).
@@ -94,7 +96,8 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
     using T = typename decltype(tag)::type;
     T* c = out.data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      FB_CHECK(n <= INT_MAX && k <= INT_MAX && m <= INT_MAX, "[", op, "] matrix dims above 2^31 are not supported");
+      FB_CHECK(n <= INT_MAX && k <= INT_MAX && m <= INT_MAX, "[", op,
+               "] matrix dims above 2^31 are not supported");
       const GemmOperand<T> A = gemm_operand<T>(a, batched), B = gemm_operand<T>(b, batched);
       for (int64_t i = 0; i < batch; ++i)
         gemm(A.trans, B.trans, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
@@ -137,8 +140,8 @@ Tensor mm_cpu(const Tensor& a, const Tensor& b) {
 
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b, 3);
-  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()), " and ",
-                 shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()),
+                 " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
   Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
   matmul_into(a, b, out, "bmm");
   return out;

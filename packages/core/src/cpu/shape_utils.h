@@ -16,7 +16,8 @@ inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      FB_CHECK_VALUE(!infer, "[", op, "] only one dimension can be inferred (-1), got shape ", shape_str(shape));
+      FB_CHECK_VALUE(!infer, "[", op, "] only one dimension can be inferred (-1), got shape ",
+                     shape_str(shape));
       infer = i;
     } else {
       FB_CHECK_VALUE(out[i] >= 0, "[", op, "] invalid size ", out[i], " in shape ", shape_str(shape));
@@ -28,7 +29,8 @@ inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
                    " is invalid for input of size ", numel);
     out[*infer] = numel / known;
   } else {
-    FB_CHECK_VALUE(known == numel, "[", op, "] shape ", shape_str(shape), " is invalid for input of size ", numel);
+    FB_CHECK_VALUE(known == numel, "[", op, "] shape ", shape_str(shape), " is invalid for input of size ",
+                   numel);
   }
   return out;
 }
@@ -72,7 +74,8 @@ inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArray
 
 /// Calls f(offset) for each element of (sizes, strides), in row-major order;
 /// offsets are in elements.
-template <class F> void for_each_offset(IntArrayRef sizes, IntArrayRef strides, F&& f) {
+template <class F>
+void for_each_offset(IntArrayRef sizes, IntArrayRef strides, F&& f) {
   const int64_t nd = static_cast<int64_t>(sizes.size());
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
@@ -93,7 +96,8 @@ template <class F> void for_each_offset(IntArrayRef sizes, IntArrayRef strides, 
 }
 
 /// Copies a strided tensor of element type T into contiguous memory at dst.
-template <class T> void pack_contiguous(const Tensor& src, T* dst) {
+template <class T>
+void pack_contiguous(const Tensor& src, T* dst) {
   const T* p = src.data<T>();
   if (src.is_contiguous()) {
     std::copy(p, p + src.numel(), dst);

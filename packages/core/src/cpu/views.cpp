@@ -19,8 +19,8 @@ Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset)
 Shape to_shape(IntArrayRef a) { return Shape(a.begin(), a.end()); }
 
 Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  FB_CHECK_VALUE(sizes.size() == strides.size(), "[as_strided] got ", sizes.size(), " sizes but ", strides.size(),
-                 " strides: size ", shape_str(sizes), ", stride ", shape_str(strides));
+  FB_CHECK_VALUE(sizes.size() == strides.size(), "[as_strided] got ", sizes.size(), " sizes but ",
+                 strides.size(), " strides: size ", shape_str(sizes), ", stride ", shape_str(strides));
   FB_CHECK_VALUE(offset >= 0, "[as_strided] storage offset must be >= 0, got ", offset);
   int64_t last = offset;  // largest element index the view reaches
   bool empty = false;
@@ -28,27 +28,29 @@ Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides
     FB_CHECK_VALUE(sizes[i] >= 0, "[as_strided] negative size in ", shape_str(sizes));
     FB_CHECK_VALUE(strides[i] >= 0, "[as_strided] negative stride in ", shape_str(strides));
     int64_t reach = 0;
-    if (sizes[i] == 0) empty = true;
+    if (sizes[i] == 0)
+      empty = true;
     else
       FB_CHECK_VALUE(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
                          !__builtin_add_overflow(last, reach, &last),
-                     "[as_strided] size ", shape_str(sizes), " and stride ", shape_str(strides), " overflow int64");
+                     "[as_strided] size ", shape_str(sizes), " and stride ", shape_str(strides),
+                     " overflow int64");
   }
-  const int64_t capacity =
-      static_cast<int64_t>(self.impl()->storage()->nbytes() / itemsize(self.dtype()));
-  FB_CHECK_VALUE(empty || last < capacity, "[as_strided] size ", shape_str(sizes), ", stride ", shape_str(strides),
-                 " and offset ", offset, " reach element ", last, " of a storage holding only ", capacity,
-                 " elements");
+  const int64_t capacity = static_cast<int64_t>(self.impl()->storage()->nbytes() / itemsize(self.dtype()));
+  FB_CHECK_VALUE(empty || last < capacity, "[as_strided] size ", shape_str(sizes), ", stride ",
+                 shape_str(strides), " and offset ", offset, " reach element ", last,
+                 " of a storage holding only ", capacity, " elements");
   return make_view(self, to_shape(sizes), to_shape(strides), offset);
 }
 
 Tensor view_cpu(const Tensor& self, IntArrayRef sizes) {
   Shape shape = detail::infer_size(sizes, self.numel(), "view");
   auto strides = detail::compute_view_strides(self.sizes(), self.strides(), shape);
-  FB_CHECK_VALUE(strides.has_value(), "[view] cannot view a tensor of shape ", shape_str(self.sizes()),
-                 " and strides ", shape_str(self.strides()), " as shape ", shape_str(shape),
-                 ": its memory is not laid out compatibly (it spans non-contiguous chunks); use .reshape(...) "
-                 "instead, which copies when needed");
+  FB_CHECK_VALUE(
+      strides.has_value(), "[view] cannot view a tensor of shape ", shape_str(self.sizes()), " and strides ",
+      shape_str(self.strides()), " as shape ", shape_str(shape),
+      ": its memory is not laid out compatibly (it spans non-contiguous chunks); use .reshape(...) "
+      "instead, which copies when needed");
   return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
 }
 
@@ -119,8 +121,8 @@ Tensor squeeze_cpu(const Tensor& self, IntArrayRef dims) {
 
 Tensor expand_cpu(const Tensor& self, IntArrayRef sizes) {
   const int64_t nd = self.dim(), nn = static_cast<int64_t>(sizes.size());
-  FB_CHECK_VALUE(nn >= nd, "[expand] the number of sizes (", nn, ") must be at least the number of dims (", nd,
-                 ") of a tensor of shape ", shape_str(self.sizes()), ", got ", shape_str(sizes));
+  FB_CHECK_VALUE(nn >= nd, "[expand] the number of sizes (", nn, ") must be at least the number of dims (",
+                 nd, ") of a tensor of shape ", shape_str(self.sizes()), ", got ", shape_str(sizes));
   Shape out(nn), strides(nn);
   for (int64_t i = nn - 1; i >= 0; --i) {
     const int64_t d = i - (nn - nd);  // matching dim of self, or < 0 for a new leading dim
@@ -138,8 +140,9 @@ Tensor expand_cpu(const Tensor& self, IntArrayRef sizes) {
       out[i] = have;
       strides[i] = self.strides()[d];
     } else {
-      FB_CHECK_VALUE(have == 1, "[expand] cannot expand shape ", shape_str(self.sizes()), " to ", shape_str(sizes),
-                     ": dim ", d, " has size ", have, " (only size-1 dims can be expanded, to ", want, ")");
+      FB_CHECK_VALUE(have == 1, "[expand] cannot expand shape ", shape_str(self.sizes()), " to ",
+                     shape_str(sizes), ": dim ", d, " has size ", have,
+                     " (only size-1 dims can be expanded, to ", want, ")");
       out[i] = want;
       strides[i] = 0;
     }

@@ -1,9 +1,8 @@
 // Tensor creation from Python: tensor(), zeros/ones/empty/full(+_like),
 // arange, rand/randn, uniform_/normal_, and frombuffer (zero-copy).
-#include "common.h"
-
 #include <cstring>
 
+#include "common.h"
 #include "flambeau/error.h"
 #include "flambeau/random.h"
 #include "flambeau/type_dispatch.h"
@@ -13,7 +12,9 @@ namespace {
 
 using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
 
-std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
+std::string type_name(py::handle obj) {
+  return py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
+}
 
 Tensor finish(Tensor t, bool requires_grad) {
   if (requires_grad) t.set_requires_grad(true);
@@ -33,20 +34,31 @@ ScalarType dtype_from_format(const char* fmt, Py_ssize_t item_bytes, const char*
   FB_CHECK_TYPE(order != '>' && order != '!', "[", op, "] big-endian buffers (format '", fmt,
                 "') are not supported");
   ScalarType t;
-  if (f == "?") t = ScalarType::Bool;
-  else if (f == "b") t = ScalarType::Int8;
-  else if (f == "B" || f == "c") t = ScalarType::UInt8;
-  else if (f == "h") t = ScalarType::Int16;
-  else if (f == "i") t = ScalarType::Int32;
-  else if ((f == "l" || f == "q" || f == "n") && item_bytes == 8) t = ScalarType::Int64;
-  else if (f == "l" && item_bytes == 4) t = ScalarType::Int32;
-  else if (f == "e") t = ScalarType::Float16;
-  else if (f == "f") t = ScalarType::Float32;
-  else if (f == "d") t = ScalarType::Float64;
+  if (f == "?")
+    t = ScalarType::Bool;
+  else if (f == "b")
+    t = ScalarType::Int8;
+  else if (f == "B" || f == "c")
+    t = ScalarType::UInt8;
+  else if (f == "h")
+    t = ScalarType::Int16;
+  else if (f == "i")
+    t = ScalarType::Int32;
+  else if ((f == "l" || f == "q" || f == "n") && item_bytes == 8)
+    t = ScalarType::Int64;
+  else if (f == "l" && item_bytes == 4)
+    t = ScalarType::Int32;
+  else if (f == "e")
+    t = ScalarType::Float16;
+  else if (f == "f")
+    t = ScalarType::Float32;
+  else if (f == "d")
+    t = ScalarType::Float64;
   else
-    throw TypeError(detail::cat_str("[", op, "] buffer format '", fmt,
-                                    "' has no flambeau dtype (supported: bool, int8, uint8, int16, int32, int64, "
-                                    "float16, float32, float64)"));
+    throw TypeError(
+        detail::cat_str("[", op, "] buffer format '", fmt,
+                        "' has no flambeau dtype (supported: bool, int8, uint8, int16, int32, int64, "
+                        "float16, float32, float64)"));
   FB_CHECK_TYPE(static_cast<Py_ssize_t>(itemsize(t)) == item_bytes, "[", op, "] buffer format '", fmt,
                 "' has item size ", item_bytes, ", expected ", itemsize(t));
   return t;
@@ -110,8 +122,10 @@ bool interpreter_finalizing() {
 
 Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_t offset) {
   const ScalarType dtype = parse_dtype(dtype_obj, kDefaultFloat, "frombuffer");
-  FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()), "[frombuffer] expected an object with the buffer protocol "
-                "(bytearray, memoryview, NumPy array, mmap, ...), got ", type_name(buffer));
+  FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()),
+                "[frombuffer] expected an object with the buffer protocol "
+                "(bytearray, memoryview, NumPy array, mmap, ...), got ",
+                type_name(buffer));
   auto* view = new Py_buffer{};
   if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_WRITABLE) != 0) {
     PyErr_Clear();  // read-only exporters (bytes, read-only memoryviews) are accepted too
@@ -129,32 +143,35 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
   try {
     const auto isz = static_cast<int64_t>(itemsize(dtype));
     const int64_t len = view->len;
-    FB_CHECK_VALUE(offset >= 0 && (offset < len || (len == 0 && offset == 0)), "[frombuffer] offset (", offset,
-                   " bytes) must be non-negative and less than the buffer length (", len, " bytes)");
-    FB_CHECK_VALUE(count != 0 && len != 0, "[frombuffer] both the buffer length (", len, ") and count (", count,
-                   ") must not be 0");
+    FB_CHECK_VALUE(offset >= 0 && (offset < len || (len == 0 && offset == 0)), "[frombuffer] offset (",
+                   offset, " bytes) must be non-negative and less than the buffer length (", len, " bytes)");
+    FB_CHECK_VALUE(count != 0 && len != 0, "[frombuffer] both the buffer length (", len, ") and count (",
+                   count, ") must not be 0");
     if (count < 0) {
       FB_CHECK_VALUE(count == -1, "[frombuffer] count must be -1 or positive, got ", count);
       FB_CHECK_VALUE((len - offset) % isz == 0, "[frombuffer] buffer length (", len - offset,
-                     " bytes after offset) is not a multiple of the element size (", isz, ") of ", dtype_name(dtype));
+                     " bytes after offset) is not a multiple of the element size (", isz, ") of ",
+                     dtype_name(dtype));
       count = (len - offset) / isz;
     } else {
       FB_CHECK_VALUE(count <= (len - offset) / isz, "[frombuffer] requested ", count, " elements of ",
-                     dtype_name(dtype), " but the buffer has only ", len - offset, " bytes after offset ", offset);
+                     dtype_name(dtype), " but the buffer has only ", len - offset, " bytes after offset ",
+                     offset);
     }
   } catch (...) {
     release(view);
     throw;
   }
   void* data = static_cast<char*>(view->buf) + offset;
-  auto storage = StorageImpl::from_external(
-      data, static_cast<size_t>(count) * itemsize(dtype), Device(DeviceType::CPU), [view](void*) {
-        if (!Py_IsInitialized() || interpreter_finalizing()) return;  // shutdown: leak (Note [frombuffer lifetime])
-        PyGILState_STATE st = PyGILState_Ensure();
-        PyBuffer_Release(view);
-        delete view;
-        PyGILState_Release(st);
-      });
+  auto storage = StorageImpl::from_external(data, static_cast<size_t>(count) * itemsize(dtype),
+                                            Device(DeviceType::CPU), [view](void*) {
+                                              if (!Py_IsInitialized() || interpreter_finalizing())
+                                                return;  // shutdown: leak (Note [frombuffer lifetime])
+                                              PyGILState_STATE st = PyGILState_Ensure();
+                                              PyBuffer_Release(view);
+                                              delete view;
+                                              PyGILState_Release(st);
+                                            });
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, Shape{count}, Shape{1}, 0));
 }
 
@@ -187,8 +204,10 @@ Scalar leaf_scalar(py::handle obj) {
     return as_scalar(obj, "tensor");
   if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || obj.is_none() ||
       !(PyIndex_Check(obj.ptr()) || PyNumber_Check(obj.ptr())))
-    throw TypeError(detail::cat_str("[tensor] expected numbers or nested sequences of numbers, got an element of "
-                                    "type ", type_name(obj)));
+    throw TypeError(
+        detail::cat_str("[tensor] expected numbers or nested sequences of numbers, got an element of "
+                        "type ",
+                        type_name(obj)));
   return as_scalar(obj, "tensor");
 }
 
@@ -208,8 +227,8 @@ void collect(py::handle obj, size_t depth, NestedData& out) {
   const auto n = static_cast<int64_t>(py::len(seq));
   FB_CHECK_VALUE(depth < out.shape.size(), "[tensor] expected a number at dim ", depth,
                  " (like the first element), got a sequence of length ", n);
-  FB_CHECK_VALUE(n == out.shape[depth], "[tensor] expected a sequence of length ", out.shape[depth], " at dim ",
-                 depth, " (got ", n, "): nested sequences must be rectangular");
+  FB_CHECK_VALUE(n == out.shape[depth], "[tensor] expected a sequence of length ", out.shape[depth],
+                 " at dim ", depth, " (got ", n, "): nested sequences must be rectangular");
   for (py::handle item : seq) collect(item, depth + 1, out);
 }
 
@@ -231,7 +250,8 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
   py::handle cur = data;
   py::object keep;
   while (is_sequence(cur)) {
-    FB_CHECK_VALUE(nd.shape.size() < 64, "[tensor] data nests more than 64 levels deep (a list containing itself?)");
+    FB_CHECK_VALUE(nd.shape.size() < 64,
+                   "[tensor] data nests more than 64 levels deep (a list containing itself?)");
     if (!PyList_Check(cur.ptr()) && !PyTuple_Check(cur.ptr())) {
       keep = as_list(cur);
       cur = keep;
@@ -243,7 +263,7 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
     cur = keep;
   }
   collect(data, 0, nd);
-  const ScalarType inferred = nd.category == TypeCategory::Floating ? kDefaultFloat
+  const ScalarType inferred = nd.category == TypeCategory::Floating  ? kDefaultFloat
                               : nd.category == TypeCategory::Integer ? kDefaultInt
                               : nd.leaves.empty()                    ? kDefaultFloat
                                                                      : ScalarType::Bool;
@@ -276,8 +296,8 @@ ScalarType dtype_of_scalar(const Scalar& s) { return s.default_dtype(); }
 }  // namespace
 
 void init_factories(py::module_& m) {
-  py::class_<Generator, std::shared_ptr<Generator>>(m, "Generator",
-                                                   "A counter-based random generator (Note [Random numbers]).")
+  py::class_<Generator, std::shared_ptr<Generator>>(
+      m, "Generator", "A counter-based random generator (Note [Random numbers]).")
       .def(py::init([](py::handle device, py::object seed) {
              (void)parse_device(device, "Generator");
              auto g = std::make_shared<Generator>();
@@ -285,65 +305,90 @@ void init_factories(py::module_& m) {
              return g;
            }),
            py::arg("device") = "cpu", py::arg("seed") = py::none())
-      .def("manual_seed", [](std::shared_ptr<Generator> g, int64_t seed) {
-        g->manual_seed(static_cast<uint64_t>(seed));
-        return g;
-      }, py::arg("seed"))
+      .def(
+          "manual_seed",
+          [](std::shared_ptr<Generator> g, int64_t seed) {
+            g->manual_seed(static_cast<uint64_t>(seed));
+            return g;
+          },
+          py::arg("seed"))
       .def("initial_seed", &Generator::initial_seed);
 
-  m.def("tensor", [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
-    (void)cpu_only(device, "tensor");
-    return finish(tensor_from_data(data, dtype), requires_grad);
-  }, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false,
-        "A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy "
-        "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
-        ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
+  m.def(
+      "tensor",
+      [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
+        (void)cpu_only(device, "tensor");
+        return finish(tensor_from_data(data, dtype), requires_grad);
+      },
+      py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false,
+      "A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy "
+      "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
+      ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
 
   auto sized = [&m](const char* name, auto make, const char* doc) {
-    m.def(name, [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
-      const Shape shape = parse_shape(size, name);
-      return finish(make(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name)), requires_grad);
-    }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-          py::arg("requires_grad") = false, doc);
+    m.def(
+        name,
+        [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
+          const Shape shape = parse_shape(size, name);
+          return finish(make(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name)),
+                        requires_grad);
+        },
+        py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false, doc);
   };
-  sized("zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
-        "A tensor of zeros: zeros(2, 3) or zeros((2, 3)).");
+  sized(
+      "zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
+      "A tensor of zeros: zeros(2, 3) or zeros((2, 3)).");
   sized("ones", [](const Shape& s, ScalarType t, Device d) { return ones(s, t, d); }, "A tensor of ones.");
-  sized("empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); },
-        "An uninitialized tensor.");
+  sized(
+      "empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); },
+      "An uninitialized tensor.");
   // rand/randn with an explicit generator: a keyword the shared helper does not take.
   for (const char* name : {"rand", "randn"}) {
     const bool normal = std::string(name) == "randn";
-    m.def(name, [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
-                               bool requires_grad) {
-      const Shape shape = parse_shape(size, name);
-      Tensor x = empty(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name));
-      Generator* g = parse_generator(generator);
-      if (normal) op::normal_(x, 0.0, 1.0, g);
-      else op::uniform_(x, 0.0, 1.0, g);
-      return finish(x, requires_grad);
-    }, py::kw_only(), py::arg("generator") = py::none(), py::arg("dtype") = py::none(),
-          py::arg("device") = py::none(), py::arg("requires_grad") = false,
-          normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None)."
-                 : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).");
+    m.def(
+        name,
+        [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
+                       bool requires_grad) {
+          const Shape shape = parse_shape(size, name);
+          Tensor x = empty(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name));
+          Generator* g = parse_generator(generator);
+          if (normal)
+            op::normal_(x, 0.0, 1.0, g);
+          else
+            op::uniform_(x, 0.0, 1.0, g);
+          return finish(x, requires_grad);
+        },
+        py::kw_only(), py::arg("generator") = py::none(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None)."
+               : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).");
   }
 
-  m.def("full", [](py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
-    const Shape shape = PyIndex_Check(size.ptr()) ? Shape{size.cast<int64_t>()} : parse_int_sequence(size, "full", "size");
-    const Scalar v = as_scalar(fill_value, "full");
-    return finish(full(shape, v, parse_dtype(dtype, dtype_of_scalar(v), "full"), parse_device(device, "full")),
-                  requires_grad);
-  }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false,
-        "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
+  m.def(
+      "full",
+      [](py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
+        const Shape shape = PyIndex_Check(size.ptr()) ? Shape{size.cast<int64_t>()}
+                                                      : parse_int_sequence(size, "full", "size");
+        const Scalar v = as_scalar(fill_value, "full");
+        return finish(
+            full(shape, v, parse_dtype(dtype, dtype_of_scalar(v), "full"), parse_device(device, "full")),
+            requires_grad);
+      },
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
 
   auto like = [&m](const char* name, auto make) {
-    m.def(name, [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
-      (void)parse_device(device, name);
-      return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), t.device()), requires_grad);
-    }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-          py::arg("requires_grad") = false);
+    m.def(
+        name,
+        [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
+          (void)parse_device(device, name);
+          return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), t.device()), requires_grad);
+        },
+        py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false);
   };
   like("zeros_like", [](IntArrayRef s, ScalarType t, Device d) { return zeros(s, t, d); });
   like("ones_like", [](IntArrayRef s, ScalarType t, Device d) { return ones(s, t, d); });
@@ -356,45 +401,57 @@ void init_factories(py::module_& m) {
     Tensor x = empty(s, t, d);
     return op::normal_(x, 0.0, 1.0, nullptr);
   });
-  m.def("full_like", [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device,
-                        bool requires_grad) {
-    (void)parse_device(device, "full_like");
-    return finish(full(t.sizes(), as_scalar(fill_value, "full_like"), parse_dtype(dtype, t.dtype(), "full_like"),
-                       t.device()),
-                  requires_grad);
-  }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "full_like",
+      [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
+        (void)parse_device(device, "full_like");
+        return finish(full(t.sizes(), as_scalar(fill_value, "full_like"),
+                           parse_dtype(dtype, t.dtype(), "full_like"), t.device()),
+                      requires_grad);
+      },
+      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
 
-  m.def("arange", [](py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
-                     bool requires_grad) {
-    Scalar s = as_scalar(start, "arange");
-    Scalar e = end.is_none() ? s : as_scalar(end, "arange");
-    if (end.is_none()) s = Scalar(int64_t{0});
-    const Scalar st = as_scalar(step, "arange");
-    const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
-    const ScalarType dt = parse_dtype(dtype, any_float ? kDefaultFloat : kDefaultInt, "arange");
-    return finish(op::arange(s, e, st, dt, parse_device(device, "arange")), requires_grad);
-  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
-        py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
-        "Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.\n\n"
-        ">>> flambeau_core.arange(3).tolist()\n[0, 1, 2]");
+  m.def(
+      "arange",
+      [](py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
+         bool requires_grad) {
+        Scalar s = as_scalar(start, "arange");
+        Scalar e = end.is_none() ? s : as_scalar(end, "arange");
+        if (end.is_none()) s = Scalar(int64_t{0});
+        const Scalar st = as_scalar(step, "arange");
+        const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
+        const ScalarType dt = parse_dtype(dtype, any_float ? kDefaultFloat : kDefaultInt, "arange");
+        return finish(op::arange(s, e, st, dt, parse_device(device, "arange")), requires_grad);
+      },
+      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
+      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      "Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.\n\n"
+      ">>> flambeau_core.arange(3).tolist()\n[0, 1, 2]");
 
-  m.def("frombuffer", &frombuffer, py::arg("buffer"), py::kw_only(), py::arg("dtype"), py::arg("count") = -1,
-        py::arg("offset") = 0,
-        "A 1-D tensor sharing the memory of a buffer-protocol object (no copy): writes through either side are "
-        "seen by the other, and the object stays alive while the tensor (or a view of it) does. offset is in "
-        "bytes; count = -1 takes every element after it. A read-only buffer gives a tensor that must not be "
-        "written.");
+  m.def(
+      "frombuffer", &frombuffer, py::arg("buffer"), py::kw_only(), py::arg("dtype"), py::arg("count") = -1,
+      py::arg("offset") = 0,
+      "A 1-D tensor sharing the memory of a buffer-protocol object (no copy): writes through either side are "
+      "seen by the other, and the object stays alive while the tensor (or a view of it) does. offset is in "
+      "bytes; count = -1 takes every element after it. A read-only buffer gives a tensor that must not be "
+      "written.");
 
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
-  cls.def("uniform_", [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
-    return op::uniform_(t, a, b, parse_generator(gen));
-  }, py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
-          "Fills self with uniform samples on [a, b).");
-  cls.def("normal_", [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
-    return op::normal_(t, mean, std, parse_generator(gen));
-  }, py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
-          "Fills self with normal samples.");
+  cls.def(
+      "uniform_",
+      [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
+        return op::uniform_(t, a, b, parse_generator(gen));
+      },
+      py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+      "Fills self with uniform samples on [a, b).");
+  cls.def(
+      "normal_",
+      [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
+        return op::normal_(t, mean, std, parse_generator(gen));
+      },
+      py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
+      "Fills self with normal samples.");
 }
 
 }  // namespace flambeau::python

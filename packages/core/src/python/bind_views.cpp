@@ -1,7 +1,6 @@
 // Views from Python: view/reshape/transpose/permute/..., and basic indexing
 // (__getitem__/__setitem__ with ints, slices, None, ...).
 #include "common.h"
-
 #include "flambeau/error.h"
 
 namespace flambeau::python {
@@ -9,9 +8,12 @@ namespace {
 
 using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
 
-std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")).cast<std::string>(); }
+std::string type_name(py::handle obj) {
+  return py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
+}
 
-template <class F> void detail_for_each_offset(const Tensor& t, F&& f) {
+template <class F>
+void detail_for_each_offset(const Tensor& t, F&& f) {
   const int64_t nd = t.dim();
   Shape idx(nd, 0);
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -71,7 +73,9 @@ Tensor as_index_tensor(py::handle it) {
 }
 
 /// Dims an advanced index consumes: the mask's dims for bool, else 1.
-int64_t advanced_dims(const Tensor& idx) { return idx.dtype() == ScalarType::Bool ? std::max<int64_t>(idx.dim(), 1) : 1; }
+int64_t advanced_dims(const Tensor& idx) {
+  return idx.dtype() == ScalarType::Bool ? std::max<int64_t>(idx.dim(), 1) : 1;
+}
 
 Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
   const Tensor& idx = adv.index;
@@ -82,7 +86,8 @@ Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
   if (idx.dtype() == ScalarType::Bool) {
     const int64_t k = advanced_dims(idx);
     const auto covered = cur.sizes().subspan(d, k);
-    const bool match = idx.dim() == 0 || std::equal(covered.begin(), covered.end(), idx.sizes().begin(), idx.sizes().end());
+    const bool match =
+        idx.dim() == 0 || std::equal(covered.begin(), covered.end(), idx.sizes().begin(), idx.sizes().end());
     FB_CHECK_INDEX(idx.dim() > 0 && match, "[getitem] the shape ", shape_str(idx.sizes()),
                    " of the mask does not match the shape ", shape_str(covered),
                    " of the indexed tensor at dimension ", adv.src_dim);
@@ -98,7 +103,8 @@ Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
     });
     idx_shape = {static_cast<int64_t>(flat.size())};
   } else {
-    FB_CHECK_INDEX(is_integral(idx.dtype(), false), "[getitem] tensors used as indices must be integer or bool, got ",
+    FB_CHECK_INDEX(is_integral(idx.dtype(), false),
+                   "[getitem] tensors used as indices must be integer or bool, got ",
                    dtype_name(idx.dtype()));
     const Tensor i64 = idx.dtype() == ScalarType::Int64 ? idx : op::cast(idx, ScalarType::Int64);
     const int64_t n = cur.sizes()[d];
@@ -143,10 +149,12 @@ Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = tr
       ++consuming;
     } else if (is_advanced(it)) {
       if (!allow_advanced)
-        throw NotImplementedError(detail::cat_str("[setitem] assigning through a ", type_name(it),
-                                                  " index is not supported yet; use ints, slices, None and ..."));
+        throw NotImplementedError(
+            detail::cat_str("[setitem] assigning through a ", type_name(it),
+                            " index is not supported yet; use ints, slices, None and ..."));
       if (adv)
-        throw NotImplementedError("[getitem] indexing with more than one tensor or list is not supported yet");
+        throw NotImplementedError(
+            "[getitem] indexing with more than one tensor or list is not supported yet");
       keep.push_back(py::cast(as_index_tensor(it)));
       it = keep.back();
       adv = AdvancedIndex{it.cast<Tensor>()};
@@ -154,8 +162,10 @@ Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = tr
     } else if (!it.is_none()) {
       if (PyBool_Check(it.ptr()))
         throw NotImplementedError("[getitem] indexing with a Python bool is not supported yet");
-      throw TypeError(detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`), None and integer or "
-                                      "bool tensors are valid indices, got ", type_name(it)));
+      throw TypeError(
+          detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`), None and integer or "
+                          "bool tensors are valid indices, got ",
+                          type_name(it)));
     }
   }
   FB_CHECK_INDEX(consuming <= self.dim(), "[getitem] too many indices for a tensor of dimension ", self.dim(),
@@ -276,48 +286,76 @@ Tensor reverse_dims(const Tensor& t) {
 
 void init_views(py::module_& m) {
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
-  cls.def("view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); },
-          "A view with another shape (one size may be -1); shares memory. ValueError if the strides do not "
-          "allow it (use reshape).")
-      .def("reshape", [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); },
-           "Like view, but copies when the memory layout requires it.")
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
-           py::arg("dim0"), py::arg("dim1"))
-      .def("t", [](const Tensor& t) {
-        FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ", shape_str(t.sizes()));
-        return t.dim() < 2 ? op::as_strided(t, t.sizes(), t.strides(), t.storage_offset()) : op::transpose(t, 0, 1);
-      })
+  cls.def(
+         "view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); },
+         "A view with another shape (one size may be -1); shares memory. ValueError if the strides do not "
+         "allow it (use reshape).")
+      .def(
+          "reshape",
+          [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); },
+          "Like view, but copies when the memory layout requires it.")
+      .def(
+          "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+          py::arg("dim0"), py::arg("dim1"))
+      .def("t",
+           [](const Tensor& t) {
+             FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ",
+                            shape_str(t.sizes()));
+             return t.dim() < 2 ? op::as_strided(t, t.sizes(), t.strides(), t.storage_offset())
+                                : op::transpose(t, 0, 1);
+           })
       .def_property_readonly("T", &reverse_dims)
       .def_property_readonly("mT", &matrix_transpose)
-      .def("permute", [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); })
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"))
+      .def("permute",
+           [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); })
+      .def(
+          "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"))
       .def("squeeze", &squeeze_py, py::arg("dim") = py::none())
-      .def("expand", [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); })
-      .def("expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); }, py::arg("other"))
-      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
-           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def("expand",
+           [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); })
+      .def(
+          "expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); },
+          py::arg("other"))
+      .def(
+          "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
+          py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("narrow", &narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
-           py::arg("dim"), py::arg("index"))
+      .def(
+          "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+          py::arg("dim"), py::arg("index"))
       .def("unbind", &unbind, py::arg("dim") = 0)
-      .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none())
+      .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"),
+           py::arg("storage_offset") = py::none())
       .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); })
-      .def("__setitem__", [](Tensor& t, py::handle index, py::handle value) { index_assign(t, index, value); });
+      .def("__setitem__",
+           [](Tensor& t, py::handle index, py::handle value) { index_assign(t, index, value); });
 
-  m.def("reshape", [](const Tensor& t, py::handle shape) { return reshape(t, parse_int_sequence(shape, "reshape", "shape")); },
-        py::arg("input"), py::arg("shape"));
-  m.def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
-        py::arg("input"), py::arg("dim0"), py::arg("dim1"));
-  m.def("permute", [](const Tensor& t, py::handle dims) { return op::permute(t, parse_int_sequence(dims, "permute", "dims")); },
-        py::arg("input"), py::arg("dims"));
-  m.def("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("input"),
-        py::arg("dim"));
+  m.def(
+      "reshape",
+      [](const Tensor& t, py::handle shape) {
+        return reshape(t, parse_int_sequence(shape, "reshape", "shape"));
+      },
+      py::arg("input"), py::arg("shape"));
+  m.def(
+      "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+      py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+  m.def(
+      "permute",
+      [](const Tensor& t, py::handle dims) {
+        return op::permute(t, parse_int_sequence(dims, "permute", "dims"));
+      },
+      py::arg("input"), py::arg("dims"));
+  m.def(
+      "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("input"),
+      py::arg("dim"));
   m.def("squeeze", &squeeze_py, py::arg("input"), py::arg("dim") = py::none());
-  m.def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, py::arg("input"),
-        py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+  m.def(
+      "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, py::arg("input"),
+      py::arg("start_dim") = 0, py::arg("end_dim") = -1);
   m.def("narrow", &narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
-  m.def("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
-        py::arg("input"), py::arg("dim"), py::arg("index"));
+  m.def(
+      "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+      py::arg("input"), py::arg("dim"), py::arg("index"));
   m.def("unbind", &unbind, py::arg("input"), py::arg("dim") = 0);
   m.def("as_strided", &as_strided_py, py::arg("input"), py::arg("size"), py::arg("stride"),
         py::arg("storage_offset") = py::none());
