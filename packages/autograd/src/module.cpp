@@ -196,6 +196,9 @@ void init_tensor_methods(py::module_& m) {
           },
           py::arg("hook"),
           "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
+      .def_property_readonly(
+          "data", [](const Tensor& t) { return shallow_alias(t); },
+          "This tensor's values outside the graph (as detach(); in-place changes are not tracked).")
       .def(
           "detach", [](const Tensor& t) { return shallow_alias(t); },
           "A new tensor sharing this one's memory, cut from the graph (never requires grad).")

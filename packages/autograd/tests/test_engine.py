@@ -325,3 +325,44 @@ def test_freeing_a_very_deep_graph_does_not_overflow_the_stack():
         y = y * 1.0
     del y  # would recurse 200k levels deep without the iterative free
     assert x.grad is None
+
+
+def test_backward_several_outputs_and_non_leaf_inputs():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2.0
+    y1, y2 = h * h, h.exp()
+    ag.backward([y1, y2], [fb_tensor([1.0, 1.0]), fb_tensor([0.5, 0.5])], inputs=[h, x])
+    expected_h = 2 * to_np(h) + 0.5 * np.exp(to_np(h))
+    np.testing.assert_allclose(to_np(h.grad), expected_h)
+    np.testing.assert_allclose(to_np(x.grad), 2 * expected_h)
+    with pytest.raises(ValueError, match="2 tensors but 1"):
+        ag.backward([y1, y2], [fb_tensor([1.0, 1.0])])
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        y1.sum().backward(inputs=[])
+
+
+def test_data_is_detached_alias():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    d = x.data
+    assert not d.requires_grad and d.data_ptr() == x.data_ptr()
+    d.mul_(2.0)
+    assert x.tolist() == [2.0, 4.0] and x.is_leaf
+
+
+def test_custom_function_with_retain_graph():
+    class Square(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2.0 * g * x
+
+    x = fb_tensor([3.0], requires_grad=True)
+    y = Square.apply(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [12.0]
