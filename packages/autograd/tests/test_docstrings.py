@@ -5,9 +5,8 @@ from __future__ import annotations
 import doctest
 import importlib
 
-import pytest
-
 import flambeau_core as fc
+import pytest
 
 MODULES = [
     "flambeau_autograd",
