@@ -296,7 +296,9 @@ void init_views(py::module_& m) {
           "Like view, but copies when the memory layout requires it.")
       .def(
           "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
-          py::arg("dim0"), py::arg("dim1"))
+          py::arg("dim0"), py::arg("dim1"),
+          "A view with dims dim0 and dim1 swapped.\n\n>>> flambeau_core.zeros(2, 3).transpose(0, "
+          "1).shape\n(3, 2)")
       .def("t",
            [](const Tensor& t) {
              FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ",
@@ -306,27 +308,45 @@ void init_views(py::module_& m) {
            })
       .def_property_readonly("T", &reverse_dims)
       .def_property_readonly("mT", &matrix_transpose)
-      .def("permute",
-           [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); })
       .def(
-          "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"))
-      .def("squeeze", &squeeze_py, py::arg("dim") = py::none())
-      .def("expand",
-           [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); })
+          "permute",
+          [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); },
+          "A view with the dims reordered.\n\n>>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape\n(4, "
+          "2, 3)")
+      .def(
+          "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"),
+          "A view with a size-1 dim inserted at dim.\n\n>>> flambeau_core.zeros(3).unsqueeze(0).shape\n(1, "
+          "3)")
+      .def("squeeze", &squeeze_py, py::arg("dim") = py::none(),
+           "A view without size-1 dims (all, or the given dim(s); a dim of another size is kept).\n\n"
+           ">>> flambeau_core.zeros(1, 3, 1).squeeze().shape\n(3,)")
+      .def(
+          "expand",
+          [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); },
+          "A broadcast view (stride 0) to a larger shape; -1 keeps a size.\n\n"
+          ">>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape\n(2, 3, 4)")
       .def(
           "expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); },
           py::arg("other"))
       .def(
           "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
-          py::arg("start_dim") = 0, py::arg("end_dim") = -1)
-      .def("narrow", &narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
+          py::arg("start_dim") = 0, py::arg("end_dim") = -1,
+          "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
+          ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
+      .def("narrow", &narrow, py::arg("dim"), py::arg("start"), py::arg("length"),
+           "The view t[..., start:start+length, ...] along dim.")
       .def(
           "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
-          py::arg("dim"), py::arg("index"))
-      .def("unbind", &unbind, py::arg("dim") = 0)
+          py::arg("dim"), py::arg("index"), "The view at `index` along dim (that dim removed).")
+      .def("unbind", &unbind, py::arg("dim") = 0, "A tuple of the views select(dim, i) for every i.")
       .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"),
-           py::arg("storage_offset") = py::none())
-      .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); })
+           py::arg("storage_offset") = py::none(),
+           "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
+           "reach outside the storage.")
+      .def(
+          "__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); },
+          "Basic indexing (ints, slices with step > 0, None, ...) returns a view; one integer/bool tensor "
+          "or list index returns a copy, as in PyTorch.")
       .def("__setitem__",
            [](Tensor& t, py::handle index, py::handle value) { index_assign(t, index, value); });
 
