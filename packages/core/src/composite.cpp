@@ -24,7 +24,11 @@ Tensor scalar_tensor(const Scalar& value, ScalarType dtype, bool wrapped) {
   return t;
 }
 Tensor scalar_to_tensor(const Scalar& value, bool wrapped) {
-  return scalar_tensor(value, value.default_dtype(), wrapped);
+  // A wrapped Python float keeps its double value (as in PyTorch): promotion
+  // treats it as the default float dtype anyway (Note [Wrapped numbers]), and
+  // `float64_tensor + 0.1` must not see 0.1 rounded to float32.
+  const ScalarType dtype = wrapped && value.is_floating() ? ScalarType::Float64 : value.default_dtype();
+  return scalar_tensor(value, dtype, wrapped);
 }
 
 Tensor& zero_(Tensor& self) { return op::fill_(self, 0); }

@@ -139,3 +139,14 @@ def test_mixed_values_are_converted_before_computing():
     assert (fc.tensor([1, 2]) < 1.5).tolist() == [True, False]
     assert (fc.tensor([True, False]) * 3).tolist() == [3, 0]
     assert fc.maximum(fc.tensor([1, 5]), fc.tensor([2.5, 2.5], dtype=fc.float64)).tolist() == [2.5, 5.0]
+
+
+def test_python_floats_keep_double_precision():
+    # a wrapped number is weak for promotion but keeps its double value
+    t = fc.tensor([1.0], dtype=fc.float64)
+    assert (t + 0.1).tolist() == [1.1]
+    assert (t * 0.1).tolist() == [0.1]
+    assert (0.1 - t).tolist() == [0.1 - 1.0]
+    assert (fc.tensor([1]) + 0.1).dtype == fc.float32
+    assert fc.result_type(t, 0.1) == fc.float64
+    assert fc.result_type(fc.tensor([1]), 0.1) == fc.float32
