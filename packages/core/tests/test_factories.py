@@ -161,7 +161,8 @@ def test_like_factories():
     ],
 )
 def test_arange_matches_torch(args, kwargs):
-    torch = pytest.importorskip("torch")
+    import torch
+
     tk = {k: getattr(torch, v) for k, v in kwargs.items()}
     fk = {k: getattr(fc, v) for k, v in kwargs.items()}
     want = torch.arange(*args, **tk)

@@ -3,10 +3,9 @@
 import flambeau_core as fc
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-torch = pytest.importorskip("torch")
 
 
 def as_np(t):

@@ -3,8 +3,7 @@
 import flambeau_core as fc
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 
 def same_repr(t_fc, t_torch):
