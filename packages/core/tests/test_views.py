@@ -368,3 +368,48 @@ def test_advanced_indexing_errors():
         t[[0, 1]] = 1.0
     with pytest.raises(NotImplementedError, match="Python bool"):
         t[True]
+
+
+def _factorizations(n, max_len=3):
+    """A few shapes with n elements."""
+    out = [(n,), (1, n), (n, 1)]
+    for d in range(2, n + 1):
+        if n % d == 0:
+            out.append((d, n // d))
+            for e in range(2, n // d + 1):
+                if (n // d) % e == 0:
+                    out.append((d, e, n // d // e))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), data=st.data())
+def test_view_strides_match_torch(shape, data):
+    """view succeeds exactly when PyTorch's does, with the same strides, over permuted,
+    sliced and expanded inputs."""
+    import torch
+
+    x = torch.arange(float(np.prod(shape))).reshape(shape)
+    t = fc.arange(float(np.prod(shape))).reshape(shape)
+    op = data.draw(st.sampled_from(["permute", "slice", "expand", "none"]))
+    if op == "permute":
+        perm = data.draw(st.permutations(range(len(shape))))
+        x, t = x.permute(*perm), t.permute(*perm)
+    elif op == "slice":
+        d = data.draw(st.integers(0, len(shape) - 1))
+        step = data.draw(st.integers(1, 2))
+        x, t = x[(slice(None),) * d + (slice(None, None, step),)], t[(slice(None),) * d + (slice(None, None, step),)]
+    elif op == "expand":
+        x, t = x.unsqueeze(1).expand(-1, 2, *shape[1:]), t.unsqueeze(1).expand(-1, 2, *shape[1:])
+    assert t.stride() == x.stride()
+    new_shape = data.draw(st.sampled_from(_factorizations(x.numel())))
+    try:
+        want = x.view(new_shape)
+    except RuntimeError:
+        with pytest.raises(ValueError, match=r"\[view\]"):
+            t.view(new_shape)
+        return
+    got = t.view(new_shape)
+    assert got.shape == tuple(want.shape)
+    assert got.stride() == want.stride()
+    np.testing.assert_array_equal(as_np(got), want.numpy())
