@@ -6,7 +6,7 @@ import flambeau_autograd as ag
 import flambeau_core as fc
 import numpy as np
 import pytest
-from conftest import compare_with_torch, fb_tensor, make_inputs, torch
+from conftest import compare_with_torch, fb_tensor, make_inputs, to_np, torch
 
 # (name, flambeau fn, torch fn, input shapes, positive inputs)
 CASES = [
@@ -219,3 +219,25 @@ def test_second_order_where_gather_scatter_copy():
         return out
 
     assert ag.gradgradcheck(copy_fn, [a])
+
+
+@pytest.mark.parametrize("fill", ["fill_", "zero_", "uniform_", "normal_"])
+def test_overwriting_inplace_ops_cut_the_old_history(fill):
+    def run(x, lib):
+        y = x * 2.0
+        if fill == "fill_":
+            y.fill_(3.0)
+        elif fill == "zero_":
+            y.zero_()
+        else:
+            getattr(y, fill)()
+            with ag.no_grad() if lib == "fb" else torch.no_grad():
+                y.fill_(0.5)  # same values on both sides
+        return (y * x).sum()
+
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = run(x, "fb")
+    run(tx, "torch").backward()
+    out.backward()
+    np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy())
