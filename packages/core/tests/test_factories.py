@@ -133,6 +133,21 @@ def test_zeros_ones_empty_full():
         fc.full((2,), "x")
 
 
+def test_device_arguments():
+    assert fc.zeros(2, device="cpu").device == fc.device("cpu")
+    assert fc.tensor([1], device=fc.device("cpu")).tolist() == [1]
+    with pytest.raises(RuntimeError, match=r"\[tensor\].*cuda.*built without CUDA"):
+        fc.tensor([1.0], device="cuda")
+    with pytest.raises(RuntimeError, match="without CUDA"):
+        fc.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match="without CUDA"):
+        fc.ones_like(fc.zeros(2), device="cuda")
+    with pytest.raises(ValueError):
+        fc.zeros(2, device="tpu")
+    with pytest.raises(TypeError, match=r"\[zeros\] device"):
+        fc.zeros(2, device=3)
+
+
 def test_like_factories():
     x = fc.zeros(2, 3, dtype=fc.float64)
     for f in (fc.zeros_like, fc.ones_like, fc.empty_like, fc.rand_like, fc.randn_like):

@@ -279,9 +279,18 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
 
 // ---- keyword arguments shared by factories ----
 
+/// tensor() builds its data on the CPU; another device needs a copy op core does not have yet.
 Device cpu_only(py::handle device, const char* op) {
   const Device d = parse_device(device, op);
+  if (!d.is_cpu())
+    throw RuntimeError(detail::cat_str("[", op, "] cannot create a tensor on ", d.str(),
+                                       ": flambeau-core was built without CUDA; use device='cpu'"));
   return d;
+}
+
+/// The device of a *_like factory: `device` if given, else the input's.
+Device like_device(py::handle device, const Tensor& t, const char* op) {
+  return device.is_none() ? t.device() : parse_device(device, op);
 }
 
 Generator* parse_generator(py::handle gen) {
@@ -384,8 +393,8 @@ void init_factories(py::module_& m) {
     m.def(
         name,
         [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
-          (void)parse_device(device, name);
-          return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), t.device()), requires_grad);
+          return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), like_device(device, t, name)),
+                        requires_grad);
         },
         py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false);
@@ -404,9 +413,8 @@ void init_factories(py::module_& m) {
   m.def(
       "full_like",
       [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
-        (void)parse_device(device, "full_like");
         return finish(full(t.sizes(), as_scalar(fill_value, "full_like"),
-                           parse_dtype(dtype, t.dtype(), "full_like"), t.device()),
+                           parse_dtype(dtype, t.dtype(), "full_like"), like_device(device, t, "full_like")),
                       requires_grad);
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
