@@ -18,7 +18,14 @@ DTYPES: dict[str, tuple[fc.dtype, type]] = {
     "float32": (fc.float32, np.float32),
     "float64": (fc.float64, np.float64),
 }
-NP_TO_FC = {np.dtype(v[1]): v[0] for v in DTYPES.values()} | {np.dtype(np.int32): fc.int32}
+#: Narrower integer dtypes (elementwise ops and reductions support them too).
+SMALL_INTS: dict[str, tuple[fc.dtype, type]] = {
+    "uint8": (fc.uint8, np.uint8),
+    "int8": (fc.int8, np.int8),
+    "int16": (fc.int16, np.int16),
+    "int32": (fc.int32, np.int32),
+}
+NP_TO_FC = {np.dtype(v[1]): v[0] for v in (DTYPES | SMALL_INTS).values()}
 FC_TO_NP = {v: k for k, v in NP_TO_FC.items()}
 
 #: Layouts make_tensor can build: the same values with different strides.
@@ -27,11 +34,11 @@ LAYOUTS = ("contiguous", "transposed", "sliced")
 
 def random_array(shape: Sequence[int], dtype: str, rng: np.random.Generator, *, positive: bool = False) -> np.ndarray:
     """Values that are exact in every dtype of DTYPES (small integers, or floats)."""
-    np_dtype = DTYPES[dtype][1]
+    np_dtype = (DTYPES | SMALL_INTS)[dtype][1]
     if dtype == "bool":
         return rng.random(shape) < 0.5
-    if dtype.startswith("int"):
-        lo = 1 if positive else -5
+    if "int" in dtype:
+        lo = 1 if positive or dtype == "uint8" else -5
         return rng.integers(lo, 6, size=shape).astype(np_dtype)
     x = rng.standard_normal(shape)
     if positive:

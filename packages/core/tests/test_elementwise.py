@@ -427,3 +427,27 @@ def test_float32_transcendentals_are_accurate(name, np_fn, max_ulp):
         err = np.where(same, 0.0, np.abs(got - ref) / np.maximum(ulp, 2.0**-149))
     assert np.array_equal(np.isnan(got), np.isnan(ref))
     assert err.max() <= max_ulp, (x[np.argmax(err)], err.max())
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32"])
+def test_small_integer_dtypes(dtype):
+    shapes = BROADCAST_SHAPES[:4]
+    for fc_fn, np_fn in [
+        (lambda a, b: a + b, np.add),
+        (lambda a, b: a - b, np.subtract),
+        (lambda a, b: a * b, np.multiply),
+        (fc.maximum, np.maximum),
+        (fc.minimum, np.minimum),
+        (fc.lt, np.less),
+        (fc.eq, np.equal),
+    ]:
+        check_op(fc_fn, np_fn, shapes, [dtype], layouts=("contiguous", "transposed"))
+    check_op(lambda a: a.abs(), np.abs, [((3, 4),)], [dtype])
+    check_op(lambda a: a.relu(), lambda x: np.maximum(x, 0).astype(x.dtype), [((3, 4),)], [dtype])
+    check_op(lambda a, b: a**b, np.power, [((3, 4), (4,))], [dtype], positive=True)
+    check_op(lambda a, b: a / b, lambda a, b: (a / b).astype(np.float32), [((3, 4), (4,))], [dtype], positive=True)
+    check_op(lambda a: a.sum(0), lambda x: x.sum(0).astype(np.int64), [((3, 4),)], [dtype])
+    check_op(lambda a: a.exp(), lambda x: np.exp(x.astype(np.float64)).astype(np.float32), [((3, 4),)], [dtype])
+    # wraps around like NumPy
+    x = np.array([100, 120], dtype=dtype)
+    assert (fc.tensor(x) * 3).tolist() == (x * np.array(3, dtype=dtype)).tolist()

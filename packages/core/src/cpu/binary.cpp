@@ -17,7 +17,8 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || !b); });
   } else {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) {
-      if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
+      if constexpr (std::is_signed_v<T>)
+        if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
       // Wrapping multiplication, as in PyTorch's integer pow.
       using U = std::make_unsigned_t<T>;
       U result = 1, base = static_cast<U>(a);
@@ -89,6 +90,15 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
   switch (t) {
     case ScalarType::Bool:
       loop = &pow_loop<bool>;
+      break;
+    case ScalarType::UInt8:
+      loop = &pow_loop<uint8_t>;
+      break;
+    case ScalarType::Int8:
+      loop = &pow_loop<int8_t>;
+      break;
+    case ScalarType::Int16:
+      loop = &pow_loop<int16_t>;
       break;
     case ScalarType::Int32:
       loop = &pow_loop<int32_t>;

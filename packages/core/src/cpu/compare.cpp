@@ -29,6 +29,15 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
     case ScalarType::Bool:
       run(type_tag<bool>{});
       break;
+    case ScalarType::UInt8:
+      run(type_tag<uint8_t>{});
+      break;
+    case ScalarType::Int8:
+      run(type_tag<int8_t>{});
+      break;
+    case ScalarType::Int16:
+      run(type_tag<int16_t>{});
+      break;
     case ScalarType::Int32:
       run(type_tag<int32_t>{});
       break;

@@ -10,15 +10,24 @@
 
 namespace flambeau::cpu {
 
-/// Loops for bool, int32, int64 (nullptr: the op does not support that dtype).
+/// Loops for bool, uint8, int8, int16, int32, int64 in ScalarType order
+/// (nullptr: the op does not support that dtype).
 struct IntLoops {
-  Loop1D b, i32, i64;
+  Loop1D by_type[6];
 };
-#define FB_INT_LOOPS(fn) \
-  ::flambeau::cpu::IntLoops { &fn<bool>, &fn<int32_t>, &fn<int64_t> }
-#define FB_INT_LOOPS_NO_BOOL(fn) \
-  ::flambeau::cpu::IntLoops { nullptr, &fn<int32_t>, &fn<int64_t> }
-inline constexpr IntLoops kNoIntLoops{nullptr, nullptr, nullptr};
+#define FB_INT_LOOPS(fn)                                                             \
+  ::flambeau::cpu::IntLoops {                                                        \
+    {                                                                                \
+      &fn<bool>, &fn<uint8_t>, &fn<int8_t>, &fn<int16_t>, &fn<int32_t>, &fn<int64_t> \
+    }                                                                                \
+  }
+#define FB_INT_LOOPS_NO_BOOL(fn)                                                   \
+  ::flambeau::cpu::IntLoops {                                                      \
+    {                                                                              \
+      nullptr, &fn<uint8_t>, &fn<int8_t>, &fn<int16_t>, &fn<int32_t>, &fn<int64_t> \
+    }                                                                              \
+  }
+inline constexpr IntLoops kNoIntLoops{};
 
 [[noreturn]] inline void unsupported_dtype(const char* op, ScalarType t) {
   if (t == ScalarType::Bool) throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
@@ -34,16 +43,8 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
     case ScalarType::Float64:
       f = vec_table().f64[vop];
       break;
-    case ScalarType::Bool:
-      f = ints.b;
-      break;
-    case ScalarType::Int32:
-      f = ints.i32;
-      break;
-    case ScalarType::Int64:
-      f = ints.i64;
-      break;
     default:
+      if (is_integral(t, /*include_bool=*/true)) f = ints.by_type[static_cast<int>(t)];
       break;
   }
   if (!f) unsupported_dtype(op, t);

@@ -191,12 +191,18 @@ void neg_loop(char** d, const int64_t* s, int64_t n, double) {
 }
 template <class T>
 void abs_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? static_cast<T>(-a) : a; });
+  if constexpr (std::is_unsigned_v<T>)
+    unary_loop<T, T>(d, s, n, [](T a) { return a; });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? static_cast<T>(-a) : a; });
 }
 template <class T>
 void relu_loop(char** d, const int64_t* s, int64_t n, double) {
   // NaN stays NaN, as in PyTorch.
-  unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? T(0) : a; });
+  if constexpr (std::is_unsigned_v<T>)
+    unary_loop<T, T>(d, s, n, [](T a) { return a; });
+  else
+    unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? T(0) : a; });
 }
 template <class T>
 void sqrt_loop(char** d, const int64_t* s, int64_t n, double) {
