@@ -451,3 +451,11 @@ def test_small_integer_dtypes(dtype):
     # wraps around like NumPy
     x = np.array([100, 120], dtype=dtype)
     assert (fc.tensor(x) * 3).tolist() == (x * np.array(3, dtype=dtype)).tolist()
+
+
+def test_where_accepts_numbers_and_method_form():
+    t = fc.tensor([1.0, -2.0])
+    assert fc.where(True, t, 0.0).tolist() == [1.0, -2.0]
+    assert t.where(t > 0, -1.0).tolist() == [1.0, -1.0]
+    with pytest.raises(TypeError, match=r"\[where\]"):
+        fc.where("x", t, t)

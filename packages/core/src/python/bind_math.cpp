@@ -321,6 +321,12 @@ void init_math(py::module_& m) {
            py::arg("dtype") = py::none())
       .def("max", &max_py, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("argmax", &argmax_py, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "where",
+          [=](const Tensor& a, py::handle cond, py::handle other) {
+            return op::where(operand(cond, "where"), a, operand(other, "where"));
+          },
+          py::arg("condition"), py::arg("other"))
       .def("all", [](const Tensor& a) { return all_any(a, true); })
       .def("any", [](const Tensor& a) { return all_any(a, false); });
 
@@ -357,8 +363,8 @@ void init_math(py::module_& m) {
 #undef FB_BINARY_FN
   m.def(
       "where",
-      [=](const Tensor& cond, py::handle a, py::handle b) {
-        return op::where(cond, operand(a, "where"), operand(b, "where"));
+      [=](py::handle cond, py::handle a, py::handle b) {
+        return op::where(operand(cond, "where"), operand(a, "where"), operand(b, "where"));
       },
       py::arg("condition"), py::arg("input"), py::arg("other"),
       "Elements of input where condition is True, else of other (all three broadcast).\n\n"
