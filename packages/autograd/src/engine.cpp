@@ -103,6 +103,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = meta_of(t);
   if (!m) return Edge();
+  if (m->view_base_.defined() && m->view_version_ != t.impl()->version()) refresh_view_history(t, m);
   if (m->grad_fn_) return Edge(m->grad_fn_, m->output_nr_);
   if (!m->requires_grad_) return Edge();
   return Edge(grad_accumulator(t), 0);
@@ -128,10 +129,147 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
     throw RuntimeError(detail::cat_str(
         "[", op, "] a leaf Variable that requires grad is being used in an in-place operation (",
         self.describe(), "); do it under no_grad(), or on a clone"));
-  if (self.impl()->is_view() && (self.requires_grad() || other_requires_grad))
+  if (!self.impl()->is_view() || !(self.requires_grad() || other_requires_grad)) return;
+  if (!m || !m->view_base_.defined())
     throw NotImplementedError(detail::cat_str(
-        "[", op, "] in-place operations on a view that takes part in autograd are not supported yet (",
-        self.describe(), "); use the out-of-place op or clone the view first"));
+        "[", op, "] in-place operation on a view that autograd did not record (", self.describe(),
+        "; it was taken under no_grad or from a tensor that did not require grad); use the out-of-place "
+        "op, or clone the view first"));
+  const Tensor& base = m->view_base_;
+  AutogradMeta* bm = meta_of(base);
+  if (bm && bm->requires_grad_ && !bm->grad_fn_)
+    throw RuntimeError(detail::cat_str("[", op,
+                                       "] a view of a leaf Variable that requires grad is being used in an "
+                                       "in-place operation (",
+                                       self.describe(), "); do it under no_grad(), or on a clone"));
+  if (!base.is_contiguous())
+    throw NotImplementedError(
+        detail::cat_str("[", op, "] in-place operation on a view of a non-contiguous tensor (",
+                        base.describe(), ") is not supported yet; clone the base first"));
+}
+
+// Note [In-place on views]
+// A view op records, in the view's metadata, the root of its view chain (the
+// base) and the storage version. An in-place op on such a view changes the
+// base too, so the base's history is rebased onto a CopySlices node: its
+// backward clones the base's gradient, runs the in-place op's own backward on
+// the view's region of it, and writes the result back into that region. The
+// view's history becomes "a view of the base's new history". Any other view
+// of the same base whose stored version is stale (the storage was written
+// since) gets that same history the next time it is used (gradient_edge).
+// Limits: the base must be contiguous, and create_graph through these nodes
+// raises NotImplementedError.
+
+namespace {
+
+struct ViewGeometry {
+  Shape sizes, strides;
+  int64_t offset = 0;  // relative to the base's first element
+};
+
+ViewGeometry geometry_of(const Tensor& view, const Tensor& base) {
+  return {Shape(view.sizes().begin(), view.sizes().end()),
+          Shape(view.strides().begin(), view.strides().end()), view.storage_offset() - base.storage_offset()};
+}
+
+void refuse_double_backward(const Tensor& g, const char* node) {
+  if (grad_mode_enabled() && g.defined() && g.requires_grad())
+    throw NotImplementedError(detail::cat_str(
+        "[", node, "] create_graph=True through an in-place operation on a view is not supported yet"));
+}
+
+/// The history of a view of the base: g placed at the view's elements of a zero base.
+class AsStridedViewBackward final : public Node {
+ public:
+  AsStridedViewBackward(Shape base_sizes, ViewGeometry geo)
+      : base_sizes_(std::move(base_sizes)), geo_(std::move(geo)) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  variable_list apply(variable_list&& g) override {
+    refuse_double_backward(g[0], "AsStridedBackward0");
+    AutoExcludeAutograd guard;
+    Tensor z = zeros(base_sizes_, g[0].dtype());
+    Tensor region = op::as_strided(z, geo_.sizes, geo_.strides, geo_.offset);
+    op::copy_(region, g[0]);
+    return {z};
+  }
+
+ private:
+  Shape base_sizes_;
+  ViewGeometry geo_;
+};
+
+/// The base's history after an in-place op `fn` on one of its views.
+class CopySlices final : public Node {
+ public:
+  CopySlices(ViewGeometry geo, std::shared_ptr<Node> fn) : geo_(std::move(geo)), fn_(std::move(fn)) {}
+  std::string name() const override { return "CopySlices"; }
+  void release_variables() override { fn_->release_variables(); }
+  variable_list apply(variable_list&& g) override {
+    refuse_double_backward(g[0], "CopySlices");
+    AutoExcludeAutograd guard;
+    Tensor result = op::clone(g[0]);  // contiguous, like the base
+    Tensor region = op::as_strided(result, geo_.sizes, geo_.strides, geo_.offset);
+    variable_list res = fn_->apply({op::clone(region)});
+    if (res[0].defined())
+      op::copy_(region, res[0]);
+    else
+      op::fill_(region, 0);
+    res[0] = std::move(result);
+    return res;
+  }
+
+ private:
+  ViewGeometry geo_;
+  std::shared_ptr<Node> fn_;
+};
+
+void set_view_of_base_history(const Tensor& view, AutogradMeta* m, Edge base_edge) {
+  const Tensor& base = m->view_base_;
+  auto v = std::make_shared<AsStridedViewBackward>(Shape(base.sizes().begin(), base.sizes().end()),
+                                                   geometry_of(view, base));
+  std::vector<Edge> edges;
+  edges.push_back(std::move(base_edge));
+  v->set_next_edges(std::move(edges));
+  m->grad_fn_ = std::move(v);
+  m->output_nr_ = 0;
+  m->view_version_ = view.impl()->version();
+}
+
+}  // namespace
+
+void refresh_view_history(const Tensor& view, AutogradMeta* m) {
+  m->view_version_ = view.impl()->version();
+  Edge base_edge = gradient_edge(m->view_base_);
+  if (!base_edge.valid()) return;
+  if (!m->view_base_.is_contiguous())
+    throw NotImplementedError(detail::cat_str("[autograd] the base of this view (", m->view_base_.describe(),
+                                              ") was modified in place and is not contiguous; recomputing "
+                                              "the view's history is not supported yet"));
+  set_view_of_base_history(view, m, std::move(base_edge));
+}
+
+void set_view_base(const Tensor& view, const Tensor& self) {
+  AutogradMeta* vm = meta_of(view);
+  if (!vm) return;  // an integer view: no history
+  AutogradMeta* sm = meta_of(self);
+  vm->view_base_ = sm && sm->view_base_.defined() ? sm->view_base_ : self;
+  vm->view_version_ = view.impl()->version();
+}
+
+void rebase_inplace(const Tensor& self, const std::shared_ptr<Node>& fn) {
+  AutogradMeta* m = meta_of(self);
+  if (!m || !m->view_base_.defined()) {
+    rebase_history(self, fn);
+    return;
+  }
+  const Tensor base = m->view_base_;
+  auto copy_slices = std::make_shared<CopySlices>(geometry_of(self, base), fn);
+  std::vector<Edge> edges;
+  edges.push_back(gradient_edge(base));
+  for (size_t i = 1; i < fn->next_edges().size(); ++i) edges.push_back(fn->next_edges()[i]);
+  copy_slices->set_next_edges(std::move(edges));
+  rebase_history(base, copy_slices);
+  set_view_of_base_history(self, m, Edge(copy_slices, 0));
 }
 
 // ---- saved variables ----

@@ -108,6 +108,9 @@ class AutogradMeta final : public AutogradMetaInterface {
   bool retains_grad_ = false;
   /// Hooks of a leaf, run by its AccumulateGrad before accumulating.
   std::vector<std::shared_ptr<FunctionPreHook>> leaf_hooks_;
+  // Note [In-place on views]: set for a view recorded by a view op.
+  Tensor view_base_;           // the tensor at the root of the view chain
+  uint64_t view_version_ = 0;  // the storage's version when grad_fn_ was last right
 };
 
 /// The metadata of t, or null if it has none.
@@ -131,14 +134,24 @@ class AccumulateGrad final : public Node {
 /// The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator
 /// (created on first use). Invalid if t does not require grad.
 Edge gradient_edge(const Tensor& t);
+/// Gives a view whose storage was written since its history was recorded the
+/// history "view of its base's current history" (Note [In-place on views]).
+void refresh_view_history(const Tensor& view, AutogradMeta* m);
 std::shared_ptr<Node> grad_accumulator(const Tensor& t);
 
 /// Makes `out` the output `output_nr` of `fn` (a fresh result of a differentiable op).
 void set_history(const Tensor& out, const std::shared_ptr<Node>& fn, uint32_t output_nr = 0);
 /// The same for a tensor modified in place: its old history becomes fn's input.
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn);
-/// RuntimeError for in-place ops on leaves that require grad (outside no_grad),
-/// NotImplementedError for in-place ops on views that take part in autograd.
+/// For the result of an in-place op `fn` on self: rebase_history, or, if self
+/// is a recorded view, rebase its base (Note [In-place on views]).
+void rebase_inplace(const Tensor& self, const std::shared_ptr<Node>& fn);
+/// Records that `view` (made by a view op from `self`) views self's base.
+void set_view_base(const Tensor& view, const Tensor& self);
+/// RuntimeError for in-place ops on leaves that require grad (or views of
+/// them) outside no_grad; NotImplementedError for in-place ops on views that
+/// autograd did not record (a view taken in no_grad, or of a tensor that did
+/// not require grad then) or whose base is not contiguous.
 void check_inplace(const Tensor& self, bool other_requires_grad, const char* op);
 
 /// A new TensorImpl viewing the same memory as t, with no autograd metadata.

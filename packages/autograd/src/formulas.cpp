@@ -632,7 +632,7 @@ Tensor& add_sub_inplace(Tensor& self, const Tensor& other, const Scalar& alpha, 
   auto n = make_node<N>(self, other);
   n->a = Meta(self, self), n->b = Meta(other, self), n->alpha = alpha;
   below(OpObject, self, other, alpha);
-  rebase_history(self, n);
+  rebase_inplace(self, n);
   return self;
 }
 Tensor& add__ag(Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -648,7 +648,7 @@ Tensor& mul__ag(Tensor& self, const Tensor& other) {
   if (n->needs(1)) n->self_before = SavedVariable(below(op::clone, self), false);
   if (n->needs(0)) n->other = SavedVariable(other, false);
   below(op::mul_, self, other);
-  rebase_history(self, n);
+  rebase_inplace(self, n);
   return self;
 }
 Tensor& div__ag(Tensor& self, const Tensor& other) {
@@ -656,7 +656,7 @@ Tensor& div__ag(Tensor& self, const Tensor& other) {
   auto n = make_node<DivBackward0Inplace>(self, other);
   n->self_meta = Meta(self, self), n->other_meta = Meta(other, self);
   below(op::div_, self, other);
-  rebase_history(self, n);
+  rebase_inplace(self, n);
   n->other = SavedVariable(other, false);
   if (n->needs(1)) n->result = SavedVariable(self, true);
   return self;
@@ -666,7 +666,7 @@ Tensor& copy__ag(Tensor& self, const Tensor& src) {
   auto n = make_node<CopyBackwards>(self, src);
   n->self_meta = Meta(self), n->src_meta = Meta(src, self);
   below(op::copy_, self, src);
-  rebase_history(self, n);
+  rebase_inplace(self, n);
   return self;
 }
 /// After an in-place fill (checked by the caller), self no longer depends on its old value.
@@ -674,7 +674,7 @@ Tensor& overwrite(Tensor& self, const char* node_name) {
   auto n = make_node<OverwriteBackward>(self);
   n->op_name = node_name;
   n->self_meta = Meta(self);
-  rebase_history(self, n);
+  rebase_inplace(self, n);
   return self;
 }
 Tensor& fill__ag(Tensor& self, const Scalar& value) {
@@ -699,6 +699,7 @@ Tensor record_view(const Tensor& self, Tensor out) {
   auto n = make_node<N>(self);
   n->self_meta = Meta(self);
   set_history(out, n);
+  set_view_base(out, self);
   return out;
 }
 Tensor view_ag(const Tensor& self, IntArrayRef sizes) {
@@ -720,6 +721,7 @@ Tensor permute_ag(const Tensor& self, IntArrayRef dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     n->inverse[wrap_dim(dims[i], self.dim(), "permute")] = static_cast<int64_t>(i);
   set_history(out, n);
+  set_view_base(out, self);
   return out;
 }
 Tensor transpose_ag(const Tensor& self, int64_t dim0, int64_t dim1) {
@@ -727,6 +729,7 @@ Tensor transpose_ag(const Tensor& self, int64_t dim0, int64_t dim1) {
   auto n = make_node<TransposeBackward0>(self);
   n->dim0 = dim0, n->dim1 = dim1;
   set_history(out, n);
+  set_view_base(out, self);
   return out;
 }
 Tensor slice_ag(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
@@ -742,6 +745,7 @@ Tensor slice_ag(const Tensor& self, int64_t dim, std::optional<int64_t> start, s
   n->step = step;
   n->length = out.sizes()[n->dim];
   set_history(out, n);
+  set_view_base(out, self);
   return out;
 }
 Tensor select_ag(const Tensor& self, int64_t dim, int64_t index) {
@@ -751,11 +755,13 @@ Tensor select_ag(const Tensor& self, int64_t dim, int64_t index) {
   n->dim = wrap_dim(dim, self.dim(), "select");
   n->index = index < 0 ? index + self.sizes()[n->dim] : index;
   set_history(out, n);
+  set_view_base(out, self);
   return out;
 }
 Tensor as_strided_ag(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   Tensor out = below(op::as_strided, self, sizes, strides, offset);
   set_history(out, make_node<AsStridedBackward0>(self));
+  set_view_base(out, self);
   return out;
 }
 

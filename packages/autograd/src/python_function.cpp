@@ -207,6 +207,9 @@ py::object function_apply(py::object cls, py::object ctx, py::args args) {
       FB_CHECK(is_input, "[", node->name_,
                "] mark_dirty() was given a tensor that is not an input of forward");
       check_inplace(t, true, node->name_.c_str());
+      if (AutogradMeta* m = meta_of(t); m && m->view_base_.defined())
+        throw NotImplementedError(
+            detail::cat_str("[", node->name_, "] mark_dirty() on a view is not supported yet"));
       rebase_history(t, node);
       ensure_meta(t)->output_nr_ = static_cast<uint32_t>(i);
     } else {

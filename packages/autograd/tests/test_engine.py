@@ -187,11 +187,76 @@ def test_inplace_on_leaf_requiring_grad():
     assert a.tolist() == [2.0, 3.0] and a.is_leaf
 
 
-def test_inplace_on_view_not_supported_yet():
-    a = fb_tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    v = (a * 1.0)[0]
-    with pytest.raises(NotImplementedError, match="view"):
-        v.mul_(2.0)
+def test_inplace_on_untracked_view_not_supported_yet():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    buf = fc.zeros(2, 2, dtype=fc.float64)  # its views are not recorded: buf needs no grad
+    with pytest.raises(NotImplementedError, match="view that autograd did not record"):
+        buf[0].copy_(x)
+    with pytest.raises(NotImplementedError, match="view that autograd did not record"):
+        buf[0] = x
+
+
+def test_inplace_on_view_of_leaf_requiring_grad():
+    x = fb_tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].mul_(2.0)
+
+
+def _both(fn, *arrays):
+    fb_in = [fb_tensor(a, requires_grad=True) for a in arrays]
+    th_in = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+    fo, to = fn(fb_in, fc), fn(th_in, torch)
+    np.testing.assert_allclose(to_np(fo), to.detach().numpy())
+    fo.sum().backward()
+    to.sum().backward()
+    for a, b in zip(fb_in, th_in, strict=True):
+        if b.grad is None:
+            assert a.grad is None
+        else:
+            np.testing.assert_allclose(to_np(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-14)
+
+
+def test_inplace_on_views_matches_torch():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 2))
+
+    def row_mul(t, lib):
+        h = t[0] * 2.0
+        h[1].mul_(t[0][1:].sum())
+        return h * h
+
+    def column_add(t, lib):
+        h = t[0] * 2.0  # (exp would save h: modifying it must raise, as in PyTorch)
+        h[:, 1:3].add_(t[1])
+        return h * t[0]
+
+    def setitem(t, lib):
+        h = t[0] * 1.0
+        h[:, 0:2] = t[1] * 3.0
+        return h.tanh()
+
+    def div_on_transposed(t, lib):
+        h = t[0] * 1.0
+        h.t()[1].div_(t[0][:, 0].exp())
+        return h.sigmoid()
+
+    def base_modified_after_view(t, lib):
+        h = t[0] * 1.0
+        v = h[1]
+        h.mul_(3.0)  # v sees the new values; its history must follow
+        return (v * v).sum() + h.sum()
+
+    for fn in (row_mul, column_add, setitem, div_on_transposed):
+        _both(fn, x, y)
+    _both(base_modified_after_view, x)
+
+
+def test_inplace_on_view_create_graph_not_supported_yet():
+    x = fb_tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1.0
+    h[1:].mul_(x[1:])
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        ag.grad((h * h).sum(), x, create_graph=True)
 
 
 def test_requires_grad_on_non_leaf_and_int():
