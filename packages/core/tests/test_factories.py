@@ -277,3 +277,15 @@ def test_requires_grad_without_autograd_names_package():
     else:
         assert fc.zeros(2, requires_grad=True).requires_grad
     assert math.isfinite(fc.randn(1).item())
+
+
+def test_random_fill_same_values_for_any_layout():
+    for fill in (lambda t: t.normal_(1.0, 2.0), lambda t: t.uniform_(-1.0, 1.0)):
+        fc.manual_seed(11)
+        dense = fc.empty(5, 3)
+        fill(dense)
+        fc.manual_seed(11)
+        base = fc.empty(3, 5)
+        strided = base.T  # (5, 3), column-major
+        fill(strided)
+        np.testing.assert_array_equal(as_np(strided), as_np(dense))

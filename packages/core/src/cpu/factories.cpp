@@ -130,27 +130,48 @@ Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
 }
 
 // Box-Muller: elements 2j and 2j+1 come from draws 2j and 2j+1 (the cosine
-// and sine halves), so each element depends only on its own index.
+// and sine halves of one pair), so each element depends only on its own index.
+template <class T>
+void normal_pair(uint64_t seed, uint64_t counter, double mean, double std, T* out2) {
+  const double u1 = 1.0 - Generator::to_unit(Generator::draw(seed, counter));  // (0, 1]: log is finite
+  const double u2 = Generator::to_unit(Generator::draw(seed, counter + 1));
+  const double r = std * std::sqrt(-2.0 * std::log(u1));
+  const double theta = 2.0 * std::numbers::pi * u2;
+  out2[0] = static_cast<T>(mean + r * std::cos(theta));
+  out2[1] = static_cast<T>(mean + r * std::sin(theta));
+}
+
 Tensor& normal_cpu(Tensor& self, double mean, double std, Generator* gen) {
   FB_CHECK_VALUE(std >= 0, "[normal_] expects std >= 0, got ", std);
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[normal_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
   Generator& g = gen ? *gen : default_generator();
-  const uint64_t n = static_cast<uint64_t>(self.numel());
-  const uint64_t base = g.reserve(n + (n & 1));
+  const int64_t n = self.numel();
+  const uint64_t base = g.reserve(static_cast<uint64_t>(n + (n & 1)));
   const uint64_t seed = g.initial_seed();
   visit_dtype(self.dtype(), "normal_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      fill_indexed<T>(self, [&](int64_t i) {
-        const uint64_t j = base + static_cast<uint64_t>(i & ~int64_t{1});
-        const double u1 = 1.0 - Generator::to_unit(Generator::draw(seed, j));  // (0, 1]: log is finite
-        const double u2 = Generator::to_unit(Generator::draw(seed, j + 1));
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        const double theta = 2.0 * std::numbers::pi * u2;
-        const double z = (i & 1) ? r * std::sin(theta) : r * std::cos(theta);
-        return static_cast<T>(mean + std * z);
-      });
+      T* p = self.data<T>();
+      if (self.is_contiguous()) {
+        // Whole pairs per chunk, so no two threads write one pair.
+        parallel_for(0, (n + 1) / 2, kGrainSize / 8, [&](int64_t b, int64_t e) {
+          T pair[2];
+          for (int64_t j = b; j < e; ++j) {
+            normal_pair<T>(seed, base + 2 * static_cast<uint64_t>(j), mean, std, pair);
+            p[2 * j] = pair[0];
+            if (2 * j + 1 < n) p[2 * j + 1] = pair[1];
+          }
+        });
+      } else {
+        int64_t i = 0;
+        T pair[2];
+        detail_for_each(self, [&](int64_t off) {
+          if ((i & 1) == 0) normal_pair<T>(seed, base + static_cast<uint64_t>(i), mean, std, pair);
+          p[off] = pair[i & 1];
+          ++i;
+        });
+      }
     }
   });
   self.impl()->bump_version();

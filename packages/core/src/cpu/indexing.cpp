@@ -3,6 +3,7 @@
 
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
 #include "shape_utils.h"
 
@@ -49,8 +50,19 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
       const int64_t chunk = src.sizes()[d] * inner;
       if (src.is_contiguous()) {
         const T* s = src.data<T>();
-        for (int64_t i = 0; i < outer; ++i)
-          std::memcpy(o + i * out_row + at * inner, s + i * chunk, static_cast<size_t>(chunk) * sizeof(T));
+        if (outer == 1) {  // one block: split the copy itself across threads
+          T* dst = o + at * inner;
+          parallel_for(0, chunk, kGrainSize * 4, [&](int64_t b, int64_t e) {
+            std::memcpy(dst + b, s + b, static_cast<size_t>(e - b) * sizeof(T));
+          });
+        } else {
+          const int64_t grain = std::max<int64_t>(1, kGrainSize * 4 / std::max<int64_t>(chunk, 1));
+          parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i)
+              std::memcpy(o + i * out_row + at * inner, s + i * chunk,
+                          static_cast<size_t>(chunk) * sizeof(T));
+          });
+        }
       } else {
         const T* s = src.data<T>();
         int64_t i = 0;

@@ -10,6 +10,7 @@
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
 #include "shape_utils.h"
+#include "vec_table.h"
 
 namespace flambeau {
 namespace {
@@ -36,6 +37,34 @@ Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
         x = packed.data();
       }
       T* y = out.data<T>();
+      if (inner == 1) {
+        // Contiguous rows: vectorized max, shift, exp (the CPU's widest exp kernel,
+        // Note [CPU capabilities]) and sum, one scratch row per thread.
+        const auto& vt = cpu::vec_table();
+        const cpu::Loop1D exp_row = std::is_same_v<T, float> ? vt.f32[cpu::kVecExp] : vt.f64[cpu::kVecExp];
+        const auto sum_row = std::is_same_v<T, float> ? vt.sum_f32 : vt.sum_f64;
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1) / 4);
+        parallel_for(0, outer, grain, [&](int64_t begin, int64_t end) {
+          std::vector<T> scratch(static_cast<size_t>(n));
+          const int64_t strides[2] = {sizeof(T), sizeof(T)};
+          for (int64_t r = begin; r < end; ++r) {
+            const T* xr = x + r * n;
+            T* yr = y + r * n;
+            T mx = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : mx)
+            for (int64_t j = 0; j < n; ++j) mx = xr[j] > mx ? xr[j] : mx;
+            if (std::isinf(mx) && mx < 0) mx = 0;
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - mx;
+            char* ptrs[2] = {reinterpret_cast<char*>(scratch.data()), reinterpret_cast<char*>(yr)};
+            exp_row(ptrs, strides, n, 0.0);
+            const T log_s = static_cast<T>(std::log(sum_row(ptrs[0], n, sizeof(T))));
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) yr[j] -= log_s;
+          }
+        });
+        return;
+      }
       const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1) / 4);
       parallel_for(0, outer * inner, grain, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
