@@ -142,6 +142,12 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
                                        "] a view of a leaf Variable that requires grad is being used in an "
                                        "in-place operation (",
                                        self.describe(), "); do it under no_grad(), or on a clone"));
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.strides()[d] == 0 && self.sizes()[d] > 1)
+      throw RuntimeError(detail::cat_str("[", op, "] unsupported in-place operation on an expanded view (",
+                                         self.describe(),
+                                         "): several of its elements share one memory "
+                                         "location; clone it first"));
   if (!base.is_contiguous())
     throw NotImplementedError(
         detail::cat_str("[", op, "] in-place operation on a view of a non-contiguous tensor (",

@@ -431,3 +431,10 @@ def test_custom_function_with_retain_graph():
     y.backward(retain_graph=True)
     y.backward()
     assert x.grad.tolist() == [12.0]
+
+
+def test_inplace_on_expanded_view_raises():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    e = (x * 1.0).unsqueeze(0).expand(3, 2)
+    with pytest.raises(RuntimeError, match="expanded view"):
+        e.mul_(2.0)
