@@ -438,3 +438,22 @@ def test_inplace_on_expanded_view_raises():
     e = (x * 1.0).unsqueeze(0).expand(3, 2)
     with pytest.raises(RuntimeError, match="expanded view"):
         e.mul_(2.0)
+
+
+def test_python_api_bad_arguments():
+    x = fb_tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(TypeError, match="tensors must be a Tensor"):
+        ag.backward("y")
+    with pytest.raises(ValueError, match="1 tensors but 2 grad_outputs"):
+        ag.grad(y, x, grad_outputs=[fb_tensor(1.0), fb_tensor(1.0)])
+    with pytest.raises(TypeError, match="hook must return a Tensor or None"):
+        h = x * 2.0
+        h.register_hook(lambda g: "not a tensor")
+        h.sum().backward()
+    with pytest.raises(RuntimeError, match=r"hook returned a gradient of shape \(3,\)"):
+        h = x * 2.0
+        h.register_hook(lambda g: fc.ones(3, dtype=fc.float64))
+        h.sum().backward()
+    with pytest.raises(RuntimeError, match="retain_grad on a tensor that doesn't require grad"):
+        fb_tensor([1.0]).retain_grad()
