@@ -38,6 +38,15 @@
 namespace flambeau {
 
 inline constexpr int kMaxIterDims = 16;
+
+// Note [Elementwise grain]
+// Waking the (passively waiting) thread pool costs ~15 us here, while a
+// memory-bound loop (add, copy, compare) runs at ~0.1 ns per element: it only
+// gains from a second thread above a few hundred thousand elements (measured:
+// 65,536-element a + b took 7 us on one thread, 21 us on two). Transcendental
+// loops (exp, tanh, pow) cost several times more per element and keep
+// kGrainSize (Note [Grain size]).
+inline constexpr int64_t kMemoryBoundGrain = 262144;
 inline constexpr int kMaxIterOperands = 4;  // output + 3 inputs (where)
 
 /// PyTorch's result_type over tensors (Note [TensorIterator]).

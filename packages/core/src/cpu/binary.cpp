@@ -116,7 +116,7 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
       unsupported_dtype("pow", t);
   }
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
-  run_loop(it, loop, 0);
+  run_loop(it, loop, 0, kGrainSize);
   return it.output();
 }
 

@@ -21,9 +21,9 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
   TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    it.for_each([&](char** d, const int64_t* s, int64_t n) {
-      compare_loop<T>(d, s, n, [&](T x, T y) { return cmp(x, y); });
-    });
+    it.for_each([&](char** d, const int64_t* s,
+                    int64_t n) { compare_loop<T>(d, s, n, [&](T x, T y) { return cmp(x, y); }); },
+                kMemoryBoundGrain);
   };
   switch (t) {
     case ScalarType::Bool:
@@ -101,16 +101,20 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
   // Selecting copies bytes, so one loop per element size serves every dtype.
   switch (itemsize(t)) {
     case 1:
-      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint8_t>(d, s, n); });
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint8_t>(d, s, n); },
+                  kMemoryBoundGrain);
       break;
     case 2:
-      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint16_t>(d, s, n); });
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint16_t>(d, s, n); },
+                  kMemoryBoundGrain);
       break;
     case 4:
-      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint32_t>(d, s, n); });
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint32_t>(d, s, n); },
+                  kMemoryBoundGrain);
       break;
     case 8:
-      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); });
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); },
+                  kMemoryBoundGrain);
       break;
     default:
       unsupported_dtype("where", t);

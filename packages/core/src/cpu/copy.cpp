@@ -17,15 +17,17 @@ void copy_into(Tensor& dst, const Tensor& src) {
     using To = typename decltype(to_tag)::type;
     visit_dtype(src.dtype(), "copy_", [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
-      it.for_each([](char** d, const int64_t* s, int64_t n) {
-        if constexpr (std::is_same_v<To, From>) {
-          if (s[0] == sizeof(To) && s[1] == sizeof(To)) {
-            std::memcpy(d[0], d[1], static_cast<size_t>(n) * sizeof(To));
-            return;
-          }
-        }
-        cpu::base::unary_loop<To, From>(d, s, n, [](From v) { return static_cast<To>(v); });
-      });
+      it.for_each(
+          [](char** d, const int64_t* s, int64_t n) {
+            if constexpr (std::is_same_v<To, From>) {
+              if (s[0] == sizeof(To) && s[1] == sizeof(To)) {
+                std::memcpy(d[0], d[1], static_cast<size_t>(n) * sizeof(To));
+                return;
+              }
+            }
+            cpu::base::unary_loop<To, From>(d, s, n, [](From v) { return static_cast<To>(v); });
+          },
+          kMemoryBoundGrain);
     });
   });
 }

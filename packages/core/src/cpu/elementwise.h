@@ -51,8 +51,9 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
   return f;
 }
 
-inline void run_loop(const TensorIterator& it, Loop1D loop, double param) {
-  it.for_each([loop, param](char** d, const int64_t* s, int64_t n) { loop(d, s, n, param); });
+/// grain: Note [Elementwise grain].
+inline void run_loop(const TensorIterator& it, Loop1D loop, double param, int64_t grain = kMemoryBoundGrain) {
+  it.for_each([loop, param](char** d, const int64_t* s, int64_t n) { loop(d, s, n, param); }, grain);
 }
 
 }  // namespace flambeau::cpu

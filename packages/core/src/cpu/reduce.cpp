@@ -106,7 +106,7 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
     // One long reduction: fixed-size chunks summed in parallel.
     const int64_t nchunks = (inner.size + kSumChunk - 1) / kSumChunk;
     std::vector<Acc> partial(nchunks);
-    parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
+    parallel_for(0, nchunks, kMemoryBoundGrain / kSumChunk, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         const int64_t b = c * kSumChunk, n = std::min(kSumChunk, inner.size - b);
         partial[c] = inner_sum(base_ptr + b * inner.in_stride * isz, n, inner.in_stride * isz);
@@ -125,9 +125,9 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
     outer *= d.size;
     outer_all_kept &= d.out_stride != 0;
   }
-  if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kGrainSize && outer > 1) {
+  if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kMemoryBoundGrain && outer > 1) {
     // Each outer index owns one accumulator: split them across threads.
-    parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / inner.size), [&](int64_t ob, int64_t oe) {
+    parallel_for(0, outer, std::max<int64_t>(1, kMemoryBoundGrain / inner.size), [&](int64_t ob, int64_t oe) {
       for (int64_t o = ob; o < oe; ++o) {
         int64_t rem = o, ioff = 0, aoff = 0;
         for (int64_t k = nouter_dims - 1; k >= 0; --k) {

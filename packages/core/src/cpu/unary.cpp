@@ -19,7 +19,7 @@ Tensor unary_float(const char* op, const Tensor& a, VecOp vop) {
   const ScalarType t = to_float_dtype(a.dtype());
   const Loop1D loop = pick_loop(op, t, vop, kNoIntLoops);
   TensorIterator it = TensorIterator::unary(op, a, t, t);
-  run_loop(it, loop, 0);
+  run_loop(it, loop, 0, vop == kVecSqrt ? kMemoryBoundGrain : kGrainSize);
   return it.output();
 }
 
