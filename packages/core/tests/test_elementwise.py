@@ -351,13 +351,13 @@ def test_all_any():
 
 def test_large_tensors_use_threads_and_vector_tails():
     rng = np.random.default_rng(3)
-    for n in (100_003, 33):
+    for n in (600_011, 33):
         a = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
         assert_matches(fc.tensor(a) + fc.tensor(b), a + b)
         assert_matches(fc.tensor(a) * 3.0, a * np.float32(3.0))
         assert_matches(fc.exp(fc.tensor(a)), np.exp(a), rtol=2e-6)
-    x = rng.standard_normal((300, 257))
+    x = rng.standard_normal((700, 1001))  # above Note [Elementwise grain]: threaded
     assert_matches(make_tensor(x, "transposed") + make_tensor(x, "sliced"), x + x)
 
 

@@ -170,7 +170,7 @@ def test_max_errors():
 
 def test_large_sums_over_a_dim_match_numpy():
     # exercises the threaded path (one accumulator per output element)
-    x = np.random.default_rng(6).standard_normal((64, 3000))
+    x = np.random.default_rng(6).standard_normal((128, 3000))
     for layout in ("contiguous", "transposed"):
         t = make_tensor(x, layout)
         assert_matches(t.sum(1), x.sum(1), rtol=1e-10)
