@@ -413,3 +413,23 @@ def test_view_strides_match_torch(shape, data):
     assert got.shape == tuple(want.shape)
     assert got.stride() == want.stride()
     np.testing.assert_array_equal(as_np(got), want.numpy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 3), min_size=0, max_size=4), data=st.data())
+def test_expand_squeeze_unsqueeze_property(shape, data):
+    """Against NumPy's broadcast_to / squeeze / expand_dims, including strides."""
+    a = np.arange(float(np.prod(shape)) if shape else 1.0).reshape(shape)
+    t = fc.tensor(a)
+    dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    u = t.unsqueeze(dim)
+    np.testing.assert_array_equal(as_np(u), np.expand_dims(a, dim))
+    np.testing.assert_array_equal(as_np(u.squeeze(dim)), a)
+    np.testing.assert_array_equal(as_np(t.squeeze()), a.squeeze())
+    lead = data.draw(st.lists(st.integers(0, 3), max_size=2))
+    target = [data.draw(st.sampled_from([s, 3, -1])) if s == 1 else data.draw(st.sampled_from([s, -1])) for s in shape]
+    e = t.expand(*lead, *target)
+    want = np.broadcast_to(a, (*lead, *[s if s != -1 else shape[i] for i, s in enumerate(target)]))
+    assert e.shape == want.shape
+    np.testing.assert_array_equal(as_np(e), want)
+    assert e.data_ptr() == t.data_ptr()
