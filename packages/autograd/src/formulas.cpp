@@ -365,12 +365,43 @@ struct SelectBackward0 final : Node {
         [&] { return full(g1.sizes(), index, ScalarType::Int64); })};
   }
 };
+/// as_strided of a contiguous tensor, with no two view elements on one memory
+/// location: g is written at the view's elements of a zero tensor. Overlapping
+/// views (which would need a scatter-add) and create_graph raise.
 struct AsStridedBackward0 final : Node {
   FB_NODE_NAME(AsStridedBackward0)
-  variable_list apply(variable_list&&) override {
-    throw NotImplementedError("[as_strided] the backward of as_strided is not implemented yet");
+  Meta self_meta;
+  Shape sizes, strides;
+  int64_t offset = 0;  // relative to self's first element
+  bool supported = true;
+  variable_list apply(variable_list&& g) override {
+    if (!supported)
+      throw NotImplementedError(
+          "[as_strided] the backward of as_strided is only implemented for a contiguous input and a view "
+          "whose elements do not overlap");
+    if (grad_mode_enabled() && g[0].requires_grad())
+      throw NotImplementedError("[as_strided] create_graph=True through as_strided is not supported yet");
+    AutoExcludeAutograd guard;
+    Tensor z = zeros(self_meta.sizes, g[0].dtype());
+    Tensor region = op::as_strided(z, sizes, strides, offset);
+    op::copy_(region, g[0]);
+    return {z};
   }
 };
+
+/// True if no two elements of a (sizes, strides) view share a memory location.
+bool non_overlapping(IntArrayRef sizes, IntArrayRef strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with size > 1
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] > 1) dims.emplace_back(strides[i], sizes[i]);
+  std::ranges::sort(dims);
+  int64_t extent = 0;  // the largest offset the smaller-stride dims reach
+  for (auto [stride, size] : dims) {
+    if (stride <= extent) return false;
+    extent += (size - 1) * stride;
+  }
+  return true;
+}
 
 // ---- reductions ----
 struct SumBackward0 final : Node {
@@ -760,7 +791,13 @@ Tensor select_ag(const Tensor& self, int64_t dim, int64_t index) {
 }
 Tensor as_strided_ag(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   Tensor out = below(op::as_strided, self, sizes, strides, offset);
-  set_history(out, make_node<AsStridedBackward0>(self));
+  auto n = make_node<AsStridedBackward0>(self);
+  n->self_meta = Meta(self);
+  n->sizes.assign(sizes.begin(), sizes.end());
+  n->strides.assign(strides.begin(), strides.end());
+  n->offset = offset - self.storage_offset();
+  n->supported = self.is_contiguous() && n->offset >= 0 && non_overlapping(sizes, strides);
+  set_history(out, n);
   set_view_base(out, self);
   return out;
 }

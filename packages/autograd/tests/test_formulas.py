@@ -169,9 +169,18 @@ def test_non_differentiable_outputs_never_require_grad():
     assert not a.long().requires_grad
 
 
-def test_as_strided_backward_not_implemented():
+def test_as_strided():
+    # a non-overlapping window (every other element of the last two rows)
+    compare_with_torch(
+        lambda a: a.as_strided((2, 2), (4, 2), 5) * 3.0,
+        lambda a: a.as_strided((2, 2), (4, 2), 5) * 3.0,
+        make_inputs([(3, 4)]),
+    )
+
+
+def test_as_strided_overlapping_backward_not_implemented():
     a = fb_tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
-    y = a.as_strided((2,), (2,), 0)
+    y = a.as_strided((3, 2), (1, 1), 0)  # sliding windows: elements overlap
     with pytest.raises(NotImplementedError, match="as_strided"):
         y.sum().backward()
 
