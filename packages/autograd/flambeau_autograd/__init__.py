@@ -25,7 +25,10 @@ from typing import Any
 
 import flambeau_core  # loads libflambeau_core.so and registers Tensor before our _C
 
-from flambeau_autograd import _C  # registers autograd into core
+from flambeau_autograd import (
+    _C,  # registers autograd into core
+    functional,
+)
 from flambeau_autograd._C import Node, RemovableHandle
 from flambeau_autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from flambeau_autograd.function import Function, FunctionCtx
@@ -50,6 +53,7 @@ __all__ = [
     "detect_anomaly",
     "set_detect_anomaly",
     "is_anomaly_enabled",
+    "functional",
 ]
 
 try:

@@ -14,6 +14,7 @@ MODULES = [
     "flambeau_autograd.grad_mode",
     "flambeau_autograd.gradcheck",
     "flambeau_autograd.anomaly_mode",
+    "flambeau_autograd.functional",
 ]
 
 
