@@ -459,3 +459,12 @@ def test_where_accepts_numbers_and_method_form():
     assert t.where(t > 0, -1.0).tolist() == [1.0, -1.0]
     with pytest.raises(TypeError, match=r"\[where\]"):
         fc.where("x", t, t)
+
+
+def test_numpy_operands_give_tensors():
+    t = fc.tensor([1.0, 2.0])
+    for r in (np.float64(1.0) + t, np.array([1.0, 2.0]) + t, t * np.array([1.0, 2.0]), np.array([1, 3]) > t):
+        assert isinstance(r, fc.Tensor)
+    assert (np.array([1.0, 2.0]) + t).tolist() == [2.0, 4.0]
+    assert (np.float64(1.0) + t).dtype == fc.float32  # a NumPy scalar is a weak number
+    assert (np.array([1, 3]) > t).tolist() == [False, True]

@@ -32,6 +32,11 @@ bool try_operand(py::handle obj, const char* op, Tensor& out) {
     out = as_operand(obj, op);
     return true;
   }
+  if (PyObject_CheckBuffer(obj.ptr()) && py::hasattr(obj, "__array_interface__")) {
+    // A NumPy array: a tensor copy of it (as PyTorch does), see __array_priority__.
+    out = py::module_::import("flambeau_core").attr("tensor")(obj).cast<Tensor>();
+    return true;
+  }
   return false;
 }
 
@@ -219,6 +224,8 @@ void init_math(py::module_& m) {
       .def("__itruediv__", [](py::handle a, py::handle b) {
         return inplace_operator(a, b, "div_", [](Tensor& x, const Tensor& y) { op::div_(x, y); });
       });
+  // NumPy defers to our reflected operators (np.float64(1) + t is a Tensor).
+  cls.attr("__array_priority__") = 1000;
   // pybind11 sets __hash__ to None when __eq__ is defined; tensors hash by identity.
   cls.attr("__hash__") = py::module_::import("builtins").attr("object").attr("__hash__");
 
