@@ -15,9 +15,10 @@
 //      loop (and a fast path skips the general work when every operand is
 //      contiguous with the same shape);
 //   4. overlap: an input that partially overlaps a given output is copied
-//      first, so `x.add_(x.flip())`-like calls read the old values;
-//   5. threads: for_each splits the index space with parallel_for and
-//      kGrainSize (Note [Grain size]); small tensors stay on one thread.
+//      first, so `x.add_(x.t())` or `x[1:].add_(x[:-1])` read the old values;
+//      a given output whose elements share memory (an expand) is an error;
+//   5. threads: for_each splits the index space with parallel_for and a
+//      grain (Note [Elementwise grain]); small tensors stay on one thread.
 // A kernel supplies `loop(char** data, const int64_t* strides, int64_t n)`
 // where data[0] is the output, data[1..] the inputs and strides[k] the byte
 // stride of operand k along the inner dimension.
