@@ -364,8 +364,6 @@ def test_advanced_indexing_errors():
         t[fc.tensor([True, False])]
     with pytest.raises(NotImplementedError, match="more than one tensor"):
         t[[0, 1], [1, 2]]
-    with pytest.raises(NotImplementedError, match=r"\[setitem\].*list"):
-        t[[0, 1]] = 1.0
     with pytest.raises(NotImplementedError, match="Python bool"):
         t[True]
 
@@ -433,3 +431,39 @@ def test_expand_squeeze_unsqueeze_property(shape, data):
     assert e.shape == want.shape
     np.testing.assert_array_equal(as_np(e), want)
     assert e.data_ptr() == t.data_ptr()
+
+
+def test_advanced_setitem_matches_torch():
+    import torch
+
+    a = np.arange(24.0).reshape(2, 3, 4)
+    cases = [
+        (([1, 0],), 5.0),
+        ((slice(None), [2, 0]), None),
+        ((a > 10,), -1.0),
+        ((np.array([True, False]),), None),
+        ((1, Ellipsis, [3, 0]), None),
+        (([[0, 1], [1, 1]],), 7.0),
+        ((slice(None), a[0] > 3), 2.0),
+        ((slice(None), a[0] > 3), None),
+    ]
+    for idx, val in cases:
+        t, x = fc.tensor(a), torch.tensor(a)
+        ti = tuple(fc.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
+        xi = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in idx)
+        if val is None:
+            shape = x[xi].shape
+            v = torch.arange(float(np.prod(shape)), dtype=torch.float64).reshape(shape)
+            x[xi] = v
+            t[ti] = fc.tensor(v.numpy())
+        else:
+            x[xi] = val
+            t[ti] = val
+        np.testing.assert_array_equal(as_np(t), x.numpy())
+    t = fc.zeros(4)
+    t[fc.tensor([0, 2])] = fc.tensor(3.0)  # broadcast value
+    assert t.tolist() == [3.0, 0.0, 3.0, 0.0]
+    with pytest.raises(ValueError, match=r"\[setitem\] shape mismatch"):
+        t[[0, 1]] = fc.ones(3)
+    with pytest.raises(IndexError, match=r"\[setitem\] index 9 is out of bounds"):
+        t[[9]] = 1.0

@@ -77,60 +77,78 @@ int64_t advanced_dims(const Tensor& idx) {
   return idx.dtype() == ScalarType::Bool ? std::max<int64_t>(idx.dim(), 1) : 1;
 }
 
-Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
+// An advanced index resolved against the view `base` it applies to: the
+// positions along `dim` it selects, and the shape they take in the result.
+struct ResolvedIndex {
+  Tensor base;  // cur, with a multi-dim mask's dims merged into one
+  int64_t dim;
+  std::vector<int64_t> flat;
+  Shape idx_shape;
+  Shape out_shape;  // base.sizes()[:dim] + idx_shape + base.sizes()[dim+1:]
+};
+
+ResolvedIndex resolve_advanced(const Tensor& cur, const AdvancedIndex& adv, const char* op) {
   const Tensor& idx = adv.index;
   const int64_t d = adv.dim;
-  Tensor base = cur;
-  Shape idx_shape;
-  std::vector<int64_t> flat;
+  ResolvedIndex r{cur, d, {}, {}, {}};
   if (idx.dtype() == ScalarType::Bool) {
     const int64_t k = advanced_dims(idx);
     const auto covered = cur.sizes().subspan(d, k);
     const bool match =
         idx.dim() == 0 || std::equal(covered.begin(), covered.end(), idx.sizes().begin(), idx.sizes().end());
-    FB_CHECK_INDEX(idx.dim() > 0 && match, "[getitem] the shape ", shape_str(idx.sizes()),
+    FB_CHECK_INDEX(idx.dim() > 0 && match, "[", op, "] the shape ", shape_str(idx.sizes()),
                    " of the mask does not match the shape ", shape_str(covered),
                    " of the indexed tensor at dimension ", adv.src_dim);
     Shape merged(cur.sizes().begin(), cur.sizes().begin() + d);
     merged.push_back(idx.numel());
     merged.insert(merged.end(), cur.sizes().begin() + d + k, cur.sizes().end());
-    base = reshape(cur, merged);
+    // setitem must write through: a view (ValueError if the layout forbids it), never a copy.
+    r.base = k == 1 ? cur : std::string_view(op) == "setitem" ? op::view(cur, merged) : reshape(cur, merged);
     const bool* m = idx.data<bool>();
     int64_t pos = 0;
     detail_for_each_offset(idx, [&](int64_t off) {
-      if (m[off]) flat.push_back(pos);
+      if (m[off]) r.flat.push_back(pos);
       ++pos;
     });
-    idx_shape = {static_cast<int64_t>(flat.size())};
+    r.idx_shape = {static_cast<int64_t>(r.flat.size())};
   } else {
-    FB_CHECK_INDEX(is_integral(idx.dtype(), false),
-                   "[getitem] tensors used as indices must be integer or bool, got ",
-                   dtype_name(idx.dtype()));
+    FB_CHECK_INDEX(is_integral(idx.dtype(), false), "[", op,
+                   "] tensors used as indices must be integer or bool, got ", dtype_name(idx.dtype()));
     const Tensor i64 = idx.dtype() == ScalarType::Int64 ? idx : op::cast(idx, ScalarType::Int64);
     const int64_t n = cur.sizes()[d];
     const int64_t* p = i64.data<int64_t>();
     detail_for_each_offset(i64, [&](int64_t off) {
       const int64_t v = p[off];
-      FB_CHECK_INDEX(v >= -n && v < n, "[getitem] index ", v, " is out of bounds for dimension ", adv.src_dim,
-                     " with size ", n);
-      flat.push_back(v < 0 ? v + n : v);
+      FB_CHECK_INDEX(v >= -n && v < n, "[", op, "] index ", v, " is out of bounds for dimension ",
+                     adv.src_dim, " with size ", n);
+      r.flat.push_back(v < 0 ? v + n : v);
     });
-    idx_shape.assign(idx.sizes().begin(), idx.sizes().end());
+    r.idx_shape.assign(idx.sizes().begin(), idx.sizes().end());
   }
-  const auto m = static_cast<int64_t>(flat.size());
-  Tensor flat_t = op::empty(Shape{m}, ScalarType::Int64, cur.device());
-  std::copy(flat.begin(), flat.end(), flat_t.data<int64_t>());
-  Shape view_shape(base.dim(), 1), target(base.sizes().begin(), base.sizes().end());
-  view_shape[d] = m;
-  target[d] = m;
-  const Tensor gathered = op::gather(base, d, op::expand(op::view(flat_t, view_shape), target));
-  Shape out_shape(base.sizes().begin(), base.sizes().begin() + d);
-  out_shape.insert(out_shape.end(), idx_shape.begin(), idx_shape.end());
-  out_shape.insert(out_shape.end(), base.sizes().begin() + d + 1, base.sizes().end());
-  return op::view(gathered, out_shape);
+  r.out_shape.assign(r.base.sizes().begin(), r.base.sizes().begin() + d);
+  r.out_shape.insert(r.out_shape.end(), r.idx_shape.begin(), r.idx_shape.end());
+  r.out_shape.insert(r.out_shape.end(), r.base.sizes().begin() + d + 1, r.base.sizes().end());
+  return r;
 }
 
-Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = true) {
+Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
+  const ResolvedIndex r = resolve_advanced(cur, adv, "getitem");
+  const auto m = static_cast<int64_t>(r.flat.size());
+  Tensor flat_t = op::empty(Shape{m}, ScalarType::Int64, cur.device());
+  std::copy(r.flat.begin(), r.flat.end(), flat_t.data<int64_t>());
+  Shape view_shape(r.base.dim(), 1), target(r.base.sizes().begin(), r.base.sizes().end());
+  view_shape[r.dim] = m;
+  target[r.dim] = m;
+  const Tensor gathered = op::gather(r.base, r.dim, op::expand(op::view(flat_t, view_shape), target));
+  return op::view(gathered, r.out_shape);
+}
+
+struct IndexedView {
+  Tensor view;                       // the basic indices applied
+  std::optional<AdvancedIndex> adv;  // still to apply (a copy for getitem, writes for setitem)
+};
+
+IndexedView index_basic(const Tensor& self, py::handle index) {
   std::vector<py::handle> items;
   std::vector<py::object> keep;  // index tensors made from lists
   if (PyTuple_Check(index.ptr())) {
@@ -148,10 +166,6 @@ Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = tr
     } else if (is_int_index(it) || PySlice_Check(it.ptr())) {
       ++consuming;
     } else if (is_advanced(it)) {
-      if (!allow_advanced)
-        throw NotImplementedError(
-            detail::cat_str("[setitem] assigning through a ", type_name(it),
-                            " index is not supported yet; use ints, slices, None and ..."));
       if (adv)
         throw NotImplementedError(
             "[getitem] indexing with more than one tensor or list is not supported yet");
@@ -205,32 +219,70 @@ Tensor index_view(const Tensor& self, py::handle index, bool allow_advanced = tr
       ++src_d;
     }
   }
-  if (adv) return apply_advanced(cur, *adv);
-  // t[...] and t[()] still return a new view, as in PyTorch.
-  if (cur.is_same(self)) cur = op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
-  return cur;
+  return {cur, adv};
 }
 
+Tensor index_view(const Tensor& self, py::handle index) {
+  IndexedView r = index_basic(self, index);
+  if (r.adv) return apply_advanced(r.view, *r.adv);
+  // t[...] and t[()] still return a new view, as in PyTorch.
+  if (r.view.is_same(self)) return op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
+  return r.view;
+}
+
+/// `value` as a tensor broadcast to `shape` (leading size-1 dims of the value may be dropped, as in PyTorch).
+Tensor broadcast_value(const Tensor& value, IntArrayRef shape) {
+  Tensor v = value;
+  const auto nd = static_cast<int64_t>(shape.size());
+  while (v.dim() > nd && v.sizes()[0] == 1) v = op::squeeze(v, Shape{0});
+  bool ok = v.dim() <= nd;
+  for (int64_t i = 1; ok && i <= v.dim(); ++i) {
+    const int64_t vs = v.sizes()[v.dim() - i], ts = shape[nd - i];
+    ok = vs == ts || vs == 1;
+  }
+  FB_CHECK_VALUE(ok, "[setitem] shape mismatch: value of shape ", shape_str(value.sizes()),
+                 " cannot be broadcast to the indexed shape ", shape_str(shape));
+  return op::expand(v, shape);
+}
+
+bool is_number(py::handle value) {
+  return PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
+         (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"));
+}
+
+// Basic indices write into the view with one copy_/fill_. With an advanced
+// index, each selected position along its dim is written with one copy_/fill_
+// into a select() view (duplicate positions: the last write wins), so the
+// writes are ordinary in-place ops on views of self.
 void index_assign(Tensor& self, py::handle index, py::handle value) {
-  Tensor target = index_view(self, index, /*allow_advanced=*/false);
-  if (py::isinstance<TensorImpl>(value)) {
-    // Broadcast the value to the indexed shape first (as PyTorch: leading
-    // size-1 dims of the value may be dropped), so the message names setitem.
-    Tensor v = value.cast<Tensor>();
-    while (v.dim() > target.dim() && v.sizes()[0] == 1) v = op::squeeze(v, Shape{0});
-    bool ok = v.dim() <= target.dim();
-    for (int64_t i = 1; ok && i <= v.dim(); ++i) {
-      const int64_t vs = v.sizes()[v.dim() - i], ts = target.sizes()[target.dim() - i];
-      ok = vs == ts || vs == 1;
-    }
-    FB_CHECK_VALUE(ok, "[setitem] shape mismatch: value of shape ", shape_str(value.cast<Tensor>().sizes()),
-                   " cannot be broadcast to the indexed shape ", shape_str(target.sizes()));
-    op::copy_(target, op::expand(v, target.sizes()));
-  } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
-             (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"))) {
-    op::fill_(target, as_scalar(value, "setitem"));
-  } else {
+  const bool tensor_value = py::isinstance<TensorImpl>(value);
+  if (!tensor_value && !is_number(value))
     throw TypeError(detail::cat_str("[setitem] can assign a Tensor or a number, got ", type_name(value)));
+  IndexedView iv = index_basic(self, index);
+  if (!iv.adv) {
+    Tensor target = iv.view;
+    if (tensor_value)
+      op::copy_(target, broadcast_value(value.cast<Tensor>(), target.sizes()));
+    else
+      op::fill_(target, as_scalar(value, "setitem"));
+    return;
+  }
+  const ResolvedIndex r = resolve_advanced(iv.view, *iv.adv, "setitem");
+  const auto m = static_cast<int64_t>(r.flat.size());
+  if (tensor_value) {
+    Shape per_position(r.base.sizes().begin(), r.base.sizes().end());
+    per_position[r.dim] = m;
+    const Tensor v = reshape(broadcast_value(value.cast<Tensor>(), r.out_shape), per_position);
+    for (int64_t k = 0; k < m; ++k) {
+      Tensor dst = op::select(r.base, r.dim, r.flat[k]);
+      op::copy_(dst, op::select(v, r.dim, k));
+    }
+  } else {
+    const Scalar s = as_scalar(value, "setitem");
+    for (int64_t k = 0; k < m; ++k) {
+      Tensor dst = op::select(r.base, r.dim, r.flat[k]);
+      op::fill_(dst, s);
+    }
   }
 }
 
