@@ -38,7 +38,7 @@
 
 namespace flambeau {
 
-inline constexpr int kMaxIterDims = 16;
+inline constexpr int kMaxIterDims = 25;  // as PyTorch's MAX_DIMS
 
 // Note [Elementwise grain]
 // Waking the (passively waiting) thread pool costs ~15 us here, while a
