@@ -39,8 +39,12 @@ from flambeau_core._C import *  # noqa: E402,F401,F403
 from flambeau_core._C import Tensor, device, dtype  # noqa: E402,F401
 from flambeau_core import _format  # noqa: E402,I001
 
+from flambeau_core import _copying  # noqa: E402,I001
+
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr
+Tensor.__reduce_ex__ = _copying.tensor_reduce_ex
+Tensor.__deepcopy__ = _copying.tensor_deepcopy
 
 from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402,I001
 
