@@ -13,6 +13,7 @@ VecTable make_table() {
   if (cap && !*cap) cap = nullptr;
   const bool allow512 = !cap || std::strcmp(cap, "avx512") == 0;
   const bool allow2 = allow512 || std::strcmp(cap, "avx2") == 0;
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
@@ -21,6 +22,10 @@ VecTable make_table() {
     fill_vec_table_avx2(t);
   else
     fill_vec_table_base(t);
+#else
+  (void)allow2;
+  fill_vec_table_base(t);  // other architectures: the portable table
+#endif
   return t;
 }
 }  // namespace
