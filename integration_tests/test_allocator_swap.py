@@ -60,11 +60,15 @@ def test_python_allocator_sees_every_allocation(fb):
     y = fb.ones(10, 20, dtype=fb.float64)  # 1,600 bytes
     z = x + 1.0  # a kernel's output
     w = fb.from_numpy(np.arange(6, dtype=np.float32)) * 2  # interop input, core output
-    assert counting.mallocs[1:] == [1600, 400, 24]
+    # Outputs, plus the 0-d tensors that wrap the Python scalars 1.0 and 2
+    # (temporaries, freed at once): every allocation goes through `counting`.
+    outputs = counting.mallocs[1:]
+    assert [n for n in outputs if n > 8] == [1600, 400, 24], outputs
+    assert len(outputs) <= 5
     assert all(counting.owns(t) for t in (x, y, z, w))
     assert z.tolist() == (x + 1.0).tolist()
     assert w.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
-    assert len(counting.live) == 4  # the temporary x + 1.0 above was freed again
+    assert len(counting.live) == 4  # temporaries were freed again
 
     del x, y, z, w
     gc.collect()
