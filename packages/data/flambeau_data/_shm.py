@@ -46,7 +46,7 @@ class ShmBatch:
 
     name: str  # file name in SHM_DIR ("" when the batch holds no tensor bytes)
     nbytes: int
-    metas: list[tuple[int, Any, tuple[int, ...]]]  # (byte offset, dtype, shape) per tensor
+    metas: list[tuple[int, str, tuple[int, ...]]]  # (byte offset, dtype name, shape) per tensor
     payload: bytes  # the pickled structure, tensors replaced by their index in metas
 
 
@@ -69,6 +69,15 @@ class _RefUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> fc.Tensor:
         return self._tensors[pid]
+
+
+def dtype_name(dtype: Any) -> str:
+    """``"float32"`` for ``flambeau_core.float32`` (names cross process boundaries, not objects)."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def dtype_from_name(name: str) -> Any:
+    return getattr(fc, name)
 
 
 def contiguous_bytes(t: fc.Tensor) -> memoryview | None:
@@ -114,7 +123,7 @@ def pack(obj: Any, name: str) -> ShmBatch:
     metas, offsets, total = [], [], 0
     for t in tensors:
         offsets.append(total)
-        metas.append((total, t.dtype, tuple(t.shape)))
+        metas.append((total, dtype_name(t.dtype), tuple(t.shape)))
         total = _round_up(total + t.numel() * t.element_size())
     if total == 0:
         return ShmBatch("", 0, metas, buf.getvalue())
@@ -131,10 +140,11 @@ def pack(obj: Any, name: str) -> ShmBatch:
     return ShmBatch(name, total, metas, buf.getvalue())
 
 
-def map_tensors(mapping: Any, metas: list[tuple[int, Any, tuple[int, ...]]]) -> list[fc.Tensor]:
+def map_tensors(mapping: Any, metas: list[tuple[int, str, tuple[int, ...]]]) -> list[fc.Tensor]:
     """Zero-copy tensors over ``mapping`` at the given offsets."""
     out = []
-    for off, dtype, shape in metas:
+    for off, name, shape in metas:
+        dtype = dtype_from_name(name)
         numel = math.prod(shape)
         if numel == 0:
             out.append(fc.empty(shape, dtype=dtype))

@@ -22,6 +22,7 @@ one result queue.
 from __future__ import annotations
 
 import os
+import pickle
 import queue
 import random
 import sys
@@ -54,6 +55,7 @@ class WorkerInfo:
 
 
 _worker_info: WorkerInfo | None = None
+_segment_prefix = ""  # this worker's segment names start with it (Note [Shared-memory batches])
 
 
 def get_worker_info() -> WorkerInfo | None:
@@ -84,6 +86,11 @@ class ExceptionWrapper:
         if exc_info is None:
             exc_info = sys.exc_info()
         self.exc_type = exc_info[0]
+        try:
+            pickle.dumps(self.exc_type)
+        except Exception:
+            # A class the main process cannot import (e.g. defined in a function): re-raised as RuntimeError.
+            self.exc_type = _Unpicklable.make(self.exc_type.__name__)
         self.exc_msg = "".join(traceback.format_exception(*exc_info))
         self.where = where
 
@@ -98,6 +105,22 @@ class ExceptionWrapper:
             # An exception type whose constructor needs other arguments.
             raise RuntimeError(msg) from None
         raise exception
+
+
+class _Unpicklable(Exception):
+    """Stands for an exception class that could not be sent; carries its name."""
+
+    @staticmethod
+    def make(name: str) -> type:
+        return _UnpicklableType(name)
+
+
+class _UnpicklableType:
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+    def __call__(self, msg: str) -> Exception:
+        return RuntimeError(msg)
 
 
 class _KeyErrorMessage(str):
@@ -187,7 +210,8 @@ def worker_loop(
     parent_pid: int,
 ) -> None:
     """Body of one worker process (Note [Worker protocol])."""
-    global _worker_info
+    global _worker_info, _segment_prefix
+    _segment_prefix = segment_prefix
     try:
         fc.set_num_threads(1)
         seed = base_seed + worker_id

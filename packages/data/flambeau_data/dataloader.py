@@ -248,6 +248,8 @@ class _BaseIterator:
         except TypeError:
             pass
         self._sampler_iter = iter(self._index_sampler)
+        # Drawn with or without workers (as PyTorch), so a seeded shuffle is the same either way.
+        self._base_seed = _random.draw_seed(loader.generator)
         self._yielded = 0
 
     def __iter__(self) -> _BaseIterator:
@@ -392,7 +394,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._prefetch = loader.prefetch_factor * loader.num_workers  # type: ignore[operator]
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
-        self._pool = _WorkerPool(loader, _random.draw_seed(loader.generator))
+        self._pool = _WorkerPool(loader, self._base_seed)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
         self._reset(loader, first=True)
 
@@ -407,8 +409,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._worker_cycle = itertools.cycle(range(self._num_workers))
         self._exhausted = False
         if not first:
-            seed = _random.draw_seed(loader.generator)
-            resume = _worker._ResumeIteration(seed)
+            resume = _worker._ResumeIteration(self._base_seed)
             for iq in self._pool.index_queues:
                 iq.put(resume)
             pending = self._num_workers

@@ -30,6 +30,7 @@ import math
 import mmap
 import multiprocessing as _std
 import os
+import weakref
 from multiprocessing import *  # noqa: F401,F403
 from multiprocessing import reduction
 from typing import Any
@@ -56,9 +57,9 @@ def _shared_fd(nbytes: int) -> int:
     return fd
 
 
-def _rebuild_tensor(dupfd: Any, nbytes: int, dtype: Any, shape: tuple[int, ...]) -> fc.Tensor:
+def _rebuild_tensor(dupfd: Any, nbytes: int, dtype: str, shape: tuple[int, ...]) -> fc.Tensor:
     if nbytes == 0:
-        return fc.empty(shape, dtype=dtype)
+        return fc.empty(shape, dtype=_shm.dtype_from_name(dtype))
     fd = dupfd.detach()
     try:
         mapping = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED)
@@ -72,12 +73,19 @@ def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
     shape = tuple(t.shape)
     nbytes = math.prod(shape) * t.element_size()
     if nbytes == 0:
-        return (_rebuild_tensor, (None, 0, t.dtype, shape))
+        return (_rebuild_tensor, (None, 0, _shm.dtype_name(t.dtype), shape))
     fd = _shared_fd(nbytes)
     try:
         _shm.write_tensors(fd, [t], [0], nbytes)
-        # DupFd duplicates fd now (to hand to the receiver), so ours can close.
-        return (_rebuild_tensor, (reduction.DupFd(fd), nbytes, t.dtype, shape))
+        popen = _std.context.get_spawning_popen()
+        if popen is not None:
+            # Pickled as a spawned child's argument: the fd is handed over at launch,
+            # so it must stay open until then; close it when the Popen object goes.
+            kept = os.dup(fd)
+            weakref.finalize(popen, os.close, kept)
+            return (_rebuild_tensor, (reduction.DupFd(kept), nbytes, _shm.dtype_name(t.dtype), shape))
+        # resource_sharer duplicates fd now (to hand to the receiver), so ours can close.
+        return (_rebuild_tensor, (reduction.DupFd(fd), nbytes, _shm.dtype_name(t.dtype), shape))
     finally:
         os.close(fd)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import multiprocessing.resource_tracker
 import os
 import time
 

@@ -1,0 +1,278 @@
+"""DataLoader against a plain-Python oracle, in the main process and with workers."""
+
+from __future__ import annotations
+
+import random
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+from conftest import make_xy, to_py
+
+import flambeau_data as data
+from flambeau_data import DataLoader, IterableDataset, TensorDataset
+
+
+def oracle_batches(xs, ys, order, batch_size, drop_last):
+    """The batches a loader must yield, as plain lists."""
+    out = []
+    for i in range(0, len(order), batch_size):
+        idx = order[i : i + batch_size]
+        if drop_last and len(idx) < batch_size:
+            break
+        out.append(([xs[j] for j in idx], [ys[j] for j in idx]))
+    return out
+
+
+def as_lists(loader):
+    return [(x.tolist(), y.tolist()) for x, y in loader]
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("n,batch_size,drop_last", [(23, 5, False), (23, 5, True), (20, 5, True), (3, 8, False)])
+def test_sequential_batches_match_oracle(no_leaks, num_workers, n, batch_size, drop_last):
+    xs, ys, x, y = make_xy(n)
+    loader = DataLoader(TensorDataset(x, y), batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
+    expected = oracle_batches(xs, ys, list(range(n)), batch_size, drop_last)
+    assert len(loader) == len(expected)
+    assert as_lists(loader) == expected
+
+
+def test_shuffle_same_batches_with_0_and_2_workers_and_reproducible(no_leaks):
+    xs, ys, x, y = make_xy(50)
+    ds = TensorDataset(x, y)
+    results = []
+    for workers in (0, 2, 0):
+        fc.manual_seed(42)
+        results.append(as_lists(DataLoader(ds, batch_size=8, shuffle=True, num_workers=workers)))
+    assert results[0] == results[1] == results[2]
+    # The order is a permutation, and it is the one the sampler would produce.
+    order = [i for _, yb in results[0] for i in yb]
+    assert sorted(order) == list(range(50)) and order != list(range(50))
+    # Two epochs of one loader differ.
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    assert as_lists(loader) != as_lists(loader)
+
+
+def test_order_kept_when_workers_finish_out_of_order(no_leaks):
+    import time
+
+    class Slow(data.Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            # Worker 0 gets batches 0, 2, 4: make them slow so that worker 1's finish first.
+            if (i // 2) % 2 == 0:
+                time.sleep(0.02)
+            return i
+
+    batches = [b.tolist() for b in DataLoader(Slow(), batch_size=2, num_workers=2)]
+    assert batches == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11]]
+
+
+def test_collate_structures_through_workers(no_leaks):
+    class Structured(data.Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return {"x": fc.tensor([float(i), float(-i)]), "label": i, "name": f"s{i}", "pair": (i * 0.5, [True, i % 2 == 0])}
+
+    ds = Structured()
+    main = [to_py(b) for b in DataLoader(ds, batch_size=4)]
+    workers = [to_py(b) for b in DataLoader(ds, batch_size=4, num_workers=2)]
+    assert main == workers
+    assert main[0]["name"] == ("list", ["s0", "s1", "s2", "s3"])
+    assert main[1]["label"][3] == [4, 5]
+
+
+def test_batches_from_workers_live_in_shared_memory(no_leaks):
+    _, _, x, y = make_xy(16)
+    ds = TensorDataset(x, y)
+    for xb, yb in DataLoader(ds, batch_size=4, num_workers=2):
+        assert xb._allocator is None and yb._allocator is None  # external memory: the mapped segment
+    for xb, _ in DataLoader(ds, batch_size=4):
+        assert xb._allocator is not None  # made by an allocator in this process
+
+
+def test_batch_outlives_loader_and_segment_name(no_leaks):
+    _, _, x, y = make_xy(10)
+    loader = DataLoader(TensorDataset(x, y), batch_size=5, num_workers=2)
+    kept = list(loader)
+    del loader
+    import gc
+
+    gc.collect()
+    from conftest import shm_names
+
+    assert not shm_names()  # names are unlinked at receipt; the memory stays mapped
+    assert kept[1][1].tolist() == [5, 6, 7, 8, 9]
+    kept[1][0].fill_(1.0)  # writable
+    assert kept[1][0].tolist()[0] == [1.0, 1.0, 1.0]
+
+
+def test_numpy_dataset_through_workers(no_leaks):
+    class NumpyDS(data.Dataset):
+        def __init__(self):
+            self.x = np.arange(30, dtype=np.float32).reshape(10, 3)
+            self.y = np.arange(10, dtype=np.int64)
+
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            return self.x[i], self.y[i]
+
+    for workers in (0, 2):
+        batches = list(DataLoader(NumpyDS(), batch_size=4, num_workers=workers))
+        assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        assert batches[0][0].tolist()[1] == [3.0, 4.0, 5.0]
+        assert isinstance(batches[0][0], fc.Tensor)
+    xb, yb = next(iter(DataLoader(TensorDataset(np.ones((4, 2), np.float64), np.zeros(4, np.int64)), batch_size=4)))
+    assert xb.tolist() == [[1.0, 1.0]] * 4 and yb.tolist() == [0, 0, 0, 0]
+
+
+def test_no_auto_batching_and_batch_sampler(no_leaks):
+    xs, ys, x, y = make_xy(5)
+    ds = TensorDataset(x, y)
+    for workers in (0, 2):
+        items = list(DataLoader(ds, batch_size=None, num_workers=workers))
+        assert [it[1].item() for it in items] == ys
+        sampler = [[4, 0], [2], [1, 3]]
+        got = [yb.tolist() for _, yb in DataLoader(ds, batch_sampler=sampler, num_workers=workers)]
+        assert got == sampler
+
+
+class Shards(IterableDataset):
+    """Each worker yields its share: the range split by worker id."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        info = data.get_worker_info()
+        if info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+def test_iterable_dataset_with_workers(no_leaks):
+    single = [b.tolist() for b in DataLoader(Shards(10), batch_size=3)]
+    assert single == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    multi = [b.tolist() for b in DataLoader(Shards(10), batch_size=3, num_workers=2)]
+    # Round-robin over workers, as PyTorch: w0 [0,2,4], w1 [1,3,5], w0 [6,8], w1 [7,9].
+    assert multi == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]
+    dropped = [b.tolist() for b in DataLoader(Shards(10), batch_size=3, num_workers=2, drop_last=True)]
+    assert dropped == [[0, 2, 4], [1, 3, 5]]
+    assert len(DataLoader(Shards(10), batch_size=3)) == 4 if hasattr(Shards, "__len__") else True
+
+
+def test_plain_generator_is_an_iterable_dataset(no_leaks):
+    gen = (np.full(2, i, dtype=np.int64) for i in range(5))
+    assert [b.tolist() for b in DataLoader(gen, batch_size=2)] == [[[0, 0], [1, 1]], [[2, 2], [3, 3]], [[4, 4]]]
+
+
+def test_worker_info_and_init_fn(no_leaks):
+    class WhoAmI(data.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            info = data.get_worker_info()
+            return (info.id, info.num_workers, info.seed, fc.get_num_threads(), _INIT.get("called", -1), random.random())
+
+    fc.manual_seed(0)
+    batches = list(DataLoader(WhoAmI(), batch_size=2, num_workers=2, worker_init_fn=_init))
+    ids = [b[0].tolist() for b in batches]
+    assert ids == [[0, 0], [1, 1], [0, 0], [1, 1]]
+    assert all(b[1].tolist() == [2, 2] for b in batches)
+    seeds = {b[0].tolist()[0]: b[2].tolist()[0] for b in batches}
+    assert seeds[1] == seeds[0] + 1  # base_seed + worker_id
+    assert all(b[3].tolist() == [1, 1] for b in batches)  # workers run single-threaded
+    assert all(b[4].tolist() == [b[0].tolist()[0]] * 2 for b in batches)  # worker_init_fn(worker_id) ran
+    # Python's random is seeded per worker: reproducible with manual_seed.
+    fc.manual_seed(0)
+    again = list(DataLoader(WhoAmI(), batch_size=2, num_workers=2, worker_init_fn=_init))
+    assert [b[5].tolist() for b in batches] == [b[5].tolist() for b in again]
+    assert data.get_worker_info() is None
+
+
+_INIT: dict = {}
+
+
+def _init(worker_id):
+    _INIT["called"] = worker_id
+
+
+def test_persistent_workers_reuse_processes(no_leaks):
+    import os
+
+    class Pid(data.Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return os.getpid()
+
+    loader = DataLoader(Pid(), batch_size=2, num_workers=2, persistent_workers=True)
+    first = sorted({p for b in loader for p in b.tolist()})
+    second = sorted({p for b in loader for p in b.tolist()})
+    assert first == second and len(first) == 2
+    # An abandoned epoch: the next one still starts from the beginning, in order.
+    it = iter(loader)
+    next(it)
+    assert len(list(loader)) == 3
+    plain = DataLoader(Pid(), batch_size=2, num_workers=2)
+    assert sorted({p for b in plain for p in b.tolist()}) != sorted({p for b in plain for p in b.tolist()})
+    del loader, it
+
+
+def test_prefetch_bounds_outstanding_tasks(no_leaks):
+    _, _, x, y = make_xy(40)
+    loader = DataLoader(TensorDataset(x, y), batch_size=2, num_workers=2, prefetch_factor=3)
+    it = iter(loader)
+    assert len(it._task_worker) == 6  # prefetch_factor * num_workers
+    next(it)
+    assert len(it._task_worker) == 6
+    assert len(list(it)) == 19
+    assert DataLoader(TensorDataset(x, y), num_workers=2).prefetch_factor == 2
+    assert DataLoader(TensorDataset(x, y)).prefetch_factor is None
+
+
+def test_pin_memory_is_accepted(no_leaks):
+    xs, ys, x, y = make_xy(6)
+    got = as_lists(DataLoader(TensorDataset(x, y), batch_size=3, pin_memory=True))
+    assert got == oracle_batches(xs, ys, list(range(6)), 3, False)
+
+
+def test_spawn_context(no_leaks):
+    xs, ys, x, y = make_xy(6)
+    loader = DataLoader(TensorDataset(x, y), batch_size=3, num_workers=1, multiprocessing_context="spawn")
+    assert as_lists(loader) == oracle_batches(xs, ys, list(range(6)), 3, False)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(num_workers=-1), "num_workers option should be non-negative"),
+        (dict(timeout=-1), "timeout option should be non-negative"),
+        (dict(prefetch_factor=2), "prefetch_factor option could only be specified in multiprocessing"),
+        (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
+        (dict(shuffle=True, sampler=[0, 1]), "sampler option is mutually exclusive with shuffle"),
+        (dict(batch_sampler=[[0]], batch_size=2), "batch_sampler option is mutually exclusive"),
+        (dict(batch_size=None, drop_last=True), "batch_size=None option disables auto-batching"),
+        (dict(batch_size=0), "batch_size should be a positive integer value"),
+    ],
+)
+def test_argument_errors(kwargs, message):
+    _, _, x, _ = make_xy(4)
+    with pytest.raises(ValueError, match=message):
+        DataLoader(TensorDataset(x), **kwargs)
+
+
+def test_iterable_argument_errors():
+    with pytest.raises(ValueError, match="expected unspecified shuffle option, but got shuffle=True"):
+        DataLoader(Shards(3), shuffle=True)
+    with pytest.raises(ValueError, match="expected unspecified sampler option"):
+        DataLoader(Shards(3), sampler=[0])
