@@ -194,3 +194,19 @@ def test_sum_to():
 
 def test_max_of_two_tensors_is_maximum():
     assert fc.max(fc.tensor([1, 5]), fc.tensor([3, 2])).tolist() == [3, 5]
+
+
+def test_max_argmax_long_rows_with_nan_and_ties():
+    rng = np.random.default_rng(8)
+    for dtype in ("float32", "float64", "int64", "int32", "int8"):
+        x = random_array((3, 5000), dtype, rng)
+        if dtype.startswith("float"):
+            x[1, 1234] = np.nan
+            x[1, 4000] = np.nan
+        t = fc.tensor(x)
+        assert_matches(t.max(1).values, x.max(1))
+        assert_matches(t.argmax(1), np.argmax(x, 1).astype(np.int64))
+        assert t.argmax().item() == np.argmax(x)
+        np.testing.assert_equal(t.max().item(), x.max())
+    assert fc.tensor([False, True, True]).max().item() is True
+    assert fc.tensor([False, True, True]).argmax().item() == 1

@@ -82,6 +82,7 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
     const bool* c = reinterpret_cast<const bool*>(d[1]);
     const T* a = reinterpret_cast<const T*>(d[2]);
     const T* b = reinterpret_cast<const T*>(d[3]);
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
     return;
   }

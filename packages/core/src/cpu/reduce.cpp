@@ -8,6 +8,7 @@
 // pairwise kernel; an inner kept dim adds whole rows into the accumulators.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -223,10 +224,50 @@ inline bool better(T v, T best) {
     return v > best;
 }
 
+// Max of n >= 1 contiguous values; NaN if any is NaN (as PyTorch).
+template <class T>
+T max_of_row(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, bool>) {
+    int any = 0;
+#pragma omp simd reduction(| : any)
+    for (int64_t i = 0; i < n; ++i) any |= x[i];
+    return any != 0;
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {
+      int nan = 0;
+#pragma omp simd reduction(| : nan)
+      for (int64_t i = 0; i < n; ++i) nan |= x[i] != x[i];
+      if (nan) return std::numeric_limits<T>::quiet_NaN();
+    }
+    T m = x[0];
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+    return m;
+  }
+}
+
 // Max over the middle dim of a contiguous (outer, n, inner) view; writes the
 // values (may be null) and indices (may be null) of outer*inner results.
 template <class T>
 void max_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* values, int64_t* indices) {
+  if (inner == 1) {
+    // Contiguous rows: a vectorized max, then the first index holding it.
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = x + o * n;
+      const T m = max_of_row(row, n);
+      if (values) values[o] = m;
+      if (indices) {
+        int64_t k = 0;
+        if (m != m) {
+          while (row[k] == row[k]) ++k;  // the first NaN
+        } else {
+          while (row[k] != m) ++k;
+        }
+        indices[o] = k;
+      }
+    }
+    return;
+  }
   std::unique_ptr<T[]> best(new T[static_cast<size_t>(inner)]);
   std::unique_ptr<int64_t[]> where(new int64_t[static_cast<size_t>(inner)]);
   for (int64_t o = 0; o < outer; ++o) {
