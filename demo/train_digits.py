@@ -101,20 +101,28 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+# (key in memory_stats(), what it means); torch.cuda.memory_stats() names.
+MEMORY_HIGHLIGHTS = [
+    ("allocation.all.allocated", "allocations served"),
+    ("num_device_alloc", "system allocations (segments mapped)"),
+    ("num_device_free", "system frees (segments unmapped)"),
+    ("allocated_bytes.all.current", "allocated now"),
+    ("allocated_bytes.all.peak", "allocated, peak"),
+    ("reserved_bytes.all.current", "reserved now (allocated + cached)"),
+    ("reserved_bytes.all.peak", "reserved, peak"),
+]
+
+
 def print_memory_stats() -> None:
     """The caching allocator's highlights: how much it cached, how rarely it asked the system."""
     stats = fb.memory.memory_stats()
-    print("caching allocator (fb.memory.memory_stats()):")
-    if not stats:
-        print("  (no statistics: the current allocator does not keep any)")
-        return
-    for key in sorted(stats):
+    print(f"caching allocator (fb.memory.memory_stats(); current CPU allocator: {fb.memory.get_allocator().name}):")
+    for key, meaning in MEMORY_HIGHLIGHTS:
+        if key not in stats:
+            continue
         value = stats[key]
-        label = f"  {key:<34}"
-        if "bytes" in key and isinstance(value, (int, float)):
-            print(f"{label}{format_bytes(value):>12}")
-        else:
-            print(f"{label}{value!s:>12}")
+        shown = format_bytes(value) if "bytes" in key else f"{value:,}"
+        print(f"  {meaning:<40}{shown:>12}   [{key}]")
 
 
 def main(argv: list[str] | None = None) -> int:
