@@ -135,3 +135,31 @@ def test_caching_allocator_tags_tensors_it_made():
         assert fb.zeros(10)._allocator == "system"
     finally:
         fb.memory.set_allocator(fb.memory.caching_allocator())
+
+
+@pytest.mark.parametrize("dtype", [fb.float32, fb.float64], ids=str)
+def test_autograd_saved_tensor_roundtrip_keeps_identity_and_refcount(dtype):
+    """A tensor stored in autograd's C++ SavedVariable and unpacked is the same object."""
+    from flambeau_autograd import _C as autograd_C
+
+    x = fb.ones(3, dtype=dtype, requires_grad=True)
+    before = sys.getrefcount(x)
+    for _ in range(50):
+        saved = autograd_C._SavedTensor(x, False, "x")
+        back = saved.unpack()
+        assert back is x and back.dtype == dtype
+        del saved, back
+    assert sys.getrefcount(x) == before
+
+
+def test_autograd_graph_node_returns_the_leaf_itself():
+    x = fb.ones(2, 2, requires_grad=True)
+    before = sys.getrefcount(x)
+    y = x * 2
+    accumulate = y.grad_fn.next_functions[0][0]
+    assert accumulate.name() == "AccumulateGrad"
+    assert accumulate.variable is x
+    assert flambeau_interop._C._roundtrip(accumulate.variable) is x
+    del y, accumulate
+    gc.collect()
+    assert sys.getrefcount(x) == before
