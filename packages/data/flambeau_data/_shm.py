@@ -115,6 +115,20 @@ def write_tensors(fd: int, tensors: list[fc.Tensor], offsets: list[int], total: 
             mapping.close()
 
 
+def write_segment(name: str, tensors: list[fc.Tensor], offsets: list[int], total: int) -> None:
+    """Creates segment ``name`` of ``total`` bytes holding ``tensors`` at ``offsets``."""
+    path = os.path.join(SHM_DIR, name)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, total)
+        write_tensors(fd, tensors, offsets, total)
+    except BaseException:
+        _unlink(path)
+        raise
+    finally:
+        os.close(fd)
+
+
 def pack(obj: Any, name: str) -> ShmBatch:
     """Places ``obj``'s tensors in a new segment ``name`` and describes the rest."""
     tensors: list[fc.Tensor] = []
@@ -127,16 +141,7 @@ def pack(obj: Any, name: str) -> ShmBatch:
         total = _round_up(total + t.numel() * t.element_size())
     if total == 0:
         return ShmBatch("", 0, metas, buf.getvalue())
-    path = os.path.join(SHM_DIR, name)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.ftruncate(fd, total)
-        write_tensors(fd, tensors, offsets, total)
-    except BaseException:
-        _unlink(path)
-        raise
-    finally:
-        os.close(fd)
+    write_segment(name, tensors, offsets, total)
     return ShmBatch(name, total, metas, buf.getvalue())
 
 
@@ -155,6 +160,12 @@ def map_tensors(mapping: Any, metas: list[tuple[int, str, tuple[int, ...]]]) -> 
 
 def unpack(batch: ShmBatch) -> Any:
     """Maps ``batch``'s segment, unlinks it, and rebuilds the batch around zero-copy tensors."""
+    tensors = unpack_tensors(batch)
+    return _RefUnpickler(io.BytesIO(batch.payload), tensors).load()
+
+
+def unpack_tensors(batch: ShmBatch) -> list[fc.Tensor]:
+    """Maps ``batch``'s segment, unlinks it, and returns its tensors (zero-copy)."""
     mapping = None
     if batch.name:
         path = os.path.join(SHM_DIR, batch.name)
@@ -166,8 +177,7 @@ def unpack(batch: ShmBatch) -> Any:
                 os.close(fd)
         finally:
             _unlink(path)
-    tensors = map_tensors(mapping, batch.metas)
-    return _RefUnpickler(io.BytesIO(batch.payload), tensors).load()
+    return map_tensors(mapping, batch.metas)
 
 
 def discard(batch: ShmBatch) -> None:

@@ -4,16 +4,16 @@ Everything of ``multiprocessing`` is re-exported. Importing flambeau_data
 registers a reduction for ``flambeau_core.Tensor`` with
 ``multiprocessing.reduction.ForkingPickler``, the pickler behind every
 ``Queue``, ``SimpleQueue``, ``Pipe`` connection and process argument: a tensor
-is not pickled as bytes; its data is copied once into an anonymous
-shared-memory file (``memfd_create``; an unlinked file in ``/dev/shm`` where
-that is missing) whose descriptor travels to the receiver
-(``reduction.DupFd``), which maps it and wraps it zero-copy. No name is ever
-created in ``/dev/shm``, so nothing can leak there.
+is not pickled as bytes; its data is copied once into a shared-memory file
+(``/dev/shm``) and only the file's name, dtype and shape are pickled. The
+receiver maps the file, unlinks it at once and wraps it zero-copy, so the
+name is gone as soon as the tensor is received (even if the sender has exited
+by then). A tensor that is pickled but never received leaves its file behind
+(``fbtensor_<pid>_...``), as PyTorch's ``file_system`` strategy does.
 
 Difference from PyTorch: the sender's tensor is not moved into shared memory;
 the receiver gets a shared-memory *copy* (a write on one side is not seen by
-the other). As with PyTorch's ``file_descriptor`` strategy, the sending
-process must still be alive when the receiver unpickles the tensor.
+the other).
 
 Example:
     >>> import flambeau_core as fc
@@ -27,10 +27,10 @@ Example:
 from __future__ import annotations
 
 import math
-import mmap
 import multiprocessing as _std
+import itertools
 import os
-import weakref
+import pickle
 from multiprocessing import *  # noqa: F401,F403
 from multiprocessing import reduction
 from typing import Any
@@ -39,55 +39,31 @@ import flambeau_core as fc
 
 from flambeau_data import _shm
 
+_EMPTY_PAYLOAD = pickle.dumps(None)
+
 __all__ = list(_std.__all__) + ["reduce_tensor", "init_reductions"]
 
 
-def _shared_fd(nbytes: int) -> int:
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("flambeau-tensor", os.MFD_CLOEXEC)
-    else:
-        path = os.path.join(_shm.SHM_DIR, f"fbtensor_{os.getpid()}_{os.urandom(6).hex()}")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        os.unlink(path)
-    try:
-        os.ftruncate(fd, nbytes)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+_counter = itertools.count()
 
 
-def _rebuild_tensor(dupfd: Any, nbytes: int, dtype: str, shape: tuple[int, ...]) -> fc.Tensor:
+def _rebuild_tensor(name: str, nbytes: int, dtype: str, shape: tuple[int, ...]) -> fc.Tensor:
     if nbytes == 0:
         return fc.empty(shape, dtype=_shm.dtype_from_name(dtype))
-    fd = dupfd.detach()
-    try:
-        mapping = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED)
-    finally:
-        os.close(fd)
-    return _shm.map_tensors(mapping, [(0, dtype, shape)])[0]
+    batch = _shm.ShmBatch(name, _shm._round_up(nbytes), [(0, dtype, shape)], _EMPTY_PAYLOAD)
+    return _shm.unpack_tensors(batch)[0]
 
 
 def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
     """The ForkingPickler reduction of a tensor: its bytes in a shared-memory file."""
     shape = tuple(t.shape)
     nbytes = math.prod(shape) * t.element_size()
+    dtype = _shm.dtype_name(t.dtype)
     if nbytes == 0:
-        return (_rebuild_tensor, (None, 0, _shm.dtype_name(t.dtype), shape))
-    fd = _shared_fd(nbytes)
-    try:
-        _shm.write_tensors(fd, [t], [0], nbytes)
-        popen = _std.context.get_spawning_popen()
-        if popen is not None:
-            # Pickled as a spawned child's argument: the fd is handed over at launch,
-            # so it must stay open until then; close it when the Popen object goes.
-            kept = os.dup(fd)
-            weakref.finalize(popen, os.close, kept)
-            return (_rebuild_tensor, (reduction.DupFd(kept), nbytes, _shm.dtype_name(t.dtype), shape))
-        # resource_sharer duplicates fd now (to hand to the receiver), so ours can close.
-        return (_rebuild_tensor, (reduction.DupFd(fd), nbytes, _shm.dtype_name(t.dtype), shape))
-    finally:
-        os.close(fd)
+        return (_rebuild_tensor, ("", 0, dtype, shape))
+    name = f"fbtensor_{os.getpid()}_{next(_counter)}_{os.urandom(4).hex()}"
+    _shm.write_segment(name, [t], [0], _shm._round_up(nbytes))
+    return (_rebuild_tensor, (name, nbytes, dtype, shape))
 
 
 def init_reductions() -> None:

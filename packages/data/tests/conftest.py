@@ -47,12 +47,12 @@ def _children() -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True) if p.pid != tracker]
 
 
-def assert_no_leaks(timeout: float = 5.0) -> None:
-    """No worker process and no shared-memory segment of ours is left."""
+def assert_no_leaks(timeout: float = 5.0, before: set[str] = frozenset()) -> None:
+    """No worker process and no new shared-memory segment of ours is left."""
     deadline = time.monotonic() + timeout
     while True:
         kids = [p for p in _children() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        names = shm_names()
+        names = shm_names() - before
         if not kids and not names:
             return
         if time.monotonic() > deadline:
@@ -63,9 +63,9 @@ def assert_no_leaks(timeout: float = 5.0) -> None:
 @pytest.fixture
 def no_leaks():
     """Fails the test if it leaves a child process or a segment behind."""
-    assert not shm_names(), f"segments left by an earlier test: {shm_names()}"
+    before = shm_names()
     yield
     import gc
 
     gc.collect()
-    assert_no_leaks()
+    assert_no_leaks(before=before)
