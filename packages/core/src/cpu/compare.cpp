@@ -82,8 +82,12 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
     const bool* c = reinterpret_cast<const bool*>(d[1]);
     const T* a = reinterpret_cast<const T*>(d[2]);
     const T* b = reinterpret_cast<const T*>(d[3]);
+    // A bit mask instead of a branch: conditions are often unpredictable.
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const T mask = static_cast<T>(-static_cast<T>(c[i]));
+      out[i] = static_cast<T>((a[i] & mask) | (b[i] & static_cast<T>(~mask)));
+    }
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
