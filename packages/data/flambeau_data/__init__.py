@@ -14,6 +14,9 @@ Example:
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError as _PNF  # noqa: E402
+from importlib.metadata import version as _version
+
 import flambeau_core as _core  # noqa: F401  (loads core first)
 
 from flambeau_data import multiprocessing  # noqa: F401  (registers the tensor reduction)
@@ -37,8 +40,6 @@ from flambeau_data.sampler import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-
-from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
 
 try:
     __version__ = _version("flambeau-data")

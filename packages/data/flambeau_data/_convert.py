@@ -42,8 +42,7 @@ def core_dtype_for(np_dtype: Any, what: str) -> Any:
     name = _NUMPY_TO_CORE.get(str(np_dtype))
     if name is None:
         raise TypeError(
-            f"[{what}] NumPy dtype {np_dtype} has no flambeau equivalent; "
-            f"supported: {', '.join(_NUMPY_TO_CORE)}"
+            f"[{what}] NumPy dtype {np_dtype} has no flambeau equivalent; supported: {', '.join(_NUMPY_TO_CORE)}"
         )
     return getattr(fc, name)
 

@@ -94,7 +94,7 @@ def write_tensors(fd: int, tensors: list[fc.Tensor], offsets: list[int], total: 
     """Writes each tensor's bytes at its offset of the (already sized) file ``fd``."""
     mapping = None
     try:
-        for t, off in zip(tensors, offsets):
+        for t, off in zip(tensors, offsets, strict=True):
             if t.numel() == 0:
                 continue
             data = contiguous_bytes(t)

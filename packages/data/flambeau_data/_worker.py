@@ -146,7 +146,9 @@ class _MapFetcher:
 
 
 class _IterableFetcher:
-    def __init__(self, dataset: Any, auto_collation: bool, collate_fn: Any, drop_last: bool, batch_size: int | None) -> None:
+    def __init__(
+        self, dataset: Any, auto_collation: bool, collate_fn: Any, drop_last: bool, batch_size: int | None
+    ) -> None:
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn

@@ -130,12 +130,12 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
         except TypeError:
             return {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem}
     if _is_namedtuple(elem):
-        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)))
+        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch, strict=False)))
     if isinstance(elem, collections.abc.Sequence):
         elem_size = len(elem)
         if not all(len(e) == elem_size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = list(zip(*batch))
+        transposed = list(zip(*batch, strict=False))
         if isinstance(elem, tuple):
             return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
         try:

@@ -131,7 +131,9 @@ class DataLoader:
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
-            raise ValueError(f"[DataLoader] prefetch_factor option should be a positive integer, got {prefetch_factor!r}")
+            raise ValueError(
+                f"[DataLoader] prefetch_factor option should be a positive integer, got {prefetch_factor!r}"
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError("[DataLoader] persistent_workers option needs num_workers > 0")
 
@@ -165,7 +167,8 @@ class DataLoader:
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError(
-                    "[DataLoader] batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                    "[DataLoader] batch_sampler option is mutually exclusive with "
+                    "batch_size, shuffle, sampler, and drop_last"
                 )
             batch_size = None
             drop_last = False
@@ -173,8 +176,12 @@ class DataLoader:
             raise ValueError(
                 "[DataLoader] batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
             )
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
-            raise ValueError(f"[DataLoader] batch_size should be a positive integer value, but got batch_size={batch_size!r}")
+        if batch_size is not None and (
+            not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0
+        ):
+            raise ValueError(
+                f"[DataLoader] batch_size should be a positive integer value, but got batch_size={batch_size!r}"
+            )
 
         if sampler is None:
             if self._iterable:
@@ -453,7 +460,9 @@ class _MultiProcessIterator(_BaseIterator):
             self._pool.check_workers()
             if deadline is not None and time.monotonic() >= deadline:
                 self._shutdown()
-                raise RuntimeError(f"[DataLoader] timed out after {self._timeout} seconds waiting for a batch from the workers")
+                raise RuntimeError(
+                    f"[DataLoader] timed out after {self._timeout} seconds waiting for a batch from the workers"
+                )
 
     def __next__(self) -> Any:
         if not self._pool.alive:
@@ -506,4 +515,3 @@ class _Received:
 
     def __init__(self, batch: Any) -> None:
         self.batch = batch
-

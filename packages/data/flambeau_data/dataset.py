@@ -207,9 +207,7 @@ class Subset(Dataset[T_co]):
         return len(self.indices)
 
 
-def random_split(
-    dataset: Dataset[T_co], lengths: Sequence[int | float], generator: Any = None
-) -> list[Subset[T_co]]:
+def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float], generator: Any = None) -> list[Subset[T_co]]:
     """Splits ``dataset`` at random into non-overlapping subsets of the given lengths.
 
     ``lengths`` are counts that add up to ``len(dataset)``, or fractions that add
@@ -238,10 +236,13 @@ def random_split(
             counts[i % len(counts)] += 1
         for i, c in enumerate(counts):
             if c == 0:
-                warnings.warn(f"[random_split] length of split at index {i} is 0; it will be an empty Subset", stacklevel=2)
+                warnings.warn(
+                    f"[random_split] length of split at index {i} is 0; it will be an empty Subset", stacklevel=2
+                )
     else:
         raise ValueError(
-            f"[random_split] lengths must be ints that sum to len(dataset)={n} or fractions that sum to 1, got {lengths}"
+            f"[random_split] lengths must be ints that sum to len(dataset)={n} "
+            f"or fractions that sum to 1, got {lengths}"
         )
     if any(c < 0 for c in counts):
         raise ValueError(f"[random_split] lengths must be non-negative, got {counts}")

@@ -26,9 +26,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import multiprocessing as _std
-import itertools
 import os
 import pickle
 from multiprocessing import *  # noqa: F401,F403

@@ -74,14 +74,17 @@ class RandomSampler(Sampler[int]):
         self, data_source: Sized, replacement: bool = False, num_samples: int | None = None, generator: Any = None
     ) -> None:
         if not isinstance(replacement, bool):
-            raise TypeError(f"[RandomSampler] replacement should be a boolean value, but got replacement={replacement!r}")
+            raise TypeError(
+                f"[RandomSampler] replacement should be a boolean value, but got replacement={replacement!r}"
+            )
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(self.num_samples, int) or isinstance(self.num_samples, bool) or self.num_samples <= 0:
             raise ValueError(
-                f"[RandomSampler] num_samples should be a positive integer value, but got num_samples={self.num_samples!r}"
+                "[RandomSampler] num_samples should be a positive integer value, "
+                f"but got num_samples={self.num_samples!r}"
             )
 
     @property
@@ -129,16 +132,21 @@ class WeightedRandomSampler(Sampler[int]):
         {1}
     """
 
-    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator: Any = None) -> None:
+    def __init__(
+        self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator: Any = None
+    ) -> None:
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(
-                f"[WeightedRandomSampler] num_samples should be a positive integer value, but got num_samples={num_samples!r}"
+                "[WeightedRandomSampler] num_samples should be a positive integer value, "
+                f"but got num_samples={num_samples!r}"
             )
         self.weights = [float(w) for w in (weights.tolist() if hasattr(weights, "tolist") else weights)]
         if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
             raise ValueError("[WeightedRandomSampler] weights must be non-negative with a positive sum")
         if not replacement and num_samples > sum(1 for w in self.weights if w > 0):
-            raise ValueError("[WeightedRandomSampler] cannot draw more samples than non-zero weights without replacement")
+            raise ValueError(
+                "[WeightedRandomSampler] cannot draw more samples than non-zero weights without replacement"
+            )
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
@@ -172,7 +180,9 @@ class BatchSampler(Sampler[list[int]]):
 
     def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(f"[BatchSampler] batch_size should be a positive integer value, but got batch_size={batch_size!r}")
+            raise ValueError(
+                f"[BatchSampler] batch_size should be a positive integer value, but got batch_size={batch_size!r}"
+            )
         if not isinstance(drop_last, bool):
             raise ValueError(f"[BatchSampler] drop_last should be a boolean value, but got drop_last={drop_last!r}")
         self.sampler = sampler

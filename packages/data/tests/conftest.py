@@ -9,7 +9,6 @@ import time
 import flambeau_core as fc
 import psutil
 import pytest
-
 from flambeau_data import _shm
 
 

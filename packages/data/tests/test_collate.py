@@ -5,11 +5,10 @@ from __future__ import annotations
 import collections
 
 import flambeau_core as fc
+import flambeau_data as data
 import numpy as np
 import pytest
 from conftest import to_py
-
-import flambeau_data as data
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import default_collate as torch_collate  # noqa: E402
@@ -62,7 +61,11 @@ def test_default_convert_matches_pytorch():
 
 
 def test_collate_errors_like_pytorch():
-    with pytest.raises(TypeError, match="default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found <class 'object'>"):
+    with pytest.raises(
+        TypeError,
+        match="default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+        "found <class 'object'>",
+    ):
         data.default_collate([object(), object()])
     with pytest.raises(TypeError, match="found <U1"):
         data.default_collate([np.array(["a"]), np.array(["b"])])

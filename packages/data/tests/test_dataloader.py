@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 
 import flambeau_core as fc
+import flambeau_data as data
 import numpy as np
 import pytest
 from conftest import make_xy, to_py
-
-import flambeau_data as data
 from flambeau_data import DataLoader, IterableDataset, TensorDataset
 
 
@@ -77,7 +76,12 @@ def test_collate_structures_through_workers(no_leaks):
             return 6
 
         def __getitem__(self, i):
-            return {"x": fc.tensor([float(i), float(-i)]), "label": i, "name": f"s{i}", "pair": (i * 0.5, [True, i % 2 == 0])}
+            return {
+                "x": fc.tensor([float(i), float(-i)]),
+                "label": i,
+                "name": f"s{i}",
+                "pair": (i * 0.5, [True, i % 2 == 0]),
+            }
 
     ds = Structured()
     main = [to_py(b) for b in DataLoader(ds, batch_size=4)]
@@ -180,7 +184,14 @@ def test_worker_info_and_init_fn(no_leaks):
 
         def __getitem__(self, i):
             info = data.get_worker_info()
-            return (info.id, info.num_workers, info.seed, fc.get_num_threads(), _INIT.get("called", -1), random.random())
+            return (
+                info.id,
+                info.num_workers,
+                info.seed,
+                fc.get_num_threads(),
+                _INIT.get("called", -1),
+                random.random(),
+            )
 
     fc.manual_seed(0)
     batches = list(DataLoader(WhoAmI(), batch_size=2, num_workers=2, worker_init_fn=_init))

@@ -9,7 +9,6 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import make_xy
-
 from flambeau_data import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 
 
@@ -127,7 +126,9 @@ def test_random_split_reproducible_with_manual_seed():
 
 
 def test_random_split_errors():
-    with pytest.raises(ValueError, match=r"sum of input lengths \(9\) does not equal the length of the input dataset \(10\)"):
+    with pytest.raises(
+        ValueError, match=r"sum of input lengths \(9\) does not equal the length of the input dataset \(10\)"
+    ):
         random_split(range(10), [4, 5])
     with pytest.raises(ValueError, match="fractions that sum to 1"):
         random_split(range(10), [0.5, 0.6])

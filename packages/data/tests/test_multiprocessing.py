@@ -6,7 +6,6 @@ import pickle
 
 import flambeau_core as fc
 import pytest
-
 from flambeau_data import multiprocessing as fmp
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import flambeau_core as fc
 import pytest
-
 from flambeau_data import BatchSampler, RandomSampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
 
@@ -56,7 +55,9 @@ def test_subset_and_weighted():
         WeightedRandomSampler([-1.0, 1.0], 2)
 
 
-@pytest.mark.parametrize("n,bs,drop", [(10, 3, False), (10, 3, True), (9, 3, True), (9, 3, False), (2, 5, False), (2, 5, True)])
+@pytest.mark.parametrize(
+    "n,bs,drop", [(10, 3, False), (10, 3, True), (9, 3, True), (9, 3, False), (2, 5, False), (2, 5, True)]
+)
 def test_batch_sampler_matches_oracle(n, bs, drop):
     oracle = [list(range(i, min(i + bs, n))) for i in range(0, n, bs)]
     if drop:

@@ -11,10 +11,9 @@ import textwrap
 import time
 
 import flambeau_core as fc
+import flambeau_data as data
 import pytest
 from conftest import assert_no_leaks, make_xy, shm_names
-
-import flambeau_data as data
 from flambeau_data import DataLoader, TensorDataset
 
 
@@ -84,7 +83,10 @@ class Killer(data.Dataset):
 @pytest.mark.parametrize("how,code", [("exit", "exit code 7"), ("kill", "exit code -9 (killed by signal SIGKILL)")])
 def test_dead_worker_is_detected(no_leaks, how, code):
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"worker 0 \(pid \d+\) exited unexpectedly with " + code.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        RuntimeError,
+        match=r"worker 0 \(pid \d+\) exited unexpectedly with " + code.replace("(", r"\(").replace(")", r"\)"),
+    ):
         list(DataLoader(Killer(how), batch_size=5, num_workers=2))
     assert time.monotonic() - start < 5
 
@@ -95,7 +97,7 @@ def test_timeout(no_leaks):
             return 4
 
         def __getitem__(self, i):
-            time.sleep(1.0 if i == 2 else 0)
+            time.sleep(0.6 if i == 2 else 0)
             return i
 
     with pytest.raises(RuntimeError, match=r"timed out after 0.3 seconds"):
@@ -175,7 +177,9 @@ def test_interpreter_exit_leaves_nothing_and_prints_no_warning(tmp_path):
     before = shm_names()
     flags = ["-S"] if sys.flags.no_site else []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, *flags, "-W", "default", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, *flags, "-W", "default", str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # no resource_tracker warning, no worker traceback
     pids = [int(p) for p in proc.stdout.split()]
