@@ -353,6 +353,9 @@ def print_header(libs: Libraries, args: argparse.Namespace) -> None:
         versions.append(f"{name} {getattr(mod, '__version__', '?')}" if mod else f"{name} n/a ({libs.errors[name]})")
     print("  " + ", ".join(versions))
     print(f"  threads: {libs.threads} (flambeau and torch set to the same count)")
+    if hasattr(os, "getloadavg"):
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"  load average before the run (1/5/15 min): {load}  (other processes skew every figure)")
     env = ", ".join(f"{k}={os.environ.get(k, '<unset>')}" for k in OPENBLAS_VARS)
     print(f"  OpenBLAS environment: {env}")
     if libs.fb is not None:
