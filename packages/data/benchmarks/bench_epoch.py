@@ -49,7 +49,9 @@ def main() -> None:
     print(f"{'workers':>8} {'flambeau (s)':>13} {'torch (s)':>10} {'ratio':>6}")
     for workers in (0, 2):
         fb = epoch_time(fdata.DataLoader(fb_ds, batch_size=128, shuffle=True, num_workers=workers), args.repeat)
-        th = epoch_time(torch.utils.data.DataLoader(th_ds, batch_size=128, shuffle=True, num_workers=workers), args.repeat)
+        th = epoch_time(
+            torch.utils.data.DataLoader(th_ds, batch_size=128, shuffle=True, num_workers=workers), args.repeat
+        )
         print(f"{workers:>8} {fb:>13.3f} {th:>10.3f} {fb / th:>6.2f}")
 
 

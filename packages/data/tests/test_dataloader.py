@@ -287,3 +287,17 @@ def test_iterable_argument_errors():
         DataLoader(Shards(3), shuffle=True)
     with pytest.raises(ValueError, match="expected unspecified sampler option"):
         DataLoader(Shards(3), sampler=[0])
+
+
+def test_shuffle_with_a_core_generator_ignores_the_global_seed(no_leaks):
+    def epoch(seed, global_seed, workers):
+        g = fc.Generator()
+        g.manual_seed(seed)
+        fc.manual_seed(global_seed)
+        return [
+            b.tolist()
+            for b in DataLoader(list(range(20)), batch_size=6, shuffle=True, generator=g, num_workers=workers)
+        ]
+
+    assert epoch(1, 0, 0) == epoch(1, 99, 0) == epoch(1, 5, 2)
+    assert epoch(1, 0, 0) != epoch(2, 0, 0)

@@ -132,3 +132,13 @@ def test_random_split_errors():
         random_split(range(10), [4, 5])
     with pytest.raises(ValueError, match="fractions that sum to 1"):
         random_split(range(10), [0.5, 0.6])
+
+
+def test_random_split_with_a_core_generator():
+    def split(seed):
+        g = fc.Generator()
+        g.manual_seed(seed)
+        return [list(p) for p in random_split(range(30), [10, 20], generator=g)]
+
+    assert split(42) == split(42)
+    assert split(42) != split(43)

@@ -22,7 +22,7 @@ def test_drop_in_reexports_the_standard_module():
         assert getattr(fmp, name) is getattr(multiprocessing, name)
 
 
-@pytest.mark.parametrize("method", ["fork"])
+@pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_tensor_to_child_and_back(no_leaks, method):
     ctx = fmp.get_context(method)
     q_in, q_out = ctx.Queue(), ctx.Queue()
