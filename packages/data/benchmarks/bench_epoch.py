@@ -35,9 +35,8 @@ def main() -> None:
     args = parser.parse_args()
 
     import flambeau_core as fc
-    import torch
-
     import flambeau_data as fdata
+    import torch
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((60_000, 784), dtype=np.float32)
