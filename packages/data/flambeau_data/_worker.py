@@ -235,7 +235,9 @@ def worker_loop(
                 task = index_queue.get(timeout=_POLL)
             except queue.Empty:
                 if os.getppid() != parent_pid:
-                    break  # orphaned: the main process is gone
+                    # Orphaned (the main process was killed): nobody will map our segments.
+                    _shm.remove_segments(segment_prefix)
+                    break
                 continue
             if task is None:
                 break

@@ -189,3 +189,39 @@ def test_interpreter_exit_leaves_nothing_and_prints_no_warning(tmp_path):
 
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert shm_names() == before
+
+
+def test_workers_exit_and_clean_up_when_the_main_process_is_killed(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, signal, time
+            import flambeau_core as fc
+            from flambeau_data import DataLoader, TensorDataset
+            ds = TensorDataset(fc.zeros(400, 16))
+            it = iter(DataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=8))
+            next(it)
+            time.sleep(0.2)  # the workers fill the queue with batches nobody will receive
+            print(" ".join(str(w.pid) for w in it._pool.workers), it._pool.prefix, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+            """
+        )
+    )
+    flags = ["-S"] if sys.flags.no_site else []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, *flags, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    *pids, prefix = proc.stdout.split()
+    import psutil
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        alive = [
+            p for p in map(int, pids) if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
+        left = [n for n in shm_names() if n.startswith(prefix)]
+        if not alive and not left:
+            break
+        time.sleep(0.05)
+    assert not alive and not left
