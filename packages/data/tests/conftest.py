@@ -37,8 +37,11 @@ def make_xy(n: int, features: int = 3):
     return xs, ys, fc.tensor(xs, dtype=fc.float32), fc.tensor(ys, dtype=fc.int64)
 
 
-def shm_names() -> set[str]:
-    return {n for n in os.listdir(_shm.SHM_DIR) if n.startswith(("fbdata_", "fbtensor_"))}
+def shm_names(pid: int | None = None) -> set[str]:
+    """Our segments in /dev/shm: the loader segments of process `pid` (this one by default), and
+    any tensor segment. Other people's loaders running at the same time are not counted."""
+    pid = os.getpid() if pid is None else pid
+    return {n for n in os.listdir(_shm.SHM_DIR) if n.startswith((f"fbdata_{pid}_", "fbtensor_"))}
 
 
 def _children() -> list[psutil.Process]:
