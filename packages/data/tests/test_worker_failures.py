@@ -169,7 +169,8 @@ def test_interpreter_exit_leaves_nothing_and_prints_no_warning(tmp_path):
             assert len(list(persistent)) == 16
             it = iter(DataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=4))
             next(it)
-            print(" ".join(str(w.pid) for w in persistent._iterator._pool.workers + it._pool.workers), flush=True)
+            workers = persistent._iterator._pool.workers + it._pool.workers
+            print(os.getpid(), " ".join(str(w.pid) for w in workers), flush=True)
             # exit with both loaders alive: one mid-epoch, one persistent
             """
         )
@@ -181,13 +182,13 @@ def test_interpreter_exit_leaves_nothing_and_prints_no_warning(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # no resource_tracker warning, no worker traceback
-    pids = [int(p) for p in proc.stdout.split()]
+    main_pid, *pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) == 4
     time.sleep(0.1)
     import psutil
 
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-    assert not shm_names(proc.pid)
+    assert not shm_names(main_pid)
 
 
 def test_workers_exit_and_clean_up_when_the_main_process_is_killed(tmp_path):
