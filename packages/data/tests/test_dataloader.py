@@ -301,3 +301,23 @@ def test_shuffle_with_a_core_generator_ignores_the_global_seed(no_leaks):
 
     assert epoch(1, 0, 0) == epoch(1, 99, 0) == epoch(1, 5, 2)
     assert epoch(1, 0, 0) != epoch(2, 0, 0)
+
+
+class _Compute(data.Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        x = fc.full((128, 128), float(i))
+        return (x.matmul(x) + 1).sum(dim=0)
+
+
+def test_fork_after_the_parent_used_its_thread_pools(no_leaks):
+    # The parent enters OpenMP and OpenBLAS parallel regions first; forked workers
+    # (single-threaded) must still run GEMMs and elementwise ops without hanging.
+    a = fc.rand(512, 512)
+    (a.matmul(a) + a.exp()).sum()
+    (fc.rand(1 << 21) * 2).sum()
+    batches = list(DataLoader(_Compute(), batch_size=4, num_workers=2, timeout=30))
+    expected = [[128 * (i * i * 128.0 + 1)] * 128 for i in range(16)]
+    assert [row for b in batches for row in b.tolist()] == expected
