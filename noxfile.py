@@ -1,9 +1,9 @@
 """flambeau's one entry point: build, tests, demo, bench, dev, lint.
 
-    nox -s demo     set up everything and train the demo model (README, first command)
-    nox -s tests    build every wheel and run every test (README, second command; .ci/run)
-    nox -s bench    flambeau vs PyTorch/NumPy, side by side
-    nox -s dev      editable installs for the edit loop (.nox/dev)
+nox -s demo     set up everything and train the demo model (README, first command)
+nox -s tests    build every wheel and run every test (README, second command; .ci/run)
+nox -s bench    flambeau vs PyTorch/NumPy, side by side
+nox -s dev      editable installs for the edit loop (.nox/dev)
 """
 
 from __future__ import annotations
@@ -50,8 +50,16 @@ def build(session: nox.Session) -> None:
     only = set(session.posargs) or set(PACKAGES)
     for pkg in PACKAGES:
         if pkg in only:
-            _pip(session, "wheel", "--no-deps", "--find-links", str(WHEELHOUSE), "-w", str(WHEELHOUSE),
-                 str(ROOT / "packages" / pkg))
+            _pip(
+                session,
+                "wheel",
+                "--no-deps",
+                "--find-links",
+                str(WHEELHOUSE),
+                "-w",
+                str(WHEELHOUSE),
+                str(ROOT / "packages" / pkg),
+            )
 
 
 def _ensure_wheels(session: nox.Session) -> None:
@@ -75,8 +83,7 @@ def tests(session: nox.Session) -> None:
             except nox.command.CommandFailed:
                 failed.append(pkg)
     try:
-        session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "integration_tests"),
-                    env=env)
+        session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "integration_tests"), env=env)
     except nox.command.CommandFailed:
         failed.append("integration_tests")
     isolation(session)
@@ -95,8 +102,7 @@ def isolation(session: nox.Session) -> None:
             shutil.rmtree(venv)
         session.run("python", "-m", "venv", str(venv))
         py = str(venv / "bin" / "python")
-        session.run(py, "-m", "pip", "install", "-q", "--find-links", str(WHEELHOUSE), *dists, "numpy",
-                    external=True)
+        session.run(py, "-m", "pip", "install", "-q", "--find-links", str(WHEELHOUSE), *dists, "numpy", external=True)
         session.run(py, str(ROOT / script), external=True)
 
 
@@ -123,8 +129,16 @@ def dev(session: nox.Session) -> None:
     only = session.posargs or PACKAGES
     for pkg in PACKAGES:
         if pkg in only:
-            _pip(session, "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(ROOT / "packages" / pkg),
-                 f"-Cbuild-dir={ROOT / 'build' / 'dev' / pkg}")
+            _pip(
+                session,
+                "install",
+                "-q",
+                "--no-build-isolation",
+                "--no-deps",
+                "-e",
+                str(ROOT / "packages" / pkg),
+                f"-Cbuild-dir={ROOT / 'build' / 'dev' / pkg}",
+            )
 
 
 @nox.session

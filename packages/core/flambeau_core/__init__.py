@@ -60,7 +60,7 @@ def get_cmake_dir() -> str:
     Searches the package's ``__path__`` rather than ``__file__`` so that it
     also works for an editable install.
     """
-    for base in __path__:
+    for base in __path__:  # noqa: F405 (the package path, not a star import)
         candidate = _os.path.join(base, "cmake")
         if _os.path.exists(_os.path.join(candidate, "flambeau_coreConfig.cmake")):
             return candidate
@@ -69,7 +69,7 @@ def get_cmake_dir() -> str:
 
 def get_include_dir() -> str:
     """Folder of core's public C++ headers."""
-    for base in __path__:
+    for base in __path__:  # noqa: F405 (the package path, not a star import)
         candidate = _os.path.join(base, "include")
         if _os.path.isdir(candidate):
             return candidate

@@ -40,11 +40,11 @@ def _contiguous_bytes(t: _C.Tensor) -> bytes:
 
 def tensor_reduce_ex(self: _C.Tensor, protocol: int) -> tuple[Any, ...]:
     if type(self) is not _C.Tensor:
-        raise TypeError(
-            f"[pickle] {type(self).__name__} defines no pickling of its own; pickle its state_dict instead"
-        )
-    return (_rebuild_tensor, (_contiguous_bytes(self), str(self.dtype).split(".")[-1], tuple(self.shape),
-                              bool(self.requires_grad)))
+        raise TypeError(f"[pickle] {type(self).__name__} defines no pickling of its own; pickle its state_dict instead")
+    return (
+        _rebuild_tensor,
+        (_contiguous_bytes(self), str(self.dtype).split(".")[-1], tuple(self.shape), bool(self.requires_grad)),
+    )
 
 
 def tensor_deepcopy(self: _C.Tensor, memo: dict[int, Any]) -> _C.Tensor:

@@ -26,7 +26,7 @@ import flambeau_nn as _nn
 from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
 from flambeau_core import Tensor, device, dtype  # noqa: F401
 
-from flambeau import memory  # noqa: E402
+from flambeau import memory  # noqa: E402,F401
 
 
 def _alias(name: str, module: _types.ModuleType) -> _types.ModuleType:

@@ -26,9 +26,28 @@ def test_subsystems_are_aliased_not_copied():
 
 
 def test_pytorch_names_exist():
-    for name in ["tensor", "zeros", "ones", "randn", "rand", "arange", "manual_seed", "float32", "float64",
-                 "int64", "bool", "no_grad", "enable_grad", "from_numpy", "from_dlpack", "save", "load",
-                 "Tensor", "set_num_threads", "get_num_threads"]:
+    for name in [
+        "tensor",
+        "zeros",
+        "ones",
+        "randn",
+        "rand",
+        "arange",
+        "manual_seed",
+        "float32",
+        "float64",
+        "int64",
+        "bool",
+        "no_grad",
+        "enable_grad",
+        "from_numpy",
+        "from_dlpack",
+        "save",
+        "load",
+        "Tensor",
+        "set_num_threads",
+        "get_num_threads",
+    ]:
         assert hasattr(fb, name), name
     assert fb.Tensor is flambeau_core.Tensor
     assert fb.from_numpy is flambeau_interop.from_numpy
