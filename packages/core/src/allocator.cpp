@@ -41,8 +41,8 @@ class CAbiAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     void* p = t_.allocate(t_.ctx, nbytes);
     if (!p)
-      throw RuntimeError(detail::cat_str("[allocate] allocator '", name_, "' returned NULL for ", nbytes,
-                                         " bytes"));
+      throw RuntimeError(
+          detail::cat_str("[allocate] allocator '", name_, "' returned NULL for ", nbytes, " bytes"));
     return p;
   }
   void deallocate(void* ptr, size_t nbytes) noexcept override { t_.deallocate(t_.ctx, ptr, nbytes); }

@@ -18,9 +18,12 @@ Device Device::parse(const std::string& s) {
   auto colon = s.find(':');
   std::string kind = s.substr(0, colon);
   DeviceType t;
-  if (kind == "cpu") t = DeviceType::CPU;
-  else if (kind == "cuda") t = DeviceType::CUDA;
-  else throw ValueError("[device] unknown device '" + s + "': expected 'cpu', 'cuda' or 'cuda:N'");
+  if (kind == "cpu")
+    t = DeviceType::CPU;
+  else if (kind == "cuda")
+    t = DeviceType::CUDA;
+  else
+    throw ValueError("[device] unknown device '" + s + "': expected 'cpu', 'cuda' or 'cuda:N'");
   int16_t index = -1;
   if (colon != std::string::npos) {
     std::string num = s.substr(colon + 1);

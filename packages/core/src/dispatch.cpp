@@ -10,9 +10,12 @@ thread_local bool tls_autograd_excluded = false;
 
 const char* dispatch_key_name(DispatchKey k) {
   switch (k) {
-    case DispatchKey::CPU: return "CPU";
-    case DispatchKey::CUDA: return "CUDA";
-    case DispatchKey::Autograd: return "Autograd";
+    case DispatchKey::CPU:
+      return "CPU";
+    case DispatchKey::CUDA:
+      return "CUDA";
+    case DispatchKey::Autograd:
+      return "Autograd";
   }
   return "?";
 }

@@ -11,9 +11,9 @@ struct DTypeInfo {
   TypeCategory category;
 };
 constexpr DTypeInfo kInfo[kNumScalarTypes] = {
-    {"bool", 1, TypeCategory::Bool},       {"uint8", 1, TypeCategory::Integer},
-    {"int8", 1, TypeCategory::Integer},    {"int16", 2, TypeCategory::Integer},
-    {"int32", 4, TypeCategory::Integer},   {"int64", 8, TypeCategory::Integer},
+    {"bool", 1, TypeCategory::Bool},        {"uint8", 1, TypeCategory::Integer},
+    {"int8", 1, TypeCategory::Integer},     {"int16", 2, TypeCategory::Integer},
+    {"int32", 4, TypeCategory::Integer},    {"int64", 8, TypeCategory::Integer},
     {"float16", 2, TypeCategory::Floating}, {"bfloat16", 2, TypeCategory::Floating},
     {"float32", 4, TypeCategory::Floating}, {"float64", 8, TypeCategory::Floating},
 };

@@ -16,8 +16,8 @@ std::string shape_str(std::span<const int64_t> shape) {
 
 namespace detail {
 void internal_assert_fail(const char* cond, const char* file, int line, const std::string& msg) {
-  throw RuntimeError(cat_str("flambeau internal error (a bug, please report it): ", cond, " failed at ",
-                             file, ":", line, msg.empty() ? "" : ": ", msg));
+  throw RuntimeError(cat_str("flambeau internal error (a bug, please report it): ", cond, " failed at ", file,
+                             ":", line, msg.empty() ? "" : ": ", msg));
 }
 }  // namespace detail
 

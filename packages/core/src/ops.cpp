@@ -6,17 +6,21 @@ namespace flambeau::op {
 
 Op<Tensor(IntArrayRef sizes, ScalarType dtype, Device device)> empty{"empty"};
 Op<Tensor&(Tensor& self, const Scalar& value)> fill_{"fill_"};
-Op<Tensor(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype, Device device)> arange{"arange"};
+Op<Tensor(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype, Device device)>
+    arange{"arange"};
 Op<Tensor&(Tensor& self, double low, double high, Generator* gen)> uniform_{"uniform_"};
 Op<Tensor&(Tensor& self, double mean, double std, Generator* gen)> normal_{"normal_"};
-Op<Tensor(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset)> as_strided{"as_strided"};
+Op<Tensor(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset)> as_strided{
+    "as_strided"};
 Op<Tensor(const Tensor& self, IntArrayRef sizes)> view{"view"};
 Op<Tensor(const Tensor& self, IntArrayRef dims)> permute{"permute"};
 Op<Tensor(const Tensor& self, int64_t dim0, int64_t dim1)> transpose{"transpose"};
 Op<Tensor(const Tensor& self, int64_t dim)> unsqueeze{"unsqueeze"};
 Op<Tensor(const Tensor& self, IntArrayRef dims)> squeeze{"squeeze"};
 Op<Tensor(const Tensor& self, IntArrayRef sizes)> expand{"expand"};
-Op<Tensor(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step)> slice{"slice"};
+Op<Tensor(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+          int64_t step)>
+    slice{"slice"};
 Op<Tensor(const Tensor& self, int64_t dim, int64_t index)> select{"select"};
 Op<Tensor&(Tensor& self, const Tensor& src)> copy_{"copy_"};
 Op<Tensor(const Tensor& self)> clone{"clone"};
@@ -56,6 +60,7 @@ Op<Tensor(const Tensor& a, const Tensor& b)> bmm{"bmm"};
 Op<Tensor(const Tensor& self, int64_t dim)> log_softmax{"log_softmax"};
 Op<Tensor(const TensorList& tensors, int64_t dim)> cat{"cat"};
 Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index)> gather{"gather"};
-Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)> scatter_add{"scatter_add"};
+Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)> scatter_add{
+    "scatter_add"};
 
 }  // namespace flambeau::op

@@ -1,13 +1,12 @@
 #include "flambeau/parallel.h"
 
+#include <omp.h>
 #include <sched.h>
 
 #include <atomic>
 #include <cmath>
 #include <fstream>
 #include <string>
-
-#include <omp.h>
 
 #include "flambeau/error.h"
 

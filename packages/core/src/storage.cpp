@@ -6,7 +6,10 @@ namespace flambeau {
 
 StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, AllocatorPtr allocator,
                          std::function<void(void*)> deleter)
-    : data_(data), nbytes_(nbytes), device_(device), allocator_(std::move(allocator)),
+    : data_(data),
+      nbytes_(nbytes),
+      device_(device),
+      allocator_(std::move(allocator)),
       deleter_(std::move(deleter)) {}
 
 StorageImpl::~StorageImpl() {

@@ -25,8 +25,11 @@ int64_t shape_numel(IntArrayRef sizes) {
 }
 
 TensorImpl::TensorImpl(Storage storage, ScalarType dtype, Shape sizes, Shape strides, int64_t offset)
-    : storage_(std::move(storage)), sizes_(std::move(sizes)), strides_(std::move(strides)),
-      offset_(offset), dtype_(dtype) {
+    : storage_(std::move(storage)),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {
   refresh_numel_and_contiguity();
 }
 
@@ -68,8 +71,10 @@ AutogradMetaInterface* TensorImpl::ensure_autograd_meta() {
 void TensorImpl::set_requires_grad(bool value) {
   if (!value && !autograd_meta_) return;
   if (value)
-    FB_CHECK_TYPE(is_floating(dtype_), "[requires_grad] only floating point tensors can require "
-                                       "gradients, got dtype ", dtype_name(dtype_));
+    FB_CHECK_TYPE(is_floating(dtype_),
+                  "[requires_grad] only floating point tensors can require "
+                  "gradients, got dtype ",
+                  dtype_name(dtype_));
   ensure_autograd_meta()->set_requires_grad(value, this);
 }
 

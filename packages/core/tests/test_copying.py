@@ -34,3 +34,9 @@ def test_deepcopy_copies_memory():
     assert out.tolist() == [2.0] * 4
     pair = copy.deepcopy([src, src])
     assert pair[0] is pair[1]
+
+
+def test_dtypes_and_devices_pickle():
+    for dt in [fc.bool, fc.uint8, fc.int64, fc.float16, fc.float32, fc.float64]:
+        assert pickle.loads(pickle.dumps(dt)) == dt
+    assert pickle.loads(pickle.dumps(fc.device("cpu"))) == fc.device("cpu")

@@ -25,7 +25,7 @@
 #define FB_ABI_CXX11 "na"
 #endif
 
-#define FLAMBEAU_ABI_TAG                                                                    \
+#define FLAMBEAU_ABI_TAG                                                            \
   "flambeau-" FLAMBEAU_VERSION_STRING "/" FB_ABI_COMPILER "/cxx11abi-" FB_ABI_CXX11 \
   "/pybind11-" FLAMBEAU_PYBIND11_VERSION_STRING
 

@@ -20,9 +20,7 @@ struct FB_API Device {
 
   bool is_cpu() const { return type == DeviceType::CPU; }
   std::string str() const;  // "cpu", "cuda:0"
-  friend bool operator==(const Device& a, const Device& b) {
-    return a.type == b.type && a.index == b.index;
-  }
+  friend bool operator==(const Device& a, const Device& b) { return a.type == b.type && a.index == b.index; }
 };
 
 FB_API const char* device_type_name(DeviceType t);

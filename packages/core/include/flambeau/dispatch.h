@@ -87,7 +87,8 @@ inline void visit_arg(KeyState& s, const TensorList& ts) {
   for (const auto& t : ts) visit_arg(s, t);
 }
 inline void visit_arg(KeyState& s, const Device& d) { s.see_device(d.type); }
-template <class T> inline void visit_arg(KeyState&, const T&) {}
+template <class T>
+inline void visit_arg(KeyState&, const T&) {}
 }  // namespace detail
 
 class FB_API OpBase {
@@ -103,7 +104,8 @@ class FB_API OpBase {
   void* kernels_[kNumDispatchKeys];
 };
 
-template <class Sig> class Op;
+template <class Sig>
+class Op;
 
 template <class R, class... Args>
 class Op<R(Args...)> : public OpBase {
@@ -137,10 +139,10 @@ class Op<R(Args...)> : public OpBase {
 
 /// Registers `fn` for `key` on `op` from a static initializer:
 ///   FB_REGISTER_KERNEL(op::add, CPU, add_cpu);
-#define FB_REGISTER_KERNEL(op_object, key, fn)                                     \
-  static const bool FB_CONCAT(fb_reg_, __COUNTER__) = [] {                         \
-    (op_object).register_kernel(::flambeau::DispatchKey::key, fn);                 \
-    return true;                                                                   \
+#define FB_REGISTER_KERNEL(op_object, key, fn)                     \
+  static const bool FB_CONCAT(fb_reg_, __COUNTER__) = [] {         \
+    (op_object).register_kernel(::flambeau::DispatchKey::key, fn); \
+    return true;                                                   \
   }()
 #define FB_CONCAT_INNER(a, b) a##b
 #define FB_CONCAT(a, b) FB_CONCAT_INNER(a, b)

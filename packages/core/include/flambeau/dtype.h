@@ -39,14 +39,39 @@ FB_API ScalarType promote_types(ScalarType a, ScalarType b);
 inline constexpr ScalarType kDefaultFloat = ScalarType::Float32;
 inline constexpr ScalarType kDefaultInt = ScalarType::Int64;
 
-template <class T> struct CppTypeToScalarType;
-template <> struct CppTypeToScalarType<bool> { static constexpr ScalarType value = ScalarType::Bool; };
-template <> struct CppTypeToScalarType<uint8_t> { static constexpr ScalarType value = ScalarType::UInt8; };
-template <> struct CppTypeToScalarType<int8_t> { static constexpr ScalarType value = ScalarType::Int8; };
-template <> struct CppTypeToScalarType<int16_t> { static constexpr ScalarType value = ScalarType::Int16; };
-template <> struct CppTypeToScalarType<int32_t> { static constexpr ScalarType value = ScalarType::Int32; };
-template <> struct CppTypeToScalarType<int64_t> { static constexpr ScalarType value = ScalarType::Int64; };
-template <> struct CppTypeToScalarType<float> { static constexpr ScalarType value = ScalarType::Float32; };
-template <> struct CppTypeToScalarType<double> { static constexpr ScalarType value = ScalarType::Float64; };
+template <class T>
+struct CppTypeToScalarType;
+template <>
+struct CppTypeToScalarType<bool> {
+  static constexpr ScalarType value = ScalarType::Bool;
+};
+template <>
+struct CppTypeToScalarType<uint8_t> {
+  static constexpr ScalarType value = ScalarType::UInt8;
+};
+template <>
+struct CppTypeToScalarType<int8_t> {
+  static constexpr ScalarType value = ScalarType::Int8;
+};
+template <>
+struct CppTypeToScalarType<int16_t> {
+  static constexpr ScalarType value = ScalarType::Int16;
+};
+template <>
+struct CppTypeToScalarType<int32_t> {
+  static constexpr ScalarType value = ScalarType::Int32;
+};
+template <>
+struct CppTypeToScalarType<int64_t> {
+  static constexpr ScalarType value = ScalarType::Int64;
+};
+template <>
+struct CppTypeToScalarType<float> {
+  static constexpr ScalarType value = ScalarType::Float32;
+};
+template <>
+struct CppTypeToScalarType<double> {
+  static constexpr ScalarType value = ScalarType::Float64;
+};
 
 }  // namespace flambeau

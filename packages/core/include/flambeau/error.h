@@ -6,11 +6,11 @@
 // translator is registered globally. Messages start with "[op]" and name the
 // shapes, dtypes and devices involved. Internal bugs use FB_INTERNAL_ASSERT,
 // which says so in the message.
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <span>
 #include <vector>
 
 #include "flambeau/macros.h"
@@ -20,21 +20,30 @@ namespace flambeau {
 struct FB_API Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-struct FB_API TypeError : Error { using Error::Error; };
-struct FB_API ValueError : Error { using Error::Error; };
-struct FB_API IndexError : Error { using Error::Error; };
-struct FB_API NotImplementedError : Error { using Error::Error; };
+struct FB_API TypeError : Error {
+  using Error::Error;
+};
+struct FB_API ValueError : Error {
+  using Error::Error;
+};
+struct FB_API IndexError : Error {
+  using Error::Error;
+};
+struct FB_API NotImplementedError : Error {
+  using Error::Error;
+};
 /// Generic runtime failure (RuntimeError in Python).
-struct FB_API RuntimeError : Error { using Error::Error; };
+struct FB_API RuntimeError : Error {
+  using Error::Error;
+};
 
 /// "(2, 3)" for a shape; "()" for a scalar.
 FB_API std::string shape_str(std::span<const int64_t> shape);
-inline std::string shape_str(const std::vector<int64_t>& s) {
-  return shape_str(std::span<const int64_t>(s));
-}
+inline std::string shape_str(const std::vector<int64_t>& s) { return shape_str(std::span<const int64_t>(s)); }
 
 namespace detail {
-template <class... Args> std::string cat_str(const Args&... args) {
+template <class... Args>
+std::string cat_str(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
@@ -45,9 +54,9 @@ template <class... Args> std::string cat_str(const Args&... args) {
 
 }  // namespace flambeau
 
-#define FB_CHECK_IMPL(cls, cond, ...) \
-  do {                                \
-    if (!(cond)) [[unlikely]]         \
+#define FB_CHECK_IMPL(cls, cond, ...)                                  \
+  do {                                                                 \
+    if (!(cond)) [[unlikely]]                                          \
       throw ::flambeau::cls(::flambeau::detail::cat_str(__VA_ARGS__)); \
   } while (0)
 /// FB_CHECK_VALUE(a.dim() == 2, "[mm] expected a 2-D tensor, got shape ", shape_str(a.sizes()));
@@ -55,9 +64,9 @@ template <class... Args> std::string cat_str(const Args&... args) {
 #define FB_CHECK_TYPE(cond, ...) FB_CHECK_IMPL(TypeError, cond, __VA_ARGS__)
 #define FB_CHECK_INDEX(cond, ...) FB_CHECK_IMPL(IndexError, cond, __VA_ARGS__)
 #define FB_CHECK(cond, ...) FB_CHECK_IMPL(RuntimeError, cond, __VA_ARGS__)
-#define FB_INTERNAL_ASSERT(cond, ...)                                        \
-  do {                                                                       \
-    if (!(cond)) [[unlikely]]                                                \
-      ::flambeau::detail::internal_assert_fail(#cond, __FILE__, __LINE__,    \
+#define FB_INTERNAL_ASSERT(cond, ...)                                                                       \
+  do {                                                                                                      \
+    if (!(cond)) [[unlikely]]                                                                               \
+      ::flambeau::detail::internal_assert_fail(#cond, __FILE__, __LINE__,                                   \
                                                ::flambeau::detail::cat_str("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)

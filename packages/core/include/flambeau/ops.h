@@ -112,8 +112,7 @@ FB_API extern Op<Tensor(const Tensor& self, int64_t dim)> log_softmax;
 FB_API extern Op<Tensor(const TensorList& tensors, int64_t dim)> cat;
 FB_API extern Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index)> gather;
 /// Out-of-place: a copy of self with src added at index along dim.
-FB_API extern Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)>
-    scatter_add;
+FB_API extern Op<Tensor(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)> scatter_add;
 }  // namespace op
 
 // ---- public functions: ops with default arguments, and composites ----

@@ -25,7 +25,8 @@ FB_API bool in_parallel_region();
 inline constexpr int64_t kGrainSize = 32768;
 
 /// Calls f(begin, end) on disjoint chunks covering [begin, end).
-template <class F> void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (begin >= end) return;
   const int64_t n = end - begin;
   int64_t nthreads = get_num_threads();

@@ -23,7 +23,8 @@ class Scalar {
   bool is_floating() const { return kind_ == Kind::Double; }
   bool is_bool() const { return kind_ == Kind::Bool; }
 
-  template <class T> T to() const {
+  template <class T>
+  T to() const {
     return kind_ == Kind::Double ? static_cast<T>(d_) : static_cast<T>(i_);
   }
   double to_double() const { return to<double>(); }

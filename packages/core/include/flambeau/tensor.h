@@ -32,10 +32,16 @@ class FB_API Tensor {
   bool is_contiguous() const { return impl_->is_contiguous(); }
   int64_t storage_offset() const { return impl_->storage_offset(); }
   void* data_ptr() const { return impl_->data(); }
-  template <class T> T* data() const { return static_cast<T*>(impl_->data()); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(impl_->data());
+  }
 
   bool requires_grad() const { return impl_->requires_grad(); }
-  Tensor& set_requires_grad(bool v) { impl_->set_requires_grad(v); return *this; }
+  Tensor& set_requires_grad(bool v) {
+    impl_->set_requires_grad(v);
+    return *this;
+  }
   /// The accumulated gradient (undefined Tensor if none or no autograd).
   Tensor grad() const;
 

@@ -1,6 +1,5 @@
 // The allocator registry from Python (Note [Allocator registry]).
 #include "common.h"
-
 #include "flambeau/error.h"
 
 namespace flambeau::python {
@@ -26,8 +25,8 @@ class PythonAllocator final : public Allocator {
     try {
       r = obj_.attr("malloc")(nbytes);
     } catch (py::error_already_set& e) {
-      throw RuntimeError(detail::cat_str("[allocate] Python allocator ", name_, ".malloc(", nbytes,
-                                         ") raised: ", e.what()));
+      throw RuntimeError(
+          detail::cat_str("[allocate] Python allocator ", name_, ".malloc(", nbytes, ") raised: ", e.what()));
     }
     FB_CHECK(PyLong_Check(r.ptr()), "[allocate] Python allocator ", name_,
              ".malloc must return an int address, got ", py::repr(r).cast<std::string>());
@@ -54,20 +53,20 @@ class PythonAllocator final : public Allocator {
 };
 
 // Makes a PyCapsule-free handle for C++ allocators other modules register.
-py::object allocator_handle(AllocatorPtr a) {
-  return py::cast(std::move(a));
-}
+py::object allocator_handle(AllocatorPtr a) { return py::cast(std::move(a)); }
 
 }  // namespace
 
 void init_allocator(py::module_& m) {
-  py::class_<Allocator, std::shared_ptr<Allocator>>(m, "Allocator",
-                                                    "A memory allocator registered in core (Note [Allocator registry]).")
+  py::class_<Allocator, std::shared_ptr<Allocator>>(
+      m, "Allocator", "A memory allocator registered in core (Note [Allocator registry]).")
       .def_property_readonly("name", &Allocator::name)
       .def("__repr__", [](const Allocator& a) { return "<flambeau Allocator '" + a.name() + "'>"; });
 
-  m.def("get_allocator", [](py::handle device) { return get_allocator(parse_device(device, "get_allocator").type); },
-        py::arg("device") = "cpu", "The current allocator for a device type.");
+  m.def(
+      "get_allocator",
+      [](py::handle device) { return get_allocator(parse_device(device, "get_allocator").type); },
+      py::arg("device") = "cpu", "The current allocator for a device type.");
   m.def("system_allocator", &system_allocator, "Core's default aligned system allocator.");
   m.def(
       "set_allocator",
@@ -78,14 +77,16 @@ void init_allocator(py::module_& m) {
         } else {
           FB_CHECK_TYPE(py::hasattr(allocator, "malloc") && py::hasattr(allocator, "free"),
                         "[set_allocator] expected a flambeau Allocator or an object with malloc(nbytes) and "
-                        "free(ptr, nbytes) methods, got ", py::repr(allocator).cast<std::string>());
+                        "free(ptr, nbytes) methods, got ",
+                        py::repr(allocator).cast<std::string>());
           set_allocator(type, std::make_shared<PythonAllocator>(allocator));
         }
         return get_allocator(type);
       },
       py::arg("allocator"), py::arg("device") = "cpu",
       "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator "
-      "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, nbytes).");
+      "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, "
+      "nbytes).");
   m.def(
       "allocator_from_c_abi",
       [](uintptr_t table_address) {

@@ -1,12 +1,12 @@
 // dtypes and devices as Python objects: flambeau_core.float32, flambeau_core.device("cpu").
 #include "common.h"
-
 #include "flambeau/error.h"
 
 namespace flambeau::python {
 
 void init_dtype(py::module_& m) {
-  py::enum_<ScalarType> dtype(m, "dtype", "The data type of a tensor's elements (flambeau_core.float32, ...).");
+  py::enum_<ScalarType> dtype(m, "dtype",
+                              "The data type of a tensor's elements (flambeau_core.float32, ...).");
   for (int i = 0; i < kNumScalarTypes; ++i) {
     auto t = static_cast<ScalarType>(i);
     dtype.value(dtype_name(t), t);
@@ -15,11 +15,10 @@ void init_dtype(py::module_& m) {
       .def("__str__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
       .def_property_readonly("itemsize", [](ScalarType t) { return itemsize(t); })
       .def_property_readonly("is_floating_point", [](ScalarType t) { return is_floating(t); })
-      .def("__reduce__", [](ScalarType t) {
-        // pickles as flambeau_core.<name>, so dtypes cross process boundaries
-        return py::make_tuple(py::module_::import("builtins").attr("getattr"),
-                              py::make_tuple(py::module_::import("flambeau_core"), dtype_name(t)));
-      });
+      .def("__reduce__",
+           // A string means "the global of that name in the type's module":
+           // flambeau_core._C.float32 (exported below), so dtypes pickle.
+           [](ScalarType t) { return std::string(dtype_name(t)); });
   dtype.export_values();
 
   m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),
@@ -35,18 +34,23 @@ void init_dtype(py::module_& m) {
            }),
            py::arg("type"), py::arg("index"))
       .def_property_readonly("type", [](const Device& d) { return device_type_name(d.type); })
-      .def_property_readonly("index", [](const Device& d) -> py::object {
-        if (d.index < 0) return py::none();
-        return py::int_(d.index);
-      })
-      .def("__repr__", [](const Device& d) { return "device(type='" + std::string(device_type_name(d.type)) +
-                                                    (d.index >= 0 ? "', index=" + std::to_string(d.index) : "'") + ")"; })
+      .def_property_readonly("index",
+                             [](const Device& d) -> py::object {
+                               if (d.index < 0) return py::none();
+                               return py::int_(d.index);
+                             })
+      .def("__repr__",
+           [](const Device& d) {
+             return "device(type='" + std::string(device_type_name(d.type)) +
+                    (d.index >= 0 ? "', index=" + std::to_string(d.index) : "'") + ")";
+           })
       .def("__str__", &Device::str)
-      .def("__eq__", [](const Device& a, py::handle b) {
-        if (py::isinstance<py::str>(b)) return a == Device::parse(b.cast<std::string>());
-        if (py::isinstance<Device>(b)) return a == b.cast<Device>();
-        return false;
-      })
+      .def("__eq__",
+           [](const Device& a, py::handle b) {
+             if (py::isinstance<py::str>(b)) return a == Device::parse(b.cast<std::string>());
+             if (py::isinstance<Device>(b)) return a == b.cast<Device>();
+             return false;
+           })
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.str())); })
       .def("__reduce__", [](const Device& d) {
         return py::make_tuple(py::module_::import("flambeau_core").attr("device"), py::make_tuple(d.str()));

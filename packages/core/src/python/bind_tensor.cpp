@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "common.h"
-
 #include "flambeau/error.h"
 #include "flambeau/type_dispatch.h"
 
@@ -24,8 +23,10 @@ Scalar as_scalar(py::handle obj, const char* op) {
   // NumPy scalars and other number-likes
   if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && !py::isinstance<TensorImpl>(obj))
     return as_scalar(obj.attr("item")(), op);
-  if (PyIndex_Check(obj.ptr())) return as_scalar(py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())), op);
-  throw TypeError(detail::cat_str("[", op, "] expected a number, got ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
+  if (PyIndex_Check(obj.ptr()))
+    return as_scalar(py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())), op);
+  throw TypeError(detail::cat_str("[", op, "] expected a number, got ",
+                                  py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
 }
 
 Tensor as_operand(py::handle obj, const char* op) {
@@ -40,11 +41,13 @@ Tensor as_operand(py::handle obj, const char* op) {
 
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what) {
   FB_CHECK_TYPE(py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj), "[", op, "] ", what,
-                " must be a sequence of ints, got ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+                " must be a sequence of ints, got ",
+                py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
   Shape out;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
     FB_CHECK_TYPE(PyIndex_Check(item.ptr()) && !PyBool_Check(item.ptr()), "[", op, "] ", what,
-                  " must contain ints, got ", py::str(py::type::of(item).attr("__name__")).cast<std::string>());
+                  " must contain ints, got ",
+                  py::str(py::type::of(item).attr("__name__")).cast<std::string>());
     out.push_back(item.cast<int64_t>());
   }
   return out;
@@ -69,7 +72,8 @@ Device parse_device(py::handle obj, const char* op) {
   if (obj.is_none()) return Device(DeviceType::CPU);
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<py::str>(obj)) return Device::parse(obj.cast<std::string>());
-  throw TypeError(detail::cat_str("[", op, "] device must be a string such as 'cpu' or a flambeau device, got ",
+  throw TypeError(detail::cat_str("[", op,
+                                  "] device must be a string such as 'cpu' or a flambeau device, got ",
                                   py::repr(obj).cast<std::string>()));
 }
 
@@ -80,9 +84,12 @@ py::object element_to_python(ScalarType t, const void* p) {
   return visit_dtype(t, "item", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
     T v = *static_cast<const T*>(p);
-    if constexpr (std::is_same_v<T, bool>) return py::bool_(v);
-    else if constexpr (std::is_floating_point_v<T>) return py::float_(static_cast<double>(v));
-    else return py::int_(static_cast<int64_t>(v));
+    if constexpr (std::is_same_v<T, bool>)
+      return py::bool_(v);
+    else if constexpr (std::is_floating_point_v<T>)
+      return py::float_(static_cast<double>(v));
+    else
+      return py::int_(static_cast<int64_t>(v));
   });
 }
 
@@ -100,16 +107,26 @@ py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
 
 const char* buffer_format(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "?";
-    case ScalarType::UInt8: return "B";
-    case ScalarType::Int8: return "b";
-    case ScalarType::Int16: return "h";
-    case ScalarType::Int32: return "i";
-    case ScalarType::Int64: return "q";
-    case ScalarType::Float16: return "e";
-    case ScalarType::Float32: return "f";
-    case ScalarType::Float64: return "d";
-    default: break;
+    case ScalarType::Bool:
+      return "?";
+    case ScalarType::UInt8:
+      return "B";
+    case ScalarType::Int8:
+      return "b";
+    case ScalarType::Int16:
+      return "h";
+    case ScalarType::Int32:
+      return "i";
+    case ScalarType::Int64:
+      return "q";
+    case ScalarType::Float16:
+      return "e";
+    case ScalarType::Float32:
+      return "f";
+    case ScalarType::Float64:
+      return "d";
+    default:
+      break;
   }
   throw TypeError(detail::cat_str("[buffer] dtype ", dtype_name(t), " has no buffer-protocol format"));
 }
@@ -118,40 +135,47 @@ const char* buffer_format(ScalarType t) {
 
 py::object tensor_item(const Tensor& t) {
   check_cpu(t, "item");
-  FB_CHECK_VALUE(t.numel() == 1, "[item] only a tensor with one element can be converted to a Python number, got shape ",
+  FB_CHECK_VALUE(t.numel() == 1,
+                 "[item] only a tensor with one element can be converted to a Python number, got shape ",
                  shape_str(t.sizes()));
   return element_to_python(t.dtype(), t.data_ptr());
 }
 
 void init_tensor(py::module_& m) {
-  py::class_<TensorImpl, std::shared_ptr<TensorImpl>> cls(m, "Tensor", py::buffer_protocol(),
-                                                          "A multi-dimensional array of one dtype on one device.");
+  py::class_<TensorImpl, std::shared_ptr<TensorImpl>> cls(
+      m, "Tensor", py::buffer_protocol(), "A multi-dimensional array of one dtype on one device.");
   cls.def(py::init([](const Tensor& other) {
             // A new Tensor object sharing other's storage (used by nn.Parameter).
-            auto impl = std::make_shared<TensorImpl>(other.impl()->storage(), other.dtype(),
-                                                     Shape(other.sizes().begin(), other.sizes().end()),
-                                                     Shape(other.strides().begin(), other.strides().end()),
-                                                     other.storage_offset());
+            auto impl = std::make_shared<TensorImpl>(
+                other.impl()->storage(), other.dtype(), Shape(other.sizes().begin(), other.sizes().end()),
+                Shape(other.strides().begin(), other.strides().end()), other.storage_offset());
             return impl;
           }),
           py::arg("data"))
-      .def_property_readonly("shape", [](const Tensor& t) {
-        py::tuple s(t.dim());
-        for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
-        return s;
-      })
-      .def("size", [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) {
-          py::tuple s(t.dim());
-          for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
-          return s;
-        }
-        return py::int_(t.size(dim.cast<int64_t>()));
-      }, py::arg("dim") = py::none())
-      .def("stride", [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) return py::tuple(py::cast(Shape(t.strides().begin(), t.strides().end())));
-        return py::int_(t.stride(dim.cast<int64_t>()));
-      }, py::arg("dim") = py::none())
+      .def_property_readonly("shape",
+                             [](const Tensor& t) {
+                               py::tuple s(t.dim());
+                               for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
+                               return s;
+                             })
+      .def(
+          "size",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) {
+              py::tuple s(t.dim());
+              for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
+              return s;
+            }
+            return py::int_(t.size(dim.cast<int64_t>()));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "stride",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return py::tuple(py::cast(Shape(t.strides().begin(), t.strides().end())));
+            return py::int_(t.stride(dim.cast<int64_t>()));
+          },
+          py::arg("dim") = py::none())
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", [](const Tensor& t) { return t.dim(); })
@@ -165,37 +189,52 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.impl()->version(); })
       .def_property_readonly("_is_view", [](const Tensor& t) { return t.impl()->is_view(); })
-      .def_property_readonly("_allocator", [](const Tensor& t) -> py::object {
-        const auto& a = t.impl()->storage()->allocator();
-        return a ? py::str(a->name()) : py::object(py::none());
-      }, "Name of the allocator that made this tensor's memory (None for external memory).")
-      .def_property("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-                    [](Tensor& t, bool v) { t.set_requires_grad(v); })
-      .def("requires_grad_", [](Tensor& t, bool v) { t.set_requires_grad(v); return t; },
-           py::arg("requires_grad") = true)
+      .def_property_readonly(
+          "_allocator",
+          [](const Tensor& t) -> py::object {
+            const auto& a = t.impl()->storage()->allocator();
+            return a ? py::str(a->name()) : py::object(py::none());
+          },
+          "Name of the allocator that made this tensor's memory (None for external memory).")
+      .def_property(
+          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+          [](Tensor& t, bool v) { t.set_requires_grad(v); })
+      .def(
+          "requires_grad_",
+          [](Tensor& t, bool v) {
+            t.set_requires_grad(v);
+            return t;
+          },
+          py::arg("requires_grad") = true)
       .def("item", &tensor_item)
-      .def("tolist", [](const Tensor& t) {
-        check_cpu(t, "tolist");
-        return tolist_rec(t, 0, static_cast<const char*>(t.data_ptr()));
-      })
-      .def("__len__", [](const Tensor& t) {
-        FB_CHECK_TYPE(t.dim() > 0, "[len] len() of a 0-d tensor");
-        return t.sizes()[0];
-      })
+      .def("tolist",
+           [](const Tensor& t) {
+             check_cpu(t, "tolist");
+             return tolist_rec(t, 0, static_cast<const char*>(t.data_ptr()));
+           })
+      .def("__len__",
+           [](const Tensor& t) {
+             FB_CHECK_TYPE(t.dim() > 0, "[len] len() of a 0-d tensor");
+             return t.sizes()[0];
+           })
       .def("__float__", [](const Tensor& t) { return py::float_(tensor_item(t)); })
       .def("__int__", [](const Tensor& t) { return py::int_(tensor_item(t)); })
-      .def("__bool__", [](const Tensor& t) {
-        FB_CHECK_VALUE(t.numel() == 1, "[bool] the truth value of a tensor with ", t.numel(),
-                       " elements is ambiguous; use .any() or .all()");
-        return tensor_item(t).cast<bool>();
-      })
-      .def("__index__", [](const Tensor& t) {
-        FB_CHECK_TYPE(is_integral(t.dtype(), true), "[index] only integer tensors can be used as an index, got ",
-                      dtype_name(t.dtype()));
-        return py::int_(tensor_item(t));
-      })
+      .def("__bool__",
+           [](const Tensor& t) {
+             FB_CHECK_VALUE(t.numel() == 1, "[bool] the truth value of a tensor with ", t.numel(),
+                            " elements is ambiguous; use .any() or .all()");
+             return tensor_item(t).cast<bool>();
+           })
+      .def("__index__",
+           [](const Tensor& t) {
+             FB_CHECK_TYPE(is_integral(t.dtype(), true),
+                           "[index] only integer tensors can be used as an index, got ",
+                           dtype_name(t.dtype()));
+             return py::int_(tensor_item(t));
+           })
       .def_buffer([](TensorImpl& t) -> py::buffer_info {
-        FB_CHECK(t.device().is_cpu(), "[buffer] only cpu tensors export the buffer protocol, got ", t.device().str());
+        FB_CHECK(t.device().is_cpu(), "[buffer] only cpu tensors export the buffer protocol, got ",
+                 t.device().str());
         const auto isz = static_cast<py::ssize_t>(itemsize(t.dtype()));
         std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
         std::vector<py::ssize_t> strides;

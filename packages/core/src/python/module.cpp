@@ -1,6 +1,5 @@
 // flambeau_core._C: thin bindings over libflambeau_core.so.
 #include "common.h"
-
 #include "flambeau/error.h"
 
 namespace flambeau::python {

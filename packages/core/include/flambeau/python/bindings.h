@@ -19,7 +19,8 @@
 #include "flambeau/tensor.h"
 
 namespace pybind11::detail {
-template <> struct type_caster<flambeau::Tensor> {
+template <>
+struct type_caster<flambeau::Tensor> {
  public:
   PYBIND11_TYPE_CASTER(flambeau::Tensor, const_name("Tensor"));
 
@@ -32,8 +33,8 @@ template <> struct type_caster<flambeau::Tensor> {
   }
   static handle cast(const flambeau::Tensor& t, return_value_policy, handle parent) {
     if (!t.defined()) return none().release();
-    return make_caster<std::shared_ptr<flambeau::TensorImpl>>::cast(t.impl_ptr(),
-                                                                     return_value_policy::take_ownership, parent);
+    return make_caster<std::shared_ptr<flambeau::TensorImpl>>::cast(
+        t.impl_ptr(), return_value_policy::take_ownership, parent);
   }
 };
 }  // namespace pybind11::detail
@@ -48,11 +49,10 @@ inline void import_core_and_check_abi(const char* module_name) {
   const std::string ours = FLAMBEAU_ABI_TAG;
   const std::string core = ::flambeau::core_abi_tag();
   if (ours != core) {
-    PyErr_SetString(PyExc_ImportError,
-                    (std::string(module_name) + " was built for flambeau-core ABI '" + ours +
-                     "' but the installed flambeau-core has ABI '" + core +
-                     "'; install matching versions of all flambeau packages")
-                        .c_str());
+    PyErr_SetString(PyExc_ImportError, (std::string(module_name) + " was built for flambeau-core ABI '" +
+                                        ours + "' but the installed flambeau-core has ABI '" + core +
+                                        "'; install matching versions of all flambeau packages")
+                                           .c_str());
     throw pybind11::error_already_set();
   }
 }
