@@ -74,21 +74,47 @@ def tests(session: nox.Session) -> None:
     _ensure_wheels(session)
     _install_from_wheelhouse(session, *TEST_DEPS, f"flambeau=={VERSION}")
     env = {"PYTHONFAULTHANDLER": "1"}
+    results = ROOT / "build" / "test-results"
+    shutil.rmtree(results, ignore_errors=True)
+    suites = [(pkg, ROOT / "packages" / pkg / "tests") for pkg in PACKAGES]
+    suites.append(("integration_tests", ROOT / "integration_tests"))
     failed = []
-    for pkg in PACKAGES:
-        tests_dir = ROOT / "packages" / pkg / "tests"
-        if tests_dir.is_dir():
-            try:
-                session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests_dir), env=env)
-            except nox.command.CommandFailed:
-                failed.append(pkg)
-    try:
-        session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "integration_tests"), env=env)
-    except nox.command.CommandFailed:
-        failed.append("integration_tests")
+    for name, path in suites:
+        if not path.is_dir():
+            continue
+        try:
+            session.run(
+                "python",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={results / name}.xml",
+                str(path),
+                env=env,
+            )
+        except nox.command.CommandFailed:
+            failed.append(name)
     isolation(session)
+    _print_totals(session, results)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
+
+
+def _print_totals(session: nox.Session, results: Path) -> None:
+    """One closing line over every suite (each package's pytest run prints its own)."""
+    import xml.etree.ElementTree as ET
+
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for xml in sorted(results.glob("*.xml")):
+        for suite in ET.parse(xml).getroot().iter("testsuite"):
+            for key in total:
+                total[key] += int(suite.get(key, 0))
+    bad = total["failures"] + total["errors"]
+    passed = total["tests"] - bad - total["skipped"]
+    session.log(f"all suites: {passed} passed, {bad} failed, {total['skipped']} skipped")
+    print(f"{passed} passed, {bad} failed, {total['skipped']} skipped", flush=True)
 
 
 def isolation(session: nox.Session) -> None:
