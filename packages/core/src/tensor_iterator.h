@@ -41,13 +41,15 @@ namespace flambeau {
 inline constexpr int kMaxIterDims = 25;  // as PyTorch's MAX_DIMS
 
 // Note [Elementwise grain]
-// Waking the (passively waiting) thread pool costs ~15 us here, while a
-// memory-bound loop (add, copy, compare) runs at ~0.1 ns per element: it only
-// gains from a second thread above a few hundred thousand elements (measured:
-// 65,536-element a + b took 7 us on one thread, 21 us on two). Transcendental
-// loops (exp, tanh, pow) cost several times more per element and keep
-// kGrainSize (Note [Grain size]).
-inline constexpr int64_t kMemoryBoundGrain = 262144;
+// Waking the (passively waiting) thread pool costs tens of microseconds here,
+// while a memory-bound loop (add, copy, compare, sum) runs at ~0.1 ns per
+// element: a second thread only pays off above a couple of million elements.
+// Measured on the 2-core machine (a + b, float32, min of 7x50): 512Ki elements
+// 74 us on one thread vs 119 us on two; 1Mi 135 vs 154 us; 16Mi 6.1 vs 3.9 ms.
+// So each thread must get at least 1Mi elements. Transcendental loops (exp,
+// tanh, pow) cost several times more per element and keep kGrainSize
+// (Note [Grain size]).
+inline constexpr int64_t kMemoryBoundGrain = 1 << 20;
 inline constexpr int kMaxIterOperands = 4;  // output + 3 inputs (where)
 
 /// PyTorch's result_type over tensors (Note [TensorIterator]).

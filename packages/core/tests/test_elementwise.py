@@ -357,7 +357,7 @@ def test_large_tensors_use_threads_and_vector_tails():
         assert_matches(fc.tensor(a) + fc.tensor(b), a + b)
         assert_matches(fc.tensor(a) * 3.0, a * np.float32(3.0))
         assert_matches(fc.exp(fc.tensor(a)), np.exp(a), rtol=2e-6)
-    x = rng.standard_normal((700, 1001))  # above Note [Elementwise grain]: threaded
+    x = rng.standard_normal((1500, 1401))  # above Note [Elementwise grain]: threaded
     assert_matches(make_tensor(x, "transposed") + make_tensor(x, "sliced"), x + x)
 
 
