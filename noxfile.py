@@ -96,7 +96,7 @@ def tests(session: nox.Session) -> None:
             )
         except nox.command.CommandFailed:
             failed.append(name)
-    isolation(session)
+    _run_isolation(session)
     _print_totals(session, results)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
@@ -117,8 +117,14 @@ def _print_totals(session: nox.Session, results: Path) -> None:
     print(f"{passed} passed, {bad} failed, {total['skipped']} skipped", flush=True)
 
 
+@nox.session(name="isolation")
 def isolation(session: nox.Session) -> None:
-    """Core alone, and core + data alone, in fresh venvs: each works without the rest."""
+    """Core alone, and core + data alone, in fresh venvs: each works without the rest (also part of `tests`)."""
+    _ensure_wheels(session)
+    _run_isolation(session)
+
+
+def _run_isolation(session: nox.Session) -> None:
     for dists, script in [
         ([f"flambeau-core=={VERSION}"], "integration_tests/standalone/core_alone.py"),
         ([f"flambeau-data=={VERSION}"], "integration_tests/standalone/core_and_data.py"),
