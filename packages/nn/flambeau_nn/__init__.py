@@ -19,24 +19,8 @@ import flambeau_autograd  # noqa: F401  (registers the autograd layer: Parameter
 import flambeau_core  # noqa: F401  (loads the core library first)
 
 from flambeau_nn import functional, init, optim, utils
-from flambeau_nn.modules import (
-    CrossEntropyLoss,
-    Dropout,
-    Flatten,
-    Identity,
-    Linear,
-    LogSoftmax,
-    Module,
-    ModuleList,
-    MSELoss,
-    NLLLoss,
-    ReLU,
-    RemovableHandle,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-)
+from flambeau_nn import modules as _modules
+from flambeau_nn.modules import *  # noqa: F403  (the layers and losses; their list is modules.__all__)
 from flambeau_nn.parameter import Parameter
 from flambeau_nn.serialization import load, save
 
@@ -47,28 +31,4 @@ try:
 except Exception:  # running from a source tree
     __version__ = "0+unknown"
 
-__all__ = [
-    "Parameter",
-    "Module",
-    "RemovableHandle",
-    "Sequential",
-    "ModuleList",
-    "Linear",
-    "Identity",
-    "ReLU",
-    "Tanh",
-    "Sigmoid",
-    "Softmax",
-    "LogSoftmax",
-    "Flatten",
-    "Dropout",
-    "CrossEntropyLoss",
-    "NLLLoss",
-    "MSELoss",
-    "functional",
-    "init",
-    "optim",
-    "utils",
-    "save",
-    "load",
-]
+__all__ = ["Parameter", *_modules.__all__, "functional", "init", "optim", "utils", "save", "load"]
