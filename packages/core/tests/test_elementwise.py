@@ -59,7 +59,7 @@ def test_pow():
     assert (t**2).tolist() == [1.0, 4.0, 9.0]
     assert (2**t).tolist() == [2.0, 4.0, 8.0]
     assert (fc.tensor([2, 3]) ** 3).tolist() == [8, 27]
-    assert (fc.tensor([2, 1, -1]) ** -1).tolist() == [0, 1, -1]
+    assert (fc.tensor([2, 1, -1]) ** fc.tensor(-1)).tolist() == [0, 1, -1]  # tensor exponent: computed
 
 
 @pytest.mark.parametrize(
@@ -468,3 +468,12 @@ def test_numpy_operands_give_tensors():
     assert (np.array([1.0, 2.0]) + t).tolist() == [2.0, 4.0]
     assert (np.float64(1.0) + t).dtype == fc.float32  # a NumPy scalar is a weak number
     assert (np.array([1, 3]) > t).tolist() == [False, True]
+
+
+def test_integer_tensor_to_a_negative_python_int_is_an_error():
+    t = fc.tensor([2, 3])
+    with pytest.raises(RuntimeError, match=r"\[pow\] integers to negative integer powers are not allowed"):
+        t**-1
+    assert (t**2).tolist() == [4, 9]
+    assert (t ** fc.tensor([-1, 0])).tolist() == [0, 1]  # a tensor exponent is not checked, as in PyTorch
+    assert (t.float() ** -1).tolist() == [0.5, pytest.approx(1 / 3)]

@@ -115,6 +115,14 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
     default:
       unsupported_dtype("pow", t);
   }
+  // As PyTorch: a negative Python-int exponent of an integer tensor is an
+  // error (a tensor of exponents is not checked element by element).
+  if (is_integral(t, /*include_bool=*/false) && b.impl()->is_wrapped_number() &&
+      b.dtype() == ScalarType::Int64)
+    FB_CHECK(*b.data<int64_t>() >= 0,
+             "[pow] integers to negative integer powers are not allowed: ", dtype_name(a.dtype()),
+             " tensor of shape ", shape_str(a.sizes()), " ** ", *b.data<int64_t>(),
+             "; use a float base, e.g. t.float() ** ", *b.data<int64_t>());
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
   run_loop(it, loop, 0, kGrainSize);
   return it.output();
