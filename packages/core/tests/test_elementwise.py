@@ -477,3 +477,16 @@ def test_integer_tensor_to_a_negative_python_int_is_an_error():
     assert (t**2).tolist() == [4, 9]
     assert (t ** fc.tensor([-1, 0])).tolist() == [0, 1]  # a tensor exponent is not checked, as in PyTorch
     assert (t.float() ** -1).tolist() == [0.5, pytest.approx(1 / 3)]
+
+
+def test_lists_are_operands_like_in_pytorch():
+    t = fc.tensor([1, 2, 3])
+    assert (t == [1, 0, 3]).tolist() == [True, False, True]
+    assert (t + [10, 20, 30]).tolist() == [11, 22, 33]
+    assert ([1, 1, 1] - t).tolist() == [0, -1, -2]
+    assert (t * (2, 2, 2)).tolist() == [2, 4, 6]
+    with pytest.raises(ValueError, match="add"):
+        t + [1, 2]  # shapes (3,) and (2,) do not broadcast
+    with pytest.raises(TypeError):
+        t + ["a", "b", "c"]
+    assert (t == "abc") is False  # unrelated types: Python's fallback, no exception

@@ -2,8 +2,9 @@
 // comparisons, in-place forms), Tensor methods and module functions with the
 // same names (flambeau_core.add, where, sum, max, ...).
 //
-// Binary operators accept Tensors and Python numbers (made wrapped-number
-// tensors: Note [Wrapped numbers]) and return NotImplemented for anything
+// Binary operators accept Tensors, Python numbers (made wrapped-number
+// tensors: Note [Wrapped numbers]), nested lists/tuples and NumPy arrays
+// (copied into tensors, as in PyTorch) and return NotImplemented for anything
 // else, so Python can try the other operand's reflected method. __eq__
 // returns a tensor, so __hash__ is kept identity-based (tensors are dict keys,
 // e.g. optimizer state).
@@ -32,8 +33,10 @@ bool try_operand(py::handle obj, const char* op, Tensor& out) {
     out = as_operand(obj, op);
     return true;
   }
-  if (PyObject_CheckBuffer(obj.ptr()) && py::hasattr(obj, "__array_interface__")) {
-    // A NumPy array: a tensor copy of it (as PyTorch does), see __array_priority__.
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr()) ||
+      (PyObject_CheckBuffer(obj.ptr()) && py::hasattr(obj, "__array_interface__"))) {
+    // A nested list/tuple or a NumPy array: a tensor copy of it (as PyTorch
+    // does; t == [1, 2] compares elementwise), see __array_priority__.
     out = py::module_::import("flambeau_core").attr("tensor")(obj).cast<Tensor>();
     return true;
   }
