@@ -33,6 +33,8 @@ def _contiguous_bytes(t: _C.Tensor) -> bytes:
     was_enabled = _C.is_grad_enabled()
     _C._set_grad_enabled(False)
     try:
+        if t.requires_grad:  # only possible with flambeau-autograd loaded, which adds detach()
+            t = t.detach()
         return bytes(memoryview(t.contiguous()))
     finally:
         _C._set_grad_enabled(was_enabled)

@@ -235,6 +235,10 @@ void init_tensor(py::module_& m) {
       .def_buffer([](TensorImpl& t) -> py::buffer_info {
         FB_CHECK(t.device().is_cpu(), "[buffer] only cpu tensors export the buffer protocol, got ",
                  t.device().str());
+        // As PyTorch's numpy(): writes through the buffer would bypass autograd.
+        FB_CHECK(!t.requires_grad(),
+                 "[buffer] can't export the memory of a tensor that requires grad (np.asarray, memoryview); "
+                 "use tensor.detach() first");
         const auto isz = static_cast<py::ssize_t>(itemsize(t.dtype()));
         std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
         std::vector<py::ssize_t> strides;
