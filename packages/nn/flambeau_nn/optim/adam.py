@@ -10,7 +10,7 @@ import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import Tensor
 
-from flambeau_nn.optim.optimizer import Optimizer
+from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -69,10 +69,7 @@ class Adam(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = None
-        if closure is not None:
-            with fa.enable_grad():
-                loss = closure()
+        loss = run_closure(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:

@@ -21,6 +21,14 @@ from flambeau_core import Tensor
 __all__ = ["Optimizer", "ParamState"]
 
 
+def run_closure(closure: Callable[[], Any] | None) -> Any:
+    """Re-evaluates the model for ``step(closure)`` with gradients on; None without a closure."""
+    if closure is None:
+        return None
+    with fa.enable_grad():
+        return closure()
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required parameter>"

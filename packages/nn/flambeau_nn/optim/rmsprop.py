@@ -9,16 +9,9 @@ import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import Tensor
 
-from flambeau_nn.optim.optimizer import Optimizer
+from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
 __all__ = ["RMSprop", "Adagrad", "rmsprop", "adagrad"]
-
-
-def _run_closure(closure: Callable[[], Any] | None) -> Any:
-    if closure is None:
-        return None
-    with fa.enable_grad():
-        return closure()
 
 
 class RMSprop(Optimizer):
@@ -71,7 +64,7 @@ class RMSprop(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = _run_closure(closure)
+        loss = run_closure(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             square_avgs, grad_avgs, bufs = [], [], []
@@ -199,7 +192,7 @@ class Adagrad(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = _run_closure(closure)
+        loss = run_closure(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             states = [self.state[p] for p in params]

@@ -8,7 +8,7 @@ from typing import Any
 import flambeau_autograd as fa
 from flambeau_core import Tensor
 
-from flambeau_nn.optim.optimizer import Optimizer
+from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
 __all__ = ["SGD", "sgd"]
 
@@ -64,10 +64,7 @@ class SGD(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
-        loss = None
-        if closure is not None:
-            with fa.enable_grad():
-                loss = closure()
+        loss = run_closure(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             grads = [p.grad for p in params]
