@@ -162,8 +162,10 @@ Tensor pick(const Tensor& a, const Tensor& b, const Tensor& g, bool max) {
   Tensor wins = max ? op::gt(a, b) : op::lt(a, b);
   return op::where(op::eq(a, b), op::mul(g, num(0.5)), op::where(wins, g, num(0)));
 }
-struct MaximumBackward0 final : Node {
-  FB_NODE_NAME(MaximumBackward0)
+// kMax picks maximum's formula, otherwise minimum's: the same node but for the comparison.
+template <bool kMax>
+struct ExtremumBackward final : Node {
+  std::string name() const override { return kMax ? "MaximumBackward0" : "MinimumBackward0"; }
   SavedVariable a, b;
   Meta a_meta, b_meta;
   void release_variables() override {
@@ -172,24 +174,12 @@ struct MaximumBackward0 final : Node {
   }
   variable_list apply(variable_list&& g) override {
     Tensor av = a.unpack(this), bv = b.unpack(this);
-    return {needs(0) ? reduce(pick(av, bv, g[0], true), a_meta) : Tensor(),
-            needs(1) ? reduce(pick(bv, av, g[0], true), b_meta) : Tensor()};
+    return {needs(0) ? reduce(pick(av, bv, g[0], kMax), a_meta) : Tensor(),
+            needs(1) ? reduce(pick(bv, av, g[0], kMax), b_meta) : Tensor()};
   }
 };
-struct MinimumBackward0 final : Node {
-  FB_NODE_NAME(MinimumBackward0)
-  SavedVariable a, b;
-  Meta a_meta, b_meta;
-  void release_variables() override {
-    a.reset();
-    b.reset();
-  }
-  variable_list apply(variable_list&& g) override {
-    Tensor av = a.unpack(this), bv = b.unpack(this);
-    return {needs(0) ? reduce(pick(av, bv, g[0], false), a_meta) : Tensor(),
-            needs(1) ? reduce(pick(bv, av, g[0], false), b_meta) : Tensor()};
-  }
-};
+using MaximumBackward0 = ExtremumBackward<true>;
+using MinimumBackward0 = ExtremumBackward<false>;
 
 // ---- where(cond, a, b): inputs (cond, a, b); cond has no gradient ----
 struct WhereBackward0 final : Node {
