@@ -39,8 +39,7 @@ def test_docstring_examples(name):
 
 def test_readme_code_blocks(tmp_path, monkeypatch):
     readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
-    if not readme.exists():  # installed from a wheel without the source tree
-        pytest.skip("README.md is not next to the tests")
+    assert readme.exists(), "the package README must sit next to its tests (packages/nn/README.md)"
     monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
     assert len(blocks) >= 3
