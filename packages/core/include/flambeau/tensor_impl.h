@@ -15,6 +15,7 @@
 // width within a category (float32 tensor + 2.5 stays float32).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,8 @@
 namespace flambeau {
 
 using IntArrayRef = std::span<const int64_t>;
+/// An optional list of ints (`int[]?` in the op table), e.g. reduction dims where none means all.
+using OptionalIntArrayRef = std::optional<IntArrayRef>;
 using Shape = std::vector<int64_t>;
 
 /// Contiguous (row-major) strides for a shape.

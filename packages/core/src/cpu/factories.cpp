@@ -9,7 +9,7 @@
 #include "flambeau/parallel.h"
 #include "flambeau/random.h"
 #include "flambeau/type_dispatch.h"
-#include "shape_utils.h"
+#include "generic/shape_utils.h"
 
 namespace flambeau {
 namespace {

@@ -5,7 +5,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
-#include "shape_utils.h"
+#include "generic/shape_utils.h"
 
 namespace flambeau {
 namespace {

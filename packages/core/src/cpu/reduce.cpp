@@ -161,7 +161,8 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   }
 }
 
-Tensor sum_cpu(const Tensor& self, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+  const IntArrayRef dims = dim.value_or(IntArrayRef{});  // none (or empty, as in PyTorch): all dims
   const ScalarType out_t = dtype                             ? *dtype
                            : is_integral(self.dtype(), true) ? ScalarType::Int64
                                                              : self.dtype();

@@ -15,8 +15,9 @@ void init_tensor(py::module_& m);     // bind_tensor.cpp: Tensor class, properti
 void init_allocator(py::module_& m);  // bind_allocator.cpp: allocator registry, Python/C-ABI allocators
 void init_factories(py::module_& m);  // bind_factories.cpp: tensor(), zeros, ..., random, frombuffer
 void init_views(py::module_& m);      // bind_views.cpp: views, __getitem__/__setitem__
-void init_math(py::module_& m);       // bind_math.cpp: elementwise ops, reductions
-void init_nn(py::module_& m);         // bind_nn.cpp: matmul, log_softmax, cat/stack, gather/scatter_add
+void init_math(py::module_& m);       // bind_math.cpp: to/float/..., fill_, broadcast_shapes, result_type
+/// python_ops_generated.cpp: every op of codegen/ops.yaml (Note [Python argument parser]).
+void init_generated_ops(py::module_& m);
 void init_runtime(py::module_& m);    // bind_runtime.cpp: threads, grad mode, abi tag
 
 /// A binary op's operand: a Tensor, or a Python number (bool/int/float, or

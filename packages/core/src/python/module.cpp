@@ -35,7 +35,7 @@ PYBIND11_MODULE(_C, m) {
   init_allocator(m);
   init_factories(m);
   init_views(m);
+  init_generated_ops(m);
   init_math(m);
-  init_nn(m);
   init_runtime(m);
 }

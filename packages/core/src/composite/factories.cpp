@@ -1,11 +1,10 @@
-// Composite functions of flambeau/ops.h: built from ops, so they need no
-// kernel and no derivative of their own.
+// Factory helpers of flambeau/ops.h and the zero_ composite: built from ops,
+// so they need no kernel and no derivative of their own, on any device.
+#include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 
 namespace flambeau {
-
-Tensor empty(IntArrayRef sizes, ScalarType dtype, Device device) { return op::empty(sizes, dtype, device); }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, ScalarType dtype, Device device) {
   Tensor t = op::empty(sizes, dtype, device);
@@ -31,6 +30,6 @@ Tensor scalar_to_tensor(const Scalar& value, bool wrapped) {
   return scalar_tensor(value, dtype, wrapped);
 }
 
-Tensor& zero_(Tensor& self) { return op::fill_(self, 0); }
+Tensor& composite::zero_(Tensor& self) { return op::fill_(self, 0); }
 
 }  // namespace flambeau

@@ -1,5 +1,7 @@
-// Math composites of flambeau/ops.h: built from ops, so they need no kernel
-// and no derivative of their own.
+// Math composites of the op table (mean, max.other, all, any, contiguous) and
+// helpers of flambeau/ops.h: built from ops, so they need no kernel and no
+// derivative of their own.
+#include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 
@@ -18,7 +20,7 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
-Tensor contiguous(const Tensor& self) { return self.is_contiguous() ? self : op::clone(self); }
+Tensor composite::contiguous(const Tensor& self) { return self.is_contiguous() ? self : op::clone(self); }
 
 Tensor to_dtype(const Tensor& self, ScalarType dtype) {
   return self.dtype() == dtype ? self : op::cast(self, dtype);
@@ -42,23 +44,38 @@ Tensor sum_to(const Tensor& self, IntArrayRef shape) {
   const std::optional<ScalarType> dtype =
       is_floating(self.dtype()) ? std::optional<ScalarType>(self.dtype()) : std::nullopt;
   if (dims.empty()) return op::view(self, shape);
-  Tensor r = op::sum(self, dims, /*keepdim=*/true, dtype);
+  Tensor r = op::sum(self, IntArrayRef(dims), /*keepdim=*/true, dtype);
   return lead == 0 ? r : op::view(r, shape);
 }
 
-Tensor mean(const Tensor& self, IntArrayRef dims, bool keepdim) {
+Tensor composite::mean(const Tensor& input, OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<ScalarType> dtype) {
+  const Tensor self = dtype ? to_dtype(input, *dtype) : input;
   FB_CHECK_TYPE(is_floating(self.dtype()),
                 "[mean] could not infer the output dtype: the input dtype must be a "
                 "floating point dtype, got ",
-                dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean()");
+                dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean(), or pass dtype=");
   int64_t count = 1;
-  if (dims.empty()) {
+  if (!dim || dim->empty()) {
     count = self.numel();
   } else {
-    for (int64_t d : dims) count *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "mean")];
+    for (int64_t d : *dim) count *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "mean")];
   }
-  Tensor s = op::sum(self, dims, keepdim, std::nullopt);
+  Tensor s = op::sum(self, dim, keepdim, std::nullopt);
   return op::div(s, scalar_tensor(static_cast<double>(count), self.dtype(), /*wrapped=*/true));
 }
+
+Tensor composite::max_other(const Tensor& self, const Tensor& other) { return op::maximum(self, other); }
+
+namespace {
+Tensor count_nonzero(const Tensor& self) {
+  return op::sum(op::ne(self, scalar_to_tensor(Scalar(false))), std::nullopt, false, std::nullopt);
+}
+}  // namespace
+
+Tensor composite::all(const Tensor& self) {
+  return op::eq(count_nonzero(self), scalar_to_tensor(Scalar(self.numel())));
+}
+Tensor composite::any(const Tensor& self) { return op::gt(count_nonzero(self), scalar_to_tensor(Scalar(0))); }
 
 }  // namespace flambeau

@@ -1,5 +1,7 @@
-// CPU kernels of the view ops: each returns a new TensorImpl over the same
-// Storage (sizes, strides and offset changed, no data copied), marked as a view.
+// Device-generic kernels of the view ops (Note [Dispatch]: the Generic key):
+// each returns a new TensorImpl over the same Storage (sizes, strides and
+// offset changed, no data copied), marked as a view. Nothing here touches
+// memory, so one kernel serves every device.
 #include <algorithm>
 
 #include "flambeau/error.h"
@@ -18,7 +20,7 @@ Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset)
 
 Shape to_shape(IntArrayRef a) { return Shape(a.begin(), a.end()); }
 
-Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+Tensor as_strided_generic(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   FB_CHECK_VALUE(sizes.size() == strides.size(), "[as_strided] got ", sizes.size(), " sizes but ",
                  strides.size(), " strides: size ", shape_str(sizes), ", stride ", shape_str(strides));
   FB_CHECK_VALUE(offset >= 0, "[as_strided] storage offset must be >= 0, got ", offset);
@@ -43,7 +45,7 @@ Tensor as_strided_cpu(const Tensor& self, IntArrayRef sizes, IntArrayRef strides
   return make_view(self, to_shape(sizes), to_shape(strides), offset);
 }
 
-Tensor view_cpu(const Tensor& self, IntArrayRef sizes) {
+Tensor view_generic(const Tensor& self, IntArrayRef sizes) {
   Shape shape = detail::infer_size(sizes, self.numel(), "view");
   auto strides = detail::compute_view_strides(self.sizes(), self.strides(), shape);
   FB_CHECK_VALUE(
@@ -54,7 +56,7 @@ Tensor view_cpu(const Tensor& self, IntArrayRef sizes) {
   return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
 }
 
-Tensor permute_cpu(const Tensor& self, IntArrayRef dims) {
+Tensor permute_generic(const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
   FB_CHECK_VALUE(static_cast<int64_t>(dims.size()) == nd, "[permute] got ", dims.size(), " dims ",
                  shape_str(dims), " for a tensor of shape ", shape_str(self.sizes()), " with ", nd, " dims");
@@ -70,7 +72,7 @@ Tensor permute_cpu(const Tensor& self, IntArrayRef dims) {
   return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
 }
 
-Tensor transpose_cpu(const Tensor& self, int64_t dim0, int64_t dim1) {
+Tensor transpose_generic(const Tensor& self, int64_t dim0, int64_t dim1) {
   Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
   if (self.dim() == 0) {
     wrap_dim(dim0, 0, "transpose");
@@ -83,7 +85,7 @@ Tensor transpose_cpu(const Tensor& self, int64_t dim0, int64_t dim1) {
   return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
 }
 
-Tensor unsqueeze_cpu(const Tensor& self, int64_t dim) {
+Tensor unsqueeze_generic(const Tensor& self, int64_t dim) {
   const int64_t nd = self.dim();
   FB_CHECK_INDEX(dim >= -(nd + 1) && dim <= nd, "[unsqueeze] dimension ", dim, " out of range for a ", nd,
                  "-d tensor (expected in [", -(nd + 1), ", ", nd, "])");
@@ -95,7 +97,7 @@ Tensor unsqueeze_cpu(const Tensor& self, int64_t dim) {
   return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
 }
 
-Tensor squeeze_cpu(const Tensor& self, IntArrayRef dims) {
+Tensor squeeze_generic(const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
   std::vector<bool> drop(nd, false);
   if (dims.empty()) {
@@ -119,7 +121,7 @@ Tensor squeeze_cpu(const Tensor& self, IntArrayRef dims) {
   return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
 }
 
-Tensor expand_cpu(const Tensor& self, IntArrayRef sizes) {
+Tensor expand_generic(const Tensor& self, IntArrayRef sizes) {
   const int64_t nd = self.dim(), nn = static_cast<int64_t>(sizes.size());
   FB_CHECK_VALUE(nn >= nd, "[expand] the number of sizes (", nn, ") must be at least the number of dims (",
                  nd, ") of a tensor of shape ", shape_str(self.sizes()), ", got ", shape_str(sizes));
@@ -150,8 +152,8 @@ Tensor expand_cpu(const Tensor& self, IntArrayRef sizes) {
   return make_view(self, std::move(out), std::move(strides), self.storage_offset());
 }
 
-Tensor slice_cpu(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-                 int64_t step) {
+Tensor slice_generic(const Tensor& self, int64_t dim, std::optional<int64_t> start,
+                     std::optional<int64_t> end, int64_t step) {
   FB_CHECK_INDEX(self.dim() > 0, "[slice] cannot slice a 0-d tensor");
   const int64_t d = wrap_dim(dim, self.dim(), "slice");
   FB_CHECK_VALUE(step > 0, "[slice] step must be positive, got ", step);
@@ -170,7 +172,7 @@ Tensor slice_cpu(const Tensor& self, int64_t dim, std::optional<int64_t> start, 
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 
-Tensor select_cpu(const Tensor& self, int64_t dim, int64_t index) {
+Tensor select_generic(const Tensor& self, int64_t dim, int64_t index) {
   FB_CHECK_INDEX(self.dim() > 0, "[select] cannot index a 0-d tensor");
   const int64_t d = wrap_dim(dim, self.dim(), "select");
   const int64_t n = self.sizes()[d];
@@ -184,15 +186,15 @@ Tensor select_cpu(const Tensor& self, int64_t dim, int64_t index) {
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 
-FB_REGISTER_KERNEL(op::as_strided, CPU, as_strided_cpu);
-FB_REGISTER_KERNEL(op::view, CPU, view_cpu);
-FB_REGISTER_KERNEL(op::permute, CPU, permute_cpu);
-FB_REGISTER_KERNEL(op::transpose, CPU, transpose_cpu);
-FB_REGISTER_KERNEL(op::unsqueeze, CPU, unsqueeze_cpu);
-FB_REGISTER_KERNEL(op::squeeze, CPU, squeeze_cpu);
-FB_REGISTER_KERNEL(op::expand, CPU, expand_cpu);
-FB_REGISTER_KERNEL(op::slice, CPU, slice_cpu);
-FB_REGISTER_KERNEL(op::select, CPU, select_cpu);
+FB_REGISTER_KERNEL(op::as_strided, Generic, as_strided_generic);
+FB_REGISTER_KERNEL(op::view, Generic, view_generic);
+FB_REGISTER_KERNEL(op::permute, Generic, permute_generic);
+FB_REGISTER_KERNEL(op::transpose, Generic, transpose_generic);
+FB_REGISTER_KERNEL(op::unsqueeze, Generic, unsqueeze_generic);
+FB_REGISTER_KERNEL(op::squeeze, Generic, squeeze_generic);
+FB_REGISTER_KERNEL(op::expand, Generic, expand_generic);
+FB_REGISTER_KERNEL(op::slice, Generic, slice_generic);
+FB_REGISTER_KERNEL(op::select, Generic, select_generic);
 
 }  // namespace
 }  // namespace flambeau

@@ -1,23 +1,24 @@
-// Shape composites of flambeau/ops.h (reshape, flatten, expand_as, stack,
+// Shape composites of the op table (reshape, flatten, expand_as, stack,
 // softmax, matmul): built only from op:: calls, so autograd differentiates
 // them through the ops they call, with no formula of their own.
-#include "cpu/shape_utils.h"
+#include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "generic/shape_utils.h"
 
 namespace flambeau {
 
-Tensor reshape(const Tensor& self, IntArrayRef sizes) {
+Tensor composite::reshape(const Tensor& self, IntArrayRef sizes) {
   Shape shape = detail::infer_size(sizes, self.numel(), "reshape");
   if (detail::compute_view_strides(self.sizes(), self.strides(), shape)) return op::view(self, shape);
   return op::view(op::clone(self), shape);
 }
 
-Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
+Tensor composite::flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   if (self.dim() == 0) {
     wrap_dim(start_dim, 0, "flatten");
     wrap_dim(end_dim, 0, "flatten");
-    return reshape(self, Shape{1});
+    return op::reshape(self, Shape{1});
   }
   const int64_t s = wrap_dim(start_dim, self.dim(), "flatten");
   const int64_t e = wrap_dim(end_dim, self.dim(), "flatten");
@@ -29,12 +30,14 @@ Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   for (int64_t d = s; d <= e; ++d) n *= self.sizes()[d];
   shape.push_back(n);
   shape.insert(shape.end(), self.sizes().begin() + e + 1, self.sizes().end());
-  return reshape(self, shape);
+  return op::reshape(self, shape);
 }
 
-Tensor expand_as(const Tensor& self, const Tensor& other) { return op::expand(self, other.sizes()); }
+Tensor composite::expand_as(const Tensor& self, const Tensor& other) {
+  return op::expand(self, other.sizes());
+}
 
-Tensor stack(const TensorList& tensors, int64_t dim) {
+Tensor composite::stack(const TensorList& tensors, int64_t dim) {
   FB_CHECK_VALUE(!tensors.empty(), "[stack] expected a non-empty list of tensors");
   const auto first = tensors[0].sizes();
   for (size_t i = 1; i < tensors.size(); ++i) {
@@ -53,7 +56,7 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
   return op::cat(parts, d);
 }
 
-Tensor softmax(const Tensor& self, int64_t dim) { return op::exp(op::log_softmax(self, dim)); }
+Tensor composite::softmax(const Tensor& self, int64_t dim) { return op::exp(op::log_softmax(self, dim)); }
 
 namespace {
 
@@ -67,7 +70,7 @@ namespace {
 // NumPy semantics: 1-D operands are promoted to matrices (a row on the left,
 // a column on the right) and the added dim is removed from the result; batch
 // dims broadcast, then flatten to one batch dim for bmm.
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor composite::matmul(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   FB_CHECK_VALUE(da > 0 && db > 0, "[matmul] both arguments need at least 1 dimension, got shapes ",
                  shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -86,7 +89,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     out_shape.push_back(b.sizes()[1]);
     int64_t rows = 1;
     for (int64_t i = 0; i + 1 < da; ++i) rows *= a.sizes()[i];
-    return reshape(op::mm(reshape(a, Shape{rows, ka}), b), out_shape);
+    return op::reshape(op::mm(op::reshape(a, Shape{rows, ka}), b), out_shape);
   }
   const Tensor a2 = da == 1 ? op::unsqueeze(a, 0) : a;
   const Tensor b2 = db == 1 ? op::unsqueeze(b, 1) : b;
@@ -107,12 +110,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {n, k});
   eb.insert(eb.end(), {k, m});
-  const Tensor a3 = reshape(op::expand(a2, ea), Shape{batch_numel, n, k});
-  const Tensor b3 = reshape(op::expand(b2, eb), Shape{batch_numel, k, m});
+  const Tensor a3 = op::reshape(op::expand(a2, ea), Shape{batch_numel, n, k});
+  const Tensor b3 = op::reshape(op::expand(b2, eb), Shape{batch_numel, k, m});
   Shape out_shape = batch;
   if (da > 1) out_shape.push_back(n);
   if (db > 1) out_shape.push_back(m);
-  return reshape(op::bmm(a3, b3), out_shape);
+  return op::reshape(op::bmm(a3, b3), out_shape);
 }
 
 }  // namespace flambeau

@@ -1,0 +1,256 @@
+#pragma once
+// The vocabulary of derivatives.yaml: what a formula may call besides core's
+// ops. Everything here is written with core ops (dispatched), so under
+// create_graph=True a formula records a graph of its own. Included only by the
+// generated nodes (autograd_generated.cpp).
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <optional>
+
+#include "engine.h"
+
+namespace flambeau::autograd::formulas {
+
+/// An input's shape and dtype, kept to shape its gradient (Note [Generated
+/// nodes] in gen_autograd.py). When the input has the output's shape (the
+/// common case) the shape is not stored, which saves an allocation per op.
+struct Meta {
+  Shape sizes;
+  ScalarType dtype = ScalarType::Float32;
+  bool same_as_output = false;
+  Meta() = default;
+  explicit Meta(const Tensor& t) : sizes(t.sizes().begin(), t.sizes().end()), dtype(t.dtype()) {}
+  Meta(const Tensor& t, const Tensor& out) : dtype(t.dtype()) {
+    same_as_output = std::ranges::equal(t.sizes(), out.sizes());
+    if (!same_as_output) sizes.assign(t.sizes().begin(), t.sizes().end());
+  }
+};
+
+/// Runs an op below the Autograd layer (on the device kernel).
+template <class OpT, class... A>
+decltype(auto) below(const OpT& op_object, A&&... args) {
+  AutoExcludeAutograd guard;
+  return op_object(std::forward<A>(args)...);
+}
+
+template <class N>
+std::shared_ptr<N> make_node(std::vector<Edge> edges) {
+  auto n = std::make_shared<N>();
+  n->set_next_edges(std::move(edges));
+  return n;
+}
+
+inline std::vector<Edge> list_edges(const TensorList& tensors) {
+  std::vector<Edge> edges;
+  edges.reserve(tensors.size());
+  for (const Tensor& t : tensors) edges.push_back(gradient_edge(t));
+  return edges;
+}
+
+/// Sums a broadcast gradient back to the input's shape and casts it to its dtype.
+inline Tensor reduce(const Tensor& g, const Meta& in) {
+  if (!g.defined()) return g;
+  Tensor r = g;
+  if (!in.same_as_output && !std::ranges::equal(r.sizes(), in.sizes)) r = sum_to(r, in.sizes);
+  if (r.dtype() != in.dtype) r = op::cast(r, in.dtype);
+  return r;
+}
+
+/// A Python-like ("weak") number: it never changes the dtype of the other operand.
+inline Tensor num(double v) { return scalar_tensor(v, ScalarType::Float64, /*wrapped=*/true); }
+
+// Operators, so formulas read as math: `grad * other / (other * other)`.
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return op::add(a, b, 1); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return op::sub(a, b, 1); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return op::mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return op::div(a, b); }
+inline Tensor operator-(const Tensor& a) { return op::neg(a); }
+inline Tensor operator+(const Tensor& a, double b) { return a + num(b); }
+inline Tensor operator-(double a, const Tensor& b) { return num(a) - b; }
+inline Tensor operator*(const Tensor& a, double b) { return a * num(b); }
+inline Tensor operator*(double a, const Tensor& b) { return num(a) * b; }
+inline Tensor operator/(const Tensor& a, double b) { return a / num(b); }
+inline Tensor operator<=(const Tensor& a, double b) { return op::le(a, num(b)); }
+inline Tensor operator>(const Tensor& a, double b) { return op::gt(a, num(b)); }
+inline Tensor operator<(const Tensor& a, double b) { return op::lt(a, num(b)); }
+
+inline Tensor where(const Tensor& c, const Tensor& a, double b) { return op::where(c, a, num(b)); }
+inline Tensor where(const Tensor& c, double a, const Tensor& b) { return op::where(c, num(a), b); }
+
+inline Tensor scale(const Tensor& g, const Scalar& alpha) {
+  if (!alpha.is_floating() && alpha.to_int() == 1) return g;
+  return g * alpha.to_double();
+}
+
+/// sign(x) with sign(NaN) = 0, as PyTorch's sgn (the gradient of abs).
+inline Tensor sign_of(const Tensor& x) {
+  return op::sub(op::cast(x > 0.0, x.dtype()), op::cast(x < 0.0, x.dtype()), 1);
+}
+
+/// PyTorch's threshold_backward: the gradient where result > threshold, else 0
+/// (a NaN result passes the gradient, as in PyTorch).
+inline Tensor threshold_backward(const Tensor& grad, const Tensor& result, double threshold) {
+  return where(result <= threshold, 0.0, grad);
+}
+
+/// d/da of a^b: b * a^(b-1), and 0 where b == 0 (avoids 0 * inf at a == 0).
+inline Tensor pow_backward_self(const Tensor& grad, const Tensor& a, const Tensor& b) {
+  Tensor d = b * op::pow(a, b - num(1));
+  return where(op::eq(b, num(0)), 0.0, grad * d);
+}
+/// d/db of a^b: a^b * log(a), and 0 where a == 0 and b >= 0 (PyTorch's convention).
+inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& a, const Tensor& b,
+                                    const Tensor& result) {
+  Tensor d = grad * (result * op::log(a));
+  return op::where(op::eq(a, num(0)), op::where(op::ge(b, num(0)), num(0), d), d);
+}
+
+/// maximum/minimum: the gradient goes to the larger (smaller) input; ties split it evenly (as PyTorch).
+inline Tensor extremum_backward(const Tensor& grad, const Tensor& a, const Tensor& b, bool is_max) {
+  Tensor wins = is_max ? op::gt(a, b) : op::lt(a, b);
+  return op::where(op::eq(a, b), grad * 0.5, where(wins, grad, 0.0));
+}
+
+/// max over all elements: the gradient is shared evenly among the maxima (or the NaNs).
+inline Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
+  Tensor mask = op::where(op::ne(result, result), op::ne(self, self), op::eq(self, result));
+  Tensor count = op::sum(mask, std::nullopt, false, std::nullopt);
+  return op::cast(mask, grad.dtype()) * (grad / count);
+}
+
+/// max along a dim: the gradient goes to the index max_dim returned.
+inline Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                                 const Shape& sizes, bool keepdim) {
+  Tensor g = grad, idx = indices;
+  if (!sizes.empty()) {
+    const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()), "max");
+    if (!keepdim) {
+      g = op::unsqueeze(g, d);
+      idx = op::unsqueeze(idx, d);
+    }
+    return op::scatter_add(zeros(sizes, g.dtype()), d, idx, g);
+  }
+  return g;
+}
+
+/// sum: the gradient broadcast back over the reduced dims.
+inline Tensor sum_backward(const Tensor& grad, const Shape& sizes, const std::optional<Shape>& dim,
+                           bool keepdim) {
+  Tensor r = grad;
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  if (!keepdim && nd > 0) {
+    Shape dims;
+    if (!dim || dim->empty()) {
+      dims.resize(nd);
+      std::iota(dims.begin(), dims.end(), 0);
+    } else {
+      for (int64_t d : *dim) dims.push_back(wrap_dim(d, nd, "sum"));
+      std::ranges::sort(dims);
+    }
+    for (int64_t d : dims) r = op::unsqueeze(r, d);
+  }
+  return op::expand(r, sizes);
+}
+
+inline Tensor permute_backward(const Tensor& grad, const Shape& dims) {
+  Shape inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    inverse[wrap_dim(dims[i], static_cast<int64_t>(dims.size()), "permute")] = static_cast<int64_t>(i);
+  return op::permute(grad, inverse);
+}
+
+/// The gradient of a slice/select: g placed at `index` (int64, g's shape) along
+/// `dim` of a zero tensor. Without grad mode a plain copy into a view does it;
+/// under create_graph scatter_add keeps it differentiable.
+inline Tensor place(const Shape& sizes, const Tensor& g, int64_t dim,
+                    const std::function<Tensor(Tensor&)>& view_of, const std::function<Tensor()>& index) {
+  Tensor z = zeros(sizes, g.dtype());
+  if (!grad_mode_enabled()) {
+    Tensor v = view_of(z);
+    op::copy_(v, g);
+    return z;
+  }
+  return op::scatter_add(z, dim, index(), g);
+}
+
+inline Tensor slice_backward(const Tensor& grad, const Shape& sizes, int64_t dim,
+                             std::optional<int64_t> start, int64_t step) {
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()), "slice");
+  int64_t s = start.value_or(0);
+  if (s < 0) s += sizes[d];
+  s = std::clamp<int64_t>(s, 0, sizes[d]);
+  const int64_t length = grad.sizes()[d];
+  return place(
+      sizes, grad, d, [&](Tensor& z) { return op::slice(z, d, s, s + length * step, step); },
+      [&] {
+        Shape shape(grad.dim(), 1);
+        shape[d] = length;
+        Tensor idx = op::arange(s, s + length * step, step, ScalarType::Int64, Device());
+        return op::contiguous(op::expand(op::view(idx, shape), grad.sizes()));
+      });
+}
+
+inline Tensor select_backward(const Tensor& grad, const Shape& sizes, int64_t dim, int64_t index) {
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()), "select");
+  const int64_t i = index < 0 ? index + sizes[d] : index;
+  Tensor g1 = op::unsqueeze(grad, d);
+  return place(
+      sizes, g1, d, [&](Tensor& z) { return op::slice(z, d, i, i + 1, 1); },
+      [&] { return full(g1.sizes(), i, ScalarType::Int64); });
+}
+
+/// True if no two elements of a (sizes, strides) view share a memory location.
+inline bool non_overlapping(IntArrayRef sizes, IntArrayRef strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with size > 1
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] > 1) dims.emplace_back(strides[i], sizes[i]);
+  std::ranges::sort(dims);
+  int64_t extent = 0;  // the largest offset the smaller-stride dims reach
+  for (auto [stride, size] : dims) {
+    if (stride <= extent) return false;
+    extent += (size - 1) * stride;
+  }
+  return true;
+}
+
+/// as_strided of a contiguous tensor, with no two view elements on one memory
+/// location: g is written at the view's elements of a zero tensor. Overlapping
+/// views (which would need a scatter-add) and create_graph raise.
+inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, bool self_contiguous,
+                                  int64_t self_offset, const Shape& sizes, const Shape& strides,
+                                  int64_t offset) {
+  const int64_t rel = offset - self_offset;
+  if (!self_contiguous || rel < 0 || !non_overlapping(sizes, strides))
+    throw NotImplementedError(
+        "[as_strided] the backward of as_strided is only implemented for a contiguous input and a view "
+        "whose elements do not overlap");
+  if (grad_mode_enabled() && grad.requires_grad())
+    throw NotImplementedError("[as_strided] create_graph=True through as_strided is not supported yet");
+  AutoExcludeAutograd guard;
+  Tensor z = zeros(self_sizes, grad.dtype());
+  Tensor region = op::as_strided(z, sizes, strides, rel);
+  op::copy_(region, grad);
+  return z;
+}
+
+/// g - exp(out) * g.sum(dim, keepdim)
+inline Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  const int64_t d[1] = {dim};
+  return grad - op::exp(result) * op::sum(grad, IntArrayRef(d), true, std::nullopt);
+}
+
+/// cat: the slice of the gradient that each input filled.
+inline variable_list cat_backward(const Tensor& grad, const std::vector<Meta>& metas, int64_t dim) {
+  variable_list out(metas.size());
+  const int64_t d = wrap_dim(dim, grad.dim(), "cat");
+  int64_t offset = 0;
+  for (size_t i = 0; i < metas.size(); ++i) {
+    const int64_t n = metas[i].sizes.empty() ? 0 : metas[i].sizes[d];
+    out[i] = op::slice(grad, d, offset, offset + n, 1);
+    offset += n;
+  }
+  return out;
+}
+
+}  // namespace flambeau::autograd::formulas

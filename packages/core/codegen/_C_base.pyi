@@ -1,0 +1,621 @@
+# The hand-bound part of flambeau_core._C's stubs (from pybind11-stubgen, then edited);
+# codegen/gen_core.py adds every op of ops.yaml at the markers and installs _C.pyi.
+"""
+flambeau-core's compiled bindings (use the flambeau_core package instead)
+"""
+
+from __future__ import annotations
+import numpy
+import typing
+from numbers import Number as _Number  # noqa: F401
+from typing import Any, Sequence as _Sequence, overload  # noqa: F401
+
+_Size = int | _Sequence[int]
+_DType = Any
+_Device = Any
+__all__: list[str] = [
+    "Allocator",
+    "Generator",
+    "Tensor",
+    "abs",
+    "add",
+    "all",
+    "allocator_from_c_abi",
+    "any",
+    "arange",
+    "argmax",
+    "as_strided",
+    "bfloat16",
+    "bmm",
+    "bool",
+    "broadcast_shapes",
+    "cat",
+    "clone",
+    "default_num_threads",
+    "device",
+    "div",
+    "dtype",
+    "empty",
+    "empty_like",
+    "eq",
+    "exp",
+    "flatten",
+    "float16",
+    "float32",
+    "float64",
+    "frombuffer",
+    "full",
+    "full_like",
+    "gather",
+    "ge",
+    "get_allocator",
+    "get_num_threads",
+    "gt",
+    "initial_seed",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "is_grad_enabled",
+    "le",
+    "log",
+    "log_softmax",
+    "lt",
+    "manual_seed",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "minimum",
+    "mm",
+    "mul",
+    "narrow",
+    "ne",
+    "neg",
+    "ones",
+    "ones_like",
+    "permute",
+    "pow",
+    "promote_types",
+    "rand",
+    "rand_like",
+    "randn",
+    "randn_like",
+    "relu",
+    "reshape",
+    "result_type",
+    "scatter_add",
+    "select",
+    "set_allocator",
+    "set_num_threads",
+    "sigmoid",
+    "softmax",
+    "sqrt",
+    "squeeze",
+    "stack",
+    "sub",
+    "sum",
+    "system_allocator",
+    "tanh",
+    "tensor",
+    "transpose",
+    "uint8",
+    "unbind",
+    "unsqueeze",
+    "where",
+    "zeros",
+    "zeros_like",
+]
+
+class dtype:
+    """
+    The data type of a tensor's elements (flambeau_core.float32, ...).
+
+    Members:
+
+      bool
+
+      uint8
+
+      int8
+
+      int16
+
+      int32
+
+      int64
+
+      float16
+
+      bfloat16
+
+      float32
+
+      float64
+    """
+
+    __members__: typing.ClassVar[dict[str, dtype]]
+    bfloat16: typing.ClassVar[dtype]
+    bool: typing.ClassVar[dtype]
+    float16: typing.ClassVar[dtype]
+    float32: typing.ClassVar[dtype]
+    float64: typing.ClassVar[dtype]
+    int16: typing.ClassVar[dtype]
+    int32: typing.ClassVar[dtype]
+    int64: typing.ClassVar[dtype]
+    int8: typing.ClassVar[dtype]
+    uint8: typing.ClassVar[dtype]
+    @typing.overload
+    def __eq__(self: numpy.dtype[typing.Any], other: numpy.dtype[typing.Any]) -> bool: ...
+    @typing.overload
+    def __eq__(self: numpy.dtype[typing.Any], other: typing.Any) -> bool: ...
+    def __getstate__(self) -> int: ...
+    def __hash__(self) -> int: ...
+    def __index__(self: numpy.dtype[typing.Any]) -> int: ...
+    def __init__(self: numpy.dtype[typing.Any], value: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    def __int__(self: numpy.dtype[typing.Any]) -> int: ...
+    @typing.overload
+    def __ne__(self: numpy.dtype[typing.Any], other: numpy.dtype[typing.Any]) -> bool: ...
+    @typing.overload
+    def __ne__(self: numpy.dtype[typing.Any], other: typing.Any) -> bool: ...
+    def __reduce__(self: numpy.dtype[typing.Any]) -> str: ...
+    @typing.overload
+    def __repr__(self) -> str: ...
+    @typing.overload
+    def __repr__(self: numpy.dtype[typing.Any]) -> str: ...
+    def __setstate__(self: numpy.dtype[typing.Any], state: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    @typing.overload
+    def __str__(self: numpy.dtype[typing.Any]) -> str: ...
+    @typing.overload
+    def __str__(self) -> str: ...
+    @property
+    def is_floating_point(self) -> bool: ...
+    @property
+    def itemsize(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
+
+class device:
+    """
+    A device: flambeau_core.device('cpu').
+    """
+    def __eq__(self, arg0: typing.Any) -> bool: ...
+    def __hash__(self) -> int: ...
+    @typing.overload
+    def __init__(self, type: str) -> None: ...
+    @typing.overload
+    def __init__(self, type: str, index: typing.SupportsInt | typing.SupportsIndex) -> None: ...
+    def __reduce__(self) -> tuple[..., tuple[str]]: ...
+    def __repr__(self) -> str: ...
+    def __str__(self) -> str: ...
+    @property
+    def index(self) -> typing.Any: ...
+    @property
+    def type(self) -> str: ...
+
+class Tensor:
+    """
+    A multi-dimensional array of one dtype on one device.
+    """
+
+    __array_priority__: typing.ClassVar[int] = 1000
+    requires_grad: bool
+    @staticmethod
+    def __repr__(t: typing.Any) -> str:
+        """
+        ``repr(t)``: the values in PyTorch's layout plus dtype/device/grad suffixes.
+
+            >>> import flambeau_core as fc
+            >>> fc.tensor([1, 2, 3])
+            tensor([1, 2, 3])
+
+        """
+    @staticmethod
+    def __str__(t: typing.Any) -> str:
+        """
+        ``repr(t)``: the values in PyTorch's layout plus dtype/device/grad suffixes.
+
+            >>> import flambeau_core as fc
+            >>> fc.tensor([1, 2, 3])
+            tensor([1, 2, 3])
+
+        """
+    def __bool__(self) -> bool: ...
+    def __deepcopy__(self, memo: dict[int, typing.Any]) -> _C.Tensor: ...
+    def __float__(self) -> float: ...
+    def __getitem__(self, arg0: typing.Any) -> Tensor:
+        """
+        Basic indexing (ints, slices with step > 0, None, ...) returns a view; one integer/bool tensor or list index returns a copy, as in PyTorch.
+        """
+    def __hash__(self):
+        """
+        Return hash(self).
+        """
+    def __index__(self) -> int: ...
+    def __init__(self, data: Tensor) -> None: ...
+    def __int__(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __pos__(self) -> Tensor: ...
+    def __reduce_ex__(self, protocol: int) -> tuple[typing.Any, ...]: ...
+    def __setitem__(self, arg0: typing.Any, arg1: typing.Any) -> None: ...
+    def as_strided(self, size: typing.Any, stride: typing.Any, storage_offset: typing.Any = None) -> Tensor:
+        """
+        A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would reach outside the storage.
+        """
+    def bool(self) -> Tensor: ...
+    def data_ptr(self) -> int: ...
+    def dim(self) -> int: ...
+    def double(self) -> Tensor: ...
+    def element_size(self) -> int: ...
+    def expand(self, *args) -> Tensor:
+        """
+        A broadcast view (stride 0) to a larger shape; -1 keeps a size.
+
+        >>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape
+        (2, 3, 4)
+        """
+    def expand_as(self, other: Tensor) -> Tensor: ...
+    def fill_(self, value: typing.Any) -> Tensor: ...
+    def flatten(
+        self,
+        start_dim: typing.SupportsInt | typing.SupportsIndex = 0,
+        end_dim: typing.SupportsInt | typing.SupportsIndex = -1,
+    ) -> Tensor:
+        """
+        Merges dims start_dim..end_dim into one (a view when possible).
+
+        >>> flambeau_core.zeros(2, 3, 4).flatten(1).shape
+        (2, 12)
+        """
+    def float(self) -> Tensor: ...
+    def int(self) -> Tensor: ...
+    def is_contiguous(self) -> bool: ...
+    def is_floating_point(self) -> bool: ...
+    def item(self) -> typing.Any: ...
+    def long(self) -> Tensor: ...
+    def narrow(
+        self,
+        dim: typing.SupportsInt | typing.SupportsIndex,
+        start: typing.SupportsInt | typing.SupportsIndex,
+        length: typing.SupportsInt | typing.SupportsIndex,
+    ) -> Tensor:
+        """
+        The view t[..., start:start+length, ...] along dim.
+        """
+    def normal_(
+        self,
+        mean: typing.SupportsFloat | typing.SupportsIndex = 0.0,
+        std: typing.SupportsFloat | typing.SupportsIndex = 1.0,
+        *,
+        generator: typing.Any = None,
+    ) -> Tensor:
+        """
+        Fills self with normal samples.
+        """
+    def numel(self) -> int: ...
+    def permute(self, *args) -> Tensor:
+        """
+        A view with the dims reordered.
+
+        >>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape
+        (4, 2, 3)
+        """
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor: ...
+    def reshape(self, *args) -> Tensor:
+        """
+        Like view, but copies when the memory layout requires it.
+        """
+    def select(
+        self, dim: typing.SupportsInt | typing.SupportsIndex, index: typing.SupportsInt | typing.SupportsIndex
+    ) -> Tensor:
+        """
+        The view at `index` along dim (that dim removed).
+        """
+    def size(self, dim: typing.Any = None) -> typing.Any: ...
+    def squeeze(self, dim: typing.Any = None) -> Tensor:
+        """
+        A view without size-1 dims (all, or the given dim(s); a dim of another size is kept).
+
+        >>> flambeau_core.zeros(1, 3, 1).squeeze().shape
+        (3,)
+        """
+    def storage_offset(self) -> int: ...
+    def stride(self, dim: typing.Any = None) -> typing.Any: ...
+    def t(self) -> Tensor: ...
+    def to(self, *args, **kwargs) -> Tensor: ...
+    def tolist(self) -> typing.Any: ...
+    def transpose(
+        self, dim0: typing.SupportsInt | typing.SupportsIndex, dim1: typing.SupportsInt | typing.SupportsIndex
+    ) -> Tensor:
+        """
+        A view with dims dim0 and dim1 swapped.
+
+        >>> flambeau_core.zeros(2, 3).transpose(0, 1).shape
+        (3, 2)
+        """
+    def type_as(self, other: Tensor) -> Tensor: ...
+    def unbind(self, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+        """
+        A tuple of the views select(dim, i) for every i.
+        """
+    def uniform_(
+        self,
+        a: typing.SupportsFloat | typing.SupportsIndex = 0.0,
+        b: typing.SupportsFloat | typing.SupportsIndex = 1.0,
+        *,
+        generator: typing.Any = None,
+    ) -> Tensor:
+        """
+        Fills self with uniform samples on [a, b).
+        """
+    def unsqueeze(self, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+        """
+        A view with a size-1 dim inserted at dim.
+
+        >>> flambeau_core.zeros(3).unsqueeze(0).shape
+        (1, 3)
+        """
+    def view(self, *args) -> Tensor:
+        """
+        A view with another shape (one size may be -1); shares memory. ValueError if the strides do not allow it (use reshape).
+        """
+    @property
+    def T(self) -> Tensor: ...
+    @property
+    def _allocator(self) -> typing.Any:
+        """
+        Name of the allocator that made this tensor's memory (None for external memory).
+        """
+    @property
+    def _is_view(self) -> bool: ...
+    @property
+    def _version(self) -> int: ...
+    @property
+    def device(self) -> device: ...
+    @property
+    def dtype(self) -> numpy.dtype[typing.Any]: ...
+    @property
+    def is_cpu(self) -> bool: ...
+    @property
+    def mT(self) -> Tensor: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def shape(self) -> tuple: ...
+    # @generated-tensor-methods
+
+class Allocator:
+    """
+    A memory allocator registered in core (Note [Allocator registry]).
+    """
+    def __repr__(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+class Generator:
+    """
+    A counter-based random generator (Note [Random numbers]).
+    """
+    def __init__(self, device: typing.Any = "cpu", seed: typing.Any = None) -> None: ...
+    def initial_seed(self) -> int: ...
+    def manual_seed(self, seed: typing.SupportsInt | typing.SupportsIndex) -> Generator: ...
+
+def _abi_tag() -> str:
+    """
+    Note [ABI tag]: the tag core was built with.
+    """
+
+def _cpu_capability() -> str:
+    """
+    The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU capabilities]).
+    """
+
+def _set_grad_enabled(enabled: bool) -> None: ...
+def _sum_to(input: Tensor, shape: typing.Any) -> Tensor:
+    """
+    Sums broadcast dims away so the result has `shape` (for backward formulas).
+    """
+
+def allocator_from_c_abi(table_address: typing.SupportsInt | typing.SupportsIndex) -> Allocator:
+    """
+    Wraps a `struct fb_allocator_v1` (see flambeau/allocator.h), given by address, e.g. from ctypes.
+    """
+
+def arange(
+    start: typing.Any,
+    end: typing.Any = None,
+    step: typing.Any = 1,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """
+    Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.
+
+    >>> flambeau_core.arange(3).tolist()
+    [0, 1, 2]
+    """
+
+def as_strided(input: Tensor, size: typing.Any, stride: typing.Any, storage_offset: typing.Any = None) -> Tensor: ...
+def broadcast_shapes(*args) -> tuple:
+    """
+    The shape the given shapes broadcast to.
+    """
+
+def default_num_threads() -> int:
+    """
+    CPUs in this process's affinity mask, capped by the container's CPU quota.
+    """
+
+def empty(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+    """
+    An uninitialized tensor.
+    """
+
+def empty_like(
+    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor: ...
+def flatten(
+    input: Tensor,
+    start_dim: typing.SupportsInt | typing.SupportsIndex = 0,
+    end_dim: typing.SupportsInt | typing.SupportsIndex = -1,
+) -> Tensor: ...
+def frombuffer(
+    buffer: typing.Any,
+    *,
+    dtype: typing.Any,
+    count: typing.SupportsInt | typing.SupportsIndex = -1,
+    offset: typing.SupportsInt | typing.SupportsIndex = 0,
+) -> Tensor:
+    """
+    A 1-D tensor sharing the memory of a buffer-protocol object (no copy): writes through either side are seen by the other, and the object stays alive while the tensor (or a view of it) does. offset is in bytes; count = -1 takes every element after it. A read-only buffer gives a tensor that must not be written.
+    """
+
+def full(
+    size: typing.Any,
+    fill_value: typing.Any,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """
+    A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).
+    """
+
+def full_like(
+    input: Tensor,
+    fill_value: typing.Any,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor: ...
+def get_allocator(device: typing.Any = "cpu") -> Allocator:
+    """
+    The current allocator for a device type.
+    """
+
+def get_num_threads() -> int:
+    """
+    Threads used for intra-op parallelism (kernels and OpenBLAS).
+    """
+
+def initial_seed() -> int: ...
+def is_grad_enabled() -> bool: ...
+def manual_seed(seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Seeds the default random generator (rand, randn, shuffling).
+    """
+
+def narrow(
+    input: Tensor,
+    dim: typing.SupportsInt | typing.SupportsIndex,
+    start: typing.SupportsInt | typing.SupportsIndex,
+    length: typing.SupportsInt | typing.SupportsIndex,
+) -> Tensor: ...
+def ones(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+    """
+    A tensor of ones.
+    """
+
+def ones_like(
+    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor: ...
+def permute(input: Tensor, dims: typing.Any) -> Tensor: ...
+def promote_types(type1: numpy.dtype[typing.Any], type2: numpy.dtype[typing.Any]) -> numpy.dtype[typing.Any]:
+    """
+    The dtype that an op on tensors of dtypes type1 and type2 computes in.
+    """
+
+def rand(
+    *args,
+    generator: typing.Any = None,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """
+    Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).
+    """
+
+def rand_like(
+    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor: ...
+def randn(
+    *args,
+    generator: typing.Any = None,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """
+    Standard normal samples: randn(2, 3, generator=None, dtype=None).
+    """
+
+def randn_like(
+    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor: ...
+def reshape(input: Tensor, shape: typing.Any) -> Tensor: ...
+def result_type(tensor1: typing.Any, tensor2: typing.Any) -> numpy.dtype[typing.Any]:
+    """
+    The dtype an op on these operands computes in (Python numbers are weak, as in PyTorch).
+    """
+
+def select(
+    input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, index: typing.SupportsInt | typing.SupportsIndex
+) -> Tensor: ...
+def set_allocator(allocator: typing.Any, device: typing.Any = "cpu") -> Allocator:
+    """
+    Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, nbytes).
+    """
+
+def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Sets the number of threads for kernels and OpenBLAS.
+    """
+
+def squeeze(input: Tensor, dim: typing.Any = None) -> Tensor: ...
+def system_allocator() -> Allocator:
+    """
+    Core's default aligned system allocator.
+    """
+
+def tensor(
+    data: typing.Any, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor:
+    """
+    A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.
+
+    >>> flambeau_core.tensor([[1, 2], [3, 4]]).shape
+    (2, 2)
+    """
+
+def transpose(
+    input: Tensor, dim0: typing.SupportsInt | typing.SupportsIndex, dim1: typing.SupportsInt | typing.SupportsIndex
+) -> Tensor: ...
+def unbind(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple: ...
+def unsqueeze(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor: ...
+def zeros(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+    """
+    A tensor of zeros: zeros(2, 3) or zeros((2, 3)).
+    """
+
+def zeros_like(
+    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+) -> Tensor: ...
+
+bfloat16: dtype
+bool: dtype
+float16: dtype
+float32: dtype
+float64: dtype
+int16: dtype
+int32: dtype
+int64: dtype
+int8: dtype
+uint8: dtype
+# @generated-functions

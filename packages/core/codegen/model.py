@@ -1,0 +1,308 @@
+"""The op table's data model: parses `ops.yaml` into `OpDecl` objects.
+
+Shared by the generator of core (C++ declarations, dispatcher entries, Python
+bindings, stubs: gen_core.py) and the generator of flambeau-autograd (nodes
+from `derivatives.yaml`: gen_autograd.py). Only the standard library and
+PyYAML are used, because this runs inside CMake at build time.
+
+A signature is written as PyTorch spells it (docs/design/ops.md):
+
+    add(Tensor self, TensorOrNumber other, *, Scalar alpha=1) -> Tensor
+    max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+    add_(Tensor(a!) self, TensorOrNumber other, *, Scalar alpha=1) -> Tensor(a!)
+
+`name.overload` names the C++ op `name_overload` and the Python name `name`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+# Signature type -> (C++ parameter type, C++ stored type for autograd, stub type).
+# The stored type is what a node keeps when a formula uses the argument.
+TYPES: dict[str, tuple[str, str, str]] = {
+    "Tensor": ("const Tensor&", "Tensor", "Tensor"),
+    "TensorOrNumber": ("const Tensor&", "Tensor", "Tensor | _Number"),
+    "Tensor?": ("const std::optional<Tensor>&", "std::optional<Tensor>", "Tensor | None"),
+    "Tensor[]": ("const TensorList&", "TensorList", "_Sequence[Tensor]"),
+    "Scalar": ("const Scalar&", "Scalar", "_Number"),
+    "Scalar?": ("const std::optional<Scalar>&", "std::optional<Scalar>", "_Number | None"),
+    "int": ("int64_t", "int64_t", "int"),
+    "int?": ("std::optional<int64_t>", "std::optional<int64_t>", "int | None"),
+    "int[]": ("IntArrayRef", "Shape", "_Size"),
+    "int[]?": ("OptionalIntArrayRef", "std::optional<Shape>", "_Size | None"),
+    "float": ("double", "double", "float"),
+    "float?": ("std::optional<double>", "std::optional<double>", "float | None"),
+    "bool": ("bool", "bool", "bool"),
+    "bool?": ("std::optional<bool>", "std::optional<bool>", "bool | None"),
+    "ScalarType": ("ScalarType", "ScalarType", "_DType"),
+    "ScalarType?": ("std::optional<ScalarType>", "std::optional<ScalarType>", "_DType | None"),
+    "Device": ("Device", "Device", "_Device"),
+    "Device?": ("std::optional<Device>", "std::optional<Device>", "_Device | None"),
+    "Generator?": ("Generator*", "Generator*", "Generator | None"),
+    "str": ("std::string_view", "std::string", "str"),
+    "str?": ("std::optional<std::string_view>", "std::optional<std::string>", "str | None"),
+}
+RETURN_TYPES = {"Tensor": "Tensor", "Tensor[]": "TensorList", "bool": "bool", "int": "int64_t", "float": "double"}
+TENSOR_TYPES = {"Tensor", "TensorOrNumber", "Tensor?", "Tensor[]"}
+PYTHON_FORMS = {"function", "method"}
+KINDS = {"primitive", "composite", "generic"}
+
+
+class TableError(ValueError):
+    """A malformed entry of ops.yaml or derivatives.yaml (raised at build time)."""
+
+
+@dataclass
+class Arg:
+    name: str
+    type: str
+    default: str | None = None  # as written: None, 1, -1, False, [], 0.5
+    kw_only: bool = False
+    mutable: bool = False  # Tensor(a!): written in place
+
+    @property
+    def cpp_type(self) -> str:
+        if self.mutable:
+            return "Tensor&"
+        return TYPES[self.type][0]
+
+    @property
+    def stored_type(self) -> str:
+        return TYPES[self.type][1]
+
+    @property
+    def stub_type(self) -> str:
+        return TYPES[self.type][2]
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.type in TENSOR_TYPES
+
+    @property
+    def python_only(self) -> bool:
+        """`requires_grad` of a factory is applied by the binding, not passed to C++."""
+        return self.name == "requires_grad" and self.type == "bool"
+
+    def cpp_default(self) -> str | None:
+        """The default as a C++ expression (for the inline function of ops.h)."""
+        d = self.default
+        if d is None:
+            return None
+        if d == "None":
+            return "std::nullopt" if self.type.endswith("?") else None
+        if d in ("True", "False"):
+            return d.lower()
+        if d == "[]":
+            return "{}"
+        if self.type == "Device" and d == "cpu":
+            return "Device()"
+        if self.type in ("ScalarType", "ScalarType?"):
+            return f"ScalarType::{d}"
+        if self.type.startswith("str"):
+            return f'"{d.strip(chr(34))}"'
+        if re.fullmatch(r"-?\d+", d) and self.type.startswith("Scalar"):
+            return f"int64_t({d})"
+        return d
+
+
+@dataclass
+class Return:
+    name: str | None
+    type: str
+    mutable: bool = False
+
+
+@dataclass
+class OpDecl:
+    """One row of the table."""
+
+    func: str  # the signature as written
+    name: str  # base name: `max` for `max.dim`
+    overload: str | None
+    args: list[Arg]
+    returns: list[Return]
+    kind: str = "primitive"
+    python: list[str] = field(default_factory=lambda: ["function", "method"])
+    python_name: str | None = None
+    operators: list[str] = field(default_factory=list)
+    inplace: bool = False  # also generate `name_` (composite: copy_ of the result)
+    out: bool = False
+    view: bool = False
+    doc: str = ""
+    line: int = 0
+    inplace_of: str | None = None  # set on a `name_` generated from `inplace: true`
+
+    @property
+    def cpp_name(self) -> str:
+        """The C++ op object's name: `op::max_dim` for `max.dim`."""
+        return f"{self.name}_{self.overload}" if self.overload else self.name
+
+    @property
+    def py_name(self) -> str:
+        return self.python_name or self.name
+
+    @property
+    def cpp_args(self) -> list[Arg]:
+        return [a for a in self.args if not a.python_only]
+
+    @property
+    def is_inplace(self) -> bool:
+        return bool(self.returns) and self.returns[0].mutable
+
+    def cpp_return(self) -> str:
+        if self.is_inplace:
+            return "Tensor&"
+        if len(self.returns) == 1:
+            return RETURN_TYPES[self.returns[0].type]
+        if not self.returns:
+            return "void"
+        return "std::tuple<" + ", ".join(RETURN_TYPES[r.type] for r in self.returns) + ">"
+
+    def cpp_signature(self) -> str:
+        """The dispatcher signature: `Tensor(const Tensor& self, ...)`."""
+        params = ", ".join(f"{a.cpp_type} {a.name}" for a in self.cpp_args)
+        return f"{self.cpp_return()}({params})"
+
+    def self_arg(self) -> Arg | None:
+        return next((a for a in self.args if a.name == "self"), None)
+
+
+_SIG = re.compile(r"^(?P<name>[a-z_][a-z0-9_]*)(?:\.(?P<overload>[a-z0-9_]+))?\((?P<args>.*)\)\s*->\s*(?P<ret>.+)$")
+
+
+def _split_top(text: str) -> list[str]:
+    """Splits on commas outside brackets."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def _parse_arg(text: str, kw_only: bool, where: str) -> Arg:
+    m = re.fullmatch(
+        r"(?P<type>[A-Za-z\[\]?]+)(?P<alias>\(a!\))?\s+(?P<name>[a-z_][a-z0-9_]*)(?:=(?P<default>.+))?", text
+    )
+    if not m:
+        raise TableError(f"{where}: cannot parse argument '{text}'")
+    ty = m["type"]
+    if ty not in TYPES:
+        raise TableError(f"{where}: unknown type '{ty}' in '{text}' (known: {', '.join(TYPES)})")
+    return Arg(m["name"], ty, m["default"], kw_only, bool(m["alias"]))
+
+
+def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], list[Return]]:
+    m = _SIG.match(func.strip())
+    if not m:
+        raise TableError(f"{where}: cannot parse signature '{func}'")
+    args: list[Arg] = []
+    kw_only = False
+    for part in _split_top(m["args"]):
+        if part == "*":
+            kw_only = True
+            continue
+        args.append(_parse_arg(part, kw_only, where))
+    ret = m["ret"].strip()
+    returns: list[Return] = []
+    if ret.startswith("("):
+        for part in _split_top(ret[1:-1]):
+            ty, _, name = part.partition(" ")
+            returns.append(Return(name.strip() or None, ty.strip()))
+    elif ret != "()":
+        mutable = ret.endswith("(a!)")
+        ty = ret.removesuffix("(a!)")
+        returns.append(Return(None, ty, mutable))
+    for r in returns:
+        if r.type not in RETURN_TYPES:
+            raise TableError(f"{where}: unknown return type '{r.type}'")
+    names = [a.name for a in args]
+    if len(set(names)) != len(names):
+        raise TableError(f"{where}: duplicate argument names in '{func}'")
+    return m["name"], m["overload"], args, returns
+
+
+KEYS = {"func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc"}
+
+
+def load_ops(path: Path) -> list[OpDecl]:
+    """Reads ops.yaml; raises TableError naming the entry for anything malformed."""
+    text = Path(path).read_text()
+    entries = yaml.safe_load(text) or []
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.startswith("- func:")]
+    ops: list[OpDecl] = []
+    seen: set[str] = set()
+    for i, e in enumerate(entries):
+        where = f"{Path(path).name}:{lines[i] if i < len(lines) else '?'}"
+        if not isinstance(e, dict) or "func" not in e:
+            raise TableError(f"{where}: each entry needs a 'func'")
+        unknown = set(e) - KEYS
+        if unknown:
+            raise TableError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
+        name, overload, args, returns = parse_signature(e["func"], where)
+        python = e.get("python", ["function", "method"])
+        if isinstance(python, str):
+            python = [python]
+        if set(python) - PYTHON_FORMS:
+            raise TableError(f"{where}: python forms must be among {sorted(PYTHON_FORMS)}")
+        kind = e.get("kind", "primitive")
+        if kind not in KINDS:
+            raise TableError(f"{where}: kind must be one of {sorted(KINDS)}")
+        op = OpDecl(
+            func=e["func"],
+            name=name,
+            overload=overload,
+            args=args,
+            returns=returns,
+            kind=kind,
+            python=python,
+            python_name=e.get("python_name"),
+            operators=e.get("operators", []),
+            inplace=bool(e.get("inplace", False)),
+            out=bool(e.get("out", False)),
+            view=bool(e.get("view", False)),
+            doc=(e.get("doc") or "").strip(),
+            line=lines[i] if i < len(lines) else 0,
+        )
+        if "method" in python and not op.self_arg():
+            raise TableError(f"{where}: a method needs an argument named 'self'")
+        if op.cpp_name in seen:
+            raise TableError(f"{where}: op '{op.cpp_name}' declared twice")
+        seen.add(op.cpp_name)
+        ops.append(op)
+    # `inplace: true` on a composite adds the `name_` form (copy_ of the result).
+    for op in list(ops):
+        if op.inplace and op.name + "_" not in seen:
+            ops.append(make_inplace_composite(op))
+            seen.add(op.name + "_")
+    return ops
+
+
+def make_inplace_composite(op: OpDecl) -> OpDecl:
+    """`sin_(self)` as `self.copy_(sin(self))`: correct dtype checks and autograd for free."""
+    args = [Arg(a.name, a.type, a.default, a.kw_only, a.name == "self") for a in op.args]
+    return OpDecl(
+        func=op.func.replace(op.name + "(", op.name + "_(", 1),
+        name=op.name + "_",
+        overload=None,
+        args=args,
+        returns=[Return(None, "Tensor", True)],
+        kind="composite",
+        python=["method"] if "method" in op.python else [],
+        doc=f"In-place form of {op.name}.",
+        line=op.line,
+        inplace_of=op.cpp_name,
+    )

@@ -1,0 +1,555 @@
+// Note [Python argument parser] (arg_parser.h).
+#include "arg_parser.h"
+
+#include <cstring>
+#include <new>
+#include <unordered_map>
+
+#include "../tensor_iterator.h"
+#include "flambeau/error.h"
+#include "flambeau/random.h"
+
+namespace flambeau::python {
+namespace {
+
+PyTypeObject* tensor_type() {
+  static PyTypeObject* t = reinterpret_cast<PyTypeObject*>(py::type::of<TensorImpl>().ptr());
+  return t;
+}
+
+std::string type_name(PyObject* o) {
+  const char* full = Py_TYPE(o)->tp_name;  // "flambeau_core._C.Tensor" -> "Tensor"
+  const char* dot = std::strrchr(full, '.');
+  return dot ? dot + 1 : full;
+}
+
+bool is_number(PyObject* o) {
+  if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
+  if (PyObject_TypeCheck(o, tensor_type()) || PySequence_Check(o)) return false;
+  return PyObject_HasAttrString(o, "__float__") || PyIndex_Check(o);
+}
+
+bool is_int(PyObject* o) {
+  if (PyBool_Check(o)) return false;
+  if (PyLong_Check(o)) return true;
+  if (PyObject_TypeCheck(o, tensor_type())) {
+    const Tensor t = py::handle(o).cast<Tensor>();
+    return t.dim() == 0 && is_integral(t.dtype(), false);
+  }
+  return PyIndex_Check(o);
+}
+
+bool is_int_list(PyObject* o) {
+  if (is_int(o)) return true;
+  if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!is_int(items[i])) return false;
+  return true;
+}
+
+bool is_tensor_list(PyObject* o) {
+  if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!PyObject_TypeCheck(items[i], tensor_type())) return false;
+  return true;
+}
+
+bool is_dtype(PyObject* o) {
+  return py::isinstance<ScalarType>(o) || o == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
+         o == reinterpret_cast<PyObject*>(&PyLong_Type) || o == reinterpret_cast<PyObject*>(&PyBool_Type);
+}
+
+bool accepts(const ParamSpec& p, PyObject* o) {
+  if (o == Py_None) return p.optional;
+  switch (p.kind) {
+    case ArgKind::Tensor:
+      return PyObject_TypeCheck(o, tensor_type());
+    case ArgKind::TensorOrNumber:
+      return PyObject_TypeCheck(o, tensor_type()) || is_number(o);
+    case ArgKind::TensorList:
+      return is_tensor_list(o);
+    case ArgKind::Scalar:
+      if (PyObject_TypeCheck(o, tensor_type())) return py::handle(o).cast<Tensor>().numel() == 1;
+      return is_number(o);
+    case ArgKind::Int:
+      return is_int(o);
+    case ArgKind::IntList:
+      return is_int_list(o);
+    case ArgKind::Float:
+      return PyFloat_Check(o) || is_int(o) || (is_number(o) && !PyBool_Check(o));
+    case ArgKind::Bool:
+      return PyBool_Check(o);
+    case ArgKind::Dtype:
+      return is_dtype(o);
+    case ArgKind::Device:
+      return PyUnicode_Check(o) || py::isinstance<Device>(o);
+    case ArgKind::Generator:
+      return py::isinstance<Generator>(o);
+    case ArgKind::Str:
+      return PyUnicode_Check(o);
+  }
+  return false;
+}
+
+const char* kind_name(const ParamSpec& p) {
+  switch (p.kind) {
+    case ArgKind::Tensor:
+      return "a Tensor";
+    case ArgKind::TensorOrNumber:
+      return "a Tensor or a number";
+    case ArgKind::TensorList:
+      return "a list or tuple of Tensors";
+    case ArgKind::Scalar:
+      return "a number";
+    case ArgKind::Int:
+      return "an int";
+    case ArgKind::IntList:
+      return "an int or a sequence of ints";
+    case ArgKind::Float:
+      return "a float";
+    case ArgKind::Bool:
+      return "a bool";
+    case ArgKind::Dtype:
+      return "a dtype";
+    case ArgKind::Device:
+      return "a device";
+    case ArgKind::Generator:
+      return "a Generator";
+    case ArgKind::Str:
+      return "a str";
+  }
+  return "?";
+}
+
+ParamSpec parse_param(const std::string& text, bool kw_only) {
+  ParamSpec p;
+  p.kw_only = kw_only;
+  std::string decl = text;
+  if (const size_t eq = decl.find('='); eq != std::string::npos) {
+    p.has_default = true;
+    p.default_text = decl.substr(eq + 1);
+    decl = decl.substr(0, eq);
+  }
+  const size_t sp = decl.rfind(' ');
+  FB_INTERNAL_ASSERT(sp != std::string::npos, "bad parameter '", text, "'");
+  std::string ty = decl.substr(0, sp);
+  p.name = decl.substr(sp + 1);
+  if (const size_t a = ty.find("(a!)"); a != std::string::npos) ty.erase(a, 4);
+  p.type_text = ty;
+  if (!ty.empty() && ty.back() == '?') {
+    p.optional = true;
+    ty.pop_back();
+  }
+  static const std::unordered_map<std::string, ArgKind> kinds = {{"Tensor", ArgKind::Tensor},
+                                                                 {"TensorOrNumber", ArgKind::TensorOrNumber},
+                                                                 {"Tensor[]", ArgKind::TensorList},
+                                                                 {"Scalar", ArgKind::Scalar},
+                                                                 {"int", ArgKind::Int},
+                                                                 {"int[]", ArgKind::IntList},
+                                                                 {"float", ArgKind::Float},
+                                                                 {"bool", ArgKind::Bool},
+                                                                 {"ScalarType", ArgKind::Dtype},
+                                                                 {"Device", ArgKind::Device},
+                                                                 {"Generator", ArgKind::Generator},
+                                                                 {"str", ArgKind::Str}};
+  auto it = kinds.find(ty);
+  FB_INTERNAL_ASSERT(it != kinds.end(), "unknown parameter type '", ty, "'");
+  p.kind = it->second;
+  return p;
+}
+
+FunctionSignature parse_signature(const char* name, const char* text) {
+  FunctionSignature s;
+  s.name = name;
+  s.text = std::string(name) + "(" + text + ")";
+  std::string cur;
+  int depth = 0;
+  bool kw_only = false;
+  auto flush = [&] {
+    size_t b = cur.find_first_not_of(' '), e = cur.find_last_not_of(' ');
+    if (b == std::string::npos) return;
+    const std::string item = cur.substr(b, e - b + 1);
+    cur.clear();
+    if (item == "*") {
+      kw_only = true;
+      return;
+    }
+    s.params.push_back(parse_param(item, kw_only));
+    if (!kw_only) ++s.num_positional;
+  };
+  for (const char* c = text; *c; ++c) {
+    if (*c == '[' || *c == '(') ++depth;
+    if (*c == ']' || *c == ')') --depth;
+    if (*c == ',' && depth == 0)
+      flush();
+    else
+      cur += *c;
+  }
+  flush();
+  FB_INTERNAL_ASSERT(s.params.size() <= kMaxParsedArgs, "too many parameters in ", s.text);
+  return s;
+}
+
+std::string describe_call(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  std::string out = "(";
+  for (Py_ssize_t i = 0; i < nargs; ++i) out += (i ? ", " : "") + type_name(args[i]);
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    out += ((nargs + k) ? ", " : "") + std::string(PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k))) + "=" +
+           type_name(args[nargs + k]);
+  return out + ")";
+}
+
+}  // namespace
+
+bool is_tensor(PyObject* obj) { return PyObject_TypeCheck(obj, tensor_type()); }
+
+ArgParser::ArgParser(const char* py_name, std::initializer_list<const char*> signatures) : name_(py_name) {
+  for (const char* s : signatures) sigs_.push_back(parse_signature(py_name, s));
+}
+
+bool ArgParser::try_bind(const FunctionSignature& s, PyObject* const* args, Py_ssize_t nargs,
+                         PyObject* kwnames, ParsedArgs& out, std::string* why) const {
+  std::fill(std::begin(out.args), std::end(out.args), nullptr);
+  out.owned = py::object();
+  const size_t np = s.params.size();
+  // zeros(2, 3): an int[] first parameter also takes the sizes as separate ints.
+  if (s.num_positional >= 1 && s.params[0].kind == ArgKind::IntList && nargs > 1 && is_int(args[0])) {
+    bool all_ints = true;
+    Py_ssize_t n = nargs;
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      if (!is_int(args[i])) {
+        n = i;
+        all_ints = false;
+        break;
+      }
+    }
+    (void)all_ints;
+    py::tuple sizes(n);
+    for (Py_ssize_t i = 0; i < n; ++i) sizes[i] = py::reinterpret_borrow<py::object>(args[i]);
+    out.owned = sizes;
+    out.args[0] = out.owned.ptr();
+    if (nargs - n > static_cast<Py_ssize_t>(s.num_positional) - 1) {
+      if (why) *why = detail::cat_str("takes sizes and ", s.num_positional - 1, " more positional arguments");
+      return false;
+    }
+    for (Py_ssize_t i = n; i < nargs; ++i) out.args[1 + (i - n)] = args[i];
+  } else {
+    if (nargs > static_cast<Py_ssize_t>(s.num_positional)) {
+      if (why)
+        *why = detail::cat_str("takes ", s.num_positional, " positional argument",
+                               s.num_positional == 1 ? "" : "s", " but ", nargs, " were given");
+      return false;
+    }
+    for (Py_ssize_t i = 0; i < nargs; ++i) out.args[i] = args[i];
+  }
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    size_t j = 0;
+    while (j < np && s.params[j].name != key) ++j;
+    if (j == np) {
+      if (why) *why = detail::cat_str("got an unexpected keyword argument '", key, "'");
+      return false;
+    }
+    if (out.args[j]) {
+      if (why) *why = detail::cat_str("got multiple values for argument '", key, "'");
+      return false;
+    }
+    out.args[j] = args[nargs + k];
+  }
+  for (size_t j = 0; j < np; ++j) {
+    const ParamSpec& p = s.params[j];
+    if (!out.args[j]) {
+      if (!p.has_default) {
+        if (why) *why = detail::cat_str("missing required argument '", p.name, "'");
+        return false;
+      }
+      continue;
+    }
+    if (!accepts(p, out.args[j])) {
+      if (why) {
+        PyObject* o = out.args[j];
+        *why = detail::cat_str("argument '", p.name, "' must be ", kind_name(p), p.optional ? " or None" : "",
+                               ", got ", type_name(o));
+        if (p.kind == ArgKind::TensorList && (PyList_Check(o) || PyTuple_Check(o))) {
+          for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(o); ++k) {
+            if (!is_tensor(PySequence_Fast_ITEMS(o)[k])) {
+              *why += detail::cat_str(" whose element ", k, " is ", type_name(PySequence_Fast_ITEMS(o)[k]));
+              break;
+            }
+          }
+        }
+      }
+      return false;
+    }
+  }
+  out.sig = &s;
+  return true;
+}
+
+ParsedArgs ArgParser::parse(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) const {
+  ParsedArgs out;
+  for (size_t i = 0; i < sigs_.size(); ++i) {
+    if (try_bind(sigs_[i], args, nargs, kwnames, out, nullptr)) {
+      out.index = static_cast<int>(i);
+      return out;
+    }
+  }
+  if (sigs_.size() == 1) {
+    std::string why;
+    try_bind(sigs_[0], args, nargs, kwnames, out, &why);
+    throw TypeError(detail::cat_str("[", name_, "] ", why, "; expected ", sigs_[0].text));
+  }
+  std::string msg = detail::cat_str("[", name_, "] received an invalid combination of arguments: got ",
+                                    describe_call(args, nargs, kwnames), "; expected one of:");
+  for (const auto& s : sigs_) msg += "\n * " + s.text;
+  throw TypeError(msg);
+}
+
+// ---- accessors ----
+
+const char* ParsedArgs::op() const { return sig->name.c_str(); }
+
+namespace {
+/// The default of a parameter as a Python object (the table writes Python literals).
+py::object default_value(const ParamSpec& p) {
+  const std::string& d = p.default_text;
+  if (d == "None") return py::none();
+  if (d == "True") return py::bool_(true);
+  if (d == "False") return py::bool_(false);
+  if (d == "[]") return py::tuple();
+  if (!d.empty() && (std::isdigit(static_cast<unsigned char>(d[0])) || d[0] == '-')) {
+    if (d.find_first_of(".eE") != std::string::npos && d.find("0x") == std::string::npos)
+      return py::float_(std::stod(d));
+    return py::int_(std::stoll(d));
+  }
+  if (d.size() >= 2 && d.front() == '"') return py::str(d.substr(1, d.size() - 2));
+  if (p.kind == ArgKind::Dtype) return py::module_::import("flambeau_core").attr(d.c_str());
+  throw RuntimeError(detail::cat_str("internal: cannot read default '", d, "' of ", p.name));
+}
+}  // namespace
+
+#define FB_ARG_OR_DEFAULT(i)          \
+  py::object holder;                  \
+  PyObject* o = args[i];              \
+  if (!o) {                           \
+    holder = default_value(param(i)); \
+    o = holder.ptr();                 \
+  }
+
+Tensor ParsedArgs::tensor(int i) const { return py::handle(args[i]).cast<Tensor>(); }
+Tensor ParsedArgs::tensor_or_number(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return as_operand(o, op());
+}
+std::optional<Tensor> ParsedArgs::optional_tensor(int i) const {
+  if (is_none(i)) return std::nullopt;
+  return tensor(i);
+}
+TensorList ParsedArgs::tensor_list(int i) const {
+  TensorList out;
+  PyObject* o = args[i];
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  out.reserve(n);
+  for (Py_ssize_t k = 0; k < n; ++k) out.push_back(py::handle(PySequence_Fast_ITEMS(o)[k]).cast<Tensor>());
+  return out;
+}
+Scalar ParsedArgs::scalar(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  if (is_tensor(o)) return as_scalar(py::handle(o).attr("item")(), op());
+  return as_scalar(o, op());
+}
+std::optional<Scalar> ParsedArgs::optional_scalar(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return scalar(i);
+}
+int64_t ParsedArgs::int64(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  py::object idx = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+  if (!idx) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+  FB_CHECK_VALUE(!overflow, "[", op(), "] argument '", param(i).name, "' = ", py::str(o).cast<std::string>(),
+                 " does not fit in int64");
+  return v;
+}
+std::optional<int64_t> ParsedArgs::optional_int64(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return int64(i);
+}
+Shape ParsedArgs::int_list(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  if (is_int(o)) {
+    ParsedArgs one = *this;
+    one.args[i] = o;
+    return Shape{one.int64(i)};
+  }
+  Shape out;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  out.reserve(n);
+  ParsedArgs item = *this;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    item.args[i] = PySequence_Fast_ITEMS(o)[k];
+    out.push_back(item.int64(i));
+  }
+  return out;
+}
+std::optional<Shape> ParsedArgs::optional_int_list(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return int_list(i);
+}
+double ParsedArgs::float64(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  const double v = PyFloat_AsDouble(o);
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+std::optional<double> ParsedArgs::optional_float64(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return float64(i);
+}
+bool ParsedArgs::boolean(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return o == Py_True;
+}
+std::optional<bool> ParsedArgs::optional_boolean(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return boolean(i);
+}
+ScalarType ParsedArgs::dtype(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return parse_dtype(o, kDefaultFloat, op());
+}
+std::optional<ScalarType> ParsedArgs::optional_dtype(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return dtype(i);
+}
+Device ParsedArgs::device(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return parse_device(o, op());
+}
+std::optional<Device> ParsedArgs::optional_device(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return device(i);
+}
+Generator* ParsedArgs::generator(int i) const {
+  if (is_none(i)) return nullptr;
+  return py::handle(args[i]).cast<Generator*>();
+}
+std::string ParsedArgs::string(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return py::handle(o).cast<std::string>();
+}
+std::optional<std::string> ParsedArgs::optional_string(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return string(i);
+}
+#undef FB_ARG_OR_DEFAULT
+
+bool operator_operand(PyObject* obj, const char* op, bool strict, Tensor& out) {
+  if (is_tensor(obj)) {
+    out = py::handle(obj).cast<Tensor>();
+    return true;
+  }
+  if (strict) return false;
+  if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) ||
+      (PyObject_HasAttrString(obj, "__float__") && !PyObject_HasAttrString(obj, "__len__"))) {
+    out = as_operand(obj, op);
+    return true;
+  }
+  if (PyList_Check(obj) || PyTuple_Check(obj) ||
+      (PyObject_CheckBuffer(obj) && PyObject_HasAttrString(obj, "__array_interface__"))) {
+    out = py::module_::import("flambeau_core").attr("tensor")(py::handle(obj)).cast<Tensor>();
+    return true;
+  }
+  return false;
+}
+
+// ---- results ----
+
+PyObject* wrap(const Tensor& t) { return py::cast(t).release().ptr(); }
+PyObject* wrap(const TensorList& ts) {
+  py::tuple out(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) out[i] = py::cast(ts[i]);
+  return out.release().ptr();
+}
+PyObject* wrap(bool v) { return py::bool_(v).release().ptr(); }
+PyObject* wrap(int64_t v) { return py::int_(v).release().ptr(); }
+PyObject* wrap(double v) { return py::float_(v).release().ptr(); }
+
+PyObject* wrap_named(const char* type_name, std::initializer_list<const char*> fields,
+                     std::initializer_list<Tensor> values) {
+  // One named-tuple class per result kind (like torch.return_types.max), made once.
+  static std::unordered_map<std::string, py::object>* classes =
+      new std::unordered_map<std::string, py::object>();
+  auto it = classes->find(type_name);
+  if (it == classes->end()) {
+    py::tuple names(fields.size());
+    size_t i = 0;
+    for (const char* f : fields) names[i++] = py::str(f);
+    it = classes->emplace(type_name, py::module_::import("collections").attr("namedtuple")(type_name, names))
+             .first;
+  }
+  py::tuple items(values.size());
+  size_t i = 0;
+  for (const Tensor& t : values) items[i++] = py::cast(t);
+  return it->second(*items).release().ptr();
+}
+
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+  }
+}
+
+void copy_to_out(const char* op, const Tensor& result, Tensor& out) {
+  FB_CHECK_TYPE(can_cast(result.dtype(), out.dtype()), "[", op, "] the result of dtype ",
+                dtype_name(result.dtype()), " cannot be written to out= of dtype ", dtype_name(out.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(result.sizes(), out.sizes()), "[", op, "] out= has shape ",
+                 shape_str(out.sizes()), " but the result has shape ", shape_str(result.sizes()));
+  op::copy_(out, result);
+}
+
+void add_function(py::module_& m, PyMethodDef* def) {
+  py::object name = py::str(PyModule_GetName(m.ptr()));
+  PyObject* f = PyCFunction_NewEx(def, nullptr, name.ptr());
+  if (!f) throw py::error_already_set();
+  m.attr(def->ml_name) = py::reinterpret_steal<py::object>(f);
+}
+
+void add_method(py::handle cls, PyMethodDef* def) {
+  PyObject* d = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), def);
+  if (!d) throw py::error_already_set();
+  if (PyObject_SetAttrString(cls.ptr(), def->ml_name, d) != 0) {
+    Py_DECREF(d);
+    throw py::error_already_set();
+  }
+  Py_DECREF(d);
+}
+
+}  // namespace flambeau::python
