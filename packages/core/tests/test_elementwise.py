@@ -9,6 +9,7 @@ import sys
 import flambeau_core as fc
 import numpy as np
 import pytest
+import torch
 from helpers import assert_matches, check_op, make_tensor, random_array, to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -347,6 +348,21 @@ def test_all_any():
     assert fc.tensor([1, 0]).all().item() is False
     assert fc.tensor([0.0, 0.0]).any().item() is False
     assert fc.tensor([0.0, 0.5]).any().item() is True
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, (0, 2), [1, 2], ()])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_all_any_over_dims_match_torch(dim, keepdim):
+    a = np.random.default_rng(4).integers(0, 3, size=(3, 4, 5)) > 0
+    t, ref = fc.tensor(a), torch.from_numpy(a)
+    for name in ("all", "any"):
+        want = getattr(torch, name)(ref, dim=dim, keepdim=keepdim).numpy()
+        got = getattr(fc, name)(t, dim=dim, keepdim=keepdim)
+        assert got.dtype == fc.bool and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(memoryview(got)), want)
+        np.testing.assert_array_equal(np.asarray(memoryview(getattr(t, name)(dim, keepdim))), want)
+    with pytest.raises(IndexError, match="dim"):
+        fc.all(t, dim=3)
 
 
 def test_large_tensors_use_threads_and_vector_tails():

@@ -32,6 +32,16 @@ def test_log_softmax_noncontiguous_and_0d():
     assert fc.log_softmax(fc.zeros(0, 3), 1).shape == (0, 3)
 
 
+def test_softmax_dtype_argument_casts_first():
+    a = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+    for name in ("log_softmax", "softmax"):
+        got = getattr(fc, name)(fc.tensor(a), 1, dtype=fc.float64)
+        want = getattr(torch, name)(torch.from_numpy(a), 1, dtype=torch.float64).numpy()
+        assert got.dtype == fc.float64
+        np.testing.assert_allclose(as_np(got), want, rtol=1e-12)
+        assert getattr(fc.tensor(a), name)(1, dtype=fc.float64).dtype == fc.float64
+
+
 def test_log_softmax_is_stable():
     a = np.array([[1000.0, 1001.0, 999.0], [-1000.0, -1000.0, -1000.0]], dtype=np.float32)
     got = as_np(fc.log_softmax(fc.tensor(a), 1))

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import flambeau_core as fc
 from flambeau_core import Tensor
 
@@ -79,16 +81,16 @@ def sigmoid(input: Tensor) -> Tensor:
     return fc.sigmoid(input)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel."""
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel; ``dtype`` casts the input first."""
     _check_tensor(input, "log_softmax")
-    return fc.log_softmax(input, dim)
+    return fc.log_softmax(input, dim, dtype=dtype)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``)."""
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``); ``dtype`` casts the input first."""
     _check_tensor(input, "softmax")
-    return fc.exp(fc.log_softmax(input, dim))
+    return fc.softmax(input, dim, dtype=dtype)
 
 
 def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:

@@ -68,14 +68,26 @@ Tensor composite::mean(const Tensor& input, OptionalIntArrayRef dim, bool keepdi
 Tensor composite::max_other(const Tensor& self, const Tensor& other) { return op::maximum(self, other); }
 
 namespace {
-Tensor count_nonzero(const Tensor& self) {
-  return op::sum(op::ne(self, scalar_to_tensor(Scalar(false))), std::nullopt, false, std::nullopt);
+// all/any: the number of nonzero elements along dim, compared with the number reduced.
+Tensor all_or_any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, bool all) {
+  // PyTorch reads an empty dim list as "reduce nothing" here (unlike sum, where it means every dim).
+  if (dim && dim->empty()) return op::ne(self, scalar_to_tensor(Scalar(false)));
+  const Tensor count = op::sum(op::ne(self, scalar_to_tensor(Scalar(false))), dim, keepdim, std::nullopt);
+  if (!all) return op::gt(count, scalar_to_tensor(Scalar(0)));
+  int64_t n = self.numel();
+  if (dim) {
+    n = 1;
+    for (int64_t d : *dim) n *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "all")];
+  }
+  return op::eq(count, scalar_to_tensor(Scalar(n)));
 }
 }  // namespace
 
-Tensor composite::all(const Tensor& self) {
-  return op::eq(count_nonzero(self), scalar_to_tensor(Scalar(self.numel())));
+Tensor composite::all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  return all_or_any(self, dim, keepdim, true);
 }
-Tensor composite::any(const Tensor& self) { return op::gt(count_nonzero(self), scalar_to_tensor(Scalar(0))); }
+Tensor composite::any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
+  return all_or_any(self, dim, keepdim, false);
+}
 
 }  // namespace flambeau

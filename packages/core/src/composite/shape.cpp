@@ -56,7 +56,12 @@ Tensor composite::stack(const TensorList& tensors, int64_t dim) {
   return op::cat(parts, d);
 }
 
-Tensor composite::softmax(const Tensor& self, int64_t dim) { return op::exp(op::log_softmax(self, dim)); }
+Tensor composite::log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return op::_log_softmax(dtype ? to_dtype(self, *dtype) : self, dim);
+}
+Tensor composite::softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return op::exp(op::_log_softmax(dtype ? to_dtype(self, *dtype) : self, dim));
+}
 
 namespace {
 

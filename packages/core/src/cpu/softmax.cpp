@@ -87,7 +87,7 @@ Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
   return out;
 }
 
-FB_REGISTER_KERNEL(op::log_softmax, CPU, log_softmax_cpu);
+FB_REGISTER_KERNEL(op::_log_softmax, CPU, log_softmax_cpu);
 
 }  // namespace
 }  // namespace flambeau
