@@ -1,0 +1,206 @@
+// The dispatcher (Note [Dispatch]): one kernel per key, key selection (device
+// key, or Autograd when an argument requires grad and autograd is not
+// excluded), the thread-local exclude guards, and the missing-kernel errors.
+// The ops here are test-only Op objects, so nothing depends on core's kernels.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flambeau/dispatch.h"
+#include "testing.h"
+
+using namespace flambeau;
+using fbtest::error_message;
+using fbtest::make_tensor;
+
+namespace {
+
+// Each kernel returns the name of its key, and the Autograd kernel reports the
+// key its redispatch below the guard landed on ("Autograd>CPU").
+Op<std::string(const Tensor&)> probe("probe");
+Op<std::string(const Tensor&)> probe_no_autograd("probe_no_autograd");
+Op<std::string(const Tensor&, const Tensor&)> probe2("probe2");
+Op<std::string(const std::optional<Tensor>&, const TensorList&)> probe_lists("probe_lists");
+Op<std::string(Device)> probe_factory("probe_factory");
+Op<std::string(const Tensor&)> probe_unregistered("probe_unregistered");
+
+std::string cpu(const Tensor&) { return "CPU"; }
+std::string cuda(const Tensor&) { return "CUDA"; }
+std::string autograd(const Tensor& t) {
+  AutoExcludeAutograd guard;
+  return "Autograd>" + probe(t);
+}
+std::string cpu2(const Tensor&, const Tensor&) { return "CPU"; }
+std::string autograd2(const Tensor&, const Tensor&) { return "Autograd"; }
+std::string cpu_lists(const std::optional<Tensor>&, const TensorList&) { return "CPU"; }
+std::string autograd_lists(const std::optional<Tensor>&, const TensorList&) { return "Autograd"; }
+std::string cpu_factory(Device) { return "CPU"; }
+
+// Registration from static initializers, as kernels of other libraries do.
+FB_REGISTER_KERNEL(probe, CPU, cpu);
+FB_REGISTER_KERNEL(probe, CUDA, cuda);
+FB_REGISTER_KERNEL(probe, Autograd, autograd);
+FB_REGISTER_KERNEL(probe_no_autograd, CPU, cpu);
+FB_REGISTER_KERNEL(probe2, CPU, cpu2);
+FB_REGISTER_KERNEL(probe2, Autograd, autograd2);
+FB_REGISTER_KERNEL(probe_lists, CPU, cpu_lists);
+FB_REGISTER_KERNEL(probe_lists, Autograd, autograd_lists);
+FB_REGISTER_KERNEL(probe_factory, CPU, cpu_factory);
+
+/// A tensor on a (pretend) CUDA device: external host memory that says "cuda:0".
+Tensor fake_cuda_tensor() {
+  static float cell = 0.0f;
+  Storage s = StorageImpl::from_external(&cell, sizeof cell, Device(DeviceType::CUDA, 0), nullptr);
+  return Tensor(std::make_shared<TensorImpl>(std::move(s), ScalarType::Float32, Shape{1}, Shape{1}, 0));
+}
+
+Tensor requiring_grad(Shape sizes) {
+  Tensor t = make_tensor(std::move(sizes));
+  t.set_requires_grad(true);
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("dispatch") {
+  TEST_CASE("kernels are registered per key") {
+    CHECK(doctest::String(probe.name()) == "probe");
+    CHECK(probe.has_kernel(DispatchKey::CPU));
+    CHECK(probe.has_kernel(DispatchKey::CUDA));
+    CHECK(probe.has_kernel(DispatchKey::Autograd));
+    CHECK(probe_no_autograd.has_kernel(DispatchKey::CPU));
+    CHECK_FALSE(probe_no_autograd.has_kernel(DispatchKey::Autograd));
+    CHECK_FALSE(probe_unregistered.has_kernel(DispatchKey::CPU));
+    CHECK(doctest::String(dispatch_key_name(DispatchKey::Autograd)) == "Autograd");
+  }
+
+  TEST_CASE("a later registration replaces the kernel of that key only") {
+    Op<int(const Tensor&)> op("replaced");
+    op.register_kernel(DispatchKey::CPU, [](const Tensor&) { return 1; });
+    op.register_kernel(DispatchKey::CUDA, [](const Tensor&) { return 7; });
+    Tensor t = make_tensor({1});
+    CHECK(op(t) == 1);
+    op.register_kernel(DispatchKey::CPU, [](const Tensor&) { return 2; });
+    CHECK(op(t) == 2);
+    CHECK(op.call_kernel(DispatchKey::CUDA, t) == 7);
+  }
+
+  TEST_CASE("the device key comes from the first tensor argument") {
+    CHECK(probe(make_tensor({2})) == "CPU");
+    CHECK(probe(fake_cuda_tensor()) == "CUDA");
+  }
+
+  TEST_CASE("a Device argument selects the key of an op without tensors") {
+    CHECK(probe_factory(Device()) == "CPU");
+    CHECK(error_message<RuntimeError>([] { probe_factory(Device(DeviceType::CUDA, 0)); }) ==
+          doctest::Contains(
+              "[probe_factory] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+  }
+
+  TEST_CASE("a tensor that requires grad selects the Autograd kernel, which redispatches below it") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = requiring_grad({3});
+    CHECK(probe(x) == "Autograd>CPU");
+    CHECK(grad_mode_enabled());  // the kernel's guard was undone
+    CHECK(probe(make_tensor({3})) == "CPU");
+  }
+
+  TEST_CASE("any tensor argument requiring grad counts, including optionals and lists") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor plain = make_tensor({2});
+    Tensor x = requiring_grad({2});
+    CHECK(probe2(plain, plain) == "CPU");
+    CHECK(probe2(plain, x) == "Autograd");
+    CHECK(probe2(x, plain) == "Autograd");
+    CHECK(probe_lists(std::nullopt, {plain, plain}) == "CPU");
+    CHECK(probe_lists(std::nullopt, {plain, x}) == "Autograd");
+    CHECK(probe_lists(x, {}) == "Autograd");
+    CHECK(probe_lists(plain, {Tensor(), plain}) == "CPU");  // an undefined tensor is skipped
+  }
+
+  TEST_CASE("an op without an Autograd kernel runs its device kernel even on tensors requiring grad") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    CHECK(probe_no_autograd(requiring_grad({2})) == "CPU");
+  }
+
+  TEST_CASE("AutoExcludeAutograd skips the Autograd layer and nests") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = requiring_grad({2});
+    {
+      AutoExcludeAutograd outer;
+      CHECK_FALSE(grad_mode_enabled());
+      CHECK(probe(x) == "CPU");
+      {
+        AutoExcludeAutograd inner;
+        CHECK(probe(x) == "CPU");
+      }
+      CHECK_FALSE(grad_mode_enabled());  // the inner guard restores "excluded", not "enabled"
+    }
+    CHECK(grad_mode_enabled());
+    CHECK(probe(x) == "Autograd>CPU");
+  }
+
+  TEST_CASE("GradModeGuard sets grad mode and restores the previous one") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = requiring_grad({2});
+    {
+      GradModeGuard no_grad(false);
+      CHECK(probe(x) == "CPU");
+      {
+        GradModeGuard enable_grad(true);  // enable_grad inside no_grad
+        CHECK(grad_mode_enabled());
+        CHECK(probe(x) == "Autograd>CPU");
+      }
+      CHECK_FALSE(grad_mode_enabled());
+    }
+    CHECK(grad_mode_enabled());
+  }
+
+  TEST_CASE("grad mode is thread-local") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = requiring_grad({2});
+    GradModeGuard no_grad(false);
+    std::string other_thread;
+    bool other_enabled = false;
+    std::thread worker([&] {
+      other_enabled = grad_mode_enabled();
+      other_thread = probe(x);
+    });
+    worker.join();
+    CHECK(other_enabled);
+    CHECK(other_thread == "Autograd>CPU");
+    CHECK(probe(x) == "CPU");
+  }
+
+  TEST_CASE("a missing kernel names the op and the key") {
+    Tensor t = make_tensor({1});
+    CHECK(error_message<NotImplementedError>([&] { probe_unregistered(t); }) ==
+          doctest::Contains("[probe_unregistered] has no kernel for CPU"));
+    CHECK(error_message<NotImplementedError>([&] {
+            probe_no_autograd.call_kernel(DispatchKey::Autograd, t);
+          }) == doctest::Contains("[probe_no_autograd] has no kernel for Autograd"));
+  }
+
+  TEST_CASE("a CUDA tensor with no CUDA kernel says core was built without CUDA") {
+    CHECK(error_message<RuntimeError>([] { probe_no_autograd(fake_cuda_tensor()); }) ==
+          doctest::Contains(
+              "[probe_no_autograd] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+  }
+
+  TEST_CASE("call_kernel bypasses key selection") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = requiring_grad({1});
+    CHECK(probe.call_kernel(DispatchKey::CPU, x) == "CPU");
+    CHECK(probe.call_kernel(DispatchKey::CUDA, x) == "CUDA");
+  }
+}

@@ -1,0 +1,252 @@
+// TensorImpl (sizes, strides, numel, contiguity, offset), the Tensor handle
+// (refcounting, freeing on the last drop, dims and errors), and the small
+// value types around them (shapes, dtypes, devices).
+#include <doctest/doctest.h>
+
+#include "flambeau/dtype.h"
+#include "testing.h"
+
+using namespace flambeau;
+using fbtest::error_message;
+using fbtest::make_tensor;
+using fbtest::view_of;
+
+TEST_SUITE("tensor") {
+  TEST_CASE("contiguous strides are row-major and treat size 0 as 1") {
+    CHECK(contiguous_strides(Shape{2, 3, 4}) == Shape{12, 4, 1});
+    CHECK(contiguous_strides(Shape{5}) == Shape{1});
+    CHECK(contiguous_strides(Shape{}).empty());
+    CHECK(contiguous_strides(Shape{2, 0, 3}) == Shape{3, 3, 1});  // as PyTorch
+  }
+
+  TEST_CASE("shape_numel multiplies sizes and rejects negative ones") {
+    CHECK(shape_numel(Shape{}) == 1);
+    CHECK(shape_numel(Shape{2, 3, 4}) == 24);
+    CHECK(shape_numel(Shape{2, 0, 4}) == 0);
+    const Shape bad{2, -1};
+    CHECK(error_message<ValueError>([&] { shape_numel(bad); }) ==
+          doctest::Contains("[shape] negative dimension -1 in shape (2, -1)"));
+  }
+
+  TEST_CASE("shape_str formats like Python tuples") {
+    CHECK(shape_str(Shape{}) == "()");
+    CHECK(shape_str(Shape{4}) == "(4,)");
+    CHECK(shape_str(Shape{2, 3}) == "(2, 3)");
+  }
+
+  TEST_CASE("a fresh TensorImpl is contiguous with row-major strides") {
+    Tensor t = make_tensor({2, 3, 4});
+    CHECK(t.defined());
+    CHECK(t.dim() == 3);
+    CHECK(t.numel() == 24);
+    CHECK(Shape(t.sizes().begin(), t.sizes().end()) == Shape{2, 3, 4});
+    CHECK(Shape(t.strides().begin(), t.strides().end()) == Shape{12, 4, 1});
+    CHECK(t.is_contiguous());
+    CHECK(t.storage_offset() == 0);
+    CHECK(t.dtype() == ScalarType::Float32);
+    CHECK(t.device() == Device(DeviceType::CPU));
+    CHECK(t.impl()->storage()->nbytes() == 24 * sizeof(float));
+    CHECK_FALSE(t.impl()->is_view());
+    CHECK_FALSE(t.impl()->is_wrapped_number());
+  }
+
+  TEST_CASE("a 0-dim tensor has one element and no dims") {
+    Tensor t = make_tensor({}, ScalarType::Int64);
+    CHECK(t.dim() == 0);
+    CHECK(t.numel() == 1);
+    CHECK(t.is_contiguous());
+    CHECK(error_message<IndexError>([&] { t.size(0); }) ==
+          doctest::Contains("[size] a 0-d tensor has no dimension 0"));
+    CHECK(error_message<IndexError>([&] { t.stride(0); }) ==
+          doctest::Contains("[stride] a 0-d tensor has no dimension 0"));
+  }
+
+  TEST_CASE("contiguity follows the strides") {
+    Tensor t = make_tensor({2, 3});
+    // The transpose (3, 2) with strides (1, 3) is not contiguous.
+    CHECK_FALSE(view_of(t, {3, 2}, {1, 3}, 0).is_contiguous());
+    // Every other row: sizes (1, 3) is contiguous whatever the stride of the size-1 dim.
+    CHECK(view_of(t, {1, 3}, {100, 1}, 3).is_contiguous());
+    // An expand (stride 0 on a dim of size > 1) is not.
+    CHECK_FALSE(view_of(t, {4, 3}, {0, 1}, 0).is_contiguous());
+    // Every other column is not.
+    CHECK_FALSE(view_of(t, {2, 2}, {3, 2}, 0).is_contiguous());
+    // An empty tensor is contiguous whatever its strides.
+    Tensor e = view_of(t, {0, 3}, {7, 5}, 0);
+    CHECK(e.numel() == 0);
+    CHECK(e.is_contiguous());
+  }
+
+  TEST_CASE("data_ptr accounts for the storage offset in elements") {
+    Tensor t = make_tensor({4, 4}, ScalarType::Float64);
+    Tensor row2 = view_of(t, {4}, {1}, 8);
+    CHECK(row2.storage_offset() == 8);
+    CHECK(static_cast<char*>(row2.data_ptr()) - static_cast<char*>(t.data_ptr()) == 8 * 8);
+    CHECK(row2.data<double>() == t.data<double>() + 8);
+  }
+
+  TEST_CASE("set_sizes_and_strides refreshes numel and contiguity") {
+    Tensor t = make_tensor({2, 3});
+    t.impl()->set_sizes_and_strides({3, 2}, {1, 3}, 0);
+    CHECK(t.numel() == 6);
+    CHECK_FALSE(t.is_contiguous());
+    t.impl()->set_sizes_and_strides({6}, {1}, 0);
+    CHECK(t.is_contiguous());
+    t.impl()->set_sizes_and_strides({2, 0}, {0, 0}, 0);
+    CHECK(t.numel() == 0);
+    CHECK(t.is_contiguous());
+  }
+
+  TEST_CASE("sizes and strides of different lengths are an internal error") {
+    Tensor t = make_tensor({2, 3});
+    const doctest::String msg =
+        error_message<RuntimeError>([&] { t.impl()->set_sizes_and_strides({2, 3}, {1}, 0); });
+    CHECK(msg == doctest::Contains("flambeau internal error"));
+    CHECK(msg == doctest::Contains("sizes_.size() == strides_.size()"));
+  }
+
+  TEST_CASE("size and stride wrap negative dims and reject out-of-range ones") {
+    Tensor t = make_tensor({2, 3, 4});
+    CHECK(t.size(-1) == 4);
+    CHECK(t.size(-3) == 2);
+    CHECK(t.stride(-2) == 4);
+    CHECK(error_message<IndexError>([&] { t.size(3); }) ==
+          doctest::Contains("[size] dimension 3 out of range for a 3-d tensor (expected in [-3, 2])"));
+    CHECK(error_message<IndexError>([&] { t.stride(-4); }) ==
+          doctest::Contains("[stride] dimension -4 out of range"));
+  }
+
+  TEST_CASE("wrap_dim accepts 0 and -1 on a 0-d tensor as PyTorch does") {
+    CHECK(wrap_dim(0, 0, "op") == 0);
+    CHECK(wrap_dim(-1, 0, "op") == 0);
+    CHECK(wrap_dim(-2, 3, "op") == 1);
+    CHECK(error_message<IndexError>([] { wrap_dim(1, 0, "squeeze"); }) ==
+          doctest::Contains("[squeeze] dimension 1 out of range for a 0-d tensor"));
+  }
+
+  TEST_CASE("describe names shape dtype and device") {
+    CHECK(make_tensor({2, 3}).describe() == "Tensor(shape=(2, 3), dtype=float32, device=cpu)");
+    CHECK(make_tensor({5}, ScalarType::Int64).describe() == "Tensor(shape=(5,), dtype=int64, device=cpu)");
+    CHECK(Tensor().describe() == "Tensor(undefined)");
+  }
+
+  TEST_CASE("copying a Tensor copies the handle, not the data") {
+    Tensor a = make_tensor({3});
+    Tensor b = a;
+    CHECK(b.is_same(a));
+    CHECK(a.impl_ptr().use_count() == 2);
+    CHECK(b.data_ptr() == a.data_ptr());
+    Tensor c = make_tensor({3});
+    CHECK_FALSE(c.is_same(a));
+    b = Tensor();
+    CHECK(a.impl_ptr().use_count() == 1);
+    Tensor moved = std::move(a);
+    CHECK_FALSE(a.defined());  // NOLINT(bugprone-use-after-move): a moved-from handle is empty
+    CHECK(moved.impl_ptr().use_count() == 1);
+  }
+
+  TEST_CASE("memory is freed the moment the last handle drops") {
+    auto counting = std::make_shared<fbtest::CountingAllocator>();
+    fbtest::AllocatorScope scope(counting);
+    Tensor a = make_tensor({16});
+    CHECK(counting->allocations == 1);
+    CHECK(counting->live_bytes == 64);
+    Tensor b = a;
+    a = Tensor();
+    CHECK(counting->deallocations == 0);
+    b = Tensor();
+    CHECK(counting->deallocations == 1);
+    CHECK(counting->live_bytes == 0);
+  }
+
+  TEST_CASE("a view keeps its base's storage alive") {
+    auto counting = std::make_shared<fbtest::CountingAllocator>();
+    fbtest::AllocatorScope scope(counting);
+    Tensor base = make_tensor({4, 4});
+    Tensor row = view_of(base, {4}, {1}, 4);
+    CHECK(row.impl()->is_view());
+    base = Tensor();
+    CHECK(counting->deallocations == 0);
+    row.data<float>()[3] = 1.5f;  // still valid memory
+    row = Tensor();
+    CHECK(counting->deallocations == 1);
+  }
+
+  TEST_CASE("requires_grad without autograd names the missing package") {
+    fbtest::AutogradFactoryScope no_autograd(nullptr);
+    Tensor t = make_tensor({2});
+    CHECK_FALSE(t.requires_grad());
+    t.set_requires_grad(false);  // a no-op, even without autograd
+    CHECK(error_message<RuntimeError>([&] { t.set_requires_grad(true); }) ==
+          doctest::Contains("gradients need flambeau-autograd, which is not loaded"));
+    CHECK_FALSE(t.grad().defined());
+  }
+
+  TEST_CASE("only floating point tensors can require grad") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor f = make_tensor({2}, ScalarType::Float64);
+    f.set_requires_grad(true);
+    CHECK(f.requires_grad());
+    CHECK(f.impl()->autograd_meta() != nullptr);
+    Tensor i = make_tensor({2}, ScalarType::Int64);
+    CHECK(error_message<TypeError>([&] { i.set_requires_grad(true); }) ==
+          doctest::Contains("only floating point tensors can require gradients, got dtype int64"));
+    CHECK_FALSE(i.requires_grad());
+  }
+}
+
+TEST_SUITE("dtype") {
+  TEST_CASE("itemsize and names") {
+    CHECK(itemsize(ScalarType::Bool) == 1);
+    CHECK(itemsize(ScalarType::Int16) == 2);
+    CHECK(itemsize(ScalarType::BFloat16) == 2);
+    CHECK(itemsize(ScalarType::Float32) == 4);
+    CHECK(itemsize(ScalarType::Int64) == 8);
+    CHECK(doctest::String(dtype_name(ScalarType::BFloat16)) == "bfloat16");
+    CHECK(doctest::String(dtype_name(ScalarType::UInt8)) == "uint8");
+    CHECK(is_floating(ScalarType::Float16));
+    CHECK_FALSE(is_floating(ScalarType::Int32));
+    CHECK(is_integral(ScalarType::Bool, true));
+    CHECK_FALSE(is_integral(ScalarType::Bool, false));
+  }
+
+  TEST_CASE("promote_types follows PyTorch's table") {
+    using S = ScalarType;
+    CHECK(promote_types(S::UInt8, S::Int8) == S::Int16);
+    CHECK(promote_types(S::Bool, S::Int32) == S::Int32);
+    CHECK(promote_types(S::Int64, S::Float16) == S::Float16);
+    CHECK(promote_types(S::Float16, S::BFloat16) == S::Float32);
+    CHECK(promote_types(S::Int32, S::Float32) == S::Float32);
+    CHECK(promote_types(S::Float32, S::Float64) == S::Float64);
+    // The table is symmetric, idempotent, and never lowers a category.
+    for (int i = 0; i < kNumScalarTypes; ++i) {
+      for (int j = 0; j < kNumScalarTypes; ++j) {
+        const auto a = static_cast<S>(i), b = static_cast<S>(j);
+        CAPTURE(i);
+        CAPTURE(j);
+        CHECK(promote_types(a, b) == promote_types(b, a));
+        CHECK(category(promote_types(a, b)) == std::max(category(a), category(b)));
+      }
+      CHECK(promote_types(static_cast<S>(i), static_cast<S>(i)) == static_cast<S>(i));
+    }
+  }
+}
+
+TEST_SUITE("device") {
+  TEST_CASE("parse and str round-trip") {
+    CHECK(Device::parse("cpu") == Device(DeviceType::CPU));
+    CHECK(Device::parse("cuda:1") == Device(DeviceType::CUDA, 1));
+    CHECK(Device::parse("cuda:1").str() == "cuda:1");
+    CHECK(Device::parse("cuda").str() == "cuda");
+    CHECK(Device().is_cpu());
+  }
+
+  TEST_CASE("a bad device string is a ValueError that says what works") {
+    CHECK(error_message<ValueError>([] { Device::parse("tpu"); }) ==
+          doctest::Contains("[device] unknown device 'tpu': expected 'cpu', 'cuda' or 'cuda:N'"));
+    CHECK(error_message<ValueError>([] { Device::parse("cuda:-1"); }) ==
+          doctest::Contains("[device] bad device index in 'cuda:-1'"));
+    CHECK(error_message<ValueError>([] { Device::parse("cuda:"); }) == doctest::Contains("bad device index"));
+  }
+}
