@@ -127,7 +127,7 @@ class SaveNode final : public Node {
  public:
   explicit SaveNode(const Tensor& t) : saved_(t, /*is_output=*/false) {}
   variable_list apply(variable_list&& grads) override {
-    Tensor s = saved_.unpack(this);
+    (void)saved_.unpack(this);  // raises if released or modified in place
     return {grads[0]};
   }
   std::string name() const override { return "SaveNode"; }
