@@ -1,4 +1,5 @@
-// The dispatcher (Note [Dispatch]): one kernel per key, key selection (device
+// The dispatcher (Note [Dispatch]): one kernel per key, the Composite and
+// device-Generic layers, key selection (device
 // key, or Autograd when an argument requires grad and autograd is not
 // excluded), the thread-local exclude guards, and the missing-kernel errors.
 // The ops here are test-only Op objects, so nothing depends on core's kernels.
@@ -194,6 +195,34 @@ TEST_SUITE("dispatch") {
     CHECK(error_message<RuntimeError>([] { probe_no_autograd(fake_cuda_tensor()); }) ==
           doctest::Contains(
               "[probe_no_autograd] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+  }
+
+  TEST_CASE("a Generic kernel serves every device without its own kernel") {
+    Op<std::string(const Tensor&)> op("generic_probe");
+    op.register_kernel(DispatchKey::Generic, [](const Tensor&) { return std::string("Generic"); });
+    CHECK(op(make_tensor({1})) == "Generic");
+    CHECK(op(fake_cuda_tensor()) == "Generic");
+    // A device's own kernel wins over Generic for that device only, whichever is registered first.
+    op.register_kernel(DispatchKey::CUDA, [](const Tensor&) { return std::string("CUDA"); });
+    CHECK(op(fake_cuda_tensor()) == "CUDA");
+    CHECK(op(make_tensor({1})) == "Generic");
+    Op<std::string(const Tensor&)> late("generic_late");
+    late.register_kernel(DispatchKey::CPU, [](const Tensor&) { return std::string("CPU"); });
+    late.register_kernel(DispatchKey::Generic, [](const Tensor&) { return std::string("Generic"); });
+    CHECK(late(make_tensor({1})) == "CPU");
+    CHECK(late(fake_cuda_tensor()) == "Generic");
+  }
+
+  TEST_CASE("a Composite kernel runs first, on every device and even with autograd on") {
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Op<std::string(const Tensor&)> op("composite_probe");
+    op.register_kernel(DispatchKey::CPU, [](const Tensor&) { return std::string("CPU"); });
+    op.register_kernel(DispatchKey::Autograd, [](const Tensor&) { return std::string("Autograd"); });
+    op.register_kernel(DispatchKey::Composite, [](const Tensor& t) { return "Composite>" + probe(t); });
+    CHECK(op(make_tensor({1})) == "Composite>CPU");
+    CHECK(op(requiring_grad({1})) == "Composite>Autograd>CPU");
+    CHECK(op(fake_cuda_tensor()) == "Composite>CUDA");
   }
 
   TEST_CASE("call_kernel bypasses key selection") {
