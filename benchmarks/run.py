@@ -74,6 +74,13 @@ _ALL = CONTESTANTS
 _FB_TORCH = ("flambeau", "torch")
 SPECS = [
     Spec("add_1", "a + b, 1-element float32 (latency)", 20_000, 15, 4, _ALL),
+    # Per-op overhead through the generated bindings: a keyword argument, a
+    # Tensor method, a unary function, an in-place method, a reduction.
+    Spec("add_alpha_1", "add(a, b, alpha=2), 1-element float32 (latency)", 20_000, 15, 4, _FB_TORCH),
+    Spec("mul_method_1", "a.mul(b), 1-element float32 (latency)", 20_000, 15, 4, _FB_TORCH),
+    Spec("exp_1", "exp(a), 1-element float32 (latency)", 20_000, 15, 4, _ALL),
+    Spec("add_inplace_1", "a.add_(b), 1-element float32 (latency)", 20_000, 15, 4, _FB_TORCH),
+    Spec("sum_1", "a.sum(), 1-element float32 (latency)", 20_000, 15, 4, _ALL),
     Spec("add_1000", "a + b, 1,000-element float32", 20_000, 15, 4, _ALL),
     Spec("add_64MiB", "a + b into a fresh 64 MiB output", 5, 15, 4, _ALL, quick_number=3),
     Spec("matmul_1024", "matmul 1024x1024 float32", 3, 15, 4, _ALL, quick_number=2),
@@ -172,6 +179,16 @@ def _import_contestant(contestant: str, threads: int | None) -> tuple[Any, dict[
     return lib, info
 
 
+# Statement per latency benchmark, for flambeau/torch (``lib``) and for NumPy.
+_LATENCY_STATEMENTS = {
+    "add_alpha_1": {"lib": "lib.add(a, b, alpha=2)"},
+    "mul_method_1": {"lib": "a.mul(b)"},
+    "exp_1": {"lib": "lib.exp(a)", "numpy": "lib.exp(a)"},
+    "add_inplace_1": {"lib": "a.add_(b)"},
+    "sum_1": {"lib": "a.sum()", "numpy": "a.sum()"},
+}
+
+
 def _setup(name: str, contestant: str, lib: Any) -> Prepared:
     """Builds the work of benchmark ``name`` for ``contestant`` (``lib`` is its module)."""
     import numpy as np
@@ -184,6 +201,13 @@ def _setup(name: str, contestant: str, lib: Any) -> Prepared:
 
     def as_numpy(t: Any) -> Any:
         return t if contestant == "numpy" else t.numpy()
+
+    if name in _LATENCY_STATEMENTS:
+        a, b = to_lib(np.array([1.5], dtype=np.float32)), to_lib(np.array([0.25], dtype=np.float32))
+        statement = _LATENCY_STATEMENTS[name]["numpy" if contestant == "numpy" else "lib"]
+        scope = {"a": a, "b": b, "lib": lib}
+        eval(statement, scope)  # a missing op fails here, not inside the timer
+        return Prepared(statement, scope)
 
     if name.startswith("add_"):
         n = {"add_1": 1, "add_1000": 1000, "add_64MiB": 64 * 1024 * 1024 // 4}[name]

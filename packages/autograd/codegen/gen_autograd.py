@@ -202,7 +202,8 @@ class Entry:
             out += save_values("self")
             for t, inputs in sorted(self.saved_tensors.items()):
                 if t == "self":  # the old value: a copy, taken only when needed
-                    out.append(f"  if ({needs_any(inputs)}) n->self_ = SavedVariable(below(op::clone, self), false);")
+                    copy = "below(op::clone, self, MemoryFormat::Contiguous)"
+                    out.append(f"  if ({needs_any(inputs)}) n->self_ = SavedVariable({copy}, false);")
                 else:
                     out.append(f"  if ({needs_any(inputs)}) n->{t}_ = SavedVariable({t}, false);")
             out.append(f"  below(op::{op.cpp_name}, {call});")

@@ -213,9 +213,9 @@ class CopySlices final : public Node {
   variable_list apply(variable_list&& g) override {
     refuse_double_backward(g[0], "CopySlices");
     AutoExcludeAutograd guard;
-    Tensor result = op::clone(g[0]);  // contiguous, like the base
+    Tensor result = op::clone(g[0], MemoryFormat::Contiguous);  // like the base
     Tensor region = op::as_strided(result, geo_.sizes, geo_.strides, geo_.offset);
-    variable_list res = fn_->apply({op::clone(region)});
+    variable_list res = fn_->apply({op::clone(region, MemoryFormat::Contiguous)});
     if (res[0].defined())
       op::copy_(region, res[0]);
     else
@@ -354,7 +354,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     if (!grad_mode_enabled() && exclusive)
       m->grad_ = std::move(g);
     else
-      m->grad_ = op::clone(g);  // recorded under create_graph
+      m->grad_ = op::clone(g, MemoryFormat::Contiguous);  // recorded under create_graph
   } else if (!grad_mode_enabled()) {
     op::add_(m->grad_, g, 1);
   } else {

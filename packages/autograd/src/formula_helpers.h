@@ -187,7 +187,7 @@ inline Tensor slice_backward(const Tensor& grad, const Shape& sizes, int64_t dim
         Shape shape(grad.dim(), 1);
         shape[d] = length;
         Tensor idx = op::arange(s, s + length * step, step, ScalarType::Int64, Device());
-        return op::contiguous(op::expand(op::view(idx, shape), grad.sizes()));
+        return op::contiguous(op::expand(op::view(idx, shape), grad.sizes()), MemoryFormat::Contiguous);
       });
 }
 

@@ -21,7 +21,7 @@ class RetainGradHook final : public FunctionPreHook {
     auto impl = target_.lock();
     if (!impl) return Tensor();
     AutogradMeta* m = ensure_meta(Tensor(impl));
-    m->grad_ = m->grad_.defined() ? op::add(m->grad_, grad, 1) : op::clone(grad);
+    m->grad_ = m->grad_.defined() ? op::add(m->grad_, grad, 1) : op::clone(grad, MemoryFormat::Contiguous);
     return Tensor();
   }
 
@@ -93,7 +93,7 @@ py::list run_backward_py(const std::vector<Tensor>& outputs,
       AutogradMeta* m = meta_of(inputs[i]);
       if (g.defined() && m && m->grad_fn_) {
         GradModeGuard mode(create_graph);
-        m->grad_ = m->grad_.defined() ? op::add(m->grad_, g, 1) : op::clone(g);
+        m->grad_ = m->grad_.defined() ? op::add(m->grad_, g, 1) : op::clone(g, MemoryFormat::Contiguous);
       }
       continue;
     }

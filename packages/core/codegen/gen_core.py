@@ -57,7 +57,8 @@ def inline_function(op: OpDecl) -> str:
 def gen_header(ops: list[OpDecl]) -> str:
     out = [HEADER, "#pragma once", "// Note [Dispatch]: the op objects of core, one per row of codegen/ops.yaml.", ""]
     out += ["#include <optional>", "#include <string_view>", "#include <tuple>", ""]
-    out += ['#include "flambeau/dispatch.h"', '#include "flambeau/scalar.h"', '#include "flambeau/tensor.h"', ""]
+    out += ['#include "flambeau/dispatch.h"', '#include "flambeau/memory_format.h"', '#include "flambeau/scalar.h"']
+    out += ['#include "flambeau/tensor.h"', ""]
     out += ["namespace flambeau {", "", "class Generator;", "", "namespace op {"]
     for op in ops:
         out.append(f"FB_API extern Op<{op.cpp_signature()}> {op.cpp_name};")
@@ -122,6 +123,8 @@ ACCESSORS = {
     "bool?": "optional_boolean",
     "ScalarType": "dtype",
     "ScalarType?": "optional_dtype",
+    "MemoryFormat": "memory_format",
+    "MemoryFormat?": "optional_memory_format",
     "Device": "device",
     "Device?": "optional_device",
     "Generator?": "generator",

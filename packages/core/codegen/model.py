@@ -41,11 +41,20 @@ TYPES: dict[str, tuple[str, str, str]] = {
     "bool?": ("std::optional<bool>", "std::optional<bool>", "bool | None"),
     "ScalarType": ("ScalarType", "ScalarType", "_DType"),
     "ScalarType?": ("std::optional<ScalarType>", "std::optional<ScalarType>", "_DType | None"),
+    "MemoryFormat": ("MemoryFormat", "MemoryFormat", "memory_format"),
+    "MemoryFormat?": ("std::optional<MemoryFormat>", "std::optional<MemoryFormat>", "memory_format | None"),
     "Device": ("Device", "Device", "_Device"),
     "Device?": ("std::optional<Device>", "std::optional<Device>", "_Device | None"),
     "Generator?": ("Generator*", "Generator*", "Generator | None"),
     "str": ("std::string_view", "std::string", "str"),
     "str?": ("std::optional<std::string_view>", "std::optional<std::string>", "str | None"),
+}
+# Python name of a memory format -> its C++ enumerator (flambeau/memory_format.h).
+MEMORY_FORMATS = {
+    "contiguous_format": "Contiguous",
+    "preserve_format": "Preserve",
+    "channels_last": "ChannelsLast",
+    "channels_last_3d": "ChannelsLast3d",
 }
 RETURN_TYPES = {"Tensor": "Tensor", "Tensor[]": "TensorList", "bool": "bool", "int": "int64_t", "float": "double"}
 TENSOR_TYPES = {"Tensor", "TensorOrNumber", "Tensor?", "Tensor[]"}
@@ -103,6 +112,8 @@ class Arg:
             return "Device()"
         if self.type in ("ScalarType", "ScalarType?"):
             return f"ScalarType::{d}"
+        if self.type in ("MemoryFormat", "MemoryFormat?"):
+            return f"MemoryFormat::{MEMORY_FORMATS[d]}"
         if self.type.startswith("str"):
             return f'"{d.strip(chr(34))}"'
         if re.fullmatch(r"-?\d+", d) and self.type.startswith("Scalar"):

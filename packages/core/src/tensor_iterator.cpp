@@ -190,7 +190,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
         data_[k] = static_cast<char*>(owned_[k].data_ptr());
       }
     } else if (out && partially_overlaps(out_, in)) {
-      owned_[k] = op::clone(in);
+      owned_[k] = op::clone(in, MemoryFormat::Contiguous);
       ts[k] = &owned_[k];
       data_[k] = static_cast<char*>(owned_[k].data_ptr());
     }

@@ -313,8 +313,9 @@ def test_copy_broadcasts_casts_and_bumps_version():
 def test_clone_cast_and_to():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     t = make_tensor(x, "transposed")
-    c = t.clone()
-    assert c.is_contiguous() and c.tolist() == x.tolist() and c.data_ptr() != t.data_ptr()
+    c = t.clone()  # keeps the layout (preserve_format), as in PyTorch
+    assert c.stride() == t.stride() and c.tolist() == x.tolist() and c.data_ptr() != t.data_ptr()
+    assert t.clone(memory_format=fc.contiguous_format).is_contiguous()
     assert t.contiguous().is_contiguous()
     ct = fc.tensor([1.0])
     assert ct.contiguous() is ct

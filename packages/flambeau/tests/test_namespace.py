@@ -47,6 +47,11 @@ def test_pytorch_names_exist():
         "Tensor",
         "set_num_threads",
         "get_num_threads",
+        "memory_format",
+        "contiguous_format",
+        "preserve_format",
+        "channels_last",
+        "channels_last_3d",
     ]:
         assert hasattr(fb, name), name
     assert fb.Tensor is flambeau_core.Tensor

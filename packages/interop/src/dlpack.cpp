@@ -227,7 +227,7 @@ py::capsule tensor_dlpack(const Tensor& t, py::handle stream, py::handle max_ver
   uint64_t flags = 0;
   if (!copy.is_none() && is_true(copy)) {
     AutoExcludeAutograd no_grad;
-    out = op::clone(t);
+    out = op::clone(t, MemoryFormat::Contiguous);
     flags |= kDLPackFlagIsCopied;
   }
   return versioned ? export_capsule<DLManagedTensorVersioned>(out, flags)
@@ -318,7 +318,7 @@ Tensor from_capsule(py::handle obj) {
 
 Tensor clone_no_grad(const Tensor& t) {
   AutoExcludeAutograd no_grad;
-  return op::clone(t);
+  return op::clone(t, MemoryFormat::Contiguous);
 }
 
 Tensor from_dlpack(py::handle obj, py::handle device, py::handle copy) {

@@ -20,7 +20,13 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
-Tensor composite::contiguous(const Tensor& self) { return self.is_contiguous() ? self : op::clone(self); }
+Tensor composite::contiguous(const Tensor& self, MemoryFormat memory_format) {
+  FB_CHECK_VALUE(memory_format != MemoryFormat::Preserve,
+                 "[contiguous] preserve_format is not a layout a tensor can be made contiguous in");
+  if (memory_format != MemoryFormat::Contiguous)  // raises for a tensor of the wrong rank
+    (void)strides_for_memory_format(self.sizes(), memory_format, "contiguous");
+  return is_contiguous_in(self, memory_format) ? self : op::clone(self, memory_format);
+}
 
 Tensor to_dtype(const Tensor& self, ScalarType dtype) {
   return self.dtype() == dtype ? self : op::cast(self, dtype);

@@ -11,7 +11,7 @@ namespace flambeau {
 Tensor composite::reshape(const Tensor& self, IntArrayRef sizes) {
   Shape shape = detail::infer_size(sizes, self.numel(), "reshape");
   if (detail::compute_view_strides(self.sizes(), self.strides(), shape)) return op::view(self, shape);
-  return op::view(op::clone(self), shape);
+  return op::view(op::clone(self, MemoryFormat::Contiguous), shape);
 }
 
 Tensor composite::flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {

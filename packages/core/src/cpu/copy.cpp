@@ -41,8 +41,8 @@ Tensor& copy_cpu(Tensor& self, const Tensor& src) {
   return self;
 }
 
-Tensor clone_cpu(const Tensor& self) {
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+Tensor clone_cpu(const Tensor& self, MemoryFormat memory_format) {
+  Tensor out = empty_like_in(self, self.dtype(), memory_format);
   copy_into(out, self);
   return out;
 }

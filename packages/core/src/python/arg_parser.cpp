@@ -85,6 +85,8 @@ bool accepts(const ParamSpec& p, PyObject* o) {
       return PyBool_Check(o);
     case ArgKind::Dtype:
       return is_dtype(o);
+    case ArgKind::MemoryFormat:
+      return py::isinstance<MemoryFormat>(o);
     case ArgKind::Device:
       return PyUnicode_Check(o) || py::isinstance<Device>(o);
     case ArgKind::Generator:
@@ -115,6 +117,8 @@ const char* kind_name(const ParamSpec& p) {
       return "a bool";
     case ArgKind::Dtype:
       return "a dtype";
+    case ArgKind::MemoryFormat:
+      return "a memory_format";
     case ArgKind::Device:
       return "a device";
     case ArgKind::Generator:
@@ -153,6 +157,7 @@ ParamSpec parse_param(const std::string& text, bool kw_only) {
                                                                  {"float", ArgKind::Float},
                                                                  {"bool", ArgKind::Bool},
                                                                  {"ScalarType", ArgKind::Dtype},
+                                                                 {"MemoryFormat", ArgKind::MemoryFormat},
                                                                  {"Device", ArgKind::Device},
                                                                  {"Generator", ArgKind::Generator},
                                                                  {"str", ArgKind::Str}};
@@ -329,7 +334,8 @@ py::object default_value(const ParamSpec& p) {
     return py::int_(std::stoll(d));
   }
   if (d.size() >= 2 && d.front() == '"') return py::str(d.substr(1, d.size() - 2));
-  if (p.kind == ArgKind::Dtype) return py::module_::import("flambeau_core").attr(d.c_str());
+  if (p.kind == ArgKind::Dtype || p.kind == ArgKind::MemoryFormat)
+    return py::module_::import("flambeau_core").attr(d.c_str());
   throw RuntimeError(detail::cat_str("internal: cannot read default '", d, "' of ", p.name));
 }
 }  // namespace
@@ -428,6 +434,14 @@ ScalarType ParsedArgs::dtype(int i) const {
 std::optional<ScalarType> ParsedArgs::optional_dtype(int i) const {
   if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
   return dtype(i);
+}
+MemoryFormat ParsedArgs::memory_format(int i) const {
+  FB_ARG_OR_DEFAULT(i);
+  return py::handle(o).cast<MemoryFormat>();
+}
+std::optional<MemoryFormat> ParsedArgs::optional_memory_format(int i) const {
+  if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
+  return memory_format(i);
 }
 Device ParsedArgs::device(int i) const {
   FB_ARG_OR_DEFAULT(i);

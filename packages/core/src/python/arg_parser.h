@@ -36,6 +36,7 @@ enum class ArgKind : uint8_t {
   Float,
   Bool,
   Dtype,
+  MemoryFormat,
   Device,
   Generator,
   Str,
@@ -87,6 +88,8 @@ class ParsedArgs {
   std::optional<bool> optional_boolean(int i) const;
   ScalarType dtype(int i) const;
   std::optional<ScalarType> optional_dtype(int i) const;
+  MemoryFormat memory_format(int i) const;
+  std::optional<MemoryFormat> optional_memory_format(int i) const;
   Device device(int i) const;
   std::optional<Device> optional_device(int i) const;
   Generator* generator(int i) const;

@@ -1,4 +1,5 @@
-// dtypes and devices as Python objects: flambeau_core.float32, flambeau_core.device("cpu").
+// dtypes, memory formats and devices as Python objects: flambeau_core.float32,
+// flambeau_core.channels_last, flambeau_core.device("cpu").
 #include "common.h"
 #include "flambeau/error.h"
 
@@ -20,6 +21,19 @@ void init_dtype(py::module_& m) {
            // flambeau_core._C.float32 (exported below), so dtypes pickle.
            [](ScalarType t) { return std::string(dtype_name(t)); });
   dtype.export_values();
+
+  py::enum_<MemoryFormat> memory_format(
+      m, "memory_format",
+      "How a dense tensor's elements are ordered in memory (flambeau_core.channels_last, ...).");
+  for (int i = 0; i < kNumMemoryFormats; ++i) {
+    auto f = static_cast<MemoryFormat>(i);
+    memory_format.value(memory_format_name(f), f);
+  }
+  memory_format
+      .def("__repr__", [](MemoryFormat f) { return std::string("flambeau.") + memory_format_name(f); })
+      .def("__str__", [](MemoryFormat f) { return std::string("flambeau.") + memory_format_name(f); })
+      .def("__reduce__", [](MemoryFormat f) { return std::string(memory_format_name(f)); });
+  memory_format.export_values();
 
   m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),
         "The dtype that an op on tensors of dtypes type1 and type2 computes in.");

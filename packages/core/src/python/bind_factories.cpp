@@ -237,7 +237,7 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
     AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
     const Tensor src = data.cast<Tensor>();
     const ScalarType dt = parse_dtype(dtype_obj, src.dtype(), "tensor");
-    return dt == src.dtype() ? op::clone(src) : op::cast(src, dt);
+    return dt == src.dtype() ? op::clone(src, MemoryFormat::Contiguous) : op::cast(src, dt);
   }
   if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && PyObject_CheckBuffer(data.ptr()) &&
       !py::isinstance<py::str>(data)) {

@@ -1,10 +1,13 @@
 // Tensor conversions and helpers from Python that are not ops of the table:
-// to/float/double/..., fill_ (a number or a 0-dim tensor), broadcast_shapes,
+// to/float/double/... (with memory_format=), fill_ (a number or a 0-dim tensor), broadcast_shapes,
 // result_type. The ops themselves (functions, methods, operators) are
 // generated from codegen/ops.yaml into python_ops_generated.cpp.
 //
 // __eq__ returns a tensor, so __hash__ is kept identity-based (tensors are dict
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
+#include <algorithm>
+#include <numeric>
+
 #include "../cpu/vec_table.h"
 #include "../tensor_iterator.h"
 #include "common.h"
@@ -19,10 +22,33 @@ std::string type_name(py::handle obj) {
   return py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
 }
 
+/// A conversion of `self` to `dtype` laid out in `format` (Note [Preserving a layout]): only
+/// differentiable ops, so `x.t().double()` backpropagates and is again transposed.
+Tensor convert(const Tensor& self, ScalarType dtype, MemoryFormat format, bool copy) {
+  if (format != MemoryFormat::Preserve) {
+    Tensor out = dtype == self.dtype() ? self : op::cast(self, dtype);
+    out = op::contiguous(out, format);
+    return copy && out.is_same(self) ? op::clone(self, format) : out;
+  }
+  if (dtype == self.dtype()) return copy ? op::clone(self, format) : self;
+  // A cast writes a contiguous result: cast a dense permuted tensor in its
+  // memory order (a contiguous permutation of it) and permute the result back.
+  if (self.is_contiguous() || !is_non_overlapping_and_dense(self)) return op::cast(self, dtype);
+  Shape order(self.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return self.strides()[a] > self.strides()[b]; });
+  Shape inverse(order.size());
+  for (size_t k = 0; k < order.size(); ++k) inverse[order[k]] = static_cast<int64_t>(k);
+  return op::permute(op::cast(op::permute(self, order), dtype), inverse);
+}
+
 // Tensor.to(dtype) / to(device) / to(device, dtype) / to(other) / keywords.
 Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
   std::optional<ScalarType> dtype;
   std::optional<Device> device;
+  MemoryFormat format = MemoryFormat::Preserve;
+  bool copy = false;
   auto take = [&](py::handle a) {
     if (py::isinstance<ScalarType>(a) || a.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
         a.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type) ||
@@ -42,16 +68,32 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
     const std::string key = py::str(item.first).cast<std::string>();
     if (key == "dtype" || key == "device" || key == "other")
       take(item.second);
-    else if (key != "non_blocking" && key != "copy")
+    else if (key == "memory_format") {
+      if (!py::isinstance<MemoryFormat>(item.second))
+        throw TypeError(
+            detail::cat_str("[to] memory_format must be a memory_format, got ", type_name(item.second)));
+      format = item.second.cast<MemoryFormat>();
+    } else if (key == "copy")
+      copy = PyObject_IsTrue(item.second.ptr()) == 1;
+    else if (key != "non_blocking")
       throw TypeError(detail::cat_str("[to] unexpected keyword argument '", key, "'"));
   }
   if (device && device->type != self.device().type)
     throw RuntimeError(detail::cat_str("[to] moving a tensor from ", self.device().str(), " to ",
                                        device->str(),
                                        " is not supported: flambeau-core was built without CUDA"));
-  Tensor out = dtype ? to_dtype(self, *dtype) : self;
-  if (kwargs.contains("copy") && py::bool_(kwargs["copy"]) && out.is_same(self)) out = op::clone(self);
-  return out;
+  py::gil_scoped_release no_gil;
+  return convert(self, dtype.value_or(self.dtype()), format, copy);
+}
+
+/// Tensor.float(memory_format=preserve_format) and its siblings.
+void def_conversion(py::class_<TensorImpl, std::shared_ptr<TensorImpl>>& cls, const char* name,
+                    ScalarType dtype) {
+  cls.def(
+      name, [dtype](const Tensor& self, MemoryFormat format) { return convert(self, dtype, format, false); },
+      py::kw_only(), py::arg("memory_format") = MemoryFormat::Preserve,
+      py::call_guard<py::gil_scoped_release>(),
+      detail::cat_str("self.to(", dtype_name(dtype), ", memory_format=memory_format)").c_str());
 }
 
 }  // namespace
@@ -77,14 +119,19 @@ void init_math(py::module_& m) {
           },
           py::arg("value"))
       .def("to", &to_py)
-      .def("float", [](const Tensor& a) { return to_dtype(a, ScalarType::Float32); })
-      .def("double", [](const Tensor& a) { return to_dtype(a, ScalarType::Float64); })
-      .def("long", [](const Tensor& a) { return to_dtype(a, ScalarType::Int64); })
-      .def("int", [](const Tensor& a) { return to_dtype(a, ScalarType::Int32); })
-      .def("bool", [](const Tensor& a) { return to_dtype(a, ScalarType::Bool); })
       .def(
           "type_as", [](const Tensor& a, const Tensor& other) { return to_dtype(a, other.dtype()); },
           py::arg("other"));
+  def_conversion(cls, "float", ScalarType::Float32);
+  def_conversion(cls, "double", ScalarType::Float64);
+  def_conversion(cls, "half", ScalarType::Float16);
+  def_conversion(cls, "bfloat16", ScalarType::BFloat16);
+  def_conversion(cls, "long", ScalarType::Int64);
+  def_conversion(cls, "int", ScalarType::Int32);
+  def_conversion(cls, "short", ScalarType::Int16);
+  def_conversion(cls, "char", ScalarType::Int8);
+  def_conversion(cls, "byte", ScalarType::UInt8);
+  def_conversion(cls, "bool", ScalarType::Bool);
   m.def(
       "broadcast_shapes",
       [](const py::args& shapes) {

@@ -181,7 +181,9 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("ndim", [](const Tensor& t) { return t.dim(); })
       .def("dim", [](const Tensor& t) { return t.dim(); })
       .def("numel", [](const Tensor& t) { return t.numel(); })
-      .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
+      .def(
+          "is_contiguous", [](const Tensor& t, MemoryFormat f) { return is_contiguous_in(t, f); },
+          py::arg("memory_format") = MemoryFormat::Contiguous)
       .def("storage_offset", [](const Tensor& t) { return t.storage_offset(); })
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
