@@ -14,7 +14,8 @@ For each entry, one Node class `<Op>Backward0` and one Autograd kernel:
     and sets the result's history (a view also records its base);
   * what is saved is derived from the formulas: a tensor argument named in a
     formula is a SavedVariable (version-checked), saved only if some input
-    whose formula names it needs a gradient; `result` is saved after the
+    whose formula names it needs a gradient (a Tensor?[] argument likewise,
+    as a SavedOptionalTensorList); `result` is saved after the
     history is set (as an output, no reference cycle); `x.sizes()` and the
     like save the fact, not the tensor; other arguments are stored by value;
   * every differentiable tensor input keeps a Meta (dtype, and its shape when
@@ -44,6 +45,8 @@ ATTRS = {  # x.attr() in a formula -> (saved field suffix, C++ type, how to read
     "storage_offset": ("storage_offset", "int64_t", "{0}.storage_offset()"),
     "is_contiguous": ("is_contiguous", "bool", "{0}.is_contiguous()"),
 }
+# Non-differentiable tensor-list types saved like tensors (version-checked, released) when a formula uses them.
+SAVED_LISTS = {"Tensor?[]": "SavedOptionalTensorList"}
 
 
 def camel(name: str) -> str:
@@ -94,7 +97,7 @@ class Entry:
                     self.saved_outputs.add(ident)
                 elif ident in names:
                     arg = next(a for a in op.cpp_args if a.name == ident)
-                    if arg.is_tensor:
+                    if arg.is_tensor or arg.type in SAVED_LISTS:
                         self.saved_tensors.setdefault(ident, set()).add(inp)
                     else:
                         self.saved_values.add(ident)
@@ -104,6 +107,21 @@ class Entry:
 
     def edge_index(self) -> dict[str, int]:
         return {a.name: i for i, a in enumerate(self.tensor_args)}
+
+    def saved_list(self, name: str):
+        """The argument if `name` is a saved list (SAVED_LISTS), else None (a tensor: SavedVariable)."""
+        return next((a for a in self.op.cpp_args if a.name == name and a.type in SAVED_LISTS), None)
+
+    def saved_class(self, name: str) -> str:
+        lst = self.saved_list(name)
+        return SAVED_LISTS[lst.type] if lst else "SavedVariable"
+
+    def unpacked_type(self, name: str) -> str:
+        lst = self.saved_list(name)
+        return lst.stored_type if lst else "Tensor"
+
+    def saved_init(self, name: str) -> str:
+        return f"{self.saved_class(name)}({name})" if self.saved_list(name) else f"SavedVariable({name}, false)"
 
     def list_arg(self):
         return next((a for a in self.tensor_args if a.type == "Tensor[]"), None)
@@ -123,7 +141,7 @@ class Entry:
             out.append(f"  {ATTRS[a][1]} {field}{{}};")
         saved = sorted(self.saved_tensors) + (["result"] if self.uses_result else []) + sorted(self.saved_outputs)
         for s in saved:
-            out.append(f"  SavedVariable {s}_;")
+            out.append(f"  {self.saved_class(s)} {s}_;")
         if saved:
             resets = " ".join(f"{s}_.reset();" for s in saved)
             out.append(f"  void release_variables() override {{ {resets} }}")
@@ -139,7 +157,7 @@ class Entry:
             if lst is not None and inp == lst.name:
                 out.append("    {")
                 for s in sorted(uses):
-                    out.append(f"      const Tensor {s} = {s}_.unpack(this);")
+                    out.append(f"      const {self.unpacked_type(s)} {s} = {s}_.unpack(this);")
                 out.append(f"      variable_list g = {expr};")
                 out.append(
                     f"      for (size_t i = 0; i < g.size(); ++i) if (needs(i)) out[i] = reduce(g[i], {inp}_meta[i]);"
@@ -148,7 +166,7 @@ class Entry:
                 continue
             out.append(f"    if (needs({idx[inp]})) {{")
             for s in sorted(uses):
-                out.append(f"      const Tensor {s} = {s}_.unpack(this);")
+                out.append(f"      const {self.unpacked_type(s)} {s} = {s}_.unpack(this);")
             out.append(f"      out[{idx[inp]}] = reduce({expr}, {inp}_meta);")
             out.append("    }")
         out.append("    return out;")
@@ -205,7 +223,7 @@ class Entry:
                     copy = "below(op::clone, self, MemoryFormat::Contiguous)"
                     out.append(f"  if ({needs_any(inputs)}) n->self_ = SavedVariable({copy}, false);")
                 else:
-                    out.append(f"  if ({needs_any(inputs)}) n->{t}_ = SavedVariable({t}, false);")
+                    out.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
             out.append(f"  below(op::{op.cpp_name}, {call});")
             out.append("  rebase_inplace(self, n);")
             if self.uses_result:
@@ -228,7 +246,7 @@ class Entry:
                     out.append(f"  n->{a.name}_meta = Meta({a.name}, result);")
         out += save_values("result")
         for t, inputs in sorted(self.saved_tensors.items()):
-            out.append(f"  if ({needs_any(inputs)}) n->{t}_ = SavedVariable({t}, false);")
+            out.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
         for i, r in enumerate(op.returns[1:], start=1):
             if r.name in self.saved_outputs:
                 out.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), false);")

@@ -48,6 +48,30 @@ inline std::vector<Edge> list_edges(const TensorList& tensors) {
   return edges;
 }
 
+/// A saved Tensor?[] argument (advanced indexing's indices): each tensor is a
+/// SavedVariable (version-checked, freed by release_variables); an undefined
+/// one stands for std::nullopt.
+struct SavedOptionalTensorList {
+  std::vector<SavedVariable> saved;
+  SavedOptionalTensorList() = default;
+  explicit SavedOptionalTensorList(const OptionalTensorList& tensors) {
+    saved.reserve(tensors.size());
+    for (const auto& t : tensors) saved.emplace_back(t ? *t : Tensor(), false);
+  }
+  OptionalTensorList unpack(Node* owner) const {
+    OptionalTensorList out;
+    out.reserve(saved.size());
+    for (const auto& s : saved) {
+      Tensor t = s.unpack(owner);
+      out.emplace_back(t.defined() ? std::optional<Tensor>(std::move(t)) : std::nullopt);
+    }
+    return out;
+  }
+  void reset() {
+    for (auto& s : saved) s.reset();
+  }
+};
+
 /// Sums a broadcast gradient back to the input's shape and casts it to its dtype.
 inline Tensor reduce(const Tensor& g, const Meta& in) {
   if (!g.defined()) return g;

@@ -29,6 +29,8 @@ TYPES: dict[str, tuple[str, str, str]] = {
     "TensorOrNumber": ("const Tensor&", "Tensor", "Tensor | _Number"),
     "Tensor?": ("const std::optional<Tensor>&", "std::optional<Tensor>", "Tensor | None"),
     "Tensor[]": ("const TensorList&", "TensorList", "_Sequence[Tensor]"),
+    # Advanced indexing's indices: no gradient flows to them (not in TENSOR_TYPES); C++ only.
+    "Tensor?[]": ("const OptionalTensorList&", "OptionalTensorList", "_Sequence[Tensor | None]"),
     "Scalar": ("const Scalar&", "Scalar", "_Number"),
     "Scalar?": ("const std::optional<Scalar>&", "std::optional<Scalar>", "_Number | None"),
     "int": ("int64_t", "int64_t", "int"),
@@ -290,6 +292,8 @@ def load_ops(path: Path) -> list[OpDecl]:
         )
         if "method" in python and not op.self_arg():
             raise TableError(f"{where}: a method needs an argument named 'self'")
+        if python and any(a.type == "Tensor?[]" for a in args):
+            raise TableError(f"{where}: Tensor?[] has no Python conversion: use python: [] and bind it by hand")
         if op.cpp_name in seen:
             raise TableError(f"{where}: op '{op.cpp_name}' declared twice")
         seen.add(op.cpp_name)

@@ -95,6 +95,9 @@ inline void visit_arg(KeyState& s, const std::optional<Tensor>& t) {
 inline void visit_arg(KeyState& s, const TensorList& ts) {
   for (const auto& t : ts) visit_arg(s, t);
 }
+inline void visit_arg(KeyState& s, const OptionalTensorList& ts) {
+  for (const auto& t : ts) visit_arg(s, t);
+}
 inline void visit_arg(KeyState& s, const Device& d) { s.see_device(d.type); }
 template <class T>
 inline void visit_arg(KeyState&, const T&) {}

@@ -3,6 +3,7 @@
 // handle, not the data; the memory is freed when the last handle drops.
 // Ops are free functions in flambeau/ops.h.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ class FB_API Tensor {
 };
 
 using TensorList = std::vector<Tensor>;
+/// A list with holes (std::nullopt): advanced indexing's indices (a hole is a whole dim).
+using OptionalTensorList = std::vector<std::optional<Tensor>>;
 
 /// Normalizes a dim index into [0, ndim); IndexError naming `op` otherwise.
 FB_API int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
