@@ -318,56 +318,6 @@ def test_permute_reshape_property(shape, data):
         assert v.data_ptr() == p.data_ptr()
 
 
-def test_advanced_indexing_matches_torch():
-    import torch
-
-    a = np.arange(60.0, dtype=np.float32).reshape(3, 4, 5)
-    t, x = fc.tensor(a), torch.from_numpy(a)
-    mask0 = a[:, :, 0] > 20
-    mask1 = a[0] > 7
-    cases = [
-        ([2, 0],),
-        ([[1, -1]],),
-        (slice(None), [3, 1]),
-        (1, Ellipsis, [4, 4, 0]),
-        (None, [0, 2], slice(1, 3)),
-        ([0, 1], 1),
-        (slice(None), 1, [0, 1]),
-        ([],),
-        (mask0,),
-        (slice(None), mask1),
-        ([True, False, True],),
-    ]
-    for idx in cases:
-        fi = tuple(fc.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
-        ti = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in idx)
-        want = x[ti]
-        got = t[fi]
-        assert got.shape == tuple(want.shape), idx
-        np.testing.assert_array_equal(as_np(got), want.numpy())
-    perm = fc.tensor([2, 0, 1])
-    got = t[perm]
-    assert got.data_ptr() != t.data_ptr()  # a copy, as in PyTorch
-    np.testing.assert_array_equal(as_np(got), a[[2, 0, 1]])
-    np.testing.assert_array_equal(as_np(t[fc.tensor([1, 0], dtype=fc.int32)]), a[[1, 0]])
-
-
-def test_advanced_indexing_errors():
-    t = fc.zeros(3, 4)
-    with pytest.raises(IndexError, match=r"\[getitem\] index 3 is out of bounds for dimension 0 with size 3"):
-        t[[0, 3]]
-    with pytest.raises(IndexError, match=r"index -5 is out of bounds for dimension 1 with size 4"):
-        t[:, fc.tensor([-5])]
-    with pytest.raises(IndexError, match=r"must be integer or bool, got float32"):
-        t[fc.tensor([0.0])]
-    with pytest.raises(IndexError, match=r"shape \(2,\) of the mask does not match the shape \(3,\)"):
-        t[fc.tensor([True, False])]
-    with pytest.raises(NotImplementedError, match="more than one tensor"):
-        t[[0, 1], [1, 2]]
-    with pytest.raises(NotImplementedError, match="Python bool"):
-        t[True]
-
-
 def _factorizations(n, max_len=3):
     """A few shapes with n elements."""
     out = [(n,), (1, n), (n, 1)]
@@ -431,39 +381,3 @@ def test_expand_squeeze_unsqueeze_property(shape, data):
     assert e.shape == want.shape
     np.testing.assert_array_equal(as_np(e), want)
     assert e.data_ptr() == t.data_ptr()
-
-
-def test_advanced_setitem_matches_torch():
-    import torch
-
-    a = np.arange(24.0).reshape(2, 3, 4)
-    cases = [
-        (([1, 0],), 5.0),
-        ((slice(None), [2, 0]), None),
-        ((a > 10,), -1.0),
-        ((np.array([True, False]),), None),
-        ((1, Ellipsis, [3, 0]), None),
-        (([[0, 1], [1, 1]],), 7.0),
-        ((slice(None), a[0] > 3), 2.0),
-        ((slice(None), a[0] > 3), None),
-    ]
-    for idx, val in cases:
-        t, x = fc.tensor(a), torch.tensor(a)
-        ti = tuple(fc.tensor(i) if isinstance(i, np.ndarray) else i for i in idx)
-        xi = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in idx)
-        if val is None:
-            shape = x[xi].shape
-            v = torch.arange(float(np.prod(shape)), dtype=torch.float64).reshape(shape)
-            x[xi] = v
-            t[ti] = fc.tensor(v.numpy())
-        else:
-            x[xi] = val
-            t[ti] = val
-        np.testing.assert_array_equal(as_np(t), x.numpy())
-    t = fc.zeros(4)
-    t[fc.tensor([0, 2])] = fc.tensor(3.0)  # broadcast value
-    assert t.tolist() == [3.0, 0.0, 3.0, 0.0]
-    with pytest.raises(ValueError, match=r"\[setitem\] shape mismatch"):
-        t[[0, 1]] = fc.ones(3)
-    with pytest.raises(IndexError, match=r"\[setitem\] index 9 is out of bounds"):
-        t[[9]] = 1.0

@@ -1,4 +1,4 @@
-// Shape composites of the op table (reshape, flatten, expand_as, stack,
+// Shape composites of the op table (reshape, flatten, expand_as, stack, index_put,
 // softmax, matmul): built only from op:: calls, so autograd differentiates
 // them through the ops they call, with no formula of their own.
 #include "composite_generated.h"
@@ -121,6 +121,12 @@ Tensor composite::matmul(const Tensor& a, const Tensor& b) {
   if (da > 1) out_shape.push_back(n);
   if (db > 1) out_shape.push_back(m);
   return op::reshape(op::bmm(a3, b3), out_shape);
+}
+
+Tensor composite::index_put(const Tensor& self, const OptionalTensorList& indices, const Tensor& values,
+                            bool accumulate) {
+  Tensor out = op::clone(self, MemoryFormat::Preserve);
+  return op::index_put_(out, indices, values, accumulate);
 }
 
 }  // namespace flambeau

@@ -1,5 +1,5 @@
-// Views from Python: view/reshape/transpose/permute/..., and basic indexing
-// (__getitem__/__setitem__ with ints, slices, None, ...).
+// Views from Python: view/reshape/transpose/permute/..., and indexing
+// (__getitem__/__setitem__, basic and advanced; index_put_/index_put).
 #include "common.h"
 #include "flambeau/error.h"
 
@@ -12,219 +12,197 @@ std::string type_name(py::handle obj) {
   return py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
 }
 
-template <class F>
-void detail_for_each_offset(const Tensor& t, F&& f) {
-  const int64_t nd = t.dim();
-  Shape idx(nd, 0);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    int64_t off = 0;
-    for (int64_t k = 0; k < nd; ++k) off += idx[k] * t.strides()[k];
-    f(off);
-    for (int64_t k = nd - 1; k >= 0; --k) {
-      if (++idx[k] < t.sizes()[k]) break;
-      idx[k] = 0;
-    }
-  }
-}
-
-bool is_int_index(py::handle obj) {
-  if (PyBool_Check(obj.ptr())) return false;
-  if (PyLong_Check(obj.ptr())) return true;
-  if (py::isinstance<TensorImpl>(obj)) {
-    const Tensor t = obj.cast<Tensor>();
-    return t.dim() == 0 && is_integral(t.dtype(), false);
-  }
-  return PyIndex_Check(obj.ptr());
-}
-
-int64_t as_index(py::handle obj) {
+int64_t as_index(py::handle obj, const char* op) {
   py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
   if (!i) throw py::error_already_set();
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  FB_CHECK_INDEX(!overflow, "[getitem] index ", py::str(obj).cast<std::string>(), " does not fit in int64");
+  FB_CHECK_INDEX(!overflow, "[", op, "] index ", py::str(obj).cast<std::string>(), " does not fit in int64");
   return v;
 }
 
-// Note [Basic indexing]
-// An index is a tuple of items; ints and slices consume one dim each, None
-// inserts a size-1 dim, and one Ellipsis stands for as many full slices as
-// needed. Every item maps to one view op (select, slice, unsqueeze), so the
-// result always shares self's storage and autograd sees ordinary ops.
-// One advanced item is supported on top (an integer tensor or list, or a bool
-// mask): the basic items are applied first with the advanced one kept as full
-// slices, then the advanced dims are replaced by the index's shape through
-// gather, so the result is a copy (as in PyTorch) and differentiable.
-struct AdvancedIndex {
-  Tensor index;         // int64 or bool
-  int64_t dim = 0;      // first dim of the view it applies to
-  int64_t src_dim = 0;  // the same dim counted in self (for messages)
-};
+// Note [Indexing from Python]
+// An index is a tuple of items (a lone item is a 1-tuple). Basic items become
+// view ops on self, in order: an int selects (its dim goes), a slice slices,
+// None inserts a size-1 dim, one Ellipsis stands for as many whole dims as
+// needed. Advanced items (an integer tensor, a bool or uint8 mask, or a list,
+// tuple or array made into one) are collected into the list that op::index and
+// op::index_put_ take for that view (Note [Advanced indexing]); a Python bool
+// or 0-dim bool tensor inserts a size-1 dim indexed by [0] (True) or [] (False).
+// Without advanced items the result is the view itself; with them it is a copy
+// (getitem) or a write through the view (setitem). Where NumPy and PyTorch
+// differ, this follows PyTorch: an int next to advanced items is applied as a
+// view first, so for x of shape (2, 3, 4), x[0, :, [0, 1]] has shape (3, 2)
+// (NumPy: (2, 3)); a list of floats is truncated to int64 as PyTorch does. A
+// list is always one index (x[[[0, 1]]] is x[tensor([[0, 1]])]), as in NumPy
+// and as PyTorch has announced; PyTorch 2.x still reads a short list holding
+// sequences, slices or None as a tuple, with a deprecation warning.
+enum class ItemKind { kEllipsis, kNone, kSlice, kInt, kBool, kTensor };
 
-bool is_advanced(py::handle it) {
-  return (py::isinstance<TensorImpl>(it) && !is_int_index(it)) || PyList_Check(it.ptr());
-}
-
-Tensor as_index_tensor(py::handle it) {
-  if (py::isinstance<TensorImpl>(it)) return it.cast<Tensor>();
-  py::object make = py::module_::import("flambeau_core._C").attr("tensor");
-  if (py::len(it) == 0) return make(it, py::arg("dtype") = ScalarType::Int64).cast<Tensor>();  // t[[]]
-  return make(it).cast<Tensor>();
-}
-
-/// Dims an advanced index consumes: the mask's dims for bool, else 1.
-int64_t advanced_dims(const Tensor& idx) {
-  return idx.dtype() == ScalarType::Bool ? std::max<int64_t>(idx.dim(), 1) : 1;
-}
-
-// An advanced index resolved against the view `base` it applies to: the
-// positions along `dim` it selects, and the shape they take in the result.
-struct ResolvedIndex {
-  Tensor base;  // cur, with a multi-dim mask's dims merged into one
-  int64_t dim;
-  std::vector<int64_t> flat;
-  Shape idx_shape;
-  Shape out_shape;  // base.sizes()[:dim] + idx_shape + base.sizes()[dim+1:]
-};
-
-ResolvedIndex resolve_advanced(const Tensor& cur, const AdvancedIndex& adv, const char* op) {
-  const Tensor& idx = adv.index;
-  const int64_t d = adv.dim;
-  ResolvedIndex r{cur, d, {}, {}, {}};
-  if (idx.dtype() == ScalarType::Bool) {
-    const int64_t k = advanced_dims(idx);
-    const auto covered = cur.sizes().subspan(d, k);
-    const bool match =
-        idx.dim() == 0 || std::equal(covered.begin(), covered.end(), idx.sizes().begin(), idx.sizes().end());
-    FB_CHECK_INDEX(idx.dim() > 0 && match, "[", op, "] the shape ", shape_str(idx.sizes()),
-                   " of the mask does not match the shape ", shape_str(covered),
-                   " of the indexed tensor at dimension ", adv.src_dim);
-    Shape merged(cur.sizes().begin(), cur.sizes().begin() + d);
-    merged.push_back(idx.numel());
-    merged.insert(merged.end(), cur.sizes().begin() + d + k, cur.sizes().end());
-    // setitem must write through: a view (ValueError if the layout forbids it), never a copy.
-    r.base = k == 1 ? cur : std::string_view(op) == "setitem" ? op::view(cur, merged) : reshape(cur, merged);
-    const bool* m = idx.data<bool>();
-    int64_t pos = 0;
-    detail_for_each_offset(idx, [&](int64_t off) {
-      if (m[off]) r.flat.push_back(pos);
-      ++pos;
-    });
-    r.idx_shape = {static_cast<int64_t>(r.flat.size())};
-  } else {
-    FB_CHECK_INDEX(is_integral(idx.dtype(), false), "[", op,
-                   "] tensors used as indices must be integer or bool, got ", dtype_name(idx.dtype()));
-    const Tensor i64 = idx.dtype() == ScalarType::Int64 ? idx : op::cast(idx, ScalarType::Int64);
-    const int64_t n = cur.sizes()[d];
-    const int64_t* p = i64.data<int64_t>();
-    detail_for_each_offset(i64, [&](int64_t off) {
-      const int64_t v = p[off];
-      FB_CHECK_INDEX(v >= -n && v < n, "[", op, "] index ", v, " is out of bounds for dimension ",
-                     adv.src_dim, " with size ", n);
-      r.flat.push_back(v < 0 ? v + n : v);
-    });
-    r.idx_shape.assign(idx.sizes().begin(), idx.sizes().end());
+struct Item {
+  ItemKind kind;
+  py::handle obj;
+  Tensor tensor;          // kTensor: the index or mask
+  bool value = false;     // kBool
+  int64_t dims() const {  // dims of self it consumes
+    if (kind == ItemKind::kInt || kind == ItemKind::kSlice) return 1;
+    if (kind != ItemKind::kTensor) return 0;
+    const ScalarType t = tensor.dtype();
+    return t == ScalarType::Bool || t == ScalarType::UInt8 ? tensor.dim() : 1;
   }
-  r.out_shape.assign(r.base.sizes().begin(), r.base.sizes().begin() + d);
-  r.out_shape.insert(r.out_shape.end(), r.idx_shape.begin(), r.idx_shape.end());
-  r.out_shape.insert(r.out_shape.end(), r.base.sizes().begin() + d + 1, r.base.sizes().end());
+};
+
+bool is_array_like(py::handle obj) {
+  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return true;
+  if (!PyObject_CheckBuffer(obj.ptr()) || PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr()))
+    return false;
+  // A NumPy integer scalar or 0-d array is an int; an n-d array is an index tensor.
+  py::object ndim = py::getattr(obj, "ndim", py::none());
+  return !PyIndex_Check(obj.ptr()) || (PyLong_Check(ndim.ptr()) && ndim.cast<int64_t>() > 0);
+}
+
+/// A list, tuple or array as an index tensor: bool and uint8 stay masks, anything else
+/// becomes int64 (floats truncated), as PyTorch's indexing does.
+Tensor index_tensor_from(py::handle obj, const char* op) {
+  py::object t;
+  try {
+    t = py::module_::import("flambeau_core._C").attr("tensor")(obj);
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
+    throw TypeError(detail::cat_str("[", op, "] a ", type_name(obj),
+                                    " index must hold only ints or bools (one index tensor; use a tuple to "
+                                    "index several dims): ",
+                                    py::str(e.value()).cast<std::string>()));
+  }
+  Tensor r = t.cast<Tensor>();
+  const ScalarType dt = r.dtype();
+  if (dt == ScalarType::Bool || dt == ScalarType::UInt8 || dt == ScalarType::Int64) return r;
+  return op::cast(r, ScalarType::Int64);
+}
+
+Item classify(py::handle it, const char* op) {
+  if (it.ptr() == Py_Ellipsis) return {ItemKind::kEllipsis, it};
+  if (it.is_none()) return {ItemKind::kNone, it};
+  if (PyBool_Check(it.ptr())) return {ItemKind::kBool, it, Tensor(), it.ptr() == Py_True};
+  if (PyLong_Check(it.ptr())) return {ItemKind::kInt, it};
+  if (PySlice_Check(it.ptr())) return {ItemKind::kSlice, it};
+  if (py::isinstance<TensorImpl>(it)) {
+    Tensor t = it.cast<Tensor>();
+    const ScalarType dt = t.dtype();
+    if (t.dim() == 0 && (dt == ScalarType::Bool || dt == ScalarType::UInt8))  // one byte either way
+      return {ItemKind::kBool, it, Tensor(), *static_cast<const uint8_t*>(t.data_ptr()) != 0};
+    if (t.dim() == 0 && is_integral(dt, false)) return {ItemKind::kInt, it};
+    if (dt == ScalarType::UInt8 &&
+        PyErr_WarnEx(
+            PyExc_UserWarning,
+            detail::cat_str("[", op,
+                            "] indexing with a uint8 tensor is deprecated: it is read as a mask, as in "
+                            "PyTorch; use a bool tensor instead")
+                .c_str(),
+            1) < 0)
+      throw py::error_already_set();
+    return {ItemKind::kTensor, it, std::move(t)};
+  }
+  if (!PyUnicode_Check(it.ptr()) && is_array_like(it)) {
+    Tensor t = index_tensor_from(it, op);
+    if (t.dim() == 0 && t.dtype() == ScalarType::Bool)
+      return {ItemKind::kBool, it, Tensor(), t.data<bool>()[0]};
+    return {ItemKind::kTensor, it, std::move(t)};
+  }
+  if (PyIndex_Check(it.ptr()) && !PyUnicode_Check(it.ptr())) return {ItemKind::kInt, it};
+  throw TypeError(detail::cat_str("[", op,
+                                  "] only integers, slices (`:`), ellipsis (`...`), None, bools, integer or "
+                                  "bool tensors and lists of them are valid indices, got ",
+                                  type_name(it)));
+}
+
+struct ParsedIndex {
+  Tensor view;             // self with the basic items applied
+  OptionalTensorList adv;  // op::index's list for `view`; empty if no advanced item
+};
+
+/// Note [Indexing from Python]. `keep_full_slices` = false skips `:` items (setitem writes through
+/// self itself then, not through a view of it).
+ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bool keep_full_slices) {
+  std::vector<Item> items;
+  if (PyTuple_Check(index.ptr())) {
+    for (py::handle it : py::reinterpret_borrow<py::tuple>(index)) items.push_back(classify(it, op));
+  } else {
+    items.push_back(classify(index, op));
+  }
+  int64_t consumed = 0;
+  bool seen_ellipsis = false;
+  for (const Item& it : items) {
+    if (it.kind == ItemKind::kEllipsis) {
+      FB_CHECK_INDEX(!seen_ellipsis, "[", op, "] an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+    }
+    consumed += it.dims();
+  }
+  FB_CHECK_INDEX(consumed <= self.dim(), "[", op, "] too many indices for a tensor of dimension ", self.dim(),
+                 " (got ", consumed, ")");
+  ParsedIndex r{self, {}};
+  Tensor& cur = r.view;
+  int64_t d = 0;        // the dim of `cur` the next item applies to
+  int64_t src_d = 0;    // the same dim counted in self (for messages)
+  int64_t covered = 0;  // dims of `cur` the entries of r.adv cover
+  auto record = [&](Tensor t, int64_t dims) {
+    for (; covered < d; ++covered) r.adv.emplace_back(std::nullopt);
+    r.adv.emplace_back(std::move(t));
+    covered += dims;
+  };
+  for (const Item& it : items) {
+    switch (it.kind) {
+      case ItemKind::kEllipsis:
+        d += self.dim() - consumed;
+        src_d += self.dim() - consumed;
+        break;
+      case ItemKind::kNone:
+        cur = op::unsqueeze(cur, d++);
+        break;
+      case ItemKind::kBool: {  // a new size-1 dim, taken (True) or not (False)
+        cur = op::unsqueeze(cur, d);
+        Tensor taken = op::empty(Shape{it.value ? 1 : 0}, ScalarType::Int64, self.device());
+        if (it.value) taken.data<int64_t>()[0] = 0;
+        record(std::move(taken), 1);
+        ++d;
+        break;
+      }
+      case ItemKind::kSlice: {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(it.obj.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+        FB_CHECK_VALUE(step > 0, "[", op, "] slice step must be greater than zero, got ", step);
+        auto* sl = reinterpret_cast<PySliceObject*>(it.obj.ptr());
+        std::optional<int64_t> b, e;
+        if (sl->start != Py_None) b = start;
+        if (sl->stop != Py_None) e = stop;
+        if (keep_full_slices || b || e || step != 1) cur = op::slice(cur, d, b, e, step);
+        ++d;
+        ++src_d;
+        break;
+      }
+      case ItemKind::kTensor:
+        record(it.tensor, it.dims());
+        d += it.dims();
+        src_d += it.dims();
+        break;
+      case ItemKind::kInt: {
+        const int64_t i = as_index(it.obj, op);
+        const int64_t n = cur.sizes()[d];
+        FB_CHECK_INDEX(i >= -n && i < n, "[", op, "] index ", i, " is out of bounds for dimension ", src_d,
+                       " with size ", n);
+        cur = op::select(cur, d, i);
+        ++src_d;
+        break;
+      }
+    }
+  }
   return r;
 }
 
-Tensor apply_advanced(const Tensor& cur, const AdvancedIndex& adv) {
-  const ResolvedIndex r = resolve_advanced(cur, adv, "getitem");
-  const auto m = static_cast<int64_t>(r.flat.size());
-  Tensor flat_t = op::empty(Shape{m}, ScalarType::Int64, cur.device());
-  std::copy(r.flat.begin(), r.flat.end(), flat_t.data<int64_t>());
-  Shape view_shape(r.base.dim(), 1), target(r.base.sizes().begin(), r.base.sizes().end());
-  view_shape[r.dim] = m;
-  target[r.dim] = m;
-  const Tensor gathered = op::gather(r.base, r.dim, op::expand(op::view(flat_t, view_shape), target));
-  return op::view(gathered, r.out_shape);
-}
-
-struct IndexedView {
-  Tensor view;                       // the basic indices applied
-  std::optional<AdvancedIndex> adv;  // still to apply (a copy for getitem, writes for setitem)
-};
-
-IndexedView index_basic(const Tensor& self, py::handle index) {
-  std::vector<py::handle> items;
-  std::vector<py::object> keep;  // index tensors made from lists
-  if (PyTuple_Check(index.ptr())) {
-    for (py::handle it : py::reinterpret_borrow<py::tuple>(index)) items.push_back(it);
-  } else {
-    items.push_back(index);
-  }
-  int64_t consuming = 0;
-  bool seen_ellipsis = false;
-  std::optional<AdvancedIndex> adv;
-  for (py::handle& it : items) {
-    if (it.ptr() == Py_Ellipsis) {
-      FB_CHECK_INDEX(!seen_ellipsis, "[getitem] an index can only have a single ellipsis ('...')");
-      seen_ellipsis = true;
-    } else if (is_int_index(it) || PySlice_Check(it.ptr())) {
-      ++consuming;
-    } else if (is_advanced(it)) {
-      if (adv)
-        throw NotImplementedError(
-            "[getitem] indexing with more than one tensor or list is not supported yet");
-      keep.push_back(py::cast(as_index_tensor(it)));
-      it = keep.back();
-      adv = AdvancedIndex{it.cast<Tensor>()};
-      consuming += advanced_dims(adv->index);
-    } else if (!it.is_none()) {
-      if (PyBool_Check(it.ptr()))
-        throw NotImplementedError("[getitem] indexing with a Python bool is not supported yet");
-      throw TypeError(
-          detail::cat_str("[getitem] only integers, slices (`:`), ellipsis (`...`), None and integer or "
-                          "bool tensors are valid indices, got ",
-                          type_name(it)));
-    }
-  }
-  FB_CHECK_INDEX(consuming <= self.dim(), "[getitem] too many indices for a tensor of dimension ", self.dim(),
-                 " (got ", consuming, ")");
-  Tensor cur = self;
-  int64_t d = 0;      // dim of `cur` the next item applies to
-  int64_t src_d = 0;  // the same dim counted in self (for messages)
-  for (py::handle it : items) {
-    if (it.ptr() == Py_Ellipsis) {
-      d += self.dim() - consuming;
-      src_d += self.dim() - consuming;
-    } else if (it.is_none()) {
-      cur = op::unsqueeze(cur, d);
-      ++d;
-    } else if (PySlice_Check(it.ptr())) {
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
-      FB_CHECK_VALUE(step > 0, "[getitem] slice step must be greater than zero, got ", step);
-      auto* sl = reinterpret_cast<PySliceObject*>(it.ptr());
-      std::optional<int64_t> b, e;
-      if (sl->start != Py_None) b = start;
-      if (sl->stop != Py_None) e = stop;
-      cur = op::slice(cur, d, b, e, step);
-      ++d;
-      ++src_d;
-    } else if (adv && it.ptr() == keep.back().ptr()) {
-      adv->dim = d;
-      adv->src_dim = src_d;
-      d += advanced_dims(adv->index);
-      src_d += advanced_dims(adv->index);
-    } else {
-      const int64_t i = as_index(it);
-      const int64_t n = cur.sizes()[d];
-      FB_CHECK_INDEX(i >= -n && i < n, "[getitem] index ", i, " is out of bounds for dimension ", src_d,
-                     " with size ", n);
-      cur = op::select(cur, d, i);
-      ++src_d;
-    }
-  }
-  return {cur, adv};
-}
-
-Tensor index_view(const Tensor& self, py::handle index) {
-  IndexedView r = index_basic(self, index);
-  if (r.adv) return apply_advanced(r.view, *r.adv);
+Tensor getitem(const Tensor& self, py::handle index) {
+  ParsedIndex r = parse_index(self, index, "getitem", /*keep_full_slices=*/true);
+  if (!r.adv.empty()) return op::index(r.view, r.adv);
   // t[...] and t[()] still return a new view, as in PyTorch.
   if (r.view.is_same(self)) return op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
   return r.view;
@@ -250,40 +228,62 @@ bool is_number(py::handle value) {
          (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"));
 }
 
-// Basic indices write into the view with one copy_/fill_. With an advanced
-// index, each selected position along its dim is written with one copy_/fill_
-// into a select() view (duplicate positions: the last write wins), so the
-// writes are ordinary in-place ops on views of self.
-void index_assign(Tensor& self, py::handle index, py::handle value) {
+// Basic indices write into the view with one copy_/fill_. Advanced ones call
+// index_put_ on the view, with the value cast to self's dtype and its leading
+// size-1 dims dropped (as PyTorch does), so it broadcasts to the indexed shape.
+void setitem(Tensor& self, py::handle index, py::handle value) {
   const bool tensor_value = py::isinstance<TensorImpl>(value);
   if (!tensor_value && !is_number(value))
     throw TypeError(detail::cat_str("[setitem] can assign a Tensor or a number, got ", type_name(value)));
-  IndexedView iv = index_basic(self, index);
-  if (!iv.adv) {
-    Tensor target = iv.view;
+  ParsedIndex r = parse_index(self, index, "setitem", /*keep_full_slices=*/false);
+  Tensor& target = r.view;
+  if (r.adv.empty()) {
     if (tensor_value)
       op::copy_(target, broadcast_value(value.cast<Tensor>(), target.sizes()));
     else
       op::fill_(target, as_scalar(value, "setitem"));
     return;
   }
-  const ResolvedIndex r = resolve_advanced(iv.view, *iv.adv, "setitem");
-  const auto m = static_cast<int64_t>(r.flat.size());
+  Tensor v;
   if (tensor_value) {
-    Shape per_position(r.base.sizes().begin(), r.base.sizes().end());
-    per_position[r.dim] = m;
-    const Tensor v = reshape(broadcast_value(value.cast<Tensor>(), r.out_shape), per_position);
-    for (int64_t k = 0; k < m; ++k) {
-      Tensor dst = op::select(r.base, r.dim, r.flat[k]);
-      op::copy_(dst, op::select(v, r.dim, k));
-    }
+    v = value.cast<Tensor>();
+    if (v.dtype() != target.dtype()) v = op::cast(v, target.dtype());
+    Shape leading_ones;
+    while (static_cast<int64_t>(leading_ones.size()) < v.dim() && v.sizes()[leading_ones.size()] == 1)
+      leading_ones.push_back(static_cast<int64_t>(leading_ones.size()));
+    if (!leading_ones.empty()) v = op::squeeze(v, leading_ones);
   } else {
-    const Scalar s = as_scalar(value, "setitem");
-    for (int64_t k = 0; k < m; ++k) {
-      Tensor dst = op::select(r.base, r.dim, r.flat[k]);
-      op::fill_(dst, s);
-    }
+    v = scalar_tensor(as_scalar(value, "setitem"), target.dtype());
   }
+  op::index_put_(target, r.adv, v, false);
+}
+
+/// index_put_'s `indices`: a tuple or list of tensors (None: a whole dim).
+OptionalTensorList parse_index_list(py::handle obj, const char* op) {
+  if (!PyTuple_Check(obj.ptr()) && !PyList_Check(obj.ptr()))
+    throw TypeError(
+        detail::cat_str("[", op, "] indices must be a tuple or list of tensors, got ", type_name(obj)));
+  OptionalTensorList out;
+  size_t i = 0;
+  for (py::handle it : obj) {
+    if (it.is_none())
+      out.emplace_back(std::nullopt);
+    else if (py::isinstance<TensorImpl>(it))
+      out.emplace_back(it.cast<Tensor>());
+    else
+      throw TypeError(detail::cat_str("[", op, "] indices must be tensors (or None), element ", i, " is a ",
+                                      type_name(it)));
+    ++i;
+  }
+  return out;
+}
+
+Tensor& index_put_py(Tensor& self, py::handle indices, const Tensor& values, bool accumulate) {
+  return op::index_put_(self, parse_index_list(indices, "index_put_"), values, accumulate);
+}
+
+Tensor index_put_out_of_place(const Tensor& self, py::handle indices, const Tensor& values, bool accumulate) {
+  return index_put(self, parse_index_list(indices, "index_put"), values, accumulate);
 }
 
 Shape parse_dims_arg(const py::args& args, const char* op) { return parse_shape(args, op); }
@@ -396,11 +396,22 @@ void init_views(py::module_& m) {
            "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
            "reach outside the storage.")
       .def(
-          "__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); },
-          "Basic indexing (ints, slices with step > 0, None, ...) returns a view; one integer/bool tensor "
-          "or list index returns a copy, as in PyTorch.")
-      .def("__setitem__",
-           [](Tensor& t, py::handle index, py::handle value) { index_assign(t, index, value); });
+          "__getitem__", &getitem,
+          "Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer "
+          "or bool tensors, lists, arrays, bools; any number of them, mixed with basic items) returns a "
+          "copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n>>> x[[0, 2], "
+          "[1, 3]].tolist()\n[1, 11]\n>>> x[:, [0, 0]].shape\n(3, 2)")
+      .def("__setitem__", &setitem,
+           "Writes value (a tensor or number, broadcast and cast to self's dtype) at the indexed positions.")
+      .def("index_put_", &index_put_py, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
+           "self[indices] = values with indices a tuple of index tensors (or None for a whole dim); "
+           "values must have self's dtype and broadcast to the indexed shape. With accumulate=True, "
+           "values at repeated indices are summed into self.\n\n>>> x = flambeau_core.zeros(3)\n"
+           ">>> x.index_put_((flambeau_core.tensor([0, 0, 2]),), flambeau_core.tensor([1.0, 2.0, 3.0]), "
+           "accumulate=True).tolist()\n[3.0, 0.0, 3.0]")
+      .def("index_put", &index_put_out_of_place, py::arg("indices"), py::arg("values"),
+           py::arg("accumulate") = false,
+           "The out-of-place index_put_: a copy of self with values put at indices.");
 
   m.def(
       "reshape",
@@ -429,6 +440,10 @@ void init_views(py::module_& m) {
       "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
       py::arg("input"), py::arg("dim"), py::arg("index"));
   m.def("unbind", &unbind, py::arg("input"), py::arg("dim") = 0);
+  m.def("index_put_", &index_put_py, py::arg("input"), py::arg("indices"), py::arg("values"),
+        py::arg("accumulate") = false);
+  m.def("index_put", &index_put_out_of_place, py::arg("input"), py::arg("indices"), py::arg("values"),
+        py::arg("accumulate") = false);
   m.def("as_strided", &as_strided_py, py::arg("input"), py::arg("size"), py::arg("stride"),
         py::arg("storage_offset") = py::none());
 }
