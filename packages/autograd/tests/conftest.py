@@ -15,11 +15,13 @@ def fb_tensor(a, requires_grad=False, dtype=None):
     a = np.asarray(a)
     dt = dtype or (fc.float64 if a.dtype.kind == "f" else fc.int64 if a.dtype.kind in "iu" else fc.bool)
     t = fc.tensor(a.tolist(), dtype=dt)
+    if a.size == 0:  # tolist() of shape (0, 4) is []
+        t = t.reshape(a.shape)
     return t.requires_grad_() if requires_grad else t
 
 
 def to_np(t):
-    return np.asarray(t.tolist())
+    return np.asarray(t.tolist()).reshape(tuple(t.shape))  # the shape too: tolist() of (0, 4) is []
 
 
 def make_inputs(shapes, seed=0, positive=False):

@@ -250,3 +250,125 @@ def test_overwriting_inplace_ops_cut_the_old_history(fill):
     run(tx, "torch").backward()
     out.backward()
     np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy())
+
+
+# ---- advanced indexing: index (x[...]) and index_put_ (x[...] = v) ----
+
+MASK = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, False]])
+# Index tuples on a (3, 4, 5) input; NumPy arrays become tensors on both sides.
+INDEX_CASES = [
+    ([2, 0, 2],),  # a repeated row: its gradient adds up
+    ([0, 2], [1, 3]),
+    ([[0], [2]], [1, -1]),  # broadcast, negative
+    ([0, 2, 0], slice(None), [4, 4, 1]),  # separated: the indexed dims go first
+    (slice(1, None), [3, 3], slice(None, None, 2)),
+    (Ellipsis, [0, 0], None, [1, 2]),
+    (1, [0, 3], [2, 2]),
+    (MASK,),
+    (MASK, [1, 1, 0, 3, 3, 2]),
+    ([True, False, True],),
+    (np.array([2, 0], np.int32), np.array(1)),
+    ([], slice(None), []),
+]
+
+
+def _lib_index(idx, lib):
+    return tuple(
+        (fb_tensor(i) if lib == "fc" else torch.from_numpy(i)) if isinstance(i, np.ndarray) else i for i in idx
+    )
+
+
+@pytest.mark.parametrize("idx", INDEX_CASES, ids=repr)
+def test_index_backward(idx):
+    fi, ti = _lib_index(idx, "fc"), _lib_index(idx, "torch")
+    compare_with_torch(lambda a: a[fi], lambda a: a[ti], make_inputs([(3, 4, 5)], seed=7))
+    # a non-contiguous input
+    compare_with_torch(
+        lambda a: a.permute(2, 1, 0)[fi], lambda a: a.permute(2, 1, 0)[ti], make_inputs([(5, 4, 3)], seed=8)
+    )
+
+
+@pytest.mark.parametrize("idx", INDEX_CASES, ids=repr)
+def test_setitem_backward(idx):
+    fi, ti = _lib_index(idx, "fc"), _lib_index(idx, "torch")
+    shape = tuple(torch.zeros(3, 4, 5)[ti].shape)
+
+    def run(a, v, index):
+        out = a * 1.0
+        out[index] = v * v
+        return out * a
+
+    # A repeated position is written more than once; the gradient of values counts every write
+    # (as PyTorch's does), which finite differences cannot see.
+    written = torch.arange(60).reshape(3, 4, 5)[ti].flatten()
+    compare_with_torch(
+        lambda a, v: run(a, v, fi),
+        lambda a, v: run(a, v, ti),
+        make_inputs([(3, 4, 5), shape[-1:]], seed=9),
+        gradcheck=written.unique().numel() == written.numel(),
+    )
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_backward(accumulate):
+    i0, i1 = np.array([[0, 2, 0], [1, 1, 1]]), np.array([3, -1, 3])  # duplicates among the pairs
+
+    def run(a, v, lib):
+        idx = tuple(fb_tensor(i) if lib == "fc" else torch.from_numpy(i) for i in (i0, i1))
+        return (a * 2.0).index_put_(idx, v.exp(), accumulate=accumulate) * a
+
+    compare_with_torch(
+        lambda a, v: run(a, v, "fc"),
+        lambda a, v: run(a, v, "torch"),
+        make_inputs([(3, 4, 5), (2, 3, 5)], seed=11),
+        gradcheck=accumulate,  # with repeated indices the kept write is a choice of the kernel
+    )
+    # the out-of-place form, broadcast values
+    compare_with_torch(
+        lambda a, v: fc.index_put(a, (fb_tensor(i1),), v, accumulate=accumulate),
+        lambda a, v: torch.index_put(a, (torch.from_numpy(i1),), v, accumulate=accumulate),
+        make_inputs([(4, 2), (2,)], seed=12),
+        gradcheck=accumulate,
+    )
+
+
+def test_index_put_backward_without_repeats_gradchecks():
+    idx = (fb_tensor(np.array([2, 0])), fb_tensor(np.array([1, 3])))
+    a, v = (fb_tensor(x, requires_grad=True) for x in make_inputs([(3, 4), (2,)], seed=13))
+    assert ag.gradcheck(lambda x, y: (x * 1.0).index_put_(idx, y * y) * x, [a, v])
+    assert ag.gradgradcheck(lambda x, y: (x * 1.0).index_put_(idx, y * y) * x, [a, v])
+
+
+def test_index_second_order():
+    a = fb_tensor(make_inputs([(3, 4, 5)], seed=14)[0], requires_grad=True)
+    idx = _lib_index(([0, 2, 0], slice(None), [4, 4, 1]), "fc")
+    assert ag.gradgradcheck(lambda x: x[idx] ** 2, [a])
+    assert ag.gradgradcheck(lambda x: x[fb_tensor(MASK)] ** 3, [a])
+
+
+def test_index_grad_fn_names_and_non_float():
+    a = fb_tensor(np.ones((3, 4)), requires_grad=True)
+    assert a[[0, 1], [1, 2]].grad_fn.name() == "IndexBackward0"
+    assert (a * 1.0).index_put_((fb_tensor(np.array([0])),), fb_tensor(1.0)).grad_fn.name() == "IndexPutBackward0"
+    assert fc.tensor([1, 2, 3])[[0, 2]].grad_fn is None  # integer results are not differentiable
+
+
+def test_index_backward_checks_the_saved_indices():
+    a = fb_tensor(np.ones((3, 4)), requires_grad=True)
+    i = fb_tensor(np.array([0, 2]))
+    out = a[i]
+    i[0] = 1  # the index changed after it was saved
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[IndexBackward0\] saved version 0"):
+        out.sum().backward()
+    out = a[[0, 1], [2, 2]]
+    out.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.sum().backward()
+
+
+def test_index_put_leaf_and_value_errors():
+    a = fb_tensor(np.ones((3, 4)), requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        a[[0, 1]] = 0.0
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        a.index_put_((fb_tensor(np.array([0])),), fb_tensor(1.0))
