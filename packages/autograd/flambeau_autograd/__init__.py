@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import flambeau_core  # loads libflambeau_core.so and registers Tensor before our _C
+from flambeau_core import FlambeauError
 
 from flambeau_autograd import (
     _C,  # registers autograd into core
@@ -81,7 +82,7 @@ def _grads_list(grads: Any, n: int, what: str) -> list:
         return [None] * n
     gl = _as_list(grads, what)
     if len(gl) != n:
-        raise ValueError(f"[backward] got {n} tensors but {len(gl)} {what}")
+        raise FlambeauError(f"[backward] got {n} tensors but {len(gl)} {what}")
     return gl
 
 
@@ -112,7 +113,7 @@ def backward(
         retain_graph = create_graph
     ins = _as_list(inputs, "inputs")
     if inputs is not None and not ins:
-        raise RuntimeError("[backward] 'inputs' argument to backward() cannot be empty")
+        raise FlambeauError("[backward] 'inputs' argument to backward() cannot be empty")
     _C._run_backward(outs, grads, bool(retain_graph), bool(create_graph), ins, True, True)
 
 

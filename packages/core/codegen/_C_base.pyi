@@ -22,6 +22,7 @@ __all__ = [
     "str",
 ] = [
     "Allocator",
+    "FlambeauError",
     "Generator",
     "Tensor",
     "abs",
@@ -113,6 +114,11 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+class FlambeauError(RuntimeError, ValueError):
+    """
+    A shape or value error; derives from both RuntimeError (as PyTorch raises) and ValueError.
+    """
 
 class dtype:
     """

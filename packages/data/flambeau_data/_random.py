@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 import flambeau_core as fc
+from flambeau_core import FlambeauError
 
 
 def draw_seed(generator: Any = None) -> int:
@@ -43,7 +44,7 @@ def python_rng(generator: Any = None) -> random.Random:
 def randperm(n: int, generator: Any = None) -> list[int]:
     """A random permutation of ``range(n)`` as a list of ints."""
     if n < 0:
-        raise ValueError(f"[randperm] n must be non-negative, got {n}")
+        raise FlambeauError(f"[randperm] n must be non-negative, got {n}")
     core_randperm = getattr(fc, "randperm", None)
     if core_randperm is not None and (generator is None or not isinstance(generator, (random.Random, int))):
         kwargs = {} if generator is None else {"generator": generator}

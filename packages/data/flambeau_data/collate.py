@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import flambeau_core as fc
+from flambeau_core import FlambeauError
 
 from flambeau_data._convert import is_numpy_array, is_numpy_scalar, numpy_to_tensor
 
@@ -50,7 +51,7 @@ def _collate_numpy_array(batch: list[Any], *, collate_fn_map: Any = None) -> fc.
         raise TypeError(_ERR.format(elem.dtype))
     shapes = {b.shape for b in batch}
     if len(shapes) != 1:
-        raise RuntimeError(f"[default_collate] stack expects each array to be equal size, got shapes {sorted(shapes)}")
+        raise FlambeauError(f"[default_collate] stack expects each array to be equal size, got shapes {sorted(shapes)}")
     # One NumPy stack then one zero-copy view: cheaper than a tensor per sample.
     return numpy_to_tensor(np.stack(batch), "default_collate")
 
@@ -105,7 +106,7 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     if not isinstance(batch, (list, tuple)):
         batch = list(batch)
     if not batch:
-        raise ValueError("[collate] cannot collate an empty batch")
+        raise FlambeauError("[collate] cannot collate an empty batch")
     elem = batch[0]
     elem_type = type(elem)
 
@@ -134,7 +135,10 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     if isinstance(elem, collections.abc.Sequence):
         elem_size = len(elem)
         if not all(len(e) == elem_size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
+            raise FlambeauError(
+                f"[default_collate] each element in list of batch should be of equal size, got sizes "
+                f"{sorted({len(e) for e in batch})}"
+            )
         transposed = list(zip(*batch, strict=False))
         if isinstance(elem, tuple):
             return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]

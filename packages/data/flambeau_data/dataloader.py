@@ -35,6 +35,8 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from flambeau_core import FlambeauError
+
 from flambeau_data import _random, _shm, _worker
 from flambeau_data.collate import default_collate, default_convert
 from flambeau_data.dataset import IterableDataset
@@ -117,25 +119,25 @@ class DataLoader:
         persistent_workers: bool = False,
     ) -> None:
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
-            raise ValueError(
+            raise FlambeauError(
                 "[DataLoader] num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
                 f"got {num_workers!r}"
             )
         if timeout < 0:
-            raise ValueError(f"[DataLoader] timeout option should be non-negative, got {timeout}")
+            raise FlambeauError(f"[DataLoader] timeout option should be non-negative, got {timeout}")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
+            raise FlambeauError(
                 "[DataLoader] prefetch_factor option could only be specified in multiprocessing. "
                 "Let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
             )
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
-            raise ValueError(
+            raise FlambeauError(
                 f"[DataLoader] prefetch_factor option should be a positive integer, got {prefetch_factor!r}"
             )
         if persistent_workers and num_workers == 0:
-            raise ValueError("[DataLoader] persistent_workers option needs num_workers > 0")
+            raise FlambeauError("[DataLoader] persistent_workers option needs num_workers > 0")
 
         self.dataset = dataset
         self.num_workers = num_workers
@@ -149,37 +151,37 @@ class DataLoader:
 
         if self._iterable:
             if shuffle not in (None, False):
-                raise ValueError(
+                raise FlambeauError(
                     f"[DataLoader] with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
                 )
             if sampler is not None:
-                raise ValueError(
+                raise FlambeauError(
                     f"[DataLoader] with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
                 )
             if batch_sampler is not None:
-                raise ValueError(
+                raise FlambeauError(
                     "[DataLoader] with IterableDataset: expected unspecified batch_sampler option, "
                     f"but got batch_sampler={batch_sampler}"
                 )
         shuffle = bool(shuffle)
         if sampler is not None and shuffle:
-            raise ValueError("[DataLoader] sampler option is mutually exclusive with shuffle")
+            raise FlambeauError("[DataLoader] sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError(
+                raise FlambeauError(
                     "[DataLoader] batch_sampler option is mutually exclusive with "
                     "batch_size, shuffle, sampler, and drop_last"
                 )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError(
+            raise FlambeauError(
                 "[DataLoader] batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
             )
         if batch_size is not None and (
             not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0
         ):
-            raise ValueError(
+            raise FlambeauError(
                 f"[DataLoader] batch_size should be a positive integer value, but got batch_size={batch_size!r}"
             )
 

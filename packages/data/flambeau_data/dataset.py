@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import flambeau_core as fc
+from flambeau_core import FlambeauError
 
 from flambeau_data import _random
 from flambeau_data._convert import as_tensor, is_numpy_array
@@ -90,7 +91,7 @@ class TensorDataset(Dataset[tuple]):
 
     def __init__(self, *tensors: Any) -> None:
         if not tensors:
-            raise ValueError("[TensorDataset] needs at least one tensor")
+            raise FlambeauError("[TensorDataset] needs at least one tensor")
         converted = []
         for i, t in enumerate(tensors):
             if not isinstance(t, fc.Tensor) and not is_numpy_array(t):
@@ -99,12 +100,12 @@ class TensorDataset(Dataset[tuple]):
                 )
             t = as_tensor(t, "TensorDataset")
             if t.dim() == 0:
-                raise ValueError(f"[TensorDataset] argument {i} is 0-dimensional; it has no rows to index")
+                raise FlambeauError(f"[TensorDataset] argument {i} is 0-dimensional; it has no rows to index")
             converted.append(t)
         n = converted[0].shape[0]
         for i, t in enumerate(converted[1:], start=1):
             if t.shape[0] != n:
-                raise ValueError(
+                raise FlambeauError(
                     f"[TensorDataset] size mismatch between tensors: argument 0 has {n} rows, "
                     f"argument {i} has {t.shape[0]} (shapes {tuple(converted[0].shape)} and {tuple(t.shape)})"
                 )
@@ -140,7 +141,7 @@ class ConcatDataset(Dataset[T_co]):
     def __init__(self, datasets: Iterable[Dataset[T_co]]) -> None:
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("[ConcatDataset] datasets should not be an empty iterable")
+            raise FlambeauError("[ConcatDataset] datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
                 raise TypeError("[ConcatDataset] does not support IterableDataset; use ChainDataset")
@@ -230,7 +231,7 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float], generat
         counts = []
         for i, frac in enumerate(lengths):
             if frac < 0 or frac > 1:
-                raise ValueError(f"[random_split] fraction at index {i} is not between 0 and 1: {frac}")
+                raise FlambeauError(f"[random_split] fraction at index {i} is not between 0 and 1: {frac}")
             counts.append(int(math.floor(n * frac)))
         for i in range(n - sum(counts)):
             counts[i % len(counts)] += 1
@@ -240,14 +241,14 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float], generat
                     f"[random_split] length of split at index {i} is 0; it will be an empty Subset", stacklevel=2
                 )
     else:
-        raise ValueError(
+        raise FlambeauError(
             f"[random_split] lengths must be ints that sum to len(dataset)={n} "
             f"or fractions that sum to 1, got {lengths}"
         )
     if any(c < 0 for c in counts):
-        raise ValueError(f"[random_split] lengths must be non-negative, got {counts}")
+        raise FlambeauError(f"[random_split] lengths must be non-negative, got {counts}")
     if sum(counts) != n:
-        raise ValueError(
+        raise FlambeauError(
             f"[random_split] sum of input lengths ({sum(counts)}) does not equal the length of the input dataset ({n})"
         )
     perm = _random.randperm(n, generator)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any, Generic, TypeVar
 
+from flambeau_core import FlambeauError
+
 from flambeau_data import _random
 
 T_co = TypeVar("T_co", covariant=True)
@@ -82,7 +84,7 @@ class RandomSampler(Sampler[int]):
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(self.num_samples, int) or isinstance(self.num_samples, bool) or self.num_samples <= 0:
-            raise ValueError(
+            raise FlambeauError(
                 "[RandomSampler] num_samples should be a positive integer value, "
                 f"but got num_samples={self.num_samples!r}"
             )
@@ -136,15 +138,15 @@ class WeightedRandomSampler(Sampler[int]):
         self, weights: Sequence[float], num_samples: int, replacement: bool = True, generator: Any = None
     ) -> None:
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
-            raise ValueError(
+            raise FlambeauError(
                 "[WeightedRandomSampler] num_samples should be a positive integer value, "
                 f"but got num_samples={num_samples!r}"
             )
         self.weights = [float(w) for w in (weights.tolist() if hasattr(weights, "tolist") else weights)]
         if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
-            raise ValueError("[WeightedRandomSampler] weights must be non-negative with a positive sum")
+            raise FlambeauError("[WeightedRandomSampler] weights must be non-negative with a positive sum")
         if not replacement and num_samples > sum(1 for w in self.weights if w > 0):
-            raise ValueError(
+            raise FlambeauError(
                 "[WeightedRandomSampler] cannot draw more samples than non-zero weights without replacement"
             )
         self.num_samples = num_samples
@@ -180,11 +182,11 @@ class BatchSampler(Sampler[list[int]]):
 
     def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(
+            raise FlambeauError(
                 f"[BatchSampler] batch_size should be a positive integer value, but got batch_size={batch_size!r}"
             )
         if not isinstance(drop_last, bool):
-            raise ValueError(f"[BatchSampler] drop_last should be a boolean value, but got drop_last={drop_last!r}")
+            raise FlambeauError(f"[BatchSampler] drop_last should be a boolean value, but got drop_last={drop_last!r}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last

@@ -24,7 +24,7 @@ import flambeau_data as _data
 import flambeau_interop as _interop
 import flambeau_nn as _nn
 from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
-from flambeau_core import Tensor, device, dtype  # noqa: F401
+from flambeau_core import FlambeauError, Tensor, device, dtype  # noqa: F401
 
 from flambeau import memory  # noqa: E402,F401
 

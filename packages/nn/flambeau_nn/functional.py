@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 __all__ = [
     "linear",
@@ -53,9 +53,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _check_tensor(input, "linear")
     _check_tensor(weight, "linear", "weight")
     if weight.dim() != 2:
-        raise ValueError(f"[linear] weight must be 2-D (out_features, in_features), got shape {_shape(weight)}")
+        raise FlambeauError(f"[linear] weight must be 2-D (out_features, in_features), got shape {_shape(weight)}")
     if input.dim() == 0 or input.shape[-1] != weight.shape[1]:
-        raise ValueError(
+        raise FlambeauError(
             f"[linear] input shape {_shape(input)} does not match weight shape {_shape(weight)}: "
             f"the last dim of input must be in_features={weight.shape[1]}"
         )
@@ -100,7 +100,7 @@ def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"[{op}] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
+    raise FlambeauError(f"[{op}] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
 
 
 def nll_loss(
@@ -120,21 +120,23 @@ def nll_loss(
     _check_tensor(input, "nll_loss")
     _check_tensor(target, "nll_loss", "target")
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"[nll_loss] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
+        raise FlambeauError(f"[nll_loss] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
     if target.dtype != fc.int64:
         raise TypeError(f"[nll_loss] target must hold int64 class indices, got {target.dtype}")
     if input.dim() == 0:
-        raise ValueError("[nll_loss] input must have at least 1 dim (C,) or (N, C, ...), got a 0-d tensor")
+        raise FlambeauError("[nll_loss] input must have at least 1 dim (C,) or (N, C, ...), got a 0-d tensor")
     unbatched = input.dim() == 1
     if unbatched:
         input = input.unsqueeze(0)
         target = target.unsqueeze(0)
     expected = (input.shape[0],) + tuple(input.shape[2:])
     if _shape(target) != expected:
-        raise ValueError(f"[nll_loss] input shape {_shape(input)} needs target shape {expected}, got {_shape(target)}")
+        raise FlambeauError(
+            f"[nll_loss] input shape {_shape(input)} needs target shape {expected}, got {_shape(target)}"
+        )
     num_classes = input.shape[1]
     if weight is not None and _shape(weight) != (num_classes,):
-        raise ValueError(f"[nll_loss] weight must have shape ({num_classes},), got {_shape(weight)}")
+        raise FlambeauError(f"[nll_loss] weight must have shape ({num_classes},), got {_shape(weight)}")
     keep = target != ignore_index
     safe_target = fc.where(keep, target, 0)
     try:  # gather checks the indices in its kernel, without a separate pass here
@@ -178,9 +180,9 @@ def cross_entropy(
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"[cross_entropy] label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise FlambeauError(f"[cross_entropy] label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if input.dim() == 0:
-        raise ValueError("[cross_entropy] input must have at least 1 dim (C,) or (N, C, ...), got a 0-d tensor")
+        raise FlambeauError("[cross_entropy] input must have at least 1 dim (C,) or (N, C, ...), got a 0-d tensor")
     class_dim = 0 if input.dim() == 1 else 1
     logp = fc.log_softmax(input, class_dim)
     if target.is_floating_point():
@@ -190,7 +192,7 @@ def cross_entropy(
                 f"shape {_shape(input)}; got a {target.dtype} target of shape {_shape(target)}"
             )
         if reduction not in _REDUCTIONS:
-            raise ValueError(f"[cross_entropy] {reduction!r} is not a valid value for reduction")
+            raise FlambeauError(f"[cross_entropy] {reduction!r} is not a valid value for reduction")
         num_classes = input.shape[class_dim]
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / num_classes
@@ -235,7 +237,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_tensor(input, "mse_loss")
     _check_tensor(target, "mse_loss", "target")
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"[mse_loss] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
+        raise FlambeauError(f"[mse_loss] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")
 
@@ -248,7 +250,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     """
     _check_tensor(input, "dropout")
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise FlambeauError(f"[dropout] dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
     if p == 1.0:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import flambeau_autograd as fa
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 __all__ = [
     "calculate_gain",
@@ -51,27 +51,30 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         elif not isinstance(param, bool) and isinstance(param, (int, float)):
             slope = param
         else:
-            raise ValueError(f"negative_slope {param} not a valid number")
+            raise FlambeauError(f"[calculate_gain] negative_slope {param} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+    raise FlambeauError(f"[calculate_gain] Unsupported nonlinearity {nonlinearity}")
 
 
-def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+def _calculate_fan_in_and_fan_out(tensor: Tensor, op: str) -> tuple[int, int]:
     if tensor.dim() < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+        raise FlambeauError(
+            f"[{op}] Fan in and fan out can not be computed for tensor with fewer than 2 dimensions, "
+            f"got shape {tuple(tensor.shape)}"
+        )
     receptive = 1
     for s in tuple(tensor.shape)[2:]:
         receptive *= s
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+def _calculate_correct_fan(tensor: Tensor, mode: str, op: str) -> int:
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+        raise FlambeauError(f"[{op}] Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, op)
     return fan_in if mode == "fan_in" else fan_out
 
 
@@ -79,7 +82,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fills with values drawn uniformly from ``[a, b)``."""
     _check(tensor, "uniform_")
     if a > b:
-        raise ValueError(f"[uniform_] expects a <= b, got a={a}, b={b}")
+        raise FlambeauError(f"[uniform_] expects a <= b, got a={a}, b={b}")
     with fa.no_grad():
         return tensor.uniform_(a, b)
 
@@ -88,7 +91,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fills with values drawn from ``N(mean, std**2)``."""
     _check(tensor, "normal_")
     if std < 0:
-        raise ValueError(f"[normal_] expects std >= 0, got {std}")
+        raise FlambeauError(f"[normal_] expects std >= 0, got {std}")
     with fa.no_grad():
         return tensor.normal_(mean, std)
 
@@ -116,7 +119,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonli
     _check(tensor, "kaiming_uniform_")
     if 0 in tuple(tensor.shape):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
+    fan = _calculate_correct_fan(tensor, mode, "kaiming_uniform_")
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return uniform_(tensor, -bound, bound)
 
@@ -126,14 +129,14 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlin
     _check(tensor, "kaiming_normal_")
     if 0 in tuple(tensor.shape):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
+    fan = _calculate_correct_fan(tensor, mode, "kaiming_normal_")
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     r"""Glorot initialisation: ``U(-a, a)``, ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
     _check(tensor, "xavier_uniform_")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_uniform_")
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
 
@@ -141,5 +144,5 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """Glorot initialisation with ``N(0, std**2)``, ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     _check(tensor, "xavier_normal_")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_normal_")
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import BinaryIO
 
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 __all__ = ["save", "load"]
 
@@ -80,7 +80,7 @@ def save(state_dict: Mapping[str, Tensor], path: str | os.PathLike, metadata: Ma
         if not isinstance(name, str):
             raise TypeError(f"[save] state dict keys must be str, got {type(name).__name__} {name!r}")
         if name == "__metadata__":
-            raise ValueError("[save] '__metadata__' is reserved by the safetensors format and cannot name a tensor")
+            raise FlambeauError("[save] '__metadata__' is reserved by the safetensors format and cannot name a tensor")
         if not isinstance(t, Tensor):
             raise TypeError(
                 f"[save] state dict entry {name!r} is a {type(t).__name__}, not a Tensor; "
@@ -90,7 +90,7 @@ def save(state_dict: Mapping[str, Tensor], path: str | os.PathLike, metadata: Ma
         if dname not in _TO_ST:
             raise TypeError(f"[save] tensor {name!r} has dtype {t.dtype}, which flambeau_nn.save cannot store yet")
         if not t.is_cpu:
-            raise ValueError(f"[save] tensor {name!r} is on {t.device}; move it to cpu first")
+            raise FlambeauError(f"[save] tensor {name!r} is on {t.device}; move it to cpu first")
         data = memoryview(t.detach()).tobytes() if t.numel() > 0 else b""  # C order, any strides
         header[name] = {"dtype": _TO_ST[dname], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
@@ -111,15 +111,16 @@ def save(state_dict: Mapping[str, Tensor], path: str | os.PathLike, metadata: Ma
             os.remove(tmp)
 
 
-def _fail(path: str, why: str) -> ValueError:
-    return ValueError(f"[load] {path} is not a valid safetensors file: {why}")
+def _fail(path: str, why: str) -> FlambeauError:
+    return FlambeauError(f"[load] {path} is not a valid safetensors file: {why}")
 
 
 def load(path: str | os.PathLike) -> OrderedDict[str, Tensor]:
     r"""Reads a safetensors file into an ordered dict of name -> Tensor (in file order).
 
-    Raises ``ValueError`` naming the file and the problem if it is truncated,
-    corrupt or not a safetensors file (e.g. a pickle); never runs code from it.
+    Raises ``FlambeauError`` (a ``ValueError``) naming the file and the problem if
+    it is truncated, corrupt or not a safetensors file (e.g. a pickle); never
+    runs code from it.
 
     Example:
         >>> import tempfile, os

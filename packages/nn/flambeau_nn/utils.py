@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
@@ -50,12 +50,12 @@ def clip_grad_norm_(
             norms = [g.abs().max() for g in grads]
             total = fc.stack(norms).max() if len(norms) > 1 else norms[0]
         elif norm_type <= 0:
-            raise ValueError(f"[clip_grad_norm_] norm_type must be positive or inf, got {norm_type}")
+            raise FlambeauError(f"[clip_grad_norm_] norm_type must be positive or inf, got {norm_type}")
         else:
             powered = [(g.abs() ** norm_type).sum() for g in grads]
             total = fc.stack(powered).sum() ** (1.0 / norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(
+            raise FlambeauError(
                 f"[clip_grad_norm_] the total norm of order {norm_type} for gradients from `parameters` is "
                 "non-finite, so it cannot be clipped. To disable this error and scale the gradients by the "
                 "non-finite norm anyway, set `error_if_nonfinite=False`"

@@ -1,11 +1,21 @@
 #pragma once
 // Note [Errors]
 // User errors throw one of the classes below; core's Python module maps each to
-// the Python exception of the same name (TypeError, ValueError, IndexError,
-// RuntimeError, NotImplementedError), in every extension module, because the
-// translator is registered globally. Messages start with "[op]" and name the
-// shapes, dtypes and devices involved. Internal bugs use FB_INTERNAL_ASSERT,
-// which says so in the message.
+// a Python exception, in every extension module, because the translator is
+// registered globally:
+//   TypeError           -> TypeError            wrong type or dtype
+//   ValueError          -> flambeau_core.FlambeauError, a subclass of both
+//                          RuntimeError (what PyTorch raises, so PyTorch code
+//                          catches it) and ValueError: bad shapes, sizes, values
+//                          and memory layouts
+//   IndexError          -> IndexError           an index or dim out of range
+//   NotImplementedError -> NotImplementedError
+//   RuntimeError        -> RuntimeError         failures that are not a bad
+//                          argument (out of memory, a missing package, state)
+// Python code in the other packages raises flambeau_core.FlambeauError for the
+// same kind of error. Messages start with "[op]" and name the shapes, dtypes
+// and devices involved. Internal bugs use FB_INTERNAL_ASSERT, which says so in
+// the message.
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +33,7 @@ struct FB_API Error : std::runtime_error {
 struct FB_API TypeError : Error {
   using Error::Error;
 };
+/// A bad shape, size, value or memory layout (flambeau_core.FlambeauError in Python).
 struct FB_API ValueError : Error {
   using Error::Error;
 };

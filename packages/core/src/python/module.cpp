@@ -4,6 +4,42 @@
 
 namespace flambeau::python {
 namespace {
+
+constexpr const char* kFlambeauErrorDoc =
+    "A shape or value error: an argument of the right type whose shape, size, value or memory layout\n"
+    "the op cannot take (\"[add] shapes (2, 3) and (4,) cannot be broadcast\", \"[fill_] value 1000\n"
+    "cannot be converted to type int8 without overflow\").\n"
+    "\n"
+    "It derives from both RuntimeError and ValueError, as NumPy's AxisError derives from both\n"
+    "ValueError and IndexError: PyTorch raises RuntimeError for these errors, so code written for\n"
+    "PyTorch catches it, and `except ValueError` (Python's convention for a bad value) works too.\n"
+    "\n"
+    "Why this name: the class covers more than shapes (a fill value out of a dtype's range, a negative\n"
+    "size, a probability outside [0, 1], a write into an expanded tensor), so a name such as ShapeError\n"
+    "would mislead; it is flambeau's answer to PyTorch's catch-all RuntimeError. It is not the base of\n"
+    "every flambeau exception: wrong types and dtypes raise TypeError and bad indices IndexError (the\n"
+    "Python classes, as in PyTorch and NumPy), and failures that are not the caller's input (out of\n"
+    "memory, a missing package) raise plain RuntimeError.\n"
+    "\n"
+    "Example:\n"
+    "    >>> import flambeau_core as fc\n"
+    "    >>> try:\n"
+    "    ...     fc.ones(2, 3) + fc.ones(4)\n"
+    "    ... except RuntimeError as e:  # or: except ValueError, except fc.FlambeauError\n"
+    "    ...     print(type(e).__name__, isinstance(e, ValueError))\n"
+    "    FlambeauError True\n";
+
+// The Python class of flambeau::ValueError; created once, alive until exit.
+PyObject* g_flambeau_error = nullptr;
+
+void add_flambeau_error(py::module_& m) {
+  py::tuple bases = py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_ValueError));
+  g_flambeau_error =
+      PyErr_NewExceptionWithDoc("flambeau_core.FlambeauError", kFlambeauErrorDoc, bases.ptr(), nullptr);
+  if (!g_flambeau_error) throw py::error_already_set();
+  m.attr("FlambeauError") = py::handle(g_flambeau_error);
+}
+
 // Note [Errors]: registered once here, applies to every module sharing
 // pybind11's internals (alloc, autograd, interop included).
 void register_error_translator() {
@@ -13,7 +49,7 @@ void register_error_translator() {
     } catch (const TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(g_flambeau_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const NotImplementedError& e) {
@@ -24,11 +60,15 @@ void register_error_translator() {
   });
 }
 }  // namespace
+
+PyObject* flambeau_error_type() { return g_flambeau_error; }
+
 }  // namespace flambeau::python
 
 PYBIND11_MODULE(_C, m) {
   using namespace flambeau::python;
   m.doc() = "flambeau-core's compiled bindings (use the flambeau_core package instead)";
+  add_flambeau_error(m);
   register_error_translator();
   init_dtype(m);
   init_tensor(m);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
@@ -24,7 +24,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise FlambeauError(f"[{type(self).__name__}] dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
         self.inplace = inplace
 

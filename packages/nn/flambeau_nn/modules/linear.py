@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -46,7 +46,7 @@ class Linear(Module):
         super().__init__()
         for name, v in (("in_features", in_features), ("out_features", out_features)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"[Linear] {name} must be a non-negative int, got {v!r}")
+                raise FlambeauError(f"[Linear] {name} must be a non-negative int, got {v!r}")
         self.in_features = in_features
         self.out_features = out_features
         dtype = dtype if dtype is not None else fc.float32

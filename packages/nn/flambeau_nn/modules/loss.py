@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
@@ -16,7 +16,9 @@ class _Loss(Module):
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
         if reduction not in _REDUCTIONS:
-            raise ValueError(f"{reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
+            raise FlambeauError(
+                f"[{type(self).__name__}] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}"
+            )
         self.reduction = reduction
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.parameter import Parameter
 
@@ -339,7 +339,7 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Sets training mode (Dropout active) on self and every submodule; returns self."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise FlambeauError(f"[train] training mode is expected to be boolean, got {type(mode).__name__}")
         self.training = mode
         for m in self.children():
             m.train(mode)
@@ -456,7 +456,8 @@ class Module:
         """Copies values from ``state_dict`` into the existing parameters and buffers.
 
         With ``strict=True`` (default) a missing or unexpected key raises
-        ``RuntimeError`` listing all of them; a shape mismatch always raises.
+        ``FlambeauError`` (a ``RuntimeError``) listing all of them; a shape
+        mismatch always raises.
         Returns ``(missing_keys, unexpected_keys)``.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
@@ -500,7 +501,9 @@ class Module:
             if missing:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+            raise FlambeauError(
+                f"[load_state_dict] Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
+            )
         # Copy only after every check passed, so a failed load leaves the module untouched.
         with fa.no_grad():
             for current, value in targets:

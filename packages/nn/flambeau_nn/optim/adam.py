@@ -8,7 +8,7 @@ from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
@@ -53,15 +53,15 @@ class Adam(Optimizer):
         maximize: bool = False,
     ) -> None:
         if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
         if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         defaults = dict(
             lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize
         )

@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from flambeau_core import FlambeauError
+
 from flambeau_nn.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR"]
@@ -83,7 +85,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         if not isinstance(step_size, int) or step_size <= 0:
-            raise ValueError(f"step_size must be a positive int, got {step_size!r}")
+            raise FlambeauError(f"[StepLR] step_size must be a positive int, got {step_size!r}")
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -128,7 +130,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
         if not isinstance(T_max, int) or T_max <= 0:
-            raise ValueError(f"T_max must be a positive int, got {T_max!r}")
+            raise FlambeauError(f"[CosineAnnealingLR] T_max must be a positive int, got {T_max!r}")
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -159,7 +161,7 @@ class LambdaLR(LRScheduler):
         n = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+                raise FlambeauError(f"[LambdaLR] Expected {n} lr_lambdas, but got {len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * n

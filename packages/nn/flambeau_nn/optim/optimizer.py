@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 import flambeau_autograd as fa
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 __all__ = ["Optimizer", "ParamState"]
 
@@ -104,7 +104,7 @@ class Optimizer:
             )
         param_groups = list(params)
         if len(param_groups) == 0:
-            raise ValueError("optimizer got an empty parameter list")
+            raise FlambeauError(f"[{type(self).__name__}] optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
             param_groups = [{"params": param_groups}]
         for group in param_groups:
@@ -125,19 +125,30 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
             if not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor (one computed from others); optimize its leaves")
+                raise FlambeauError(
+                    f"[{type(self).__name__}] can't optimize a non-leaf Tensor (one computed from others); "
+                    "optimize its leaves"
+                )
             if not p.is_floating_point():
-                raise ValueError(f"optimizer can only optimize floating-point Tensors, got one of dtype {p.dtype}")
+                raise FlambeauError(
+                    f"[{type(self).__name__}] optimizer can only optimize floating-point Tensors, "
+                    f"got one of dtype {p.dtype}"
+                )
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+                raise FlambeauError(
+                    f"[{type(self).__name__}] parameter group didn't specify a value of required "
+                    f"optimization parameter {name}"
+                )
             param_group.setdefault(name, default)
         ids = [id(p) for p in param_group["params"]]
         if len(set(ids)) != len(ids):
-            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+            raise FlambeauError(
+                f"[{type(self).__name__}] optimizer contains a parameter group with duplicate parameters"
+            )
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if existing & set(ids):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise FlambeauError(f"[{type(self).__name__}] some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -184,14 +195,17 @@ class Optimizer:
         State tensors are copied and cast to their parameter's dtype (``step`` stays as saved).
         """
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
-            raise ValueError("optimizer state_dict must be a dict with 'state' and 'param_groups' entries")
+            raise FlambeauError(
+                "[load_state_dict] optimizer state_dict must be a dict with 'state' and 'param_groups' entries"
+            )
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
+            raise FlambeauError("[load_state_dict] loaded state dict has a different number of parameter groups")
         for ours, saved in zip(self.param_groups, saved_groups, strict=True):
             if len(ours["params"]) != len(saved["params"]):
-                raise ValueError(
-                    "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+                raise FlambeauError(
+                    "[load_state_dict] loaded state dict contains a parameter group that doesn't match the size "
+                    "of optimizer's group"
                 )
         id_map = {
             saved_id: p

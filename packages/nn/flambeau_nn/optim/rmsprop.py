@@ -7,7 +7,7 @@ from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
@@ -42,15 +42,15 @@ class RMSprop(Optimizer):
         maximize: bool = False,
     ) -> None:
         if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
         if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid momentum value: {momentum}")
         if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid alpha value: {alpha}")
         defaults = dict(
             lr=lr,
             alpha=alpha,
@@ -166,15 +166,17 @@ class Adagrad(Optimizer):
         maximize: bool = False,
     ) -> None:
         if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+            raise FlambeauError(
+                f"[{type(self).__name__}] Invalid initial_accumulator_value value: {initial_accumulator_value}"
+            )
         if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
         defaults = dict(
             lr=lr,
             lr_decay=lr_decay,

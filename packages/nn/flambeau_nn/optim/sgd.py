@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import flambeau_autograd as fa
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.optim.optimizer import Optimizer, run_closure
 
@@ -45,13 +45,13 @@ class SGD(Optimizer):
         maximize: bool = False,
     ) -> None:
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
         if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise FlambeauError(f"[{type(self).__name__}] Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(
             lr=lr,
             momentum=momentum,
