@@ -55,6 +55,14 @@ bool partially_overlaps(const Tensor& out, const Tensor& in) {
 
 }  // namespace
 
+void check_no_internal_overlap(const Tensor& t, const char* op) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    FB_CHECK_VALUE(t.sizes()[d] <= 1 || t.strides()[d] != 0, "[", op,
+                   "] unsupported operation: more than one element of the written-to tensor (shape ",
+                   shape_str(t.sizes()), ", strides ", shape_str(t.strides()),
+                   ", as in an expanded view) refers to a single memory location; clone() it first");
+}
+
 ScalarType result_type(std::span<const Tensor* const> operands) {
   int dim = kUndefined, zero = kUndefined, wrapped = kUndefined;
   for (const Tensor* t : operands) {
@@ -142,11 +150,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
         throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(s),
                                          " cannot be broadcast to the shape ", shape_str(os), " of self"));
     }
-    for (int d = 0; d < no; ++d)
-      FB_CHECK(os[d] <= 1 || out->strides()[d] != 0, "[", op,
-               "] unsupported operation: more than one element of the written-to tensor (shape ",
-               shape_str(os), ", strides ", shape_str(out->strides()),
-               ") refers to a single memory location; clone() it first");
+    check_no_internal_overlap(*out, op);
     out_ = *out;
   } else {
     for (int i = 0; i < nin; ++i) {

@@ -200,6 +200,35 @@ def test_bad_operands():
         fc.add(fc.tensor([1]), fc.tensor([1]), alpha=0.5)
 
 
+@pytest.mark.parametrize("alpha", [False, True, 0, 1, 2, -1])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_add_of_bool_tensors_follows_alpha_like_torch(alpha, inplace):
+    # a + alpha * b for bools: a | (alpha and b); alpha=False gives a, not a | b.
+    torch = pytest.importorskip("torch")
+    a, b = [True, False, True, False], [True, True, False, False]
+    if inplace:
+        got = fc.tensor(a).add_(fc.tensor(b), alpha=alpha)
+        want = torch.tensor(a).add_(torch.tensor(b), alpha=alpha)
+    else:
+        got = fc.add(fc.tensor(a), fc.tensor(b), alpha=alpha)
+        want = torch.add(torch.tensor(a), torch.tensor(b), alpha=alpha)
+    assert got.dtype == fc.bool and got.tolist() == want.tolist()
+
+
+def test_alpha_rules_match_torch():
+    i8 = fc.tensor([1, 2], dtype=fc.int8)
+    with pytest.raises(TypeError, match=r"\[add\] a bool alpha is only supported for bool tensors, got int8"):
+        fc.add(i8, i8, alpha=True)
+    with pytest.raises(TypeError, match=r"\[sub\] for int8 tensors, alpha must be an integer, got 0.5"):
+        fc.sub(i8, i8, alpha=0.5)
+    # alpha must fit the result dtype (Note [Scalar overflow]), as in torch
+    with pytest.raises(fc.FlambeauError, match=r"\[add\] value 1000 cannot be converted to type int8 without overflow"):
+        fc.add(i8, i8, alpha=1000)
+    with pytest.raises(RuntimeError, match=r"\[sub_\] value 128 cannot be converted to type int8"):
+        i8.clone().sub_(i8, alpha=128)
+    assert fc.add(i8, i8, alpha=-128).tolist() == [-127, -254 + 256]
+
+
 def test_reflected_operators_with_numbers():
     t = fc.tensor([1.0, 2.0, 4.0])
     assert (1 + t).tolist() == [2.0, 3.0, 5.0]
@@ -270,6 +299,50 @@ def test_inplace_shape_errors():
     e = fc.zeros(1).expand(3)
     with pytest.raises(RuntimeError, match=r"\[mul_\].*single memory location"):
         e.mul_(2)
+
+
+def _expanded(m):
+    return m.zeros(3).expand(2, 3)
+
+
+WRITES_INTO_EXPANDED = {
+    "add_": lambda m, t: t.add_(1),
+    "copy_": lambda m, t: t.copy_(m.ones(2, 3)),
+    "copy_ broadcast": lambda m, t: t.copy_(m.ones(3)),
+    "uniform_": lambda m, t: t.uniform_(),
+    "normal_": lambda m, t: t.normal_(),
+    "setitem tensor": lambda m, t: t.__setitem__((slice(None), 0), m.ones(2)),
+    "setitem 0-d tensor": lambda m, t: t.__setitem__(slice(None), m.tensor(2.0)),
+    "fill_": lambda m, t: t.fill_(1.0),
+    "zero_": lambda m, t: t.zero_(),
+    "setitem one row": lambda m, t: t.__setitem__(0, 1.0),
+    "setitem number": lambda m, t: t.__setitem__(slice(None), 1.0),
+    "setitem number column": lambda m, t: t.__setitem__((slice(None), 0), 1.0),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES_INTO_EXPANDED))
+def test_writes_into_an_expanded_tensor_like_torch(name):
+    """Ops that write a tensor whose elements share memory refuse, as PyTorch's
+    do; fill_ and zero_ (one value, written several times) and writes into a
+    row that itself does not overlap are allowed, as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    write = WRITES_INTO_EXPANDED[name]
+    try:
+        write(torch, _expanded(torch))
+        torch_refuses = False
+    except RuntimeError as e:
+        assert "single memory location" in str(e)
+        torch_refuses = True
+    t = _expanded(fc)
+    if torch_refuses:
+        op = name.split()[0]
+        op = "copy_" if name.startswith("setitem") and "tensor" in name else op
+        with pytest.raises(RuntimeError, match=rf"\[{op}\] unsupported operation: more than one element"):
+            write(fc, t)
+        assert t.tolist() == [[0.0] * 3] * 2  # nothing written
+    else:
+        write(fc, t)
 
 
 def test_inplace_with_overlapping_views():

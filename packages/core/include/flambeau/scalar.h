@@ -2,9 +2,28 @@
 // A Python-style number: bool, int64 or double. Used for op arguments such as
 // `alpha` and for filling tensors; binary ops turn scalars into 0-dim
 // "wrapped number" tensors (see Note [Wrapped numbers] in tensor_impl.h).
+//
+// Note [Scalar overflow]
+// Where a Scalar becomes an element of a dtype (fill_, full, zeros/ones,
+// scalar_tensor, `t[i] = v`, tensor([...]), alpha, an integer exponent), a
+// value the dtype cannot hold raises "[op] value 1000 cannot be converted to
+// type int8 without overflow" (flambeau::ValueError), as PyTorch's
+// checked_convert does, instead of wrapping silently. The rule (PyTorch's):
+//  * a bool, or any value into bool, always fits;
+//  * an integer fits an integer dtype within its range; unsigned dtypes also
+//    take negatives down to -max, which wrap (uint8: -1 -> 255), so that
+//    `a - b` can be computed as `a + 255 * b`;
+//  * a float fits an integer dtype if it is a number within the range (it is
+//    then truncated: 1.5 -> 1); NaN and infinities do not fit;
+//  * into a floating dtype, infinities and NaN fit, finite values must lie
+//    within [lowest, max] of the dtype.
+// Wrapped numbers in binary ops are converted without this check, as in
+// PyTorch (`int8_tensor + 1000` wraps): promotion already chose the dtype.
 #include <cstdint>
+#include <string>
 
 #include "flambeau/dtype.h"
+#include "flambeau/macros.h"
 
 namespace flambeau {
 
@@ -30,6 +49,9 @@ class Scalar {
   double to_double() const { return to<double>(); }
   int64_t to_int() const { return to<int64_t>(); }
 
+  /// The value as Python would print it: True, 1000, 2.5.
+  FB_API std::string str() const;
+
   /// The dtype a tensor made from this scalar gets on its own: bool, int64, float32.
   ScalarType default_dtype() const {
     return kind_ == Kind::Double ? kDefaultFloat : kind_ == Kind::Bool ? ScalarType::Bool : kDefaultInt;
@@ -42,5 +64,10 @@ class Scalar {
     double d_;
   };
 };
+
+/// True if `value` converts to dtype `t` without overflow (Note [Scalar overflow]).
+FB_API bool scalar_fits(const Scalar& value, ScalarType t);
+/// ValueError naming `op`, the value and the dtype unless scalar_fits(value, t).
+FB_API void check_scalar_fits(const Scalar& value, ScalarType t, const char* op);
 
 }  // namespace flambeau

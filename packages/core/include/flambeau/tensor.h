@@ -60,4 +60,11 @@ using OptionalTensorList = std::vector<std::optional<Tensor>>;
 /// Normalizes a dim index into [0, ndim); IndexError naming `op` otherwise.
 FB_API int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 
+/// ValueError naming `op` if several elements of `t` share one memory location
+/// (a dim of size > 1 with stride 0, as expand makes). Ops that write into a
+/// tensor call it (TensorIterator's outputs, copy_, the random fills), as
+/// PyTorch does; fill_ does not, since writing one value several times is
+/// harmless (PyTorch's fill_ and zero_ accept expanded tensors too).
+FB_API void check_no_internal_overlap(const Tensor& t, const char* op);
+
 }  // namespace flambeau

@@ -31,11 +31,15 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
   }
 }
 
+// PyTorch's alpha rules: a bool alpha only for bool results, no float alpha
+// for integer or bool results, and the value must fit the dtype (Note [Scalar
+// overflow]); for bool results any nonzero alpha means True.
 void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
-  FB_CHECK_TYPE(is_floating(t) || !alpha.is_floating(), "[", op,
-                "] for integer tensors, alpha must be an integer, got ", alpha.to_double());
-  FB_CHECK_TYPE(t != ScalarType::Bool || alpha.is_bool() || alpha.to_int() == 1, "[", op,
-                "] for bool tensors, alpha must be a bool");
+  FB_CHECK_TYPE(!alpha.is_bool() || t == ScalarType::Bool, "[", op,
+                "] a bool alpha is only supported for bool tensors, got ", dtype_name(t));
+  FB_CHECK_TYPE(is_floating(t) || !alpha.is_floating(), "[", op, "] for ", dtype_name(t),
+                " tensors, alpha must be an integer, got ", alpha.str());
+  check_scalar_fits(alpha, t, op);
 }
 
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param,
@@ -117,12 +121,15 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
   }
   // As PyTorch: a negative Python-int exponent of an integer tensor is an
   // error (a tensor of exponents is not checked element by element).
+  // The exponent must also fit the dtype, as PyTorch's (int8 tensor ** 128 raises).
   if (is_integral(t, /*include_bool=*/false) && b.impl()->is_wrapped_number() &&
-      b.dtype() == ScalarType::Int64)
-    FB_CHECK(*b.data<int64_t>() >= 0,
-             "[pow] integers to negative integer powers are not allowed: ", dtype_name(a.dtype()),
-             " tensor of shape ", shape_str(a.sizes()), " ** ", *b.data<int64_t>(),
-             "; use a float base, e.g. t.float() ** ", *b.data<int64_t>());
+      b.dtype() == ScalarType::Int64) {
+    const int64_t e = *b.data<int64_t>();
+    FB_CHECK_VALUE(
+        e >= 0, "[pow] integers to negative integer powers are not allowed: ", dtype_name(a.dtype()),
+        " tensor of shape ", shape_str(a.sizes()), " ** ", e, "; use a float base, e.g. t.float() ** ", e);
+    check_scalar_fits(Scalar(e), t, "pow");
+  }
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
   run_loop(it, loop, 0, kGrainSize);
   return it.output();

@@ -27,7 +27,9 @@ Tensor empty_cpu(IntArrayRef sizes, ScalarType dtype, Device device) {
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(s), std::move(st), 0));
 }
 
+// An expanded self is fine here (see check_no_internal_overlap in tensor.h).
 Tensor& fill_cpu(Tensor& self, const Scalar& value) {
+  check_scalar_fits(value, self.dtype(), "fill_");
   visit_dtype(self.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value.to<T>();
@@ -109,6 +111,7 @@ Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
   FB_CHECK_VALUE(low <= high, "[uniform_] expects low <= high, got low=", low, ", high=", high);
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[uniform_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+  check_no_internal_overlap(self, "uniform_");
   Generator& g = gen ? *gen : default_generator();
   const uint64_t base = g.reserve(static_cast<uint64_t>(self.numel()));
   const uint64_t seed = g.initial_seed();
@@ -145,6 +148,7 @@ Tensor& normal_cpu(Tensor& self, double mean, double std, Generator* gen) {
   FB_CHECK_VALUE(std >= 0, "[normal_] expects std >= 0, got ", std);
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[normal_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+  check_no_internal_overlap(self, "normal_");
   Generator& g = gen ? *gen : default_generator();
   const int64_t n = self.numel();
   const uint64_t base = g.reserve(static_cast<uint64_t>(n + (n & 1)));

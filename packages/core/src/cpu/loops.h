@@ -147,8 +147,11 @@ inline T min_propagate_nan(T a, T b) {
 
 template <class T>
 void add_loop(char** d, const int64_t* s, int64_t n, double alpha) {
-  if constexpr (std::is_same_v<T, bool>) {  // bool: logical or
-    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || b); });
+  if constexpr (std::is_same_v<T, bool>) {  // bool: a || (alpha && b), as PyTorch
+    if (alpha != 0)
+      binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || b); });
+    else
+      binary_loop<T, T>(d, s, n, [](T a, T) { return a; });
   } else if (alpha == 1) {
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a + b); });
   } else {
