@@ -142,12 +142,7 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
                                        "] a view of a leaf Variable that requires grad is being used in an "
                                        "in-place operation (",
                                        self.describe(), "); do it under no_grad(), or on a clone"));
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.strides()[d] == 0 && self.sizes()[d] > 1)
-      throw RuntimeError(detail::cat_str("[", op, "] unsupported in-place operation on an expanded view (",
-                                         self.describe(),
-                                         "): several of its elements share one memory "
-                                         "location; clone it first"));
+  check_no_internal_overlap(self, op);
   if (!base.is_contiguous())
     throw NotImplementedError(
         detail::cat_str("[", op, "] in-place operation on a view of a non-contiguous tensor (",
@@ -340,10 +335,12 @@ Tensor SavedVariable::unpack(Node* owner) const {
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
+  // Two threads' backward may reach one leaf (Note [Backward without the GIL]).
+  std::lock_guard<std::mutex> lock(mutex_);
   AutogradMeta* m = ensure_meta(variable);
   if (!std::ranges::equal(g.sizes(), variable.sizes()))
-    throw RuntimeError(detail::cat_str("[AccumulateGrad] the gradient has shape ", shape_str(g.sizes()),
-                                       " but the leaf has shape ", shape_str(variable.sizes())));
+    throw ValueError(detail::cat_str("[AccumulateGrad] the gradient has shape ", shape_str(g.sizes()),
+                                     " but the leaf has shape ", shape_str(variable.sizes())));
   if (g.dtype() != variable.dtype()) g = op::cast(g, variable.dtype());
   if (!m->grad_.defined()) {
     // Steal the incoming gradient only if nobody else can see or mutate it:
@@ -404,7 +401,7 @@ void accumulate_into(variable_list& buffer, uint32_t pos, Tensor&& g) {
     slot = op::add(slot, g, 1);
 }
 
-bool g_anomaly_mode = false;
+std::atomic<bool> g_anomaly_mode{false};
 
 void check_anomaly(const Node& fn, const variable_list& out) {
   AutoExcludeAutograd guard;

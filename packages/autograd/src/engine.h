@@ -10,6 +10,7 @@
 // the op's inputs; an invalid edge means "this input needs no gradient".
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,9 @@ class AccumulateGrad final : public Node {
   variable_list apply(variable_list&& grads) override;
   std::string name() const override { return "AccumulateGrad"; }
   Tensor variable;
+
+ private:
+  std::mutex mutex_;  // serializes writes to variable's .grad from concurrent backward runs
 };
 
 /// The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator

@@ -39,13 +39,25 @@ struct HookHandle {
 };
 
 void check_grad_assignable(const Tensor& t, const Tensor& g) {
-  FB_CHECK(std::ranges::equal(t.sizes(), g.sizes()), "[grad] assigned grad has shape ", shape_str(g.sizes()),
-           " but the tensor has shape ", shape_str(t.sizes()));
+  FB_CHECK_VALUE(std::ranges::equal(t.sizes(), g.sizes()), "[grad] assigned grad has shape ",
+                 shape_str(g.sizes()), " but the tensor has shape ", shape_str(t.sizes()));
   FB_CHECK_TYPE(g.dtype() == t.dtype(), "[grad] assigned grad has dtype ", dtype_name(g.dtype()),
                 " but the tensor has dtype ", dtype_name(t.dtype()));
   FB_CHECK(g.device() == t.device(), "[grad] assigned grad is on ", g.device().str(),
            " but the tensor is on ", t.device().str());
 }
+
+// Note [Backward without the GIL]
+// backward() and autograd.grad() release the GIL for the whole engine run, so
+// other Python threads run meanwhile (a data loader thread, a second model's
+// backward: PyTorch does the same). Whatever calls back into Python from the
+// engine takes the GIL itself: tensor and node hooks, custom Functions
+// (python_function.cpp), and every release of a Python object by a tensor,
+// node or storage that dies during backward (Note [Python objects in
+// deleters] in core's flambeau/python/bindings.h). retain_grad and the
+// anomaly check are C++ only. Two threads may run backward at once: each run
+// has its own queue and buffers, and AccumulateGrad locks the leaf it writes.
+// Arguments are converted before, and results after, with the GIL held.
 
 /// The engine's entry point for backward() and grad().
 py::list run_backward_py(const std::vector<Tensor>& outputs,
@@ -63,16 +75,16 @@ py::list run_backward_py(const std::vector<Tensor>& outputs,
     roots.push_back(gradient_edge(out));
     if (grad_outputs[i]) {
       Tensor g = *grad_outputs[i];
-      FB_CHECK(std::ranges::equal(g.sizes(), out.sizes()), "[backward] mismatch in shape: grad_output[", i,
-               "] has shape ", shape_str(g.sizes()), " and output[", i, "] has shape ",
-               shape_str(out.sizes()));
+      FB_CHECK_VALUE(std::ranges::equal(g.sizes(), out.sizes()), "[backward] mismatch in shape: grad_output[",
+                     i, "] has shape ", shape_str(g.sizes()), " and output[", i, "] has shape ",
+                     shape_str(out.sizes()));
       if (g.dtype() != out.dtype()) g = op::cast(g, out.dtype());
       grads.push_back(std::move(g));
     } else {
-      FB_CHECK(out.numel() == 1,
-               "[backward] grad can be implicitly created only for scalar outputs, got a tensor "
-               "of shape ",
-               shape_str(out.sizes()), "; pass a gradient of that shape (e.g. ones_like(out))");
+      FB_CHECK_VALUE(out.numel() == 1,
+                     "[backward] grad can be implicitly created only for scalar outputs, got a tensor "
+                     "of shape ",
+                     shape_str(out.sizes()), "; pass a gradient of that shape (e.g. ones_like(out))");
       grads.push_back(ones_like(out));
     }
   }
@@ -82,21 +94,25 @@ py::list run_backward_py(const std::vector<Tensor>& outputs,
              ") does not require grad");
     input_edges.push_back(gradient_edge(inputs[i]));
   }
-  variable_list result =
-      run_backward(roots, std::move(grads), keep_graph, create_graph, input_edges, accumulate);
-
-  py::list out;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor& g = result[i];
+  variable_list result;
+  {
+    py::gil_scoped_release no_gil;  // Note [Backward without the GIL]
+    result = run_backward(roots, std::move(grads), keep_graph, create_graph, input_edges, accumulate);
     if (accumulate) {
       // Leaves accumulated in the engine; non-leaf inputs get .grad here.
-      AutogradMeta* m = meta_of(inputs[i]);
-      if (g.defined() && m && m->grad_fn_) {
-        GradModeGuard mode(create_graph);
-        m->grad_ = m->grad_.defined() ? op::add(m->grad_, g, 1) : op::clone(g, MemoryFormat::Contiguous);
+      GradModeGuard mode(create_graph);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        AutogradMeta* m = meta_of(inputs[i]);
+        if (const Tensor& g = result[i]; g.defined() && m && m->grad_fn_)
+          m->grad_ = m->grad_.defined() ? op::add(m->grad_, g, 1) : op::clone(g, MemoryFormat::Contiguous);
       }
-      continue;
     }
+  }
+
+  py::list out;
+  if (accumulate) return out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& g = result[i];
     FB_CHECK(g.defined() || allow_unused, "[grad] one of the differentiated Tensors (input ", i,
              ") appears to not have been used in the graph. Set allow_unused=True if this is the desired "
              "behavior.");

@@ -1,21 +1,12 @@
 // PyNode: the graph node of a custom Function written in Python. Its
-// forward ran under no_grad inside Function.apply; its apply() calls the
-// class's static backward(ctx, *grads) with the GIL held.
+// forward ran under no_grad inside Function.apply; its apply() takes the GIL
+// (the engine runs without it) and calls the class's static
+// backward(ctx, *grads).
 #include "python_function.h"
 
 #include <algorithm>
 
 namespace flambeau::autograd {
-
-void release_py(py::object& obj) {
-  if (!obj) return;
-  if (!Py_IsInitialized()) {
-    obj.release();  // the interpreter is gone: leak rather than crash
-    return;
-  }
-  py::gil_scoped_acquire gil;
-  obj = py::object();
-}
 
 Tensor PyTensorHook::operator()(const Tensor& grad) {
   py::gil_scoped_acquire gil;
@@ -24,8 +15,8 @@ Tensor PyTensorHook::operator()(const Tensor& grad) {
   FB_CHECK_TYPE(py::isinstance<TensorImpl>(r), "[hook] a tensor hook must return a Tensor or None, got ",
                 py::str(py::type::of(r).attr("__name__")).cast<std::string>());
   Tensor t = r.cast<Tensor>();
-  FB_CHECK(std::ranges::equal(t.sizes(), grad.sizes()), "[hook] the hook returned a gradient of shape ",
-           shape_str(t.sizes()), " for a gradient of shape ", shape_str(grad.sizes()));
+  FB_CHECK_VALUE(std::ranges::equal(t.sizes(), grad.sizes()), "[hook] the hook returned a gradient of shape ",
+                 shape_str(t.sizes()), " for a gradient of shape ", shape_str(grad.sizes()));
   return t;
 }
 
@@ -43,8 +34,8 @@ variable_list PyNodePostHook::operator()(const variable_list& grad_inputs,
   py::object r = fn_(to_py_tuple(grad_inputs), to_py_tuple(grad_outputs));
   if (r.is_none()) return {};
   py::tuple t = py::isinstance<py::tuple>(r) ? py::reinterpret_borrow<py::tuple>(r) : py::make_tuple(r);
-  FB_CHECK(t.size() == grad_inputs.size(), "[hook] a node hook must return ", grad_inputs.size(),
-           " gradients (or None), got ", t.size());
+  FB_CHECK_VALUE(t.size() == grad_inputs.size(), "[hook] a node hook must return ", grad_inputs.size(),
+                 " gradients (or None), got ", t.size());
   variable_list out(t.size());
   for (size_t i = 0; i < t.size(); ++i)
     if (!t[i].is_none()) out[i] = t[i].cast<Tensor>();
@@ -72,8 +63,8 @@ bool expandable(IntArrayRef from, IntArrayRef to) {
 class PyNode final : public Node {
  public:
   ~PyNode() override {
-    release_py(ctx);
-    release_py(cls);
+    release_with_gil(ctx);
+    release_with_gil(cls);
   }
   std::string name() const override { return name_; }
   uint32_t num_inputs() const override { return static_cast<uint32_t>(outputs.size()); }
@@ -101,12 +92,12 @@ class PyNode final : public Node {
         py::isinstance<py::tuple>(res) ? py::reinterpret_borrow<py::tuple>(res) : py::make_tuple(res);
     const size_t n = next_edges_.size();
     if (r.size() < n)
-      throw RuntimeError(detail::cat_str("[", name_, "] backward returned ", r.size(),
-                                         " gradients, but forward had ", n, " inputs"));
+      throw ValueError(detail::cat_str("[", name_, "] backward returned ", r.size(),
+                                       " gradients, but forward had ", n, " inputs"));
     for (size_t i = n; i < r.size(); ++i)
       if (!r[i].is_none())
-        throw RuntimeError(detail::cat_str("[", name_, "] backward returned ", r.size(),
-                                           " gradients, but forward had ", n, " inputs"));
+        throw ValueError(detail::cat_str("[", name_, "] backward returned ", r.size(),
+                                         " gradients, but forward had ", n, " inputs"));
     variable_list out(n);
     for (size_t i = 0; i < n; ++i) {
       py::handle gi = r[i];
@@ -123,9 +114,9 @@ class PyNode final : public Node {
       Tensor g = gi.cast<Tensor>();
       const TensorMeta& m = inputs[i];
       if (!std::ranges::equal(g.sizes(), m.sizes)) {
-        FB_CHECK(expandable(m.sizes, g.sizes()), "[", name_,
-                 "] backward returned an invalid gradient at index ", i, ": got shape ", shape_str(g.sizes()),
-                 " but expected a shape compatible with ", shape_str(m.sizes));
+        FB_CHECK_VALUE(expandable(m.sizes, g.sizes()), "[", name_,
+                       "] backward returned an invalid gradient at index ", i, ": got shape ",
+                       shape_str(g.sizes()), " but expected a shape compatible with ", shape_str(m.sizes));
         g = sum_to(g, m.sizes);
       }
       if (g.dtype() != m.dtype) g = op::cast(g, m.dtype);

@@ -1,7 +1,9 @@
 #pragma once
 // Custom autograd Functions written in Python (flambeau_autograd.Function),
-// and tensor hooks that call Python. Both hold Python objects, so they take
-// the GIL to call or drop them.
+// and tensor hooks that call Python. The engine runs backward without the GIL
+// (Note [Backward without the GIL] in module.cpp), so both take it to call
+// Python, and drop their Python objects with it, from whatever thread they die
+// on (Note [Python objects in deleters] in core's flambeau/python/bindings.h).
 #include "engine.h"
 #include "flambeau/python/bindings.h"
 
@@ -9,14 +11,13 @@ namespace flambeau::autograd {
 
 namespace py = pybind11;
 
-/// Drops a Python reference safely from any thread.
-void release_py(py::object& obj);
+using python::release_with_gil;
 
 /// A tensor hook (Tensor.register_hook): fn(grad) -> new grad or None.
 class PyTensorHook final : public FunctionPreHook {
  public:
   explicit PyTensorHook(py::object fn) : fn_(std::move(fn)) {}
-  ~PyTensorHook() override { release_py(fn_); }
+  ~PyTensorHook() override { release_with_gil(fn_); }
   Tensor operator()(const Tensor& grad) override;
 
  private:
@@ -27,7 +28,7 @@ class PyTensorHook final : public FunctionPreHook {
 class PyNodePostHook final : public FunctionPostHook {
  public:
   explicit PyNodePostHook(py::object fn) : fn_(std::move(fn)) {}
-  ~PyNodePostHook() override { release_py(fn_); }
+  ~PyNodePostHook() override { release_with_gil(fn_); }
   variable_list operator()(const variable_list& grad_inputs, const variable_list& grad_outputs) override;
 
  private:

@@ -150,3 +150,50 @@ def test_empty_tensor_needs_no_allocation(restore_allocator):
     fc.set_allocator(alloc)
     t = fc.zeros(0, 5)
     assert t.numel() == 0 and alloc.mallocs == 0
+
+
+def test_python_allocator_called_from_kernels_running_without_the_gil(restore_allocator):
+    """Bindings run kernels with the GIL released (Note [The GIL around kernels]);
+    a Python allocator called from them takes it back. Several threads run the
+    hand-bound ops at once (factories, random fills, fill_, setitem, indexing,
+    casts), each checked against PyTorch."""
+    import threading
+
+    import numpy as np
+
+    torch = pytest.importorskip("torch")
+    alloc = CountingAllocator()
+    fc.set_allocator(alloc)
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work(seed):
+        try:
+            barrier.wait()
+            for step in range(25):
+                results = []
+                for m in (torch, fc):
+                    t = m.full((4, 5), float(seed), dtype=m.float64)
+                    t[1:3] = m.ones(2, 5, dtype=m.float64) * step
+                    t[0, 1] = -1.0
+                    t[m.tensor([3, 0])] = 7.0
+                    picked = t[m.tensor([2, 3])]
+                    z = m.zeros_like(t).fill_(2.0) + picked.sum()
+                    results.append((t.tolist(), picked.int().tolist(), z.double().tolist()))
+                assert results[0] == results[1], (seed, step)
+                g = fc.Generator().manual_seed(seed)
+                r = fc.rand(8, generator=g, dtype=fc.float64)
+                again = fc.empty(8, dtype=fc.float64).uniform_(generator=fc.Generator().manual_seed(seed))
+                assert r.tolist() == again.tolist()
+                assert np.all((np.asarray(r.tolist()) >= 0) & (np.asarray(r.tolist()) < 1))
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    gc.collect()
+    assert alloc.mallocs > 0

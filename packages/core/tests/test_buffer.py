@@ -92,10 +92,60 @@ def test_frombuffer_offset_count_and_reinterpretation():
     assert bytes(np.asarray(memoryview(raw))[4:8]) == np.float32(1).tobytes()
 
 
-def test_frombuffer_readonly_bytes():
+def test_frombuffer_readonly_bytes_is_copied_with_a_warning():
+    # Note [frombuffer of read-only buffers]: writing must not change a bytes object.
     data = np.arange(4, dtype=np.int64).tobytes()
-    t = fc.frombuffer(data, dtype=fc.int64)
+    with pytest.warns(UserWarning, match=r"\[frombuffer\] the given buffer of type bytes is not writable"):
+        t = fc.frombuffer(data, dtype=fc.int64)
     assert t.tolist() == [0, 1, 2, 3]
+    t.fill_(7)
+    assert data == np.arange(4, dtype=np.int64).tobytes()
+    one = b"A"  # CPython shares one-byte bytes objects: a write would change b"A" everywhere
+    with pytest.warns(UserWarning, match="holds a copy of its 1 bytes"):
+        fc.frombuffer(one, dtype=fc.uint8).fill_(66)
+    assert one == b"A" and bytes([65]) == b"A"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: memoryview(bytearray(b"ABCD")).toreadonly(),
+        lambda: np.frombuffer(b"ABCD", dtype=np.uint8),  # a read-only array
+    ],
+    ids=["readonly-memoryview", "readonly-ndarray"],
+)
+def test_frombuffer_copies_every_read_only_buffer(make):
+    buf = make()
+    with pytest.warns(UserWarning, match="not writable"):
+        t = fc.frombuffer(buf, dtype=fc.uint8, offset=1, count=2)
+    assert t.tolist() == [66, 67]
+    t.fill_(0)
+    assert bytes(buf) == b"ABCD"
+
+
+def test_frombuffer_readonly_mmap_is_copied_not_mapped(tmp_path):
+    # Writing through a read-only mapping would crash the process (SIGSEGV).
+    import mmap
+
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(range(8)))
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        with pytest.warns(UserWarning, match="not writable"):
+            t = fc.frombuffer(m, dtype=fc.uint8)
+        t.fill_(1)
+        assert m[:] == bytes(range(8))
+    assert t.tolist() == [1] * 8  # the copy outlives the mapping
+
+
+def test_frombuffer_of_a_writable_buffer_shares_memory_without_warning():
+    import warnings
+
+    buf = bytearray(b"AB")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = fc.frombuffer(buf, dtype=fc.uint8)
+    t.fill_(66)
+    assert buf == bytearray(b"BB")
 
 
 def test_frombuffer_keeps_exporter_alive_exactly_as_long_as_needed():

@@ -280,11 +280,15 @@ Tensor import_managed(PyObject* capsule) {
                  "-byte elements; pass a copy");
   const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
 
-  // Note [DLPack lifetimes]: the storage calls the producer's deleter once. A
-  // producer's deleter may need Python (NumPy's does), so it is skipped once
-  // the interpreter is gone (Note [Releasing Python objects from storage deleters]).
+  // Note [DLPack lifetimes]: the storage calls the producer's deleter once, on
+  // whatever thread drops it last. A producer's deleter may need Python
+  // (NumPy's releases the array), so it runs with the GIL held (older NumPy
+  // releases did not take it themselves), and is skipped once the interpreter
+  // is gone (Note [Python objects in deleters]).
   Storage storage = StorageImpl::from_external(data, nbytes, Device(DeviceType::CPU), [m](void*) {
-    if (m->deleter && python_is_usable()) m->deleter(m);
+    if (!m->deleter || !python_is_usable()) return;
+    py::gil_scoped_acquire gil;
+    m->deleter(m);
   });
   // Ownership is ours from here: mark the capsule consumed before anything else can throw.
   if (PyCapsule_SetName(capsule, used_name<Managed>()) != 0) throw py::error_already_set();

@@ -18,14 +18,10 @@ using TensorClass = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>;
 void init_numpy(py::module_& m, TensorClass& cls);   // numpy.cpp
 void init_dlpack(py::module_& m, TensorClass& cls);  // dlpack.cpp
 
-/// True if Python objects may still be touched from this thread: the
-/// interpreter is alive, or it is finalizing on this very thread (which holds
-/// the GIL). Note [Releasing Python objects from storage deleters].
-bool python_is_usable();
-
-/// Drops one reference to `obj` from any thread, taking the GIL.
-/// Note [Releasing Python objects from storage deleters]
-void decref_with_gil(PyObject* obj);
+// GIL-safe releases from storage deleters: flambeau::python::python_is_usable
+// and decref_with_gil (Note [Python objects in deleters], core's bindings.h).
+using flambeau::python::decref_with_gil;
+using flambeau::python::python_is_usable;
 
 /// Element count of a tensor's memory span given sizes and strides in
 /// elements: the number of elements from the first to the last reachable one

@@ -4,38 +4,15 @@
 // `__array_interface__`, `__dlpack__`, `__dlpack_device__`) to core's Tensor
 // class; core itself knows nothing of them (ARCHITECTURE.md, "Interop").
 //
-// Note [Releasing Python objects from storage deleters]
-// A storage that wraps a Python object's memory (a NumPy array) holds a
-// reference to that object. The storage may die on any thread (an autograd
-// worker, a data-loader thread) with or without the GIL, or during
-// interpreter shutdown. The deleter therefore takes the GIL with
-// PyGILState_Ensure, which works whether or not this thread holds it, and
-// leaks the reference instead of touching Python when the interpreter is gone
-// (or finalizing on another thread, where taking the GIL would hang): a leak
-// at exit is harmless, a crash is not.
+// Storages over Python memory (from_numpy, from_dlpack) may die on any thread,
+// with or without the GIL: Note [Python objects in deleters] in core's
+// flambeau/python/bindings.h gives the rule their deleters follow.
 #include <Python.h>
 
 #include "flambeau/error.h"
 #include "interop.h"
 
 namespace flambeau::interop {
-
-bool python_is_usable() {
-  if (!Py_IsInitialized()) return false;
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing();
-#else
-  const bool finalizing = _Py_IsFinalizing();
-#endif
-  return !finalizing || PyGILState_Check();
-}
-
-void decref_with_gil(PyObject* obj) {
-  if (!obj || !python_is_usable()) return;
-  PyGILState_STATE state = PyGILState_Ensure();
-  Py_DECREF(obj);
-  PyGILState_Release(state);
-}
 
 int64_t span_elements(IntArrayRef sizes, IntArrayRef strides) {
   int64_t last = 0;

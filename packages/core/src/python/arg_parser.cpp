@@ -529,7 +529,7 @@ void set_python_error() {
   } catch (const NotImplementedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const ValueError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
+    PyErr_SetString(flambeau_error_type(), e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::bad_alloc&) {

@@ -7,19 +7,21 @@ namespace {
 
 // An allocator written in Python: obj.malloc(nbytes) -> int address,
 // obj.free(address, nbytes). Slow (takes the GIL per call); for tests and
-// experiments. A Python exception in malloc becomes a RuntimeError naming the
-// allocator; one in free cannot propagate (free is noexcept) and is reported
-// through sys.unraisablehook.
+// experiments. malloc and free may be called on any thread, with or without
+// the GIL (a tensor freed during the GIL-free backward pass, a kernel that
+// allocates a temporary): both take it (Note [Python objects in deleters]).
+// A Python exception in malloc becomes a RuntimeError naming the allocator;
+// one in free cannot propagate (free is noexcept) and is reported through
+// sys.unraisablehook. Once Python is gone, free leaks the block.
 class PythonAllocator final : public Allocator {
  public:
   explicit PythonAllocator(py::object obj) : obj_(std::move(obj)) {
     name_ = py::str(py::type::of(obj_).attr("__name__")).cast<std::string>();
   }
-  ~PythonAllocator() override {
-    py::gil_scoped_acquire gil;
-    obj_ = py::object();
-  }
+  ~PythonAllocator() override { release_with_gil(obj_); }
   void* allocate(size_t nbytes) override {
+    FB_CHECK(python_is_usable(), "[allocate] Python allocator ", name_,
+             " cannot be called: the interpreter is shutting down");
     py::gil_scoped_acquire gil;
     py::object r;
     try {
@@ -37,7 +39,7 @@ class PythonAllocator final : public Allocator {
     return reinterpret_cast<void*>(addr);
   }
   void deallocate(void* ptr, size_t nbytes) noexcept override {
-    if (!Py_IsInitialized()) return;  // interpreter shutdown: leak rather than crash
+    if (!python_is_usable()) return;  // interpreter shutdown: leak rather than crash
     py::gil_scoped_acquire gil;
     try {
       obj_.attr("free")(reinterpret_cast<uintptr_t>(ptr), nbytes);

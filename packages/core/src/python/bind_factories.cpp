@@ -110,16 +110,17 @@ Tensor tensor_from_buffer_copy(py::handle obj) {
 // The tensor's Storage wraps the exporter's memory and owns a Py_buffer on it,
 // which keeps the exporter alive (and, for NumPy/bytearray/mmap, locks it from
 // being resized) until the last tensor or view drops. The deleter may run on
-// any thread, so it takes the GIL; during interpreter shutdown it leaks the
-// buffer instead, since taking the GIL then can hang or abort.
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
-#else
-  return _Py_IsFinalizing();
-#endif
-}
-
+// any thread, with or without the GIL (Note [Python objects in deleters]).
+//
+// Note [frombuffer of read-only buffers]
+// flambeau tensors are always writable. Sharing a read-only buffer, as
+// PyTorch does (with a warning), would let `t.fill_(66)` rewrite a `bytes`
+// object, which Python assumes immutable: CPython shares equal constants and
+// caches one-byte bytes objects, so b"A" would change everywhere in the
+// program; and a read-only mmap would crash the process (SIGSEGV). So a
+// read-only buffer is copied into a new tensor instead, with a UserWarning
+// saying so (the user asked for shared memory and does not get it). Writable
+// buffers (bytearray, NumPy arrays, writable memoryviews and mmaps) are shared.
 Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_t offset) {
   const ScalarType dtype = parse_dtype(dtype_obj, kDefaultFloat, "frombuffer");
   FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()),
@@ -127,14 +128,16 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
                 "(bytearray, memoryview, NumPy array, mmap, ...), got ",
                 type_name(buffer));
   auto* view = new Py_buffer{};
+  bool read_only = false;
   if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_WRITABLE) != 0) {
-    PyErr_Clear();  // read-only exporters (bytes, read-only memoryviews) are accepted too
+    PyErr_Clear();  // read-only exporters (bytes, read-only memoryviews): copied below
     if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_SIMPLE) != 0) {
       delete view;
       PyErr_Clear();
       throw ValueError(detail::cat_str("[frombuffer] the buffer of a ", type_name(buffer),
                                        " is not C-contiguous; pass a contiguous buffer"));
     }
+    read_only = true;
   }
   auto release = [](Py_buffer* v) {
     PyBuffer_Release(v);
@@ -163,15 +166,28 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
     throw;
   }
   void* data = static_cast<char*>(view->buf) + offset;
-  auto storage = StorageImpl::from_external(data, static_cast<size_t>(count) * itemsize(dtype),
-                                            Device(DeviceType::CPU), [view](void*) {
-                                              if (!Py_IsInitialized() || interpreter_finalizing())
-                                                return;  // shutdown: leak (Note [frombuffer lifetime])
-                                              PyGILState_STATE st = PyGILState_Ensure();
-                                              PyBuffer_Release(view);
-                                              delete view;
-                                              PyGILState_Release(st);
-                                            });
+  const size_t nbytes = static_cast<size_t>(count) * itemsize(dtype);
+  if (read_only) {  // Note [frombuffer of read-only buffers]
+    Tensor copy;
+    try {
+      copy = op::empty(Shape{count}, dtype, Device(DeviceType::CPU));
+      std::memcpy(copy.data_ptr(), data, nbytes);
+    } catch (...) {
+      release(view);
+      throw;
+    }
+    release(view);
+    const std::string msg = detail::cat_str(
+        "[frombuffer] the given buffer of type ", type_name(buffer),
+        " is not writable, and flambeau tensors are always writable: the tensor holds a copy of its ", nbytes,
+        " bytes instead of sharing them, so that writing to it cannot change a read-only object. Pass a "
+        "writable buffer (bytearray, a writable memoryview or mmap) to share memory.");
+    if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw py::error_already_set();
+    return copy;
+  }
+  auto storage = StorageImpl::from_external(data, nbytes, Device(DeviceType::CPU), [view](void*) {
+    release_buffer_with_gil(view);  // Note [frombuffer lifetime]
+  });
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, Shape{count}, Shape{1}, 0));
 }
 
@@ -237,13 +253,14 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
     AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
     const Tensor src = data.cast<Tensor>();
     const ScalarType dt = parse_dtype(dtype_obj, src.dtype(), "tensor");
-    return dt == src.dtype() ? op::clone(src, MemoryFormat::Contiguous) : op::cast(src, dt);
+    return without_gil(
+        [&] { return dt == src.dtype() ? op::clone(src, MemoryFormat::Contiguous) : op::cast(src, dt); });
   }
   if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && PyObject_CheckBuffer(data.ptr()) &&
       !py::isinstance<py::str>(data)) {
     Tensor t = tensor_from_buffer_copy(data);
     const ScalarType dt = parse_dtype(dtype_obj, t.dtype(), "tensor");
-    return dt == t.dtype() ? t : op::cast(t, dt);
+    return dt == t.dtype() ? t : without_gil([&] { return op::cast(t, dt); });
   }
   NestedData nd;
   // The shape comes from the first element at each depth; collect() checks the rest.
@@ -268,6 +285,10 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
                               : nd.leaves.empty()                    ? kDefaultFloat
                                                                      : ScalarType::Bool;
   const ScalarType dtype = parse_dtype(dtype_obj, inferred, "tensor");
+  // Note [Scalar overflow], for integer dtypes only: as PyTorch's tensor(),
+  // a float too large for a floating dtype becomes inf.
+  if (!is_floating(dtype))
+    for (const Scalar& s : nd.leaves) check_scalar_fits(s, dtype, "tensor");
   Tensor out = op::empty(nd.shape, dtype, Device(DeviceType::CPU));
   visit_dtype(dtype, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -340,8 +361,9 @@ void init_factories(py::module_& m) {
         name,
         [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
           const Shape shape = parse_shape(size, name);
-          return finish(make(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name)),
-                        requires_grad);
+          const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
+          const Device d = parse_device(device, name);
+          return finish(without_gil([&] { return make(shape, t, d); }), requires_grad);
         },
         py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false, doc);
@@ -361,12 +383,13 @@ void init_factories(py::module_& m) {
         [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
                        bool requires_grad) {
           const Shape shape = parse_shape(size, name);
-          Tensor x = empty(shape, parse_dtype(dtype, kDefaultFloat, name), parse_device(device, name));
+          const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
+          const Device d = parse_device(device, name);
           Generator* g = parse_generator(generator);
-          if (normal)
-            op::normal_(x, 0.0, 1.0, g);
-          else
-            op::uniform_(x, 0.0, 1.0, g);
+          Tensor x = without_gil([&] {
+            Tensor r = empty(shape, t, d);
+            return normal ? op::normal_(r, 0.0, 1.0, g) : op::uniform_(r, 0.0, 1.0, g);
+          });
           return finish(x, requires_grad);
         },
         py::kw_only(), py::arg("generator") = py::none(), py::arg("dtype") = py::none(),
@@ -381,9 +404,9 @@ void init_factories(py::module_& m) {
         const Shape shape = PyIndex_Check(size.ptr()) ? Shape{size.cast<int64_t>()}
                                                       : parse_int_sequence(size, "full", "size");
         const Scalar v = as_scalar(fill_value, "full");
-        return finish(
-            full(shape, v, parse_dtype(dtype, dtype_of_scalar(v), "full"), parse_device(device, "full")),
-            requires_grad);
+        const ScalarType t = parse_dtype(dtype, dtype_of_scalar(v), "full");
+        const Device d = parse_device(device, "full");
+        return finish(without_gil([&] { return full(shape, v, t, d); }), requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false,
@@ -393,8 +416,9 @@ void init_factories(py::module_& m) {
     m.def(
         name,
         [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
-          return finish(make(t.sizes(), parse_dtype(dtype, t.dtype(), name), like_device(device, t, name)),
-                        requires_grad);
+          const ScalarType dt = parse_dtype(dtype, t.dtype(), name);
+          const Device d = like_device(device, t, name);
+          return finish(without_gil([&] { return make(t.sizes(), dt, d); }), requires_grad);
         },
         py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false);
@@ -413,9 +437,10 @@ void init_factories(py::module_& m) {
   m.def(
       "full_like",
       [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
-        return finish(full(t.sizes(), as_scalar(fill_value, "full_like"),
-                           parse_dtype(dtype, t.dtype(), "full_like"), like_device(device, t, "full_like")),
-                      requires_grad);
+        const Scalar v = as_scalar(fill_value, "full_like");
+        const ScalarType dt = parse_dtype(dtype, t.dtype(), "full_like");
+        const Device d = like_device(device, t, "full_like");
+        return finish(without_gil([&] { return full(t.sizes(), v, dt, d); }), requires_grad);
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
@@ -442,21 +467,25 @@ void init_factories(py::module_& m) {
       py::arg("offset") = 0,
       "A 1-D tensor sharing the memory of a buffer-protocol object (no copy): writes through either side are "
       "seen by the other, and the object stays alive while the tensor (or a view of it) does. offset is in "
-      "bytes; count = -1 takes every element after it. A read-only buffer gives a tensor that must not be "
-      "written.");
+      "bytes; count = -1 takes every element after it. A read-only buffer (bytes, a read-only memoryview or "
+      "mmap) is copied instead, with a UserWarning: flambeau tensors are always writable, and writing "
+      "through would change an immutable object.\n\n"
+      ">>> flambeau_core.frombuffer(bytearray(b'AB'), dtype=flambeau_core.uint8).tolist()\n[65, 66]");
 
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
   cls.def(
       "uniform_",
       [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
-        return op::uniform_(t, a, b, parse_generator(gen));
+        Generator* g = parse_generator(gen);
+        return without_gil([&]() -> Tensor& { return op::uniform_(t, a, b, g); });
       },
       py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
       "Fills self with uniform samples on [a, b).");
   cls.def(
       "normal_",
       [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
-        return op::normal_(t, mean, std, parse_generator(gen));
+        Generator* g = parse_generator(gen);
+        return without_gil([&]() -> Tensor& { return op::normal_(t, mean, std, g); });
       },
       py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
       "Fills self with normal samples.");

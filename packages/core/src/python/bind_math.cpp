@@ -120,7 +120,10 @@ void init_math(py::module_& m) {
           py::arg("value"))
       .def("to", &to_py)
       .def(
-          "type_as", [](const Tensor& a, const Tensor& other) { return to_dtype(a, other.dtype()); },
+          "type_as",
+          [](const Tensor& a, const Tensor& other) {
+            return without_gil([&] { return to_dtype(a, other.dtype()); });
+          },
           py::arg("other"));
   def_conversion(cls, "float", ScalarType::Float32);
   def_conversion(cls, "double", ScalarType::Float64);
@@ -150,7 +153,8 @@ void init_math(py::module_& m) {
   m.def(
       "_sum_to",
       [](const Tensor& t, py::handle shape) {
-        return sum_to(t, parse_int_sequence(shape, "sum_to", "shape"));
+        const Shape s = parse_int_sequence(shape, "sum_to", "shape");
+        return without_gil([&] { return sum_to(t, s); });
       },
       py::arg("input"), py::arg("shape"),
       "Sums broadcast dims away so the result has `shape` (for backward formulas).");

@@ -202,7 +202,7 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
 
 Tensor getitem(const Tensor& self, py::handle index) {
   ParsedIndex r = parse_index(self, index, "getitem", /*keep_full_slices=*/true);
-  if (!r.adv.empty()) return op::index(r.view, r.adv);
+  if (!r.adv.empty()) return without_gil([&] { return op::index(r.view, r.adv); });
   // t[...] and t[()] still return a new view, as in PyTorch.
   if (r.view.is_same(self)) return op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
   return r.view;
@@ -237,23 +237,30 @@ void setitem(Tensor& self, py::handle index, py::handle value) {
     throw TypeError(detail::cat_str("[setitem] can assign a Tensor or a number, got ", type_name(value)));
   ParsedIndex r = parse_index(self, index, "setitem", /*keep_full_slices=*/false);
   Tensor& target = r.view;
+  // Python is done with here: the writes run without the GIL (Note [The GIL around kernels]).
+  const Tensor tv = tensor_value ? value.cast<Tensor>() : Tensor();
+  const Scalar s = tensor_value ? Scalar() : as_scalar(value, "setitem");
+  py::gil_scoped_release no_gil;
   if (r.adv.empty()) {
-    if (tensor_value)
-      op::copy_(target, broadcast_value(value.cast<Tensor>(), target.sizes()));
-    else
-      op::fill_(target, as_scalar(value, "setitem"));
+    if (tensor_value) {
+      op::copy_(target, broadcast_value(tv, target.sizes()));
+    } else {
+      // fill_ accepts an expanded tensor (as PyTorch's does); setitem refuses, as PyTorch's.
+      check_no_internal_overlap(target, "setitem");
+      op::fill_(target, s);
+    }
     return;
   }
   Tensor v;
   if (tensor_value) {
-    v = value.cast<Tensor>();
+    v = tv;
     if (v.dtype() != target.dtype()) v = op::cast(v, target.dtype());
     Shape leading_ones;
     while (static_cast<int64_t>(leading_ones.size()) < v.dim() && v.sizes()[leading_ones.size()] == 1)
       leading_ones.push_back(static_cast<int64_t>(leading_ones.size()));
     if (!leading_ones.empty()) v = op::squeeze(v, leading_ones);
   } else {
-    v = scalar_tensor(as_scalar(value, "setitem"), target.dtype());
+    v = scalar_tensor(s, target.dtype());  // Note [Scalar overflow]: via fill_
   }
   op::index_put_(target, r.adv, v, false);
 }

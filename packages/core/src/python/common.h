@@ -18,7 +18,27 @@ void init_views(py::module_& m);      // bind_views.cpp: views, __getitem__/__se
 void init_math(py::module_& m);       // bind_math.cpp: to/float/..., fill_, broadcast_shapes, result_type
 /// python_ops_generated.cpp: every op of codegen/ops.yaml (Note [Python argument parser]).
 void init_generated_ops(py::module_& m);
-void init_runtime(py::module_& m);    // bind_runtime.cpp: threads, grad mode, abi tag
+void init_runtime(py::module_& m);  // bind_runtime.cpp: threads, grad mode, abi tag
+
+// Note [The GIL around kernels]
+// Every binding converts its Python arguments with the GIL held, then runs the
+// kernel without it, so other Python threads run meanwhile (as PyTorch does);
+// the generated bindings do this in gen_core.py, hand-written ones through
+// without_gil. Kernels call back into Python only through objects that take
+// the GIL themselves (Python allocators, storages over Python memory:
+// Note [Python objects in deleters] in flambeau/python/bindings.h). Pure view
+// ops (metadata only) keep the GIL: releasing it would cost more than they do.
+
+/// Runs f() with the GIL released (Note [The GIL around kernels]).
+template <class F>
+decltype(auto) without_gil(F&& f) {
+  py::gil_scoped_release no_gil;
+  return std::forward<F>(f)();
+}
+
+/// flambeau_core.FlambeauError, the Python class of flambeau::ValueError
+/// (Note [Errors]); created by module.cpp before any binding can raise it.
+PyObject* flambeau_error_type();
 
 /// A binary op's operand: a Tensor, or a Python number (bool/int/float, or
 /// anything with __index__/__float__) made a 0-dim wrapped-number tensor

@@ -9,6 +9,7 @@
 // pybind11 keeps a registry of live instances, returning a Tensor whose impl
 // already has a Python object returns *that* object (`x.add_(1) is x`, and a
 // Parameter stays a Parameter), across every module that uses this header.
+#include <pybind11/gil.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -55,6 +56,58 @@ inline void import_core_and_check_abi(const char* module_name) {
                                            .c_str());
     throw pybind11::error_already_set();
   }
+}
+
+// Note [Python objects in deleters]
+// C++ objects that hold a Python reference may be destroyed on any thread,
+// with or without the GIL: the backward pass runs without it (so a saved
+// tensor, a hook or a graph node can die there), and so may any other thread.
+// That covers storages over Python memory (frombuffer's Py_buffer, from_numpy's
+// array, a DLPack producer's deleter), Python allocators, and autograd's
+// Python hooks and Functions. Each such release takes the GIL
+// (gil_scoped_acquire also works on a thread that already holds it, or that
+// Python has never seen), and leaks the reference instead once Python is no
+// longer usable: the interpreter is gone, or finalizing on another thread,
+// where taking the GIL would hang or end the thread. A leak at exit is
+// harmless; a crash is not.
+
+/// True if this thread may take the GIL and touch Python objects
+/// (Note [Python objects in deleters]).
+inline bool python_is_usable() {
+  if (!Py_IsInitialized()) return false;
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  return !finalizing || PyGILState_Check();
+}
+
+/// Drops one reference to `obj` from any thread (Note [Python objects in deleters]).
+inline void decref_with_gil(PyObject* obj) {
+  if (!obj || !python_is_usable()) return;
+  pybind11::gil_scoped_acquire gil;
+  Py_DECREF(obj);
+}
+
+/// Resets `obj` from any thread (Note [Python objects in deleters]).
+inline void release_with_gil(pybind11::object& obj) {
+  if (!obj) return;
+  if (!python_is_usable()) {
+    (void)obj.release();  // leak
+    return;
+  }
+  pybind11::gil_scoped_acquire gil;
+  obj = pybind11::object();
+}
+
+/// Releases and deletes a heap-allocated Py_buffer from any thread
+/// (Note [Python objects in deleters]).
+inline void release_buffer_with_gil(Py_buffer* view) {
+  if (!python_is_usable()) return;  // leak
+  pybind11::gil_scoped_acquire gil;
+  PyBuffer_Release(view);
+  delete view;
 }
 
 }  // namespace flambeau::python
