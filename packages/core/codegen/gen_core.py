@@ -68,18 +68,40 @@ def gen_header(ops: list[OpDecl]) -> str:
     return "\n".join(out)
 
 
+# The generated in-place form `name_`: the result must fit self's dtype and
+# shape (PyTorch's errors), then it is copied in.
+WRITE_INPLACE = """
+Tensor& write_inplace(const char* op, Tensor& self, const Tensor& result) {
+  FB_CHECK_TYPE(can_cast(result.dtype(), self.dtype()), "[", op, "] result type ", dtype_name(result.dtype()),
+                " can't be cast to the desired output type ", dtype_name(self.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(result.sizes(), self.sizes()), "[", op, "] output with shape ",
+                 shape_str(self.sizes()), " doesn't match the broadcast shape ", shape_str(result.sizes()));
+  return op::copy_(self, result);
+}
+
+// The op's backward may save its input; when autograd records, give it a copy,
+// which copy_ into self does not overwrite (else: a version-check error).
+Tensor input_for_inplace(const Tensor& self) {
+  return self.requires_grad() && grad_mode_enabled() ? op::clone(self, MemoryFormat::Preserve) : self;
+}
+"""
+
+
 def gen_source(ops: list[OpDecl]) -> str:
-    out = [HEADER, '#include "flambeau/ops.h"', '#include "composite_generated.h"', "", "namespace flambeau::op {"]
+    out = [HEADER, "#include <algorithm>", "", '#include "flambeau/ops.h"', '#include "composite_generated.h"']
+    out += ['#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
     for op in ops:
         out.append(f'Op<{op.cpp_signature()}> {op.cpp_name}{{"{op.cpp_name}"}};')
-    out += ["}  // namespace flambeau::op", "", "namespace flambeau {", "namespace {"]
+    out += ["}  // namespace flambeau::op", "", "namespace flambeau {", "namespace {", WRITE_INPLACE]
     for op in ops:
         if op.kind == "composite" and is_generated_inplace(op, ops):
             base = op.inplace_of
             args = op.cpp_args
             params = ", ".join(f"{a.cpp_type} {a.name}" for a in args)
-            call = ", ".join(a.name for a in args)
-            out.append(f"Tensor& {op.cpp_name}_composite({params}) {{ return op::copy_(self, op::{base}({call})); }}")
+            call = ", ".join("input_for_inplace(self)" if a.name == "self" else a.name for a in args)
+            out.append(f"Tensor& {op.cpp_name}_composite({params}) {{")
+            out.append(f'  return write_inplace("{op.name}", self, op::{base}({call}));')
+            out.append("}")
     out.append("const bool registered = [] {")
     for op in ops:
         if op.kind == "composite":

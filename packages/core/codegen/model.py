@@ -105,6 +105,8 @@ class Arg:
         if d is None:
             return None
         if d == "None":
+            if self.type == "Generator?":
+                return "nullptr"
             return "std::nullopt" if self.type.endswith("?") else None
         if d in ("True", "False"):
             return d.lower()
@@ -298,21 +300,23 @@ def load_ops(path: Path) -> list[OpDecl]:
             raise TableError(f"{where}: op '{op.cpp_name}' declared twice")
         seen.add(op.cpp_name)
         ops.append(op)
-    # `inplace: true` on a composite adds the `name_` form (copy_ of the result).
+    # `inplace: true` adds the `name_` form (copy_ of the result); an overload
+    # `name.x` adds `name_.x`, another overload of the Python method `name_`.
     for op in list(ops):
-        if op.inplace and op.name + "_" not in seen:
-            ops.append(make_inplace_composite(op))
-            seen.add(op.name + "_")
+        inplace = make_inplace_composite(op)
+        if op.inplace and inplace.cpp_name not in seen:
+            ops.append(inplace)
+            seen.add(inplace.cpp_name)
     return ops
 
 
 def make_inplace_composite(op: OpDecl) -> OpDecl:
-    """`sin_(self)` as `self.copy_(sin(self))`: correct dtype checks and autograd for free."""
+    """`sin_(self)` as `self.copy_(sin(self))` (gen_core.py's write_inplace checks the dtype and shape)."""
     args = [Arg(a.name, a.type, a.default, a.kw_only, a.name == "self") for a in op.args]
     return OpDecl(
-        func=op.func.replace(op.name + "(", op.name + "_(", 1),
+        func=op.func.replace(op.name, op.name + "_", 1),
         name=op.name + "_",
-        overload=None,
+        overload=op.overload,
         args=args,
         returns=[Return(None, "Tensor", True)],
         kind="composite",

@@ -1,6 +1,7 @@
 // Note [Python argument parser] (arg_parser.h).
 #include "arg_parser.h"
 
+#include <cctype>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -334,8 +335,14 @@ py::object default_value(const ParamSpec& p) {
     return py::int_(std::stoll(d));
   }
   if (d.size() >= 2 && d.front() == '"') return py::str(d.substr(1, d.size() - 2));
-  if (p.kind == ArgKind::Dtype || p.kind == ArgKind::MemoryFormat)
-    return py::module_::import("flambeau_core").attr(d.c_str());
+  // The table spells dtypes as C++ does (Int64) and devices bare (cpu).
+  if (p.kind == ArgKind::Dtype) {
+    std::string name = d;
+    name[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[0])));
+    return py::module_::import("flambeau_core").attr(name.c_str());
+  }
+  if (p.kind == ArgKind::MemoryFormat) return py::module_::import("flambeau_core").attr(d.c_str());
+  if (p.kind == ArgKind::Device) return py::str(d);
   throw RuntimeError(detail::cat_str("internal: cannot read default '", d, "' of ", p.name));
 }
 }  // namespace
