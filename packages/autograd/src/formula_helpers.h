@@ -5,6 +5,7 @@
 // generated nodes (autograd_generated.cpp).
 #include <algorithm>
 #include <functional>
+#include <numbers>
 #include <numeric>
 #include <optional>
 
@@ -92,6 +93,8 @@ inline Tensor operator/(const Tensor& a, const Tensor& b) { return op::div(a, b)
 inline Tensor operator-(const Tensor& a) { return op::neg(a); }
 inline Tensor operator+(const Tensor& a, double b) { return a + num(b); }
 inline Tensor operator-(double a, const Tensor& b) { return num(a) - b; }
+inline Tensor operator+(double a, const Tensor& b) { return num(a) + b; }
+inline Tensor operator-(const Tensor& a, double b) { return a - num(b); }
 inline Tensor operator*(const Tensor& a, double b) { return a * num(b); }
 inline Tensor operator*(double a, const Tensor& b) { return num(a) * b; }
 inline Tensor operator/(const Tensor& a, double b) { return a / num(b); }
@@ -114,6 +117,24 @@ inline Tensor sign_of(const Tensor& x) {
 
 /// PyTorch's threshold_backward: the gradient where result > threshold, else 0
 /// (a NaN result passes the gradient, as in PyTorch).
+/// clamp with number bounds: the gradient passes where min <= self <= max (bounds included), as PyTorch.
+inline Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                             const std::optional<Scalar>& max) {
+  Tensor keep;
+  if (min) keep = op::ge(self, scalar_to_tensor(*min, /*wrapped=*/true));
+  if (max) {
+    const Tensor le = op::le(self, scalar_to_tensor(*max, /*wrapped=*/true));
+    keep = min ? op::logical_and(keep, le) : le;
+  }
+  return op::where(keep, grad, num(0.0));
+}
+
+/// 1 / (self^2 + other^2) for atan2's gradient, 0 at the origin (where PyTorch's gradient is 0).
+inline Tensor atan2_denominator_reciprocal(const Tensor& self, const Tensor& other) {
+  const Tensor d = self * self + other * other;
+  return op::where(op::eq(d, num(0.0)), num(0.0), op::reciprocal(d));
+}
+
 inline Tensor threshold_backward(const Tensor& grad, const Tensor& result, double threshold) {
   return where(result <= threshold, 0.0, grad);
 }

@@ -3,7 +3,10 @@
 // 1-D loop for a compute dtype. float32/float64 loops come from the
 // run-time-selected vector table (Note [CPU capabilities]); bool/int32/int64
 // loops are the baseline instantiations passed in `ints`.
+#include <type_traits>
+
 #include "flambeau/error.h"
+#include "flambeau/type_dispatch.h"
 #include "loops.h"
 #include "tensor_iterator.h"
 #include "vec_table.h"
@@ -49,6 +52,39 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
   }
   if (!f) unsupported_dtype(op, t);
   return f;
+}
+
+enum AllowDtypes : unsigned { kFloats = 1, kInts = 2, kBool = 4 };
+
+template <class T, unsigned Allow>
+inline constexpr bool kAllowed = std::is_floating_point_v<T> ? (Allow & kFloats) != 0
+                                 : std::is_same_v<T, bool>   ? (Allow & kBool) != 0
+                                                             : (Allow & kInts) != 0;
+
+/// Runs f(x, y) over a binary iterator computing in dtype t, for the dtype
+/// classes in Allow (else a TypeError naming the op and the dtypes). The result
+/// is in dtype t, or bool when bool_result (logical ops).
+template <unsigned Allow, class F>
+Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType t, F f,
+                    bool bool_result = false) {
+  TensorIterator it = TensorIterator::binary(op, a, b, t, bool_result ? ScalarType::Bool : t);
+  visit_dtype(t, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kAllowed<T, Allow>) {
+      it.for_each(
+          [&](char** d, const int64_t* s, int64_t n) {
+            if (bool_result)
+              base::binary_loop<bool, T>(d, s, n, [&](T x, T y) { return static_cast<bool>(f(x, y)); });
+            else
+              base::binary_loop<T, T>(d, s, n, [&](T x, T y) { return static_cast<T>(f(x, y)); });
+          },
+          kGrainSize);
+    } else {
+      throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(t), " (inputs ",
+                                      dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
+    }
+  });
+  return it.output();
 }
 
 /// grain: Note [Elementwise grain].

@@ -1,0 +1,167 @@
+"""The formulas of the elementwise math ops (sin ... erfinv, rounding, clamp,
+atan2, hypot, fmod, remainder, div with rounding_mode, lerp, nan_to_num):
+against PyTorch 2.13 and finite differences (float64), and at edge points."""
+
+from __future__ import annotations
+
+import math
+
+import flambeau_autograd as ag
+import flambeau_core as fc
+import numpy as np
+import pytest
+from conftest import compare_with_torch, fb_tensor, make_inputs, to_np, torch
+
+
+def inside(lo, hi):
+    """Inputs in (lo, hi), away from the ends (finite differences need room)."""
+    return lambda shape, rng: rng.uniform(lo + 0.05, hi - 0.05, size=shape)
+
+
+normal = lambda shape, rng: rng.standard_normal(shape)  # noqa: E731
+positive = inside(0.0, 3.0)
+away_from_integers = lambda shape, rng: rng.integers(-3, 3, size=shape) + rng.uniform(0.1, 0.9, size=shape)  # noqa: E731
+
+# (name, domain)
+UNARY = [
+    ("sin", normal),
+    ("cos", normal),
+    ("tan", inside(-1.4, 1.4)),
+    ("asin", inside(-1, 1)),
+    ("acos", inside(-1, 1)),
+    ("atan", normal),
+    ("sinh", normal),
+    ("cosh", normal),
+    ("asinh", normal),
+    ("acosh", inside(1, 4)),
+    ("atanh", inside(-1, 1)),
+    ("expm1", normal),
+    ("log1p", inside(-1, 3)),
+    ("log2", positive),
+    ("log10", positive),
+    ("exp2", normal),
+    ("erf", normal),
+    ("erfc", normal),
+    ("erfinv", inside(-1, 1)),
+    ("rsqrt", positive),
+    ("reciprocal", positive),
+    ("square", normal),
+    ("frac", away_from_integers),
+    ("floor", away_from_integers),
+    ("ceil", away_from_integers),
+    ("trunc", away_from_integers),
+    ("round", away_from_integers),
+    ("sign", normal),
+]
+
+
+@pytest.mark.parametrize("name,domain", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_formula(name, domain):
+    rng = np.random.default_rng(len(name) * 7 + ord(name[0]))
+    a = domain((3, 4), rng)
+    compare_with_torch(lambda x: getattr(x, name)(), lambda x: getattr(x, name)(), [a])
+    # the function form, a non-contiguous input, and the in-place form on a non-leaf
+    compare_with_torch(lambda x: getattr(fc, name)(x.t()), lambda x: getattr(torch, name)(x.t()), [a])
+    if name in ("asinh", "acosh", "atanh"):
+        # PyTorch 2.13 has no derivative for these in place; ours equals the out-of-place one
+        t = torch.tensor(a, requires_grad=True)
+        with pytest.raises(NotImplementedError, match=f"inplace version of {name}"):
+            getattr(t * 1.0, name + "_")().sum().backward()
+        compare_with_torch(lambda x: getattr(x * 1.0, name + "_")() * x, lambda x: getattr(x, name)() * x, [a])
+        return
+    compare_with_torch(lambda x: getattr(x * 1.0, name + "_")() * x, lambda x: getattr(x * 1.0, name + "_")() * x, [a])
+
+
+@pytest.mark.parametrize(
+    "name,points",
+    [
+        ("asin", [1.0, -1.0, 0.0]),
+        ("acos", [1.0, -1.0]),
+        ("atanh", [1.0, -1.0]),
+        ("acosh", [1.0]),
+        ("erfinv", [1.0, -1.0, 0.0]),
+        ("rsqrt", [0.0, -0.0]),
+        ("reciprocal", [0.0, -0.0]),
+        ("log2", [0.0]),
+        ("log1p", [-1.0]),
+        ("sign", [0.0]),
+        ("round", [0.5, 1.5]),
+        ("floor", [2.0]),
+    ],
+)
+def test_unary_gradient_at_edge_points(name, points):
+    a = np.array(points)
+    compare_with_torch(lambda x: getattr(x, name)(), lambda x: getattr(x, name)(), [a], gradcheck=False)
+
+
+def test_nan_to_num_gradient_is_zero_at_nonfinite():
+    a = np.array([math.nan, math.inf, -math.inf, 1.5, -2.0])
+    compare_with_torch(lambda x: x.nan_to_num(), lambda x: x.nan_to_num(), [a], gradcheck=False)
+    compare_with_torch(
+        lambda x: fc.nan_to_num(x, nan=1.0, posinf=2.0), lambda x: torch.nan_to_num(x, 1.0, 2.0), make_inputs([(3,)])
+    )
+
+
+def test_clamp_formulas():
+    a = make_inputs([(3, 4)], seed=2)[0]
+    for lo, hi in ((-0.5, 0.5), (None, 0.3), (-0.2, None)):
+        compare_with_torch(lambda x, lo=lo, hi=hi: x.clamp(lo, hi), lambda x, lo=lo, hi=hi: x.clamp(lo, hi), [a])
+    compare_with_torch(lambda x: x.clamp_min(0.1), lambda x: x.clamp_min(0.1), [a])
+    compare_with_torch(lambda x: fc.clamp_max(x, 0.1), lambda x: torch.clamp_max(x, 0.1), [a])
+    # the bounds themselves pass the gradient (PyTorch: min <= x <= max)
+    # (at the kinks finite differences see half a step: no gradcheck there)
+    compare_with_torch(
+        lambda x: x.clamp(0.0, 1.0), lambda x: x.clamp(0.0, 1.0), [np.array([0.0, 1.0, 2.0])], gradcheck=False
+    )
+    # tensor bounds: the gradient goes to whichever of input, min, max was chosen
+    a, lo, hi = make_inputs([(3, 4), (4,), (3, 1)], seed=3)
+    compare_with_torch(
+        lambda x, p, q: x.clamp(p - 0.5, q + 0.5), lambda x, p, q: x.clamp(p - 0.5, q + 0.5), [a, lo, hi]
+    )
+
+
+def test_binary_formulas():
+    a, b = make_inputs([(2, 3), (3,)], seed=4)
+    compare_with_torch(fc.atan2, torch.atan2, [a, b])
+    compare_with_torch(fc.hypot, torch.hypot, [a, b])
+    pa, pb = make_inputs([(2, 3), (3,)], seed=5, positive=True)
+    for name in ("fmod", "remainder"):
+        # away from the jumps (where the quotient is an integer)
+        compare_with_torch(getattr(fc, name), getattr(torch, name), [pa * 3.1, -pb])
+        compare_with_torch(lambda x, name=name: getattr(x, name)(0.7), lambda x, name=name: getattr(x, name)(0.7), [pa])
+    for mode in (None, "trunc", "floor"):
+        compare_with_torch(
+            lambda x, y, m=mode: fc.div(x, y, rounding_mode=m),
+            lambda x, y, m=mode: torch.div(x, y, rounding_mode=m),
+            [pa, pb],
+        )
+
+
+def test_atan2_and_hypot_at_the_origin():
+    z = np.zeros(2)
+    compare_with_torch(fc.atan2, torch.atan2, [z, z], gradcheck=False)
+    x = fb_tensor(z, requires_grad=True)
+    fc.hypot(x, x).sum().backward()
+    t = torch.tensor(z, requires_grad=True)
+    torch.hypot(t, t).sum().backward()
+    np.testing.assert_array_equal(np.isnan(to_np(x.grad)), np.isnan(t.grad.numpy()))
+
+
+def test_lerp_formulas():
+    s, e, w = make_inputs([(3, 4), (4,), (3, 1)], seed=6)
+    compare_with_torch(fc.lerp, torch.lerp, [s, e, w * 0.4])  # |w| < 0.5 and >= 0.5 both
+    compare_with_torch(lambda x, y: x.lerp(y, 0.75), lambda x, y: x.lerp(y, 0.75), [s, e])
+
+
+def test_non_differentiable_results():
+    x = fb_tensor(np.array([1.5, math.nan]), requires_grad=True)
+    for r in (x.isnan(), x.isinf(), x.isfinite(), x.logical_not(), fc.logical_and(x, x)):
+        assert not r.requires_grad
+
+
+def test_second_order_through_the_new_formulas():
+    a = make_inputs([(4,)], seed=8, positive=True)[0] * 0.4
+    for name in ("sin", "tan", "asin", "atanh", "erf", "erfinv", "rsqrt", "log1p", "expm1"):
+        assert ag.gradgradcheck(lambda x, name=name: getattr(x, name)(), [fb_tensor(a, requires_grad=True)], atol=1e-4)
+    b = make_inputs([(4,)], seed=9)[0]
+    assert ag.gradgradcheck(fc.atan2, [fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)], atol=1e-4)

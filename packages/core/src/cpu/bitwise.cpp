@@ -1,0 +1,112 @@
+// CPU kernels: logical_and/or/xor/not (bool results, any dtype) and the
+// bitwise ops and shifts (bool and integer dtypes; TypeError for floats).
+#include <type_traits>
+
+#include "elementwise.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+constexpr unsigned kAll = kFloats | kInts | kBool;
+
+Tensor logical_and_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kAll>(
+      "logical_and", a, b, result_type(a, b), [](auto x, auto y) { return x && y; }, true);
+}
+Tensor logical_or_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kAll>(
+      "logical_or", a, b, result_type(a, b), [](auto x, auto y) { return x || y; }, true);
+}
+Tensor logical_xor_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kAll>(
+      "logical_xor", a, b, result_type(a, b), [](auto x, auto y) { return bool(x) != bool(y); }, true);
+}
+
+Tensor logical_not_cpu(const Tensor& a) {
+  TensorIterator it = TensorIterator::unary("logical_not", a, a.dtype(), ScalarType::Bool);
+  visit_dtype(a.dtype(), "logical_not", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each([](char** d, const int64_t* s,
+                   int64_t n) { base::unary_loop<bool, T>(d, s, n, [](T x) { return !x; }); },
+                kMemoryBoundGrain);
+  });
+  return it.output();
+}
+
+constexpr unsigned kIntegers = kInts | kBool;
+
+Tensor bitwise_and_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kIntegers>("bitwise_and", a, b, result_type(a, b),
+                                 [](auto x, auto y) { return x & y; });
+}
+Tensor bitwise_or_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kIntegers>("bitwise_or", a, b, result_type(a, b), [](auto x, auto y) { return x | y; });
+}
+Tensor bitwise_xor_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kIntegers>("bitwise_xor", a, b, result_type(a, b),
+                                 [](auto x, auto y) { return x ^ y; });
+}
+
+Tensor bitwise_not_cpu(const Tensor& a) {
+  TensorIterator it = TensorIterator::unary("bitwise_not", a, a.dtype(), a.dtype());
+  visit_dtype(a.dtype(), "bitwise_not", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      it.for_each([](char** d, const int64_t* s,
+                     int64_t n) { base::unary_loop<T, T>(d, s, n, [](T x) { return !x; }); },
+                  kMemoryBoundGrain);
+    } else if constexpr (std::is_integral_v<T>) {
+      it.for_each([](char** d, const int64_t* s,
+                     int64_t n) { base::unary_loop<T, T>(d, s, n, [](T x) { return static_cast<T>(~x); }); },
+                  kMemoryBoundGrain);
+    } else {
+      throw TypeError(detail::cat_str("[bitwise_not] is not supported for dtype ", dtype_name(a.dtype()),
+                                      " (bool and integer dtypes only)"));
+    }
+  });
+  return it.output();
+}
+
+// Shifts as PyTorch: a shift by the bit width or more (or a negative one)
+// gives 0 to the left, and the sign fill to the right; never C's undefined behaviour.
+template <class T>
+T left_shift(T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  constexpr U bits = sizeof(T) * 8;
+  return static_cast<U>(y) >= bits ? T(0) : static_cast<T>(static_cast<U>(x) << static_cast<U>(y));
+}
+template <class T>
+T right_shift(T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  constexpr U bits = sizeof(T) * 8;
+  if (static_cast<U>(y) >= bits) {
+    if constexpr (std::is_signed_v<T>) return x < 0 ? T(-1) : T(0);
+    return T(0);
+  }
+  return static_cast<T>(x >> y);
+}
+
+Tensor bitwise_left_shift_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kInts>("bitwise_left_shift", a, b, result_type(a, b),
+                             [](auto x, auto y) { return left_shift(x, y); });
+}
+Tensor bitwise_right_shift_cpu(const Tensor& a, const Tensor& b) {
+  return binary_typed<kInts>("bitwise_right_shift", a, b, result_type(a, b),
+                             [](auto x, auto y) { return right_shift(x, y); });
+}
+
+FB_REGISTER_KERNEL(op::logical_and, CPU, logical_and_cpu);
+FB_REGISTER_KERNEL(op::logical_or, CPU, logical_or_cpu);
+FB_REGISTER_KERNEL(op::logical_xor, CPU, logical_xor_cpu);
+FB_REGISTER_KERNEL(op::logical_not, CPU, logical_not_cpu);
+FB_REGISTER_KERNEL(op::bitwise_and, CPU, bitwise_and_cpu);
+FB_REGISTER_KERNEL(op::bitwise_or, CPU, bitwise_or_cpu);
+FB_REGISTER_KERNEL(op::bitwise_xor, CPU, bitwise_xor_cpu);
+FB_REGISTER_KERNEL(op::bitwise_not, CPU, bitwise_not_cpu);
+FB_REGISTER_KERNEL(op::bitwise_left_shift, CPU, bitwise_left_shift_cpu);
+FB_REGISTER_KERNEL(op::bitwise_right_shift, CPU, bitwise_right_shift_cpu);
+
+}  // namespace
+}  // namespace flambeau
