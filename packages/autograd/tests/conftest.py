@@ -6,9 +6,7 @@ from __future__ import annotations
 import flambeau_autograd as ag
 import flambeau_core as fc
 import numpy as np
-import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 
 def fb_tensor(a, requires_grad=False, dtype=None):

@@ -160,8 +160,8 @@ def test_python_allocator_called_from_kernels_running_without_the_gil(restore_al
     import threading
 
     import numpy as np
+    import torch
 
-    torch = pytest.importorskip("torch")
     alloc = CountingAllocator()
     fc.set_allocator(alloc)
     errors = []

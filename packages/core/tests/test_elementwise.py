@@ -204,7 +204,8 @@ def test_bad_operands():
 @pytest.mark.parametrize("inplace", [False, True])
 def test_add_of_bool_tensors_follows_alpha_like_torch(alpha, inplace):
     # a + alpha * b for bools: a | (alpha and b); alpha=False gives a, not a | b.
-    torch = pytest.importorskip("torch")
+    import torch
+
     a, b = [True, False, True, False], [True, True, False, False]
     if inplace:
         got = fc.tensor(a).add_(fc.tensor(b), alpha=alpha)
@@ -326,7 +327,8 @@ def test_writes_into_an_expanded_tensor_like_torch(name):
     """Ops that write a tensor whose elements share memory refuse, as PyTorch's
     do; fill_ and zero_ (one value, written several times) and writes into a
     row that itself does not overlap are allowed, as in PyTorch."""
-    torch = pytest.importorskip("torch")
+    import torch
+
     write = WRITES_INTO_EXPANDED[name]
     try:
         write(torch, _expanded(torch))

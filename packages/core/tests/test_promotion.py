@@ -7,8 +7,7 @@ import itertools
 import flambeau_core as fc
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 NAMES = ["bool", "int32", "int64", "float32", "float64"]
 FC = {n: getattr(fc, n) for n in NAMES}

@@ -13,8 +13,7 @@ import math
 
 import flambeau_core as fc
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 INF, NAN = math.inf, math.nan
 

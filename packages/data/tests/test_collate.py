@@ -8,9 +8,8 @@ import flambeau_core as fc
 import flambeau_data as data
 import numpy as np
 import pytest
+import torch
 from conftest import to_py
-
-torch = pytest.importorskip("torch")
 from torch.utils.data import default_collate as torch_collate  # noqa: E402
 from torch.utils.data import default_convert as torch_convert  # noqa: E402
 
