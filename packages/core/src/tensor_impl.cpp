@@ -1,11 +1,45 @@
 #include "flambeau/tensor_impl.h"
 
+#include <algorithm>
+
 #include "flambeau/error.h"
 #include "flambeau/tensor.h"
 
 namespace flambeau {
 
-Shape contiguous_strides(IntArrayRef sizes) {
+namespace {
+
+[[noreturn]] void throw_too_large(IntArrayRef sizes, const char* op) {
+  throw RuntimeError(detail::cat_str("[", op, "] shape ", shape_str(sizes),
+                                     " is too large: the product of its sizes overflows int64"));
+}
+
+}  // namespace
+
+// Note [Size overflow]
+int64_t shape_numel(IntArrayRef sizes, const char* op) {
+  for (int64_t s : sizes)
+    FB_CHECK_VALUE(s >= 0, "[", op, "] negative dimension ", s, " in shape ", shape_str(sizes));
+  int64_t span = 1;  // product of max(size, 1): the stride a dim in front would need
+  bool empty = false;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span)) throw_too_large(sizes, op);
+    empty |= s == 0;
+  }
+  return empty ? 0 : span;
+}
+
+int64_t shape_nbytes(IntArrayRef sizes, ScalarType dtype, const char* op) {
+  const int64_t n = shape_numel(sizes, op);
+  int64_t nbytes = 0;
+  FB_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(dtype)), &nbytes), "[", op, "] shape ",
+           shape_str(sizes), " of dtype ", dtype_name(dtype), " is too large: ", n, " elements of ",
+           itemsize(dtype), " bytes overflow int64");
+  return nbytes;
+}
+
+Shape contiguous_strides(IntArrayRef sizes, const char* op) {
+  shape_numel(sizes, op);  // every running product below fits
   Shape strides(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
@@ -13,15 +47,6 @@ Shape contiguous_strides(IntArrayRef sizes) {
     s *= std::max<int64_t>(sizes[i], 1);
   }
   return strides;
-}
-
-int64_t shape_numel(IntArrayRef sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) {
-    FB_CHECK_VALUE(s >= 0, "[shape] negative dimension ", s, " in shape ", shape_str(sizes));
-    n *= s;
-  }
-  return n;
 }
 
 TensorImpl::TensorImpl(Storage storage, ScalarType dtype, Shape sizes, Shape strides, int64_t offset)
@@ -42,19 +67,41 @@ void TensorImpl::set_sizes_and_strides(Shape sizes, Shape strides, int64_t offse
   refresh_numel_and_contiguity();
 }
 
+// Note [View bounds]
 void TensorImpl::refresh_numel_and_contiguity() {
-  FB_INTERNAL_ASSERT(sizes_.size() == strides_.size());
-  int64_t n = 1, expected = 1;
-  bool contiguous = true;
-  for (size_t i = sizes_.size(); i-- > 0;) {
-    n *= sizes_[i];
-    if (sizes_[i] != 1) {
-      if (strides_[i] != expected) contiguous = false;
-      expected *= sizes_[i];
-    }
+  FB_INTERNAL_ASSERT(sizes_.size() == strides_.size(), "shape ", shape_str(sizes_), ", strides ",
+                     shape_str(strides_));
+  const auto isz = static_cast<int64_t>(itemsize(dtype_));
+  int64_t span = 1, offset_bytes = 0;
+  bool ok = offset_ >= 0 && !__builtin_mul_overflow(offset_, isz, &offset_bytes);
+  bool empty = false;
+  for (int64_t s : sizes_) {
+    ok = ok && s >= 0 && !__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span);
+    empty |= s == 0;
   }
-  numel_ = n;
-  is_contiguous_ = contiguous || n == 0;
+  // lo and hi: the smallest and largest element index the view reaches.
+  int64_t lo = offset_, hi = offset_;
+  for (size_t i = 0; ok && !empty && i < sizes_.size(); ++i) {
+    int64_t reach = 0;
+    ok = !__builtin_mul_overflow(sizes_[i] - 1, strides_[i], &reach) &&
+         !__builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+  }
+  const auto capacity = static_cast<int64_t>(storage_->nbytes() / static_cast<size_t>(isz));
+  FB_INTERNAL_ASSERT(ok && (empty || (lo >= 0 && hi < capacity)), "a view of shape ", shape_str(sizes_),
+                     ", strides ", shape_str(strides_), " and offset ", offset_, " (dtype ",
+                     dtype_name(dtype_), ") reaches outside its storage of ", storage_->nbytes(),
+                     " bytes; the op that made it should have refused it");
+  numel_ = empty ? 0 : span;
+  // Contiguity: a non-empty tensor whose non-1 dims have row-major strides
+  // (the running product stays <= numel, so it cannot overflow).
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (size_t i = sizes_.size(); !empty && i-- > 0;) {
+    if (sizes_[i] == 1) continue;
+    if (strides_[i] != expected) contiguous = false;
+    expected *= sizes_[i];
+  }
+  is_contiguous_ = contiguous;
 }
 
 AutogradMetaInterface* TensorImpl::ensure_autograd_meta() {

@@ -171,6 +171,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
     }
     Shape s(nd);
     for (int d = 0; d < nd; ++d) s[d] = bshape[nd - 1 - d];
+    shape_nbytes(s, out_dtype, op);  // Note [Size overflow]: broadcasting may multiply sizes past int64
     out_ = op::empty(s, out_dtype, inputs[0]->device());
   }
 

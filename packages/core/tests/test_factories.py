@@ -173,6 +173,12 @@ def test_like_factories():
         ((0, 1, 0.3), {"dtype": "float64"}),
         ((0, 7, 2), {"dtype": "float32"}),
         ((0.5, 4), {"dtype": "int64"}),
+        # An integer dtype converts the bounds and step to int64 first (toward zero).
+        ((2.1, -2.9, -1.0), {"dtype": "int64"}),
+        ((2.5, -2.9, -1.5), {"dtype": "int64"}),
+        ((0.5, 3.2, 1.7), {"dtype": "int64"}),
+        ((0.9, 5, 1.5), {"dtype": "int64"}),
+        ((-0.5, 3, 1), {"dtype": "int64"}),
     ],
 )
 def test_arange_matches_torch(args, kwargs):
@@ -198,6 +204,44 @@ def test_arange_errors():
         fc.arange(0, float("inf"))
     with pytest.raises(TypeError, match=r"\[arange\]"):
         fc.arange("5")
+    # PyTorch: "step must be nonzero" too, as 0.7 is 0 in int64.
+    with pytest.raises(ValueError, match=r"\[arange\] step must be nonzero, got 0.7, which is 0 as dtype int64"):
+        fc.arange(0.5, 3.2, 0.7, dtype=fc.int64)
+
+
+# ---- sizes that overflow int64 (Note [Size overflow]) ----
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: fc.zeros(2**62), r"\[zeros\] shape \(4611686018427387904,\) of dtype float32 is too large"),
+        (lambda: fc.arange(2**62), r"\[arange\] shape \(4611686018427387904,\) of dtype int64 is too large"),
+        (lambda: fc.randn(2**62), r"\[randn\] shape \(4611686018427387904,\) of dtype float32 is too large"),
+        (lambda: fc.ones(2**32, 2**32), r"\[ones\] shape \(4294967296, 4294967296\) is too large"),
+        (lambda: fc.empty(2**61 + 1, 8), r"\[empty\] shape \(2305843009213693953, 8\) is too large"),
+        (lambda: fc.full((2**62, 4), 1.0), r"\[full\] shape \(4611686018427387904, 4\) is too large"),
+        (lambda: fc.zeros(0, 2**62, 2**62), r"\[zeros\] shape \(0, 4611686018427387904, 4611686018427387904\)"),
+        (lambda: fc.zeros(3).expand(2**62, 3), r"\[expand\] shape \(4611686018427387904, 3\) is too large"),
+        (lambda: fc.zeros(2**66), r"\[zeros\] size 73786976294838206464 does not fit in int64"),
+        (lambda: fc.broadcast_shapes(2**66), r"\[broadcast_shapes\] shape 73786976294838206464 does not fit"),
+    ],
+)
+def test_sizes_that_overflow_int64_raise(make, words):
+    with pytest.raises(RuntimeError, match=words):
+        make()
+
+
+def test_huge_broadcast_views_refuse_to_copy():
+    # A stride-0 view may have more elements than any buffer holds (2**62 float32s are 2**64 bytes).
+    v = fc.zeros(1).expand(2**60, 4)
+    assert v.numel() == 2**62 and v.stride() == (0, 0)
+    with pytest.raises(RuntimeError, match=r"\[clone\] shape \(1152921504606846976, 4\) of dtype float32"):
+        v.clone()
+    with pytest.raises(RuntimeError, match=r"\[add\] shape \(1152921504606846976, 4\) of dtype float32"):
+        v + v
+    with pytest.raises(BufferError):
+        memoryview(v)
 
 
 # ---- random ----

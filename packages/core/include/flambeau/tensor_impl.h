@@ -13,6 +13,24 @@
 // wrapped number. Type promotion treats it as "weak" (PyTorch's rule): it can
 // raise the category of the result (int tensor + 2.5 -> float32) but never its
 // width within a category (float32 tensor + 2.5 stays float32).
+//
+// Note [Size overflow]
+// Sizes, strides and offsets are int64 element counts, and every product or
+// sum of them is checked (__builtin_*_overflow) before it is used: a shape
+// whose element count, contiguous strides or byte count would overflow int64
+// raises a RuntimeError naming the op and the shape, instead of wrapping around
+// to a small buffer behind a huge shape. A shape is *representable* when the
+// product of max(size, 1) over its dims fits in int64 (PyTorch's rule too), so
+// (0, 2**62, 2**62) is refused although it holds no element: its strides
+// could not be written down.
+//
+// Note [View bounds]
+// Every TensorImpl holds, checked whenever its sizes, strides or offset are
+// set: the shape is representable, 0 <= offset and offset * itemsize fits in
+// int64, and, unless it is empty, every element it addresses lies inside its
+// storage. Ops check their arguments first, with errors that name the op; this
+// check is the backstop, so a view that escapes its storage is an internal
+// error (a bug), never a read or write of another tensor's memory.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,10 +49,15 @@ using IntArrayRef = std::span<const int64_t>;
 using OptionalIntArrayRef = std::optional<IntArrayRef>;
 using Shape = std::vector<int64_t>;
 
-/// Contiguous (row-major) strides for a shape.
-FB_API Shape contiguous_strides(IntArrayRef sizes);
-/// Product of sizes; raises ValueError for a negative size.
-FB_API int64_t shape_numel(IntArrayRef sizes);
+/// Contiguous (row-major) strides for a shape. ValueError/RuntimeError naming
+/// `op` as shape_numel for a negative size or an unrepresentable shape.
+FB_API Shape contiguous_strides(IntArrayRef sizes, const char* op = "shape");
+/// Product of sizes. ValueError naming `op` for a negative size, RuntimeError
+/// naming `op` and the shape if it is not representable (Note [Size overflow]).
+FB_API int64_t shape_numel(IntArrayRef sizes, const char* op = "shape");
+/// Bytes of a contiguous tensor of this shape and dtype, as shape_numel plus a
+/// RuntimeError naming `op`, the shape and dtype if they overflow int64.
+FB_API int64_t shape_nbytes(IntArrayRef sizes, ScalarType dtype, const char* op);
 
 class FB_API TensorImpl {
  public:
@@ -55,12 +78,15 @@ class FB_API TensorImpl {
   bool is_contiguous() const { return is_contiguous_; }
   const Storage& storage() const { return storage_; }
 
-  /// Address of element [0, 0, ...].
+  /// Address of element [0, 0, ...]; null for a view of an empty storage
+  /// (which may still carry an offset, e.g. a slice of an empty tensor).
   void* data() const {
-    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
+    char* base = static_cast<char*>(storage_->data());
+    return base ? base + offset_ * static_cast<int64_t>(itemsize(dtype_)) : nullptr;
   }
 
   /// Re-points this tensor (used by in-place resizing ops and `set_`-like ops).
+  /// Checks Note [View bounds] like the constructor.
   void set_sizes_and_strides(Shape sizes, Shape strides, int64_t offset);
 
   // Note [Version counter]
@@ -84,6 +110,7 @@ class FB_API TensorImpl {
   void set_requires_grad(bool value);
 
  private:
+  // Computes numel and contiguity, and checks Note [View bounds].
   void refresh_numel_and_contiguity();
 
   Storage storage_;

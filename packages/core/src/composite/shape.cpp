@@ -103,15 +103,14 @@ Tensor composite::matmul(const Tensor& a, const Tensor& b) {
   const auto ba = a2.sizes().first(a2.dim() - 2), bb = b2.sizes().first(b2.dim() - 2);
   const size_t nb = std::max(ba.size(), bb.size());
   Shape batch(nb);
-  int64_t batch_numel = 1;
   for (size_t i = 0; i < nb; ++i) {
     const int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
     const int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
     FB_CHECK_VALUE(x == y || x == 1 || y == 1, "[matmul] batch dims of shapes ", shape_str(a.sizes()),
                    " and ", shape_str(b.sizes()), " cannot be broadcast: ", x, " != ", y);
     batch[i] = x == 1 ? y : x;
-    batch_numel *= batch[i];
   }
+  const int64_t batch_numel = shape_numel(batch, "matmul");  // Note [Size overflow]
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {n, k});
   eb.insert(eb.end(), {k, m});

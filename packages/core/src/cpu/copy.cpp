@@ -41,13 +41,17 @@ Tensor& copy_cpu(Tensor& self, const Tensor& src) {
   return self;
 }
 
+// Note [Size overflow]: a broadcast (stride-0) view can have more elements
+// than any buffer can hold; a copy of it must say so, naming the op.
 Tensor clone_cpu(const Tensor& self, MemoryFormat memory_format) {
+  shape_nbytes(self.sizes(), self.dtype(), "clone");
   Tensor out = empty_like_in(self, self.dtype(), memory_format);
   copy_into(out, self);
   return out;
 }
 
 Tensor cast_cpu(const Tensor& self, ScalarType dtype) {
+  shape_nbytes(self.sizes(), dtype, "cast");
   Tensor out = op::empty(self.sizes(), dtype, self.device());
   copy_into(out, self);
   return out;

@@ -1,6 +1,7 @@
 // CPU kernels: empty, fill_, arange, and the random fills uniform_/normal_
 // (Note [Random numbers] in flambeau/random.h).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numbers>
 
@@ -20,10 +21,11 @@ void detail_for_each(const Tensor& t, F&& f) {
 }
 
 Tensor empty_cpu(IntArrayRef sizes, ScalarType dtype, Device device) {
-  const int64_t n = shape_numel(sizes);
-  auto storage = StorageImpl::allocate(static_cast<size_t>(n) * itemsize(dtype), device);
+  // Note [Size overflow]: the byte count is checked before anything is allocated.
+  const int64_t nbytes = shape_nbytes(sizes, dtype, "empty");
+  auto storage = StorageImpl::allocate(static_cast<size_t>(nbytes), device);
   Shape s(sizes.begin(), sizes.end());
-  Shape st = contiguous_strides(s);
+  Shape st = contiguous_strides(s, "empty");
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(s), std::move(st), 0));
 }
 
@@ -56,37 +58,78 @@ Tensor& fill_cpu(Tensor& self, const Scalar& value) {
   return self;
 }
 
-// Element i is start + i * step, computed in int64 for integer dtypes and in
-// double for floating ones (so a float32 range does not accumulate error).
-Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
-                  Device device) {
-  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  FB_CHECK_VALUE(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ", s,
-                 " and ", e);
-  FB_CHECK_VALUE(st != 0, "[arange] step must be nonzero");
-  FB_CHECK_VALUE((st > 0 && e >= s) || (st < 0 && e <= s) || s == e, "[arange] the range from ", s, " to ", e,
-                 " is inconsistent with the sign of step ", st);
-  FB_CHECK_TYPE(dtype != ScalarType::Bool, "[arange] dtype bool is not supported");
-  int64_t n;
-  const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  if (all_int) {
-    const int64_t si = start.to_int(), ei = end.to_int(), sti = step.to_int();
-    n = sti > 0 ? (ei - si + sti - 1) / sti : (si - ei + (-sti) - 1) / (-sti);
-  } else {
-    n = static_cast<int64_t>(std::ceil((e - s) / st));
-  }
-  n = std::max<int64_t>(n, 0);
+// Note [arange length]
+// PyTorch's rules. For an integer dtype, start, end and step are converted to
+// int64 first (toward zero): arange(2.1, -2.9, -1.0, dtype=int64) is
+// arange(2, -2, -1) = [2, 1, 0, -1], and a step that becomes 0 is refused.
+// The length is then exact integer arithmetic, and element i is
+// start + i * step, wrapped into a narrower dtype as PyTorch does. For a
+// floating dtype the length is ceil((end - start) / step) in double, and
+// element i is start + i * step in double (so a float32 range does not
+// accumulate error), rounded to the dtype. A length beyond int64 raises
+// instead of wrapping around (Note [Size overflow]).
+
+int64_t arange_bound_to_int64(const Scalar& v, const char* what, ScalarType dtype) {
+  if (!v.is_floating()) return v.to_int();
+  const double d = std::trunc(v.to_double());
+  FB_CHECK_VALUE(d >= -0x1p63 && d < 0x1p63, "[arange] ", what, " ", v.to_double(),
+                 " does not fit in int64, which an arange of dtype ", dtype_name(dtype), " computes in");
+  return static_cast<int64_t>(d);
+}
+
+[[noreturn]] void arange_inconsistent(double s, double e, double st) {
+  throw ValueError(detail::cat_str("[arange] the range from ", s, " to ", e,
+                                   " is inconsistent with the sign of step ", st));
+}
+
+Tensor arange_integral(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
+                       Device device) {
+  const int64_t si = arange_bound_to_int64(start, "start", dtype);
+  const int64_t ei = arange_bound_to_int64(end, "end", dtype);
+  const int64_t sti = arange_bound_to_int64(step, "step", dtype);
+  FB_CHECK_VALUE(sti != 0, "[arange] step must be nonzero, got ", step.to_double(), ", which is 0 as dtype ",
+                 dtype_name(dtype),
+                 " (arange converts start, end and step to integers for an integer dtype)");
+  if (!((sti > 0 && ei >= si) || (sti < 0 && ei <= si)))
+    arange_inconsistent(static_cast<double>(si), static_cast<double>(ei), static_cast<double>(sti));
+  // ceil(|ei - si| / |sti|) in uint64, where |ei - si| (which may not fit in int64) is exact.
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const uint64_t dist = sti > 0 ? u(ei) - u(si) : u(si) - u(ei);
+  const uint64_t abs_step = sti > 0 ? u(sti) : uint64_t{0} - u(sti);
+  const uint64_t len = dist / abs_step + (dist % abs_step != 0);
+  FB_CHECK(len <= static_cast<uint64_t>(INT64_MAX), "[arange] the range from ", si, " to ", ei, " by step ",
+           sti, " has more elements than int64 can count");
+  const auto n = static_cast<int64_t>(len);
+  shape_nbytes(Shape{n}, dtype, "arange");
   Tensor out = op::empty(Shape{n}, dtype, device);
   visit_dtype(dtype, "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
-    if constexpr (std::is_integral_v<T>) {
-      if (all_int) {
-        const int64_t si = start.to_int(), sti = step.to_int();
-        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(si + i * sti);
-        return;
-      }
-    }
+    // In uint64, where wrapping is defined; every element fits in int64 (it lies between start and end).
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<int64_t>(u(si) + u(i) * u(sti)));
+  });
+  return out;
+}
+
+Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, ScalarType dtype,
+                  Device device) {
+  FB_CHECK_TYPE(dtype != ScalarType::Bool, "[arange] dtype bool is not supported");
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  FB_CHECK_VALUE(std::isfinite(s) && std::isfinite(e), "[arange] start and end must be finite, got ", s,
+                 " and ", e);
+  FB_CHECK_VALUE(st != 0 && std::isfinite(st), "[arange] step must be nonzero and finite, got ", st);
+  if (is_integral(dtype, false)) return arange_integral(start, end, step, dtype, device);
+  if (!((st > 0 && e >= s) || (st < 0 && e <= s))) arange_inconsistent(s, e, st);
+  // e - s may overflow to inf, and the quotient may be huge: both fail this test (as does NaN).
+  const double len = std::ceil((e - s) / st);
+  FB_CHECK(len < 0x1p63, "[arange] the range from ", s, " to ", e, " by step ", st, " has ", len,
+           " elements, more than int64 can count");
+  const auto n = static_cast<int64_t>(len);
+  shape_nbytes(Shape{n}, dtype, "arange");
+  Tensor out = op::empty(Shape{n}, dtype, device);
+  visit_dtype(dtype, "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(s + static_cast<double>(i) * st);
   });
   return out;

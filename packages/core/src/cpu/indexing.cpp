@@ -39,9 +39,15 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
       FB_CHECK_VALUE(k == d || t.sizes()[k] == ref.sizes()[k], "[cat] sizes must match except in dimension ",
                      d, ": shapes ", shape_str(ref.sizes()), " and ", shape_str(t.sizes()),
                      " differ in dimension ", k);
-    out_shape[d] += t.sizes()[d];
+    FB_CHECK(!__builtin_add_overflow(out_shape[d], t.sizes()[d], &out_shape[d]),
+             "[cat] the sizes in dimension ", d,
+             " of the tensors add up to more than int64 can count (overflow at tensor ", i, " of shape ",
+             shape_str(t.sizes()), ")");
   }
+  shape_nbytes(out_shape, dtype, "cat");  // Note [Size overflow]
   Tensor out = op::empty(out_shape, dtype, ref.device());
+  // Nothing to copy; the loops below would still walk every outer index (up to 2**62 of them).
+  if (out.numel() == 0) return out;
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < d; ++k) outer *= out_shape[k];
   for (int64_t k = d + 1; k < ref.dim(); ++k) inner *= out_shape[k];

@@ -133,7 +133,9 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
 
 Tensor mm_cpu(const Tensor& a, const Tensor& b) {
   check_operands("mm", a, b, 2);
-  Tensor out = op::empty(Shape{a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
+  const Shape out_shape{a.sizes()[0], b.sizes()[1]};
+  shape_nbytes(out_shape, a.dtype(), "mm");  // Note [Size overflow]: broadcast (stride-0) inputs can be huge
+  Tensor out = op::empty(out_shape, a.dtype(), a.device());
   matmul_into(a, b, out, "mm");
   return out;
 }
@@ -142,7 +144,9 @@ Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b, 3);
   FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()),
                  " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
-  Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
+  const Shape out_shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]};
+  shape_nbytes(out_shape, a.dtype(), "bmm");
+  Tensor out = op::empty(out_shape, a.dtype(), a.device());
   matmul_into(a, b, out, "bmm");
   return out;
 }

@@ -180,6 +180,8 @@ Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::o
     else if (keepdim)
       out_shape.push_back(1);
   }
+  // Note [Size overflow]: a sum over the empty dim of a (2**62, 0) tensor has 2**62 zeros.
+  shape_nbytes(out_shape, out_t, "sum");
   Tensor out = op::empty(out_shape, out_t, self.device());
   const int64_t nout = out.numel();
   // The input in a dtype the kernel reads: its own float dtype, or the output's.

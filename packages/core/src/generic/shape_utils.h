@@ -12,7 +12,6 @@ namespace flambeau::detail {
 /// ValueError "[op] shape (4, 5) is invalid for input of size 6" otherwise.
 inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
   Shape out(shape.begin(), shape.end());
-  int64_t known = 1;
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
@@ -21,9 +20,11 @@ inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
       infer = i;
     } else {
       FB_CHECK_VALUE(out[i] >= 0, "[", op, "] invalid size ", out[i], " in shape ", shape_str(shape));
-      known *= out[i];
     }
   }
+  if (infer) out[*infer] = 1;
+  // Note [Size overflow]: the known sizes must form a representable shape.
+  const int64_t known = shape_numel(out, op);
   if (infer) {
     FB_CHECK_VALUE(known != 0 && numel % known == 0, "[", op, "] shape ", shape_str(shape),
                    " is invalid for input of size ", numel);
@@ -47,16 +48,27 @@ inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArray
     return new_strides;
   }
   int64_t numel = 1;
-  for (int64_t s : old_sizes) numel *= s;
-  if (numel == 0) return contiguous_strides(new_sizes);
+  for (int64_t s : old_sizes) numel *= s;  // a valid tensor's numel fits
+  if (numel == 0) return contiguous_strides(new_sizes, "view");
+  // Products with a stride can overflow only where the stride belongs to a
+  // size-1 dim (a valid view's reach fits in int64), and such a stride is
+  // never applied: an overflowing product cannot match a real stride, and
+  // any stride will do for a new size-1 dim.
+  const auto mul_or = [](int64_t a, int64_t b, int64_t fallback) {
+    int64_t r = 0;
+    return __builtin_mul_overflow(a, b, &r) ? fallback : r;
+  };
   int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
   int64_t chunk_base_stride = old_strides.back();
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_sizes[d];
-    if (d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    int64_t chunk_stride = 0;
+    if (d == 0 ||
+        (old_sizes[d - 1] != 1 && (__builtin_mul_overflow(tensor_numel, chunk_base_stride, &chunk_stride) ||
+                                   old_strides[d - 1] != chunk_stride))) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
-        new_strides[view_d] = view_numel * chunk_base_stride;
+        new_strides[view_d] = mul_or(view_numel, chunk_base_stride, chunk_base_stride);
         view_numel *= new_sizes[view_d];
         --view_d;
       }

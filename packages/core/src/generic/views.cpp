@@ -20,23 +20,40 @@ Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset)
 
 Shape to_shape(IntArrayRef a) { return Shape(a.begin(), a.end()); }
 
+/// self's storage offset moved by `index` steps along dim d. It cannot overflow
+/// for a tensor with elements (the element is inside the storage), but an
+/// empty one may carry any stride (as_strided), so it is checked.
+int64_t offset_at(const Tensor& self, int64_t d, int64_t index, const char* op) {
+  int64_t delta = 0, offset = 0, offset_bytes = 0;
+  FB_CHECK(!__builtin_mul_overflow(index, self.strides()[d], &delta) &&
+               !__builtin_add_overflow(self.storage_offset(), delta, &offset) &&
+               !__builtin_mul_overflow(offset, static_cast<int64_t>(itemsize(self.dtype())), &offset_bytes),
+           "[", op, "] index ", index, " in dimension ", d, " of a tensor of shape ", shape_str(self.sizes()),
+           ", strides ", shape_str(self.strides()), " and storage offset ", self.storage_offset(),
+           " gives a storage offset whose byte count overflows int64");
+  return offset;
+}
+
 Tensor as_strided_generic(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   FB_CHECK_VALUE(sizes.size() == strides.size(), "[as_strided] got ", sizes.size(), " sizes but ",
                  strides.size(), " strides: size ", shape_str(sizes), ", stride ", shape_str(strides));
   FB_CHECK_VALUE(offset >= 0, "[as_strided] storage offset must be >= 0, got ", offset);
-  int64_t last = offset;  // largest element index the view reaches
-  bool empty = false;
+  int64_t offset_bytes = 0;
+  FB_CHECK(!__builtin_mul_overflow(offset, static_cast<int64_t>(itemsize(self.dtype())), &offset_bytes),
+           "[as_strided] storage offset ", offset, " of dtype ", dtype_name(self.dtype()),
+           " is too large: its byte offset overflows int64");
   for (size_t i = 0; i < sizes.size(); ++i) {
     FB_CHECK_VALUE(sizes[i] >= 0, "[as_strided] negative size in ", shape_str(sizes));
     FB_CHECK_VALUE(strides[i] >= 0, "[as_strided] negative stride in ", shape_str(strides));
+  }
+  const bool empty = shape_numel(sizes, "as_strided") == 0;
+  int64_t last = offset;  // largest element index the view reaches
+  for (size_t i = 0; i < sizes.size() && !empty; ++i) {
     int64_t reach = 0;
-    if (sizes[i] == 0)
-      empty = true;
-    else
-      FB_CHECK_VALUE(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
-                         !__builtin_add_overflow(last, reach, &last),
-                     "[as_strided] size ", shape_str(sizes), " and stride ", shape_str(strides),
-                     " overflow int64");
+    FB_CHECK(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
+                 !__builtin_add_overflow(last, reach, &last),
+             "[as_strided] size ", shape_str(sizes), ", stride ", shape_str(strides), " and offset ", offset,
+             " overflow int64");
   }
   const int64_t capacity = static_cast<int64_t>(self.impl()->storage()->nbytes() / itemsize(self.dtype()));
   FB_CHECK_VALUE(empty || last < capacity, "[as_strided] size ", shape_str(sizes), ", stride ",
@@ -91,7 +108,9 @@ Tensor unsqueeze_generic(const Tensor& self, int64_t dim) {
                  "-d tensor (expected in [", -(nd + 1), ", ", nd, "])");
   const int64_t d = dim < 0 ? dim + nd + 1 : dim;
   Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
-  const int64_t st = d < nd ? sizes[d] * strides[d] : 1;
+  // Any stride is right for a size-1 dim; PyTorch's choice, unless it overflows.
+  int64_t st = 1;
+  if (d < nd && __builtin_mul_overflow(sizes[d], strides[d], &st)) st = 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
   return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
@@ -149,6 +168,7 @@ Tensor expand_generic(const Tensor& self, IntArrayRef sizes) {
       strides[i] = 0;
     }
   }
+  shape_numel(out, "expand");
   return make_view(self, std::move(out), std::move(strides), self.storage_offset());
 }
 
@@ -166,9 +186,12 @@ Tensor slice_generic(const Tensor& self, int64_t dim, std::optional<int64_t> sta
   const int64_t b = clamp(start, 0);
   const int64_t e = std::max(b, clamp(end, n));
   Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
-  const int64_t offset = self.storage_offset() + (b < n ? b * strides[d] : 0);
+  const int64_t offset = b < n ? offset_at(self, d, b, "slice") : self.storage_offset();
   sizes[d] = e > b ? (e - b - 1) / step + 1 : 0;  // no overflow for huge steps
-  strides[d] *= step;
+  // With 2 or more elements, (size - 1) * stride * step stays inside the old
+  // dim's reach; with fewer the stride is never applied, so keep it if it overflows.
+  int64_t stride = 0;
+  if (!__builtin_mul_overflow(strides[d], step, &stride)) strides[d] = stride;
   return make_view(self, std::move(sizes), std::move(strides), offset);
 }
 
@@ -180,7 +203,7 @@ Tensor select_generic(const Tensor& self, int64_t dim, int64_t index) {
                  " with size ", n);
   const int64_t i = index < 0 ? index + n : index;
   Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
-  const int64_t offset = self.storage_offset() + i * strides[d];
+  const int64_t offset = offset_at(self, d, i, "select");
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   return make_view(self, std::move(sizes), std::move(strides), offset);

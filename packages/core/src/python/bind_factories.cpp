@@ -16,6 +16,13 @@ std::string type_name(py::handle obj) {
   return py::str(py::type::of(obj).attr("__name__")).cast<std::string>();
 }
 
+/// Checks that a new tensor of `shape` and `dtype` can be counted in bytes
+/// (Note [Size overflow]) so that the error names the factory, not `empty`.
+const Shape& checked(const Shape& shape, ScalarType dtype, const char* op) {
+  shape_nbytes(shape, dtype, op);
+  return shape;
+}
+
 Tensor finish(Tensor t, bool requires_grad) {
   if (requires_grad) t.set_requires_grad(true);
   return t;
@@ -363,7 +370,8 @@ void init_factories(py::module_& m) {
           const Shape shape = parse_shape(size, name);
           const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
           const Device d = parse_device(device, name);
-          return finish(without_gil([&] { return make(shape, t, d); }), requires_grad);
+          const Shape sizes = checked(shape, t, name);
+          return finish(without_gil([&] { return make(sizes, t, d); }), requires_grad);
         },
         py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false, doc);
@@ -385,9 +393,10 @@ void init_factories(py::module_& m) {
           const Shape shape = parse_shape(size, name);
           const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
           const Device d = parse_device(device, name);
+          const Shape sizes = checked(shape, t, name);
           Generator* g = parse_generator(generator);
           Tensor x = without_gil([&] {
-            Tensor r = empty(shape, t, d);
+            Tensor r = empty(sizes, t, d);
             return normal ? op::normal_(r, 0.0, 1.0, g) : op::uniform_(r, 0.0, 1.0, g);
           });
           return finish(x, requires_grad);
@@ -401,12 +410,13 @@ void init_factories(py::module_& m) {
   m.def(
       "full",
       [](py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
-        const Shape shape = PyIndex_Check(size.ptr()) ? Shape{size.cast<int64_t>()}
+        const Shape shape = PyIndex_Check(size.ptr()) ? Shape{as_int64(size, "full", "size")}
                                                       : parse_int_sequence(size, "full", "size");
         const Scalar v = as_scalar(fill_value, "full");
         const ScalarType t = parse_dtype(dtype, dtype_of_scalar(v), "full");
         const Device d = parse_device(device, "full");
-        return finish(without_gil([&] { return full(shape, v, t, d); }), requires_grad);
+        const Shape sizes = checked(shape, t, "full");
+        return finish(without_gil([&] { return full(sizes, v, t, d); }), requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false,
@@ -418,6 +428,8 @@ void init_factories(py::module_& m) {
         [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
           const ScalarType dt = parse_dtype(dtype, t.dtype(), name);
           const Device d = like_device(device, t, name);
+          // A broadcast (stride-0) input may have more elements than a new buffer can hold.
+          shape_nbytes(t.sizes(), dt, name);
           return finish(without_gil([&] { return make(t.sizes(), dt, d); }), requires_grad);
         },
         py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
@@ -440,6 +452,7 @@ void init_factories(py::module_& m) {
         const Scalar v = as_scalar(fill_value, "full_like");
         const ScalarType dt = parse_dtype(dtype, t.dtype(), "full_like");
         const Device d = like_device(device, t, "full_like");
+        shape_nbytes(t.sizes(), dt, "full_like");
         return finish(without_gil([&] { return full(t.sizes(), v, dt, d); }), requires_grad);
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),

@@ -140,7 +140,7 @@ void init_math(py::module_& m) {
       [](const py::args& shapes) {
         Shape out;
         for (py::handle s : shapes) {
-          const Shape sh = PyIndex_Check(s.ptr()) ? Shape{s.cast<int64_t>()}
+          const Shape sh = PyIndex_Check(s.ptr()) ? Shape{as_int64(s, "broadcast_shapes", "shape")}
                                                   : parse_int_sequence(s, "broadcast_shapes", "shape");
           out = broadcast_shapes(out, sh, "broadcast_shapes");
         }

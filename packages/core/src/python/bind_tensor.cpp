@@ -39,6 +39,18 @@ Tensor as_operand(py::handle obj, const char* op) {
                                   py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
 }
 
+int64_t as_int64(py::handle obj, const char* op, const char* what) {
+  FB_CHECK_TYPE(PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), "[", op, "] ", what,
+                " must be an int, got ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  const auto i = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  FB_CHECK(!overflow, "[", op, "] ", what, " ", py::str(i).cast<std::string>(), " does not fit in int64");
+  return v;
+}
+
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what) {
   FB_CHECK_TYPE(py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj), "[", op, "] ", what,
                 " must be a sequence of ints, got ",
@@ -48,7 +60,7 @@ Shape parse_int_sequence(py::handle obj, const char* op, const char* what) {
     FB_CHECK_TYPE(PyIndex_Check(item.ptr()) && !PyBool_Check(item.ptr()), "[", op, "] ", what,
                   " must contain ints, got ",
                   py::str(py::type::of(item).attr("__name__")).cast<std::string>());
-    out.push_back(item.cast<int64_t>());
+    out.push_back(as_int64(item, op, what));
   }
   return out;
 }
@@ -99,9 +111,11 @@ void check_cpu(const Tensor& t, const char* op) {
 
 py::object tolist_rec(const Tensor& t, int64_t d, const char* p) {
   if (d == t.dim()) return element_to_python(t.dtype(), p);
-  py::list out(t.sizes()[d]);
-  const int64_t step = t.strides()[d] * static_cast<int64_t>(itemsize(t.dtype()));
-  for (int64_t i = 0; i < t.sizes()[d]; ++i) out[i] = tolist_rec(t, d + 1, p + i * step);
+  const int64_t n = t.sizes()[d];
+  py::list out(n);
+  // The stride of a dim of size 1 is never applied (and may be any value).
+  const int64_t step = n > 1 ? t.strides()[d] * static_cast<int64_t>(itemsize(t.dtype())) : 0;
+  for (int64_t i = 0; i < n; ++i) out[i] = tolist_rec(t, d + 1, p + i * step);
   return out;
 }
 
@@ -166,14 +180,14 @@ void init_tensor(py::module_& m) {
               for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
               return s;
             }
-            return py::int_(t.size(dim.cast<int64_t>()));
+            return py::int_(t.size(as_int64(dim, "size", "dim")));
           },
           py::arg("dim") = py::none())
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {
             if (dim.is_none()) return py::tuple(py::cast(Shape(t.strides().begin(), t.strides().end())));
-            return py::int_(t.stride(dim.cast<int64_t>()));
+            return py::int_(t.stride(as_int64(dim, "stride", "dim")));
           },
           py::arg("dim") = py::none())
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
@@ -198,6 +212,9 @@ void init_tensor(py::module_& m) {
             return a ? py::str(a->name()) : py::object(py::none());
           },
           "Name of the allocator that made this tensor's memory (None for external memory).")
+      .def_property_readonly(
+          "_storage_nbytes", [](const Tensor& t) { return t.impl()->storage()->nbytes(); },
+          "Size in bytes of the storage this tensor views (Note [View bounds]; for tests).")
       .def_property(
           "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
           [](Tensor& t, bool v) { t.set_requires_grad(v); })
@@ -241,10 +258,21 @@ void init_tensor(py::module_& m) {
         FB_CHECK(!t.requires_grad(),
                  "[buffer] can't export the memory of a tensor that requires grad (np.asarray, memoryview); "
                  "use tensor.detach() first");
-        const auto isz = static_cast<py::ssize_t>(itemsize(t.dtype()));
+        // Note [Size overflow]: a consumer computes numel * itemsize (memoryview's
+        // len, NumPy's nbytes); a broadcast view may have more elements than that can count.
+        const auto isz = static_cast<int64_t>(itemsize(t.dtype()));
+        int64_t nbytes = 0;
+        FB_CHECK(
+            !__builtin_mul_overflow(t.numel(), isz, &nbytes), "[buffer] a tensor of shape ",
+            shape_str(t.sizes()), " and dtype ", dtype_name(t.dtype()),
+            " has too many elements to export: its size in bytes overflows int64; export a smaller slice");
         std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
         std::vector<py::ssize_t> strides;
-        for (int64_t s : t.strides()) strides.push_back(s * isz);
+        for (int64_t s : t.strides()) {
+          // Only the stride of a dim of size <= 1 can overflow here, and it is never applied.
+          int64_t bytes = 0;
+          strides.push_back(__builtin_mul_overflow(s, isz, &bytes) ? 0 : bytes);
+        }
         return py::buffer_info(t.data(), isz, buffer_format(t.dtype()), t.dim(), shape, strides);
       });
 }

@@ -297,7 +297,7 @@ Shape parse_dims_arg(const py::args& args, const char* op) { return parse_shape(
 
 Tensor squeeze_py(const Tensor& t, py::handle dim) {
   if (dim.is_none()) return op::squeeze(t, Shape{});
-  if (PyIndex_Check(dim.ptr())) return op::squeeze(t, Shape{dim.cast<int64_t>()});
+  if (PyIndex_Check(dim.ptr())) return op::squeeze(t, Shape{as_int64(dim, "squeeze", "dim")});
   Shape dims = parse_int_sequence(dim, "squeeze", "dim");
   if (dims.empty()) return op::as_strided(t, t.sizes(), t.strides(), t.storage_offset());
   return op::squeeze(t, dims);
@@ -310,7 +310,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   FB_CHECK_INDEX(start >= -n && start <= n, "[narrow] start ", start, " is out of range for dimension ", d,
                  " with size ", n);
   if (start < 0) start += n;
-  FB_CHECK_VALUE(length >= 0 && start + length <= n, "[narrow] start (", start, ") + length (", length,
+  FB_CHECK_VALUE(length >= 0 && length <= n - start, "[narrow] start (", start, ") + length (", length,
                  ") exceeds dimension ", d, " of size ", n);
   return op::slice(t, d, start, start + length, 1);
 }
@@ -326,7 +326,8 @@ py::tuple unbind(const Tensor& t, int64_t dim) {
 Tensor as_strided_py(const Tensor& t, py::handle size, py::handle stride, py::handle offset) {
   const Shape sizes = parse_int_sequence(size, "as_strided", "size");
   const Shape strides = parse_int_sequence(stride, "as_strided", "stride");
-  const int64_t off = offset.is_none() ? t.storage_offset() : offset.cast<int64_t>();
+  const int64_t off =
+      offset.is_none() ? t.storage_offset() : as_int64(offset, "as_strided", "storage_offset");
   return op::as_strided(t, sizes, strides, off);
 }
 

@@ -46,6 +46,9 @@ PyObject* flambeau_error_type();
 Tensor as_operand(py::handle obj, const char* op);
 /// A Python number as a Scalar (bool, int or float kind); TypeError naming `op`.
 Scalar as_scalar(py::handle obj, const char* op);
+/// A Python int (or anything with __index__) as int64: TypeError naming `op`
+/// and `what` for another type, RuntimeError for an int beyond int64.
+int64_t as_int64(py::handle obj, const char* op, const char* what);
 /// Sizes given as f(2, 3) or f((2, 3)) or f([2, 3]); TypeError/ValueError naming `op`.
 Shape parse_shape(const py::args& args, const char* op);
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what);
