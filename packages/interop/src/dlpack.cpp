@@ -262,8 +262,9 @@ Tensor import_managed(PyObject* capsule) {
   Shape sizes(dl.shape, dl.shape + dl.ndim);
   for (int64_t s : sizes)
     FB_CHECK_VALUE(s >= 0, "[from_dlpack] malformed DLTensor: negative size in shape ", shape_str(sizes));
-  Shape strides = dl.strides ? Shape(dl.strides, dl.strides + dl.ndim) : contiguous_strides(sizes);
-  const bool empty = shape_numel(sizes) == 0;
+  Shape strides =
+      dl.strides ? Shape(dl.strides, dl.strides + dl.ndim) : contiguous_strides(sizes, "from_dlpack");
+  const bool empty = shape_numel(sizes, "from_dlpack") == 0;
   for (int32_t d = 0; d < dl.ndim; ++d) {
     if (sizes[d] <= 1 || empty) {
       strides[d] = std::max<int64_t>(strides[d], 0);
@@ -278,7 +279,7 @@ Tensor import_managed(PyObject* capsule) {
   FB_CHECK_VALUE(reinterpret_cast<uintptr_t>(data) % itemsize(dtype) == 0 || empty,
                  "[from_dlpack] the DLPack tensor's data is not aligned to its ", itemsize(dtype),
                  "-byte elements; pass a copy");
-  const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
+  const auto nbytes = static_cast<size_t>(span_bytes(sizes, strides, dtype, "from_dlpack"));
 
   // Note [DLPack lifetimes]: the storage calls the producer's deleter once, on
   // whatever thread drops it last. A producer's deleter may need Python

@@ -23,10 +23,11 @@ void init_dlpack(py::module_& m, TensorClass& cls);  // dlpack.cpp
 using flambeau::python::decref_with_gil;
 using flambeau::python::python_is_usable;
 
-/// Element count of a tensor's memory span given sizes and strides in
-/// elements: the number of elements from the first to the last reachable one
-/// (0 for an empty tensor). Strides must be non-negative.
-int64_t span_elements(IntArrayRef sizes, IntArrayRef strides);
+/// Bytes of a tensor's memory span given sizes and strides in elements: from
+/// the first to the end of the last reachable element (0 for an empty tensor).
+/// Strides must be non-negative. RuntimeError naming `op` if that overflows
+/// int64 (a malformed producer; Note [Size overflow] in flambeau/tensor_impl.h).
+int64_t span_bytes(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, const char* op);
 
 /// Python truth of obj (raises what bool(obj) raises).
 inline bool is_true(py::handle obj) {

@@ -14,13 +14,21 @@
 
 namespace flambeau::interop {
 
-int64_t span_elements(IntArrayRef sizes, IntArrayRef strides) {
+int64_t span_bytes(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, const char* op) {
   int64_t last = 0;
+  bool ok = true;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) return 0;
-    last += (sizes[d] - 1) * strides[d];
+    int64_t reach = 0;
+    ok = ok && !__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) &&
+         !__builtin_add_overflow(last, reach, &last);
   }
-  return last + 1;
+  int64_t nbytes = 0;
+  ok = ok && !__builtin_add_overflow(last, 1, &last) &&
+       !__builtin_mul_overflow(last, static_cast<int64_t>(itemsize(dtype)), &nbytes);
+  FB_CHECK(ok, "[", op, "] shape ", shape_str(sizes), " and strides ", shape_str(strides), " of dtype ",
+           dtype_name(dtype), " span more bytes than int64 can count");
+  return nbytes;
 }
 
 std::string type_name(py::handle obj) {

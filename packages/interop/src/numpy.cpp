@@ -111,7 +111,8 @@ Tensor from_numpy(py::handle obj) {
   const auto isz = static_cast<int64_t>(itemsize(dtype));
   Shape sizes(dims, dims + ndim);
   Shape strides(ndim);
-  const bool empty = PyArray_SIZE(arr) == 0;
+  // as_strided arrays can have shapes a tensor cannot (Note [Size overflow] in flambeau/tensor_impl.h).
+  const bool empty = shape_numel(sizes, "from_numpy") == 0;
   for (int d = 0; d < ndim; ++d) {
     const int64_t bs = byte_strides[d];
     if (dims[d] <= 1 || empty) {
@@ -147,7 +148,7 @@ Tensor from_numpy(py::handle obj) {
   Py_INCREF(owner);
   Storage storage;
   try {
-    const auto nbytes = static_cast<size_t>(span_elements(sizes, strides)) * itemsize(dtype);
+    const auto nbytes = static_cast<size_t>(span_bytes(sizes, strides, dtype, "from_numpy"));
     storage = StorageImpl::from_external(PyArray_DATA(arr), nbytes, Device(DeviceType::CPU),
                                          [owner](void*) { decref_with_gil(owner); });
   } catch (...) {
