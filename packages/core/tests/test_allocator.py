@@ -120,8 +120,65 @@ def test_bad_allocators(restore_allocator):
     fc.set_allocator(ReturnsZero())
     with pytest.raises(RuntimeError, match="returned 0"):
         fc.zeros(10)
+    # Not an address: a readable message, not pybind11's "Unable to cast Python instance".
+    for bad in (-64, 2**64, 2**70, True):
+
+        class ReturnsBad(CountingAllocator):
+            def malloc(self, nbytes, bad=bad):
+                return bad
+
+        fc.set_allocator(ReturnsBad())
+        word = "must return an int address" if bad is True else "which is not an address"
+        with pytest.raises(RuntimeError, match=rf"\[allocate\] Python allocator ReturnsBad.malloc.*{word}"):
+            fc.zeros(10)
     fc.set_allocator(fc.system_allocator())
     assert fc.zeros(3).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_allocator_from_c_abi_lives_in_memory():
+    # It takes a raw, trusted address: kept out of the top-level namespace.
+    assert not hasattr(fc, "allocator_from_c_abi")
+    from flambeau_core import memory
+
+    with pytest.raises(TypeError, match=r"\[allocator_from_c_abi\] table_address must be an int"):
+        memory.allocator_from_c_abi("0x10")
+    for bad in (-1, 2**64, 0):
+        with pytest.raises(ValueError, match=r"\[allocator_from_c_abi\]"):
+            memory.allocator_from_c_abi(bad)
+
+
+def test_allocator_from_c_abi_wraps_a_ctypes_table(restore_allocator):
+    from flambeau_core import memory
+
+    libc = ctypes.CDLL(None)
+    libc.aligned_alloc.restype = ctypes.c_void_p
+    libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    allocate_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    deallocate_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+    class Table(ctypes.Structure):
+        _fields_ = [
+            ("abi_version", ctypes.c_uint32),
+            ("ctx", ctypes.c_void_p),
+            ("allocate", allocate_t),
+            ("deallocate", deallocate_t),
+            ("release", ctypes.c_void_p),
+            ("name", ctypes.c_char_p),
+        ]
+
+    calls = []
+    allocate = allocate_t(lambda ctx, n: calls.append(n) or libc.aligned_alloc(64, (n + 63) // 64 * 64))
+    deallocate = deallocate_t(lambda ctx, p, n: libc.free(p))
+    table = Table(1, None, allocate, deallocate, None, b"libc")
+    alloc = memory.allocator_from_c_abi(ctypes.addressof(table))
+    assert alloc.name == "libc"
+    fc.set_allocator(alloc)
+    t = fc.arange(10, dtype=fc.int64)
+    assert t.tolist() == list(range(10)) and calls == [80]
+    del t
+    fc.set_allocator(fc.system_allocator())
+    gc.collect()
 
 
 def test_free_error_is_reported_not_raised(restore_allocator):

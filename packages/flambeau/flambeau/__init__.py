@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib as _importlib
 import sys as _sys
 import types as _types
 
@@ -26,7 +27,9 @@ import flambeau_nn as _nn
 from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
 from flambeau_core import FlambeauError, Tensor, device, dtype  # noqa: F401
 
-from flambeau import memory  # noqa: E402,F401
+# Not `from flambeau import memory`: the star import above already bound
+# `memory` to flambeau_core.memory, which flambeau.memory extends.
+memory = _importlib.import_module("flambeau.memory")
 
 
 def _alias(name: str, module: _types.ModuleType) -> _types.ModuleType:

@@ -25,4 +25,9 @@ from flambeau_alloc import (  # noqa: F401
     memory_summary,
     reset_peak_memory_stats,
 )
-from flambeau_core import allocator_from_c_abi, get_allocator, set_allocator, system_allocator  # noqa: F401
+from flambeau_core.memory import (  # noqa: F401
+    allocator_from_c_abi,
+    get_allocator,
+    set_allocator,
+    system_allocator,
+)

@@ -58,6 +58,9 @@ def test_pytorch_names_exist():
     assert fb.from_numpy is flambeau_interop.from_numpy
     for name in ["memory_stats", "memory_allocated", "max_memory_allocated", "empty_cache", "set_allocator"]:
         assert callable(getattr(fb.memory, name)), name
+    # A raw, trusted address: fb.memory only, never the top-level namespace.
+    assert fb.memory.allocator_from_c_abi is flambeau_core.memory.allocator_from_c_abi
+    assert not hasattr(fb, "allocator_from_c_abi") and not hasattr(flambeau_core, "allocator_from_c_abi")
 
 
 def test_import_activates_the_caching_allocator():

@@ -1,9 +1,24 @@
 // The allocator registry from Python (Note [Allocator registry]).
+#include <cstdint>
+#include <optional>
+
 #include "common.h"
 #include "flambeau/error.h"
 
 namespace flambeau::python {
 namespace {
+
+/// A Python int as a machine address, or nullopt if it is negative or too
+/// large for one. The caller has checked that it is an int.
+std::optional<uintptr_t> as_address(py::handle obj) {
+  const unsigned long long v = PyLong_AsUnsignedLongLong(obj.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();  // OverflowError: negative, or 2**64 or more
+    return std::nullopt;
+  }
+  if (v > UINTPTR_MAX) return std::nullopt;
+  return static_cast<uintptr_t>(v);
+}
 
 // An allocator written in Python: obj.malloc(nbytes) -> int address,
 // obj.free(address, nbytes). Slow (takes the GIL per call); for tests and
@@ -30,13 +45,15 @@ class PythonAllocator final : public Allocator {
       throw RuntimeError(
           detail::cat_str("[allocate] Python allocator ", name_, ".malloc(", nbytes, ") raised: ", e.what()));
     }
-    FB_CHECK(PyLong_Check(r.ptr()), "[allocate] Python allocator ", name_,
+    FB_CHECK(PyLong_Check(r.ptr()) && !PyBool_Check(r.ptr()), "[allocate] Python allocator ", name_,
              ".malloc must return an int address, got ", py::repr(r).cast<std::string>());
-    auto addr = r.cast<uintptr_t>();
-    FB_CHECK(addr != 0, "[allocate] Python allocator ", name_, ".malloc(", nbytes, ") returned 0");
-    FB_CHECK(addr % 64 == 0, "[allocate] Python allocator ", name_, ".malloc returned address ", addr,
+    const std::optional<uintptr_t> addr = as_address(r);
+    FB_CHECK(addr.has_value(), "[allocate] Python allocator ", name_, ".malloc(", nbytes, ") returned ",
+             py::repr(r).cast<std::string>(), ", which is not an address (an int in [1, 2**64))");
+    FB_CHECK(*addr != 0, "[allocate] Python allocator ", name_, ".malloc(", nbytes, ") returned 0");
+    FB_CHECK(*addr % 64 == 0, "[allocate] Python allocator ", name_, ".malloc returned address ", *addr,
              " which is not 64-byte aligned");
-    return reinterpret_cast<void*>(addr);
+    return reinterpret_cast<void*>(*addr);
   }
   void deallocate(void* ptr, size_t nbytes) noexcept override {
     if (!python_is_usable()) return;  // interpreter shutdown: leak rather than crash
@@ -89,13 +106,23 @@ void init_allocator(py::module_& m) {
       "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator "
       "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, "
       "nbytes).");
+  // Public as flambeau_core.memory.allocator_from_c_abi (documented there):
+  // the address is trusted, so it stays out of the top-level namespace.
   m.def(
-      "allocator_from_c_abi",
-      [](uintptr_t table_address) {
-        return allocator_from_c_abi(reinterpret_cast<const fb_allocator_v1*>(table_address));
+      "_allocator_from_c_abi",
+      [](py::handle table_address) {
+        FB_CHECK_TYPE(PyIndex_Check(table_address.ptr()) && !PyBool_Check(table_address.ptr()),
+                      "[allocator_from_c_abi] table_address must be an int address (e.g. "
+                      "ctypes.addressof(table)), got ",
+                      py::repr(table_address).cast<std::string>());
+        const auto as_int = py::reinterpret_steal<py::object>(PyNumber_Index(table_address.ptr()));
+        if (!as_int) throw py::error_already_set();
+        const std::optional<uintptr_t> addr = as_address(as_int);
+        FB_CHECK_VALUE(addr.has_value(), "[allocator_from_c_abi] table_address ",
+                       py::repr(as_int).cast<std::string>(), " is not an address (an int in [1, 2**64))");
+        return allocator_from_c_abi(reinterpret_cast<const fb_allocator_v1*>(*addr));
       },
-      py::arg("table_address"),
-      "Wraps a `struct fb_allocator_v1` (see flambeau/allocator.h), given by address, e.g. from ctypes.");
+      py::arg("table_address"));
   (void)allocator_handle;
 }
 
