@@ -5,6 +5,7 @@ nox -s tests    build every wheel and run every test (README, second command; .c
 nox -s cpptests the C++ unit tests alone (ctest; also part of `tests`)
 nox -s bench    flambeau vs PyTorch/NumPy, side by side
 nox -s dev      editable installs for the edit loop (.nox/dev)
+nox -s sanitize every package's tests under ASan + UBSan (slow; not in CI)
 """
 
 from __future__ import annotations
@@ -258,6 +259,75 @@ def dev(session: nox.Session) -> None:
                 str(ROOT / "packages" / pkg),
                 f"-Cbuild-dir={ROOT / 'build' / 'dev' / pkg}",
             )
+
+
+CXX_PACKAGES = ["core", "alloc", "autograd", "interop"]
+
+
+@nox.session(reuse_venv=True)
+def sanitize(session: nox.Session) -> None:
+    """Every package's tests under AddressSanitizer + UndefinedBehaviorSanitizer (nox -s sanitize -- core autograd).
+
+    The C++ packages are built with -fsanitize=address,undefined (FLAMBEAU_SANITIZE
+    in flambeau_defaults.cmake, a build directory of their own under
+    build/sanitize), the Python ones installed as they are, and each package's
+    tests run with the ASan runtime preloaded into the (uninstrumented)
+    interpreter. Any report fails the run: UBSan does not recover, ASan stops
+    at the first error. Leak checking is off (CPython and PyTorch keep memory
+    until exit by design). Slow (a full build and every test, several times
+    slower than usual); not part of `tests`.
+    """
+    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS)
+    flags = "address,undefined"
+    cxx = shutil.which("g++") or "g++"
+    # libstdc++ too: ASan intercepts __cxa_throw and must find the real one at start-up,
+    # before the interpreter (which does not link libstdc++) loads an extension.
+    preload = [
+        session.run(cxx, f"-print-file-name={lib}", silent=True, external=True).strip()
+        for lib in ("libasan.so", "libstdc++.so")
+    ]
+    env = {
+        "LD_PRELOAD": " ".join(preload),
+        # Huge-size tests ask for 2**50 bytes and expect "out of memory", not an abort.
+        "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:halt_on_error=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        "PYTHONFAULTHANDLER": "1",
+    }
+    for pkg in PACKAGES:
+        options = ["--no-build-isolation", "--no-deps", "--force-reinstall"]
+        if pkg in CXX_PACKAGES:
+            options += [
+                f"-Cbuild-dir={ROOT / 'build' / 'sanitize' / pkg}",
+                f"-Ccmake.define.FLAMBEAU_SANITIZE={flags}",
+                "-Ccmake.build-type=RelWithDebInfo",
+            ]
+        # Once a sanitized flambeau_core is installed, scikit-build-core imports it (its cmake.root
+        # entry point) while configuring any package: the runtime must be preloaded then too.
+        build_env = env
+        session.run(
+            "python",
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            "install",
+            "-q",
+            *options,
+            str(ROOT / "packages" / pkg),
+            env=build_env,
+        )
+    only = session.posargs or PACKAGES
+    failed = []
+    for pkg in PACKAGES:
+        tests = ROOT / "packages" / pkg / "tests"
+        if pkg not in only or not tests.is_dir():
+            continue
+        try:
+            # --capture=sys: a sanitizer report written to fd 2 reaches the log instead of pytest's capture.
+            session.run("python", "-m", "pytest", "-q", "--capture=sys", "-p", "no:cacheprovider", str(tests), env=env)
+        except nox.command.CommandFailed:
+            failed.append(pkg)
+    if failed:
+        session.error(f"sanitized tests failed in: {', '.join(failed)}")
 
 
 @nox.session

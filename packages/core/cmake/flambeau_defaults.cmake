@@ -14,3 +14,11 @@ if(CCACHE_PROGRAM)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
 endif()
 set(FLAMBEAU_BINDING_FLAGS -Wall -Wextra -O2)
+# Sanitizers (`nox -s sanitize`): -DFLAMBEAU_SANITIZE=address,undefined builds
+# every target of the package with them. Python itself is not instrumented, so
+# the runtime is preloaded (LD_PRELOAD=libasan.so) when the tests run.
+set(FLAMBEAU_SANITIZE "" CACHE STRING "Sanitizers to build with, as for -fsanitize= (empty: none)")
+if(FLAMBEAU_SANITIZE)
+  add_compile_options(-fsanitize=${FLAMBEAU_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=${FLAMBEAU_SANITIZE})
+endif()
