@@ -191,7 +191,7 @@ class Fuzzer:
         value = self.rng.choice([1, 7]) if storage.dtype != np.bool_ else True
         before = storage.copy()
         before_guards = [g.copy() for g in guards]
-        t[...] = value
+        t.fill_(value)  # fill_, unlike setitem, accepts expanded (overlapping) views, as in PyTorch
         self.count("write")
         expected = before
         expected[offs] = value
