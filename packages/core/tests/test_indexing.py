@@ -618,3 +618,15 @@ def test_index_put_errors():
     assert e.tolist() == [[0.0] * 4] * 3
     with pytest.raises(TypeError, match=r"\[setitem\] can assign a Tensor or a number, got str"):
         t[[0]] = "x"
+
+
+def test_index_shapes_that_overflow_raise_instead_of_allocating():
+    x = fc.zeros(3, 3)
+    i = fc.zeros(1, dtype=fc.int64)
+    rows, cols = i.view(1, 1).expand(2**40, 1), i.view(1, 1).expand(1, 2**40)
+    with pytest.raises(RuntimeError, match=r"shape \(1099511627776, 1099511627776\) is too large"):
+        x[rows, cols]
+    with pytest.raises(RuntimeError, match=r"shape \(1099511627776, 1099511627776\) is too large"):
+        x[rows, cols] = 1.0
+    with pytest.raises(RuntimeError, match=r"\[index\].*\(4611686018427387904,\)"):
+        x[i.expand(2**62)]

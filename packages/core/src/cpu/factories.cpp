@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "fill_indexed.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -135,21 +136,6 @@ Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, Sc
   return out;
 }
 
-// Writes gen(i) for element i (row-major order) of self, in parallel chunks
-// when self is contiguous; any thread count gives the same values.
-template <class T, class G>
-void fill_indexed(Tensor& self, const G& gen) {
-  T* p = self.data<T>();
-  if (self.is_contiguous()) {
-    parallel_for(0, self.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = gen(i);
-    });
-  } else {
-    int64_t i = 0;
-    detail_for_each(self, [&](int64_t off) { p[off] = gen(i++); });
-  }
-}
-
 Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
   FB_CHECK_VALUE(low <= high, "[uniform_] expects low <= high, got low=", low, ", high=", high);
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
@@ -162,7 +148,7 @@ Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
   visit_dtype(self.dtype(), "uniform_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      fill_indexed<T>(self, [&](int64_t i) {
+      cpu::fill_indexed<T>(self, [&](int64_t i) {
         T v = static_cast<T>(low + width * Generator::to_unit(Generator::draw(seed, base + i)));
         // Rounding to float may land on `high`; keep the interval half-open.
         if (v >= static_cast<T>(high) && high > low)

@@ -341,7 +341,8 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
       if (t.sizes()[j] != 1) w.strides[bn - t.dim() + j] = t.strides()[j];
     walks.push_back(std::move(w));
   }
-  const int64_t nb = shape_numel(p.index_shape);
+  const int64_t nb = shape_numel(p.index_shape, "index");
+  (void)shape_nbytes(p.index_shape, ScalarType::Int64, "index");  // the offset table below must fit
   p.offsets.resize(nb);
   Shape pos(bn, 0);
   for (int64_t b = 0; b < nb; ++b) {

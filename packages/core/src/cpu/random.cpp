@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fill_indexed.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -24,20 +25,6 @@ namespace {
 /// bias is below 2^-64 * range, far under what a test could see).
 inline uint64_t below(uint64_t bits, uint64_t range) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * range) >> 64);
-}
-
-/// Writes gen(i) for element i (row-major order) of self.
-template <class T, class G>
-void fill_indexed(Tensor& self, const G& gen) {
-  T* p = self.data<T>();
-  if (self.is_contiguous()) {
-    parallel_for(0, self.numel(), kGrainSize / 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = gen(i);
-    });
-  } else {
-    int64_t i = 0;
-    detail::for_each_offset(self.sizes(), self.strides(), [&](int64_t off) { p[off] = gen(i++); });
-  }
 }
 
 Tensor& random_cpu(Tensor& self, int64_t low, int64_t high, Generator* gen) {
@@ -58,7 +45,7 @@ Tensor& random_cpu(Tensor& self, int64_t low, int64_t high, Generator* gen) {
                      "[random_] the range [", low, ", ", high, ") does not fit dtype ",
                      dtype_name(self.dtype()));
     }
-    fill_indexed<T>(self, [&](int64_t i) {
+    cpu::fill_indexed<T>(self, [&](int64_t i) {
       return static_cast<T>(
           static_cast<int64_t>(static_cast<uint64_t>(low) + below(Generator::draw(seed, base + i), range)));
     });
@@ -97,7 +84,7 @@ Tensor& bernoulli_p_cpu(Tensor& self, double p, Generator* gen) {
   const uint64_t seed = g.initial_seed();
   visit_dtype(self.dtype(), "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(self, [&](int64_t i) {
+    cpu::fill_indexed<T>(self, [&](int64_t i) {
       return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < p);
     });
   });
@@ -122,7 +109,7 @@ Tensor& bernoulli_tensor_cpu(Tensor& self, const Tensor& p, Generator* gen) {
   const uint64_t seed = g.initial_seed();
   visit_dtype(self.dtype(), "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_indexed<T>(self, [&](int64_t i) {
+    cpu::fill_indexed<T>(self, [&](int64_t i) {
       return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < q[i]);
     });
   });
