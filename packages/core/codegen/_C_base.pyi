@@ -13,14 +13,7 @@ from typing import Any, Sequence as _Sequence, overload  # noqa: F401
 _Size = int | _Sequence[int]
 _DType = Any
 _Device = Any
-__all__ = [
-    "channels_last",
-    "channels_last_3d",
-    "contiguous_format",
-    "memory_format",
-    "preserve_format",
-    "str",
-] = [
+__all__: list[str] = [
     "Allocator",
     "FlambeauError",
     "Generator",
@@ -38,7 +31,10 @@ __all__ = [
     "bool",
     "broadcast_shapes",
     "cat",
+    "channels_last",
+    "channels_last_3d",
     "clone",
+    "contiguous_format",
     "default_num_threads",
     "device",
     "div",
@@ -59,6 +55,8 @@ __all__ = [
     "get_allocator",
     "get_num_threads",
     "gt",
+    "index_put",
+    "index_put_",
     "initial_seed",
     "int16",
     "int32",
@@ -74,6 +72,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "memory_format",
     "minimum",
     "mm",
     "mul",
@@ -84,6 +83,7 @@ __all__ = [
     "ones_like",
     "permute",
     "pow",
+    "preserve_format",
     "promote_types",
     "rand",
     "rand_like",
@@ -366,6 +366,18 @@ class Tensor:
         """
     def type_as(self, other: Tensor) -> Tensor: ...
     def half(self, *, memory_format: memory_format = ...) -> Tensor: ...
+    def index_put_(
+        self, indices: _Sequence[Tensor | None], values: Tensor, accumulate: bool = False
+    ) -> Tensor:
+        """
+        self[indices] = values with indices a tuple of index tensors (or None for a whole dim).
+        """
+    def index_put(
+        self, indices: _Sequence[Tensor | None], values: Tensor, accumulate: bool = False
+    ) -> Tensor:
+        """
+        The out-of-place index_put_: a copy of self with values put at indices.
+        """
     def bfloat16(self, *, memory_format: memory_format = ...) -> Tensor: ...
     def short(self, *, memory_format: memory_format = ...) -> Tensor: ...
     def char(self, *, memory_format: memory_format = ...) -> Tensor: ...
@@ -490,13 +502,30 @@ def empty(*args, dtype: typing.Any = None, device: typing.Any = None, requires_g
     """
 
 def empty_like(
-    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+    input: Tensor,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 def flatten(
     input: Tensor,
     start_dim: typing.SupportsInt | typing.SupportsIndex = 0,
     end_dim: typing.SupportsInt | typing.SupportsIndex = -1,
 ) -> Tensor: ...
+def index_put_(
+    input: Tensor, indices: _Sequence[Tensor | None], values: Tensor, accumulate: bool = False
+) -> Tensor:
+    """
+    input[indices] = values with indices a tuple of index tensors (or None for a whole dim).
+    """
+def index_put(
+    input: Tensor, indices: _Sequence[Tensor | None], values: Tensor, accumulate: bool = False
+) -> Tensor:
+    """
+    The out-of-place index_put_: a copy of input with values put at indices.
+    """
 def frombuffer(
     buffer: typing.Any,
     *,
@@ -527,6 +556,7 @@ def full_like(
     dtype: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 def get_allocator(device: typing.Any = "cpu") -> Allocator:
     """
@@ -557,7 +587,12 @@ def ones(*args, dtype: typing.Any = None, device: typing.Any = None, requires_gr
     """
 
 def ones_like(
-    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+    input: Tensor,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 def permute(input: Tensor, dims: typing.Any) -> Tensor: ...
 def promote_types(type1: numpy.dtype[typing.Any], type2: numpy.dtype[typing.Any]) -> numpy.dtype[typing.Any]:
@@ -577,7 +612,12 @@ def rand(
     """
 
 def rand_like(
-    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+    input: Tensor,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 def randn(
     *args,
@@ -591,7 +631,12 @@ def randn(
     """
 
 def randn_like(
-    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+    input: Tensor,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 def reshape(input: Tensor, shape: typing.Any) -> Tensor: ...
 def result_type(tensor1: typing.Any, tensor2: typing.Any) -> numpy.dtype[typing.Any]:
@@ -639,7 +684,12 @@ def zeros(*args, dtype: typing.Any = None, device: typing.Any = None, requires_g
     """
 
 def zeros_like(
-    input: Tensor, *, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False
+    input: Tensor,
+    *,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+    memory_format: memory_format = ...,
 ) -> Tensor: ...
 
 bfloat16: dtype

@@ -1,11 +1,13 @@
 // Memory formats: strides per format, layout predicates, and empty_like_in.
 //
 // Note [Preserving a layout]
-// As in PyTorch, `preserve_format` (the default of clone, to, float, ...)
+// As in PyTorch, `preserve_format` (the default of clone, to, float, *_like)
 // keeps an input's exact strides when its elements form a dense,
 // non-overlapping block in some order (a transpose, a permute, channels-last),
 // so `x.t().clone()` is again transposed. Any other input (a slice with gaps,
-// an expanded tensor) gets the format suggest_memory_format picks.
+// an expanded tensor) gets dense strides in the order of its own strides
+// (layout_order), so a slice of a channels-last tensor copies to a
+// channels-last one.
 #include "flambeau/memory_format.h"
 
 #include <algorithm>
@@ -113,19 +115,40 @@ bool is_non_overlapping_and_dense(const Tensor& self) {
   return true;
 }
 
-MemoryFormat suggest_memory_format(const Tensor& self) {
-  if (self.is_contiguous()) return MemoryFormat::Contiguous;
-  if (is_contiguous_in(self, MemoryFormat::ChannelsLast)) return MemoryFormat::ChannelsLast;
-  if (is_contiguous_in(self, MemoryFormat::ChannelsLast3d)) return MemoryFormat::ChannelsLast3d;
-  return MemoryFormat::Contiguous;
+Shape layout_order(const Tensor& self) {
+  // PyTorch's infer_dense_strides: an insertion sort of the dims, innermost
+  // first, by stride (equal strides: the smaller size inside); a dim of stride
+  // 0 stays where it is, and ties keep the row-major order.
+  const int64_t n = self.dim();
+  Shape inner_first(n);
+  for (int64_t i = 0; i < n; ++i) inner_first[i] = n - 1 - i;
+  auto compare = [&](int64_t a, int64_t b) -> int {
+    const int64_t sa = self.strides()[a], sb = self.strides()[b];
+    if (sa == 0 || sb == 0) return 0;
+    if (sa != sb) return sa < sb ? -1 : 1;
+    return self.sizes()[a] > self.sizes()[b] ? 1 : 0;
+  };
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t moving = i;
+    for (int64_t j = i - 1; j >= 0; --j) {
+      const int c = compare(inner_first[j], inner_first[moving]);
+      if (c > 0) {
+        std::swap(inner_first[j], inner_first[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  return Shape(inner_first.rbegin(), inner_first.rend());
 }
 
 Tensor empty_like_in(const Tensor& self, ScalarType dtype, MemoryFormat format) {
   Shape strides;
-  if (format == MemoryFormat::Preserve && is_non_overlapping_and_dense(self)) {
-    strides = Shape(self.strides().begin(), self.strides().end());
+  if (format == MemoryFormat::Preserve) {
+    strides = is_non_overlapping_and_dense(self) ? Shape(self.strides().begin(), self.strides().end())
+                                                 : strides_in_order(self.sizes(), layout_order(self));
   } else {
-    if (format == MemoryFormat::Preserve) format = suggest_memory_format(self);
     if (format == MemoryFormat::Contiguous) return op::empty(self.sizes(), dtype, self.device());
     strides = strides_for_memory_format(self.sizes(), format, "empty_like");
   }

@@ -31,6 +31,10 @@ LAYOUTS = {
         else x
     ),
     "sliced": lambda x: x[..., ::2],
+    "channels_last_sliced": lambda x: x.contiguous(
+        memory_format=fc.channels_last if isinstance(x, fc.Tensor) else torch.channels_last
+    )[:, ::2, :, 1:],
+    "transposed_sliced": lambda x: x.transpose(1, 2)[..., 1:],
     "expanded": lambda x: x[:1].expand(*x.shape),
     "size_one_dims": lambda x: x[:1, :, :1],
 }
@@ -69,6 +73,8 @@ def test_clone_and_conversions_preserve_the_layout_as_torch(layout):
     f, t = pair((2, 3, 4, 6), LAYOUTS[layout])
     for fn in (
         lambda x: x.clone(),
+        lambda x: (fc if isinstance(x, fc.Tensor) else torch).zeros_like(x),
+        lambda x: (fc if isinstance(x, fc.Tensor) else torch).full_like(x, 2.5),
         lambda x: x.double(),
         lambda x: x.to(torch.float64 if isinstance(x, torch.Tensor) else fc.float64),
         lambda x: x.int(),
@@ -80,6 +86,19 @@ def test_clone_and_conversions_preserve_the_layout_as_torch(layout):
     got = f.to(fc.float64, memory_format=fc.channels_last)
     assert got.stride() == t.to(torch.float64, memory_format=torch.channels_last).stride()
     assert f.float(memory_format=fc.contiguous_format).is_contiguous()
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like", "rand_like", "randn_like"])
+def test_like_factories_take_a_memory_format(name):
+    f, t = pair((2, 3, 4, 5), LAYOUTS["channels_last"])
+    for ff, tf in FORMATS.values():
+        if ff == fc.channels_last_3d:
+            continue
+        got, want = getattr(fc, name)(f, memory_format=ff), getattr(torch, name)(t, memory_format=tf)
+        assert got.stride() == want.stride() and got.shape == f.shape
+    assert getattr(fc, name)(f).stride() == getattr(torch, name)(t).stride()  # preserve_format
+    with pytest.raises(RuntimeError, match=rf"\[{name}\] channels_last needs a 4-d tensor"):
+        getattr(fc, name)(fc.zeros(3), memory_format=fc.channels_last)
 
 
 def test_to_copy_and_same_dtype():

@@ -27,13 +27,13 @@ FB_API bool is_contiguous_in(const Tensor& self, MemoryFormat format);
 /// True if the elements of `self` occupy a gap-free block without overlap, in any order.
 FB_API bool is_non_overlapping_and_dense(const Tensor& self);
 
-/// The format `self` looks laid out in: ChannelsLast(3d) for a 4-d (5-d) tensor
-/// laid out channels-last (and not also plainly contiguous), else Contiguous.
-FB_API MemoryFormat suggest_memory_format(const Tensor& self);
+/// self's dims from outermost to innermost as its strides order them
+/// (PyTorch's infer_dense_strides): the order a preserving copy is laid out in.
+FB_API Shape layout_order(const Tensor& self);
 
 /// A new uninitialised tensor with self's sizes and device, of `dtype`, laid out
 /// in `format`; Preserve keeps self's exact strides when self is dense and
-/// non-overlapping, else takes suggest_memory_format(self).
+/// non-overlapping, else lays it out densely in layout_order(self).
 FB_API Tensor empty_like_in(const Tensor& self, ScalarType dtype, MemoryFormat format);
 
 }  // namespace flambeau

@@ -330,6 +330,15 @@ Generator* parse_generator(py::handle gen) {
 
 ScalarType dtype_of_scalar(const Scalar& s) { return s.default_dtype(); }
 
+/// An uninitialised tensor for a *_like factory: `like`'s sizes, laid out per
+/// `format` on `like`'s device (another device gets a contiguous tensor).
+Tensor new_like(const Tensor& like, ScalarType dtype, Device device, MemoryFormat format, const char* op) {
+  if (format != MemoryFormat::Preserve && format != MemoryFormat::Contiguous)
+    (void)strides_for_memory_format(like.sizes(), format, op);  // raises for the wrong rank
+  if (device == like.device()) return empty_like_in(like, dtype, format);
+  return empty(like.sizes(), dtype, device);
+}
+
 }  // namespace
 
 void init_factories(py::module_& m) {
@@ -422,41 +431,48 @@ void init_factories(py::module_& m) {
       py::arg("device") = py::none(), py::arg("requires_grad") = false,
       "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
 
+  // The *_like factories: a new tensor shaped like `input`, laid out per
+  // memory_format (preserve_format by default: Note [Preserving a layout]).
   auto like = [&m](const char* name, auto make) {
     m.def(
         name,
-        [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {
+        [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad,
+                     MemoryFormat memory_format) {
           const ScalarType dt = parse_dtype(dtype, t.dtype(), name);
           const Device d = like_device(device, t, name);
           // A broadcast (stride-0) input may have more elements than a new buffer can hold.
           shape_nbytes(t.sizes(), dt, name);
-          return finish(without_gil([&] { return make(t.sizes(), dt, d); }), requires_grad);
+          return finish(without_gil([&] {
+                          Tensor x = new_like(t, dt, d, memory_format, name);
+                          return make(x);
+                        }),
+                        requires_grad);
         },
         py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
+        py::arg("requires_grad") = false, py::arg("memory_format") = MemoryFormat::Preserve);
   };
-  like("zeros_like", [](IntArrayRef s, ScalarType t, Device d) { return zeros(s, t, d); });
-  like("ones_like", [](IntArrayRef s, ScalarType t, Device d) { return ones(s, t, d); });
-  like("empty_like", [](IntArrayRef s, ScalarType t, Device d) { return empty(s, t, d); });
-  like("rand_like", [](IntArrayRef s, ScalarType t, Device d) {
-    Tensor x = empty(s, t, d);
-    return op::uniform_(x, 0.0, 1.0, nullptr);
-  });
-  like("randn_like", [](IntArrayRef s, ScalarType t, Device d) {
-    Tensor x = empty(s, t, d);
-    return op::normal_(x, 0.0, 1.0, nullptr);
-  });
+  like("zeros_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{0})); });
+  like("ones_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{1})); });
+  like("empty_like", [](Tensor& x) -> Tensor { return x; });
+  like("rand_like", [](Tensor& x) -> Tensor { return op::uniform_(x, 0.0, 1.0, nullptr); });
+  like("randn_like", [](Tensor& x) -> Tensor { return op::normal_(x, 0.0, 1.0, nullptr); });
   m.def(
       "full_like",
-      [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
+      [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad,
+         MemoryFormat memory_format) {
         const Scalar v = as_scalar(fill_value, "full_like");
         const ScalarType dt = parse_dtype(dtype, t.dtype(), "full_like");
         const Device d = like_device(device, t, "full_like");
         shape_nbytes(t.sizes(), dt, "full_like");
-        return finish(without_gil([&] { return full(t.sizes(), v, dt, d); }), requires_grad);
+        return finish(without_gil([&] {
+                        Tensor x = new_like(t, dt, d, memory_format, "full_like");
+                        return op::fill_(x, v);
+                      }),
+                      requires_grad);
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+      py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("memory_format") = MemoryFormat::Preserve);
 
   m.def(
       "arange",

@@ -5,8 +5,6 @@
 //
 // __eq__ returns a tensor, so __hash__ is kept identity-based (tensors are dict
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
-#include <algorithm>
-#include <numeric>
 
 #include "../cpu/vec_table.h"
 #include "../tensor_iterator.h"
@@ -31,13 +29,10 @@ Tensor convert(const Tensor& self, ScalarType dtype, MemoryFormat format, bool c
     return copy && out.is_same(self) ? op::clone(self, format) : out;
   }
   if (dtype == self.dtype()) return copy ? op::clone(self, format) : self;
-  // A cast writes a contiguous result: cast a dense permuted tensor in its
-  // memory order (a contiguous permutation of it) and permute the result back.
-  if (self.is_contiguous() || !is_non_overlapping_and_dense(self)) return op::cast(self, dtype);
-  Shape order(self.dim());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return self.strides()[a] > self.strides()[b]; });
+  // A cast writes a contiguous result: cast self permuted into its layout
+  // order (outermost dim first) and permute the result back.
+  if (self.is_contiguous()) return op::cast(self, dtype);
+  const Shape order = layout_order(self);
   Shape inverse(order.size());
   for (size_t k = 0; k < order.size(); ++k) inverse[order[k]] = static_cast<int64_t>(k);
   return op::permute(op::cast(op::permute(self, order), dtype), inverse);
