@@ -137,3 +137,27 @@ def test_uniform_and_normal_fills_keep_working():
     t = fc.zeros(4, 6)
     t.t().uniform_(5.0, 6.0)
     assert min(t.view(-1).tolist()) >= 5.0
+
+
+def test_seeds_take_pytorchs_range_and_reject_others():
+    for seed in (0, 2**64 - 1, -1, -(2**63), 2**40):
+        g = fc.Generator(seed=seed)
+        torch.manual_seed(seed)
+        assert g.initial_seed() == torch.initial_seed() == fc.Generator().manual_seed(seed).initial_seed()
+        fc.manual_seed(seed)
+        assert fc.initial_seed() == torch.initial_seed()
+    for bad in (2**64, -(2**63) - 1):
+        with pytest.raises(RuntimeError, match=r"\[manual_seed\] seed .* is out of range \[-2\*\*63, 2\*\*64 - 1\]"):
+            fc.manual_seed(bad)
+        with pytest.raises(RuntimeError, match=r"\[Generator\] seed"):
+            fc.Generator(seed=bad)
+    with pytest.raises(TypeError, match=r"\[manual_seed\] seed must be an int, got float"):
+        fc.manual_seed(1.5)
+    fc.manual_seed(0)
+
+
+def test_narrow_rejects_huge_ints_with_a_message():
+    x = fc.zeros(4)
+    with pytest.raises(RuntimeError, match=r"\[narrow\] start 73786976294838206464 does not fit in int64"):
+        x.narrow(0, 2**66, 1)
+    assert fc.narrow(x, 0, 1, 2).shape == (2,)

@@ -347,14 +347,14 @@ void init_factories(py::module_& m) {
       .def(py::init([](py::handle device, py::object seed) {
              (void)parse_device(device, "Generator");
              auto g = std::make_shared<Generator>();
-             if (!seed.is_none()) g->manual_seed(static_cast<uint64_t>(seed.cast<int64_t>()));
+             if (!seed.is_none()) g->manual_seed(as_seed(seed, "Generator"));
              return g;
            }),
            py::arg("device") = "cpu", py::arg("seed") = py::none())
       .def(
           "manual_seed",
-          [](std::shared_ptr<Generator> g, int64_t seed) {
-            g->manual_seed(static_cast<uint64_t>(seed));
+          [](std::shared_ptr<Generator> g, py::handle seed) {
+            g->manual_seed(as_seed(seed, "manual_seed"));
             return g;
           },
           py::arg("seed"))

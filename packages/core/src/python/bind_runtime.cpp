@@ -15,7 +15,7 @@ void init_runtime(py::module_& m) {
   m.def("is_grad_enabled", &grad_mode_enabled);
   m.def("_set_grad_enabled", &set_grad_mode_enabled, py::arg("enabled"));
   m.def(
-      "manual_seed", [](int64_t seed) { manual_seed(static_cast<uint64_t>(seed)); }, py::arg("seed"),
+      "manual_seed", [](py::handle seed) { manual_seed(as_seed(seed, "manual_seed")); }, py::arg("seed"),
       "Seeds the default random generator (rand, randn, shuffling).");
   m.def("initial_seed", [] { return default_generator().initial_seed(); });
   m.def("_abi_tag", &core_abi_tag, "Note [ABI tag]: the tag core was built with.");

@@ -51,6 +51,23 @@ int64_t as_int64(py::handle obj, const char* op, const char* what) {
   return v;
 }
 
+uint64_t as_seed(py::handle obj, const char* op) {
+  FB_CHECK_TYPE(PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), "[", op, "] seed must be an int, got ",
+                py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  const auto i = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!i) throw py::error_already_set();
+  // PyTorch's range: a negative seed is taken modulo 2**64, as its two's complement.
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (!overflow) return static_cast<uint64_t>(v);
+  const unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(i.ptr()) : 0;
+  if (overflow > 0 && !PyErr_Occurred()) return u;
+  PyErr_Clear();
+  FB_CHECK(false, "[", op, "] seed ", py::str(i).cast<std::string>(), " is out of range [-2**63, 2**64 - 1]");
+  return 0;
+}
+
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what) {
   FB_CHECK_TYPE(py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj), "[", op, "] ", what,
                 " must be a sequence of ints, got ",

@@ -303,7 +303,10 @@ Tensor squeeze_py(const Tensor& t, py::handle dim) {
   return op::squeeze(t, dims);
 }
 
-Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+Tensor narrow_py(const Tensor& t, py::handle dim_arg, py::handle start_arg, py::handle length_arg) {
+  const int64_t dim = as_int64(dim_arg, "narrow", "dim");
+  int64_t start = as_int64(start_arg, "narrow", "start");
+  const int64_t length = as_int64(length_arg, "narrow", "length");
   FB_CHECK_INDEX(t.dim() > 0, "[narrow] cannot narrow a 0-d tensor");
   const int64_t d = wrap_dim(dim, t.dim(), "narrow");
   const int64_t n = t.sizes()[d];
@@ -393,7 +396,7 @@ void init_views(py::module_& m) {
           py::arg("start_dim") = 0, py::arg("end_dim") = -1,
           "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
           ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
-      .def("narrow", &narrow, py::arg("dim"), py::arg("start"), py::arg("length"),
+      .def("narrow", &narrow_py, py::arg("dim"), py::arg("start"), py::arg("length"),
            "The view t[..., start:start+length, ...] along dim.")
       .def(
           "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
@@ -443,7 +446,7 @@ void init_views(py::module_& m) {
   m.def(
       "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, py::arg("input"),
       py::arg("start_dim") = 0, py::arg("end_dim") = -1);
-  m.def("narrow", &narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("narrow", &narrow_py, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
   m.def(
       "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
       py::arg("input"), py::arg("dim"), py::arg("index"));

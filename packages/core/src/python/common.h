@@ -49,6 +49,8 @@ Scalar as_scalar(py::handle obj, const char* op);
 /// A Python int (or anything with __index__) as int64: TypeError naming `op`
 /// and `what` for another type, RuntimeError for an int beyond int64.
 int64_t as_int64(py::handle obj, const char* op, const char* what);
+/// A random seed: a Python int in [-2**63, 2**64 - 1] (negative ones wrap), as PyTorch accepts.
+uint64_t as_seed(py::handle obj, const char* op);
 /// Sizes given as f(2, 3) or f((2, 3)) or f([2, 3]); TypeError/ValueError naming `op`.
 Shape parse_shape(const py::args& args, const char* op);
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what);
