@@ -59,6 +59,7 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
     for (const auto& t : parts) {
       const Tensor src = t.dtype() == dtype ? t : op::cast(t, dtype);
       const int64_t chunk = src.sizes()[d] * inner;
+      if (chunk == 0) continue;  // nothing to copy (and an empty part may have no data pointer)
       if (src.is_contiguous()) {
         const T* s = src.data<T>();
         if (outer == 1) {  // one block: split the copy itself across threads

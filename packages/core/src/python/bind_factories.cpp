@@ -95,7 +95,8 @@ Tensor tensor_from_buffer_copy(py::handle obj) {
   char* dst = static_cast<char*>(out.data_ptr());
   const auto isz = static_cast<size_t>(b.view.itemsize);
   if (PyBuffer_IsContiguous(&b.view, 'C')) {
-    std::memcpy(dst, b.view.buf, static_cast<size_t>(out.numel()) * isz);
+    // An empty tensor may have no data pointer; memcpy's arguments must not be null even for 0 bytes.
+    if (out.numel() > 0) std::memcpy(dst, b.view.buf, static_cast<size_t>(out.numel()) * isz);
     return out;
   }
   // Strided (possibly negative strides): walk it in row-major order.
@@ -178,7 +179,7 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
     Tensor copy;
     try {
       copy = op::empty(Shape{count}, dtype, Device(DeviceType::CPU));
-      std::memcpy(copy.data_ptr(), data, nbytes);
+      if (nbytes > 0) std::memcpy(copy.data_ptr(), data, nbytes);
     } catch (...) {
       release(view);
       throw;
