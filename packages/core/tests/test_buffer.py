@@ -223,3 +223,17 @@ def test_frombuffer_errors():
         fc.frombuffer(np.arange(10.0)[::2], dtype=fc.float64)
     with pytest.raises(TypeError, match="dtype"):
         fc.frombuffer(bytearray(8), dtype="int32")
+
+
+def test_memoryview_refuses_sizes_whose_byte_count_overflows():
+    # 2**61 elements of 8 bytes, and an empty tensor whose sizes overflow
+    # before the 0 when multiplied in order (as the buffer protocol does).
+    for t in (
+        fc.zeros(1, dtype=fc.float64).expand(2**61),
+        fc.zeros(0, dtype=fc.float64).view(1, 0).expand(2**60, 0),
+    ):
+        with pytest.raises(BufferError) as info:
+            memoryview(t)
+        assert "[buffer] a tensor of shape" in str(info.value.__cause__)
+        assert "its size in bytes overflows int64" in str(info.value.__cause__)
+    assert memoryview(fc.zeros(0, 3)).shape == (0, 3)

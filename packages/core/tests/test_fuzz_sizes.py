@@ -174,8 +174,11 @@ class Fuzzer:
         try:
             mv = memoryview(t)
         except BufferError as e:
-            # Only a tensor whose size in bytes overflows int64 is refused.
-            assert numel * isz > INT64_MAX, (shape, e.__cause__)
+            # Only a tensor whose size in bytes, or a running product of it, overflows int64 is refused.
+            running = [isz]
+            for s in shape:
+                running.append(running[-1] * s)
+            assert max(running) > INT64_MAX, (shape, e.__cause__)
             assert "[buffer]" in str(e.__cause__), e.__cause__
             return
         with mv:

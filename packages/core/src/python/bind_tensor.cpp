@@ -283,6 +283,14 @@ void init_tensor(py::module_& m) {
             !__builtin_mul_overflow(t.numel(), isz, &nbytes), "[buffer] a tensor of shape ",
             shape_str(t.sizes()), " and dtype ", dtype_name(t.dtype()),
             " has too many elements to export: its size in bytes overflows int64; export a smaller slice");
+        // pybind11 computes the length as itemsize * size[0] * size[1] * ... in that order, so an
+        // empty tensor with a huge dim before its 0 would overflow there (undefined behaviour).
+        int64_t running = isz;
+        for (int64_t s : t.sizes())
+          FB_CHECK(
+              !__builtin_mul_overflow(running, s, &running), "[buffer] a tensor of shape ",
+              shape_str(t.sizes()), " and dtype ", dtype_name(t.dtype()),
+              " has too many elements to export: its size in bytes overflows int64; export a smaller slice");
         std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
         std::vector<py::ssize_t> strides;
         for (int64_t s : t.strides()) {
