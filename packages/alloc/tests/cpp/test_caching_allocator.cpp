@@ -15,9 +15,12 @@
 #include "caching_allocator.h"
 #include "flambeau/error.h"
 #include "flambeau/storage.h"
+#include "testing.h"  // core's C++ test helpers (packages/core/tests/cpp)
 
 using namespace flambeau;
 using namespace flambeau::alloc;
+
+using fbtest::error_message;
 
 namespace {
 
@@ -112,18 +115,6 @@ void check_invariants(const CachingAllocator& a) {
   CHECK(reserved == s.reserved_bytes[kAggregate].current);
   CHECK(allocated == s.allocated_bytes[kAggregate].current);
   CHECK(blocks == s.allocation[kAggregate].current);
-}
-
-template <class E, class F>
-doctest::String error_message(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return (std::string("<another exception type: ") + e.what() + ">").c_str();
-  }
-  return "<no exception>";
 }
 
 }  // namespace

@@ -12,20 +12,12 @@
 #include <vector>
 
 #include "engine.h"
+#include "testing.h"  // core's C++ test helpers (packages/core/tests/cpp)
 
 using namespace flambeau;
 using namespace flambeau::autograd;
 
-template <class T>
-struct doctest::StringMaker<std::vector<T>> {
-  static doctest::String convert(const std::vector<T>& v) {
-    std::ostringstream os;
-    os << "{";
-    for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-    os << "}";
-    return os.str().c_str();
-  }
-};
+using fbtest::error_message;
 
 namespace {
 
@@ -159,18 +151,6 @@ std::shared_ptr<Node> chain_of_links(const Edge& bottom, int64_t length) {
     next = edge(top);
   }
   return top;
-}
-
-template <class E, class F>
-doctest::String error_message(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return (std::string("<another exception type: ") + e.what() + ">").c_str();
-  }
-  return "<no exception>";
 }
 
 }  // namespace

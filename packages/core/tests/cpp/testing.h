@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -22,7 +23,13 @@ struct doctest::StringMaker<std::vector<T>> {
   static doctest::String convert(const std::vector<T>& v) {
     std::ostringstream os;
     os << "{";
-    for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << +v[i];
+    for (size_t i = 0; i < v.size(); ++i) {
+      os << (i ? ", " : "");
+      if constexpr (std::is_arithmetic_v<T>)
+        os << +v[i];  // int8/uint8 print as numbers
+      else
+        os << v[i];
+    }
     os << "}";
     return os.str().c_str();
   }
