@@ -260,3 +260,18 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if inplace:
         return input.mul_(mask)
     return input * mask
+
+
+# ---- convolution and im2col ----
+
+
+# ---- pooling, padding, resampling ----
+
+
+# ---- normalization, embedding, dropout ----
+
+
+# ---- activations and losses ----
+
+
+# ---- recurrent cells and attention ----
