@@ -240,6 +240,8 @@ def bench(session: nox.Session) -> None:
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau=={VERSION}", TORCH, "numpy")
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
+    # The DataLoader epoch (issue 9): flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
+    session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
 
 
 @nox.session(reuse_venv=True)

@@ -1,57 +1,165 @@
-"""One DataLoader epoch: flambeau-data vs PyTorch, same data, same process.
+"""One DataLoader epoch: flambeau-data vs PyTorch's DataLoader, and the batched-gather bound.
 
 60,000 in-memory samples (784 float32 features + an int64 label) in a
-TensorDataset, batch 128, shuffle=True, num_workers 0 and 2. Best of
-`--repeat` epochs (time.perf_counter), after one warm-up epoch.
+TensorDataset, batch 128, shuffle=True, with 0 and 2 workers; the bound is a
+plain batched gather (``x[idx], y[idx]`` per batch of a shuffled order) in one
+process. Also the start-up (``iter(loader)`` to the first batch, 2 workers,
+fresh loader) and the first batch with 0 workers.
 
-    python packages/data/benchmarks/bench_epoch.py
+Every measurement runs in a child process of its own that imports only its
+library (flambeau or torch; NumPy makes the data), one child per contestant
+per round, the order reversed every other round, so machine noise hits both
+alike. Each child times ``--epochs`` epochs after a warm-up epoch, with one
+intra-op thread. The table gives min and median over all epochs of all rounds
+and the ratio of the medians. ``nox -s bench`` runs this after
+``benchmarks/run.py``.
+
+    python packages/data/benchmarks/bench_epoch.py [--rounds 3] [--epochs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
+import subprocess
+import sys
 import time
 
-import numpy as np
+N, FEATURES, BATCH = 60_000, 784, 128
+_MARK = "@@bench@@ "
 
 
-def epoch_time(loader, repeat: int) -> float:
-    for _ in loader:  # warm-up (and worker start-up for non-persistent loaders is included below)
-        break
-    best = float("inf")
-    for _ in range(repeat):
+def _data():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, FEATURES), dtype=np.float32)
+    y = rng.integers(0, 10, size=N, dtype=np.int64)
+    return x, y
+
+
+def _child(lib: str, what: str, epochs: int) -> dict:
+    x_np, y_np = _data()
+    if lib == "flambeau":
+        import flambeau_core as fc
+        import flambeau_data as fdata
+
+        fc.set_num_threads(1)
+        ds = fdata.TensorDataset(x_np, y_np)
+        x, y = ds.tensors
+        make = fdata.DataLoader
+    else:
+        import torch
+
+        torch.set_num_threads(1)
+        x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+        ds = torch.utils.data.TensorDataset(x, y)
+        make = torch.utils.data.DataLoader
+
+    if what == "gather":  # the bound: one process, x[idx] and y[idx] per batch of a shuffled order
+        import flambeau_core as fc
+
+        def epoch() -> int:
+            perm = fc.randperm(N).tolist()
+            n = 0
+            for i in range(0, N, BATCH):
+                idx = perm[i : i + BATCH]
+                xb, _ = x[idx], y[idx]
+                n += xb.shape[0]
+            return n
+
+        times = []
+        epoch()
+        for _ in range(epochs):
+            start = time.perf_counter()
+            assert epoch() == N
+            times.append(time.perf_counter() - start)
+        return {"epoch": times}
+
+    if what in ("first0", "startup2"):
+        workers = 0 if what == "first0" else 2
+        times = []
+        for _ in range(epochs + 1):
+            start = time.perf_counter()
+            it = iter(make(ds, batch_size=BATCH, shuffle=True, num_workers=workers))
+            next(it)
+            times.append(time.perf_counter() - start)
+            del it
+        return {"first": times[1:]}
+    workers = int(what[1:])
+    loader = make(ds, batch_size=BATCH, shuffle=True, num_workers=workers, persistent_workers=workers > 0)
+    for _ in loader:  # warm-up (and worker start-up)
+        pass
+    times = []
+    for _ in range(epochs):
         start = time.perf_counter()
         n = 0
-        for x, _ in loader:
-            n += x.shape[0]
-        best = min(best, time.perf_counter() - start)
-        assert n == 60_000
-    return best
+        for xb, _ in loader:
+            n += xb.shape[0]
+        times.append(time.perf_counter() - start)
+        assert n == N
+    return {"epoch": times}
+
+
+def _run_child(lib: str, what: str, epochs: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", lib, what, "--epochs", str(epochs)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith(_MARK):
+            return json.loads(line[len(_MARK) :])
+    raise RuntimeError(f"{lib} {what} failed:\n{proc.stderr[-3000:]}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--child", nargs=2, metavar=("LIB", "WHAT"))
     args = parser.parse_args()
+    if args.child:
+        print(_MARK + json.dumps(_child(*args.child, args.epochs)), flush=True)
+        return
 
-    import flambeau_core as fc
-    import flambeau_data as fdata
-    import torch
+    rows = [
+        ("epoch, 0 workers (samples/s)", "w0", ("flambeau", "torch")),
+        ("epoch, 2 workers (samples/s)", "w2", ("flambeau", "torch")),
+        ("batched gather x[idx] (samples/s)", "gather", ("flambeau",)),
+        ("start-up to 1st batch, 2 workers (ms)", "startup2", ("flambeau", "torch")),
+        ("first batch, 0 workers (ms)", "first0", ("flambeau", "torch")),
+    ]
+    results: dict[tuple[str, str], list[float]] = {}
+    for r in range(args.rounds):
+        for _, what, libs in rows:
+            for lib in libs if r % 2 == 0 else tuple(reversed(libs)):
+                out = _run_child(lib, what, args.epochs)
+                results.setdefault((what, lib), []).extend(out.get("epoch") or out.get("first"))
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((60_000, 784), dtype=np.float32)
-    y = rng.integers(0, 10, size=60_000, dtype=np.int64)
+    def rate(ts: list[float]) -> tuple[float, float]:
+        return N / min(ts), N / statistics.median(ts)
 
-    fb_ds = fdata.TensorDataset(fc.frombuffer(x, dtype=fc.float32).view(60_000, 784), fc.frombuffer(y, dtype=fc.int64))
-    th_ds = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
-
-    print(f"{'workers':>8} {'flambeau (s)':>13} {'torch (s)':>10} {'ratio':>6}")
-    for workers in (0, 2):
-        fb = epoch_time(fdata.DataLoader(fb_ds, batch_size=128, shuffle=True, num_workers=workers), args.repeat)
-        th = epoch_time(
-            torch.utils.data.DataLoader(th_ds, batch_size=128, shuffle=True, num_workers=workers), args.repeat
-        )
-        print(f"{workers:>8} {fb:>13.3f} {th:>10.3f} {fb / th:>6.2f}")
+    print(f"DataLoader epoch: {N} x {FEATURES} float32 TensorDataset, batch {BATCH}, shuffle; {args.rounds} rounds")
+    print(f"{'':40} {'flambeau min/median':>24} {'torch min/median':>24} {'ratio':>7}")
+    for title, what, _ in rows:
+        fb = results[(what, "flambeau")]
+        th = results.get((what, "torch"))
+        if what.startswith(("startup", "first")):
+            f = f"{min(fb) * 1e3:.1f} / {statistics.median(fb) * 1e3:.1f}"
+            t = f"{min(th) * 1e3:.1f} / {statistics.median(th) * 1e3:.1f}" if th else "-"
+            ratio = f"{statistics.median(th) / statistics.median(fb):.2f}x" if th else ""
+        else:
+            f = "{:,.0f} / {:,.0f}".format(*rate(fb))
+            t = "{:,.0f} / {:,.0f}".format(*rate(th)) if th else "-"
+            ratio = f"{statistics.median(th) / statistics.median(fb):.2f}x" if th else ""
+        print(f"{title:40} {f:>24} {t:>24} {ratio:>7}")
+    bound = statistics.median(results[("gather", "flambeau")])
+    w2 = statistics.median(results[("w2", "flambeau")])
+    print(f"2 workers vs the batched gather: {w2 / bound:.2f}x its epoch time (target <= 2)")
+    print("ratio: torch median time / flambeau median time (> 1: flambeau faster)")
 
 
 if __name__ == "__main__":

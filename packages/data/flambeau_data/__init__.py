@@ -22,18 +22,20 @@ import flambeau_core as _core  # noqa: F401  (loads core first)
 from flambeau_data import multiprocessing  # noqa: F401  (registers the tensor reduction)
 from flambeau_data._worker import WorkerInfo, get_worker_info
 from flambeau_data.collate import collate, default_collate, default_collate_fn_map, default_convert
-from flambeau_data.dataloader import DataLoader
+from flambeau_data.dataloader import DataLoader, get_pin_memory_allocator, set_pin_memory_allocator
 from flambeau_data.dataset import (
     ChainDataset,
     ConcatDataset,
     Dataset,
     IterableDataset,
+    PackedList,
     Subset,
     TensorDataset,
     random_split,
 )
 from flambeau_data.sampler import (
     BatchSampler,
+    DistributedSampler,
     RandomSampler,
     Sampler,
     SequentialSampler,
@@ -52,7 +54,9 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
+    "PackedList",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -65,7 +69,9 @@ __all__ = [
     "default_collate",
     "default_collate_fn_map",
     "default_convert",
+    "get_pin_memory_allocator",
     "get_worker_info",
     "multiprocessing",
     "random_split",
+    "set_pin_memory_allocator",
 ]

@@ -16,16 +16,37 @@ every file a dead or interrupted worker left half-written or unsent
 ``multiprocessing.shared_memory`` blocks, so Python's ``resource_tracker`` never
 sees them (it would warn about, and unlink, blocks created in one process and
 unlinked in another).
+
+Note [Batch ring]: the DataLoader's workers do not create a file per batch.
+Each worker owns a ring of *slots*, each one a shared-memory file that it
+creates on first use (``<prefix><worker>_<slot>_<generation>``), reserves with
+``posix_fallocate`` (so a full ``/dev/shm`` is an ENOSPC error naming sizes,
+not a SIGBUS later) and maps once. The main process names the slot to write in
+every task; the worker copies the collated batch's tensors into it (or
+gathers straight into it: ``TensorDataset``) and sends the description. The
+main process opens the file the first time it sees it, maps it once and
+unlinks the name at once, so names live in ``/dev/shm`` only between a
+worker's first write and the main process's receipt. Neither side keeps a file
+descriptor (the mappings suffice). Each yielded batch's tensors view the slot
+through a fresh ``memoryview`` of the mapping, whose weak reference tells the
+main process when the last tensor of that batch is gone: only then is the slot
+handed out again. A user who keeps batches makes the ring grow (new slots);
+one that drops them keeps it at ``prefetch_factor`` + 2 slots per worker,
+reused for the whole life of the pool. A slot too small for a batch is
+replaced by a larger file (the next generation).
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import math
 import mmap
 import os
 import pickle
 import tempfile
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +69,7 @@ class ShmBatch:
     nbytes: int
     metas: list[tuple[int, str, tuple[int, ...]]]  # (byte offset, dtype name, shape) per tensor
     payload: bytes  # the pickled structure, tensors replaced by their index in metas
+    slot: int = -1  # the ring slot written (Note [Batch ring]); -1 for a one-off segment
 
 
 class _RefPickler(pickle.Pickler):
@@ -115,12 +137,61 @@ def write_tensors(fd: int, tensors: list[fc.Tensor], offsets: list[int], total: 
             mapping.close()
 
 
+class SharedMemoryFullError(RuntimeError):
+    """Raised when ``/dev/shm`` has no room for a batch or a shared tensor."""
+
+
+def shm_usage() -> tuple[int, int]:
+    """(size, free bytes) of the file system behind SHM_DIR (0, 0 if unknown)."""
+    try:
+        st = os.statvfs(SHM_DIR)
+    except OSError:
+        return 0, 0
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def full_message(nbytes: int, what: str) -> str:
+    size, free = shm_usage()
+    return (
+        f"{SHM_DIR} is full: {what} needed {nbytes} bytes ({_fmt_bytes(nbytes)}) of shared memory, but {SHM_DIR} "
+        f"has {_fmt_bytes(free)} free of {_fmt_bytes(size)} ({size} bytes). Make it larger (e.g. `docker run "
+        "--shm-size=8g`, or `mount -o remount,size=8G /dev/shm`), or use a smaller batch_size, fewer workers or "
+        "a smaller prefetch_factor."
+    )
+
+
+def reserve(fd: int, nbytes: int, what: str) -> None:
+    """Sizes the file ``fd`` to ``nbytes``, allocating its pages now.
+
+    On tmpfs ``ftruncate`` alone allocates nothing: a full ``/dev/shm`` would
+    surface later as a SIGBUS on first touch of a page. ``posix_fallocate``
+    fails at once with ENOSPC instead, which becomes a SharedMemoryFullError
+    naming the size of ``/dev/shm`` and the bytes asked for.
+    """
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EFBIG):
+            raise SharedMemoryFullError(full_message(nbytes, what)) from None
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        os.ftruncate(fd, nbytes)  # a file system without fallocate
+
+
 def write_segment(name: str, tensors: list[fc.Tensor], offsets: list[int], total: int) -> None:
     """Creates segment ``name`` of ``total`` bytes holding ``tensors`` at ``offsets``."""
     path = os.path.join(SHM_DIR, name)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.ftruncate(fd, total)
+        reserve(fd, total, "a tensor sent between processes")
         write_tensors(fd, tensors, offsets, total)
     except BaseException:
         _unlink(path)
@@ -202,3 +273,167 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+# ---- the DataLoader's batch ring (Note [Batch ring]) ----
+
+
+def _layout(tensors: list[fc.Tensor]) -> tuple[list[tuple[int, str, tuple[int, ...]]], int]:
+    metas, total = [], 0
+    for t in tensors:
+        metas.append((total, dtype_name(t.dtype), tuple(t.shape)))
+        total = _round_up(total + t.numel() * t.element_size())
+    return metas, total
+
+
+def _slot_capacity(nbytes: int) -> int:
+    # A little headroom (a last, smaller batch; a larger one later) rounded to whole pages.
+    page = mmap.PAGESIZE
+    return (nbytes + nbytes // 8 + page - 1) // page * page
+
+
+class WorkerRing:
+    """A worker's side of the ring: its slot files, each mapped once and rewritten in place."""
+
+    def __init__(self, prefix: str, worker_id: int) -> None:
+        self.prefix = f"{prefix}{worker_id}_"
+        self.worker_id = worker_id
+        self._slots: dict[int, tuple[str, mmap.mmap]] = {}  # slot -> (file name, mapping)
+        self._generation = 0
+
+    def _mapping(self, slot: int, nbytes: int) -> tuple[str, mmap.mmap]:
+        cur = self._slots.get(slot)
+        if cur is not None and len(cur[1]) >= nbytes:
+            return cur
+        if cur is not None:
+            cur[1].close()
+            del self._slots[slot]
+        self._generation += 1
+        name = f"{self.prefix}{slot}_{self._generation}"
+        path = os.path.join(SHM_DIR, name)
+        capacity = _slot_capacity(nbytes)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            reserve(fd, capacity, f"DataLoader worker {self.worker_id} (a batch)")
+            mapping = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED)
+        except BaseException:
+            _unlink(path)
+            raise
+        finally:
+            os.close(fd)
+        self._slots[slot] = (name, mapping)
+        return name, mapping
+
+    def views(self, slot: int, specs: list[tuple[Any, tuple[int, ...]]]) -> tuple[ShmBatch, list[fc.Tensor]]:
+        """Tensors of the given (dtype, shape) inside ``slot``, to be filled, and the batch that describes them.
+
+        The caller fills the tensors, then sets ``payload`` on the returned ShmBatch.
+        """
+        metas, total = [], 0
+        for dtype, shape in specs:
+            metas.append((total, dtype_name(dtype), tuple(shape)))
+            total = _round_up(total + math.prod(shape) * _itemsize(dtype))
+        if total == 0:
+            return ShmBatch("", 0, metas, b"", -1), [fc.empty(shape, dtype=dtype) for dtype, shape in specs]
+        name, mapping = self._mapping(slot, total)
+        return ShmBatch(name, len(mapping), metas, b"", slot), map_tensors(mapping, metas)
+
+    def pack(self, obj: Any, slot: int) -> ShmBatch:
+        """Copies ``obj``'s tensors into ``slot`` and describes the rest."""
+        tensors: list[fc.Tensor] = []
+        buf = io.BytesIO()
+        _RefPickler(buf, tensors).dump(obj)
+        batch, dsts = self.views(slot, [(t.dtype, tuple(t.shape)) for t in tensors])
+        for dst, src in zip(dsts, tensors, strict=True):
+            if src.numel():
+                dst.copy_(src)
+        batch.payload = buf.getvalue()
+        return batch
+
+    def close(self) -> None:
+        for _, mapping in self._slots.values():
+            try:
+                mapping.close()
+            except BufferError:
+                pass  # a tensor still views it; the mapping goes with it
+        self._slots.clear()
+
+
+_ITEMSIZE: dict[Any, int] = {}
+
+
+def _itemsize(dtype: Any) -> int:
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        size = _ITEMSIZE[dtype] = fc.empty(0, dtype=dtype).element_size()
+    return size
+
+
+class MainRing:
+    """The main process's side: one mapping per slot file, and which slots are free.
+
+    ``receive`` maps a batch zero-copy; the slot returns to its worker's free
+    list when the last tensor of the batch is gone (a weak reference on the
+    per-batch memoryview the tensors hold), or at once for a batch without
+    tensors or one that is discarded.
+    """
+
+    def __init__(self, num_workers: int, initial: int) -> None:
+        self._free: list[list[int]] = [list(range(initial)) for _ in range(num_workers)]
+        self._next = [initial] * num_workers
+        self._maps: dict[tuple[int, int], tuple[str, mmap.mmap]] = {}
+        self._held: dict[tuple[int, int], Any] = {}  # (worker, slot) -> weakref of the batch's memoryview
+
+    def take(self, worker_id: int) -> int:
+        """A free slot of ``worker_id`` (a new one if every slot is in use)."""
+        free = self._free[worker_id]
+        if free:
+            return free.pop()
+        slot = self._next[worker_id]
+        self._next[worker_id] += 1
+        return slot
+
+    def release(self, worker_id: int, slot: int) -> None:
+        if slot >= 0:
+            self._held.pop((worker_id, slot), None)
+            self._free[worker_id].append(slot)
+
+    def _map(self, worker_id: int, batch: ShmBatch) -> mmap.mmap:
+        key = (worker_id, batch.slot)
+        cur = self._maps.get(key)
+        if cur is not None and cur[0] == batch.name:
+            return cur[1]
+        path = os.path.join(SHM_DIR, batch.name)
+        try:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                mapping = mmap.mmap(fd, batch.nbytes, flags=_MAP_FLAGS)
+            finally:
+                os.close(fd)
+        finally:
+            _unlink(path)
+        self._maps[key] = (batch.name, mapping)  # an older generation stays mapped while its tensors live
+        return mapping
+
+    def receive(self, worker_id: int, batch: ShmBatch, on_release: Callable[[int, int], None]) -> Any:
+        """The batch, its tensors viewing the slot; ``on_release(worker, slot)`` runs when they are all gone."""
+        if not batch.name:
+            self.release(worker_id, batch.slot)
+            return _RefUnpickler(io.BytesIO(batch.payload), map_tensors(None, batch.metas)).load()
+        mapping = self._map(worker_id, batch)
+        view = memoryview(mapping)
+        tensors = map_tensors(view, batch.metas)
+        key = (worker_id, batch.slot)
+        self._held[key] = weakref.ref(view, lambda _r, w=worker_id, s=batch.slot: on_release(w, s))
+        del view
+        return _RefUnpickler(io.BytesIO(batch.payload), tensors).load()
+
+    def discard(self, worker_id: int, batch: ShmBatch) -> None:
+        """Frees a batch that will never be yielded (its slot is free again, its name gone)."""
+        if batch.name:
+            self._map(worker_id, batch)
+        self.release(worker_id, batch.slot)
+
+    def close(self) -> None:
+        self._maps.clear()  # tensors still viewing a mapping keep it alive
+        self._held.clear()

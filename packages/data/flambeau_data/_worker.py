@@ -1,10 +1,13 @@
 """The DataLoader's worker process: fetch, collate, hand over in shared memory.
 
-Note [Worker protocol]: each worker has its own index queue; all workers share
-one result queue.
+Note [Worker protocol]: each worker has two pipes of its own: tasks in,
+results out (no queue feeder threads, no lock shared between workers; the main
+process waits on every result pipe and every worker's sentinel at once, so a
+death is seen at once).
 
-* main -> worker: ``(task_id, indices)`` to fetch a batch (``indices`` is None
-  for an iterable dataset: "the next batch"); ``_ResumeIteration(seed)`` to
+* main -> worker: ``(task_id, indices, slot)`` to fetch a batch into ring slot
+  ``slot`` (Note [Batch ring]; ``indices`` is None for an iterable dataset:
+  "the next batch"); ``_ResumeIteration(seed)`` to
   start a new epoch (persistent workers); ``None`` to exit.
 * worker -> main: ``(worker_id, task_id, payload)`` where payload is a
   ``ShmBatch`` (Note [Shared-memory batches]), an ``ExceptionWrapper`` (the
@@ -17,13 +20,16 @@ one result queue.
   ``base_seed + worker_id``, then calls ``worker_init_fn(worker_id)``.
 * A worker exits when told (``None``), or by itself when its parent process is
   gone (checked every ``_POLL`` seconds while idle), so an orphan never lingers.
+* ``faulthandler`` is enabled in every worker, so a worker killed by a fatal
+  signal (SIGSEGV in an extension, ...) prints its Python stack to stderr; the
+  main process names the signal and the batch's sample indices.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
-import queue
 import random
 import sys
 import traceback
@@ -33,6 +39,7 @@ from typing import Any
 import flambeau_core as fc
 
 from flambeau_data import _shm
+from flambeau_data._convert import is_numpy_array, numpy_to_tensor
 
 _POLL = 1.0
 
@@ -95,7 +102,10 @@ class ExceptionWrapper:
         self.where = where
 
     def reraise(self) -> None:
-        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        msg = (
+            f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+            "(A Python exception: run with num_workers=0 to debug it in the main process.)"
+        )
         if self.exc_type is KeyError:
             # KeyError repr()s its message, which would mangle the traceback's newlines.
             msg = _KeyErrorMessage(msg)
@@ -128,21 +138,61 @@ class _KeyErrorMessage(str):
         return self
 
 
+def format_indices(indices: Any, limit: int = 16) -> str:
+    """``indices`` for a message, shortened past ``limit`` items."""
+    if indices is None:
+        return "(the next batch of the iterable dataset)"
+    if not isinstance(indices, (list, tuple)):
+        return repr(indices)
+    if len(indices) <= limit:
+        return repr(list(indices))
+    head = ", ".join(repr(i) for i in indices[:limit])
+    return f"[{head}, ... ({len(indices)} indices)]"
+
+
 class _MapFetcher:
     def __init__(self, dataset: Any, auto_collation: bool, collate_fn: Any) -> None:
+        from flambeau_data.collate import default_collate
+
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self._getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+        # A plain list/tuple/range: out-of-range indices name the index and the length.
+        self._sequence = type(dataset) in (list, tuple, range)
+        # A tensor or NumPy array as the dataset: its rows gathered at once (Note [Batched fetch]).
+        self._rows = (
+            auto_collation
+            and collate_fn is default_collate
+            and (isinstance(dataset, fc.Tensor) or is_numpy_array(dataset))
+            and len(dataset.shape) > 0
+        )
 
     def fetch(self, indices: Any) -> Any:
         if not self.auto_collation:
             return self.collate_fn(self.dataset[indices])
+        if self._rows:
+            return self._gather_rows(indices)
         if self._getitems is not None:
             data = self._getitems(indices)
         else:
+            if self._sequence:
+                from flambeau_data.dataset import check_indices
+
+                check_indices(indices, len(self.dataset), "DataLoader")
             data = [self.dataset[i] for i in indices]
         return self.collate_fn(data)
+
+    def _gather_rows(self, indices: list[int]) -> Any:
+        from flambeau_data.dataset import check_indices, index_tensor
+
+        index = index_tensor(indices)
+        check_indices(indices, self.dataset.shape[0], "DataLoader")
+        if isinstance(self.dataset, fc.Tensor):
+            return self.dataset[index]
+        import numpy as np
+
+        return numpy_to_tensor(np.take(self.dataset, indices, axis=0), "default_collate")
 
 
 class _IterableFetcher:
@@ -204,8 +254,8 @@ def worker_loop(
     collate_fn: Any,
     drop_last: bool,
     batch_size: int | None,
-    index_queue: Any,
-    result_queue: Any,
+    index_conn: Any,
+    result_conn: Any,
     base_seed: int,
     worker_init_fn: Any,
     segment_prefix: str,
@@ -214,7 +264,13 @@ def worker_loop(
     """Body of one worker process (Note [Worker protocol])."""
     global _worker_info, _segment_prefix
     _segment_prefix = segment_prefix
+    ring = _shm.WorkerRing(segment_prefix, worker_id)
     try:
+        if not faulthandler.is_enabled():
+            try:
+                faulthandler.enable()
+            except (RuntimeError, ValueError, OSError):
+                pass  # no usable stderr (e.g. closed): the signal is still reported by the main process
         fc.set_num_threads(1)
         seed = base_seed + worker_id
         _seed_worker(seed)
@@ -229,16 +285,17 @@ def worker_loop(
         except Exception:
             init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
-        sequence = 0
         while True:
-            try:
-                task = index_queue.get(timeout=_POLL)
-            except queue.Empty:
+            if not index_conn.poll(_POLL):
                 if os.getppid() != parent_pid:
                     # Orphaned (the main process was killed): nobody will map our segments.
                     _shm.remove_segments(segment_prefix)
                     break
                 continue
+            try:
+                task = index_conn.recv()
+            except (EOFError, OSError):
+                break  # the main process closed its end: shutting down
             if task is None:
                 break
             if isinstance(task, _ResumeIteration):
@@ -248,27 +305,36 @@ def worker_loop(
                         fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size)
                     except Exception:
                         init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-                result_queue.put((worker_id, None, task))
+                result_conn.send((worker_id, None, task))
                 continue
-            task_id, indices = task
+            task_id, indices, slot = task
             if init_error is not None:
                 payload: Any = init_error
                 init_error = None
             else:
                 try:
                     batch = fetcher.fetch(indices)  # type: ignore[union-attr]
-                    payload = _shm.pack(batch, f"{segment_prefix}{worker_id}_{sequence}")
-                    sequence += 1
+                    payload = ring.pack(batch, slot)
                     del batch
                 except StopIteration:
                     payload = _IterableExhausted()
                 except Exception:
-                    payload = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-            result_queue.put((worker_id, task_id, payload))
+                    where = f"in DataLoader worker process {worker_id}"
+                    if indices is not None:
+                        where += f" while loading the batch of sample indices {format_indices(indices)}"
+                    payload = ExceptionWrapper(where=where)
+            # Sent synchronously, before the next task is read: when a worker dies, every batch it
+            # finished is in its pipe, so the main process knows which batch it died on.
+            result_conn.send((worker_id, task_id, payload))
             del payload
     except KeyboardInterrupt:
         pass  # the main process handles Ctrl-C and shuts the workers down
-    # Unsent results are dropped: their segments are removed by the main process
-    # (remove_segments), and waiting for a reader that is gone would hang here.
-    result_queue.cancel_join_thread()
-    result_queue.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the main process is gone or shut the pool down
+    ring.close()
+    # Unsent results are dropped: their segments are removed by the main process (remove_segments).
+    for conn in (index_conn, result_conn):
+        try:
+            conn.close()
+        except OSError:
+            pass

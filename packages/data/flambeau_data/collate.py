@@ -30,6 +30,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError
 
 from flambeau_data._convert import is_numpy_array, is_numpy_scalar, numpy_to_tensor
+from flambeau_data.dataset import GatheredBatch
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
@@ -40,6 +41,14 @@ _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dict
 
 
 def _collate_tensor(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tensor:
+    shape = batch[0].shape
+    for t in batch:
+        if not isinstance(t, fc.Tensor) or t.shape != shape:
+            shapes = [tuple(b.shape) if isinstance(b, fc.Tensor) else type(b).__name__ for b in batch]
+            raise FlambeauError(
+                f"[default_collate] stack expects each tensor to be equal size, but got shapes {shapes} "
+                "(one per sample of the batch, in order)"
+            )
     return fc.stack(list(batch), 0)
 
 
@@ -49,9 +58,12 @@ def _collate_numpy_array(batch: list[Any], *, collate_fn_map: Any = None) -> fc.
     elem = batch[0]
     if _NP_STR_OBJ.search(elem.dtype.str) is not None:
         raise TypeError(_ERR.format(elem.dtype))
-    shapes = {b.shape for b in batch}
-    if len(shapes) != 1:
-        raise FlambeauError(f"[default_collate] stack expects each array to be equal size, got shapes {sorted(shapes)}")
+    shapes = [getattr(b, "shape", type(b).__name__) for b in batch]
+    if len(set(shapes)) != 1:
+        raise FlambeauError(
+            f"[default_collate] stack expects each array to be equal size, but got shapes {shapes} "
+            "(one per sample of the batch, in order)"
+        )
     # One NumPy stack then one zero-copy view: cheaper than a tensor per sample.
     return numpy_to_tensor(np.stack(batch), "default_collate")
 
@@ -103,6 +115,8 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     ``isinstance``). ``default_collate`` is ``collate`` with
     ``default_collate_fn_map`` plus NumPy arrays and scalars.
     """
+    if type(batch) is GatheredBatch:  # Note [Batched fetch]: already one tensor per field
+        return list(batch.tensors)
     if not isinstance(batch, (list, tuple)):
         batch = list(batch)
     if not batch:
@@ -209,3 +223,19 @@ def default_convert(data: Any) -> Any:
         except TypeError:
             return [default_convert(d) for d in data]
     return data
+
+
+def _map_tensors(obj: Any, fn: Callable[[fc.Tensor], Any]) -> Any:
+    """``obj`` with ``fn`` applied to every tensor inside (mappings, namedtuples, lists, tuples)."""
+    if isinstance(obj, fc.Tensor):
+        return fn(obj)
+    if isinstance(obj, collections.abc.Mapping):
+        try:
+            return type(obj)({k: _map_tensors(v, fn) for k, v in obj.items()})
+        except TypeError:
+            return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    if _is_namedtuple(obj):
+        return type(obj)(*(_map_tensors(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map_tensors(v, fn) for v in obj)
+    return obj

@@ -2,16 +2,29 @@
 
 Note [Worker pool]: with ``num_workers > 0`` the loader starts worker processes
 (Note [Worker protocol] in ``_worker.py``) and keeps ``prefetch_factor *
-num_workers`` tasks outstanding, handed out round-robin. Results arrive out of
-order on one queue; a reorder buffer yields them in task order. While waiting,
-the main process polls the workers every ``_POLL`` seconds, so a worker that
-died (a signal, ``os._exit``) raises a RuntimeError naming its pid and exit code
-instead of hanging. Shutdown (exhaustion, ``del``, garbage collection, an
+num_workers`` tasks outstanding, handed out round-robin, each naming the ring
+slot to fill (Note [Batch ring] in ``_shm.py``). Results arrive out of order on
+the workers' pipes; a reorder buffer yields them in task order. While waiting,
+the main process waits on every result pipe and every worker's sentinel, so a
+worker that died (a signal, ``os._exit``) raises at once a RuntimeError naming
+its pid, its signal or exit code and the sample indices of the batch it was
+loading, instead of hanging. ``timeout`` is a deadline for each batch awaited,
+counted from the call to ``next``: results of other batches arriving meanwhile
+do not move it. Shutdown (exhaustion, ``del``, garbage collection, an
 exception, interpreter exit through ``weakref.finalize``) tells each worker to
-exit, waits briefly, terminates stragglers, drains the result queue and
-removes every segment of the pool from ``/dev/shm`` (Note [Shared-memory
-batches]). Shutdown runs only in the process that started the pool (a forked
-child that inherits it does nothing).
+exit, waits briefly, terminates stragglers, drains the result pipes and
+removes every segment of the pool from ``/dev/shm``. Shutdown runs only in the
+process that started the pool (a forked child that inherits it does nothing).
+
+Note [Copy-on-read]: a forked worker shares the parent's pages until it writes
+to one. CPython writes to an object when it changes its reference count (any
+read of it) and when the garbage collector traverses it (every container, read
+or not). The pool calls ``gc.freeze()`` around the fork, so the workers'
+collector never traverses what the parent had; and data that workers read
+should live outside refcounted objects (tensors, NumPy arrays, or
+``flambeau_data.PackedList`` for a list of Python objects), so reading it
+writes nothing. ``tests/test_copy_on_read.py`` measures the workers' private
+memory (USS) for both.
 
 Start method: ``fork`` on Linux (as PyTorch), because it starts a worker in
 milliseconds and shares the dataset copy-on-write instead of pickling it.
@@ -25,12 +38,15 @@ dataset is then pickled, its tensors through shared memory
 
 from __future__ import annotations
 
+import collections
+import gc
 import itertools
 import multiprocessing as _mp
+import multiprocessing.connection as _mp_connection
 import os
-import queue
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -42,11 +58,48 @@ from flambeau_data.collate import default_collate, default_convert
 from flambeau_data.dataset import IterableDataset
 from flambeau_data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["DataLoader"]
+__all__ = ["DataLoader", "get_pin_memory_allocator", "set_pin_memory_allocator"]
 
 _POLL = 0.05  # seconds between liveness checks while waiting for a batch
 _JOIN_TIMEOUT = 2.0  # how long shutdown waits for a worker before terminating it
 _pool_ids = itertools.count()
+
+
+_pin_allocator: Any = None
+_pin_warned = False
+
+
+def set_pin_memory_allocator(allocator: Any) -> None:
+    """Registers the allocator of page-locked ("pinned") host memory that ``pin_memory=True`` uses.
+
+    ``allocator`` is what ``flambeau_core.set_allocator`` accepts (a core
+    ``Allocator``, or an object with ``malloc(nbytes)`` and ``free(ptr)``), or
+    None to unregister. With one registered, a loader with ``pin_memory=True``
+    copies each batch's tensors into memory from it before yielding the batch;
+    without one, ``pin_memory=True`` changes nothing and says so once (a
+    UserWarning).
+    """
+    global _pin_allocator
+    _pin_allocator = allocator
+
+
+def get_pin_memory_allocator() -> Any:
+    """The allocator registered with :func:`set_pin_memory_allocator`, or None."""
+    return _pin_allocator
+
+
+def _pin(batch: Any) -> Any:
+    """``batch`` with every tensor copied into memory from the pinned allocator."""
+    import flambeau_core as fc
+
+    from flambeau_data.collate import _map_tensors
+
+    previous = fc.get_allocator("cpu")
+    fc.set_allocator(_pin_allocator, "cpu")
+    try:
+        return _map_tensors(batch, lambda t: t.clone())
+    finally:
+        fc.set_allocator(previous, "cpu")
 
 
 def _is_iterable_style(dataset: Any) -> bool:
@@ -65,11 +118,12 @@ class _InfiniteConstantSampler(Sampler[None]):
 class DataLoader:
     """Iterates over a dataset in batches, optionally with worker processes.
 
-    PyTorch's arguments and semantics. Differences: ``pin_memory=True`` is
-    accepted and is a no-op (flambeau has no page-locked host memory yet; on a
-    CPU-only machine there is nothing to pin for); with workers, each batch's
+    PyTorch's arguments and semantics. Differences: ``pin_memory=True`` pins
+    only when a pinned allocator is registered (:func:`set_pin_memory_allocator`;
+    otherwise it warns once and does nothing); with workers, each batch's
     tensors arrive in shared memory that the main process maps zero-copy (their
-    ``_allocator`` is None: external memory). Any object with ``__iter__`` but
+    ``_allocator`` is None: external memory), in a ring of buffers reused once
+    the batch's tensors are gone (Note [Batch ring]). Any object with ``__iter__`` but
     no ``__getitem__`` (a generator, a custom iterable) is treated as an
     iterable-style dataset.
 
@@ -81,7 +135,9 @@ class DataLoader:
         batch_sampler: yields lists of indices (exclusive with batch_size, shuffle, sampler, drop_last).
         num_workers: worker processes; 0 loads in the main process.
         collate_fn: merges a list of samples into a batch (``default_collate``).
-        pin_memory: accepted; a no-op on CPU (see above).
+        pin_memory: copy batches into pinned memory when a pinned allocator is
+            registered (:func:`set_pin_memory_allocator`); otherwise a no-op
+            that warns once.
         drop_last: drop the last incomplete batch.
         timeout: seconds to wait for a batch from the workers (0: forever);
             exceeding it raises RuntimeError.
@@ -90,6 +146,8 @@ class DataLoader:
         generator: seeds the random sampler and the workers' base seed.
         prefetch_factor: batches loaded in advance per worker (default 2; None without workers).
         persistent_workers: keep the workers alive across epochs.
+        pin_memory_device: accepted for PyTorch compatibility (host memory only).
+        in_order: yield batches in sampler order (False: as soon as any is ready).
 
     Example:
         >>> import flambeau_core as fc
@@ -117,6 +175,8 @@ class DataLoader:
         *,
         prefetch_factor: int | None = None,
         persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
     ) -> None:
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
             raise FlambeauError(
@@ -142,7 +202,9 @@ class DataLoader:
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
-        self.pin_memory = bool(pin_memory)  # no-op on CPU: see the class docstring
+        self.pin_memory = bool(pin_memory)
+        self.pin_memory_device = pin_memory_device
+        self.in_order = bool(in_order)
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.persistent_workers = persistent_workers
@@ -260,6 +322,17 @@ class _BaseIterator:
         # Drawn with or without workers (as PyTorch), so a seeded shuffle is the same either way.
         self._base_seed = _random.draw_seed(loader.generator)
         self._yielded = 0
+        self._pin = loader.pin_memory and _pin_allocator is not None
+        if loader.pin_memory and _pin_allocator is None:
+            global _pin_warned
+            if not _pin_warned:
+                _pin_warned = True
+                warnings.warn(
+                    "[DataLoader] pin_memory=True has no effect: no pinned-memory allocator is registered "
+                    "(flambeau_data.set_pin_memory_allocator); batches stay in ordinary memory.",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
     def __iter__(self) -> _BaseIterator:
         return self
@@ -279,13 +352,96 @@ class _SingleProcessIterator(_BaseIterator):
 
     def __next__(self) -> Any:
         indices = next(self._sampler_iter)  # StopIteration ends the epoch
-        batch = self._fetcher.fetch(indices)
+        try:
+            batch = self._fetcher.fetch(indices)
+        except StopIteration:
+            raise
+        except Exception as e:
+            if indices is not None and hasattr(e, "add_note"):
+                e.add_note(f"[DataLoader] while loading the batch of sample indices {_worker.format_indices(indices)}")
+            raise
         self._yielded += 1
-        return batch
+        return _pin(batch) if self._pin else batch
+
+
+def _signal_description(code: int) -> tuple[str, str]:
+    import signal
+
+    try:
+        sig = signal.Signals(-code)
+    except ValueError:
+        return f"signal {-code}", ""
+    return sig.name, signal.strsignal(sig) or ""
+
+
+def _death_message(wid: int, pid: int | None, code: int, task: tuple[int, Any] | None) -> str:
+    """Why worker ``wid`` is gone, what it was loading, and advice that is safe to follow."""
+    what = ""
+    if task is not None:
+        task_id, indices = task
+        what = f" while loading batch {task_id}"
+        if indices is not None:
+            what += f" (sample indices {_worker.format_indices(indices)})"
+    if code < 0:
+        name, desc = _signal_description(code)
+        msg = f"[DataLoader] worker {wid} (pid {pid}) was killed by signal {name}" + (f" ({desc})" if desc else "")
+        msg += f"{what}. "
+        if name == "SIGKILL":
+            msg += (
+                "SIGKILL is what the kernel's out-of-memory killer sends: check `dmesg` and the workers' memory "
+                "(fewer workers, a smaller prefetch_factor or batch_size), or whether something else killed it."
+            )
+        else:
+            msg += (
+                "A signal, not a Python exception (which would have been re-raised here with its traceback): "
+                "the crash is in native code the dataset, collate_fn or worker_init_fn called. Do not re-run it "
+                "with num_workers=0, which would crash the main process the same way; load the samples at those "
+                "indices in a separate process, and read the worker's Python stack that faulthandler printed "
+                "to stderr just before this error."
+            )
+        return msg
+    return (
+        f"[DataLoader] worker {wid} (pid {pid}) exited unexpectedly with exit code {code}{what}. "
+        "Something in the dataset, collate_fn or worker_init_fn ended the process (os._exit(), or a native "
+        "library that called exit()); load the samples at those indices in a separate process to find it."
+    )
+
+
+def _start_method(ctx: Any) -> str:
+    try:
+        return ctx.get_start_method()
+    except (AttributeError, ValueError):
+        return str(ctx)
+
+
+def _unpicklable_part(loader: DataLoader) -> str:
+    """Names what of the loader cannot be pickled for spawn/forkserver workers ("" if none is found)."""
+    import io
+    from multiprocessing.reduction import ForkingPickler
+
+    import flambeau_core as fc
+
+    class _Probe(ForkingPickler):
+        # Tensors stand for themselves: probing must not write shared-memory segments.
+        def persistent_id(self, obj: Any) -> Any:
+            return 0 if isinstance(obj, fc.Tensor) else None
+
+    for name, obj in (
+        ("dataset", loader.dataset),
+        ("collate_fn", loader.collate_fn),
+        ("worker_init_fn", loader.worker_init_fn),
+    ):
+        try:
+            _Probe(io.BytesIO(), 4).dump(obj)
+        except Exception as e:  # noqa: BLE001 (any pickling failure names the culprit)
+            return (
+                f"the {name} ({type(obj).__qualname__} object {obj!r:.80}) cannot be pickled: {type(e).__name__}: {e}"
+            )
+    return ""
 
 
 class _WorkerPool:
-    """The processes and queues of one multi-process iterator (Note [Worker pool]).
+    """The processes, queues and batch ring of one multi-process iterator (Note [Worker pool]).
 
     Holds no reference to the iterator, so ``weakref.finalize`` can shut it down
     when the iterator is collected.
@@ -293,16 +449,26 @@ class _WorkerPool:
 
     def __init__(self, loader: DataLoader, base_seed: int) -> None:
         ctx = loader._context()
+        method = _start_method(ctx)
         self.owner_pid = os.getpid()
         self.prefix = f"fbdata_{os.getpid()}_{next(_pool_ids)}_{os.urandom(3).hex()}_"
-        self.result_queue = ctx.Queue()
-        self.index_queues = []
-        self.workers = []
+        self.ring = _shm.MainRing(loader.num_workers, loader.prefetch_factor + 2)  # type: ignore[operator]
+        self.index_conns: list[Any] = []  # main -> worker
+        self.result_conns: list[Any] = []  # worker -> main
+        self.workers: list[Any] = []
         self.alive = True
         self._lock = threading.Lock()
+        self._ready: collections.deque = collections.deque()  # messages read but not yet returned
+        tensor_segments = _tensor_segments() if method != "fork" else set()
+        # Note [Copy-on-read]: objects that exist now are moved out of the collector's reach in the
+        # children, so a worker's garbage collection never writes to (and un-shares) their pages.
+        frozen = method == "fork" and _freeze_gc()
         try:
             for wid in range(loader.num_workers):
-                iq = ctx.Queue()
+                task_r, task_w = ctx.Pipe(duplex=False)
+                result_r, result_w = ctx.Pipe(duplex=False)
+                self.index_conns.append(task_w)
+                self.result_conns.append(result_r)
                 w = ctx.Process(
                     target=_worker.worker_loop,
                     args=(
@@ -314,8 +480,8 @@ class _WorkerPool:
                         loader.collate_fn,
                         loader.drop_last,
                         loader.batch_size,
-                        iq,
-                        self.result_queue,
+                        task_r,
+                        result_w,
                         base_seed,
                         loader.worker_init_fn,
                         self.prefix,
@@ -323,35 +489,81 @@ class _WorkerPool:
                     ),
                     daemon=True,
                 )
-                w.start()
-                self.index_queues.append(iq)
+                try:
+                    w.start()
+                finally:
+                    task_r.close()  # the child's ends: closed here so a dead worker reads as EOF
+                    result_w.close()
                 self.workers.append(w)
+        except Exception as e:
+            self.shutdown()
+            if method == "fork":
+                raise
+            # Segments written for tensors pickled before the failure would never be received.
+            for name in _tensor_segments() - tensor_segments:
+                _shm._unlink(os.path.join(_shm.SHM_DIR, name))
+            culprit = _unpicklable_part(loader)
+            if not culprit:
+                raise
+            raise TypeError(
+                f"[DataLoader] with multiprocessing_context={method!r} the dataset, collate_fn and "
+                f"worker_init_fn are pickled to reach the workers, but {culprit}. Define classes and functions "
+                "at module level (not inside a function, no lambdas), leave out what cannot cross processes "
+                "(locks, open files, connections), or use the 'fork' context."
+            ) from e
         except BaseException:
             self.shutdown()
             raise
+        finally:
+            if frozen:
+                gc.unfreeze()
 
-    def check_workers(self) -> None:
-        """Raises RuntimeError if a worker has exited (they only exit when told to)."""
-        for wid, w in enumerate(self.workers):
-            code = w.exitcode
-            if code is not None:
-                how = f"exit code {code}"
-                if code < 0:
-                    import signal
+    def get(self, deadline: float | None, tasks: Callable[[], dict[int, tuple[int, Any, int]]]) -> Any:
+        """The next message from any worker, or None once ``deadline`` passes.
 
+        Waits on every result pipe and every worker's sentinel at once. A worker
+        that exited is reported (RuntimeError) once its pipe holds no more
+        results: ``tasks()`` maps each task not yet received to (worker id,
+        indices, slot), and the dead worker's oldest one is the batch it was on.
+        """
+        while True:
+            if self._ready:
+                return self._ready.popleft()
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            handles = [*self.result_conns, *(w.sentinel for w in self.workers)]
+            ready = _mp_connection.wait(handles, wait)
+            if not ready:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                continue
+            dead = []
+            for wid, conn in enumerate(self.result_conns):
+                if conn in ready:
                     try:
-                        how += f" (killed by signal {signal.Signals(-code).name})"
-                    except ValueError:
-                        pass
+                        self._ready.append(conn.recv())
+                    except (EOFError, OSError):
+                        dead.append(wid)
+            for wid, w in enumerate(self.workers):
+                if w.sentinel in ready and not self.result_conns[wid].poll(0):
+                    dead.append(wid)
+            if self._ready:
+                continue
+            for wid in dead:
+                w = self.workers[wid]
+                w.join(timeout=_JOIN_TIMEOUT)
+                code = w.exitcode if w.exitcode is not None else 0
+                mine = sorted((t, rec[1]) for t, rec in tasks().items() if rec[0] == wid)
                 self.shutdown()
-                raise RuntimeError(
-                    f"[DataLoader] worker {wid} (pid {w.pid}) exited unexpectedly with {how}. "
-                    "It may have been killed (e.g. out of memory) or have called os._exit; "
-                    "run with num_workers=0 to see the error in the main process."
-                )
+                raise RuntimeError(_death_message(wid, w.pid, code, mine[0] if mine else None))
 
-    def shutdown(self) -> None:
-        """Stops the workers and removes the pool's segments. Idempotent; owner process only."""
+    def send(self, wid: int, task: Any) -> None:
+        self.index_conns[wid].send(task)
+
+    def shutdown(self, grace: float = _JOIN_TIMEOUT) -> None:
+        """Stops the workers and removes the pool's segments. Idempotent; owner process only.
+
+        Workers get ``grace`` seconds to exit when told, then are terminated.
+        """
         if os.getpid() != self.owner_pid:
             return
         with self._lock:
@@ -359,12 +571,12 @@ class _WorkerPool:
                 return
             self.alive = False
         try:
-            for iq in self.index_queues:
+            for conn in self.index_conns:
                 try:
-                    iq.put(None)
+                    conn.send(None)
                 except (OSError, ValueError):
                     pass
-            deadline = time.monotonic() + _JOIN_TIMEOUT
+            deadline = time.monotonic() + grace
             for w in self.workers:
                 while w.exitcode is None and time.monotonic() < deadline:
                     self._drain()
@@ -378,22 +590,38 @@ class _WorkerPool:
                     w.join()
             self._drain()
         finally:
-            for q in [*self.index_queues, self.result_queue]:
-                q.cancel_join_thread()
-                q.close()
-            # Segments a dead worker left half-written, or results never received.
+            for conn in [*self.index_conns, *self.result_conns]:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+            # Slot files of the ring whose names were never received, and anything a dead worker left.
             _shm.remove_segments(self.prefix)
+            self.ring.close()
 
     def _drain(self) -> None:
-        while True:
+        """Reads what the workers sent (a worker blocked on a full pipe can then exit)."""
+        for conn in self.result_conns:
             try:
-                _, _, payload = self.result_queue.get(timeout=0)
-            except (queue.Empty, OSError, ValueError, EOFError):
-                return
-            except Exception:
-                return
-            if isinstance(payload, _shm.ShmBatch):
-                _shm.discard(payload)
+                while conn.poll(0):
+                    conn.recv()
+            except Exception:  # noqa: BLE001 (EOF, a torn message of a killed worker: nothing to keep)
+                continue
+        self._ready.clear()
+
+
+def _tensor_segments() -> set[str]:
+    try:
+        return {n for n in os.listdir(_shm.SHM_DIR) if n.startswith(f"fbtensor_{os.getpid()}_")}
+    except OSError:
+        return set()
+
+
+def _freeze_gc() -> bool:
+    if not hasattr(gc, "freeze"):
+        return False
+    gc.freeze()
+    return True
 
 
 class _MultiProcessIterator(_BaseIterator):
@@ -403,6 +631,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._prefetch = loader.prefetch_factor * loader.num_workers  # type: ignore[operator]
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
+        self._in_order = loader.in_order
         self._pool = _WorkerPool(loader, self._base_seed)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
         self._reset(loader, first=True)
@@ -412,22 +641,22 @@ class _MultiProcessIterator(_BaseIterator):
             super().__init__(loader)
         self._send_idx = 0  # next task id to hand out
         self._rcvd_idx = 0  # next task id to yield
-        self._task_worker: dict[int, int] = {}  # outstanding task id -> worker id
+        self._task_worker: dict[int, tuple[int, Any, int]] = {}  # outstanding task id -> (worker, indices, slot)
         self._buffer: dict[int, Any] = {}  # received out of order: task id -> payload
         self._active = [True] * self._num_workers  # False once an iterable dataset ran out in that worker
         self._worker_cycle = itertools.cycle(range(self._num_workers))
         self._exhausted = False
         if not first:
             resume = _worker._ResumeIteration(self._base_seed)
-            for iq in self._pool.index_queues:
-                iq.put(resume)
+            for wid in range(self._num_workers):
+                self._pool.send(wid, resume)
             pending = self._num_workers
             while pending:
-                _, task_id, payload = self._get()
+                wid, task_id, payload = self._get(None)
                 if isinstance(payload, _worker._ResumeIteration) and payload == resume:
                     pending -= 1
                 elif isinstance(payload, _shm.ShmBatch):
-                    _shm.discard(payload)  # a stale result of an abandoned epoch
+                    self._pool.ring.discard(wid, payload)  # a stale result of an abandoned epoch
         for _ in range(self._prefetch):
             self._try_put_index()
 
@@ -446,29 +675,34 @@ class _MultiProcessIterator(_BaseIterator):
         else:
             self._exhausted = True
             return
-        self._pool.index_queues[wid].put((self._send_idx, indices))
-        self._task_worker[self._send_idx] = wid
+        slot = self._pool.ring.take(wid)
+        self._pool.send(wid, (self._send_idx, indices, slot))
+        self._task_worker[self._send_idx] = (wid, indices, slot)
         self._send_idx += 1
 
-    def _get(self) -> tuple[int, Any, Any]:
-        """The next message from the workers, checking for death and the timeout."""
-        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
-        while True:
-            wait = _POLL if deadline is None else min(_POLL, max(0.0, deadline - time.monotonic()))
-            try:
-                return self._pool.result_queue.get(timeout=wait)
-            except queue.Empty:
-                pass
-            self._pool.check_workers()
-            if deadline is not None and time.monotonic() >= deadline:
-                self._shutdown()
-                raise RuntimeError(
-                    f"[DataLoader] timed out after {self._timeout} seconds waiting for a batch from the workers"
-                )
+    def _unreceived(self) -> dict[int, tuple[int, Any, int]]:
+        return {t: r for t, r in self._task_worker.items() if t not in self._buffer}
+
+    def _get(self, deadline: float | None) -> tuple[int, Any, Any]:
+        """The next message from the workers; a dead worker or the batch's deadline raise."""
+        msg = self._pool.get(deadline, self._unreceived)
+        if msg is not None:
+            return msg
+        rec = self._task_worker.get(self._rcvd_idx)
+        what = ""
+        if rec is not None:
+            wid, indices, _ = rec
+            what = f" {self._rcvd_idx} from worker {wid} (pid {self._pool.workers[wid].pid})"
+            if indices is not None:
+                what += f", sample indices {_worker.format_indices(indices)}"
+        self._shutdown(grace=0.1)  # a worker is stuck: no point waiting for it
+        raise RuntimeError(f"[DataLoader] timed out after {self._timeout} seconds waiting for batch{what}")
 
     def __next__(self) -> Any:
         if not self._pool.alive:
             raise StopIteration
+        # One deadline for the batch awaited, however many other results arrive meanwhile.
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
         while True:
             # Skip tasks whose worker ran out of data (iterable datasets).
             while self._rcvd_idx < self._send_idx and self._rcvd_idx not in self._task_worker:
@@ -477,27 +711,35 @@ class _MultiProcessIterator(_BaseIterator):
                 if not self._persistent:
                     self._shutdown()
                 raise StopIteration
-            if self._rcvd_idx in self._buffer:
-                payload = self._buffer.pop(self._rcvd_idx)
-                del self._task_worker[self._rcvd_idx]
-                self._rcvd_idx += 1
+            key = self._rcvd_idx if self._rcvd_idx in self._buffer else None
+            if key is None and not self._in_order and self._buffer:
+                key = next(iter(self._buffer))
+            if key is not None:
+                payload = self._buffer.pop(key)
+                del self._task_worker[key]
+                if key == self._rcvd_idx:
+                    self._rcvd_idx += 1
                 self._try_put_index()
                 return self._process(payload)
             if self._rcvd_idx >= self._send_idx:
                 # Nothing outstanding but not exhausted: every worker is out of data.
                 self._exhausted = True
                 continue
-            wid, task_id, payload = self._get()
+            wid, task_id, payload = self._get(deadline)
             if task_id is None:
                 continue  # a resume acknowledgement (handled in _reset)
+            if isinstance(payload, _shm.ShmBatch):
+                # Map at once so the slot's name (if new) leaves /dev/shm now.
+                payload = _Received(self._pool.ring.receive(wid, payload, self._pool.ring.release))
+            else:
+                rec = self._task_worker.get(task_id)
+                if rec is not None:
+                    self._pool.ring.release(wid, rec[2])
             if isinstance(payload, _worker._IterableExhausted):
                 self._active[wid] = False
                 self._task_worker.pop(task_id, None)
                 self._try_put_index()
                 continue
-            if isinstance(payload, _shm.ShmBatch):
-                # Map at once so the segment's name leaves /dev/shm now.
-                payload = _Received(_shm.unpack(payload))
             self._buffer[task_id] = payload
 
     def _process(self, payload: Any) -> Any:
@@ -505,11 +747,11 @@ class _MultiProcessIterator(_BaseIterator):
             self._shutdown()
             payload.reraise()
         self._yielded += 1
-        return payload.batch
+        return _pin(payload.batch) if self._pin else payload.batch
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, grace: float = _JOIN_TIMEOUT) -> None:
         self._buffer.clear()
-        self._pool.shutdown()
+        self._pool.shutdown(grace)
 
 
 class _Received:

@@ -8,8 +8,11 @@ included.
 
 from __future__ import annotations
 
+import array
 import bisect
+import itertools
 import math
+import pickle
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
@@ -23,6 +26,7 @@ from flambeau_data._convert import as_tensor, is_numpy_array
 T_co = TypeVar("T_co", covariant=True)
 
 __all__ = [
+    "PackedList",
     "ChainDataset",
     "ConcatDataset",
     "Dataset",
@@ -114,8 +118,72 @@ class TensorDataset(Dataset[tuple]):
     def __getitem__(self, index: int) -> tuple:
         return tuple(t[index] for t in self.tensors)
 
+    def __getitems__(self, indices: list[int]) -> Any:
+        """The samples at ``indices``, gathered with one indexed copy per tensor (Note [Batched fetch]).
+
+        Returns a sequence of per-sample tuples that ``default_collate`` turns
+        into the batch without stacking samples one by one.
+        """
+        try:
+            index = index_tensor(indices)
+        except (TypeError, ValueError, OverflowError):
+            return [self[i] for i in indices]  # not plain ints: sample by sample
+        check_indices(indices, len(self), "TensorDataset")
+        return GatheredBatch(tuple(t[index] for t in self.tensors))
+
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+def index_tensor(indices: Sequence[int]) -> fc.Tensor:
+    """``indices`` (ints) as an int64 tensor, through an ``array`` (several times faster than ``tensor(list)``)."""
+    packed = array.array("q", indices)
+    if not packed:
+        return fc.empty(0, dtype=fc.int64)
+    return fc.frombuffer(packed, dtype=fc.int64)
+
+
+def check_indices(indices: Sequence[int], n: int, what: str) -> None:
+    """Raises IndexError naming the first of ``indices`` (ints) outside ``[-n, n)``."""
+    if not len(indices) or (min(indices) >= -n and max(indices) < n):
+        return
+    bad = next(i for i in indices if not -n <= i < n)
+    raise IndexError(f"[{what}] index {bad} is out of range for a dataset of length {n}")
+
+
+class GatheredBatch(Sequence):
+    """The samples of one batch, gathered column-wise: ``tensors[k]`` holds field ``k`` of every sample.
+
+    Note [Batched fetch]: a map-style dataset may define
+    ``__getitems__(indices)``; the DataLoader then fetches a whole batch with
+    one call instead of one ``__getitem__`` per sample. ``TensorDataset``
+    answers with a GatheredBatch: one vectorized gather (``t[index]``) per
+    tensor. It behaves as the list of per-sample tuples a ``collate_fn``
+    expects (``len``, indexing, iteration), and ``default_collate`` returns
+    ``list(tensors)`` directly, which is exactly what stacking the samples
+    would give.
+
+    Example:
+        >>> b = GatheredBatch((fc.arange(6).view(3, 2), fc.arange(3)))
+        >>> len(b), b[1][1].item()
+        (3, 1)
+    """
+
+    __slots__ = ("tensors",)
+
+    def __init__(self, tensors: tuple[fc.Tensor, ...]) -> None:
+        self.tensors = tensors
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return tuple(t[i] for t in self.tensors)
+
+    def __repr__(self) -> str:
+        return f"GatheredBatch({len(self)} samples of {len(self.tensors)} fields)"
 
 
 class ConcatDataset(Dataset[T_co]):
@@ -200,6 +268,8 @@ class Subset(Dataset[T_co]):
 
     def __getitems__(self, indices: list[int]) -> list[T_co]:
         # Lets a batched fetch reach the underlying dataset's own __getitems__.
+        if all(type(i) is int for i in indices):
+            check_indices(indices, len(self.indices), "Subset")
         if callable(getattr(self.dataset, "__getitems__", None)):
             return self.dataset.__getitems__([self.indices[i] for i in indices])  # type: ignore[attr-defined]
         return [self.dataset[self.indices[i]] for i in indices]
@@ -256,4 +326,58 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float], generat
     for c in counts:
         out.append(Subset(dataset, perm[start : start + c]))
         start += c
+    return out
+
+
+class PackedList(Sequence):
+    """A read-only list of Python objects packed in one buffer, for datasets read by forked workers.
+
+    Note [Copy-on-read] (dataloader.py): a worker that reads ``items[i]`` from a
+    plain list writes to that object's reference count, so the page holding it
+    stops being shared with the main process; over an epoch each worker ends up
+    with a private copy of every object it read (PyTorch's "memory leak" with
+    many workers). A PackedList keeps the objects pickled in one ``bytes``
+    buffer with an ``array`` of offsets (two refcounted objects in all):
+    ``packed[i]`` unpickles a fresh copy, so reading writes to no shared page.
+
+    Args:
+        items: any iterable of picklable objects.
+
+    Example:
+        >>> names = PackedList(f"img_{i}.png" for i in range(3))
+        >>> len(names), names[1], names[-1]
+        (3, 'img_1.png', 'img_2.png')
+    """
+
+    __slots__ = ("_data", "_offsets")
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        parts = [pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL) for obj in items]
+        self._offsets = array.array("q", itertools.accumulate((len(p) for p in parts), initial=0))
+        self._data = b"".join(parts)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self._offsets) - 1
+        if not -n <= i < n:
+            raise IndexError(f"[PackedList] index {i} is out of range for length {n}")
+        if i < 0:
+            i += n
+        with memoryview(self._data) as view:
+            return pickle.loads(view[self._offsets[i] : self._offsets[i + 1]])
+
+    def __reduce__(self) -> Any:
+        return (_packed_from_parts, (self._data, self._offsets))
+
+    def __repr__(self) -> str:
+        return f"PackedList({len(self)} items, {len(self._data)} bytes)"
+
+
+def _packed_from_parts(data: bytes, offsets: array.array) -> PackedList:
+    out = PackedList.__new__(PackedList)
+    out._data, out._offsets = data, offsets
     return out

@@ -7,6 +7,7 @@ makes them reproducible.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any, Generic, TypeVar
 
@@ -18,6 +19,7 @@ T_co = TypeVar("T_co", covariant=True)
 
 __all__ = [
     "BatchSampler",
+    "DistributedSampler",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -192,13 +194,15 @@ class BatchSampler(Sampler[list[int]]):
         self.drop_last = drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
-        batch: list[int] = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
+        # islice cuts the sampler's iterator in C: no per-index Python work.
+        it = iter(self.sampler)
+        size = self.batch_size
+        while True:
+            batch = list(itertools.islice(it, size))
+            if len(batch) < size:
+                if batch and not self.drop_last:
+                    yield batch
+                return
             yield batch
 
     def __len__(self) -> int:
@@ -206,3 +210,98 @@ class BatchSampler(Sampler[list[int]]):
         if self.drop_last:
             return n // self.batch_size
         return (n + self.batch_size - 1) // self.batch_size
+
+
+class DistributedSampler(Sampler[int]):
+    """The share of a dataset's indices that one of ``num_replicas`` processes visits, as PyTorch's.
+
+    Every replica builds the same order (a permutation seeded with ``seed +
+    epoch`` when ``shuffle``, else ``0 .. n-1``), pads it by repeating its
+    start so that it divides evenly (or, with ``drop_last``, cuts its tail),
+    and takes every ``num_replicas``-th index from ``rank``. Call
+    :meth:`set_epoch` before each epoch to get a new order.
+
+    Args:
+        dataset: the dataset (only its length is used).
+        num_replicas: the number of processes (default: the process group's
+            world size, when flambeau's distributed package has one).
+        rank: this process's rank (default: the process group's).
+        shuffle: permute the indices (seeded, the same in every replica).
+        seed: the base seed of the permutation.
+        drop_last: drop the tail instead of padding.
+
+    Example:
+        >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
+        [1, 3, 0]
+    """
+
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        if num_replicas is None or rank is None:
+            world, me = _process_group()
+            num_replicas = world if num_replicas is None else num_replicas
+            rank = me if rank is None else rank
+        if not isinstance(num_replicas, int) or num_replicas < 1:
+            raise FlambeauError(f"[DistributedSampler] num_replicas should be a positive integer, got {num_replicas!r}")
+        if not isinstance(rank, int) or rank >= num_replicas or rank < 0:
+            raise FlambeauError(
+                f"[DistributedSampler] Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+            )
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.drop_last = drop_last
+        n = len(dataset)
+        if drop_last and n % num_replicas != 0:
+            self.num_samples = -(-(n - num_replicas) // num_replicas)
+        else:
+            self.num_samples = -(-n // num_replicas)
+        self.total_size = self.num_samples * num_replicas
+        self.shuffle = shuffle
+        self.seed = seed
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.dataset)
+        if self.shuffle:
+            import flambeau_core as fc
+
+            g = fc.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = _random.randperm(n, g)
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            pad = self.total_size - len(indices)
+            if pad > 0 and indices:
+                indices += (indices * -(-pad // len(indices)))[:pad]
+        else:
+            indices = indices[: self.total_size]
+        return iter(indices[self.rank : self.total_size : self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch: with ``shuffle``, each epoch has its own order (the same in every replica)."""
+        self.epoch = epoch
+
+
+def _process_group() -> tuple[int, int]:
+    try:
+        import flambeau_distributed as dist  # type: ignore[import-not-found]
+    except ImportError:
+        dist = None
+    if dist is None or not dist.is_initialized():
+        raise RuntimeError(
+            "[DistributedSampler] no process group is initialized (flambeau_distributed.init_process_group): "
+            "pass num_replicas and rank"
+        )
+    return dist.get_world_size(), dist.get_rank()

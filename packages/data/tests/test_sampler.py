@@ -71,3 +71,74 @@ def test_batch_sampler_errors():
         BatchSampler(range(3), 0, False)
     with pytest.raises(ValueError, match="drop_last should be a boolean value"):
         BatchSampler(range(3), 2, 1)
+
+
+# ---- DistributedSampler, and seeded orders (issue 9) ----
+
+
+def _torch_distributed(n, replicas, drop_last):
+    torch = pytest.importorskip("torch")
+    return [
+        list(torch.utils.data.DistributedSampler(range(n), replicas, r, shuffle=False, drop_last=drop_last))
+        for r in range(replicas)
+    ]
+
+
+@pytest.mark.parametrize("n,replicas,drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (2, 4, False)])
+def test_distributed_sampler_matches_torch_unshuffled(n, replicas, drop_last):
+    from flambeau_data import DistributedSampler
+
+    ours = [
+        list(DistributedSampler(range(n), replicas, r, shuffle=False, drop_last=drop_last)) for r in range(replicas)
+    ]
+    assert ours == _torch_distributed(n, replicas, drop_last)
+    assert len(DistributedSampler(range(n), replicas, 0, drop_last=drop_last)) == len(ours[0])
+
+
+def test_distributed_sampler_shuffle_is_seeded_per_epoch_and_partitions():
+    from flambeau_data import DistributedSampler
+
+    def shares(epoch, seed=0):
+        out = []
+        for r in range(3):
+            s = DistributedSampler(range(12), num_replicas=3, rank=r, seed=seed)
+            s.set_epoch(epoch)
+            out.append(list(s))
+        return out
+
+    e0 = shares(0)
+    assert sorted(i for part in e0 for i in part) == list(range(12))  # a partition of the dataset
+    assert e0 == shares(0) and e0 != shares(1) and e0 != shares(0, seed=5)
+
+
+def test_distributed_sampler_errors():
+    from flambeau_data import DistributedSampler
+
+    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+        DistributedSampler(range(4), num_replicas=3, rank=3)
+    with pytest.raises(RuntimeError, match="no process group is initialized"):
+        DistributedSampler(range(4))
+
+
+def test_seeded_generators_give_deterministic_orders():
+    from flambeau_data import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
+
+    def with_gen(make):
+        g = fc.Generator()
+        g.manual_seed(7)
+        return list(make(g))
+
+    for make in (
+        lambda g: RandomSampler(range(30), generator=g),
+        lambda g: RandomSampler(range(30), replacement=True, num_samples=10, generator=g),
+        lambda g: SubsetRandomSampler(list(range(5, 25)), generator=g),
+        lambda g: WeightedRandomSampler([1.0, 2.0, 3.0, 0.5], 20, generator=g),
+    ):
+        assert with_gen(make) == with_gen(make)
+
+
+def test_batch_sampler_matches_torch_on_a_generator():
+    torch = pytest.importorskip("torch")
+    ours = list(BatchSampler(iter(range(10)), 3, False))
+    assert ours == list(torch.utils.data.BatchSampler(iter(range(10)), 3, False))
+    assert list(BatchSampler(range(10), 3, True)) == list(torch.utils.data.BatchSampler(range(10), 3, True))
