@@ -41,6 +41,24 @@ def python_rng(generator: Any = None) -> random.Random:
     return random.Random(draw_seed(generator))
 
 
+def randperm_chunks(n: int, generator: Any = None, limit: int | None = None, chunk: int = 2048) -> Any:
+    """The first ``limit`` items of a random permutation of ``range(n)``, as lists of ``chunk`` ints.
+
+    The same permutation as :func:`randperm` (one draw), converted to Python ints lazily.
+    """
+    if n < 0:
+        raise FlambeauError(f"[randperm] n must be non-negative, got {n}")
+    limit = n if limit is None else min(limit, n)
+    core_randperm = getattr(fc, "randperm", None)
+    if core_randperm is not None and (generator is None or not isinstance(generator, (random.Random, int))):
+        kwargs = {} if generator is None else {"generator": generator}
+        perm = core_randperm(n, **kwargs)
+        for start in range(0, limit, chunk):
+            yield perm[start : min(start + chunk, limit)].tolist()
+        return
+    yield randperm(n, generator)[:limit]
+
+
 def randperm(n: int, generator: Any = None) -> list[int]:
     """A random permutation of ``range(n)`` as a list of ints."""
     if n < 0:

@@ -299,6 +299,7 @@ class WorkerRing:
         self.prefix = f"{prefix}{worker_id}_"
         self.worker_id = worker_id
         self._slots: dict[int, tuple[str, mmap.mmap]] = {}  # slot -> (file name, mapping)
+        self._views: dict[int, Any] = {}  # slot -> (specs, file name, size, metas, tensors) of its last layout
         self._generation = 0
 
     def _mapping(self, slot: int, nbytes: int) -> tuple[str, mmap.mmap]:
@@ -306,7 +307,11 @@ class WorkerRing:
         if cur is not None and len(cur[1]) >= nbytes:
             return cur
         if cur is not None:
-            cur[1].close()
+            self._views.pop(slot, None)
+            try:
+                cur[1].close()
+            except BufferError:
+                pass  # still viewed by a tensor; unmapped when that goes
             del self._slots[slot]
         self._generation += 1
         name = f"{self.prefix}{slot}_{self._generation}"
@@ -327,8 +332,13 @@ class WorkerRing:
     def views(self, slot: int, specs: list[tuple[Any, tuple[int, ...]]]) -> tuple[ShmBatch, list[fc.Tensor]]:
         """Tensors of the given (dtype, shape) inside ``slot``, to be filled, and the batch that describes them.
 
-        The caller fills the tensors, then sets ``payload`` on the returned ShmBatch.
+        The caller fills the tensors, then sets ``payload`` on the returned ShmBatch. The views of
+        the last layout of each slot are kept: a loader's batches nearly always share one.
         """
+        cached = self._views.get(slot)
+        if cached is not None and cached[0] == specs and cached[1] == self._slots.get(slot, (None,))[0]:
+            _, name, size, metas, tensors = cached
+            return ShmBatch(name, size, metas, b"", slot), tensors
         metas, total = [], 0
         for dtype, shape in specs:
             metas.append((total, dtype_name(dtype), tuple(shape)))
@@ -336,7 +346,9 @@ class WorkerRing:
         if total == 0:
             return ShmBatch("", 0, metas, b"", -1), [fc.empty(shape, dtype=dtype) for dtype, shape in specs]
         name, mapping = self._mapping(slot, total)
-        return ShmBatch(name, len(mapping), metas, b"", slot), map_tensors(mapping, metas)
+        tensors = map_tensors(mapping, metas)
+        self._views[slot] = (specs, name, len(mapping), metas, tensors)
+        return ShmBatch(name, len(mapping), metas, b"", slot), tensors
 
     def pack(self, obj: Any, slot: int) -> ShmBatch:
         """Copies ``obj``'s tensors into ``slot`` and describes the rest."""
@@ -351,6 +363,7 @@ class WorkerRing:
         return batch
 
     def close(self) -> None:
+        self._views.clear()
         for _, mapping in self._slots.values():
             try:
                 mapping.close()

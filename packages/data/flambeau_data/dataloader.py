@@ -518,17 +518,28 @@ class _WorkerPool:
             if frozen:
                 gc.unfreeze()
 
-    def get(self, deadline: float | None, tasks: Callable[[], dict[int, tuple[int, Any, int]]]) -> Any:
+    def get(
+        self, deadline: float | None, tasks: Callable[[], dict[int, tuple[int, Any, int]]], expect: int | None = None
+    ) -> Any:
         """The next message from any worker, or None once ``deadline`` passes.
 
         Waits on every result pipe and every worker's sentinel at once. A worker
         that exited is reported (RuntimeError) once its pipe holds no more
         results: ``tasks()`` maps each task not yet received to (worker id,
         indices, slot), and the dead worker's oldest one is the batch it was on.
+        ``expect``: the worker whose result is awaited, read first if ready.
         """
         while True:
             if self._ready:
                 return self._ready.popleft()
+            if expect is not None:
+                conn = self.result_conns[expect]
+                try:
+                    if conn.poll(0):  # the batch awaited is there: skip building a poll set
+                        return conn.recv()
+                except (EOFError, OSError):
+                    pass  # a dead worker: the general path below reports it
+                expect = None
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             handles = [*self.result_conns, *(w.sentinel for w in self.workers)]
             ready = _mp_connection.wait(handles, wait)
@@ -618,10 +629,15 @@ def _tensor_segments() -> set[str]:
 
 
 def _freeze_gc() -> bool:
+    """Freezes the collector's objects for a fork; True if the caller must unfreeze afterwards.
+
+    A program that froze objects itself keeps them frozen (no unfreeze then).
+    """
     if not hasattr(gc, "freeze"):
         return False
+    already = gc.get_freeze_count() > 0
     gc.freeze()
-    return True
+    return not already
 
 
 class _MultiProcessIterator(_BaseIterator):
@@ -685,10 +701,10 @@ class _MultiProcessIterator(_BaseIterator):
 
     def _get(self, deadline: float | None) -> tuple[int, Any, Any]:
         """The next message from the workers; a dead worker or the batch's deadline raise."""
-        msg = self._pool.get(deadline, self._unreceived)
+        rec = self._task_worker.get(self._rcvd_idx)
+        msg = self._pool.get(deadline, self._unreceived, rec[0] if rec is not None else None)
         if msg is not None:
             return msg
-        rec = self._task_worker.get(self._rcvd_idx)
         what = ""
         if rec is not None:
             wid, indices, _ = rec

@@ -100,10 +100,15 @@ class RandomSampler(Sampler[int]):
         if self.replacement:
             rng = _random.python_rng(self.generator)
             return iter([rng.randrange(n) for _ in range(self.num_samples)])
-        out: list[int] = []
-        while len(out) < self.num_samples:
-            out.extend(_random.randperm(n, self.generator))
-        return iter(out[: self.num_samples])
+        return self._permutations(n, self.num_samples)
+
+    def _permutations(self, n: int, count: int) -> Iterator[int]:
+        # The permutation is drawn at the first index; it reaches Python in chunks, so the first
+        # batch does not wait for the whole epoch's order to become a list.
+        while count > 0:
+            for chunk in _random.randperm_chunks(n, self.generator, limit=count):
+                yield from chunk
+            count -= min(count, n)
 
     def __len__(self) -> int:
         return self.num_samples

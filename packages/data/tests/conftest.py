@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
 import time
@@ -45,8 +46,10 @@ def shm_names(pid: int | None = None) -> set[str]:
 
 
 def _children() -> list[psutil.Process]:
+    # Python's own helpers live until exit by design: the resource tracker and the fork server.
     tracker = getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None)
-    return [p for p in psutil.Process().children(recursive=True) if p.pid != tracker]
+    server = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in (tracker, server)]
 
 
 def assert_no_leaks(timeout: float = 5.0, before: set[str] = frozenset()) -> None:

@@ -257,9 +257,10 @@ def test_pin_memory_is_accepted(no_leaks):
     assert got == oracle_batches(xs, ys, list(range(6)), 3, False)
 
 
-def test_spawn_context(no_leaks):
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawn_context(no_leaks, method):
     xs, ys, x, y = make_xy(6)
-    loader = DataLoader(TensorDataset(x, y), batch_size=3, num_workers=1, multiprocessing_context="spawn")
+    loader = DataLoader(TensorDataset(x, y), batch_size=3, num_workers=1, multiprocessing_context=method)
     assert as_lists(loader) == oracle_batches(xs, ys, list(range(6)), 3, False)
 
 
