@@ -100,14 +100,13 @@ class RandomSampler(Sampler[int]):
         if self.replacement:
             rng = _random.python_rng(self.generator)
             return iter([rng.randrange(n) for _ in range(self.num_samples)])
-        return self._permutations(n, self.num_samples)
+        return itertools.chain.from_iterable(self._permutation_chunks(n, self.num_samples))
 
-    def _permutations(self, n: int, count: int) -> Iterator[int]:
+    def _permutation_chunks(self, n: int, count: int) -> Iterator[list[int]]:
         # The permutation is drawn at the first index; it reaches Python in chunks, so the first
-        # batch does not wait for the whole epoch's order to become a list.
+        # batch does not wait for the whole epoch's order to become a list (and chain walks them in C).
         while count > 0:
-            for chunk in _random.randperm_chunks(n, self.generator, limit=count):
-                yield from chunk
+            yield from _random.randperm_chunks(n, self.generator, limit=count)
             count -= min(count, n)
 
     def __len__(self) -> int:

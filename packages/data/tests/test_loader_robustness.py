@@ -64,6 +64,22 @@ def test_kept_batches_are_not_overwritten_and_the_ring_grows(no_leaks):
     assert [row for xb, _ in kept for row in xb.tolist()] == xs
 
 
+def test_growing_batches_get_larger_slots(no_leaks):
+    # Batches of 1, 2, ... 12 rows: every slot must be replaced by a larger file along the way.
+    xs, ys, x, y = make_xy(78, features=1000)  # 4 KB a row: each larger batch outgrows its slot
+    sizes = list(range(1, 13))
+    batches, start = [], 0
+    for n in sizes:
+        batches.append(list(range(start, start + n)))
+        start += n
+    loader = DataLoader(TensorDataset(x, y), batch_sampler=batches, num_workers=2, persistent_workers=True)
+    for _ in range(2):
+        got = [(xb.tolist(), yb.tolist()) for xb, yb in loader]
+        assert got == [([xs[i] for i in b], b) for b in batches]
+    generations = [int(name.rsplit("_", 1)[1]) for name, _ in loader._iterator._pool.ring._maps.values()]
+    assert max(generations) > 4  # files were replaced by larger ones (a worker's first 4 slots are 1..4)
+
+
 # ---- pin_memory ----
 
 
