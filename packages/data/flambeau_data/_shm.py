@@ -44,6 +44,7 @@ import math
 import mmap
 import os
 import pickle
+import sys
 import tempfile
 import weakref
 from collections.abc import Callable
@@ -81,6 +82,8 @@ class _RefPickler(pickle.Pickler):
         if isinstance(obj, fc.Tensor):
             self._tensors.append(obj)
             return len(self._tensors) - 1
+        if type(obj) is _Ref:
+            return obj.i
         return None
 
 
@@ -308,6 +311,7 @@ class WorkerRing:
             return cur
         if cur is not None:
             self._views.pop(slot, None)
+            _NUMPY_VIEWS.clear()  # they may view the old mapping
             try:
                 cur[1].close()
             except BufferError:
@@ -350,6 +354,33 @@ class WorkerRing:
         self._views[slot] = (specs, name, len(mapping), metas, tensors)
         return ShmBatch(name, len(mapping), metas, b"", slot), tensors
 
+    def gather_rows(self, sources: tuple[fc.Tensor, ...], index: Any, slot: int) -> ShmBatch:
+        """``[t[index] for t in sources]`` written straight into ``slot`` (Note [Batched fetch]).
+
+        ``index``: an ``array('q')`` of in-range row indices. With NumPy loaded,
+        ``numpy.take(..., out=)`` gathers each tensor's rows into the slot in one
+        pass; otherwise core gathers and the result is copied in.
+        """
+        n = len(index)
+        specs = [(t.dtype, (n, *tuple(t.shape)[1:])) for t in sources]
+        batch, dsts = self.views(slot, specs)
+        np = sys.modules.get("numpy")
+        idx = None
+        for src, dst in zip(sources, dsts, strict=True):
+            if not n or dst.numel() == 0:
+                continue
+            if np is not None:
+                src_np, dst_np = _as_numpy(np, src), _as_numpy(np, dst)
+                if src_np is not None and dst_np is not None:
+                    if idx is None:
+                        idx = np.frombuffer(index, dtype=np.int64)
+                    # "wrap": the indices were checked against [-len, len); no bounds pass, no buffering.
+                    np.take(src_np, idx, axis=0, out=dst_np, mode="wrap")
+                    continue
+            _copy_into(dst, src[fc.frombuffer(index, dtype=fc.int64)])
+        batch.payload = _LIST_OF_REFS.get(len(sources)) or _list_of_refs(len(sources))
+        return batch
+
     def pack(self, obj: Any, slot: int) -> ShmBatch:
         """Copies ``obj``'s tensors into ``slot`` and describes the rest."""
         tensors: list[fc.Tensor] = []
@@ -358,7 +389,7 @@ class WorkerRing:
         batch, dsts = self.views(slot, [(t.dtype, tuple(t.shape)) for t in tensors])
         for dst, src in zip(dsts, tensors, strict=True):
             if src.numel():
-                dst.copy_(src)
+                _copy_into(dst, src)
         batch.payload = buf.getvalue()
         return batch
 
@@ -370,6 +401,54 @@ class WorkerRing:
             except BufferError:
                 pass  # a tensor still views it; the mapping goes with it
         self._slots.clear()
+
+
+def _copy_into(dst: fc.Tensor, src: fc.Tensor) -> None:
+    """Copies ``src`` into the contiguous ``dst`` of the same dtype and shape.
+
+    A contiguous source is copied as raw bytes (any dtype with a buffer format,
+    float16 included, whatever core's ``copy_`` supports); others through ``copy_``.
+    """
+    if src.is_contiguous():
+        data = contiguous_bytes(src)
+        if data is not None:
+            memoryview(dst).cast("B")[:] = data
+            return
+    dst.copy_(src)
+
+
+_NUMPY_VIEWS: dict[int, Any] = {}  # id(tensor) -> (tensor, array viewing it)
+_LIST_OF_REFS: dict[int, bytes] = {}
+
+
+def _list_of_refs(k: int) -> bytes:
+    """The pickled structure ``[tensor 0, ..., tensor k-1]`` (what default_collate gives for k fields)."""
+    buf = io.BytesIO()
+    _RefPickler(buf, []).dump([_Ref(i) for i in range(k)])
+    _LIST_OF_REFS[k] = buf.getvalue()
+    return _LIST_OF_REFS[k]
+
+
+class _Ref:
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _as_numpy(np: Any, t: fc.Tensor) -> Any:
+    """A NumPy array viewing ``t`` (cached per tensor), or None for a dtype without a buffer format."""
+    hit = _NUMPY_VIEWS.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    try:
+        arr = np.asarray(memoryview(t))
+    except (TypeError, ValueError, BufferError, RuntimeError):
+        arr = None
+    if len(_NUMPY_VIEWS) > 64:
+        _NUMPY_VIEWS.clear()
+    _NUMPY_VIEWS[id(t)] = (t, arr)
+    return arr
 
 
 _ITEMSIZE: dict[Any, int] = {}

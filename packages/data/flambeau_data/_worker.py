@@ -40,6 +40,7 @@ import flambeau_core as fc
 
 from flambeau_data import _shm
 from flambeau_data._convert import is_numpy_array, numpy_to_tensor
+from flambeau_data.dataset import GatheredBatch
 
 _POLL = 1.0
 
@@ -158,6 +159,8 @@ class _MapFetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self._getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+        self._default_collate = collate_fn is default_collate
+        self.defer_rows = False  # set in a worker: return a TensorDataset's rows ungathered
         # A plain list/tuple/range: out-of-range indices name the index and the length.
         self._sequence = type(dataset) in (list, tuple, range)
         # A tensor or NumPy array as the dataset: its rows gathered at once (Note [Batched fetch]).
@@ -175,6 +178,8 @@ class _MapFetcher:
             return self._gather_rows(indices)
         if self._getitems is not None:
             data = self._getitems(indices)
+            if self.defer_rows and self._default_collate and type(data) is GatheredBatch and data.index is not None:
+                return data  # gathered straight into shared memory by the worker (WorkerRing.gather_rows)
         else:
             if self._sequence:
                 from flambeau_data.dataset import check_indices
@@ -230,11 +235,19 @@ class _IterableFetcher:
 
 
 def make_fetcher(
-    dataset: Any, iterable: bool, auto_collation: bool, collate_fn: Any, drop_last: bool, batch_size: int | None
+    dataset: Any,
+    iterable: bool,
+    auto_collation: bool,
+    collate_fn: Any,
+    drop_last: bool,
+    batch_size: int | None,
+    defer_rows: bool = False,
 ) -> _MapFetcher | _IterableFetcher:
     if iterable:
         return _IterableFetcher(dataset, auto_collation, collate_fn, drop_last, batch_size)
-    return _MapFetcher(dataset, auto_collation, collate_fn)
+    fetcher = _MapFetcher(dataset, auto_collation, collate_fn)
+    fetcher.defer_rows = defer_rows
+    return fetcher
 
 
 def _seed_worker(seed: int) -> None:
@@ -278,10 +291,12 @@ def worker_loop(
 
         init_error = None
         fetcher = None
+        # defer_rows: a TensorDataset's rows are gathered straight into the ring slot.
+        fetcher_args = (dataset, iterable, auto_collation, collate_fn, drop_last, batch_size, True)
         try:
             if worker_init_fn is not None:
                 worker_init_fn(worker_id)
-            fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size)
+            fetcher = make_fetcher(*fetcher_args)
         except Exception:
             init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
@@ -302,7 +317,7 @@ def worker_loop(
                 _seed_worker(task.seed + worker_id)
                 if init_error is None:
                     try:
-                        fetcher = make_fetcher(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size)
+                        fetcher = make_fetcher(*fetcher_args)
                     except Exception:
                         init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
                 result_conn.send((worker_id, None, task))
@@ -314,7 +329,10 @@ def worker_loop(
             else:
                 try:
                     batch = fetcher.fetch(indices)  # type: ignore[union-attr]
-                    payload = ring.pack(batch, slot)
+                    if type(batch) is GatheredBatch:
+                        payload = ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
+                    else:
+                        payload = ring.pack(batch, slot)
                     del batch
                 except StopIteration:
                     payload = _IterableExhausted()

@@ -125,11 +125,11 @@ class TensorDataset(Dataset[tuple]):
         into the batch without stacking samples one by one.
         """
         try:
-            index = index_tensor(indices)
+            packed = array.array("q", indices)
         except (TypeError, ValueError, OverflowError):
             return [self[i] for i in indices]  # not plain ints: sample by sample
         check_indices(indices, len(self), "TensorDataset")
-        return GatheredBatch(tuple(t[index] for t in self.tensors))
+        return GatheredBatch.rows(self.tensors, packed)
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
@@ -169,13 +169,33 @@ class GatheredBatch(Sequence):
         (3, 1)
     """
 
-    __slots__ = ("tensors",)
+    __slots__ = ("_tensors", "sources", "index")
 
     def __init__(self, tensors: tuple[fc.Tensor, ...]) -> None:
-        self.tensors = tensors
+        self._tensors: tuple[fc.Tensor, ...] | None = tuple(tensors)
+        self.sources: tuple[fc.Tensor, ...] | None = None
+        self.index: array.array | None = None
+
+    @classmethod
+    def rows(cls, sources: tuple[fc.Tensor, ...], index: array.array) -> GatheredBatch:
+        """The rows ``index`` (in-range ints) of each of ``sources``, gathered on first use.
+
+        Deferred so that a DataLoader worker can gather them straight into
+        shared memory (Note [Batch ring]) instead of gathering then copying.
+        """
+        out = cls.__new__(cls)
+        out._tensors, out.sources, out.index = None, tuple(sources), index
+        return out
+
+    @property
+    def tensors(self) -> tuple[fc.Tensor, ...]:
+        if self._tensors is None:
+            index = fc.frombuffer(self.index, dtype=fc.int64) if len(self.index) else fc.empty(0, dtype=fc.int64)
+            self._tensors = tuple(t[index] for t in self.sources)  # type: ignore[union-attr]
+        return self._tensors
 
     def __len__(self) -> int:
-        return self.tensors[0].shape[0]
+        return len(self.index) if self._tensors is None else self._tensors[0].shape[0]  # type: ignore[arg-type]
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
@@ -183,7 +203,8 @@ class GatheredBatch(Sequence):
         return tuple(t[i] for t in self.tensors)
 
     def __repr__(self) -> str:
-        return f"GatheredBatch({len(self)} samples of {len(self.tensors)} fields)"
+        fields = len(self.sources if self._tensors is None else self._tensors)  # type: ignore[arg-type]
+        return f"GatheredBatch({len(self)} samples of {fields} fields)"
 
 
 class ConcatDataset(Dataset[T_co]):

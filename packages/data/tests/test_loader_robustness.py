@@ -42,6 +42,31 @@ def test_tensor_and_numpy_arrays_as_datasets(no_leaks, num_workers):
         assert [b.tolist() for b in batches] == [arr[i : i + 4].tolist() for i in (0, 4, 8)]
 
 
+@pytest.mark.parametrize("numpy_loaded", [True, False])
+def test_rows_gathered_straight_into_shared_memory(no_leaks, monkeypatch, numpy_loaded):
+    # Workers gather a TensorDataset's rows into the ring slot: with numpy.take(out=) when NumPy is
+    # loaded, else core's gather and a copy. Odd dtypes, a non-contiguous tensor, negative indices.
+    import sys
+
+    if numpy_loaded:
+        pytest.importorskip("numpy")
+    else:
+        monkeypatch.delitem(sys.modules, "numpy", raising=False)  # the forked workers inherit the missing module
+    base = fc.arange(60, dtype=fc.float64).view(6, 10)
+    tensors = (
+        base,
+        base.t().contiguous().t(),  # non-contiguous
+        fc.arange(6, dtype=fc.int16),
+        fc.arange(6, dtype=fc.uint8),
+        fc.tensor([True, False, True, True, False, False]),
+    )
+    order = [5, -1, 0, 3, -6, 2]
+    loader = DataLoader(TensorDataset(*tensors), batch_size=3, sampler=order, num_workers=2)
+    got = [[t.tolist() for t in b] for b in loader]
+    want = [[t[fc.tensor(order[i : i + 3])].tolist() for t in tensors] for i in (0, 3)]
+    assert got == want
+
+
 # ---- the ring (Note [Batch ring]) ----
 
 
@@ -295,3 +320,14 @@ def test_unpicklable_dataset_with_spawn(no_leaks):
     msg = str(info.value)
     assert "multiprocessing_context='spawn'" in msg
     assert "the dataset (Unpicklable object" in msg and "cannot be pickled" in msg and "_thread.lock" in msg
+
+
+def test_float16_batches_cross_the_ring_as_bytes(no_leaks):
+    # Core cannot stack, copy_ or print float16 yet; a TensorDataset's rows still cross the ring
+    # (gathered, then copied as raw bytes), compared here as bytes.
+    import struct
+
+    raw = bytearray(struct.pack("24e", *[i / 4 for i in range(24)]))
+    x = fc.frombuffer(raw, dtype=fc.float16).view(6, 4)
+    batches = list(DataLoader(TensorDataset(x), batch_size=3, num_workers=2))
+    assert b"".join(bytes(memoryview(b[0]).cast("B")) for b in batches) == bytes(raw)
