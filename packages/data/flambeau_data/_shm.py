@@ -1,14 +1,16 @@
 """Moving a batch from a worker to the main process through shared memory.
 
-Note [Shared-memory batches]: a worker never pickles tensor bytes through a
-pipe. It pickles the batch's *structure* with every tensor replaced by a
-reference (``pickle``'s persistent ids), writes all the tensors' bytes into one
-file in ``/dev/shm`` (tmpfs: the pages are shared memory), 64-byte aligned,
-and sends only ``(file name, size, [(offset, dtype, shape)], structure)``.
-The main process opens the file, maps it, **unlinks it at once**, and wraps
-each tensor zero-copy with ``flambeau_core.frombuffer(mapping, ...)``. The
-mapping (and the memory) lives until the last tensor viewing it dies; no name
-is left in ``/dev/shm`` after the batch is received.
+Note [Shared-memory batches]: tensor bytes never cross a pipe. The sender
+pickles the *structure* with every tensor replaced by a reference (``pickle``'s
+persistent ids), places the tensors' bytes in a file in ``/dev/shm`` (tmpfs:
+the pages are shared memory), 64-byte aligned, and sends only ``(file name,
+size, [(offset, dtype, shape)], structure)``. The receiver opens the file,
+maps it, **unlinks it at once**, and wraps each tensor zero-copy with
+``flambeau_core.frombuffer(mapping, ...)``. The mapping (and the memory) lives
+until the last tensor viewing it dies; no name is left in ``/dev/shm`` after
+receipt. ``flambeau_data.multiprocessing`` writes one file per tensor sent
+(``write_segment``); the DataLoader reuses the files of a ring (Note [Batch
+ring]).
 
 Segment names carry a prefix unique to one worker pool, so shutdown can remove
 every file a dead or interrupted worker left half-written or unsent
