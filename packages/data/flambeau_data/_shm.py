@@ -349,8 +349,8 @@ class WorkerRing:
         for dtype, shape in specs:
             metas.append((total, dtype_name(dtype), tuple(shape)))
             total = _round_up(total + math.prod(shape) * _itemsize(dtype))
-        if total == 0:
-            return ShmBatch("", 0, metas, b"", -1), [fc.empty(shape, dtype=dtype) for dtype, shape in specs]
+        if total == 0:  # no bytes to place; the slot still goes back to the main process's free list
+            return ShmBatch("", 0, metas, b"", slot), [fc.empty(shape, dtype=dtype) for dtype, shape in specs]
         name, mapping = self._mapping(slot, total)
         tensors = map_tensors(mapping, metas)
         self._views[slot] = (specs, name, len(mapping), metas, tensors)

@@ -653,6 +653,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._reset(loader, first=True)
 
     def _reset(self, loader: DataLoader, first: bool = False) -> None:
+        old_tasks = {} if first else self._task_worker  # the abandoned epoch's, to free their slots
         if not first:
             super().__init__(loader)
         self._send_idx = 0  # next task id to hand out
@@ -673,6 +674,8 @@ class _MultiProcessIterator(_BaseIterator):
                     pending -= 1
                 elif isinstance(payload, _shm.ShmBatch):
                     self._pool.ring.discard(wid, payload)  # a stale result of an abandoned epoch
+                elif task_id in old_tasks:
+                    self._pool.ring.release(wid, old_tasks[task_id][2])
         for _ in range(self._prefetch):
             self._try_put_index()
 

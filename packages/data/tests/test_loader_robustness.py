@@ -82,6 +82,29 @@ def test_ring_slots_are_reused_when_batches_are_dropped(no_leaks):
     assert ring._next == [4, 4]
 
 
+def test_batches_without_tensors_and_abandoned_epochs_keep_the_ring_small(no_leaks):
+    class Words(data.Dataset):
+        def __len__(self):
+            return 200
+
+        def __getitem__(self, i):
+            if i == 150:
+                raise KeyError(i)
+            return f"w{i}"
+
+    loader = DataLoader(Words(), batch_size=2, num_workers=2, persistent_workers=True)
+    for _ in range(2):
+        assert [b for b, _ in zip(loader, range(60), strict=False)][-1] == ["w118", "w119"]  # abandoned mid-epoch
+    with pytest.raises(KeyError):
+        list(loader)
+    loader = DataLoader(Words(), batch_size=2, num_workers=2, persistent_workers=True)
+    for _ in range(3):
+        it = iter(loader)
+        for _ in range(70):
+            next(it)
+    assert loader._iterator._pool.ring._next == [4, 4]  # never more than the initial slots per worker
+
+
 def test_kept_batches_are_not_overwritten_and_the_ring_grows(no_leaks):
     xs, ys, x, y = make_xy(200)
     kept = list(DataLoader(TensorDataset(x, y), batch_size=4, num_workers=2))
