@@ -35,7 +35,10 @@ main process when the last tensor of that batch is gone: only then is the slot
 handed out again. A user who keeps batches makes the ring grow (new slots);
 one that drops them keeps it at ``prefetch_factor`` + 2 slots per worker,
 reused for the whole life of the pool. A slot too small for a batch is
-replaced by a larger file (the next generation).
+replaced by a larger file (the next generation). The ring does not shrink:
+after a user held many batches at once, the worker keeps that many slots (and
+their ``/dev/shm`` pages) until the pool shuts down (at the end of the epoch,
+or when a loader with ``persistent_workers`` goes).
 """
 
 from __future__ import annotations
