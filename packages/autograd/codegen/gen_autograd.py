@@ -22,6 +22,12 @@ For each entry, one Node class `<Op>Backward0` and one Autograd kernel:
     it differs from the output's): each gradient is summed back to the input's
     shape and cast to its dtype, so formulas never handle broadcasting;
   * release_variables() resets every SavedVariable;
+  * one formula may give several inputs' gradients at once, as in PyTorch's
+    table: the key "input, weight, bias" names them, the expression returns a
+    std::tuple in that order, and `grad_input_mask` (std::array<bool, k>)
+    says which of them are needed (a fused backward kernel computes only those);
+  * a Tensor? argument gets an invalid edge when absent, and is saved as an
+    (undefined when absent) SavedVariable that formulas see as std::optional<Tensor>;
   * an in-place op (`name_`) checks that it may write self (check_inplace),
     saves a copy of self first if a formula needs the old value, and rebases
     self's history on the node after the write.
@@ -53,6 +59,11 @@ def camel(name: str) -> str:
     return "".join(p.capitalize() for p in name.rstrip("_").split("_"))
 
 
+def split_key(key: str) -> list[str]:
+    """The inputs a formula's key names: "self", or "input, weight, bias" for a formula giving several."""
+    return [k.strip() for k in key.split(",")]
+
+
 def identifiers(expr: str) -> set[str]:
     """Names used in a formula (not member accesses like `.sizes`, not qualified like `op::x`)."""
     return set(re.findall(r"(?<![\w.:])([A-Za-z_]\w*)", expr))
@@ -67,9 +78,10 @@ class Entry:
         self.node = self.node_name + ("Inplace" if self.inplace else "")
         self.tensor_args = [a for a in op.cpp_args if a.is_tensor]
         names = {a.name for a in op.cpp_args}
-        for k in formulas:
-            if k not in {a.name for a in self.tensor_args}:
-                raise SystemExit(f"error: {where}: '{k}' is not a tensor argument of {op.func}")
+        for key in formulas:
+            for k in split_key(key):
+                if k not in {a.name for a in self.tensor_args}:
+                    raise SystemExit(f"error: {where}: '{k}' is not a tensor argument of {op.func}")
         self.formulas: dict[str, str] = {}
         self.attrs: dict[tuple[str, str], str] = {}  # (arg, attr) -> field
         output_names = {r.name for r in op.returns[1:] if r.name}
@@ -92,13 +104,13 @@ class Entry:
             expr = re.sub(r"\b([a-z_]\w*)\.(\w+)\(\)", attr, expr)
             for ident in identifiers(expr):
                 if ident == "result":
-                    self.uses_result.add(inp)
+                    self.uses_result.update(split_key(inp))
                 elif ident in output_names:
                     self.saved_outputs.add(ident)
                 elif ident in names:
                     arg = next(a for a in op.cpp_args if a.name == ident)
                     if arg.is_tensor or arg.type in SAVED_LISTS:
-                        self.saved_tensors.setdefault(ident, set()).add(inp)
+                        self.saved_tensors.setdefault(ident, set()).update(split_key(inp))
                     else:
                         self.saved_values.add(ident)
             self.formulas[inp] = expr
@@ -107,6 +119,9 @@ class Entry:
 
     def edge_index(self) -> dict[str, int]:
         return {a.name: i for i, a in enumerate(self.tensor_args)}
+
+    def is_optional(self, name: str) -> bool:
+        return any(a.name == name and a.type == "Tensor?" for a in self.op.cpp_args)
 
     def saved_list(self, name: str):
         """The argument if `name` is a saved list (SAVED_LISTS), else None (a tensor: SavedVariable)."""
@@ -118,21 +133,31 @@ class Entry:
 
     def unpacked_type(self, name: str) -> str:
         lst = self.saved_list(name)
+        if self.is_optional(name):
+            return "std::optional<Tensor>"
         return lst.stored_type if lst else "Tensor"
 
     def saved_init(self, name: str) -> str:
+        if self.is_optional(name):
+            return f"SavedVariable({name} ? *{name} : Tensor(), false)"
         return f"{self.saved_class(name)}({name})" if self.saved_list(name) else f"SavedVariable({name}, false)"
 
     def list_arg(self):
         return next((a for a in self.tensor_args if a.type == "Tensor[]"), None)
+
+    def unpack(self, name: str) -> str:
+        if self.is_optional(name):
+            return f"optional_tensor({name}_.unpack(this))"
+        return f"{name}_.unpack(this)"
 
     def node_class(self) -> str:
         op = self.op
         out = [f"struct {self.node} final : Node {{"]
         out.append(f'  std::string name() const override {{ return "{self.node_name}"; }}')
         lst = self.list_arg()
+        with_formula = {k for key in self.formulas for k in split_key(key)}
         for a in self.tensor_args:
-            if a.name in self.formulas:
+            if a.name in with_formula:
                 out.append(f"  std::vector<Meta> {a.name}_meta;" if a is lst else f"  Meta {a.name}_meta;")
         for v in sorted(self.saved_values):
             arg = next(a for a in op.cpp_args if a.name == v)
@@ -154,10 +179,23 @@ class Entry:
         idx = self.edge_index()
         for inp, expr in self.formulas.items():
             uses = {s for s in saved if re.search(rf"(?<![\w.]){s}(?!\w)", expr)}
+            names_ = split_key(inp)
+            if len(names_) > 1:
+                need = " || ".join(f"needs({idx[k]})" for k in names_)
+                mask = ", ".join(f"needs({idx[k]})" for k in names_)
+                out.append(f"    if ({need}) {{")
+                out.append(f"      [[maybe_unused]] const std::array<bool, {len(names_)}> grad_input_mask{{{mask}}};")
+                for s in sorted(uses):
+                    out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
+                out.append(f"      auto grads_ = {expr};")
+                for j, k in enumerate(names_):
+                    out.append(f"      if (needs({idx[k]})) out[{idx[k]}] = reduce(std::get<{j}>(grads_), {k}_meta);")
+                out.append("    }")
+                continue
             if lst is not None and inp == lst.name:
                 out.append("    {")
                 for s in sorted(uses):
-                    out.append(f"      const {self.unpacked_type(s)} {s} = {s}_.unpack(this);")
+                    out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
                 out.append(f"      variable_list g = {expr};")
                 out.append(
                     f"      for (size_t i = 0; i < g.size(); ++i) if (needs(i)) out[i] = reduce(g[i], {inp}_meta[i]);"
@@ -166,7 +204,7 @@ class Entry:
                 continue
             out.append(f"    if (needs({idx[inp]})) {{")
             for s in sorted(uses):
-                out.append(f"      const {self.unpacked_type(s)} {s} = {s}_.unpack(this);")
+                out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
             out.append(f"      out[{idx[inp]}] = reduce({expr}, {inp}_meta);")
             out.append("    }")
         out.append("    return out;")
@@ -187,6 +225,7 @@ class Entry:
             edges = f"list_edges({lst.name})"
         else:
             edges = "{" + ", ".join(f"gradient_edge({a.name})" for a in self.tensor_args) + "}"
+        with_formula = {k for key in self.formulas for k in split_key(key)}
 
         def needs_any(inputs: set[str]) -> str:
             if lst is not None:
@@ -215,7 +254,7 @@ class Entry:
             out.append(f'  check_inplace(self, {other_rg}, "{op.cpp_name}");')
             out.append(f"  auto n = make_node<{self.node}>({edges});")
             for a in self.tensor_args:
-                if a.name in self.formulas:
+                if a.name in with_formula:
                     out.append(f"  n->{a.name}_meta = Meta({a.name}, self);")
             out += save_values("self")
             for t, inputs in sorted(self.saved_tensors.items()):
@@ -237,7 +276,7 @@ class Entry:
         out.append("  if (!is_floating(result.dtype())) return out;")
         out.append(f"  auto n = make_node<{self.node}>({edges});")
         for a in self.tensor_args:
-            if a.name in self.formulas:
+            if a.name in with_formula:
                 if a is lst:
                     out.append(f"  for (const Tensor& t : {a.name}) n->{a.name}_meta.emplace_back(t);")
                 elif a.type == "Tensor?":

@@ -4,6 +4,7 @@
 // create_graph=True a formula records a graph of its own. Included only by the
 // generated nodes (autograd_generated.cpp).
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <numbers>
 #include <numeric>
@@ -40,6 +41,15 @@ std::shared_ptr<N> make_node(std::vector<Edge> edges) {
   auto n = std::make_shared<N>();
   n->set_next_edges(std::move(edges));
   return n;
+}
+
+/// The edge of an optional (Tensor?) argument: invalid when it is absent.
+inline Edge gradient_edge(const std::optional<Tensor>& t) { return t ? autograd::gradient_edge(*t) : Edge(); }
+
+/// A saved Tensor? argument as formulas see it: std::nullopt when it was absent.
+inline std::optional<Tensor> optional_tensor(Tensor t) {
+  if (!t.defined()) return std::nullopt;
+  return std::optional<Tensor>(std::move(t));
 }
 
 inline std::vector<Edge> list_edges(const TensorList& tensors) {

@@ -37,6 +37,7 @@ _load_openblas()
 from flambeau_core import _C  # noqa: E402,F401,I001
 from flambeau_core._C import *  # noqa: E402,F401,F403
 from flambeau_core._C import FlambeauError, Tensor, device, dtype  # noqa: E402,F401
+from flambeau_core._C import _embedding_bag, _feature_dropout  # noqa: E402,F401  (PyTorch spells these with "_" too)
 from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001

@@ -1,11 +1,15 @@
 """The layers and losses (re-exported by ``flambeau_nn``)."""
 
 from flambeau_nn.modules.activation import Flatten, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleList, Sequential
-from flambeau_nn.modules.dropout import Dropout
+from flambeau_nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from flambeau_nn.modules.linear import Identity, Linear
 from flambeau_nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from flambeau_nn.modules.module import Module, RemovableHandle
+from flambeau_nn.modules.normalization import GroupNorm, LayerNorm
+from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
 
 __all__ = [
     "Module",
@@ -21,6 +25,19 @@ __all__ = [
     "LogSoftmax",
     "Flatten",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LayerNorm",
+    "GroupNorm",
+    "Embedding",
+    "EmbeddingBag",
     "CrossEntropyLoss",
     "NLLLoss",
     "MSELoss",

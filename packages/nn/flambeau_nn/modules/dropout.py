@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout``, ``Dropout1d``, ``Dropout2d``, ``Dropout3d``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from flambeau_core import FlambeauError, Tensor
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 
 class Dropout(Module):
@@ -33,3 +33,27 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    r"""Zeroes whole channels (``input[n, c]``) of an ``(N, C, L)`` or ``(C, L)`` input with probability ``p``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    r"""Zeroes whole channels (``input[n, c]``) of an ``(N, C, H, W)`` input with probability ``p``.
+
+    The kept channels are scaled by ``1/(1-p)``; one kernel draws the channel mask and scales.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    r"""Zeroes whole channels of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input with probability ``p``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training, self.inplace)

@@ -1,0 +1,315 @@
+// CPU kernels: native_layer_norm and native_group_norm, forward and fused
+// backward (Note [Normalization kernels] in norm_kernels.h).
+//
+// Layer norm: M rows of D = prod(normalized_shape) contiguous elements; one
+// pass of shifted sums per row gives mean and rstd, a second writes the
+// output. Backward per row: sum(dy * w) and sum(dy * w * (x - mean)), then dx;
+// grad weight/bias are column sums over the rows, accumulated per thread in
+// double and added up at the end.
+// Group norm: an (N, C, HxW) input; group (n, g) is one contiguous segment of
+// C / group * HxW elements (its statistics), written per channel as
+// (x - mean) * a + b. Backward: per channel sums of dy and dy * (x - mean) give grad
+// weight/bias and, combined over the group, dx.
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "norm_common.h"
+#include "norm_kernels.h"
+
+namespace flambeau {
+namespace {
+
+using cpu::check_floating;
+using cpu::contig;
+
+struct LNShape {
+  int64_t m, d;
+  Shape stat_shape;  // (*leading, 1, ..., 1)
+};
+
+LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* op) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  FB_CHECK_VALUE(k >= 1, "[", op, "] normalized_shape must have at least one dim, got ()");
+  bool ok = input.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[input.dim() - k + i] == normalized_shape[i];
+  if (!ok) {
+    std::string expected = "(*";
+    for (int64_t v : normalized_shape) expected += ", " + std::to_string(v);
+    expected += ")";
+    FB_CHECK_VALUE(false, "[", op, "] Given normalized_shape=", shape_str(normalized_shape),
+                   ", expected input with shape ", expected, ", but got input of shape ",
+                   shape_str(input.sizes()));
+  }
+  LNShape s{1, 1, {}};
+  for (int64_t i = 0; i < input.dim() - k; ++i) {
+    s.m *= input.sizes()[i];
+    s.stat_shape.push_back(input.sizes()[i]);
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    s.d *= normalized_shape[i];
+    s.stat_shape.push_back(1);
+  }
+  return s;
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
+                                                  const std::optional<Tensor>& weight,
+                                                  const std::optional<Tensor>& bias, double eps) {
+  const char* op = "layer_norm";
+  check_floating(input, op, "input");
+  const LNShape s = ln_shape(input, normalized_shape, op);
+  cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
+  cpu::check_param(bias, input, normalized_shape, op, "bias", "(normalized_shape)");
+  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
+  Tensor mean = op::empty(s.stat_shape, input.dtype(), input.device());
+  Tensor rstd = op::empty(s.stat_shape, input.dtype(), input.device());
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hw, hb;
+      const T* x = hx.data<T>();
+      T* y = out.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* b = cpu::opt_data<T>(bias, hb);
+      T* mu = mean.data<T>();
+      T* rs = rstd.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.d, 1));
+      parallel_for(0, s.m, grain, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xr = x + r * s.d;
+          if (s.d == 0) {
+            mu[r] = rs[r] = std::numeric_limits<T>::quiet_NaN();
+            continue;
+          }
+          double s1 = 0, s2 = 0;
+          k.row_moments(xr, s.d, xr[0], &s1, &s2);
+          const double m1 = s1 / static_cast<double>(s.d);
+          const double v = std::max(s2 / static_cast<double>(s.d) - m1 * m1, 0.0);
+          mu[r] = static_cast<T>(static_cast<double>(xr[0]) + m1);
+          rs[r] = static_cast<T>(1.0 / std::sqrt(v + eps));
+          k.ln_row(xr, y + r * s.d, s.d, mu[r], rs[r], w, b);
+        }
+      });
+    }
+  });
+  return {out, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
+                                                           IntArrayRef normalized_shape, const Tensor& mean,
+                                                           const Tensor& rstd,
+                                                           const std::optional<Tensor>& weight, bool input_g,
+                                                           bool weight_g, bool bias_g) {
+  const char* op = "layer_norm_backward";
+  check_floating(input, op, "input");
+  const LNShape s = ln_shape(input, normalized_shape, op);
+  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
+                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
+  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
+                " does not match input dtype ", dtype_name(input.dtype()));
+  cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
+  FB_CHECK_VALUE(mean.numel() == s.m && rstd.numel() == s.m, "[", op, "] mean and rstd must hold ", s.m,
+                 " values, got shapes ", shape_str(mean.sizes()), " and ", shape_str(rstd.sizes()));
+  Tensor gi, gw, gb;
+  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
+  if (weight_g) gw = op::empty(normalized_shape, input.dtype(), input.device());
+  if (bias_g) gb = op::empty(normalized_shape, input.dtype(), input.device());
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hdy = contig(grad_out), hw, hm = contig(mean), hr = contig(rstd);
+      const T* x = hx.data<T>();
+      const T* dy = hdy.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* mu = hm.data<T>();
+      const T* rs = hr.data<T>();
+      T* dx = input_g ? gi.data<T>() : nullptr;
+      std::vector<double> acc_w(weight_g ? static_cast<size_t>(s.d) : 0, 0.0);
+      std::vector<double> acc_b(bias_g ? static_cast<size_t>(s.d) : 0, 0.0);
+      std::mutex merge;
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.d, 1));
+      const double inv_d = s.d > 0 ? 1.0 / static_cast<double>(s.d) : 0.0;
+      parallel_for(0, s.m, grain, [&](int64_t r0, int64_t r1) {
+        std::vector<double> lw(acc_w.size(), 0.0), lb(acc_b.size(), 0.0);
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xr = x + r * s.d;
+          const T* dyr = dy + r * s.d;
+          if (dx) {
+            double s1 = 0, s2 = 0;
+            k.ln_row_sums(dyr, xr, w, s.d, mu[r], &s1, &s2);
+            const double rr = static_cast<double>(rs[r]);
+            const T k2 = static_cast<T>(-rr * rr * rr * s2 * inv_d);
+            const T k3 = static_cast<T>(-rr * s1 * inv_d);
+            k.ln_row_bwd(dyr, xr, w, dx + r * s.d, s.d, mu[r], rs[r], k2, k3);
+          }
+          if (weight_g || bias_g)
+            k.ln_accum_wb(dyr, xr, s.d, mu[r], rs[r], weight_g ? lw.data() : nullptr,
+                          bias_g ? lb.data() : nullptr);
+        }
+        if (weight_g || bias_g) {
+          std::lock_guard<std::mutex> lock(merge);
+          for (size_t j = 0; j < lw.size(); ++j) acc_w[j] += lw[j];
+          for (size_t j = 0; j < lb.size(); ++j) acc_b[j] += lb[j];
+        }
+      });
+      if (weight_g)
+        for (int64_t j = 0; j < s.d; ++j) gw.data<T>()[j] = static_cast<T>(acc_w[j]);
+      if (bias_g)
+        for (int64_t j = 0; j < s.d; ++j) gb.data<T>()[j] = static_cast<T>(acc_b[j]);
+    }
+  });
+  return {gi, gw, gb};
+}
+
+void check_group_shape(const Tensor& input, int64_t n, int64_t c, int64_t hxw, int64_t group,
+                       const char* op) {
+  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
+                 shape_str(input.sizes()));
+  FB_CHECK_VALUE(group > 0, "[", op, "] num_groups must be positive, got ", group);
+  FB_CHECK_VALUE(c % group == 0, "[", op,
+                 "] Expected number of channels in input to be divisible by num_groups, ",
+                 "but got input of shape ", shape_str(input.sizes()), " and num_groups=", group);
+  int64_t total = 0;
+  const bool overflow = __builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, hxw, &total);
+  FB_CHECK_VALUE(!overflow && n >= 0 && c >= 0 && hxw >= 0 && n == input.sizes()[0] &&
+                     c == input.sizes()[1] && total == input.numel(),
+                 "[", op, "] N=", n, ", C=", c, ", HxW=", hxw, " do not describe an input of shape ",
+                 shape_str(input.sizes()));
+}
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_cpu(const Tensor& input, const std::optional<Tensor>& weight,
+                                                  const std::optional<Tensor>& bias, int64_t n, int64_t c,
+                                                  int64_t hxw, int64_t group, double eps) {
+  const char* op = "group_norm";
+  check_floating(input, op, "input");
+  check_group_shape(input, n, c, hxw, group, op);
+  const Shape cshape{c};
+  cpu::check_param(weight, input, cshape, op, "weight", "(one value per channel)");
+  cpu::check_param(bias, input, cshape, op, "bias", "(one value per channel)");
+  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
+  Tensor mean = op::empty(Shape{n, group}, input.dtype(), input.device());
+  Tensor rstd = op::empty(Shape{n, group}, input.dtype(), input.device());
+  const int64_t cpg = c / group, seg = cpg * hxw;
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hw, hb;
+      const T* x = hx.data<T>();
+      T* y = out.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* b = cpu::opt_data<T>(bias, hb);
+      T* mu = mean.data<T>();
+      T* rs = rstd.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(seg, 1));
+      parallel_for(0, n * group, grain, [&](int64_t g0, int64_t g1) {
+        for (int64_t gi = g0; gi < g1; ++gi) {
+          const T* xs = x + gi * seg;
+          if (seg == 0) {
+            mu[gi] = rs[gi] = std::numeric_limits<T>::quiet_NaN();
+            continue;
+          }
+          double s1 = 0, s2 = 0;
+          k.row_moments(xs, seg, xs[0], &s1, &s2);
+          const double m1 = s1 / static_cast<double>(seg);
+          const double v = std::max(s2 / static_cast<double>(seg) - m1 * m1, 0.0);
+          mu[gi] = static_cast<T>(static_cast<double>(xs[0]) + m1);
+          rs[gi] = static_cast<T>(1.0 / std::sqrt(v + eps));
+          const int64_t g = gi % group;
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t ch = g * cpg + j;
+            const T a = rs[gi] * (w ? w[ch] : T(1));
+            k.row_affine(xs + j * hxw, y + gi * seg + j * hxw, hxw, mu[gi], a, b ? b[ch] : T(0));
+          }
+        }
+      });
+    }
+  });
+  return {out, mean, rstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
+                                                           const Tensor& mean, const Tensor& rstd,
+                                                           const std::optional<Tensor>& weight, int64_t n,
+                                                           int64_t c, int64_t hxw, int64_t group,
+                                                           bool input_g, bool weight_g, bool bias_g) {
+  const char* op = "group_norm_backward";
+  check_floating(input, op, "input");
+  check_group_shape(input, n, c, hxw, group, op);
+  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
+                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
+  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
+                " does not match input dtype ", dtype_name(input.dtype()));
+  cpu::check_param(weight, input, Shape{c}, op, "weight", "(one value per channel)");
+  FB_CHECK_VALUE(mean.numel() == n * group && rstd.numel() == n * group, "[", op,
+                 "] mean and rstd must hold ", n * group, " values");
+  Tensor gi, gw, gb;
+  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
+  if (weight_g) gw = op::empty(Shape{c}, input.dtype(), input.device());
+  if (bias_g) gb = op::empty(Shape{c}, input.dtype(), input.device());
+  const int64_t cpg = c / group, seg = cpg * hxw;
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hdy = contig(grad_out), hw, hm = contig(mean), hr = contig(rstd);
+      const T* x = hx.data<T>();
+      const T* dy = hdy.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* mu = hm.data<T>();
+      const T* rs = hr.data<T>();
+      T* dx = input_g ? gi.data<T>() : nullptr;
+      // Per (n, channel): sum(dy), sum(dy * (x - mean)); reduced over n at the end (in order).
+      std::vector<double> sdy(static_cast<size_t>(n * c), 0.0), sdyx(static_cast<size_t>(n * c), 0.0);
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(seg, 1));
+      const double inv_seg = seg > 0 ? 1.0 / static_cast<double>(seg) : 0.0;
+      parallel_for(0, n * group, grain, [&](int64_t g0, int64_t g1) {
+        for (int64_t gi = g0; gi < g1; ++gi) {
+          const int64_t g = gi % group, base = gi * seg;
+          double su = 0, sux = 0;
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t ch = g * cpg + j, nc = (gi / group) * c + ch;
+            k.row_dot2(dy + base + j * hxw, x + base + j * hxw, hxw, mu[gi], &sdy[nc], &sdyx[nc]);
+            const double wc = w ? static_cast<double>(w[ch]) : 1.0;
+            su += wc * sdy[nc];
+            sux += wc * sdyx[nc];
+          }
+          if (!dx) continue;
+          const double r = static_cast<double>(rs[gi]);
+          const T k2 = static_cast<T>(-r * r * r * sux * inv_seg);
+          const T k3 = static_cast<T>(-r * su * inv_seg);
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t ch = g * cpg + j;
+            const T a = rs[gi] * (w ? w[ch] : T(1));
+            k.row_bwd(dy + base + j * hxw, x + base + j * hxw, dx + base + j * hxw, hxw, a, mu[gi], k2, k3);
+          }
+        }
+      });
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double aw = 0, ab = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          aw += sdyx[i * c + ch] * static_cast<double>(rs[i * group + ch / cpg]);
+          ab += sdy[i * c + ch];
+        }
+        if (weight_g) gw.data<T>()[ch] = static_cast<T>(aw);
+        if (bias_g) gb.data<T>()[ch] = static_cast<T>(ab);
+      }
+    }
+  });
+  return {gi, gw, gb};
+}
+
+FB_REGISTER_KERNEL(op::native_layer_norm, CPU, layer_norm_cpu);
+FB_REGISTER_KERNEL(op::native_layer_norm_backward, CPU, layer_norm_backward_cpu);
+FB_REGISTER_KERNEL(op::native_group_norm, CPU, group_norm_cpu);
+FB_REGISTER_KERNEL(op::native_group_norm_backward, CPU, group_norm_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,156 @@
+"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (and their shared base ``_NormBase``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+
+from flambeau_nn import functional as F
+from flambeau_nn import init
+from flambeau_nn.modules.module import Module
+from flambeau_nn.parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+def _check_count(value: object, name: str, layer: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FlambeauError(f"[{layer}] {name} must be a non-negative int, got {value!r}")
+
+
+class _NormBase(Module):
+    """Parameters and running statistics shared by the batch and instance norms (PyTorch's ``_NormBase``).
+
+    Parameters ``weight`` (ones) and ``bias`` (zeros; none with ``bias=False``) when ``affine``; buffers
+    ``running_mean`` (zeros), ``running_var`` (ones) and ``num_batches_tracked``
+    (int64 0) when ``track_running_stats``, so ``state_dict`` keys match PyTorch's.
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        _check_count(num_features, "num_features", type(self).__name__)
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        dtype = dtype if dtype is not None else fc.float32
+        if affine:
+            self.weight = Parameter(fc.empty(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(fc.empty(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", fc.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", fc.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", fc.tensor(0, dtype=fc.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"[{type(self).__name__}] input must be a Tensor, got {type(input).__name__}")
+        self._check_input_dim(input)
+        if input.shape[1] != self.num_features:
+            raise FlambeauError(
+                f"[{type(self).__name__}] expected input with {self.num_features} channels (num_features) in dim 1, "
+                f"got input of shape {tuple(input.shape)}"
+            )
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            # momentum=None: a cumulative moving average (1 / number of batches seen).
+            factor = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+        # Batch statistics in training, and in eval when there are no running statistics.
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if use_running else None,
+            self.running_var if use_running else None,
+            self.weight,
+            self.bias,
+            bn_training,
+            factor,
+            self.eps,
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    r"""Batch normalization of an ``(N, C)`` or ``(N, C, L)`` input over ``N`` (and ``L``), per channel.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> BatchNorm1d(3)(fc.randn(4, 3)).shape
+        (4, 3)
+    """
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (2, 3):
+            raise FlambeauError(
+                f"[BatchNorm1d] expected 2D or 3D input (got {input.dim()}D input of shape {tuple(input.shape)})"
+            )
+
+
+class BatchNorm2d(_BatchNorm):
+    r"""Batch normalization of an ``(N, C, H, W)`` input over ``N, H, W``, per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 4:
+            raise FlambeauError(
+                f"[BatchNorm2d] expected 4D input (got {input.dim()}D input of shape {tuple(input.shape)})"
+            )
+
+
+class BatchNorm3d(_BatchNorm):
+    r"""Batch normalization of an ``(N, C, D, H, W)`` input over ``N, D, H, W``, per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise FlambeauError(
+                f"[BatchNorm3d] expected 5D input (got {input.dim()}D input of shape {tuple(input.shape)})"
+            )
