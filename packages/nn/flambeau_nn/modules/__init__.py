@@ -9,7 +9,31 @@ from flambeau_nn.modules.linear import Identity, Linear
 from flambeau_nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from flambeau_nn.modules.module import Module, RemovableHandle
 from flambeau_nn.modules.normalization import GroupNorm, LayerNorm
+from flambeau_nn.modules.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
+from flambeau_nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
+from flambeau_nn.modules.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
+from flambeau_nn.modules.upsampling import Upsample
 
 __all__ = [
     "Module",
@@ -41,4 +65,25 @@ __all__ = [
     "CrossEntropyLoss",
     "NLLLoss",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "Upsample",
+    "PixelShuffle",
+    "PixelUnshuffle",
 ]

@@ -1,0 +1,254 @@
+// CPU kernels: nearest and bilinear resizing of (N, C, H, W) inputs, forward
+// and backward, with PyTorch's index rules (UpSample.h): the source index of
+// output position d is floor(d * scale) (nearest) or scale * (d + 0.5) - 0.5
+// clamped at 0 (bilinear, align_corners=False), or d * (in - 1) / (out - 1)
+// (align_corners=True); scale = 1 / scale_factor when one was given, else
+// in / out. The per-row and per-column indices and weights are computed once
+// per call; planes are split across threads.
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+
+namespace flambeau {
+namespace {
+
+struct Resize {
+  int64_t H, W, OH, OW, planes = 1;
+  Shape out_shape;
+};
+
+Resize check_resize(IntArrayRef sz, IntArrayRef output_size, const char* op) {
+  FB_CHECK_VALUE(sz.size() == 4, "[", op, "] expected a 4-D (N, C, H, W) input, got shape ", shape_str(sz));
+  FB_CHECK_VALUE(output_size.size() == 2, "[", op, "] output_size must have 2 elements (H, W), got ",
+                 shape_str(output_size));
+  FB_CHECK_VALUE(sz[2] > 0 && sz[3] > 0 && output_size[0] > 0 && output_size[1] > 0, "[", op,
+                 "] input and output sizes should be greater than 0, but got input shape ", shape_str(sz),
+                 " and output_size ", shape_str(output_size));
+  Resize r{sz[2], sz[3], output_size[0], output_size[1], 1, {sz[0], sz[1], output_size[0], output_size[1]}};
+  shape_nbytes(r.out_shape, ScalarType::Float64, op);  // Note [Size overflow]: N * C fits after this
+  r.planes = sz[0] * sz[1];
+  return r;
+}
+
+/// PyTorch's compute_scales_value: 1/scale when a positive scale was given, else in/out.
+template <class A>
+A scale_value(std::optional<double> scale, int64_t in, int64_t out) {
+  return scale && *scale > 0 ? static_cast<A>(1.0 / *scale) : static_cast<A>(in) / static_cast<A>(out);
+}
+
+/// Source index of each output position for 'nearest' (in float, as PyTorch).
+std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<double> scale) {
+  std::vector<int64_t> idx(static_cast<size_t>(out));
+  const float s = scale_value<float>(scale, in, out);
+  for (int64_t o = 0; o < out; ++o) {
+    if (out == in)
+      idx[o] = o;
+    else if (out == 2 * in)
+      idx[o] = o >> 1;
+    else
+      idx[o] = std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
+  }
+  return idx;
+}
+
+Tensor upsample_nearest2d_cpu(const Tensor& self, IntArrayRef output_size, std::optional<double> scales_h,
+                              std::optional<double> scales_w) {
+  const char* op = "upsample_nearest2d";
+  FB_CHECK_TYPE(self.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
+  const Resize r = check_resize(self.sizes(), output_size, op);
+  Tensor out = op::empty(r.out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor in = contiguous(self);
+  const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
+  const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data<T>();
+    T* y = out.data<T>();
+    const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+    parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c)
+        for (int64_t oh = 0; oh < r.OH; ++oh) {
+          const T* xr = x + c * in_plane + hi[oh] * r.W;
+          T* yr = y + c * out_plane + oh * r.OW;
+          for (int64_t ow = 0; ow < r.OW; ++ow) yr[ow] = xr[wi[ow]];
+        }
+    });
+  });
+  return out;
+}
+
+void check_float_grad(const Tensor& g, const char* op) {
+  FB_CHECK_TYPE(g.dtype() == ScalarType::Float32 || g.dtype() == ScalarType::Float64, "[", op,
+                "] needs a float32 or float64 tensor, got dtype ", dtype_name(g.dtype()));
+}
+
+Resize check_resize_backward(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef output_size,
+                             const char* op) {
+  check_float_grad(grad_output, op);
+  const Resize r = check_resize(input_size, output_size, op);
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), r.out_shape), "[", op, "] grad_output has shape ",
+                 shape_str(grad_output.sizes()), " but the forward output has shape ",
+                 shape_str(r.out_shape));
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  return r;
+}
+
+Tensor upsample_nearest2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size,
+                                       IntArrayRef output_size, std::optional<double> scales_h,
+                                       std::optional<double> scales_w) {
+  const char* op = "upsample_nearest2d_backward";
+  const Resize r = check_resize_backward(grad_output, input_size, output_size, op);
+  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0) return gi;
+  const Tensor go = contiguous(grad_output);
+  const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
+  const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* g = go.data<T>();
+      T* o = gi.data<T>();
+      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
+        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+        for (int64_t c = b; c < e; ++c)
+          for (int64_t oh = 0; oh < r.OH; ++oh) {
+            T* orow = o + c * in_plane + hi[oh] * r.W;
+            const T* gr = g + c * out_plane + oh * r.OW;
+            for (int64_t ow = 0; ow < r.OW; ++ow) orow[wi[ow]] += gr[ow];
+          }
+      });
+    }
+  });
+  return gi;
+}
+
+/// Bilinear taps of each output position along one dim: i0, i1 and their weights.
+template <class A>
+struct Taps {
+  std::vector<int64_t> i0, i1;
+  std::vector<A> w0, w1;
+};
+
+template <class A>
+Taps<A> linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  Taps<A> t;
+  t.i0.resize(out);
+  t.i1.resize(out);
+  t.w0.resize(out);
+  t.w1.resize(out);
+  const A ratio = align_corners ? (out > 1 ? static_cast<A>(in - 1) / static_cast<A>(out - 1) : A(0))
+                                : scale_value<A>(scale, in, out);
+  for (int64_t o = 0; o < out; ++o) {
+    if (in == out) {
+      t.i0[o] = t.i1[o] = o;
+      t.w0[o] = 1;
+      t.w1[o] = 0;
+      continue;
+    }
+    A real = align_corners ? ratio * static_cast<A>(o) : ratio * (static_cast<A>(o) + A(0.5)) - A(0.5);
+    if (real < 0) real = 0;
+    int64_t i0 = static_cast<int64_t>(real);
+    if (i0 > in - 1) i0 = in - 1;
+    const int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
+    const A l1 = std::min(std::max(real - static_cast<A>(i0), A(0)), A(1));
+    t.i0[o] = i0;
+    t.i1[o] = i1;
+    t.w1[o] = l1;
+    t.w0[o] = A(1) - l1;
+  }
+  return t;
+}
+
+Tensor upsample_bilinear2d_cpu(const Tensor& self, IntArrayRef output_size, bool align_corners,
+                               std::optional<double> scales_h, std::optional<double> scales_w) {
+  const char* op = "upsample_bilinear2d";
+  check_float_grad(self, op);
+  const Resize r = check_resize(self.sizes(), output_size, op);
+  Tensor out = op::empty(r.out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor in = contiguous(self);
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
+      const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
+      const T* x = in.data<T>();
+      T* y = out.data<T>();
+      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t c = b; c < e; ++c)
+                       for (int64_t oh = 0; oh < r.OH; ++oh) {
+                         const T* r0 = x + c * in_plane + th.i0[oh] * r.W;
+                         const T* r1 = x + c * in_plane + th.i1[oh] * r.W;
+                         const T h0 = th.w0[oh], h1 = th.w1[oh];
+                         T* yr = y + c * out_plane + oh * r.OW;
+                         for (int64_t ow = 0; ow < r.OW; ++ow) {
+                           const int64_t a = tw.i0[ow], bb = tw.i1[ow];
+                           const T v0 = r0[a] * tw.w0[ow] + r0[bb] * tw.w1[ow];
+                           const T v1 = r1[a] * tw.w0[ow] + r1[bb] * tw.w1[ow];
+                           yr[ow] = v0 * h0 + v1 * h1;
+                         }
+                       }
+                   });
+    }
+  });
+  return out;
+}
+
+Tensor upsample_bilinear2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size,
+                                        IntArrayRef output_size, bool align_corners,
+                                        std::optional<double> scales_h, std::optional<double> scales_w) {
+  const char* op = "upsample_bilinear2d_backward";
+  const Resize r = check_resize_backward(grad_output, input_size, output_size, op);
+  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0) return gi;
+  const Tensor go = contiguous(grad_output);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
+      const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
+      const T* g = go.data<T>();
+      T* o = gi.data<T>();
+      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
+                   [&](int64_t b, int64_t e) {
+                     std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+                     for (int64_t c = b; c < e; ++c)
+                       for (int64_t oh = 0; oh < r.OH; ++oh) {
+                         T* r0 = o + c * in_plane + th.i0[oh] * r.W;
+                         T* r1 = o + c * in_plane + th.i1[oh] * r.W;
+                         const T h0 = th.w0[oh], h1 = th.w1[oh];
+                         const T* gr = g + c * out_plane + oh * r.OW;
+                         for (int64_t ow = 0; ow < r.OW; ++ow) {
+                           const int64_t a = tw.i0[ow], bb = tw.i1[ow];
+                           const T v = gr[ow];
+                           r0[a] += h0 * tw.w0[ow] * v;
+                           r0[bb] += h0 * tw.w1[ow] * v;
+                           r1[a] += h1 * tw.w0[ow] * v;
+                           r1[bb] += h1 * tw.w1[ow] * v;
+                         }
+                       }
+                   });
+    }
+  });
+  return gi;
+}
+
+FB_REGISTER_KERNEL(op::upsample_nearest2d, CPU, upsample_nearest2d_cpu);
+FB_REGISTER_KERNEL(op::upsample_nearest2d_backward, CPU, upsample_nearest2d_backward_cpu);
+FB_REGISTER_KERNEL(op::upsample_bilinear2d, CPU, upsample_bilinear2d_cpu);
+FB_REGISTER_KERNEL(op::upsample_bilinear2d_backward, CPU, upsample_bilinear2d_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

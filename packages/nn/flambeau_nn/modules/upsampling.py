@@ -1,0 +1,59 @@
+"""``Upsample``: a layer around ``F.interpolate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flambeau_core import Tensor
+
+from flambeau_nn import functional as F
+from flambeau_nn.modules.module import Module
+
+__all__ = ["Upsample"]
+
+
+class Upsample(Module):
+    """Resizes ``(N, C, L)`` or ``(N, C, H, W)`` inputs to ``size`` or by ``scale_factor`` (see ``F.interpolate``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> Upsample(scale_factor=2)(fc.ones(1, 1, 2, 3)).shape
+        (1, 1, 4, 6)
+    """
+
+    def __init__(
+        self,
+        size: Any = None,
+        scale_factor: Any = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        if isinstance(scale_factor, tuple):
+            self.scale_factor = tuple(float(factor) for factor in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
+
+    def extra_repr(self) -> str:
+        if self.scale_factor is not None:
+            info = "scale_factor=" + repr(self.scale_factor)
+        else:
+            info = "size=" + repr(self.size)
+        info += ", mode=" + repr(self.mode)
+        return info
