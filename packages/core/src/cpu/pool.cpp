@@ -50,33 +50,53 @@ constexpr T lowest() {
 
 // ---- max pooling ----
 
-// One plane, 2x2 windows with stride 2, no padding or dilation (LeNet, VGG):
-// four loads per output, the first maximum in scan order wins (NaN always wins).
+// One plane, 2x2 windows with stride 2, no padding or dilation (LeNet, VGG).
+// Full windows are branch-free (selects the compiler vectorizes): a later
+// element replaces the maximum only when strictly greater or NaN, so the
+// first maximum in scan order wins, as in PyTorch. Partial windows at the
+// bottom/right edge (ceil_mode) take the general path.
 template <class T>
 void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+  const int64_t full_w = std::min(OW, W / 2);  // windows with two columns inside the input
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t ih = 2 * oh;
     const T* r0 = in + ih * W;
-    const bool two_rows = ih + 1 < H;
-    const T* r1 = two_rows ? r0 + W : r0;
-    for (int64_t ow = 0; ow < OW; ++ow) {
-      const int64_t iw = 2 * ow;
-      const bool two_cols = iw + 1 < W;
-      T m = r0[iw];
-      int64_t mi = ih * W + iw;
-      auto consider = [&](T v, int64_t i) {
-        if (v > m || is_nan(v)) {
-          m = v;
-          mi = i;
-        }
-      };
-      if (two_cols) consider(r0[iw + 1], ih * W + iw + 1);
-      if (two_rows) {
-        consider(r1[iw], (ih + 1) * W + iw);
-        if (two_cols) consider(r1[iw + 1], (ih + 1) * W + iw + 1);
+    T* yr = out + oh * OW;
+    int64_t* ir = idx + oh * OW;
+    if (ih + 1 < H) {
+      const T* r1 = r0 + W;
+      const int64_t base = ih * W;
+#pragma omp simd
+      for (int64_t ow = 0; ow < full_w; ++ow) {
+        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        const bool ub = (b > a) || (b != b);
+        T m = ub ? b : a;
+        int64_t mi = ub ? 1 : 0;
+        const bool uc = (c > m) || (c != c);
+        m = uc ? c : m;
+        mi = uc ? W : mi;
+        const bool ud = (d > m) || (d != d);
+        m = ud ? d : m;
+        mi = ud ? W + 1 : mi;
+        yr[ow] = m;
+        ir[ow] = base + 2 * ow + mi;
       }
-      out[oh * OW + ow] = m;
-      idx[oh * OW + ow] = mi;
+    }
+    const int64_t first_partial = ih + 1 < H ? full_w : 0;
+    for (int64_t ow = first_partial; ow < OW; ++ow) {
+      const int64_t iw = 2 * ow;
+      T m = lowest<T>();
+      int64_t mi = ih * W + iw;
+      for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
+        for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
+          const T v = in[h * W + w];
+          if (v > m || is_nan(v)) {
+            m = v;
+            mi = h * W + w;
+          }
+        }
+      yr[ow] = m;
+      ir[ow] = mi;
     }
   }
 }
