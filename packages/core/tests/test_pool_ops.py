@@ -264,3 +264,16 @@ def test_errors():
         True,
         None,
     )
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 9, 7), (1, 2, 8, 8), (3, 1, 3, 5)])
+def test_max_pool2d_2x2_fast_path_with_nans_infs_and_ties(shape, ceil_mode):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2, 3, shape).astype(np.float32)  # many ties
+    a[rng.random(shape) < 0.1] = np.nan
+    a[rng.random(shape) < 0.1] = -np.inf
+    out, idx = fc.max_pool2d_with_indices(fc.tensor(a), [2], [], [0], [1], ceil_mode)
+    t_out, t_idx = TF.max_pool2d(torch.from_numpy(a), 2, ceil_mode=ceil_mode, return_indices=True)
+    np.testing.assert_array_equal(np_of(out), t_out.numpy())
+    np.testing.assert_array_equal(np_of(idx), t_idx.numpy())
