@@ -595,6 +595,8 @@ def interpolate(
             scales = [float(s) for s in scale_factor]
         else:
             scales = [float(scale_factor)] * dim
+        if not all(0.0 < s < float("inf") for s in scales):
+            raise FlambeauError(f"[interpolate] scale_factor must be positive and finite, got {scale_factor!r}")
         out_size = [int((float(spatial[i]) * scales[i]) // 1) for i in range(dim)]  # floor
         if recompute_scale_factor:
             scales = None
