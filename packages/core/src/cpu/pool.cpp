@@ -18,6 +18,17 @@
 namespace flambeau {
 namespace {
 
+// Note [CPU capabilities] for the two hot loops of the benchmark models (LeNet's
+// 2x2 max pooling, ResNet's and MobileNet's global average pooling): GCC
+// compiles each for AVX-512, AVX2 and baseline x86-64 and picks one at load
+// time (target_clones), like the *_avx2.cpp / *_avx512.cpp files do for the
+// vector table. The results do not depend on the ISA: the partial sums are explicit.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FB_POOL_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
+#else
+#define FB_POOL_CLONES
+#endif
+
 /// Planes per thread chunk so that a chunk holds about kGrainSize units of work.
 int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
@@ -56,7 +67,8 @@ constexpr T lowest() {
 // first maximum in scan order wins, as in PyTorch. Partial windows at the
 // bottom/right edge (ceil_mode) take the general path.
 template <class T>
-void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+[[gnu::always_inline]] inline void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W,
+                                                int64_t OH, int64_t OW) {
   const int64_t full_w = std::min(OW, W / 2);  // windows with two columns inside the input
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t ih = 2 * oh;
@@ -99,6 +111,11 @@ void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W, int64
       ir[ow] = mi;
     }
   }
+}
+
+FB_POOL_CLONES void max_pool_2x2_f32(const float* in, float* out, int64_t* idx, int64_t H, int64_t W,
+                                     int64_t OH, int64_t OW) {
+  max_pool_2x2<float>(in, out, idx, H, W, OH, OW);
 }
 
 template <class T>
@@ -151,7 +168,10 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
     parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         if (fast)
-          max_pool_2x2<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+          if constexpr (std::is_same_v<T, float>)
+            max_pool_2x2_f32(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+          else
+            max_pool_2x2<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
         else
           max_pool_plane<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
       }
@@ -372,12 +392,33 @@ Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op)
   return a;
 }
 
+// Sum of n contiguous values with 16 independent partial sums, so that the
+// adds of a short plane (64 values in ResNet's last stage) do not wait on one
+// another: one accumulator chain would cost the add latency per vector.
 template <class T>
-T plane_sum(const T* x, int64_t n) {
+[[gnu::always_inline]] inline T plane_sum(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) acc[j] += x[i + j];
   T s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += x[i];
+  for (; i < n; ++i) s += x[i];
+  for (int64_t j = 0; j < kLanes; ++j) s += acc[j];
   return s;
+}
+
+template <class T>
+[[gnu::always_inline]] inline void global_avg_planes(const T* x, T* y, int64_t b, int64_t e, int64_t n) {
+  const T count = static_cast<T>(n);
+  for (int64_t c = b; c < e; ++c) y[c] = plane_sum(x + c * n, n) / count;
+}
+FB_POOL_CLONES void global_avg_planes_f32(const float* x, float* y, int64_t b, int64_t e, int64_t n) {
+  global_avg_planes<float>(x, y, b, e, n);
+}
+FB_POOL_CLONES void global_avg_planes_f64(const double* x, double* y, int64_t b, int64_t e, int64_t n) {
+  global_avg_planes<double>(x, y, b, e, n);
 }
 
 Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
@@ -394,9 +435,11 @@ Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
       T* y = out.data<T>();
       const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
       if (out_plane == 1) {  // global average pooling (ResNet, MobileNet): one vectorized sum per plane
-        const T inv = static_cast<T>(in_plane);
         parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
-          for (int64_t c = b; c < e; ++c) y[c] = plane_sum(x + c * in_plane, in_plane) / inv;
+          if constexpr (std::is_same_v<T, float>)
+            global_avg_planes_f32(x, y, b, e, in_plane);
+          else
+            global_avg_planes_f64(x, y, b, e, in_plane);
         });
         return;
       }
