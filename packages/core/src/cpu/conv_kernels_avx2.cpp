@@ -2,6 +2,7 @@
 // (Note [CPU capabilities]); conv.cpp calls them when the CPU has both.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "conv_kernels.h"
 
