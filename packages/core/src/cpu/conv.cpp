@@ -43,12 +43,13 @@ bool use_avx2() {
 }
 
 template <class T>
-void k_im2col(const ConvGeo& g, int64_t C, const T* img, T* cols) {
-  use_avx2() ? cpu::conv_avx2::im2col(g, C, img, cols) : cpu::conv_base::im2col(g, C, img, cols);
+void k_im2col(const ConvGeo& g, int64_t C, const T* img, T* cols, int64_t ld) {
+  use_avx2() ? cpu::conv_avx2::im2col(g, C, img, cols, ld) : cpu::conv_base::im2col(g, C, img, cols, ld);
 }
 template <class T>
-void k_col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img) {
-  use_avx2() ? cpu::conv_avx2::col2im_add(g, C, cols, img) : cpu::conv_base::col2im_add(g, C, cols, img);
+void k_col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img, int64_t ld) {
+  use_avx2() ? cpu::conv_avx2::col2im_add(g, C, cols, img, ld)
+             : cpu::conv_base::col2im_add(g, C, cols, img, ld);
 }
 template <class T>
 void k_gather(const ConvGeo& g, const T* big, const T* w, const T* b, T* small, int64_t begin, int64_t end) {
@@ -67,7 +68,7 @@ void k_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw, int64_
 }
 
 /// A per-thread scratch buffer reused across calls (no page faults per call).
-template <class T>
+template <class T, int Slot = 0>
 T* scratch(size_t n) {
   thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
@@ -134,30 +135,63 @@ ConvGeo make_geo(const Tensor& input, IntArrayRef wsizes, IntArrayRef out, IntAr
 /// Whether the groups have one big-side channel each (the direct kernels).
 bool direct_path(const ConvGeo& g) { return g.Cb == g.groups && !g.pointwise(); }
 
+/// Images per GEMM: enough that a GEMM has about kBlockCols columns (small
+/// images would otherwise give small GEMMs, dominated by OpenBLAS's packing).
+constexpr int64_t kBlockCols = 1024;
+int64_t images_per_gemm(int64_t L) { return std::max<int64_t>(1, kBlockCols / std::max<int64_t>(1, L)); }
+
+/// dst (rows, b * L) <- the rows of b images (rows apart by `image_stride`) side by side.
+template <class T>
+void gather_images(const T* src, int64_t image_stride, int64_t b, int64_t rows, int64_t L, T* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < b; ++i)
+      std::memcpy(dst + r * b * L + i * L, src + i * image_stride + r * L,
+                  static_cast<size_t>(L) * sizeof(T));
+}
+
 template <class T>
 void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
-  const int64_t L = g.small_hw(), K = Cb_g * g.kk();
+  const int64_t L = g.small_hw(), K = Cb_g * g.kk(), HW = g.big_hw();
   if (direct_path(g)) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * g.kk()));
     parallel_for(0, g.N * g.Cs, grain, [&](int64_t b, int64_t e) { k_gather(g, x, w, bias, y, b, e); });
     return;
   }
-  const int Mi = to_int(Cs_g, "convolution"), Ni = to_int(L, "convolution"), Ki = to_int(K, "convolution");
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Mi = to_int(Cs_g, "convolution"), Ki = to_int(K, "convolution");
+  to_int(nb * L, "convolution");
   over_images(g.N, [&](int64_t begin, int64_t end) {
-    T* cols = g.pointwise() ? nullptr : scratch<T>(static_cast<size_t>(K * L));
-    for (int64_t n = begin; n < end; ++n) {
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
       for (int64_t gi = 0; gi < G; ++gi) {
-        const T* img = x + (n * g.Cb + gi * Cb_g) * g.big_hw();
+        const T* img = x + (n0 * g.Cb + gi * Cb_g) * HW;
         const T* B = img;
-        if (cols) {
-          k_im2col(g, Cb_g, img, cols);
+        if (b > 1 || !g.pointwise()) {
+          for (int64_t i = 0; i < b; ++i) k_im2col(g, Cb_g, img + i * g.Cb * HW, cols + i * L, LD);
           B = cols;
         }
-        T* C = y + (n * g.Cs + gi * Cs_g) * L;
-        if (bias)
-          for (int64_t c = 0; c < Cs_g; ++c) std::fill(C + c * L, C + (c + 1) * L, bias[gi * Cs_g + c]);
-        cpu::gemm(false, false, Mi, Ni, Ki, w + gi * Cs_g * K, Ki, B, Ni, C, Ni, bias ? T(1) : T(0));
+        T* out0 = y + (n0 * g.Cs + gi * Cs_g) * L;
+        if (b == 1) {
+          if (bias)
+            for (int64_t c = 0; c < Cs_g; ++c)
+              std::fill(out0 + c * L, out0 + (c + 1) * L, bias[gi * Cs_g + c]);
+          cpu::gemm(false, false, Mi, static_cast<int>(L), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(L),
+                    out0, static_cast<int>(L), bias ? T(1) : T(0));
+          continue;
+        }
+        cpu::gemm(false, false, Mi, static_cast<int>(LD), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(LD),
+                  tmp, static_cast<int>(LD));
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t c = 0; c < Cs_g; ++c) {
+            const T* src = tmp + c * LD + i * L;
+            T* dst = out0 + i * g.Cs * L + c * L;
+            const T bv = bias ? bias[gi * Cs_g + c] : T(0);
+#pragma omp simd
+            for (int64_t l = 0; l < L; ++l) dst[l] = src[l] + bv;
+          }
       }
     }
   });
@@ -173,29 +207,42 @@ void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T*
     parallel_for(0, g.N * g.Cb, grain, [&](int64_t b, int64_t e) { k_scatter(g, x, w, bias, y, b, e); });
     return;
   }
-  const int Ki = to_int(K, "convolution"), Li = to_int(L, "convolution"), Si = to_int(Cs_g, "convolution");
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Ki = to_int(K, "convolution"), Si = to_int(Cs_g, "convolution");
+  to_int(nb * L, "convolution");
   over_images(g.N, [&](int64_t begin, int64_t end) {
-    T* cols = g.pointwise() ? nullptr : scratch<T>(static_cast<size_t>(K * L));
-    for (int64_t n = begin; n < end; ++n) {
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
       for (int64_t gi = 0; gi < G; ++gi) {
-        const T* X = x + (n * g.Cs + gi * Cs_g) * L;
+        const T* X = x + (n0 * g.Cs + gi * Cs_g) * L;
         const T* Wg = w + gi * Cs_g * K;
-        T* Y = y + (n * g.Cb + gi * Cb_g) * HW;
-        if (bias)
-          for (int64_t c = 0; c < Cb_g; ++c) std::fill(Y + c * HW, Y + (c + 1) * HW, bias[gi * Cb_g + c]);
-        if (!cols) {
-          cpu::gemm(true, false, Ki, Li, Si, Wg, Ki, X, Li, Y, Li, bias ? T(1) : T(0));
+        T* Y0 = y + (n0 * g.Cb + gi * Cb_g) * HW;
+        for (int64_t i = 0; i < b; ++i) {
+          T* Y = Y0 + i * g.Cb * HW;
+          for (int64_t c = 0; c < Cb_g; ++c)
+            std::fill(Y + c * HW, Y + (c + 1) * HW, bias ? bias[gi * Cb_g + c] : T(0));
+        }
+        if (b == 1 && g.pointwise()) {
+          cpu::gemm(true, false, Ki, static_cast<int>(L), Si, Wg, Ki, X, static_cast<int>(L), Y0,
+                    static_cast<int>(L), T(1));
           continue;
         }
-        if (!bias) std::fill(Y, Y + Cb_g * HW, T(0));
-        cpu::gemm(true, false, Ki, Li, Si, Wg, Ki, X, Li, cols, Li);
-        k_col2im_add(g, Cb_g, cols, Y);
+        if (b > 1) {
+          gather_images(X, g.Cs * L, b, Cs_g, L, tmp);
+          X = tmp;
+        }
+        cpu::gemm(true, false, Ki, static_cast<int>(LD), Si, Wg, Ki, X, static_cast<int>(LD), cols,
+                  static_cast<int>(LD));
+        for (int64_t i = 0; i < b; ++i) k_col2im_add(g, Cb_g, cols + i * L, Y0 + i * g.Cb * HW, LD);
       }
     }
   });
 }
 
-// dW (Cs, Cb_g * kk) = sum over images of small @ im2col(big)^T, per group.
+// dW (Cs, Cb_g * kk) = sum over images of small @ im2col(big)^T, per group,
+// several images per GEMM (their columns side by side).
 template <class T>
 void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
@@ -206,8 +253,9 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
     parallel_for(0, g.Cs, grain, [&](int64_t b, int64_t e) { k_weight_grad(g, small, big, dw, b, e); });
     return;
   }
-  const int Mi = to_int(Cs_g, "convolution_backward_weight"), Ni = to_int(K, "convolution_backward_weight"),
-            Li = to_int(L, "convolution_backward_weight");
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Mi = to_int(Cs_g, "convolution_backward_weight"), Ni = to_int(K, "convolution_backward_weight");
+  to_int(nb * L, "convolution_backward_weight");
   std::fill(dw, dw + wsize, T(0));
   std::mutex mu;
   bool first_done = false;
@@ -216,17 +264,24 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
     const bool whole = begin == 0 && end == g.N;
     std::vector<T> local(whole ? 0 : static_cast<size_t>(wsize), T(0));
     T* acc = whole ? dw : local.data();
-    T* cols = g.pointwise() ? nullptr : scratch<T>(static_cast<size_t>(K * L));
-    for (int64_t n = begin; n < end; ++n) {
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
       for (int64_t gi = 0; gi < G; ++gi) {
-        const T* S = small + (n * g.Cs + gi * Cs_g) * L;
-        const T* img = big + (n * g.Cb + gi * Cb_g) * HW;
+        const T* S = small + (n0 * g.Cs + gi * Cs_g) * L;
+        const T* img = big + (n0 * g.Cb + gi * Cb_g) * HW;
         const T* B = img;
-        if (cols) {
-          k_im2col(g, Cb_g, img, cols);
+        if (b > 1 || !g.pointwise()) {
+          for (int64_t i = 0; i < b; ++i) k_im2col(g, Cb_g, img + i * g.Cb * HW, cols + i * L, LD);
           B = cols;
         }
-        cpu::gemm(false, true, Mi, Ni, Li, S, Li, B, Li, acc + gi * Cs_g * K, Ni, n == begin ? T(0) : T(1));
+        if (b > 1) {
+          gather_images(S, g.Cs * L, b, Cs_g, L, tmp);
+          S = tmp;
+        }
+        cpu::gemm(false, true, Mi, Ni, static_cast<int>(LD), S, static_cast<int>(LD), B, static_cast<int>(LD),
+                  acc + gi * Cs_g * K, Ni, n0 == begin ? T(0) : T(1));
       }
     }
     if (!whole) {
@@ -381,7 +436,7 @@ Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilat
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kh * a.kw * L));
     // One (image, channel) at a time: C*N independent pieces.
     parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kh * a.kw * L);
+      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kh * a.kw * L, L);
     });
   });
   return out;
@@ -426,7 +481,7 @@ Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kerne
     T* dst = out.data<T>();
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, kk * L));
     parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) k_col2im_add(g, 1, src + p * kk * L, dst + p * g.Hb * g.Wb);
+      for (int64_t p = b; p < e; ++p) k_col2im_add(g, 1, src + p * kk * L, dst + p * g.Hb * g.Wb, L);
     });
   });
   return out;

@@ -22,10 +22,10 @@ struct ConvGeo {
 };
 
 #define FB_CONV_KERNEL_DECLS(T)                                                                            \
-  /* cols (C*kh*kw, Hs*Ws) from the big image (C, Hb, Wb) */                                               \
-  void im2col(const ConvGeo& g, int64_t C, const T* img, T* cols);                                         \
-  /* img (C, Hb, Wb) += the columns summed back */                                                         \
-  void col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img);                                     \
+  /* cols (C*kh*kw, Hs*Ws), rows ld apart, from the big image (C, Hb, Wb) */                               \
+  void im2col(const ConvGeo& g, int64_t C, const T* img, T* cols, int64_t ld);                             \
+  /* img (C, Hb, Wb) += the columns (rows ld apart) summed back */                                         \
+  void col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img, int64_t ld);                         \
   /* small planes [begin, end) of N*Cs: small[n, c] = bias[c] + sum_k w[c, k] * big[n, c / (Cs/groups)] */ \
   void direct_gather(const ConvGeo& g, const T* big, const T* w, const T* bias, T* small, int64_t begin,   \
                      int64_t end);                                                                         \
