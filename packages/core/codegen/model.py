@@ -120,6 +120,8 @@ class Arg:
             return f"MemoryFormat::{MEMORY_FORMATS[d]}"
         if self.type.startswith("str"):
             return f'"{d.strip(chr(34))}"'
+        if re.fullmatch(r"-?\d+", d) and self.type == "int[]":
+            return f"Shape{{{d}}}"  # one int for every dim: the op repeats it
         if re.fullmatch(r"-?\d+", d) and self.type.startswith("Scalar"):
             return f"int64_t({d})"
         return d

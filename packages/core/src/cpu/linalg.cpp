@@ -8,8 +8,6 @@
 // neither layout (e.g. a slice with a step in both dims) is packed into a
 // contiguous buffer first. Size-1 dims have no meaningful stride and are
 // treated as matching either layout.
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
+#include "gemm.h"
 #include "generic/shape_utils.h"
 
 namespace flambeau {
@@ -69,16 +68,7 @@ GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
   return op;
 }
 
-void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc) {
-  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-                    1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-          double* c, int ldc) {
-  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-                    1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
+using cpu::gemm;
 
 // out[batch] = a[batch] @ b[batch]; a (B, n, k), b (B, k, m), out contiguous (B, n, m).
 // Works on 2-D operands too (batch = 1).

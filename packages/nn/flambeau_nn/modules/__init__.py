@@ -3,6 +3,7 @@
 from flambeau_nn.modules.activation import Flatten, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleList, Sequential
+from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from flambeau_nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from flambeau_nn.modules.linear import Identity, Linear
@@ -86,4 +87,10 @@ __all__ = [
     "Upsample",
     "PixelShuffle",
     "PixelUnshuffle",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "Unfold",
+    "Fold",
 ]
