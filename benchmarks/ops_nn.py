@@ -1,69 +1,69 @@
 #!/usr/bin/env python
 """nnopt benchmarks: Linear(10, 10) on one sample, the MLP training step, the SGD step alone.
 
-flambeau and PyTorch run in ONE process, interleaved: each round times every
+flambeau and PyTorch are timed in interleaved rounds: each round runs every
 case for flambeau, then for torch (the order flips every round), so machine
-noise hits both alike. flambeau is imported first: it sets
-``OMP_WAIT_POLICY=PASSIVE`` before any OpenMP runtime starts, so torch's
-bundled libgomp (which reads the variable when it loads) does not spin-wait
-and steal the cores from flambeau's runtime (benchmarks/README.md measured
-that effect). Both use 2 threads.
+noise hits both alike. Each (round, library) runs in a child process that
+imports only its own library: in ONE process, the two OpenMP runtimes (and
+OpenBLAS's thread pool) keep spinning after each op and steal the cores from
+each other (measured here: torch's Linear(10, 10) went from 5 to 23 us and
+flambeau's 784x512 GEMM from 1.4 to 26 ms with both in one process; see also
+benchmarks/README.md). ``--same-process`` runs both in this process anyway.
+Both libraries use 2 threads.
 
 Printed per case: min and median time per call over all repeats of all
 rounds, and the ratio torch_time / flambeau_time of the medians (> 1:
 flambeau is faster).
 
-    .nox/dev/bin/python benchmarks/ops_nn.py [--rounds 5] [--only linear1]
+    .nox/dev/bin/python benchmarks/ops_nn.py [--rounds 6] [--only linear1] [--same-process]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import timeit
 
-import flambeau_autograd as fa
-import flambeau_core as fb  # first: OMP_WAIT_POLICY=PASSIVE for both runtimes (see above)
-import flambeau_nn as fnn
-import numpy as np
-import torch
+CASES = {
+    "linear1": "nn.Linear(10, 10) on one sample (1, 10), with grad",
+    "linear1_nograd": "nn.Linear(10, 10) on one sample, no_grad",
+    "linear128": "nn.Linear(784, 512) on (128, 784), with grad (forward only)",
+    "mlp_step": "MLP 784-512-512-10 train step (batch 128, CE, SGD momentum 0.9)",
+    "mlp_forward_backward": "MLP forward + CE + backward only",
+    "sgd_step": "SGD(momentum=0.9).step() over the MLP's 6 params (669,706 floats)",
+    "zero_grad_zeros": "optimizer.zero_grad(set_to_none=False) over the MLP's grads",
+    "zero_grad_none": "optimizer.zero_grad() (set_to_none) + re-attaching the 6 grads",
+}
 
-fb.set_num_threads(2)
-torch.set_num_threads(2)
 
+def _libs(lib: str):
+    import numpy as np
 
-def _mlp(lib_nn, optim, x, y):
-    model = lib_nn.Sequential(
-        lib_nn.Linear(784, 512), lib_nn.ReLU(), lib_nn.Linear(512, 512), lib_nn.ReLU(), lib_nn.Linear(512, 10)
-    )
-    loss_fn = lib_nn.CrossEntropyLoss()
-    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if lib == "flambeau":
+        import flambeau_autograd as fa
+        import flambeau_core as fb
+        import flambeau_nn as fnn
 
-    def step() -> None:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+        fb.set_num_threads(2)
+        return np, (lambda a: fb.tensor(a)), fnn, fnn.optim, fa.no_grad
+    import torch
 
-    return model, opt, step
+    torch.set_num_threads(2)
+    return np, torch.from_numpy, torch.nn, torch.optim, torch.no_grad
 
 
 def setup(case: str, lib: str):
+    np, to, nn_, optim, no_grad = _libs(lib)
     rng = np.random.default_rng(0)
-    if lib == "flambeau":
-        to, nn_, optim = (lambda a: fb.tensor(a)), fnn, fnn.optim
-    else:
-        to, nn_, optim = torch.from_numpy, torch.nn, torch.optim
-    if case == "linear1":
+    if case in ("linear1", "linear1_nograd"):
         lin = nn_.Linear(10, 10)
         x = to(rng.standard_normal((1, 10), dtype=np.float32))
-        return lambda: lin(x), 2000
-    if case == "linear1_nograd":
-        lin = nn_.Linear(10, 10)
-        x = to(rng.standard_normal((1, 10), dtype=np.float32))
-        no_grad = fa.no_grad if lib == "flambeau" else torch.no_grad
+        if case == "linear1":
+            return (lambda: lin(x)), 2000
 
         def run():
             with no_grad():
@@ -73,69 +73,89 @@ def setup(case: str, lib: str):
     if case == "linear128":
         lin = nn_.Linear(784, 512)
         x = to(rng.standard_normal((128, 784), dtype=np.float32))
-        return lambda: lin(x), 50
+        return (lambda: lin(x)), 50
     x = to(rng.standard_normal((128, 784), dtype=np.float32))
     y = to(rng.integers(0, 10, size=128).astype(np.int64))
-    model, opt, step = _mlp(nn_, optim, x, y)
+    model = nn_.Sequential(nn_.Linear(784, 512), nn_.ReLU(), nn_.Linear(512, 512), nn_.ReLU(), nn_.Linear(512, 10))
+    loss_fn = nn_.CrossEntropyLoss()
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step() -> None:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
     step()
     if case == "mlp_step":
         return step, 10
+    if case == "mlp_forward_backward":
+        return (lambda: loss_fn(model(x), y).backward()), 10
     if case == "sgd_step":
         return opt.step, 50
+    if case == "zero_grad_zeros":
+        return (lambda: opt.zero_grad(set_to_none=False)), 200
     if case == "zero_grad_none":
-        return lambda: opt.zero_grad(set_to_none=False), 200
-    if case == "mlp_forward_backward":
-        loss_fn = nn_.CrossEntropyLoss()
+        params = list(model.parameters())
+        grads = [p.grad for p in params]
 
-        def fb_only():
-            loss_fn(model(x), y).backward()
+        def zero_none():
+            opt.zero_grad()
+            for p, g in zip(params, grads, strict=False):
+                p.grad = g
 
-        return fb_only, 10
+        return zero_none, 500
     raise ValueError(case)
 
 
-CASES = {
-    "linear1": "nn.Linear(10, 10) on one sample (1, 10), with grad",
-    "linear1_nograd": "nn.Linear(10, 10) on one sample, no_grad",
-    "linear128": "nn.Linear(784, 512) on (128, 784)",
-    "mlp_step": "MLP 784-512-512-10 train step (batch 128, CE, SGD momentum 0.9)",
-    "mlp_forward_backward": "MLP forward + backward only",
-    "sgd_step": "SGD(momentum=0.9).step() over the MLP's 6 params",
-    "zero_grad_none": "optimizer.zero_grad(set_to_none=False) over the MLP's grads",
-}
+def run_cases(lib: str, cases: list[str], repeats: int) -> dict[str, list[float]]:
+    out = {}
+    for c in cases:
+        fn, number = setup(c, lib)
+        fn()  # warm
+        out[c] = [t / number for t in timeit.repeat(fn, number=number, repeat=repeats)]
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--only", action="append")
+    ap.add_argument("--same-process", action="store_true")
+    ap.add_argument("--_child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     cases = args.only or list(CASES)
+    if args._child:
+        print(json.dumps(run_cases(args._child, cases, args.repeats)))
+        return 0
+    if args.same_process:
+        import flambeau_core  # noqa: F401  (first: sets OMP_WAIT_POLICY=PASSIVE before torch's runtime loads)
     print(
-        f"threads: flambeau {fb.get_num_threads()}, torch {torch.get_num_threads()}; "
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; load {os.getloadavg()[0]:.2f}"
+        f"threads: 2 each; {'one process' if args.same_process else 'a child process per (round, library)'}; "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
-    prepared = {(c, lib): setup(c, lib) for c in cases for lib in ("flambeau", "torch")}
-    times: dict[tuple[str, str], list[float]] = {k: [] for k in prepared}
+    times: dict[tuple[str, str], list[float]] = {(c, lib): [] for c in cases for lib in ("flambeau", "torch")}
     for r in range(args.rounds):
-        order = ("flambeau", "torch") if r % 2 == 0 else ("torch", "flambeau")
-        for c in cases:
-            for lib in order:
-                fn, number = prepared[(c, lib)]
-                fn()  # warm
-                t = timeit.repeat(fn, number=number, repeat=args.repeats)
-                times[(c, lib)] += [x / number for x in t]
+        for lib in ("flambeau", "torch") if r % 2 == 0 else ("torch", "flambeau"):
+            if args.same_process:
+                res = run_cases(lib, cases, args.repeats)
+            else:
+                cmd = [sys.executable, __file__, "--_child", lib, "--repeats", str(args.repeats)]
+                for c in cases:
+                    cmd += ["--only", c]
+                res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            for c in cases:
+                times[(c, lib)] += res[c]
 
     def fmt(s: float) -> str:
         return f"{s * 1e6:9.1f} us" if s < 1e-3 else f"{s * 1e3:9.3f} ms"
 
-    print(f"{'case':<34} {'flambeau min':>13} {'median':>12} {'torch min':>12} {'median':>12}  torch/flambeau")
+    print(f"{'case':<22} {'flambeau min':>13} {'median':>12} {'torch min':>12} {'median':>12}  torch/flambeau")
     for c in cases:
         f, t = times[(c, "flambeau")], times[(c, "torch")]
-        ratio = statistics.median(t) / statistics.median(f)
         fmed, tmed = statistics.median(f), statistics.median(t)
-        print(f"{c:<34} {fmt(min(f))} {fmt(fmed)} {fmt(min(t))} {fmt(tmed)}  {ratio:6.2f}x")
+        print(f"{c:<22} {fmt(min(f))} {fmt(fmed)} {fmt(min(t))} {fmt(tmed)}  {tmed / fmed:6.2f}x")
     for c in cases:
         print(f"  {c}: {CASES[c]}")
     return 0
