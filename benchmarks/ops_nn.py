@@ -9,7 +9,7 @@ OpenBLAS's thread pool) keep spinning after each op and steal the cores from
 each other (measured here: torch's Linear(10, 10) went from 5 to 23 us and
 flambeau's 784x512 GEMM from 1.4 to 26 ms with both in one process; see also
 benchmarks/README.md). ``--same-process`` runs both in this process anyway.
-Both libraries use 2 threads.
+Both libraries use 2 threads (``--threads`` to change).
 
 Printed per case: min and median time per call over all repeats of all
 rounds, and the ratio torch_time / flambeau_time of the medians (> 1:
@@ -40,6 +40,9 @@ CASES = {
 }
 
 
+THREADS = int(os.environ.get("OPS_NN_THREADS", "2"))
+
+
 def _libs(lib: str):
     import numpy as np
 
@@ -48,11 +51,11 @@ def _libs(lib: str):
         import flambeau_core as fb
         import flambeau_nn as fnn
 
-        fb.set_num_threads(2)
+        fb.set_num_threads(THREADS)
         return np, (lambda a: fb.tensor(a)), fnn, fnn.optim, fa.no_grad
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     return np, torch.from_numpy, torch.nn, torch.optim, torch.no_grad
 
 
@@ -123,18 +126,19 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--only", action="append")
     ap.add_argument("--same-process", action="store_true")
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads of both libraries (default 2)")
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     cases = args.only or list(CASES)
+    global THREADS
+    THREADS = args.threads
     if args._child:
         print(json.dumps(run_cases(args._child, cases, args.repeats)))
         return 0
     if args.same_process:
         import flambeau_core  # noqa: F401  (first: sets OMP_WAIT_POLICY=PASSIVE before torch's runtime loads)
-    print(
-        f"threads: 2 each; {'one process' if args.same_process else 'a child process per (round, library)'}; "
-        f"load average {os.getloadavg()[0]:.2f}"
-    )
+    where = "one process" if args.same_process else "a child process per (round, library)"
+    print(f"threads: {args.threads} each; {where}; load average {os.getloadavg()[0]:.2f}")
     times: dict[tuple[str, str], list[float]] = {(c, lib): [] for c in cases for lib in ("flambeau", "torch")}
     for r in range(args.rounds):
         for lib in ("flambeau", "torch") if r % 2 == 0 else ("torch", "flambeau"):
@@ -142,6 +146,7 @@ def main() -> int:
                 res = run_cases(lib, cases, args.repeats)
             else:
                 cmd = [sys.executable, __file__, "--_child", lib, "--repeats", str(args.repeats)]
+                cmd += ["--threads", str(args.threads)]
                 for c in cases:
                     cmd += ["--only", c]
                 res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
