@@ -308,4 +308,19 @@ inline variable_list cat_backward(const Tensor& grad, const std::vector<Meta>& m
   return out;
 }
 
+/// linear: d input = grad @ weight (grad is (*, out), weight (out, in)).
+inline Tensor linear_input_backward(const Tensor& grad, const Tensor& weight) {
+  return grad.dim() == 2 ? op::mm(grad, weight) : op::matmul(grad, weight);
+}
+
+/// linear: d weight = grad^T @ input, both flattened to 2-D over their leading dims.
+inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
+  const auto as_2d = [](const Tensor& t) {
+    if (t.dim() == 2) return t;
+    const int64_t shape[2] = {-1, t.dim() == 0 ? 1 : t.sizes()[t.dim() - 1]};
+    return op::reshape(t, IntArrayRef(shape));
+  };
+  return op::mm(op::transpose(as_2d(grad), 0, 1), as_2d(input));
+}
+
 }  // namespace flambeau::autograd::formulas

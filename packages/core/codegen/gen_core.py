@@ -230,6 +230,12 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         src = "self" if form == "method" else f"r.args[{pos['input']}]"
         lines.append(f"      Py_INCREF({src});")
         lines.append(f"      return {src};")
+    elif not op.returns:  # `-> ()`: returns None
+        lines.append("      {")
+        lines.append("        py::gil_scoped_release no_gil;")
+        lines.append(f"        {call};")
+        lines.append("      }")
+        lines.append("      Py_RETURN_NONE;")
     else:
         lines.append(f"      {ret} result;")
         lines.append("      {")

@@ -67,6 +67,16 @@ void TensorImpl::set_sizes_and_strides(Shape sizes, Shape strides, int64_t offse
   refresh_numel_and_contiguity();
 }
 
+void TensorImpl::set_data(const TensorImpl& other) {
+  if (&other == this) return;
+  storage_ = other.storage_;
+  dtype_ = other.dtype_;
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  offset_ = other.offset_;
+  refresh_numel_and_contiguity();
+}
+
 // Note [View bounds]
 void TensorImpl::refresh_numel_and_contiguity() {
   FB_INTERNAL_ASSERT(sizes_.size() == strides_.size(), "shape ", shape_str(sizes_), ", strides ",

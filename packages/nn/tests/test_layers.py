@@ -84,7 +84,7 @@ def test_linear_bad_input():
         nn.Linear(3, 4)(fc.zeros(2, 5))
     with pytest.raises(ValueError, match="non-negative int"):
         nn.Linear(-1, 2)
-    with pytest.raises(TypeError, match="input must be a Tensor"):
+    with pytest.raises(TypeError, match="argument .input. must be a Tensor"):
         F.linear([1.0], fc.zeros(1, 1))
 
 

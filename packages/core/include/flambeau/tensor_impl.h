@@ -89,6 +89,11 @@ class FB_API TensorImpl {
   /// Checks Note [View bounds] like the constructor.
   void set_sizes_and_strides(Shape sizes, Shape strides, int64_t offset);
 
+  /// Makes this tensor show `other`'s storage, dtype, shape and strides, keeping
+  /// its own identity and autograd state (PyTorch's `_set_data`: Module.to
+  /// converts a Parameter in place, so optimizers holding it keep working).
+  void set_data(const TensorImpl& other);
+
   // Note [Version counter]
   uint64_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }

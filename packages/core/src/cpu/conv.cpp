@@ -179,7 +179,7 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
             for (int64_t c = 0; c < Cs_g; ++c)
               std::fill(out0 + c * L, out0 + (c + 1) * L, bias[gi * Cs_g + c]);
           cpu::gemm(false, false, Mi, static_cast<int>(L), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(L),
-                    out0, static_cast<int>(L), bias ? T(1) : T(0));
+                    out0, static_cast<int>(L), T(1), bias ? T(1) : T(0));
           continue;
         }
         cpu::gemm(false, false, Mi, static_cast<int>(LD), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(LD),
@@ -226,7 +226,7 @@ void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T*
         }
         if (b == 1 && g.pointwise()) {
           cpu::gemm(true, false, Ki, static_cast<int>(L), Si, Wg, Ki, X, static_cast<int>(L), Y0,
-                    static_cast<int>(L), T(1));
+                    static_cast<int>(L), T(1), T(1));
           continue;
         }
         if (b > 1) {
@@ -281,7 +281,7 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
           S = tmp;
         }
         cpu::gemm(false, true, Mi, Ni, static_cast<int>(LD), S, static_cast<int>(LD), B, static_cast<int>(LD),
-                  acc + gi * Cs_g * K, Ni, n0 == begin ? T(0) : T(1));
+                  acc + gi * Cs_g * K, Ni, T(1), n0 == begin ? T(0) : T(1));
       }
     }
     if (!whole) {

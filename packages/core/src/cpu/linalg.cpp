@@ -1,23 +1,18 @@
 // CPU kernels: mm and bmm. float32/float64 go to OpenBLAS (scipy-openblas32,
 // symbols prefixed scipy_); other dtypes use a plain loop.
 //
-// Note [GEMM operands]
-// A row-major 2-D operand with strides (s0, s1) goes to BLAS as-is when one
-// of its dims is unit-stride: s1 == 1 is "no transpose" with ld = s0, s0 == 1
-// (a transposed view) is "transpose" with ld = s1. Only an operand with
-// neither layout (e.g. a slice with a step in both dims) is packed into a
-// contiguous buffer first. Size-1 dims have no meaningful stride and are
-// treated as matching either layout.
+// The GEMM helpers are in gemm.h (Note [GEMM operands]).
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <vector>
 
+#include "cpu/gemm.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
-#include "gemm.h"
 #include "generic/shape_utils.h"
 
 namespace flambeau {
@@ -35,40 +30,9 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t wa
                  " cannot be multiplied: ", ka, " != ", kb);
 }
 
-// One matrix operand of a GEMM call (Note [GEMM operands]).
-template <class T>
-struct GemmOperand {
-  const T* data;         // element [0, 0] of batch 0
-  int64_t batch_stride;  // elements between consecutive matrices
-  bool trans;
-  int ld;
-  std::vector<T> packed;  // owns the data when it had to be copied
-};
-
-template <class T>
-GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
-  const int64_t nd = t.dim();
-  const int64_t rows = t.sizes()[nd - 2], cols = t.sizes()[nd - 1];
-  const int64_t s0 = t.strides()[nd - 2], s1 = t.strides()[nd - 1];
-  GemmOperand<T> op{t.data<T>(), batched ? t.strides()[0] : 0, false, 1, {}};
-  if ((s1 == 1 || cols == 1) && (rows == 1 || s0 >= std::max<int64_t>(1, cols)) && s0 <= INT_MAX) {
-    op.ld = static_cast<int>(rows == 1 ? std::max<int64_t>(1, cols) : s0);
-    return op;
-  }
-  if ((s0 == 1 || rows == 1) && (cols == 1 || s1 >= std::max<int64_t>(1, rows)) && s1 <= INT_MAX) {
-    op.trans = true;
-    op.ld = static_cast<int>(cols == 1 ? std::max<int64_t>(1, rows) : s1);
-    return op;
-  }
-  op.packed.resize(static_cast<size_t>(t.numel()));
-  detail::pack_contiguous<T>(t, op.packed.data());
-  op.data = op.packed.data();
-  op.batch_stride = rows * cols;
-  op.ld = static_cast<int>(std::max<int64_t>(1, cols));
-  return op;
-}
-
 using cpu::gemm;
+using cpu::gemm_operand;
+using cpu::GemmOperand;
 
 // out[batch] = a[batch] @ b[batch]; a (B, n, k), b (B, k, m), out contiguous (B, n, m).
 // Works on 2-D operands too (batch = 1).

@@ -59,7 +59,7 @@ struct FunctionSignature {
   std::string text;  // "(Tensor input, int dim, bool keepdim=False)"
 };
 
-inline constexpr int kMaxParsedArgs = 12;
+inline constexpr int kMaxParsedArgs = 16;  // the fused optimizer steps take 14
 
 class ArgParser;
 

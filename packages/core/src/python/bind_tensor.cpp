@@ -183,6 +183,16 @@ void init_tensor(py::module_& m) {
             return impl;
           }),
           py::arg("data"))
+      .def(
+          "_set_data",
+          [](const Tensor& self, const Tensor& other) {
+            FB_CHECK_TYPE(self.device() == other.device(), "[_set_data] the new data must be on ",
+                          self.device().str(), ", got ", other.device().str());
+            self.impl()->set_data(*other.impl());
+          },
+          py::arg("data"),
+          "Re-points this tensor at `data`'s memory, dtype and shape, keeping this object and its autograd "
+          "state (PyTorch's `_set_data`; Module.to converts parameters with it).")
       .def_property_readonly("shape",
                              [](const Tensor& t) {
                                py::tuple s(t.dim());

@@ -2,9 +2,10 @@
 
 from flambeau_nn.modules.activation import Flatten, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from flambeau_nn.modules.container import ModuleList, Sequential
+from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from flambeau_nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from flambeau_nn.modules.flatten import Unflatten
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from flambeau_nn.modules.linear import Identity, Linear
 from flambeau_nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
@@ -41,6 +42,10 @@ __all__ = [
     "RemovableHandle",
     "Sequential",
     "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "Unflatten",
     "Linear",
     "Identity",
     "ReLU",

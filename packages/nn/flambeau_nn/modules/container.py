@@ -1,15 +1,18 @@
-"""Containers: ``Sequential`` and ``ModuleList``."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``."""
 
 from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from flambeau_nn.modules.module import Module
+from flambeau_core import FlambeauError, Tensor
 
-__all__ = ["Sequential", "ModuleList"]
+from flambeau_nn.modules.module import Module
+from flambeau_nn.parameter import Parameter
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _index(idx: int, size: int, kind: str) -> int:
@@ -145,3 +148,295 @@ class ModuleList(Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call its modules")
+
+
+def _pairs(values: Any, kind: str) -> list[tuple[Any, Any]]:
+    """(key, value) pairs from a mapping or an iterable of pairs, as PyTorch's update() accepts."""
+    if isinstance(values, (OrderedDict, dict, ModuleDict, ParameterDict)) or isinstance(values, Mapping):
+        items = list(values.items())
+        if type(values) is dict:  # plain dicts: PyTorch keeps insertion order too
+            return items
+        return items
+    if not hasattr(values, "__iter__") or isinstance(values, (str, bytes)):
+        raise TypeError(
+            f"{kind}.update should be called with an iterable of key/value pairs, but got {type(values).__name__}"
+        )
+    out = []
+    for j, item in enumerate(values):
+        if not hasattr(item, "__iter__") or isinstance(item, (str, bytes)):
+            raise TypeError(f"{kind} update sequence element #{j} should be Iterable; is {type(item).__name__}")
+        item = tuple(item)
+        if len(item) != 2:
+            raise ValueError(f"{kind} update sequence element #{j} has length {len(item)}; 2 is required")
+        out.append(item)
+    return out
+
+
+class ModuleDict(Module):
+    r"""Holds submodules in an ordered dict; they are registered (their parameters are the dict's).
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> d = nn.ModuleDict({"a": nn.Linear(2, 3), "b": nn.ReLU()})
+        >>> list(d.keys()), [n for n, _ in d.named_parameters()]
+        (['a', 'b'], ['a.weight', 'a.bias'])
+    """
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def items(self) -> Iterable[tuple[str, Module]]:
+        return self._modules.items()
+
+    def values(self) -> Iterable[Module]:
+        return self._modules.values()
+
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        for key, module in _pairs(modules, "ModuleDict"):
+            self[key] = module
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ModuleDict has no forward(); index it and call its modules")
+
+
+def _as_parameter(value: Any, kind: str) -> Any:
+    # PyTorch: a plain Tensor is wrapped in a Parameter; anything else is stored as is.
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    r"""Holds parameters in a list; they are registered (named ``"0"``, ``"1"``, ...).
+
+    A plain Tensor appended is wrapped in a ``Parameter`` (as in PyTorch).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> ps = nn.ParameterList([nn.Parameter(fc.zeros(2)), nn.Parameter(fc.ones(3))])
+        >>> [n for n, _ in ps.named_parameters()]
+        ['0', '1']
+    """
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _key(self, idx: int) -> str:
+        return str(_index(idx, len(self), "ParameterList"))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = ParameterList()
+            for i in range(len(self))[idx]:
+                out.append(self[i])
+            return out
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx: int, param: Any) -> None:
+        key = self._key(idx)
+        setattr(self, key, _as_parameter(param, "ParameterList"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.isdigit() and value is not None and not isinstance(value, Parameter):
+            if isinstance(value, Tensor):
+                value = Parameter(value)
+        super().__setattr__(name, value)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
+        return self.extend(parameters)
+
+    def append(self, value: Any) -> ParameterList:
+        new_idx = len(self)
+        self._size += 1
+        self[new_idx] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        if not hasattr(values, "__iter__") or isinstance(values, Tensor):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for i, p in enumerate(self):
+            if isinstance(p, Tensor):
+                size = "x".join(str(s) for s in p.shape)
+                lines.append(f"({i}): Parameter containing: [{p.dtype} of size {size}]")
+            else:
+                lines.append(f"({i}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise FlambeauError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    r"""Holds parameters in an ordered dict; they are registered under their keys.
+
+    A plain Tensor stored is wrapped in a ``Parameter`` (as in PyTorch).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> pd = nn.ParameterDict({"w": nn.Parameter(fc.zeros(2))})
+        >>> [n for n, _ in pd.named_parameters()]
+        ['w']
+    """
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def _key_to_attr(self, key: str) -> str:
+        if not isinstance(key, str):
+            raise TypeError(
+                "Index given to ParameterDict cannot be used as a key as it is not a string "
+                f"(type is '{type(key).__name__}'). Open an issue on github if you need non-string keys."
+            )
+        return key
+
+    def __getitem__(self, key: str) -> Any:
+        attr = self._key_to_attr(key)
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, attr)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        attr = self._key_to_attr(key)
+        self._keys[key] = None
+        setattr(self, attr, _as_parameter(value, "ParameterDict"))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key: str) -> Any:
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self) -> tuple[str, Any]:
+        k = list(self._keys)[-1]
+        v = self[k]
+        del self[k]
+        return k, v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self) -> Iterable[str]:
+        return self._keys.keys()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self) -> Iterable[Any]:
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters: Any) -> None:
+        pairs = _pairs(parameters, "ParametersDict")
+        if isinstance(parameters, (OrderedDict, ParameterDict)) or not isinstance(parameters, Mapping):
+            pass
+        else:  # a plain mapping: PyTorch sorts its keys
+            pairs = sorted(pairs, key=lambda kv: kv[0])
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, Tensor):
+                size = "x".join(str(s) for s in p.shape)
+                lines.append(f"({k}): Parameter containing: [{p.dtype} of size {size}]")
+            else:
+                lines.append(f"({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise FlambeauError("ParameterDict should not be called.")
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        copy = self.copy()
+        copy.update(other)
+        return copy
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        copy = other.copy()
+        copy.update(self)
+        return copy
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self

@@ -7,8 +7,8 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._C import linear as _linear
 
-from flambeau_nn import functional as F
 from flambeau_nn import init
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
@@ -65,7 +65,10 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.linear(input, self.weight, self.bias)
+        # The parameters straight from _parameters: attribute access would go
+        # through Module.__getattr__ (a Python-level miss) twice per call.
+        params = self._parameters
+        return _linear(input, params["weight"], params["bias"])
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

@@ -14,6 +14,7 @@ dicts, so registered names never shadow and are never shadowed by ``__dict__``.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,7 +22,9 @@ from typing import Any
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._C import _foreach_zero_
 
+from flambeau_nn.modules._backward_hook import BackwardHook
 from flambeau_nn.parameter import Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -41,17 +44,25 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 class RemovableHandle:
     """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook.
 
-    Also a context manager: the hook is removed on exit.
+    Also a context manager: the hook is removed on exit. ``extra_dict`` holds
+    the dicts that flag the hook (``with_kwargs``, ``always_call``), cleared too.
     """
 
     _next_id = itertools.count()
 
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
+    def __init__(self, hooks_dict: dict, *, extra_dict: Any = None) -> None:
+        self._hooks = hooks_dict
         self.id = next(RemovableHandle._next_id)
+        if extra_dict is None:
+            extra_dict = ()
+        elif isinstance(extra_dict, dict):
+            extra_dict = (extra_dict,)
+        self._extra = tuple(extra_dict)
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
+        for d in self._extra:
+            d.pop(self.id, None)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -69,6 +80,17 @@ def _addindent(text: str, spaces: int) -> str:
 
 def _shape_str(t: Tensor) -> str:
     return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+_HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
 
 
 class Module:
@@ -103,34 +125,154 @@ class Module:
         set_(self, "_non_persistent_buffers_set", set())
         set_(self, "_modules", OrderedDict())
         set_(self, "_forward_hooks", OrderedDict())
+        set_(self, "_forward_hooks_with_kwargs", OrderedDict())
+        set_(self, "_forward_hooks_always_called", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
+        set_(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
+        set_(self, "_backward_hooks", OrderedDict())
+        set_(self, "_backward_pre_hooks", OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
+    def __setstate__(self, state: dict) -> None:
+        # A module pickled before a hook dict existed gets an empty one.
+        self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            if name not in self.__dict__:
+                object.__setattr__(self, name, OrderedDict())
+
     # ---- calling ----
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for hook in tuple(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
+        # Fast path: no hook registered (the dicts are empty), no hook machinery.
+        d = self.__dict__
+        if d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]:
+            return self._call_with_hooks(args, kwargs)
+        return self.forward(*args, **kwargs)
 
-    def register_forward_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Registers ``hook(module, args) -> None or new args``, run before ``forward``."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
+    def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        # PyTorch's order: forward pre-hooks, (backward hook set-up on the inputs),
+        # forward, forward hooks, (backward hook set-up on the outputs).
+        for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if isinstance(res, tuple) and len(res) == 2:
+                        args, kwargs = res
+                        args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+                    else:
+                        raise FlambeauError(
+                            f"[{type(self).__name__}] forward pre-hook with kwargs must return None or a tuple of "
+                            f"(new_args, new_kwargs), but got {type(res).__name__}"
+                        )
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        result = None
+        called: set[int] = set()
+        try:
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in tuple(self._forward_hooks.items()):
+                called.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs:
+                    res = hook(self, args, kwargs, result)
+                else:
+                    res = hook(self, args, result)
+                if res is not None:
+                    result = res
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+        except Exception:
+            for hook_id, hook in tuple(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+                    try:
+                        if hook_id in self._forward_hooks_with_kwargs:
+                            res = hook(self, args, kwargs, result)
+                        else:
+                            res = hook(self, args, result)
+                        if res is not None:
+                            result = res
+                    except Exception as e:
+                        warnings.warn(
+                            "forward hook with ``always_call=True`` raised an exception that was silenced as "
+                            f"another error was raised in forward: {e}",
+                            stacklevel=2,
+                        )
+            raise
+        return result
+
+    @staticmethod
+    def _check_hook(hook: object, what: str) -> None:
+        if not callable(hook):
+            raise TypeError(f"[{what}] hook must be callable, got {type(hook).__name__}")
+
+    @staticmethod
+    def _insert_hook(hooks: OrderedDict, handle: RemovableHandle, hook: Callable[..., Any], prepend: bool) -> None:
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Registers a hook run before ``forward``.
+
+        ``hook(module, args) -> None or new args`` (a non-tuple is wrapped in a
+        tuple); with ``with_kwargs=True``, ``hook(module, args, kwargs) -> None
+        or (new_args, new_kwargs)``. ``prepend=True`` runs it before the hooks
+        already registered.
+        """
+        self._check_hook(hook, "register_forward_pre_hook")
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._insert_hook(self._forward_pre_hooks, handle, hook, prepend)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
         return handle
 
-    def register_forward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Registers ``hook(module, args, output) -> None or new output``, run after ``forward``."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
+    def register_forward_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ) -> RemovableHandle:
+        """Registers a hook run after ``forward``.
+
+        ``hook(module, args, output) -> None or new output``; with
+        ``with_kwargs=True``, ``hook(module, args, kwargs, output)``.
+        ``always_call=True`` runs it even when ``forward`` raised.
+        """
+        self._check_hook(hook, "register_forward_hook")
+        handle = RemovableHandle(
+            self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called]
+        )
+        self._insert_hook(self._forward_hooks, handle, hook, prepend)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, grad_output) -> None or new grad_output``, run when the
+        gradients with respect to the module's outputs are computed (Note [Module backward hooks])."""
+        self._check_hook(hook, "register_full_backward_pre_hook")
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._insert_hook(self._backward_pre_hooks, handle, hook, prepend)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, grad_input, grad_output) -> None or new grad_input``, run when
+        the gradients with respect to the module's inputs are computed (Note [Module backward hooks]).
+
+        ``grad_input`` and ``grad_output`` are tuples; an input that is not a
+        tensor or needs no gradient has ``None``. Inputs and outputs passed as
+        keyword arguments are not seen.
+        """
+        self._check_hook(hook, "register_full_backward_hook")
+        handle = RemovableHandle(self._backward_hooks)
+        self._insert_hook(self._backward_hooks, handle, hook, prepend)
         return handle
 
     # ---- registration (Note [Module registration]) ----
@@ -355,9 +497,13 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Resets every parameter's ``.grad``: to ``None`` (default) or to zeros."""
-        for p in self.parameters():
-            _zero_grad(p, set_to_none)
+        """Resets every parameter's ``.grad``: to ``None`` (default) or to zeros (one fused call)."""
+        if set_to_none:
+            for p in self.parameters():
+                if p.grad is not None:
+                    p.grad = None
+            return
+        _zero_grads(list(self.parameters()))
 
     # ---- applying functions ----
     def apply(self, fn: Callable[[Module], None]) -> Module:
@@ -368,51 +514,78 @@ class Module:
         return self
 
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        # Note: converting makes *new* Parameter objects (PyTorch's behaviour
-        # with torch.__future__.set_overwrite_module_params_on_conversion(True));
-        # build optimizers after calling .to().
-        for m in self.children():
-            m._apply(fn)
-        for name, p in self._parameters.items():
-            if p is None:
-                continue
-            with fa.no_grad():
-                new = fn(p)
-            if new is p:
-                continue
-            new_p = Parameter(new.detach(), p.requires_grad)
-            if p.grad is not None:
-                with fa.no_grad():
-                    new_p.grad = fn(p.grad)
-            self._parameters[name] = new_p
-        for name, b in self._buffers.items():
-            if b is not None:
-                with fa.no_grad():
-                    self._buffers[name] = fn(b)
+        # Parameters are converted IN PLACE (PyTorch's default `param.data = fn(param)`):
+        # the same Parameter objects, so an optimizer built before keeps working;
+        # their .grad is converted in place too. Buffers are replaced. Every new
+        # value is computed before anything changes, so a failing conversion
+        # (e.g. a dtype core cannot cast to) leaves the whole module as it was.
+        in_place: list[tuple[Tensor, Tensor]] = []
+        buffers: list[tuple[dict, str, Tensor]] = []
+        seen: set[int] = set()
+        with fa.no_grad():
+            for module in self.modules():
+                for p in module._parameters.values():
+                    if p is None or id(p) in seen:
+                        continue
+                    seen.add(id(p))
+                    new = fn(p)
+                    if new is not p:
+                        in_place.append((p, new))
+                    g = p.grad
+                    if g is not None:
+                        new_g = fn(g)
+                        if new_g is not g:
+                            in_place.append((g, new_g))
+                for name, b in module._buffers.items():
+                    if b is not None:
+                        buffers.append((module._buffers, name, fn(b)))
+        for target, new in in_place:
+            target._set_data(new)
+        for store, name, new in buffers:
+            store[name] = new
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
-        """Converts floating-point parameters and buffers: ``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``.
+        """Converts floating-point parameters and buffers in place: ``to(dtype)``, ``to(device)``,
+        ``to(device, dtype)``, ``to(tensor)`` (its dtype and device); ``non_blocking`` is accepted.
 
-        Integer buffers keep their dtype. Returns self.
+        Integer and bool parameters and buffers keep their dtype. The Parameter
+        objects stay the same (their data is replaced), so an optimizer built
+        before keeps working. Returns self.
         """
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, fc.dtype):
+        positional = list(args)
+        if positional and isinstance(positional[-1], bool):  # to(device, dtype, non_blocking)
+            positional.pop()
+        if len(positional) > 2:
+            raise TypeError(f"to() takes at most 2 positional arguments (device, dtype), got {len(positional)}")
+        for a in positional:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, fc.dtype):
                 dtype = a
             elif isinstance(a, (str, fc.device)):
                 device = a
             else:
-                raise TypeError(f"to() expects a dtype or a device, got {type(a).__name__}")
+                raise TypeError(f"to() expects a dtype or a device (or a Tensor), got {type(a).__name__}")
         if device is not None:
             dev = fc.device(device) if isinstance(device, str) else device
+            if not isinstance(dev, fc.device):
+                raise TypeError(f"to() expects a device, got {type(device).__name__}")
             if dev.type != "cpu":
-                raise RuntimeError(f"[Module.to] only cpu is supported so far, got {dev}")
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+                raise FlambeauError(f"[Module.to] only cpu is supported so far, got {dev}")
+        if dtype is not None:
+            if not isinstance(dtype, fc.dtype):
+                raise TypeError(f"to() expects a dtype, got {type(dtype).__name__}")
+            if not dtype.is_floating_point:
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+                )
         if dtype is None:
             return self
 
@@ -421,11 +594,33 @@ class Module:
 
         return self._apply(convert)
 
+    def _float_cast(self, dtype: Any) -> Module:
+        def convert(t: Tensor) -> Tensor:
+            return t.to(dtype) if t.is_floating_point() and t.dtype != dtype else t
+
+        return self._apply(convert)
+
     def float(self) -> Module:
-        return self.to(fc.float32)
+        """Casts floating-point parameters and buffers to float32 (in place); returns self."""
+        return self._float_cast(fc.float32)
 
     def double(self) -> Module:
-        return self.to(fc.float64)
+        """Casts floating-point parameters and buffers to float64 (in place); returns self."""
+        return self._float_cast(fc.float64)
+
+    def half(self) -> Module:
+        """Casts floating-point parameters and buffers to float16 (in place); returns self."""
+        return self._float_cast(fc.float16)
+
+    def bfloat16(self) -> Module:
+        """Casts floating-point parameters and buffers to bfloat16 (in place); returns self."""
+        return self._float_cast(fc.bfloat16)
+
+    def type(self, dst_type: Any) -> Module:
+        """Casts ALL parameters and buffers to ``dst_type`` (integer ones too); returns self."""
+        if not isinstance(dst_type, fc.dtype):
+            raise TypeError(f"type() expects a dtype, got {type(dst_type).__name__}")
+        return self._apply(lambda t: t.to(dst_type) if t.dtype != dst_type else t)
 
     def cpu(self) -> Module:
         return self
@@ -534,14 +729,18 @@ class Module:
         return main + ")"
 
 
-def _zero_grad(p: Tensor, set_to_none: bool) -> None:
-    if p.grad is None:
-        return
-    if set_to_none:
-        p.grad = None
-    else:
+def _zero_grads(params: list[Tensor]) -> None:
+    """Zeroes the existing ``.grad`` of ``params`` in one ``_foreach_zero_`` call (detached first, as PyTorch)."""
+    grads = []
+    for p in params:
         g = p.grad
-        if g.requires_grad:
-            p.grad = g = g.detach()
+        if g is None:
+            continue
+        if g.grad_fn is not None:
+            g.detach_()
+        elif g.requires_grad:
+            g.requires_grad_(False)
+        grads.append(g)
+    if grads:
         with fa.no_grad():
-            g.zero_()
+            _foreach_zero_(grads)

@@ -1,16 +1,16 @@
-"""Adam and AdamW with PyTorch's update rules (bias-corrected moments)."""
+"""Adam and AdamW with PyTorch's update rules (bias-corrected moments), one fused core op per param group."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._C import _fused_adam_
 
-from flambeau_nn.optim.optimizer import Optimizer, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -20,13 +20,16 @@ class Adam(Optimizer):
 
     For each parameter at step ``t``::
 
-        g = g + weight_decay * p          (AdamW instead decays p: p *= 1 - lr * weight_decay)
+        g = -g if maximize
+        g = g + weight_decay * p          (decoupled_weight_decay / AdamW: p *= 1 - lr * weight_decay)
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)             (amsgrad; v_max replaces v below)
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     State per parameter: ``step`` (a 0-d float32 tensor), ``exp_avg``,
-    ``exp_avg_sq`` (and ``max_exp_avg_sq`` with ``amsgrad``).
+    ``exp_avg_sq`` (and ``max_exp_avg_sq`` with ``amsgrad``). Each param group
+    is stepped by one fused core op (Note [Optimizer step structure]).
 
     Example:
         >>> import flambeau_core as fc
@@ -39,8 +42,6 @@ class Adam(Optimizer):
         ['exp_avg', 'exp_avg_sq', 'step']
     """
 
-    _decoupled_weight_decay = False
-
     def __init__(
         self,
         params: Iterable[Tensor] | Iterable[dict],
@@ -50,51 +51,78 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
     ) -> None:
+        name = type(self).__name__
         if not 0.0 <= lr:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
+            raise FlambeauError(f"[{name}] Invalid learning rate: {lr}")
         if not 0.0 <= eps:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
+            raise FlambeauError(f"[{name}] Invalid epsilon value: {eps}")
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise FlambeauError(f"[{name}] betas must be a pair (beta1, beta2), got {betas!r}")
         if not 0.0 <= betas[0] < 1.0:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid beta parameter at index 0: {betas[0]}")
+            raise FlambeauError(f"[{name}] Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid beta parameter at index 1: {betas[1]}")
+            raise FlambeauError(f"[{name}] Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
+            raise FlambeauError(f"[{name}] Invalid weight_decay value: {weight_decay}")
+        check_fused_options(self, differentiable=differentiable, capturable=capturable)
         defaults = dict(
-            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
+
+    def _build(self, group: dict[str, Any], params: list[Tensor]) -> tuple[list, list, list, list]:
+        exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], []
+        amsgrad = group["amsgrad"]
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = fc.zeros((), dtype=fc.float32)
+                state["exp_avg"] = fc.zeros_like(p)
+                state["exp_avg_sq"] = fc.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = fc.zeros_like(p)
+            elif amsgrad and "max_exp_avg_sq" not in state:
+                state["max_exp_avg_sq"] = fc.zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if amsgrad:
+                max_sqs.append(state["max_exp_avg_sq"])
+            steps.append(state["step"])
+        return exp_avgs, exp_avg_sqs, max_sqs, steps
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
         loss = run_closure(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            if not params:
+        for gi, group in enumerate(self.param_groups):
+            gathered = self._gather(gi, group, lambda ps, group=group: self._build(group, ps))
+            if gathered is None:
                 continue
-            exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], []
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = fc.zeros((), dtype=fc.float32)
-                    state["exp_avg"] = fc.zeros_like(p)
-                    state["exp_avg_sq"] = fc.zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = fc.zeros_like(p)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                max_exp_avg_sqs.append(state.get("max_exp_avg_sq"))
-                steps.append(state["step"])
+            params, grads, (exp_avgs, exp_avg_sqs, max_sqs, steps) = gathered
             beta1, beta2 = group["betas"]
             with fa.no_grad():
                 adam(
                     params,
-                    [p.grad for p in params],
+                    grads,
                     exp_avgs,
                     exp_avg_sqs,
-                    max_exp_avg_sqs,
+                    max_sqs,
                     steps,
                     amsgrad=group["amsgrad"],
                     beta1=beta1,
@@ -103,15 +131,13 @@ class Adam(Optimizer):
                     weight_decay=group["weight_decay"],
                     eps=group["eps"],
                     maximize=group["maximize"],
-                    decoupled_weight_decay=self._decoupled_weight_decay,
+                    decoupled_weight_decay=group.get("decoupled_weight_decay", False),
                 )
         return loss
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay`` each step."""
-
-    _decoupled_weight_decay = True
 
     def __init__(
         self,
@@ -123,8 +149,25 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
 
 
 def adam(
@@ -132,7 +175,7 @@ def adam(
     grads: list[Tensor],
     exp_avgs: list[Tensor],
     exp_avg_sqs: list[Tensor],
-    max_exp_avg_sqs: list[Tensor | None],
+    max_exp_avg_sqs: list[Tensor],
     state_steps: list[Tensor],
     *,
     amsgrad: bool,
@@ -144,25 +187,20 @@ def adam(
     maximize: bool,
     decoupled_weight_decay: bool = False,
 ) -> None:
-    """One Adam step over all ``params`` (Note [Optimizer step structure]); updates the state in place."""
-    for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
-        exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
-        step_t.add_(1)
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + param * weight_decay
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-        step = step_t.item()
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
-        if amsgrad:
-            max_sq = max_exp_avg_sqs[i]
-            max_sq.copy_(fc.maximum(max_sq, exp_avg_sq))
-            denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-        else:
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-        param.add_(exp_avg / denom, alpha=-(lr / bias_correction1))
+    """One Adam step over all ``params`` in one fused call; updates the state (and the steps) in place."""
+    _fused_adam_(
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        max_exp_avg_sqs if amsgrad else [],
+        state_steps,
+        lr=float(lr),
+        beta1=float(beta1),
+        beta2=float(beta2),
+        weight_decay=float(weight_decay),
+        eps=float(eps),
+        amsgrad=bool(amsgrad),
+        maximize=bool(maximize),
+        decoupled_weight_decay=bool(decoupled_weight_decay),
+    )

@@ -1,12 +1,16 @@
 """``Optimizer``: param groups, per-parameter state, and PyTorch's state_dict format.
 
 Note [Optimizer step structure]
-Each optimizer's ``step`` gathers, per param group, the lists a step needs
-(params that have a grad, their grads, their state tensors) and hands them to
-one module-level function (``sgd``, ``adam``) that updates *all* of them. That
-function does a few in-place core ops per parameter today; a fused
-multi-tensor core op can replace its body later without touching the classes,
-the state layout, or the state_dict format.
+Each optimizer's ``step`` gathers, per param group, the params that have a
+grad and their grads, and hands them with the per-parameter state tensors to
+ONE fused core op (``_fused_sgd_``, ``_fused_adam_``, ``_fused_rmsprop_``,
+``_fused_adagrad_``) that updates every tensor of the lists in C++ (threaded
+across tensors and chunks, vectorized), under ``no_grad``. The 0-d ``step``
+tensors are incremented and read inside the kernel, so a step never calls
+``.item()``. The lists of state tensors are cached per group and rebuilt only
+when the set of params with a grad changes or the state is modified
+(``ParamState`` counts its changes). The state layout and the state_dict
+format are torch.optim's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any
 
 import flambeau_autograd as fa
 from flambeau_core import FlambeauError, Tensor
+
+from flambeau_nn.modules.module import _zero_grads
 
 __all__ = ["Optimizer", "ParamState"]
 
@@ -29,6 +35,17 @@ def run_closure(closure: Callable[[], Any] | None) -> Any:
         return closure()
 
 
+def check_fused_options(opt: Any, *, differentiable: bool = False, capturable: bool = False) -> None:
+    """``differentiable`` and ``capturable`` steps are not supported (the fused kernels are not differentiable)."""
+    if differentiable:
+        raise FlambeauError(
+            f"[{type(opt).__name__}] differentiable=True is not supported: the step runs in a fused, "
+            "non-differentiable kernel"
+        )
+    if capturable:
+        raise FlambeauError(f"[{type(opt).__name__}] capturable=True is not supported (no CUDA graphs)")
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required parameter>"
@@ -37,28 +54,77 @@ class _Required:
 required = _Required()
 
 
+class _StateDict(dict):
+    """One parameter's state dict; every change bumps its owner's generation (Note [Optimizer step structure])."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: ParamState, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = owner
+
+    def _touch(self) -> None:
+        self._owner.generation += 1
+
+    def __setitem__(self, k: Any, v: Any) -> None:
+        super().__setitem__(k, v)
+        self._touch()
+
+    def __delitem__(self, k: Any) -> None:
+        super().__delitem__(k)
+        self._touch()
+
+    def clear(self) -> None:
+        super().clear()
+        self._touch()
+
+    def pop(self, *args: Any) -> Any:
+        self._touch()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self._touch()
+        return super().popitem()
+
+    def setdefault(self, k: Any, default: Any = None) -> Any:
+        self._touch()
+        return super().setdefault(k, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self._touch()
+
+    def __reduce__(self):  # pickles and deep-copies as a plain dict
+        return (dict, (dict(self),))
+
+
 class ParamState(MutableMapping):
     """``optimizer.state``: a mapping from a parameter (by identity) to its state dict.
 
     Tensors compare elementwise and so are not hashable; this mapping keys by
     ``id`` and keeps the parameter alive, so ``optimizer.state[p]`` works as
     in PyTorch. A missing parameter reads as a fresh empty dict.
+    ``generation`` counts changes (Note [Optimizer step structure]).
     """
 
     def __init__(self) -> None:
         self._data: dict[int, tuple[Tensor, dict]] = {}
+        self.generation = 0
 
     def __getitem__(self, p: Tensor) -> dict:
         entry = self._data.get(id(p))
         if entry is None:
-            entry = self._data[id(p)] = (p, {})
+            entry = self._data[id(p)] = (p, _StateDict(self))
+            self.generation += 1
         return entry[1]
 
     def __setitem__(self, p: Tensor, value: dict) -> None:
-        self._data[id(p)] = (p, value)
+        self._data[id(p)] = (p, _StateDict(self, value))
+        self.generation += 1
 
     def __delitem__(self, p: Tensor) -> None:
         del self._data[id(p)]
+        self.generation += 1
 
     def __contains__(self, p: object) -> bool:
         return id(p) in self._data
@@ -70,7 +136,7 @@ class ParamState(MutableMapping):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return "ParamState(" + repr({f"<param {tuple(p.shape)}>": s for p, s in self._data.values()}) + ")"
+        return "ParamState(" + repr({f"<param {tuple(p.shape)}>": dict(s) for p, s in self._data.values()}) + ")"
 
 
 class Optimizer:
@@ -111,9 +177,16 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Adds a group of parameters (e.g. newly unfrozen layers) with its own hyperparameters."""
+        """Adds a group of parameters (e.g. newly unfrozen layers) with its own hyperparameters.
+
+        Keys the optimizer does not know are kept (PyTorch's behaviour: e.g. a group ``"name"``).
+        """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        if "params" not in param_group:
+            raise KeyError(
+                f"[{type(self).__name__}] a parameter group must have a 'params' entry, got keys {sorted(param_group)}"
+            )
         params = param_group["params"]
         if isinstance(params, Tensor):
             param_group["params"] = [params]
@@ -152,19 +225,39 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Resets the ``.grad`` of every parameter: to ``None`` (default) or to zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if g.requires_grad:
-                        p.grad = g = g.detach()
-                    with fa.no_grad():
-                        g.zero_()
+        """Resets the ``.grad`` of every parameter: to ``None`` (default) or to zeros (one fused call)."""
+        if set_to_none:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad = None
+            return
+        _zero_grads([p for group in self.param_groups for p in group["params"]])
+
+    def _gather(self, group_index: int, group: dict[str, Any], build: Callable[[list[Tensor]], Any]) -> Any:
+        """``(params with a grad, their grads, cached)`` for a group, or None if no param has a grad.
+
+        ``cached`` is ``build(params)`` (the state tensor lists), reused while the
+        params with a grad and the state are unchanged (Note [Optimizer step structure]).
+        """
+        group_params = group["params"]
+        all_grads = [p.grad for p in group_params]  # one property read per param
+        grads = [g for g in all_grads if g is not None]
+        if not grads:
+            return None
+        if len(grads) == len(group_params):
+            params = group_params
+        else:
+            params = [p for p, g in zip(group_params, all_grads, strict=True) if g is not None]
+        key = (tuple(map(id, params)), id(self.state), self.state.generation, len(group["params"]))
+        cache = self.__dict__.setdefault("_step_cache", {})
+        entry = cache.get(group_index)
+        if entry is None or entry[0] != key:
+            built = build(params)
+            # build() may create state (generation moved): key it on the state after building.
+            key = (key[0], key[1], self.state.generation, key[3])
+            cache[group_index] = entry = (key, built)
+        return params, grads, entry[1]
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
@@ -218,12 +311,19 @@ class Optimizer:
                 continue
             p = id_map[k]
             new_state[p] = {name: _cast_state(p, name, value) for name, value in v.items()}
+        new_state.generation += 1
         for ours, saved in zip(self.param_groups, saved_groups, strict=True):
             params = ours["params"]
             ours.clear()
             ours.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
             ours["params"] = params
         self.state = new_state
+        self.__dict__.pop("_step_cache", None)
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.pop("_step_cache", None)
+        return d
 
     def __repr__(self) -> str:
         text = type(self).__name__ + " ("

@@ -1,4 +1,4 @@
-"""RMSprop and Adagrad with PyTorch's update rules."""
+"""RMSprop and Adagrad with PyTorch's update rules, one fused core op per param group."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._C import _fused_adagrad_, _fused_rmsprop_
 
-from flambeau_nn.optim.optimizer import Optimizer, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
 
 __all__ = ["RMSprop", "Adagrad", "rmsprop", "adagrad"]
 
@@ -38,8 +39,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         if not 0.0 <= lr:
             raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
@@ -51,43 +54,61 @@ class RMSprop(Optimizer):
             raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise FlambeauError(f"[{type(self).__name__}] Invalid alpha value: {alpha}")
+        check_fused_options(self, differentiable=differentiable, capturable=capturable)
         defaults = dict(
             lr=lr,
+            momentum=momentum,
             alpha=alpha,
             eps=eps,
-            weight_decay=weight_decay,
-            momentum=momentum,
             centered=centered,
+            weight_decay=weight_decay,
+            capturable=capturable,
+            foreach=foreach,
             maximize=maximize,
+            differentiable=differentiable,
         )
         super().__init__(params, defaults)
+
+    def _build(self, group: dict[str, Any], params: list[Tensor]) -> tuple[list, list, list, list]:
+        square_avgs, grad_avgs, bufs, steps = [], [], [], []
+        momentum, centered = group["momentum"], group["centered"]
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = fc.zeros((), dtype=fc.float32)
+                state["square_avg"] = fc.zeros_like(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = fc.zeros_like(p)
+                if centered:
+                    state["grad_avg"] = fc.zeros_like(p)
+            if momentum > 0 and "momentum_buffer" not in state:
+                state["momentum_buffer"] = fc.zeros_like(p)
+            if centered and "grad_avg" not in state:
+                state["grad_avg"] = fc.zeros_like(p)
+            square_avgs.append(state["square_avg"])
+            steps.append(state["step"])
+            if centered:
+                grad_avgs.append(state["grad_avg"])
+            if momentum > 0:
+                bufs.append(state["momentum_buffer"])
+        return square_avgs, grad_avgs, bufs, steps
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
         loss = run_closure(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            square_avgs, grad_avgs, bufs = [], [], []
-            for p in params:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = fc.zeros((), dtype=fc.float32)
-                    state["square_avg"] = fc.zeros_like(p)
-                    if group["momentum"] > 0:
-                        state["momentum_buffer"] = fc.zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = fc.zeros_like(p)
-                state["step"].add_(1)
-                square_avgs.append(state["square_avg"])
-                grad_avgs.append(state.get("grad_avg"))
-                bufs.append(state.get("momentum_buffer"))
+        for gi, group in enumerate(self.param_groups):
+            gathered = self._gather(gi, group, lambda ps, group=group: self._build(group, ps))
+            if gathered is None:
+                continue
+            params, grads, (square_avgs, grad_avgs, bufs, steps) = gathered
             with fa.no_grad():
                 rmsprop(
                     params,
-                    [p.grad for p in params],
+                    grads,
                     square_avgs,
                     grad_avgs,
                     bufs,
+                    steps,
                     lr=group["lr"],
                     alpha=group["alpha"],
                     eps=group["eps"],
@@ -103,8 +124,9 @@ def rmsprop(
     params: list[Tensor],
     grads: list[Tensor],
     square_avgs: list[Tensor],
-    grad_avgs: list[Tensor | None],
-    momentum_buffers: list[Tensor | None],
+    grad_avgs: list[Tensor],
+    momentum_buffers: list[Tensor],
+    state_steps: list[Tensor],
     *,
     lr: float,
     alpha: float,
@@ -114,26 +136,22 @@ def rmsprop(
     centered: bool,
     maximize: bool,
 ) -> None:
-    """One RMSprop step over all ``params`` (Note [Optimizer step structure])."""
-    for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
-        if weight_decay != 0:
-            grad = grad + param * weight_decay
-        square_avg = square_avgs[i]
-        square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
-        if centered:
-            grad_avg = grad_avgs[i]
-            grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
-            avg = (square_avg - grad_avg * grad_avg).sqrt()
-        else:
-            avg = square_avg.sqrt()
-        avg.add_(eps)
-        if momentum > 0:
-            buf = momentum_buffers[i]
-            buf.mul_(momentum).add_(grad / avg)
-            param.add_(buf, alpha=-lr)
-        else:
-            param.add_(grad / avg, alpha=-lr)
+    """One RMSprop step over all ``params`` in one fused call (Note [Optimizer step structure])."""
+    _fused_rmsprop_(
+        params,
+        grads,
+        square_avgs,
+        grad_avgs if centered else [],
+        momentum_buffers if momentum > 0 else [],
+        state_steps,
+        lr=float(lr),
+        alpha=float(alpha),
+        eps=float(eps),
+        weight_decay=float(weight_decay),
+        momentum=float(momentum),
+        centered=bool(centered),
+        maximize=bool(maximize),
+    )
 
 
 class Adagrad(Optimizer):
@@ -162,8 +180,11 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         if not 0.0 <= lr:
             raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
@@ -177,13 +198,17 @@ class Adagrad(Optimizer):
             )
         if not 0.0 <= eps:
             raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
+        check_fused_options(self, differentiable=differentiable)
         defaults = dict(
             lr=lr,
             lr_decay=lr_decay,
             eps=eps,
             weight_decay=weight_decay,
             initial_accumulator_value=initial_accumulator_value,
+            foreach=foreach,
             maximize=maximize,
+            differentiable=differentiable,
+            fused=fused,
         )
         super().__init__(params, defaults)
         for group in self.param_groups:
@@ -192,18 +217,31 @@ class Adagrad(Optimizer):
                 state["step"] = fc.zeros((), dtype=fc.float32)
                 state["sum"] = fc.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype)
 
+    def _build(self, group: dict[str, Any], params: list[Tensor]) -> tuple[list, list]:
+        sums, steps = [], []
+        for p in params:
+            state = self.state[p]
+            if "sum" not in state:  # a param added after construction (add_param_group)
+                state["step"] = fc.zeros((), dtype=fc.float32)
+                state["sum"] = fc.full(tuple(p.shape), float(group["initial_accumulator_value"]), dtype=p.dtype)
+            sums.append(state["sum"])
+            steps.append(state["step"])
+        return sums, steps
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
         loss = run_closure(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            states = [self.state[p] for p in params]
+        for gi, group in enumerate(self.param_groups):
+            gathered = self._gather(gi, group, lambda ps, group=group: self._build(group, ps))
+            if gathered is None:
+                continue
+            params, grads, (sums, steps) = gathered
             with fa.no_grad():
                 adagrad(
                     params,
-                    [p.grad for p in params],
-                    [s["sum"] for s in states],
-                    [s["step"] for s in states],
+                    grads,
+                    sums,
+                    steps,
                     lr=group["lr"],
                     lr_decay=group["lr_decay"],
                     weight_decay=group["weight_decay"],
@@ -225,14 +263,15 @@ def adagrad(
     eps: float,
     maximize: bool,
 ) -> None:
-    """One Adagrad step over all ``params`` (Note [Optimizer step structure])."""
-    for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
-        step_t = state_steps[i]
-        step_t.add_(1)
-        if weight_decay != 0:
-            grad = grad + param * weight_decay
-        clr = lr / (1 + (step_t.item() - 1) * lr_decay)
-        state_sums[i].add_(grad * grad)
-        std = state_sums[i].sqrt().add_(eps)
-        param.add_(grad / std, alpha=-clr)
+    """One Adagrad step over all ``params`` in one fused call (Note [Optimizer step structure])."""
+    _fused_adagrad_(
+        params,
+        grads,
+        state_sums,
+        state_steps,
+        lr=float(lr),
+        lr_decay=float(lr_decay),
+        weight_decay=float(weight_decay),
+        eps=float(eps),
+        maximize=bool(maximize),
+    )

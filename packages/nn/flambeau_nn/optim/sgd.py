@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import flambeau_autograd as fa
+import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._C import _fused_sgd_
 
-from flambeau_nn.optim.optimizer import Optimizer, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
 
 __all__ = ["SGD", "sgd"]
 
@@ -18,11 +20,16 @@ class SGD(Optimizer):
 
     For each parameter ``p`` with gradient ``g``::
 
+        g = -g if maximize
         g = g + weight_decay * p
         buf = g                                  (first step)
         buf = momentum * buf + (1 - dampening) * g   (later steps)
         g = g + momentum * buf if nesterov else buf   (when momentum != 0)
         p = p - lr * g
+
+    Each param group is stepped by one fused core op (Note [Optimizer step
+    structure]). ``foreach`` and ``fused`` are accepted for compatibility (the
+    step is always fused).
 
     Example:
         >>> import flambeau_core as fc
@@ -43,6 +50,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         if lr < 0.0:
             raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
@@ -52,6 +62,7 @@ class SGD(Optimizer):
             raise FlambeauError(f"[{type(self).__name__}] Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise FlambeauError(f"[{type(self).__name__}] Nesterov momentum requires a momentum and zero dampening")
+        check_fused_options(self, differentiable=differentiable)
         defaults = dict(
             lr=lr,
             momentum=momentum,
@@ -59,32 +70,39 @@ class SGD(Optimizer):
             weight_decay=weight_decay,
             nesterov=nesterov,
             maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
         )
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Updates every parameter that has a gradient; returns ``closure()`` if given."""
         loss = run_closure(closure)
-        for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
-            grads = [p.grad for p in params]
-            states = [self.state[p] for p in params]
-            bufs = [s.get("momentum_buffer") for s in states]
+        state = self.state
+        for gi, group in enumerate(self.param_groups):
+            momentum = group["momentum"]
+            gathered = self._gather(gi, group, lambda ps: [state[p].get("momentum_buffer") for p in ps])
+            if gathered is None:
+                continue
+            params, grads, bufs = gathered
+            fresh = momentum != 0 and any(b is None for b in bufs)
             with fa.no_grad():
                 sgd(
                     params,
                     grads,
                     bufs,
                     lr=group["lr"],
-                    momentum=group["momentum"],
+                    momentum=momentum,
                     dampening=group["dampening"],
                     weight_decay=group["weight_decay"],
                     nesterov=group["nesterov"],
                     maximize=group["maximize"],
                 )
-            if group["momentum"] != 0:
-                for s, buf in zip(states, bufs, strict=True):
-                    s["momentum_buffer"] = buf
+            if fresh:
+                # First step of some params: sgd() created their buffers (the list was filled in place).
+                for p, buf in zip(params, bufs, strict=True):
+                    state[p]["momentum_buffer"] = buf
         return loss
 
 
@@ -100,16 +118,36 @@ def sgd(
     nesterov: bool,
     maximize: bool,
 ) -> None:
-    """One SGD step over all ``params`` (Note [Optimizer step structure]); fills new momentum buffers in place."""
-    for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
-        if weight_decay != 0:
-            grad = grad + param * weight_decay
-        if momentum != 0:
-            buf = momentum_buffers[i]
-            if buf is None:
-                buf = momentum_buffers[i] = grad.detach().clone()
-            else:
-                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-            grad = grad + buf * momentum if nesterov else buf
-        param.add_(grad, alpha=-lr)
+    """One SGD step over all ``params`` in one fused call (two when only some have a momentum buffer yet).
+
+    Missing momentum buffers (None) are created and written into ``momentum_buffers``.
+    """
+    hyper = dict(
+        weight_decay=float(weight_decay),
+        momentum=float(momentum),
+        lr=float(lr),
+        dampening=float(dampening),
+        nesterov=bool(nesterov),
+        maximize=bool(maximize),
+    )
+    if momentum == 0:
+        _fused_sgd_(params, grads, [], is_first_step=False, **hyper)
+        return
+    fresh = [i for i, b in enumerate(momentum_buffers) if b is None]
+    if not fresh:
+        _fused_sgd_(params, grads, momentum_buffers, is_first_step=False, **hyper)
+        return
+    for i in fresh:
+        momentum_buffers[i] = fc.empty_like(params[i])
+    if len(fresh) == len(params):
+        _fused_sgd_(params, grads, momentum_buffers, is_first_step=True, **hyper)
+        return
+    old = [i for i in range(len(params)) if i not in set(fresh)]
+    for idx, first in ((fresh, True), (old, False)):
+        _fused_sgd_(
+            [params[i] for i in idx],
+            [grads[i] for i in idx],
+            [momentum_buffers[i] for i in idx],
+            is_first_step=first,
+            **hyper,
+        )
