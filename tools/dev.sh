@@ -10,6 +10,12 @@ venv="$root/.nox/dev"
 [ -x "$venv/bin/python" ] || { echo "no dev venv: run 'nox -s dev' once" >&2; exit 1; }
 mkdir -p "$root/build"
 for pkg in "$@"; do
+  # The build resolves core's CMake package through the `cmake.root` entry
+  # point, which imports flambeau_core: a stale core whose __init__ no longer
+  # matches its _C would fail that import, so core is uninstalled first.
+  if [ "$pkg" = core ]; then
+    flock "$root/build/dev.lock" "$venv/bin/python" -m pip uninstall -q -y flambeau-core >/dev/null 2>&1 || true
+  fi
   flock "$root/build/dev.lock" "$venv/bin/python" -m pip install -q --no-build-isolation --no-deps \
     -e "$root/packages/$pkg" "-Cbuild-dir=$root/build/dev/$pkg"
 done
