@@ -115,6 +115,7 @@ class Work:
         self._finish: Callable[[Any], Any] | None = None  # runs once the request completed
         self._failed: Callable[[BaseException, Any], BaseException] | None = None  # names an MPI error
         self._done = False
+        self._seconds = 0.0  # time the communication thread spent on it (DDP's statistics)
         self._result: Any = None
         self._lock = threading.Lock()
 
@@ -302,8 +303,28 @@ class ProcessGroup:
         self.timeout = timeout
         self.check = check
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0  # calls queued to the communication thread and not finished
         self._thread = threading.Thread(target=self._loop, name="flambeau-distributed-comm", daemon=True)
         self._thread.start()
+        self._inflight: tuple[str, float] | None = None  # (name, deadline) of a call run on its caller's thread
+        self._closed = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="flambeau-distributed-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def _watch(self) -> None:
+        """A blocking call made on the caller's thread can't raise a timeout: past it, abort every rank."""
+        period = min(1.0, max(0.05, self.timeout.total_seconds() / 10))
+        while not self._closed.wait(period):
+            inflight = self._inflight
+            if inflight is not None and time.monotonic() > inflight[1]:
+                sys.stderr.write(
+                    f"[{inflight[0]}] rank {self.rank}: timed out after {self.timeout.total_seconds():g} s waiting for "
+                    "the other ranks (did every rank make the same calls in the same order?); aborting every rank "
+                    "(MPI_Abort)\n"
+                )
+                sys.stderr.flush()
+                self.comm.Abort(1)
 
     def size(self) -> int:
         return self.world_size
@@ -314,22 +335,45 @@ class ProcessGroup:
             if item is None:
                 return
             work, fn = item
-            try:
-                result = fn(work)
-            except BaseException as e:  # noqa: BLE001 (handed to wait())
-                work._set(exc=e)
-            else:
-                work._set(result)
+            self._run(work, fn)
+            with self._lock:
+                self._pending -= 1
+
+    @staticmethod
+    def _run(work: Work, fn: Callable[[Work], Any]) -> None:
+        start = time.perf_counter()
+        try:
+            result = fn(work)
+        except BaseException as e:  # noqa: BLE001 (handed to wait())
+            work._seconds = time.perf_counter() - start
+            work._set(exc=e)
+        else:
+            work._seconds = time.perf_counter() - start
+            work._set(result)
 
     def submit(self, name: str, fn: Callable[[Work], Any], async_op: bool) -> Work | None:
         work = Work(self, name)
-        self._queue.put((work, fn))
+        with self._lock:
+            # A blocking call with nothing queued runs on the calling thread (no hand-off to
+            # wake up); holding the lock keeps any later call behind it, so the order holds.
+            if not async_op and self._pending == 0:
+                # the watchdog aborts the job if this never returns (a rank that never joins)
+                self._inflight = (name, time.monotonic() + self.timeout.total_seconds())
+                try:
+                    self._run(work, fn)
+                finally:
+                    self._inflight = None
+                work.wait()
+                return None
+            self._pending += 1
+            self._queue.put((work, fn))
         if async_op:
             return work
         work.wait()
         return None
 
     def shutdown(self) -> None:
+        self._closed.set()
         self._queue.put(None)
         self._thread.join()
 
@@ -787,3 +831,11 @@ def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) ->
     _check_rank(pg, src, "src", "broadcast_object_list")
     work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)
     object_list[:] = work.result()
+
+
+def _done_work(pg: ProcessGroup, name: str, seconds: float) -> Work:
+    """A finished Work (for a call made synchronously where a handle is expected)."""
+    work = Work(pg, name)
+    work._seconds = seconds
+    work._set()
+    return work

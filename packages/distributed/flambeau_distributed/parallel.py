@@ -18,6 +18,7 @@ with ``gradient_as_bucket_view=True``).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -118,6 +119,9 @@ class DistributedDataParallel(Module):
         self._build_buckets()
         self._register_hooks()
         self._expect = False  # an iteration's gradients are due (set by forward)
+        # Note [DDP buckets]: the communication thread's all-reduce time, and the part of it backward
+        # did not hide (the last gradient's hook waiting for the buckets).
+        self._comm_stats = {"iterations": 0, "allreduce_s": 0.0, "exposed_s": 0.0}
         self._next_launch = 0
         self._ready_count = 0
 
@@ -286,9 +290,20 @@ class DistributedDataParallel(Module):
 
     def _launch_ready(self) -> None:
         pg = self.process_group
-        while self._next_launch < len(self._buckets) and self._buckets[self._next_launch].ready:
+        last = len(self._buckets) - 1
+        while self._next_launch <= last and self._buckets[self._next_launch].ready:
             b = self._buckets[self._next_launch]
-            b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
+            if self._next_launch == last:
+                # Backward is done: nothing left to overlap with, so the last bucket goes on this
+                # thread once the others finished (no hand-off to the communication thread).
+                self._backward_done_at = time.perf_counter()
+                for other in self._buckets[:last]:
+                    other.work.wait()
+                start = time.perf_counter()
+                _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
+                b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
+            else:
+                b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
             self._next_launch += 1
         if self._next_launch == len(self._buckets):
             self._finalize()
@@ -298,6 +313,12 @@ class DistributedDataParallel(Module):
         world = self.process_group.world_size
         for b in self._buckets:
             b.work.wait()
+        stats = self._comm_stats
+        stats["iterations"] += 1
+        # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced
+        stats["exposed_s"] += time.perf_counter() - self._backward_done_at
+        stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
+        for b in self._buckets:
             with autograd.no_grad():
                 b.flat.div_(world)
                 for i, off in zip(b.params, b.offsets, strict=True):

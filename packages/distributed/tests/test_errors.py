@@ -22,10 +22,21 @@ def test_a_rank_that_raises_aborts_the_others(ranks):
 
 
 def test_a_missing_rank_times_out(ranks):
-    # rank 1 never joins rank 0's all_reduce: rank 0's 3-second timeout fires, then the abort
+    # rank 1 never joins rank 0's all_reduce: Work.wait raises after the 3-second timeout; the
+    # next call, queued behind it, times out too and its uncaught error aborts the job
     r = ranks("errors.py", "timeout", timeout=120)
     assert r.returncode != 0
+    assert "rank 0: async timeout raised" in r.stdout, r.stdout + r.stderr
+    assert "DistBackendError: [broadcast] rank 0: timed out after 3 s waiting for the other ranks" in r.stderr, r.stderr
+    assert "aborting every rank" in r.stderr
+
+
+def test_a_missing_rank_times_out_blocking(ranks):
+    # a blocking call runs on the caller's thread: the watchdog reports the timeout and aborts
+    r = ranks("errors.py", "timeout-blocking", timeout=120)
+    assert r.returncode != 0
     assert "[all_reduce] rank 0: timed out after 3 s waiting for the other ranks" in r.stderr, r.stderr
+    assert "aborting every rank (MPI_Abort)" in r.stderr
 
 
 def test_without_a_process_group():

@@ -21,7 +21,7 @@ def expect(kind, fragments, fn):
 
 
 def main(mode):
-    timeout = datetime.timedelta(seconds=3) if mode == "timeout" else None
+    timeout = datetime.timedelta(seconds=3) if mode.startswith("timeout") else None
     dist.init_process_group("mpi", timeout=timeout)
     r = dist.get_rank()
     if mode == "raise":
@@ -31,7 +31,15 @@ def main(mode):
         time.sleep(60)
     elif mode == "timeout":
         if r == 0:
-            dist.all_reduce(fc.ones([4]))  # rank 1 never joins: a timeout error, then the abort
+            w = dist.all_reduce(fc.ones([4]), async_op=True)  # rank 1 never joins
+            expect(dist.DistBackendError, ["[all_reduce] rank 0: timed out after 3 s"], w.wait)
+            assert not w.is_completed()
+            print("rank 0: async timeout raised", flush=True)
+            dist.broadcast(fc.ones([4]))  # queued behind it: times out too, uncaught: the abort
+        time.sleep(60)
+    elif mode == "timeout-blocking":
+        if r == 0:
+            dist.all_reduce(fc.ones([4]))  # run on this thread: the watchdog aborts the job
         time.sleep(60)
     elif mode == "mismatch":
         shape = [3] if r == 0 else [4]
