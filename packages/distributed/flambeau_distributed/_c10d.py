@@ -372,10 +372,12 @@ class ProcessGroup:
         work.wait()
         return None
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
+        """Stops the threads; False if a call is still stuck in MPI (a rank that never joined)."""
         self._closed.set()
         self._queue.put(None)
-        self._thread.join()
+        self._thread.join(timeout=self.timeout.total_seconds())
+        return not self._thread.is_alive()
 
     # Note [Metadata check]
     def check_same(self, name: str, meta: tuple) -> None:
@@ -486,7 +488,14 @@ def destroy_process_group(group: Any = None) -> None:
     if pg is None:
         return
     _WORLD = None
-    pg.shutdown()
+    if not pg.shutdown():
+        # MPI_Finalize at exit would wait for it forever: end the job instead.
+        sys.stderr.write(
+            f"[flambeau.distributed] rank {pg.rank}: destroy_process_group with a collective still waiting for the "
+            "other ranks; aborting every rank (MPI_Abort)\n"
+        )
+        sys.stderr.flush()
+        pg.comm.Abort(1)
     pg.comm.Free()
     if sys.excepthook is _abort_excepthook:
         sys.excepthook = _PREV_EXCEPTHOOK or sys.__excepthook__

@@ -31,6 +31,12 @@ def test_a_missing_rank_times_out(ranks):
     assert "aborting every rank" in r.stderr
 
 
+def test_exiting_with_a_stuck_call_aborts(ranks):
+    r = ranks("errors.py", "timeout-exit", timeout=120)
+    assert r.returncode != 0
+    assert "rank 0: destroy_process_group with a collective still waiting for the other ranks" in r.stderr, r.stderr
+
+
 def test_a_missing_rank_times_out_blocking(ranks):
     # a blocking call runs on the caller's thread: the watchdog reports the timeout and aborts
     r = ranks("errors.py", "timeout-blocking", timeout=120)

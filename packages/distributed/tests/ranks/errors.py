@@ -37,6 +37,12 @@ def main(mode):
             print("rank 0: async timeout raised", flush=True)
             dist.broadcast(fc.ones([4]))  # queued behind it: times out too, uncaught: the abort
         time.sleep(60)
+    elif mode == "timeout-exit":
+        if r == 0:
+            w = dist.all_reduce(fc.ones([4]), async_op=True)  # rank 1 never joins
+            expect(dist.DistBackendError, ["timed out"], w.wait)
+            dist.destroy_process_group()  # the call is still in MPI: abort rather than hang in MPI_Finalize
+        time.sleep(60)
     elif mode == "timeout-blocking":
         if r == 0:
             dist.all_reduce(fc.ones([4]))  # run on this thread: the watchdog aborts the job
