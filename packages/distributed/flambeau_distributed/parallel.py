@@ -123,7 +123,8 @@ class DistributedDataParallel(Module):
         # did not hide (the last gradient's hook waiting for the buckets).
         self._comm_stats = {"iterations": 0, "allreduce_s": 0.0, "exposed_s": 0.0}
         self._next_launch = 0
-        self._ready_count = 0
+        self._done: set[int] = set()
+        object.__setattr__(self, "_launch_log", [])
 
     # -- construction ------------------------------------------------------
 
@@ -228,7 +229,7 @@ class DistributedDataParallel(Module):
             b.work = None
             b.ready = False
         self._next_launch = 0
-        self._ready_count = 0
+        object.__setattr__(self, "_launch_log", [])
         self._expect = True
         if self.find_unused_parameters:
             used = self._reachable(out)
@@ -304,6 +305,8 @@ class DistributedDataParallel(Module):
                 b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
             else:
                 b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
+            # how many gradients backward had still to compute when this bucket started
+            self._launch_log.append((b.index, len(self._params) - len(self._done)))
             self._next_launch += 1
         if self._next_launch == len(self._buckets):
             self._finalize()

@@ -136,6 +136,8 @@ def main():
     # several small buckets, launched while backward still runs
     model = train(rank, world, bucket_cap_mb=0.001)
     assert len(model._buckets) == 2, len(model._buckets)
+    # bucket 0 (fc3, fc2) started while fc1's two gradients were still to be computed
+    assert model._launch_log == [(0, 2), (1, 0)], model._launch_log
     train(rank, world, bucket_cap_mb=0.001, gradient_as_bucket_view=True)
     assert "module.fc1.weight" in model.state_dict()
     no_sync(rank, world)
