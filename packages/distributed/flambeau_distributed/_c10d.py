@@ -411,6 +411,8 @@ class ProcessGroup:
 
 
 _META_BYTES = 512
+# FLAMBEAU_DISTRIBUTED_WAIT=mpi: let MPI wait (its busy-polling), for comparison.
+_WAIT_IN_MPI = os.environ.get("FLAMBEAU_DISTRIBUTED_WAIT", "").lower() == "mpi"
 
 
 def _finish(request: Any) -> None:
@@ -422,6 +424,9 @@ def _finish(request: Any) -> None:
     request (50 µs of spinning, then sleeps growing to 0.1 ms) leaves that
     core free; the cost is at most that much latency per step of the collective.
     """
+    if _WAIT_IN_MPI:
+        request.Wait()
+        return
     if request.Test():
         return
     spin_until = time.perf_counter() + 5e-5
