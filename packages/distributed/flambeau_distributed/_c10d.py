@@ -474,6 +474,10 @@ def _abort_excepthook(kind, value, tb) -> None:
     pg.comm.Abort(1)
 
 
+# Set by mpirun/mpiexec (Open MPI, PMIx, MPICH/Hydra) in the processes they start.
+_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")
+
+
 def init_process_group(
     backend: str | None = None,
     init_method: str | None = None,
@@ -505,6 +509,10 @@ def init_process_group(
         raise TypeError(f"[init_process_group] timeout must be a datetime.timedelta, got {type(timeout).__name__}")
     if timeout is None and os.environ.get("FLAMBEAU_DISTRIBUTED_TIMEOUT"):
         timeout = datetime.timedelta(seconds=float(os.environ["FLAMBEAU_DISTRIBUTED_TIMEOUT"]))
+    if not any(v in os.environ for v in _LAUNCHER_VARS):
+        # Not started by mpirun: a world of one. Open MPI's shared-memory transport would leave
+        # its 16 MB segment in /dev/shm behind (no launcher to clean it up), and one rank needs none.
+        os.environ.setdefault("OMPI_MCA_btl", "self")
     MPI = _mpi()
     comm = MPI.COMM_WORLD.Dup()
     comm.Set_errhandler(MPI.ERRORS_RETURN)
