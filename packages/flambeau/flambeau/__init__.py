@@ -22,6 +22,7 @@ import flambeau_alloc as _alloc
 import flambeau_autograd as _autograd
 import flambeau_core as _core
 import flambeau_data as _data
+import flambeau_distributed as _distributed
 import flambeau_interop as _interop
 import flambeau_nn as _nn
 from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
@@ -50,6 +51,10 @@ autograd = _alias("autograd", _autograd)
 nn = _alias("nn", _nn)
 optim = _alias("optim", _nn.optim)
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
+distributed = _alias("distributed", _distributed)
+# torch.nn.parallel.DistributedDataParallel's place (flambeau-nn itself knows nothing of MPI).
+_nn.parallel = _distributed.parallel
+_sys.modules[f"{__name__}.nn.parallel"] = _distributed.parallel
 
 utils = _types.ModuleType(f"{__name__}.utils", "flambeau.utils: data loading (flambeau.utils.data).")
 utils.data = _alias("utils.data", _data)

@@ -90,3 +90,14 @@ def test_swapping_the_allocator_back_and_forth():
     del kept, y
     with pytest.raises(TypeError, match="set_allocator"):
         fb.memory.set_allocator(object())
+
+
+def test_distributed_is_wired():
+    import flambeau_distributed
+
+    assert fb.distributed is flambeau_distributed
+    assert fb.nn.parallel.DistributedDataParallel is flambeau_distributed.DistributedDataParallel
+    assert importlib.import_module("flambeau.nn.parallel") is flambeau_distributed.parallel
+    assert fb.distributed.DistributedSampler is fb.utils.data.DistributedSampler
+    # importing flambeau does not start MPI
+    assert not fb.distributed.is_initialized()

@@ -1,0 +1,88 @@
+"""flambeau-distributed: data-parallel training across processes and machines over MPI.
+
+torch.distributed's API on flambeau tensors (``fb.distributed`` through the
+meta-package): a process group over the ranks of ``mpirun -n N python
+script.py``, collectives that hand the tensors' own memory to MPI (mpi4py),
+``async_op=True`` work handles, and ``DistributedDataParallel`` whose
+gradient all-reduces run while backward is still computing. Importing this
+package does not start MPI: ``init_process_group`` does.
+
+Example (``mpirun -n 2 python script.py``):
+    >>> import flambeau_distributed as dist  # doctest: +SKIP
+    >>> dist.init_process_group(backend="mpi")  # doctest: +SKIP
+    >>> t = fc.ones(3) * (dist.get_rank() + 1)  # doctest: +SKIP
+    >>> dist.all_reduce(t)  # doctest: +SKIP
+    >>> t.tolist()  # doctest: +SKIP
+    [3.0, 3.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from flambeau_data import DistributedSampler
+
+from flambeau_distributed import parallel
+from flambeau_distributed._c10d import (
+    Backend,
+    DistBackendError,
+    ProcessGroup,
+    ReduceOp,
+    Work,
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    barrier,
+    broadcast,
+    broadcast_object_list,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+    irecv,
+    is_available,
+    is_initialized,
+    is_mpi_available,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    send,
+)
+from flambeau_distributed.parallel import DistributedDataParallel
+
+__all__ = [
+    "Backend",
+    "DistBackendError",
+    "DistributedDataParallel",
+    "DistributedSampler",
+    "ProcessGroup",
+    "ReduceOp",
+    "Work",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_reduce",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "destroy_process_group",
+    "get_backend",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "irecv",
+    "is_available",
+    "is_initialized",
+    "is_mpi_available",
+    "isend",
+    "parallel",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "send",
+]

@@ -1,0 +1,900 @@
+"""The process group and the collectives over MPI (mpi4py), with torch.distributed's names.
+
+Note [One communication thread]: every collective of a process group, blocking
+or not, runs on one thread of its own, in the order the calls were made. MPI
+needs collectives issued in the same order on every rank; with one FIFO
+thread that order is the program order, whatever mix of ``async_op`` calls
+(DDP's bucket all-reduces, fired from autograd hooks during backward) and
+blocking calls a program makes. mpi4py releases the GIL inside MPI calls, so
+the thread communicates while backward (which runs without the GIL) computes.
+A blocking call is the same operation followed by ``wait()``.
+
+Point-to-point messages are posted as nonblocking MPI requests by that thread
+(``Isend``/``Irecv``) and completed by ``wait()``: two ranks that both send
+before they receive do not deadlock, as with MPI.
+
+Note [Metadata check]: with checks on (the default; ``FLAMBEAU_DISTRIBUTED_DEBUG=OFF``
+turns them off), a collective first all-gathers each rank's (op, dtype, shape,
+root, reduce op) and every rank compares them. On a mismatch every rank raises
+the same error naming the ranks that differ, before any data moves, so the
+group stays usable and no rank hangs. The cost is one small all-gather per
+collective (a few tens of microseconds on one machine: measured by
+benchmarks/ddp.py); DistributedDataParallel's bucket all-reduces skip it (it
+checks the parameters' shapes across ranks once, at construction).
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import os
+import pickle
+import queue
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+
+_DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+
+
+class DistBackendError(RuntimeError):
+    """An error of the communication backend (MPI), or a collective that timed out."""
+
+
+class ReduceOp:
+    """The reduction of ``all_reduce``, ``reduce`` and ``reduce_scatter`` (PyTorch's names)."""
+
+    SUM = "SUM"
+    PRODUCT = "PRODUCT"
+    MIN = "MIN"
+    MAX = "MAX"
+    AVG = "AVG"
+    BAND = "BAND"
+    BOR = "BOR"
+    BXOR = "BXOR"
+
+
+_REDUCE_OPS = {
+    ReduceOp.SUM,
+    ReduceOp.PRODUCT,
+    ReduceOp.MIN,
+    ReduceOp.MAX,
+    ReduceOp.AVG,
+    ReduceOp.BAND,
+    ReduceOp.BOR,
+    ReduceOp.BXOR,
+}
+
+
+class Backend:
+    """The available backends: only ``"mpi"``."""
+
+    MPI = "mpi"
+
+
+def is_available() -> bool:
+    """True when mpi4py can be imported (an MPI library is then needed at run time)."""
+    import importlib.util
+
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def is_mpi_available() -> bool:
+    return is_available()
+
+
+def _mpi():
+    import mpi4py
+
+    # Threads: Note [One communication thread] calls MPI from a thread of its own
+    # while other threads may wait on requests.
+    mpi4py.rc.thread_level = "multiple"
+    from mpi4py import MPI
+
+    return MPI
+
+
+# ---------------------------------------------------------------------------
+# Work handles
+
+
+class Work:
+    """The handle of an ``async_op=True`` call: ``wait()``, ``is_completed()``, ``result()``, ``exception()``."""
+
+    def __init__(self, pg: ProcessGroup, name: str) -> None:
+        self._pg = pg
+        self._name = name
+        self._posted = threading.Event()
+        self._exc: BaseException | None = None
+        self._request: Any = None  # an MPI request (point-to-point), completed by wait()
+        self._finish: Callable[[Any], Any] | None = None  # runs once the request completed
+        self._failed: Callable[[BaseException, Any], BaseException] | None = None  # names an MPI error
+        self._done = False
+        self._seconds = 0.0  # time the communication thread spent on it (DDP's statistics)
+        self._result: Any = None
+        self._lock = threading.Lock()
+
+    # called by the communication thread
+    def _set(self, result: Any = None, exc: BaseException | None = None) -> None:
+        self._result = result
+        self._exc = exc
+        if self._request is None or exc is not None:
+            self._done = True
+        self._posted.set()
+
+    def _complete_request(self, block: bool, deadline: float | None) -> bool:
+        with self._lock:
+            if self._done:
+                return True
+            MPI = _mpi()
+            status = MPI.Status()
+            delay = 1e-5
+            try:
+                while not self._request.Test(status):
+                    if not block:
+                        return False
+                    if deadline is not None and time.monotonic() > deadline:
+                        self._timeout()
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1e-3)
+                if self._finish is not None:
+                    self._result = self._finish(status)
+            except DistBackendError:
+                raise
+            except BaseException as e:  # noqa: BLE001 (handed to the caller of wait)
+                self._exc = (
+                    self._failed(e, status) if self._failed is not None and not isinstance(e, FlambeauError) else e
+                )
+            self._done = True
+            return True
+
+    def _timeout(self) -> None:
+        raise DistBackendError(
+            f"[{self._name}] rank {self._pg.rank}: timed out after {self._pg.timeout.total_seconds():g} s "
+            "waiting for the other ranks (did every rank make the same calls in the same order?)"
+        )
+
+    def is_completed(self) -> bool:
+        if not self._posted.is_set():
+            return False
+        if self._request is not None and self._exc is None:
+            return self._complete_request(block=False, deadline=None)
+        return True
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._exc is None
+
+    def exception(self) -> BaseException | None:
+        return self._exc
+
+    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        """Blocks until the operation finished; raises its error (naming the rank) if it failed."""
+        limit = (timeout or self._pg.timeout).total_seconds()
+        deadline = time.monotonic() + limit
+        if not self._posted.wait(limit):
+            self._timeout()
+        if self._request is not None and self._exc is None:
+            self._complete_request(block=True, deadline=deadline)
+        if self._exc is not None:
+            raise self._exc
+        return True
+
+    def result(self) -> list[Tensor]:
+        self.wait()
+        r = self._result
+        return list(r) if isinstance(r, (list, tuple)) else ([] if r is None else [r])
+
+    def source_rank(self) -> int:
+        """The sender's rank of a completed ``irecv``."""
+        self.wait()
+        return int(self._result)
+
+
+# ---------------------------------------------------------------------------
+# Buffers: tensors handed to MPI without copies
+
+
+def _mpi_type(MPI, dtype, name: str) -> Any:
+    table = {
+        fc.float32: MPI.FLOAT,
+        fc.float64: MPI.DOUBLE,
+        fc.int8: MPI.INT8_T,
+        fc.uint8: MPI.UINT8_T,
+        fc.int16: MPI.INT16_T,
+        fc.int32: MPI.INT32_T,
+        fc.int64: MPI.INT64_T,
+        fc.bool: MPI.C_BOOL,
+    }
+    if dtype not in table:
+        known = ", ".join(str(d).replace("flambeau.", "") for d in table)
+        raise TypeError(f"[{name}] the MPI backend takes tensors of dtype {known}; got {dtype}")
+    return table[dtype]
+
+
+class _Buf:
+    """An MPI message spec over a tensor's own memory; a staging copy only when it can't be (see README)."""
+
+    def __init__(self, MPI, t: Tensor, reduce: bool, name: str) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] expected a Tensor, got {type(t).__name__}")
+        if not t.device.type == "cpu":
+            raise TypeError(f"[{name}] the MPI backend takes cpu tensors, got one on {t.device}")
+        self.tensor = t
+        kind = _mpi_type(MPI, t.dtype, name)
+        base = t.detach()
+        # Non-contiguous: MPI needs one block, so a contiguous copy goes and comes back.
+        self.stage: Tensor | None = None if t.is_contiguous() else base.contiguous()
+        target = self.stage if self.stage is not None else base
+        self.mv = memoryview(target) if target.numel() > 0 else memoryview(bytearray(0))
+        # [buffer, datatype]: mpi4py derives the counts (per rank for Allgather/Reduce_scatter_block).
+        self.spec = [self.mv, kind]
+        self.count = target.numel()
+        self.kind = kind
+
+    def write_back(self) -> None:
+        if self.stage is not None:
+            with _no_grad():
+                self.tensor.detach().copy_(self.stage)
+
+
+def _no_grad():
+    try:
+        import flambeau_autograd
+
+        return flambeau_autograd.no_grad()
+    except ImportError:  # pragma: no cover - autograd is a dependency
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def _mpi_op(MPI, op: str, dtype, name: str):
+    if op not in _REDUCE_OPS:
+        raise ValueError(f"[{name}] unknown reduce op {op!r}; expected one of {sorted(_REDUCE_OPS)}")
+    if dtype == fc.bool:
+        table = {"SUM": MPI.LOR, "MAX": MPI.LOR, "BOR": MPI.LOR, "PRODUCT": MPI.LAND, "MIN": MPI.LAND}
+        table |= {"BAND": MPI.LAND, "BXOR": MPI.LXOR}
+        if op == "AVG":
+            raise TypeError(f"[{name}] ReduceOp.AVG is not defined for bool tensors")
+        return table[op]
+    if op in ("BAND", "BOR", "BXOR") and dtype.is_floating_point:
+        raise TypeError(f"[{name}] ReduceOp.{op} needs an integer or bool tensor, got {dtype}")
+    if op == "AVG" and not dtype.is_floating_point:
+        raise TypeError(f"[{name}] ReduceOp.AVG needs a floating-point tensor, got {dtype}")
+    return {
+        "SUM": MPI.SUM,
+        "AVG": MPI.SUM,
+        "PRODUCT": MPI.PROD,
+        "MIN": MPI.MIN,
+        "MAX": MPI.MAX,
+        "BAND": MPI.BAND,
+        "BOR": MPI.BOR,
+        "BXOR": MPI.BXOR,
+    }[op]
+
+
+def _divide(buf: _Buf, n: int) -> None:
+    """AVG: the sum divided by the world size, in the (possibly staged) buffer."""
+    target = buf.stage if buf.stage is not None else buf.tensor.detach()
+    with _no_grad():
+        target.div_(n)
+
+
+def _describe(t: Tensor) -> tuple[str, tuple[int, ...]]:
+    return (str(t.dtype).replace("flambeau.", ""), tuple(t.shape))
+
+
+# ---------------------------------------------------------------------------
+# The process group
+
+
+class ProcessGroup:
+    """A group of ranks over an MPI communicator (the default group is every process of ``mpirun``)."""
+
+    def __init__(self, comm, timeout: datetime.timedelta, check: bool) -> None:
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.world_size = comm.Get_size()
+        self.timeout = timeout
+        self.check = check
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0  # calls queued to the communication thread and not finished
+        self._thread = threading.Thread(target=self._loop, name="flambeau-distributed-comm", daemon=True)
+        self._thread.start()
+        self._inflight: tuple[str, float] | None = None  # (name, deadline) of a call run on its caller's thread
+        self._closed = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="flambeau-distributed-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def _watch(self) -> None:
+        """A blocking call made on the caller's thread can't raise a timeout: past it, abort every rank."""
+        period = min(1.0, max(0.05, self.timeout.total_seconds() / 10))
+        while not self._closed.wait(period):
+            inflight = self._inflight
+            if inflight is not None and time.monotonic() > inflight[1]:
+                sys.stderr.write(
+                    f"[{inflight[0]}] rank {self.rank}: timed out after {self.timeout.total_seconds():g} s waiting for "
+                    "the other ranks (did every rank make the same calls in the same order?); aborting every rank "
+                    "(MPI_Abort)\n"
+                )
+                sys.stderr.flush()
+                self.comm.Abort(1)
+
+    def size(self) -> int:
+        return self.world_size
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            work, fn = item
+            self._run(work, fn)
+            with self._lock:
+                self._pending -= 1
+
+    @staticmethod
+    def _run(work: Work, fn: Callable[[Work], Any]) -> None:
+        start = time.perf_counter()
+        try:
+            result = fn(work)
+        except BaseException as e:  # noqa: BLE001 (handed to wait())
+            work._seconds = time.perf_counter() - start
+            work._set(exc=e)
+        else:
+            work._seconds = time.perf_counter() - start
+            work._set(result)
+
+    def submit(self, name: str, fn: Callable[[Work], Any], async_op: bool) -> Work | None:
+        work = Work(self, name)
+        with self._lock:
+            # A blocking call with nothing queued runs on the calling thread (no hand-off to
+            # wake up); holding the lock keeps any later call behind it, so the order holds.
+            if not async_op and self._pending == 0:
+                # the watchdog aborts the job if this never returns (a rank that never joins)
+                self._inflight = (name, time.monotonic() + self.timeout.total_seconds())
+                try:
+                    self._run(work, fn)
+                finally:
+                    self._inflight = None
+                work.wait()
+                return None
+            self._pending += 1
+            self._queue.put((work, fn))
+        if async_op:
+            return work
+        work.wait()
+        return None
+
+    def shutdown(self) -> bool:
+        """Stops the threads; False if a call is still stuck in MPI (a rank that never joined)."""
+        self._closed.set()
+        self._queue.put(None)
+        self._thread.join(timeout=self.timeout.total_seconds())
+        return not self._thread.is_alive()
+
+    # Note [Metadata check]
+    def check_same(self, name: str, meta: tuple) -> None:
+        mine = pickle.dumps(meta)
+        if len(mine) > _META_BYTES - 4:
+            mine = pickle.dumps((meta[0], "?", ("a description too long to compare",)))
+        send = bytearray(_META_BYTES)
+        send[:4] = len(mine).to_bytes(4, "little")
+        send[4 : 4 + len(mine)] = mine
+        recv = bytearray(_META_BYTES * self.world_size)
+        MPI = _mpi()
+        _finish(self.comm.Iallgather([send, MPI.BYTE], [recv, MPI.BYTE]))
+        metas = []
+        for r in range(self.world_size):
+            block = recv[r * _META_BYTES : (r + 1) * _META_BYTES]
+            metas.append(pickle.loads(bytes(block[4 : 4 + int.from_bytes(block[:4], "little")])))
+        ref = metas[0]
+        bad = [r for r, m in enumerate(metas) if m != ref]
+        if not bad:
+            return
+        lines = ", ".join(f"rank {r} has {_show(m)}" for r, m in enumerate(metas))
+        names = ", ".join(str(r) for r in bad)
+        msg = (
+            f"[{name}] rank{'s' if len(bad) > 1 else ''} {names} called it with arguments that differ from rank 0's "
+            f"({lines}); this is rank {self.rank}"
+        )
+        if all(m[0] == ref[0] and m[2:] == ref[2:] for m in metas):  # only dtypes differ
+            raise TypeError(msg)
+        raise FlambeauError(msg)
+
+
+_META_BYTES = 512
+# FLAMBEAU_DISTRIBUTED_WAIT=mpi: let MPI wait (its busy-polling), for comparison.
+_WAIT_IN_MPI = os.environ.get("FLAMBEAU_DISTRIBUTED_WAIT", "").lower() == "mpi"
+
+
+def _finish(request: Any) -> None:
+    """Completes a nonblocking MPI call without spinning a core.
+
+    Note [Waiting without spinning]: a blocking MPI call busy-polls while the
+    other ranks are late, taking a core from computation (backward on this
+    rank, or another rank when there are more ranks than cores). Polling the
+    request (50 µs of spinning, then sleeps growing to 0.1 ms) leaves that
+    core free; the cost is at most that much latency per step of the collective.
+    """
+    if _WAIT_IN_MPI:
+        request.Wait()
+        return
+    if request.Test():
+        return
+    spin_until = time.perf_counter() + 5e-5
+    while time.perf_counter() < spin_until:
+        if request.Test():
+            return
+    delay = 1e-5
+    while not request.Test():
+        time.sleep(delay)
+        delay = min(delay * 2, 1e-4)
+
+
+def _show(m: tuple) -> str:
+    op, dtype, shape, *rest = m
+    extra = "".join(f", {x}" for x in rest if x is not None)
+    return f"{op}({dtype} {list(shape)}{extra})"
+
+
+_WORLD: ProcessGroup | None = None
+_PREV_EXCEPTHOOK: Any = None
+
+
+class _GroupMember:
+    """``group.WORLD``: stands for the default process group."""
+
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+group = _GroupMember
+
+
+def _abort_excepthook(kind, value, tb) -> None:
+    pg = _WORLD
+    hook = _PREV_EXCEPTHOOK or sys.__excepthook__
+    if pg is None:
+        hook(kind, value, tb)
+        return
+    sys.stderr.write(
+        f"[flambeau.distributed] rank {pg.rank} of {pg.world_size} raised an uncaught exception; "
+        "aborting every rank (MPI_Abort) so that none waits forever:\n"
+    )
+    traceback.print_exception(kind, value, tb)
+    sys.stderr.flush()
+    pg.comm.Abort(1)
+
+
+# Set by mpirun/mpiexec (Open MPI, PMIx, MPICH/Hydra) in the processes they start.
+_LAUNCHER_VARS = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")
+
+
+def init_process_group(
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: datetime.timedelta | None = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Any = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+    *,
+    abort_on_exception: bool = True,
+) -> None:
+    """Joins the job started by ``mpirun -n N python script.py``: ranks and size come from MPI.
+
+    ``world_size``/``rank`` may be given only to assert what MPI says.
+    ``abort_on_exception`` (flambeau's): an uncaught exception on any rank
+    calls ``MPI_Abort``, so that the other ranks fail at once instead of
+    waiting forever in a collective.
+    """
+    global _WORLD, _PREV_EXCEPTHOOK
+    if backend is not None and str(backend).lower() != "mpi":
+        raise ValueError(f"[init_process_group] backend {backend!r} is not available; flambeau has 'mpi'")
+    if init_method not in (None, "env://") or store is not None:
+        raise ValueError("[init_process_group] the MPI backend takes its ranks from mpirun: no init_method or store")
+    if _WORLD is not None:
+        raise RuntimeError("[init_process_group] trying to initialize the default process group twice")
+    if timeout is not None and not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"[init_process_group] timeout must be a datetime.timedelta, got {type(timeout).__name__}")
+    if timeout is None and os.environ.get("FLAMBEAU_DISTRIBUTED_TIMEOUT"):
+        timeout = datetime.timedelta(seconds=float(os.environ["FLAMBEAU_DISTRIBUTED_TIMEOUT"]))
+    if not any(v in os.environ for v in _LAUNCHER_VARS):
+        # Not started by mpirun: a world of one. Open MPI's shared-memory transport would leave
+        # its 16 MB segment in /dev/shm behind (no launcher to clean it up), and one rank needs none.
+        os.environ.setdefault("OMPI_MCA_btl", "self")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD.Dup()
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
+    if world_size not in (-1, None) and world_size != comm.Get_size():
+        raise ValueError(f"[init_process_group] world_size={world_size} but mpirun started {comm.Get_size()} processes")
+    if rank not in (-1, None) and rank != comm.Get_rank():
+        raise ValueError(f"[init_process_group] rank={rank} but MPI says this process is rank {comm.Get_rank()}")
+    check = os.environ.get("FLAMBEAU_DISTRIBUTED_DEBUG", "DETAIL").upper() != "OFF"
+    _WORLD = ProcessGroup(comm, timeout or _DEFAULT_TIMEOUT, check)
+    if abort_on_exception:
+        _PREV_EXCEPTHOOK = sys.excepthook
+        sys.excepthook = _abort_excepthook
+
+
+def is_initialized() -> bool:
+    return _WORLD is not None
+
+
+def destroy_process_group(group: Any = None) -> None:
+    """Stops the communication thread and frees the communicator (MPI itself ends at exit)."""
+    global _WORLD, _PREV_EXCEPTHOOK
+    pg = _WORLD
+    if pg is None:
+        return
+    _WORLD = None
+    if not pg.shutdown():
+        # MPI_Finalize at exit would wait for it forever: end the job instead.
+        sys.stderr.write(
+            f"[flambeau.distributed] rank {pg.rank}: destroy_process_group with a collective still waiting for the "
+            "other ranks; aborting every rank (MPI_Abort)\n"
+        )
+        sys.stderr.flush()
+        pg.comm.Abort(1)
+    pg.comm.Free()
+    if sys.excepthook is _abort_excepthook:
+        sys.excepthook = _PREV_EXCEPTHOOK or sys.__excepthook__
+    _PREV_EXCEPTHOOK = None
+
+
+@atexit.register
+def _cleanup() -> None:
+    if _WORLD is not None:
+        try:
+            destroy_process_group()
+        except Exception:  # noqa: BLE001 (exiting anyway)
+            pass
+
+
+def _pg(group: Any, name: str) -> ProcessGroup:
+    if _WORLD is None:
+        raise RuntimeError(
+            f"[{name}] the default process group has not been initialized; call "
+            "init_process_group(backend='mpi') first (and launch with mpirun -n N python script.py)"
+        )
+    if group is not None and group is not _WORLD:
+        raise ValueError(f"[{name}] only the default process group (group=None) is supported")
+    return _WORLD
+
+
+def _check_rank(pg: ProcessGroup, r: Any, what: str, name: str) -> int:
+    if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < pg.world_size:
+        raise ValueError(f"[{name}] {what} must be a rank in [0, {pg.world_size - 1}], got {r!r}")
+    return r
+
+
+def get_rank(group: Any = None) -> int:
+    return _pg(group, "get_rank").rank
+
+
+def get_world_size(group: Any = None) -> int:
+    return _pg(group, "get_world_size").world_size
+
+
+def get_backend(group: Any = None) -> str:
+    _pg(group, "get_backend")
+    return Backend.MPI
+
+
+def _default_group() -> ProcessGroup:
+    return _pg(None, "group")
+
+
+# ---------------------------------------------------------------------------
+# Collectives
+
+
+def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    pg = _pg(group, "barrier")
+    return pg.submit("barrier", lambda w: _finish(pg.comm.Ibarrier()), async_op)
+
+
+def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False) -> Work | None:
+    """Copies ``tensor`` of rank ``src`` into ``tensor`` of every rank, in place."""
+    pg = _pg(group, "broadcast")
+    _check_rank(pg, src, "src", "broadcast")
+    return _broadcast(pg, tensor, src, async_op, pg.check)
+
+
+def _broadcast_nocheck(pg: ProcessGroup, tensor: Tensor, src: int) -> Work:
+    return _broadcast(pg, tensor, src, True, False)
+
+
+def _broadcast(pg: ProcessGroup, tensor: Tensor, src: int, async_op: bool, check: bool) -> Work | None:
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, False, "broadcast")
+
+    def run(work: Work) -> None:
+        if check:
+            pg.check_same("broadcast", ("broadcast", *_describe(tensor), f"src={src}"))
+        _finish(pg.comm.Ibcast(buf.spec, root=src))
+        buf.write_back()
+
+    return pg.submit("broadcast", run, async_op)
+
+
+def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Work | None:
+    """Reduces ``tensor`` across every rank, in place on every rank."""
+    pg = _pg(group, "all_reduce")
+    return _all_reduce(pg, tensor, op, async_op, pg.check)
+
+
+def _all_reduce(pg: ProcessGroup, tensor: Tensor, op: str, async_op: bool, check: bool) -> Work | None:
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, True, "all_reduce")
+    mop = _mpi_op(MPI, op, tensor.dtype, "all_reduce")
+
+    def run(work: Work) -> Tensor:
+        if check:
+            pg.check_same("all_reduce", ("all_reduce", *_describe(tensor), f"op={op}"))
+        if buf.count:
+            _finish(pg.comm.Iallreduce(MPI.IN_PLACE, buf.spec, mop))
+        if op == ReduceOp.AVG:
+            _divide(buf, pg.world_size)
+        buf.write_back()
+        return tensor
+
+    return pg.submit("all_reduce", run, async_op)
+
+
+def reduce(
+    tensor: Tensor, dst: int = 0, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Reduces ``tensor`` across every rank into ``tensor`` of rank ``dst`` (the others' are left as they are)."""
+    pg = _pg(group, "reduce")
+    _check_rank(pg, dst, "dst", "reduce")
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, True, "reduce")
+    mop = _mpi_op(MPI, op, tensor.dtype, "reduce")
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("reduce", ("reduce", *_describe(tensor), f"dst={dst}", f"op={op}"))
+        if not buf.count:
+            return
+        if pg.rank == dst:
+            _finish(pg.comm.Ireduce(MPI.IN_PLACE, buf.spec, mop, root=dst))
+            if op == ReduceOp.AVG:
+                _divide(buf, pg.world_size)
+            buf.write_back()
+        else:
+            _finish(pg.comm.Ireduce(buf.spec, None, mop, root=dst))
+
+    return pg.submit("reduce", run, async_op)
+
+
+def _require_tensors(name: str, **tensors: Any) -> None:
+    for arg, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] {arg} must be a Tensor, got {type(t).__name__}")
+
+
+def _check_list(pg: ProcessGroup, tensors: Sequence[Tensor], like: Tensor, name: str, what: str) -> None:
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != pg.world_size:
+        n = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
+        raise ValueError(f"[{name}] {what} must be a list of world_size={pg.world_size} tensors, got {n}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] {what}[{i}] must be a Tensor, got {type(t).__name__}")
+        if t.dtype != like.dtype:
+            raise TypeError(f"[{name}] {what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+        if tuple(t.shape) != tuple(like.shape):
+            raise FlambeauError(f"[{name}] {what}[{i}] has shape {list(t.shape)}, expected {list(like.shape)}")
+
+
+def all_gather_into_tensor(
+    output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Every rank's ``input_tensor`` concatenated (dim 0) or stacked into ``output_tensor``, without copies."""
+    pg = _pg(group, "all_gather_into_tensor")
+    _require_tensors("all_gather_into_tensor", output_tensor=output_tensor, input_tensor=input_tensor)
+    if output_tensor.dtype != input_tensor.dtype:
+        raise TypeError(
+            f"[all_gather_into_tensor] output dtype {output_tensor.dtype} != input dtype {input_tensor.dtype}"
+        )
+    if output_tensor.numel() != input_tensor.numel() * pg.world_size:
+        raise FlambeauError(
+            f"[all_gather_into_tensor] the output has {output_tensor.numel()} elements, expected world_size * "
+            f"input.numel() = {pg.world_size} * {input_tensor.numel()}"
+        )
+    MPI = _mpi()
+    out = _Buf(MPI, output_tensor, False, "all_gather_into_tensor")
+    inp = _Buf(MPI, input_tensor, False, "all_gather_into_tensor")
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("all_gather", ("all_gather", *_describe(input_tensor)))
+        if inp.count:
+            _finish(pg.comm.Iallgather(inp.spec, out.spec))
+        out.write_back()
+
+    return pg.submit("all_gather_into_tensor", run, async_op)
+
+
+def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
+    """``tensor_list[r]`` = rank r's ``tensor`` (gathered in one buffer, then copied out: one copy)."""
+    pg = _pg(group, "all_gather")
+    _require_tensors("all_gather", tensor=tensor)
+    _check_list(pg, tensor_list, tensor, "all_gather", "tensor_list")
+    MPI = _mpi()
+    flat = fc.empty([pg.world_size * tensor.numel()], dtype=tensor.dtype)
+    out = _Buf(MPI, flat, False, "all_gather")
+    inp = _Buf(MPI, tensor, False, "all_gather")
+    n = tensor.numel()
+
+    def run(work: Work) -> list[Tensor]:
+        if pg.check:
+            pg.check_same("all_gather", ("all_gather", *_describe(tensor)))
+        if n:
+            _finish(pg.comm.Iallgather(inp.spec, out.spec))
+            out.write_back()
+            with _no_grad():
+                for r, t in enumerate(tensor_list):
+                    t.detach().copy_(flat[r * n : (r + 1) * n].view(list(tensor.shape)))
+        return list(tensor_list)
+
+    return pg.submit("all_gather", run, async_op)
+
+
+def reduce_scatter_tensor(
+    output: Tensor, input: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """``input`` (world_size blocks along dim 0) reduced across ranks; rank r gets block r in ``output``."""
+    pg = _pg(group, "reduce_scatter_tensor")
+    _require_tensors("reduce_scatter_tensor", output=output, input=input)
+    if output.dtype != input.dtype:
+        raise TypeError(f"[reduce_scatter_tensor] output dtype {output.dtype} != input dtype {input.dtype}")
+    if input.numel() != output.numel() * pg.world_size:
+        raise FlambeauError(
+            f"[reduce_scatter_tensor] the input has {input.numel()} elements, expected world_size * output.numel() = "
+            f"{pg.world_size} * {output.numel()}"
+        )
+    return _reduce_scatter(pg, output, input, op, async_op, "reduce_scatter_tensor")
+
+
+def reduce_scatter(
+    output: Tensor, input_list: list[Tensor], op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank r gets the reduction over ranks of ``input_list[r]`` in ``output`` (the list is packed: one copy)."""
+    pg = _pg(group, "reduce_scatter")
+    _require_tensors("reduce_scatter", output=output)
+    _check_list(pg, input_list, output, "reduce_scatter", "input_list")
+    packed = (
+        fc.cat([t.detach().reshape(-1) for t in input_list]) if output.numel() else fc.empty([0], dtype=output.dtype)
+    )
+    return _reduce_scatter(pg, output, packed, op, async_op, "reduce_scatter")
+
+
+def _reduce_scatter(pg: ProcessGroup, output: Tensor, input: Tensor, op: str, async_op: bool, name: str) -> Work | None:
+    MPI = _mpi()
+    out = _Buf(MPI, output, True, name)
+    inp = _Buf(MPI, input, True, name)
+    mop = _mpi_op(MPI, op, output.dtype, name)
+
+    def run(work: Work) -> Tensor:
+        if pg.check:
+            pg.check_same(name, (name, *_describe(output), f"op={op}"))
+        if out.count:
+            _finish(pg.comm.Ireduce_scatter_block(inp.spec, out.spec, mop))
+        if op == ReduceOp.AVG:
+            _divide(out, pg.world_size)
+        out.write_back()
+        return output
+
+    return pg.submit(name, run, async_op)
+
+
+# ---------------------------------------------------------------------------
+# Point to point
+
+
+def _isend(tensor: Tensor, dst: int, tag: int, name: str) -> Work:
+    pg = _pg(None, name)
+    _check_rank(pg, dst, "dst", name)
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, False, name)
+
+    def run(work: Work) -> None:
+        work._request = pg.comm.Isend(buf.spec, dest=dst, tag=tag)
+        work._finish = lambda status: None
+
+    return pg.submit(name, run, True)
+
+
+def _irecv(tensor: Tensor, src: int | None, tag: int, name: str) -> Work:
+    pg = _pg(None, name)
+    if src is not None:
+        _check_rank(pg, src, "src", name)
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, False, name)
+    expected = buf.count * buf.kind.Get_size()
+
+    def mismatch(source: int, got: str) -> FlambeauError:
+        return FlambeauError(
+            f"[{name}] rank {pg.rank} expected {expected} bytes ({buf.count} elements of "
+            f"{str(tensor.dtype).replace('flambeau.', '')}, shape {list(tensor.shape)}) but rank {source} sent {got}"
+        )
+
+    def finish(status) -> int:
+        got = status.Get_count(MPI.BYTE)
+        if got != expected:
+            raise mismatch(status.Get_source(), f"{got} bytes")
+        buf.write_back()
+        return status.Get_source()
+
+    def failed(error: BaseException, status) -> BaseException:
+        if isinstance(error, MPI.Exception) and error.Get_error_class() == MPI.ERR_TRUNCATE:
+            return mismatch(status.Get_source() if src is None else src, f"more than {expected} bytes")
+        return DistBackendError(f"[{name}] rank {pg.rank}: {error}")
+
+    def run(work: Work) -> None:
+        work._request = pg.comm.Irecv(buf.spec, source=MPI.ANY_SOURCE if src is None else src, tag=tag)
+        work._finish = finish
+        work._failed = failed
+
+    return pg.submit(name, run, True)
+
+
+def isend(tensor: Tensor, dst: int, group: Any = None, tag: int = 0) -> Work:
+    _pg(group, "isend")
+    return _isend(tensor, dst, tag, "isend")
+
+
+def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0) -> Work:
+    _pg(group, "irecv")
+    return _irecv(tensor, src, tag, "irecv")
+
+
+def send(tensor: Tensor, dst: int, group: Any = None, tag: int = 0) -> None:
+    _pg(group, "send")
+    _isend(tensor, dst, tag, "send").wait()
+
+
+def recv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0) -> int:
+    """Receives into ``tensor``; returns the sender's rank (any rank when ``src`` is None)."""
+    _pg(group, "recv")
+    return _irecv(tensor, src, tag, "recv").source_rank()
+
+
+# ---------------------------------------------------------------------------
+# Python objects (pickled by mpi4py)
+
+
+def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
+    pg = _pg(group, "all_gather_object")
+    if len(object_list) != pg.world_size:
+        raise ValueError(
+            f"[all_gather_object] object_list must have world_size={pg.world_size} entries, got {len(object_list)}"
+        )
+    work = pg.submit("all_gather_object", lambda w: pg.comm.allgather(obj), True)
+    object_list[:] = work.result()
+
+
+def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) -> None:
+    pg = _pg(group, "broadcast_object_list")
+    _check_rank(pg, src, "src", "broadcast_object_list")
+    work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)
+    object_list[:] = work.result()
+
+
+def _done_work(pg: ProcessGroup, name: str, seconds: float) -> Work:
+    """A finished Work (for a call made synchronously where a handle is expected)."""
+    work = Work(pg, name)
+    work._seconds = seconds
+    work._set()
+    return work

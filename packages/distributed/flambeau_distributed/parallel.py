@@ -1,0 +1,351 @@
+"""DistributedDataParallel: one model replica per rank, gradients averaged across ranks during backward.
+
+Note [DDP buckets]: the parameters are packed, in reverse registration order
+(roughly the order their gradients become ready), into buckets of up to
+``bucket_cap_mb`` (the first one 1 MB, as PyTorch, so that communication
+starts early). A post-hook on each parameter's AccumulateGrad node (the node
+that writes ``.grad``, kept alive by this module) copies the gradient into
+its bucket slot once backward produced it; when a bucket is full its
+all-reduce is launched asynchronously (Note [One communication thread]),
+while backward goes on computing the earlier layers' gradients. Buckets are
+launched in index order on every rank (a bucket that fills early waits for
+the ones before it), so the ranks' collectives match. The hook of the last
+gradient waits for every bucket, divides by the world size and writes the
+averages back into ``.grad`` (or leaves ``.grad`` as a view of its bucket
+with ``gradient_as_bucket_view=True``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import flambeau_autograd as autograd
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+from flambeau_nn import Module
+
+from flambeau_distributed import _c10d
+
+_FIRST_BUCKET_BYTES = 1024 * 1024
+_DEFAULT_BUCKET_CAP_MB = 25
+
+
+class _Bucket:
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "ready")
+
+    def __init__(self, index: int, params: list[int], offsets: list[int], flat: Tensor) -> None:
+        self.index = index
+        self.params = params  # indices into DDP._params
+        self.offsets = offsets
+        self.flat = flat
+        self.pending = len(params)
+        self.work: _c10d.Work | None = None
+        self.ready = False
+
+
+class DistributedDataParallel(Module):
+    """Data parallelism across the ranks of an ``mpirun`` job, as ``torch.nn.parallel.DistributedDataParallel``.
+
+    Each rank runs the same model on its own share of the batch; after
+    ``loss.backward()`` every replica holds the gradient averaged over the
+    ranks, so one optimizer step keeps the replicas identical. The initial
+    parameters and buffers are broadcast from rank 0 at construction (and
+    the buffers before each forward with ``broadcast_buffers``).
+
+    Args mirror PyTorch's; ``device_ids``/``output_device`` must be None (CPU
+    modules), ``dim`` is unused (no scatter across devices),
+    ``check_reduction`` and ``static_graph`` are accepted and have no effect
+    (every iteration is checked as in PyTorch's default mode).
+
+    Example (launched with ``mpirun -n 2 python train.py``)::
+
+        dist.init_process_group("mpi")
+        model = DistributedDataParallel(net)
+        loss_fn(model(x), y).backward()  # grads averaged over the 2 ranks
+        opt.step()
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        device_ids: Any = None,
+        output_device: Any = None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        init_sync: bool = True,
+        process_group: Any = None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        check_reduction: bool = False,
+        gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+    ) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"[DistributedDataParallel] module must be an nn.Module, got {type(module).__name__}")
+        if device_ids is not None or output_device is not None:
+            raise ValueError(
+                "[DistributedDataParallel] device_ids and output_device must be None for a CPU module, "
+                f"got device_ids={device_ids!r}, output_device={output_device!r}"
+            )
+        if bucket_cap_mb is not None and not bucket_cap_mb > 0:
+            raise ValueError(f"[DistributedDataParallel] bucket_cap_mb must be positive, got {bucket_cap_mb!r}")
+        self.module = module
+        self.process_group = _c10d._pg(process_group, "DistributedDataParallel")
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.bucket_bytes_cap = int((bucket_cap_mb or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
+
+        seen: set[int] = set()
+        params: list[tuple[str, Tensor]] = []
+        for name, p in module.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append((name, p))
+        if not params:
+            raise RuntimeError("[DistributedDataParallel] the module has no parameter that requires gradient")
+        object.__setattr__(self, "_params", [p for _, p in params])
+        object.__setattr__(self, "_param_names", [n for n, _ in params])
+        self._verify_same_params()
+        if init_sync:
+            self._sync_module_states()
+        self._build_buckets()
+        self._register_hooks()
+        self._expect = False  # an iteration's gradients are due (set by forward)
+        # Note [DDP buckets]: the communication thread's all-reduce time, and the part of it backward
+        # did not hide (the last gradient's hook waiting for the buckets).
+        self._comm_stats = {"iterations": 0, "allreduce_s": 0.0, "exposed_s": 0.0}
+        self._next_launch = 0
+        self._done: set[int] = set()
+        object.__setattr__(self, "_launch_log", [])
+
+    # -- construction ------------------------------------------------------
+
+    def _verify_same_params(self) -> None:
+        pg = self.process_group
+        mine = [(n, str(p.dtype), tuple(p.shape)) for n, p in zip(self._param_names, self._params, strict=True)]
+        every = pg.submit("DistributedDataParallel", lambda w: pg.comm.allgather(mine), True).result()
+        for r, theirs in enumerate(every):
+            if theirs != every[0]:
+                n = max(len(theirs), len(every[0]))
+                pad = [None] * n
+                ours, other = next((a, b) for a, b in zip(every[0] + pad, theirs + pad, strict=True) if a != b)
+                raise FlambeauError(
+                    f"[DistributedDataParallel] rank {r}'s module differs from rank 0's: rank 0 has {ours}, "
+                    f"rank {r} has {other} (every rank must build the same model); this is rank {pg.rank}"
+                )
+
+    def _sync_module_states(self) -> None:
+        pg = self.process_group
+        tensors = [p.detach() for p in self._params] + [b.detach() for b in self.module.buffers()]
+        works = [_c10d._broadcast_nocheck(pg, t, 0) for t in tensors if t.numel()]
+        for w in works:
+            w.wait()
+
+    def _build_buckets(self) -> None:
+        buckets: list[list[int]] = []
+        current: list[int] = []
+        size = 0
+        dtype = None
+        cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
+        for i in reversed(range(len(self._params))):
+            p = self._params[i]
+            if current and p.dtype != dtype:
+                buckets.append(current)
+                current, size = [], 0
+                cap = self.bucket_bytes_cap
+            current.append(i)
+            dtype = p.dtype
+            size += p.numel() * p.dtype.itemsize
+            if size >= cap:
+                buckets.append(current)
+                current, size = [], 0
+                cap = self.bucket_bytes_cap
+        if current:
+            buckets.append(current)
+        out = []
+        where: dict[int, tuple[int, int]] = {}
+        for b, idx in enumerate(buckets):
+            offsets, n = [], 0
+            for i in idx:
+                offsets.append(n)
+                where[i] = (b, len(offsets) - 1)
+                n += self._params[i].numel()
+            flat = fc.zeros([n], dtype=self._params[idx[0]].dtype)
+            out.append(_Bucket(b, idx, offsets, flat))
+        object.__setattr__(self, "_buckets", out)
+        object.__setattr__(self, "_where", where)
+
+    def _register_hooks(self) -> None:
+        accs, handles = [], []
+        for i, p in enumerate(self._params):
+            # The AccumulateGrad node of p (held here so that backward reuses it).
+            acc = p.view(list(p.shape)).grad_fn.next_functions[0][0]
+            accs.append(acc)
+            handles.append(acc.register_hook(self._make_hook(i)))
+        object.__setattr__(self, "_grad_accs", accs)
+        object.__setattr__(self, "_hook_handles", handles)
+
+    def _make_hook(self, i: int):
+        def hook(grad_inputs, grad_outputs):
+            if self._expect:
+                self._mark_ready(i)
+
+        return hook
+
+    # -- one iteration -----------------------------------------------------
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self._expect and autograd.is_grad_enabled():
+            missing = [self._param_names[i] for i in range(len(self._params)) if i not in self._done]
+            raise RuntimeError(
+                "[DistributedDataParallel] Expected to have finished reduction in the prior iteration before starting "
+                "a new one: parameters that did not receive a gradient: "
+                f"{', '.join(missing) or '(none)'}; pass find_unused_parameters=True if some parameters are not used "
+                "in the loss, and make sure every output takes part in it"
+            )
+        if self.broadcast_buffers and self.process_group.world_size > 1:
+            works = [
+                _c10d._broadcast_nocheck(self.process_group, b.detach(), 0) for b in self.module.buffers() if b.numel()
+            ]
+            for w in works:
+                w.wait()
+        out = self.module(*inputs, **kwargs)
+        if autograd.is_grad_enabled() and self.require_backward_grad_sync:
+            self._prepare(out)
+        return out
+
+    def _prepare(self, out: Any) -> None:
+        object.__setattr__(self, "_done", set())
+        for b in self._buckets:
+            b.pending = len(b.params)
+            b.work = None
+            b.ready = False
+        self._next_launch = 0
+        object.__setattr__(self, "_launch_log", [])
+        self._expect = True
+        if self.find_unused_parameters:
+            used = self._reachable(out)
+            for i, acc in enumerate(self._grad_accs):
+                if id(acc) not in used:
+                    self._mark_ready(i)
+
+    def _reachable(self, out: Any) -> set[int]:
+        roots = []
+
+        def collect(o: Any) -> None:
+            if isinstance(o, Tensor):
+                if o.grad_fn is not None:
+                    roots.append(o.grad_fn)
+            elif isinstance(o, (list, tuple)):
+                for x in o:
+                    collect(x)
+            elif isinstance(o, dict):
+                for x in o.values():
+                    collect(x)
+
+        collect(out)
+        accs = {id(a) for a in self._grad_accs}
+        # The node objects stay referenced while walking: a freed wrapper's id could be reused.
+        seen: dict[int, Any] = {}
+        found: set[int] = set()
+        stack = roots
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen[id(node)] = node
+            if id(node) in accs:
+                found.add(id(node))
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    stack.append(nxt)
+        return found
+
+    def _mark_ready(self, i: int) -> None:
+        if i in self._done:
+            return
+        self._done.add(i)
+        b_index, slot = self._where[i]
+        b = self._buckets[b_index]
+        p = self._params[i]
+        g = p.grad
+        n = p.numel()
+        view = b.flat[b.offsets[slot] : b.offsets[slot] + n]
+        with autograd.no_grad():
+            if g is None:
+                view.zero_()
+            elif not (self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr()):
+                view.copy_(g.reshape([n]))
+        b.pending -= 1
+        if b.pending == 0:
+            b.ready = True
+            self._launch_ready()
+
+    def _launch_ready(self) -> None:
+        pg = self.process_group
+        last = len(self._buckets) - 1
+        while self._next_launch <= last and self._buckets[self._next_launch].ready:
+            b = self._buckets[self._next_launch]
+            if self._next_launch == last:
+                # Backward is done: nothing left to overlap with, so the last bucket goes on this
+                # thread once the others finished (no hand-off to the communication thread).
+                self._backward_done_at = time.perf_counter()
+                for other in self._buckets[:last]:
+                    other.work.wait()
+                start = time.perf_counter()
+                _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
+                b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
+            else:
+                b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
+            # how many gradients backward had still to compute when this bucket started
+            self._launch_log.append((b.index, len(self._params) - len(self._done)))
+            self._next_launch += 1
+        if self._next_launch == len(self._buckets):
+            self._finalize()
+
+    def _finalize(self) -> None:
+        self._expect = False
+        world = self.process_group.world_size
+        for b in self._buckets:
+            b.work.wait()
+        stats = self._comm_stats
+        stats["iterations"] += 1
+        # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced
+        stats["exposed_s"] += time.perf_counter() - self._backward_done_at
+        stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
+        for b in self._buckets:
+            with autograd.no_grad():
+                b.flat.div_(world)
+                for i, off in zip(b.params, b.offsets, strict=True):
+                    p = self._params[i]
+                    view = b.flat[off : off + p.numel()].view(list(p.shape))
+                    if self.gradient_as_bucket_view:
+                        if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+                            p.grad = view
+                    elif p.grad is None:
+                        p.grad = view.clone()
+                    else:
+                        p.grad.copy_(view)
+
+    # -- PyTorch's API -----------------------------------------------------
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Backward passes of forwards run inside accumulate gradients locally, without communicating."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def extra_repr(self) -> str:
+        return f"buckets={len(self._buckets)}, world_size={self.process_group.world_size}"

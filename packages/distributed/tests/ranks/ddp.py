@@ -1,0 +1,150 @@
+"""Rank program: DistributedDataParallel against one process on the combined batch (run under mpirun -n 2)."""
+
+import sys
+
+import flambeau_autograd as autograd
+import flambeau_core as fc
+import flambeau_distributed as dist
+import flambeau_nn as nn
+import numpy as np
+from flambeau_distributed import DistributedDataParallel as DDP
+
+
+class Net(nn.Module):
+    def __init__(self, unused=False):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 32)
+        self.fc2 = nn.Linear(32, 16)
+        self.fc3 = nn.Linear(16, 5)
+        self.register_buffer("seen", fc.zeros([3]))
+        if unused:
+            self.extra = nn.Linear(5, 5)
+
+    def forward(self, x):
+        return self.fc3(nn.functional.relu(self.fc2(nn.functional.relu(self.fc1(x)))))
+
+
+def values(module):
+    return {k: np.asarray(v.detach().tolist()) for k, v in module.state_dict().items()}
+
+
+def assert_same(a, b, rtol=1e-5, atol=1e-6):
+    assert a.keys() == b.keys(), (a.keys(), b.keys())
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=rtol, atol=atol, err_msg=k)
+
+
+def data(step, n):
+    g = np.random.default_rng(1000 + step)
+    x = g.standard_normal((n, 20)).astype(np.float32)
+    y = g.integers(0, 5, n)
+    return fc.tensor(x.tolist()), fc.tensor(y.tolist(), dtype=fc.int64)
+
+
+def train(rank, world, **ddp_kwargs):
+    fc.manual_seed(rank)  # different initial weights: DDP must broadcast rank 0's
+    net = Net()
+    with autograd.no_grad():
+        net.seen.copy_(fc.full([3], float(rank)))
+    model = DDP(net, **ddp_kwargs)
+    start = values(net)
+    every = [None] * world
+    dist.all_gather_object(every, start)
+    assert_same(every[0], every[1], rtol=0, atol=0)  # identical after construction
+    assert start["seen"].tolist() == [0.0, 0.0, 0.0]
+
+    ref = Net()
+    ref.load_state_dict({k: fc.tensor(v.tolist()) for k, v in start.items()})
+    opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = nn.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    per = 8
+    for step in range(5):
+        x, y = data(step, per * world)
+        mine = slice(rank * per, (rank + 1) * per)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x[mine]), y[mine]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        nn.functional.cross_entropy(ref(x), y).backward()
+        ref_opt.step()
+        assert_same(values(net), values(ref))
+    return model
+
+
+def no_sync(rank, world):
+    net = Net()
+    model = DDP(net, bucket_cap_mb=0.001)
+    ref = Net()
+    ref.load_state_dict(net.state_dict())
+    per = 6
+    for p in list(model.parameters()) + list(ref.parameters()):
+        p.grad = None
+    for step in range(3):
+        x, y = data(50 + step, per * world)
+        mine = slice(rank * per, (rank + 1) * per)
+        if step < 2:
+            with model.no_sync():
+                loss = nn.functional.cross_entropy(model(x[mine]), y[mine])
+            loss.backward()
+            # local accumulation only: the ranks' grads differ
+            grads = [None] * world
+            dist.all_gather_object(grads, net.fc1.weight.grad.tolist())
+            assert not np.allclose(grads[0], grads[1])
+        else:
+            nn.functional.cross_entropy(model(x[mine]), y[mine]).backward()
+        nn.functional.cross_entropy(ref(x), y).backward()
+    # after the synchronised step: the average over ranks of the locally accumulated sums
+    for (name, p), q in zip(net.named_parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(
+            np.asarray(p.grad.tolist()), np.asarray(q.grad.tolist()), rtol=1e-5, atol=1e-6, err_msg=name
+        )
+
+
+def unused(rank, world):
+    net = Net(unused=True)
+    model = DDP(net)
+    x, y = data(0, 4)
+    nn.functional.cross_entropy(model(x), y).backward()
+    try:
+        model(x)
+    except RuntimeError as e:
+        assert "Expected to have finished reduction" in str(e) and "extra.weight" in str(e), str(e)
+    else:
+        raise AssertionError("an unused parameter went unnoticed")
+    net = Net(unused=True)
+    model = DDP(net, find_unused_parameters=True)
+    ref = Net(unused=True)
+    ref.load_state_dict(net.state_dict())
+    for step in range(2):
+        x, y = data(step, 8)
+        mine = slice(rank * 4, (rank + 1) * 4)
+        model.zero_grad()
+        ref.zero_grad()
+        nn.functional.cross_entropy(model(x[mine]), y[mine]).backward()
+        nn.functional.cross_entropy(ref(x), y).backward()
+        np.testing.assert_allclose(
+            np.asarray(net.fc1.weight.grad.tolist()), np.asarray(ref.fc1.weight.grad.tolist()), rtol=1e-5, atol=1e-6
+        )
+        assert net.extra.weight.grad is None or not np.any(np.asarray(net.extra.weight.grad.tolist()))
+
+
+def main():
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = train(rank, world)
+    assert len(model._buckets) == 1
+    # several small buckets, launched while backward still runs
+    model = train(rank, world, bucket_cap_mb=0.001)
+    assert len(model._buckets) == 2, len(model._buckets)
+    # bucket 0 (fc3, fc2) started while fc1's two gradients were still to be computed
+    assert model._launch_log == [(0, 2), (1, 0)], model._launch_log
+    train(rank, world, bucket_cap_mb=0.001, gradient_as_bucket_view=True)
+    assert "module.fc1.weight" in model.state_dict()
+    no_sync(rank, world)
+    unused(rank, world)
+    dist.destroy_process_group()
+    print(f"rank {rank}: ddp OK", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
