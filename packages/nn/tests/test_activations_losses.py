@@ -763,3 +763,38 @@ def test_backward_ops_check_their_inputs():
         )
     with pytest.raises(fc.FlambeauError, match="grad_output"):
         fc.gelu_backward(fc.zeros(3, dtype=fc.float64), fb(np.zeros(4)))
+
+
+# ---- second order ----
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        F.relu,
+        lambda x: F.leaky_relu(x, 0.2),
+        F.hardtanh,
+        F.hardsigmoid,
+        lambda x: F.mse_loss(x, fb(np.linspace(-1, 1, 12).reshape(3, 4))),
+        lambda x: F.mse_loss(x, fb(np.linspace(-1, 1, 12).reshape(3, 4)), reduction="none"),
+        lambda x: F.l1_loss(x, fb(np.linspace(-1, 1, 12).reshape(3, 4)), reduction="sum"),
+    ],
+    ids=["relu", "leaky_relu", "hardtanh", "hardsigmoid", "mse_mean", "mse_none", "l1_sum"],
+)
+def test_second_order(fn):
+    x = fb(_act_input((3, 4), seed=7), requires_grad=True)
+    assert fa.gradgradcheck(fn, (x,), atol=1e-4)
+
+
+def test_mse_loss_second_order_in_target():
+    x = fb(_act_input((3, 4), seed=7), requires_grad=True)
+    t = fb(_act_input((3, 4), seed=8), requires_grad=True)
+    assert fa.gradgradcheck(lambda a, b: F.mse_loss(a, b), (x, t), atol=1e-4)
+
+
+@pytest.mark.parametrize("fn", [F.gelu, F.silu, lambda x: F.cross_entropy(x, fc.tensor([0, 1, 2]))])
+def test_second_order_not_implemented_raises(fn):
+    x = fb(_act_input((3, 4), seed=7), requires_grad=True)
+    (g,) = fa.grad(fn(x).sum(), (x,), create_graph=True)
+    with pytest.raises(NotImplementedError, match="second derivative"):
+        g.sum().backward()
