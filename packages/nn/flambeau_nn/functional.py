@@ -127,8 +127,6 @@ def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
     raise FlambeauError(f"[{op}] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
 
 
-
-
 # ---- convolution and im2col ----
 
 __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
