@@ -1,14 +1,49 @@
 """The layers and losses (re-exported by ``flambeau_nn``)."""
 
-from flambeau_nn.modules.activation import Flatten, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from flambeau_nn.modules.activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Flatten,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Softsign,
+    Tanh,
+)
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from flambeau_nn.modules.distance import CosineSimilarity, PairwiseDistance
 from flambeau_nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from flambeau_nn.modules.flatten import Unflatten
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from flambeau_nn.modules.linear import Identity, Linear
-from flambeau_nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
+from flambeau_nn.modules.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from flambeau_nn.modules.module import Module, RemovableHandle
 from flambeau_nn.modules.normalization import GroupNorm, LayerNorm
 from flambeau_nn.modules.padding import (
@@ -98,4 +133,30 @@ __all__ = [
     "ConvTranspose2d",
     "Unfold",
     "Fold",
+    # activations and losses
+    "GELU",
+    "SiLU",
+    "Mish",
+    "LeakyReLU",
+    "ELU",
+    "SELU",
+    "CELU",
+    "Softplus",
+    "Hardtanh",
+    "ReLU6",
+    "Hardswish",
+    "Hardsigmoid",
+    "LogSigmoid",
+    "Softsign",
+    "PReLU",
+    "GLU",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "KLDivLoss",
+    "MarginRankingLoss",
+    "CosineSimilarity",
+    "PairwiseDistance",
 ]
