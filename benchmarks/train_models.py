@@ -15,8 +15,9 @@ How it measures (see benchmarks/README.md):
   so that machine noise hits both alike. Every child uses the same thread
   count (``--threads``, default 2).
 - In a child, per model: warm-up steps, then as many steps as fit in about
-  ``--seconds`` (at least 3), timed together: one samples/s figure per round.
-  The table shows min / median over the rounds. The MLP and ResNet-8 are also
+  ``--seconds`` (at least 3), each timed: the batch size over the median step
+  time is the round's samples/s figure. The table shows min / median over the
+  rounds. The MLP and ResNet-8 are also
   timed as no-grad inference in eval mode.
 - flambeau's caching allocator: its count of raw (system) allocations
   (``flambeau_alloc.memory_stats()["num_device_alloc"]``) is read before and
@@ -124,17 +125,24 @@ def _raw_allocs(fw: Any) -> tuple[int, int] | None:
 
 
 def _timed(fn: Any, batch: int, seconds: float) -> tuple[float, int]:
-    """Warms ``fn`` up, then runs it for about ``seconds``; returns (samples/s, calls timed)."""
+    """Warms ``fn`` up, then calls it for about ``seconds``; returns (samples/s of the median call, calls timed).
+
+    The median call rather than the mean: on a shared machine a few calls
+    that another process interrupts would otherwise weigh on the figure.
+    """
     fn()
     fn()
     t0 = time.perf_counter()
     fn()
     estimate = max(time.perf_counter() - t0, 1e-6)
     n = max(3, min(10_000, math.ceil(seconds / estimate)))
-    t0 = time.perf_counter()
+    times = []
+    clock = time.perf_counter
     for _ in range(n):
+        t0 = clock()
         fn()
-    return batch * n / (time.perf_counter() - t0), n
+        times.append(clock() - t0)
+    return batch / statistics.median(times), n
 
 
 def _time_model(name: str, fw: Any, seconds: float) -> dict[str, Any]:
