@@ -13,7 +13,9 @@ The whole split is read at construction: ``data`` is a uint8 tensor of shape
 ``(N, 28, 28)`` and ``targets`` an int64 tensor of shape ``(N,)``. A sample is
 ``(image, target)``: the image a uint8 ``(28, 28)`` tensor (a view into
 ``data``; pass a ``transform`` to convert it), the target a Python int.
-``__getitems__`` fetches a whole batch with one gather (the DataLoader uses it).
+``__getitems__`` fetches a whole batch with one gather (the DataLoader uses
+it: without transforms, a batch is two indexed copies, ``data[index]`` and
+``targets[index]``, made straight into shared memory by a worker).
 
 Example:
     >>> FashionMNIST("/nonexistent")  # doctest: +ELLIPSIS
@@ -24,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import array
 import gzip
 import os
 import zlib
@@ -33,7 +36,7 @@ from typing import Any
 
 import flambeau_core as fc
 
-from flambeau_data.dataset import Dataset
+from flambeau_data.dataset import Dataset, GatheredBatch, check_indices
 
 __all__ = ["MNIST", "FashionMNIST"]
 
@@ -218,20 +221,26 @@ class MNIST(Dataset[tuple[Any, Any]]):
         index = int(index)
         return self._sample(self.data[index], int(self.targets[index].item()))
 
-    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, Any]]:
-        """The samples at ``indices``, fetched with one gather (the DataLoader's batched fetch)."""
-        n = len(self)
-        idx = []
-        for i in indices:
-            i = int(i)
-            if not -n <= i < n:
-                raise IndexError(f"[{type(self).__name__}] index {i} is out of range for {n} samples")
-            idx.append(i + n if i < 0 else i)
-        if not idx:
+    def __getitems__(self, indices: Sequence[int]) -> Sequence[tuple[Any, Any]]:
+        """The samples at ``indices``, gathered with one indexed copy (Note [Batched fetch]).
+
+        Without transforms, a ``GatheredBatch`` of the images and the (int64
+        tensor) targets: ``default_collate`` returns its two tensors as the
+        batch, and a DataLoader worker gathers them straight into shared
+        memory. With a transform, the list of transformed samples.
+        """
+        try:
+            packed = array.array("q", indices)
+        except (TypeError, ValueError, OverflowError):
+            return [self[i] for i in indices]  # not plain ints: sample by sample
+        check_indices(packed, len(self), type(self).__name__)
+        if self.transform is None and self.target_transform is None:
+            return GatheredBatch.rows((self.data, self.targets), packed)
+        if not packed:
             return []
-        where = fc.tensor(idx, dtype=fc.int64)
-        images = self.data[where].unbind(0)
-        targets = self.targets[where].tolist()
+        index = fc.frombuffer(packed, dtype=fc.int64)
+        images = self.data[index].unbind(0)
+        targets = self.targets[index].tolist()
         return [self._sample(image, target) for image, target in zip(images, targets, strict=True)]
 
     def __repr__(self) -> str:

@@ -110,11 +110,16 @@ def test_transforms_and_batched_fetch(tmp_path):
         assert img.dtype == fc.float32 and tuple(img.shape) == (ROWS, COLS)
         assert img.mul(255).round().to(fc.uint8).tolist() == expected_image(k)
     assert ds.__getitems__([]) == []
+    # Without transforms: the gathered columns (targets as int64 tensors).
     plain = FashionMNIST(root)
-    assert [(img.tolist(), t) for img, t in plain.__getitems__([1, 5])] == [
+    batch = plain.__getitems__([1, 5, -1])
+    assert len(batch) == 3
+    assert [(img.tolist(), int(t)) for img, t in batch] == [
         (expected_image(1), labels_for(9)[1]),
         (expected_image(5), labels_for(9)[5]),
+        (expected_image(8), labels_for(9)[8]),
     ]
+    assert len(plain.__getitems__([])) == 0
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
@@ -247,7 +252,9 @@ def test_bad_arguments(tmp_path):
         ds[7]
     with pytest.raises(TypeError, match=r"\[MNIST\] index must be an int, got str"):
         ds["a"]
-    with pytest.raises(IndexError, match=r"\[MNIST\] index 7 is out of range for 7 samples"):
-        ds.__getitems__([0, 7])
-    with pytest.raises(IndexError, match=r"\[MNIST\] index -8 is out of range for 7 samples"):
-        ds.__getitems__([-8])
+    for transform in (None, lambda img: img):
+        ds = MNIST(tmp_path, transform=transform)
+        with pytest.raises(IndexError, match=r"\[MNIST\] index 7 is out of range for a dataset of length 7"):
+            ds.__getitems__([0, 7])
+        with pytest.raises(IndexError, match=r"\[MNIST\] index -8 is out of range for a dataset of length 7"):
+            ds.__getitems__([-8])
