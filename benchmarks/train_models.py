@@ -401,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  load average before the run (1/5/15 min): {_loadavg()}  (other processes skew every figure)")
     settings = {"env": [False], "unset": [True], "both": [False, True]}[args.openblas]
+    if args.openblas == "both" and not any(v in os.environ for v in OPENBLAS_VARS):
+        print(f"  the environment sets neither {' nor '.join(OPENBLAS_VARS)}: one table (both settings are the same)")
+        settings = [False]
     for unset in settings:
         if unset:
             shown = f"{' and '.join(OPENBLAS_VARS)} unset in both children"

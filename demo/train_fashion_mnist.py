@@ -19,7 +19,7 @@ Exit status is non-zero if the reloaded model's test accuracy differs from the
 trained model's, or is below --min-accuracy (0.89).
 
 Example:
-    python demo/train_fashion_mnist.py --epochs 8 --root /usr/share/datasets/fashion-mnist
+    python demo/train_fashion_mnist.py --epochs 6 --root /usr/share/datasets/fashion-mnist
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Path(FashionMNIST.debian_root),
         help=f"folder holding the Fashion-MNIST IDX files (default: {FashionMNIST.debian_root})",
     )
-    p.add_argument("--epochs", type=int, default=8, help="training epochs (default: 8)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=6, help="training epochs (default: 6)")
+    p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate, annealed to 0 (cosine)")
     p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes (default: 0)")
     p.add_argument("--min-accuracy", type=float, default=0.89, help="fail below this test accuracy")
