@@ -15,6 +15,10 @@ Fashion-MNIST: 60,000 training and 10,000 test 28x28 grey images of 10 kinds
 of clothes (Zalando Research). LeNet-5 here: conv 1->6 5x5 pad 2, ReLU,
 max-pool 2; conv 6->16 5x5, ReLU, max-pool 2; linear 400-120-84-10 with ReLU.
 
+The recipe (Adam, lr 2e-3 annealed to 0 over 6 epochs, batch 128) reached
+90.3 % test accuracy in 298 s on 2 cores shared with other work (load
+average ~6; 24-70 s per epoch), and PyTorch 89.9 % with the same recipe.
+
 Exit status is non-zero if the reloaded model's test accuracy differs from the
 trained model's, or is below --min-accuracy (0.89).
 
