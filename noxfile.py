@@ -279,13 +279,7 @@ def demo(session: nox.Session) -> None:
     """
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau=={VERSION}", "scikit-learn", "tqdm")
-    # LeNet-5 needs Conv2d and MaxPool2d; a build without them trains the digits MLP.
-    probe = "import flambeau.nn as nn; print(all(hasattr(nn, n) for n in ('Conv2d', 'MaxPool2d')))"
-    has_layers = session.run("python", "-c", probe, silent=True).strip().endswith("True")
-    if not has_layers:
-        session.log("this flambeau has no Conv2d/MaxPool2d: training the MLP on scikit-learn's digits instead")
-        script = "train_digits.py"
-    elif _install_fashion_mnist(session):
+    if _install_fashion_mnist(session):
         script = "train_fashion_mnist.py"
     else:
         session.log("no Fashion-MNIST: training the MLP on scikit-learn's handwritten digits instead")

@@ -38,11 +38,10 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench  # dataclasses look their module up there
 _spec.loader.exec_module(bench)
 
-# The models whose layers are on main today. The others need Conv2d and pooling
-# (lenet5, resnet8, mobilenet), binary_cross_entropy_with_logits (ncf) or LSTM
-# (lstm); with the conv, pool and actloss branches merged, lenet5, resnet8,
-# mobilenet and ncf pass too (both tests): add them here when they land.
-TESTED = ["mlp"]
+# The models whose layers are on main today. ncf needs
+# binary_cross_entropy_with_logits (actloss) and lstm needs LSTM (rnn); with the
+# actloss branch merged, ncf passes both tests too: add it here when it lands.
+TESTED = ["mlp", "lenet5", "resnet8", "mobilenet"]
 
 
 def to_torch(t) -> torch.Tensor:
