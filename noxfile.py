@@ -1,6 +1,6 @@
 """flambeau's one entry point: build, tests, demo, bench, dev, lint.
 
-nox -s demo     set up everything and train the demo model (README, first command)
+nox -s demo     set up everything and train the demo model: LeNet-5 on Fashion-MNIST (README, first command)
 nox -s tests    build every wheel and run every test (README, second command; .ci/run)
 nox -s cpptests the C++ unit tests alone (ctest; also part of `tests`)
 nox -s bench    flambeau vs PyTorch/NumPy, side by side
@@ -229,12 +229,62 @@ def _run_isolation(session: nox.Session) -> None:
         session.run(py, str(ROOT / script), external=True)
 
 
+FASHION_MNIST_PACKAGE = "dataset-fashion-mnist"  # Debian's; installs the IDX files below
+FASHION_MNIST_ROOT = Path("/usr/share/datasets/fashion-mnist")
+FASHION_MNIST_FILES = [f"{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k") for k, d in (("images", 3), ("labels", 1))]
+
+
+def _have_fashion_mnist() -> bool:
+    return all((FASHION_MNIST_ROOT / f).is_file() for f in FASHION_MNIST_FILES)
+
+
+def _install_fashion_mnist(session: nox.Session) -> bool:
+    """Installs Debian's Fashion-MNIST package when missing and possible without a prompt; True if present."""
+    if _have_fashion_mnist():
+        return True
+    command = f"sudo apt-get install {FASHION_MNIST_PACKAGE}"
+    if not shutil.which("apt-get"):
+        session.log(
+            f"Fashion-MNIST is not in {FASHION_MNIST_ROOT} and there is no apt-get here ({command} would install it)"
+        )
+        return False
+    if os.geteuid() == 0:
+        prefix = []
+    elif shutil.which("sudo"):
+        prefix = ["sudo", "-n"]  # never prompts: fails at once without a password-less sudo
+    else:
+        session.log(f"Fashion-MNIST is not in {FASHION_MNIST_ROOT}; `{command}` (as root) would install it")
+        return False
+    apt = [*prefix, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+    install = [*apt, "install", "-y", "-q", "--no-install-recommends", FASHION_MNIST_PACKAGE]
+    session.log(f"installing Fashion-MNIST ({FASHION_MNIST_PACKAGE}) with apt-get")
+    try:
+        try:
+            session.run(*install, external=True)
+        except nox.command.CommandFailed:  # stale or missing package lists
+            session.run(*apt, "update", "-q", external=True)
+            session.run(*install, external=True)
+    except nox.command.CommandFailed:
+        session.log(f"could not install {FASHION_MNIST_PACKAGE}; `{command}` would")
+        return False
+    return _have_fashion_mnist()
+
+
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Train an MLP on scikit-learn's handwritten digits (README, first command)."""
+    """Train LeNet-5 on Fashion-MNIST (README, first command); without the dataset, an MLP on scikit-learn's digits.
+
+    The dataset comes from Debian's dataset-fashion-mnist package, installed with
+    apt-get when missing and possible (as root, or with password-less sudo).
+    """
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau=={VERSION}", "scikit-learn", "tqdm")
-    session.run("python", str(ROOT / "demo" / "train_digits.py"), *session.posargs)
+    if _install_fashion_mnist(session):
+        script = "train_fashion_mnist.py"
+    else:
+        session.log("no Fashion-MNIST: training the MLP on scikit-learn's handwritten digits instead")
+        script = "train_digits.py"
+    session.run("python", str(ROOT / "demo" / script), *session.posargs)
 
 
 @nox.session
@@ -247,6 +297,10 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
     # ---- distributed (issue 9): 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----
     session.run("python", str(ROOT / "packages" / "distributed" / "benchmarks" / "bench_ddp.py"))
+    # The six benchmark models (training and inference throughput, peak RSS, allocator);
+    # --quick is the only option both scripts share.
+    quick = ["--quick"] if "--quick" in session.posargs else []
+    session.run("python", str(ROOT / "benchmarks" / "train_models.py"), *quick)
 
 
 @nox.session(reuse_venv=True)

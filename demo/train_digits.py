@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Train an MLP on scikit-learn's handwritten digits with flambeau.
 
-The README's first command (``nox -s demo``) runs this script. It exercises every
+The README's first command (``nox -s demo``) runs this script when Fashion-MNIST
+cannot be installed (see demo/train_fashion_mnist.py, the main demo). It exercises every
 flambeau package at once: core tensors and kernels, the caching allocator
 (activated by ``import flambeau``), autograd, ``nn`` + ``optim``, the DataLoader
 with two worker processes, interop (``from_numpy``) and a safetensors
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import flambeau as fb
 import numpy as np
+from _common import check_checkpoint, evaluate, print_memory_stats
 from flambeau import nn
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
@@ -83,48 +85,6 @@ def make_model() -> nn.Module:
     )
 
 
-def evaluate(model: nn.Module, x: fb.Tensor, y: fb.Tensor) -> tuple[float, fb.Tensor]:
-    """Test accuracy and the predicted classes."""
-    model.eval()
-    with fb.no_grad():
-        predicted = model(x).argmax(dim=1)
-        correct = (predicted == y).sum().item()
-    model.train()
-    return correct / y.shape[0], predicted
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-# (key in memory_stats(), what it means); torch.cuda.memory_stats() names.
-MEMORY_HIGHLIGHTS = [
-    ("allocation.all.allocated", "allocations served"),
-    ("num_device_alloc", "system allocations (segments mapped)"),
-    ("num_device_free", "system frees (segments unmapped)"),
-    ("allocated_bytes.all.current", "allocated now"),
-    ("allocated_bytes.all.peak", "allocated, peak"),
-    ("reserved_bytes.all.current", "reserved now (allocated + cached)"),
-    ("reserved_bytes.all.peak", "reserved, peak"),
-]
-
-
-def print_memory_stats() -> None:
-    """The caching allocator's highlights: how much it cached, how rarely it asked the system."""
-    stats = fb.memory.memory_stats()
-    print(f"caching allocator (fb.memory.memory_stats(); current CPU allocator: {fb.memory.get_allocator().name}):")
-    for key, meaning in MEMORY_HIGHLIGHTS:
-        if key not in stats:
-            continue
-        value = stats[key]
-        shown = format_bytes(value) if "bytes" in key else f"{value:,}"
-        print(f"  {meaning:<40}{shown:>12}   [{key}]")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     fb.manual_seed(SEED)
@@ -170,22 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         accuracy, _ = evaluate(model, x_test, y_test)
         print(f"epoch {epoch:>2}/{args.epochs}  train loss {total_loss / seen:.4f}  test accuracy {accuracy:.4f}")
 
-    trained_accuracy, trained_predictions = evaluate(model, x_test, y_test)
-
-    args.checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    fb.save(model.state_dict(), str(args.checkpoint))
-    print(f"saved checkpoint: {args.checkpoint} ({format_bytes(args.checkpoint.stat().st_size)}, safetensors)")
-
-    fresh = make_model()
-    fresh.load_state_dict(fb.load(str(args.checkpoint)))
-    reloaded_accuracy, reloaded_predictions = evaluate(fresh, x_test, y_test)
-    same_predictions = (reloaded_predictions == trained_predictions).sum().item() == y_test.shape[0]
-    print(
-        f"reloaded model: test accuracy {reloaded_accuracy:.4f} "
-        f"({'same predictions' if same_predictions else 'DIFFERENT predictions'})"
+    trained_accuracy, reloaded_accuracy, same_predictions = check_checkpoint(
+        model, make_model, args.checkpoint, x_test, y_test
     )
 
-    del loader, model, fresh, optimizer
+    del loader, model, optimizer
     print_memory_stats()
     print(f"total time {time.perf_counter() - t_start:.1f} s")
 

@@ -19,7 +19,7 @@ from importlib.metadata import version as _version
 
 import flambeau_core as _core  # noqa: F401  (loads core first)
 
-from flambeau_data import multiprocessing  # noqa: F401  (registers the tensor reduction)
+from flambeau_data import datasets, multiprocessing  # noqa: F401  (multiprocessing registers the tensor reduction)
 from flambeau_data._worker import WorkerInfo, get_worker_info
 from flambeau_data.collate import collate, default_collate, default_collate_fn_map, default_convert
 from flambeau_data.dataloader import DataLoader, get_pin_memory_allocator, set_pin_memory_allocator
@@ -66,6 +66,7 @@ __all__ = [
     "WeightedRandomSampler",
     "WorkerInfo",
     "collate",
+    "datasets",
     "default_collate",
     "default_collate_fn_map",
     "default_convert",

@@ -16,6 +16,7 @@ MODULES = [
     "flambeau_data._worker",
     "flambeau_data.multiprocessing",
     "flambeau_data._convert",
+    "flambeau_data.datasets",
 ]
 
 

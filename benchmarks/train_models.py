@@ -1,0 +1,433 @@
+#!/usr/bin/env python
+"""Training and inference throughput of the six benchmark models, flambeau vs PyTorch.
+
+``nox -s bench`` runs this script after ``run.py``. The models are defined once
+for both frameworks in ``benchmarks/models.py``; a training step is
+``zero_grad(set_to_none=True)``, forward, loss, ``backward()``,
+``SGD(lr=0.01, momentum=0.9).step()`` on a fixed random batch.
+
+How it measures (see benchmarks/README.md):
+
+- Each framework runs in its own child process (flambeau and torch each bring
+  an OpenMP runtime; in one process their idle workers steal each other's
+  cores). A *round* is one child per framework that times every selected
+  model; rounds are interleaved (flambeau, torch, then torch, flambeau, ...)
+  so that machine noise hits both alike. Every child uses the same thread
+  count (``--threads``, default 2).
+- In a child, per model: warm-up steps, then as many steps as fit in about
+  ``--seconds`` (at least 3), each timed: the batch size over the median step
+  time is the round's samples/s figure. The table shows min / median over the
+  rounds. The MLP and ResNet-8 are also
+  timed as no-grad inference in eval mode.
+- flambeau's caching allocator: its count of raw (system) allocations
+  (``flambeau_alloc.memory_stats()["num_device_alloc"]``) is read before and
+  after the timed steady-state steps; 0 means no step asked the system for
+  memory.
+- Peak RSS: a fresh child per model and framework builds the model and runs
+  50 training steps; the peak resident set size of that process
+  (``getrusage``), with its growth over the RSS after the import in brackets.
+- The whole run is made once with ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``
+  as the environment sets them and once with both unset, in the children's
+  environment only, for both frameworks (``--openblas`` picks one).
+
+A model whose layers a framework lacks shows ``n/a (missing: Conv2d)``; any
+other failure in a child shows ``n/a (reason)`` and the run goes on
+(``FLAMBEAU_BENCH_DEBUG=1`` passes the children's tracebacks through).
+
+Example:
+    python benchmarks/train_models.py --models mlp,ncf --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from models import FRAMEWORKS, MODELS, TrainStep, framework  # noqa: E402
+
+OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_RESULT_MARK = "@@flambeau-train-models@@ "
+_CHILD_TIMEOUT = 1200.0  # seconds
+RSS_STEPS = 50
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="The six benchmark models, flambeau vs PyTorch, side by side")
+    p.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help=f"comma-separated models to run (default: all of {', '.join(MODELS)})",
+    )
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of one child per framework (default 3)")
+    p.add_argument("--threads", type=int, default=2, help="intra-op threads in every child (default 2)")
+    p.add_argument("--seconds", type=float, default=1.0, help="timed seconds per model, round and mode (default 1)")
+    p.add_argument(
+        "--openblas",
+        choices=("both", "env", "unset"),
+        default="both",
+        help=f"tables to make: {' and '.join(OPENBLAS_VARS)} as set in the environment, unset, or both (default)",
+    )
+    p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
+    p.add_argument("--quick", action="store_true", help="one round, 0.3 s per measurement, no RSS children")
+    # Internal: the parent starts children with these.
+    p.add_argument("--_child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    p.add_argument("--_mode", choices=("time", "rss"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.model_list = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in args.model_list if m not in MODELS]
+    if unknown or not args.model_list:
+        p.error(f"--models: unknown {unknown or 'empty list'}; choose from {', '.join(MODELS)}")
+    if args.quick:
+        args.rounds, args.seconds, args.no_rss = 1, min(args.seconds, 0.3), True
+    if args.rounds < 1 or args.threads < 1 or args.seconds <= 0:
+        p.error("--rounds and --threads must be >= 1, --seconds > 0")
+    return args
+
+
+def _reason(exc: BaseException | str) -> str:
+    if isinstance(exc, BaseException):
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    else:
+        text = exc
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+# =========================================================================== child
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _raw_allocs(fw: Any) -> tuple[int, int] | None:
+    """(raw system allocations, allocations served) of flambeau's caching allocator; None for torch."""
+    if fw.name != "flambeau":
+        return None
+    import flambeau_alloc
+
+    stats = flambeau_alloc.memory_stats()
+    return stats["num_device_alloc"], stats["allocation.all.allocated"]
+
+
+def _timed(fn: Any, batch: int, seconds: float) -> tuple[float, int]:
+    """Warms ``fn`` up, then calls it for about ``seconds``; returns (samples/s of the median call, calls timed).
+
+    The median call rather than the mean: on a shared machine a few calls
+    that another process interrupts would otherwise weigh on the figure.
+    """
+    fn()
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    estimate = max(time.perf_counter() - t0, 1e-6)
+    n = max(3, min(10_000, math.ceil(seconds / estimate)))
+    times = []
+    clock = time.perf_counter
+    for _ in range(n):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return batch / statistics.median(times), n
+
+
+def _time_model(name: str, fw: Any, seconds: float) -> dict[str, Any]:
+    spec = MODELS[name]
+    missing = spec.missing(fw)
+    if missing:
+        return {"error": f"missing: {', '.join(missing)}"}
+    fw.manual_seed(0)
+    trainer = TrainStep(spec, fw)
+    out: dict[str, Any] = {}
+    trainer.step()  # the first step allocates the momentum buffers
+    before = _raw_allocs(fw)
+    out["train"], steps = _timed(trainer.step, spec.batch, seconds)
+    after = _raw_allocs(fw)
+    if before is not None and after is not None:
+        out["raw_allocs"] = [after[0] - before[0], after[1] - before[1], steps]
+    if spec.eval_benchmark:
+        trainer.model.eval()
+        out["eval"], _ = _timed(trainer.infer, spec.batch, seconds)
+    return out
+
+
+def _rss_model(name: str, fw: Any) -> dict[str, Any]:
+    import resource
+
+    spec = MODELS[name]
+    missing = spec.missing(fw)
+    if missing:
+        return {"error": f"missing: {', '.join(missing)}"}
+    base = _rss_bytes()
+    fw.manual_seed(0)
+    trainer = TrainStep(spec, fw)
+    for _ in range(RSS_STEPS):
+        trainer.step()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return {"peak_rss": peak, "import_rss": base}
+
+
+def child_main(args: argparse.Namespace) -> int:
+    debug = bool(os.environ.get("FLAMBEAU_BENCH_DEBUG"))
+    results: dict[str, Any] = {}
+    try:
+        fw = framework(args._child)
+        fw.set_num_threads(args.threads)
+    except Exception as e:
+        if debug:
+            traceback.print_exc()
+        results = {name: {"error": f"import failed: {_reason(e)}"} for name in args.model_list}
+        print(_RESULT_MARK + json.dumps(results), flush=True)
+        return 0
+    for name in args.model_list:
+        try:
+            if args._mode == "rss":
+                results[name] = _rss_model(name, fw)
+            else:
+                results[name] = _time_model(name, fw, args.seconds)
+        except Exception as e:
+            if debug:
+                traceback.print_exc()
+            results[name] = {"error": _reason(e)}
+        gc.collect()
+    results["_threads"] = fw.lib.get_num_threads()
+    print(_RESULT_MARK + json.dumps(results), flush=True)
+    return 0
+
+
+# =========================================================================== parent
+
+
+@dataclass
+class Cell:
+    values: list[float] = field(default_factory=list)
+    error: str | None = None
+    extra: list[Any] = field(default_factory=list)
+
+
+def _child_env(unset_openblas: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    if unset_openblas:
+        for var in OPENBLAS_VARS:
+            env.pop(var, None)
+    return env
+
+
+def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], env: dict[str, str]) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--_child",
+        fw,
+        "--_mode",
+        mode,
+        "--models",
+        ",".join(models),
+        "--threads",
+        str(args.threads),
+        "--seconds",
+        str(args.seconds),
+    ]
+    debug = bool(os.environ.get("FLAMBEAU_BENCH_DEBUG"))
+    try:
+        proc = subprocess.run(
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=None if debug else subprocess.PIPE,
+            text=True,
+            timeout=_CHILD_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return {m: {"error": f"child timed out after {_CHILD_TIMEOUT:.0f} s"} for m in models}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(_RESULT_MARK):
+            return json.loads(line[len(_RESULT_MARK) :])
+    if proc.returncode < 0:
+        import signal
+
+        try:
+            why = f"child killed by {signal.Signals(-proc.returncode).name}"
+        except ValueError:
+            why = f"child killed by signal {-proc.returncode}"
+    else:
+        lines = [ln.strip() for ln in (proc.stderr or "").splitlines() if ln.strip()]
+        telling = [ln for ln in lines if "Error" in ln or "Exception" in ln or "error" in ln]
+        why = (telling or lines or [f"child exited with {proc.returncode}"])[-1]
+    return {m: {"error": _reason(why)} for m in models}
+
+
+def measure(args: argparse.Namespace, unset_openblas: bool) -> tuple[dict[tuple[str, str, str], Cell], dict[str, Any]]:
+    """Every cell of one table: (model, metric, framework) -> Cell; and facts for the footer."""
+    env = _child_env(unset_openblas)
+    cells: dict[tuple[str, str, str], Cell] = {}
+
+    def cell(model: str, metric: str, fw: str) -> Cell:
+        return cells.setdefault((model, metric, fw), Cell())
+
+    threads: dict[str, Any] = {}
+    for r in range(args.rounds):
+        order = FRAMEWORKS if r % 2 == 0 else tuple(reversed(FRAMEWORKS))
+        for fw in order:
+            t0 = time.perf_counter()
+            out = run_child(args, fw, "time", args.model_list, env)
+            threads[fw] = out.pop("_threads", threads.get(fw, "?"))
+            print(f"  round {r + 1}/{args.rounds} {fw}: {time.perf_counter() - t0:.1f} s", flush=True)
+            for model in args.model_list:
+                res = out.get(model, {"error": "no result"})
+                for metric in ("train", "eval"):
+                    if metric == "eval" and not MODELS[model].eval_benchmark:
+                        continue
+                    c = cell(model, metric, fw)
+                    if res.get("error"):
+                        c.error = c.error or res["error"]
+                    elif metric in res:
+                        c.values.append(res[metric])
+                if "raw_allocs" in res:
+                    cell(model, "raw_allocs", fw).extra.append(res["raw_allocs"])
+    if not args.no_rss:
+        for model in args.model_list:
+            for fw in FRAMEWORKS:
+                t0 = time.perf_counter()
+                res = run_child(args, fw, "rss", [model], env).get(model, {"error": "no result"})
+                print(f"  peak RSS {model} {fw}: {time.perf_counter() - t0:.1f} s", flush=True)
+                c = cell(model, "rss", fw)
+                if res.get("error"):
+                    c.error = res["error"]
+                else:
+                    c.values.append(res["peak_rss"])
+                    c.extra.append(res["import_rss"])
+    return cells, {"threads": threads}
+
+
+def _si(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def format_cell(c: Cell | None, metric: str) -> str:
+    if c is None:
+        return "-"
+    if c.error:
+        return f"n/a ({c.error})"
+    if metric == "raw_allocs":
+        if not c.extra:
+            return "-"
+        raw = sum(e[0] for e in c.extra)
+        served = sum(e[1] for e in c.extra)
+        steps = sum(e[2] for e in c.extra)
+        return f"{raw} in {steps} steps ({served / steps:,.0f} allocations/step served from cache)"
+    if not c.values:
+        return "n/a (no result)"
+    if metric == "rss":
+        return f"{_mib(c.values[0])} (+{_mib(c.values[0] - c.extra[0])})"
+    return f"{_si(min(c.values))} / {_si(statistics.median(c.values))}"
+
+
+def format_ratio(a: Cell | None, b: Cell | None) -> str:
+    if a is None or b is None or a.error or b.error or not a.values or not b.values:
+        return "-"
+    return f"{statistics.median(a.values) / statistics.median(b.values):.2f}"
+
+
+METRICS = [
+    ("train", "train samples/s"),
+    ("eval", "eval samples/s"),
+    ("rss", f"peak RSS, {RSS_STEPS} steps"),
+    ("raw_allocs", "raw allocs, steady steps"),
+]
+
+
+def print_table(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell], title: str) -> None:
+    headers = ["model", "metric", "flambeau (min / median)", "torch (min / median)", "fb/torch"]
+    table = [headers]
+    for model in args.model_list:
+        for metric, label in METRICS:
+            fb_cell, torch_cell = cells.get((model, metric, "flambeau")), cells.get((model, metric, "torch"))
+            if fb_cell is None and torch_cell is None:
+                continue  # not measured (no eval benchmark, --no-rss, or flambeau failed first)
+            table.append(
+                [
+                    f"{model} ({MODELS[model].batch})",
+                    label,
+                    format_cell(fb_cell, metric),
+                    format_cell(torch_cell, metric) if metric != "raw_allocs" else "-",
+                    format_ratio(fb_cell, torch_cell) if metric != "raw_allocs" else "-",
+                ]
+            )
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    print()
+    print(title)
+    for i, r in enumerate(table):
+        print("  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print()
+
+
+def _loadavg() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args._child:
+        return child_main(args)
+
+    import platform
+
+    print("flambeau vs PyTorch: the six benchmark models (benchmarks/models.py)")
+    print(
+        f"  python {platform.python_version()}, {os.cpu_count()} CPUs visible, "
+        f"{args.threads} threads in every child, {args.rounds} rounds, ~{args.seconds:g} s per measurement"
+    )
+    print(f"  load average before the run (1/5/15 min): {_loadavg()}  (other processes skew every figure)")
+    settings = {"env": [False], "unset": [True], "both": [False, True]}[args.openblas]
+    if args.openblas == "both" and not any(v in os.environ for v in OPENBLAS_VARS):
+        print(f"  the environment sets neither {' nor '.join(OPENBLAS_VARS)}: one table (both settings are the same)")
+        settings = [False]
+    for unset in settings:
+        if unset:
+            shown = f"{' and '.join(OPENBLAS_VARS)} unset in both children"
+        else:
+            shown = (
+                ", ".join(f"{v}={os.environ.get(v, '<unset>')}" for v in OPENBLAS_VARS)
+                + " (as the environment sets them)"
+            )
+        print(f"\nOpenBLAS: {shown}", flush=True)
+        t0 = time.perf_counter()
+        cells, facts = measure(args, unset)
+        print_table(args, cells, f"OpenBLAS: {shown}  ({time.perf_counter() - t0:.0f} s)")
+        print(
+            "samples/s: higher is better; fb/torch = ratio of medians (> 1: flambeau faster). "
+            "peak RSS: lower is better (fb/torch < 1: flambeau smaller), growth over the RSS after import in brackets."
+        )
+        print(
+            "raw allocs: flambeau's caching allocator's system allocations (num_device_alloc) "
+            "during the timed steady-state steps, summed over rounds."
+        )
+        threads = ", ".join(f"{k} {v}" for k, v in facts["threads"].items())
+        print(f"threads reported by the children: {threads}; load average now: {_loadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
