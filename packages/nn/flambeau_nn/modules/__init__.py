@@ -1,6 +1,7 @@
 """The layers and losses (re-exported by ``flambeau_nn``)."""
 
 from flambeau_nn.modules.activation import Flatten, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
@@ -34,6 +35,7 @@ from flambeau_nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from flambeau_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
 from flambeau_nn.modules.upsampling import Upsample
 
@@ -98,4 +100,13 @@ __all__ = [
     "ConvTranspose2d",
     "Unfold",
     "Fold",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "MultiheadAttention",
 ]
