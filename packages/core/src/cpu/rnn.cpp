@@ -16,8 +16,14 @@
 // (initialised with grad_hy, grad_cy) and writes the gate gradients of every
 // step; grad_w_hh and grad_b_hh are then one GEMM and one column sum over all
 // steps, with the h_prev rows gathered into one matrix.
+// Threads: the GEMMs use OpenBLAS's threads; the cell updates run on the
+// calling thread. A step's cell update costs O(B * G * H) against the GEMM's
+// O(B * G * H * H), and an OpenMP region per step between two OpenBLAS calls
+// made the two thread pools fight over the cores (measured on 2 cores: the
+// 2-layer LSTM of 35 steps took seconds instead of tens of milliseconds).
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "cpu/gemm.h"
@@ -32,8 +38,33 @@
 #define FB_FILL_RNN_KERNELS fill_rnn_kernels_base
 #include "rnn_kernels.inc"
 
+extern "C" void scipy_openblas_set_num_threads(int num_threads);
+
 namespace flambeau {
 namespace {
+
+// Note [Serial step GEMMs]: a step's GEMM (B x G*H x H) is small, and OpenBLAS
+// forks and joins its threads on every call: on a loaded machine a worker not
+// scheduled at once stalls the step for a whole time slice (measured on 2
+// busy cores: a 35-step 2-layer LSTM took seconds with 2 BLAS threads, tens of
+// milliseconds with 1). Below this many multiply-adds per step the time loop
+// runs OpenBLAS on one thread; the big GEMMs around the loop keep them all.
+constexpr int64_t kSerialStepMacs = int64_t{1} << 24;
+
+class SerialBlas {
+ public:
+  explicit SerialBlas(int64_t step_macs) : active_(step_macs < kSerialStepMacs && get_num_threads() > 1) {
+    if (active_) scipy_openblas_set_num_threads(1);
+  }
+  ~SerialBlas() {
+    if (active_) scipy_openblas_set_num_threads(get_num_threads());
+  }
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+
+ private:
+  bool active_;
+};
 
 enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
 
@@ -124,9 +155,6 @@ Dims check_layer(const char* op, const Tensor& igates, const Tensor& w_hh, const
 
 Tensor dense(const Tensor& t) { return t.defined() && !t.is_contiguous() ? contiguous(t) : t; }
 
-// Rows are split across threads only for big steps (Note [Grain size]).
-int64_t row_grain(int64_t H) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 8 * H)); }
-
 std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, const Tensor& w_hh_,
                                                          const Tensor& b_hh_, const Tensor& hx_,
                                                          const Tensor& cx_, int64_t mode,
@@ -167,7 +195,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
       T* out = output.data<T>();
       T* wsp = ws.data<T>();
       const int64_t wsw = ws_width(mode) * H;
-      const int64_t grain = row_grain(GH);
+      const SerialBlas serial(d.B * GH * H);
       for (int64_t s = 0; s < d.T; ++s) {
         const int64_t t = reverse ? d.T - 1 - s : s;
         const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
@@ -179,14 +207,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
         const T* igt = ig + off * GH;
         T* ot = out + off * H;
         T* wt = wsp + off * wsw;
-        parallel_for(0, bs, grain, [&](int64_t r0, int64_t r1) {
-          if (mode == kLstm)
-            k.lstm_fwd(r0, r1, H, igt, hg.data(), b, h, c, ot, wt);
-          else if (mode == kGru)
-            k.gru_fwd(r0, r1, H, igt, hg.data(), b, h, ot, wt);
-          else
-            k.rnn_fwd(r0, r1, H, igt, hg.data(), b, h, ot, mode == kRelu);
-        });
+        if (mode == kLstm)
+          k.lstm_fwd(0, bs, H, igt, hg.data(), b, h, c, ot, wt);
+        else if (mode == kGru)
+          k.gru_fwd(0, bs, H, igt, hg.data(), b, h, ot, wt);
+        else
+          k.rnn_fwd(0, bs, H, igt, hg.data(), b, h, ot, mode == kRelu);
       }
     }
   });
@@ -271,27 +297,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
         }
       }
       const T* w = w_hh.data<T>();
-      const int64_t grain = row_grain(GH);
+      std::optional<SerialBlas> serial(std::in_place, B * GH * H);
       for (int64_t s = 0; s < d.T; ++s) {
         const int64_t t = reverse ? s : d.T - 1 - s;
         const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
         const T* got = gop ? gop + off * H : nullptr;
         T* digt = dig + off * GH;
         T* dhgt = dhg + off * GH;
-        parallel_for(0, bs, grain, [&](int64_t r0, int64_t r1) {
-          if (mode == kLstm)
-            k.lstm_bwd(r0, r1, H, wsp + off * wsw, cprev.data() + off * H, got, dh, dc, digt);
-          else if (mode == kGru)
-            k.gru_bwd(r0, r1, H, wsp + off * wsw, hprev.data() + off * H, got, dh, digt, dhgt);
-          else
-            k.rnn_bwd(r0, r1, H, y + off * H, got, dh, digt, mode == kRelu);
-        });
+        if (mode == kLstm)
+          k.lstm_bwd(0, bs, H, wsp + off * wsw, cprev.data() + off * H, got, dh, dc, digt);
+        else if (mode == kGru)
+          k.gru_bwd(0, bs, H, wsp + off * wsw, hprev.data() + off * H, got, dh, digt, dhgt);
+        else
+          k.rnn_bwd(0, bs, H, y + off * H, got, dh, digt, mode == kRelu);
         // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
         if (H > 0)
           cpu::gemm(false, false, static_cast<int>(bs), static_cast<int>(H), static_cast<int>(GH), dhgt,
                     static_cast<int>(GH), w, static_cast<int>(H), dh, static_cast<int>(H),
                     T(1), mode == kGru ? T(1) : T(0));
       }
+      serial.reset();  // the GEMM over all steps takes every thread
       if (N > 0 && H > 0)
         cpu::gemm(true, false, static_cast<int>(GH), static_cast<int>(H), static_cast<int>(N), dhg,
                   static_cast<int>(GH), hprev.data(), static_cast<int>(H), grad_w.data<T>(),
