@@ -37,6 +37,7 @@ from flambeau_nn.modules.pooling import (
 )
 from flambeau_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
+from flambeau_nn.modules.transformer import TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 from flambeau_nn.modules.upsampling import Upsample
 
 __all__ = [
@@ -109,4 +110,7 @@ __all__ = [
     "LSTMCell",
     "GRUCell",
     "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
 ]
