@@ -38,8 +38,6 @@
 #define FB_FILL_RNN_KERNELS fill_rnn_kernels_base
 #include "rnn_kernels.inc"
 
-extern "C" void scipy_openblas_set_num_threads(int num_threads);
-
 namespace flambeau {
 namespace {
 
@@ -313,8 +311,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
         // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
         if (H > 0)
           cpu::gemm(false, false, static_cast<int>(bs), static_cast<int>(H), static_cast<int>(GH), dhgt,
-                    static_cast<int>(GH), w, static_cast<int>(H), dh, static_cast<int>(H),
-                    T(1), mode == kGru ? T(1) : T(0));
+                    static_cast<int>(GH), w, static_cast<int>(H), dh, static_cast<int>(H), T(1),
+                    mode == kGru ? T(1) : T(0));
       }
       serial.reset();  // the GEMM over all steps takes every thread
       if (N > 0 && H > 0)
