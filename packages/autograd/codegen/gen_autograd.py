@@ -26,6 +26,10 @@ For each entry, one Node class `<Op>Backward0` and one Autograd kernel:
     table: the key "input, weight, bias" names them, the expression returns a
     std::tuple in that order, and `grad_input_mask` (std::array<bool, k>)
     says which of them are needed (a fused backward kernel computes only those);
+  * an op with several differentiable outputs: a formula reads the gradient
+    of output i as grads[i] (undefined when that output got none); every
+    output so read gets the node as its grad_fn (output_nr i), and one of
+    them saved for backward is saved as an output;
   * a Tensor? argument gets an invalid edge when absent, and is saved as an
     (undefined when absent) SavedVariable that formulas see as std::optional<Tensor>;
   * an in-place op (`name_`) checks that it may write self (check_inplace),
@@ -89,6 +93,9 @@ class Entry:
         self.saved_values: set[str] = set()
         self.uses_result: set[str] = set()
         self.saved_outputs: set[str] = set()
+        # Outputs that get this node as grad_fn: the first, and every output whose gradient a
+        # formula reads as grads[i] (the others carry no history); see Note [Generated nodes].
+        self.diff_outputs: set[int] = {0}
         for inp, expr in formulas.items():
             expr = str(expr)
 
@@ -102,6 +109,10 @@ class Entry:
                 return f"{arg}_{ATTRS[a][0]}"
 
             expr = re.sub(r"\b([a-z_]\w*)\.(\w+)\(\)", attr, expr)
+            for i in re.findall(r"\bgrads\[(\d+)\]", expr):
+                if int(i) >= len(op.returns):
+                    raise SystemExit(f"error: {where}: grads[{i}] but {op.func} has {len(op.returns)} outputs")
+                self.diff_outputs.add(int(i))
             for ident in identifiers(expr):
                 if ident == "result":
                     self.uses_result.update(split_key(inp))
@@ -170,8 +181,11 @@ class Entry:
         if saved:
             resets = " ".join(f"{s}_.reset();" for s in saved)
             out.append(f"  void release_variables() override {{ {resets} }}")
+        if len(self.diff_outputs) > 1:
+            out.append(f"  uint32_t num_inputs() const override {{ return {len(op.returns)}; }}")
         out.append("  variable_list apply(variable_list&& grads) override {")
-        out.append("    const Tensor& grad = grads[0];")
+        uses_grad = any("grad" in identifiers(e) for e in self.formulas.values())
+        out.append(f"    {'' if uses_grad else '[[maybe_unused]] '}const Tensor& grad = grads[0];")
         if lst is not None:
             out.append(f"    variable_list out({lst.name}_meta.size());")
         else:
@@ -287,9 +301,14 @@ class Entry:
         for t, inputs in sorted(self.saved_tensors.items()):
             out.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
         for i, r in enumerate(op.returns[1:], start=1):
-            if r.name in self.saved_outputs:
+            if r.name in self.saved_outputs and i not in self.diff_outputs:
                 out.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), false);")
         out.append("  set_history(result, n);")
+        for i, r in enumerate(op.returns[1:], start=1):
+            if i in self.diff_outputs:
+                out.append(f"  set_history(std::get<{i}>(out), n, {i});")
+                if r.name in self.saved_outputs:  # after its history: saved as an output (no cycle)
+                    out.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), true);")
         if self.uses_result:
             out.append(f"  if ({needs_any(self.uses_result)}) n->result_ = SavedVariable(result, true);")
         if op.view:

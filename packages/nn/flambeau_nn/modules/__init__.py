@@ -24,6 +24,7 @@ from flambeau_nn.modules.activation import (
     Softsign,
     Tanh,
 )
+from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
@@ -69,7 +70,9 @@ from flambeau_nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from flambeau_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
+from flambeau_nn.modules.transformer import TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
 from flambeau_nn.modules.upsampling import Upsample
 
 __all__ = [
@@ -159,4 +162,16 @@ __all__ = [
     "MarginRankingLoss",
     "CosineSimilarity",
     "PairwiseDistance",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
 ]

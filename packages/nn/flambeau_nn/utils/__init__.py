@@ -23,7 +23,9 @@ import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+from flambeau_nn.utils import rnn
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
 
 
 def _as_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
