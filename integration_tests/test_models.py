@@ -41,7 +41,7 @@ _spec.loader.exec_module(bench)
 # The models whose layers are on main today. ncf needs
 # binary_cross_entropy_with_logits (actloss) and lstm needs LSTM (rnn); with the
 # actloss branch merged, ncf passes both tests too: add it here when it lands.
-TESTED = ["mlp", "lenet5", "resnet8", "mobilenet", "ncf"]
+TESTED = ["mlp", "lenet5", "resnet8", "mobilenet", "ncf", "lstm"]
 
 
 def to_torch(t) -> torch.Tensor:
