@@ -367,9 +367,10 @@ def test_module_errors():
         nn.Conv2d(4, 4, 3, stride=2, padding="same")
     with pytest.raises(fc.FlambeauError, match="padding_mode must be one of"):
         nn.Conv2d(4, 4, 3, padding_mode="mirror")
-    for mode in ("reflect", "replicate", "circular"):
-        with pytest.raises(NotImplementedError, match=f"padding_mode='{mode}'"):
-            nn.Conv2d(4, 4, 3, padding_mode=mode)
+    with pytest.raises(fc.FlambeauError, match='ConvTranspose2d\\] Only "zeros" padding mode is supported'):
+        nn.ConvTranspose2d(4, 4, 3, padding_mode="reflect")
+    with pytest.raises(fc.FlambeauError, match="reflect padding must be less than the input size"):
+        nn.Conv2d(3, 4, 3, padding=3, padding_mode="reflect")(fc.zeros(1, 3, 3, 3))
     with pytest.raises(TypeError, match="kernel_size"):
         nn.Conv2d(4, 4, (3, 3, 3))
     m = nn.Conv2d(3, 16, 3)
@@ -385,3 +386,31 @@ def test_docstring_examples_of_the_conv_modules():
     import flambeau_nn.modules.conv as conv_modules
 
     assert doctest.testmod(conv_modules, verbose=False).failed == 0
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize(
+    ("layer", "shape", "kwargs"),
+    [
+        ("Conv1d", (2, 3, 11), {"kernel_size": 3, "padding": 2}),
+        ("Conv1d", (2, 3, 9), {"kernel_size": 4, "padding": "same", "dilation": 2}),
+        ("Conv2d", (2, 3, 7, 9), {"kernel_size": 3, "padding": (1, 2), "stride": 2}),
+        ("Conv2d", (1, 4, 6, 5), {"kernel_size": (2, 3), "padding": "same", "groups": 2}),
+        ("Conv2d", (1, 4, 6, 5), {"kernel_size": 3, "padding": "valid"}),
+    ],
+)
+def test_padding_modes_match_torch(mode, layer, shape, kwargs):
+    cin = shape[1]
+    tm = getattr(torch.nn, layer)(cin, 4, padding_mode=mode, dtype=torch.float64, **kwargs)
+    m = getattr(nn, layer)(cin, 4, padding_mode=mode, dtype=fc.float64, **kwargs)
+    copy_params(m, tm)
+    tx = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+    fx = from_torch(tx.detach()).requires_grad_()
+    ty, fy = tm(tx), m(fx)
+    assert_close(fy, ty, rtol=1e-10, atol=1e-12)
+    g = torch.randn(ty.shape, dtype=torch.float64)
+    ty.backward(g)
+    fy.backward(from_torch(g))
+    assert_close(fx.grad, tx.grad, rtol=1e-10, atol=1e-12)
+    assert_close(m.weight.grad, tm.weight.grad, rtol=1e-10, atol=1e-12)
+    assert repr(m) == repr(tm)

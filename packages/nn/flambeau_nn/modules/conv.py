@@ -88,11 +88,20 @@ class _ConvNd(Module):
                 raise FlambeauError(f"[{layer}] padding='same' is not supported for strided convolutions")
         else:
             padding = _ntuple(padding, n, "padding", layer)
-        if padding_mode != "zeros":
-            raise NotImplementedError(
-                f"[{layer}] padding_mode={padding_mode!r} is not implemented yet (flambeau has no F.pad); "
-                f"only padding_mode='zeros' is supported"
-            )
+        if padding_mode != "zeros" and transposed:
+            raise FlambeauError(f'[{layer}] Only "zeros" padding mode is supported, got padding_mode={padding_mode!r}')
+        # F.pad's (last dim first) amounts for padding modes other than zeros,
+        # which pad the input explicitly and convolve without padding, as PyTorch.
+        pad_amounts: list[int] = []
+        for d in reversed(range(n)):
+            if padding == "same":
+                total = dilation[d] * (kernel_size[d] - 1)
+                pad_amounts += [total // 2, total - total // 2]
+            elif padding == "valid":
+                pad_amounts += [0, 0]
+            else:
+                pad_amounts += [padding[d], padding[d]]
+        self._reversed_padding_repeated_twice = pad_amounts
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -188,6 +197,9 @@ class Conv1d(_ConvNd):
         )
 
     def forward(self, input: Tensor) -> Tensor:
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return F.conv1d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -237,6 +249,9 @@ class Conv2d(_ConvNd):
         )
 
     def forward(self, input: Tensor) -> Tensor:
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
