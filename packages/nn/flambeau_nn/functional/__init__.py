@@ -1,0 +1,32 @@
+"""Stateless functions behind the layers and losses (``flambeau_nn.functional``, PyTorch's ``F``).
+
+Everything here is composed from core ops, so autograd differentiates it
+through core's derivative table: no function here has a backward of its own.
+
+Example:
+    >>> import flambeau_core as fc
+    >>> import flambeau_nn.functional as F
+    >>> F.relu(fc.tensor([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+"""
+
+from __future__ import annotations
+
+# One module per concept, re-exported here as one namespace (PyTorch's ``F``).
+from flambeau_nn.functional import _attention, _base, _conv, _loss, _normalization, _pooling
+from flambeau_nn.functional._attention import *  # noqa: F403
+from flambeau_nn.functional._base import *  # noqa: F403
+from flambeau_nn.functional._conv import *  # noqa: F403
+from flambeau_nn.functional._loss import *  # noqa: F403
+from flambeau_nn.functional._loss import _legacy_reduction  # noqa: F401  (the loss modules use it)
+from flambeau_nn.functional._normalization import *  # noqa: F403
+from flambeau_nn.functional._pooling import *  # noqa: F403
+
+__all__ = [
+    *_base.__all__,
+    *_conv.__all__,
+    *_pooling.__all__,
+    *_normalization.__all__,
+    *_loss.__all__,
+    *_attention.__all__,
+]

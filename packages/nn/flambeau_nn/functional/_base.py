@@ -1,0 +1,80 @@
+"""The basics of ``flambeau_nn.functional``: linear, relu, softmax and the argument checks every part shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+
+__all__ = [
+    "linear",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "relu_",
+]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_tensor(x: object, op: str, what: str = "input") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"[{op}] {what} must be a Tensor, got {type(x).__name__}")
+
+
+def _shape(t: Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+# ``input @ weight.T + bias`` as ONE core op (a GEMM with the bias in its
+# epilogue, and one autograd node): F.linear is core's ``linear`` itself, so a
+# call costs no Python frame. It checks its arguments in C++: TypeError for a
+# non-tensor or mismatched dtypes, ValueError naming the shapes otherwise.
+linear = fc.linear
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(input, 0)`` elementwise (in place with ``inplace=True``)."""
+    _check_tensor(input, "relu")
+    return input.relu_() if inplace else fc.relu(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
+    _check_tensor(input, "relu_")
+    return input.relu_()
+
+
+def tanh(input: Tensor) -> Tensor:
+    _check_tensor(input, "tanh")
+    return fc.tanh(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    _check_tensor(input, "sigmoid")
+    return fc.sigmoid(input)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel; ``dtype`` casts the input first."""
+    _check_tensor(input, "log_softmax")
+    return fc.log_softmax(input, dim, dtype=dtype)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``); ``dtype`` casts the input first."""
+    _check_tensor(input, "softmax")
+    return fc.softmax(input, dim, dtype=dtype)
+
+
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise FlambeauError(f"[{op}] {reduction!r} is not a valid value for reduction: use one of {_REDUCTIONS}")
