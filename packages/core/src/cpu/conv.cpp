@@ -371,6 +371,7 @@ Tensor convolution_backward_weight_cpu(const Tensor& grad_output_, const Tensor&
 
 struct BlockArgs {
   int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+  int64_t kk;  // kh * kw, overflow-checked
 };
 
 BlockArgs block_args(const char* op, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
@@ -383,7 +384,10 @@ BlockArgs block_args(const char* op, IntArrayRef kernel_size, IntArrayRef dilati
   FB_CHECK_VALUE(d[0] > 0 && d[1] > 0, "[", op, "] dilation must be positive, got ", conv::list_str(d));
   FB_CHECK_VALUE(p[0] >= 0 && p[1] >= 0, "[", op, "] padding must be non-negative, got ", conv::list_str(p));
   FB_CHECK_VALUE(s[0] > 0 && s[1] > 0, "[", op, "] stride must be positive, got ", conv::list_str(s));
-  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]};
+  int64_t kk = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(k[0], k[1], &kk), "[", op, "] kernel_size ", conv::list_str(k),
+                 " is too large: the product of its sizes overflows int64");
+  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1], kk};
 }
 
 /// The number of blocks along each dim of an (H, W) image; raises if below one.
@@ -419,8 +423,8 @@ Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilat
   const int64_t H = self.sizes()[self.dim() - 2], W = self.sizes()[self.dim() - 1];
   const auto [Hs, Ws] = block_counts(op, a, H, W);
   int64_t rows = 0, L = 0;
-  FB_CHECK_VALUE(!__builtin_mul_overflow(C, a.kh * a.kw, &rows) && !__builtin_mul_overflow(Hs, Ws, &L), "[",
-                 op, "] the output size overflows");
+  FB_CHECK_VALUE(!__builtin_mul_overflow(C, a.kk, &rows) && !__builtin_mul_overflow(Hs, Ws, &L), "[", op,
+                 "] the output size overflows");
   Shape out_shape = batched ? Shape{N, rows, L} : Shape{rows, L};
   shape_nbytes(out_shape, self.dtype(), op);
   Tensor out = op::empty(out_shape, self.dtype(), self.device());
@@ -433,10 +437,10 @@ Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilat
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kh * a.kw * L));
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kk * L));
     // One (image, channel) at a time: C*N independent pieces.
     parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kh * a.kw * L, L);
+      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kk * L, L);
     });
   });
   return out;
@@ -457,14 +461,16 @@ Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kerne
   const bool batched = self.dim() == 3;
   const int64_t N = batched ? self.sizes()[0] : 1;
   const int64_t rows = self.sizes()[batched ? 1 : 0], L = self.sizes()[batched ? 2 : 1];
-  const int64_t kk = a.kh * a.kw;
+  const int64_t kk = a.kk;
   FB_CHECK_VALUE(rows % kk == 0, "[", op, "] expected size of input's dimension ", batched ? 1 : 0,
                  " to be divisible by the product of kernel_size (", a.kh, " * ", a.kw, " = ", kk,
                  "), got input of size ", conv::bracket_shape(self.sizes()));
   const auto [Hs, Ws] = block_counts(op, a, osz[0], osz[1]);
-  FB_CHECK_VALUE(Hs * Ws == L, "[", op, "] given output_size ", conv::list_str(osz), ", kernel_size (", a.kh,
+  int64_t blocks = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(Hs, Ws, &blocks), "[", op, "] the number of blocks overflows");
+  FB_CHECK_VALUE(blocks == L, "[", op, "] given output_size ", conv::list_str(osz), ", kernel_size (", a.kh,
                  ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
-                 "), stride (", a.sh, ", ", a.sw, "), expected the input's last dimension to be ", Hs * Ws,
+                 "), stride (", a.sh, ", ", a.sw, "), expected the input's last dimension to be ", blocks,
                  " (", Hs, " * ", Ws, " blocks), got input of size ", conv::bracket_shape(self.sizes()));
   const int64_t C = rows / kk;
   Shape out_shape = batched ? Shape{N, C, osz[0], osz[1]} : Shape{C, osz[0], osz[1]};

@@ -62,10 +62,11 @@ inline int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_
 /// big = (small - 1)s - 2p + d(k-1) + output_padding + 1, overflow-checked, positive.
 inline int64_t conv_transpose_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t op_pad,
                                        const char* op, IntArrayRef input_shape, IntArrayRef weight_shape) {
-  int64_t a = 0, span = 0, r = 0;
+  int64_t a = 0, span = 0, r = 0, twice_p = 0;
   const bool overflow = __builtin_mul_overflow(in - 1, s, &a) || __builtin_mul_overflow(d, k - 1, &span) ||
                         __builtin_add_overflow(a, span, &r) || __builtin_add_overflow(r, op_pad + 1, &r) ||
-                        __builtin_sub_overflow(r, 2 * p, &r);
+                        __builtin_mul_overflow(p, int64_t{2}, &twice_p) ||
+                        __builtin_sub_overflow(r, twice_p, &r);
   FB_CHECK_VALUE(!overflow, "[", op, "] output size overflows for input ", bracket_shape(input_shape),
                  ", weight ", bracket_shape(weight_shape), " and stride ", s);
   FB_CHECK_VALUE(r > 0, "[", op, "] the output size ", r, " is not positive (input ",

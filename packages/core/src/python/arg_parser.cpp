@@ -540,7 +540,10 @@ void set_python_error() {
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
+    // Host memory for a kernel's own bookkeeping (tensor memory fails in the
+    // allocator with its own message); pybind11 and PyErr_NoMemory would say nothing.
+    PyErr_SetString(PyExc_MemoryError,
+                    "out of memory: a kernel could not allocate its working memory (std::bad_alloc)");
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {
