@@ -2,7 +2,8 @@
 test_fuzz_sizes.py, which covers factories and views).
 
 Thousands of calls from a fixed seed to convolution, im2col/col2im, pooling,
-padding, upsampling, pixel_shuffle, one_hot, embedding and embedding_bag,
+padding, upsampling, pixel_shuffle, one_hot, embedding, embedding_bag,
+group and layer norm, and cross_entropy,
 with small real inputs and kernel sizes, strides, paddings, dilations,
 output sizes, class counts and indices drawn from small values and from the
 int64 extremes. Every call must either raise an exception of an expected type
@@ -45,7 +46,18 @@ def ints(rng: random.Random, n: int) -> list[int]:
 def make_case(rng: random.Random, fc):
     """One (name, thunk) pair: a call with small tensors and drawn integers."""
     x4 = fc.randn(rng.randint(1, 2), 2, rng.randint(1, 6), rng.randint(1, 6))
-    kind = rng.randrange(12)
+    kind = rng.randrange(15)
+    if kind == 12:
+        n, c, hw, groups = (rng.choice([2, draw_int(rng)]) for _ in range(4))
+        return "native_group_norm", lambda: fc.native_group_norm(x4, None, None, n, c, hw, groups, 1e-5)
+    if kind == 13:
+        shape = ints(rng, rng.randint(1, 3))
+        return "native_layer_norm", lambda: fc.native_layer_norm(x4, shape, None, None, 1e-5)
+    if kind == 14:
+        logits = fc.randn(rng.randint(1, 3), rng.randint(1, 4))
+        target = fc.tensor(ints(rng, logits.shape[0]), dtype=fc.int64)
+        ignore = draw_int(rng)
+        return "_cross_entropy", lambda: fc._C._cross_entropy(logits, target, None, 1, ignore, 0.0)
     if kind == 0:
         w = fc.randn(2, 2, rng.randint(1, 3), rng.randint(1, 3))
         args = (ints(rng, 2), ints(rng, 2), ints(rng, 2), rng.choice([1, 2, draw_int(rng)]))
