@@ -48,6 +48,30 @@ Tensor.__str__ = _format.tensor_repr
 Tensor.__reduce_ex__ = _copying.tensor_reduce_ex
 Tensor.__deepcopy__ = _copying.tensor_deepcopy
 
+from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API namespace)
+
+array_api._install_tensor_methods()
+# The standard's names that PyTorch lacks; where both have a name, flambeau's
+# keeps PyTorch's meaning (flambeau.array_api follows the standard).
+from flambeau_core.array_api import (  # noqa: E402,F401,I001
+    astype,
+    bitwise_invert,
+    concat,
+    cumulative_prod,
+    cumulative_sum,
+    expand_dims,
+    isdtype,
+    matrix_transpose,
+    permute_dims,
+    positive,
+    take_along_axis,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+    unstack,
+)
+
 from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402,I001
 
 try:

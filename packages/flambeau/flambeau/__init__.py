@@ -48,6 +48,7 @@ def _alias(name: str, module: _types.ModuleType) -> _types.ModuleType:
 _alloc.enable()
 
 autograd = _alias("autograd", _autograd)
+array_api = _alias("array_api", _core.array_api)  # what Tensor.__array_namespace__() returns
 nn = _alias("nn", _nn)
 optim = _alias("optim", _nn.optim)
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)

@@ -126,7 +126,8 @@ inline float tanh_f32(float x) {
   p = p * z - 3.33332819422e-1f;
   const float small = p * z * x + x;
   const float large = __builtin_copysignf(1.0f - 2.0f / (exp_f32(ax + ax) + 1.0f), x);
-  return ax < 0.625f ? small : large;
+  // copysign keeps tanh(-0.0) = -0.0 (p * z * x + x loses the zero's sign).
+  return ax < 0.625f ? __builtin_copysignf(small, x) : large;
 }
 
 // e / (1 + e) with e = exp(-|x|): no overflow, and tiny results for x << 0.
@@ -199,7 +200,12 @@ void abs_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_unsigned_v<T>)
     unary_loop<T, T>(d, s, n, [](T a) { return a; });
   else
-    unary_loop<T, T>(d, s, n, [](T a) { return a < 0 ? static_cast<T>(-a) : a; });
+    unary_loop<T, T>(d, s, n, [](T a) {
+      if constexpr (std::is_floating_point_v<T>)
+        return std::abs(a);  // clears the sign bit: abs(-0.0) is +0.0
+      else
+        return a < 0 ? static_cast<T>(-a) : a;
+    });
 }
 template <class T>
 void relu_loop(char** d, const int64_t* s, int64_t n, double) {

@@ -1,0 +1,25 @@
+"""Gradients of copysign and logaddexp against PyTorch 2.13 and finite differences (float64)."""
+
+from __future__ import annotations
+
+import flambeau_core as fc
+import numpy as np
+from conftest import compare_with_torch, fb_tensor, to_np, torch
+
+
+def test_copysign_gradient_matches_torch():
+    rng = np.random.default_rng(0)
+    mag = rng.uniform(0.5, 2.0, size=(3, 4)) * rng.choice([-1, 1], size=(3, 4))
+    sign = rng.standard_normal((4,))
+    compare_with_torch(fc.copysign, torch.copysign, [mag, sign])
+
+
+def test_copysign_gradient_is_zero_at_zero():
+    x = fb_tensor(np.array([0.0, -0.0, 2.0]), requires_grad=True)
+    fc.copysign(x, -1.0).sum().backward()
+    assert to_np(x.grad).tolist() == [0.0, 0.0, -1.0]
+
+
+def test_logaddexp_gradient_matches_torch():
+    rng = np.random.default_rng(1)
+    compare_with_torch(fc.logaddexp, torch.logaddexp, [rng.standard_normal((2, 3)) * 3, rng.standard_normal((3,))])
