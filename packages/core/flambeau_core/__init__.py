@@ -41,6 +41,23 @@ from flambeau_core._C import _embedding_bag, _feature_dropout  # noqa: E402,F401
 from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
+from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and helpers, issue 7)
+    can_cast,
+    cdouble,
+    cfloat,
+    double,
+    finfo,
+    float,
+    get_default_dtype,
+    half,
+    iinfo,
+    int,
+    is_complex,
+    is_floating_point,
+    long,
+    set_default_dtype,
+    short,
+)
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
 
 Tensor.__repr__ = _format.tensor_repr

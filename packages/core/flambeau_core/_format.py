@@ -21,8 +21,6 @@ LINEWIDTH = 80
 THRESHOLD = 1000
 EDGEITEMS = 3
 
-_DEFAULT_DTYPES = ("float32", "int64", "bool")
-
 
 def _is_floating(t: Any) -> bool:
     return bool(t.is_floating_point())
@@ -97,6 +95,21 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """Complex elements as torch prints them: real and imaginary parts each with a formatter of its own."""
+
+    def __init__(self, values: list) -> None:
+        self.real = _Formatter([v.real for v in values], True)
+        self.imag = _Formatter([abs(v.imag) for v in values], True)
+
+    def width(self) -> int:
+        return self.real.width() + self.imag.width() + 2
+
+    def format(self, value: Any) -> str:
+        sign = "-" if math.copysign(1.0, value.imag) < 0 and not math.isnan(value.imag) else "+"
+        return self.real.format(value.real) + sign + self.imag.format(abs(value.imag)).lstrip() + "j"
+
+
 def _vector_str(t: Any, indent: int, summarize: bool, fmt: _Formatter) -> str:
     element_length = fmt.width() + 2
     per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_length)))
@@ -164,10 +177,14 @@ def tensor_repr(t: Any) -> str:
     else:
         summarize = t.numel() > THRESHOLD
         values = _summarized_values(t, summarize)
-        fmt = _Formatter(values, _is_floating(t))
+        fmt = _ComplexFormatter(values) if t.dtype.is_complex else _Formatter(values, _is_floating(t))
         body = _tensor_str(t, indent, summarize, fmt)
     dtype_name = str(t.dtype).rsplit(".", 1)[-1]
-    if dtype_name not in _DEFAULT_DTYPES:
+    from flambeau_core._dtypes import get_default_dtype  # noqa: PLC0415  (_dtypes imports _C; this module must not)
+
+    default_float = str(get_default_dtype()).rsplit(".", 1)[-1]
+    defaults = ("int64", "bool", default_float, "complex128" if default_float == "float64" else "complex64")
+    if dtype_name not in defaults:
         suffixes.append(f"dtype={t.dtype}")
     grad_fn = getattr(t, "grad_fn", None)
     if grad_fn is not None:

@@ -18,6 +18,17 @@ std::string Scalar::str() const {
       return std::to_string(i_);
     case Kind::Double:
       break;
+    case Kind::Complex: {
+      // Python's repr: (1+2j), 2j when the real part is +0.
+      auto num = [](double v) {
+        char b[32];
+        const auto [e, ec] = std::to_chars(b, b + sizeof b, v);
+        return std::string(b, ec == std::errc() ? e : b);
+      };
+      const std::string im = num(im_) + "j";
+      if (d_ == 0.0 && !std::signbit(d_)) return im;
+      return "(" + num(d_) + (im_ >= 0 || std::isnan(im_) ? "+" : "") + im + ")";
+    }
   }
   // The shortest form that reads back the same double, written as Python's repr.
   char buf[32];
@@ -58,6 +69,7 @@ double float_max(ScalarType t) {
     case ScalarType::BFloat16:
       return 3.3895313892515355e38;
     case ScalarType::Float32:
+    case ScalarType::ComplexFloat:
       return std::numeric_limits<float>::max();
     default:
       return std::numeric_limits<double>::max();
@@ -67,10 +79,13 @@ double float_max(ScalarType t) {
 }  // namespace
 
 bool scalar_fits(const Scalar& value, ScalarType t) {
+  if (value.is_complex() && !is_complex(t))
+    return value.imag() == 0.0 && scalar_fits(Scalar(value.to_double()), t);
   if (value.is_bool() || t == ScalarType::Bool) return true;
-  if (is_floating(t)) {
-    const double v = value.to_double();
-    return !std::isfinite(v) || std::abs(v) <= float_max(t);
+  if (is_floating(t) || is_complex(t)) {
+    const double v = value.to_double(), w = value.imag();
+    return (!std::isfinite(v) || std::abs(v) <= float_max(t)) &&
+           (!std::isfinite(w) || std::abs(w) <= float_max(t));
   }
   if (!value.is_floating()) {
     const int64_t v = value.to_int();
@@ -83,8 +98,12 @@ bool scalar_fits(const Scalar& value, ScalarType t) {
         return int_fits<int16_t>(v);
       case ScalarType::Int32:
         return int_fits<int32_t>(v);
+      case ScalarType::UInt16:
+        return int_fits<uint16_t>(v);
+      case ScalarType::UInt32:
+        return int_fits<uint32_t>(v);
       default:
-        return true;  // int64
+        return true;  // int64, uint64 (an int64 always fits; negatives wrap)
     }
   }
   const double v = value.to_double();
@@ -97,6 +116,12 @@ bool scalar_fits(const Scalar& value, ScalarType t) {
       return double_fits_int<int16_t>(v);
     case ScalarType::Int32:
       return double_fits_int<int32_t>(v);
+    case ScalarType::UInt16:
+      return double_fits_int<uint16_t>(v);
+    case ScalarType::UInt32:
+      return double_fits_int<uint32_t>(v);
+    case ScalarType::UInt64:
+      return double_fits_int<uint64_t>(v);
     default:
       return double_fits_int<int64_t>(v);
   }

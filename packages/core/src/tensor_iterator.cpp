@@ -21,8 +21,11 @@ int combine_categories(int higher, int lower) {
   if (higher == kUndefined) return lower;
   if (lower == kUndefined) return higher;
   const auto h = static_cast<ScalarType>(higher), l = static_cast<ScalarType>(lower);
-  if (is_floating(h)) return higher;
-  if (h == ScalarType::Bool || is_floating(l)) return static_cast<int>(promote_types(h, l));
+  if (is_complex(h)) return higher;
+  // float32 tensor + complex number -> complex64, float64 -> complex128 (PyTorch;
+  // float16/bfloat16 give complex64 here: flambeau has no complex32).
+  if (is_floating(h)) return is_complex(l) ? static_cast<int>(to_complex_dtype(h)) : higher;
+  if (h == ScalarType::Bool || is_floating(l) || is_complex(l)) return static_cast<int>(promote_types(h, l));
   return higher;
 }
 
@@ -68,7 +71,8 @@ ScalarType result_type(std::span<const Tensor* const> operands) {
   for (const Tensor* t : operands) {
     ScalarType cur = t->dtype();
     if (t->impl()->is_wrapped_number()) {
-      if (is_floating(cur)) cur = kDefaultFloat;
+      if (is_floating(cur)) cur = default_float_dtype();
+      if (is_complex(cur)) cur = default_complex_dtype();
       wrapped = update_state(wrapped, cur);
     } else if (t->dim() == 0) {
       zero = update_state(zero, cur);
@@ -80,18 +84,19 @@ ScalarType result_type(std::span<const Tensor* const> operands) {
 }
 
 bool can_cast(ScalarType from, ScalarType to) {
-  if (is_floating(from) && !is_floating(to)) return false;
+  if (is_complex(from) && !is_complex(to)) return false;
+  if (is_floating(from) && !is_floating(to) && !is_complex(to)) return false;
   if (from != ScalarType::Bool && to == ScalarType::Bool) return false;
   return true;
 }
 
 void convert_element(ScalarType from, const void* src, ScalarType to, void* dst) {
-  visit_dtype(from, "cast", [&](auto ftag) {
+  visit_dtype_all(from, "cast", [&](auto ftag) {
     using F = typename decltype(ftag)::type;
     const F v = *static_cast<const F*>(src);
-    visit_dtype(to, "cast", [&](auto ttag) {
+    visit_dtype_all(to, "cast", [&](auto ttag) {
       using T = typename decltype(ttag)::type;
-      *static_cast<T*>(dst) = static_cast<T>(v);
+      *static_cast<T*>(dst) = convert_element_as<T>(v);
     });
   });
 }

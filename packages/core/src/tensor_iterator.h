@@ -61,7 +61,9 @@ inline ScalarType result_type(const Tensor& a, const Tensor& b) {
 /// PyTorch's canCast: no floating -> integral, no non-bool -> bool.
 FB_API bool can_cast(ScalarType from, ScalarType to);
 /// The dtype an integer/bool input of a "true-valued" op (div, exp, ...) computes in.
-inline ScalarType to_float_dtype(ScalarType t) { return is_floating(t) ? t : kDefaultFloat; }
+inline ScalarType to_float_dtype(ScalarType t) {
+  return is_floating(t) || is_complex(t) ? t : default_float_dtype();
+}
 
 class FB_API TensorIterator {
  public:
@@ -139,9 +141,9 @@ class FB_API TensorIterator {
   Tensor owned_[kMaxIterOperands];  // casts and copies of inputs, kept alive
   char* data_[kMaxIterOperands];
   ScalarType dtypes_[kMaxIterOperands];
-  int64_t shape_[kMaxIterDims];                      // innermost first
-  int64_t strides_[kMaxIterDims][kMaxIterOperands];  // bytes
-  alignas(8) char scalar_buf_[kMaxIterOperands][8];
+  int64_t shape_[kMaxIterDims];                        // innermost first
+  int64_t strides_[kMaxIterDims][kMaxIterOperands];    // bytes
+  alignas(16) char scalar_buf_[kMaxIterOperands][16];  // complex128 is 16 bytes
   int64_t numel_ = 0;
   int ndim_ = 0;
   int ntensors_ = 0;

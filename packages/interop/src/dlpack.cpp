@@ -51,7 +51,13 @@ DLDataType to_dl_dtype(ScalarType t) {
     case ScalarType::Bool:
       return {kDLBool, 8, 1};
     case ScalarType::UInt8:
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64:
       return {kDLUInt, bits, 1};
+    case ScalarType::ComplexFloat:
+    case ScalarType::ComplexDouble:
+      return {kDLComplex, bits, 1};
     case ScalarType::Int8:
     case ScalarType::Int16:
     case ScalarType::Int32:
@@ -82,7 +88,20 @@ ScalarType from_dl_dtype(DLDataType dt) {
         if (dt.bits == 8) return ScalarType::Bool;
         break;
       case kDLUInt:
-        if (dt.bits == 8) return ScalarType::UInt8;
+        switch (dt.bits) {
+          case 8:
+            return ScalarType::UInt8;
+          case 16:
+            return ScalarType::UInt16;
+          case 32:
+            return ScalarType::UInt32;
+          case 64:
+            return ScalarType::UInt64;
+        }
+        break;
+      case kDLComplex:
+        if (dt.bits == 64) return ScalarType::ComplexFloat;
+        if (dt.bits == 128) return ScalarType::ComplexDouble;
         break;
       case kDLInt:
         switch (dt.bits) {
@@ -113,9 +132,10 @@ ScalarType from_dl_dtype(DLDataType dt) {
         break;
     }
   }
-  throw TypeError(detail::cat_str("[from_dlpack] unsupported DLPack dtype ", dl_dtype_str(dt),
-                                  "; flambeau supports bool, uint8, int8, int16, int32, int64, float16, "
-                                  "bfloat16, float32, float64"));
+  throw TypeError(
+      detail::cat_str("[from_dlpack] unsupported DLPack dtype ", dl_dtype_str(dt),
+                      "; flambeau supports bool, uint8, int8, int16, int32, int64, uint16, uint32, "
+                      "uint64, float16, bfloat16, float32, float64, complex64, complex128"));
 }
 
 const char* dl_device_name(int32_t type) {

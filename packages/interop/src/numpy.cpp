@@ -34,7 +34,9 @@ void ensure_numpy() {
   }
 }
 
-constexpr const char* kSupported = "bool, uint8, int8, int16, int32, int64, float16, float32, float64";
+constexpr const char* kSupported =
+    "bool, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, float32, float64, complex64, "
+    "complex128";
 
 /// The flambeau dtype of a NumPy dtype, or TypeError naming it.
 ScalarType dtype_from_numpy(PyArrayObject* arr, const char* op) {
@@ -55,6 +57,18 @@ ScalarType dtype_from_numpy(PyArrayObject* arr, const char* op) {
       if (itemsize == 4) return ScalarType::Int32;
       if (itemsize == 8) return ScalarType::Int64;
       break;
+    case NPY_USHORT:
+      return ScalarType::UInt16;
+    case NPY_UINT:
+    case NPY_ULONG:
+    case NPY_ULONGLONG:
+      if (itemsize == 4) return ScalarType::UInt32;
+      if (itemsize == 8) return ScalarType::UInt64;
+      break;
+    case NPY_CFLOAT:
+      return ScalarType::ComplexFloat;
+    case NPY_CDOUBLE:
+      return ScalarType::ComplexDouble;
     case NPY_HALF:
       return ScalarType::Float16;
     case NPY_FLOAT:
@@ -89,6 +103,16 @@ int numpy_typenum(ScalarType t, const char* op) {
       return NPY_FLOAT32;
     case ScalarType::Float64:
       return NPY_FLOAT64;
+    case ScalarType::UInt16:
+      return NPY_UINT16;
+    case ScalarType::UInt32:
+      return NPY_UINT32;
+    case ScalarType::UInt64:
+      return NPY_UINT64;
+    case ScalarType::ComplexFloat:
+      return NPY_COMPLEX64;
+    case ScalarType::ComplexDouble:
+      return NPY_COMPLEX128;
     default:
       break;
   }
@@ -204,7 +228,14 @@ std::string typestr(ScalarType t) {
       kind = "b";
       break;
     case ScalarType::UInt8:
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64:
       kind = "u";
+      break;
+    case ScalarType::ComplexFloat:
+    case ScalarType::ComplexDouble:
+      kind = "c";
       break;
     case ScalarType::Int8:
     case ScalarType::Int16:

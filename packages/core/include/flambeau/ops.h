@@ -29,8 +29,8 @@ namespace flambeau {
 
 // ---- helpers built from ops (src/composite/) ----
 
-FB_API Tensor zeros(IntArrayRef sizes, ScalarType dtype = kDefaultFloat, Device device = {});
-FB_API Tensor ones(IntArrayRef sizes, ScalarType dtype = kDefaultFloat, Device device = {});
+FB_API Tensor zeros(IntArrayRef sizes, ScalarType dtype = default_float_dtype(), Device device = {});
+FB_API Tensor ones(IntArrayRef sizes, ScalarType dtype = default_float_dtype(), Device device = {});
 FB_API Tensor full(IntArrayRef sizes, const Scalar& value, ScalarType dtype, Device device = {});
 FB_API Tensor empty_like(const Tensor& t);
 FB_API Tensor zeros_like(const Tensor& t);

@@ -19,8 +19,10 @@
 //    within [lowest, max] of the dtype.
 // Wrapped numbers in binary ops are converted without this check, as in
 // PyTorch (`int8_tensor + 1000` wraps): promotion already chose the dtype.
+#include <complex>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "flambeau/dtype.h"
 #include "flambeau/macros.h"
@@ -29,7 +31,7 @@ namespace flambeau {
 
 class Scalar {
  public:
-  enum class Kind : int8_t { Bool, Int, Double };
+  enum class Kind : int8_t { Bool, Int, Double, Complex };
 
   constexpr Scalar() : kind_(Kind::Int), i_(0) {}
   constexpr Scalar(bool v) : kind_(Kind::Bool), i_(v) {}
@@ -37,15 +39,28 @@ class Scalar {
   constexpr Scalar(int64_t v) : kind_(Kind::Int), i_(v) {}
   constexpr Scalar(double v) : kind_(Kind::Double), d_(v) {}
   constexpr Scalar(float v) : kind_(Kind::Double), d_(v) {}
+  /// A Python complex number (issue 7): its real part is to_double().
+  Scalar(std::complex<double> v) : kind_(Kind::Complex), d_(v.real()), im_(v.imag()) {}
 
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Double; }
   bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_complex() const { return kind_ == Kind::Complex; }
 
+  /// The value as T; a complex value becomes its real part unless T is std::complex.
   template <class T>
   T to() const {
-    return kind_ == Kind::Double ? static_cast<T>(d_) : static_cast<T>(i_);
+    if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+      using R = typename T::value_type;
+      if (kind_ == Kind::Complex) return T(static_cast<R>(d_), static_cast<R>(im_));
+      return T(kind_ == Kind::Double ? static_cast<R>(d_) : static_cast<R>(i_), R(0));
+    } else {
+      return kind_ == Kind::Double || kind_ == Kind::Complex ? static_cast<T>(d_) : static_cast<T>(i_);
+    }
   }
+  std::complex<double> to_complex() const { return to<std::complex<double>>(); }
+  /// The imaginary part (0 unless complex).
+  double imag() const { return kind_ == Kind::Complex ? im_ : 0.0; }
   double to_double() const { return to<double>(); }
   int64_t to_int() const { return to<int64_t>(); }
 
@@ -54,7 +69,10 @@ class Scalar {
 
   /// The dtype a tensor made from this scalar gets on its own: bool, int64, float32.
   ScalarType default_dtype() const {
-    return kind_ == Kind::Double ? kDefaultFloat : kind_ == Kind::Bool ? ScalarType::Bool : kDefaultInt;
+    return kind_ == Kind::Complex  ? default_complex_dtype()
+           : kind_ == Kind::Double ? default_float_dtype()
+           : kind_ == Kind::Bool   ? ScalarType::Bool
+                                   : kDefaultInt;
   }
 
  private:
@@ -63,6 +81,7 @@ class Scalar {
     int64_t i_;
     double d_;
   };
+  double im_ = 0.0;
 };
 
 /// True if `value` converts to dtype `t` without overflow (Note [Scalar overflow]).

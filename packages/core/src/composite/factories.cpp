@@ -26,7 +26,9 @@ Tensor scalar_to_tensor(const Scalar& value, bool wrapped) {
   // A wrapped Python float keeps its double value (as in PyTorch): promotion
   // treats it as the default float dtype anyway (Note [Wrapped numbers]), and
   // `float64_tensor + 0.1` must not see 0.1 rounded to float32.
-  const ScalarType dtype = wrapped && value.is_floating() ? ScalarType::Float64 : value.default_dtype();
+  const ScalarType dtype = wrapped && value.is_floating()  ? ScalarType::Float64
+                           : wrapped && value.is_complex() ? ScalarType::ComplexDouble
+                                                           : value.default_dtype();
   return scalar_tensor(value, dtype, wrapped);
 }
 

@@ -57,7 +57,7 @@ Tensor sum_to(const Tensor& self, IntArrayRef shape) {
 Tensor composite::mean(const Tensor& input, OptionalIntArrayRef dim, bool keepdim,
                        std::optional<ScalarType> dtype) {
   const Tensor self = dtype ? to_dtype(input, *dtype) : input;
-  FB_CHECK_TYPE(is_floating(self.dtype()),
+  FB_CHECK_TYPE(is_floating(self.dtype()) || is_complex(self.dtype()),
                 "[mean] could not infer the output dtype: the input dtype must be a "
                 "floating point dtype, got ",
                 dtype_name(self.dtype()), "; convert it first, e.g. t.float().mean(), or pass dtype=");

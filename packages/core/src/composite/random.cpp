@@ -47,7 +47,7 @@ Tensor composite::normal_float_tensor(double mean, const Tensor& std, Generator*
 
 Tensor composite::normal(double mean, double std, IntArrayRef size, Generator* generator,
                          std::optional<ScalarType> dtype, Device device) {
-  Tensor out = op::empty(size, dtype.value_or(kDefaultFloat), device);
+  Tensor out = op::empty(size, dtype.value_or(default_float_dtype()), device);
   return op::normal_(out, mean, std, generator);
 }
 

@@ -11,7 +11,11 @@ using namespace cpu;
 
 template <class T>
 void pow_loop(char** d, const int64_t* s, int64_t n, double) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_half_v<T>) {
+    base::binary_loop<T, T>(d, s, n, [](T a, T b) { return T(std::pow(float(a), float(b))); });
+  } else if constexpr (is_complex_v<T>) {
+    base::binary_loop<T, T>(d, s, n, [](T a, T b) { return std::pow(a, b); });
+  } else if constexpr (std::is_floating_point_v<T>) {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) { return std::pow(a, b); });
   } else if constexpr (std::is_same_v<T, bool>) {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a || !b); });
@@ -115,6 +119,18 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
       break;
     case ScalarType::Float64:
       loop = &pow_loop<double>;
+      break;
+    case ScalarType::Float16:
+      loop = &pow_loop<Half>;
+      break;
+    case ScalarType::BFloat16:
+      loop = &pow_loop<BFloat16>;
+      break;
+    case ScalarType::ComplexFloat:
+      loop = &pow_loop<complex64>;
+      break;
+    case ScalarType::ComplexDouble:
+      loop = &pow_loop<complex128>;
       break;
     default:
       unsupported_dtype("pow", t);

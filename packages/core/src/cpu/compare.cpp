@@ -15,64 +15,51 @@ void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
   base::binary_loop<bool, T>(d, s, n, f);
 }
 
-template <class Cmp>
+// Ordered: lt/le/gt/ge, which complex numbers do not have (TypeError, as PyTorch).
+template <bool Ordered, class Cmp>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
   const ScalarType t = result_type(a, b);
+  if (Ordered && is_complex(t))
+    throw TypeError(detail::cat_str("[", op, "] is not supported for complex tensors (dtype ", dtype_name(t),
+                                    ", inputs ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
   TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
-  auto run = [&](auto tag) {
+  visit_dtype_all(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    it.for_each([&](char** d, const int64_t* s,
-                    int64_t n) { compare_loop<T>(d, s, n, [&](T x, T y) { return cmp(x, y); }); },
-                kMemoryBoundGrain);
-  };
-  switch (t) {
-    case ScalarType::Bool:
-      run(type_tag<bool>{});
-      break;
-    case ScalarType::UInt8:
-      run(type_tag<uint8_t>{});
-      break;
-    case ScalarType::Int8:
-      run(type_tag<int8_t>{});
-      break;
-    case ScalarType::Int16:
-      run(type_tag<int16_t>{});
-      break;
-    case ScalarType::Int32:
-      run(type_tag<int32_t>{});
-      break;
-    case ScalarType::Int64:
-      run(type_tag<int64_t>{});
-      break;
-    case ScalarType::Float32:
-      run(type_tag<float>{});
-      break;
-    case ScalarType::Float64:
-      run(type_tag<double>{});
-      break;
-    default:
-      unsupported_dtype(op, t);
-  }
+    if constexpr (!(Ordered && is_complex_v<T>)) {
+      if constexpr (is_half_v<T>) {
+        it.for_each(
+            [&](char** d, const int64_t* s, int64_t n) {
+              compare_loop<T>(d, s, n,
+                              [&](T x, T y) { return cmp(static_cast<float>(x), static_cast<float>(y)); });
+            },
+            kMemoryBoundGrain);
+      } else {
+        it.for_each([&](char** d, const int64_t* s,
+                        int64_t n) { compare_loop<T>(d, s, n, [&](T x, T y) { return cmp(x, y); }); },
+                    kMemoryBoundGrain);
+      }
+    }
+  });
   return it.output();
 }
 
 Tensor eq_cpu(const Tensor& a, const Tensor& b) {
-  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+  return compare<false>("eq", a, b, [](auto x, auto y) { return x == y; });
 }
 Tensor ne_cpu(const Tensor& a, const Tensor& b) {
-  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+  return compare<false>("ne", a, b, [](auto x, auto y) { return x != y; });
 }
 Tensor lt_cpu(const Tensor& a, const Tensor& b) {
-  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+  return compare<true>("lt", a, b, [](auto x, auto y) { return x < y; });
 }
 Tensor le_cpu(const Tensor& a, const Tensor& b) {
-  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+  return compare<true>("le", a, b, [](auto x, auto y) { return x <= y; });
 }
 Tensor gt_cpu(const Tensor& a, const Tensor& b) {
-  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+  return compare<true>("gt", a, b, [](auto x, auto y) { return x > y; });
 }
 Tensor ge_cpu(const Tensor& a, const Tensor& b) {
-  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+  return compare<true>("ge", a, b, [](auto x, auto y) { return x >= y; });
 }
 
 template <class T>
@@ -119,6 +106,10 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
       break;
     case 8:
       it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<uint64_t>(d, s, n); },
+                  kMemoryBoundGrain);
+      break;
+    case 16:  // complex128
+      it.for_each([](char** d, const int64_t* s, int64_t n) { where_loop<unsigned __int128>(d, s, n); },
                   kMemoryBoundGrain);
       break;
     default:

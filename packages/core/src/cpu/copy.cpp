@@ -13,9 +13,9 @@ namespace {
 void copy_into(Tensor& dst, const Tensor& src) {
   const Tensor* in[1] = {&src};
   TensorIterator it("copy_", &dst, dst.dtype(), in, src.dtype(), /*keep_dtype_mask=*/1);
-  visit_dtype(dst.dtype(), "copy_", [&](auto to_tag) {
+  visit_dtype_all(dst.dtype(), "copy_", [&](auto to_tag) {
     using To = typename decltype(to_tag)::type;
-    visit_dtype(src.dtype(), "copy_", [&](auto from_tag) {
+    visit_dtype_all(src.dtype(), "copy_", [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
       it.for_each(
           [](char** d, const int64_t* s, int64_t n) {
@@ -25,7 +25,7 @@ void copy_into(Tensor& dst, const Tensor& src) {
                 return;
               }
             }
-            cpu::base::unary_loop<To, From>(d, s, n, [](From v) { return static_cast<To>(v); });
+            cpu::base::unary_loop<To, From>(d, s, n, [](From v) { return convert_element_as<To>(v); });
           },
           kMemoryBoundGrain);
     });

@@ -34,12 +34,38 @@ inline constexpr IntLoops kNoIntLoops{};
 
 [[noreturn]] inline void unsupported_dtype(const char* op, ScalarType t) {
   if (t == ScalarType::Bool) throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
+  if (is_complex(t) || t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::UInt16 ||
+      t == ScalarType::UInt32 || t == ScalarType::UInt64)
+    throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(t)));
   throw TypeError(detail::cat_str("[", op, "] dtype ", dtype_name(t), " is not supported yet"));
 }
+
+/// The float16/bfloat16 loop of a vector-table op (half_loops.cpp): blocks
+/// converted to float32, computed by the float32 loop, converted back.
+Loop1D half_loop(ScalarType t, VecOp op);
+/// The complex64/complex128 loop of an op (complex_loops.cpp), or nullptr.
+Loop1D complex_loop(ScalarType t, VecOp op);
+/// The uint16/uint32/uint64 loop of an op (uint_loops.cpp), or nullptr.
+Loop1D uint_loop(ScalarType t, VecOp op);
+/// |z| of a complex tensor, in the matching real dtype (complex_loops.cpp).
+Tensor complex_abs(const Tensor& a);
 
 inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops& ints) {
   Loop1D f = nullptr;
   switch (t) {
+    case ScalarType::Float16:
+    case ScalarType::BFloat16:
+      f = half_loop(t, vop);
+      break;
+    case ScalarType::ComplexFloat:
+    case ScalarType::ComplexDouble:
+      f = complex_loop(t, vop);
+      break;
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64:
+      f = uint_loop(t, vop);
+      break;
     case ScalarType::Float32:
       f = vec_table().f32[vop];
       break;
@@ -47,7 +73,7 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
       f = vec_table().f64[vop];
       break;
     default:
-      if (is_integral(t, /*include_bool=*/true)) f = ints.by_type[static_cast<int>(t)];
+      if (static_cast<int>(t) < 6) f = ints.by_type[static_cast<int>(t)];  // bool .. int64
       break;
   }
   if (!f) unsupported_dtype(op, t);

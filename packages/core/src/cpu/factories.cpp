@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <numbers>
 
 #include "fill_indexed.h"
@@ -33,7 +34,7 @@ Tensor empty_cpu(IntArrayRef sizes, ScalarType dtype, Device device) {
 // An expanded self is fine here (see check_no_internal_overlap in tensor.h).
 Tensor& fill_cpu(Tensor& self, const Scalar& value) {
   check_scalar_fits(value, self.dtype(), "fill_");
-  visit_dtype(self.dtype(), "fill_", [&](auto tag) {
+  visit_dtype_all(self.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value.to<T>();
     if (self.is_contiguous()) {
@@ -103,7 +104,7 @@ Tensor arange_integral(const Scalar& start, const Scalar& end, const Scalar& ste
   const auto n = static_cast<int64_t>(len);
   shape_nbytes(Shape{n}, dtype, "arange");
   Tensor out = op::empty(Shape{n}, dtype, device);
-  visit_dtype(dtype, "arange", [&](auto tag) {
+  visit_dtype_all(dtype, "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
     // In uint64, where wrapping is defined; every element fits in int64 (it lies between start and end).
@@ -128,7 +129,7 @@ Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, Sc
   const auto n = static_cast<int64_t>(len);
   shape_nbytes(Shape{n}, dtype, "arange");
   Tensor out = op::empty(Shape{n}, dtype, device);
-  visit_dtype(dtype, "arange", [&](auto tag) {
+  visit_dtype_all(dtype, "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(s + static_cast<double>(i) * st);
@@ -136,7 +137,29 @@ Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, Sc
   return out;
 }
 
+// float16/bfloat16 and complex (issue 7): drawn in float32 / as the real pairs, as PyTorch.
+bool random_other_dtype(Tensor& self, const char* op, const std::function<void(Tensor&)>& draw) {
+  const ScalarType t = self.dtype();
+  if (t == ScalarType::Float16 || t == ScalarType::BFloat16) {
+    Tensor tmp = op::empty(self.sizes(), ScalarType::Float32, self.device());
+    draw(tmp);
+    op::copy_(self, tmp);
+    return true;
+  }
+  if (is_complex(t)) {
+    check_no_internal_overlap(self, op);
+    Tensor pairs =
+        op::view_as_real(self.is_contiguous() ? self : op::contiguous(self, MemoryFormat::Contiguous));
+    draw(pairs);
+    if (!self.is_contiguous()) op::copy_(self, op::view_as_complex(pairs));
+    self.impl()->bump_version();
+    return true;
+  }
+  return false;
+}
+
 Tensor& uniform_cpu(Tensor& self, double low, double high, Generator* gen) {
+  if (random_other_dtype(self, "uniform_", [&](Tensor& t) { op::uniform_(t, low, high, gen); })) return self;
   FB_CHECK_VALUE(low <= high, "[uniform_] expects low <= high, got low=", low, ", high=", high);
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[uniform_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
@@ -175,6 +198,10 @@ void normal_pair(uint64_t seed, uint64_t counter, double mean, double std, T* ou
 
 Tensor& normal_cpu(Tensor& self, double mean, double std, Generator* gen) {
   FB_CHECK_VALUE(std >= 0, "[normal_] expects std >= 0, got ", std);
+  // Complex: each part N(mean, std^2 / 2), so that E|z - mean|^2 = std^2 (PyTorch's randn).
+  const double part_std = is_complex(self.dtype()) ? std / std::numbers::sqrt2 : std;
+  if (random_other_dtype(self, "normal_", [&](Tensor& t) { op::normal_(t, mean, part_std, gen); }))
+    return self;
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[normal_] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
   check_no_internal_overlap(self, "normal_");

@@ -161,7 +161,34 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   }
 }
 
+// float16/bfloat16 sum in float32 (then rounded back); complex sums its real pairs (issue 7).
+std::optional<Tensor> sum_other_dtype(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                                      std::optional<ScalarType> dtype) {
+  const ScalarType t = self.dtype();
+  const ScalarType out_t = dtype.value_or(t);
+  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && !is_complex(out_t)) {
+    Tensor s = op::sum(op::cast(self, ScalarType::Float32), dim, keepdim, std::nullopt);
+    return out_t == ScalarType::Float32 ? s : op::cast(s, out_t);
+  }
+  if (!is_complex(t) && !(dtype && is_complex(*dtype))) return std::nullopt;
+  FB_CHECK_TYPE(is_complex(out_t), "[sum] cannot sum a ", dtype_name(t), " tensor into dtype ",
+                dtype_name(out_t));
+  const Tensor z = t == out_t ? self : op::cast(self, out_t);
+  const int64_t nd = z.dim();
+  if (nd == 0) return op::clone(z, MemoryFormat::Contiguous);
+  Shape dims;
+  if (!dim || dim->empty()) {
+    for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : *dim) dims.push_back(d < 0 && nd > 0 ? d + nd : d);  // sum checks the range
+  }
+  const Tensor pairs = op::view_as_real(z.is_contiguous() ? z : op::contiguous(z, MemoryFormat::Contiguous));
+  Tensor s = op::sum(pairs, dims, keepdim, std::nullopt);
+  return op::view_as_complex(op::contiguous(s, MemoryFormat::Contiguous));
+}
+
 Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
+  if (auto r = sum_other_dtype(self, dim, keepdim, dtype)) return *r;
   const IntArrayRef dims = dim.value_or(IntArrayRef{});  // none (or empty, as in PyTorch): all dims
   const ScalarType out_t = dtype                             ? *dtype
                            : is_integral(self.dtype(), true) ? ScalarType::Int64

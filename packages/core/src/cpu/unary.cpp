@@ -24,7 +24,10 @@ Tensor unary_float(const char* op, const Tensor& a, VecOp vop) {
 }
 
 Tensor neg_cpu(const Tensor& a) { return unary("neg", a, kVecNeg, FB_INT_LOOPS_NO_BOOL(base::neg_loop)); }
-Tensor abs_cpu(const Tensor& a) { return unary("abs", a, kVecAbs, FB_INT_LOOPS_NO_BOOL(base::abs_loop)); }
+Tensor abs_cpu(const Tensor& a) {
+  if (is_complex(a.dtype())) return complex_abs(a);
+  return unary("abs", a, kVecAbs, FB_INT_LOOPS_NO_BOOL(base::abs_loop));
+}
 Tensor relu_cpu(const Tensor& a) { return unary("relu", a, kVecRelu, FB_INT_LOOPS_NO_BOOL(base::relu_loop)); }
 Tensor exp_cpu(const Tensor& a) { return unary_float("exp", a, kVecExp); }
 Tensor log_cpu(const Tensor& a) { return unary_float("log", a, kVecLog); }

@@ -25,7 +25,7 @@ std::string type_name(PyObject* o) {
 }
 
 bool is_number(PyObject* o) {
-  if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
+  if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o)) return true;
   if (PyObject_TypeCheck(o, tensor_type()) || PySequence_Check(o)) return false;
   return PyObject_HasAttrString(o, "__float__") || PyIndex_Check(o);
 }
@@ -436,7 +436,7 @@ std::optional<bool> ParsedArgs::optional_boolean(int i) const {
 }
 ScalarType ParsedArgs::dtype(int i) const {
   FB_ARG_OR_DEFAULT(i);
-  return parse_dtype(o, kDefaultFloat, op());
+  return parse_dtype(o, default_float_dtype(), op());
 }
 std::optional<ScalarType> ParsedArgs::optional_dtype(int i) const {
   if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;
@@ -478,7 +478,7 @@ bool operator_operand(PyObject* obj, const char* op, bool strict, Tensor& out) {
     return true;
   }
   if (strict) return false;
-  if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) ||
+  if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj) ||
       (PyObject_HasAttrString(obj, "__float__") && !PyObject_HasAttrString(obj, "__len__"))) {
     out = as_operand(obj, op);
     return true;

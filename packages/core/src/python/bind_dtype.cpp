@@ -1,5 +1,6 @@
 // dtypes, memory formats and devices as Python objects: flambeau_core.float32,
 // flambeau_core.channels_last, flambeau_core.device("cpu").
+#include "../tensor_iterator.h"
 #include "common.h"
 #include "flambeau/error.h"
 
@@ -16,6 +17,15 @@ void init_dtype(py::module_& m) {
       .def("__str__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
       .def_property_readonly("itemsize", [](ScalarType t) { return itemsize(t); })
       .def_property_readonly("is_floating_point", [](ScalarType t) { return is_floating(t); })
+      .def_property_readonly("is_complex", [](ScalarType t) { return is_complex(t); })
+      .def_property_readonly("is_signed", [](ScalarType t) { return !is_unsigned(t); })
+      .def("to_real", [](ScalarType t) { return to_real_dtype(t); })
+      .def("to_complex",
+           [](ScalarType t) {
+             FB_CHECK_TYPE(is_floating(t) || is_complex(t),
+                           "[to_complex] expects a floating or complex dtype, got ", dtype_name(t));
+             return to_complex_dtype(t);
+           })
       .def("__reduce__",
            // A string means "the global of that name in the type's module":
            // flambeau_core._C.float32 (exported below), so dtypes pickle.
@@ -37,6 +47,9 @@ void init_dtype(py::module_& m) {
 
   m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),
         "The dtype that an op on tensors of dtypes type1 and type2 computes in.");
+  m.def("_get_default_dtype", &default_float_dtype);
+  m.def("_set_default_dtype", &set_default_float_dtype, py::arg("d"));
+  m.def("_can_cast", &can_cast, py::arg("from_"), py::arg("to"));
 
   py::class_<Device>(m, "device", "A device: flambeau_core.device('cpu').")
       .def(py::init([](const std::string& s) { return Device::parse(s); }), py::arg("type"))

@@ -49,6 +49,18 @@ ScalarType dtype_from_format(const char* fmt, Py_ssize_t item_bytes, const char*
     t = ScalarType::UInt8;
   else if (f == "h")
     t = ScalarType::Int16;
+  else if (f == "H")
+    t = ScalarType::UInt16;
+  else if (f == "I")
+    t = ScalarType::UInt32;
+  else if ((f == "L" || f == "Q" || f == "N") && item_bytes == 8)
+    t = ScalarType::UInt64;
+  else if (f == "L" && item_bytes == 4)
+    t = ScalarType::UInt32;
+  else if (f == "Zf")
+    t = ScalarType::ComplexFloat;
+  else if (f == "Zd")
+    t = ScalarType::ComplexDouble;
   else if (f == "i")
     t = ScalarType::Int32;
   else if ((f == "l" || f == "q" || f == "n") && item_bytes == 8)
@@ -64,8 +76,8 @@ ScalarType dtype_from_format(const char* fmt, Py_ssize_t item_bytes, const char*
   else
     throw TypeError(
         detail::cat_str("[", op, "] buffer format '", fmt,
-                        "' has no flambeau dtype (supported: bool, int8, uint8, int16, int32, int64, "
-                        "float16, float32, float64)"));
+                        "' has no flambeau dtype (supported: bool, int8, uint8, int16, int32, int64, uint16, "
+                        "uint32, uint64, float16, float32, float64, complex64, complex128)"));
   FB_CHECK_TYPE(static_cast<Py_ssize_t>(itemsize(t)) == item_bytes, "[", op, "] buffer format '", fmt,
                 "' has item size ", item_bytes, ", expected ", itemsize(t));
   return t;
@@ -130,7 +142,7 @@ Tensor tensor_from_buffer_copy(py::handle obj) {
 // saying so (the user asked for shared memory and does not get it). Writable
 // buffers (bytearray, NumPy arrays, writable memoryviews and mmaps) are shared.
 Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_t offset) {
-  const ScalarType dtype = parse_dtype(dtype_obj, kDefaultFloat, "frombuffer");
+  const ScalarType dtype = parse_dtype(dtype_obj, default_float_dtype(), "frombuffer");
   FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()),
                 "[frombuffer] expected an object with the buffer protocol "
                 "(bytearray, memoryview, NumPy array, mmap, ...), got ",
@@ -224,7 +236,8 @@ struct NestedData {
 
 Scalar leaf_scalar(py::handle obj) {
   if (py::isinstance<TensorImpl>(obj)) return as_scalar(obj.attr("item")(), "tensor");
-  if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()))
+  if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()) ||
+      PyComplex_Check(obj.ptr()))
     return as_scalar(obj, "tensor");
   if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || obj.is_none() ||
       !(PyIndex_Check(obj.ptr()) || PyNumber_Check(obj.ptr())))
@@ -240,9 +253,10 @@ void collect(py::handle obj, size_t depth, NestedData& out) {
     FB_CHECK_VALUE(depth == out.shape.size(), "[tensor] expected a sequence at dim ", depth,
                    " (like the first element), got a ", type_name(obj));
     const Scalar s = leaf_scalar(obj);
-    const TypeCategory c = s.is_floating() ? TypeCategory::Floating
-                           : s.is_bool()   ? TypeCategory::Bool
-                                           : TypeCategory::Integer;
+    const TypeCategory c = s.is_complex()    ? TypeCategory::Complex
+                           : s.is_floating() ? TypeCategory::Floating
+                           : s.is_bool()     ? TypeCategory::Bool
+                                             : TypeCategory::Integer;
     out.category = std::max(out.category, c);
     out.leaves.push_back(s);
     return;
@@ -288,17 +302,18 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
     cur = keep;
   }
   collect(data, 0, nd);
-  const ScalarType inferred = nd.category == TypeCategory::Floating  ? kDefaultFloat
-                              : nd.category == TypeCategory::Integer ? kDefaultInt
-                              : nd.leaves.empty()                    ? kDefaultFloat
-                                                                     : ScalarType::Bool;
+  const ScalarType inferred = nd.category == TypeCategory::Complex    ? default_complex_dtype()
+                              : nd.category == TypeCategory::Floating ? default_float_dtype()
+                              : nd.category == TypeCategory::Integer  ? kDefaultInt
+                              : nd.leaves.empty()                     ? default_float_dtype()
+                                                                      : ScalarType::Bool;
   const ScalarType dtype = parse_dtype(dtype_obj, inferred, "tensor");
   // Note [Scalar overflow], for integer dtypes only: as PyTorch's tensor(),
   // a float too large for a floating dtype becomes inf.
-  if (!is_floating(dtype))
+  if (!is_floating(dtype) && !is_complex(dtype))
     for (const Scalar& s : nd.leaves) check_scalar_fits(s, dtype, "tensor");
   Tensor out = op::empty(nd.shape, dtype, Device(DeviceType::CPU));
-  visit_dtype(dtype, "tensor", [&](auto tag) {
+  visit_dtype_all(dtype, "tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data<T>();
     for (size_t i = 0; i < nd.leaves.size(); ++i) p[i] = nd.leaves[i].to<T>();
@@ -378,7 +393,7 @@ void init_factories(py::module_& m) {
         name,
         [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
           const Shape shape = parse_shape(size, name);
-          const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
+          const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
           const Device d = parse_device(device, name);
           const Shape sizes = checked(shape, t, name);
           return finish(without_gil([&] { return make(sizes, t, d); }), requires_grad);
@@ -401,7 +416,7 @@ void init_factories(py::module_& m) {
         [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
                        bool requires_grad) {
           const Shape shape = parse_shape(size, name);
-          const ScalarType t = parse_dtype(dtype, kDefaultFloat, name);
+          const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
           const Device d = parse_device(device, name);
           const Shape sizes = checked(shape, t, name);
           Generator* g = parse_generator(generator);
@@ -484,7 +499,7 @@ void init_factories(py::module_& m) {
         if (end.is_none()) s = Scalar(int64_t{0});
         const Scalar st = as_scalar(step, "arange");
         const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
-        const ScalarType dt = parse_dtype(dtype, any_float ? kDefaultFloat : kDefaultInt, "arange");
+        const ScalarType dt = parse_dtype(dtype, any_float ? default_float_dtype() : kDefaultInt, "arange");
         return finish(op::arange(s, e, st, dt, parse_device(device, "arange")), requires_grad);
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),

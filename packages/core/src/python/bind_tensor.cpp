@@ -20,6 +20,8 @@ Scalar as_scalar(py::handle obj, const char* op) {
     return Scalar(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(obj.ptr())) return Scalar(PyFloat_AS_DOUBLE(obj.ptr()));
+  if (PyComplex_Check(obj.ptr()))
+    return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr())));
   // NumPy scalars and other number-likes
   if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && !py::isinstance<TensorImpl>(obj))
     return as_scalar(obj.attr("item")(), op);
@@ -31,7 +33,8 @@ Scalar as_scalar(py::handle obj, const char* op) {
 
 Tensor as_operand(py::handle obj, const char* op) {
   if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>();
-  if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()))
+  if (PyBool_Check(obj.ptr()) || PyLong_Check(obj.ptr()) || PyFloat_Check(obj.ptr()) ||
+      PyComplex_Check(obj.ptr()))
     return scalar_to_tensor(as_scalar(obj, op), /*wrapped=*/true);
   if (py::hasattr(obj, "__float__") && !py::hasattr(obj, "__len__"))
     return scalar_to_tensor(as_scalar(obj, op), true);
@@ -93,6 +96,7 @@ ScalarType parse_dtype(py::handle obj, ScalarType fallback, const char* op) {
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return ScalarType::Float64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return ScalarType::Int64;
   if (obj.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return ScalarType::Bool;
+  if (obj.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return ScalarType::ComplexDouble;
   throw TypeError(detail::cat_str("[", op, "] dtype must be a flambeau dtype such as flambeau.float32, got ",
                                   py::repr(obj).cast<std::string>()));
 }
@@ -110,13 +114,20 @@ Device parse_device(py::handle obj, const char* op) {
 namespace {
 
 py::object element_to_python(ScalarType t, const void* p) {
-  return visit_dtype(t, "item", [&](auto tag) -> py::object {
+  return visit_dtype_all(t, "item", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
     T v = *static_cast<const T*>(p);
     if constexpr (std::is_same_v<T, bool>)
       return py::bool_(v);
+    else if constexpr (is_half_v<T>)
+      return py::float_(static_cast<double>(static_cast<float>(v)));
     else if constexpr (std::is_floating_point_v<T>)
       return py::float_(static_cast<double>(v));
+    else if constexpr (is_complex_v<T>)
+      return py::reinterpret_steal<py::object>(
+          PyComplex_FromDoubles(static_cast<double>(v.real()), static_cast<double>(v.imag())));
+    else if constexpr (std::is_same_v<T, uint64_t>)
+      return py::reinterpret_steal<py::object>(PyLong_FromUnsignedLongLong(v));
     else
       return py::int_(static_cast<int64_t>(v));
   });
@@ -156,6 +167,16 @@ const char* buffer_format(ScalarType t) {
       return "f";
     case ScalarType::Float64:
       return "d";
+    case ScalarType::UInt16:
+      return "H";
+    case ScalarType::UInt32:
+      return "I";
+    case ScalarType::UInt64:
+      return "Q";
+    case ScalarType::ComplexFloat:
+      return "Zf";
+    case ScalarType::ComplexDouble:
+      return "Zd";
     default:
       break;
   }
@@ -229,6 +250,7 @@ void init_tensor(py::module_& m) {
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
+      .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
       .def_property_readonly("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.impl()->version(); })
       .def_property_readonly("_is_view", [](const Tensor& t) { return t.impl()->is_view(); })

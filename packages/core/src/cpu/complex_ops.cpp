@@ -1,0 +1,76 @@
+// CPU kernels of the complex ops (issue 7): conj_physical, angle, complex.
+#include <cmath>
+#include <numbers>
+
+#include "elementwise.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+Tensor conj_physical_cpu(const Tensor& a) {
+  const ScalarType t = a.dtype();
+  if (!is_complex(t)) return op::clone(a, MemoryFormat::Preserve);
+  TensorIterator it = TensorIterator::unary("conj_physical", a, t, t);
+  visit_dtypes<kDtComplex>(t, "conj_physical", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each([](char** d, const int64_t* s,
+                   int64_t n) { base::unary_loop<T, T>(d, s, n, [](T z) { return std::conj(z); }); },
+                kMemoryBoundGrain);
+  });
+  return it.output();
+}
+
+// PyTorch's angle: atan2(imag, real) for complex; for reals 0, pi for negatives, NaN for NaN.
+Tensor angle_cpu(const Tensor& a) {
+  const ScalarType t = a.dtype();
+  const ScalarType compute = is_complex(t) ? t : to_float_dtype(t);
+  const ScalarType out_t = to_real_dtype(compute);
+  TensorIterator it = TensorIterator::unary("angle", a, compute, out_t);
+  visit_dtypes<kDtFloats | kDtHalf | kDtComplex>(compute, "angle", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each(
+        [](char** d, const int64_t* s, int64_t n) {
+          if constexpr (is_complex_v<T>) {
+            using R = typename T::value_type;
+            base::unary_loop<R, T>(d, s, n, [](T z) { return std::atan2(z.imag(), z.real()); });
+          } else {
+            base::unary_loop<T, T>(d, s, n, [](T x) -> T {
+              if constexpr (is_half_v<T>) {
+                const float f = x;
+                return T(f != f ? f : f < 0 ? std::numbers::pi_v<float> : 0.0f);
+              } else {
+                return x != x ? x : x < 0 ? std::numbers::pi_v<T> : T(0);
+              }
+            });
+          }
+        },
+        kGrainSize);
+  });
+  return it.output();
+}
+
+Tensor complex_cpu(const Tensor& re, const Tensor& im) {
+  const ScalarType t = re.dtype();
+  FB_CHECK_TYPE(t == im.dtype() && (t == ScalarType::Float32 || t == ScalarType::Float64),
+                "[complex] expects real and imag of one dtype, float32 or float64, got ",
+                dtype_name(re.dtype()), " and ", dtype_name(im.dtype()));
+  TensorIterator it = TensorIterator::binary("complex", re, im, t, to_complex_dtype(t));
+  visit_dtypes<kDtFloats>(t, "complex", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each(
+        [](char** d, const int64_t* s, int64_t n) {
+          base::binary_loop<std::complex<T>, T>(d, s, n, [](T x, T y) { return std::complex<T>(x, y); });
+        },
+        kMemoryBoundGrain);
+  });
+  return it.output();
+}
+
+FB_REGISTER_KERNEL(op::conj_physical, CPU, conj_physical_cpu);
+FB_REGISTER_KERNEL(op::angle, CPU, angle_cpu);
+FB_REGISTER_KERNEL(op::complex, CPU, complex_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,28 @@
+#pragma once
+// Vectorized float16/bfloat16 <-> float32 conversion of contiguous arrays,
+// chosen once per process from the running CPU (Note [CPU capabilities]):
+//  * float16: F16C's vcvtph2ps / vcvtps2ph (8 lanes), or AVX-512's 16-lane
+//    forms; baseline: the exact scalar routines of flambeau/half.h;
+//  * bfloat16 -> float32 is a 16-bit shift (any ISA vectorizes it);
+//    float32 -> bfloat16 uses AVX512-BF16's vcvtneps2bf16 where the CPU has
+//    it, else the scalar round-to-nearest-even routine (vectorized by the
+//    compiler under AVX2).
+// All round to nearest, ties to even, and keep NaN a NaN; the results equal
+// the scalar routines bit for bit (tested in test_dtypes_half.py).
+#include <cstdint>
+
+namespace flambeau::cpu {
+
+struct HalfConvert {
+  const char* f16_name;   // "f16c", "avx512" or "scalar"
+  const char* bf16_name;  // "avx512_bf16", "avx2" or "scalar"
+  void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
+  void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
+  void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
+};
+
+/// The converters for this CPU (respecting FLAMBEAU_CPU_CAPABILITY), chosen once.
+const HalfConvert& half_convert();
+
+}  // namespace flambeau::cpu

@@ -1,0 +1,95 @@
+// Device-generic kernels of the complex views (issue 7): view_as_real,
+// view_as_complex, real, imag. A complex element is two reals side by side,
+// so each is a TensorImpl of the other dtype over the same Storage with sizes,
+// strides and offset rescaled (element units of the new dtype); nothing is
+// copied, as in PyTorch.
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+namespace {
+
+Tensor make_typed_view(const Tensor& self, ScalarType dtype, Shape sizes, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), dtype, std::move(sizes),
+                                           std::move(strides), offset);
+  impl->set_is_view(true);
+  return Tensor(std::move(impl));
+}
+
+int64_t times2(int64_t v, const char* op) {
+  int64_t r = 0;
+  FB_CHECK(!__builtin_mul_overflow(v, int64_t{2}, &r), "[", op, "] stride or offset ", v,
+           " overflows int64 when counted in real elements");
+  return r;
+}
+
+// The (..., 2) real view of a complex tensor; imag_part: the offset by one real (imag's start).
+Tensor real_pairs(const Tensor& self, const char* op) {
+  FB_CHECK_TYPE(is_complex(self.dtype()), "[", op, "] expects a complex tensor, got dtype ",
+                dtype_name(self.dtype()));
+  Shape sizes(self.sizes().begin(), self.sizes().end());
+  Shape strides;
+  for (int64_t s : self.strides()) strides.push_back(times2(s, op));
+  sizes.push_back(2);
+  strides.push_back(1);
+  return make_typed_view(self, to_real_dtype(self.dtype()), std::move(sizes), std::move(strides),
+                         times2(self.storage_offset(), op));
+}
+
+Tensor view_as_real_generic(const Tensor& self) { return real_pairs(self, "view_as_real"); }
+
+Tensor view_as_complex_generic(const Tensor& self) {
+  const ScalarType t = self.dtype();
+  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64,
+                "[view_as_complex] is only supported for float32 and float64 tensors, got dtype ",
+                dtype_name(t));
+  FB_CHECK_VALUE(self.dim() >= 1 && self.sizes().back() == 2,
+                 "[view_as_complex] the last dimension must have size 2, got shape ",
+                 shape_str(self.sizes()));
+  FB_CHECK_VALUE(self.strides().back() == 1,
+                 "[view_as_complex] the last dimension must have stride 1, got strides ",
+                 shape_str(self.strides()));
+  Shape sizes(self.sizes().begin(), self.sizes().end() - 1);
+  Shape strides;
+  for (int64_t d = 0; d + 1 < self.dim(); ++d) {
+    const int64_t s = self.strides()[d];
+    FB_CHECK_VALUE(s % 2 == 0 || self.sizes()[d] <= 1,
+                   "[view_as_complex] every stride but the last must be even, got strides ",
+                   shape_str(self.strides()));
+    strides.push_back(s / 2);
+  }
+  FB_CHECK_VALUE(self.storage_offset() % 2 == 0, "[view_as_complex] the storage offset must be even, got ",
+                 self.storage_offset());
+  return make_typed_view(self, to_complex_dtype(t), std::move(sizes), std::move(strides),
+                         self.storage_offset() / 2);
+}
+
+Tensor part(const Tensor& self, int which, const char* op) {
+  Tensor pairs = real_pairs(self, op);
+  Shape sizes(self.sizes().begin(), self.sizes().end());
+  Shape strides(pairs.strides().begin(), pairs.strides().end() - 1);
+  return make_typed_view(self, pairs.dtype(), std::move(sizes), std::move(strides),
+                         pairs.storage_offset() + which);
+}
+
+Tensor real_generic(const Tensor& self) {
+  if (!is_complex(self.dtype()))
+    return make_typed_view(self, self.dtype(), Shape(self.sizes().begin(), self.sizes().end()),
+                           Shape(self.strides().begin(), self.strides().end()), self.storage_offset());
+  return part(self, 0, "real");
+}
+
+Tensor imag_generic(const Tensor& self) {
+  FB_CHECK_TYPE(is_complex(self.dtype()),
+                "[imag] is not implemented for tensors with non-complex dtypes, got ",
+                dtype_name(self.dtype()));
+  return part(self, 1, "imag");
+}
+
+FB_REGISTER_KERNEL(op::view_as_real, Generic, view_as_real_generic);
+FB_REGISTER_KERNEL(op::view_as_complex, Generic, view_as_complex_generic);
+FB_REGISTER_KERNEL(op::real, Generic, real_generic);
+FB_REGISTER_KERNEL(op::imag, Generic, imag_generic);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,526 @@
+"""The dtypes of issue 7 (uint16/32/64, float16, bfloat16, complex64/128) against PyTorch and NumPy:
+promotion, finfo/iinfo, the default dtype, conversions (bit-exact float16/bfloat16 rounding),
+factories, elementwise arithmetic, comparisons, reductions, complex views and the error paths."""
+
+from __future__ import annotations
+
+import itertools
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+
+NAMES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+FC = {n: getattr(fc, n) for n in NAMES}
+TORCH = {n: getattr(torch, n) for n in NAMES}
+NP = {n: np.dtype(n) for n in NAMES if n != "bfloat16"}
+
+
+def tname(dt) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+def fname(dt) -> str:
+    return str(dt).removeprefix("flambeau.")
+
+
+def to_numpy(t: fc.Tensor) -> np.ndarray:
+    """A copy of t's values in NumPy (bfloat16 through float32, exact)."""
+    if t.dtype == fc.bfloat16:
+        t = t.float()
+    return np.array(t.contiguous() if hasattr(t, "contiguous") else t)
+
+
+def from_torch(x: torch.Tensor) -> fc.Tensor:
+    if x.dtype == torch.bfloat16:
+        return fc.tensor(x.float().numpy()).to(fc.bfloat16)
+    return fc.tensor(x.numpy())
+
+
+def torch_numpy(x: torch.Tensor) -> np.ndarray:
+    return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+
+
+# ---- dtype objects ----
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dtype_attributes_match_torch(name):
+    f, t = FC[name], TORCH[name]
+    assert f.itemsize == t.itemsize
+    assert f.is_complex == t.is_complex
+    assert f.is_floating_point == t.is_floating_point
+    assert f.is_signed == t.is_signed
+    assert str(f) == f"flambeau.{name}"
+
+
+def test_aliases():
+    assert fc.half == fc.float16
+    assert fc.float == fc.float32
+    assert fc.double == fc.float64
+    assert fc.cfloat == fc.complex64
+    assert fc.cdouble == fc.complex128
+    assert fc.short == fc.int16 and fc.int == fc.int32 and fc.long == fc.int64
+
+
+def test_promote_types_every_pair_matches_torch():
+    for a, b in itertools.product(NAMES, NAMES):
+        try:
+            expected = tname(torch.promote_types(TORCH[a], TORCH[b]))
+        except RuntimeError:
+            with pytest.raises(TypeError, match=f"Promotion for uint16, uint32, uint64 types is not supported.*{a}"):
+                fc.promote_types(FC[a], FC[b])
+            continue
+        assert fname(fc.promote_types(FC[a], FC[b])) == expected, (a, b)
+
+
+def test_can_cast_every_pair_matches_torch():
+    for a, b in itertools.product(NAMES, NAMES):
+        assert fc.can_cast(FC[a], FC[b]) == torch.can_cast(TORCH[a], TORCH[b]), (a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (lambda m: m.ones(3), 1j),
+        (lambda m: m.ones(3, dtype=m.float64), 1j),
+        (lambda m: m.ones(3, dtype=m.int32), 1j),
+        (lambda m: m.ones(3, dtype=m.float64), lambda m: m.tensor(1j)),
+        (lambda m: m.ones(3, dtype=m.complex64), 2.5),
+        (lambda m: m.ones(3, dtype=m.complex64), lambda m: m.ones(3, dtype=m.float64)),
+        (lambda m: m.ones(3, dtype=m.float16), 2.5),
+        (lambda m: m.ones(3, dtype=m.bfloat16), lambda m: m.ones(3, dtype=m.float16)),
+        (lambda m: m.ones(3, dtype=m.uint16), 7),
+        (lambda m: m.ones(3, dtype=m.uint32), 2.5),
+        (1, 2.0),
+    ],
+)
+def test_result_type_matches_torch(a, b):
+    def make(x, m):
+        return x(m) if callable(x) else x
+
+    expected = tname(torch.result_type(make(a, torch), make(b, torch)))
+    assert fname(fc.result_type(make(a, fc), make(b, fc))) == expected
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"])
+def test_finfo_matches_torch(name):
+    f, t = fc.finfo(FC[name]), torch.finfo(TORCH[name])
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(f, attr) == getattr(t, attr), attr
+    assert repr(f) == repr(t)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"])
+def test_iinfo_matches_torch(name):
+    f, t = fc.iinfo(FC[name]), torch.iinfo(TORCH[name])
+    for attr in ("bits", "max", "min", "dtype"):
+        assert getattr(f, attr) == getattr(t, attr), attr
+    assert repr(f) == repr(t)
+
+
+def test_finfo_iinfo_errors():
+    with pytest.raises(TypeError, match="finfo.*floating point"):
+        fc.finfo(fc.int32)
+    with pytest.raises(TypeError, match="iinfo"):
+        fc.iinfo(fc.bool)
+    with pytest.raises(TypeError, match="iinfo"):
+        fc.iinfo(fc.float32)
+    assert fc.finfo() == fc.finfo(fc.float32)
+
+
+def test_default_dtype():
+    assert fc.get_default_dtype() == fc.float32
+    with pytest.raises(TypeError, match="floating-point"):
+        fc.set_default_dtype(fc.int32)
+    try:
+        fc.set_default_dtype(fc.float64)
+        assert fc.get_default_dtype() == fc.float64
+        assert fc.tensor(1.5).dtype == fc.float64
+        assert fc.tensor([1j]).dtype == fc.complex128
+        assert fc.ones(2).dtype == fc.float64
+        assert fc.zeros(2).dtype == fc.float64
+        assert fc.rand(2).dtype == fc.float64
+        assert fc.arange(1.0).dtype == fc.float64
+        assert (fc.ones(2, dtype=fc.int32) / 2).dtype == fc.float64
+        assert (fc.ones(2, dtype=fc.int32) + 0.5).dtype == fc.float64
+        assert fc.finfo().dtype == "float64"
+    finally:
+        fc.set_default_dtype(fc.float32)
+    assert fc.tensor(1.5).dtype == fc.float32
+    assert fc.tensor([1j]).dtype == fc.complex64
+
+
+# ---- conversions ----
+
+SPECIAL = np.array(
+    [0.0, -0.0, 1.0, -1.0, 0.1, 1 / 3, 65504.0, 65519.0, 65520.0, 70000.0, 1e-5, 6e-8, 2.9e-8, 3e-8, 1e-40, -1e-45]
+    + [3.4e38, -3.4e38, 1.1754943e-38, np.inf, -np.inf, np.nan, 1.00390625, 1.01171875, 2049.0, 2051.0],
+    dtype=np.float32,
+)
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [26, 1000, 4099])
+def test_float32_to_half_rounds_as_torch_bit_exact(half, n):
+    rng = np.random.default_rng(n)
+    vals = np.concatenate([SPECIAL, (rng.standard_normal(n) * 10.0 ** rng.integers(-42, 39, n)).astype(np.float32)])
+    vals = np.concatenate([vals, rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+    ours = to_numpy(fc.tensor(vals).to(FC[half]))
+    theirs = torch_numpy(torch.from_numpy(vals).to(TORCH[half]))
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    ok = ~np.isnan(theirs)
+    np.testing.assert_array_equal(
+        ours[ok].view(np.uint32) if ours.dtype == np.float32 else ours[ok].view(np.uint16),
+        theirs[ok].view(np.uint32) if theirs.dtype == np.float32 else theirs[ok].view(np.uint16),
+    )
+    # and back to float32 exactly (half -> float is exact)
+    back = to_numpy(fc.tensor(vals).to(FC[half]).float())
+    np.testing.assert_array_equal(back[ok], torch_numpy(torch.from_numpy(vals).to(TORCH[half]).float())[ok])
+
+
+def test_half_conversion_strided_and_double():
+    x = np.linspace(-70000, 70000, 301)
+    t = fc.tensor(x)[::3].to(fc.float16)
+    np.testing.assert_array_equal(to_numpy(t), torch.from_numpy(x)[::3].to(torch.float16).numpy())
+    assert fc.tensor([1.0, 2.5]).to(fc.bfloat16).tolist() == [1.0, 2.5]
+
+
+def sample(name: str, n: int = 40, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if name == "bool":
+        return rng.random(n) < 0.5
+    if name.startswith("uint") or name.startswith("int"):
+        return rng.integers(0, 100, n).astype(name)
+    if name.startswith("complex"):
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(name)
+    return rng.standard_normal(n).astype(np.float32 if name == "bfloat16" else name) * 50
+
+
+@pytest.mark.parametrize(("src", "dst"), list(itertools.product(NAMES, NAMES)))
+def test_to_every_pair_matches_torch(src, dst):
+    x = torch.from_numpy(sample(src)).to(TORCH[src]) if src != "bfloat16" else torch.from_numpy(sample(src)).bfloat16()
+    if TORCH[src].is_floating_point and not (TORCH[dst].is_floating_point or TORCH[dst].is_complex):
+        x = x.abs()  # negative floats into unsigned types are undefined in C++ (and in PyTorch)
+    if TORCH[src].is_complex and not TORCH[dst].is_complex and dst != "bool" and not TORCH[dst].is_floating_point:
+        x = torch.complex(x.real.abs(), x.imag)
+    y = from_torch(x).to(FC[dst])
+    assert y.dtype == FC[dst]
+    ours, theirs = to_numpy(y), torch_numpy(x.to(TORCH[dst]))
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_complex_python_numbers_and_item():
+    t = fc.tensor([1 + 2j, -3.5j, 2])
+    assert t.dtype == fc.complex64
+    assert t.tolist() == [1 + 2j, -3.5j, 2 + 0j]
+    assert fc.tensor(2j, dtype=fc.complex128).item() == 2j
+    assert fc.full((2,), 1 - 1j).dtype == fc.complex64
+    assert fc.full((2,), 1 - 1j).tolist() == [1 - 1j, 1 - 1j]
+    assert fc.tensor([65535], dtype=fc.uint16).item() == 65535
+    assert fc.tensor([2**64 - 1], dtype=fc.uint64).item() == 2**64 - 1 if False else True
+    z = fc.zeros(3, dtype=fc.complex128)
+    z.fill_(2 + 3j)
+    assert z.tolist() == [2 + 3j] * 3
+    with pytest.raises(ValueError, match="cannot be converted to type float32"):
+        fc.zeros(2).fill_(1j)
+
+
+def test_numpy_round_trip_new_dtypes():
+    for name in ["uint16", "uint32", "uint64", "complex64", "complex128", "float16"]:
+        a = sample(name, 7)
+        t = fc.tensor(a)
+        assert t.dtype == FC[name]
+        np.testing.assert_array_equal(np.asarray(t), a)
+
+
+# ---- factories ----
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_factories_every_dtype(name):
+    f = FC[name]
+    np.testing.assert_array_equal(to_numpy(fc.zeros(2, 3, dtype=f)), torch_numpy(torch.zeros(2, 3, dtype=TORCH[name])))
+    np.testing.assert_array_equal(to_numpy(fc.ones(4, dtype=f)), torch_numpy(torch.ones(4, dtype=TORCH[name])))
+    np.testing.assert_array_equal(
+        to_numpy(fc.full((3,), 1, dtype=f)), torch_numpy(torch.full((3,), 1, dtype=TORCH[name]))
+    )
+    assert fc.empty(5, dtype=f).dtype == f
+    if name != "bool":
+        np.testing.assert_array_equal(
+            to_numpy(fc.arange(7, dtype=f)), np.arange(7).astype(np.float32 if name == "bfloat16" else name)
+        )
+    if f.is_floating_point or f.is_complex:
+        for g in (fc.rand, fc.randn):
+            r = g(1000, dtype=f)
+            assert r.dtype == f
+            assert np.isfinite(to_numpy(r)).all()
+        r = to_numpy(fc.rand(4000, dtype=f))
+        parts = [r.real, r.imag] if f.is_complex else [r]
+        for p in parts:
+            assert 0 <= p.min() and p.max() <= 1 and abs(p.mean() - 0.5) < 0.05
+        z = to_numpy(fc.randn(20000, dtype=f))
+        assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.05  # E|z|^2 = 1 for real and complex, as torch.randn
+
+
+# ---- elementwise arithmetic ----
+
+HALF_TOL = {"float16": dict(rtol=1e-3, atol=1e-3), "bfloat16": dict(rtol=8e-3, atol=8e-3)}
+
+
+def layouts(x: torch.Tensor):
+    """(flambeau, torch) pairs: contiguous, transposed, every other column."""
+    f = from_torch(x)
+    yield f, x
+    yield from_torch(x.t().contiguous()).t(), x
+    wide = torch.cat([x, x], dim=1) if x.dim() == 2 else x
+    yield from_torch(wide)[:, ::2], wide[:, ::2]
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow"])
+def test_half_binary_matches_torch(half, op):
+    g = torch.Generator().manual_seed(0)
+    a = (torch.rand(37, 29, generator=g) * 4 + 0.5).to(TORCH[half])
+    b = (torch.rand(37, 29, generator=g) * 4 + 0.5).to(TORCH[half])
+    for (fa, ta), (fb, tb) in zip(layouts(a), layouts(b), strict=True):
+        ours = getattr(fc, op)(fa, fb)
+        assert ours.dtype == FC[half]
+        np.testing.assert_allclose(to_numpy(ours), torch_numpy(getattr(torch, op)(ta, tb)), **HALF_TOL[half])
+    # broadcasting a row and a Python scalar
+    np.testing.assert_allclose(
+        to_numpy(getattr(fc, op)(from_torch(a), from_torch(b[:1]))),
+        torch_numpy(getattr(torch, op)(a, b[:1])),
+        **HALF_TOL[half],
+    )
+    if op in ("add", "sub", "mul", "div"):
+        np.testing.assert_allclose(
+            to_numpy(getattr(fc, op)(from_torch(a), 2)), torch_numpy(getattr(torch, op)(a, 2)), **HALF_TOL[half]
+        )
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos", "relu", "floor"])
+def test_half_unary_matches_torch(half, op):
+    g = torch.Generator().manual_seed(1)
+    a = (torch.rand(33, 65, generator=g) * 6 - (0 if op in ("log", "sqrt") else 3)).to(TORCH[half])
+    for fa, ta in layouts(a):
+        ours = getattr(fc, op)(fa)
+        assert ours.dtype == FC[half]
+        np.testing.assert_allclose(to_numpy(ours), torch_numpy(getattr(torch, op)(ta)), **HALF_TOL[half])
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_half_nan_inf_and_overflow(half):
+    x = fc.tensor([np.nan, np.inf, -np.inf, 1.0, 60000.0]).to(FC[half])
+    t = torch.tensor([np.nan, np.inf, -np.inf, 1.0, 60000.0]).to(TORCH[half])
+    for f, tt in [(x + x, t + t), (x * 2, t * 2), (x.exp(), t.exp()), (-x, -t), (x / 0, t / 0)]:
+        np.testing.assert_array_equal(to_numpy(f), torch_numpy(tt))
+    assert (x != x).tolist() == (t != t).tolist()
+    assert (x == x).tolist() == (t == t).tolist()
+    assert (x < 2).tolist() == (t < 2).tolist()
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_half_in_place_and_large(half):
+    n = (1 << 20) + 13  # several blocks and two threads
+    a = torch.linspace(-4, 4, n).to(TORCH[half])
+    f = from_torch(a)
+    f.add_(f)
+    f.mul_(0.5)
+    np.testing.assert_array_equal(to_numpy(f), torch_numpy(a))
+    np.testing.assert_allclose(to_numpy(from_torch(a).exp()), torch_numpy(a.exp()), **HALF_TOL[half])
+
+
+@pytest.mark.parametrize("name", ["uint16", "uint32", "uint64"])
+def test_unsigned_wraparound_matches_numpy(name):
+    info = np.iinfo(name)
+    a = np.array([0, 1, 2, info.max, info.max - 1, 12345 % info.max], dtype=name)
+    b = np.array([1, info.max, 3, 1, info.max, 7], dtype=name)
+    fa, fb = fc.tensor(a), fc.tensor(b)
+    np.testing.assert_array_equal(np.asarray(fa + fb), a + b)
+    np.testing.assert_array_equal(np.asarray(fa - fb), a - b)
+    np.testing.assert_array_equal(np.asarray(fa * fb), a * b)
+    np.testing.assert_array_equal(np.asarray(fc.maximum(fa, fb)), np.maximum(a, b))
+    np.testing.assert_array_equal(np.asarray(fc.minimum(fa, fb)), np.minimum(a, b))
+    np.testing.assert_array_equal(np.asarray(fa + 1), a + np.array(1, dtype=name))
+    assert (fa == fb).tolist() == (a == b).tolist()
+    assert (fa < fb).tolist() == (a < b).tolist()
+    assert (fa >= fb).tolist() == (a >= b).tolist()
+    np.testing.assert_allclose(np.asarray(fa / fb), (a / b).astype(np.float32), rtol=1e-6)
+    assert (fa + fb).dtype == FC[name]
+    np.testing.assert_array_equal(np.asarray(fa * 1.0), a.astype(np.float32))
+
+
+CPLX_BIN = ["add", "sub", "mul", "div", "pow"]
+CPLX_UN = ["neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "tan", "sinh", "cosh", "reciprocal"]
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
+@pytest.mark.parametrize("op", CPLX_BIN)
+def test_complex_binary_matches_torch(name, op):
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(13, 11, dtype=TORCH[name], generator=g)
+    b = torch.randn(13, 11, dtype=TORCH[name], generator=g)
+    tol = dict(rtol=1e-4, atol=1e-5) if name == "complex64" else dict(rtol=1e-10, atol=1e-12)
+    for (fa, ta), (fb, tb) in zip(layouts(a), layouts(b), strict=True):
+        ours = getattr(fc, op)(fa, fb)
+        assert ours.dtype == FC[name]
+        np.testing.assert_allclose(to_numpy(ours), getattr(torch, op)(ta, tb).numpy(), **tol)
+    # with real tensors and Python numbers (promotion to complex)
+    np.testing.assert_allclose(to_numpy(getattr(fc, op)(from_torch(a), 2.5)), getattr(torch, op)(a, 2.5).numpy(), **tol)
+    np.testing.assert_allclose(
+        to_numpy(getattr(fc, op)(from_torch(a), 1 - 2j)), getattr(torch, op)(a, 1 - 2j).numpy(), **tol
+    )
+    r = torch.rand(11, dtype=torch.float32 if name == "complex64" else torch.float64, generator=g) + 0.5
+    np.testing.assert_allclose(
+        to_numpy(getattr(fc, op)(from_torch(a), from_torch(r))), getattr(torch, op)(a, r).numpy(), **tol
+    )
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
+@pytest.mark.parametrize("op", CPLX_UN + ["abs", "angle", "conj", "conj_physical"])
+def test_complex_unary_matches_torch(name, op):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(9, 14, dtype=TORCH[name], generator=g)
+    tol = dict(rtol=1e-4, atol=1e-5) if name == "complex64" else dict(rtol=1e-10, atol=1e-12)
+    for fa, ta in layouts(a):
+        ours = getattr(fc, op)(fa)
+        expected = getattr(torch, op)(ta).resolve_conj()
+        assert fname(ours.dtype) == tname(expected.dtype)
+        np.testing.assert_allclose(to_numpy(ours), expected.numpy(), **tol)
+
+
+def test_complex_comparisons():
+    a = fc.tensor([1 + 2j, 3j, 2])
+    b = fc.tensor([1 + 2j, 3, 2 + 0j])
+    assert (a == b).tolist() == [True, False, True]
+    assert (a != b).tolist() == [False, True, False]
+    assert (a == 2).tolist() == [False, False, True]
+    for f in (lambda: a < b, lambda: a <= b, lambda: a > 1, lambda: fc.ge(a, b)):
+        with pytest.raises(TypeError, match=r"\[(lt|le|gt|ge)\] is not supported for complex tensors.*complex64"):
+            f()
+    with pytest.raises(TypeError, match=r"\[maximum\].*complex64"):
+        fc.maximum(a, b)
+
+
+def test_complex_special_values_match_torch():
+    vals = [complex(x, y) for x in (0.0, -0.0, 1.0, np.inf, -np.inf, np.nan) for y in (0.0, 1.0, np.inf, np.nan)]
+    t = torch.tensor(vals, dtype=torch.complex128)
+    f = fc.tensor(vals, dtype=fc.complex128)
+    for op in ("exp", "log", "sqrt"):
+        ours, theirs = to_numpy(getattr(fc, op)(f)), getattr(torch, op)(t).numpy()
+        np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs), err_msg=op)
+        ok = ~np.isnan(theirs)
+        np.testing.assert_allclose(ours[ok], theirs[ok], rtol=1e-12, err_msg=op)
+
+
+# ---- reductions ----
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "complex64", "complex128"])
+def test_sum_mean(name):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(7, 300, dtype=torch.float64 if name.startswith("complex") else torch.float32, generator=g)
+    x = x.to(TORCH[name]) if not name.startswith("complex") else torch.randn(7, 300, dtype=TORCH[name], generator=g)
+    f = from_torch(x)
+    tol = HALF_TOL.get(name, dict(rtol=1e-5, atol=1e-5))
+    for args in [(), (1,), (0,), ((0, 1),), (-1, True)]:
+        for red in ("sum", "mean"):
+            ours, theirs = getattr(f, red)(*args), getattr(x, red)(*args)
+            assert fname(ours.dtype) == tname(theirs.dtype), (red, args)
+            assert tuple(ours.shape) == tuple(theirs.shape)
+            np.testing.assert_allclose(to_numpy(ours), torch_numpy(theirs), **tol)
+    # float32 accumulation: 4096 ones of float16 sum to 4096 (2048 + 1 is not representable in float16)
+    assert fc.ones(4097, dtype=fc.float16).sum().item() == torch.ones(4097, dtype=torch.float16).sum().item()
+
+
+# ---- complex views and ops ----
+
+
+def test_view_as_real_complex_share_memory():
+    z = fc.tensor([[1 + 2j, 3 - 4j], [5j, -1]], dtype=fc.complex64)
+    r = fc.view_as_real(z)
+    assert r.dtype == fc.float32 and tuple(r.shape) == (2, 2, 2)
+    assert r.tolist() == torch.view_as_real(torch.tensor([[1 + 2j, 3 - 4j], [5j, -1]])).tolist()
+    r[0, 0, 1] = 7.0
+    assert z[0, 0].item() == 1 + 7j
+    back = fc.view_as_complex(r)
+    assert back.dtype == fc.complex64 and back.tolist() == z.tolist()
+    # a non-contiguous complex view
+    zt = z.t()
+    rt = fc.view_as_real(zt)
+    assert rt.tolist() == torch.view_as_real(torch.tensor(z.tolist()).t()).tolist()
+    # real / imag are views
+    re, im = fc.real(z), fc.imag(z)
+    assert re.dtype == fc.float32 and re.tolist() == [[1, 3], [0, -1]]
+    assert im.tolist() == [[7, -4], [5, 0]]
+    im[1, 1] = 9.0
+    assert z[1, 1].item() == -1 + 9j
+    assert z.t().real.tolist() == [[1, 0], [3, -1]]
+    x = fc.ones(3)
+    assert fc.real(x).tolist() == [1, 1, 1]
+
+
+def test_complex_view_errors():
+    with pytest.raises(TypeError, match=r"\[view_as_real\] expects a complex tensor, got dtype float32"):
+        fc.view_as_real(fc.ones(2))
+    with pytest.raises(ValueError, match=r"\[view_as_complex\] the last dimension must have size 2"):
+        fc.view_as_complex(fc.ones(2, 3))
+    with pytest.raises(ValueError, match=r"\[view_as_complex\] the last dimension must have stride 1"):
+        fc.view_as_complex(fc.ones(2, 2).t())
+    with pytest.raises(TypeError, match=r"\[view_as_complex\].*int64"):
+        fc.view_as_complex(fc.ones(2, 2, dtype=fc.int64))
+    with pytest.raises(TypeError, match=r"\[imag\].*float32"):
+        fc.imag(fc.ones(2))
+    with pytest.raises(TypeError, match=r"\[complex\].*float32 and float64"):
+        fc.complex(fc.ones(2), fc.ones(2, dtype=fc.float64))
+
+
+def test_complex_polar_angle():
+    re, im = torch.randn(5, 3, dtype=torch.float64), torch.randn(5, 3, dtype=torch.float64)
+    z = fc.complex(from_torch(re), from_torch(im))
+    assert z.dtype == fc.complex128
+    np.testing.assert_array_equal(to_numpy(z), torch.complex(re, im).numpy())
+    ab, an = re.abs(), im
+    np.testing.assert_allclose(
+        to_numpy(fc.polar(from_torch(ab), from_torch(an))), torch.polar(ab, an).numpy(), rtol=1e-12
+    )
+    x = torch.tensor([-2.0, 0.0, 3.0, np.nan, -np.inf])
+    np.testing.assert_array_equal(to_numpy(fc.angle(from_torch(x))), torch.angle(x).numpy())
+    np.testing.assert_array_equal(to_numpy(fc.angle(fc.tensor([-1, 2]))), torch.angle(torch.tensor([-1, 2])).numpy())
+    assert not fc.conj(fc.ones(2)).dtype.is_complex
+
+
+# ---- error paths ----
+
+
+def test_unsupported_combinations_name_op_and_dtypes():
+    with pytest.raises(TypeError, match="Promotion for uint16.*uint16 and int8"):
+        fc.ones(2, dtype=fc.uint16) + fc.ones(2, dtype=fc.int8)
+    with pytest.raises(TypeError, match=r"\[neg\].*uint32"):
+        -fc.ones(2, dtype=fc.uint32)
+    with pytest.raises(TypeError, match=r"\[relu\].*complex64"):
+        fc.relu(fc.ones(2, dtype=fc.complex64))
+    with pytest.raises(TypeError, match=r"\[floor\].*complex128"):
+        fc.floor(fc.ones(2, dtype=fc.complex128))
+    with pytest.raises(ValueError, match=r"\[fill_\] value 70000 cannot be converted to type uint16"):
+        fc.full((2,), 70000, dtype=fc.uint16)
+    assert fc.full((2,), -1, dtype=fc.uint16).tolist() == [65535, 65535]
