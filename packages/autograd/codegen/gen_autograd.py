@@ -287,7 +287,7 @@ class Entry:
         first = "std::get<0>(out)" if len(op.returns) > 1 else "out"
         out.append(f"  {ret} out = below(op::{op.cpp_name}, {call});")
         out.append(f"  const Tensor& result = {first};")
-        out.append("  if (!is_floating(result.dtype())) return out;")
+        out.append("  if (!is_floating(result.dtype()) && !is_complex(result.dtype())) return out;")
         out.append(f"  auto n = make_node<{self.node}>({edges});")
         for a in self.tensor_args:
             if a.name in with_formula:

@@ -110,7 +110,8 @@ Edge gradient_edge(const Tensor& t) {
 }
 
 void set_history(const Tensor& out, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
-  if (!is_floating(out.dtype())) return;  // integer and bool results never require grad
+  if (!is_floating(out.dtype()) && !is_complex(out.dtype()))
+    return;  // integer and bool results never require grad
   AutogradMeta* m = ensure_meta(out);
   m->grad_fn_ = fn;
   m->output_nr_ = output_nr;
@@ -406,7 +407,7 @@ std::atomic<bool> g_anomaly_mode{false};
 void check_anomaly(const Node& fn, const variable_list& out) {
   AutoExcludeAutograd guard;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].defined() || !is_floating(out[i].dtype())) continue;
+    if (!out[i].defined() || (!is_floating(out[i].dtype()) && !is_complex(out[i].dtype()))) continue;
     Tensor nan_count = op::sum(op::ne(out[i], out[i]), {}, false, ScalarType::Int64);
     if (*nan_count.data<int64_t>() != 0)
       throw RuntimeError(detail::cat_str("[detect_anomaly] Function '", fn.name(),

@@ -125,6 +125,25 @@ inline Tensor sign_of(const Tensor& x) {
   return op::sub(op::cast(x > 0.0, x.dtype()), op::cast(x < 0.0, x.dtype()), 1);
 }
 
+// ---- complex gradients (issue 7): PyTorch's convention, the conjugate Wirtinger
+// derivative: for a holomorphic f, grad_input = grad * conj(f'(z)). ----
+
+/// conj(x) for complex x, x itself otherwise (no copy for real tensors).
+inline Tensor cj(const Tensor& x) { return is_complex(x.dtype()) ? op::conj_physical(x) : x; }
+/// The gradient of abs: grad * sgn(x), sgn(z) = z / |z| (0 at 0) for complex z.
+inline Tensor abs_backward(const Tensor& grad, const Tensor& x) {
+  if (!is_complex(x.dtype())) return grad * sign_of(x);
+  const Tensor a = op::abs(x);
+  return op::where(op::eq(a, num(0)), num(0), grad * op::div(x, a));
+}
+/// The gradient of angle: grad * i z / |z|^2 for complex z (0 at 0); 0 for real inputs.
+inline Tensor angle_backward(const Tensor& grad, const Tensor& x) {
+  if (!is_complex(x.dtype())) return op::mul(grad, num(0));
+  const Tensor a2 = op::mul(op::abs(x), op::abs(x));
+  const Tensor iz = op::complex(op::neg(op::imag(x)), op::real(x));
+  return op::where(op::eq(a2, num(0)), num(0), grad * op::div(iz, a2));
+}
+
 /// PyTorch's threshold_backward: the gradient where result > threshold, else 0
 /// (a NaN result passes the gradient, as in PyTorch).
 /// clamp with number bounds: the gradient passes where min <= self <= max (bounds included), as PyTorch.
@@ -152,7 +171,7 @@ inline Tensor threshold_backward(const Tensor& grad, const Tensor& result, doubl
 /// d/da of a^b: b * a^(b-1), and 0 where b == 0 (avoids 0 * inf at a == 0).
 inline Tensor pow_backward_self(const Tensor& grad, const Tensor& a, const Tensor& b) {
   Tensor d = b * op::pow(a, b - num(1));
-  return where(op::eq(b, num(0)), 0.0, grad * d);
+  return where(op::eq(b, num(0)), 0.0, grad * cj(d));
 }
 /// d/db of a^b: a^b * log(a), and 0 where a == 0 and b >= 0 (PyTorch's convention).
 inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& a, const Tensor& b,

@@ -128,7 +128,7 @@ AutogradMetaInterface* TensorImpl::ensure_autograd_meta() {
 void TensorImpl::set_requires_grad(bool value) {
   if (!value && !autograd_meta_) return;
   if (value)
-    FB_CHECK_TYPE(is_floating(dtype_),
+    FB_CHECK_TYPE(is_floating(dtype_) || is_complex(dtype_),
                   "[requires_grad] only floating point tensors can require "
                   "gradients, got dtype ",
                   dtype_name(dtype_));

@@ -50,7 +50,7 @@ def state_dict_from_torch(state_dict: Mapping[str, Any], *, copy: bool = False) 
     one are seen by the other) unless ``copy=True``. The PyTorch memory stays
     alive as long as the flambeau tensor needs it.
 
-    Raises TypeError for a dtype flambeau lacks (complex, quantized, ...) or a
+    Raises TypeError for a dtype flambeau lacks (complex32, quantized, ...) or a
     tensor that is not strided (sparse).
 
     Example:
@@ -68,7 +68,7 @@ def state_dict_from_torch(state_dict: Mapping[str, Any], *, copy: bool = False) 
             continue
         if value.layout != torch.strided:
             raise TypeError(f"[{op}] entry {name!r} has layout {value.layout}; only dense (strided) tensors convert")
-        if value.is_complex() or value.is_quantized:
+        if value.is_quantized:  # complex converts since issue 7 (its conj bit resolved below)
             raise TypeError(f"[{op}] entry {name!r} has dtype {value.dtype}, which flambeau does not support")
         t = value.detach()
         if t.device.type != "cpu":

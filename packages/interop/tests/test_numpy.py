@@ -134,10 +134,10 @@ def test_from_numpy_accepts_subclasses_and_keeps_int_width():
 @pytest.mark.parametrize(
     "value,words",
     [
-        (np.arange(3, dtype=np.complex64), "complex64"),
+        (np.arange(3, dtype=np.clongdouble), "complex256"),
         (np.array([1, "a"], dtype=object), "object"),
-        (np.arange(3, dtype=np.uint16), "uint16"),
-        (np.arange(3, dtype=np.uint64), "uint64"),
+        (np.zeros(3, dtype="datetime64[s]"), "datetime64"),
+        (np.zeros(3, dtype="timedelta64[s]"), "timedelta64"),
         (np.array(["ab"]), "<U2"),
         (np.arange(3, dtype=np.longdouble), "float128"),
     ],

@@ -119,6 +119,86 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16"))) void f32_to_bf16
   for (; i < n; ++i) d[i] = detail::fp32_to_bf16_bits(s[i]);
 }
 
+// ---- fused binary ops (AVX-512): load, widen, compute, round, store ----
+
+#define FB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#define FB_AVX512_BF16 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+
+template <int Op>
+FB_AVX512 inline __m512 apply(__m512 a, __m512 b, __m512 alpha, bool unit) {
+  if constexpr (Op == 0) return unit ? _mm512_add_ps(a, b) : _mm512_add_ps(a, _mm512_mul_ps(alpha, b));
+  if constexpr (Op == 1) return unit ? _mm512_sub_ps(a, b) : _mm512_sub_ps(a, _mm512_mul_ps(alpha, b));
+  if constexpr (Op == 2) return _mm512_mul_ps(a, b);
+  return _mm512_div_ps(a, b);
+}
+template <int Op>
+inline float apply1(float a, float b, float alpha, bool unit) {
+  if constexpr (Op == 0) return unit ? a + b : a + alpha * b;
+  if constexpr (Op == 1) return unit ? a - b : a - alpha * b;
+  if constexpr (Op == 2) return a * b;
+  return a / b;
+}
+
+FB_AVX512 inline __m512 load_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+FB_AVX512 inline __m512 load_bf16(const uint16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+template <int Op>
+FB_AVX512 void f16_binary_avx512(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, float alpha,
+                                 bool b_scalar) {
+  const bool unit = alpha == 1.0f;
+  const __m512 va = _mm512_set1_ps(alpha);
+  const float bs = detail::fp16_bits_to_fp32(b[0]);
+  const __m512 vbs = _mm512_set1_ps(bs);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 r = apply<Op>(load_f16(a + i), b_scalar ? vbs : load_f16(b + i), va, unit);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i)
+    out[i] = detail::fp32_to_fp16_bits(apply1<Op>(
+        detail::fp16_bits_to_fp32(a[i]), b_scalar ? bs : detail::fp16_bits_to_fp32(b[i]), alpha, unit));
+}
+
+template <int Op, bool NativeBF16>
+FB_AVX512_BF16 void bf16_binary_avx512(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n,
+                                       float alpha, bool b_scalar) {
+  const bool unit = alpha == 1.0f;
+  const __m512 va = _mm512_set1_ps(alpha);
+  const float bs = detail::bf16_bits_to_fp32(b[0]);
+  const __m512 vbs = _mm512_set1_ps(bs);
+  const __m512i expmask = _mm512_set1_epi32(0x7f800000), absmask = _mm512_set1_epi32(0x7fffffff),
+                one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff),
+                qbit = _mm512_set1_epi32(0x00400000), inf = _mm512_set1_epi32(0x7f800000);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 r = apply<Op>(load_bf16(a + i), b_scalar ? vbs : load_bf16(b + i), va, unit);
+    const __m512i ri = _mm512_castps_si512(r);
+    if constexpr (NativeBF16) {
+      // vcvtneps2bf16 treats denormals as zero: such vectors take the integer route below.
+      if (!(_mm512_testn_epi32_mask(ri, expmask) & _mm512_test_epi32_mask(ri, absmask))) {
+        const __m256bh h = _mm512_cvtneps_pbh(r);
+        std::memcpy(out + i, &h, sizeof h);
+        continue;
+      }
+    }
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(ri, 16), one);
+    __m512i rounded = _mm512_add_epi32(ri, _mm512_add_epi32(bias, odd));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(ri, absmask), inf);
+    rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(ri, qbit));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16)));
+  }
+  for (; i < n; ++i)
+    out[i] = detail::fp32_to_bf16_bits(apply1<Op>(
+        detail::bf16_bits_to_fp32(a[i]), b_scalar ? bs : detail::bf16_bits_to_fp32(b[i]), alpha, unit));
+}
+
 HalfConvert choose() {
   HalfConvert c{"scalar",          "scalar",           f16_to_f32_scalar,
                 f32_to_f16_scalar, bf16_to_f32_scalar, f32_to_bf16_scalar};
@@ -140,9 +220,21 @@ HalfConvert choose() {
     c.f16_to_f32 = f16_to_f32_avx512;
     c.f32_to_f16 = f32_to_f16_avx512;
     c.bf16_to_f32 = bf16_to_f32_avx512;
+    c.f16_binary[0] = f16_binary_avx512<0>;
+    c.f16_binary[1] = f16_binary_avx512<1>;
+    c.f16_binary[2] = f16_binary_avx512<2>;
+    c.f16_binary[3] = f16_binary_avx512<3>;
+    c.bf16_binary[0] = bf16_binary_avx512<0, false>;
+    c.bf16_binary[1] = bf16_binary_avx512<1, false>;
+    c.bf16_binary[2] = bf16_binary_avx512<2, false>;
+    c.bf16_binary[3] = bf16_binary_avx512<3, false>;
     if (__builtin_cpu_supports("avx512bf16")) {
       c.bf16_name = "avx512_bf16";
       c.f32_to_bf16 = f32_to_bf16_avx512bf16;
+      c.bf16_binary[0] = bf16_binary_avx512<0, true>;
+      c.bf16_binary[1] = bf16_binary_avx512<1, true>;
+      c.bf16_binary[2] = bf16_binary_avx512<2, true>;
+      c.bf16_binary[3] = bf16_binary_avx512<3, true>;
     }
   }
   return c;

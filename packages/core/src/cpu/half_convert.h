@@ -20,6 +20,13 @@ struct HalfConvert {
   void (*f32_to_f16)(const float* src, uint16_t* dst, int64_t n);
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
+  /// Fused add, sub, mul, div (index: VecOp kVecAdd .. kVecDiv) of contiguous
+  /// 16-bit operands: out = a op b (alpha * b for add/sub), b broadcast when
+  /// b_scalar; one pass, float32 in registers. nullptr where the CPU lacks AVX-512.
+  using FusedBinary = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, float alpha,
+                               bool b_scalar);
+  FusedBinary f16_binary[4];
+  FusedBinary bf16_binary[4];
 };
 
 /// The converters for this CPU (respecting FLAMBEAU_CPU_CAPABILITY), chosen once.

@@ -45,6 +45,14 @@ template <bool BF, int Op>
 void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
   constexpr int nin = Op < kVecNeg ? 2 : 1;  // add .. minimum are binary
   const HalfConvert& c = half_convert();
+  if constexpr (Op <= kVecDiv) {
+    const HalfConvert::FusedBinary fused = (BF ? c.bf16_binary : c.f16_binary)[Op];
+    if (fused && s[0] == 2 && s[1] == 2 && (s[2] == 2 || s[2] == 0)) {
+      fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<const uint16_t*>(d[2]),
+            reinterpret_cast<uint16_t*>(d[0]), n, static_cast<float>(param), s[2] == 0);
+      return;
+    }
+  }
   const Loop1D f = vec_table().f32[Op];
   alignas(64) float buf[1 + nin][kBlock];
   int64_t st[3] = {4, 4, 4};
