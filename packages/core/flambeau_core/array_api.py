@@ -131,12 +131,17 @@ def result_type(*arrays_and_dtypes):
 
 
 def can_cast(from_, to, /) -> _builtins.bool:
-    """Whether ``from_`` (a dtype or array) casts to ``to`` under the promotion rules (no loss of kind)."""
+    """Whether ``from_`` (a dtype or array) promotes to ``to`` without loss (the standard's rule).
+
+    ``flambeau.can_cast`` is PyTorch's, which allows same-kind narrowing
+    (int64 to int8); the standard does not.
+    """
     if isinstance(from_, _Tensor):
         from_ = from_.dtype
-    if hasattr(_fc, "can_cast"):
-        return _fc.can_cast(from_, to)
-    return _fc.promote_types(from_, to) == to
+    try:
+        return _fc.promote_types(from_, to) == to
+    except TypeError:  # PyTorch refuses to promote the unsigned types with the others
+        return False
 
 
 def finfo(type, /):  # noqa: A002  (the standard's parameter name)
