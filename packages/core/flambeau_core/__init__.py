@@ -41,6 +41,7 @@ from flambeau_core._C import _embedding_bag, _feature_dropout  # noqa: E402,F401
 from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
+from flambeau_core import _shape  # noqa: E402,F401,I001  (meshgrid, broadcast_tensors, atleast_*: *args forms)
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
 
 Tensor.__repr__ = _format.tensor_repr
