@@ -1,4 +1,4 @@
-// CPU kernels: cat, gather, scatter_add, and advanced indexing (index, index_put_).
+// CPU kernels: cat, gather, index_select, and advanced indexing (index, index_put_).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -93,12 +93,10 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
           });
         }
       } else {
-        const T* s = src.data<T>();
-        int64_t i = 0;
-        detail::for_each_offset(src.sizes(), src.strides(), [&](int64_t off) {
-          o[(i / chunk) * out_row + at * inner + i % chunk] = s[off];
-          ++i;
-        });
+        // A strided part (a transposed or sliced tensor, roll's halves): the copy kernel writes it
+        // into its slice of out, vectorized and multi-threaded.
+        Tensor dst = op::slice(out, d, at, at + src.sizes()[d], 1);
+        op::copy_(dst, src);
       }
       at += src.sizes()[d];
     }
@@ -125,13 +123,6 @@ void for_each_position(const Tensor& index, F&& f) {
       pos[k] = 0;
     }
   }
-}
-
-int64_t dot_offset(const Shape& pos, IntArrayRef strides, int64_t skip_dim, int64_t at) {
-  int64_t off = 0;
-  for (size_t k = 0; k < pos.size(); ++k)
-    off += (static_cast<int64_t>(k) == skip_dim ? at : pos[k]) * strides[k];
-  return off;
 }
 
 void check_index(const char* op, const Tensor& self, int64_t d, const Tensor& index) {
@@ -180,40 +171,6 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
         U* dst = o + r * row;
         for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
       }
-    });
-  });
-  return out;
-}
-
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  const int64_t d = wrap_dim(dim, self.dim(), "scatter_add");
-  check_index("scatter_add", self, d, index);
-  FB_CHECK_TYPE(src.dtype() == self.dtype(), "[scatter_add] src dtype ", dtype_name(src.dtype()),
-                " must match self dtype ", dtype_name(self.dtype()));
-  FB_CHECK_VALUE(src.dim() == index.dim(), "[scatter_add] src must have as many dims as index: src shape ",
-                 shape_str(src.sizes()), ", index shape ", shape_str(index.sizes()));
-  for (int64_t k = 0; k < src.dim(); ++k)
-    FB_CHECK_VALUE(index.sizes()[k] <= src.sizes()[k], "[scatter_add] index shape ", shape_str(index.sizes()),
-                   " is larger than src shape ", shape_str(src.sizes()), " in dimension ", k);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  const Shape out_strides = contiguous_strides(self.sizes());
-  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
-  const int64_t* idx = index.data<int64_t>();
-  visit_dtype(self.dtype(), "scatter_add", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* o = out.data<T>();
-    detail::pack_contiguous<T>(self, o);
-    const T* s = src.data<T>();
-    for_each_position(index, [&](int64_t ioff, const Shape& pos) {
-      const int64_t v = idx[ioff];
-      FB_CHECK_INDEX(v >= 0 && v < n, "[scatter_add] index ", v, " is out of bounds for dimension ", d,
-                     " with size ", n);
-      const T add = s[dot_offset(pos, src.strides(), -1, 0)];
-      T& dst = o[dot_offset(pos, out_strides, d, v)];
-      if constexpr (std::is_same_v<T, bool>)
-        dst = dst || add;
-      else
-        dst += add;
     });
   });
   return out;
@@ -621,7 +578,6 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
 FB_REGISTER_KERNEL(op::index_select, CPU, index_select_cpu);
 FB_REGISTER_KERNEL(op::cat, CPU, cat_cpu);
 FB_REGISTER_KERNEL(op::gather, CPU, gather_cpu);
-FB_REGISTER_KERNEL(op::scatter_add, CPU, scatter_add_cpu);
 FB_REGISTER_KERNEL(op::index, CPU, index_cpu);
 FB_REGISTER_KERNEL(op::index_put_, CPU, index_put_cpu);
 

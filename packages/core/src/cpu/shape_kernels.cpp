@@ -553,7 +553,12 @@ Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, 
                       parse_reduce(reduce, "scatter_reduce", true), include_self);
 }
 
+Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl("scatter_add", self, dim, index, &src, nullptr, Reduce::Sum, true);
+}
+
 FB_REGISTER_KERNEL(op::flip, CPU, flip_cpu);
+FB_REGISTER_KERNEL(op::scatter_add, CPU, scatter_add_cpu);
 FB_REGISTER_KERNEL(op::tril, CPU, tril_cpu);
 FB_REGISTER_KERNEL(op::triu, CPU, triu_cpu);
 FB_REGISTER_KERNEL(op::repeat_interleave_tensor, CPU, repeat_interleave_tensor_cpu);
