@@ -574,9 +574,12 @@ Tensor composite::eye(int64_t n, std::optional<int64_t> m, std::optional<ScalarT
   FB_CHECK_VALUE(cols >= 0, "[eye] m must be greater or equal to 0, got ", cols);
   const ScalarType dt = dtype.value_or(kDefaultFloat);
   shape_nbytes(Shape{n, cols}, dt, "eye");
-  const Tensor on =
-      op::eq(op::view(arange_n(n, device), Shape{n, 1}), op::view(arange_n(cols, device), Shape{1, cols}));
-  return to_dtype(on, dt);
+  Tensor out = zeros(Shape{n, cols}, dt, device);
+  if (n > 0 && cols > 0) {
+    Tensor diag = op::diagonal(out, 0, 0, 1);
+    op::fill_(diag, Scalar(int64_t{1}));
+  }
+  return out;
 }
 
 Tensor composite::empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,

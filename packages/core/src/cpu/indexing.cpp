@@ -160,7 +160,7 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
     using U = typename decltype(tag)::type;
     const U* s = static_cast<const U*>(self.data_ptr());
     U* o = static_cast<U*>(out.data_ptr());
-    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / row), [&](int64_t r0, int64_t r1) {
+    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / 4 / row), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         int64_t off = 0, q = r;
         for (int64_t k = nd - 2; k >= 0; --k) {

@@ -387,11 +387,16 @@ void for_each_scatter(const char* op, const Tensor& out, int64_t d, const Tensor
     ss[k] = src && src->dim() > 0 ? src->strides()[k] : 0;
   }
   const int64_t dstride = out.dim() == 0 ? 0 : out.strides()[d];
-  Shape pos(nd, 0);
+  // Rows of index's last dim run as a tight loop; an odometer walks the dims before it.
+  const int64_t row = nd == 0 ? 1 : index.sizes()[nd - 1];
+  const int64_t os_last = nd == 0 ? 0 : os[nd - 1], ss_last = nd == 0 ? 0 : ss[nd - 1];
+  const int64_t rows = n / row, od = std::max<int64_t>(nd - 1, 0);
+  Shape pos(od, 0);
   int64_t oo = 0, so = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    f(oo + ip[i] * dstride, so);
-    for (int64_t k = nd - 1; k >= 0; --k) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t* ir = ip + r * row;
+    for (int64_t j = 0; j < row; ++j) f(oo + j * os_last + ir[j] * dstride, so + j * ss_last);
+    for (int64_t k = od - 1; k >= 0; --k) {
       if (++pos[k] < index.sizes()[k]) {
         oo += os[k], so += ss[k];
         break;
