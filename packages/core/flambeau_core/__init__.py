@@ -53,11 +53,11 @@ from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API na
 
 array_api._install_tensor_methods()
 # The standard's names that PyTorch lacks; where both have a name, flambeau's
-# keeps PyTorch's meaning (flambeau.array_api follows the standard).
+# keeps PyTorch's meaning (flambeau.array_api follows the standard). `concat` is
+# PyTorch's too (torch.concat(tensors, dim)): the op of ops.yaml, not re-exported here.
 from flambeau_core.array_api import (  # noqa: E402,F401,I001
     astype,
     bitwise_invert,
-    concat,
     cumulative_prod,
     cumulative_sum,
     expand_dims,
