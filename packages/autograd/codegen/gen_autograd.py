@@ -203,7 +203,8 @@ class Entry:
                     out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
                 out.append(f"      auto grads_ = {expr};")
                 for j, k in enumerate(names_):
-                    out.append(f"      if (needs({idx[k]})) out[{idx[k]}] = reduce(std::get<{j}>(grads_), {k}_meta);")
+                    red = f"formulas::reduce(std::get<{j}>(grads_), {k}_meta)"
+                    out.append(f"      if (needs({idx[k]})) out[{idx[k]}] = {red};")
                 out.append("    }")
                 continue
             if lst is not None and inp == lst.name:
@@ -212,14 +213,15 @@ class Entry:
                     out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
                 out.append(f"      variable_list g = {expr};")
                 out.append(
-                    f"      for (size_t i = 0; i < g.size(); ++i) if (needs(i)) out[i] = reduce(g[i], {inp}_meta[i]);"
+                    "      for (size_t i = 0; i < g.size(); ++i)"
+                    f" if (needs(i)) out[i] = formulas::reduce(g[i], {inp}_meta[i]);"
                 )
                 out.append("    }")
                 continue
             out.append(f"    if (needs({idx[inp]})) {{")
             for s in sorted(uses):
                 out.append(f"      const {self.unpacked_type(s)} {s} = {self.unpack(s)};")
-            out.append(f"      out[{idx[inp]}] = reduce({expr}, {inp}_meta);")
+            out.append(f"      out[{idx[inp]}] = formulas::reduce({expr}, {inp}_meta);")
             out.append("    }")
         out.append("    return out;")
         out.append("  }")

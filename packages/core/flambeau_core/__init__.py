@@ -58,6 +58,7 @@ from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and 
     set_default_dtype,
     short,
 )
+from flambeau_core import _shape  # noqa: E402,F401,I001  (meshgrid, broadcast_tensors, atleast_*: *args forms)
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
 
 Tensor.__repr__ = _format.tensor_repr
@@ -69,11 +70,11 @@ from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API na
 
 array_api._install_tensor_methods()
 # The standard's names that PyTorch lacks; where both have a name, flambeau's
-# keeps PyTorch's meaning (flambeau.array_api follows the standard).
+# keeps PyTorch's meaning (flambeau.array_api follows the standard). `concat` is
+# PyTorch's too (torch.concat(tensors, dim)): the op of ops.yaml, not re-exported here.
 from flambeau_core.array_api import (  # noqa: E402,F401,I001
     astype,
     bitwise_invert,
-    concat,
     cumulative_prod,
     cumulative_sum,
     expand_dims,

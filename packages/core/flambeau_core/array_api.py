@@ -13,8 +13,8 @@ standard; ``squeeze`` of a dimension that is not 1 is a no-op in PyTorch, an
 error in the standard; ``repeat`` is PyTorch's ``tile``-like op but the
 standard's ``repeat_interleave``; ``sort`` returns values and indices in
 PyTorch). ``flambeau.<name>`` keeps PyTorch's meaning; ``flambeau.array_api.<name>``
-follows the standard. The standard's names that PyTorch lacks (``concat``,
-``permute_dims``, ``astype``, ``isdtype``, ``matrix_transpose``,
+follows the standard. The standard's names that PyTorch lacks
+(``permute_dims``, ``astype``, ``isdtype``, ``matrix_transpose``,
 ``unique_values``, ``cumulative_sum``, ...) are also re-exported at the top
 level of ``flambeau``. docs/design/array-api.md lists every difference.
 

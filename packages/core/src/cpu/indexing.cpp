@@ -1,4 +1,4 @@
-// CPU kernels: cat, gather, scatter_add, and advanced indexing (index, index_put_).
+// CPU kernels: cat, gather, index_select, and advanced indexing (index, index_put_).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -14,6 +14,23 @@
 
 namespace flambeau {
 namespace {
+
+/// Calls f(type_tag<U>) with an unsigned type of the dtype's size: copies need no more.
+template <class F>
+void visit_itemsize(ScalarType t, F&& f) {
+  switch (itemsize(t)) {
+    case 1:
+      return f(type_tag<uint8_t>{});
+    case 2:
+      return f(type_tag<uint16_t>{});
+    case 4:
+      return f(type_tag<uint32_t>{});
+    case 8:
+      return f(type_tag<uint64_t>{});
+    default:
+      FB_INTERNAL_ASSERT(false, "unexpected item size ", itemsize(t), " of ", dtype_name(t));
+  }
+}
 
 Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
   FB_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
@@ -76,12 +93,10 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
           });
         }
       } else {
-        const T* s = src.data<T>();
-        int64_t i = 0;
-        detail::for_each_offset(src.sizes(), src.strides(), [&](int64_t off) {
-          o[(i / chunk) * out_row + at * inner + i % chunk] = s[off];
-          ++i;
-        });
+        // A strided part (a transposed or sliced tensor, roll's halves): the copy kernel writes it
+        // into its slice of out, vectorized and multi-threaded.
+        Tensor dst = op::slice(out, d, at, at + src.sizes()[d], 1);
+        op::copy_(dst, src);
       }
       at += src.sizes()[d];
     }
@@ -110,13 +125,6 @@ void for_each_position(const Tensor& index, F&& f) {
   }
 }
 
-int64_t dot_offset(const Shape& pos, IntArrayRef strides, int64_t skip_dim, int64_t at) {
-  int64_t off = 0;
-  for (size_t k = 0; k < pos.size(); ++k)
-    off += (static_cast<int64_t>(k) == skip_dim ? at : pos[k]) * strides[k];
-  return off;
-}
-
 void check_index(const char* op, const Tensor& self, int64_t d, const Tensor& index) {
   FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
                 dtype_name(index.dtype()));
@@ -133,51 +141,36 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   check_index("gather", self, d, index);
   Tensor out = op::empty(index.sizes(), self.dtype(), self.device());
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
-  const int64_t* idx = index.data<int64_t>();
-  visit_dtype(self.dtype(), "gather", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* s = self.data<T>();
-    T* o = out.data<T>();
-    int64_t i = 0;
-    for_each_position(index, [&](int64_t ioff, const Shape& pos) {
-      const int64_t v = idx[ioff];
-      FB_CHECK_INDEX(v >= 0 && v < n, "[gather] index ", v, " is out of bounds for dimension ", d,
-                     " with size ", n);
-      o[i++] = s[dot_offset(pos, self.strides(), d, v)];
-    });
-  });
-  return out;
-}
-
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  const int64_t d = wrap_dim(dim, self.dim(), "scatter_add");
-  check_index("scatter_add", self, d, index);
-  FB_CHECK_TYPE(src.dtype() == self.dtype(), "[scatter_add] src dtype ", dtype_name(src.dtype()),
-                " must match self dtype ", dtype_name(self.dtype()));
-  FB_CHECK_VALUE(src.dim() == index.dim(), "[scatter_add] src must have as many dims as index: src shape ",
-                 shape_str(src.sizes()), ", index shape ", shape_str(index.sizes()));
-  for (int64_t k = 0; k < src.dim(); ++k)
-    FB_CHECK_VALUE(index.sizes()[k] <= src.sizes()[k], "[scatter_add] index shape ", shape_str(index.sizes()),
-                   " is larger than src shape ", shape_str(src.sizes()), " in dimension ", k);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  const Shape out_strides = contiguous_strides(self.sizes());
-  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
-  const int64_t* idx = index.data<int64_t>();
-  visit_dtype(self.dtype(), "scatter_add", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* o = out.data<T>();
-    detail::pack_contiguous<T>(self, o);
-    const T* s = src.data<T>();
-    for_each_position(index, [&](int64_t ioff, const Shape& pos) {
-      const int64_t v = idx[ioff];
-      FB_CHECK_INDEX(v >= 0 && v < n, "[scatter_add] index ", v, " is out of bounds for dimension ", d,
-                     " with size ", n);
-      const T add = s[dot_offset(pos, src.strides(), -1, 0)];
-      T& dst = o[dot_offset(pos, out_strides, d, v)];
-      if constexpr (std::is_same_v<T, bool>)
-        dst = dst || add;
-      else
-        dst += add;
+  const int64_t total = index.numel();
+  if (total == 0) return out;
+  const Tensor idx_c = index.is_contiguous() ? index : op::clone(index, MemoryFormat::Contiguous);
+  const int64_t* idx = idx_c.data<int64_t>();
+  for (int64_t i = 0; i < total; ++i)  // every index checked before anything is read
+    FB_CHECK_INDEX(idx[i] >= 0 && idx[i] < n, "[gather] index ", idx[i], " is out of bounds for dimension ",
+                   d, " with size ", n);
+  // Row-major walk of index's positions; the innermost dim is a tight loop.
+  const int64_t nd = index.dim();
+  const int64_t row = nd == 0 ? 1 : index.sizes()[nd - 1];
+  const int64_t rows = total / row;
+  Shape st(nd, 0);
+  for (int64_t k = 0; k < nd; ++k) st[k] = k == d ? 0 : self.strides()[k];
+  const int64_t dstride = self.dim() == 0 ? 0 : self.strides()[d];
+  const int64_t inner_st = nd == 0 ? 0 : st[nd - 1];
+  visit_itemsize(self.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* s = static_cast<const U*>(self.data_ptr());
+    U* o = static_cast<U*>(out.data_ptr());
+    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / 4 / row), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t off = 0, q = r;
+        for (int64_t k = nd - 2; k >= 0; --k) {
+          off += (q % index.sizes()[k]) * st[k];
+          q /= index.sizes()[k];
+        }
+        const int64_t* ip = idx + r * row;
+        U* dst = o + r * row;
+        for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
+      }
     });
   });
   return out;
@@ -420,23 +413,6 @@ void for_each_in_block(IntArrayRef sizes, IntArrayRef sa, IntArrayRef sb, F&& f)
   }
 }
 
-/// Calls f(type_tag<U>) with an unsigned type of the dtype's size: copies need no more.
-template <class F>
-void visit_itemsize(ScalarType t, F&& f) {
-  switch (itemsize(t)) {
-    case 1:
-      return f(type_tag<uint8_t>{});
-    case 2:
-      return f(type_tag<uint16_t>{});
-    case 4:
-      return f(type_tag<uint32_t>{});
-    case 8:
-      return f(type_tag<uint64_t>{});
-    default:
-      FB_INTERNAL_ASSERT(false, "unexpected item size ", itemsize(t), " of ", dtype_name(t));
-  }
-}
-
 // Note [Gather grain]: a row gather moves memory and computes nothing, so it
 // splits across threads only above kMemoryBoundGrain elements, like copy_.
 int64_t rows_grain(int64_t block) {
@@ -564,9 +540,44 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
   return self;
 }
 
+// index_select(self, dim, index) is self[:, ..., index] with the index checked in [0, size) (no wrapping,
+// as PyTorch): the advanced-indexing kernel's row copy (Note [Advanced indexing]) does the rest.
+Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32,
+                "[index_select] index must be an int64 or int32 tensor, got dtype ",
+                dtype_name(index.dtype()));
+  FB_CHECK_VALUE(index.dim() <= 1, "[index_select] index must be 0-d or 1-d, got shape ",
+                 shape_str(index.sizes()));
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "index_select");
+  const Tensor src = self.dim() == 0 ? op::view(self, Shape{1}) : self;
+  const int64_t n = src.sizes()[d];
+  const Tensor idx =
+      op::view(index.is_contiguous() ? index : op::clone(index, MemoryFormat::Contiguous), Shape{-1});
+  const int64_t k = idx.numel();
+  visit_dtype(idx.dtype(), "index_select", [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<I, int64_t> || std::is_same_v<I, int32_t>) {
+      const I* p = idx.data<I>();
+      for (int64_t i = 0; i < k; ++i)
+        FB_CHECK_INDEX(p[i] >= 0 && static_cast<int64_t>(p[i]) < n, "[index_select] index ",
+                       static_cast<int64_t>(p[i]), " is out of range for dimension ", d, " with size ", n);
+    }
+  });
+  if (k == 0 || src.numel() == 0) {
+    Shape shape(src.sizes().begin(), src.sizes().end());
+    shape[d] = k;
+    if (self.dim() == 0) shape = Shape(index.sizes().begin(), index.sizes().end());
+    return op::empty(shape, self.dtype(), self.device());
+  }
+  OptionalTensorList indices(static_cast<size_t>(d), std::nullopt);
+  indices.emplace_back(idx);
+  Tensor out = index_cpu(src, indices);
+  return self.dim() == 0 ? op::view(out, index.sizes()) : out;
+}
+
+FB_REGISTER_KERNEL(op::index_select, CPU, index_select_cpu);
 FB_REGISTER_KERNEL(op::cat, CPU, cat_cpu);
 FB_REGISTER_KERNEL(op::gather, CPU, gather_cpu);
-FB_REGISTER_KERNEL(op::scatter_add, CPU, scatter_add_cpu);
 FB_REGISTER_KERNEL(op::index, CPU, index_cpu);
 FB_REGISTER_KERNEL(op::index_put_, CPU, index_put_cpu);
 

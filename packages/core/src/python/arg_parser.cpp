@@ -224,7 +224,9 @@ bool ArgParser::try_bind(const FunctionSignature& s, PyObject* const* args, Py_s
   out.owned = py::object();
   const size_t np = s.params.size();
   // zeros(2, 3): an int[] first parameter also takes the sizes as separate ints.
-  if (s.num_positional >= 1 && s.params[0].kind == ArgKind::IntList && nargs > 1 && is_int(args[0])) {
+  // Only when there are more ints than positional parameters: x.roll(1, 0) is shifts=1, dims=0.
+  if (s.num_positional >= 1 && s.params[0].kind == ArgKind::IntList && nargs > 1 && is_int(args[0]) &&
+      nargs > static_cast<Py_ssize_t>(s.num_positional)) {
     bool all_ints = true;
     Py_ssize_t n = nargs;
     for (Py_ssize_t i = 0; i < nargs; ++i) {
