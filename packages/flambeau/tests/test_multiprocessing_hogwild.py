@@ -84,3 +84,18 @@ def test_module_share_memory_covers_buffers_and_grads():
     m.share_memory()
     assert all(p.is_shared() and p.grad.is_shared() for p in m.parameters())
     assert all(b.is_shared() for b in m.buffers())
+
+
+def test_interop_memory_and_exports_with_share_memory():
+    np = pytest.importorskip("numpy")
+    a = np.arange(4, dtype=np.float32)
+    t = fb.from_numpy(a)
+    with pytest.raises(RuntimeError, match=r"\[share_memory_\] this tensor views memory that flambeau does not own"):
+        t.share_memory_()
+    # Memory handed out before the move (numpy(), __array_interface__, DLPack) stays valid: kept with the storage.
+    u = fb.arange(4, dtype=fb.float32)
+    views = [u.numpy(), np.asarray(u), np.from_dlpack(u)]
+    u.share_memory_()
+    u.fill_(7.0)
+    assert u.is_shared() and all(v.tolist() == [0.0, 1.0, 2.0, 3.0] for v in views)
+    assert np.from_dlpack(u).tolist() == [7.0] * 4
