@@ -31,13 +31,14 @@ Two ways to reach a segment (``set_sharing_strategy``):
   shared storage holds one descriptor open in each process that has it.
 - ``file_system``: the segment is a named file in ``/dev/shm`` whose first
   page holds a reference count of the processes mapping it, changed under
-  ``flock`` (the storage's bytes follow; no descriptor is kept open). Each process holds one reference per segment while it maps it; a
-  message in flight holds one too (taken by the sender when pickling, handed to
-  the receiver, as PyTorch's ``_shared_incref``); a forked child takes one for
+  ``flock`` (the storage's bytes follow; no descriptor is kept open). Each
+  process holds one reference per segment while it maps it; a message in
+  flight holds one too (taken by the sender when pickling, handed to the
+  receiver, as PyTorch's ``_shared_incref``); a forked child takes one for
   every segment it inherits; a process exiting drops its own. The name is
-  unlinked when the count reaches zero. A message pickled but never received leaks its segment's
-  name (PyTorch's manager daemon would remove it when every process is gone;
-  flambeau has none).
+  unlinked when the count reaches zero. A message pickled but never received,
+  or a process killed by a signal, leaks the segment's name (PyTorch's manager
+  daemon would remove it when every process is gone; flambeau has none).
 
 A storage keeps the strategy it was shared with. Memory flambeau does not own
 (a NumPy array's, a DLPack capsule's, a buffer's given to ``frombuffer``)
