@@ -336,3 +336,47 @@ def test_reexports_and_reductions():
         assert getattr(fmp, name) is getattr(multiprocessing, name)
     assert fmp.reduce_tensor is reductions.reduce_tensor
     assert {"spawn", "start_processes", "ProcessRaisedException", "set_sharing_strategy"} <= set(fmp.__all__)
+
+
+def _hold_inherited(t, ready, release):
+    # Holds the inherited (forked) tensor: its own reference to the file_system segment.
+    ready.set()
+    release.wait(60)
+    assert t.sum().item() == 8.0
+
+
+def test_file_system_forked_child_holds_its_own_reference(no_leaks, file_system):
+    ctx = fmp.get_context("fork")
+    before = _fs_names()
+    t = fc.ones(8).share_memory_()
+    (name,) = _fs_names() - before
+    ready, release = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_hold_inherited, args=(t, ready, release))
+    p.start()
+    assert ready.wait(60)
+    del t
+    gc.collect()
+    assert name in os.listdir(_shm.SHM_DIR)  # the child still holds it
+    release.set()
+    p.join(60)
+    assert p.exitcode == 0
+    assert name not in os.listdir(_shm.SHM_DIR)  # its exit dropped the last reference
+
+
+def test_concurrent_share_memory_makes_one_segment():
+    import threading
+
+    t = fc.zeros(1000)
+    ptrs = []
+    barrier = threading.Barrier(4)
+
+    def share():
+        barrier.wait()
+        ptrs.append(t.share_memory_().data_ptr())
+
+    threads = [threading.Thread(target=share) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(set(ptrs)) == 1 and ptrs[0] == t.data_ptr() and t.is_shared()
