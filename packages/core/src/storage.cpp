@@ -12,11 +12,42 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, AllocatorPtr 
       allocator_(std::move(allocator)),
       deleter_(std::move(deleter)) {}
 
+namespace {
+
+// What frees `data` as the storage owns it now (its allocator or its deleter).
+std::function<void()> releaser(void* data, size_t nbytes, AllocatorPtr allocator,
+                               std::function<void(void*)> deleter) {
+  if (allocator)
+    return [data, nbytes, a = std::move(allocator)] {
+      if (data) a->deallocate(data, nbytes);
+    };
+  if (deleter) return [data, d = std::move(deleter)] { d(data); };
+  return nullptr;
+}
+
+}  // namespace
+
 StorageImpl::~StorageImpl() {
   if (allocator_) {
     if (data_) allocator_->deallocate(data_, nbytes_);
   } else if (deleter_) {
     deleter_(data_);
+  }
+  for (auto& f : retired_) f();
+}
+
+void StorageImpl::replace_data(void* data, std::function<void(void*)> deleter) {
+  FB_CHECK_VALUE(data != nullptr || nbytes_ == 0, "[replace_data] the new memory of a storage of ", nbytes_,
+                 " bytes is null");
+  auto old = releaser(data_, nbytes_, std::move(allocator_), std::move(deleter_));
+  data_ = data;
+  allocator_ = nullptr;
+  deleter_ = std::move(deleter);
+  if (!old) return;
+  if (exported()) {
+    retired_.push_back(std::move(old));  // Note [Moving a storage's memory]
+  } else {
+    old();
   }
 }
 

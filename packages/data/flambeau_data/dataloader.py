@@ -89,17 +89,18 @@ def get_pin_memory_allocator() -> Any:
 
 
 def _pin(batch: Any) -> Any:
-    """``batch`` with every tensor copied into memory from the pinned allocator."""
-    import flambeau_core as fc
+    """``batch`` with every tensor copied into memory from the pinned allocator.
+
+    The copies take their memory from the allocator directly: the current
+    allocator is not swapped, which would hand pinned memory to whatever other
+    threads allocate meanwhile (and the pinned allocator's blocks back to theirs).
+    """
+    from flambeau_core._C import _clone_with_allocator
 
     from flambeau_data.collate import _map_tensors
 
-    previous = fc.get_allocator("cpu")
-    fc.set_allocator(_pin_allocator, "cpu")
-    try:
-        return _map_tensors(batch, lambda t: t.clone())
-    finally:
-        fc.set_allocator(previous, "cpu")
+    allocator = _pin_allocator
+    return _map_tensors(batch, lambda t: _clone_with_allocator(t, allocator))
 
 
 def _is_iterable_style(dataset: Any) -> bool:

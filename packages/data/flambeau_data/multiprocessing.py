@@ -1,74 +1,76 @@
-"""A drop-in for the standard ``multiprocessing`` module that shares tensors.
+"""``flambeau.multiprocessing``: the standard ``multiprocessing`` module, sharing tensors (PyTorch's).
 
-Everything of ``multiprocessing`` is re-exported. Importing flambeau_data
-registers a reduction for ``flambeau_core.Tensor`` with
+Everything of ``multiprocessing`` is re-exported. Importing this module (done
+by ``import flambeau_data`` and ``import flambeau``) registers a reduction for
+``flambeau_core.Tensor`` and its subclasses (``nn.Parameter``) with
 ``multiprocessing.reduction.ForkingPickler``, the pickler behind every
-``Queue``, ``SimpleQueue``, ``Pipe`` connection and process argument: a tensor
-is not pickled as bytes; its data is copied once into a shared-memory file
-(``/dev/shm``) and only the file's name, dtype and shape are pickled. The
-receiver maps the file, unlinks it at once and wraps it zero-copy, so the
-name is gone as soon as the tensor is received (even if the sender has exited
-by then). A tensor that is pickled but never received leaves its file behind
-(``fbtensor_<pid>_...``), as PyTorch's ``file_system`` strategy does.
+``Queue``, ``SimpleQueue``, ``Pipe`` connection and process argument, and adds
+``Tensor.share_memory_()`` and ``Tensor.is_shared()``.
 
-Difference from PyTorch: the sender's tensor is not moved into shared memory;
-the receiver gets a shared-memory *copy* (a write on one side is not seen by
-the other).
+A tensor sent to another process arrives *sharing the sender's memory*: a
+write on one side is seen by the other. A tensor not shared yet is moved into
+shared memory in place when first sent (``share_memory_``), as in PyTorch; a
+view arrives as the same view (offset, strides) of the shared storage; several
+tensors of one storage arrive viewing one storage. A segment is freed when the
+last process drops it. See Note [Shared storages] in ``_mp_reductions.py`` for the
+two sharing strategies (``file_descriptor``, the default, and ``file_system``)
+and ``spawn`` for running a function in several processes.
+
+Differences from PyTorch: memory flambeau does not own (``from_numpy``,
+``from_dlpack``, ``frombuffer``) is not moved by ``share_memory_`` (a
+RuntimeError) and is sent as a shared copy; ``file_system`` has no manager
+daemon (a reference count in the segment instead; a message pickled but never
+received leaks its segment).
 
 Example:
     >>> import flambeau_core as fc
     >>> from flambeau_data import multiprocessing as mp
+    >>> t = fc.zeros(3).share_memory_()
+    >>> t.is_shared()
+    True
     >>> q = mp.get_context("fork").SimpleQueue()
-    >>> q.put(fc.ones(3))
-    >>> q.get().tolist()
-    [1.0, 1.0, 1.0]
+    >>> q.put(t[1:])
+    >>> view = q.get()
+    >>> view.fill_(7.0).tolist(), t.tolist()
+    ([7.0, 7.0], [0.0, 7.0, 7.0])
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import multiprocessing as _std
-import os
-import pickle
 from multiprocessing import *  # noqa: F401,F403
-from multiprocessing import reduction
-from typing import Any
+from multiprocessing import reduction  # noqa: F401
 
-import flambeau_core as fc
+from flambeau_data._mp_reductions import (
+    get_all_sharing_strategies,
+    get_sharing_strategy,
+    init_reductions,
+    reduce_tensor,
+    set_sharing_strategy,
+)
+from flambeau_data._mp_spawn import (
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    SpawnContext,
+    spawn,
+    start_processes,
+)
 
-from flambeau_data import _shm
-
-_EMPTY_PAYLOAD = pickle.dumps(None)
-
-__all__ = list(_std.__all__) + ["reduce_tensor", "init_reductions"]
-
-
-_counter = itertools.count()
-
-
-def _rebuild_tensor(name: str, nbytes: int, dtype: str, shape: tuple[int, ...]) -> fc.Tensor:
-    if nbytes == 0:
-        return fc.empty(shape, dtype=_shm.dtype_from_name(dtype))
-    batch = _shm.ShmBatch(name, _shm._round_up(nbytes), [(0, dtype, shape)], _EMPTY_PAYLOAD)
-    return _shm.unpack_tensors(batch)[0]
-
-
-def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
-    """The ForkingPickler reduction of a tensor: its bytes in a shared-memory file."""
-    shape = tuple(t.shape)
-    nbytes = math.prod(shape) * t.element_size()
-    dtype = _shm.dtype_name(t.dtype)
-    if nbytes == 0:
-        return (_rebuild_tensor, ("", 0, dtype, shape))
-    name = f"fbtensor_{os.getpid()}_{next(_counter)}_{os.urandom(4).hex()}"
-    _shm.write_segment(name, [t], [0], _shm._round_up(nbytes))
-    return (_rebuild_tensor, (name, nbytes, dtype, shape))
-
-
-def init_reductions() -> None:
-    """Registers the tensor reduction (done when flambeau_data is imported)."""
-    reduction.ForkingPickler.register(fc.Tensor, reduce_tensor)
-
+__all__ = list(_std.__all__) + [
+    "ProcessContext",
+    "ProcessException",
+    "ProcessExitedException",
+    "ProcessRaisedException",
+    "SpawnContext",
+    "get_all_sharing_strategies",
+    "get_sharing_strategy",
+    "init_reductions",
+    "reduce_tensor",
+    "set_sharing_strategy",
+    "spawn",
+    "start_processes",
+]
 
 init_reductions()

@@ -199,6 +199,7 @@ py::capsule export_capsule(const Tensor& t, uint64_t flags) {
   Managed& m = ctx->managed;
   DLTensor& dl = m.dl_tensor;
   dl.data = t.data_ptr();
+  t.impl()->storage()->mark_exported();  // Note [Moving a storage's memory] (storage.h)
   dl.device = to_dl_device(t.device());
   dl.ndim = static_cast<int32_t>(t.dim());
   dl.dtype = to_dl_dtype(t.dtype());

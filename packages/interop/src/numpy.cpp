@@ -207,6 +207,7 @@ py::object tensor_to_numpy(py::handle self, bool force, const char* op) {
   // its own, so hand it a valid (never read) address instead.
   alignas(16) static char empty_data[16];
   void* data = t.data_ptr() ? t.data_ptr() : static_cast<void*>(empty_data);
+  t.impl()->storage()->mark_exported();  // Note [Moving a storage's memory] (storage.h)
 
   PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(typenum), ndim, dims.data(),
                                        byte_strides.data(), data, NPY_ARRAY_WRITEABLE, nullptr);
@@ -272,6 +273,7 @@ py::dict array_interface(const Tensor& t) {
   d["version"] = 3;
   d["shape"] = shape;
   d["typestr"] = typestr(t.dtype());
+  t.impl()->storage()->mark_exported();  // Note [Moving a storage's memory] (storage.h)
   d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(t.data_ptr()), false);
   d["strides"] = strides;
   return d;

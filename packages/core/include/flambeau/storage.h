@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "flambeau/allocator.h"
 #include "flambeau/device.h"
@@ -36,6 +37,24 @@ class FB_API StorageImpl {
   /// The allocator that made this storage (null for external memory).
   const AllocatorPtr& allocator() const { return allocator_; }
 
+  /// Note [Moving a storage's memory]: makes this storage use `data` from now
+  /// on, memory of nbytes() bytes that the caller filled with this storage's
+  /// bytes (Tensor.share_memory_ moves a storage into shared memory this way).
+  /// Every tensor and view of the storage sees the new memory at once: a
+  /// TensorImpl reads its address from the storage on each access. The storage
+  /// becomes external (`deleter(data)` frees it); its identity, size, device and
+  /// version counter stay (the values did not change, so saved tensors stay
+  /// valid and the version is not bumped). The old memory is freed now, unless
+  /// its address was handed out (mark_exported: a NumPy array, memoryview or
+  /// DLPack capsule may still point there), in which case it is freed with the
+  /// storage. Not thread-safe: no other thread may use the storage meanwhile
+  /// (PyTorch's share_memory_ has the same rule).
+  void replace_data(void* data, std::function<void(void*)> deleter);
+  /// Records that this memory's address left core's control (buffer protocol,
+  /// NumPy, DLPack exports). Sticky: replace_data then keeps the old memory.
+  void mark_exported() { exported_.store(true, std::memory_order_relaxed); }
+  bool exported() const { return exported_.load(std::memory_order_relaxed); }
+
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -49,6 +68,8 @@ class FB_API StorageImpl {
   AllocatorPtr allocator_;
   std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
+  std::atomic<bool> exported_{false};
+  std::vector<std::function<void()>> retired_;  // frees memory replaced while exported
 };
 using Storage = std::shared_ptr<StorageImpl>;
 

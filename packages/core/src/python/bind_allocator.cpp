@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common.h"
+#include "flambeau/dispatch.h"
 #include "flambeau/error.h"
 
 namespace flambeau::python {
@@ -71,6 +72,17 @@ class PythonAllocator final : public Allocator {
   std::string name_;
 };
 
+// A core Allocator, or a Python object with malloc/free wrapped as one.
+AllocatorPtr as_allocator(py::object allocator, const char* op) {
+  if (py::isinstance<Allocator>(allocator)) return allocator.cast<AllocatorPtr>();
+  FB_CHECK_TYPE(
+      py::hasattr(allocator, "malloc") && py::hasattr(allocator, "free"), "[", op,
+      "] expected a flambeau Allocator or an object with malloc(nbytes) and free(ptr, nbytes) methods, "
+      "got ",
+      py::repr(allocator).cast<std::string>());
+  return std::make_shared<PythonAllocator>(allocator);
+}
+
 // Makes a PyCapsule-free handle for C++ allocators other modules register.
 py::object allocator_handle(AllocatorPtr a) { return py::cast(std::move(a)); }
 
@@ -91,21 +103,37 @@ void init_allocator(py::module_& m) {
       "set_allocator",
       [](py::object allocator, py::handle device) {
         const DeviceType type = parse_device(device, "set_allocator").type;
-        if (py::isinstance<Allocator>(allocator)) {
-          set_allocator(type, allocator.cast<AllocatorPtr>());
-        } else {
-          FB_CHECK_TYPE(py::hasattr(allocator, "malloc") && py::hasattr(allocator, "free"),
-                        "[set_allocator] expected a flambeau Allocator or an object with malloc(nbytes) and "
-                        "free(ptr, nbytes) methods, got ",
-                        py::repr(allocator).cast<std::string>());
-          set_allocator(type, std::make_shared<PythonAllocator>(allocator));
-        }
+        set_allocator(type, as_allocator(allocator, "set_allocator"));
         return get_allocator(type);
       },
       py::arg("allocator"), py::arg("device") = "cpu",
       "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator "
       "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, "
       "nbytes).");
+  m.def(
+      "_clone_with_allocator",
+      [](const Tensor& t, py::object allocator) {
+        // The registry is left alone: swapping the current allocator around a clone would
+        // hand that allocator's memory to whatever other threads allocate meanwhile.
+        AllocatorPtr a = as_allocator(std::move(allocator), "_clone_with_allocator");
+        FB_CHECK_TYPE(t.device().is_cpu(), "[_clone_with_allocator] expected a cpu tensor, got one on ",
+                      t.device().str());
+        const Shape sizes(t.sizes().begin(), t.sizes().end());
+        const Shape strides = contiguous_strides(sizes, "_clone_with_allocator");
+        size_t nbytes = 0;
+        FB_CHECK_VALUE(!__builtin_mul_overflow(static_cast<size_t>(t.numel()), itemsize(t.dtype()), &nbytes),
+                       "[_clone_with_allocator] a tensor of shape ", shape_str(t.sizes()),
+                       " has too many bytes to copy");
+        void* p = nbytes ? a->allocate(nbytes) : nullptr;
+        auto storage = std::make_shared<StorageImpl>(p, nbytes, t.device(), a, nullptr);
+        Tensor out(std::make_shared<TensorImpl>(std::move(storage), t.dtype(), sizes, strides, 0));
+        AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
+        op::copy_(out, t);
+        return out;
+      },
+      py::arg("tensor"), py::arg("allocator"),
+      "A contiguous copy of `tensor` in memory from `allocator` (an Allocator, or an object with malloc and "
+      "free), without changing the current allocator (DataLoader's pin_memory uses it).");
   // Public as flambeau_core.memory.allocator_from_c_abi (documented there):
   // the address is trusted, so it stays out of the top-level namespace.
   m.def(

@@ -1,6 +1,7 @@
 // The Python Tensor class (Note [Python Tensor identity]) and the argument
 // conversions every binding file shares.
 #include <cmath>
+#include <cstring>
 
 #include "common.h"
 #include "flambeau/error.h"
@@ -264,6 +265,44 @@ void init_tensor(py::module_& m) {
       .def_property_readonly(
           "_storage_nbytes", [](const Tensor& t) { return t.impl()->storage()->nbytes(); },
           "Size in bytes of the storage this tensor views (Note [View bounds]; for tests).")
+      .def_property_readonly(
+          "_storage_ptr",
+          [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage()->data()); },
+          "Address of the first byte of this tensor's storage (0 for an empty one).")
+      .def_property_readonly(
+          "_storage_id",
+          [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage().get()); },
+          "Identity of this tensor's storage: equal for every tensor viewing the same Storage while it "
+          "lives.")
+      .def(
+          "_move_storage_",
+          [](const Tensor& t, py::handle buffer) {
+            // Note [Moving a storage's memory] (storage.h); Tensor.share_memory_ is built on it.
+            FB_CHECK_TYPE(t.device().is_cpu(), "[_move_storage_] only a cpu tensor's storage can move, got ",
+                          t.device().str());
+            FB_CHECK_TYPE(PyObject_CheckBuffer(buffer.ptr()),
+                          "[_move_storage_] expected a writable object with the buffer protocol, got ",
+                          Py_TYPE(buffer.ptr())->tp_name);
+            const Storage& storage = t.impl()->storage();
+            auto* view = new Py_buffer();
+            if (PyObject_GetBuffer(buffer.ptr(), view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+              delete view;
+              throw py::error_already_set();
+            }
+            if (static_cast<size_t>(view->len) < storage->nbytes()) {
+              const auto len = view->len;
+              PyBuffer_Release(view);
+              delete view;
+              throw ValueError(detail::cat_str("[_move_storage_] the storage has ", storage->nbytes(),
+                                               " bytes, the new memory only ", len));
+            }
+            if (storage->nbytes()) std::memcpy(view->buf, storage->data(), storage->nbytes());
+            storage->replace_data(view->buf, [view](void*) { release_buffer_with_gil(view); });
+          },
+          py::arg("buffer"),
+          "Copies this tensor's storage into `buffer` (writable, C-contiguous, at least as large) and makes "
+          "the storage use that memory from now on, for every tensor viewing it; the storage keeps `buffer` "
+          "alive. Not thread-safe (Note [Moving a storage's memory]).")
       .def_property(
           "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
           [](Tensor& t, bool v) { t.set_requires_grad(v); })
@@ -330,6 +369,7 @@ void init_tensor(py::module_& m) {
           int64_t bytes = 0;
           strides.push_back(__builtin_mul_overflow(s, isz, &bytes) ? 0 : bytes);
         }
+        t.storage()->mark_exported();  // Note [Moving a storage's memory]
         return py::buffer_info(t.data(), isz, buffer_format(t.dtype()), t.dim(), shape, strides);
       });
 }

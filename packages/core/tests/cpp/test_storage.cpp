@@ -3,6 +3,7 @@
 // shared by every view (Note [Version counter]).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -100,6 +101,36 @@ TEST_SUITE("storage") {
     CHECK(calls == 1);
     CHECK(freed == buffer.data());
     CHECK(keep_alive.use_count() == 1);  // the deleter (and what it captured) is gone
+  }
+
+  TEST_CASE("replace_data moves a storage's memory for every view; exported memory is kept until the end") {
+    Tensor base = make_tensor({2, 4});
+    Tensor row = view_of(base, {4}, {1}, 4);
+    const Storage& s = base.impl()->storage();
+    const StorageImpl* identity = s.get();
+    for (int i = 0; i < 8; ++i) base.data<float>()[i] = static_cast<float>(i);
+    const uint64_t version = base.impl()->version();
+
+    std::vector<float> shared(8);
+    std::copy(base.data<float>(), base.data<float>() + 8, shared.begin());
+    int calls = 0;
+    s->replace_data(shared.data(), [&calls](void*) { ++calls; });
+    CHECK(base.impl()->storage().get() == identity);
+    CHECK(s->is_external());
+    CHECK(s->data() == shared.data());
+    CHECK(row.data<float>() == shared.data() + 4);  // the view follows
+    CHECK(row.data<float>()[1] == 5.0f);
+    CHECK(base.impl()->version() == version);  // same values: no bump
+
+    // Exported memory stays valid while the storage lives.
+    std::vector<float> again(8);
+    s->mark_exported();
+    CHECK(s->exported());
+    s->replace_data(again.data(), nullptr);
+    CHECK(calls == 0);  // the replaced deleter is retired, not run
+    base = Tensor();
+    row = Tensor();
+    CHECK(calls == 1);  // run with the storage
   }
 
   TEST_CASE("external memory without a deleter is left alone") {

@@ -545,6 +545,21 @@ class Module:
             store[name] = new
         return self
 
+    def share_memory(self) -> Module:
+        """Moves every parameter, gradient and buffer into shared memory, in place (``Tensor.share_memory_``).
+
+        The Parameter objects stay the same; processes given this module (through
+        ``flambeau.multiprocessing``: process arguments, queues) then update the
+        same memory (Hogwild training). Returns self.
+        """
+        try:
+            import flambeau_data.multiprocessing  # noqa: F401  (adds Tensor.share_memory_)
+        except ImportError as e:
+            raise RuntimeError(
+                "[Module.share_memory] needs flambeau-data (flambeau.multiprocessing): pip install flambeau-data"
+            ) from e
+        return self._apply(lambda t: t.share_memory_())
+
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Converts floating-point parameters and buffers in place: ``to(dtype)``, ``to(device)``,
         ``to(device, dtype)``, ``to(tensor)`` (its dtype and device); ``non_blocking`` is accepted.
