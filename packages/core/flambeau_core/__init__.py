@@ -42,6 +42,7 @@ from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
+from flambeau_core._reduce import nonzero, unique, unique_consecutive  # noqa: E402,F401
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr
