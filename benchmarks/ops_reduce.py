@@ -28,7 +28,6 @@ import statistics
 import time
 
 import flambeau_core as fc  # noqa: I001  (first: see above)
-
 import numpy as np
 import torch
 

@@ -440,3 +440,14 @@ def test_unsupported_dtype_is_a_type_error_naming_the_op():
     for name, call in (("min", lambda: h.min()), ("cumsum", lambda: h.cumsum(0)), ("amax", lambda: fc.amax(h))):
         with pytest.raises(TypeError, match=f"{name}.*float16"):
             call()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float32"])
+def test_all_any_over_several_dims(dtype):
+    a = arr((3, 4, 5), dtype, 22, ties=True)
+    f, t = pair(a)
+    for dim in (None, 0, (0, 2), (2, 1, 0)):
+        for keep in (False, True):
+            kw = {} if dim is None else {"dim": dim, "keepdim": keep}
+            close(fc.all(f, **kw), torch.all(t, **kw))
+            close(f.any(**kw), t.any(**kw))
