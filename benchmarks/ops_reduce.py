@@ -16,7 +16,9 @@ NumPy is single-threaded; torch and flambeau use --threads (default 2).
 
 flambeau is imported first: it sets OMP_WAIT_POLICY=PASSIVE before torch
 loads, so the two OpenMP runtimes do not spin against each other
-(benchmarks/ops_norm.py explains).
+(benchmarks/ops_norm.py explains). The caching allocator is enabled as
+``import flambeau`` does (flambeau_core and flambeau_alloc only are imported,
+so the script runs in a venv without the distributed extra).
 
     python benchmarks/ops_reduce.py [--threads 2] [--rounds 15] [--only sort]
 """
@@ -27,7 +29,8 @@ import argparse
 import statistics
 import time
 
-import flambeau_core as fc  # noqa: I001  (first: see above)
+import flambeau_alloc  # noqa: I001  (first: see above)
+import flambeau_core as fc
 import numpy as np
 import torch
 
@@ -67,6 +70,7 @@ def main() -> None:
     ap.add_argument("--min-block", type=float, default=0.02, help="seconds per timed block (sets the calls per block)")
     ap.add_argument("--only", default="", help="run the cases whose name contains this")
     a = ap.parse_args()
+    flambeau_alloc.enable()  # the caching allocator, on by default under `import flambeau`
     fc.set_num_threads(a.threads)
     torch.set_num_threads(a.threads)
     print(
