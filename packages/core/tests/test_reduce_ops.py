@@ -451,3 +451,21 @@ def test_all_any_over_several_dims(dtype):
             kw = {} if dim is None else {"dim": dim, "keepdim": keep}
             close(fc.all(f, **kw), torch.all(t, **kw))
             close(f.any(**kw), t.any(**kw))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_min_max_first_index_on_long_rows_with_ties_and_nan(dtype):
+    # rows longer than the kernels' vector blocks: ties fall in different lanes and blocks
+    a = arr((6, 1000), dtype, 23, ties=True)
+    a[1, 700] = np.nan
+    a[2, 5] = a[2, 999] = np.nan
+    a[3, :] = 1.0
+    f, t = pair(a)
+    for name in ("max", "min"):
+        for d in (0, 1):
+            fv, fi = getattr(f, name)(d)
+            tv, ti = getattr(t, name)(d)
+            close(fv, tv)
+            close(fi, ti)
+    close(f.argmax(1), t.argmax(1))
+    close(f.argmin(), t.argmin())
