@@ -135,15 +135,6 @@ void extremum_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* value
     parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t ob, int64_t oe) {
       for (int64_t o = ob; o < oe; ++o) {
         const T* row = x + o * n;
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-          if (indices) {  // value and first index in one pass
-            T m;
-            indices[o] =
-                IsMax ? reduce_fns<T>().row_argmax(row, n, &m) : reduce_fns<T>().row_argmin(row, n, &m);
-            if (values) values[o] = m;
-            continue;
-          }
-        }
         const T m = extremum_of_row<T, IsMax>(row, n);
         if (values) values[o] = m;
         if (indices) {

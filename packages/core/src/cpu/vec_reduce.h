@@ -15,9 +15,6 @@ template <class T>
 struct ReduceFns {
   /// The first i < n with x[i] == v (v not NaN), or with x[i] NaN if v is NaN; n if none.
   int64_t (*row_find)(const T* x, int64_t n, T v);
-  /// The index of the first largest (smallest) of x[0..n), n >= 1, or of the first NaN; its value in *v.
-  int64_t (*row_argmax)(const T* x, int64_t n, T* v);
-  int64_t (*row_argmin)(const T* x, int64_t n, T* v);
   /// The largest (smallest) of x[0..n), n >= 1; NaN if any element is NaN.
   T (*row_max)(const T* x, int64_t n);
   T (*row_min)(const T* x, int64_t n);
