@@ -293,6 +293,8 @@ def bench(session: nox.Session) -> None:
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau[mpi]=={VERSION}", *MPI_DEPS, TORCH, "numpy")
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
+    # Reductions, scans and sort on 1M float32 vs torch and NumPy (issue 7, item 4).
+    session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
     # The DataLoader epoch (issue 9): flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
     session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
     # ---- distributed (issue 9): 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----

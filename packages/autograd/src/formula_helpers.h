@@ -343,3 +343,5 @@ inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
 }
 
 }  // namespace flambeau::autograd::formulas
+
+#include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)

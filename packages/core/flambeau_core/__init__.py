@@ -60,6 +60,7 @@ from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and 
 )
 from flambeau_core import _shape  # noqa: E402,F401,I001  (meshgrid, broadcast_tensors, atleast_*: *args forms)
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
+from flambeau_core._reduce import nonzero, unique, unique_consecutive  # noqa: E402,F401
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr

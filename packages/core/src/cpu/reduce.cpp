@@ -15,6 +15,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "loops.h"
+#include "reduce_common.h"
 #include "tensor_iterator.h"
 #include "vec_table.h"
 
@@ -28,20 +29,6 @@ constexpr int64_t kSumChunk = 65536;
 struct ReduceDim {
   int64_t size, in_stride, out_stride;  // strides in elements; out_stride 0 on reduced dims
 };
-
-// Reduced-dim bitmask from `dims` (all dims if empty); IndexError/ValueError naming op.
-uint64_t reduce_mask(const char* op, IntArrayRef dims, int64_t ndim) {
-  FB_CHECK_VALUE(ndim <= 64, "[", op, "] tensors with more than 64 dims are not supported");
-  if (dims.empty()) return ndim == 64 ? ~uint64_t{0} : (uint64_t{1} << ndim) - 1;
-  uint64_t mask = 0;
-  for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, ndim, op);
-    if (ndim == 0) continue;
-    FB_CHECK_VALUE(!(mask >> w & 1), "[", op, "] dim ", w, " appears multiple times in the list of dims");
-    mask |= uint64_t{1} << w;
-  }
-  return mask;
-}
 
 template <class T, class Acc>
 void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
@@ -82,11 +69,13 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   const VecTable& vt = vec_table();
 
   auto inner_sum = [&](const char* p, int64_t n, int64_t stride_bytes) -> Acc {
-    if constexpr (std::is_same_v<T, float>)
-      return vt.sum_f32(p, n, stride_bytes);
-    else if constexpr (std::is_same_v<T, double>)
-      return vt.sum_f64(p, n, stride_bytes);
-    else {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (stride_bytes == isz) return reduce_fns<T>().row_sum(reinterpret_cast<const T*>(p), n);
+      if constexpr (std::is_same_v<T, float>)
+        return vt.sum_f32(p, n, stride_bytes);
+      else
+        return vt.sum_f64(p, n, stride_bytes);
+    } else {
       Acc s = 0;
       for (int64_t i = 0; i < n; ++i)
         s += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
@@ -126,9 +115,9 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
     outer *= d.size;
     outer_all_kept &= d.out_stride != 0;
   }
-  if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kMemoryBoundGrain && outer > 1) {
+  if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kGrainSize && outer > 1) {
     // Each outer index owns one accumulator: split them across threads.
-    parallel_for(0, outer, std::max<int64_t>(1, kMemoryBoundGrain / inner.size), [&](int64_t ob, int64_t oe) {
+    parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / inner.size), [&](int64_t ob, int64_t oe) {
       for (int64_t o = ob; o < oe; ++o) {
         int64_t rem = o, ioff = 0, aoff = 0;
         for (int64_t k = nouter_dims - 1; k >= 0; --k) {
@@ -246,77 +235,6 @@ Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::o
 
 // ---- max / argmax ----
 
-template <class T>
-inline bool better(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>)
-    return v > best || (v != v && best == best);
-  else
-    return v > best;
-}
-
-// Max of n >= 1 contiguous values; NaN if any is NaN (as PyTorch).
-template <class T>
-T max_of_row(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, bool>) {
-    int any = 0;
-#pragma omp simd reduction(| : any)
-    for (int64_t i = 0; i < n; ++i) any |= x[i];
-    return any != 0;
-  } else {
-    if constexpr (std::is_floating_point_v<T>) {
-      int nan = 0;
-#pragma omp simd reduction(| : nan)
-      for (int64_t i = 0; i < n; ++i) nan |= x[i] != x[i];
-      if (nan) return std::numeric_limits<T>::quiet_NaN();
-    }
-    T m = x[0];
-#pragma omp simd reduction(max : m)
-    for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
-    return m;
-  }
-}
-
-// Max over the middle dim of a contiguous (outer, n, inner) view; writes the
-// values (may be null) and indices (may be null) of outer*inner results.
-template <class T>
-void max_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* values, int64_t* indices) {
-  if (inner == 1) {
-    // Contiguous rows: a vectorized max, then the first index holding it.
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* row = x + o * n;
-      const T m = max_of_row(row, n);
-      if (values) values[o] = m;
-      if (indices) {
-        int64_t k = 0;
-        if (m != m) {
-          while (row[k] == row[k]) ++k;  // the first NaN
-        } else {
-          while (row[k] != m) ++k;
-        }
-        indices[o] = k;
-      }
-    }
-    return;
-  }
-  std::unique_ptr<T[]> best(new T[static_cast<size_t>(inner)]);
-  std::unique_ptr<int64_t[]> where(new int64_t[static_cast<size_t>(inner)]);
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* row = x + o * n * inner;
-    std::copy(row, row + inner, best.get());
-    std::fill(where.get(), where.get() + inner, 0);
-    for (int64_t k = 1; k < n; ++k) {
-      const T* r = row + k * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        if (better(r[i], best[i])) {
-          best[i] = r[i];
-          where[i] = k;
-        }
-    }
-    if (values) std::copy(best.get(), best.get() + inner, values + o * inner);
-    if (indices) std::copy(where.get(), where.get() + inner, indices + o * inner);
-  }
-}
-
 Tensor max_cpu(const Tensor& self) {
   FB_CHECK(self.numel() > 0, "[max] max() of an empty tensor (shape ", shape_str(self.sizes()),
            ") is undefined; pass a dim");
@@ -324,36 +242,9 @@ Tensor max_cpu(const Tensor& self) {
   Tensor out = op::empty({}, self.dtype(), self.device());
   visit_dtype(self.dtype(), "max", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_over<T>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
+    extremum_over<T, true>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
   });
   return out;
-}
-
-// Shapes of a reduction along one dim: (outer, n, inner) and the result's sizes.
-struct DimSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-  Shape out_shape;
-};
-DimSplit split_dim(const Tensor& self, int64_t dim, bool keepdim, const char* op) {
-  DimSplit s;
-  const int64_t nd = self.dim();
-  if (nd == 0) return s;
-  for (int64_t d = 0; d < nd; ++d) {
-    const int64_t sz = self.sizes()[d];
-    if (d < dim)
-      s.outer *= sz;
-    else if (d == dim)
-      s.n = sz;
-    else
-      s.inner *= sz;
-    if (d != dim)
-      s.out_shape.push_back(sz);
-    else if (keepdim)
-      s.out_shape.push_back(1);
-  }
-  FB_CHECK_INDEX(s.n > 0, "[", op, "] cannot reduce over dim ", dim, " of size 0 (shape ",
-                 shape_str(self.sizes()), ")");
-  return s;
 }
 
 std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
@@ -364,7 +255,7 @@ std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool kee
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
   visit_dtype(self.dtype(), "max", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_over<T>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
+    extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
   });
   return {values, indices};
 }
@@ -383,7 +274,7 @@ Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
   visit_dtype(self.dtype(), "argmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_over<T>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
+    extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
   });
   return indices;
 }

@@ -1,0 +1,528 @@
+// CPU kernels of sorting and searching: sort (a stable LSD radix sort on
+// order-preserving unsigned keys, one byte per pass, passes whose byte is the
+// same for every key skipped), topk (partial sort on the same keys), searchsorted,
+// unique (flat, along a dim, consecutive) and nonzero.
+//
+// Keys: a float's bits with the sign flipped (negative: all bits flipped), so
+// unsigned order is numeric order; -0.0 is keyed as +0.0 (they compare equal,
+// so a stable sort keeps their order, as PyTorch's); every NaN gets the
+// largest key (NaN sorts last ascending and first descending, as PyTorch).
+// Signed integers flip the sign bit. Descending order sorts the complemented
+// keys, which keeps equal elements in their original order.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+#include "reduce_common.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+template <class T>
+using KeyOf = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+
+template <class T>
+inline KeyOf<T> sort_key(T v) {
+  using K = KeyOf<T>;
+  constexpr K top = K(1) << (8 * sizeof(K) - 1);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v != v) return static_cast<K>(~K(0));
+    if (v == 0) v = 0;  // -0.0 as +0.0
+    K u;
+    std::memcpy(&u, &v, sizeof(u));
+    return (u & top) ? static_cast<K>(~u) : static_cast<K>(u | top);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return static_cast<K>(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<K>(static_cast<K>(v) ^ top);
+  } else {
+    return static_cast<K>(v);
+  }
+}
+
+void check_sortable(const char* op, ScalarType t) {
+  // visit_dtype names the op and dtype for the dtypes it does not cover (complex, half, ...).
+  visit_dtype(t, op, [](auto) {});
+}
+
+// Per-thread buffers of a row sort.
+template <class K>
+struct RowSorter {
+  std::vector<K> keys, keys2;
+  std::vector<int64_t> idx2, hist;
+  std::vector<uint64_t> pa, pb;
+
+  // Sorts idx[0..n) (filled with 0..n-1 here) by keys, stably.
+  void sort(int64_t n, int64_t* idx) {
+    for (int64_t i = 0; i < n; ++i) idx[i] = i;
+    if (n < 2) return;
+    K* k = keys.data();
+    if (n <= 32) {  // insertion sort: stable, no passes
+      for (int64_t i = 1; i < n; ++i) {
+        const K kv = k[i];
+        const int64_t iv = idx[i];
+        int64_t j = i;
+        for (; j > 0 && k[j - 1] > kv; --j) {
+          k[j] = k[j - 1];
+          idx[j] = idx[j - 1];
+        }
+        k[j] = kv;
+        idx[j] = iv;
+      }
+      return;
+    }
+    constexpr int kBytes = sizeof(K);
+    hist.assign(static_cast<size_t>(kBytes) * 256, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      K v = k[i];
+      for (int b = 0; b < kBytes; ++b) hist[b * 256 + ((v >> (8 * b)) & 255)]++;
+    }
+    if constexpr (kBytes <= 4) {
+      if (n <= int64_t{0xffffffff}) return sort_packed(n, idx);
+    }
+    keys2.resize(static_cast<size_t>(n));
+    idx2.resize(static_cast<size_t>(n));
+    K* src_k = k;
+    K* dst_k = keys2.data();
+    int64_t* src_i = idx;
+    int64_t* dst_i = idx2.data();
+    for (int b = 0; b < kBytes; ++b) {
+      int64_t* h = hist.data() + b * 256;
+      if (h[(src_k[0] >> (8 * b)) & 255] == n) continue;  // every key has this byte
+      int64_t run = 0;
+      for (int d = 0; d < 256; ++d) {
+        const int64_t c = h[d];
+        h[d] = run;
+        run += c;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t p = h[(src_k[i] >> (8 * b)) & 255]++;
+        dst_k[p] = src_k[i];
+        dst_i[p] = src_i[i];
+      }
+      std::swap(src_k, dst_k);
+      std::swap(src_i, dst_i);
+    }
+    if (src_i != idx) std::copy(src_i, src_i + n, idx);
+  }
+
+  // Keys of at most 32 bits and fewer than 2^32 elements: (key << 32 | index) moved as one word per pass.
+  void sort_packed(int64_t n, int64_t* idx) {
+    constexpr int kBytes = sizeof(K);
+    const K* k = keys.data();
+    pa.resize(static_cast<size_t>(n));
+    pb.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pa[i] = uint64_t{k[i]} << 32 | static_cast<uint64_t>(i);
+    uint64_t* src = pa.data();
+    uint64_t* dst = pb.data();
+    for (int b = 0; b < kBytes; ++b) {
+      int64_t* h = hist.data() + b * 256;
+      if (h[(k[0] >> (8 * b)) & 255] == n) continue;  // every key has this byte
+      int64_t run = 0;
+      for (int d = 0; d < 256; ++d) {
+        const int64_t c = h[d];
+        h[d] = run;
+        run += c;
+      }
+      const int shift = 32 + 8 * b;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t v = src[i];
+        dst[h[(v >> shift) & 255]++] = v;
+      }
+      std::swap(src, dst);
+    }
+    for (int64_t i = 0; i < n; ++i) idx[i] = static_cast<int64_t>(src[i] & 0xffffffffu);
+  }
+};
+
+// Rows of n contiguous values (outer of them) sorted into values/indices (same layout).
+template <class T>
+void sort_rows(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, bool descending) {
+  using K = KeyOf<T>;
+  parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 4 * n)),
+               [&](int64_t b, int64_t e) {
+                 RowSorter<K> s;
+                 s.keys.resize(static_cast<size_t>(n));
+                 for (int64_t o = b; o < e; ++o) {
+                   const T* r = x + o * n;
+                   K* k = s.keys.data();
+                   if (descending)
+                     for (int64_t i = 0; i < n; ++i) k[i] = static_cast<K>(~sort_key(r[i]));
+                   else
+                     for (int64_t i = 0; i < n; ++i) k[i] = sort_key(r[i]);
+                   int64_t* ix = indices + o * n;
+                   s.sort(n, ix);
+                   T* v = values + o * n;
+                   for (int64_t i = 0; i < n; ++i) v[i] = r[ix[i]];
+                 }
+               });
+}
+
+// The permutation moving `dim` last, and its inverse.
+Shape dim_last(int64_t nd, int64_t dim) {
+  Shape p;
+  for (int64_t d = 0; d < nd; ++d)
+    if (d != dim) p.push_back(d);
+  p.push_back(dim);
+  return p;
+}
+Shape inverse_perm(const Shape& p) {
+  Shape q(p.size());
+  for (size_t i = 0; i < p.size(); ++i) q[p[i]] = static_cast<int64_t>(i);
+  return q;
+}
+
+// self with `dim` moved last, contiguous; back() undoes the move on a result of that layout.
+struct LastDim {
+  Tensor rows;
+  Shape perm;
+  bool moved = false;
+  int64_t outer = 1, n = 1;
+  LastDim(const Tensor& self, int64_t dim) {
+    const int64_t nd = self.dim();
+    if (nd == 0) {
+      rows = contiguous(self);
+      return;
+    }
+    moved = dim != nd - 1;
+    perm = dim_last(nd, dim);
+    rows = contiguous(moved ? op::permute(self, perm) : self);
+    n = self.sizes()[dim];
+    outer = n == 0 ? 0 : self.numel() / n;
+  }
+  Tensor back(const Tensor& t) const { return moved ? contiguous(op::permute(t, inverse_perm(perm))) : t; }
+};
+
+std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descending,
+                                    std::optional<bool> stable) {
+  (void)stable;  // always stable
+  check_sortable("sort", self.dtype());
+  dim = wrap_dim(dim, self.dim(), "sort");
+  const LastDim l(self, dim);
+  Tensor values = op::empty(l.rows.sizes(), self.dtype(), self.device());
+  Tensor indices = op::empty(l.rows.sizes(), ScalarType::Int64, self.device());
+  if (self.numel() > 0)
+    visit_dtype(self.dtype(), "sort", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      sort_rows<T>(l.rows.data<T>(), values.data<T>(), indices.data<int64_t>(), l.outer, l.n, descending);
+    });
+  return {l.back(values), l.back(indices)};
+}
+
+std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  (void)sorted;  // the result is always sorted
+  check_sortable("topk", self.dtype());
+  dim = wrap_dim(dim, self.dim(), "topk");
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
+  FB_CHECK(k >= 0 && k <= n, "[topk] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
+           shape_str(self.sizes()), ")");
+  const LastDim l(self, dim);
+  Shape out_shape(l.rows.sizes().begin(), l.rows.sizes().end());
+  if (!out_shape.empty()) out_shape.back() = k;
+  Tensor values = op::empty(out_shape, self.dtype(), self.device());
+  Tensor indices = op::empty(out_shape, ScalarType::Int64, self.device());
+  if (values.numel() > 0)
+    visit_dtype(self.dtype(), "topk", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using K = KeyOf<T>;
+      const T* x = l.rows.data<T>();
+      T* v = values.data<T>();
+      int64_t* ix = indices.data<int64_t>();
+      parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 4 * n)),
+                   [&](int64_t b, int64_t e) {
+                     std::vector<std::pair<K, int64_t>> p(static_cast<size_t>(n));
+                     for (int64_t o = b; o < e; ++o) {
+                       const T* r = x + o * n;
+                       for (int64_t i = 0; i < n; ++i)
+                         p[i] = {largest ? static_cast<K>(~sort_key(r[i])) : sort_key(r[i]), i};
+                       std::partial_sort(p.begin(), p.begin() + k, p.end());
+                       for (int64_t j = 0; j < k; ++j) {
+                         ix[o * k + j] = p[j].second;
+                         v[o * k + j] = r[p[j].second];
+                       }
+                     }
+                   });
+    });
+  return {l.back(values), l.back(indices)};
+}
+
+Tensor searchsorted_cpu(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
+                        std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  if (side) {
+    FB_CHECK_VALUE(*side == "left" || *side == "right",
+                   "[searchsorted] side must be 'left' or 'right', got '", std::string(*side), "'");
+    FB_CHECK_VALUE(!(right && *side == "left"),
+                   "[searchsorted] side='left' and right=True contradict each other");
+    right = *side == "right";
+  }
+  const Tensor& seq = sorted_sequence;
+  FB_CHECK_VALUE(seq.dim() >= 1, "[searchsorted] sorted_sequence must have at least 1 dim, got shape ",
+                 shape_str(seq.sizes()));
+  const bool one_d = seq.dim() == 1;
+  if (!one_d) {
+    bool ok = self.dim() == seq.dim();
+    for (int64_t d = 0; ok && d + 1 < seq.dim(); ++d) ok = self.sizes()[d] == seq.sizes()[d];
+    FB_CHECK_VALUE(ok, "[searchsorted] sorted_sequence of shape ", shape_str(seq.sizes()),
+                   " and input of shape ", shape_str(self.sizes()),
+                   " must match in all but the last dim (or sorted_sequence must be 1-D)");
+  }
+  if (sorter) {
+    FB_CHECK_VALUE(std::ranges::equal(sorter->sizes(), seq.sizes()), "[searchsorted] sorter of shape ",
+                   shape_str(sorter->sizes()), " must have sorted_sequence's shape ", shape_str(seq.sizes()));
+    FB_CHECK_TYPE(sorter->dtype() == ScalarType::Int64, "[searchsorted] sorter must be int64, got ",
+                  dtype_name(sorter->dtype()));
+  }
+  const ScalarType t = promote_types(seq.dtype(), self.dtype());
+  const Tensor s = contiguous(to_dtype(seq, t));
+  const Tensor v = contiguous(to_dtype(self, t));
+  const Tensor srt = sorter ? contiguous(*sorter) : Tensor();
+  Tensor out = op::empty(self.sizes(), out_int32 ? ScalarType::Int32 : ScalarType::Int64, self.device());
+  const int64_t m = seq.sizes()[seq.dim() - 1];
+  const int64_t per_row =
+      one_d ? std::max<int64_t>(1, v.numel()) : (self.dim() == 0 ? 1 : self.sizes()[self.dim() - 1]);
+  const int64_t* so = sorter ? srt.data<int64_t>() : nullptr;
+  if (so)
+    for (int64_t i = 0; i < srt.numel(); ++i)
+      FB_CHECK_INDEX(so[i] >= 0 && so[i] < m, "[searchsorted] sorter index ", so[i],
+                     " is out of range for size ", m);
+  visit_dtype(t, "searchsorted", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* sp = s.data<T>();
+    const T* vp = v.data<T>();
+    const int64_t nv = v.numel();
+    parallel_for(0, nv, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t row = one_d ? 0 : i / per_row;
+        const T* r = sp + row * m;
+        const int64_t* rs = so ? so + row * m : nullptr;
+        const T x = vp[i];
+        int64_t lo = 0, hi = m;
+        while (lo < hi) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          const T y = rs ? r[rs[mid]] : r[mid];
+          // As PyTorch: left moves right while !(y >= x), right while !(y > x) (so a NaN value lands at the
+          // end and a NaN in the sequence counts as smaller).
+          const bool go_right = right ? !(y > x) : !(y >= x);
+          if (go_right)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        if (out_int32)
+          out.data<int32_t>()[i] = static_cast<int32_t>(lo);
+        else
+          out.data<int64_t>()[i] = lo;
+      }
+    });
+  });
+  return out;
+}
+
+// Groups of a sorted flat tensor: values, inverse (in self's shape), counts.
+std::tuple<Tensor, Tensor, Tensor> unique2_cpu(const Tensor& self, bool sorted, bool return_inverse,
+                                               bool return_counts) {
+  (void)sorted;  // the result is always sorted (PyTorch leaves the unsorted order unspecified)
+  (void)return_inverse;
+  (void)return_counts;
+  check_sortable("unique", self.dtype());
+  const Tensor flat = contiguous(op::reshape(self, Shape{self.numel()}));
+  const int64_t n = flat.numel();
+  Tensor inverse = op::empty(self.sizes(), ScalarType::Int64, self.device());
+  Tensor values, counts;
+  visit_dtype(self.dtype(), "unique", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::unique_ptr<T[]> sv(new T[static_cast<size_t>(n)]);
+    std::vector<int64_t> si(static_cast<size_t>(n));
+    if (n > 0) sort_rows<T>(flat.data<T>(), sv.get(), si.data(), 1, n, false);
+    std::vector<int64_t> starts;
+    int64_t* inv = inverse.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 0 || sv[i] != sv[i - 1]) starts.push_back(i);
+      inv[si[i]] = static_cast<int64_t>(starts.size()) - 1;
+    }
+    const int64_t g = static_cast<int64_t>(starts.size());
+    values = op::empty(Shape{g}, self.dtype(), self.device());
+    counts = op::empty(Shape{g}, ScalarType::Int64, self.device());
+    for (int64_t j = 0; j < g; ++j) {
+      values.data<T>()[j] = sv[starts[j]];
+      counts.data<int64_t>()[j] = (j + 1 < g ? starts[j + 1] : n) - starts[j];
+    }
+  });
+  return {values, inverse, counts};
+}
+
+// self with `dim` moved first, as contiguous (n, m) rows.
+Tensor dim_rows(const Tensor& self, int64_t dim) {
+  Shape p{dim};
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (d != dim) p.push_back(d);
+  return contiguous(op::permute(self, p));
+}
+
+// Rows `rows` of a (n, ...) tensor stacked, and `dim` moved back.
+Tensor take_rows(const Tensor& moved, const std::vector<int64_t>& rows, int64_t dim) {
+  Shape shape(moved.sizes().begin(), moved.sizes().end());
+  const int64_t m = moved.numel() / std::max<int64_t>(1, shape[0]);
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out = op::empty(shape, moved.dtype(), moved.device());
+  const int64_t isz = static_cast<int64_t>(itemsize(moved.dtype()));
+  const char* src = static_cast<const char*>(moved.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for (size_t j = 0; j < rows.size(); ++j)
+    if (m > 0) std::memcpy(dst + j * m * isz, src + rows[j] * m * isz, static_cast<size_t>(m * isz));
+  Shape back(shape.size());
+  // moved dims: [dim, 0, 1, ..., dim-1, dim+1, ...]; out dim d comes from moved position pos(d).
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    back[d] = d == dim ? 0 : (d < dim ? d + 1 : d);
+  return contiguous(op::permute(out, back));
+}
+
+template <class T>
+int compare_rows(const T* a, const T* b, int64_t m) {
+  for (int64_t i = 0; i < m; ++i) {
+    if (a[i] < b[i]) return -1;
+    if (b[i] < a[i]) return 1;
+  }
+  return 0;
+}
+
+template <class T>
+bool rows_equal(const T* a, const T* b, int64_t m) {
+  for (int64_t i = 0; i < m; ++i)
+    if (!(a[i] == b[i])) return false;
+  return true;
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim_cpu(const Tensor& self, int64_t dim, bool sorted,
+                                                  bool return_inverse, bool return_counts) {
+  (void)sorted;
+  (void)return_inverse;
+  (void)return_counts;
+  check_sortable("unique_dim", self.dtype());
+  FB_CHECK_INDEX(self.dim() > 0, "[unique_dim] a 0-dim tensor has no dim ", dim);
+  dim = wrap_dim(dim, self.dim(), "unique_dim");
+  const Tensor moved = dim_rows(self, dim);
+  const int64_t n = self.sizes()[dim];
+  const int64_t m = n == 0 ? 0 : moved.numel() / n;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  Tensor inverse = op::empty(Shape{n}, ScalarType::Int64, self.device());
+  std::vector<int64_t> firsts, cnt;
+  visit_dtype(self.dtype(), "unique_dim", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = moved.data<T>();
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return compare_rows(x + a * m, x + b * m, m) < 0; });
+    int64_t* inv = inverse.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 0 || !rows_equal(x + order[i] * m, x + order[i - 1] * m, m)) {
+        firsts.push_back(order[i]);
+        cnt.push_back(0);
+      }
+      cnt.back()++;
+      inv[order[i]] = static_cast<int64_t>(firsts.size()) - 1;
+    }
+  });
+  Tensor counts = op::empty(Shape{static_cast<int64_t>(cnt.size())}, ScalarType::Int64, self.device());
+  std::copy(cnt.begin(), cnt.end(), counts.data<int64_t>());
+  return {take_rows(moved, firsts, dim), inverse, counts};
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive_cpu(const Tensor& self, bool return_inverse,
+                                                          bool return_counts, std::optional<int64_t> dim) {
+  (void)return_inverse;
+  (void)return_counts;
+  check_sortable("unique_consecutive", self.dtype());
+  Tensor moved;
+  int64_t n = 0, m = 1, d = 0;
+  if (dim) {
+    FB_CHECK_INDEX(self.dim() > 0, "[unique_consecutive] a 0-dim tensor has no dim ", *dim);
+    d = wrap_dim(*dim, self.dim(), "unique_consecutive");
+    moved = dim_rows(self, d);
+    n = self.sizes()[d];
+    m = n == 0 ? 0 : moved.numel() / n;
+  } else {
+    moved = contiguous(op::reshape(self, Shape{self.numel()}));
+    n = self.numel();
+  }
+  Tensor inverse = op::empty(dim ? Shape{n} : Shape(self.sizes().begin(), self.sizes().end()),
+                             ScalarType::Int64, self.device());
+  std::vector<int64_t> firsts, cnt;
+  visit_dtype(self.dtype(), "unique_consecutive", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = moved.data<T>();
+    int64_t* inv = inverse.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 0 || !rows_equal(x + i * m, x + (i - 1) * m, m)) {
+        firsts.push_back(i);
+        cnt.push_back(0);
+      }
+      cnt.back()++;
+      inv[i] = static_cast<int64_t>(firsts.size()) - 1;
+    }
+  });
+  Tensor counts = op::empty(Shape{static_cast<int64_t>(cnt.size())}, ScalarType::Int64, self.device());
+  std::copy(cnt.begin(), cnt.end(), counts.data<int64_t>());
+  Tensor values = dim ? take_rows(moved, firsts, d) : take_rows(moved, firsts, 0);
+  return {values, inverse, counts};
+}
+
+Tensor nonzero_cpu(const Tensor& self) {
+  check_sortable("nonzero", self.dtype());
+  const Tensor in = contiguous(self);
+  const int64_t n = in.numel(), nd = self.dim();
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t nchunks = (n + kChunk - 1) / kChunk;
+  std::vector<int64_t> counts(static_cast<size_t>(nchunks) + 1, 0);
+  Tensor out;
+  visit_dtype(self.dtype(), "nonzero", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data<T>();
+    parallel_for(0, nchunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        int64_t k = 0;
+        const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+#pragma omp simd reduction(+ : k)
+        for (int64_t i = lo; i < hi; ++i) k += x[i] != T(0);
+        counts[c + 1] = k;
+      }
+    });
+    for (int64_t c = 0; c < nchunks; ++c) counts[c + 1] += counts[c];
+    out = op::empty(Shape{counts[nchunks], nd}, ScalarType::Int64, self.device());
+    int64_t* o = out.data<int64_t>();
+    const IntArrayRef sizes = self.sizes();
+    parallel_for(0, nchunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        int64_t w = counts[c] * nd;
+        const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+        for (int64_t i = lo; i < hi; ++i) {
+          if (x[i] == T(0)) continue;
+          int64_t rem = i;
+          for (int64_t d = nd - 1; d >= 0; --d) {
+            o[w + d] = rem % sizes[d];
+            rem /= sizes[d];
+          }
+          w += nd;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::sort, CPU, sort_cpu);
+FB_REGISTER_KERNEL(op::topk, CPU, topk_cpu);
+FB_REGISTER_KERNEL(op::searchsorted, CPU, searchsorted_cpu);
+FB_REGISTER_KERNEL(op::_unique2, CPU, unique2_cpu);
+FB_REGISTER_KERNEL(op::unique_dim, CPU, unique_dim_cpu);
+FB_REGISTER_KERNEL(op::_unique_consecutive, CPU, unique_consecutive_cpu);
+FB_REGISTER_KERNEL(op::nonzero, CPU, nonzero_cpu);
+
+}  // namespace
+}  // namespace flambeau
