@@ -11,7 +11,9 @@
 // one weight-gradient kernel serves both. A 1x1, stride-1, unpadded kernel
 // skips im2col (the image is its own columns). Groups with one big-side channel
 // (depthwise convolution, and LeNet's 1-channel first layer) use the direct
-// loops of conv_kernels.inc instead of a GEMM.
+// loops of conv_kernels.inc instead of a GEMM. On AVX-512 CPUs, the other
+// float32 forward convolutions (but 1x1 stride-1 unpadded ones, which need no
+// im2col) run the direct kernel of Note [Direct convolution].
 //
 // Threads: with at least as many images as threads, images are split across
 // threads, each calling a single-threaded GEMM on its own columns buffer (and,
@@ -22,8 +24,10 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
+#include "conv_direct.h"
 #include "conv_kernels.h"
 #include "conv_utils.h"
 #include "flambeau/error.h"
@@ -39,6 +43,10 @@ using cpu::ConvGeo;
 
 bool use_avx2() {
   static const bool yes = std::strcmp(cpu::cpu_capability(), "base") != 0;
+  return yes;
+}
+bool use_avx512() {
+  static const bool yes = std::strcmp(cpu::cpu_capability(), "avx512") == 0;
   return yes;
 }
 
@@ -157,6 +165,13 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * g.kk()));
     parallel_for(0, g.N * g.Cs, grain, [&](int64_t b, int64_t e) { k_gather(g, x, w, bias, y, b, e); });
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Note [Direct convolution] (conv_direct_avx512.cpp): no im2col.
+    if (!g.pointwise() && use_avx512() && cpu::conv_avx512::direct_conv_suits(g)) {
+      cpu::conv_avx512::direct_conv(g, x, w, bias, y);
+      return;
+    }
   }
   const int64_t nb = std::min(images_per_gemm(L), g.N);
   const int Mi = to_int(Cs_g, "convolution"), Ki = to_int(K, "convolution");

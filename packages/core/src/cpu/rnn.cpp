@@ -16,8 +16,10 @@
 // (initialised with grad_hy, grad_cy) and writes the gate gradients of every
 // step; grad_w_hh and grad_b_hh are then one GEMM and one column sum over all
 // steps, with the h_prev rows gathered into one matrix.
-// Threads: the GEMMs use OpenBLAS's threads; the cell updates run on the
-// calling thread. A step's cell update costs O(B * G * H) against the GEMM's
+// Threads: the big GEMMs use OpenBLAS's threads; small step GEMMs run on one
+// OpenBLAS thread (Note [Serial step GEMMs]) with the batch rows split across
+// flambeau's threads (Note [Batch rows across threads]). Otherwise the cell
+// updates run on the calling thread. A step's cell update costs O(B * G * H) against the GEMM's
 // O(B * G * H * H), and an OpenMP region per step between two OpenBLAS calls
 // made the two thread pools fight over the cores (measured on 2 cores: the
 // 2-layer LSTM of 35 steps took seconds instead of tens of milliseconds).
@@ -49,6 +51,24 @@ namespace {
 // runs OpenBLAS on one thread; the big GEMMs around the loop keep them all.
 constexpr int64_t kSerialStepMacs = int64_t{1} << 24;
 
+// Note [Batch rows across threads]: the rows of a batch are independent
+// recurrences (row r of step t depends only on row r of step t - 1), so when
+// the step GEMMs run on one OpenBLAS thread, the rows are split across
+// flambeau's threads, each running the whole time loop (its own GEMMs on its
+// rows and their cell updates) without a barrier between steps. At least
+// this many rows per thread.
+constexpr int64_t kMinRowsPerThread = 4;
+
+/// Runs f(r0, r1) over the batch rows [0, B): split across threads when the
+/// step GEMMs are serial (SerialBlas active) and there are enough rows.
+template <class F>
+void over_rows(int64_t B, bool serial_blas, const F& f) {
+  if (serial_blas && get_num_threads() > 1 && B >= 2 * kMinRowsPerThread && !in_parallel_region())
+    parallel_for(0, B, kMinRowsPerThread, f);
+  else
+    f(0, B);
+}
+
 class SerialBlas {
  public:
   explicit SerialBlas(int64_t step_macs) : active_(step_macs < kSerialStepMacs && get_num_threads() > 1) {
@@ -57,12 +77,22 @@ class SerialBlas {
   ~SerialBlas() {
     if (active_) scipy_openblas_set_num_threads(get_num_threads());
   }
+  bool active() const { return active_; }
   SerialBlas(const SerialBlas&) = delete;
   SerialBlas& operator=(const SerialBlas&) = delete;
 
  private:
   bool active_;
 };
+
+/// A per-thread working buffer of at least n values, kept between calls: no
+/// allocation (and no fresh pages to fault in) per call in steady state.
+template <class T, int Slot>
+T* scratch(int64_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
 
 enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
 
@@ -187,31 +217,37 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
         zeros_b.assign(static_cast<size_t>(GH), T(0));
         b = zeros_b.data();
       }
-      std::vector<T> hg(static_cast<size_t>(d.B * GH));
+      // h @ w_hh^T of one step, rows as h (each thread writes only its own rows).
+      T* hg = scratch<T, 0>(d.B * GH);
       const T* ig = igates.data<T>();
       const T* w = w_hh.data<T>();
       T* out = output.data<T>();
       T* wsp = ws.data<T>();
       const int64_t wsw = ws_width(mode) * H;
       const SerialBlas serial(d.B * GH * H);
-      for (int64_t s = 0; s < d.T; ++s) {
-        const int64_t t = reverse ? d.T - 1 - s : s;
-        const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
-        if (H > 0)
-          cpu::gemm(false, true, static_cast<int>(bs), static_cast<int>(GH), static_cast<int>(H), h,
-                    static_cast<int>(H), w, static_cast<int>(H), hg.data(), static_cast<int>(GH));
-        else
-          std::fill(hg.begin(), hg.end(), T(0));
-        const T* igt = ig + off * GH;
-        T* ot = out + off * H;
-        T* wt = wsp + off * wsw;
-        if (mode == kLstm)
-          k.lstm_fwd(0, bs, H, igt, hg.data(), b, h, c, ot, wt);
-        else if (mode == kGru)
-          k.gru_fwd(0, bs, H, igt, hg.data(), b, h, ot, wt);
-        else
-          k.rnn_fwd(0, bs, H, igt, hg.data(), b, h, ot, mode == kRelu);
-      }
+      over_rows(d.B, serial.active(), [&](int64_t r0, int64_t r1) {
+        for (int64_t s = 0; s < d.T; ++s) {
+          const int64_t t = reverse ? d.T - 1 - s : s;
+          const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
+          const int64_t e = std::min(r1, bs);  // this step's rows of [r0, r1)
+          if (e <= r0) continue;               // (reverse: a short sequence joins later)
+          if (H > 0)
+            cpu::gemm(false, true, static_cast<int>(e - r0), static_cast<int>(GH), static_cast<int>(H),
+                      h + r0 * H, static_cast<int>(H), w, static_cast<int>(H), hg + r0 * GH,
+                      static_cast<int>(GH));
+          else
+            std::fill(hg + r0 * GH, hg + e * GH, T(0));
+          const T* igt = ig + off * GH;
+          T* ot = out + off * H;
+          T* wt = wsp + off * wsw;
+          if (mode == kLstm)
+            k.lstm_fwd(r0, e, H, igt, hg, b, h, c, ot, wt);
+          else if (mode == kGru)
+            k.gru_fwd(r0, e, H, igt, hg, b, h, ot, wt);
+          else
+            k.rnn_fwd(r0, e, H, igt, hg, b, h, ot, mode == kRelu);
+        }
+      });
     }
   });
   return {output, hy, cy, ws};
@@ -273,10 +309,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
       const T* gop = go.defined() ? go.data<T>() : nullptr;
       T* dig = grad_ig.data<T>();
       // GRU: the gradient of h @ w_hh^T + b_hh differs from that of igates (the n gate).
-      std::vector<T> dhg_buf(mode == kGru ? static_cast<size_t>(N * GH) : 0);
-      T* dhg = mode == kGru ? dhg_buf.data() : dig;
+      // (Per-thread buffers kept between calls: a std::vector of this size per
+      // call was mapped and page-faulted afresh every time.)
+      T* dhg = mode == kGru ? scratch<T, 1>(N * GH) : dig;
       // h_prev (and c_prev) of every row, gathered: for grad_w_hh, GRU and LSTM backward.
-      std::vector<T> hprev(static_cast<size_t>(N * H)), cprev(mode == kLstm ? static_cast<size_t>(N * H) : 0);
+      T* hprev = scratch<T, 2>(N * H);
+      T* cprev = mode == kLstm ? scratch<T, 3>(N * H) : nullptr;
       for (int64_t t = 0; t < d.T; ++t) {
         const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
         // The step that ran just before t, and how many of t's rows it had.
@@ -286,39 +324,42 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
         const int64_t poff = prev_rows ? d.offsets[static_cast<size_t>(pt)] : 0;
         for (int64_t r = 0; r < bs; ++r) {
           const bool from_prev = r < prev_rows;
-          std::memcpy(&hprev[static_cast<size_t>((off + r) * H)], from_prev ? y + (poff + r) * H : h0 + r * H,
+          std::memcpy(hprev + (off + r) * H, from_prev ? y + (poff + r) * H : h0 + r * H,
                       sizeof(T) * static_cast<size_t>(H));
           if (mode == kLstm)
-            std::memcpy(&cprev[static_cast<size_t>((off + r) * H)],
-                        from_prev ? wsp + (poff + r) * wsw + 4 * H : c0 + r * H,
+            std::memcpy(cprev + (off + r) * H, from_prev ? wsp + (poff + r) * wsw + 4 * H : c0 + r * H,
                         sizeof(T) * static_cast<size_t>(H));
         }
       }
       const T* w = w_hh.data<T>();
       std::optional<SerialBlas> serial(std::in_place, B * GH * H);
-      for (int64_t s = 0; s < d.T; ++s) {
-        const int64_t t = reverse ? s : d.T - 1 - s;
-        const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
-        const T* got = gop ? gop + off * H : nullptr;
-        T* digt = dig + off * GH;
-        T* dhgt = dhg + off * GH;
-        if (mode == kLstm)
-          k.lstm_bwd(0, bs, H, wsp + off * wsw, cprev.data() + off * H, got, dh, dc, digt);
-        else if (mode == kGru)
-          k.gru_bwd(0, bs, H, wsp + off * wsw, hprev.data() + off * H, got, dh, digt, dhgt);
-        else
-          k.rnn_bwd(0, bs, H, y + off * H, got, dh, digt, mode == kRelu);
-        // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
-        if (H > 0)
-          cpu::gemm(false, false, static_cast<int>(bs), static_cast<int>(H), static_cast<int>(GH), dhgt,
-                    static_cast<int>(GH), w, static_cast<int>(H), dh, static_cast<int>(H), T(1),
-                    mode == kGru ? T(1) : T(0));
-      }
+      // Note [Batch rows across threads]: each thread walks back over its rows.
+      over_rows(B, serial->active(), [&](int64_t r0, int64_t r1) {
+        for (int64_t s = 0; s < d.T; ++s) {
+          const int64_t t = reverse ? s : d.T - 1 - s;
+          const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
+          const int64_t e = std::min(r1, bs);
+          if (e <= r0) continue;
+          const T* got = gop ? gop + off * H : nullptr;
+          T* digt = dig + off * GH;
+          T* dhgt = dhg + off * GH;
+          if (mode == kLstm)
+            k.lstm_bwd(r0, e, H, wsp + off * wsw, cprev + off * H, got, dh, dc, digt);
+          else if (mode == kGru)
+            k.gru_bwd(r0, e, H, wsp + off * wsw, hprev + off * H, got, dh, digt, dhgt);
+          else
+            k.rnn_bwd(r0, e, H, y + off * H, got, dh, digt, mode == kRelu);
+          // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
+          if (H > 0)
+            cpu::gemm(false, false, static_cast<int>(e - r0), static_cast<int>(H), static_cast<int>(GH),
+                      dhgt + r0 * GH, static_cast<int>(GH), w, static_cast<int>(H), dh + r0 * H,
+                      static_cast<int>(H), T(1), mode == kGru ? T(1) : T(0));
+        }
+      });
       serial.reset();  // the GEMM over all steps takes every thread
       if (N > 0 && H > 0)
         cpu::gemm(true, false, static_cast<int>(GH), static_cast<int>(H), static_cast<int>(N), dhg,
-                  static_cast<int>(GH), hprev.data(), static_cast<int>(H), grad_w.data<T>(),
-                  static_cast<int>(H));
+                  static_cast<int>(GH), hprev, static_cast<int>(H), grad_w.data<T>(), static_cast<int>(H));
       if (grad_b.numel()) {
         T* gb = grad_b.data<T>();
         parallel_for(0, GH, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, N)),

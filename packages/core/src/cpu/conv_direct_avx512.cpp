@@ -1,0 +1,435 @@
+// Note [Direct convolution]
+// A float32 forward convolution without im2col, for AVX-512 CPUs (conv.cpp
+// picks it when cpu_capability() is "avx512"; other CPUs and float64 keep
+// im2col + GEMM). Per image, the zero-padded input is split into stride
+// phases: with strides (sh, sw), phase (a, b) is the plane of padded pixels
+// (r, c) with r % sh == a and c % sw == b, each Hq x Wq (Hq = ceil(Hp / sh),
+// Wq = ceil(Wp / sw)). The tap (i, j) of output pixel (y, x) reads padded
+// pixel (y*sh + i*dh, x*sw + j*dw), which is pixel (y + i*dh/sh, x + j*dw/sw)
+// of phase (i*dh % sh, j*dw % sw): in a phase plane read as one flat row of
+// width Wq, every tap is a fixed offset from the output's flat position
+// y*Wq + x. The output is computed over that flat domain (Hs rows of Wq;
+// the Wq - Ws extra columns of each row are computed and thrown away), so the
+// inner loop is one unaligned vector load per 16 outputs and tap, whatever the
+// stride, padding or dilation, and no bounds test.
+//
+// Register blocking: 8 output channels x V vectors of 16 flat outputs (V <= 3:
+// 24 accumulators), summed over input channels and taps, the weights of the 8
+// channels packed side by side for each (input channel, tap) and broadcast.
+// The accumulators are stored with the extra columns squeezed out
+// (vcompressps in a register, then a masked store): the valid lanes of a
+// vector are consecutive output pixels.
+//
+// Threads: items are (image, group, block of 8 output channels), split in
+// contiguous ranges, each thread building an image's phase planes once in
+// its own scratch buffer.
+//
+// With many output channels per group (64 and more, or 32 of a 1x1 kernel)
+// a second kernel wins: it vectorizes over 16 output channels instead of
+// pixels (up to 4 vectors x 6 pixels in registers; per input channel and tap,
+// the weight vectors are loaded and each pixel broadcast from the plain
+// zero-padded plane, any stride), so small planes (8x8) waste no lanes; the
+// pixels of a block are stored through a small tile, channel by channel.
+// FLAMBEAU_CONV_DIRECT=flat|cv forces one kernel (for tests and benchmarks).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "conv_direct.h"
+#include "flambeau/parallel.h"
+
+namespace flambeau::cpu::conv_avx512 {
+namespace {
+
+constexpr int64_t kCo = 8;      // output channels per block
+constexpr int64_t kLanes = 16;  // floats per vector
+// The phase planes of one image above this many floats go the im2col way.
+constexpr int64_t kMaxPlaneFloats = int64_t{1} << 24;
+
+struct Plan {
+  int64_t Cg, Sg;               // big- and small-side channels per group
+  int64_t Hp, Wp;               // padded input
+  int64_t Hq, Wq;               // one phase plane
+  int64_t PS;                   // floats per phase plane (multiple of 16)
+  int64_t CS;                   // floats per input channel (all phases)
+  int64_t nvec;                 // vectors covering the Hs * Wq flat outputs
+  int64_t V;                    // vectors per register block
+  int64_t nvecR;                // nvec rounded up to a multiple of V
+  int64_t buf;                  // floats of one image's scratch (phases + read slack)
+  int64_t ncob;                 // blocks of kCo output channels per group
+  std::vector<int64_t> toff;    // per tap: offset of its reads from the flat output position
+  std::vector<__mmask16> mask;  // per vector: its lanes that are real output pixels
+  std::vector<int64_t> dst;     // per vector: the output index of its first real pixel
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The vectors per block that waste the fewest lanes (ties: more vectors).
+int64_t pick_v(int64_t nvec) {
+  int64_t best = 3;
+  double best_score = -1;
+  for (int64_t v = 3; v >= 1; --v) {
+    const double fill = static_cast<double>(nvec) / static_cast<double>(ceil_div(nvec, v) * v);
+    const double score = fill * (v == 3 ? 1.0 : v == 2 ? 0.95 : 0.8);
+    if (score > best_score + 1e-9) best = v, best_score = score;
+  }
+  return best;
+}
+
+/// The plan of g, or false when its sizes are out of the kernel's range.
+bool make_plan(const ConvGeo& g, Plan& p) {
+  if (g.groups < 1 || g.Cb % g.groups || g.Cs % g.groups) return false;
+  if (g.sh < 1 || g.sw < 1 || g.sh > 2 || g.sw > 2 || g.dh < 1 || g.dw < 1) return false;
+  if (g.Hs < 1 || g.Ws < 1 || g.Hb < 1 || g.Wb < 1) return false;
+  if (g.Hb > (1 << 20) || g.Wb > (1 << 20) || g.ph > (1 << 20) || g.pw > (1 << 20) || g.kh > (1 << 10) ||
+      g.kw > (1 << 10) || g.dh > (1 << 10) || g.dw > (1 << 10))
+    return false;
+  p.Cg = g.Cb / g.groups;
+  p.Sg = g.Cs / g.groups;
+  p.Hp = g.Hb + 2 * g.ph;
+  p.Wp = g.Wb + 2 * g.pw;
+  p.Hq = ceil_div(p.Hp, g.sh);
+  p.Wq = ceil_div(p.Wp, g.sw);
+  if (p.Hq * p.Wq > kMaxPlaneFloats) return false;
+  p.PS = ceil_div(p.Hq * p.Wq, kLanes) * kLanes;
+  p.CS = g.sh * g.sw * p.PS;
+  if (p.CS > kMaxPlaneFloats || p.Cg > kMaxPlaneFloats / p.CS) return false;
+  p.nvec = ceil_div(g.Hs * p.Wq, kLanes);
+  p.V = pick_v(p.nvec);
+  p.nvecR = ceil_div(p.nvec, p.V) * p.V;
+  int64_t max_off = 0;
+  p.toff.clear();
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t r = i * g.dh, c = j * g.dw;
+      const int64_t phase = (r % g.sh) * g.sw + c % g.sw;
+      const int64_t off = (r / g.sh) * p.Wq + c / g.sw;
+      max_off = std::max(max_off, off);
+      p.toff.push_back(phase * p.PS + off);
+    }
+  // Reads of the last channel run past its planes by up to nvecR*16 + max_off.
+  p.buf = p.Cg * p.CS + p.nvecR * kLanes + max_off + kLanes;
+  p.ncob = ceil_div(p.Sg, kCo);
+  p.mask.resize(static_cast<size_t>(p.nvecR));
+  p.dst.resize(static_cast<size_t>(p.nvecR));
+  for (int64_t v = 0; v < p.nvecR; ++v) {
+    const int64_t q0 = v * kLanes;
+    __mmask16 m = 0;
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const int64_t q = q0 + l, y = q / p.Wq, x = q % p.Wq;
+      if (y < g.Hs && x < g.Ws) m = static_cast<__mmask16>(m | (1u << l));
+    }
+    const int64_t y0 = q0 / p.Wq, x0 = q0 % p.Wq;
+    p.mask[static_cast<size_t>(v)] = m;
+    p.dst[static_cast<size_t>(v)] = y0 >= g.Hs ? g.Hs * g.Ws : y0 * g.Ws + std::min(x0, g.Ws);
+  }
+  return true;
+}
+
+/// The phase planes of one group of one image (Cg channels of Hb x Wb), zero-padded.
+void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf) {
+  std::memset(buf, 0, static_cast<size_t>(p.buf) * sizeof(float));
+  for (int64_t c = 0; c < p.Cg; ++c) {
+    const float* plane = img + c * g.Hb * g.Wb;
+    float* dst = buf + c * p.CS;
+    for (int64_t h = 0; h < g.Hb; ++h) {
+      const int64_t r = h + g.ph;
+      const float* src = plane + h * g.Wb;
+      float* row = dst + (r % g.sh) * g.sw * p.PS + (r / g.sh) * p.Wq;
+      if (g.sw == 1) {
+        std::memcpy(row + g.pw, src, static_cast<size_t>(g.Wb) * sizeof(float));
+      } else {
+        float* even = row;
+        float* odd = row + p.PS;
+        for (int64_t w = 0; w < g.Wb; ++w) {
+          const int64_t c2 = w + g.pw;
+          ((c2 & 1) ? odd : even)[c2 >> 1] = src[w];
+        }
+      }
+    }
+  }
+}
+
+/// Weights packed per group and block of kCo output channels: [g][cob][ci][tap][kCo], zero past Sg.
+std::vector<float> pack_weights(const ConvGeo& g, const Plan& p, const float* w) {
+  const int64_t kk = g.kk();
+  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCo), 0.0f);
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (int64_t co = 0; co < p.Sg; ++co) {
+      const int64_t cob = co / kCo, k = co % kCo;
+      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
+      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCo + k;
+      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCo] = src[t];
+    }
+  return out;
+}
+
+/// One block of kCo output channels over every flat output of one image.
+template <int V>
+void conv_block(const ConvGeo& g, const Plan& p, const float* planes, const float* wp, const float* bias,
+                int64_t nco, float* out) {
+  const int64_t kk = g.kk(), Cg = p.Cg, CS = p.CS, HW = g.Hs * g.Ws;
+  const int64_t* toff = p.toff.data();
+  __m512 b[kCo];
+  for (int k = 0; k < kCo; ++k) b[k] = _mm512_set1_ps(bias && k < nco ? bias[k] : 0.0f);
+  for (int64_t v0 = 0; v0 < p.nvecR; v0 += V) {
+    __m512 acc[kCo][V];
+#pragma GCC unroll 8
+    for (int k = 0; k < kCo; ++k)
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[k][v] = b[k];
+    const float* base = planes + v0 * kLanes;
+    const float* wc = wp;
+    for (int64_t ci = 0; ci < Cg; ++ci, base += CS) {
+      for (int64_t t = 0; t < kk; ++t, wc += kCo) {
+        const float* s = base + toff[t];
+        __m512 x[V];
+#pragma GCC unroll 3
+        for (int v = 0; v < V; ++v) x[v] = _mm512_loadu_ps(s + v * kLanes);
+#pragma GCC unroll 8
+        for (int k = 0; k < kCo; ++k) {
+          const __m512 wv = _mm512_set1_ps(wc[k]);
+#pragma GCC unroll 3
+          for (int v = 0; v < V; ++v) acc[k][v] = _mm512_fmadd_ps(wv, x[v], acc[k][v]);
+        }
+      }
+    }
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) {
+      const __mmask16 m = p.mask[static_cast<size_t>(v0 + v)];
+      if (!m) continue;
+      const __mmask16 head = static_cast<__mmask16>((1u << __builtin_popcount(m)) - 1u);
+      float* o = out + p.dst[static_cast<size_t>(v0 + v)];
+      if (m == 0xFFFF) {
+        for (int k = 0; k < kCo; ++k)
+          if (k < nco) _mm512_storeu_ps(o + k * HW, acc[k][v]);
+      } else {
+        for (int k = 0; k < kCo; ++k)
+          if (k < nco) _mm512_mask_storeu_ps(o + k * HW, head, _mm512_maskz_compress_ps(m, acc[k][v]));
+      }
+    }
+  }
+}
+
+// ---- channel-vectorized variant (Note [Direct convolution], last part) ----
+
+constexpr int64_t kCvCo = 64;  // output channels per block: up to 4 vectors
+
+struct CvPlan {
+  int64_t Cg, Sg, Hp, Wp, PSz;  // channels per group, padded plane, floats per plane
+  int64_t HW;                   // output pixels
+  int64_t ncob;                 // blocks of kCvCo output channels per group
+  std::vector<int64_t> toff;    // per tap: offset in the padded plane
+  std::vector<int64_t> poff;    // per output pixel (padded to a block): offset of its window
+};
+
+bool make_cv_plan(const ConvGeo& g, CvPlan& p) {
+  if (g.groups < 1 || g.Cb % g.groups || g.Cs % g.groups) return false;
+  if (g.Hs < 1 || g.Ws < 1 || g.Hb < 1 || g.Wb < 1) return false;
+  p.Cg = g.Cb / g.groups;
+  p.Sg = g.Cs / g.groups;
+  p.Hp = g.Hb + 2 * g.ph;
+  p.Wp = g.Wb + 2 * g.pw;
+  if (p.Hp > kMaxPlaneFloats || p.Wp > kMaxPlaneFloats || p.Hp * p.Wp > kMaxPlaneFloats) return false;
+  p.PSz = p.Hp * p.Wp;
+  if (p.Cg > kMaxPlaneFloats / p.PSz) return false;
+  p.HW = g.Hs * g.Ws;
+  if (p.HW > kMaxPlaneFloats) return false;
+  p.ncob = ceil_div(p.Sg, kCvCo);
+  p.toff.clear();
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) p.toff.push_back(i * g.dh * p.Wp + j * g.dw);
+  p.poff.resize(static_cast<size_t>(p.HW + 24));
+  for (int64_t q = 0; q < p.HW + 24; ++q) {
+    const int64_t qq = std::min(q, p.HW - 1);  // past the end: the last pixel again (not stored)
+    p.poff[static_cast<size_t>(q)] = (qq / g.Ws) * g.sh * p.Wp + (qq % g.Ws) * g.sw;
+  }
+  return true;
+}
+
+/// Weights per group and block of kCvCo output channels: [g][cob][ci][tap][kCvCo], zero past Sg.
+std::vector<float> pack_cv_weights(const ConvGeo& g, const CvPlan& p, const float* w) {
+  const int64_t kk = g.kk();
+  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCvCo), 0.0f);
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (int64_t co = 0; co < p.Sg; ++co) {
+      const int64_t cob = co / kCvCo, k = co % kCvCo;
+      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
+      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCvCo + k;
+      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCvCo] = src[t];
+    }
+  return out;
+}
+
+void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* buf) {
+  std::memset(buf, 0, static_cast<size_t>(p.Cg * p.PSz) * sizeof(float));
+  for (int64_t c = 0; c < p.Cg; ++c)
+    for (int64_t h = 0; h < g.Hb; ++h)
+      std::memcpy(buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, img + (c * g.Hb + h) * g.Wb,
+                  static_cast<size_t>(g.Wb) * sizeof(float));
+}
+
+/// CV vectors of 16 output channels x P output pixels in registers, summed over
+/// input channels and taps: per (channel, tap) CV weight vectors and P broadcast pixels.
+template <int CV, int P>
+void cv_block(const ConvGeo& g, const CvPlan& p, const float* planes, const float* wp, const float* bias,
+              int64_t nco, float* out) {
+  const int64_t kk = g.kk(), Cg = p.Cg, PSz = p.PSz, HW = p.HW;
+  const int64_t* toff = p.toff.data();
+  alignas(64) float bpad[CV * 16];
+  for (int64_t k = 0; k < CV * 16; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
+  alignas(64) float tile[P][CV * 16];
+  for (int64_t q0 = 0; q0 < HW; q0 += P) {
+    __m512 acc[P][CV];
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_load_ps(bpad + 16 * c);
+    const float* px[P];
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k) px[k] = planes + p.poff[static_cast<size_t>(q0 + k)];
+    const float* wc = wp;
+    for (int64_t ci = 0; ci < Cg; ++ci) {
+      const int64_t cbase = ci * PSz;
+      for (int64_t t = 0; t < kk; ++t, wc += kCvCo) {
+        const int64_t o = cbase + toff[t];
+        __m512 wv[CV];
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) wv[c] = _mm512_loadu_ps(wc + 16 * c);
+#pragma GCC unroll 24
+        for (int k = 0; k < P; ++k) {
+          const __m512 xb = _mm512_set1_ps(px[k][o]);
+#pragma GCC unroll 4
+          for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(wv[c], xb, acc[k][c]);
+        }
+      }
+    }
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
+    const int64_t np = std::min<int64_t>(P, HW - q0);
+    for (int64_t co = 0; co < nco; ++co) {
+      float* o = out + co * HW + q0;
+      for (int64_t k = 0; k < np; ++k) o[k] = tile[k][co];
+    }
+  }
+}
+
+void cv_dispatch(const ConvGeo& g, const CvPlan& p, const float* planes, const float* wp, const float* bias,
+                 int64_t nco, float* out) {
+  switch ((nco + 15) / 16) {
+    case 1:
+      cv_block<1, 24>(g, p, planes, wp, bias, nco, out);
+      break;
+    case 2:
+      cv_block<2, 12>(g, p, planes, wp, bias, nco, out);
+      break;
+    case 3:
+      cv_block<3, 8>(g, p, planes, wp, bias, nco, out);
+      break;
+    default:
+      cv_block<4, 6>(g, p, planes, wp, bias, nco, out);
+      break;
+  }
+}
+
+void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
+  CvPlan p;
+  if (!make_cv_plan(g, p)) return;
+  const std::vector<float> wp = pack_cv_weights(g, p, w);
+  const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk(), big_hw = g.Hb * g.Wb;
+  const int64_t macs = p.Cg * kk * kCvCo * p.HW;  // per item
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
+  parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;
+    const size_t need = static_cast<size_t>(p.Cg * p.PSz);
+    if (scratch.size() < need) scratch.resize(need);
+    float* planes = scratch.data();
+    int64_t loaded = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / per_image, rest = item % per_image;
+      const int64_t gi = rest / p.ncob, cob = rest % p.ncob;
+      const int64_t key = n * G + gi;
+      if (key != loaded) {
+        build_padded(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes);
+        loaded = key;
+      }
+      const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
+      cv_dispatch(g, p, planes, wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo,
+                  bias ? bias + co0 : nullptr, nco, small + (n * g.Cs + co0) * p.HW);
+    }
+  });
+}
+
+bool prefer_cv(const ConvGeo& g) {
+  static const char* env = std::getenv("FLAMBEAU_CONV_DIRECT");
+  if (env && std::strcmp(env, "flat") == 0) return false;
+  if (env && std::strcmp(env, "cv") == 0) return true;
+  // Measured on the ResNet-8 layers (benchmarks/ops_conv.py): the flat kernel
+  // wins up to 32 output channels of 3x3, this one from 64 and on 1x1 kernels.
+  const int64_t Sg = g.Cs / g.groups;
+  return Sg >= 64 || (g.kk() == 1 && Sg >= 32);
+}
+
+}  // namespace
+
+bool direct_conv_suits(const ConvGeo& g) {
+  if (prefer_cv(g)) {
+    CvPlan cp;
+    return make_cv_plan(g, cp);
+  }
+  Plan p;
+  if (!make_plan(g, p)) return false;
+  // Most of the computed lanes should be real outputs.
+  return g.Hs * g.Ws * 2 >= p.nvecR * kLanes;
+}
+
+void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
+  if (prefer_cv(g)) {
+    cv_conv(g, big, w, bias, small);
+    return;
+  }
+  Plan p;
+  if (!make_plan(g, p)) return;
+  const std::vector<float> wp = pack_weights(g, p, w);
+  const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk();
+  const int64_t HW = g.Hs * g.Ws, big_hw = g.Hb * g.Wb;
+  const int64_t macs = p.Cg * kk * kCo * p.nvecR * kLanes;  // per item
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
+  parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<size_t>(p.buf)) scratch.resize(static_cast<size_t>(p.buf));
+    float* planes = scratch.data();
+    int64_t loaded = -1;  // (image, group) whose planes are in the scratch
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / per_image, rest = item % per_image;
+      const int64_t gi = rest / p.ncob, cob = rest % p.ncob;
+      const int64_t key = n * G + gi;
+      if (key != loaded) {
+        build_planes(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes);
+        loaded = key;
+      }
+      const int64_t co0 = gi * p.Sg + cob * kCo, nco = std::min(kCo, p.Sg - cob * kCo);
+      const float* wb = wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCo;
+      const float* bb = bias ? bias + co0 : nullptr;
+      float* out = small + (n * g.Cs + co0) * HW;
+      switch (p.V) {
+        case 3:
+          conv_block<3>(g, p, planes, wb, bb, nco, out);
+          break;
+        case 2:
+          conv_block<2>(g, p, planes, wb, bb, nco, out);
+          break;
+        default:
+          conv_block<1>(g, p, planes, wb, bb, nco, out);
+          break;
+      }
+    }
+  });
+}
+
+}  // namespace flambeau::cpu::conv_avx512
