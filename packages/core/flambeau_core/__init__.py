@@ -42,6 +42,11 @@ from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
+from flambeau_core import _device_modules  # noqa: E402,I001
+from flambeau_core._device_modules import device_module  # noqa: E402,F401
+
+_device_modules.install_tensor_methods()
+cuda = device_module("cuda")  # torch.cuda's names; "not available" without flambeau-cuda
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr

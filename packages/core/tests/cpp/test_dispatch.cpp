@@ -98,7 +98,8 @@ TEST_SUITE("dispatch") {
     CHECK(probe_factory(Device()) == "CPU");
     CHECK(error_message<RuntimeError>([] { probe_factory(Device(DeviceType::CUDA, 0)); }) ==
           doctest::Contains(
-              "[probe_factory] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+              "[probe_factory] cannot run on cuda: flambeau-cuda is not installed (flambeau-core is built "
+              "without CUDA: no CUDA kernel); use device='cpu'"));
   }
 
   TEST_CASE("a tensor that requires grad selects the Autograd kernel, which redispatches below it") {
