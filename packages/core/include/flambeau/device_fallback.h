@@ -82,6 +82,11 @@ class FB_API HostFallback {
   std::vector<Alias> aliases_;
 };
 
+template <class T>
+struct is_tensor_tuple : std::false_type {};
+template <class... Ts>
+struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::is_same_v<Ts, Tensor> && ...)> {};
+
 template <class R, class... Args>
 R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
   HostFallback fb(op.name(), type);
@@ -123,10 +128,15 @@ R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
     std::optional<Tensor> result;
     fb.run([&] { result = call(); });
     return fb.unmap(*result);
-  } else {
+  } else if constexpr (is_tensor_tuple<R>::value) {
     std::optional<R> result;
     fb.run([&] { result = call(); });
     return std::apply([&](auto&... r) { return R(fb.unmap(r)...); }, *result);
+  } else {
+    // Not a tensor (a count, a name): returned as the CPU kernel gave it.
+    std::optional<R> result;
+    fb.run([&] { result = call(); });
+    return std::move(*result);
   }
 }
 
