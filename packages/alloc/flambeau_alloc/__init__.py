@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import flambeau_core  # loads libflambeau_core.so and registers core's types first
 
+from flambeau_alloc import memory_viz, sim  # noqa: E402,F401,I001  (sim registers only when asked)
 from flambeau_alloc._C import CachingAllocator, caching_allocator
+from flambeau_alloc.memory_viz import _record_memory_history, _snapshot, plot_timeline, timeline  # noqa: E402,F401
 
 __all__ = [
     "CachingAllocator",
@@ -48,6 +50,10 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_memory_limit",
+    "memory_viz",
+    "sim",
+    "plot_timeline",
+    "timeline",
 ]
 
 try:

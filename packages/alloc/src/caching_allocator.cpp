@@ -40,6 +40,32 @@
 // retries once (num_alloc_retries); if that fails too it counts num_ooms and
 // throws RuntimeError("[allocate] out of memory ...").
 //
+// Note [Stream-ordered reuse]
+// An allocator made for a device (not the cpu) is stream-aware, as PyTorch's
+// CUDA caching allocator: every segment belongs to the stream that was current
+// when it was created, and blocks carved from it serve only that stream (the
+// free sets order blocks by stream first). Work on one stream runs in order,
+// so a block freed by the host can be handed to the next allocation on the
+// same stream at once: that allocation's kernels queue behind the ones still
+// reading the old tensor. Another stream has no such order. Tensor.record_stream(s)
+// notes that stream s uses the block too; when the block is freed, an event
+// is recorded on each such stream, the block stays "active" (not allocated,
+// not in a pool) and returns to its pool only once every event has completed
+// (checked at the next allocation; synchronized on empty_cache and before an
+// out-of-memory retry). Without record_stream, a block read by another stream
+// may be reused while that stream still reads it: on the simulated device,
+// whose backend poisons a block when it returns to the pool, the reader sees
+// NaN. The cpu allocator has a single pool "stream" 0 and never waits; the
+// pinned host allocator of a device (cpu memory used by device copies) is
+// given record_stream by the copies themselves.
+//
+// Note [Memory history]
+// While enabled (set_history, Python: _record_memory_history), every
+// allocation captures its Python stack (innermost first) through a recorder
+// the Python module installs, kept with the block for memory_snapshot(), and
+// a bounded trace records alloc / free / segment / oom events with a time
+// stamp (flambeau.memory turns it into a timeline by allocation site).
+//
 // Statistics follow PyTorch's memory_stats(): per pool and in aggregate, the
 // current value, peak, and totals of allocations, segments, allocated,
 // reserved, active, requested and "inactive split" (free but not releasable)
@@ -51,6 +77,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 
@@ -62,6 +89,23 @@ namespace {
 // Requests beyond this cannot be rounded without overflow; no backend could
 // serve them anyway.
 constexpr size_t kMaxRequest = size_t{1} << 60;
+
+// Note [Memory history]
+std::atomic<bool> g_history{false};
+std::atomic<ContextRecorder> g_recorder{nullptr};
+std::atomic<size_t> g_max_entries{0};
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+AllocContext capture_context() {
+  if (!g_history.load(std::memory_order_relaxed)) return nullptr;
+  ContextRecorder r = g_recorder.load(std::memory_order_acquire);
+  return r ? r() : nullptr;
+}
 
 bool should_split(size_t block_size, size_t size, bool is_small) {
   const size_t remaining = block_size - size;
@@ -129,8 +173,12 @@ size_t CachingAllocator::segment_size(size_t block_size) {
 }
 
 CachingAllocator::CachingAllocator(std::unique_ptr<RawBackend> backend, std::string name,
-                                   std::optional<size_t> memory_limit)
-    : backend_(std::move(backend)), name_(std::move(name)), memory_limit_(memory_limit) {
+                                   std::optional<size_t> memory_limit, Device device)
+    : backend_(std::move(backend)),
+      name_(std::move(name)),
+      memory_limit_(memory_limit),
+      device_(device),
+      stream_aware_(!device.is_cpu()) {
   FB_CHECK_VALUE(backend_ != nullptr, "[CachingAllocator] the raw backend must not be null");
   FB_CHECK_VALUE(kRoundLarge % backend_->segment_granularity() == 0, "[CachingAllocator] backend '",
                  backend_->name(), "' has a segment granularity of ", backend_->segment_granularity(),
@@ -161,7 +209,20 @@ void CachingAllocator::update(StatArray& s, bool is_small, int64_t delta) {
 }
 
 void* CachingAllocator::allocate(size_t nbytes) {
+  if (stream_aware_) return allocate_on(nbytes, device_);
+  return allocate_impl(nbytes, nullptr, capture_context());
+}
+
+void* CachingAllocator::allocate_on(size_t nbytes, Device device) {
+  if (!stream_aware_) return allocate_impl(nbytes, nullptr, capture_context());
+  const Device d(device_.type, device.index >= 0 ? device.index : device_.index);
+  return allocate_impl(nbytes, current_stream(d), capture_context());
+}
+
+void* CachingAllocator::allocate_impl(size_t nbytes, const StreamPtr& stream_ptr, AllocContext context) {
+  const int64_t stream = stream_ptr ? stream_ptr->id() : 0;
   std::lock_guard lock(mutex_);
+  process_events();
   if (nbytes > kMaxRequest) {
     stats_.num_ooms += 1;
     throw RuntimeError(detail::cat_str("[allocate] out of memory: tried to allocate ", format_size(nbytes),
@@ -170,15 +231,20 @@ void* CachingAllocator::allocate(size_t nbytes) {
   }
   const size_t size = round_size(nbytes);
   const bool is_small = size <= kSmallSize;
-  Block* block = take_free_block(pool_of(is_small), size);
-  if (!block) block = new_segment(is_small, size, nbytes);
-  return finish_allocation(block, size, nbytes);
+  Block* block = take_free_block(pool_of(is_small), size, stream);
+  if (!block) block = new_segment(is_small, size, nbytes, stream);
+  void* p = finish_allocation(block, size, nbytes);
+  block->context = std::move(context);
+  if (g_history.load(std::memory_order_relaxed))
+    add_trace(TraceEntry::kAlloc, reinterpret_cast<uintptr_t>(p), block->size, stream, block->context);
+  return p;
 }
 
-CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, size_t size) {
+CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, size_t size, int64_t stream) {
   Block key{nullptr, size, nullptr};
+  key.stream = stream;
   auto it = pool.lower_bound(&key);
-  if (it == pool.end()) return nullptr;
+  if (it == pool.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
   pool.erase(it);
   if (block->is_split()) {
@@ -188,14 +254,17 @@ CachingAllocator::Block* CachingAllocator::take_free_block(FreeBlocks& pool, siz
   return block;
 }
 
-CachingAllocator::Block* CachingAllocator::try_new_segment(bool is_small, size_t seg_size) {
+CachingAllocator::Block* CachingAllocator::try_new_segment(bool is_small, size_t seg_size, int64_t stream) {
   if (memory_limit_ &&
       static_cast<size_t>(stats_.reserved_bytes[kAggregate].current) + seg_size > *memory_limit_)
     return nullptr;
   void* p = backend_->allocate(seg_size);
   if (!p) return nullptr;
-  auto seg = std::make_unique<Segment>(Segment{static_cast<char*>(p), seg_size, is_small, nullptr});
+  auto seg = std::make_unique<Segment>(Segment{static_cast<char*>(p), seg_size, is_small, nullptr, stream});
   seg->head = new Block{seg->ptr, seg_size, seg.get()};
+  seg->head->stream = stream;
+  if (g_history.load(std::memory_order_relaxed))
+    add_trace(TraceEntry::kSegmentAlloc, reinterpret_cast<uintptr_t>(p), seg_size, stream, nullptr);
   Block* head = seg->head;
   segments_.emplace(seg->ptr, std::move(seg));
   stats_.num_device_alloc += 1;
@@ -204,31 +273,61 @@ CachingAllocator::Block* CachingAllocator::try_new_segment(bool is_small, size_t
   return head;
 }
 
-CachingAllocator::Block* CachingAllocator::new_segment(bool is_small, size_t size, size_t requested) {
+CachingAllocator::Block* CachingAllocator::new_segment(bool is_small, size_t size, size_t requested,
+                                                       int64_t stream) {
   const size_t seg_size = segment_size(size);
-  if (Block* b = try_new_segment(is_small, seg_size)) return b;
-  // The backend failed: give the cache back and try once more.
+  if (Block* b = try_new_segment(is_small, seg_size, stream)) return b;
+  // The backend failed: wait for pending frees, give the cache back and try
+  // once more.
+  synchronize_and_free_events();
+  if (Block* b = take_free_block(pool_of(is_small), size, stream)) return b;
   release_free_segments();
   stats_.num_alloc_retries += 1;
-  if (Block* b = try_new_segment(is_small, seg_size)) return b;
+  if (Block* b = try_new_segment(is_small, seg_size, stream)) return b;
   stats_.num_ooms += 1;
+  if (g_history.load(std::memory_order_relaxed))
+    add_trace(TraceEntry::kOom, 0, requested, stream, capture_context());
   throw_oom(requested, seg_size);
+}
+
+PoolReport CachingAllocator::pool_report_locked(bool is_small) const {
+  PoolReport r;
+  const int i = is_small ? kSmallPool : kLargePool;
+  r.allocated = static_cast<size_t>(stats_.allocated_bytes[i].current);
+  r.reserved = static_cast<size_t>(stats_.reserved_bytes[i].current);
+  for (const Block* b : is_small ? small_free_ : large_free_)
+    r.largest_free = std::max(r.largest_free, b->size);
+  return r;
+}
+
+PoolReport CachingAllocator::pool_report(bool is_small) const {
+  std::lock_guard lock(mutex_);
+  return pool_report_locked(is_small);
 }
 
 void CachingAllocator::throw_oom(size_t requested, size_t seg_size) {
   std::string limit = memory_limit_ ? detail::cat_str(", memory limit ", format_size(*memory_limit_)) : "";
-  throw RuntimeError(
-      detail::cat_str("[allocate] out of memory: tried to allocate ", format_size(requested), " (a ",
-                      format_size(seg_size), " segment) from the ", name_, " allocator on ", backend_->name(),
-                      "; ", format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",
-                      format_size(stats_.reserved_bytes[kAggregate].current), " reserved", limit,
-                      ". The cache was already released and the request retried; free some tensors"));
+  auto pool = [&](const char* label, bool is_small) {
+    const PoolReport r = pool_report_locked(is_small);
+    return detail::cat_str(label, " pool: ", format_size(static_cast<int64_t>(r.allocated)), " allocated, ",
+                           format_size(static_cast<int64_t>(r.reserved)), " reserved, largest free block ",
+                           format_size(static_cast<int64_t>(r.largest_free)));
+  };
+  throw RuntimeError(detail::cat_str(
+      "[allocate] out of memory: tried to allocate ", format_size(requested), " (a ", format_size(seg_size),
+      " segment) from the ", name_, " allocator on ", backend_->name(), "; ",
+      format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",
+      format_size(stats_.reserved_bytes[kAggregate].current), " reserved", limit, " (", pool("small", true),
+      "; ", pool("large", false),
+      "). The cache was already released and the request retried; free some tensors, or call empty_cache() "
+      "if another allocator needs the memory"));
 }
 
 void* CachingAllocator::finish_allocation(Block* block, size_t size, size_t requested) {
   const bool is_small = block->segment->is_small;
   if (should_split(block->size, size, is_small)) {
     auto* rest = new Block{block->ptr + size, block->size - size, block->segment};
+    rest->stream = block->stream;  // a segment serves one stream
     rest->prev = block;
     rest->next = block->next;
     if (block->next) block->next->prev = rest;
@@ -258,6 +357,26 @@ void CachingAllocator::deallocate(void* ptr, size_t) noexcept {
                  name_.c_str(), ptr);
 }
 
+bool CachingAllocator::owns(void* ptr) const {
+  std::lock_guard lock(mutex_);
+  return allocated_.count(ptr) != 0;
+}
+
+void CachingAllocator::record_stream(void* ptr, Stream& stream) {
+  std::lock_guard lock(mutex_);
+  auto it = allocated_.find(ptr);
+  FB_CHECK_VALUE(it != allocated_.end(), "[record_stream] address ", ptr,
+                 " is not a block allocated by the '", name_, "' caching allocator");
+  Block* block = it->second;
+  if (stream_aware_ && stream.device() == Device(device_.type, device_.index) && stream.id() == block->stream)
+    return;  // its own stream: ordered already
+  for (const StreamPtr& s : block->stream_uses)
+    if (s.get() == &stream) return;
+  // Note [Device backends]: a backend's streams live as long as the backend
+  // (as CUDA's pooled streams do), so a non-owning pointer is safe.
+  block->stream_uses.push_back(StreamPtr(StreamPtr{}, &stream));
+}
+
 bool CachingAllocator::free_block(void* ptr) noexcept {
   std::lock_guard lock(mutex_);
   auto it = allocated_.find(ptr);
@@ -267,12 +386,50 @@ bool CachingAllocator::free_block(void* ptr) noexcept {
   const bool is_small = block->segment->is_small;
   const auto bytes = static_cast<int64_t>(block->size);
   update(stats_.allocation, is_small, -1);
-  update(stats_.active, is_small, -1);
   update(stats_.allocated_bytes, is_small, -bytes);
-  update(stats_.active_bytes, is_small, -bytes);
   update(stats_.requested_bytes, is_small, -static_cast<int64_t>(block->requested));
   block->allocated = false;
   block->requested = 0;
+  const bool history = g_history.load(std::memory_order_relaxed);
+  if (history)
+    add_trace(TraceEntry::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
+              block->context);
+  if (!block->stream_uses.empty()) {
+    // Note [Stream-ordered reuse]: wait for the other streams' work.
+    std::vector<StreamPtr> uses = std::move(block->stream_uses);
+    block->stream_uses.clear();
+    try {
+      for (const StreamPtr& s : uses) {
+        DeviceBackend* b = device_backend(s->device().type);
+        if (!b) continue;
+        EventPtr e = b->new_event(false);
+        e->record(*s);
+        pending_events_.push_back({std::move(e), block});
+        block->event_count += 1;
+      }
+    } catch (...) {
+      // An event that cannot be made: wait for the streams instead.
+      for (const StreamPtr& s : uses) s->synchronize();
+    }
+    if (block->event_count > 0) {
+      pending_blocks_ += 1;
+      return true;
+    }
+  }
+  return_to_pool(block);
+  return true;
+}
+
+void CachingAllocator::return_to_pool(Block* block) {
+  const bool is_small = block->segment->is_small;
+  const auto bytes = static_cast<int64_t>(block->size);
+  update(stats_.active, is_small, -1);
+  update(stats_.active_bytes, is_small, -bytes);
+  if (g_history.load(std::memory_order_relaxed))
+    add_trace(TraceEntry::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
+              block->context);
+  block->context = nullptr;
+  backend_->on_block_free(block->ptr, block->size);
 
   FreeBlocks& pool = pool_of(is_small);
   for (Block* neighbour : {block->prev, block->next}) {
@@ -288,8 +445,61 @@ bool CachingAllocator::free_block(void* ptr) noexcept {
     update(stats_.inactive_split_bytes, is_small, static_cast<int64_t>(block->size));
   }
   pool.insert(block);
-  return true;
 }
+
+void CachingAllocator::process_events() {
+  // Events complete in order per stream, not across streams: check them all.
+  for (auto it = pending_events_.begin(); it != pending_events_.end();) {
+    if (!it->event->query()) {
+      ++it;
+      continue;
+    }
+    Block* block = it->block;
+    it = pending_events_.erase(it);
+    if (--block->event_count == 0) {
+      pending_blocks_ -= 1;
+      return_to_pool(block);
+    }
+  }
+}
+
+void CachingAllocator::synchronize_and_free_events() {
+  for (PendingEvent& p : pending_events_) p.event->synchronize();
+  process_events();
+}
+
+size_t CachingAllocator::pending_frees() const {
+  std::lock_guard lock(mutex_);
+  return pending_blocks_;
+}
+
+void CachingAllocator::add_trace(TraceEntry::Action action, uintptr_t address, size_t size, int64_t stream,
+                                 const AllocContext& context) {
+  const size_t max = g_max_entries.load(std::memory_order_relaxed);
+  if (max == 0) return;
+  while (trace_.size() >= max) trace_.pop_front();
+  trace_.push_back({action, address, size, stream, now_us(), context});
+}
+
+std::vector<TraceEntry> CachingAllocator::trace() const {
+  std::lock_guard lock(mutex_);
+  return {trace_.begin(), trace_.end()};
+}
+
+void CachingAllocator::set_history(bool enabled, ContextRecorder recorder, size_t max_entries) {
+  g_recorder.store(recorder, std::memory_order_release);
+  g_max_entries.store(enabled ? max_entries : 0, std::memory_order_relaxed);
+  g_history.store(enabled, std::memory_order_release);
+  if (!enabled) {
+    std::lock_guard lock(registry_mutex());
+    for (CachingAllocator* a : registry()) {
+      std::lock_guard l(a->mutex_);
+      a->trace_.clear();
+    }
+  }
+}
+
+bool CachingAllocator::history_enabled() { return g_history.load(std::memory_order_relaxed); }
 
 void CachingAllocator::merge_into(Block* dst, Block* src) {
   if (src == dst->prev) {
@@ -308,6 +518,7 @@ void CachingAllocator::merge_into(Block* dst, Block* src) {
 }
 
 void CachingAllocator::release_free_segments() {
+  const bool history = g_history.load(std::memory_order_relaxed);
   for (FreeBlocks* pool : {&small_free_, &large_free_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* b = *it;
@@ -317,6 +528,9 @@ void CachingAllocator::release_free_segments() {
       }
       it = pool->erase(it);
       Segment* seg = b->segment;
+      if (history)
+        add_trace(TraceEntry::kSegmentFree, reinterpret_cast<uintptr_t>(seg->ptr), seg->size, seg->stream,
+                  nullptr);
       backend_->deallocate(seg->ptr, seg->size);
       stats_.num_device_free += 1;
       update(stats_.segment, seg->is_small, -1);
@@ -329,6 +543,7 @@ void CachingAllocator::release_free_segments() {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
+  synchronize_and_free_events();
   release_free_segments();
 }
 
@@ -359,9 +574,10 @@ std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::vector<SegmentInfo> out;
   out.reserve(segments_.size());
   for (const auto& [ptr, seg] : segments_) {
-    SegmentInfo info{reinterpret_cast<uintptr_t>(seg->ptr), seg->size, 0, 0, seg->is_small, {}};
+    SegmentInfo info{reinterpret_cast<uintptr_t>(seg->ptr), seg->size, 0, 0, seg->is_small, seg->stream, {}};
     for (const Block* b = seg->head; b; b = b->next) {
-      info.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated});
+      info.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->requested, b->allocated,
+                             b->event_count > 0, b->context});
       if (b->allocated) {
         info.allocated_size += b->size;
         info.requested_size += b->requested;

@@ -3,8 +3,11 @@
 // generic over a RawBackend (raw_backend.h). See Note [Caching allocator pools]
 // in caching_allocator.cpp for rounding, pools, splitting and coalescing.
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "flambeau/allocator.h"
+#include "flambeau/device_backend.h"
 #include "raw_backend.h"
 
 namespace flambeau::alloc {
@@ -64,11 +68,25 @@ struct MemoryStats {
   int64_t num_device_free = 0;    // segments returned to the backend
 };
 
+/// Where a block was allocated: Python frames (innermost first), captured only
+/// while memory history is recorded (Note [Memory history]).
+struct Frame {
+  std::string filename;
+  std::string name;
+  int line = 0;
+};
+using AllocContext = std::shared_ptr<const std::vector<Frame>>;
+/// Captures the context of an allocation; called without the allocator's
+/// lock, on the allocating thread. Set by the Python module.
+using ContextRecorder = AllocContext (*)();
+
 struct BlockInfo {
   uintptr_t address;
   size_t size;
   size_t requested_size;  // 0 for a free block
   bool allocated;
+  bool pending_free = false;  // freed, waiting for events of other streams
+  AllocContext context;       // while allocated and recorded
 };
 
 struct SegmentInfo {
@@ -77,13 +95,35 @@ struct SegmentInfo {
   size_t allocated_size;
   size_t requested_size;
   bool is_small;                  // from the small pool
+  int64_t stream = 0;             // the stream whose pool the segment belongs to
   std::vector<BlockInfo> blocks;  // in address order, covering the segment
+};
+
+/// One event of Note [Memory history]: what happened to which block, when.
+struct TraceEntry {
+  enum Action : int { kAlloc, kFreeRequested, kFreeCompleted, kSegmentAlloc, kSegmentFree, kOom };
+  Action action;
+  uintptr_t address;
+  size_t size;
+  int64_t stream;
+  int64_t time_us;  // since the epoch of the steady clock
+  AllocContext context;
+};
+
+/// Per-pool figures for an out-of-memory message.
+struct PoolReport {
+  size_t allocated = 0;
+  size_t reserved = 0;
+  size_t largest_free = 0;
 };
 
 class CachingAllocator final : public Allocator {
  public:
+  /// With a non-cpu `device`, the allocator is stream-aware (Note
+  /// [Stream-ordered reuse]): blocks are pooled per stream of that device.
   explicit CachingAllocator(std::unique_ptr<RawBackend> backend, std::string name = "caching",
-                            std::optional<size_t> memory_limit = std::nullopt);
+                            std::optional<size_t> memory_limit = std::nullopt,
+                            Device device = Device(DeviceType::CPU));
   ~CachingAllocator() override;
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -92,6 +132,13 @@ class CachingAllocator final : public Allocator {
   /// flambeau::RuntimeError ("out of memory") when the backend fails even
   /// after the cache was released.
   void* allocate(size_t nbytes) override;
+  /// allocate() from the pool of the current stream of the allocator's device.
+  void* allocate_on(size_t nbytes, Device device) override;
+  /// Note [Stream-ordered reuse]: the block at ptr is also used by `stream`.
+  void record_stream(void* ptr, Stream& stream) override;
+  /// True if `ptr` is an allocated block of this allocator.
+  bool owns(void* ptr) const;
+  Device device() const { return device_; }
   /// Frees through free_block; a pointer this allocator did not hand out is
   /// reported on stderr and ignored (deallocate cannot throw).
   void deallocate(void* ptr, size_t nbytes) noexcept override;
@@ -109,6 +156,17 @@ class CachingAllocator final : public Allocator {
   /// Running totals (allocated/freed, counters) := 0.
   void reset_accumulated_stats();
   std::vector<SegmentInfo> snapshot() const;
+  /// Note [Memory history]: the trace recorded so far (oldest first).
+  std::vector<TraceEntry> trace() const;
+  /// Largest free block, allocated and reserved bytes of a pool.
+  PoolReport pool_report(bool is_small) const;
+  /// Number of freed blocks still waiting for events of other streams.
+  size_t pending_frees() const;
+
+  // Note [Memory history]: process-wide switch (all instances), as PyTorch's
+  // torch.cuda.memory._record_memory_history.
+  static void set_history(bool enabled, ContextRecorder recorder, size_t max_entries);
+  static bool history_enabled();
   /// A human-readable table of stats(), like torch.cuda.memory_summary().
   std::string summary() const;
 
@@ -138,6 +196,10 @@ class CachingAllocator final : public Allocator {
     Block* next = nullptr;
     size_t requested = 0;
     bool allocated = false;
+    int64_t stream = 0;                    // its segment's stream
+    std::vector<StreamPtr> stream_uses{};  // other streams (record_stream)
+    int event_count = 0;                   // outstanding events of a pending free
+    AllocContext context{};
     bool is_split() const { return prev || next; }
   };
   struct Segment {
@@ -145,20 +207,30 @@ class CachingAllocator final : public Allocator {
     size_t size;
     bool is_small;
     Block* head;  // the block at ptr
+    int64_t stream = 0;
   };
-  // Best fit: smallest size first, then lowest address.
+  // Per stream, best fit: smallest size first, then lowest address.
   struct BySizeThenAddress {
     bool operator()(const Block* a, const Block* b) const {
+      if (a->stream != b->stream) return a->stream < b->stream;
       return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
     }
   };
   using FreeBlocks = std::set<Block*, BySizeThenAddress>;
 
   FreeBlocks& pool_of(bool is_small) { return is_small ? small_free_ : large_free_; }
-  Block* take_free_block(FreeBlocks& pool, size_t size);
-  Block* new_segment(bool is_small, size_t size, size_t requested);
-  Block* try_new_segment(bool is_small, size_t seg_size);
+  void* allocate_impl(size_t nbytes, const StreamPtr& stream, AllocContext context);
+  Block* take_free_block(FreeBlocks& pool, size_t size, int64_t stream);
+  Block* new_segment(bool is_small, size_t size, size_t requested, int64_t stream);
+  Block* try_new_segment(bool is_small, size_t seg_size, int64_t stream);
   void* finish_allocation(Block* block, size_t size, size_t requested);
+  // Note [Stream-ordered reuse]
+  void return_to_pool(Block* block);
+  void process_events();
+  void synchronize_and_free_events();
+  void add_trace(TraceEntry::Action action, uintptr_t address, size_t size, int64_t stream,
+                 const AllocContext& context);
+  PoolReport pool_report_locked(bool is_small) const;
   void merge_into(Block* dst, Block* src);
   void release_free_segments();
   void update(StatArray& s, bool is_small, int64_t delta);
@@ -173,6 +245,15 @@ class CachingAllocator final : public Allocator {
   std::unordered_map<void*, Block*> allocated_;
   std::map<char*, std::unique_ptr<Segment>> segments_;  // by address
   MemoryStats stats_;
+  Device device_;
+  bool stream_aware_;
+  struct PendingEvent {
+    EventPtr event;
+    Block* block;
+  };
+  std::deque<PendingEvent> pending_events_;
+  size_t pending_blocks_ = 0;
+  std::deque<TraceEntry> trace_;
 };
 
 /// The process-wide instance (CPU pages) that flambeau_alloc.enable() installs.

@@ -2,6 +2,8 @@
 // CachingAllocator is bound as a subclass of core's flambeau_core.Allocator
 // (registered by core with a shared_ptr holder), so flambeau_core.set_allocator
 // accepts it and every Storage can hold it (Note [Allocator registry]).
+#include <Python.h>
+#include <frameobject.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -17,8 +19,10 @@
 #include <vector>
 
 #include "caching_allocator.h"
+#include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 #include "flambeau/python/bindings.h"
+#include "sim_device.h"
 
 namespace py = pybind11;
 using flambeau::alloc::CachingAllocator;
@@ -56,6 +60,62 @@ py::dict stats_dict(const CachingAllocator& a) {
   return d;
 }
 
+// Note [Memory history]: the Python stack of the allocating thread, innermost
+// first. Only a thread Python knows is inspected (a stream worker has no
+// Python frames), and the allocator's lock is not held here.
+flambeau::alloc::AllocContext record_python_context() {
+  if (!Py_IsInitialized() || _Py_IsFinalizing() || PyGILState_GetThisThreadState() == nullptr) return nullptr;
+  PyGILState_STATE state = PyGILState_Ensure();
+  auto frames = std::make_shared<std::vector<flambeau::alloc::Frame>>();
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  for (int depth = 0; f && depth < 64; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* filename = PyUnicode_AsUTF8(code->co_filename);
+    if (!filename) PyErr_Clear();
+    const char* name = PyUnicode_AsUTF8(code->co_name);
+    if (!name) PyErr_Clear();
+    frames->push_back({filename ? filename : "?", name ? name : "?", PyFrame_GetLineNumber(f)});
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyGILState_Release(state);
+  return frames;
+}
+
+py::list frames_list(const flambeau::alloc::AllocContext& ctx) {
+  py::list out;
+  if (!ctx) return out;
+  for (const auto& fr : *ctx) {
+    py::dict d;
+    d["filename"] = fr.filename;
+    d["name"] = fr.name;
+    d["line"] = fr.line;
+    out.append(d);
+  }
+  return out;
+}
+
+py::list trace_list(const CachingAllocator& a) {
+  static const char* actions[] = {"alloc",         "free_requested", "free_completed",
+                                  "segment_alloc", "segment_free",   "oom"};
+  py::list out;
+  for (const auto& t : a.trace()) {
+    py::dict d;
+    d["action"] = actions[t.action];
+    d["addr"] = t.address;
+    d["size"] = t.size;
+    d["stream"] = t.stream;
+    d["time_us"] = t.time_us;
+    d["frames"] = frames_list(t.context);
+    out.append(d);
+  }
+  return out;
+}
+
 py::list snapshot_list(const CachingAllocator& a) {
   py::list segments;
   for (const auto& seg : a.snapshot()) {
@@ -66,7 +126,9 @@ py::list snapshot_list(const CachingAllocator& a) {
       block["size"] = b.size;
       block["requested_size"] = b.requested_size;
       block["allocated"] = b.allocated;
-      block["state"] = b.allocated ? "active_allocated" : "inactive";
+      block["state"] =
+          b.allocated ? "active_allocated" : (b.pending_free ? "active_pending_free" : "inactive");
+      block["frames"] = frames_list(b.context);
       blocks.append(block);
     }
     py::dict d;
@@ -76,6 +138,8 @@ py::list snapshot_list(const CachingAllocator& a) {
     d["active_size"] = seg.allocated_size;
     d["requested_size"] = seg.requested_size;
     d["segment_type"] = seg.is_small ? "small" : "large";
+    d["stream"] = seg.stream;
+    d["device"] = a.device().is_cpu() ? py::object(py::str("cpu")) : py::object(py::str(a.device().str()));
     d["blocks"] = blocks;
     segments.append(d);
   }
@@ -178,13 +242,17 @@ int64_t stress(const std::shared_ptr<CachingAllocator>& a, int64_t iterations, i
 
 // The raw backend by name (raw_backend.h). CUDA device memory and pinned host
 // memory are planned backends of the same allocator.
-std::unique_ptr<flambeau::alloc::RawBackend> make_backend(const std::string& backend) {
+std::unique_ptr<flambeau::alloc::RawBackend> make_backend(const std::string& backend,
+                                                          std::optional<size_t> capacity) {
+  FB_CHECK_VALUE(!capacity || backend == "sim",
+                 "[CachingAllocator] capacity is an option of the 'sim' backend only");
   if (backend == "cpu") return flambeau::alloc::make_cpu_backend();
+  if (backend == "sim") return flambeau::sim::make_sim_memory("sim host pages", capacity);
   if (backend == "cuda" || backend == "pinned")
     throw flambeau::NotImplementedError("[CachingAllocator] the '" + backend +
                                         "' backend is not implemented yet; available: 'cpu'");
   throw flambeau::ValueError("[CachingAllocator] unknown backend '" + backend +
-                             "'; expected 'cpu' ('cuda' and 'pinned' are planned)");
+                             "'; expected 'cpu' or 'sim' ('cuda' and 'pinned' are planned)");
 }
 
 }  // namespace
@@ -213,8 +281,11 @@ Args:
         the system running out of memory (release the cache, retry, then
         RuntimeError "out of memory").
     name: the allocator's name (what ``Tensor._allocator`` reports).
-    backend: where segments come from; only ``"cpu"`` (anonymous mmap,
-        2 MiB aligned, transparent huge pages) exists today.
+    backend: where segments come from: ``"cpu"`` (anonymous mmap, 2 MiB
+        aligned, transparent huge pages) or ``"sim"`` (the simulated device's
+        host pages: 0xFF-poisoned when a block is freed).
+    capacity: for ``"sim"``, the bytes the backend itself can hand out (a
+        raw backend that runs out, as a device does).
 
 Example:
     >>> import flambeau_core, flambeau_alloc
@@ -228,12 +299,14 @@ Example:
     (0, 2097152)
     >>> _ = flambeau_core.set_allocator(flambeau_core.system_allocator())
 )doc")
-      .def(py::init([](std::optional<int64_t> memory_limit, std::string name, const std::string& backend) {
-             return std::make_shared<CachingAllocator>(make_backend(backend), std::move(name),
-                                                       checked_limit(memory_limit, "CachingAllocator"));
+      .def(py::init([](std::optional<int64_t> memory_limit, std::string name, const std::string& backend,
+                       std::optional<int64_t> capacity) {
+             return std::make_shared<CachingAllocator>(
+                 make_backend(backend, checked_limit(capacity, "CachingAllocator")), std::move(name),
+                 checked_limit(memory_limit, "CachingAllocator"));
            }),
            py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching",
-           py::arg("backend") = "cpu")
+           py::arg("backend") = "cpu", py::arg("capacity") = py::none())
       .def_property_readonly(
           "backend", [](const CachingAllocator& a) { return a.backend().name(); },
           "Name of the raw backend segments come from (\"cpu pages\").")
@@ -283,6 +356,27 @@ Example:
            "allocated, "
            "state 'active_allocated'/'inactive'). Blocks cover their segment without gaps.")
       .def("memory_summary", &CachingAllocator::summary, "A human-readable table of memory_stats().")
+      .def("_trace", &trace_list,
+           "Note [Memory history]: the recorded events (action, addr, size, stream, time_us, frames), oldest "
+           "first; empty unless history is recorded.")
+      .def("_pending_frees", &CachingAllocator::pending_frees,
+           "Freed blocks waiting for events of other streams (Note [Stream-ordered reuse]).")
+      .def(
+          "_pool_report",
+          [](const CachingAllocator& a) {
+            py::dict d;
+            for (bool small : {true, false}) {
+              const auto r = a.pool_report(small);
+              py::dict p;
+              p["allocated"] = r.allocated;
+              p["reserved"] = r.reserved;
+              p["largest_free_block"] = r.largest_free;
+              d[small ? "small_pool" : "large_pool"] = p;
+            }
+            return d;
+          },
+          "Per pool: allocated and reserved bytes, and the largest free block.")
+      .def_property_readonly("device", [](const CachingAllocator& a) { return a.device(); })
       .def("__repr__",
            [](const CachingAllocator& a) {
              const auto s = a.stats();
@@ -312,6 +406,46 @@ Example:
                            "' caching allocator");
           },
           py::arg("address"));
+
+  m.def(
+      "_record_memory_history",
+      [](bool enabled, int64_t max_entries) {
+        FB_CHECK_VALUE(max_entries >= 0, "[_record_memory_history] max_entries must be >= 0, got ",
+                       max_entries);
+        CachingAllocator::set_history(enabled, &record_python_context, static_cast<size_t>(max_entries));
+      },
+      py::arg("enabled"), py::arg("max_entries"));
+  m.def("_history_enabled", &CachingAllocator::history_enabled);
+
+  // The simulated device (Note [Simulated device] in sim_device.cpp).
+  py::class_<flambeau::sim::Latch, std::shared_ptr<flambeau::sim::Latch>>(
+      m, "_SimLatch", "Test support: a sim stream blocked on this latch waits until release().")
+      .def("release", &flambeau::sim::Latch::release)
+      .def_property_readonly("released", &flambeau::sim::Latch::released);
+  m.def(
+      "_sim_register",
+      [](int num_devices, std::optional<int64_t> memory_limit) {
+        flambeau::sim::register_sim(num_devices, checked_limit(memory_limit, "sim.register"));
+      },
+      py::arg("num_devices"), py::arg("memory_limit") = py::none());
+  m.def("_sim_is_registered", &flambeau::sim::is_registered);
+  m.def("_sim_device_count", &flambeau::sim::num_devices);
+  m.def("_sim_allocator", &flambeau::sim::device_allocator, py::arg("index"));
+  m.def("_sim_pinned_allocator", &flambeau::sim::pinned_allocator);
+  m.def(
+      "_sim_block_stream",
+      [](const std::shared_ptr<flambeau::Stream>& s) {
+        auto latch = std::make_shared<flambeau::sim::Latch>();
+        flambeau::sim::block_stream(*s, latch);
+        return latch;
+      },
+      py::arg("stream"));
+  m.def(
+      "_sim_sleep",
+      [](const std::shared_ptr<flambeau::Stream>& s, double seconds) {
+        flambeau::sim::sleep_on_stream(*s, seconds);
+      },
+      py::arg("stream"), py::arg("seconds"));
 
   m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
         "The process-wide CachingAllocator that enable() installs.");

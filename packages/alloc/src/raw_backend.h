@@ -2,11 +2,11 @@
 // The seam between the caching allocator and the memory it caches. A backend
 // hands out whole segments (large, rarely) and takes them back; the caching
 // allocator does everything else (Note [Caching allocator pools]). CPU pages
-// are the only backend today; CUDA device memory (cudaMalloc) and pinned host
-// memory (cudaHostAlloc) are the planned others. A CUDA backend will also need
-// stream-ordered reuse (a freed block waits on events recorded on the streams
-// that used it before it returns to a pool); that belongs in the allocator,
-// not here.
+// and the simulated device's host pages (sim_device.cpp) exist today; CUDA
+// device memory (cudaMalloc) and pinned host memory (cudaHostAlloc) are the
+// planned others. Stream-ordered reuse (a freed block waits on events recorded
+// on the streams that used it before it returns to a pool) is the allocator's
+// business, not the backend's (Note [Stream-ordered reuse]).
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -29,6 +29,13 @@ class RawBackend {
   virtual DeviceType device_type() const = 0;
   /// "cpu pages", "cuda", "cuda pinned host", ...
   virtual std::string name() const = 0;
+  /// Called when a block of a segment returns to the cache (freed, and no
+  /// stream still uses it): the simulated device poisons it here, so that a
+  /// read after free shows up as NaN/0xFF bytes. Default: nothing.
+  virtual void on_block_free(void* ptr, size_t nbytes) noexcept {
+    (void)ptr;
+    (void)nbytes;
+  }
 };
 
 /// Anonymous private mappings (mmap), 2 MiB aligned and marked for

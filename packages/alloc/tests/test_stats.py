@@ -70,7 +70,15 @@ def test_snapshot_describes_segments_and_blocks(allocator):
     assert seg["segment_type"] == "small" and seg["address"] == p
     assert seg["allocated_size"] == 512 and seg["requested_size"] == 100
     first, rest = seg["blocks"]
-    assert first == {"address": p, "size": 512, "requested_size": 100, "allocated": True, "state": "active_allocated"}
+    assert first == {
+        "address": p,
+        "size": 512,
+        "requested_size": 100,
+        "allocated": True,
+        "state": "active_allocated",
+        "frames": [],  # filled while memory history is recorded (test_sim_device.py)
+    }
+    assert seg["stream"] == 0 and seg["device"] == "cpu"
     assert rest["allocated"] is False and rest["size"] == 2 * MiB - 512
     allocator._free(p)
 

@@ -61,6 +61,11 @@ from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and 
 from flambeau_core import _shape  # noqa: E402,F401,I001  (meshgrid, broadcast_tensors, atleast_*: *args forms)
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
 from flambeau_core._reduce import nonzero, unique, unique_consecutive  # noqa: E402,F401
+from flambeau_core import _device_modules  # noqa: E402,I001
+from flambeau_core._device_modules import device_module  # noqa: E402,F401
+
+_device_modules.install_tensor_methods()
+cuda = device_module("cuda")  # torch.cuda's names; "not available" without flambeau-cuda
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr

@@ -75,7 +75,8 @@ AllocatorPtr get_allocator(DeviceType type) {
   AllocatorPtr a = slot(type).load(std::memory_order_acquire);
   if (a) return a;
   FB_CHECK(type == DeviceType::CPU, "[allocate] no allocator for ", device_type_name(type),
-           ": flambeau-core was built without CUDA");
+           type == DeviceType::CUDA ? ": flambeau-cuda is not installed (flambeau-core is built without CUDA)"
+                                    : ": no backend registered for this device type");
   return system_allocator();
 }
 

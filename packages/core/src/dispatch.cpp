@@ -1,5 +1,6 @@
 #include "flambeau/dispatch.h"
 
+#include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 
 namespace flambeau {
@@ -20,6 +21,8 @@ const char* dispatch_key_name(DispatchKey k) {
       return "Generic";
     case DispatchKey::Composite:
       return "Composite";
+    case DispatchKey::PrivateUse1:
+      return detail::privateuse1_registered() ? detail::privateuse1_name() : "PrivateUse1";
   }
   return "?";
 }
@@ -27,13 +30,17 @@ const char* dispatch_key_name(DispatchKey k) {
 void OpBase::set_kernel(DispatchKey key, void* fn) {
   kernels_[static_cast<int>(key)] = fn;
   void* generic = kernels_[static_cast<int>(DispatchKey::Generic)];
-  for (int d = 0; d < kNumDeviceKeys; ++d) effective_[d] = kernels_[d] ? kernels_[d] : generic;
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::PrivateUse1}) {
+    void* own = kernels_[static_cast<int>(k)];
+    effective_[device_key_slot(k)] = own ? own : generic;
+  }
 }
 
 void OpBase::missing_kernel(DispatchKey k) const {
   if (k == DispatchKey::CUDA)
-    throw RuntimeError(detail::cat_str("[", name_, "] flambeau-core was built without CUDA ",
-                                       "(no CUDA kernel); use device='cpu'"));
+    throw RuntimeError(
+        detail::cat_str("[", name_, "] cannot run on cuda: flambeau-cuda is not installed ",
+                        "(flambeau-core is built without CUDA: no CUDA kernel); use device='cpu'"));
   throw NotImplementedError(detail::cat_str("[", name_, "] has no kernel for ", dispatch_key_name(k)));
 }
 

@@ -1,5 +1,6 @@
 #include "flambeau/storage.h"
 
+#include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 
 namespace flambeau {
@@ -52,6 +53,15 @@ void StorageImpl::replace_data(void* data, std::function<void(void*)> deleter) {
 }
 
 std::shared_ptr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device) {
+  if (!device.is_cpu()) {
+    // Note [Device backends]: a device storage has a concrete index, checked
+    // against the backend ("flambeau-cuda is not installed" without one).
+    device = resolve_device(device);
+    require_device(device, "allocate");
+    AllocatorPtr a = get_allocator(device.type);
+    void* p = nbytes ? a->allocate_on(nbytes, device) : nullptr;
+    return std::make_shared<StorageImpl>(p, nbytes, device, std::move(a), nullptr);
+  }
   AllocatorPtr a = get_allocator(device.type);
   void* p = nbytes ? a->allocate(nbytes) : nullptr;
   return std::make_shared<StorageImpl>(p, nbytes, device, std::move(a), nullptr);

@@ -73,3 +73,19 @@ save = _nn.save
 load = _nn.load
 
 __version__ = _core.__version__
+
+# Devices (Note [Device backends]): fb.cuda answers "not available" without
+# flambeau-cuda; the simulated device registers on request and is then fb.sim.
+cuda = _core.cuda
+device_module = _core.device_module
+utils.register_sim = _alloc.sim.register
+
+
+def __getattr__(name: str) -> object:
+    if name == "sim":
+        if _alloc.sim.is_registered():
+            return _core.device_module("sim")
+        raise AttributeError(
+            "flambeau.sim: the simulated device is not registered; call flambeau.utils.register_sim() first"
+        )
+    raise AttributeError(f"module 'flambeau' has no attribute '{name}'")

@@ -25,6 +25,7 @@ from flambeau_alloc import (  # noqa: F401
     memory_summary,
     reset_peak_memory_stats,
 )
+from flambeau_alloc.memory_viz import _record_memory_history, _snapshot, plot_timeline, timeline  # noqa: F401
 from flambeau_core.memory import (  # noqa: F401
     allocator_from_c_abi,
     get_allocator,

@@ -185,7 +185,7 @@ Tensor from_numpy(py::handle obj) {
 
 void check_exportable(const Tensor& t, bool force, const char* op) {
   FB_CHECK_TYPE(t.device().is_cpu(), "[", op, "] can't convert a tensor on ", t.device().str(),
-                " to NumPy; move it to the cpu first");
+                " to NumPy; call .cpu() first to copy it to host memory (tensor.cpu().numpy())");
   FB_CHECK(force || !t.requires_grad(), "[", op,
            "] can't convert a tensor that requires grad to NumPy; use tensor.detach().numpy() instead");
 }

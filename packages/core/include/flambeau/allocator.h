@@ -22,6 +22,8 @@
 
 namespace flambeau {
 
+class Stream;
+
 class FB_API Allocator {
  public:
   virtual ~Allocator() = default;
@@ -31,6 +33,21 @@ class FB_API Allocator {
   /// Frees a block this allocator returned; nbytes is the size asked for.
   virtual void deallocate(void* ptr, size_t nbytes) noexcept = 0;
   virtual std::string name() const = 0;
+  /// What StorageImpl::allocate calls: `device` has a concrete index. A
+  /// device allocator (one pool per device and stream) overrides this; the
+  /// default ignores the device.
+  virtual void* allocate_on(size_t nbytes, Device device) {
+    (void)device;
+    return allocate(nbytes);
+  }
+  /// Tensor.record_stream: the block at `ptr` (a pointer this allocator
+  /// returned) is also used by `stream`, so when it is freed it must not be
+  /// reused before the work enqueued on `stream` so far has completed
+  /// (Note [Stream-ordered reuse] in flambeau-alloc). Default: nothing to do.
+  virtual void record_stream(void* ptr, Stream& stream) {
+    (void)ptr;
+    (void)stream;
+  }
 };
 using AllocatorPtr = std::shared_ptr<Allocator>;
 

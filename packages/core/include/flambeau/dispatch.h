@@ -10,11 +10,22 @@
 //     when autograd is not excluded on this thread (no_grad) and some tensor
 //     argument requires grad. It calls the same op again under
 //     AutoExcludeAutograd, which lands on the device kernel.
-//   * CPU, CUDA: the device kernels, chosen from the device type of the first
-//     tensor (or Device) argument.
+//   * CPU, CUDA, PrivateUse1 (a plug-in device, Note [Device types]): the
+//     device kernels, chosen from the device type of the tensor (or Device)
+//     arguments: the first non-CPU one, else CPU. A CPU argument can thus
+//     only reach a device kernel, which checks it (0-dim CPU tensors, e.g.
+//     wrapped numbers, are allowed; anything else names both devices).
 //   * Generic: a device-generic kernel (views, shape ops, fills written once
 //     for every device). It serves every device that has no kernel of its
 //     own, so a second backend registers only its own kernels.
+// Note [Device fallback]: a call for a non-CPU device type whose op has
+// neither a kernel of that key nor a Generic one goes to the host fallback
+// (detail::host_fallback below), if a backend is registered for that type:
+// every tensor argument becomes a CPU alias of the same memory, the CPU
+// kernel runs in order on the device's current stream through
+// DeviceBackend::run_host_fallback (which waits for it), and results are
+// copied into device memory. A backend whose memory the host can address
+// (the simulated device) gets every op this way; CUDA refuses it.
 // Calls are unboxed (a typed function pointer): the whole dispatch is a few
 // loads and one indirect call. Op objects are constant-initialized, so
 // kernels can be registered from static initializers of any translation unit
@@ -30,13 +41,42 @@
 
 namespace flambeau {
 
-enum class DispatchKey : uint8_t { CPU = 0, CUDA = 1, Autograd = 2, Generic = 3, Composite = 4 };
-inline constexpr int kNumDispatchKeys = 5;
-inline constexpr int kNumDeviceKeys = 2;  // CPU, CUDA: the keys device_dispatch_key returns
+enum class DispatchKey : uint8_t {
+  CPU = 0,
+  CUDA = 1,
+  Autograd = 2,
+  Generic = 3,
+  Composite = 4,
+  PrivateUse1 = 5
+};
+inline constexpr int kNumDispatchKeys = 6;
+// The keys device_dispatch_key returns, one per DeviceType (indexed by it).
+inline constexpr int kNumDeviceKeys = kNumDeviceTypes;
 FB_API const char* dispatch_key_name(DispatchKey k);
 
 inline DispatchKey device_dispatch_key(DeviceType t) {
-  return t == DeviceType::CUDA ? DispatchKey::CUDA : DispatchKey::CPU;
+  switch (t) {
+    case DeviceType::CUDA:
+      return DispatchKey::CUDA;
+    case DeviceType::PrivateUse1:
+      return DispatchKey::PrivateUse1;
+    default:
+      return DispatchKey::CPU;
+  }
+}
+/// The device type a device key serves, as an index of OpBase::effective_; -1
+/// for the other keys.
+inline int device_key_slot(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::CPU:
+      return static_cast<int>(DeviceType::CPU);
+    case DispatchKey::CUDA:
+      return static_cast<int>(DeviceType::CUDA);
+    case DispatchKey::PrivateUse1:
+      return static_cast<int>(DeviceType::PrivateUse1);
+    default:
+      return -1;
+  }
 }
 
 namespace detail {
@@ -77,7 +117,7 @@ struct KeyState {
   bool has_device = false;
   DeviceType device = DeviceType::CPU;
   void see_device(DeviceType t) {
-    if (!has_device) {
+    if (!has_device || (device == DeviceType::CPU && t != DeviceType::CPU)) {
       device = t;
       has_device = true;
     }
@@ -116,19 +156,29 @@ class FB_API OpBase {
   void set_kernel(DispatchKey key, void* fn);
   const char* name_;
   void* kernels_[kNumDispatchKeys];  // as registered
-  // What a call uses per device key: the device's own kernel, else Generic.
+  // What a call uses per device type: the device's own kernel, else Generic.
   void* effective_[kNumDeviceKeys];
 };
 
 template <class Sig>
 class Op;
 
+namespace detail {
+/// True if a backend is registered for `t` (the fallback is then tried).
+FB_API bool has_device_backend(DeviceType t);
+template <class R, class... Args>
+R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args);
+}  // namespace detail
+
 template <class R, class... Args>
 class Op<R(Args...)> : public OpBase {
  public:
   using Signature = R(Args...);
   using Kernel = R (*)(Args...);
-  constexpr explicit Op(const char* name) : OpBase(name) {}
+  // The host fallback (Note [Device fallback]) is reached through a pointer so
+  // that only the translation unit defining the op instantiates it.
+  using Fallback = R (*)(const Op&, DeviceType, Args...);
+  constexpr explicit Op(const char* name) : OpBase(name), fallback_(&detail::host_fallback<R, Args...>) {}
 
   void register_kernel(DispatchKey key, Kernel fn) { set_kernel(key, reinterpret_cast<void*>(fn)); }
 
@@ -141,22 +191,27 @@ class Op<R(Args...)> : public OpBase {
       if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
         return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
     }
-    const DispatchKey key = device_dispatch_key(s.device);
-    void* k = effective_[static_cast<int>(key)];
-    if (!k) [[unlikely]]
-      missing_kernel(key);
+    void* k = effective_[static_cast<int>(s.device)];
+    if (!k) [[unlikely]] {
+      if (s.device != DeviceType::CPU && detail::has_device_backend(s.device))
+        return fallback_(*this, s.device, std::forward<Args>(args)...);
+      missing_kernel(device_dispatch_key(s.device));
+    }
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
 
   /// Calls the kernel of one key directly (tests, and layers that know the key);
   /// a device key falls back to the Generic kernel as a call does.
   R call_kernel(DispatchKey key, Args... args) const {
-    const int i = static_cast<int>(key);
-    void* k = i < kNumDeviceKeys ? effective_[i] : kernels_[i];
+    const int slot = device_key_slot(key);
+    void* k = slot >= 0 ? effective_[slot] : kernels_[static_cast<int>(key)];
     if (!k) [[unlikely]]
       missing_kernel(key);
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
+
+ private:
+  Fallback fallback_;
 };
 
 /// Registers `fn` for `key` on `op` from a static initializer:
@@ -170,3 +225,5 @@ class Op<R(Args...)> : public OpBase {
 #define FB_CONCAT(a, b) FB_CONCAT_INNER(a, b)
 
 }  // namespace flambeau
+
+#include "flambeau/device_fallback.h"

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 #include "flambeau/random.h"
 #include "flambeau/type_dispatch.h"
@@ -323,15 +324,6 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
 
 // ---- keyword arguments shared by factories ----
 
-/// tensor() builds its data on the CPU; another device needs a copy op core does not have yet.
-Device cpu_only(py::handle device, const char* op) {
-  const Device d = parse_device(device, op);
-  if (!d.is_cpu())
-    throw RuntimeError(detail::cat_str("[", op, "] cannot create a tensor on ", d.str(),
-                                       ": flambeau-core was built without CUDA; use device='cpu'"));
-  return d;
-}
-
 /// The device of a *_like factory: `device` if given, else the input's.
 Device like_device(py::handle device, const Tensor& t, const char* op) {
   return device.is_none() ? t.device() : parse_device(device, op);
@@ -379,8 +371,17 @@ void init_factories(py::module_& m) {
   m.def(
       "tensor",
       [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
-        (void)cpu_only(device, "tensor");
-        return finish(tensor_from_data(data, dtype), requires_grad);
+        const Device d = parse_device(device, "tensor");
+        if (d.is_cpu()) return finish(tensor_from_data(data, dtype), requires_grad);
+        // Built on the cpu, then copied (Note [Device backends]).
+        require_device(resolve_device(d), "tensor");
+        Tensor host = tensor_from_data(data, dtype);
+        Tensor out;
+        {
+          py::gil_scoped_release no_gil;
+          out = to_device_copy(host, d, host.dtype(), false, "tensor");
+        }
+        return finish(out, requires_grad);
       },
       py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false,

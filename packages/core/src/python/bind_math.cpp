@@ -9,6 +9,7 @@
 #include "../cpu/vec_table.h"
 #include "../tensor_iterator.h"
 #include "common.h"
+#include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 
 namespace flambeau::python {
@@ -44,6 +45,8 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
   std::optional<Device> device;
   MemoryFormat format = MemoryFormat::Preserve;
   bool copy = false;
+  bool non_blocking = false;
+  int positional_bools = 0;
   auto take = [&](py::handle a) {
     if (py::isinstance<ScalarType>(a) || a.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
         a.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type) ||
@@ -58,7 +61,14 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
     } else if (!a.is_none())
       throw TypeError(detail::cat_str("[to] expected a dtype, a device or a Tensor, got ", type_name(a)));
   };
-  for (py::handle a : args) take(a);
+  for (py::handle a : args) {
+    // to(device, dtype, non_blocking, copy): trailing positional bools.
+    if (py::isinstance<py::bool_>(a)) {
+      (positional_bools++ == 0 ? non_blocking : copy) = a.cast<bool>();
+      continue;
+    }
+    take(a);
+  }
   for (auto item : kwargs) {
     const std::string key = py::str(item.first).cast<std::string>();
     if (key == "dtype" || key == "device" || key == "other")
@@ -70,13 +80,21 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
       format = item.second.cast<MemoryFormat>();
     } else if (key == "copy")
       copy = PyObject_IsTrue(item.second.ptr()) == 1;
-    else if (key != "non_blocking")
+    else if (key == "non_blocking")
+      non_blocking = PyObject_IsTrue(item.second.ptr()) == 1;
+    else
       throw TypeError(detail::cat_str("[to] unexpected keyword argument '", key, "'"));
   }
-  if (device && device->type != self.device().type)
-    throw RuntimeError(detail::cat_str("[to] moving a tensor from ", self.device().str(), " to ",
-                                       device->str(),
-                                       " is not supported: flambeau-core was built without CUDA"));
+  if (device) {
+    // Note [Device backends]: a copy to another device (or another index).
+    const Device to = resolve_device(*device);
+    if (!to.is_cpu()) require_device(to, "to");
+    const Device from = self.device();
+    if (!(to.type == from.type && (to.is_cpu() || to.index == from.index))) {
+      py::gil_scoped_release no_gil;
+      return to_device_copy(self, to, dtype.value_or(self.dtype()), non_blocking, "to");
+    }
+  }
   py::gil_scoped_release no_gil;
   return convert(self, dtype.value_or(self.dtype()), format, copy);
 }

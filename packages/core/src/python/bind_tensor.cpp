@@ -186,7 +186,8 @@ const char* buffer_format(ScalarType t) {
 
 }  // namespace
 
-py::object tensor_item(const Tensor& t) {
+py::object tensor_item(const Tensor& t_in) {
+  const Tensor t = to_cpu_for_read(t_in);
   check_cpu(t, "item");
   FB_CHECK_VALUE(t.numel() == 1,
                  "[item] only a tensor with one element can be converted to a Python number, got shape ",
@@ -208,8 +209,7 @@ void init_tensor(py::module_& m) {
       .def(
           "_set_data",
           [](const Tensor& self, const Tensor& other) {
-            FB_CHECK_TYPE(self.device() == other.device(), "[_set_data] the new data must be on ",
-                          self.device().str(), ", got ", other.device().str());
+            // Another device is fine (Module.to(device) moves parameters in place).
             self.impl()->set_data(*other.impl());
           },
           py::arg("data"),
@@ -315,7 +315,8 @@ void init_tensor(py::module_& m) {
           py::arg("requires_grad") = true)
       .def("item", &tensor_item)
       .def("tolist",
-           [](const Tensor& t) {
+           [](const Tensor& t_in) {
+             const Tensor t = to_cpu_for_read(t_in);
              check_cpu(t, "tolist");
              return tolist_rec(t, 0, static_cast<const char*>(t.data_ptr()));
            })

@@ -19,6 +19,7 @@ void init_math(py::module_& m);       // bind_math.cpp: to/float/..., fill_, bro
 /// python_ops_generated.cpp: every op of codegen/ops.yaml (Note [Python argument parser]).
 void init_generated_ops(py::module_& m);
 void init_runtime(py::module_& m);  // bind_runtime.cpp: threads, grad mode, abi tag
+void init_device(py::module_& m);   // bind_device.cpp: streams, events, current device/stream, pin_memory
 
 // Note [The GIL around kernels]
 // Every binding converts its Python arguments with the GIL held, then runs the
@@ -58,5 +59,9 @@ Shape parse_int_sequence(py::handle obj, const char* op, const char* what);
 ScalarType parse_dtype(py::handle obj, ScalarType fallback, const char* op);
 /// A device argument: a Device, a string such as "cpu", or None (-> cpu).
 Device parse_device(py::handle obj, const char* op);
+/// A copy of `self` on `device` (any pair of devices), cast to dtype.
+Tensor to_device_copy(const Tensor& self, Device device, ScalarType dtype, bool non_blocking, const char* op);
+/// `t` itself if on the cpu, else a synchronous copy to the cpu (item, tolist).
+Tensor to_cpu_for_read(const Tensor& t);
 
 }  // namespace flambeau::python

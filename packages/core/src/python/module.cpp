@@ -78,4 +78,5 @@ PYBIND11_MODULE(_C, m) {
   init_generated_ops(m);
   init_math(m);
   init_runtime(m);
+  init_device(m);
 }

@@ -91,9 +91,9 @@ TEST_SUITE("allocator") {
 
   TEST_CASE("without CUDA there is no CUDA allocator") {
     CHECK(error_message<RuntimeError>([] { get_allocator(DeviceType::CUDA); }) ==
-          doctest::Contains("[allocate] no allocator for cuda: flambeau-core was built without CUDA"));
+          doctest::Contains("[allocate] no allocator for cuda: flambeau-cuda is not installed"));
     CHECK(error_message<RuntimeError>([] { StorageImpl::allocate(16, Device(DeviceType::CUDA, 0)); }) ==
-          doctest::Contains("no allocator for cuda"));
+          doctest::Contains("[allocate] cannot use cuda:0: flambeau-cuda is not installed"));
   }
 
   TEST_CASE("a C ABI allocator serves storages and is released after the last one") {

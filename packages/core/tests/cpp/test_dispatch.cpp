@@ -98,7 +98,8 @@ TEST_SUITE("dispatch") {
     CHECK(probe_factory(Device()) == "CPU");
     CHECK(error_message<RuntimeError>([] { probe_factory(Device(DeviceType::CUDA, 0)); }) ==
           doctest::Contains(
-              "[probe_factory] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+              "[probe_factory] cannot run on cuda: flambeau-cuda is not installed (flambeau-core is built "
+              "without CUDA: no CUDA kernel); use device='cpu'"));
   }
 
   TEST_CASE("a tensor that requires grad selects the Autograd kernel, which redispatches below it") {
@@ -191,10 +192,11 @@ TEST_SUITE("dispatch") {
           }) == doctest::Contains("[probe_no_autograd] has no kernel for Autograd"));
   }
 
-  TEST_CASE("a CUDA tensor with no CUDA kernel says core was built without CUDA") {
+  TEST_CASE("a CUDA tensor with no CUDA kernel says flambeau-cuda is not installed") {
     CHECK(error_message<RuntimeError>([] { probe_no_autograd(fake_cuda_tensor()); }) ==
           doctest::Contains(
-              "[probe_no_autograd] flambeau-core was built without CUDA (no CUDA kernel); use device='cpu'"));
+              "[probe_no_autograd] cannot run on cuda: flambeau-cuda is not installed (flambeau-core "
+              "is built without CUDA: no CUDA kernel); use device='cpu'"));
   }
 
   TEST_CASE("a Generic kernel serves every device without its own kernel") {

@@ -570,13 +570,13 @@ class Module:
         """
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         positional = list(args)
         if positional and isinstance(positional[-1], bool):  # to(device, dtype, non_blocking)
-            positional.pop()
+            non_blocking = positional.pop()
         if len(positional) > 2:
             raise TypeError(f"to() takes at most 2 positional arguments (device, dtype), got {len(positional)}")
         for a in positional:
@@ -592,8 +592,6 @@ class Module:
             dev = fc.device(device) if isinstance(device, str) else device
             if not isinstance(dev, fc.device):
                 raise TypeError(f"to() expects a device, got {type(device).__name__}")
-            if dev.type != "cpu":
-                raise FlambeauError(f"[Module.to] only cpu is supported so far, got {dev}")
         if dtype is not None:
             if not isinstance(dtype, fc.dtype):
                 raise TypeError(f"to() expects a dtype, got {type(dtype).__name__}")
@@ -601,11 +599,14 @@ class Module:
                 raise TypeError(
                     f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
                 )
-        if dtype is None:
+        if dtype is None and device is None:
             return self
 
         def convert(t: Tensor) -> Tensor:
-            return t.to(dtype) if t.is_floating_point() and t.dtype != dtype else t
+            to_dtype = dtype if dtype is not None and t.is_floating_point() else t.dtype
+            if device is None:
+                return t.to(to_dtype) if to_dtype != t.dtype else t
+            return t.to(device, to_dtype, non_blocking=non_blocking)
 
         return self._apply(convert)
 

@@ -1,0 +1,47 @@
+#pragma once
+// The simulated device "sim" (Note [Simulated device] in sim_device.cpp).
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "caching_allocator.h"
+#include "flambeau/device_backend.h"
+
+namespace flambeau::sim {
+
+/// Registers the "sim" device type through core's public plug-in API with
+/// `num_devices` devices, each with `memory_limit` bytes (nullopt: no limit).
+/// Registering again with the same count is a no-op.
+void register_sim(int num_devices, std::optional<size_t> memory_limit);
+bool is_registered();
+int num_devices();
+/// The caching allocator of device `index`.
+std::shared_ptr<alloc::CachingAllocator> device_allocator(int index);
+/// The pinned host allocator.
+std::shared_ptr<alloc::CachingAllocator> pinned_allocator();
+
+/// Host pages (mmap) poisoned with 0xFF on free, at most `capacity` bytes in
+/// segments (nullopt: unlimited): the sim device's memory, also usable alone
+/// as a capacity-limited backend (tests of out-of-memory).
+std::unique_ptr<alloc::RawBackend> make_sim_memory(std::string name, std::optional<size_t> capacity);
+
+/// Test support: blocks `stream` until release() (Python: Latch).
+class Latch {
+ public:
+  void release();
+  void wait();
+  bool released() const;
+
+ private:
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+void block_stream(Stream& stream, std::shared_ptr<Latch> latch);
+void sleep_on_stream(Stream& stream, double seconds);
+
+}  // namespace flambeau::sim

@@ -1,0 +1,143 @@
+#pragma once
+// Note [Device fallback] (dispatch.h): the host fallback of a plug-in device.
+// Included at the end of dispatch.h; the template only maps arguments and
+// results, the work is in HostFallback (src/device_fallback.cpp).
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "flambeau/device.h"
+#include "flambeau/macros.h"
+#include "flambeau/tensor.h"
+
+namespace flambeau::detail {
+
+class FB_API HostFallback {
+ public:
+  HostFallback(const char* op, DeviceType type) : op_(op), type_(type) {}
+  HostFallback(const HostFallback&) = delete;
+  HostFallback& operator=(const HostFallback&) = delete;
+
+  // Pass 1: find the device and check every tensor is on it.
+  void see(const Tensor& t);
+  void see(const std::optional<Tensor>& t) {
+    if (t) see(*t);
+  }
+  void see(const TensorList& ts) {
+    for (const auto& t : ts) see(t);
+  }
+  void see(const OptionalTensorList& ts) {
+    for (const auto& t : ts) see(t);
+  }
+  template <class T>
+  void see(const T&) {}
+
+  // Pass 2: host views of the arguments.
+  Tensor map(const Tensor& t);
+  std::optional<Tensor> map(const std::optional<Tensor>& t) {
+    return t ? std::optional<Tensor>(map(*t)) : std::nullopt;
+  }
+  TensorList map(const TensorList& ts) {
+    TensorList out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) out.push_back(map(t));
+    return out;
+  }
+  OptionalTensorList map(const OptionalTensorList& ts) {
+    OptionalTensorList out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) out.push_back(map(t));
+    return out;
+  }
+  Device map(const Device& d) { return d.type == type_ ? Device(DeviceType::CPU) : d; }
+  template <class T>
+  T map(const T& v) {
+    return v;
+  }
+
+  /// Runs `fn` (the CPU kernel on host views) on the device's current stream
+  /// and waits; then bumps the version of every device storage it wrote.
+  void run(const std::function<void()>& fn);
+  /// A result of the CPU kernel as a device tensor: the original argument if
+  /// it is one of them, a view of an argument's storage if it shares one, else
+  /// a copy in device memory.
+  Tensor unmap(const Tensor& r);
+
+  /// The original argument of a host view (by identity), or null.
+  const Tensor* original_of(const Tensor& host) const;
+
+ private:
+  struct Alias {
+    Tensor original;
+    Tensor host;
+    uint64_t host_version;
+  };
+  const char* op_;
+  DeviceType type_;
+  bool has_device_ = false;
+  Device device_;
+  std::vector<Alias> aliases_;
+};
+
+template <class T>
+struct is_tensor_tuple : std::false_type {};
+template <class... Ts>
+struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::is_same_v<Ts, Tensor> && ...)> {};
+
+template <class R, class... Args>
+R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
+  HostFallback fb(op.name(), type);
+  (fb.see(args), ...);
+  std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
+  auto call = [&]() -> decltype(auto) {
+    return std::apply([&](auto&... a) -> decltype(auto) { return op.call_kernel(DispatchKey::CPU, a...); },
+                      host);
+  };
+  if constexpr (std::is_void_v<R>) {
+    fb.run([&] { call(); });
+  } else if constexpr (std::is_same_v<R, Tensor&>) {
+    Tensor* result = nullptr;
+    fb.run([&] { result = &call(); });
+    // An in-place op returns one of its Tensor& arguments: give back the original.
+    Tensor* found = nullptr;
+    auto originals = std::forward_as_tuple(args...);
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            if constexpr (std::is_same_v<std::tuple_element_t<I, std::tuple<Args...>>, Tensor&>)
+              if (!found && result == &std::get<I>(host)) found = &std::get<I>(originals);
+          }(),
+          ...);
+    }(std::index_sequence_for<Args...>{});
+    if (!found) {
+      // Not an argument (should not happen): return the first Tensor& argument.
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if constexpr (std::is_same_v<std::tuple_element_t<I, std::tuple<Args...>>, Tensor&>)
+                if (!found) found = &std::get<I>(originals);
+            }(),
+            ...);
+      }(std::index_sequence_for<Args...>{});
+    }
+    return *found;
+  } else if constexpr (std::is_same_v<R, Tensor>) {
+    std::optional<Tensor> result;
+    fb.run([&] { result = call(); });
+    return fb.unmap(*result);
+  } else if constexpr (is_tensor_tuple<R>::value) {
+    std::optional<R> result;
+    fb.run([&] { result = call(); });
+    return std::apply([&](auto&... r) { return R(fb.unmap(r)...); }, *result);
+  } else {
+    // Not a tensor (a count, a name): returned as the CPU kernel gave it.
+    std::optional<R> result;
+    fb.run([&] { result = call(); });
+    return std::move(*result);
+  }
+}
+
+}  // namespace flambeau::detail

@@ -1,0 +1,106 @@
+"""Device-generic parts of core without any device backend (Note [Device backends]).
+
+Without flambeau-cuda: fc.cuda answers "not available", a cuda tensor is a
+clear error naming the missing package, devices parse with their index.
+"""
+
+import threading
+
+import flambeau_core as fc
+import pytest
+
+NOT_INSTALLED = "flambeau-cuda is not installed"
+
+
+def test_device_parsing():
+    d = fc.device("cuda:1")
+    assert d.type == "cuda" and d.index == 1 and str(d) == "cuda:1"
+    assert fc.device("cuda").index is None
+    assert fc.device("cuda", 3) == "cuda:3"
+    assert fc.device("cpu").type == "cpu"
+    with pytest.raises(ValueError, match=r"\[device\] unknown device 'tpu:0'"):
+        fc.device("tpu:0")
+    with pytest.raises(ValueError, match=r"bad device index in 'cuda:x'"):
+        fc.device("cuda:x")
+    with pytest.raises(ValueError, match=r"bad device index in 'cuda:-1'"):
+        fc.device("cuda:-1")
+
+
+def test_cuda_module_not_available():
+    assert fc.cuda.is_available() is False
+    assert fc.cuda.device_count() == 0
+    assert fc.device_module("cuda") is fc.cuda
+    for call in (
+        fc.cuda.current_device,
+        fc.cuda.synchronize,
+        fc.cuda.current_stream,
+        fc.cuda.default_stream,
+        fc.cuda.Stream,
+        fc.cuda.memory_allocated,
+        fc.cuda.max_memory_allocated,
+        fc.cuda.memory_reserved,
+        fc.cuda.memory_stats,
+        fc.cuda.memory_snapshot,
+        fc.cuda.empty_cache,
+    ):
+        with pytest.raises(RuntimeError, match=NOT_INSTALLED):
+            call()
+    with pytest.raises(RuntimeError, match=NOT_INSTALLED):
+        fc.cuda.set_device(0)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_function'"):
+        fc.cuda.not_a_function  # noqa: B018
+    e = fc.cuda.Event()  # an event is created lazily, on record
+    assert e.query() is True
+    with pytest.raises(RuntimeError, match=NOT_INSTALLED):
+        e.record()
+
+
+def test_cuda_tensors_not_available():
+    t = fc.ones(2)
+    for make in (
+        lambda: fc.zeros(2, device="cuda"),
+        lambda: fc.tensor([1.0], device="cuda:0"),
+        lambda: fc.empty(3, device=fc.device("cuda", 1)),
+        lambda: t.to("cuda"),
+        lambda: t.cuda(),
+        lambda: t.to("cuda:0", non_blocking=True),
+    ):
+        with pytest.raises(RuntimeError, match=NOT_INSTALLED):
+            make()
+    with pytest.raises(RuntimeError, match=r"\[pin_memory\] no device is available"):
+        t.pin_memory()
+    assert t.is_pinned() is False
+    assert t.is_cuda is False
+    assert t.cpu() is t
+    assert t.to("cpu", non_blocking=True) is t
+
+
+def test_device_module_errors():
+    with pytest.raises(ValueError, match=r"\[device_module\] unknown device type 'tpu'"):
+        fc.device_module("tpu")
+    with pytest.raises(ValueError, match="the cpu has no device module"):
+        fc.device_module("cpu")
+    with pytest.raises(TypeError, match=r"\[device_module\] expected a device type name"):
+        fc.device_module(3)
+
+
+def test_to_argument_forms():
+    t = fc.arange(0, 4, 1, dtype=fc.float32) if hasattr(fc, "arange") else fc.ones(4)
+    assert t.to("cpu", fc.float64, False).dtype == fc.float64
+    assert t.to(fc.float64, non_blocking=True, copy=True).dtype == fc.float64
+    assert t.to("cpu", copy=True) is not t
+
+
+def test_cuda_module_is_usable_from_threads():
+    errors = []
+
+    def worker():
+        try:
+            assert fc.cuda.device_count() == 0
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join()
+    assert not errors
