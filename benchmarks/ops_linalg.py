@@ -21,7 +21,7 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import flambeau as fb  # noqa: E402
+import flambeau_core as fb  # noqa: E402  (fb.linalg is core's module; no autograd needed)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 

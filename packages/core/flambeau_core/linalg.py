@@ -971,3 +971,8 @@ TOP_LEVEL = {
 }
 # Tensor methods PyTorch has for them (x.det(), x.inverse(), ...).
 METHODS = "det logdet slogdet inverse cholesky qr svd pinverse matrix_power cross outer ger dot inner mv".split()
+for _name, _fn in TOP_LEVEL.items():
+    if _fn.__name__.startswith("_top_"):
+        _fn.__name__ = _fn.__qualname__ = _name
+        _fn.__module__ = "flambeau"
+del _name, _fn

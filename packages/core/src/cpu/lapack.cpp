@@ -7,9 +7,9 @@
 //
 // Each kernel takes a batch (*, m, n) of float32 or float64 matrices, checks
 // that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
-// per matrix (Note [LAPACK layout] in lapack.h). Batches of small matrices run
-// in parallel, each thread calling LAPACK with OpenBLAS on one thread; one big
-// matrix (or a batch of big ones) runs serially with OpenBLAS's own threads.
+// per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
+// in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
+// single very large matrix uses OpenBLAS's own threads (Note [LAPACK threads]).
 // A failure (singular matrix, not positive-definite, no convergence) is
 // recorded per matrix and raised after the loop, naming the batch element as
 // PyTorch does.
@@ -52,16 +52,21 @@ struct SerialBlas {
   SerialBlas& operator=(const SerialBlas&) = delete;
 };
 
-// Below this many flops per matrix, a batch is split across our threads.
-constexpr double kParallelBatchFlops = 2.0e6;
+// Note [LAPACK threads]: LAPACK's blocked algorithms call many small BLAS
+// kernels; with OpenBLAS's own threads each call forks and joins, and on a
+// loaded machine a worker not scheduled at once stalls the whole
+// factorization for a time slice (measured on 2 shared cores with
+// benchmarks/ops_linalg.py: a 256x256 SVD or QR took seconds with 2 OpenBLAS
+// threads, milliseconds with 1). So LAPACK runs with OpenBLAS on one thread,
+// and our threads split the batch; only a single matrix above this many flops
+// gets OpenBLAS's threads.
+constexpr double kThreadedBlasFlops = 4.0e9;
 
-/// Runs f(i) for each matrix i of the batch: in parallel (serial BLAS) when
-/// the batch has several small matrices, else serially (threaded BLAS).
+/// Runs f(i) for each matrix i of the batch (Note [LAPACK threads]).
 template <class F>
 void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
-  const bool par = batch > 1 && flops_per_matrix < kParallelBatchFlops && get_num_threads() > 1;
-  if (!par) {
-    for (int64_t i = 0; i < batch; ++i) f(i);
+  if (batch == 1 && flops_per_matrix >= kThreadedBlasFlops) {
+    f(0);
     return;
   }
   SerialBlas serial(true);
