@@ -39,4 +39,5 @@ def test_top_level_spellings():
         assert getattr(fb, name) is getattr(flambeau_core, name)
     x = fb.tensor([[2.0, 0.0], [0.0, 3.0]])
     assert fb.det(x).item() == 6.0
-    assert x.inverse().tolist() == [[0.5, 0.0], [0.0, 1.0 / 3.0]]
+    inv = x.inverse().tolist()
+    assert inv[0] == [0.5, 0.0] and abs(inv[1][1] - 1.0 / 3.0) < 1e-7
