@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -62,17 +63,34 @@ struct SerialBlas {
 // gets OpenBLAS's threads.
 constexpr double kThreadedBlasFlops = 4.0e9;
 
-/// Runs f(i) for each matrix i of the batch (Note [LAPACK threads]).
+/// Scratch buffers (pivots, LAPACK workspaces) reused by the matrices one
+/// thread factors, so a batch of small matrices allocates once per chunk.
+struct Workspace {
+  std::vector<std::vector<std::max_align_t>> slots;
+  template <class U>
+  U* get(size_t slot, int64_t n) {
+    if (slots.size() <= slot) slots.resize(slot + 1);
+    auto& v = slots[slot];
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(U);
+    const size_t need = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+    if (v.size() < need) v.resize(need);
+    return reinterpret_cast<U*>(v.data());
+  }
+};
+
+/// Runs f(i, workspace) for each matrix i of the batch (Note [LAPACK threads]).
 template <class F>
 void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
   if (batch == 1 && flops_per_matrix >= kThreadedBlasFlops) {
-    f(0);
+    Workspace ws;
+    f(0, ws);
     return;
   }
   SerialBlas serial(true);
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(2.0e5 / std::max(1.0, flops_per_matrix)));
   parallel_for(0, batch, grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) f(i);
+    Workspace ws;
+    for (int64_t i = b; i < e; ++i) f(i, ws);
   });
 }
 
@@ -169,15 +187,12 @@ Tensor linalg_inv_cpu(const Tensor& A) {
     int info = 0;
     la::getri(ni, data, ni, nullptr, &wq, -1, &info);
     const int lwork = workspace_size(wq, "linalg.inv");
-    for_each_matrix(batch, 2.0 * static_cast<double>(n) * n * n, [&](int64_t i) {
+    for_each_matrix(batch, 2.0 * static_cast<double>(n) * n * n, [&](int64_t i, Workspace& ws) {
       T* a = data + i * n * n;
-      std::vector<int> ipiv(static_cast<size_t>(n));
+      int* ipiv = ws.get<int>(0, n);
       int inf = 0;
-      la::getrf(ni, ni, a, ni, ipiv.data(), &inf);
-      if (inf == 0) {
-        std::vector<T> work(static_cast<size_t>(lwork));
-        la::getri(ni, a, ni, ipiv.data(), work.data(), lwork, &inf);
-      }
+      la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0) la::getri(ni, a, ni, ipiv, ws.get<T>(1, lwork), lwork, &inf);
       infos[static_cast<size_t>(i)] = inf;
     });
   });
@@ -216,13 +231,13 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
     T* bd = b_buf.data<T>();
     const int ni = static_cast<int>(n), ki = static_cast<int>(k);
     const double flops = 2.0 / 3.0 * n * n * n + 2.0 * n * n * k;
-    for_each_matrix(batch, flops, [&](int64_t i) {
+    for_each_matrix(batch, flops, [&](int64_t i, Workspace& ws) {
       T* a = ad + i * n * n;
       T* b = bd + i * n * k;
-      std::vector<int> ipiv(static_cast<size_t>(std::max<int64_t>(n, 1)));
+      int* ipiv = ws.get<int>(0, n);
       int inf = 0;
-      if (n > 0) la::getrf(ni, ni, a, ni, ipiv.data(), &inf);
-      if (inf == 0 && n > 0 && k > 0) la::getrs('N', ni, ki, a, ni, ipiv.data(), b, ni, &inf);
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0 && n > 0 && k > 0) la::getrs('N', ni, ki, a, ni, ipiv, b, ni, &inf);
       infos[static_cast<size_t>(i)] = inf;
     });
   });
@@ -252,15 +267,15 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
     T* la_out = logabs.data<T>();
     T* sg_out = sign.data<T>();
     const int ni = static_cast<int>(n);
-    for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i) {
+    for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i, Workspace& ws) {
       T* a = data + i * n * n;
-      std::vector<int> ipiv(static_cast<size_t>(std::max<int64_t>(n, 1)));
+      int* ipiv = ws.get<int>(0, n);
       int inf = 0;
-      if (n > 0) la::getrf(ni, ni, a, ni, ipiv.data(), &inf);
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
       T s = 1, l = 0;
       for (int64_t j = 0; j < n; ++j) {
         const T d = a[j * n + j];
-        if (ipiv[static_cast<size_t>(j)] != j + 1) s = -s;
+        if (ipiv[j] != j + 1) s = -s;
         if (d < 0) s = -s;
         if (d == 0) s = 0;
         l += std::log(std::abs(d));
@@ -290,7 +305,7 @@ Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
     using T = decltype(tag);
     T* data = buf.data<T>();
     const int ni = static_cast<int>(n);
-    for_each_matrix(batch, 1.0 / 3.0 * n * n * n, [&](int64_t i) {
+    for_each_matrix(batch, 1.0 / 3.0 * n * n * n, [&](int64_t i, Workspace&) {
       T* a = data + i * n * n;
       int inf = 0;
       la::potrf(upper ? 'L' : 'U', ni, a, ni, &inf);
@@ -354,17 +369,17 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
         lwork = std::max(lwork, workspace_size(wq, "linalg.qr"));
       }
     }
-    for_each_matrix(batch, 4.0 * m * n * k, [&](int64_t i) {
+    for_each_matrix(batch, 4.0 * m * n * k, [&](int64_t i, Workspace& ws) {
       T* a = wd + i * wcols * m;
-      std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(k, 1)), T(0));
-      std::vector<T> work(static_cast<size_t>(lwork));
+      T* tau = ws.get<T>(0, k);
+      T* work = ws.get<T>(1, lwork);
       int inf = 0;
-      if (m > 0 && n > 0) la::geqrf(mi, ni, a, ld, tau.data(), work.data(), lwork, &inf);
+      if (m > 0 && n > 0) la::geqrf(mi, ni, a, ld, tau, work, lwork, &inf);
       T* r = rd + i * rrows * n;
       for (int64_t row = 0; row < std::min(rrows, m); ++row)
         for (int64_t c = row; c < n; ++c) r[row * n + c] = a[c * m + row];
       if (!want_q) return;
-      if (m > 0 && qcols > 0) la::orgqr(mi, qi, ki, a, ld, tau.data(), work.data(), lwork, &inf);
+      if (m > 0 && qcols > 0) la::orgqr(mi, qi, ki, a, ld, tau, work, lwork, &inf);
       T* q = qd + i * m * qcols;
       for (int64_t row = 0; row < m; ++row)
         for (int64_t c = 0; c < qcols; ++c) q[row * qcols + c] = a[c * m + row];
@@ -423,13 +438,13 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
     la::gesdd(jobz, lm, ln, ad, lm, sd, compute_uv ? vd : &dummy, ldu, compute_uv ? ud : &dummy, ldvt, &wq,
               -1, iw_q.data(), &info);
     const int lwork = workspace_size(wq, "linalg.svd");
-    for_each_matrix(batch, 14.0 * m * n * k, [&](int64_t i) {
-      std::vector<T> work(static_cast<size_t>(lwork));
-      std::vector<int> iwork(static_cast<size_t>(8 * k));
+    for_each_matrix(batch, 14.0 * m * n * k, [&](int64_t i, Workspace& ws) {
+      T* work = ws.get<T>(0, lwork);
+      int* iwork = ws.get<int>(1, 8 * k);
       T d1{}, d2{};
       int inf = 0;
       la::gesdd(jobz, lm, ln, ad + i * m * n, lm, sd + i * k, compute_uv ? vd + i * vrows * n : &d1, ldu,
-                compute_uv ? ud + i * m * ucols : &d2, ldvt, work.data(), lwork, iwork.data(), &inf);
+                compute_uv ? ud + i * m * ucols : &d2, ldvt, work, lwork, iwork, &inf);
       infos[static_cast<size_t>(i)] = inf;
     });
   });
@@ -469,11 +484,10 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view upl
     int iwq = 0, info = 0;
     la::syevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &iwq, -1, &info);
     const int lwork = workspace_size(wq, "linalg.eigh"), liwork = std::max(1, iwq);
-    for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i) {
-      std::vector<T> work(static_cast<size_t>(lwork));
-      std::vector<int> iwork(static_cast<size_t>(liwork));
+    for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
       int inf = 0;
-      la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, work.data(), lwork, iwork.data(), liwork, &inf);
+      la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                ws.get<int>(1, liwork), liwork, &inf);
       infos[static_cast<size_t>(i)] = inf;
     });
   });
@@ -531,12 +545,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
       la::gelsd(mi, ni, ki, ad, mi, bd, ldb, sd, rc, &rk, &wq, -1, &iwq, &info);
       const int lwork = workspace_size(wq, "linalg.lstsq");
       const int liwork = std::max(1, iwq);
-      for_each_matrix(batch, 12.0 * m * n * mn, [&](int64_t i) {
-        std::vector<T> work(static_cast<size_t>(lwork));
-        std::vector<int> iwork(static_cast<size_t>(liwork));
+      for_each_matrix(batch, 12.0 * m * n * mn, [&](int64_t i, Workspace& ws) {
         int inf = 0, r = 0;
-        la::gelsd(mi, ni, ki, ad + i * m * n, mi, bd + i * mx * k, ldb, sd + i * mn, rc, &r, work.data(),
-                  lwork, iwork.data(), &inf);
+        la::gelsd(mi, ni, ki, ad + i * m * n, mi, bd + i * mx * k, ldb, sd + i * mn, rc, &r,
+                  ws.get<T>(0, lwork), lwork, ws.get<int>(1, liwork), &inf);
         rd[i] = r;
         infos[static_cast<size_t>(i)] = inf;
       });
