@@ -96,6 +96,14 @@ from flambeau_core.array_api import (  # noqa: E402,F401,I001
     unstack,
 )
 
+from flambeau_core import linalg  # noqa: E402,I001  (flambeau.linalg; its torch.* spellings below)
+from flambeau_core import fft  # noqa: E402,F401,I001  (flambeau.fft)
+
+globals().update(linalg.TOP_LEVEL)
+for _name in linalg.METHODS:
+    setattr(Tensor, _name, linalg.TOP_LEVEL[_name])
+del _name
+
 from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402,I001
 
 try:

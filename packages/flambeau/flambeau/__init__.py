@@ -53,6 +53,8 @@ nn = _alias("nn", _nn)
 optim = _alias("optim", _nn.optim)
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
+linalg = _alias("linalg", _core.linalg)
+fft = _alias("fft", _core.fft)
 # torch.nn.parallel.DistributedDataParallel's place (flambeau-nn itself knows nothing of MPI).
 _nn.parallel = _distributed.parallel
 _sys.modules[f"{__name__}.nn.parallel"] = _distributed.parallel

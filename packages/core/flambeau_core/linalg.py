@@ -1,0 +1,978 @@
+"""flambeau.linalg: linear algebra with PyTorch's names and semantics.
+
+The factorizations run LAPACK (scipy-openblas32) through the primitives
+``_linalg_inv``, ``_linalg_solve``, ``_linalg_slogdet``, ``_linalg_cholesky``,
+``_linalg_qr``, ``_linalg_svd``, ``_linalg_eigh`` and ``_linalg_lstsq`` of core's
+op table (src/cpu/lapack.cpp), which carry their own derivatives; everything
+here is a composite of ops, so autograd differentiates it through the ops it
+calls. Every function takes batches ``(*, m, n)`` of float32 or float64
+matrices.
+
+Example:
+    >>> import flambeau_core as fc
+    >>> A = fc.tensor([[4.0, 1.0], [1.0, 3.0]])
+    >>> round(fc.linalg.det(A).item(), 4)
+    11.0
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from flambeau_core import _C
+from flambeau_core._C import FlambeauError, Tensor
+
+__all__ = [
+    "matmul",
+    "tensordot",
+    "vecdot",
+    "outer",
+    "einsum",
+    "norm",
+    "vector_norm",
+    "matrix_norm",
+    "det",
+    "slogdet",
+    "inv",
+    "solve",
+    "lstsq",
+    "cholesky",
+    "qr",
+    "svd",
+    "svdvals",
+    "eigh",
+    "eigvalsh",
+    "pinv",
+    "matrix_rank",
+    "matrix_power",
+    "cross",
+    "multi_dot",
+]
+
+# The named tuples PyTorch returns (torch.return_types.*), with its field names.
+SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+QRResult = collections.namedtuple("linalg_qr", ["Q", "R"])
+SVDResult = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
+EighResult = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+SvdResultV = collections.namedtuple("svd", ["U", "S", "V"])
+
+_FLOATS = (_C.float32, _C.float64)
+
+
+def _shape(t: Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def _check_tensor(x: Any, op: str, what: str = "A") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor for {what}, got {type(x).__name__}")
+
+
+def _check_float(x: Any, op: str, what: str = "A") -> None:
+    _check_tensor(x, op, what)
+    if x.dtype not in _FLOATS:
+        raise TypeError(f"{op}: expected a float32 or float64 tensor for {what}, got {x.dtype} (shape {_shape(x)})")
+
+
+def _check_matrix(x: Any, op: str, what: str = "A", square: bool = False) -> None:
+    _check_float(x, op, what)
+    if x.dim() < 2:
+        raise FlambeauError(f"{op}: {what} must have at least 2 dimensions, got shape {_shape(x)}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise FlambeauError(
+            f"{op}: {what} must be batches of square matrices, but they are "
+            f"{x.shape[-2]} by {x.shape[-1]} matrices (shape {_shape(x)})"
+        )
+
+
+def _mT(x: Tensor) -> Tensor:
+    return x.transpose(-2, -1)
+
+
+def _needs_grad(*ts: Tensor) -> bool:
+    return _C.is_grad_enabled() and any(t.requires_grad for t in ts)
+
+
+def _broadcast_shape(a: Sequence[int], b: Sequence[int], op: str) -> list[int]:
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        x = a[len(a) - n + i] if len(a) - n + i >= 0 else 1
+        y = b[len(b) - n + i] if len(b) - n + i >= 0 else 1
+        if x != y and x != 1 and y != 1:
+            raise FlambeauError(f"{op}: shapes {tuple(a)} and {tuple(b)} cannot be broadcast")
+        out.append(y if x == 1 else x)
+    return out
+
+
+def _copy_out(result: Tensor, out: Tensor | None) -> Tensor:
+    if out is None:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        raise FlambeauError(f"out= has shape {_shape(out)} but the result has shape {_shape(result)}")
+    out.copy_(result)
+    return out
+
+
+def _eye(n: int, like: Tensor) -> Tensor:
+    r = _C.arange(n).unsqueeze(-1)
+    return (r == _C.arange(n)).to(like.dtype)
+
+
+# ---- products ----
+
+matmul = _C.matmul
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors (torch.outer)."""
+    _check_tensor(input, "outer", "input")
+    _check_tensor(vec2, "outer", "vec2")
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise FlambeauError(f"outer: expected two 1-D tensors, got shapes {_shape(input)} and {_shape(vec2)}")
+    return input.unsqueeze(-1) * vec2
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """Dot product of vectors along `dim`, broadcasting the other dims (torch.linalg.vecdot)."""
+    _check_tensor(x, "linalg.vecdot", "x")
+    _check_tensor(y, "linalg.vecdot", "y")
+    nd = max(x.dim(), y.dim())
+    d = dim + nd if dim < 0 else dim
+    if not 0 <= d < nd:
+        raise IndexError(f"linalg.vecdot: dim {dim} out of range for tensors of {nd} dimensions")
+    ax = d - (nd - x.dim())
+    ay = d - (nd - y.dim())
+    if ax < 0 or ay < 0 or x.shape[ax] != y.shape[ay]:
+        raise FlambeauError(
+            f"linalg.vecdot: x and y must have the same size along dim {dim}, got shapes {_shape(x)} and {_shape(y)}"
+        )
+    return _C.sum(x * y, dim)
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
+    """Contraction of a's and b's dims `dims` (an int: the last/first `dims` dims; or two lists)."""
+    _check_tensor(a, "tensordot", "a")
+    _check_tensor(b, "tensordot", "b")
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise FlambeauError(f"tensordot: expects dims >= 0, but got dims={dims}")
+        if dims > a.dim() or dims > b.dim():
+            raise FlambeauError(f"tensordot: dims={dims} exceeds the dimensions of a {_shape(a)} or b {_shape(b)}")
+        da = list(range(a.dim() - dims, a.dim()))
+        db = list(range(dims))
+    else:
+        if len(dims) != 2:
+            raise FlambeauError(f"tensordot: dims must be an int or a pair of lists, got {dims!r}")
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+        if len(da) != len(db):
+            raise FlambeauError(f"tensordot: both dimension lists should have same length, got {da} and {db}")
+
+    def norm_dims(ds: list[int], t: Tensor, name: str) -> list[int]:
+        res = []
+        for d in ds:
+            if not -t.dim() <= d < t.dim():
+                raise IndexError(f"tensordot: dim {d} out of range for {name} of shape {_shape(t)}")
+            res.append(d % t.dim())
+        if len(set(res)) != len(res):
+            raise FlambeauError(f"tensordot: repeated dim in {ds} for {name}")
+        return res
+
+    da = norm_dims(da, a, "a")
+    db = norm_dims(db, b, "b")
+    for i, j in zip(da, db, strict=True):
+        if a.shape[i] != b.shape[j]:
+            raise FlambeauError(
+                f"tensordot: contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+                f"and second has size {b.shape[j]} in dim {j} (shapes {_shape(a)} and {_shape(b)})"
+            )
+    free_a = [i for i in range(a.dim()) if i not in da]
+    free_b = [j for j in range(b.dim()) if j not in db]
+    k = math.prod(a.shape[i] for i in da)
+    ma = math.prod(a.shape[i] for i in free_a)
+    nb = math.prod(b.shape[j] for j in free_b)
+    A = a.permute(*(free_a + da)).reshape(ma, k)
+    B = b.permute(*(db + free_b)).reshape(k, nb)
+    res = _C.mm(A, B).reshape(*([a.shape[i] for i in free_a] + [b.shape[j] for j in free_b]))
+    return _copy_out(res, out)
+
+
+def multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """Product of a chain of matrices in the cheapest order (first and last may be 1-D)."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise FlambeauError(f"linalg.multi_dot: expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        _check_tensor(t, "linalg.multi_dot", f"tensors[{i}]")
+        want = (1, 2) if i in (0, len(ts) - 1) else (2,)
+        if t.dim() not in want:
+            raise FlambeauError(
+                f"linalg.multi_dot: tensor {i} must be {' or '.join(f'{w}D' for w in want)} but got {t.dim()}D "
+                f"(shape {_shape(t)})"
+            )
+    first_1d, last_1d = ts[0].dim() == 1, ts[-1].dim() == 1
+    if first_1d:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_1d:
+        ts[-1] = ts[-1].unsqueeze(-1)
+    for i in range(len(ts) - 1):
+        if ts[i].shape[1] != ts[i + 1].shape[0]:
+            raise FlambeauError(
+                f"linalg.multi_dot: tensors {i} and {i + 1} with shapes {_shape(ts[i])} and {_shape(ts[i + 1])} "
+                "cannot be multiplied"
+            )
+        if ts[i].dtype != ts[i + 1].dtype:
+            raise TypeError(
+                f"linalg.multi_dot: all tensors must have the same dtype, got {ts[i].dtype} and {ts[i + 1].dtype}"
+            )
+    n = len(ts)
+    p = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    # Matrix-chain order by dynamic programming (cost in multiply-adds).
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = -1
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + p[i] * p[s + 1] * p[j + 1]
+                if cost[i][j] < 0 or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def chain(i: int, j: int) -> Tensor:
+        if i == j:
+            return ts[i]
+        s = split[i][j]
+        return _C.mm(chain(i, s), chain(s + 1, j))
+
+    res = chain(0, n - 1)
+    if first_1d:
+        res = res.squeeze(0)
+    if last_1d:
+        res = res.squeeze(-1)
+    return _copy_out(res, out)
+
+
+def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], list[str]]:
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->", 1)
+        explicit = True
+    else:
+        lhs, rhs, explicit = eq, "", False
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise FlambeauError(
+            "einsum(): more operands were provided than specified in the equation"
+            if len(operands) > len(terms)
+            else "einsum(): fewer operands were provided than specified in the equation"
+        )
+    letters = set(string.ascii_letters)
+    ell_dims = 0
+    parsed: list[list[str]] = []
+    for t, term in zip(operands, terms, strict=True):
+        labels: list[str] = []
+        i = 0
+        has_ell = False
+        while i < len(term):
+            if term.startswith("...", i):
+                if has_ell:
+                    raise FlambeauError(f"einsum(): found more than one '...' in operand term '{term}'")
+                has_ell = True
+                labels.append("...")
+                i += 3
+            elif term[i] in letters:
+                labels.append(term[i])
+                i += 1
+            else:
+                raise FlambeauError(f"einsum(): invalid subscript given at index {i} in the equation string '{term}'")
+        nlab = len(labels) - (1 if has_ell else 0)
+        if (has_ell and t.dim() < nlab) or (not has_ell and t.dim() != nlab):
+            raise FlambeauError(
+                f"einsum(): the number of subscripts in the equation ({nlab}) does not match the number of "
+                f"dimensions ({t.dim()}) for operand of shape {_shape(t)}"
+                + (" and no ellipsis was given" if not has_ell else "")
+            )
+        if has_ell:
+            k = t.dim() - nlab
+            ell_dims = max(ell_dims, k)
+            pos = labels.index("...")
+            labels[pos : pos + 1] = [f"\x00{ell_dims - k + j}" for j in range(k)]
+        parsed.append(labels)
+    ell = [f"\x00{j}" for j in range(ell_dims)]
+    if explicit:
+        out: list[str] = []
+        i = 0
+        seen_ell = False
+        while i < len(rhs):
+            if rhs.startswith("...", i):
+                if seen_ell:
+                    raise FlambeauError("einsum(): found more than one '...' in the output")
+                seen_ell = True
+                out.extend(ell)
+                i += 3
+            elif rhs[i] in letters:
+                if rhs[i] in out:
+                    raise FlambeauError(f"einsum(): output subscript {rhs[i]} appears more than once in the output")
+                if not any(rhs[i] in p for p in parsed):
+                    raise FlambeauError(
+                        f"einsum(): output subscript {rhs[i]} does not appear in the equation for any input operand"
+                    )
+                out.append(rhs[i])
+                i += 1
+            else:
+                raise FlambeauError(f"einsum(): invalid subscript given at index {i} in the output '{rhs}'")
+        if ell_dims and not seen_ell:
+            # PyTorch: '...' dims of the inputs must appear in the output when given explicitly
+            out = out  # summed over, as NumPy does
+    else:
+        counts = collections.Counter(lab for p in parsed for lab in p if not lab.startswith("\x00"))
+        out = ell + sorted(lab for lab, c in counts.items() if c == 1)
+    return parsed, out
+
+
+def _diagonalize(t: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
+    """Takes the diagonal over repeated labels of one operand (x * eye, summed)."""
+    while True:
+        dup = next((lab for lab in labels if labels.count(lab) > 1), None)
+        if dup is None:
+            return t, labels
+        i = labels.index(dup)
+        j = labels.index(dup, i + 1)
+        if t.shape[i] != t.shape[j]:
+            raise FlambeauError(
+                f"einsum(): subscript {dup} is repeated for operand of shape {_shape(t)} but the sizes don't match, "
+                f"{t.shape[i]} != {t.shape[j]}"
+            )
+        n = t.shape[i]
+        shape = [1] * t.dim()
+        shape[i] = shape[j] = n
+        eye = _eye(n, t)
+        if i > j:
+            i, j = j, i
+        eye = eye.reshape(*shape)
+        t = _C.sum(t * eye, j)
+        labels = labels[:j] + labels[j + 1 :]
+
+
+def _sum_out(t: Tensor, labels: list[str], keep: set[str]) -> tuple[Tensor, list[str]]:
+    drop = [i for i, lab in enumerate(labels) if lab not in keep]
+    if drop:
+        t = _C.sum(t, drop)
+        labels = [lab for lab in labels if lab in keep]
+    return t, labels
+
+
+def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], keep: set[str]) -> tuple[Tensor, list[str]]:
+    """Contracts two operands over their shared labels not in `keep` with one batched matmul."""
+    sizes: dict[str, int] = {}
+    for t, ls in ((a, la), (b, lb)):
+        for lab, s in zip(ls, t.shape, strict=True):
+            if lab in sizes and sizes[lab] != s and s != 1 and sizes[lab] != 1:
+                name = "..." if lab.startswith("\x00") else lab
+                raise FlambeauError(
+                    f"einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript "
+                    f"{name} has size {sizes[lab]} for one operand and {s} for another"
+                )
+            if lab not in sizes or sizes[lab] == 1:
+                sizes[lab] = s
+    batch = [lab for lab in la if lab in lb and lab in keep]
+    contr = [lab for lab in la if lab in lb and lab not in keep]
+    a_only = [lab for lab in la if lab not in lb]
+    b_only = [lab for lab in lb if lab not in la]
+
+    def arrange(t: Tensor, ls: list[str], order: list[str]) -> Tensor:
+        t = t.permute(*[ls.index(lab) for lab in order])
+        target = [sizes[lab] if lab in batch or lab in contr else t.shape[i] for i, lab in enumerate(order)]
+        if list(t.shape) != target:
+            t = t.expand(*target)
+        return t
+
+    A = arrange(a, la, batch + a_only + contr)
+    B = arrange(b, lb, batch + contr + b_only)
+    bs = [sizes[lab] for lab in batch]
+    nb, m = math.prod(bs), math.prod(A.shape[len(batch) + i] for i in range(len(a_only)))
+    k = math.prod(sizes[lab] for lab in contr)
+    n = math.prod(B.shape[len(batch) + len(contr) + i] for i in range(len(b_only)))
+    r = _C.matmul(A.reshape(nb, m, k), B.reshape(nb, k, n))
+    out_shape = bs + list(A.shape[len(batch) : len(batch) + len(a_only)]) + list(B.shape[len(batch) + len(contr) :])
+    return r.reshape(*out_shape), batch + a_only + b_only
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation (torch.einsum): explicit or implicit output, '...', repeated subscripts.
+
+    Operands are contracted left to right, each pair with one batched matmul
+    (permute/reshape/bmm), labels summed out as soon as no later operand or the
+    output needs them.
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the equation must be a str, got {type(equation).__name__}")
+    if not operands:
+        raise FlambeauError("einsum(): must provide at least one operand")
+    for i, t in enumerate(operands):
+        _check_tensor(t, "einsum()", f"operand {i}")
+    parsed, out = _parse_einsum(equation, operands)
+    ts = list(operands)
+    for i in range(len(ts)):
+        ts[i], parsed[i] = _diagonalize(ts[i], parsed[i])
+    out_set = set(out)
+
+    def later(i: int) -> set[str]:
+        s = set(out_set)
+        for p in parsed[i + 1 :]:
+            s.update(p)
+        return s
+
+    cur, cl = _sum_out(ts[0], parsed[0], later(0))
+    for i in range(1, len(ts)):
+        keep = later(i)
+        b, lb = _sum_out(ts[i], parsed[i], keep | set(cl))
+        cur, cl = _contract(cur, cl, b, lb, keep)
+    cur, cl = _sum_out(cur, cl, out_set)
+    # Labels of the output that are size-1 broadcast leftovers keep their size; order as requested.
+    res = cur.permute(*[cl.index(lab) for lab in out]) if cl else cur
+    return res
+
+
+# ---- norms ----
+
+
+def _norm_dims(x: Tensor, dim: Any, op: str) -> list[int]:
+    if dim is None:
+        return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    res = []
+    for d in dims:
+        if not -max(x.dim(), 1) <= d < max(x.dim(), 1):
+            raise IndexError(
+                f"{op}: Dimension out of range (expected to be in range of [{-max(x.dim(), 1)}, "
+                f"{max(x.dim(), 1) - 1}], but got {d})"
+            )
+        res.append(d % max(x.dim(), 1))
+    if len(set(res)) != len(res):
+        raise FlambeauError(f"{op}: dim {dims} appears multiple times in the list of dims")
+    return res
+
+
+def _amax(x: Tensor, dims: list[int], keepdim: bool) -> Tensor:
+    """max over several dims (moved last and flattened, then max.dim)."""
+    if x.dim() == 0:
+        return x
+    rest = [i for i in range(x.dim()) if i not in dims]
+    y = x.permute(*(rest + dims)).reshape(*[x.shape[i] for i in rest], -1)
+    r = _C.max(y, -1)[0]
+    if keepdim:
+        r = r.reshape(*[1 if i in dims else x.shape[i] for i in range(x.dim())])
+    return r
+
+
+def vector_norm(
+    x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
+) -> Tensor:
+    """The vector p-norm of x over `dim` (all elements when None), ord in R or +-inf (torch.linalg.vector_norm)."""
+    _check_float(x, "linalg.vector_norm", "x")
+    if dtype is not None:
+        x = x.to(dtype)
+    dims = _norm_dims(x, dim, "linalg.vector_norm")
+    if x.dim() == 0:
+        dims = []
+    if isinstance(ord, Tensor):
+        ord = ord.item()
+    if x.numel() == 0 and (ord == math.inf or ord < 0):
+        raise FlambeauError(
+            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the operation does not "
+            "have an identity"
+        )
+    a = x.abs()
+    if ord == math.inf:
+        r = _amax(a, dims, keepdim) if dims else a
+    elif ord == -math.inf:
+        r = -_amax(-a, dims, keepdim) if dims else a
+    elif ord == 0:
+        r = _C.sum((a != 0).to(x.dtype), dims, keepdim) if dims else (a != 0).to(x.dtype)
+    elif ord == 1:
+        r = _C.sum(a, dims, keepdim) if dims else a
+    elif ord == 2:
+        r = _C.sqrt(_C.sum(x * x, dims, keepdim)) if dims else a
+    else:
+        r = _C.pow(_C.sum(_C.pow(a, ord), dims, keepdim), 1.0 / ord) if dims else a
+    return _copy_out(r, out)
+
+
+def matrix_norm(
+    A: Tensor,
+    ord: Any = "fro",
+    dim: tuple[int, int] = (-2, -1),
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+    out: Tensor | None = None,
+) -> Tensor:
+    """Matrix norms: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over the two dims `dim` (torch.linalg.matrix_norm)."""
+    _check_matrix(A, "linalg.matrix_norm")
+    if dtype is not None:
+        A = A.to(dtype)
+    dims = _norm_dims(A, dim, "linalg.matrix_norm")
+    if len(dims) != 2:
+        raise FlambeauError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = dims
+    if ord == "fro":
+        r = vector_norm(A, 2, (d0, d1), keepdim)
+    elif ord == "nuc" or ord in (2, -2):
+        B = A.permute(*[i for i in range(A.dim()) if i not in dims], d0, d1)
+        S = svdvals(B)
+        if ord == "nuc":
+            r = _C.sum(S, -1)
+        elif ord == 2:
+            r = _C.max(S, -1)[0]
+        else:
+            r = -_C.max(-S, -1)[0]
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
+    elif ord in (1, -1, math.inf, -math.inf):
+        sum_dim, red_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = _C.sum(A.abs(), [sum_dim], True)
+        r = _amax(s, [red_dim], True) if ord > 0 else -_amax(-s, [red_dim], True)
+        if not keepdim:
+            r = r.squeeze(max(dims)).squeeze(min(dims))
+    else:
+        raise FlambeauError(f"linalg.matrix_norm: Order {ord} not supported.")
+    return _copy_out(r, out)
+
+
+def norm(
+    A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
+) -> Tensor:
+    """Vector or matrix norm (torch.linalg.norm): a matrix norm for a str ord or a 2-D dim, else a vector norm."""
+    _check_float(A, "linalg.norm")
+    if dim is not None and not isinstance(dim, int):
+        dim = tuple(dim)
+    if (
+        isinstance(ord, str)
+        or (isinstance(dim, tuple) and len(dim) == 2)
+        or (dim is None and ord is not None and A.dim() == 2)
+    ):
+        if dim is None:
+            if A.dim() != 2:
+                raise FlambeauError(
+                    f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
+                )
+            dim = (-2, -1)
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+    if ord is not None and dim is None and A.dim() != 1:
+        raise FlambeauError(
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
+        )
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+# ---- factorizations and solvers ----
+
+
+def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
+    """Sign and log|det| of square matrices (torch.linalg.slogdet)."""
+    _check_matrix(A, "linalg.slogdet", square=True)
+    logabs, sign = _C._linalg_slogdet(A)
+    return SlogdetResult(sign, logabs)
+
+
+def det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Determinant of square matrices (torch.linalg.det), from the LU factorization."""
+    _check_matrix(A, "linalg.det", square=True)
+    logabs, sign = _C._linalg_slogdet(A)
+    return _copy_out(sign * _C.exp(logabs), out)
+
+
+def logdet(A: Tensor) -> Tensor:
+    """log(det(A)): NaN for a negative determinant, -inf for zero (torch.logdet)."""
+    _check_matrix(A, "logdet", square=True)
+    logabs, sign = _C._linalg_slogdet(A)
+    nan = _C.full([], math.nan, dtype=A.dtype)
+    return _C.where(sign < 0, nan, logabs)
+
+
+def inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Inverse of square matrices (torch.linalg.inv); a singular matrix raises."""
+    _check_matrix(A, "linalg.inv", square=True)
+    return _copy_out(_C._linalg_inv(A), out)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
+    """X with A X = B (left) or X A = B, batch dims broadcast; B may be a (batch of) vector(s)."""
+    _check_matrix(A, "linalg.solve", square=True)
+    _check_float(B, "linalg.solve", "B")
+    if A.dtype != B.dtype:
+        raise TypeError(
+            f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} "
+            f"and B of type {B.dtype} instead"
+        )
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1)
+    if B.dim() < 2:
+        raise FlambeauError(f"linalg.solve: B must have at least 1 dimension, got shape {_shape(B)}")
+    n = A.shape[-1]
+    rows = B.shape[-2] if left else B.shape[-1]
+    if rows != n or (vector and not left):
+        raise FlambeauError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+            f"({_shape(A)} and {_shape(B.squeeze(-1) if vector else B)})"
+        )
+    batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], "linalg.solve")
+    Ab = A.expand(*batch, n, n)
+    Bb = B.expand(*batch, *B.shape[-2:])
+    if left:
+        X = _C._linalg_solve(Ab, Bb)
+    else:
+        X = _mT(_C._linalg_solve(_mT(Ab), _mT(Bb)))
+    if vector:
+        X = X.squeeze(-1)
+    return _copy_out(X, out)
+
+
+def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
+    """Cholesky factor L (A = L L^T) or U (upper=True, A = U^T U) of symmetric positive-definite matrices."""
+    _check_matrix(A, "linalg.cholesky", square=True)
+    return _copy_out(_C._linalg_cholesky(A, upper), out)
+
+
+def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
+    """QR factorization (torch.linalg.qr): mode 'reduced' (default), 'complete' or 'r' (Q empty)."""
+    _check_matrix(A, "linalg.qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise FlambeauError(
+            f"linalg.qr: qr received unrecognized mode '{mode}' "
+            "but expected one of 'reduced' (default), 'r', or 'complete'"
+        )
+    Q, R = _C._linalg_qr(A, mode)
+    return QRResult(Q, R)
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out: Any = None) -> SVDResult:
+    """A = U diag(S) Vh (torch.linalg.svd), S descending; LAPACK's gesdd."""
+    _check_matrix(A, "linalg.svd")
+    if driver is not None:
+        raise FlambeauError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs.")
+    U, S, Vh = _C._linalg_svd(A, full_matrices, True)
+    return SVDResult(U, S, Vh)
+
+
+def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
+    """Singular values, descending (torch.linalg.svdvals)."""
+    _check_matrix(A, "linalg.svdvals")
+    if driver is not None:
+        raise FlambeauError("linalg.svdvals: keyword argument `driver=` is only supported on CUDA inputs.")
+    # The derivative needs the singular vectors: compute them only then.
+    S = _C._linalg_svd(A, False, _needs_grad(A))[1]
+    return _copy_out(S, out)
+
+
+def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices from their UPLO triangle."""
+    _check_matrix(A, "linalg.eigh", square=True)
+    if UPLO not in ("L", "U", "l", "u"):
+        raise FlambeauError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    L, V = _C._linalg_eigh(A, UPLO, True)
+    return EighResult(L, V)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
+    """Eigenvalues (ascending) of symmetric matrices (torch.linalg.eigvalsh)."""
+    _check_matrix(A, "linalg.eigvalsh", square=True)
+    if UPLO not in ("L", "U", "l", "u"):
+        raise FlambeauError(f"linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return _copy_out(_C._linalg_eigh(A, UPLO, _needs_grad(A))[0], out)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
+    """Least-squares solution of A X = B (torch.linalg.lstsq), by LAPACK's gelsd (SVD).
+
+    `driver` may be None or 'gelsd' ('gelsy', 'gelss' and 'gels' are accepted and also run gelsd).
+    residuals holds the squared residual norms when m > n and every matrix has full rank (else empty),
+    as in PyTorch.
+    """
+    _check_matrix(A, "linalg.lstsq")
+    _check_float(B, "linalg.lstsq", "B")
+    if A.dtype != B.dtype:
+        raise TypeError(f"linalg.lstsq: Expected A and B to have the same dtype, got {A.dtype} and {B.dtype}")
+    if driver not in (None, "gelsd", "gelsy", "gelss", "gels"):
+        raise FlambeauError(
+            f"linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got {driver}"
+        )
+    vector = B.dim() == A.dim() - 1
+    if vector:
+        B = B.unsqueeze(-1)
+    if B.dim() < 2 or B.shape[-2] != A.shape[-2]:
+        raise FlambeauError(
+            f"linalg.lstsq: input.size(-2) should match other.size(-2), got shapes {_shape(A)} and {_shape(B)}"
+        )
+    batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], "linalg.lstsq")
+    Ab = A.expand(*batch, *A.shape[-2:])
+    Bb = B.expand(*batch, *B.shape[-2:])
+    X, res, rank, sv = _C._linalg_lstsq(Ab, Bb, -1.0 if rcond is None else float(rcond))
+    if vector:
+        X = X.squeeze(-1)
+    return LstsqResult(X, res, rank, sv)
+
+
+def _tolerance(S: Tensor, A: Tensor, atol: Any, rtol: Any) -> Tensor:
+    m, n = A.shape[-2], A.shape[-1]
+    eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
+    if rtol is None:
+        rtol = eps * max(m, n) if (atol is None or (not isinstance(atol, Tensor) and atol <= 0)) else 0.0
+    smax = _C.max(S, -1, True)[0] if S.shape[-1] > 0 else _C.zeros(*S.shape[:-1], 1, dtype=S.dtype)
+    tol = smax * rtol
+    if atol is not None:
+        tol = _C.maximum(tol, atol if isinstance(atol, Tensor) else _C.full([], float(atol), dtype=S.dtype))
+    return tol
+
+
+def pinv(
+    A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Tensor | None = None
+) -> Tensor:
+    """Moore-Penrose pseudo-inverse by SVD (torch.linalg.pinv).
+
+    Singular values <= max(atol, rtol * s_max) are dropped; hermitian=True uses eigh instead.
+    """
+    _check_matrix(A, "linalg.pinv")
+    if hermitian:
+        L, V = _C._linalg_eigh(A, "L", True)
+        tol = _tolerance(L.abs(), A, atol, rtol)
+        keep = L.abs() > tol
+        inv_l = _C.where(keep, 1.0 / _C.where(keep, L, 1.0), 0.0)
+        return _copy_out(_C.matmul(V * inv_l.unsqueeze(-2), _mT(V)), out)
+    U, S, Vh = _C._linalg_svd(A, False, True)
+    tol = _tolerance(S, A, atol, rtol)
+    keep = S > tol
+    inv_s = _C.where(keep, 1.0 / _C.where(keep, S, 1.0), 0.0)
+    return _copy_out(_C.matmul(_mT(Vh) * inv_s.unsqueeze(-2), _mT(U)), out)
+
+
+def matrix_rank(
+    A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Tensor | None = None
+) -> Tensor:
+    """Number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank)."""
+    _check_matrix(A, "linalg.matrix_rank")
+    S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
+    tol = _tolerance(S, A, atol, rtol)
+    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out)
+
+
+def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
+    """A^n by repeated squaring; n < 0 raises the inverse (torch.linalg.matrix_power)."""
+    _check_tensor(A, "linalg.matrix_power")
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise FlambeauError(f"linalg.matrix_power: A must be batches of square matrices, but got shape {_shape(A)}")
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
+    if n == 0:
+        return _copy_out(_eye(A.shape[-1], A).expand(*A.shape).contiguous(), out)
+    if n < 0:
+        _check_float(A, "linalg.matrix_power")
+        A = inv(A)
+        n = -n
+    result = None
+    base = A
+    while n:
+        if n & 1:
+            result = base if result is None else _C.matmul(result, base)
+        n >>= 1
+        if n:
+            base = _C.matmul(base, base)
+    return _copy_out(result, out)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
+    """Cross product of 3-vectors along `dim`, other dims broadcast (torch.linalg.cross)."""
+    _check_tensor(input, "linalg.cross", "input")
+    _check_tensor(other, "linalg.cross", "other")
+    if input.dim() != other.dim():
+        raise FlambeauError(
+            "linalg.cross: inputs must have the same number of dimensions, "
+            f"got shapes {_shape(input)} and {_shape(other)}"
+        )
+    nd = input.dim()
+    if not -nd <= dim < nd:
+        raise IndexError(
+            f"linalg.cross: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})"
+        )
+    d = dim % nd
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise FlambeauError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]} "
+            f"(shapes {_shape(input)} and {_shape(other)})"
+        )
+    shape = _broadcast_shape(input.shape, other.shape, "linalg.cross")
+    a = input.expand(*shape)
+    b = other.expand(*shape)
+    a0, a1, a2 = (a.select(d, i) for i in range(3))
+    b0, b1, b2 = (b.select(d, i) for i in range(3))
+    r = _C.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+    return _copy_out(r, out)
+
+
+# ---- torch.* spellings (exported at flambeau's top level by flambeau_core/__init__.py) ----
+
+SlogdetTop = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+QRTop = collections.namedtuple("qr", ["Q", "R"])
+
+
+def _top_slogdet(input: Tensor) -> SlogdetTop:
+    """torch.slogdet: (sign, logabsdet)."""
+    s = slogdet(input)
+    return SlogdetTop(s.sign, s.logabsdet)
+
+
+def _top_inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """torch.inverse: linalg.inv."""
+    return inv(input, out=out)
+
+
+def _top_det(input: Tensor) -> Tensor:
+    """torch.det: linalg.det."""
+    return det(input)
+
+
+def _top_cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
+    """torch.cholesky: linalg.cholesky."""
+    return cholesky(input, upper=upper, out=out)
+
+
+def _top_qr(input: Tensor, some: bool = True) -> QRTop:
+    """torch.qr: (Q, R), reduced unless some=False."""
+    Q, R = qr(input, "reduced" if some else "complete")
+    return QRTop(Q, R)
+
+
+def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdResultV:
+    """torch.svd: (U, S, V) with V (not Vh); U and V are zeros when compute_uv=False."""
+    _check_matrix(input, "svd", "input")
+    if not compute_uv:
+        S = svdvals(input)
+        m, n = input.shape[-2], input.shape[-1]
+        U = _C.zeros(*input.shape[:-2], m, m if not some else min(m, n), dtype=input.dtype)
+        V = _C.zeros(*input.shape[:-2], n, n if not some else min(m, n), dtype=input.dtype)
+        return SvdResultV(U, S, V)
+    U, S, Vh = svd(input, full_matrices=not some)
+    return SvdResultV(U, S, _mT(Vh))
+
+
+def _top_pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    return pinv(input, rtol=rcond)
+
+
+def _top_cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
+    """torch.cross: dim=None is the first dim of size 3 (PyTorch's deprecated default)."""
+    if dim is None:
+        _check_tensor(input, "cross", "input")
+        _check_tensor(other, "cross", "other")
+        shape = _broadcast_shape(input.shape, other.shape, "cross")
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise FlambeauError(f"cross: no dimension of size 3 in input (shapes {_shape(input)} and {_shape(other)})")
+    return cross(input, other, dim=dim, out=out)
+
+
+def _top_matrix_power(input: Tensor, n: int) -> Tensor:
+    """torch.matrix_power: linalg.matrix_power."""
+    return matrix_power(input, n)
+
+
+def _top_ger(input: Tensor, vec2: Tensor) -> Tensor:
+    """torch.ger: outer."""
+    return outer(input, vec2)
+
+
+def _top_dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Dot product of two 1-D tensors of the same size (torch.dot)."""
+    _check_tensor(input, "dot", "input")
+    _check_tensor(tensor, "dot", "tensor")
+    if input.dim() != 1 or tensor.dim() != 1:
+        raise FlambeauError(
+            f"dot: 1D tensors expected, but got {input.dim()}D and {tensor.dim()}D tensors "
+            f"(shapes {_shape(input)} and {_shape(tensor)})"
+        )
+    if input.shape[0] != tensor.shape[0]:
+        raise FlambeauError(
+            f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] "
+            "to have the same number of elements, but got "
+            f"{input.shape[0]} and {tensor.shape[0]} elements respectively"
+        )
+    if input.dtype != tensor.dtype:
+        raise TypeError(f"dot: expected both vectors to have same dtype, but found {input.dtype} and {tensor.dtype}")
+    return _C.sum(input * tensor)
+
+
+def _top_inner(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product over the last dims (torch.inner); a scalar (0-d) operand multiplies."""
+    _check_tensor(input, "inner", "input")
+    _check_tensor(other, "inner", "other")
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise FlambeauError(
+            "inner: expected the last dimension of both inputs to match, "
+            f"got shapes {_shape(input)} and {_shape(other)}"
+        )
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def _top_mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product (torch.mv)."""
+    _check_tensor(input, "mv", "input")
+    _check_tensor(vec, "mv", "vec")
+    if input.dim() != 2 or vec.dim() != 1:
+        raise FlambeauError(f"mv: expected a 2-D matrix and a 1-D vector, got shapes {_shape(input)} and {_shape(vec)}")
+    if input.shape[1] != vec.shape[0]:
+        raise FlambeauError(f"mv: size mismatch, got input ({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    return _C.matmul(input, vec)
+
+
+def _top_chain_matmul(*matrices: Tensor) -> Tensor:
+    """torch.chain_matmul: multi_dot of 2-D matrices."""
+    if len(matrices) == 1:
+        return matrices[0]
+    return multi_dot(matrices)
+
+
+# name at flambeau's top level -> function (flambeau_core/__init__.py binds these, and the Tensor methods).
+TOP_LEVEL = {
+    "det": _top_det,
+    "logdet": logdet,
+    "slogdet": _top_slogdet,
+    "inverse": _top_inverse,
+    "cholesky": _top_cholesky,
+    "qr": _top_qr,
+    "svd": _top_svd,
+    "pinverse": _top_pinverse,
+    "matrix_power": _top_matrix_power,
+    "cross": _top_cross,
+    "outer": outer,
+    "ger": _top_ger,
+    "dot": _top_dot,
+    "inner": _top_inner,
+    "mv": _top_mv,
+    "einsum": einsum,
+    "tensordot": tensordot,
+    "chain_matmul": _top_chain_matmul,
+}
+# Tensor methods PyTorch has for them (x.det(), x.inverse(), ...).
+METHODS = "det logdet slogdet inverse cholesky qr svd pinverse matrix_power cross outer ger dot inner mv".split()
+for _name, _fn in TOP_LEVEL.items():
+    if _fn.__name__.startswith("_top_"):
+        _fn.__name__ = _fn.__qualname__ = _name
+        _fn.__module__ = "flambeau"
+del _name, _fn

@@ -1,0 +1,591 @@
+// CPU kernels of the LAPACK-backed linalg primitives: _linalg_inv,
+// _linalg_solve, _linalg_slogdet, _linalg_cholesky, _linalg_qr, _linalg_svd,
+// _linalg_eigh, _linalg_lstsq (ops.yaml, section linalg). The public
+// functions (flambeau.linalg.*) are Python composites over these
+// (flambeau_core/linalg.py); their derivatives are in autograd's
+// derivatives.yaml and src/composite/linalg_backward.cpp.
+//
+// Each kernel takes a batch (*, m, n) of float32 or float64 matrices, checks
+// that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
+// per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
+// in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
+// single very large matrix uses OpenBLAS's own threads (Note [LAPACK threads]).
+// A failure (singular matrix, not positive-definite, no convergence) is
+// recorded per matrix and raised after the loop, naming the batch element as
+// PyTorch does.
+
+#include "cpu/lapack.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "generic/shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+namespace la = cpu::lapack;
+
+/// OpenBLAS on one thread while our own threads each call LAPACK.
+struct SerialBlas {
+  int restore = 0;
+  explicit SerialBlas(bool active) {
+    const int n = get_num_threads();
+    if (active && n > 1) {
+      scipy_openblas_set_num_threads(1);
+      restore = n;
+    }
+  }
+  ~SerialBlas() {
+    if (restore) scipy_openblas_set_num_threads(restore);
+  }
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
+
+// Note [LAPACK threads]: LAPACK's blocked algorithms call many small BLAS
+// kernels; with OpenBLAS's own threads each call forks and joins, and on a
+// loaded machine a worker not scheduled at once stalls the whole
+// factorization for a time slice (measured on 2 shared cores with
+// benchmarks/ops_linalg.py: a 256x256 SVD or QR took seconds with 2 OpenBLAS
+// threads, milliseconds with 1). So LAPACK runs with OpenBLAS on one thread,
+// and our threads split the batch; only a single matrix above this many flops
+// gets OpenBLAS's threads.
+constexpr double kThreadedBlasFlops = 4.0e9;
+
+/// Scratch buffers (pivots, LAPACK workspaces) reused by the matrices one
+/// thread factors, so a batch of small matrices allocates once per chunk.
+struct Workspace {
+  std::vector<std::vector<std::max_align_t>> slots;
+  template <class U>
+  U* get(size_t slot, int64_t n) {
+    if (slots.size() <= slot) slots.resize(slot + 1);
+    auto& v = slots[slot];
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(U);
+    const size_t need = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+    if (v.size() < need) v.resize(need);
+    return reinterpret_cast<U*>(v.data());
+  }
+};
+
+/// Runs f(i, workspace) for each matrix i of the batch (Note [LAPACK threads]).
+template <class F>
+void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
+  if (batch == 1 && flops_per_matrix >= kThreadedBlasFlops) {
+    Workspace ws;
+    f(0, ws);
+    return;
+  }
+  SerialBlas serial(true);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(2.0e5 / std::max(1.0, flops_per_matrix)));
+  parallel_for(0, batch, grain, [&](int64_t b, int64_t e) {
+    Workspace ws;
+    for (int64_t i = b; i < e; ++i) f(i, ws);
+  });
+}
+
+void check_float(const Tensor& A, const char* op, const char* what = "A") {
+  FB_CHECK_TYPE(A.dtype() == ScalarType::Float32 || A.dtype() == ScalarType::Float64, "[", op,
+                "] expected a float32 or float64 tensor for ", what, ", got ", dtype_name(A.dtype()),
+                " (shape ", shape_str(A.sizes()), ")");
+}
+
+void check_matrix(const Tensor& A, const char* op, bool square, const char* what = "A") {
+  check_float(A, op, what);
+  FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] ", what, " must have at least 2 dimensions, got shape ",
+                 shape_str(A.sizes()));
+  if (square)
+    FB_CHECK_VALUE(A.sizes()[A.dim() - 2] == A.sizes()[A.dim() - 1], "[", op, "] ", what,
+                   " must be batches of square matrices, but they are ", A.sizes()[A.dim() - 2], " by ",
+                   A.sizes()[A.dim() - 1], " matrices (shape ", shape_str(A.sizes()), ")");
+}
+
+/// LAPACK's integers are 32-bit: every dimension, and every matrix's element
+/// count (its index arithmetic), must fit.
+void check_lapack_size(const char* op, std::initializer_list<int64_t> dims) {
+  int64_t prev = 1;
+  for (int64_t d : dims) {
+    FB_CHECK_VALUE(d <= INT_MAX, "[", op, "] a matrix dimension of ", d,
+                   " exceeds LAPACK's 32-bit index limit (2^31 - 1)");
+    FB_CHECK_VALUE(prev == 0 || d <= INT_MAX / std::max<int64_t>(prev, 1) || d == 0, "[", op,
+                   "] a matrix of more than 2^31 - 1 elements exceeds LAPACK's 32-bit index limit");
+    prev = std::max<int64_t>(d, 1);
+  }
+}
+
+int64_t batch_count(const Tensor& A) {
+  int64_t b = 1;
+  for (int64_t d = 0; d < A.dim() - 2; ++d) b *= A.sizes()[d];
+  return b;
+}
+
+Shape batch_shape(const Tensor& A) { return Shape(A.sizes().begin(), A.sizes().end() - 2); }
+
+Shape with_tail(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
+}
+
+/// Row-major contiguous copy of the matrices transposed: the buffer reads as
+/// column-major A (Note [LAPACK layout]). Always a copy (LAPACK writes it):
+/// contiguous() would return A's own storage when the transpose is contiguous
+/// already (a 1x1 or a transposed view).
+Tensor colmajor_copy(const Tensor& A) {
+  return op::clone(op::transpose(A, -2, -1), MemoryFormat::Contiguous);
+}
+/// A fresh contiguous copy (LAPACK overwrites its input).
+Tensor owned_copy(const Tensor& A) { return op::clone(A, MemoryFormat::Contiguous); }
+/// A buffer written column-major (batch of (rows, cols)) back as row-major.
+Tensor from_colmajor(const Tensor& buf) { return contiguous(op::transpose(buf, -2, -1)); }
+
+std::string batch_prefix(int64_t batch, int64_t i) {
+  return batch > 1 || i > 0 ? detail::cat_str("(Batch element ", i, "): ") : std::string();
+}
+
+/// The LAPACK workspace size from a query (lwork = -1): work[0] as an int, checked.
+template <class T>
+int workspace_size(T w, const char* op) {
+  const double v = static_cast<double>(w);
+  FB_CHECK_VALUE(v <= static_cast<double>(INT_MAX), "[", op,
+                 "] the LAPACK workspace exceeds its 32-bit size limit");
+  return std::max(1, static_cast<int>(v));
+}
+
+template <class F>
+void visit_float(ScalarType t, const F& f) {
+  if (t == ScalarType::Float32)
+    f(float{});
+  else
+    f(double{});
+}
+
+// ---- inv: getrf + getri ----
+
+Tensor linalg_inv_cpu(const Tensor& A) {
+  check_matrix(A, "linalg.inv", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.inv", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = colmajor_copy(A);
+  if (A.numel() == 0) return buf;
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* data = buf.data<T>();
+    const int ni = static_cast<int>(n);
+    T wq{};
+    int info = 0;
+    la::getri(ni, data, ni, nullptr, &wq, -1, &info);
+    const int lwork = workspace_size(wq, "linalg.inv");
+    for_each_matrix(batch, 2.0 * static_cast<double>(n) * n * n, [&](int64_t i, Workspace& ws) {
+      T* a = data + i * n * n;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0) la::getri(ni, a, ni, ipiv, ws.get<T>(1, lwork), lwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.inv: ", batch_prefix(batch, i), "The diagonal element ", inf,
+                   " is zero, the inversion could not be completed because the input matrix is singular.");
+    FB_CHECK(inf == 0, "linalg.inv: LAPACK getri failed with info ", inf);
+  }
+  return from_colmajor(buf);
+}
+
+// ---- solve: getrf + getrs ----
+
+Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
+  check_matrix(A, "linalg.solve", true);
+  check_matrix(B, "linalg.solve", false, "B");
+  FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.solve] expected A and B to have the same dtype, got ",
+                dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
+  const int64_t n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
+  FB_CHECK_VALUE(A.dim() == B.dim() &&
+                     std::equal(A.sizes().begin(), A.sizes().end() - 2, B.sizes().begin()) &&
+                     B.sizes()[B.dim() - 2] == n,
+                 "[linalg.solve] incompatible shapes of A and B for the equation AX = B (",
+                 shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  check_lapack_size("linalg.solve", {n, n});
+  check_lapack_size("linalg.solve", {n, k});
+  const int64_t batch = batch_count(A);
+  Tensor a_buf = colmajor_copy(A);
+  Tensor b_buf = colmajor_copy(B);  // (*, k, n) row-major = (n, k) column-major
+  if (b_buf.numel() == 0 && a_buf.numel() == 0) return from_colmajor(b_buf);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ad = a_buf.data<T>();
+    T* bd = b_buf.data<T>();
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    const double flops = 2.0 / 3.0 * n * n * n + 2.0 * n * n * k;
+    for_each_matrix(batch, flops, [&](int64_t i, Workspace& ws) {
+      T* a = ad + i * n * n;
+      T* b = bd + i * n * k;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0 && n > 0 && k > 0) la::getrs('N', ni, ki, a, ni, ipiv, b, ni, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.solve: ", batch_prefix(batch, i),
+                   "The solver failed because the input matrix is singular.");
+    FB_CHECK(inf == 0, "linalg.solve: LAPACK failed with info ", inf);
+  }
+  return from_colmajor(b_buf);
+}
+
+// ---- slogdet: getrf (det(A^T) = det(A), so the row-major copy is factored as is) ----
+
+std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
+  check_matrix(A, "linalg.slogdet", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.slogdet", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = owned_copy(A);
+  Tensor logabs = op::empty(batch_shape(A), A.dtype(), A.device());
+  Tensor sign = op::empty(batch_shape(A), A.dtype(), A.device());
+  if (batch == 0) return {logabs, sign};
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* data = buf.data<T>();
+    T* la_out = logabs.data<T>();
+    T* sg_out = sign.data<T>();
+    const int ni = static_cast<int>(n);
+    for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+      T* a = data + i * n * n;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
+      T s = 1, l = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const T d = a[j * n + j];
+        if (ipiv[j] != j + 1) s = -s;
+        if (d < 0) s = -s;
+        if (d == 0) s = 0;
+        l += std::log(std::abs(d));
+      }
+      if (s == 0) l = -std::numeric_limits<T>::infinity();
+      la_out[i] = l;
+      sg_out[i] = s;
+    });
+  });
+  return {logabs, sign};
+}
+
+// ---- cholesky: potrf on the row-major copy (Note [LAPACK layout]) ----
+// The row-major buffer is A^T column-major; potrf('U') of it reads A's lower
+// triangle and leaves U with A^T = U^T U, whose row-major reading is L = U^T
+// with A = L L^T. upper=True: potrf('L') reads A's upper triangle and leaves
+// L' whose row-major reading is U = L'^T with A = U^T U.
+Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
+  check_matrix(A, "linalg.cholesky", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.cholesky", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = owned_copy(A);
+  if (A.numel() == 0) return buf;
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* data = buf.data<T>();
+    const int ni = static_cast<int>(n);
+    for_each_matrix(batch, 1.0 / 3.0 * n * n * n, [&](int64_t i, Workspace&) {
+      T* a = data + i * n * n;
+      int inf = 0;
+      la::potrf(upper ? 'L' : 'U', ni, a, ni, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+      for (int64_t r = 0; r < n; ++r)  // zero the other triangle (row-major)
+        for (int64_t c = 0; c < n; ++c)
+          if (upper ? c < r : c > r) a[r * n + c] = 0;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.cholesky: ", batch_prefix(batch, i),
+                   "The factorization could not be completed because the input is not positive-definite "
+                   "(the leading minor of order ",
+                   inf, " is not positive-definite).");
+    FB_CHECK(inf == 0, "linalg.cholesky: LAPACK potrf failed with info ", inf);
+  }
+  return buf;
+}
+
+// ---- qr: geqrf + orgqr on a column-major copy ----
+
+std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode) {
+  check_matrix(A, "linalg.qr", false);
+  FB_CHECK_VALUE(mode == "reduced" || mode == "complete" || mode == "r",
+                 "[linalg.qr] qr received unrecognized mode '", mode,
+                 "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
+  check_lapack_size("linalg.qr", {m, n});
+  check_lapack_size("linalg.qr", {m, m});
+  const bool complete = mode == "complete", want_q = mode != "r";
+  const int64_t qcols = complete ? m : k, rrows = complete ? m : k;
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  // Q is computed in place: a column-major (m, max(n, qcols)) buffer holds A, then Q.
+  const int64_t wcols = std::max(n, qcols);
+  Tensor work_buf = zeros(with_tail(bs, {wcols, m}), A.dtype(), A.device());
+  if (A.numel() > 0) {
+    Tensor head = op::slice(work_buf, -2, 0, n, 1);
+    op::copy_(head, op::transpose(A, -2, -1));
+  }
+  Tensor Q = want_q ? op::empty(with_tail(bs, {m, qcols}), A.dtype(), A.device())
+                    : op::empty(Shape{0}, A.dtype(), A.device());
+  Tensor R = zeros(with_tail(bs, {rrows, n}), A.dtype(), A.device());
+  if (batch == 0) return {Q, R};
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* wd = work_buf.data<T>();
+    T* qd = want_q ? Q.data<T>() : nullptr;
+    T* rd = R.data<T>();
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    const int qi = static_cast<int>(qcols), ld = static_cast<int>(std::max<int64_t>(m, 1));
+    int lwork = 1;
+    if (m > 0 && n > 0) {
+      T wq{};
+      int info = 0;
+      la::geqrf(mi, ni, wd, ld, nullptr, &wq, -1, &info);
+      lwork = workspace_size(wq, "linalg.qr");
+      if (want_q && qcols > 0) {
+        la::orgqr(mi, qi, ki, wd, ld, nullptr, &wq, -1, &info);
+        lwork = std::max(lwork, workspace_size(wq, "linalg.qr"));
+      }
+    }
+    for_each_matrix(batch, 4.0 * m * n * k, [&](int64_t i, Workspace& ws) {
+      T* a = wd + i * wcols * m;
+      T* tau = ws.get<T>(0, k);
+      T* work = ws.get<T>(1, lwork);
+      int inf = 0;
+      if (m > 0 && n > 0) la::geqrf(mi, ni, a, ld, tau, work, lwork, &inf);
+      T* r = rd + i * rrows * n;
+      for (int64_t row = 0; row < std::min(rrows, m); ++row)
+        for (int64_t c = row; c < n; ++c) r[row * n + c] = a[c * m + row];
+      if (!want_q) return;
+      if (m > 0 && qcols > 0) la::orgqr(mi, qi, ki, a, ld, tau, work, lwork, &inf);
+      T* q = qd + i * m * qcols;
+      for (int64_t row = 0; row < m; ++row)
+        for (int64_t c = 0; c < qcols; ++c) q[row * qcols + c] = a[c * m + row];
+    });
+  });
+  return {Q, R};
+}
+
+// ---- svd: gesdd on the row-major copy, i.e. of A^T = V S U^T (Note [LAPACK layout]) ----
+// LAPACK's "U" of A^T is V, column-major (n, .): read row-major it is Vh.
+// LAPACK's "VT" of A^T is U^T, column-major (., m): read row-major it is U.
+
+std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_matrices, bool compute_uv) {
+  check_matrix(A, "linalg.svd", false);
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
+  check_lapack_size("linalg.svd", {m, n});
+  check_lapack_size("linalg.svd", {m, m});
+  check_lapack_size("linalg.svd", {n, n});
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
+  Tensor S = op::empty(with_tail(bs, {k}), A.dtype(), A.device());
+  Tensor U = compute_uv ? zeros(with_tail(bs, {m, ucols}), A.dtype(), A.device())
+                        : op::empty(Shape{0}, A.dtype(), A.device());
+  Tensor Vh = compute_uv ? zeros(with_tail(bs, {vrows, n}), A.dtype(), A.device())
+                         : op::empty(Shape{0}, A.dtype(), A.device());
+  if (batch == 0) return {U, S, Vh};
+  if (k == 0) {  // no singular values; full matrices are identities
+    if (compute_uv && full_matrices) {
+      visit_float(A.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < batch; ++i) {
+          for (int64_t j = 0; j < m; ++j) U.data<T>()[i * m * m + j * m + j] = 1;
+          for (int64_t j = 0; j < n; ++j) Vh.data<T>()[i * n * n + j * n + j] = 1;
+        }
+      });
+    }
+    return {U, S, Vh};
+  }
+  Tensor buf = owned_copy(A);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ad = buf.data<T>();
+    T* sd = S.data<T>();
+    T* ud = compute_uv ? U.data<T>() : nullptr;
+    T* vd = compute_uv ? Vh.data<T>() : nullptr;
+    // LAPACK sees the (n, m) matrix A^T.
+    const int lm = static_cast<int>(n), ln = static_cast<int>(m);
+    const char jobz = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
+    const int ldu = lm, ldvt = static_cast<int>(compute_uv ? ucols : 1);
+    T wq{};
+    int info = 0;
+    std::vector<int> iw_q(static_cast<size_t>(8 * k));
+    T dummy{};
+    la::gesdd(jobz, lm, ln, ad, lm, sd, compute_uv ? vd : &dummy, ldu, compute_uv ? ud : &dummy, ldvt, &wq,
+              -1, iw_q.data(), &info);
+    const int lwork = workspace_size(wq, "linalg.svd");
+    for_each_matrix(batch, 14.0 * m * n * k, [&](int64_t i, Workspace& ws) {
+      T* work = ws.get<T>(0, lwork);
+      int* iwork = ws.get<int>(1, 8 * k);
+      T d1{}, d2{};
+      int inf = 0;
+      la::gesdd(jobz, lm, ln, ad + i * m * n, lm, sd + i * k, compute_uv ? vd + i * vrows * n : &d1, ldu,
+                compute_uv ? ud + i * m * ucols : &d2, ldvt, work, lwork, iwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.svd: ", batch_prefix(batch, i),
+                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                   "many repeated singular values (error code: ",
+                   inf, ").");
+    FB_CHECK(inf == 0, "linalg.svd: LAPACK gesdd failed with info ", inf,
+             inf == -4 ? " (the input contains NaN or infinity)" : "");
+  }
+  return {U, S, Vh};
+}
+
+// ---- eigh: syevd on the row-major copy (A^T column-major; A's lower triangle is its upper) ----
+
+std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view uplo, bool compute_v) {
+  check_matrix(A, "linalg.eigh", true);
+  FB_CHECK_VALUE(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
+                 "[linalg.eigh] Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  const bool lower = uplo == "L" || uplo == "l";
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.eigh", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor W = op::empty(with_tail(batch_shape(A), {n}), A.dtype(), A.device());
+  Tensor buf = owned_copy(A);
+  if (A.numel() == 0) return {W, compute_v ? buf : op::empty(Shape{0}, A.dtype(), A.device())};
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ad = buf.data<T>();
+    T* wd = W.data<T>();
+    const int ni = static_cast<int>(n);
+    const char jobz = compute_v ? 'V' : 'N', lo = lower ? 'U' : 'L';
+    T wq{};
+    int iwq = 0, info = 0;
+    la::syevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &iwq, -1, &info);
+    const int lwork = workspace_size(wq, "linalg.eigh"), liwork = std::max(1, iwq);
+    for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+      int inf = 0;
+      la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                ws.get<int>(1, liwork), liwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.eigh: ", batch_prefix(batch, i),
+                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                   "many repeated eigenvalues (error code: ",
+                   inf, ").");
+    FB_CHECK(inf == 0, "linalg.eigh: LAPACK syevd failed with info ", inf);
+  }
+  // Column-major eigenvectors (columns) read row-major are V^T.
+  return {W, compute_v ? from_colmajor(buf) : op::empty(Shape{0}, A.dtype(), A.device())};
+}
+
+// ---- lstsq: gelsd on column-major copies ----
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, const Tensor& B, double rcond) {
+  check_matrix(A, "linalg.lstsq", false);
+  check_matrix(B, "linalg.lstsq", false, "B");
+  FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.lstsq] expected A and B to have the same dtype, got ",
+                dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
+  FB_CHECK_VALUE(A.dim() == B.dim() &&
+                     std::equal(A.sizes().begin(), A.sizes().end() - 2, B.sizes().begin()) &&
+                     B.sizes()[B.dim() - 2] == m,
+                 "[linalg.lstsq] incompatible shapes of A and B for the equation AX = B (",
+                 shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  const int64_t mx = std::max(m, n), mn = std::min(m, n);
+  check_lapack_size("linalg.lstsq", {m, n});
+  check_lapack_size("linalg.lstsq", {mx, k});
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  Tensor a_buf = colmajor_copy(A);
+  Tensor b_buf = zeros(with_tail(bs, {k, mx}), A.dtype(), A.device());  // column-major (mx, k)
+  if (B.numel() > 0) {
+    Tensor head = op::slice(b_buf, -1, 0, m, 1);
+    op::copy_(head, op::transpose(B, -2, -1));
+  }
+  Tensor rank = zeros(bs, ScalarType::Int64, A.device());
+  Tensor sv = zeros(with_tail(bs, {mn}), A.dtype(), A.device());
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  if (batch > 0 && mn > 0 && k > 0) {
+    visit_float(A.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* ad = a_buf.data<T>();
+      T* bd = b_buf.data<T>();
+      T* sd = sv.data<T>();
+      int64_t* rd = rank.data<int64_t>();
+      const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+      const int ldb = static_cast<int>(mx);
+      const T rc = rcond < 0 ? std::numeric_limits<T>::epsilon() * static_cast<T>(mx) : static_cast<T>(rcond);
+      T wq{};
+      int iwq = 0, info = 0, rk = 0;
+      la::gelsd(mi, ni, ki, ad, mi, bd, ldb, sd, rc, &rk, &wq, -1, &iwq, &info);
+      const int lwork = workspace_size(wq, "linalg.lstsq");
+      const int liwork = std::max(1, iwq);
+      for_each_matrix(batch, 12.0 * m * n * mn, [&](int64_t i, Workspace& ws) {
+        int inf = 0, r = 0;
+        la::gelsd(mi, ni, ki, ad + i * m * n, mi, bd + i * mx * k, ldb, sd + i * mn, rc, &r,
+                  ws.get<T>(0, lwork), lwork, ws.get<int>(1, liwork), &inf);
+        rd[i] = r;
+        infos[static_cast<size_t>(i)] = inf;
+      });
+    });
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(
+        inf <= 0, "linalg.lstsq: ", batch_prefix(batch, i),
+        "The algorithm failed to converge because the input matrix is ill-conditioned (error code: ", inf,
+        ").");
+    FB_CHECK(inf == 0, "linalg.lstsq: LAPACK gelsd failed with info ", inf);
+  }
+  // Solution: the first n rows of the column-major (mx, k) result.
+  Tensor X = contiguous(op::transpose(op::slice(b_buf, -1, 0, n, 1), -2, -1));
+  // Residuals (as PyTorch): squared norms of rows n..m-1 when m > n and every matrix has full rank.
+  Tensor residuals = op::empty(Shape{0}, A.dtype(), A.device());
+  if (m > n && batch > 0 && mn > 0 && k > 0) {
+    bool full = true;
+    for (int64_t i = 0; i < batch; ++i) full = full && rank.data<int64_t>()[i] == n;
+    if (full) {
+      Tensor tail = op::slice(b_buf, -1, n, m, 1);
+      const Shape last{-1};
+      residuals = op::sum(op::mul(tail, tail), IntArrayRef(last), false, std::nullopt);
+    }
+  }
+  return {X, residuals, rank, sv};
+}
+
+FB_REGISTER_KERNEL(op::_linalg_inv, CPU, linalg_inv_cpu);
+FB_REGISTER_KERNEL(op::_linalg_solve, CPU, linalg_solve_cpu);
+FB_REGISTER_KERNEL(op::_linalg_slogdet, CPU, linalg_slogdet_cpu);
+FB_REGISTER_KERNEL(op::_linalg_cholesky, CPU, linalg_cholesky_cpu);
+FB_REGISTER_KERNEL(op::_linalg_qr, CPU, linalg_qr_cpu);
+FB_REGISTER_KERNEL(op::_linalg_svd, CPU, linalg_svd_cpu);
+FB_REGISTER_KERNEL(op::_linalg_eigh, CPU, linalg_eigh_cpu);
+FB_REGISTER_KERNEL(op::_linalg_lstsq, CPU, linalg_lstsq_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,131 @@
+#pragma once
+// The LAPACK routines of scipy-openblas32 that the linalg kernels call
+// (src/cpu/lapack.cpp). Like its cblas (gemm.h), the library prefixes every
+// symbol with scipy_; the Fortran interface takes every argument by pointer,
+// 32-bit integers (the "32" of scipy-openblas32), and one hidden length per
+// character argument at the end (gfortran's convention, passed explicitly so
+// that callee and caller agree whatever the library was built with).
+//
+// Note [LAPACK layout]: LAPACK reads column-major matrices. A row-major
+// contiguous (m, n) buffer is the column-major (n, m) matrix A^T, so each
+// kernel either uses that transpose on purpose (slogdet, cholesky, svd, eigh:
+// the identity it needs holds for A^T too) or copies A transposed first.
+#include <cstddef>
+
+extern "C" {
+// LU with partial pivoting, inverse from LU, solve from LU.
+void scipy_sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
+void scipy_dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void scipy_sgetri_(const int* n, float* a, const int* lda, const int* ipiv, float* work, const int* lwork,
+                   int* info);
+void scipy_dgetri_(const int* n, double* a, const int* lda, const int* ipiv, double* work, const int* lwork,
+                   int* info);
+void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float* a, const int* lda,
+                   const int* ipiv, float* b, const int* ldb, int* info, size_t trans_len);
+void scipy_dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda,
+                   const int* ipiv, double* b, const int* ldb, int* info, size_t trans_len);
+// Cholesky.
+void scipy_spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t uplo_len);
+void scipy_dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
+// QR: Householder factorization and the explicit Q.
+void scipy_sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work,
+                   const int* lwork, int* info);
+void scipy_dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work,
+                   const int* lwork, int* info);
+void scipy_sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau,
+                   float* work, const int* lwork, int* info);
+void scipy_dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
+                   double* work, const int* lwork, int* info);
+// SVD by divide and conquer.
+void scipy_sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
+                   const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork,
+                   int* info, size_t jobz_len);
+void scipy_dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
+                   double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
+                   int* iwork, int* info, size_t jobz_len);
+// Symmetric eigendecomposition by divide and conquer.
+void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
+                   float* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
+                   size_t uplo_len);
+void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+                   double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
+                   size_t uplo_len);
+// Least squares by SVD (divide and conquer).
+void scipy_sgelsd_(const int* m, const int* n, const int* nrhs, float* a, const int* lda, float* b,
+                   const int* ldb, float* s, const float* rcond, int* rank, float* work, const int* lwork,
+                   int* iwork, int* info);
+void scipy_dgelsd_(const int* m, const int* n, const int* nrhs, double* a, const int* lda, double* b,
+                   const int* ldb, double* s, const double* rcond, int* rank, double* work, const int* lwork,
+                   int* iwork, int* info);
+}
+
+namespace flambeau::cpu::lapack {
+
+// Overloads by element type, so that the kernels are written once as templates.
+
+inline void getrf(int m, int n, float* a, int lda, int* ipiv, int* info) {
+  scipy_sgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+inline void getrf(int m, int n, double* a, int lda, int* ipiv, int* info) {
+  scipy_dgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+inline void getri(int n, float* a, int lda, const int* ipiv, float* work, int lwork, int* info) {
+  scipy_sgetri_(&n, a, &lda, ipiv, work, &lwork, info);
+}
+inline void getri(int n, double* a, int lda, const int* ipiv, double* work, int lwork, int* info) {
+  scipy_dgetri_(&n, a, &lda, ipiv, work, &lwork, info);
+}
+inline void getrs(char trans, int n, int nrhs, const float* a, int lda, const int* ipiv, float* b, int ldb,
+                  int* info) {
+  scipy_sgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void getrs(char trans, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b, int ldb,
+                  int* info) {
+  scipy_dgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void potrf(char uplo, int n, float* a, int lda, int* info) {
+  scipy_spotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void potrf(char uplo, int n, double* a, int lda, int* info) {
+  scipy_dpotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void geqrf(int m, int n, float* a, int lda, float* tau, float* work, int lwork, int* info) {
+  scipy_sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+inline void geqrf(int m, int n, double* a, int lda, double* tau, double* work, int lwork, int* info) {
+  scipy_dgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+inline void orgqr(int m, int n, int k, float* a, int lda, const float* tau, float* work, int lwork,
+                  int* info) {
+  scipy_sorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void orgqr(int m, int n, int k, double* a, int lda, const double* tau, double* work, int lwork,
+                  int* info) {
+  scipy_dorgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void gesdd(char jobz, int m, int n, float* a, int lda, float* s, float* u, int ldu, float* vt,
+                  int ldvt, float* work, int lwork, int* iwork, int* info) {
+  scipy_sgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+inline void gesdd(char jobz, int m, int n, double* a, int lda, double* s, double* u, int ldu, double* vt,
+                  int ldvt, double* work, int lwork, int* iwork, int* info) {
+  scipy_dgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+}
+inline void syevd(char jobz, char uplo, int n, float* a, int lda, float* w, float* work, int lwork,
+                  int* iwork, int liwork, int* info) {
+  scipy_ssyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+inline void syevd(char jobz, char uplo, int n, double* a, int lda, double* w, double* work, int lwork,
+                  int* iwork, int liwork, int* info) {
+  scipy_dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+inline void gelsd(int m, int n, int nrhs, float* a, int lda, float* b, int ldb, float* s, float rcond,
+                  int* rank, float* work, int lwork, int* iwork, int* info) {
+  scipy_sgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, info);
+}
+inline void gelsd(int m, int n, int nrhs, double* a, int lda, double* b, int ldb, double* s, double rcond,
+                  int* rank, double* work, int lwork, int* iwork, int* info) {
+  scipy_dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, info);
+}
+
+}  // namespace flambeau::cpu::lapack
