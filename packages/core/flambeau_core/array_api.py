@@ -709,7 +709,7 @@ def where(condition, x1, x2, /):
 
 
 def _unique(x):
-    # The standard counts every NaN as its own value; PyTorch's unique merges them.
+    # Every NaN counts as its own value, as the standard asks; core's unique (like PyTorch's) already does so.
     flat = x.reshape(-1)
     values, inverse, counts = _fc.unique(flat, sorted=True, return_inverse=True, return_counts=True)
     return values, inverse.reshape(tuple(x.shape)), counts
