@@ -170,7 +170,9 @@ inline Tensor threshold_backward(const Tensor& grad, const Tensor& result, doubl
 
 /// d/da of a^b: b * a^(b-1), and 0 where b == 0 (avoids 0 * inf at a == 0).
 inline Tensor pow_backward_self(const Tensor& grad, const Tensor& a, const Tensor& b) {
-  Tensor d = b * op::pow(a, b - num(1));
+  // b - 1 in b's own dtype: two wrapped numbers would compute in the default float32 and round a
+  // float64 exponent such as 1/3.
+  Tensor d = b * op::pow(a, op::sub(b, scalar_tensor(1, b.dtype()), 1));
   return where(op::eq(b, num(0)), 0.0, grad * cj(d));
 }
 /// d/db of a^b: a^b * log(a), and 0 where a == 0 and b >= 0 (PyTorch's convention).

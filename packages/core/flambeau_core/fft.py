@@ -1,14 +1,26 @@
-"""flambeau.fft: the sample-frequency and shift helpers of torch.fft.
+"""flambeau.fft: torch.fft's transforms and helpers.
 
-``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` need no complex
-dtype and are here. The transforms themselves (fft, ifft, rfft, irfft, hfft,
-fft2, ifft2, rfft2, fftn, ifftn, rfftn, irfftn) return complex tensors: they
-come with the complex dtypes (issue 7, item 1) and are not defined yet.
+The transforms (fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfft2,
+irfft2, rfftn, irfftn, hfft, ihfft, hfft2, ihfft2, hfftn, ihfftn) have
+PyTorch's signatures and dtype rules: real float32 gives complex64, float64
+complex128, integers and bool compute in the default float dtype; float16 and
+bfloat16 are refused (TypeError). They pad with zeros or trim to ``n``/``s``
+here, in Python, and call the three primitives ``_fft_c2c``, ``_fft_r2c`` and
+``_fft_c2r`` (src/cpu/fft.cpp, over the vendored pocketfft), whose derivatives
+are PyTorch's; so every transform is differentiable. ``norm`` is "backward"
+(the default: the inverse scaled by 1/n), "ortho" (both by 1/sqrt(n)) or
+"forward" (the forward transform by 1/n).
+
+``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are here too.
 
 Example:
     >>> import flambeau_core as fc
     >>> fc.fft.fftfreq(4).tolist()
     [0.0, 0.25, -0.5, -0.25]
+    >>> fc.fft.fft(fc.tensor([1.0, 2.0, 3.0, 4.0])).tolist()
+    [(10+0j), (-2+2j), (-2+0j), (-2-2j)]
+    >>> [round(v, 4) for v in fc.fft.irfft(fc.fft.rfft(fc.tensor([1.0, 2.0, 3.0])), n=3).tolist()]
+    [1.0, 2.0, 3.0]
 """
 
 from __future__ import annotations
@@ -18,7 +30,30 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 
-__all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+__all__ = [
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
+    "fft",
+    "ifft",
+    "fft2",
+    "ifft2",
+    "fftn",
+    "ifftn",
+    "rfft",
+    "irfft",
+    "rfft2",
+    "irfft2",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "hfft2",
+    "ihfft2",
+    "hfftn",
+    "ihfftn",
+]
 
 
 def _check_n(n: Any, op: str) -> int:
@@ -114,3 +149,357 @@ def fftshift(input: Tensor, dim: Any = None) -> Tensor:
 def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """The inverse of fftshift: a roll by -(n//2) along each dim of `dim` (all when None)."""
     return _roll_dims(input, dim, False, "fft.ifftshift")
+
+
+# ---- transforms ----
+
+_COMPLEX = (_C.complex64, _C.complex128)
+_REAL = (_C.float32, _C.float64)
+# norm -> the primitives' normalization code (0 none, 1 1/sqrt(n), 2 1/n), for a forward / inverse transform
+_NORMS = {"backward": (0, 2), "ortho": (1, 1), "forward": (2, 0)}
+
+
+def _shape(t: Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def _norm(norm: Any, forward: bool, op: str) -> int:
+    key = "backward" if norm is None else norm
+    if not isinstance(key, str) or key not in _NORMS:
+        raise FlambeauError(f'{op}: Invalid normalization mode: "{norm}" (expected "backward", "ortho" or "forward")')
+    return _NORMS[key][0 if forward else 1]
+
+
+def _float_input(x: Any, op: str, complex_ok: bool) -> Tensor:
+    """x promoted as PyTorch: integers and bool to the default float dtype; half refused."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor as input, got {type(x).__name__}")
+    dt = x.dtype
+    if dt in _REAL or dt in _COMPLEX:
+        if dt in _COMPLEX and not complex_ok:
+            raise TypeError(f"{op} expects a real input tensor, but got {dt} (shape {_shape(x)})")
+        return x
+    if dt in (_C.float16, _C.bfloat16) or "complex" in str(dt):
+        raise TypeError(f"{op}: Unsupported dtype {dt}: the FFTs take float32/float64 or complex64/complex128")
+    return x.to(_C._get_default_dtype())
+
+
+def _to_complex(x: Tensor) -> Tensor:
+    if x.dtype in _COMPLEX:
+        return x
+    return x.to(_C.complex64 if x.dtype == _C.float32 else _C.complex128)
+
+
+def _check_points(op: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{op}: n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise FlambeauError(f"{op}: Invalid number of data points ({n}) specified")
+    return n
+
+
+def _wrap(op: str, x: Tensor, d: Any) -> int:
+    if isinstance(d, bool) or not isinstance(d, int):
+        raise TypeError(f"{op}: dim must be an int, got {type(d).__name__}")
+    nd = x.dim()
+    if not -nd <= d < nd:
+        lo, hi = (-nd, nd - 1) if nd else (-1, 0)
+        raise IndexError(
+            f"{op}: Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d}) "
+            f"for input of shape {_shape(x)}"
+        )
+    return d % nd
+
+
+def _resize(x: Tensor, d: int, size: int) -> Tensor:
+    """x zero-padded at the end or trimmed along d to `size`."""
+    have = x.shape[d]
+    if size == have:
+        return x
+    if size < have:
+        return x.narrow(d, 0, size)
+    pad = list(x.shape)
+    pad[d] = size - have
+    if x.dtype in _COMPLEX:  # cat is real-only: pad the (..., 2) real view
+        r = _C.view_as_real(x)
+        z = _C.zeros([*pad, 2], dtype=r.dtype)
+        return _C.view_as_complex(_C.cat([r, z], d))
+    return _C.cat([x, _C.zeros(pad, dtype=x.dtype)], d)
+
+
+def _dims_1d(op: str, x: Tensor, n: Any, dim: Any) -> tuple[int, int | None]:
+    d = _wrap(op, x, dim)
+    return d, (None if n is None else _check_points(op, n))
+
+
+def _dims_nd(op: str, x: Tensor, s: Any, dim: Any) -> tuple[list[int], list[int]]:
+    """PyTorch's canonical (dims, sizes) of an n-dimensional transform; sizes -1 keep the input's."""
+    if s is not None:
+        s = [s] if isinstance(s, int) else list(s)
+        for v in s:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{op}: s must be a sequence of ints, got {s}")
+    if dim is not None:
+        dims = [_wrap(op, x, dim)] if isinstance(dim, int) else [_wrap(op, x, d) for d in dim]
+        if len(set(dims)) != len(dims):
+            raise FlambeauError(f"{op}: FFT dims must be unique, got dim={list(dim)} (input shape {_shape(x)})")
+        if s is not None and len(s) != len(dims):
+            raise FlambeauError(
+                f"{op}: When given, dim and shape arguments must have the same length "
+                f"(s={s} has {len(s)}, dim={list(dims)} has {len(dims)})"
+            )
+    elif s is not None:
+        if len(s) > x.dim():
+            raise FlambeauError(
+                f"{op}: Got shape with {len(s)} values but input tensor only has {x.dim()} dimensions "
+                f"(shape {_shape(x)})"
+            )
+        dims = list(range(x.dim() - len(s), x.dim()))
+    else:
+        dims = list(range(x.dim()))
+    if s is None:
+        sizes = [x.shape[d] for d in dims]
+    else:
+        sizes = [x.shape[d] if v == -1 else v for d, v in zip(dims, s, strict=True)]
+    for v in sizes:
+        if v < 1:
+            raise FlambeauError(f"{op}: Invalid number of data points ({v}) specified (s={s}, input shape {_shape(x)})")
+    return dims, sizes
+
+
+def _out(op: str, r: Tensor, out: Tensor | None) -> Tensor:
+    if out is None:
+        return r
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
+    if out.dtype != r.dtype:
+        raise TypeError(f"{op}: expected out of dtype {r.dtype}, got {out.dtype}")
+    if tuple(out.shape) == tuple(r.shape):
+        out.copy_(r)
+    else:  # resized as PyTorch's out=: out now holds the result
+        out._set_data(r)
+    return out
+
+
+def _c2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool) -> Tensor:
+    x = _float_input(x, op, True)
+    for d, v in zip(dims, sizes, strict=True):
+        x = _resize(x, d, v)
+    code = _norm(norm, forward, op)
+    if not dims:
+        return _to_complex(x).clone()
+    if x.dtype in _COMPLEX:
+        return _C._fft_c2c(x, dims, code, forward)
+    if forward:
+        return _C._fft_r2c(x, dims, code, False)
+    return _C._fft_c2c(_to_complex(x), dims, code, forward)
+
+
+def _r2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool) -> Tensor:
+    x = _float_input(x, op, False)
+    for d, v in zip(dims, sizes, strict=True):
+        x = _resize(x, d, v)
+    code = _norm(norm, forward, op)
+    if not dims:
+        return _to_complex(x).clone()
+    r = _C._fft_r2c(x, dims, code, True)
+    return r if forward else r.conj()
+
+
+def _c2r(op: str, x: Tensor, dims: list[int], sizes: list[int] | None, n_last: Any, norm: Any, forward: bool) -> Tensor:
+    """irfft (forward=False) / hfft (forward=True): the last of dims is the half-spectrum dim."""
+    x = _to_complex(_float_input(x, op, True))
+    if not dims:
+        raise FlambeauError(f"{op}: expected at least one dim to transform (input shape {_shape(x)})")
+    last = dims[-1]
+    if n_last is None:
+        n_last = 2 * (x.shape[last] - 1)
+        if n_last < 1:
+            raise FlambeauError(
+                f"{op}: Invalid number of data points ({n_last}) specified: the input's size along dim {last} "
+                f"is {x.shape[last]} (shape {_shape(x)})"
+            )
+    if sizes is not None:
+        for d, v in zip(dims[:-1], sizes[:-1], strict=True):
+            x = _resize(x, d, v)
+    x = _resize(x, last, n_last // 2 + 1)
+    code = _norm(norm, forward, op)
+    if forward:  # hfft: conj, then c2c over the other dims and c2r over the last
+        if len(dims) > 1:
+            x = _C._fft_c2c(x, dims[:-1], code, True)
+        x = x.conj()
+        return _C._fft_c2r(x, [last], code, n_last)
+    return _C._fft_c2r(x, dims, code, n_last)
+
+
+def fft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The 1-D discrete Fourier transform of input along dim (complex result)."""
+    d, n = _dims_1d("fft.fft", _float_input(input, "fft.fft", True), n, dim)
+    return _out("fft.fft", _c2c("fft.fft", input, [d], [input.shape[d] if n is None else n], norm, True), out)
+
+
+def ifft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The 1-D inverse discrete Fourier transform of input along dim."""
+    d, n = _dims_1d("fft.ifft", _float_input(input, "fft.ifft", True), n, dim)
+    return _out("fft.ifft", _c2c("fft.ifft", input, [d], [input.shape[d] if n is None else n], norm, False), out)
+
+
+def fftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The n-dimensional discrete Fourier transform over dim (all dims by default; the last len(s) with s)."""
+    dims, sizes = _dims_nd("fft.fftn", _float_input(input, "fft.fftn", True), s, dim)
+    return _out("fft.fftn", _c2c("fft.fftn", input, dims, sizes, norm, True), out)
+
+
+def ifftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The n-dimensional inverse discrete Fourier transform over dim."""
+    dims, sizes = _dims_nd("fft.ifftn", _float_input(input, "fft.ifftn", True), s, dim)
+    return _out("fft.ifftn", _c2c("fft.ifftn", input, dims, sizes, norm, False), out)
+
+
+def fft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The 2-D discrete Fourier transform (fftn over the last two dims by default)."""
+    dims, sizes = _dims_nd("fft.fft2", _float_input(input, "fft.fft2", True), s, dim)
+    return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True), out)
+
+
+def ifft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The 2-D inverse discrete Fourier transform (ifftn over the last two dims by default)."""
+    dims, sizes = _dims_nd("fft.ifft2", _float_input(input, "fft.ifft2", True), s, dim)
+    return _out("fft.ifft2", _c2c("fft.ifft2", input, dims, sizes, norm, False), out)
+
+
+def rfft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The 1-D FFT of a real input: the n//2 + 1 non-negative frequencies."""
+    x = _float_input(input, "fft.rfft", False)
+    d, n = _dims_1d("fft.rfft", x, n, dim)
+    return _out("fft.rfft", _r2c("fft.rfft", x, [d], [x.shape[d] if n is None else n], norm, True), out)
+
+
+def irfft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The inverse of rfft: a real signal of size n (default 2 * (input.size(dim) - 1))."""
+    x = _float_input(input, "fft.irfft", True)
+    d, n = _dims_1d("fft.irfft", x, n, dim)
+    return _out("fft.irfft", _c2r("fft.irfft", x, [d], None, n, norm, False), out)
+
+
+def _last_n(s: Any, sizes: list[int]) -> int | None:
+    if s is None:
+        return None
+    s = [s] if isinstance(s, int) else list(s)
+    return sizes[-1] if s[-1] != -1 else None
+
+
+def rfftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The n-dimensional FFT of a real input; the last transformed dim keeps s[-1]//2 + 1 frequencies."""
+    x = _float_input(input, "fft.rfftn", False)
+    dims, sizes = _dims_nd("fft.rfftn", x, s, dim)
+    return _out("fft.rfftn", _r2c("fft.rfftn", x, dims, sizes, norm, True), out)
+
+
+def rfft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """rfftn over the last two dims by default."""
+    x = _float_input(input, "fft.rfft2", False)
+    dims, sizes = _dims_nd("fft.rfft2", x, s, dim)
+    return _out("fft.rfft2", _r2c("fft.rfft2", x, dims, sizes, norm, True), out)
+
+
+def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+    x = _float_input(input, op, True)
+    dims, sizes = _dims_nd(op, x, s, dim)
+    if not dims:
+        raise FlambeauError(f"{op}: expected at least one dim to transform (input shape {_shape(x)})")
+    return _c2r(op, x, dims, sizes, _last_n(s, sizes), norm, forward)
+
+
+def irfftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The inverse of rfftn: the last dim's output size is s[-1] (default 2 * (input.size(dim[-1]) - 1))."""
+    return _out("fft.irfftn", _irfftn("fft.irfftn", input, s, dim, norm, False), out)
+
+
+def irfft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """irfftn over the last two dims by default."""
+    return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False), out)
+
+
+def hfft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The FFT of a Hermitian-symmetric signal given by its half: a real result of size n."""
+    x = _float_input(input, "fft.hfft", True)
+    d, n = _dims_1d("fft.hfft", x, n, dim)
+    return _out("fft.hfft", _c2r("fft.hfft", x, [d], None, n, norm, True), out)
+
+
+def ihfft(
+    input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The inverse of hfft: the n//2 + 1 first terms of the inverse FFT of a real input."""
+    x = _float_input(input, "fft.ihfft", False)
+    d, n = _dims_1d("fft.ihfft", x, n, dim)
+    return _out("fft.ihfft", _r2c("fft.ihfft", x, [d], [x.shape[d] if n is None else n], norm, False), out)
+
+
+def hfftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The n-dimensional FFT of a Hermitian-symmetric signal given by its half along the last dim."""
+    return _out("fft.hfftn", _irfftn("fft.hfftn", input, s, dim, norm, True), out)
+
+
+def hfft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """hfftn over the last two dims by default."""
+    return _out("fft.hfft2", _irfftn("fft.hfft2", input, s, dim, norm, True), out)
+
+
+def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
+    x = _float_input(input, op, False)
+    dims, sizes = _dims_nd(op, x, s, dim)
+    if not dims:
+        return _to_complex(x).clone()
+    for d, v in zip(dims, sizes, strict=True):
+        x = _resize(x, d, v)
+    code = _norm(norm, False, op)
+    r = _C._fft_r2c(x, [dims[-1]], code, True).conj()
+    if len(dims) > 1:
+        r = _C._fft_c2c(r, dims[:-1], code, False)
+    return r
+
+
+def ihfftn(
+    input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """The inverse of hfftn."""
+    return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm), out)
+
+
+def ihfft2(
+    input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
+) -> Tensor:
+    """ihfftn over the last two dims by default."""
+    return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm), out)

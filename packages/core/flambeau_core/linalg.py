@@ -46,6 +46,8 @@ __all__ = [
     "svdvals",
     "eigh",
     "eigvalsh",
+    "eig",
+    "eigvals",
     "pinv",
     "matrix_rank",
     "matrix_power",
@@ -58,6 +60,7 @@ SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 QRResult = collections.namedtuple("linalg_qr", ["Q", "R"])
 SVDResult = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
 EighResult = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+EigResult = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 SvdResultV = collections.namedtuple("svd", ["U", "S", "V"])
 
@@ -467,15 +470,10 @@ def _norm_dims(x: Tensor, dim: Any, op: str) -> list[int]:
 
 
 def _amax(x: Tensor, dims: list[int], keepdim: bool) -> Tensor:
-    """max over several dims (moved last and flattened, then max.dim)."""
+    """max over several dims (amax: a gradient split evenly between tied maxima, as PyTorch's inf-norms)."""
     if x.dim() == 0:
         return x
-    rest = [i for i in range(x.dim()) if i not in dims]
-    y = x.permute(*(rest + dims)).reshape(*[x.shape[i] for i in rest], -1)
-    r = _C.max(y, -1)[0]
-    if keepdim:
-        r = r.reshape(*[1 if i in dims else x.shape[i] for i in range(x.dim())])
-    return r
+    return _C.amax(x, dims, keepdim)
 
 
 def vector_norm(
@@ -505,10 +503,25 @@ def vector_norm(
     elif ord == 1:
         r = _C.sum(a, dims, keepdim) if dims else a
     elif ord == 2:
-        r = _C.sqrt(_C.sum(x * x, dims, keepdim)) if dims else a
+        r = _root(_C.sum(x * x, dims, keepdim), 2) if dims else a
     else:
-        r = _C.pow(_C.sum(_C.pow(a, ord), dims, keepdim), 1.0 / ord) if dims else a
+        p = _masked_pow(a, ord) if 0 < ord < 1 else _C.pow(a, ord)
+        r = _root(_C.sum(p, dims, keepdim), ord) if dims else a
     return _copy_out(r, out)
+
+
+def _masked_pow(a: Tensor, p: float) -> Tensor:
+    """a ** p with a zero gradient where a == 0 (p < 1: its derivative p * a ** (p - 1) is inf there), as PyTorch."""
+    nz = a != 0
+    return _C.where(nz, _C.pow(_C.where(nz, a, 1.0), p), 0.0)
+
+
+def _root(s: Tensor, p: float) -> Tensor:
+    """s ** (1 / p) with a zero gradient where s == 0 (PyTorch's norm_backward: the norm of a zero vector
+    has gradient 0, not the NaN of inf * 0). NaN stays NaN (NaN != 0)."""
+    nz = s != 0
+    safe = _C.where(nz, s, 1.0)
+    return _C.where(nz, _C.sqrt(safe) if p == 2 else _C.pow(safe, 1.0 / p), 0.0)
 
 
 def matrix_norm(
@@ -696,6 +709,44 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor
     return _copy_out(_C._linalg_eigh(A, UPLO, _needs_grad(A))[0], out)
 
 
+def _check_eig_input(A: Any, op: str) -> None:
+    _check_tensor(A, op)
+    if A.dtype not in (*_FLOATS, _C.complex64, _C.complex128):
+        raise TypeError(
+            f"{op}: expected a float32, float64, complex64 or complex128 tensor for A, "
+            f"got {A.dtype} (shape {_shape(A)})"
+        )
+    if A.dim() < 2:
+        raise FlambeauError(f"{op}: A must have at least 2 dimensions, got shape {_shape(A)}")
+    if A.shape[-1] != A.shape[-2]:
+        raise FlambeauError(
+            f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices "
+            f"(shape {_shape(A)})"
+        )
+
+
+def eig(A: Tensor, *, out: Any = None) -> EigResult:
+    """Eigenvalues and right eigenvectors of square matrices (torch.linalg.eig, LAPACK geev).
+
+    Both are complex (float32 -> complex64, float64 -> complex128); each eigenvector has unit norm and its
+    largest component real, as LAPACK returns them. Differentiable where the eigenvalues are distinct, for
+    losses that do not depend on the eigenvectors' phases (else the backward raises, as PyTorch's).
+    """
+    _check_eig_input(A, "linalg.eig")
+    L, V = _C._linalg_eig(A, True)
+    if out is not None:
+        _copy_out(L, out[0])
+        _copy_out(V, out[1])
+        return EigResult(out[0], out[1])
+    return EigResult(L, V)
+
+
+def eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Eigenvalues (complex) of square matrices (torch.linalg.eigvals); differentiable, as eig."""
+    _check_eig_input(A, "linalg.eigvals")
+    return _copy_out(_C._linalg_eig(A, _needs_grad(A))[0], out)
+
+
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
     """Least-squares solution of A X = B (torch.linalg.lstsq), by LAPACK's gelsd (SVD).
 
@@ -721,10 +772,37 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], "linalg.lstsq")
     Ab = A.expand(*batch, *A.shape[-2:])
     Bb = B.expand(*batch, *B.shape[-2:])
-    X, res, rank, sv = _C._linalg_lstsq(Ab, Bb, -1.0 if rcond is None else float(rcond))
+    grad = _needs_grad(A, B)
+    if grad:  # gelsd has no derivative: it runs untracked, the solution's graph comes from QR below
+        _C._set_grad_enabled(False)
+    try:
+        X, res, rank, sv = _C._linalg_lstsq(Ab, Bb, -1.0 if rcond is None else float(rcond))
+    finally:
+        if grad:
+            _C._set_grad_enabled(True)
+    if grad:
+        X = _lstsq_differentiable(Ab, Bb, rank)
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, res, rank, sv)
+
+
+def _lstsq_differentiable(A: Tensor, B: Tensor, rank: Tensor) -> Tensor:
+    """The least-squares solution through QR and solve, whose derivatives give PyTorch's gradient of the
+    solution (that of pinv(A) @ B) for A of full rank: tall or square A = QR gives R^-1 Q^T B, wide
+    A^T = QR the minimum-norm Q R^-T B."""
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    if rank.numel() and bool((rank < k).any()):
+        raise FlambeauError(
+            f"linalg.lstsq: the gradient is implemented for full-rank A only; A (shape {_shape(A)}) has rank "
+            f"{int(rank.min())} < {k}"
+        )
+    if m >= n:
+        Q, R = qr(A)
+        return _C._linalg_solve(R, _mT(Q) @ B)
+    Q, R = qr(_mT(A))
+    return Q @ _C._linalg_solve(_mT(R), B)
 
 
 def _tolerance(S: Tensor, A: Tensor, atol: Any, rtol: Any) -> Tensor:

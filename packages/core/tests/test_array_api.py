@@ -462,6 +462,32 @@ def test_fft_extension_helpers():
     assert xp.fft.ifftshift(xp.fft.fftshift(xp.asarray([0, 1, 2]))).tolist() == [0, 1, 2]
 
 
+def test_fft_extension_transforms():
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 8))
+    c = a + 1j * rng.standard_normal((3, 8))
+    x = xp.asarray(a)
+    z = fc.complex(xp.asarray(c.real.copy()), xp.asarray(c.imag.copy()))
+
+    def close(got, want):
+        np.testing.assert_allclose(np.asarray(got.tolist()).reshape(want.shape), want, rtol=1e-10, atol=1e-10)
+
+    for norm in ("backward", "ortho", "forward"):
+        close(xp.fft.fft(z, norm=norm), np.fft.fft(c, norm=norm))
+        close(xp.fft.ifft(z, n=5, axis=0, norm=norm), np.fft.ifft(c, n=5, axis=0, norm=norm))
+        close(xp.fft.rfft(x, norm=norm), np.fft.rfft(a, norm=norm))
+        close(xp.fft.irfft(z, n=9, norm=norm), np.fft.irfft(c, n=9, norm=norm))
+        close(xp.fft.hfft(z, norm=norm), np.fft.hfft(c, norm=norm))
+        close(xp.fft.ihfft(x, norm=norm), np.fft.ihfft(a, norm=norm))
+        close(xp.fft.fftn(z, s=(4, 6), axes=(1, 0), norm=norm), np.fft.fftn(c, s=(4, 6), axes=(1, 0), norm=norm))
+        close(xp.fft.ifftn(z, norm=norm), np.fft.ifftn(c, norm=norm))
+        close(xp.fft.rfftn(x, axes=(0, 1), norm=norm), np.fft.rfftn(a, axes=(0, 1), norm=norm))
+        close(xp.fft.irfftn(z, s=(3, 10), norm=norm), np.fft.irfftn(c, s=(3, 10), norm=norm))
+    assert xp.fft.fft(xp.asarray(a.astype(np.float32))).dtype == xp.complex64
+    with pytest.raises(IndexError, match="fft.fft: Dimension out of range"):
+        xp.fft.fft(x, axis=2)
+
+
 def test_module_docstring_example():
     import doctest
 

@@ -41,6 +41,21 @@ Tensor composite::prod(const Tensor& self, std::optional<ScalarType> dtype) {
 
 namespace {
 std::optional<Scalar> unbiased_correction(bool unbiased) { return Scalar(int64_t{unbiased ? 1 : 0}); }
+/// s ** (1 / p) (sqrt for p = 2) whose gradient is 0 where s == 0, as PyTorch's std and norm backward
+/// (not the inf * 0 = NaN of the plain root): both where()s route no gradient through the masked
+/// elements. NaN stays NaN (NaN != 0).
+Tensor root_zero_grad(const Tensor& s, double p) {
+  const Tensor nz = op::ne(s, scalar_tensor(0, s.dtype()));
+  const Tensor safe = op::where(nz, s, scalar_tensor(1, s.dtype()));
+  const Tensor r = p == 2.0 ? op::sqrt(safe) : op::pow(safe, scalar_tensor(1.0 / p, s.dtype()));
+  return op::where(nz, r, scalar_tensor(0, s.dtype()));
+}
+/// a ** p for 0 < p < 1 with gradient 0 where a == 0 (p a^(p-1) is inf there), as PyTorch's norm backward.
+Tensor pow_zero_grad(const Tensor& a, double p) {
+  const Tensor nz = op::ne(a, scalar_tensor(0, a.dtype()));
+  const Tensor safe = op::where(nz, a, scalar_tensor(1, a.dtype()));
+  return op::where(nz, op::pow(safe, scalar_tensor(p, a.dtype())), scalar_tensor(0, a.dtype()));
+}
 }  // namespace
 
 Tensor composite::var(const Tensor& self, bool unbiased) {
@@ -51,13 +66,13 @@ Tensor composite::var_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbi
 }
 Tensor composite::std_correction(const Tensor& self, OptionalIntArrayRef dim,
                                  const std::optional<Scalar>& correction, bool keepdim) {
-  return op::sqrt(op::var_correction(self, dim, correction, keepdim));
+  return root_zero_grad(op::var_correction(self, dim, correction, keepdim), 2.0);
 }
 Tensor composite::std(const Tensor& self, bool unbiased) {
-  return op::sqrt(op::var_correction(self, std::nullopt, unbiased_correction(unbiased), false));
+  return root_zero_grad(op::var_correction(self, std::nullopt, unbiased_correction(unbiased), false), 2.0);
 }
 Tensor composite::std_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
-  return op::sqrt(op::var_correction(self, dim, unbiased_correction(unbiased), keepdim));
+  return root_zero_grad(op::var_correction(self, dim, unbiased_correction(unbiased), keepdim), 2.0);
 }
 std::tuple<Tensor, Tensor> composite::var_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,
@@ -96,8 +111,11 @@ Tensor composite::norm(const Tensor& self, const std::optional<Scalar>& p, Optio
   }
   if (pv == 0) return op::sum(op::ne(x, num(0)), dim, keepdim, x.dtype());
   if (pv == 1) return op::sum(op::abs(x), dim, keepdim, std::nullopt);
-  if (pv == 2) return op::sqrt(op::sum(op::mul(x, x), dim, keepdim, std::nullopt));
-  return op::pow(op::sum(op::pow(op::abs(x), num(pv)), dim, keepdim, std::nullopt), num(1.0 / pv));
+  if (pv == 2) return root_zero_grad(op::sum(op::mul(x, x), dim, keepdim, std::nullopt), 2.0);
+  const Tensor a = op::abs(x);
+  const Tensor powered = pv > 0 && pv < 1 ? pow_zero_grad(a, pv) : op::pow(a, num(pv));
+  const Tensor sum = op::sum(powered, dim, keepdim, std::nullopt);
+  return pv > 0 ? root_zero_grad(sum, pv) : op::pow(sum, num(1.0 / pv));
 }
 
 Tensor composite::norm_str(const Tensor& self, std::string_view p, OptionalIntArrayRef dim, bool keepdim,

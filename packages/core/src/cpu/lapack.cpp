@@ -1,6 +1,6 @@
 // CPU kernels of the LAPACK-backed linalg primitives: _linalg_inv,
 // _linalg_solve, _linalg_slogdet, _linalg_cholesky, _linalg_qr, _linalg_svd,
-// _linalg_eigh, _linalg_lstsq (ops.yaml, section linalg). The public
+// _linalg_eigh, _linalg_lstsq (ops.yaml, section linalg) and _linalg_eig (section fft). The public
 // functions (flambeau.linalg.*) are Python composites over these
 // (flambeau_core/linalg.py); their derivatives are in autograd's
 // derivatives.yaml and src/composite/linalg_backward.cpp.
@@ -578,6 +578,112 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
   return {X, residuals, rank, sv};
 }
 
+// ---- eig: geev (right eigenvectors; real input: conjugate pairs unpacked) ----
+
+std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
+  const char* op = compute_v ? "linalg.eig" : "linalg.eigvals";
+  const ScalarType t = A.dtype();
+  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::ComplexFloat ||
+                    t == ScalarType::ComplexDouble,
+                "[", op, "] expected a float32, float64, complex64 or complex128 tensor for A, got ",
+                dtype_name(t), " (shape ", shape_str(A.sizes()), ")");
+  FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] A must have at least 2 dimensions, got shape ",
+                 shape_str(A.sizes()));
+  FB_CHECK_VALUE(A.sizes()[A.dim() - 2] == A.sizes()[A.dim() - 1], "[", op,
+                 "] A must be batches of square matrices, but they are ", A.sizes()[A.dim() - 2], " by ",
+                 A.sizes()[A.dim() - 1], " matrices (shape ", shape_str(A.sizes()), ")");
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size(op, {n, n});
+  const int64_t batch = batch_count(A);
+  const ScalarType ct = is_complex(t) ? t : to_complex_dtype(t);
+  Tensor L = op::empty(with_tail(batch_shape(A), {n}), ct, A.device());
+  // V is written column-major: (batch, n, n) holding each V^T, transposed back at the end.
+  Tensor V = op::empty(compute_v ? with_tail(batch_shape(A), {n, n}) : Shape{0}, ct, A.device());
+  if (A.numel() == 0) return {L, compute_v ? V : V};
+  Tensor buf = colmajor_copy(A);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  const int ni = static_cast<int>(n);
+  const char jobvr = compute_v ? 'V' : 'N';
+  const double flops = 10.0 * static_cast<double>(n) * n * n;
+  auto run_real = [&](auto tag) {
+    using T = decltype(tag);
+    using C = std::complex<T>;
+    T* data = buf.data<T>();
+    C* ld = L.data<C>();
+    C* vd = compute_v ? V.data<C>() : nullptr;
+    T wq{};
+    int info = 0;
+    la::geev(jobvr, ni, data, ni, nullptr, nullptr, nullptr, ni, &wq, -1, &info);
+    const int lwork = workspace_size(wq, op);
+    for_each_matrix(batch, flops, [&](int64_t i, Workspace& ws) {
+      T* wr = ws.get<T>(0, n);
+      T* wi = ws.get<T>(1, n);
+      T* vr = compute_v ? ws.get<T>(2, n * n) : ws.get<T>(2, 1);
+      int inf = 0;
+      la::geev(jobvr, ni, data + i * n * n, ni, wr, wi, vr, ni, ws.get<T>(3, lwork), lwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+      if (inf != 0) return;
+      C* l = ld + i * n;
+      for (int64_t j = 0; j < n; ++j) l[j] = C(wr[j], wi[j]);
+      if (!compute_v) return;
+      C* v = vd + i * n * n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T* c = vr + j * n;
+        if (wi[j] == T(0) || j + 1 == n) {
+          for (int64_t r = 0; r < n; ++r) v[j * n + r] = C(c[r], T(0));
+        } else {  // a conjugate pair: columns j and j + 1 hold the real and imaginary parts
+          const T* s = c + n;
+          for (int64_t r = 0; r < n; ++r) {
+            v[j * n + r] = C(c[r], s[r]);
+            v[(j + 1) * n + r] = C(c[r], -s[r]);
+          }
+          ++j;
+        }
+      }
+    });
+  };
+  auto run_complex = [&](auto tag) {
+    using T = decltype(tag);
+    using C = std::complex<T>;
+    C* data = buf.data<C>();
+    C* ld = L.data<C>();
+    C* vd = compute_v ? V.data<C>() : nullptr;
+    C wq{};
+    int info = 0;
+    {  // the workspace query, with real buffers (zgeev's query reads some of them)
+      std::vector<C> w(static_cast<size_t>(n)), v(compute_v ? static_cast<size_t>(n * n) : 1);
+      std::vector<T> rw(static_cast<size_t>(2 * n));
+      la::geev(jobvr, ni, data, ni, w.data(), v.data(), ni, &wq, -1, rw.data(), &info);
+    }
+    const int lwork = workspace_size(wq.real(), op);
+    for_each_matrix(batch, 4.0 * flops, [&](int64_t i, Workspace& ws) {
+      int inf = 0;
+      C* vr = compute_v ? vd + i * n * n : ws.get<C>(0, 1);
+      la::geev(jobvr, ni, data + i * n * n, ni, ld + i * n, vr, ni, ws.get<C>(1, lwork), lwork,
+               ws.get<T>(2, 2 * n), &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  };
+  if (t == ScalarType::Float32)
+    run_real(float{});
+  else if (t == ScalarType::Float64)
+    run_real(double{});
+  else if (t == ScalarType::ComplexFloat)
+    run_complex(float{});
+  else
+    run_complex(double{});
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(
+        inf <= 0, op, ": ", batch_prefix(batch, i),
+        "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+        "repeated eigenvalues (error code: ",
+        inf, ").");
+    FB_CHECK(inf == 0, op, ": LAPACK geev failed with info ", inf);
+  }
+  return {L, compute_v ? from_colmajor(V) : V};
+}
+
 FB_REGISTER_KERNEL(op::_linalg_inv, CPU, linalg_inv_cpu);
 FB_REGISTER_KERNEL(op::_linalg_solve, CPU, linalg_solve_cpu);
 FB_REGISTER_KERNEL(op::_linalg_slogdet, CPU, linalg_slogdet_cpu);
@@ -586,6 +692,7 @@ FB_REGISTER_KERNEL(op::_linalg_qr, CPU, linalg_qr_cpu);
 FB_REGISTER_KERNEL(op::_linalg_svd, CPU, linalg_svd_cpu);
 FB_REGISTER_KERNEL(op::_linalg_eigh, CPU, linalg_eigh_cpu);
 FB_REGISTER_KERNEL(op::_linalg_lstsq, CPU, linalg_lstsq_cpu);
+FB_REGISTER_KERNEL(op::_linalg_eig, CPU, linalg_eig_cpu);
 
 }  // namespace
 }  // namespace flambeau

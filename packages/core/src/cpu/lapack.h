@@ -10,6 +10,7 @@
 // contiguous (m, n) buffer is the column-major (n, m) matrix A^T, so each
 // kernel either uses that transpose on purpose (slogdet, cholesky, svd, eigh:
 // the identity it needs holds for A^T too) or copies A transposed first.
+#include <complex>
 #include <cstddef>
 
 extern "C" {
@@ -57,6 +58,21 @@ void scipy_sgelsd_(const int* m, const int* n, const int* nrhs, float* a, const 
 void scipy_dgelsd_(const int* m, const int* n, const int* nrhs, double* a, const int* lda, double* b,
                    const int* ldb, double* s, const double* rcond, int* rank, double* work, const int* lwork,
                    int* iwork, int* info);
+// General eigendecomposition (right eigenvectors), real and complex.
+void scipy_sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr,
+                  float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr, float* work,
+                  const int* lwork, int* info, size_t jobvl_len, size_t jobvr_len);
+void scipy_dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda, double* wr,
+                  double* wi, double* vl, const int* ldvl, double* vr, const int* ldvr, double* work,
+                  const int* lwork, int* info, size_t jobvl_len, size_t jobvr_len);
+void scipy_cgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<float>* a, const int* lda,
+                  std::complex<float>* w, std::complex<float>* vl, const int* ldvl, std::complex<float>* vr,
+                  const int* ldvr, std::complex<float>* work, const int* lwork, float* rwork, int* info,
+                  size_t jobvl_len, size_t jobvr_len);
+void scipy_zgeev_(const char* jobvl, const char* jobvr, const int* n, std::complex<double>* a, const int* lda,
+                  std::complex<double>* w, std::complex<double>* vl, const int* ldvl,
+                  std::complex<double>* vr, const int* ldvr, std::complex<double>* work, const int* lwork,
+                  double* rwork, int* info, size_t jobvl_len, size_t jobvr_len);
 }
 
 namespace flambeau::cpu::lapack {
@@ -126,6 +142,33 @@ inline void gelsd(int m, int n, int nrhs, float* a, int lda, float* b, int ldb, 
 inline void gelsd(int m, int n, int nrhs, double* a, int lda, double* b, int ldb, double* s, double rcond,
                   int* rank, double* work, int lwork, int* iwork, int* info) {
   scipy_dgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, info);
+}
+
+inline void geev(char jobvr, int n, float* a, int lda, float* wr, float* wi, float* vr, int ldvr, float* work,
+                 int lwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  scipy_sgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
+}
+inline void geev(char jobvr, int n, double* a, int lda, double* wr, double* wi, double* vr, int ldvr,
+                 double* work, int lwork, int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  scipy_dgeev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &one, vr, &ldvr, work, &lwork, info, 1, 1);
+}
+inline void geev(char jobvr, int n, std::complex<float>* a, int lda, std::complex<float>* w,
+                 std::complex<float>* vr, int ldvr, std::complex<float>* work, int lwork, float* rwork,
+                 int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  scipy_cgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
+}
+inline void geev(char jobvr, int n, std::complex<double>* a, int lda, std::complex<double>* w,
+                 std::complex<double>* vr, int ldvr, std::complex<double>* work, int lwork, double* rwork,
+                 int* info) {
+  const char jobvl = 'N';
+  const int one = 1;
+  scipy_zgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
 }
 
 }  // namespace flambeau::cpu::lapack
