@@ -3,7 +3,9 @@
 (complex fft/ifft, real rfft/irfft) and 2-D transforms of 256x256 (fft2,
 rfft2), float32/complex64, and the 1-D ones in float64/complex128.
 
-Both libraries run in this one process, in interleaved rounds (flambeau then
+flambeau runs with flambeau_alloc's caching allocator on, as `import flambeau`
+sets it up (--system-allocator: core's plain one, each result's pages faulted
+in afresh). Both libraries run in this one process, in interleaved rounds (flambeau then
 torch, then the reverse order), each with 2 intra-op threads and
 OMP_WAIT_POLICY=PASSIVE (set before either is imported). Prints, per case, the
 min and median time per call of each library and the ratio torch/flambeau of
@@ -23,6 +25,7 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import flambeau_alloc  # noqa: E402
 import flambeau_core as fb  # noqa: E402  (fb.fft is core's module; no autograd needed)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -68,7 +71,10 @@ def main() -> None:
     ap.add_argument("--only", help="substring of the case names to run")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=0.2, help="seconds per library per round")
+    ap.add_argument("--system-allocator", action="store_true", help="core's plain allocator, not flambeau_alloc's")
     args = ap.parse_args()
+    if not args.system_allocator:
+        flambeau_alloc.enable()  # as `import flambeau` does: the caching allocator (torch reuses freed memory too)
     fb.set_num_threads(2)
     torch.set_num_threads(2)
     print(f"{'case':24s} {'fb min':>10s} {'fb med':>10s} {'th min':>10s} {'th med':>10s} {'th/fb':>7s}")

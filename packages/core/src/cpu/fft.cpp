@@ -3,15 +3,7 @@
 // from NumPy); their derivatives are in src/composite/fft_backward.cpp. The public transforms
 // (flambeau.fft.fft ... ihfftn) are Python composites in flambeau_core/fft.py
 // that pad or trim to n/s and pick the normalization.
-//
-// Note [FFT batches]: the transformed dims are moved last (a permuted view,
-// copied only when it is not contiguous), so the tensor reads as a batch
-// (B, *signal) of contiguous signals. Our threads split the batch
-// (parallel_for); pocketfft runs single-threaded (POCKETFFT_NO_MULTITHREADING)
-// on each chunk, vectorizing across the signals of a chunk. Plans are cached
-// (POCKETFFT_CACHE_SIZE, guarded by pocketfft's own mutex), so a repeated
-// size is planned once. The result is written contiguously in the permuted
-// order and permuted back, made contiguous when the dims were not trailing.
+// Note [FFT batches] (below) says how a batch is threaded.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -64,18 +56,6 @@ std::vector<int64_t> batch_then(const std::vector<int64_t>& dims, int64_t ndim) 
   return perm;
 }
 
-std::vector<int64_t> inverse_perm(const std::vector<int64_t>& p) {
-  std::vector<int64_t> inv(p.size());
-  for (size_t i = 0; i < p.size(); ++i) inv[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
-  return inv;
-}
-
-bool is_identity(const std::vector<int64_t>& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 template <class T>
 T norm_factor(int64_t normalization, double n, const char* op) {
   FB_CHECK_VALUE(normalization >= 0 && normalization <= 2, "[", op,
@@ -84,77 +64,56 @@ T norm_factor(int64_t normalization, double n, const char* op) {
   return static_cast<T>(normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n);
 }
 
-/// Everything a transform needs about its batched, contiguous layout.
-struct Plan {
-  Tensor in;                           // permuted, contiguous: (batch dims..., signal dims...)
-  std::vector<int64_t> perm;           // the permutation applied to the input
-  Shape out_perm_shape;                // the output's shape in the permuted order
-  int64_t batch = 1;                   // product of the batch dims
-  pocketfft::shape_t in_sig, out_sig;  // signal shapes (input, output)
+/// Note [FFT batches]: pocketfft reads and writes any strides, so the input
+/// is never copied: the dims are listed batch first, transformed last
+/// (`perm`), with the input's own strides and those of the output, which is
+/// allocated contiguous in the input's dim order. Our threads split the first
+/// batch dim (parallel_for); pocketfft runs single-threaded on each chunk
+/// (POCKETFFT_NO_MULTITHREADING), treating the other batch dims as more
+/// signals and vectorizing across them. Plans are cached (POCKETFFT_CACHE_SIZE,
+/// under pocketfft's own mutex).
+struct Layout {
+  pocketfft::shape_t shape;     // the real-domain (c2c: the) shape, in perm order
+  pocketfft::stride_t in, out;  // byte strides, in perm order
+  pocketfft::shape_t axes;      // the transformed positions (the last k)
+  size_t nbatch = 0;            // how many leading positions are batch dims
 };
 
-Plan make_plan(const Tensor& x, const std::vector<int64_t>& dims) {
-  Plan p;
-  p.perm = batch_then(dims, x.dim());
-  p.in = op::contiguous(op::permute(x, p.perm), MemoryFormat::Contiguous);
-  const int64_t nb = x.dim() - static_cast<int64_t>(dims.size());
-  for (int64_t i = 0; i < x.dim(); ++i) {
-    const int64_t s = p.in.sizes()[i];
-    if (i < nb)
-      p.batch *= s;
-    else
-      p.in_sig.push_back(static_cast<size_t>(s));
-    p.out_perm_shape.push_back(s);
+Layout make_layout(const Tensor& in, const Tensor& out, const std::vector<int64_t>& dims, IntArrayRef shape) {
+  Layout l;
+  const auto perm = batch_then(dims, in.dim());
+  const int64_t ib = static_cast<int64_t>(itemsize(in.dtype())),
+                ob = static_cast<int64_t>(itemsize(out.dtype()));
+  for (int64_t d : perm) {
+    l.shape.push_back(static_cast<size_t>(shape[static_cast<size_t>(d)]));
+    l.in.push_back(static_cast<ptrdiff_t>(in.strides()[d] * ib));
+    l.out.push_back(static_cast<ptrdiff_t>(out.strides()[d] * ob));
   }
-  p.out_sig = p.in_sig;
-  return p;
+  l.nbatch = perm.size() - dims.size();
+  for (size_t i = l.nbatch; i < perm.size(); ++i) l.axes.push_back(i);
+  return l;
 }
 
-/// The result in the input's dim order (contiguous).
-Tensor unpermute(const Tensor& out, const std::vector<int64_t>& perm) {
-  if (is_identity(perm)) return out;
-  return op::contiguous(op::permute(out, inverse_perm(perm)), MemoryFormat::Contiguous);
-}
-
-pocketfft::stride_t byte_strides(const pocketfft::shape_t& shape, size_t elem) {
-  pocketfft::stride_t s(shape.size() + 1);
-  ptrdiff_t acc = static_cast<ptrdiff_t>(elem);
-  for (size_t i = shape.size(); i-- > 0;) {
-    s[i + 1] = acc;
-    acc *= static_cast<ptrdiff_t>(shape[i]);
-  }
-  s[0] = acc;  // one signal
-  return s;
-}
-
-/// Runs f(b0, count) over chunks of the batch (Note [FFT batches]).
+/// Runs f(shape, in_offset_bytes, out_offset_bytes) over chunks of the first batch dim.
 template <class F>
-void for_batch(int64_t batch, int64_t signal_numel, const F& f) {
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, signal_numel));
-  parallel_for(0, batch, grain, [&](int64_t b, int64_t e) { f(b, e - b); });
+void for_chunks(const Layout& l, const F& f) {
+  if (l.nbatch == 0) {
+    f(l.shape, ptrdiff_t{0}, ptrdiff_t{0});
+    return;
+  }
+  double per = 1;
+  for (size_t i = 1; i < l.shape.size(); ++i) per *= static_cast<double>(l.shape[i]);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16384.0 / std::max(1.0, per)));
+  parallel_for(0, static_cast<int64_t>(l.shape[0]), grain, [&](int64_t b, int64_t e) {
+    pocketfft::shape_t s = l.shape;
+    s[0] = static_cast<size_t>(e - b);
+    f(s, static_cast<ptrdiff_t>(b) * l.in[0], static_cast<ptrdiff_t>(b) * l.out[0]);
+  });
 }
 
-pocketfft::shape_t with_batch(size_t count, const pocketfft::shape_t& sig) {
-  pocketfft::shape_t s{count};
-  s.insert(s.end(), sig.begin(), sig.end());
-  return s;
-}
-
-pocketfft::shape_t signal_axes(size_t k) {
-  pocketfft::shape_t a;
-  for (size_t i = 1; i <= k; ++i) a.push_back(i);
-  return a;
-}
-
-double prod(const pocketfft::shape_t& s) {
+double signal_size(const Tensor& t, const std::vector<int64_t>& dims) {
   double r = 1;
-  for (size_t v : s) r *= static_cast<double>(v);
-  return r;
-}
-
-int64_t prod_i(const pocketfft::shape_t& s) {
-  int64_t r = 1;
-  for (size_t v : s) r *= static_cast<int64_t>(v);
+  for (int64_t d : dims) r *= static_cast<double>(t.sizes()[d]);
   return r;
 }
 
@@ -164,32 +123,35 @@ void check_complex(const Tensor& x, const char* op) {
                 shape_str(x.sizes()), ")");
 }
 
+template <class T>
+const T* in_ptr(const Tensor& t, ptrdiff_t off) {
+  return reinterpret_cast<const T*>(static_cast<const char*>(t.data_ptr()) + off);
+}
+template <class T>
+T* out_ptr(const Tensor& t, ptrdiff_t off) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data_ptr()) + off);
+}
+
 Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
   const char* op = "_fft_c2c";
   check_complex(self, op);
   const auto dims = fft_dims(self, dim, op);
-  Plan p = make_plan(self, dims);
-  Tensor out = op::empty(p.out_perm_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return unpermute(out, p.perm);
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Layout l = make_layout(self, out, dims, self.sizes());
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, prod(p.in_sig), op);
-    const C* src = p.in.data<C>();
-    C* dst = out.data<C>();
-    const int64_t sn = prod_i(p.in_sig);
-    for_batch(p.batch, sn, [&](int64_t b0, int64_t count) {
-      const auto shape = with_batch(static_cast<size_t>(count), p.in_sig);
-      const auto st = byte_strides(p.in_sig, sizeof(C));
-      pocketfft::c2c<R>(shape, st, st, signal_axes(p.in_sig.size()), forward, src + b0 * sn, dst + b0 * sn,
-                        fct);
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::c2c<R>(s, l.in, l.out, l.axes, forward, in_ptr<C>(self, io), out_ptr<C>(out, oo), fct);
     });
   };
   if (self.dtype() == ScalarType::ComplexFloat)
     run(float{});
   else
     run(double{});
-  return unpermute(out, p.perm);
+  return out;
 }
 
 Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided) {
@@ -202,30 +164,24 @@ Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
     // The full spectrum of a real signal: the complex transform of its complex copy.
     return fft_c2c_cpu(op::cast(self, to_complex_dtype(self.dtype())), dim, normalization, true);
   }
-  Plan p = make_plan(self, dims);
-  const size_t k = p.in_sig.size();
-  p.out_sig.back() = p.in_sig.back() / 2 + 1;
-  p.out_perm_shape.back() = static_cast<int64_t>(p.out_sig.back());
-  Tensor out = op::empty(p.out_perm_shape, to_complex_dtype(self.dtype()), self.device());
-  if (out.numel() == 0) return unpermute(out, p.perm);
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[static_cast<size_t>(dims.back())] = self.sizes()[dims.back()] / 2 + 1;
+  Tensor out = op::empty(out_shape, to_complex_dtype(self.dtype()), self.device());
+  if (out.numel() == 0 || self.numel() == 0) return out;
+  const Layout l = make_layout(self, out, dims, self.sizes());
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, prod(p.in_sig), op);
-    const R* src = p.in.data<R>();
-    C* dst = out.data<C>();
-    const int64_t in_n = prod_i(p.in_sig), out_n = prod_i(p.out_sig);
-    for_batch(p.batch, in_n, [&](int64_t b0, int64_t count) {
-      const auto shape = with_batch(static_cast<size_t>(count), p.in_sig);
-      pocketfft::r2c<R>(shape, byte_strides(p.in_sig, sizeof(R)), byte_strides(p.out_sig, sizeof(C)),
-                        signal_axes(k), true, src + b0 * in_n, dst + b0 * out_n, fct);
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::r2c<R>(s, l.in, l.out, l.axes, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), fct);
     });
   };
   if (self.dtype() == ScalarType::Float32)
     run(float{});
   else
     run(double{});
-  return unpermute(out, p.perm);
+  return out;
 }
 
 Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
@@ -238,30 +194,26 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
   FB_CHECK_VALUE(half == last_dim_size / 2 + 1, "[", op, "] expected the last transformed dim (", dims.back(),
                  ") of size last_dim_size / 2 + 1 = ", last_dim_size / 2 + 1, ", got ", half,
                  " (input shape ", shape_str(self.sizes()), ")");
-  Plan p = make_plan(self, dims);
-  const size_t k = p.in_sig.size();
-  p.out_sig.back() = static_cast<size_t>(last_dim_size);
-  p.out_perm_shape.back() = last_dim_size;
-  Tensor out = op::empty(p.out_perm_shape, to_real_dtype(self.dtype()), self.device());
-  if (out.numel() == 0) return unpermute(out, p.perm);
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[static_cast<size_t>(dims.back())] = last_dim_size;
+  Tensor out = op::empty(out_shape, to_real_dtype(self.dtype()), self.device());
+  if (out.numel() == 0) return out;
+  // pocketfft's multi-axis c2r writes its intermediate c2c result into a
+  // scratch array; its single-axis c2r reads the input as is.
+  const Layout l = make_layout(self, out, dims, out_shape);
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, prod(p.out_sig), op);
-    const C* src = p.in.data<C>();
-    R* dst = out.data<R>();
-    const int64_t in_n = prod_i(p.in_sig), out_n = prod_i(p.out_sig);
-    for_batch(p.batch, out_n, [&](int64_t b0, int64_t count) {
-      const auto shape = with_batch(static_cast<size_t>(count), p.out_sig);
-      pocketfft::c2r<R>(shape, byte_strides(p.in_sig, sizeof(C)), byte_strides(p.out_sig, sizeof(R)),
-                        signal_axes(k), false, src + b0 * in_n, dst + b0 * out_n, fct);
+    const R fct = norm_factor<R>(normalization, signal_size(out, dims), op);
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::c2r<R>(s, l.in, l.out, l.axes, false, in_ptr<C>(self, io), out_ptr<R>(out, oo), fct);
     });
   };
   if (self.dtype() == ScalarType::ComplexFloat)
     run(float{});
   else
     run(double{});
-  return unpermute(out, p.perm);
+  return out;
 }
 
 }  // namespace
