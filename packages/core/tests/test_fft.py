@@ -148,6 +148,22 @@ def test_batched_multithreaded_matches_torch():
     close(FFT.fft2(r.reshape(4, 64, 64)), torch.fft.fft2(tr.reshape(4, 64, 64)), "float64")
 
 
+@pytest.mark.parametrize("kind", ["float64", "complex64"])
+def test_single_multidim_signal_threaded(kind):
+    # no batch dims: transformed one axis at a time, each pass split across threads
+    fc.set_num_threads(2)
+    x, t = pair(rand((192, 160), 6, kind), kind, "transposed")
+    for name in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"):
+        if name in ("rfft2", "ihfft2") and kind.startswith("complex"):
+            continue
+        close(getattr(FFT, name)(x), getattr(torch.fft, name)(t), kind)
+    x3, t3 = pair(rand((24, 20, 18), 7, kind), kind)
+    close(FFT.fftn(x3, dim=(2, 0, 1)), torch.fft.fftn(t3, dim=(2, 0, 1)), kind)
+    close(FFT.irfftn(x3, dim=(1, 2, 0)), torch.fft.irfftn(t3, dim=(1, 2, 0)), kind)
+    if not kind.startswith("complex"):
+        close(FFT.rfftn(x3, dim=(0, 2, 1)), torch.fft.rfftn(t3, dim=(0, 2, 1)), kind)
+
+
 def test_empty_batches_and_zero_dims():
     # an empty batch (torch's MKL backend refuses some of these: shapes and dtypes as PyTorch's rules)
     x = fc.zeros(0, 4, dtype=fc.float64)

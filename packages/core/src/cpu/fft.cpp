@@ -111,6 +111,34 @@ void for_chunks(const Layout& l, const F& f) {
   });
 }
 
+/// Runs f(shape, in_offset_bytes, out_offset_bytes) over chunks of position
+/// `split` of shape (one call when split is npos): a single multi-dim signal
+/// (no batch dims) is transformed one axis at a time, each pass split across
+/// our threads along another axis (Note [FFT batches]).
+template <class F>
+void for_split(const pocketfft::shape_t& shape, const pocketfft::stride_t& in, const pocketfft::stride_t& out,
+               size_t split, const F& f) {
+  if (split >= shape.size()) {
+    f(shape, ptrdiff_t{0}, ptrdiff_t{0});
+    return;
+  }
+  double per = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (i != split) per *= static_cast<double>(shape[i]);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16384.0 / std::max(1.0, per)));
+  parallel_for(0, static_cast<int64_t>(shape[split]), grain, [&](int64_t b, int64_t e) {
+    pocketfft::shape_t s = shape;
+    s[split] = static_cast<size_t>(e - b);
+    f(s, static_cast<ptrdiff_t>(b) * in[split], static_cast<ptrdiff_t>(b) * out[split]);
+  });
+}
+
+/// The axis a one-axis pass over `ax` of a batch-free signal splits across threads.
+size_t other_axis(size_t ax) { return ax == 0 ? 1 : 0; }
+
+/// One multi-dim signal, no batch dims: transformed axis by axis (for_split).
+bool per_axis(const Layout& l) { return l.nbatch == 0 && l.axes.size() >= 2; }
+
 double signal_size(const Tensor& t, const std::vector<int64_t>& dims) {
   double r = 1;
   for (int64_t d : dims) r *= static_cast<double>(t.sizes()[d]);
@@ -143,6 +171,20 @@ Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
     using R = decltype(tag);
     using C = std::complex<R>;
     const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    if (per_axis(l)) {  // the first pass reads the input, the others work in place in out
+      for (size_t i = 0; i < l.axes.size(); ++i) {
+        const size_t ax = l.axes[i];
+        const bool first = i == 0;
+        const R f = i + 1 == l.axes.size() ? fct : R(1);
+        for_split(l.shape, first ? l.in : l.out, l.out, other_axis(ax),
+                  [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+                    const C* src = first ? in_ptr<C>(self, io) : out_ptr<C>(out, io);
+                    pocketfft::c2c<R>(s, first ? l.in : l.out, l.out, {ax}, forward, src, out_ptr<C>(out, oo),
+                                      f);
+                  });
+      }
+      return;
+    }
     for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
       pocketfft::c2c<R>(s, l.in, l.out, l.axes, forward, in_ptr<C>(self, io), out_ptr<C>(out, oo), fct);
     });
@@ -173,6 +215,22 @@ Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
     using R = decltype(tag);
     using C = std::complex<R>;
     const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    if (per_axis(l)) {  // r2c over the last axis, then c2c in place over the others
+      const size_t last = l.axes.back();
+      for_split(l.shape, l.in, l.out, other_axis(last), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+        pocketfft::r2c<R>(s, l.in, l.out, last, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), R(1));
+      });
+      pocketfft::shape_t half = l.shape;
+      half[last] = half[last] / 2 + 1;
+      for (size_t i = 0; i + 1 < l.axes.size(); ++i) {
+        const size_t ax = l.axes[i];
+        const R f = i + 2 == l.axes.size() ? fct : R(1);
+        for_split(half, l.out, l.out, other_axis(ax), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+          pocketfft::c2c<R>(s, l.out, l.out, {ax}, true, out_ptr<C>(out, io), out_ptr<C>(out, oo), f);
+        });
+      }
+      return;
+    }
     for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
       pocketfft::r2c<R>(s, l.in, l.out, l.axes, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), fct);
     });
@@ -205,6 +263,25 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
     using R = decltype(tag);
     using C = std::complex<R>;
     const R fct = norm_factor<R>(normalization, signal_size(out, dims), op);
+    if (per_axis(l)) {  // c2c over all but the last axis into a scratch tensor, then c2r over the last
+      Tensor tmp = op::empty(self.sizes(), self.dtype(), self.device());
+      const Layout lt = make_layout(self, tmp, dims, self.sizes());
+      for (size_t i = 0; i + 1 < lt.axes.size(); ++i) {
+        const size_t ax = lt.axes[i];
+        const bool first = i == 0;
+        for_split(lt.shape, first ? lt.in : lt.out, lt.out, other_axis(ax),
+                  [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+                    const C* src = first ? in_ptr<C>(self, io) : out_ptr<C>(tmp, io);
+                    pocketfft::c2c<R>(s, first ? lt.in : lt.out, lt.out, {ax}, false, src,
+                                      out_ptr<C>(tmp, oo), R(1));
+                  });
+      }
+      const size_t last = l.axes.back();
+      for_split(l.shape, lt.out, l.out, other_axis(last), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+        pocketfft::c2r<R>(s, lt.out, l.out, last, false, out_ptr<C>(tmp, io), out_ptr<R>(out, oo), fct);
+      });
+      return;
+    }
     for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
       pocketfft::c2r<R>(s, l.in, l.out, l.axes, false, in_ptr<C>(self, io), out_ptr<R>(out, oo), fct);
     });
