@@ -76,6 +76,26 @@ def test_many_dims(name, s, dim, norm):
     check(name, (3, 4, 5), kw, cplx)
 
 
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fft2", "rfftn", "irfftn", "hfftn"])
+def test_non_contiguous_inputs(name):
+    # a transposed view and a strided slice: the kernels read the strides as they are
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((6, 5))
+    b = rng.standard_normal((5, 12))
+    cplx = name not in ("rfft", "rfftn")
+    for arr, view in ((a, lambda t: t.transpose(0, 1)), (b, lambda t: t[:, ::2])):
+        fb_in = [fb_tensor(arr, requires_grad=True) for _ in range(2 if cplx else 1)]
+        th_in = [torch.tensor(arr, requires_grad=True) for _ in range(2 if cplx else 1)]
+        fo = run(fc, name, [view(t) for t in fb_in], {}, cplx)
+        to = run(torch, name, [view(t) for t in th_in], {}, cplx)
+        np.testing.assert_allclose(to_np(fo), to.detach().numpy(), rtol=1e-9, atol=1e-9)
+        w = rng.standard_normal(tuple(to.shape))
+        (fo * fb_tensor(w)).sum().backward()
+        (to * torch.tensor(w)).sum().backward()
+        for x, t in zip(fb_in, th_in, strict=True):
+            np.testing.assert_allclose(to_np(x.grad), t.grad.numpy(), rtol=1e-9, atol=1e-9)
+
+
 def test_second_order():
     x = fb_tensor(np.random.default_rng(3).standard_normal((2, 6)), requires_grad=True)
     assert ag.gradgradcheck(lambda t: fc.fft.irfft(fc.fft.rfft(t) * fc.fft.rfft(t)), [x])

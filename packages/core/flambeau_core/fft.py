@@ -246,7 +246,7 @@ def _dims_nd(op: str, x: Tensor, s: Any, dim: Any) -> tuple[list[int], list[int]
         if s is not None and len(s) != len(dims):
             raise FlambeauError(
                 f"{op}: When given, dim and shape arguments must have the same length "
-                f"(s={s} has {len(s)}, dim={list(dims)} has {len(dims)})"
+                f"(s={s} has {len(s)}, dim={list(dims)} has {len(dims)}; input shape {_shape(x)})"
             )
     elif s is not None:
         if len(s) > x.dim():
