@@ -84,6 +84,19 @@ def test_lstsq_grad(shape_a, shape_b):
     assert ag.gradcheck(lambda p, q: LA.lstsq(p, q).solution, [fb_tensor(a, True), fb_tensor(b, True)])
 
 
+def test_lstsq_residuals_grad():
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((7, 3)), rng.standard_normal((7, 2))
+    xa, xb = fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    r, tr = LA.lstsq(xa, xb).residuals, torch.linalg.lstsq(ta, tb, driver="gelsd").residuals
+    np.testing.assert_allclose(to_np(r), tr.detach().numpy(), rtol=1e-9)
+    (r * fb_tensor([1.0, -2.0])).sum().backward()
+    (tr * torch.tensor([1.0, -2.0], dtype=torch.float64)).sum().backward()
+    np.testing.assert_allclose(to_np(xa.grad), ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(to_np(xb.grad), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
 def test_lstsq_grad_rank_deficient_raises():
     a = np.ones((4, 2))
     x = fb_tensor(a, requires_grad=True)

@@ -782,6 +782,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             _C._set_grad_enabled(True)
     if grad:
         X = _lstsq_differentiable(Ab, Bb, rank)
+        if res.numel():  # the squared residual norms, differentiable too (as PyTorch's)
+            res = _C.sum((Ab @ X - Bb) ** 2, [-2], False)
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, res, rank, sv)
