@@ -20,9 +20,10 @@ level of ``flambeau``. docs/design/array-api.md lists every difference.
 
 Functions take and return flambeau Tensors; there is no wrapper array type.
 
-Example:
-    >>> import flambeau as fb
-    >>> x = fb.tensor([[3.0, 1.0], [2.0, 5.0]])
+Example (``flambeau_core`` alone suffices; with the meta-package the same
+module is ``flambeau.array_api``):
+    >>> import flambeau_core as fc
+    >>> x = fc.tensor([[3.0, 1.0], [2.0, 5.0]])
     >>> xp = x.__array_namespace__()
     >>> xp.max(x, axis=0).tolist()
     [3.0, 5.0]
