@@ -9,6 +9,7 @@
 #include <numbers>
 #include <numeric>
 #include <optional>
+#include <string>
 
 #include "engine.h"
 
@@ -186,6 +187,18 @@ inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& a, const T
 inline Tensor extremum_backward(const Tensor& grad, const Tensor& a, const Tensor& b, bool is_max) {
   Tensor wins = is_max ? op::gt(a, b) : op::lt(a, b);
   return op::where(op::eq(a, b), grad * 0.5, where(wins, grad, 0.0));
+}
+
+/// scatter with reduce= has no derivative in PyTorch (its backward raises "derivative for
+/// aten::scatter is not implemented"); flambeau raises the same RuntimeError. Without reduce
+/// the gradient passes through.
+inline const Tensor& scatter_grad_without_reduce(const Tensor& grad,
+                                                 const std::optional<std::string>& reduce) {
+  if (reduce)
+    throw RuntimeError(
+        detail::cat_str("[scatter] derivative for scatter with reduce='", *reduce,
+                        "' is not implemented (as in PyTorch); use scatter_reduce, which has one"));
+  return grad;
 }
 
 /// max over all elements: the gradient is shared evenly among the maxima (or the NaNs).

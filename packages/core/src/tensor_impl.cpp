@@ -10,8 +10,8 @@ namespace flambeau {
 namespace {
 
 [[noreturn]] void throw_too_large(IntArrayRef sizes, const char* op) {
-  throw RuntimeError(detail::cat_str("[", op, "] shape ", shape_str(sizes),
-                                     " is too large: the product of its sizes overflows int64"));
+  throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(sizes),
+                                   " is too large: the product of its sizes overflows int64"));
 }
 
 }  // namespace
@@ -32,9 +32,9 @@ int64_t shape_numel(IntArrayRef sizes, const char* op) {
 int64_t shape_nbytes(IntArrayRef sizes, ScalarType dtype, const char* op) {
   const int64_t n = shape_numel(sizes, op);
   int64_t nbytes = 0;
-  FB_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(dtype)), &nbytes), "[", op, "] shape ",
-           shape_str(sizes), " of dtype ", dtype_name(dtype), " is too large: ", n, " elements of ",
-           itemsize(dtype), " bytes overflow int64");
+  FB_CHECK_VALUE(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(dtype)), &nbytes), "[", op,
+                 "] shape ", shape_str(sizes), " of dtype ", dtype_name(dtype), " is too large: ", n,
+                 " elements of ", itemsize(dtype), " bytes overflow int64");
   return nbytes;
 }
 

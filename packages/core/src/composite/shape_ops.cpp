@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "composite_generated.h"
 #include "flambeau/error.h"
@@ -409,10 +410,26 @@ std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& gra
     const Tensor g = op::div(grad, n);
     gs = op::mul(self_is, g);
     gsrc = op::mul(src_is, op::gather(g, dim, index));
-  } else if (reduce == "prod") {  // nonzero inputs: d(prod)/dx = prod / x
-    const Tensor gr = op::mul(grad, result);
-    gs = op::div(gr, self);
-    gsrc = op::div(op::gather(gr, dim, index), src);
+  } else if (reduce == "prod") {
+    // d(prod)/dx = prod of the others: result / x where x != 0; where x is 0 the product of the others
+    // is recomputed with x replaced by 1 (PyTorch's formula). Two zeros or more scattered to one place
+    // give every one of them a zero gradient, as in PyTorch.
+    const Tensor zero = scalar_tensor(Scalar(0.0), self.dtype(), /*wrapped=*/true);
+    const Tensor one = scalar_tensor(Scalar(1.0), self.dtype(), /*wrapped=*/true);
+    const Tensor masked_self = op::where(op::eq(self, zero), one, self);
+    const Tensor masked_self_result = op::scatter_reduce(masked_self, dim, index, src, "prod", include_self);
+    gs = op::div(op::mul(grad, masked_self_result), masked_self);
+    const Tensor src_zero = op::eq(src, zero);
+    const Tensor zeros_at = op::gather(op::scatter_add(zeros(self.sizes(), self.dtype(), self.device()), dim,
+                                                       index, to_dtype(src_zero, self.dtype())),
+                                       dim, index);
+    const Tensor single_zero = op::logical_and(src_zero, op::eq(zeros_at, one));
+    const Tensor masked_src = op::where(single_zero, one, src);
+    const Tensor masked_src_result = op::scatter_reduce(self, dim, index, masked_src, "prod", include_self);
+    const Tensor g_single = op::gather(op::mul(grad, masked_src_result), dim, index);
+    const Tensor g_other =
+        op::div(op::gather(op::mul(grad, result), dim, index), op::where(src_zero, one, src));
+    gsrc = op::where(single_zero, g_single, g_other);
   } else {
     throw ValueError(
         detail::cat_str("[scatter_reduce] reduce must be one of 'sum', 'prod', 'mean', 'amax', "
@@ -551,6 +568,26 @@ Tensor composite::linspace(const Scalar& start, const Scalar& end, int64_t steps
   const double a = start.to_double(), b = end.to_double();
   if (steps <= 1) return to_dtype(full(Shape{steps}, Scalar(a), ScalarType::Float64, device), dt);
   const double step = (b - a) / static_cast<double>(steps - 1);
+  if (device.is_cpu() && (dt == ScalarType::Float32 || dt == ScalarType::Float64)) {
+    // The values the general path below computes, written in one loop (it makes nine tensors).
+    shape_nbytes(Shape{steps}, dt, "linspace");
+    Tensor out = op::empty(Shape{steps}, dt, device);
+    const int64_t half = steps / 2;
+    auto fill = [&](auto* o) {
+      using T = std::remove_pointer_t<decltype(o)>;
+#pragma omp simd
+      for (int64_t i = 0; i < steps; ++i) {
+        const double di = static_cast<double>(i);
+        const double v = i < half ? a + di * step : b - (static_cast<double>(steps - 1) - di) * step;
+        o[i] = static_cast<T>(v);
+      }
+    };
+    if (dt == ScalarType::Float32)
+      fill(out.data<float>());
+    else
+      fill(out.data<double>());
+    return out;
+  }
   const Tensor i =
       op::arange(Scalar(int64_t{0}), Scalar(steps), Scalar(int64_t{1}), ScalarType::Float64, device);
   // Symmetric, as PyTorch: the first half counts up from start, the second down from end (end is exact).

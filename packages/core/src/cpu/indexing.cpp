@@ -15,6 +15,11 @@
 namespace flambeau {
 namespace {
 
+/// complex128's element: 16 bytes, copied as a whole.
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
 /// Calls f(type_tag<U>) with an unsigned type of the dtype's size: copies need no more.
 template <class F>
 void visit_itemsize(ScalarType t, F&& f) {
@@ -27,6 +32,8 @@ void visit_itemsize(ScalarType t, F&& f) {
       return f(type_tag<uint32_t>{});
     case 8:
       return f(type_tag<uint64_t>{});
+    case 16:
+      return f(type_tag<Bytes16>{});
     default:
       FB_INTERNAL_ASSERT(false, "unexpected item size ", itemsize(t), " of ", dtype_name(t));
   }
@@ -69,7 +76,7 @@ Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
   for (int64_t k = 0; k < d; ++k) outer *= out_shape[k];
   for (int64_t k = d + 1; k < ref.dim(); ++k) inner *= out_shape[k];
   const int64_t out_row = out_shape[d] * inner;  // elements per outer index in out
-  visit_dtype(dtype, "cat", [&](auto tag) {
+  visit_itemsize(dtype, [&](auto tag) {          // copies only: every dtype
     using T = typename decltype(tag)::type;
     T* o = out.data<T>();
     int64_t at = 0;  // offset along dim
@@ -145,10 +152,9 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   if (total == 0) return out;
   const Tensor idx_c = index.is_contiguous() ? index : op::clone(index, MemoryFormat::Contiguous);
   const int64_t* idx = idx_c.data<int64_t>();
-  for (int64_t i = 0; i < total; ++i)  // every index checked before anything is read
-    FB_CHECK_INDEX(idx[i] >= 0 && idx[i] < n, "[gather] index ", idx[i], " is out of bounds for dimension ",
-                   d, " with size ", n);
-  // Row-major walk of index's positions; the innermost dim is a tight loop.
+  // Row-major walk of index's positions; the innermost dim is a tight loop. Each index is
+  // checked just before its element is read (nothing is read outside self); a row holding a
+  // bad index raises after the row's good elements were written to out, which is discarded.
   const int64_t nd = index.dim();
   const int64_t row = nd == 0 ? 1 : index.sizes()[nd - 1];
   const int64_t rows = total / row;
@@ -156,20 +162,49 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   for (int64_t k = 0; k < nd; ++k) st[k] = k == d ? 0 : self.strides()[k];
   const int64_t dstride = self.dim() == 0 ? 0 : self.strides()[d];
   const int64_t inner_st = nd == 0 ? 0 : st[nd - 1];
+  auto bad_index = [&](const int64_t* ip, int64_t m) {
+    for (int64_t j = 0; j < m; ++j)
+      FB_CHECK_INDEX(ip[j] >= 0 && ip[j] < n, "[gather] index ", ip[j], " is out of bounds for dimension ", d,
+                     " with size ", n);
+  };
   visit_itemsize(self.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     const U* s = static_cast<const U*>(self.data_ptr());
     U* o = static_cast<U*>(out.data_ptr());
-    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / 4 / row), [&](int64_t r0, int64_t r1) {
+    // Random reads of one element each: a thread needs a few tens of thousands to pay its start.
+    parallel_for(0, rows, std::max<int64_t>(1, 2 * kGrainSize / row), [&](int64_t r0, int64_t r1) {
+      Shape pos(static_cast<size_t>(std::max<int64_t>(nd - 1, 0)), 0);
+      int64_t off = 0, q = r0;
+      for (int64_t k = nd - 2; k >= 0; --k) {
+        pos[k] = q % index.sizes()[k];
+        q /= index.sizes()[k];
+        off += pos[k] * st[k];
+      }
       for (int64_t r = r0; r < r1; ++r) {
-        int64_t off = 0, q = r;
-        for (int64_t k = nd - 2; k >= 0; --k) {
-          off += (q % index.sizes()[k]) * st[k];
-          q /= index.sizes()[k];
-        }
         const int64_t* ip = idx + r * row;
         U* dst = o + r * row;
-        for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
+        bool ok = true;
+        if (inner_st == 0) {  // gathering along the last dim (or a broadcast one)
+          const U* base = s + off;
+          for (int64_t j = 0; j < row; ++j) {
+            const int64_t v = ip[j];
+            ok &= static_cast<uint64_t>(v) < static_cast<uint64_t>(n);
+            dst[j] = base[(ok ? v : 0) * dstride];
+          }
+        } else {
+          for (int64_t j = 0; j < row; ++j) {
+            const int64_t v = ip[j];
+            ok &= static_cast<uint64_t>(v) < static_cast<uint64_t>(n);
+            dst[j] = s[off + j * inner_st + (ok ? v : 0) * dstride];
+          }
+        }
+        if (!ok) bad_index(ip, row);
+        for (int64_t k = nd - 2; k >= 0; --k) {  // next row
+          off += st[k];
+          if (++pos[k] < index.sizes()[k]) break;
+          off -= pos[k] * st[k];
+          pos[k] = 0;
+        }
       }
     });
   });
@@ -419,7 +454,73 @@ int64_t rows_grain(int64_t block) {
   return std::max<int64_t>(1, kMemoryBoundGrain / std::max<int64_t>(block, 1));
 }
 
+// x[mask] with one bool mask over self's leading dims (masked_select's case): the mask is
+// counted and compacted in one go, without the coordinate tables of the general plan. Chunks of the
+// mask are counted in parallel, then each thread writes its chunk's selected blocks at its offset.
+std::optional<Tensor> index_by_mask(const Tensor& self, const Tensor& mask) {
+  const int64_t md = mask.dim();
+  if (md == 0 || md > self.dim() || mask.device() != self.device()) return std::nullopt;
+  const auto covered = self.sizes().subspan(0, md);
+  if (!std::ranges::equal(covered, mask.sizes())) return std::nullopt;  // the general path raises
+  const Tensor m = contiguous(mask);
+  const Tensor src = contiguous(self);
+  const int64_t nm = m.numel();
+  const int64_t block = shape_numel(self.sizes().subspan(md));
+  const auto* mp = static_cast<const uint8_t*>(m.data_ptr());
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t nchunks = (nm + kChunk - 1) / kChunk;
+  std::vector<int64_t> counts(static_cast<size_t>(nchunks) + 1, 0);
+  const int64_t grain = std::max<int64_t>(1, kMemoryBoundGrain / 4 / kChunk);
+  parallel_for(0, nchunks, grain, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t b = c * kChunk, e = std::min(nm, b + kChunk);
+      int64_t k = 0;
+#pragma omp simd reduction(+ : k)
+      for (int64_t i = b; i < e; ++i) k += mp[i] != 0;
+      counts[c + 1] = k;
+    }
+  });
+  for (int64_t c = 0; c < nchunks; ++c) counts[c + 1] += counts[c];
+  Shape shape{counts[nchunks]};
+  shape.insert(shape.end(), self.sizes().begin() + md, self.sizes().end());
+  Tensor out = op::empty(shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  visit_itemsize(self.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* sp = static_cast<const U*>(src.data_ptr());
+    U* op_ = static_cast<U*>(out.data_ptr());
+    const int64_t wgrain = std::max<int64_t>(1, kMemoryBoundGrain / 4 / (kChunk * block));
+    parallel_for(0, nchunks, wgrain, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t b = c * kChunk, e = std::min(nm, b + kChunk);
+        U* dst = op_ + counts[c] * block;
+        if (block == 1) {
+          // Branch-free: every element is written at the cursor, which moves only past the selected
+          // ones; the loop stops once the chunk's count is reached, so no write lands past the
+          // chunk's part of out.
+          const int64_t cnt = counts[c + 1] - counts[c];
+          int64_t k = 0;
+          for (int64_t i = b; i < e && k < cnt; ++i) {
+            dst[k] = sp[i];
+            k += mp[i] != 0;
+          }
+        } else {
+          int64_t k = 0;
+          for (int64_t i = b; i < e; ++i)
+            if (mp[i]) {
+              std::memcpy(dst + k * block, sp + i * block, static_cast<size_t>(block) * sizeof(U));
+              ++k;
+            }
+        }
+      }
+    });
+  });
+  return out;
+}
+
 Tensor index_cpu(const Tensor& self, const OptionalTensorList& indices) {
+  if (indices.size() == 1 && indices[0] && indices[0]->dtype() == ScalarType::Bool)
+    if (auto r = index_by_mask(self, *indices[0])) return *r;
   const IndexPlan p = plan_index("index", self, indices);
   Tensor out = op::empty(p.result_shape(), self.dtype(), self.device());
   const int64_t rows = p.rows();
@@ -521,11 +622,13 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
     }
   };
   if (accumulate) {
-    visit_dtype(self.dtype(), "index_put_", [&](auto tag) {
+    visit_dtype_all(self.dtype(), "index_put_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       run(tag, [](T& d, T s) {
         if constexpr (std::is_same_v<T, bool>)
           d = d || s;
+        else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+          d = T(static_cast<float>(d) + static_cast<float>(s));
         else
           d += s;
       });

@@ -240,7 +240,7 @@ Tensor max_cpu(const Tensor& self) {
            ") is undefined; pass a dim");
   const Tensor in = contiguous(self);
   Tensor out = op::empty({}, self.dtype(), self.device());
-  visit_dtype(self.dtype(), "max", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, true>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
   });
@@ -253,7 +253,7 @@ std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool kee
   const Tensor in = contiguous(self);
   Tensor values = op::empty(s.out_shape, self.dtype(), self.device());
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtype(self.dtype(), "max", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
   });
@@ -272,7 +272,7 @@ Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
     if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
   }
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtype(self.dtype(), "argmax", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
   });

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "flambeau/half.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "vec_reduce.h"
@@ -90,9 +91,15 @@ inline DimSplit split_dim(const Tensor& self, int64_t dim, bool keepdim, const c
   return s;
 }
 
+/// float16/bfloat16 compare as float32.
+template <class T>
+inline constexpr bool kIsHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 template <class T, bool IsMax>
 inline bool extremum_better(T v, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsHalfType<T>) {
+    return extremum_better<float, IsMax>(static_cast<float>(v), static_cast<float>(best));
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (v != v) return best == best;  // the first NaN wins
     return IsMax ? v > best : v < best;
   } else {
@@ -104,6 +111,11 @@ template <class T, bool IsMax>
 T extremum_of_row(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     return IsMax ? reduce_fns<T>().row_max(x, n) : reduce_fns<T>().row_min(x, n);
+  } else if constexpr (kIsHalfType<T>) {
+    int64_t k = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (extremum_better<T, IsMax>(x[i], x[k])) k = i;
+    return x[k];
   } else if constexpr (std::is_same_v<T, bool>) {
     int r = IsMax ? 0 : 1;
     if (IsMax) {
@@ -135,17 +147,23 @@ void extremum_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* value
     parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / n), [&](int64_t ob, int64_t oe) {
       for (int64_t o = ob; o < oe; ++o) {
         const T* row = x + o * n;
-        const T m = extremum_of_row<T, IsMax>(row, n);
-        if (values) values[o] = m;
-        if (indices) {
-          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-            indices[o] = reduce_fns<T>().row_find(row, n, m);  // the first NaN if m is NaN
-          } else {
-            int64_t k = 0;
-            while (row[k] != m) ++k;
-            indices[o] = k;
-          }
+        if (!indices) {
+          values[o] = extremum_of_row<T, IsMax>(row, n);
+          continue;
         }
+        int64_t k = 0;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          // One pass for the index (the first NaN if any); the value is read back.
+          k = IsMax ? reduce_fns<T>().row_argmax(row, n) : reduce_fns<T>().row_argmin(row, n);
+        } else if constexpr (kIsHalfType<T>) {
+          for (int64_t i = 1; i < n; ++i)
+            if (extremum_better<T, IsMax>(row[i], row[k])) k = i;
+        } else {
+          const T m = extremum_of_row<T, IsMax>(row, n);
+          while (row[k] != m) ++k;
+        }
+        indices[o] = k;
+        if (values) values[o] = row[k];
       }
     });
     return;

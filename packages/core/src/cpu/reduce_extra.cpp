@@ -47,7 +47,7 @@ Tensor min_cpu(const Tensor& self) {
            ") is undefined; pass a dim");
   const Tensor in = contiguous(self);
   Tensor out = op::empty({}, self.dtype(), self.device());
-  visit_dtype(self.dtype(), "min", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, false>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
   });
@@ -60,7 +60,7 @@ std::tuple<Tensor, Tensor> min_dim_cpu(const Tensor& self, int64_t dim, bool kee
   const Tensor in = contiguous(self);
   Tensor values = op::empty(s.out_shape, self.dtype(), self.device());
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtype(self.dtype(), "min", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
   });
@@ -79,7 +79,7 @@ Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
     if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
   }
   Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtype(self.dtype(), "argmin", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmin", [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
   });
@@ -102,7 +102,7 @@ Tensor amax_amin(const char* op, const Tensor& self, IntArrayRef dim, bool keepd
   if (out.numel() == 0) return out;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(self, mask, outer, n);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     extremum_over<T, IsMax>(rows.data<T>(), outer, n, 1, out.data<T>(), nullptr);
   });

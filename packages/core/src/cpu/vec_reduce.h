@@ -15,6 +15,9 @@ template <class T>
 struct ReduceFns {
   /// The first i < n with x[i] == v (v not NaN), or with x[i] NaN if v is NaN; n if none.
   int64_t (*row_find)(const T* x, int64_t n, T v);
+  /// The index of the first largest (smallest) element of x[0..n), n >= 1 (of the first NaN if any).
+  int64_t (*row_argmax)(const T* x, int64_t n);
+  int64_t (*row_argmin)(const T* x, int64_t n);
   /// The largest (smallest) of x[0..n), n >= 1; NaN if any element is NaN.
   T (*row_max)(const T* x, int64_t n);
   T (*row_min)(const T* x, int64_t n);

@@ -553,11 +553,38 @@ void set_python_error() {
   }
 }
 
+// Note [out= resizing]: as PyTorch, an out= tensor of another shape is resized to the result's
+// (contiguous strides; in place when its storage holds enough bytes past its offset, else onto new
+// memory), keeping its identity. An out= with elements gets a UserWarning first (PyTorch's
+// deprecation of that case); an empty one (numel 0) is resized silently.
+void resize_out(const char* op, Tensor& out, IntArrayRef sizes) {
+  if (out.numel() != 0) {
+    const std::string msg = detail::cat_str(
+        "[", op, "] An output with one or more elements was resized since it had shape ",
+        shape_str(out.sizes()), ", which does not match the required output shape ", shape_str(sizes),
+        ". This behavior is deprecated (as in PyTorch): resize an out tensor to zero elements to reuse it.");
+    py::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw py::error_already_set();
+  }
+  const int64_t nbytes = shape_nbytes(sizes, out.dtype(), op);
+  TensorImpl* impl = out.impl();
+  const auto need =
+      static_cast<size_t>(out.storage_offset() * static_cast<int64_t>(itemsize(out.dtype())) + nbytes);
+  if (impl->storage() && need <= impl->storage()->nbytes()) {
+    impl->set_sizes_and_strides(Shape(sizes.begin(), sizes.end()), contiguous_strides(sizes, op),
+                                out.storage_offset());
+  } else {
+    const Tensor fresh = op::empty(sizes, out.dtype(), out.device());
+    impl->set_data(*fresh.impl());
+  }
+}
+
 void copy_to_out(const char* op, const Tensor& result, Tensor& out) {
   FB_CHECK_TYPE(can_cast(result.dtype(), out.dtype()), "[", op, "] the result of dtype ",
                 dtype_name(result.dtype()), " cannot be written to out= of dtype ", dtype_name(out.dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(result.sizes(), out.sizes()), "[", op, "] out= has shape ",
-                 shape_str(out.sizes()), " but the result has shape ", shape_str(result.sizes()));
+  FB_CHECK(result.device() == out.device(), "[", op, "] out= is on ", out.device().str(),
+           " but the result is on ", result.device().str());
+  if (!std::ranges::equal(result.sizes(), out.sizes())) resize_out(op, out, result.sizes());
   op::copy_(out, result);
 }
 

@@ -1,0 +1,111 @@
+"""Gradients of the opsperf area's fixes against PyTorch 2.13: scatter with reduce= has no
+derivative (PyTorch's backward raises; so does flambeau's), scatter_reduce(prod)'s gradient with
+zeros among self and src (PyTorch's masked formula, not a division by zero), and gradcheck in float64."""
+
+from __future__ import annotations
+
+import warnings
+
+import flambeau_autograd as fa
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from nn_testing import assert_close, from_torch
+
+IDX = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1], [2, 0, 1, 2]])
+
+
+def pair(a: np.ndarray):
+    return fc.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+@pytest.mark.parametrize("form", ["src", "value"])
+def test_scatter_with_reduce_has_no_derivative_as_in_torch(reduce, form):
+    rng = np.random.default_rng(0)
+    xf, xt = pair(rng.standard_normal((3, 4)))
+    sf, st = pair(rng.standard_normal((3, 4)))
+    idx_f = from_torch(IDX)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation of scatter(reduce=) with a tensor src
+        yt = xt.scatter(0, IDX, st if form == "src" else 2.0, reduce=reduce)
+    yf = xf.scatter(0, idx_f, sf if form == "src" else 2.0, reduce=reduce)
+    assert_close(yf, yt.detach())  # the forward works in both
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        yt.sum().backward()
+    with pytest.raises(RuntimeError, match=rf"\[scatter\] derivative for scatter with reduce='{reduce}'"):
+        yf.sum().backward()
+
+
+def test_scatter_without_reduce_keeps_its_derivative():
+    rng = np.random.default_rng(1)
+    xf, xt = pair(rng.standard_normal((3, 4)))
+    sf, st = pair(rng.standard_normal((3, 4)))
+    perm = torch.tensor(np.argsort(rng.random((3, 4)), axis=0))
+    xt.scatter(0, perm, st).pow(2).sum().backward()
+    xf.scatter(0, from_torch(perm), sf).pow(2).sum().backward()
+    assert_close(xf.grad, xt.grad)
+    assert_close(sf.grad, st.grad)
+
+
+PROD_CASES = {
+    "no_zero": (np.arange(1.0, 13.0).reshape(3, 4) / 4, np.arange(2.0, 14.0).reshape(3, 4) / 5),
+    "zero_in_self": (np.array([[0.0, 1.5, 2.0, 0.5], [1.0, 0.0, 3.0, 2.0], [0.5, 1.0, 0.0, 1.5]]), None),
+    "one_zero_in_src": (None, np.array([[0.0, 1.5, 2.0, 0.5], [1.0, 2.5, 3.0, 2.0], [0.5, 1.0, 1.5, 1.5]])),
+    "two_zeros_one_place": (None, np.array([[0.0, 1.5, 2.0, 0.5], [1.0, 2.5, 3.0, 2.0], [0.0, 1.0, 1.5, 1.5]])),
+    "zeros_everywhere": (
+        np.array([[0.0, 1.5, 0.0, 0.5], [1.0, 0.0, 3.0, 2.0], [0.5, 1.0, 0.0, 1.5]]),
+        np.array([[0.0, 1.5, 2.0, 0.0], [1.0, 2.5, 0.0, 2.0], [0.0, 1.0, 1.5, 1.5]]),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PROD_CASES))
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_reduce_prod_gradient_with_zeros_matches_torch(case, include_self, dtype):
+    rng = np.random.default_rng(2)
+    s, src = PROD_CASES[case]
+    s = rng.uniform(0.5, 2.0, (3, 4)) if s is None else s
+    src = rng.uniform(0.5, 2.0, (3, 4)) if src is None else src
+    xf, xt = pair(s.astype(dtype))
+    sf, st = pair(src.astype(dtype))
+    w = rng.standard_normal((3, 4)).astype(dtype)
+    yt = xt.scatter_reduce(0, IDX, st, "prod", include_self=include_self)
+    yf = xf.scatter_reduce(0, from_torch(IDX), sf, "prod", include_self=include_self)
+    assert_close(yf, yt.detach())
+    (yt * torch.tensor(w)).sum().backward()
+    (yf * fc.tensor(w)).sum().backward()
+    assert np.isfinite(np.array(memoryview(xf.grad))).all() and np.isfinite(np.array(memoryview(sf.grad))).all()
+    assert_close(xf.grad, xt.grad, rtol=1e-5, atol=1e-6)
+    assert_close(sf.grad, st.grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["no_zero", "zero_in_self", "one_zero_in_src"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_gradcheck_float64(case, include_self):
+    rng = np.random.default_rng(3)
+    s, src = PROD_CASES[case]
+    s = rng.uniform(0.5, 2.0, (3, 4)) if s is None else s
+    src = rng.uniform(0.5, 2.0, (3, 4)) if src is None else src
+    x = fc.tensor(s, requires_grad=True)
+    y = fc.tensor(src, requires_grad=True)
+    idx = from_torch(IDX)
+    assert fa.gradcheck(lambda a, b: a.scatter_reduce(0, idx, b, "prod", include_self=include_self), (x, y))
+
+
+def test_scatter_reduce_prod_noncontiguous_inputs():
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.5, 2.0, (4, 3))
+    base[1, 2] = 0.0
+    src = rng.uniform(0.5, 2.0, (4, 3))
+    src[0, 1] = 0.0
+    xt = torch.tensor(base).t().detach().requires_grad_(True)
+    st = torch.tensor(src).t().detach().requires_grad_(True)
+    xf = fc.tensor(base).t().detach().requires_grad_(True)
+    sf = fc.tensor(src).t().detach().requires_grad_(True)
+    xt.scatter_reduce(1, IDX, st, "prod").sum().backward()
+    xf.scatter_reduce(1, from_torch(IDX), sf, "prod").sum().backward()
+    assert_close(xf.grad, xt.grad)
+    assert_close(sf.grad, st.grad)
