@@ -12,6 +12,7 @@
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
 
 namespace flambeau {
 namespace {
@@ -313,6 +314,8 @@ Tensor composite::argsort(const Tensor& self, int64_t dim, bool descending, bool
 Tensor composite::msort(const Tensor& self) { return std::get<0>(op::sort(self, 0, false, true)); }
 
 std::tuple<Tensor, Tensor> composite::kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  FB_CHECK_TYPE(dtype_set_of(self.dtype()) != kDtUInts, "[kthvalue] is not supported for dtype ",
+                dtype_name(self.dtype()), " (as in PyTorch)");
   const int64_t d = wrap_dim(dim, self.dim(), "kthvalue");
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   FB_CHECK_INDEX(k >= 1 && k <= n, "[kthvalue] k (", k, ") is out of range for dim ", d, " of size ", n,

@@ -10,6 +10,7 @@
 // back: Note [In-place from out-of-place] in ops_generated.cpp).
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -46,6 +47,23 @@ void visit_bytes(ScalarType t, const char* op, F&& f) {
     default:
       throw TypeError(detail::cat_str("[", op, "] dtype ", dtype_name(t), " is not supported"));
   }
+}
+
+// float16/bfloat16 accumulate in float32 (the result rounded once), as the elementwise ops do.
+bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+Tensor to_f32(const Tensor& t) { return op::cast(t, ScalarType::Float32); }
+
+template <class T>
+inline constexpr bool kIsComplexType =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+/// The bytes of value as one element of dtype t (any dtype: complex, half, ...).
+template <class U>
+U value_bytes(const Scalar& value, ScalarType t) {
+  U v;
+  const Tensor vt = scalar_tensor(value, t);
+  std::memcpy(static_cast<void*>(&v), vt.data_ptr(), sizeof(U));
+  return v;
 }
 
 Tensor contiguous_copy(const Tensor& t) { return op::clone(t, MemoryFormat::Contiguous); }
@@ -251,10 +269,13 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
   const SliceGeometry g = geometry(self, dim, "index_add");
   const Tensor idx = checked_index("index_add", index, g.n, g.d);
   check_source("index_add", self, g, idx, source);
+  if (is_half_dtype(self.dtype()))
+    return op::cast(index_add_cpu(to_f32(self), dim, index, to_f32(source), alpha), self.dtype());
   Tensor out = contiguous_copy(self);
   if (out.numel() == 0 || idx.numel() == 0) return out;
   const Tensor src = as_contiguous(source);
-  visit_dtype(self.dtype(), "index_add", [&](auto tag) {
+  // As PyTorch: every dtype but uint16/32/64 (TypeError naming index_add and the dtype).
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), "index_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     check_scalar_fits(alpha, self.dtype(), "index_add");
     const T a = alpha.to<T>();
@@ -303,10 +324,11 @@ Tensor index_fill_cpu(const Tensor& self, int64_t dim, const Tensor& index, cons
   check_scalar_fits(value, self.dtype(), "index_fill");
   Tensor out = contiguous_copy(self);
   if (out.numel() == 0 || idx.numel() == 0) return out;
-  visit_dtype(self.dtype(), "index_fill", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "index_fill", [](auto) {});
+  visit_bytes(self.dtype(), "index_fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = value.to<T>();
-    T* o = out.data<T>();
+    const T v = value_bytes<T>(value, self.dtype());
+    T* o = static_cast<T*>(out.data_ptr());
     for_each_slice(g, idx.numel(), idx.data<int64_t>(), 0, [&](int64_t od, int64_t, int64_t c0, int64_t c1) {
       std::fill(o + od + c0, o + od + c1, v);
     });
@@ -332,10 +354,12 @@ Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& val
   if (n == 0) return out;
   const Tensor m = as_contiguous(op::expand(mask, self.sizes()));
   const bool* mp = m.data<bool>();
-  visit_dtype(self.dtype(), "masked_fill", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "masked_fill",
+                                                                     [](auto) {});
+  visit_bytes(self.dtype(), "masked_fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = value.to<T>();
-    T* o = out.data<T>();
+    const T v = value_bytes<T>(value, self.dtype());
+    T* o = static_cast<T*>(out.data_ptr());
     parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) o[i] = mp[i] ? v : o[i];
     });
@@ -445,14 +469,18 @@ void combine(Reduce r, T& d, T s) {
         d *= s;
         break;
       case Reduce::Max:
-        if constexpr (std::is_floating_point_v<T>) {
+        if constexpr (kIsComplexType<T>) {
+          throw TypeError("[scatter_reduce] reduce 'amax' is not supported for complex dtypes");
+        } else if constexpr (std::is_floating_point_v<T>) {
           if (s > d || std::isnan(s)) d = s;
         } else {
           d = std::max(d, s);
         }
         break;
       case Reduce::Min:
-        if constexpr (std::is_floating_point_v<T>) {
+        if constexpr (kIsComplexType<T>) {
+          throw TypeError("[scatter_reduce] reduce 'amin' is not supported for complex dtypes");
+        } else if constexpr (std::is_floating_point_v<T>) {
           if (s < d || std::isnan(s)) d = s;
         } else {
           d = std::min(d, s);
@@ -466,6 +494,8 @@ template <class T>
 T identity(Reduce r) {
   if constexpr (std::is_same_v<T, bool>) {
     return r == Reduce::Prod || r == Reduce::Min;
+  } else if constexpr (kIsComplexType<T>) {
+    return r == Reduce::Prod ? T(1) : T(0);
   } else {
     switch (r) {
       case Reduce::Prod:
@@ -505,7 +535,17 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
     });
     return out;
   }
-  visit_dtype(self.dtype(), op, [&](auto tag) {
+  if (is_half_dtype(self.dtype())) {
+    const Tensor s32 = src ? to_f32(*src) : Tensor();
+    return op::cast(
+        scatter_impl(op, to_f32(self), dim, index, src ? &s32 : nullptr, value, reduce, include_self),
+        self.dtype());
+  }
+  FB_CHECK_TYPE(!is_complex(self.dtype()) || (reduce != Reduce::Max && reduce != Reduce::Min), "[", op,
+                "] reduce 'amax' and 'amin' are not supported for dtype ", dtype_name(self.dtype()),
+                " (complex numbers have no order)");
+  // As PyTorch: no uint16/32/64 (TypeError naming the op and the dtype); complex sums and multiplies.
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.data<T>();
     const T* s = src ? src->data<T>() : nullptr;
@@ -528,6 +568,8 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
         if (count[i] <= 1) continue;
         if constexpr (std::is_floating_point_v<T>) {
           o[i] /= static_cast<T>(count[i]);
+        } else if constexpr (kIsComplexType<T>) {
+          o[i] /= static_cast<typename T::value_type>(count[i]);
         } else {  // floor division, as PyTorch
           const auto c = static_cast<T>(count[i]);
           T q = o[i] / c;

@@ -31,7 +31,14 @@ template <class T>
 inline KeyOf<T> sort_key(T v) {
   using K = KeyOf<T>;
   constexpr K top = K(1) << (8 * sizeof(K) - 1);
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    // The same sign-magnitude keys on the 16 bits (float16 and bfloat16 both order that way).
+    const float f = static_cast<float>(v);
+    if (f != f) return static_cast<K>(~K(0));
+    if (f == 0) return top;  // -0.0 as +0.0
+    const K u = v.x;
+    return (u & top) ? static_cast<K>(~u) : static_cast<K>(u | top);
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (v != v) return static_cast<K>(~K(0));
     if (v == 0) v = 0;  // -0.0 as +0.0
     K u;
@@ -45,6 +52,8 @@ inline KeyOf<T> sort_key(T v) {
     return static_cast<K>(v);
   }
 }
+
+constexpr unsigned kTopkDtypes = kDtBool | kDtInts | kDtFloats | kDtHalf;
 
 void check_sortable(const char* op, ScalarType t) {
   // visit_dtype names the op and dtype for the dtypes it does not cover (complex, half, ...).
@@ -202,13 +211,14 @@ struct LastDim {
 std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descending,
                                     std::optional<bool> stable) {
   (void)stable;  // always stable
-  check_sortable("sort", self.dtype());
+  // Every real dtype, as PyTorch (complex raises naming sort and the dtype).
+  visit_dtypes<kDtReal>(self.dtype(), "sort", [](auto) {});
   dim = wrap_dim(dim, self.dim(), "sort");
   const LastDim l(self, dim);
   Tensor values = op::empty(l.rows.sizes(), self.dtype(), self.device());
   Tensor indices = op::empty(l.rows.sizes(), ScalarType::Int64, self.device());
   if (self.numel() > 0)
-    visit_dtype(self.dtype(), "sort", [&](auto tag) {
+    visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
       using T = typename decltype(tag)::type;
       sort_rows<T>(l.rows.data<T>(), values.data<T>(), indices.data<int64_t>(), l.outer, l.n, descending);
     });
@@ -217,7 +227,8 @@ std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descen
 
 std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   (void)sorted;  // the result is always sorted
-  check_sortable("topk", self.dtype());
+  // As PyTorch: float16/bfloat16 yes, uint16/32/64 and complex no (TypeError naming topk and the dtype).
+  visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [](auto) {});
   dim = wrap_dim(dim, self.dim(), "topk");
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
   FB_CHECK(k >= 0 && k <= n, "[topk] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
@@ -228,7 +239,7 @@ std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, 
   Tensor values = op::empty(out_shape, self.dtype(), self.device());
   Tensor indices = op::empty(out_shape, ScalarType::Int64, self.device());
   if (values.numel() > 0)
-    visit_dtype(self.dtype(), "topk", [&](auto tag) {
+    visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using K = KeyOf<T>;
       const T* x = l.rows.data<T>();
