@@ -133,6 +133,7 @@ ACCESSORS = {
     "TensorOrNumber": "tensor_or_number",
     "Tensor?": "optional_tensor",
     "Tensor[]": "tensor_list",
+    "Tensor[]?": "tensor_list",
     "Scalar": "scalar",
     "Scalar?": "optional_scalar",
     "int": "int64",
@@ -182,7 +183,8 @@ def python_params(op: OpDecl, form: str) -> list[Arg]:
             a = Arg("input", a.type, a.default, a.kw_only, a.mutable)
         params.append(a)
     if op.out and not op.is_inplace and form == "function":
-        params.append(Arg("out", "Tensor?", "None", True))
+        # An op returning several tensors takes out=(a, b, ...), as PyTorch.
+        params.append(Arg("out", "Tensor[]?" if len(op.returns) > 1 else "Tensor?", "None", True))
     return params
 
 
@@ -245,7 +247,21 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         rg = next((a for a in op.args if a.python_only), None)
         if rg:
             lines.append(f"      if (r.boolean({pos[rg.name]})) result.set_requires_grad(true);")
-        if "out" in pos:
+        if "out" in pos and len(op.returns) > 1:
+            o, n = pos["out"], len(op.returns)
+            lines.append(f"      if (!r.is_none({o})) {{")
+            lines.append(f"        TensorList outs = r.tensor_list({o});")
+            lines.append(f'        check_out_count("{op.py_name}", outs, {n});')
+            lines.append("        {")
+            lines.append("          py::gil_scoped_release no_gil;")
+            for i in range(n):
+                lines.append(f'          copy_to_out("{op.py_name}", std::get<{i}>(result), outs[{i}], true);')
+            lines.append("        }")
+            fields = ", ".join(f'"{r.name}"' for r in op.returns)
+            values = ", ".join(f"outs[{i}]" for i in range(n))
+            lines.append(f'        return wrap_named("{op.py_name}", {{{fields}}}, {{{values}}});')
+            lines.append("      }")
+        elif "out" in pos:
             o = pos["out"]
             lines.append(f"      if (!r.is_none({o})) {{")
             lines.append(f"        Tensor out = r.tensor({o});")

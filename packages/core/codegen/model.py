@@ -29,6 +29,8 @@ TYPES: dict[str, tuple[str, str, str]] = {
     "TensorOrNumber": ("const Tensor&", "Tensor", "Tensor | _Number"),
     "Tensor?": ("const std::optional<Tensor>&", "std::optional<Tensor>", "Tensor | None"),
     "Tensor[]": ("const TensorList&", "TensorList", "_Sequence[Tensor]"),
+    # out=(a, b) of the ops returning several tensors: Python only (the binding writes the results).
+    "Tensor[]?": ("const std::optional<TensorList>&", "std::optional<TensorList>", "_Sequence[Tensor] | None"),
     # Advanced indexing's indices: no gradient flows to them (not in TENSOR_TYPES); C++ only.
     "Tensor?[]": ("const OptionalTensorList&", "OptionalTensorList", "_Sequence[Tensor | None]"),
     "Scalar": ("const Scalar&", "Scalar", "_Number"),

@@ -333,3 +333,65 @@ def test_half_sort_orders_nan_and_signed_zero_as_torch(dtype):
         same(fi, ti)
         np.testing.assert_array_equal(to_numpy(fv), torch_numpy(tv))
     same(from_torch(x).topk(3)[1], x.topk(3)[1])
+
+
+# ---- out=(a, b) of the ops returning several tensors ----
+
+TUPLE_OUT = {
+    "max": (lambda m, x, out: m.max(x, 1, out=out), ("float32", "int64")),
+    "min": (lambda m, x, out: m.min(x, 0, keepdim=True, out=out), ("float32", "int64")),
+    "sort": (lambda m, x, out: m.sort(x, 1, descending=True, out=out), ("float32", "int64")),
+    "topk": (lambda m, x, out: m.topk(x, 2, out=out), ("float32", "int64")),
+    "kthvalue": (lambda m, x, out: m.kthvalue(x, 2, 1, out=out), ("float32", "int64")),
+    "median": (lambda m, x, out: m.median(x, 1, out=out), ("float32", "int64")),
+    "nanmedian": (lambda m, x, out: m.nanmedian(x, 0, out=out), ("float32", "int64")),
+    "cummax": (lambda m, x, out: m.cummax(x, 1, out=out), ("float32", "int64")),
+    "cummin": (lambda m, x, out: m.cummin(x, 0, out=out), ("float32", "int64")),
+    "aminmax": (lambda m, x, out: m.aminmax(x, dim=1, out=out), ("float32", "float32")),
+}
+
+
+@pytest.mark.parametrize("name", list(TUPLE_OUT))
+@pytest.mark.parametrize("container", [tuple, list])
+def test_tuple_out_is_filled_resized_and_returned_as_torch(name, container):
+    fn, dts = TUPLE_OUT[name]
+    x = torch.tensor(np.random.default_rng(10).standard_normal((3, 5)).astype(np.float32))
+    touts = container(torch.empty(0, dtype=getattr(torch, d)) for d in dts)
+    fouts = container(fc.empty(0, dtype=getattr(fc, d)) for d in dts)
+    tr = fn(torch, x, touts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # empty outs are resized silently
+        fr = fn(fc, fc.tensor(x.numpy()), fouts)
+    assert len(fr) == len(tr) == 2
+    for k in range(2):
+        assert fr[k] is fouts[k]
+        same(fouts[k], touts[k])
+    assert [getattr(fr, f) is fouts[k] for k, f in enumerate(fr._fields)] == [True, True]
+    assert fr[0] is getattr(fr, fr._fields[0]) and hasattr(tr, fr._fields[0]) and hasattr(tr, fr._fields[1])
+
+
+def test_tuple_out_nonempty_mismatch_warns_and_matching_is_in_place():
+    x = fc.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    v, i = fc.empty(7), fc.empty(7, dtype=fc.int64)
+    with pytest.warns(UserWarning, match=r"\[max\] An output with one or more elements was resized"):
+        fc.max(x, 1, out=(v, i))
+    assert tuple(v.shape) == (3,) and tuple(i.shape) == (3,)
+    np.testing.assert_array_equal(to_numpy(i), [3, 3, 3])
+    v2, i2 = fc.zeros(3), fc.zeros(3, dtype=fc.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fc.sort(x, 1, out=(fc.empty(0), fc.empty(0, dtype=fc.int64)))
+        fc.min(x, 1, out=(v2, i2))
+    np.testing.assert_array_equal(to_numpy(v2), [0, 4, 8])
+
+
+def test_tuple_out_errors():
+    x = fc.zeros(3, 4)
+    with pytest.raises(TypeError, match=r"\[max\] expected out tensor to have dtype int64, but got float32"):
+        fc.max(x, 1, out=(fc.empty(0), fc.empty(0)))
+    with pytest.raises(TypeError, match=r"\[sort\] expected out tensor to have dtype float32, but got float64"):
+        fc.sort(x, 1, out=(fc.empty(0, dtype=fc.float64), fc.empty(0, dtype=fc.int64)))
+    with pytest.raises(TypeError, match=r"\[topk\] out= must be a tuple of 2 tensors, got 1"):
+        fc.topk(x, 1, out=(fc.empty(0),))
+    with pytest.raises(TypeError):
+        fc.sort(x, 1, out=fc.empty(0))  # a single tensor is not a tuple (PyTorch raises TypeError too)

@@ -579,7 +579,14 @@ void resize_out(const char* op, Tensor& out, IntArrayRef sizes) {
   }
 }
 
-void copy_to_out(const char* op, const Tensor& result, Tensor& out) {
+void check_out_count(const char* op, const TensorList& outs, size_t n) {
+  FB_CHECK_TYPE(outs.size() == n, "[", op, "] out= must be a tuple of ", n, " tensors, got ", outs.size());
+}
+
+void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_dtype) {
+  FB_CHECK_TYPE(!exact_dtype || result.dtype() == out.dtype(), "[", op,
+                "] expected out tensor to have dtype ", dtype_name(result.dtype()), ", but got ",
+                dtype_name(out.dtype()), " instead");
   FB_CHECK_TYPE(can_cast(result.dtype(), out.dtype()), "[", op, "] the result of dtype ",
                 dtype_name(result.dtype()), " cannot be written to out= of dtype ", dtype_name(out.dtype()));
   FB_CHECK(result.device() == out.device(), "[", op, "] out= is on ", out.device().str(),

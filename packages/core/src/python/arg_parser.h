@@ -135,7 +135,11 @@ PyObject* wrap_named(const char* type_name, std::initializer_list<const char*> f
 /// Translates the C++ exception being handled into a Python error (call in a catch block).
 void set_python_error();
 /// The `out=` contract: `out` must have the result's shape and a dtype the result casts to.
-void copy_to_out(const char* op, const Tensor& result, Tensor& out);
+/// Writes result into out= (resized to it as PyTorch, Note [out= resizing]); exact_dtype for the
+/// tensors of out=(a, b) (PyTorch wants their dtypes exactly), else out's dtype must hold result's.
+void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_dtype = false);
+/// out=(a, b, ...) holds as many tensors as the op returns (TypeError naming op otherwise).
+void check_out_count(const char* op, const TensorList& outs, size_t n);
 
 /// Registers a generated function (METH_FASTCALL | METH_KEYWORDS) on a module or the Tensor type.
 void add_function(py::module_& m, PyMethodDef* def);
