@@ -109,3 +109,71 @@ def test_scatter_reduce_prod_noncontiguous_inputs():
     xf.scatter_reduce(1, from_torch(IDX), sf, "prod").sum().backward()
     assert_close(xf.grad, xt.grad)
     assert_close(sf.grad, st.grad)
+
+
+# ---- nn ops in float16 / bfloat16 (PyTorch runs them; flambeau computes them in float32) ----
+
+HALF_NN = {
+    "relu": lambda F, x: F.relu(x),
+    "gelu": lambda F, x: F.gelu(x),
+    "gelu_tanh": lambda F, x: F.gelu(x, approximate="tanh"),
+    "silu": lambda F, x: F.silu(x),
+    "mish": lambda F, x: F.mish(x),
+    "elu": lambda F, x: F.elu(x, 0.7),
+    "softplus": lambda F, x: F.softplus(x, 1.5),
+    "hardtanh": lambda F, x: F.hardtanh(x, -0.5, 0.5),
+    "leaky_relu": lambda F, x: F.leaky_relu(x, 0.1),
+    "hardswish": lambda F, x: F.hardswish(x),
+    "softmax": lambda F, x: F.softmax(x, dim=-1),
+    "log_softmax": lambda F, x: F.log_softmax(x, dim=0),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", list(HALF_NN))
+def test_nn_ops_in_half_match_torch_values_and_gradients(name, dtype):
+    import flambeau_nn.functional as FF
+    import torch.nn.functional as TF
+
+    fn = HALF_NN[name]
+    a = np.random.default_rng(5).standard_normal((4, 7)).astype(np.float32)
+    xt = torch.tensor(a).to(getattr(torch, dtype)).requires_grad_(True)
+    xf = fc.tensor(a).to(getattr(fc, dtype)).detach().requires_grad_(True)
+    yt, yf = fn(TF, xt), fn(FF, xf)
+    assert yf.dtype == getattr(fc, dtype)
+    tol = 1e-2 if dtype == "float16" else 4e-2
+    assert_close(yf.float(), yt.detach().float(), rtol=tol, atol=tol)
+    w = np.random.default_rng(6).standard_normal((4, 7)).astype(np.float32)
+    (yt.float() * torch.tensor(w)).sum().backward()
+    (yf.float() * fc.tensor(w)).sum().backward()
+    assert xf.grad.dtype == getattr(fc, dtype)
+    assert_close(xf.grad.float(), xt.grad.float(), rtol=2 * tol, atol=2 * tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_embedding_in_half_matches_torch(dtype):
+    import flambeau_nn.functional as FF
+    import torch.nn.functional as TF
+
+    a = np.random.default_rng(7).standard_normal((6, 5)).astype(np.float32)
+    idx = np.array([[0, 5, 2], [2, 2, 1]])
+    wt = torch.tensor(a).to(getattr(torch, dtype)).requires_grad_(True)
+    wf = fc.tensor(a).to(getattr(fc, dtype)).detach().requires_grad_(True)
+    yt = TF.embedding(torch.tensor(idx), wt)
+    yf = FF.embedding(fc.tensor(idx), wf)
+    assert_close(yf.float(), yt.detach().float(), rtol=0, atol=0)
+    yt.float().sum().backward()
+    yf.float().sum().backward()
+    assert wf.grad.dtype == getattr(fc, dtype)
+    assert_close(wf.grad.float(), wt.grad.float(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "complex64"])
+def test_nn_ops_refuse_what_torch_refuses(dtype):
+    import flambeau_nn.functional as FF
+
+    x = fc.zeros(2, 3, dtype=getattr(fc, dtype))
+    with pytest.raises(TypeError, match=rf"\[gelu\].*{dtype}"):
+        FF.gelu(x)
+    with pytest.raises(TypeError, match=rf"log_softmax.*{dtype}"):
+        FF.log_softmax(x, dim=0)

@@ -41,7 +41,7 @@ using namespace cpu;
 
 void check_float(const char* op, const Tensor& t, const char* what = "input") {
   FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
-                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+                " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
 // The cheap (memory-bound) loops split across threads only for large tensors
@@ -60,7 +60,12 @@ int64_t grain_of(ActOp a) {
   }
 }
 
+bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+
 Tensor act_forward(const char* op, const Tensor& x, ActOp a, double p0 = 0, double p1 = 0, double p2 = 0) {
+  // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
+  if (is_half_dtype(x.dtype()))
+    return op::cast(act_forward(op, op::cast(x, ScalarType::Float32), a, p0, p1, p2), x.dtype());
   check_float(op, x);
   const ScalarType t = x.dtype();
   const ActLoop loop = t == ScalarType::Float32 ? act_table().fwd_f32[a] : act_table().fwd_f64[a];
@@ -72,6 +77,10 @@ Tensor act_forward(const char* op, const Tensor& x, ActOp a, double p0 = 0, doub
 
 Tensor act_backward(const char* op, const Tensor& grad, const Tensor& x, ActOp a, double p0 = 0,
                     double p1 = 0, double p2 = 0) {
+  if (is_half_dtype(x.dtype()) && grad.dtype() == x.dtype())
+    return op::cast(act_backward(op, op::cast(grad, ScalarType::Float32), op::cast(x, ScalarType::Float32), a,
+                                 p0, p1, p2),
+                    x.dtype());
   check_float(op, x);
   check_float(op, grad, "grad_output");
   FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), x.sizes()), "[", op, "] grad_output shape ",

@@ -55,7 +55,14 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t paddin
   const char* op = "embedding";
   (void)padding_idx;
   (void)scale_grad_by_freq;
-  check_weight(weight, op);
+  // float16/bfloat16 tables too (as PyTorch): the forward only copies rows.
+  const bool half = weight.dtype() == ScalarType::Float16 || weight.dtype() == ScalarType::BFloat16;
+  if (half)
+    FB_CHECK_VALUE(weight.dim() == 2, "[", op,
+                   "] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+                   shape_str(weight.sizes()));
+  else
+    check_weight(weight, op);
   check_indices_dtype(indices, op);
   if (sparse) throw NotImplementedError("[embedding] sparse=True (sparse gradients) is not supported");
   const int64_t num = weight.sizes()[0], d = weight.sizes()[1];
@@ -72,7 +79,7 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t paddin
     return out;
   }
   const Tensor w = contig(weight);
-  const size_t row = static_cast<size_t>(d) * (weight.dtype() == ScalarType::Float32 ? 4 : 8);
+  const size_t row = static_cast<size_t>(d) * itemsize(weight.dtype());
   const char* src = static_cast<const char*>(w.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
   const int64_t grain = std::max<int64_t>(1, kGrainSize / d);
@@ -108,6 +115,10 @@ void accumulate_rows(Tensor& grad_weight, int64_t num, int64_t d, const F& add) 
 Tensor embedding_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
                               int64_t padding_idx, bool scale_grad_by_freq) {
   const char* op = "embedding_backward";
+  if (grad_output.dtype() == ScalarType::Float16 || grad_output.dtype() == ScalarType::BFloat16)
+    return op::cast(embedding_backward_cpu(op::cast(grad_output, ScalarType::Float32), indices, num_weights,
+                                           padding_idx, scale_grad_by_freq),
+                    grad_output.dtype());
   cpu::check_floating(grad_output, op, "grad_output");
   check_indices_dtype(indices, op);
   FB_CHECK_VALUE(num_weights >= 0, "[", op, "] num_weights must be non-negative, got ", num_weights);

@@ -16,6 +16,9 @@ namespace flambeau {
 namespace {
 
 Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
+  // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
+  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
+    return op::cast(log_softmax_cpu(op::cast(self, ScalarType::Float32), dim), self.dtype());
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[log_softmax] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
   const int64_t d = wrap_dim(dim, self.dim(), "log_softmax");
