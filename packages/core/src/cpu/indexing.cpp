@@ -152,9 +152,8 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   if (total == 0) return out;
   const Tensor idx_c = index.is_contiguous() ? index : op::clone(index, MemoryFormat::Contiguous);
   const int64_t* idx = idx_c.data<int64_t>();
-  // Row-major walk of index's positions; the innermost dim is a tight loop. Each index is
-  // checked just before its element is read (nothing is read outside self); a row holding a
-  // bad index raises after the row's good elements were written to out, which is discarded.
+  // Row-major walk of index's positions; the innermost dim is a tight loop. Each row's indices
+  // are checked before any of its elements is read (nothing is read outside self).
   const int64_t nd = index.dim();
   const int64_t row = nd == 0 ? 1 : index.sizes()[nd - 1];
   const int64_t rows = total / row;
@@ -183,22 +182,21 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t* ip = idx + r * row;
         U* dst = o + r * row;
-        bool ok = true;
-        if (inner_st == 0) {  // gathering along the last dim (or a broadcast one)
+        // The row's indices are checked first (a vectorized pass over a few L1 lines), then the
+        // copy runs without a check per element.
+        int bad = 0;
+#pragma omp simd reduction(| : bad)
+        for (int64_t j = 0; j < row; ++j) bad |= static_cast<uint64_t>(ip[j]) >= static_cast<uint64_t>(n);
+        if (bad) bad_index(ip, row);
+        if (inner_st == 0 && dstride == 1) {  // gathering along a contiguous last dim
           const U* base = s + off;
-          for (int64_t j = 0; j < row; ++j) {
-            const int64_t v = ip[j];
-            ok &= static_cast<uint64_t>(v) < static_cast<uint64_t>(n);
-            dst[j] = base[(ok ? v : 0) * dstride];
-          }
+          for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j]];
+        } else if (inner_st == 0) {
+          const U* base = s + off;
+          for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j] * dstride];
         } else {
-          for (int64_t j = 0; j < row; ++j) {
-            const int64_t v = ip[j];
-            ok &= static_cast<uint64_t>(v) < static_cast<uint64_t>(n);
-            dst[j] = s[off + j * inner_st + (ok ? v : 0) * dstride];
-          }
+          for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
         }
-        if (!ok) bad_index(ip, row);
         for (int64_t k = nd - 2; k >= 0; --k) {  // next row
           off += st[k];
           if (++pos[k] < index.sizes()[k]) break;
