@@ -52,11 +52,11 @@ using Shape = std::vector<int64_t>;
 /// Contiguous (row-major) strides for a shape. ValueError/RuntimeError naming
 /// `op` as shape_numel for a negative size or an unrepresentable shape.
 FB_API Shape contiguous_strides(IntArrayRef sizes, const char* op = "shape");
-/// Product of sizes. ValueError naming `op` for a negative size, RuntimeError
-/// naming `op` and the shape if it is not representable (Note [Size overflow]).
+/// Product of sizes. ValueError (FlambeauError) naming `op` for a negative size,
+/// and naming `op` and the shape if it is not representable (Note [Size overflow]).
 FB_API int64_t shape_numel(IntArrayRef sizes, const char* op = "shape");
 /// Bytes of a contiguous tensor of this shape and dtype, as shape_numel plus a
-/// RuntimeError naming `op`, the shape and dtype if they overflow int64.
+/// ValueError (FlambeauError) naming `op`, the shape and dtype if they overflow int64.
 FB_API int64_t shape_nbytes(IntArrayRef sizes, ScalarType dtype, const char* op);
 
 class FB_API TensorImpl {
