@@ -177,3 +177,33 @@ def test_nn_ops_refuse_what_torch_refuses(dtype):
         FF.gelu(x)
     with pytest.raises(TypeError, match=rf"log_softmax.*{dtype}"):
         FF.log_softmax(x, dim=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_in_half_matches_torch(dtype, affine):
+    import flambeau_nn.functional as FF
+    import torch.nn.functional as TF
+
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    w, b = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    tdt, fdt = getattr(torch, dtype), getattr(fc, dtype)
+    xt = torch.tensor(a).to(tdt).requires_grad_(True)
+    xf = fc.tensor(a).to(fdt).detach().requires_grad_(True)
+    wt = torch.tensor(w).to(tdt).requires_grad_(True) if affine else None
+    bt = torch.tensor(b).to(tdt).requires_grad_(True) if affine else None
+    wf = fc.tensor(w).to(fdt).detach().requires_grad_(True) if affine else None
+    bf = fc.tensor(b).to(fdt).detach().requires_grad_(True) if affine else None
+    yt = TF.layer_norm(xt, (6,), wt, bt)
+    yf = FF.layer_norm(xf, (6,), wf, bf)
+    assert yf.dtype == fdt
+    tol = 2e-2 if dtype == "float16" else 8e-2
+    assert_close(yf.float(), yt.detach().float(), rtol=tol, atol=tol)
+    g = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    (yt.float() * torch.tensor(g)).sum().backward()
+    (yf.float() * fc.tensor(g)).sum().backward()
+    assert_close(xf.grad.float(), xt.grad.float(), rtol=3 * tol, atol=3 * tol)
+    if affine:
+        assert_close(wf.grad.float(), wt.grad.float(), rtol=3 * tol, atol=3 * tol)
+        assert_close(bf.grad.float(), bt.grad.float(), rtol=3 * tol, atol=3 * tol)

@@ -57,10 +57,26 @@ LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* 
   return s;
 }
 
+// float16/bfloat16 layer_norm (as PyTorch): computed in float32, each result rounded once.
+bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+std::optional<Tensor> to_f32(const std::optional<Tensor>& t) {
+  return t ? std::optional<Tensor>(op::cast(*t, ScalarType::Float32)) : std::nullopt;
+}
+Tensor back_to(const Tensor& t, ScalarType dt) { return t.defined() ? op::cast(t, dt) : t; }
+
 std::tuple<Tensor, Tensor, Tensor> layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                                                   const std::optional<Tensor>& weight,
                                                   const std::optional<Tensor>& bias, double eps) {
   const char* op = "layer_norm";
+  if (is_half_dtype(input.dtype())) {
+    ln_shape(input, normalized_shape, op);
+    cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
+    cpu::check_param(bias, input, normalized_shape, op, "bias", "(normalized_shape)");
+    auto [o, m, r] = layer_norm_cpu(op::cast(input, ScalarType::Float32), normalized_shape, to_f32(weight),
+                                    to_f32(bias), eps);
+    const ScalarType dt = input.dtype();
+    return {back_to(o, dt), back_to(m, dt), back_to(r, dt)};
+  }
   check_floating(input, op, "input");
   const LNShape s = ln_shape(input, normalized_shape, op);
   cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
@@ -107,6 +123,15 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
                                                            const std::optional<Tensor>& weight, bool input_g,
                                                            bool weight_g, bool bias_g) {
   const char* op = "layer_norm_backward";
+  if (is_half_dtype(input.dtype()) && grad_out.dtype() == input.dtype()) {
+    cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
+    auto [gi, gw, gb] = layer_norm_backward_cpu(
+        op::cast(grad_out, ScalarType::Float32), op::cast(input, ScalarType::Float32), normalized_shape,
+        op::cast(mean, ScalarType::Float32), op::cast(rstd, ScalarType::Float32), to_f32(weight), input_g,
+        weight_g, bias_g);
+    const ScalarType dt = input.dtype();
+    return {back_to(gi, dt), back_to(gw, dt), back_to(gb, dt)};
+  }
   check_floating(input, op, "input");
   const LNShape s = ln_shape(input, normalized_shape, op);
   FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
