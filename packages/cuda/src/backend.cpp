@@ -353,6 +353,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   if (g_installed) return;
   b->set_allocators(std::move(per_device), std::move(pinned));
   register_copy_kernels();
+  register_gemm_kernels();
   g_installed = true;
 }
 

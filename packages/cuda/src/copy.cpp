@@ -17,10 +17,12 @@
 //     for its stream unless non_blocking is set and the host side is pinned
 //     memory of this backend (then the pinned block is record_stream'ed, so
 //     it is not reused before the copy ran: Note [Stream-ordered reuse]).
+#include <algorithm>
 #include <cstring>
 
 #include "backend.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/memory_format.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor_impl.h"
 #include "kernels.h"
@@ -145,7 +147,12 @@ Tensor& copy_cuda(Tensor& self, const Tensor& src) {
   const Device dd = self.device(), sd = src.device();
   const bool nb = detail::tls_non_blocking;
   if (dd.type == DeviceType::CUDA && sd.type == DeviceType::CUDA) {
-    if (dd == sd) {
+    const bool same = self.data_ptr() == src.data_ptr() && self.dtype() == src.dtype() &&
+                      std::ranges::equal(self.sizes(), src.sizes()) &&
+                      std::ranges::equal(self.strides(), src.strides());
+    if (same) {
+      // x.copy_(x): nothing to do
+    } else if (dd == sd) {
       copy_same_device(self, src);
     } else {
       // After the work enqueued on the source device so far.
@@ -217,12 +224,32 @@ Tensor& copy_cuda(Tensor& self, const Tensor& src) {
   return self;
 }
 
+// clone: a contiguous copy (preserve_format too), or channels_last when asked.
+Tensor clone_cuda(const Tensor& self, MemoryFormat memory_format) {
+  shape_nbytes(self.sizes(), self.dtype(), "clone");
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (memory_format == MemoryFormat::ChannelsLast || memory_format == MemoryFormat::ChannelsLast3d)
+    out =
+        op::as_strided(out, self.sizes(), strides_for_memory_format(self.sizes(), memory_format, "clone"), 0);
+  if (out.numel() > 0) copy_same_device(out, self);
+  return out;
+}
+
+Tensor cast_cuda(const Tensor& self, ScalarType dtype) {
+  shape_nbytes(self.sizes(), dtype, "cast");
+  Tensor out = op::empty(self.sizes(), dtype, self.device());
+  if (out.numel() > 0) copy_same_device(out, self);
+  return out;
+}
+
 }  // namespace
 
 void register_copy_kernels() {
   op::empty.register_kernel(DispatchKey::CUDA, empty_cuda);
   op::fill_.register_kernel(DispatchKey::CUDA, fill_cuda);
   op::copy_.register_kernel(DispatchKey::CUDA, copy_cuda);
+  op::clone.register_kernel(DispatchKey::CUDA, clone_cuda);
+  op::cast.register_kernel(DispatchKey::CUDA, cast_cuda);
 }
 
 }  // namespace flambeau::cuda
