@@ -354,6 +354,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   b->set_allocators(std::move(per_device), std::move(pinned));
   register_copy_kernels();
   register_gemm_kernels();
+  register_elementwise_kernels();
   g_installed = true;
 }
 

@@ -125,6 +125,8 @@ std::unique_ptr<alloc::RawBackend> make_pinned_memory();
 void register_copy_kernels();
 /// Registers mm, bmm and linear under DispatchKey::CUDA (gemm.cpp).
 void register_gemm_kernels();
+/// Registers the elementwise ops under DispatchKey::CUDA (elementwise.cpp).
+void register_elementwise_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);
