@@ -127,6 +127,8 @@ void register_copy_kernels();
 void register_gemm_kernels();
 /// Registers the elementwise ops under DispatchKey::CUDA (elementwise.cpp).
 void register_elementwise_kernels();
+/// Registers the reductions and random fills under DispatchKey::CUDA (reduce.cpp).
+void register_reduce_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);
