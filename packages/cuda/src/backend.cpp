@@ -356,6 +356,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_gemm_kernels();
   register_elementwise_kernels();
   register_reduce_kernels();
+  register_nn_kernels();
   g_installed = true;
 }
 

@@ -129,6 +129,8 @@ void register_gemm_kernels();
 void register_elementwise_kernels();
 /// Registers the reductions and random fills under DispatchKey::CUDA (reduce.cpp).
 void register_reduce_kernels();
+/// Registers _log_softmax, mse_loss, embedding and the SGD step under DispatchKey::CUDA (nn_ops.cpp).
+void register_nn_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);
