@@ -169,4 +169,52 @@ def cublas_path() -> str:
     return _C._cublas_path()
 
 
+# __cuda_array_interface__ (version 3) typestr of each dtype; bfloat16 has none.
+_TYPESTR = {
+    "bool": "|b1",
+    "uint8": "|u1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
+}
+
+
+def _cuda_array_interface(self: Any) -> dict:
+    """Numba's CUDA Array Interface (version 3) of a CUDA tensor, as torch.Tensor.__cuda_array_interface__.
+
+    An AttributeError on a tensor that is not on a CUDA device (so ``hasattr`` is False there).
+    ``stream`` is the tensor's device's current stream (1: the legacy default stream): a consumer
+    orders its reads after the work enqueued there.
+    """
+    if self.device.type != "cuda":
+        raise AttributeError(f"[__cuda_array_interface__] only CUDA tensors have it; this tensor is on {self.device}")
+    if self.requires_grad:
+        raise RuntimeError("[__cuda_array_interface__] can't export a tensor that requires grad; use tensor.detach()")
+    name = str(self.dtype).rsplit(".", 1)[-1]
+    if name not in _TYPESTR:
+        raise TypeError(f"[__cuda_array_interface__] dtype {name} has no typestr in the CUDA Array Interface")
+    itemsize = self.element_size()
+    strides = None if self.is_contiguous() else tuple(s * itemsize for s in self.stride())
+    stream = _module().current_stream(self.device)
+    return {
+        "typestr": _TYPESTR[name],
+        "shape": tuple(self.shape),
+        "strides": strides,
+        "data": (self.data_ptr() if self.numel() > 0 else 0, False),
+        "version": 3,
+        "stream": _C._stream_handle(stream._s),
+    }
+
+
+flambeau_core.Tensor.__cuda_array_interface__ = property(_cuda_array_interface)  # type: ignore[attr-defined]
+
 _register()

@@ -84,6 +84,14 @@ PYBIND11_MODULE(_C, m) {
     FBC_CHECK("cudaRuntimeGetVersion", cudaRuntimeGetVersion(&v));
     return v;
   });
+  m.def(
+      "_stream_handle",
+      [](const std::shared_ptr<flambeau::Stream>& s) {
+        // __cuda_array_interface__ v3: 1 is the legacy default stream (0 is not allowed).
+        cudaStream_t h = flambeau::cuda::as_cuda(*s, "_stream_handle").handle();
+        return h == nullptr ? uintptr_t{1} : reinterpret_cast<uintptr_t>(h);
+      },
+      py::arg("stream"));
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));
