@@ -5,7 +5,10 @@
 // embedding gathers and scatter-adds rows (index.cu) after checking every
 // index on the host (one small copy: never a read outside the table).
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <tuple>
+#include <vector>
 
 #include "backend.h"
 #include "flambeau/dispatch.h"
@@ -161,6 +164,137 @@ void fused_sgd_cuda(const TensorList& params, const TensorList& grads, const Ten
   }
 }
 
+// ---- cross entropy and nll over (N, C) with class indices ----
+// Composed of CUDA kernels: a one-hot of the targets (an eq against the
+// class indices) picks each row's logit and class weight; ignored rows get
+// weight 0. lse (the rows' log-sum-exp, shape (N,)) goes to the backward.
+// Other forms (spatial dims, class probabilities, label smoothing) raise.
+
+struct ClassTargets {
+  Tensor onehot;  // (N, C) in the logits' dtype
+  Tensor weight;  // (N,) per-row weight, 0 where ignored
+};
+
+Tensor to_device(const Tensor& cpu, Device dev) {
+  Tensor out = op::empty(cpu.sizes(), cpu.dtype(), dev);
+  op::copy_(out, cpu);
+  return out;
+}
+
+void check_nll_args(const char* op, const Tensor& self, const Tensor& target,
+                    const std::optional<Tensor>& weight, int64_t reduction, double label_smoothing) {
+  check_floating(self, op);
+  FB_CHECK_VALUE(reduction >= 0 && reduction <= 2, "[", op,
+                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", reduction);
+  if (self.dim() != 2 || target.dim() != 1 || label_smoothing != 0.0 ||
+      (target.dtype() != ScalarType::Int64 && target.dtype() != ScalarType::Int32))
+    throw NotImplementedError(detail::cat_str(
+        "[", op,
+        "] on CUDA is implemented for (N, C) logits with (N,) int64 class indices and no label smoothing; ",
+        "got input ", shape_str(self.sizes()), " and target ", shape_str(target.sizes()), " of dtype ",
+        dtype_name(target.dtype()), ": this form is not yet implemented on CUDA"));
+  FB_CHECK_VALUE(self.sizes()[0] == target.sizes()[0], "[", op, "] expected input batch size ",
+                 self.sizes()[0], " to match target batch size ", target.sizes()[0]);
+  FB_CHECK(target.device() == self.device() && (!weight || weight->device() == self.device()), "[", op,
+           "] expected all tensors to be on the same device, got ", self.device().str(), " and ",
+           target.device().str());
+  if (weight) {
+    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == self.sizes()[1], "[", op,
+                   "] weight must be a 1-D tensor of the ", self.sizes()[1], " classes, got shape ",
+                   shape_str(weight->sizes()));
+    FB_CHECK_TYPE(weight->dtype() == self.dtype(), "[", op, "] weight must have the input's dtype ",
+                  dtype_name(self.dtype()), ", got ", dtype_name(weight->dtype()));
+  }
+}
+
+IntArrayRef kDim1() {
+  static const int64_t d[1] = {1};
+  return IntArrayRef(d);
+}
+
+ClassTargets class_targets(const char* op, const Tensor& self, const Tensor& target,
+                           const std::optional<Tensor>& weight, int64_t ignore_index) {
+  const int64_t n = self.sizes()[0], c = self.sizes()[1];
+  const Device dev = self.device();
+  const Tensor t = to_dtype(target, ScalarType::Int64);
+  const Tensor valid = op::ne(t, scalar_to_tensor(Scalar(ignore_index)));
+  if (n > 0) {  // every target not ignored is a class index (checked on the host: one small copy)
+    const Tensor in_range = op::mul(to_dtype(op::ge(t, number(0)), ScalarType::Int64),
+                                    to_dtype(op::lt(t, scalar_to_tensor(Scalar(c))), ScalarType::Int64));
+    const Tensor ok = op::maximum(in_range, to_dtype(op::eq(valid, number(0)), ScalarType::Int64));
+    const int64_t good = item_int64(op::sum(ok, std::nullopt, false, std::nullopt));
+    FB_CHECK_INDEX(good == n, "[", op, "] ", n - good,
+                   " target(s) out of bounds: class indices must be in [0, ", c,
+                   ") or ignore_index=", ignore_index);
+  }
+  const Tensor classes = to_device(
+      op::arange(Scalar(0), Scalar(c), Scalar(1), ScalarType::Int64, Device(DeviceType::CPU)), dev);  // (C,)
+  const Tensor onehot = to_dtype(op::eq(op::unsqueeze(t, 1), op::unsqueeze(classes, 0)), self.dtype());
+  Tensor w = to_dtype(valid, self.dtype());
+  if (weight)
+    w = op::mul(w, op::sum(op::mul(onehot, op::unsqueeze(*weight, 0)), kDim1(), false, std::nullopt));
+  return {onehot, w};
+}
+
+Tensor reduce_rows(const Tensor& loss, const Tensor& w, int64_t reduction) {
+  if (reduction == kNone) return loss;
+  const Tensor total = op::sum(loss, std::nullopt, false, std::nullopt);
+  return reduction == kSum ? total : op::div(total, op::sum(w, std::nullopt, false, std::nullopt));
+}
+
+/// d(loss)/d(row i) factor: grad_output (none: per row), / sum(w) for mean.
+Tensor row_scale(const Tensor& grad_output, const Tensor& w, int64_t reduction) {
+  if (reduction == kMean) return op::div(grad_output, op::sum(w, std::nullopt, false, std::nullopt));
+  return grad_output;  // (N,) for none, 0-dim for sum: broadcast below
+}
+
+std::tuple<Tensor, Tensor> cross_entropy_cuda(const Tensor& self, const Tensor& target,
+                                              const std::optional<Tensor>& weight, int64_t reduction,
+                                              int64_t ignore_index, double label_smoothing) {
+  check_nll_args("_cross_entropy", self, target, weight, reduction, label_smoothing);
+  const ClassTargets ct = class_targets("_cross_entropy", self, target, weight, ignore_index);
+  Tensor lse;
+  if (self.sizes()[1] == 0 || self.sizes()[0] == 0) {
+    lse = op::empty(Shape{self.sizes()[0]}, self.dtype(), self.device());
+    op::fill_(lse, Scalar(-INFINITY));
+  } else {
+    const Tensor m = op::amax(self, kDim1(), true);
+    lse = op::add(op::amax(self, kDim1(), false),
+                  op::log(op::sum(op::exp(op::sub(self, m, Scalar(1))), kDim1(), false, std::nullopt)),
+                  Scalar(1));
+  }
+  const Tensor picked = op::sum(op::mul(self, ct.onehot), kDim1(), false, std::nullopt);
+  const Tensor loss = op::mul(op::sub(lse, picked, Scalar(1)), ct.weight);
+  return {reduce_rows(loss, ct.weight, reduction), lse};
+}
+
+Tensor cross_entropy_backward_cuda(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                   const Tensor& lse, const std::optional<Tensor>& weight, int64_t reduction,
+                                   int64_t ignore_index, double label_smoothing) {
+  check_nll_args("_cross_entropy_backward", self, target, weight, reduction, label_smoothing);
+  const ClassTargets ct = class_targets("_cross_entropy_backward", self, target, weight, ignore_index);
+  const Tensor softmax = op::exp(op::sub(self, op::unsqueeze(lse, 1), Scalar(1)));
+  Tensor scale = op::mul(row_scale(grad_output, ct.weight, reduction), ct.weight);  // (N,)
+  return op::mul(op::sub(softmax, ct.onehot, Scalar(1)), op::unsqueeze(scale, 1));
+}
+
+Tensor nll_loss_cuda(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                     int64_t reduction, int64_t ignore_index) {
+  check_nll_args("nll_loss_nd", self, target, weight, reduction, 0.0);
+  const ClassTargets ct = class_targets("nll_loss_nd", self, target, weight, ignore_index);
+  const Tensor loss =
+      op::mul(op::neg(op::sum(op::mul(self, ct.onehot), kDim1(), false, std::nullopt)), ct.weight);
+  return reduce_rows(loss, ct.weight, reduction);
+}
+
+Tensor nll_loss_backward_cuda(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                              const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
+  check_nll_args("nll_loss_nd_backward", self, target, weight, reduction, 0.0);
+  const ClassTargets ct = class_targets("nll_loss_nd_backward", self, target, weight, ignore_index);
+  const Tensor scale = op::mul(row_scale(grad_output, ct.weight, reduction), ct.weight);
+  return op::mul(op::neg(ct.onehot), op::unsqueeze(scale, 1));
+}
+
 }  // namespace
 
 void register_nn_kernels() {
@@ -170,6 +304,10 @@ void register_nn_kernels() {
   op::embedding.register_kernel(DispatchKey::CUDA, embedding_cuda);
   op::embedding_dense_backward.register_kernel(DispatchKey::CUDA, embedding_dense_backward_cuda);
   op::_fused_sgd_.register_kernel(DispatchKey::CUDA, fused_sgd_cuda);
+  op::_cross_entropy.register_kernel(DispatchKey::CUDA, cross_entropy_cuda);
+  op::_cross_entropy_backward.register_kernel(DispatchKey::CUDA, cross_entropy_backward_cuda);
+  op::nll_loss_nd.register_kernel(DispatchKey::CUDA, nll_loss_cuda);
+  op::nll_loss_nd_backward.register_kernel(DispatchKey::CUDA, nll_loss_backward_cuda);
 }
 
 }  // namespace flambeau::cuda

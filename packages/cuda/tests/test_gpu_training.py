@@ -62,3 +62,47 @@ def test_mlp_training_steps_match_cpu(momentum):
     for (name, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters(), strict=True):
         assert pg.is_cuda, name
         _close(pg, pc, 1e-4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_and_nll_vs_cpu(reduction, weighted):
+    x = fb.randn(6, 5, dtype=fb.float64, requires_grad=True)
+    t = fb.tensor([0, 4, 2, -100, 1, 4])
+    w = fb.rand(5, dtype=fb.float64) if weighted else None
+    xc = x.detach().cuda().requires_grad_(True)
+    wc = w.cuda() if weighted else None
+    for fn in (
+        fb.nn.functional.cross_entropy,
+        lambda a, b, weight, reduction: fb.nn.functional.nll_loss(
+            fb.nn.functional.log_softmax(a, 1), b, weight=weight, reduction=reduction
+        ),
+    ):
+        x.grad = None
+        xc.grad = None
+        loss = fn(x, t, weight=w, reduction=reduction)
+        lossc = fn(xc, t.cuda(), weight=wc, reduction=reduction)
+        _close(lossc, loss, 1e-10)
+        loss.sum().backward()
+        lossc.sum().backward()
+        _close(xc.grad, x.grad, 1e-10)
+    with pytest.raises(IndexError, match="out of bounds"):
+        fb.nn.functional.cross_entropy(xc, fb.tensor([0, 5, 0, 0, 0, 0]).cuda())
+
+
+def test_classifier_training_steps_match_cpu():
+    fb.manual_seed(1)
+    cpu = fb.nn.Sequential(fb.nn.Linear(10, 32), fb.nn.ReLU(), fb.nn.Linear(32, 4))
+    gpu = fb.nn.Sequential(fb.nn.Linear(10, 32), fb.nn.ReLU(), fb.nn.Linear(32, 4))
+    gpu.load_state_dict(cpu.state_dict())
+    gpu.to("cuda")
+    opt_c = fb.optim.SGD(cpu.parameters(), lr=0.05)
+    opt_g = fb.optim.SGD(gpu.parameters(), lr=0.05)
+    x, y = fb.randn(64, 10), fb.randint(0, 4, (64,))
+    for _ in range(3):
+        for model, opt, xx, yy in ((cpu, opt_c, x, y), (gpu, opt_g, x.cuda(), y.cuda())):
+            opt.zero_grad()
+            fb.nn.functional.cross_entropy(model(xx), yy).backward()
+            opt.step()
+    for pc, pg in zip(cpu.parameters(), gpu.parameters(), strict=True):
+        _close(pg, pc, 1e-4)
