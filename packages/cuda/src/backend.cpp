@@ -357,6 +357,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_elementwise_kernels();
   register_reduce_kernels();
   register_nn_kernels();
+  register_indexing_kernels();
   g_installed = true;
 }
 

@@ -131,6 +131,8 @@ void register_elementwise_kernels();
 void register_reduce_kernels();
 /// Registers _log_softmax, mse_loss, embedding and the SGD step under DispatchKey::CUDA (nn_ops.cpp).
 void register_nn_kernels();
+/// Registers gather, index_select, scatter_add and clamp under DispatchKey::CUDA (indexing.cpp).
+void register_indexing_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);
