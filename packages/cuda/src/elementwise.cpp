@@ -19,6 +19,7 @@
 #include "elementwise.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "backend.h"
@@ -235,9 +236,72 @@ FBC_UNARY(tanh, kEwTanh, true)
 FBC_UNARY(sigmoid, kEwSigmoid, true)
 #undef FBC_UNARY
 
+// where: condition (bool, on the device or a host scalar) picks self or other,
+// all three broadcast; self/other promote as a binary op (wrapped numbers weak)
+// and are cast to that dtype; a host scalar goes to the kernel as bytes.
+Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  const char* name = "where";
+  const Device dev = condition.device().type == DeviceType::CUDA ? condition.device()
+                     : self.device().type == DeviceType::CUDA    ? self.device()
+                                                                 : other.device();
+  check_devices(name, dev, {&condition, &self, &other});
+  FB_CHECK_TYPE(condition.dtype() == ScalarType::Bool, "[where] condition must be a bool tensor, got ",
+                dtype_name(condition.dtype()));
+  const ScalarType dtype = result_type({&self, &other});
+  Shape shape =
+      broadcast_shapes(broadcast_shapes(condition.sizes(), self.sizes(), name), other.sizes(), name);
+  shape_nbytes(shape, dtype, name);
+  Tensor out = op::empty(shape, dtype, dev);
+  if (out.numel() == 0) return out;
+  FB_CHECK_VALUE(out.dim() <= kMaxDims, "[where] CUDA kernels handle up to ", kMaxDims, " dims");
+  WhereArgs args;
+  Tensor keep[3];
+  Shape strides[4];
+  strides[0] = Shape(out.strides().begin(), out.strides().end());
+  const Tensor* ins[3] = {&condition, &self, &other};
+  for (int k = 0; k < 3; ++k) {
+    const Tensor& t = *ins[k];
+    strides[k + 1] = Shape(out.dim(), 0);
+    const ScalarType want = k == 0 ? ScalarType::Bool : dtype;
+    keep[k] = to_dtype(t, want);
+    if (is_host_scalar(t)) {
+      if (k == 0) {
+        keep[0] = op::empty(Shape{}, ScalarType::Bool, dev);  // a host bool condition: one byte on the device
+        op::copy_(keep[0], t);
+      } else {
+        std::memcpy(args.scalar[k - 1], keep[k].data_ptr(), itemsize(dtype));
+        continue;
+      }
+    }
+    strides[k + 1] = broadcast_strides(keep[k], out.sizes());
+    if (k == 0)
+      args.cond = static_cast<const bool*>(keep[0].data_ptr());
+    else
+      args.in[k - 1] = keep[k].data_ptr();
+  }
+  auto& c = args.calc;
+  c.ndim = static_cast<int>(out.dim());
+  for (int d = 0; d < c.ndim; ++d) {
+    c.sizes[d] = out.sizes()[static_cast<size_t>(d)];
+    for (int k = 0; k < 4; ++k) c.strides[k][d] = strides[k][static_cast<size_t>(d)];
+  }
+  coalesce(c);
+  if (c.ndim == 0) {
+    c.ndim = 1;
+    c.sizes[0] = 1;
+  }
+  args.out = out.data_ptr();
+  CudaDeviceSetter guard(dev.index);
+  const int err =
+      launch_where(args, static_cast<int>(itemsize(dtype)), out.numel(), current_cuda_stream(dev));
+  if (err != 0) throw_cuda_error("where kernel launch", static_cast<cudaError_t>(err));
+  return out;
+}
+
 }  // namespace
 
 void register_elementwise_kernels() {
+  op::where.register_kernel(DispatchKey::CUDA, where_cuda);
   op::add.register_kernel(DispatchKey::CUDA, add_cuda);
   op::sub.register_kernel(DispatchKey::CUDA, sub_cuda);
   op::mul.register_kernel(DispatchKey::CUDA, mul_cuda);

@@ -143,7 +143,49 @@ int launch_as(int op, const EwArgs& args, int64_t n, cudaStream_t s) {
   return static_cast<int>(cudaGetLastError());
 }
 
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
+template <class T>
+__global__ void where_kernel(WhereArgs args, int64_t n) {
+  T s[2];
+  memcpy(&s[0], args.scalar[0], sizeof(T));
+  memcpy(&s[1], args.scalar[1], sizeof(T));
+  const T* a = static_cast<const T*>(args.in[0]);
+  const T* b = static_cast<const T*>(args.in[1]);
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[4];
+    args.calc.get(i, off);
+    static_cast<T*>(args.out)[off[0]] = args.cond[off[1]] ? (a ? a[off[2]] : s[0]) : (b ? b[off[3]] : s[1]);
+  }
+}
+
+template <class T>
+int where_as(const WhereArgs& args, int64_t n, cudaStream_t s) {
+  where_kernel<T><<<grid_for(n), kThreads, 0, s>>>(args, n);
+  return static_cast<int>(cudaGetLastError());
+}
+
 }  // namespace
+
+int launch_where(const WhereArgs& args, int elem_size, int64_t n, void* stream) {
+  if (n == 0) return 0;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (elem_size) {
+    case 1:
+      return where_as<uint8_t>(args, n, s);
+    case 2:
+      return where_as<uint16_t>(args, n, s);
+    case 4:
+      return where_as<uint32_t>(args, n, s);
+    case 8:
+      return where_as<uint64_t>(args, n, s);
+    default:
+      return where_as<Bytes16>(args, n, s);
+  }
+}
 
 int launch_elementwise(int op, int compute, const EwArgs& args, int64_t n, void* stream) {
   if (n == 0) return 0;

@@ -52,4 +52,15 @@ struct EwArgs {
 /// compute: 0 float32, 1 float64, 2 int64. Returns the cudaError_t of the launch.
 int launch_elementwise(int op, int compute, const EwArgs& args, int64_t n, void* stream);
 
+/// where: out[c0] = cond[c1] ? a[c2] : b[c3]; a/b may be host scalars
+/// (nullptr: scalar[k]); elements of `elem_size` bytes (1, 2, 4, 8, 16).
+struct WhereArgs {
+  OffsetCalculator<4> calc;
+  void* out = nullptr;
+  const bool* cond = nullptr;
+  const void* in[2] = {nullptr, nullptr};
+  unsigned char scalar[2][16] = {};  // a host scalar's bytes in the output dtype
+};
+int launch_where(const WhereArgs& args, int elem_size, int64_t n, void* stream);
+
 }  // namespace flambeau::cuda

@@ -92,3 +92,15 @@ def test_elementwise_errors():
 def test_relu_backward_threshold():
     g, x = _rand((5, 4), fc.float32), _rand((5, 4), fc.float32)
     _same(fc.threshold_backward(g.cuda(), x.cuda(), 0.0), fc.threshold_backward(g, x, 0.0))
+
+
+def test_where_vs_cpu():
+    x = fc.tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
+    cond = x > 0
+    _same(fc.where(cond.cuda(), x.cuda(), 0.0), fc.where(cond, x, 0.0))
+    _same(fc.where(cond.cuda(), x.cuda(), -x.cuda()), fc.where(cond, x, -x))
+    i = fc.tensor([1, 2, 3])
+    _same(fc.where(cond.cuda(), i.cuda(), x.cuda()), fc.where(cond, i, x))  # promotes to float
+    _same(fc.where(cond[:, :1].cuda(), x.t().cuda().t(), 7), fc.where(cond[:, :1], x, 7))
+    with pytest.raises(TypeError, match="bool"):
+        fc.where(x.cuda(), x.cuda(), x.cuda())
