@@ -90,6 +90,8 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
         return f
 
     def memory_snapshot() -> list[dict]:
+        if not device_allocators:
+            flambeau_core._C._require_device("cuda")  # as torch: "no CUDA GPU is available"
         out: list[dict] = []
         for a in device_allocators:
             out.extend(a.memory_snapshot())
