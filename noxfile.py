@@ -21,7 +21,21 @@ ROOT = Path(__file__).parent
 VERSION = re.search(r'VERSION = "(.+?)"', (ROOT / "VERSION").read_text()).group(1)
 WHEELHOUSE = ROOT / "wheelhouse"
 # Build order: core first, then what builds against it, then the Python layers.
-PACKAGES = ["core", "alloc", "autograd", "interop", "nn", "data", "distributed", "flambeau"]
+PACKAGES = ["core", "alloc", "autograd", "interop", "cuda", "nn", "data", "distributed", "flambeau"]
+# flambeau-cuda compiles CUDA kernels: it is built, installed and tested only
+# where nvcc (CUDA 13) is on PATH, and skipped with a one-line reason elsewhere.
+# (Its C++ host tests, tests/cpp, need no nvcc and always run.)
+NVCC = shutil.which("nvcc")
+NO_NVCC = "skipping flambeau-cuda: nvcc (CUDA 13) is not on PATH"
+
+
+def _skip_cuda(session: nox.Session, pkg: str) -> bool:
+    if pkg == "cuda" and NVCC is None:
+        session.log(NO_NVCC)
+        return True
+    return False
+
+
 DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in PACKAGES}
 # PyTorch is a test and benchmark oracle only. This exact version is the CPU
 # build available on these machines; any other pulls a multi-GB CUDA build.
@@ -71,7 +85,7 @@ def build(session: nox.Session) -> None:
         old.unlink()
     only = set(session.posargs) or set(PACKAGES)
     for pkg in PACKAGES:
-        if pkg in only:
+        if pkg in only and not _skip_cuda(session, pkg):
             _pip(
                 session,
                 "wheel",
@@ -94,11 +108,12 @@ def _ensure_wheels(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, *MPI_DEPS, f"flambeau[mpi]=={VERSION}")
+    cuda = [f"flambeau-cuda=={VERSION}"] if NVCC else []
+    _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, *MPI_DEPS, f"flambeau[mpi]=={VERSION}", *cuda)
     env = {"PYTHONFAULTHANDLER": "1"}
     results = ROOT / "build" / "test-results"
     shutil.rmtree(results, ignore_errors=True)
-    suites = [(pkg, ROOT / "packages" / pkg / "tests") for pkg in PACKAGES]
+    suites = [(pkg, ROOT / "packages" / pkg / "tests") for pkg in PACKAGES if not _skip_cuda(session, pkg)]
     suites.append(("integration_tests", ROOT / "integration_tests"))
     failed = []
     for name, path in suites:
@@ -312,7 +327,7 @@ def dev(session: nox.Session) -> None:
     _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, *MPI_DEPS, "scikit-learn", "tqdm", "ruff")
     only = session.posargs or PACKAGES
     for pkg in PACKAGES:
-        if pkg in only:
+        if pkg in only and not _skip_cuda(session, pkg):
             _pip(
                 session,
                 "install",
@@ -358,6 +373,9 @@ def sanitize(session: nox.Session) -> None:
         "PYTHONFAULTHANDLER": "1",
     }
     for pkg in PACKAGES:
+        if pkg == "cuda":
+            session.log("skipping flambeau-cuda: nvcc takes no -fsanitize flags (its host tests run in cpptests)")
+            continue
         options = ["--no-build-isolation", "--no-deps", "--force-reinstall"]
         if pkg in CXX_PACKAGES:
             options += [
@@ -383,7 +401,7 @@ def sanitize(session: nox.Session) -> None:
     failed = []
     for pkg in PACKAGES:
         tests = ROOT / "packages" / pkg / "tests"
-        if pkg not in only or not tests.is_dir():
+        if pkg not in only or not tests.is_dir() or pkg == "cuda":
             continue
         try:
             # --capture=sys: a sanitizer report written to fd 2 reaches the log instead of pytest's capture.

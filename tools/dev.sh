@@ -10,6 +10,10 @@ venv="$root/.nox/dev"
 [ -x "$venv/bin/python" ] || { echo "no dev venv: run 'nox -s dev' once" >&2; exit 1; }
 mkdir -p "$root/build"
 for pkg in "$@"; do
+  if [ "$pkg" = cuda ] && ! command -v nvcc >/dev/null 2>&1; then
+    echo "skipping flambeau-cuda: nvcc (CUDA 13) is not on PATH" >&2
+    continue
+  fi
   # The build resolves core's CMake package through the `cmake.root` entry
   # point, which imports flambeau_core: a stale core whose __init__ no longer
   # matches its _C would fail that import, so core is uninstalled first.

@@ -39,6 +39,7 @@ __all__ = [
     "disable",
     "empty_cache",
     "enable",
+    "get_include",
     "is_enabled",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -62,6 +63,17 @@ try:
     __version__ = version("flambeau-alloc")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0+unknown"
+
+
+def get_include() -> str:
+    """The folder of flambeau-alloc's C++ header ``flambeau_alloc/raw_backend.h``.
+
+    A device package (flambeau-cuda) implements its raw backends against it and
+    passes them to ``CachingAllocator._from_raw_backend``.
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
 def enable() -> None:

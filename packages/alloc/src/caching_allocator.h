@@ -19,7 +19,7 @@
 
 #include "flambeau/allocator.h"
 #include "flambeau/device_backend.h"
-#include "raw_backend.h"
+#include "flambeau_alloc/raw_backend.h"
 
 namespace flambeau::alloc {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "raw_backend.h"
+#include "flambeau_alloc/raw_backend.h"
 
 namespace flambeau::alloc {
 namespace {

@@ -307,6 +307,21 @@ Example:
            }),
            py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching",
            py::arg("backend") = "cpu", py::arg("capacity") = py::none())
+      .def_static(
+          "_from_raw_backend",
+          [](py::capsule capsule, std::string name, flambeau::Device device) {
+            // raw_backend.h: a device package's backend, boxed in a capsule.
+            FB_CHECK_TYPE(std::strcmp(capsule.name(), flambeau::alloc::kRawBackendCapsule) == 0,
+                          "[CachingAllocator._from_raw_backend] expected a capsule named '",
+                          flambeau::alloc::kRawBackendCapsule, "', got '", capsule.name(), "'");
+            auto* box = capsule.get_pointer<std::unique_ptr<flambeau::alloc::RawBackend>>();
+            FB_CHECK_VALUE(box && *box,
+                           "[CachingAllocator._from_raw_backend] the capsule's backend was taken already");
+            return std::make_shared<CachingAllocator>(std::move(*box), std::move(name), std::nullopt, device);
+          },
+          py::arg("capsule"), py::arg("name"), py::arg("device"),
+          "A stream-aware allocator (for a non-cpu device) over a raw backend implemented by another package "
+          "(raw_backend.h, flambeau_alloc.get_include()).")
       .def_property_readonly(
           "backend", [](const CachingAllocator& a) { return a.backend().name(); },
           "Name of the raw backend segments come from (\"cpu pages\").")

@@ -43,6 +43,8 @@ _MEMORY_NAMES = (
     "reset_peak_memory_stats",
     "reset_accumulated_memory_stats",
 )
+# Device-specific functions a backend's package may register too (flambeau-cuda).
+_BACKEND_NAMES = ("get_device_name", "manual_seed", "manual_seed_all", "initial_seed")
 _memory_functions: dict[str, dict[str, Callable[..., Any]]] = {}
 _modules: dict[str, DeviceModule] = {}
 
@@ -53,10 +55,11 @@ def register_memory_functions(type_name: str, functions: dict[str, Callable[...,
     ``functions`` maps names such as ``"memory_allocated"`` to callables taking an
     optional ``device`` (index, string or device; None: the current device).
     """
-    unknown = set(functions) - set(_MEMORY_NAMES)
+    unknown = set(functions) - set(_MEMORY_NAMES) - set(_BACKEND_NAMES)
     if unknown:
         raise ValueError(
-            f"[register_memory_functions] unknown names {sorted(unknown)}; expected some of {_MEMORY_NAMES}"
+            f"[register_memory_functions] unknown names {sorted(unknown)}; "
+            f"expected some of {_MEMORY_NAMES + _BACKEND_NAMES}"
         )
     _memory_functions[type_name] = dict(functions)
 
@@ -249,6 +252,9 @@ class DeviceModule:
             self.set_device(prev)
 
     def get_device_name(self, device: Any = None) -> str:
+        registered = _memory_functions.get(self._type, {}).get("get_device_name")
+        if registered is not None:
+            return registered(device)
         return f"flambeau {self._type} device {self._index(device)}"
 
     def synchronize(self, device: Any = None) -> None:
@@ -276,7 +282,7 @@ class DeviceModule:
 
     # ---- memory ----
     def __getattr__(self, name: str) -> Any:
-        if name in _MEMORY_NAMES:
+        if name in _MEMORY_NAMES or (name in _BACKEND_NAMES and name != "get_device_name"):
             type_name = self._type
 
             def memory_function(*args: Any, **kwargs: Any) -> Any:

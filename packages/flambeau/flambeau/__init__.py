@@ -79,6 +79,12 @@ __version__ = _core.__version__
 # Devices (Note [Device backends]): fb.cuda answers "not available" without
 # flambeau-cuda; the simulated device registers on request and is then fb.sim.
 cuda = _core.cuda
+# flambeau-cuda (optional: `pip install "flambeau[cuda]"`) registers the CUDA backend on import.
+try:
+    import flambeau_cuda as _cuda  # noqa: F401
+except ModuleNotFoundError as _e:
+    if _e.name != "flambeau_cuda":
+        raise
 device_module = _core.device_module
 utils.register_sim = _alloc.sim.register
 

@@ -21,6 +21,7 @@
 
 #include <cstring>
 
+#include "flambeau/device_backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -234,6 +235,17 @@ py::capsule tensor_dlpack(const Tensor& t, py::handle stream, py::handle max_ver
   FB_CHECK_VALUE(stream.is_none() || !t.device().is_cpu(),
                  "[__dlpack__] stream must be None for a cpu tensor, got ",
                  py::repr(stream).cast<std::string>());
+  if (t.device().type == DeviceType::CUDA &&
+      !(py::isinstance<py::int_>(stream) && stream.cast<int64_t>() == -1)) {
+    // The consumer reads on its stream (an int, or None: the legacy default
+    // stream); flambeau has no handle of it here, so the work enqueued on the
+    // tensor's current stream is waited for instead (stronger, and correct).
+    FB_CHECK_TYPE(stream.is_none() || py::isinstance<py::int_>(stream),
+                  "[__dlpack__] stream must be None or an int for a cuda tensor, got ",
+                  py::repr(stream).cast<std::string>());
+    py::gil_scoped_release release;
+    current_stream(t.device())->synchronize();
+  }
   if (!dl_device.is_none()) {
     auto [type, id] = parse_pair(dl_device, "__dlpack__", "dl_device");
     if (type != here.device_type || id != here.device_id)
@@ -272,7 +284,17 @@ Tensor import_managed(PyObject* capsule) {
   // Everything is checked before taking ownership: on an error the capsule
   // still owns the managed tensor and frees it when collected.
   const DLTensor& dl = m->dl_tensor;
-  if (dl.device.device_type != kDLCPU)
+  Device device(DeviceType::CPU);
+  if (dl.device.device_type == kDLCUDA && device_count(DeviceType::CUDA) > dl.device.device_id &&
+      dl.device.device_id >= 0)
+    device = Device(DeviceType::CUDA, static_cast<int16_t>(dl.device.device_id));  // flambeau-cuda's GPU
+  else if (dl.device.device_type == kDLCUDA)
+    throw py::buffer_error(detail::cat_str(
+        "[from_dlpack] this DLPack tensor is on cuda:", dl.device.device_id, ", but ",
+        device_backend(DeviceType::CUDA) ? "flambeau-cuda sees no such CUDA GPU"
+                                         : "flambeau-cuda is not installed (pip install flambeau-cuda)",
+        ": move it to the cpu first"));
+  if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDA)
     throw py::buffer_error(
         detail::cat_str("[from_dlpack] flambeau tensors live on the cpu; this DLPack tensor is on ",
                         dl_device_name(dl.device.device_type), " (device type ", int(dl.device.device_type),
@@ -307,7 +329,7 @@ Tensor import_managed(PyObject* capsule) {
   // (NumPy's releases the array), so it runs with the GIL held (older NumPy
   // releases did not take it themselves), and is skipped once the interpreter
   // is gone (Note [Python objects in deleters]).
-  Storage storage = StorageImpl::from_external(data, nbytes, Device(DeviceType::CPU), [m](void*) {
+  Storage storage = StorageImpl::from_external(data, nbytes, device, [m](void*) {
     if (!m->deleter || !python_is_usable()) return;
     py::gil_scoped_acquire gil;
     m->deleter(m);
@@ -350,7 +372,8 @@ Tensor clone_no_grad(const Tensor& t) {
 Tensor from_dlpack(py::handle obj, py::handle device, py::handle copy) {
   if (!device.is_none()) {
     const std::string d = py::str(device);
-    FB_CHECK_VALUE(d == "cpu" || d == "cpu:0", "[from_dlpack] device must be None or 'cpu', got ", d);
+    FB_CHECK_VALUE(d == "cpu" || d == "cpu:0", "[from_dlpack] device must be None or 'cpu', got ", d,
+                   " (a cuda producer's tensor stays on its GPU when device is None)");
   }
   const bool want_copy = !copy.is_none() && is_true(copy);
 
@@ -365,7 +388,11 @@ Tensor from_dlpack(py::handle obj, py::handle device, py::handle copy) {
   py::dict kwargs;
   if (py::hasattr(obj, "__dlpack_device__")) {
     auto [type, id] = parse_pair(obj.attr("__dlpack_device__")(), "from_dlpack", "__dlpack_device__()");
-    if (type != kDLCPU) {
+    const bool on_our_gpu =
+        type == kDLCUDA && device.is_none() && id >= 0 && device_count(DeviceType::CUDA) > id;
+    if (on_our_gpu) {
+      kwargs["stream"] = py::none();  // the legacy default stream: flambeau's default stream
+    } else if (type != kDLCPU) {
       // DLPack lets a consumer ask the producer for a copy on the cpu.
       if (!copy.is_none() && !want_copy)
         throw py::buffer_error(detail::cat_str("[from_dlpack] the tensor is on ",

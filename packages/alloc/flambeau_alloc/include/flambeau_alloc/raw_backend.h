@@ -7,6 +7,15 @@
 // planned others. Stream-ordered reuse (a freed block waits on events recorded
 // on the streams that used it before it returns to a pool) is the allocator's
 // business, not the backend's (Note [Stream-ordered reuse]).
+//
+// Installed with the Python package (flambeau_alloc.get_include()) so that a
+// device package (flambeau-cuda) implements its own backends against it and
+// hands them to alloc's CachingAllocator without linking alloc's code: it
+// passes a PyCapsule named kRawBackendCapsule whose pointer is a heap-allocated
+// `std::unique_ptr<RawBackend>` (the capsule's destructor deletes that box) to
+// `flambeau_alloc.CachingAllocator._from_raw_backend(capsule, name, device)`,
+// which moves the backend out of the box. Only virtual calls cross the module
+// boundary, so both sides need nothing but this header and core's.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -14,6 +23,8 @@
 #include "flambeau/device.h"
 
 namespace flambeau::alloc {
+
+inline constexpr const char* kRawBackendCapsule = "flambeau_alloc.RawBackend";
 
 class RawBackend {
  public:

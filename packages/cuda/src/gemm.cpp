@@ -1,0 +1,132 @@
+// CUDA kernels of mm, bmm and linear: cuBLAS (Note [cuBLAS loading]) on the
+// current stream, float32 and float64.
+//
+// Layouts: cuBLAS is column-major. A row-major (r, c) operand with strides
+// (ld, 1) is the column-major (c, r) matrix with leading dimension ld, so
+// out = a @ b (row-major, contiguous) is computed as out^T = b^T a^T, i.e.
+// gemm(m, n, k) with B first. A transposed view (strides (1, ld)) is passed
+// with CUBLAS_OP_T and no copy; any other strides are made contiguous first.
+// Batches use the strided-batched GEMM (batch stride 0 for an expanded batch).
+#include <algorithm>
+
+#include "backend.h"
+#include "cublas.h"
+#include "flambeau/dispatch.h"
+#include "flambeau/ops.h"
+
+namespace flambeau::cuda {
+namespace {
+
+struct Operand {
+  Tensor keep;  // the tensor read (the input, or a contiguous copy)
+  bool trans;   // CUBLAS_OP_T in the column-major call
+  int64_t ld;
+  int64_t batch_stride;
+};
+
+/// A (rows, cols) matrix (the last two dims of t) as cuBLAS sees it.
+Operand operand(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t rows = t.sizes()[nd - 2], cols = t.sizes()[nd - 1];
+  const int64_t s0 = t.strides()[nd - 2], s1 = t.strides()[nd - 1];
+  const int64_t bs = nd == 3 ? t.strides()[0] : 0;
+  if ((s1 == 1 || cols == 1) && (s0 >= std::max<int64_t>(1, cols) || rows == 1))
+    return {t, false, rows == 1 ? std::max<int64_t>(1, cols) : s0, bs};
+  if ((s0 == 1 || rows == 1) && (s1 >= std::max<int64_t>(1, rows) || cols == 1))
+    return {t, true, cols == 1 ? std::max<int64_t>(1, rows) : s1, bs};
+  Tensor c = op::contiguous(t, MemoryFormat::Contiguous);
+  return {c, false, std::max<int64_t>(1, cols), nd == 3 ? rows * cols : 0};
+}
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t want_dim) {
+  FB_CHECK_VALUE(a.dim() == want_dim && b.dim() == want_dim, "[", op, "] expected two ", want_dim,
+                 "-D tensors, got shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  FB_CHECK_TYPE(a.dtype() == b.dtype(), "[", op, "] expected both operands to have the same dtype, got ",
+                dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  FB_CHECK(a.device() == b.device(), "[", op, "] expected all tensors to be on the same device, got ",
+           a.device().str(), " and ", b.device().str());
+  const int64_t ka = a.sizes()[want_dim - 1], kb = b.sizes()[want_dim - 2];
+  FB_CHECK_VALUE(ka == kb, "[", op, "] shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
+                 " cannot be multiplied: ", ka, " != ", kb);
+  FB_CHECK_TYPE(a.dtype() == ScalarType::Float32 || a.dtype() == ScalarType::Float64, "[", op,
+                "] with dtype ", dtype_name(a.dtype()),
+                " is not yet implemented on CUDA (float32 and float64 are)");
+}
+
+/// out (contiguous (batch, n, m) or (n, m)) = a @ b + beta * out.
+void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double beta, const char* op) {
+  const int64_t nd = a.dim();
+  const int64_t batch = nd == 3 ? a.sizes()[0] : 1;
+  const int64_t n = a.sizes()[nd - 2], k = a.sizes()[nd - 1], m = b.sizes()[nd - 1];
+  if (out.numel() == 0) return;
+  if (k == 0) {
+    if (beta == 0) op::fill_(out, 0);
+    return;
+  }
+  const Operand A = operand(a), B = operand(b);
+  CudaDeviceSetter guard(out.device().index);
+  (void)op;
+  gemm_strided_batched(out.dtype() == ScalarType::Float64, B.trans, A.trans, m, n, k, 1.0, B.keep.data_ptr(),
+                       B.ld, B.batch_stride, A.keep.data_ptr(), A.ld, A.batch_stride, beta, out.data_ptr(), m,
+                       n * m, batch, current_cuda_stream(out.device()));
+}
+
+Tensor mm_cuda(const Tensor& a, const Tensor& b) {
+  check_operands("mm", a, b, 2);
+  Tensor out = op::empty(Shape{a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
+  gemm_into(a, b, out, 0.0, "mm");
+  return out;
+}
+
+Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
+  check_operands("bmm", a, b, 3);
+  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()),
+                 " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+  Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
+  gemm_into(a, b, out, 0.0, "bmm");
+  return out;
+}
+
+Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  FB_CHECK_VALUE(weight.dim() == 2, "[linear] weight must be 2-D (out_features, in_features), got shape ",
+                 shape_str(weight.sizes()));
+  const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
+  FB_CHECK_VALUE(input.dim() >= 1 && input.sizes()[input.dim() - 1] == in_f, "[linear] input shape ",
+                 shape_str(input.sizes()), " does not match weight shape ", shape_str(weight.sizes()),
+                 ": the last dim of input must be in_features=", in_f);
+  FB_CHECK(input.device() == weight.device() && (!bias || bias->device() == input.device()),
+           "[linear] expected all tensors to be on the same device, got ", input.device().str(), " and ",
+           weight.device().str());
+  if (bias)
+    FB_CHECK_TYPE(bias->dtype() == input.dtype(), "[linear] bias must have the dtype of input and weight (",
+                  dtype_name(input.dtype()), "), got ", dtype_name(bias->dtype()));
+  Tensor x = input;
+  if (input.dim() == 1) {
+    x = op::unsqueeze(input, 0);
+  } else if (input.dim() > 2) {
+    const int64_t shape[2] = {-1, in_f};
+    x = op::reshape(input, IntArrayRef(shape));
+  }
+  const Tensor wt = op::transpose(weight, 0, 1);
+  check_operands("linear", x, wt, 2);
+  Tensor out = op::empty(Shape{x.sizes()[0], out_f}, input.dtype(), input.device());
+  double beta = 0.0;
+  if (bias) {
+    op::copy_(out, *bias);  // broadcast into every row; the GEMM adds to it (beta = 1)
+    beta = 1.0;
+  }
+  gemm_into(x, wt, out, beta, "linear");
+  Shape out_shape(input.sizes().begin(), input.sizes().end() - 1);
+  out_shape.push_back(out_f);
+  return op::reshape(out, out_shape);
+}
+
+}  // namespace
+
+void register_gemm_kernels() {
+  op::mm.register_kernel(DispatchKey::CUDA, mm_cuda);
+  op::bmm.register_kernel(DispatchKey::CUDA, bmm_cuda);
+  op::linear.register_kernel(DispatchKey::CUDA, linear_cuda);
+}
+
+}  // namespace flambeau::cuda

@@ -1,0 +1,99 @@
+// flambeau_cuda._C: registers the CUDA backend (Note [CUDA backend]) and
+// exposes what flambeau_cuda/__init__.py needs to finish the registration.
+#include <Python.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "cublas.h"
+#include "flambeau/python/bindings.h"
+
+namespace py = pybind11;
+using flambeau::alloc::kRawBackendCapsule;
+using flambeau::alloc::RawBackend;
+
+namespace {
+
+void delete_boxed_backend(PyObject* capsule) {
+  delete static_cast<std::unique_ptr<RawBackend>*>(PyCapsule_GetPointer(capsule, kRawBackendCapsule));
+}
+
+// raw_backend.h: a heap-allocated unique_ptr in a capsule that alloc's
+// CachingAllocator._from_raw_backend takes over.
+py::object boxed(std::unique_ptr<RawBackend> backend) {
+  auto* box = new std::unique_ptr<RawBackend>(std::move(backend));
+  PyObject* cap = PyCapsule_New(box, kRawBackendCapsule, &delete_boxed_backend);
+  if (!cap) {
+    delete box;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(cap);
+}
+
+int checked_device(int index, const char* op) {
+  const int n = flambeau::cuda::backend()->device_count();
+  FB_CHECK_VALUE(index >= 0 && index < n, "[", op, "] invalid CUDA device index ", index, " (", n,
+                 " devices)");
+  return index;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  flambeau::python::import_core_and_check_abi("flambeau_cuda._C");
+  m.doc() = "flambeau-cuda's compiled bindings (use the flambeau_cuda package instead)";
+
+  m.def(
+      "_register_backend", [] { return flambeau::cuda::register_backend()->device_count(); },
+      "Registers the CUDA backend with core (once); returns the number of devices.");
+  m.def(
+      "_unavailable_reason", [] { return flambeau::cuda::backend()->unavailable_reason(); },
+      "Why cudaGetDeviceCount failed (no driver, no GPU), or ''.");
+  m.def(
+      "_device_memory", [](int index) { return boxed(flambeau::cuda::make_device_memory(index)); },
+      py::arg("index"));
+  m.def("_pinned_memory", [] { return boxed(flambeau::cuda::make_pinned_memory()); });
+  m.def("_install", &flambeau::cuda::install_allocators_and_kernels, py::arg("device_allocators"),
+        py::arg("pinned_allocator"));
+  m.def(
+      "_get_device_name",
+      [](int index) {
+        checked_device(index, "get_device_name");
+        cudaDeviceProp prop{};
+        FBC_CHECK("cudaGetDeviceProperties", cudaGetDeviceProperties(&prop, index));
+        return std::string(prop.name);
+      },
+      py::arg("index"));
+  m.def(
+      "_manual_seed",
+      [](int index, uint64_t seed) { flambeau::cuda::backend()->generator(index).manual_seed(seed); },
+      py::arg("index"), py::arg("seed"));
+  m.def(
+      "_initial_seed", [](int index) { return flambeau::cuda::backend()->generator(index).initial_seed(); },
+      py::arg("index"));
+  m.def("_set_cublas_search_dirs", &flambeau::cuda::set_cublas_search_dirs, py::arg("dirs"));
+  m.def("_load_cublas", &flambeau::cuda::load_cublas, py::arg("search_dirs"),
+        "Loads libcublas (Note [cuBLAS loading]); returns its path.");
+  m.def("_cublas_path", &flambeau::cuda::cublas_path);
+  m.def("_runtime_version", [] {
+    int v = 0;
+    FBC_CHECK("cudaRuntimeGetVersion", cudaRuntimeGetVersion(&v));
+    return v;
+  });
+  m.def(
+      "_stream_handle",
+      [](const std::shared_ptr<flambeau::Stream>& s) {
+        // __cuda_array_interface__ v3: 1 is the legacy default stream (0 is not allowed).
+        cudaStream_t h = flambeau::cuda::as_cuda(*s, "_stream_handle").handle();
+        return h == nullptr ? uintptr_t{1} : reinterpret_cast<uintptr_t>(h);
+      },
+      py::arg("stream"));
+  m.def("_check_error", [](int code, const std::string& call) {
+    // Test support: the exception a CUDA error code becomes.
+    if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));
+  });
+}
