@@ -63,7 +63,8 @@ def test_numpy_of_a_device_tensor_says_cpu(fb, sim):
 
 def test_fb_sim_and_cuda_namespaces(fb, sim):
     assert fb.sim is sim and fb.device_module("sim") is sim
-    assert fb.cuda.is_available() is False and fb.cuda.device_count() == 0
+    # True only on a machine with flambeau-cuda and a GPU; either way the two agree.
+    assert fb.cuda.is_available() is (fb.cuda.device_count() > 0)
     for name in (
         "is_available device_count current_device set_device synchronize Stream Event current_stream "
         "default_stream stream memory_allocated max_memory_allocated memory_reserved memory_stats "
