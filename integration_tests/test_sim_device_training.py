@@ -61,6 +61,17 @@ def test_numpy_of_a_device_tensor_says_cpu(fb, sim):
     assert t.cpu().numpy().tolist() == [1.0, 1.0, 1.0]
 
 
+def test_dlpack_of_a_sim_tensor_is_an_ext_device(fb, sim):
+    # A plug-in device exports as kDLExtDev (12), never as a CUDA GPU (2), so a
+    # consumer refuses it instead of reading host pages as device memory.
+    t = fb.ones(3, device="sim:1")
+    assert t.__dlpack_device__() == (12, 1)
+    with pytest.raises((BufferError, RuntimeError, TypeError, ValueError)):
+        np.from_dlpack(t)
+    with pytest.raises(BufferError, match=r"sim:1 to DLPack device"):
+        fb.from_dlpack(t)
+
+
 def test_fb_sim_and_cuda_namespaces(fb, sim):
     assert fb.sim is sim and fb.device_module("sim") is sim
     # True only on a machine with flambeau-cuda and a GPU; either way the two agree.

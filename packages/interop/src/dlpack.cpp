@@ -159,8 +159,18 @@ const char* dl_device_name(int32_t type) {
 }
 
 DLDevice to_dl_device(Device d) {
-  if (d.is_cpu()) return {kDLCPU, 0};
-  return {kDLCUDA, d.index < 0 ? 0 : d.index};
+  const int32_t index = d.index < 0 ? 0 : d.index;
+  switch (d.type) {
+    case DeviceType::CPU:
+      return {kDLCPU, 0};
+    case DeviceType::CUDA:
+      return {kDLCUDA, index};
+    default:
+      // A plug-in device (PrivateUse1, e.g. sim) is none of DLPack's named
+      // types: kDLExtDev, as PyTorch exports its PrivateUse1, so no consumer
+      // mistakes its memory for a GPU's.
+      return {kDLExtDev, index};
+  }
 }
 
 // ---- export ----
