@@ -29,7 +29,7 @@ from typing import Any
 
 from flambeau_core import _C
 
-__all__ = ["DeviceModule", "device_module", "register_memory_functions"]
+__all__ = ["DeviceModule", "device_module", "manual_seed", "register_memory_functions"]
 
 _MEMORY_NAMES = (
     "memory_allocated",
@@ -62,6 +62,26 @@ def register_memory_functions(type_name: str, functions: dict[str, Callable[...,
             f"expected some of {_MEMORY_NAMES + _BACKEND_NAMES}"
         )
     _memory_functions[type_name] = dict(functions)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the default (cpu) generator and every registered device's generators, as ``torch.manual_seed``.
+
+    A device's package takes part by registering ``manual_seed_all``
+    (flambeau-cuda does); the cpu seed is validated and set first, so a bad
+    seed raises before any device is touched.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.manual_seed(0); a = fc.rand(2)
+        >>> fc.manual_seed(0); bool((a == fc.rand(2)).all())
+        True
+    """
+    _C.manual_seed(seed)
+    for functions in list(_memory_functions.values()):
+        seed_all = functions.get("manual_seed_all")
+        if seed_all is not None:
+            seed_all(int(seed))
 
 
 def device_module(name: str) -> DeviceModule:

@@ -336,3 +336,23 @@ def test_random_fill_same_values_for_any_layout():
         strided = base.T  # (5, 3), column-major
         fill(strided)
         np.testing.assert_array_equal(as_np(strided), as_np(dense))
+
+
+def test_manual_seed_seeds_every_registered_device():
+    # A device package registers manual_seed_all (flambeau-cuda does); fc.manual_seed
+    # calls it after seeding the cpu, as torch.manual_seed seeds CUDA too.
+    from flambeau_core import _device_modules
+
+    seen = []
+    _device_modules.register_memory_functions("fakedev", {"manual_seed_all": seen.append})
+    try:
+        fc.manual_seed(123)
+        first = fc.rand(3).tolist()
+        assert seen == [123]
+        with pytest.raises((TypeError, ValueError, OverflowError), match="manual_seed"):
+            fc.manual_seed("x")
+        assert seen == [123]  # a bad seed never reaches the devices
+        fc.manual_seed(123)
+        assert fc.rand(3).tolist() == first and seen == [123, 123]
+    finally:
+        del _device_modules._memory_functions["fakedev"]
