@@ -16,12 +16,14 @@
 #include <climits>
 #include <vector>
 
+#include "flambeau/parallel.h"
 #include "flambeau/tensor.h"
 #include "generic/shape_utils.h"
 
 // OpenBLAS's own thread count (conv.cpp runs single-threaded GEMMs inside its
 // parallel regions).
 extern "C" void scipy_openblas_set_num_threads(int num_threads);
+extern "C" int scipy_openblas_get_num_threads(void);
 
 namespace flambeau::cpu {
 
@@ -58,16 +60,85 @@ GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
   return op;
 }
 
-// c = alpha * op(a) @ op(b) + beta * c, row-major.
-inline void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                 float* c, int ldc, float alpha = 1.0f, float beta = 0.0f) {
+// One OpenBLAS call on the calling thread's view of OpenBLAS's thread count.
+inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                      float* c, int ldc, float alpha, float beta) {
   scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
 }
-inline void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
-                 double* c, int ldc, double alpha = 1.0, double beta = 0.0) {
+inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b,
+                      int ldb, double* c, int ldc, double alpha, double beta) {
   scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Note [GEMM threads]
+// OpenBLAS's own threads are a second thread pool beside flambeau's OpenMP
+// one: after a threaded OpenBLAS call its workers spin waiting for the next
+// one, and on 2 cores they take the cores away from the OpenMP workers and
+// from the serial code between GEMMs (measured with perf on the benchmark
+// LSTM: a third of the samples in blas_thread_server/inner_thread spinning),
+// while a worker not scheduled at once stalls the whole call. So gemm() never
+// lets OpenBLAS thread: below kOwnThreadsMacs multiply-adds it is one serial
+// OpenBLAS call; above, the larger of the output's two dims is split into one
+// block per flambeau thread (parallel_for), each block a serial OpenBLAS call.
+// Inside a parallel region (a caller already splitting work) it calls
+// OpenBLAS as is. LAPACK (lapack.cpp) keeps its own policy.
+inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
+
+/// OpenBLAS on one thread for this scope (restores the previous count).
+class SerialBlasScope {
+ public:
+  SerialBlasScope() : restore_(scipy_openblas_get_num_threads()) {
+    if (restore_ > 1)
+      scipy_openblas_set_num_threads(1);
+    else
+      restore_ = 0;
+  }
+  ~SerialBlasScope() {
+    if (restore_) scipy_openblas_set_num_threads(restore_);
+  }
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
+
+ private:
+  int restore_;
+};
+
+// c = alpha * op(a) @ op(b) + beta * c, row-major (Note [GEMM threads]).
+template <class T>
+void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
+          T alpha = T(1), T beta = T(0)) {
+  const int nt = get_num_threads();
+  if (nt <= 1 || in_parallel_region()) {
+    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+    return;
+  }
+  const SerialBlasScope serial;
+  const double macs = double(m) * double(n) * double(k);
+  constexpr int kAlign = 64 / sizeof(T);  // block edges on whole vectors
+  const bool split_n = n >= m;
+  const int dim = split_n ? n : m;
+  const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * kAlign)));
+  if (macs < kOwnThreadsMacs || blocks <= 1) {
+    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+    return;
+  }
+  // Block edges: dim split into `blocks` parts rounded to kAlign.
+  const int per = ((dim + blocks - 1) / blocks + kAlign - 1) / kAlign * kAlign;
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int lo = static_cast<int>(blk) * per;
+      const int hi = std::min(dim, lo + per);
+      if (lo >= hi) continue;
+      if (split_n)  // columns [lo, hi) of op(b) and c
+        blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
+                  beta);
+      else  // rows [lo, hi) of op(a) and c
+        blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
+                  c + int64_t{lo} * ldc, ldc, alpha, beta);
+    }
+  });
 }
 
 }  // namespace flambeau::cpu

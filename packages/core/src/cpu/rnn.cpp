@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cpu/gemm.h"
+#include "cpu/rnn_gemm.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -95,6 +96,14 @@ T* scratch(int64_t n) {
 }
 
 enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
+
+// Note [Packed step GEMM]: with AVX-512 the float32 step GEMMs run against the
+// hidden-to-hidden weight packed once per layer call (rnn_gemm.h): OpenBLAS
+// would repack all of it on every step, for only the batch's few rows.
+bool use_packed_step_gemm() {
+  static const bool yes = std::strcmp(cpu::cpu_capability(), "avx512") == 0;
+  return yes;
+}
 
 const cpu::RnnKernelTable& rnn_kernels() {
   static const cpu::RnnKernelTable table = [] {
@@ -224,6 +233,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
       T* out = output.data<T>();
       T* wsp = ws.data<T>();
       const int64_t wsw = ws_width(mode) * H;
+      const float* packed = nullptr;  // Note [Packed step GEMM]
+      if constexpr (std::is_same_v<T, float>) {
+        if (use_packed_step_gemm() && H > 0 && d.T > 1) {
+          float* p = scratch<float, 4>(cpu::rnn_avx512::packed_size(H, GH));
+          cpu::rnn_avx512::pack_b(w, 1, H, H, GH, p);  // B = w_hh^T
+          packed = p;
+        }
+      }
       const SerialBlas serial(d.B * GH * H);
       over_rows(d.B, serial.active(), [&](int64_t r0, int64_t r1) {
         for (int64_t s = 0; s < d.T; ++s) {
@@ -231,7 +248,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
           const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = d.offsets[static_cast<size_t>(t)];
           const int64_t e = std::min(r1, bs);  // this step's rows of [r0, r1)
           if (e <= r0) continue;               // (reverse: a short sequence joins later)
-          if (H > 0)
+          if (packed) {
+            if constexpr (std::is_same_v<T, float>)
+              cpu::rnn_avx512::gemm_packed(e - r0, GH, H, h + r0 * H, H, packed, hg + r0 * GH, GH, false);
+          } else if (H > 0)
             cpu::gemm(false, true, static_cast<int>(e - r0), static_cast<int>(GH), static_cast<int>(H),
                       h + r0 * H, static_cast<int>(H), w, static_cast<int>(H), hg + r0 * GH,
                       static_cast<int>(GH));
@@ -332,6 +352,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
         }
       }
       const T* w = w_hh.data<T>();
+      const float* packed = nullptr;  // Note [Packed step GEMM]: B = w_hh
+      if constexpr (std::is_same_v<T, float>) {
+        if (use_packed_step_gemm() && H > 0 && d.T > 1) {
+          float* p = scratch<float, 4>(cpu::rnn_avx512::packed_size(GH, H));
+          cpu::rnn_avx512::pack_b(w, H, 1, GH, H, p);
+          packed = p;
+        }
+      }
       std::optional<SerialBlas> serial(std::in_place, B * GH * H);
       // Note [Batch rows across threads]: each thread walks back over its rows.
       over_rows(B, serial->active(), [&](int64_t r0, int64_t r1) {
@@ -350,7 +378,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
           else
             k.rnn_bwd(r0, e, H, y + off * H, got, dh, digt, mode == kRelu);
           // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
-          if (H > 0)
+          if (packed) {
+            if constexpr (std::is_same_v<T, float>)
+              cpu::rnn_avx512::gemm_packed(e - r0, H, GH, dhgt + r0 * GH, GH, packed, dh + r0 * H, H,
+                                           mode == kGru);
+          } else if (H > 0)
             cpu::gemm(false, false, static_cast<int>(e - r0), static_cast<int>(H), static_cast<int>(GH),
                       dhgt + r0 * GH, static_cast<int>(GH), w, static_cast<int>(H), dh + r0 * H,
                       static_cast<int>(H), T(1), mode == kGru ? T(1) : T(0));
