@@ -16,9 +16,10 @@
 // (initialised with grad_hy, grad_cy) and writes the gate gradients of every
 // step; grad_w_hh and grad_b_hh are then one GEMM and one column sum over all
 // steps, with the h_prev rows gathered into one matrix.
-// Threads: the big GEMMs use OpenBLAS's threads; small step GEMMs run on one
-// OpenBLAS thread (Note [Serial step GEMMs]) with the batch rows split across
-// flambeau's threads (Note [Batch rows across threads]). Otherwise the cell
+// Threads: the big GEMMs are split over flambeau's threads by gemm.h (Note
+// [GEMM threads]); small step GEMMs run on one thread each (Note [Serial step
+// GEMMs]; float32 with AVX-512: Note [Packed step GEMM]) with the batch rows
+// split across flambeau's threads (Note [Batch rows across threads]). Otherwise the cell
 // updates run on the calling thread. A step's cell update costs O(B * G * H) against the GEMM's
 // O(B * G * H * H), and an OpenMP region per step between two OpenBLAS calls
 // made the two thread pools fight over the cores (measured on 2 cores: the
