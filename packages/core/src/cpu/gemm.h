@@ -16,6 +16,7 @@
 #include <climits>
 #include <vector>
 
+#include "flambeau/half.h"
 #include "flambeau/parallel.h"
 #include "flambeau/tensor.h"
 #include "generic/shape_utils.h"
@@ -70,6 +71,19 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const double* a, in
                       int ldb, double* c, int ldc, double alpha, double beta) {
   scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
+}
+// complex64/complex128 (issue 7): cgemm/zgemm, alpha and beta passed by pointer. Conjugates are
+// materialised before they get here (flambeau has no conj bit), so only plain transposes occur.
+inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex64* a, int lda, const complex64* b,
+                      int ldb, complex64* c, int ldc, complex64 alpha, complex64 beta) {
+  scipy_cblas_cgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+                    &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a, int lda,
+                      const complex128* b, int ldb, complex128* c, int ldc, complex128 alpha,
+                      complex128 beta) {
+  scipy_cblas_zgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+                    &alpha, a, lda, b, ldb, &beta, c, ldc);
 }
 
 // Note [GEMM threads]

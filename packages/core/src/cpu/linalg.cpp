@@ -1,5 +1,5 @@
-// CPU kernels: mm and bmm. float32/float64 go to OpenBLAS (scipy-openblas32,
-// symbols prefixed scipy_); other dtypes use a plain loop.
+// CPU kernels: mm and bmm. float32/float64/complex64/complex128 go to OpenBLAS
+// (scipy-openblas32, symbols prefixed scipy_); integers and bool use a plain loop.
 //
 // The GEMM helpers are in gemm.h (Note [GEMM operands]).
 
@@ -46,10 +46,10 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
     op::fill_(out, 0);
     return;
   }
-  visit_dtype(a.dtype(), op, [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(a.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* c = out.data<T>();
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_complex_v<T>) {
       FB_CHECK(n <= INT_MAX && k <= INT_MAX && m <= INT_MAX, "[", op,
                "] matrix dims above 2^31 are not supported");
       const GemmOperand<T> A = gemm_operand<T>(a, batched), B = gemm_operand<T>(b, batched);

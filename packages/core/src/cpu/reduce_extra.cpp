@@ -132,7 +132,7 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
   if (out.numel() == 0) return out;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(to_dtype(self, out_t), mask, outer, n);
-  visit_dtype(out_t, "prod", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "prod", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = rows.data<T>();
     T* y = out.data<T>();
@@ -140,7 +140,11 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
                  [&](int64_t b, int64_t e) {
                    for (int64_t o = b; o < e; ++o) {
                      const T* r = x + o * n;
-                     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+                     if constexpr (is_complex_v<T>) {  // in complex128, as the real ones in double
+                       complex128 p = 1;
+                       for (int64_t i = 0; i < n; ++i) p *= complex128(r[i]);
+                       y[o] = static_cast<T>(p);
+                     } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
                        y[o] = static_cast<T>(reduce_fns<T>().row_prod(r, n));
                      } else if constexpr (std::is_same_v<T, bool>) {
                        bool p = true;
@@ -160,7 +164,12 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
 
 Tensor var_cpu(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
                bool keepdim) {
-  FB_CHECK_TYPE(is_floating(self.dtype()), "[var] var and std only support floating point dtypes, got ",
+  // Complex input (issue 7): the real result var(real) + var(imag), as PyTorch's E|x - mean|^2.
+  if (is_complex(self.dtype()))
+    return op::add(var_cpu(op::real(self), dim, correction, keepdim),
+                   var_cpu(op::imag(self), dim, correction, keepdim), 1);
+  FB_CHECK_TYPE(is_floating(self.dtype()),
+                "[var] var and std only support floating point and complex dtypes, got ",
                 dtype_name(self.dtype()));
   const uint64_t mask = reduce_mask("var", dim.value_or(IntArrayRef{}), self.dim());
   const double c = correction ? correction->to_double() : 1.0;

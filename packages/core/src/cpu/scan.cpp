@@ -113,9 +113,12 @@ Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dty
   if (out.numel() == 0) return out;
   const DimSplit s = split_dim(self, dim, true, "cumsum", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  visit_dtype(out_t, "cumsum", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_complex_v<T>) {  // accumulated in complex128, as the real dtypes in double
+      scan_loop<T, complex128>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, complex128(0),
+                               [](complex128 a, T v) { return a + complex128(v); });
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       if (s.inner == 1)
         cumsum_float_rows<T>(in.data<T>(), out.data<T>(), s.outer, s.n);
       else
@@ -137,9 +140,12 @@ Tensor cumprod_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dt
   if (out.numel() == 0) return out;
   const DimSplit s = split_dim(self, dim, true, "cumprod", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  visit_dtype(out_t, "cumprod", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumprod", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_complex_v<T>) {
+      scan_loop<T, complex128>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, complex128(1),
+                               [](complex128 a, T v) { return a * complex128(v); });
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, 1.0,
                            [](double a, T v) { return a * static_cast<double>(v); });
     } else if constexpr (!std::is_same_v<T, bool>) {
