@@ -357,6 +357,17 @@ inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
   return op::mm(op::transpose(as_2d(grad), 0, 1), as_2d(input));
 }
 
+/// linalg_slogdet's gradient (PyTorch's): (g_logabs - i Im(conj(g_sign) sign)) A^{-H}, each matrix
+/// scaled by its scalar; the sign of a real determinant is piecewise constant (no gradient).
+inline Tensor slogdet_backward(const Tensor& g_abs, const Tensor& g_sign, const Tensor& self,
+                               const Tensor& sign) {
+  Tensor g = g_abs.defined() ? g_abs : op::mul(op::abs(sign), num(0));
+  if (is_complex(self.dtype()) && g_sign.defined())
+    g = op::complex(g, op::neg(op::imag(op::mul(cj(g_sign), sign))));
+  const Tensor inv_h = cj(op::transpose(op::_linalg_inv(self), -2, -1));
+  return op::mul(op::unsqueeze(op::unsqueeze(g, -1), -1), inv_h);
+}
+
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)

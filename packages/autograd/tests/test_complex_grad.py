@@ -107,3 +107,48 @@ def test_gradcheck_complex128():
     gradcheck_complex(lambda a, b: fc.kron(a, b), [(2, 2), (3, 1)], seed=5)
     gradcheck_complex(lambda a: a.var(0), [(4, 3)], seed=6)
     gradcheck_complex(lambda a: a.cumsum(0), [(4, 3)], seed=7)
+
+
+def well_conditioned(shape, seed):
+    return carr(shape, seed) + 3 * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_linalg_inv_solve_det_grad(dt):
+    check_grads(lambda L, a: L.linalg.inv(a), [well_conditioned((3, 3), 1)], dt)
+    check_grads(lambda L, a: L.linalg.inv(a), [well_conditioned((2, 4, 4), 2)], dt)
+    check_grads(lambda L, a, b: L.linalg.solve(a, b), [well_conditioned((3, 3), 3), carr((3, 2), 4)], dt)
+    check_grads(lambda L, a: L.linalg.det(a), [well_conditioned((2, 3, 3), 5)], dt)
+    check_grads(lambda L, a: L.linalg.slogdet(a)[1], [well_conditioned((3, 3), 6)], dt)
+    check_grads(lambda L, a: L.linalg.slogdet(a)[0], [well_conditioned((3, 3), 7)], dt)
+
+
+def test_linalg_real_slogdet_sign_only_grad_is_zero():
+    a = fc.tensor(np.eye(3) * 2.0).requires_grad_()
+    fc.linalg.slogdet(a)[0].sum().backward()
+    assert a.grad.abs().sum().item() == 0
+    b = fc.tensor(np.eye(3) * 2.0).requires_grad_()
+    t = torch.tensor(np.eye(3) * 2.0, requires_grad=True)
+    fc.linalg.det(b).backward()
+    torch.linalg.det(t).backward()
+    np.testing.assert_allclose(to_np(b.grad), t.grad.numpy(), rtol=1e-12)
+
+
+def test_linalg_gradcheck_complex128():
+    def wc(a):
+        return a + 3 * fc.eye(a.shape[-1], dtype=a.dtype)
+
+    gradcheck_complex(lambda a: fc.linalg.inv(wc(a)), [(3, 3)], seed=10)
+    gradcheck_complex(lambda a, b: fc.linalg.solve(wc(a), b), [(3, 3), (3, 2)], seed=11)
+    gradcheck_complex(lambda a: fc.linalg.det(wc(a)), [(2, 3, 3)], seed=12)
+    gradcheck_complex(lambda a: fc.linalg.slogdet(wc(a))[0], [(3, 3)], seed=13)
+    gradcheck_complex(lambda a: fc.linalg.slogdet(wc(a))[1], [(3, 3)], seed=14)
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_norm_grad(dt):
+    check_grads(lambda L, a: L.linalg.vector_norm(a), [carr((3, 4), 1)], dt)
+    check_grads(lambda L, a: L.linalg.vector_norm(a, 3, -1), [carr((3, 4), 2)], dt)
+    check_grads(lambda L, a: L.linalg.matrix_norm(a), [carr((2, 3, 4), 3)], dt)
+    check_grads(lambda L, a: L.linalg.norm(a, dim=0), [carr((3, 4), 4)], dt)
+    gradcheck_complex(lambda a: fc.linalg.vector_norm(a), [(3, 4)], seed=20)

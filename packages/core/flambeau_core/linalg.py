@@ -65,6 +65,7 @@ LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "
 SvdResultV = collections.namedtuple("svd", ["U", "S", "V"])
 
 _FLOATS = (_C.float32, _C.float64)
+_COMPLEX = (_C.complex64, _C.complex128)  # the ops widened to complex (issue 7) take these too
 
 
 def _shape(t: Tensor) -> str:
@@ -76,14 +77,19 @@ def _check_tensor(x: Any, op: str, what: str = "A") -> None:
         raise TypeError(f"{op}: expected a Tensor for {what}, got {type(x).__name__}")
 
 
-def _check_float(x: Any, op: str, what: str = "A") -> None:
+def _check_float(x: Any, op: str, what: str = "A", complex_ok: bool = False) -> None:
     _check_tensor(x, op, what)
+    if complex_ok and x.dtype in _COMPLEX:
+        return
     if x.dtype not in _FLOATS:
-        raise TypeError(f"{op}: expected a float32 or float64 tensor for {what}, got {x.dtype} (shape {_shape(x)})")
+        also = "; complex64 and complex128 are accepted too" if complex_ok else ""
+        raise TypeError(
+            f"{op}: expected a float32 or float64 tensor for {what}, got {x.dtype} (shape {_shape(x)}){also}"
+        )
 
 
-def _check_matrix(x: Any, op: str, what: str = "A", square: bool = False) -> None:
-    _check_float(x, op, what)
+def _check_matrix(x: Any, op: str, what: str = "A", square: bool = False, complex_ok: bool = False) -> None:
+    _check_float(x, op, what, complex_ok)
     if x.dim() < 2:
         raise FlambeauError(f"{op}: {what} must have at least 2 dimensions, got shape {_shape(x)}")
     if square and x.shape[-1] != x.shape[-2]:
@@ -480,7 +486,7 @@ def vector_norm(
     x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
 ) -> Tensor:
     """The vector p-norm of x over `dim` (all elements when None), ord in R or +-inf (torch.linalg.vector_norm)."""
-    _check_float(x, "linalg.vector_norm", "x")
+    _check_float(x, "linalg.vector_norm", "x", complex_ok=True)
     if dtype is not None:
         x = x.to(dtype)
     dims = _norm_dims(x, dim, "linalg.vector_norm")
@@ -499,11 +505,12 @@ def vector_norm(
     elif ord == -math.inf:
         r = -_amax(-a, dims, keepdim) if dims else a
     elif ord == 0:
-        r = _C.sum((a != 0).to(x.dtype), dims, keepdim) if dims else (a != 0).to(x.dtype)
+        r = _C.sum((a != 0).to(a.dtype), dims, keepdim) if dims else (a != 0).to(a.dtype)
     elif ord == 1:
         r = _C.sum(a, dims, keepdim) if dims else a
     elif ord == 2:
-        r = _root(_C.sum(x * x, dims, keepdim), 2) if dims else a
+        sq = a * a if x.dtype.is_complex else x * x  # |z|^2: real results for complex x (issue 7)
+        r = _root(_C.sum(sq, dims, keepdim), 2) if dims else a
     else:
         p = _masked_pow(a, ord) if 0 < ord < 1 else _C.pow(a, ord)
         r = _root(_C.sum(p, dims, keepdim), ord) if dims else a
@@ -534,7 +541,7 @@ def matrix_norm(
     out: Tensor | None = None,
 ) -> Tensor:
     """Matrix norms: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over the two dims `dim` (torch.linalg.matrix_norm)."""
-    _check_matrix(A, "linalg.matrix_norm")
+    _check_matrix(A, "linalg.matrix_norm", complex_ok=True)
     if dtype is not None:
         A = A.to(dtype)
     dims = _norm_dims(A, dim, "linalg.matrix_norm")
@@ -569,7 +576,7 @@ def norm(
     A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
 ) -> Tensor:
     """Vector or matrix norm (torch.linalg.norm): a matrix norm for a str ord or a 2-D dim, else a vector norm."""
-    _check_float(A, "linalg.norm")
+    _check_float(A, "linalg.norm", complex_ok=True)
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
     if (
@@ -596,14 +603,14 @@ def norm(
 
 def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
     """Sign and log|det| of square matrices (torch.linalg.slogdet)."""
-    _check_matrix(A, "linalg.slogdet", square=True)
+    _check_matrix(A, "linalg.slogdet", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
     return SlogdetResult(sign, logabs)
 
 
 def det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Determinant of square matrices (torch.linalg.det), from the LU factorization."""
-    _check_matrix(A, "linalg.det", square=True)
+    _check_matrix(A, "linalg.det", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
     return _copy_out(sign * _C.exp(logabs), out)
 
@@ -618,14 +625,14 @@ def logdet(A: Tensor) -> Tensor:
 
 def inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inverse of square matrices (torch.linalg.inv); a singular matrix raises."""
-    _check_matrix(A, "linalg.inv", square=True)
+    _check_matrix(A, "linalg.inv", square=True, complex_ok=True)
     return _copy_out(_C._linalg_inv(A), out)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
     """X with A X = B (left) or X A = B, batch dims broadcast; B may be a (batch of) vector(s)."""
-    _check_matrix(A, "linalg.solve", square=True)
-    _check_float(B, "linalg.solve", "B")
+    _check_matrix(A, "linalg.solve", square=True, complex_ok=True)
+    _check_float(B, "linalg.solve", "B", complex_ok=True)
     if A.dtype != B.dtype:
         raise TypeError(
             f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} "

@@ -33,7 +33,7 @@ def to_np(t):
 def close(f, t, dt, scale=1.0):
     assert tuple(f.shape) == tuple(t.shape)
     assert str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
-    np.testing.assert_allclose(to_np(f), t.numpy(), rtol=TOL[dt] * scale, atol=TOL[dt] * scale)
+    np.testing.assert_allclose(to_np(f), t.resolve_conj().numpy(), rtol=TOL[dt] * scale, atol=TOL[dt] * scale)
 
 
 # ---- GEMM family ----
@@ -228,3 +228,60 @@ def test_kron_mixed_dtypes_and_out():
     out = fc.empty(2, 4, dtype=fc.complex64)
     fc.kron(fa, fb_, out=out)
     close(out, torch.kron(ta, tb), "complex64")
+
+
+# ---- linalg: inv, solve, det, slogdet (LAPACK c/z getrf/getri/getrs) ----
+
+LA_SHAPES = [(1, 1), (3, 3), (2, 4, 4), (2, 1, 5, 5)]
+
+
+@pytest.mark.parametrize("dt", CDT)
+@pytest.mark.parametrize("shape", LA_SHAPES)
+def test_linalg_inv_det_slogdet(dt, shape):
+    a = carr(shape, sum(shape)) + 2 * np.eye(shape[-1])
+    fa, ta = both(a, dt)
+    close(fc.linalg.inv(fa), torch.linalg.inv(ta), dt, 50)
+    close(fc.linalg.inv(fa.transpose(-2, -1)), torch.linalg.inv(ta.transpose(-2, -1)), dt, 50)
+    close(fc.linalg.det(fa), torch.linalg.det(ta), dt, 50)
+    s, la = fc.linalg.slogdet(fa)
+    ts, tla = torch.linalg.slogdet(ta)
+    close(s, ts, dt, 50)
+    close(la, tla, dt, 50)
+
+
+@pytest.mark.parametrize("dt", CDT)
+def test_linalg_solve(dt):
+    fa, ta = both(carr((2, 4, 4), 1) + 2 * np.eye(4), dt)
+    fb_, tb = both(carr((2, 4, 3), 2), dt)
+    close(fc.linalg.solve(fa, fb_), torch.linalg.solve(ta, tb), dt, 50)
+    close(fc.linalg.solve(fa, fb_[..., 0]), torch.linalg.solve(ta, tb[..., 0]), dt, 50)
+    fc2, tc2 = both(carr((2, 3, 4), 3), dt)
+    close(fc.linalg.solve(fa, fc2, left=False), torch.linalg.solve(ta, tc2, left=False), dt, 50)
+    close(fc.linalg.solve(fa.mH, fb_), torch.linalg.solve(ta.mH, tb), dt, 50)
+
+
+def test_linalg_complex_singular_and_dtype_errors():
+    z = fc.zeros(3, 3, dtype=fc.complex128)
+    with pytest.raises(RuntimeError, match="linalg.inv.*singular"):
+        fc.linalg.inv(z)
+    s, la = fc.linalg.slogdet(z)
+    assert s.item() == 0 and la.item() == float("-inf") and la.dtype == fc.float64
+    assert fc.linalg.det(z).item() == 0
+    a = fc.tensor(carr((3, 3), 0), dtype=fc.complex64)
+    with pytest.raises(TypeError, match=r"linalg.solve.*complex64.*float32"):
+        fc.linalg.solve(a, fc.ones(3, 1))
+    with pytest.raises(TypeError, match=r"linalg.inv.*int64.*complex64"):
+        fc.linalg.inv(fc.ones(3, 3, dtype=fc.int64))
+
+
+@pytest.mark.parametrize("dt", CDT)
+def test_linalg_norms(dt):
+    fa, ta = both(carr((3, 4, 5), 21), dt)
+    for ord_ in (2, 1, 0, 3.5, 0.5, float("inf"), -float("inf")):
+        close(fc.linalg.vector_norm(fa, ord_), torch.linalg.vector_norm(ta, ord_), dt, 10)
+        close(fc.linalg.vector_norm(fa, ord_, -1), torch.linalg.vector_norm(ta, ord_, -1), dt, 10)
+    for ord_ in ("fro", 1, -1, float("inf"), -float("inf")):
+        close(fc.linalg.matrix_norm(fa, ord_), torch.linalg.matrix_norm(ta, ord_), dt, 10)
+    close(fc.linalg.norm(fa), torch.linalg.norm(ta), dt, 10)
+    close(fc.linalg.norm(fa[0]), torch.linalg.norm(ta[0]), dt, 10)
+    close(fc.linalg.norm(fa.transpose(0, 2), dim=1), torch.linalg.norm(ta.transpose(0, 2), dim=1), dt, 10)

@@ -94,14 +94,17 @@ void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
   });
 }
 
-void check_float(const Tensor& A, const char* op, const char* what = "A") {
+void check_float(const Tensor& A, const char* op, const char* what = "A", bool complex_ok = false) {
+  if (complex_ok && is_complex(A.dtype())) return;
   FB_CHECK_TYPE(A.dtype() == ScalarType::Float32 || A.dtype() == ScalarType::Float64, "[", op,
                 "] expected a float32 or float64 tensor for ", what, ", got ", dtype_name(A.dtype()),
-                " (shape ", shape_str(A.sizes()), ")");
+                " (shape ", shape_str(A.sizes()), ")",
+                complex_ok ? "; complex64 and complex128 are accepted too" : "");
 }
 
-void check_matrix(const Tensor& A, const char* op, bool square, const char* what = "A") {
-  check_float(A, op, what);
+void check_matrix(const Tensor& A, const char* op, bool square, const char* what = "A",
+                  bool complex_ok = false) {
+  check_float(A, op, what, complex_ok);
   FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] ", what, " must have at least 2 dimensions, got shape ",
                  shape_str(A.sizes()));
   if (square)
@@ -155,7 +158,11 @@ std::string batch_prefix(int64_t batch, int64_t i) {
 /// The LAPACK workspace size from a query (lwork = -1): work[0] as an int, checked.
 template <class T>
 int workspace_size(T w, const char* op) {
-  const double v = static_cast<double>(w);
+  double v;
+  if constexpr (is_complex_v<T>)
+    v = static_cast<double>(w.real());
+  else
+    v = static_cast<double>(w);
   FB_CHECK_VALUE(v <= static_cast<double>(INT_MAX), "[", op,
                  "] the LAPACK workspace exceeds its 32-bit size limit");
   return std::max(1, static_cast<int>(v));
@@ -169,17 +176,28 @@ void visit_float(ScalarType t, const F& f) {
     f(double{});
 }
 
+/// visit_float, and complex64/complex128 (the kernels widened to complex, issue 7).
+template <class F>
+void visit_float_complex(ScalarType t, const F& f) {
+  if (t == ScalarType::ComplexFloat)
+    f(complex64{});
+  else if (t == ScalarType::ComplexDouble)
+    f(complex128{});
+  else
+    visit_float(t, f);
+}
+
 // ---- inv: getrf + getri ----
 
 Tensor linalg_inv_cpu(const Tensor& A) {
-  check_matrix(A, "linalg.inv", true);
+  check_matrix(A, "linalg.inv", true, "A", true);
   const int64_t n = A.sizes()[A.dim() - 1];
   check_lapack_size("linalg.inv", {n, n});
   const int64_t batch = batch_count(A);
   Tensor buf = colmajor_copy(A);
   if (A.numel() == 0) return buf;
   std::vector<int> infos(static_cast<size_t>(batch), 0);
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* data = buf.data<T>();
     const int ni = static_cast<int>(n);
@@ -208,8 +226,8 @@ Tensor linalg_inv_cpu(const Tensor& A) {
 // ---- solve: getrf + getrs ----
 
 Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
-  check_matrix(A, "linalg.solve", true);
-  check_matrix(B, "linalg.solve", false, "B");
+  check_matrix(A, "linalg.solve", true, "A", true);
+  check_matrix(B, "linalg.solve", false, "B", true);
   FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.solve] expected A and B to have the same dtype, got ",
                 dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
   const int64_t n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
@@ -225,7 +243,7 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
   Tensor b_buf = colmajor_copy(B);  // (*, k, n) row-major = (n, k) column-major
   if (b_buf.numel() == 0 && a_buf.numel() == 0) return from_colmajor(b_buf);
   std::vector<int> infos(static_cast<size_t>(batch), 0);
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* ad = a_buf.data<T>();
     T* bd = b_buf.data<T>();
@@ -253,18 +271,20 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
 // ---- slogdet: getrf (det(A^T) = det(A), so the row-major copy is factored as is) ----
 
 std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
-  check_matrix(A, "linalg.slogdet", true);
+  check_matrix(A, "linalg.slogdet", true, "A", true);
   const int64_t n = A.sizes()[A.dim() - 1];
   check_lapack_size("linalg.slogdet", {n, n});
   const int64_t batch = batch_count(A);
   Tensor buf = owned_copy(A);
-  Tensor logabs = op::empty(batch_shape(A), A.dtype(), A.device());
+  // Complex A (as PyTorch): a real log|det| and a complex sign det / |det|.
+  Tensor logabs = op::empty(batch_shape(A), to_real_dtype(A.dtype()), A.device());
   Tensor sign = op::empty(batch_shape(A), A.dtype(), A.device());
   if (batch == 0) return {logabs, sign};
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using R = decltype(std::abs(T{}));
     T* data = buf.data<T>();
-    T* la_out = logabs.data<T>();
+    R* la_out = logabs.data<R>();
     T* sg_out = sign.data<T>();
     const int ni = static_cast<int>(n);
     for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i, Workspace& ws) {
@@ -272,15 +292,25 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
       int* ipiv = ws.get<int>(0, n);
       int inf = 0;
       if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
-      T s = 1, l = 0;
+      T s = 1;
+      R l = 0;
+      bool zero = false;
       for (int64_t j = 0; j < n; ++j) {
         const T d = a[j * n + j];
+        const R ad = std::abs(d);
         if (ipiv[j] != j + 1) s = -s;
-        if (d < 0) s = -s;
-        if (d == 0) s = 0;
-        l += std::log(std::abs(d));
+        if (ad == 0) zero = true;
+        if constexpr (is_complex_v<T>) {
+          if (ad != 0) s *= d / ad;
+        } else {
+          if (d < 0) s = -s;
+        }
+        l += std::log(ad);
       }
-      if (s == 0) l = -std::numeric_limits<T>::infinity();
+      if (zero) {
+        s = 0;
+        l = -std::numeric_limits<R>::infinity();
+      }
       la_out[i] = l;
       sg_out[i] = s;
     });

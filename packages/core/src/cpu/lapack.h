@@ -25,6 +25,19 @@ void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float
                    const int* ipiv, float* b, const int* ldb, int* info, size_t trans_len);
 void scipy_dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda,
                    const int* ipiv, double* b, const int* ldb, int* info, size_t trans_len);
+// The complex LU family (issue 7).
+void scipy_cgetrf_(const int* m, const int* n, std::complex<float>* a, const int* lda, int* ipiv, int* info);
+void scipy_zgetrf_(const int* m, const int* n, std::complex<double>* a, const int* lda, int* ipiv, int* info);
+void scipy_cgetri_(const int* n, std::complex<float>* a, const int* lda, const int* ipiv,
+                   std::complex<float>* work, const int* lwork, int* info);
+void scipy_zgetri_(const int* n, std::complex<double>* a, const int* lda, const int* ipiv,
+                   std::complex<double>* work, const int* lwork, int* info);
+void scipy_cgetrs_(const char* trans, const int* n, const int* nrhs, const std::complex<float>* a,
+                   const int* lda, const int* ipiv, std::complex<float>* b, const int* ldb, int* info,
+                   size_t trans_len);
+void scipy_zgetrs_(const char* trans, const int* n, const int* nrhs, const std::complex<double>* a,
+                   const int* lda, const int* ipiv, std::complex<double>* b, const int* ldb, int* info,
+                   size_t trans_len);
 // Cholesky.
 void scipy_spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t uplo_len);
 void scipy_dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
@@ -98,6 +111,28 @@ inline void getrs(char trans, int n, int nrhs, const float* a, int lda, const in
 inline void getrs(char trans, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b, int ldb,
                   int* info) {
   scipy_dgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void getrf(int m, int n, std::complex<float>* a, int lda, int* ipiv, int* info) {
+  scipy_cgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+inline void getrf(int m, int n, std::complex<double>* a, int lda, int* ipiv, int* info) {
+  scipy_zgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+inline void getri(int n, std::complex<float>* a, int lda, const int* ipiv, std::complex<float>* work,
+                  int lwork, int* info) {
+  scipy_cgetri_(&n, a, &lda, ipiv, work, &lwork, info);
+}
+inline void getri(int n, std::complex<double>* a, int lda, const int* ipiv, std::complex<double>* work,
+                  int lwork, int* info) {
+  scipy_zgetri_(&n, a, &lda, ipiv, work, &lwork, info);
+}
+inline void getrs(char trans, int n, int nrhs, const std::complex<float>* a, int lda, const int* ipiv,
+                  std::complex<float>* b, int ldb, int* info) {
+  scipy_cgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void getrs(char trans, int n, int nrhs, const std::complex<double>* a, int lda, const int* ipiv,
+                  std::complex<double>* b, int ldb, int* info) {
+  scipy_zgetrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
 }
 inline void potrf(char uplo, int n, float* a, int lda, int* info) {
   scipy_spotrf_(&uplo, &n, a, &lda, info, 1);

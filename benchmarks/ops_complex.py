@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Complex ops widened in issue 7, flambeau vs PyTorch: mm/bmm (OpenBLAS cgemm/zgemm vs
+torch's MKL/OpenBLAS), cat, prod, cumsum, var, sgn, kron, linalg.inv/solve/det.
+
+Both libraries run in this one process, interleaved rounds (flambeau then torch, then the
+reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actloss.py).
+Prints, per case, min and median per call and the ratio torch/flambeau of the medians
+(> 1: flambeau is faster). Only ratios from one run count (a shared, noisy machine).
+
+    .nox/dev/bin/python benchmarks/ops_complex.py [--rounds 7] [--only mm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import flambeau as fb  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def carr(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def cases():
+    out = []
+
+    def add(name, dt, fn, arrays):
+        fdt = fb.complex64 if dt == "c64" else fb.complex128
+        tdt = torch.complex64 if dt == "c64" else torch.complex128
+        fa = [fb.tensor(a, dtype=fdt) for a in arrays]
+        ta = [torch.tensor(a, dtype=tdt) for a in arrays]
+        out.append(
+            (f"{name} {dt} {'x'.join(str(s) for s in arrays[0].shape)}", lambda: fn(fb, *fa), lambda: fn(torch, *ta))
+        )
+
+    eye = 4 * np.eye(64)
+    for dt in ("c64", "c128"):
+        add("mm", dt, lambda L, a, b: L.mm(a, b), [carr((256, 256), 1), carr((256, 256), 2)])
+        add("mm.mH", dt, lambda L, a, b: L.mm(a.mH, b), [carr((256, 256), 1), carr((256, 256), 2)])
+        add("bmm", dt, lambda L, a, b: L.bmm(a, b), [carr((32, 64, 64), 3), carr((32, 64, 64), 4)])
+        add("cat", dt, lambda L, a, b: L.cat([a, b], 1), [carr((256, 512), 5), carr((256, 512), 6)])
+        add("prod", dt, lambda L, a: a.prod(1), [carr((256, 512), 7) * 0.1])
+        add("cumsum", dt, lambda L, a: a.cumsum(1), [carr((256, 512), 8)])
+        add("var", dt, lambda L, a: a.var(1), [carr((256, 512), 9)])
+        add("sgn", dt, lambda L, a: L.sgn(a), [carr((256, 512), 10)])
+        add("kron", dt, lambda L, a, b: L.kron(a, b), [carr((32, 32), 11), carr((16, 16), 12)])
+        add("linalg.inv", dt, lambda L, a: L.linalg.inv(a), [carr((16, 64, 64), 13) + eye])
+        add(
+            "linalg.solve",
+            dt,
+            lambda L, a, b: L.linalg.solve(a, b),
+            [carr((16, 64, 64), 14) + eye, carr((16, 64, 8), 15)],
+        )
+        add("linalg.det", dt, lambda L, a: L.linalg.det(a), [carr((16, 64, 64), 16) + eye])
+    return out
+
+
+def timeit(f, reps):
+    f()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    fb.set_num_threads(2)
+    torch.set_num_threads(2)
+    print(f"{'case':34s} {'fb min':>10s} {'fb med':>10s} {'torch min':>10s} {'torch med':>10s} {'ratio':>7s}")
+    for name, ff, tf in cases():
+        if args.only and args.only not in name:
+            continue
+        reps = max(1, int(0.05 / max(timeit(ff, 1), 1e-6)))
+        fts, tts = [], []
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                fts.append(timeit(ff, reps))
+                tts.append(timeit(tf, reps))
+            else:
+                tts.append(timeit(tf, reps))
+                fts.append(timeit(ff, reps))
+        fm, tm = statistics.median(fts), statistics.median(tts)
+        print(
+            f"{name:34s} {min(fts) * 1e6:9.1f}u {fm * 1e6:9.1f}u {min(tts) * 1e6:9.1f}u {tm * 1e6:9.1f}u {tm / fm:7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
