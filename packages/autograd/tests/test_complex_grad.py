@@ -152,3 +152,28 @@ def test_norm_grad(dt):
     check_grads(lambda L, a: L.linalg.matrix_norm(a), [carr((2, 3, 4), 3)], dt)
     check_grads(lambda L, a: L.linalg.norm(a, dim=0), [carr((3, 4), 4)], dt)
     gradcheck_complex(lambda a: fc.linalg.vector_norm(a), [(3, 4)], seed=20)
+
+
+def hpd(shape, seed):
+    a = carr(shape, seed)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("dt", DTS)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_grad(dt, upper):
+    # The input is made Hermitian inside the function (as PyTorch's tests do), so the gradient is well defined.
+    def f(L, a):
+        return L.linalg.cholesky((a + a.mH) * 0.5, upper=upper)
+
+    check_grads(f, [hpd((3, 3), 1)], dt)
+    check_grads(f, [hpd((2, 4, 4), 2)], dt)
+
+
+def test_cholesky_gradcheck_complex128():
+    def f(a):
+        h = a @ a.mH + 3 * fc.eye(a.shape[-1], dtype=a.dtype)
+        return fc.linalg.cholesky(h)
+
+    gradcheck_complex(f, [(3, 3)], seed=30)
+    gradcheck_complex(lambda a: fc.linalg.cholesky(a @ a.mH + 3 * fc.eye(3, dtype=a.dtype), upper=True), [(3, 3)])

@@ -664,7 +664,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None)
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
     """Cholesky factor L (A = L L^T) or U (upper=True, A = U^T U) of symmetric positive-definite matrices."""
-    _check_matrix(A, "linalg.cholesky", square=True)
+    _check_matrix(A, "linalg.cholesky", square=True, complex_ok=True)
     return _copy_out(_C._linalg_cholesky(A, upper), out)
 
 

@@ -285,3 +285,24 @@ def test_linalg_norms(dt):
     close(fc.linalg.norm(fa), torch.linalg.norm(ta), dt, 10)
     close(fc.linalg.norm(fa[0]), torch.linalg.norm(ta[0]), dt, 10)
     close(fc.linalg.norm(fa.transpose(0, 2), dim=1), torch.linalg.norm(ta.transpose(0, 2), dim=1), dt, 10)
+
+
+def hpd(shape, seed):
+    """Hermitian positive-definite matrices."""
+    a = carr(shape, seed)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("dt", CDT)
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 3, 3)])
+@pytest.mark.parametrize("upper", [False, True])
+def test_linalg_cholesky(dt, shape, upper):
+    fa, ta = both(hpd(shape, len(shape)), dt)
+    close(fc.linalg.cholesky(fa, upper=upper), torch.linalg.cholesky(ta, upper=upper), dt, 50)
+    close(fc.linalg.cholesky(fa.mT, upper=upper), torch.linalg.cholesky(ta.mT, upper=upper), dt, 50)
+
+
+def test_linalg_cholesky_complex_not_pd():
+    a = fc.tensor(-np.eye(3) + 0j, dtype=fc.complex128)
+    with pytest.raises(RuntimeError, match="linalg.cholesky.*positive-definite"):
+        fc.linalg.cholesky(a)

@@ -18,6 +18,8 @@ namespace flambeau {
 namespace {
 
 Tensor mT(const Tensor& t) { return op::transpose(t, -2, -1); }
+/// The conjugate transpose (mT for real tensors; complex cholesky, issue 7).
+Tensor mH(const Tensor& t) { return is_complex(t.dtype()) ? op::conj_physical(mT(t)) : mT(t); }
 Tensor num(double v, const Tensor& like) { return scalar_tensor(v, like.dtype()); }
 
 /// (n, n) mask of (row, col) pairs with `pred(row - col)`, in like's dtype.
@@ -76,12 +78,13 @@ Tensor qr_backward_tall(const std::optional<Tensor>& gQ, const std::optional<Ten
 }  // namespace
 
 Tensor composite::_linalg_cholesky_backward(const Tensor& grad, const Tensor& L_, bool upper) {
-  const Tensor L = upper ? mT(L_) : L_;
-  const Tensor gL = upper ? mT(grad) : grad;
+  // Conjugate transposes: complex Hermitian A = L L^H (real: mH is mT), PyTorch's cholesky_backward.
+  const Tensor L = upper ? mH(L_) : L_;
+  const Tensor gL = upper ? mH(grad) : grad;
   Tensor Linv = op::_linalg_inv(L);
-  Tensor P = phi(op::matmul(mT(L), gL));
-  Tensor gA = op::matmul(mT(Linv), op::matmul(P, Linv));
-  return op::mul(op::add(gA, mT(gA), 1), num(0.5, gA));
+  Tensor P = phi(op::matmul(mH(L), gL));
+  Tensor gA = op::matmul(mH(Linv), op::matmul(P, Linv));
+  return op::mul(op::add(gA, mH(gA), 1), num(0.5, gA));
 }
 
 Tensor composite::_linalg_qr_backward(const std::optional<Tensor>& gQ, const std::optional<Tensor>& gR,

@@ -323,15 +323,17 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
 // triangle and leaves U with A^T = U^T U, whose row-major reading is L = U^T
 // with A = L L^T. upper=True: potrf('L') reads A's upper triangle and leaves
 // L' whose row-major reading is U = L'^T with A = U^T U.
+// Complex Hermitian A (issue 7): the buffer is A^T = conj(A), also Hermitian; potrf('U') gives
+// conj(A) = U^H U, whose row-major reading L = U^T has L L^H = U^T conj(U) = conj(U^H U) = A.
 Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
-  check_matrix(A, "linalg.cholesky", true);
+  check_matrix(A, "linalg.cholesky", true, "A", true);
   const int64_t n = A.sizes()[A.dim() - 1];
   check_lapack_size("linalg.cholesky", {n, n});
   const int64_t batch = batch_count(A);
   Tensor buf = owned_copy(A);
   if (A.numel() == 0) return buf;
   std::vector<int> infos(static_cast<size_t>(batch), 0);
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* data = buf.data<T>();
     const int ni = static_cast<int>(n);

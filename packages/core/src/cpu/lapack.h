@@ -41,6 +41,10 @@ void scipy_zgetrs_(const char* trans, const int* n, const int* nrhs, const std::
 // Cholesky.
 void scipy_spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t uplo_len);
 void scipy_dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
+void scipy_cpotrf_(const char* uplo, const int* n, std::complex<float>* a, const int* lda, int* info,
+                   size_t uplo_len);
+void scipy_zpotrf_(const char* uplo, const int* n, std::complex<double>* a, const int* lda, int* info,
+                   size_t uplo_len);
 // QR: Householder factorization and the explicit Q.
 void scipy_sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work,
                    const int* lwork, int* info);
@@ -139,6 +143,12 @@ inline void potrf(char uplo, int n, float* a, int lda, int* info) {
 }
 inline void potrf(char uplo, int n, double* a, int lda, int* info) {
   scipy_dpotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void potrf(char uplo, int n, std::complex<float>* a, int lda, int* info) {
+  scipy_cpotrf_(&uplo, &n, a, &lda, info, 1);
+}
+inline void potrf(char uplo, int n, std::complex<double>* a, int lda, int* info) {
+  scipy_zpotrf_(&uplo, &n, a, &lda, info, 1);
 }
 inline void geqrf(int m, int n, float* a, int lda, float* tau, float* work, int lwork, int* info) {
   scipy_sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
