@@ -177,3 +177,19 @@ def test_cholesky_gradcheck_complex128():
 
     gradcheck_complex(f, [(3, 3)], seed=30)
     gradcheck_complex(lambda a: fc.linalg.cholesky(a @ a.mH + 3 * fc.eye(3, dtype=a.dtype), upper=True), [(3, 3)])
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_eigh_grad(dt):
+    def herm(L, a):
+        return (a + a.mH) * 0.5
+
+    # eigenvalues, and a phase-invariant function of the eigenvectors (as PyTorch's tests use)
+    check_grads(lambda L, a: L.linalg.eigvalsh(herm(L, a)), [carr((4, 4), 1)], dt)
+    check_grads(lambda L, a: L.linalg.eigh(herm(L, a))[0], [carr((2, 3, 3), 2)], dt)
+    check_grads(lambda L, a: L.abs(L.linalg.eigh(herm(L, a))[1]), [carr((3, 3), 3)], dt)
+
+
+def test_eigh_gradcheck_complex128():
+    gradcheck_complex(lambda a: fc.linalg.eigvalsh(a + a.mH), [(3, 3)], seed=40)
+    gradcheck_complex(lambda a: fc.abs(fc.linalg.eigh(a + a.mH)[1]), [(3, 3)], seed=41)

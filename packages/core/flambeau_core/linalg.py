@@ -701,7 +701,7 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) 
 
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices from their UPLO triangle."""
-    _check_matrix(A, "linalg.eigh", square=True)
+    _check_matrix(A, "linalg.eigh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = _C._linalg_eigh(A, UPLO, True)
@@ -710,7 +710,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices (torch.linalg.eigvalsh)."""
-    _check_matrix(A, "linalg.eigvalsh", square=True)
+    _check_matrix(A, "linalg.eigvalsh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return _copy_out(_C._linalg_eigh(A, UPLO, _needs_grad(A))[0], out)

@@ -306,3 +306,25 @@ def test_linalg_cholesky_complex_not_pd():
     a = fc.tensor(-np.eye(3) + 0j, dtype=fc.complex128)
     with pytest.raises(RuntimeError, match="linalg.cholesky.*positive-definite"):
         fc.linalg.cholesky(a)
+
+
+def herm(shape, seed):
+    a = carr(shape, seed)
+    return a + np.conj(np.swapaxes(a, -1, -2))
+
+
+@pytest.mark.parametrize("dt", CDT)
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 3, 3)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_linalg_eigh_eigvalsh(dt, shape, uplo):
+    a = herm(shape, 3)
+    a_tri = np.tril(a) if uplo == "L" else np.triu(a)  # the other triangle is not read
+    fa, ta = both(a_tri, dt)
+    L, V = fc.linalg.eigh(fa, uplo)
+    tL, tV = torch.linalg.eigh(ta, uplo)
+    close(L, tL, dt, 50)
+    close(fc.linalg.eigvalsh(fa, uplo), torch.linalg.eigvalsh(ta, uplo), dt, 50)
+    # eigenvectors up to a phase per column: compare |V^H tV| = I and the reconstruction
+    Vn, Ln = to_np(V), to_np(L)
+    np.testing.assert_allclose(Vn @ (Ln[..., None] * np.conj(np.swapaxes(Vn, -1, -2))), a, atol=TOL[dt] * 100)
+    np.testing.assert_allclose(np.abs(np.conj(np.swapaxes(Vn, -1, -2)) @ tV.numpy()), np.broadcast_to(np.eye(shape[-1]), shape), atol=TOL[dt] * 100)

@@ -175,14 +175,15 @@ Tensor composite::_linalg_eigh_backward(const std::optional<Tensor>& gL, const s
   if (has(gV)) {
     const Tensor I = eye_like(n, L);
     const Tensor E = op::add(op::sub(op::unsqueeze(L, -2), op::unsqueeze(L, -1), 1), I, 1);
-    inner = op::mul(op::div(op::matmul(mT(V), *gV), E), op::sub(num(1.0, L), I, 1));
+    inner = op::mul(op::div(op::matmul(mH(V), *gV), E), op::sub(num(1.0, L), I, 1));
   }
   if (has(gL)) {
     Tensor d = diag_embed(*gL);
     inner = inner.defined() ? op::add(inner, d, 1) : d;
   }
   if (!inner.defined()) return batch_zeros(L, 1, n, n);
-  return op::matmul(V, op::matmul(inner, mT(V)));
+  if (is_complex(V.dtype()) && !is_complex(inner.dtype())) inner = op::cast(inner, V.dtype());  // only gL
+  return op::matmul(V, op::matmul(inner, mH(V)));  // complex (Hermitian) A: conjugate transposes
 }
 
 }  // namespace flambeau

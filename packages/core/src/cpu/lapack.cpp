@@ -495,33 +495,54 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
 // ---- eigh: syevd on the row-major copy (A^T column-major; A's lower triangle is its upper) ----
 
 std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view uplo, bool compute_v) {
-  check_matrix(A, "linalg.eigh", true);
+  check_matrix(A, "linalg.eigh", true, "A", true);
   FB_CHECK_VALUE(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
                  "[linalg.eigh] Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   const bool lower = uplo == "L" || uplo == "l";
   const int64_t n = A.sizes()[A.dim() - 1];
   check_lapack_size("linalg.eigh", {n, n});
   const int64_t batch = batch_count(A);
-  Tensor W = op::empty(with_tail(batch_shape(A), {n}), A.dtype(), A.device());
+  Tensor W =
+      op::empty(with_tail(batch_shape(A), {n}), to_real_dtype(A.dtype()), A.device());  // real for complex A
   Tensor buf = owned_copy(A);
   if (A.numel() == 0) return {W, compute_v ? buf : op::empty(Shape{0}, A.dtype(), A.device())};
   std::vector<int> infos(static_cast<size_t>(batch), 0);
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* ad = buf.data<T>();
-    T* wd = W.data<T>();
     const int ni = static_cast<int>(n);
     const char jobz = compute_v ? 'V' : 'N', lo = lower ? 'U' : 'L';
-    T wq{};
-    int iwq = 0, info = 0;
-    la::syevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &iwq, -1, &info);
-    const int lwork = workspace_size(wq, "linalg.eigh"), liwork = std::max(1, iwq);
-    for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
-      int inf = 0;
-      la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
-                ws.get<int>(1, liwork), liwork, &inf);
-      infos[static_cast<size_t>(i)] = inf;
-    });
+    if constexpr (is_complex_v<T>) {
+      // Hermitian A: the buffer read column-major is A^T, whose `lo` triangle holds the conjugate of
+      // A's `uplo` one: heevd returns A's eigenvalues and the conjugated eigenvectors (fixed below).
+      using R = typename T::value_type;
+      R* wd = W.data<R>();
+      T wq{};
+      R rwq{};
+      int iwq = 0, info = 0;
+      la::heevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &rwq, -1, &iwq, -1, &info);
+      const int lwork = workspace_size(wq, "linalg.eigh"), lrwork = workspace_size(rwq, "linalg.eigh"),
+                liwork = std::max(1, iwq);
+      for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+        int inf = 0;
+        la::heevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                  ws.get<R>(1, lrwork), lrwork, ws.get<int>(2, liwork), liwork, &inf);
+        infos[static_cast<size_t>(i)] = inf;
+      });
+      return;
+    } else {
+      T* wd = W.data<T>();
+      T wq{};
+      int iwq = 0, info = 0;
+      la::syevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &iwq, -1, &info);
+      const int lwork = workspace_size(wq, "linalg.eigh"), liwork = std::max(1, iwq);
+      for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+        int inf = 0;
+        la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                  ws.get<int>(1, liwork), liwork, &inf);
+        infos[static_cast<size_t>(i)] = inf;
+      });
+    }
   });
   for (int64_t i = 0; i < batch; ++i) {
     const int inf = infos[static_cast<size_t>(i)];
@@ -531,8 +552,10 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view upl
                    inf, ").");
     FB_CHECK(inf == 0, "linalg.eigh: LAPACK syevd failed with info ", inf);
   }
-  // Column-major eigenvectors (columns) read row-major are V^T.
-  return {W, compute_v ? from_colmajor(buf) : op::empty(Shape{0}, A.dtype(), A.device())};
+  // Column-major eigenvectors (columns) read row-major are V^T (conj(V) for complex A, see above).
+  if (!compute_v) return {W, op::empty(Shape{0}, A.dtype(), A.device())};
+  Tensor V = from_colmajor(buf);
+  return {W, is_complex(A.dtype()) ? op::conj_physical(V) : V};
 }
 
 // ---- lstsq: gelsd on column-major copies ----

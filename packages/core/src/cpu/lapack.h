@@ -68,6 +68,13 @@ void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, c
 void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                    double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
                    size_t uplo_len);
+// Hermitian eigendecomposition by divide and conquer (complex, issue 7).
+void scipy_cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a, const int* lda,
+                   float* w, std::complex<float>* work, const int* lwork, float* rwork, const int* lrwork,
+                   int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
+void scipy_zheevd_(const char* jobz, const char* uplo, const int* n, std::complex<double>* a, const int* lda,
+                   double* w, std::complex<double>* work, const int* lwork, double* rwork, const int* lrwork,
+                   int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
 // Least squares by SVD (divide and conquer).
 void scipy_sgelsd_(const int* m, const int* n, const int* nrhs, float* a, const int* lda, float* b,
                    const int* ldb, float* s, const float* rcond, int* rank, float* work, const int* lwork,
@@ -179,6 +186,16 @@ inline void syevd(char jobz, char uplo, int n, float* a, int lda, float* w, floa
 inline void syevd(char jobz, char uplo, int n, double* a, int lda, double* w, double* work, int lwork,
                   int* iwork, int liwork, int* info) {
   scipy_dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);
+}
+inline void heevd(char jobz, char uplo, int n, std::complex<float>* a, int lda, float* w,
+                  std::complex<float>* work, int lwork, float* rwork, int lrwork, int* iwork, int liwork,
+                  int* info) {
+  scipy_cheevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
+}
+inline void heevd(char jobz, char uplo, int n, std::complex<double>* a, int lda, double* w,
+                  std::complex<double>* work, int lwork, double* rwork, int lrwork, int* iwork, int liwork,
+                  int* info) {
+  scipy_zheevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
 }
 inline void gelsd(int m, int n, int nrhs, float* a, int lda, float* b, int ldb, float* s, float rcond,
                   int* rank, float* work, int lwork, int* iwork, int* info) {
