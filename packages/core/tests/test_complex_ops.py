@@ -327,4 +327,5 @@ def test_linalg_eigh_eigvalsh(dt, shape, uplo):
     # eigenvectors up to a phase per column: compare |V^H tV| = I and the reconstruction
     Vn, Ln = to_np(V), to_np(L)
     np.testing.assert_allclose(Vn @ (Ln[..., None] * np.conj(np.swapaxes(Vn, -1, -2))), a, atol=TOL[dt] * 100)
-    np.testing.assert_allclose(np.abs(np.conj(np.swapaxes(Vn, -1, -2)) @ tV.numpy()), np.broadcast_to(np.eye(shape[-1]), shape), atol=TOL[dt] * 100)
+    overlap = np.abs(np.conj(np.swapaxes(Vn, -1, -2)) @ tV.numpy())
+    np.testing.assert_allclose(overlap, np.broadcast_to(np.eye(shape[-1]), shape), atol=TOL[dt] * 100)
