@@ -61,8 +61,9 @@ inline Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor
   const Tensor nzeros = op::sum(zero, IntArrayRef(dims), /*keepdim=*/true, std::nullopt);
   const Tensor safe = where(zero, 1.0, self);
   const Tensor others = op::prod_dim_int(safe, d, /*keepdim=*/true, std::nullopt);
-  const Tensor no_zero = g * r / safe;
-  const Tensor one_zero = where(op::logical_and(zero, op::eq(nzeros, num(1))), g * others, 0.0);
+  // cj: complex inputs take the conjugate of the derivative (PyTorch's convention; no-op for real).
+  const Tensor no_zero = g * cj(r / safe);
+  const Tensor one_zero = where(op::logical_and(zero, op::eq(nzeros, num(1))), g * cj(others), 0.0);
   return op::where(op::eq(nzeros, num(0)), no_zero, one_zero);
 }
 
@@ -109,9 +110,9 @@ inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Ten
   const Tensor before = op::eq(seen, num(0));
   const Tensor first = op::logical_and(zero, op::eq(seen, num(1)));
   const Tensor safe = where(zero, 1.0, self);
-  const Tensor base = where(before, reverse_cumsum(grad * result, d) / safe, 0.0);
+  const Tensor base = where(before, reverse_cumsum(grad * cj(result), d) / cj(safe), 0.0);  // cj: complex
   const Tensor c1 = op::cumprod(where(first, 1.0, self), d, std::nullopt);
-  const Tensor at_zero = op::sum(where(op::logical_not(before), grad * c1, 0.0), IntArrayRef(Shape{d}),
+  const Tensor at_zero = op::sum(where(op::logical_not(before), grad * cj(c1), 0.0), IntArrayRef(Shape{d}),
                                  /*keepdim=*/true, std::nullopt);
   return op::where(first, at_zero, base);
 }

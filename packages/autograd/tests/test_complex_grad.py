@@ -193,3 +193,19 @@ def test_eigh_grad(dt):
 def test_eigh_gradcheck_complex128():
     gradcheck_complex(lambda a: fc.linalg.eigvalsh(a + a.mH), [(3, 3)], seed=40)
     gradcheck_complex(lambda a: fc.abs(fc.linalg.eigh(a + a.mH)[1]), [(3, 3)], seed=41)
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_prod_cumprod_grad(dt):
+    check_grads(lambda L, a: a.prod(1), [carr((3, 4), 1)], dt)
+    check_grads(lambda L, a: a.prod(), [carr((2, 3), 2)], dt)
+    check_grads(lambda L, a: a.cumprod(1), [carr((3, 4), 3)], dt)
+    with_zero = carr((2, 4), 4)
+    with_zero[0, 1] = 0
+    check_grads(lambda L, a: a.prod(1), [with_zero], dt)
+    check_grads(lambda L, a: a.cumprod(1), [with_zero], dt)
+
+
+def test_prod_cumprod_gradcheck_complex128():
+    gradcheck_complex(lambda a: a.prod(0), [(3, 2)], seed=50)
+    gradcheck_complex(lambda a: a.cumprod(1), [(2, 4)], seed=51)
