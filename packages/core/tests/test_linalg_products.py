@@ -288,3 +288,23 @@ def test_norm_errors():
 def test_matmul_shape_error_names_shapes():
     with pytest.raises(fc.FlambeauError, match=r"\(2, 3\).*\(4, 5\)"):
         LA.matmul(fc.ones(2, 3), fc.ones(4, 5))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("batch", "n", "k", "m"), [(5, 35, 32, 35), (8, 128, 128, 128), (3, 4, 600, 700), (1, 200, 64, 300)]
+)
+def test_bmm_split_by_matrix_or_inside_matches_numpy(threads, batch, n, k, m):
+    # bmm splits a batch over the threads by matrix (small products, or one per
+    # thread) or hands each product to gemm's own split: every path, transposed
+    # operands included, gives NumPy's result.
+    rng = np.random.default_rng(batch * 1000 + n)
+    a = rng.standard_normal((batch, n, k)).astype(np.float32)
+    b = rng.standard_normal((batch, m, k)).astype(np.float32)
+    old = fc.get_num_threads()
+    fc.set_num_threads(threads)
+    try:
+        out = fc.bmm(fc.tensor(a), fc.tensor(b).transpose(1, 2))
+    finally:
+        fc.set_num_threads(old)
+    np.testing.assert_allclose(out.numpy(), a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)

@@ -53,10 +53,28 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
       FB_CHECK(n <= INT_MAX && k <= INT_MAX && m <= INT_MAX, "[", op,
                "] matrix dims above 2^31 are not supported");
       const GemmOperand<T> A = gemm_operand<T>(a, batched), B = gemm_operand<T>(b, batched);
-      for (int64_t i = 0; i < batch; ++i)
+      auto one = [&](int64_t i) {
         gemm(A.trans, B.trans, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
              A.data + i * A.batch_stride, A.ld, B.data + i * B.batch_stride, B.ld, c + i * n * m,
              static_cast<int>(m));
+      };
+      // gemm() splits one large product over the threads (Note [GEMM threads]);
+      // a batch of products each too small for that (attention's heads), or
+      // at least one per thread, is split by matrix instead, each a serial
+      // OpenBLAS call.
+      const double macs_each = double(n) * double(m) * double(k);
+      const int nt = get_num_threads();
+      if (batch > 1 && nt > 1 && (macs_each < cpu::kOwnThreadsMacs || batch >= nt) && !in_parallel_region()) {
+        const cpu::SerialBlasScope serial;
+        constexpr double kMacsPerTask = double(int64_t{1} << 16);
+        const int64_t grain =
+            std::max<int64_t>(1, static_cast<int64_t>(kMacsPerTask / std::max(1.0, macs_each)));
+        parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) one(i);
+        });
+      } else {
+        for (int64_t i = 0; i < batch; ++i) one(i);
+      }
     } else {
       // Integer and bool: a plain triple loop in the output type, rows in parallel.
       const int64_t sab = batched ? a.strides()[0] : 0, sbb = batched ? b.strides()[0] : 0;
