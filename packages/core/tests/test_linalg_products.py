@@ -307,4 +307,4 @@ def test_bmm_split_by_matrix_or_inside_matches_numpy(threads, batch, n, k, m):
         out = fc.bmm(fc.tensor(a), fc.tensor(b).transpose(1, 2))
     finally:
         fc.set_num_threads(old)
-    np.testing.assert_allclose(out.numpy(), a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.array(out.tolist()), a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
