@@ -748,7 +748,14 @@ struct Async<O, R(Args...)> {
            args),
        ...);
       std::optional<Shape> b = broadcast_all(args...);
-      return none_ok(self && b && *b == sizes_of(*self));
+      // A self whose elements overlap (an expanded tensor) waits: the CPU
+      // kernel's error is then raised at the call.
+      bool overlap = false;
+      if (self)
+        for (int64_t d = 0; d < self->dim(); ++d)
+          overlap |=
+              self->strides()[static_cast<size_t>(d)] == 0 && self->sizes()[static_cast<size_t>(d)] > 1;
+      return none_ok(self && !overlap && b && *b == sizes_of(*self));
     } else {
       return one(broadcast_all(args...));
     }

@@ -200,6 +200,8 @@ def test_errors_that_do_not_depend_on_values_are_raised_at_the_call():
         a + fc.ones(2, 3, device="sim:1")
     with pytest.raises(TypeError):
         fc.bitwise_and(a, a)
+    with pytest.raises(RuntimeError, match=r"add_"):
+        fc.ones(3, device="sim").expand(2, 3).add_(1)  # overlapping elements: checked at the call
 
 
 def test_an_error_found_in_the_data_is_raised_by_the_next_synchronous_op(capfd):
