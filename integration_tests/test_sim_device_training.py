@@ -83,3 +83,40 @@ def test_fb_sim_and_cuda_namespaces(fb, sim):
     ).split():
         assert callable(getattr(fb.sim, name)) and callable(getattr(fb.cuda, name)), name
     assert callable(fb.memory.timeline) and callable(fb.memory._record_memory_history)
+
+
+def test_mlp_training_step_launches_asynchronously(fb, sim):
+    """Note [Asynchronous sim kernels]: forward, backward and the SGD step return while the stream is held."""
+    from flambeau_alloc import _C
+    from flambeau_alloc import sim as sim_pkg
+
+    model = _mlp(fb, 0).to("sim")
+    cpu_model = _mlp(fb, 0)
+    rng = np.random.default_rng(2)
+    x = fb.tensor(rng.standard_normal((7, 13)).tolist())
+    target = fb.tensor(rng.integers(0, 5, size=7).tolist())
+    xs, ts = x.to("sim"), target.to("sim")  # copies before the latch (they wait)
+    opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt_cpu = fb.optim.SGD(cpu_model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        before = dict(_C._sim_sync_ops())
+        stream = sim.current_stream()
+        latch = sim_pkg.block_stream(stream)
+        try:
+            opt.zero_grad()
+            loss = fb.nn.functional.cross_entropy(model(xs), ts)
+            loss.backward()
+            opt.step()
+            waited = {k: v - before.get(k, 0) for k, v in _C._sim_sync_ops().items() if v != before.get(k, 0)}
+            assert waited == {}, f"waited for the device: {waited}"
+            assert stream.query() is False
+        finally:
+            latch.release()
+        sim.synchronize()
+        opt_cpu.zero_grad()
+        cpu_loss = fb.nn.functional.cross_entropy(cpu_model(x), target)
+        cpu_loss.backward()
+        opt_cpu.step()
+        np.testing.assert_allclose(loss.item(), cpu_loss.item(), rtol=1e-5)
+    for p, pc in zip(model.parameters(), cpu_model.parameters(), strict=True):
+        np.testing.assert_allclose(np.array(p.cpu().tolist()), np.array(pc.tolist()), rtol=1e-4, atol=1e-6)

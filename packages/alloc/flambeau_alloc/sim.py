@@ -6,9 +6,12 @@ device memory is host pages served by a stream-aware caching allocator per
 device (poisoned with 0xFF bytes, NaN as floats, when a block returns to the
 cache); each stream is a worker thread that runs its work asynchronously and
 in order; events are markers in a stream; kernels are the CPU ones, run on
-the current stream (copies between devices and from/to pinned memory with
-``non_blocking=True`` return before they are done; other ops wait for their
-kernel). It makes the device-generic machinery testable on any machine.
+the current stream. Copies between devices and from/to pinned memory with
+``non_blocking=True``, and the ops whose result shapes are known before they
+run (elementwise, reductions over dims, softmax, matrix products, losses,
+fills, factories: Note [Asynchronous sim kernels]) return before they are
+done; other ops wait for their kernel. It makes the device-generic machinery
+testable on any machine.
 
 It lives in flambeau-alloc because its memory is this package's caching
 allocator; nothing in it is private to core.

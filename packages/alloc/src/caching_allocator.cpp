@@ -429,7 +429,7 @@ void CachingAllocator::return_to_pool(Block* block) {
     add_trace(TraceEntry::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
               block->context);
   block->context = nullptr;
-  backend_->on_block_free(block->ptr, block->size);
+  backend_->on_block_return(block->ptr, block->size, block->stream);
 
   FreeBlocks& pool = pool_of(is_small);
   for (Block* neighbour : {block->prev, block->next}) {

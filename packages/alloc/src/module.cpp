@@ -447,6 +447,8 @@ Example:
   m.def("_sim_device_count", &flambeau::sim::num_devices);
   m.def("_sim_allocator", &flambeau::sim::device_allocator, py::arg("index"));
   m.def("_sim_pinned_allocator", &flambeau::sim::pinned_allocator);
+  m.def("_sim_sync_ops", &flambeau::sim::sync_ops,
+        "Test support: how many times each op ran synchronously on sim (host fallback, blocking copies).");
   m.def(
       "_sim_block_stream",
       [](const std::shared_ptr<flambeau::Stream>& s) {

@@ -34,8 +34,14 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
@@ -88,6 +94,11 @@ class SimStream final : public Stream {
     wait_for(ticket);
   }
   void wait_event(const Event& event) override;
+  /// The first error of an asynchronous kernel since the last call, or "".
+  std::string take_error() {
+    std::lock_guard lock(m_);
+    return std::exchange(error_, std::string());
+  }
 
  private:
   void loop() {
@@ -102,9 +113,13 @@ class SimStream final : public Stream {
       try {
         fn();
       } catch (const std::exception& e) {
-        // Work that can fail is checked before it is enqueued; this is a bug.
+        // An asynchronous kernel failed (a bad index found in the data, say):
+        // like a CUDA error it is sticky, raised by the next synchronous
+        // operation on this stream (take_error), and reported here.
         std::fprintf(stderr, "flambeau sim: a kernel on %s stream %lld failed: %s\n", device_.str().c_str(),
                      static_cast<long long>(id_), e.what());
+        std::lock_guard lock(m_);
+        if (error_.empty()) error_ = e.what();
       }
       {
         std::lock_guard lock(m_);
@@ -122,6 +137,7 @@ class SimStream final : public Stream {
   std::deque<std::function<void()>> queue_;
   uint64_t enqueued_ = 0;
   std::atomic<uint64_t> completed_{0};
+  std::string error_;
   std::thread worker_;
 };
 
@@ -209,6 +225,11 @@ class SimMemory final : public alloc::RawBackend {
     return p;
   }
   void deallocate(void* ptr, size_t nbytes) noexcept override {
+    {
+      // A poisoning still queued may write into this segment: wait for it.
+      std::unique_lock lock(m_);
+      poison_cv_.wait(lock, [&] { return pending_poison_ == 0; });
+    }
     munmap(ptr, nbytes);
     std::lock_guard lock(m_);
     used_ -= nbytes;
@@ -217,12 +238,44 @@ class SimMemory final : public alloc::RawBackend {
   DeviceType device_type() const override { return DeviceType::PrivateUse1; }
   std::string name() const override { return name_; }
   void on_block_free(void* ptr, size_t nbytes) noexcept override { std::memset(ptr, 0xFF, nbytes); }
+  // Note [Stream-ordered reuse]: kernels enqueued on the block's stream before
+  // the free may still read it, so the poison is enqueued behind them (the
+  // next allocation from that pool is on the same stream, so its kernels run
+  // after the poison). Only a stream that did not record_stream may see it.
+  void on_block_return(void* ptr, size_t nbytes, int64_t stream) noexcept override {
+    SimStream* s = resolve_ ? resolve_(stream) : nullptr;
+    if (!s) return on_block_free(ptr, nbytes);
+    try {
+      {
+        std::lock_guard lock(m_);
+        ++pending_poison_;
+      }
+      s->enqueue([this, ptr, nbytes] {
+        std::memset(ptr, 0xFF, nbytes);
+        {
+          std::lock_guard lock(m_);
+          --pending_poison_;
+        }
+        poison_cv_.notify_all();
+      });
+    } catch (...) {
+      {
+        std::lock_guard lock(m_);
+        --pending_poison_;
+      }
+      on_block_free(ptr, nbytes);
+    }
+  }
+  /// Finds the stream of an id (set by the backend; unset: poison at once).
+  std::function<SimStream*(int64_t)> resolve_;
 
  private:
   std::string name_;
   std::optional<size_t> capacity_;
   std::mutex m_;
+  std::condition_variable poison_cv_;
   size_t used_ = 0;
+  size_t pending_poison_ = 0;
 };
 
 class PinnedMemory final : public alloc::RawBackend {
@@ -279,9 +332,9 @@ class SimBackend final : public DeviceBackend {
       const Device d(DeviceType::PrivateUse1, static_cast<int16_t>(i));
       defaults_.push_back(std::make_shared<SimStream>(d, 0));
       streams_.push_back({defaults_.back()});
-      per.push_back(std::make_shared<alloc::CachingAllocator>(
-          std::make_unique<SimMemory>("sim:" + std::to_string(i) + " memory", memory_limit), "sim",
-          std::nullopt, d));
+      auto memory = std::make_unique<SimMemory>("sim:" + std::to_string(i) + " memory", memory_limit);
+      memory->resolve_ = [this, i](int64_t id) { return find_stream(i, id); };
+      per.push_back(std::make_shared<alloc::CachingAllocator>(std::move(memory), "sim", std::nullopt, d));
     }
     device_allocator_ = std::make_shared<SimDeviceAllocator>(per);
     pinned_ = std::make_shared<alloc::CachingAllocator>(std::make_unique<PinnedMemory>(), "sim pinned");
@@ -308,6 +361,10 @@ class SimBackend final : public DeviceBackend {
   }
   void run_host_fallback(Stream& stream, const char* op, const std::function<void()>& fn) override {
     SimStream& s = as_sim(stream, op);
+    {
+      std::lock_guard lock(m_);
+      sync_ops_[op] += 1;
+    }
     std::exception_ptr error;
     const uint64_t ticket = s.enqueue([&] {
       try {
@@ -318,6 +375,26 @@ class SimBackend final : public DeviceBackend {
     });
     s.wait_for(ticket);
     if (error) std::rethrow_exception(error);
+    raise_async_error(s, op);
+  }
+  /// Raises the sticky error of an asynchronous kernel that failed on `s`.
+  static void raise_async_error(SimStream& s, const char* op) {
+    const std::string e = s.take_error();
+    FB_CHECK(e.empty(), "[", op, "] an asynchronous kernel failed earlier on ", s.device().str(), " stream ",
+             s.id(), ": ", e);
+  }
+  /// The stream of device `index` with this id, or null.
+  SimStream* find_stream(int index, int64_t id) {
+    std::lock_guard lock(m_);
+    if (index < 0 || index >= n_) return nullptr;
+    for (const StreamPtr& p : streams_[static_cast<size_t>(index)])
+      if (p->id() == id) return static_cast<SimStream*>(p.get());
+    return nullptr;
+  }
+  /// Test support: how many times each op ran synchronously (the host fallback, blocking copies).
+  std::map<std::string, int64_t> sync_ops() {
+    std::lock_guard lock(m_);
+    return sync_ops_;
   }
   AllocatorPtr pinned_host_allocator() override { return pinned_; }
 
@@ -334,6 +411,7 @@ class SimBackend final : public DeviceBackend {
   std::vector<StreamPtr> defaults_;
   std::vector<std::vector<StreamPtr>> streams_;
   int64_t next_id_ = 1;
+  std::map<std::string, int64_t> sync_ops_;
 };
 
 std::mutex g_mutex;
@@ -348,9 +426,11 @@ Tensor host_view(const Tensor& t) {
   const Storage& st = t.impl()->storage();
   Storage view = StorageImpl::from_external(st->data(), st->nbytes(), Device(DeviceType::CPU), nullptr);
   const TensorImpl& ti = *t.impl();
-  return Tensor(std::make_shared<TensorImpl>(view, ti.dtype(), Shape(ti.sizes().begin(), ti.sizes().end()),
-                                             Shape(ti.strides().begin(), ti.strides().end()),
-                                             ti.storage_offset()));
+  Tensor host(std::make_shared<TensorImpl>(view, ti.dtype(), Shape(ti.sizes().begin(), ti.sizes().end()),
+                                           Shape(ti.strides().begin(), ti.strides().end()),
+                                           ti.storage_offset()));
+  host.impl()->set_wrapped_number(ti.is_wrapped_number());
+  return host;
 }
 
 Tensor empty_sim(IntArrayRef sizes, ScalarType dtype, Device device) {
@@ -437,6 +517,662 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
   return self;
 }
 
+// ---- asynchronous kernels ----
+//
+// Note [Asynchronous sim kernels]
+// An op whose results' shapes can be known before it runs gets a kernel of
+// its own here instead of the host fallback (which waits): the kernel checks
+// the devices (as the fallback does, with its messages), works out the
+// results' shapes (a shape function per family below) and dtypes, allocates
+// the results on the device, enqueues the CPU kernel on the current stream and
+// returns. The enqueued work holds non-owning host views of the device
+// tensors, as a CUDA launch holds raw pointers: a tensor freed by Python while
+// its kernel is queued keeps its memory because the allocator hands the block
+// only to later work of the same stream, and the sim memory's poison is
+// enqueued on that stream too (SimMemory::on_block_return).
+//
+// The dtypes and every check that does not depend on the values come from a
+// *probe*: the CPU kernel run on the host thread on tiny stand-ins of the
+// arguments (same dtype and rank, every size 1; integer tensors hold 0, others
+// 1). It raises the errors a synchronous call would (wrong dtype, bad dim) at
+// the call, and it must agree with the shape function on the results' ranks.
+// A shape function that cannot tell (mismatched shapes, an unusual case), a
+// probe that raises or disagrees: the call takes the synchronous host
+// fallback, which raises the real error or computes the odd case. Errors that
+// depend on the values (a class index out of range) surface at the next
+// synchronous op of the stream (SimStream::take_error), as CUDA's do.
+
+// What the enqueued work keeps of an argument: spans become vectors and
+// string views strings (the caller's memory is gone when the kernel runs).
+template <class T>
+struct Held {
+  using type = std::remove_cvref_t<T>;
+};
+template <>
+struct Held<IntArrayRef> {
+  using type = std::vector<int64_t>;
+};
+template <>
+struct Held<OptionalIntArrayRef> {
+  using type = std::optional<std::vector<int64_t>>;
+};
+template <>
+struct Held<std::string_view> {
+  using type = std::string;
+};
+template <>
+struct Held<std::optional<std::string_view>> {
+  using type = std::optional<std::string>;
+};
+
+bool on_sim(const Tensor& t) { return t.defined() && t.device().type == DeviceType::PrivateUse1; }
+
+// The stand-in of a tensor in the probe.
+Tensor probe_of(const Tensor& t) {
+  if (!on_sim(t)) return t;
+  Tensor p = op::empty.call_kernel(DispatchKey::CPU, Shape(static_cast<size_t>(t.dim()), 1), t.dtype(),
+                                   Device(DeviceType::CPU));
+  const bool integral = is_integral(t.dtype(), /*include_bool=*/false);
+  op::fill_.call_kernel(DispatchKey::CPU, p, Scalar(int64_t{integral ? 0 : 1}));
+  p.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
+  return p;
+}
+
+template <class Map, class T>
+auto map_arg(Map&& f, const T& v) {
+  using H = typename Held<T>::type;
+  if constexpr (std::is_same_v<H, Tensor>) {
+    return f(v);
+  } else if constexpr (std::is_same_v<H, std::optional<Tensor>>) {
+    return v ? std::optional<Tensor>(f(*v)) : std::nullopt;
+  } else if constexpr (std::is_same_v<H, TensorList>) {
+    TensorList out;
+    out.reserve(v.size());
+    for (const Tensor& t : v) out.push_back(f(t));
+    return out;
+  } else if constexpr (std::is_same_v<H, OptionalTensorList>) {
+    OptionalTensorList out;
+    out.reserve(v.size());
+    for (const auto& t : v) out.push_back(t ? std::optional<Tensor>(f(*t)) : std::nullopt);
+    return out;
+  } else if constexpr (std::is_same_v<H, std::vector<int64_t>>) {
+    return std::vector<int64_t>(v.begin(), v.end());
+  } else if constexpr (std::is_same_v<H, std::optional<std::vector<int64_t>>>) {
+    return v ? std::optional<std::vector<int64_t>>(std::vector<int64_t>(v->begin(), v->end())) : std::nullopt;
+  } else if constexpr (std::is_same_v<H, std::optional<std::string>>) {
+    return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
+  } else {
+    return H(v);
+  }
+}
+
+// A held argument as the kernel takes it.
+template <class A, class H>
+decltype(auto) pass(H& h) {
+  if constexpr (std::is_same_v<H, std::vector<int64_t>>)
+    return IntArrayRef(h);
+  else if constexpr (std::is_same_v<H, std::optional<std::vector<int64_t>>>)
+    return h ? OptionalIntArrayRef(IntArrayRef(*h)) : OptionalIntArrayRef();
+  else if constexpr (std::is_same_v<H, std::string>)
+    return std::string_view(h);
+  else if constexpr (std::is_same_v<H, std::optional<std::string>>)
+    return h ? std::optional<std::string_view>(std::string_view(*h)) : std::nullopt;
+  else
+    return static_cast<H&>(h);
+}
+
+template <class F>
+void each_tensor(F&& f, const Tensor& t) {
+  if (t.defined()) f(t);
+}
+template <class F>
+void each_tensor(F&& f, const std::optional<Tensor>& t) {
+  if (t && t->defined()) f(*t);
+}
+template <class F>
+void each_tensor(F&& f, const TensorList& ts) {
+  for (const Tensor& t : ts) each_tensor(f, t);
+}
+template <class F>
+void each_tensor(F&& f, const OptionalTensorList& ts) {
+  for (const auto& t : ts) each_tensor(f, t);
+}
+template <class F, class T>
+void each_tensor(F&&, const T&) {}
+
+using Shapes = std::optional<std::vector<Shape>>;
+
+// Broadcasting without throwing: nullopt when the shapes do not broadcast.
+std::optional<Shape> try_broadcast(const Shape& a, IntArrayRef b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+template <class... Args>
+std::optional<Shape> broadcast_all(const Args&... args) {
+  std::optional<Shape> out = Shape{};
+  (each_tensor(
+       [&](const Tensor& t) {
+         if (out) out = try_broadcast(*out, t.sizes());
+       },
+       args),
+   ...);
+  return out;
+}
+
+Shape sizes_of(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
+
+// Reduction over `dims` (all when empty or nullopt); nullopt on a bad dim.
+std::optional<Shape> reduced(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim) {
+  const int64_t nd = self.dim();
+  std::vector<bool> r(static_cast<size_t>(nd), !dims || dims->empty());
+  if (dims)
+    for (int64_t d : *dims) {
+      if (d < -std::max<int64_t>(nd, 1) || d >= std::max<int64_t>(nd, 1)) return std::nullopt;
+      if (nd == 0) continue;
+      const int64_t w = d < 0 ? d + nd : d;
+      r[static_cast<size_t>(w)] = true;
+    }
+  Shape out;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (!r[static_cast<size_t>(i)])
+      out.push_back(self.sizes()[static_cast<size_t>(i)]);
+    else if (keepdim)
+      out.push_back(1);
+  }
+  return out;
+}
+
+// (m, k) x (k, n) shapes of a matrix product, nullopt on a mismatch.
+std::optional<Shape> mm_shape(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 2 || b.dim() != 2 || a.sizes()[1] != b.sizes()[0]) return std::nullopt;
+  return Shape{a.sizes()[0], b.sizes()[1]};
+}
+
+std::optional<Shape> matmul_shape(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  if (da == 0 || db == 0) return std::nullopt;
+  const int64_t ka = a.sizes()[static_cast<size_t>(da - 1)];
+  const int64_t kb = b.sizes()[static_cast<size_t>(db >= 2 ? db - 2 : 0)];
+  if (ka != kb) return std::nullopt;
+  if (da == 1 && db == 1) return Shape{};
+  if (da == 2 && db == 1) return Shape{a.sizes()[0]};
+  if (da == 1 && db == 2) return Shape{b.sizes()[1]};
+  if (da == 2 && db == 2) return Shape{a.sizes()[0], b.sizes()[1]};
+  // Batched: the batch dims broadcast; a 1-d operand loses its matrix dim.
+  const Shape ba(a.sizes().begin(), a.sizes().end() - std::min<int64_t>(da, 2));
+  const Shape bb(b.sizes().begin(), b.sizes().end() - std::min<int64_t>(db, 2));
+  std::optional<Shape> batch = try_broadcast(ba, bb);
+  if (!batch) return std::nullopt;
+  Shape out = *batch;
+  if (da >= 2) out.push_back(a.sizes()[static_cast<size_t>(da - 2)]);
+  if (db >= 2) out.push_back(b.sizes()[static_cast<size_t>(db - 1)]);
+  return out;
+}
+
+std::optional<Shape> class_loss_shape(const Tensor& self, const Tensor& target, int64_t reduction) {
+  if (reduction != 0) return Shape{};
+  if (self.dim() == 1) return Shape{};
+  if (self.dim() < 1 || target.dim() != self.dim() - 1) return std::nullopt;  // probabilities: sync
+  Shape out = sizes_of(self);
+  out.erase(out.begin() + 1);
+  return out;
+}
+
+Shapes one(std::optional<Shape> s) { return s ? Shapes(std::vector<Shape>{*s}) : std::nullopt; }
+Shapes none_ok(bool ok) { return ok ? Shapes(std::vector<Shape>{}) : std::nullopt; }
+
+template <auto& O, class Sig = typename std::remove_cvref_t<decltype(O)>::Signature>
+struct Async;
+
+template <auto& O, class R, class... Args>
+struct Async<O, R(Args...)> {
+  using ShapeFn = Shapes (*)(const std::remove_cvref_t<Args>&...);
+
+  // The results' shapes of families that need no knowledge of the op.
+  static Shapes elementwise(const std::remove_cvref_t<Args>&... args) {
+    if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
+      // In place: everything broadcasts to the first tensor, which keeps its shape.
+      const Tensor* self = nullptr;
+      (each_tensor(
+           [&](const Tensor& t) {
+             if (!self) self = &t;
+           },
+           args),
+       ...);
+      std::optional<Shape> b = broadcast_all(args...);
+      // A self whose elements overlap (an expanded tensor) waits: the CPU
+      // kernel's error is then raised at the call.
+      bool overlap = false;
+      if (self)
+        for (int64_t d = 0; d < self->dim(); ++d)
+          overlap |=
+              self->strides()[static_cast<size_t>(d)] == 0 && self->sizes()[static_cast<size_t>(d)] > 1;
+      return none_ok(self && !overlap && b && *b == sizes_of(*self));
+    } else {
+      return one(broadcast_all(args...));
+    }
+  }
+
+  // A factory (a Device argument, no device tensor): the values are made on
+  // the host at the call, where the shape is known, and their copy into the
+  // device's memory is enqueued (the cpu result is kept by the queued copy).
+  // Random factories draw from the cpu generator at the call, in call order.
+  static R factory(Args... args) {
+    std::optional<Device> dev;
+    (
+        [&](const auto& a) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, Device>)
+            if (a.type == DeviceType::PrivateUse1) dev = a;
+        }(args),
+        ...);
+    if (!dev || !g_backend) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    const Device d = resolve_device(*dev);
+    require_device(d, O.name());
+    auto to_cpu = [](const auto& a) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, Device>)
+        return a.type == DeviceType::PrivateUse1 ? Device(DeviceType::CPU) : a;
+      else
+        return a;
+    };
+    Tensor r = O.call_kernel(DispatchKey::CPU, to_cpu(args)...);
+    DeviceGuard guard(d);
+    Tensor out = empty_sim(r.sizes(), r.dtype(), d);
+    if (r.numel() > 0)
+      as_sim(*current_stream(d), O.name()).enqueue([dst = host_view(out), src = r]() mutable {
+        op::copy_.call_kernel(DispatchKey::CPU, dst, src);
+      });
+    return out;
+  }
+
+  template <ShapeFn F>
+  static R kernel(Args... args) {
+    detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
+    (check.see(args), ...);  // the mixed-device errors
+    const Tensor* first = nullptr;
+    (each_tensor(
+         [&](const Tensor& t) {
+           if (!first && on_sim(t)) first = &t;
+         },
+         args),
+     ...);
+    if (!first || !g_backend) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    const Device device = first->device();
+    const Shapes shapes = F(args...);
+    if (!shapes) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    // The probe: dtypes and the checks that do not depend on the values.
+    std::vector<ScalarType> dtypes;
+    try {
+      std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
+      auto call = [&] {
+        return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); },
+                          probe);
+      };
+      auto check_rank = [&](const Tensor& r, const Shape& s) {
+        return r.defined() && r.dim() == static_cast<int64_t>(s.size()) && r.numel() == 1;
+      };
+      if constexpr (std::is_void_v<R>) {
+        call();
+      } else if constexpr (std::is_same_v<R, Tensor&>) {
+        call();
+      } else if constexpr (std::is_same_v<R, Tensor>) {
+        Tensor r = call();
+        if (shapes->size() != 1 || !check_rank(r, (*shapes)[0]))
+          return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+        dtypes.push_back(r.dtype());
+      } else {
+        R r = call();
+        bool ok = std::tuple_size_v<R> == shapes->size();
+        size_t i = 0;
+        std::apply(
+            [&](auto&... t) {
+              ((ok = ok && check_rank(t, (*shapes)[i]), dtypes.push_back(t.dtype()), ++i), ...);
+            },
+            r);
+        if (!ok) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+      }
+    } catch (const std::exception&) {
+      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    }
+    DeviceGuard guard(device);
+    StreamPtr stream = current_stream(device);
+    SimStream& s = as_sim(*stream, O.name());
+    auto host = std::make_shared<std::tuple<typename Held<Args>::type...>>(
+        map_arg([](const Tensor& t) { return on_sim(t) ? host_view(t) : t; }, args)...);
+    auto run = [host] {
+      return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); },
+                        *host);
+    };
+    if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
+      s.enqueue([run] { run(); });
+      // In-place writes: bump the version of every device tensor argument
+      // (as the fallback does for those it wrote; a kernel's writes are not
+      // visible before it runs).
+      std::vector<const StorageImpl*> bumped;
+      auto bump = [&](const Tensor& t) {
+        if (!on_sim(t)) return;
+        const StorageImpl* st = t.impl()->storage().get();
+        for (const StorageImpl* p : bumped)
+          if (p == st) return;
+        bumped.push_back(st);
+        t.impl()->bump_version();
+      };
+      if constexpr (std::is_same_v<R, Tensor&>) {
+        // Only the argument it returns (Tensor(a!)) is written.
+        Tensor* self = nullptr;
+        (
+            [&](auto&& a) {
+              if constexpr (std::is_same_v<decltype(a), Tensor&>)
+                if (!self) self = &a;
+            }(std::forward<Args>(args)),
+            ...);
+        bump(*self);
+        return *self;
+      } else {
+        (each_tensor(bump, args), ...);  // fused in-place ops write their lists
+        return;
+      }
+    } else {
+      std::vector<Tensor> outs;
+      for (size_t i = 0; i < shapes->size(); ++i) outs.push_back(empty_sim((*shapes)[i], dtypes[i], device));
+      std::vector<Tensor> out_host;
+      for (const Tensor& o : outs) out_host.push_back(host_view(o));
+      s.enqueue([run, out_host]() mutable {
+        auto store = [](Tensor& dst, const Tensor& r) {
+          FB_CHECK(dst.sizes().size() == r.sizes().size() &&
+                       std::equal(dst.sizes().begin(), dst.sizes().end(), r.sizes().begin()) &&
+                       dst.dtype() == r.dtype(),
+                   "[", O.name(), "] sim: the kernel's result of shape ", shape_str(r.sizes()),
+                   " differs from the one allocated, ", shape_str(dst.sizes()));
+          op::copy_.call_kernel(DispatchKey::CPU, dst, r);
+        };
+        if constexpr (std::is_same_v<R, Tensor>) {
+          store(out_host[0], run());
+        } else {
+          R r = run();
+          size_t i = 0;
+          std::apply([&](auto&... t) { (store(out_host[i++], t), ...); }, r);
+        }
+      });
+      if constexpr (std::is_same_v<R, Tensor>) {
+        return outs[0];
+      } else {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+          return R(outs[I]...);
+        }(std::make_index_sequence<std::tuple_size_v<R>>{});
+      }
+    }
+  }
+};
+
+// Elementwise: the result's shape is the arguments' broadcast shape.
+template <auto& O>
+void elementwise(DispatchKey key = DispatchKey::PrivateUse1) {
+  using A = Async<O>;
+  O.register_kernel(key, &A::template kernel<&A::elementwise>);
+}
+template <auto& O>
+void factory() {
+  O.register_kernel(DispatchKey::PrivateUse1, &Async<O>::factory);
+}
+template <auto& O, auto F>
+void with_shape(DispatchKey key = DispatchKey::PrivateUse1) {
+  using A = Async<O>;
+  O.register_kernel(key, &A::template kernel<F>);
+}
+
+// Shape functions of the other families.
+Shapes like_first(const Tensor& self, const int64_t&, const std::optional<ScalarType>&) {
+  return one(sizes_of(self));
+}
+Shapes reduce_opt(const Tensor& self, const OptionalIntArrayRef& dim, const bool& keepdim,
+                  const std::optional<ScalarType>&) {
+  return one(reduced(self, dim ? std::optional<IntArrayRef>(*dim) : std::nullopt, keepdim));
+}
+Shapes reduce_dims(const Tensor& self, const IntArrayRef& dim, const bool& keepdim) {
+  return one(reduced(self, dim, keepdim));
+}
+Shapes mm_like(const Tensor& a, const Tensor& b) { return one(mm_shape(a, b)); }
+Shapes bmm_like(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 3 || b.dim() != 3 || a.sizes()[0] != b.sizes()[0] || a.sizes()[2] != b.sizes()[1])
+    return std::nullopt;
+  return one(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]});
+}
+Shapes matmul_like(const Tensor& a, const Tensor& b) { return one(matmul_shape(a, b)); }
+Shapes linear_like(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  if (input.dim() < 1 || weight.dim() < 1 || weight.dim() > 2) return std::nullopt;
+  if (input.sizes().back() != weight.sizes().back()) return std::nullopt;
+  Shape out(input.sizes().begin(), input.sizes().end() - 1);
+  if (weight.dim() == 2) out.push_back(weight.sizes()[0]);
+  if (bias && bias->defined() && !try_broadcast(out, bias->sizes())) return std::nullopt;
+  if (bias && bias->defined() && *try_broadcast(out, bias->sizes()) != out) return std::nullopt;
+  return one(out);
+}
+Shapes like_self(const Tensor& self, const int64_t&) { return one(sizes_of(self)); }
+Shapes pointwise_loss(const Tensor& self, const Tensor& target, const int64_t& reduction) {
+  std::optional<Shape> b = try_broadcast(sizes_of(self), target.sizes());
+  if (!b) return std::nullopt;
+  return one(reduction == 0 ? *b : Shape{});
+}
+Shapes pointwise_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const int64_t&) {
+  return one(broadcast_all(grad, self, target));
+}
+Shapes cross_entropy_like(const Tensor& self, const Tensor& target, const std::optional<Tensor>&,
+                          const int64_t& reduction, const int64_t&, const double&) {
+  std::optional<Shape> out = class_loss_shape(self, target, reduction);
+  if (!out || self.dim() < 1) return std::nullopt;
+  int64_t rows = 1;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != (self.dim() == 1 ? 0 : 1)) rows *= self.sizes()[static_cast<size_t>(i)];
+  return Shapes(std::vector<Shape>{*out, Shape{rows}});
+}
+Shapes cross_entropy_backward_like(const Tensor&, const Tensor& self, const Tensor& target, const Tensor&,
+                                   const std::optional<Tensor>&, const int64_t& reduction, const int64_t&,
+                                   const double&) {
+  if (!class_loss_shape(self, target, reduction)) return std::nullopt;
+  return one(sizes_of(self));
+}
+Shapes nll_like(const Tensor& self, const Tensor& target, const std::optional<Tensor>&,
+                const int64_t& reduction, const int64_t&) {
+  return one(class_loss_shape(self, target, reduction));
+}
+Shapes nll_backward_like(const Tensor&, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>&, const int64_t& reduction, const int64_t&) {
+  if (!class_loss_shape(self, target, reduction)) return std::nullopt;
+  return one(sizes_of(self));
+}
+Shapes fused_sgd_like(const TensorList& params, const TensorList& grads, const TensorList& bufs,
+                      const double&, const double&, const double&, const double&, const bool&, const bool&,
+                      const bool&) {
+  bool ok = params.size() == grads.size() && (bufs.empty() || bufs.size() == params.size());
+  for (size_t i = 0; ok && i < params.size(); ++i) {
+    ok = params[i].defined() && grads[i].defined() && sizes_of(params[i]) == sizes_of(grads[i]) &&
+         (bufs.empty() || sizes_of(bufs[i]) == sizes_of(params[i]));
+  }
+  return none_ok(ok);
+}
+Shapes foreach_zero_like(const TensorList&) { return none_ok(true); }
+// A clone is asynchronous when its result is contiguous (the layout the
+// results here get); a clone that keeps other strides waits.
+Shapes clone_like(const Tensor& self, const MemoryFormat& format) {
+  const bool contiguous =
+      format == MemoryFormat::Contiguous || (format == MemoryFormat::Preserve && self.is_contiguous());
+  return contiguous ? one(sizes_of(self)) : std::nullopt;
+}
+
+void register_async_kernels() {
+  // Elementwise, out of place.
+  elementwise<op::add>();
+  elementwise<op::sub>();
+  elementwise<op::mul>();
+  elementwise<op::div>();
+  elementwise<op::pow>();
+  elementwise<op::maximum>();
+  elementwise<op::minimum>();
+  elementwise<op::atan2>();
+  elementwise<op::eq>();
+  elementwise<op::ne>();
+  elementwise<op::lt>();
+  elementwise<op::le>();
+  elementwise<op::gt>();
+  elementwise<op::ge>();
+  elementwise<op::logical_and>();
+  elementwise<op::logical_or>();
+  elementwise<op::where>();
+  elementwise<op::neg>();
+  elementwise<op::abs>();
+  elementwise<op::exp>();
+  elementwise<op::log>();
+  elementwise<op::sqrt>();
+  elementwise<op::rsqrt>();
+  elementwise<op::relu>();
+  elementwise<op::sigmoid>();
+  elementwise<op::tanh>();
+  elementwise<op::sin>();
+  elementwise<op::cos>();
+  elementwise<op::square>();
+  elementwise<op::reciprocal>();
+  elementwise<op::log1p>();
+  elementwise<op::expm1>();
+  elementwise<op::silu>();
+  elementwise<op::sign>();
+  elementwise<op::floor>();
+  elementwise<op::ceil>();
+  elementwise<op::trunc>();
+  elementwise<op::erf>();
+  elementwise<op::isnan>();
+  elementwise<op::logical_not>();
+  elementwise<op::clamp>();
+  elementwise<op::clamp_min>();
+  elementwise<op::clamp_max>();
+  elementwise<op::leaky_relu>();
+  elementwise<op::gelu>();
+  elementwise<op::hardtanh>();
+  elementwise<op::elu>();
+  // Their backward ops (elementwise too).
+  elementwise<op::threshold_backward>();
+  elementwise<op::silu_backward>();
+  elementwise<op::gelu_backward>();
+  elementwise<op::leaky_relu_backward>();
+  elementwise<op::hardtanh_backward>();
+  elementwise<op::elu_backward>();
+  // Elementwise, in place, and fills.
+  elementwise<op::fill_>();
+  elementwise<op::zero_>();
+  elementwise<op::add_>();
+  elementwise<op::sub_>();
+  elementwise<op::mul_>();
+  elementwise<op::div_>();
+  elementwise<op::neg_>();
+  elementwise<op::relu_>();
+  elementwise<op::exp_>();
+  elementwise<op::sqrt_>();
+  elementwise<op::clamp_>();
+  elementwise<op::masked_fill_>();
+  elementwise<op::bitwise_and>();
+  elementwise<op::bitwise_or>();
+  elementwise<op::bitwise_xor>();
+  elementwise<op::bitwise_not>();
+  elementwise<op::logical_xor>();
+  elementwise<op::log2>();
+  elementwise<op::log10>();
+  elementwise<op::exp2>();
+  elementwise<op::sinh>();
+  elementwise<op::cosh>();
+  elementwise<op::tan>();
+  elementwise<op::asin>();
+  elementwise<op::acos>();
+  elementwise<op::atan>();
+  elementwise<op::asinh>();
+  elementwise<op::acosh>();
+  elementwise<op::atanh>();
+  elementwise<op::hardsigmoid>();
+  elementwise<op::hardswish>();
+  elementwise<op::mish>();
+  elementwise<op::softsign>();
+  elementwise<op::log_sigmoid>();
+  elementwise<op::isinf>();
+  elementwise<op::isfinite>();
+  elementwise<op::signbit>();
+  elementwise<op::frac>();
+  elementwise<op::fmod>();
+  elementwise<op::remainder>();
+  elementwise<op::floor_divide>();
+  elementwise<op::hypot>();
+  elementwise<op::copysign>();
+  elementwise<op::logaddexp>();
+  elementwise<op::max_other>();
+  elementwise<op::min_other>();
+  elementwise<op::lerp>();
+  elementwise<op::nan_to_num>();
+  elementwise<op::round>();
+  elementwise<op::hardsigmoid_backward>();
+  elementwise<op::hardswish_backward>();
+  elementwise<op::mish_backward>();
+  elementwise<op::softsign_backward>();
+  elementwise<op::log_sigmoid_backward>();
+  elementwise<op::softplus>();
+  elementwise<op::softplus_backward>();
+  elementwise<op::bitwise_not_>();
+  elementwise<op::sigmoid_>();
+  elementwise<op::tanh_>();
+  elementwise<op::abs_>();
+  elementwise<op::log_>();
+  elementwise<op::clamp_min_>();
+  elementwise<op::clamp_max_>();
+  elementwise<op::leaky_relu_>();
+  elementwise<op::hardtanh_>();
+  elementwise<op::lerp_>();
+  elementwise<op::cast>();
+  with_shape<op::_foreach_zero_, &foreach_zero_like>();
+  with_shape<op::_fused_sgd_, &fused_sgd_like>();
+  with_shape<op::clone, &clone_like>();
+  // Reductions over dims.
+  with_shape<op::sum, &reduce_opt>();
+  with_shape<op::mean, &reduce_opt>();
+  with_shape<op::nansum, &reduce_opt>();
+  with_shape<op::amax, &reduce_dims>();
+  with_shape<op::amin, &reduce_dims>();
+  with_shape<op::logsumexp, &reduce_dims>();
+  // Softmax and its backward; cumulative sums keep the shape too.
+  with_shape<op::softmax, &like_first>();
+  with_shape<op::log_softmax, &like_first>();
+  with_shape<op::cumsum, &like_first>();
+  with_shape<op::_log_softmax, &like_self>();
+  // Matrix products.
+  with_shape<op::mm, &mm_like>();
+  with_shape<op::bmm, &bmm_like>();
+  with_shape<op::matmul, &matmul_like>();
+  with_shape<op::linear, &linear_like>();
+  // Factories.
+  factory<op::arange>();
+  factory<op::linspace>();
+  factory<op::logspace>();
+  factory<op::eye>();
+  factory<op::randint>();
+  factory<op::randint_low>();
+  factory<op::randperm>();
+  factory<op::normal>();
+  factory<op::tril_indices>();
+  factory<op::triu_indices>();
+  // Losses.
+  with_shape<op::mse_loss, &pointwise_loss>();
+  with_shape<op::mse_loss_backward, &pointwise_loss_backward>();
+  with_shape<op::l1_loss, &pointwise_loss>();
+  with_shape<op::l1_loss_backward, &pointwise_loss_backward>();
+  with_shape<op::_cross_entropy, &cross_entropy_like>();
+  with_shape<op::_cross_entropy_backward, &cross_entropy_backward_like>();
+  with_shape<op::nll_loss_nd, &nll_like>();
+  with_shape<op::nll_loss_nd_backward, &nll_backward_like>();
+}
+
 }  // namespace
 
 std::unique_ptr<alloc::RawBackend> make_sim_memory(std::string name, std::optional<size_t> capacity) {
@@ -487,6 +1223,7 @@ void register_sim(int num_devices, std::optional<size_t> memory_limit) {
   op::empty.register_kernel(DispatchKey::PrivateUse1, empty_sim);
   op::copy_.register_kernel(DispatchKey::PrivateUse1, copy_sim);
   g_backend = backend;
+  register_async_kernels();  // Note [Asynchronous sim kernels]
 }
 
 bool is_registered() {
@@ -505,6 +1242,11 @@ std::shared_ptr<alloc::CachingAllocator> device_allocator(int index) {
   const auto& per = g_backend->device_allocator_->per_device();
   FB_CHECK_VALUE(index >= 0 && static_cast<size_t>(index) < per.size(), "[sim] invalid device index ", index);
   return per[static_cast<size_t>(index)];
+}
+
+std::map<std::string, int64_t> sync_ops() {
+  std::lock_guard lock(g_mutex);
+  return g_backend ? g_backend->sync_ops() : std::map<std::string, int64_t>{};
 }
 
 std::shared_ptr<alloc::CachingAllocator> pinned_allocator() {

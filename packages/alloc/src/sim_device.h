@@ -2,6 +2,8 @@
 // The simulated device "sim" (Note [Simulated device] in sim_device.cpp).
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +23,9 @@ bool is_registered();
 int num_devices();
 /// The caching allocator of device `index`.
 std::shared_ptr<alloc::CachingAllocator> device_allocator(int index);
+/// Test support: how many times each op ran synchronously (the host
+/// fallback, blocking copies) since registration.
+std::map<std::string, int64_t> sync_ops();
 /// The pinned host allocator.
 std::shared_ptr<alloc::CachingAllocator> pinned_allocator();
 

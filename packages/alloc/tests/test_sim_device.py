@@ -147,7 +147,8 @@ def test_cross_stream_use_without_record_stream_reads_poison():
     latch = sim.block_stream(side)
     with S.stream(side):
         y.copy_(x)  # side reads x later
-    del x  # the block returns to the default stream's pool (and is poisoned) at once
+    del x  # the block returns to the default stream's pool; its poison is queued on that stream
+    S.current_stream().synchronize()  # the default stream runs ahead of side (nothing orders them)
     latch.release()
     side.synchronize()
     got = values(y)

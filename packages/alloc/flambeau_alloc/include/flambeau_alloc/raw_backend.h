@@ -17,6 +17,7 @@
 // which moves the backend out of the box. Only virtual calls cross the module
 // boundary, so both sides need nothing but this header and core's.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,15 @@ class RawBackend {
   virtual void on_block_free(void* ptr, size_t nbytes) noexcept {
     (void)ptr;
     (void)nbytes;
+  }
+  /// What the allocator calls when a block returns to the cache: `stream` is
+  /// the id of the stream whose pool it joins. Work already enqueued on that
+  /// stream may still read the block (Note [Stream-ordered reuse]), so a
+  /// backend that writes freed memory must do it in that stream's order (the
+  /// simulated device enqueues its poisoning there). Default: on_block_free.
+  virtual void on_block_return(void* ptr, size_t nbytes, int64_t stream) noexcept {
+    (void)stream;
+    on_block_free(ptr, nbytes);
   }
 };
 

@@ -1,0 +1,236 @@
+"""Asynchronous kernels on the simulated device (Note [Asynchronous sim kernels]).
+
+Each covered op family is launched while its stream is held on a latch
+(`sim.block_stream`): the call must return at once (an op that waited would
+hang here, and `_sim_sync_ops` would count it), the stream must still be busy,
+and after `synchronize` the results must match the same op on the cpu (values,
+shape, dtype, device). Freed inputs of queued kernels must stay valid (Note
+[Stream-ordered reuse]: the sim memory's poison is enqueued in stream order).
+"""
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+from flambeau_alloc import _C, sim
+
+S = sim.register(num_devices=2)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_streams():
+    yield
+    for i in range(S.device_count()):
+        S.synchronize(i)
+    S.set_device(0)
+    for i in range(S.device_count()):
+        S.set_stream(S.default_stream(i))
+
+
+def _sync_counts():
+    return dict(_C._sim_sync_ops())
+
+
+def _launched_async(fn, *args, device="sim:0"):
+    """Runs fn(*args) while the device's current stream is latched; returns its result after synchronize."""
+    stream = S.current_stream(device)
+    before = _sync_counts()
+    latch = sim.block_stream(stream)
+    try:
+        result = fn(*args)
+        waited = {k: v - before.get(k, 0) for k, v in _sync_counts().items() if v != before.get(k, 0)}
+        assert waited == {}, f"ran synchronously: {waited}"
+        assert stream.query() is False  # the work is queued behind the latch
+    finally:
+        latch.release()
+    S.synchronize()
+    return result
+
+
+def _check(result, expected, rtol=1e-6, atol=1e-6):
+    assert result.device == "sim:0", result.device
+    assert result.dtype == expected.dtype and tuple(result.shape) == tuple(expected.shape)
+    got = np.array(result.cpu().tolist(), dtype=np.float64)
+    want = np.array(expected.tolist(), dtype=np.float64)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    assert not np.isnan(got).any() or np.isnan(want).any()
+
+
+def _rand(*shape, dtype=fc.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    return fc.tensor(rng.standard_normal(shape).tolist(), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
+def test_elementwise_unary_and_binary_with_broadcasting_and_promotion(dtype):
+    a, b = _rand(4, 1, 5, dtype=dtype), _rand(3, 1, seed=1, dtype=dtype)
+    i = fc.arange(5)  # int64: promotes to the float dtype
+    sa, sb, si = a.to("sim"), b.to("sim"), i.to("sim")
+    cases = [
+        (lambda x, y, k: x.exp(), (a, b, i)),
+        (lambda x, y, k: (x + y).relu(), (a, b, i)),
+        (lambda x, y, k: x * y - k, (a, b, i)),
+        (lambda x, y, k: x / 3 + 2.5, (a, b, i)),  # wrapped numbers keep the tensor's dtype
+        (lambda x, y, k: fc.where(x > y, x, k), (a, b, i)),
+        (lambda x, y, k: (x >= 0) & (y < 0.5), (a, b, i)),
+        (lambda x, y, k: fc.sigmoid(x).tanh().clamp(-0.5, 0.5), (a, b, i)),
+        (lambda x, y, k: x.transpose(0, 2).abs(), (a, b, i)),  # non-contiguous input
+    ]
+    for fn, (x, y, k) in cases:
+        expected = fn(x, y, k)
+        _check(_launched_async(fn, sa, sb, si), expected)
+
+
+def test_fills_and_in_place_ops():
+    def run(t):
+        t.fill_(2.0)
+        t.mul_(3)
+        t.add_(fc.arange(4, dtype=fc.float32, device=t.device), alpha=2)
+        t[1].zero_()  # a view: the kernel writes through it
+        return t
+
+    t = fc.empty(3, 4, device="sim")
+    v = t._version
+    out = _launched_async(run, t)
+    assert out is t and t._version > v
+    _check(t, run(fc.empty(3, 4)))
+
+
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
+def test_matrix_products(dtype):
+    a, b = _rand(5, 7, dtype=dtype), _rand(7, 3, seed=1, dtype=dtype)
+    ba, bb = _rand(2, 5, 7, seed=2, dtype=dtype), _rand(2, 7, 3, seed=3, dtype=dtype)
+    v = _rand(7, seed=4, dtype=dtype)
+    w, bias = _rand(3, 7, seed=5, dtype=dtype), _rand(3, seed=6, dtype=dtype)
+    tol = 1e-5 if dtype == fc.float32 else 1e-12
+    for fn, args in (
+        (fc.mm, (a, b)),
+        (fc.bmm, (ba, bb)),
+        (fc.matmul, (ba, b)),  # batch broadcast
+        (fc.matmul, (a, v)),  # matrix @ vector
+        (fc.matmul, (v, v)),  # dot: 0-dim
+        (lambda x, y: x.t() @ y.t(), (b, a)),  # non-contiguous operands
+        (fc.linear, (ba, w, bias)),
+    ):
+        expected = fn(*args)
+        _check(_launched_async(fn, *(t.to("sim") for t in args)), expected, rtol=tol, atol=tol)
+
+
+def test_reductions_over_dims():
+    x = _rand(4, 5, 6)
+    sx = x.to("sim")
+    for fn in (
+        lambda t: t.sum(),
+        lambda t: t.sum(dim=1),
+        lambda t: t.sum(dim=(0, 2), keepdim=True),
+        lambda t: t.mean(dim=-1),
+        lambda t: t.sum(dim=0, dtype=fc.float64),
+        lambda t: t.amax(dim=(1,)),
+        lambda t: t.amin(dim=2, keepdim=True),
+        lambda t: t.logsumexp(dim=1),
+        lambda t: (t > 0).sum(dim=1),  # bool -> int64
+    ):
+        _check(_launched_async(fn, sx), fn(x), rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_and_log_softmax():
+    x = _rand(3, 4, 5)
+    for fn in (
+        lambda t: fc.softmax(t, 1),
+        lambda t: fc.log_softmax(t, -1),
+        lambda t: fc.log_softmax(t, 0, dtype=fc.float64),
+        lambda t: t.cumsum(2),
+    ):
+        _check(_launched_async(fn, x.to("sim")), fn(x), rtol=1e-5, atol=1e-6)
+
+
+def test_losses_and_their_backward_ops():
+    logits, target = _rand(6, 4), fc.tensor([0, 3, 1, 1, 2, 0])
+    y = _rand(6, 4, seed=9)
+    sl, st, sy = logits.to("sim"), target.to("sim"), y.to("sim")
+    loss, lse = fc._C._cross_entropy(logits, target)
+    sloss, slse = _launched_async(fc._C._cross_entropy, sl, st)
+    _check(sloss, loss, rtol=1e-5)
+    _check(slse, lse, rtol=1e-5)
+    grad = fc.tensor(1.0)
+    fn = fc._C._cross_entropy_backward
+    _check(
+        _launched_async(fn, grad.to("sim"), sl, st, slse, None, 1, -100, 0.0),
+        fn(grad, logits, target, lse, None, 1, -100, 0.0),
+        rtol=1e-5,
+    )
+    _check(_launched_async(fc.mse_loss, sl, sy), fc.mse_loss(logits, y), rtol=1e-5)
+    _check(_launched_async(fc.mse_loss, sl, sy, 0), fc.mse_loss(logits, y, 0), rtol=1e-5)
+    _check(_launched_async(fc.threshold_backward, sy, sl, 0.0), fc.threshold_backward(y, logits, 0.0), rtol=1e-6)
+
+
+def test_a_freed_input_is_read_before_its_block_is_reused_on_the_same_stream():
+    x = fc.full((4096,), 2.0, device="sim")
+    address = x.data_ptr()
+    latch = sim.block_stream(S.current_stream())
+    try:
+        y = x.exp()  # queued: reads x
+        del x  # the block returns to the stream's pool; its poison is queued behind exp
+        z = fc.empty(4096, device="sim")
+        assert z.data_ptr() == address  # same stream: reused at once, as CUDA's allocator does
+        z.fill_(7.0)  # queued after the poison
+    finally:
+        latch.release()
+    S.synchronize()
+    assert np.allclose(y.cpu().tolist(), np.exp(2.0)) and z.cpu().tolist() == [7.0] * 4096
+
+
+def test_a_freed_block_is_still_poisoned_for_later_readers():
+    x = fc.full((1024,), 1.0, device="sim")
+    view = x[:8]
+    address = x.data_ptr()
+    del x, view
+    S.synchronize()
+    z = fc.empty(1024, device="sim")
+    assert z.data_ptr() == address
+    assert all(np.isnan(z.cpu().tolist()))  # fresh-from-cache memory is garbage, not the old values
+
+
+def test_errors_that_do_not_depend_on_values_are_raised_at_the_call():
+    a = fc.ones(2, 3, device="sim")
+    with pytest.raises(ValueError, match=r"mm"):
+        fc.mm(a, a)
+    with pytest.raises((IndexError, ValueError), match=r"dim"):
+        a.sum(dim=5)
+    with pytest.raises(RuntimeError, match=r"\[add\] .*same device.*sim:0 and sim:1"):
+        a + fc.ones(2, 3, device="sim:1")
+    with pytest.raises(TypeError):
+        fc.bitwise_and(a, a)
+    with pytest.raises(RuntimeError, match=r"add_"):
+        fc.ones(3, device="sim").expand(2, 3).add_(1)  # overlapping elements: checked at the call
+
+
+def test_an_error_found_in_the_data_is_raised_by_the_next_synchronous_op(capfd):
+    logits, bad = fc.ones(2, 3, device="sim"), fc.tensor([0, 7], device="sim")
+    loss, _ = fc._C._cross_entropy(logits, bad)  # the index is checked by the kernel, on the stream
+    with pytest.raises(RuntimeError, match=r"asynchronous kernel failed earlier on sim:0.*cross_entropy"):
+        loss.item()
+    assert "flambeau sim: a kernel on sim:0" in capfd.readouterr().err
+    assert fc.ones(2, device="sim").sum().item() == 2.0  # reported once; the stream goes on
+
+
+def test_work_on_a_side_stream_runs_on_that_stream():
+    side = S.Stream()
+    x = fc.ones(100, device="sim")
+    S.synchronize()
+    with S.stream(side):
+        latch = sim.block_stream(side)
+        try:
+            y = x * 3  # queued on the side stream, the current one
+            assert side.query() is False and S.default_stream(0).query() is True
+        finally:
+            latch.release()
+    side.synchronize()
+    assert y.cpu().tolist() == [3.0] * 100
+
+
+def test_uncovered_ops_still_run_through_the_host_fallback():
+    x = fc.tensor([3.0, 1.0, 2.0], device="sim")
+    before = _sync_counts().get("sort", 0)
+    values, indices = fc.sort(x)
+    assert values.tolist() == [1.0, 2.0, 3.0] and indices.tolist() == [1, 2, 0]
+    assert _sync_counts().get("sort", 0) == before + 1
