@@ -62,10 +62,12 @@ def test_numpy_of_a_device_tensor_says_cpu(fb, sim):
 
 
 def test_dlpack_of_a_sim_tensor_is_an_ext_device(fb, sim):
-    # A plug-in device exports as kDLExtDev (12), never as a CUDA GPU (2), so a
-    # consumer refuses it instead of reading host pages as device memory.
+    # A plug-in device exports as kDLExtDev, never as a CUDA GPU, so a consumer
+    # refuses it instead of reading host pages as device memory.
+    from flambeau_interop.dlpack_abi import kDLExtDev
+
     t = fb.ones(3, device="sim:1")
-    assert t.__dlpack_device__() == (12, 1)
+    assert t.__dlpack_device__() == (kDLExtDev, 1)
     with pytest.raises((BufferError, RuntimeError, TypeError, ValueError)):
         np.from_dlpack(t)
     with pytest.raises(BufferError, match=r"sim:1 to DLPack device"):

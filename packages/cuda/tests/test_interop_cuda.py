@@ -12,32 +12,7 @@ import flambeau_interop as fi
 import numpy as np
 import pytest
 from conftest import HAS_GPU, requires_gpu
-
-kDLCUDA = 2
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+from flambeau_interop.dlpack_abi import DLDataType, DLDevice, DLManagedTensor, DLTensor, kDLCUDA
 
 
 def _fake_cuda_capsule(device_id: int):
