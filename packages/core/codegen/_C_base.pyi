@@ -460,6 +460,26 @@ def _cpu_capability() -> str:
     The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU capabilities]).
     """
 
+def _has_kernel(op: str, key: str) -> bool:
+    """
+    True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).
+    """
+
+def _kernel_trace_start() -> None:
+    """
+    Note [Kernel trace]: records the ops this thread dispatches to a device kernel.
+    """
+
+def _kernel_trace_stop() -> list[list[str]]:
+    """
+    Stops the kernel trace; returns [op, device type, 'own' | 'Generic'] rows.
+    """
+
+def _registered_ops() -> list[str]:
+    """
+    The names of the ops with a registered kernel.
+    """
+
 def _set_grad_enabled(enabled: bool) -> None: ...
 def _sum_to(input: Tensor, shape: typing.Any) -> Tensor:
     """

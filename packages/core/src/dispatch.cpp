@@ -1,5 +1,10 @@
 #include "flambeau/dispatch.h"
 
+#include <map>
+#include <mutex>
+#include <set>
+#include <string_view>
+
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 
@@ -27,7 +32,82 @@ const char* dispatch_key_name(DispatchKey k) {
   return "?";
 }
 
+namespace {
+// Every op that had a kernel registered, by name; filled from static
+// initializers, hence a function-local static.
+std::map<std::string_view, const OpBase*>& op_registry() {
+  static std::map<std::string_view, const OpBase*> r;
+  return r;
+}
+std::mutex& op_registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+const OpBase* OpBase::find(std::string_view name) {
+  std::lock_guard lock(op_registry_mutex());
+  auto it = op_registry().find(name);
+  return it == op_registry().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> OpBase::registered_names() {
+  std::lock_guard lock(op_registry_mutex());
+  std::vector<std::string> out;
+  for (const auto& [name, op] : op_registry()) out.emplace_back(name);
+  return out;
+}
+
+// Note [Kernel trace]
+namespace detail {
+std::atomic<bool> g_kernel_trace{false};
+namespace {
+thread_local bool tls_trace_thread = false;
+thread_local bool tls_in_device_kernel = false;
+std::mutex g_trace_mutex;
+std::set<std::vector<std::string>> g_trace_seen;
+}  // namespace
+
+KernelTraceScope::KernelTraceScope(const char* op, DeviceType device, bool generic) {
+  if (!tls_trace_thread || tls_in_device_kernel) return;
+  {
+    std::lock_guard lock(g_trace_mutex);
+    g_trace_seen.insert({op, Device(device, -1).str(), generic ? "Generic" : "own"});
+  }
+  if (!generic) {
+    tls_in_device_kernel = true;
+    entered_ = true;
+  }
+}
+KernelTraceScope::~KernelTraceScope() {
+  if (entered_) tls_in_device_kernel = false;
+}
+
+void kernel_trace_start() {
+  {
+    std::lock_guard lock(g_trace_mutex);
+    g_trace_seen.clear();
+  }
+  tls_trace_thread = true;
+  tls_in_device_kernel = false;
+  g_kernel_trace.store(true);
+}
+
+std::vector<std::vector<std::string>> kernel_trace_stop() {
+  g_kernel_trace.store(false);
+  tls_trace_thread = false;
+  std::lock_guard lock(g_trace_mutex);
+  std::vector<std::vector<std::string>> out(g_trace_seen.begin(), g_trace_seen.end());
+  g_trace_seen.clear();
+  return out;
+}
+}  // namespace detail
+
 void OpBase::set_kernel(DispatchKey key, void* fn) {
+  {
+    std::lock_guard lock(op_registry_mutex());
+    op_registry()[name_] = this;
+  }
   kernels_[static_cast<int>(key)] = fn;
   void* generic = kernels_[static_cast<int>(DispatchKey::Generic)];
   for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::PrivateUse1}) {

@@ -19,10 +19,13 @@
 #include "elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "backend.h"
+#include "elementwise_math.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
 
@@ -86,7 +89,7 @@ Shape broadcast_strides(const Tensor& t, IntArrayRef sizes) {
 
 /// Runs `op` into `out` (allocated by the caller with the broadcast shape).
 void run(int op, const char* name, Tensor& out, const Tensor* a, const Tensor* b, ScalarType compute,
-         double alpha, double extra) {
+         double alpha, double extra, bool math = false, double extra2 = 0) {
   const Device dev = out.device();
   EwArgs args;
   Tensor keep[2];
@@ -125,10 +128,13 @@ void run(int op, const char* name, Tensor& out, const Tensor* a, const Tensor* b
   args.out = out.data_ptr();
   args.alpha = alpha;
   args.extra = extra;
+  args.extra2 = extra2;
   args.contiguous = contiguous;
   CudaDeviceSetter guard(dev.index);
-  const int err =
-      launch_elementwise(op, compute_code(compute, name), args, out.numel(), current_cuda_stream(dev));
+  const int code = compute_code(compute, name);
+  const int err = math ? launch_math(op, code, args, out.dtype() == ScalarType::Bool, out.numel(),
+                                     current_cuda_stream(dev))
+                       : launch_elementwise(op, code, args, out.numel(), current_cuda_stream(dev));
   if (err != 0) throw_cuda_error("elementwise kernel launch", static_cast<cudaError_t>(err));
 }
 
@@ -298,9 +304,339 @@ Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& oth
   return out;
 }
 
+// ---- the elementwise math of elementwise_math.h ----
+// Dtype rules, as the CPU kernels: FloatValued ops compute integer and bool
+// inputs in the default float dtype; SameType ops keep an integer input's
+// dtype (rounding, sign); FloatOnly ops (the activations) take float32 and
+// float64 only; predicates and logical ops write bool.
+
+enum class Kind { FloatValued, SameType, FloatOnly, Predicate, IntOnly };
+
+void check_float_input(const char* op, const Tensor& t, const char* what) {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                " must be a float32 or float64 tensor on CUDA, got dtype ", dtype_name(t.dtype()));
+}
+
+/// The compute dtype of a predicate or logical op: floats keep theirs, bool
+/// and integers compare exactly in int64.
+ScalarType logical_compute(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
+
+Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p0 = 0, double p1 = 0,
+                  double p2 = 0) {
+  ScalarType compute = a.dtype(), out_dtype = a.dtype();
+  switch (kind) {
+    case Kind::FloatValued:
+      if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
+      break;
+    case Kind::SameType:
+      FB_CHECK_TYPE(compute != ScalarType::Bool, "[", name, "] is not implemented for bool tensors");
+      break;
+    case Kind::FloatOnly:
+      check_float_input(name, a, "input");
+      break;
+    case Kind::Predicate:
+      compute = logical_compute(compute);
+      out_dtype = ScalarType::Bool;
+      break;
+    case Kind::IntOnly:
+      FB_CHECK_TYPE(is_integral(compute, true), "[", name,
+                    "] is only implemented for integer and bool tensors, got dtype ", dtype_name(compute));
+      if (compute == ScalarType::Bool) {
+        // bitwise_not of a bool is logical not.
+        Tensor out = op::empty(a.sizes(), ScalarType::Bool, a.device());
+        run(kMLogicalNot, name, out, &a, nullptr, ScalarType::Int64, 0, 0, true);
+        return out;
+      }
+      break;
+  }
+  compute_code(compute, name);
+  Tensor out = op::empty(a.sizes(), out_dtype, a.device());
+  run(op, name, out, &a, nullptr, compute, p0, p1, true, p2);
+  return out;
+}
+
+/// An integer divisor holding a 0 is an error, as on the CPU (one device sync).
+void check_nonzero_divisor(const char* name, const Tensor& b, ScalarType compute) {
+  if (!is_integral(compute, false) || b.numel() == 0) return;
+  const Tensor zeros = op::sum(to_dtype(op::eq(b, scalar_to_tensor(Scalar(int64_t{0}))), ScalarType::Int64),
+                               std::nullopt, false, std::nullopt);
+  Tensor h = op::empty(Shape{}, ScalarType::Int64, Device(DeviceType::CPU));
+  op::copy_(h, zeros);
+  FB_CHECK_VALUE(h.data<int64_t>()[0] == 0, "[", name, "] ZeroDivisionError: integer division by zero (a ",
+                 dtype_name(b.dtype()), " divisor of shape ", shape_str(b.sizes()), " holds a 0)");
+}
+
+Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, Kind kind, double p0 = 0,
+                   double p1 = 0, double p2 = 0) {
+  const Device dev = device_of(a, &b);
+  check_devices(name, dev, {&a, &b});
+  ScalarType compute = result_type({&a, &b}), out_dtype = compute;
+  switch (kind) {
+    case Kind::FloatValued:
+      if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
+      break;
+    case Kind::SameType:
+      FB_CHECK_TYPE(compute != ScalarType::Bool, "[", name, "] is not implemented for bool tensors");
+      break;
+    case Kind::FloatOnly:
+      FB_CHECK_TYPE(is_floating(compute), "[", name, "] is only implemented for floating point tensors, got ",
+                    dtype_name(compute));
+      break;
+    case Kind::Predicate:
+      compute = logical_compute(compute);
+      out_dtype = ScalarType::Bool;
+      break;
+    case Kind::IntOnly:
+      FB_CHECK_TYPE(is_integral(compute, true), "[", name,
+                    "] is only implemented for integer and bool tensors, got dtype ", dtype_name(compute));
+      if (compute == ScalarType::Bool) compute = ScalarType::Int64;  // and the output stays bool
+      break;
+  }
+  compute_code(compute, name);
+  if (kind == Kind::SameType) check_nonzero_divisor(name, b, compute);
+  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  shape_nbytes(shape, out_dtype, name);
+  Tensor out = op::empty(shape, out_dtype, dev);
+  run(op, name, out, &a, &b, compute, p0, p1, true, p2);
+  return out;
+}
+
+/// An activation's backward: grad_output and self of one shape, float32 or float64.
+Tensor act_backward(int op, const char* name, const Tensor& grad, const Tensor& self, double p0 = 0,
+                    double p1 = 0, double p2 = 0) {
+  check_devices(name, self.device(), {&grad});
+  check_float_input(name, self, "input");
+  check_float_input(name, grad, "grad_output");
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[", name, "] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  run(op, name, out, &grad, &self, self.dtype(), p0, p1, true, p2);
+  return out;
+}
+
+#define FBC_MATH_UNARY(opname, code, kind) \
+  Tensor opname##_cuda(const Tensor& a) { return math_unary(code, #opname, a, Kind::kind); }
+FBC_MATH_UNARY(sin, kMSin, FloatValued)
+FBC_MATH_UNARY(cos, kMCos, FloatValued)
+FBC_MATH_UNARY(tan, kMTan, FloatValued)
+FBC_MATH_UNARY(asin, kMAsin, FloatValued)
+FBC_MATH_UNARY(acos, kMAcos, FloatValued)
+FBC_MATH_UNARY(atan, kMAtan, FloatValued)
+FBC_MATH_UNARY(sinh, kMSinh, FloatValued)
+FBC_MATH_UNARY(cosh, kMCosh, FloatValued)
+FBC_MATH_UNARY(asinh, kMAsinh, FloatValued)
+FBC_MATH_UNARY(acosh, kMAcosh, FloatValued)
+FBC_MATH_UNARY(atanh, kMAtanh, FloatValued)
+FBC_MATH_UNARY(expm1, kMExpm1, FloatValued)
+FBC_MATH_UNARY(log1p, kMLog1p, FloatValued)
+FBC_MATH_UNARY(log2, kMLog2, FloatValued)
+FBC_MATH_UNARY(log10, kMLog10, FloatValued)
+FBC_MATH_UNARY(exp2, kMExp2, FloatValued)
+FBC_MATH_UNARY(erf, kMErf, FloatValued)
+FBC_MATH_UNARY(erfc, kMErfc, FloatValued)
+FBC_MATH_UNARY(erfinv, kMErfinv, FloatValued)
+FBC_MATH_UNARY(rsqrt, kMRsqrt, FloatValued)
+FBC_MATH_UNARY(reciprocal, kMReciprocal, FloatValued)
+FBC_MATH_UNARY(floor, kMFloor, SameType)
+FBC_MATH_UNARY(ceil, kMCeil, SameType)
+FBC_MATH_UNARY(trunc, kMTrunc, SameType)
+FBC_MATH_UNARY(frac, kMFrac, FloatOnly)
+FBC_MATH_UNARY(sign, kMSign, SameType)
+FBC_MATH_UNARY(silu, kMSilu, FloatOnly)
+FBC_MATH_UNARY(mish, kMMish, FloatOnly)
+FBC_MATH_UNARY(hardswish, kMHardswish, FloatOnly)
+FBC_MATH_UNARY(hardsigmoid, kMHardsigmoid, FloatOnly)
+FBC_MATH_UNARY(log_sigmoid, kMLogSigmoid, FloatOnly)
+FBC_MATH_UNARY(softsign, kMSoftsign, FloatOnly)
+FBC_MATH_UNARY(isnan, kMIsnan, Predicate)
+FBC_MATH_UNARY(isinf, kMIsinf, Predicate)
+FBC_MATH_UNARY(isfinite, kMIsfinite, Predicate)
+FBC_MATH_UNARY(signbit, kMSignbit, Predicate)
+FBC_MATH_UNARY(logical_not, kMLogicalNot, Predicate)
+FBC_MATH_UNARY(bitwise_not, kMBitwiseNot, IntOnly)
+#undef FBC_MATH_UNARY
+
+#define FBC_MATH_BINARY(opname, code, kind)                \
+  Tensor opname##_cuda(const Tensor& a, const Tensor& b) { \
+    return math_binary(code, #opname, a, b, Kind::kind);   \
+  }
+FBC_MATH_BINARY(atan2, kMAtan2, FloatValued)
+FBC_MATH_BINARY(copysign, kMCopysign, FloatValued)
+FBC_MATH_BINARY(logaddexp, kMLogaddexp, FloatValued)
+FBC_MATH_BINARY(hypot, kMHypot, FloatOnly)
+FBC_MATH_BINARY(nextafter, kMNextafter, FloatOnly)
+FBC_MATH_BINARY(fmod, kMFmod, SameType)
+FBC_MATH_BINARY(remainder, kMRemainder, SameType)
+FBC_MATH_BINARY(floor_divide, kMFloorDivide, SameType)
+FBC_MATH_BINARY(logical_and, kMLogicalAnd, Predicate)
+FBC_MATH_BINARY(logical_or, kMLogicalOr, Predicate)
+FBC_MATH_BINARY(logical_xor, kMLogicalXor, Predicate)
+FBC_MATH_BINARY(bitwise_and, kMBitwiseAnd, IntOnly)
+FBC_MATH_BINARY(bitwise_or, kMBitwiseOr, IntOnly)
+FBC_MATH_BINARY(bitwise_xor, kMBitwiseXor, IntOnly)
+FBC_MATH_BINARY(bitwise_left_shift, kMBitwiseLeftShift, IntOnly)
+FBC_MATH_BINARY(bitwise_right_shift, kMBitwiseRightShift, IntOnly)
+#undef FBC_MATH_BINARY
+
+Tensor div_mode_cuda(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
+  if (!mode) return op::div(a, b);
+  if (*mode == "floor") return math_binary(kMFloorDivide, "div", a, b, Kind::SameType);
+  FB_CHECK_VALUE(*mode == "trunc",
+                 "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode,
+                 "'");
+  return math_binary(kMTruncDivide, "div", a, b, Kind::SameType);
+}
+
+Tensor round_cuda(const Tensor& a, int64_t decimals) {
+  if (decimals == 0) return math_unary(kMRound, "round", a, Kind::SameType);
+  FB_CHECK_TYPE(is_floating(a.dtype()), "[round] decimals != 0 needs a floating point tensor, got dtype ",
+                dtype_name(a.dtype()));
+  const double d = static_cast<double>(decimals);
+  return math_unary(kMRound, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
+}
+
+int gelu_code(std::string_view approximate, bool backward) {
+  if (approximate == "none") return backward ? kMGeluBackward : kMGelu;
+  if (approximate == "tanh") return backward ? kMGeluTanhBackward : kMGeluTanh;
+  throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
+                                   approximate, "'"));
+}
+Tensor gelu_cuda(const Tensor& x, std::string_view approximate) {
+  return math_unary(gelu_code(approximate, false), "gelu", x, Kind::FloatOnly);
+}
+Tensor leaky_relu_cuda(const Tensor& x, const Scalar& slope) {
+  return math_unary(kMLeakyRelu, "leaky_relu", x, Kind::FloatOnly, slope.to_double());
+}
+Tensor elu_cuda(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+  return math_unary(kMElu, "elu", x, Kind::FloatOnly, alpha.to_double(), scale.to_double(),
+                    input_scale.to_double());
+}
+Tensor softplus_cuda(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  return math_unary(kMSoftplus, "softplus", x, Kind::FloatOnly, beta.to_double(), threshold.to_double());
+}
+Tensor hardtanh_cuda(const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  FB_CHECK_VALUE(lo.to_double() <= hi.to_double(), "[hardtanh] min_val (", lo.to_double(),
+                 ") must be less than or equal to max_val (", hi.to_double(), ")");
+  return math_unary(kMHardtanh, "hardtanh", x, Kind::FloatOnly, lo.to_double(), hi.to_double());
+}
+
+Tensor gelu_backward_cuda(const Tensor& g, const Tensor& x, std::string_view approximate) {
+  return act_backward(gelu_code(approximate, true), "gelu_backward", g, x);
+}
+Tensor silu_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMSiluBackward, "silu_backward", g, x);
+}
+Tensor mish_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMMishBackward, "mish_backward", g, x);
+}
+Tensor leaky_relu_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& slope) {
+  return act_backward(kMLeakyReluBackward, "leaky_relu_backward", g, x, slope.to_double());
+}
+Tensor elu_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                         const Scalar& input_scale) {
+  return act_backward(kMEluBackward, "elu_backward", g, x, alpha.to_double(), scale.to_double(),
+                      input_scale.to_double());
+}
+Tensor softplus_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  return act_backward(kMSoftplusBackward, "softplus_backward", g, x, beta.to_double(), threshold.to_double());
+}
+Tensor hardtanh_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  return act_backward(kMHardtanhBackward, "hardtanh_backward", g, x, lo.to_double(), hi.to_double());
+}
+Tensor hardswish_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMHardswishBackward, "hardswish_backward", g, x);
+}
+Tensor hardsigmoid_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMHardsigmoidBackward, "hardsigmoid_backward", g, x);
+}
+Tensor log_sigmoid_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMLogSigmoidBackward, "log_sigmoid_backward", g, x);
+}
+Tensor softsign_backward_cuda(const Tensor& g, const Tensor& x) {
+  return act_backward(kMSoftsignBackward, "softsign_backward", g, x);
+}
+
+void register_math_kernels() {
+#define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
+  FBC_REG(sin)
+  FBC_REG(cos)
+  FBC_REG(tan)
+  FBC_REG(asin)
+  FBC_REG(acos)
+  FBC_REG(atan)
+  FBC_REG(sinh)
+  FBC_REG(cosh)
+  FBC_REG(asinh)
+  FBC_REG(acosh)
+  FBC_REG(atanh)
+  FBC_REG(expm1)
+  FBC_REG(log1p)
+  FBC_REG(log2)
+  FBC_REG(log10)
+  FBC_REG(exp2)
+  FBC_REG(erf)
+  FBC_REG(erfc)
+  FBC_REG(erfinv)
+  FBC_REG(rsqrt)
+  FBC_REG(reciprocal)
+  FBC_REG(floor)
+  FBC_REG(ceil)
+  FBC_REG(trunc)
+  FBC_REG(round)
+  FBC_REG(frac)
+  FBC_REG(sign)
+  FBC_REG(isnan)
+  FBC_REG(isinf)
+  FBC_REG(isfinite)
+  FBC_REG(signbit)
+  FBC_REG(logical_not)
+  FBC_REG(bitwise_not)
+  FBC_REG(atan2)
+  FBC_REG(copysign)
+  FBC_REG(logaddexp)
+  FBC_REG(hypot)
+  FBC_REG(nextafter)
+  FBC_REG(fmod)
+  FBC_REG(remainder)
+  FBC_REG(floor_divide)
+  FBC_REG(div_mode)
+  FBC_REG(logical_and)
+  FBC_REG(logical_or)
+  FBC_REG(logical_xor)
+  FBC_REG(bitwise_and)
+  FBC_REG(bitwise_or)
+  FBC_REG(bitwise_xor)
+  FBC_REG(bitwise_left_shift)
+  FBC_REG(bitwise_right_shift)
+  FBC_REG(gelu)
+  FBC_REG(silu)
+  FBC_REG(mish)
+  FBC_REG(leaky_relu)
+  FBC_REG(elu)
+  FBC_REG(softplus)
+  FBC_REG(hardtanh)
+  FBC_REG(hardswish)
+  FBC_REG(hardsigmoid)
+  FBC_REG(log_sigmoid)
+  FBC_REG(softsign)
+  FBC_REG(gelu_backward)
+  FBC_REG(silu_backward)
+  FBC_REG(mish_backward)
+  FBC_REG(leaky_relu_backward)
+  FBC_REG(elu_backward)
+  FBC_REG(softplus_backward)
+  FBC_REG(hardtanh_backward)
+  FBC_REG(hardswish_backward)
+  FBC_REG(hardsigmoid_backward)
+  FBC_REG(log_sigmoid_backward)
+  FBC_REG(softsign_backward)
+#undef FBC_REG
+}
+
 }  // namespace
 
 void register_elementwise_kernels() {
+  register_math_kernels();
   op::where.register_kernel(DispatchKey::CUDA, where_cuda);
   op::add.register_kernel(DispatchKey::CUDA, add_cuda);
   op::sub.register_kernel(DispatchKey::CUDA, sub_cuda);

@@ -46,6 +46,7 @@ struct EwArgs {
   double scalar[2] = {0, 0};
   double alpha = 1;
   double extra = 0;
+  double extra2 = 0;        // a third parameter (elementwise_math.h)
   bool contiguous = false;  // every tensor operand contiguous with the output's shape
 };
 

@@ -159,6 +159,54 @@ Tensor clamp_tensor_cuda(const Tensor& self, const std::optional<Tensor>& min,
   return out.is_same(self) ? op::clone(self, MemoryFormat::Contiguous) : out;
 }
 
+// cat: the output allocated once, each part copied into its slice by the
+// strided copy kernel (with the dtype cast); checks as the CPU kernel.
+Tensor cat_cuda(const TensorList& tensors, int64_t dim) {
+  FB_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
+  // As in PyTorch, 1-D empty tensors are skipped (legacy: they act as "nothing").
+  TensorList parts;
+  for (const auto& t : tensors)
+    if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  ScalarType dtype = tensors[0].dtype();
+  for (const auto& t : tensors) dtype = promote_types(dtype, t.dtype());
+  Device dev = tensors[0].device();
+  for (const auto& t : tensors)
+    if (t.device().type == DeviceType::CUDA) dev = t.device();
+  for (const auto& t : tensors)
+    FB_CHECK(t.device() == dev, "[cat] expected all tensors to be on the same device, but found ", dev.str(),
+             " and ", t.device().str());
+  if (parts.empty()) return op::empty(Shape{0}, dtype, dev);
+  const Tensor& ref = parts[0];
+  FB_CHECK_VALUE(ref.dim() > 0, "[cat] zero-dimensional tensor cannot be concatenated");
+  const int64_t d = wrap_dim(dim, ref.dim(), "cat");
+  Shape out_shape(ref.sizes().begin(), ref.sizes().end());
+  out_shape[static_cast<size_t>(d)] = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& t = parts[i];
+    FB_CHECK_VALUE(t.dim() == ref.dim(), "[cat] tensors must have the same number of dims: shape ",
+                   shape_str(ref.sizes()), " and shape ", shape_str(t.sizes()));
+    for (int64_t k = 0; k < ref.dim(); ++k)
+      FB_CHECK_VALUE(k == d || t.sizes()[static_cast<size_t>(k)] == ref.sizes()[static_cast<size_t>(k)],
+                     "[cat] sizes must match except in dimension ", d, ": shapes ", shape_str(ref.sizes()),
+                     " and ", shape_str(t.sizes()), " differ in dimension ", k);
+    FB_CHECK(!__builtin_add_overflow(out_shape[static_cast<size_t>(d)], t.sizes()[static_cast<size_t>(d)],
+                                     &out_shape[static_cast<size_t>(d)]),
+             "[cat] the sizes in dimension ", d, " of the tensors add up to more than int64 can count");
+  }
+  shape_nbytes(out_shape, dtype, "cat");
+  Tensor out = op::empty(out_shape, dtype, dev);
+  if (out.numel() == 0) return out;
+  int64_t at = 0;
+  for (const auto& t : parts) {
+    const int64_t n = t.sizes()[static_cast<size_t>(d)];
+    if (n == 0) continue;
+    Tensor dst = op::slice(out, d, at, at + n, 1);
+    op::copy_(dst, t);
+    at += n;
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_indexing_kernels() {
@@ -167,6 +215,7 @@ void register_indexing_kernels() {
   op::scatter_add.register_kernel(DispatchKey::CUDA, scatter_add_cuda);
   op::clamp.register_kernel(DispatchKey::CUDA, clamp_cuda);
   op::clamp_tensor.register_kernel(DispatchKey::CUDA, clamp_tensor_cuda);
+  op::cat.register_kernel(DispatchKey::CUDA, cat_cuda);
 }
 
 }  // namespace flambeau::cuda

@@ -295,6 +295,89 @@ Tensor nll_loss_backward_cuda(const Tensor& grad_output, const Tensor& self, con
   return op::mul(op::neg(ct.onehot), op::unsqueeze(scale, 1));
 }
 
+// binary_cross_entropy_with_logits (+ backward) as the CPU kernel, composed of
+// CUDA elementwise ops: loss = w ((1 - t) x + lw (log1p(exp(-|x|)) + max(-x, 0)))
+// with lw = (pw - 1) t + 1; d loss / dx = w ((pw t + 1 - t) sigmoid(x) - pw t).
+struct BceArgs {
+  Tensor x, t, w, pw;  // t, w, pw in x's dtype (w, pw undefined when absent)
+};
+
+BceArgs bce_prepare(const char* op, const Tensor& self, const Tensor& target,
+                    const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                    int64_t reduction) {
+  FB_CHECK_VALUE(reduction >= 0 && reduction <= 2, "[", op,
+                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", reduction);
+  check_floating(self, op);
+  FB_CHECK_TYPE(is_floating(target.dtype()), "[", op, "] target must be a floating point tensor, got dtype ",
+                dtype_name(target.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(self.sizes(), target.sizes()), "[", op, "] target shape ",
+                 shape_str(target.sizes()), " must be the same as input shape ", shape_str(self.sizes()));
+  BceArgs a;
+  a.x = self;
+  a.t = to_dtype(target, self.dtype());
+  auto side = [&](const std::optional<Tensor>& w, const char* what) -> Tensor {
+    if (!w || !w->defined()) return Tensor();
+    check_floating(*w, op);
+    const int64_t nd = self.dim(), wd = w->dim();
+    bool ok = wd <= nd;
+    for (int64_t i = 1; ok && i <= wd; ++i) {
+      const int64_t ws = w->sizes()[static_cast<size_t>(wd - i)];
+      ok = ws == 1 || ws == self.sizes()[static_cast<size_t>(nd - i)];
+    }
+    FB_CHECK_VALUE(ok, "[", op, "] ", what, " shape ", shape_str(w->sizes()),
+                   " does not broadcast to the input shape ", shape_str(self.sizes()));
+    return to_dtype(*w, self.dtype());
+  };
+  a.w = side(weight, "weight");
+  a.pw = side(pos_weight, "pos_weight");
+  return a;
+}
+
+Tensor bce_logits_cuda(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                       const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  const char* op = "binary_cross_entropy_with_logits";
+  const BceArgs a = bce_prepare(op, self, target, weight, pos_weight, reduction);
+  const Tensor& x = a.x;
+  const Tensor one = number(1);
+  // log1p(exp(-|x|)) + max(-x, 0)
+  const Tensor soft = op::add(op::log1p(op::exp(op::neg(op::abs(x)))), op::relu(op::neg(x)), Scalar(1));
+  const Tensor lw =
+      a.pw.defined() ? op::add(op::mul(op::sub(a.pw, one, Scalar(1)), a.t), one, Scalar(1)) : Tensor();
+  Tensor loss =
+      op::add(op::mul(op::sub(one, a.t, Scalar(1)), x), lw.defined() ? op::mul(lw, soft) : soft, Scalar(1));
+  if (a.w.defined()) loss = op::mul(a.w, loss);
+  if (reduction == kNone) return loss;
+  return reduction == kMean ? op::mean(loss, std::nullopt, false, std::nullopt)
+                            : op::sum(loss, std::nullopt, false, std::nullopt);
+}
+
+Tensor bce_logits_backward_cuda(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                                int64_t reduction) {
+  const char* op = "binary_cross_entropy_with_logits_backward";
+  const BceArgs a = bce_prepare(op, self, target, weight, pos_weight, reduction);
+  FB_CHECK_TYPE(is_floating(grad.dtype()), "[", op,
+                "] grad_output must be a float32 or float64 tensor, got dtype ", dtype_name(grad.dtype()));
+  if (reduction == kNone)
+    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[", op, "] grad_output shape ",
+                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(self.sizes()));
+  else
+    FB_CHECK_VALUE(grad.numel() == 1, "[", op,
+                   "] grad_output of a reduced loss must have one element, got shape ",
+                   shape_str(grad.sizes()));
+  const Tensor one = number(1);
+  const Tensor pt = a.pw.defined() ? op::mul(a.pw, a.t) : a.t;
+  // (pt + 1 - t) sigmoid(x) - pt
+  Tensor d =
+      op::sub(op::mul(op::add(op::sub(pt, a.t, Scalar(1)), one, Scalar(1)), op::sigmoid(a.x)), pt, Scalar(1));
+  if (a.w.defined()) d = op::mul(a.w, d);
+  const Tensor g = to_dtype(grad, self.dtype());
+  if (reduction == kNone) return op::mul(d, g);
+  Tensor s = op::sum(g, std::nullopt, false, std::nullopt);  // the one element, as a 0-d tensor
+  if (reduction == kMean && self.numel() > 0) s = op::div(s, number(static_cast<double>(self.numel())));
+  return op::mul(d, s);
+}
+
 }  // namespace
 
 void register_nn_kernels() {
@@ -308,6 +391,8 @@ void register_nn_kernels() {
   op::_cross_entropy_backward.register_kernel(DispatchKey::CUDA, cross_entropy_backward_cuda);
   op::nll_loss_nd.register_kernel(DispatchKey::CUDA, nll_loss_cuda);
   op::nll_loss_nd_backward.register_kernel(DispatchKey::CUDA, nll_loss_backward_cuda);
+  op::binary_cross_entropy_with_logits.register_kernel(DispatchKey::CUDA, bce_logits_cuda);
+  op::binary_cross_entropy_with_logits_backward.register_kernel(DispatchKey::CUDA, bce_logits_backward_cuda);
 }
 
 }  // namespace flambeau::cuda

@@ -30,7 +30,10 @@
 // loads and one indirect call. Op objects are constant-initialized, so
 // kernels can be registered from static initializers of any translation unit
 // or library.
+#include <atomic>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -82,6 +85,33 @@ inline int device_key_slot(DispatchKey k) {
 namespace detail {
 FB_API extern thread_local bool tls_autograd_excluded;
 }
+
+// Note [Kernel trace]
+// A debug recorder of the ops that reach a device kernel (a device's own or
+// the Generic one), for coverage checks: "does every op one training step
+// needs on the CPU have a CUDA kernel?" (packages/cuda/tests/
+// test_kernel_coverage.py). Off, it costs one relaxed load per call. On
+// (_C._kernel_trace_start), only the thread that started it records, and only
+// top-level device-kernel calls: ops a device's own kernel calls inside
+// itself are its private business (another device's kernel may not need
+// them), while the ops a Generic kernel calls are recorded, since on every
+// device they dispatch again.
+namespace detail {
+FB_API extern std::atomic<bool> g_kernel_trace;
+class FB_API KernelTraceScope {
+ public:
+  KernelTraceScope(const char* op, DeviceType device, bool generic);
+  ~KernelTraceScope();
+  KernelTraceScope(const KernelTraceScope&) = delete;
+  KernelTraceScope& operator=(const KernelTraceScope&) = delete;
+
+ private:
+  bool entered_ = false;
+};
+FB_API void kernel_trace_start();
+/// Stops recording; returns the (op name, device type name, "own"|"Generic") seen, sorted.
+FB_API std::vector<std::vector<std::string>> kernel_trace_stop();
+}  // namespace detail
 
 /// True unless autograd is excluded on this thread (no_grad / inference).
 inline bool grad_mode_enabled() { return !detail::tls_autograd_excluded; }
@@ -149,6 +179,11 @@ class FB_API OpBase {
   const char* name() const { return name_; }
   /// True if a kernel was registered for exactly this key.
   bool has_kernel(DispatchKey k) const { return kernels_[static_cast<int>(k)] != nullptr; }
+  /// The op with this name (OpBase::name) among those with a registered
+  /// kernel of any key, or nullptr (introspection: _C._has_kernel).
+  static const OpBase* find(std::string_view name);
+  /// The names of every op with a registered kernel, sorted.
+  static std::vector<std::string> registered_names();
   /// Raises NotImplementedError: "[name] has no kernel for CUDA".
   [[noreturn]] void missing_kernel(DispatchKey k) const;
 
@@ -196,6 +231,10 @@ class Op<R(Args...)> : public OpBase {
       if (s.device != DeviceType::CPU && detail::has_device_backend(s.device))
         return fallback_(*this, s.device, std::forward<Args>(args)...);
       missing_kernel(device_dispatch_key(s.device));
+    }
+    if (detail::g_kernel_trace.load(std::memory_order_relaxed)) [[unlikely]] {
+      detail::KernelTraceScope trace(name_, s.device, k == kernels_[static_cast<int>(DispatchKey::Generic)]);
+      return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
     }
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }

@@ -1,6 +1,8 @@
 // Process-wide runtime settings: threads, grad mode, the ABI tag.
 #include "common.h"
 #include "flambeau/abi.h"
+#include "flambeau/dispatch.h"
+#include "flambeau/error.h"
 #include "flambeau/parallel.h"
 #include "flambeau/random.h"
 
@@ -19,6 +21,31 @@ void init_runtime(py::module_& m) {
       "Seeds the default random generator (rand, randn, shuffling).");
   m.def("initial_seed", [] { return default_generator().initial_seed(); });
   m.def("_abi_tag", &core_abi_tag, "Note [ABI tag]: the tag core was built with.");
+  // Introspection of the dispatcher (Note [Dispatch], Note [Kernel trace]).
+  m.def(
+      "_has_kernel",
+      [](const std::string& name, const std::string& key) {
+        static const std::pair<const char*, DispatchKey> keys[] = {{"CPU", DispatchKey::CPU},
+                                                                   {"CUDA", DispatchKey::CUDA},
+                                                                   {"Autograd", DispatchKey::Autograd},
+                                                                   {"Generic", DispatchKey::Generic},
+                                                                   {"Composite", DispatchKey::Composite},
+                                                                   {"PrivateUse1", DispatchKey::PrivateUse1}};
+        for (const auto& [n, k] : keys) {
+          if (key != n) continue;
+          const OpBase* op = OpBase::find(name);
+          return op != nullptr && op->has_kernel(k);
+        }
+        throw ValueError("[_has_kernel] unknown dispatch key '" + key +
+                         "' (CPU, CUDA, Autograd, Generic, Composite, PrivateUse1)");
+      },
+      py::arg("op"), py::arg("key"),
+      "True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).");
+  m.def("_registered_ops", &OpBase::registered_names, "The names of the ops with a registered kernel.");
+  m.def("_kernel_trace_start", &detail::kernel_trace_start,
+        "Note [Kernel trace]: records the ops this thread dispatches to a device kernel.");
+  m.def("_kernel_trace_stop", &detail::kernel_trace_stop,
+        "Stops the kernel trace; returns [op, device type, 'own' | 'Generic'] rows.");
 }
 
 }  // namespace flambeau::python

@@ -1,0 +1,420 @@
+// The elementwise math kernels (elementwise_math.h): one kernel per compute
+// type and layout (contiguous or OffsetCalculator-strided), the op a run-time
+// switch (uniform across a warp), so the table below costs four kernel
+// instantiations in all, not one per op. Each formula is the CPU kernel's
+// (src/cpu/vec_table.h, vec_act_kernels.inc, binary_math.cpp, ieee_math.cpp
+// of flambeau-core), written with CUDA's libdevice functions.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "elementwise_math.h"
+
+namespace flambeau::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
+}
+
+// f(float) -> name##f, f(double) -> name: the libdevice function of each precision.
+#define FBC_MATH1(name)                                            \
+  __device__ inline float m_##name(float x) { return name##f(x); } \
+  __device__ inline double m_##name(double x) { return ::name(x); }
+#define FBC_MATH2(name)                                                        \
+  __device__ inline float m_##name(float x, float y) { return name##f(x, y); } \
+  __device__ inline double m_##name(double x, double y) { return ::name(x, y); }
+FBC_MATH1(sin)
+FBC_MATH1(cos)
+FBC_MATH1(tan)
+FBC_MATH1(asin)
+FBC_MATH1(acos)
+FBC_MATH1(atan)
+FBC_MATH1(sinh)
+FBC_MATH1(cosh)
+FBC_MATH1(asinh)
+FBC_MATH1(acosh)
+FBC_MATH1(atanh)
+FBC_MATH1(expm1)
+FBC_MATH1(log1p)
+FBC_MATH1(log2)
+FBC_MATH1(log10)
+FBC_MATH1(exp2)
+FBC_MATH1(erf)
+FBC_MATH1(erfc)
+FBC_MATH1(erfinv)
+FBC_MATH1(sqrt)
+FBC_MATH1(exp)
+FBC_MATH1(log)
+FBC_MATH1(tanh)
+FBC_MATH1(floor)
+FBC_MATH1(ceil)
+FBC_MATH1(trunc)
+FBC_MATH1(nearbyint)
+FBC_MATH2(atan2)
+FBC_MATH2(hypot)
+FBC_MATH2(copysign)
+FBC_MATH2(fmod)
+FBC_MATH2(nextafter)
+#undef FBC_MATH1
+#undef FBC_MATH2
+
+// IEEE predicates from arithmetic alone (no fast-math here): x - x is 0 for a
+// finite x and NaN for an infinity or a NaN.
+template <class T>
+__device__ inline bool is_finite_(T x) {
+  return x - x == x - x;
+}
+template <class T>
+__device__ inline bool is_inf_(T x) {
+  return x == x && !is_finite_(x);
+}
+template <class T>
+__device__ inline bool sign_bit_(T x) {  // true for -0.0 and a NaN with the sign bit set
+  return m_copysign(T(1), x) < T(0);
+}
+
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluC = 0.044715;
+
+template <class T>
+__device__ T float_unary(int op, T x, T p0, T p1, T p2) {
+  switch (op) {
+    case kMSin:
+      return m_sin(x);
+    case kMCos:
+      return m_cos(x);
+    case kMTan:
+      return m_tan(x);
+    case kMAsin:
+      return m_asin(x);
+    case kMAcos:
+      return m_acos(x);
+    case kMAtan:
+      return m_atan(x);
+    case kMSinh:
+      return m_sinh(x);
+    case kMCosh:
+      return m_cosh(x);
+    case kMAsinh:
+      return m_asinh(x);
+    case kMAcosh:
+      return m_acosh(x);
+    case kMAtanh:
+      return m_atanh(x);
+    case kMExpm1:
+      return m_expm1(x);
+    case kMLog1p:
+      return m_log1p(x);
+    case kMLog2:
+      return m_log2(x);
+    case kMLog10:
+      return m_log10(x);
+    case kMExp2:
+      return m_exp2(x);
+    case kMErf:
+      return m_erf(x);
+    case kMErfc:
+      return m_erfc(x);
+    case kMErfinv:
+      return m_erfinv(x);
+    case kMRsqrt:
+      return T(1) / m_sqrt(x);
+    case kMReciprocal:
+      return T(1) / x;
+    case kMFloor:
+      return m_floor(x);
+    case kMCeil:
+      return m_ceil(x);
+    case kMTrunc:
+      return m_trunc(x);
+    case kMRound:  // half to even; p0 = decimals, p1 = 10^|decimals|
+      if (p0 == T(0)) return m_nearbyint(x);
+      return p0 < T(0) ? m_nearbyint(x / p1) * p1 : m_nearbyint(x * p1) / p1;
+    case kMFrac:
+      return x - m_trunc(x);
+    case kMSign:
+      return static_cast<T>((x > T(0)) - (x < T(0)));
+    case kMSquare:
+      return x * x;
+    case kMGelu: {
+      return x * (T(0.5) * m_erfc(-x * T(kSqrtHalf)));
+    }
+    case kMGeluTanh: {
+      const T inner = T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x);
+      return T(0.5) * x * (T(1) + m_tanh(inner));
+    }
+    case kMSilu:
+      return x / (T(1) + m_exp(-x));
+    case kMMish: {
+      const T u = m_exp(x < T(20) ? x : T(20));
+      const T m = u * (u + T(2));
+      return x * (m / (m + T(2)));
+    }
+    case kMLeakyRelu:
+      return x > T(0) ? x : x * p0;
+    case kMElu:  // p0 alpha, p1 scale, p2 input_scale
+      return x > T(0) ? x * p1 : m_expm1(x * p2) * (p0 * p1);
+    case kMSoftplus: {  // p0 beta, p1 threshold
+      const T bx = x * p0;
+      return bx > p1 ? x : m_log1p(m_exp(bx)) / p0;
+    }
+    case kMHardtanh:  // p0 min_val, p1 max_val
+      return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case kMHardswish: {
+      T r = x + T(3);
+      r = r < T(0) ? T(0) : (r > T(6) ? T(6) : r);
+      return x * r / T(6);
+    }
+    case kMHardsigmoid: {
+      T r = x + T(3);
+      r = r < T(0) ? T(0) : (r > T(6) ? T(6) : r);
+      return r / T(6);
+    }
+    case kMLogSigmoid: {
+      const T e = m_exp(x < T(0) ? x : -x);
+      return (x < T(0) ? x : T(0)) - m_log1p(e);
+    }
+    case kMSoftsign:
+      return x / (T(1) + (x < T(0) ? -x : x));
+    // predicates (written to a bool output as r != 0)
+    case kMIsnan:
+      return static_cast<T>(x != x);
+    case kMIsinf:
+      return static_cast<T>(is_inf_(x));
+    case kMIsfinite:
+      return static_cast<T>(is_finite_(x));
+    case kMSignbit:
+      return static_cast<T>(sign_bit_(x));
+    case kMLogicalNot:
+      return static_cast<T>(x == T(0));
+    default:
+      return x;
+  }
+}
+
+template <class T>
+__device__ T int_unary(int op, T x) {
+  switch (op) {
+    case kMSign:
+      return static_cast<T>((x > T(0)) - (x < T(0)));
+    case kMSquare:
+      return static_cast<T>(static_cast<uint64_t>(x) * static_cast<uint64_t>(x));  // wraps as PyTorch
+    case kMIsnan:
+    case kMIsinf:
+      return T(0);
+    case kMIsfinite:
+      return T(1);
+    case kMSignbit:
+      return static_cast<T>(x < T(0));
+    case kMLogicalNot:
+      return static_cast<T>(x == T(0));
+    case kMBitwiseNot:
+      return ~x;
+    default:  // floor ceil trunc round (decimals 0): integers are their own value
+      return x;
+  }
+}
+
+template <class T>
+__device__ T float_binary(int op, T a, T b, T p0, T p1, T p2) {
+  switch (op) {
+    case kMAtan2:
+      return m_atan2(a, b);
+    case kMHypot:
+      return m_hypot(a, b);
+    case kMCopysign:
+      return m_copysign(a, b);
+    case kMNextafter:
+      return m_nextafter(a, b);
+    case kMLogaddexp: {
+      if (a == b && is_inf_(a)) return a;
+      const T m = a > b ? a : b;
+      const T d = a - b;
+      return m + m_log1p(m_exp(-(d < T(0) ? -d : d)));
+    }
+    case kMFmod:
+      return m_fmod(a, b);
+    case kMRemainder: {
+      T m = m_fmod(a, b);
+      if (m != T(0) && ((b < T(0)) != (m < T(0)))) m += b;
+      return m;
+    }
+    case kMFloorDivide: {
+      if (b == T(0)) return a / b;
+      const T mod = m_fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+      if (div == T(0)) return m_copysign(T(0), a / b);
+      T fd = m_floor(div);
+      if (div - fd > T(0.5)) fd += T(1);
+      return fd;
+    }
+    case kMTruncDivide:
+      return m_trunc(a / b);
+    case kMLogicalAnd:
+      return static_cast<T>(a != T(0) && b != T(0));
+    case kMLogicalOr:
+      return static_cast<T>(a != T(0) || b != T(0));
+    case kMLogicalXor:
+      return static_cast<T>((a != T(0)) != (b != T(0)));
+    default:
+      break;
+  }
+  // activation backward: a = grad_output, b = self
+  const T g = a, x = b;
+  switch (op) {
+    case kMGeluBackward: {
+      const T e = m_exp(-x * x * T(0.5));
+      return g * (T(0.5) * m_erfc(-x * T(kSqrtHalf)) + x * (e * T(kInvSqrt2Pi)));
+    }
+    case kMGeluTanhBackward: {
+      const T x2 = x * x;
+      const T inner = T(kSqrt2OverPi) * (x + T(kGeluC) * x2 * x);
+      const T t = m_tanh(inner);
+      const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluC) * x2);
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner);
+    }
+    case kMSiluBackward: {
+      const T sg = T(1) / (T(1) + m_exp(-x));
+      return g * sg * (T(1) + x * (T(1) - sg));
+    }
+    case kMMishBackward: {
+      const T u = m_exp(x < T(20) ? x : T(20));
+      const T m = u * (u + T(2));
+      const T tsp = m / (m + T(2));
+      const T sg = u / (T(1) + u);
+      return g * (tsp + x * sg * (T(1) - tsp * tsp));
+    }
+    case kMLeakyReluBackward:
+      return x > T(0) ? g : g * p0;
+    case kMEluBackward:
+      return x > T(0) ? g * p1 : g * (p0 * p1 * p2) * m_exp(x * p2);
+    case kMSoftplusBackward: {
+      const T bx = x * p0;
+      const T z = m_exp(bx < p1 ? bx : p1);
+      return bx > p1 ? g : g * z / (z + T(1));
+    }
+    case kMHardtanhBackward:
+      return (x <= p0 || x >= p1) ? T(0) : g;
+    case kMHardswishBackward:
+      return x < T(-3) ? T(0) : (x <= T(3) ? g * (x / T(3) + T(0.5)) : g);
+    case kMHardsigmoidBackward:
+      return (x > T(-3) && x < T(3)) ? g / T(6) : T(0);
+    case kMLogSigmoidBackward: {
+      const T e = m_exp(x < T(0) ? x : -x);
+      return x < T(0) ? g / (T(1) + e) : g * e / (T(1) + e);
+    }
+    default: {  // kMSoftsignBackward
+      const T den = T(1) + (x < T(0) ? -x : x);
+      return g / (den * den);
+    }
+  }
+}
+
+template <class T>
+__device__ T int_binary(int op, T a, T b) {
+  switch (op) {
+    case kMFmod:
+      return b == 0 || b == -1 ? T(0) : static_cast<T>(a % b);  // b == -1: INT_MIN % -1 overflows
+    case kMRemainder: {
+      T m = b == 0 || b == -1 ? T(0) : static_cast<T>(a % b);
+      if (m != 0 && ((b < 0) != (m < 0))) m = static_cast<T>(m + b);
+      return m;
+    }
+    case kMFloorDivide: {
+      if (b == 0) return T(0);  // the host checked for zero divisors
+      if (b == -1) return static_cast<T>(0ull - static_cast<uint64_t>(a));  // wraps as PyTorch
+      const T q = static_cast<T>(a / b);
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+    }
+    case kMTruncDivide:
+      if (b == 0) return T(0);  // the host checked for zero divisors
+      if (b == -1) return static_cast<T>(0ull - static_cast<uint64_t>(a));  // wraps as PyTorch
+      return static_cast<T>(a / b);
+    case kMLogicalAnd:
+      return static_cast<T>(a != 0 && b != 0);
+    case kMLogicalOr:
+      return static_cast<T>(a != 0 || b != 0);
+    case kMLogicalXor:
+      return static_cast<T>((a != 0) != (b != 0));
+    case kMBitwiseAnd:
+      return a & b;
+    case kMBitwiseOr:
+      return a | b;
+    case kMBitwiseXor:
+      return a ^ b;
+    case kMBitwiseLeftShift:  // as PyTorch: a shift by >= 64 or < 0 gives 0
+      return (b < 0 || b >= 64) ? T(0) : static_cast<T>(static_cast<uint64_t>(a) << b);
+    case kMBitwiseRightShift:  // arithmetic; >= 64 or < 0: the sign fill
+      return (b < 0 || b >= 64) ? (a < 0 ? T(-1) : T(0)) : static_cast<T>(a >> b);
+    default:
+      return T(0);
+  }
+}
+
+template <class T>
+__device__ T math_op(int op, T a, T b, T p0, T p1, T p2) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return op < kMFirstBinary ? float_unary<T>(op, a, p0, p1, p2) : float_binary<T>(op, a, b, p0, p1, p2);
+  } else {
+    return op < kMFirstBinary ? int_unary<T>(op, a) : int_binary<T>(op, a, b);
+  }
+}
+
+template <class T, bool Contiguous>
+__global__ void math_kernel(int op, EwArgs args, bool out_bool, int64_t n) {
+  const T* in0 = static_cast<const T*>(args.in[0]);
+  const T* in1 = static_cast<const T*>(args.in[1]);
+  const T s0 = static_cast<T>(args.scalar[0]), s1 = static_cast<T>(args.scalar[1]);
+  const T p0 = static_cast<T>(args.alpha), p1 = static_cast<T>(args.extra), p2 = static_cast<T>(args.extra2);
+  const bool unary = op < kMFirstBinary;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[3];
+    if constexpr (Contiguous) {
+      off[0] = off[1] = off[2] = i;
+    } else {
+      args.calc.get(i, off);
+    }
+    const T a = in0 ? in0[off[1]] : s0;
+    const T b = unary ? T(0) : (in1 ? in1[off[2]] : s1);
+    const T r = math_op<T>(op, a, b, p0, p1, p2);
+    if (out_bool)
+      static_cast<bool*>(args.out)[off[0]] = r != T(0);
+    else
+      static_cast<T*>(args.out)[off[0]] = r;
+  }
+}
+
+template <class T>
+int launch_as(int op, const EwArgs& args, bool out_bool, int64_t n, cudaStream_t s) {
+  if (args.contiguous)
+    math_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(op, args, out_bool, n);
+  else
+    math_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(op, args, out_bool, n);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+int launch_math(int op, int compute, const EwArgs& args, bool out_bool, int64_t n, void* stream) {
+  if (n == 0) return 0;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (compute) {
+    case 0:
+      return launch_as<float>(op, args, out_bool, n, s);
+    case 1:
+      return launch_as<double>(op, args, out_bool, n, s);
+    default:
+      return launch_as<int64_t>(op, args, out_bool, n, s);
+  }
+}
+
+}  // namespace flambeau::cuda

@@ -1,0 +1,168 @@
+"""CUDA kernel coverage, checked on the host (no GPU needed).
+
+One training step of the MLP and NCF benchmark models (benchmarks/models.py)
+runs on the CPU under core's kernel trace (Note [Kernel trace] in
+flambeau/dispatch.h), which records every op that reaches a device kernel.
+Each of those ops must have a CUDA kernel, or a Generic one that serves every
+device; Composite ops never reach the trace (the ops they call do). So this
+fails as soon as a model needs an op that flambeau-cuda does not provide.
+
+It also lists the elementwise ops that have a CPU kernel but no CUDA kernel
+yet (ELEMENTWISE below is the inventory, from core's src/cpu elementwise
+kernel files): that list may only shrink.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import flambeau_core as fc
+import flambeau_cuda  # noqa: F401  (registers the CUDA kernels)
+import pytest
+from flambeau_core import _C
+
+_MODELS_PY = Path(__file__).resolve().parents[3] / "benchmarks" / "models.py"
+
+
+def _bench():
+    if not _MODELS_PY.is_file():
+        pytest.skip(f"benchmarks/models.py is not in this checkout ({_MODELS_PY})")
+    name = "flambeau_benchmark_models"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, _MODELS_PY)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def traced(fn) -> set[str]:
+    """The ops `fn` dispatched to a CPU device kernel (its own or a Generic one)."""
+    _C._kernel_trace_start()
+    try:
+        fn()
+    finally:
+        rows = _C._kernel_trace_stop()
+    return {op for op, device, _kind in rows if device == "cpu"}
+
+
+def has_cuda_kernel(op: str) -> bool:
+    return _C._has_kernel(op, "CUDA") or _C._has_kernel(op, "Generic")
+
+
+def missing_on_cuda(ops: set[str]) -> list[str]:
+    return sorted(op for op in ops if not has_cuda_kernel(op))
+
+
+def train_ops(model: str) -> set[str]:
+    bench = _bench()
+    fc.manual_seed(0)
+    step = bench.TrainStep(bench.MODELS[model], bench.framework("flambeau"))
+    step.step()  # the first step creates the momentum buffers
+
+    def two_steps():
+        step.step()
+        step.step()
+
+    return traced(two_steps)
+
+
+@pytest.mark.parametrize("model", ["mlp", "ncf"])
+def test_training_step_has_cuda_kernels(model):
+    ops = train_ops(model)
+    # The trace saw the whole step: forward, loss, backward and the optimizer.
+    expected = {"linear", "_fused_sgd_"} | (
+        {"embedding", "embedding_dense_backward", "cat", "binary_cross_entropy_with_logits_backward"}
+        if model == "ncf"
+        else {"_cross_entropy", "_cross_entropy_backward"}
+    )
+    assert expected <= ops, sorted(expected - ops)
+    assert missing_on_cuda(ops) == [], f"{model}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
+def test_trace_finds_a_missing_kernel():
+    # conv2d has no CUDA kernel yet: the check must name it.
+    import flambeau_nn.functional as F
+
+    x, w = fc.randn(1, 1, 5, 5), fc.randn(1, 1, 3, 3)
+    ops = traced(lambda: F.conv2d(x, w))
+    assert "convolution" in ops
+    assert "convolution" in missing_on_cuda(ops)
+
+
+def test_trace_records_top_level_kernels_only():
+    a = fc.randn(3, 4)
+    ops = traced(lambda: (a + 1).t().sum())
+    assert {"add", "sum", "transpose"} <= ops  # transpose: a Generic kernel
+    assert traced(lambda: None) == set()
+    # Off again: nothing is recorded outside a trace.
+    assert _C._kernel_trace_stop() == []
+
+
+def test_has_kernel_introspection():
+    assert _C._has_kernel("add", "CPU") and _C._has_kernel("add", "CUDA")
+    assert _C._has_kernel("transpose", "Generic") and not _C._has_kernel("transpose", "CPU")
+    assert not _C._has_kernel("no_such_op", "CPU")
+    assert "add" in _C._registered_ops()
+    with pytest.raises(ValueError, match="unknown dispatch key 'TPU'"):
+        _C._has_kernel("add", "TPU")
+
+
+# The elementwise ops with a CPU kernel in core (src/cpu/unary.cpp, unary_math.cpp,
+# binary.cpp, binary_math.cpp, ieee_math.cpp, bitwise.cpp, compare.cpp,
+# activation.cpp, complex_ops.cpp, complex_widen.cpp).
+ELEMENTWISE = sorted(
+    {
+        # unary.cpp
+        *"abs exp log neg relu sigmoid sqrt tanh".split(),
+        # unary_math.cpp
+        *"sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 log1p log2 log10 exp2".split(),
+        *"erf erfc erfinv rsqrt reciprocal floor ceil trunc round frac sign".split(),
+        *"isnan isinf isfinite nan_to_num".split(),
+        # binary.cpp, binary_math.cpp, ieee_math.cpp
+        *"add sub mul div add_ sub_ mul_ div_ maximum minimum pow".split(),
+        *"atan2 hypot fmod remainder floor_divide div_mode clamp".split(),
+        *"copysign nextafter logaddexp signbit".split(),
+        # bitwise.cpp, compare.cpp
+        *"bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift".split(),
+        *"logical_and logical_or logical_xor logical_not".split(),
+        *"eq ne lt le gt ge where".split(),
+        # activation.cpp
+        *"gelu gelu_backward silu silu_backward mish mish_backward".split(),
+        *"leaky_relu leaky_relu_backward elu elu_backward softplus softplus_backward".split(),
+        *"hardtanh hardtanh_backward hardswish hardswish_backward".split(),
+        *"hardsigmoid hardsigmoid_backward log_sigmoid log_sigmoid_backward".split(),
+        *"softsign softsign_backward threshold_backward".split(),
+        *"prelu _prelu_backward_input _prelu_backward_weight glu glu_backward".split(),
+        # complex_ops.cpp, complex_widen.cpp
+        *"angle complex conj_physical sgn".split(),
+    }
+)
+
+# Still without a CUDA kernel: this set may only shrink (remove an op when its kernel lands).
+KNOWN_MISSING = {
+    "nan_to_num",
+    "prelu",
+    "_prelu_backward_input",
+    "_prelu_backward_weight",
+    "glu",
+    "glu_backward",
+    "angle",
+    "complex",
+    "conj_physical",
+    "sgn",
+}
+
+
+def test_elementwise_coverage(capsys):
+    with_cpu = [op for op in ELEMENTWISE if _C._has_kernel(op, "CPU")]
+    assert len(with_cpu) >= len(ELEMENTWISE) - 2, sorted(set(ELEMENTWISE) - set(with_cpu))
+    missing = missing_on_cuda(set(with_cpu))
+    with capsys.disabled():
+        print(
+            f"\n[cuda coverage] {len(with_cpu) - len(missing)} of {len(with_cpu)} elementwise ops with a CPU "
+            f"kernel have a CUDA kernel; missing ({len(missing)}): {' '.join(missing)}"
+        )
+    assert set(missing) <= KNOWN_MISSING, f"lost CUDA kernels: {sorted(set(missing) - KNOWN_MISSING)}"
