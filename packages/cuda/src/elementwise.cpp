@@ -21,8 +21,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "backend.h"
 #include "elementwise_math.h"
@@ -556,6 +558,98 @@ Tensor softsign_backward_cuda(const Tensor& g, const Tensor& x) {
   return act_backward(kMSoftsignBackward, "softsign_backward", g, x);
 }
 
+Tensor nan_to_num_cuda(const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+                       std::optional<double> neginf) {
+  if (!is_floating(a.dtype())) return op::clone(a, MemoryFormat::Preserve);
+  const bool f32 = a.dtype() == ScalarType::Float32;
+  const double big =
+      f32 ? static_cast<double>(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
+  return math_unary(kMNanToNum, "nan_to_num", a, Kind::FloatOnly, nan.value_or(0.0), posinf.value_or(big),
+                    neginf.value_or(-big));
+}
+
+// sgn of a real tensor is its sign (complex tensors are not yet implemented on CUDA).
+Tensor sgn_cuda(const Tensor& a) { return math_unary(kMSign, "sgn", a, Kind::SameType); }
+
+// glu: out = a * sigmoid(b) for the halves a, b of dim; backward from the same halves.
+int64_t glu_dim(const char* op, const Tensor& x, int64_t dim) {
+  check_float_input(op, x, "input");
+  FB_CHECK_VALUE(x.dim() > 0, "[", op, "] glu does not support scalars because halving size must be even");
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  const int64_t n = x.sizes()[static_cast<size_t>(d)];
+  FB_CHECK_VALUE(n % 2 == 0, "[", op, "] halving dimension must be even, but dimension ", d, " is size ", n,
+                 " (input shape ", shape_str(x.sizes()), ")");
+  return d;
+}
+Tensor glu_cuda(const Tensor& self, int64_t dim) {
+  const int64_t d = glu_dim("glu", self, dim);
+  const int64_t h = self.sizes()[static_cast<size_t>(d)] / 2;
+  const Tensor a = op::slice(self, d, 0, h, 1), b = op::slice(self, d, h, 2 * h, 1);
+  return op::mul(a, op::sigmoid(b));
+}
+Tensor glu_backward_cuda(const Tensor& grad, const Tensor& self, int64_t dim) {
+  const int64_t d = glu_dim("glu_backward", self, dim);
+  const int64_t h = self.sizes()[static_cast<size_t>(d)] / 2;
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[static_cast<size_t>(d)] = h;
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), out_shape), "[glu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match the output shape ", shape_str(out_shape));
+  const Tensor a = op::slice(self, d, 0, h, 1), b = op::slice(self, d, h, 2 * h, 1);
+  const Tensor g = to_dtype(grad, self.dtype());
+  const Tensor sb = op::sigmoid(b);
+  const Tensor ga = op::mul(g, sb);
+  // d/db a sigmoid(b) = a sigmoid(b) (1 - sigmoid(b))
+  const Tensor gb = op::mul(op::mul(ga, a), op::sub(scalar_to_tensor(Scalar(1.0)), sb, Scalar(1)));
+  return op::cat(TensorList{ga, gb}, d);
+}
+
+// prelu: weight broadcast along dim 1 (one per channel) or shared.
+Tensor prelu_weight(const char* op, const Tensor& x, const Tensor& w) {
+  check_float_input(op, x, "input");
+  check_devices(op, x.device(), {&w});
+  FB_CHECK_TYPE(w.dtype() == x.dtype(), "[", op, "] weight dtype ", dtype_name(w.dtype()),
+                " must match the input dtype ", dtype_name(x.dtype()));
+  const int64_t ch = x.dim() >= 2 ? x.sizes()[1] : 1;
+  FB_CHECK_VALUE(w.dim() <= 1, "[", op, "] weight must be 0-D or 1-D, got shape ", shape_str(w.sizes()));
+  FB_CHECK_VALUE(w.numel() == 1 || w.numel() == ch, "[", op,
+                 "] mismatch of parameter numbers and input channel size: ", "weight has ", w.numel(),
+                 " elements, input shape ", shape_str(x.sizes()), " has ", ch, " channels (dim 1)");
+  if (w.numel() == 1) return op::reshape(w, Shape{});
+  Shape s(static_cast<size_t>(x.dim() - 1), 1);
+  s[0] = ch;
+  return op::reshape(w, s);  // (C, 1, ..., 1): lines up with dim 1 of x
+}
+Tensor positive(const Tensor& x) { return op::gt(x, scalar_to_tensor(Scalar(0.0))); }
+Tensor prelu_cuda(const Tensor& self, const Tensor& weight) {
+  const Tensor w = prelu_weight("prelu", self, weight);
+  return op::where(positive(self), self, op::mul(w, self));
+}
+Tensor prelu_backward_input_cuda(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const Tensor w = prelu_weight("prelu_backward", self, weight);
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  const Tensor g = to_dtype(grad, self.dtype());
+  return op::where(positive(self), g, op::mul(w, g));
+}
+Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  prelu_weight("prelu_backward", self, weight);
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  const Tensor g = to_dtype(grad, self.dtype());
+  const Tensor zero = scalar_to_tensor(Scalar(0.0));
+  const Tensor contrib = op::where(positive(self), zero, op::mul(g, self));  // d/dw of w x where x <= 0
+  Tensor total;
+  if (weight.numel() == 1 || self.dim() < 2) {
+    total = op::sum(contrib, std::nullopt, false, std::nullopt);
+  } else {
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < self.dim(); ++i)
+      if (i != 1) dims.push_back(i);
+    total = op::sum(contrib, IntArrayRef(dims), false, std::nullopt);
+  }
+  return op::reshape(total, weight.sizes());
+}
+
 void register_math_kernels() {
 #define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
   FBC_REG(sin)
@@ -630,6 +724,13 @@ void register_math_kernels() {
   FBC_REG(hardsigmoid_backward)
   FBC_REG(log_sigmoid_backward)
   FBC_REG(softsign_backward)
+  FBC_REG(nan_to_num)
+  FBC_REG(sgn)
+  FBC_REG(glu)
+  FBC_REG(glu_backward)
+  FBC_REG(prelu)
+  op::_prelu_backward_input.register_kernel(DispatchKey::CUDA, prelu_backward_input_cuda);
+  op::_prelu_backward_weight.register_kernel(DispatchKey::CUDA, prelu_backward_weight_cuda);
 #undef FBC_REG
 }
 

@@ -49,7 +49,6 @@ FBC_MATH1(erfc)
 FBC_MATH1(erfinv)
 FBC_MATH1(sqrt)
 FBC_MATH1(exp)
-FBC_MATH1(log)
 FBC_MATH1(tanh)
 FBC_MATH1(floor)
 FBC_MATH1(ceil)
@@ -183,6 +182,8 @@ __device__ T float_unary(int op, T x, T p0, T p1, T p2) {
     }
     case kMSoftsign:
       return x / (T(1) + (x < T(0) ? -x : x));
+    case kMNanToNum:
+      return x != x ? p0 : (is_finite_(x) ? x : (x > T(0) ? p1 : p2));
     // predicates (written to a bool output as r != 0)
     case kMIsnan:
       return static_cast<T>(x != x);

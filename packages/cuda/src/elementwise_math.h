@@ -50,7 +50,8 @@ enum MathOp : int {
   kMHardsigmoid,
   kMLogSigmoid,
   kMSoftsign,
-  kMIsnan,  // predicates: bool output
+  kMNanToNum,  // p0 nan, p1 posinf, p2 neginf
+  kMIsnan,     // predicates: bool output
   kMIsinf,
   kMIsfinite,
   kMSignbit,

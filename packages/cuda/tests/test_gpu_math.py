@@ -244,3 +244,45 @@ def test_ncf_and_mlp_train_on_the_gpu_as_on_the_cpu():
             opt.step()
     for (name, p), (_, q) in zip(cpu.named_parameters(), gpu.named_parameters(), strict=True):
         assert name and _same(q, p, tol=1e-4) is None
+
+
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
+def test_nan_to_num_and_sgn(dtype):
+    x = fc.tensor([float("nan"), float("inf"), -float("inf"), -1.5, 0.0, 2.0], dtype=dtype)
+    _same(fc.nan_to_num(x.cuda()), fc.nan_to_num(x))
+    _same(fc.nan_to_num(x.cuda(), nan=1.0, posinf=2.0, neginf=-3.0), fc.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0))
+    _same(fc.sgn(x.cuda()), fc.sgn(x))
+    i = fc.tensor([3, -2, 0])
+    _same(fc.nan_to_num(i.cuda()), fc.nan_to_num(i))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
+def test_glu_vs_cpu(dim, dtype):
+    a = _rand((4, 6, 2), dtype, seed=11)
+    x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
+    out, outc = F.glu(x, dim), F.glu(xc, dim)
+    _same(outc, out)
+    g = _rand(tuple(out.shape), dtype, seed=12)
+    out.backward(g)
+    outc.backward(g.cuda())
+    _same(xc.grad, x.grad)
+    with pytest.raises(ValueError, match=r"\[glu\] halving dimension must be even"):
+        F.glu(fc.ones(3, 5).cuda(), 1)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (5, 3), (7,)])
+@pytest.mark.parametrize("shared", [False, True])
+def test_prelu_vs_cpu(shape, shared):
+    a = _rand(shape, fc.float64, seed=13)
+    channels = 1 if shared or len(shape) < 2 else shape[1]
+    w = _rand((channels,), fc.float64, 0.1, 0.5, seed=14)
+    x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
+    wr, wc = w.clone().requires_grad_(), w.cuda().requires_grad_()
+    out, outc = F.prelu(x, wr), F.prelu(xc, wc)
+    _same(outc, out)
+    g = _rand(shape, fc.float64, seed=15)
+    out.backward(g)
+    outc.backward(g.cuda())
+    _same(xc.grad, x.grad)
+    _same(wc.grad, wr.grad)

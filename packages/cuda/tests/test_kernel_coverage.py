@@ -142,18 +142,7 @@ ELEMENTWISE = sorted(
 )
 
 # Still without a CUDA kernel: this set may only shrink (remove an op when its kernel lands).
-KNOWN_MISSING = {
-    "nan_to_num",
-    "prelu",
-    "_prelu_backward_input",
-    "_prelu_backward_weight",
-    "glu",
-    "glu_backward",
-    "angle",
-    "complex",
-    "conj_physical",
-    "sgn",
-}
+KNOWN_MISSING = {"angle", "complex", "conj_physical"}  # complex-valued: CUDA has no complex elementwise yet
 
 
 def test_elementwise_coverage(capsys):
