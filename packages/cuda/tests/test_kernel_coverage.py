@@ -155,3 +155,62 @@ def test_elementwise_coverage(capsys):
             f"kernel have a CUDA kernel; missing ({len(missing)}): {' '.join(missing)}"
         )
     assert set(missing) <= KNOWN_MISSING, f"lost CUDA kernels: {sorted(set(missing) - KNOWN_MISSING)}"
+
+
+def _forward_backward(fn, *shapes, **kw):
+    def run():
+        xs = [fc.randn(*s).requires_grad_() for s in shapes]
+        out = fn(*xs, **kw)
+        out.backward(fc.ones(*out.shape))
+
+    return run
+
+
+ACTIVATION_CASES = {
+    "relu": ((4, 6), {}),
+    "gelu": ((4, 6), {"approximate": "tanh"}),
+    "silu": ((4, 6), {}),
+    "mish": ((4, 6), {}),
+    "leaky_relu": ((4, 6), {"negative_slope": 0.2}),
+    "elu": ((4, 6), {}),
+    "softplus": ((4, 6), {}),
+    "hardtanh": ((4, 6), {}),
+    "hardswish": ((4, 6), {}),
+    "hardsigmoid": ((4, 6), {}),
+    "logsigmoid": ((4, 6), {}),
+    "softsign": ((4, 6), {}),
+    "glu": ((4, 6), {}),
+    "sigmoid": ((4, 6), {}),
+    "tanh": ((4, 6), {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATION_CASES))
+def test_activation_training_has_cuda_kernels(name):
+    import flambeau_nn.functional as F
+
+    shape, kw = ACTIVATION_CASES[name]
+    ops = traced(_forward_backward(getattr(F, name), shape, **kw))
+    assert ops, name
+    assert missing_on_cuda(ops) == [], f"{name}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
+def test_losses_and_prelu_training_have_cuda_kernels():
+    import flambeau_nn.functional as F
+
+    target = fc.rand(3, 5)
+    cases = {
+        "bce_with_logits": _forward_backward(lambda x: F.binary_cross_entropy_with_logits(x, target), (3, 5)),
+        "bce_with_logits_weights": _forward_backward(
+            lambda x, w, pw: F.binary_cross_entropy_with_logits(x, target, weight=w, pos_weight=pw),
+            (3, 5),
+            (5,),
+            (5,),
+        ),
+        "mse": _forward_backward(lambda x: F.mse_loss(x, target), (3, 5)),
+        "prelu": _forward_backward(F.prelu, (2, 3, 4), (3,)),
+        "cat": _forward_backward(lambda a, b: fc.cat([a, b], 1).sum(), (2, 3), (2, 4)),
+    }
+    for name, run in cases.items():
+        ops = traced(run)
+        assert missing_on_cuda(ops) == [], f"{name}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
