@@ -331,6 +331,10 @@ Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p
       if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
       break;
     case Kind::SameType:
+      if (compute == ScalarType::Bool && op == kMSign) {
+        compute = ScalarType::Int64;  // sign of a bool is itself (the output stays bool)
+        break;
+      }
       FB_CHECK_TYPE(compute != ScalarType::Bool, "[", name, "] is not implemented for bool tensors");
       break;
     case Kind::FloatOnly:

@@ -99,6 +99,7 @@ def test_unary_special_values_and_ints():
     _same(fc.bitwise_not(i.cuda()), fc.bitwise_not(i))
     b = fc.tensor([True, False])
     _same(fc.bitwise_not(b.cuda()), fc.bitwise_not(b))
+    _same(fc.sign(b.cuda()), fc.sign(b))
     _same(fc.round(x.cuda(), decimals=2), fc.round(x, decimals=2))
     _same(fc.round(x.cuda() * 123, decimals=-1), fc.round(x * 123, decimals=-1))
 
