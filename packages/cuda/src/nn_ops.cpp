@@ -378,6 +378,170 @@ Tensor bce_logits_backward_cuda(const Tensor& grad, const Tensor& self, const Te
   return op::mul(d, s);
 }
 
+// ---- pointwise losses (l1, smooth_l1, huber, binary_cross_entropy) as the
+// CPU kernels, composed of CUDA elementwise ops; self and target broadcast.
+void check_pointwise(const char* op, const Tensor& self, const Tensor& target, int64_t reduction) {
+  FB_CHECK_VALUE(reduction >= 0 && reduction <= 2, "[", op,
+                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", reduction);
+  check_floating(self, op);
+  FB_CHECK_TYPE(is_floating(target.dtype()), "[", op, "] target must be a floating point tensor, got dtype ",
+                dtype_name(target.dtype()));
+  broadcast_shapes(self.sizes(), target.sizes(), op);
+}
+
+Tensor reduce_loss(const Tensor& loss, int64_t reduction) {
+  if (reduction == kNone) return loss;
+  return reduction == kMean ? op::mean(loss, std::nullopt, false, std::nullopt)
+                            : op::sum(loss, std::nullopt, false, std::nullopt);
+}
+
+/// grad_input = d * grad (none) or d * grad / numel (mean) or d * grad (sum), grad of one element.
+Tensor scale_by_grad(const char* op, const Tensor& d, const Tensor& grad, int64_t reduction) {
+  FB_CHECK_TYPE(is_floating(grad.dtype()), "[", op,
+                "] grad_output must be a float32 or float64 tensor, got dtype ", dtype_name(grad.dtype()));
+  const Tensor g = to_dtype(grad, d.dtype());
+  if (reduction == kNone) {
+    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), d.sizes()), "[", op, "] grad_output shape ",
+                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(d.sizes()));
+    return op::mul(d, g);
+  }
+  FB_CHECK_VALUE(grad.numel() == 1, "[", op,
+                 "] grad_output of a reduced loss must have one element, got shape ",
+                 shape_str(grad.sizes()));
+  Tensor s = op::sum(g, std::nullopt, false, std::nullopt);  // the one element, 0-d
+  if (reduction == kMean && d.numel() > 0) s = op::div(s, number(static_cast<double>(d.numel())));
+  return op::mul(d, s);
+}
+
+Tensor diff(const Tensor& self, const Tensor& target) {
+  return op::sub(self, to_dtype(target, self.dtype()), Scalar(1));
+}
+
+Tensor l1_loss_cuda(const Tensor& self, const Tensor& target, int64_t reduction) {
+  check_pointwise("l1_loss", self, target, reduction);
+  return reduce_loss(op::abs(diff(self, target)), reduction);
+}
+Tensor l1_loss_backward_cuda(const Tensor& grad, const Tensor& self, const Tensor& target,
+                             int64_t reduction) {
+  check_pointwise("l1_loss_backward", self, target, reduction);
+  const Tensor d = diff(self, target);
+  return scale_by_grad("l1_loss_backward", op::where(op::isnan(d), d, op::sign(d)), grad, reduction);
+}
+
+Tensor smooth_l1_loss_cuda(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  FB_CHECK_VALUE(beta >= 0, "[smooth_l1_loss] smooth_l1_loss does not support negative values for beta, got ",
+                 beta);
+  check_pointwise("smooth_l1_loss", self, target, reduction);
+  const Tensor d = diff(self, target);
+  const Tensor ad = op::abs(d);
+  const Tensor quad = op::div(op::mul(op::mul(d, d), number(0.5)), number(beta));
+  const Tensor lin = op::sub(ad, number(0.5 * beta), Scalar(1));
+  return reduce_loss(op::where(op::lt(ad, number(beta)), quad, lin), reduction);
+}
+Tensor smooth_l1_loss_backward_cuda(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                    int64_t reduction, double beta) {
+  check_pointwise("smooth_l1_loss_backward", self, target, reduction);
+  const Tensor d = diff(self, target);
+  const Tensor inner = op::where(op::ge(d, number(beta)), number(1), op::div(d, number(beta)));
+  return scale_by_grad("smooth_l1_loss_backward", op::where(op::le(d, number(-beta)), number(-1), inner),
+                       grad, reduction);
+}
+
+Tensor huber_loss_cuda(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+  FB_CHECK_VALUE(delta > 0, "[huber_loss] huber_loss does not support non-positive values for delta, got ",
+                 delta);
+  check_pointwise("huber_loss", self, target, reduction);
+  const Tensor d = diff(self, target);
+  const Tensor ad = op::abs(d);
+  const Tensor quad = op::mul(op::mul(d, d), number(0.5));
+  const Tensor lin = op::mul(op::sub(ad, number(0.5 * delta), Scalar(1)), number(delta));
+  return reduce_loss(op::where(op::lt(ad, number(delta)), quad, lin), reduction);
+}
+Tensor huber_loss_backward_cuda(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                int64_t reduction, double delta) {
+  check_pointwise("huber_loss_backward", self, target, reduction);
+  const Tensor d = diff(self, target);
+  const Tensor inner = op::where(op::gt(d, number(delta)), number(delta), d);
+  return scale_by_grad("huber_loss_backward", op::where(op::lt(d, number(-delta)), number(-delta), inner),
+                       grad, reduction);
+}
+
+// binary_cross_entropy on probabilities: each log clamped at -100, the
+// gradient's denominator at 1e-12; an input outside [0, 1] is an error (one sync).
+void check_same_shape(const char* op, const Tensor& self, const Tensor& target) {
+  FB_CHECK_VALUE(std::ranges::equal(self.sizes(), target.sizes()), "[", op, "] target shape ",
+                 shape_str(target.sizes()), " must be the same as input shape ", shape_str(self.sizes()));
+}
+Tensor bce_weight(const char* op, const Tensor& self, const std::optional<Tensor>& weight) {
+  if (!weight || !weight->defined()) return Tensor();
+  check_floating(*weight, op);
+  broadcast_shapes(self.sizes(), weight->sizes(), op);
+  const int64_t nd = self.dim(), wd = weight->dim();
+  bool ok = wd <= nd;
+  for (int64_t i = 1; ok && i <= wd; ++i) {
+    const int64_t ws = weight->sizes()[static_cast<size_t>(wd - i)];
+    ok = ws == 1 || ws == self.sizes()[static_cast<size_t>(nd - i)];
+  }
+  FB_CHECK_VALUE(ok, "[", op, "] weight shape ", shape_str(weight->sizes()),
+                 " does not broadcast to the input shape ", shape_str(self.sizes()));
+  return to_dtype(*weight, self.dtype());
+}
+Tensor bce_cuda(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                int64_t reduction) {
+  const char* op = "binary_cross_entropy";
+  check_pointwise(op, self, target, reduction);
+  check_same_shape(op, self, target);
+  const Tensor w = bce_weight(op, self, weight);
+  if (self.numel() > 0) {
+    // !(0 <= x <= 1), NaN included
+    const Tensor ok = op::logical_and(op::ge(self, number(0)), op::le(self, number(1)));
+    const Tensor bad =
+        op::sum(to_dtype(op::logical_not(ok), ScalarType::Int64), std::nullopt, false, std::nullopt);
+    FB_CHECK_VALUE(item_int64(bad) == 0,
+                   "[binary_cross_entropy] all elements of input should be between 0 and 1");
+  }
+  const Tensor t = to_dtype(target, self.dtype());
+  const Tensor lx = op::maximum(op::log(self), number(-100));
+  const Tensor l1x = op::maximum(op::log1p(op::neg(self)), number(-100));
+  Tensor loss = op::sub(op::mul(op::sub(t, number(1), Scalar(1)), l1x), op::mul(t, lx), Scalar(1));
+  if (w.defined()) loss = op::mul(w, loss);
+  return reduce_loss(loss, reduction);
+}
+Tensor bce_backward_cuda(const Tensor& grad, const Tensor& self, const Tensor& target,
+                         const std::optional<Tensor>& weight, int64_t reduction) {
+  const char* op = "binary_cross_entropy_backward";
+  check_pointwise(op, self, target, reduction);
+  check_same_shape(op, self, target);
+  const Tensor w = bce_weight(op, self, weight);
+  const Tensor t = to_dtype(target, self.dtype());
+  const Tensor den = op::maximum(op::mul(op::sub(number(1), self, Scalar(1)), self), number(1e-12));
+  Tensor d = op::div(op::sub(self, t, Scalar(1)), den);
+  if (w.defined()) d = op::mul(w, d);
+  return scale_by_grad(op, d, grad, reduction);
+}
+
+// masked_fill: where(mask, value, self), the value cast to self's dtype first.
+Tensor masked_fill_cuda(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_fill] mask must be a bool tensor, got dtype ",
+                dtype_name(mask.dtype()));
+  bool fits = mask.dim() <= self.dim();
+  for (int64_t k = 1; fits && k <= mask.dim(); ++k) {
+    const int64_t ms = mask.sizes()[static_cast<size_t>(mask.dim() - k)];
+    fits = ms == 1 || ms == self.sizes()[static_cast<size_t>(self.dim() - k)];
+  }
+  FB_CHECK_VALUE(fits, "[masked_fill] mask of shape ", shape_str(mask.sizes()),
+                 " cannot be broadcast to the shape of self ", shape_str(self.sizes()));
+  check_scalar_fits(value, self.dtype(), "masked_fill");
+  return op::where(mask, to_dtype(scalar_to_tensor(value), self.dtype()), self);
+}
+
+void foreach_zero_cuda(const TensorList& tensors) {
+  for (const Tensor& t : tensors) {
+    Tensor x = t;
+    op::fill_(x, Scalar(int64_t{0}));
+  }
+}
+
 }  // namespace
 
 void register_nn_kernels() {
@@ -393,6 +557,16 @@ void register_nn_kernels() {
   op::nll_loss_nd_backward.register_kernel(DispatchKey::CUDA, nll_loss_backward_cuda);
   op::binary_cross_entropy_with_logits.register_kernel(DispatchKey::CUDA, bce_logits_cuda);
   op::binary_cross_entropy_with_logits_backward.register_kernel(DispatchKey::CUDA, bce_logits_backward_cuda);
+  op::l1_loss.register_kernel(DispatchKey::CUDA, l1_loss_cuda);
+  op::l1_loss_backward.register_kernel(DispatchKey::CUDA, l1_loss_backward_cuda);
+  op::smooth_l1_loss.register_kernel(DispatchKey::CUDA, smooth_l1_loss_cuda);
+  op::smooth_l1_loss_backward.register_kernel(DispatchKey::CUDA, smooth_l1_loss_backward_cuda);
+  op::huber_loss.register_kernel(DispatchKey::CUDA, huber_loss_cuda);
+  op::huber_loss_backward.register_kernel(DispatchKey::CUDA, huber_loss_backward_cuda);
+  op::binary_cross_entropy.register_kernel(DispatchKey::CUDA, bce_cuda);
+  op::binary_cross_entropy_backward.register_kernel(DispatchKey::CUDA, bce_backward_cuda);
+  op::masked_fill.register_kernel(DispatchKey::CUDA, masked_fill_cuda);
+  op::_foreach_zero_.register_kernel(DispatchKey::CUDA, foreach_zero_cuda);
 }
 
 }  // namespace flambeau::cuda

@@ -287,3 +287,49 @@ def test_prelu_vs_cpu(shape, shared):
     outc.backward(g.cuda())
     _same(xc.grad, x.grad)
     _same(wc.grad, wr.grad)
+
+
+@pytest.mark.parametrize(
+    ("name", "kw"),
+    [("l1_loss", {}), ("smooth_l1_loss", {"beta": 0.7}), ("huber_loss", {"delta": 0.7}), ("binary_cross_entropy", {})],
+)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
+def test_pointwise_losses_vs_cpu(name, kw, reduction, dtype):
+    x = _rand((5, 4), dtype, 0.01, 0.99, seed=21)
+    t = _rand((5, 4), dtype, 0, 1, seed=22)
+    fn = getattr(F, name)
+    xr, xc = x.clone().requires_grad_(), x.cuda().requires_grad_()
+    loss = fn(xr, t, reduction=reduction, **kw)
+    lossc = fn(xc, t.cuda(), reduction=reduction, **kw)
+    _same(lossc, loss)
+    g = _rand(tuple(loss.shape), dtype, seed=23)
+    loss.backward(g)
+    lossc.backward(g.cuda())
+    _same(xc.grad, xr.grad)
+
+
+def test_bce_rejects_out_of_range_inputs():
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.binary_cross_entropy(fc.tensor([0.5, 1.5]).cuda(), fc.tensor([0.0, 1.0]).cuda())
+
+
+@pytest.mark.parametrize("dtype", [fc.float32, fc.float64, fc.int64, fc.bool])
+def test_masked_fill_vs_cpu(dtype):
+    a = fc.tensor([[1, 0, 3], [4, 5, 0]]).to(dtype)
+    mask = fc.tensor([True, False, True])
+    value = True if dtype == fc.bool else 7
+    _same(a.cuda().masked_fill(mask.cuda(), value), a.masked_fill(mask, value))
+    _same(a.cuda().t().masked_fill(fc.tensor(True), value), a.t().masked_fill(fc.tensor(True), value))
+    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+        a.cuda().masked_fill(mask.cuda().long(), value)
+
+
+def test_zero_grad_without_set_to_none():
+    import flambeau_nn as nn
+
+    model = nn.Linear(3, 2).cuda()
+    model(fc.ones(4, 3).cuda()).sum().backward()
+    optimizer = __import__("flambeau_nn.optim", fromlist=["SGD"]).SGD(model.parameters(), lr=0.1)
+    optimizer.zero_grad(set_to_none=False)
+    assert float(model.weight.grad.abs().sum()) == 0.0

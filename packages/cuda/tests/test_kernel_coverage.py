@@ -208,6 +208,11 @@ def test_losses_and_prelu_training_have_cuda_kernels():
             (5,),
         ),
         "mse": _forward_backward(lambda x: F.mse_loss(x, target), (3, 5)),
+        "l1": _forward_backward(lambda x: F.l1_loss(x, target), (3, 5)),
+        "smooth_l1": _forward_backward(lambda x: F.smooth_l1_loss(x, target, beta=0.5), (3, 5)),
+        "huber": _forward_backward(lambda x: F.huber_loss(x, target, delta=0.5), (3, 5)),
+        "bce": _forward_backward(lambda x: F.binary_cross_entropy(x.sigmoid(), target), (3, 5)),
+        "masked_fill": _forward_backward(lambda x: x.masked_fill(target > 0.5, 2.0), (3, 5)),
         "prelu": _forward_backward(F.prelu, (2, 3, 4), (3,)),
         "cat": _forward_backward(lambda a, b: fc.cat([a, b], 1).sum(), (2, 3), (2, 4)),
     }
