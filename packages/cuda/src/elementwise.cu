@@ -6,16 +6,10 @@
 #include <type_traits>
 
 #include "elementwise.h"
+#include "launch.cuh"
 
 namespace flambeau::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
-}
 
 template <class T>
 __device__ T ew_binary(int op, T a, T b, T alpha, T extra) {

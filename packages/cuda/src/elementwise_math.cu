@@ -10,16 +10,10 @@
 #include <type_traits>
 
 #include "elementwise_math.h"
+#include "launch.cuh"
 
 namespace flambeau::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
-}
 
 // f(float) -> name##f, f(double) -> name: the libdevice function of each precision.
 #define FBC_MATH1(name)                                            \

@@ -4,16 +4,10 @@
 #include <cstdint>
 
 #include "index.h"
+#include "launch.cuh"
 
 namespace flambeau::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
-}
 
 __global__ void gather_rows_kernel(char* out, const char* table, const int64_t* idx, int64_t k,
                                    int64_t row_bytes) {

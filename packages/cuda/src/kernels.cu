@@ -7,16 +7,10 @@
 #include <cstdint>
 
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace flambeau::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
-}
 
 struct alignas(16) Bytes16 {
   uint64_t lo, hi;

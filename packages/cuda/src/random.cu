@@ -4,18 +4,13 @@
 
 #include <cstdint>
 
+#include "launch.cuh"
 #include "reduce.h"
 
 namespace flambeau::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
-}
 
 template <class T>
 __global__ void uniform_kernel(T* out, OffsetCalculator<1> calc, int64_t n, uint64_t seed, uint64_t base,

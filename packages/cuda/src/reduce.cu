@@ -6,12 +6,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "launch.cuh"
 #include "reduce.h"
 
 namespace flambeau::cuda {
 namespace {
-
-constexpr int kThreads = 256;
 
 template <class T>
 struct Acc {
