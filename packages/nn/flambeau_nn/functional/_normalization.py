@@ -25,6 +25,7 @@ __all__ = [
     "dropout1d",
     "dropout2d",
     "dropout3d",
+    "normalize",
 ]
 
 
@@ -220,6 +221,27 @@ def layer_norm(
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     return fc.native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    r"""``input / max(||input||_p, eps)``, the ``p``-norm taken over ``dim`` (PyTorch's ``F.normalize``).
+
+    The gradient flows through the clamp as PyTorch's does (zero where the norm
+    is below ``eps``). With ``out=``, the result is written there (no gradient).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.nn.functional.normalize(fb.tensor([[3.0, 4.0]])).tolist()
+        [[0.6000000238418579, 0.800000011920929]]
+    """
+    _check_tensor(input, "normalize")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise TypeError(f"[normalize] expected a floating point or complex input, got {input.dtype}")
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    _check_tensor(out, "normalize", "out")
+    return fc.div(input, denom, out=out)
 
 
 def group_norm(
