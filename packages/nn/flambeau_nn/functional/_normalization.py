@@ -230,8 +230,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     is below ``eps``). With ``out=``, the result is written there (no gradient).
 
     Example:
-        >>> import flambeau as fb
-        >>> fb.nn.functional.normalize(fb.tensor([[3.0, 4.0]])).tolist()
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.normalize(fc.tensor([[3.0, 4.0]])).tolist()
         [[0.6000000238418579, 0.800000011920929]]
     """
     _check_tensor(input, "normalize")
