@@ -97,13 +97,6 @@ def sleep(seconds: float, stream: Any = None) -> None:
 
 
 def _memory_functions() -> dict[str, Any]:
-    def per_device(method: str) -> Any:
-        def f(device: Any = None) -> Any:
-            return getattr(allocator(device), method)()
-
-        f.__name__ = method
-        return f
-
     def memory_snapshot() -> list[dict]:
         out = []
         for i in range(_C._sim_device_count()):
@@ -115,17 +108,7 @@ def _memory_functions() -> dict[str, Any]:
             _C._sim_allocator(i).empty_cache()
         _C._sim_pinned_allocator().empty_cache()
 
-    names = [
-        "memory_allocated",
-        "max_memory_allocated",
-        "memory_reserved",
-        "max_memory_reserved",
-        "memory_stats",
-        "memory_summary",
-        "reset_peak_memory_stats",
-        "reset_accumulated_memory_stats",
-    ]
-    funcs = {n: per_device(n) for n in names}
+    funcs = _device_modules.per_device_memory_functions(allocator)
     funcs["memory_snapshot"] = memory_snapshot
     funcs["empty_cache"] = empty_cache
     return funcs

@@ -29,7 +29,13 @@ from typing import Any
 
 from flambeau_core import _C
 
-__all__ = ["DeviceModule", "device_module", "manual_seed", "register_memory_functions"]
+__all__ = [
+    "DeviceModule",
+    "device_module",
+    "manual_seed",
+    "per_device_memory_functions",
+    "register_memory_functions",
+]
 
 _MEMORY_NAMES = (
     "memory_allocated",
@@ -62,6 +68,25 @@ def register_memory_functions(type_name: str, functions: dict[str, Callable[...,
             f"expected some of {_MEMORY_NAMES + _BACKEND_NAMES}"
         )
     _memory_functions[type_name] = dict(functions)
+
+
+def per_device_memory_functions(allocator: Callable[[Any], Any]) -> dict[str, Callable[..., Any]]:
+    """The memory functions one device's allocator answers, for a backend's package to register.
+
+    ``allocator(device)`` maps the ``device`` argument (index, string, device or
+    None: the current one) to that device's caching allocator. Everything in
+    ``_MEMORY_NAMES`` but ``memory_snapshot`` and ``empty_cache``, which span
+    every device and the pinned pool: the backend adds those itself.
+    """
+
+    def per_device(method: str) -> Callable[..., Any]:
+        def f(device: Any = None) -> Any:
+            return getattr(allocator(device), method)()
+
+        f.__name__ = method
+        return f
+
+    return {n: per_device(n) for n in _MEMORY_NAMES if n not in ("memory_snapshot", "empty_cache")}
 
 
 def manual_seed(seed: int) -> None:

@@ -87,6 +87,8 @@ def fftfreq(
     pos = (n + 1) // 2
     idx = _C.cat([_C.arange(0, pos, dtype=_C.float64), _C.arange(-(n // 2), 0, dtype=_C.float64)], 0)
     r = (idx / (float(d) * n) if n else idx).to(dtype)
+    if device is not None:
+        r = r.to(device)
     if out is not None:
         out.copy_(r)
         r = out
@@ -108,6 +110,8 @@ def rfftfreq(
     dtype = _freq_dtype(dtype, "fft.rfftfreq")
     idx = _C.arange(0, n // 2 + 1, dtype=_C.float64)
     r = (idx / (float(d) * n)).to(dtype)  # n = 0: [nan], as PyTorch (0 / 0)
+    if device is not None:
+        r = r.to(device)
     if out is not None:
         out.copy_(r)
         r = out

@@ -8,6 +8,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import assert_close_on, devices
 from helpers import make_tensor
 
 
@@ -54,3 +55,12 @@ def test_fft_helper_errors():
         fc.fft.fftshift(fc.ones(3), 2)
     with pytest.raises(TypeError, match="expected a Tensor"):
         fc.fft.fftshift([1, 2, 3])
+
+
+@devices
+@pytest.mark.parametrize("fn", ["fftfreq", "rfftfreq"])
+def test_freq_helpers_honour_device(device, fn):
+    # device= places the result (it was accepted and ignored).
+    r = getattr(fc.fft, fn)(6, 0.5, device=device)
+    expected = fc.tensor(getattr(np.fft, fn)(6, 0.5).astype(np.float32).tolist())
+    assert_close_on(device, r, expected)

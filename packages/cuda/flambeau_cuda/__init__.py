@@ -82,13 +82,6 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
             flambeau_core._C._require_device("cuda")  # "no CUDA GPU is available"
         return device_allocators[_module()._index(device)]
 
-    def per_device(method: str) -> Any:
-        def f(device: Any = None) -> Any:
-            return getattr(allocator(device), method)()
-
-        f.__name__ = method
-        return f
-
     def memory_snapshot() -> list[dict]:
         if not device_allocators:
             flambeau_core._C._require_device("cuda")  # as torch: "no CUDA GPU is available"
@@ -123,17 +116,7 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
             flambeau_core._C._require_device("cuda")
         return _C._initial_seed(_module().current_device())
 
-    names = [
-        "memory_allocated",
-        "max_memory_allocated",
-        "memory_reserved",
-        "max_memory_reserved",
-        "memory_stats",
-        "memory_summary",
-        "reset_peak_memory_stats",
-        "reset_accumulated_memory_stats",
-    ]
-    funcs: dict[str, Any] = {n: per_device(n) for n in names}
+    funcs: dict[str, Any] = _device_modules.per_device_memory_functions(allocator)
     funcs["memory_snapshot"] = memory_snapshot
     funcs["empty_cache"] = empty_cache
     funcs["get_device_name"] = get_device_name
