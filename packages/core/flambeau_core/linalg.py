@@ -616,9 +616,14 @@ def det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def logdet(A: Tensor) -> Tensor:
-    """log(det(A)): NaN for a negative determinant, -inf for zero (torch.logdet)."""
-    _check_matrix(A, "logdet", square=True)
+    """log(det(A)): NaN for a negative determinant, -inf for zero (torch.logdet).
+
+    Complex A: the complex logarithm log|det| + i angle(det) (-inf where det is 0), as PyTorch's.
+    """
+    _check_matrix(A, "logdet", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
+    if A.dtype in _COMPLEX:
+        return _C.complex(logabs, _C.angle(sign))
     nan = _C.full([], math.nan, dtype=A.dtype)
     return _C.where(sign < 0, nan, logabs)
 
@@ -669,8 +674,10 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Te
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
-    """QR factorization (torch.linalg.qr): mode 'reduced' (default), 'complete' or 'r' (Q empty)."""
-    _check_matrix(A, "linalg.qr")
+    """QR factorization (torch.linalg.qr): mode 'reduced' (default), 'complete' or 'r' (Q empty).
+
+    Complex A: unitary Q and R with a real diagonal (LAPACK geqrf/ungqr), as PyTorch's."""
+    _check_matrix(A, "linalg.qr", complex_ok=True)
     if mode not in ("reduced", "complete", "r"):
         raise FlambeauError(
             f"linalg.qr: qr received unrecognized mode '{mode}' "
@@ -681,8 +688,8 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out: Any = None) -> SVDResult:
-    """A = U diag(S) Vh (torch.linalg.svd), S descending; LAPACK's gesdd."""
-    _check_matrix(A, "linalg.svd")
+    """A = U diag(S) Vh (torch.linalg.svd), S descending; LAPACK's gesdd. Complex A: S real, U and Vh complex."""
+    _check_matrix(A, "linalg.svd", complex_ok=True)
     if driver is not None:
         raise FlambeauError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs.")
     U, S, Vh = _C._linalg_svd(A, full_matrices, True)
@@ -690,8 +697,8 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out
 
 
 def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
-    """Singular values, descending (torch.linalg.svdvals)."""
-    _check_matrix(A, "linalg.svdvals")
+    """Singular values, descending (torch.linalg.svdvals); real for complex A."""
+    _check_matrix(A, "linalg.svdvals", complex_ok=True)
     if driver is not None:
         raise FlambeauError("linalg.svdvals: keyword argument `driver=` is only supported on CUDA inputs.")
     # The derivative needs the singular vectors: compute them only then.
@@ -761,8 +768,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     residuals holds the squared residual norms when m > n and every matrix has full rank (else empty),
     as in PyTorch.
     """
-    _check_matrix(A, "linalg.lstsq")
-    _check_float(B, "linalg.lstsq", "B")
+    _check_matrix(A, "linalg.lstsq", complex_ok=True)
+    _check_float(B, "linalg.lstsq", "B", complex_ok=True)
     if A.dtype != B.dtype:
         raise TypeError(f"linalg.lstsq: Expected A and B to have the same dtype, got {A.dtype} and {B.dtype}")
     if driver not in (None, "gelsd", "gelsy", "gelss", "gels"):
@@ -780,7 +787,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     Ab = A.expand(*batch, *A.shape[-2:])
     Bb = B.expand(*batch, *B.shape[-2:])
     grad = _needs_grad(A, B)
-    if grad:  # gelsd has no derivative: it runs untracked, the solution's graph comes from QR below
+    if grad:  # gelsd has no derivative: it runs untracked, the solution's graph comes from pinv below
         _C._set_grad_enabled(False)
     try:
         X, res, rank, sv = _C._linalg_lstsq(Ab, Bb, -1.0 if rcond is None else float(rcond))
@@ -788,35 +795,33 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         if grad:
             _C._set_grad_enabled(True)
     if grad:
-        X = _lstsq_differentiable(Ab, Bb, rank)
+        X = _lstsq_differentiable(Ab, Bb, X)
         if res.numel():  # the squared residual norms, differentiable too (as PyTorch's)
-            res = _C.sum((Ab @ X - Bb) ** 2, [-2], False)
+            r = Ab @ X - Bb
+            res = _C.sum(r.abs() ** 2 if r.dtype in _COMPLEX else r**2, [-2], False)
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, res, rank, sv)
 
 
-def _lstsq_differentiable(A: Tensor, B: Tensor, rank: Tensor) -> Tensor:
-    """The least-squares solution through QR and solve, whose derivatives give PyTorch's gradient of the
-    solution (that of pinv(A) @ B) for A of full rank: tall or square A = QR gives R^-1 Q^T B, wide
-    A^T = QR the minimum-norm Q R^-T B."""
+def _lstsq_differentiable(A: Tensor, B: Tensor, X: Tensor) -> Tensor:
+    """gelsd's solution X with PyTorch's gradient: that of pinv(A) @ B (linalg_lstsq_backward), pinv's own
+    derivative (pinv_backward) being defined for rank-deficient A too. The value stays gelsd's: the
+    differentiable product enters as (P B) - detach(P B), zero up to rounding."""
     m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
-    if rank.numel() and bool((rank < k).any()):
-        raise FlambeauError(
-            f"linalg.lstsq: the gradient is implemented for full-rank A only; A (shape {_shape(A)}) has rank "
-            f"{int(rank.min())} < {k}"
-        )
-    if m >= n:
-        Q, R = qr(A)
-        return _C._linalg_solve(R, _mT(Q) @ B)
-    Q, R = qr(_mT(A))
-    return Q @ _C._linalg_solve(_mT(R), B)
+    real = _C.float32 if A.dtype in (_C.float32, _C.complex64) else _C.float64
+    rtol = _C.full([], _eps(A.dtype) * max(m, n), dtype=real)
+    PB = _C._linalg_pinv(A, _C.zeros([], dtype=real), rtol, False) @ B
+    return X + (PB - PB.detach())
+
+
+def _eps(dtype: Any) -> float:
+    return 1.1920928955078125e-07 if dtype in (_C.float32, _C.complex64) else 2.220446049250313e-16
 
 
 def _tolerance(S: Tensor, A: Tensor, atol: Any, rtol: Any) -> Tensor:
     m, n = A.shape[-2], A.shape[-1]
-    eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
+    eps = _eps(A.dtype)
     if rtol is None:
         rtol = eps * max(m, n) if (atol is None or (not isinstance(atol, Tensor) and atol <= 0)) else 0.0
     smax = _C.max(S, -1, True)[0] if S.shape[-1] > 0 else _C.zeros(*S.shape[:-1], 1, dtype=S.dtype)
@@ -829,29 +834,32 @@ def _tolerance(S: Tensor, A: Tensor, atol: Any, rtol: Any) -> Tensor:
 def pinv(
     A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Tensor | None = None
 ) -> Tensor:
-    """Moore-Penrose pseudo-inverse by SVD (torch.linalg.pinv).
+    """Moore-Penrose pseudo-inverse by SVD (torch.linalg.pinv), float or complex.
 
-    Singular values <= max(atol, rtol * s_max) are dropped; hermitian=True uses eigh instead.
+    Singular values <= max(atol, rtol * s_max) are dropped; hermitian=True uses eigh instead. Differentiable
+    with PyTorch's pinv_backward, also for rank-deficient A.
     """
-    _check_matrix(A, "linalg.pinv")
-    if hermitian:
-        L, V = _C._linalg_eigh(A, "L", True)
-        tol = _tolerance(L.abs(), A, atol, rtol)
-        keep = L.abs() > tol
-        inv_l = _C.where(keep, 1.0 / _C.where(keep, L, 1.0), 0.0)
-        return _copy_out(_C.matmul(V * inv_l.unsqueeze(-2), _mT(V)), out)
-    U, S, Vh = _C._linalg_svd(A, False, True)
-    tol = _tolerance(S, A, atol, rtol)
-    keep = S > tol
-    inv_s = _C.where(keep, 1.0 / _C.where(keep, S, 1.0), 0.0)
-    return _copy_out(_C.matmul(_mT(Vh) * inv_s.unsqueeze(-2), _mT(U)), out)
+    _check_matrix(A, "linalg.pinv", complex_ok=True)
+    if hermitian and A.shape[-1] != A.shape[-2]:
+        raise FlambeauError(
+            f"linalg.pinv: hermitian=True needs batches of square matrices, but they are "
+            f"{A.shape[-2]} by {A.shape[-1]} matrices (shape {_shape(A)})"
+        )
+    m, n = A.shape[-2], A.shape[-1]
+    real = _C.float32 if A.dtype in (_C.float32, _C.complex64) else _C.float64
+    if rtol is None:
+        default = atol is None or (not isinstance(atol, Tensor) and atol <= 0)
+        rtol = _eps(A.dtype) * max(m, n) if default else 0.0
+    at = atol.to(real) if isinstance(atol, Tensor) else _C.full([], 0.0 if atol is None else float(atol), dtype=real)
+    rt = rtol.to(real) if isinstance(rtol, Tensor) else _C.full([], float(rtol), dtype=real)
+    return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out)
 
 
 def matrix_rank(
     A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Tensor | None = None
 ) -> Tensor:
     """Number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank)."""
-    _check_matrix(A, "linalg.matrix_rank")
+    _check_matrix(A, "linalg.matrix_rank", complex_ok=True)
     S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
     tol = _tolerance(S, A, atol, rtol)
     return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out)

@@ -10,6 +10,15 @@
 //   eigh: gA = V (diag(gL) + (V^T gV) / E) V^T, E_ij = L_j - L_i off the diagonal
 // The singular vectors and eigenvectors are defined up to sign: a loss that
 // depends on that sign has no gradient (as in PyTorch, nothing checks it).
+//
+// Complex inputs (issue 7, linalgc): the same formulas with conjugate
+// transposes (mH for mT), as PyTorch's. Complex qr: copyltu keeps the real part
+// of M's diagonal (R's diagonal is real). Complex svd: the diagonal gains
+// i Im(diag(U^H gU)) / S; complex svd and eigh vectors are defined up to a phase
+// e^{i phi}, and a loss that depends on it raises PyTorch's error (checked on
+// the imaginary part of diag(U^H gU) + diag(V^H gV), resp. diag(V^H gV)). The
+// eigh gradient is projected on the Hermitian matrices (skew part of V^H gV),
+// as PyTorch's.
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -40,13 +49,23 @@ Tensor phi(const Tensor& X) {
   Tensor mask = op::add(strict, op::mul(eye_like(n, X), num(0.5, X)), 1);
   return op::mul(X, mask);
 }
-/// tril(M) + tril(M, -1)^T: the symmetric matrix with M's lower triangle.
+/// tril(M) + tril(M, -1)^H: the Hermitian matrix with M's lower triangle (the real part of its diagonal).
 Tensor copyltu(const Tensor& M) {
   const int64_t n = M.sizes()[M.dim() - 1];
   Tensor strict =
       index_mask(n, M, [&](const Tensor& d) { return op::gt(d, scalar_tensor(0, ScalarType::Int64)); });
   Tensor low = op::mul(M, strict);
-  return op::add(op::add(low, mT(low), 1), op::mul(M, eye_like(n, M)), 1);
+  Tensor diag = op::mul(M, eye_like(n, M));
+  if (is_complex(diag.dtype())) diag = op::real(diag);
+  return op::add(op::add(low, mH(low), 1), diag, 1);
+}
+/// Raises `message` when max(x) > tol (x real; the phase checks of complex svd and eigh).
+void check_small(const Tensor& x, double tol, const char* message) {
+  if (!x.device().is_cpu() || x.numel() == 0) return;
+  const Tensor worst =
+      op::contiguous(op::cast(op::amax(x, {}, false), ScalarType::Float64), MemoryFormat::Contiguous);
+  const double w = worst.data<double>()[0];
+  FB_CHECK_VALUE(!(w > tol), message);
 }
 Tensor diag_embed(const Tensor& v) {
   const int64_t n = v.sizes()[v.dim() - 1];
@@ -65,14 +84,14 @@ Tensor batch_zeros(const Tensor& t, int64_t tail, int64_t rows, int64_t cols) {
 Tensor qr_backward_tall(const std::optional<Tensor>& gQ, const std::optional<Tensor>& gR, const Tensor& Q,
                         const Tensor& R) {
   Tensor M;
-  if (has(gR)) M = op::matmul(R, mT(*gR));
+  if (has(gR)) M = op::matmul(R, mH(*gR));
   if (has(gQ)) {
-    Tensor t = op::matmul(mT(*gQ), Q);
+    Tensor t = op::matmul(mH(*gQ), Q);
     M = M.defined() ? op::sub(M, t, 1) : op::neg(t);
   }
   Tensor b = op::matmul(Q, copyltu(M));
   if (has(gQ)) b = op::add(b, *gQ, 1);
-  return op::matmul(b, mT(op::_linalg_inv(R)));
+  return op::matmul(b, mH(op::_linalg_inv(R)));
 }
 
 }  // namespace
@@ -108,7 +127,7 @@ Tensor composite::_linalg_qr_backward(const std::optional<Tensor>& gQ, const std
     const Tensor gV = op::slice(*gR, -1, m, n, 1);
     const Tensor Y = op::matmul(Q, op::slice(R, -1, m, n, 1));
     gY = op::matmul(Q, gV);
-    Tensor extra = op::matmul(Y, mT(gV));
+    Tensor extra = op::matmul(Y, mH(gV));
     gQx = has(gQ) ? op::add(*gQ, extra, 1) : extra;
   }
   Tensor gX = qr_backward_tall(gQx, gU, Q, U);
@@ -137,23 +156,42 @@ Tensor composite::_linalg_svd_backward(const std::optional<Tensor>& gU_, const s
     if (!has(gS)) return batch_zeros(S, 1, m, n);
     return op::matmul(op::mul(U, op::unsqueeze(*gS, -2)), Vh);
   }
-  const Tensor V = mT(Vh);
+  const bool cplx = is_complex(U.dtype());
+  const Tensor V = mH(Vh);
   const Tensor S_row = op::unsqueeze(S, -2), S_col = op::unsqueeze(S, -1);
   const Tensor S2 = op::mul(S, S);
   const Tensor E = op::add(op::sub(op::unsqueeze(S2, -2), op::unsqueeze(S2, -1), 1), eye_like(k, S), 1);
-  Tensor inner, UhgU, VhgV, gV;
+  Tensor inner, UhgU, VhgV, gV, im_u;
   if (has(gU)) {
-    UhgU = op::matmul(mT(U), *gU);
-    inner = op::mul(op::sub(UhgU, mT(UhgU), 1), S_row);
+    UhgU = op::matmul(mH(U), *gU);
+    inner = op::mul(op::sub(UhgU, mH(UhgU), 1), S_row);
   }
   if (has(gVh)) {
-    gV = mT(*gVh);
+    gV = mH(*gVh);
     VhgV = op::matmul(Vh, gV);
-    Tensor t = op::mul(S_col, op::sub(VhgV, mT(VhgV), 1));
+    Tensor t = op::mul(S_col, op::sub(VhgV, mH(VhgV), 1));
     inner = inner.defined() ? op::add(inner, t, 1) : t;
+  }
+  if (cplx) {
+    // The loss must not depend on the phases: Im diag(U^H gU) = -Im diag(V^H gV) (PyTorch's lax check).
+    if (has(gU)) im_u = op::imag(op::diagonal(UhgU, 0, -2, -1));
+    const Tensor im_v = has(gVh) ? op::imag(op::diagonal(VhgV, 0, -2, -1)) : Tensor();
+    Tensor gap;
+    if (im_u.defined() && im_v.defined())
+      gap = op::sub(op::abs(op::add(im_u, im_v, 1)), op::mul(op::abs(im_v), num(1e-2, im_v)), 1);
+    else
+      gap = op::abs(im_u.defined() ? im_u : im_v);
+    check_small(
+        gap, 1e-2,
+        "svd_backward: The singular vectors in the complex case are specified up to multiplication by "
+        "e^{i phi}. The specified loss function depends on this phase term, making it ill-defined.");
   }
   inner = op::div(inner, E);
   if (has(gS)) inner = op::add(inner, diag_embed(*gS), 1);
+  if (cplx && im_u.defined()) {
+    const Tensor d = diag_embed(op::div(im_u, S));
+    inner = op::add(inner, op::complex(op::mul(d, num(0.0, d)), d), 1);
+  }
   Tensor gA = op::matmul(U, op::matmul(inner, Vh));
   if (has(gU) && m > k) {
     Tensor perp = op::sub(*gU, op::matmul(U, UhgU), 1);
@@ -161,7 +199,7 @@ Tensor composite::_linalg_svd_backward(const std::optional<Tensor>& gU_, const s
   }
   if (has(gVh) && n > k) {
     Tensor perp = op::sub(gV, op::matmul(V, VhgV), 1);
-    gA = op::add(gA, op::matmul(U, mT(op::div(perp, S_row))), 1);
+    gA = op::add(gA, op::matmul(U, mH(op::div(perp, S_row))), 1);
   }
   return gA;
 }
@@ -175,7 +213,16 @@ Tensor composite::_linalg_eigh_backward(const std::optional<Tensor>& gL, const s
   if (has(gV)) {
     const Tensor I = eye_like(n, L);
     const Tensor E = op::add(op::sub(op::unsqueeze(L, -2), op::unsqueeze(L, -1), 1), I, 1);
-    inner = op::mul(op::div(op::matmul(mH(V), *gV), E), op::sub(num(1.0, L), I, 1));
+    Tensor VhgV = op::matmul(mH(V), *gV);
+    if (is_complex(V.dtype()))
+      check_small(
+          op::abs(op::imag(op::diagonal(VhgV, 0, -2, -1))), 1e-2,
+          "linalg_eigh_backward: The eigenvectors in the complex case are specified up to multiplication "
+          "by e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.");
+    // The projection on the tangent space of the unitary group (the skew-Hermitian part), as PyTorch's:
+    // the gradient is then Hermitian.
+    VhgV = op::mul(op::sub(VhgV, mH(VhgV), 1), num(0.5, L));
+    inner = op::mul(op::div(VhgV, E), op::sub(num(1.0, L), I, 1));
   }
   if (has(gL)) {
     Tensor d = diag_embed(*gL);

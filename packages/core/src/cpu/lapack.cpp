@@ -361,7 +361,7 @@ Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
 // ---- qr: geqrf + orgqr on a column-major copy ----
 
 std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode) {
-  check_matrix(A, "linalg.qr", false);
+  check_matrix(A, "linalg.qr", false, "A", true);
   FB_CHECK_VALUE(mode == "reduced" || mode == "complete" || mode == "r",
                  "[linalg.qr] qr received unrecognized mode '", mode,
                  "' but expected one of 'reduced' (default), 'r', or 'complete'");
@@ -383,7 +383,7 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
                     : op::empty(Shape{0}, A.dtype(), A.device());
   Tensor R = zeros(with_tail(bs, {rrows, n}), A.dtype(), A.device());
   if (batch == 0) return {Q, R};
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* wd = work_buf.data<T>();
     T* qd = want_q ? Q.data<T>() : nullptr;
@@ -425,7 +425,7 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
 // LAPACK's "VT" of A^T is U^T, column-major (., m): read row-major it is U.
 
 std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_matrices, bool compute_uv) {
-  check_matrix(A, "linalg.svd", false);
+  check_matrix(A, "linalg.svd", false, "A", true);
   const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
   check_lapack_size("linalg.svd", {m, n});
   check_lapack_size("linalg.svd", {m, m});
@@ -433,7 +433,8 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
   const int64_t batch = batch_count(A);
   const Shape bs = batch_shape(A);
   const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
-  Tensor S = op::empty(with_tail(bs, {k}), A.dtype(), A.device());
+  // Complex A (as PyTorch): real singular values, complex U and Vh.
+  Tensor S = op::empty(with_tail(bs, {k}), to_real_dtype(A.dtype()), A.device());
   Tensor U = compute_uv ? zeros(with_tail(bs, {m, ucols}), A.dtype(), A.device())
                         : op::empty(Shape{0}, A.dtype(), A.device());
   Tensor Vh = compute_uv ? zeros(with_tail(bs, {vrows, n}), A.dtype(), A.device())
@@ -441,7 +442,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
   if (batch == 0) return {U, S, Vh};
   if (k == 0) {  // no singular values; full matrices are identities
     if (compute_uv && full_matrices) {
-      visit_float(A.dtype(), [&](auto tag) {
+      visit_float_complex(A.dtype(), [&](auto tag) {
         using T = decltype(tag);
         for (int64_t i = 0; i < batch; ++i) {
           for (int64_t j = 0; j < m; ++j) U.data<T>()[i * m * m + j * m + j] = 1;
@@ -453,30 +454,46 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
   }
   Tensor buf = owned_copy(A);
   std::vector<int> infos(static_cast<size_t>(batch), 0);
-  visit_float(A.dtype(), [&](auto tag) {
+  visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using R = decltype(std::abs(T{}));
     T* ad = buf.data<T>();
-    T* sd = S.data<T>();
+    R* sd = S.data<R>();
     T* ud = compute_uv ? U.data<T>() : nullptr;
     T* vd = compute_uv ? Vh.data<T>() : nullptr;
-    // LAPACK sees the (n, m) matrix A^T.
+    // LAPACK sees the (n, m) matrix A^T (complex A: A^T = conj(V) S U^T, so its "U" read row-major is
+    // still Vh and its "VT" still U, no conjugation needed).
     const int lm = static_cast<int>(n), ln = static_cast<int>(m);
     const char jobz = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
     const int ldu = lm, ldvt = static_cast<int>(compute_uv ? ucols : 1);
+    // Complex gesdd's real workspace (LAPACK's documented minimum).
+    const int64_t mx = std::max(m, n);
+    const int64_t lrwork64 = !compute_uv ? 7 * k : std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k);
+    FB_CHECK_VALUE(lrwork64 <= INT_MAX, "[linalg.svd] the LAPACK workspace exceeds its 32-bit size limit");
     T wq{};
     int info = 0;
     std::vector<int> iw_q(static_cast<size_t>(8 * k));
+    std::vector<R> rw_q(is_complex_v<T> ? static_cast<size_t>(lrwork64) : 1);
     T dummy{};
-    la::gesdd(jobz, lm, ln, ad, lm, sd, compute_uv ? vd : &dummy, ldu, compute_uv ? ud : &dummy, ldvt, &wq,
-              -1, iw_q.data(), &info);
+    auto call = [&](T* a, R* s, T* u, T* vt, T* work, int lwork, R* rwork, int* iwork, int* inf) {
+      if constexpr (is_complex_v<T>)
+        la::gesdd(jobz, lm, ln, a, lm, s, u, ldu, vt, ldvt, work, lwork, rwork, iwork, inf);
+      else
+        la::gesdd(jobz, lm, ln, a, lm, s, u, ldu, vt, ldvt, work, lwork, iwork, inf);
+      (void)rwork;
+    };
+    call(ad, sd, compute_uv ? vd : &dummy, compute_uv ? ud : &dummy, &wq, -1, rw_q.data(), iw_q.data(),
+         &info);
     const int lwork = workspace_size(wq, "linalg.svd");
-    for_each_matrix(batch, 14.0 * m * n * k, [&](int64_t i, Workspace& ws) {
+    const int64_t lrwork = is_complex_v<T> ? lrwork64 : 1;
+    for_each_matrix(batch, (is_complex_v<T> ? 56.0 : 14.0) * m * n * k, [&](int64_t i, Workspace& ws) {
       T* work = ws.get<T>(0, lwork);
       int* iwork = ws.get<int>(1, 8 * k);
+      R* rwork = ws.get<R>(2, lrwork);
       T d1{}, d2{};
       int inf = 0;
-      la::gesdd(jobz, lm, ln, ad + i * m * n, lm, sd + i * k, compute_uv ? vd + i * vrows * n : &d1, ldu,
-                compute_uv ? ud + i * m * ucols : &d2, ldvt, work, lwork, iwork, &inf);
+      call(ad + i * m * n, sd + i * k, compute_uv ? vd + i * vrows * n : &d1,
+           compute_uv ? ud + i * m * ucols : &d2, work, lwork, rwork, iwork, &inf);
       infos[static_cast<size_t>(i)] = inf;
     });
   });
@@ -561,8 +578,8 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view upl
 // ---- lstsq: gelsd on column-major copies ----
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, const Tensor& B, double rcond) {
-  check_matrix(A, "linalg.lstsq", false);
-  check_matrix(B, "linalg.lstsq", false, "B");
+  check_matrix(A, "linalg.lstsq", false, "A", true);
+  check_matrix(B, "linalg.lstsq", false, "B", true);
   FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.lstsq] expected A and B to have the same dtype, got ",
                 dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
   const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
@@ -583,27 +600,37 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
     op::copy_(head, op::transpose(B, -2, -1));
   }
   Tensor rank = zeros(bs, ScalarType::Int64, A.device());
-  Tensor sv = zeros(with_tail(bs, {mn}), A.dtype(), A.device());
+  Tensor sv = zeros(with_tail(bs, {mn}), to_real_dtype(A.dtype()), A.device());  // real for complex A
   std::vector<int> infos(static_cast<size_t>(batch), 0);
   if (batch > 0 && mn > 0 && k > 0) {
-    visit_float(A.dtype(), [&](auto tag) {
+    visit_float_complex(A.dtype(), [&](auto tag) {
       using T = decltype(tag);
+      using R = decltype(std::abs(T{}));
       T* ad = a_buf.data<T>();
       T* bd = b_buf.data<T>();
-      T* sd = sv.data<T>();
+      R* sd = sv.data<R>();
       int64_t* rd = rank.data<int64_t>();
       const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
       const int ldb = static_cast<int>(mx);
-      const T rc = rcond < 0 ? std::numeric_limits<T>::epsilon() * static_cast<T>(mx) : static_cast<T>(rcond);
+      const R rc = rcond < 0 ? std::numeric_limits<R>::epsilon() * static_cast<R>(mx) : static_cast<R>(rcond);
+      auto call = [&](T* a, T* b, R* s, int* r, T* work, int lwork, R* rwork, int* iwork, int* inf) {
+        if constexpr (is_complex_v<T>)
+          la::gelsd(mi, ni, ki, a, mi, b, ldb, s, rc, r, work, lwork, rwork, iwork, inf);
+        else
+          la::gelsd(mi, ni, ki, a, mi, b, ldb, s, rc, r, work, lwork, iwork, inf);
+        (void)rwork;
+      };
       T wq{};
+      R rwq{};
       int iwq = 0, info = 0, rk = 0;
-      la::gelsd(mi, ni, ki, ad, mi, bd, ldb, sd, rc, &rk, &wq, -1, &iwq, &info);
+      call(ad, bd, sd, &rk, &wq, -1, &rwq, &iwq, &info);
       const int lwork = workspace_size(wq, "linalg.lstsq");
+      const int lrwork = is_complex_v<T> ? workspace_size(rwq, "linalg.lstsq") : 1;
       const int liwork = std::max(1, iwq);
-      for_each_matrix(batch, 12.0 * m * n * mn, [&](int64_t i, Workspace& ws) {
+      for_each_matrix(batch, (is_complex_v<T> ? 48.0 : 12.0) * m * n * mn, [&](int64_t i, Workspace& ws) {
         int inf = 0, r = 0;
-        la::gelsd(mi, ni, ki, ad + i * m * n, mi, bd + i * mx * k, ldb, sd + i * mn, rc, &r,
-                  ws.get<T>(0, lwork), lwork, ws.get<int>(1, liwork), &inf);
+        call(ad + i * m * n, bd + i * mx * k, sd + i * mn, &r, ws.get<T>(0, lwork), lwork,
+             ws.get<R>(2, lrwork), ws.get<int>(1, liwork), &inf);
         rd[i] = r;
         infos[static_cast<size_t>(i)] = inf;
       });
@@ -620,12 +647,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
   // Solution: the first n rows of the column-major (mx, k) result.
   Tensor X = contiguous(op::transpose(op::slice(b_buf, -1, 0, n, 1), -2, -1));
   // Residuals (as PyTorch): squared norms of rows n..m-1 when m > n and every matrix has full rank.
-  Tensor residuals = op::empty(Shape{0}, A.dtype(), A.device());
+  Tensor residuals = op::empty(Shape{0}, to_real_dtype(A.dtype()), A.device());
   if (m > n && batch > 0 && mn > 0 && k > 0) {
     bool full = true;
     for (int64_t i = 0; i < batch; ++i) full = full && rank.data<int64_t>()[i] == n;
     if (full) {
       Tensor tail = op::slice(b_buf, -1, n, m, 1);
+      if (is_complex(tail.dtype())) tail = op::abs(tail);  // |r|^2: real residuals for complex A
       const Shape last{-1};
       residuals = op::sum(op::mul(tail, tail), IntArrayRef(last), false, std::nullopt);
     }

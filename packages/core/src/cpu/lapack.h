@@ -97,6 +97,29 @@ void scipy_zgeev_(const char* jobvl, const char* jobvr, const int* n, std::compl
                   std::complex<double>* w, std::complex<double>* vl, const int* ldvl,
                   std::complex<double>* vr, const int* ldvr, std::complex<double>* work, const int* lwork,
                   double* rwork, int* info, size_t jobvl_len, size_t jobvr_len);
+// Complex SVD, QR and least squares (issue 7, linalgc).
+void scipy_cgesdd_(const char* jobz, const int* m, const int* n, std::complex<float>* a, const int* lda,
+                   float* s, std::complex<float>* u, const int* ldu, std::complex<float>* vt, const int* ldvt,
+                   std::complex<float>* work, const int* lwork, float* rwork, int* iwork, int* info,
+                   size_t jobz_len);
+void scipy_zgesdd_(const char* jobz, const int* m, const int* n, std::complex<double>* a, const int* lda,
+                   double* s, std::complex<double>* u, const int* ldu, std::complex<double>* vt,
+                   const int* ldvt, std::complex<double>* work, const int* lwork, double* rwork, int* iwork,
+                   int* info, size_t jobz_len);
+void scipy_cgeqrf_(const int* m, const int* n, std::complex<float>* a, const int* lda,
+                   std::complex<float>* tau, std::complex<float>* work, const int* lwork, int* info);
+void scipy_zgeqrf_(const int* m, const int* n, std::complex<double>* a, const int* lda,
+                   std::complex<double>* tau, std::complex<double>* work, const int* lwork, int* info);
+void scipy_cungqr_(const int* m, const int* n, const int* k, std::complex<float>* a, const int* lda,
+                   const std::complex<float>* tau, std::complex<float>* work, const int* lwork, int* info);
+void scipy_zungqr_(const int* m, const int* n, const int* k, std::complex<double>* a, const int* lda,
+                   const std::complex<double>* tau, std::complex<double>* work, const int* lwork, int* info);
+void scipy_cgelsd_(const int* m, const int* n, const int* nrhs, std::complex<float>* a, const int* lda,
+                   std::complex<float>* b, const int* ldb, float* s, const float* rcond, int* rank,
+                   std::complex<float>* work, const int* lwork, float* rwork, int* iwork, int* info);
+void scipy_zgelsd_(const int* m, const int* n, const int* nrhs, std::complex<double>* a, const int* lda,
+                   std::complex<double>* b, const int* ldb, double* s, const double* rcond, int* rank,
+                   std::complex<double>* work, const int* lwork, double* rwork, int* iwork, int* info);
 }
 
 namespace flambeau::cpu::lapack {
@@ -231,6 +254,46 @@ inline void geev(char jobvr, int n, std::complex<double>* a, int lda, std::compl
   const char jobvl = 'N';
   const int one = 1;
   scipy_zgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
+}
+
+// Complex overloads (issue 7, linalgc): the real arguments (s, rcond) and the extra real
+// workspace rwork follow LAPACK's c/z signatures.
+inline void geqrf(int m, int n, std::complex<float>* a, int lda, std::complex<float>* tau,
+                  std::complex<float>* work, int lwork, int* info) {
+  scipy_cgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+inline void geqrf(int m, int n, std::complex<double>* a, int lda, std::complex<double>* tau,
+                  std::complex<double>* work, int lwork, int* info) {
+  scipy_zgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
+}
+/// orgqr's complex counterpart is ungqr (the explicit unitary Q).
+inline void orgqr(int m, int n, int k, std::complex<float>* a, int lda, const std::complex<float>* tau,
+                  std::complex<float>* work, int lwork, int* info) {
+  scipy_cungqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void orgqr(int m, int n, int k, std::complex<double>* a, int lda, const std::complex<double>* tau,
+                  std::complex<double>* work, int lwork, int* info) {
+  scipy_zungqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);
+}
+inline void gesdd(char jobz, int m, int n, std::complex<float>* a, int lda, float* s, std::complex<float>* u,
+                  int ldu, std::complex<float>* vt, int ldvt, std::complex<float>* work, int lwork,
+                  float* rwork, int* iwork, int* info) {
+  scipy_cgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
+}
+inline void gesdd(char jobz, int m, int n, std::complex<double>* a, int lda, double* s,
+                  std::complex<double>* u, int ldu, std::complex<double>* vt, int ldvt,
+                  std::complex<double>* work, int lwork, double* rwork, int* iwork, int* info) {
+  scipy_zgesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
+}
+inline void gelsd(int m, int n, int nrhs, std::complex<float>* a, int lda, std::complex<float>* b, int ldb,
+                  float* s, float rcond, int* rank, std::complex<float>* work, int lwork, float* rwork,
+                  int* iwork, int* info) {
+  scipy_cgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, rwork, iwork, info);
+}
+inline void gelsd(int m, int n, int nrhs, std::complex<double>* a, int lda, std::complex<double>* b, int ldb,
+                  double* s, double rcond, int* rank, std::complex<double>* work, int lwork, double* rwork,
+                  int* iwork, int* info) {
+  scipy_zgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, rwork, iwork, info);
 }
 
 }  // namespace flambeau::cpu::lapack
