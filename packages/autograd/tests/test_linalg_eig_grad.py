@@ -97,11 +97,19 @@ def test_lstsq_residuals_grad():
     np.testing.assert_allclose(to_np(xb.grad), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
-def test_lstsq_grad_rank_deficient_raises():
+def test_lstsq_grad_rank_deficient_matches_torch():
+    # Rank-deficient A: PyTorch differentiates the pinv-based solution (pinv_backward); so does flambeau
+    # (it raised before issue 7's linalgc). More cases in test_linalg_complex_grad.py.
     a = np.ones((4, 2))
-    x = fb_tensor(a, requires_grad=True)
-    with pytest.raises(fc.FlambeauError, match="linalg.lstsq: the gradient is implemented for full-rank A only"):
-        LA.lstsq(x, fb_tensor(np.ones((4, 1))))
+    b = np.arange(4.0).reshape(4, 1)
+    x, xb = fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)
+    t, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    X, tX = LA.lstsq(x, xb).solution, torch.linalg.lstsq(t, tb, driver="gelsd").solution
+    np.testing.assert_allclose(to_np(X), tX.detach().numpy(), rtol=1e-9, atol=1e-12)
+    X.sum().backward()
+    tX.sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(to_np(xb.grad), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
 ZERO_GRAD_CASES = [

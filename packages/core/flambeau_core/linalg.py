@@ -953,7 +953,7 @@ def _top_qr(input: Tensor, some: bool = True) -> QRTop:
 
 def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdResultV:
     """torch.svd: (U, S, V) with V (not Vh); U and V are zeros when compute_uv=False."""
-    _check_matrix(input, "svd", "input")
+    _check_matrix(input, "svd", "input", complex_ok=True)
     if not compute_uv:
         S = svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
@@ -961,7 +961,8 @@ def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdRe
         V = _C.zeros(*input.shape[:-2], n, n if not some else min(m, n), dtype=input.dtype)
         return SvdResultV(U, S, V)
     U, S, Vh = svd(input, full_matrices=not some)
-    return SvdResultV(U, S, _mT(Vh))
+    V = _mT(Vh)
+    return SvdResultV(U, S, _C.conj(V) if V.dtype in _COMPLEX else V)  # V = Vh^H
 
 
 def _top_pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
