@@ -6,7 +6,9 @@ The factorizations run LAPACK (scipy-openblas32) through the primitives
 op table (src/cpu/lapack.cpp), which carry their own derivatives; everything
 here is a composite of ops, so autograd differentiates it through the ops it
 calls. Every function takes batches ``(*, m, n)`` of float32 or float64
-matrices.
+matrices, and complex64/complex128 ones (issue 7: inv, solve, det, slogdet,
+logdet, cholesky, qr, svd, svdvals, eigh, eigvalsh, eig, eigvals, lstsq, pinv,
+matrix_rank and the norms).
 
 Example:
     >>> import flambeau_core as fc

@@ -5,7 +5,8 @@
 // (flambeau_core/linalg.py); their derivatives are in autograd's
 // derivatives.yaml and src/composite/linalg_backward.cpp.
 //
-// Each kernel takes a batch (*, m, n) of float32 or float64 matrices, checks
+// Each kernel takes a batch (*, m, n) of float32 or float64 matrices (and, since
+// issue 7, complex64/complex128 ones: every kernel but the real-only paths), checks
 // that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
 // per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
 // in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
