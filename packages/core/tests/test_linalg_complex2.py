@@ -331,6 +331,7 @@ def test_mode_errors():
 # ---- frexp ----
 
 SPECIAL = [0.0, -0.0, 1.0, -3.5, 0.75, 1e-3, 123456.0, math.inf, -math.inf, math.nan, 2.0**-130, 1e-310, 1e300]
+SPECIAL += [3e-6, -1e-5, 6.1e-5, 65504.0, -65504.0, 1e-39]  # float16 subnormals and limits, a bfloat16 subnormal
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 // CPU kernels of mode and frexp (ops.yaml, section linalgc; issue 7).
 //
-// mode: per row along `dim`, the (value, index) pairs are sorted stably by
-// value (NaN last), and the longest run of equal values wins; ties go to the
-// first run, i.e. the smallest value, and the index is that of the run's last
-// element, i.e. the last occurrence of the value (PyTorch's CPU rule). NaN
-// compares unequal to itself, so each NaN is a run of its own, as in PyTorch.
+// mode: per row along `dim`, the values are sorted (NaN last), and the longest
+// run of equal values wins; ties go to the first run, i.e. the smallest value,
+// and the index is that of the value's last occurrence in the row (PyTorch's
+// CPU rule for rows it sorts stably). NaN compares unequal to itself, so each
+// NaN is a run of its own, as in PyTorch.
 //
 // frexp: self = mantissa * 2^exponent with |mantissa| in [0.5, 1), exponent
 // int32; 0, inf and NaN give themselves and exponent 0 (PyTorch's values).
@@ -32,40 +32,59 @@ namespace {
 
 // ---- mode ----
 
-/// The value as compared: itself for built-in types, float32 for float16/bfloat16.
+/// The value as compared, an integer for every dtype: itself for bool and integers; for floating
+/// types the order-preserving unsigned image of its bits (computed in float32 for float16/bfloat16),
+/// -0.0 as +0.0, and every NaN the all-ones key (a value of its own, after +inf). Integer keys sort
+/// faster than floats with a NaN-aware comparison.
 template <class T>
-auto key_of(T v) {
-  if constexpr (std::is_arithmetic_v<T>)
-    return v;
-  else
-    return static_cast<float>(v);
-}
-template <class K>
-bool is_nan_key(K k) {
-  if constexpr (std::is_floating_point_v<K>)
-    return std::isnan(k);
-  else
-    return false;
-}
+struct ModeKey {
+  using K = T;
+  static K of(T v) { return v; }
+  static bool nan(K) { return false; }
+};
+template <class F, class U>
+struct FloatModeKey {
+  using K = U;
+  static constexpr U kTop = U(1) << (8 * sizeof(U) - 1);
+  static K of(F f) {
+    if (std::isnan(f)) return ~U(0);
+    if (f == 0) f = 0;  // -0.0 == +0.0
+    U b;
+    std::memcpy(&b, &f, sizeof(F));
+    return (b & kTop) ? ~b : (b | kTop);
+  }
+  static bool nan(K k) { return k == ~U(0); }
+};
+template <>
+struct ModeKey<float> : FloatModeKey<float, uint32_t> {};
+template <>
+struct ModeKey<double> : FloatModeKey<double, uint64_t> {};
+template <>
+struct ModeKey<Half> : FloatModeKey<float, uint32_t> {
+  static K of(Half v) { return FloatModeKey<float, uint32_t>::of(static_cast<float>(v)); }
+};
+template <>
+struct ModeKey<BFloat16> : FloatModeKey<float, uint32_t> {
+  static K of(BFloat16 v) { return FloatModeKey<float, uint32_t>::of(static_cast<float>(v)); }
+};
 
 template <class T>
 void mode_rows(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n) {
-  using K = decltype(key_of(T{}));
+  using MK = ModeKey<T>;
+  using K = typename MK::K;
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n));
   parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
-    std::vector<std::pair<K, int64_t>> row(static_cast<size_t>(n));
+    std::vector<K> keys(static_cast<size_t>(n));
     for (int64_t o = b; o < e; ++o) {
       const T* r = x + o * n;
-      for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = {key_of(r[i]), i};
-      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& c) {
-        if (is_nan_key(a.first)) return false;
-        return is_nan_key(c.first) || a.first < c.first;
-      });
+      for (int64_t i = 0; i < n; ++i) keys[static_cast<size_t>(i)] = MK::of(r[i]);
+      // The keys alone are sorted (NaN last); the index is found by a scan of the row afterwards.
+      std::sort(keys.begin(), keys.end());  // NaN (all-ones) last
       int64_t best = 0, best_len = 0, run = 0;
       for (int64_t i = 0; i < n; ++i) {
         ++run;
-        const bool end =
-            i + 1 == n || !(row[static_cast<size_t>(i)].first == row[static_cast<size_t>(i + 1)].first);
+        const K k = keys[static_cast<size_t>(i)];
+        const bool end = i + 1 == n || MK::nan(k) || k != keys[static_cast<size_t>(i + 1)];
         if (end) {
           if (run > best_len) {
             best_len = run;
@@ -74,7 +93,14 @@ void mode_rows(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n
           run = 0;
         }
       }
-      const int64_t idx = row[static_cast<size_t>(best)].second;
+      const K v = keys[static_cast<size_t>(best)];
+      int64_t idx = 0;
+      if (MK::nan(v)) {  // a NaN mode (every run of length 1): the first NaN of the row
+        while (idx + 1 < n && !MK::nan(MK::of(r[idx]))) ++idx;
+      } else {  // the last occurrence of the mode
+        idx = n - 1;
+        while (idx > 0 && MK::of(r[idx]) != v) --idx;
+      }
       values[o] = r[idx];
       indices[o] = idx;
     }
@@ -178,10 +204,22 @@ std::tuple<Tensor, Tensor> frexp_cpu(const Tensor& self) {
       if constexpr (std::is_floating_point_v<T>) {
         for (int64_t i = b; i < e; ++i) frexp_one<T>(xd[i], md + i, ed + i);
       } else {
+        // float16 (5 exponent bits, bias 15) and bfloat16 (8, bias 127) normals by their bits: the
+        // exponent field replaced by the bias - 1; zero, subnormals, inf and NaN through float32.
+        constexpr int kMant = std::is_same_v<T, Half> ? 10 : 7;
+        constexpr uint16_t kMask = std::is_same_v<T, Half> ? 0x1f : 0xff;
+        constexpr int kBias = std::is_same_v<T, Half> ? 14 : 126;
         for (int64_t i = b; i < e; ++i) {
-          float m = 0;
-          frexp_one<float>(static_cast<float>(xd[i]), &m, ed + i);
-          md[i] = static_cast<T>(m);
+          const uint16_t bits = xd[i].x;
+          const uint16_t ef = static_cast<uint16_t>((bits >> kMant) & kMask);
+          if (ef != 0 && ef != kMask) {
+            ed[i] = static_cast<int32_t>(ef) - kBias;
+            md[i] = T::from_bits(static_cast<uint16_t>((bits & ~(kMask << kMant)) | (kBias << kMant)));
+          } else {
+            float m = 0;
+            frexp_one<float>(static_cast<float>(xd[i]), &m, ed + i);
+            md[i] = static_cast<T>(m);
+          }
         }
       }
     });

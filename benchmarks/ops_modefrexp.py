@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""mode and frexp (issue 7, linalgc), flambeau vs PyTorch.
+
+Both libraries run in this one process, interleaved rounds (flambeau then torch, then the
+reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actloss.py).
+Prints, per case, min and median per call and the ratio torch/flambeau of the medians
+(> 1: flambeau is faster). Only ratios from one run count (a shared, noisy machine).
+
+    .nox/dev/bin/python benchmarks/ops_modefrexp.py [--rounds 7] [--only mode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import flambeau as fb  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def cases():
+    rng = np.random.default_rng(0)
+    ints = rng.integers(0, 50, size=(1000, 1000))
+    floats = rng.standard_normal((1000, 1000)).astype(np.float32)
+    out = []
+
+    def add(name, fn, a, fdt, tdt):
+        fa, ta = fb.tensor(a, dtype=fdt), torch.tensor(a).to(tdt)
+        out.append((name, lambda: fn(fb, fa), lambda: fn(torch, ta)))
+
+    add("mode int64 1000x1000 dim=1", lambda L, a: L.mode(a, 1), ints, fb.int64, torch.int64)
+    add("mode int64 1000x1000 dim=0", lambda L, a: L.mode(a, 0), ints, fb.int64, torch.int64)
+    add("mode float32 1000x1000 dim=1", lambda L, a: L.mode(a, 1), floats, fb.float32, torch.float32)
+    add("frexp float32 1000x1000", lambda L, a: L.frexp(a), floats, fb.float32, torch.float32)
+    add("frexp float64 1000x1000", lambda L, a: L.frexp(a), floats, fb.float64, torch.float64)
+    add("frexp float16 1000x1000", lambda L, a: L.frexp(a), floats, fb.float16, torch.float16)
+    return out
+
+
+def timeit(f, reps):
+    f()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    fb.set_num_threads(2)
+    torch.set_num_threads(2)
+    print(f"{'case':34s} {'fb min':>10s} {'fb med':>10s} {'torch min':>10s} {'torch med':>10s} {'ratio':>7s}")
+    for name, ff, tf in cases():
+        if args.only and args.only not in name:
+            continue
+        reps = max(1, int(0.05 / max(timeit(ff, 1), 1e-6)))
+        fts, tts = [], []
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                fts.append(timeit(ff, reps))
+                tts.append(timeit(tf, reps))
+            else:
+                tts.append(timeit(tf, reps))
+                fts.append(timeit(ff, reps))
+        fm, tm = statistics.median(fts), statistics.median(tts)
+        print(
+            f"{name:34s} {min(fts) * 1e6:9.1f}u {fm * 1e6:9.1f}u {min(tts) * 1e6:9.1f}u {tm * 1e6:9.1f}u {tm / fm:7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
