@@ -285,3 +285,11 @@ def test_frexp_grad_matches_torch(fdt, tdt):
     assert x.grad.dtype == fdt
     np.testing.assert_allclose(to_np(x.grad), t.grad.numpy(), rtol=1e-6)
     assert not e.requires_grad
+
+
+@pytest.mark.parametrize("dt", DTS)
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+def test_matrix_norm_svd_orders_complex_grad(dt, ord):
+    check_grads(lambda L, a: L.linalg.matrix_norm(a, ord), [carr((2, 4, 3), 40)], dt)
+    check_grads(lambda L, a: L.linalg.norm(a, ord), [carr((3, 5), 41)], dt)
+    gradcheck_complex(lambda a: LA.matrix_norm(a, ord), [(3, 4)], seed=42)
