@@ -371,6 +371,10 @@ def test_frexp_out_and_errors():
     np.testing.assert_array_equal(to_np(e), [1, 2, 2, -3])
     assert res.mantissa is m or np.array_equal(to_np(res.mantissa), to_np(m))
     assert tuple(fc.frexp(fc.zeros(0, 3)).exponent.shape) == (0, 3)
+    with pytest.raises(TypeError, match=r"frexp\] expected out tensor to have dtype int32, but got float32"):
+        fc.frexp(x, out=(fc.empty(4), fc.empty(4)))
+    with pytest.raises(TypeError, match=r"frexp\] expected out tensor to have dtype float32, but got float64"):
+        fc.frexp(x, out=(fc.empty(4, dtype=fc.float64), fc.empty(4, dtype=fc.int32)))
     with pytest.raises(TypeError, match=r"frexp: only supports floating-point dtypes .*got int64"):
         fc.frexp(fc.tensor([1, 2]))
     with pytest.raises(TypeError, match=r"frexp: .*got complex64"):
