@@ -109,6 +109,29 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
   FB_INTERNAL_ASSERT(nin >= 1 && nin < kMaxIterOperands, "bad number of inputs ", nin);
   ntensors_ = nin + 1;
 
+  // Device (point 6 of the Note): a given output's, else the first input that
+  // is not a 0-dim cpu tensor. On the cpu every operand is a cpu tensor.
+  Device dev = inputs[0]->device();
+  if (out) {
+    dev = out->device();
+  } else {
+    for (int i = 0; i < nin; ++i) {
+      if (inputs[i]->device().is_cpu() && inputs[i]->dim() == 0) continue;
+      dev = inputs[i]->device();
+      break;
+    }
+  }
+  if (!dev.is_cpu()) {
+    for (int i = 0; i < nin; ++i) {
+      const Tensor& in = *inputs[i];
+      if (in.device() == dev) continue;
+      FB_CHECK(in.device().is_cpu() && in.dim() == 0, "[", op,
+               "] expected all tensors to be on the same device, but found at least two devices, ", dev.str(),
+               " and ", in.device().str());
+      host_scalar_[i + 1] = true;
+    }
+  }
+
   // Fast path: every operand contiguous with one shape and the right dtype.
   const IntArrayRef shape = out ? out->sizes() : inputs[0]->sizes();
   bool fast = !out || out->is_contiguous();
@@ -119,7 +142,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
            (!out || in.impl()->storage() != out->impl()->storage() || in.data_ptr() == out->data_ptr());
   }
   if (fast) {
-    out_ = out ? *out : op::empty(shape, out_dtype, inputs[0]->device());
+    out_ = out ? *out : op::empty(shape, out_dtype, dev);
     numel_ = out_.numel();
     ndim_ = 1;
     shape_[0] = numel_;
@@ -177,7 +200,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
     Shape s(nd);
     for (int d = 0; d < nd; ++d) s[d] = bshape[nd - 1 - d];
     shape_nbytes(s, out_dtype, op);  // Note [Size overflow]: broadcasting may multiply sizes past int64
-    out_ = op::empty(s, out_dtype, inputs[0]->device());
+    out_ = op::empty(s, out_dtype, dev);
   }
 
   // Operands: output first, then inputs converted to the compute dtype.
@@ -190,7 +213,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
     dtypes_[k] = (keep_dtype_mask >> i & 1) ? in.dtype() : compute_dtype;
     data_[k] = static_cast<char*>(in.data_ptr());
     if (in.dtype() != dtypes_[k]) {
-      if (in.numel() == 1) {
+      if (in.numel() == 1 && in.device().is_cpu()) {
         // Every dim is 1, hence broadcast (stride 0): read the converted value.
         convert_element(in.dtype(), in.data_ptr(), dtypes_[k], scalar_buf_[k]);
         data_[k] = scalar_buf_[k];

@@ -358,6 +358,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_reduce_kernels();
   register_nn_kernels();
   register_indexing_kernels();
+  register_conv_kernels();
   g_installed = true;
 }
 

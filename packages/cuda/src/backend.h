@@ -133,6 +133,8 @@ void register_reduce_kernels();
 void register_nn_kernels();
 /// Registers gather, index_select, scatter_add and clamp under DispatchKey::CUDA (indexing.cpp).
 void register_indexing_kernels();
+/// Registers convolution and convolution_backward_weight under DispatchKey::CUDA (conv.cpp).
+void register_conv_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

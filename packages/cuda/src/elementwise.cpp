@@ -1,19 +1,15 @@
 // CUDA kernels of the elementwise ops: arithmetic, comparisons, unary math,
 // activations and relu's backward, and the in-place arithmetic.
 //
-// The description of an elementwise call follows core's TensorIterator (Note
-// [TensorIterator]) rule for rule, written here against core's public API
-// (core's iterator is private to libflambeau_core):
-//   * broadcasting: broadcast_shapes over the inputs; strides 0 on
-//     broadcast dims (OffsetCalculator<3>, coalesced, with a contiguous fast
-//     path when every tensor operand is contiguous in the output's shape);
-//   * dtypes: PyTorch's result_type (dim tensors > 0-dim tensors > wrapped
-//     numbers; a lower class only raises the category), inputs cast to the
-//     compute dtype (on the device) unless they are host scalars, which go to
-//     the kernel by value; true-valued ops (div, exp, log, sqrt, tanh,
-//     sigmoid) compute integer inputs in the default float dtype;
-//   * in-place: self's dtype and shape are kept; the promoted type must cast
-//     to it; an input overlapping self is copied first.
+// Every launch is driven by core's TensorIterator (Note [CUDA launcher on
+// TensorIterator]): broadcasting, PyTorch's result_type, casts of inputs to
+// the compute dtype (on the device), host scalars (a wrapped number or a 0-dim
+// cpu tensor, passed to the kernel by value), the in-place rules (self's dtype
+// and shape kept, the promoted type must cast to it, an overlapping input is
+// copied first), the output's allocation and the coalescing of dims are the
+// CPU's; this file only picks the compute dtype of each op (true-valued ops
+// compute integer inputs in the default float dtype, comparisons of integers
+// in int64) and translates the description into an OffsetCalculator.
 // Compute dtypes: float32, float64 and int64 (others raise "not yet
 // implemented on CUDA").
 #include "elementwise.h"
@@ -30,36 +26,11 @@
 #include "elementwise_math.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "flambeau/tensor_iterator.h"
+#include "flambeau_cuda/iterator_offsets.h"
 
 namespace flambeau::cuda {
 namespace {
-
-int dtype_category(ScalarType t) {
-  if (t == ScalarType::Bool) return 0;
-  if (is_complex(t)) return 3;
-  if (is_floating(t)) return 2;
-  return 1;
-}
-
-/// PyTorch's combine_categories: a lower priority class only raises the category.
-std::optional<ScalarType> combine(std::optional<ScalarType> higher, std::optional<ScalarType> lower) {
-  if (!higher) return lower;
-  if (!lower) return higher;
-  if (dtype_category(*higher) >= dtype_category(*lower)) return higher;
-  return promote_types(*higher, *lower);
-}
-
-ScalarType result_type(std::initializer_list<const Tensor*> operands) {
-  std::optional<ScalarType> dims, zero, wrapped;
-  for (const Tensor* t : operands) {
-    std::optional<ScalarType>* slot =
-        t->impl()->is_wrapped_number() ? &wrapped : (t->dim() == 0 ? &zero : &dims);
-    ScalarType dt = t->dtype();
-    if (t->impl()->is_wrapped_number() && is_floating(dt)) dt = default_float_dtype();
-    *slot = *slot ? promote_types(**slot, dt) : dt;
-  }
-  return *combine(dims, combine(zero, wrapped));
-}
 
 int compute_code(ScalarType t, const char* op) {
   if (t == ScalarType::Float32) return 0;
@@ -80,76 +51,38 @@ void check_devices(const char* op, Device dev, std::initializer_list<const Tenso
   }
 }
 
-Shape broadcast_strides(const Tensor& t, IntArrayRef sizes) {
-  Shape out(sizes.size(), 0);
-  const auto ss = t.sizes();
-  const auto st = t.strides();
-  const size_t lead = sizes.size() - ss.size();
-  for (size_t i = 0; i < ss.size(); ++i) out[lead + i] = ss[i] == 1 ? 0 : st[i];
-  return out;
-}
-
-/// Runs `op` into `out` (allocated by the caller with the broadcast shape).
-void run(int op, const char* name, Tensor& out, const Tensor* a, const Tensor* b, ScalarType compute,
-         double alpha, double extra, bool math = false, double extra2 = 0) {
-  const Device dev = out.device();
+/// Launches `op` over the iterator's operands (output, input 0, input 1).
+void launch(int op, const char* name, const TensorIterator& it, double alpha, double extra, bool math = false,
+            double extra2 = 0) {
+  if (it.numel() == 0) return;
   EwArgs args;
-  Tensor keep[2];
-  const Tensor* ins[2] = {a, b};
-  Shape strides[3];
-  strides[0] = Shape(out.strides().begin(), out.strides().end());
-  bool contiguous = out.is_contiguous();
-  for (int k = 0; k < 2; ++k) {
-    strides[k + 1] = Shape(out.dim(), 0);
-    if (!ins[k]) continue;
-    const Tensor& t = *ins[k];
-    if (is_host_scalar(t)) {
-      FB_CHECK_TYPE(!is_complex(t.dtype()), "[", name, "] complex operands are not yet implemented on CUDA");
-      args.scalar[k] = to_dtype(t, ScalarType::Float64).data<double>()[0];
-      continue;
+  args.calc = offset_calculator<3>(it, name);
+  args.out = it.data(0);
+  for (int k = 1; k < it.ntensors(); ++k) {
+    if (it.is_host_scalar(k)) {
+      FB_CHECK_TYPE(!is_complex(it.dtype(k)), "[", name,
+                    "] complex operands are not yet implemented on CUDA");
+      convert_element(it.dtype(k), it.data(k), ScalarType::Float64, &args.scalar[k - 1]);
+    } else {
+      args.in[k - 1] = it.data(k);
     }
-    keep[k] = to_dtype(t, compute);  // a cast on the device when the dtype differs
-    args.in[k] = keep[k].data_ptr();
-    strides[k + 1] = broadcast_strides(keep[k], out.sizes());
-    contiguous = contiguous && keep[k].is_contiguous() && std::ranges::equal(keep[k].sizes(), out.sizes());
   }
-  if (out.numel() == 0) return;
-  FB_CHECK_VALUE(out.dim() <= kMaxDims, "[", name, "] CUDA kernels handle up to ", kMaxDims, " dims, got ",
-                 out.dim());
-  auto& c = args.calc;
-  c.ndim = static_cast<int>(out.dim());
-  for (int d = 0; d < c.ndim; ++d) {
-    c.sizes[d] = out.sizes()[static_cast<size_t>(d)];
-    for (int k = 0; k < 3; ++k) c.strides[k][d] = strides[k][static_cast<size_t>(d)];
-  }
-  coalesce(c);
-  if (c.ndim == 0) {
-    c.ndim = 1;
-    c.sizes[0] = 1;
-  }
-  args.out = out.data_ptr();
   args.alpha = alpha;
   args.extra = extra;
   args.extra2 = extra2;
-  args.contiguous = contiguous;
+  args.contiguous = it.is_contiguous();
+  const Device dev = it.device();
   CudaDeviceSetter guard(dev.index);
-  const int code = compute_code(compute, name);
-  const int err = math ? launch_math(op, code, args, out.dtype() == ScalarType::Bool, out.numel(),
+  const int code = compute_code(it.compute_dtype(), name);
+  const int err = math ? launch_math(op, code, args, it.dtype(0) == ScalarType::Bool, it.numel(),
                                      current_cuda_stream(dev))
-                       : launch_elementwise(op, code, args, out.numel(), current_cuda_stream(dev));
+                       : launch_elementwise(op, code, args, it.numel(), current_cuda_stream(dev));
   if (err != 0) throw_cuda_error("elementwise kernel launch", static_cast<cudaError_t>(err));
-}
-
-Device device_of(const Tensor& a, const Tensor* b) {
-  if (a.device().type == DeviceType::CUDA) return a.device();
-  return b->device();
 }
 
 Tensor binary(int op, const char* name, const Tensor& a, const Tensor& b, bool true_valued, double alpha = 1,
               double extra = 0) {
-  const Device dev = device_of(a, &b);
-  check_devices(name, dev, {&a, &b});
-  ScalarType compute = result_type({&a, &b});
+  ScalarType compute = result_type(a, b);
   if (true_valued && !is_floating(compute)) compute = default_float_dtype();
   const bool cmp = ew_is_comparison(op);
   FB_CHECK_TYPE(compute != ScalarType::Bool || cmp, "[", name,
@@ -157,38 +90,26 @@ Tensor binary(int op, const char* name, const Tensor& a, const Tensor& b, bool t
   if (compute == ScalarType::Bool || (cmp && is_integral(compute, true) && compute != ScalarType::Int64))
     compute = ScalarType::Int64;  // exact for every integer and bool comparison
   compute_code(compute, name);
-  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  Tensor out = op::empty(shape, cmp ? ScalarType::Bool : compute, dev);
-  run(op, name, out, &a, &b, compute, alpha, extra);
-  return out;
+  const TensorIterator it = TensorIterator::binary(name, a, b, compute, cmp ? ScalarType::Bool : compute);
+  launch(op, name, it, alpha, extra);
+  return it.output();
 }
 
 Tensor unary(int op, const char* name, const Tensor& a, bool true_valued) {
   ScalarType compute = a.dtype();
   if (true_valued && !is_floating(compute)) compute = default_float_dtype();
   compute_code(compute, name);
-  Tensor out = op::empty(a.sizes(), compute, a.device());
-  run(op, name, out, &a, nullptr, compute, 1, 0);
-  return out;
+  const TensorIterator it = TensorIterator::unary(name, a, compute, compute);
+  launch(op, name, it, 1, 0);
+  return it.output();
 }
 
 Tensor& inplace(int op, const char* name, Tensor& self, const Tensor& other, double alpha, bool true_valued) {
-  check_devices(name, self.device(), {&other});
-  ScalarType promoted = result_type({&self, &other});
-  if (true_valued && !is_floating(promoted)) promoted = default_float_dtype();
-  FB_CHECK_TYPE(dtype_category(promoted) <= dtype_category(self.dtype()), "[", name, "] result type ",
-                dtype_name(promoted), " can't be cast to the desired output type ", dtype_name(self.dtype()));
-  const Shape shape = broadcast_shapes(self.sizes(), other.sizes(), name);
-  FB_CHECK_VALUE(std::ranges::equal(shape, self.sizes()), "[", name, "] the other operand of shape ",
-                 shape_str(other.sizes()), " cannot be broadcast to self's shape ", shape_str(self.sizes()));
-  check_no_internal_overlap(self, name);
+  // Core's in-place rules: dtype (TypeError), broadcast to self (ValueError),
+  // devices, self's internal overlap, an overlapping `other` copied first.
+  const TensorIterator it = TensorIterator::inplace(name, self, other, true_valued);
   compute_code(self.dtype(), name);
-  Tensor src = other;
-  // An input sharing self's memory in another layout is read before it is overwritten.
-  if (!is_host_scalar(other) && other.impl()->storage() == self.impl()->storage() &&
-      !(other.data_ptr() == self.data_ptr() && std::ranges::equal(other.strides(), self.strides())))
-    src = op::clone(other, MemoryFormat::Contiguous);
-  run(op, name, self, &self, &src, self.dtype(), alpha, 0);
+  launch(op, name, it, alpha, 0);
   self.impl()->bump_version();
   return self;
 }
@@ -249,61 +170,34 @@ FBC_UNARY(sigmoid, kEwSigmoid, true)
 // and are cast to that dtype; a host scalar goes to the kernel as bytes.
 Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
   const char* name = "where";
+  FB_CHECK_TYPE(condition.dtype() == ScalarType::Bool, "[where] condition must be a bool tensor, got ",
+                dtype_name(condition.dtype()));
   const Device dev = condition.device().type == DeviceType::CUDA ? condition.device()
                      : self.device().type == DeviceType::CUDA    ? self.device()
                                                                  : other.device();
-  check_devices(name, dev, {&condition, &self, &other});
-  FB_CHECK_TYPE(condition.dtype() == ScalarType::Bool, "[where] condition must be a bool tensor, got ",
-                dtype_name(condition.dtype()));
-  const ScalarType dtype = result_type({&self, &other});
-  Shape shape =
-      broadcast_shapes(broadcast_shapes(condition.sizes(), self.sizes(), name), other.sizes(), name);
-  shape_nbytes(shape, dtype, name);
-  Tensor out = op::empty(shape, dtype, dev);
-  if (out.numel() == 0) return out;
-  FB_CHECK_VALUE(out.dim() <= kMaxDims, "[where] CUDA kernels handle up to ", kMaxDims, " dims");
+  Tensor cond = condition;
+  if (is_host_scalar(condition)) {
+    cond = op::empty(Shape{}, ScalarType::Bool, dev);  // a host bool condition: one byte on the device
+    op::copy_(cond, condition);
+  }
+  const ScalarType dtype = result_type(self, other);
+  const Tensor* ins[3] = {&cond, &self, &other};
+  const TensorIterator it(name, nullptr, dtype, ins, dtype, /*keep_dtype_mask=*/1);  // cond stays bool
+  if (it.numel() == 0) return it.output();
   WhereArgs args;
-  Tensor keep[3];
-  Shape strides[4];
-  strides[0] = Shape(out.strides().begin(), out.strides().end());
-  const Tensor* ins[3] = {&condition, &self, &other};
-  for (int k = 0; k < 3; ++k) {
-    const Tensor& t = *ins[k];
-    strides[k + 1] = Shape(out.dim(), 0);
-    const ScalarType want = k == 0 ? ScalarType::Bool : dtype;
-    keep[k] = to_dtype(t, want);
-    if (is_host_scalar(t)) {
-      if (k == 0) {
-        keep[0] = op::empty(Shape{}, ScalarType::Bool, dev);  // a host bool condition: one byte on the device
-        op::copy_(keep[0], t);
-      } else {
-        std::memcpy(args.scalar[k - 1], keep[k].data_ptr(), itemsize(dtype));
-        continue;
-      }
-    }
-    strides[k + 1] = broadcast_strides(keep[k], out.sizes());
-    if (k == 0)
-      args.cond = static_cast<const bool*>(keep[0].data_ptr());
+  args.calc = offset_calculator<4>(it, name);
+  args.out = it.data(0);
+  args.cond = reinterpret_cast<const bool*>(it.data(1));
+  for (int k = 2; k < 4; ++k) {
+    if (it.is_host_scalar(k))
+      std::memcpy(args.scalar[k - 2], it.data(k), itemsize(dtype));  // already in the output dtype
     else
-      args.in[k - 1] = keep[k].data_ptr();
+      args.in[k - 2] = it.data(k);
   }
-  auto& c = args.calc;
-  c.ndim = static_cast<int>(out.dim());
-  for (int d = 0; d < c.ndim; ++d) {
-    c.sizes[d] = out.sizes()[static_cast<size_t>(d)];
-    for (int k = 0; k < 4; ++k) c.strides[k][d] = strides[k][static_cast<size_t>(d)];
-  }
-  coalesce(c);
-  if (c.ndim == 0) {
-    c.ndim = 1;
-    c.sizes[0] = 1;
-  }
-  args.out = out.data_ptr();
   CudaDeviceSetter guard(dev.index);
-  const int err =
-      launch_where(args, static_cast<int>(itemsize(dtype)), out.numel(), current_cuda_stream(dev));
+  const int err = launch_where(args, static_cast<int>(itemsize(dtype)), it.numel(), current_cuda_stream(dev));
   if (err != 0) throw_cuda_error("where kernel launch", static_cast<cudaError_t>(err));
-  return out;
+  return it.output();
 }
 
 // ---- the elementwise math of elementwise_math.h ----
@@ -349,16 +243,16 @@ Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p
                     "] is only implemented for integer and bool tensors, got dtype ", dtype_name(compute));
       if (compute == ScalarType::Bool) {
         // bitwise_not of a bool is logical not.
-        Tensor out = op::empty(a.sizes(), ScalarType::Bool, a.device());
-        run(kMLogicalNot, name, out, &a, nullptr, ScalarType::Int64, 0, 0, true);
-        return out;
+        const TensorIterator it = TensorIterator::unary(name, a, ScalarType::Int64, ScalarType::Bool);
+        launch(kMLogicalNot, name, it, 0, 0, true);
+        return it.output();
       }
       break;
   }
   compute_code(compute, name);
-  Tensor out = op::empty(a.sizes(), out_dtype, a.device());
-  run(op, name, out, &a, nullptr, compute, p0, p1, true, p2);
-  return out;
+  const TensorIterator it = TensorIterator::unary(name, a, compute, out_dtype);
+  launch(op, name, it, p0, p1, true, p2);
+  return it.output();
 }
 
 /// An integer divisor holding a 0 is an error, as on the CPU (one device sync).
@@ -374,9 +268,7 @@ void check_nonzero_divisor(const char* name, const Tensor& b, ScalarType compute
 
 Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, Kind kind, double p0 = 0,
                    double p1 = 0, double p2 = 0) {
-  const Device dev = device_of(a, &b);
-  check_devices(name, dev, {&a, &b});
-  ScalarType compute = result_type({&a, &b}), out_dtype = compute;
+  ScalarType compute = result_type(a, b), out_dtype = compute;
   switch (kind) {
     case Kind::FloatValued:
       if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
@@ -400,11 +292,9 @@ Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, K
   }
   compute_code(compute, name);
   if (kind == Kind::SameType) check_nonzero_divisor(name, b, compute);
-  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  shape_nbytes(shape, out_dtype, name);
-  Tensor out = op::empty(shape, out_dtype, dev);
-  run(op, name, out, &a, &b, compute, p0, p1, true, p2);
-  return out;
+  const TensorIterator it = TensorIterator::binary(name, a, b, compute, out_dtype);
+  launch(op, name, it, p0, p1, true, p2);
+  return it.output();
 }
 
 /// An activation's backward: grad_output and self of one shape, float32 or float64.
@@ -415,9 +305,9 @@ Tensor act_backward(int op, const char* name, const Tensor& grad, const Tensor& 
   check_float_input(name, grad, "grad_output");
   FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[", name, "] grad_output shape ",
                  shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  run(op, name, out, &grad, &self, self.dtype(), p0, p1, true, p2);
-  return out;
+  const TensorIterator it = TensorIterator::binary(name, grad, self, self.dtype(), self.dtype());
+  launch(op, name, it, p0, p1, true, p2);
+  return it.output();
 }
 
 #define FBC_MATH_UNARY(opname, code, kind) \

@@ -92,6 +92,22 @@ PYBIND11_MODULE(_C, m) {
         return h == nullptr ? uintptr_t{1} : reinterpret_cast<uintptr_t>(h);
       },
       py::arg("stream"));
+  m.def(
+      "_host_fallback_error",
+      [](const std::string& op) {
+        // A stand-in stream: CUDA's run_host_fallback refuses before touching it.
+        struct NoStream final : flambeau::Stream {
+          flambeau::Device device() const override { return flambeau::Device(flambeau::DeviceType::CUDA, 0); }
+          int64_t id() const override { return 0; }
+          bool query() const override { return true; }
+          void synchronize() override {}
+          void wait_event(const flambeau::Event&) override {}
+        } stream;
+        flambeau::cuda::backend()->run_host_fallback(stream, op.c_str(), [] {});
+      },
+      py::arg("op"),
+      "Test hook: raises what a call of `op` on CUDA tensors raises when flambeau-cuda has no kernel "
+      "for it (the host fallback, refused); needs no GPU.");
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));

@@ -83,13 +83,44 @@ def test_training_step_has_cuda_kernels(model):
 
 
 def test_trace_finds_a_missing_kernel():
-    # conv2d has no CUDA kernel yet: the check must name it.
+    # sort has no CUDA kernel yet: the check must name it.
+    x = fc.randn(3, 5)
+    ops = traced(lambda: fc.sort(x, dim=1))
+    assert "sort" in ops
+    assert "sort" in missing_on_cuda(ops)
+
+
+def test_convolution_training_has_cuda_kernels():
+    # conv1d/conv2d and the transposed forms, forward and backward (input: a convolution of the other kind).
     import flambeau_nn.functional as F
 
-    x, w = fc.randn(1, 1, 5, 5), fc.randn(1, 1, 3, 3)
-    ops = traced(lambda: F.conv2d(x, w))
-    assert "convolution" in ops
-    assert "convolution" in missing_on_cuda(ops)
+    for fn, xs, ws in (
+        (F.conv2d, (2, 4, 6, 5), (4, 2, 3, 3)),
+        (F.conv1d, (2, 4, 7), (6, 2, 2)),
+        (F.conv_transpose2d, (2, 4, 5, 5), (4, 3, 3, 3)),
+    ):
+        ops = traced(_forward_backward(lambda x, w, fn=fn: fn(x, w, groups=2, padding=1), xs, ws))
+        assert {"convolution", "convolution_backward_weight"} <= ops, sorted(ops)
+        assert missing_on_cuda(ops) == [], f"{fn.__name__}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
+def cpu_ops_without_cuda_kernel() -> list[str]:
+    """Every op with a CPU kernel and neither a CUDA nor a Generic one (what a CUDA tensor cannot run yet)."""
+    return sorted(op for op in _C._registered_ops() if _C._has_kernel(op, "CPU") and not has_cuda_kernel(op))
+
+
+def test_ops_without_a_cuda_kernel_raise_not_implemented(capsys):
+    from flambeau_cuda import _C as cuda_C
+
+    missing = cpu_ops_without_cuda_kernel()
+    with capsys.disabled():
+        print(f"\n[cuda coverage] {len(missing)} ops with a CPU kernel have no CUDA kernel: {' '.join(missing)}")
+    assert "convolution" not in missing and "convolution_backward_weight" not in missing
+    assert "sort" in missing
+    # A call of such an op on CUDA tensors reaches the host fallback, which CUDA refuses with this error.
+    for op in missing:
+        with pytest.raises(NotImplementedError, match=rf"^\[{op}\] is not yet implemented on CUDA"):
+            cuda_C._host_fallback_error(op)
 
 
 def test_trace_records_top_level_kernels_only():
