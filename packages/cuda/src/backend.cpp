@@ -359,6 +359,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_nn_kernels();
   register_indexing_kernels();
   register_conv_kernels();
+  register_pool_kernels();
   g_installed = true;
 }
 

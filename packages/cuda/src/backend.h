@@ -135,6 +135,8 @@ void register_nn_kernels();
 void register_indexing_kernels();
 /// Registers convolution and convolution_backward_weight under DispatchKey::CUDA (conv.cpp).
 void register_conv_kernels();
+/// Registers max/avg/adaptive-avg 2-D pooling and their backwards under DispatchKey::CUDA (pool.cpp).
+void register_pool_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

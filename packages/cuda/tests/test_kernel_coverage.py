@@ -104,6 +104,25 @@ def test_convolution_training_has_cuda_kernels():
         assert missing_on_cuda(ops) == [], f"{fn.__name__}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
 
 
+@pytest.mark.parametrize(
+    ("fn", "shape", "kw"),
+    [
+        ("max_pool2d", (2, 3, 6, 6), {"kernel_size": 2}),
+        ("avg_pool2d", (2, 3, 6, 6), {"kernel_size": 3, "padding": 1}),
+        ("adaptive_avg_pool2d", (2, 3, 6, 6), {"output_size": 2}),
+        ("max_pool1d", (2, 3, 8), {"kernel_size": 2}),
+        ("avg_pool1d", (2, 3, 8), {"kernel_size": 2}),
+        ("adaptive_avg_pool1d", (2, 3, 8), {"output_size": 3}),
+    ],
+)
+def test_pool_training_has_cuda_kernels(fn, shape, kw):
+    import flambeau_nn.functional as F
+
+    ops = traced(_forward_backward(getattr(F, fn), shape, **kw))
+    assert ops, fn
+    assert missing_on_cuda(ops) == [], f"{fn}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
 def cpu_ops_without_cuda_kernel() -> list[str]:
     """Every op with a CPU kernel and neither a CUDA nor a Generic one (what a CUDA tensor cannot run yet)."""
     return sorted(op for op in _C._registered_ops() if _C._has_kernel(op, "CPU") and not has_cuda_kernel(op))
@@ -116,6 +135,7 @@ def test_ops_without_a_cuda_kernel_raise_not_implemented(capsys):
     with capsys.disabled():
         print(f"\n[cuda coverage] {len(missing)} ops with a CPU kernel have no CUDA kernel: {' '.join(missing)}")
     assert "convolution" not in missing and "convolution_backward_weight" not in missing
+    assert not {"max_pool2d_with_indices", "max_pool_backward", "avg_pool2d", "adaptive_avg_pool2d"} & set(missing)
     assert "sort" in missing
     # A call of such an op on CUDA tensors reaches the host fallback, which CUDA refuses with this error.
     for op in missing:
