@@ -360,6 +360,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_indexing_kernels();
   register_conv_kernels();
   register_pool_kernels();
+  register_norm_kernels();
   g_installed = true;
 }
 

@@ -137,6 +137,8 @@ void register_indexing_kernels();
 void register_conv_kernels();
 /// Registers max/avg/adaptive-avg 2-D pooling and their backwards under DispatchKey::CUDA (pool.cpp).
 void register_pool_kernels();
+/// Registers native_layer_norm, native_batch_norm and their backwards under DispatchKey::CUDA (norm.cpp).
+void register_norm_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "cublas.h"
 #include "flambeau/python/bindings.h"
+#include "norm.h"
 
 namespace py = pybind11;
 using flambeau::alloc::kRawBackendCapsule;
@@ -108,6 +109,32 @@ PYBIND11_MODULE(_C, m) {
       py::arg("op"),
       "Test hook: raises what a call of `op` on CUDA tensors raises when flambeau-cuda has no kernel "
       "for it (the host fallback, refused); needs no GPU.");
+  m.def(
+      "_layer_norm_on_host",
+      [](const flambeau::Tensor& x, std::vector<int64_t> shape, std::optional<flambeau::Tensor> w,
+         std::optional<flambeau::Tensor> b,
+         double eps) { return flambeau::cuda::norm_functions().layer_norm(x, shape, w, b, eps); },
+      "Test hook: flambeau-cuda's native_layer_norm run on cpu tensors (its ops dispatch to the CPU).");
+  m.def("_layer_norm_backward_on_host",
+        [](const flambeau::Tensor& g, const flambeau::Tensor& x, std::vector<int64_t> shape,
+           const flambeau::Tensor& mean, const flambeau::Tensor& rstd, std::optional<flambeau::Tensor> w,
+           bool input_g, bool weight_g, bool bias_g) {
+          return flambeau::cuda::norm_functions().layer_norm_backward(g, x, shape, mean, rstd, w, input_g,
+                                                                      weight_g, bias_g);
+        });
+  m.def("_batch_norm_on_host",
+        [](const flambeau::Tensor& x, std::optional<flambeau::Tensor> w, std::optional<flambeau::Tensor> b,
+           std::optional<flambeau::Tensor> rm, std::optional<flambeau::Tensor> rv, bool training,
+           double momentum, double eps) {
+          return flambeau::cuda::norm_functions().batch_norm(x, w, b, rm, rv, training, momentum, eps);
+        });
+  m.def("_batch_norm_backward_on_host",
+        [](const flambeau::Tensor& g, const flambeau::Tensor& x, std::optional<flambeau::Tensor> w,
+           const flambeau::Tensor& mean, const flambeau::Tensor& invstd, bool train, bool input_g,
+           bool weight_g, bool bias_g) {
+          return flambeau::cuda::norm_functions().batch_norm_backward(g, x, w, mean, invstd, train, input_g,
+                                                                      weight_g, bias_g);
+        });
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));

@@ -136,6 +136,12 @@ def test_ops_without_a_cuda_kernel_raise_not_implemented(capsys):
         print(f"\n[cuda coverage] {len(missing)} ops with a CPU kernel have no CUDA kernel: {' '.join(missing)}")
     assert "convolution" not in missing and "convolution_backward_weight" not in missing
     assert not {"max_pool2d_with_indices", "max_pool_backward", "avg_pool2d", "adaptive_avg_pool2d"} & set(missing)
+    assert not {
+        "native_layer_norm",
+        "native_layer_norm_backward",
+        "native_batch_norm",
+        "native_batch_norm_backward",
+    } & set(missing)
     assert "sort" in missing
     # A call of such an op on CUDA tensors reaches the host fallback, which CUDA refuses with this error.
     for op in missing:
