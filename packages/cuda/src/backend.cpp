@@ -361,6 +361,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_conv_kernels();
   register_pool_kernels();
   register_norm_kernels();
+  register_sort_kernels();
   g_installed = true;
 }
 

@@ -139,6 +139,8 @@ void register_conv_kernels();
 void register_pool_kernels();
 /// Registers native_layer_norm, native_batch_norm and their backwards under DispatchKey::CUDA (norm.cpp).
 void register_norm_kernels();
+/// Registers sort and topk under DispatchKey::CUDA (sort.cpp).
+void register_sort_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);
