@@ -141,6 +141,8 @@ void register_pool_kernels();
 void register_norm_kernels();
 /// Registers sort and topk under DispatchKey::CUDA (sort.cpp).
 void register_sort_kernels();
+/// Registers index and index_put_ (advanced indexing) under DispatchKey::CUDA (advanced_index.cpp).
+void register_advanced_index_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

@@ -4,10 +4,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "advanced_index.h"
 #include "backend.h"
 #include "cublas.h"
 #include "flambeau/python/bindings.h"
@@ -135,6 +137,42 @@ PYBIND11_MODULE(_C, m) {
           return flambeau::cuda::norm_functions().batch_norm_backward(g, x, w, mean, invstd, train, input_g,
                                                                       weight_g, bias_g);
         });
+  m.def(
+      "_index_on_host",
+      [](const flambeau::Tensor& self, const flambeau::OptionalTensorList& indices) {
+        return flambeau::cuda::index_impl(self, indices);
+      },
+      "Test hook: flambeau-cuda's index (its plan of dispatched ops) run on cpu tensors.");
+  m.def(
+      "_index_put_on_host",
+      [](flambeau::Tensor self, const flambeau::OptionalTensorList& indices, const flambeau::Tensor& values,
+         bool accumulate) {
+        // The CUDA write kernel's loop (index_put.cu), on the host.
+        const auto put = [](flambeau::Tensor& t, const flambeau::Tensor& offsets, const flambeau::Tensor& v,
+                            bool acc) {
+          const int64_t* off = offsets.data<int64_t>();
+          const size_t isz = flambeau::itemsize(t.dtype());
+          auto* dst = static_cast<char*>(t.data_ptr());
+          const auto* src = static_cast<const char*>(v.data_ptr());
+          for (int64_t i = 0; i < v.numel(); ++i) {
+            if (!acc) {
+              std::memcpy(dst + off[i] * static_cast<int64_t>(isz), src + i * static_cast<int64_t>(isz), isz);
+            } else if (t.dtype() == flambeau::ScalarType::Float64) {
+              reinterpret_cast<double*>(dst)[off[i]] += reinterpret_cast<const double*>(src)[i];
+            } else if (t.dtype() == flambeau::ScalarType::Float32) {
+              reinterpret_cast<float*>(dst)[off[i]] += reinterpret_cast<const float*>(src)[i];
+            } else if (t.dtype() == flambeau::ScalarType::Int64) {
+              reinterpret_cast<int64_t*>(dst)[off[i]] += reinterpret_cast<const int64_t*>(src)[i];
+            } else {
+              throw flambeau::TypeError(
+                  "[index_put_] host test hook: accumulate takes float32, float64, int64");
+            }
+          }
+        };
+        flambeau::cuda::index_put_impl(self, indices, values, accumulate, put);
+        return self;
+      },
+      "Test hook: flambeau-cuda's index_put_ (its plan, then its write kernel's loop) run on cpu tensors.");
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));

@@ -123,6 +123,21 @@ def test_pool_training_has_cuda_kernels(fn, shape, kw):
     assert missing_on_cuda(ops) == [], f"{fn}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
 
 
+def test_advanced_indexing_has_cuda_kernels():
+    x = fc.randn(4, 5)
+    m = x > 0
+    for fn in (
+        lambda: x[fc.tensor([0, 2])],
+        lambda: x[m],
+        lambda: x.clone().__setitem__(fc.tensor([1, 3]), 2.0),
+        lambda: fc.masked_select(x, m),
+        lambda: x.masked_scatter(m, fc.randn(20)),
+    ):
+        ops = traced(fn)
+        assert ops & {"index", "index_put_"}, sorted(ops)
+        assert missing_on_cuda(ops) == [], f"ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
 def cpu_ops_without_cuda_kernel() -> list[str]:
     """Every op with a CPU kernel and neither a CUDA nor a Generic one (what a CUDA tensor cannot run yet)."""
     return sorted(op for op in _C._registered_ops() if _C._has_kernel(op, "CPU") and not has_cuda_kernel(op))
@@ -142,7 +157,7 @@ def test_ops_without_a_cuda_kernel_raise_not_implemented(capsys):
         "native_batch_norm",
         "native_batch_norm_backward",
     } & set(missing)
-    assert not {"sort", "topk"} & set(missing)
+    assert not {"sort", "topk", "index", "index_put_"} & set(missing)
     assert "cumsum" in missing
     # A call of such an op on CUDA tensors reaches the host fallback, which CUDA refuses with this error.
     for op in missing:
