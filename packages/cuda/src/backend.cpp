@@ -363,6 +363,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_norm_kernels();
   register_sort_kernels();
   register_advanced_index_kernels();
+  register_shape_kernels();
   g_installed = true;
 }
 

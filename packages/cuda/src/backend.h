@@ -143,6 +143,8 @@ void register_norm_kernels();
 void register_sort_kernels();
 /// Registers index and index_put_ (advanced indexing) under DispatchKey::CUDA (advanced_index.cpp).
 void register_advanced_index_kernels();
+/// Registers arange, flip, tril and triu under DispatchKey::CUDA (shape_ops.cpp).
+void register_shape_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

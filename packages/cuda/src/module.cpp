@@ -14,6 +14,7 @@
 #include "cublas.h"
 #include "flambeau/python/bindings.h"
 #include "norm.h"
+#include "shape_ops.h"
 
 namespace py = pybind11;
 using flambeau::alloc::kRawBackendCapsule;
@@ -173,6 +174,16 @@ PYBIND11_MODULE(_C, m) {
         return self;
       },
       "Test hook: flambeau-cuda's index_put_ (its plan, then its write kernel's loop) run on cpu tensors.");
+  m.def(
+      "_shape_op_on_host",
+      [](const std::string& name, const flambeau::Tensor& self, std::vector<int64_t> args) {
+        if (name == "flip") return flambeau::cuda::flip_impl(self, args);
+        FB_CHECK_VALUE(args.size() == 1, "[_shape_op_on_host] ", name, " takes one int");
+        if (name == "tril") return flambeau::cuda::tril_impl(self, args[0]);
+        FB_CHECK_VALUE(name == "triu", "[_shape_op_on_host] unknown op ", name);
+        return flambeau::cuda::triu_impl(self, args[0]);
+      },
+      "Test hook: flambeau-cuda's flip/tril/triu (made of dispatched ops) run on cpu tensors.");
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));
