@@ -364,6 +364,7 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
   register_sort_kernels();
   register_advanced_index_kernels();
   register_shape_kernels();
+  register_scan_kernels();
   g_installed = true;
 }
 

@@ -145,6 +145,8 @@ void register_sort_kernels();
 void register_advanced_index_kernels();
 /// Registers arange, flip, tril and triu under DispatchKey::CUDA (shape_ops.cpp).
 void register_shape_kernels();
+/// Registers cumsum and cumprod under DispatchKey::CUDA (scan.cpp).
+void register_scan_kernels();
 
 /// The current cudaStream_t of a CUDA device (its default stream unless set).
 cudaStream_t current_cuda_stream(Device device);

@@ -27,3 +27,17 @@ def test_flip_tril_triu_match_cpu():
     for d in (-2, 0, 1):
         assert fb.tril(x.cuda(), d).cpu().tolist() == fb.tril(x, d).tolist()
         assert fb.triu(x.cuda(), d).cpu().tolist() == fb.triu(x, d).tolist()
+
+
+@pytest.mark.parametrize("dtype", [fb.float32, fb.float64, fb.int64, fb.int32, fb.bool])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_cumprod_match_cpu(dtype, dim):
+    fb.manual_seed(0)
+    x = (fb.rand(3, 4, 5) + 0.5).to(dtype) if dtype != fb.bool else fb.rand(3, 4, 5) > 0.5
+    x = x.transpose(0, 2)  # not contiguous
+    for fn in (fb.cumsum, fb.cumprod):
+        got, expected = fn(x.cuda(), dim), fn(x, dim)
+        assert got.dtype == expected.dtype
+        tol = 1e-5 if dtype == fb.float32 else 1e-12
+        for a, b in zip(got.cpu().flatten().tolist(), expected.flatten().tolist(), strict=True):
+            assert abs(a - b) <= tol * max(1.0, abs(b))
