@@ -422,9 +422,20 @@ std::shared_ptr<SimBackend> g_backend;
 // A non-owning cpu view of a tensor's memory: what a kernel "launch" holds.
 // The launch does not keep the memory alive (a CUDA kernel does not either):
 // Note [Stream-ordered reuse] is what makes freeing it safe.
-Tensor host_view(const Tensor& t) {
+// `shared`: the views of one launch share one host storage per device storage,
+// so that the CPU kernel sees arguments that alias (t[1:].add_(t[:-1])) as
+// overlapping and copies first, as it does on the cpu.
+using SharedViews = std::vector<std::pair<const StorageImpl*, Storage>>;
+Tensor host_view(const Tensor& t, SharedViews* shared = nullptr) {
   const Storage& st = t.impl()->storage();
-  Storage view = StorageImpl::from_external(st->data(), st->nbytes(), Device(DeviceType::CPU), nullptr);
+  Storage view;
+  if (shared)
+    for (const auto& [dev, host] : *shared)
+      if (dev == st.get()) view = host;
+  if (!view) {
+    view = StorageImpl::from_external(st->data(), st->nbytes(), Device(DeviceType::CPU), nullptr);
+    if (shared) shared->emplace_back(st.get(), view);
+  }
   const TensorImpl& ti = *t.impl();
   Tensor host(std::make_shared<TensorImpl>(view, ti.dtype(), Shape(ti.sizes().begin(), ti.sizes().end()),
                                            Shape(ti.strides().begin(), ti.strides().end()),
@@ -433,12 +444,17 @@ Tensor host_view(const Tensor& t) {
   return host;
 }
 
-Tensor empty_sim(IntArrayRef sizes, ScalarType dtype, Device device) {
-  const int64_t nbytes = shape_nbytes(sizes, dtype, "empty");
+// `op`: the op whose result this is (its name in a too-large error).
+Tensor empty_sim_for(IntArrayRef sizes, ScalarType dtype, Device device, const char* op) {
+  const int64_t nbytes = shape_nbytes(sizes, dtype, op);  // an op's result too large names the op
   auto storage = StorageImpl::allocate(static_cast<size_t>(nbytes), device);
   Shape s(sizes.begin(), sizes.end());
-  Shape st = contiguous_strides(s, "empty");
+  Shape st = contiguous_strides(s, op);
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, std::move(s), std::move(st), 0));
+}
+
+Tensor empty_sim(IntArrayRef sizes, ScalarType dtype, Device device) {
+  return empty_sim_for(sizes, dtype, device, "empty");
 }
 
 bool is_pinned(const Tensor& t) {
@@ -479,7 +495,8 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
           a->record_stream(src.impl()->storage()->data(), *stream);
       }
       async = true;
-      work = [d = host_view(self), s = host_view(src)]() mutable {
+      SharedViews shared;
+      work = [d = host_view(self, &shared), s = host_view(src, &shared)]() mutable {
         op::copy_.call_kernel(DispatchKey::CPU, d, s);
       };
     } else {
@@ -570,8 +587,12 @@ bool on_sim(const Tensor& t) { return t.defined() && t.device().type == DeviceTy
 // The stand-in of a tensor in the probe.
 Tensor probe_of(const Tensor& t) {
   if (!on_sim(t)) return t;
-  Tensor p = op::empty.call_kernel(DispatchKey::CPU, Shape(static_cast<size_t>(t.dim()), 1), t.dtype(),
-                                   Device(DeviceType::CPU));
+  // Size 1 per dim, 0 where the tensor's is 0: an empty dim's errors (a
+  // reduction with no identity over it) are raised by the probe, at the call.
+  Shape sizes(static_cast<size_t>(t.dim()), 1);
+  for (int64_t i = 0; i < t.dim(); ++i)
+    if (t.sizes()[i] == 0) sizes[i] = 0;
+  Tensor p = op::empty.call_kernel(DispatchKey::CPU, sizes, t.dtype(), Device(DeviceType::CPU));
   const bool integral = is_integral(t.dtype(), /*include_bool=*/false);
   op::fill_.call_kernel(DispatchKey::CPU, p, Scalar(int64_t{integral ? 0 : 1}));
   p.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
@@ -816,7 +837,7 @@ struct Async<O, R(Args...)> {
                           probe);
       };
       auto check_rank = [&](const Tensor& r, const Shape& s) {
-        return r.defined() && r.dim() == static_cast<int64_t>(s.size()) && r.numel() == 1;
+        return r.defined() && r.dim() == static_cast<int64_t>(s.size()) && r.numel() <= 1;
       };
       if constexpr (std::is_void_v<R>) {
         call();
@@ -844,8 +865,9 @@ struct Async<O, R(Args...)> {
     DeviceGuard guard(device);
     StreamPtr stream = current_stream(device);
     SimStream& s = as_sim(*stream, O.name());
+    SharedViews shared;
     auto host = std::make_shared<std::tuple<typename Held<Args>::type...>>(
-        map_arg([](const Tensor& t) { return on_sim(t) ? host_view(t) : t; }, args)...);
+        map_arg([&shared](const Tensor& t) { return on_sim(t) ? host_view(t, &shared) : t; }, args)...);
     auto run = [host] {
       return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); },
                         *host);
@@ -881,7 +903,8 @@ struct Async<O, R(Args...)> {
       }
     } else {
       std::vector<Tensor> outs;
-      for (size_t i = 0; i < shapes->size(); ++i) outs.push_back(empty_sim((*shapes)[i], dtypes[i], device));
+      for (size_t i = 0; i < shapes->size(); ++i)
+        outs.push_back(empty_sim_for((*shapes)[i], dtypes[i], device, O.name()));
       std::vector<Tensor> out_host;
       for (const Tensor& o : outs) out_host.push_back(host_view(o));
       s.enqueue([run, out_host]() mutable {

@@ -53,6 +53,7 @@ __all__: list[str] = [
     "gather",
     "ge",
     "get_allocator",
+    "get_default_device",
     "get_num_threads",
     "gt",
     "index_put",
@@ -95,6 +96,7 @@ __all__: list[str] = [
     "scatter_add",
     "select",
     "set_allocator",
+    "set_default_device",
     "set_num_threads",
     "sigmoid",
     "softmax",
@@ -210,7 +212,9 @@ class device:
     """
     A device: flambeau_core.device('cpu').
     """
+    def __enter__(self) -> device: ...
     def __eq__(self, arg0: typing.Any) -> bool: ...
+    def __exit__(self, *args: typing.Any) -> bool: ...
     def __hash__(self) -> int: ...
     @typing.overload
     def __init__(self, type: str) -> None: ...
@@ -583,6 +587,16 @@ def full_like(
 def get_allocator(device: typing.Any = "cpu") -> Allocator:
     """
     The current allocator for a device type.
+    """
+
+def get_default_device() -> device:
+    """
+    The device factories use when called without device= (torch.get_default_device).
+    """
+
+def set_default_device(device: typing.Any) -> None:
+    """
+    Sets the device of factories called without device= (this thread; None: back to cpu), as torch.set_default_device. `with flambeau_core.device(d):` does it for a block.
     """
 
 def get_num_threads() -> int:

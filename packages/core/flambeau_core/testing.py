@@ -16,18 +16,73 @@ The devices are ``"cpu"``; ``"sim"``, the simulated device of flambeau-alloc
 Each case's id is its device type (``-k "not sim"`` deselects one). The
 module imports pytest, so import it from tests only; it is a plain module
 (not a conftest), so packages' conftests never collide over it.
+
+Whole test modules on every device (the default for op tests)
+-------------------------------------------------------------
+
+This module is also a pytest plugin (flambeau-core's ``pytest11`` entry
+point, so every package's tests have it). A module, class or test marked
+``on_devices`` runs each of its tests once per device, with that device as
+the *default device* (``with flambeau_core.device(d):``, PyTorch's
+``torch.set_default_device``, Note [Default device]): every tensor the test
+makes with a factory called without ``device=`` (``tensor``, ``zeros``,
+``arange``, ``randn``, ...) is on it, so an existing cpu test becomes a
+device test unchanged::
+
+    pytestmark = pytest.mark.on_devices           # every test of the module
+
+    def test_exp():
+        x = fc.tensor([0.0, 1.0])                 # on cpu, then sim, then cuda
+        assert x.exp().tolist() == [1.0, math.e]  # tolist/item/repr copy back
+
+The test ids end with the device (``test_exp[sim]``). Results come back to
+the host with ``.cpu()`` (or ``tolist``/``item``); ``memoryview``/``numpy()``
+of a device tensor raise, as in PyTorch, so a module's own comparison helper
+calls ``.cpu()`` first (``to_host`` does, and is a no-op on the cpu).
+``current_device()`` is the device of the running case. After each case the
+device is synchronized, so an asynchronous kernel's error fails the case
+that caused it.
+
+The marker's arguments narrow it, the closest one winning (a test's marker
+over its class's over the module's ``pytestmark``):
+
+* ``pytest.mark.on_devices(types=("cpu",))``: a test that is about the host
+  (buffer protocol, thread counts, hypothesis fuzzing over many examples)
+  or ``types=("cpu", "sim")``;
+* ``pytest.mark.on_devices(not_on_cuda="reason")``: the ops the test calls
+  have no CUDA kernel yet; the cuda case is expected to raise
+  ``NotImplementedError`` ("... is not yet implemented on CUDA",
+  ``xfail(strict=True)``: once the kernels land it XPASSes, which fails, and
+  the argument must go). An op without a CUDA kernel is never skipped
+  silently; the sim device needs no such mark (the host fallback runs every
+  CPU kernel on it).
+
+A hypothesis test runs its own number of examples on the cpu and at most
+``DEVICE_MAX_EXAMPLES`` on another device (the device cases check that the
+kernels run there; the fuzzing is the cpu case's).
+
+A test that parametrises ``device`` itself (``@devices``) is left alone.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import flambeau_core
 
-__all__ = ["DEVICE_TYPES", "assert_close_on", "device_params", "devices", "skip_reason"]
+__all__ = [
+    "DEVICE_TYPES",
+    "assert_close_on",
+    "current_device",
+    "device_params",
+    "devices",
+    "skip_reason",
+    "to_host",
+]
 
 #: The device types of the parametrisation, in order.
 DEVICE_TYPES = ("cpu", "sim", "cuda")
@@ -60,12 +115,22 @@ def skip_reason(device_type: str) -> str | None:
     raise ValueError(f"[device_params] unknown device type {device_type!r}; expected one of {DEVICE_TYPES}")
 
 
-def device_params(types: tuple[str, ...] = DEVICE_TYPES) -> list[Any]:
-    """``pytest.param`` per device type (the value is the device string), skipped with a reason where unavailable."""
+def device_params(types: tuple[str, ...] = DEVICE_TYPES, *, not_on_cuda: str | None = None) -> list[Any]:
+    """``pytest.param`` per device type (the value is the device string), skipped with a reason where unavailable.
+
+    ``not_on_cuda``: the cuda case is expected to raise NotImplementedError
+    (an op without a CUDA kernel yet; strict, so it fails once the kernel exists).
+    """
     params = []
     for t in types:
         reason = skip_reason(t)
-        marks = [pytest.mark.skip(reason=reason)] if reason is not None else []
+        marks: list[Any] = [pytest.mark.skip(reason=reason)] if reason is not None else []
+        if t == "cuda" and not_on_cuda is not None:
+            marks.append(
+                pytest.mark.xfail(
+                    raises=NotImplementedError, strict=True, reason=f"not yet implemented on CUDA: {not_on_cuda}"
+                )
+            )
         params.append(pytest.param(t, id=t, marks=marks))
     return params
 
@@ -117,3 +182,85 @@ def assert_close_on(device: Any, result: Any, expected: Any, *, rtol: float = 1e
     else:
         rv, ev = np.array(r.tolist(), dtype=np.float64), np.array(e.tolist(), dtype=np.float64)
     np.testing.assert_allclose(rv, ev, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def to_host(t: Any) -> Any:
+    """A result of the running case back on the cpu, for comparing with an oracle.
+
+    ``t`` must be on the case's device (the default device; a result left on
+    another device is a bug of the op), and is copied to the cpu
+    synchronously (itself on the cpu). Anything but a tensor is returned as is.
+    """
+    if not isinstance(t, flambeau_core.Tensor):
+        return t
+    want = flambeau_core.get_default_device()
+    assert t.device.type == want.type, f"result on {t.device}, expected it on {want}"
+    return t.cpu()
+
+
+def current_device() -> str:
+    """The device type of the running ``on_devices`` case (the default device's): "cpu", "sim" or "cuda"."""
+    return flambeau_core.get_default_device().type
+
+
+# ---- the pytest plugin (entry point pytest11: flambeau_core.testing) ----
+
+_FIXTURE = "_flambeau_default_device"
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers",
+        "on_devices(types=('cpu', 'sim', 'cuda'), not_on_cuda=None): run each test once per device, that "
+        "device being the default device of factories (flambeau_core.testing)",
+    )
+
+
+def pytest_generate_tests(metafunc: Any) -> None:
+    marker = metafunc.definition.get_closest_marker("on_devices")
+    if marker is None or _FIXTURE not in metafunc.fixturenames:
+        return
+    # A test that parametrises `device` itself (@devices) places its tensors explicitly.
+    if any("device" in getattr(m, "args", ("",))[0] for m in metafunc.definition.iter_markers("parametrize")):
+        return
+    types = tuple(marker.kwargs.get("types", marker.args[0] if marker.args else DEVICE_TYPES))
+    params = device_params(types, not_on_cuda=marker.kwargs.get("not_on_cuda"))
+    metafunc.parametrize(_FIXTURE, params, indirect=True)
+
+
+#: A hypothesis test's examples on a device other than the cpu, at most: the
+#: cpu case fuzzes with the test's own settings; the device cases check that
+#: the same kernels run there, which a few examples show (CI time).
+DEVICE_MAX_EXAMPLES = 10
+
+
+def _fewer_examples(fn: Any) -> Any:
+    """Caps a hypothesis test's max_examples at DEVICE_MAX_EXAMPLES; returns the settings to restore."""
+    old = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if old is None or old.max_examples <= DEVICE_MAX_EXAMPLES:
+        return None
+    from hypothesis import settings
+
+    fn._hypothesis_internal_use_settings = settings(old, max_examples=DEVICE_MAX_EXAMPLES)
+    return old
+
+
+@pytest.fixture(autouse=True)
+def _flambeau_default_device(request: Any) -> Iterator[str | None]:
+    """The device of an ``on_devices`` case, made the default device while the test runs."""
+    device = getattr(request, "param", None)
+    if device is None or device == "cpu":
+        yield device
+        return
+    fn = getattr(request, "function", None)
+    old_settings = _fewer_examples(fn)
+    try:
+        with flambeau_core.device(device):
+            yield device
+            # An asynchronous kernel's error is raised by the next synchronous op on
+            # its stream: make one now, so it fails this case and not the next one.
+            _synchronize(device)
+            flambeau_core.zeros(1).cpu()
+    finally:
+        if old_settings is not None:
+            fn._hypothesis_internal_use_settings = old_settings

@@ -4,6 +4,7 @@
 #include "flambeau/device_backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
+#include "flambeau/memory_format.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor_impl.h"
 
@@ -114,6 +115,17 @@ Tensor HostFallback::unmap(const Tensor& r) {
   }
   // A new tensor: copy it into device memory. The stream is idle up to the
   // kernel that made it (run() waited), so a host copy is ordered.
+  // A dense non-contiguous result (clone/empty_like of a transposed or
+  // channels-last input: preserve_format) keeps its strides, as on the cpu.
+  if (!r.is_contiguous() && r.numel() > 1 && is_non_overlapping_and_dense(r)) {
+    const Tensor flat = op::empty(Shape{r.numel()}, r.dtype(), device_);
+    std::memcpy(flat.data_ptr(), r.data_ptr(), static_cast<size_t>(r.numel()) * itemsize(r.dtype()));
+    Tensor out(std::make_shared<TensorImpl>(flat.impl()->storage(), ri.dtype(),
+                                            Shape(ri.sizes().begin(), ri.sizes().end()),
+                                            Shape(ri.strides().begin(), ri.strides().end()), 0));
+    out.impl()->set_wrapped_number(ri.is_wrapped_number());
+    return out;
+  }
   const Tensor src =
       r.is_contiguous() ? r : op::clone.call_kernel(DispatchKey::CPU, r, MemoryFormat::Contiguous);
   Tensor out = op::empty(src.sizes(), src.dtype(), device_);

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import flambeau_core as fc
 import numpy as np
+from flambeau_core.testing import to_host
 
 #: flambeau dtype <-> NumPy dtype, for the dtypes every kernel supports.
 DTYPES: dict[str, tuple[fc.dtype, type]] = {
@@ -67,13 +68,19 @@ def make_tensor(arr: np.ndarray, layout: str = "contiguous") -> fc.Tensor:
 
 
 def to_numpy(t: fc.Tensor) -> np.ndarray:
-    """A NumPy copy of t's values (through the buffer protocol)."""
-    return np.array(memoryview(t))
+    """A NumPy copy of t's values (through the buffer protocol; a device tensor is copied to the cpu first)."""
+    return np.array(memoryview(to_host(t)))
+
+
+def assert_on_device(t: fc.Tensor) -> None:
+    """t is on the device of the running case (the default device: flambeau_core.testing's on_devices)."""
+    to_host(t)
 
 
 def assert_matches(t: fc.Tensor, expected: np.ndarray, *, rtol: float | None = None, atol: float = 0.0) -> None:
     """t has expected's shape and dtype, and its values (NaNs equal, rtol by dtype)."""
     expected = np.asarray(expected)
+    assert_on_device(t)
     assert t.shape == expected.shape, f"shape {t.shape} != {expected.shape}"
     assert t.dtype == NP_TO_FC[expected.dtype], f"dtype {t.dtype} != {expected.dtype}"
     got = to_numpy(t)

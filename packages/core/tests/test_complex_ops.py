@@ -10,6 +10,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 CDT = ["complex64", "complex128"]
 FC = {"complex64": fc.complex64, "complex128": fc.complex128, "float32": fc.float32, "float64": fc.float64}
@@ -27,7 +30,7 @@ def both(a, dt):
 
 
 def to_np(t):
-    return np.asarray(t.tolist()).reshape(tuple(t.shape))
+    return np.asarray(to_host(t).tolist()).reshape(tuple(t.shape))
 
 
 def close(f, t, dt, scale=1.0):

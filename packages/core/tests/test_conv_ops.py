@@ -13,6 +13,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 DT = {"float32": (fc.float32, torch.float32, np.float32), "float64": (fc.float64, torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
@@ -27,7 +30,7 @@ def fct(a: np.ndarray) -> fc.Tensor:
 
 
 def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
+    return np.array(memoryview(to_host(t)))
 
 
 def check(ours: fc.Tensor, theirs: torch.Tensor, dtype: str) -> None:

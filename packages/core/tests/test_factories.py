@@ -5,10 +5,13 @@ import math
 import flambeau_core as fc
 import numpy as np
 import pytest
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 
 def as_np(t):
-    return np.asarray(memoryview(t))
+    return np.asarray(memoryview(to_host(t)))
 
 
 # ---- tensor(data) ----

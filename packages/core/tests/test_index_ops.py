@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_shape_ops import DTYPES, LAYOUTS, check, pair
 
+pytestmark = pytest.mark.on_devices
+
 I64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 NEAR_LIMITS = st.one_of(
     st.integers(-(2**63), -(2**63) + 4),

@@ -8,12 +8,15 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.on_devices
+
 
 def as_np(t):
-    return np.asarray(memoryview(t))
+    return np.asarray(memoryview(to_host(t)))
 
 
 def test_cat_matches_numpy():

@@ -14,6 +14,8 @@ import pytest
 import torch
 from helpers import make_tensor
 
+pytestmark = pytest.mark.on_devices
+
 DT = {
     "bool": (fc.bool, torch.bool, np.bool_),
     "uint8": (fc.uint8, torch.uint8, np.uint8),

@@ -4,10 +4,13 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 
 def as_np(t):
-    return np.asarray(memoryview(t))
+    return np.asarray(memoryview(to_host(t)))
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,13 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 
 def as_np(t):
-    return np.array(memoryview(t))
+    return np.array(memoryview(to_host(t)))
 
 
 def rand(shape, dtype=np.float32, seed=0, scale=1.0, shift=0.0):

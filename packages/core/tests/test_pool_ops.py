@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from flambeau_core.testing import to_host
 from helpers import make_tensor
+
+pytestmark = pytest.mark.on_devices
 
 FLOATS = ["float32", "float64"]
 
@@ -18,7 +21,7 @@ def arr(shape, dtype="float32", seed=0):
 
 
 def np_of(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
+    return np.array(memoryview(to_host(t)))
 
 
 def close(ours: fc.Tensor, theirs: torch.Tensor, exact=False):

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+pytestmark = pytest.mark.on_devices
+
 NAMES = ["bool", "int32", "int64", "float32", "float64"]
 FC = {n: getattr(fc, n) for n in NAMES}
 TORCH = {n: getattr(torch, n) for n in NAMES}

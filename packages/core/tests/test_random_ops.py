@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+pytestmark = pytest.mark.on_devices
+
 N = 200_000
 
 

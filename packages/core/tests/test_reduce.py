@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
+pytestmark = pytest.mark.on_devices
+
 SHAPES = [(), (5,), (3, 4), (2, 3, 4), (4, 1, 6), (0, 3)]
 
 

@@ -12,7 +12,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
 from helpers import FC_TO_NP, make_tensor
+
+pytestmark = pytest.mark.on_devices
 
 FLOATS = ["float32", "float64"]
 NP = {
@@ -45,7 +48,7 @@ def arr(shape, dtype, seed=0, *, ties=False, nan=False):
 
 
 def to_np(t):
-    return np.asarray(t.tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
+    return np.asarray(to_host(t).tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
 
 
 def close(f, t, *, rtol=None, exact=False):

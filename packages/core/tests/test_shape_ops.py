@@ -9,6 +9,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 DTYPES = {
     "float32": (fc.float32, torch.float32, np.float32),
@@ -22,7 +25,7 @@ LAYOUTS = ("contiguous", "transposed", "sliced")
 
 
 def to_np(t: fc.Tensor) -> np.ndarray:
-    return np.asarray(memoryview(t.contiguous()))
+    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 def pair(shape, dtype="float32", layout="contiguous", seed=0):

@@ -9,12 +9,15 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
 from helpers import FC_TO_NP, make_tensor
 from test_reduce_ops import LAYOUTS, SHAPES, arr, close, dims_of, pair
 
+pytestmark = pytest.mark.on_devices
+
 
 def to_np(t):
-    return np.asarray(t.tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
+    return np.asarray(to_host(t).tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "int8", "uint8", "bool"])

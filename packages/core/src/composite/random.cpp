@@ -4,6 +4,7 @@
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "host_read.h"
 #include "tensor_iterator.h"
 
 namespace flambeau {
@@ -27,9 +28,12 @@ Tensor normal_from(const Tensor& mean, const Tensor& std, Generator* generator) 
   const ScalarType t = result_type(mean, std);
   FB_CHECK_TYPE(is_floating(t), "[normal] expected floating point mean and std, got ",
                 dtype_name(mean.dtype()), " and ", dtype_name(std.dtype()));
-  FB_CHECK_VALUE(!*flambeau::any(op::lt(std, scalar_to_tensor(Scalar(0.0)))).data<bool>(),
-                 "[normal] expects all elements of std >= 0");
-  Tensor noise = op::empty(broadcast_shapes(mean.sizes(), std.sizes(), "normal"), t, mean.device());
+  FB_CHECK_VALUE(
+      !composite_detail::read_first<bool>(flambeau::any(op::lt(std, scalar_to_tensor(Scalar(0.0))))),
+      "[normal] expects all elements of std >= 0");
+  // A number (a wrapped cpu scalar) on one side: the noise goes on the tensor's device.
+  const Device device = mean.device().is_cpu() ? std.device() : mean.device();
+  Tensor noise = op::empty(broadcast_shapes(mean.sizes(), std.sizes(), "normal"), t, device);
   op::normal_(noise, 0.0, 1.0, generator);
   return op::add(mean, op::mul(std, noise), 1);
 }

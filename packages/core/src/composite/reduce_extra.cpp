@@ -13,6 +13,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
+#include "host_read.h"
 
 namespace flambeau {
 namespace {
@@ -160,7 +161,7 @@ namespace {
 // The element at position pos (int64, keepdim shape) along dim of the sorted values, and its index.
 std::tuple<Tensor, Tensor> pick_sorted(const Tensor& self, int64_t dim, bool keepdim, bool ignore_nan,
                                        const char* op) {
-  if (self.dim() == 0) return {self, zeros(self.sizes(), ScalarType::Int64)};
+  if (self.dim() == 0) return {self, zeros(self.sizes(), ScalarType::Int64, self.device())};
   dim = wrap_dim(dim, self.dim(), op);
   const int64_t n = self.sizes()[dim];
   FB_CHECK_INDEX(n > 0, "[", op, "] cannot reduce over dim ", dim, " of size 0 (shape ",
@@ -182,7 +183,8 @@ std::tuple<Tensor, Tensor> pick_sorted(const Tensor& self, int64_t dim, bool kee
 }
 
 Tensor full_median(const Tensor& self, bool ignore_nan, const char* op) {
-  if (self.numel() == 0) return full(Shape{}, std::numeric_limits<double>::quiet_NaN(), self.dtype());
+  if (self.numel() == 0)
+    return full(Shape{}, std::numeric_limits<double>::quiet_NaN(), self.dtype(), self.device());
   return std::get<0>(pick_sorted(op::reshape(self, Shape{self.numel()}), 0, false, ignore_nan, op));
 }
 }  // namespace
@@ -209,9 +211,9 @@ Tensor quantile_impl(const Tensor& self, const Tensor& q_in, bool q_scalar, std:
                  "[", op, "] interpolation must be one of linear, lower, higher, midpoint, nearest; got '",
                  std::string(interpolation), "'");
   const Tensor qd = op::cast(q_in, ScalarType::Float64);
-  FB_CHECK_VALUE(
-      op::all(op::logical_and(op::ge(qd, num(0)), op::le(qd, num(1))), std::nullopt, false).data<bool>()[0],
-      "[", op, "] q values must be in the range [0, 1]");
+  FB_CHECK_VALUE(composite_detail::read_first<bool>(
+                     op::all(op::logical_and(op::ge(qd, num(0)), op::le(qd, num(1))), std::nullopt, false)),
+                 "[", op, "] q values must be in the range [0, 1]");
   // x with the reduced dim last: (..., n).
   Tensor x;
   int64_t d = 0;
@@ -229,12 +231,13 @@ Tensor quantile_impl(const Tensor& self, const Tensor& q_in, bool q_scalar, std:
   if (n == 0) {
     Shape s = lead;
     s.push_back(nq);
-    out = full(s, std::numeric_limits<double>::quiet_NaN(), self.dtype());
+    out = full(s, std::numeric_limits<double>::quiet_NaN(), self.dtype(), self.device());
   } else {
     const Tensor sorted = std::get<0>(op::sort(x, -1, false, true));
     const Tensor valid =
         op::sum(op::logical_not(op::isnan(sorted)), IntArrayRef(Shape{-1}), true, self.dtype());
-    const Tensor cnt = ignore_nan ? valid : full(Shape{1}, static_cast<double>(n), self.dtype());
+    const Tensor cnt =
+        ignore_nan ? valid : full(Shape{1}, static_cast<double>(n), self.dtype(), self.device());
     const Tensor rank = op::mul(q, op::clamp_min(op::sub(cnt, num(1), 1), Scalar(0.0)));  // (..., Q)
     auto at = [&](const Tensor& r) {
       Tensor idx = op::cast(op::clamp(r, Scalar(0.0), Scalar(static_cast<double>(n - 1))), ScalarType::Int64);
@@ -294,8 +297,8 @@ Tensor composite::quantile(const Tensor& self, const Tensor& q, std::optional<in
 }
 Tensor composite::quantile_scalar(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim,
                                   std::string_view interpolation) {
-  return quantile_impl(self, scalar_tensor(q, self.dtype()), true, dim, keepdim, interpolation, false,
-                       "quantile");
+  return quantile_impl(self, full(Shape{}, q, self.dtype(), self.device()), true, dim, keepdim, interpolation,
+                       false, "quantile");
 }
 Tensor composite::nanquantile(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
                               std::string_view interpolation) {
@@ -303,8 +306,8 @@ Tensor composite::nanquantile(const Tensor& self, const Tensor& q, std::optional
 }
 Tensor composite::nanquantile_scalar(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim,
                                      std::string_view interpolation) {
-  return quantile_impl(self, scalar_tensor(q, self.dtype()), true, dim, keepdim, interpolation, true,
-                       "nanquantile");
+  return quantile_impl(self, full(Shape{}, q, self.dtype(), self.device()), true, dim, keepdim, interpolation,
+                       true, "nanquantile");
 }
 
 Tensor composite::argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
@@ -320,7 +323,7 @@ std::tuple<Tensor, Tensor> composite::kthvalue(const Tensor& self, int64_t k, in
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   FB_CHECK_INDEX(k >= 1 && k <= n, "[kthvalue] k (", k, ") is out of range for dim ", d, " of size ", n,
                  " (shape ", shape_str(self.sizes()), ")");
-  if (self.dim() == 0) return {self, zeros(self.sizes(), ScalarType::Int64)};
+  if (self.dim() == 0) return {self, zeros(self.sizes(), ScalarType::Int64, self.device())};
   auto [values, indices] = op::sort(self, d, false, true);
   Tensor v = op::select(values, d, k - 1), i = op::select(indices, d, k - 1);
   if (keepdim) {

@@ -11,6 +11,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "generic/shape_utils.h"
+#include "host_read.h"
 
 namespace flambeau {
 namespace {
@@ -315,7 +316,8 @@ Tensor composite::repeat_interleave_self_tensor(const Tensor& self, const Tensor
   if (repeats.numel() == 1 && y.sizes()[d] != 1) {
     const Tensor r = to_dtype(repeats, ScalarType::Int64);
     return op::repeat_interleave_self_int(
-        self, op::sum(r, std::nullopt, false, std::nullopt).data<int64_t>()[0], dim, output_size);
+        self, composite_detail::read_first<int64_t>(op::sum(r, std::nullopt, false, std::nullopt)), dim,
+        output_size);
   }
   FB_CHECK_VALUE(repeats.numel() == y.sizes()[d],
                  "[repeat_interleave] repeats must have the same size as input "
@@ -365,7 +367,7 @@ Tensor composite::masked_scatter(const Tensor& self, const Tensor& mask, const T
                 " must match self dtype ", dtype_name(self.dtype()));
   const Tensor m = op::expand(mask, self.sizes());
   const Tensor count = op::sum(m, std::nullopt, false, std::nullopt);
-  const int64_t n = count.data<int64_t>()[0];
+  const int64_t n = composite_detail::read_first<int64_t>(count);
   FB_CHECK_VALUE(n <= source.numel(), "[masked_scatter] the mask has ", n,
                  " True elements but source of shape ", shape_str(source.sizes()), " only ", source.numel());
   return op::index_put(self, {m}, op::slice(op::flatten(source, 0, -1), 0, 0, n, 1), false);

@@ -453,8 +453,10 @@ std::optional<MemoryFormat> ParsedArgs::optional_memory_format(int i) const {
   return memory_format(i);
 }
 Device ParsedArgs::device(int i) const {
-  FB_ARG_OR_DEFAULT(i);
-  return parse_device(o, op());
+  // Every op with a Device argument is a factory: omitted or None means the
+  // default device (Note [Default device]).
+  if (is_none(i)) return default_device();
+  return parse_device(args[i], op());
 }
 std::optional<Device> ParsedArgs::optional_device(int i) const {
   if (is_none(i) && (args[i] || param(i).default_text == "None")) return std::nullopt;

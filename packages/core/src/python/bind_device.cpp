@@ -3,6 +3,8 @@
 // record_stream, pin_memory. flambeau_core/device.py wraps these in the
 // PyTorch-shaped device modules (flambeau_core.cuda, flambeau_core.device_module("sim")).
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "common.h"
 #include "flambeau/device_backend.h"
@@ -31,6 +33,21 @@ Device device_of_type(py::handle obj, DeviceType type, const char* op) {
   return d;
 }
 
+// Note [Default device]
+// ~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's torch.set_default_device / `with torch.device(d):`: a factory
+// called from Python without device= (tensor, zeros, ones, empty, full, rand,
+// randn, arange, linspace, logspace, eye, randint, randperm, normal,
+// empty_strided, tril/triu_indices, fft.fftfreq) makes its result on the
+// default device. It is per thread, cpu unless set, and applies to the Python
+// bindings only (C++ callers pass their device). *_like factories and
+// Tensor.new_* keep following their input; from_numpy/frombuffer share host
+// memory and stay on the cpu, as in PyTorch. `with fc.device("sim"):` sets it
+// for a block (nested blocks restore the outer one); flambeau_core.testing
+// uses it to run a whole test module on every device.
+thread_local std::optional<Device> tls_default_device;
+thread_local std::vector<std::optional<Device>> tls_device_context_stack;
+
 // An event created on the first record() (its device is that of the stream).
 struct PyEvent {
   bool enable_timing = false;
@@ -39,6 +56,13 @@ struct PyEvent {
 };
 
 }  // namespace
+
+Device default_device() { return tls_default_device.value_or(Device(DeviceType::CPU)); }
+
+Device factory_device(py::handle obj, const char* op) {
+  if (obj.is_none()) return default_device();
+  return parse_device(obj, op);
+}
 
 Tensor to_device_copy(const Tensor& self, Device device, ScalarType dtype, bool non_blocking,
                       const char* op) {
@@ -113,6 +137,46 @@ void init_device(py::module_& m) {
         if (!e.event) return py::none();
         return py::cast(e.device);
       });
+
+  m.def(
+      "set_default_device",
+      [](py::handle device) {
+        if (device.is_none()) {
+          tls_default_device.reset();
+          return;
+        }
+        const Device d = parse_device(device, "set_default_device");
+        if (!d.is_cpu()) require_device(resolve_device(d), "set_default_device");
+        tls_default_device = d;
+      },
+      py::arg("device"),
+      "Sets the device of factories called without device= (this thread; None: back to cpu), as "
+      "torch.set_default_device. `with flambeau_core.device(d):` does it for a block.");
+  m.def(
+      "get_default_device",
+      [] {
+        const Device d = default_device();
+        // As PyTorch: a device type without an index reads as its current device.
+        return d.index < 0 && !d.is_cpu() ? resolve_device(d) : d;
+      },
+      "The device factories use when called without device= (torch.get_default_device).");
+  py::object device_cls = m.attr("device");
+  device_cls.attr("__enter__") = py::cpp_function(
+      [](const Device& d) {
+        if (!d.is_cpu()) require_device(resolve_device(d), "device.__enter__");
+        tls_device_context_stack.push_back(tls_default_device);
+        tls_default_device = d;
+        return d;
+      },
+      py::is_method(device_cls), py::name("__enter__"));
+  device_cls.attr("__exit__") = py::cpp_function(
+      [](const Device&, py::args) {
+        if (tls_device_context_stack.empty()) return false;
+        tls_default_device = tls_device_context_stack.back();
+        tls_device_context_stack.pop_back();
+        return false;
+      },
+      py::is_method(device_cls), py::name("__exit__"));
 
   m.def(
       "_device_count",

@@ -371,7 +371,7 @@ void init_factories(py::module_& m) {
   m.def(
       "tensor",
       [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
-        const Device d = parse_device(device, "tensor");
+        const Device d = factory_device(device, "tensor");
         if (d.is_cpu()) return finish(tensor_from_data(data, dtype), requires_grad);
         // Built on the cpu, then copied (Note [Device backends]).
         require_device(resolve_device(d), "tensor");
@@ -395,7 +395,7 @@ void init_factories(py::module_& m) {
         [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
           const Shape shape = parse_shape(size, name);
           const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
-          const Device d = parse_device(device, name);
+          const Device d = factory_device(device, name);
           const Shape sizes = checked(shape, t, name);
           return finish(without_gil([&] { return make(sizes, t, d); }), requires_grad);
         },
@@ -418,7 +418,7 @@ void init_factories(py::module_& m) {
                        bool requires_grad) {
           const Shape shape = parse_shape(size, name);
           const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
-          const Device d = parse_device(device, name);
+          const Device d = factory_device(device, name);
           const Shape sizes = checked(shape, t, name);
           Generator* g = parse_generator(generator);
           Tensor x = without_gil([&] {
@@ -440,7 +440,7 @@ void init_factories(py::module_& m) {
                                                       : parse_int_sequence(size, "full", "size");
         const Scalar v = as_scalar(fill_value, "full");
         const ScalarType t = parse_dtype(dtype, dtype_of_scalar(v), "full");
-        const Device d = parse_device(device, "full");
+        const Device d = factory_device(device, "full");
         const Shape sizes = checked(shape, t, "full");
         return finish(without_gil([&] { return full(sizes, v, t, d); }), requires_grad);
       },
@@ -501,7 +501,7 @@ void init_factories(py::module_& m) {
         const Scalar st = as_scalar(step, "arange");
         const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
         const ScalarType dt = parse_dtype(dtype, any_float ? default_float_dtype() : kDefaultInt, "arange");
-        return finish(op::arange(s, e, st, dt, parse_device(device, "arange")), requires_grad);
+        return finish(op::arange(s, e, st, dt, factory_device(device, "arange")), requires_grad);
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,

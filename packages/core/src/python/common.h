@@ -59,6 +59,11 @@ Shape parse_int_sequence(py::handle obj, const char* op, const char* what);
 ScalarType parse_dtype(py::handle obj, ScalarType fallback, const char* op);
 /// A device argument: a Device, a string such as "cpu", or None (-> cpu).
 Device parse_device(py::handle obj, const char* op);
+/// The device of a factory (tensor, zeros, arange, randint, ...): `obj` parsed,
+/// or None -> the default device (Note [Default device]).
+Device factory_device(py::handle obj, const char* op);
+/// The calling thread's default device for factories (cpu unless set).
+Device default_device();
 /// A copy of `self` on `device` (any pair of devices), cast to dtype.
 Tensor to_device_copy(const Tensor& self, Device device, ScalarType dtype, bool non_blocking, const char* op);
 /// `t` itself if on the cpu, else a synchronous copy to the cpu (item, tolist).
