@@ -189,7 +189,7 @@ class AsStridedViewBackward final : public Node {
   variable_list apply(variable_list&& g) override {
     refuse_double_backward(g[0], "AsStridedBackward0");
     AutoExcludeAutograd guard;
-    Tensor z = zeros(base_sizes_, g[0].dtype());
+    Tensor z = zeros(base_sizes_, g[0].dtype(), g[0].device());
     Tensor region = op::as_strided(z, geo_.sizes, geo_.strides, geo_.offset);
     op::copy_(region, g[0]);
     return {z};

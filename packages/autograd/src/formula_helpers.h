@@ -218,7 +218,7 @@ inline Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim
       g = op::unsqueeze(g, d);
       idx = op::unsqueeze(idx, d);
     }
-    return op::scatter_add(zeros(sizes, g.dtype()), d, idx, g);
+    return op::scatter_add(zeros(sizes, g.dtype(), g.device()), d, idx, g);
   }
   return g;
 }
@@ -254,7 +254,7 @@ inline Tensor permute_backward(const Tensor& grad, const Shape& dims) {
 /// under create_graph scatter_add keeps it differentiable.
 inline Tensor place(const Shape& sizes, const Tensor& g, int64_t dim,
                     const std::function<Tensor(Tensor&)>& view_of, const std::function<Tensor()>& index) {
-  Tensor z = zeros(sizes, g.dtype());
+  Tensor z = zeros(sizes, g.dtype(), g.device());
   if (!grad_mode_enabled()) {
     Tensor v = view_of(z);
     op::copy_(v, g);
@@ -275,7 +275,7 @@ inline Tensor slice_backward(const Tensor& grad, const Shape& sizes, int64_t dim
       [&] {
         Shape shape(grad.dim(), 1);
         shape[d] = length;
-        Tensor idx = op::arange(s, s + length * step, step, ScalarType::Int64, Device());
+        Tensor idx = op::arange(s, s + length * step, step, ScalarType::Int64, grad.device());
         return op::contiguous(op::expand(op::view(idx, shape), grad.sizes()), MemoryFormat::Contiguous);
       });
 }
@@ -286,7 +286,7 @@ inline Tensor select_backward(const Tensor& grad, const Shape& sizes, int64_t di
   Tensor g1 = op::unsqueeze(grad, d);
   return place(
       sizes, g1, d, [&](Tensor& z) { return op::slice(z, d, i, i + 1, 1); },
-      [&] { return full(g1.sizes(), i, ScalarType::Int64); });
+      [&] { return full(g1.sizes(), i, ScalarType::Int64, g1.device()); });
 }
 
 /// True if no two elements of a (sizes, strides) view share a memory location.
@@ -317,7 +317,7 @@ inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, b
   if (grad_mode_enabled() && grad.requires_grad())
     throw NotImplementedError("[as_strided] create_graph=True through as_strided is not supported yet");
   AutoExcludeAutograd guard;
-  Tensor z = zeros(self_sizes, grad.dtype());
+  Tensor z = zeros(self_sizes, grad.dtype(), grad.device());
   Tensor region = op::as_strided(z, sizes, strides, rel);
   op::copy_(region, grad);
   return z;

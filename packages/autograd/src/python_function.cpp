@@ -47,6 +47,7 @@ namespace {
 struct TensorMeta {
   Shape sizes;
   ScalarType dtype = ScalarType::Float32;
+  Device device{DeviceType::CPU};  // materialized zero grads go on the output's device
   bool is_tensor = false;
 };
 
@@ -84,7 +85,8 @@ class PyNode final : public Node {
     args[0] = ctx;
     for (size_t i = 0; i < grads.size(); ++i) {
       Tensor g = grads[i];
-      if (!g.defined() && materialize && outputs[i].is_tensor) g = zeros(outputs[i].sizes, outputs[i].dtype);
+      if (!g.defined() && materialize && outputs[i].is_tensor)
+        g = zeros(outputs[i].sizes, outputs[i].dtype, outputs[i].device);
       args[i + 1] = g.defined() ? py::cast(g) : py::none();
     }
     py::object res = cls.attr("backward")(*args);
@@ -136,6 +138,7 @@ TensorMeta meta_of_arg(py::handle obj) {
     Tensor t = obj.cast<Tensor>();
     m.sizes.assign(t.sizes().begin(), t.sizes().end());
     m.dtype = t.dtype();
+    m.device = t.device();
     m.is_tensor = true;
   }
   return m;

@@ -85,7 +85,7 @@ inline Tensor reverse_along(const Tensor& t, int64_t d) {
   const int64_t n = t.sizes()[d];
   Shape shape(t.dim(), 1);
   shape[d] = n;
-  Tensor idx = op::arange(n - 1, int64_t{-1}, int64_t{-1}, ScalarType::Int64, Device());
+  Tensor idx = op::arange(n - 1, int64_t{-1}, int64_t{-1}, ScalarType::Int64, t.device());
   idx = op::contiguous(op::expand(op::view(idx, shape), t.sizes()), MemoryFormat::Contiguous);
   return op::gather(t, d, idx);
 }

@@ -19,6 +19,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 DT = {"float32": (fc.float32, torch.float32, np.float32), "float64": (fc.float64, torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=2e-4, atol=2e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
@@ -29,7 +32,7 @@ def rng_for(*parts) -> np.random.Generator:
 
 
 def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
+    return np.array(memoryview(to_host(t)))
 
 
 def noncontig(a: np.ndarray) -> fc.Tensor:

@@ -9,13 +9,16 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from flambeau_core._C import _foreach_zero_, _fused_adagrad_, _fused_adam_, _fused_rmsprop_, _fused_sgd_
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 DT = {"float32": (fc.float32, np.float32, 2e-5), "float64": (fc.float64, np.float64, 1e-12)}
 SHAPES = [(3, 4), (5,), (), (0, 2), (70001,)]
 
 
 def _np(t):
-    return np.array(t.tolist(), dtype=np.float64)
+    return np.array(to_host(t).tolist(), dtype=np.float64)
 
 
 def _lists(dt, rng, n=3):

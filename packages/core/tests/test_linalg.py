@@ -4,12 +4,15 @@
 import flambeau_core as fc
 import numpy as np
 import pytest
+from flambeau_core.testing import to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.on_devices
+
 
 def as_np(t):
-    return np.asarray(memoryview(t))
+    return np.asarray(memoryview(to_host(t)))
 
 
 def rng_array(shape, dtype=np.float32, seed=0):

@@ -9,12 +9,15 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 LA = fc.linalg
 
 
 def to_np(t):
-    return np.asarray(t.tolist()).reshape(tuple(t.shape))
+    return np.asarray(to_host(t).tolist()).reshape(tuple(t.shape))
 
 
 def sort_eigs(w):

@@ -8,12 +8,14 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import assert_close_on, devices
+from flambeau_core.testing import assert_close_on, devices, to_host
 from helpers import make_tensor
+
+pytestmark = pytest.mark.on_devices
 
 
 def as_np(t):
-    return np.asarray(memoryview(t.contiguous()))
+    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 5, 8, 11])

@@ -10,7 +10,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
 from helpers import make_tensor
+
+pytestmark = pytest.mark.on_devices
 
 LA = fc.linalg
 FLOATS = [np.float32, np.float64]
@@ -18,7 +21,7 @@ LAYOUTS = ["contiguous", "transposed", "sliced"]
 
 
 def as_np(t):
-    return np.asarray(memoryview(t.contiguous()))
+    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 def tol(dtype):

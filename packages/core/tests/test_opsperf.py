@@ -12,6 +12,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 HALF = ["float16", "bfloat16"]
 
@@ -19,7 +22,7 @@ HALF = ["float16", "bfloat16"]
 def to_numpy(t: fc.Tensor) -> np.ndarray:
     if t.dtype == fc.bfloat16:
         t = t.float()
-    return np.array(memoryview(t.contiguous()))
+    return np.array(memoryview(to_host(t).contiguous()))
 
 
 def from_torch(x: torch.Tensor) -> fc.Tensor:

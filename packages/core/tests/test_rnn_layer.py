@@ -6,6 +6,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
+
+pytestmark = pytest.mark.on_devices
 
 KINDS = {0: ("RNN", "tanh"), 1: ("RNN", "relu"), 2: ("LSTM", None), 3: ("GRU", None)}
 
@@ -15,7 +18,7 @@ def _fc(t: torch.Tensor) -> fc.Tensor:
 
 
 def _np(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
+    return np.array(memoryview(to_host(t)))
 
 
 def _torch_layer(mode, dtype, IN, H, bidirectional):

@@ -4,8 +4,11 @@ and basic indexing, checked against NumPy (shapes, strides, values, shared memor
 import flambeau_core as fc
 import numpy as np
 import pytest
+from flambeau_core.testing import to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+pytestmark = pytest.mark.on_devices
 
 
 def arange(*shape, dtype=np.float32):
@@ -15,7 +18,7 @@ def arange(*shape, dtype=np.float32):
 
 
 def as_np(t):
-    return np.asarray(memoryview(t))
+    return np.asarray(memoryview(to_host(t)))
 
 
 def np_strides(a):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import flambeau_core as fc
 import numpy as np
 import torch
+from flambeau_core.testing import to_host
 
 _TORCH_DTYPES = {
     "float32": torch.float32,
@@ -15,8 +16,11 @@ _TORCH_DTYPES = {
 
 
 def to_numpy(t: fc.Tensor) -> np.ndarray:
-    """A NumPy copy of a flambeau tensor (through the buffer protocol)."""
-    return np.array(memoryview(t.detach()))
+    """A NumPy copy of a flambeau tensor (through the buffer protocol).
+
+    A result of an ``on_devices`` case must be on its device (flambeau_core.testing.to_host),
+    and is copied to the cpu first."""
+    return np.array(memoryview(to_host(t.detach())))
 
 
 def to_torch(t: fc.Tensor) -> torch.Tensor:

@@ -10,6 +10,8 @@ import pytest
 import torch
 from nn_testing import assert_close, copy_params, from_torch
 
+pytestmark = pytest.mark.on_devices
+
 TOL = {torch.float32: dict(rtol=2e-4, atol=2e-5), torch.float64: dict(rtol=1e-9, atol=1e-10)}
 FB_DTYPE = {torch.float32: fc.float32, torch.float64: fc.float64}
 

@@ -12,6 +12,8 @@ import pytest
 import torch
 from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
+pytestmark = pytest.mark.on_devices
+
 DTYPES = [(fc.float32, torch.float32, 1e-4), (fc.float64, torch.float64, 1e-9)]
 
 

@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as TF
 from nn_testing import assert_close, to_numpy
 
+pytestmark = pytest.mark.on_devices
+
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(

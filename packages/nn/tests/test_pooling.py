@@ -15,6 +15,8 @@ import torch.nn as tnn
 import torch.nn.functional as TF
 from nn_testing import assert_close, from_torch, to_numpy
 
+pytestmark = pytest.mark.on_devices
+
 FLOATS = [torch.float32, torch.float64]
 
 

@@ -12,6 +12,8 @@ import pytest
 import torch
 from nn_testing import assert_close, from_torch
 
+pytestmark = pytest.mark.on_devices
+
 RNG = np.random.default_rng(0)
 IDX = torch.tensor([2, 0, 2])
 GIDX = torch.tensor(RNG.integers(0, 3, size=(3, 4)))
