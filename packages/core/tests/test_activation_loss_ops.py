@@ -120,6 +120,8 @@ def test_unary_rejects_integer_input(name, fwd, bwd, tfn):
         fwd(fc.tensor([1, 2]))
 
 
+# The cpu's kernels per ISA, in child processes: a test of the host.
+@pytest.mark.on_devices(types=("cpu",))
 def test_every_cpu_capability_gives_the_same_values():
     """The loops compiled for base, AVX2 and AVX-512 agree (each run in a child process)."""
     code = (

@@ -21,7 +21,7 @@ import pytest
 import torch
 from flambeau_core.testing import to_host
 
-pytestmark = pytest.mark.on_devices
+pytestmark = pytest.mark.on_devices(not_on_cuda="convolution: no flambeau-cuda kernel yet")
 
 DT = {"float32": (fc.float32, torch.float32, np.float32), "float64": (fc.float64, torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=2e-4, atol=2e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
@@ -131,6 +131,8 @@ def test_conv2d_direct_threads_and_large_batch():
         fc.set_num_threads(old)
 
 
+# The cpu's kernels per ISA, in child processes: a test of the host.
+@pytest.mark.on_devices(types=("cpu",))
 def test_conv2d_every_cpu_capability_gives_the_same_values():
     """The direct kernel (AVX-512) and im2col + GEMM (AVX2, base) agree, each in a child process."""
     code = (
@@ -155,6 +157,8 @@ def test_conv2d_every_cpu_capability_gives_the_same_values():
         np.testing.assert_allclose(v, ref, rtol=2e-4, atol=2e-4, err_msg=cap)
 
 
+# The cpu's kernels per ISA, in child processes: a test of the host.
+@pytest.mark.on_devices(types=("cpu",))
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
 def test_both_direct_kernels_match_torch(kernel):
     """FLAMBEAU_CONV_DIRECT=flat|cv forces one of the two AVX-512 kernels for every float32 case

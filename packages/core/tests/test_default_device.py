@@ -12,7 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import devices, skip_reason, to_host
+from flambeau_core.testing import device_params, devices, skip_reason, to_host
 
 SIM = pytest.mark.skipif(skip_reason("sim") is not None, reason=str(skip_reason("sim")))
 
@@ -191,3 +191,13 @@ def test_on_devices_marker_runs_a_module_on_every_device(tmp_path):
     assert "test_own_device_param[sim]" in out and "test_own_device_param[cpu]" not in out, out
     if not fc.cuda.is_available():
         assert "SKIPPED" in out and ("no CUDA GPU" in r.stdout or "flambeau-cuda not installed" in out), out
+
+
+def test_not_on_cuda_expects_not_implemented_error_on_cuda_only():
+    params = {p.id: p for p in device_params(("cpu", "sim", "cuda"), not_on_cuda="conv")}
+    xfails = {i: [m for m in p.marks if m.name == "xfail"] for i, p in params.items()}
+    assert xfails["cpu"] == [] and xfails["sim"] == []
+    (mark,) = xfails["cuda"]
+    assert mark.kwargs["raises"] is NotImplementedError and "not yet implemented on CUDA: conv" in mark.kwargs["reason"]
+    skips = [m for m in params["cuda"].marks if m.name == "skip"]
+    assert bool(skips) == (skip_reason("cuda") is not None)  # no GPU here: skipped with the reason too

@@ -457,6 +457,8 @@ def test_large_tensors_use_threads_and_vector_tails():
     assert_matches(make_tensor(x, "transposed") + make_tensor(x, "sliced"), x + x)
 
 
+# The cpu's kernels per ISA, in child processes: a test of the host.
+@pytest.mark.on_devices(types=("cpu",))
 def test_every_cpu_capability_gives_the_same_results():
     # Note [CPU capabilities]: each table (base, avx2, avx512) must agree.
     script = (

@@ -11,7 +11,7 @@ import pytest
 import torch
 from flambeau_core.testing import to_host
 
-pytestmark = pytest.mark.on_devices
+pytestmark = pytest.mark.on_devices(not_on_cuda="eig: no flambeau-cuda kernel yet")
 
 LA = fc.linalg
 

@@ -11,7 +11,7 @@ import torch
 from flambeau_core.testing import assert_close_on, devices, to_host
 from helpers import make_tensor
 
-pytestmark = pytest.mark.on_devices
+pytestmark = pytest.mark.on_devices(not_on_cuda="linalg/FFT helpers: no flambeau-cuda kernel yet")
 
 
 def as_np(t):

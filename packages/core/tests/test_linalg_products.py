@@ -14,7 +14,7 @@ import torch
 from flambeau_core.testing import to_host
 from helpers import make_tensor
 
-pytestmark = pytest.mark.on_devices
+pytestmark = pytest.mark.on_devices(not_on_cuda="linalg products: no flambeau-cuda kernel yet")
 
 LA = fc.linalg
 FLOATS = [np.float32, np.float64]
