@@ -7,6 +7,7 @@ import flambeau_autograd as ag
 import flambeau_core as fc
 import numpy as np
 import torch
+from flambeau_core.testing import to_host
 
 
 def fb_tensor(a, requires_grad=False, dtype=None):
@@ -19,7 +20,7 @@ def fb_tensor(a, requires_grad=False, dtype=None):
 
 
 def to_np(t):
-    return np.asarray(t.tolist()).reshape(tuple(t.shape))  # the shape too: tolist() of (0, 4) is []
+    return np.asarray(to_host(t).tolist()).reshape(tuple(t.shape))  # the shape too: tolist() of (0, 4) is []
 
 
 def make_inputs(shapes, seed=0, positive=False):

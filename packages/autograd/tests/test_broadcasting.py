@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import flambeau_core as fc
 import numpy as np
+import pytest
 from conftest import fb_tensor, to_np, torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+pytestmark = pytest.mark.on_devices
 
 
 @st.composite

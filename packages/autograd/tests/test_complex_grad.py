@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from conftest import to_np, torch
 
+pytestmark = pytest.mark.on_devices(not_on_cuda="complex dtypes: no flambeau-cuda kernel yet")
+
 FC = {"complex64": fc.complex64, "complex128": fc.complex128}
 TH = {"complex64": torch.complex64, "complex128": torch.complex128}
 TOL = {"complex64": 1e-4, "complex128": 1e-10}

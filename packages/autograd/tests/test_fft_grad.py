@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from conftest import fb_tensor, to_np, torch
 
+pytestmark = pytest.mark.on_devices(not_on_cuda="FFT: no flambeau-cuda kernel yet")
+
 
 def realify(y, lib):
     if lib is torch:

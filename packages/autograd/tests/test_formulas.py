@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, make_inputs, to_np, torch
 
+pytestmark = pytest.mark.on_devices
+
 # (name, flambeau fn, torch fn, input shapes, positive inputs)
 CASES = [
     ("add", lambda a, b: a + b, lambda a, b: a + b, [(2, 3), (2, 3)], False),
@@ -353,6 +355,9 @@ def test_index_grad_fn_names_and_non_float():
     assert fc.tensor([1, 2, 3])[[0, 2]].grad_fn is None  # integer results are not differentiable
 
 
+# The message pins the saved version: a tensor made on a device by fc.tensor(..., device=d) starts at
+# version 1 there (the copy from the host counts), not 0 as in PyTorch. The check itself is device-generic.
+@pytest.mark.on_devices(types=("cpu",))
 def test_index_backward_checks_the_saved_indices():
     a = fb_tensor(np.ones((3, 4)), requires_grad=True)
     i = fb_tensor(np.array([0, 2]))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import flambeau_core as fc
 import numpy as np
+import pytest
 from conftest import compare_with_torch, fb_tensor, to_np, torch
+
+pytestmark = pytest.mark.on_devices
 
 
 def test_copysign_gradient_matches_torch():

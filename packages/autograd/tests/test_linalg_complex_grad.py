@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from conftest import fb_tensor, to_np, torch
 
+pytestmark = pytest.mark.on_devices(not_on_cuda="complex linalg: no flambeau-cuda kernel yet")
+
 LA = fc.linalg
 FC = {"complex64": fc.complex64, "complex128": fc.complex128}
 TH = {"complex64": torch.complex64, "complex128": torch.complex128}

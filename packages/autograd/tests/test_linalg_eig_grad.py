@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from conftest import fb_tensor, to_np, torch
 
+pytestmark = pytest.mark.on_devices(not_on_cuda="eig: no flambeau-cuda kernel yet")
+
 LA = fc.linalg
 
 

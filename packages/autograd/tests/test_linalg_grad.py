@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, to_np, torch
 
+pytestmark = pytest.mark.on_devices(not_on_cuda="linalg: no flambeau-cuda kernel yet")
+
 LA = fc.linalg
 TLA = torch.linalg
 

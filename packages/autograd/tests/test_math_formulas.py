@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, make_inputs, to_np, torch
 
+pytestmark = pytest.mark.on_devices
+
 
 def inside(lo, hi):
     """Inputs in (lo, hi), away from the ends (finite differences need room)."""

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, make_inputs, to_np, torch
 
+pytestmark = pytest.mark.on_devices
+
 
 def _distinct(shape, seed):
     """Values without ties (finite differences of min/max/sort need a unique order)."""

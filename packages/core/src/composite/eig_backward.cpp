@@ -15,6 +15,7 @@
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "host_read.h"
 
 namespace flambeau {
 namespace {
@@ -69,11 +70,11 @@ Tensor composite::_linalg_eig_backward(const std::optional<Tensor>& gL, const st
   if (has(gV)) {
     Tensor VhgV = cmm(Vh, *gV);
     const Tensor diag = op::diagonal(VhgV, 0, -2, -1);
-    if (diag.device().is_cpu() && diag.numel() > 0) {
+    if (diag.numel() > 0) {
       const Tensor worst =
           op::contiguous(op::cast(op::amax(op::abs(op::imag(diag)), {}, false), ScalarType::Float64),
                          MemoryFormat::Contiguous);
-      const double w = worst.data<double>()[0];
+      const double w = composite_detail::read_first<double>(worst);  // on a device too
       FB_CHECK_VALUE(
           !(w > 1e-2),
           "linalg_eig_backward: The eigenvectors in the complex case are specified up to "

@@ -22,6 +22,7 @@
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "host_read.h"
 
 namespace flambeau {
 namespace {
@@ -61,10 +62,10 @@ Tensor copyltu(const Tensor& M) {
 }
 /// Raises `message` when max(x) > tol (x real; the phase checks of complex svd and eigh).
 void check_small(const Tensor& x, double tol, const char* message) {
-  if (!x.device().is_cpu() || x.numel() == 0) return;
+  if (x.numel() == 0) return;
   const Tensor worst =
       op::contiguous(op::cast(op::amax(x, {}, false), ScalarType::Float64), MemoryFormat::Contiguous);
-  const double w = worst.data<double>()[0];
+  const double w = composite_detail::read_first<double>(worst);  // on a device too (it waits, as PyTorch's)
   FB_CHECK_VALUE(!(w > tol), message);
 }
 Tensor diag_embed(const Tensor& v) {
