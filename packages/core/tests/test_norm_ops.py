@@ -6,7 +6,7 @@ import pytest
 import torch
 from flambeau_core.testing import to_host
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="normalization: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="group_norm, dropout: no flambeau-cuda kernel yet")
 
 
 def as_np(t):

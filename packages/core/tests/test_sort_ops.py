@@ -13,7 +13,7 @@ from flambeau_core.testing import to_host
 from helpers import FC_TO_NP, make_tensor
 from test_reduce_ops import LAYOUTS, SHAPES, arr, close, dims_of, pair
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="sort, topk, unique: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="nonzero, unique, cummax/cummin: no flambeau-cuda kernel yet")
 
 
 def to_np(t):
