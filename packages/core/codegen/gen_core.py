@@ -87,9 +87,26 @@ Tensor input_for_inplace(const Tensor& self) {
 """
 
 
+# Note [Output hint] (include/flambeau/output_hint.h): ops whose CPU kernel
+# builds exactly one TensorIterator, named as the op, for its result. Their
+# in-place form and out= arm an OutputHint so that iterator writes straight into
+# the destination; a listed kernel must never write a first pass into its
+# output and read its input afterwards.
+DIRECT_WRITE_OPS = frozenset(
+    """neg abs relu exp log tanh sigmoid sqrt sin cos tan asin acos atan sinh cosh asinh acosh atanh
+    expm1 log1p log2 log10 exp2 erf erfc erfinv rsqrt reciprocal floor ceil trunc round frac sign
+    add sub mul div pow maximum minimum""".split()
+)
+
+
+def tensor_args(op: OpDecl, prefix: str = "") -> str:
+    """`&a, &b`: the op's tensor arguments, for direct_write_ok."""
+    return ", ".join(f"&{prefix}{a.name}" for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber"))
+
+
 def gen_source(ops: list[OpDecl]) -> str:
     out = [HEADER, "#include <algorithm>", "", '#include "flambeau/ops.h"', '#include "composite_generated.h"']
-    out += ['#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
+    out += ['#include "flambeau/output_hint.h"', '#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
     for op in ops:
         out.append(f'Op<{op.cpp_signature()}> {op.cpp_name}{{"{op.cpp_name}"}};')
     out += ["}  // namespace flambeau::op", "", "namespace flambeau {", "namespace {", WRITE_INPLACE]
@@ -100,6 +117,20 @@ def gen_source(ops: list[OpDecl]) -> str:
             params = ", ".join(f"{a.cpp_type} {a.name}" for a in args)
             call = ", ".join("input_for_inplace(self)" if a.name == "self" else a.name for a in args)
             out.append(f"Tensor& {op.cpp_name}_composite({params}) {{")
+            if base in DIRECT_WRITE_OPS:
+                direct = ", ".join(a.name for a in args)
+                out.append(f"  if (direct_write_ok(self, {{{tensor_args(op)}}})) {{")
+                out.append("    Tensor result;  // Note [Output hint]")
+                out.append("    {")
+                out.append(f'      OutputHint hint("{base}", self);')
+                out.append(f"      result = op::{base}({direct});")
+                out.append("    }")
+                out.append("    if (result.impl() == self.impl()) {")
+                out.append("      self.impl()->bump_version();")
+                out.append("      return self;")
+                out.append("    }")
+                out.append(f'    return write_inplace("{op.name}", self, result);')
+                out.append("  }")
             out.append(f'  return write_inplace("{op.name}", self, op::{base}({call}));')
             out.append("}")
     out.append("const bool registered = [] {")
@@ -238,6 +269,31 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         lines.append(f"        {call};")
         lines.append("      }")
         lines.append("      Py_RETURN_NONE;")
+    elif "out" in pos and len(op.returns) == 1 and op.cpp_name in DIRECT_WRITE_OPS:
+        # Note [Output hint]: out= of the right dtype and shape is written directly.
+        o = pos["out"]
+        lines.append(f"      Tensor out = r.is_none({o}) ? Tensor() : r.tensor({o});")
+        lines.append(f"      {ret} result;")
+        lines.append("      {")
+        lines.append("        py::gil_scoped_release no_gil;")
+        lines.append(f"        if (direct_write_ok(out, {{{tensor_args(op, 'a_')}}})) {{")
+        lines.append(f'          OutputHint hint("{op.cpp_name}", out);')
+        lines.append(f"          result = {call};")
+        lines.append("        } else {")
+        lines.append(f"          result = {call};")
+        lines.append("        }")
+        lines.append("        if (out.defined()) {")
+        lines.append("          if (result.impl() == out.impl())")
+        lines.append("            out.impl()->bump_version();")
+        lines.append("          else")
+        lines.append(f'            copy_to_out("{op.py_name}", result, out);')
+        lines.append("        }")
+        lines.append("      }")
+        lines.append("      if (out.defined()) {")
+        lines.append(f"        Py_INCREF(r.args[{o}]);")
+        lines.append(f"        return r.args[{o}];")
+        lines.append("      }")
+        lines.append("      return wrap(result);")
     else:
         lines.append(f"      {ret} result;")
         lines.append("      {")
@@ -380,7 +436,7 @@ def gen_bindings(ops: list[OpDecl]) -> str:
             body += operator_function(cname, dunder, op, ops_by_name) + [""]
             operators.append((dunder, cname, dunder in UNARY_OPERATORS))
     out = [HEADER, "// Note [Python argument parser] (arg_parser.h): one vectorcall function per Python name.", ""]
-    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', ""]
+    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', '#include "flambeau/output_hint.h"', ""]
     out += ["namespace flambeau::python {", "namespace {", ""]
     out += body
     out += ["}  // namespace", "", "void init_generated_ops(py::module_& m) {"]

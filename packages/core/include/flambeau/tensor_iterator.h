@@ -146,20 +146,30 @@ class FB_API TensorIterator {
       idx[d] = rem % shape_[d];
       rem /= shape_[d];
     }
+    // base[k]: operand k at the start of the current inner row, moved by one
+    // stride per row (not recomputed from the index: short rows, as in a
+    // broadcast over a small last dim, are dominated by that work otherwise).
+    char* base[kMaxIterOperands];
+    for (int k = 0; k < ntensors_; ++k) {
+      char* p = data_[k];
+      for (int d = 1; d < ndim_; ++d) p += idx[d] * strides_[d][k];
+      base[k] = p;
+    }
     int64_t i = begin;
     while (i < end) {
-      for (int k = 0; k < ntensors_; ++k) {
-        char* p = data_[k];
-        for (int d = 0; d < ndim_; ++d) p += idx[d] * strides_[d][k];
-        ptrs[k] = p;
-      }
       const int64_t n = std::min(shape_[0] - idx[0], end - i);
+      for (int k = 0; k < ntensors_; ++k) ptrs[k] = base[k] + idx[0] * strides_[0][k];
       loop(ptrs, strides_[0], n);
       i += n;
       idx[0] += n;
-      for (int d = 0; d + 1 < ndim_ && idx[d] == shape_[d]; ++d) {
+      if (idx[0] < shape_[0]) break;  // ended inside a row
+      idx[0] = 0;
+      for (int d = 1; d < ndim_; ++d) {
+        for (int k = 0; k < ntensors_; ++k) base[k] += strides_[d][k];
+        if (++idx[d] < shape_[d]) break;
+        if (d + 1 == ndim_) break;  // past the last element: i == end
+        for (int k = 0; k < ntensors_; ++k) base[k] -= shape_[d] * strides_[d][k];
         idx[d] = 0;
-        ++idx[d + 1];
       }
     }
   }

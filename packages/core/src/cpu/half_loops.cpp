@@ -53,6 +53,13 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
       return;
     }
   }
+  if constexpr (Op == kVecExp) {
+    const HalfConvert::FusedUnary fused = BF ? c.bf16_exp : c.f16_exp;
+    if (fused && s[0] == 2 && s[1] == 2) {
+      fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<uint16_t*>(d[0]), n);
+      return;
+    }
+  }
   const Loop1D f = vec_table().f32[Op];
   alignas(64) float buf[1 + nin][kBlock];
   int64_t st[3] = {4, 4, 4};

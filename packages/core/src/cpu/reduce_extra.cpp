@@ -143,14 +143,10 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
             if constexpr (is_complex_v<T>) {  // in complex128, as the real ones in double
               // The plain product formula: std::complex's operator* calls __muldc3 (C99's
               // inf/NaN recovery), ~4x slower; PyTorch's CPU kernel multiplies plainly too.
-              double pr = 1, pi = 0;
-              for (int64_t i = 0; i < n; ++i) {
-                const double xr = r[i].real(), xi = r[i].imag();
-                const double t = pr * xr - pi * xi;
-                pi = pr * xi + pi * xr;
-                pr = t;
-              }
-              y[o] = T(static_cast<typename T::value_type>(pr), static_cast<typename T::value_type>(pi));
+              using R = typename T::value_type;
+              double qr = 1, qi = 0;
+              reduce_fns<R>().row_cprod(reinterpret_cast<const R*>(r), n, &qr, &qi);
+              y[o] = T(static_cast<typename T::value_type>(qr), static_cast<typename T::value_type>(qi));
             } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
               y[o] = static_cast<T>(reduce_fns<T>().row_prod(r, n));
             } else if constexpr (std::is_same_v<T, bool>) {

@@ -28,6 +28,9 @@ struct ReduceFns {
   double (*row_sum)(const T* x, int64_t n);
   /// Product of x[0..n) in double.
   double (*row_prod)(const T* x, int64_t n);
+  /// Complex product of the n complex numbers (re, im pairs) at x, in double: 16 lanes
+  /// (element i in lane i % 16) multiplied together in order at the end, then the tail.
+  void (*row_cprod)(const T* x, int64_t n, double* re, double* im);
   /// Inclusive prefix sums of `rows` rows of n elements (row r at x + r * stride, y + r * stride),
   /// accumulated in double, eight rows at a time so the additions do not wait on each other.
   void (*cumsum_rows)(const T* x, T* y, int64_t rows, int64_t n, int64_t stride);
