@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""In-place and out= forms of elementwise ops, flambeau vs PyTorch (Note [Output hint]: they
+write straight into the destination instead of computing out of place and copying).
+
+Both libraries run in this one process, interleaved rounds (flambeau then torch, then the
+reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actloss.py).
+Prints, per case, min and median per call and the ratio torch/flambeau of the medians
+(> 1: flambeau is faster). Only ratios from one run count (a shared, noisy machine).
+Shapes: the MLP's activations (batch 128 x 512) and a 1M-element float32 tensor.
+
+    .nox/dev/bin/python benchmarks/ops_inplace.py [--rounds 7] [--only relu_]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import flambeau_core as fb  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def cases():
+    rng = np.random.default_rng(0)
+    out = []
+    for shape in [(128, 512), (1024, 1024)]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = np.where(rng.random(shape) < 0.5, -1.0, 1.0).astype(np.float32)  # mul_ by +-1 stays bounded
+        fa, fb_, fo = fb.tensor(a), fb.tensor(b), fb.empty(shape)
+        ta, tb, to = torch.from_numpy(a.copy()), torch.from_numpy(b.copy()), torch.empty(shape)
+        s = "x".join(map(str, shape))
+        out += [
+            (f"relu_ {s}", lambda x=fa: x.relu_(), lambda x=ta: x.relu_()),
+            (f"relu (out of place) {s}", lambda x=fa: fb.relu(x), lambda x=ta: torch.relu(x)),
+            (f"sigmoid_ {s}", lambda x=fo: x.sigmoid_(), lambda x=to: x.sigmoid_()),
+            (f"add_ {s}", lambda x=fa, y=fb_: x.add_(y), lambda x=ta, y=tb: x.add_(y)),
+            (f"mul_ {s}", lambda x=fa, y=fb_: x.mul_(y), lambda x=ta, y=tb: x.mul_(y)),
+            (f"sigmoid (out of place) {s}", lambda x=fa: fb.sigmoid(x), lambda x=ta: torch.sigmoid(x)),
+            (
+                f"add out= {s}",
+                lambda x=fa, y=fb_, o=fo: fb.add(x, y, out=o),
+                lambda x=ta, y=tb, o=to: torch.add(x, y, out=o),
+            ),
+            (
+                f"mul out= {s}",
+                lambda x=fa, y=fb_, o=fo: fb.mul(x, y, out=o),
+                lambda x=ta, y=tb, o=to: torch.mul(x, y, out=o),
+            ),
+            (f"sigmoid out= {s}", lambda x=fa, o=fo: fb.sigmoid(x, out=o), lambda x=ta, o=to: torch.sigmoid(x, out=o)),
+        ]
+        fo.copy_(fa)
+        to.copy_(ta)
+    return out
+
+
+def timeit(f, reps):
+    f()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    fb.set_num_threads(2)
+    torch.set_num_threads(2)
+    print(f"{'case':30s} {'fb min':>10s} {'fb med':>10s} {'torch min':>10s} {'torch med':>10s} {'ratio':>7s}")
+    for name, ff, tf in cases():
+        if args.only and args.only not in name:
+            continue
+        reps = max(1, int(0.05 / max(timeit(ff, 1), 1e-6)))
+        fts, tts = [], []
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                fts.append(timeit(ff, reps))
+                tts.append(timeit(tf, reps))
+            else:
+                tts.append(timeit(tf, reps))
+                fts.append(timeit(ff, reps))
+        fm, tm = statistics.median(fts), statistics.median(tts)
+        print(
+            f"{name:30s} {min(fts) * 1e6:9.1f}u {fm * 1e6:9.1f}u {min(tts) * 1e6:9.1f}u {tm * 1e6:9.1f}u {tm / fm:7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
