@@ -305,3 +305,34 @@ def test_half_exp_fused_matches_torch(dtype):
     g = f2.clone()
     g.exp_()
     np.testing.assert_array_equal(to_numpy(g), to_numpy(fc.exp(f2)))
+
+
+@pytest.mark.parametrize("n", [1, 5, 63, 64, 65, 100, 127, 128, 129, 1000, 1023, 4096, 5000])
+def test_float32_arg_extremum_rows(n):
+    """max/min/argmax/argmin along the last dim of float32 rows (the AVX-512 register loop for
+    64 <= n): first index of ties, first NaN, maxima in the masked tail, non-contiguous input."""
+    rng = np.random.default_rng(n)
+    for trial in range(12):
+        x = rng.standard_normal((7, n)).astype(np.float32)
+        if trial % 3 == 0:
+            x = np.round(x)  # many ties
+        if trial % 4 == 1:
+            x[rng.integers(0, 7), rng.integers(0, n)] = np.nan
+            x[rng.integers(0, 7), rng.integers(0, n)] = np.nan
+        if trial % 4 == 2:
+            x[:, -1] = 100.0  # the best in the tail
+            x[:, 0] = -100.0
+        if trial % 4 == 3:
+            x[:, :] = -0.0
+            x[:, n // 2] = 0.0  # signed zeros compare equal: the first index wins
+        t = torch.from_numpy(x)
+        f = fc.tensor(x)
+        for fn in ("max", "min"):
+            v, i = getattr(f, fn)(-1)
+            tv, ti = getattr(t, fn)(-1)
+            np.testing.assert_array_equal(to_numpy(i), ti.numpy())
+            np.testing.assert_array_equal(to_numpy(v), tv.numpy())
+        np.testing.assert_array_equal(to_numpy(f.argmax(-1)), t.argmax(-1).numpy())
+        np.testing.assert_array_equal(to_numpy(f.argmin(-1)), t.argmin(-1).numpy())
+    xt = np.ascontiguousarray(rng.standard_normal((n, 3)).astype(np.float32))
+    np.testing.assert_array_equal(to_numpy(fc.tensor(xt).t().argmax(-1)), torch.from_numpy(xt).t().argmax(-1).numpy())
