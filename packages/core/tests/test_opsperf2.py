@@ -336,3 +336,20 @@ def test_float32_arg_extremum_rows(n):
         np.testing.assert_array_equal(to_numpy(f.argmin(-1)), t.argmin(-1).numpy())
     xt = np.ascontiguousarray(rng.standard_normal((n, 3)).astype(np.float32))
     np.testing.assert_array_equal(to_numpy(fc.tensor(xt).t().argmax(-1)), torch.from_numpy(xt).t().argmax(-1).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "bool"])
+def test_gather_last_dim_one_pass(dtype):
+    """gather along a contiguous last dim checks each index in the copying pass: values vs torch,
+    and an out-of-range index anywhere in a row (negative, n, huge) raises IndexError naming it."""
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((33, 50)) * 10).astype(dtype)
+    idx = rng.integers(0, 50, size=(33, 17))
+    ours = fc.tensor(a).gather(1, fc.tensor(idx))
+    np.testing.assert_array_equal(to_numpy(ours), torch.from_numpy(a).gather(1, torch.from_numpy(idx)).numpy())
+    for bad in (-1, 50, 2**62):
+        for where in ((0, 0), (32, 16), (17, 8)):
+            j = idx.copy()
+            j[where] = bad
+            with pytest.raises(IndexError, match=rf"gather.*index {bad} is out of bounds for dimension 1 with size 50"):
+                fc.tensor(a).gather(1, fc.tensor(j))

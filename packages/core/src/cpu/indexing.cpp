@@ -174,6 +174,14 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
     parallel_for(0, rows, std::max<int64_t>(1, 2 * kGrainSize / row), [&](int64_t r0, int64_t r1) {
       Shape pos(static_cast<size_t>(std::max<int64_t>(nd - 1, 0)), 0);
       int64_t off = 0, q = r0;
+      auto next_row = [&] {
+        for (int64_t k = nd - 2; k >= 0; --k) {
+          off += st[k];
+          if (++pos[k] < index.sizes()[k]) break;
+          off -= pos[k] * st[k];
+          pos[k] = 0;
+        }
+      };
       for (int64_t k = nd - 2; k >= 0; --k) {
         pos[k] = q % index.sizes()[k];
         q /= index.sizes()[k];
@@ -182,27 +190,35 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t* ip = idx + r * row;
         U* dst = o + r * row;
+        if (inner_st == 0 && dstride == 1) {  // gathering along a contiguous last dim
+          // One pass: an index out of range reads element 0 instead (never outside self) and
+          // flags the row, which then raises before anything is returned.
+          const U* base = s + off;
+          const auto un = static_cast<uint64_t>(n);
+          uint64_t bad = 0;
+          for (int64_t j = 0; j < row; ++j) {
+            const auto u = static_cast<uint64_t>(ip[j]);
+            const bool ok = u < un;
+            bad |= !ok;
+            dst[j] = base[ok ? u : 0];
+          }
+          if (bad) bad_index(ip, row);
+          next_row();
+          continue;
+        }
         // The row's indices are checked first (a vectorized pass over a few L1 lines), then the
         // copy runs without a check per element.
         int bad = 0;
 #pragma omp simd reduction(| : bad)
         for (int64_t j = 0; j < row; ++j) bad |= static_cast<uint64_t>(ip[j]) >= static_cast<uint64_t>(n);
         if (bad) bad_index(ip, row);
-        if (inner_st == 0 && dstride == 1) {  // gathering along a contiguous last dim
-          const U* base = s + off;
-          for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j]];
-        } else if (inner_st == 0) {
+        if (inner_st == 0) {
           const U* base = s + off;
           for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j] * dstride];
         } else {
           for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
         }
-        for (int64_t k = nd - 2; k >= 0; --k) {  // next row
-          off += st[k];
-          if (++pos[k] < index.sizes()[k]) break;
-          off -= pos[k] * st[k];
-          pos[k] = 0;
-        }
+        next_row();
       }
     });
   });
