@@ -86,7 +86,7 @@ const Tensor* OutputHint::take(const char* op, ScalarType out_dtype, std::span<c
   const IntArrayRef ds = dst.sizes();
   const int64_t nd = static_cast<int64_t>(ds.size());
   for (const Tensor* t : inputs)
-    if (t->dim() > nd) return nullptr;
+    if (t->dim() > nd || !(t->device() == dst.device())) return nullptr;
   for (int64_t d = 0; d < nd; ++d) {
     int64_t b = 1;
     for (const Tensor* t : inputs) {
