@@ -185,6 +185,12 @@ PYBIND11_MODULE(_C, m) {
       },
       "Test hook: flambeau-cuda's flip/tril/triu (made of dispatched ops) run on cpu tensors.");
   m.def(
+      "_index_fill_on_host",
+      [](const flambeau::Tensor& self, int64_t dim, const flambeau::Tensor& index, double value) {
+        return flambeau::cuda::index_fill_impl(self, dim, index, flambeau::Scalar(value));
+      },
+      "Test hook: flambeau-cuda's index_fill (a host-built mask, then where) run on cpu tensors.");
+  m.def(
       "_pad_on_host",
       [](const flambeau::Tensor& self, std::vector<int64_t> pad, const std::string& mode, double value) {
         return flambeau::cuda::pad_nd_impl(self, pad, mode, value);

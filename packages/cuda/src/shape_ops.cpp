@@ -12,7 +12,10 @@
 //     on the device an index_select of the flat input through the map, then a
 //     where(map >= 0, ., value) for the constant mode. Its backward: a constant
 //     pad is cropped by the negated pads (as core); the other modes scatter-add
-//     the flat gradient through the map (index_put_ with accumulate).
+//     the flat gradient through the map (index_put_ with accumulate);
+//   index_fill: the indices copied to the host (one sync) and checked as core
+//     does, a bool mask along dim built there and copied to the device, then
+//     where(mask, value, self), the value a host scalar of self's dtype.
 #include "shape_ops.h"
 
 #include <algorithm>
@@ -75,6 +78,48 @@ Tensor pad_map(IntArrayRef sizes, IntArrayRef pad, std::string_view mode, Device
 }
 
 }  // namespace
+
+Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  const char* op = "index_fill";
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  const int64_t d = wrap_dim(dim, nd, op);
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[static_cast<size_t>(d)];
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
+                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
+  FB_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got shape ",
+                 shape_str(index.sizes()));
+  FB_CHECK(index.device() == self.device() || index.device().is_cpu(), "[", op,
+           "] expected index on the device of self (", self.device().str(), ") or on the CPU, got ",
+           index.device().str());
+  Tensor host = op::empty(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
+  op::copy_(host, index);  // int32 -> int64 and device -> host (one sync)
+  std::vector<uint8_t> hit(static_cast<size_t>(n), 0);
+  const int64_t* p = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    FB_CHECK_INDEX(p[i] >= 0 && p[i] < n, "[", op, "] index ", p[i], " is out of range for dimension ", d,
+                   " with size ", n);
+    hit[static_cast<size_t>(p[i])] = 1;
+  }
+  check_scalar_fits(value, self.dtype(), op);
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), op, [](auto) {});
+  if (self.numel() == 0 || host.numel() == 0) return op::clone(self, MemoryFormat::Contiguous);
+  Tensor mask_host = op::empty(Shape{n}, ScalarType::Bool, Device(DeviceType::CPU));
+  std::copy(hit.begin(), hit.end(), mask_host.data<bool>());
+  Tensor mask = mask_host;
+  if (!self.device().is_cpu()) {
+    mask = op::empty(Shape{n}, ScalarType::Bool, self.device());
+    op::copy_(mask, mask_host);
+  }
+  if (self.dim() > 0) {
+    Shape bshape(static_cast<size_t>(self.dim()), 1);
+    bshape[static_cast<size_t>(d)] = n;
+    mask = op::reshape(mask, bshape);
+  } else {
+    mask = op::reshape(mask, Shape{});
+  }
+  const Tensor v = full(Shape{}, value, self.dtype(), Device(DeviceType::CPU));  // a host scalar
+  return op::contiguous(op::where(mask, v, self), MemoryFormat::Contiguous);
+}
 
 Tensor pad_nd_impl(const Tensor& self, IntArrayRef pad, std::string_view mode, double value) {
   visit_dtype(self.dtype(), "pad", [](auto) {});  // the dtypes core's kernel takes, its TypeError
@@ -143,6 +188,7 @@ void register_shape_kernels() {
   op::flip.register_kernel(DispatchKey::CUDA, flip_impl);
   op::tril.register_kernel(DispatchKey::CUDA, tril_impl);
   op::triu.register_kernel(DispatchKey::CUDA, triu_impl);
+  op::index_fill.register_kernel(DispatchKey::CUDA, index_fill_impl);
   op::_pad_nd.register_kernel(DispatchKey::CUDA, pad_nd_impl);
   op::_pad_nd_backward.register_kernel(DispatchKey::CUDA, pad_nd_backward_impl);
 }
