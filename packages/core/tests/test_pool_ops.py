@@ -11,7 +11,7 @@ import torch.nn.functional as TF
 from flambeau_core.testing import to_host
 from helpers import make_tensor
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, _pad_nd, upsample: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, upsample: no flambeau-cuda kernel yet")
 
 FLOATS = ["float32", "float64"]
 
