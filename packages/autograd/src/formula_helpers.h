@@ -368,6 +368,18 @@ inline Tensor slogdet_backward(const Tensor& g_abs, const Tensor& g_sign, const 
   return op::mul(op::unsqueeze(op::unsqueeze(g, -1), -1), inv_h);
 }
 
+/// The gradient of max_pool_backward's grad_output: grad (the input's shape) gathered at each index; an
+/// index past the plane (a pooling window with no element inside the image, Note [Empty pooling window] in
+/// core's pool.cpp) received nothing forward, so it gets zero.
+inline Tensor max_pool_backward_grad_output(const Tensor& grad, const Tensor& indices) {
+  const int64_t d = grad.dim();
+  const int64_t plane = grad.sizes()[d - 1] * grad.sizes()[d - 2];
+  const Tensor idx = op::flatten(indices, -2, -1);
+  const Tensor inside = idx < static_cast<double>(plane);
+  const Tensor g = op::gather(op::flatten(grad, -2, -1), -1, op::clamp_max(idx, Scalar(plane - 1)));
+  return op::reshape(where(inside, g, 0.0), indices.sizes());
+}
+
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from flambeau_core.testing import to_host
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im, padding modes: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im: no flambeau-cuda kernel yet")
 
 DT = {"float32": (fc.float32, torch.float32, np.float32), "float64": (fc.float64, torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-10, atol=1e-10)}

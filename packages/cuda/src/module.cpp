@@ -184,6 +184,25 @@ PYBIND11_MODULE(_C, m) {
         return flambeau::cuda::triu_impl(self, args[0]);
       },
       "Test hook: flambeau-cuda's flip/tril/triu (made of dispatched ops) run on cpu tensors.");
+  m.def(
+      "_index_fill_on_host",
+      [](const flambeau::Tensor& self, int64_t dim, const flambeau::Tensor& index, double value) {
+        return flambeau::cuda::index_fill_impl(self, dim, index, flambeau::Scalar(value));
+      },
+      "Test hook: flambeau-cuda's index_fill (a host-built mask, then where) run on cpu tensors.");
+  m.def(
+      "_pad_on_host",
+      [](const flambeau::Tensor& self, std::vector<int64_t> pad, const std::string& mode, double value) {
+        return flambeau::cuda::pad_nd_impl(self, pad, mode, value);
+      },
+      "Test hook: flambeau-cuda's _pad_nd (core's map, then dispatched ops) run on cpu tensors.");
+  m.def(
+      "_pad_backward_on_host",
+      [](const flambeau::Tensor& grad, std::vector<int64_t> input_size, std::vector<int64_t> pad,
+         const std::string& mode) {
+        return flambeau::cuda::pad_nd_backward_impl(grad, input_size, pad, mode);
+      },
+      "Test hook: flambeau-cuda's _pad_nd_backward run on cpu tensors.");
   m.def("_check_error", [](int code, const std::string& call) {
     // Test support: the exception a CUDA error code becomes.
     if (code != 0) flambeau::cuda::throw_cuda_error(call.c_str(), static_cast<cudaError_t>(code));

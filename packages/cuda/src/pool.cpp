@@ -76,9 +76,9 @@ Tensor max_pool_backward_cuda(const Tensor& grad_output, const Tensor& indices, 
   const int64_t planes = gi.numel() / in_plane;
   const int64_t out_plane = indices.numel() / std::max<int64_t>(planes, 1);
   const Tensor ix = dense(indices);
-  // Every index must lie in its plane (one device sync, as core's CPU kernel checks each).
-  const Tensor bad = op::logical_or(op::lt(ix, scalar_to_tensor(Scalar(int64_t{0}))),
-                                    op::ge(ix, scalar_to_tensor(Scalar(in_plane))));
+  // No index may be negative (one device sync, as core's CPU kernel checks each); one past the plane comes
+  // from a window with no element inside the image and gets no gradient (Note [Empty pooling window]).
+  const Tensor bad = op::lt(ix, scalar_to_tensor(Scalar(int64_t{0})));
   Tensor nbad = op::empty(Shape{}, ScalarType::Int64, Device(DeviceType::CPU));
   op::copy_(nbad, op::sum(op::cast(bad, ScalarType::Int64), std::nullopt, false, std::nullopt));
   FB_CHECK_INDEX(nbad.data<int64_t>()[0] == 0, "[", op, "] ", nbad.data<int64_t>()[0],

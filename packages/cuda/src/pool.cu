@@ -27,7 +27,8 @@ template <class T>
 __global__ void max_pool_backward_kernel(int64_t planes, int64_t in_plane, int64_t out_plane, const T* grad,
                                          const int64_t* indices, T* grad_input) {
   FBC_GRID_LOOP(i, planes * out_plane) {
-    atomicAdd(grad_input + (i / out_plane) * in_plane + indices[i], grad[i]);
+    // Note [Empty pooling window] (core's pool.cpp): an index past the plane gets no gradient.
+    if (indices[i] < in_plane) atomicAdd(grad_input + (i / out_plane) * in_plane + indices[i], grad[i]);
   }
 }
 

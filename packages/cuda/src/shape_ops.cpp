@@ -5,7 +5,17 @@
 //     and floating rules exactly as on the CPU), then one host-to-device copy;
 //   flip: index_select along each flipped dim with the reversed positions;
 //   tril/triu: where(column - row <= diagonal (>= for triu), self, 0), the
-//     0 a 0-dim tensor of self's dtype (a host scalar), any dtype.
+//     0 a 0-dim tensor of self's dtype (a host scalar), any dtype;
+//   _pad_nd (every mode): core's CPU _pad_nd of an int64 arange over self's
+//     shape (the constant -1) is the gather map, output element -> flat input
+//     element or -1 (so core makes every check and the modes' index rules);
+//     on the device an index_select of the flat input through the map, then a
+//     where(map >= 0, ., value) for the constant mode. Its backward: a constant
+//     pad is cropped by the negated pads (as core); the other modes scatter-add
+//     the flat gradient through the map (index_put_ with accumulate);
+//   index_fill: the indices copied to the host (one sync) and checked as core
+//     does, a bool mask along dim built there and copied to the device, then
+//     where(mask, value, self), the value a host scalar of self's dtype.
 #include "shape_ops.h"
 
 #include <algorithm>
@@ -14,6 +24,7 @@
 #include "backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -52,7 +63,105 @@ Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op
   return op::contiguous(op::where(keep, self, zero), MemoryFormat::Contiguous);
 }
 
+/// The map of padding a tensor of shape `sizes`: an int64 tensor of the output shape on `dev` holding, per
+/// output element, the flat input element it reads (-1: the constant), from core's CPU _pad_nd.
+Tensor pad_map(IntArrayRef sizes, IntArrayRef pad, std::string_view mode, Device dev) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;  // sizes come from a tensor, or were checked by shape_nbytes
+  const Tensor flat = op::arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), ScalarType::Int64,
+                                 Device(DeviceType::CPU));
+  const Tensor host = op::_pad_nd(op::reshape(flat, sizes), pad, mode, mode == "constant" ? -1.0 : 0.0);
+  if (dev.is_cpu()) return host;
+  Tensor out = op::empty(host.sizes(), ScalarType::Int64, dev);
+  op::copy_(out, host);
+  return out;
+}
+
 }  // namespace
+
+Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  const char* op = "index_fill";
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  const int64_t d = wrap_dim(dim, nd, op);
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[static_cast<size_t>(d)];
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
+                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
+  FB_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got shape ",
+                 shape_str(index.sizes()));
+  FB_CHECK(index.device() == self.device() || index.device().is_cpu(), "[", op,
+           "] expected index on the device of self (", self.device().str(), ") or on the CPU, got ",
+           index.device().str());
+  Tensor host = op::empty(index.sizes(), ScalarType::Int64, Device(DeviceType::CPU));
+  op::copy_(host, index);  // int32 -> int64 and device -> host (one sync)
+  std::vector<uint8_t> hit(static_cast<size_t>(n), 0);
+  const int64_t* p = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    FB_CHECK_INDEX(p[i] >= 0 && p[i] < n, "[", op, "] index ", p[i], " is out of range for dimension ", d,
+                   " with size ", n);
+    hit[static_cast<size_t>(p[i])] = 1;
+  }
+  check_scalar_fits(value, self.dtype(), op);
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), op, [](auto) {});
+  if (self.numel() == 0 || host.numel() == 0) return op::clone(self, MemoryFormat::Contiguous);
+  Tensor mask_host = op::empty(Shape{n}, ScalarType::Bool, Device(DeviceType::CPU));
+  std::copy(hit.begin(), hit.end(), mask_host.data<bool>());
+  Tensor mask = mask_host;
+  if (!self.device().is_cpu()) {
+    mask = op::empty(Shape{n}, ScalarType::Bool, self.device());
+    op::copy_(mask, mask_host);
+  }
+  if (self.dim() > 0) {
+    Shape bshape(static_cast<size_t>(self.dim()), 1);
+    bshape[static_cast<size_t>(d)] = n;
+    mask = op::reshape(mask, bshape);
+  } else {
+    mask = op::reshape(mask, Shape{});
+  }
+  const Tensor v = full(Shape{}, value, self.dtype(), Device(DeviceType::CPU));  // a host scalar
+  return op::contiguous(op::where(mask, v, self), MemoryFormat::Contiguous);
+}
+
+Tensor pad_nd_impl(const Tensor& self, IntArrayRef pad, std::string_view mode, double value) {
+  visit_dtype(self.dtype(), "pad", [](auto) {});  // the dtypes core's kernel takes, its TypeError
+  FB_CHECK_VALUE(mode == "constant" || value == 0.0, "[pad] padding mode '", mode,
+                 "' doesn't take in value argument");
+  const Tensor map = pad_map(self.sizes(), pad, mode, self.device());
+  if (map.numel() == 0) return op::empty(map.sizes(), self.dtype(), self.device());
+  const Tensor flat = op::reshape(self, Shape{self.numel()});
+  if (mode != "constant")
+    return op::reshape(op::index_select(flat, 0, op::reshape(map, Shape{map.numel()})), map.sizes());
+  if (self.numel() == 0) return full(map.sizes(), Scalar(value), self.dtype(), self.device());
+  const Tensor safe = op::clamp_min(map, Scalar(int64_t{0}));
+  const Tensor taken =
+      op::reshape(op::index_select(flat, 0, op::reshape(safe, Shape{safe.numel()})), map.sizes());
+  const Tensor v = op::cast(scalar_to_tensor(Scalar(value)), self.dtype());  // a host scalar of self's dtype
+  return op::contiguous(op::where(op::ge(map, scalar_to_tensor(Scalar(int64_t{0}))), taken, v),
+                        MemoryFormat::Contiguous);
+}
+
+Tensor pad_nd_backward_impl(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef pad,
+                            std::string_view mode) {
+  shape_nbytes(input_size, grad_output.dtype(), "pad_backward");
+  const Tensor map = pad_map(input_size, pad, mode, grad_output.device());
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), map.sizes()),
+                 "[pad_backward] grad_output has shape ", shape_str(grad_output.sizes()),
+                 " but padding input shape ", shape_str(input_size), " by ", shape_str(pad), " gives ",
+                 shape_str(map.sizes()));
+  if (mode == "constant") {  // a crop: the constant pad by the negated pads
+    Shape neg(pad.begin(), pad.end());
+    for (auto& v : neg) v = -v;
+    return pad_nd_impl(grad_output, neg, mode, 0.0);
+  }
+  FB_CHECK_TYPE(grad_output.dtype() == ScalarType::Float32 || grad_output.dtype() == ScalarType::Float64,
+                "[pad_backward] needs a float32 or float64 gradient, got dtype ",
+                dtype_name(grad_output.dtype()));
+  Tensor gi = zeros(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0 || map.numel() == 0) return gi;
+  Tensor flat = op::reshape(gi, Shape{gi.numel()});
+  op::index_put_(flat, OptionalTensorList{op::reshape(map, Shape{map.numel()})},
+                 op::reshape(grad_output, Shape{grad_output.numel()}), true);
+  return gi;
+}
 
 Tensor flip_impl(const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
@@ -79,6 +188,9 @@ void register_shape_kernels() {
   op::flip.register_kernel(DispatchKey::CUDA, flip_impl);
   op::tril.register_kernel(DispatchKey::CUDA, tril_impl);
   op::triu.register_kernel(DispatchKey::CUDA, triu_impl);
+  op::index_fill.register_kernel(DispatchKey::CUDA, index_fill_impl);
+  op::_pad_nd.register_kernel(DispatchKey::CUDA, pad_nd_impl);
+  op::_pad_nd_backward.register_kernel(DispatchKey::CUDA, pad_nd_backward_impl);
 }
 
 }  // namespace flambeau::cuda

@@ -76,4 +76,4 @@ def test_pool_errors():
     with pytest.raises(ValueError, match="divisor_override must be non-zero"):
         F.avg_pool2d(x, 2, divisor_override=0)
     with pytest.raises(IndexError, match="out of bounds"):
-        fb.max_pool_backward(fb.ones(1, 1, 1, 1).cuda(), fb.tensor([[[[9]]]]).cuda(), [1, 1, 3, 3])
+        fb.max_pool_backward(fb.ones(1, 1, 1, 1).cuda(), fb.tensor([[[[-1]]]]).cuda(), [1, 1, 3, 3])

@@ -18,7 +18,7 @@ import pytest
 import torch
 from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im, padding modes: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im: no flambeau-cuda kernel yet")
 
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-9, atol=1e-9)}
 

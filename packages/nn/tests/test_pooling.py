@@ -15,7 +15,7 @@ import torch.nn as tnn
 import torch.nn.functional as TF
 from nn_testing import assert_close, from_torch, to_numpy
 
-pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, _pad_nd, upsample: no flambeau-cuda kernel yet")
+pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, upsample: no flambeau-cuda kernel yet")
 
 FLOATS = [torch.float32, torch.float64]
 

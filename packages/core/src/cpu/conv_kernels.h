@@ -17,8 +17,12 @@ struct ConvGeo {
   int64_t big_hw() const { return Hb * Wb; }
   int64_t small_hw() const { return Hs * Ws; }
   int64_t kk() const { return kh * kw; }
-  /// A 1x1 kernel, stride 1 and no padding: the columns are the image itself.
-  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+  /// A 1x1 kernel, stride 1, no padding and images of one size (a transposed
+  /// convolution's output_padding makes the big image larger): the columns are
+  /// the image itself.
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && Hb == Hs && Wb == Ws;
+  }
 };
 
 #define FB_CONV_KERNEL_DECLS(T)                                                                            \

@@ -215,10 +215,12 @@ Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, I
           const int64_t* ic = id + c * out_plane;
           for (int64_t j = 0; j < out_plane; ++j) {
             const int64_t k = ic[j];
-            FB_CHECK_INDEX(k >= 0 && k < in_plane, "[", op, "] index ", k,
-                           " is out of bounds for an input plane of ", in_plane, " elements (input_size ",
-                           shape_str(input_size), ")");
-            oc[k] += gc[j];
+            FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ",
+                           in_plane, " elements (input_size ", shape_str(input_size), ")");
+            // Note [Empty pooling window]: a dilated window with no element inside the image gives -inf and
+            // the index of its first position, past the plane (as PyTorch's forward); that output cell has no
+            // input to send its gradient to (PyTorch's CPU backward writes past the plane there).
+            if (k < in_plane) oc[k] += gc[j];
           }
         }
       });
