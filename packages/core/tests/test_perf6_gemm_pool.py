@@ -139,3 +139,21 @@ def test_pool_in_a_forked_child():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_linear_bias_rows_filled_per_block(threads, dtype):
+    # The bias is broadcast by each GEMM block into its own part of the output:
+    # split by columns (few rows), by rows (many rows), a strided bias, a 3-D input, in_features == 0.
+    for n, in_f, out_f in [(64, 512, 1024), (4096, 64, 40), (5, 0, 7)]:
+        x, w = rand((2, n, in_f), dtype, 18), rand((out_f, in_f), dtype, 19)
+        b_full = rand((2 * out_f,), dtype, 20)
+        fb_bias = fc.tensor(b_full)[::2]
+        got = fc.linear(fc.tensor(x), fc.tensor(w), fb_bias)
+        want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b_full)[::2])
+        np.testing.assert_allclose(npy(got), want.numpy(), **tol(dtype))
+        np.testing.assert_allclose(
+            npy(fc.linear(fc.tensor(x), fc.tensor(w), None)),
+            torch.nn.functional.linear(torch.tensor(x), torch.tensor(w)).numpy(),
+            **tol(dtype),
+        )

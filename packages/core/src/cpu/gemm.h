@@ -122,12 +122,21 @@ class SerialBlasScope {
   int restore_;
 };
 
+// Rows [r0, r1) x columns [c0, c1) of c set to row[c0, c1) (a bias broadcast over the rows).
+template <class T>
+void fill_rows(T* c, int ldc, int r0, int r1, int c0, int c1, const T* row) {
+  for (int r = r0; r < r1; ++r) std::copy(row + c0, row + c1, c + int64_t{r} * ldc + c0);
+}
+
 // c = alpha * op(a) @ op(b) + beta * c, row-major (Note [GEMM threads]).
+// With row_init, c's rows are first set to row_init (n values; linear's bias),
+// each block its own part right before its GEMM, while it is in cache.
 template <class T>
 void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
-          T alpha = T(1), T beta = T(0)) {
+          T alpha = T(1), T beta = T(0), const T* row_init = nullptr) {
   const int nt = get_num_threads();
   if (nt <= 1 || in_parallel_region()) {
+    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
     return;
   }
@@ -138,6 +147,7 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
   const int dim = split_n ? n : m;
   const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * kAlign)));
   if (macs < kOwnThreadsMacs || blocks <= 1) {
+    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
     return;
   }
@@ -147,12 +157,15 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
     const int lo = static_cast<int>(blk) * per;
     const int hi = std::min(dim, lo + per);
     if (lo >= hi) return;
-    if (split_n)  // columns [lo, hi) of op(b) and c
+    if (split_n) {  // columns [lo, hi) of op(b) and c
+      if (row_init) fill_rows(c, ldc, 0, m, lo, hi, row_init);
       blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
                 beta);
-    else  // rows [lo, hi) of op(a) and c
+    } else {  // rows [lo, hi) of op(a) and c
+      if (row_init) fill_rows(c, ldc, lo, hi, 0, n, row_init);
       blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
                 c + int64_t{lo} * ldc, ldc, alpha, beta);
+    }
   };
   if (gemm_pool_for(blocks, nt, block)) return;  // Note [GEMM pool]
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
