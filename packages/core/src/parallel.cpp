@@ -52,6 +52,9 @@ void set_num_threads(int n) {
   scipy_openblas_set_num_threads(n);
 }
 
-bool in_parallel_region() { return omp_in_parallel(); }
+namespace cpu {
+bool in_gemm_pool_job();  // cpu/gemm_pool.cpp
+}
+bool in_parallel_region() { return omp_in_parallel() || cpu::in_gemm_pool_job(); }
 
 }  // namespace flambeau

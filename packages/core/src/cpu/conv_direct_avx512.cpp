@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "conv_direct.h"
+#include "cpu/gemm_pool.h"
 #include "flambeau/parallel.h"
 
 namespace flambeau::cpu::conv_avx512 {
@@ -344,7 +345,7 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk(), big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCvCo * p.HW;  // per item
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
-  parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {
+  pool_parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {  // Note [GEMM pool]
     thread_local std::vector<float> scratch;
     const size_t need = static_cast<size_t>(p.Cg * p.PSz);
     if (scratch.size() < need) scratch.resize(need);
@@ -400,7 +401,7 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
   const int64_t HW = g.Hs * g.Ws, big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCo * p.nvecR * kLanes;  // per item
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
-  parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {
+  pool_parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {  // Note [GEMM pool]
     thread_local std::vector<float> scratch;
     if (scratch.size() < static_cast<size_t>(p.buf)) scratch.resize(static_cast<size_t>(p.buf));
     float* planes = scratch.data();

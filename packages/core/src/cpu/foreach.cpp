@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/gemm_pool.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -174,7 +175,8 @@ void for_each_chunk(const std::vector<Tensor>& params, const F& f) {
   // Note [Grain size]: about kGrainSize elements per thread at least.
   const int64_t grain =
       std::max<int64_t>(1, static_cast<int64_t>(chunks.size()) * kGrainSize / std::max<int64_t>(1, total));
-  parallel_for(0, static_cast<int64_t>(chunks.size()), grain, [&](int64_t b, int64_t e) {
+  // On the GEMM pool (Note [GEMM pool]): the optimizer step follows the backward's GEMMs.
+  cpu::pool_parallel_for(0, static_cast<int64_t>(chunks.size()), grain, [&](int64_t b, int64_t e) {
     for (int64_t c = b; c < e; ++c) f(chunks[c].tensor, chunks[c].begin, chunks[c].end);
   });
 }

@@ -16,6 +16,7 @@
 #include <climits>
 #include <vector>
 
+#include "cpu/gemm_pool.h"
 #include "flambeau/half.h"
 #include "flambeau/parallel.h"
 #include "flambeau/tensor.h"
@@ -95,9 +96,11 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a
 // while a worker not scheduled at once stalls the whole call. So gemm() never
 // lets OpenBLAS thread: below kOwnThreadsMacs multiply-adds it is one serial
 // OpenBLAS call; above, the larger of the output's two dims is split into one
-// block per flambeau thread (parallel_for), each block a serial OpenBLAS call.
-// Inside a parallel region (a caller already splitting work) it calls
-// OpenBLAS as is. LAPACK (lapack.cpp) keeps its own policy.
+// block per flambeau thread, each block a serial OpenBLAS call; the blocks
+// run on the GEMM pool (Note [GEMM pool]), or on OpenMP (parallel_for) when
+// another thread holds the pool. Inside a parallel region (a caller already
+// splitting work) it calls OpenBLAS as is. LAPACK (lapack.cpp) keeps its own
+// policy.
 inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
 
 /// OpenBLAS on one thread for this scope (restores the previous count).
@@ -119,12 +122,21 @@ class SerialBlasScope {
   int restore_;
 };
 
+// Rows [r0, r1) x columns [c0, c1) of c set to row[c0, c1) (a bias broadcast over the rows).
+template <class T>
+void fill_rows(T* c, int ldc, int r0, int r1, int c0, int c1, const T* row) {
+  for (int r = r0; r < r1; ++r) std::copy(row + c0, row + c1, c + int64_t{r} * ldc + c0);
+}
+
 // c = alpha * op(a) @ op(b) + beta * c, row-major (Note [GEMM threads]).
+// With row_init, c's rows are first set to row_init (n values; linear's bias),
+// each block its own part right before its GEMM, while it is in cache.
 template <class T>
 void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
-          T alpha = T(1), T beta = T(0)) {
+          T alpha = T(1), T beta = T(0), const T* row_init = nullptr) {
   const int nt = get_num_threads();
   if (nt <= 1 || in_parallel_region()) {
+    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
     return;
   }
@@ -135,23 +147,29 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
   const int dim = split_n ? n : m;
   const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * kAlign)));
   if (macs < kOwnThreadsMacs || blocks <= 1) {
+    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
     blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
     return;
   }
   // Block edges: dim split into `blocks` parts rounded to kAlign.
   const int per = ((dim + blocks - 1) / blocks + kAlign - 1) / kAlign * kAlign;
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int lo = static_cast<int>(blk) * per;
-      const int hi = std::min(dim, lo + per);
-      if (lo >= hi) continue;
-      if (split_n)  // columns [lo, hi) of op(b) and c
-        blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
-                  beta);
-      else  // rows [lo, hi) of op(a) and c
-        blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
-                  c + int64_t{lo} * ldc, ldc, alpha, beta);
+  auto block = [&](int64_t blk) {
+    const int lo = static_cast<int>(blk) * per;
+    const int hi = std::min(dim, lo + per);
+    if (lo >= hi) return;
+    if (split_n) {  // columns [lo, hi) of op(b) and c
+      if (row_init) fill_rows(c, ldc, 0, m, lo, hi, row_init);
+      blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
+                beta);
+    } else {  // rows [lo, hi) of op(a) and c
+      if (row_init) fill_rows(c, ldc, lo, hi, 0, n, row_init);
+      blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
+                c + int64_t{lo} * ldc, ldc, alpha, beta);
     }
+  };
+  if (gemm_pool_for(blocks, nt, block)) return;  // Note [GEMM pool]
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) block(blk);
   });
 }
 

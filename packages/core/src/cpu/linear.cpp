@@ -1,5 +1,6 @@
 // CPU kernel of linear: y = x @ W^T + b as ONE GEMM call. The bias is
-// broadcast into the output rows first and the GEMM accumulates onto it
+// broadcast into the output rows first (by each GEMM block, for its part of
+// the output, just before its GEMM) and the GEMM accumulates onto it
 // (beta = 1), so there is no separate add pass over the output. Leading dims
 // of x are folded into the GEMM's rows. float32/float64 go to OpenBLAS
 // (gemm.h); other dtypes fall back to matmul + add.
@@ -44,7 +45,12 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
   if (input.dim() == 1) {
     x = op::unsqueeze(input, 0);
   } else if (input.dim() > 2) {
-    const int64_t shape[2] = {-1, in_f};
+    // The leading dims' product, not -1: with in_features == 0 the -1 would be ambiguous.
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < input.dim(); ++d)
+      FB_CHECK_VALUE(!__builtin_mul_overflow(rows, input.sizes()[d], &rows), "[linear] input shape ",
+                     shape_str(input.sizes()), " has more rows than int64 can count");
+    const int64_t shape[2] = {rows, in_f};
     x = op::reshape(input, IntArrayRef(shape));
   }
   Shape out_shape(input.sizes().begin(), input.sizes().end() - 1);
@@ -59,21 +65,26 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       T* c = out.data<T>();
+      Tensor b;
+      const T* pb = nullptr;
       if (bias) {
-        const Tensor b = bias->is_contiguous() ? *bias : op::contiguous(*bias, MemoryFormat::Contiguous);
-        const T* pb = b.data<T>();
-        for (int64_t i = 0; i < n; ++i)
-          std::memcpy(c + i * out_f, pb, sizeof(T) * static_cast<size_t>(out_f));
+        b = bias->is_contiguous() ? *bias : op::contiguous(*bias, MemoryFormat::Contiguous);
+        pb = b.data<T>();
       }
       if (in_f == 0) {
-        if (!bias) std::fill(c, c + out.numel(), T(0));
+        for (int64_t i = 0; i < n; ++i) {
+          if (pb)
+            std::memcpy(c + i * out_f, pb, sizeof(T) * static_cast<size_t>(out_f));
+          else
+            std::fill(c + i * out_f, c + (i + 1) * out_f, T(0));
+        }
         return;
       }
       const cpu::GemmOperand<T> A = cpu::gemm_operand<T>(x, false);
       const cpu::GemmOperand<T> B = cpu::gemm_operand<T>(weight, false);
       // op(B) must be W^T (in_f x out_f): flip the layout gemm_operand found for W.
       cpu::gemm(A.trans, !B.trans, static_cast<int>(n), static_cast<int>(out_f), static_cast<int>(in_f),
-                A.data, A.ld, B.data, B.ld, c, static_cast<int>(out_f), T(1), bias ? T(1) : T(0));
+                A.data, A.ld, B.data, B.ld, c, static_cast<int>(out_f), T(1), bias ? T(1) : T(0), pb);
     }
   });
   return out;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/gemm_pool.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -171,7 +172,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
         });
       } else {
         const int64_t grain = std::max<int64_t>(1, kGrainSize / s.l);
-        parallel_for(0, s.n * s.c, grain, [&](int64_t r0, int64_t r1) {
+        cpu::pool_parallel_for(0, s.n * s.c, grain, [&](int64_t r0, int64_t r1) {  // Note [GEMM pool]
           for (int64_t r = r0; r < r1; ++r) {
             T a, sh;
             coef(r % s.c, a, sh);
