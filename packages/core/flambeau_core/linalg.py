@@ -283,9 +283,9 @@ def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[
     terms = lhs.split(",")
     if len(terms) != len(operands):
         raise FlambeauError(
-            "einsum(): more operands were provided than specified in the equation"
+            "[einsum] more operands were provided than specified in the equation"
             if len(operands) > len(terms)
-            else "einsum(): fewer operands were provided than specified in the equation"
+            else "[einsum] fewer operands were provided than specified in the equation"
         )
     letters = set(string.ascii_letters)
     ell_dims = 0
@@ -297,7 +297,7 @@ def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[
         while i < len(term):
             if term.startswith("...", i):
                 if has_ell:
-                    raise FlambeauError(f"einsum(): found more than one '...' in operand term '{term}'")
+                    raise FlambeauError(f"[einsum] found more than one '...' in operand term '{term}'")
                 has_ell = True
                 labels.append("...")
                 i += 3
@@ -305,11 +305,11 @@ def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[
                 labels.append(term[i])
                 i += 1
             else:
-                raise FlambeauError(f"einsum(): invalid subscript given at index {i} in the equation string '{term}'")
+                raise FlambeauError(f"[einsum] invalid subscript given at index {i} in the equation string '{term}'")
         nlab = len(labels) - (1 if has_ell else 0)
         if (has_ell and t.dim() < nlab) or (not has_ell and t.dim() != nlab):
             raise FlambeauError(
-                f"einsum(): the number of subscripts in the equation ({nlab}) does not match the number of "
+                f"[einsum] the number of subscripts in the equation ({nlab}) does not match the number of "
                 f"dimensions ({t.dim()}) for operand of shape {_shape(t)}"
                 + (" and no ellipsis was given" if not has_ell else "")
             )
@@ -327,21 +327,21 @@ def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[
         while i < len(rhs):
             if rhs.startswith("...", i):
                 if seen_ell:
-                    raise FlambeauError("einsum(): found more than one '...' in the output")
+                    raise FlambeauError("[einsum] found more than one '...' in the output")
                 seen_ell = True
                 out.extend(ell)
                 i += 3
             elif rhs[i] in letters:
                 if rhs[i] in out:
-                    raise FlambeauError(f"einsum(): output subscript {rhs[i]} appears more than once in the output")
+                    raise FlambeauError(f"[einsum] output subscript {rhs[i]} appears more than once in the output")
                 if not any(rhs[i] in p for p in parsed):
                     raise FlambeauError(
-                        f"einsum(): output subscript {rhs[i]} does not appear in the equation for any input operand"
+                        f"[einsum] output subscript {rhs[i]} does not appear in the equation for any input operand"
                     )
                 out.append(rhs[i])
                 i += 1
             else:
-                raise FlambeauError(f"einsum(): invalid subscript given at index {i} in the output '{rhs}'")
+                raise FlambeauError(f"[einsum] invalid subscript given at index {i} in the output '{rhs}'")
         if ell_dims and not seen_ell:
             # PyTorch: '...' dims of the inputs must appear in the output when given explicitly
             out = out  # summed over, as NumPy does
@@ -361,7 +361,7 @@ def _diagonalize(t: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
         j = labels.index(dup, i + 1)
         if t.shape[i] != t.shape[j]:
             raise FlambeauError(
-                f"einsum(): subscript {dup} is repeated for operand of shape {_shape(t)} but the sizes don't match, "
+                f"[einsum] subscript {dup} is repeated for operand of shape {_shape(t)} but the sizes don't match, "
                 f"{t.shape[i]} != {t.shape[j]}"
             )
         n = t.shape[i]
@@ -391,7 +391,7 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], keep: set[str]
             if lab in sizes and sizes[lab] != s and s != 1 and sizes[lab] != 1:
                 name = "..." if lab.startswith("\x00") else lab
                 raise FlambeauError(
-                    f"einsum(): operands do not broadcast with remapped shapes (original->remapped): subscript "
+                    f"[einsum] operands do not broadcast with remapped shapes (original->remapped): subscript "
                     f"{name} has size {sizes[lab]} for one operand and {s} for another"
                 )
             if lab not in sizes or sizes[lab] == 1:
@@ -429,11 +429,11 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
-        raise TypeError(f"einsum(): the equation must be a str, got {type(equation).__name__}")
+        raise TypeError(f"[einsum] the equation must be a str, got {type(equation).__name__}")
     if not operands:
-        raise FlambeauError("einsum(): must provide at least one operand")
+        raise FlambeauError("[einsum] must provide at least one operand")
     for i, t in enumerate(operands):
-        _check_tensor(t, "einsum()", f"operand {i}")
+        _check_tensor(t, "einsum", f"operand {i}")
     parsed, out = _parse_einsum(equation, operands)
     ts = list(operands)
     for i in range(len(ts)):

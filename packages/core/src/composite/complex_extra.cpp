@@ -28,9 +28,15 @@ Tensor composite::kron(const Tensor& self, const Tensor& other) {
     const int64_t a = ia >= 0 ? self.sizes()[ia] : 1, b = ib >= 0 ? other.sizes()[ib] : 1;
     sa[2 * i] = a;
     sb[2 * i + 1] = b;
-    FB_CHECK(!__builtin_mul_overflow(a, b, &out[i]), "[kron] the result size in dim ", i,
-             " overflows int64: shapes ", shape_str(self.sizes()), " and ", shape_str(other.sizes()));
+    FB_CHECK_VALUE(!__builtin_mul_overflow(a, b, &out[i]), "[kron] the result size in dim ", i,
+                   " overflows int64: shapes ", shape_str(self.sizes()), " and ", shape_str(other.sizes()));
   }
+  // The result's numel, checked before the inputs are made contiguous (an expanded input could be huge).
+  int64_t numel = 1;
+  for (int64_t s : out)
+    FB_CHECK_VALUE(!__builtin_mul_overflow(numel, s, &numel), "[kron] the result of shapes ",
+                   shape_str(self.sizes()), " and ", shape_str(other.sizes()), " is too large: shape ",
+                   shape_str(out), " has more elements than int64 can count");
   const Tensor a = op::contiguous(self, MemoryFormat::Contiguous),
                b = op::contiguous(other, MemoryFormat::Contiguous);
   return op::reshape(op::mul(op::reshape(a, sa), op::reshape(b, sb)), out);

@@ -23,6 +23,13 @@ Tensor inum(int64_t v) { return scalar_tensor(v, ScalarType::Int64, /*wrapped=*/
 
 Shape dims_of(std::optional<int64_t> dim) { return dim ? Shape{*dim} : Shape{}; }
 
+/// var/std and their _mean forms on an integer or bool tensor: TypeError naming the op called.
+void check_var_dtype(const char* op, const Tensor& t) {
+  FB_CHECK_TYPE(is_floating(t.dtype()) || is_complex(t.dtype()), "[", op,
+                "] std and var only support floating point and complex dtypes, got ", dtype_name(t.dtype()),
+                " (shape ", shape_str(t.sizes()), ")");
+}
+
 void check_floating(const char* op, const Tensor& t) {
   FB_CHECK_TYPE(is_floating(t.dtype()), "[", op, "] expects a floating point tensor, got dtype ",
                 dtype_name(t.dtype()));
@@ -68,17 +75,21 @@ Tensor composite::var_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbi
 }
 Tensor composite::std_correction(const Tensor& self, OptionalIntArrayRef dim,
                                  const std::optional<Scalar>& correction, bool keepdim) {
+  check_var_dtype("std", self);
   return root_zero_grad(op::var_correction(self, dim, correction, keepdim), 2.0);
 }
 Tensor composite::std(const Tensor& self, bool unbiased) {
+  check_var_dtype("std", self);
   return root_zero_grad(op::var_correction(self, std::nullopt, unbiased_correction(unbiased), false), 2.0);
 }
 Tensor composite::std_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
+  check_var_dtype("std", self);
   return root_zero_grad(op::var_correction(self, dim, unbiased_correction(unbiased), keepdim), 2.0);
 }
 std::tuple<Tensor, Tensor> composite::var_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,
                                                           bool keepdim) {
+  check_var_dtype("var_mean", self);
   return {op::var_correction(self, dim, correction, keepdim), op::mean(self, dim, keepdim, std::nullopt)};
 }
 std::tuple<Tensor, Tensor> composite::var_mean(const Tensor& self, bool unbiased) {
@@ -91,6 +102,7 @@ std::tuple<Tensor, Tensor> composite::var_mean_dim(const Tensor& self, OptionalI
 std::tuple<Tensor, Tensor> composite::std_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,
                                                           bool keepdim) {
+  check_var_dtype("std_mean", self);
   return {op::std_correction(self, dim, correction, keepdim), op::mean(self, dim, keepdim, std::nullopt)};
 }
 std::tuple<Tensor, Tensor> composite::std_mean(const Tensor& self, bool unbiased) {

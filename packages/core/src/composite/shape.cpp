@@ -60,7 +60,10 @@ Tensor composite::log_softmax(const Tensor& self, int64_t dim, std::optional<Sca
   return op::_log_softmax(dtype ? to_dtype(self, *dtype) : self, dim);
 }
 Tensor composite::softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  return op::exp(op::_log_softmax(dtype ? to_dtype(self, *dtype) : self, dim));
+  const Tensor x = dtype ? to_dtype(self, *dtype) : self;
+  FB_CHECK_TYPE(is_floating(x.dtype()), "[softmax] needs a floating point tensor, got dtype ",
+                dtype_name(x.dtype()));
+  return op::exp(op::_log_softmax(x, dim));
 }
 
 namespace {

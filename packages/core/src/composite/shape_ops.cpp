@@ -150,6 +150,10 @@ TensorList composite::chunk(const Tensor& self, int64_t chunks, int64_t dim) {
   const int64_t n = self.sizes()[d];
   const int64_t size = n / chunks + (n % chunks != 0 ? 1 : 0);
   if (size == 0) {  // an empty dim: `chunks` empty views, as PyTorch
+    // (A list of 2**31 views, ~200 bytes each, is never built: refused naming the op, not with bad_alloc.)
+    FB_CHECK_VALUE(chunks <= (int64_t{1} << 24), "[chunk] splitting the empty dim ", d, " of shape ",
+                   shape_str(self.sizes()), " into ", chunks, " chunks would return ", chunks,
+                   " empty tensors; at most 2**24 are returned");
     TensorList out;
     for (int64_t i = 0; i < chunks; ++i) out.push_back(op::slice(self, d, 0, 0, 1));
     return out;
@@ -603,6 +607,7 @@ Tensor composite::linspace(const Scalar& start, const Scalar& end, int64_t steps
 
 Tensor composite::logspace(const Scalar& start, const Scalar& end, int64_t steps, double base,
                            std::optional<ScalarType> dtype, Device device) {
+  FB_CHECK_VALUE(steps >= 0, "[logspace] number of steps must be non-negative, got ", steps);
   const Tensor e = op::linspace(start, end, steps, ScalarType::Float64, device);
   return to_dtype(op::pow(wrapped(base), e), dtype.value_or(kDefaultFloat));
 }

@@ -383,7 +383,8 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
   Tensor Q = want_q ? op::empty(with_tail(bs, {m, qcols}), A.dtype(), A.device())
                     : op::empty(Shape{0}, A.dtype(), A.device());
   Tensor R = zeros(with_tail(bs, {rrows, n}), A.dtype(), A.device());
-  if (batch == 0) return {Q, R};
+  // Nothing to compute (also for a huge expanded batch of empty matrices: no loop over it).
+  if (batch == 0 || (Q.numel() == 0 && R.numel() == 0)) return {Q, R};
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* wd = work_buf.data<T>();
@@ -442,7 +443,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
                          : op::empty(Shape{0}, A.dtype(), A.device());
   if (batch == 0) return {U, S, Vh};
   if (k == 0) {  // no singular values; full matrices are identities
-    if (compute_uv && full_matrices) {
+    if (compute_uv && full_matrices && (m > 0 || n > 0)) {  // (else no loop over a huge empty batch)
       visit_float_complex(A.dtype(), [&](auto tag) {
         using T = decltype(tag);
         for (int64_t i = 0; i < batch; ++i) {

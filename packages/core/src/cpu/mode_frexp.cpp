@@ -113,7 +113,7 @@ std::tuple<Tensor, Tensor> mode_cpu(const Tensor& self, int64_t dim, bool keepdi
   const int64_t nd = self.dim();
   dim = wrap_dim(dim, std::max<int64_t>(nd, 1), "mode");
   const int64_t n = nd == 0 ? 1 : self.sizes()[dim];
-  FB_CHECK_INDEX(n > 0, "mode(): Expected reduction dim ", dim, " to have non-zero size (input shape ",
+  FB_CHECK_INDEX(n > 0, "[mode] Expected reduction dim ", dim, " to have non-zero size (input shape ",
                  shape_str(self.sizes()), ")");
   // self with dim moved last, contiguous rows of n.
   Tensor rows;
@@ -186,10 +186,11 @@ inline void frexp_one(T x, T* m, int32_t* e) {
 
 std::tuple<Tensor, Tensor> frexp_cpu(const Tensor& self) {
   const ScalarType t = self.dtype();
-  FB_CHECK_TYPE(t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
-                    t == ScalarType::Float64,
-                "frexp: only supports floating-point dtypes (float16, bfloat16, float32, float64), got ",
-                dtype_name(t), " (shape ", shape_str(self.sizes()), ")");
+  FB_CHECK_TYPE(
+      t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
+          t == ScalarType::Float64,
+      "[frexp] frexp: only supports floating-point dtypes (float16, bfloat16, float32, float64), got ",
+      dtype_name(t), " (shape ", shape_str(self.sizes()), ")");
   const Tensor x = contiguous(self);
   Tensor mantissa = op::empty(self.sizes(), t, self.device());
   Tensor exponent = op::empty(self.sizes(), ScalarType::Int32, self.device());

@@ -421,9 +421,11 @@ std::tuple<Tensor, Tensor, Tensor> unique_dim_cpu(const Tensor& self, int64_t di
   const Tensor moved = dim_rows(self, dim);
   const int64_t n = self.sizes()[dim];
   const int64_t m = n == 0 ? 0 : moved.numel() / n;
+  // inverse first: an n too large for memory (an expanded dim of empty
+  // rows) fails there naming the op, before the order vector is sized.
+  Tensor inverse = op::empty(Shape{n}, ScalarType::Int64, self.device());
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  Tensor inverse = op::empty(Shape{n}, ScalarType::Int64, self.device());
   std::vector<int64_t> firsts, cnt;
   visit_dtype(self.dtype(), "unique_dim", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -3,6 +3,8 @@
 // so each is a TensorImpl of the other dtype over the same Storage with sizes,
 // strides and offset rescaled (element units of the new dtype); nothing is
 // copied, as in PyTorch.
+#include <algorithm>
+
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 
@@ -18,22 +20,41 @@ Tensor make_typed_view(const Tensor& self, ScalarType dtype, Shape sizes, Shape 
 
 int64_t times2(int64_t v, const char* op) {
   int64_t r = 0;
-  FB_CHECK(!__builtin_mul_overflow(v, int64_t{2}, &r), "[", op, "] stride or offset ", v,
-           " overflows int64 when counted in real elements");
+  FB_CHECK_VALUE(!__builtin_mul_overflow(v, int64_t{2}, &r), "[", op, "] stride or offset ", v,
+                 " overflows int64 when counted in real elements");
   return r;
 }
 
-// The (..., 2) real view of a complex tensor; imag_part: the offset by one real (imag's start).
-Tensor real_pairs(const Tensor& self, const char* op) {
+// The geometry of the (..., 2) real view of a complex tensor, in real elements.
+struct PairGeometry {
+  Shape sizes, strides;
+  int64_t offset = 0;
+};
+
+PairGeometry real_pairs_geometry(const Tensor& self, const char* op) {
   FB_CHECK_TYPE(is_complex(self.dtype()), "[", op, "] expects a complex tensor, got dtype ",
                 dtype_name(self.dtype()));
-  Shape sizes(self.sizes().begin(), self.sizes().end());
-  Shape strides;
-  for (int64_t s : self.strides()) strides.push_back(times2(s, op));
-  sizes.push_back(2);
-  strides.push_back(1);
-  return make_typed_view(self, to_real_dtype(self.dtype()), std::move(sizes), std::move(strides),
-                         times2(self.storage_offset(), op));
+  PairGeometry g;
+  g.sizes.assign(self.sizes().begin(), self.sizes().end());
+  for (int64_t s : self.strides()) g.strides.push_back(times2(s, op));
+  g.sizes.push_back(2);
+  g.strides.push_back(1);
+  g.offset = times2(self.storage_offset(), op);
+  return g;
+}
+
+// The (..., 2) real view of a complex tensor.
+Tensor real_pairs(const Tensor& self, const char* op) {
+  PairGeometry g = real_pairs_geometry(self, op);
+  // (An expanded view of 2**62 complex elements or more has no real view: the product of its
+  // sizes, empty dims counted as 1 as in Note [Size overflow], overflows.)
+  int64_t n = 1;
+  bool fits = true;
+  for (int64_t sz : g.sizes) fits = fits && !__builtin_mul_overflow(n, std::max<int64_t>(sz, 1), &n);
+  FB_CHECK_VALUE(fits, "[", op, "] the real view of shape ", shape_str(g.sizes),
+                 " is too large: the product of its sizes overflows int64");
+  return make_typed_view(self, to_real_dtype(self.dtype()), std::move(g.sizes), std::move(g.strides),
+                         g.offset);
 }
 
 Tensor view_as_real_generic(const Tensor& self) { return real_pairs(self, "view_as_real"); }
@@ -65,11 +86,13 @@ Tensor view_as_complex_generic(const Tensor& self) {
 }
 
 Tensor part(const Tensor& self, int which, const char* op) {
-  Tensor pairs = real_pairs(self, op);
+  // From the pairs' geometry, without making the (..., 2) view (whose numel may overflow where self's does
+  // not).
+  PairGeometry g = real_pairs_geometry(self, op);
   Shape sizes(self.sizes().begin(), self.sizes().end());
-  Shape strides(pairs.strides().begin(), pairs.strides().end() - 1);
-  return make_typed_view(self, pairs.dtype(), std::move(sizes), std::move(strides),
-                         pairs.storage_offset() + which);
+  g.strides.pop_back();
+  return make_typed_view(self, to_real_dtype(self.dtype()), std::move(sizes), std::move(g.strides),
+                         g.offset + which);
 }
 
 Tensor real_generic(const Tensor& self) {
