@@ -238,7 +238,17 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     _check_tensor(input, "normalize")
     if not (input.is_floating_point() or input.is_complex()):
         raise TypeError(f"[normalize] expected a floating point or complex input, got {input.dtype}")
-    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    nd = max(input.dim(), 1)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -nd <= dim < nd:
+        raise IndexError(
+            f"[normalize] Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim}) "
+            f"for input of shape {_shape(input)}"
+        )
+    # (Complex input: the real norm of linalg.vector_norm, as PyTorch's; Tensor.norm takes real input only.)
+    norm = (
+        fc.linalg.vector_norm(input, p, dim, keepdim=True) if input.is_complex() else input.norm(p, dim, keepdim=True)
+    )
+    denom = norm.clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
     _check_tensor(out, "normalize", "out")
