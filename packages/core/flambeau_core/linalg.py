@@ -317,9 +317,10 @@ def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[
             k = t.dim() - nlab
             ell_dims = max(ell_dims, k)
             pos = labels.index("...")
-            labels[pos : pos + 1] = [f"\x00{ell_dims - k + j}" for j in range(k)]
+            # Broadcast dims align from the right (as PyTorch/NumPy): named by their distance from the end.
+            labels[pos : pos + 1] = [f"\x00{k - j}" for j in range(k)]
         parsed.append(labels)
-    ell = [f"\x00{j}" for j in range(ell_dims)]
+    ell = [f"\x00{ell_dims - j}" for j in range(ell_dims)]
     if explicit:
         out: list[str] = []
         i = 0

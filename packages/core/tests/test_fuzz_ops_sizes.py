@@ -533,3 +533,27 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def test_einsum_ellipsis_dims_align_from_the_right():
+    # Found by the fuzz: operands with different numbers of '...' dims broadcast as NumPy's,
+    # from the right (they were aligned from the left).
+    import flambeau_core as fc
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(0)
+    cases = [
+        ("...,...->", [(2,), (2, 2)]),
+        ("...,...", [(2,), (3, 2)]),
+        ("...,...", [(3, 1), (2, 1, 4)]),
+        ("i...,i...->...", [(2, 3), (2, 4, 3)]),
+        ("...ij,...jk", [(2, 2), (5, 2, 2)]),
+        ("b...,b...->b", [(2, 3, 1), (2, 4)]),
+    ]
+    for eq, shapes in cases:
+        arrs = [rng.standard_normal(s) for s in shapes]
+        got = fc.einsum(eq, *[fc.tensor(a) for a in arrs])
+        want = torch.einsum(eq, *[torch.tensor(a) for a in arrs]).numpy()
+        assert tuple(got.shape) == want.shape, (eq, tuple(got.shape), want.shape)
+        np.testing.assert_allclose(np.asarray(got.tolist()).reshape(want.shape), want, rtol=1e-10, atol=1e-12)
