@@ -127,6 +127,10 @@ INDEX_CASES = [
     ("sum dim 5", lambda m: m.sum(T(m, F, "float32"), 5), "sum"),
     ("select 7", lambda m: T(m, F, "float32").select(1, 7), "select"),
     ("gather index 9", lambda m: m.gather(T(m, F, "float32"), 1, T(m, [[9]], "int64")), "gather"),
+    # (an empty source dim once crashed the one-pass contiguous gather: it read element 0)
+    ("gather from an empty last dim", lambda m: m.gather(m.ones(3, 0), 1, T(m, [[1]], "int64")), "gather"),
+    ("gather from an empty 1-d", lambda m: m.gather(m.ones(0), 0, T(m, [1], "int64")), "gather"),
+    ("take_along_dim of an empty", lambda m: m.take_along_dim(m.ones(2, 0), T(m, [[1]], "int64")), "gather"),
     ("mode dim 3", lambda m: m.mode(T(m, F, "float32"), 3), "mode"),
     ("mode empty dim", lambda m: m.mode(m.ones(2, 0), 1), "mode"),
     ("cumsum dim -3", lambda m: m.cumsum(T(m, F, "float32"), -3), "cumsum"),

@@ -190,7 +190,8 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t* ip = idx + r * row;
         U* dst = o + r * row;
-        if (inner_st == 0 && dstride == 1) {  // gathering along a contiguous last dim
+        if (inner_st == 0 && dstride == 1 && n > 0) {  // gathering along a contiguous last dim
+          // (n > 0: an empty dim has no element 0 to read; the checking path below raises.)
           // One pass: an index out of range reads element 0 instead (never outside self) and
           // flags the row, which then raises before anything is returned.
           const U* base = s + off;
