@@ -13,15 +13,13 @@ Shapes: the MLP's activations (batch 128 x 512) and a 1M-element float32 tensor.
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import flambeau_core as fb  # noqa: E402
 import numpy as np  # noqa: E402
+import side_by_side  # noqa: E402  (benchmarks/side_by_side.py: the shared interleaved loop)
 import torch  # noqa: E402
 
 
@@ -58,39 +56,5 @@ def cases():
     return out
 
 
-def timeit(f, reps):
-    f()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        f()
-    return (time.perf_counter() - t0) / reps
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="")
-    args = ap.parse_args()
-    fb.set_num_threads(2)
-    torch.set_num_threads(2)
-    print(f"{'case':30s} {'fb min':>10s} {'fb med':>10s} {'torch min':>10s} {'torch med':>10s} {'ratio':>7s}")
-    for name, ff, tf in cases():
-        if args.only and args.only not in name:
-            continue
-        reps = max(1, int(0.05 / max(timeit(ff, 1), 1e-6)))
-        fts, tts = [], []
-        for r in range(args.rounds):
-            if r % 2 == 0:
-                fts.append(timeit(ff, reps))
-                tts.append(timeit(tf, reps))
-            else:
-                tts.append(timeit(tf, reps))
-                fts.append(timeit(ff, reps))
-        fm, tm = statistics.median(fts), statistics.median(tts)
-        print(
-            f"{name:30s} {min(fts) * 1e6:9.1f}u {fm * 1e6:9.1f}u {min(tts) * 1e6:9.1f}u {tm * 1e6:9.1f}u {tm / fm:7.2f}"
-        )
-
-
 if __name__ == "__main__":
-    main()
+    side_by_side.main(cases, fb, torch, width=30)
