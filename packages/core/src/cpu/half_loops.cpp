@@ -53,8 +53,9 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
       return;
     }
   }
-  if constexpr (Op == kVecExp) {
-    const HalfConvert::FusedUnary fused = BF ? c.bf16_exp : c.f16_exp;
+  if constexpr (Op == kVecExp || Op == kVec_sin || Op == kVec_cos) {
+    constexpr int k = Op == kVecExp ? kUnaryExp : Op == kVec_sin ? kUnarySin : kUnaryCos;
+    const HalfConvert::FusedUnary fused = (BF ? c.bf16_unary : c.f16_unary)[k];
     if (fused && s[0] == 2 && s[1] == 2) {
       fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<uint16_t*>(d[0]), n);
       return;
