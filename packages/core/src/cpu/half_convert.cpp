@@ -299,6 +299,17 @@ FB_AVX512 inline __m512 load_bf16_m(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
+// Rounds float32 lanes to bfloat16 bits in the upper 16 bits of each lane (nearest even; NaN
+// stays a NaN): the integer route for vectors with denormals or without AVX512-BF16.
+FB_AVX512 inline __m512i round_bf16_hi(__m512 e) {
+  const __m512i ri = _mm512_castps_si512(e);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(ri, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(ri, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(ri, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(ri, _mm512_set1_epi32(0x00400000)));
+}
+
 // Round float32 lanes to bfloat16 (nearest even; NaN stays a NaN) and store the lanes of m.
 template <bool NativeBF16>
 FB_AVX512_BF16 inline void store_bf16_m(uint16_t* out, __mmask16 m, __m512 e) {
@@ -309,13 +320,7 @@ FB_AVX512_BF16 inline void store_bf16_m(uint16_t* out, __mmask16 m, __m512 e) {
       return;
     }
   }
-  const __m512i ri = _mm512_castps_si512(e);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(ri, 16), _mm512_set1_epi32(1));
-  __m512i rounded = _mm512_add_epi32(ri, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-  const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(ri, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(ri, _mm512_set1_epi32(0x00400000)));
-  _mm256_mask_storeu_epi16(out, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16)));
+  _mm256_mask_storeu_epi16(out, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(round_bf16_hi(e), 16)));
 }
 
 // One vector of 16 (the lanes of m): load, widen, compute, round, store.
@@ -336,15 +341,52 @@ FB_AVX512_BF16 inline void unary16(const uint16_t* a, uint16_t* out, __mmask16 m
     _mm256_mask_storeu_epi16(out, m, to_f16_reg(e));
 }
 
-// The contiguous loop: two full vectors per step (independent chains for the out-of-order
-// core, one loop branch), then the tail under a mask, so every element gets the same arithmetic.
+// 32 bfloat16 values from one 64-byte load, without widening shuffles: each 32-bit lane holds
+// elements 2k (low half) and 2k + 1 (high half), so the even elements are the lanes shifted
+// left by 16 and the odd ones the lanes with the low half cleared. Stores put them back the
+// same way (integer route: shift and merge; AVX512-BF16: vcvtne2ps2bf16 and one word permute).
+template <Fn F, bool NativeBF16>
+FB_AVX512_BF16 inline void bf16_unary32(const uint16_t* a, uint16_t* out) {
+  const __m512i v = _mm512_loadu_si512(a);
+  const __m512i hi16 = _mm512_set1_epi32(int32_t(0xffff0000u));
+  const __m512 xe = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  const __m512 xo = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
+  if constexpr (F != Fn::kExp) {
+    if (sincos_big(xe) | sincos_big(xo)) [[unlikely]] {
+      for (int j = 0; j < 32; ++j) out[j] = scalar_fn<F, true>(a[j]);
+      return;
+    }
+  }
+  const __m512 ee = apply_fn<F, 4>(xe), eo = apply_fn<F, 4>(xo);
+  if constexpr (NativeBF16) {
+    // vcvtne2ps2bf16 treats denormals as zero: vectors holding one take the integer route.
+    if (!(_mm512_fpclass_ps_mask(ee, 0x20) | _mm512_fpclass_ps_mask(eo, 0x20))) {
+      // Words 0..15 are the even elements, 16..31 the odd ones: interleave them.
+      const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
+                                           7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+      const __m512i packed = __builtin_bit_cast(__m512i, _mm512_cvtne2ps_pbh(eo, ee));
+      _mm512_storeu_si512(out, _mm512_permutexvar_epi16(idx, packed));
+      return;
+    }
+  }
+  // (even >> 16) | (odd & 0xffff0000): one vpternlogd (A | (B & C)).
+  _mm512_storeu_si512(out, _mm512_ternarylogic_epi32(_mm512_srli_epi32(round_bf16_hi(ee), 16),
+                                                     round_bf16_hi(eo), hi16, 0xf8));
+}
+
+// The contiguous loop: 32 elements per step (two independent chains for the out-of-order core,
+// one loop branch), then the tail 16 at a time under a mask, with the same arithmetic.
 template <Fn F, bool BF, bool NativeBF16>
 FB_AVX512_BF16 void unary16_loop(const uint16_t* a, uint16_t* out, int64_t n) {
   constexpr int Deg = BF ? 4 : 5;  // Note at exp16_ps
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    unary16<F, BF, NativeBF16, Deg>(a + i, out + i, 0xffff);
-    unary16<F, BF, NativeBF16, Deg>(a + i + 16, out + i + 16, 0xffff);
+    if constexpr (BF) {
+      bf16_unary32<F, NativeBF16>(a + i, out + i);
+    } else {
+      unary16<F, BF, NativeBF16, Deg>(a + i, out + i, 0xffff);
+      unary16<F, BF, NativeBF16, Deg>(a + i + 16, out + i + 16, 0xffff);
+    }
   }
   for (; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
