@@ -157,3 +157,19 @@ def test_exhaustive_other_capabilities(cap):
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] in ({"base"} if cap == "base" else {"base", "avx2"})
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_bfloat16_reduction_routes(op):
+    """bfloat16 sin/cos pick a reduction per vector: float32 (every |x| < 2^16), double
+    (|x| < 2^20) or the scalar routine; each route alone and mixed, in full vectors and tails."""
+    rng = np.random.default_rng(11)
+    small = rng.uniform(-6e4, 6e4, 64)
+    mid = rng.uniform(7e4, 1e6, 64) * rng.choice([-1, 1], 64)
+    big = rng.uniform(2e6, 1e30, 64) * rng.choice([-1, 1], 64)
+    for vals in (small, mid, big, np.concatenate([small[:40], mid[:5]]), np.concatenate([mid[:30], big[:3]])):
+        for n in (1, 15, 16, 17, 31, 32, 33, len(vals)):
+            x = torch.from_numpy(vals[:n].astype(np.float32)).to(torch.bfloat16)
+            xv = x.float().numpy()
+            ours = to_numpy(getattr(fc, op)(fc.tensor(xv).to(fc.bfloat16)))
+            check(ours, getattr(torch, op)(x).float().numpy(), xv, "bfloat16", f"{op} n={n}")

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -236,14 +237,15 @@ FB_AVX512 inline __m512 exp16_ps(__m512 x) {
   return _mm512_scalef_ps(_mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), t);
 }
 
-// sin / cos: x = k pi/2 + r with k = round(x 2/pi) and r = x - k P1 - k P2 (pi/2 = P1 + P2 +
-// O(2^-107)) in double precision (fused multiply-adds: |r| is exact to 2^-53 for |x| < 2^20,
-// far below the closest approach of a 16-bit value to a multiple of pi/2), then Cephes-style
-// odd/even polynomials on |r| <= pi/4 in float32 (relative error ~2^-23), chosen and signed by
-// k mod 4 (cos: k + 1). Lanes with |x| >= 2^20 or inf (only bfloat16 has finite ones) send the
-// vector to the scalar double-precision routine; sin(-0) keeps its sign.
-template <bool Cos>
-FB_AVX512 inline __m512 sincos16_ps(__m512 x) {
+// sin / cos: x = k pi/2 + r with k = round(x 2/pi), |r| <= pi/4 (reductions below), then
+// Cephes-style odd/even polynomials in r in float32 (relative error ~2^-23), chosen and signed
+// by k mod 4 (cos: k + 1); sin(-0) keeps its sign. float16 and most bfloat16 vectors take the
+// float32 reduction; bfloat16 vectors with a lane |x| >= 2^16 the double one, with |x| >= 2^20
+// or inf the scalar double-precision routine (sincos_route).
+// The reduction for bfloat16 (|x| < 2^20): k and r = x - k P1 - k P2 (pi/2 = P1 + P2 +
+// O(2^-107)) in double precision by fused multiply-adds: r is exact to 2^-53, far below the
+// closest approach of a 16-bit value to a multiple of pi/2.
+FB_AVX512 inline __m512 reduce_pio2_wide(__m512 x, __m512i& q) {
   const __m512d two_over_pi = _mm512_set1_pd(0.63661977236758134308), p1 = _mm512_set1_pd(1.5707963267948966),
                 p2 = _mm512_set1_pd(6.123233995736766e-17);
   const __m512d xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
@@ -252,8 +254,30 @@ FB_AVX512 inline __m512 sincos16_ps(__m512 x) {
   const __m512d kh = _mm512_roundscale_pd(_mm512_mul_pd(xh, two_over_pi), _MM_FROUND_TO_NEAREST_INT);
   const __m512d rl = _mm512_fnmadd_pd(kl, p2, _mm512_fnmadd_pd(kl, p1, xl));
   const __m512d rh = _mm512_fnmadd_pd(kh, p2, _mm512_fnmadd_pd(kh, p1, xh));
-  const __m512 r = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(rl)), _mm512_cvtpd_ps(rh), 1);
-  __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(kl)), _mm512_cvtpd_epi32(kh), 1);
+  q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(kl)), _mm512_cvtpd_epi32(kh), 1);
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(rl)), _mm512_cvtpd_ps(rh), 1);
+}
+
+// The reduction for |x| < 2^16 (so k < 2^16) in float32: Cody-Waite with
+// pi/2 = C1 + C2 + C3, C1 = 3217/2048 and C2 = -2391/2^29 of 12 bits each. Every float16 value
+// from pi/4 up is a multiple of 2^-11 (and such bfloat16 values below 2^16 are float16 values), so x - k C1
+// is exact (a multiple of 2^-11 below 1 in magnitude); x - k C1 - k C2 rounds once relative to itself, and
+// C3's own rounding costs k 2^-55 < 2^-39 absolute. k = round(x 2/pi) in float32 may be one off next to a
+// half integer, leaving |r| a few 2^-9 past pi/4, where the polynomials are as good. inf gives NaN.
+FB_AVX512 inline __m512 reduce_pio2_f32(__m512 x, __m512i& q) {
+  const __m512 k =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.6366197466850281f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.57080078125f), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-4.453584551811218e-06f), r);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-8.705515752716053e-10f), r);
+  q = _mm512_cvtps_epi32(k);
+  return r;
+}
+
+template <bool Cos, bool Wide>
+FB_AVX512 inline __m512 sincos16_ps(__m512 x) {
+  __m512i q;
+  const __m512 r = Wide ? reduce_pio2_wide(x, q) : reduce_pio2_f32(x, q);
   if constexpr (Cos) q = _mm512_add_epi32(q, _mm512_set1_epi32(1));
   const __m512 z = _mm512_mul_ps(r, r);
   __m512 s = _mm512_fmadd_ps(_mm512_set1_ps(-1.9515295891e-4f), z, _mm512_set1_ps(8.3321608736e-3f));
@@ -271,18 +295,25 @@ FB_AVX512 inline __m512 sincos16_ps(__m512 x) {
   return v;
 }
 
-// Lanes the vector sin/cos must not take (|x| >= 2^20, inf; not NaN).
-FB_AVX512 inline __mmask16 sincos_big(__m512 x) {
-  return _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(1048576.0f), _CMP_GE_OQ);
+// Which sin/cos route a bfloat16 vector takes (lanes of m): 0 the float32 reduction (every
+// |x| < 2^16, where bfloat16 values are float16 values), 1 the double one (|x| < 2^20), 2 the
+// scalar routine (larger, or inf). NaN lanes take any.
+FB_AVX512 inline int sincos_route(__m512 x, __mmask16 m) {
+  const __m512 ax = _mm512_abs_ps(x);
+  if (!(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(65536.0f), _CMP_GE_OQ) & m)) [[likely]]
+    return 0;
+  return _mm512_cmp_ps_mask(ax, _mm512_set1_ps(1048576.0f), _CMP_GE_OQ) & m ? 2 : 1;
 }
 
 enum class Fn { kExp, kSin, kCos };
 
-template <Fn F, int Deg>
+// Deg: exp's polynomial degree, 5 for float16 and 4 for bfloat16; Wide: sin/cos's double
+// precision reduction.
+template <Fn F, int Deg, bool Wide = false>
 FB_AVX512 inline __m512 apply_fn(__m512 x) {
   if constexpr (F == Fn::kExp) return exp16_ps<Deg>(x);
-  if constexpr (F == Fn::kSin) return sincos16_ps<false>(x);
-  return sincos16_ps<true>(x);
+  if constexpr (F == Fn::kSin) return sincos16_ps<false, Wide>(x);
+  return sincos16_ps<true, Wide>(x);
 }
 
 template <Fn F, bool BF>
@@ -327,14 +358,18 @@ FB_AVX512_BF16 inline void store_bf16_m(uint16_t* out, __mmask16 m, __m512 e) {
 template <Fn F, bool BF, bool NativeBF16, int Deg>
 FB_AVX512_BF16 inline void unary16(const uint16_t* a, uint16_t* out, __mmask16 m) {
   const __m512 x = BF ? load_bf16_m(a, m) : load_f16_m(a, m);
-  if constexpr (F != Fn::kExp) {
-    if (sincos_big(x) & m) [[unlikely]] {
+  __m512 e;
+  if constexpr (BF && F != Fn::kExp) {
+    const int route = sincos_route(x, m);
+    if (route == 2) [[unlikely]] {
       for (int j = 0; j < 16; ++j)
         if (m >> j & 1) out[j] = scalar_fn<F, BF>(a[j]);
       return;
     }
+    e = route ? apply_fn<F, Deg, true>(x) : apply_fn<F, Deg>(x);
+  } else {
+    e = apply_fn<F, Deg>(x);
   }
-  const __m512 e = apply_fn<F, Deg>(x);
   if constexpr (BF)
     store_bf16_m<NativeBF16>(out, m, e);
   else
@@ -351,13 +386,24 @@ FB_AVX512_BF16 inline void bf16_unary32(const uint16_t* a, uint16_t* out) {
   const __m512i hi16 = _mm512_set1_epi32(int32_t(0xffff0000u));
   const __m512 xe = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
   const __m512 xo = _mm512_castsi512_ps(_mm512_and_si512(v, hi16));
+  __m512 ee, eo;
   if constexpr (F != Fn::kExp) {
-    if (sincos_big(xe) | sincos_big(xo)) [[unlikely]] {
+    const int route = std::max(sincos_route(xe, 0xffff), sincos_route(xo, 0xffff));
+    if (route == 2) [[unlikely]] {
       for (int j = 0; j < 32; ++j) out[j] = scalar_fn<F, true>(a[j]);
       return;
     }
+    if (route) {
+      ee = apply_fn<F, 4, true>(xe);
+      eo = apply_fn<F, 4, true>(xo);
+    } else {
+      ee = apply_fn<F, 4>(xe);
+      eo = apply_fn<F, 4>(xo);
+    }
+  } else {
+    ee = apply_fn<F, 4>(xe);
+    eo = apply_fn<F, 4>(xo);
   }
-  const __m512 ee = apply_fn<F, 4>(xe), eo = apply_fn<F, 4>(xo);
   if constexpr (NativeBF16) {
     // vcvtne2ps2bf16 treats denormals as zero: vectors holding one take the integer route.
     if (!(_mm512_fpclass_ps_mask(ee, 0x20) | _mm512_fpclass_ps_mask(eo, 0x20))) {
