@@ -60,6 +60,18 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
       fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<uint16_t*>(d[0]), n);
       return;
     }
+    if (fused) {
+      // Strided operands: the same fused loop on blocks gathered into L1 (one result per input
+      // value whatever the layout; exp_ on a view equals exp of its copy, bit for bit).
+      alignas(64) uint16_t in[kBlock], out[kBlock];
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const int64_t m = std::min(kBlock, n - i0);
+        for (int64_t i = 0; i < m; ++i) std::memcpy(in + i, d[1] + (i0 + i) * s[1], 2);
+        fused(in, out, m);
+        for (int64_t i = 0; i < m; ++i) std::memcpy(d[0] + (i0 + i) * s[0], out + i, 2);
+      }
+      return;
+    }
   }
   const Loop1D f = vec_table().f32[Op];
   alignas(64) float buf[1 + nin][kBlock];
