@@ -67,7 +67,7 @@ def test_exhaustive_contiguous(op, dtype):
     ours = to_numpy(getattr(fc, op)(fc.tensor(x).to(getattr(fc, dtype))))
     theirs = getattr(torch, op)(torch.from_numpy(x).to(getattr(torch, dtype))).float().numpy()
     frac = check(ours, theirs, x, dtype, f"{op} {dtype} contiguous")
-    # Measured: 0.14% (float16 exp), 0.07% (bfloat16 exp), 3e-5 (float16 sin and cos), 0 (the others).
+    # Measured: 0.14% (float16 exp), 6e-5 (bfloat16 exp), 3e-5 (float16 sin and cos), 0 (the others).
     assert frac < 5e-3, f"{op} {dtype}: {frac:.5f} of the results differ from torch's"
 
 
