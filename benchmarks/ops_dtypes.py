@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""float16 / bfloat16 / float32 elementwise ops (add, mul, exp), flambeau vs PyTorch, and bytes/s per dtype.
+"""float16 / bfloat16 / float32 elementwise ops (add, mul, exp, sin), flambeau vs PyTorch, and bytes/s per dtype.
 
 Both libraries run in this one process, in interleaved rounds (flambeau then torch,
 then the reverse order), each with 2 intra-op threads and OMP_WAIT_POLICY=PASSIVE
@@ -31,6 +31,7 @@ OPS = {
     "add": (2, lambda m, a, b: m.add(a, b)),
     "mul": (2, lambda m, a, b: m.mul(a, b)),
     "exp": (1, lambda m, a, b: m.exp(a)),
+    "sin": (1, lambda m, a, b: m.sin(a)),
 }
 
 

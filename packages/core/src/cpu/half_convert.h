@@ -13,6 +13,8 @@
 
 namespace flambeau::cpu {
 
+enum HalfUnary : int { kUnaryExp, kUnarySin, kUnaryCos };
+
 struct HalfConvert {
   const char* f16_name;   // "f16c", "avx512" or "scalar"
   const char* bf16_name;  // "avx512_bf16", "avx2" or "scalar"
@@ -27,14 +29,14 @@ struct HalfConvert {
                                bool b_scalar);
   FusedBinary f16_binary[4];
   FusedBinary bf16_binary[4];
-  /// Fused exp of contiguous 16-bit operands: widen, a degree-5 polynomial in float32
-  /// registers (relative error ~1e-7, far below the 16-bit types' half ulp: 2^-12 for
-  /// float16, 2^-9 for bfloat16), scale by 2^n (vscalefps: denormals and overflow
-  /// exact), round, store; the tail through masked loads, so every element gets the same
-  /// arithmetic. nullptr where the CPU lacks AVX-512.
+  /// Fused exp, sin and cos (index: HalfUnary) of contiguous 16-bit operands: widen,
+  /// compute in float32 registers (sin/cos reduce the argument in double precision),
+  /// round, store; results within one ulp of the correctly rounded ones, special values
+  /// exact; the tail through masked loads, so every element gets the same arithmetic.
+  /// Algorithms in half_convert.cpp. nullptr where the CPU lacks AVX-512.
   using FusedUnary = void (*)(const uint16_t* a, uint16_t* out, int64_t n);
-  FusedUnary f16_exp;
-  FusedUnary bf16_exp;
+  FusedUnary f16_unary[3];
+  FusedUnary bf16_unary[3];
 };
 
 /// The converters for this CPU (respecting FLAMBEAU_CPU_CAPABILITY), chosen once.

@@ -53,10 +53,23 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
       return;
     }
   }
-  if constexpr (Op == kVecExp) {
-    const HalfConvert::FusedUnary fused = BF ? c.bf16_exp : c.f16_exp;
+  if constexpr (Op == kVecExp || Op == kVec_sin || Op == kVec_cos) {
+    constexpr int k = Op == kVecExp ? kUnaryExp : Op == kVec_sin ? kUnarySin : kUnaryCos;
+    const HalfConvert::FusedUnary fused = (BF ? c.bf16_unary : c.f16_unary)[k];
     if (fused && s[0] == 2 && s[1] == 2) {
       fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<uint16_t*>(d[0]), n);
+      return;
+    }
+    if (fused) {
+      // Strided operands: the same fused loop on blocks gathered into L1 (one result per input
+      // value whatever the layout; exp_ on a view equals exp of its copy, bit for bit).
+      alignas(64) uint16_t in[kBlock], out[kBlock];
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const int64_t m = std::min(kBlock, n - i0);
+        for (int64_t i = 0; i < m; ++i) std::memcpy(in + i, d[1] + (i0 + i) * s[1], 2);
+        fused(in, out, m);
+        for (int64_t i = 0; i < m; ++i) std::memcpy(d[0] + (i0 + i) * s[0], out + i, 2);
+      }
       return;
     }
   }
