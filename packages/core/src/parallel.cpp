@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "cpu/gemm_pool.h"
 #include "flambeau/error.h"
 
 extern "C" void scipy_openblas_set_num_threads(int num_threads);
@@ -52,9 +53,11 @@ void set_num_threads(int n) {
   scipy_openblas_set_num_threads(n);
 }
 
-namespace cpu {
-bool in_gemm_pool_job();  // cpu/gemm_pool.cpp
-}
 bool in_parallel_region() { return omp_in_parallel() || cpu::in_gemm_pool_job(); }
+
+// Note [Dynamic chunks]: parallel_for's chunks run on the GEMM pool.
+bool detail::run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx) {
+  return cpu::gemm_pool_run(chunks, threads, fn, ctx);
+}
 
 }  // namespace flambeau

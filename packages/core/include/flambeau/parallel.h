@@ -2,7 +2,26 @@
 // Intra-op parallelism. Note [Grain size]: a loop is split across threads only
 // when it has more than `grain` elements per thread to give; below that the
 // fork/join costs more than it saves, so small tensors stay single-threaded.
+//
+// Note [Dynamic chunks]
+// parallel_for cuts [begin, end) into chunks a few times smaller than
+// n / threads (never smaller than grain, unless there are fewer grains than
+// threads) and lets the threads claim them from a shared counter. The caller
+// starts on the first chunk at once and keeps claiming while the other threads
+// wake up: with passive waiting (Note [Thread pool waiting]) a sleeping worker
+// needs tens of microseconds to wake, which a static one-chunk-per-thread
+// split put on the critical path of every ~100 us op, and a worker that wakes
+// late only takes what is left. The chunks run on the GEMM pool (Note [GEMM
+// pool]: the caller waits for running chunks awake, the workers spin briefly
+// after a job so back-to-back ops find them awake); when another thread holds
+// that pool they run on OpenMP with the same chunks, claimed dynamically.
+// Which thread runs a chunk is unspecified; the chunk boundaries depend only on
+// (begin, end, grain, get_num_threads()), so a kernel that combines per-chunk
+// partial results in chunk order gives bitwise the same result on every run at
+// a given thread count. Inside a parallel region (a chunk of parallel_for or a
+// GEMM pool job) the loop runs serially on the calling thread, as one chunk.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #ifdef _OPENMP
@@ -24,39 +43,77 @@ FB_API bool in_parallel_region();
 /// Elementwise work below this many elements runs on one thread.
 inline constexpr int64_t kGrainSize = 32768;
 
-/// Calls f(begin, end) on disjoint chunks covering [begin, end).
+namespace detail {
+
+/// Chunks per thread of a parallel_for (Note [Dynamic chunks]).
+inline constexpr int64_t kChunksPerThread = 4;
+
+/// How parallel_for splits a loop of n > 0 elements: `threads` threads share
+/// `chunks` chunks of `per` elements (the last one shorter). threads == 1: one
+/// serial call f(begin, end).
+struct ChunkPlan {
+  int64_t threads;
+  int64_t chunks;
+  int64_t per;
+};
+
+inline ChunkPlan plan_chunks(int64_t n, int64_t grain, int64_t nthreads) {
+  grain = std::max<int64_t>(grain, 1);
+  // Note [Grain size]: a thread only for each grain of work.
+  const int64_t threads = std::min<int64_t>(std::max<int64_t>(nthreads, 1), (n + grain - 1) / grain);
+  if (threads <= 1) return {1, 1, n};
+  // At least one chunk per thread; more, of at least a grain each, up to kChunksPerThread per thread.
+  const int64_t want = std::max(threads, std::min(threads * kChunksPerThread, n / grain));
+  const int64_t per = (n + want - 1) / want;
+  return {threads, (n + per - 1) / per, per};
+}
+
+/// Runs fn(ctx, i) for every i in [0, chunks) on the calling thread and up to
+/// threads - 1 workers of the GEMM pool; false (having run nothing) when the
+/// pool is held by another thread, turned off (FLAMBEAU_GEMM_POOL=0) or the
+/// count is out of its range. fn must not throw.
+FB_API bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
+
+}  // namespace detail
+
+/// Calls f(b, e) on disjoint chunks covering [begin, end), on up to
+/// get_num_threads() threads (Note [Dynamic chunks]). The first exception a
+/// chunk throws is rethrown after every running chunk has finished (chunks
+/// not yet started are then skipped).
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (begin >= end) return;
   const int64_t n = end - begin;
-  int64_t nthreads = get_num_threads();
-  if (grain > 0) nthreads = std::min<int64_t>(nthreads, (n + grain - 1) / grain);
-  if (nthreads <= 1 || in_parallel_region()) {
+  const detail::ChunkPlan plan = detail::plan_chunks(n, grain, get_num_threads());
+  if (plan.threads <= 1 || in_parallel_region()) {
     f(begin, end);
     return;
   }
-#ifdef _OPENMP
-  // An exception must not escape an OpenMP region (it would terminate):
-  // keep the first one and rethrow it after the join.
+  // An exception must not escape a worker (it would terminate): keep the
+  // first one and rethrow it after the join.
   std::exception_ptr error;
-#pragma omp parallel num_threads(nthreads)
-  {
-    const int64_t tid = omp_get_thread_num();
-    const int64_t nt = omp_get_num_threads();
-    const int64_t chunk = (n + nt - 1) / nt;
-    const int64_t b = begin + tid * chunk;
-    const int64_t e = std::min(end, b + chunk);
+  std::atomic<bool> failed{false};
+  auto chunk = [&](int64_t i) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    const int64_t b = begin + i * plan.per, e = std::min(end, b + plan.per);
     try {
-      if (b < e) f(b, e);
+      f(b, e);
     } catch (...) {
-#pragma omp critical(flambeau_parallel_error)
-      if (!error) error = std::current_exception();
+      if (!failed.exchange(true)) error = std::current_exception();
     }
+  };
+  using Chunk = decltype(chunk);
+  if (!detail::run_chunks_on_pool(
+          plan.chunks, static_cast<int>(plan.threads),
+          [](void* c, int64_t i) { (*static_cast<Chunk*>(c))(i); }, &chunk)) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(static_cast<int>(plan.threads)) schedule(dynamic, 1)
+    for (int64_t i = 0; i < plan.chunks; ++i) chunk(i);
+#else
+    for (int64_t i = 0; i < plan.chunks; ++i) chunk(i);
+#endif
   }
   if (error) std::rethrow_exception(error);
-#else
-  f(begin, end);
-#endif
 }
 
 }  // namespace flambeau
