@@ -141,3 +141,66 @@ def test_forked_child_computes():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+# ---- the kernels changed with it: float32 row sums (AVX-512 row_sum), float16/bfloat16 loop grain ----
+
+
+@pytest.mark.parametrize(
+    "n", [1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 127, 128, 129, 999, 1000, 4095, 4096, 4097, 8193, 70001]
+)
+def test_row_sum_lengths_and_tails(n):
+    """Every tail length of the vector loop (masked load, 16- and 32-wide steps) and 4096-element blocks."""
+    rows = 3
+    x = data((rows, n), seed=n)
+    t = fc.tensor(x)
+    ref = x.astype(np.float64).sum(-1)
+    np.testing.assert_allclose(npy(t.sum(-1)), ref, rtol=2e-6, atol=1e-5 * np.sqrt(n))
+    np.testing.assert_allclose(npy(t.mean(-1)), ref / n, rtol=2e-6, atol=1e-5 / np.sqrt(n))
+    # Strided rows (a column slice) and a row of one tensor viewed from an odd offset.
+    np.testing.assert_allclose(npy(t[:, 1:].sum(-1)), x[:, 1:].astype(np.float64).sum(-1), rtol=2e-6, atol=1e-4)
+    big = fc.tensor(data((n + 5,), seed=n + 1))
+    np.testing.assert_allclose(
+        float(big[3 : 3 + n].sum()), npy(big)[3 : 3 + n].astype(np.float64).sum(), rtol=2e-6, atol=1e-4
+    )
+
+
+def test_row_sum_accuracy_and_specials():
+    """Blocked float32 lanes, float64 across blocks: a long constant row stays within a few float32 ulps
+    (a naive float32 loop would be off by percents); inf and NaN propagate."""
+    n = 1 << 22
+    t = fc.tensor(np.full((n,), 0.1, dtype=np.float32))
+    np.testing.assert_allclose(float(t.sum()), n * float(np.float32(0.1)), rtol=1e-6)
+    x = data((4, 5000), seed=2)
+    x[1, 4999] = np.inf
+    x[2, 17] = np.nan
+    x[3, 100], x[3, 4000] = np.inf, -np.inf
+    got = npy(fc.tensor(x).sum(-1))
+    assert np.isfinite(got[0]) and got[1] == np.inf and np.isnan(got[2]) and np.isnan(got[3])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div", "exp", "neg"])
+def test_half_loops_above_their_grain_match_torch(dtype, op, threads):
+    """float16/bfloat16 loops run on several threads above kHalfLoopGrain (128Ki): values equal torch's."""
+    import torch
+
+    n = (1 << 20) + 77
+    a = torch.rand(n) * 4 - 2
+    b = torch.rand(n) * 4 + 0.5
+    ta, tb = a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
+    fa = fc.tensor(ta.float().numpy()).to(getattr(fc, dtype))
+    fb = fc.tensor(tb.float().numpy()).to(getattr(fc, dtype))
+    unary = op in ("exp", "neg")
+    got = getattr(fc, op)(fa) if unary else getattr(fc, op)(fa, fb)
+    want = getattr(torch, op)(ta) if unary else getattr(torch, op)(ta, tb)
+    g = npy(got.to(fc.float32))
+    w = want.float().numpy()
+    if op == "exp":  # fused polynomial exp (half_convert): within one unit in the last place
+        np.testing.assert_allclose(g, w, rtol=1e-2 if dtype == "bfloat16" else 1e-3)
+    else:
+        np.testing.assert_array_equal(g, w)
+    # Non-contiguous operands take the blocked conversion loop, also split across threads.
+    if not unary:
+        got_s = getattr(fc, op)(fa[1::2], fb[1::2])
+        np.testing.assert_array_equal(npy(got_s.to(fc.float32)), getattr(torch, op)(ta[1::2], tb[1::2]).float().numpy())

@@ -3,6 +3,7 @@
 // 1-D loop for a compute dtype. float32/float64 loops come from the
 // run-time-selected vector table (Note [CPU capabilities]); bool/int32/int64
 // loops are the baseline instantiations passed in `ints`.
+#include <algorithm>
 #include <type_traits>
 
 #include "flambeau/error.h"
@@ -113,8 +114,17 @@ Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType
   return it.output();
 }
 
-/// grain: Note [Elementwise grain].
+/// Grain of the float16/bfloat16 loops (half_loops.cpp): each element is converted to float32
+/// and back around the float32 loop, several times the work per byte of a float32 add, so a
+/// second thread pays off well below kMemoryBoundGrain (issue 7: half moves bytes at >= 0.9x
+/// the float32 rate). parallel_for's dynamic chunks (Note [Dynamic chunks]) keep a late worker
+/// off the critical path.
+inline constexpr int64_t kHalfLoopGrain = 4 * kGrainSize;
+
+/// grain: Note [Elementwise grain]; float16/bfloat16 outputs use at most kHalfLoopGrain.
 inline void run_loop(const TensorIterator& it, Loop1D loop, double param, int64_t grain = kMemoryBoundGrain) {
+  const ScalarType t = it.dtype(0);
+  if (t == ScalarType::Float16 || t == ScalarType::BFloat16) grain = std::min(grain, kHalfLoopGrain);
   it.for_each([loop, param](char** d, const int64_t* s, int64_t n) { loop(d, s, n, param); }, grain);
 }
 

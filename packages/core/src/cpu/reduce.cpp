@@ -117,6 +117,19 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   }
   if (inner.out_stride == 0 && outer_all_kept && outer * inner.size > kGrainSize && outer > 1) {
     // Each outer index owns one accumulator: split them across threads.
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if (nouter_dims == 1 && inner.in_stride == 1) {
+        // Rows of contiguous values (sum over the last dim): no index arithmetic per row, the
+        // row kernel looked up once (1000-element rows are short enough for that to show).
+        const auto row_sum = reduce_fns<T>().row_sum;
+        const int64_t is = merged[0].in_stride, os = merged[0].out_stride;
+        const T* x = reinterpret_cast<const T*>(base_ptr);
+        parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / inner.size), [&](int64_t ob, int64_t oe) {
+          for (int64_t o = ob; o < oe; ++o) acc[o * os] += row_sum(x + o * is, inner.size);
+        });
+        return;
+      }
+    }
     parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / inner.size), [&](int64_t ob, int64_t oe) {
       for (int64_t o = ob; o < oe; ++o) {
         int64_t rem = o, ioff = 0, aoff = 0;
