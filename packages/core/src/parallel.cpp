@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -54,6 +55,14 @@ void set_num_threads(int n) {
 }
 
 bool in_parallel_region() { return omp_in_parallel() || cpu::in_gemm_pool_job(); }
+
+bool detail::static_split() {
+  static const bool on = [] {
+    const char* s = std::getenv("FLAMBEAU_PARALLEL_FOR");
+    return s && std::string(s) == "static";
+  }();
+  return on;
+}
 
 // Note [Dynamic chunks]: parallel_for's chunks run on the GEMM pool.
 bool detail::run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx) {

@@ -115,6 +115,30 @@ def test_openmp_fallback_gives_the_pools_bits():
     assert outs[0] == outs[1]
 
 
+def test_static_split_escape_hatch():
+    """FLAMBEAU_PARALLEL_FOR=static: the former one-chunk-per-thread OpenMP split, same values
+    (within rounding: other chunk boundaries), errors still raised."""
+    code = (
+        "import flambeau_core as fc, numpy as np\n"
+        "fc.set_num_threads(2)\n"
+        "a = np.random.default_rng(5).standard_normal(3_000_017).astype(np.float32)\n"
+        "x = fc.tensor(a)\n"
+        "assert abs(float(x.sum()) - a.astype(np.float64).sum()) < 1e-2\n"
+        "assert np.allclose(np.asarray(memoryview(x.cumsum(0))), a.astype(np.float64).cumsum(), atol=5e-2)\n"
+        "assert np.array_equal(np.asarray(memoryview(x.sort()[0])), np.sort(a))\n"
+        "idx = np.zeros((1, 3_000_017), dtype=np.int64); idx[0, -1] = 3_000_017\n"
+        "try:\n"
+        "    x.view(1, -1).gather(1, fc.tensor(idx))\n"
+        "    raise SystemExit('no IndexError')\n"
+        "except IndexError:\n"
+        "    pass\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, FLAMBEAU_PARALLEL_FOR="static")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_error_inside_a_chunk_reaches_python(threads):
     """gather checks indices inside its parallel loop: the chunk's IndexError is rethrown."""
     x = fc.tensor(data((4, 100_000)))

@@ -20,6 +20,8 @@
 // partial results in chunk order gives bitwise the same result on every run at
 // a given thread count. Inside a parallel region (a chunk of parallel_for or a
 // GEMM pool job) the loop runs serially on the calling thread, as one chunk.
+// FLAMBEAU_PARALLEL_FOR=static (read once) restores the former split, one
+// chunk per thread on OpenMP, for comparisons.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -68,6 +70,10 @@ inline ChunkPlan plan_chunks(int64_t n, int64_t grain, int64_t nthreads) {
   return {threads, (n + per - 1) / per, per};
 }
 
+/// FLAMBEAU_PARALLEL_FOR=static (read once): the former split, one chunk per
+/// thread on OpenMP, for comparisons and as an escape hatch.
+FB_API bool static_split();
+
 /// Runs fn(ctx, i) for every i in [0, chunks) on the calling thread and up to
 /// threads - 1 workers of the GEMM pool; false (having run nothing) when the
 /// pool is held by another thread, turned off (FLAMBEAU_GEMM_POOL=0) or the
@@ -93,6 +99,22 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   // first one and rethrow it after the join.
   std::exception_ptr error;
   std::atomic<bool> failed{false};
+#ifdef _OPENMP
+  if (detail::static_split()) {
+#pragma omp parallel num_threads(static_cast<int>(plan.threads))
+    {
+      const int64_t nt = omp_get_num_threads(), chunk = (n + nt - 1) / nt;
+      const int64_t b = begin + omp_get_thread_num() * chunk, e = std::min(end, b + chunk);
+      try {
+        if (b < e) f(b, e);
+      } catch (...) {
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+#endif
   auto chunk = [&](int64_t i) {
     if (failed.load(std::memory_order_relaxed)) return;
     const int64_t b = begin + i * plan.per, e = std::min(end, b + plan.per);
