@@ -184,7 +184,7 @@ def test_layouts_out_and_inplace(op):
 
 @pytest.mark.parametrize("op", OPS)
 def test_other_dtypes_unchanged(op):
-    """float64 keeps the C library's functions; integer inputs compute in float32; float16 and
+    """float64 stays within 1e-15 of NumPy's; integer inputs compute in float32; float16 and
     bfloat16 go through float32 (test_halfexp.py checks sin/cos exhaustively)."""
     rng = np.random.default_rng(2)
     x64 = rng.uniform(-1e3, 1e3, 1000)
@@ -200,6 +200,95 @@ def test_other_dtypes_unchanged(op):
     np.testing.assert_allclose(ours, theirs, rtol=2 * 2.0**-8, atol=1e-6)
 
 
+# ---- float64 sin and cos (Note [float64 sin/cos]: vectorised on the FMA capabilities) ----
+
+F64_OPS = ["sin", "cos"]
+MAX_ULP64 = 2.0  # the contract; measured ~0.8
+
+
+def ulp_error64(ours: np.ndarray, x: np.ndarray, op: str) -> np.ndarray:
+    """|ours - f(x)| in float64 ulps of f(x), f in long double (NumPy's sinl/cosl, 64-bit mantissa
+    on x86-64); 0 where both are NaN."""
+    with np.errstate(invalid="ignore"):
+        ref = getattr(np, op)(x.astype(np.longdouble))
+    _, e = np.frexp(np.abs(ref).astype(np.float64))
+    ulp = np.ldexp(1.0, np.maximum(e - 53, -1074)).astype(np.longdouble)
+    err = (np.abs(ours.astype(np.longdouble) - ref) / ulp).astype(np.float64)
+    err[np.isnan(ref) & np.isnan(ours)] = 0.0
+    err[np.isnan(ref) != np.isnan(ours)] = np.inf
+    return err
+
+
+def f64_sample() -> np.ndarray:
+    rng = np.random.default_rng(13)
+    mag = np.exp2(rng.uniform(-60, 80, 1 << 19))
+    x = mag * rng.choice([-1.0, 1.0], mag.size)
+    dense = rng.uniform(-64, 64, 1 << 19)
+    b = np.array(2.0**20).view(np.int64)
+    edge = np.arange(b - 200, b + 200).view(np.float64)
+    # the doubles nearest to multiples of pi/2 (r ~ 2^-30 .. 2^-60 relative), and their neighbours
+    ks = np.concatenate([np.arange(1, 3000), rng.integers(1, int(2**20 * 2 / np.pi), 20000)])
+    near = ks * (np.pi / 2)
+    return np.concatenate([x, dense, edge, -edge, near, np.nextafter(near, np.inf), -near])
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="needs an 80-bit long double reference")
+@pytest.mark.parametrize("op", F64_OPS)
+def test_float64_ulp_error(op):
+    x = f64_sample()
+    err = ulp_error64(to_numpy(getattr(fc, op)(fc.tensor(x))), x, op)
+    worst = int(np.argmax(err))
+    assert err[worst] <= MAX_ULP64, f"{op}: {err[worst]:.3f} ulp at x={x[worst]!r}"
+
+
+@pytest.mark.parametrize("op", F64_OPS)
+def test_float64_hard_cases_mpmath(op):
+    """Next to multiples of pi/2 the reduced argument cancels most bits: checked against mpmath."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    ks = np.concatenate([np.arange(1, 200), np.random.default_rng(4).integers(1, int(2**20 * 2 / np.pi), 300)])
+    near = ks * (np.pi / 2)
+    x = np.concatenate([near, np.nextafter(near, np.inf), np.nextafter(near, 0), -near])
+    ours = to_numpy(getattr(fc, op)(fc.tensor(x)))
+    fn = getattr(mpmath, op)
+    for xi, yi in zip(x.tolist(), ours.tolist(), strict=True):
+        ref = fn(mpmath.mpf(xi))
+        ulp = 2.0 ** (int(mpmath.floor(mpmath.log(abs(ref), 2))) - 52)
+        assert abs(mpmath.mpf(yi) - ref) <= MAX_ULP64 * ulp, (op, xi, yi, ref)
+
+
+@pytest.mark.parametrize("op", F64_OPS)
+def test_float64_special_values_and_layouts(op):
+    f = getattr(fc, op)
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-310, 2.0**20, -(2.0**20), 1e300])
+    got = to_numpy(f(fc.tensor(sp)))
+    with np.errstate(invalid="ignore"):
+        ref = getattr(np, op)(sp)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(ref[ok]))
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=4.5e-16, atol=0)
+    if op == "sin":
+        np.testing.assert_array_equal(got[[5, 6, 7]], sp[[5, 6, 7]])  # sin(denormal) = x
+    rng = np.random.default_rng(8)
+    a = rng.uniform(-40, 40, (29, 41))
+    a[2, 3] = 1e9  # a block on the per-lane route
+    expect = to_numpy(f(fc.tensor(np.ascontiguousarray(a.T))))
+    np.testing.assert_array_equal(to_numpy(f(fc.tensor(a).t())), expect)
+    np.testing.assert_array_equal(
+        to_numpy(f(fc.tensor(a[5]).expand(3, 41))), np.broadcast_to(to_numpy(f(fc.tensor(a[5]))), (3, 41))
+    )
+    out = fc.empty((41, 29), dtype=fc.float64)
+    assert f(fc.tensor(a).t(), out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), expect)
+    z = fc.tensor(a)
+    getattr(z.t(), op + "_")()
+    np.testing.assert_array_equal(to_numpy(z), expect.T)
+    for n in [*range(1, 20), 1023, 1024, 1025, 3000]:
+        x = rng.uniform(-10, 10, n)
+        np.testing.assert_allclose(to_numpy(f(fc.tensor(x))), getattr(np, op)(x), rtol=4.5e-16, atol=1e-300)
+
+
 SCRIPT = """
 import sys
 sys.path.insert(0, {here!r})
@@ -213,6 +302,10 @@ for op in t.OPS:
     t.test_special_values(op)
     t.test_lengths_offsets_and_mixed_routes(op)
     t.test_layouts_out_and_inplace(op)
+for op in t.F64_OPS:
+    if np.finfo(np.longdouble).nmant >= 63:
+        t.test_float64_ulp_error(op)
+    t.test_float64_special_values_and_layouts(op)
 print(fc._C._cpu_capability())
 """
 

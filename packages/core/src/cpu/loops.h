@@ -314,12 +314,21 @@ FB_FLOAT_ROUNDING(FB_DEFINE_UNARY_LOOP)
 // float32 sin, cos and tan: vectorised (Note [float32 sin/cos] in vec_trig.inc); the
 // vector tables (vec_kernels.inc) take these in place of sin_loop, cos_loop, tan_loop.
 #include "vec_trig.inc"
+#ifdef __FMA__
+constexpr bool kHasTrigF64 = true;  // Note [float64 sin/cos]
+#else
+constexpr bool kHasTrigF64 = false;
+template <int Fn>
+void trig_f64_loop(char**, const int64_t*, int64_t) {}
+#endif
 
 #define FB_DEFINE_TRIG_LOOP(name, fn)                                   \
   template <class T>                                                    \
   void name##_vec_loop(char** d, const int64_t* s, int64_t n, double) { \
     if constexpr (std::is_same_v<T, float>)                             \
       trig_f32_loop<fn>(d, s, n);                                       \
+    else if constexpr (kHasTrigF64 && fn != kTrigTan)                   \
+      trig_f64_loop<fn>(d, s, n);                                       \
     else                                                                \
       name##_loop<T>(d, s, n, 0);                                       \
   }
