@@ -200,10 +200,10 @@ def test_other_dtypes_unchanged(op):
     np.testing.assert_allclose(ours, theirs, rtol=2 * 2.0**-8, atol=1e-6)
 
 
-# ---- float64 sin and cos (Note [float64 sin/cos]: vectorised on the FMA capabilities) ----
+# ---- float64 sin, cos, tan (Note [float64 sin/cos]: vectorised on the FMA capabilities) ----
 
-F64_OPS = ["sin", "cos"]
-MAX_ULP64 = 2.0  # the contract; measured ~0.8
+F64_OPS = ["sin", "cos", "tan"]
+MAX_ULP64 = 2.0  # the contract; measured: sin 0.78, cos 0.76, tan 1.13
 
 
 def ulp_error64(ours: np.ndarray, x: np.ndarray, op: str) -> np.ndarray:
@@ -267,9 +267,9 @@ def test_float64_special_values_and_layouts(op):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     ok = ~np.isnan(ref)
     np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(ref[ok]))
-    np.testing.assert_allclose(got[ok], ref[ok], rtol=4.5e-16, atol=0)
-    if op == "sin":
-        np.testing.assert_array_equal(got[[5, 6, 7]], sp[[5, 6, 7]])  # sin(denormal) = x
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=6.7e-16, atol=0)
+    if op != "cos":
+        np.testing.assert_array_equal(got[[5, 6, 7]], sp[[5, 6, 7]])  # sin(x) = tan(x) = x for denormals
     rng = np.random.default_rng(8)
     a = rng.uniform(-40, 40, (29, 41))
     a[2, 3] = 1e9  # a block on the per-lane route
@@ -286,7 +286,7 @@ def test_float64_special_values_and_layouts(op):
     np.testing.assert_array_equal(to_numpy(z), expect.T)
     for n in [*range(1, 20), 1023, 1024, 1025, 3000]:
         x = rng.uniform(-10, 10, n)
-        np.testing.assert_allclose(to_numpy(f(fc.tensor(x))), getattr(np, op)(x), rtol=4.5e-16, atol=1e-300)
+        np.testing.assert_allclose(to_numpy(f(fc.tensor(x))), getattr(np, op)(x), rtol=6.7e-16, atol=1e-300)
 
 
 SCRIPT = """

@@ -327,7 +327,7 @@ void trig_f64_loop(char**, const int64_t*, int64_t) {}
   void name##_vec_loop(char** d, const int64_t* s, int64_t n, double) { \
     if constexpr (std::is_same_v<T, float>)                             \
       trig_f32_loop<fn>(d, s, n);                                       \
-    else if constexpr (kHasTrigF64 && fn != kTrigTan)                   \
+    else if constexpr (kHasTrigF64)                                     \
       trig_f64_loop<fn>(d, s, n);                                       \
     else                                                                \
       name##_loop<T>(d, s, n, 0);                                       \
