@@ -1,14 +1,14 @@
 #!/usr/bin/env python
 """exp, sin, cos, tan on 1M elements (issue 7, item 4) against PyTorch and NumPy, 1 and 2 threads.
 
-float32 (the vectorised loops: exp_f32 in loops.h, Note [float32 sin/cos] in
-src/cpu/vec_trig.inc) and float64 (exp/sin/cos/tan are the C library's there, for
-reference). All three libraries run in this one process, interleaved: each
-round times a block of calls of each (the order rotates between rounds), so
-machine noise hits them alike. Prints min and median per call and the ratio
-best_other_time / flambeau_time of the medians, where best_other is the faster
-of torch and NumPy (> 1: flambeau is faster). NumPy is single-threaded; torch
-and flambeau run with each of --threads (default: 1 and 2).
+float32 and float64: exp_f32 (src/cpu/loops.h), the float32 and float64 sin,
+cos, tan of src/cpu/vec_trig.inc (Notes [float32 sin/cos], [float64 sin/cos]);
+float64 exp is the C library's. All three libraries run in this one process,
+interleaved: each round times a block of calls of each (the order rotates
+between rounds), so machine noise hits them alike. Prints min and median per
+call and the ratio best_other_time / flambeau_time of the medians, where
+best_other is the faster of torch and NumPy (> 1: flambeau is faster). NumPy is
+single-threaded; torch and flambeau run with each of --threads (default: 1 and 2).
 
 Then the accuracy of each library's float32 results: the largest error in ulps
 against the float64 result over every 257th float32 in [-64, 64] and 2^18

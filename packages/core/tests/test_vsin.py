@@ -5,8 +5,8 @@ dense sample of every float32 in [-64, 64] at a stride, 2^20 random values of ma
 beyond: the C library per lane), multiples of pi/2 near them; special values (signed zeros,
 infinities, NaN, denormals); tails, misaligned starts, blocks mixing the routes; strided,
 broadcast, out= and in-place calls; every capability the dispatcher can pick here (the avx2 and
-base builds in a subprocess, FLAMBEAU_CPU_CAPABILITY); float64, integer and half inputs still
-right."""
+base builds in a subprocess, FLAMBEAU_CPU_CAPABILITY); float64 sin, cos and tan (vectorised
+too) against long double and mpmath; integer and half inputs still right."""
 
 from __future__ import annotations
 
