@@ -6,6 +6,7 @@
 // after the capability being compiled, so the AVX copies never merge with the
 // baseline ones at link time (which would run AVX code on a CPU without it).
 // Only plain arithmetic and C math builtins are used in the loop bodies.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -309,6 +310,32 @@ T erfinv_impl(T y) {
 FB_FLOAT_UNARY_MATH(FB_DEFINE_UNARY_LOOP)
 FB_FLOAT_ROUNDING(FB_DEFINE_UNARY_LOOP)
 #undef FB_DEFINE_UNARY_LOOP
+
+// float32 sin, cos and tan: vectorised (Note [float32 sin/cos] in vec_trig.inc); the
+// vector tables (vec_kernels.inc) take these in place of sin_loop, cos_loop, tan_loop.
+#include "vec_trig.inc"
+#ifdef __FMA__
+constexpr bool kHasTrigF64 = true;  // Note [float64 sin/cos]
+#else
+constexpr bool kHasTrigF64 = false;
+template <int Fn>
+void trig_f64_loop(char**, const int64_t*, int64_t) {}
+#endif
+
+#define FB_DEFINE_TRIG_LOOP(name, fn)                                   \
+  template <class T>                                                    \
+  void name##_vec_loop(char** d, const int64_t* s, int64_t n, double) { \
+    if constexpr (std::is_same_v<T, float>)                             \
+      trig_f32_loop<fn>(d, s, n);                                       \
+    else if constexpr (kHasTrigF64)                                     \
+      trig_f64_loop<fn>(d, s, n);                                       \
+    else                                                                \
+      name##_loop<T>(d, s, n, 0);                                       \
+  }
+FB_DEFINE_TRIG_LOOP(sin, kTrigSin)
+FB_DEFINE_TRIG_LOOP(cos, kTrigCos)
+FB_DEFINE_TRIG_LOOP(tan, kTrigTan)
+#undef FB_DEFINE_TRIG_LOOP
 
 // ---- reductions ----
 
