@@ -212,6 +212,38 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
   });
 }
 
+/// Note [Stride-1 transposed convolution]
+/// A transposed convolution of stride 1 (the input gradient of a stride-1
+/// convolution) is a plain convolution of the small image with the kernel
+/// flipped and its channel dims swapped, padded by dilation * (k - 1) - padding:
+/// big[cb, y, x] = sum over cs, i, j of small[cs, y + p - i*d, x + p - j*d] * w[cs, cb, i, j],
+/// i.e. taps (k-1-i) of a convolution with padding d*(k-1) - p. On AVX-512 the
+/// direct kernel (Note [Direct convolution]) then runs it with no GEMM, no
+/// col2im and no columns buffer. Returns false (nothing done) outside that case.
+bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const float* bias, float* y) {
+  if (!use_avx512() || g.sh != 1 || g.sw != 1 || g.pointwise()) return false;
+  ConvGeo f;
+  f.N = g.N, f.Cb = g.Cs, f.Hb = g.Hs, f.Wb = g.Ws, f.Cs = g.Cb, f.Hs = g.Hb, f.Ws = g.Wb;
+  f.kh = g.kh, f.kw = g.kw, f.dh = g.dh, f.dw = g.dw, f.groups = g.groups;
+  f.ph = g.dh * (g.kh - 1) - g.ph, f.pw = g.dw * (g.kw - 1) - g.pw;
+  if (f.ph < 0 || f.pw < 0) return false;
+  // An output_padding makes the big image larger than the plain convolution's output.
+  if (f.Hb + 2 * f.ph - g.dh * (g.kh - 1) != f.Hs || f.Wb + 2 * f.pw - g.dw * (g.kw - 1) != f.Ws)
+    return false;
+  if (!cpu::conv_avx512::direct_conv_suits(f)) return false;
+  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, kk = g.kk();
+  std::vector<float> wf(static_cast<size_t>(g.Cb * Cs_g * kk));
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t cs = 0; cs < Cs_g; ++cs)
+      for (int64_t cb = 0; cb < Cb_g; ++cb) {
+        const float* src = w + ((gi * Cs_g + cs) * Cb_g + cb) * kk;
+        float* dst = wf.data() + ((gi * Cb_g + cb) * Cs_g + cs) * kk;
+        for (int64_t t = 0; t < kk; ++t) dst[t] = src[kk - 1 - t];
+      }
+  cpu::conv_avx512::direct_conv(f, x, wf.data(), bias, y);
+  return true;
+}
+
 template <class T>
 void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
@@ -221,6 +253,9 @@ void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T*
         std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * g.kk() * std::max<int64_t>(1, Cs_g)));
     parallel_for(0, g.N * g.Cb, grain, [&](int64_t b, int64_t e) { k_scatter(g, x, w, bias, y, b, e); });
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (transposed_direct(g, x, w, bias, y)) return;
   }
   const int64_t nb = std::min(images_per_gemm(L), g.N);
   const int Ki = to_int(K, "convolution"), Si = to_int(Cs_g, "convolution");
@@ -267,6 +302,13 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.N * L * g.kk()));
     parallel_for(0, g.Cs, grain, [&](int64_t b, int64_t e) { k_weight_grad(g, small, big, dw, b, e); });
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Note [Direct weight gradient] (conv_direct_avx512.cpp): no im2col, no GEMM.
+    if (use_avx512() && cpu::conv_avx512::direct_weight_grad_suits(g)) {
+      cpu::conv_avx512::direct_weight_grad(g, big, small, dw);
+      return;
+    }
   }
   const int64_t nb = std::min(images_per_gemm(L), g.N);
   const int Mi = to_int(Cs_g, "convolution_backward_weight"), Ni = to_int(K, "convolution_backward_weight");

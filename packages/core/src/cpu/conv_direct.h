@@ -16,4 +16,13 @@ bool direct_conv_suits(const ConvGeo& g);
 /// all contiguous. Threads over images and blocks of output channels.
 void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
 
+/// Whether direct_weight_grad handles this forward geometry (the same range as
+/// direct_conv's flat kernel, kernels of 2 taps and more).
+bool direct_weight_grad_suits(const ConvGeo& g);
+
+/// dw (Cs, Cb/groups, kh, kw) = the weight gradient of the forward convolution g,
+/// from its input big (N, Cb, Hb, Wb) and its output's gradient small (N, Cs, Hs, Ws);
+/// all contiguous. Threads over images (one partial dw per chunk, summed at the end).
+void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, float* dw);
+
 }  // namespace flambeau::cpu::conv_avx512

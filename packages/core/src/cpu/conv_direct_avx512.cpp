@@ -31,11 +31,23 @@
 // zero-padded plane, any stride), so small planes (8x8) waste no lanes; the
 // pixels of a block are stored through a small tile, channel by channel.
 // FLAMBEAU_CONV_DIRECT=flat|cv forces one kernel (for tests and benchmarks).
+//
+// Note [Direct weight gradient]
+// dw[co, ci, tap] = sum over images and output pixels q of dy[co, q] *
+// x[ci, q + tap]: on the same flat domain and phase planes as the flat kernel
+// above (every tap a fixed offset from the flat output position), with the
+// output gradient copied flat too (rows Wq wide). Registers hold 8 output
+// channels x 3 taps of vector sums over the flat positions of a batch of
+// images; the extra columns of the flat domain are left out by masked FMAs
+// (not by zeros: an inf or NaN the window never reaches must not leak in as
+// 0 * inf), and each sum is reduced once per batch. Threads split the images,
+// each chunk summing into its own dw, added up at the end.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "conv_direct.h"
@@ -376,7 +388,128 @@ bool prefer_cv(const ConvGeo& g) {
   return Sg >= 64 || (g.kk() == 1 && Sg >= 32);
 }
 
+// ---- weight gradient (Note [Direct weight gradient]) ----
+
+/// TJ taps (offsets toff[0..TJ)) of one input channel for kCo output channels,
+/// summed over nimg images' flat outputs: dw[k * Cgk + t] += the sums.
+template <int TJ>
+void wgrad_block(const Plan& p, const float* planes, int64_t img_planes, const float* dyf, int64_t img_dy,
+                 int64_t nimg, const int64_t* toff, int64_t nco, float* dw, int64_t Cgk) {
+  __m512 acc[kCo][TJ];
+#pragma GCC unroll 8
+  for (int k = 0; k < kCo; ++k)
+#pragma GCC unroll 3
+    for (int t = 0; t < TJ; ++t) acc[k][t] = _mm512_setzero_ps();
+  const int64_t vstride = p.nvec * kLanes;  // floats of one channel's flat gradient
+  for (int64_t b = 0; b < nimg; ++b) {
+    const float* xb = planes + b * img_planes;
+    const float* db = dyf + b * img_dy;
+    for (int64_t v = 0; v < p.nvec; ++v) {
+      const __mmask16 m = p.mask[static_cast<size_t>(v)];
+      const int64_t q = v * kLanes;
+      __m512 x[TJ];
+#pragma GCC unroll 3
+      for (int t = 0; t < TJ; ++t) x[t] = _mm512_loadu_ps(xb + toff[t] + q);
+#pragma GCC unroll 8
+      for (int k = 0; k < kCo; ++k) {
+        const __m512 d = _mm512_load_ps(db + k * vstride + q);
+#pragma GCC unroll 3
+        for (int t = 0; t < TJ; ++t) acc[k][t] = _mm512_mask3_fmadd_ps(d, x[t], acc[k][t], m);
+      }
+    }
+  }
+  for (int64_t k = 0; k < nco; ++k)
+    for (int t = 0; t < TJ; ++t) dw[k * Cgk + t] += _mm512_reduce_add_ps(acc[k][t]);
+}
+
+/// The gradient of one image's kCo-blocks laid out flat (rows Wq wide), zero past each block's channels.
+void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg, float* out) {
+  const int64_t vstride = p.nvec * kLanes, nb = p.ncob * kCo;
+  std::memset(out, 0, static_cast<size_t>(nb * vstride) * sizeof(float));
+  for (int64_t c = 0; c < Sg; ++c)
+    for (int64_t y = 0; y < g.Hs; ++y)
+      std::memcpy(out + c * vstride + y * p.Wq, dy + (c * g.Hs + y) * g.Ws,
+                  static_cast<size_t>(g.Ws) * sizeof(float));
+}
+
 }  // namespace
+
+bool direct_weight_grad_suits(const ConvGeo& g) {
+  if (g.kk() < 2) return false;
+  Plan p;
+  if (!make_plan(g, p)) return false;
+  return g.Hs * g.Ws * 2 >= p.nvec * kLanes;
+}
+
+void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, float* dw) {
+  Plan p;
+  if (!make_plan(g, p)) return;
+  const int64_t G = g.groups, kk = g.kk(), Cg = p.Cg, Sg = p.Sg, Cgk = Cg * kk;
+  const int64_t wsize = g.Cs * Cgk, big_hw = g.Hb * g.Wb, small_hw = g.Hs * g.Ws;
+  const int64_t img_planes = Cg * p.CS;                   // floats of one image's phase planes
+  const int64_t img_dy = p.ncob * kCo * p.nvec * kLanes;  // floats of one image's flat gradient
+  // Images per batch: enough flat vectors per reduction, planes within ~256 KiB.
+  const int64_t want = ceil_div(48, p.nvec);
+  const int64_t fit = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, img_planes));
+  const int64_t B = std::max<int64_t>(1, std::min({want, fit, g.N}));
+  std::fill(dw, dw + wsize, 0.0f);
+  std::mutex mu;
+  bool first = true;
+  const int64_t macs = g.Cs * Cgk * p.nvec * kLanes;  // per image
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
+  pool_parallel_for(0, g.N, grain, [&](int64_t n0, int64_t n1) {  // Note [GEMM pool]
+    thread_local std::vector<float> scratch;
+    const size_t per = static_cast<size_t>(img_planes + img_dy);
+    const size_t need = static_cast<size_t>(B) * per + static_cast<size_t>(p.buf) + kLanes;
+    if (scratch.size() < need) scratch.resize(need);
+    // 64-byte aligned flat gradients (aligned loads), then the planes.
+    float* base = scratch.data();
+    float* dyf = base + ((64 - reinterpret_cast<uintptr_t>(base) % 64) % 64) / sizeof(float);
+    float* planes = dyf + B * img_dy;
+    std::vector<float> local(static_cast<size_t>(wsize), 0.0f);
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += B) {
+      const int64_t nimg = std::min(B, n1 - nb0);
+      for (int64_t gi = 0; gi < G; ++gi) {
+        for (int64_t b = 0; b < nimg; ++b) {
+          const int64_t n = nb0 + b;
+          // Each image's planes; the last image's are followed by read slack (p.buf covers it).
+          build_planes(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes);
+          build_dy_flat(g, p, small + (n * g.Cs + gi * Sg) * small_hw, Sg, dyf + b * img_dy);
+        }
+        for (int64_t cob = 0; cob < p.ncob; ++cob) {
+          const int64_t nco = std::min(kCo, Sg - cob * kCo);
+          const float* dcb = dyf + cob * kCo * p.nvec * kLanes;
+          float* dwc = local.data() + (gi * Sg + cob * kCo) * Cgk;
+          for (int64_t ci = 0; ci < Cg; ++ci) {
+            const float* pc = planes + ci * p.CS;
+            for (int64_t t0 = 0; t0 < kk; t0 += 3) {
+              const int64_t* to = p.toff.data() + t0;
+              float* d = dwc + ci * kk + t0;
+              switch (std::min<int64_t>(3, kk - t0)) {
+                case 3:
+                  wgrad_block<3>(p, pc, img_planes, dcb, img_dy, nimg, to, nco, d, Cgk);
+                  break;
+                case 2:
+                  wgrad_block<2>(p, pc, img_planes, dcb, img_dy, nimg, to, nco, d, Cgk);
+                  break;
+                default:
+                  wgrad_block<1>(p, pc, img_planes, dcb, img_dy, nimg, to, nco, d, Cgk);
+                  break;
+              }
+            }
+          }
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (first) {
+      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
+      first = false;
+    } else {
+      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
+    }
+  });
+}
 
 bool direct_conv_suits(const ConvGeo& g) {
   if (prefer_cv(g)) {
