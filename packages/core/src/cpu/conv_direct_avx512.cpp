@@ -42,6 +42,13 @@
 // (not by zeros: an inf or NaN the window never reaches must not leak in as
 // 0 * inf), and each sum is reduced once per batch. Threads split the images,
 // each chunk summing into its own dw, added up at the end.
+// A second kernel (the usual choice: with 48 (input channel, tap) pairs and
+// more) vectorizes over output channels instead, like the forward's
+// channel-vectorized one: 16 output channels x P pairs in registers, the
+// output gradient copied pixel-major (a row of channels per pixel), and per
+// output pixel CV gradient vectors times P broadcast input values of the
+// plain zero-padded plane; no lanes go to waste whatever the plane size, no
+// horizontal sums. FLAMBEAU_CONV_WGRAD=flat|cv forces one of the two.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -432,16 +439,150 @@ void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg,
                   static_cast<size_t>(g.Ws) * sizeof(float));
 }
 
+/// Channel-vectorized weight gradient (Note [Direct weight gradient], last
+/// part): CV vectors of 16 output channels x P (input channel, tap) pairs in
+/// registers, summed over every output pixel of nimg images: per pixel, CV
+/// vectors of the pixel-major gradient and P broadcast input values.
+template <int CV, int P>
+void cv_wgrad_block(const CvPlan& p, const float* planes, const float* dyt, int64_t Sgp, int64_t nimg,
+                    const int64_t* coff, int64_t npair, int64_t nco, float* dw, int64_t Cgk) {
+  __m512 acc[P][CV];
+#pragma GCC unroll 24
+  for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+    for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_setzero_ps();
+  const int64_t img_planes = p.Cg * p.PSz, img_dy = p.HW * Sgp;
+  const int64_t* poff = p.poff.data();
+  for (int64_t b = 0; b < nimg; ++b) {
+    const float* px[P];
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k) px[k] = planes + b * img_planes + coff[k < npair ? k : 0];
+    const float* d = dyt + b * img_dy;
+    for (int64_t q = 0; q < p.HW; ++q, d += Sgp) {
+      const int64_t o = poff[q];
+      __m512 dv[CV];
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) dv[c] = _mm512_loadu_ps(d + 16 * c);
+#pragma GCC unroll 24
+      for (int k = 0; k < P; ++k) {
+        const __m512 xb = _mm512_set1_ps(px[k][o]);
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(dv[c], xb, acc[k][c]);
+      }
+    }
+  }
+  alignas(64) float tile[CV * 16];
+  for (int64_t k = 0; k < npair; ++k) {
+#pragma GCC unroll 4
+    for (int c = 0; c < CV; ++c) _mm512_store_ps(tile + 16 * c, acc[k][c]);
+    for (int64_t co = 0; co < nco; ++co) dw[co * Cgk + k] += tile[co];
+  }
+}
+
+template <int CV, int P>
+void cv_wgrad_pairs(const CvPlan& p, const float* planes, const float* dyt, int64_t Sgp, int64_t nimg,
+                    const int64_t* coff, int64_t Cgk, int64_t nco, float* dw) {
+  for (int64_t c0 = 0; c0 < Cgk; c0 += P)
+    cv_wgrad_block<CV, P>(p, planes, dyt, Sgp, nimg, coff + c0, std::min<int64_t>(P, Cgk - c0), nco, dw + c0,
+                          Cgk);
+}
+
+bool prefer_cv_wgrad(const ConvGeo& g) {
+  const char* env = std::getenv("FLAMBEAU_CONV_WGRAD");
+  if (env && std::strcmp(env, "flat") == 0) return false;
+  if (env && std::strcmp(env, "cv") == 0) return true;
+  // Measured on the benchmark models' layers (2 threads): the flat kernel wins
+  // only with few (input channel, tap) pairs (the 3-channel stems).
+  return (g.Cb / g.groups) * g.kk() >= 48;
+}
+
+void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, float* dw) {
+  CvPlan p;
+  if (!make_cv_plan(g, p)) return;
+  const int64_t G = g.groups, kk = g.kk(), Cg = p.Cg, Sg = p.Sg, Cgk = Cg * kk;
+  const int64_t wsize = g.Cs * Cgk, big_hw = g.Hb * g.Wb;
+  const int64_t Sgp = ceil_div(Sg, kLanes) * kLanes;  // gradient row: the group's channels, padded
+  const int64_t img_planes = Cg * p.PSz, img_dy = p.HW * Sgp;
+  std::vector<int64_t> coff(static_cast<size_t>(Cgk));  // per (input channel, tap): its plane offset
+  for (int64_t ci = 0; ci < Cg; ++ci)
+    for (int64_t t = 0; t < kk; ++t) coff[static_cast<size_t>(ci * kk + t)] = ci * p.PSz + p.toff[t];
+  // Images per batch: planes and gradients within ~512 KiB.
+  const int64_t B =
+      std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, img_planes + img_dy), 1, g.N);
+  std::fill(dw, dw + wsize, 0.0f);
+  std::mutex mu;
+  bool first = true;
+  const int64_t macs = g.Cs * Cgk * p.HW;  // per image
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
+  pool_parallel_for(0, g.N, grain, [&](int64_t n0, int64_t n1) {  // Note [GEMM pool]
+    thread_local std::vector<float> scratch;
+    const size_t need = static_cast<size_t>(B * (img_planes + img_dy));
+    if (scratch.size() < need) scratch.resize(need);
+    float* dyt = scratch.data();
+    float* planes = dyt + B * img_dy;
+    std::vector<float> local(static_cast<size_t>(wsize), 0.0f);
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += B) {
+      const int64_t nimg = std::min(B, n1 - nb0);
+      for (int64_t gi = 0; gi < G; ++gi) {
+        for (int64_t b = 0; b < nimg; ++b) {
+          const int64_t n = nb0 + b;
+          build_padded(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes);
+          // The gradient pixel-major: row q holds the group's Sg channels (zeros up to Sgp).
+          const float* src = small + (n * g.Cs + gi * Sg) * p.HW;
+          float* dst = dyt + b * img_dy;
+          if (Sgp != Sg) std::memset(dst, 0, static_cast<size_t>(img_dy) * sizeof(float));
+          for (int64_t c = 0; c < Sg; ++c)
+            for (int64_t q = 0; q < p.HW; ++q) dst[q * Sgp + c] = src[c * p.HW + q];
+        }
+        for (int64_t co0 = 0; co0 < Sg; co0 += kCvCo) {
+          const int64_t nco = std::min(kCvCo, Sg - co0);
+          const float* d = dyt + co0;
+          float* out = local.data() + (gi * Sg + co0) * Cgk;
+          switch ((nco + 15) / 16) {
+            case 1:
+              cv_wgrad_pairs<1, 24>(p, planes, d, Sgp, nimg, coff.data(), Cgk, nco, out);
+              break;
+            case 2:
+              cv_wgrad_pairs<2, 12>(p, planes, d, Sgp, nimg, coff.data(), Cgk, nco, out);
+              break;
+            case 3:
+              cv_wgrad_pairs<3, 8>(p, planes, d, Sgp, nimg, coff.data(), Cgk, nco, out);
+              break;
+            default:
+              cv_wgrad_pairs<4, 6>(p, planes, d, Sgp, nimg, coff.data(), Cgk, nco, out);
+              break;
+          }
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (first) {
+      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
+      first = false;
+    } else {
+      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
+    }
+  });
+}
+
 }  // namespace
 
 bool direct_weight_grad_suits(const ConvGeo& g) {
   if (g.kk() < 2) return false;
+  if (prefer_cv_wgrad(g)) {
+    CvPlan cp;
+    return make_cv_plan(g, cp);
+  }
   Plan p;
   if (!make_plan(g, p)) return false;
   return g.Hs * g.Ws * 2 >= p.nvec * kLanes;
 }
 
 void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, float* dw) {
+  if (prefer_cv_wgrad(g)) {
+    cv_weight_grad(g, big, small, dw);
+    return;
+  }
   Plan p;
   if (!make_plan(g, p)) return;
   const int64_t G = g.groups, kk = g.kk(), Cg = p.Cg, Sg = p.Sg, Cgk = Cg * kk;
