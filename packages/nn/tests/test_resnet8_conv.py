@@ -184,3 +184,47 @@ def test_weight_grad_each_avx512_kernel(case, kernel, monkeypatch):
 def test_weight_grad_nonfinite_each_kernel(case, kernel, monkeypatch):
     monkeypatch.setenv("FLAMBEAU_CONV_WGRAD", kernel)
     test_weight_grad_nonfinite_input_like_torch(case, float("inf"))
+
+
+# (N, Cin, Cout, H, W, k, stride, padding, output_padding, dilation, groups) of conv_transpose2d:
+# the strided ones run the phase kernel (Note [Strided transposed convolution]) in float32.
+STRIDED_TRANSPOSED = [
+    (32, 32, 16, 16, 16, 3, 2, 1, 1, 1, 1),  # the input gradient of ResNet-8's 16->32 stride-2 conv
+    (32, 64, 32, 8, 8, 3, 2, 1, 1, 1, 1),
+    (2, 5, 7, 6, 5, 3, 2, 0, 0, 1, 1),
+    (2, 6, 4, 5, 7, (3, 2), (2, 3), (1, 0), (1, 2), 1, 2),
+    (1, 4, 70, 4, 3, 3, 2, 1, 0, 2, 1),  # dilation, 70 channels (two blocks of 64)
+    (2, 3, 5, 4, 4, 2, 3, 0, 2, 1, 1),  # kernel below the stride: a phase no tap reaches (bias only)
+    (2, 8, 8, 5, 5, 4, 2, 1, 0, 1, 8),  # depthwise: the direct scatter path
+    (3, 16, 9, 7, 3, 5, 4, 2, 3, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", STRIDED_TRANSPOSED, ids=_ids)
+def test_conv_transpose2d_strided_matches_torch(case, bias, dtype):
+    n, cin, cout, h, w, k, s, p, op, d, g = case
+    kk = (k, k) if isinstance(k, int) else k
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(n, cin, h, w, dtype=dtype, generator=gen)
+    wt = torch.randn(cin, cout // g, *kk, dtype=dtype, generator=gen) * 0.2
+    b = torch.randn(cout, dtype=dtype, generator=gen) if bias else None
+    leaves = [x, wt] + ([b] if bias else [])
+    tl = [t.clone().requires_grad_(True) for t in leaves]
+    ty = torch.nn.functional.conv_transpose2d(tl[0], tl[1], tl[2] if bias else None, s, p, op, g, d)
+    gy = torch.randn(ty.shape, dtype=dtype, generator=gen)
+    ty.backward(gy)
+    fl = [from_torch(t).requires_grad_(True) for t in leaves]
+    fy = F.conv_transpose2d(fl[0], fl[1], fl[2] if bias else None, s, p, op, g, d)
+    fy.backward(from_torch(gy))
+    _close(fy, ty, dtype)
+    for o, t in zip(fl, tl, strict=True):
+        _close(o.grad, t.grad, dtype)
+
+
+def test_gradcheck_conv_transpose2d_strided_f64():
+    gen = torch.Generator().manual_seed(8)
+    x = from_torch(torch.randn(2, 4, 3, 4, dtype=torch.float64, generator=gen)).requires_grad_(True)
+    w = from_torch(torch.randn(4, 3, 3, 2, dtype=torch.float64, generator=gen)).requires_grad_(True)
+    assert fa.gradcheck(lambda x, w: F.conv_transpose2d(x, w, None, (2, 3), 1, (1, 0)), (x, w))

@@ -256,6 +256,11 @@ void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T*
   }
   if constexpr (std::is_same_v<T, float>) {
     if (transposed_direct(g, x, w, bias, y)) return;
+    // Note [Strided transposed convolution] (conv_direct_avx512.cpp).
+    if (use_avx512() && (g.sh > 1 || g.sw > 1) && cpu::conv_avx512::direct_transposed_suits(g)) {
+      cpu::conv_avx512::direct_transposed(g, x, w, bias, y);
+      return;
+    }
   }
   const int64_t nb = std::min(images_per_gemm(L), g.N);
   const int Ki = to_int(K, "convolution"), Si = to_int(Cs_g, "convolution");

@@ -25,4 +25,11 @@ bool direct_weight_grad_suits(const ConvGeo& g);
 /// all contiguous. Threads over images (one partial dw per chunk, summed at the end).
 void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, float* dw);
 
+/// Whether direct_transposed handles this transposed geometry (strides up to 4, kernels of 2 taps and more).
+bool direct_transposed_suits(const ConvGeo& g);
+
+/// big (N, Cb, Hb, Wb) = the transposed convolution of small (N, Cs, Hs, Ws) with
+/// w (Cs, Cb/groups, kh, kw), + bias (may be null); all contiguous. Any stride.
+void direct_transposed(const ConvGeo& g, const float* small, const float* w, const float* bias, float* big);
+
 }  // namespace flambeau::cpu::conv_avx512

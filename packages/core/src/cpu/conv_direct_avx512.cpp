@@ -49,6 +49,17 @@
 // output pixel CV gradient vectors times P broadcast input values of the
 // plain zero-padded plane; no lanes go to waste whatever the plane size, no
 // horizontal sums. FLAMBEAU_CONV_WGRAD=flat|cv forces one of the two.
+//
+// Note [Strided transposed convolution]
+// A transposed convolution of stride s (the input gradient of a strided
+// convolution) splits its output into s*s phases (pixels (Y, X) with Y % sh,
+// X % sw fixed): in each, a pixel reads the small image through a fixed
+// subset of the taps, each at a fixed offset from the pixel's position in a
+// zero-padded small plane, so a phase is a plain stride-1 gather (no
+// scatter, no col2im, no zero-inserted input). It runs on the channel-
+// vectorized layout: 16 output channels x P pixels of one phase in
+// registers, the phase's weights packed per (small channel, tap), the pixels
+// stored through a small tile at their big-plane indices.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -565,7 +576,241 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
   });
 }
 
+// ---- strided transposed convolution (Note [Strided transposed convolution]) ----
+
+struct TPhase {
+  std::vector<int64_t> taps;  // the kernel taps (i * kw + j) that reach this phase's pixels
+  std::vector<int64_t> toff;  // per tap: its offset in the padded small plane
+  std::vector<int64_t> poff;  // per pixel (padded to a block): the offset of its tap-0 read
+  std::vector<int64_t> oidx;  // per pixel: its index in the big plane
+  int64_t HW = 0;             // pixels of this phase
+};
+
+struct TPlan {
+  int64_t Cg, Sg;    // small-side (read) and big-side (written) channels per group
+  int64_t Wp, PSz;   // padded small plane: width, floats
+  int64_t PT, PL;    // padding above / left of the small image
+  int64_t Hsm, Wsm;  // the small image
+  int64_t ncob;      // blocks of kCvCo big-side channels per group
+  std::vector<TPhase> phases;
+};
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// The phases of a transposed convolution g (big = its output): big pixel (Y, X) with
+/// Y = sh*u + a, X = sw*v + b reads small pixel (u + r_i, v + c_j) for the taps with
+/// (a + ph - i*dh) % sh == 0 (and the same along W), r_i = (a + ph - i*dh) / sh.
+bool make_tplan(const ConvGeo& g, TPlan& p) {
+  if (g.groups < 1 || g.Cb % g.groups || g.Cs % g.groups) return false;
+  if (g.sh < 1 || g.sw < 1 || g.sh > 4 || g.sw > 4 || g.dh < 1 || g.dw < 1) return false;
+  if (g.Hs < 1 || g.Ws < 1 || g.Hb < 1 || g.Wb < 1) return false;
+  if (g.Hb > (1 << 16) || g.Wb > (1 << 16) || g.Hs > (1 << 16) || g.Ws > (1 << 16) || g.ph > (1 << 16) ||
+      g.pw > (1 << 16) || g.kh > 64 || g.kw > 64 || g.dh > 64 || g.dw > 64)
+    return false;
+  p.Cg = g.Cs / g.groups;  // the small image is what is read
+  p.Sg = g.Cb / g.groups;
+  p.Hsm = g.Hs, p.Wsm = g.Ws;
+  // Reads along one dim: rows u + r for u in [0, ceil(Hb/s)), r over every phase's taps.
+  auto span = [](int64_t big, int64_t s, int64_t pad, int64_t k, int64_t d, int64_t small, int64_t& lo_pad,
+                 int64_t& hi_pad) {
+    int64_t rmin = 0, rmax = 0;
+    bool any = false;
+    for (int64_t a = 0; a < s; ++a)
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t num = a + pad - i * d;
+        if (((num % s) + s) % s) continue;
+        const int64_t r = floor_div(num, s);
+        rmin = any ? std::min(rmin, r) : r;
+        rmax = any ? std::max(rmax, r) : r;
+        any = true;
+      }
+    const int64_t umax = (big + s - 1) / s - 1;
+    lo_pad = std::max<int64_t>(0, -rmin);
+    hi_pad = std::max<int64_t>(0, umax + rmax - (small - 1));
+  };
+  int64_t PB = 0, PR = 0;
+  span(g.Hb, g.sh, g.ph, g.kh, g.dh, g.Hs, p.PT, PB);
+  span(g.Wb, g.sw, g.pw, g.kw, g.dw, g.Ws, p.PL, PR);
+  p.Wp = p.PL + g.Ws + PR;
+  const int64_t Hp = p.PT + g.Hs + PB;
+  if (Hp * p.Wp > kMaxPlaneFloats || p.Cg > kMaxPlaneFloats / (Hp * p.Wp)) return false;
+  p.PSz = Hp * p.Wp;
+  p.ncob = ceil_div(p.Sg, kCvCo);
+  p.phases.clear();
+  for (int64_t a = 0; a < g.sh; ++a)
+    for (int64_t b = 0; b < g.sw; ++b) {
+      TPhase ph;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t ni = a + g.ph - i * g.dh;
+        if (((ni % g.sh) + g.sh) % g.sh) continue;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t nj = b + g.pw - j * g.dw;
+          if (((nj % g.sw) + g.sw) % g.sw) continue;
+          ph.taps.push_back(i * g.kw + j);
+          ph.toff.push_back(floor_div(ni, g.sh) * p.Wp + floor_div(nj, g.sw));
+        }
+      }
+      for (int64_t Y = a; Y < g.Hb; Y += g.sh)
+        for (int64_t X = b; X < g.Wb; X += g.sw) {
+          ph.poff.push_back((Y / g.sh + p.PT) * p.Wp + X / g.sw + p.PL);
+          ph.oidx.push_back(Y * g.Wb + X);
+        }
+      ph.HW = static_cast<int64_t>(ph.oidx.size());
+      if (ph.HW == 0) continue;
+      for (int64_t k = 0; k < 24; ++k) ph.poff.push_back(ph.poff.back());  // reads past the end: not stored
+      p.phases.push_back(std::move(ph));
+    }
+  return true;
+}
+
+/// Weights per group, phase and block of kCvCo big-side channels: [g][phase][cob][cs][tap][kCvCo].
+/// The transposed weight is (Cs, Cb/groups, kh, kw).
+std::vector<float> pack_t_weights(const ConvGeo& g, const TPlan& p, const float* w,
+                                  std::vector<int64_t>& phase_base) {
+  const int64_t kk = g.kk();
+  int64_t per_group = 0;
+  phase_base.clear();
+  for (const TPhase& ph : p.phases) {
+    phase_base.push_back(per_group);
+    per_group += p.ncob * p.Cg * static_cast<int64_t>(ph.taps.size()) * kCvCo;
+  }
+  std::vector<float> out(static_cast<size_t>(g.groups * per_group), 0.0f);
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (size_t f = 0; f < p.phases.size(); ++f) {
+      const TPhase& ph = p.phases[f];
+      const int64_t nt = static_cast<int64_t>(ph.taps.size());
+      float* base = out.data() + gi * per_group + phase_base[f];
+      for (int64_t cs = 0; cs < p.Cg; ++cs)
+        for (int64_t cb = 0; cb < p.Sg; ++cb) {
+          const float* src = w + ((gi * p.Cg + cs) * p.Sg + cb) * kk;
+          float* dst = base + ((cb / kCvCo) * p.Cg + cs) * nt * kCvCo + cb % kCvCo;
+          for (int64_t t = 0; t < nt; ++t) dst[t * kCvCo] = src[ph.taps[static_cast<size_t>(t)]];
+        }
+    }
+  phase_base.push_back(per_group);  // the last entry: floats per group
+  return out;
+}
+
+/// CV vectors of big-side channels x P pixels of one phase: sum over small channels and the phase's taps.
+template <int CV, int P>
+void t_block(const TPlan& p, const TPhase& ph, const float* planes, const float* wp, const float* bias,
+             int64_t nco, float* out, int64_t big_hw) {
+  const int64_t Cg = p.Cg, PSz = p.PSz, HW = ph.HW, nt = static_cast<int64_t>(ph.taps.size());
+  const int64_t* toff = ph.toff.data();
+  alignas(64) float bpad[CV * 16];
+  for (int64_t k = 0; k < CV * 16; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
+  alignas(64) float tile[P][CV * 16];
+  for (int64_t q0 = 0; q0 < HW; q0 += P) {
+    __m512 acc[P][CV];
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_load_ps(bpad + 16 * c);
+    const float* px[P];
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k) px[k] = planes + ph.poff[static_cast<size_t>(q0 + k)];
+    const float* wc = wp;
+    for (int64_t ci = 0; ci < Cg; ++ci) {
+      const int64_t cbase = ci * PSz;
+      for (int64_t t = 0; t < nt; ++t, wc += kCvCo) {
+        const int64_t o = cbase + toff[t];
+        __m512 wv[CV];
+#pragma GCC unroll 4
+        for (int c = 0; c < CV; ++c) wv[c] = _mm512_loadu_ps(wc + 16 * c);
+#pragma GCC unroll 24
+        for (int k = 0; k < P; ++k) {
+          const __m512 xb = _mm512_set1_ps(px[k][o]);
+#pragma GCC unroll 4
+          for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(wv[c], xb, acc[k][c]);
+        }
+      }
+    }
+#pragma GCC unroll 24
+    for (int k = 0; k < P; ++k)
+#pragma GCC unroll 4
+      for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
+    const int64_t np = std::min<int64_t>(P, HW - q0);
+    const int64_t* oi = ph.oidx.data() + q0;
+    for (int64_t co = 0; co < nco; ++co) {
+      float* o = out + co * big_hw;
+      for (int64_t k = 0; k < np; ++k) o[oi[k]] = tile[k][co];
+    }
+  }
+}
+
+void t_dispatch(const TPlan& p, const TPhase& ph, const float* planes, const float* wp, const float* bias,
+                int64_t nco, float* out, int64_t big_hw) {
+  switch ((nco + 15) / 16) {
+    case 1:
+      t_block<1, 24>(p, ph, planes, wp, bias, nco, out, big_hw);
+      break;
+    case 2:
+      t_block<2, 12>(p, ph, planes, wp, bias, nco, out, big_hw);
+      break;
+    case 3:
+      t_block<3, 8>(p, ph, planes, wp, bias, nco, out, big_hw);
+      break;
+    default:
+      t_block<4, 6>(p, ph, planes, wp, bias, nco, out, big_hw);
+      break;
+  }
+}
+
 }  // namespace
+
+bool direct_transposed_suits(const ConvGeo& g) {
+  if (g.kk() < 2) return false;
+  TPlan p;
+  return make_tplan(g, p);
+}
+
+void direct_transposed(const ConvGeo& g, const float* small, const float* w, const float* bias, float* big) {
+  TPlan p;
+  if (!make_tplan(g, p)) return;
+  std::vector<int64_t> phase_base;
+  const std::vector<float> wp = pack_t_weights(g, p, w, phase_base);
+  const int64_t per_group = phase_base.back();
+  const int64_t G = g.groups, nph = static_cast<int64_t>(p.phases.size());
+  const int64_t per_image = G * nph * p.ncob, big_hw = g.Hb * g.Wb, small_hw = g.Hs * g.Ws;
+  // Pixels of phases no tap reaches (a kernel smaller than the stride) are the bias alone.
+  int64_t covered = 0;
+  for (const TPhase& ph : p.phases) covered += ph.taps.empty() ? 0 : ph.HW;
+  if (covered != big_hw)
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.Cb; ++c)
+        std::fill(big + (n * g.Cb + c) * big_hw, big + (n * g.Cb + c + 1) * big_hw, bias ? bias[c] : 0.0f);
+  const int64_t macs = std::max<int64_t>(1, p.Cg * g.kk() * kCvCo * big_hw / std::max<int64_t>(1, nph));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / macs);
+  pool_parallel_for(0, g.N * per_image, grain, [&](int64_t begin, int64_t end) {  // Note [GEMM pool]
+    thread_local std::vector<float> scratch;
+    const size_t need = static_cast<size_t>(p.Cg * p.PSz);
+    if (scratch.size() < need) scratch.resize(need);
+    float* planes = scratch.data();
+    int64_t loaded = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / per_image, rest = item % per_image;
+      const int64_t gi = rest / (nph * p.ncob), f = (rest / p.ncob) % nph, cob = rest % p.ncob;
+      const TPhase& ph = p.phases[static_cast<size_t>(f)];
+      if (ph.taps.empty()) continue;
+      const int64_t key = n * G + gi;
+      if (key != loaded) {
+        std::memset(planes, 0, need * sizeof(float));
+        const float* img = small + (n * g.Cs + gi * p.Cg) * small_hw;
+        for (int64_t c = 0; c < p.Cg; ++c)
+          for (int64_t h = 0; h < g.Hs; ++h)
+            std::memcpy(planes + c * p.PSz + (h + p.PT) * p.Wp + p.PL, img + (c * g.Hs + h) * g.Ws,
+                        static_cast<size_t>(g.Ws) * sizeof(float));
+        loaded = key;
+      }
+      const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
+      const int64_t nt = static_cast<int64_t>(ph.taps.size());
+      const float* wb =
+          wp.data() + gi * per_group + phase_base[static_cast<size_t>(f)] + cob * p.Cg * nt * kCvCo;
+      t_dispatch(p, ph, planes, wb, bias ? bias + co0 : nullptr, nco, big + (n * g.Cb + co0) * big_hw,
+                 big_hw);
+    }
+  });
+}
 
 bool direct_weight_grad_suits(const ConvGeo& g) {
   if (g.kk() < 2) return false;
