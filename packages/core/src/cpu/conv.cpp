@@ -13,7 +13,11 @@
 // (depthwise convolution, and LeNet's 1-channel first layer) use the direct
 // loops of conv_kernels.inc instead of a GEMM. On AVX-512 CPUs, the other
 // float32 forward convolutions (but 1x1 stride-1 unpadded ones, which need no
-// im2col) run the direct kernel of Note [Direct convolution].
+// im2col) run the direct kernel of Note [Direct convolution], and so do the
+// other float32 convolutions but those 1x1 ones: weight gradients (Note
+// [Direct weight gradient]), stride-1 transposed convolutions (Note [Stride-1
+// transposed convolution]: the input gradient of a stride-1 convolution) and
+// strided ones of 2+ taps (Note [Strided transposed convolution]).
 //
 // Threads: with at least as many images as threads, images are split across
 // threads, each calling a single-threaded GEMM on its own columns buffer (and,
