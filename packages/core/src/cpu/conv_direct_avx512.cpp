@@ -161,8 +161,11 @@ bool make_plan(const ConvGeo& g, Plan& p) {
 }
 
 /// The phase planes of one group of one image (Cg channels of Hb x Wb), zero-padded.
-void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf) {
-  std::memset(buf, 0, static_cast<size_t>(p.buf) * sizeof(float));
+/// Every image of a geometry writes the same positions: the zeros around them
+/// (padding, row ends, read slack) are written only when `zero` (the buffer's
+/// first image in a call).
+void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf, bool zero) {
+  if (zero) std::memset(buf, 0, static_cast<size_t>(p.buf) * sizeof(float));
   for (int64_t c = 0; c < p.Cg; ++c) {
     const float* plane = img + c * g.Hb * g.Wb;
     float* dst = buf + c * p.CS;
@@ -295,8 +298,10 @@ std::vector<float> pack_cv_weights(const ConvGeo& g, const CvPlan& p, const floa
   return out;
 }
 
-void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* buf) {
-  std::memset(buf, 0, static_cast<size_t>(p.Cg * p.PSz) * sizeof(float));
+/// The zero-padded planes of one group of one image; the padding written only when `zero`
+/// (the buffer's first image in a call: the next ones write the same positions).
+void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* buf, bool zero) {
+  if (zero) std::memset(buf, 0, static_cast<size_t>(p.Cg * p.PSz) * sizeof(float));
   for (int64_t c = 0; c < p.Cg; ++c)
     for (int64_t h = 0; h < g.Hb; ++h)
       std::memcpy(buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, img + (c * g.Hb + h) * g.Wb,
@@ -386,7 +391,7 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
       const int64_t gi = rest / p.ncob, cob = rest % p.ncob;
       const int64_t key = n * G + gi;
       if (key != loaded) {
-        build_padded(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes);
+        build_padded(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes, loaded < 0);
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
@@ -441,9 +446,9 @@ void wgrad_block(const Plan& p, const float* planes, int64_t img_planes, const f
 }
 
 /// The gradient of one image's kCo-blocks laid out flat (rows Wq wide), zero past each block's channels.
-void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg, float* out) {
+void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg, float* out, bool zero) {
   const int64_t vstride = p.nvec * kLanes, nb = p.ncob * kCo;
-  std::memset(out, 0, static_cast<size_t>(nb * vstride) * sizeof(float));
+  if (zero) std::memset(out, 0, static_cast<size_t>(nb * vstride) * sizeof(float));
   for (int64_t c = 0; c < Sg; ++c)
     for (int64_t y = 0; y < g.Hs; ++y)
       std::memcpy(out + c * vstride + y * p.Wq, dy + (c * g.Hs + y) * g.Ws,
@@ -537,11 +542,12 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
       for (int64_t gi = 0; gi < G; ++gi) {
         for (int64_t b = 0; b < nimg; ++b) {
           const int64_t n = nb0 + b;
-          build_padded(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes);
+          const bool zero = nb0 == n0 && gi == 0;  // first use of this slot in the call
+          build_padded(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes, zero);
           // The gradient pixel-major: row q holds the group's Sg channels (zeros up to Sgp).
           const float* src = small + (n * g.Cs + gi * Sg) * p.HW;
           float* dst = dyt + b * img_dy;
-          if (Sgp != Sg) std::memset(dst, 0, static_cast<size_t>(img_dy) * sizeof(float));
+          if (Sgp != Sg && zero) std::memset(dst, 0, static_cast<size_t>(img_dy) * sizeof(float));
           for (int64_t c = 0; c < Sg; ++c)
             for (int64_t q = 0; q < p.HW; ++q) dst[q * Sgp + c] = src[c * p.HW + q];
         }
@@ -794,7 +800,7 @@ void direct_transposed(const ConvGeo& g, const float* small, const float* w, con
       if (ph.taps.empty()) continue;
       const int64_t key = n * G + gi;
       if (key != loaded) {
-        std::memset(planes, 0, need * sizeof(float));
+        if (loaded < 0) std::memset(planes, 0, need * sizeof(float));  // same positions for every image
         const float* img = small + (n * g.Cs + gi * p.Cg) * small_hw;
         for (int64_t c = 0; c < p.Cg; ++c)
           for (int64_t h = 0; h < g.Hs; ++h)
@@ -859,8 +865,9 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
         for (int64_t b = 0; b < nimg; ++b) {
           const int64_t n = nb0 + b;
           // Each image's planes; the last image's are followed by read slack (p.buf covers it).
-          build_planes(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes);
-          build_dy_flat(g, p, small + (n * g.Cs + gi * Sg) * small_hw, Sg, dyf + b * img_dy);
+          const bool zero = nb0 == n0 && gi == 0;  // first use of this slot in the call
+          build_planes(g, p, big + (n * g.Cb + gi * Cg) * big_hw, planes + b * img_planes, zero);
+          build_dy_flat(g, p, small + (n * g.Cs + gi * Sg) * small_hw, Sg, dyf + b * img_dy, zero);
         }
         for (int64_t cob = 0; cob < p.ncob; ++cob) {
           const int64_t nco = std::min(kCo, Sg - cob * kCo);
@@ -930,7 +937,7 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
       const int64_t gi = rest / p.ncob, cob = rest % p.ncob;
       const int64_t key = n * G + gi;
       if (key != loaded) {
-        build_planes(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes);
+        build_planes(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes, loaded < 0);
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCo, nco = std::min(kCo, p.Sg - cob * kCo);
