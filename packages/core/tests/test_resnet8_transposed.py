@@ -85,3 +85,19 @@ def test_conv_transpose2d_nonfinite_like_torch():
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         fin = np.isfinite(ref)
         np.testing.assert_allclose(got[fin], ref[fin], rtol=2e-4, atol=2e-4)
+
+
+# (k, padding, W) of a stride-2 conv2d over wide rows: the flat kernel's planes take the rows
+# 32 pixels at a time (even/odd split by permutes), then a scalar tail; odd and even padding.
+WIDE_STRIDE2 = [(5, 2, 40), (3, 0, 37), (3, 1, 64), (4, 2, 33), (2, 0, 32), (3, 1, 31)]
+
+
+@pytest.mark.parametrize("case", WIDE_STRIDE2, ids=lambda c: f"k{c[0]}p{c[1]}w{c[2]}")
+def test_conv2d_stride2_wide_rows(case):
+    k, p, w = case
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    x = rng.standard_normal((2, 5, 9, w)).astype(np.float32)
+    wt = (rng.standard_normal((8, 5, k, k)) * 0.2).astype(np.float32)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), None, 2, p).numpy()
+    got = _npy(fc.conv2d(fc.tensor(x), fc.tensor(wt), None, 2, p))
+    np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)

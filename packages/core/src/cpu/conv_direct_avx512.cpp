@@ -160,6 +160,16 @@ bool make_plan(const ConvGeo& g, Plan& p) {
   return true;
 }
 
+/// dst[0, n) = src[0, n): vector copies (rows are short: a memcpy call per row costs as much).
+inline void copy_row(const float* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+  }
+}
+
 /// The phase planes of one group of one image (Cg channels of Hb x Wb), zero-padded.
 /// Every image of a geometry writes the same positions: the zeros around them
 /// (padding, row ends, read slack) are written only when `zero` (the buffer's
@@ -174,11 +184,23 @@ void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf,
       const float* src = plane + h * g.Wb;
       float* row = dst + (r % g.sh) * g.sw * p.PS + (r / g.sh) * p.Wq;
       if (g.sw == 1) {
-        std::memcpy(row + g.pw, src, static_cast<size_t>(g.Wb) * sizeof(float));
+        copy_row(src, row + g.pw, g.Wb);
       } else {
         float* even = row;
         float* odd = row + p.PS;
-        for (int64_t w = 0; w < g.Wb; ++w) {
+        // Source pixel w goes to column w + pw: phase (w + pw) & 1, index (w + pw) >> 1. From an even
+        // w0, the even pixels of 32 are 16 consecutive columns of one phase, the odd ones of the other.
+        float* to_even = ((g.pw & 1) ? odd : even) + (g.pw >> 1);
+        float* to_odd = ((g.pw & 1) ? even : odd) + ((g.pw + 1) >> 1);
+        const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        int64_t w = 0;
+        for (; w + 32 <= g.Wb; w += 32) {
+          const __m512 a = _mm512_loadu_ps(src + w), b = _mm512_loadu_ps(src + w + 16);
+          _mm512_storeu_ps(to_even + w / 2, _mm512_permutex2var_ps(a, ie, b));
+          _mm512_storeu_ps(to_odd + w / 2, _mm512_permutex2var_ps(a, io, b));
+        }
+        for (; w < g.Wb; ++w) {
           const int64_t c2 = w + g.pw;
           ((c2 & 1) ? odd : even)[c2 >> 1] = src[w];
         }
@@ -304,8 +326,7 @@ void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* bu
   if (zero) std::memset(buf, 0, static_cast<size_t>(p.Cg * p.PSz) * sizeof(float));
   for (int64_t c = 0; c < p.Cg; ++c)
     for (int64_t h = 0; h < g.Hb; ++h)
-      std::memcpy(buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, img + (c * g.Hb + h) * g.Wb,
-                  static_cast<size_t>(g.Wb) * sizeof(float));
+      copy_row(img + (c * g.Hb + h) * g.Wb, buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, g.Wb);
 }
 
 /// CV vectors of 16 output channels x P output pixels in registers, summed over
@@ -451,8 +472,7 @@ void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg,
   if (zero) std::memset(out, 0, static_cast<size_t>(nb * vstride) * sizeof(float));
   for (int64_t c = 0; c < Sg; ++c)
     for (int64_t y = 0; y < g.Hs; ++y)
-      std::memcpy(out + c * vstride + y * p.Wq, dy + (c * g.Hs + y) * g.Ws,
-                  static_cast<size_t>(g.Ws) * sizeof(float));
+      copy_row(dy + (c * g.Hs + y) * g.Ws, out + c * vstride + y * p.Wq, g.Ws);
 }
 
 /// Channel-vectorized weight gradient (Note [Direct weight gradient], last
@@ -804,8 +824,7 @@ void direct_transposed(const ConvGeo& g, const float* small, const float* w, con
         const float* img = small + (n * g.Cs + gi * p.Cg) * small_hw;
         for (int64_t c = 0; c < p.Cg; ++c)
           for (int64_t h = 0; h < g.Hs; ++h)
-            std::memcpy(planes + c * p.PSz + (h + p.PT) * p.Wp + p.PL, img + (c * g.Hs + h) * g.Ws,
-                        static_cast<size_t>(g.Ws) * sizeof(float));
+            copy_row(img + (c * g.Hs + h) * g.Ws, planes + c * p.PSz + (h + p.PT) * p.Wp + p.PL, g.Ws);
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
