@@ -101,3 +101,15 @@ def test_conv2d_stride2_wide_rows(case):
     ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), None, 2, p).numpy()
     got = _npy(fc.conv2d(fc.tensor(x), fc.tensor(wt), None, 2, p))
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_conv_transpose2d_gemm_path_forced(case, monkeypatch):
+    """FLAMBEAU_CONV_TRANSPOSED=gemm (read per call) keeps float32 on GEMM + col2im: the same values."""
+    monkeypatch.setenv("FLAMBEAU_CONV_TRANSPOSED", "gemm")
+    test_conv_transpose2d_values(case, True, False, "float32")
+
+
+def test_lenet_conv2_input_gradient_shape():
+    """LeNet-5's conv2 input gradient (5x5 over 10x10, padded by 4: mostly zeros) keeps GEMM + col2im; values."""
+    test_conv_transpose2d_values((64, 16, 6, 10, 10, 5, 1, 0, 0, 1, 1), False, False, "float32")
