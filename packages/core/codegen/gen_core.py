@@ -99,6 +99,57 @@ DIRECT_WRITE_OPS = frozenset(
 )
 
 
+# Note [out= dtypes]: what PyTorch accepts as the dtype of out=, per op (the C++ op names).
+# Default: the result's dtype must cast to out's (can_cast), and is cast into it.
+# OUT_DTYPE_FROM_OUT: without dtype=, the op computes in out's dtype (torch.sum(f32, out=i64)
+#   sums in int64, torch.cumsum(i32, out=f32) accumulates in float32); with dtype=, out's must
+#   be that one.
+# OUT_DTYPE_FLOAT_FROM_OUT: as above for a floating/complex input whose dtype casts to out's
+#   (mean of float32 into a float64 out sums in float64; into an int64 out raises).
+# OUT_DTYPE_EXACT: out's dtype must be the result's (matmul, softmax, argmax, where, ...).
+# OUT_DTYPE_LOGICAL: out is bool or uint8 (all/any).
+OUT_DTYPE_FROM_OUT = frozenset(
+    "sum prod prod_dim_int cumsum cumprod linspace logspace normal randint randint_low randperm".split()
+)
+OUT_DTYPE_FLOAT_FROM_OUT = frozenset("mean nanmean".split())
+OUT_DTYPE_EXACT = frozenset("""mm bmm matmul softmax log_softmax argmax argmin argsort where""".split())
+OUT_DTYPE_LOGICAL = frozenset("all any".split())
+
+
+def out_dtype_lines(op: OpDecl, o: int) -> list[str]:
+    """Before the call: derive dtype= from out= (Note [out= dtypes])."""
+    dtype = next((a for a in op.cpp_args if a.name == "dtype"), None)
+    if dtype is None:
+        return []
+    if op.cpp_name in OUT_DTYPE_FROM_OUT:
+        if dtype.type == "ScalarType":  # not optional: its default applies unless given
+            i = python_params(op, "function").index(dtype)
+            return [f"      if (!r.is_none({o}) && r.is_none({i})) a_dtype = r.tensor({o}).dtype();"]
+        return [f"      if (!r.is_none({o}) && !a_dtype) a_dtype = r.tensor({o}).dtype();"]
+    if op.cpp_name in OUT_DTYPE_FLOAT_FROM_OUT:
+        return [
+            f"      if (!r.is_none({o}) && !a_dtype) {{",
+            f"        const ScalarType out_t = r.tensor({o}).dtype();",
+            "        if (is_floating(a_self.dtype()) || is_complex(a_self.dtype())) {",
+            f'          check_out_cast("{op.py_name}", a_self.dtype(), out_t);',
+            "          a_dtype = out_t;",
+            "        }",
+            "      }",
+        ]
+    return []
+
+
+def out_exact(op: OpDecl) -> str:
+    names = OUT_DTYPE_FROM_OUT | OUT_DTYPE_FLOAT_FROM_OUT | OUT_DTYPE_EXACT
+    return "true" if op.cpp_name in names else "false"
+
+
+def out_logical_lines(op: OpDecl, out: str, indent: str) -> list[str]:
+    if op.cpp_name not in OUT_DTYPE_LOGICAL:
+        return []
+    return [f'{indent}check_out_logical("{op.py_name}", {out});']
+
+
 def tensor_args(op: OpDecl, prefix: str = "") -> str:
     """`&a, &b`: the op's tensor arguments, for direct_write_ok."""
     return ", ".join(f"&{prefix}{a.name}" for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber"))
@@ -255,6 +306,8 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         names.append(var)
     call = f"op::{op.cpp_name}({', '.join(names)})"
     ret = op.cpp_return()
+    if "out" in pos and not op.is_inplace:
+        lines += out_dtype_lines(op, pos["out"])
     if op.is_inplace:
         lines.append("      {")
         lines.append("        py::gil_scoped_release no_gil;")
@@ -321,9 +374,10 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
             o = pos["out"]
             lines.append(f"      if (!r.is_none({o})) {{")
             lines.append(f"        Tensor out = r.tensor({o});")
+            lines += out_logical_lines(op, "out", "        ")
             lines.append("        {")
             lines.append("          py::gil_scoped_release no_gil;")
-            lines.append(f'          copy_to_out("{op.py_name}", result, out);')
+            lines.append(f'          copy_to_out("{op.py_name}", result, out, {out_exact(op)});')
             lines.append("        }")
             lines.append(f"        Py_INCREF(r.args[{o}]);")
             lines.append(f"        return r.args[{o}];")

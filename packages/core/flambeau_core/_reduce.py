@@ -52,7 +52,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _pick(r, return_inverse, return_counts)
 
 
-def nonzero(input, *, as_tuple=False):  # noqa: A002
+def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
     """The indices of the nonzero elements: an (n, input.dim()) int64 tensor in row-major order, or
     with ``as_tuple`` one 1-D tensor per dim (a 0-dim input counts as 1-D).
 
@@ -61,7 +61,10 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
     [[1], [3]]
     """
     if not as_tuple:
-        return _C._nonzero(input)
+        r = _C._nonzero(input)
+        return r if out is None else _C._copy_to_out("nonzero", r, out, True)
+    if out is not None:
+        raise TypeError("[nonzero] out= is not supported with as_tuple=True")
     x = input.reshape((1,)) if input.dim() == 0 else input
     return tuple(_C.where(x))
 

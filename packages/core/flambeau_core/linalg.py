@@ -121,13 +121,24 @@ def _broadcast_shape(a: Sequence[int], b: Sequence[int], op: str) -> list[int]:
     return out
 
 
-def _copy_out(result: Tensor, out: Tensor | None) -> Tensor:
+def _copy_out(result: Tensor, out: Tensor | None, op: str = "linalg", exact: bool = True) -> Tensor:
+    """Writes result into out= as the generated bindings do (Note [out= dtypes] in gen_core.py): out's
+    dtype must be the result's (exact, as PyTorch's linalg ops) or one it casts to; out of another
+    shape is resized; RuntimeError when autograd would record (Note [out= and autograd])."""
     if out is None:
         return result
-    if tuple(out.shape) != tuple(result.shape):
-        raise FlambeauError(f"out= has shape {_shape(out)} but the result has shape {_shape(result)}")
-    out.copy_(result)
-    return out
+    return _C._copy_to_out(op, result, out, exact)
+
+
+def _copy_outs(results: Sequence[Tensor], out: Any, op: str) -> tuple[Tensor, ...]:
+    """out=(a, b, ...) for an op returning several tensors: each must have its result's dtype."""
+    if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
+        raise TypeError(f"[{op}] out= must be a tuple of {len(results)} tensors, got {type(out).__name__}")
+    if len(out) != len(results):
+        raise TypeError(f"[{op}] out= must be a tuple of {len(results)} tensors, got {len(out)}")
+    for r, o in zip(results, out, strict=True):
+        _C._check_out_autograd(op, r, o)
+    return tuple(_C._copy_to_out(op, r, o, True) for r, o in zip(results, out, strict=True))
 
 
 def _eye(n: int, like: Tensor) -> Tensor:
@@ -140,16 +151,16 @@ def _eye(n: int, like: Tensor) -> Tensor:
 matmul = _C.matmul
 
 
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Outer product of two 1-D tensors (torch.outer)."""
     _check_tensor(input, "outer", "input")
     _check_tensor(vec2, "outer", "vec2")
     if input.dim() != 1 or vec2.dim() != 1:
         raise FlambeauError(f"outer: expected two 1-D tensors, got shapes {_shape(input)} and {_shape(vec2)}")
-    return input.unsqueeze(-1) * vec2
+    return _copy_out(input.unsqueeze(-1) * vec2, out, "outer", exact=False)
 
 
-def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
     """Dot product of vectors along `dim`, broadcasting the other dims (torch.linalg.vecdot)."""
     _check_tensor(x, "linalg.vecdot", "x")
     _check_tensor(y, "linalg.vecdot", "y")
@@ -163,7 +174,7 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
         raise FlambeauError(
             f"linalg.vecdot: x and y must have the same size along dim {dim}, got shapes {_shape(x)} and {_shape(y)}"
         )
-    return _C.sum(x * y, dim)
+    return _copy_out(_C.sum((x.conj() if x.dtype in _COMPLEX else x) * y, dim), out, "linalg.vecdot")
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
@@ -214,7 +225,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     A = a.permute(*(free_a + da)).reshape(ma, k)
     B = b.permute(*(db + free_b)).reshape(k, nb)
     res = _C.mm(A, B).reshape(*([a.shape[i] for i in free_a] + [b.shape[j] for j in free_b]))
-    return _copy_out(res, out)
+    return _copy_out(res, out, "tensordot")
 
 
 def multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
@@ -270,7 +281,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor
         res = res.squeeze(0)
     if last_1d:
         res = res.squeeze(-1)
-    return _copy_out(res, out)
+    return _copy_out(res, out, "linalg.multi_dot")
 
 
 def _parse_einsum(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], list[str]]:
@@ -517,7 +528,7 @@ def vector_norm(
     else:
         p = _masked_pow(a, ord) if 0 < ord < 1 else _C.pow(a, ord)
         r = _root(_C.sum(p, dims, keepdim), ord) if dims else a
-    return _copy_out(r, out)
+    return _copy_out(r, out, "linalg.vector_norm")
 
 
 def _masked_pow(a: Tensor, p: float) -> Tensor:
@@ -572,7 +583,7 @@ def matrix_norm(
             r = r.squeeze(max(dims)).squeeze(min(dims))
     else:
         raise FlambeauError(f"linalg.matrix_norm: Order {ord} not supported.")
-    return _copy_out(r, out)
+    return _copy_out(r, out, "linalg.matrix_norm")
 
 
 def norm(
@@ -608,6 +619,8 @@ def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
     """Sign and log|det| of square matrices (torch.linalg.slogdet)."""
     _check_matrix(A, "linalg.slogdet", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
+    if out is not None:
+        return SlogdetResult(*_copy_outs((sign, logabs), out, "linalg.slogdet"))
     return SlogdetResult(sign, logabs)
 
 
@@ -615,7 +628,7 @@ def det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Determinant of square matrices (torch.linalg.det), from the LU factorization."""
     _check_matrix(A, "linalg.det", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
-    return _copy_out(sign * _C.exp(logabs), out)
+    return _copy_out(sign * _C.exp(logabs), out, "linalg.det")
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -634,7 +647,7 @@ def logdet(A: Tensor) -> Tensor:
 def inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inverse of square matrices (torch.linalg.inv); a singular matrix raises."""
     _check_matrix(A, "linalg.inv", square=True, complex_ok=True)
-    return _copy_out(_C._linalg_inv(A), out)
+    return _copy_out(_C._linalg_inv(A), out, "linalg.inv")
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
@@ -667,13 +680,13 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None)
         X = _mT(_C._linalg_solve(_mT(Ab), _mT(Bb)))
     if vector:
         X = X.squeeze(-1)
-    return _copy_out(X, out)
+    return _copy_out(X, out, "linalg.solve")
 
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
     """Cholesky factor L (A = L L^T) or U (upper=True, A = U^T U) of symmetric positive-definite matrices."""
     _check_matrix(A, "linalg.cholesky", square=True, complex_ok=True)
-    return _copy_out(_C._linalg_cholesky(A, upper), out)
+    return _copy_out(_C._linalg_cholesky(A, upper), out, "linalg.cholesky")
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
@@ -687,6 +700,8 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
             "but expected one of 'reduced' (default), 'r', or 'complete'"
         )
     Q, R = _C._linalg_qr(A, mode)
+    if out is not None:
+        return QRResult(*_copy_outs((Q, R), out, "linalg.qr"))
     return QRResult(Q, R)
 
 
@@ -696,6 +711,8 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out
     if driver is not None:
         raise FlambeauError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs.")
     U, S, Vh = _C._linalg_svd(A, full_matrices, True)
+    if out is not None:
+        return SVDResult(*_copy_outs((U, S, Vh), out, "linalg.svd"))
     return SVDResult(U, S, Vh)
 
 
@@ -706,7 +723,7 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) 
         raise FlambeauError("linalg.svdvals: keyword argument `driver=` is only supported on CUDA inputs.")
     # The derivative needs the singular vectors: compute them only then.
     S = _C._linalg_svd(A, False, _needs_grad(A))[1]
-    return _copy_out(S, out)
+    return _copy_out(S, out, "linalg.svdvals")
 
 
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
@@ -715,6 +732,8 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = _C._linalg_eigh(A, UPLO, True)
+    if out is not None:
+        return EighResult(*_copy_outs((L, V), out, "linalg.eigh"))
     return EighResult(L, V)
 
 
@@ -723,7 +742,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor
     _check_matrix(A, "linalg.eigvalsh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    return _copy_out(_C._linalg_eigh(A, UPLO, _needs_grad(A))[0], out)
+    return _copy_out(_C._linalg_eigh(A, UPLO, _needs_grad(A))[0], out, "linalg.eigvalsh")
 
 
 def _check_eig_input(A: Any, op: str) -> None:
@@ -752,19 +771,19 @@ def eig(A: Tensor, *, out: Any = None) -> EigResult:
     _check_eig_input(A, "linalg.eig")
     L, V = _C._linalg_eig(A, True)
     if out is not None:
-        _copy_out(L, out[0])
-        _copy_out(V, out[1])
-        return EigResult(out[0], out[1])
+        return EigResult(*_copy_outs((L, V), out, "linalg.eig"))
     return EigResult(L, V)
 
 
 def eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Eigenvalues (complex) of square matrices (torch.linalg.eigvals); differentiable, as eig."""
     _check_eig_input(A, "linalg.eigvals")
-    return _copy_out(_C._linalg_eig(A, _needs_grad(A))[0], out)
+    return _copy_out(_C._linalg_eig(A, _needs_grad(A))[0], out, "linalg.eigvals")
 
 
-def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
+def lstsq(
+    A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None, out: Any = None
+) -> LstsqResult:
     """Least-squares solution of A X = B (torch.linalg.lstsq), by LAPACK's gelsd (SVD).
 
     `driver` may be None or 'gelsd' ('gelsy', 'gelss' and 'gels' are accepted and also run gelsd).
@@ -804,6 +823,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             res = _C.sum(r.abs() ** 2 if r.dtype in _COMPLEX else r**2, [-2], False)
     if vector:
         X = X.squeeze(-1)
+    if out is not None:
+        return LstsqResult(*_copy_outs((X, res, rank, sv), out, "linalg.lstsq"))
     return LstsqResult(X, res, rank, sv)
 
 
@@ -855,7 +876,7 @@ def pinv(
         rtol = _eps(A.dtype) * max(m, n) if default else 0.0
     at = atol.to(real) if isinstance(atol, Tensor) else _C.full([], 0.0 if atol is None else float(atol), dtype=real)
     rt = rtol.to(real) if isinstance(rtol, Tensor) else _C.full([], float(rtol), dtype=real)
-    return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out)
+    return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out, "linalg.pinv")
 
 
 def matrix_rank(
@@ -865,7 +886,7 @@ def matrix_rank(
     _check_matrix(A, "linalg.matrix_rank", complex_ok=True)
     S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
     tol = _tolerance(S, A, atol, rtol)
-    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out)
+    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out, "linalg.matrix_rank")
 
 
 def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
@@ -876,7 +897,7 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
     if n == 0:
-        return _copy_out(_eye(A.shape[-1], A).expand(*A.shape).contiguous(), out)
+        return _copy_out(_eye(A.shape[-1], A).expand(*A.shape).contiguous(), out, "linalg.matrix_power")
     if n < 0:
         _check_float(A, "linalg.matrix_power")
         A = inv(A)
@@ -889,7 +910,7 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
         n >>= 1
         if n:
             base = _C.matmul(base, base)
-    return _copy_out(result, out)
+    return _copy_out(result, out, "linalg.matrix_power")
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
@@ -918,7 +939,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = N
     a0, a1, a2 = (a.select(d, i) for i in range(3))
     b0, b1, b2 = (b.select(d, i) for i in range(3))
     r = _C.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
-    return _copy_out(r, out)
+    return _copy_out(r, out, "linalg.cross")
 
 
 # ---- torch.* spellings (exported at flambeau's top level by flambeau_core/__init__.py) ----
@@ -927,9 +948,11 @@ SlogdetTop = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 QRTop = collections.namedtuple("qr", ["Q", "R"])
 
 
-def _top_slogdet(input: Tensor) -> SlogdetTop:
+def _top_slogdet(input: Tensor, *, out: Any = None) -> SlogdetTop:
     """torch.slogdet: (sign, logabsdet)."""
     s = slogdet(input)
+    if out is not None:
+        return SlogdetTop(*_copy_outs((s.sign, s.logabsdet), out, "slogdet"))
     return SlogdetTop(s.sign, s.logabsdet)
 
 
@@ -948,14 +971,23 @@ def _top_cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = No
     return cholesky(input, upper=upper, out=out)
 
 
-def _top_qr(input: Tensor, some: bool = True) -> QRTop:
+def _top_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRTop:
     """torch.qr: (Q, R), reduced unless some=False."""
     Q, R = qr(input, "reduced" if some else "complete")
+    if out is not None:
+        return QRTop(*_copy_outs((Q, R), out, "qr"))
     return QRTop(Q, R)
 
 
-def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> SvdResultV:
+def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> SvdResultV:
     """torch.svd: (U, S, V) with V (not Vh); U and V are zeros when compute_uv=False."""
+    r = _svd_v(input, some, compute_uv)
+    if out is not None:
+        return SvdResultV(*_copy_outs(tuple(r), out, "svd"))
+    return r
+
+
+def _svd_v(input: Tensor, some: bool, compute_uv: bool) -> SvdResultV:
     _check_matrix(input, "svd", "input", complex_ok=True)
     if not compute_uv:
         S = svdvals(input)
@@ -985,17 +1017,17 @@ def _top_cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Ten
     return cross(input, other, dim=dim, out=out)
 
 
-def _top_matrix_power(input: Tensor, n: int) -> Tensor:
+def _top_matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """torch.matrix_power: linalg.matrix_power."""
-    return matrix_power(input, n)
+    return _copy_out(matrix_power(input, n), out, "matrix_power")
 
 
-def _top_ger(input: Tensor, vec2: Tensor) -> Tensor:
+def _top_ger(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """torch.ger: outer."""
-    return outer(input, vec2)
+    return _copy_out(outer(input, vec2), out, "ger", exact=False)
 
 
-def _top_dot(input: Tensor, tensor: Tensor) -> Tensor:
+def _top_dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Dot product of two 1-D tensors of the same size (torch.dot)."""
     _check_tensor(input, "dot", "input")
     _check_tensor(tensor, "dot", "tensor")
@@ -1012,11 +1044,18 @@ def _top_dot(input: Tensor, tensor: Tensor) -> Tensor:
         )
     if input.dtype != tensor.dtype:
         raise TypeError(f"dot: expected both vectors to have same dtype, but found {input.dtype} and {tensor.dtype}")
-    return _C.sum(input * tensor)
+    if input.dtype == _C.bool:
+        raise TypeError("[dot] is not implemented for dtype bool (as in PyTorch)")
+    # The result keeps the operands' dtype (a uint8 dot is uint8, as PyTorch's), not sum's int64.
+    return _copy_out(_C.sum(input * tensor, dtype=input.dtype), out, "dot")
 
 
-def _top_inner(input: Tensor, other: Tensor) -> Tensor:
+def _top_inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product over the last dims (torch.inner); a scalar (0-d) operand multiplies."""
+    return _copy_out(_inner(input, other), out, "inner")
+
+
+def _inner(input: Tensor, other: Tensor) -> Tensor:
     _check_tensor(input, "inner", "input")
     _check_tensor(other, "inner", "other")
     if input.dim() == 0 or other.dim() == 0:
@@ -1029,7 +1068,7 @@ def _top_inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([-1], [-1]))
 
 
-def _top_mv(input: Tensor, vec: Tensor) -> Tensor:
+def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product (torch.mv)."""
     _check_tensor(input, "mv", "input")
     _check_tensor(vec, "mv", "vec")
@@ -1037,14 +1076,14 @@ def _top_mv(input: Tensor, vec: Tensor) -> Tensor:
         raise FlambeauError(f"mv: expected a 2-D matrix and a 1-D vector, got shapes {_shape(input)} and {_shape(vec)}")
     if input.shape[1] != vec.shape[0]:
         raise FlambeauError(f"mv: size mismatch, got input ({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
-    return _C.matmul(input, vec)
+    return _copy_out(_C.matmul(input, vec), out, "mv")
 
 
-def _top_chain_matmul(*matrices: Tensor) -> Tensor:
+def _top_chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
     """torch.chain_matmul: multi_dot of 2-D matrices."""
     if len(matrices) == 1:
-        return matrices[0]
-    return multi_dot(matrices)
+        return _copy_out(matrices[0], out, "chain_matmul")
+    return multi_dot(matrices, out=out)
 
 
 # name at flambeau's top level -> function (flambeau_core/__init__.py binds these, and the Tensor methods).

@@ -51,8 +51,8 @@ def test_sum_dtype_argument():
     assert_matches(t.sum(1, dtype=fc.float32), x.sum(1).astype(np.float32))
     assert_matches(fc.tensor([1.5, 2.5]).sum(dtype=fc.float64), np.float64(4.0))
     assert fc.tensor([True, True, False]).sum().item() == 2
-    with pytest.raises(TypeError, match=r"\[sum\].*float32.*int64"):
-        fc.tensor([1.5]).sum(dtype=fc.int64)
+    # A float input summed into an integer dtype is cast first, as PyTorch (it was refused).
+    assert fc.tensor([1.5, 2.5]).sum(dtype=fc.int64).item() == 3
 
 
 def test_float32_sum_is_accurate():

@@ -89,11 +89,14 @@ Tensor all_or_any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, boo
 }
 }  // namespace
 
+// As PyTorch, a uint8 input gives a uint8 result (0 or 1), every other dtype a bool one.
 Tensor composite::all(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  return all_or_any(self, dim, keepdim, true);
+  const Tensor r = all_or_any(self, dim, keepdim, true);
+  return self.dtype() == ScalarType::UInt8 ? op::cast(r, ScalarType::UInt8) : r;
 }
 Tensor composite::any(const Tensor& self, OptionalIntArrayRef dim, bool keepdim) {
-  return all_or_any(self, dim, keepdim, false);
+  const Tensor r = all_or_any(self, dim, keepdim, false);
+  return self.dtype() == ScalarType::UInt8 ? op::cast(r, ScalarType::UInt8) : r;
 }
 
 }  // namespace flambeau

@@ -141,6 +141,9 @@ Tensor composite::norm_str(const Tensor& self, std::string_view p, OptionalIntAr
 }
 
 Tensor composite::logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  // (Cast to float32 below, a complex input lost its imaginary part: a wrong value, not PyTorch's.)
+  FB_CHECK_TYPE(!is_complex(self.dtype()), "[logsumexp] dtype ", dtype_name(self.dtype()),
+                " is not supported yet (real floating point or integer inputs)");
   const Tensor x = is_floating(self.dtype()) ? self : op::cast(self, ScalarType::Float32);
   if (x.numel() == 0) return op::log(op::sum(op::exp(x), OptionalIntArrayRef(dim), keepdim, std::nullopt));
   Tensor m = op::amax(x, dim, /*keepdim=*/true);
@@ -156,6 +159,10 @@ Tensor composite::count_nonzero(const Tensor& self, OptionalIntArrayRef dim) {
 
 Tensor composite::nansum(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                          std::optional<ScalarType> dtype) {
+  // As PyTorch: no complex nansum (a complex NaN has two parts; PyTorch refuses rather than choose).
+  FB_CHECK_TYPE(!is_complex(self.dtype()) && !(dtype && is_complex(*dtype)),
+                "[nansum] is not implemented for dtype ",
+                dtype_name(dtype && is_complex(*dtype) ? *dtype : self.dtype()), " (as in PyTorch)");
   const Tensor x = is_floating(self.dtype()) ? op::where(op::isnan(self), num(0), self) : self;
   return op::sum(x, dim, keepdim, dtype);
 }

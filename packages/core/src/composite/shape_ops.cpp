@@ -3,6 +3,7 @@
 // masked_select, put, linspace, eye, ...): built only from op:: calls, so
 // autograd differentiates them through the ops they call; views stay views.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -571,7 +572,12 @@ Tensor composite::linspace(const Scalar& start, const Scalar& end, int64_t steps
                            std::optional<ScalarType> dtype, Device device) {
   FB_CHECK_VALUE(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   const ScalarType dt = dtype.value_or(kDefaultFloat);
-  const double a = start.to_double(), b = end.to_double();
+  FB_CHECK_TYPE(dt != ScalarType::Bool, "[linspace] dtype bool is not supported (as in PyTorch)");
+  // An integer dtype takes start and end as integers first, as PyTorch (linspace(0, 4.5, 4, dtype=int64)
+  // is [0, 1, 2, 4]: steps of 4/3 from 0 and back from 4, truncated).
+  const bool integral = is_integral(dt, false);
+  const double a = integral ? std::trunc(start.to_double()) : start.to_double();
+  const double b = integral ? std::trunc(end.to_double()) : end.to_double();
   if (steps <= 1) return to_dtype(full(Shape{steps}, Scalar(a), ScalarType::Float64, device), dt);
   const double step = (b - a) / static_cast<double>(steps - 1);
   if (device.is_cpu() && (dt == ScalarType::Float32 || dt == ScalarType::Float64)) {
@@ -608,6 +614,7 @@ Tensor composite::linspace(const Scalar& start, const Scalar& end, int64_t steps
 Tensor composite::logspace(const Scalar& start, const Scalar& end, int64_t steps, double base,
                            std::optional<ScalarType> dtype, Device device) {
   FB_CHECK_VALUE(steps >= 0, "[logspace] number of steps must be non-negative, got ", steps);
+  FB_CHECK_TYPE(dtype != ScalarType::Bool, "[logspace] dtype bool is not supported (as in PyTorch)");
   const Tensor e = op::linspace(start, end, steps, ScalarType::Float64, device);
   return to_dtype(op::pow(wrapped(base), e), dtype.value_or(kDefaultFloat));
 }

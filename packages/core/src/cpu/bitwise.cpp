@@ -11,20 +11,32 @@ using namespace cpu;
 
 constexpr unsigned kAll = kFloats | kInts | kBool;
 
+// A complex value is true where its real or imaginary part is nonzero (as PyTorch).
+bool any_complex(const Tensor& a, const Tensor& b) { return is_complex(a.dtype()) || is_complex(b.dtype()); }
+Tensor truth(const Tensor& a) {
+  if (!is_complex(a.dtype())) return a;
+  const int64_t last[1] = {-1};
+  return op::any(op::view_as_real(op::contiguous(a, MemoryFormat::Contiguous)), IntArrayRef(last, 1), false);
+}
+
 Tensor logical_and_cpu(const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return op::logical_and(truth(a), truth(b));
   return binary_typed<kAll>(
       "logical_and", a, b, result_type(a, b), [](auto x, auto y) { return x && y; }, true);
 }
 Tensor logical_or_cpu(const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return op::logical_or(truth(a), truth(b));
   return binary_typed<kAll>(
       "logical_or", a, b, result_type(a, b), [](auto x, auto y) { return x || y; }, true);
 }
 Tensor logical_xor_cpu(const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return op::logical_xor(truth(a), truth(b));
   return binary_typed<kAll>(
       "logical_xor", a, b, result_type(a, b), [](auto x, auto y) { return bool(x) != bool(y); }, true);
 }
 
 Tensor logical_not_cpu(const Tensor& a) {
+  if (is_complex(a.dtype())) return op::logical_not(truth(a));
   TensorIterator it = TensorIterator::unary("logical_not", a, a.dtype(), ScalarType::Bool);
   visit_dtype(a.dtype(), "logical_not", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -172,6 +172,12 @@ std::optional<Tensor> sum_other_dtype(const Tensor& self, OptionalIntArrayRef di
     Tensor s = op::sum(op::cast(self, ScalarType::Float32), dim, keepdim, std::nullopt);
     return out_t == ScalarType::Float32 ? s : op::cast(s, out_t);
   }
+  if (dtype && is_integral(out_t, true) && out_t != ScalarType::Int64 && out_t != ScalarType::Int32) {
+    // bool/uint8/int8/int16/...: the input cast to it (as PyTorch), summed in int64, then cast back
+    // (modular for the integers, any-nonzero for bool, as a sum in that dtype would give).
+    return op::cast(op::sum(t == out_t ? self : op::cast(self, out_t), dim, keepdim, ScalarType::Int64),
+                    out_t);
+  }
   if (!is_complex(t) && !(dtype && is_complex(*dtype))) return std::nullopt;
   FB_CHECK_TYPE(is_complex(out_t), "[sum] cannot sum a ", dtype_name(t), " tensor into dtype ",
                 dtype_name(out_t));
@@ -198,8 +204,7 @@ Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::o
   FB_CHECK_TYPE(out_t == ScalarType::Int64 || out_t == ScalarType::Int32 || out_t == ScalarType::Float32 ||
                     out_t == ScalarType::Float64,
                 "[sum] dtype ", dtype_name(out_t), " is not supported (use int64, float32 or float64)");
-  FB_CHECK_TYPE(is_floating(out_t) || !is_floating(self.dtype()), "[sum] cannot sum a ",
-                dtype_name(self.dtype()), " tensor into dtype ", dtype_name(out_t));
+  // A floating input summed into an integer dtype is cast first (PyTorch: sum(f, dtype=int64)).
   const int64_t nd = self.dim();
   const uint64_t mask = reduce_mask("sum", dims, nd);
   Shape out_shape;
@@ -215,7 +220,8 @@ Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::o
   const int64_t nout = out.numel();
   // The input in a dtype the kernel reads: its own float dtype, or the output's.
   const bool read_self =
-      self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64 || self.dtype() == out_t;
+      ((self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64) && is_floating(out_t)) ||
+      self.dtype() == out_t;
   const Tensor in = read_self ? self : op::cast(self, out_t);
   if (is_floating(out_t)) {
     std::vector<double> acc(static_cast<size_t>(nout), 0.0);

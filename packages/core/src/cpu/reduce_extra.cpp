@@ -116,12 +116,11 @@ Tensor amin_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
   return amax_amin<false>("amin", self, dim, keepdim);
 }
 
-// The accumulation dtype of sum-like reductions: dtype if given, int64 for bool/int inputs.
+// The accumulation dtype of sum-like reductions: dtype if given, int64 for bool/int inputs. A
+// floating input reduced into an integer dtype is cast first, as PyTorch (prod(f, dtype=int64)).
 ScalarType accumulate_dtype(const char* op, const Tensor& self, std::optional<ScalarType> dtype) {
-  const ScalarType t = dtype ? *dtype : is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype();
-  FB_CHECK_TYPE(is_floating(t) || !is_floating(self.dtype()), "[", op, "] cannot reduce a ",
-                dtype_name(self.dtype()), " tensor into dtype ", dtype_name(t));
-  return t;
+  (void)op;
+  return dtype ? *dtype : is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype();
 }
 
 Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {

@@ -487,6 +487,10 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive_cpu(const Tensor& self, bo
 }
 
 Tensor nonzero_cpu(const Tensor& self) {
+  if (is_complex(self.dtype())) {  // nonzero where the real or the imaginary part is (as PyTorch)
+    const int64_t last[1] = {-1};
+    return nonzero_cpu(op::any(op::view_as_real(contiguous(self)), IntArrayRef(last, 1), false));
+  }
   check_sortable("nonzero", self.dtype());
   const Tensor in = contiguous(self);
   const int64_t n = in.numel(), nd = self.dim();

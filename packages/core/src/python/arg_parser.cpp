@@ -585,12 +585,33 @@ void check_out_count(const char* op, const TensorList& outs, size_t n) {
   FB_CHECK_TYPE(outs.size() == n, "[", op, "] out= must be a tuple of ", n, " tensors, got ", outs.size());
 }
 
+// Note [out= and autograd]: as PyTorch, an op called with out= is not differentiable: when grad
+// mode records and out= or an input the result depends on requires grad (the result then requires
+// grad too), it raises a RuntimeError instead of silently recording a copy_ into out.
+void check_out_autograd(const char* op, const Tensor& result, const Tensor& out) {
+  if (!grad_mode_enabled() || !(out.requires_grad() || (result.defined() && result.requires_grad()))) return;
+  throw RuntimeError(
+      detail::cat_str("[", op,
+                      "] functions with out=... arguments don't support automatic differentiation, "
+                      "but one of the arguments requires grad (call it under no_grad(), or without out=)"));
+}
+
+void check_out_cast(const char* op, ScalarType from, ScalarType to) {
+  FB_CHECK_TYPE(can_cast(from, to), "[", op, "] result type ", dtype_name(from),
+                " can't be cast to the desired output type ", dtype_name(to));
+}
+
+void check_out_logical(const char* op, const Tensor& out) {
+  FB_CHECK_TYPE(out.dtype() == ScalarType::Bool || out.dtype() == ScalarType::UInt8, "[", op, "] ", op,
+                " only supports a bool (or uint8) out= tensor, got ", dtype_name(out.dtype()));
+}
+
 void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_dtype) {
+  check_out_autograd(op, result, out);
   FB_CHECK_TYPE(!exact_dtype || result.dtype() == out.dtype(), "[", op,
                 "] expected out tensor to have dtype ", dtype_name(result.dtype()), ", but got ",
                 dtype_name(out.dtype()), " instead");
-  FB_CHECK_TYPE(can_cast(result.dtype(), out.dtype()), "[", op, "] the result of dtype ",
-                dtype_name(result.dtype()), " cannot be written to out= of dtype ", dtype_name(out.dtype()));
+  check_out_cast(op, result.dtype(), out.dtype());
   FB_CHECK(result.device() == out.device(), "[", op, "] out= is on ", out.device().str(),
            " but the result is on ", result.device().str());
   if (!std::ranges::equal(result.sizes(), out.sizes())) resize_out(op, out, result.sizes());

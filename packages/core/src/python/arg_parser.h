@@ -138,6 +138,12 @@ void set_python_error();
 /// Writes result into out= (resized to it as PyTorch, Note [out= resizing]); exact_dtype for the
 /// tensors of out=(a, b) (PyTorch wants their dtypes exactly), else out's dtype must hold result's.
 void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_dtype = false);
+/// RuntimeError when grad mode records and out= or the result requires grad (Note [out= and autograd]).
+void check_out_autograd(const char* op, const Tensor& result, const Tensor& out);
+/// Note [out= dtypes] (gen_core.py): TypeError unless the result dtype `from` casts to out's `to`.
+void check_out_cast(const char* op, ScalarType from, ScalarType to);
+/// Note [out= dtypes]: all/any write a bool or uint8 out= only (TypeError otherwise).
+void check_out_logical(const char* op, const Tensor& out);
 /// out=(a, b, ...) holds as many tensors as the op returns (TypeError naming op otherwise).
 void check_out_count(const char* op, const TensorList& outs, size_t n);
 

@@ -2,6 +2,7 @@
 // arange, rand/randn, uniform_/normal_, and frombuffer (zero-copy).
 #include <cstring>
 
+#include "arg_parser.h"
 #include "common.h"
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
@@ -27,6 +28,39 @@ const Shape& checked(const Shape& shape, ScalarType dtype, const char* op) {
 Tensor finish(Tensor t, bool requires_grad) {
   if (requires_grad) t.set_requires_grad(true);
   return t;
+}
+
+// Note [Factory out=]: as PyTorch, zeros/ones/empty/full/rand/randn/arange(..., out=t) make their
+// result in out's dtype (a dtype= that differs is a TypeError) and on out's device unless device=
+// says otherwise (then copy_to_out refuses it), write it into out (resized to the result's shape,
+// Note [out= resizing]) and return out itself.
+ScalarType factory_dtype(py::handle out, py::handle dtype, ScalarType fallback, const char* op) {
+  if (out.is_none()) return parse_dtype(dtype, fallback, op);
+  FB_CHECK_TYPE(py::isinstance<TensorImpl>(out), "[", op, "] out= must be a Tensor, got ",
+                std::string(py::str(py::type::of(out).attr("__name__"))));
+  const ScalarType t = out.cast<Tensor>().dtype();
+  if (!dtype.is_none()) {
+    const ScalarType d = parse_dtype(dtype, t, op);
+    FB_CHECK_TYPE(d == t, "[", op, "] dtype ", dtype_name(d), " does not match the dtype of out= (",
+                  dtype_name(t), ")");
+  }
+  return t;
+}
+
+Device factory_out_device(py::handle out, py::handle device, const char* op) {
+  if (!out.is_none() && device.is_none()) return out.cast<Tensor>().device();
+  return factory_device(device, op);
+}
+
+py::object finish_out(const char* op, const Tensor& result, py::handle out, bool requires_grad) {
+  if (out.is_none()) return py::cast(finish(result, requires_grad));
+  Tensor o = out.cast<Tensor>();
+  {
+    py::gil_scoped_release no_gil;
+    copy_to_out(op, result, o, true);
+  }
+  if (requires_grad) o.set_requires_grad(true);
+  return py::reinterpret_borrow<py::object>(out);
 }
 
 // ---- buffer protocol ----
@@ -392,15 +426,16 @@ void init_factories(py::module_& m) {
   auto sized = [&m](const char* name, auto make, const char* doc) {
     m.def(
         name,
-        [make, name](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
+        [make, name](py::args size, py::handle out, py::handle dtype, py::handle device,
+                     bool requires_grad) -> py::object {
           const Shape shape = parse_shape(size, name);
-          const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
-          const Device d = factory_device(device, name);
+          const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
+          const Device d = factory_out_device(out, device, name);
           const Shape sizes = checked(shape, t, name);
-          return finish(without_gil([&] { return make(sizes, t, d); }), requires_grad);
+          return finish_out(name, without_gil([&] { return make(sizes, t, d); }), out, requires_grad);
         },
-        py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false, doc);
+        py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
   };
   sized(
       "zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
@@ -414,38 +449,39 @@ void init_factories(py::module_& m) {
     const bool normal = std::string(name) == "randn";
     m.def(
         name,
-        [normal, name](py::args size, py::handle generator, py::handle dtype, py::handle device,
-                       bool requires_grad) {
+        [normal, name](py::args size, py::handle generator, py::handle out, py::handle dtype,
+                       py::handle device, bool requires_grad) -> py::object {
           const Shape shape = parse_shape(size, name);
-          const ScalarType t = parse_dtype(dtype, default_float_dtype(), name);
-          const Device d = factory_device(device, name);
+          const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
+          const Device d = factory_out_device(out, device, name);
           const Shape sizes = checked(shape, t, name);
           Generator* g = parse_generator(generator);
           Tensor x = without_gil([&] {
             Tensor r = empty(sizes, t, d);
             return normal ? op::normal_(r, 0.0, 1.0, g) : op::uniform_(r, 0.0, 1.0, g);
           });
-          return finish(x, requires_grad);
+          return finish_out(name, x, out, requires_grad);
         },
-        py::kw_only(), py::arg("generator") = py::none(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        py::kw_only(), py::arg("generator") = py::none(), py::arg("out") = py::none(),
+        py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
         normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None)."
                : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).");
   }
 
   m.def(
       "full",
-      [](py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
+      [](py::handle size, py::handle fill_value, py::handle out, py::handle dtype, py::handle device,
+         bool requires_grad) -> py::object {
         const Shape shape = PyIndex_Check(size.ptr()) ? Shape{as_int64(size, "full", "size")}
                                                       : parse_int_sequence(size, "full", "size");
         const Scalar v = as_scalar(fill_value, "full");
-        const ScalarType t = parse_dtype(dtype, dtype_of_scalar(v), "full");
-        const Device d = factory_device(device, "full");
+        const ScalarType t = factory_dtype(out, dtype, dtype_of_scalar(v), "full");
+        const Device d = factory_out_device(out, device, "full");
         const Shape sizes = checked(shape, t, "full");
-        return finish(without_gil([&] { return full(sizes, v, t, d); }), requires_grad);
+        return finish_out("full", without_gil([&] { return full(sizes, v, t, d); }), out, requires_grad);
       },
-      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("out") = py::none(),
+      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
       "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
 
   // The *_like factories: a new tensor shaped like `input`, laid out per
@@ -493,18 +529,21 @@ void init_factories(py::module_& m) {
 
   m.def(
       "arange",
-      [](py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
-         bool requires_grad) {
+      [](py::handle start, py::handle end, py::handle step, py::handle out, py::handle dtype,
+         py::handle device, bool requires_grad) -> py::object {
         Scalar s = as_scalar(start, "arange");
         Scalar e = end.is_none() ? s : as_scalar(end, "arange");
         if (end.is_none()) s = Scalar(int64_t{0});
         const Scalar st = as_scalar(step, "arange");
         const bool any_float = s.is_floating() || e.is_floating() || st.is_floating();
-        const ScalarType dt = parse_dtype(dtype, any_float ? default_float_dtype() : kDefaultInt, "arange");
-        return finish(op::arange(s, e, st, dt, factory_device(device, "arange")), requires_grad);
+        const ScalarType dt =
+            factory_dtype(out, dtype, any_float ? default_float_dtype() : kDefaultInt, "arange");
+        const Device d = factory_out_device(out, device, "arange");
+        return finish_out("arange", op::arange(s, e, st, dt, d), out, requires_grad);
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
-      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("out") = py::none(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false,
       "Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.\n\n"
       ">>> flambeau_core.arange(3).tolist()\n[0, 1, 2]");
 

@@ -79,4 +79,5 @@ PYBIND11_MODULE(_C, m) {
   init_math(m);
   init_runtime(m);
   init_device(m);
+  init_outargs(m);
 }
