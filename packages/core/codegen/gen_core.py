@@ -112,7 +112,12 @@ OUT_DTYPE_FROM_OUT = frozenset(
     "sum prod prod_dim_int cumsum cumprod linspace logspace normal randint randint_low randperm".split()
 )
 OUT_DTYPE_FLOAT_FROM_OUT = frozenset("mean nanmean".split())
-OUT_DTYPE_EXACT = frozenset("""mm bmm matmul softmax log_softmax argmax argmin argsort where""".split())
+OUT_DTYPE_EXACT = frozenset(
+    """mm bmm matmul softmax log_softmax argmax argmin argsort where abs neg sign sgn floor ceil trunc round
+    frac lerp lerp_tensor logcumsumexp msort tril triu diag nan_to_num conj_physical amax amin take
+    take_along_dim bitwise_not signbit searchsorted quantile quantile_scalar nanquantile nanquantile_scalar
+    norm norm_str""".split()
+)
 OUT_DTYPE_LOGICAL = frozenset("all any".split())
 
 
@@ -339,7 +344,7 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         lines.append("          if (result.impl() == out.impl())")
         lines.append("            out.impl()->bump_version();")
         lines.append("          else")
-        lines.append(f'            copy_to_out("{op.py_name}", result, out);')
+        lines.append(f'            copy_to_out("{op.py_name}", result, out, {out_exact(op)});')
         lines.append("        }")
         lines.append("      }")
         lines.append("      if (out.defined()) {")

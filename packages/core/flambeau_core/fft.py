@@ -272,17 +272,22 @@ def _dims_nd(op: str, x: Tensor, s: Any, dim: Any) -> tuple[list[int], list[int]
 
 
 def _out(op: str, r: Tensor, out: Tensor | None) -> Tensor:
+    # PyTorch's out= rules (flambeau_core._C._copy_to_out): a dtype the result casts to (complex64
+    # into complex128; a real out for a complex result raises), resized to the result's shape, no
+    # autograd through out=.
     if out is None:
         return r
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}: out must be a Tensor, got {type(out).__name__}")
-    if out.dtype != r.dtype:
-        raise TypeError(f"{op}: expected out of dtype {r.dtype}, got {out.dtype}")
-    if tuple(out.shape) == tuple(r.shape):
-        out.copy_(r)
-    else:  # resized as PyTorch's out=: out now holds the result
-        out._set_data(r)
-    return out
+    if (
+        isinstance(out, Tensor)
+        and out.dtype in (_C.complex64, _C.complex128)
+        and r.dtype
+        not in (
+            _C.complex64,
+            _C.complex128,
+        )
+    ):
+        raise TypeError(f"[{op}] expects a floating point out tensor (the result is {r.dtype}), got {out.dtype}")
+    return _C._copy_to_out(op, r, out, False)
 
 
 def _c2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool) -> Tensor:

@@ -876,7 +876,7 @@ def pinv(
         rtol = _eps(A.dtype) * max(m, n) if default else 0.0
     at = atol.to(real) if isinstance(atol, Tensor) else _C.full([], 0.0 if atol is None else float(atol), dtype=real)
     rt = rtol.to(real) if isinstance(rtol, Tensor) else _C.full([], float(rtol), dtype=real)
-    return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out, "linalg.pinv")
+    return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out, "linalg.pinv", exact=False)
 
 
 def matrix_rank(
@@ -886,7 +886,7 @@ def matrix_rank(
     _check_matrix(A, "linalg.matrix_rank", complex_ok=True)
     S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
     tol = _tolerance(S, A, atol, rtol)
-    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out, "linalg.matrix_rank")
+    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out, "linalg.matrix_rank", exact=False)
 
 
 def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
@@ -1081,9 +1081,11 @@ def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 def _top_chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
     """torch.chain_matmul: multi_dot of 2-D matrices."""
+    # (as PyTorch: one matrix is copied into out= of any dtype it casts to; a product needs out's
+    # dtype to be the result's)
     if len(matrices) == 1:
-        return _copy_out(matrices[0], out, "chain_matmul")
-    return multi_dot(matrices, out=out)
+        return _copy_out(matrices[0], out, "chain_matmul", exact=False)
+    return _copy_out(multi_dot(matrices), out, "chain_matmul")
 
 
 # name at flambeau's top level -> function (flambeau_core/__init__.py binds these, and the Tensor methods).

@@ -191,7 +191,7 @@ def test_out_and_dtypes():
     out = fc.empty(0, dtype=fc.float32)
     FFT.irfft(FFT.rfft(x), 6, out=out)
     np.testing.assert_allclose(to_np(out), t.numpy(), atol=1e-5)
-    with pytest.raises(TypeError, match="fft.fft.*out of dtype"):
+    with pytest.raises(TypeError, match=r"fft\.fft.*complex64.*float32"):
         FFT.fft(x, out=fc.empty(0, dtype=fc.float32))
     b, tb = pair(rand((5,), 0, "int64"), "int64")
     close(FFT.rfft(b), torch.fft.rfft(tb), "float32")
