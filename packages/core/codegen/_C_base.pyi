@@ -500,6 +500,7 @@ def arange(
     end: typing.Any = None,
     step: typing.Any = 1,
     *,
+    out: Tensor | None = None,
     dtype: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
@@ -522,7 +523,13 @@ def default_num_threads() -> int:
     CPUs in this process's affinity mask, capped by the container's CPU quota.
     """
 
-def empty(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+def empty(
+    *args,
+    out: Tensor | None = None,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """
     An uninitialized tensor.
     """
@@ -567,6 +574,7 @@ def full(
     size: typing.Any,
     fill_value: typing.Any,
     *,
+    out: Tensor | None = None,
     dtype: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
@@ -617,7 +625,13 @@ def narrow(
     start: typing.SupportsInt | typing.SupportsIndex,
     length: typing.SupportsInt | typing.SupportsIndex,
 ) -> Tensor: ...
-def ones(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+def ones(
+    *args,
+    out: Tensor | None = None,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """
     A tensor of ones.
     """
@@ -639,6 +653,7 @@ def promote_types(type1: numpy.dtype[typing.Any], type2: numpy.dtype[typing.Any]
 def rand(
     *args,
     generator: typing.Any = None,
+    out: Tensor | None = None,
     dtype: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
@@ -658,6 +673,7 @@ def rand_like(
 def randn(
     *args,
     generator: typing.Any = None,
+    out: Tensor | None = None,
     dtype: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
@@ -714,7 +730,13 @@ def transpose(
 ) -> Tensor: ...
 def unbind(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple: ...
 def unsqueeze(input: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor: ...
-def zeros(*args, dtype: typing.Any = None, device: typing.Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(
+    *args,
+    out: Tensor | None = None,
+    dtype: typing.Any = None,
+    device: typing.Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """
     A tensor of zeros: zeros(2, 3) or zeros((2, 3)).
     """
