@@ -1,5 +1,6 @@
 // Tensor creation from Python: tensor(), zeros/ones/empty/full(+_like),
 // arange, rand/randn, uniform_/normal_, and frombuffer (zero-copy).
+#include <algorithm>
 #include <cstring>
 
 #include "arg_parser.h"
@@ -52,10 +53,19 @@ Device factory_out_device(py::handle out, py::handle device, const char* op) {
   return factory_device(device, op);
 }
 
+/// An out= of exactly the result's shape, dtype and device is written in place (no new tensor and
+/// copy): set `o` to it and return true (after the autograd check of copy_to_out).
+bool out_fits(py::handle out, const Shape& sizes, ScalarType t, Device d, const char* op, Tensor& o) {
+  if (out.is_none()) return false;
+  o = out.cast<Tensor>();
+  check_out_autograd(op, Tensor(), o);
+  return std::ranges::equal(o.sizes(), sizes) && o.dtype() == t && o.device() == d;
+}
+
 py::object finish_out(const char* op, const Tensor& result, py::handle out, bool requires_grad) {
   if (out.is_none()) return py::cast(finish(result, requires_grad));
   Tensor o = out.cast<Tensor>();
-  {
+  if (result.impl() != o.impl()) {  // (else out_fits wrote out itself)
     py::gil_scoped_release no_gil;
     copy_to_out(op, result, o, true);
   }
@@ -423,15 +433,19 @@ void init_factories(py::module_& m) {
       "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
       ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
 
-  auto sized = [&m](const char* name, auto make, const char* doc) {
+  auto sized = [&m](const char* name, auto make, auto fill, const char* doc) {
     m.def(
         name,
-        [make, name](py::args size, py::handle out, py::handle dtype, py::handle device,
-                     bool requires_grad) -> py::object {
+        [make, fill, name](py::args size, py::handle out, py::handle dtype, py::handle device,
+                           bool requires_grad) -> py::object {
           const Shape shape = parse_shape(size, name);
           const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
           const Device d = factory_out_device(out, device, name);
           const Shape sizes = checked(shape, t, name);
+          if (Tensor o; out_fits(out, sizes, t, d, name, o)) {
+            without_gil([&] { fill(o); });
+            return finish_out(name, o, out, requires_grad);
+          }
           return finish_out(name, without_gil([&] { return make(sizes, t, d); }), out, requires_grad);
         },
         py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
@@ -439,10 +453,13 @@ void init_factories(py::module_& m) {
   };
   sized(
       "zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
+      [](Tensor& o) { op::fill_(o, Scalar(int64_t{0})); },
       "A tensor of zeros: zeros(2, 3) or zeros((2, 3)).");
-  sized("ones", [](const Shape& s, ScalarType t, Device d) { return ones(s, t, d); }, "A tensor of ones.");
   sized(
-      "empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); },
+      "ones", [](const Shape& s, ScalarType t, Device d) { return ones(s, t, d); },
+      [](Tensor& o) { op::fill_(o, Scalar(int64_t{1})); }, "A tensor of ones.");
+  sized(
+      "empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); }, [](Tensor&) {},
       "An uninitialized tensor.");
   // rand/randn with an explicit generator: a keyword the shared helper does not take.
   for (const char* name : {"rand", "randn"}) {
@@ -456,6 +473,10 @@ void init_factories(py::module_& m) {
           const Device d = factory_out_device(out, device, name);
           const Shape sizes = checked(shape, t, name);
           Generator* g = parse_generator(generator);
+          if (Tensor o; out_fits(out, sizes, t, d, name, o)) {
+            without_gil([&] { normal ? op::normal_(o, 0.0, 1.0, g) : op::uniform_(o, 0.0, 1.0, g); });
+            return finish_out(name, o, out, requires_grad);
+          }
           Tensor x = without_gil([&] {
             Tensor r = empty(sizes, t, d);
             return normal ? op::normal_(r, 0.0, 1.0, g) : op::uniform_(r, 0.0, 1.0, g);
@@ -478,6 +499,10 @@ void init_factories(py::module_& m) {
         const ScalarType t = factory_dtype(out, dtype, dtype_of_scalar(v), "full");
         const Device d = factory_out_device(out, device, "full");
         const Shape sizes = checked(shape, t, "full");
+        if (Tensor o; out_fits(out, sizes, t, d, "full", o)) {
+          without_gil([&] { op::fill_(o, v); });
+          return finish_out("full", o, out, requires_grad);
+        }
         return finish_out("full", without_gil([&] { return full(sizes, v, t, d); }), out, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("out") = py::none(),
