@@ -144,3 +144,50 @@ def test_errors():
         linear_backward(fc.ones(4, 2), x, w)
     with pytest.raises(fc.FlambeauError, match=r"grad_output must be 2-D"):
         linear_backward(fc.ones(12), x, w)
+
+
+# GEMMs between 2^18 and 2^20 multiply-adds split on the GEMM pool (kPoolMacs in gemm.h): the MLP's
+# last layer and LeNet-5's small ones, linear (bias in each block) and mm, transposed operands too.
+SMALL_SPLIT = [(128, 512, 10), (64, 120, 84), (256, 40, 30), (33, 100, 97)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", SMALL_SPLIT)
+@pytest.mark.parametrize("bias", [True, False])
+def test_small_split_linear_and_mm(threads, shape, bias, dtype):
+    n, i, o = shape
+    x, w, b = rand((n, i), dtype, 16), rand((o, i), dtype, 17), rand((o,), dtype, 18)
+    got = fc.linear(fc.tensor(x), fc.tensor(w), fc.tensor(b) if bias else None)
+    want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b) if bias else None)
+    np.testing.assert_allclose(npy(got), want.numpy(), **tol(dtype))
+    wt = fc.tensor(np.ascontiguousarray(w.T))  # (i, o): x @ wt, and its transposed view for x @ w.T
+    np.testing.assert_allclose(npy(fc.mm(fc.tensor(x), wt)), x @ w.T, **tol(dtype))
+    np.testing.assert_allclose(npy(fc.mm(fc.tensor(x), fc.tensor(w).t())), x @ w.T, **tol(dtype))
+
+
+def test_small_split_with_the_pool_busy():
+    # Python threads sharing the pool: a caller that finds it busy runs its blocks itself.
+    import threading
+
+    x, w, b = rand((128, 512), np.float32, 19), rand((10, 512), np.float32, 20), rand((10,), np.float32, 21)
+    want = x @ w.T + b
+    errors: list[str] = []
+
+    def work(i: int) -> None:
+        fx, fw, fb = fc.tensor(x), fc.tensor(w), fc.tensor(b)
+        for _ in range(50):
+            if not np.allclose(npy(fc.linear(fx, fw, fb)), want, rtol=1e-4, atol=1e-4):
+                errors.append(f"thread {i}")
+                return
+
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        fc.set_num_threads(old)
+    assert errors == []
