@@ -191,3 +191,54 @@ def test_small_split_with_the_pool_busy():
     finally:
         fc.set_num_threads(old)
     assert errors == []
+
+
+def test_linear_backward_with_the_pool_busy():
+    # Python threads sharing the pool: a caller that finds it busy runs its pieces on OpenMP.
+    import threading
+
+    g, x, w = rand((128, 512), np.float32, 22), rand((128, 784), np.float32, 23), rand((512, 784), np.float32, 24)
+    want = (g @ w, g.T @ x, g.sum(0))
+    errors: list[str] = []
+
+    def work(i: int) -> None:
+        fg, fx, fw = fc.tensor(g), fc.tensor(x), fc.tensor(w)
+        for _ in range(10):
+            got = linear_backward(fg, fx, fw)
+            if not all(np.allclose(npy(a), b, rtol=1e-4, atol=1e-3) for a, b in zip(got, want, strict=True)):
+                errors.append(f"thread {i}")
+                return
+
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        fc.set_num_threads(old)
+    assert errors == []
+
+
+def test_linear_backward_with_the_pool_off():
+    # FLAMBEAU_GEMM_POOL=0 (read once per process): the pieces run on OpenMP.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import flambeau_core as fc, numpy as np\n"
+        "fc.set_num_threads(2)\n"
+        "r = np.random.default_rng(0)\n"
+        "g, x, w = (r.standard_normal(s) for s in ((128, 512), (128, 784), (512, 784)))\n"
+        "got = fc._C._linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))\n"
+        "for a, b in zip(got, (g @ w, g.T @ x, g.sum(0))):\n"
+        "    assert np.allclose(np.asarray(memoryview(a)), b, rtol=1e-10, atol=1e-10)\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "FLAMBEAU_GEMM_POOL": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
