@@ -100,10 +100,13 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a
 // run on the GEMM pool (Note [GEMM pool]), or on OpenMP (parallel_for) when
 // another thread holds the pool. Inside a parallel region (a caller already
 // splitting work) it calls OpenBLAS as is. LAPACK (lapack.cpp) keeps its own
-// policy. From kPoolMacs up to kOwnThreadsMacs a GEMM is split only when the
-// pool takes it (its fork and join cost a few microseconds, OpenMP's passive
-// pool's tens): the MLP's last layer (128 x 512 x 10, ~29 us serial, a narrow
-// output OpenBLAS runs at ~40% of peak) halves on two threads.
+// policy. From kPoolMacs up to kOwnThreadsMacs a GEMM is split too, on the
+// pool (its fork and join cost a few microseconds, OpenMP's passive pool's
+// tens; with the pool busy the blocks run one after the other): the MLP's
+// last layer, 128 x 512 x 10 with bias, takes ~29 us as one OpenBLAS call
+// (a narrow output, ~40% of peak) and ~13-14 us as two 64-row blocks, even
+// run serially: each block is small enough for OpenBLAS's unpacked
+// small-matrix kernel (its TN form needs M*N <= 1200 in column-major terms).
 inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
 inline constexpr double kPoolMacs = double(int64_t{1} << 18);
 
