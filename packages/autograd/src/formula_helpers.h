@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "engine.h"
 
@@ -355,6 +356,42 @@ inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
     return op::reshape(t, IntArrayRef(shape));
   };
   return op::mm(op::transpose(as_2d(grad), 0, 1), as_2d(input));
+}
+
+/// linear's three gradients (grad_input_mask: input, weight, bias). float32/float64 on the CPU
+/// outside create_graph: core's _linear_backward, one call whose GEMMs (and the bias's column
+/// sum) run side by side on the GEMM pool. Otherwise, or for a bias that only broadcasts, the
+/// composed forms above (differentiable under create_graph; the bias's gradient is grad, reduced
+/// to the bias's shape by the caller).
+inline std::tuple<Tensor, Tensor, Tensor> linear_backward_grads(const Tensor& grad, const Tensor& input,
+                                                                const Tensor& weight,
+                                                                const std::optional<Tensor>& bias,
+                                                                const std::array<bool, 3>& mask) {
+  const ScalarType dt = grad.dtype();
+  const bool row_bias = !bias || (bias->dim() == 1 && bias->sizes()[0] == weight.sizes()[0]);
+  if (!grad_mode_enabled() && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
+      input.dtype() == dt && weight.dtype() == dt && weight.dim() == 2 && input.dim() >= 1 &&
+      grad.dim() == input.dim() && grad.device().type == DeviceType::CPU && input.device() == grad.device() &&
+      weight.device() == grad.device()) {
+    const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
+    const auto as_2d = [](const Tensor& t, int64_t cols) {
+      if (t.dim() == 2) return t;
+      int64_t rows = 1;  // the leading dims' product (with cols == 0, -1 would be ambiguous)
+      for (int64_t d = 0; d + 1 < t.dim(); ++d) rows *= t.sizes()[d];
+      const int64_t shape[2] = {rows, cols};
+      return op::reshape(t, IntArrayRef(shape));
+    };
+    const bool bias_g = mask[2] && row_bias;
+    auto [gi, gw, gb] =
+        op::_linear_backward(as_2d(grad, out_f), as_2d(input, in_f), weight, mask[0], mask[1], bias_g);
+    if (mask[0] && gi.defined() && input.dim() != 2) gi = op::reshape(gi, input.sizes());
+    if (mask[2] && !bias_g) gb = grad;
+    return {gi, gw, gb};
+  }
+  Tensor gi, gw;
+  if (mask[0]) gi = linear_input_backward(grad, weight);
+  if (mask[1]) gw = linear_weight_backward(grad, input);
+  return {gi, gw, mask[2] ? grad : Tensor()};
 }
 
 /// linalg_slogdet's gradient (PyTorch's): (g_logabs - i Im(conj(g_sign) sign)) A^{-H}, each matrix
