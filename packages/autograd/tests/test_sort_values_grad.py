@@ -32,7 +32,9 @@ def test_msort_grad(shape):
 def test_array_api_sort_grad(desc):
     (a,) = make_inputs([(3, 7)], seed=2)
     compare_with_torch(
-        lambda t: xp.sort(t, axis=0, descending=desc), lambda t: torch.sort(t, dim=0, descending=desc, stable=True).values, [a]
+        lambda t: xp.sort(t, axis=0, descending=desc),
+        lambda t: torch.sort(t, dim=0, descending=desc, stable=True).values,
+        [a],
     )
 
 
