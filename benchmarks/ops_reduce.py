@@ -9,8 +9,12 @@ order rotates between rounds), so machine noise hits them alike. Prints min and
 median per call and the ratio best_other_time / flambeau_time of the medians,
 where best_other is the faster of torch and NumPy (> 1: flambeau is faster).
 
-NumPy has no single call returning sorted values and indices as torch.sort
-does: its row is np.sort (values only), the cheaper of the two. Its max row is
+The sort rows compare like for like. "sort values" rows: values only,
+flambeau's Array API sort (the values-only kernel, no index payload) against
+np.sort and torch.sort(...).values (torch has no values-only sort). "sort"
+rows: values and int64 indices, fb.sort against torch.sort and NumPy's
+np.argsort(kind="stable") + np.take_along_axis (NumPy has no single call
+returning both). Its max row is
 np.max (values only; torch.max(dim) and flambeau return values and indices).
 NumPy is single-threaded; torch and flambeau use --threads (default 2).
 
@@ -33,6 +37,13 @@ import flambeau_alloc  # noqa: I001  (first: see above)
 import flambeau_core as fc
 import numpy as np
 import torch
+from flambeau_core import array_api as xp
+
+
+def _np_sort_indices(x):
+    """NumPy's (values, indices) of a stable sort along the last axis."""
+    i = np.argsort(x, axis=-1, kind="stable")
+    return np.take_along_axis(x, i, axis=-1), i
 
 
 def _cases():
@@ -50,8 +61,15 @@ def _cases():
         "max (1000,1000) dim=-1": (lambda: f2.max(-1), lambda: t2.max(-1), lambda: x2.max(-1), x2.nbytes),
         "cumsum (1000,1000) dim=-1": (lambda: f2.cumsum(-1), lambda: t2.cumsum(-1), lambda: x2.cumsum(-1), x2.nbytes),
         "cumsum (1M,)": (lambda: f1.cumsum(0), lambda: t1.cumsum(0), lambda: x1.cumsum(0), x1.nbytes),
-        "sort (1000,1000) dim=-1": (lambda: f2.sort(-1), lambda: t2.sort(-1), lambda: np.sort(x2, -1), x2.nbytes),
-        "sort (1M,)": (lambda: f1.sort(), lambda: t1.sort(), lambda: np.sort(x1), x1.nbytes),
+        "sort values (1000,1000) dim=-1": (
+            lambda: xp.sort(f2),
+            lambda: t2.sort(-1).values,
+            lambda: np.sort(x2, -1),
+            x2.nbytes,
+        ),
+        "sort (1000,1000) dim=-1": (lambda: f2.sort(-1), lambda: t2.sort(-1), lambda: _np_sort_indices(x2), x2.nbytes),
+        "sort values (1M,)": (lambda: xp.sort(f1), lambda: t1.sort().values, lambda: np.sort(x1), x1.nbytes),
+        "sort (1M,)": (lambda: f1.sort(), lambda: t1.sort(), lambda: _np_sort_indices(x1), x1.nbytes),
         "sum (16M,) all": (lambda: fbig.sum(), lambda: tbig.sum(), lambda: big.sum(), big.nbytes),
     }
 
@@ -77,7 +95,7 @@ def main() -> None:
         f"threads={a.threads} rounds={a.rounds} torch={torch.__version__} numpy={np.__version__} "
         f"cpu={fc._C._cpu_capability()}"
     )
-    head = f"{'case':27s} {'flambeau min/med (us)':>22s} {'torch min/med (us)':>20s} {'numpy min/med (us)':>20s}"
+    head = f"{'case':31s} {'flambeau min/med (us)':>22s} {'torch min/med (us)':>20s} {'numpy min/med (us)':>20s}"
     print(head + f" {'best/flambeau':>14s} {'fb GB/s':>8s} {'torch GB/s':>10s}")
     for name, (run_fb, run_th, run_np, nbytes) in _cases().items():
         if a.only not in name:
@@ -96,7 +114,7 @@ def main() -> None:
         meds = [statistics.median(t) * 1e6 for t in times]
         ratio = min(meds[1], meds[2]) / meds[0]
         cells = " ".join(f"{mins[i]:9.1f} / {meds[i]:9.1f}" for i in range(3))
-        print(f"{name:27s} {cells} {ratio:13.2f}x {nbytes / meds[0] / 1e3:8.1f} {nbytes / meds[1] / 1e3:10.1f}")
+        print(f"{name:31s} {cells} {ratio:13.2f}x {nbytes / meds[0] / 1e3:8.1f} {nbytes / meds[1] / 1e3:10.1f}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import builtins as _builtins
 import math as _math
 
 import flambeau_core as _fc
+from flambeau_core import _C
 from flambeau_core._C import Tensor as _Tensor
 
 __array_api_version__ = "2024.12"
@@ -745,7 +746,14 @@ def argsort(x, /, *, axis: int = -1, descending: _builtins.bool = False, stable:
 
 
 def sort(x, /, *, axis: int = -1, descending: _builtins.bool = False, stable: _builtins.bool = True):
-    """Sorted values only (PyTorch's ``sort`` returns values and indices)."""
+    """Sorted values only (PyTorch's ``sort`` returns values and indices).
+
+    Without autograd recording, on the CPU, the values-only kernel (no index
+    payload; same order: stable, NaN largest); else sort's values, whose
+    gradient goes through its indices.
+    """
+    if isinstance(x, _Tensor) and x.device.type == "cpu" and not (x.requires_grad and _C.is_grad_enabled()):
+        return _C._sort_values(x, axis, descending)
     return _fc.sort(x, dim=axis, descending=descending, stable=stable)[0]
 
 

@@ -333,7 +333,13 @@ Tensor composite::argsort(const Tensor& self, int64_t dim, bool descending, bool
   return std::get<1>(op::sort(self, dim, descending, stable));
 }
 
-Tensor composite::msort(const Tensor& self) { return std::get<0>(op::sort(self, 0, false, true)); }
+// sortvals: the values-only sort when no gradient is recorded (its gradient
+// goes through sort's indices) and the tensor is on the CPU (its only kernel).
+Tensor composite::msort(const Tensor& self) {
+  if (self.device().type == DeviceType::CPU && !(self.requires_grad() && grad_mode_enabled()))
+    return op::_sort_values(self, 0, false);
+  return std::get<0>(op::sort(self, 0, false, true));
+}
 
 std::tuple<Tensor, Tensor> composite::kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
   FB_CHECK_TYPE(dtype_set_of(self.dtype()) != kDtUInts, "[kthvalue] is not supported for dtype ",

@@ -225,6 +225,152 @@ std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descen
   return {l.back(values), l.back(indices)};
 }
 
+// ---- sortvals: the values-only sort (_sort_values) ----
+// The same keys as sort, sorted alone (no index payload: half the bytes moved
+// per radix pass for 4-byte types), then mapped back to values by the inverse
+// of sort_key. sort_key is one to one except on the zeros (-0.0 keyed as
+// +0.0) and the NaNs (every NaN the largest key): a stable sort puts the
+// elements of one key in their input order, so when a row holds any of those
+// keys, their block of the result is refilled with the input's elements of
+// that key, in order (the exact bits: -0.0/+0.0 order and NaN payloads as sort's).
+
+template <class T>
+constexpr bool kFloatKey =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// The value of a key (the inverse of sort_key where it is one to one; a NaN or
+// +0.0 for the shared keys, which refill_shared_keys then corrects).
+template <class T>
+inline T from_key(KeyOf<T> k) {
+  using K = KeyOf<T>;
+  constexpr K top = K(1) << (8 * sizeof(K) - 1);
+  if constexpr (std::is_same_v<T, bool>) {
+    return k != 0;
+  } else {
+    K u;
+    if constexpr (kFloatKey<T>)
+      u = (k & top) ? static_cast<K>(k & ~top) : static_cast<K>(~k);
+    else if constexpr (std::is_signed_v<T>)
+      u = static_cast<K>(k ^ top);
+    else
+      u = k;
+    T v;
+    std::memcpy(&v, &u, sizeof(v));
+    return v;
+  }
+}
+
+// Per-thread buffers of a values-only row sort.
+template <class T>
+struct ValueSorter {
+  using K = KeyOf<T>;
+  static constexpr K kTop = K(1) << (8 * sizeof(K) - 1);
+  std::vector<K> keys, keys2;
+  std::vector<uint32_t> hist;
+  K flip = 0;  // all ones when descending (the keys complemented)
+
+  K key(T v) const { return static_cast<K>(sort_key(v) ^ flip); }
+
+  // Sorts row r[0..n) (n < 2^32) into out, stably.
+  void sort_row(const T* r, T* out, int64_t n) {
+    // The keys sort_key gives several values: +-0.0 and the NaNs.
+    const K zero_key = static_cast<K>(kTop ^ flip), nan_key = static_cast<K>(~K(0) ^ flip);
+    K* k = keys.data();
+    bool shared = false;
+    const K* sorted = k;
+    if (n <= 32) {
+      for (int64_t i = 0; i < n; ++i) {
+        const K v = key(r[i]);
+        k[i] = v;
+        if constexpr (kFloatKey<T>) shared |= (v == zero_key) | (v == nan_key);
+      }
+      for (int64_t i = 1; i < n; ++i) {  // insertion sort: stable
+        const K kv = k[i];
+        int64_t j = i;
+        for (; j > 0 && k[j - 1] > kv; --j) k[j] = k[j - 1];
+        k[j] = kv;
+      }
+    } else {
+      constexpr int kBytes = sizeof(K);
+      hist.assign(static_cast<size_t>(kBytes) * 256, 0);
+      uint32_t* h0 = hist.data();
+      for (int64_t i = 0; i < n; ++i) {
+        const K v = key(r[i]);
+        k[i] = v;
+        if constexpr (kFloatKey<T>) shared |= (v == zero_key) | (v == nan_key);
+        for (int b = 0; b < kBytes; ++b) h0[b * 256 + ((v >> (8 * b)) & 255)]++;
+      }
+      K* src = k;
+      K* dst = keys2.data();
+      for (int b = 0; b < kBytes; ++b) {
+        uint32_t* h = h0 + b * 256;
+        if (h[(src[0] >> (8 * b)) & 255] == static_cast<uint32_t>(n)) continue;  // every key has this byte
+        uint32_t run = 0;
+        for (int d = 0; d < 256; ++d) {
+          const uint32_t c = h[d];
+          h[d] = run;
+          run += c;
+        }
+        const int shift = 8 * b;
+        for (int64_t i = 0; i < n; ++i) {
+          const K v = src[i];
+          dst[h[(v >> shift) & 255]++] = v;
+        }
+        std::swap(src, dst);
+      }
+      sorted = src;
+    }
+    for (int64_t i = 0; i < n; ++i) out[i] = from_key<T>(static_cast<K>(sorted[i] ^ flip));
+    if constexpr (kFloatKey<T>) {
+      if (!shared) return;
+      // Refill the blocks of the shared keys with the input's elements of that key, in input order.
+      int64_t jz = 0, jn = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const K v = sorted[i];
+        if (v == zero_key) {
+          while (key(r[jz]) != zero_key) ++jz;
+          out[i] = r[jz++];
+        } else if (v == nan_key) {
+          while (key(r[jn]) != nan_key) ++jn;
+          out[i] = r[jn++];
+        }
+      }
+    }
+  }
+};
+
+template <class T>
+void sort_values_rows(const T* x, T* values, int64_t outer, int64_t n, bool descending) {
+  using K = KeyOf<T>;
+  if (n > int64_t{0xffffffff}) {  // beyond the 32-bit counters: the (values, indices) sort
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t o = 0; o < outer; ++o) sort_rows<T>(x + o * n, values + o * n, idx.data(), 1, n, descending);
+    return;
+  }
+  parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 4 * n)),
+               [&](int64_t b, int64_t e) {
+                 ValueSorter<T> s;
+                 s.flip = descending ? static_cast<K>(~K(0)) : K(0);
+                 s.keys.resize(static_cast<size_t>(n));
+                 s.keys2.resize(static_cast<size_t>(n));
+                 for (int64_t o = b; o < e; ++o) s.sort_row(x + o * n, values + o * n, n);
+               });
+}
+
+Tensor sort_values_cpu(const Tensor& self, int64_t dim, bool descending) {
+  // The dtypes of sort (complex raises naming the op and the dtype).
+  visit_dtypes<kDtReal>(self.dtype(), "sort", [](auto) {});
+  dim = wrap_dim(dim, self.dim(), "sort");
+  const LastDim l(self, dim);
+  Tensor values = op::empty(l.rows.sizes(), self.dtype(), self.device());
+  if (self.numel() > 0)
+    visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      sort_values_rows<T>(l.rows.data<T>(), values.data<T>(), l.outer, l.n, descending);
+    });
+  return l.back(values);
+}
+
 std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   (void)sorted;  // the result is always sorted
   // As PyTorch: float16/bfloat16 yes, uint16/32/64 and complex no (TypeError naming topk and the dtype).
@@ -540,6 +686,7 @@ FB_REGISTER_KERNEL(op::_unique2, CPU, unique2_cpu);
 FB_REGISTER_KERNEL(op::unique_dim, CPU, unique_dim_cpu);
 FB_REGISTER_KERNEL(op::_unique_consecutive, CPU, unique_consecutive_cpu);
 FB_REGISTER_KERNEL(op::nonzero, CPU, nonzero_cpu);
+FB_REGISTER_KERNEL(op::_sort_values, CPU, sort_values_cpu);
 
 }  // namespace
 }  // namespace flambeau
