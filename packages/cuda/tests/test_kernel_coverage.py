@@ -52,8 +52,23 @@ def has_cuda_kernel(op: str) -> bool:
     return _C._has_kernel(op, "CUDA") or _C._has_kernel(op, "Generic")
 
 
+# CPU-only fast paths the trace sees on the host, and the ops the same step
+# runs instead on any other device: linear's backward is one _linear_backward
+# call on the CPU only (autograd's linear_backward_grads); elsewhere it is
+# composed of mm and a sum over the batch for the bias.
+CPU_ONLY_FAST_PATHS = {"_linear_backward": {"mm", "sum"}}
+
+
+def on_cuda(ops: set[str]) -> set[str]:
+    """The ops the traced step would dispatch on a CUDA device."""
+    out = set()
+    for op in ops:
+        out |= CPU_ONLY_FAST_PATHS.get(op, {op})
+    return out
+
+
 def missing_on_cuda(ops: set[str]) -> list[str]:
-    return sorted(op for op in ops if not has_cuda_kernel(op))
+    return sorted(op for op in on_cuda(ops) if not has_cuda_kernel(op))
 
 
 def train_ops(model: str) -> set[str]:
@@ -80,6 +95,14 @@ def test_training_step_has_cuda_kernels(model):
     )
     assert expected <= ops, sorted(expected - ops)
     assert missing_on_cuda(ops) == [], f"{model}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
+def test_cpu_only_fast_paths_are_cpu_only():
+    # A fast path listed above must really have no CUDA kernel (else drop it
+    # from the table), and its replacements must have one.
+    for op, instead in CPU_ONLY_FAST_PATHS.items():
+        assert _C._has_kernel(op, "CPU") and not has_cuda_kernel(op), op
+        assert all(has_cuda_kernel(o) for o in instead), (op, instead)
 
 
 def test_trace_finds_a_missing_kernel():

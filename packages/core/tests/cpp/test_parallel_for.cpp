@@ -55,7 +55,7 @@ void check_cover(const Chunks& c, int64_t begin, int64_t end) {
 
 }  // namespace
 
-TEST_CASE("parallel_for: chunks cover [begin, end) exactly once") {
+TEST_CASE("parallel_for: chunks cover the range begin..end exactly once") {
   for (int threads : {1, 2, 3, 4, 7}) {
     ThreadsScope scope(threads);
     for (int64_t n : {0, 1, 2, 3, 5, 17, 100, 1000, 4097, 65536, 100003, 1 << 20}) {
