@@ -313,6 +313,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
     # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads (issue 7, item 4).
     session.run("python", str(ROOT / "benchmarks" / "ops_vsin.py"))
+    # flambeau's own float32 GEMM vs OpenBLAS's on the MLP's and other shapes (issue 6, Note [Own sgemm]).
+    session.run("python", str(ROOT / "benchmarks" / "ops_sgemm.py"))
     # The DataLoader epoch (issue 9): flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
     session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
     # ---- distributed (issue 9): 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----

@@ -32,15 +32,25 @@ def timeit(f: Callable[[], Any], reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
-def main(cases: Callable[[], Iterable[Case]], fb: Any, torch: Any, *, width: int = 34) -> None:
-    """Parses ``--rounds``/``--only`` and prints one row per selected case."""
+def main(
+    cases: Callable[[], Iterable[Case]],
+    fb: Any,
+    torch: Any | None,
+    *,
+    width: int = 34,
+    labels: tuple[str, str] = ("fb", "torch"),
+) -> None:
+    """Parses ``--rounds``/``--only`` and prints one row per selected case; ``labels`` name the
+    two calls of a case in the header (ops_sgemm.py compares two flambeau backends)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="", help="run only the cases whose name contains this")
     args = ap.parse_args()
     fb.set_num_threads(2)
-    torch.set_num_threads(2)
-    print(f"{'case':{width}s} {'fb min':>10s} {'fb med':>10s} {'torch min':>10s} {'torch med':>10s} {'ratio':>7s}")
+    if torch is not None:  # None: both calls are flambeau's
+        torch.set_num_threads(2)
+    a, b = labels
+    print(f"{'case':{width}s} {a + ' min':>10s} {a + ' med':>10s} {b + ' min':>10s} {b + ' med':>10s} {'ratio':>7s}")
     for name, ff, tf in cases():
         if args.only and args.only not in name:
             continue

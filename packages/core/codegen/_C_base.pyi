@@ -459,6 +459,11 @@ def _abi_tag() -> str:
     Note [ABI tag]: the tag core was built with.
     """
 
+def _sgemm_backend(name: str | None = None) -> str:
+    """
+    Where float32 GEMMs run: 'own' (flambeau's AVX-512 kernel, Note [Own sgemm]) or 'openblas'; given a name, switches to it first. Returns the backend in use.
+    """
+
 def _cpu_capability() -> str:
     """
     The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU capabilities]).

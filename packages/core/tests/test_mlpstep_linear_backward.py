@@ -30,14 +30,6 @@ def rand(shape, dtype, seed):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    old = fc.get_num_threads()
-    fc.set_num_threads(request.param)
-    yield request.param
-    fc.set_num_threads(old)
-
-
 def torch_grads(g, x, w):
     tx = torch.tensor(x, requires_grad=True)
     tw = torch.tensor(w, requires_grad=True)

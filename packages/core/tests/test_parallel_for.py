@@ -23,14 +23,6 @@ def npy(t):
     return np.asarray(memoryview(t.contiguous()))
 
 
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    old = fc.get_num_threads()
-    fc.set_num_threads(request.param)
-    yield request.param
-    fc.set_num_threads(old)
-
-
 def data(shape, seed=0, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 

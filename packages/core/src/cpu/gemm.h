@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/gemm_pool.h"
+#include "cpu/sgemm.h"
 #include "flambeau/half.h"
 #include "flambeau/parallel.h"
 #include "flambeau/tensor.h"
@@ -62,9 +64,13 @@ GemmOperand<T> gemm_operand(const Tensor& t, bool batched) {
   return op;
 }
 
-// One OpenBLAS call on the calling thread's view of OpenBLAS's thread count.
+// One serial GEMM: float32 on flambeau's own kernel where it applies (Note [Own sgemm]), else one
+// OpenBLAS call on the calling thread's view of OpenBLAS's thread count.
 inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
                       float* c, int ldc, float alpha, float beta) {
+  if (own_sgemm_applies(m, n, k, alpha, beta) &&
+      own_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, beta != 0.0f))
+    return;
   scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -135,16 +141,30 @@ void fill_rows(T* c, int ldc, int r0, int r1, int c0, int c1, const T* row) {
   for (int r = r0; r < r1; ++r) std::copy(row + c0, row + c1, c + int64_t{r} * ldc + c0);
 }
 
+// One serial GEMM whose c rows start as row_init (n values) when given (beta must then be 1): on the
+// own float32 kernel the bias is its accumulators' start (Note [Own sgemm]), elsewhere a fill first.
+template <class T>
+void serial_gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+                 int ldc, T alpha, T beta, const T* row_init) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (row_init && own_sgemm_applies(m, n, k, alpha, beta) &&
+        own_sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, row_init))
+      return;
+  }
+  if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
+  blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+}
+
 // c = alpha * op(a) @ op(b) + beta * c, row-major (Note [GEMM threads]).
-// With row_init, c's rows are first set to row_init (n values; linear's bias),
-// each block its own part right before its GEMM, while it is in cache.
+// With row_init, c's rows start as row_init (n values; linear's bias): each
+// block's part is filled right before its GEMM, while it is in cache, or, on
+// the own float32 kernel, is where its accumulators start (serial_gemm).
 template <class T>
 void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
           T alpha = T(1), T beta = T(0), const T* row_init = nullptr) {
   const int nt = get_num_threads();
   if (nt <= 1 || in_parallel_region()) {
-    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
-    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+    serial_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, row_init);
     return;
   }
   const SerialBlasScope serial;
@@ -154,8 +174,7 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
   const int dim = split_n ? n : m;
   const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * kAlign)));
   if (macs < kPoolMacs || blocks <= 1) {
-    if (row_init) fill_rows(c, ldc, 0, m, 0, n, row_init);
-    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+    serial_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, row_init);
     return;
   }
   // Block edges: dim split into `blocks` parts rounded to kAlign.
@@ -165,13 +184,11 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
     const int hi = std::min(dim, lo + per);
     if (lo >= hi) return;
     if (split_n) {  // columns [lo, hi) of op(b) and c
-      if (row_init) fill_rows(c, ldc, 0, m, lo, hi, row_init);
-      blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
-                beta);
+      serial_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
+                  beta, row_init ? row_init + lo : nullptr);
     } else {  // rows [lo, hi) of op(a) and c
-      if (row_init) fill_rows(c, ldc, lo, hi, 0, n, row_init);
-      blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
-                c + int64_t{lo} * ldc, ldc, alpha, beta);
+      serial_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + int64_t{lo} * lda, lda, b, ldb,
+                  c + int64_t{lo} * ldc, ldc, alpha, beta, row_init);
     }
   };
   if (gemm_pool_for(blocks, nt, block)) return;  // Note [GEMM pool]

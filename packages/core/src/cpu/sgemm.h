@@ -1,0 +1,53 @@
+#pragma once
+// flambeau's own float32 GEMM for AVX-512 CPUs (sgemm_avx512.cpp).
+//
+// Note [Own sgemm]
+// blas_gemm() (gemm.h) sends a float32 call here instead of OpenBLAS when
+// own_sgemm_applies(): an AVX-512 CPU, alpha == 1 and beta 0 or 1, and an
+// output and a depth large enough that the register-blocked kernel is ahead.
+// Why not OpenBLAS at these sizes: its sgemm packs both operands on every
+// call into its own layout and, for beta == 0, first zeroes C in a separate
+// pass; at the benchmark MLP's shapes (128 x 512 x 784 and the like, one
+// block per thread as gemm() splits them) that is ~10% of the call. Here:
+// - op(B) is cut into panels of 64 columns; a panel is used where it lies when
+//   op(B)'s rows are contiguous and its row stride does not alias the caches
+//   (multiples of 512 bytes do), and is otherwise packed (transposed with
+//   16 x 16 in-register transposes when op(B) = B^T) into a per-thread buffer
+//   of at most kMaxDepth rows (256 KiB, in L2) right before it is used;
+// - op(A) is read where it lies: each k broadcasts one value per row;
+// - the kernel holds up to 6 rows x 64 columns of C in 24 zmm accumulators
+//   (per k: 4 panel loads, 6 broadcasts, 24 FMAs), starts from zero or from
+//   C (beta == 1) and stores once; the last partial panel is zero-padded, so
+//   only its stores are masked.
+// Each element's sum runs over k in order, in kMaxDepth chunks (the later
+// chunks add onto C), whatever the call's split into blocks: the result of
+// an element does not depend on the thread count.
+// FLAMBEAU_SGEMM=openblas (read once) sends every call to OpenBLAS again;
+// flambeau_core._C._sgemm_backend() reads and switches it at run time (tests,
+// A/B benchmarks in one process).
+#include <string_view>
+
+#include "flambeau/macros.h"
+
+namespace flambeau::cpu {
+
+/// "own" or "openblas": where float32 GEMMs go.
+FB_API const char* sgemm_backend();
+/// Switches it; ValueError for another name, or "own" on a CPU without AVX-512.
+FB_API void set_sgemm_backend(std::string_view name);
+
+/// True when own_sgemm runs this call: see Note [Own sgemm].
+FB_API bool own_sgemm_applies(int m, int n, int k, float alpha, float beta);
+
+/// Row-major c (m x n, row stride ldc) = op(a) @ op(b), or += when
+/// accumulate, or row_init + op(a) @ op(b) with row_init (n values added to
+/// every row: linear's bias, taken as the accumulators' start, so there is no
+/// pass over c before); op(a) is m x k (a^T when ta: a stored k x m), op(b)
+/// k x n (b^T when tb). Runs on the calling thread. AVX-512 only. Returns false,
+/// having written nothing, when its per-thread panel buffer cannot be
+/// allocated: the caller then runs the call on OpenBLAS. (FB_API for the
+/// C++ tests.)
+FB_API bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                      float* c, int ldc, bool accumulate, const float* row_init = nullptr);
+
+}  // namespace flambeau::cpu

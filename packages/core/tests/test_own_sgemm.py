@@ -1,0 +1,190 @@
+"""flambeau's own float32 GEMM (Note [Own sgemm], src/cpu/sgemm_avx512.cpp) against
+NumPy in float64: mm with every transpose form, the kernel's row and column tails
+(6-row blocks, 64-column panels, the narrow last panel), depth chunks (k > 1024),
+panel strides that are packed rather than read in place, strided operands; linear
+with its bias as the accumulators' start; _linear_backward at the MLP's shapes;
+inf/NaN; the same bits at any thread count; the backend switch and its errors.
+The own kernel runs on AVX-512 CPUs only: elsewhere its cases skip with that reason,
+and the OpenBLAS cases still run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import flambeau as fb
+import flambeau_core as fc
+import numpy as np
+import pytest
+
+backend = fc._C._sgemm_backend
+HAS_AVX512 = fc._C._cpu_capability() == "avx512"
+
+
+@pytest.fixture(params=["own", "openblas"])
+def sgemm(request):
+    if request.param == "own" and not HAS_AVX512:
+        pytest.skip(f"the own sgemm needs an AVX-512 CPU; this one runs {fc._C._cpu_capability()!r} kernels")
+    old = backend()
+    backend(request.param)
+    yield request.param
+    backend(old)
+
+
+def rand(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def npy(t):
+    return np.asarray(memoryview(t.contiguous()))
+
+
+def operand(x, trans):
+    """x as a flambeau tensor; with trans, stored transposed and viewed back (a non-unit row stride)."""
+    if trans:
+        return fb.tensor(np.ascontiguousarray(x.T)).transpose(0, 1)
+    return fb.tensor(x)
+
+
+def check(got, ref, k):
+    # float32 products summed over k: the error grows like sqrt(k) * eps * |a||b|.
+    scale = max(1.0, float(np.abs(ref).max()))
+    np.testing.assert_allclose(npy(got), ref, rtol=0, atol=4e-6 * np.sqrt(k) * scale)
+
+
+# m: full 6-row blocks and every remainder; n: whole panels, narrow last panels of 1-4 vectors and
+# a partial vector; k: short, one chunk, two chunks; 128 and 1024 columns give panel strides that are
+# packed (multiples of 512 bytes).
+SHAPES = [
+    (128, 512, 784),
+    (128, 784, 512),
+    (512, 784, 128),
+    (13, 130, 1030),
+    (8, 64, 4096),
+    (200, 16, 2100),
+    (65, 129, 260),
+    (31, 1024, 70),
+    (127, 128, 128),
+    (64, 200, 171),
+    (9, 2048, 300),
+]
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+def test_mm_matches_numpy(sgemm, m, n, k, ta, tb):
+    a, b = rand((m, k), 1), rand((k, n), 2)
+    got = fb.mm(operand(a, ta), operand(b, tb))
+    check(got, a.astype(np.float64) @ b.astype(np.float64), k)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 512, 784), (61, 333, 1500), (130, 70, 200)])
+def test_mm_strided_slices(sgemm, m, n, k):
+    # Operands that are slices of larger matrices: row strides (lda, ldb) above the row length.
+    big_a, big_b = rand((m + 3, k + 37), 3), rand((k + 5, n + 19), 4)
+    a, b = big_a[2 : 2 + m, 5 : 5 + k], big_b[1 : 1 + k, 7 : 7 + n]
+    got = fb.mm(fb.tensor(big_a)[2 : 2 + m, 5 : 5 + k], fb.tensor(big_b)[1 : 1 + k, 7 : 7 + n])
+    check(got, a.astype(np.float64) @ b.astype(np.float64), k)
+
+
+@pytest.mark.parametrize("n,i,o", [(128, 784, 512), (128, 512, 512), (37, 2100, 70), (300, 64, 33), (50, 128, 1024)])
+def test_linear_bias_starts_the_sum(sgemm, threads, n, i, o):
+    x, w, bias = rand((n, i), 5), rand((o, i), 6), rand(o, 7)
+    got = fb.nn.functional.linear(fb.tensor(x), fb.tensor(w), fb.tensor(bias))
+    check(got, x.astype(np.float64) @ w.T.astype(np.float64) + bias, i)
+
+
+@pytest.mark.parametrize("layer", [(784, 512), (512, 512), (512, 10)])
+def test_linear_backward_mlp_shapes(sgemm, threads, layer):
+    i, o = layer
+    x, w, g = rand((128, i), 8), rand((o, i), 9), rand((128, o), 10)
+    gi, gw, gb = fc._C._linear_backward(fb.tensor(g), fb.tensor(x), fb.tensor(w), True, True, True)
+    g64 = g.astype(np.float64)
+    check(gi, g64 @ w.astype(np.float64), o)
+    check(gw, g64.T @ x.astype(np.float64), 128)
+    np.testing.assert_allclose(npy(gb), g64.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_same_bits_at_any_thread_count(sgemm):
+    # Each element sums over k in order whatever the split into blocks (Note [Own sgemm]).
+    a, b = fb.tensor(rand((128, 784), 11)), fb.tensor(rand((784, 784), 12))
+    old = fc.get_num_threads()
+    try:
+        results = []
+        for nt in (1, 2, 3):
+            fc.set_num_threads(nt)
+            results.append(npy(fb.mm(a, b)))
+    finally:
+        fc.set_num_threads(old)
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+def test_own_and_openblas_agree():
+    if not HAS_AVX512:
+        pytest.skip(f"the own sgemm needs an AVX-512 CPU; this one runs {fc._C._cpu_capability()!r} kernels")
+    a, b = fb.tensor(rand((96, 700), 13)), fb.tensor(rand((700, 300), 14))
+    old = backend()
+    try:
+        own = npy(fb.mm(a, b)) if backend("own") == "own" else None
+        blas = npy(fb.mm(a, b)) if backend("openblas") == "openblas" else None
+    finally:
+        backend(old)
+    np.testing.assert_allclose(own, blas, rtol=0, atol=1e-4 * np.abs(blas).max())
+
+
+def test_inf_and_nan_propagate(sgemm):
+    a, b = rand((64, 300), 15), rand((300, 200), 16)
+    a[3, 7] = np.inf
+    a[40, 100] = np.nan
+    b[5, 150] = -np.inf
+    with np.errstate(invalid="ignore", over="ignore"):
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+    got = npy(fb.mm(fb.tensor(a), fb.tensor(b)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=0, atol=4e-6 * np.sqrt(300) * np.abs(ref[finite]).max())
+
+
+def test_nan_in_the_output_buffer_is_not_read(sgemm):
+    # beta == 0: the output's old contents never reach the result (mm's out= reuses a buffer).
+    a, b = rand((64, 256), 17), rand((256, 128), 18)
+    out = fb.tensor(np.full((64, 128), np.nan, dtype=np.float32))
+    fb.mm(fb.tensor(a), fb.tensor(b), out=out)
+    check(out, a.astype(np.float64) @ b.astype(np.float64), 256)
+
+
+def test_backend_switch_errors():
+    with pytest.raises(ValueError, match=r"\[_sgemm_backend\] expected 'own' or 'openblas', got 'mkl'"):
+        backend("mkl")
+    assert backend() in ("own", "openblas")
+
+
+def run_python(code, **env):
+    full = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120)
+
+
+def test_environment_selects_openblas():
+    r = run_python("import flambeau_core as fc; print(fc._C._sgemm_backend())", FLAMBEAU_SGEMM="openblas")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "openblas"
+
+
+def test_own_refused_without_avx512():
+    code = (
+        "import flambeau_core as fc\n"
+        "print(fc._C._sgemm_backend())\n"
+        "try:\n"
+        "    fc._C._sgemm_backend('own')\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    r = run_python(code, FLAMBEAU_CPU_CAPABILITY="avx2")
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.strip().splitlines()
+    assert first == "openblas"
+    assert "needs an AVX-512 CPU" in second and "'avx2'" in second
