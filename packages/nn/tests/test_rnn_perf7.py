@@ -1,4 +1,5 @@
-"""Recurrent layers at sizes that cross the packed step GEMM's blocks (rnn_gemm.h), against PyTorch.
+"""Recurrent layers at sizes that cross the packed step GEMM's blocks (own_sgemm_packed in
+src/cpu/sgemm.h), against PyTorch.
 
 With AVX-512, float32 step GEMMs run against the hidden-to-hidden weight packed
 in panels of 64 columns and a kernel over blocks of up to 6 batch rows: these

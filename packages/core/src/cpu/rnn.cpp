@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "cpu/gemm.h"
-#include "cpu/rnn_gemm.h"
+#include "cpu/sgemm.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -99,7 +99,8 @@ T* scratch(int64_t n) {
 enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
 
 // Note [Packed step GEMM]: with AVX-512 the float32 step GEMMs run against the
-// hidden-to-hidden weight packed once per layer call (rnn_gemm.h): OpenBLAS
+// hidden-to-hidden weight packed once per layer call (own_sgemm_pack in
+// sgemm.h, the kernel of Note [Own sgemm]): OpenBLAS
 // would repack all of it on every step, for only the batch's few rows.
 bool use_packed_step_gemm() {
   static const bool yes = std::strcmp(cpu::cpu_capability(), "avx512") == 0;
@@ -237,8 +238,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
       const float* packed = nullptr;  // Note [Packed step GEMM]
       if constexpr (std::is_same_v<T, float>) {
         if (use_packed_step_gemm() && H > 0 && d.T > 1) {
-          float* p = scratch<float, 4>(cpu::rnn_avx512::packed_size(H, GH));
-          cpu::rnn_avx512::pack_b(w, 1, H, H, GH, p);  // B = w_hh^T
+          float* p = scratch<float, 4>(cpu::own_sgemm_packed_size(H, GH));
+          cpu::own_sgemm_pack(true, w, H, static_cast<int>(H), static_cast<int>(GH), p);  // B = w_hh^T
           packed = p;
         }
       }
@@ -251,7 +252,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
           if (e <= r0) continue;               // (reverse: a short sequence joins later)
           if (packed) {
             if constexpr (std::is_same_v<T, float>)
-              cpu::rnn_avx512::gemm_packed(e - r0, GH, H, h + r0 * H, H, packed, hg + r0 * GH, GH, false);
+              cpu::own_sgemm_packed(static_cast<int>(e - r0), static_cast<int>(GH), static_cast<int>(H),
+                                    h + r0 * H, H, packed, hg + r0 * GH, GH, false);
           } else if (H > 0)
             cpu::gemm(false, true, static_cast<int>(e - r0), static_cast<int>(GH), static_cast<int>(H),
                       h + r0 * H, static_cast<int>(H), w, static_cast<int>(H), hg + r0 * GH,
@@ -356,8 +358,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
       const float* packed = nullptr;  // Note [Packed step GEMM]: B = w_hh
       if constexpr (std::is_same_v<T, float>) {
         if (use_packed_step_gemm() && H > 0 && d.T > 1) {
-          float* p = scratch<float, 4>(cpu::rnn_avx512::packed_size(GH, H));
-          cpu::rnn_avx512::pack_b(w, H, 1, GH, H, p);
+          float* p = scratch<float, 4>(cpu::own_sgemm_packed_size(GH, H));
+          cpu::own_sgemm_pack(false, w, H, static_cast<int>(GH), static_cast<int>(H), p);
           packed = p;
         }
       }
@@ -381,8 +383,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
           // dh_prev = dhg @ w_hh (+ the direct part GRU left in dh).
           if (packed) {
             if constexpr (std::is_same_v<T, float>)
-              cpu::rnn_avx512::gemm_packed(e - r0, H, GH, dhgt + r0 * GH, GH, packed, dh + r0 * H, H,
-                                           mode == kGru);
+              cpu::own_sgemm_packed(static_cast<int>(e - r0), static_cast<int>(H), static_cast<int>(GH),
+                                    dhgt + r0 * GH, GH, packed, dh + r0 * H, H, mode == kGru);
           } else if (H > 0)
             cpu::gemm(false, false, static_cast<int>(e - r0), static_cast<int>(H), static_cast<int>(GH),
                       dhgt + r0 * GH, static_cast<int>(GH), w, static_cast<int>(H), dh + r0 * H,

@@ -50,4 +50,22 @@ FB_API bool own_sgemm_applies(int m, int n, int k, float alpha, float beta);
 FB_API bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
                       float* c, int ldc, bool accumulate, const float* row_init = nullptr);
 
+// Note [Packed step GEMM] (rnn.cpp): the recurrent layers multiply a few
+// batch rows by the same hidden-to-hidden weight at every step, so they pack
+// it once per layer call and run each step on the packed copy.
+
+/// Floats own_sgemm_pack writes for a k x n op(B): n rounded up to 64-column panels.
+inline int64_t own_sgemm_packed_size(int64_t k, int64_t n) { return (n + 63) / 64 * 64 * k; }
+
+/// Packs the whole of op(B) (k x n; b^T when tb, row stride ldb) into dst:
+/// panels of 64 columns, each k rows of 64 floats, zero-padded. AVX-512 only.
+void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
+
+/// c (m x n, row stride ldc) = a (m x k, row stride lda) @ B, or += when
+/// accumulate, B as own_sgemm_pack left it. Runs on the calling thread;
+/// panels outer (each step has few rows: the packed copy is read once).
+/// AVX-512 only.
+void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
+                      int64_t ldc, bool accumulate);
+
 }  // namespace flambeau::cpu

@@ -63,7 +63,7 @@ void pack_panel(bool tb, const float* b, int64_t ldb, int64_t p0, int cols, int6
       const float* s = b + (k0 + k) * ldb + p0;
       float* d = dst + int64_t{k} * kPanel;
       for (int v = 0; v < kVecs; ++v)
-        _mm512_store_ps(d + 16 * v, _mm512_maskz_loadu_ps(lanes(cols - 16 * v), s + 16 * v));
+        _mm512_storeu_ps(d + 16 * v, _mm512_maskz_loadu_ps(lanes(cols - 16 * v), s + 16 * v));
     }
     return;
   }
@@ -74,7 +74,7 @@ void pack_panel(bool tb, const float* b, int64_t ldb, int64_t p0, int cols, int6
       const int ncols = std::min(16, depth - kk);
       float* d = dst + int64_t{kk} * kPanel + j0;
       if (rows == 0) {
-        for (int c = 0; c < ncols; ++c) _mm512_store_ps(d + c * kPanel, _mm512_setzero_ps());
+        for (int c = 0; c < ncols; ++c) _mm512_storeu_ps(d + c * kPanel, _mm512_setzero_ps());
         continue;
       }
       transpose16(b + (p0 + j0) * ldb + k0 + kk, ldb, rows, ncols, d, kPanel);
@@ -213,6 +213,23 @@ bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, c
     }
   }
   return true;
+}
+
+void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst) {
+  for (int p0 = 0; p0 < n; p0 += kPanel)
+    pack_panel(tb, b, ldb, p0, std::min(kPanel, n - p0), 0, k, dst + int64_t{p0} * k);
+}
+
+void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
+                      int64_t ldc, bool accumulate) {
+  for (int p0 = 0; p0 < n; p0 += kPanel) {
+    const float* panel = packed + int64_t{p0} * k;
+    const int cols = std::min(kPanel, n - p0);
+    for (int r0 = 0; r0 < m; r0 += kRows)
+      kKernels[(cols + 15) / 16][std::min(kRows, m - r0)](k, a + int64_t{r0} * lda, lda, 1, panel, kPanel,
+                                                          c + int64_t{r0} * ldc + p0, ldc, cols, accumulate,
+                                                          nullptr);
+  }
 }
 
 }  // namespace flambeau::cpu
