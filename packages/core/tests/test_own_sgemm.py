@@ -18,6 +18,8 @@ import flambeau as fb
 import flambeau_core as fc
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 backend = fc._C._sgemm_backend
 HAS_AVX512 = fc._C._cpu_capability() == "avx512"
@@ -87,6 +89,42 @@ def test_mm_strided_slices(sgemm, m, n, k):
     a, b = big_a[2 : 2 + m, 5 : 5 + k], big_b[1 : 1 + k, 7 : 7 + n]
     got = fb.mm(fb.tensor(big_a)[2 : 2 + m, 5 : 5 + k], fb.tensor(big_b)[1 : 1 + k, 7 : 7 + n])
     check(got, a.astype(np.float64) @ b.astype(np.float64), k)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    m=st.integers(1, 150),
+    n=st.integers(1, 300),
+    k=st.integers(1, 1200),
+    ta=st.booleans(),
+    tb=st.booleans(),
+    pad=st.integers(0, 40),
+    backend_name=st.sampled_from(["own", "openblas"] if HAS_AVX512 else ["openblas"]),
+)
+def test_mm_fuzz(m, n, k, ta, tb, pad, backend_name):
+    # Random sizes across the own kernel's limits (8 rows, 16 columns, 2M multiply-adds, 1024 deep),
+    # stored with `pad` extra columns so that row strides are not the row length.
+    old = backend()
+    backend(backend_name)
+    try:
+        a, b = rand((m, k), m + n), rand((k, n), k + pad)
+        sa = np.zeros((k, m + pad) if ta else (m, k + pad), np.float32)
+        sb = np.zeros((n, k + pad) if tb else (k, n + pad), np.float32)
+        if ta:
+            sa[:, :m] = a.T
+            ta_view = fb.tensor(sa)[:, :m].transpose(0, 1)
+        else:
+            sa[:, :k] = a
+            ta_view = fb.tensor(sa)[:, :k]
+        if tb:
+            sb[:, :k] = b.T
+            tb_view = fb.tensor(sb)[:, :k].transpose(0, 1)
+        else:
+            sb[:, :n] = b
+            tb_view = fb.tensor(sb)[:, :n]
+        check(fb.mm(ta_view, tb_view), a.astype(np.float64) @ b.astype(np.float64), k)
+    finally:
+        backend(old)
 
 
 @pytest.mark.parametrize("n,i,o", [(128, 784, 512), (128, 512, 512), (37, 2100, 70), (300, 64, 33), (50, 128, 1024)])
