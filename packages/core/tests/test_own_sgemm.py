@@ -58,7 +58,7 @@ def check(got, ref, k):
 
 # m: full 6-row blocks and every remainder; n: whole panels, narrow last panels of 1-4 vectors and
 # a partial vector; k: short, one chunk, two chunks; 128 and 1024 columns give panel strides that are
-# packed (multiples of 512 bytes).
+# packed (multiples of 512 bytes); the last two take the copied-op(A) path when ta.
 SHAPES = [
     (128, 512, 784),
     (128, 784, 512),
@@ -71,6 +71,10 @@ SHAPES = [
     (127, 128, 128),
     (64, 200, 171),
     (9, 2048, 300),
+    # transposed op(A) spanning more than 1 MiB: copied 48 rows at a time (a partial last group and
+    # row block), its column blocks widened
+    (301, 200, 1100),
+    (2000, 100, 200),
 ]
 
 

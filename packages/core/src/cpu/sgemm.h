@@ -14,7 +14,11 @@
 //   (multiples of 512 bytes do), and is otherwise packed (transposed with
 //   16 x 16 in-register transposes when op(B) = B^T) into a per-thread buffer
 //   of at most kMaxDepth rows (256 KiB, in L2) right before it is used;
-// - op(A) is read where it lies: each k broadcasts one value per row;
+// - op(A) is read where it lies: each k broadcasts one value per row; a
+//   transposed op(A) spanning more than 1 MiB (the LSTM's grad_weight of
+//   its 10,000-word projection: g^T with rows 40 KB apart) is first copied
+//   48 rows at a time, so each k reads whole cache lines instead of 6 floats
+//   of a line the hardware prefetcher never sees coming;
 // - the kernel holds up to 6 rows x 64 columns of C in 24 zmm accumulators
 //   (per k: 4 panel loads, 6 broadcasts, 24 FMAs), starts from zero or from
 //   C (beta == 1) and stores once; the last partial panel is zero-padded, so

@@ -18,6 +18,11 @@ constexpr int kMaxDepth = 1024;     // rows of a panel per pass
 // Floats of packed panels per column block (512 KiB, in L2 beside op(A)'s rows); a panel of
 // kMaxDepth rows takes a sixteenth of it.
 constexpr int kBlockFloats = 1 << 17;
+// A transposed op(A) whose rows span more than kStridedA bytes is packed kGroupRows rows at a time
+// (Note [Own sgemm]); the group's copy (kGroupRows x kMaxDepth floats, 192 KiB) stays in L2.
+constexpr int64_t kStridedA = int64_t{1} << 20;
+constexpr int kGroupRows = 8 * kRows;
+constexpr int kWideBlock = 4;
 
 __mmask16 lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(count, 0)) - 1u);
@@ -137,14 +142,30 @@ struct RowKernels {
 constexpr const KernelFn* kKernels[kVecs + 1] = {nullptr, RowKernels<1>::fns, RowKernels<2>::fns,
                                                  RowKernels<3>::fns, RowKernels<4>::fns};
 
-// The per-thread panel buffer (64-byte aligned, kBlockFloats floats), allocated on first use.
-float* panel_buffer() {
+// A per-thread buffer of `Floats` floats (64-byte aligned), allocated on first use; one per Floats.
+template <int Floats>
+float* thread_buffer() {
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
   thread_local std::unique_ptr<float, Free> buf(
-      static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kBlockFloats)));
+      static_cast<float*>(std::aligned_alloc(64, sizeof(float) * Floats)));
   return buf.get();
+}
+
+// Rows [r0, r0 + rows) of a transposed op(A) (a(r, k) = a[k * lda + r]) over depth [k0, k0 + depth),
+// packed as 6-row micro-panels: row r's value at k lands at dst[(r / 6) * depth * 6 + k * 6 + r % 6].
+// Reads whole runs of `rows` floats per k instead of the kernel's 6.
+void pack_rows_transposed(const float* a, int64_t lda, int64_t r0, int rows, int64_t k0, int depth,
+                          float* dst) {
+  for (int k = 0; k < depth; ++k) {
+    const float* src = a + (k0 + k) * lda + r0;
+    float* d = dst + k * kRows;
+    for (int rb = 0; rb < rows; rb += kRows) {  // 6 floats (fewer at the end) by masked ymm moves
+      const __mmask8 m = static_cast<__mmask8>((1u << std::min(kRows, rows - rb)) - 1u);
+      _mm256_mask_storeu_ps(d + int64_t{rb} * depth, m, _mm256_maskz_loadu_ps(m, src + rb));
+    }
+  }
 }
 
 }  // namespace
@@ -166,16 +187,24 @@ bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, c
   const int64_t ars = ta ? 1 : lda, aks = ta ? lda : 1;
   // Unpacked panels only where op(B)'s rows are contiguous and their stride cannot alias (Note [Own sgemm]).
   const bool direct = !tb && ldb % 128 != 0;
+  float* abuf = nullptr;
+  if (ta && m > kRows && int64_t{k} * lda * int64_t{sizeof(float)} > kStridedA) {
+    abuf = thread_buffer<kGroupRows * kMaxDepth>();
+    if (!abuf) return false;  // no memory for the copies: the caller asks OpenBLAS
+  }
+  // A packed op(A) is copied once per column block: its blocks may take kWideBlock times as many panels
+  // (from L3 rather than L2), so that one block usually covers the whole width.
+  const int budget = abuf ? kWideBlock * kBlockFloats : kBlockFloats;
   float* buf = nullptr;
   if (!direct || n % kPanel != 0) {
-    buf = panel_buffer();
-    if (!buf) return false;  // no memory for the panels: the caller asks OpenBLAS
+    buf = abuf ? thread_buffer<kWideBlock * kBlockFloats>() : thread_buffer<kBlockFloats>();
+    if (!buf) return false;
   }
-  // Depth chunks of at most kMaxDepth, equal in size; column blocks of as many panels as fit kBlockFloats.
+  // Depth chunks of at most kMaxDepth, equal in size; column blocks of as many panels as fit the budget.
   const int chunks = (k + kMaxDepth - 1) / kMaxDepth;
   const int per = (k + chunks - 1) / chunks;
   // (per >= 16 bounds the panels of a block by the arrays below.)
-  const int block_cols = std::max(1, kBlockFloats / (std::max(per, 16) * kPanel)) * kPanel;
+  const int block_cols = std::max(1, budget / (std::max(per, 16) * kPanel)) * kPanel;
   for (int k0 = 0; k0 < k; k0 += per) {
     const int depth = std::min(per, k - k0);
     const bool acc = accumulate || k0 > 0;
@@ -183,8 +212,8 @@ bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, c
     for (int n0 = 0; n0 < n; n0 += block_cols) {
       const int n1 = std::min(n, n0 + block_cols);
       // The block's panels: where each lies (direct) or packed one after the other into buf.
-      const float* panels[kBlockFloats / (kPanel * 16)];
-      int64_t ldp[kBlockFloats / (kPanel * 16)];
+      const float* panels[kWideBlock * kBlockFloats / (kPanel * 16)];
+      int64_t ldp[kWideBlock * kBlockFloats / (kPanel * 16)];
       int np = 0;
       for (int p0 = n0; p0 < n1; p0 += kPanel, ++np) {
         const int cols = std::min(kPanel, n1 - p0);
@@ -199,15 +228,20 @@ bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, c
         }
       }
       // Rows outer: a block of op(A)'s rows stays in L1 while it meets every panel of the block.
-      for (int r0 = 0; r0 < m; r0 += kRows) {
-        const int rows = std::min(kRows, m - r0);
-        const float* ar = ak + int64_t{r0} * ars;
-        float* cr = c + int64_t{r0} * ldc;
-        for (int i = 0; i < np; ++i) {
-          const int p0 = n0 + i * kPanel;
-          const int cols = std::min(kPanel, n1 - p0);
-          kKernels[(cols + 15) / 16][rows](depth, ar, ars, aks, panels[i], ldp[i], cr + p0, ldc, cols, acc,
-                                           row_init ? row_init + p0 : nullptr);
+      for (int g0 = 0; g0 < m; g0 += kGroupRows) {
+        const int g1 = std::min(m, g0 + kGroupRows);
+        if (abuf) pack_rows_transposed(a, lda, g0, g1 - g0, k0, depth, abuf);
+        for (int r0 = g0; r0 < g1; r0 += kRows) {
+          const int rows = std::min(kRows, m - r0);
+          const float* ar = abuf ? abuf + int64_t{r0 - g0} * depth : ak + int64_t{r0} * ars;
+          const int64_t rs = abuf ? 1 : ars, ks = abuf ? kRows : aks;
+          float* cr = c + int64_t{r0} * ldc;
+          for (int i = 0; i < np; ++i) {
+            const int p0 = n0 + i * kPanel;
+            const int cols = std::min(kPanel, n1 - p0);
+            kKernels[(cols + 15) / 16][rows](depth, ar, rs, ks, panels[i], ldp[i], cr + p0, ldc, cols, acc,
+                                             row_init ? row_init + p0 : nullptr);
+          }
         }
       }
     }
