@@ -212,3 +212,15 @@ def test_elementwise_around_memory_bound_grain(n):
     out.copy_(x)
     np.testing.assert_array_equal(as_np(out), a)
     np.testing.assert_allclose(fc.sum(x).item(), float(a.astype(np.float64).sum()), rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 4096, 4097, 100000])
+@pytest.mark.parametrize("dtype", list(DT))
+def test_dot_short_loop_and_blas_paths_match(n, dtype):
+    # <= 4096 elements: the one-loop _dot_small; longer: matmul (BLAS). Strided views both ways.
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal(2 * n).astype(DT[dtype][1]), rng.standard_normal(n).astype(DT[dtype][1])
+    want = float(np.dot(a[::2].astype(np.float64), b.astype(np.float64)))
+    got = fc.dot(fc.tensor(a)[::2], fc.tensor(b))
+    assert got.dtype == DT[dtype][0] and got.shape == ()
+    np.testing.assert_allclose(got.item(), want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-4)

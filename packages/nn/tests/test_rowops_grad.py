@@ -152,3 +152,15 @@ def test_dot_grad_matches_torch():
     close(x.grad, tx.grad, 1e-12, 1e-14)
     close(y.grad, ty.grad, 1e-12, 1e-14)
     assert fa.gradcheck(lambda u, v: fc.dot(u, v), (x, y))
+
+
+@pytest.mark.parametrize("n", [16, 5000])
+def test_dot_gradgradcheck_short_and_long(n):
+    rng = np.random.default_rng(n)
+    x = fc.tensor(rng.standard_normal(n)).requires_grad_()
+    y = fc.tensor(rng.standard_normal(n)).requires_grad_()
+    if n <= 16:
+        assert fa.gradgradcheck(lambda u, v: fc.dot(u, v), (x, y))
+    fc.dot(x, y).backward()
+    close(x.grad, torch.tensor(npy(y)), 1e-12, 1e-14)
+    close(y.grad, torch.tensor(npy(x)), 1e-12, 1e-14)
