@@ -324,10 +324,28 @@ inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, b
   return z;
 }
 
+/// Whether the fused softmax/log_softmax backward kernels (Note [Softmax rows]) apply:
+/// CPU float32/float64, same dtype, and no graph of the backward recorded (create_graph
+/// goes through the composed, differentiable formulas).
+inline bool fused_softmax_backward(const Tensor& grad, const Tensor& result) {
+  const ScalarType dt = result.dtype();
+  return !grad_mode_enabled() && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
+         grad.dtype() == dt && grad.device().type == DeviceType::CPU && result.device() == grad.device() &&
+         std::ranges::equal(grad.sizes(), result.sizes());
+}
+
 /// g - exp(out) * g.sum(dim, keepdim)
 inline Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (fused_softmax_backward(grad, result)) return op::_log_softmax_backward_data(grad, result, dim);
   const int64_t d[1] = {dim};
   return grad - op::exp(result) * op::sum(grad, IntArrayRef(d), true, std::nullopt);
+}
+
+/// out * (g - (g * out).sum(dim, keepdim))
+inline Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (fused_softmax_backward(grad, result)) return op::_softmax_backward_data(grad, result, dim);
+  const int64_t d[1] = {dim};
+  return result * (grad - op::sum(grad * result, IntArrayRef(d), true, std::nullopt));
 }
 
 /// cat: the slice of the gradient that each input filled.

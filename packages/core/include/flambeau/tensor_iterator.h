@@ -52,15 +52,19 @@ namespace flambeau {
 inline constexpr int kMaxIterDims = 25;  // as PyTorch's MAX_DIMS
 
 // Note [Elementwise grain]
-// Waking the (passively waiting) thread pool costs tens of microseconds here,
-// while a memory-bound loop (add, copy, compare, sum) runs at ~0.1 ns per
-// element: a second thread only pays off above a couple of million elements.
-// Measured on the 2-core machine (a + b, float32, min of 7x50): 512Ki elements
-// 74 us on one thread vs 119 us on two; 1Mi 135 vs 154 us; 16Mi 6.1 vs 3.9 ms.
-// So each thread must get at least 1Mi elements. Transcendental loops (exp,
-// tanh, pow) cost several times more per element and keep kGrainSize
-// (Note [Grain size]).
-inline constexpr int64_t kMemoryBoundGrain = 1 << 20;
+// A memory-bound loop (add, copy, compare, sum) runs at ~0.1 ns per element,
+// so a second thread pays only once each thread gets enough of it to hide the
+// wake-up of a passively waiting worker (tens of microseconds). With the
+// dynamic chunks of parallel_for (Note [Dynamic chunks]) a worker that wakes
+// late only takes what is left, which moved the break-even down. Measured on
+// the 2-core machine (float32, contiguous, 2 threads, benchmarks/ops_rowops.py,
+// medians of 9 rounds): a + b at 512Ki elements 67 us on one thread vs 35 us on
+// two, 1Mi 155 vs 70 us, 4Mi unchanged or better; at 256Ki (a grain of 128Ki)
+// 34 us either way: the second thread does not pay there. mul, relu,
+// threshold_backward and copy_ the same. So each thread gets at least 256Ki
+// elements (a 512Ki loop splits in two). Transcendental loops (exp, tanh, pow)
+// cost several times more per element and keep kGrainSize (Note [Grain size]).
+inline constexpr int64_t kMemoryBoundGrain = 1 << 18;
 inline constexpr int kMaxIterOperands = 4;  // output + 3 inputs (where)
 
 /// PyTorch's result_type over tensors (Note [TensorIterator]).
