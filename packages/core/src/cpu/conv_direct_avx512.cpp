@@ -771,6 +771,49 @@ void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg,
       copy_row(dy + (c * g.Hs + y) * g.Ws, out + c * vstride + y * p.Wq, g.Ws);
 }
 
+/// r[k] <- column k of the 16x16 block whose rows are r[0..16).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+/// dst[q * ld + c] = src[c * HW + q] for c < C, q < HW: planes (channel-major) to
+/// pixel-major rows, by 16x16 register transposes (scalar at the tails).
+void to_pixel_major(const float* src, int64_t C, int64_t HW, float* dst, int64_t ld) {
+  const int64_t C16 = C / kLanes * kLanes, HW16 = HW / kLanes * kLanes;
+  for (int64_t c0 = 0; c0 < C16; c0 += kLanes) {
+    for (int64_t q0 = 0; q0 < HW16; q0 += kLanes) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (c0 + i) * HW + q0);
+      transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + (q0 + i) * ld + c0, r[i]);
+    }
+    for (int64_t c = c0; c < c0 + kLanes; ++c)
+      for (int64_t q = HW16; q < HW; ++q) dst[q * ld + c] = src[c * HW + q];
+  }
+  for (int64_t c = C16; c < C; ++c)
+    for (int64_t q = 0; q < HW; ++q) dst[q * ld + c] = src[c * HW + q];
+}
+
 /// Channel-vectorized weight gradient (Note [Direct weight gradient], last
 /// part): CV vectors of 16 output channels x P (input channel, tap) pairs in
 /// registers, summed over every output pixel of nimg images: per pixel, CV
@@ -864,8 +907,7 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
           const float* src = small + (n * g.Cs + gi * Sg) * p.HW;
           float* dst = dyt + b * img_dy;
           if (Sgp != Sg && zero) std::memset(dst, 0, static_cast<size_t>(img_dy) * sizeof(float));
-          for (int64_t c = 0; c < Sg; ++c)
-            for (int64_t q = 0; q < p.HW; ++q) dst[q * Sgp + c] = src[c * p.HW + q];
+          to_pixel_major(src, Sg, p.HW, dst, Sgp);
         }
         for (int64_t co0 = 0; co0 < Sg; co0 += kCvCo) {
           const int64_t nco = std::min(kCvCo, Sg - co0);
