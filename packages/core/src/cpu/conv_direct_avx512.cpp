@@ -316,16 +316,17 @@ void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf,
   }
 }
 
-/// Weights packed per group and block of kCo output channels: [g][cob][ci][tap][kCo], zero past Sg.
-std::vector<float> pack_weights(const ConvGeo& g, const Plan& p, const float* w) {
-  const int64_t kk = g.kk();
-  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCo), 0.0f);
+/// Weights packed per group and block of `blk` output channels: [g][cob][ci][tap][blk], zero past
+/// the group's Sg output channels (Cg input channels per group).
+std::vector<float> pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w) {
+  const int64_t kk = g.kk(), ncob = ceil_div(Sg, blk);
+  std::vector<float> out(static_cast<size_t>(g.groups * ncob * Cg * kk * blk), 0.0f);
   for (int64_t gi = 0; gi < g.groups; ++gi)
-    for (int64_t co = 0; co < p.Sg; ++co) {
-      const int64_t cob = co / kCo, k = co % kCo;
-      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
-      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCo + k;
-      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCo] = src[t];
+    for (int64_t co = 0; co < Sg; ++co) {
+      const int64_t cob = co / blk, k = co % blk;
+      const float* src = w + (gi * Sg + co) * Cg * kk;
+      float* dst = out.data() + ((gi * ncob + cob) * Cg * kk) * blk + k;
+      for (int64_t t = 0; t < Cg * kk; ++t) dst[t * blk] = src[t];
     }
   return out;
 }
@@ -576,20 +577,6 @@ bool make_cv_plan(const ConvGeo& g, CvPlan& p, bool classes = false) {
   return true;
 }
 
-/// Weights per group and block of kCvCo output channels: [g][cob][ci][tap][kCvCo], zero past Sg.
-std::vector<float> pack_cv_weights(const ConvGeo& g, const CvPlan& p, const float* w) {
-  const int64_t kk = g.kk();
-  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCvCo), 0.0f);
-  for (int64_t gi = 0; gi < g.groups; ++gi)
-    for (int64_t co = 0; co < p.Sg; ++co) {
-      const int64_t cob = co / kCvCo, k = co % kCvCo;
-      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
-      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCvCo + k;
-      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCvCo] = src[t];
-    }
-  return out;
-}
-
 /// The zero-padded planes of one group of one image; the padding written only when `zero`
 /// (the buffer's first image in a call: the next ones write the same positions).
 void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* buf, bool zero) {
@@ -692,7 +679,7 @@ void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz
 void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
   CvPlan p;
   if (!make_cv_plan(g, p, true)) return;
-  const std::vector<float> wp = pack_cv_weights(g, p, w);
+  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCvCo, w);
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk(), big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCvCo * p.HW;  // per item
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
@@ -729,6 +716,17 @@ bool prefer_cv(const ConvGeo& g) {
 }
 
 // ---- weight gradient (Note [Direct weight gradient]) ----
+
+/// dw += one thread's partial weight gradient (the first one copied), under mu.
+void add_partial(std::mutex& mu, bool& first, const std::vector<float>& local, float* dw) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (first) {
+    std::memcpy(dw, local.data(), local.size() * sizeof(float));
+    first = false;
+  } else {
+    for (size_t i = 0; i < local.size(); ++i) dw[i] += local[i];
+  }
+}
 
 /// TJ taps (offsets toff[0..TJ)) of one input channel for kCo output channels,
 /// summed over nimg images' flat outputs: dw[k * Cgk + t] += the sums.
@@ -930,13 +928,7 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (first) {
-      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
-      first = false;
-    } else {
-      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
-    }
+    add_partial(mu, first, local, dw);
   });
 }
 
@@ -1194,13 +1186,7 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (first) {
-      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
-      first = false;
-    } else {
-      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
-    }
+    add_partial(mu, first, local, dw);
   });
 }
 
@@ -1222,7 +1208,7 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
   }
   Plan p;
   if (!make_plan(g, p)) return;
-  const std::vector<float> wp = pack_weights(g, p, w);
+  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCo, w);
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk();
   const int64_t HW = g.Hs * g.Ws, big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCo * p.nvecR * kLanes;  // per item
