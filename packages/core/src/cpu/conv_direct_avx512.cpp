@@ -18,7 +18,10 @@
 // channels packed side by side for each (input channel, tap) and broadcast.
 // The accumulators are stored with the extra columns squeezed out
 // (vcompressps in a register, then a masked store): the valid lanes of a
-// vector are consecutive output pixels.
+// vector are consecutive output pixels. Row-aligned blocks instead when they
+// need fewer multiply-adds (plan_blocks): one output row per vector, no extra
+// columns, and the kernel rows that read only padding skipped in the first
+// and last rows.
 //
 // Threads: items are (image, group, block of 8 output channels), split in
 // contiguous ranges, each thread building an image's phase planes once in
@@ -29,7 +32,8 @@
 // pixels (up to 4 vectors x 6 pixels in registers; per input channel and tap,
 // the weight vectors are loaded and each pixel broadcast from the plain
 // zero-padded plane, any stride), so small planes (8x8) waste no lanes; the
-// pixels of a block are stored through a small tile, channel by channel.
+// pixels of a block are stored through a small tile, channel by channel;
+// they run per class of in-image taps (Note [Pixel classes]).
 // FLAMBEAU_CONV_DIRECT=flat|cv forces one kernel (for tests and benchmarks).
 //
 // Note [Direct weight gradient]
@@ -59,7 +63,8 @@
 // scatter, no col2im, no zero-inserted input). It runs on the channel-
 // vectorized layout: 16 output channels x P pixels of one phase in
 // registers, the phase's weights packed per (small channel, tap), the pixels
-// stored through a small tile at their big-plane indices.
+// stored through a small tile at their big-plane indices; per class of
+// in-image taps (Note [Pixel classes]), on the forward's gather microkernel.
 #include <immintrin.h>
 
 #include <algorithm>
