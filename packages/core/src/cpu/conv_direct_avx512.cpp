@@ -18,7 +18,10 @@
 // channels packed side by side for each (input channel, tap) and broadcast.
 // The accumulators are stored with the extra columns squeezed out
 // (vcompressps in a register, then a masked store): the valid lanes of a
-// vector are consecutive output pixels.
+// vector are consecutive output pixels. Row-aligned blocks instead when they
+// need fewer multiply-adds (plan_blocks): one output row per vector, no extra
+// columns, and the kernel rows that read only padding skipped in the first
+// and last rows.
 //
 // Threads: items are (image, group, block of 8 output channels), split in
 // contiguous ranges, each thread building an image's phase planes once in
@@ -29,7 +32,8 @@
 // pixels (up to 4 vectors x 6 pixels in registers; per input channel and tap,
 // the weight vectors are loaded and each pixel broadcast from the plain
 // zero-padded plane, any stride), so small planes (8x8) waste no lanes; the
-// pixels of a block are stored through a small tile, channel by channel.
+// pixels of a block are stored through a small tile, channel by channel;
+// they run per class of in-image taps (Note [Pixel classes]).
 // FLAMBEAU_CONV_DIRECT=flat|cv forces one kernel (for tests and benchmarks).
 //
 // Note [Direct weight gradient]
@@ -59,7 +63,8 @@
 // scatter, no col2im, no zero-inserted input). It runs on the channel-
 // vectorized layout: 16 output channels x P pixels of one phase in
 // registers, the phase's weights packed per (small channel, tap), the pixels
-// stored through a small tile at their big-plane indices.
+// stored through a small tile at their big-plane indices; per class of
+// in-image taps (Note [Pixel classes]), on the forward's gather microkernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -94,6 +99,19 @@ struct Plan {
   std::vector<int64_t> toff;    // per tap: offset of its reads from the flat output position
   std::vector<__mmask16> mask;  // per vector: its lanes that are real output pixels
   std::vector<int64_t> dst;     // per vector: the output index of its first real pixel
+  // The forward's register blocks (Note [Direct convolution], rows): flat or row-aligned.
+  struct TapSet {
+    std::vector<int64_t> toff, woff;  // per tap: read offset; offset of its kCo packed weights
+  };
+  struct Block {
+    int V;              // vectors (1 to 3)
+    int tapset;         // the taps it reads (tsets)
+    int64_t base[3];    // per vector: position of its first lane in the phase planes' flat domain
+    int64_t dst[3];     // per vector: output index of its first real pixel
+    __mmask16 mask[3];  // per vector: its lanes that are real (consecutive) output pixels
+  };
+  std::vector<TapSet> tsets;
+  std::vector<Block> blocks;
 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -108,6 +126,99 @@ int64_t pick_v(int64_t nvec) {
     if (score > best_score + 1e-9) best = v, best_score = score;
   }
   return best;
+}
+
+/// Note [Direct convolution], rows: the forward's register blocks. Flat: V
+/// consecutive vectors of the flat domain, every tap. Row-aligned: each vector
+/// holds 16 pixels of one output row (no extra columns computed), and the
+/// blocks group rows that read the same kernel rows inside the image, so that
+/// the taps of a kernel row that reads only padding (the first and last output
+/// rows of a padded convolution) are skipped: exact for finite weights, they
+/// would add 0 * w. Whichever needs fewer vector multiply-adds (3x3, padding
+/// 1: 8% fewer at 32x32, 15% at 16x16). FLAMBEAU_CONV_ROWS=off|on forces one.
+void plan_blocks(const ConvGeo& g, Plan& p) {
+  const int64_t kk = g.kk();
+  p.tsets.clear();
+  p.blocks.clear();
+  Plan::TapSet all;
+  for (int64_t t = 0; t < kk; ++t)
+    all.toff.push_back(p.toff[static_cast<size_t>(t)]), all.woff.push_back(t * kCo);
+  p.tsets.push_back(all);
+  const double flat_cost = static_cast<double>(p.nvecR * kk);
+  // Row-aligned plan and its cost (the kernel rows of each output row as a bitmask).
+  const int64_t vpr = ceil_div(g.Ws, kLanes);  // vectors per output row
+  double row_cost = 0;
+  std::vector<Plan::Block> rows;
+  std::vector<Plan::TapSet> sets(1, all);
+  std::vector<uint64_t> keys(1, g.kh >= 64 ? ~uint64_t{0} : (uint64_t{1} << g.kh) - 1);
+  if (g.kh <= 64 && g.Hs * vpr <= (int64_t{1} << 22)) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (g.Ws - (vpr - 1) * kLanes)) - 1u);
+    int64_t y = 0;
+    while (y < g.Hs) {
+      uint64_t m = 0;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t r = y * g.sh + i * g.dh - g.ph;
+        if (r >= 0 && r < g.Hb) m |= uint64_t{1} << i;
+      }
+      int64_t y1 = y + 1;  // the run of rows with the same kernel rows
+      for (; y1 < g.Hs; ++y1) {
+        uint64_t m1 = 0;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t r = y1 * g.sh + i * g.dh - g.ph;
+          if (r >= 0 && r < g.Hb) m1 |= uint64_t{1} << i;
+        }
+        if (m1 != m) break;
+      }
+      size_t set = static_cast<size_t>(std::find(keys.begin(), keys.end(), m) - keys.begin());
+      if (set == keys.size()) {
+        keys.push_back(m);
+        Plan::TapSet ts;
+        for (int64_t i = 0; i < g.kh; ++i)
+          if (m >> i & 1)
+            for (int64_t j = 0; j < g.kw; ++j) {
+              ts.toff.push_back(p.toff[static_cast<size_t>(i * g.kw + j)]);
+              ts.woff.push_back((i * g.kw + j) * kCo);
+            }
+        sets.push_back(std::move(ts));
+      }
+      const int64_t nt = static_cast<int64_t>(sets[set].toff.size());
+      const int64_t nv = (y1 - y) * vpr;
+      for (int64_t v0 = 0; v0 < nv; v0 += 3) {
+        Plan::Block b{};
+        b.V = static_cast<int>(std::min<int64_t>(3, nv - v0));
+        b.tapset = static_cast<int>(set);
+        for (int v = 0; v < b.V; ++v) {
+          const int64_t yy = y + (v0 + v) / vpr, xv = (v0 + v) % vpr;
+          b.base[v] = yy * p.Wq + xv * kLanes;
+          b.dst[v] = yy * g.Ws + xv * kLanes;
+          b.mask[v] = xv == vpr - 1 ? tail : static_cast<__mmask16>(0xFFFF);
+        }
+        rows.push_back(b);
+        // A block of fewer vectors does as many weight broadcasts: cost it a little higher.
+        row_cost += static_cast<double>(nt) * (b.V == 3 ? 3.0 : b.V == 2 ? 2.1 : 1.25);
+      }
+      y = y1;
+    }
+  }
+  // FLAMBEAU_CONV_ROWS=off|on (read per call: tests and benchmarks compare both in one process).
+  const char* env = std::getenv("FLAMBEAU_CONV_ROWS");
+  const bool force_off = env && std::strcmp(env, "off") == 0, force_on = env && std::strcmp(env, "on") == 0;
+  if (!rows.empty() && !force_off && (force_on || row_cost < 0.98 * flat_cost)) {
+    p.tsets = std::move(sets);
+    p.blocks = std::move(rows);
+    return;
+  }
+  for (int64_t v0 = 0; v0 < p.nvecR; v0 += p.V) {
+    Plan::Block b{};
+    b.V = static_cast<int>(p.V);
+    b.tapset = 0;
+    for (int v = 0; v < b.V; ++v) {
+      b.base[v] = (v0 + v) * kLanes;
+      b.dst[v] = p.dst[static_cast<size_t>(v0 + v)];
+      b.mask[v] = p.mask[static_cast<size_t>(v0 + v)];
+    }
+    p.blocks.push_back(b);
+  }
 }
 
 /// The plan of g, or false when its sizes are out of the kernel's range.
@@ -157,6 +268,7 @@ bool make_plan(const ConvGeo& g, Plan& p) {
     p.mask[static_cast<size_t>(v)] = m;
     p.dst[static_cast<size_t>(v)] = y0 >= g.Hs ? g.Hs * g.Ws : y0 * g.Ws + std::min(x0, g.Ws);
   }
+  plan_blocks(g, p);
   return true;
 }
 
@@ -209,63 +321,87 @@ void build_planes(const ConvGeo& g, const Plan& p, const float* img, float* buf,
   }
 }
 
-/// Weights packed per group and block of kCo output channels: [g][cob][ci][tap][kCo], zero past Sg.
-std::vector<float> pack_weights(const ConvGeo& g, const Plan& p, const float* w) {
-  const int64_t kk = g.kk();
-  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCo), 0.0f);
+/// Weights packed per group and block of `blk` output channels: [g][cob][ci][tap][blk], zero past
+/// the group's Sg output channels (Cg input channels per group).
+std::vector<float> pack_weight_blocks(const ConvGeo& g, int64_t Cg, int64_t Sg, int64_t blk, const float* w) {
+  const int64_t kk = g.kk(), ncob = ceil_div(Sg, blk);
+  std::vector<float> out(static_cast<size_t>(g.groups * ncob * Cg * kk * blk), 0.0f);
   for (int64_t gi = 0; gi < g.groups; ++gi)
-    for (int64_t co = 0; co < p.Sg; ++co) {
-      const int64_t cob = co / kCo, k = co % kCo;
-      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
-      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCo + k;
-      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCo] = src[t];
+    for (int64_t co = 0; co < Sg; ++co) {
+      const int64_t cob = co / blk, k = co % blk;
+      const float* src = w + (gi * Sg + co) * Cg * kk;
+      float* dst = out.data() + ((gi * ncob + cob) * Cg * kk) * blk + k;
+      for (int64_t t = 0; t < Cg * kk; ++t) dst[t * blk] = src[t];
     }
   return out;
 }
 
-/// One block of kCo output channels over every flat output of one image.
+/// One register block (Plan::Block) of kCo output channels of one image.
 template <int V>
-void conv_block(const ConvGeo& g, const Plan& p, const float* planes, const float* wp, const float* bias,
-                int64_t nco, float* out) {
-  const int64_t kk = g.kk(), Cg = p.Cg, CS = p.CS, HW = g.Hs * g.Ws;
-  const int64_t* toff = p.toff.data();
-  __m512 b[kCo];
-  for (int k = 0; k < kCo; ++k) b[k] = _mm512_set1_ps(bias && k < nco ? bias[k] : 0.0f);
-  for (int64_t v0 = 0; v0 < p.nvecR; v0 += V) {
-    __m512 acc[kCo][V];
+void conv_block(const Plan& p, const Plan::Block& blk, int64_t kk, int64_t HW, const float* planes,
+                const float* wp, const __m512* b, int64_t nco, float* out) {
+  const Plan::TapSet& ts = p.tsets[static_cast<size_t>(blk.tapset)];
+  const int64_t nt = static_cast<int64_t>(ts.toff.size()), Cg = p.Cg, CS = p.CS;
+  const int64_t* toff = ts.toff.data();
+  const int64_t* woff = ts.woff.data();
+  __m512 acc[kCo][V];
 #pragma GCC unroll 8
-    for (int k = 0; k < kCo; ++k)
+  for (int k = 0; k < kCo; ++k)
 #pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) acc[k][v] = b[k];
-    const float* base = planes + v0 * kLanes;
-    const float* wc = wp;
-    for (int64_t ci = 0; ci < Cg; ++ci, base += CS) {
-      for (int64_t t = 0; t < kk; ++t, wc += kCo) {
-        const float* s = base + toff[t];
-        __m512 x[V];
+    for (int v = 0; v < V; ++v) acc[k][v] = b[k];
+  const float* src[V];
 #pragma GCC unroll 3
-        for (int v = 0; v < V; ++v) x[v] = _mm512_loadu_ps(s + v * kLanes);
+  for (int v = 0; v < V; ++v) src[v] = planes + blk.base[v];
+  for (int64_t ci = 0; ci < Cg; ++ci) {
+    const float* wc = wp + ci * kk * kCo;
+    const int64_t cb = ci * CS;
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t o = cb + toff[t];
+      const float* w = wc + woff[t];
+      __m512 x[V];
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) x[v] = _mm512_loadu_ps(src[v] + o);
 #pragma GCC unroll 8
-        for (int k = 0; k < kCo; ++k) {
-          const __m512 wv = _mm512_set1_ps(wc[k]);
+      for (int k = 0; k < kCo; ++k) {
+        const __m512 wv = _mm512_set1_ps(w[k]);
 #pragma GCC unroll 3
-          for (int v = 0; v < V; ++v) acc[k][v] = _mm512_fmadd_ps(wv, x[v], acc[k][v]);
-        }
+        for (int v = 0; v < V; ++v) acc[k][v] = _mm512_fmadd_ps(wv, x[v], acc[k][v]);
       }
     }
+  }
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) {
-      const __mmask16 m = p.mask[static_cast<size_t>(v0 + v)];
-      if (!m) continue;
-      const __mmask16 head = static_cast<__mmask16>((1u << __builtin_popcount(m)) - 1u);
-      float* o = out + p.dst[static_cast<size_t>(v0 + v)];
-      if (m == 0xFFFF) {
-        for (int k = 0; k < kCo; ++k)
-          if (k < nco) _mm512_storeu_ps(o + k * HW, acc[k][v]);
-      } else {
-        for (int k = 0; k < kCo; ++k)
-          if (k < nco) _mm512_mask_storeu_ps(o + k * HW, head, _mm512_maskz_compress_ps(m, acc[k][v]));
-      }
+  for (int v = 0; v < V; ++v) {
+    const __mmask16 m = blk.mask[v];
+    if (!m) continue;
+    const __mmask16 head = static_cast<__mmask16>((1u << __builtin_popcount(m)) - 1u);
+    float* o = out + blk.dst[v];
+    if (m == 0xFFFF) {
+      for (int k = 0; k < kCo; ++k)
+        if (k < nco) _mm512_storeu_ps(o + k * HW, acc[k][v]);
+    } else {
+      for (int k = 0; k < kCo; ++k)
+        if (k < nco) _mm512_mask_storeu_ps(o + k * HW, head, _mm512_maskz_compress_ps(m, acc[k][v]));
+    }
+  }
+}
+
+/// Every register block of kCo output channels (bias may be null) over one image.
+void conv_blocks(const ConvGeo& g, const Plan& p, const float* planes, const float* wp, const float* bias,
+                 int64_t nco, float* out) {
+  const int64_t kk = g.kk(), HW = g.Hs * g.Ws;
+  __m512 b[kCo];
+  for (int k = 0; k < kCo; ++k) b[k] = _mm512_set1_ps(bias && k < nco ? bias[k] : 0.0f);
+  for (const Plan::Block& blk : p.blocks) {
+    switch (blk.V) {
+      case 3:
+        conv_block<3>(p, blk, kk, HW, planes, wp, b, nco, out);
+        break;
+      case 2:
+        conv_block<2>(p, blk, kk, HW, planes, wp, b, nco, out);
+        break;
+      default:
+        conv_block<1>(p, blk, kk, HW, planes, wp, b, nco, out);
+        break;
     }
   }
 }
@@ -273,16 +409,138 @@ void conv_block(const ConvGeo& g, const Plan& p, const float* planes, const floa
 // ---- channel-vectorized variant (Note [Direct convolution], last part) ----
 
 constexpr int64_t kCvCo = 64;  // output channels per block: up to 4 vectors
+constexpr int64_t kMaxP = 24;  // the most pixels of one register block
+constexpr size_t kMaxClasses = 32;
 
-struct CvPlan {
-  int64_t Cg, Sg, Hp, Wp, PSz;  // channels per group, padded plane, floats per plane
-  int64_t HW;                   // output pixels
-  int64_t ncob;                 // blocks of kCvCo output channels per group
-  std::vector<int64_t> toff;    // per tap: offset in the padded plane
-  std::vector<int64_t> poff;    // per output pixel (padded to a block): offset of its window
+/// Note [Pixel classes]
+/// The channel-vectorized kernels (forward and strided transposed) gather, per
+/// output pixel, the taps of a window at a fixed offset (toff) from the pixel's
+/// origin in a zero-padded plane (poff). Near the borders some taps read only
+/// padding: the pixels are grouped by the set of taps that read inside the
+/// image, and each class runs on its own taps only (the others would add
+/// 0 * w: skipping them is exact for finite weights). 3x3 on 8x8 with padding
+/// 1: the interior 36 pixels read 9 taps, the edges 6, the corners 4 (16% of
+/// the multiply-adds saved). One microkernel (gather_block) serves both.
+struct PixelClass {
+  std::vector<int64_t> toff;  // per tap: offset of its read from a pixel's origin
+  std::vector<int64_t> woff;  // per tap: offset of its kCvCo packed weights within one input channel's
+  std::vector<int64_t> poff;  // per pixel (+ kMaxP copies of the last: reads past the end, not stored)
+  std::vector<int64_t> oidx;  // per pixel: its index in the output plane
+  int64_t HW = 0;             // pixels
 };
 
-bool make_cv_plan(const ConvGeo& g, CvPlan& p) {
+/// The register blocks' pixels per output channel of CV vectors (as class_blocks splits them).
+constexpr int p_max(int CV) { return CV == 1 ? 24 : CV == 2 ? 12 : CV == 3 ? 8 : 6; }
+
+/// The estimated time of n pixels of one class per tap, in FMA-vector units per
+/// output vector: blocks of P pixels as class_blocks runs them (a remainder of at
+/// most P/2 in smaller blocks), a block of P pixels costing at least the FMA
+/// latency (4 cycles over its CV * P chains) and the loads (CV + P, 2 a cycle).
+double block_cost(int64_t n, int CV) {
+  auto one = [CV](int64_t P) {
+    return std::max({static_cast<double>(P), 4.0 / CV, static_cast<double>(CV + P) / (2.0 * CV)});
+  };
+  double cost = 0;
+  int64_t P = p_max(CV);
+  while (n > 0) {
+    cost += static_cast<double>(n / P) * one(P);
+    n %= P;
+    if (n == 0) break;
+    if (P == 1 || n > P / 2) {
+      cost += one(P);
+      break;
+    }
+    P /= 2;
+  }
+  return cost;
+}
+
+/// Builds the classes of a set of pixels, each added with the bitmask of its in-image taps.
+class ClassBuilder {
+ public:
+  ClassBuilder(const std::vector<int64_t>& toff, const std::vector<int64_t>& woff)
+      : toff_(toff), woff_(woff) {
+    all_ = toff.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << toff.size()) - 1;
+  }
+  /// Whether taps can be told apart (a bitmask of 64).
+  bool splits() const { return toff_.size() <= 64; }
+  void add(int64_t poff, int64_t oidx, uint64_t mask) {
+    if (!splits()) mask = all_;
+    pixels_.push_back({poff, oidx});
+    masks_.push_back(mask);
+  }
+  /// The classes; one class with every tap when there would be too many, when
+  /// splitting saves too little (Note [Pixel classes]) or FLAMBEAU_CONV_CLASSES=off
+  /// (read per call: benchmarks compare both in one process).
+  std::vector<PixelClass> finish(int CV) {
+    std::vector<uint64_t> keys;
+    std::vector<int64_t> count;
+    for (uint64_t m : masks_) {
+      const size_t k = static_cast<size_t>(std::find(keys.begin(), keys.end(), m) - keys.begin());
+      if (k == keys.size()) keys.push_back(m), count.push_back(0);
+      ++count[k];
+    }
+    double split = 0;
+    for (size_t k = 0; k < keys.size(); ++k)
+      split += block_cost(count[k], CV) * static_cast<double>(__builtin_popcountll(keys[k]));
+    const double whole =
+        block_cost(static_cast<int64_t>(masks_.size()), CV) * static_cast<double>(__builtin_popcountll(all_));
+    const char* env = std::getenv("FLAMBEAU_CONV_CLASSES");
+    const bool off = env && std::strcmp(env, "off") == 0;
+    if (keys.size() > kMaxClasses || split > 0.97 * whole || off) {
+      std::fill(masks_.begin(), masks_.end(), all_);
+      keys.assign(1, all_);
+    }
+    std::vector<PixelClass> out(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k)
+      for (size_t t = 0; t < toff_.size(); ++t)
+        if (!splits() || (keys[k] >> t & 1)) {
+          out[k].toff.push_back(toff_[t]);
+          out[k].woff.push_back(woff_[t]);
+        }
+    size_t last = 0;
+    for (size_t q = 0; q < pixels_.size(); ++q) {
+      if (masks_[q] != keys[last])
+        last = static_cast<size_t>(std::find(keys.begin(), keys.end(), masks_[q]) - keys.begin());
+      out[last].poff.push_back(pixels_[q].first);
+      out[last].oidx.push_back(pixels_[q].second);
+    }
+    for (PixelClass& c : out) {
+      c.HW = static_cast<int64_t>(c.oidx.size());
+      for (int64_t k = 0; k < kMaxP; ++k) c.poff.push_back(c.poff.back());
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<int64_t>& toff_;
+  const std::vector<int64_t>& woff_;
+  uint64_t all_;
+  std::vector<std::pair<int64_t, int64_t>> pixels_;
+  std::vector<uint64_t> masks_;
+};
+
+/// Bitmask over k taps (index i of a kernel row or column): those whose read at
+/// origin + i*d lands in [0, n).
+uint64_t in_range_taps(int64_t origin, int64_t k, int64_t d, int64_t n) {
+  uint64_t m = 0;
+  for (int64_t i = 0; i < k && i < 64; ++i) {
+    const int64_t r = origin + i * d;
+    if (r >= 0 && r < n) m |= uint64_t{1} << i;
+  }
+  return m;
+}
+
+struct CvPlan {
+  int64_t Cg, Sg, Hp, Wp, PSz;      // channels per group, padded plane, floats per plane
+  int64_t HW;                       // output pixels
+  int64_t ncob;                     // blocks of kCvCo output channels per group
+  std::vector<int64_t> toff;        // per tap: offset in the padded plane
+  std::vector<int64_t> poff;        // per output pixel (padded to a block): offset of its window
+  std::vector<PixelClass> classes;  // the forward's (Note [Pixel classes]); empty unless asked for
+};
+
+bool make_cv_plan(const ConvGeo& g, CvPlan& p, bool classes = false) {
   if (g.groups < 1 || g.Cb % g.groups || g.Cs % g.groups) return false;
   if (g.Hs < 1 || g.Ws < 1 || g.Hb < 1 || g.Wb < 1) return false;
   p.Cg = g.Cb / g.groups;
@@ -298,26 +556,30 @@ bool make_cv_plan(const ConvGeo& g, CvPlan& p) {
   p.toff.clear();
   for (int64_t i = 0; i < g.kh; ++i)
     for (int64_t j = 0; j < g.kw; ++j) p.toff.push_back(i * g.dh * p.Wp + j * g.dw);
-  p.poff.resize(static_cast<size_t>(p.HW + 24));
-  for (int64_t q = 0; q < p.HW + 24; ++q) {
+  p.poff.resize(static_cast<size_t>(p.HW + kMaxP));
+  for (int64_t q = 0; q < p.HW + kMaxP; ++q) {
     const int64_t qq = std::min(q, p.HW - 1);  // past the end: the last pixel again (not stored)
     p.poff[static_cast<size_t>(q)] = (qq / g.Ws) * g.sh * p.Wp + (qq % g.Ws) * g.sw;
   }
-  return true;
-}
-
-/// Weights per group and block of kCvCo output channels: [g][cob][ci][tap][kCvCo], zero past Sg.
-std::vector<float> pack_cv_weights(const ConvGeo& g, const CvPlan& p, const float* w) {
-  const int64_t kk = g.kk();
-  std::vector<float> out(static_cast<size_t>(g.groups * p.ncob * p.Cg * kk * kCvCo), 0.0f);
-  for (int64_t gi = 0; gi < g.groups; ++gi)
-    for (int64_t co = 0; co < p.Sg; ++co) {
-      const int64_t cob = co / kCvCo, k = co % kCvCo;
-      const float* src = w + (gi * p.Sg + co) * p.Cg * kk;
-      float* dst = out.data() + ((gi * p.ncob + cob) * p.Cg * kk) * kCvCo + k;
-      for (int64_t t = 0; t < p.Cg * kk; ++t) dst[t * kCvCo] = src[t];
+  p.classes.clear();
+  if (classes) {
+    std::vector<int64_t> woff;
+    for (int64_t t = 0; t < g.kk(); ++t) woff.push_back(t * kCvCo);
+    ClassBuilder cb(p.toff, woff);
+    for (int64_t y = 0; y < g.Hs; ++y) {
+      const uint64_t rows = in_range_taps(y * g.sh - g.ph, g.kh, g.dh, g.Hb);
+      for (int64_t x = 0; x < g.Ws; ++x) {
+        const uint64_t cols = in_range_taps(x * g.sw - g.pw, g.kw, g.dw, g.Wb);
+        uint64_t mask = 0;
+        if (g.kk() <= 64)
+          for (int64_t i = 0; i < g.kh; ++i)
+            if (rows >> i & 1) mask |= cols << (i * g.kw);
+        cb.add(y * g.sh * p.Wp + x * g.sw, y * g.Ws + x, mask);
+      }
     }
-  return out;
+    p.classes = cb.finish(static_cast<int>(std::min<int64_t>(4, ceil_div(p.Sg, 16))));
+  }
+  return true;
 }
 
 /// The zero-padded planes of one group of one image; the padding written only when `zero`
@@ -329,75 +591,100 @@ void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* bu
       copy_row(img + (c * g.Hb + h) * g.Wb, buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, g.Wb);
 }
 
-/// CV vectors of 16 output channels x P output pixels in registers, summed over
-/// input channels and taps: per (channel, tap) CV weight vectors and P broadcast pixels.
+/// CV vectors of 16 output channels x P pixels [q0, q0 + np) of one class in
+/// registers (Note [Pixel classes]), summed over Cg input channels (planes PSz
+/// floats apart, weights wci floats apart) and the class's taps: per (channel,
+/// tap) CV weight vectors and P broadcast pixels. Stored through a small tile at
+/// the pixels' output indices, channels out_hw apart.
 template <int CV, int P>
-void cv_block(const ConvGeo& g, const CvPlan& p, const float* planes, const float* wp, const float* bias,
-              int64_t nco, float* out) {
-  const int64_t kk = g.kk(), Cg = p.Cg, PSz = p.PSz, HW = p.HW;
-  const int64_t* toff = p.toff.data();
-  alignas(64) float bpad[CV * 16];
-  for (int64_t k = 0; k < CV * 16; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
-  alignas(64) float tile[P][CV * 16];
-  for (int64_t q0 = 0; q0 < HW; q0 += P) {
-    __m512 acc[P][CV];
+void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int64_t PSz, int64_t wci,
+                  const float* planes, const float* wp, const float* bpad, int64_t nco, float* out,
+                  int64_t out_hw) {
+  const int64_t nt = static_cast<int64_t>(pc.toff.size());
+  const int64_t* toff = pc.toff.data();
+  const int64_t* woff = pc.woff.data();
+  __m512 acc[P][CV];
 #pragma GCC unroll 24
-    for (int k = 0; k < P; ++k)
+  for (int k = 0; k < P; ++k)
 #pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_load_ps(bpad + 16 * c);
-    const float* px[P];
+    for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_load_ps(bpad + 16 * c);
+  const float* px[P];
 #pragma GCC unroll 24
-    for (int k = 0; k < P; ++k) px[k] = planes + p.poff[static_cast<size_t>(q0 + k)];
-    const float* wc = wp;
-    for (int64_t ci = 0; ci < Cg; ++ci) {
-      const int64_t cbase = ci * PSz;
-      for (int64_t t = 0; t < kk; ++t, wc += kCvCo) {
-        const int64_t o = cbase + toff[t];
-        __m512 wv[CV];
+  for (int k = 0; k < P; ++k) px[k] = planes + pc.poff[static_cast<size_t>(q0 + k)];
+  for (int64_t ci = 0; ci < Cg; ++ci) {
+    const int64_t cbase = ci * PSz;
+    const float* wc = wp + ci * wci;
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t o = cbase + toff[t];
+      const float* w = wc + woff[t];
+      __m512 wv[CV];
 #pragma GCC unroll 4
-        for (int c = 0; c < CV; ++c) wv[c] = _mm512_loadu_ps(wc + 16 * c);
+      for (int c = 0; c < CV; ++c) wv[c] = _mm512_loadu_ps(w + 16 * c);
 #pragma GCC unroll 24
-        for (int k = 0; k < P; ++k) {
-          const __m512 xb = _mm512_set1_ps(px[k][o]);
+      for (int k = 0; k < P; ++k) {
+        const __m512 xb = _mm512_set1_ps(px[k][o]);
 #pragma GCC unroll 4
-          for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(wv[c], xb, acc[k][c]);
-        }
+        for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(wv[c], xb, acc[k][c]);
       }
     }
+  }
+  alignas(64) float tile[P][CV * 16];
 #pragma GCC unroll 24
-    for (int k = 0; k < P; ++k)
+  for (int k = 0; k < P; ++k)
 #pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
-    const int64_t np = std::min<int64_t>(P, HW - q0);
-    for (int64_t co = 0; co < nco; ++co) {
-      float* o = out + co * HW + q0;
-      for (int64_t k = 0; k < np; ++k) o[k] = tile[k][co];
-    }
+    for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
+  const int64_t* oi = pc.oidx.data() + q0;
+  for (int64_t co = 0; co < nco; ++co) {
+    float* o = out + co * out_hw;
+    for (int64_t k = 0; k < np; ++k) o[oi[k]] = tile[k][co];
   }
 }
 
-void cv_dispatch(const ConvGeo& g, const CvPlan& p, const float* planes, const float* wp, const float* bias,
-                 int64_t nco, float* out) {
-  switch ((nco + 15) / 16) {
-    case 1:
-      cv_block<1, 24>(g, p, planes, wp, bias, nco, out);
-      break;
-    case 2:
-      cv_block<2, 12>(g, p, planes, wp, bias, nco, out);
-      break;
-    case 3:
-      cv_block<3, 8>(g, p, planes, wp, bias, nco, out);
-      break;
-    default:
-      cv_block<4, 6>(g, p, planes, wp, bias, nco, out);
-      break;
+/// The pixels [q0, HW) of one class in blocks of P; a remainder of at most P/2 in smaller blocks.
+template <int CV, int P>
+void class_blocks(const PixelClass& pc, int64_t q0, int64_t Cg, int64_t PSz, int64_t wci, const float* planes,
+                  const float* wp, const float* bpad, int64_t nco, float* out, int64_t out_hw) {
+  for (; q0 + P <= pc.HW; q0 += P)
+    gather_block<CV, P>(pc, q0, P, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+  const int64_t r = pc.HW - q0;
+  if (r <= 0) return;
+  if constexpr (P > 1) {
+    if (r <= P / 2) {
+      class_blocks<CV, P / 2>(pc, q0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+      return;
+    }
+  }
+  gather_block<CV, P>(pc, q0, r, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+}
+
+/// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums.
+void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz, int64_t wci,
+                 const float* planes, const float* wp, const float* bias, int64_t nco, float* out,
+                 int64_t out_hw) {
+  alignas(64) float bpad[kCvCo];
+  for (int64_t k = 0; k < kCvCo; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
+  for (const PixelClass& pc : classes) {
+    switch ((nco + 15) / 16) {
+      case 1:
+        class_blocks<1, 24>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        break;
+      case 2:
+        class_blocks<2, 12>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        break;
+      case 3:
+        class_blocks<3, 8>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        break;
+      default:
+        class_blocks<4, 6>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        break;
+    }
   }
 }
 
 void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
   CvPlan p;
-  if (!make_cv_plan(g, p)) return;
-  const std::vector<float> wp = pack_cv_weights(g, p, w);
+  if (!make_cv_plan(g, p, true)) return;
+  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCvCo, w);
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk(), big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCvCo * p.HW;  // per item
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
@@ -416,8 +703,9 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
-      cv_dispatch(g, p, planes, wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo,
-                  bias ? bias + co0 : nullptr, nco, small + (n * g.Cs + co0) * p.HW);
+      run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes,
+                  wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo, bias ? bias + co0 : nullptr, nco,
+                  small + (n * g.Cs + co0) * p.HW, p.HW);
     }
   });
 }
@@ -433,6 +721,17 @@ bool prefer_cv(const ConvGeo& g) {
 }
 
 // ---- weight gradient (Note [Direct weight gradient]) ----
+
+/// dw += one thread's partial weight gradient (the first one copied), under mu.
+void add_partial(std::mutex& mu, bool& first, const std::vector<float>& local, float* dw) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (first) {
+    std::memcpy(dw, local.data(), local.size() * sizeof(float));
+    first = false;
+  } else {
+    for (size_t i = 0; i < local.size(); ++i) dw[i] += local[i];
+  }
+}
 
 /// TJ taps (offsets toff[0..TJ)) of one input channel for kCo output channels,
 /// summed over nimg images' flat outputs: dw[k * Cgk + t] += the sums.
@@ -473,6 +772,49 @@ void build_dy_flat(const ConvGeo& g, const Plan& p, const float* dy, int64_t Sg,
   for (int64_t c = 0; c < Sg; ++c)
     for (int64_t y = 0; y < g.Hs; ++y)
       copy_row(dy + (c * g.Hs + y) * g.Ws, out + c * vstride + y * p.Wq, g.Ws);
+}
+
+/// r[k] <- column k of the 16x16 block whose rows are r[0..16).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+/// dst[q * ld + c] = src[c * HW + q] for c < C, q < HW: planes (channel-major) to
+/// pixel-major rows, by 16x16 register transposes (scalar at the tails).
+void to_pixel_major(const float* src, int64_t C, int64_t HW, float* dst, int64_t ld) {
+  const int64_t C16 = C / kLanes * kLanes, HW16 = HW / kLanes * kLanes;
+  for (int64_t c0 = 0; c0 < C16; c0 += kLanes) {
+    for (int64_t q0 = 0; q0 < HW16; q0 += kLanes) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (c0 + i) * HW + q0);
+      transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + (q0 + i) * ld + c0, r[i]);
+    }
+    for (int64_t c = c0; c < c0 + kLanes; ++c)
+      for (int64_t q = HW16; q < HW; ++q) dst[q * ld + c] = src[c * HW + q];
+  }
+  for (int64_t c = C16; c < C; ++c)
+    for (int64_t q = 0; q < HW; ++q) dst[q * ld + c] = src[c * HW + q];
 }
 
 /// Channel-vectorized weight gradient (Note [Direct weight gradient], last
@@ -568,8 +910,7 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
           const float* src = small + (n * g.Cs + gi * Sg) * p.HW;
           float* dst = dyt + b * img_dy;
           if (Sgp != Sg && zero) std::memset(dst, 0, static_cast<size_t>(img_dy) * sizeof(float));
-          for (int64_t c = 0; c < Sg; ++c)
-            for (int64_t q = 0; q < p.HW; ++q) dst[q * Sgp + c] = src[c * p.HW + q];
+          to_pixel_major(src, Sg, p.HW, dst, Sgp);
         }
         for (int64_t co0 = 0; co0 < Sg; co0 += kCvCo) {
           const int64_t nco = std::min(kCvCo, Sg - co0);
@@ -592,24 +933,16 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (first) {
-      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
-      first = false;
-    } else {
-      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
-    }
+    add_partial(mu, first, local, dw);
   });
 }
 
 // ---- strided transposed convolution (Note [Strided transposed convolution]) ----
 
 struct TPhase {
-  std::vector<int64_t> taps;  // the kernel taps (i * kw + j) that reach this phase's pixels
-  std::vector<int64_t> toff;  // per tap: its offset in the padded small plane
-  std::vector<int64_t> poff;  // per pixel (padded to a block): the offset of its tap-0 read
-  std::vector<int64_t> oidx;  // per pixel: its index in the big plane
-  int64_t HW = 0;             // pixels of this phase
+  std::vector<int64_t> taps;        // the kernel taps (i * kw + j) that reach this phase's pixels
+  std::vector<PixelClass> classes;  // its pixels by in-image taps (Note [Pixel classes])
+  int64_t HW = 0;                   // pixels of this phase
 };
 
 struct TPlan {
@@ -666,24 +999,34 @@ bool make_tplan(const ConvGeo& g, TPlan& p) {
   for (int64_t a = 0; a < g.sh; ++a)
     for (int64_t b = 0; b < g.sw; ++b) {
       TPhase ph;
+      std::vector<int64_t> toff, woff, rows, cols;  // per phase tap: offsets; small-plane row / column shift
       for (int64_t i = 0; i < g.kh; ++i) {
         const int64_t ni = a + g.ph - i * g.dh;
         if (((ni % g.sh) + g.sh) % g.sh) continue;
         for (int64_t j = 0; j < g.kw; ++j) {
           const int64_t nj = b + g.pw - j * g.dw;
           if (((nj % g.sw) + g.sw) % g.sw) continue;
+          woff.push_back(static_cast<int64_t>(ph.taps.size()) * kCvCo);
           ph.taps.push_back(i * g.kw + j);
-          ph.toff.push_back(floor_div(ni, g.sh) * p.Wp + floor_div(nj, g.sw));
+          rows.push_back(floor_div(ni, g.sh));
+          cols.push_back(floor_div(nj, g.sw));
+          toff.push_back(rows.back() * p.Wp + cols.back());
         }
       }
+      ClassBuilder cb(toff, woff);
       for (int64_t Y = a; Y < g.Hb; Y += g.sh)
         for (int64_t X = b; X < g.Wb; X += g.sw) {
-          ph.poff.push_back((Y / g.sh + p.PT) * p.Wp + X / g.sw + p.PL);
-          ph.oidx.push_back(Y * g.Wb + X);
+          // Tap t reads small pixel (Y / sh + rows[t], X / sw + cols[t]).
+          uint64_t mask = 0;
+          for (size_t t = 0; t < toff.size() && t < 64; ++t) {
+            const int64_t u = Y / g.sh + rows[t], v = X / g.sw + cols[t];
+            if (u >= 0 && u < g.Hs && v >= 0 && v < g.Ws) mask |= uint64_t{1} << t;
+          }
+          cb.add((Y / g.sh + p.PT) * p.Wp + X / g.sw + p.PL, Y * g.Wb + X, mask);
+          ++ph.HW;
         }
-      ph.HW = static_cast<int64_t>(ph.oidx.size());
       if (ph.HW == 0) continue;
-      for (int64_t k = 0; k < 24; ++k) ph.poff.push_back(ph.poff.back());  // reads past the end: not stored
+      ph.classes = cb.finish(static_cast<int>(std::min<int64_t>(4, ceil_div(p.Sg, 16))));
       p.phases.push_back(std::move(ph));
     }
   return true;
@@ -715,71 +1058,6 @@ std::vector<float> pack_t_weights(const ConvGeo& g, const TPlan& p, const float*
     }
   phase_base.push_back(per_group);  // the last entry: floats per group
   return out;
-}
-
-/// CV vectors of big-side channels x P pixels of one phase: sum over small channels and the phase's taps.
-template <int CV, int P>
-void t_block(const TPlan& p, const TPhase& ph, const float* planes, const float* wp, const float* bias,
-             int64_t nco, float* out, int64_t big_hw) {
-  const int64_t Cg = p.Cg, PSz = p.PSz, HW = ph.HW, nt = static_cast<int64_t>(ph.taps.size());
-  const int64_t* toff = ph.toff.data();
-  alignas(64) float bpad[CV * 16];
-  for (int64_t k = 0; k < CV * 16; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
-  alignas(64) float tile[P][CV * 16];
-  for (int64_t q0 = 0; q0 < HW; q0 += P) {
-    __m512 acc[P][CV];
-#pragma GCC unroll 24
-    for (int k = 0; k < P; ++k)
-#pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_load_ps(bpad + 16 * c);
-    const float* px[P];
-#pragma GCC unroll 24
-    for (int k = 0; k < P; ++k) px[k] = planes + ph.poff[static_cast<size_t>(q0 + k)];
-    const float* wc = wp;
-    for (int64_t ci = 0; ci < Cg; ++ci) {
-      const int64_t cbase = ci * PSz;
-      for (int64_t t = 0; t < nt; ++t, wc += kCvCo) {
-        const int64_t o = cbase + toff[t];
-        __m512 wv[CV];
-#pragma GCC unroll 4
-        for (int c = 0; c < CV; ++c) wv[c] = _mm512_loadu_ps(wc + 16 * c);
-#pragma GCC unroll 24
-        for (int k = 0; k < P; ++k) {
-          const __m512 xb = _mm512_set1_ps(px[k][o]);
-#pragma GCC unroll 4
-          for (int c = 0; c < CV; ++c) acc[k][c] = _mm512_fmadd_ps(wv[c], xb, acc[k][c]);
-        }
-      }
-    }
-#pragma GCC unroll 24
-    for (int k = 0; k < P; ++k)
-#pragma GCC unroll 4
-      for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
-    const int64_t np = std::min<int64_t>(P, HW - q0);
-    const int64_t* oi = ph.oidx.data() + q0;
-    for (int64_t co = 0; co < nco; ++co) {
-      float* o = out + co * big_hw;
-      for (int64_t k = 0; k < np; ++k) o[oi[k]] = tile[k][co];
-    }
-  }
-}
-
-void t_dispatch(const TPlan& p, const TPhase& ph, const float* planes, const float* wp, const float* bias,
-                int64_t nco, float* out, int64_t big_hw) {
-  switch ((nco + 15) / 16) {
-    case 1:
-      t_block<1, 24>(p, ph, planes, wp, bias, nco, out, big_hw);
-      break;
-    case 2:
-      t_block<2, 12>(p, ph, planes, wp, bias, nco, out, big_hw);
-      break;
-    case 3:
-      t_block<3, 8>(p, ph, planes, wp, bias, nco, out, big_hw);
-      break;
-    default:
-      t_block<4, 6>(p, ph, planes, wp, bias, nco, out, big_hw);
-      break;
-  }
 }
 
 }  // namespace
@@ -831,8 +1109,8 @@ void direct_transposed(const ConvGeo& g, const float* small, const float* w, con
       const int64_t nt = static_cast<int64_t>(ph.taps.size());
       const float* wb =
           wp.data() + gi * per_group + phase_base[static_cast<size_t>(f)] + cob * p.Cg * nt * kCvCo;
-      t_dispatch(p, ph, planes, wb, bias ? bias + co0 : nullptr, nco, big + (n * g.Cb + co0) * big_hw,
-                 big_hw);
+      run_classes(ph.classes, p.Cg, p.PSz, nt * kCvCo, planes, wb, bias ? bias + co0 : nullptr, nco,
+                  big + (n * g.Cb + co0) * big_hw, big_hw);
     }
   });
 }
@@ -913,13 +1191,7 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu);
-    if (first) {
-      std::memcpy(dw, local.data(), static_cast<size_t>(wsize) * sizeof(float));
-      first = false;
-    } else {
-      for (int64_t i = 0; i < wsize; ++i) dw[i] += local[i];
-    }
+    add_partial(mu, first, local, dw);
   });
 }
 
@@ -941,7 +1213,7 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
   }
   Plan p;
   if (!make_plan(g, p)) return;
-  const std::vector<float> wp = pack_weights(g, p, w);
+  const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCo, w);
   const int64_t G = g.groups, per_image = G * p.ncob, kk = g.kk();
   const int64_t HW = g.Hs * g.Ws, big_hw = g.Hb * g.Wb;
   const int64_t macs = p.Cg * kk * kCo * p.nvecR * kLanes;  // per item
@@ -963,17 +1235,7 @@ void direct_conv(const ConvGeo& g, const float* big, const float* w, const float
       const float* wb = wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCo;
       const float* bb = bias ? bias + co0 : nullptr;
       float* out = small + (n * g.Cs + co0) * HW;
-      switch (p.V) {
-        case 3:
-          conv_block<3>(g, p, planes, wb, bb, nco, out);
-          break;
-        case 2:
-          conv_block<2>(g, p, planes, wb, bb, nco, out);
-          break;
-        default:
-          conv_block<1>(g, p, planes, wb, bb, nco, out);
-          break;
-      }
+      conv_blocks(g, p, planes, wb, bb, nco, out);
     }
   });
 }
