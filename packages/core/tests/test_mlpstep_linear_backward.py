@@ -157,9 +157,24 @@ def test_small_split_linear_and_mm(threads, shape, bias, dtype):
     np.testing.assert_allclose(npy(fc.mm(fc.tensor(x), fc.tensor(w).t())), x @ w.T, **tol(dtype))
 
 
+def run_in_python_threads(work, count=4):
+    """work(i) on `count` Python threads at once, flambeau at 2 intra-op threads (restored after)."""
+    import threading
+
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        fc.set_num_threads(old)
+
+
 def test_small_split_with_the_pool_busy():
     # Python threads sharing the pool: a caller that finds it busy runs its blocks itself.
-    import threading
 
     x, w, b = rand((128, 512), np.float32, 19), rand((10, 512), np.float32, 20), rand((10,), np.float32, 21)
     want = x @ w.T + b
@@ -172,22 +187,12 @@ def test_small_split_with_the_pool_busy():
                 errors.append(f"thread {i}")
                 return
 
-    old = fc.get_num_threads()
-    fc.set_num_threads(2)
-    try:
-        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-    finally:
-        fc.set_num_threads(old)
+    run_in_python_threads(work)
     assert errors == []
 
 
 def test_linear_backward_with_the_pool_busy():
     # Python threads sharing the pool: a caller that finds it busy runs its pieces on OpenMP.
-    import threading
 
     g, x, w = rand((128, 512), np.float32, 22), rand((128, 784), np.float32, 23), rand((512, 784), np.float32, 24)
     want = (g @ w, g.T @ x, g.sum(0))
@@ -201,16 +206,7 @@ def test_linear_backward_with_the_pool_busy():
                 errors.append(f"thread {i}")
                 return
 
-    old = fc.get_num_threads()
-    fc.set_num_threads(2)
-    try:
-        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-    finally:
-        fc.set_num_threads(old)
+    run_in_python_threads(work)
     assert errors == []
 
 
