@@ -230,3 +230,57 @@ def test_own_refused_without_avx512():
     first, second = r.stdout.strip().splitlines()
     assert first == "openblas"
     assert "needs an AVX-512 CPU" in second and "'avx2'" in second
+
+
+SIZE_LIMITS = r"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+import flambeau as fb
+import flambeau_core as fc
+
+x = fc.randn(3, 5)
+one = fc.randn(1, 1)
+cases = {
+    "softmax": lambda: fc.softmax(x.expand(2**40, 3, 5), -1),
+    "log_softmax": lambda: fc.log_softmax(x.expand(2**40, 3, 5), -1),
+    "softmax_dim0": lambda: fc.softmax(x.expand(2**33, 3, 5), 0),
+    "softmax_row": lambda: fc.softmax(fc.randn(1).expand(2**62), 0),
+    "dot": lambda: fc.dot(fc.randn(1).expand(2**31 + 1), fc.randn(1).expand(2**31 + 1)),
+    "mm_k": lambda: fc.mm(one.expand(8, 2**40), one.expand(2**40, 32)),
+    "mm_m": lambda: fc.mm(one.expand(2**40, 64), fc.randn(64, 64)),
+    "linear": lambda: fb.nn.functional.linear(one.expand(2**40, 64), fc.randn(64, 64)),
+    "mm_k_int_max": lambda: fc.mm(one.expand(16, 2**31 - 1), one.expand(2**31 - 1, 16)),
+}
+for name, f in cases.items():
+    try:
+        f()
+        print(name, "returned")
+    except (RuntimeError, ValueError, MemoryError) as e:
+        print(name, type(e).__name__, str(e).splitlines()[0])
+"""
+
+
+def test_huge_expanded_products_raise():
+    # Stride-0 views of 2**31 .. 2**62 elements into the GEMM and softmax rows: each call raises a
+    # Python error naming the op or the allocation (in a child with 8 GiB of address space, so a
+    # size that wraps shows up as a crash or a refused allocation, never as a read outside storage).
+    r = run_python(SIZE_LIMITS)
+    assert r.returncode == 0, r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.strip().splitlines())
+    assert set(lines) == {
+        "softmax",
+        "log_softmax",
+        "softmax_dim0",
+        "softmax_row",
+        "dot",
+        "mm_k",
+        "mm_m",
+        "linear",
+        "mm_k_int_max",
+    }
+    for name in ("dot", "mm_k"):
+        assert "matrix dims above 2^31 are not supported" in lines[name], lines[name]
+    for name in ("softmax", "log_softmax", "softmax_dim0", "mm_m", "linear"):
+        assert "out of memory" in lines[name], lines[name]
+    assert "too large" in lines["softmax_row"], lines["softmax_row"]
+    assert lines["mm_k_int_max"].startswith("MemoryError"), lines["mm_k_int_max"]
