@@ -309,15 +309,15 @@ def bench(session: nox.Session) -> None:
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau[mpi]=={VERSION}", *MPI_DEPS, TORCH, "numpy")
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
-    # Reductions, scans and sort on 1M float32 vs torch and NumPy (issue 7, item 4).
+    # Reductions, scans and sort on 1M float32 vs torch and NumPy.
     session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
-    # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads (issue 7, item 4).
+    # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads.
     session.run("python", str(ROOT / "benchmarks" / "ops_vsin.py"))
-    # flambeau's own float32 GEMM vs OpenBLAS's on the MLP's and other shapes (issue 6, Note [Own sgemm]).
+    # flambeau's own float32 GEMM vs OpenBLAS's on the MLP's and other shapes (Note [Own sgemm]).
     session.run("python", str(ROOT / "benchmarks" / "ops_sgemm.py"))
-    # The DataLoader epoch (issue 9): flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
+    # The DataLoader epoch: flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
     session.run("python", str(ROOT / "packages" / "data" / "benchmarks" / "bench_epoch.py"))
-    # ---- distributed (issue 9): 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----
+    # ---- distributed: 2-rank DDP MLP training (mpirun) vs 1 process vs PyTorch DDP (gloo) ----
     session.run("python", str(ROOT / "packages" / "distributed" / "benchmarks" / "bench_ddp.py"))
     # The six benchmark models (training and inference throughput, peak RSS, allocator);
     # --quick is the only option both scripts share.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Complex ops widened in issue 7, flambeau vs PyTorch: mm/bmm (OpenBLAS cgemm/zgemm vs
+"""Complex ops widened to complex, flambeau vs PyTorch: mm/bmm (OpenBLAS cgemm/zgemm vs
 torch's MKL/OpenBLAS), cat, prod, cumsum, var, sgn, kron, linalg.inv/solve/det, and
-(linalgc) linalg.svd/svdvals/qr/pinv.
+linalg.svd/svdvals/qr/pinv.
 
 Both libraries run in this one process, interleaved rounds (flambeau then torch, then the
 reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actloss.py).
@@ -59,7 +59,7 @@ def cases():
             [carr((16, 64, 64), 14) + eye, carr((16, 64, 8), 15)],
         )
         add("linalg.det", dt, lambda L, a: L.linalg.det(a), [carr((16, 64, 64), 16) + eye])
-        # issue 7 (linalgc): complex svd and qr (LAPACK gesdd, geqrf/ungqr on both sides)
+        # complex svd and qr (LAPACK gesdd, geqrf/ungqr on both sides)
         add("linalg.svd", dt, lambda L, a: L.linalg.svd(a, full_matrices=False), [carr((16, 64, 48), 17)])
         add("linalg.svd", dt, lambda L, a: L.linalg.svd(a, full_matrices=False), [carr((256, 128), 18)])
         add("linalg.svdvals", dt, lambda L, a: L.linalg.svdvals(a), [carr((16, 64, 48), 19)])

@@ -6,7 +6,7 @@ then the reverse order), each with 2 intra-op threads and OMP_WAIT_POLICY=PASSIV
 (set before either is imported). Per case it prints the min and median time per
 call of each library, the ratio torch/flambeau of the medians (> 1: flambeau is
 faster), and the bytes each moves per second (inputs read + output written, at the
-median). The last column is issue 7's target: the half dtype's bytes/s over
+median). The last column is the target: the half dtype's bytes/s over
 float32's for the same op and size (>= 0.9 wanted).
 
 Example:

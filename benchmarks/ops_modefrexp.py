@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""mode and frexp (issue 7, linalgc), flambeau vs PyTorch.
+"""mode and frexp, flambeau vs PyTorch.
 
 Both libraries run in this one process, interleaved rounds (flambeau then torch, then the
 reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actloss.py).

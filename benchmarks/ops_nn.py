@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""nnopt benchmarks: Linear(10, 10) on one sample, the MLP training step, the SGD step alone.
+"""nn benchmarks: Linear(10, 10) on one sample, the MLP training step, the SGD step alone.
 
 flambeau and PyTorch are timed in interleaved rounds: each round runs every
 case for flambeau, then for torch (the order flips every round), so machine

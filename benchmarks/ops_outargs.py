@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""out= forms of the ops that gained out= in issue 7 (item 2), flambeau vs PyTorch, and their
+"""out= forms of the ops that gained out=, flambeau vs PyTorch, and their
 plain forms (whose bindings now parse one more keyword): per-call cost at the MLP's shapes
 (batch 128 x 512 activations, 512 x 512 weights) and at tiny ones (call overhead).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Reductions, scans and sort (issue 7, item 4) against PyTorch and NumPy on 1M-element float32.
+"""Reductions, scans and sort against PyTorch and NumPy on 1M-element float32.
 
 The rows of the issue: sum, mean, var, max along the last dim, cumsum and sort
 of a (1000, 1000) float32 tensor, plus a 1-D 1M sort and cumsum, and the full

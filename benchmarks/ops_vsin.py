@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""exp, sin, cos, tan on 1M elements (issue 7, item 4) against PyTorch and NumPy, 1 and 2 threads.
+"""exp, sin, cos, tan on 1M elements against PyTorch and NumPy, 1 and 2 threads.
 
 float32 and float64: exp_f32 (src/cpu/loops.h), the float32 and float64 sin,
 cos, tan of src/cpu/vec_trig.inc (Notes [float32 sin/cos], [float64 sin/cos]);
@@ -12,7 +12,7 @@ single-threaded; torch and flambeau run with each of --threads (default: 1 and 2
 
 Then the accuracy of each library's float32 results: the largest error in ulps
 against the float64 result over every 257th float32 in [-64, 64] and 2^18
-random values of magnitudes up to 1e30 (the same measure as test_vsin.py).
+random values of magnitudes up to 1e30 (the same measure as packages/core/tests/test_vec_trig.py).
 
 flambeau is imported first: it sets OMP_WAIT_POLICY=PASSIVE before torch
 loads, so the two OpenMP runtimes do not spin against each other

@@ -1,4 +1,4 @@
-"""Gradients of the ops widened to complex in issue 7 (mm, matmul, bmm, einsum,
+"""Gradients of the ops widened to complex (mm, matmul, bmm, einsum,
 cat/stack, cumsum, var/std, sgn, trace, kron) against PyTorch 2.13, whose
 convention for complex inputs is the conjugate Wirtinger gradient; and
 gradcheck (float64 real and imaginary parts through complex())."""

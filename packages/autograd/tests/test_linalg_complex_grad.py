@@ -1,4 +1,4 @@
-"""Gradients of the complex linalg of issue 7 (linalgc) against PyTorch 2.13 and gradcheck/gradgradcheck
+"""Gradients of the complex linalg against PyTorch 2.13 and gradcheck/gradgradcheck
 (float64): svd, svdvals, qr, pinv, lstsq, logdet, eigh on complex64/complex128 (batched, tall/wide/square,
 non-contiguous); the phase-dependent losses of complex svd and eigh raise PyTorch's errors; pinv and lstsq
 are differentiable at rank-deficient A (PyTorch's pinv_backward); mode and frexp gradients."""

@@ -101,7 +101,7 @@ def test_lstsq_residuals_grad():
 
 def test_lstsq_grad_rank_deficient_matches_torch():
     # Rank-deficient A: PyTorch differentiates the pinv-based solution (pinv_backward); so does flambeau
-    # (it raised before issue 7's linalgc). More cases in test_linalg_complex_grad.py.
+    # (it used to raise). More cases in test_linalg_complex_grad.py.
     a = np.ones((4, 2))
     b = np.arange(4.0).reshape(4, 1)
     x, xb = fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)

@@ -1,4 +1,4 @@
-"""sortvals: msort and array_api.sort use the values-only kernel only when no
+"""msort and array_api.sort use the values-only kernel only when no
 gradient is recorded; with one, sort's indices carry it (values and gradients
 against PyTorch, gradcheck in float64)."""
 

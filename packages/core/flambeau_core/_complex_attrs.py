@@ -1,4 +1,4 @@
-"""Conjugate-transpose attributes of issue 7 (complex everywhere the math is
+"""Conjugate-transpose attributes (complex everywhere the math is
 defined): ``Tensor.mH``, ``Tensor.H``, ``Tensor.adjoint()`` and
 ``flambeau_core.adjoint``, as PyTorch's. flambeau has no lazy conj bit, so the
 conjugate is materialised (a real tensor gives a transposed view)."""

@@ -6,7 +6,7 @@ The factorizations run LAPACK (scipy-openblas32) through the primitives
 op table (src/cpu/lapack.cpp), which carry their own derivatives; everything
 here is a composite of ops, so autograd differentiates it through the ops it
 calls. Every function takes batches ``(*, m, n)`` of float32 or float64
-matrices, and complex64/complex128 ones (issue 7: inv, solve, det, slogdet,
+matrices, and complex64/complex128 ones (inv, solve, det, slogdet,
 logdet, cholesky, qr, svd, svdvals, eigh, eigvalsh, eig, eigvals, lstsq, pinv,
 matrix_rank and the norms).
 
@@ -67,7 +67,7 @@ LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "
 SvdResultV = collections.namedtuple("svd", ["U", "S", "V"])
 
 _FLOATS = (_C.float32, _C.float64)
-_COMPLEX = (_C.complex64, _C.complex128)  # the ops widened to complex (issue 7) take these too
+_COMPLEX = (_C.complex64, _C.complex128)  # the ops widened to complex take these too
 
 
 def _shape(t: Tensor) -> str:
@@ -523,7 +523,7 @@ def vector_norm(
     elif ord == 1:
         r = _C.sum(a, dims, keepdim) if dims else a
     elif ord == 2:
-        sq = a * a if x.dtype.is_complex else x * x  # |z|^2: real results for complex x (issue 7)
+        sq = a * a if x.dtype.is_complex else x * x  # |z|^2: real results for complex x
         r = _root(_C.sum(sq, dims, keepdim), 2) if dims else a
     else:
         p = _masked_pow(a, ord) if 0 < ord < 1 else _C.pow(a, ord)
@@ -1032,7 +1032,7 @@ def _top_dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Ten
     _check_tensor(input, "dot", "input")
     _check_tensor(tensor, "dot", "tensor")
     # The shape/dtype checks (1-D, same size, same dtype, not bool) and the call run in one
-    # C++ composite (_dot, src/composite/rowops.cpp): done here they cost 2-3x a 16-element dot.
+    # C++ composite (_dot, src/composite/dot.cpp): done here they cost 2-3x a 16-element dot.
     return _copy_out(_C._dot(input, tensor), out, "dot")
 
 

@@ -7,6 +7,7 @@ Kept small and stable: other core test files import it (``from helpers import ..
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import flambeau_core as fc
 import numpy as np
@@ -68,8 +69,33 @@ def make_tensor(arr: np.ndarray, layout: str = "contiguous") -> fc.Tensor:
 
 
 def to_numpy(t: fc.Tensor) -> np.ndarray:
-    """A NumPy copy of t's values (through the buffer protocol; a device tensor is copied to the cpu first)."""
-    return np.array(memoryview(to_host(t)))
+    """A NumPy copy of t's values (through the buffer protocol; a device tensor is copied to the cpu
+    first; bfloat16, which NumPy lacks, as float32)."""
+    if t.dtype == fc.bfloat16:
+        t = t.float()
+    return np.array(memoryview(to_host(t).contiguous()))
+
+
+# ---- PyTorch as the oracle (torch is imported by the test modules that use these) ----
+
+
+def from_torch(x: Any) -> fc.Tensor:
+    """A flambeau tensor with the values and dtype of the torch tensor x (bfloat16 through float32)."""
+    if str(x.dtype) == "torch.bfloat16":
+        return fc.tensor(x.float().numpy()).to(fc.bfloat16)
+    return fc.tensor(x.numpy())
+
+
+def torch_numpy(x: Any) -> np.ndarray:
+    """x's values as NumPy (bfloat16 as float32), to compare with to_numpy of a flambeau result."""
+    return (x.float() if str(x.dtype) == "torch.bfloat16" else x).numpy()
+
+
+def assert_same_as_torch(ours: fc.Tensor, theirs: Any) -> None:
+    """ours has theirs' shape, dtype and exactly its values."""
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(to_numpy(ours), torch_numpy(theirs))
 
 
 def assert_on_device(t: fc.Tensor) -> None:

@@ -1,4 +1,4 @@
-"""Complex widening of issue 7 (item 1) against PyTorch 2.13: the GEMM family
+"""Complex widening against PyTorch 2.13: the GEMM family
 (mm, matmul, bmm, einsum, tensordot) through OpenBLAS's cgemm/zgemm,
 cat/stack/roll, prod, cumsum/cumprod, var/std (real results), and the new
 names sgn, trace and kron; complex64 and complex128, transposed and sliced

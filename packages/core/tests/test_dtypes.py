@@ -1,4 +1,4 @@
-"""The dtypes of issue 7 (uint16/32/64, float16, bfloat16, complex64/128) against PyTorch and NumPy:
+"""The wider dtypes (uint16/32/64, float16, bfloat16, complex64/128) against PyTorch and NumPy:
 promotion, finfo/iinfo, the default dtype, conversions (bit-exact float16/bfloat16 rounding),
 factories, elementwise arithmetic, comparisons, reductions, complex views and the error paths."""
 

@@ -197,7 +197,7 @@ def test_bad_operands():
         fc.tensor([True]) - fc.tensor([False])
     with pytest.raises(TypeError, match=r"\[neg\].*bool"):
         -fc.tensor([True])
-    # float16 has kernels since issue 7; maximum of complex tensors has none (as in PyTorch)
+    # float16 has kernels; maximum of complex tensors has none (as in PyTorch)
     with pytest.raises(TypeError, match=r"\[maximum\] is not supported for dtype complex64"):
         fc.maximum(fc.empty(2, dtype=fc.complex64), fc.empty(2, dtype=fc.complex64))
     with pytest.raises(TypeError, match=r"\[add\].*alpha must be an integer"):

@@ -1,4 +1,4 @@
-"""Core's nnopt ops against NumPy: linear (one GEMM with the bias epilogue) and the fused
+"""Core's fused nn ops against NumPy: linear (one GEMM with the bias epilogue) and the fused
 optimizer steps over tensor lists (_fused_sgd_/_fused_adam_/_fused_rmsprop_/_fused_adagrad_, _foreach_zero_)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Complex linalg of issue 7 (linalgc) against PyTorch 2.13: svd, svdvals, qr (every mode), pinv, lstsq,
+"""Complex linalg against PyTorch 2.13: svd, svdvals, qr (every mode), pinv, lstsq,
 logdet, matrix_rank and the SVD-based matrix norms ('nuc', 2, -2) on complex64/complex128 (LAPACK's
 cgesdd/zgesdd, cgeqrf/cungqr, cgelsd), batched, square/tall/wide, non-contiguous and empty; and mode and
 frexp (values, dtypes, out=, errors). Gradients are in packages/autograd/tests/test_linalg_complex_grad.py."""

@@ -1,4 +1,4 @@
-"""out= against PyTorch 2.13 (issue 7, item 2): every op that takes out= in PyTorch takes it here,
+"""out= against PyTorch 2.13: every op that takes out= in PyTorch takes it here,
 with PyTorch's rules (Note [out= dtypes] in codegen/gen_core.py, Note [out= resizing] and
 copy_to_out in src/python/arg_parser.cpp, Note [Factory out=] in bind_factories.cpp):
 

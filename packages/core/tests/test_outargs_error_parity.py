@@ -1,4 +1,4 @@
-"""Error-class parity with PyTorch 2.13 on bool, integer and complex inputs (issue 7, item 2).
+"""Error-class parity with PyTorch 2.13 on bool, integer and complex inputs.
 
 Every op below is called on the same small tensor in each dtype, in flambeau and in PyTorch:
 flambeau must raise where PyTorch raises and succeed where it succeeds, with the same result

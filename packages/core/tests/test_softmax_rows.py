@@ -1,4 +1,4 @@
-"""rowops: softmax / log_softmax values (Note [Softmax rows]: the fused row kernels, the
+"""softmax / log_softmax values (Note [Softmax rows]: the fused row kernels, the
 strided path for other dims), dot's checks in C++ (composite _dot), and float32 elementwise
 loops around the memory-bound grain (Note [Elementwise grain]), against PyTorch / NumPy."""
 

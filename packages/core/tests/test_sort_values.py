@@ -1,4 +1,4 @@
-"""The values-only sort (sortvals, issue 7 item 4): ``_C._sort_values`` and the
+"""The values-only sort: ``_C._sort_values`` and the
 paths that use it (``array_api.sort``, ``msort``) against the existing
 ``sort(...).values`` (bit for bit: -0.0/+0.0 order, NaN payloads), NumPy and
 PyTorch, for every dtype sort takes, descending, odd row lengths, non-contiguous

@@ -185,7 +185,7 @@ def test_layouts_out_and_inplace(op):
 @pytest.mark.parametrize("op", OPS)
 def test_other_dtypes_unchanged(op):
     """float64 stays within 1e-15 of NumPy's; integer inputs compute in float32; float16 and
-    bfloat16 go through float32 (test_halfexp.py checks sin/cos exhaustively)."""
+    bfloat16 go through float32 (test_half_math.py checks sin/cos exhaustively)."""
     rng = np.random.default_rng(2)
     x64 = rng.uniform(-1e3, 1e3, 1000)
     np.testing.assert_allclose(to_numpy(getattr(fc, op)(fc.tensor(x64))), getattr(np, op)(x64), rtol=1e-15, atol=1e-15)
@@ -293,7 +293,7 @@ SCRIPT = """
 import sys
 sys.path.insert(0, {here!r})
 import numpy as np, flambeau_core as fc
-import test_vsin as t
+import test_vec_trig as t
 for op in t.OPS:
     for sample in (t.dense_sample, t.random_sample, t.boundary_sample):
         x = sample()

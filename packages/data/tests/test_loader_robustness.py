@@ -1,4 +1,4 @@
-"""Issue 9: the batch ring, batched fetch, and what PyTorch users fight with (deaths, timeouts,
+"""The batch ring, batched fetch, and what PyTorch users fight with (deaths, timeouts,
 a full /dev/shm, bad input), each leaving no process and no shared-memory segment behind."""
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def test_batch_sampler_errors():
         BatchSampler(range(3), 2, 1)
 
 
-# ---- DistributedSampler, and seeded orders (issue 9) ----
+# ---- DistributedSampler, and seeded orders ----
 
 
 def _torch_distributed(n, replicas, drop_last):

@@ -1,6 +1,6 @@
 """2-rank DistributedDataParallel training against 1 process and against PyTorch DDP (gloo), on one machine.
 
-The work (issue 9, item 5): MLP 784-512-512-10 (ReLU), cross-entropy, SGD
+The work: MLP 784-512-512-10 (ReLU), cross-entropy, SGD
 momentum 0.9; DDP: 2 ranks (mpirun -n 2), batch 128 per rank, 1 compute
 thread each; 1 process: the combined batch of 256 with 2 threads. The same
 for PyTorch (DDP over gloo, launched by the same mpirun). Configurations run

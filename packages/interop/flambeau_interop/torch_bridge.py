@@ -68,7 +68,7 @@ def state_dict_from_torch(state_dict: Mapping[str, Any], *, copy: bool = False) 
             continue
         if value.layout != torch.strided:
             raise TypeError(f"[{op}] entry {name!r} has layout {value.layout}; only dense (strided) tensors convert")
-        if value.is_quantized:  # complex converts since issue 7 (its conj bit resolved below)
+        if value.is_quantized:  # complex converts (its conj bit resolved below)
             raise TypeError(f"[{op}] entry {name!r} has dtype {value.dtype}, which flambeau does not support")
         t = value.detach()
         if t.device.type != "cpu":

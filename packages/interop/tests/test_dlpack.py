@@ -218,7 +218,7 @@ def test_from_dlpack_capsule_is_renamed_and_deleter_runs_exactly_once(versioned)
 def test_from_dlpack_rejections_leave_the_capsule_unconsumed():
     src = np.arange(4, dtype=np.float32)
     cases = [
-        # complex64 and uint32 have flambeau dtypes since issue 7
+        # complex64 and uint32 have flambeau dtypes
         (dict(dtype=(kDLComplex, 32)), TypeError, r"\[from_dlpack\] unsupported DLPack dtype complex32"),
         (dict(dtype=(kDLFloat, 8)), TypeError, r"unsupported DLPack dtype float8"),
         (

@@ -1,4 +1,4 @@
-"""The dtypes of issue 7 across DLPack (PyTorch) and NumPy: uint16/32/64 and complex64/128 share memory both
+"""The wider dtypes across DLPack (PyTorch) and NumPy: uint16/32/64 and complex64/128 share memory both
 ways with the right dtype codes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Complex autograd (issue 7) against PyTorch: gradients of real-valued losses of complex tensors follow
+"""Complex autograd against PyTorch: gradients of real-valued losses of complex tensors follow
 PyTorch's convention (the conjugate Wirtinger derivative), through the elementwise ops, the complex views
 and complex/polar/angle/abs; and gradients through float16 ops."""
 

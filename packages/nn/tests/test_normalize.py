@@ -1,4 +1,5 @@
-"""F.normalize against torch.nn.functional.normalize: values, gradients, out=, errors."""
+"""F.normalize against torch.nn.functional.normalize: values, gradients, out=, errors.
+Complex input and a dim out of range (on the cpu)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,29 @@ def test_errors_name_the_op():
         F.normalize(fc.tensor([1, 2]))
     with pytest.raises(IndexError, match="out of range|dim"):
         F.normalize(fc.ones(2, 3), dim=2)
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize(("p", "dim"), [(2.0, 1), (1.0, 0), (3.0, -1), (float("inf"), 1)])
+def test_complex_values_and_gradients_match_torch(dtype, p, dim):
+    rng = np.random.default_rng(int(p) if p != float("inf") else 9)
+    a = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(dtype)
+    g = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(dtype)
+    x = fc.tensor(a, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    y, ty = F.normalize(x, p=p, dim=dim), TF.normalize(tx, p=p, dim=dim)
+    tol = 1e-5 if dtype == "complex64" else 1e-12
+    assert_close(y, ty, rtol=tol, atol=tol)
+    y.backward(fc.tensor(g))
+    ty.backward(torch.tensor(g))
+    assert_close(x.grad, tx.grad, rtol=10 * tol, atol=10 * tol)
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("dim", [2, -3, 2**63 - 1, -(2**63)])
+def test_dim_out_of_range_is_an_index_error_naming_normalize(dim):
+    with pytest.raises(IndexError, match=r"^\[normalize\] Dimension out of range .*\(2, 3\)"):
+        F.normalize(fc.ones(2, 3), dim=dim)
+    with pytest.raises(IndexError):
+        TF.normalize(torch.ones(2, 3), dim=dim)

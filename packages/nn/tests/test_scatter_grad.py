@@ -1,4 +1,4 @@
-"""Gradients of the opsperf area's fixes against PyTorch 2.13: scatter with reduce= has no
+"""Scatter gradients against PyTorch 2.13: scatter with reduce= has no
 derivative (PyTorch's backward raises; so does flambeau's), scatter_reduce(prod)'s gradient with
 zeros among self and src (PyTorch's masked formula, not a division by zero), and gradcheck in float64."""
 

@@ -1,4 +1,4 @@
-"""rowops: gradients of softmax / log_softmax (the fused _softmax_backward_data /
+"""Gradients of softmax / log_softmax (the fused _softmax_backward_data /
 _log_softmax_backward_data kernels, Note [Softmax rows]) and of cross_entropy against
 PyTorch, float32 and float64, odd shapes, any dim, non-contiguous inputs and gradients,
 gradcheck and gradgradcheck in float64 (create_graph goes through the composed formulas),

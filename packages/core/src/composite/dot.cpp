@@ -1,4 +1,4 @@
-// rowops composites: dot's checks and dispatch in C++ (flambeau_core.dot,
+// The composite _dot: dot's checks and dispatch in C++ (flambeau_core.dot,
 // linalg.py). Differentiable through the ops they call.
 #include <string>
 

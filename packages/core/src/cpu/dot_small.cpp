@@ -1,5 +1,5 @@
 // CPU kernel: _dot_small, the dot of two short float32/float64 vectors in one
-// loop (composite _dot, src/composite/rowops.cpp, calls it below
+// loop (composite _dot, src/composite/dot.cpp, calls it below
 // kDotSmallMax elements; longer vectors go through matmul's BLAS dot).
 #include "flambeau/error.h"
 #include "flambeau/ops.h"

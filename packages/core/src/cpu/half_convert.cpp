@@ -216,7 +216,7 @@ FB_AVX512_BF16 void bf16_binary_avx512(const uint16_t* a, const uint16_t* b, uin
 // against the 16-bit types' half ulp of 2^-11 and 2^-8: within one ulp of the correctly
 // rounded result everywhere, which it misses for 0.14% of the float16 values and 6e-5 of the
 // bfloat16 ones (all 65,536 measured; degree 5, 2^-22.5: ~5e-5, at ~8% more time per float16
-// element; degree 3 for bfloat16 misses ~1% of test_opsperf2's sample)); times
+// element; degree 3 for bfloat16 misses ~1% of test_half_math.py's sample)); times
 // 2^floor(t) with vscalefps, which rounds denormal results once and gives inf / 0 past the
 // range. No clamp is needed: vreduceps of +-inf is 0, so e^inf = scalef(1, inf) = inf,
 // e^-inf = 0, and NaN propagates. Rounding t costs |t| 2^-24 relative: 2^-17 at the bfloat16
