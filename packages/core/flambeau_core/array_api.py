@@ -310,18 +310,25 @@ def _buffer_dtype(mv: memoryview):
     return getattr(_fc, name)
 
 
+# DLPack lives in flambeau-interop, above core: interop registers its importer here when it is
+# imported (implementations register upward; core never imports an upper layer).
+_dlpack_importer = None
+
+
+def _register_dlpack_importer(fn) -> None:
+    """Called by flambeau-interop on import: ``fn(obj)`` makes a tensor sharing obj's memory."""
+    global _dlpack_importer
+    _dlpack_importer = fn
+
+
 def _has_interop() -> _builtins.bool:
-    try:
-        import flambeau_interop  # noqa: F401  (DLPack lives in flambeau-interop, above core)
-    except ImportError:
-        return False
-    return True
+    return _dlpack_importer is not None
 
 
 def _fc_from_dlpack(x, copy=None):
-    import flambeau_interop  # interop owns DLPack
-
-    out = flambeau_interop.from_dlpack(x)
+    if _dlpack_importer is None:
+        raise RuntimeError("[from_dlpack] DLPack needs flambeau-interop: pip install flambeau-interop, then import it")
+    out = _dlpack_importer(x)
     return out.clone() if copy else out
 
 

@@ -298,14 +298,23 @@ class DistributedSampler(Sampler[int]):
         self.epoch = epoch
 
 
+# The default process group's (world size, rank), registered by flambeau-distributed when it is
+# imported: data sits below distributed and never imports it.
+_process_group_provider = None
+
+
+def register_process_group_provider(fn) -> None:
+    """Called by flambeau-distributed on import: ``fn()`` returns (world_size, rank) of the initialized
+    default process group, or None when none is initialized."""
+    global _process_group_provider
+    _process_group_provider = fn
+
+
 def _process_group() -> tuple[int, int]:
-    try:
-        import flambeau_distributed as dist  # type: ignore[import-not-found]
-    except ImportError:
-        dist = None
-    if dist is None or not dist.is_initialized():
+    group = _process_group_provider() if _process_group_provider is not None else None
+    if group is None:
         raise RuntimeError(
             "[DistributedSampler] no process group is initialized (flambeau_distributed.init_process_group): "
             "pass num_replicas and rank"
         )
-    return dist.get_world_size(), dist.get_rank()
+    return group

@@ -18,6 +18,7 @@ Example (``mpirun -n 2 python script.py``):
 
 from __future__ import annotations
 
+import flambeau_data.sampler as _data_sampler
 from flambeau_data import DistributedSampler
 
 from flambeau_distributed import parallel
@@ -52,6 +53,14 @@ from flambeau_distributed._c10d import (
     send,
 )
 from flambeau_distributed.parallel import DistributedDataParallel
+
+
+def _default_group() -> tuple[int, int] | None:
+    return (get_world_size(), get_rank()) if is_initialized() else None
+
+
+# DistributedSampler (in flambeau-data, below this package) asks for the default group through this.
+_data_sampler.register_process_group_provider(_default_group)
 
 __all__ = [
     "Backend",

@@ -19,10 +19,12 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError as _PNF
 from importlib.metadata import version as _version
 
-import flambeau_core  # noqa: F401  (loads libflambeau_core.so and registers Tensor first)
+import flambeau_core  # (loads libflambeau_core.so and registers Tensor first)
 
 from flambeau_interop import _C  # noqa: F401
 from flambeau_interop._C import from_dlpack, from_numpy
+
+flambeau_core.array_api._register_dlpack_importer(from_dlpack)  # array_api.from_dlpack/asarray use it
 
 try:
     __version__ = _version("flambeau-interop")

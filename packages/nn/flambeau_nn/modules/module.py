@@ -552,12 +552,13 @@ class Module:
         ``flambeau.multiprocessing``: process arguments, queues) then update the
         same memory (Hogwild training). Returns self.
         """
-        try:
-            import flambeau_data.multiprocessing  # noqa: F401  (adds Tensor.share_memory_)
-        except ImportError as e:
+        # Tensor.share_memory_ comes from flambeau-data (flambeau.multiprocessing), which nn does not
+        # depend on: `import flambeau` (or flambeau_data) attaches it.
+        if not hasattr(Tensor, "share_memory_"):
             raise RuntimeError(
-                "[Module.share_memory] needs flambeau-data (flambeau.multiprocessing): pip install flambeau-data"
-            ) from e
+                "[Module.share_memory] needs flambeau-data's shared-memory tensors: pip install flambeau-data, "
+                "then import flambeau_data (import flambeau does)"
+            )
         return self._apply(lambda t: t.share_memory_())
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
