@@ -93,6 +93,15 @@ def test_cuda_tensors_not_available():
     assert t.to("cpu", non_blocking=True) is t
 
 
+def test_device_predicates_answer_for_the_tensor_device():
+    import torch
+
+    t, expected = fc.zeros(2), torch.zeros(2)
+    for name in ("is_cpu", "is_cuda", "is_mps", "is_xpu", "is_meta"):
+        assert getattr(t, name) is getattr(expected, name), name
+    assert isinstance(fc.Tensor.is_mps, property)  # answers the tensor's device, not a fixed value
+
+
 def test_device_module_errors():
     with pytest.raises(ValueError, match=r"\[device_module\] unknown device type 'tpu'"):
         fc.device_module("tpu")
