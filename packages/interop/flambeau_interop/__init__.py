@@ -31,13 +31,14 @@ try:
 except _PNF:  # running from a source tree
     __version__ = "0+unknown"
 
-__all__ = ["from_dlpack", "from_numpy", "torch_bridge"]
+__all__ = ["from_dlpack", "from_numpy", "serialization", "torch_bridge"]
 
 
 def __getattr__(name: str):
-    # torch_bridge imports torch lazily; importing the module itself is cheap.
-    if name == "torch_bridge":
-        from flambeau_interop import torch_bridge
+    # Imported on first use: torch_bridge imports torch lazily; serialization (PyTorch's
+    # checkpoint format: save/load, the weights_only unpickler) is not needed by the protocols.
+    if name in ("torch_bridge", "serialization"):
+        import importlib
 
-        return torch_bridge
+        return importlib.import_module(f"flambeau_interop.{name}")
     raise AttributeError(f"module 'flambeau_interop' has no attribute {name!r}")
