@@ -71,8 +71,11 @@ inference_mode = _autograd.inference_mode
 from_numpy = _interop.from_numpy
 from_dlpack = _interop.from_dlpack
 
-save = _nn.save
-load = _nn.load
+# PyTorch's checkpoint format (flambeau-interop); .safetensors files go through flambeau-nn's reader/writer.
+serialization = _alias("serialization", _importlib.import_module("flambeau_interop.serialization"))
+serialization.register_safetensors(_nn.save, _nn.load)
+save = serialization.save
+load = serialization.load
 
 __version__ = _core.__version__
 
