@@ -70,8 +70,27 @@ cuda = device_module("cuda")  # torch.cuda's names; "not available" without flam
 
 Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr
-Tensor.__reduce_ex__ = _copying.tensor_reduce_ex
-Tensor.__deepcopy__ = _copying.tensor_deepcopy
+_copying.install()  # pickle, copy.copy, copy.deepcopy
+
+from flambeau_core import _protocols  # noqa: E402,I001
+
+_protocols.install()  # format(t, spec), iter(t), x in t, operator.index(t)
+
+from flambeau_core import _legacy_types  # noqa: E402,I001
+
+_legacy_types.install()  # Tensor.type()
+globals().update(_legacy_types.LEGACY_TYPES)  # FloatTensor, LongTensor, ...
+from flambeau_core._size import Size  # noqa: E402,F401,I001
+from flambeau_core._format import get_printoptions, printoptions, set_printoptions  # noqa: E402,F401,I001
+from flambeau_core._determinism import (  # noqa: E402,F401,I001
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
+from flambeau_core import accelerator, backends, random  # noqa: E402,F401,I001
+from flambeau_core.random import get_rng_state, initial_seed, seed, set_rng_state  # noqa: E402,F401,I001
 
 from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API namespace)
 

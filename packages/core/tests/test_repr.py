@@ -79,3 +79,67 @@ def test_requires_grad_and_grad_fn_suffixes():
     x = torch.arange(30.0).view(3, 10).requires_grad_()
     got = tensor_repr(_GradView(fc.arange(30.0).view(3, 10), requires_grad=True))
     assert got == repr(x)
+
+
+@pytest.fixture
+def default_printoptions():
+    yield
+    fc.set_printoptions(profile="default")
+    torch.set_printoptions(profile="default")
+
+
+PRINT_CASES = [
+    dict(precision=2),
+    dict(precision=8),
+    dict(threshold=5),
+    dict(threshold=5, edgeitems=1),
+    dict(linewidth=30),
+    dict(sci_mode=True),
+    dict(sci_mode=False),
+    dict(profile="short"),
+    dict(profile="full"),
+    dict(profile="short", precision=6),
+]
+
+
+@pytest.mark.parametrize("options", PRINT_CASES, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.arange(24, dtype=m.float32).reshape(4, 6) / 7,
+        lambda m: m.arange(2000, dtype=m.float32) * 1.5,  # default dtype: no suffix (its name differs)
+        lambda m: m.tensor([1e-5, 1.0, 123.0]),
+        lambda m: m.tensor([1.0, 2.0, 3.0]),
+        lambda m: m.arange(30).reshape(3, 10),
+        lambda m: m.tensor(3.14159265),
+    ],
+    ids=["matrix", "long", "small-values", "int-valued", "integers", "scalar"],
+)
+def test_printoptions_match_torch(default_printoptions, options, make):
+    fc.set_printoptions(**options)
+    torch.set_printoptions(**options)
+    assert fc.get_printoptions() == torch._tensor_str.get_printoptions()
+    assert same_repr(make(fc), make(torch))
+
+
+def test_printoptions_context_and_errors(default_printoptions):
+    with fc.printoptions(precision=1, sci_mode=True):
+        assert fc.get_printoptions()["precision"] == 1
+        with torch._tensor_str.printoptions(precision=1, sci_mode=True):
+            assert same_repr(fc.tensor([0.25, 3.0]), torch.tensor([0.25, 3.0]))
+    assert fc.get_printoptions() == {
+        "precision": 4,
+        "threshold": 1000,
+        "edgeitems": 3,
+        "linewidth": 80,
+        "sci_mode": None,
+    }
+    with pytest.raises(ValueError, match=r"\[set_printoptions\] profile must be one of"):
+        fc.set_printoptions(profile="tiny")
+    with pytest.raises(TypeError, match=r"\[set_printoptions\] precision must be an int, got float"):
+        fc.set_printoptions(precision=2.5)
+    with pytest.raises(ValueError, match=r"\[set_printoptions\] linewidth must be non-negative"):
+        fc.set_printoptions(linewidth=-1)
+    with pytest.raises(TypeError, match=r"\[set_printoptions\] sci_mode must be a bool or None"):
+        fc.set_printoptions(sci_mode="yes")
+    assert fc.get_printoptions()["precision"] == 4
