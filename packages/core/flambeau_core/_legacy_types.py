@@ -15,8 +15,8 @@ Example:
     >>> import flambeau_core as fc
     >>> fc.FloatTensor([1, 2]).type()
     'torch.FloatTensor'
-    >>> isinstance(fc.zeros(2), fc.FloatTensor), fc.zeros(2).type(fc.LongTensor).dtype
-    (True, flambeau.int64)
+    >>> isinstance(fc.zeros(2), fc.FloatTensor), fc.zeros(2).type(fc.LongTensor).dtype == fc.int64
+    (True, True)
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def tensor_type(self: _C.Tensor, dtype: Any = None, non_blocking: bool = False, 
         >>> import flambeau_core as fc
         >>> fc.ones(2, dtype=fc.int64).type()
         'torch.LongTensor'
-        >>> fc.ones(2).type("torch.DoubleTensor").dtype
-        flambeau.float64
+        >>> fc.ones(2).type("torch.DoubleTensor").dtype == fc.float64
+        True
     """
     if kwargs:
         raise TypeError(f"[type] unexpected keyword argument '{next(iter(kwargs))}'")

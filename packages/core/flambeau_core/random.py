@@ -114,8 +114,8 @@ def get_rng_state() -> _C.Tensor:
 
     Example:
         >>> import flambeau_core as fc
-        >>> fc.get_rng_state().dtype
-        flambeau.uint8
+        >>> fc.get_rng_state().dtype == fc.uint8
+        True
     """
     seed, base_offset = _logical()
     held = _C.initial_seed()
