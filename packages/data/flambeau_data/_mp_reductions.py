@@ -28,7 +28,11 @@ Two ways to reach a segment (``set_sharing_strategy``):
   arguments, otherwise the resource sharer over a Unix socket). The kernel
   frees the memory when the last descriptor and mapping are gone, in any
   process. The sender must still be alive when the receiver unpickles. Each
-  shared storage holds one descriptor open in each process that has it.
+  shared storage holds one descriptor open in each process that has it. A
+  message carries a segment's descriptor once however many tensors of it it
+  holds (the segment's ``_FdHandle`` is one object, which the pickler writes
+  once): a spawning popen refuses the same descriptor twice (``bad value(s)
+  in fds_to_keep``), and the receiver needs only one.
 - ``file_system``: the segment is a named file in ``/dev/shm`` whose first
   page holds a reference count of the processes mapping it, changed under
   ``flock`` (the storage's bytes follow; no descriptor is kept open). Each
@@ -185,6 +189,7 @@ def _map(fd: int, size: int, offset: int, kind: str, key: Any, path: str | None,
     seg = _segment_type(size).from_address(addr)
     seg.kind, seg.fd, seg.size, seg.key, seg.tensors, seg.addr = kind, fd if keep_fd else -1, size, key, {}, addr
     seg.name = os.path.basename(path) if path else ""
+    seg.handle = _FdHandle(fd, key) if kind == "fd" else None
     _LIVE[id(state)] = state
     fin = weakref.finalize(seg, _release, state, True)
     fin.atexit = False  # at exit: _release_all_at_exit, which leaves the mappings
@@ -327,6 +332,7 @@ def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
     if not t.is_cpu:
         raise RuntimeError(f"[multiprocessing] only cpu tensors can be sent between processes, got {t.device}")
     meta = _tensor_state(t)
+    original = t
     if t._storage_nbytes == 0:
         return (_rebuild_empty, meta)
     with _LOCK:
@@ -346,7 +352,8 @@ def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
         assert seg is not None
         nbytes = t._storage_nbytes
         if seg.kind == "fd":
-            return (_rebuild_fd, (reduction.DupFd(seg.fd), seg.key, nbytes, os.getpid(), meta))
+            handle = seg.handle if t is original else _FdHandle(seg.fd, seg.key, seg)
+            return (_rebuild_fd, (handle, nbytes, meta))
         _fs_add_ref(os.path.join(_shm.SHM_DIR, seg.name), +1)  # the message's reference
         return (_rebuild_fs, (seg.name, nbytes, meta))
 
@@ -392,27 +399,61 @@ def _finish(t: fc.Tensor, meta: tuple[Any, ...]) -> fc.Tensor:
     return t
 
 
-def _rebuild_fd(df: Any, key: Any, nbytes: int, sender: int, meta: tuple[Any, ...]) -> fc.Tensor:
-    try:
-        fd = df.detach()
-    except OSError as e:
-        raise RuntimeError(
-            f"[multiprocessing] could not receive a shared tensor's file descriptor from process {sender}: "
-            f"{type(e).__name__}: {e}. With the 'file_descriptor' sharing strategy the sending process must "
-            "still be alive when the tensor is received; keep it alive until then, or use "
-            "flambeau.multiprocessing.set_sharing_strategy('file_system')."
-        ) from e
+class _FdHandle:
+    """How another process reaches a file_descriptor segment: pickled as a duplicate of its descriptor.
+
+    One object per segment, so a message holding several tensors (views) of one
+    segment carries its descriptor once (Note [Shared storages]).
+    """
+
+    __slots__ = ("fd", "key", "segment")
+
+    def __init__(self, fd: int, key: Any, segment: Any = None) -> None:
+        # segment: kept alive until pickled, for a shared copy no tensor holds meanwhile.
+        self.fd, self.key, self.segment = fd, key, segment
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_ReceivedFd.receive, (reduction.DupFd(self.fd), self.key, os.getpid()))
+
+
+class _ReceivedFd:
+    """A segment's descriptor as received: handed to the segment's mapping, or closed."""
+
+    __slots__ = ("fd", "key")
+
+    def __init__(self, fd: int, key: Any) -> None:
+        self.fd, self.key = fd, key
+
+    @classmethod
+    def receive(cls, df: Any, key: Any, sender: int) -> _ReceivedFd:
+        try:
+            return cls(df.detach(), key)
+        except OSError as e:
+            raise RuntimeError(
+                f"[multiprocessing] could not receive a shared tensor's file descriptor from process {sender}: "
+                f"{type(e).__name__}: {e}. With the 'file_descriptor' sharing strategy the sending process must "
+                "still be alive when the tensor is received; keep it alive until then, or use "
+                "flambeau.multiprocessing.set_sharing_strategy('file_system')."
+            ) from e
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:  # a message whose tensors were never rebuilt
+        self.close()
+
+
+def _rebuild_fd(received: _ReceivedFd, nbytes: int, meta: tuple[Any, ...]) -> fc.Tensor:
     with _LOCK:
-        ref = _RECEIVED.get(key)
+        ref = _RECEIVED.get(received.key)
         seg = ref() if ref is not None else None
-        if seg is not None:
-            os.close(fd)
+        if seg is None:
+            seg = _map(received.fd, nbytes, 0, "fd", received.key, None, keep_fd=True)
+            received.fd = -1  # the mapping owns it now
         else:
-            try:
-                seg = _map(fd, nbytes, 0, "fd", key, None, keep_fd=True)
-            except BaseException:
-                os.close(fd)
-                raise
+            received.close()  # mapped here already (or by an earlier tensor of this message)
         return _view_of(seg, nbytes, meta)
 
 
