@@ -35,15 +35,25 @@ Example:
 from __future__ import annotations
 
 import builtins
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 from flambeau_core._reduce import unique_consecutive
 
-__all__ = ["SparseTensor", "mm", "sparse_coo", "sparse_coo_tensor", "spmm", "sum"]
+__all__ = [
+    "SparseTensor",
+    "mm",
+    "sparse_coo",
+    "sparse_coo_tensor",
+    "spmm",
+    "strided",
+    "sum",
+    "with_sparse_first_operand",
+]
 
 
 class _Layout:
@@ -499,6 +509,28 @@ def sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtype: Any 
     remaining = tuple(s for d, s in enumerate(input._size) if d not in dims)
     indices = input._ind.index_select(0, _C.tensor(keep, dtype=_C.int64))
     return SparseTensor(indices, values, remaining, False).coalesce()
+
+
+def with_sparse_first_operand(dense_op: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``dense_op`` (``mm``, ``matmul``) that also takes a sparse first operand, as ``torch.mm`` does.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> from flambeau_core.sparse import sparse_coo_tensor, with_sparse_first_operand
+        >>> mm = with_sparse_first_operand(fc.mm)
+        >>> mm(sparse_coo_tensor([[0], [1]], [2.0], (2, 2)), fc.ones(2, 1)).tolist()
+        [[2.0], [0.0]]
+    """
+
+    @functools.wraps(dense_op)
+    def op(input: Any, other: Any, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002
+        if type(input) is SparseTensor:
+            if args or kwargs:
+                raise TypeError(f"[{dense_op.__name__}] a sparse first operand takes no other arguments")
+            return mm(input, other)
+        return dense_op(input, other, *args, **kwargs)
+
+    return op
 
 
 def _install_tensor_methods() -> None:

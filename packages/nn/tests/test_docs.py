@@ -18,6 +18,8 @@ MODULES = [
     "flambeau_nn.functional._pooling",
     "flambeau_nn.functional._normalization",
     "flambeau_nn.functional._loss",
+    "flambeau_nn.functional._activation",
+    "flambeau_nn.functional._ctc",
     "flambeau_nn.functional._attention",
     "flambeau_nn.init",
     "flambeau_nn.serialization",

@@ -13,10 +13,12 @@ Example:
 from __future__ import annotations
 
 # One module per concept, re-exported here as one namespace (PyTorch's ``F``).
-from flambeau_nn.functional import _attention, _base, _conv, _loss, _normalization, _pooling
+from flambeau_nn.functional import _activation, _attention, _base, _conv, _ctc, _loss, _normalization, _pooling
+from flambeau_nn.functional._activation import *  # noqa: F403
 from flambeau_nn.functional._attention import *  # noqa: F403
 from flambeau_nn.functional._base import *  # noqa: F403
 from flambeau_nn.functional._conv import *  # noqa: F403
+from flambeau_nn.functional._ctc import *  # noqa: F403
 from flambeau_nn.functional._loss import *  # noqa: F403
 from flambeau_nn.functional._loss import _legacy_reduction  # noqa: F401  (the loss modules use it)
 from flambeau_nn.functional._normalization import *  # noqa: F403
@@ -27,6 +29,8 @@ __all__ = [
     *_conv.__all__,
     *_pooling.__all__,
     *_normalization.__all__,
+    *_activation.__all__,
     *_loss.__all__,
+    *_ctc.__all__,
     *_attention.__all__,
 ]

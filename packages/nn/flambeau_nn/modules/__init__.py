@@ -7,6 +7,7 @@ from flambeau_nn.modules.activation import (
     GLU,
     SELU,
     Flatten,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -17,33 +18,51 @@ from flambeau_nn.modules.activation import (
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
+    Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from flambeau_nn.modules.distance import CosineSimilarity, PairwiseDistance
-from flambeau_nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from flambeau_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from flambeau_nn.modules.flatten import Unflatten
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from flambeau_nn.modules.linear import Identity, Linear
 from flambeau_nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from flambeau_nn.modules.module import Module, RemovableHandle
 from flambeau_nn.modules.normalization import GroupNorm, LayerNorm
@@ -153,6 +172,15 @@ __all__ = [
     "Softsign",
     "PReLU",
     "GLU",
+    "Softmin",
+    "Softmax2d",
+    "Threshold",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "RReLU",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
     "BCELoss",
     "BCEWithLogitsLoss",
     "L1Loss",
@@ -160,6 +188,18 @@ __all__ = [
     "HuberLoss",
     "KLDivLoss",
     "MarginRankingLoss",
+    "NLLLoss2d",
+    "PoissonNLLLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "SoftMarginLoss",
+    "CosineEmbeddingLoss",
+    "MultiMarginLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "CTCLoss",
     "CosineSimilarity",
     "PairwiseDistance",
     "RNNBase",
