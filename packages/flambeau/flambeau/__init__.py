@@ -55,6 +55,11 @@ multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)
 fft = _alias("fft", _core.fft)
+# torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
+sparse = _alias("sparse", _importlib.import_module("flambeau_core.sparse"))
+sparse_coo_tensor, spmm, sparse_coo, strided = sparse.sparse_coo_tensor, sparse.spmm, sparse.sparse_coo, sparse.strided
+mm = sparse.with_sparse_first_operand(_core.mm)
+matmul = sparse.with_sparse_first_operand(_core.matmul)
 # torch.nn.parallel.DistributedDataParallel's place (flambeau-nn itself knows nothing of MPI).
 _nn.parallel = _distributed.parallel
 _sys.modules[f"{__name__}.nn.parallel"] = _distributed.parallel
