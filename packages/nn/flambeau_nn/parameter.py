@@ -39,16 +39,26 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    # As PyTorch's: deepcopy keeps a subclass (made by type(self)(data, requires_grad)) and not
+    # .grad; pickle and copy.copy rebuild a Parameter with the __dict__ (a subclass's type is
+    # not kept), copy.copy sharing the memory.
+    def __copy__(self) -> Parameter:
+        return _rebuild_parameter(self.detach(), self.requires_grad, dict(self.__dict__))
+
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
-        result = Parameter(self.detach().clone(), self.requires_grad)
+        result = type(self)(self.detach().clone(), self.requires_grad)
         memo[id(self)] = result
         return result
 
-    def __reduce_ex__(self, protocol):  # pickling: the values, not the storage identity
-        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
+    def __reduce_ex__(self, protocol):
+        state = dict(self.__dict__) or None
+        return (_rebuild_parameter, (self.detach(), self.requires_grad, state))
 
 
-def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
-    return Parameter(data, requires_grad)
+def _rebuild_parameter(data: Tensor, requires_grad: bool, state: dict | None = None) -> Parameter:
+    param = Parameter(data, requires_grad)
+    if state:
+        param.__dict__.update(state)
+    return param

@@ -12,63 +12,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from flambeau_core.testing import to_host
+from nn_testing import DTYPES, close, fb, npy, run_both, th
 
 pytestmark = pytest.mark.on_devices
-
-DTYPES = {"float32": (fc.float32, torch.float32, 2e-5, 2e-6), "float64": (fc.float64, torch.float64, 1e-10, 1e-12)}
-
-
-def fb(a, dtype=fc.float64, requires_grad=False):
-    t = fc.tensor(np.ascontiguousarray(a)).to(dtype)
-    return t.requires_grad_() if requires_grad else t
-
-
-def th(a, dtype=torch.float64, requires_grad=False):
-    return torch.tensor(np.ascontiguousarray(a), dtype=dtype, requires_grad=requires_grad)
-
-
-def npy(t):
-    return np.array(memoryview(to_host(t.detach()).contiguous())).reshape(tuple(t.shape))
-
-
-def close(ours, theirs, rtol, atol, what=""):
-    a = npy(ours)
-    b = theirs.detach().numpy()
-    assert a.shape == b.shape, f"{what}: shape {a.shape} != {b.shape}"
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
-
-
-def run_both(fb_fn, th_fn, arrays, dtype_name, *, noncontig=False, grad=True, extra_fb=(), extra_th=(), grad_rtol=None):
-    """Runs fb_fn(*tensors, *extra) and th_fn likewise, compares values and input gradients."""
-    fdt, tdt, rtol, atol = DTYPES[dtype_name]
-    grad_rtol = grad_rtol or rtol * 10
-    fin, tin = [], []
-    fleaf, tleaf = [], []
-    for a in arrays:
-        if noncontig and a.ndim >= 2:
-            at = np.ascontiguousarray(np.swapaxes(a, 0, 1))
-            fl, tl = fb(at, fdt, grad), th(at, tdt, grad)
-            fin.append(fl.transpose(0, 1))
-            tin.append(tl.transpose(0, 1))
-        else:
-            fl, tl = fb(a, fdt, grad), th(a, tdt, grad)
-            fin.append(fl)
-            tin.append(tl)
-        fleaf.append(fl)
-        tleaf.append(tl)
-    fo = fb_fn(*fin, *extra_fb)
-    to = th_fn(*tin, *extra_th)
-    close(fo, to, rtol, atol, "value")
-    if grad:
-        w = np.random.default_rng(5).standard_normal(tuple(to.shape))
-        (fo * fb(w, fdt)).sum().backward()
-        (to * th(w, tdt)).sum().backward()
-        for i, (a, b) in enumerate(zip(fleaf, tleaf, strict=True)):
-            assert a.grad is not None, f"input {i} got no gradient"
-            close(a.grad, b.grad, grad_rtol, atol * 10, f"grad of input {i}")
-    return fo
-
 
 # ---- activations ----
 

@@ -25,6 +25,12 @@ def _check_tensor(x: object, op: str, what: str = "input") -> None:
         raise TypeError(f"[{op}] {what} must be a Tensor, got {type(x).__name__}")
 
 
+def _float_input(input: object, op: str) -> None:
+    _check_tensor(input, op)
+    if not input.is_floating_point():
+        raise TypeError(f"[{op}] input must be a floating point tensor, got dtype {input.dtype}")
+
+
 def _shape(t: Tensor) -> tuple[int, ...]:
     return tuple(t.shape)
 

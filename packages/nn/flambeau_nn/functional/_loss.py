@@ -1,38 +1,21 @@
-"""Activations and losses. Part of ``flambeau_nn.functional``, which re-exports it."""
+"""Losses and distances. Part of ``flambeau_nn.functional``, which re-exports it."""
 
 from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
 
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
-from flambeau_nn.functional._base import _REDUCTIONS, _check_tensor, _reduce, _shape
+from flambeau_nn.functional._base import _REDUCTIONS, _check_tensor, _float_input, _reduce, _shape
 
 __all__ = [
     "cross_entropy",
     "nll_loss",
     "mse_loss",
-    "gelu",
-    "silu",
-    "mish",
-    "leaky_relu",
-    "leaky_relu_",
-    "elu",
-    "elu_",
-    "selu",
-    "selu_",
-    "celu",
-    "celu_",
-    "softplus",
-    "hardtanh",
-    "hardtanh_",
-    "relu6",
-    "hardswish",
-    "hardsigmoid",
-    "logsigmoid",
-    "softsign",
-    "prelu",
-    "glu",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "l1_loss",
@@ -42,12 +25,21 @@ __all__ = [
     "margin_ranking_loss",
     "cosine_similarity",
     "pairwise_distance",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "soft_margin_loss",
+    "cosine_embedding_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
-# Each activation and loss here is one core op with a fused backward kernel
-# (packages/core/src/cpu/activation.cpp, loss.cpp); kl_div,
-# margin_ranking_loss, cosine_similarity and pairwise_distance are composed
-# from core ops, as in PyTorch.
+# The classic losses are one core op each with a fused backward kernel
+# (packages/core/src/cpu/loss.cpp); the rest are composed from core ops, as in
+# PyTorch, and differentiated through core's derivative table.
 
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
 
@@ -70,141 +62,6 @@ def _legacy_reduction(size_average: bool | None, reduce: bool | None, reduction:
     if not reduce:
         return "none"
     return "mean" if size_average else "sum"
-
-
-def _float_input(input: object, op: str) -> None:
-    _check_tensor(input, op)
-    if not input.is_floating_point():
-        raise TypeError(f"[{op}] input must be a floating point tensor, got dtype {input.dtype}")
-
-
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    r"""``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``'tanh'``)."""
-    _float_input(input, "gelu")
-    if approximate not in ("none", "tanh"):
-        raise FlambeauError(f"[gelu] approximate argument must be either 'none' or 'tanh', got {approximate!r}")
-    return fc.gelu(input, approximate=approximate)
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * sigmoid(x)``."""
-    _float_input(input, "silu")
-    return input.silu_() if inplace else fc.silu(input)
-
-
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * tanh(softplus(x))``."""
-    _float_input(input, "mish")
-    return input.mish_() if inplace else fc.mish(input)
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``negative_slope * x``."""
-    _float_input(input, "leaky_relu")
-    return input.leaky_relu_(negative_slope) if inplace else fc.leaky_relu(input, negative_slope)
-
-
-def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    return leaky_relu(input, negative_slope, inplace=True)
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
-    _float_input(input, "elu")
-    return input.elu_(alpha) if inplace else fc.elu(input, alpha)
-
-
-def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    return elu(input, alpha, inplace=True)
-
-
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``scale * elu(x, alpha)`` with the self-normalizing constants."""
-    _float_input(input, "selu")
-    if inplace:
-        return input.elu_(_SELU_ALPHA, _SELU_SCALE)
-    return fc.elu(input, _SELU_ALPHA, _SELU_SCALE)
-
-
-def selu_(input: Tensor) -> Tensor:
-    return selu(input, inplace=True)
-
-
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
-    _float_input(input, "celu")
-    if alpha == 0:
-        raise FlambeauError("[celu] ZeroDivisionError: alpha cannot be 0 for CELU")
-    if inplace:
-        return input.elu_(alpha, 1.0, 1.0 / alpha)
-    return fc.elu(input, alpha, 1.0, 1.0 / alpha)
-
-
-def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    return celu(input, alpha, inplace=True)
-
-
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    r"""``log(1 + exp(beta * x)) / beta``; ``x`` itself where ``beta * x > threshold``."""
-    _float_input(input, "softplus")
-    return fc.softplus(input, beta, threshold)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``x`` clamped to ``[min_val, max_val]``."""
-    _float_input(input, "hardtanh")
-    return input.hardtanh_(min_val, max_val) if inplace else fc.hardtanh(input, min_val, max_val)
-
-
-def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    return hardtanh(input, min_val, max_val, inplace=True)
-
-
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``min(max(x, 0), 6)``."""
-    _float_input(input, "relu6")
-    return input.hardtanh_(0.0, 6.0) if inplace else fc.hardtanh(input, 0.0, 6.0)
-
-
-def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * relu6(x + 3) / 6``."""
-    _float_input(input, "hardswish")
-    return input.hardswish_() if inplace else fc.hardswish(input)
-
-
-def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``relu6(x + 3) / 6``."""
-    _float_input(input, "hardsigmoid")
-    return input.hardsigmoid_() if inplace else fc.hardsigmoid(input)
-
-
-def logsigmoid(input: Tensor) -> Tensor:
-    r"""``log(sigmoid(x))``, stable for large ``|x|``."""
-    _float_input(input, "logsigmoid")
-    return fc.log_sigmoid(input)
-
-
-def softsign(input: Tensor) -> Tensor:
-    r"""``x / (1 + |x|)``."""
-    _float_input(input, "softsign")
-    return fc.softsign(input)
-
-
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
-    _float_input(input, "prelu")
-    _check_tensor(weight, "prelu", "weight")
-    return fc.prelu(input, weight)
-
-
-def glu(input: Tensor, dim: int = -1) -> Tensor:
-    r"""``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
-    _float_input(input, "glu")
-    return fc.glu(input, dim)
 
 
 def binary_cross_entropy(
@@ -379,6 +236,13 @@ def kl_div(
     """
     _float_input(input, "kl_div")
     _check_tensor(target, "kl_div", "target")
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in ("mean", "sum", "none", "batchmean"):
         raise FlambeauError(
@@ -462,3 +326,392 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
         raise FlambeauError(f"[pairwise_distance] p must be non-negative, got {p}")
     # exp(log(s) / p), not pow(s, 1 / p): the exponent stays a float64 number in the gradient.
     return fc.exp(fc.log(fc.pow(a, p).sum(dim, keepdim=keepdim)) * (1.0 / p))
+
+
+def _check_reduction(size_average: bool | None, reduce: bool | None, reduction: str, op: str) -> str:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _reduction_enum(reduction, op)
+    return reduction
+
+
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: bool | None = None,
+    eps: float = 1e-8,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Negative log-likelihood of ``target ~ Poisson(rate)``: ``exp(input) - target * input`` (``log_input=True``,
+    ``input = log(rate)``) or ``input - target * log(input + eps)``, reduced.
+
+    ``full=True`` adds Stirling's approximation of ``log(target!)`` where ``target > 1``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> poisson_nll_loss(fc.tensor([0.0]), fc.tensor([1.0])).item()
+        1.0
+    """
+    _float_input(input, "poisson_nll_loss")
+    _check_tensor(target, "poisson_nll_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "poisson_nll_loss")
+    if log_input:
+        loss = fc.exp(input) - target * input
+    else:
+        loss = input - target * fc.log(input + eps)
+    if full:
+        stirling = target * fc.log(target) - target + 0.5 * fc.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | float,
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Negative log-likelihood of ``target ~ N(input, var)``: ``0.5 * (log(var) + (input - target)**2 / var)``.
+
+    ``var`` has ``input``'s shape, that shape without its last dim, or one dim
+    of size 1 (one variance shared along it); a float is one variance for all.
+    ``var`` is clamped at ``eps`` (outside autograd, as PyTorch). ``full=True``
+    adds the constant ``0.5 * log(2 pi)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> gaussian_nll_loss(fc.tensor([1.0]), fc.tensor([1.0]), fc.tensor([1.0])).item()
+        0.0
+    """
+    _float_input(input, "gaussian_nll_loss")
+    _check_tensor(target, "gaussian_nll_loss", "target")
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise FlambeauError("[gaussian_nll_loss] var has negative entry/entries")
+        var = fc.full(_shape(input), float(var), dtype=input.dtype)
+    else:
+        _check_tensor(var, "gaussian_nll_loss", "var")
+        if bool((var < 0).any()):
+            raise FlambeauError("[gaussian_nll_loss] var has negative entry/entries")
+    ishape, vshape = _shape(input), _shape(var)
+    if vshape != ishape:
+        if ishape[:-1] == vshape:
+            var = var.unsqueeze(-1)
+        elif not (len(ishape) == len(vshape) and sum(v for i, v in zip(ishape, vshape, strict=True) if i != v) == 1):
+            raise FlambeauError(
+                f"[gaussian_nll_loss] var is of incorrect size: got {vshape} for input of shape {ishape}"
+            )
+    _reduction_enum(reduction, "gaussian_nll_loss")
+    var = var.clone()
+    # As PyTorch: the clamp is invisible to autograd (the gradient flows as if unclamped).
+    with fa.no_grad():
+        var.clamp_min_(eps)
+    loss = 0.5 * (fc.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``, reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> hinge_embedding_loss(fc.tensor([0.3, 0.3]), fc.tensor([1.0, -1.0]), reduction="sum").item()
+        1.0
+    """
+    _float_input(input, "hinge_embedding_loss")
+    _check_tensor(target, "hinge_embedding_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "hinge_embedding_loss")
+    zero = fc.zeros((), dtype=input.dtype)
+    # Two terms, as PyTorch: a target that is neither 1 nor -1 gets both.
+    loss = fc.where(target != 1, fc.clamp_min(margin - input, 0), zero) + fc.where(target != -1, input, zero)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Two-class logistic loss ``log(1 + exp(-target * input))`` (targets 1 or -1), reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> round(soft_margin_loss(fc.tensor([0.0]), fc.tensor([1.0])).item(), 4)
+        0.6931
+    """
+    _float_input(input, "soft_margin_loss")
+    _check_tensor(target, "soft_margin_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "soft_margin_loss")
+    return _reduce(fc.log1p(fc.exp(-target * input)), reduction, "soft_margin_loss")
+
+
+_COSINE_EPS = 1e-12  # PyTorch's, added to each squared magnitude
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where ``target == -1``.
+
+    ``input1``/``input2`` are ``(N, D)`` with a ``(N,)`` target, or ``(D,)`` with a 0-d target.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([[1.0, 0.0]])
+        >>> cosine_embedding_loss(x, x, fc.tensor([1.0])).item()
+        0.0
+    """
+    _float_input(input1, "cosine_embedding_loss")
+    _check_tensor(input2, "cosine_embedding_loss", "input2")
+    _check_tensor(target, "cosine_embedding_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "cosine_embedding_loss")
+    tdim = target.dim()
+    if tdim > 1:
+        raise FlambeauError(
+            f"[cosine_embedding_loss] 0D or 1D target tensor expected, multi-target not supported, "
+            f"got target of shape {_shape(target)}"
+        )
+    want = 2 if tdim == 1 else 1
+    if input1.dim() != want or input2.dim() != want:
+        raise FlambeauError(
+            f"[cosine_embedding_loss] {tdim}D target tensor expects {want}D input tensors, but found inputs with "
+            f"sizes {_shape(input1)} and {_shape(input2)}"
+        )
+    prod = (input1 * input2).sum(tdim)
+    mag1 = (input1 * input1).sum(tdim) + _COSINE_EPS
+    mag2 = (input2 * input2).sum(tdim) + _COSINE_EPS
+    cos = prod / fc.sqrt(mag1 * mag2)
+    zero = fc.zeros((), dtype=cos.dtype)
+    loss = fc.where(target == 1, 1 - cos, zero) + fc.where(target == -1, fc.clamp_min(cos - margin, 0), zero)
+    return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+def _class_scores(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Tensor]:
+    """``input`` as ``(N, C)`` and ``target`` as ``(N,)`` for the per-sample margin losses; checks the sizes."""
+    if input.dim() > 2 or (input.dim() > 0 and input.shape[-1] == 0):
+        raise FlambeauError(
+            f"[{op}] Expected non-empty vector or matrix with optional 0-dim batch size, but got: {_shape(input)}"
+        )
+    rows = input.reshape(-1, input.shape[-1] if input.dim() > 0 else 1)
+    if target.dim() > 1 or target.numel() != rows.shape[0]:
+        raise FlambeauError(f"[{op}] inconsistent target size, expected {rows.shape[0]} but got {_shape(target)}")
+    return rows, target.reshape(-1)
+
+
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Multi-class hinge loss: ``sum_{i != y} max(0, margin - x[y] + x[i])**p / C`` per sample (``y = target``).
+
+    ``weight`` (one per class) scales each sample's terms by ``weight[y]``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> round(multi_margin_loss(fc.tensor([[0.1, 0.2, 0.4, 0.8]]), fc.tensor([3])).item(), 4)
+        0.325
+    """
+    _float_input(input, "multi_margin_loss")
+    _check_tensor(target, "multi_margin_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "multi_margin_loss")
+    if p not in (1, 2):
+        raise FlambeauError(f"[multi_margin_loss] only p == 1 and p == 2 supported, got p={p}")
+    if weight is not None and weight.dim() != 1:
+        raise FlambeauError(f"[multi_margin_loss] weight must be one-dimensional, got shape {_shape(weight)}")
+    rows, tgt = _class_scores(input, target, "multi_margin_loss")
+    n, c = rows.shape
+    if weight is not None and weight.numel() != c:
+        raise FlambeauError(f"[multi_margin_loss] inconsistent weight size, expected {c} but got {_shape(weight)}")
+    if tgt.numel() and (bool((tgt < 0).any()) or bool((tgt >= c).any())):
+        raise IndexError(f"[multi_margin_loss] target out of range: every class index must be in [0, {c})")
+    picked = rows.gather(1, tgt.unsqueeze(1))
+    z = fc.clamp_min(margin - picked + rows, 0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.index_select(0, tgt).unsqueeze(1)
+    own = fc.one_hot(tgt, c).to(fc.bool)
+    loss = fc.where(own, fc.zeros((), dtype=z.dtype), z).sum(1) / c
+    if reduction == "none":
+        return loss.reshape(_shape(target)) if input.dim() > 1 else loss.reshape(())
+    return _reduce(loss, reduction, "multi_margin_loss")
+
+
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Multi-label hinge loss: ``sum_{j, i} max(0, 1 - (x[y_j] - x[i])) / C`` over target classes ``y_j`` and
+    non-target classes ``i``.
+
+    ``target`` has ``input``'s shape and lists the target classes of each
+    sample, ended by the first -1 (the rest is ignored).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> round(multilabel_margin_loss(x, fc.tensor([[3, 0, -1, 1]])).item(), 4)
+        0.85
+    """
+    _float_input(input, "multilabel_margin_loss")
+    _check_tensor(target, "multilabel_margin_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "multilabel_margin_loss")
+    if input.dim() > 2 or (input.dim() > 0 and input.shape[-1] == 0):
+        raise FlambeauError(
+            "[multilabel_margin_loss] Expected non-empty vector or matrix with optional 0-dim batch size, "
+            f"but got: {_shape(input)}"
+        )
+    if _shape(target) != _shape(input):
+        raise FlambeauError(
+            f"[multilabel_margin_loss] inconsistent target size: {_shape(target)} for input of size {_shape(input)}"
+        )
+    c = input.shape[-1] if input.dim() > 0 else 1
+    rows, tgt = input.reshape(-1, c), target.reshape(-1, c)
+    if tgt.numel() and (bool((tgt < -1).any()) or bool((tgt >= c).any())):
+        raise IndexError(f"[multilabel_margin_loss] target out of range: every entry must be in [-1, {c})")
+    # The targets of a row are the entries before its first -1.
+    valid = (tgt < 0).to(fc.int64).cumsum(1) == 0
+    index = fc.where(valid, tgt, fc.zeros((), dtype=tgt.dtype))
+    is_target = fc.zeros(_shape(rows), dtype=rows.dtype).scatter_add(1, index, valid.to(rows.dtype)) > 0
+    picked = rows.gather(1, index)  # (N, J): x[y_j]
+    hinge = fc.clamp_min(1 - picked.unsqueeze(2) + rows.unsqueeze(1), 0)  # (N, J, C)
+    counted = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1))
+    loss = fc.where(counted, hinge, fc.zeros((), dtype=hinge.dtype)).sum((1, 2)) / c
+    if reduction == "none":
+        return loss if input.dim() > 1 else loss.reshape(())
+    return _reduce(loss, reduction, "multilabel_margin_loss")
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""Multi-label one-versus-all logistic loss, averaged over the classes (the last dim), then reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> round(multilabel_soft_margin_loss(fc.zeros(1, 2), fc.tensor([[1.0, 0.0]])).item(), 4)
+        0.6931
+    """
+    _float_input(input, "multilabel_soft_margin_loss")
+    _check_tensor(target, "multilabel_soft_margin_loss", "target")
+    reduction = _check_reduction(size_average, reduce, reduction, "multilabel_soft_margin_loss")
+    loss = -(target * fc.log_sigmoid(input) + (1 - target) * fc.log_sigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor, op: str) -> None:
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise FlambeauError(
+            f"[{op}] The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+            f"{negative.dim()}D inputs"
+        )
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""``max(0, margin + d(a, p) - d(a, n))`` with ``d = pairwise_distance(., ., p, eps)``, reduced.
+
+    ``swap=True`` uses ``min(d(a, n), d(p, n))`` as the negative distance.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> a = fc.tensor([[0.0, 0.0]])
+        >>> round(triplet_margin_loss(a, a, fc.tensor([[3.0, 4.0]]), margin=6.0).item(), 4)
+        1.0
+    """
+    _float_input(anchor, "triplet_margin_loss")
+    _check_tensor(positive, "triplet_margin_loss", "positive")
+    _check_tensor(negative, "triplet_margin_loss", "negative")
+    reduction = _check_reduction(size_average, reduce, reduction, "triplet_margin_loss")
+    if margin <= 0:
+        raise FlambeauError(f"[triplet_margin_loss] margin must be greater than 0, got {margin}")
+    _triplet_dims(anchor, positive, negative, "triplet_margin_loss")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = fc.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(fc.clamp_min(margin + d_pos - d_neg, 0), reduction, "triplet_margin_loss")
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    r"""``triplet_margin_loss`` with any distance (default ``pairwise_distance``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> a = fc.tensor([[0.0, 0.0]])
+        >>> d = lambda x, y: (x - y).abs().sum(-1)
+        >>> triplet_margin_with_distance_loss(a, a, fc.tensor([[3.0, 4.0]]), distance_function=d, margin=8.0).item()
+        1.0
+    """
+    _check_tensor(anchor, "triplet_margin_with_distance_loss", "anchor")
+    _check_tensor(positive, "triplet_margin_with_distance_loss", "positive")
+    _check_tensor(negative, "triplet_margin_with_distance_loss", "negative")
+    _reduction_enum(reduction, "triplet_margin_with_distance_loss")
+    if margin <= 0:
+        raise FlambeauError(f"[triplet_margin_with_distance_loss] margin must be greater than 0, got {margin}")
+    _triplet_dims(anchor, positive, negative, "triplet_margin_with_distance_loss")
+    distance = distance_function if distance_function is not None else pairwise_distance
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = fc.minimum(d_neg, distance(positive, negative))
+    return _reduce(fc.clamp_min(margin + d_pos - d_neg, 0), reduction, "triplet_margin_with_distance_loss")

@@ -1,4 +1,4 @@
-"""Elementwise activations (each a core op with a fused backward), ``Softmax``, ``PReLU``, ``GLU`` and ``Flatten``."""
+"""Elementwise activations, ``Softmax``/``Softmin``/``Softmax2d``, ``PReLU``, ``RReLU``, ``GLU`` and ``Flatten``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ __all__ = [
     "Softsign",
     "PReLU",
     "GLU",
+    "Softmin",
+    "Softmax2d",
+    "Threshold",
+    "Hardshrink",
+    "Softshrink",
+    "Tanhshrink",
+    "RReLU",
 ]
 
 
@@ -353,3 +360,111 @@ class GLU(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """``softmax(-x, dim)`` (see ``F.softmin``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> [round(v, 4) for v in Softmin(dim=0)(fc.tensor([0.0, 1.0])).tolist()]
+        [0.7311, 0.2689]
+    """
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a ``(N, C, H, W)`` or ``(C, H, W)`` input, at each pixel."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise FlambeauError(f"[Softmax2d] expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> Threshold(0.1, 20.0)(fc.tensor([0.0, 1.0])).tolist()
+        [20.0, 1.0]
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: random negative slopes in ``[lower, upper]`` in training, their mean in eval.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> [round(v, 4) for v in RReLU(0.1, 0.3).eval()(fc.tensor([-1.0, 2.0])).tolist()]
+        [-0.2, 2.0]
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"

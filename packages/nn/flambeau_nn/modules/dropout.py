@@ -1,4 +1,4 @@
-"""``Dropout``, ``Dropout1d``, ``Dropout2d``, ``Dropout3d``."""
+"""``Dropout``, ``Dropout1d``, ``Dropout2d``, ``Dropout3d``, ``AlphaDropout``, ``FeatureAlphaDropout``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from flambeau_core import FlambeauError, Tensor
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class Dropout(Module):
@@ -57,3 +57,23 @@ class Dropout3d(Dropout):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    r"""Dropout that keeps the mean and variance of SELU activations (see ``F.alpha_dropout``); eval: identity.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> AlphaDropout(0.2).eval()(fc.ones(2)).tolist()
+        [1.0, 1.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    r"""``AlphaDropout`` of whole channels (see ``F.feature_alpha_dropout``)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -1,0 +1,417 @@
+"""The composed losses (poisson/gaussian NLL, hinge/soft-margin/cosine embedding, multi-margin, multilabel,
+triplet, CTC) against PyTorch: values and gradients in float32 and float64 for every reduction, gradcheck in
+float64, the legacy size_average/reduce, modules (state_dict keys, repr) and the error paths."""
+
+from __future__ import annotations
+
+import math
+
+import flambeau_autograd as fa
+import flambeau_core as fc
+import flambeau_nn as nn
+import flambeau_nn.functional as F
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from flambeau_core import FlambeauError
+from nn_testing import close, fb, run_both, th
+
+REDUCTIONS = ["mean", "sum", "none"]
+RNG = np.random.default_rng(1234)
+
+
+def _normal(*shape, scale=1.0):
+    return RNG.standard_normal(shape) * scale
+
+
+def _signs(*shape):
+    return np.where(RNG.standard_normal(shape) > 0, 1.0, -1.0)
+
+
+def _ints(high, *shape):
+    return RNG.integers(0, high, shape)
+
+
+def _int_pair(a):
+    return fc.tensor(np.asarray(a, dtype=np.int64)), torch.tensor(np.asarray(a, dtype=np.int64))
+
+
+def _float_pair(a, dtype_name):
+    fdt = fc.float32 if dtype_name == "float32" else fc.float64
+    tdt = torch.float32 if dtype_name == "float32" else torch.float64
+    return fb(a, fdt), th(a, tdt)
+
+
+# Each case: id, flambeau call, torch call, differentiable inputs, a builder of the fixed (non-grad) inputs.
+def _cases():
+    x = _normal(5, 4)
+    pos = np.abs(_normal(5, 4)) + 0.1
+    counts = RNG.poisson(2.0, (5, 4)).astype(np.float64)
+    sign4 = _signs(5, 4)
+    sign5 = _signs(5)
+    cls5 = _ints(4, 5)
+    ml_target = np.array([[3, 0, -1, 1], [1, 2, 3, -1], [0, -1, 2, 2], [2, 2, 1, 0], [-1, 1, 0, 0]])
+    labels01 = (RNG.random((5, 4)) > 0.5).astype(np.float64)
+    return [
+        ("poisson_log", "poisson_nll_loss", {}, [x], [counts]),
+        ("poisson_full", "poisson_nll_loss", {"full": True}, [x], [counts]),
+        ("poisson_rate", "poisson_nll_loss", {"log_input": False, "full": True}, [pos], [counts]),
+        ("gaussian", "gaussian_nll_loss", {}, [x, _normal(5, 4), pos], []),
+        ("gaussian_full_eps", "gaussian_nll_loss", {"full": True, "eps": 0.5}, [x, _normal(5, 4), pos], []),
+        ("gaussian_var_last", "gaussian_nll_loss", {}, [x, _normal(5, 4), pos[:, 0]], []),
+        ("gaussian_var_one", "gaussian_nll_loss", {}, [x, _normal(5, 4), pos[:, :1]], []),
+        ("hinge", "hinge_embedding_loss", {}, [x], [sign4]),
+        ("hinge_margin", "hinge_embedding_loss", {"margin": 0.3}, [x], [sign4]),
+        ("soft_margin", "soft_margin_loss", {}, [x], [sign4]),
+        ("cosine_embedding", "cosine_embedding_loss", {}, [x, _normal(5, 4)], [sign5]),
+        ("cosine_embedding_margin", "cosine_embedding_loss", {"margin": 0.2}, [x, _normal(5, 4)], [sign5]),
+        ("multi_margin", "multi_margin_loss", {}, [x], ["int", cls5]),
+        ("multi_margin_p2", "multi_margin_loss", {"p": 2, "margin": 0.7}, [x], ["int", cls5]),
+        ("multi_margin_weight", "multi_margin_loss", {"weight": np.array([0.5, 1.0, 2.0, 0.1])}, [x], ["int", cls5]),
+        ("multilabel_margin", "multilabel_margin_loss", {}, [x], ["int", ml_target]),
+        ("multilabel_soft_margin", "multilabel_soft_margin_loss", {}, [x], [labels01]),
+        (
+            "multilabel_soft_margin_w",
+            "multilabel_soft_margin_loss",
+            {"weight": np.array([0.5, 1.0, 2.0, 0.1])},
+            [x],
+            [labels01],
+        ),
+        ("triplet", "triplet_margin_loss", {}, [x, _normal(5, 4), _normal(5, 4)], []),
+        (
+            "triplet_p1_swap",
+            "triplet_margin_loss",
+            {"p": 1, "swap": True, "margin": 2.0},
+            [x, x + 0.3, _normal(5, 4)],
+            [],
+        ),
+        ("triplet_dist", "triplet_margin_with_distance_loss", {}, [x, _normal(5, 4), _normal(5, 4)], []),
+        ("margin_ranking", "margin_ranking_loss", {"margin": 0.1}, [x[:, 0], x[:, 1]], [sign5]),
+        ("kl_div", "kl_div", {}, [np.log(pos / pos.sum(1, keepdims=True))], [pos / pos.sum(1, keepdims=True)]),
+        ("kl_div_log", "kl_div", {"log_target": True}, [x], [np.log(pos)]),
+    ]
+
+
+CASES = _cases()
+
+
+def _call(fn, name, inputs, fixed, kwargs, dtype_name, module):
+    extra = []
+    it = iter(fixed)
+    for f in it:
+        if isinstance(f, str) and f == "int":
+            extra.append(_int_pair(next(it))[module])
+        else:
+            extra.append(_float_pair(f, dtype_name)[module])
+    kw = {}
+    for k, v in kwargs.items():
+        kw[k] = _float_pair(v, dtype_name)[module] if isinstance(v, np.ndarray) else v
+    return fn(*inputs, *extra, **kw)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_loss_values_and_grads(case, dtype, reduction):
+    _, name, kwargs, inputs, fixed = case
+    kw = dict(kwargs, reduction=reduction)
+    run_both(
+        lambda *xs: _call(getattr(F, name), name, xs, fixed, kw, dtype, 0),
+        lambda *xs: _call(getattr(TF, name), name, xs, fixed, kw, dtype, 1),
+        inputs,
+        dtype,
+    )
+
+
+# gaussian_full_eps clamps var at 0.5 outside autograd (PyTorch's rule), so its var gradient is not the
+# finite difference of the clamped value; test_gaussian_nll_float_var_and_clamp_gradient checks it against torch.
+GRADCHECK_CASES = [c for c in CASES if c[0] != "gaussian_full_eps"]
+
+
+@pytest.mark.parametrize("case", GRADCHECK_CASES, ids=[c[0] for c in GRADCHECK_CASES])
+def test_loss_gradcheck(case):
+    _, name, kwargs, inputs, fixed = case
+    kw = dict(kwargs, reduction="sum")
+    leaves = [fb(a, fc.float64, True) for a in inputs]
+    assert fa.gradcheck(lambda *xs: _call(getattr(F, name), name, xs, fixed, kw, "float64", 0), tuple(leaves))
+
+
+@pytest.mark.parametrize(
+    "size_average,reduce", [(None, False), (False, None), (True, True), (False, True), (None, True)]
+)
+@pytest.mark.parametrize(
+    "name", ["poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss"]
+)
+def test_legacy_reduction_arguments(name, size_average, reduce):
+    x = _normal(3, 4)
+    t = _signs(3, 4) if name != "multilabel_soft_margin_loss" else (_signs(3, 4) > 0).astype(np.float64)
+    if name == "poisson_nll_loss":
+        t = np.abs(t)
+    ours = getattr(F, name)(fb(x), fb(t), size_average=size_average, reduce=reduce)
+    theirs = getattr(TF, name)(th(x), th(t), size_average=size_average, reduce=reduce)
+    close(ours, theirs, 1e-12, 1e-12)
+
+
+def test_gaussian_nll_float_var_and_clamp_gradient():
+    x, t = _normal(4, 3), _normal(4, 3)
+    close(F.gaussian_nll_loss(fb(x), fb(t), 0.25), TF.gaussian_nll_loss(th(x), th(t), 0.25), 1e-12, 1e-12)
+    # A variance under eps is clamped in the value but its gradient flows as if unclamped (PyTorch's rule).
+    var = np.full((4, 3), 1e-8)
+    fv, tv = fb(var, requires_grad=True), th(var, requires_grad=True)
+    F.gaussian_nll_loss(fb(x), fb(t), fv).backward()
+    TF.gaussian_nll_loss(th(x), th(t), tv).backward()
+    close(fv.grad, tv.grad, 1e-10, 1e-12)
+
+
+def test_multi_margin_and_multilabel_unbatched():
+    x = _normal(5)
+    for reduction in REDUCTIONS:
+        close(
+            F.multi_margin_loss(fb(x), fc.tensor(2), reduction=reduction),
+            TF.multi_margin_loss(th(x), torch.tensor(2), reduction=reduction),
+            1e-12,
+            1e-12,
+        )
+        tgt = np.array([4, 1, -1, 0, 0])
+        close(
+            F.multilabel_margin_loss(fb(x), _int_pair(tgt)[0], reduction=reduction),
+            TF.multilabel_margin_loss(th(x), _int_pair(tgt)[1], reduction=reduction),
+            1e-12,
+            1e-12,
+        )
+
+
+def test_cosine_embedding_unbatched():
+    a, b = _normal(6), _normal(6)
+    for target in (1.0, -1.0):
+        close(
+            F.cosine_embedding_loss(fb(a), fb(b), fc.tensor(target), margin=-0.5),
+            TF.cosine_embedding_loss(th(a), th(b), torch.tensor(target), margin=-0.5),
+            1e-12,
+            1e-12,
+        )
+
+
+def test_triplet_with_custom_distance():
+    a, p, n = _normal(4, 3), _normal(4, 3), _normal(4, 3)
+    ours = F.triplet_margin_with_distance_loss(
+        fb(a), fb(p), fb(n), distance_function=lambda x, y: 1 - F.cosine_similarity(x, y), margin=0.5, swap=True
+    )
+    theirs = TF.triplet_margin_with_distance_loss(
+        th(a), th(p), th(n), distance_function=lambda x, y: 1 - TF.cosine_similarity(x, y), margin=0.5, swap=True
+    )
+    close(ours, theirs, 1e-12, 1e-12)
+
+
+# ---- CTC ----
+
+
+def _ctc_inputs(t_max, n, c, seed, s_max=None):
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((t_max, n, c))
+    in_len = rng.integers(max(1, t_max // 2), t_max + 1, n)
+    s_max = s_max if s_max is not None else max(1, t_max // 3)
+    tgt_len = rng.integers(0, s_max + 1, n)
+    targets = rng.integers(1, c, (n, s_max))
+    return logits, targets, in_len, tgt_len
+
+
+def _ctc_pair(logits, targets, in_len, tgt_len, dtype_name, concatenated=False, **kw):
+    fdt, tdt = (fc.float32, torch.float32) if dtype_name == "float32" else (fc.float64, torch.float64)
+    fx, tx = fb(logits, fdt, True), th(logits, tdt, True)
+    if concatenated:
+        flat = np.concatenate([targets[i, : tgt_len[i]] for i in range(len(tgt_len))]).astype(np.int64)
+        ft, tt = _int_pair(flat)
+    else:
+        ft, tt = _int_pair(targets)
+    ours = F.ctc_loss(F.log_softmax(fx, 2), ft, _int_pair(in_len)[0], _int_pair(tgt_len)[0], **kw)
+    theirs = TF.ctc_loss(TF.log_softmax(tx, 2), tt, _int_pair(in_len)[1], _int_pair(tgt_len)[1], **kw)
+    return fx, tx, ours, theirs
+
+
+@pytest.mark.parametrize("concatenated", [False, True])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ctc_loss_values_and_grads(dtype, reduction, concatenated):
+    logits, targets, in_len, tgt_len = _ctc_inputs(12, 4, 5, seed=7)
+    fx, tx, ours, theirs = _ctc_pair(logits, targets, in_len, tgt_len, dtype, concatenated, reduction=reduction)
+    rtol, atol = (1e-5, 1e-5) if dtype == "float32" else (1e-10, 1e-12)
+    close(ours, theirs, rtol, atol, "value")
+    w = np.random.default_rng(3).standard_normal(tuple(theirs.shape))
+    (ours * fb(w, ours.dtype)).sum().backward()
+    (theirs * th(w, theirs.dtype)).sum().backward()
+    close(fx.grad, tx.grad, rtol * 10, atol * 10, "grad")
+
+
+def test_ctc_loss_grad_wrt_log_probs_matches_torch():
+    # PyTorch's ctc gradient w.r.t. log_probs is its logit-space formula; ours is the same one.
+    logits, targets, in_len, tgt_len = _ctc_inputs(6, 3, 4, seed=2)
+    lp = TF.log_softmax(torch.tensor(logits), 2).detach()
+    flp = fb(lp.numpy(), requires_grad=True)
+    tlp = lp.clone().requires_grad_()
+    F.ctc_loss(flp, _int_pair(targets)[0], in_len.tolist(), tgt_len.tolist(), reduction="sum").backward()
+    TF.ctc_loss(tlp, _int_pair(targets)[1], in_len.tolist(), tgt_len.tolist(), reduction="sum").backward()
+    close(flp.grad, tlp.grad, 1e-10, 1e-12)
+
+
+def test_ctc_loss_repeats_blank_and_unbatched():
+    # Repeated labels need a blank between them; a non-zero blank index; the unbatched (T, C) form.
+    logits = np.random.default_rng(4).standard_normal((7, 4))
+    for reduction in REDUCTIONS:
+        fx, tx = fb(logits, requires_grad=True), th(logits, requires_grad=True)
+        ours = F.ctc_loss(
+            F.log_softmax(fx, 1), fc.tensor([1, 1, 2]), fc.tensor(7), fc.tensor(3), blank=3, reduction=reduction
+        )
+        theirs = TF.ctc_loss(
+            TF.log_softmax(tx, 1),
+            torch.tensor([1, 1, 2]),
+            torch.tensor(7),
+            torch.tensor(3),
+            blank=3,
+            reduction=reduction,
+        )
+        close(ours, theirs, 1e-10, 1e-12)
+        ours.sum().backward()
+        theirs.sum().backward()
+        close(fx.grad, tx.grad, 1e-9, 1e-11)
+
+
+def test_ctc_loss_impossible_alignment_and_zero_infinity():
+    # 2 frames cannot emit "1 1" (it needs 3: 1, blank, 1): the loss is inf, or 0 with zero_infinity.
+    logits = np.random.default_rng(5).standard_normal((2, 2, 3))
+    targets = np.array([[1, 1], [2, 0]])
+    in_len, tgt_len = np.array([2, 2]), np.array([2, 1])
+    _, _, ours, theirs = _ctc_pair(logits, targets, in_len, tgt_len, "float64", reduction="none")
+    assert math.isinf(ours.tolist()[0])
+    close(ours, theirs, 1e-10, 1e-12)
+    fx, tx, ours, theirs = _ctc_pair(logits, targets, in_len, tgt_len, "float64", reduction="sum", zero_infinity=True)
+    close(ours, theirs, 1e-10, 1e-12)
+    ours.backward()
+    theirs.backward()
+    close(fx.grad, tx.grad, 1e-9, 1e-11)
+    assert np.all(np.array(fx.grad.tolist())[:, 0] == 0)
+
+
+def test_ctc_loss_gradcheck_through_log_softmax():
+    logits, targets, in_len, tgt_len = _ctc_inputs(5, 2, 4, seed=9, s_max=2)
+    x = fb(logits, requires_grad=True)
+    assert fa.gradcheck(
+        lambda z: F.ctc_loss(F.log_softmax(z, 2), _int_pair(targets)[0], in_len.tolist(), tgt_len.tolist()), (x,)
+    )
+
+
+def test_ctc_loss_errors():
+    lp = F.log_softmax(fc.randn(4, 2, 3, dtype=fc.float64), 2)
+    tg = fc.tensor([[1, 2], [1, 1]])
+    with pytest.raises(FlambeauError, match=r"\[ctc_loss\] blank must be in label range"):
+        F.ctc_loss(lp, tg, [4, 4], [2, 2], blank=3)
+    with pytest.raises(FlambeauError, match="input_lengths to have value at most 4"):
+        F.ctc_loss(lp, tg, [5, 4], [2, 2])
+    with pytest.raises(FlambeauError, match="input_lengths must be of size batch_size"):
+        F.ctc_loss(lp, tg, [4], [2, 2])
+    with pytest.raises(FlambeauError, match="size at least 3 at dimension 1"):
+        F.ctc_loss(lp, tg, [4, 4], [3, 2])
+    with pytest.raises(IndexError, match=r"target label must be in \[0, 3\)"):
+        F.ctc_loss(lp, fc.tensor([[1, 7], [1, 1]]), [4, 4], [2, 2])
+    with pytest.raises(TypeError, match="floating point"):
+        F.ctc_loss(fc.zeros(4, 2, 3, dtype=fc.int64), tg, [4, 4], [2, 2])
+    with pytest.raises(FlambeauError, match="not a valid value for reduction"):
+        F.ctc_loss(lp, tg, [4, 4], [2, 2], reduction="avg")
+
+
+# ---- modules ----
+
+MODULES = [
+    ("PoissonNLLLoss", {"log_input": False, "full": True, "eps": 1e-6}),
+    ("GaussianNLLLoss", {"full": True, "eps": 1e-3}),
+    ("HingeEmbeddingLoss", {"margin": 0.5}),
+    ("SoftMarginLoss", {}),
+    ("CosineEmbeddingLoss", {"margin": 0.1}),
+    ("MultiMarginLoss", {"p": 2, "margin": 0.5}),
+    ("MultiLabelMarginLoss", {}),
+    ("MultiLabelSoftMarginLoss", {}),
+    ("TripletMarginLoss", {"margin": 0.5, "p": 1.0, "swap": True}),
+    ("TripletMarginWithDistanceLoss", {"margin": 0.5}),
+    ("CTCLoss", {"blank": 1, "zero_infinity": True}),
+    ("NLLLoss2d", {"ignore_index": 2}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", MODULES, ids=[m[0] for m in MODULES])
+def test_loss_module_attributes_repr_and_state_dict(name, kwargs):
+    ours, theirs = getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for k in ("reduction", *kwargs):
+        assert getattr(ours, k) == getattr(theirs, k), k
+
+
+def test_weighted_loss_modules_register_weight_buffer():
+    w = np.array([1.0, 2.0, 0.5])
+    for name in ("MultiMarginLoss", "MultiLabelSoftMarginLoss"):
+        ours, theirs = getattr(nn, name)(weight=fb(w)), getattr(torch.nn, name)(weight=th(w))
+        assert list(ours.state_dict()) == list(theirs.state_dict()) == ["weight"]
+
+
+def test_loss_modules_forward_match_functional():
+    x, y = _normal(4, 3), _normal(4, 3)
+    var = np.abs(_normal(4, 3)) + 0.1
+    close(
+        nn.GaussianNLLLoss(reduction="sum")(fb(x), fb(y), fb(var)),
+        torch.nn.GaussianNLLLoss(reduction="sum")(th(x), th(y), th(var)),
+        1e-12,
+        1e-12,
+    )
+    close(
+        nn.MultiMarginLoss(weight=fb(np.array([1.0, 2.0, 3.0])))(fb(x), fc.tensor([0, 2, 1, 1])),
+        torch.nn.MultiMarginLoss(weight=th(np.array([1.0, 2.0, 3.0])))(th(x), torch.tensor([0, 2, 1, 1])),
+        1e-12,
+        1e-12,
+    )
+    logits, targets, in_len, tgt_len = _ctc_inputs(6, 2, 4, seed=11)
+    close(
+        nn.CTCLoss()(F.log_softmax(fb(logits), 2), _int_pair(targets)[0], in_len.tolist(), tgt_len.tolist()),
+        torch.nn.CTCLoss()(TF.log_softmax(th(logits), 2), _int_pair(targets)[1], in_len.tolist(), tgt_len.tolist()),
+        1e-10,
+        1e-12,
+    )
+
+
+# ---- errors ----
+
+
+def test_loss_errors():
+    x = fb(_normal(3, 4))
+    with pytest.raises(FlambeauError, match=r"\[poisson_nll_loss\] 'avg' is not a valid value for reduction"):
+        F.poisson_nll_loss(x, x, reduction="avg")
+    with pytest.raises(FlambeauError, match="var has negative entry"):
+        F.gaussian_nll_loss(x, x, -1.0)
+    with pytest.raises(FlambeauError, match="var has negative entry"):
+        F.gaussian_nll_loss(x, x, fc.full((3, 4), -1.0, dtype=fc.float64))
+    with pytest.raises(FlambeauError, match="var is of incorrect size"):
+        F.gaussian_nll_loss(x, x, fc.ones(2, 2, dtype=fc.float64))
+    with pytest.raises(FlambeauError, match="only p == 1 and p == 2 supported"):
+        F.multi_margin_loss(x, fc.tensor([0, 1, 2]), p=3)
+    with pytest.raises(FlambeauError, match="weight must be one-dimensional"):
+        F.multi_margin_loss(x, fc.tensor([0, 1, 2]), weight=fc.ones(2, 2, dtype=fc.float64))
+    with pytest.raises(FlambeauError, match="inconsistent target size"):
+        F.multi_margin_loss(x, fc.tensor([0, 1]))
+    with pytest.raises(IndexError, match="target out of range"):
+        F.multi_margin_loss(x, fc.tensor([0, 1, 4]))
+    with pytest.raises(FlambeauError, match="inconsistent target size"):
+        F.multilabel_margin_loss(x, fc.tensor([0, 1]))
+    with pytest.raises(IndexError, match="target out of range"):
+        F.multilabel_margin_loss(x, fc.full((3, 4), 5, dtype=fc.int64))
+    with pytest.raises(FlambeauError, match="1D target tensor expects 2D input tensors"):
+        F.cosine_embedding_loss(x[0], x[1], fc.ones(3, dtype=fc.float64))
+    with pytest.raises(FlambeauError, match="margin must be greater than 0"):
+        F.triplet_margin_loss(x, x, x, margin=0.0)
+    with pytest.raises(FlambeauError, match="same number of dimensions"):
+        F.triplet_margin_with_distance_loss(x, x[0], x)
+    with pytest.raises(FlambeauError, match="margin must be greater than 0"):
+        nn.TripletMarginLoss(margin=-1.0)
+    with pytest.raises(FlambeauError, match="only p == 1 and p == 2"):
+        nn.MultiMarginLoss(p=3)
+    with pytest.raises(TypeError, match=r"\[hinge_embedding_loss\] input must be a Tensor"):
+        F.hinge_embedding_loss([1.0], x)
