@@ -55,6 +55,11 @@ multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)
 fft = _alias("fft", _core.fft)
+backends = _alias("backends", _core.backends)
+accelerator = _alias("accelerator", _core.accelerator)
+random = _alias("random", _core.random)
+onnx = _importlib.import_module("flambeau.onnx")
+hub = _importlib.import_module("flambeau.hub")
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
 sparse = _alias("sparse", _importlib.import_module("flambeau_core.sparse"))
 sparse_coo_tensor, spmm, sparse_coo, strided = sparse.sparse_coo_tensor, sparse.spmm, sparse.sparse_coo, sparse.strided
