@@ -68,7 +68,11 @@ class Linear(Module):
         # The parameters straight from _parameters: attribute access would go
         # through Module.__getattr__ (a Python-level miss) twice per call.
         params = self._parameters
-        return _linear(input, params["weight"], params["bias"])
+        weight = params.get("weight")
+        if weight is None or "bias" not in params:
+            # Reparametrized (weight_norm, spectral_norm, prune, parametrize): the tensors are attributes.
+            return _linear(input, self.weight, self.bias)
+        return _linear(input, weight, params["bias"])
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
