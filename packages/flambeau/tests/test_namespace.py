@@ -101,3 +101,29 @@ def test_distributed_is_wired():
     assert fb.distributed.DistributedSampler is fb.utils.data.DistributedSampler
     # importing flambeau does not start MPI
     assert not fb.distributed.is_initialized()
+
+
+def test_probed_names_are_core_objects_and_importable():
+    for name in ("backends", "accelerator", "random"):
+        module = getattr(fb, name)
+        assert module is getattr(flambeau_core, name)
+        assert importlib.import_module(f"flambeau.{name}") is module
+    for sub in ("cpu", "cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "opt_einsum"):
+        assert importlib.import_module(f"flambeau.backends.{sub}") is getattr(fb.backends, sub)
+    for name in [
+        "Size",
+        "FloatTensor",
+        "LongTensor",
+        "BoolTensor",
+        "set_printoptions",
+        "get_printoptions",
+        "use_deterministic_algorithms",
+        "are_deterministic_algorithms_enabled",
+        "is_deterministic_algorithms_warn_only_enabled",
+        "get_rng_state",
+        "set_rng_state",
+        "seed",
+        "initial_seed",
+    ]:
+        assert getattr(fb, name) is getattr(flambeau_core, name), name
+    assert importlib.import_module("flambeau.onnx") is fb.onnx and importlib.import_module("flambeau.hub") is fb.hub
