@@ -633,3 +633,21 @@ def test_index_shapes_that_overflow_raise_instead_of_allocating():
         x[rows, cols] = 1.0
     with pytest.raises(RuntimeError, match=r"\[index\].*\(4611686018427387904,\)"):
         x[i.expand(2**62)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="a range index needs bind_views.cpp to read any sequence as an index tensor (docs/core.md, Indexing)",
+)
+@pytest.mark.parametrize("form", ["read", "write"])
+def test_range_index_as_torch(form):
+    labels = [1, 2, 3]
+    if form == "read":
+        want = torch.arange(12).view(3, 4)[range(3), labels].tolist()
+        assert fc.arange(12).view(3, 4)[range(3), labels].tolist() == want
+    else:
+        x, y = fc.zeros(3, 4), torch.zeros(3, 4)
+        y[range(3), torch.tensor(labels)] = 5.0
+        x[range(3), fc.tensor(labels)] = 5.0
+        assert x.tolist() == y.tolist()
