@@ -48,6 +48,7 @@ def copy_params(ours, theirs) -> None:
         for name, p in ours.named_parameters():
             p.copy_(from_torch(their_params[name]))
 
+
 # ---- running one function on both frameworks (values and gradients) ----
 
 DTYPES = {"float32": (fc.float32, torch.float32, 2e-5, 2e-6), "float64": (fc.float64, torch.float64, 1e-10, 1e-12)}
@@ -102,3 +103,32 @@ def run_both(fb_fn, th_fn, arrays, dtype_name, *, noncontig=False, grad=True, ex
             assert a.grad is not None, f"input {i} got no gradient"
             close(a.grad, b.grad, grad_rtol, atol * 10, f"grad of input {i}")
     return fo
+
+
+def compare_forward_backward(f_ours, f_theirs, tensors, rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0):
+    """Calls both functions on copies of the same leaves (``None`` passes through), compares the outputs, then
+    backpropagates one random output gradient through both and compares every leaf's gradient.
+
+    Integer tensors are passed as plain copies without gradients. Returns the two outputs."""
+    pairs = []
+    for t in tensors:
+        if t is None:
+            pairs.append((None, None))
+        elif t.is_floating_point():
+            ours = from_torch(t).requires_grad_(True)
+            pairs.append((ours, t.detach().clone().requires_grad_(True)))
+        else:
+            pairs.append((from_torch(t), t.clone()))
+    yo = f_ours(*[p[0] for p in pairs])
+    yt = f_theirs(*[p[1] for p in pairs])
+    assert_close(yo, yt, rtol=rtol, atol=atol)
+    g = torch.randn(yt.shape, dtype=yt.dtype, generator=torch.Generator().manual_seed(seed))
+    (yo * from_torch(g)).sum().backward()
+    (yt * g).sum().backward()
+    for o, t in pairs:
+        if o is not None and t.requires_grad:
+            assert_close(o.grad, t.grad, rtol=rtol, atol=atol)
+    return yo, yt
+
+
+TOLERANCES = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-9, atol=1e-10)}

@@ -16,7 +16,7 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 import torch
-from nn_testing import assert_close, copy_params, from_torch, to_numpy
+from nn_testing import TOLERANCES, assert_close, compare_forward_backward, copy_params, from_torch, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im: no flambeau-cuda kernel yet")
 
@@ -416,3 +416,132 @@ def test_padding_modes_match_torch(mode, layer, shape, kwargs):
     assert_close(fx.grad, tx.grad, rtol=1e-10, atol=1e-12)
     assert_close(m.weight.grad, tm.weight.grad, rtol=1e-10, atol=1e-12)
     assert repr(m) == repr(tm)
+
+
+# ---- 3-D convolution and transposed convolution (composed from the 2-D kernels) ----
+
+CONV3D = [
+    # (N, Cin, Cout, D, H, W, k, stride, padding, dilation, groups)
+    (2, 3, 4, 5, 6, 7, 3, 1, 0, 1, 1),
+    (1, 4, 6, 6, 5, 7, (2, 3, 1), (2, 1, 2), (1, 0, 0), (2, 1, 1), 2),
+    (2, 2, 4, 4, 4, 4, 3, 2, 1, 1, 2),
+    (1, 3, 3, 5, 4, 3, 1, 1, 0, 1, 3),  # depthwise pointwise
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", CONV3D)
+def test_conv3d_values_and_grads(case, bias, dtype):
+    n, cin, cout, d, h, w, k, s, p, dil, g = case
+    kk = (k,) * 3 if isinstance(k, int) else k
+    x = torch.randn(n, cin, d, h, w, dtype=dtype)
+    wt = torch.randn(cout, cin // g, *kk, dtype=dtype)
+    b = torch.randn(cout, dtype=dtype) if bias else None
+    compare_forward_backward(
+        lambda x, w, b: F.conv3d(x, w, b, s, p, dil, g),
+        lambda x, w, b: torch.nn.functional.conv3d(x, w, b, s, p, dil, g),
+        [x, wt, b],
+        **TOLERANCES[dtype],
+    )
+
+
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_conv3d_string_padding_and_unbatched(padding):
+    x, w = torch.randn(3, 5, 6, 6), torch.randn(2, 3, 2, 3, 2)
+    compare_forward_backward(
+        lambda x, w: F.conv3d(x, w, padding=padding, dilation=(1, 2, 1)),
+        lambda x, w: torch.nn.functional.conv3d(x, w, padding=padding, dilation=(1, 2, 1)),
+        [x, w],
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+CONVT3D = [
+    # (N, Cin, Cout, D, H, W, k, stride, padding, output_padding, dilation, groups)
+    (2, 3, 4, 3, 4, 5, 3, 1, 0, 0, 1, 1),
+    (1, 4, 6, 3, 3, 4, (2, 3, 3), (2, 1, 3), (1, 0, 2), (1, 0, 2), (1, 2, 1), 2),
+    (2, 2, 2, 4, 3, 3, 3, 2, 1, 1, 1, 2),
+    (1, 2, 3, 3, 3, 3, 2, 1, 1, 2, 3, 1),  # output_padding < dilation with stride 1
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("case", CONVT3D)
+def test_conv_transpose3d_values_and_grads(case, bias, dtype):
+    n, cin, cout, d, h, w, k, s, p, op, dil, g = case
+    kk = (k,) * 3 if isinstance(k, int) else k
+    x = torch.randn(n, cin, d, h, w, dtype=dtype)
+    wt = torch.randn(cin, cout // g, *kk, dtype=dtype)
+    b = torch.randn(cout, dtype=dtype) if bias else None
+    compare_forward_backward(
+        lambda x, w, b: F.conv_transpose3d(x, w, b, s, p, op, g, dil),
+        lambda x, w, b: torch.nn.functional.conv_transpose3d(x, w, b, s, p, op, g, dil),
+        [x, wt, b],
+        **TOLERANCES[dtype],
+    )
+
+
+def test_gradcheck_conv3d_and_transpose():
+    x = fc.randn(1, 2, 3, 3, 4, dtype=fc.float64, requires_grad=True)
+    w = fc.randn(2, 1, 2, 2, 2, dtype=fc.float64, requires_grad=True)
+    b = fc.randn(2, dtype=fc.float64, requires_grad=True)
+    assert fa.gradcheck(lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=1, groups=2), (x, w, b))
+    assert fa.gradcheck(
+        lambda x, w, b: F.conv_transpose3d(x, w, b, stride=2, padding=(1, 0, 1), output_padding=1, groups=2),
+        (x, w, b),
+    )
+
+
+MODULES_3D = [
+    ("Conv3d", (4, 6, 3), dict(stride=2, padding=1, groups=2), (2, 4, 5, 6, 5)),
+    ("Conv3d", (2, 3, (2, 3, 1)), dict(padding="same", bias=False), (2, 2, 4, 5, 3)),
+    ("Conv3d", (2, 3, 3), dict(padding=1, padding_mode="reflect"), (1, 2, 4, 4, 4)),
+    ("Conv3d", (2, 3, 3), dict(padding=(1, 2, 1), padding_mode="circular"), (1, 2, 4, 4, 4)),
+    ("Conv3d", (2, 3, 3), dict(padding=1, padding_mode="replicate"), (2, 4, 4, 4)),
+    ("ConvTranspose3d", (4, 2, 3), dict(stride=2, padding=1, output_padding=1, groups=2), (1, 4, 3, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", MODULES_3D)
+def test_module_3d_matches_torch(name, args, kwargs, shape):
+    test_module_matches_torch(name, args, kwargs, shape)
+
+
+def test_conv3d_init_statistics():
+    """kaiming_uniform_(a=sqrt(5)): weight and bias uniform in +-1/sqrt(fan_in), fan_in = Cin/groups * kD*kH*kW."""
+    m = nn.Conv3d(8, 16, (3, 4, 5), groups=2)
+    bound = 1 / math.sqrt(4 * 3 * 4 * 5)
+    w = to_numpy(m.weight)
+    assert w.shape == (16, 4, 3, 4, 5)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
+    assert abs(w.std() - bound / math.sqrt(3)) < 0.05 * bound
+    assert np.abs(to_numpy(m.bias)).max() <= bound
+    t = nn.ConvTranspose3d(6, 4, 3, groups=2)
+    assert tuple(t.weight.shape) == (6, 2, 3, 3, 3)
+    # fan_in of a transposed weight is its dim 1 times the kernel, as PyTorch computes it
+    assert np.abs(to_numpy(t.weight)).max() <= 1 / math.sqrt(2 * 27)
+
+
+def test_conv3d_errors():
+    x = fc.randn(1, 4, 3, 3, 3)
+    with pytest.raises(fc.FlambeauError, match=r"\[conv3d\] input of shape \(1, 4, 3, 3, 3\) has 4 channels"):
+        F.conv3d(x, fc.randn(2, 3, 1, 1, 1))
+    with pytest.raises(fc.FlambeauError, match=r"\[conv3d\] expected a 4-D .* or 5-D"):
+        F.conv3d(fc.randn(4, 3, 3), fc.randn(2, 4, 1, 1, 1))
+    with pytest.raises(fc.FlambeauError, match=r"\[conv3d\] the kernel \(5, 1, 1\)"):
+        F.conv3d(x, fc.randn(2, 4, 5, 1, 1))
+    with pytest.raises(TypeError, match=r"\[conv3d\] input, weight and bias must have the same dtype"):
+        F.conv3d(x, fc.randn(2, 4, 1, 1, 1, dtype=fc.float64))
+    with pytest.raises(fc.FlambeauError, match=r"\[conv3d\] stride must be >= 1"):
+        F.conv3d(x, fc.randn(2, 4, 1, 1, 1), stride=0)
+    with pytest.raises(fc.FlambeauError, match=r"\[conv_transpose3d\] output padding must be smaller"):
+        F.conv_transpose3d(x, fc.randn(4, 2, 2, 2, 2), stride=2, output_padding=2)
+    with pytest.raises(fc.FlambeauError, match=r"\[conv_transpose3d\] bias must have shape \(2,\)"):
+        F.conv_transpose3d(x, fc.randn(4, 2, 2, 2, 2), fc.randn(3))
+    with pytest.raises(fc.FlambeauError, match=r"\[Conv3d\] in_channels \(3\) must be divisible by groups \(2\)"):
+        nn.Conv3d(3, 4, 3, groups=2)
+    with pytest.raises(fc.FlambeauError, match=r"\[ConvTranspose3d\] requested an output size"):
+        nn.ConvTranspose3d(4, 2, 3, stride=2)(x, output_size=(9, 9, 9))

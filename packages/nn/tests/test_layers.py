@@ -273,3 +273,66 @@ def test_dropout_bad_p():
         nn.Dropout(1.5)
     with pytest.raises(ValueError, match="between 0 and 1"):
         F.dropout(fc.ones(1), -0.1)
+
+
+# ---- Bilinear, ChannelShuffle and the 3-D padding layers ----
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("lead", [(5,), (2, 3), ()])
+@pytest.mark.parametrize("bias", [True, False])
+def test_bilinear_matches_torch(lead, bias, dtype):
+    from nn_testing import TOLERANCES, compare_forward_backward
+
+    theirs = torch.nn.Bilinear(3, 4, 6, bias=bias, dtype=dtype)
+    ours = nn.Bilinear(3, 4, 6, bias=bias, dtype=fc.float64 if dtype == torch.float64 else fc.float32)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    copy_params(ours, theirs)
+    x1, x2 = torch.randn(*lead, 3, dtype=dtype), torch.randn(*lead, 4, dtype=dtype)
+    compare_forward_backward(ours, theirs, [x1, x2], **TOLERANCES[dtype])
+    w = theirs.weight.detach()
+    compare_forward_backward(nn.functional.bilinear, torch.nn.functional.bilinear, [x1, x2, w], **TOLERANCES[dtype])
+
+
+def test_bilinear_init_and_errors():
+    m = nn.Bilinear(16, 3, 200)
+    bound = 1 / 16**0.5
+    assert 0.95 * bound < m.weight.abs().max().item() <= bound
+    assert m.bias.abs().max().item() <= bound
+    with pytest.raises(fc.FlambeauError, match=r"\[bilinear\] input1 \(2, 3\) and input2 \(2, 5\) must end in 3 and 4"):
+        m = nn.Bilinear(3, 4, 2)
+        m(fc.randn(2, 3), fc.randn(2, 5))
+    with pytest.raises(fc.FlambeauError, match=r"\[bilinear\] input1 .* must have the same leading dims"):
+        nn.Bilinear(3, 4, 2)(fc.randn(2, 3), fc.randn(3, 4))
+
+
+def test_channel_shuffle_matches_torch():
+    from nn_testing import compare_forward_backward
+
+    x = torch.randn(2, 12, 3, 2)
+    compare_forward_backward(nn.ChannelShuffle(3), torch.nn.ChannelShuffle(3), [x])
+    compare_forward_backward(
+        lambda x: nn.functional.channel_shuffle(x, 4), lambda x: torch.nn.functional.channel_shuffle(x, 4), [x]
+    )
+    with pytest.raises(fc.FlambeauError, match=r"\[channel_shuffle\] Number of channels \(12\) must be divisible"):
+        nn.ChannelShuffle(5)(fc.randn(2, 12, 3))
+
+
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("ZeroPad3d", ((1, 0, 2, 1, 0, 3),)),
+        ("ConstantPad3d", (2, 1.5)),
+        ("ReflectionPad3d", ((1, 2, 0, 1, 2, 1),)),
+        ("ReplicationPad3d", (2,)),
+        ("CircularPad3d", ((1, 2, 1, 0, 2, 1),)),
+    ],
+)
+def test_padding_3d_matches_torch(name, args):
+    from nn_testing import compare_forward_backward
+
+    ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    compare_forward_backward(ours, theirs, [torch.randn(2, 3, 3, 4, 5)])
+    compare_forward_backward(ours, theirs, [torch.randn(3, 3, 4, 5)])

@@ -140,3 +140,89 @@ def test_transformer_errors():
         nn.TransformerEncoderLayer(8, 3)
     with pytest.raises(fc.FlambeauError, match="num_layers"):
         nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), -1)
+
+
+# ---- the full encoder-decoder Transformer and the decoder stack ----
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("masks", [None, "causal", "kpm"])
+def test_transformer(dtype, norm_first, batch_first, masks):
+    E, H, FF, S, T, N = 8, 2, 16, 5, 4, 3
+    kw = dict(
+        d_model=E,
+        nhead=H,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=FF,
+        dropout=0.0,
+        norm_first=norm_first,
+        batch_first=batch_first,
+    )
+    theirs = torch.nn.Transformer(dtype=dtype, **kw)
+    ours = nn.Transformer(dtype=FB_DTYPE[dtype], **kw)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    _randomize(theirs)
+    copy_params(ours, theirs)
+    src = torch.randn((N, S, E) if batch_first else (S, N, E), dtype=dtype)
+    tgt = torch.randn((N, T, E) if batch_first else (T, N, E), dtype=dtype)
+    (so, st), (to, tt) = _leaf(src), _leaf(tgt)
+    margs: dict = {}
+    if masks == "causal":
+        margs["tgt_mask"] = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=dtype)
+    elif masks == "kpm":
+        kpm = torch.zeros(N, S, dtype=torch.bool)
+        kpm[0, -2:] = True
+        margs["src_key_padding_mask"] = kpm
+        margs["memory_key_padding_mask"] = kpm
+        tkpm = torch.zeros(N, T, dtype=torch.bool)
+        tkpm[2, -1] = True
+        margs["tgt_key_padding_mask"] = tkpm
+    yt = theirs(st, tt, **margs)
+    yo = ours(so, to, **{k: from_torch(v) for k, v in margs.items()})
+    tol = TOL[dtype]
+    assert_close(yo, yt, **tol)
+    g = torch.randn(yt.shape, dtype=dtype)
+    (yo * from_torch(g)).sum().backward()
+    (yt * g).sum().backward()
+    _check_grads(ours, theirs, [(so, st), (to, tt)], tol)
+
+
+def test_decoder_stack_matches_torch():
+    layer_t = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0)
+    theirs = torch.nn.TransformerDecoder(layer_t, 3, norm=torch.nn.LayerNorm(8))
+    ours = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 3, norm=nn.LayerNorm(8))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    _randomize(theirs)
+    copy_params(ours, theirs)
+    tgt, mem = torch.randn(4, 2, 8), torch.randn(6, 2, 8)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    assert_close(
+        ours(from_torch(tgt), from_torch(mem), tgt_mask=from_torch(mask)),
+        theirs(tgt, mem, tgt_mask=mask),
+        **TOL[torch.float32],
+    )
+
+
+def test_transformer_init_and_causal_mask():
+    assert_close(
+        nn.Transformer.generate_square_subsequent_mask(4), torch.nn.Transformer.generate_square_subsequent_mask(4)
+    )
+    model = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64)
+    w = model.encoder.layers[0].linear1.weight  # xavier_uniform_: U(+-sqrt(6 / (fan_in + fan_out)))
+    bound = (6 / (16 + 64)) ** 0.5
+    vals = w.abs().max().item()
+    assert 0.9 * bound < vals <= bound
+    assert model.encoder.layers[0].linear1.bias.abs().max().item() <= 0.25  # biases keep Linear's init
+
+
+def test_encoder_decoder_errors():
+    model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8)
+    with pytest.raises(fc.FlambeauError, match=r"\[Transformer\] the batch number of src and tgt must be equal"):
+        model(fc.randn(5, 2, 8), fc.randn(4, 3, 8))
+    with pytest.raises(fc.FlambeauError, match=r"\[Transformer\] the feature number of src and tgt must be equal"):
+        model(fc.randn(5, 2, 8), fc.randn(4, 2, 6))
+    with pytest.raises(fc.FlambeauError, match=r"\[TransformerDecoder\] num_layers must be a non-negative int"):
+        nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2), -1)

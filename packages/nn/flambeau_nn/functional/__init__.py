@@ -13,21 +13,42 @@ Example:
 from __future__ import annotations
 
 # One module per concept, re-exported here as one namespace (PyTorch's ``F``).
-from flambeau_nn.functional import _activation, _attention, _base, _conv, _ctc, _loss, _normalization, _pooling
+from flambeau_nn.functional import (
+    _activation,
+    _attention,
+    _base,
+    _conv,
+    _ctc,
+    _fractional_pool,
+    _linear,
+    _loss,
+    _normalization,
+    _pooling,
+    _pooling3d,
+    _vision,
+)
 from flambeau_nn.functional._activation import *  # noqa: F403
 from flambeau_nn.functional._attention import *  # noqa: F403
 from flambeau_nn.functional._base import *  # noqa: F403
 from flambeau_nn.functional._conv import *  # noqa: F403
 from flambeau_nn.functional._ctc import *  # noqa: F403
+from flambeau_nn.functional._fractional_pool import *  # noqa: F403
+from flambeau_nn.functional._linear import *  # noqa: F403
 from flambeau_nn.functional._loss import *  # noqa: F403
 from flambeau_nn.functional._loss import _legacy_reduction  # noqa: F401  (the loss modules use it)
 from flambeau_nn.functional._normalization import *  # noqa: F403
 from flambeau_nn.functional._pooling import *  # noqa: F403
+from flambeau_nn.functional._pooling3d import *  # noqa: F403
+from flambeau_nn.functional._vision import *  # noqa: F403
 
 __all__ = [
     *_base.__all__,
+    *_linear.__all__,
     *_conv.__all__,
     *_pooling.__all__,
+    *_pooling3d.__all__,
+    *_fractional_pool.__all__,
+    *_vision.__all__,
     *_normalization.__all__,
     *_activation.__all__,
     *_loss.__all__,

@@ -26,6 +26,8 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "normalize",
+    "rms_norm",
+    "local_response_norm",
 ]
 
 
@@ -221,6 +223,63 @@ def layer_norm(
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     return fc.native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
+
+
+def rms_norm(
+    input: Tensor,
+    normalized_shape: int | tuple[int, ...] | list[int],
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    r"""``input / sqrt(mean(input**2) + eps) * weight`` over the trailing ``normalized_shape`` dims.
+
+    ``eps=None`` uses the machine epsilon of the input's dtype, as PyTorch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> rms_norm(fc.tensor([[2.0, -2.0]]), 2, eps=0.0).tolist()
+        [[1.0, -1.0]]
+    """
+    _check_tensor(input, "rms_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.dim() < k or _shape(input)[-k:] != shape:
+        raise FlambeauError(
+            f"[rms_norm] expected an input whose trailing dims are normalized_shape={shape}, got {_shape(input)}"
+        )
+    if weight is not None and _shape(weight) != shape:
+        raise FlambeauError(f"[rms_norm] weight must have shape {shape}, got {_shape(weight)}")
+    if eps is None:
+        eps = 2.220446049250313e-16 if input.dtype == fc.float64 else 1.1920928955078125e-07
+    dims = list(range(input.dim() - k, input.dim()))
+    out = input * fc.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    r"""Normalizes each channel by the squares of its ``size`` neighbours across channels (AlexNet's LRN).
+
+    ``b_c = a_c / (k + alpha / size * sum_{c'} a_{c'}^2) ** beta`` over the window around ``c``
+    (``size // 2`` before, ``(size - 1) // 2`` after, zero-padded), as PyTorch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> local_response_norm(fc.ones(1, 3, 2), 2, alpha=1.0, beta=1.0).tolist()[0][0]
+        [0.6666666865348816, 0.6666666865348816]
+    """
+    _check_tensor(input, "local_response_norm")
+    if input.dim() < 3:
+        raise FlambeauError(
+            f"[local_response_norm] Expected 3D or higher dimensionality input (got {input.dim()} dimensions)"
+        )
+    if input.numel() == 0:
+        return input
+    shape = _shape(input)
+    # The channel window as a (size, 1) average pool over (C, rest) planes, zero-padded like PyTorch.
+    sq = (input * input).reshape(shape[0], 1, shape[1], -1)
+    sq = fc._C._pad_nd(sq, [0, 0, size // 2, (size - 1) // 2], "constant", 0.0)
+    div = fc.avg_pool2d(sq, [size, 1], [1, 1], [0, 0], False, True, None).reshape(shape)
+    return input / (div * alpha + k).pow(beta)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:

@@ -1,4 +1,7 @@
-"""Pooling, padding and resampling. Part of ``flambeau_nn.functional``, which re-exports it."""
+"""1-D and 2-D pooling, unpooling, LP pooling, padding and pixel shuffles.
+
+Part of ``flambeau_nn.functional``, which re-exports it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,16 @@ from flambeau_nn.functional._base import _check_tensor, _shape
 __all__ = [
     "max_pool1d",
     "max_pool2d",
+    "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "adaptive_avg_pool1d",
@@ -20,10 +32,10 @@ __all__ = [
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "pad",
-    "interpolate",
-    "upsample",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "channel_shuffle",
+    "native_channel_shuffle",
     "one_hot",
 ]
 
@@ -112,61 +124,192 @@ def max_pool2d(
     return (out, idx) if return_indices else out
 
 
-def max_unpool2d(
+def _max_unpool(
+    op: str,
+    n: int,
     input: Tensor,
     indices: Tensor,
     kernel_size: Any,
-    stride: Any = None,
-    padding: Any = 0,
-    output_size: Any = None,
+    stride: Any,
+    padding: Any,
+    output_size: Any,
 ) -> Tensor:
-    r"""The partial inverse of ``max_pool2d``: each value put at its index, zeros elsewhere.
-
-    ``output_size`` (``(H, W)`` or the full shape) picks among the sizes the pooling could have come from.
-    """
-    _check_tensor(input, "max_unpool2d")
-    _check_tensor(indices, "max_unpool2d", "indices")
-    _check_rank(input, (3, 4), "max_unpool2d", "3-D (C, H, W) or 4-D (N, C, H, W)")
+    """Scatters each value of ``input`` to its flat index in an ``n``-D output plane, zeros elsewhere."""
+    _check_tensor(input, op)
+    _check_tensor(indices, op, "indices")
+    _check_rank(input, (n + 1, n + 2), op, f"{n + 1}-D or {n + 2}-D (N, C, *spatial)")
     if indices.dtype != fc.int64:
-        raise TypeError(f"[max_unpool2d] indices must be int64, got {indices.dtype}")
+        raise TypeError(f"[{op}] indices must be int64, got {indices.dtype}")
     if _shape(indices) != _shape(input):
-        raise FlambeauError(f"[max_unpool2d] indices shape {_shape(indices)} must equal input shape {_shape(input)}")
-    k = _int_list(kernel_size, 2, "max_unpool2d", "kernel_size")
-    k = k * 2 if len(k) == 1 else k
-    s = _stride(stride, 2, "max_unpool2d") or k
-    s = s * 2 if len(s) == 1 else s
-    p = _int_list(padding, 2, "max_unpool2d", "padding")
-    p = p * 2 if len(p) == 1 else p
-    default = [(input.shape[-2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(2)]
+        raise FlambeauError(f"[{op}] indices shape {_shape(indices)} must equal input shape {_shape(input)}")
+
+    def full(v: list[int]) -> list[int]:
+        return v * n if len(v) == 1 else v
+
+    k = full(_int_list(kernel_size, n, op, "kernel_size"))
+    s = full(_stride(stride, n, op) or k)
+    p = full(_int_list(padding, n, op, "padding"))
+    spatial = _shape(input)[-n:]
+    default = [(spatial[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n)]
     if output_size is None:
         size = default
     else:
         size = list(output_size)
-        if len(size) == input.dim():
-            size = size[-2:]
-        if len(size) != 2:
-            raise FlambeauError(
-                f"[max_unpool2d] output_size must have 2 or {input.dim()} elements, got {tuple(output_size)}"
-            )
-        for i in range(2):
+        if len(size) in (n + 1, n + 2) and len(size) == input.dim():
+            size = size[-n:]
+        if len(size) != n:
+            raise FlambeauError(f"[{op}] output_size must have {n} or {input.dim()} elements, got {tuple(output_size)}")
+        for i in range(n):
             lo, hi = default[i] - s[i], default[i] + s[i]
             if not lo < size[i] < hi:
-                raise FlambeauError(
-                    f"[max_unpool2d] invalid output_size {tuple(output_size)}: dim {i} must be in ({lo}, {hi})"
-                )
-    plane = size[0] * size[1]
-    lead = _shape(input)[:-2]
+                raise FlambeauError(f"[{op}] invalid output_size {tuple(output_size)}: dim {i} must be in ({lo}, {hi})")
+    plane = 1
+    for v in size:
+        plane *= v
+    lead = _shape(input)[:-n]
     flat_in = input.reshape(lead + (-1,))
     flat_idx = indices.reshape(lead + (-1,))
     if flat_idx.numel() > 0:
         lo, hi = -int((-flat_idx).max().item()), int(flat_idx.max().item())
         if lo < 0 or hi >= plane:
             raise IndexError(
-                f"[max_unpool2d] an index is out of bounds for output size {tuple(size)} "
+                f"[{op}] an index is out of bounds for output size {tuple(size)} "
                 f"(valid: 0..{plane - 1}); found indices in {lo}..{hi}"
             )
-    out = fc.scatter_add(fc.zeros(lead + (plane,), dtype=input.dtype), input.dim() - 2, flat_idx, flat_in)
+    out = fc.scatter_add(fc.zeros(lead + (plane,), dtype=input.dtype), len(lead), flat_idx, flat_in)
     return out.reshape(lead + tuple(size))
+
+
+def max_unpool1d(
+    input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None
+) -> Tensor:
+    r"""The partial inverse of ``max_pool1d``: each value put at its index in ``L``, zeros elsewhere.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = max_pool1d(fc.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2, return_indices=True)
+        >>> max_unpool1d(out, idx, 2).tolist()
+        [[[0.0, 3.0, 2.0, 0.0]]]
+    """
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(
+    input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None
+) -> Tensor:
+    r"""The partial inverse of ``max_pool2d``: each value put at its index, zeros elsewhere.
+
+    ``output_size`` (``(H, W)`` or the full shape) picks among the sizes the pooling could have come from.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = max_pool2d(fc.arange(4.0).reshape(1, 1, 2, 2), 2, return_indices=True)
+        >>> max_unpool2d(out, idx, 2).tolist()
+        [[[[0.0, 0.0], [0.0, 3.0]]]]
+    """
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(
+    input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None
+) -> Tensor:
+    r"""The partial inverse of ``max_pool3d``: each value put at its index in ``(D, H, W)``, zeros elsewhere.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> max_unpool3d(fc.ones(1, 1, 1, 1, 1), fc.tensor([[[[[7]]]]]), 2).shape
+        (1, 1, 2, 2, 2)
+    """
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _lp_pool(
+    op: str,
+    avg: Any,
+    maxpool: Any,
+    input: Tensor,
+    norm_type: float,
+    kernel_size: Any,
+    stride: Any,
+    ceil_mode: bool,
+    n: int,
+) -> Tensor:
+    _check_tensor(input, op)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)):
+        raise TypeError(f"[{op}] norm_type must be a number, got {type(norm_type).__name__}")
+    if norm_type == float("inf"):
+        return maxpool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -maxpool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    k = _int_list(kernel_size, n, op, "kernel_size")
+    k = k * n if len(k) == 1 else k
+    area = 1
+    for v in k:
+        area *= v
+    out = avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    # sign * relu(abs): a negative average (odd p, negative inputs) gives 0, as PyTorch.
+    return (fc.sign(out) * fc.relu(out.abs()) * float(area)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    r"""Power-average pooling: ``(sum over the window of x**p) ** (1/p)`` over ``L``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> lp_pool1d(fc.tensor([[[3.0, 4.0]]]), 2, 2).tolist()
+        [[[5.0]]]
+    """
+    return _lp_pool("lp_pool1d", avg_pool1d, max_pool1d, input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    r"""Power-average pooling over ``(H, W)`` windows (``p = inf`` is max pooling of ``|x|``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> lp_pool2d(fc.ones(1, 1, 2, 2), 1, 2).tolist()
+        [[[[4.0]]]]
+    """
+    return _lp_pool("lp_pool2d", avg_pool2d, max_pool2d, input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    r"""Power-average pooling over ``(D, H, W)`` windows.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> lp_pool3d(fc.ones(1, 1, 2, 2, 2), 2, 2).tolist()
+        [[[[[2.8284270763397217]]]]]
+    """
+    from flambeau_nn.functional._pooling3d import avg_pool3d, max_pool3d
+
+    return _lp_pool("lp_pool3d", avg_pool3d, max_pool3d, input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool1d`` that always returns ``(values, indices)``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool2d`` that always returns ``(values, indices)``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool1d(
@@ -263,6 +406,16 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     return (out, idx) if return_indices else out
 
 
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """``adaptive_max_pool1d`` that always returns ``(values, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """``adaptive_max_pool2d`` that always returns ``(values, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
@@ -287,103 +440,6 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
     return fc._C._pad_nd(input, list(pad), mode, 0.0 if value is None else float(value))
 
 
-_INTERP_MODES = ("nearest", "linear", "bilinear")
-
-
-def interpolate(
-    input: Tensor,
-    size: Any = None,
-    scale_factor: Any = None,
-    mode: str = "nearest",
-    align_corners: bool | None = None,
-    recompute_scale_factor: bool | None = None,
-    antialias: bool = False,
-) -> Tensor:
-    r"""Resizes a ``(N, C, L)`` or ``(N, C, H, W)`` input to ``size`` or by ``scale_factor``.
-
-    Modes: ``'nearest'`` (source index ``floor(dst / scale_factor)``), ``'linear'``
-    (3-D input) and ``'bilinear'`` (4-D input), with ``align_corners``. With
-    ``scale_factor`` the output size is ``floor(in * scale_factor)`` and the
-    kernel uses the given factor, unless ``recompute_scale_factor`` asks for
-    the ratio of the sizes instead (PyTorch's rules).
-    """
-    _check_tensor(input, "interpolate")
-    if antialias:
-        raise NotImplementedError("[interpolate] antialias=True is not supported")
-    if mode not in _INTERP_MODES:
-        raise NotImplementedError(f"[interpolate] mode {mode!r} is not supported: use one of {_INTERP_MODES}")
-    if mode == "nearest":
-        if align_corners is not None:
-            raise FlambeauError(
-                "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear"
-            )
-    elif align_corners is None:
-        align_corners = False
-    dim = input.dim() - 2
-    if dim not in (1, 2):
-        raise NotImplementedError(
-            f"[interpolate] input must be 3-D (N, C, L) or 4-D (N, C, H, W), got shape {_shape(input)}"
-        )
-    if mode == "linear" and dim != 1:
-        raise NotImplementedError(f"[interpolate] got {input.dim()}-D input, but linear mode needs 3-D input")
-    if mode == "bilinear" and dim != 2:
-        raise NotImplementedError(f"[interpolate] got {input.dim()}-D input, but bilinear mode needs 4-D input")
-    spatial = list(_shape(input)[2:])
-    scales: list[float] | None = None
-    if size is not None and scale_factor is not None:
-        raise FlambeauError("[interpolate] only one of size or scale_factor should be defined")
-    if size is not None:
-        if isinstance(size, (tuple, list)):
-            if len(size) != dim:
-                raise FlambeauError(
-                    f"[interpolate] input and output must have the same number of spatial dims, but got input "
-                    f"with spatial dims {spatial} and output size {tuple(size)}"
-                )
-            out_size = [int(s) for s in size]
-        else:
-            out_size = [int(size)] * dim
-        if recompute_scale_factor:
-            raise FlambeauError("[interpolate] recompute_scale_factor is not meaningful with an explicit size")
-    elif scale_factor is not None:
-        if isinstance(scale_factor, (tuple, list)):
-            if len(scale_factor) != dim:
-                raise FlambeauError(
-                    f"[interpolate] input and scale_factor must have the same number of spatial dims, but got "
-                    f"input with spatial dims {spatial} and scale_factor {tuple(scale_factor)}"
-                )
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * dim
-        if not all(0.0 < s < float("inf") for s in scales):
-            raise FlambeauError(f"[interpolate] scale_factor must be positive and finite, got {scale_factor!r}")
-        out_size = [int((float(spatial[i]) * scales[i]) // 1) for i in range(dim)]  # floor
-        if recompute_scale_factor:
-            scales = None
-    else:
-        raise FlambeauError("[interpolate] either size or scale_factor should be defined")
-    if any(s <= 0 for s in out_size):
-        raise FlambeauError(
-            f"[interpolate] input and output sizes should be greater than 0, but got input spatial sizes "
-            f"{spatial} and output size {out_size}"
-        )
-    x = input.unsqueeze(2) if dim == 1 else input
-    size2 = [1, out_size[0]] if dim == 1 else out_size
-    sh = None if dim == 1 or scales is None else scales[0]
-    sw = None if scales is None else scales[-1]
-    if mode == "nearest":
-        out = fc.upsample_nearest2d(x, size2, sh, sw)
-    else:
-        out = fc.upsample_bilinear2d(x, size2, bool(align_corners), sh, sw)
-    return out.squeeze(2) if dim == 1 else out
-
-
-def upsample(
-    input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool | None = None
-) -> Tensor:
-    """Deprecated alias of :func:`interpolate`."""
-    return interpolate(input, size, scale_factor, mode, align_corners)
-
-
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     r"""``(*, C * r**2, H, W) -> (*, C, H * r, W * r)`` with ``r = upscale_factor``."""
     _check_tensor(input, "pixel_shuffle")
@@ -394,6 +450,32 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     r"""``(*, C, H * r, W * r) -> (*, C * r**2, H, W)``, the inverse of :func:`pixel_shuffle`."""
     _check_tensor(input, "pixel_unshuffle")
     return fc.pixel_unshuffle(input, downscale_factor)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    r"""``(N, C, *) -> (N, C, *)`` with the channels as ``(groups, C/groups)`` transposed (ShuffleNet).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> channel_shuffle(fc.arange(6.0).reshape(1, 6, 1), 3).flatten().tolist()
+        [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+    """
+    _check_tensor(input, "channel_shuffle")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+        raise FlambeauError(
+            f"[channel_shuffle] Number of groups to divide channels in must be positive, got {groups!r}"
+        )
+    if input.dim() < 3:
+        raise FlambeauError(f"[channel_shuffle] expected an input of at least 3 dims (N, C, *), got {_shape(input)}")
+    c = input.shape[1]
+    if c % groups:
+        raise FlambeauError(f"[channel_shuffle] Number of channels ({c}) must be divisible by groups ({groups})")
+    shape = _shape(input)
+    x = input.reshape(shape[0], groups, c // groups, *shape[2:])
+    return x.transpose(1, 2).reshape(shape)
+
+
+native_channel_shuffle = channel_shuffle
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

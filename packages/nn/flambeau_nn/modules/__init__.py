@@ -34,12 +34,21 @@ from flambeau_nn.modules.activation import (
 from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from flambeau_nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from flambeau_nn.modules.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    Fold,
+    Unfold,
+)
 from flambeau_nn.modules.distance import CosineSimilarity, PairwiseDistance
 from flambeau_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from flambeau_nn.modules.flatten import Unflatten
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
-from flambeau_nn.modules.linear import Identity, Linear
+from flambeau_nn.modules.linear import Bilinear, Identity, Linear
 from flambeau_nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -65,34 +74,57 @@ from flambeau_nn.modules.loss import (
     TripletMarginWithDistanceLoss,
 )
 from flambeau_nn.modules.module import Module, RemovableHandle
-from flambeau_nn.modules.normalization import GroupNorm, LayerNorm
+from flambeau_nn.modules.normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from flambeau_nn.modules.padding import (
     CircularPad1d,
     CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
-from flambeau_nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
+from flambeau_nn.modules.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from flambeau_nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from flambeau_nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from flambeau_nn.modules.sparse import Embedding, EmbeddingBag
-from flambeau_nn.modules.transformer import TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer
-from flambeau_nn.modules.upsampling import Upsample
+from flambeau_nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from flambeau_nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "Module",
@@ -155,6 +187,34 @@ __all__ = [
     "ConvTranspose2d",
     "Unfold",
     "Fold",
+    "Conv3d",
+    "ConvTranspose3d",
+    "Bilinear",
+    "RMSNorm",
+    "LocalResponseNorm",
+    "CrossMapLRN2d",
+    "ChannelShuffle",
+    "Transformer",
+    "TransformerDecoder",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
+    "ConstantPad3d",
+    "ZeroPad3d",
+    "ReflectionPad3d",
+    "ReplicationPad3d",
+    "CircularPad3d",
+    "MaxPool3d",
+    "AvgPool3d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     # activations and losses
     "GELU",
     "SiLU",

@@ -1,4 +1,4 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``, ``Unfold``, ``Fold``."""
+"""Convolution layers: ``Conv1d/2d/3d``, ``ConvTranspose1d/2d/3d``, ``Unfold``, ``Fold``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from flambeau_nn import init
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Unfold", "Fold"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -150,7 +150,50 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """A forward convolution: ``padding_mode`` other than zeros pads explicitly, then convolves unpadded."""
+
+    _fn: Any = None
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            False,
+            0,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        fn = type(self)._fn
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return fn(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     r"""1-D convolution over ``(N, C_in, L)`` (or ``(C_in, L)``) inputs.
 
     Weight ``(out_channels, in_channels/groups, kernel_size)``, bias ``(out_channels,)``; both initialised
@@ -165,45 +208,10 @@ class Conv1d(_ConvNd):
 
     _spatial = 1
     _layer = "Conv1d"
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            False,
-            0,
-            groups,
-            bias,
-            padding_mode,
-            device,
-            dtype,
-        )
-
-    def forward(self, input: Tensor) -> Tensor:
-        if self.padding_mode != "zeros":
-            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return F.conv1d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    _fn = staticmethod(F.conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     r"""2-D convolution over ``(N, C_in, H, W)`` (or ``(C_in, H, W)``) inputs.
 
     Weight ``(out_channels, in_channels/groups, kH, kW)``; ``groups=in_channels`` is a depthwise convolution.
@@ -217,6 +225,29 @@ class Conv2d(_ConvNd):
 
     _spatial = 2
     _layer = "Conv2d"
+    _fn = staticmethod(F.conv2d)
+
+
+class Conv3d(_Conv):
+    r"""3-D convolution over ``(N, C_in, D, H, W)`` (or ``(C_in, D, H, W)``) inputs.
+
+    Weight ``(out_channels, in_channels/groups, kD, kH, kW)``, initialised like PyTorch
+    (``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, ``fan_in = in_channels/groups * kD * kH * kW``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.Conv3d(2, 4, 3, padding=1)(fc.ones(1, 2, 5, 6, 6)).shape
+        (1, 4, 5, 6, 6)
+    """
+
+    _spatial = 3
+    _layer = "Conv3d"
+    _fn = staticmethod(F.conv3d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _fn: Any = None
 
     def __init__(
         self,
@@ -225,13 +256,16 @@ class Conv2d(_ConvNd):
         kernel_size: Any,
         stride: Any = 1,
         padding: Any = 0,
-        dilation: Any = 1,
+        output_padding: Any = 0,
         groups: int = 1,
         bias: bool = True,
+        dilation: Any = 1,
         padding_mode: str = "zeros",
         device: Any = None,
         dtype: Any = None,
     ) -> None:
+        if isinstance(padding, str):
+            raise FlambeauError(f"[{self._layer}] padding must be an int or a tuple, got {padding!r}")
         super().__init__(
             in_channels,
             out_channels,
@@ -239,8 +273,8 @@ class Conv2d(_ConvNd):
             stride,
             padding,
             dilation,
-            False,
-            0,
+            True,
+            output_padding,
             groups,
             bias,
             padding_mode,
@@ -248,14 +282,10 @@ class Conv2d(_ConvNd):
             dtype,
         )
 
-    def forward(self, input: Tensor) -> Tensor:
-        if self.padding_mode != "zeros":
-            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        op = self._output_padding(input, output_size)
+        return type(self)._fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
 
-
-class _ConvTransposeNd(_ConvNd):
     def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
         """The output_padding that gives ``output_size`` (PyTorch's rule), or the layer's own."""
         if output_size is None:
@@ -296,45 +326,7 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     _spatial = 1
     _layer = "ConvTranspose1d"
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        output_padding: Any = 0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation: Any = 1,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        if isinstance(padding, str):
-            raise FlambeauError(f"[{self._layer}] padding must be an int or a tuple, got {padding!r}")
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            True,
-            output_padding,
-            groups,
-            bias,
-            padding_mode,
-            device,
-            dtype,
-        )
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        op = self._output_padding(input, output_size)
-        return F.conv_transpose1d(
-            input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation
-        )
+    _fn = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -349,45 +341,22 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _spatial = 2
     _layer = "ConvTranspose2d"
+    _fn = staticmethod(F.conv_transpose2d)
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        output_padding: Any = 0,
-        groups: int = 1,
-        bias: bool = True,
-        dilation: Any = 1,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        if isinstance(padding, str):
-            raise FlambeauError(f"[{self._layer}] padding must be an int or a tuple, got {padding!r}")
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            True,
-            output_padding,
-            groups,
-            bias,
-            padding_mode,
-            device,
-            dtype,
-        )
 
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        op = self._output_padding(input, output_size)
-        return F.conv_transpose2d(
-            input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation
-        )
+class ConvTranspose3d(_ConvTransposeNd):
+    r"""3-D transposed convolution; weight ``(in_channels, out_channels/groups, kD, kH, kW)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.ConvTranspose3d(4, 2, 2, stride=2)(fc.ones(1, 4, 3, 3, 3)).shape
+        (1, 2, 6, 6, 6)
+    """
+
+    _spatial = 3
+    _layer = "ConvTranspose3d"
+    _fn = staticmethod(F.conv_transpose3d)
 
 
 class Unfold(Module):

@@ -1,4 +1,4 @@
-"""``Linear`` and ``Identity``."""
+"""``Linear``, ``Bilinear`` and ``Identity``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import linear as _linear
 
+from flambeau_nn import functional as F
 from flambeau_nn import init
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
 
-__all__ = ["Linear", "Identity"]
+__all__ = ["Linear", "Bilinear", "Identity"]
 
 
 class Identity(Module):
@@ -76,3 +77,55 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    r"""``y = x1^T A x2 + b``: weight ``(out_features, in1_features, in2_features)``, bias ``(out_features,)``.
+
+    Both initialised like PyTorch, ``U(-1/sqrt(in1_features), 1/sqrt(in1_features))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.Bilinear(3, 4, 5)(fc.ones(2, 3), fc.ones(2, 4)).shape
+        (2, 5)
+    """
+
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        for name, v in (("in1_features", in1_features), ("in2_features", in2_features), ("out_features", out_features)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise FlambeauError(f"[Bilinear] {name} must be a non-negative int, got {v!r}")
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        dtype = dtype if dtype is not None else fc.float32
+        self.weight = Parameter(fc.empty(out_features, in1_features, in2_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(fc.empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.in1_features) if self.in1_features > 0 else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )

@@ -1,4 +1,4 @@
-"""``LayerNorm`` and ``GroupNorm``."""
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm``, ``LocalResponseNorm`` and ``CrossMapLRN2d``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from flambeau_nn import init
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
 
-__all__ = ["LayerNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class LayerNorm(Module):
@@ -117,3 +117,119 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    r"""Root-mean-square normalization over the trailing ``normalized_shape`` dims (``F.rms_norm``).
+
+    ``weight`` (ones, shape ``normalized_shape``) when ``elementwise_affine``; ``eps=None`` is the
+    dtype's machine epsilon, as PyTorch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> RMSNorm(4)(fc.randn(2, 4)).shape
+        (2, 4)
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | tuple[int, ...] | list[int],
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        for v in self.normalized_shape:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise FlambeauError(f"[RMSNorm] normalized_shape must hold non-negative ints, got {normalized_shape}")
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            dtype = dtype if dtype is not None else fc.float32
+            self.weight = Parameter(fc.empty(*self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    r"""Local response normalization across channels (``F.local_response_norm``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> LocalResponseNorm(2)(fc.ones(1, 4, 3, 3)).shape
+        (1, 4, 3, 3)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    r"""PyTorch's legacy (Lua Torch) cross-channel LRN of a 4-D ``(N, C, H, W)`` input.
+
+    ``scale_c = k + alpha / size * sum of squares over a channel window`` and
+    ``out = input * scale ** -beta``. The window reproduces PyTorch's running
+    sum exactly, including its quirk that channel 0's square, once in the sum,
+    is never subtracted again (so it differs from ``LocalResponseNorm``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> CrossMapLRN2d(3)(fc.ones(1, 4, 2, 2)).shape
+        (1, 4, 2, 2)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"[CrossMapLRN2d] input must be a Tensor, got {type(input).__name__}")
+        if input.dim() != 4:
+            raise FlambeauError(
+                f"[CrossMapLRN2d] expected 4D input (got {input.dim()}D input of shape {tuple(input.shape)})"
+            )
+        channels = input.shape[1]
+        pre_pad = int((self.size - 1) / 2 + 1)
+        sq = input * input
+        # prefix[j] = sum of squares of channels < j; channel c sums [lo_c, hi_c) plus channel 0
+        # when PyTorch's running sum already dropped past it (c > pre_pad).
+        prefix = fc.cat([fc.zeros_like(sq.narrow(1, 0, 1)), sq.cumsum(1)], 1)
+        hi = [min(c + pre_pad, channels) for c in range(channels)]
+        lo = [c - pre_pad + 1 if c > pre_pad else 0 for c in range(channels)]
+        keep0 = fc.tensor([1.0 if c > pre_pad else 0.0 for c in range(channels)], dtype=input.dtype)
+        window = prefix.index_select(1, fc.tensor(hi)) - prefix.index_select(1, fc.tensor(lo))
+        window = window + sq.narrow(1, 0, 1) * keep0.reshape(1, channels, 1, 1)
+        scale = window * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,4 +1,4 @@
-"""Padding layers: ``ZeroPad``, ``ConstantPad``, ``ReflectionPad``, ``ReplicationPad`` and ``CircularPad`` (1d, 2d)."""
+"""Padding layers: ``ZeroPad``, ``ConstantPad``, ``ReflectionPad``, ``ReplicationPad``, ``CircularPad`` (1d, 2d, 3d)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,19 @@ from flambeau_nn.modules.module import Module
 __all__ = [
     "ConstantPad1d",
     "ConstantPad2d",
+    "ConstantPad3d",
     "ZeroPad1d",
     "ZeroPad2d",
+    "ZeroPad3d",
     "ReflectionPad1d",
     "ReflectionPad2d",
+    "ReflectionPad3d",
     "ReplicationPad1d",
     "ReplicationPad2d",
+    "ReplicationPad3d",
     "CircularPad1d",
     "CircularPad2d",
+    "CircularPad3d",
 ]
 
 
@@ -59,6 +64,18 @@ class ConstantPad2d(_ConstantPadNd):
     _n = 2
 
 
+class ConstantPad3d(_ConstantPadNd):
+    """Pads the last 3 dims with ``value``; ``padding`` is an int or ``(left, right, top, bottom, front, back)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> ConstantPad3d(1, 2.0)(fc.ones(1, 1, 1, 1)).shape
+        (1, 3, 3, 3)
+    """
+
+    _n = 3
+
+
 class ZeroPad1d(ConstantPad1d):
     """Pads the last dim with zeros."""
 
@@ -76,6 +93,22 @@ class ZeroPad2d(ConstantPad2d):
         >>> import flambeau_core as fc
         >>> ZeroPad2d(1)(fc.ones(1, 2, 2)).shape
         (1, 4, 4)
+    """
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last 3 dims with zeros.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> ZeroPad3d((1, 0, 0, 0, 0, 2))(fc.ones(1, 2, 2, 2)).shape
+        (1, 4, 2, 3)
     """
 
     def __init__(self, padding: Any) -> None:
@@ -134,3 +167,39 @@ class CircularPad2d(_PadNd):
     """Pads the last 2 dims by wrapping around (periodic boundary)."""
 
     _n, _mode = 2, "circular"
+
+
+class ReflectionPad3d(_PadNd):
+    """Pads the last 3 dims of a ``(C, D, H, W)`` or ``(N, C, D, H, W)`` input with their reflection.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> ReflectionPad3d(1)(fc.ones(1, 1, 2, 2, 2)).shape
+        (1, 1, 4, 4, 4)
+    """
+
+    _n, _mode = 3, "reflect"
+
+
+class ReplicationPad3d(_PadNd):
+    """Pads the last 3 dims by repeating the edge values.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> ReplicationPad3d(2)(fc.ones(1, 1, 1, 1, 1)).shape
+        (1, 1, 5, 5, 5)
+    """
+
+    _n, _mode = 3, "replicate"
+
+
+class CircularPad3d(_PadNd):
+    """Pads the last 3 dims by wrapping around (periodic boundary).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> CircularPad3d(1)(fc.ones(1, 1, 2, 2, 2)).shape
+        (1, 1, 4, 4, 4)
+    """
+
+    _n, _mode = 3, "circular"

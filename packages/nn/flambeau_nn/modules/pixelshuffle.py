@@ -1,4 +1,4 @@
-"""``PixelShuffle`` and ``PixelUnshuffle``."""
+"""``PixelShuffle``, ``PixelUnshuffle`` and ``ChannelShuffle``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from flambeau_core import Tensor
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -36,3 +36,23 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Splits the channels of ``(N, C, *)`` into ``groups`` and interleaves them (ShuffleNet).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> ChannelShuffle(2)(fc.arange(4.0).reshape(1, 4, 1)).flatten().tolist()
+        [0.0, 2.0, 1.0, 3.0]
+    """
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -1,10 +1,11 @@
-"""Pooling layers: ``MaxPool1d/2d``, ``AvgPool1d/2d``, ``AdaptiveAvgPool1d/2d``, ``AdaptiveMaxPool1d/2d``."""
+"""Pooling layers: ``MaxPool``, ``AvgPool``, ``AdaptiveAvgPool``, ``AdaptiveMaxPool``, ``LPPool``, ``MaxUnpool``
+(1d, 2d, 3d) and ``FractionalMaxPool2d/3d``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
@@ -12,12 +13,24 @@ from flambeau_nn.modules.module import Module
 __all__ = [
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
 ]
 
 
@@ -70,6 +83,21 @@ class MaxPool2d(_MaxPoolNd):
 
     def forward(self, input: Tensor) -> Any:
         return F.max_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
+        )
+
+
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs (see ``F.max_pool3d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> MaxPool3d(2)(fc.ones(1, 3, 4, 4, 4)).shape
+        (1, 3, 2, 2, 2)
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool3d(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
         )
 
@@ -134,6 +162,27 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    """3-D average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs (see ``F.avg_pool3d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> AvgPool3d(2, stride=1)(fc.ones(1, 2, 3, 3, 3)).shape
+        (1, 2, 2, 2, 2)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+
 class _AdaptivePoolNd(Module):
     def __init__(self, output_size: Any) -> None:
         super().__init__()
@@ -181,3 +230,210 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
     def forward(self, input: Tensor) -> Any:
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """Averages ``(D, H, W)`` into ``output_size`` adaptive windows (``None`` keeps that input size).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> AdaptiveAvgPool3d((1, 2, None))(fc.ones(2, 3, 4, 5, 6)).shape
+        (2, 3, 1, 2, 6)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Maxima over the adaptive windows of ``(D, H, W)`` (and their indices if ``return_indices``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> AdaptiveMaxPool3d(2)(fc.ones(1, 3, 4, 5, 6)).shape
+        (1, 3, 2, 2, 2)
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum x**p) ** (1/p)`` over windows of ``L`` (see ``F.lp_pool1d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> LPPool1d(2, 2)(fc.tensor([[[3.0, 4.0]]])).tolist()
+        [[[5.0]]]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over ``(H, W)`` windows (see ``F.lp_pool2d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> LPPool2d(2, 2)(fc.ones(1, 1, 4, 4)).shape
+        (1, 1, 2, 2)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over ``(D, H, W)`` windows (see ``F.lp_pool3d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> LPPool3d(1, 2)(fc.ones(1, 1, 2, 2, 2)).tolist()
+        [[[[[8.0]]]]]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    _fn: Any = None
+    _n = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+
+        def ntuple(v: Any) -> tuple:  # PyTorch stores these as n-tuples (its repr shows them so)
+            return tuple(v) if isinstance(v, (tuple, list)) else (v,) * self._n
+
+        self.kernel_size = ntuple(kernel_size)
+        self.stride = ntuple(stride if stride is not None else kernel_size)
+        self.padding = ntuple(padding)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d``: values back at their indices, zeros elsewhere.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = MaxPool1d(2, return_indices=True)(fc.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+        >>> MaxUnpool1d(2)(out, idx).tolist()
+        [[[0.0, 3.0, 2.0, 0.0]]]
+    """
+
+    _fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d`` (``output_size`` picks among the possible input sizes).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = MaxPool2d(2, return_indices=True)(fc.randn(1, 1, 4, 4))
+        >>> MaxUnpool2d(2)(out, idx).shape
+        (1, 1, 4, 4)
+    """
+
+    _fn = staticmethod(F.max_unpool2d)
+    _n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = MaxPool3d(2, return_indices=True)(fc.randn(1, 1, 4, 4, 4))
+        >>> MaxUnpool3d(2)(out, idx).shape
+        (1, 1, 4, 4, 4)
+    """
+
+    _fn = staticmethod(F.max_unpool3d)
+    _n = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+    _fn: Any = None
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        output_size: Any = None,
+        output_ratio: Any = None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = kernel_size
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = output_size
+        self.output_ratio = output_ratio
+        if output_size is None and output_ratio is None:
+            raise FlambeauError(f"[{name}] requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise FlambeauError(f"[{name}] only one of output_size and output_ratio may be specified")
+        if output_ratio is not None:
+            ratios = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * self._n
+            if not all(0 < r < 1 for r in ratios):
+                raise FlambeauError(f"[{name}] output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor) -> Any:
+        return type(self)._fn(
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
+            _random_samples=self._random_samples,
+        )
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max pooling over pseudo-random ``kernel_size`` windows that shrink ``(H, W)`` by a fractional ratio.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> FractionalMaxPool2d(2, output_ratio=0.5)(fc.randn(1, 3, 10, 10)).shape
+        (1, 3, 5, 5)
+    """
+
+    _n = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Max pooling over pseudo-random ``kernel_size`` windows that shrink ``(D, H, W)`` fractionally.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> FractionalMaxPool3d(2, output_size=(3, 4, 5))(fc.randn(1, 2, 6, 8, 9)).shape
+        (1, 2, 3, 4, 5)
+    """
+
+    _n = 3
+    _fn = staticmethod(F.fractional_max_pool3d)

@@ -1,4 +1,4 @@
-"""``TransformerEncoderLayer``, ``TransformerEncoder`` and ``TransformerDecoderLayer`` as PyTorch's.
+"""``Transformer``, its encoder and decoder stacks and their layers, as PyTorch's.
 
 Submodule names (``self_attn``, ``linear1``, ``norm1``, ...) and so ``state_dict``
 keys are PyTorch's; a PyTorch checkpoint loads as is.
@@ -21,6 +21,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
+from flambeau_nn import init
 from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.container import ModuleList
 from flambeau_nn.modules.dropout import Dropout
@@ -28,7 +29,13 @@ from flambeau_nn.modules.linear import Linear
 from flambeau_nn.modules.module import Module
 from flambeau_nn.modules.normalization import LayerNorm
 
-__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer"]
+__all__ = [
+    "Transformer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+]
 
 
 def _gelu(x: Tensor) -> Tensor:
@@ -116,6 +123,22 @@ class TransformerEncoderLayer(Module):
         return x
 
 
+def _clones(layer: Module, num_layers: int, cls: str) -> ModuleList:
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 0:
+        raise FlambeauError(f"[{cls}] num_layers must be a non-negative int, got {num_layers!r}")
+    return ModuleList([copy.deepcopy(layer) for _ in range(num_layers)])
+
+
+def _causal_hint(mask: Tensor | None, is_causal: bool | None) -> bool:
+    """PyTorch's ``_detect_is_causal_mask``: an explicit hint, else whether ``mask`` is the causal mask."""
+    if is_causal is not None:
+        return bool(is_causal)
+    if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
+        return False
+    causal = Transformer.generate_square_subsequent_mask(mask.shape[0], dtype=mask.dtype)
+    return mask.dtype != fc.bool and bool(fc.all(mask == causal).item())
+
+
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` deep copies of ``encoder_layer``, then ``norm`` if given."""
 
@@ -128,9 +151,7 @@ class TransformerEncoder(Module):
         mask_check: bool = True,
     ) -> None:
         super().__init__()
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 0:
-            raise FlambeauError(f"[TransformerEncoder] num_layers must be a non-negative int, got {num_layers!r}")
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.layers = _clones(encoder_layer, num_layers, "TransformerEncoder")
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
@@ -144,8 +165,9 @@ class TransformerEncoder(Module):
         is_causal: bool | None = None,
     ) -> Tensor:
         output = src
+        causal = _causal_hint(mask, is_causal)
         for mod in self.layers:
-            output = mod(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+            output = mod(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=causal)
         if self.norm is not None:
             output = self.norm(output)
         return output
@@ -227,3 +249,167 @@ class TransformerDecoderLayer(Module):
             x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
             x = self.norm3(x + self._ff_block(x))
         return x
+
+
+class TransformerDecoder(Module):
+    """A stack of ``num_layers`` deep copies of ``decoder_layer``, then ``norm`` if given.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+        >>> nn.TransformerDecoder(layer, num_layers=2)(fc.randn(4, 3, 8), fc.randn(6, 3, 8)).shape
+        (4, 3, 8)
+    """
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None) -> None:
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers, "TransformerDecoder")
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        output = tgt
+        causal = _causal_hint(tgt_mask, tgt_is_causal)
+        for mod in self.layers:
+            output = mod(
+                output,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=causal,
+                memory_is_causal=memory_is_causal,
+            )
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    r"""The encoder-decoder Transformer of "Attention Is All You Need", as PyTorch's ``nn.Transformer``.
+
+    ``encoder`` is a ``TransformerEncoder`` of ``num_encoder_layers`` layers with a final
+    LayerNorm, ``decoder`` a ``TransformerDecoder`` likewise; every parameter with more than
+    one dim is re-initialised with ``xavier_uniform_`` (so ``state_dict`` keys and init match
+    PyTorch's). ``custom_encoder``/``custom_decoder`` replace the stacks.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+        ...                        dim_feedforward=16, batch_first=True)
+        >>> mask = nn.Transformer.generate_square_subsequent_mask(4)
+        >>> model(fc.randn(2, 5, 8), fc.randn(2, 4, 8), tgt_mask=mask).shape
+        (2, 4, 8)
+    """
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(
+                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias,
+                dtype=dtype,
+            )  # fmt: skip
+            encoder_norm = _layer_norm(d_model, layer_norm_eps, bias, dtype)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(
+                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias,
+                dtype=dtype,
+            )  # fmt: skip
+            decoder_norm = _layer_norm(d_model, layer_norm_eps, bias, dtype)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
+        r"""The ``(sz, sz)`` causal mask: ``-inf`` above the diagonal (a position may not attend ahead), 0 elsewhere.
+
+        Example:
+            >>> Transformer.generate_square_subsequent_mask(3).tolist()
+            [[0.0, -inf, -inf], [0.0, 0.0, -inf], [0.0, 0.0, 0.0]]
+        """
+        dtype = dtype if dtype is not None else fc.float32
+        return fc.triu(fc.full((sz, sz), float("-inf"), dtype=dtype), 1)
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        for t, what in ((src, "src"), (tgt, "tgt")):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"[Transformer] {what} must be a Tensor, got {type(t).__name__}")
+        batched = src.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if batched and (tgt.dim() != 3 or src.shape[batch_dim] != tgt.shape[batch_dim]):
+            raise FlambeauError(
+                f"[Transformer] the batch number of src and tgt must be equal, got src {tuple(src.shape)} and "
+                f"tgt {tuple(tgt.shape)} (batch_first={self.batch_first})"
+            )
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise FlambeauError(
+                f"[Transformer] the feature number of src and tgt must be equal to d_model={self.d_model}, got "
+                f"src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"
+            )
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )

@@ -1,4 +1,4 @@
-"""``Upsample``: a layer around ``F.interpolate``."""
+"""``Upsample``, ``UpsamplingNearest2d`` and ``UpsamplingBilinear2d``: layers around ``F.interpolate``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from flambeau_core import Tensor
 from flambeau_nn import functional as F
 from flambeau_nn.modules.module import Module
 
-__all__ = ["Upsample"]
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class Upsample(Module):
-    """Resizes ``(N, C, L)`` or ``(N, C, H, W)`` inputs to ``size`` or by ``scale_factor`` (see ``F.interpolate``).
+    """Resizes ``(N, C, L)``, ``(N, C, H, W)`` or ``(N, C, D, H, W)`` inputs (see ``F.interpolate``, every mode).
 
     Example:
         >>> import flambeau_core as fc
@@ -57,3 +57,29 @@ class Upsample(Module):
             info = "size=" + repr(self.size)
         info += ", mode=" + repr(self.mode)
         return info
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling (``Upsample(mode='nearest')``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> UpsamplingNearest2d(scale_factor=2)(fc.ones(1, 1, 2, 2)).shape
+        (1, 1, 4, 4)
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-D upsampling with ``align_corners=True`` (``Upsample(mode='bilinear', align_corners=True)``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> UpsamplingBilinear2d(size=(3, 5))(fc.ones(1, 1, 2, 2)).shape
+        (1, 1, 3, 5)
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,0 +1,252 @@
+"""3-D pooling (``max_pool3d``, ``avg_pool3d``, ``adaptive_*_pool3d``). Part of ``flambeau_nn.functional``.
+
+Note [3-D pooling from 2-D]
+    A pooling window is a box, and max and mean over a box are separable: pool
+    ``(H, W)`` of every depth slice with core's 2-D kernel, then pool depth. For
+    averages the divisor is a product of per-dim counts in every PyTorch mode
+    (``count_include_pad``, ``ceil_mode``), so two 2-D average pools give it
+    exactly; ``divisor_override`` sums both passes (divisor 1) and divides once.
+    For max the depth pass gathers the ``kD`` taps of each window with one
+    ``index_select`` (the depth padded with ``-inf``) and takes their max; the
+    first maximum in (d, h, w) scan order wins, as PyTorch, because the 2-D pass
+    already picked the first one in each slice. Indices are ``d * H * W + h * W + w``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+
+from flambeau_nn.functional._base import _check_tensor, _shape
+from flambeau_nn.functional._pooling import _adaptive_size, _check_rank, _int_list, _stride
+
+__all__ = [
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+]
+
+_LAYOUT = "4-D (C, D, H, W) or 5-D (N, C, D, H, W)"
+
+
+def _three(v: Any, op: str, name: str) -> list[int]:
+    out = _int_list(v, 3, op, name)
+    return out * 3 if len(out) == 1 else out
+
+
+def pool_output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output length (a window may not start in the right padding under ``ceil_mode``)."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _flat_planes(input: Tensor, op: str) -> tuple[Tensor, tuple[int, ...]]:
+    """``(N, C, D, H, W)`` or ``(C, D, H, W)`` as ``(planes, D, H, W)``, with the leading dims to restore."""
+    _check_tensor(input, op)
+    _check_rank(input, (4, 5), op, _LAYOUT)
+    lead = _shape(input)[:-3]
+    return input.reshape((-1,) + _shape(input)[-3:]), lead
+
+
+def _pool_params(
+    op: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any, input: Tensor, ceil_mode: bool
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    k = _three(kernel_size, op, "kernel_size")
+    s = _stride(stride, 3, op)
+    s = k if not s else (s * 3 if len(s) == 1 else s)
+    p = _three(padding, op, "padding")
+    d = _three(dilation, op, "dilation")
+    if any(x <= 0 for x in k + s + d):
+        raise FlambeauError(
+            f"[{op}] kernel_size, stride and dilation must be positive, got {tuple(k)}, {tuple(s)}, {tuple(d)}"
+        )
+    if any(p[i] < 0 or 2 * p[i] > d[i] * (k[i] - 1) + 1 for i in range(3)):
+        raise FlambeauError(
+            f"[{op}] pad should be at most half of effective kernel size, got padding={tuple(p)}, "
+            f"kernel_size={tuple(k)}, dilation={tuple(d)}"
+        )
+    spatial = _shape(input)[-3:]
+    out = [pool_output_size(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3)]
+    if any(o <= 0 for o in out):
+        raise FlambeauError(
+            f"[{op}] the output would be {tuple(out)} for an input of shape {_shape(input)}, "
+            f"kernel_size={tuple(k)}, stride={tuple(s)}, padding={tuple(p)}, dilation={tuple(d)}: too small"
+        )
+    return k, s, p, d, out
+
+
+def _depth_max(values: Tensor, positions: list[list[int]]) -> tuple[Tensor, Tensor]:
+    """Max over depth windows of ``(planes, D, h, w)``: ``positions[o]`` lists window ``o``'s depths (-1: padding).
+
+    Returns the maxima ``(planes, D_out, h, w)`` and the depth each came from.
+    """
+    planes, depth, h, w = _shape(values)
+    taps = len(positions[0])
+    # Padding reads a -inf slice appended at depth D, so it never wins over a real value.
+    padded = fc.cat([values, fc.full((planes, 1, h, w), -math.inf, dtype=values.dtype)], 1)
+    flat = [depth if q < 0 else q for row in positions for q in row]
+    index = fc.tensor(flat, dtype=fc.int64)
+    windows = padded.index_select(1, index).reshape(planes, len(positions), taps, h, w)
+    best, tap = windows.max(dim=2)
+    where = index.reshape(len(positions), taps)
+    chosen = fc.gather(
+        where.reshape(1, len(positions), taps, 1, 1).expand(planes, len(positions), taps, h, w), 2, tap.unsqueeze(2)
+    )
+    return best, chosen.squeeze(2)
+
+
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    r"""3-D max pooling that also returns each maximum's index in its ``(D, H, W)`` volume (``d*H*W + h*W + w``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> out, idx = max_pool3d_with_indices(fc.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+        >>> out.tolist(), idx.tolist()
+        ([[[[[7.0]]]]], [[[[[7]]]]])
+    """
+    op = "max_pool3d"
+    x, lead = _flat_planes(input, op)
+    k, s, p, d, out = _pool_params(op, kernel_size, stride, padding, dilation, input, bool(ceil_mode))
+    depth, h, w = _shape(x)[1:]
+    # Note [3-D pooling from 2-D]
+    vals, idx2 = fc.max_pool2d_with_indices(x, k[1:], s[1:], p[1:], d[1:], bool(ceil_mode))
+    positions = [[o * s[0] - p[0] + t * d[0] for t in range(k[0])] for o in range(out[0])]
+    positions = [[q if 0 <= q < depth else -1 for q in row] for row in positions]
+    best, src_depth = _depth_max(vals, positions)
+    src_depth = src_depth.clamp(0, depth - 1)  # a window of -inf only (input -inf) reports a real depth
+    plane_idx = fc.gather(idx2, 1, src_depth)
+    indices = src_depth * (h * w) + plane_idx
+    shape = lead + tuple(out)
+    return best.reshape(shape), indices.reshape(shape)
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    r"""3-D max pooling over a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (Note [3-D pooling from 2-D]).
+
+    ``stride`` defaults to ``kernel_size``; with ``return_indices`` also returns the int64 index of each
+    maximum flattened within its ``(D, H, W)`` volume, as PyTorch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> max_pool3d(fc.ones(1, 2, 4, 4, 4), 2).shape
+        (1, 2, 2, 2, 2)
+    """
+    out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    r"""3-D average pooling over a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (Note [3-D pooling from 2-D]).
+
+    ``count_include_pad`` counts the zero padding in the divisor; ``divisor_override`` replaces the divisor.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> avg_pool3d(fc.arange(8.0).reshape(1, 1, 2, 2, 2), 2).tolist()
+        [[[[[3.5]]]]]
+    """
+    op = "avg_pool3d"
+    x, lead = _flat_planes(input, op)
+    if divisor_override is not None and (
+        isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or divisor_override == 0
+    ):
+        raise FlambeauError(f"[{op}] divisor must be a non-zero int, got divisor_override={divisor_override!r}")
+    k, s, p, _, out = _pool_params(op, kernel_size, stride, padding, 1, input, bool(ceil_mode))
+    planes, depth = x.shape[0], x.shape[1]
+    div = None if divisor_override is None else 1
+    hw = fc.avg_pool2d(x, k[1:], s[1:], p[1:], bool(ceil_mode), bool(count_include_pad), div)
+    flat = hw.reshape(planes, 1, depth, out[1] * out[2])
+    y = fc.avg_pool2d(flat, [k[0], 1], [s[0], 1], [p[0], 0], bool(ceil_mode), bool(count_include_pad), div)
+    if divisor_override is not None:
+        y = y / float(divisor_override)
+    return y.reshape(lead + tuple(out))
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    r"""Averages ``(D, H, W)`` down to ``output_size`` adaptive windows (``None`` keeps that input size).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> adaptive_avg_pool3d(fc.ones(2, 3, 5, 6, 7), 1).shape
+        (2, 3, 1, 1, 1)
+    """
+    op = "adaptive_avg_pool3d"
+    x, lead = _flat_planes(input, op)
+    size = _adaptive_size(input, output_size, 3, op)
+    if any(o <= 0 for o in size) or any(v == 0 for v in _shape(x)[1:]):
+        raise FlambeauError(f"[{op}] output_size {tuple(size)} and the input {_shape(input)} must be non-empty")
+    planes, depth = x.shape[0], x.shape[1]
+    # Note [3-D pooling from 2-D]: an adaptive window is a box too.
+    hw = fc.adaptive_avg_pool2d(x, size[1:])
+    y = fc.adaptive_avg_pool2d(hw.reshape(planes, 1, depth, size[1] * size[2]), [size[0], size[1] * size[2]])
+    return y.reshape(lead + tuple(size))
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    r"""Maxima over the adaptive windows of ``(D, H, W)`` and their indices in the volume.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> adaptive_max_pool3d_with_indices(fc.arange(8.0).reshape(1, 2, 2, 2), 1)[1].tolist()
+        [[[[7]]]]
+    """
+    op = "adaptive_max_pool3d"
+    x, lead = _flat_planes(input, op)
+    size = _adaptive_size(input, output_size, 3, op)
+    if any(o <= 0 for o in size) or any(v == 0 for v in _shape(x)[1:]):
+        raise FlambeauError(f"[{op}] output_size {tuple(size)} and the input {_shape(input)} must be non-empty")
+    depth, h, w = _shape(x)[1:]
+    vals, idx2 = fc.adaptive_max_pool2d(x, size[1:])
+    # Window o spans [floor(o*D/out), ceil((o+1)*D/out)); shorter windows repeat their last depth.
+    bounds = [(o * depth // size[0], -(-(o + 1) * depth // size[0])) for o in range(size[0])]
+    taps = max(b - a for a, b in bounds)
+    positions = [[min(a + t, b - 1) for t in range(taps)] for a, b in bounds]
+    best, src_depth = _depth_max(vals, positions)
+    indices = src_depth * (h * w) + fc.gather(idx2, 1, src_depth)
+    shape = lead + tuple(size)
+    return best.reshape(shape), indices.reshape(shape)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    r"""Maxima over ``output_size`` adaptive windows of ``(D, H, W)`` (with their indices if ``return_indices``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> adaptive_max_pool3d(fc.ones(1, 2, 5, 6, 7), (2, 3, None)).shape
+        (1, 2, 2, 3, 7)
+    """
+    out, idx = adaptive_max_pool3d_with_indices(input, output_size)
+    return (out, idx) if return_indices else out
