@@ -30,8 +30,9 @@ from flambeau_core import FlambeauError, Tensor
 
 MODULE = __name__
 
-# (torch storage class name, flambeau dtype name); torch writes the first
-# name for each dtype. UntypedStorage holds bytes (uint8).
+# (torch storage class name, flambeau dtype name). UntypedStorage holds
+# bytes (uint8); torch writes it, with _rebuild_tensor_v3 naming the dtype,
+# for the dtypes that have no storage class (uint16/32/64 here).
 _STORAGE_TYPES = [
     ("BoolStorage", "bool"),
     ("ByteStorage", "uint8"),
@@ -45,9 +46,6 @@ _STORAGE_TYPES = [
     ("DoubleStorage", "float64"),
     ("ComplexFloatStorage", "complex64"),
     ("ComplexDoubleStorage", "complex128"),
-    ("UInt16Storage", "uint16"),
-    ("UInt32Storage", "uint32"),
-    ("UInt64Storage", "uint64"),
     ("UntypedStorage", "uint8"),
 ]
 
@@ -93,14 +91,34 @@ for _name, _dtype_name in _STORAGE_TYPES:
         STORAGE_TYPE_OF_DTYPE.setdefault(_dtype_name, globals()[_name])
 
 
+UNTYPED_DTYPES = ("uint16", "uint32", "uint64")
+
+
 class LoadedStorage:
     """A storage read from a checkpoint: a 1-D tensor over all its elements, and its record name for errors."""
 
-    __slots__ = ("base", "record")
+    __slots__ = ("base", "record", "_as_dtype")
 
     def __init__(self, base: Tensor, record: str) -> None:
         self.base = base
         self.record = record
+        self._as_dtype: dict[str, LoadedStorage] = {}
+
+    def typed(self, dtype: object) -> LoadedStorage:
+        """This storage's bytes seen as ``dtype`` (an untyped storage read by _rebuild_tensor_v3), shared."""
+        if dtype == self.base.dtype:
+            return self
+        if not isinstance(dtype, fc.dtype) or self.base.dtype != fc.uint8:
+            raise _fail(f"storage {self.record} of dtype {self.base.dtype} cannot be read as {dtype!r:.40}")
+        key = str(dtype)
+        if key not in self._as_dtype:
+            nbytes = self.base.numel()
+            if nbytes % dtype.itemsize:
+                raise _fail(f"storage {self.record} holds {nbytes} bytes, not a whole number of {dtype} elements")
+            data = self.base if self.base.is_cpu else self.base.to("cpu")
+            typed = fc.frombuffer(memoryview(data), dtype=dtype) if nbytes else fc.empty((0,), dtype=dtype)
+            self._as_dtype[key] = LoadedStorage(typed if self.base.is_cpu else typed.to(self.base.device), self.record)
+        return self._as_dtype[key]
 
 
 def _fail(what: str) -> FlambeauError:
@@ -179,10 +197,10 @@ def _rebuild_tensor_v3(
     dtype: object,
     metadata: object = None,
 ) -> Tensor:
-    t = _rebuild_tensor_v2(storage, storage_offset, size, stride, False, backward_hooks, metadata)
-    if dtype != t.dtype:
-        raise _fail(f"a tensor of dtype {dtype} was rebuilt from a storage of dtype {t.dtype}")
-    return _set_requires_grad(t, requires_grad)
+    if not isinstance(storage, LoadedStorage):
+        raise _fail(f"a tensor must be rebuilt from a storage record, got {type(storage).__name__}")
+    storage = storage.typed(dtype)
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata)
 
 
 def parameter_class() -> type | None:
@@ -334,7 +352,9 @@ TORCH_NAMES: dict[str, object] = _torch_names()
 TORCH_MODULE_OF: dict[str, str] = {name: "torch" for name, _ in _STORAGE_TYPES}
 TORCH_MODULE_OF.update(
     {
+        "UntypedStorage": "torch.storage",
         "_rebuild_tensor_v2": "torch._utils",
+        "_rebuild_tensor_v3": "torch._utils",
         "_rebuild_parameter": "torch._utils",
         "_rebuild_parameter_with_state": "torch._utils",
         "device": "torch",

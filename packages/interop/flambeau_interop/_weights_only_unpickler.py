@@ -404,7 +404,7 @@ def _check_dict(target: object, opcode: str) -> None:
 
 
 def _build(inst: Any, state: Any) -> None:
-    if hasattr(inst, "__setstate__") and type(inst).__setstate__ is not object.__setstate__:
+    if hasattr(inst, "__setstate__"):
         inst.__setstate__(state)
         return
     slots = None

@@ -35,6 +35,18 @@ _LOCAL_MAGIC = 0x04034B50
 # deflate's largest expansion is 1032:1; anything claiming more is lying.
 _MAX_DEFLATE_RATIO = 1032
 _CHUNK = 16 << 20
+# What zipfile raises for damaged archives (an unknown "zip file version" is NotImplementedError).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    ValueError,
+    OverflowError,
+    struct.error,
+    zlib.error,
+    NotImplementedError,
+)
 
 
 class _CountingWriter:
@@ -95,7 +107,7 @@ class ArchiveReader:
         try:
             self._zip = zipfile.ZipFile(file)
             names = self._zip.namelist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, struct.error) as e:
+        except _ZIP_ERRORS as e:
             raise self.error(f"the zip archive is damaged or truncated ({e})") from None
         pkl = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
         if not pkl:
@@ -119,6 +131,8 @@ class ArchiveReader:
             info = self._zip.getinfo(self.prefix + record)
         except KeyError:
             raise self.error(f"the archive has no record {self.prefix + record!r}") from None
+        if info.flag_bits & 0x1:
+            raise self.error(f"record {info.filename!r} is encrypted; checkpoints are not")
         if info.compress_type == zipfile.ZIP_STORED:
             if info.compress_size != info.file_size:
                 raise self.error(
@@ -169,7 +183,7 @@ class ArchiveReader:
                 if pos != out.nbytes:
                     raise self.error(f"record {info.filename!r} ends after {pos} of its {out.nbytes} bytes")
                 src.read(1)  # reaching the end makes zipfile check the CRC
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error, struct.error, NotImplementedError) as e:
+        except _ZIP_ERRORS as e:
             raise self.error(f"record {info.filename!r} is damaged ({e})") from None
 
     def data_offset(self, record: str) -> int | None:

@@ -125,20 +125,22 @@ class _StorageTable:
                 )
             return ref
         name = str(t.dtype).rpartition(".")[2]
-        storage_type = _torch_names.STORAGE_TYPE_OF_DTYPE.get(name)
+        untyped = name in _torch_names.UNTYPED_DTYPES
+        storage_type = _torch_names.UntypedStorage if untyped else _torch_names.STORAGE_TYPE_OF_DTYPE.get(name)
         if storage_type is None:
             raise TypeError(f"[save] tensors of dtype {t.dtype} cannot be saved in PyTorch's format")
         if t.device.type == "meta":
             raise FlambeauError("[save] a meta tensor has no data to save; materialize it first")
         key = str(len(self.by_id))
         location = "cpu" if t.is_cpu else str(t.device)
-        ref = _StorageRef(("storage", storage_type, key, location, t._storage_nbytes // t.element_size()))
+        numel = t._storage_nbytes // (1 if untyped else t.element_size())
+        ref = _StorageRef(("storage", storage_type, key, location, numel))
         self.by_id[sid] = (key, Tensor(t), ref)  # the Tensor keeps the storage alive until written
         return ref
 
     def records(self):
-        for key, t, ref in self.by_id.values():
-            yield f"data/{key}", _storage_bytes(t, ref.pid[4])
+        for key, t, _ in self.by_id.values():
+            yield f"data/{key}", _storage_bytes(t, t._storage_nbytes // t.element_size())
 
 
 def _storage_bytes(t: Tensor, numel: int) -> memoryview:
@@ -173,17 +175,17 @@ class _CheckpointPickling:
         if not isinstance(obj, Tensor):
             return NotImplemented
         if type(obj) is Tensor:
-            return (
-                _torch_names._rebuild_tensor_v2,
-                (
-                    self._table.ref(obj),
-                    obj.storage_offset(),
-                    tuple(obj.shape),
-                    tuple(obj.stride()),
-                    bool(obj.requires_grad),
-                    OrderedDict(),
-                ),
+            args = (
+                self._table.ref(obj),
+                obj.storage_offset(),
+                tuple(obj.shape),
+                tuple(obj.stride()),
+                bool(obj.requires_grad),
+                OrderedDict(),
             )
+            if str(obj.dtype).rpartition(".")[2] in _torch_names.UNTYPED_DTYPES:  # as torch: bytes + dtype
+                return (_torch_names._rebuild_tensor_v3, (*args, obj.dtype))
+            return (_torch_names._rebuild_tensor_v2, args)
         if self._parameter is not None and type(obj) is self._parameter:
             data = Tensor(obj)  # the same storage, without the Parameter type or grad
             state = obj.__dict__
@@ -198,6 +200,13 @@ class _CheckpointPickling:
 
     def persistent_id(self, obj: Any) -> Any:
         return obj.pid if type(obj) is _StorageRef else None
+
+    def save(self, obj: Any, save_persistent_id: bool = True) -> None:
+        # `t.dtype` is a new object equal to, not identical with, flambeau_core._C.float32,
+        # and pickle writes a GLOBAL only for the identical object: save the canonical one.
+        if type(obj) is fc.dtype:
+            obj = getattr(fc._C, str(obj).rpartition(".")[2])
+        super().save(obj, save_persistent_id)  # type: ignore[misc]
 
 
 def _torch_global(module: str, name: str) -> str | None:
@@ -286,7 +295,9 @@ def save(
         return
     table = _StorageTable()
     buf = io.BytesIO()
-    pickler_cls = type("CheckpointPickler", (_CheckpointPickling, pickle_module.Pickler), {})
+    # pickle's Python pickler: its save() is a method we extend (the C one's is not).
+    base = pickle._Pickler if pickle_module is pickle else pickle_module.Pickler
+    pickler_cls = type("CheckpointPickler", (_CheckpointPickling, base), {})
     try:
         pickler_cls(buf, pickle_protocol, table).dump(obj)
     except RecursionError:
