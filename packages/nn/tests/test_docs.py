@@ -40,6 +40,13 @@ MODULES = [
     "flambeau_nn.optim.rmsprop",
     "flambeau_nn.optim.lr_scheduler",
     "flambeau_nn.utils",
+    "flambeau_nn.utils.clip_grad",
+    "flambeau_nn.utils.convert_parameters",
+    "flambeau_nn.utils.parametrize",
+    "flambeau_nn.utils.parametrizations",
+    "flambeau_nn.utils.weight_norm",
+    "flambeau_nn.utils.spectral_norm",
+    "flambeau_nn.utils.prune",
 ]
 
 
