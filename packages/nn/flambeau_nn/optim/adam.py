@@ -7,10 +7,10 @@ from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import FlambeauError, Tensor
+from flambeau_core import Tensor
 from flambeau_core._C import _fused_adam_
 
-from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_adam_hyperparameters, check_fused_options, run_closure
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -58,19 +58,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        name = type(self).__name__
-        if not 0.0 <= lr:
-            raise FlambeauError(f"[{name}] Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise FlambeauError(f"[{name}] Invalid epsilon value: {eps}")
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise FlambeauError(f"[{name}] betas must be a pair (beta1, beta2), got {betas!r}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise FlambeauError(f"[{name}] Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise FlambeauError(f"[{name}] Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise FlambeauError(f"[{name}] Invalid weight_decay value: {weight_decay}")
+        betas = check_adam_hyperparameters(self, lr, betas, eps, weight_decay)
         check_fused_options(self, differentiable=differentiable, capturable=capturable)
         defaults = dict(
             lr=lr,

@@ -11,6 +11,14 @@ tensors are incremented and read inside the kernel, so a step never calls
 when the set of params with a grad changes or the state is modified
 (``ParamState`` counts its changes). The state layout and the state_dict
 format are torch.optim's.
+
+Optimizers without a fused core op (Adadelta, Adamax, NAdam, RAdam, ASGD,
+Rprop) subclass ``ComposedOptimizer``: the same gathering and caching, then
+one Python loop over the group's params whose body composes in-place core
+tensor ops (each op runs over the whole tensor in C++; there is no
+per-element Python). Their scalar state (``step``, NAdam's ``mu_product``,
+ASGD's ``eta``/``mu``) is a 0-d float32 tensor as in PyTorch, so state dicts
+are interchangeable and the float32 roundings of those scalars match.
 """
 
 from __future__ import annotations
@@ -20,11 +28,12 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 import flambeau_autograd as fa
+import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.modules.module import _zero_grads
 
-__all__ = ["Optimizer", "ParamState"]
+__all__ = ["Optimizer", "ParamState", "ComposedOptimizer"]
 
 
 def run_closure(closure: Callable[[], Any] | None) -> Any:
@@ -44,6 +53,78 @@ def check_fused_options(opt: Any, *, differentiable: bool = False, capturable: b
         )
     if capturable:
         raise FlambeauError(f"[{type(opt).__name__}] capturable=True is not supported (no CUDA graphs)")
+
+
+def check_value(opt: Any, ok: bool, what: str, value: Any) -> None:
+    """Raises PyTorch's ``Invalid <what>: <value>`` (a ValueError) prefixed with the optimizer's name."""
+    if not ok:
+        raise FlambeauError(f"[{type(opt).__name__}] Invalid {what}: {value}")
+
+
+def check_betas(opt: Any, betas: Any) -> tuple[float, float]:
+    """Validates a ``(beta1, beta2)`` pair, each in [0, 1)."""
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise FlambeauError(f"[{type(opt).__name__}] betas must be a pair (beta1, beta2), got {betas!r}")
+    check_value(opt, 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+    check_value(opt, 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+    return (betas[0], betas[1])
+
+
+def check_adam_hyperparameters(opt: Any, lr: Any, betas: Any, eps: float, weight_decay: float) -> tuple[float, float]:
+    """The checks of the Adam family (lr, eps, betas, weight_decay), in PyTorch's order; returns the betas."""
+    check_lr(opt, lr)
+    check_value(opt, 0.0 <= eps, "epsilon value", eps)
+    betas = check_betas(opt, betas)
+    check_value(opt, 0.0 <= weight_decay, "weight_decay value", weight_decay)
+    return betas
+
+
+def check_lr(opt: Any, lr: Any) -> None:
+    """``lr`` must be a non-negative number (or a 1-element tensor, as PyTorch allows)."""
+    if isinstance(lr, Tensor):
+        if lr.numel() != 1:
+            raise FlambeauError(f"[{type(opt).__name__}] Tensor lr must be 1-element")
+        lr = lr.item()
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+        raise TypeError(f"[{type(opt).__name__}] lr must be a float, got {type(lr).__name__}")
+    check_value(opt, 0.0 <= lr, "learning rate", lr)
+
+
+def scalar(value: Any) -> float:
+    """A hyperparameter as a Python float (a 1-element tensor lr is read once per step)."""
+    return float(value.item()) if isinstance(value, Tensor) else float(value)
+
+
+def check_not_differentiable(opt: Any, differentiable: bool) -> None:
+    """``differentiable=True`` (recording the step in the autograd graph) is not supported."""
+    if differentiable:
+        raise FlambeauError(f"[{type(opt).__name__}] differentiable=True is not supported: the step runs under no_grad")
+
+
+def grad_of(
+    p: Tensor, g: Tensor, *, maximize: bool, weight_decay: float = 0.0, decoupled_lr: float | None = None
+) -> Tensor:
+    """The gradient a step uses: negated with ``maximize``, plus ``weight_decay * p`` (L2 penalty).
+
+    With ``decoupled_lr`` the decay is decoupled instead (AdamW's form):
+    ``p`` is scaled in place by ``1 - decoupled_lr * weight_decay`` and the
+    gradient is left alone. The result may be ``g`` itself: callers never
+    write into it.
+    """
+    if maximize:
+        g = g.neg()
+    if weight_decay != 0:
+        if decoupled_lr is not None:
+            p.mul_(1 - decoupled_lr * weight_decay)
+        else:
+            g = g.add(p, alpha=weight_decay)
+    return g
+
+
+def adam_moments_(exp_avg: Tensor, exp_avg_sq: Tensor, g: Tensor, beta1: float, beta2: float) -> None:
+    """Adam's running moments, in place: ``m += (1 - beta1) (g - m)``, ``v = beta2 v + (1 - beta2) g g``."""
+    exp_avg.lerp_(g, 1 - beta1)
+    exp_avg_sq.mul_(beta2).add_(g.mul(1 - beta2).mul_(g))
 
 
 class _Required:
@@ -333,6 +414,52 @@ class Optimizer:
                 if key != "params":
                     text += f"\n    {key}: {group[key]}"
         return text + "\n)"
+
+
+class ComposedOptimizer(Optimizer):
+    """Base of the optimizers whose step composes core tensor ops per parameter (Note [Optimizer step structure]).
+
+    A subclass sets ``state_names`` (the per-parameter state entries, in the
+    order ``update`` receives their lists), and implements ``init_state(group,
+    p)`` (the fresh state of a parameter) and ``update(group, params, grads,
+    *state_lists)`` (one step over the group's params that have a gradient,
+    run under ``no_grad``).
+    """
+
+    state_names: tuple[str, ...] = ()
+
+    def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of ``p``: by default ``step`` (0-d float32 zero) and zeros like ``p`` for the other names."""
+        state: dict[str, Any] = {"step": fc.zeros((), dtype=fc.float32)}
+        for name in self.state_names:
+            if name != "step":
+                state[name] = fc.zeros_like(p)
+        return state
+
+    def update(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor], *states: list) -> None:
+        raise NotImplementedError
+
+    def _state_lists(self, group: dict[str, Any], params: list[Tensor]) -> list[list]:
+        lists: list[list] = [[] for _ in self.state_names]
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state.update(self.init_state(group, p))
+            for lst, name in zip(lists, self.state_names, strict=True):
+                lst.append(state[name])
+        return lists
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Updates every parameter that has a gradient; returns ``closure()`` if given."""
+        loss = run_closure(closure)
+        for gi, group in enumerate(self.param_groups):
+            gathered = self._gather(gi, group, lambda ps, group=group: self._state_lists(group, ps))
+            if gathered is None:
+                continue
+            params, grads, lists = gathered
+            with fa.no_grad():
+                self.update(group, params, grads, *lists)
+        return loss
 
 
 def _cast_state(param: Tensor, key: str, value: Any) -> Any:
