@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from flambeau_core._device_modules import DeviceModule, device_module
 
 __all__ = [
     "current_accelerator",
+    "current_device_idx",
     "current_device_index",
     "current_stream",
     "device_count",
@@ -37,7 +39,9 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
+    "set_device_idx",
     "set_device_index",
     "set_stream",
     "synchronize",
@@ -151,6 +155,19 @@ memory_reserved = _memory_function("memory_reserved")
 max_memory_reserved = _memory_function("max_memory_reserved")
 memory_stats = _memory_function("memory_stats")
 reset_peak_memory_stats = _memory_function("reset_peak_memory_stats")
+reset_accumulated_memory_stats = _memory_function("reset_accumulated_memory_stats")
+
+
+def current_device_idx() -> int:
+    """Deprecated spelling of :func:`current_device_index` (a FutureWarning, as in PyTorch)."""
+    warnings.warn("Use `current_device_index` instead.", FutureWarning, stacklevel=2)
+    return current_device_index()
+
+
+def set_device_idx(device: Any, /) -> None:
+    """Deprecated spelling of :func:`set_device_index` (a FutureWarning, as in PyTorch)."""
+    warnings.warn("Use `set_device_index` instead.", FutureWarning, stacklevel=2)
+    set_device_index(device)
 
 
 def empty_cache() -> None:

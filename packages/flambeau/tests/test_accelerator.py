@@ -37,6 +37,11 @@ def test_device_index_and_synchronize(sim):
         A.synchronize(1)
         assert A.current_stream() == sim.current_stream()
         assert A.memory_allocated(1) == sim.memory_allocated(1)
+        A.reset_accumulated_memory_stats()
+        with pytest.warns(FutureWarning, match="set_device_index"):
+            A.set_device_idx(1)
+        with pytest.warns(FutureWarning, match="current_device_index"):
+            assert A.current_device_idx() == 1
     finally:
         A.set_device_index(start)
 
