@@ -206,6 +206,12 @@ class _CheckpointPickling:
         # and pickle writes a GLOBAL only for the identical object: save the canonical one.
         if type(obj) is fc.dtype:
             obj = getattr(fc._C, str(obj).rpartition(".")[2])
+        elif type(obj) is not dict and isinstance(obj, dict):
+            # A dict subclass that pickles as a plain dict (flambeau_nn's optimizer state) is
+            # written as one: GLOBAL builtins.dict is not on torch's weights_only allowlist.
+            reduced = obj.__reduce_ex__(self.proto)
+            if isinstance(reduced, tuple) and reduced[0] is dict and len(reduced[1]) == 1:
+                obj = reduced[1][0]
         super().save(obj, save_persistent_id)  # type: ignore[misc]
 
 
