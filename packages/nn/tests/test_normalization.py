@@ -73,6 +73,7 @@ def test_cross_map_lrn2d_values(channels, size):
 
     assert_close(ours(from_torch(x)), theirs(x), rtol=1e-10, atol=1e-12)
     assert repr(ours) == repr(theirs)
+    assert repr(nn.CrossMapLRN2d(3)) == repr(torch.nn.CrossMapLRN2d(3))
 
 
 def test_cross_map_lrn2d_gradcheck():

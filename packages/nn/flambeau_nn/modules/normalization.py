@@ -189,7 +189,7 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-class CrossMapLRN2d(Module):
+class CrossMapLRN2d(LocalResponseNorm):
     r"""PyTorch's legacy (Lua Torch) cross-channel LRN of a 4-D ``(N, C, H, W)`` input.
 
     ``scale_c = k + alpha / size * sum of squares over a channel window`` and
@@ -204,11 +204,7 @@ class CrossMapLRN2d(Module):
     """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
+        super().__init__(size, alpha, beta, k)  # PyTorch's default k is the int 1 here (its repr shows it)
 
     def forward(self, input: Tensor) -> Tensor:
         if not isinstance(input, Tensor):
@@ -230,6 +226,3 @@ class CrossMapLRN2d(Module):
         window = window + sq.narrow(1, 0, 1) * keep0.reshape(1, channels, 1, 1)
         scale = window * (self.alpha / self.size) + self.k
         return input * scale.pow(-self.beta)
-
-    def extra_repr(self) -> str:
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
