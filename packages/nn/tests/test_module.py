@@ -815,3 +815,16 @@ def test_docstring_examples_of_new_modules(name):
     import importlib
 
     assert doctest.testmod(importlib.import_module(name), verbose=False).failed == 0
+
+
+@pytest.mark.parametrize("dst", ["float64", "DoubleTensor", "torch.DoubleTensor", "HalfTensor"])
+def test_type_takes_dtypes_legacy_types_and_names_as_torch(dst):
+    def convert(lib, tnn):
+        m = tnn.Linear(2, 2)
+        m.register_buffer("n", lib.tensor(3))
+        m.type(dst if dst.startswith("torch.") else getattr(lib, dst))
+        return [str(t.dtype).rsplit(".", 1)[-1] for t in (m.weight, m.bias, m.n)], type(m.weight).__name__
+
+    assert convert(fc, nn) == convert(torch, torch.nn)
+    with pytest.raises(TypeError, match=r"\[Module.type\] expects a dtype, a tensor type or its name, got int"):
+        nn.Linear(2, 2).type(3)

@@ -634,10 +634,11 @@ class Module:
         return self._float_cast(fc.bfloat16)
 
     def type(self, dst_type: Any) -> Module:
-        """Casts ALL parameters and buffers to ``dst_type`` (integer ones too); returns self."""
-        if not isinstance(dst_type, fc.dtype):
-            raise TypeError(f"type() expects a dtype, got {type(dst_type).__name__}")
-        return self._apply(lambda t: t.to(dst_type) if t.dtype != dst_type else t)
+        """Casts ALL parameters and buffers (integer ones too) with ``t.type(dst_type)``: a dtype, a
+        legacy type (``flambeau.DoubleTensor``) or its name (``"torch.DoubleTensor"``); returns self."""
+        if not isinstance(dst_type, (fc.dtype, str, type)):
+            raise TypeError(f"[Module.type] expects a dtype, a tensor type or its name, got {type(dst_type).__name__}")
+        return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
         return self
