@@ -49,8 +49,8 @@ def test_clip_grad_edge_cases():
     (p * float("inf")).sum().backward()
     with pytest.raises(RuntimeError, match="non-finite"):
         nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
-    # norm_type=0 counts the non-zero entries, as torch.linalg.vector_norm (PyTorch accepts it).
-    assert nn.utils.clip_grad_norm_(p, 1.0, norm_type=0).item() == 2.0
+    # norm_type=0 is accepted as in PyTorch: the 0-"norm" of the per-tensor 0-norms (here 1: one non-zero tensor).
+    assert nn.utils.clip_grad_norm_(p, 1.0, norm_type=0).item() == 1.0
 
 
 SCHEDULERS = [
