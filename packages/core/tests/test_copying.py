@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau_core import _copying
+from flambeau_core.testing import devices
 
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64, fc.int64, fc.bool])
@@ -146,3 +147,11 @@ def test_dtypes_and_devices_pickle():
     for dt in [fc.bool, fc.uint8, fc.int64, fc.float16, fc.float32, fc.float64]:
         assert pickle.loads(pickle.dumps(dt)) == dt
     assert pickle.loads(pickle.dumps(fc.device("cpu"))) == fc.device("cpu")
+
+
+@devices
+def test_device_tensors_keep_device_strides_and_values(device):
+    src = fc.arange(12.0).reshape(3, 4).to(device).t()
+    for out in (pickle.loads(pickle.dumps(src)), copy.deepcopy(src), copy.copy(src)):
+        assert out.device == src.device and out.stride() == (1, 4)
+        assert out.cpu().tolist() == src.cpu().tolist()
