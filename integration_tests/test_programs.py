@@ -1,0 +1,97 @@
+"""PyTorch programs run as a user would: each of programs/ under real torch and under `flambeau-run`.
+
+Every program is a plain `import torch` script that prints one JSON line of
+results. Both runs are subprocesses; the results are compared: the loss
+trajectory within a tolerance where the program starts from the same weights
+in both frameworks (no RNG in its initialisation or data order), the final
+metrics where randomness (dropout, shuffling, Hogwild's races) makes the two
+trajectories differ. When the flambeau run fails, the test fails with its
+stderr, which ends with what `flambeau-run` found missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+TIMEOUT_S = 600
+
+
+def _flambeau_run() -> list[str]:
+    # The console script installed next to this interpreter (the nox venv's bin, or the dev venv's).
+    beside = Path(sys.executable).with_name("flambeau-run")
+    command = str(beside) if beside.exists() else shutil.which("flambeau-run")
+    assert command, "the flambeau-run command is not installed (packages/flambeau's [project.scripts])"
+    return [command]
+
+
+def _run(runner: list[str], program: str, tmp_path: Path, name: str) -> dict:
+    out_dir = tmp_path / name
+    out_dir.mkdir()
+    proc = subprocess.run(
+        [*runner, str(PROGRAMS / program), str(out_dir)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=out_dir,
+    )
+    assert proc.returncode == 0, (
+        f"{program} under {name} exited with {proc.returncode}\n--- stderr (tail) ---\n{proc.stderr[-6000:]}"
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _both(program: str, tmp_path: Path) -> tuple[dict, dict]:
+    theirs = _run([sys.executable], program, tmp_path, "torch")
+    ours = _run(_flambeau_run(), program, tmp_path, "flambeau")
+    return ours, theirs
+
+
+def _assert_trajectory(ours: list[float], theirs: list[float], rtol: float, atol: float) -> None:
+    assert len(ours) == len(theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol)
+
+
+def test_mlp_checkpoint_resume(tmp_path):
+    ours, theirs = _both("mlp_checkpoint_resume.py", tmp_path)
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=2e-3, atol=1e-4)
+    assert ours["resume_matches"] and theirs["resume_matches"]
+    assert ours["epoch"] == theirs["epoch"] == 2
+    assert abs(ours["accuracy"] - theirs["accuracy"]) <= 2 / 256
+
+
+def test_lstm_language_model(tmp_path):
+    ours, theirs = _both("lstm_language_model.py", tmp_path)
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=5e-3, atol=1e-3)
+    assert ours["perplexity"] == pytest.approx(theirs["perplexity"], rel=2e-2)
+
+
+def test_cnn_batchnorm_scheduler(tmp_path):
+    # Random initialisation, shuffling and dropout: the same schedule and the same result, not the same path.
+    ours, theirs = _both("cnn_batchnorm_scheduler.py", tmp_path)
+    assert ours["lrs"] == pytest.approx(theirs["lrs"], rel=1e-12)
+    for result in (ours, theirs):
+        assert result["losses"][-1] < 0.2 * result["losses"][0]
+        assert result["accuracy"] >= 0.9
+
+
+def test_gcn_sparse_adjacency(tmp_path):
+    ours, theirs = _both("gcn_sparse_adjacency.py", tmp_path)
+    assert ours["nnz"] == theirs["nnz"]
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=1e-3, atol=1e-4)
+    assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=1 / 20)
+
+
+def test_hogwild(tmp_path):
+    ours, theirs = _both("hogwild.py", tmp_path)
+    for result in (ours, theirs):
+        assert result["exitcodes"] == [0, 0]
+        assert result["changed"]
+        assert result["loss_after"] < 0.1 * result["loss_before"]
