@@ -572,3 +572,8 @@ def test_safetensors_needs_the_registered_reader(tmp_path, monkeypatch):
     assert calls == [("save", str(path))]
     with pytest.raises(TypeError, match=r"a .safetensors file holds a dict of name -> Tensor, got list"):
         ser.save([fc.ones(1)], path)
+
+
+def test_a_whole_torch_module_is_refused_by_weights_only():
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL torch\.nn\.modules\.linear\.Linear was not an allowed"):
+        ser.load(torch_saved(torch.nn.Linear(2, 2)))
