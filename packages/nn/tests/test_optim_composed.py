@@ -24,9 +24,9 @@ DTYPES = [torch.float32, torch.float64]
 STEPS = 20
 
 
-def _pair(dtype, seed=0):
+def _pair(dtype, seed=0, shapes=SHAPES):
     g = torch.Generator().manual_seed(seed)
-    theirs = [torch.nn.Parameter(torch.randn(s, generator=g, dtype=dtype)) for s in SHAPES]
+    theirs = [torch.nn.Parameter(torch.randn(s, generator=g, dtype=dtype)) for s in shapes]
     ours = [nn.Parameter(from_torch(p)) for p in theirs]
     return ours, theirs
 
@@ -72,7 +72,8 @@ def _assert_same_state(opt_o, opt_t, dtype):
 
 
 def _run(name, kwargs, dtype, steps=STEPS):
-    ours, theirs = _pair(dtype)
+    # Adafactor divides by the parameter's size (PyTorch's too raises on an empty one).
+    ours, theirs = _pair(dtype, shapes=SHAPES[:-1] if name == "Adafactor" else SHAPES)
     opt_o = getattr(nn.optim, name)(ours, **kwargs)
     opt_t = getattr(torch.optim, name)(theirs, foreach=False, **kwargs)
     for step in range(steps):
@@ -108,6 +109,11 @@ CASES = {
         dict(t0=0, maximize=True),
     ],
     "Rprop": [dict(), dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)), dict(maximize=True)],
+    "Adafactor": [
+        dict(),
+        dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=2.0, weight_decay=0.1),
+        dict(eps=(None, 1e-4), maximize=True),
+    ],
 }
 PARAMS = [(name, kw) for name, cases in CASES.items() for kw in cases]
 
@@ -118,7 +124,7 @@ def test_matches_torch_step_for_step(name, kwargs, dtype):
     _run(name, kwargs, dtype)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [n for n in CASES if n != "Adafactor"])
 def test_capturable_accepted_same_math(name):
     ours, theirs = _pair(torch.float64)
     opt_o = getattr(nn.optim, name)(ours, capturable=True)
@@ -134,7 +140,7 @@ def test_capturable_accepted_same_math(name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_param_groups_and_add_param_group_match_torch(name):
     dtype = torch.float64
-    ours, theirs = _pair(dtype)
+    ours, theirs = _pair(dtype, shapes=[*SHAPES[:-1], (4, 2)])
     extra = CASES[name][1]
     opt_o = getattr(nn.optim, name)([{"params": ours[:2]}, {"params": ours[2:4], **extra}])
     opt_t = getattr(torch.optim, name)([{"params": theirs[:2]}, {"params": theirs[2:4], **extra}], foreach=False)
@@ -173,7 +179,7 @@ def _our_state_into_torch(sd_o):
 def test_state_dict_interchange_with_torch_both_ways(name):
     dtype = torch.float64
     kwargs = {"SGD": dict(lr=0.05, momentum=0.9), "RMSprop": dict(momentum=0.5, centered=True)}.get(name, {})
-    ours, theirs = _pair(dtype)
+    ours, theirs = _pair(dtype, shapes=[*SHAPES[:-1], (4, 2)])
     opt_o = getattr(nn.optim, name)(ours, **kwargs)
     opt_t = getattr(torch.optim, name)(theirs, foreach=False, **kwargs)
     for step in range(5):
@@ -233,6 +239,52 @@ def test_sparse_adam_matches_torch_on_sparse_gradients(kwargs, dtype):
     assert sorted(sd_o["param_groups"][0]) == sorted(sd_t["param_groups"][0])
 
 
+MUON_SHAPES = [(5, 3), (3, 5), (4, 4)]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(lr=0.02),
+        dict(lr=0.02, nesterov=False, momentum=0.9, weight_decay=0.0),
+        dict(lr=0.01, adjust_lr_fn="match_rms_adamw", ns_steps=3, ns_coefficients=(3.0, -3.2, 1.2)),
+    ],
+)
+def test_muon_matches_torch(kwargs):
+    # The Newton-Schulz iteration runs at bfloat16 precision in both libraries, rounded at the same points.
+    ours, theirs = _pair(torch.float32, shapes=MUON_SHAPES)
+    opt_o = nn.optim.Muon(ours, **kwargs)
+    opt_t = torch.optim.Muon(theirs, **kwargs)
+    start = [to_torch(o).clone() for o in ours]
+    for step in range(10):
+        _set_grads(ours, theirs, step, torch.float32)
+        ours[1].grad = from_torch(theirs[1].grad) if theirs[1].grad is not None else None
+        opt_o.step()
+        opt_t.step()
+    for o, t, s0 in zip(ours, theirs, start, strict=True):
+        moved_o, moved_t = to_torch(o) - s0, t.detach() - s0
+        assert torch.linalg.norm(moved_o - moved_t) <= 1e-5 * torch.linalg.norm(moved_t)
+    sd_o, sd_t = opt_o.state_dict(), opt_t.state_dict()
+    assert sorted(sd_o["state"][0]) == sorted(sd_t["state"][0]) == ["momentum_buffer"]
+    assert sorted(sd_o["param_groups"][0]) == sorted(sd_t["param_groups"][0])
+
+
+def test_muon_newton_schulz_orthogonalizes():
+    from flambeau_nn.optim.muon import zeropower_via_newtonschulz
+
+    g = torch.Generator().manual_seed(4)
+    for shape in [(6, 4), (4, 6)]:
+        x = torch.randn(shape, generator=g)
+        ours = to_torch(zeropower_via_newtonschulz(from_torch(x), (3.4445, -4.775, 2.0315), 5, 1e-7))
+        from torch.optim._muon import _zeropower_via_newtonschulz
+
+        theirs = _zeropower_via_newtonschulz(x, (3.4445, -4.775, 2.0315), 5, 1e-7).float()
+        assert torch.allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+        # Singular values near 1 (the quintic's band is about [0.7, 1.2]).
+        sv = torch.linalg.svdvals(ours)
+        assert (sv > 0.6).all() and (sv < 1.3).all()
+
+
 def test_zero_grad_set_to_none_and_closure():
     p = nn.Parameter(fc.tensor([1.0, -2.0]))
     opt = nn.optim.NAdam([p], lr=0.1)
@@ -283,6 +335,16 @@ def test_optimizers_keep_working_after_state_edit():
         (lambda ps: nn.optim.NAdam(ps, nesterov=True), TypeError, r"unexpected keyword argument 'nesterov'"),
         (lambda ps: nn.optim.Adamax(ps, differentiable=True), ValueError, r"\[Adamax\] differentiable=True"),
         (lambda ps: nn.optim.RAdam(ps, lr=fc.tensor([0.1, 0.2])), ValueError, r"Tensor lr must be 1-element"),
+        (lambda ps: nn.optim.Adafactor(ps, beta2_decay=0.5), ValueError, r"\[Adafactor\] beta2_decay should be <= 0"),
+        (lambda ps: nn.optim.Adafactor(ps, d=0.5), ValueError, r"\[Adafactor\] Clipping threshold d should be >= 1"),
+        (lambda ps: nn.optim.Adafactor(ps, eps=(-1.0, 1e-3)), ValueError, r"epsilon1 should be >= 0"),
+        (lambda ps: nn.optim.Muon(ps), ValueError, r"\[Muon\] Muon only supports 2D parameters"),
+        (lambda ps: nn.optim.Muon([nn.Parameter(fc.zeros(2, 2))], momentum=-1), ValueError, r"momentum should be >= 0"),
+        (
+            lambda ps: nn.optim.Muon([nn.Parameter(fc.zeros(2, 2))], adjust_lr_fn="x"),
+            ValueError,
+            r"Adjust learning rate function x is not supported",
+        ),
     ],
 )
 def test_bad_hyperparameters(make, exc, msg):
@@ -313,7 +375,21 @@ def test_tensor_lr_is_read_each_step():
 
 
 @pytest.mark.parametrize(
-    "module", ["adadelta", "adamax", "nadam", "radam", "asgd", "rprop", "sparse_adam", "adagrad", "lbfgs", "optimizer"]
+    "module",
+    [
+        "adadelta",
+        "adamax",
+        "nadam",
+        "radam",
+        "asgd",
+        "rprop",
+        "sparse_adam",
+        "adagrad",
+        "adafactor",
+        "muon",
+        "lbfgs",
+        "optimizer",
+    ],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(f"flambeau_nn.optim.{module}"), verbose=False)

@@ -2,7 +2,7 @@
 
 ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad`` step through fused core
 ops; ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``,
-``SparseAdam`` compose core tensor ops per parameter; ``LBFGS`` takes a closure.
+``SparseAdam``, ``Adafactor``, ``Muon`` compose core tensor ops per parameter; ``LBFGS`` takes a closure.
 
 Example:
     >>> import flambeau_nn as nn
@@ -13,11 +13,13 @@ Example:
 
 from flambeau_nn.optim import lr_scheduler, swa_utils
 from flambeau_nn.optim.adadelta import Adadelta
+from flambeau_nn.optim.adafactor import Adafactor
 from flambeau_nn.optim.adagrad import Adagrad
 from flambeau_nn.optim.adam import Adam, AdamW
 from flambeau_nn.optim.adamax import Adamax
 from flambeau_nn.optim.asgd import ASGD
 from flambeau_nn.optim.lbfgs import LBFGS
+from flambeau_nn.optim.muon import Muon
 from flambeau_nn.optim.nadam import NAdam
 from flambeau_nn.optim.optimizer import Optimizer
 from flambeau_nn.optim.radam import RAdam
@@ -41,6 +43,8 @@ __all__ = [
     "Rprop",
     "SparseAdam",
     "LBFGS",
+    "Adafactor",
+    "Muon",
     "lr_scheduler",
     "swa_utils",
 ]

@@ -446,7 +446,7 @@ class ComposedOptimizer(Optimizer):
             if len(state) == 0:
                 state.update(self.init_state(group, p))
             for lst, name in zip(lists, self.state_names, strict=True):
-                lst.append(state[name])
+                lst.append(state.get(name))  # None for an entry this param does not keep (Adafactor)
         return lists
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
