@@ -95,3 +95,10 @@ def test_hogwild(tmp_path):
         assert result["exitcodes"] == [0, 0]
         assert result["changed"]
         assert result["loss_after"] < 0.1 * result["loss_before"]
+
+
+def test_transformer_classifier(tmp_path):
+    ours, theirs = _both("transformer_classifier.py", tmp_path)
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=2e-3, atol=1e-4)
+    assert ours["lrs"] == pytest.approx(theirs["lrs"], rel=1e-12)
+    assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=2 / 96)
