@@ -125,3 +125,18 @@ def test_serialization_namespace():
 
     assert s.load is fb.load and s.save is fb.save
     assert fb.serialization.get_safe_globals() == []
+
+
+def test_device_tensors_go_back_to_their_device_or_where_map_location_says():
+    fb.utils.register_sim()  # the simulated device: a non-cpu device on any machine
+    x = fb.arange(6.0).to("sim")
+    raw = _saved({"x": x, "tail": x[2:]}).getvalue()
+    out = fb.load(io.BytesIO(raw))
+    assert str(out["x"].device) == "sim:0" and str(out["tail"].device) == "sim:0"
+    assert out["tail"]._storage_id == out["x"]._storage_id
+    assert out["tail"].cpu().tolist() == [2.0, 3.0, 4.0, 5.0]
+    for map_location in ("cpu", {"sim:0": "cpu"}, fb.device("cpu")):
+        moved = fb.load(io.BytesIO(raw), map_location=map_location)
+        assert moved["x"].is_cpu and moved["tail"]._storage_id == moved["x"]._storage_id
+    assert torch.load(io.BytesIO(raw), map_location="cpu")["tail"].tolist() == [2.0, 3.0, 4.0, 5.0]
+    assert str(fb.load(_saved(fb.ones(2)), map_location="sim").device) == "sim:0"

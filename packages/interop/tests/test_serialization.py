@@ -577,3 +577,12 @@ def test_safetensors_needs_the_registered_reader(tmp_path, monkeypatch):
 def test_a_whole_torch_module_is_refused_by_weights_only():
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL torch\.nn\.modules\.linear\.Linear was not an allowed"):
         ser.load(torch_saved(torch.nn.Linear(2, 2)))
+
+
+def test_other_pickle_protocols_load_with_weights_only_false():
+    raw = saved({"x": fc.arange(3.0)}, pickle_protocol=4).getvalue()
+    assert ser.load(io.BytesIO(raw), weights_only=False)["x"].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(pickle.UnpicklingError, match=r"unsupported opcode .*protocol-2 opcodes torch.save writes"):
+        ser.load(io.BytesIO(raw))
+    with pytest.raises(FlambeauError, match=r"\[save\] pickle_protocol must be an int from 2"):
+        ser.save(1, io.BytesIO(), pickle_protocol=1)
