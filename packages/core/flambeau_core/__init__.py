@@ -74,7 +74,7 @@ _copying.install()  # pickle, copy.copy, copy.deepcopy
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
-_protocols.install()  # format(t, spec), iter(t), x in t, operator.index(t)
+_protocols.install()  # format(t, spec), iter(t), x in t
 
 from flambeau_core import _legacy_types  # noqa: E402,I001
 
