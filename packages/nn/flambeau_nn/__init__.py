@@ -21,7 +21,7 @@ import flambeau_core  # noqa: F401  (loads the core library first)
 from flambeau_nn import functional, init, optim, utils
 from flambeau_nn import modules as _modules
 from flambeau_nn.modules import *  # noqa: F403  (the layers and losses; their list is modules.__all__)
-from flambeau_nn.parameter import Parameter
+from flambeau_nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from flambeau_nn.serialization import load, save
 
 try:
@@ -31,4 +31,15 @@ try:
 except Exception:  # running from a source tree
     __version__ = "0+unknown"
 
-__all__ = ["Parameter", *_modules.__all__, "functional", "init", "optim", "utils", "save", "load"]
+__all__ = [
+    "Parameter",
+    "UninitializedParameter",
+    "UninitializedBuffer",
+    *_modules.__all__,
+    "functional",
+    "init",
+    "optim",
+    "utils",
+    "save",
+    "load",
+]

@@ -62,3 +62,60 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, state: dict | None = N
     if state:
         param.__dict__.update(state)
     return param
+
+
+class UninitializedParameter(Parameter):
+    r"""A parameter whose shape is not known yet: a lazy module's placeholder until its first forward.
+
+    It holds no values (an empty tensor); reading it as data, e.g. ``numel()``, sees 0 elements.
+    ``materialize(shape)`` returns the real ``Parameter`` (uninitialised values) that the lazy module
+    registers in its place. Unlike PyTorch, where the object changes class in place, the placeholder
+    object is replaced, so an optimizer must be created after the first forward (as PyTorch advises).
+
+    Example:
+        >>> p = UninitializedParameter()
+        >>> p.materialize((2, 3)).shape
+        (2, 3)
+    """
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device: object = None, dtype: object = None) -> None:
+        super().__init__(fc.empty(0, dtype=dtype if dtype is not None else fc.float32), requires_grad)
+
+    def materialize(self, shape: tuple[int, ...], device: object = None, dtype: object = None) -> Parameter:
+        """A real ``Parameter`` of ``shape`` (and this placeholder's dtype unless ``dtype`` is given)."""
+        return Parameter(fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype), self.requires_grad)
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: dict) -> UninitializedParameter:
+        result = UninitializedParameter(self.requires_grad, dtype=self.dtype)
+        memo[id(self)] = result
+        return result
+
+
+class UninitializedBuffer(Tensor):
+    r"""A buffer whose shape is not known yet (a lazy norm layer's running statistics before its first forward).
+
+    Example:
+        >>> UninitializedBuffer().materialize((4,)).shape
+        (4,)
+    """
+
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device: object = None, dtype: object = None) -> None:
+        super().__init__(fc.empty(0, dtype=dtype if dtype is not None else fc.float32))
+
+    def materialize(self, shape: tuple[int, ...], device: object = None, dtype: object = None) -> Tensor:
+        """A real tensor of ``shape`` (uninitialised values)."""
+        return fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+    __str__ = __repr__

@@ -48,6 +48,22 @@ from flambeau_nn.modules.distance import CosineSimilarity, PairwiseDistance
 from flambeau_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from flambeau_nn.modules.flatten import Unflatten
 from flambeau_nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from flambeau_nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    LazyModuleMixin,
+)
 from flambeau_nn.modules.linear import Bilinear, Identity, Linear
 from flambeau_nn.modules.loss import (
     BCELoss,
@@ -215,6 +231,20 @@ __all__ = [
     "MaxUnpool3d",
     "FractionalMaxPool2d",
     "FractionalMaxPool3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
+    "LazyModuleMixin",
     # activations and losses
     "GELU",
     "SiLU",

@@ -680,6 +680,11 @@ class Module:
         used: set[str] = set()
         targets: list[tuple[Tensor, Tensor]] = []
         for module_prefix, module in self.named_modules(remove_duplicate=False):
+            # Lazy modules size their placeholders from the checkpoint first (modules/lazy.py).
+            lazy_hook = getattr(module, "_lazy_load_hook", None)
+            if lazy_hook is not None:
+                lazy_hook(state_dict, module_prefix + "." if module_prefix else "")
+        for module_prefix, module in self.named_modules(remove_duplicate=False):
             pre = module_prefix + "." if module_prefix else ""
             local = [(n, p) for n, p in module._parameters.items() if p is not None]
             local += [
