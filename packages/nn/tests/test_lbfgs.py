@@ -159,3 +159,29 @@ def test_stops_at_once_when_the_gradient_is_tiny():
 def test_bad_input(make, exc, msg):
     with pytest.raises(exc, match=msg):
         make([nn.Parameter(fc.zeros(2)), nn.Parameter(fc.zeros(2))])
+
+
+def test_loading_casts_the_history_to_the_params_dtype_as_torch():
+    kwargs = dict(history_size=4)
+    _, theirs, _, opt_t, _, closure_t = _setup(torch.float64, kwargs)
+    for _ in range(2):
+        opt_t.step(closure_t)
+    sd_t = opt_t.state_dict()
+    state = {
+        k: {
+            n: [from_torch(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], torch.Tensor) else v
+            for n, v in s.items()
+        }
+        for k, s in sd_t["state"].items()
+    }
+    state[0] = {n: from_torch(v) if isinstance(v, torch.Tensor) else v for n, v in state[0].items()}
+    p32 = [nn.Parameter(fc.zeros(3)), nn.Parameter(fc.zeros(3))]
+    opt = nn.optim.LBFGS(p32, **kwargs)
+    opt.load_state_dict({"state": state, "param_groups": sd_t["param_groups"]})
+    loaded = opt.state[p32[0]]
+    assert all(t.dtype == fc.float32 for t in loaded["old_dirs"] + loaded["old_stps"])
+    assert loaded["d"].dtype == fc.float32 and loaded["n_iter"] == sd_t["state"][0]["n_iter"]
+    t32 = [torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(3))]
+    opt_t32 = torch.optim.LBFGS(t32, **kwargs)
+    opt_t32.load_state_dict(sd_t)
+    assert all(t.dtype == torch.float32 for t in opt_t32.state[t32[0]]["old_dirs"])

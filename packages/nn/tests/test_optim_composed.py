@@ -17,7 +17,7 @@ import flambeau_nn as nn
 import numpy as np
 import pytest
 import torch
-from nn_testing import assert_close, from_torch, to_torch
+from nn_testing import assert_close, copy_params, from_torch, to_torch
 
 SHAPES = [(5, 3), (7,), (), (2, 3, 4), (0, 3)]
 DTYPES = [torch.float32, torch.float64]
@@ -237,6 +237,49 @@ def test_sparse_adam_matches_torch_on_sparse_gradients(kwargs, dtype):
     assert sd_o["state"][1]["step"] == sd_t["state"][1]["step"]
     assert_close(sd_o["state"][0]["exp_avg_sq"], sd_t["state"][0]["exp_avg_sq"], **_tol(dtype))
     assert sorted(sd_o["param_groups"][0]) == sorted(sd_t["param_groups"][0])
+
+
+MLP_CASES = [
+    ("Adadelta", dict(lr=0.5)),
+    ("Adamax", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.01, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.01)),
+    ("ASGD", dict(lr=0.05, t0=3)),
+    ("Rprop", dict(lr=0.01)),
+    ("Adafactor", dict(lr=0.05)),
+    ("Muon", dict(lr=0.02)),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", MLP_CASES)
+def test_training_an_mlp_matches_torch(name, kwargs):
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
+    ours = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    copy_params(ours, theirs)
+    pick = (lambda m: [p for p in m.parameters() if p.dim() == 2]) if name == "Muon" else (lambda m: m.parameters())
+    opt_o = getattr(nn.optim, name)(pick(ours), **kwargs)
+    opt_t = getattr(torch.optim, name)(pick(theirs), **kwargs)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(8):
+        x, y = torch.randn(8, 4, generator=g), torch.randint(0, 3, (8,), generator=g)
+
+        def closure_o(x=x, y=y):
+            opt_o.zero_grad()
+            loss = nn.CrossEntropyLoss()(ours(from_torch(x)), from_torch(y))
+            loss.backward()
+            return loss
+
+        def closure_t(x=x, y=y):
+            opt_t.zero_grad()
+            loss = torch.nn.CrossEntropyLoss()(theirs(x), y)
+            loss.backward()
+            return loss
+
+        loss_o, loss_t = opt_o.step(closure_o), opt_t.step(closure_t)
+        assert loss_o.item() == pytest.approx(loss_t.item(), rel=1e-5)
+    their = dict(theirs.named_parameters())
+    for n, p in ours.named_parameters():
+        assert_close(p, their[n], rtol=1e-4, atol=1e-5)
 
 
 MUON_SHAPES = [(5, 3), (3, 5), (4, 4)]

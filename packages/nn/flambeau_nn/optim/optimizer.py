@@ -463,6 +463,11 @@ class ComposedOptimizer(Optimizer):
 
 
 def _cast_state(param: Tensor, key: str, value: Any) -> Any:
+    # Tensors inside lists and dicts (LBFGS's history) are cast too, under their entry's key, as PyTorch does.
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, key, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, k, v) for k, v in value.items()}
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     with fa.no_grad():
