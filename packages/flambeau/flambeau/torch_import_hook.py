@@ -6,9 +6,9 @@ in flambeau (``docs/running-pytorch-programs.md`` is checked against it).
 ``torch`` and ``torch.*`` import:
 
 - a mapped name gets a *view module* (``sys.modules["torch.nn"]``) whose
-  attributes are the flambeau module's (looked up on each access, so the two
-  never disagree); a submodule reached as an attribute (``torch.nn.functional``)
-  is the view of that name too;
+  attributes are the flambeau module's (looked up on first access and kept;
+  setting one through the view sets it on the flambeau module); a submodule
+  reached as an attribute (``torch.nn.functional``) is the view of that name too;
 - an unmapped name (``torch.jit``, ``torch.nn.modules.fold`` ...) and
   ``torchvision`` (not in flambeau's scope) raise ``ModuleNotFoundError``.
 
@@ -151,14 +151,22 @@ class _TorchView(types.ModuleType):
         if isinstance(value, types.ModuleType) or f"{torch_name}.{name}" in TORCH_MODULES:
             sub = f"{torch_name}.{name}"
             if _target_of(sub) is not None:
-                return _view(sub)
+                value = _view(sub)
+        # Kept: the next lookup (torch.relu in a training loop) is a plain module attribute.
+        self.__dict__[name] = value
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("__path__", "__spec__", "__loader__", "__file__", "__package__", "__cached__"):
+        if isinstance(value, _TorchView) or name in ("__path__", "__spec__", "__loader__", "__package__"):
+            # The import system binding a submodule (torch.nn on torch), or the module's own metadata.
             object.__setattr__(self, name, value)
         else:  # torch.x = ... : the program patches flambeau's module, as it would patch torch's
             setattr(object.__getattribute__(self, "_flambeau_target"), name, value)
+            self.__dict__.pop(name, None)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(object.__getattribute__(self, "_flambeau_target"), name)
+        self.__dict__.pop(name, None)
 
     def __dir__(self) -> list[str]:
         return sorted(set(dir(object.__getattribute__(self, "_flambeau_target"))))

@@ -94,24 +94,31 @@ def test_install_refuses_when_the_real_torch_is_imported():
 def test_views_in_a_fresh_interpreter():
     code = textwrap.dedent(
         """
+        import sys
         import flambeau
         from flambeau import torch_import_hook as hook
         hook.install()
         import torch, torch.nn.modules.activation as act
         from torch.nn import functional as F
         import torch.optim.lr_scheduler as sched
+        import flambeau_nn
+        # Binding the views as submodules left flambeau's own modules alone.
+        assert flambeau.nn is flambeau_nn and flambeau_nn.modules is sys.modules["flambeau_nn.modules"]
         assert act.ReLU is flambeau.nn.ReLU and F is torch.nn.functional
         assert sched.StepLR is flambeau.optim.lr_scheduler.StepLR
         assert "Linear" in dir(torch.nn)
-        torch.nn.my_patch = 5  # a program patching torch patches flambeau's module
-        assert flambeau.nn.my_patch == 5
+        assert torch.nn.Linear is flambeau.nn.Linear and torch.nn.Linear is flambeau.nn.Linear  # kept
+        torch.nn.Linear = "patched"  # a program patching torch patches flambeau's module
+        assert flambeau.nn.Linear == "patched" and torch.nn.Linear == "patched"
+        del torch.nn.Linear
+        assert not hasattr(flambeau.nn, "Linear")
         try:
             import torch.nn.modules.not_a_module
         except ModuleNotFoundError as e:
             assert "its flambeau counterpart flambeau_nn.modules.not_a_module is not there" in str(e), e
         assert hook.missing() == ["import torch.nn.modules.not_a_module"], hook.missing()
         hook.uninstall()
-        assert "torch" not in __import__("sys").modules
+        assert "torch" not in sys.modules
         print("ok")
         """
     )
