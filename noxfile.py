@@ -128,16 +128,37 @@ def tests(session: nox.Session) -> None:
                 "-p",
                 "no:cacheprovider",
                 f"--junitxml={results / name}.xml",
+                f"--gradcheck-coverage={results / 'gradcheck_nodes.txt'}",
                 str(path),
                 env=env,
             )
         except nox.command.CommandFailed:
             failed.append(name)
+    if not _gradcheck_coverage_complete(session, results / "gradcheck_nodes.txt"):
+        failed.append("gradcheck coverage")
     failed += _run_cpp_tests(session, results, CPP_TEST_PACKAGES)
     _run_isolation(session)
     _print_totals(session, results)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
+
+
+def _gradcheck_coverage_complete(session: nox.Session, nodes: Path) -> bool:
+    """Every derivatives.yaml entry's backward node was differentiated by some gradcheck or
+    gradgradcheck in the suites just run (flambeau_autograd.testing records them)."""
+    code = (
+        "import sys; from flambeau_autograd.testing import gradcheck_coverage_missing as m; "
+        "covered = set(open(sys.argv[2]).read().split()) if __import__('os').path.exists(sys.argv[2]) else set(); "
+        "print(' '.join(m(sys.argv[1], covered)))"
+    )
+    derivatives = ROOT / "packages" / "autograd" / "derivatives.yaml"
+    missing = session.run("python", "-c", code, str(derivatives), str(nodes), silent=True).strip().split()
+    if missing:
+        session.log(
+            f"derivatives.yaml entries with no gradcheck case ({len(missing)}): {' '.join(missing)}; "
+            "add one (gradcheck or gradgradcheck over the op) to the package tests"
+        )
+    return not missing
 
 
 def _print_totals(session: nox.Session, results: Path) -> None:

@@ -1,0 +1,80 @@
+"""flambeau_autograd.testing, the pytest plugin behind CI's check that every derivatives.yaml entry
+has a gradcheck case: node names as gen_autograd writes them, and the coverage file of a run."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+
+import flambeau_core as fc
+import pytest
+from flambeau_autograd.testing import gradcheck_coverage_missing, node_name
+
+
+def _x(*shape):
+    return fc.randn(*shape, dtype=fc.float64).requires_grad_()
+
+
+@pytest.mark.parametrize(
+    ("entry", "make"),
+    [
+        ("sin", lambda: _x(3).sin()),
+        ("max_dim", lambda: _x(2, 3).max(1)[0]),
+        ("_log_softmax", lambda: _x(2, 3).log_softmax(1)),
+        ("mul_", lambda: _x(3).clone().mul_(2.0)),
+        ("_fft_r2c", lambda: fc.fft.rfft(_x(8))),
+        ("var_correction", lambda: _x(4).var()),
+    ],
+)
+def test_node_name_is_the_name_of_the_recorded_node(entry, make):
+    assert make().grad_fn.name() == node_name(entry)
+
+
+def test_missing_lists_entries_without_a_covered_node_in_table_order(tmp_path):
+    table = tmp_path / "derivatives.yaml"
+    table.write_text("# a comment\n- name: sin\n  self: grad * cos(self)\n- name: max_dim\n  self: x\n- name: cos\n")
+    assert gradcheck_coverage_missing(table, {"SinBackward0"}) == ["max_dim", "cos"]
+    assert gradcheck_coverage_missing(table, {"SinBackward0", "CosBackward0", "MaxDimBackward0"}) == []
+
+
+def test_a_run_with_the_option_records_the_nodes_gradcheck_differentiated(tmp_path):
+    (tmp_path / "test_sample.py").write_text(
+        textwrap.dedent(
+            """
+            import flambeau_core as fc
+            from flambeau_autograd import gradcheck, gradgradcheck
+
+            def test_exp_tanh():
+                x = fc.tensor([0.3, -0.2], dtype=fc.float64, requires_grad=True)
+                assert gradcheck(lambda t: t.exp().tanh(), (x,))
+
+            def test_second_order_sin():
+                x = fc.tensor([0.3, -0.2], dtype=fc.float64, requires_grad=True)
+                assert gradgradcheck(lambda t: t.sin(), (x,))
+            """
+        )
+    )
+    out = tmp_path / "nodes.txt"
+    out.write_text("AlreadyThereBackward0\n")  # another package's session wrote before: appended to
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--gradcheck-coverage={out}", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = out.read_text().split()
+    assert names[0] == "AlreadyThereBackward0"
+    # exp and tanh from gradcheck; from gradgradcheck the graph of sin's vjp (grad * cos(x)), whose
+    # derivatives it checks: cos and mul, but not sin's own node (a second-order check does not
+    # check the first-order formula).
+    assert {"ExpBackward0", "TanhBackward0", "CosBackward0", "MulBackward0"} <= set(names)
+    assert "SinBackward0" not in names
+
+
+def test_gradcheck_is_observed_only_with_the_option(request):
+    module = importlib.import_module("flambeau_autograd.gradcheck")
+    assert bool(module._graph_observers) == bool(request.config.getoption("--gradcheck-coverage"))
