@@ -47,6 +47,7 @@ MODULES = [
     "flambeau_nn.utils.weight_norm",
     "flambeau_nn.utils.spectral_norm",
     "flambeau_nn.utils.prune",
+    "flambeau_nn.utils.checkpoint",
 ]
 
 

@@ -2,7 +2,8 @@
 
 Gradient clipping, parameters as one vector, weight and spectral
 normalization (hook-based and as parametrizations), ``parametrize``,
-``prune``, the conv/batch-norm fusion helpers and packed sequences (``rnn``).
+``prune``, packed sequences (``rnn``) and activation ``checkpoint``ing
+(PyTorch's ``torch.utils.checkpoint``, also ``fb.utils.checkpoint``).
 
 Example:
     >>> import flambeau_core as fc
@@ -17,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from flambeau_nn.utils import clip_grad, convert_parameters, parametrizations, parametrize, prune, rnn
+from flambeau_nn.utils import checkpoint, clip_grad, convert_parameters, parametrizations, parametrize, prune, rnn
 from flambeau_nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
