@@ -69,8 +69,11 @@ matmul = sparse.with_sparse_first_operand(_core.matmul)
 _nn.parallel = _distributed.parallel
 _sys.modules[f"{__name__}.nn.parallel"] = _distributed.parallel
 
-utils = _types.ModuleType(f"{__name__}.utils", "flambeau.utils: data loading (flambeau.utils.data).")
+utils = _types.ModuleType(
+    f"{__name__}.utils", "flambeau.utils: data loading (flambeau.utils.data), activation checkpointing (.checkpoint)."
+)
 utils.data = _alias("utils.data", _data)
+utils.checkpoint = _alias("utils.checkpoint", _nn.utils.checkpoint)
 _sys.modules[f"{__name__}.utils"] = utils
 
 no_grad = _autograd.no_grad

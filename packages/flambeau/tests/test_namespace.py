@@ -23,6 +23,8 @@ def test_subsystems_are_aliased_not_copied():
     # `import flambeau.nn.functional` gives the same module object, not a re-import
     assert importlib.import_module("flambeau.nn.functional") is flambeau_nn.functional
     assert sys.modules["flambeau.utils.data"] is flambeau_data
+    assert fb.utils.checkpoint is flambeau_nn.utils.checkpoint
+    assert importlib.import_module("flambeau.utils.checkpoint").checkpoint_sequential is not None
 
 
 def test_pytorch_names_exist():
