@@ -55,6 +55,14 @@ def register(num_devices: int = 2, memory_limit: int | None = None) -> Any:
     return flambeau_core.device_module("sim")
 
 
+def prepare_for_tests() -> str | None:
+    """The ``flambeau.test_devices`` hook of flambeau_core.testing: registers two sim devices (once),
+    so each ``on_devices`` test also runs on ``sim``. Returns None: the sim is always available."""
+    if not is_registered():
+        register(num_devices=2)
+    return None
+
+
 def is_registered() -> bool:
     """Whether :func:`register` was called in this process."""
     return _C._sim_is_registered()

@@ -66,7 +66,7 @@ A test that parametrises ``device`` itself (``@devices``) is left alone.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.metadata
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,31 +88,30 @@ __all__ = [
 DEVICE_TYPES = ("cpu", "sim", "cuda")
 
 
-def _installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+# Note [Test devices]: core knows no backend by name. A package that provides a device declares an
+# entry point in the group "flambeau.test_devices" (flambeau-alloc: "sim", flambeau-cuda: "cuda")
+# naming a function that readies the device for tests and returns None, or the reason it cannot
+# run here. A device no installed package provides is skipped saying so.
+_PROVIDERS = {"sim": "flambeau-alloc", "cuda": "flambeau-cuda"}
+
+
+def _test_device_hook(device_type: str) -> Any:
+    for ep in importlib.metadata.entry_points(group="flambeau.test_devices"):
+        if ep.name == device_type:
+            return ep.load()
+    return None
 
 
 def skip_reason(device_type: str) -> str | None:
     """Why tests on ``device_type`` cannot run in this process, or None if they can."""
     if device_type == "cpu":
         return None
-    if device_type == "sim":
-        if not _installed("flambeau_alloc"):
-            return "flambeau-alloc not installed"
-        from flambeau_alloc import sim
-
-        if not sim.is_registered():
-            sim.register(num_devices=2)
-        return None
-    if device_type == "cuda":
-        if not _installed("flambeau_cuda"):
-            return "flambeau-cuda not installed"
-        import flambeau_cuda  # noqa: F401  (registers the CUDA backend)
-
-        if not flambeau_core.cuda.is_available():
-            return "no CUDA GPU"
-        return None
-    raise ValueError(f"[device_params] unknown device type {device_type!r}; expected one of {DEVICE_TYPES}")
+    if device_type not in DEVICE_TYPES:
+        raise ValueError(f"[device_params] unknown device type {device_type!r}; expected one of {DEVICE_TYPES}")
+    hook = _test_device_hook(device_type)
+    if hook is None:
+        return f"{_PROVIDERS[device_type]} not installed"
+    return hook()
 
 
 def device_params(types: tuple[str, ...] = DEVICE_TYPES, *, not_on_cuda: str | None = None) -> list[Any]:

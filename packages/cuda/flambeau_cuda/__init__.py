@@ -136,6 +136,12 @@ def device_count() -> int:
     return _module().device_count()
 
 
+def prepare_for_tests() -> str | None:
+    """The ``flambeau.test_devices`` hook of flambeau_core.testing: None when a GPU can run the
+    ``on_devices`` cases, else why not (they are skipped with that reason)."""
+    return None if is_available() else f"no CUDA GPU ({unavailable_reason() or 'none found'})"
+
+
 def unavailable_reason() -> str:
     """Why no GPU is available (the CUDA runtime's error), or '' when GPUs were found."""
     return _C._unavailable_reason()
