@@ -296,6 +296,17 @@ def save(
         raise FlambeauError(
             f"[save] pickle_protocol must be an int from 2 to {pickle.HIGHEST_PROTOCOL}, got {pickle_protocol!r}"
         )
+    try:
+        _save(obj, f, pickle_module, pickle_protocol, _disable_byteorder_record)
+    except (FlambeauError, TypeError) as e:
+        name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else f"<{type(f).__name__}>"
+        msg = str(e)
+        if msg.startswith("[save] ") and not msg.startswith(f"[save] {name}"):
+            raise type(e)(f"[save] {name}: {msg[len('[save] ') :]}") from None
+        raise
+
+
+def _save(obj: object, f: FileLike, pickle_module: Any, pickle_protocol: int, no_byteorder: bool) -> None:
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).endswith(".safetensors"):
         _save_safetensors(obj, os.fspath(f))
         return
@@ -316,13 +327,13 @@ def save(
         tmp = f"{path}.tmp{os.getpid()}"
         try:
             with open(tmp, "wb") as raw:
-                _write_archive(raw, _archive_name(f), data, table, _disable_byteorder_record)
+                _write_archive(raw, _archive_name(f), data, table, no_byteorder)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
     else:
-        _write_archive(f, _archive_name(f), data, table, _disable_byteorder_record)
+        _write_archive(f, _archive_name(f), data, table, no_byteorder)
 
 
 def _write_archive(raw: BinaryIO, archive: str, data: bytes, table: _StorageTable, no_byteorder: bool) -> None:
@@ -341,12 +352,12 @@ def _write_archive(raw: BinaryIO, archive: str, data: bytes, table: _StorageTabl
 def _save_safetensors(obj: object, path: str) -> None:
     if "save" not in _safetensors:
         raise FlambeauError(
-            f"[save] {path}: writing a .safetensors file needs a safetensors writer (flambeau_nn.save; import "
+            "[save] writing a .safetensors file needs a safetensors writer (flambeau_nn.save; import "
             "flambeau, or call flambeau_interop.serialization.register_safetensors)"
         )
     if not isinstance(obj, Mapping):
         raise TypeError(
-            f"[save] {path}: a .safetensors file holds a dict of name -> Tensor, got {type(obj).__name__}; "
+            f"[save] a .safetensors file holds a dict of name -> Tensor, got {type(obj).__name__}; "
             "use another suffix (.pt) for PyTorch's format"
         )
     _safetensors["save"](obj, path)
@@ -365,8 +376,8 @@ def _to_location(base: Tensor, location: str, record: str) -> Tensor:
         return base
     if location.startswith("cuda") and not _cuda_available():
         raise FlambeauError(
-            f"[load] storage {record} was saved on {location!r}, but CUDA is not available (no flambeau-cuda or no "
-            "GPU); pass map_location='cpu' (or fb.device('cpu')) to load it on the CPU"
+            f"[load] storage {record} is to be restored on {location!r}, but CUDA is not available (no flambeau-cuda "
+            "or no GPU); pass map_location='cpu' (or fb.device('cpu')) to load it on the CPU"
         )
     try:
         return base.to(fc.device(location))

@@ -270,7 +270,7 @@ def test_save_refuses_the_legacy_format_and_bad_arguments():
     with pytest.raises(TypeError, match=r"\[save\] f must be a path or a binary file object"):
         ser.save(fc.ones(1), 3)
     c = fc.tensor([1 + 2j])
-    with pytest.raises(TypeError, match=r"\[save\] two tensors view the same storage as .*complex64.*float32"):
+    with pytest.raises(TypeError, match=r"\[save\] <BytesIO>: two tensors view the same storage as .*complex64"):
         ser.save([c, fc.view_as_real(c)], io.BytesIO())
 
 
@@ -297,7 +297,7 @@ def test_cuda_checkpoint_loads_with_map_location_cpu():
     cuda_file = _with_location(torch_saved({"w": torch.arange(6.0).reshape(2, 3)}), "cuda:0")
     oracle = torch.load(io.BytesIO(cuda_file.getvalue()), map_location="cpu")
     if not fc.cuda.is_available():
-        with pytest.raises(FlambeauError, match=r"saved on 'cuda:0', but CUDA is not available.*map_location='cpu'"):
+        with pytest.raises(FlambeauError, match=r"restored on 'cuda:0', but CUDA is not available.*map_location='cpu'"):
             ser.load(io.BytesIO(cuda_file.getvalue()))
     seen = []
     for map_location in (
