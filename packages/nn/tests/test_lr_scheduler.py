@@ -312,3 +312,16 @@ def test_cycle_momentum_needs_momentum_and_onecycle_stops_at_total_steps():
     with pytest.raises(ValueError, match=r"Tried to step 4 times. The specified number of total steps is 3"):
         s.step()
     assert math.isfinite(s.get_last_lr()[0])
+
+
+def test_stepping_the_scheduler_before_the_optimizer_warns():
+    opt_o, _ = _optimizers("SGD")
+    s = ours_sched.ExponentialLR(opt_o, gamma=0.5)
+    with pytest.warns(UserWarning, match=r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"):
+        s.step()
+    opt2, _ = _optimizers("SGD")
+    s2 = ours_sched.ExponentialLR(opt2, gamma=0.5)
+    opt2.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s2.step()

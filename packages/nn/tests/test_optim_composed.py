@@ -447,3 +447,51 @@ def test_float64_sums_match_numpy_oracle():
     nn.optim.Adadelta([p], lr=1.0, rho=0.9, eps=1e-6).step()
     expected = -np.sqrt(1e-6) / np.sqrt(0.1 * g * g + 1e-6) * g
     np.testing.assert_allclose(np.array(p.tolist()), expected, rtol=1e-12)
+
+
+def test_step_and_state_dict_hooks_like_torch():
+    import pickle
+
+    from flambeau_nn.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    events = []
+    p_o, p_t = nn.Parameter(fc.tensor([1.0, 2.0])), torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    runs = []
+    for lib, p, opt_cls in (("flambeau", p_o, nn.optim.RAdam), ("torch", p_t, torch.optim.RAdam)):
+        log = []
+        opt = opt_cls([p], lr=0.1)
+        handles = [
+            opt.register_step_pre_hook(lambda o, a, k, log=log: log.append("pre")),
+            opt.register_step_post_hook(lambda o, a, k, log=log: log.append("post")),
+            opt.register_state_dict_pre_hook(lambda o, log=log: log.append("sd_pre")),
+            opt.register_state_dict_post_hook(lambda o, sd, log=log: {**sd, "extra": 1}),
+            opt.register_load_state_dict_pre_hook(lambda o, sd, log=log: log.append("load_pre")),
+            opt.register_load_state_dict_post_hook(lambda o, log=log: log.append("load_post"), prepend=True),
+        ]
+        p.grad = fc.tensor([1.0, 1.0]) if lib == "flambeau" else torch.tensor([1.0, 1.0])
+        opt.step()
+        sd = opt.state_dict()
+        assert sd["extra"] == 1
+        opt.load_state_dict({k: v for k, v in sd.items() if k != "extra"})
+        handles[0].remove()
+        opt.step()
+        runs.append(log)
+    assert runs[0] == runs[1] == ["pre", "post", "sd_pre", "load_pre", "load_post", "post"]
+
+    # global hooks see every optimizer; a pre hook may replace the arguments
+    handle = register_optimizer_step_pre_hook(lambda o, a, k: events.append(type(o).__name__))
+    handle2 = register_optimizer_step_post_hook(lambda o, a, k: events.append("after"))
+    opt = nn.optim.Adamax([p_o])
+    opt.step()
+    handle.remove()
+    handle2.remove()
+    opt.step()
+    assert events == ["Adamax", "after"]
+    bad = opt.register_step_pre_hook(lambda o, a, k: "oops")
+    with pytest.raises(ValueError, match=r"\[Adamax.step\] a step pre hook must return None or a tuple"):
+        opt.step()
+    bad.remove()
+    # hooks are not pickled (they may be lambdas); the copy works and has none
+    opt.register_step_post_hook(lambda o, a, k: None)
+    copy = pickle.loads(pickle.dumps(opt))
+    assert len(copy._optimizer_step_post_hooks) == 0 and copy.param_groups[0]["lr"] == opt.param_groups[0]["lr"]

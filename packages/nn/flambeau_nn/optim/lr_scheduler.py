@@ -176,6 +176,14 @@ class LRScheduler:
 
         ``epoch`` (deprecated, as in PyTorch) jumps to that epoch using the closed form where there is one.
         """
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(
+                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should call them in the "
+                "opposite order: `optimizer.step()` before `lr_scheduler.step()`. Failure to do this will result "
+                "in skipping the first value of the learning rate schedule.",
+                UserWarning,
+                stacklevel=2,
+            )
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)

@@ -24,6 +24,9 @@ are interchangeable and the float32 roundings of those scalars match.
 from __future__ import annotations
 
 import copy
+import functools
+import itertools
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
@@ -31,9 +34,67 @@ import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
-from flambeau_nn.modules.module import _zero_grads
+from flambeau_nn.modules.module import RemovableHandle, _zero_grads
 
-__all__ = ["Optimizer", "ParamState", "ComposedOptimizer"]
+__all__ = [
+    "Optimizer",
+    "ParamState",
+    "ComposedOptimizer",
+    "register_optimizer_step_pre_hook",
+    "register_optimizer_step_post_hook",
+]
+
+# Hooks run around the step of every optimizer (PyTorch's global optimizer hooks).
+_global_step_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+_global_step_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Registers ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before every optimizer's step.
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> from flambeau_nn.optim.optimizer import register_optimizer_step_pre_hook
+        >>> seen = []
+        >>> handle = register_optimizer_step_pre_hook(lambda opt, args, kwargs: seen.append(type(opt).__name__))
+        >>> nn.optim.SGD(nn.Linear(1, 1).parameters(), lr=0.1).step()
+        >>> handle.remove(); seen
+        ['SGD']
+    """
+    handle = RemovableHandle(_global_step_pre_hooks)
+    _global_step_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Registers ``hook(optimizer, args, kwargs)`` after every optimizer's step (see the pre hook)."""
+    handle = RemovableHandle(_global_step_post_hooks)
+    _global_step_post_hooks[handle.id] = hook
+    return handle
+
+
+def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step`` run between the global and the optimizer's own pre and post hooks (PyTorch's order)."""
+
+    @functools.wraps(step)
+    def hooked_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        for pre in itertools.chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise FlambeauError(
+                        f"[{type(self).__name__}.step] a step pre hook must return None or a tuple of "
+                        f"(new_args, new_kwargs), but got {result!r}"
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        self._opt_called = True  # lets an lr scheduler tell whether optimizer.step() ran before it
+        for post in itertools.chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
+            post(self, args, kwargs)
+        return out
+
+    hooked_step.hooked = True  # type: ignore[attr-defined]
+    return hooked_step
 
 
 def run_closure(closure: Callable[[], Any] | None) -> Any:
@@ -244,6 +305,10 @@ class Optimizer:
         self.defaults = defaults
         self.state = ParamState()
         self.param_groups: list[dict[str, Any]] = []
+        self._init_hooks()
+        # PyTorch wraps the most derived class's step once, so hooks run once around an overriding step.
+        if not getattr(type(self).step, "hooked", False):
+            type(self).step = _with_step_hooks(type(self).step)  # type: ignore[method-assign]
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -256,6 +321,57 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+
+    def _init_hooks(self) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+
+    @staticmethod
+    def _add_hook(hooks: OrderedDict, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"[Optimizer] hook must be callable, got {type(hook).__name__}")
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``, run before each ``step``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> opt = nn.optim.SGD(nn.Linear(1, 1).parameters(), lr=0.1)
+            >>> calls = []
+            >>> _ = opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+            >>> opt.step(); calls
+            ['post']
+        """
+        return self._add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs)``, run after each ``step``."""
+        return self._add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(optimizer)``, run before ``state_dict()`` builds the dict."""
+        return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run on ``state_dict()``'s result."""
+        return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run before loading it."""
+        return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(optimizer)``, run after ``load_state_dict`` loaded a state."""
+        return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Adds a group of parameters (e.g. newly unfrozen layers) with its own hyperparameters.
@@ -350,6 +466,8 @@ class Optimizer:
         Parameters are numbered in order across groups; state tensors are
         returned by reference (not copied), as in PyTorch.
         """
+        for pre in self._optimizer_state_dict_pre_hooks.values():
+            pre(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -361,13 +479,22 @@ class Optimizer:
             packed["params"] = ids
             groups.append(packed)
         state = {index[id(p)]: s for p, s in self.state._data.values() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        result = {"state": state, "param_groups": groups}
+        for post in self._optimizer_state_dict_post_hooks.values():
+            changed = post(self, result)
+            if changed is not None:
+                result = changed
+        return result
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Loads a ``state_dict()`` (of an optimizer over parameters of the same shapes and order).
 
         State tensors are copied and cast to their parameter's dtype (``step`` stays as saved).
         """
+        for pre in self._optimizer_load_state_dict_pre_hooks.values():
+            changed = pre(self, state_dict)
+            if changed is not None:
+                state_dict = changed
         if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
             raise FlambeauError(
                 "[load_state_dict] optimizer state_dict must be a dict with 'state' and 'param_groups' entries"
@@ -400,11 +527,19 @@ class Optimizer:
             ours["params"] = params
         self.state = new_state
         self.__dict__.pop("_step_cache", None)
+        for post in self._optimizer_load_state_dict_post_hooks.values():
+            post(self)
 
     def __getstate__(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
+        # Hooks are not saved (PyTorch's behaviour): they may be lambdas, and belong to this process.
+        d = {k: v for k, v in self.__dict__.items() if not k.startswith("_optimizer_") or not k.endswith("_hooks")}
         d.pop("_step_cache", None)
+        d.pop("_opt_called", None)
         return d
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_hooks()
 
     def __repr__(self) -> str:
         text = type(self).__name__ + " ("
