@@ -586,3 +586,28 @@ def test_other_pickle_protocols_load_with_weights_only_false():
         ser.load(io.BytesIO(raw))
     with pytest.raises(FlambeauError, match=r"\[save\] pickle_protocol must be an int from 2"):
         ser.save(1, io.BytesIO(), pickle_protocol=1)
+
+
+def test_legacy_format_hostile_pickle_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+    buf = torch_saved({"x": _Marker(str(marker))}, _use_new_zipfile_serialization=False)
+    with pytest.raises(pickle.UnpicklingError, match=r"\[load\] <BytesIO>: .*GLOBAL posix.system is refused"):
+        ser.load(buf)
+    assert not marker.exists()
+
+
+def test_torch_size_and_tensor_attributes():
+    out = ser.load(torch_saved({"size": torch.Size([2, 3]), "empty": torch.Size([])}))
+    assert out == {"size": (2, 3), "empty": ()}
+    t = torch.ones(2)
+    t.note = "hello"  # torch pickles Python attributes with _rebuild_from_type_v2
+    with pytest.raises(FlambeauError, match=r"gives a tensor Python attributes \['note'\]"):
+        ser.load(torch_saved(t))
+
+
+def test_saving_too_deep_a_structure_is_a_clean_error():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(FlambeauError, match=r"\[save\] <BytesIO>: the object nests too deeply to pickle"):
+        ser.save(deep, io.BytesIO())
