@@ -48,6 +48,10 @@ MODULES = [
     "flambeau_nn.utils.spectral_norm",
     "flambeau_nn.utils.prune",
     "flambeau_nn.utils.checkpoint",
+    "flambeau_nn.utils.fusion",
+    "flambeau_nn.utils.memory_format",
+    "flambeau_nn.utils.init",
+    "flambeau_nn.modules.adaptive",
 ]
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from flambeau_core import FlambeauError
-from nn_testing import close, fb, run_both, th
+from nn_testing import close, copy_params, fb, run_both, th
 
 REDUCTIONS = ["mean", "sum", "none"]
 RNG = np.random.default_rng(1234)
@@ -415,3 +415,51 @@ def test_loss_errors():
         nn.MultiMarginLoss(p=3)
     with pytest.raises(TypeError, match=r"\[hinge_embedding_loss\] input must be a Tensor"):
         F.hinge_embedding_loss([1.0], x)
+
+
+# ---- AdaptiveLogSoftmaxWithLoss ----
+
+
+def _asm_pair(head_bias):
+    torch.manual_seed(0)
+    theirs = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 10, 15], div_value=2.0, head_bias=head_bias).double()
+    ours = nn.AdaptiveLogSoftmaxWithLoss(16, 20, [4, 10, 15], div_value=2.0, head_bias=head_bias).double()
+    copy_params(ours, theirs)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("head_bias", [False, True])
+def test_adaptive_log_softmax_matches_torch(head_bias):
+    ours, theirs = _asm_pair(head_bias)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(0).standard_normal((9, 16))
+    target = np.array([0, 5, 19, 3, 12, 10, 4, 15, 9])
+    fx, tx = fb(x, requires_grad=True), th(x, requires_grad=True)
+    out, tout = ours(fx, _int_pair(target)[0]), theirs(tx, _int_pair(target)[1])
+    close(out.output, tout.output, 1e-12, 1e-12)
+    close(out.loss, tout.loss, 1e-12, 1e-12)
+    out.loss.backward()
+    tout.loss.backward()
+    close(fx.grad, tx.grad, 1e-11, 1e-12)
+    their = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        close(p.grad, their[name].grad, 1e-11, 1e-12, name)
+    close(ours.log_prob(fb(x)), theirs.log_prob(th(x)), 1e-12, 1e-12)
+    assert ours.predict(fb(x)).tolist() == theirs.predict(th(x)).tolist()
+    one = ours(fb(x[0]), fc.tensor(12))
+    close(one.output, theirs(th(x[0]), torch.tensor(12)).output, 1e-12, 1e-12)
+
+
+def test_adaptive_log_softmax_errors():
+    with pytest.raises(FlambeauError, match="cutoffs should be a sequence of length larger than 0"):
+        nn.AdaptiveLogSoftmaxWithLoss(4, 10, [])
+    with pytest.raises(FlambeauError, match="cutoffs should be a sequence of unique, positive integers"):
+        nn.AdaptiveLogSoftmaxWithLoss(4, 10, [5, 3])
+    asm = nn.AdaptiveLogSoftmaxWithLoss(4, 10, [3])
+    with pytest.raises(FlambeauError, match=r"Target values should be in \[0, 9\]"):
+        asm(fc.randn(2, 4), fc.tensor([1, 10]))
+    with pytest.raises(FlambeauError, match="same size in the batch dimension"):
+        asm(fc.randn(3, 4), fc.tensor([1, 2]))
+    with pytest.raises(FlambeauError, match="0D or 1D target tensor expected"):
+        asm(fc.randn(2, 4), fc.tensor([[1, 2]]))

@@ -31,6 +31,7 @@ from flambeau_nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from flambeau_nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from flambeau_nn.modules.attention import MultiheadAttention
 from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -290,6 +291,7 @@ __all__ = [
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "CTCLoss",
+    "AdaptiveLogSoftmaxWithLoss",
     "CosineSimilarity",
     "PairwiseDistance",
     "RNNBase",
