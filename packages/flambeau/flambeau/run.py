@@ -18,6 +18,7 @@ Example (a shell)::
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 import types
@@ -35,7 +36,7 @@ def _main_module(path: str) -> types.ModuleType:
     module.__loader__ = SourceFileLoader("__main__", path)
     module.__spec__ = None
     module.__cached__ = None
-    module.__builtins__ = __builtins__
+    module.__builtins__ = builtins
     return module
 
 

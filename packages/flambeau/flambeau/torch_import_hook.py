@@ -35,7 +35,9 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import multiprocessing.forkserver
 import multiprocessing.spawn
+import multiprocessing.util
 import os
 import sys
 import threading
@@ -99,6 +101,7 @@ _LOCK = threading.Lock()
 _missing: dict[str, None] = {}  # what the program reached that flambeau lacks, in order, once each
 _views: dict[str, _TorchView] = {}
 _reported = False
+_record_pid = os.getpid()  # the process whose record _missing is
 _finder: _TorchFinder | None = None
 
 
@@ -227,7 +230,10 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 # interpreter that re-imports the main module (as __mp_main__) before it unpickles
 # its target, so `import torch` there must already be hooked. The parent adds an
 # entry to the preparation data the child unpickles first; unpickling it installs
-# the hook (multiprocessing's `prepare` ignores keys it does not know).
+# the hook (multiprocessing's `prepare` ignores keys it does not know). The
+# forkserver's server process would import the main module when it starts, before
+# any hook: it preloads flambeau instead, and each child imports the main module
+# itself, after the hook (as spawn children do).
 class _InstallInChild:
     def __reduce__(self) -> tuple[Any, tuple[()]]:
         return (install, ())
@@ -242,6 +248,24 @@ def _preparation_data(name: str) -> dict[str, Any]:
     if installed():
         data[_PREPARATION_KEY] = _InstallInChild()
     return data
+
+
+class _Anchor:
+    pass
+
+
+_ANCHOR = _Anchor()
+
+
+def _report_at_child_exit(_: Any = None) -> None:
+    # multiprocessing's children leave through os._exit (no atexit) after running its
+    # finalizers, which it clears when a child starts: registered again in each child.
+    global _reported, _record_pid
+    if _record_pid != os.getpid():  # forked: what is listed so far is the parent's to print
+        with _LOCK:
+            _missing.clear()
+        _reported, _record_pid = False, os.getpid()
+    multiprocessing.util.Finalize(None, report, exitpriority=0)
 
 
 def installed() -> bool:
@@ -269,7 +293,11 @@ def install() -> None:
     _finder = _finder or _TorchFinder()
     sys.meta_path.insert(0, _finder)
     multiprocessing.spawn.get_preparation_data = _preparation_data
+    preload = multiprocessing.forkserver._forkserver._preload_modules
+    if "__main__" in preload:
+        multiprocessing.forkserver.set_forkserver_preload([m for m in preload if m != "__main__"] + ["flambeau"])
     atexit.register(report)
+    multiprocessing.util.register_after_fork(_ANCHOR, _report_at_child_exit)
 
 
 def uninstall() -> None:

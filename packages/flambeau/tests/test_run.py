@@ -97,9 +97,13 @@ def test_missing_feature_is_reported_once_then_the_error_is_reraised(tmp_path):
     assert "  - import torch.jit_like_thing\n" in listed
     assert "  - torch.nn.functional.no_such_function\n" in listed
     # The script's own error follows, as `python script.py` prints it.
-    assert err.rstrip().endswith(
-        "AttributeError: module 'torch.nn.functional' has no attribute 'no_such_function' "
-        "(flambeau-run: flambeau_nn.functional has no 'no_such_function': a PyTorch feature flambeau lacks)"
+    assert (
+        err.rstrip()
+        .splitlines()[-1]
+        .startswith(  # (Python may add "Did you mean ...?")
+            "AttributeError: module 'torch.nn.functional' has no attribute 'no_such_function' "
+            "(flambeau-run: flambeau_nn.functional has no 'no_such_function': a PyTorch feature flambeau lacks)"
+        )
     )
 
 
@@ -123,10 +127,11 @@ def test_torchvision_is_out_of_scope(tmp_path):
     assert "  - import torchvision (torchvision is not in flambeau's scope" in proc.stderr
 
 
-def test_spawned_children_resolve_torch_to_flambeau_too(tmp_path):
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_spawned_children_resolve_torch_to_flambeau_too(tmp_path, method):
     proc = _run(
         tmp_path,
-        """
+        f"""
         import sys
         import torch
         import torch.multiprocessing as mp
@@ -137,7 +142,8 @@ def test_spawned_children_resolve_torch_to_flambeau_too(tmp_path):
             torch.child_only_missing_feature  # reported by the child at its exit
 
         if __name__ == "__main__":
-            ctx = mp.get_context("spawn")
+            getattr(torch, "parent_only_feature", None)
+            ctx = mp.get_context("{method}")
             q = ctx.Queue()
             p = ctx.Process(target=child, args=(q,))
             p.start()
@@ -147,8 +153,12 @@ def test_spawned_children_resolve_torch_to_flambeau_too(tmp_path):
         """,
     )
     assert proc.returncode == 11, proc.stderr  # the child failed on the missing attribute: exit code 1
-    assert proc.stdout.strip() == "('__mp_main__', True, [1.0, 1.0])"
-    assert "flambeau-run (process " in proc.stderr and "  - torch.child_only_missing_feature" in proc.stderr
+    name = "__main__" if method == "fork" else "__mp_main__"
+    assert proc.stdout.strip() == f"('{name}', True, [1.0, 1.0])"
+    child_report = proc.stderr[proc.stderr.index("flambeau-run (process ") :]
+    assert "  - torch.child_only_missing_feature" in child_report
+    # Each process lists what it reached itself: a forked child does not repeat the parent's list.
+    assert proc.stderr.count("  - torch.parent_only_feature") == 1
 
 
 def test_no_script_is_a_usage_error():
