@@ -21,7 +21,7 @@ import flambeau_core  # noqa: F401  (loads the core library first)
 from flambeau_nn import functional, init, optim, utils
 from flambeau_nn import modules as _modules
 from flambeau_nn.modules import *  # noqa: F403  (the layers and losses; their list is modules.__all__)
-from flambeau_nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from flambeau_nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from flambeau_nn.serialization import load, save
 
 try:
@@ -33,6 +33,7 @@ except Exception:  # running from a source tree
 
 __all__ = [
     "Parameter",
+    "Buffer",
     "UninitializedParameter",
     "UninitializedBuffer",
     *_modules.__all__,

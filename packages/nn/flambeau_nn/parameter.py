@@ -119,3 +119,24 @@ class UninitializedBuffer(Tensor):
         return "<UninitializedBuffer>"
 
     __str__ = __repr__
+
+
+class Buffer(Tensor):
+    r"""A tensor that a ``Module`` registers as a buffer when assigned to one of its attributes.
+
+    ``persistent=False`` keeps it out of ``state_dict()`` (``register_buffer``'s flag), as PyTorch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> b = Buffer(fc.zeros(2), persistent=False)
+        >>> b.persistent, b.shape
+        (False, (2,))
+    """
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = fc.empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"[Buffer] data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data)
+        self.persistent = persistent

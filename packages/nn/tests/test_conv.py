@@ -545,3 +545,17 @@ def test_conv3d_errors():
         nn.Conv3d(3, 4, 3, groups=2)
     with pytest.raises(fc.FlambeauError, match=r"\[ConvTranspose3d\] requested an output size"):
         nn.ConvTranspose3d(4, 2, 3, stride=2)(x, output_size=(9, 9, 9))
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_conv_tbc_matches_torch(pad):
+    x, w, b = torch.randn(7, 2, 3), torch.randn(3, 3, 4), torch.randn(4)
+    compare_forward_backward(
+        lambda x, w, b: F.conv_tbc(x, w, b, pad),
+        lambda x, w, b: torch.conv_tbc(x, w, b, pad),
+        [x, w, b],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    with pytest.raises(fc.FlambeauError, match=r"\[conv_tbc\] input .* disagree on the channels"):
+        F.conv_tbc(fc.ones(7, 2, 3), fc.ones(3, 2, 4), fc.ones(4))

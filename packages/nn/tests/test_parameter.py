@@ -108,3 +108,44 @@ def test_model_goes_to_a_spawned_process():
         proc.join(timeout=60)
     assert proc.exitcode == 0
     assert got == model(x).tolist()
+
+
+# ---- nn.Buffer and the lazy modules' placeholders ----
+
+
+def _keys(m):
+    return list(m.state_dict()), [n for n, _ in m.named_buffers()]
+
+
+def test_buffer_assignment_registers_like_torch():
+    ours, theirs = nn.Module(), torch.nn.Module()
+    ours.a = nn.Buffer(fc.ones(2))
+    ours.b = nn.Buffer(fc.zeros(3), persistent=False)
+    theirs.a = torch.nn.Buffer(torch.ones(2))
+    theirs.b = torch.nn.Buffer(torch.zeros(3), persistent=False)
+    assert _keys(ours) == _keys(theirs) == (["a"], ["a", "b"])
+    ours.b = nn.Buffer(fc.zeros(3))  # re-assigning with persistent=True makes it persistent
+    theirs.b = torch.nn.Buffer(torch.zeros(3))
+    assert _keys(ours) == _keys(theirs)
+    assert tuple(ours.b.shape) == (3,)
+
+
+def test_buffer_errors():
+    with pytest.raises(TypeError, match=r"\[Buffer\] data must be a Tensor"):
+        nn.Buffer([1.0])
+    with pytest.raises(AttributeError, match="cannot assign buffer before Module.__init__"):
+
+        class Early(nn.Module):
+            def __init__(self):
+                self.b = nn.Buffer(fc.ones(1))
+
+        Early()
+
+
+def test_uninitialized_placeholders():
+    p = nn.UninitializedParameter()
+    assert p.requires_grad and p.numel() == 0 and repr(p) == "<UninitializedParameter>"
+    real = p.materialize((2, 3), dtype=fc.float64)
+    assert type(real) is nn.Parameter and tuple(real.shape) == (2, 3) and real.dtype == fc.float64
+    b = nn.UninitializedBuffer()
+    assert tuple(b.materialize((4,)).shape) == (4,) and not b.requires_grad

@@ -19,6 +19,8 @@ from flambeau_nn.functional import (
     _base,
     _conv,
     _ctc,
+    _dispatch,
+    _distance,
     _fractional_pool,
     _linear,
     _loss,
@@ -32,6 +34,8 @@ from flambeau_nn.functional._attention import *  # noqa: F403
 from flambeau_nn.functional._base import *  # noqa: F403
 from flambeau_nn.functional._conv import *  # noqa: F403
 from flambeau_nn.functional._ctc import *  # noqa: F403
+from flambeau_nn.functional._dispatch import *  # noqa: F403
+from flambeau_nn.functional._distance import *  # noqa: F403
 from flambeau_nn.functional._fractional_pool import *  # noqa: F403
 from flambeau_nn.functional._linear import *  # noqa: F403
 from flambeau_nn.functional._loss import *  # noqa: F403
@@ -44,6 +48,8 @@ from flambeau_nn.functional._vision import *  # noqa: F403
 __all__ = [
     *_base.__all__,
     *_linear.__all__,
+    *_distance.__all__,
+    *_dispatch.__all__,
     *_conv.__all__,
     *_pooling.__all__,
     *_pooling3d.__all__,

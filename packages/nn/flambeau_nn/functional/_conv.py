@@ -28,6 +28,7 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "conv_tbc",
     "unfold",
     "fold",
 ]
@@ -387,6 +388,34 @@ def conv_transpose3d(
         groups,
         dilation,
     )
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    r"""1-D convolution of a time-batch-channel ``(T, B, C_in)`` input with a ``(k, C_in, C_out)`` weight.
+
+    The result is ``(T + 2 * pad - k + 1, B, C_out)``: ``conv1d`` with the layouts permuted.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> conv_tbc(fc.ones(5, 2, 3), fc.ones(3, 3, 4), fc.zeros(4), pad=1).shape
+        (5, 2, 4)
+    """
+    op = "conv_tbc"
+    _check_tensor(input, op)
+    _check_tensor(weight, op, "weight")
+    _check_tensor(bias, op, "bias")
+    if input.dim() != 3 or weight.dim() != 3 or bias.dim() != 1:
+        raise FlambeauError(
+            f"[{op}] expected a 3-D input (T, B, C_in), a 3-D weight (k, C_in, C_out) and a 1-D bias, got "
+            f"{tuple(input.shape)}, {tuple(weight.shape)}, {tuple(bias.shape)}"
+        )
+    if input.shape[2] != weight.shape[1] or bias.shape[0] != weight.shape[2]:
+        raise FlambeauError(
+            f"[{op}] input {tuple(input.shape)}, weight {tuple(weight.shape)} and bias {tuple(bias.shape)} "
+            f"disagree on the channels"
+        )
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)
 
 
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:

@@ -33,7 +33,7 @@ from flambeau_nn.modules.activation import (
 )
 from flambeau_nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from flambeau_nn.modules.attention import MultiheadAttention
-from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from flambeau_nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from flambeau_nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from flambeau_nn.modules.conv import (
     Conv1d,
@@ -45,6 +45,7 @@ from flambeau_nn.modules.conv import (
     Fold,
     Unfold,
 )
+from flambeau_nn.modules.data_parallel import Container, DataParallel
 from flambeau_nn.modules.distance import CosineSimilarity, PairwiseDistance
 from flambeau_nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from flambeau_nn.modules.flatten import Unflatten
@@ -246,6 +247,9 @@ __all__ = [
     "LazyInstanceNorm3d",
     "LazyLinear",
     "LazyModuleMixin",
+    "DataParallel",
+    "Container",
+    "SyncBatchNorm",
     # activations and losses
     "GELU",
     "SiLU",

@@ -1,7 +1,8 @@
-"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (and their shared base ``_NormBase``)."""
+"""``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d``, ``SyncBatchNorm`` (and their shared base ``_NormBase``)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import flambeau_core as fc
@@ -12,7 +13,7 @@ from flambeau_nn import init
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 def _check_count(value: object, name: str, layer: str) -> None:
@@ -154,3 +155,69 @@ class BatchNorm3d(_BatchNorm):
             raise FlambeauError(
                 f"[BatchNorm3d] expected 5D input (got {input.dim()}D input of shape {tuple(input.shape)})"
             )
+
+
+class SyncBatchNorm(_BatchNorm):
+    r"""Batch normalization whose statistics would be reduced over a process group (PyTorch's ``SyncBatchNorm``).
+
+    Within one process (no ``flambeau.distributed`` process group of more than one rank) it is exactly
+    ``BatchNorm`` over an ``(N, C, *)`` input, as PyTorch's is there. Synchronizing the statistics across
+    ranks is not implemented: training with an initialized multi-rank group raises instead of silently
+    normalizing per rank. ``convert_sync_batchnorm`` swaps a model's ``BatchNorm*d`` layers for it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> model = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)))
+        >>> type(model[1]).__name__, model(fc.randn(2, 3, 5, 5)).shape
+        ('SyncBatchNorm', (2, 4, 3, 3))
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise FlambeauError(f"[SyncBatchNorm] expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.training:
+            # A loaded distributed package is asked (never imported here: it depends on nn).
+            dist = sys.modules.get("flambeau_distributed")
+            if dist is not None and dist.is_initialized() and dist.get_world_size(self.process_group) > 1:
+                raise NotImplementedError(
+                    "[SyncBatchNorm] synchronizing batch statistics across ranks is not implemented; use "
+                    "BatchNorm (per-rank statistics) or GroupNorm"
+                )
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """Returns ``module`` with every ``BatchNorm1d/2d/3d`` replaced by a ``SyncBatchNorm`` sharing its state."""
+        out = module
+        if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d)):
+            out = cls(
+                module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                process_group,
+            )  # fmt: skip
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -25,7 +25,7 @@ from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _foreach_zero_
 
 from flambeau_nn.modules._backward_hook import BackwardHook
-from flambeau_nn.parameter import Parameter
+from flambeau_nn.parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -337,6 +337,11 @@ class Module:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._remove_from(name, self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            if self.__dict__.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self._remove_from(name, self.__dict__, self._parameters, self._modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(
