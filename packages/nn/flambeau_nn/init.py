@@ -36,6 +36,19 @@ __all__ = [
     "xavier_uniform_",
     "xavier_normal_",
     "orthogonal_",
+    "sparse_",
+    # PyTorch's deprecated names without the trailing underscore (FutureWarning, then the same fill).
+    "uniform",
+    "normal",
+    "constant",
+    "eye",
+    "dirac",
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "orthogonal",
+    "sparse",
 ]
 
 
@@ -345,3 +358,59 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
             q = q.transpose(0, 1)
         tensor.copy_((q * gain).reshape(tuple(tensor.shape)))
     return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
+    r"""Fills a 2-D tensor as a sparse matrix (Martens, 2010): N(0, std) values with
+    ``ceil(sparsity * rows)`` zeros in each column, at random rows.
+
+    Each column's zero rows are the first ones of a random permutation, drawn for every column at
+    once (an argsort of uniform noise), not column by column.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> w = sparse_(fc.empty(10, 4), sparsity=0.3)
+        >>> (w == 0).sum(0).tolist()
+        [3, 3, 3, 3]
+    """
+    _check(tensor, "sparse_")
+    if tensor.dim() != 2:
+        raise FlambeauError(f"[sparse_] Only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}")
+    sparsity = _check_number(sparsity, "sparse_", "sparsity")
+    std = _check_number(std, "sparse_", "std")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with fa.no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        if num_zeros > 0 and tensor.numel() > 0:
+            noise = fc.empty(rows, cols, dtype=fc.float32).uniform_(0.0, 1.0, generator=generator)
+            rank = noise.argsort(0).argsort(0)  # each element's place in its column's random order
+            tensor.masked_fill_(rank < num_zeros, 0.0)
+    return tensor
+
+
+def _deprecated(new: Any) -> Any:
+    old = new.__name__[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning, stacklevel=2
+        )
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = old
+    deprecated_init.__doc__ = f"Deprecated: use :func:`{new.__name__}` (same arguments; warns FutureWarning)."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -231,3 +231,68 @@ def test_bad_input():
     with pytest.raises(TypeError, match="generator must be a flambeau.Generator"):
         init.uniform_(fc.empty(3), generator=torch.Generator())
     assert issubclass(FlambeauError, ValueError)
+
+
+# ---- sparse_ and the deprecated names ----
+
+
+@pytest.mark.parametrize(("rows", "cols", "sparsity"), [(10, 4, 0.3), (7, 50, 0.5), (5, 3, 0.0), (4, 6, 1.0)])
+def test_sparse_zeros_per_column_as_torch(rows, cols, sparsity):
+    ours = init.sparse_(fc.empty(rows, cols), sparsity=sparsity, std=0.5)
+    theirs = torch.nn.init.sparse_(torch.empty(rows, cols), sparsity=sparsity, std=0.5)
+    assert to_numpy((ours == 0).sum(0)).tolist() == (theirs == 0).sum(0).tolist()
+
+
+def test_sparse_nonzeros_are_normal_with_std():
+    w = to_numpy(init.sparse_(fc.empty(400, 300), sparsity=0.25, std=0.02))
+    nz = w[w != 0]
+    assert nz.size == 300 * 300
+    assert abs(nz.mean()) < 0.02 * 0.02 and abs(nz.std() - 0.02) < 0.02 * 0.02
+
+
+def test_sparse_zero_rows_differ_between_columns():
+    w = to_numpy(init.sparse_(fc.empty(20, 30), sparsity=0.5))
+    patterns = {tuple(np.flatnonzero(w[:, j] == 0)) for j in range(30)}
+    assert len(patterns) > 20  # random per column, not one shared set of rows
+
+
+def test_sparse_bad_input():
+    with pytest.raises(
+        FlambeauError, match=r"\[sparse_\] Only tensors with 2 dimensions are supported, got shape \(3,\)"
+    ):
+        init.sparse_(fc.empty(3), 0.1)
+    with pytest.raises(TypeError, match=r"\[sparse_\] sparsity must be a number, got str"):
+        init.sparse_(fc.empty(3, 3), "0.1")
+
+
+@pytest.mark.parametrize(
+    ("old", "args"),
+    [
+        ("uniform", ()),
+        ("normal", ()),
+        ("constant", (0.5,)),
+        ("eye", ()),
+        ("xavier_uniform", ()),
+        ("xavier_normal", ()),
+        ("kaiming_uniform", ()),
+        ("kaiming_normal", ()),
+        ("orthogonal", ()),
+        ("sparse", (0.5,)),
+    ],
+)
+def test_deprecated_names_warn_as_torch_and_fill_as_the_new_ones(old, args):
+    with pytest.warns(FutureWarning) as ours:
+        fc.manual_seed(0)
+        a = getattr(init, old)(fc.empty(4, 6), *args)
+    with pytest.warns(FutureWarning) as theirs:
+        getattr(torch.nn.init, old)(torch.empty(4, 6), *args)
+    assert str(ours[0].message) == str(theirs[0].message)
+    fc.manual_seed(0)
+    b = getattr(init, old + "_")(fc.empty(4, 6), *args)
+    np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+def test_deprecated_dirac_warns():
+    with pytest.warns(FutureWarning, match=r"`nn.init.dirac` is now deprecated in favor of `nn.init.dirac_`"):
+        w = init.dirac(fc.empty(2, 2, 3))
+    assert to_numpy(w)[:, :, 1].tolist() == [[1.0, 0.0], [0.0, 1.0]]
