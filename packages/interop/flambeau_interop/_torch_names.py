@@ -22,7 +22,6 @@ contain the same text are untouched.
 from __future__ import annotations
 
 import importlib
-from collections import OrderedDict
 from typing import Any
 
 import flambeau_core as fc
@@ -360,6 +359,3 @@ TORCH_MODULE_OF.update(
         "device": "torch",
     }
 )
-
-# The empty OrderedDict torch writes as backward_hooks.
-EMPTY_HOOKS = OrderedDict

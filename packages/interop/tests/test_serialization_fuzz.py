@@ -37,9 +37,13 @@ CHILD = textwrap.dedent(
         tobj = {"x": torch.arange(24.0).reshape(4, 6), "n": [1, "two"], "i": torch.arange(5)}
         tobj["view"] = tobj["x"][1:, ::2]
         torch.save(tobj, buf, _use_new_zipfile_serialization=False)
-    else:
-        tobj = {"x": torch.arange(24.0).reshape(4, 6), "n": [1, "two"], "h": Hostile()}
+    elif kind == "torch_zip":
+        tobj = {"x": torch.arange(24.0).reshape(4, 6), "n": [1, "two"], "b": torch.ones(3, dtype=torch.bfloat16),
+                "u": torch.arange(3).to(torch.uint16), "s": torch.Size([2, 3]), "c": torch.tensor([1j])}
+        tobj["view"] = tobj["x"].t()
         torch.save(tobj, buf)
+    else:  # a hostile file: mutations must not make it run code either
+        torch.save({"x": torch.arange(24.0).reshape(4, 6), "n": [1, "two"], "h": Hostile()}, buf)
     good = buf.getvalue()
     rng = random.Random(seed)
     outcomes = {"loaded": 0, "refused": 0}
@@ -74,7 +78,7 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("kind", "seed"), [("flambeau", 1), ("torch_zip", 2), ("legacy", 3)])
+@pytest.mark.parametrize(("kind", "seed"), [("flambeau", 1), ("torch_zip", 2), ("legacy", 3), ("hostile", 4)])
 def test_mutated_checkpoints_fail_cleanly(tmp_path, kind, seed):
     marker = tmp_path / "ran"
     proc = subprocess.run(
