@@ -52,6 +52,8 @@ MODULES = [
     "flambeau_nn.utils.memory_format",
     "flambeau_nn.utils.init",
     "flambeau_nn.modules.adaptive",
+    "flambeau_nn.modules.linear_cross_entropy_options",
+    "flambeau_nn.functional._linear_cross_entropy",
 ]
 
 

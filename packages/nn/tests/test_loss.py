@@ -463,3 +463,119 @@ def test_adaptive_log_softmax_errors():
         asm(fc.randn(3, 4), fc.tensor([1, 2]))
     with pytest.raises(FlambeauError, match="0D or 1D target tensor expected"):
         asm(fc.randn(2, 4), fc.tensor([[1, 2]]))
+
+
+# ---- linear_cross_entropy ----
+
+
+def _lce_inputs(n=10, d=4, c=7, k=(), seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)), rng.standard_normal((c, *k, d)), rng.standard_normal((c, *k))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"reduction": "sum", "ignore_index": 2},
+        {"reduction": "none", "label_smoothing": 0.2},
+        {"weight": np.linspace(0.5, 2.0, 7), "ignore_index": 1},
+    ],
+)
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_cross_entropy_matches_torch(kwargs, bias):
+    x, w, b = _lce_inputs()
+    target = np.random.default_rng(1).integers(0, 7, 10)
+    pairs = [(fb(a, requires_grad=True), th(a, requires_grad=True)) for a in (x, w, b)]
+    (fx, tx), (fw, tw), (fbias, tbias) = pairs
+    kw_f = {k: (fb(v) if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+    kw_t = {k: (th(v) if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+    ours = F.linear_cross_entropy(fx, fw, _int_pair(target)[0], linear_bias=fbias if bias else None, **kw_f)
+    theirs = TF.linear_cross_entropy(tx, tw, _int_pair(target)[1], linear_bias=tbias if bias else None, **kw_t)
+    close(ours, theirs, 1e-12, 1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    for (a, b_), name in zip(pairs if bias else pairs[:2], ("input", "weight", "bias"), strict=False):
+        close(a.grad, b_.grad, 1e-11, 1e-12, name)
+
+
+def test_linear_cross_entropy_k_dimensional_and_probabilities():
+    x, w, b = _lce_inputs(k=(3,))
+    target = np.random.default_rng(2).integers(0, 7, (10, 3))
+    ours = F.linear_cross_entropy(fb(x), fb(w), _int_pair(target)[0], linear_bias=fb(b))
+    theirs = TF.linear_cross_entropy(th(x), th(w), _int_pair(target)[1], linear_bias=th(b))
+    close(ours, theirs, 1e-12, 1e-12)
+    x, w, _ = _lce_inputs()
+    probs = np.random.default_rng(3).dirichlet(np.ones(7), 10)
+    close(
+        F.linear_cross_entropy(fb(x), fb(w), fb(probs)), TF.linear_cross_entropy(th(x), th(w), th(probs)), 1e-12, 1e-12
+    )
+    close(
+        F.linear_cross_entropy(fb(x[0]), fb(w), fc.tensor(3)),
+        TF.linear_cross_entropy(th(x[0]), th(w), torch.tensor(3)),
+        1e-12,
+        1e-12,
+    )
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "options", [{"batch_chunk_size": 3, "chunking_method": None}, {}, {"chunking_method": "aspect_ratio:1"}]
+)
+def test_linear_cross_entropy_chunked_path_equals_reference(options, reduction):
+    x, w, _ = _lce_inputs(n=37, d=4, c=50)
+    target = np.random.default_rng(4).integers(0, 50, 37)
+    target[[0, 5, 6]] = 7
+    weight = np.linspace(0.1, 3.0, 50)
+    results = []
+    for opts in (None, nn.LinearCrossEntropyOptions(**options)):
+        fx, fw = fb(x, requires_grad=True), fb(w, requires_grad=True)
+        loss = F.linear_cross_entropy(
+            fx, fw, _int_pair(target)[0], weight=fb(weight), ignore_index=7, reduction=reduction, options=opts
+        )
+        loss.sum().backward()
+        results.append((loss, fx.grad, fw.grad))
+    tx, tw = th(x, requires_grad=True), th(w, requires_grad=True)
+    theirs = TF.linear_cross_entropy(
+        tx,
+        tw,
+        _int_pair(target)[1],
+        weight=th(weight),
+        ignore_index=7,
+        reduction=reduction,
+        options=torch.nn.LinearCrossEntropyOptions(**options),
+    )
+    theirs.sum().backward()
+    for loss, gx, gw in results:
+        close(loss, theirs, 1e-11, 1e-12)
+        close(gx, tx.grad, 1e-10, 1e-12)
+        close(gw, tw.grad, 1e-10, 1e-12)
+
+
+def test_linear_cross_entropy_module_and_errors():
+    ours = nn.LinearCrossEntropyLoss(4, 6, out_features=(2,), bias=True, label_smoothing=0.1)
+    theirs = torch.nn.LinearCrossEntropyLoss(4, 6, out_features=(2,), bias=True, label_smoothing=0.1)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert tuple(ours.linear.weight.shape) == tuple(theirs.linear.weight.shape)
+    copy_params(ours, theirs)
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    target = np.random.default_rng(6).integers(0, 6, (3, 2))
+    close(ours(fc.tensor(x), _int_pair(target)[0]), theirs(torch.tensor(x), _int_pair(target)[1]), 1e-5, 1e-6)
+    with pytest.raises(FlambeauError, match="expected weight shape to be"):
+        nn.LinearCrossEntropyLoss(4, 6, weight=fc.ones(5))
+    with pytest.raises(FlambeauError, match="invalid chunking_method"):
+        nn.LinearCrossEntropyOptions(chunking_method="rows")
+    with pytest.raises(FlambeauError, match="expected input with dimensionality 1 or 2"):
+        F.linear_cross_entropy(fc.zeros(1, 2, 3), fc.zeros(4, 3), fc.tensor([0]))
+    with pytest.raises(FlambeauError, match="expected equal input and linear_weight last dimensions"):
+        F.linear_cross_entropy(fc.zeros(2, 3), fc.zeros(4, 5), fc.tensor([0, 1]))
+    with pytest.raises(FlambeauError, match="ignore_index cannot be specified when target contains probabilities"):
+        F.linear_cross_entropy(fc.zeros(2, 3), fc.zeros(4, 3), fc.zeros(2, 4), ignore_index=1)
+    with pytest.warns(UserWarning, match="``options`` ignored"):
+        F.linear_cross_entropy(
+            fc.zeros(2, 3),
+            fc.zeros(4, 3),
+            fc.tensor([0, 1]),
+            label_smoothing=0.1,
+            options=nn.LinearCrossEntropyOptions(),
+        )

@@ -67,6 +67,7 @@ from flambeau_nn.modules.lazy import (
     LazyModuleMixin,
 )
 from flambeau_nn.modules.linear import Bilinear, Identity, Linear
+from flambeau_nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
 from flambeau_nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -78,6 +79,7 @@ from flambeau_nn.modules.loss import (
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
     MultiLabelMarginLoss,
@@ -296,6 +298,8 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "CTCLoss",
     "AdaptiveLogSoftmaxWithLoss",
+    "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions",
     "CosineSimilarity",
     "PairwiseDistance",
     "RNNBase",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.distance import PairwiseDistance
+from flambeau_nn.modules.linear import Linear
+from flambeau_nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
 from flambeau_nn.modules.module import Module
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "CTCLoss",
+    "LinearCrossEntropyLoss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -422,4 +426,72 @@ class CTCLoss(_Loss):
     ) -> Tensor:
         return F.ctc_loss(
             log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity
+        )
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """A ``Linear`` layer to ``num_classes`` (times ``out_features``) logits and the cross entropy against
+    ``target``, in one call (see ``F.linear_cross_entropy``; ``options`` opts into the chunked path).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> loss = LinearCrossEntropyLoss(3, 5)
+        >>> sorted(loss.state_dict()), loss(fc.randn(4, 3), fc.tensor([0, 1, 2, 4])).shape
+        (['linear.weight'], ())
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        out_features: tuple[int, ...] = (),
+        bias: bool = False,
+        device: object = None,
+        dtype: object = None,
+        reduction: str = "mean",
+        weight: Tensor | None = None,
+        ignore_index: int | None = None,
+        label_smoothing: float = 0.0,
+        options: LinearCrossEntropyOptions | None = None,
+    ) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise FlambeauError(
+                f"[LinearCrossEntropyLoss] expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}"
+            )
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise FlambeauError(
+                f"[LinearCrossEntropyLoss] expected label_smoothing to be in range [0, 1], got {label_smoothing}"
+            )
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(
+            in_features, math.prod(out_features, start=num_classes), bias=bias, device=device, dtype=dtype
+        )
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        weight = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        bias = self.linear.bias
+        bias = bias.reshape((self.num_classes, *self.out_features)) if bias is not None else None
+        return F.linear_cross_entropy(
+            input,
+            weight,
+            target,
+            linear_bias=bias,
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, reduction={self.reduction}, "
+            f"ignore_index={self.ignore_index}, label_smoothing={self.label_smoothing}, options={self.options}"
         )
