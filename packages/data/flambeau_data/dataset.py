@@ -31,6 +31,7 @@ __all__ = [
     "ConcatDataset",
     "Dataset",
     "IterableDataset",
+    "StackDataset",
     "Subset",
     "TensorDataset",
     "random_split",
@@ -249,6 +250,44 @@ class ConcatDataset(Dataset[T_co]):
         which = bisect.bisect_right(self.cumulative_sizes, idx)
         start = self.cumulative_sizes[which - 1] if which > 0 else 0
         return self.datasets[which][idx - start]
+
+
+class StackDataset(Dataset[Any]):
+    """Several map-style datasets of one length side by side: sample ``i`` is the tuple (positional
+    datasets) or dict (keyword datasets) of each one's sample ``i``.
+
+    Example:
+        >>> StackDataset([1, 2], ["a", "b"])[1]
+        (2, 'b')
+        >>> StackDataset(image=[1, 2], label=["a", "b"])[0]
+        {'image': 1, 'label': 'a'}
+    """
+
+    datasets: tuple | dict
+
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "[StackDataset] give the datasets either positionally (samples are tuples) or by keyword "
+                "(samples are dicts), not both"
+            )
+        if not args and not kwargs:
+            raise ValueError("[StackDataset] at least one dataset should be passed")
+        self.datasets = args if args else dict(kwargs)
+        parts = list(self.datasets.items()) if kwargs else list(enumerate(args))
+        lengths = [(name, len(d)) for name, d in parts]  # type: ignore[arg-type]
+        self._length = lengths[0][1]
+        if any(n != self._length for _, n in lengths):
+            sizes = ", ".join(f"{name}: {n}" for name, n in lengths)
+            raise ValueError(f"[StackDataset] size mismatch between datasets ({sizes})")
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ChainDataset(IterableDataset[T_co]):

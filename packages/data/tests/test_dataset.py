@@ -6,6 +6,7 @@ import random
 import warnings
 
 import flambeau_core as fc
+import flambeau_data as data
 import numpy as np
 import pytest
 from conftest import make_xy
@@ -142,3 +143,38 @@ def test_random_split_with_a_core_generator():
 
     assert split(42) == split(42)
     assert split(42) != split(43)
+
+
+# ---- StackDataset ----
+
+
+def test_stack_dataset_samples_match_torch():
+    import torch
+
+    a, b = fc.arange(5).float(), [f"s{i}" for i in range(5)]
+    ta = torch.arange(5).float()
+    ours, theirs = data.StackDataset(a, b), torch.utils.data.StackDataset(ta, b)
+    assert len(ours) == len(theirs) == 5
+    for i in (0, 3, -1):
+        assert (ours[i][0].item(), ours[i][1]) == (theirs[i][0].item(), theirs[i][1])
+    ours, theirs = data.StackDataset(x=a, y=b), torch.utils.data.StackDataset(x=ta, y=b)
+    assert ours[2]["x"].item() == theirs[2]["x"].item() and ours[2]["y"] == theirs[2]["y"] == "s2"
+
+
+def test_stack_dataset_in_a_loader_collates_tuples_and_dicts():
+    a, b = fc.arange(6).float(), fc.arange(6) * 10
+    batch = next(iter(data.DataLoader(data.StackDataset(a, b), batch_size=4)))
+    assert batch[0].tolist() == [0.0, 1.0, 2.0, 3.0] and batch[1].tolist() == [0, 10, 20, 30]
+    batch = next(iter(data.DataLoader(data.StackDataset(x=a, y=b), batch_size=3)))
+    assert batch["x"].tolist() == [0.0, 1.0, 2.0] and batch["y"].tolist() == [0, 10, 20]
+
+
+def test_stack_dataset_bad_input():
+    with pytest.raises(ValueError, match=r"\[StackDataset\] size mismatch between datasets \(0: 2, 1: 3\)"):
+        data.StackDataset([1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match=r"\[StackDataset\] size mismatch between datasets \(x: 2, y: 1\)"):
+        data.StackDataset(x=[1, 2], y=[1])
+    with pytest.raises(ValueError, match=r"either positionally .* or by keyword"):
+        data.StackDataset([1], y=[1])
+    with pytest.raises(ValueError, match=r"at least one dataset"):
+        data.StackDataset()
