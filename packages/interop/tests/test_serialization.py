@@ -337,6 +337,10 @@ def test_mmap_maps_storages_from_the_file(tmp_path):
     out["x"].fill_(7.0)  # a private mapping: the file does not change
     assert path.read_bytes() == before
     assert torch.load(path, mmap=True)["x"].tolist() == x.tolist()
+    torch_path = tmp_path / "t.pt"  # torch aligns its records too: mapped in place
+    torch.save({"w": torch.arange(100, dtype=torch.int64)}, torch_path)
+    w = ser.load(torch_path, mmap=True)["w"]
+    assert w.tolist() == list(range(100)) and interop_c._storage_is_external(w)
     with pytest.raises(ValueError, match=r"\[load\] mmap=True needs f to be a file path"):
         ser.load(io.BytesIO(before), mmap=True)
     legacy = tmp_path / "legacy.pt"
