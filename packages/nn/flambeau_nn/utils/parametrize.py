@@ -81,8 +81,14 @@ def _set_in_place(dest: Tensor, src: Tensor) -> None:
     """Gives ``dest`` the value (and shape) of ``src`` while keeping ``dest``'s identity (optimizers hold it)."""
     if tuple(dest.shape) == tuple(src.shape) and dest.dtype == src.dtype:
         dest.copy_(src)
-    else:
+        return
+    try:
         dest.data = src.detach().clone()
+    except AttributeError:
+        raise FlambeauError(
+            f"[parametrize] cannot give the original tensor of shape {tuple(dest.shape)} and dtype {dest.dtype} the "
+            f"shape {tuple(src.shape)} and dtype {src.dtype} in place (a Parameter's storage cannot be swapped)"
+        ) from None
 
 
 def _register_parameter_or_buffer(module: Module, name: str, value: Tensor) -> None:
