@@ -512,7 +512,7 @@ def sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtype: Any 
 
 
 def with_sparse_first_operand(dense_op: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """``dense_op`` (``mm``, ``matmul``) that also takes a sparse first operand, as ``torch.mm`` does.
+    """``dense_op(input, other, *, out=None)`` (``mm``, ``matmul``) that also takes a sparse first operand.
 
     Example:
         >>> import flambeau_core as fc
@@ -523,12 +523,13 @@ def with_sparse_first_operand(dense_op: Callable[..., Tensor]) -> Callable[..., 
     """
 
     @functools.wraps(dense_op)
-    def op(input: Any, other: Any, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002
+    def op(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+        # Spelled out (no *args/**kwargs): this sits in front of every dense product.
         if type(input) is SparseTensor:
-            if args or kwargs:
-                raise TypeError(f"[{dense_op.__name__}] a sparse first operand takes no other arguments")
+            if out is not None:
+                raise TypeError(f"[{dense_op.__name__}] out= is not supported with a sparse first operand")
             return mm(input, other)
-        return dense_op(input, other, *args, **kwargs)
+        return dense_op(input, other) if out is None else dense_op(input, other, out=out)
 
     return op
 
