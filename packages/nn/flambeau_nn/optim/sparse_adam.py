@@ -19,11 +19,12 @@ class SparseAdam(Optimizer):
     r"""Lazy Adam for semantically sparse gradients (e.g. the rows of an embedding that a batch touched).
 
     PyTorch's SparseAdam takes gradients of sparse layout and updates the
-    moments and the parameter only at their stored entries. flambeau has no
-    sparse layout: the gradient is dense and its non-zero entries are the
-    ones updated, which is the rule PyTorch's documentation states (the mask
-    of the non-zero gradient values). At those entries, with ``t`` the number
-    of steps this parameter took::
+    moments and the parameter only at their stored entries. A flambeau
+    parameter's ``.grad`` is always dense (sparse COO tensors exist, sparse
+    gradients do not): its non-zero entries are the ones updated, which is the
+    rule PyTorch's documentation states (the mask of the non-zero gradient
+    values). At those entries, with ``t`` the number of steps this parameter
+    took::
 
         m = m + (1 - beta1) * (g - m);   v = v + (1 - beta2) * (g * g - v)
         p = p - lr * sqrt(1 - beta2**t) / (1 - beta1**t) * m / (sqrt(v) + eps)
