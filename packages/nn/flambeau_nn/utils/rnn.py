@@ -25,7 +25,16 @@ from typing import Any, NamedTuple
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
-__all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence"]
+__all__ = [
+    "PackedSequence",
+    "invert_permutation",
+    "pack_padded_sequence",
+    "pad_packed_sequence",
+    "pad_sequence",
+    "unpad_sequence",
+    "pack_sequence",
+    "unpack_sequence",
+]
 
 
 class PackedSequence(NamedTuple):
@@ -205,3 +214,48 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
     seqs = list(sequences)
     lengths = [s.shape[0] for s in seqs]
     return pack_padded_sequence(pad_sequence(seqs), lengths, enforce_sorted=enforce_sorted)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of an int64 permutation vector (``None`` stays ``None``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> invert_permutation(fc.tensor([2, 0, 1])).tolist()
+        [1, 2, 0]
+    """
+    if permutation is None:
+        return None
+    return fc.empty_like(permutation).scatter(0, permutation, fc.arange(permutation.numel(), dtype=permutation.dtype))
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:
+    """The inverse of ``pad_sequence``: the ``(L_i, *)`` tensors of a padded batch, given their lengths.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> padded = pad_sequence([fc.ones(2), fc.ones(1)], batch_first=True)
+        >>> [t.tolist() for t in unpad_sequence(padded, fc.tensor([2, 1]), batch_first=True)]
+        [[1.0, 1.0], [1.0]]
+    """
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    sizes = _lengths_list(lengths, "unpad_sequence")
+    if len(sizes) != padded_sequences.shape[0]:
+        raise FlambeauError(
+            f"[unpad_sequence] got {len(sizes)} lengths for a batch of {padded_sequences.shape[0]} sequences"
+        )
+    return [padded_sequences[i, :n] for i, n in enumerate(sizes)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The inverse of ``pack_sequence``: the list of ``(L_i, *)`` tensors, in their original order.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> seqs = [fc.tensor([1.0, 2.0]), fc.tensor([3.0]), fc.tensor([4.0, 5.0, 6.0])]
+        >>> [t.tolist() for t in unpack_sequence(pack_sequence(seqs, enforce_sorted=False))]
+        [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]]
+    """
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
