@@ -60,12 +60,14 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.nn.modules.*": ("flambeau_nn.modules.*", "the submodules flambeau_nn.modules has (activation, linear, ...)"),
     "torch.nn.utils": ("flambeau_nn.utils", "clip_grad_norm_, clip_grad_value_, rnn"),
     "torch.nn.utils.rnn": ("flambeau_nn.utils.rnn", ""),
+    "torch.nn.utils.*": ("flambeau_nn.utils.*", "the submodules flambeau_nn.utils has"),
     "torch.nn.parallel": ("flambeau_distributed.parallel", "DistributedDataParallel; no DataParallel"),
     "torch.optim": ("flambeau_nn.optim", "the optimizers of docs/nn.md"),
     "torch.optim.lr_scheduler": ("flambeau_nn.optim.lr_scheduler", ""),
     "torch.optim.optimizer": ("flambeau_nn.optim.optimizer", ""),
     "torch.optim.*": ("flambeau_nn.optim.*", "the optimizer submodules flambeau_nn.optim has"),
-    "torch.utils": ("flambeau:utils", "only utils.data"),
+    "torch.utils": ("flambeau:utils", "utils.data, utils.checkpoint"),
+    "torch.utils.checkpoint": ("flambeau_nn.utils.checkpoint", ""),
     "torch.utils.data": ("flambeau_data", ""),
     "torch.utils.data.dataloader": ("flambeau_data.dataloader", ""),
     "torch.utils.data.dataset": ("flambeau_data.dataset", ""),
@@ -87,6 +89,8 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.backends.*": ("flambeau_core.backends.*", "cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum"),
     "torch.accelerator": ("flambeau:accelerator", ""),
     "torch.random": ("flambeau:random", ""),
+    "torch.hub": ("flambeau:hub", "local folders and cached GitHub repositories; no downloads offline"),
+    "torch.onnx": ("flambeau:onnx", "export raises NotImplementedError"),
 }
 
 # Not flambeau's to provide: refused with a message naming the reason.

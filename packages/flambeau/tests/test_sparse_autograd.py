@@ -82,3 +82,15 @@ def test_gradcheck_of_a_graph_convolution():
         return fb.sparse.mm(fb.sparse_coo_tensor(i, values, (3, 3)), x @ w)
 
     assert fb.autograd.gradcheck(gcn, (values, w))
+
+
+def test_mm_and_matmul_keep_their_dense_forms():
+    a, b = fb.ones(2, 3), fb.ones(3, 2)
+    out = fb.empty(2, 2)
+    assert fb.mm(a, b, out=out) is out and out.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    assert fb.matmul(a, fb.ones(3)).tolist() == [3.0, 3.0]
+    s = fb.sparse_coo_tensor([[0], [1]], [2.0], (2, 3))
+    with pytest.raises(TypeError, match=r"\[mm\] out= is not supported with a sparse first operand"):
+        fb.mm(s, b, out=out)
+    with pytest.raises(RuntimeError, match=r"\[mm\] shapes"):
+        fb.mm(a, a)

@@ -37,6 +37,9 @@ NAMESPACES = [
     "torch.cuda",
     "torch.backends",
     "torch.serialization",
+    "torch.utils.checkpoint",
+    "torch.hub",
+    "torch.onnx",
 ]
 
 
