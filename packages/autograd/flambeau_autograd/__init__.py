@@ -35,6 +35,7 @@ from flambeau_autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, s
 from flambeau_autograd.function import Function, FunctionCtx
 from flambeau_autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from flambeau_autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from flambeau_autograd.variable import Variable
 
 __all__ = [
     "backward",
@@ -55,6 +56,7 @@ __all__ = [
     "set_detect_anomaly",
     "is_anomaly_enabled",
     "functional",
+    "Variable",
 ]
 
 try:
