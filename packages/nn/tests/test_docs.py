@@ -51,6 +51,8 @@ MODULES = [
     "flambeau_nn.utils.fusion",
     "flambeau_nn.utils.memory_format",
     "flambeau_nn.utils.init",
+    "flambeau_nn.utils.stateless",
+    "flambeau_nn.utils.rnn",
     "flambeau_nn.modules.adaptive",
     "flambeau_nn.modules.linear_cross_entropy_options",
     "flambeau_nn.functional._linear_cross_entropy",

@@ -30,6 +30,7 @@ from flambeau_nn.utils import (
     parametrize,
     prune,
     rnn,
+    stateless,
 )
 from flambeau_nn.utils.clip_grad import (
     clip_grad_norm,
@@ -78,5 +79,6 @@ __all__ = [
     "parametrizations",
     "prune",
     "rnn",
+    "stateless",
     "checkpoint",  # PyTorch's torch.utils.checkpoint (fb.utils.checkpoint)
 ]
