@@ -240,8 +240,6 @@ def test_mha_dropout_train_eval():
 def test_mha_errors():
     with pytest.raises(fc.FlambeauError, match="embed_dim must be divisible by num_heads"):
         nn.MultiheadAttention(10, 3)
-    with pytest.raises(fc.FlambeauError, match="add_bias_kv"):
-        nn.MultiheadAttention(8, 2, add_bias_kv=True)
     m = nn.MultiheadAttention(8, 2)
     x = fc.randn(4, 3, 8)
     with pytest.raises(fc.FlambeauError, match=r"The shape of the 2D attn_mask is \(4, 5\), but should be \(4, 4\)"):
@@ -260,3 +258,61 @@ def test_mha_errors():
         m(fc.randn(8), x, x)
     with pytest.raises(TypeError, match="only bool and floating types of attn_mask"):
         m(x, x, x, attn_mask=fc.zeros(4, 4, dtype=fc.int64))
+
+
+# ---- add_bias_kv, add_zero_attn and F.multi_head_attention_forward (static_k/static_v) ----
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias_kv,zero_attn", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("kpm", [False, True])
+def test_mha_bias_kv_and_zero_attn(dtype, bias_kv, zero_attn, need_weights, kpm):
+    from nn_testing import TOLERANCES
+
+    E, H, L, S, N = 8, 2, 4, 5, 3
+    ours, theirs = _mha_pair(E, H, dtype, add_bias_kv=bias_kv, add_zero_attn=zero_attn)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    (qo, qt), (ko, kt) = _leaf(torch.randn(L, N, E, dtype=dtype)), _leaf(torch.randn(S, N, E, dtype=dtype))
+    mask = torch.zeros(N, S, dtype=torch.bool)
+    mask[1, -2:] = True
+    m = dict(key_padding_mask=mask) if kpm else {}
+    yt, wt = theirs(qt, kt, kt, need_weights=need_weights, **m)
+    yo, wo = ours(qo, ko, ko, need_weights=need_weights, **{k: from_torch(v) for k, v in m.items()})
+    tol = TOLERANCES[dtype]
+    assert_close(yo, yt, **tol)
+    if need_weights:
+        assert_close(wo, wt, **tol)
+    g = torch.randn(yt.shape, dtype=dtype)
+    (yo * from_torch(g)).sum().backward()
+    (yt * g).sum().backward()
+    their = dict(theirs.named_parameters())
+    for n, p in ours.named_parameters():
+        assert_close(p.grad, their[n].grad, **tol)
+    assert_close(qo.grad, qt.grad, **tol)
+    assert_close(ko.grad, kt.grad, **tol)
+
+
+def test_bias_kv_init_is_xavier_normal():
+    m = nn.MultiheadAttention(64, 4, add_bias_kv=True)
+    std = (2.0 / (64 + 64)) ** 0.5  # xavier_normal_ on (1, 1, 64): fan_in = fan_out = 64
+    vals = m.bias_k.flatten().tolist() + m.bias_v.flatten().tolist()
+    mean = sum(vals) / len(vals)
+    sd = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5
+    assert 0.7 * std < sd < 1.3 * std
+
+
+def test_functional_with_static_kv_matches_torch():
+    E, H, L, S, N = 8, 2, 3, 4, 2
+    x = torch.randn(L, N, E, dtype=torch.float64)
+    w_in, b_in = torch.randn(3 * E, E, dtype=torch.float64), torch.randn(3 * E, dtype=torch.float64)
+    w_out, b_out = torch.randn(E, E, dtype=torch.float64), torch.randn(E, dtype=torch.float64)
+    sk, sv = torch.randn(N * H, S, E // H, dtype=torch.float64), torch.randn(N * H, S, E // H, dtype=torch.float64)
+    args_t = (x, x, x, E, H, w_in, b_in, None, None, False, 0.0, w_out, b_out)
+    yt, wt = torch.nn.functional.multi_head_attention_forward(*args_t, static_k=sk, static_v=sv)
+    args_o = tuple(from_torch(a) if isinstance(a, torch.Tensor) else a for a in args_t)
+    yo, wo = F.multi_head_attention_forward(*args_o, static_k=from_torch(sk), static_v=from_torch(sv))
+    assert_close(yo, yt, rtol=1e-9, atol=1e-10)
+    assert_close(wo, wt, rtol=1e-9, atol=1e-10)
+    with pytest.raises(fc.FlambeauError, match=r"\[multi_head_attention_forward\] expecting static_k of shape"):
+        F.multi_head_attention_forward(*args_o, static_k=from_torch(sk[:, :, :2]), static_v=from_torch(sv))

@@ -25,6 +25,7 @@ from flambeau_nn.functional import (
     _linear,
     _linear_cross_entropy,
     _loss,
+    _multi_head_attention,
     _normalization,
     _pooling,
     _pooling3d,
@@ -42,6 +43,7 @@ from flambeau_nn.functional._linear import *  # noqa: F403
 from flambeau_nn.functional._linear_cross_entropy import *  # noqa: F403
 from flambeau_nn.functional._loss import *  # noqa: F403
 from flambeau_nn.functional._loss import _legacy_reduction  # noqa: F401  (the loss modules use it)
+from flambeau_nn.functional._multi_head_attention import *  # noqa: F403
 from flambeau_nn.functional._normalization import *  # noqa: F403
 from flambeau_nn.functional._pooling import *  # noqa: F403
 from flambeau_nn.functional._pooling3d import *  # noqa: F403
@@ -63,4 +65,5 @@ __all__ = [
     *_ctc.__all__,
     *_linear_cross_entropy.__all__,
     *_attention.__all__,
+    *_multi_head_attention.__all__,
 ]
