@@ -94,8 +94,12 @@ def test_modules(ours, theirs):
     compare_forward_backward(ours, theirs, [x], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:`nn.functional.upsample")
 def test_deprecated_functions_match_torch():
     x = torch.randn(1, 2, 3, 4)
+    for name in ("upsample", "upsample_nearest", "upsample_bilinear"):
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            getattr(F, name)(fc.ones(1, 1, 2, 2), scale_factor=2)
     compare_forward_backward(
         lambda x: F.upsample_bilinear(x, scale_factor=2), lambda x: TF.upsample_bilinear(x, scale_factor=2), [x]
     )

@@ -17,6 +17,7 @@ Note [Separable resampling]
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import flambeau_core as fc
@@ -201,6 +202,12 @@ def interpolate(
     return x
 
 
+def _deprecated(name: str) -> None:
+    warnings.warn(
+        f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", UserWarning, stacklevel=3
+    )
+
+
 def upsample(
     input: Tensor,
     size: Any = None,
@@ -208,13 +215,18 @@ def upsample(
     mode: str = "nearest",
     align_corners: bool | None = None,
 ) -> Tensor:
-    """Deprecated alias of :func:`interpolate`.
+    """Deprecated alias of :func:`interpolate` (warns, as PyTorch).
 
     Example:
+        >>> import warnings
         >>> import flambeau_core as fc
-        >>> upsample(fc.ones(1, 1, 2, 2), scale_factor=2).shape
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     out = upsample(fc.ones(1, 1, 2, 2), scale_factor=2)
+        >>> out.shape
         (1, 1, 4, 4)
     """
+    _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -222,10 +234,15 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
     """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')``.
 
     Example:
+        >>> import warnings
         >>> import flambeau_core as fc
-        >>> upsample_nearest(fc.ones(1, 1, 2, 2), 3).shape
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     out = upsample_nearest(fc.ones(1, 1, 2, 2), 3)
+        >>> out.shape
         (1, 1, 3, 3)
     """
+    _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -233,10 +250,15 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     """Deprecated: ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)``.
 
     Example:
+        >>> import warnings
         >>> import flambeau_core as fc
-        >>> upsample_bilinear(fc.ones(1, 1, 2, 2), scale_factor=2).shape
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     out = upsample_bilinear(fc.ones(1, 1, 2, 2), scale_factor=2)
+        >>> out.shape
         (1, 1, 4, 4)
     """
+    _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
