@@ -307,3 +307,24 @@ def test_custom_optimizer_subclass():
     assert p.tolist() == [0.5, -0.5]
     assert opt.state_dict()["param_groups"] == [{"lr": 0.5, "params": [0]}]
     assert "SignSGD" in repr(opt) and "lr: 0.5" in repr(opt)
+
+
+def test_state_dict_is_plain_dicts_as_torch():
+    import pickle
+
+    import flambeau_core as fc
+    import flambeau_nn as nn
+
+    model = nn.Linear(3, 2)
+    opt = nn.optim.Adam(model.parameters(), lr=0.1)
+    model(fc.ones(4, 3)).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    assert type(sd["state"]) is dict and all(type(s) is dict for s in sd["state"].values())
+    assert sd["state"][0]["exp_avg"] is opt.state[model.weight]["exp_avg"]  # tensors by reference, as torch
+    # The containers pickle as builtins only (what torch's weights_only loader accepts), no class of ours.
+    containers = {
+        "state": {k: {n: None for n in st} for k, st in sd["state"].items()},
+        "param_groups": sd["param_groups"],
+    }
+    assert b"flambeau" not in pickle.dumps(containers, protocol=2)

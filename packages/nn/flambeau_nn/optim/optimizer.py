@@ -478,7 +478,9 @@ class Optimizer:
                 ids.append(index[id(p)])
             packed["params"] = ids
             groups.append(packed)
-        state = {index[id(p)]: s for p, s in self.state._data.values() if id(p) in index}
+        # Plain dicts (the tensors inside by reference): _StateDict pickles as a dict subclass, which
+        # PyTorch's weights_only loader refuses.
+        state = {index[id(p)]: dict(s) for p, s in self.state._data.values() if id(p) in index}
         result = {"state": state, "param_groups": groups}
         for post in self._optimizer_state_dict_post_hooks.values():
             changed = post(self, result)
