@@ -172,3 +172,10 @@ def test_bad_input_raises_clear_errors():
         sparse.sum(a, dim=2)
     with pytest.raises(RuntimeError, match=r"\[to_sparse\] sparse_dim must be in \[1, 2\]"):
         fc.ones(2, 2).to_sparse(3)
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(sparse, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -133,3 +133,13 @@ def test_module_table_targets_are_importable_modules_or_namespace_attributes():
     for target, _ in hook.TORCH_MODULES.values():
         module = target.partition(":")[0].removesuffix(".*")
         importlib.import_module(module)
+
+
+def test_docstring_examples():
+    # In a fresh interpreter: the example installs the hook, which this process (torch imported) refuses.
+    code = (
+        "import doctest, flambeau.torch_import_hook as m; r = doctest.testmod(m); "
+        "assert r.attempted > 0 and r.failed == 0, r"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
