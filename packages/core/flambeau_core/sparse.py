@@ -233,7 +233,9 @@ class SparseTensor:
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
-        return SparseTensor(self._ind, self._val.to(*args, **kwargs), self._size, self._coalesced)
+        values = self._val.to(*args, **kwargs)
+        indices = self._ind if values.device == self._ind.device else self._ind.to(values.device)
+        return SparseTensor(indices, values, self._size, self._coalesced)
 
     def float(self) -> SparseTensor:
         return self.to(_C.float32)
