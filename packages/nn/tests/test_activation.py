@@ -208,3 +208,25 @@ def test_activation_errors():
         F.hardshrink(fc.tensor([1, 2]))
     with pytest.raises(TypeError, match=r"\[threshold\] input must be a Tensor"):
         F.threshold([1.0], 0.0, 0.0)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 5), (2, 3, 4), (2, 3, 4, 5)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_implicit_dim_as_torch(name, shape):
+    x = _input(shape)
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {name}"):
+        ours = getattr(F, name)(fb(x))
+    with pytest.warns(UserWarning):
+        theirs = getattr(TF, name)(th(x))
+    close(ours, theirs, 1e-12, 1e-12)
+    module = "Softmax" if name == "softmax" else "LogSoftmax"
+    assert repr(getattr(nn, module)()) == repr(getattr(torch.nn, module)())
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        close(getattr(nn, module)()(fb(x)), theirs, 1e-12, 1e-12)
+    # The third positional argument is _stacklevel, as in PyTorch; dtype is a keyword.
+    close(
+        getattr(F, name)(fb(x, fc.float32), -1, 3, dtype=fc.float64),
+        getattr(TF, name)(th(x, torch.float32), -1, 3, dtype=torch.float64),
+        1e-6,
+        1e-7,
+    )

@@ -9,14 +9,13 @@ PyTorch, and differentiated through core's derivative table.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
-from flambeau_nn.functional._base import _check_tensor, _float_input, _shape, softmax
+from flambeau_nn.functional._base import _check_tensor, _float_input, _shape, _softmax_dim, softmax
 
 __all__ = [
     "gelu",
@@ -246,14 +245,6 @@ def tanhshrink(input: Tensor) -> Tensor:
     return input - fc.tanh(input)
 
 
-def _softmax_dim(ndim: int, name: str) -> int:
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     r"""``softmax(-input, dim)``: weights that favour the smallest entries.
 
@@ -264,10 +255,10 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     """
     _check_tensor(input, "softmin")
     if dim is None:
-        dim = _softmax_dim(input.dim(), "softmin")
+        dim = _softmax_dim(input.dim(), "softmin", _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
-    return softmax(-input, dim)
+    return softmax(-input, dim, dtype=None)
 
 
 def rrelu(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import flambeau_core as fc
@@ -64,15 +65,31 @@ def sigmoid(input: Tensor) -> Tensor:
     return fc.sigmoid(input)
 
 
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
+    """PyTorch's implicit dim (0 for 0-, 1- and 3-d inputs, else 1), with its deprecation warning."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel; ``dtype`` casts the input first."""
     _check_tensor(input, "log_softmax")
+    if dim is None:
+        dim = _softmax_dim(input.dim(), "log_softmax", _stacklevel)
     return fc.log_softmax(input, dim, dtype=dtype)
 
 
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``); ``dtype`` casts the input first."""
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``); ``dtype`` casts the input first.
+
+    ``dim=None`` picks PyTorch's implicit dim (deprecated there too: it warns).
+    """
     _check_tensor(input, "softmax")
+    if dim is None:
+        dim = _softmax_dim(input.dim(), "softmax", _stacklevel)
     return fc.softmax(input, dim, dtype=dtype)
 
 

@@ -73,24 +73,28 @@ class Sigmoid(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim: int) -> None:
+    """``softmax(x, dim)`` (``dim=None``: PyTorch's implicit dim, with its warning)."""
+
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Module):
-    def __init__(self, dim: int) -> None:
+    """``log_softmax(x, dim)`` (``dim=None``: PyTorch's implicit dim, with its warning)."""
+
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
