@@ -29,7 +29,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if not p >= 0:
         raise FlambeauError(f"[pdist] only supports non-negative p values, got {p}")
     n = input.shape[0]
-    rows = fc.triu_indices(n, n, 1)
+    rows = fc.triu_indices(n, n, 1, device=input.device)
     diff = (input.index_select(0, rows[0]) - input.index_select(0, rows[1])).abs()
     if p == 0:
         # A count has zero gradient; the zero-weighted term keeps it in the graph, as PyTorch's result is.

@@ -48,11 +48,11 @@ def _per_dim(v: Any, n: int, op: str, name: str, kind: type) -> list:
 def _window_starts(u: Tensor, in_size: int, out_size: int, k: int) -> Tensor:
     """Window starts ``(planes, out_size)`` (int64) from the samples ``u`` ``(planes,)``."""
     planes = u.shape[0]
-    last = fc.full((planes, 1), in_size - k, dtype=fc.int64)
+    last = fc.full((planes, 1), in_size - k, dtype=fc.int64, device=u.device)
     if out_size == 1:
         return last
-    alpha = fc.tensor((in_size - k) / (out_size - 1), dtype=u.dtype)
-    i = fc.arange(out_size - 1, dtype=u.dtype).unsqueeze(0)
+    alpha = fc.tensor((in_size - k) / (out_size - 1), dtype=u.dtype, device=u.device)
+    i = fc.arange(out_size - 1, dtype=u.dtype, device=u.device).unsqueeze(0)
     uu = u.unsqueeze(1)
     starts = ((i + uu) * alpha).to(fc.int64) - (uu * alpha).to(fc.int64)
     return fc.cat([starts, last], 1)
@@ -92,7 +92,7 @@ def _fractional_max_pool(
     x = input.unsqueeze(0) if unbatched else input
     batch, channels = x.shape[0], x.shape[1]
     if _random_samples is None:
-        _random_samples = fc.rand(batch, channels, n, dtype=input.dtype)
+        _random_samples = fc.rand(batch, channels, n, dtype=input.dtype, device=input.device)
     _check_tensor(_random_samples, op, "_random_samples")
     if _shape(_random_samples) != (batch, channels, n):
         raise FlambeauError(
@@ -109,7 +109,7 @@ def _fractional_max_pool(
         coord = starts.reshape(shape)
         tap_shape = [1] * (2 * n + 1)
         tap_shape[1 + n + i] = k[i]
-        coord = coord + fc.arange(k[i], dtype=fc.int64).reshape(tap_shape)
+        coord = coord + fc.arange(k[i], dtype=fc.int64, device=input.device).reshape(tap_shape)
         index = coord if index is None else index * spatial[i] + coord
     n_out, taps = 1, 1
     for i in range(n):

@@ -192,8 +192,8 @@ def multi_head_attention_forward(
             heads.append(static)
     k, v = heads
     if add_zero_attn:
-        k = fc.cat([k, fc.zeros(N * H, 1, hd, dtype=dtype)], 1)
-        v = fc.cat([v, fc.zeros(N * H, 1, hd, dtype=dtype)], 1)
+        k = fc.cat([k, fc.zeros(N * H, 1, hd, dtype=dtype, device=k.device)], 1)
+        v = fc.cat([v, fc.zeros(N * H, 1, hd, dtype=dtype, device=v.device)], 1)
         mask, kpm = _pad_last(mask), _pad_last(kpm)
     S = k.shape[1]
     if kpm is not None:

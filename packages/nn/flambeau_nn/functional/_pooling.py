@@ -176,7 +176,9 @@ def _max_unpool(
                 f"[{op}] an index is out of bounds for output size {tuple(size)} "
                 f"(valid: 0..{plane - 1}); found indices in {lo}..{hi}"
             )
-    out = fc.scatter_add(fc.zeros(lead + (plane,), dtype=input.dtype), len(lead), flat_idx, flat_in)
+    out = fc.scatter_add(
+        fc.zeros(lead + (plane,), dtype=input.dtype, device=input.device), len(lead), flat_idx, flat_in
+    )
     return out.reshape(lead + tuple(size))
 
 

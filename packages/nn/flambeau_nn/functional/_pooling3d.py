@@ -92,9 +92,9 @@ def _depth_max(values: Tensor, positions: list[list[int]]) -> tuple[Tensor, Tens
     planes, depth, h, w = _shape(values)
     taps = len(positions[0])
     # Padding reads a -inf slice appended at depth D, so it never wins over a real value.
-    padded = fc.cat([values, fc.full((planes, 1, h, w), -math.inf, dtype=values.dtype)], 1)
+    padded = fc.cat([values, fc.full((planes, 1, h, w), -math.inf, dtype=values.dtype, device=values.device)], 1)
     flat = [depth if q < 0 else q for row in positions for q in row]
-    index = fc.tensor(flat, dtype=fc.int64)
+    index = fc.tensor(flat, dtype=fc.int64, device=values.device)
     windows = padded.index_select(1, index).reshape(planes, len(positions), taps, h, w)
     best, tap = windows.max(dim=2)
     where = index.reshape(len(positions), taps)

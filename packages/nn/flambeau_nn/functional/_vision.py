@@ -93,16 +93,16 @@ def _resample_dim(x: Tensor, dim: int, index: Tensor, weight: Tensor | None) -> 
     return (g * w).sum(dim + 1)
 
 
-def _nearest_exact_index(in_size: int, out_size: int, scale: float | None) -> Tensor:
-    s = fc.tensor(_source_scale(in_size, out_size, False, scale), dtype=fc.float32)
-    src = ((fc.arange(out_size, dtype=fc.float32) + 0.5) * s).floor()
+def _nearest_exact_index(in_size: int, out_size: int, scale: float | None, device: Any) -> Tensor:
+    s = fc.tensor(_source_scale(in_size, out_size, False, scale), dtype=fc.float32, device=device)
+    src = ((fc.arange(out_size, dtype=fc.float32, device=device) + 0.5) * s).floor()
     return src.to(fc.int64).clamp(0, in_size - 1).reshape(out_size, 1)
 
 
-def _bicubic_taps(in_size: int, out_size: int, align_corners: bool, scale: float | None, dtype: Any):
+def _bicubic_taps(in_size: int, out_size: int, align_corners: bool, scale: float | None, dtype: Any, device: Any):
     """The 4 clamped source indices and cubic-convolution weights of each output position."""
-    s = fc.tensor(_source_scale(in_size, out_size, align_corners, scale), dtype=dtype)
-    dst = fc.arange(out_size, dtype=dtype)
+    s = fc.tensor(_source_scale(in_size, out_size, align_corners, scale), dtype=dtype, device=device)
+    dst = fc.arange(out_size, dtype=dtype, device=device)
     real = dst * s if align_corners else (dst + 0.5) * s - 0.5  # not clamped at 0 for cubic
     base = real.floor()
     t = (real - base).unsqueeze(1)
@@ -112,7 +112,7 @@ def _bicubic_taps(in_size: int, out_size: int, align_corners: bool, scale: float
     w_near = ((a + 2.0) * near - (a + 3.0)) * near * near + 1.0
     w_far = ((a * far - 5.0 * a) * far + 8.0 * a) * far - 4.0 * a
     weight = fc.stack([w_far[:, 0], w_near[:, 0], w_near[:, 1], w_far[:, 1]], 1)
-    index = base.to(fc.int64).unsqueeze(1) + fc.arange(-1, 3, dtype=fc.int64).unsqueeze(0)
+    index = base.to(fc.int64).unsqueeze(1) + fc.arange(-1, 3, dtype=fc.int64, device=device).unsqueeze(0)
     return index.clamp(0, in_size - 1), weight
 
 
@@ -195,9 +195,11 @@ def interpolate(
     x = input
     for i in range(dim):  # one pass per spatial dim (at most 3): Note [Separable resampling]
         if mode == "nearest-exact":
-            x = _resample_dim(x, 2 + i, _nearest_exact_index(spatial[i], out[i], per_dim[i]), None)
+            x = _resample_dim(x, 2 + i, _nearest_exact_index(spatial[i], out[i], per_dim[i], input.device), None)
         else:
-            index, weight = _bicubic_taps(spatial[i], out[i], bool(align_corners), per_dim[i], input.dtype)
+            index, weight = _bicubic_taps(
+                spatial[i], out[i], bool(align_corners), per_dim[i], input.dtype, input.device
+            )
             x = _resample_dim(x, 2 + i, index, weight)
     return x
 
@@ -418,10 +420,10 @@ def grid_sample(
     return out.reshape((n, c) + tuple(out_shape))
 
 
-def _base_coords(steps: int, align_corners: bool, dtype: Any) -> Tensor:
+def _base_coords(steps: int, align_corners: bool, dtype: Any, device: Any) -> Tensor:
     if steps <= 1:
-        return fc.zeros(max(steps, 0), dtype=dtype)
-    r = fc.linspace(-1.0, 1.0, steps, dtype=dtype)
+        return fc.zeros(max(steps, 0), dtype=dtype, device=device)
+    r = fc.linspace(-1.0, 1.0, steps, dtype=dtype, device=device)
     return r if align_corners else r * ((steps - 1) / steps)
 
 
@@ -459,14 +461,14 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
         raise FlambeauError(f"[{op}] expected non-zero, positive output size, got {tuple(size)}")
     ac = bool(align_corners)
     spatial = size[2:]  # (H, W) or (D, H, W)
-    axes = [_base_coords(s, ac, theta.dtype) for s in reversed(spatial)]  # x, y[, z]
+    axes = [_base_coords(s, ac, theta.dtype, theta.device) for s in reversed(spatial)]  # x, y[, z]
     k = len(spatial)
     parts = []
     for i, a in enumerate(axes):  # coordinate i varies along spatial dim k - 1 - i
         shape = [1] * k
         shape[k - 1 - i] = spatial[k - 1 - i]
         parts.append(a.reshape(shape).expand(*spatial))
-    parts.append(fc.ones(*spatial, dtype=theta.dtype))
+    parts.append(fc.ones(*spatial, dtype=theta.dtype, device=theta.device))
     base = fc.stack(parts, k).reshape(1, -1, k + 1)  # (1, prod, k + 1)
     grid = fc.matmul(base, theta.transpose(1, 2))  # (N, prod, k)
     return grid.reshape(size[0], *spatial, k)

@@ -221,8 +221,9 @@ class CrossMapLRN2d(LocalResponseNorm):
         prefix = fc.cat([fc.zeros_like(sq.narrow(1, 0, 1)), sq.cumsum(1)], 1)
         hi = [min(c + pre_pad, channels) for c in range(channels)]
         lo = [c - pre_pad + 1 if c > pre_pad else 0 for c in range(channels)]
-        keep0 = fc.tensor([1.0 if c > pre_pad else 0.0 for c in range(channels)], dtype=input.dtype)
-        window = prefix.index_select(1, fc.tensor(hi)) - prefix.index_select(1, fc.tensor(lo))
+        dev = input.device
+        keep0 = fc.tensor([1.0 if c > pre_pad else 0.0 for c in range(channels)], dtype=input.dtype, device=dev)
+        window = prefix.index_select(1, fc.tensor(hi, device=dev)) - prefix.index_select(1, fc.tensor(lo, device=dev))
         window = window + sq.narrow(1, 0, 1) * keep0.reshape(1, channels, 1, 1)
         scale = window * (self.alpha / self.size) + self.k
         return input * scale.pow(-self.beta)

@@ -135,7 +135,7 @@ def _causal_hint(mask: Tensor | None, is_causal: bool | None) -> bool:
         return bool(is_causal)
     if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
         return False
-    causal = Transformer.generate_square_subsequent_mask(mask.shape[0], dtype=mask.dtype)
+    causal = Transformer.generate_square_subsequent_mask(mask.shape[0], device=mask.device, dtype=mask.dtype)
     return mask.dtype != fc.bool and bool(fc.all(mask == causal).item())
 
 
@@ -371,7 +371,7 @@ class Transformer(Module):
             [[0.0, -inf, -inf], [0.0, 0.0, -inf], [0.0, 0.0, 0.0]]
         """
         dtype = dtype if dtype is not None else fc.float32
-        return fc.triu(fc.full((sz, sz), float("-inf"), dtype=dtype), 1)
+        return fc.triu(fc.full((sz, sz), float("-inf"), dtype=dtype, device=device), 1)
 
     def forward(
         self,
