@@ -81,7 +81,7 @@ def _linear_index(indices: Tensor, sizes: Sequence[int]) -> Tensor:
     strides = [1] * len(sizes)
     for d in range(len(sizes) - 2, -1, -1):
         strides[d] = strides[d + 1] * sizes[d + 1]
-    weights = _C.tensor(strides, dtype=_C.int64).unsqueeze(1)
+    weights = _C.tensor(strides, dtype=_C.int64, device=indices.device).unsqueeze(1)
     return (indices * weights).sum(0)
 
 
@@ -509,7 +509,7 @@ def sum(input: SparseTensor, dim: int | Sequence[int] | None = None, dtype: Any 
     if not keep:
         return values.sum(0)
     remaining = tuple(s for d, s in enumerate(input._size) if d not in dims)
-    indices = input._ind.index_select(0, _C.tensor(keep, dtype=_C.int64))
+    indices = input._ind.index_select(0, _C.tensor(keep, dtype=_C.int64, device=input._ind.device))
     return SparseTensor(indices, values, remaining, False).coalesce()
 
 

@@ -13,6 +13,7 @@ def _fb(t: torch.Tensor, requires_grad: bool = False) -> fb.Tensor:
     return out.requires_grad_(True) if requires_grad else out
 
 
+# Local: the meta-package's tests have no shared helper module, and only this file compares this way.
 def _close(ours: fb.Tensor, theirs: torch.Tensor) -> None:
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
 
@@ -94,3 +95,18 @@ def test_mm_and_matmul_keep_their_dense_forms():
         fb.mm(s, b, out=out)
     with pytest.raises(RuntimeError, match=r"\[mm\] shapes"):
         fb.mm(a, a)
+
+
+def test_on_the_simulated_device_as_on_the_cpu():
+    # Device-generic: made of core ops only, a sparse tensor works wherever its values live.
+    fb.utils.register_sim()
+    i, v, d = _coo(seed=11, m=4, k=3, nnz=10)
+    results = {}
+    for device in ("cpu", "sim"):
+        values, dense = _fb(v).to(device).requires_grad_(), _fb(d).to(device).requires_grad_()
+        a = fb.sparse_coo_tensor(_fb(i), values, (4, 3))
+        assert a.device.type == device and a._indices().device.type == device
+        out = fb.sparse.mm(a, dense) + fb.sparse.sum(a.coalesce(), dim=1).to_dense().unsqueeze(1)
+        out.sum().backward()
+        results[device] = [t.cpu().tolist() for t in (out, values.grad, dense.grad, a.coalesce().to_dense())]
+    assert results["sim"] == results["cpu"]
