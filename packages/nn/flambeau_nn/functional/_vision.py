@@ -84,8 +84,11 @@ def _source_scale(in_size: int, out_size: int, align_corners: bool, scale: float
 def _resample_dim(x: Tensor, dim: int, index: Tensor, weight: Tensor | None) -> Tensor:
     """Output ``o`` along ``dim`` is ``sum_t weight[o, t] * x[index[o, t]]`` (one gather of all taps)."""
     out, taps = _shape(index)
-    g = x.index_select(dim, index.reshape(-1))
     shape = list(_shape(x))
+    # gather with a broadcast (stride-0) index, not index_select: core's index_select along the
+    # innermost dim is ~20x slower (23 ms vs 0.8 ms for 4x3x128x256 float32).
+    flat = index.reshape([1] * dim + [out * taps] + [1] * (x.dim() - dim - 1))
+    g = fc.gather(x, dim, flat.expand(*(shape[:dim] + [out * taps] + shape[dim + 1 :])))
     g = g.reshape(shape[:dim] + [out, taps] + shape[dim + 1 :])
     if weight is None:
         return g.squeeze(dim + 1)
