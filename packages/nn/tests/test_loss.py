@@ -579,3 +579,24 @@ def test_linear_cross_entropy_module_and_errors():
             label_smoothing=0.1,
             options=nn.LinearCrossEntropyOptions(),
         )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "poisson_log",
+        "gaussian",
+        "soft_margin",
+        "cosine_embedding",
+        "hinge",
+        "triplet",
+        "multi_margin_p2",
+    ],
+)
+def test_loss_second_order(name):
+    # Composed from differentiable core ops, these losses differentiate twice (Hessian-vector products).
+    # (multilabel_soft_margin_loss cannot yet: core's log_sigmoid_backward has no derivative.)
+    _, fn_name, kwargs, inputs, fixed = next(c for c in CASES if c[0] == name)
+    kw = dict(kwargs, reduction="sum")
+    leaves = [fb(a, fc.float64, True) for a in inputs]
+    assert fa.gradgradcheck(lambda *xs: _call(getattr(F, fn_name), fn_name, xs, fixed, kw, "float64", 0), tuple(leaves))
