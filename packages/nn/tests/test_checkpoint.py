@@ -191,6 +191,8 @@ def test_checkpoint_errors():
     x = fc.randn(2, 5, dtype=fc.float64, requires_grad=True)
     with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
         cp.checkpoint(ours, x)
+    with pytest.raises(TypeError, match=r"\[checkpoint\] function must be callable"):
+        cp.checkpoint(3, x, use_reentrant=False)
     with pytest.raises(FlambeauError, match="Unexpected keyword arguments: scale"):
         cp.checkpoint(ours, x, use_reentrant=True, scale=2)
     with pytest.raises(FlambeauError, match="only supported when use_reentrant=False"):

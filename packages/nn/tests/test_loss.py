@@ -461,6 +461,8 @@ def test_adaptive_log_softmax_errors():
         asm(fc.randn(2, 4), fc.tensor([1, 10]))
     with pytest.raises(FlambeauError, match="same size in the batch dimension"):
         asm(fc.randn(3, 4), fc.tensor([1, 2]))
+    with pytest.raises(TypeError, match=r"\[AdaptiveLogSoftmaxWithLoss\] target must be a Tensor"):
+        asm(fc.randn(2, 4), [1, 2])
     with pytest.raises(FlambeauError, match="0D or 1D target tensor expected"):
         asm(fc.randn(2, 4), fc.tensor([[1, 2]]))
 

@@ -158,6 +158,8 @@ def test_random_unstructured_and_structured_invariants(amount):
 
 def test_prune_errors():
     m = nn.Linear(3, 2)
+    with pytest.raises(AttributeError, match=r"\[prune\] Module Linear has no parameter or buffer named 'w'"):
+        prune.l1_unstructured(m, "w", 1)
     with pytest.raises(TypeError, match="Invalid type for amount"):
         prune.l1_unstructured(m, "weight", "half")
     with pytest.raises(FlambeauError, match="should either be a float in the range"):

@@ -100,6 +100,8 @@ def test_convert_parameters_errors():
     m = nn.Linear(3, 2)
     with pytest.raises(TypeError, match=r"\[vector_to_parameters\] expected Tensor, but got: list"):
         nn.utils.vector_to_parameters([1.0], m.parameters())
+    with pytest.raises(TypeError, match=r"\[parameters_to_vector\] expected an iterable of Tensors"):
+        nn.utils.parameters_to_vector([1.0])
     with pytest.raises(FlambeauError, match="at least 8 elements"):
         nn.utils.vector_to_parameters(fc.zeros(5), m.parameters())
     with warnings.catch_warnings():

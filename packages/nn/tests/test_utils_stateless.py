@@ -71,5 +71,7 @@ def test_tied_weights_and_strict():
         call(nn.Linear(2, 2), {"weight": fc.eye(2)}, x, strict=True)
     with pytest.raises(FlambeauError, match="Unexpected key\\(s\\): 'c'"):
         call(nn.Linear(2, 2), {"weight": fc.eye(2), "bias": fc.zeros(2), "c": fc.zeros(1)}, x, strict=True)
+    with pytest.raises(AttributeError, match=r"\[functional_call\] Linear has no submodule 'sub'"):
+        call(nn.Linear(2, 2), {"sub.weight": fc.eye(2)}, x)
     with fa.no_grad():
         assert call(nn.Linear(2, 1), {"weight": fc.ones(1, 2), "bias": fc.zeros(1)}, args=x).tolist() == [[2.0]]

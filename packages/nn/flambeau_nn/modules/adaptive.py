@@ -86,6 +86,9 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             h2o.reset_parameters()
 
     def forward(self, input_: Tensor, target_: Tensor) -> _ASMoutput:
+        for what, t in (("input", input_), ("target", target_)):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"[AdaptiveLogSoftmaxWithLoss] {what} must be a Tensor, got {type(t).__name__}")
         tdim = target_.dim()
         if tdim == 1:
             if input_.shape[0] != target_.shape[0]:

@@ -368,6 +368,8 @@ def checkpoint(
         >>> bool(((x.grad != 0) == (y != 0)).all())  # the recomputed mask is the forward's
         True
     """
+    if not callable(function):
+        raise TypeError(f"[checkpoint] function must be callable, got {type(function).__name__}")
     if use_reentrant is None:
         warnings.warn(
             "flambeau_nn.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "

@@ -12,6 +12,8 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
 def _same_device(param: Tensor, device: object, op: str) -> object:
+    if not isinstance(param, Tensor):
+        raise TypeError(f"[{op}] expected an iterable of Tensors, got an element of type {type(param).__name__}")
     if device is None:
         return param.device
     if param.device != device:

@@ -101,6 +101,8 @@ class BasePruningMethod(ABC):
             container.add_pruning_method(method)
             method = container
 
+        if not isinstance(getattr(module, name, None), Tensor):
+            raise AttributeError(f"[prune] Module {type(module).__name__} has no parameter or buffer named '{name}'")
         orig = getattr(module, name)
         if importance_scores is not None:
             if tuple(importance_scores.shape) != tuple(orig.shape):

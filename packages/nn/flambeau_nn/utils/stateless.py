@@ -39,7 +39,10 @@ def _untie(module: Module, values: dict[str, Tensor]) -> dict[str, Tensor]:
 def _owner(module: Module, name: str) -> tuple[Module, str]:
     *path, leaf = name.split(".")
     for part in path:
-        module = getattr(module, part)
+        sub = getattr(module, part, None)
+        if not isinstance(sub, Module):
+            raise AttributeError(f"[functional_call] {type(module).__name__} has no submodule '{part}' (in '{name}')")
+        module = sub
     return module, leaf
 
 
