@@ -11,7 +11,7 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 import torch
-from nn_testing import assert_close, copy_params, from_torch, to_numpy
+from nn_testing import TOLERANCES, assert_close, compare_forward_backward, copy_params, from_torch, to_numpy
 
 
 def _leaf(x: torch.Tensor):
@@ -282,8 +282,6 @@ def test_dropout_bad_p():
 @pytest.mark.parametrize("lead", [(5,), (2, 3), ()])
 @pytest.mark.parametrize("bias", [True, False])
 def test_bilinear_matches_torch(lead, bias, dtype):
-    from nn_testing import TOLERANCES, compare_forward_backward
-
     theirs = torch.nn.Bilinear(3, 4, 6, bias=bias, dtype=dtype)
     ours = nn.Bilinear(3, 4, 6, bias=bias, dtype=fc.float64 if dtype == torch.float64 else fc.float32)
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -308,8 +306,6 @@ def test_bilinear_init_and_errors():
 
 
 def test_channel_shuffle_matches_torch():
-    from nn_testing import compare_forward_backward
-
     x = torch.randn(2, 12, 3, 2)
     compare_forward_backward(nn.ChannelShuffle(3), torch.nn.ChannelShuffle(3), [x])
     compare_forward_backward(
@@ -330,9 +326,62 @@ def test_channel_shuffle_matches_torch():
     ],
 )
 def test_padding_3d_matches_torch(name, args):
-    from nn_testing import compare_forward_backward
-
     ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
     assert repr(ours) == repr(theirs)
     compare_forward_backward(ours, theirs, [torch.randn(2, 3, 3, 4, 5)])
     compare_forward_backward(ours, theirs, [torch.randn(3, 3, 4, 5)])
+
+
+# ---- F.grouped_mm (torch's CPU kernel computes the values but has no backward there) ----
+
+_OFFS = torch.tensor([8, 16], dtype=torch.int32)
+GROUPED = [
+    ((16, 8), (2, 8, 8), _OFFS),
+    ((2, 8, 8), (2, 8, 16), None),
+    ((8, 16), (16, 8), _OFFS),
+    ((2, 8, 8), (8, 16), _OFFS),
+]
+
+
+def _grouped_reference(a, b, offs):
+    """The grouped product from per-group torch matmuls (differentiable, unlike torch's CPU kernel)."""
+    if offs is None:
+        return a @ b
+    ends = offs.tolist()
+    starts = [0, *ends[:-1]]
+    if a.dim() == 2 and b.dim() == 3:
+        return torch.cat([a[s:e] @ b[g] for g, (s, e) in enumerate(zip(starts, ends, strict=True))])
+    if a.dim() == 2:
+        return torch.stack([a[:, s:e] @ b[s:e] for s, e in zip(starts, ends, strict=True)])
+    return torch.cat([a[g] @ b[:, s:e] for g, (s, e) in enumerate(zip(starts, ends, strict=True))], 1)
+
+
+@pytest.mark.parametrize("sa,sb,offs", GROUPED)
+def test_grouped_mm_matches_torch(sa, sb, offs):
+    a, b = torch.randn(*sa), torch.randn(*sb)
+    ours_offs = None if offs is None else from_torch(offs)
+    assert_close(
+        nn.functional.grouped_mm(from_torch(a), from_torch(b), offs=ours_offs),
+        torch.nn.functional.grouped_mm(a, b, offs=offs),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    compare_forward_backward(
+        lambda a, b: nn.functional.grouped_mm(a, b, offs=ours_offs),
+        lambda a, b: _grouped_reference(a, b, offs),
+        [a, b],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_grouped_mm_errors():
+    a, b = fc.ones(16, 8), fc.ones(2, 8, 8)
+    with pytest.raises(fc.FlambeauError, match=r"\[grouped_mm\] offs must be given exactly when"):
+        nn.functional.grouped_mm(a, b)
+    with pytest.raises(fc.FlambeauError, match=r"\[grouped_mm\] offs \[8, 20\] must be non-decreasing and at most 16"):
+        nn.functional.grouped_mm(a, b, offs=fc.tensor([8, 20], dtype=fc.int32))
+    with pytest.raises(fc.FlambeauError, match=r"\[grouped_mm\] contraction dims differ"):
+        nn.functional.grouped_mm(a, fc.ones(2, 7, 8), offs=fc.tensor([8, 16], dtype=fc.int32))
+    with pytest.raises(NotImplementedError, match=r"\[grouped_mm\] bias is not supported"):
+        nn.functional.grouped_mm(a, b, offs=fc.tensor([8, 16], dtype=fc.int32), bias=fc.ones(8))
