@@ -7,14 +7,10 @@ packed sequences (``rnn``) and activation ``checkpoint``ing
 (PyTorch's ``torch.utils.checkpoint``, also ``fb.utils.checkpoint``).
 
 Example:
-    >>> import flambeau_core as fc
     >>> import flambeau_nn as nn
-    >>> p = nn.Parameter(fc.zeros(2))
-    >>> (p * fc.tensor([3.0, 4.0])).sum().backward()
-    >>> round(nn.utils.clip_grad_norm_([p], max_norm=1.0).item(), 4)
-    5.0
-    >>> [round(g, 4) for g in p.grad.tolist()]
-    [0.6, 0.8]
+    >>> m = nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+    >>> sorted(m.state_dict())
+    ['bias', 'parametrizations.weight.original0', 'parametrizations.weight.original1']
 """
 
 from __future__ import annotations

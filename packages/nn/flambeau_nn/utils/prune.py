@@ -30,6 +30,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.modules.module import Module
+from flambeau_nn.utils._hooks import pop_pre_hook
 from flambeau_nn.utils.convert_parameters import parameters_to_vector
 
 __all__ = [
@@ -262,8 +263,8 @@ def _zero_at(mask: Tensor, flat_index: Tensor) -> Tensor:
     return mask.reshape(-1).index_fill(0, flat_index, 0).reshape(tuple(mask.shape))
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` (a fraction, or a count) of the entries, chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes the ``amount`` (a fraction, or a count) of entries with the lowest ``_scores``."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -271,36 +272,34 @@ class RandomUnstructured(BasePruningMethod):
         _validate_amount_init(amount)
         self.amount = amount
 
+    def _scores(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _validate_amount(self.amount, t.numel())
         k = _count_to_prune(self.amount, t.numel())
         mask = default_mask.clone()
         if k != 0:
-            score = fc.rand(t.numel(), dtype=t.dtype if t.is_floating_point() else fc.float32)
-            mask = _zero_at(mask, score.topk(k)[1])
+            mask = _zero_at(mask, self._scores(t).reshape(-1).topk(k, largest=False)[1])
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` (a fraction, or a count) of the entries, chosen at random."""
+
+    def _scores(self, t: Tensor) -> Tensor:
+        return fc.rand(t.numel(), dtype=t.dtype if t.is_floating_point() else fc.float32)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float) -> BasePruningMethod:  # type: ignore[override]
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` (a fraction, or a count) of entries of smallest absolute value (importance score)."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: int | float) -> None:
-        _validate_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        _validate_amount(self.amount, t.numel())
-        k = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k != 0:
-            mask = _zero_at(mask, t.abs().reshape(-1).topk(k, largest=False)[1])
-        return mask
+    def _scores(self, t: Tensor) -> Tensor:
+        return t.abs()
 
     @classmethod
     def apply(  # type: ignore[override]
@@ -507,11 +506,10 @@ def custom_from_mask(module: Module, name: str, mask: Tensor) -> Module:
 
 def remove(module: Module, name: str) -> Module:
     r"""Makes the pruning of ``module.<name>`` permanent: ``<name>`` is a plain parameter with the zeros in it."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
+    hook = pop_pre_hook(module, BasePruningMethod, name, "_tensor_name")
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise FlambeauError(
         f"[prune.remove] Parameter '{name}' of module {module} has to be pruned before pruning can be removed"
     )

@@ -19,6 +19,7 @@ from flambeau_nn import functional as F
 from flambeau_nn import modules as _modules
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
+from flambeau_nn.utils._hooks import pop_pre_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -117,9 +118,8 @@ def spectral_norm(
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     r"""Undoes ``spectral_norm``: ``module.<name>`` is a plain parameter again (the normalized value)."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
+    hook = pop_pre_hook(module, SpectralNorm, name)
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise FlambeauError(f"[remove_spectral_norm] spectral_norm of '{name}' not found in {module}")

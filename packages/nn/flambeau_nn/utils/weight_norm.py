@@ -15,6 +15,7 @@ from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.modules.module import Module
 from flambeau_nn.parameter import Parameter
+from flambeau_nn.utils._hooks import pop_pre_hook
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -95,9 +96,8 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     r"""Undoes ``weight_norm``: ``module.<name>`` is a plain parameter again (holding the current value)."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
+    hook = pop_pre_hook(module, WeightNorm, name)
+    if hook is not None:
+        hook.remove(module)
+        return module
     raise FlambeauError(f"[remove_weight_norm] weight_norm of '{name}' not found in {module}")
