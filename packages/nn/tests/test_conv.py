@@ -16,6 +16,8 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nn_testing import TOLERANCES, assert_close, compare_forward_backward, copy_params, from_torch, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im: no flambeau-cuda kernel yet")
@@ -559,3 +561,41 @@ def test_conv_tbc_matches_torch(pad):
     )
     with pytest.raises(fc.FlambeauError, match=r"\[conv_tbc\] input .* disagree on the channels"):
         F.conv_tbc(fc.ones(7, 2, 3), fc.ones(3, 2, 4), fc.ones(4))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    spatial=st.tuples(*[st.integers(1, 6)] * 3),
+    k=st.tuples(*[st.integers(1, 3)] * 3),
+    s=st.tuples(*[st.integers(1, 3)] * 3),
+    p=st.tuples(*[st.integers(0, 2)] * 3),
+    d=st.tuples(*[st.integers(1, 2)] * 3),
+    groups=st.sampled_from([1, 2]),
+    transposed=st.booleans(),
+)
+def test_conv3d_shapes_property(spatial, k, s, p, d, groups, transposed):
+    """Any valid (or invalid) 3-D (transposed) convolution agrees with torch: same values, or both refuse."""
+    x = torch.randn(1, 2, *spatial, dtype=torch.float64)
+    if transposed:
+        w = torch.randn(2, 2 // groups, *k, dtype=torch.float64)
+        op = tuple(min(s[i], d[i]) - 1 for i in range(3))
+        theirs = lambda: torch.nn.functional.conv_transpose3d(x, w, None, s, p, op, groups, d)  # noqa: E731
+        ours = lambda: F.conv_transpose3d(from_torch(x), from_torch(w), None, s, p, op, groups, d)  # noqa: E731
+    else:
+        w = torch.randn(2, 2 // groups, *k, dtype=torch.float64)
+        theirs = lambda: torch.nn.functional.conv3d(x, w, None, s, p, d, groups)  # noqa: E731
+        ours = lambda: F.conv3d(from_torch(x), from_torch(w), None, s, p, d, groups)  # noqa: E731
+    try:
+        expected = theirs()
+    except RuntimeError:
+        with pytest.raises(fc.FlambeauError):
+            ours()
+        return
+    assert_close(ours(), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_gradgradcheck_conv3d_and_transpose():
+    x = fc.randn(1, 2, 3, 2, 3, dtype=fc.float64, requires_grad=True)
+    w = fc.randn(2, 2, 2, 1, 2, dtype=fc.float64, requires_grad=True)
+    assert fa.gradgradcheck(lambda x, w: F.conv3d(x, w, padding=1), (x, w))
+    assert fa.gradgradcheck(lambda x, w: F.conv_transpose3d(x, w, stride=2), (x, w))
