@@ -68,12 +68,23 @@ def make_tensor(arr: np.ndarray, layout: str = "contiguous") -> fc.Tensor:
     raise ValueError(f"unknown layout {layout!r}")
 
 
-def to_numpy(t: fc.Tensor) -> np.ndarray:
+#: The widest NumPy type of each kind: what ``np.asarray(t.tolist())`` gives.
+_WIDEST = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64, "c": np.complex128}
+
+
+def to_numpy(t: fc.Tensor, *, widen: bool = False, strided: bool = False) -> np.ndarray:
     """A NumPy copy of t's values (through the buffer protocol; a device tensor is copied to the cpu
-    first; bfloat16, which NumPy lacks, as float32)."""
+    first; bfloat16, which NumPy lacks, as float32).
+
+    ``widen``: every value as the widest type of its kind (int64, float64, complex128), as
+    ``tolist()`` gives, so NumPy arithmetic on the result (reconstructing ``Q @ R``) is in double.
+    ``strided``: read t's own layout through the buffer protocol (its strides and offset, as
+    exported) instead of a contiguous copy; view tests check the exported layout that way."""
     if t.dtype == fc.bfloat16:
         t = t.float()
-    return np.array(memoryview(to_host(t).contiguous()))
+    t = to_host(t)
+    a = np.array(memoryview(t if strided else t.contiguous()))
+    return a.astype(_WIDEST[a.dtype.kind]) if widen else a
 
 
 # ---- PyTorch as the oracle (torch is imported by the test modules that use these) ----

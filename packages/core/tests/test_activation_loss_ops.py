@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -23,10 +23,6 @@ FDT = {"float32": (fc.float32, torch.float32, 2e-5, 2e-6), "float64": (fc.float6
 
 def fct(a, dt):
     return fc.tensor(np.ascontiguousarray(a)).to(dt)
-
-
-def npy(t):
-    return np.array(memoryview(to_host(t).contiguous())).reshape(tuple(t.shape))
 
 
 # (name, core forward, core backward(grad, x), torch function)
@@ -88,10 +84,10 @@ def _check(name, fwd, bwd, tfn, x, dtype, layout="contiguous"):
     xt = torch.tensor(x, dtype=tdt, requires_grad=True)
     yt = tfn(xt)
     yt.backward(torch.tensor(g, dtype=tdt))
-    np.testing.assert_allclose(npy(fwd(xf)), yt.detach().numpy(), rtol=rtol, atol=atol, err_msg=name)
+    np.testing.assert_allclose(to_numpy(fwd(xf)), yt.detach().numpy(), rtol=rtol, atol=atol, err_msg=name)
     # PyTorch's hardsigmoid_backward multiplies by the float32 constant 1.0f / 6.0f even in float64.
     brtol = 1e-7 if name == "hardsigmoid" and dtype == "float64" else rtol * 10
-    np.testing.assert_allclose(npy(bwd(gf, xf)), xt.grad.numpy(), rtol=brtol, atol=atol * 10, err_msg=name)
+    np.testing.assert_allclose(to_numpy(bwd(gf, xf)), xt.grad.numpy(), rtol=brtol, atol=atol * 10, err_msg=name)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -189,7 +185,7 @@ def test_pointwise_loss_kernels(shape, reduction, dtype):
     ]
     for ours, theirs in cases:
         assert ours.dtype == fdt
-        np.testing.assert_allclose(npy(ours), theirs.numpy(), rtol=rtol * 10, atol=atol * 10)
+        np.testing.assert_allclose(to_numpy(ours), theirs.numpy(), rtol=rtol * 10, atol=atol * 10)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -204,17 +200,17 @@ def test_cross_entropy_and_nll_kernels(shape, dtype):
     for red, name in ((0, "none"), (1, "mean"), (2, "sum")):
         out, lse = fc._C._cross_entropy(fct(x, fdt), fc.tensor(t), None, red, -100, 0.0)
         ref = TF.cross_entropy(torch.tensor(x, dtype=tdt), torch.tensor(t), reduction=name)
-        np.testing.assert_allclose(npy(out), ref.numpy(), rtol=rtol * 10, atol=atol * 10)
+        np.testing.assert_allclose(to_numpy(out), ref.numpy(), rtol=rtol * 10, atol=atol * 10)
         nl = fc.nll_loss_nd(fct(x, fdt), fc.tensor(t), None, red, -100)
         np.testing.assert_allclose(
-            npy(nl),
+            to_numpy(nl),
             TF.nll_loss(torch.tensor(x, dtype=tdt), torch.tensor(t), reduction=name).numpy(),
             rtol=rtol,
             atol=atol,
         )
     xt = torch.tensor(x, dtype=tdt)
     lse_ref = torch.logsumexp(xt, dim=1 if len(shape) > 1 else 0).reshape(-1)
-    np.testing.assert_allclose(npy(lse), lse_ref.numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(to_numpy(lse), lse_ref.numpy(), rtol=rtol, atol=atol)
 
 
 # Target out of range is found by the kernel: on a device, asynchronously (raised

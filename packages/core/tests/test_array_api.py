@@ -14,6 +14,7 @@ import flambeau_core as fc
 import flambeau_core.array_api as xp
 import numpy as np
 import pytest
+from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.array_api import make_strategies_namespace
@@ -23,13 +24,10 @@ xps = make_strategies_namespace(xp, api_version="2024.12")
 REAL_FLOATS = st.sampled_from([xp.float32, xp.float64])
 
 
-def to_np(x) -> np.ndarray:
-    return np.asarray(x.tolist(), dtype=np.dtype(str(x.dtype).rsplit(".", 1)[-1]))
-
-
+# Not helpers.assert_matches: the array-API results are checked by value only, atol = rtol by dtype.
 def close(got, expected, dtype) -> None:
     rtol = 1e-5 if dtype == xp.float32 else 1e-12
-    np.testing.assert_allclose(to_np(got), expected, rtol=rtol, atol=rtol, equal_nan=True)
+    np.testing.assert_allclose(to_numpy(got), expected, rtol=rtol, atol=rtol, equal_nan=True)
 
 
 # ---------------------------------------------------------------------------
@@ -147,11 +145,11 @@ UNARY_FLOAT = {
 def test_unary_matches_numpy(data, name):
     dtype = data.draw(REAL_FLOATS)
     x = data.draw(xps.arrays(dtype=dtype, shape=xps.array_shapes(max_dims=3, max_side=5)))
-    expected = UNARY_FLOAT[name](to_np(x))
+    expected = UNARY_FLOAT[name](to_numpy(x))
     got = getattr(xp, name)(x)
     assert tuple(got.shape) == expected.shape
     if expected.dtype == np.bool_:
-        assert to_np(got).tolist() == expected.tolist()
+        assert to_numpy(got).tolist() == expected.tolist()
     else:
         assert got.dtype == x.dtype
         close(got, expected, dtype)
@@ -183,11 +181,11 @@ def test_binary_matches_numpy_with_broadcasting(data, name):
     x1 = data.draw(xps.arrays(dtype=dtype, shape=s1))
     x2 = data.draw(xps.arrays(dtype=dtype, shape=s2))
     with np.errstate(all="ignore"):
-        expected = BINARY_FLOAT[name](to_np(x1), to_np(x2))
+        expected = BINARY_FLOAT[name](to_numpy(x1), to_numpy(x2))
     got = getattr(xp, name)(x1, x2)
     assert tuple(got.shape) == expected.shape
     if expected.dtype == np.bool_:
-        assert to_np(got).tolist() == expected.tolist()
+        assert to_numpy(got).tolist() == expected.tolist()
     else:
         close(got, expected, dtype)
 
@@ -200,9 +198,9 @@ def test_integer_arithmetic_wraps_like_numpy(data):
     x1 = data.draw(xps.arrays(dtype=dtype, shape=shape))
     x2 = data.draw(xps.arrays(dtype=dtype, shape=shape))
     for name in ("add", "subtract", "multiply", "bitwise_and", "bitwise_xor"):
-        expected = getattr(np, name)(to_np(x1), to_np(x2))
-        assert to_np(getattr(xp, name)(x1, x2)).tolist() == expected.tolist(), name
-    assert to_np(xp.bitwise_invert(x1)).tolist() == np.invert(to_np(x1)).tolist()
+        expected = getattr(np, name)(to_numpy(x1), to_numpy(x2))
+        assert to_numpy(getattr(xp, name)(x1, x2)).tolist() == expected.tolist(), name
+    assert to_numpy(xp.bitwise_invert(x1)).tolist() == np.invert(to_numpy(x1)).tolist()
 
 
 def test_python_scalar_operands():
@@ -216,7 +214,7 @@ def test_python_scalar_operands():
 
 def test_clip():
     x = xp.asarray([-2.0, 0.5, 3.0, math.nan])
-    assert to_np(xp.clip(x, min=-1.0, max=1.0)).tolist()[:3] == [-1.0, 0.5, 1.0]
+    assert to_numpy(xp.clip(x, min=-1.0, max=1.0)).tolist()[:3] == [-1.0, 0.5, 1.0]
     assert math.isnan(xp.clip(x, min=-1.0).tolist()[3])
     bounds = xp.asarray([0.0, 0.0, 0.0, 0.0])
     assert xp.clip(x, max=bounds).tolist()[:3] == [-2.0, 0.0, 0.0]
@@ -240,14 +238,14 @@ def test_reductions_match_numpy(data, name):
     )
     axis = data.draw(st.none() | st.integers(-x.ndim, x.ndim - 1) | xps.valid_tuple_axes(x.ndim, min_size=1))
     keepdims = data.draw(st.booleans())
-    expected = getattr(np, name)(to_np(x), axis=axis, keepdims=keepdims)
+    expected = getattr(np, name)(to_numpy(x), axis=axis, keepdims=keepdims)
     got = getattr(xp, name)(x, axis=axis, keepdims=keepdims)
     assert tuple(got.shape) == np.shape(expected)
     if name in ("all", "any"):
-        assert to_np(got).tolist() == np.asarray(expected).tolist()
+        assert to_numpy(got).tolist() == np.asarray(expected).tolist()
     else:
         rtol = 1e-4 if dtype == xp.float32 else 1e-10
-        np.testing.assert_allclose(to_np(got), expected, rtol=rtol, atol=rtol * 100)
+        np.testing.assert_allclose(to_numpy(got), expected, rtol=rtol, atol=rtol * 100)
 
 
 def test_reduction_over_no_axes_keeps_every_element():
@@ -436,17 +434,17 @@ def test_linalg_extension_against_numpy():
     xa = xp.asarray(a.tolist(), dtype=xp.float64)
     xb = xp.asarray(b.tolist(), dtype=xp.float64)
     la = xp.linalg
-    np.testing.assert_allclose(to_np(la.det(xa)), np.linalg.det(a), rtol=1e-10)
-    np.testing.assert_allclose(to_np(la.inv(xa)), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(to_numpy(la.det(xa)), np.linalg.det(a), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(la.inv(xa)), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
     # A 1-d x2 is one vector, solved against every matrix of the batch.
-    np.testing.assert_allclose(to_np(la.solve(xa, xb)), np.linalg.solve(a, b[None, :, None])[..., 0], rtol=1e-10)
-    np.testing.assert_allclose(to_np(la.vector_norm(xb, ord=1)), np.abs(b).sum(), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(la.solve(xa, xb)), np.linalg.solve(a, b[None, :, None])[..., 0], rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(la.vector_norm(xb, ord=1)), np.abs(b).sum(), rtol=1e-12)
     expected = np.linalg.norm(a, axis=(-2, -1), keepdims=True)
-    np.testing.assert_allclose(to_np(la.matrix_norm(xa, keepdims=True)), expected)
-    np.testing.assert_allclose(to_np(la.trace(xa, offset=1)), np.trace(a, offset=1, axis1=-2, axis2=-1), rtol=1e-12)
-    np.testing.assert_allclose(to_np(la.svdvals(xa)), np.linalg.svd(a, compute_uv=False), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(la.matrix_norm(xa, keepdims=True)), expected)
+    np.testing.assert_allclose(to_numpy(la.trace(xa, offset=1)), np.trace(a, offset=1, axis1=-2, axis2=-1), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(la.svdvals(xa)), np.linalg.svd(a, compute_uv=False), rtol=1e-10)
     q, r = la.qr(xa)
-    np.testing.assert_allclose(to_np(q @ r), a, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(to_numpy(q @ r), a, rtol=1e-10, atol=1e-12)
     assert la.diagonal(xa).shape == (3, 4)
     assert la.cross(xp.asarray([1.0, 0.0, 0.0]), xp.asarray([0.0, 1.0, 0.0])).tolist() == [0.0, 0.0, 1.0]
     with pytest.raises(ValueError, match="size 3"):

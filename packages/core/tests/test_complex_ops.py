@@ -10,7 +10,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="complex dtypes: no flambeau-cuda kernel yet")
 
@@ -29,14 +29,13 @@ def both(a, dt):
     return fc.tensor(a, dtype=FC[dt]), torch.tensor(a, dtype=TH[dt])
 
 
-def to_np(t):
-    return np.asarray(to_host(t).tolist()).reshape(tuple(t.shape))
-
-
+# Not helpers.assert_same_as_torch: complex results within this file's TOL (scaled), in double precision.
 def close(f, t, dt, scale=1.0):
     assert tuple(f.shape) == tuple(t.shape)
     assert str(f.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
-    np.testing.assert_allclose(to_np(f), t.resolve_conj().numpy(), rtol=TOL[dt] * scale, atol=TOL[dt] * scale)
+    np.testing.assert_allclose(
+        to_numpy(f, widen=True), t.resolve_conj().numpy(), rtol=TOL[dt] * scale, atol=TOL[dt] * scale
+    )
 
 
 # ---- GEMM family ----
@@ -328,7 +327,7 @@ def test_linalg_eigh_eigvalsh(dt, shape, uplo):
     close(L, tL, dt, 50)
     close(fc.linalg.eigvalsh(fa, uplo), torch.linalg.eigvalsh(ta, uplo), dt, 50)
     # eigenvectors up to a phase per column: compare |V^H tV| = I and the reconstruction
-    Vn, Ln = to_np(V), to_np(L)
+    Vn, Ln = to_numpy(V, widen=True), to_numpy(L, widen=True)
     np.testing.assert_allclose(Vn @ (Ln[..., None] * np.conj(np.swapaxes(Vn, -1, -2))), a, atol=TOL[dt] * 100)
     overlap = np.abs(np.conj(np.swapaxes(Vn, -1, -2)) @ tV.numpy())
     np.testing.assert_allclose(overlap, np.broadcast_to(np.eye(shape[-1]), shape), atol=TOL[dt] * 100)

@@ -10,6 +10,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from helpers import from_torch, to_numpy, torch_numpy
 
 NAMES = [
     "bool",
@@ -39,23 +40,6 @@ def tname(dt) -> str:
 
 def fname(dt) -> str:
     return str(dt).removeprefix("flambeau.")
-
-
-def to_numpy(t: fc.Tensor) -> np.ndarray:
-    """A copy of t's values in NumPy (bfloat16 through float32, exact)."""
-    if t.dtype == fc.bfloat16:
-        t = t.float()
-    return np.array(t.contiguous() if hasattr(t, "contiguous") else t)
-
-
-def from_torch(x: torch.Tensor) -> fc.Tensor:
-    if x.dtype == torch.bfloat16:
-        return fc.tensor(x.float().numpy()).to(fc.bfloat16)
-    return fc.tensor(x.numpy())
-
-
-def torch_numpy(x: torch.Tensor) -> np.ndarray:
-    return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
 
 
 # ---- dtype objects ----

@@ -5,13 +5,9 @@ import math
 import flambeau_core as fc
 import numpy as np
 import pytest
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices
-
-
-def as_np(t):
-    return np.asarray(memoryview(to_host(t)))
 
 
 # ---- tensor(data) ----
@@ -38,7 +34,7 @@ def test_tensor_inference(data, dtype, shape):
     assert t.dtype == dtype
     assert t.shape == shape
     want = np.array(data, dtype={fc.int64: np.int64, fc.float32: np.float32, fc.bool: np.bool_}[dtype])
-    np.testing.assert_array_equal(as_np(t), want)
+    np.testing.assert_array_equal(to_numpy(t), want)
 
 
 def test_tensor_dtype_argument_and_numpy_scalars():
@@ -81,7 +77,7 @@ def test_tensor_from_numpy_copies_any_layout():
         t = fc.tensor(view)
         assert t.dtype == fc.float64
         assert t.shape == view.shape
-        np.testing.assert_array_equal(as_np(t), view)
+        np.testing.assert_array_equal(to_numpy(t), view)
     t = fc.tensor(a)
     a[0, 0, 0] = -1  # a copy, not a view
     assert t[0, 0, 0].item() == 0.0
@@ -196,7 +192,7 @@ def test_arange_matches_torch(args, kwargs):
     got = fc.arange(*args, **fk)
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     assert got.shape == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6)
 
 
 def test_arange_errors():
@@ -255,17 +251,17 @@ def test_huge_broadcast_views_refuse_to_copy():
 
 def test_rand_randn_statistics():
     fc.manual_seed(0)
-    u = as_np(fc.rand(200_000))
+    u = to_numpy(fc.rand(200_000))
     assert u.min() >= 0 and u.max() < 1
     assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
-    n = as_np(fc.randn(200_000, dtype=fc.float64))
+    n = to_numpy(fc.randn(200_000, dtype=fc.float64))
     assert abs(n.mean()) < 0.01 and abs(n.std() - 1) < 0.01
     # tails: ~4.55% beyond 2 sigma
     assert abs((np.abs(n) > 2).mean() - 0.0455) < 0.003
     x = fc.empty(100_000).normal_(3.0, 0.5)
-    assert abs(as_np(x).mean() - 3) < 0.01 and abs(as_np(x).std() - 0.5) < 0.01
+    assert abs(to_numpy(x).mean() - 3) < 0.01 and abs(to_numpy(x).std() - 0.5) < 0.01
     y = fc.empty(100_000).uniform_(-2, 5)
-    assert as_np(y).min() >= -2 and as_np(y).max() < 5
+    assert to_numpy(y).min() >= -2 and to_numpy(y).max() < 5
 
 
 def test_manual_seed_reproduces_and_sequences_advance():
@@ -283,10 +279,10 @@ def test_random_independent_of_thread_count():
     try:
         fc.set_num_threads(1)
         fc.manual_seed(7)
-        one = as_np(fc.randn(300_001)).copy()
+        one = to_numpy(fc.randn(300_001)).copy()
         fc.set_num_threads(2)
         fc.manual_seed(7)
-        two = as_np(fc.randn(300_001)).copy()
+        two = to_numpy(fc.randn(300_001)).copy()
     finally:
         fc.set_num_threads(old)
     np.testing.assert_array_equal(one, two)
@@ -301,7 +297,7 @@ def test_generator_object_and_noncontiguous_fill():
     t = fc.zeros(4, 6)
     col = t[:, 1]
     col.uniform_(1, 2)
-    arr = as_np(t)
+    arr = to_numpy(t)
     assert (arr[:, 1] >= 1).all() and (arr[:, 0] == 0).all() and (arr[:, 2:] == 0).all()
     with pytest.raises(TypeError, match="generator"):
         fc.rand(3, generator=5)
@@ -338,7 +334,7 @@ def test_random_fill_same_values_for_any_layout():
         base = fc.empty(3, 5)
         strided = base.T  # (5, 3), column-major
         fill(strided)
-        np.testing.assert_array_equal(as_np(strided), as_np(dense))
+        np.testing.assert_array_equal(to_numpy(strided), to_numpy(dense))
 
 
 def test_manual_seed_seeds_every_registered_device():

@@ -9,16 +9,12 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from flambeau_core._C import _foreach_zero_, _fused_adagrad_, _fused_adam_, _fused_rmsprop_, _fused_sgd_
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices
 
 DT = {"float32": (fc.float32, np.float32, 2e-5), "float64": (fc.float64, np.float64, 1e-12)}
 SHAPES = [(3, 4), (5,), (), (0, 2), (70001,)]
-
-
-def _np(t):
-    return np.array(to_host(t).tolist(), dtype=np.float64)
 
 
 def _lists(dt, rng, n=3):
@@ -40,7 +36,7 @@ def test_linear_matches_numpy(dt, bias, xshape):
     got = fc.linear(fc.tensor(x), fc.tensor(w), fc.tensor(b) if bias else None)
     want = x.astype(np.float64) @ w.T.astype(np.float64) + (b if bias else 0)
     assert tuple(got.shape) == want.shape
-    np.testing.assert_allclose(_np(got).reshape(want.shape), want, rtol=tol * 10, atol=tol * 10)
+    np.testing.assert_allclose(to_numpy(got, widen=True).reshape(want.shape), want, rtol=tol * 10, atol=tol * 10)
 
 
 def test_linear_empty_in_features_gives_bias():
@@ -85,7 +81,7 @@ def test_fused_sgd_matches_numpy(dt, momentum, dampening, nesterov, wd, maximize
             P[i] = P[i] - lr * d
     tol = DT[dt][2]
     for p, want in zip(params, P, strict=True):
-        np.testing.assert_allclose(_np(p).reshape(want.shape), want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(to_numpy(p, widen=True).reshape(want.shape), want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dt", sorted(DT))
@@ -134,7 +130,7 @@ def test_fused_adam_matches_numpy(dt, amsgrad, wd, decoupled, maximize):
     assert [s.item() for s in steps] == [2.0] * len(steps) and steps[0].dtype == fc.float32
     tol = 1e-4 if fdt == fc.float32 else 1e-10
     for p, want in zip(params, P, strict=True):
-        np.testing.assert_allclose(_np(p).reshape(want.shape), want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(to_numpy(p, widen=True).reshape(want.shape), want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dt", sorted(DT))
@@ -183,7 +179,7 @@ def test_fused_rmsprop_matches_numpy(dt, centered, momentum, wd, maximize):
                 P[i] = P[i] - lr * g / avg
     tol = 1e-4 if fdt == fc.float32 else 1e-9
     for p, want in zip(params, P, strict=True):
-        np.testing.assert_allclose(_np(p).reshape(want.shape), want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(to_numpy(p, widen=True).reshape(want.shape), want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dt", sorted(DT))
@@ -203,7 +199,7 @@ def test_fused_adagrad_matches_numpy(dt):
             P[i] = P[i] - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(S[i]) + eps)
     tol = 1e-5 if fdt == fc.float32 else 1e-12
     for p, want in zip(params, P, strict=True):
-        np.testing.assert_allclose(_np(p).reshape(want.shape), want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(to_numpy(p, widen=True).reshape(want.shape), want, rtol=tol, atol=tol)
 
 
 def test_fused_ops_mixed_dtypes_in_one_list_and_empty_lists():

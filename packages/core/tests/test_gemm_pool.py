@@ -16,6 +16,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from helpers import to_numpy
 
 FLOATS = [np.float32, np.float64]
 NP_TO_TORCH = {np.float32: torch.float32, np.float64: torch.float64}
@@ -23,10 +24,6 @@ NP_TO_TORCH = {np.float32: torch.float32, np.float64: torch.float64}
 
 def tol(dtype):
     return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
-
-
-def npy(t):
-    return np.asarray(memoryview(t.contiguous()))
 
 
 def rand(shape, dtype, seed):
@@ -62,7 +59,7 @@ def test_mm_split_matches_torch(threads, shape, dtype, layout):
         fa, fb_ = fc.tensor(big)[::2, ::2], fc.tensor(b)
     else:
         fa, fb_ = fc.tensor(a), fc.tensor(b)
-    np.testing.assert_allclose(npy(fc.mm(fa, fb_)), (torch.tensor(a) @ torch.tensor(b)).numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(fc.mm(fa, fb_)), (torch.tensor(a) @ torch.tensor(b)).numpy(), **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -74,14 +71,14 @@ def test_linear_split_matches_torch(threads, shape, dtype, bias):
     b = rand((out_f,), dtype, 5) if bias else None
     got = fc.linear(fc.tensor(x), fc.tensor(w), fc.tensor(b) if bias else None)
     want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b) if bias else None)
-    np.testing.assert_allclose(npy(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_bmm_split_matches_torch(threads, dtype):
     a, b = rand((3, 96, 300), dtype, 6), rand((3, 300, 200), dtype, 7)
     np.testing.assert_allclose(
-        npy(fc.bmm(fc.tensor(a), fc.tensor(b))), (torch.tensor(a) @ torch.tensor(b)).numpy(), **tol(dtype)
+        to_numpy(fc.bmm(fc.tensor(a), fc.tensor(b))), (torch.tensor(a) @ torch.tensor(b)).numpy(), **tol(dtype)
     )
 
 
@@ -92,14 +89,14 @@ def test_conv_and_batch_norm_eval_on_the_pool_match_torch(threads, dtype):
     w = rand((16, 16, 3, 3), dtype, 9) * 0.1
     y = fc.conv2d(fc.tensor(x), fc.tensor(w), None, 1, 1)
     ty = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), None, 1, 1)
-    np.testing.assert_allclose(npy(y), ty.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(y), ty.numpy(), **tol(dtype))
     rm, rv = rand((16,), dtype, 10), np.abs(rand((16,), dtype, 11)) + 0.5
     g, b = rand((16,), dtype, 12), rand((16,), dtype, 13)
     out = fc.native_batch_norm(y, fc.tensor(g), fc.tensor(b), fc.tensor(rm), fc.tensor(rv), False, 0.1, 1e-5)[0]
     t_out = torch.nn.functional.batch_norm(
         ty, torch.tensor(rm), torch.tensor(rv), torch.tensor(g), torch.tensor(b), False, 0.1, 1e-5
     )
-    np.testing.assert_allclose(npy(out), t_out.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(out), t_out.numpy(), **tol(dtype))
 
 
 def test_pool_shared_by_python_threads():
@@ -111,7 +108,7 @@ def test_pool_shared_by_python_threads():
     def work(seed: int) -> None:
         fa, fb_ = fc.tensor(a), fc.tensor(b)
         for _ in range(20):
-            got = npy(fc.mm(fa, fb_))
+            got = to_numpy(fc.mm(fa, fb_))
             if not np.allclose(got, want, rtol=1e-4, atol=1e-3):
                 errors.append(f"thread {seed}: wrong product")
                 return
@@ -135,7 +132,7 @@ def test_pool_in_a_forked_child():
     fc.mm(fa, fb_)  # the parent's workers exist
     pid = os.fork()
     if pid == 0:
-        ok = all(np.allclose(npy(fc.mm(fa, fb_)), a @ b, rtol=1e-4, atol=1e-3) for _ in range(5))
+        ok = all(np.allclose(to_numpy(fc.mm(fa, fb_)), a @ b, rtol=1e-4, atol=1e-3) for _ in range(5))
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
@@ -151,9 +148,9 @@ def test_linear_bias_rows_filled_per_block(threads, dtype):
         fb_bias = fc.tensor(b_full)[::2]
         got = fc.linear(fc.tensor(x), fc.tensor(w), fb_bias)
         want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b_full)[::2])
-        np.testing.assert_allclose(npy(got), want.numpy(), **tol(dtype))
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
         np.testing.assert_allclose(
-            npy(fc.linear(fc.tensor(x), fc.tensor(w), None)),
+            to_numpy(fc.linear(fc.tensor(x), fc.tensor(w), None)),
             torch.nn.functional.linear(torch.tensor(x), torch.tensor(w)).numpy(),
             **tol(dtype),
         )

@@ -8,25 +8,25 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.on_devices
 
 
-def as_np(t):
-    return np.asarray(memoryview(to_host(t)))
-
-
 def test_cat_matches_numpy():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(9, dtype=np.float32).reshape(3, 3)
-    np.testing.assert_array_equal(as_np(fc.cat([fc.tensor(a), fc.tensor(b)])), np.concatenate([a, b]))
+    np.testing.assert_array_equal(to_numpy(fc.cat([fc.tensor(a), fc.tensor(b)]), strided=True), np.concatenate([a, b]))
     c = np.ones((2, 1), np.float32)
-    np.testing.assert_array_equal(as_np(fc.cat((fc.tensor(a), fc.tensor(c)), dim=-1)), np.concatenate([a, c], 1))
+    np.testing.assert_array_equal(
+        to_numpy(fc.cat((fc.tensor(a), fc.tensor(c)), dim=-1), strided=True), np.concatenate([a, c], 1)
+    )
     # non-contiguous input
-    np.testing.assert_array_equal(as_np(fc.cat([fc.tensor(a).T, fc.tensor(a).T], 1)), np.concatenate([a.T, a.T], 1))
+    np.testing.assert_array_equal(
+        to_numpy(fc.cat([fc.tensor(a).T, fc.tensor(a).T], 1), strided=True), np.concatenate([a.T, a.T], 1)
+    )
     # legacy: 1-D empty tensors are skipped
     assert fc.cat([fc.tensor(a), fc.zeros(0)]).shape == (2, 3)
 
@@ -58,7 +58,9 @@ def test_cat_errors():
 def test_stack():
     xs = [np.full((2, 3), i, np.float32) for i in range(4)]
     for dim in (0, 1, 2, -1):
-        np.testing.assert_array_equal(as_np(fc.stack([fc.tensor(x) for x in xs], dim)), np.stack(xs, dim))
+        np.testing.assert_array_equal(
+            to_numpy(fc.stack([fc.tensor(x) for x in xs], dim), strided=True), np.stack(xs, dim)
+        )
     assert fc.stack([fc.tensor(1.0), fc.tensor(2.0)]).tolist() == [1.0, 2.0]
     with pytest.raises(ValueError, match=r"\[stack\] all tensors must have the same shape.*tensor 1 has shape \(3,\)"):
         fc.stack([fc.zeros(2), fc.zeros(3)])
@@ -75,11 +77,11 @@ def test_gather_matches_torch():
         i = idx if dim == 1 else np.array([[0, 2, 1, 0], [2, 2, 0, 1]])
         want = torch.gather(torch.from_numpy(a), dim, torch.from_numpy(i))
         got = fc.gather(fc.tensor(a), dim, fc.tensor(i))
-        np.testing.assert_array_equal(as_np(got), want.numpy())
+        np.testing.assert_array_equal(to_numpy(got, strided=True), want.numpy())
     # non-contiguous self
     t = fc.tensor(a).T
     want = torch.from_numpy(a).T.gather(1, torch.tensor([[0], [2], [1], [2]]))
-    np.testing.assert_array_equal(as_np(t.gather(1, fc.tensor([[0], [2], [1], [2]]))), want.numpy())
+    np.testing.assert_array_equal(to_numpy(t.gather(1, fc.tensor([[0], [2], [1], [2]])), strided=True), want.numpy())
 
 
 def test_gather_errors():
@@ -101,12 +103,14 @@ def test_scatter_add_matches_torch():
     want = torch.from_numpy(base).scatter_add(0, torch.from_numpy(idx), torch.from_numpy(src))
     t = fc.tensor(base)
     got = fc.scatter_add(t, 0, fc.tensor(idx), fc.tensor(src))
-    np.testing.assert_array_equal(as_np(got), want.numpy())
-    np.testing.assert_array_equal(as_np(t), base)  # out of place
+    np.testing.assert_array_equal(to_numpy(got, strided=True), want.numpy())
+    np.testing.assert_array_equal(to_numpy(t, strided=True), base)  # out of place
     idx1 = np.array([[3, 3], [0, 1], [1, 1]])
     src1 = np.ones((3, 2))
     want1 = torch.from_numpy(base).scatter_add(1, torch.from_numpy(idx1), torch.from_numpy(src1))
-    np.testing.assert_array_equal(as_np(t.scatter_add(1, fc.tensor(idx1), fc.tensor(src1))), want1.numpy())
+    np.testing.assert_array_equal(
+        to_numpy(t.scatter_add(1, fc.tensor(idx1), fc.tensor(src1)), strided=True), want1.numpy()
+    )
 
 
 def test_scatter_add_errors():
@@ -127,7 +131,7 @@ def test_gather_scatter_property(shape, data):
     a = rng.standard_normal(shape)
     ishape = [data.draw(st.integers(1, s)) if d != dim else data.draw(st.integers(1, 5)) for d, s in enumerate(shape)]
     idx = rng.integers(0, shape[dim], size=ishape)
-    got = as_np(fc.gather(fc.tensor(a), dim, fc.tensor(idx)))
+    got = to_numpy(fc.gather(fc.tensor(a), dim, fc.tensor(idx)), strided=True)
     np.testing.assert_array_equal(
         got,
         np.take_along_axis(a[tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(ishape))], idx, dim),
@@ -135,7 +139,7 @@ def test_gather_scatter_property(shape, data):
     src = rng.standard_normal(ishape)
     want = torch.from_numpy(a).scatter_add(dim, torch.from_numpy(idx), torch.from_numpy(src)).numpy()
     np.testing.assert_allclose(
-        as_np(fc.scatter_add(fc.tensor(a), dim, fc.tensor(idx), fc.tensor(src))), want, rtol=1e-12
+        to_numpy(fc.scatter_add(fc.tensor(a), dim, fc.tensor(idx), fc.tensor(src)), strided=True), want, rtol=1e-12
     )
 
 
@@ -216,7 +220,7 @@ def _lib_index(idx, lib):
 
 def _check_same(got, want):
     assert got.shape == tuple(want.shape)
-    np.testing.assert_array_equal(as_np(got), want.numpy())
+    np.testing.assert_array_equal(to_numpy(got, strided=True), want.numpy())
 
 
 @pytest.mark.parametrize("idx", GETITEM_CASES, ids=repr)
@@ -232,7 +236,7 @@ def test_getitem_advanced_matches_numpy_where_it_agrees():
     a = A345
     t = fc.tensor(a)
     for idx in [([0, 2], [1, 3]), ([0, 2], slice(None), [1, 3]), (Ellipsis, [[0], [1]], [2, 4]), (MASK_34,)]:
-        np.testing.assert_array_equal(as_np(t[_lib_index(idx, "fc")]), a[idx])
+        np.testing.assert_array_equal(to_numpy(t[_lib_index(idx, "fc")], strided=True), a[idx])
 
 
 @pytest.mark.parametrize("layout", ["transposed", "sliced"])
@@ -247,7 +251,7 @@ def test_getitem_advanced_non_contiguous(layout):
         ((fc.tensor(MASK_34),), (MASK_34,)),
         (([0, 2], slice(None), [4, 3]), ([0, 2], slice(None), [4, 3])),
     ]:
-        np.testing.assert_array_equal(as_np(t[fi]), A345[ni])
+        np.testing.assert_array_equal(to_numpy(t[fi], strided=True), A345[ni])
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64"])
@@ -256,13 +260,13 @@ def test_getitem_and_setitem_every_dtype(dtype):
 
     a = random_array((4, 3), dtype, np.random.default_rng(1))
     t = fc.tensor(a, dtype=NP_TO_FC[a.dtype])
-    np.testing.assert_array_equal(as_np(t[[3, 0, 3], [2, 1, 0]]), a[[3, 0, 3], [2, 1, 0]])
+    np.testing.assert_array_equal(to_numpy(t[[3, 0, 3], [2, 1, 0]], strided=True), a[[3, 0, 3], [2, 1, 0]])
     t[[1, 2], 0] = t[[0, 0], 1]
     a[[1, 2], 0] = a[[0, 0], 1]
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
     t.index_put_((fc.tensor([0, 0]),), t[[3, 3]], accumulate=True)
     want = torch.from_numpy(a.copy()).index_put_((torch.tensor([0, 0]),), torch.from_numpy(a[[3, 3]]), accumulate=True)
-    np.testing.assert_array_equal(as_np(t), want.numpy())
+    np.testing.assert_array_equal(to_numpy(t, strided=True), want.numpy())
 
 
 def test_getitem_large_gather_uses_threads_and_matches():
@@ -270,14 +274,14 @@ def test_getitem_large_gather_uses_threads_and_matches():
     a = rng.standard_normal((3000, 700), dtype=np.float32)  # 2.1M elements: above the grain
     idx = rng.integers(-3000, 3000, size=3000)
     t = fc.tensor(a)
-    np.testing.assert_array_equal(as_np(t[fc.tensor(idx)]), a[idx])
-    np.testing.assert_array_equal(as_np(t[fc.tensor(idx), 5]), a[idx, 5])
-    np.testing.assert_array_equal(as_np(t[:, fc.tensor(idx[:50] % 700)]), a[:, idx[:50] % 700])
+    np.testing.assert_array_equal(to_numpy(t[fc.tensor(idx)], strided=True), a[idx])
+    np.testing.assert_array_equal(to_numpy(t[fc.tensor(idx), 5], strided=True), a[idx, 5])
+    np.testing.assert_array_equal(to_numpy(t[:, fc.tensor(idx[:50] % 700)], strided=True), a[:, idx[:50] % 700])
     g = fc.zeros(3000, 700)
     g.index_put_((fc.tensor(idx),), t, accumulate=True)
     want = np.zeros_like(a)
     np.add.at(want, idx, a)
-    np.testing.assert_allclose(as_np(g), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(g, strided=True), want, rtol=1e-5, atol=1e-5)
 
 
 def _index_strategy(draw, shape):
@@ -318,7 +322,7 @@ def _index_strategy(draw, shape):
 
 
 def _to_torch_index(idx):
-    return tuple(torch.from_numpy(as_np(i)) if isinstance(i, fc.Tensor) else i for i in idx)
+    return tuple(torch.from_numpy(to_numpy(i, strided=True)) if isinstance(i, fc.Tensor) else i for i in idx)
 
 
 @settings(max_examples=150, deadline=None)
@@ -353,7 +357,7 @@ def test_setitem_and_index_put_property_match_torch(shape, data):
     _check_same(t, x)
     if all(isinstance(i, (fc.Tensor, list)) for i in idx):  # torch's index_put_ takes tensors only
         fi = tuple(i if isinstance(i, fc.Tensor) else fc.tensor(i, dtype=fc.int64) for i in idx)
-        ti = tuple(torch.from_numpy(as_np(i)) for i in fi)
+        ti = tuple(torch.from_numpy(to_numpy(i, strided=True)) for i in fi)
         vals = np.asarray(np.arange(float(np.prod(result_shape))).reshape(result_shape) + 100)
         t.index_put_(fi, fc.tensor(vals), accumulate=True)
         x.index_put_(ti, torch.from_numpy(vals), accumulate=True)
@@ -433,13 +437,13 @@ def test_setitem_reads_an_aliased_value_before_writing():
     t = fc.tensor(a)
     t[[4, 3, 2, 1, 0]] = t
     a[[4, 3, 2, 1, 0]] = a.copy()
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
     t[[0, 1, 2]] = t[[2, 1, 0]]
     a[[0, 1, 2]] = a[[2, 1, 0]]
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
     t[[1, 2, 3]] = t[0:3]  # an overlapping view of self: read before any write
     a[[1, 2, 3]] = a[0:3].copy()
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
 
 
 def test_setitem_through_a_view_writes_self():
@@ -474,11 +478,11 @@ def test_index_put_matches_torch_and_numpy():
                 np.add.at(want, np_index, values)
             else:
                 want[np_index] = values
-            np.testing.assert_allclose(as_np(t), want, rtol=1e-12)
+            np.testing.assert_allclose(to_numpy(t, strided=True), want, rtol=1e-12)
             if all(i is not None for i in indices):  # torch's index_put_ takes no None
                 ti = tuple(torch.from_numpy(i) for i in indices)
                 x = torch.from_numpy(base.copy()).index_put_(ti, torch.from_numpy(values), accumulate=accumulate)
-                np.testing.assert_allclose(as_np(t), x.numpy(), rtol=1e-12)
+                np.testing.assert_allclose(to_numpy(t, strided=True), x.numpy(), rtol=1e-12)
 
 
 def test_index_put_out_of_place():
@@ -504,10 +508,10 @@ def test_uint8_index_is_a_deprecated_mask():
     m = fc.tensor(MASK_34.astype(np.uint8))
     with pytest.warns(UserWarning, match=r"\[getitem\] indexing with a uint8 tensor is deprecated"):
         got = t[m]
-    np.testing.assert_array_equal(as_np(got), A345[MASK_34])
+    np.testing.assert_array_equal(to_numpy(got, strided=True), A345[MASK_34])
     with pytest.warns(UserWarning, match="uint8"):
         t[m] = 0.0
-    assert as_np(t)[MASK_34].sum() == 0
+    assert to_numpy(t, strided=True)[MASK_34].sum() == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert t[fc.tensor(1, dtype=fc.uint8)].shape == (1, 3, 4, 5)  # 0-dim: a bool, no warning

@@ -4,15 +4,11 @@
 import flambeau_core as fc
 import numpy as np
 import pytest
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="linalg: no flambeau-cuda kernel yet")
-
-
-def as_np(t):
-    return np.asarray(memoryview(to_host(t)))
 
 
 def rng_array(shape, dtype=np.float32, seed=0):
@@ -29,7 +25,7 @@ def test_mm_matches_numpy(dtype, n, k, m):
     a, b = rng_array((n, k), dtype, 1), rng_array((k, m), dtype, 2)
     got = fc.mm(fc.tensor(a), fc.tensor(b))
     assert got.shape == (n, m)
-    np.testing.assert_allclose(as_np(got), a @ b, **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), a @ b, **tol(dtype))
 
 
 @pytest.mark.parametrize("layout_a", ["c", "t", "step", "slice"])
@@ -49,35 +45,35 @@ def test_mm_operand_layouts(layout_a, layout_b):
 
     ta, na = make((5, 7), layout_a, 1)
     tb, nb = make((7, 4), layout_b, 2)
-    np.testing.assert_allclose(as_np(fc.mm(ta, tb)), na @ nb, rtol=1e-12)
-    np.testing.assert_allclose(as_np(ta @ tb), na @ nb, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(fc.mm(ta, tb)), na @ nb, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(ta @ tb), na @ nb, rtol=1e-12)
 
 
 def test_mm_expanded_and_broadcast_operands():
     row = fc.tensor([[1.0, 2.0, 3.0]])
     a = row.expand(4, 3)  # stride (0, 1)
     b = fc.tensor(rng_array((3, 2), np.float32))
-    np.testing.assert_allclose(as_np(a @ b), np.broadcast_to(as_np(row), (4, 3)) @ as_np(b), rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(a @ b), np.broadcast_to(to_numpy(row), (4, 3)) @ to_numpy(b), rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32])
 def test_mm_integer_fallback(dtype):
     a = np.arange(12, dtype=dtype).reshape(3, 4)
     b = np.arange(8, dtype=dtype).reshape(4, 2) - 3
-    np.testing.assert_array_equal(as_np(fc.mm(fc.tensor(a), fc.tensor(b))), a @ b)
-    np.testing.assert_array_equal(as_np(fc.mm(fc.tensor(a.T.copy()).T, fc.tensor(b))), a @ b)
+    np.testing.assert_array_equal(to_numpy(fc.mm(fc.tensor(a), fc.tensor(b))), a @ b)
+    np.testing.assert_array_equal(to_numpy(fc.mm(fc.tensor(a.T.copy()).T, fc.tensor(b))), a @ b)
 
 
 def test_bmm():
     a, b = rng_array((3, 4, 5), np.float32, 1), rng_array((3, 5, 2), np.float32, 2)
-    np.testing.assert_allclose(as_np(fc.bmm(fc.tensor(a), fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(fc.bmm(fc.tensor(a), fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
     ta = fc.tensor(a.transpose(0, 2, 1).copy()).transpose(1, 2)
-    np.testing.assert_allclose(as_np(ta.bmm(fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(ta.bmm(fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
     tp = fc.tensor(a.transpose(1, 0, 2).copy()).permute(1, 0, 2)  # batch stride not leading
-    np.testing.assert_allclose(as_np(fc.bmm(tp, fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(fc.bmm(tp, fc.tensor(b))), a @ b, rtol=1e-5, atol=1e-5)
     ai = np.arange(24).reshape(2, 3, 4)
     bi = np.arange(8).reshape(2, 4, 1)
-    np.testing.assert_array_equal(as_np(fc.bmm(fc.tensor(ai), fc.tensor(bi))), ai @ bi)
+    np.testing.assert_array_equal(to_numpy(fc.bmm(fc.tensor(ai), fc.tensor(bi))), ai @ bi)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +98,7 @@ def test_matmul_numpy_semantics(sa, sb):
     got = fc.matmul(fc.tensor(a), fc.tensor(b))
     want = np.matmul(a, b)
     assert got.shape == want.shape
-    np.testing.assert_allclose(as_np(got), want, rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-10)
     assert (fc.tensor(a) @ fc.tensor(b)).shape == want.shape
     assert fc.tensor(a).matmul(fc.tensor(b)).shape == want.shape
 
@@ -123,7 +119,7 @@ def test_matmul_property(batch, n, k, m, drop):
     if drop[1]:
         sb = (*batch, k, m) if not drop[0] else (k, m)
     a, b = rng_array(sa, np.float64, 3), rng_array(sb, np.float64, 4)
-    np.testing.assert_allclose(as_np(fc.matmul(fc.tensor(a), fc.tensor(b))), np.matmul(a, b), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(fc.matmul(fc.tensor(a), fc.tensor(b))), np.matmul(a, b), rtol=1e-10)
 
 
 def test_matmul_errors():

@@ -9,15 +9,11 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="eig: no flambeau-cuda kernel yet")
 
 LA = fc.linalg
-
-
-def to_np(t):
-    return np.asarray(to_host(t).tolist()).reshape(tuple(t.shape))
 
 
 def sort_eigs(w):
@@ -51,22 +47,24 @@ def test_eig_matches_torch(kind, shape):
     assert tuple(L.shape) == shape[:-1] and tuple(V.shape) == shape
     tol = 1e-4 if kind in ("float32", "complex64") else 1e-10
     tL = torch.linalg.eigvals(torch.tensor(a).to(TH[kind]))
-    np.testing.assert_allclose(sort_eigs(to_np(L)), sort_eigs(tL.numpy()), rtol=tol, atol=tol)
-    Ln, Vn = to_np(L), to_np(V)
+    np.testing.assert_allclose(sort_eigs(to_numpy(L, widen=True)), sort_eigs(tL.numpy()), rtol=tol, atol=tol)
+    Ln, Vn = to_numpy(L, widen=True), to_numpy(V, widen=True)
     np.testing.assert_allclose(a @ Vn, Vn * Ln[..., None, :], rtol=tol * 10, atol=tol * 10)
     np.testing.assert_allclose(np.linalg.norm(Vn, axis=-2), 1.0, rtol=tol)
-    np.testing.assert_allclose(sort_eigs(to_np(LA.eigvals(x))), sort_eigs(Ln), rtol=tol, atol=tol)
+    np.testing.assert_allclose(sort_eigs(to_numpy(LA.eigvals(x), widen=True)), sort_eigs(Ln), rtol=tol, atol=tol)
 
 
 def test_eig_conjugate_pairs_and_layouts():
     rot = np.array([[0.0, -2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 3.0]])  # eigenvalues +-2i, 3
     L, V = LA.eig(fc.tensor(rot))
-    np.testing.assert_allclose(sort_eigs(to_np(L)), sort_eigs(np.array([-2j, 2j, 3.0])), atol=1e-12)
-    Vn = to_np(V)
-    np.testing.assert_allclose(rot @ Vn, Vn * to_np(L)[None, :], atol=1e-12)
+    np.testing.assert_allclose(sort_eigs(to_numpy(L, widen=True)), sort_eigs(np.array([-2j, 2j, 3.0])), atol=1e-12)
+    Vn = to_numpy(V, widen=True)
+    np.testing.assert_allclose(rot @ Vn, Vn * to_numpy(L, widen=True)[None, :], atol=1e-12)
     a = np.random.default_rng(3).standard_normal((4, 4))
     t = fc.tensor(a.T.copy()).transpose(0, 1)  # a non-contiguous layout of a
-    np.testing.assert_allclose(sort_eigs(to_np(LA.eigvals(t))), sort_eigs(np.linalg.eigvals(a)), atol=1e-12)
+    np.testing.assert_allclose(
+        sort_eigs(to_numpy(LA.eigvals(t), widen=True)), sort_eigs(np.linalg.eigvals(a)), atol=1e-12
+    )
 
 
 def test_eig_empty_and_out():

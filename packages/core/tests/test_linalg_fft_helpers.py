@@ -8,14 +8,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import assert_close_on, devices, to_host
-from helpers import make_tensor
+from flambeau_core.testing import assert_close_on, devices
+from helpers import make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="linalg/FFT helpers: no flambeau-cuda kernel yet")
-
-
-def as_np(t):
-    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 5, 8, 11])
@@ -29,7 +25,7 @@ def test_fftfreq_rfftfreq(n, d, dtype):
         want = getattr(torch.fft, fname)(n, d, **kw_th)
         assert tuple(got.shape) == tuple(want.shape)
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
-        np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(1,), (5,), (6,), (3, 4), (2, 5, 3)])
@@ -41,9 +37,9 @@ def test_fftshift_ifftshift(shape, dim, layout):
     for fname in ("fftshift", "ifftshift"):
         got = getattr(fc.fft, fname)(x, dim)
         want = getattr(torch.fft, fname)(torch.from_numpy(a), dim)
-        np.testing.assert_array_equal(as_np(got), want.numpy())
+        np.testing.assert_array_equal(to_numpy(got), want.numpy())
     # ifftshift undoes fftshift
-    np.testing.assert_array_equal(as_np(fc.fft.ifftshift(fc.fft.fftshift(x, dim), dim)), a)
+    np.testing.assert_array_equal(to_numpy(fc.fft.ifftshift(fc.fft.fftshift(x, dim), dim)), a)
 
 
 def test_fft_helper_errors():

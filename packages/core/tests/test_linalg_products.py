@@ -11,17 +11,12 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
-from helpers import make_tensor
+from helpers import make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="linalg products: no flambeau-cuda kernel yet")
 
 LA = fc.linalg
 FLOATS = [np.float32, np.float64]
-
-
-def as_np(t):
-    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 def tol(dtype):
@@ -67,12 +62,12 @@ def test_einsum_matches_torch(dtype, eq, shapes, layout):
     got = fc.einsum(eq, *[make_tensor(a, layout) for a in arrs])
     want = torch.einsum(eq, *[torch.from_numpy(a) for a in arrs])
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 def test_einsum_list_form_and_linalg_name():
     a, b = rand((2, 3)), rand((3, 2))
-    np.testing.assert_allclose(as_np(fc.einsum("ij,jk", [fc.tensor(a), fc.tensor(b)])), a @ b)
+    np.testing.assert_allclose(to_numpy(fc.einsum("ij,jk", [fc.tensor(a), fc.tensor(b)])), a @ b)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +112,7 @@ def test_tensordot_matches_torch(dtype, sa, sb, dims):
     got = fc.tensordot(make_tensor(a, "transposed"), fc.tensor(b), dims=dims)
     want = torch.tensordot(torch.from_numpy(a), torch.from_numpy(b), dims=dims)
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 def test_tensordot_errors():
@@ -135,23 +130,27 @@ def test_tensordot_errors():
 def test_outer_vecdot_dot_inner_mv(dtype):
     a, b, m = rand((4,), dtype, 1), rand((5,), dtype, 2), rand((5, 4), dtype, 3)
     ta, tb, tm = (torch.from_numpy(x) for x in (a, b, m))
-    np.testing.assert_allclose(as_np(LA.outer(fc.tensor(a), fc.tensor(b))), torch.outer(ta, tb).numpy(), **tol(dtype))
-    np.testing.assert_allclose(as_np(fc.ger(fc.tensor(a), fc.tensor(b))), torch.ger(ta, tb).numpy(), **tol(dtype))
-    np.testing.assert_allclose(as_np(fc.tensor(a).outer(fc.tensor(b))), np.outer(a, b), **tol(dtype))
+    np.testing.assert_allclose(
+        to_numpy(LA.outer(fc.tensor(a), fc.tensor(b))), torch.outer(ta, tb).numpy(), **tol(dtype)
+    )
+    np.testing.assert_allclose(to_numpy(fc.ger(fc.tensor(a), fc.tensor(b))), torch.ger(ta, tb).numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(fc.tensor(a).outer(fc.tensor(b))), np.outer(a, b), **tol(dtype))
     x, y = rand((3, 1, 4), dtype, 4), rand((2, 4), dtype, 5)
     np.testing.assert_allclose(
-        as_np(LA.vecdot(fc.tensor(x), fc.tensor(y))),
+        to_numpy(LA.vecdot(fc.tensor(x), fc.tensor(y))),
         torch.linalg.vecdot(torch.from_numpy(x), torch.from_numpy(y)),
         **tol(dtype),
     )
     np.testing.assert_allclose(
-        as_np(LA.vecdot(fc.tensor(x), fc.tensor(x), dim=0)),
+        to_numpy(LA.vecdot(fc.tensor(x), fc.tensor(x), dim=0)),
         torch.linalg.vecdot(torch.from_numpy(x), torch.from_numpy(x), dim=0),
         **tol(dtype),
     )
     np.testing.assert_allclose(fc.dot(fc.tensor(a), fc.tensor(a)).item(), torch.dot(ta, ta).item(), **tol(dtype))
-    np.testing.assert_allclose(as_np(fc.inner(fc.tensor(m), fc.tensor(m))), torch.inner(tm, tm).numpy(), **tol(dtype))
-    np.testing.assert_allclose(as_np(fc.mv(fc.tensor(m), fc.tensor(a))), torch.mv(tm, ta).numpy(), **tol(dtype))
+    np.testing.assert_allclose(
+        to_numpy(fc.inner(fc.tensor(m), fc.tensor(m))), torch.inner(tm, tm).numpy(), **tol(dtype)
+    )
+    np.testing.assert_allclose(to_numpy(fc.mv(fc.tensor(m), fc.tensor(a))), torch.mv(tm, ta).numpy(), **tol(dtype))
     with pytest.raises(fc.FlambeauError, match="outer: expected two 1-D tensors"):
         LA.outer(fc.ones(2, 2), fc.ones(2))
     with pytest.raises(fc.FlambeauError, match="dot: inconsistent tensor size"):
@@ -171,7 +170,7 @@ def test_multi_dot(dtype, shapes):
     got = LA.multi_dot([fc.tensor(a) for a in arrs])
     want = torch.linalg.multi_dot([torch.from_numpy(a) for a in arrs])
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 def test_multi_dot_errors():
@@ -191,9 +190,9 @@ def test_matrix_power(dtype, n):
     a = (rand((2, 4, 4), dtype, 6) / 2 + 2 * np.eye(4)).astype(dtype)
     got = LA.matrix_power(fc.tensor(a), n)
     want = torch.linalg.matrix_power(torch.from_numpy(a), n)
-    np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-3 if dtype == np.float32 else 1e-9)
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-3 if dtype == np.float32 else 1e-9)
     np.testing.assert_allclose(
-        as_np(fc.tensor(a).matrix_power(n)), want.numpy(), rtol=1e-3 if dtype == np.float32 else 1e-9
+        to_numpy(fc.tensor(a).matrix_power(n)), want.numpy(), rtol=1e-3 if dtype == np.float32 else 1e-9
     )
 
 
@@ -211,16 +210,16 @@ def test_cross(dtype):
     a, b = rand((4, 3), dtype, 1), rand((1, 3), dtype, 2)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     np.testing.assert_allclose(
-        as_np(LA.cross(fc.tensor(a), fc.tensor(b))), torch.linalg.cross(ta, tb).numpy(), **tol(dtype)
+        to_numpy(LA.cross(fc.tensor(a), fc.tensor(b))), torch.linalg.cross(ta, tb).numpy(), **tol(dtype)
     )
     c, d = rand((3, 5), dtype, 3), rand((3, 5), dtype, 4)
     np.testing.assert_allclose(
-        as_np(fc.cross(make_tensor(c, "transposed"), fc.tensor(d))),
+        to_numpy(fc.cross(make_tensor(c, "transposed"), fc.tensor(d))),
         torch.cross(torch.from_numpy(c), torch.from_numpy(d), dim=0).numpy(),
         **tol(dtype),
     )
     np.testing.assert_allclose(
-        as_np(LA.cross(fc.tensor(c), fc.tensor(d), dim=0)),
+        to_numpy(LA.cross(fc.tensor(c), fc.tensor(d), dim=0)),
         torch.linalg.cross(torch.from_numpy(c), torch.from_numpy(d), dim=0).numpy(),
         **tol(dtype),
     )
@@ -240,7 +239,7 @@ def test_vector_norm(dtype, ord, dim, keepdim):
     got = LA.vector_norm(make_tensor(x, "sliced"), ord, dim, keepdim)
     want = torch.linalg.vector_norm(torch.from_numpy(x), ord, dim, keepdim)
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -251,7 +250,7 @@ def test_matrix_norm(dtype, ord, dim, keepdim):
     got = LA.matrix_norm(fc.tensor(x), ord, dim, keepdim)
     want = torch.linalg.matrix_norm(torch.from_numpy(x), ord, dim, keepdim)
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
 
 
 @pytest.mark.parametrize(
@@ -272,7 +271,7 @@ def test_norm_dispatches_like_torch(shape, ord, dim):
     got = LA.norm(fc.tensor(x), ord, dim)
     want = torch.linalg.norm(torch.from_numpy(x), ord, dim)
     assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-10)
 
 
 def test_norm_errors():

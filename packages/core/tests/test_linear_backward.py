@@ -13,6 +13,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from helpers import to_numpy
 
 FLOATS = [np.float32, np.float64]
 linear_backward = fc._C._linear_backward
@@ -20,10 +21,6 @@ linear_backward = fc._C._linear_backward
 
 def tol(dtype):
     return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
-
-
-def npy(t):
-    return np.asarray(memoryview(t.contiguous()))
 
 
 def rand(shape, dtype, seed):
@@ -41,7 +38,7 @@ def torch_grads(g, x, w):
 def check(got, want, dtype):
     for a, b in zip(got, want, strict=True):
         assert tuple(a.shape) == b.shape
-        np.testing.assert_allclose(npy(a), b, **tol(dtype))
+        np.testing.assert_allclose(to_numpy(a), b, **tol(dtype))
 
 
 # (n, in_features, out_features): the MLP's three layers, odd sizes, a tall and a wide one,
@@ -68,7 +65,7 @@ def test_each_mask(threads, shape, mask, dtype):
     for asked, a, b in zip(mask, got, want, strict=True):
         if asked:
             assert tuple(a.shape) == b.shape
-            np.testing.assert_allclose(npy(a), b, **tol(dtype))
+            np.testing.assert_allclose(to_numpy(a), b, **tol(dtype))
         else:
             assert a is None
 
@@ -102,7 +99,7 @@ def test_empty_dims(threads, shape, dtype):
     want = (g @ w, g.T @ x, g.sum(0))
     for a, b in zip(got, want, strict=True):
         assert tuple(a.shape) == b.shape
-        np.testing.assert_allclose(npy(a), b, **tol(dtype))
+        np.testing.assert_allclose(to_numpy(a), b, **tol(dtype))
 
 
 def test_pool_off_same_values(monkeypatch):
@@ -111,9 +108,9 @@ def test_pool_off_same_values(monkeypatch):
     old = fc.get_num_threads()
     try:
         fc.set_num_threads(1)
-        one = [npy(t) for t in linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))]
+        one = [to_numpy(t) for t in linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))]
         fc.set_num_threads(2)
-        two = [npy(t) for t in linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))]
+        two = [to_numpy(t) for t in linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))]
     finally:
         fc.set_num_threads(old)
     for a, b in zip(one, two, strict=True):
@@ -151,10 +148,10 @@ def test_small_split_linear_and_mm(threads, shape, bias, dtype):
     x, w, b = rand((n, i), dtype, 16), rand((o, i), dtype, 17), rand((o,), dtype, 18)
     got = fc.linear(fc.tensor(x), fc.tensor(w), fc.tensor(b) if bias else None)
     want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b) if bias else None)
-    np.testing.assert_allclose(npy(got), want.numpy(), **tol(dtype))
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), **tol(dtype))
     wt = fc.tensor(np.ascontiguousarray(w.T))  # (i, o): x @ wt, and its transposed view for x @ w.T
-    np.testing.assert_allclose(npy(fc.mm(fc.tensor(x), wt)), x @ w.T, **tol(dtype))
-    np.testing.assert_allclose(npy(fc.mm(fc.tensor(x), fc.tensor(w).t())), x @ w.T, **tol(dtype))
+    np.testing.assert_allclose(to_numpy(fc.mm(fc.tensor(x), wt)), x @ w.T, **tol(dtype))
+    np.testing.assert_allclose(to_numpy(fc.mm(fc.tensor(x), fc.tensor(w).t())), x @ w.T, **tol(dtype))
 
 
 def run_in_python_threads(work, count=4):
@@ -183,7 +180,7 @@ def test_small_split_with_the_pool_busy():
     def work(i: int) -> None:
         fx, fw, fb = fc.tensor(x), fc.tensor(w), fc.tensor(b)
         for _ in range(50):
-            if not np.allclose(npy(fc.linear(fx, fw, fb)), want, rtol=1e-4, atol=1e-4):
+            if not np.allclose(to_numpy(fc.linear(fx, fw, fb)), want, rtol=1e-4, atol=1e-4):
                 errors.append(f"thread {i}")
                 return
 
@@ -202,7 +199,7 @@ def test_linear_backward_with_the_pool_busy():
         fg, fx, fw = fc.tensor(g), fc.tensor(x), fc.tensor(w)
         for _ in range(10):
             got = linear_backward(fg, fx, fw)
-            if not all(np.allclose(npy(a), b, rtol=1e-4, atol=1e-3) for a, b in zip(got, want, strict=True)):
+            if not all(np.allclose(to_numpy(a), b, rtol=1e-4, atol=1e-3) for a, b in zip(got, want, strict=True)):
                 errors.append(f"thread {i}")
                 return
 

@@ -4,13 +4,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="group_norm, dropout: no flambeau-cuda kernel yet")
-
-
-def as_np(t):
-    return np.array(memoryview(to_host(t)))
 
 
 def rand(shape, dtype=np.float32, seed=0, scale=1.0, shift=0.0):
@@ -53,11 +49,11 @@ def test_batch_norm_training_matches_torch(shape, dtype, affine):
         1e-5,
     )
     tol = TOL[dtype]
-    np.testing.assert_allclose(as_np(out), t_out.numpy(), **tol)
-    np.testing.assert_allclose(as_np(mean), t_mean.numpy(), **tol)
-    np.testing.assert_allclose(as_np(invstd), t_invstd.numpy(), **tol)
-    np.testing.assert_allclose(as_np(ours_rm), th_rm.numpy(), **tol)
-    np.testing.assert_allclose(as_np(ours_rv), th_rv.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(out), t_out.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(mean), t_mean.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(invstd), t_invstd.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(ours_rm), th_rm.numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(ours_rv), th_rv.numpy(), **tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -77,8 +73,8 @@ def test_batch_norm_eval_uses_running_stats(dtype):
         0.1,
         1e-3,
     )
-    np.testing.assert_allclose(as_np(out), want.numpy(), **TOL[dtype])
-    np.testing.assert_array_equal(as_np(ours_rm), rm)  # not updated in eval
+    np.testing.assert_allclose(to_numpy(out), want.numpy(), **TOL[dtype])
+    np.testing.assert_array_equal(to_numpy(ours_rm), rm)  # not updated in eval
 
 
 def test_batch_norm_large_mean_is_accurate():
@@ -88,8 +84,8 @@ def test_batch_norm_large_mean_is_accurate():
     want = torch.native_batch_norm(torch.from_numpy(x), None, None, None, None, True, 0.1, 1e-5)
     x64 = x.astype(np.float64)
     var = x64.var(axis=(0, 2, 3))
-    np.testing.assert_allclose(1 / as_np(invstd).astype(np.float64) ** 2 - 1e-5, var, rtol=2e-3)
-    np.testing.assert_allclose(as_np(out), want[0].numpy(), rtol=0, atol=5e-3)
+    np.testing.assert_allclose(1 / to_numpy(invstd).astype(np.float64) ** 2 - 1e-5, var, rtol=2e-3)
+    np.testing.assert_allclose(to_numpy(out), want[0].numpy(), rtol=0, atol=5e-3)
 
 
 def test_batch_norm_noncontiguous_input():
@@ -98,7 +94,7 @@ def test_batch_norm_noncontiguous_input():
     assert not t.is_contiguous()
     out = fc.native_batch_norm(t, None, None, None, None, True, 0.1, 1e-5)[0]
     want = torch.native_batch_norm(torch.from_numpy(x), None, None, None, None, True, 0.1, 1e-5)[0]
-    np.testing.assert_allclose(as_np(out), want.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(out), want.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_batch_norm_running_stats_over_steps():
@@ -108,8 +104,8 @@ def test_batch_norm_running_stats_over_steps():
         x = rand((8, 4, 3), np.float32, seed=step, shift=step)
         fc.native_batch_norm(fc.tensor(x), None, None, rm, rv, True, 0.1, 1e-5)
         torch.native_batch_norm(torch.from_numpy(x), None, None, trm, trv, True, 0.1, 1e-5)
-    np.testing.assert_allclose(as_np(rm), trm.numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(as_np(rv), trv.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(rm), trm.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(rv), trv.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_batch_norm_errors():
@@ -144,10 +140,10 @@ def test_layer_norm_matches_torch(shape, norm, dtype, affine):
         None if b is None else torch.from_numpy(b),
         1e-5,
     )
-    np.testing.assert_allclose(as_np(out), t_out.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(out), t_out.numpy(), **TOL[dtype])
     assert mean.shape == tuple(t_mean.shape)
-    np.testing.assert_allclose(as_np(mean), t_mean.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(as_np(rstd), t_rstd.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(mean), t_mean.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(rstd), t_rstd.numpy(), **TOL[dtype])
 
 
 def test_layer_norm_shape_mismatch_names_both():
@@ -168,9 +164,9 @@ def test_group_norm_matches_torch(shape, groups, dtype):
     t_out, t_mean, t_rstd = torch.native_group_norm(
         torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), shape[0], c, hxw, groups, 1e-5
     )
-    np.testing.assert_allclose(as_np(out), t_out.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(as_np(mean), t_mean.numpy(), **TOL[dtype])
-    np.testing.assert_allclose(as_np(rstd), t_rstd.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(out), t_out.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(mean), t_mean.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(rstd), t_rstd.numpy(), **TOL[dtype])
 
 
 def test_group_norm_errors():
@@ -188,40 +184,40 @@ def test_dropout_mask_and_scale(dtype):
     x = fc.randn(300, 200).to(dtype)
     out, mask = fc.native_dropout(x, 0.3, True)
     assert mask.dtype == fc.bool and out.dtype == dtype
-    o, m, xv = as_np(out), as_np(mask), as_np(x)
+    o, m, xv = to_numpy(out), to_numpy(mask), to_numpy(x)
     np.testing.assert_allclose(o[m], xv[m] / 0.7, rtol=1e-6)
     assert (o[~m] == 0).all()
     assert abs(m.mean() - 0.7) < 0.01  # 60,000 draws: std ~0.002
     # backward reuses the mask
     g = fc.randn(300, 200).to(dtype)
-    gb = as_np(fc.native_dropout_backward(g, mask, 1 / 0.7))
-    np.testing.assert_allclose(gb, np.where(m, as_np(g) / 0.7, 0), rtol=1e-6)
+    gb = to_numpy(fc.native_dropout_backward(g, mask, 1 / 0.7))
+    np.testing.assert_allclose(gb, np.where(m, to_numpy(g) / 0.7, 0), rtol=1e-6)
 
 
 def test_dropout_reproducible_and_thread_independent():
     x = fc.ones(100_000)
     fc.manual_seed(3)
-    a = as_np(fc.native_dropout(x, 0.5, True)[1])
+    a = to_numpy(fc.native_dropout(x, 0.5, True)[1])
     n = fc.get_num_threads()
     try:
         fc.set_num_threads(1)
         fc.manual_seed(3)
-        b = as_np(fc.native_dropout(x, 0.5, True)[1])
+        b = to_numpy(fc.native_dropout(x, 0.5, True)[1])
     finally:
         fc.set_num_threads(n)
     assert (a == b).all()
-    c = as_np(fc.native_dropout(x, 0.5, True)[1])
+    c = to_numpy(fc.native_dropout(x, 0.5, True)[1])
     assert not (a == c).all()  # the generator moved on
 
 
 def test_dropout_edge_cases():
     x = fc.randn(5, 4)
     out, mask = fc.native_dropout(x, 0.0, True)
-    assert as_np(mask).all() and (as_np(out) == as_np(x)).all()
+    assert to_numpy(mask).all() and (to_numpy(out) == to_numpy(x)).all()
     out, mask = fc.native_dropout(x, 1.0, True)
-    assert not as_np(mask).any() and (as_np(out) == 0).all()
+    assert not to_numpy(mask).any() and (to_numpy(out) == 0).all()
     out, mask = fc.native_dropout(x, 0.5, False)
-    assert as_np(mask).all() and (as_np(out) == as_np(x)).all()
+    assert to_numpy(mask).all() and (to_numpy(out) == to_numpy(x)).all()
     assert fc.native_dropout(fc.ones(0, 3), 0.5, True)[0].shape == (0, 3)
     with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
         fc.native_dropout(x, 1.5, True)
@@ -231,12 +227,12 @@ def test_feature_dropout_zeroes_whole_channels():
     x = fc.randn(16, 32, 5, 5)
     out, mask = fc._feature_dropout(x, 0.4)
     assert mask.shape == (16, 32, 1, 1)
-    o, m, xv = as_np(out), as_np(mask), as_np(x)
+    o, m, xv = to_numpy(out), to_numpy(mask), to_numpy(x)
     np.testing.assert_allclose(o, np.where(m, xv / 0.6, 0), rtol=1e-6)
     assert abs(m.mean() - 0.6) < 0.08
     g = fc.randn(16, 32, 5, 5)
     np.testing.assert_allclose(
-        as_np(fc.native_dropout_backward(g, mask, 1 / 0.6)), np.where(m, as_np(g) / 0.6, 0), rtol=1e-6
+        to_numpy(fc.native_dropout_backward(g, mask, 1 / 0.6)), np.where(m, to_numpy(g) / 0.6, 0), rtol=1e-6
     )
 
 
@@ -247,11 +243,11 @@ def test_embedding_matches_torch(dtype, idx_dtype):
     w = rand((10, 7), dtype)
     idx = np.random.default_rng(1).integers(0, 10, size=(4, 5)).astype(idx_dtype)
     got = fc.embedding(fc.tensor(w), fc.tensor(idx))
-    np.testing.assert_array_equal(as_np(got), w[idx])
+    np.testing.assert_array_equal(to_numpy(got), w[idx])
     # non-contiguous indices and weight
     wt = fc.tensor(w.T.copy()).T
     it = fc.tensor(idx.T.copy()).T
-    np.testing.assert_array_equal(as_np(fc.embedding(wt, it)), w[idx])
+    np.testing.assert_array_equal(to_numpy(fc.embedding(wt, it)), w[idx])
 
 
 def test_embedding_backward_matches_torch():
@@ -260,7 +256,7 @@ def test_embedding_backward_matches_torch():
     for pad, freq in [(-1, False), (3, False), (-1, True), (7, True)]:
         got = fc.embedding_dense_backward(fc.tensor(g), fc.tensor(idx), 50, pad, freq)
         want = torch.ops.aten.embedding_dense_backward(torch.from_numpy(g), torch.from_numpy(idx), 50, pad, freq)
-        np.testing.assert_allclose(as_np(got), want.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_embedding_index_errors_never_read_outside():
@@ -285,7 +281,7 @@ def test_embedding_renorm():
     idx = np.array([0, 2, 2, 5])
     fc.embedding_renorm_(ours, fc.tensor(idx), 1.5, 2.0)
     torch.embedding_renorm_(theirs, torch.from_numpy(idx), 1.5, 2.0)
-    np.testing.assert_allclose(as_np(ours), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(ours), theirs.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2])
@@ -318,7 +314,7 @@ def test_embedding_bag_matches_torch(mode, include_last_offset, padding_idx):
         include_last_offset,
         padding_idx,
     )
-    np.testing.assert_allclose(as_np(got[0]), want[0].numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(to_numpy(got[0]), want[0].numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_embedding_bag_bad_offsets():

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 
+# Not helpers.to_numpy: float16 too as float32 (both sides), so the half tolerances apply in float32.
 def to_numpy(t: fc.Tensor) -> np.ndarray:
     if t.dtype in (fc.bfloat16, fc.float16):
         t = t.float()
@@ -28,6 +29,7 @@ def to_torch(a: np.ndarray, dtype: str) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(a)).to(getattr(torch, dtype))
 
 
+# The oracle's side of to_numpy above (float16 as float32 too).
 def torch_numpy(x: torch.Tensor) -> np.ndarray:
     return (x.float() if x.dtype in (torch.bfloat16, torch.float16) else x).numpy()
 

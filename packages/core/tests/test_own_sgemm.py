@@ -18,6 +18,7 @@ import flambeau as fb
 import flambeau_core as fc
 import numpy as np
 import pytest
+from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,10 +40,6 @@ def rand(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def npy(t):
-    return np.asarray(memoryview(t.contiguous()))
-
-
 def operand(x, trans):
     """x as a flambeau tensor; with trans, stored transposed and viewed back (a non-unit row stride)."""
     if trans:
@@ -53,7 +50,7 @@ def operand(x, trans):
 def check(got, ref, k):
     # float32 products summed over k: the error grows like sqrt(k) * eps * |a||b|.
     scale = max(1.0, float(np.abs(ref).max()))
-    np.testing.assert_allclose(npy(got), ref, rtol=0, atol=4e-6 * np.sqrt(k) * scale)
+    np.testing.assert_allclose(to_numpy(got), ref, rtol=0, atol=4e-6 * np.sqrt(k) * scale)
 
 
 # m: full 6-row blocks and every remainder; n: whole panels, narrow last panels of 1-4 vectors and
@@ -146,7 +143,7 @@ def test_linear_backward_mlp_shapes(sgemm, threads, layer):
     g64 = g.astype(np.float64)
     check(gi, g64 @ w.astype(np.float64), o)
     check(gw, g64.T @ x.astype(np.float64), 128)
-    np.testing.assert_allclose(npy(gb), g64.sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(gb), g64.sum(0), rtol=1e-5, atol=1e-5)
 
 
 def test_same_bits_at_any_thread_count(sgemm):
@@ -157,7 +154,7 @@ def test_same_bits_at_any_thread_count(sgemm):
         results = []
         for nt in (1, 2, 3):
             fc.set_num_threads(nt)
-            results.append(npy(fb.mm(a, b)))
+            results.append(to_numpy(fb.mm(a, b)))
     finally:
         fc.set_num_threads(old)
     assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
@@ -169,8 +166,8 @@ def test_own_and_openblas_agree():
     a, b = fb.tensor(rand((96, 700), 13)), fb.tensor(rand((700, 300), 14))
     old = backend()
     try:
-        own = npy(fb.mm(a, b)) if backend("own") == "own" else None
-        blas = npy(fb.mm(a, b)) if backend("openblas") == "openblas" else None
+        own = to_numpy(fb.mm(a, b)) if backend("own") == "own" else None
+        blas = to_numpy(fb.mm(a, b)) if backend("openblas") == "openblas" else None
     finally:
         backend(old)
     np.testing.assert_allclose(own, blas, rtol=0, atol=1e-4 * np.abs(blas).max())
@@ -183,7 +180,7 @@ def test_inf_and_nan_propagate(sgemm):
     b[5, 150] = -np.inf
     with np.errstate(invalid="ignore", over="ignore"):
         ref = a.astype(np.float64) @ b.astype(np.float64)
-    got = npy(fb.mm(fb.tensor(a), fb.tensor(b)))
+    got = to_numpy(fb.mm(fb.tensor(a), fb.tensor(b)))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
     np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))

@@ -17,10 +17,7 @@ import threading
 import flambeau_core as fc
 import numpy as np
 import pytest
-
-
-def npy(t):
-    return np.asarray(memoryview(t.contiguous()))
+from helpers import to_numpy
 
 
 def data(shape, seed=0, dtype=np.float32):
@@ -52,10 +49,10 @@ def test_reproducible_and_correct(name, threads):
     shape, op, ref, rtol, atol = CASES[name]
     x = data(shape, seed=len(name))
     t = fc.tensor(x)
-    first = npy(op(t))
+    first = to_numpy(op(t))
     np.testing.assert_allclose(first, ref(x.astype(np.float64)), rtol=rtol, atol=atol)
     for _ in range(4):
-        np.testing.assert_array_equal(npy(op(t)), first)  # bitwise: the same chunks, combined in order
+        np.testing.assert_array_equal(to_numpy(op(t)), first)  # bitwise: the same chunks, combined in order
 
 
 @pytest.mark.parametrize("name", ["sum all 3M", "mean dim -1", "var all", "cumsum 1-D", "sum dim -1"])
@@ -67,13 +64,13 @@ def test_same_bits_from_concurrent_callers(name):
     old = fc.get_num_threads()
     fc.set_num_threads(2)
     try:
-        want = npy(op(t))
+        want = to_numpy(op(t))
         bad, errors = [], []
 
         def work():
             try:
                 for _ in range(5):
-                    if not np.array_equal(npy(op(t)), want):
+                    if not np.array_equal(to_numpy(op(t)), want):
                         bad.append(1)
             except Exception as e:  # noqa: BLE001  (reported below)
                 errors.append(e)
@@ -140,8 +137,8 @@ def test_error_inside_a_chunk_reaches_python(threads):
         x.gather(1, fc.tensor(idx))
     # The pool is usable afterwards, and the loop still covers everything.
     idx[3, 99_999] = 5
-    got = npy(x.gather(1, fc.tensor(idx)))
-    np.testing.assert_array_equal(got, np.take_along_axis(npy(x), idx, 1))
+    got = to_numpy(x.gather(1, fc.tensor(idx)))
+    np.testing.assert_array_equal(got, np.take_along_axis(to_numpy(x), idx, 1))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -153,7 +150,7 @@ def test_forked_child_computes():
     want = float(t.sum())
     pid = os.fork()
     if pid == 0:  # pragma: no cover  (child)
-        ok = float(t.sum()) == want and np.allclose(npy(t.exp()), np.exp(x), rtol=1e-6)
+        ok = float(t.sum()) == want and np.allclose(to_numpy(t.exp()), np.exp(x), rtol=1e-6)
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
@@ -171,13 +168,13 @@ def test_row_sum_lengths_and_tails(n):
     x = data((rows, n), seed=n)
     t = fc.tensor(x)
     ref = x.astype(np.float64).sum(-1)
-    np.testing.assert_allclose(npy(t.sum(-1)), ref, rtol=2e-6, atol=1e-5 * np.sqrt(n))
-    np.testing.assert_allclose(npy(t.mean(-1)), ref / n, rtol=2e-6, atol=1e-5 / np.sqrt(n))
+    np.testing.assert_allclose(to_numpy(t.sum(-1)), ref, rtol=2e-6, atol=1e-5 * np.sqrt(n))
+    np.testing.assert_allclose(to_numpy(t.mean(-1)), ref / n, rtol=2e-6, atol=1e-5 / np.sqrt(n))
     # Strided rows (a column slice) and a row of one tensor viewed from an odd offset.
-    np.testing.assert_allclose(npy(t[:, 1:].sum(-1)), x[:, 1:].astype(np.float64).sum(-1), rtol=2e-6, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(t[:, 1:].sum(-1)), x[:, 1:].astype(np.float64).sum(-1), rtol=2e-6, atol=1e-4)
     big = fc.tensor(data((n + 5,), seed=n + 1))
     np.testing.assert_allclose(
-        float(big[3 : 3 + n].sum()), npy(big)[3 : 3 + n].astype(np.float64).sum(), rtol=2e-6, atol=1e-4
+        float(big[3 : 3 + n].sum()), to_numpy(big)[3 : 3 + n].astype(np.float64).sum(), rtol=2e-6, atol=1e-4
     )
 
 
@@ -191,7 +188,7 @@ def test_row_sum_accuracy_and_specials():
     x[1, 4999] = np.inf
     x[2, 17] = np.nan
     x[3, 100], x[3, 4000] = np.inf, -np.inf
-    got = npy(fc.tensor(x).sum(-1))
+    got = to_numpy(fc.tensor(x).sum(-1))
     assert np.isfinite(got[0]) and got[1] == np.inf and np.isnan(got[2]) and np.isnan(got[3])
 
 
@@ -210,7 +207,7 @@ def test_half_loops_above_their_grain_match_torch(dtype, op, threads):
     unary = op in ("exp", "neg")
     got = getattr(fc, op)(fa) if unary else getattr(fc, op)(fa, fb)
     want = getattr(torch, op)(ta) if unary else getattr(torch, op)(ta, tb)
-    g = npy(got.to(fc.float32))
+    g = to_numpy(got.to(fc.float32))
     w = want.float().numpy()
     if op == "exp":  # fused polynomial exp (half_convert): within one unit in the last place
         np.testing.assert_allclose(g, w, rtol=1e-2 if dtype == "bfloat16" else 1e-3)
@@ -219,4 +216,6 @@ def test_half_loops_above_their_grain_match_torch(dtype, op, threads):
     # Non-contiguous operands take the blocked conversion loop, also split across threads.
     if not unary:
         got_s = getattr(fc, op)(fa[1::2], fb[1::2])
-        np.testing.assert_array_equal(npy(got_s.to(fc.float32)), getattr(torch, op)(ta[1::2], tb[1::2]).float().numpy())
+        np.testing.assert_array_equal(
+            to_numpy(got_s.to(fc.float32)), getattr(torch, op)(ta[1::2], tb[1::2]).float().numpy()
+        )

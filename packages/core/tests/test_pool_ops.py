@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from flambeau_core.testing import to_host
-from helpers import make_tensor
+from helpers import make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, upsample: no flambeau-cuda kernel yet")
 
@@ -20,12 +19,9 @@ def arr(shape, dtype="float32", seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def np_of(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
-
-
+# Not helpers.assert_matches: against a torch result, with the NumPy dtypes compared and exact=True.
 def close(ours: fc.Tensor, theirs: torch.Tensor, exact=False):
-    a, b = np_of(ours), theirs.numpy()
+    a, b = to_numpy(ours), theirs.numpy()
     assert a.shape == b.shape, (a.shape, b.shape)
     assert a.dtype == b.dtype, (a.dtype, b.dtype)
     if exact:
@@ -71,8 +67,8 @@ def test_max_pool2d_ties_nans_and_integers():
         out, idx = fc.max_pool2d_with_indices(
             fc.tensor(a), k, [kwargs.get("stride", k[0])], [kwargs.get("padding", 0)], [1]
         )
-        np.testing.assert_array_equal(np_of(out), t_out.numpy())
-        np.testing.assert_array_equal(np_of(idx), t_idx.numpy())
+        np.testing.assert_array_equal(to_numpy(out), t_out.numpy())
+        np.testing.assert_array_equal(to_numpy(idx), t_idx.numpy())
     ints = np.random.default_rng(1).integers(-3, 3, (2, 3, 7, 7))
     out, idx = fc.max_pool2d_with_indices(fc.tensor(ints), [3], [2], [1], [1], True)
     t_out, t_idx = TF.max_pool2d(torch.from_numpy(ints), 3, 2, 1, 1, True, return_indices=True)
@@ -278,5 +274,5 @@ def test_max_pool2d_2x2_fast_path_with_nans_infs_and_ties(shape, ceil_mode):
     a[rng.random(shape) < 0.1] = -np.inf
     out, idx = fc.max_pool2d_with_indices(fc.tensor(a), [2], [], [0], [1], ceil_mode)
     t_out, t_idx = TF.max_pool2d(torch.from_numpy(a), 2, ceil_mode=ceil_mode, return_indices=True)
-    np.testing.assert_array_equal(np_of(out), t_out.numpy())
-    np.testing.assert_array_equal(np_of(idx), t_idx.numpy())
+    np.testing.assert_array_equal(to_numpy(out), t_out.numpy())
+    np.testing.assert_array_equal(to_numpy(idx), t_idx.numpy())

@@ -12,8 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
-from helpers import FC_TO_NP, make_tensor
+from helpers import make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -47,13 +46,10 @@ def arr(shape, dtype, seed=0, *, ties=False, nan=False):
     return a
 
 
-def to_np(t):
-    return np.asarray(to_host(t).tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
-
-
+# Not helpers.assert_matches: against a torch result (detached), ints exact, float rtol = atol by dtype.
 def close(f, t, *, rtol=None, exact=False):
     t = t.detach()
-    a, b = to_np(f), t.numpy()
+    a, b = to_numpy(f), t.numpy()
     assert a.shape == b.shape, (a.shape, b.shape)
     if exact or a.dtype.kind in "biu":
         np.testing.assert_array_equal(a, b)
@@ -268,8 +264,8 @@ def test_median_values_and_indices(dtype, layout):
             tv, ti = t.median(d, keep)
             close(fv, tv)
             if dtype == "int64":  # ties: PyTorch's index is one of them; check it holds the value
-                got = np.take_along_axis(a, np.expand_dims(to_np(fi), d) if not keep else to_np(fi), d)
-                np.testing.assert_array_equal(got.reshape(to_np(fv).shape), to_np(fv))
+                got = np.take_along_axis(a, np.expand_dims(to_numpy(fi), d) if not keep else to_numpy(fi), d)
+                np.testing.assert_array_equal(got.reshape(to_numpy(fv).shape), to_numpy(fv))
             else:
                 close(fi, ti)
             fv, fi = fc.nanmedian(f, d, keepdim=keep)
@@ -292,9 +288,9 @@ def test_median_nan(dtype):
         fv, fi = f.nanmedian(d)
         tv, ti = t.nanmedian(d)
         close(fv, tv)
-        ok = ~np.isnan(to_np(fv))
+        ok = ~np.isnan(to_numpy(fv))
         np.testing.assert_array_equal(
-            np.take_along_axis(a, np.expand_dims(to_np(fi), d), d).squeeze(d)[ok], to_np(fv)[ok]
+            np.take_along_axis(a, np.expand_dims(to_numpy(fi), d), d).squeeze(d)[ok], to_numpy(fv)[ok]
         )
     close(fc.median(fc.zeros(0)), torch.median(torch.zeros(0)))
 
@@ -348,9 +344,9 @@ def test_cumsum_cumprod(dtype, shape, layout):
 def test_cumsum_long_rows_inplace_out_and_zero_dim():
     a = np.random.default_rng(18).standard_normal(1_000_003).astype(np.float32)
     f = fc.tensor(a)
-    np.testing.assert_allclose(to_np(f.cumsum(0)), np.cumsum(a.astype(np.float64)), rtol=1e-5, atol=2e-3)
+    np.testing.assert_allclose(to_numpy(f.cumsum(0)), np.cumsum(a.astype(np.float64)), rtol=1e-5, atol=2e-3)
     b = np.random.default_rng(19).standard_normal((3, 400_001))
-    np.testing.assert_allclose(to_np(fc.tensor(b).cumsum(1)), np.cumsum(b, 1), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(to_numpy(fc.tensor(b).cumsum(1)), np.cumsum(b, 1), rtol=1e-9, atol=1e-9)
     g = fc.tensor([1.0, 2.0, 3.0])
     g.cumsum_(0)
     assert g.tolist() == [1.0, 3.0, 6.0]

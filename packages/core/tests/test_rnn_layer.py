@@ -6,7 +6,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="RNN layers: no flambeau-cuda kernel yet")
 
@@ -15,10 +15,6 @@ KINDS = {0: ("RNN", "tanh"), 1: ("RNN", "relu"), 2: ("LSTM", None), 3: ("GRU", N
 
 def _fc(t: torch.Tensor) -> fc.Tensor:
     return fc.tensor(t.detach().numpy().copy())
-
-
-def _np(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
 
 
 def _torch_layer(mode, dtype, IN, H, bidirectional):
@@ -53,11 +49,11 @@ def test_forward_matches_torch(mode, dtype, reverse, lengths):
     cx = _fc(c0[d]) if is_lstm else fc.empty(0, dtype=ig.dtype)
     out, hy, cy, ws = fc._C._rnn_layer(ig, _fc(w_hh), _fc(b_hh), _fc(h0[d]), cx, mode, batch_sizes, reverse)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(_np(out), data[:, d * H : (d + 1) * H].detach().numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(out), data[:, d * H : (d + 1) * H].detach().numpy(), **tol)
     hn = st[0] if is_lstm else st
-    np.testing.assert_allclose(_np(hy), hn[d].detach().numpy(), **tol)
+    np.testing.assert_allclose(to_numpy(hy), hn[d].detach().numpy(), **tol)
     if is_lstm:
-        np.testing.assert_allclose(_np(cy), st[1][d].detach().numpy(), **tol)
+        np.testing.assert_allclose(to_numpy(cy), st[1][d].detach().numpy(), **tol)
 
 
 def test_non_contiguous_inputs_and_no_bias():
@@ -69,8 +65,8 @@ def test_non_contiguous_inputs_and_no_bias():
     assert not w_t.is_contiguous()
     z = fc.zeros(2, 4, dtype=fc.float64)
     out, hy, cy, _ = fc._C._rnn_layer(_fc(ig), w_t, fc.empty(0, dtype=fc.float64), z, z, 2, [2, 2, 2])
-    np.testing.assert_allclose(_np(out), y.reshape(-1, 4).detach().numpy(), rtol=1e-10)
-    np.testing.assert_allclose(_np(cy), c[0].detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(out), y.reshape(-1, 4).detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(cy), c[0].detach().numpy(), rtol=1e-10)
 
 
 def test_errors_name_the_op_and_shapes():

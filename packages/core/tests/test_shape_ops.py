@@ -9,7 +9,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -22,10 +22,6 @@ DTYPES = {
     "bool": (fc.bool, torch.bool, np.bool_),
 }
 LAYOUTS = ("contiguous", "transposed", "sliced")
-
-
-def to_np(t: fc.Tensor) -> np.ndarray:
-    return np.asarray(memoryview(to_host(t).contiguous()))
 
 
 def pair(shape, dtype="float32", layout="contiguous", seed=0):
@@ -58,7 +54,7 @@ def check(ours, theirs):
         return
     assert ours.shape == tuple(theirs.shape), (ours.shape, theirs.shape)
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1], (ours.dtype, theirs.dtype)
-    np.testing.assert_allclose(to_np(ours), theirs.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(ours), theirs.numpy(), rtol=1e-6, atol=1e-6)
 
 
 # ---------------------------------------------------------------- cat and friends
@@ -137,7 +133,7 @@ def test_split_views_share_memory():
     f = fc.zeros(4, 3)
     a, b = f.split(2)
     a.fill_(1.0)
-    assert to_np(f)[:2].sum() == 6
+    assert to_numpy(f)[:2].sum() == 6
     assert f.chunk(2, 1)[0].shape == (4, 2)
 
 
@@ -303,7 +299,7 @@ def test_diagonal_diag_embed(offset, layout):
 def test_diagonal_is_a_view():
     f = fc.zeros(3, 3)
     f.diagonal().fill_(1.0)
-    np.testing.assert_array_equal(to_np(f), np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(to_numpy(f), np.eye(3, dtype=np.float32))
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -337,7 +333,7 @@ def test_linspace_logspace(steps):
         check(fc.linspace(start, end, steps, dtype=fc.float64), torch.linspace(start, end, steps, dtype=torch.float64))
         ours = fc.logspace(start, end, steps, dtype=fc.float64)
         theirs = torch.logspace(start, end, steps, dtype=torch.float64)
-        np.testing.assert_allclose(to_np(ours), theirs.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(to_numpy(ours), theirs.numpy(), rtol=1e-12)
         check(fc.logspace(start, end, steps, base=2.0), torch.logspace(start, end, steps, base=2.0))
     check(fc.linspace(0, 10, 4, dtype=fc.int64), torch.linspace(0, 10, 4, dtype=torch.int64))
     out = fc.empty(5)

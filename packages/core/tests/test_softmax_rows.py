@@ -8,18 +8,15 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from helpers import to_numpy
 
 INF, NAN = float("inf"), float("nan")
 DT = {"float32": (fc.float32, np.float32, torch.float32), "float64": (fc.float64, np.float64, torch.float64)}
 TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
 
 
-def as_np(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
-
-
 def both(op: str, a: np.ndarray, dim: int):
-    ours = as_np(getattr(fc, op)(fc.tensor(a), dim))
+    ours = to_numpy(getattr(fc, op)(fc.tensor(a), dim))
     theirs = getattr(torch, op)(torch.from_numpy(a.copy()), dim).numpy()
     return ours, theirs
 
@@ -68,11 +65,11 @@ def test_softmax_large_rows_split_across_threads(op, dtype):
 def test_softmax_non_contiguous_input(op, dtype, dim):
     base = np.random.default_rng(3).standard_normal((40, 23)).astype(DT[dtype][1])
     x = fc.tensor(base).t()  # (23, 40), transposed strides
-    ours = as_np(getattr(fc, op)(x, dim))
+    ours = to_numpy(getattr(fc, op)(x, dim))
     theirs = getattr(torch, op)(torch.from_numpy(base.copy()).t(), dim).numpy()
     np.testing.assert_allclose(ours, theirs, **TOL[dtype])
     y = fc.tensor(base)[::3, 1::2]  # sliced
-    ours = as_np(getattr(fc, op)(y, dim))
+    ours = to_numpy(getattr(fc, op)(y, dim))
     theirs = getattr(torch, op)(torch.from_numpy(base.copy())[::3, 1::2], dim).numpy()
     np.testing.assert_allclose(ours, theirs, **TOL[dtype])
 
@@ -114,12 +111,12 @@ def test_softmax_dtype_argument_and_half():
     a = np.random.default_rng(4).standard_normal((6, 9)).astype(np.float32)
     ours = fc.softmax(fc.tensor(a), -1, dtype=fc.float64)
     assert ours.dtype == fc.float64
-    np.testing.assert_allclose(as_np(ours), torch.softmax(torch.from_numpy(a).double(), -1).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(ours), torch.softmax(torch.from_numpy(a).double(), -1).numpy(), rtol=1e-12)
     h = fc.tensor(a).to(fc.float16)
     got = fc.softmax(h, -1)
     assert got.dtype == fc.float16
     want = torch.softmax(torch.from_numpy(a).half().float(), -1).half().float().numpy()
-    np.testing.assert_allclose(as_np(got.to(fc.float32)), want, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(got.to(fc.float32)), want, rtol=2e-3, atol=1e-4)
 
 
 def test_softmax_empty_and_scalar():
@@ -204,13 +201,13 @@ def test_elementwise_around_memory_bound_grain(n):
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
     x, y = fc.tensor(a), fc.tensor(b)
-    np.testing.assert_array_equal(as_np(x + y), a + b)
-    np.testing.assert_array_equal(as_np(x * y), a * b)
-    np.testing.assert_array_equal(as_np(fc.relu(x)), np.maximum(a, 0))
-    np.testing.assert_array_equal(as_np(fc.threshold_backward(y, x, 0.0)), np.where(a > 0, b, 0))
+    np.testing.assert_array_equal(to_numpy(x + y), a + b)
+    np.testing.assert_array_equal(to_numpy(x * y), a * b)
+    np.testing.assert_array_equal(to_numpy(fc.relu(x)), np.maximum(a, 0))
+    np.testing.assert_array_equal(to_numpy(fc.threshold_backward(y, x, 0.0)), np.where(a > 0, b, 0))
     out = fc.zeros(n)
     out.copy_(x)
-    np.testing.assert_array_equal(as_np(out), a)
+    np.testing.assert_array_equal(to_numpy(out), a)
     np.testing.assert_allclose(fc.sum(x).item(), float(a.astype(np.float64).sum()), rtol=1e-4, atol=1e-2)
 
 

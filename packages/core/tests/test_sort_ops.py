@@ -9,15 +9,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
-from helpers import FC_TO_NP, make_tensor
+from helpers import make_tensor, to_numpy
 from test_reduce_ops import LAYOUTS, SHAPES, arr, close, dims_of, pair
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="nonzero, unique, cummax/cummin: no flambeau-cuda kernel yet")
-
-
-def to_np(t):
-    return np.asarray(to_host(t).tolist(), dtype=FC_TO_NP[t.dtype]).reshape(tuple(t.shape))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "int8", "uint8", "bool"])
@@ -51,7 +46,7 @@ def test_sort_nan_inf_and_signed_zero(dtype, n):
         close(fv, tv)
         close(fi, ti)
         # signed zeros keep their order and sign
-        np.testing.assert_array_equal(np.signbit(to_np(fv)), np.signbit(tv.numpy()))
+        np.testing.assert_array_equal(np.signbit(to_numpy(fv)), np.signbit(tv.numpy()))
 
 
 NP_F = {"float32": np.float32, "float64": np.float64}

@@ -4,7 +4,7 @@ and basic indexing, checked against NumPy (shapes, strides, values, shared memor
 import flambeau_core as fc
 import numpy as np
 import pytest
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +17,6 @@ def arange(*shape, dtype=np.float32):
     return fc.tensor(a), a
 
 
-def as_np(t):
-    return np.asarray(memoryview(to_host(t)))
-
-
 def np_strides(a):
     return tuple(s // a.itemsize for s in a.strides)
 
@@ -30,7 +26,7 @@ def test_view_shares_storage_and_infers_minus_one():
     v = t.view(4, -1)
     assert v.shape == (4, 6)
     assert v._is_view and v.data_ptr() == t.data_ptr()
-    np.testing.assert_array_equal(as_np(v), a.reshape(4, 6))
+    np.testing.assert_array_equal(to_numpy(v, strided=True), a.reshape(4, 6))
     v[0, 0] = 100.0
     assert t[0, 0, 0].item() == 100.0
     assert t.view((24,)).shape == (24,)
@@ -59,7 +55,7 @@ def test_reshape_copies_only_when_needed():
     assert r.data_ptr() == t.data_ptr()
     tt = t.T
     r2 = tt.reshape(12)
-    np.testing.assert_array_equal(as_np(r2), a.T.reshape(12))
+    np.testing.assert_array_equal(to_numpy(r2, strided=True), a.T.reshape(12))
     assert r2.is_contiguous()
     assert fc.reshape(t, (4, 3)).shape == (4, 3)
     with pytest.raises(ValueError, match=r"\[reshape\] shape \(5,\) is invalid for input of size 12"):
@@ -68,14 +64,14 @@ def test_reshape_copies_only_when_needed():
 
 def test_transpose_permute_T_mT():
     t, a = arange(2, 3, 4)
-    np.testing.assert_array_equal(as_np(t.transpose(0, 2)), a.transpose(2, 1, 0))
+    np.testing.assert_array_equal(to_numpy(t.transpose(0, 2), strided=True), a.transpose(2, 1, 0))
     assert t.transpose(0, 2).stride() == np_strides(a.transpose(2, 1, 0))
-    np.testing.assert_array_equal(as_np(t.permute(1, 2, 0)), a.transpose(1, 2, 0))
-    np.testing.assert_array_equal(as_np(t.permute((2, 0, 1))), a.transpose(2, 0, 1))
-    np.testing.assert_array_equal(as_np(fc.permute(t, (2, 0, 1))), a.transpose(2, 0, 1))
-    np.testing.assert_array_equal(as_np(t.T), a.T)
-    np.testing.assert_array_equal(as_np(t.mT), a.swapaxes(-1, -2))
-    np.testing.assert_array_equal(as_np(fc.transpose(t, -1, 0)), a.swapaxes(-1, 0))
+    np.testing.assert_array_equal(to_numpy(t.permute(1, 2, 0), strided=True), a.transpose(1, 2, 0))
+    np.testing.assert_array_equal(to_numpy(t.permute((2, 0, 1)), strided=True), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(to_numpy(fc.permute(t, (2, 0, 1)), strided=True), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(to_numpy(t.T, strided=True), a.T)
+    np.testing.assert_array_equal(to_numpy(t.mT, strided=True), a.swapaxes(-1, -2))
+    np.testing.assert_array_equal(to_numpy(fc.transpose(t, -1, 0), strided=True), a.swapaxes(-1, 0))
     with pytest.raises(ValueError, match=r"\[permute\]"):
         t.permute(0, 1)
     with pytest.raises(ValueError, match="repeats"):
@@ -97,7 +93,7 @@ def test_unsqueeze_squeeze():
     assert t.squeeze(0).shape == (3, 1, 4)  # size != 1: no-op, as in PyTorch
     assert t.unsqueeze(0).squeeze((0, 2)).shape == (3, 4)
     assert fc.squeeze(t).shape == (3, 4)
-    np.testing.assert_array_equal(as_np(t.squeeze()), a.squeeze())
+    np.testing.assert_array_equal(to_numpy(t.squeeze(), strided=True), a.squeeze())
     s = fc.tensor(5.0)
     assert s.unsqueeze(0).shape == (1,)
     assert s.squeeze().shape == ()
@@ -112,7 +108,7 @@ def test_expand():
     e = t.expand(2, 3, 4)
     assert e.shape == (2, 3, 4)
     assert e.stride() == (0, 1, 0)
-    np.testing.assert_array_equal(as_np(e), np.broadcast_to(a, (2, 3, 4)))
+    np.testing.assert_array_equal(to_numpy(e, strided=True), np.broadcast_to(a, (2, 3, 4)))
     assert t.expand(-1, 5).shape == (3, 5)
     assert t.expand_as(fc.zeros(3, 7)).shape == (3, 7)
     with pytest.raises(ValueError, match=r"\[expand\] cannot expand shape \(3, 1\) to \(4, 1\)"):
@@ -129,19 +125,19 @@ def test_flatten_narrow_select_unbind():
     assert t.flatten(1).shape == (2, 12)
     assert t.flatten(0, 1).shape == (6, 4)
     assert fc.flatten(t, 1, 2).shape == (2, 12)
-    np.testing.assert_array_equal(as_np(t.T.flatten()), a.T.flatten())
+    np.testing.assert_array_equal(to_numpy(t.T.flatten(), strided=True), a.T.flatten())
     assert fc.tensor(3.0).flatten().shape == (1,)
     with pytest.raises(ValueError, match=r"\[flatten\]"):
         t.flatten(2, 1)
-    np.testing.assert_array_equal(as_np(t.narrow(2, 1, 2)), a[:, :, 1:3])
-    np.testing.assert_array_equal(as_np(fc.narrow(t, 0, -1, 1)), a[-1:])
+    np.testing.assert_array_equal(to_numpy(t.narrow(2, 1, 2), strided=True), a[:, :, 1:3])
+    np.testing.assert_array_equal(to_numpy(fc.narrow(t, 0, -1, 1), strided=True), a[-1:])
     with pytest.raises(ValueError, match=r"\[narrow\]"):
         t.narrow(2, 3, 2)
-    np.testing.assert_array_equal(as_np(t.select(1, -1)), a[:, -1])
-    np.testing.assert_array_equal(as_np(fc.select(t, 2, 0)), a[:, :, 0])
+    np.testing.assert_array_equal(to_numpy(t.select(1, -1), strided=True), a[:, -1])
+    np.testing.assert_array_equal(to_numpy(fc.select(t, 2, 0), strided=True), a[:, :, 0])
     parts = t.unbind(1)
     assert len(parts) == 3
-    np.testing.assert_array_equal(as_np(parts[2]), a[:, 2])
+    np.testing.assert_array_equal(to_numpy(parts[2], strided=True), a[:, 2])
     x = fc.zeros(3)
     with pytest.raises(IndexError, match=r"\[select\] index 5 is out of bounds for dimension 0 with size 3"):
         x.select(0, 5)
@@ -150,9 +146,9 @@ def test_flatten_narrow_select_unbind():
 def test_as_strided():
     t, a = arange(12)
     w = t.as_strided((3, 4), (1, 3))
-    np.testing.assert_array_equal(as_np(w), np.lib.stride_tricks.as_strided(a, (3, 4), (4, 12)))
+    np.testing.assert_array_equal(to_numpy(w, strided=True), np.lib.stride_tricks.as_strided(a, (3, 4), (4, 12)))
     w2 = t.as_strided((2, 2), (4, 1), 1)
-    np.testing.assert_array_equal(as_np(w2), [[1, 2], [5, 6]])
+    np.testing.assert_array_equal(to_numpy(w2, strided=True), [[1, 2], [5, 6]])
     assert w2.storage_offset() == 1
     assert fc.as_strided(t, (2,), (1,), 10).tolist() == [10.0, 11.0]
     with pytest.raises(ValueError, match=r"\[as_strided\].*storage holding only 12"):
@@ -194,7 +190,7 @@ def test_getitem_basic():
         got = t[idx]
         want = a[idx]
         assert got.shape == want.shape, idx
-        np.testing.assert_array_equal(as_np(got), want)
+        np.testing.assert_array_equal(to_numpy(got, strided=True), want)
         if got.numel() > 0:
             assert got.stride() == np_strides(want) or got.dim() == 0 or any(s == 1 for s in want.shape), idx
     assert t[1, 2, 3].item() == a[1, 2, 3]
@@ -244,7 +240,7 @@ def test_setitem():
     a[2, ::2] = 9.0
     t[..., -1] = True
     a[..., -1] = True
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
     v0 = t._version
     t[0, 0] = 3.0
     assert t._version > v0
@@ -263,7 +259,7 @@ def test_setitem_broadcasts_value():
     a[2, ::2] = [9.0]
     a[0] = [1, 2, 3, 4]
     a[1:] = [5, 6, 7, 8]
-    np.testing.assert_array_equal(as_np(t), a)
+    np.testing.assert_array_equal(to_numpy(t, strided=True), a)
     t[0] = fc.ones(1, 1, 4)  # leading size-1 dims are dropped
     assert t[0].tolist() == [1.0] * 4
     with pytest.raises(
@@ -300,7 +296,7 @@ def test_getitem_property(shape, data):
     want = a[idx]
     got = t[idx]
     assert got.shape == want.shape
-    np.testing.assert_array_equal(as_np(got), want)
+    np.testing.assert_array_equal(to_numpy(got, strided=True), want)
 
 
 @settings(max_examples=60, deadline=None)
@@ -311,17 +307,17 @@ def test_permute_reshape_property(shape, data):
     perm = data.draw(st.permutations(range(len(shape))))
     p = t.permute(*perm)
     ap = a.transpose(perm)
-    np.testing.assert_array_equal(as_np(p), ap)
+    np.testing.assert_array_equal(to_numpy(p, strided=True), ap)
     new_shape = data.draw(st.sampled_from([(-1,), (ap.size, 1), (1, -1)]))
     r = p.reshape(*new_shape)
-    np.testing.assert_array_equal(as_np(r), ap.reshape(new_shape))
+    np.testing.assert_array_equal(to_numpy(r, strided=True), ap.reshape(new_shape))
     # view succeeds exactly when NumPy can reshape without copying
     try:
         v = p.view(*new_shape)
     except ValueError:
         v = None
     if v is not None:
-        np.testing.assert_array_equal(as_np(v), ap.reshape(new_shape))
+        np.testing.assert_array_equal(to_numpy(v, strided=True), ap.reshape(new_shape))
         assert v.data_ptr() == p.data_ptr()
 
 
@@ -367,7 +363,7 @@ def test_view_strides_match_torch(shape, data):
     got = t.view(new_shape)
     assert got.shape == tuple(want.shape)
     assert got.stride() == want.stride()
-    np.testing.assert_array_equal(as_np(got), want.numpy())
+    np.testing.assert_array_equal(to_numpy(got, strided=True), want.numpy())
 
 
 @settings(max_examples=60, deadline=None)
@@ -378,13 +374,13 @@ def test_expand_squeeze_unsqueeze_property(shape, data):
     t = fc.tensor(a)
     dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
     u = t.unsqueeze(dim)
-    np.testing.assert_array_equal(as_np(u), np.expand_dims(a, dim))
-    np.testing.assert_array_equal(as_np(u.squeeze(dim)), a)
-    np.testing.assert_array_equal(as_np(t.squeeze()), a.squeeze())
+    np.testing.assert_array_equal(to_numpy(u, strided=True), np.expand_dims(a, dim))
+    np.testing.assert_array_equal(to_numpy(u.squeeze(dim), strided=True), a)
+    np.testing.assert_array_equal(to_numpy(t.squeeze(), strided=True), a.squeeze())
     lead = data.draw(st.lists(st.integers(0, 3), max_size=2))
     target = [data.draw(st.sampled_from([s, 3, -1])) if s == 1 else data.draw(st.sampled_from([s, -1])) for s in shape]
     e = t.expand(*lead, *target)
     want = np.broadcast_to(a, (*lead, *[s if s != -1 else shape[i] for i, s in enumerate(target)]))
     assert e.shape == want.shape
-    np.testing.assert_array_equal(as_np(e), want)
+    np.testing.assert_array_equal(to_numpy(e, strided=True), want)
     assert e.data_ptr() == t.data_ptr()
