@@ -603,10 +603,20 @@ def multilabel_margin_loss(
     valid = (tgt < 0).to(fc.int64).cumsum(1) == 0
     index = fc.where(valid, tgt, fc.zeros((), dtype=tgt.dtype))
     is_target = fc.zeros(_shape(rows), dtype=rows.dtype).scatter_add(1, index, valid.to(rows.dtype)) > 0
+    # Only the positions up to the longest target list matter (each row's list is a prefix).
+    longest = int(valid.sum(1).max().item()) if valid.numel() else 0
+    valid, index = valid[:, :longest], index[:, :longest]
     picked = rows.gather(1, index)  # (N, J): x[y_j]
-    hinge = fc.clamp_min(1 - picked.unsqueeze(2) + rows.unsqueeze(1), 0)  # (N, J, C)
-    counted = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1))
-    loss = fc.where(counted, hinge, fc.zeros((), dtype=hinge.dtype)).sum((1, 2)) / c
+    others = is_target.logical_not().unsqueeze(1)
+    zero = fc.zeros((), dtype=rows.dtype)
+    # The (N, J, C) hinge terms, a block of target positions at a time so that at most ~4M live at once.
+    step = max(1, (1 << 22) // max(1, rows.shape[0] * c))
+    loss = fc.zeros((rows.shape[0],), dtype=rows.dtype)
+    for j in range(0, longest, step):
+        hinge = fc.clamp_min(1 - picked[:, j : j + step].unsqueeze(2) + rows.unsqueeze(1), 0)
+        counted = valid[:, j : j + step].unsqueeze(2).logical_and(others)
+        loss = loss + fc.where(counted, hinge, zero).sum((1, 2))
+    loss = loss / c
     if reduction == "none":
         return loss if input.dim() > 1 else loss.reshape(())
     return _reduce(loss, reduction, "multilabel_margin_loss")
