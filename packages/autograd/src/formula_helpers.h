@@ -435,6 +435,244 @@ inline Tensor max_pool_backward_grad_output(const Tensor& grad, const Tensor& in
   return op::reshape(where(inside, g, 0.0), indices.sizes());
 }
 
+
+// ---- second derivatives of the fused activation and loss backward kernels ----
+// Each backward op is linear in grad_output, so its grad_output gradient is the op
+// itself applied to grad (or, for a reduced loss, grad times the op at grad_output = 1,
+// summed by the caller back to grad_output's shape). Its self gradient is
+// grad * grad_output * f''(x) for an activation f; the helpers below give f''.
+
+/// gelu''(x): phi(x) (2 - x^2) (approximate='none'); for the tanh form, with
+/// u = k (x + c x^3) and t = tanh(u): (1 - t^2) (u' - x t u'^2 + x u'' / 2).
+inline Tensor gelu_second_derivative(const Tensor& x, std::string_view approximate) {
+  if (approximate == "tanh") {
+    constexpr double k = 0.79788456080286535588, c = 0.044715;  // sqrt(2 / pi), as the kernel
+    const Tensor x2 = x * x;
+    const Tensor t = op::tanh(k * (x + c * x2 * x));
+    const Tensor du = k * (1.0 + (3.0 * c) * x2);
+    return (1.0 - t * t) * (du - x * t * du * du + (3.0 * k * c) * x2);
+  }
+  constexpr double inv_sqrt_2pi = 0.39894228040143267794;
+  return op::exp(x * x * -0.5) * inv_sqrt_2pi * (2.0 - x * x);
+}
+
+/// silu''(x) = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x).
+inline Tensor silu_second_derivative(const Tensor& x) {
+  const Tensor s = op::sigmoid(x);
+  return s * (1.0 - s) * (2.0 + x * (1.0 - 2.0 * s));
+}
+
+/// mish''(x) = s (1 - T^2) (2 + x (1 - s - 2 s T)), s = sigmoid(x), T = tanh(softplus(x)).
+inline Tensor mish_second_derivative(const Tensor& x) {
+  const Tensor s = op::sigmoid(x);
+  const Tensor t = op::tanh(op::softplus(x, Scalar(1.0), Scalar(20.0)));
+  return s * (1.0 - t * t) * (2.0 + x * (1.0 - s - 2.0 * s * t));
+}
+
+/// elu''(x): 0 for x > 0, alpha scale input_scale^2 exp(input_scale x) otherwise.
+inline Tensor elu_second_derivative(const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                                    const Scalar& input_scale) {
+  const double is = input_scale.to_double();
+  return where(x > 0.0, 0.0, op::exp(x * is) * (alpha.to_double() * scale.to_double() * is * is));
+}
+
+/// softplus''(x): beta s (1 - s), s = sigmoid(beta x); 0 where beta x > threshold (the linear part).
+inline Tensor softplus_second_derivative(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  const double b = beta.to_double();
+  const Tensor bx = x * b;
+  const Tensor s = op::sigmoid(bx);
+  return where(bx > threshold.to_double(), 0.0, s * (1.0 - s) * b);
+}
+
+/// hardswish''(x): 1/3 strictly inside (-3, 3), 0 outside (PyTorch's choice at the kinks).
+inline Tensor hardswish_second_derivative(const Tensor& x) {
+  return where(op::logical_and(x > -3.0, x < 3.0), op::mul(ones_like(x), num(1.0 / 3.0)), 0.0);
+}
+
+/// log_sigmoid''(x) = -s (1 - s), s = sigmoid(x).
+inline Tensor log_sigmoid_second_derivative(const Tensor& x) {
+  const Tensor s = op::sigmoid(x);
+  return -(s * (1.0 - s));
+}
+
+/// softsign''(x) = -2 sign(x) / (1 + |x|)^3.
+inline Tensor softsign_second_derivative(const Tensor& x) {
+  const Tensor d = 1.0 + op::abs(x);
+  return sign_of(x) * -2.0 / (d * d * d);
+}
+
+/// glu's halves along dim: a (the value) and b (the gate).
+inline std::pair<Tensor, Tensor> glu_halves(const Tensor& t, int64_t dim) {
+  const int64_t d = wrap_dim(dim, t.dim(), "glu_backward");
+  const int64_t h = t.sizes()[d] / 2;
+  return {op::slice(t, d, 0, h, 1), op::slice(t, d, h, 2 * h, 1)};
+}
+
+/// glu_backward = cat(go s, go a s (1 - s)) (s = sigmoid(b)); its gradient in grad_output
+/// from grad = cat(ga, gb): ga s + gb a s (1 - s).
+inline Tensor glu_backward_grad_output_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
+  const auto [a, b] = glu_halves(self, dim);
+  const auto [ga, gb] = glu_halves(grad, dim);
+  const Tensor s = op::sigmoid(b);
+  return s * (ga + gb * a * (1.0 - s));
+}
+
+/// glu_backward's gradient in self: cat(gb go s', go (ga s' + gb a s'')), s' = s (1 - s),
+/// s'' = s' (1 - 2 s).
+inline Tensor glu_backward_self_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self,
+                                         int64_t dim) {
+  const auto [a, b] = glu_halves(self, dim);
+  const auto [ga, gb] = glu_halves(grad, dim);
+  const Tensor s = op::sigmoid(b);
+  const Tensor ds = s * (1.0 - s);
+  const Tensor da = gb * grad_output * ds;
+  const Tensor db = grad_output * ds * (ga + gb * a * (1.0 - 2.0 * s));
+  return op::cat(TensorList{da, db}, wrap_dim(dim, self.dim(), "glu_backward"));
+}
+
+/// prelu's weight seen against the input: one value, or one per channel (dim 1) shaped
+/// (C, 1, ...) to broadcast over the input's trailing dims.
+inline Tensor prelu_weight_broadcast(const Tensor& weight, const Tensor& self) {
+  if (weight.numel() == 1 || self.dim() < 2) return op::reshape(weight, Shape{});
+  Shape shape(static_cast<size_t>(self.dim() - 1), 1);
+  shape[0] = weight.numel();
+  return op::reshape(weight, shape);
+}
+
+/// An input-shaped tensor summed to prelu's weight shape (over all but the channel dim).
+inline Tensor prelu_reduce_to_weight(const Tensor& t, const Tensor& weight) {
+  if (weight.numel() == 1 || t.dim() < 2)
+    return op::reshape(op::sum(t, std::nullopt, false, std::nullopt), weight.sizes());
+  Shape dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (d != 1) dims.push_back(d);
+  return op::reshape(op::sum(t, IntArrayRef(dims), false, std::nullopt), weight.sizes());
+}
+
+/// x where x <= 0, else 0: the input's share of prelu's weight gradient.
+inline Tensor prelu_negative_part(const Tensor& x) { return where(x > 0.0, 0.0, x); }
+
+/// The factor a pointwise loss's backward puts on its elementwise derivative: grad_output
+/// (reduction none or sum) or grad_output / numel (mean); numel is the loss's unreduced size.
+inline Tensor pointwise_loss_scale(const Tensor& grad_output, int64_t reduction, int64_t numel) {
+  return reduction == 1 ? grad_output / static_cast<double>(numel) : grad_output;
+}
+
+/// An optional loss weight as a factor (1 when absent).
+inline Tensor weight_or_one(const std::optional<Tensor>& weight) { return weight ? *weight : num(1.0); }
+
+/// binary_cross_entropy_backward's gradient in self: grad scale w f'(x) with
+/// f = (x - t) / max(x (1 - x), 1e-12) (the kernel's clamp; constant denominator below it).
+inline Tensor binary_cross_entropy_backward_self_backward(const Tensor& grad, const Tensor& grad_output,
+                                                          const Tensor& self, const Tensor& target,
+                                                          const std::optional<Tensor>& weight,
+                                                          int64_t reduction) {
+  constexpr double eps = 1e-12;
+  const Tensor d = self * (1.0 - self);
+  const Tensor clamped = op::clamp_min(d, Scalar(eps));
+  const Tensor slope = where(d < eps, 0.0, (self - target) * (1.0 - 2.0 * self) / clamped);
+  const Tensor df = (1.0 - slope) / clamped;
+  return grad * pointwise_loss_scale(grad_output, reduction, grad.numel()) * weight_or_one(weight) * df;
+}
+
+/// binary_cross_entropy_with_logits_backward's gradient in self:
+/// grad scale w (pw t + 1 - t) s (1 - s), s = sigmoid(x).
+inline Tensor binary_cross_entropy_with_logits_backward_self_backward(
+    const Tensor& grad, const Tensor& grad_output, const Tensor& self, const Tensor& target,
+    const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  const Tensor s = op::sigmoid(self);
+  const Tensor lw = pos_weight ? *pos_weight * target + (1.0 - target) : num(1.0);
+  return grad * pointwise_loss_scale(grad_output, reduction, grad.numel()) * weight_or_one(weight) * lw *
+         (s * (1.0 - s));
+}
+
+/// smooth_l1_loss_backward's gradient in self (minus it in target): grad scale / beta where
+/// |x - t| < beta, 0 elsewhere (and everywhere for beta = 0, a scaled sign).
+inline Tensor smooth_l1_loss_backward_self_backward(const Tensor& grad, const Tensor& grad_output,
+                                                    const Tensor& self, const Tensor& target,
+                                                    int64_t reduction, double beta) {
+  const Tensor g = grad * pointwise_loss_scale(grad_output, reduction, grad.numel());
+  if (beta <= 0.0) return g * 0.0;
+  return where(op::abs(self - target) < beta, g / beta, 0.0);
+}
+
+/// huber_loss_backward's gradient in self (minus it in target): grad scale where
+/// |x - t| < delta, 0 elsewhere.
+inline Tensor huber_loss_backward_self_backward(const Tensor& grad, const Tensor& grad_output,
+                                                const Tensor& self, const Tensor& target, int64_t reduction,
+                                                double delta) {
+  const Tensor g = grad * pointwise_loss_scale(grad_output, reduction, grad.numel());
+  return where(op::abs(self - target) < delta, g, 0.0);
+}
+
+/// The class dim of cross entropy's (N, C, d1, ...) or (C,) logits.
+inline int64_t class_dim(const Tensor& self) { return self.dim() >= 2 ? 1 : 0; }
+
+/// _cross_entropy_backward's gradient in grad_output: the backward op is linear in it, so
+/// this is grad times the op at grad_output = 1, summed over the classes (reduction none,
+/// one value per row) or over everything (mean, sum).
+inline Tensor cross_entropy_backward_grad_output_backward(const Tensor& grad, const Tensor& grad_output,
+                                                          const Tensor& self, const Tensor& target,
+                                                          const Tensor& lse,
+                                                          const std::optional<Tensor>& weight,
+                                                          int64_t reduction, int64_t ignore_index,
+                                                          double label_smoothing) {
+  const Tensor unit = op::_cross_entropy_backward(ones_like(grad_output), self, target, lse, weight,
+                                                  reduction, ignore_index, label_smoothing);
+  const Tensor g = grad * unit;
+  if (reduction != 0) return op::sum(g, std::nullopt, false, std::nullopt);
+  const int64_t d[1] = {class_dim(self)};
+  return op::sum(g, IntArrayRef(d), false, std::nullopt);
+}
+
+/// _cross_entropy_backward is, per row, A softmax(x) - B with A, B constant in x; its gradient
+/// in self is A J grad with J = diag(p) - p p^T, the softmax's (symmetric) Jacobian:
+/// A p (grad - sum(grad p)). A row's A is its gradient scale times its weight: for a class
+/// index k, (1 - eps) w_k + eps / C sum(w) (0 for an ignored row); for class probabilities y,
+/// sum_c w_c ((1 - eps) y_c + eps / C). The scale is grad_output (none, sum) or grad_output
+/// over the total weight of the rows that count (mean). The softmax is recomputed from self
+/// (not from the saved lse), so a third derivative follows it.
+inline Tensor cross_entropy_backward_self_backward(const Tensor& grad, const Tensor& grad_output,
+                                                   const Tensor& self, const Tensor& target,
+                                                   const std::optional<Tensor>& weight, int64_t reduction,
+                                                   int64_t ignore_index, double label_smoothing) {
+  const int64_t cd = class_dim(self);
+  const int64_t classes = self.sizes()[cd];
+  const int64_t cdim[1] = {cd};
+  const double eps = label_smoothing, smooth = label_smoothing / static_cast<double>(classes);
+  std::optional<Tensor> w;
+  if (weight) w = weight->dtype() == self.dtype() ? *weight : op::cast(*weight, self.dtype());
+  Tensor coef, total;
+  const bool probs = is_floating(target.dtype()) && target.dim() == self.dim();
+  if (probs) {
+    Tensor wy = target * (1.0 - eps) + smooth;
+    if (w) {
+      Shape wshape(static_cast<size_t>(self.dim() - cd), 1);
+      wshape[0] = classes;
+      wy = wy * op::reshape(*w, wshape);
+    }
+    coef = op::sum(wy, IntArrayRef(cdim), false, std::nullopt);
+    total = num(static_cast<double>(self.numel() / std::max<int64_t>(1, classes)));
+  } else {
+    const Tensor valid = op::ne(target, num(static_cast<double>(ignore_index)));
+    const Tensor k = op::where(valid, target, zeros_like(target));
+    Tensor wk = ones_like(op::cast(target, self.dtype()));
+    Tensor wsum_t = num(static_cast<double>(classes));
+    if (w) {
+      const int64_t flat[1] = {-1};
+      wk = op::reshape(op::index_select(*w, 0, op::reshape(k, IntArrayRef(flat))), target.sizes());
+      wsum_t = op::sum(*w, std::nullopt, false, std::nullopt);
+    }
+    wk = where(valid, wk, 0.0);
+    coef = where(valid, wk * (1.0 - eps) + wsum_t * smooth, 0.0);
+    total = op::sum(wk, std::nullopt, false, std::nullopt);
+  }
+  Tensor a = coef * (reduction == 1 ? grad_output / total : grad_output);
+  if (self.dim() >= 2) a = op::unsqueeze(a, cd);
+  const Tensor p = op::softmax(self, cd, std::nullopt);
+  return a * p * (grad - op::sum(grad * p, IntArrayRef(cdim), true, std::nullopt));
+}
+
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)
