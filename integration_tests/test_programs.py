@@ -102,3 +102,16 @@ def test_transformer_classifier(tmp_path):
     _assert_trajectory(ours["losses"], theirs["losses"], rtol=2e-3, atol=1e-4)
     assert ours["lrs"] == pytest.approx(theirs["lrs"], rel=1e-12)
     assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=2 / 96)
+
+
+def test_polynomial_regression(tmp_path):
+    # Fresh torch.randn batches: both fit the same polynomial, along different paths.
+    ours, theirs = _both("polynomial_regression.py", tmp_path)
+    for result in (ours, theirs):
+        assert result["steps"] < 4000 and result["loss"] < 1e-4
+        np.testing.assert_allclose(result["weight"], result["target_weight"], atol=0.08)
+        assert result["bias"] == pytest.approx(result["target_bias"], abs=0.08)
+        # f"{tensor_element:+.2f}" formats a 0-d tensor as its number.
+        assert result["desc"] == "y = " + " ".join(f"{w:+.2f} x^{i + 1}" for i, w in enumerate(result["weight"])) + (
+            f" {result['bias']:+.2f}"
+        )
