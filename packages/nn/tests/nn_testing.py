@@ -31,11 +31,19 @@ def from_torch(x: torch.Tensor) -> fc.Tensor:
     return fc.tensor(x.detach().numpy().copy())
 
 
-def assert_close(ours: fc.Tensor, theirs: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+def assert_close(
+    ours: fc.Tensor, theirs: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6, *, scale_atol: bool = False
+) -> None:
+    """ours has theirs' shape and values within rtol/atol.
+
+    ``scale_atol``: atol times max(1, max |theirs|), for float32 sums of many products taken in
+    another order than PyTorch's (their error grows with the values' magnitude, not each element's)."""
     assert ours is not None, "flambeau value is None"
     a = to_numpy(ours)
     b = theirs.detach().numpy()
     assert a.shape == b.shape, f"shape {a.shape} != {b.shape}"
+    if scale_atol:
+        atol *= max(1.0, float(np.abs(b).max()))
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 from nn_testing import assert_close, from_torch, to_numpy
 
+# Used with scale_atol: a float32 weight gradient sums N*Hs*Ws products (32K at ResNet-8's first block).
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-9, atol=1e-9)}
 DTYPES = [torch.float32, torch.float64]
 
@@ -38,14 +39,6 @@ CASES = [
     (2, 3, 70, 5, 23, (1, 4), 1, (0, 2), 1, 1),  # 70 output channels (9 blocks of 8), 1x4
     (1, 9, 66, 3, 3, 3, 1, 1, 1, 1),  # tiny image, channel-vectorized kernel
 ]
-
-
-def _close(ours, theirs, dtype):
-    """Elementwise within TOL, the absolute part scaled by the largest value: a float32 weight
-    gradient sums N*Hs*Ws products (32K at ResNet-8's first block), in another order than PyTorch's."""
-    scale = max(1.0, float(theirs.detach().abs().max()))
-    tol = TOL[dtype]
-    assert_close(ours, theirs, rtol=tol["rtol"], atol=tol["atol"] * scale)
 
 
 def _ids(c):
@@ -79,14 +72,14 @@ def _conv_both(case, dtype, noncontig=False, seed=0):
 def test_conv2d_grads_match_torch(case, dtype):
     ours, theirs = _conv_both(case, dtype)
     for o, t in zip(ours, theirs, strict=True):
-        _close(o, t, dtype)
+        assert_close(o, t, **TOL[dtype], scale_atol=True)
 
 
 @pytest.mark.parametrize("case", CASES[:5] + CASES[8:11], ids=_ids)
 def test_conv2d_grads_noncontiguous_input(case):
     ours, theirs = _conv_both(case, torch.float32, noncontig=True, seed=1)
     for o, t in zip(ours, theirs, strict=True):
-        _close(o, t, torch.float32)
+        assert_close(o, t, **TOL[torch.float32], scale_atol=True)
 
 
 # (N, Cin, Cout, H, W, k, padding, dilation, groups, output_padding) of conv_transpose2d, stride 1
@@ -117,7 +110,7 @@ def test_conv_transpose2d_stride1_matches_torch(case, dtype):
     fy = F.conv_transpose2d(fx, fw, fb, 1, p, op, g, d)
     fy.backward(from_torch(gy))
     for o, t in ((fy, ty), (fx.grad, tx.grad), (fw.grad, tw.grad), (fb.grad, tb.grad)):
-        _close(o, t, dtype)
+        assert_close(o, t, **TOL[dtype], scale_atol=True)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +169,7 @@ def test_weight_grad_each_avx512_kernel(case, kernel, monkeypatch):
     both against PyTorch on every case (a CPU without AVX-512 takes the GEMM path for both)."""
     monkeypatch.setenv("FLAMBEAU_CONV_WGRAD", kernel)
     ours, theirs = _conv_both(case, torch.float32, seed=6)
-    _close(ours[2], theirs[2], torch.float32)
+    assert_close(ours[2], theirs[2], **TOL[torch.float32], scale_atol=True)
 
 
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
@@ -218,9 +211,9 @@ def test_conv_transpose2d_strided_matches_torch(case, bias, dtype):
     fl = [from_torch(t).requires_grad_(True) for t in leaves]
     fy = F.conv_transpose2d(fl[0], fl[1], fl[2] if bias else None, s, p, op, g, d)
     fy.backward(from_torch(gy))
-    _close(fy, ty, dtype)
+    assert_close(fy, ty, **TOL[dtype], scale_atol=True)
     for o, t in zip(fl, tl, strict=True):
-        _close(o.grad, t.grad, dtype)
+        assert_close(o.grad, t.grad, **TOL[dtype], scale_atol=True)
 
 
 def test_gradcheck_conv_transpose2d_strided_f64():

@@ -561,6 +561,7 @@ def _run_backward_hooks(mod, a, b, log, replace_input=False, replace_output=Fals
     (y.sum() + (z * z).sum()).backward()
 
 
+# Not nn_testing.to_numpy: hook logs compared as lists rounded to 5 digits, of either framework's tensors.
 def _np(t):
     return (t.detach().numpy() if isinstance(t, torch.Tensor) else to_torch(t).numpy()).round(5).tolist()
 

@@ -13,18 +13,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from nn_testing import close, npy
 
 DTYPES = {"float32": (fc.float32, torch.float32, 3e-5, 1e-6), "float64": (fc.float64, torch.float64, 1e-10, 1e-12)}
-
-
-def npy(t):
-    return np.array(memoryview(t.detach().contiguous())).reshape(tuple(t.shape))
-
-
-def close(ours, theirs, rtol, atol, what=""):
-    a, b = npy(ours), theirs.detach().numpy()
-    assert a.shape == b.shape, f"{what}: shape {a.shape} != {b.shape}"
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
 
 
 CASES = [((128, 10), -1), ((7, 513), 1), ((1024, 1), -1), ((20, 35), -1), ((3, 4, 5), 0), ((3, 4, 300), 1), ((9,), 0)]
