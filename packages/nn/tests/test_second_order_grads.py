@@ -62,12 +62,11 @@ def second_order(fn, inputs, grad_output, vectors, lib):
     return grad(list(gs), [*inputs, grad_output], list(vectors), allow_unused=True)
 
 
-def check_second_order(fb_fn, th_fn, arrays, rtol=1e-7, atol=1e-9, check_grad_grad=True):
+def check_second_order(fb_fn, th_fn, arrays, rtol=1e-7, atol=1e-9):
     """gradgradcheck of fb_fn over float64 inputs made from arrays, and its second derivatives
     (in each input and in grad_output) against PyTorch's on the same inputs."""
     ours = [fc.tensor(a).requires_grad_() for a in arrays]
-    if check_grad_grad:
-        assert gradgradcheck(fb_fn, tuple(ours), atol=1e-5, rtol=1e-4)
+    assert gradgradcheck(fb_fn, tuple(ours), atol=1e-5, rtol=1e-4)
     theirs = [torch.tensor(a).requires_grad_() for a in arrays]
     out_shape = th_fn(*theirs).shape
     rng = np.random.default_rng(5)
