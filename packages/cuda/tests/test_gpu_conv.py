@@ -7,22 +7,16 @@ Skipped with "no CUDA GPU" elsewhere (the index math is checked on the host by t
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_close
 
 pytestmark = requires_gpu
 fb = pytest.importorskip("flambeau")
 F = pytest.importorskip("flambeau_nn.functional")
 
 
-def _np(t):
-    return np.array(t.detach().cpu().tolist())
-
-
-def _close(a, b, dtype):
-    tol = 1e-10 if dtype == fb.float64 else 2e-4
-    np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+TOL = {fb.float32: 2e-4, fb.float64: 1e-10}
 
 
 CASES = [
@@ -56,10 +50,10 @@ def test_conv_forward_backward_matches_cpu(fn, xs, ws, kw, dtype):
     yc = conv(xc, wc, bc, **kw)
     assert yc.device.type == "cuda"
     (yc * g.cuda()).sum().backward()
-    _close(yc, y, dtype)
-    _close(xc.grad, x.grad, dtype)
-    _close(wc.grad, w.grad, dtype)
-    _close(bc.grad, b.grad, dtype)
+    assert_close(yc, y, TOL[dtype])
+    assert_close(xc.grad, x.grad, TOL[dtype])
+    assert_close(wc.grad, w.grad, TOL[dtype])
+    assert_close(bc.grad, b.grad, TOL[dtype])
 
 
 def test_conv_non_contiguous_and_no_bias():
@@ -67,7 +61,7 @@ def test_conv_non_contiguous_and_no_bias():
     w = fb.randn(4, 3, 3, 3, dtype=fb.float64).transpose(2, 3)
     y = F.conv2d(x, w, stride=2)
     yc = F.conv2d(x.cuda(), w.cuda(), stride=2)
-    _close(yc, y, fb.float64)
+    assert_close(yc, y, TOL[fb.float64])
 
 
 def test_conv_gradcheck_float64():

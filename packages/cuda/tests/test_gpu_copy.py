@@ -9,14 +9,11 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import HAS_GPU, requires_gpu
+from cuda_testing import to_numpy
 
 pytestmark = requires_gpu
 DEVICES = [f"cuda:{i}" for i in range(fc.cuda.device_count())] if HAS_GPU else ["cuda:0"]
 DTYPES = [fc.float32, fc.float64, fc.int64, fc.int32, fc.int16, fc.int8, fc.uint8, fc.bool, fc.float16, fc.bfloat16]
-
-
-def _np(t):
-    return np.array(t.cpu().tolist())
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -24,11 +21,11 @@ def _np(t):
 def test_factories(device, dtype):
     z = fc.zeros(2, 3, dtype=dtype, device=device)
     assert z.device == fc.device(device) and z.dtype == dtype
-    assert _np(z).tolist() == np.zeros((2, 3)).tolist()
+    assert to_numpy(z).tolist() == np.zeros((2, 3)).tolist()
     o = fc.ones(5, dtype=dtype, device=device)
-    assert _np(o).tolist() == np.ones(5).tolist()
+    assert to_numpy(o).tolist() == np.ones(5).tolist()
     f = fc.full((3, 2), 7, dtype=dtype, device=device) if dtype != fc.bool else fc.full((3, 2), True, device=device)
-    assert (_np(f) == (7 if dtype != fc.bool else True)).all()
+    assert (to_numpy(f) == (7 if dtype != fc.bool else True)).all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -38,14 +35,14 @@ def test_round_trip_contiguous_and_strided(device, dtype):
     x = fc.tensor(a.tolist(), dtype=dtype)
     y = x.to(device)
     assert y.is_cuda
-    assert _np(y).tolist() == _np(x).tolist()
+    assert to_numpy(y).tolist() == to_numpy(x).tolist()
     # non-contiguous host -> device, device -> device (strided kernel), device -> host
     t = x.transpose(0, 2).to(device)
-    assert _np(t).tolist() == _np(x.transpose(0, 2)).tolist()
+    assert to_numpy(t).tolist() == to_numpy(x.transpose(0, 2)).tolist()
     s = y[:, 1:3, ::2]
-    assert _np(s).tolist() == _np(x[:, 1:3, ::2]).tolist()
+    assert to_numpy(s).tolist() == to_numpy(x[:, 1:3, ::2]).tolist()
     c = y.transpose(0, 1).contiguous()
-    assert _np(c).tolist() == _np(x.transpose(0, 1)).tolist()
+    assert to_numpy(c).tolist() == to_numpy(x.transpose(0, 1)).tolist()
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -6,6 +6,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_close
 
 pytestmark = requires_gpu
 
@@ -14,9 +15,7 @@ def _t(a, dtype):
     return fc.tensor(a.tolist(), dtype=dtype, device="cuda")
 
 
-def _close(t, expected, dtype):
-    tol = 1e-4 if dtype == fc.float32 else 1e-10
-    np.testing.assert_allclose(np.array(t.cpu().tolist()), expected, rtol=tol, atol=tol)
+TOL = {fc.float32: 1e-4, fc.float64: 1e-10}
 
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
@@ -24,29 +23,29 @@ def _close(t, expected, dtype):
 def test_mm_layouts(dtype, n, k, m):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, k)), rng.standard_normal((k, m))
-    _close(fc.mm(_t(a, dtype), _t(b, dtype)), a @ b, dtype)
+    assert_close(fc.mm(_t(a, dtype), _t(b, dtype)), a @ b, TOL[dtype])
     # transposed views go to cuBLAS with OP_T; sliced ones are made contiguous
     at, bt = _t(a.T.copy(), dtype).transpose(0, 1), _t(b.T.copy(), dtype).transpose(0, 1)
-    _close(fc.mm(at, bt), a @ b, dtype)
+    assert_close(fc.mm(at, bt), a @ b, TOL[dtype])
     wide = _t(np.concatenate([b, b], axis=1), dtype)[:, ::2]
-    _close(fc.mm(_t(a, dtype), wide), a @ np.concatenate([b, b], axis=1)[:, ::2], dtype)
+    assert_close(fc.mm(_t(a, dtype), wide), a @ np.concatenate([b, b], axis=1)[:, ::2], TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
 def test_bmm_and_matmul(dtype):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((4, 3, 5)), rng.standard_normal((4, 5, 2))
-    _close(fc.bmm(_t(a, dtype), _t(b, dtype)), a @ b, dtype)
-    _close(_t(a, dtype) @ _t(b, dtype), a @ b, dtype)
-    _close(_t(a, dtype) @ _t(b[0], dtype), a @ b[0], dtype)
+    assert_close(fc.bmm(_t(a, dtype), _t(b, dtype)), a @ b, TOL[dtype])
+    assert_close(_t(a, dtype) @ _t(b, dtype), a @ b, TOL[dtype])
+    assert_close(_t(a, dtype) @ _t(b[0], dtype), a @ b[0], TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
 def test_linear(dtype):
     rng = np.random.default_rng(2)
     x, w, bias = rng.standard_normal((2, 3, 6)), rng.standard_normal((4, 6)), rng.standard_normal(4)
-    _close(fc.linear(_t(x, dtype), _t(w, dtype), _t(bias, dtype)), x @ w.T + bias, dtype)
-    _close(fc.linear(_t(x[0, 0], dtype), _t(w, dtype)), x[0, 0] @ w.T, dtype)
+    assert_close(fc.linear(_t(x, dtype), _t(w, dtype), _t(bias, dtype)), x @ w.T + bias, TOL[dtype])
+    assert_close(fc.linear(_t(x[0, 0], dtype), _t(w, dtype)), x[0, 0] @ w.T, TOL[dtype])
 
 
 def test_gemm_errors():

@@ -6,22 +6,16 @@ Skipped with "no CUDA GPU" elsewhere (test_norm_host.py checks the same function
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_close
 
 pytestmark = requires_gpu
 fb = pytest.importorskip("flambeau")
 F = pytest.importorskip("flambeau_nn.functional")
 
 
-def _np(t):
-    return np.array(t.detach().cpu().tolist())
-
-
-def _close(a, b, dtype):
-    tol = 1e-10 if dtype == fb.float64 else 1e-4
-    np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+TOL = {fb.float32: 1e-4, fb.float64: 1e-10}
 
 
 @pytest.mark.parametrize("dtype", [fb.float32, fb.float64])
@@ -36,9 +30,9 @@ def test_layer_norm_matches_cpu(shape, norm, dtype):
     xc, wc, bc = (t.detach().cuda().requires_grad_(True) for t in (x, w, b))
     yc = F.layer_norm(xc, norm, wc, bc)
     (yc * g.cuda()).sum().backward()
-    _close(yc, F.layer_norm(x, norm, w, b), dtype)
+    assert_close(yc, F.layer_norm(x, norm, w, b), TOL[dtype])
     for a, c in ((xc, x), (wc, w), (bc, b)):
-        _close(a.grad, c.grad, dtype)
+        assert_close(a.grad, c.grad, TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [fb.float32, fb.float64])
@@ -60,13 +54,13 @@ def test_batch_norm_module_train_and_eval_match_cpu(shape, dtype):
         y, yc = cpu(x), gpu(xc)
         (y * g).sum().backward()
         (yc * g.cuda()).sum().backward()
-        _close(yc, y, dtype)
-        _close(xc.grad, x.grad, dtype)
-    _close(gpu.weight.grad, cpu.weight.grad, dtype)
-    _close(gpu.bias.grad, cpu.bias.grad, dtype)
-    _close(gpu.running_mean, cpu.running_mean, dtype)
-    _close(gpu.running_var, cpu.running_var, dtype)
+        assert_close(yc, y, TOL[dtype])
+        assert_close(xc.grad, x.grad, TOL[dtype])
+    assert_close(gpu.weight.grad, cpu.weight.grad, TOL[dtype])
+    assert_close(gpu.bias.grad, cpu.bias.grad, TOL[dtype])
+    assert_close(gpu.running_mean, cpu.running_mean, TOL[dtype])
+    assert_close(gpu.running_var, cpu.running_var, TOL[dtype])
     cpu.eval()
     gpu.eval()
     x = fb.randn(*shape, dtype=dtype)
-    _close(gpu(x.cuda()), cpu(x), dtype)
+    assert_close(gpu(x.cuda()), cpu(x), TOL[dtype])

@@ -10,19 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_close, to_numpy
 
 pytestmark = requires_gpu
 fb = pytest.importorskip("flambeau")
 F = pytest.importorskip("flambeau_nn.functional")
 
 
-def _np(t):
-    return np.array(t.detach().cpu().tolist())
-
-
-def _close(a, b, dtype):
-    tol = 1e-10 if dtype == fb.float64 else 1e-5
-    np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+TOL = {fb.float32: 1e-5, fb.float64: 1e-10}
 
 
 CASES = [
@@ -54,8 +49,8 @@ def test_pool_forward_backward_matches_cpu(fn, shape, kw, dtype):
     yc = pool(xc, **kw)
     assert yc.device.type == "cuda"
     (yc * g.cuda()).sum().backward()
-    _close(yc, y, dtype)
-    _close(xc.grad, x.grad, dtype)
+    assert_close(yc, y, TOL[dtype])
+    assert_close(xc.grad, x.grad, TOL[dtype])
 
 
 def test_max_pool2d_indices_and_non_contiguous():
@@ -63,7 +58,7 @@ def test_max_pool2d_indices_and_non_contiguous():
     x[0, 0, 1, 1] = float("nan")
     v, i = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
     vc, ic = F.max_pool2d(x.cuda(), 3, stride=2, padding=1, return_indices=True)
-    np.testing.assert_array_equal(_np(vc), _np(v))
+    np.testing.assert_array_equal(to_numpy(vc), to_numpy(v))
     assert ic.tolist() == i.tolist()
 
 

@@ -5,16 +5,12 @@ Skipped with "no CUDA GPU" elsewhere.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_close
 
 pytestmark = requires_gpu
 fb = pytest.importorskip("flambeau")
-
-
-def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(np.array(a.detach().cpu().tolist()), np.array(b.detach().tolist()), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -25,8 +21,8 @@ def test_log_softmax_and_backward(dim):
     xc = x.detach().cuda().requires_grad_(True)
     yc = fb.nn.functional.log_softmax(xc, dim=dim)
     (yc * fb.arange(7.0, dtype=fb.float64).cuda()).sum().backward()
-    _close(yc, y, 1e-10)
-    _close(xc.grad, x.grad, 1e-10)
+    assert_close(yc, y, 1e-10)
+    assert_close(xc.grad, x.grad, 1e-10)
 
 
 def test_embedding_and_backward():
@@ -37,8 +33,8 @@ def test_embedding_and_backward():
     wc = w.detach().cuda().requires_grad_(True)
     outc = fb.nn.functional.embedding(idx.cuda(), wc)
     outc.sum().backward()
-    _close(outc, out)
-    _close(wc.grad, w.grad)
+    assert_close(outc, out, 1e-5)
+    assert_close(wc.grad, w.grad, 1e-5)
     with pytest.raises(IndexError, match="out of range"):
         fb.nn.functional.embedding(fb.tensor([10]).cuda(), wc)
 
@@ -61,7 +57,7 @@ def test_mlp_training_steps_match_cpu(momentum):
             opt.step()
     for (name, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters(), strict=True):
         assert pg.is_cuda, name
-        _close(pg, pc, 1e-4)
+        assert_close(pg, pc, 1e-4)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -82,10 +78,10 @@ def test_cross_entropy_and_nll_vs_cpu(reduction, weighted):
         xc.grad = None
         loss = fn(x, t, weight=w, reduction=reduction)
         lossc = fn(xc, t.cuda(), weight=wc, reduction=reduction)
-        _close(lossc, loss, 1e-10)
+        assert_close(lossc, loss, 1e-10)
         loss.sum().backward()
         lossc.sum().backward()
-        _close(xc.grad, x.grad, 1e-10)
+        assert_close(xc.grad, x.grad, 1e-10)
     with pytest.raises(IndexError, match="out of bounds"):
         fb.nn.functional.cross_entropy(xc, fb.tensor([0, 5, 0, 0, 0, 0]).cuda())
 
@@ -105,4 +101,4 @@ def test_classifier_training_steps_match_cpu():
             fb.nn.functional.cross_entropy(model(xx), yy).backward()
             opt.step()
     for pc, pg in zip(cpu.parameters(), gpu.parameters(), strict=True):
-        _close(pg, pc, 1e-4)
+        assert_close(pg, pc, 1e-4)

@@ -13,18 +13,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from cuda_testing import assert_close
 from flambeau_cuda import _C
 
 DT = {"float32": (fc.float32, torch.float32, 2e-5), "float64": (fc.float64, torch.float64, 1e-10)}
-
-
-def _np(t):
-    return np.array(t.tolist()).reshape(tuple(t.shape))
-
-
-def _close(a, b, tol):
-    b = b.detach().numpy() if isinstance(b, torch.Tensor) else _np(b)
-    np.testing.assert_allclose(_np(a), b, rtol=tol, atol=tol)
 
 
 def _pair(a, dtype):
@@ -51,18 +43,18 @@ def test_layer_norm_matches_core_and_torch(shape, norm, affine, dtype):
     out, mean, rstd = _C._layer_norm_on_host(xf, list(norm), wf, bf, 1e-5)
     o2, m2, r2 = fc.native_layer_norm(xf, list(norm), wf, bf, 1e-5)  # core's CPU kernel
     assert out.shape == o2.shape and mean.shape == m2.shape and rstd.shape == r2.shape
-    _close(out, o2, tol)
-    _close(mean, m2, tol)
-    _close(rstd, r2, 10 * tol)
+    assert_close(out, o2, tol)
+    assert_close(mean, m2, tol)
+    assert_close(rstd, r2, 10 * tol)
     yt = torch.nn.functional.layer_norm(xt, norm, wt, bt, 1e-5)
     g = rng.standard_normal(shape)
     gf, gt = _pair(g, dtype)
     yt.backward(gt.detach())
     gi, gw, gb = _C._layer_norm_backward_on_host(gf, xf, list(norm), mean, rstd, wf, True, affine, affine)
-    _close(gi, xt.grad, 10 * tol)
+    assert_close(gi, xt.grad, 10 * tol)
     if affine:
-        _close(gw, wt.grad, 10 * tol)
-        _close(gb, bt.grad, 10 * tol)
+        assert_close(gw, wt.grad, 10 * tol)
+        assert_close(gb, bt.grad, 10 * tol)
 
 
 def test_layer_norm_non_contiguous_input():
@@ -71,7 +63,7 @@ def test_layer_norm_non_contiguous_input():
     x = base[:, ::2]  # (4, 7), strided
     out, mean, rstd = _C._layer_norm_on_host(x, [7], None, None, 1e-5)
     o2, _, _ = fc.native_layer_norm(x.contiguous(), [7], None, None, 1e-5)
-    _close(out, o2, 1e-12)
+    assert_close(out, o2, 1e-12)
 
 
 BN_CASES = [(4, 3), (2, 3, 5), (2, 3, 4, 4), (3, 2, 1)]
@@ -96,11 +88,11 @@ def test_batch_norm_matches_core_and_torch(shape, training, affine, dtype):
     rv2, _ = _pair(rv0, dtype)
     out, mean, invstd = _C._batch_norm_on_host(xf, wf, bf, rmf, rvf, training, 0.1, 1e-5)
     o2, m2, i2 = fc.native_batch_norm(xf, wf, bf, rm2, rv2, training, 0.1, 1e-5)  # core's CPU kernel
-    _close(out, o2, 10 * tol)
-    _close(mean, m2, tol)
-    _close(invstd, i2, 10 * tol)
-    _close(rmf, rm2, tol)  # running statistics updated alike (training) or untouched (eval)
-    _close(rvf, rv2, 10 * tol)
+    assert_close(out, o2, 10 * tol)
+    assert_close(mean, m2, tol)
+    assert_close(invstd, i2, 10 * tol)
+    assert_close(rmf, rm2, tol)  # running statistics updated alike (training) or untouched (eval)
+    assert_close(rvf, rv2, 10 * tol)
     rmt = torch.tensor(rm0, dtype=DT[dtype][1])
     rvt = torch.tensor(rv0, dtype=DT[dtype][1])
     yt = torch.nn.functional.batch_norm(xt, rmt, rvt, wt, bt, training=training, momentum=0.1, eps=1e-5)
@@ -108,19 +100,19 @@ def test_batch_norm_matches_core_and_torch(shape, training, affine, dtype):
     gf, gt = _pair(g, dtype)
     yt.backward(gt.detach())
     gi, gw, gb = _C._batch_norm_backward_on_host(gf, xf, wf, mean, invstd, training, True, affine, affine)
-    _close(gi, xt.grad, 100 * tol)
+    assert_close(gi, xt.grad, 100 * tol)
     if affine:
-        _close(gw, wt.grad, 100 * tol)
-        _close(gb, bt.grad, 100 * tol)
+        assert_close(gw, wt.grad, 100 * tol)
+        assert_close(gb, bt.grad, 100 * tol)
 
 
 def test_batch_norm_training_without_running_stats():
     x = fc.randn(3, 2, 4, dtype=fc.float64)
     out, mean, invstd = _C._batch_norm_on_host(x, None, None, None, None, True, 0.1, 1e-5)
     o2, m2, i2 = fc.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
-    _close(out, o2, 1e-12)
-    _close(mean, m2, 1e-12)
-    _close(invstd, i2, 1e-10)
+    assert_close(out, o2, 1e-12)
+    assert_close(mean, m2, 1e-12)
+    assert_close(invstd, i2, 1e-10)
 
 
 def test_norm_errors_name_the_op():
