@@ -115,3 +115,15 @@ def test_polynomial_regression(tmp_path):
         assert result["desc"] == "y = " + " ".join(f"{w:+.2f} x^{i + 1}" for i, w in enumerate(result["weight"])) + (
             f" {result['bias']:+.2f}"
         )
+
+
+def test_vae(tmp_path):
+    # The reparameterisation noise, the data and the shuffling are random: the same learning, not the same path.
+    ours, theirs = _both("vae.py", tmp_path)
+    for result in (ours, theirs):
+        losses = result["epoch_losses"]
+        assert len(losses) == 12 and all(np.isfinite(losses))
+        assert losses[-1] < 0.6 * losses[0] and result["test_loss"] < 0.6 * losses[0]
+        assert result["sample_shape"] == [16, 1, 8, 8]
+        assert result["sample_in_unit_interval"] and result["sample_roundtrip"]
+    assert ours["test_loss"] == pytest.approx(theirs["test_loss"], rel=0.3)
