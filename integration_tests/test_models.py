@@ -52,6 +52,7 @@ def to_fb(fb, t: torch.Tensor):
     return fb.from_numpy(t.detach().numpy().copy())
 
 
+# Not nn_testing.assert_close (not importable here): dtypes compared, integers exact, atol scaled by magnitude.
 def assert_close(actual_fb, expected: torch.Tensor, what: str, rtol: float = 1e-4, atol: float = 1e-5) -> None:
     actual = to_torch(actual_fb)
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
