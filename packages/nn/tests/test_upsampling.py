@@ -11,7 +11,9 @@ import flambeau_nn.functional as F
 import pytest
 import torch
 import torch.nn.functional as TF
-from nn_testing import TOLERANCES, compare_forward_backward
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nn_testing import TOLERANCES, assert_close, compare_forward_backward, from_torch
 
 DTYPES = [torch.float32, torch.float64]
 SHAPES = {1: (2, 3, 7), 2: (2, 3, 5, 7), 3: (1, 2, 4, 5, 6)}
@@ -124,3 +126,27 @@ def test_errors():
         F.interpolate(x, size=(2, 3), mode="bilinear", antialias=True)
     with pytest.raises(NotImplementedError, match=r"mode 'cubic' is not supported"):
         F.interpolate(x, size=(2, 3), mode="cubic")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    case=st.sampled_from(CASES),
+    sizes=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+    out=st.lists(st.integers(1, 9), min_size=3, max_size=3),
+    scales=st.lists(st.floats(0.3, 3.0), min_size=3, max_size=3),
+    use_scale=st.booleans(),
+    align=st.booleans(),
+)
+def test_interpolate_property(case, sizes, out, scales, use_scale, align):
+    """Any input size, output size or scale factor: the same values as torch, or both refuse."""
+    mode, rank = case
+    x = torch.randn(1, 2, *sizes[:rank], dtype=torch.float64)
+    kw = dict(mode=mode, align_corners=align if mode not in ("nearest", "nearest-exact", "area") else None)
+    kw.update(scale_factor=tuple(scales[:rank])) if use_scale else kw.update(size=tuple(out[:rank]))
+    try:
+        expected = TF.interpolate(x, **kw)
+    except (RuntimeError, ValueError):
+        with pytest.raises((fc.FlambeauError, NotImplementedError)):
+            F.interpolate(from_torch(x), **kw)
+        return
+    assert_close(F.interpolate(from_torch(x), **kw), expected, rtol=1e-9, atol=1e-9)

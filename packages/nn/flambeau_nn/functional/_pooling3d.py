@@ -195,6 +195,13 @@ def avg_pool3d(
     return y.reshape(lead + tuple(out))
 
 
+def _check_adaptive(op: str, input: Tensor, size: list[int]) -> None:
+    if any(o < 0 for o in size):
+        raise FlambeauError(f"[{op}] elements of output_size must be greater than or equal to 0, got {tuple(size)}")
+    if 0 not in size and 0 in _shape(input)[-3:]:
+        raise FlambeauError(f"[{op}] expected non-empty spatial dims for a non-empty output, got {_shape(input)}")
+
+
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     r"""Averages ``(D, H, W)`` down to ``output_size`` adaptive windows (``None`` keeps that input size).
 
@@ -206,8 +213,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     op = "adaptive_avg_pool3d"
     x, lead = _flat_planes(input, op)
     size = _adaptive_size(input, output_size, 3, op)
-    if any(o <= 0 for o in size) or any(v == 0 for v in _shape(x)[1:]):
-        raise FlambeauError(f"[{op}] output_size {tuple(size)} and the input {_shape(input)} must be non-empty")
+    _check_adaptive(op, input, size)
+    if 0 in size:  # an empty output, as PyTorch returns
+        return fc.zeros(*(lead + tuple(size)), dtype=input.dtype, device=input.device) + input.sum() * 0.0
     planes, depth = x.shape[0], x.shape[1]
     # Note [3-D pooling from 2-D]: an adaptive window is a box too.
     hw = fc.adaptive_avg_pool2d(x, size[1:])
@@ -226,8 +234,13 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_ind
     op = "adaptive_max_pool3d"
     x, lead = _flat_planes(input, op)
     size = _adaptive_size(input, output_size, 3, op)
-    if any(o <= 0 for o in size) or any(v == 0 for v in _shape(x)[1:]):
-        raise FlambeauError(f"[{op}] output_size {tuple(size)} and the input {_shape(input)} must be non-empty")
+    _check_adaptive(op, input, size)
+    if 0 in size:  # an empty output, as PyTorch returns
+        empty = lead + tuple(size)
+        return (
+            fc.zeros(*empty, dtype=input.dtype, device=input.device) + input.sum() * 0.0,
+            fc.zeros(*empty, dtype=fc.int64, device=input.device),
+        )
     depth, h, w = _shape(x)[1:]
     vals, idx2 = fc.adaptive_max_pool2d(x, size[1:])
     # Window o spans [floor(o*D/out), ceil((o+1)*D/out)); shorter windows repeat their last depth.

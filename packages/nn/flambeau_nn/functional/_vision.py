@@ -5,12 +5,13 @@ Part of ``flambeau_nn.functional``, which re-exports it.
 Note [Separable resampling]
     Every ``interpolate`` mode but ``area`` weights each output along each
     spatial dim independently, so an N-D resize is N 1-D resizes in a row.
-    ``nearest``, ``linear``, ``bilinear`` and ``trilinear`` run on core's 2-D
+    2-D ``nearest``, ``linear``, ``bilinear`` and ``trilinear`` run on core's 2-D
     kernels (``upsample_nearest2d``/``upsample_bilinear2d``): a 3-D input is
     resized over ``(H, W)`` with ``D`` folded into the channels, then over
     ``D`` with ``H*W`` as a width the kernel leaves unchanged (an identity
     resize: same size, scale 1). ``nearest-exact`` and ``bicubic`` have no
-    kernel: each dim is one ``index_select`` of the taps, times their weights,
+    kernel (nor 1-D/3-D ``nearest``, whose PyTorch kernels lack the 2-D one's
+    special cases): each dim is one gather of the taps, times their weights,
     summed. The index and weight arithmetic runs on tensors in float32 (the
     source index) or the input's dtype (the weights), as PyTorch's CPU kernels.
 """
@@ -33,7 +34,7 @@ _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
 def _output_size(
-    input: Tensor, size: Any, scale_factor: Any, recompute_scale_factor: bool | None, dim: int
+    input: Tensor, size: Any, scale_factor: Any, recompute_scale_factor: bool | None, dim: int, mode: str
 ) -> tuple[list[int], list[float] | None]:
     """The output size and the scales the kernels use (None: from the sizes), by PyTorch's rules."""
     spatial = list(_shape(input)[2:])
@@ -66,6 +67,9 @@ def _output_size(
             scales = None
     else:
         raise FlambeauError("[interpolate] either size or scale_factor should be defined")
+    # 'area' is adaptive average pooling, which PyTorch lets produce an empty output.
+    if mode == "area" and all(s >= 0 for s in out):
+        return out, scales
     if any(s <= 0 for s in out) or any(s <= 0 for s in spatial):
         raise FlambeauError(
             f"[interpolate] input and output sizes should be greater than 0, but got input spatial sizes "
@@ -96,9 +100,11 @@ def _resample_dim(x: Tensor, dim: int, index: Tensor, weight: Tensor | None) -> 
     return (g * w).sum(dim + 1)
 
 
-def _nearest_exact_index(in_size: int, out_size: int, scale: float | None, device: Any) -> Tensor:
+def _nearest_index(in_size: int, out_size: int, scale: float | None, device: Any, exact: bool) -> Tensor:
+    """Source ``floor(dst * s)`` (nearest) or ``floor((dst + 0.5) * s)`` (nearest-exact), float32 as PyTorch."""
     s = fc.tensor(_source_scale(in_size, out_size, False, scale), dtype=fc.float32, device=device)
-    src = ((fc.arange(out_size, dtype=fc.float32, device=device) + 0.5) * s).floor()
+    dst = fc.arange(out_size, dtype=fc.float32, device=device)
+    src = ((dst + 0.5 if exact else dst) * s).floor()
     return src.to(fc.int64).clamp(0, in_size - 1).reshape(out_size, 1)
 
 
@@ -178,7 +184,7 @@ def interpolate(
         raise NotImplementedError(
             f"[interpolate] got {input.dim()}-D input, but {mode} mode needs {_MODE_RANK[mode] + 2}-D input"
         )
-    out, scales = _output_size(input, size, scale_factor, recompute_scale_factor, dim)
+    out, scales = _output_size(input, size, scale_factor, recompute_scale_factor, dim, mode)
     if mode == "area":
         from flambeau_nn.functional import _pooling, _pooling3d
 
@@ -186,7 +192,9 @@ def interpolate(
         return pool(input, out)
     spatial = list(_shape(input)[2:])
     per_dim = scales if scales is not None else [None] * dim
-    if mode == "nearest":
+    if mode == "nearest" and dim == 2:
+        # Only 2-D: PyTorch's 2-D kernel copies when out == in and halves when out == 2 * in whatever the
+        # scale_factor (core's kernel does the same); its 1-D and 3-D kernels always use floor(dst * scale).
         return _separable_kernel(input, out, fc.upsample_nearest2d, per_dim)
     if mode in ("linear", "bilinear", "trilinear"):
         ac = bool(align_corners)
@@ -197,8 +205,9 @@ def interpolate(
         return _separable_kernel(input, out, bilinear, per_dim)
     x = input
     for i in range(dim):  # one pass per spatial dim (at most 3): Note [Separable resampling]
-        if mode == "nearest-exact":
-            x = _resample_dim(x, 2 + i, _nearest_exact_index(spatial[i], out[i], per_dim[i], input.device), None)
+        if mode in ("nearest", "nearest-exact"):
+            index = _nearest_index(spatial[i], out[i], per_dim[i], input.device, mode == "nearest-exact")
+            x = _resample_dim(x, 2 + i, index, None)
         else:
             index, weight = _bicubic_taps(
                 spatial[i], out[i], bool(align_corners), per_dim[i], input.dtype, input.device
