@@ -19,7 +19,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -29,10 +29,6 @@ TOL = {"float32": dict(rtol=2e-4, atol=2e-4), "float64": dict(rtol=1e-10, atol=1
 
 def rng_for(*parts) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(repr(parts).encode()))
-
-
-def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
 
 
 def noncontig(a: np.ndarray) -> fc.Tensor:
@@ -94,10 +90,10 @@ def test_conv2d_direct_matches_torch(case, bias, dtype):
     ).numpy()
     got = fc.conv2d(fc.tensor(x), fc.tensor(wt), None if b is None else fc.tensor(b), s, p, d, g)
     assert got.dtype == fdt
-    np.testing.assert_allclose(npy(got), expected, **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(got), expected, **TOL[dtype])
     # the same from a non-contiguous input and weight
     got_nc = fc.conv2d(noncontig(x), noncontig(wt), None if b is None else fc.tensor(b), s, p, d, g)
-    np.testing.assert_allclose(npy(got_nc), expected, **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(got_nc), expected, **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", list(DT))
@@ -111,7 +107,7 @@ def test_conv1d_direct_matches_torch(case, dtype):
     b = r.standard_normal(cout).astype(ndt)
     expected = torch.nn.functional.conv1d(torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), s, p)
     got = fc.conv1d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p)
-    np.testing.assert_allclose(npy(got), expected.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(got), expected.numpy(), **TOL[dtype])
 
 
 def test_conv2d_direct_threads_and_large_batch():
@@ -126,7 +122,7 @@ def test_conv2d_direct_threads_and_large_batch():
             fc.set_num_threads(threads)
             for batch in (1, 5):
                 got = fc.conv2d(fc.tensor(x[:batch]), fc.tensor(wt), None, 2, 1)
-                np.testing.assert_allclose(npy(got), expected[:batch], rtol=2e-4, atol=2e-4)
+                np.testing.assert_allclose(to_numpy(got), expected[:batch], rtol=2e-4, atol=2e-4)
     finally:
         fc.set_num_threads(old)
 

@@ -19,7 +19,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
 FC = {np.float32: fc.float32, np.float64: fc.float64}
@@ -63,10 +63,6 @@ def _mode_id(m):
     return ",".join(f"{k[14:].lower()}={v}" for k, v in m.items()) or "default"
 
 
-def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
-
-
 def _data(case, dtype, seed):
     n, cin, cout, h, w, k, s, p, d, g = case
     kk = (k, k) if isinstance(k, int) else k
@@ -95,7 +91,7 @@ def test_conv2d_matches_torch(case, dtype, mode, monkeypatch):
     for bias in (b, None):
         y = fc.conv2d(fc.tensor(x), fc.tensor(wt), None if bias is None else fc.tensor(bias), s, p, d, g)
         assert y.dtype == FC[dtype]
-        np.testing.assert_allclose(npy(y), _torch_conv(x, wt, bias, case), **TOL[dtype])
+        np.testing.assert_allclose(to_numpy(y), _torch_conv(x, wt, bias, case), **TOL[dtype])
 
 
 @pytest.mark.parametrize("mode", MODES[:2] + MODES[3:4], ids=_mode_id)
@@ -110,7 +106,7 @@ def test_conv2d_noncontiguous_input(case, mode, monkeypatch):
     fx = fc.tensor(wide)[..., ::2]
     assert not fx.is_contiguous()
     y = fc.conv2d(fx, fc.tensor(wt), fc.tensor(b), s, p, d, g)
-    np.testing.assert_allclose(npy(y), _torch_conv(x, wt, b, case), **TOL[np.float32])
+    np.testing.assert_allclose(to_numpy(y), _torch_conv(x, wt, b, case), **TOL[np.float32])
 
 
 # Non-finite inputs on the image's border rows and columns, next to the skipped padding taps:
@@ -141,7 +137,7 @@ def test_conv2d_nonfinite_border_input(case, value, mode, monkeypatch):
     x[0, cin // 2, h // 2, 0] = value  # first column
     x[1, 0, 1, w - 1] = value  # last column
     x[1, cin - 1, 0, 0] = value  # corner
-    y = npy(fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g))
+    y = to_numpy(fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g))
     ref = _torch_conv(x, wt, b, case)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(y), np.isinf(ref))
@@ -181,7 +177,7 @@ def test_conv_transpose2d_matches_torch(case, dtype, mode, monkeypatch):
     ref = torch.nn.functional.conv_transpose2d(
         torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), s, p, op, g, d
     ).numpy()
-    np.testing.assert_allclose(npy(y), ref, **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(y), ref, **TOL[dtype])
 
 
 @pytest.mark.parametrize("kernel", ["flat", "cv"])

@@ -13,7 +13,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="im2col/col2im: no flambeau-cuda kernel yet")
 
@@ -29,12 +29,8 @@ def fct(a: np.ndarray) -> fc.Tensor:
     return fc.tensor(a)
 
 
-def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
-
-
 def check(ours: fc.Tensor, theirs: torch.Tensor, dtype: str) -> None:
-    a = npy(ours)
+    a = to_numpy(ours)
     assert a.shape == tuple(theirs.shape)
     np.testing.assert_allclose(a, theirs.numpy(), **TOL[dtype])
 

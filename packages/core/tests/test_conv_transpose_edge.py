@@ -13,13 +13,10 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from helpers import to_numpy
 
 DT = {"float32": (torch.float32, np.float32), "float64": (torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=2e-4, atol=2e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
-
-
-def npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(t))
 
 
 def noncontig(a: np.ndarray) -> fc.Tensor:
@@ -68,9 +65,9 @@ def test_conv_transpose_output_padding_matches_torch(case, dtype, contig):
     args = (list(s), list(p), list(d), True, list(op), G)
     y = fc.convolution(fx, fw, fc.tensor(b), *args)
     assert tuple(y.shape) == tuple(ty.shape)
-    np.testing.assert_allclose(npy(y), ty.numpy(), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(y), ty.numpy(), **TOL[dtype])
     y0 = fc.convolution(fx, fw, None, *args)
-    np.testing.assert_allclose(npy(y0), ty.numpy() - b.reshape(-1, *([1] * len(sp))), **TOL[dtype])
+    np.testing.assert_allclose(to_numpy(y0), ty.numpy() - b.reshape(-1, *([1] * len(sp))), **TOL[dtype])
 
 
 def test_output_padding_must_be_below_stride_or_dilation():

@@ -14,7 +14,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core.testing import to_host
+from helpers import to_numpy
 
 DT = {"float32": (torch.float32, np.float32), "float64": (torch.float64, np.float64)}
 TOL = {"float32": dict(rtol=2e-4, atol=2e-4), "float64": dict(rtol=1e-10, atol=1e-10)}
@@ -42,10 +42,6 @@ def _ids(c):
     return "x".join(str(v) for v in c).replace(" ", "")
 
 
-def _npy(t: fc.Tensor) -> np.ndarray:
-    return np.array(memoryview(to_host(t)))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("noncontig", [False, True])
@@ -67,7 +63,7 @@ def test_conv_transpose2d_values(case, bias, noncontig, dtype):
     else:
         fx = fc.tensor(x)
     out = fc.conv_transpose2d(fx, fc.tensor(wt), fc.tensor(b) if bias else None, s, p, op, g, d)
-    got = _npy(out)
+    got = to_numpy(out)
     assert got.shape == ref.shape
     scale = max(1.0, float(np.abs(ref).max()))
     np.testing.assert_allclose(got, ref, rtol=TOL[dtype]["rtol"], atol=TOL[dtype]["atol"] * scale)
@@ -80,7 +76,7 @@ def test_conv_transpose2d_nonfinite_like_torch():
     wt = np.abs(np.random.default_rng(2).standard_normal((4, 6, 3, 3))).astype(np.float32) + 0.1
     for s, op in ((1, 0), (2, 1)):
         ref = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(wt), None, s, 1, op).numpy()
-        got = _npy(fc.conv_transpose2d(fc.tensor(x), fc.tensor(wt), None, s, 1, op))
+        got = to_numpy(fc.conv_transpose2d(fc.tensor(x), fc.tensor(wt), None, s, 1, op))
         np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         fin = np.isfinite(ref)
@@ -99,7 +95,7 @@ def test_conv2d_stride2_wide_rows(case):
     x = rng.standard_normal((2, 5, 9, w)).astype(np.float32)
     wt = (rng.standard_normal((8, 5, k, k)) * 0.2).astype(np.float32)
     ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), None, 2, p).numpy()
-    got = _npy(fc.conv2d(fc.tensor(x), fc.tensor(wt), None, 2, p))
+    got = to_numpy(fc.conv2d(fc.tensor(x), fc.tensor(wt), None, 2, p))
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)
 
 
