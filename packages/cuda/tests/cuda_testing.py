@@ -8,12 +8,13 @@ import flambeau_core as fc
 import numpy as np
 
 
-def to_numpy(t: fc.Tensor) -> np.ndarray:
+def to_numpy(t: fc.Tensor, dtype: Any = None) -> np.ndarray:
     """t's values as NumPy, copied to the host (detached when it requires grad), through ``tolist()``:
-    floats as float64 and integers as int64, the precision this package's tolerances are applied in."""
+    floats as float64 and integers as int64, the precision this package's tolerances are applied in
+    (``dtype=float``: every value as float64, booleans and integers too)."""
     if t.requires_grad:
         t = t.detach()
-    return np.array(t.cpu().tolist()).reshape(tuple(t.shape))
+    return np.array(t.cpu().tolist(), dtype=dtype).reshape(tuple(t.shape))
 
 
 def assert_close(ours: fc.Tensor, theirs: Any, tol: float) -> None:
@@ -26,3 +27,12 @@ def assert_close(ours: fc.Tensor, theirs: Any, tol: float) -> None:
     else:
         want = theirs.detach().numpy()
     np.testing.assert_allclose(to_numpy(ours), want, rtol=tol, atol=tol)
+
+
+def assert_cuda_matches(got: fc.Tensor, expected: fc.Tensor, tol: float = 1e-5, *, atol: float | None = None) -> None:
+    """got (a result on a CUDA device) has the dtype and shape of expected (the cpu's result) and its
+    values within rtol = tol and atol (tol unless given), compared as float64 with NaNs equal."""
+    assert got.is_cuda and got.dtype == expected.dtype and tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(
+        to_numpy(got, float), to_numpy(expected, float), rtol=tol, atol=tol if atol is None else atol, equal_nan=True
+    )

@@ -9,17 +9,12 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_cuda_matches
 
 pytestmark = requires_gpu
 
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge"]
 UNARY = ["neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid"]
-
-
-def _same(got, expected):
-    assert got.is_cuda and got.dtype == expected.dtype and tuple(got.shape) == tuple(expected.shape)
-    g, e = np.array(got.cpu().tolist(), dtype=float), np.array(expected.tolist(), dtype=float)
-    np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 
 def _rand(shape, dtype, positive=False):
@@ -34,8 +29,8 @@ def _rand(shape, dtype, positive=False):
 def test_binary_vs_cpu(name, dtype, sa, sb):
     a, b = _rand(sa, dtype, positive=name == "pow"), _rand(sb, dtype)
     fn = getattr(fc, name)
-    _same(fn(a.cuda(), b.cuda()), fn(a, b))
-    _same(fn(a.cuda(), 2.5), fn(a, 2.5))  # wrapped number: a host scalar passed by value
+    assert_cuda_matches(fn(a.cuda(), b.cuda()), fn(a, b), 1e-6)
+    assert_cuda_matches(fn(a.cuda(), 2.5), fn(a, 2.5), 1e-6)  # wrapped number: a host scalar passed by value
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -43,20 +38,20 @@ def test_binary_vs_cpu(name, dtype, sa, sb):
 def test_unary_vs_cpu_non_contiguous(name, dtype):
     a = _rand((6, 5), dtype, positive=name in ("log", "sqrt")).transpose(0, 1)
     fn = getattr(fc, name)
-    _same(fn(a.cuda()), fn(a))
-    _same(fn(a.cuda()[:, ::2]), fn(a[:, ::2]))
+    assert_cuda_matches(fn(a.cuda()), fn(a), 1e-6)
+    assert_cuda_matches(fn(a.cuda()[:, ::2]), fn(a[:, ::2]), 1e-6)
 
 
 def test_promotion_and_int64():
     i = fc.tensor([[1, -2, 3]])
     f = fc.tensor([0.5, 1.5, -2.0])
     for x, y in [(i, f), (f, i), (i, i)]:
-        _same(x.cuda() + y.cuda(), x + y)
-        _same(x.cuda() * y.cuda(), x * y)
-        _same(x.cuda() / y.cuda(), x / y)  # true division: float
-        _same(x.cuda() < y.cuda(), x < y)
-    _same(i.cuda() + 1.5, i + 1.5)  # int tensor + float number -> default float dtype
-    _same(fc.exp(i.cuda()), fc.exp(i))
+        assert_cuda_matches(x.cuda() + y.cuda(), x + y, 1e-6)
+        assert_cuda_matches(x.cuda() * y.cuda(), x * y, 1e-6)
+        assert_cuda_matches(x.cuda() / y.cuda(), x / y, 1e-6)  # true division: float
+        assert_cuda_matches(x.cuda() < y.cuda(), x < y, 1e-6)
+    assert_cuda_matches(i.cuda() + 1.5, i + 1.5, 1e-6)  # int tensor + float number -> default float dtype
+    assert_cuda_matches(fc.exp(i.cuda()), fc.exp(i), 1e-6)
 
 
 def test_inplace():
@@ -70,11 +65,11 @@ def test_inplace():
     x.mul_(3)
     x.sub_(1.0)
     x.div_(fc.full((4, 1), 2.0))
-    _same(y, x)
+    assert_cuda_matches(y, x, 1e-6)
     z = fc.arange(9.0).reshape(3, 3)
     w = z.cuda()
     w.add_(w.t())  # overlapping input: read before written
-    _same(w, z + z.t())
+    assert_cuda_matches(w, z + z.t(), 1e-6)
 
 
 def test_elementwise_errors():
@@ -91,16 +86,16 @@ def test_elementwise_errors():
 
 def test_relu_backward_threshold():
     g, x = _rand((5, 4), fc.float32), _rand((5, 4), fc.float32)
-    _same(fc.threshold_backward(g.cuda(), x.cuda(), 0.0), fc.threshold_backward(g, x, 0.0))
+    assert_cuda_matches(fc.threshold_backward(g.cuda(), x.cuda(), 0.0), fc.threshold_backward(g, x, 0.0), 1e-6)
 
 
 def test_where_vs_cpu():
     x = fc.tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
     cond = x > 0
-    _same(fc.where(cond.cuda(), x.cuda(), 0.0), fc.where(cond, x, 0.0))
-    _same(fc.where(cond.cuda(), x.cuda(), -x.cuda()), fc.where(cond, x, -x))
+    assert_cuda_matches(fc.where(cond.cuda(), x.cuda(), 0.0), fc.where(cond, x, 0.0), 1e-6)
+    assert_cuda_matches(fc.where(cond.cuda(), x.cuda(), -x.cuda()), fc.where(cond, x, -x), 1e-6)
     i = fc.tensor([1, 2, 3])
-    _same(fc.where(cond.cuda(), i.cuda(), x.cuda()), fc.where(cond, i, x))  # promotes to float
-    _same(fc.where(cond[:, :1].cuda(), x.t().cuda().t(), 7), fc.where(cond[:, :1], x, 7))
+    assert_cuda_matches(fc.where(cond.cuda(), i.cuda(), x.cuda()), fc.where(cond, i, x), 1e-6)  # promotes to float
+    assert_cuda_matches(fc.where(cond[:, :1].cuda(), x.t().cuda().t(), 7), fc.where(cond[:, :1], x, 7), 1e-6)
     with pytest.raises(TypeError, match="bool"):
         fc.where(x.cuda(), x.cuda(), x.cuda())

@@ -11,6 +11,7 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_cuda_matches
 
 pytestmark = requires_gpu
 
@@ -67,12 +68,6 @@ LOGICAL = ["logical_and", "logical_or", "logical_xor"]
 BITWISE = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
 
 
-def _same(got, expected, tol=1e-5):
-    assert got.is_cuda and got.dtype == expected.dtype and tuple(got.shape) == tuple(expected.shape)
-    g, e = np.array(got.cpu().tolist(), dtype=float), np.array(expected.tolist(), dtype=float)
-    np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True)
-
-
 def _rand(shape, dtype, lo=-3.0, hi=3.0, seed=0):
     rng = np.random.default_rng(seed + sum(shape))
     return fc.tensor(rng.uniform(lo, hi, shape).tolist(), dtype=dtype)
@@ -84,24 +79,24 @@ def test_unary_math_vs_cpu(name, dtype):
     lo, hi = UNARY[name]
     a = _rand((7, 5), dtype, lo, hi)
     fn = getattr(fc, name)
-    _same(fn(a.cuda()), fn(a))
+    assert_cuda_matches(fn(a.cuda()), fn(a))
     t = a.transpose(0, 1)[:, ::2]  # non-contiguous
-    _same(fn(t.cuda()), fn(t))
+    assert_cuda_matches(fn(t.cuda()), fn(t))
 
 
 def test_unary_special_values_and_ints():
     x = fc.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 2.5, -2.5])
     for name in ("isnan", "isinf", "isfinite", "signbit", "sign", "round", "floor", "ceil", "trunc"):
-        _same(getattr(fc, name)(x.cuda()), getattr(fc, name)(x))
+        assert_cuda_matches(getattr(fc, name)(x.cuda()), getattr(fc, name)(x))
     i = fc.tensor([[3, -4, 0], [7, -1, 2]])
     for name in ("floor", "ceil", "trunc", "round", "sign", "isnan", "isfinite", "signbit", "sin", "exp2"):
-        _same(getattr(fc, name)(i.cuda()), getattr(fc, name)(i))
-    _same(fc.bitwise_not(i.cuda()), fc.bitwise_not(i))
+        assert_cuda_matches(getattr(fc, name)(i.cuda()), getattr(fc, name)(i))
+    assert_cuda_matches(fc.bitwise_not(i.cuda()), fc.bitwise_not(i))
     b = fc.tensor([True, False])
-    _same(fc.bitwise_not(b.cuda()), fc.bitwise_not(b))
-    _same(fc.sign(b.cuda()), fc.sign(b))
-    _same(fc.round(x.cuda(), decimals=2), fc.round(x, decimals=2))
-    _same(fc.round(x.cuda() * 123, decimals=-1), fc.round(x * 123, decimals=-1))
+    assert_cuda_matches(fc.bitwise_not(b.cuda()), fc.bitwise_not(b))
+    assert_cuda_matches(fc.sign(b.cuda()), fc.sign(b))
+    assert_cuda_matches(fc.round(x.cuda(), decimals=2), fc.round(x, decimals=2))
+    assert_cuda_matches(fc.round(x.cuda() * 123, decimals=-1), fc.round(x * 123, decimals=-1))
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
@@ -110,12 +105,12 @@ def test_activation_and_backward_vs_cpu(name, dtype):
     kw = ACTIVATIONS[name]
     a = _rand((9, 4), dtype, -6, 6).transpose(0, 1)
     fn = getattr(F, name)
-    _same(fn(a.cuda(), **kw), fn(a, **kw))
+    assert_cuda_matches(fn(a.cuda(), **kw), fn(a, **kw))
     x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
     g = _rand((4, 9), dtype, seed=1)
     fn(x, **kw).backward(g)
     fn(xc, **kw).backward(g.cuda())
-    _same(xc.grad, x.grad)
+    assert_cuda_matches(xc.grad, x.grad)
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
@@ -124,7 +119,7 @@ def test_gelu_approximate(approximate):
     x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
     F.gelu(x, approximate=approximate).sum().backward()
     F.gelu(xc, approximate=approximate).sum().backward()
-    _same(xc.grad, x.grad)
+    assert_cuda_matches(xc.grad, x.grad)
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -133,15 +128,15 @@ def test_gelu_approximate(approximate):
 def test_binary_math_vs_cpu(name, dtype, sa, sb):
     a, b = _rand(sa, dtype, -5, 5), _rand(sb, dtype, 0.5, 3, seed=3)
     fn = getattr(fc, name)
-    _same(fn(a.cuda(), b.cuda()), fn(a, b))
+    assert_cuda_matches(fn(a.cuda(), b.cuda()), fn(a, b))
 
 
 @pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
 def test_integer_division_ops(name):
     a, b = fc.tensor([7, -7, 7, -7, 0]), fc.tensor([2, 2, -2, -2, 3])
     fn = getattr(fc, name)
-    _same(fn(a.cuda(), b.cuda()), fn(a, b))
-    _same(fn(a.cuda(), 3), fn(a, 3))
+    assert_cuda_matches(fn(a.cuda(), b.cuda()), fn(a, b))
+    assert_cuda_matches(fn(a.cuda(), 3), fn(a, 3))
     with pytest.raises(ValueError, match="ZeroDivisionError"):
         fn(a.cuda(), fc.tensor([1, 0, 1, 1, 1]).cuda())
 
@@ -149,29 +144,29 @@ def test_integer_division_ops(name):
 def test_div_rounding_modes():
     a, b = _rand((5, 3), fc.float64, -9, 9), _rand((3,), fc.float64, 0.5, 2, seed=2)
     for mode in ("trunc", "floor"):
-        _same(fc.div(a.cuda(), b.cuda(), rounding_mode=mode), fc.div(a, b, rounding_mode=mode))
+        assert_cuda_matches(fc.div(a.cuda(), b.cuda(), rounding_mode=mode), fc.div(a, b, rounding_mode=mode))
     i, j = fc.tensor([7, -7, 9]), fc.tensor([2, 2, -4])
     for mode in ("trunc", "floor"):
-        _same(fc.div(i.cuda(), j.cuda(), rounding_mode=mode), fc.div(i, j, rounding_mode=mode))
+        assert_cuda_matches(fc.div(i.cuda(), j.cuda(), rounding_mode=mode), fc.div(i, j, rounding_mode=mode))
 
 
 @pytest.mark.parametrize("name", LOGICAL)
 def test_logical_ops(name):
     a, b = fc.tensor([[0.0, 1.5, -2.0]]), fc.tensor([[0], [3]])
     fn = getattr(fc, name)
-    _same(fn(a.cuda(), b.cuda()), fn(a, b))
+    assert_cuda_matches(fn(a.cuda(), b.cuda()), fn(a, b))
     p, q = fc.tensor([True, False, True]), fc.tensor([True, True, False])
-    _same(fn(p.cuda(), q.cuda()), fn(p, q))
+    assert_cuda_matches(fn(p.cuda(), q.cuda()), fn(p, q))
 
 
 @pytest.mark.parametrize("name", BITWISE)
 def test_bitwise_ops(name):
     a, b = fc.tensor([[5, -6, 1 << 40]]), fc.tensor([[3], [1]])
     fn = getattr(fc, name)
-    _same(fn(a.cuda(), b.cuda()), fn(a, b))
+    assert_cuda_matches(fn(a.cuda(), b.cuda()), fn(a, b))
     if "shift" not in name:
         p, q = fc.tensor([True, False, True]), fc.tensor([True, True, False])
-        _same(fn(p.cuda(), q.cuda()), fn(p, q))
+        assert_cuda_matches(fn(p.cuda(), q.cuda()), fn(p, q))
 
 
 def test_math_errors_name_the_op():
@@ -188,8 +183,8 @@ def test_cat_vs_cpu(dim):
     a, b = _rand((2, 3), fc.float32), _rand((2, 3), fc.float64, seed=4).transpose(0, 1).transpose(0, 1)
     c = _rand((3, 2), fc.float32, seed=5).transpose(0, 1)  # non-contiguous
     parts = [a, b, c]
-    _same(fc.cat([p.cuda() for p in parts], dim), fc.cat(parts, dim))
-    _same(fc.cat([a.cuda(), fc.empty(0).cuda()], dim), fc.cat([a, fc.empty(0)], dim))
+    assert_cuda_matches(fc.cat([p.cuda() for p in parts], dim), fc.cat(parts, dim))
+    assert_cuda_matches(fc.cat([a.cuda(), fc.empty(0).cuda()], dim), fc.cat([a, fc.empty(0)], dim))
     with pytest.raises(ValueError, match=r"\[cat\] sizes must match"):
         fc.cat([a.cuda(), fc.ones(3, 3).cuda()], 0 if dim else 1)
 
@@ -207,11 +202,11 @@ def test_bce_with_logits_vs_cpu(reduction, dtype, weights):
     xr, xc = x.clone().requires_grad_(), x.cuda().requires_grad_()
     loss = F.binary_cross_entropy_with_logits(xr, t, reduction=reduction, **kw)
     lossc = F.binary_cross_entropy_with_logits(xc, t.cuda(), reduction=reduction, **kwc)
-    _same(lossc, loss)
+    assert_cuda_matches(lossc, loss)
     g = _rand(tuple(loss.shape), dtype, seed=9)
     loss.backward(g)
     lossc.backward(g.cuda())
-    _same(xc.grad, xr.grad)
+    assert_cuda_matches(xc.grad, xr.grad)
 
 
 def test_ncf_and_mlp_train_on_the_gpu_as_on_the_cpu():
@@ -244,17 +239,19 @@ def test_ncf_and_mlp_train_on_the_gpu_as_on_the_cpu():
             F.binary_cross_entropy_with_logits(out, target.to(dev)).backward()
             opt.step()
     for (name, p), (_, q) in zip(cpu.named_parameters(), gpu.named_parameters(), strict=True):
-        assert name and _same(q, p, tol=1e-4) is None
+        assert name and assert_cuda_matches(q, p, tol=1e-4) is None
 
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
 def test_nan_to_num_and_sgn(dtype):
     x = fc.tensor([float("nan"), float("inf"), -float("inf"), -1.5, 0.0, 2.0], dtype=dtype)
-    _same(fc.nan_to_num(x.cuda()), fc.nan_to_num(x))
-    _same(fc.nan_to_num(x.cuda(), nan=1.0, posinf=2.0, neginf=-3.0), fc.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0))
-    _same(fc.sgn(x.cuda()), fc.sgn(x))
+    assert_cuda_matches(fc.nan_to_num(x.cuda()), fc.nan_to_num(x))
+    assert_cuda_matches(
+        fc.nan_to_num(x.cuda(), nan=1.0, posinf=2.0, neginf=-3.0), fc.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0)
+    )
+    assert_cuda_matches(fc.sgn(x.cuda()), fc.sgn(x))
     i = fc.tensor([3, -2, 0])
-    _same(fc.nan_to_num(i.cuda()), fc.nan_to_num(i))
+    assert_cuda_matches(fc.nan_to_num(i.cuda()), fc.nan_to_num(i))
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -263,11 +260,11 @@ def test_glu_vs_cpu(dim, dtype):
     a = _rand((4, 6, 2), dtype, seed=11)
     x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
     out, outc = F.glu(x, dim), F.glu(xc, dim)
-    _same(outc, out)
+    assert_cuda_matches(outc, out)
     g = _rand(tuple(out.shape), dtype, seed=12)
     out.backward(g)
     outc.backward(g.cuda())
-    _same(xc.grad, x.grad)
+    assert_cuda_matches(xc.grad, x.grad)
     with pytest.raises(ValueError, match=r"\[glu\] halving dimension must be even"):
         F.glu(fc.ones(3, 5).cuda(), 1)
 
@@ -281,12 +278,12 @@ def test_prelu_vs_cpu(shape, shared):
     x, xc = a.clone().requires_grad_(), a.cuda().requires_grad_()
     wr, wc = w.clone().requires_grad_(), w.cuda().requires_grad_()
     out, outc = F.prelu(x, wr), F.prelu(xc, wc)
-    _same(outc, out)
+    assert_cuda_matches(outc, out)
     g = _rand(shape, fc.float64, seed=15)
     out.backward(g)
     outc.backward(g.cuda())
-    _same(xc.grad, x.grad)
-    _same(wc.grad, wr.grad)
+    assert_cuda_matches(xc.grad, x.grad)
+    assert_cuda_matches(wc.grad, wr.grad)
 
 
 @pytest.mark.parametrize(
@@ -302,11 +299,11 @@ def test_pointwise_losses_vs_cpu(name, kw, reduction, dtype):
     xr, xc = x.clone().requires_grad_(), x.cuda().requires_grad_()
     loss = fn(xr, t, reduction=reduction, **kw)
     lossc = fn(xc, t.cuda(), reduction=reduction, **kw)
-    _same(lossc, loss)
+    assert_cuda_matches(lossc, loss)
     g = _rand(tuple(loss.shape), dtype, seed=23)
     loss.backward(g)
     lossc.backward(g.cuda())
-    _same(xc.grad, xr.grad)
+    assert_cuda_matches(xc.grad, xr.grad)
 
 
 def test_bce_rejects_out_of_range_inputs():
@@ -319,8 +316,8 @@ def test_masked_fill_vs_cpu(dtype):
     a = fc.tensor([[1, 0, 3], [4, 5, 0]]).to(dtype)
     mask = fc.tensor([True, False, True])
     value = True if dtype == fc.bool else 7
-    _same(a.cuda().masked_fill(mask.cuda(), value), a.masked_fill(mask, value))
-    _same(a.cuda().t().masked_fill(fc.tensor(True), value), a.t().masked_fill(fc.tensor(True), value))
+    assert_cuda_matches(a.cuda().masked_fill(mask.cuda(), value), a.masked_fill(mask, value))
+    assert_cuda_matches(a.cuda().t().masked_fill(fc.tensor(True), value), a.t().masked_fill(fc.tensor(True), value))
     with pytest.raises(TypeError, match="mask must be a bool tensor"):
         a.cuda().masked_fill(mask.cuda().long(), value)
 

@@ -9,15 +9,9 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import requires_gpu
+from cuda_testing import assert_cuda_matches
 
 pytestmark = requires_gpu
-
-
-def _same(got, expected, tol=1e-5):
-    assert got.is_cuda and got.dtype == expected.dtype and tuple(got.shape) == tuple(expected.shape)
-    np.testing.assert_allclose(
-        np.array(got.cpu().tolist(), dtype=float), np.array(expected.tolist(), dtype=float), rtol=tol, atol=tol
-    )
 
 
 def _x(dtype=fc.float32, shape=(3, 4, 5)):
@@ -33,16 +27,16 @@ def test_sum_mean_amax_amin(dtype, dim, keepdim):
     for src in (x, x.transpose(0, 2)):
         g = src.cuda()
         if dim is None:
-            _same(g.sum(), src.sum())
-            _same(g.mean(), src.mean())
-            _same(fc.max(g), fc.max(src))
-            _same(fc.min(g), fc.min(src))
+            assert_cuda_matches(g.sum(), src.sum())
+            assert_cuda_matches(g.mean(), src.mean())
+            assert_cuda_matches(fc.max(g), fc.max(src))
+            assert_cuda_matches(fc.min(g), fc.min(src))
         else:
-            _same(g.sum(dim, keepdim=keepdim), src.sum(dim, keepdim=keepdim))
-            _same(g.mean(dim, keepdim=keepdim), src.mean(dim, keepdim=keepdim))
+            assert_cuda_matches(g.sum(dim, keepdim=keepdim), src.sum(dim, keepdim=keepdim))
+            assert_cuda_matches(g.mean(dim, keepdim=keepdim), src.mean(dim, keepdim=keepdim))
             dims = dim if isinstance(dim, tuple) else (dim,)
-            _same(fc.amax(g, dims, keepdim), fc.amax(src, dims, keepdim))
-            _same(fc.amin(g, dims, keepdim), fc.amin(src, dims, keepdim))
+            assert_cuda_matches(fc.amax(g, dims, keepdim), fc.amax(src, dims, keepdim))
+            assert_cuda_matches(fc.amin(g, dims, keepdim), fc.amin(src, dims, keepdim))
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2])
@@ -59,10 +53,10 @@ def test_max_min_dim_and_arg(dim):
 
 def test_integer_sum_prod_and_errors():
     i = fc.tensor([[1, 2, 3], [4, 5, 6]])
-    _same(i.cuda().sum(), i.sum())
-    _same(i.cuda().sum(1), i.sum(1))
-    _same(fc.prod(i.cuda()), fc.prod(i))
-    _same(fc.tensor([True, False, True]).cuda().sum(), fc.tensor([True, False, True]).sum())
+    assert_cuda_matches(i.cuda().sum(), i.sum())
+    assert_cuda_matches(i.cuda().sum(1), i.sum(1))
+    assert_cuda_matches(fc.prod(i.cuda()), fc.prod(i))
+    assert_cuda_matches(fc.tensor([True, False, True]).cuda().sum(), fc.tensor([True, False, True]).sum())
     with pytest.raises(RuntimeError, match="max"):
         fc.max(fc.empty(0, device="cuda"))
     with pytest.raises(TypeError, match="mean"):
@@ -80,7 +74,7 @@ def test_random_matches_cpu_for_one_seed(dtype):
     gpu_u = fc.empty(1001, dtype=dtype, device="cuda").uniform_(-1, 2)
     gpu_n = fc.empty(7, 9, dtype=dtype, device="cuda").normal_(0.5, 2.0)
     assert gpu_u.cpu().tolist() == cpu_u.tolist()  # same draws, same arithmetic
-    _same(gpu_n, cpu_n, tol=1e-6)  # Box-Muller's log/cos/sin may differ in the last bit
+    assert_cuda_matches(gpu_n, cpu_n, tol=1e-6)  # Box-Muller's log/cos/sin may differ in the last bit
     # a non-contiguous target gets element i's draw in row-major order, as on the CPU
     fc.manual_seed(7)
     c = fc.empty(4, 6, dtype=dtype).transpose(0, 1).uniform_()
