@@ -44,11 +44,41 @@ atleast_2d = _atleast(_C._atleast_2d, "atleast_2d")
 atleast_3d = _atleast(_C._atleast_3d, "atleast_3d")
 
 
+def _other_shape(other, name: str) -> tuple:
+    if not isinstance(other, _C.Tensor):
+        raise TypeError(f"[{name}] expected a Tensor as 'other', got {type(other).__name__}")
+    return tuple(other.shape)
+
+
+def view_as(self, other):
+    """A view of ``self`` with the shape of ``other`` (``self.view(other.size())``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.arange(6).view_as(fc.zeros(2, 3)).shape == (2, 3)
+        True
+    """
+    return self.view(_other_shape(other, "view_as"))
+
+
+def reshape_as(self, other):
+    """``self`` reshaped to the shape of ``other`` (a view when possible, as ``reshape``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.arange(6).reshape(2, 3).t().reshape_as(fc.zeros(6)).tolist()
+        [0, 3, 1, 4, 2, 5]
+    """
+    return self.reshape(_other_shape(other, "reshape_as"))
+
+
 def _install() -> None:
     import flambeau_core
 
     for name in ("meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d"):
         setattr(flambeau_core, name, globals()[name])
+    _C.Tensor.view_as = view_as
+    _C.Tensor.reshape_as = reshape_as
 
 
 _install()

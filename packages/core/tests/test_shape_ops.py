@@ -367,3 +367,34 @@ def test_tril_triu_indices(row, col, offset):
     check(fc.tril_indices(row, col, offset), torch.tril_indices(row, col, offset))
     check(fc.triu_indices(row, col, offset), torch.triu_indices(row, col, offset))
     check(fc.tril_indices(row, col, offset, dtype=fc.int32), torch.tril_indices(row, col, offset, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_view_as_reshape_as(layout):
+    ours, theirs = pair((4, 6), layout=layout)
+    # torch's operand laid out as ours is (pair gives a contiguous one).
+    theirs = {"transposed": theirs.t().contiguous().t(), "sliced": theirs.repeat_interleave(2, -1)[..., ::2]}.get(
+        layout, theirs
+    )
+    assert ours.stride() == theirs.stride()
+    fc_other, torch_other = fc.zeros(2, 12), torch.zeros(2, 12)
+    np.testing.assert_array_equal(to_numpy(ours.reshape_as(fc_other)), theirs.reshape_as(torch_other).numpy())
+    try:
+        expected = theirs.view_as(torch_other)
+    except RuntimeError:  # both refuse to view memory that is not laid out for the shape
+        with pytest.raises(fc.FlambeauError, match=r"\[view\]"):
+            ours.view_as(fc_other)
+        return
+    view = ours.view_as(fc_other)
+    np.testing.assert_array_equal(to_numpy(view), expected.numpy())
+    view[0, 0] = 7  # a view: writes reach the tensor it views
+    assert ours[0, 0].item() == 7
+
+
+def test_view_as_reshape_as_errors():
+    with pytest.raises(TypeError, match=r"\[view_as\] expected a Tensor as 'other', got tuple"):
+        fc.zeros(6).view_as((2, 3))
+    with pytest.raises(TypeError, match=r"\[reshape_as\] expected a Tensor as 'other', got int"):
+        fc.zeros(6).reshape_as(6)
+    with pytest.raises(fc.FlambeauError, match=r"\[view\].*\(4,\)"):
+        fc.zeros(6).view_as(fc.zeros(4))
