@@ -11,6 +11,8 @@ import flambeau_nn.functional as F
 import pytest
 import torch
 import torch.nn.functional as TF
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nn_testing import TOLERANCES, assert_close, compare_forward_backward, from_torch
 
 DTYPES = [torch.float32, torch.float64]
@@ -164,3 +166,42 @@ def test_errors():
         F.max_unpool3d(fc.ones(1, 1, 1, 1, 1), fc.tensor([[[[[8]]]]]), 2)
     with pytest.raises(fc.FlambeauError, match=r"\[max_unpool1d\] invalid output_size"):
         F.max_unpool1d(fc.ones(1, 1, 2), fc.tensor([[[0, 2]]]), 2, output_size=[7])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spatial=st.tuples(*[st.integers(1, 7)] * 3),
+    k=st.tuples(*[st.integers(1, 3)] * 3),
+    s=st.tuples(*[st.integers(1, 3)] * 3),
+    p=st.tuples(*[st.integers(0, 1)] * 3),
+    d=st.tuples(*[st.integers(1, 2)] * 3),
+    ceil_mode=st.booleans(),
+    count_include_pad=st.booleans(),
+    divisor=st.sampled_from([None, 3]),
+)
+def test_pool3d_property(spatial, k, s, p, d, ceil_mode, count_include_pad, divisor):
+    """Any max/avg 3-D pooling parameters: the same values and indices as torch, or both refuse."""
+    x = torch.randn(1, 2, *spatial, dtype=torch.float64)
+    cases = [
+        (
+            lambda t: TF.max_pool3d(t, k, s, p, d, ceil_mode, True),
+            lambda t: F.max_pool3d(t, k, s, p, d, ceil_mode, True),
+        ),
+        (
+            lambda t: TF.avg_pool3d(t, k, s, p, ceil_mode, count_include_pad, divisor),
+            lambda t: F.avg_pool3d(t, k, s, p, ceil_mode, count_include_pad, divisor),
+        ),
+    ]
+    for theirs, ours in cases:
+        try:
+            expected = theirs(x)
+        except RuntimeError:
+            with pytest.raises(fc.FlambeauError):
+                ours(from_torch(x))
+            continue
+        got = ours(from_torch(x))
+        if isinstance(expected, tuple):
+            assert_close(got[0], expected[0], rtol=1e-12, atol=1e-12)
+            assert_close(got[1], expected[1])
+        else:
+            assert_close(got, expected, rtol=1e-12, atol=1e-12)

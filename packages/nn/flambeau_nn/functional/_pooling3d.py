@@ -127,14 +127,32 @@ def max_pool3d_with_indices(
     depth, h, w = _shape(x)[1:]
     # Note [3-D pooling from 2-D]
     vals, idx2 = fc.max_pool2d_with_indices(x, k[1:], s[1:], p[1:], d[1:], bool(ceil_mode))
-    positions = [[o * s[0] - p[0] + t * d[0] for t in range(k[0])] for o in range(out[0])]
-    positions = [[q if 0 <= q < depth else -1 for q in row] for row in positions]
+    # Each depth window lists its real taps first, then its padding: among equal maxima (-inf inputs)
+    # the first real tap wins, and a window of padding only reports PyTorch's first position
+    # (its start stepped past the left padding, hstart/wstart likewise), as PyTorch's kernel does.
+    positions, first_depth = [], []
+    for o in range(out[0]):
+        taps = [o * s[0] - p[0] + t * d[0] for t in range(k[0])]
+        real = [q for q in taps if 0 <= q < depth]
+        positions.append(real + [-1] * (len(taps) - len(real)))
+        first_depth.append(next((q for q in taps if q >= 0), taps[-1]))
     best, src_depth = _depth_max(vals, positions)
-    src_depth = src_depth.clamp(0, depth - 1)  # a window of -inf only (input -inf) reports a real depth
-    plane_idx = fc.gather(idx2, 1, src_depth)
-    indices = src_depth * (h * w) + plane_idx
+    padding_only = src_depth == depth
+    plane_idx = fc.gather(idx2, 1, src_depth.clamp(0, depth - 1))
+    indices = src_depth.clamp(0, depth - 1) * (h * w) + plane_idx
+    first = [_first_positions(out[1 + i], s[1 + i], p[1 + i], d[1 + i], x.device) for i in range(2)]
+    first_hw = first[0].reshape(-1, 1) * w + first[1].reshape(1, -1)
+    first_d = fc.tensor(first_depth, dtype=fc.int64, device=x.device).reshape(1, -1, 1, 1)
+    indices = fc.where(padding_only, first_d * (h * w) + first_hw, indices)
     shape = lead + tuple(out)
     return best.reshape(shape), indices.reshape(shape)
+
+
+def _first_positions(n_out: int, s: int, p: int, d: int, device: Any) -> Tensor:
+    """Each window's first position not in the left padding (its start stepped by the dilation)."""
+    starts = [o * s - p for o in range(n_out)]
+    firsts = [st + ((-st + d - 1) // d) * d if st < 0 else st for st in starts]
+    return fc.tensor(firsts, dtype=fc.int64, device=device)
 
 
 def max_pool3d(
@@ -185,6 +203,12 @@ def avg_pool3d(
     ):
         raise FlambeauError(f"[{op}] divisor must be a non-zero int, got divisor_override={divisor_override!r}")
     k, s, p, _, out = _pool_params(op, kernel_size, stride, padding, 1, input, bool(ceil_mode))
+    spatial = _shape(input)[-3:]
+    if any(spatial[i] < k[i] for i in range(3)):  # PyTorch's 3-D average pool checks this before padding
+        raise FlambeauError(
+            f"[{op}] input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than kernel size "
+            f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})"
+        )
     planes, depth = x.shape[0], x.shape[1]
     div = None if divisor_override is None else 1
     hw = fc.avg_pool2d(x, k[1:], s[1:], p[1:], bool(ceil_mode), bool(count_include_pad), div)
