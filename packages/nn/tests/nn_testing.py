@@ -32,19 +32,26 @@ def from_torch(x: torch.Tensor) -> fc.Tensor:
 
 
 def assert_close(
-    ours: fc.Tensor, theirs: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-6, *, scale_atol: bool = False
+    ours: fc.Tensor,
+    theirs: torch.Tensor,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    what: str = "",
+    *,
+    scale_atol: bool = False,
 ) -> None:
-    """ours has theirs' shape and values within rtol/atol.
+    """ours has theirs' shape and values within rtol/atol (``what`` names the value in a failure).
 
     ``scale_atol``: atol times max(1, max |theirs|), for float32 sums of many products taken in
     another order than PyTorch's (their error grows with the values' magnitude, not each element's)."""
-    assert ours is not None, "flambeau value is None"
+    prefix = f"{what}: " if what else ""
+    assert ours is not None, f"{prefix}flambeau value is None"
     a = to_numpy(ours)
     b = theirs.detach().numpy()
-    assert a.shape == b.shape, f"shape {a.shape} != {b.shape}"
+    assert a.shape == b.shape, f"{prefix}shape {a.shape} != {b.shape}"
     if scale_atol:
         atol *= max(1.0, float(np.abs(b).max()))
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
 
 
 def copy_params(ours, theirs) -> None:
@@ -71,15 +78,9 @@ def th(a, dtype=torch.float64, requires_grad=False):
     return torch.tensor(np.ascontiguousarray(a), dtype=dtype, requires_grad=requires_grad)
 
 
-def npy(t):
-    return np.array(memoryview(to_host(t.detach()).contiguous())).reshape(tuple(t.shape))
-
-
-def close(ours, theirs, rtol, atol, what=""):
-    a = npy(ours)
-    b = theirs.detach().numpy()
-    assert a.shape == b.shape, f"{what}: shape {a.shape} != {b.shape}"
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=what)
+# The short names the run_both tests use.
+npy = to_numpy
+close = assert_close
 
 
 def run_both(fb_fn, th_fn, arrays, dtype_name, *, noncontig=False, grad=True, extra_fb=(), extra_th=(), grad_rtol=None):
