@@ -10,6 +10,8 @@ import flambeau_nn.functional as F
 import pytest
 import torch
 import torch.nn.functional as TF
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nn_testing import TOLERANCES, assert_close, compare_forward_backward, from_torch
 
 DTYPES = [torch.float32, torch.float64]
@@ -88,3 +90,28 @@ def test_errors():
         F.affine_grid(fc.zeros(1, 2, 3), (1, 1, 2))
     with pytest.raises(TypeError, match=r"\[affine_grid\] expected theta to be a floating point"):
         F.affine_grid(fc.zeros(1, 2, 3, dtype=fc.int64), (1, 1, 2, 2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rank=st.sampled_from([4, 5]),
+    sizes=st.lists(st.integers(1, 5), min_size=6, max_size=6),
+    mode=st.sampled_from(["bilinear", "nearest", "bicubic"]),
+    padding_mode=st.sampled_from(["zeros", "border", "reflection"]),
+    align_corners=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_grid_sample_property(rank, sizes, mode, padding_mode, align_corners, seed):
+    """Any input and grid size, mode and padding: the same values as torch, or both refuse."""
+    g = torch.Generator().manual_seed(seed)
+    n_sp = rank - 2
+    x = torch.randn(2, 2, *sizes[:n_sp], dtype=torch.float64, generator=g)
+    grid = torch.rand(2, *sizes[3 : 3 + n_sp], n_sp, dtype=torch.float64, generator=g) * 3.0 - 1.5
+    try:
+        expected = TF.grid_sample(x, grid, mode, padding_mode, align_corners)
+    except RuntimeError:
+        with pytest.raises(fc.FlambeauError):
+            F.grid_sample(from_torch(x), from_torch(grid), mode, padding_mode, align_corners)
+        return
+    got = F.grid_sample(from_torch(x), from_torch(grid), mode, padding_mode, align_corners)
+    assert_close(got, expected, rtol=1e-9, atol=1e-9)
