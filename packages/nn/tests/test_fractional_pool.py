@@ -9,6 +9,8 @@ import flambeau_nn.functional as F
 import pytest
 import torch
 import torch.nn.functional as TF
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nn_testing import TOLERANCES, assert_close, compare_forward_backward, from_torch
 
 
@@ -79,3 +81,31 @@ def test_errors():
         F.fractional_max_pool3d(fc.randn(1, 1, 5, 5, 5), 2, 2, _random_samples=fc.rand(1, 1, 2))
     with pytest.raises(fc.FlambeauError, match=r"\[FractionalMaxPool2d\] output_ratio must be between 0 and 1"):
         nn.FractionalMaxPool2d(2, output_ratio=1.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rank=st.sampled_from([2, 3]),
+    sizes=st.lists(st.integers(1, 9), min_size=3, max_size=3),
+    k=st.lists(st.integers(1, 3), min_size=3, max_size=3),
+    out=st.lists(st.integers(1, 6), min_size=3, max_size=3),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_fractional_max_pool_property(rank, sizes, k, out, dtype, seed):
+    """Any sizes and samples: the same windows (values and indices) as torch, or both refuse."""
+    g = torch.Generator().manual_seed(seed)
+    n = rank
+    x = torch.randn(2, 3, *sizes[:n], dtype=dtype, generator=g)
+    u = torch.rand(2, 3, n, dtype=dtype, generator=g)
+    theirs, ours = getattr(TF, f"fractional_max_pool{n}d"), getattr(F, f"fractional_max_pool{n}d")
+    kw = dict(output_size=tuple(out[:n]), return_indices=True)
+    try:
+        expected = theirs(x, tuple(k[:n]), _random_samples=u, **kw)
+    except RuntimeError:
+        with pytest.raises(fc.FlambeauError):
+            ours(from_torch(x), tuple(k[:n]), _random_samples=from_torch(u), **kw)
+        return
+    got = ours(from_torch(x), tuple(k[:n]), _random_samples=from_torch(u), **kw)
+    assert_close(got[0], expected[0], rtol=0, atol=0)
+    assert_close(got[1], expected[1])

@@ -82,11 +82,14 @@ def _fractional_max_pool(
         out = [int(spatial[i] * ratio[i]) for i in range(n)]
     else:
         out = _per_dim(output_size, n, op, "output_size", int)
+    # PyTorch's 3-D kernel wants output_size + kernel_size - 1 < input size, its 2-D kernel <=.
+    slack = 1 if n == 3 else 0
     for i in range(n):
-        if k[i] <= 0 or out[i] <= 0 or out[i] + k[i] - 1 > spatial[i]:
+        if k[i] <= 0 or out[i] <= 0 or out[i] + k[i] - 1 + slack > spatial[i]:
+            bound = "<" if n == 3 else "<="
             raise FlambeauError(
                 f"[{op}] kernel_size {tuple(k)} and output_size {tuple(out)} do not fit the input {_shape(input)}: "
-                f"need output_size + kernel_size - 1 <= input size in every spatial dim"
+                f"need output_size + kernel_size - 1 {bound} input size in every spatial dim"
             )
     unbatched = input.dim() == n + 1
     x = input.unsqueeze(0) if unbatched else input
