@@ -205,3 +205,19 @@ def test_pool3d_property(spatial, k, s, p, d, ceil_mode, count_include_pad, divi
             assert_close(got[1], expected[1])
         else:
             assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spatial=st.tuples(*[st.integers(1, 7)] * 3),
+    out=st.tuples(*[st.one_of(st.none(), st.integers(0, 8))] * 3),
+    seed=st.integers(0, 2**16),
+)
+def test_adaptive_pool3d_property(spatial, out, seed):
+    """Any input and output sizes (None keeps a dim): adaptive max/avg values and indices equal torch's."""
+    x = torch.randn(2, 3, *spatial, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    assert_close(F.adaptive_avg_pool3d(from_torch(x), out), TF.adaptive_avg_pool3d(x, out), rtol=1e-12, atol=1e-12)
+    values, idx = F.adaptive_max_pool3d(from_torch(x), out, return_indices=True)
+    their_values, their_idx = TF.adaptive_max_pool3d(x, out, return_indices=True)
+    assert_close(values, their_values, rtol=0, atol=0)
+    assert_close(idx, their_idx)
