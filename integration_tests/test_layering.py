@@ -27,11 +27,14 @@ def _import_name(dist: str) -> str:
     return "flambeau" if dist == "flambeau" else dist.replace("-", "_")
 
 
-def _declared(pkg_dir: Path) -> set[str]:
-    """The flambeau packages (import names) pkg_dir's pyproject declares as runtime dependencies."""
+def _declared(pkg_dir: Path, *, extra: str | None = None) -> set[str]:
+    """The flambeau packages (import names) pkg_dir's pyproject declares as runtime dependencies
+    (and, with ``extra``, in that optional-dependency group too)."""
     meta = tomllib.loads((pkg_dir / "pyproject.toml").read_text())
     project = meta["project"]
     deps = list(project.get("dependencies", []))
+    if extra is not None:
+        deps += project.get("optional-dependencies", {}).get(extra, [])
     if "dependencies" in project.get("dynamic", []):
         deps += meta["tool"]["scikit-build"]["metadata"]["dependencies"].get("result", [])
     names = {re.split(r"[=<>\[ ;]", d, maxsplit=1)[0] for d in deps}
@@ -77,10 +80,21 @@ def test_a_package_imports_only_what_it_declares(name, pkg_dir):
     assert not wrong, f"{name} may import only {sorted(allowed)}:\n" + "\n".join(wrong)
 
 
+@pytest.mark.parametrize(("name", "pkg_dir"), _packages(), ids=[n for n, _ in _packages()])
+def test_a_package_s_tests_import_only_it_and_what_its_test_extra_declares(name, pkg_dir):
+    """A package's tests run against that package installed alone with its test extra (ARCHITECTURE.md)."""
+    if name == "flambeau" or not (pkg_dir / "tests").is_dir():
+        return
+    allowed = _declared(pkg_dir, extra="test") | {name}
+    wrong = [f"{f}:{line} imports {mod}" for f, line, mod in _imports(pkg_dir / "tests") if mod not in allowed]
+    assert not wrong, f"{name}'s tests may import only {sorted(allowed)} (its test extra):\n" + "\n".join(wrong)
+
+
 def test_the_scan_sees_declared_dependencies():
     """The invariant the test above relies on: nn declares core and autograd, data declares core."""
     assert _declared(PACKAGES / "nn") == {"flambeau_core", "flambeau_autograd"}
     assert _declared(PACKAGES / "data") == {"flambeau_core"}
+    assert _declared(PACKAGES / "cuda", extra="test") >= {"flambeau_nn", "flambeau_interop"}
 
 
 def _run(code: str) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import flambeau_core
+from flambeau_core._testing_hooks import gradcheck_graph_observers
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -43,12 +44,6 @@ def _flat(t: Any) -> list[float]:
 def _from_flat(values: list[float], like: Any) -> Any:
     t = flambeau_core.tensor(values, dtype=like.dtype)
     return t.reshape(tuple(like.shape))
-
-
-# Callables given the outputs whose graph gradcheck is about to differentiate (the pytest
-# plugin flambeau_autograd.testing records which backward nodes gradcheck covers). Empty
-# outside that plugin: one falsy check per gradcheck call.
-_graph_observers: list[Callable[[tuple], None]] = []
 
 
 def _outputs(fn: Callable, inputs: Sequence[Any]) -> tuple:
@@ -86,7 +81,7 @@ def _analytical_jacobian(fn: Callable, inputs: tuple) -> list:
 
     diff = [i for i, x in enumerate(inputs) if isinstance(x, flambeau_core.Tensor) and x.requires_grad]
     outs = _outputs(fn, inputs)
-    for observe in _graph_observers:
+    for observe in gradcheck_graph_observers:  # test tooling only (flambeau_core._testing_hooks)
         observe(outs)
     jac: list = [None if i not in diff else [] for i in range(len(inputs))]
     for i in diff:

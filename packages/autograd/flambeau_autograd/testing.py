@@ -1,61 +1,15 @@
-"""pytest plugin of flambeau-autograd: which backward nodes the gradchecks of a test run covered.
+"""Test tooling for derivatives.yaml: which node each entry records, which entries CI requires a
+gradcheck case for, and which ones still raise NotImplementedError.
 
-``pytest --gradcheck-coverage=FILE`` records the name of every node (``SinBackward0``, ...) in the
-graphs that ``gradcheck`` and ``gradgradcheck`` differentiate, and appends them to FILE at the end
-of the session (several sessions, one per package, may write the same file). ``nox -s tests``
-passes it to every suite, then checks that each entry of derivatives.yaml has a node in the
-file (``gradcheck_coverage_missing``): a formula without a gradcheck case fails CI.
-
-Registered as a ``pytest11`` entry point, so every test session with flambeau-autograd installed
-has the option; without it the plugin does nothing.
+``pytest --gradcheck-coverage=FILE`` (flambeau_core.testing's plugin) writes the backward nodes
+every ``gradcheck``/``gradgradcheck`` differentiated; ``nox -s tests`` then calls
+``gradcheck_coverage_missing`` with them: a formula without a gradcheck case fails CI.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
-from typing import Any
-
-# The module, not the function the package exports under the same name.
-_gradcheck = importlib.import_module("flambeau_autograd.gradcheck")
-
-_seen: set[str] = set()
-
-
-def _record(outs: tuple) -> None:
-    stack = [o.grad_fn for o in outs if getattr(o, "grad_fn", None) is not None]
-    # Keyed by id() with the node kept alive: next_functions makes new wrapper objects, and the
-    # id of one that was freed could be reused by a node not yet seen.
-    visited: dict[int, object] = {}
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in visited:
-            continue
-        visited[id(node)] = node
-        _seen.add(node.name())
-        stack.extend(fn for fn, _ in node.next_functions)
-
-
-def pytest_addoption(parser: Any) -> None:
-    parser.addoption(
-        "--gradcheck-coverage",
-        default=None,
-        metavar="FILE",
-        help="append the backward nodes that gradcheck/gradgradcheck covered to FILE (flambeau-autograd)",
-    )
-
-
-def pytest_configure(config: Any) -> None:
-    if config.getoption("--gradcheck-coverage", default=None):
-        _gradcheck._graph_observers.append(_record)
-
-
-def pytest_sessionfinish(session: Any) -> None:
-    path = session.config.getoption("--gradcheck-coverage", default=None)
-    if path and _seen:
-        with open(path, "a") as f:
-            f.writelines(name + "\n" for name in sorted(_seen))
 
 
 def node_name(entry: str) -> str:
@@ -69,7 +23,7 @@ def _entries(derivatives_yaml: str | Path) -> list[tuple[str, str]]:
     text = Path(derivatives_yaml).read_text()
     starts = [(m.start(), m.group(1)) for m in re.finditer(r"(?m)^- name: *([\w.]+)", text)]
     ends = [s for s, _ in starts[1:]] + [len(text)]
-    return [(name, text[s:e]) for (s, name), e in zip(starts, ends)]
+    return [(name, text[s:e]) for (s, name), e in zip(starts, ends, strict=True)]
 
 
 def declared_unsupported(derivatives_yaml: str | Path) -> list[str]:

@@ -1,9 +1,8 @@
-"""flambeau_autograd.testing, the pytest plugin behind CI's check that every derivatives.yaml entry
+"""flambeau_autograd.testing and core's --gradcheck-coverage, behind CI's check that every derivatives.yaml entry
 has a gradcheck case: node names as gen_autograd writes them, and the coverage file of a run."""
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 import textwrap
@@ -76,5 +75,6 @@ def test_a_run_with_the_option_records_the_nodes_gradcheck_differentiated(tmp_pa
 
 
 def test_gradcheck_is_observed_only_with_the_option(request):
-    module = importlib.import_module("flambeau_autograd.gradcheck")
-    assert bool(module._graph_observers) == bool(request.config.getoption("--gradcheck-coverage"))
+    from flambeau_core._testing_hooks import gradcheck_graph_observers
+
+    assert bool(gradcheck_graph_observers) == bool(request.config.getoption("--gradcheck-coverage"))

@@ -208,7 +208,46 @@ def current_device() -> str:
 _FIXTURE = "_flambeau_default_device"
 
 
+# ---- --gradcheck-coverage: the backward nodes gradchecks differentiate (flambeau_core._testing_hooks) ----
+
+_gradcheck_nodes: set[str] = set()
+
+
+def _record_graph(outs: tuple) -> None:
+    stack = [o.grad_fn for o in outs if getattr(o, "grad_fn", None) is not None]
+    # Keyed by id() with the node kept alive: next_functions makes new wrapper objects, and the
+    # id of one that was freed could be reused by a node not yet seen.
+    visited: dict[int, object] = {}
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in visited:
+            continue
+        visited[id(node)] = node
+        _gradcheck_nodes.add(node.name())
+        stack.extend(fn for fn, _ in node.next_functions)
+
+
+def pytest_addoption(parser: Any) -> None:
+    parser.addoption(
+        "--gradcheck-coverage",
+        default=None,
+        metavar="FILE",
+        help="append the backward nodes that gradcheck/gradgradcheck (flambeau-autograd) differentiated to FILE",
+    )
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    path = session.config.getoption("--gradcheck-coverage", default=None)
+    if path and _gradcheck_nodes:
+        with open(path, "a") as f:
+            f.writelines(name + "\n" for name in sorted(_gradcheck_nodes))
+
+
 def pytest_configure(config: Any) -> None:
+    if config.getoption("--gradcheck-coverage", default=None):
+        from flambeau_core._testing_hooks import gradcheck_graph_observers
+
+        gradcheck_graph_observers.append(_record_graph)
     config.addinivalue_line(
         "markers",
         "on_devices(types=('cpu', 'sim', 'cuda'), not_on_cuda=None): run each test once per device, that "

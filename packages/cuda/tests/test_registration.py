@@ -129,10 +129,3 @@ def test_caching_allocator_capsule_errors():
     flambeau_alloc.CachingAllocator._from_raw_backend(cap, "first", fc.device("cpu"))
     with pytest.raises(ValueError, match="taken already"):
         flambeau_alloc.CachingAllocator._from_raw_backend(cap, "second", fc.device("cpu"))
-
-
-def test_meta_package_exposes_cuda():
-    import flambeau as fb
-
-    assert fb.cuda is fc.cuda
-    assert fb.cuda.device_count() == fc.cuda.device_count()

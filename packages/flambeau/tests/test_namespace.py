@@ -129,3 +129,12 @@ def test_probed_names_are_core_objects_and_importable():
     ]:
         assert getattr(fb, name) is getattr(flambeau_core, name), name
     assert importlib.import_module("flambeau.onnx") is fb.onnx and importlib.import_module("flambeau.hub") is fb.hub
+
+
+def test_meta_package_exposes_cuda():
+    """fb.cuda is core's CUDA module (flambeau-cuda, when installed, registers into it)."""
+    import flambeau as fb
+    import flambeau_core as fc
+
+    assert fb.cuda is fc.cuda
+    assert fb.cuda.device_count() == fc.cuda.device_count()

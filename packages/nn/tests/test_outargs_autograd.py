@@ -8,7 +8,8 @@ under no_grad (or when nothing requires grad) it writes out as usual.
 
 from __future__ import annotations
 
-import flambeau as fb
+import flambeau_autograd as fa
+import flambeau_core as fb
 import pytest
 import torch
 
@@ -65,7 +66,7 @@ def test_under_no_grad_out_is_written(case):
     _, call = case
     x = fb.tensor(X, requires_grad=True)
     xt = torch.tensor(X, requires_grad=True)
-    with fb.no_grad():
+    with fa.no_grad():
         out = fb.empty(0)
         r = call(fb, x, out)
     with torch.no_grad():
