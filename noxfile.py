@@ -128,7 +128,7 @@ def tests(session: nox.Session) -> None:
                 "-p",
                 "no:cacheprovider",
                 f"--junitxml={results / name}.xml",
-                *([f"--gradcheck-coverage={results / 'gradcheck_nodes.txt'}"] if name in GRADCHECK_SUITES else []),
+                f"--gradcheck-coverage={results / 'gradcheck_nodes.txt'}",
                 str(path),
                 env=env,
             )
@@ -141,11 +141,6 @@ def tests(session: nox.Session) -> None:
     _print_totals(session, results)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
-
-
-# The suites above autograd, whose gradchecks count for derivatives.yaml (flambeau_autograd.testing);
-# core, alloc, data and interop run without autograd loaded.
-GRADCHECK_SUITES = {"autograd", "nn", "cuda", "distributed", "flambeau", "integration_tests"}
 
 
 def _gradcheck_coverage_complete(session: nox.Session, nodes: Path) -> bool:
