@@ -72,6 +72,10 @@ Tensor.__repr__ = _format.tensor_repr
 Tensor.__str__ = _format.tensor_repr
 _copying.install()  # pickle, copy.copy, copy.deepcopy
 
+from flambeau_core import _comparison  # noqa: E402,I001
+
+_comparison.install()  # isclose, allclose, equal (functions and Tensor methods)
+
 from flambeau_core import _protocols  # noqa: E402,I001
 
 _protocols.install()  # format(t, spec), iter(t), x in t
