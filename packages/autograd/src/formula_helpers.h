@@ -673,6 +673,140 @@ inline Tensor cross_entropy_backward_self_backward(const Tensor& grad, const Ten
   return a * p * (grad - op::sum(grad * p, IntArrayRef(cdim), true, std::nullopt));
 }
 
+
+// ---- loss gradients in the target (and class weights) ----
+
+/// PyTorch refuses a gradient for these loss arguments (its forward raises "not differentiable
+/// with respect to argument"); flambeau raises when the gradient is asked for instead of
+/// silently dropping it.
+inline Tensor not_differentiable(const char* op, const char* arg, const char* when = "") {
+  throw RuntimeError(detail::cat_str("[", op, "] is not differentiable with respect to argument '", arg, "'",
+                                     when, " (as in PyTorch)"));
+}
+
+/// binary_cross_entropy's gradient in its target: -grad scale w logit(x), PyTorch's formula
+/// (the log of the logit is not clamped, unlike the loss's logs).
+inline Tensor binary_cross_entropy_target_backward(const Tensor& grad, const Tensor& self,
+                                                   const std::optional<Tensor>& weight, int64_t reduction) {
+  const Tensor logit = op::log(self) - op::log1p(-self);
+  return -pointwise_loss_scale(grad, reduction, self.numel()) * weight_or_one(weight) * logit;
+}
+
+/// binary_cross_entropy_with_logits' gradient in its target: grad scale w (log(1 - s) - pw log s),
+/// s = sigmoid(x), from log_sigmoid (stable); -x without pos_weight.
+inline Tensor binary_cross_entropy_with_logits_target_backward(const Tensor& grad, const Tensor& self,
+                                                               const std::optional<Tensor>& weight,
+                                                               const std::optional<Tensor>& pos_weight,
+                                                               int64_t reduction) {
+  const Tensor d = pos_weight ? op::log_sigmoid(-self) - *pos_weight * op::log_sigmoid(self) : -self;
+  return pointwise_loss_scale(grad, reduction, self.numel()) * weight_or_one(weight) * d;
+}
+
+/// binary_cross_entropy_backward's gradient in target: -grad scale w / max(x (1 - x), 1e-12).
+inline Tensor binary_cross_entropy_backward_target_backward(const Tensor& grad, const Tensor& grad_output,
+                                                            const Tensor& self,
+                                                            const std::optional<Tensor>& weight,
+                                                            int64_t reduction) {
+  const Tensor clamped = op::clamp_min(self * (1.0 - self), Scalar(1e-12));
+  return -grad * pointwise_loss_scale(grad_output, reduction, grad.numel()) * weight_or_one(weight) / clamped;
+}
+
+/// binary_cross_entropy_with_logits_backward's gradient in target: the backward is
+/// scale w ((pw t + 1 - t) s - pw t), so grad scale w ((pw - 1) s - pw) (-grad scale w without pw).
+inline Tensor binary_cross_entropy_with_logits_backward_target_backward(
+    const Tensor& grad, const Tensor& grad_output, const Tensor& self, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  const Tensor d = pos_weight ? (*pos_weight - 1.0) * op::sigmoid(self) - *pos_weight : num(-1.0);
+  return grad * pointwise_loss_scale(grad_output, reduction, grad.numel()) * weight_or_one(weight) * d;
+}
+
+/// Whether a cross entropy target holds class probabilities (the kernel's test), not class indices.
+inline bool cross_entropy_probability_target(const Tensor& self, const Tensor& target) {
+  return is_floating(target.dtype()) && target.dim() == self.dim();
+}
+
+/// Class weights shaped (C, 1, ...) to broadcast over self from its class dim, in self's dtype.
+inline Tensor cross_entropy_class_weight(const Tensor& weight, const Tensor& self) {
+  const int64_t cd = class_dim(self);
+  Shape shape(static_cast<size_t>(self.dim() - cd), 1);
+  shape[0] = self.sizes()[cd];
+  return op::reshape(weight.dtype() == self.dtype() ? weight : op::cast(weight, self.dtype()), shape);
+}
+
+/// The gradient scale of each row of a probability-target cross entropy, broadcast over its
+/// classes: grad (reduction none, one per row; sum) or grad / rows (mean).
+inline Tensor cross_entropy_row_scale(const Tensor& grad, const Tensor& self, int64_t reduction) {
+  const int64_t cd = class_dim(self);
+  if (reduction == 1)
+    return grad / static_cast<double>(self.numel() / std::max<int64_t>(1, self.sizes()[cd]));
+  return reduction == 0 && self.dim() >= 2 ? op::unsqueeze(grad, cd) : grad;
+}
+
+/// Sums a per-element (self-shaped) gradient to the (C,) class weights.
+inline Tensor cross_entropy_sum_to_classes(const Tensor& g, const Tensor& self) {
+  if (self.dim() < 2) return g;
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < self.dim(); ++d) dims.push_back(d);
+  return op::sum(g, IntArrayRef(dims), false, std::nullopt);
+}
+
+/// With class probabilities y, each row's loss is -sum_c w_c ((1 - eps) y_c + eps / C) log_softmax(x)_c:
+/// linear in y, so its gradient in the target is -grad scale (1 - eps) w log_softmax(x). Class
+/// indices (integers) cannot require a gradient.
+inline Tensor cross_entropy_target_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                            const std::optional<Tensor>& weight, int64_t reduction,
+                                            double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "target", " for class-index targets");
+  const Tensor logp = op::_log_softmax(self, class_dim(self));
+  Tensor g = -cross_entropy_row_scale(grad, self, reduction) * (1.0 - label_smoothing) * logp;
+  return weight ? g * cross_entropy_class_weight(*weight, self) : g;
+}
+
+/// The same loss is linear in the class weights: -grad scale ((1 - eps) y + eps / C) log_softmax(x),
+/// summed over rows. With class indices PyTorch has no weight gradient (mean divides by the
+/// weights of the targets' classes) and neither has flambeau.
+inline Tensor cross_entropy_weight_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                            int64_t reduction, double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "weight", " for class-index targets");
+  const double smooth = label_smoothing / static_cast<double>(self.sizes()[class_dim(self)]);
+  const Tensor y = target * (1.0 - label_smoothing) + smooth;
+  const Tensor logp = op::_log_softmax(self, class_dim(self));
+  return cross_entropy_sum_to_classes(-cross_entropy_row_scale(grad, self, reduction) * y * logp, self);
+}
+
+/// _cross_entropy_backward with class probabilities is, per row, scale (A p - w y') with
+/// A = sum_c w_c y'_c, y' = (1 - eps) y + eps / C and p = softmax(x). Against grad G, its gradient
+/// in y is scale (1 - eps) w (sum_k G_k p_k - G).
+inline Tensor cross_entropy_backward_target_backward(const Tensor& grad, const Tensor& grad_output,
+                                                     const Tensor& self, const Tensor& target,
+                                                     const std::optional<Tensor>& weight, int64_t reduction,
+                                                     double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "target", " for class-index targets");
+  const int64_t cdim[1] = {class_dim(self)};
+  const Tensor p = op::softmax(self, cdim[0], std::nullopt);
+  Tensor g = cross_entropy_row_scale(grad_output, self, reduction) * (1.0 - label_smoothing) *
+             (op::sum(grad * p, IntArrayRef(cdim), true, std::nullopt) - grad);
+  return weight ? g * cross_entropy_class_weight(*weight, self) : g;
+}
+
+/// ... and in the class weights: scale y' (sum_k G_k p_k - G), summed over rows.
+inline Tensor cross_entropy_backward_weight_backward(const Tensor& grad, const Tensor& grad_output,
+                                                     const Tensor& self, const Tensor& target,
+                                                     int64_t reduction, double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "weight", " for class-index targets");
+  const int64_t cdim[1] = {class_dim(self)};
+  const double smooth = label_smoothing / static_cast<double>(self.sizes()[cdim[0]]);
+  const Tensor y = target * (1.0 - label_smoothing) + smooth;
+  const Tensor p = op::softmax(self, cdim[0], std::nullopt);
+  const Tensor g = cross_entropy_row_scale(grad_output, self, reduction) * y *
+                   (op::sum(grad * p, IntArrayRef(cdim), true, std::nullopt) - grad);
+  return cross_entropy_sum_to_classes(g, self);
+}
+
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)
