@@ -140,3 +140,13 @@ def test_dcgan(tmp_path):
         assert all(0 < d < 1 for d in result["d_x"] + result["d_g_z"])
         assert result["fake_in_range"]
     assert ours["fake_mean"] == pytest.approx(theirs["fake_mean"], abs=0.05)
+
+
+def test_super_resolution(tmp_path):
+    # Orthogonal initialisation, data and batches are random: the same quality, not the same path.
+    ours, theirs = _both("super_resolution.py", tmp_path)
+    for result in (ours, theirs):
+        assert result["orthogonal"]
+        assert result["epoch_losses"][-1] < 0.1 * result["epoch_losses"][0]
+        assert result["psnr"] > result["nearest_psnr"] + 0.5  # better than repeating each pixel
+    assert ours["psnr"] == pytest.approx(theirs["psnr"], abs=2.5)
