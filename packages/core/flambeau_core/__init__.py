@@ -75,6 +75,9 @@ _copying.install()  # pickle, copy.copy, copy.deepcopy
 from flambeau_core import _comparison  # noqa: E402,I001
 
 _comparison.install()  # isclose, allclose, equal (functions and Tensor methods)
+from flambeau_core import _distance  # noqa: E402,I001
+
+_distance.install()  # cdist
 
 from flambeau_core import _protocols  # noqa: E402,I001
 

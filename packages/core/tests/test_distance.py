@@ -1,0 +1,70 @@
+"""cdist against PyTorch: values over p in [0, inf], broadcast batch dims, float64, zero distances (whose
+gradient is 0, as PyTorch's), gradients when flambeau-autograd is installed, and the error paths."""
+
+from __future__ import annotations
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from helpers import to_numpy
+
+pytestmark = pytest.mark.on_devices
+
+PS = [0.0, 0.5, 1.0, 2.0, 3.0, float("inf")]
+
+
+def operands(shape1, shape2, dtype=np.float32):
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(shape1).astype(dtype), rng.standard_normal(shape2).astype(dtype)
+    b[..., 0, :] = a.reshape(-1, a.shape[-1])[0]  # a distance of exactly 0 in every batch
+    return a, b
+
+
+@pytest.mark.parametrize("p", PS)
+@pytest.mark.parametrize(("shape1", "shape2"), [((4, 3), (5, 3)), ((2, 4, 3), (2, 6, 3)), ((2, 1, 4, 3), (3, 5, 3))])
+def test_cdist_values(p, shape1, shape2):
+    a, b = operands(shape1, shape2)
+    expected = torch.cdist(torch.from_numpy(a), torch.from_numpy(b), p=p)
+    got = fc.cdist(fc.tensor(a), fc.tensor(b), p=p)
+    assert got.shape == tuple(expected.shape)
+    np.testing.assert_allclose(to_numpy(got), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"])
+def test_cdist_float64_and_compute_modes(mode):
+    a, b = operands((30, 4), (40, 4), np.float64)
+    expected = torch.cdist(torch.from_numpy(a), torch.from_numpy(b), compute_mode=mode)
+    got = fc.cdist(fc.tensor(a), fc.tensor(b), compute_mode=mode)
+    assert got.dtype == fc.float64
+    np.testing.assert_allclose(to_numpy(got), expected.numpy(), rtol=1e-7, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist_gradients(p):
+    pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+    a, b = operands((2, 4, 3), (2, 5, 3))
+    weights = np.linspace(-1, 1, 40, dtype=np.float32).reshape(2, 4, 5)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (torch.cdist(ta, tb, p=p) * torch.from_numpy(weights)).sum().backward()
+    fa, fb = fc.tensor(a, requires_grad=True), fc.tensor(b, requires_grad=True)
+    (fc.cdist(fa, fb, p=p) * fc.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(to_numpy(fa.grad), ta.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(fb.grad), tb.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_cdist_errors():
+    with pytest.raises(TypeError, match=r"\[cdist\] expected floating-point tensors, got x1 of dtype .*int64"):
+        fc.cdist(fc.ones(2, 3, dtype=fc.int64), fc.ones(2, 3))
+    with pytest.raises(TypeError, match=r"\[cdist\] expected a Tensor as 'x2', got list"):
+        fc.cdist(fc.ones(2, 3), [[1.0, 2.0, 3.0]])
+    with pytest.raises(fc.FlambeauError, match=r"at least 2 dims, got x1 of shape \(3,\)"):
+        fc.cdist(fc.ones(3), fc.ones(2, 3))
+    with pytest.raises(fc.FlambeauError, match=r"same number of columns, got shapes \(2, 3\) and \(2, 4\)"):
+        fc.cdist(fc.ones(2, 3), fc.ones(2, 4))
+    with pytest.raises(fc.FlambeauError, match=r"\[cdist\] expected a non-negative p, got -1"):
+        fc.cdist(fc.ones(2, 3), fc.ones(2, 3), p=-1)
+    with pytest.raises(fc.FlambeauError, match=r"\[cdist\] expected compute_mode one of .*; got 'fast'"):
+        fc.cdist(fc.ones(2, 3), fc.ones(2, 3), compute_mode="fast")
+    with pytest.raises(fc.FlambeauError):  # batch dims that do not broadcast
+        fc.cdist(fc.ones(2, 4, 3), fc.ones(3, 5, 3))
