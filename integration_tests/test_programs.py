@@ -150,3 +150,26 @@ def test_super_resolution(tmp_path):
         assert result["epoch_losses"][-1] < 0.1 * result["epoch_losses"][0]
         assert result["psnr"] > result["nearest_psnr"] + 0.5  # better than repeating each pixel
     assert ours["psnr"] == pytest.approx(theirs["psnr"], abs=2.5)
+
+
+def test_siamese(tmp_path):
+    ours, theirs = _both("siamese.py", tmp_path)
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=2e-3, atol=1e-4)
+    contrastive, triplet = theirs["losses"][:30], theirs["losses"][30:]
+    assert np.mean(contrastive[-5:]) < 0.6 * np.mean(contrastive[:5])
+    assert np.mean(triplet[-5:]) < np.mean(triplet[:5])
+    assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=2 / 96)
+    assert theirs["accuracy"] > 0.5  # four classes
+
+
+def test_forward_forward(tmp_path):
+    # Indexing with a `range` (x[range(n), y], as the forward-forward example writes it) is not accepted by
+    # flambeau's indexing (C++ bindings); the program indexes with torch.arange instead.
+    ours, theirs = _both("forward_forward.py", tmp_path)
+    assert len(ours["losses"]) == len(theirs["losses"]) == 2
+    for layer_ours, layer_theirs in zip(ours["losses"], theirs["losses"], strict=True):
+        _assert_trajectory(layer_ours, layer_theirs, rtol=1e-3, atol=1e-5)
+        assert layer_theirs[-1] < 0.7 * layer_theirs[0]
+    for key in ("train_accuracy", "test_accuracy"):
+        assert ours[key] == pytest.approx(theirs[key], abs=2 / 64)
+        assert theirs[key] > 0.5  # four classes
