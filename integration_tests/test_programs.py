@@ -173,3 +173,13 @@ def test_forward_forward(tmp_path):
     for key in ("train_accuracy", "test_accuracy"):
         assert ours[key] == pytest.approx(theirs[key], abs=2 / 64)
         assert theirs[key] > 0.5  # four classes
+
+
+def test_sine_lstm_lbfgs(tmp_path):
+    # float64 and fixed weights: L-BFGS's closure calls (line search included) follow the same path.
+    ours, theirs = _both("sine_lstm_lbfgs.py", tmp_path)
+    _assert_trajectory(ours["closure_losses"], theirs["closure_losses"], rtol=1e-8, atol=1e-10)
+    assert ours["test_loss"] == pytest.approx(theirs["test_loss"], rel=1e-8)
+    assert theirs["test_loss"] < 0.05 * theirs["closure_losses"][0]
+    assert ours["prediction_shape"] == theirs["prediction_shape"] == [3, 79]  # 59 steps of data, 20 future
+    _assert_trajectory(ours["future"], theirs["future"], rtol=1e-6, atol=1e-8)

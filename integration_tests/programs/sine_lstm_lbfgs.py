@@ -1,0 +1,98 @@
+"""Sine-wave prediction with two LSTMCells trained by L-BFGS, then run past the data (future steps).
+
+A plain PyTorch script in the shape of the time-sequence-prediction example:
+shifted sine waves in float64, a model of two `nn.LSTMCell`s and a Linear
+stepping through each sequence (`torch.cat` of the per-step predictions),
+`optim.LBFGS` with a closure and the strong-Wolfe line search, and predictions fed back as inputs for `future`
+steps. The weights start from fixed values: the run is deterministic. Prints
+one JSON line: the loss of every closure call, the test loss and the last
+predicted values.
+"""
+
+import json
+import math
+
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+T, L, N, HIDDEN = 20, 60, 10, 24
+
+
+def sine_waves() -> torch.Tensor:
+    shifts = (torch.arange(N, dtype=torch.float64) * 37) % (8 * T) - 4 * T
+    x = torch.arange(L, dtype=torch.float64).unsqueeze(0) + shifts.unsqueeze(1)
+    return torch.sin(x / T)
+
+
+class Sequence(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm1 = nn.LSTMCell(1, HIDDEN)
+        self.lstm2 = nn.LSTMCell(HIDDEN, HIDDEN)
+        self.linear = nn.Linear(HIDDEN, 1)
+
+    def forward(self, input, future=0):
+        outputs = []
+        h_t = torch.zeros(input.size(0), HIDDEN, dtype=torch.double)
+        c_t = torch.zeros(input.size(0), HIDDEN, dtype=torch.double)
+        h_t2 = torch.zeros(input.size(0), HIDDEN, dtype=torch.double)
+        c_t2 = torch.zeros(input.size(0), HIDDEN, dtype=torch.double)
+        for input_t in input.split(1, dim=1):
+            h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        for _ in range(future):  # the prediction is the next input
+            h_t, c_t = self.lstm1(output, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        return torch.cat(outputs, dim=1)
+
+
+def deterministic_(model: nn.Module) -> None:
+    with torch.no_grad():
+        for i, (_name, p) in enumerate(model.named_parameters()):
+            ramp = torch.arange(p.numel(), dtype=torch.float64)
+            p.copy_((torch.sin(ramp * 0.61 + 0.4 * i) / math.sqrt(HIDDEN)).reshape(p.shape))
+
+
+def main() -> None:
+    data = sine_waves()
+    input, target = data[3:, :-1], data[3:, 1:]
+    test_input, test_target = data[:3, :-1], data[:3, 1:]
+    seq = Sequence().double()
+    deterministic_(seq)
+    criterion = nn.MSELoss()
+    optimizer = optim.LBFGS(seq.parameters(), lr=1.0, max_iter=8, line_search_fn="strong_wolfe")
+    closure_losses = []
+    for _step in range(2):
+
+        def closure():
+            optimizer.zero_grad()
+            out = seq(input)
+            loss = criterion(out, target)
+            closure_losses.append(loss.item())
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+    with torch.no_grad():
+        future = 20
+        pred = seq(test_input, future=future)
+        test_loss = criterion(pred[:, :-future], test_target).item()
+    print(
+        json.dumps(
+            {
+                "closure_losses": closure_losses,
+                "test_loss": test_loss,
+                "prediction_shape": list(pred.shape),
+                "future": pred[:, -5:].reshape(-1).tolist(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
