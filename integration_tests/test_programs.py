@@ -183,3 +183,12 @@ def test_sine_lstm_lbfgs(tmp_path):
     assert theirs["test_loss"] < 0.05 * theirs["closure_losses"][0]
     assert ours["prediction_shape"] == theirs["prediction_shape"] == [3, 79]  # 59 steps of data, 20 future
     _assert_trajectory(ours["future"], theirs["future"], rtol=1e-6, atol=1e-8)
+
+
+def test_transformer_language_model(tmp_path):
+    ours, theirs = _both("transformer_language_model.py", tmp_path)
+    _assert_trajectory(ours["losses"], theirs["losses"], rtol=2e-3, atol=1e-4)
+    _assert_trajectory(ours["val_losses"], theirs["val_losses"], rtol=2e-3, atol=1e-4)
+    assert ours["lrs"] == theirs["lrs"]
+    assert ours["test_ppl"] == pytest.approx(theirs["test_ppl"], rel=1e-2)
+    assert theirs["test_ppl"] < 6  # a uniform guess over the 12 words has perplexity 12
