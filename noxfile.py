@@ -21,7 +21,8 @@ ROOT = Path(__file__).parent
 VERSION = re.search(r'VERSION = "(.+?)"', (ROOT / "VERSION").read_text()).group(1)
 WHEELHOUSE = ROOT / "wheelhouse"
 # Build order: core first, then what builds against it, then the Python layers.
-PACKAGES = ["core", "alloc", "autograd", "interop", "cuda", "nn", "data", "distributed", "flambeau"]
+# flambeau-sim (the simulated device) builds against core and alloc's installed headers, as cuda does.
+PACKAGES = ["core", "alloc", "sim", "autograd", "interop", "cuda", "nn", "data", "distributed", "flambeau"]
 # flambeau-cuda compiles CUDA kernels: it is built, installed and tested only
 # where nvcc (CUDA 13) is on PATH, and skipped with a one-line reason elsewhere.
 # (Its C++ host tests, tests/cpp, need no nvcc and always run.)
@@ -365,7 +366,7 @@ def dev(session: nox.Session) -> None:
             )
 
 
-CXX_PACKAGES = ["core", "alloc", "autograd", "interop"]
+CXX_PACKAGES = ["core", "alloc", "sim", "autograd", "interop"]
 
 
 @nox.session(reuse_venv=True)

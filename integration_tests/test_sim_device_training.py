@@ -89,8 +89,8 @@ def test_fb_sim_and_cuda_namespaces(fb, sim):
 
 def test_mlp_training_step_launches_asynchronously(fb, sim):
     """Note [Asynchronous sim kernels]: forward, backward and the SGD step return while the stream is held."""
-    from flambeau_alloc import _C
-    from flambeau_alloc import sim as sim_pkg
+    import flambeau_sim as sim_pkg
+    from flambeau_sim import _C
 
     model = _mlp(fb, 0).to("sim")
     cpu_model = _mlp(fb, 0)
@@ -101,7 +101,7 @@ def test_mlp_training_step_launches_asynchronously(fb, sim):
     opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     opt_cpu = fb.optim.SGD(cpu_model.parameters(), lr=0.1, momentum=0.9)
     for _ in range(2):
-        before = dict(_C._sim_sync_ops())
+        before = dict(_C._sync_ops())
         stream = sim.current_stream()
         latch = sim_pkg.block_stream(stream)
         try:
@@ -109,7 +109,7 @@ def test_mlp_training_step_launches_asynchronously(fb, sim):
             loss = fb.nn.functional.cross_entropy(model(xs), ts)
             loss.backward()
             opt.step()
-            waited = {k: v - before.get(k, 0) for k, v in _C._sim_sync_ops().items() if v != before.get(k, 0)}
+            waited = {k: v - before.get(k, 0) for k, v in _C._sync_ops().items() if v != before.get(k, 0)}
             assert waited == {}, f"waited for the device: {waited}"
             assert stream.query() is False
         finally:

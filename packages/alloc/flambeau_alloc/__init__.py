@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import flambeau_core  # loads libflambeau_core.so and registers core's types first
 
-from flambeau_alloc import memory_viz, sim  # noqa: E402,F401,I001  (sim registers only when asked)
+from flambeau_alloc import memory_viz  # noqa: E402,F401,I001
 from flambeau_alloc._C import CachingAllocator, caching_allocator
 from flambeau_alloc.memory_viz import _record_memory_history, _snapshot, plot_timeline, timeline  # noqa: E402,F401
 
@@ -52,7 +52,6 @@ __all__ = [
     "reset_peak_memory_stats",
     "set_memory_limit",
     "memory_viz",
-    "sim",
     "plot_timeline",
     "timeline",
 ]

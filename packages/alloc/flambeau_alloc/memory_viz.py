@@ -27,7 +27,7 @@ from typing import Any
 
 from flambeau_alloc import _C
 
-__all__ = ["_record_memory_history", "_snapshot", "plot_timeline", "timeline"]
+__all__ = ["_record_memory_history", "_snapshot", "plot_timeline", "register_allocator", "timeline"]
 
 _MATPLOTLIB_MISSING = (
     "[plot_timeline] drawing a memory timeline needs matplotlib, an optional dependency: "
@@ -51,12 +51,29 @@ def _record_memory_history(enabled: Any = "all", max_entries: int = 100_000) -> 
     _C._record_memory_history(on, max_entries if enabled != "state" else 0)
 
 
+# Device packages (flambeau-sim, ...) add the caching allocators they make, so that
+# _snapshot() and timeline() cover every device without this package knowing any.
+_device_allocators: list[tuple[str, Any]] = []
+
+
+def register_allocator(name: str, allocator: Any) -> None:
+    """Adds a device package's caching allocator, as ``name`` (e.g. ``"sim:0"``), to :func:`_snapshot`.
+
+    Example:
+        >>> a = flambeau_alloc.CachingAllocator(name="mine")
+        >>> flambeau_alloc.memory_viz.register_allocator("mine", a)  # doctest: +SKIP
+        >>> "mine" in flambeau_alloc._snapshot()["devices"]  # doctest: +SKIP
+        True
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"[register_allocator] name must be a str, got {type(name).__name__}")
+    if not hasattr(allocator, "memory_snapshot") or not hasattr(allocator, "_trace"):
+        raise TypeError(f"[register_allocator] expected a CachingAllocator, got {type(allocator).__name__}")
+    _device_allocators.append((name, allocator))
+
+
 def _allocators() -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = [("cpu", _C.caching_allocator())]
-    if _C._sim_is_registered():
-        out += [(f"sim:{i}", _C._sim_allocator(i)) for i in range(_C._sim_device_count())]
-        out.append(("sim pinned", _C._sim_pinned_allocator()))
-    return out
+    return [("cpu", _C.caching_allocator()), *_device_allocators]
 
 
 def _snapshot(allocator: Any = None) -> dict[str, Any]:

@@ -22,7 +22,6 @@
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 #include "flambeau/python/bindings.h"
-#include "sim_device.h"
 
 namespace py = pybind11;
 using flambeau::alloc::CachingAllocator;
@@ -240,19 +239,15 @@ int64_t stress(const std::shared_ptr<CachingAllocator>& a, int64_t iterations, i
   return corrupted.load();
 }
 
-// The raw backend by name (raw_backend.h). CUDA device memory and pinned host
-// memory are planned backends of the same allocator.
-std::unique_ptr<flambeau::alloc::RawBackend> make_backend(const std::string& backend,
-                                                          std::optional<size_t> capacity) {
-  FB_CHECK_VALUE(!capacity || backend == "sim",
-                 "[CachingAllocator] capacity is an option of the 'sim' backend only");
+// The raw backend by name (raw_backend.h). A device package's backends
+// (device memory, pinned host memory) come through _from_raw_backend instead.
+std::unique_ptr<flambeau::alloc::RawBackend> make_backend(const std::string& backend) {
   if (backend == "cpu") return flambeau::alloc::make_cpu_backend();
-  if (backend == "sim") return flambeau::sim::make_sim_memory("sim host pages", capacity);
   if (backend == "cuda" || backend == "pinned")
     throw flambeau::NotImplementedError("[CachingAllocator] the '" + backend +
                                         "' backend is not implemented yet; available: 'cpu'");
   throw flambeau::ValueError("[CachingAllocator] unknown backend '" + backend +
-                             "'; expected 'cpu' or 'sim' ('cuda' and 'pinned' are planned)");
+                             "'; expected 'cpu' ('cuda' and 'pinned' are planned)");
 }
 
 }  // namespace
@@ -282,10 +277,8 @@ Args:
         RuntimeError "out of memory").
     name: the allocator's name (what ``Tensor._allocator`` reports).
     backend: where segments come from: ``"cpu"`` (anonymous mmap, 2 MiB
-        aligned, transparent huge pages) or ``"sim"`` (the simulated device's
-        host pages: 0xFF-poisoned when a block is freed).
-    capacity: for ``"sim"``, the bytes the backend itself can hand out (a
-        raw backend that runs out, as a device does).
+        aligned, transparent huge pages). A device package passes its own
+        raw backends to ``_from_raw_backend`` instead.
 
 Example:
     >>> import flambeau_core, flambeau_alloc
@@ -299,14 +292,12 @@ Example:
     (0, 2097152)
     >>> _ = flambeau_core.set_allocator(flambeau_core.system_allocator())
 )doc")
-      .def(py::init([](std::optional<int64_t> memory_limit, std::string name, const std::string& backend,
-                       std::optional<int64_t> capacity) {
-             return std::make_shared<CachingAllocator>(
-                 make_backend(backend, checked_limit(capacity, "CachingAllocator")), std::move(name),
-                 checked_limit(memory_limit, "CachingAllocator"));
+      .def(py::init([](std::optional<int64_t> memory_limit, std::string name, const std::string& backend) {
+             return std::make_shared<CachingAllocator>(make_backend(backend), std::move(name),
+                                                       checked_limit(memory_limit, "CachingAllocator"));
            }),
            py::kw_only(), py::arg("memory_limit") = py::none(), py::arg("name") = "caching",
-           py::arg("backend") = "cpu", py::arg("capacity") = py::none())
+           py::arg("backend") = "cpu")
       .def_static(
           "_from_raw_backend",
           [](py::capsule capsule, std::string name, flambeau::Device device) {
@@ -431,38 +422,6 @@ Example:
       },
       py::arg("enabled"), py::arg("max_entries"));
   m.def("_history_enabled", &CachingAllocator::history_enabled);
-
-  // The simulated device (Note [Simulated device] in sim_device.cpp).
-  py::class_<flambeau::sim::Latch, std::shared_ptr<flambeau::sim::Latch>>(
-      m, "_SimLatch", "Test support: a sim stream blocked on this latch waits until release().")
-      .def("release", &flambeau::sim::Latch::release)
-      .def_property_readonly("released", &flambeau::sim::Latch::released);
-  m.def(
-      "_sim_register",
-      [](int num_devices, std::optional<int64_t> memory_limit) {
-        flambeau::sim::register_sim(num_devices, checked_limit(memory_limit, "sim.register"));
-      },
-      py::arg("num_devices"), py::arg("memory_limit") = py::none());
-  m.def("_sim_is_registered", &flambeau::sim::is_registered);
-  m.def("_sim_device_count", &flambeau::sim::num_devices);
-  m.def("_sim_allocator", &flambeau::sim::device_allocator, py::arg("index"));
-  m.def("_sim_pinned_allocator", &flambeau::sim::pinned_allocator);
-  m.def("_sim_sync_ops", &flambeau::sim::sync_ops,
-        "Test support: how many times each op ran synchronously on sim (host fallback, blocking copies).");
-  m.def(
-      "_sim_block_stream",
-      [](const std::shared_ptr<flambeau::Stream>& s) {
-        auto latch = std::make_shared<flambeau::sim::Latch>();
-        flambeau::sim::block_stream(*s, latch);
-        return latch;
-      },
-      py::arg("stream"));
-  m.def(
-      "_sim_sleep",
-      [](const std::shared_ptr<flambeau::Stream>& s, double seconds) {
-        flambeau::sim::sleep_on_stream(*s, seconds);
-      },
-      py::arg("stream"), py::arg("seconds"));
 
   m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
         "The process-wide CachingAllocator that enable() installs.");

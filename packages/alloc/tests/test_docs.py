@@ -3,6 +3,7 @@
 import doctest
 
 import flambeau_alloc
+import flambeau_alloc.testing
 import flambeau_core
 import pytest
 
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.usefixtures("restore_current_allocator")
         flambeau_alloc.memory_stats,
         flambeau_alloc.empty_cache,
         flambeau_alloc.CachingAllocator,
+        flambeau_alloc.testing.check_snapshot_invariants,
     ],
     ids=lambda o: getattr(o, "__name__", repr(o)),
 )

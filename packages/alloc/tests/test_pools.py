@@ -2,8 +2,9 @@
 
 import flambeau_alloc
 import pytest
-from conftest import KiB, MiB, check_snapshot_invariants
+from conftest import KiB, MiB
 from flambeau_alloc import _C
+from flambeau_alloc.testing import check_snapshot_invariants
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ import ctypes
 import random
 
 import flambeau_alloc
-from conftest import MiB, check_snapshot_invariants
+from conftest import MiB
+from flambeau_alloc.testing import check_snapshot_invariants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

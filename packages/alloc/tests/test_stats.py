@@ -2,7 +2,8 @@
 
 import flambeau_alloc
 import pytest
-from conftest import KiB, MiB, check_snapshot_invariants
+from conftest import KiB, MiB
+from flambeau_alloc.testing import check_snapshot_invariants
 
 STATS = [
     "active",

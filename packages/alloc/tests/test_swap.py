@@ -8,7 +8,8 @@ import threading
 import flambeau_alloc
 import flambeau_core
 import pytest
-from conftest import MiB, check_snapshot_invariants
+from conftest import MiB
+from flambeau_alloc.testing import check_snapshot_invariants
 
 pytestmark = pytest.mark.usefixtures("restore_current_allocator")
 

@@ -9,7 +9,7 @@ import time
 
 import flambeau_alloc
 import pytest
-from conftest import check_snapshot_invariants
+from flambeau_alloc.testing import check_snapshot_invariants
 
 
 def test_concurrent_alloc_and_free_on_one_allocator():

@@ -9,9 +9,9 @@ An op test written once runs on every device flambeau can reach here::
         x = fc.tensor([0.0, 1.0], device=device)
         assert_close_on(device, x.exp(), fc.tensor([0.0, 1.0]).exp())
 
-The devices are ``"cpu"``; ``"sim"``, the simulated device of flambeau-alloc
+The devices are ``"cpu"``; ``"sim"``, the simulated device of flambeau-sim
 (Note [Simulated device]; registered on first use, skipped with the reason
-"flambeau-alloc not installed" only where that package is missing); and
+"flambeau-sim not installed" only where that package is missing); and
 ``"cuda"`` (skipped with "flambeau-cuda not installed" or "no CUDA GPU").
 Each case's id is its device type (``-k "not sim"`` deselects one). The
 module imports pytest, so import it from tests only; it is a plain module
@@ -89,10 +89,10 @@ DEVICE_TYPES = ("cpu", "sim", "cuda")
 
 
 # Note [Test devices]: core knows no backend by name. A package that provides a device declares an
-# entry point in the group "flambeau.test_devices" (flambeau-alloc: "sim", flambeau-cuda: "cuda")
+# entry point in the group "flambeau.test_devices" (flambeau-sim: "sim", flambeau-cuda: "cuda")
 # naming a function that readies the device for tests and returns None, or the reason it cannot
 # run here. A device no installed package provides is skipped saying so.
-_PROVIDERS = {"sim": "flambeau-alloc", "cuda": "flambeau-cuda"}
+_PROVIDERS = {"sim": "flambeau-sim", "cuda": "flambeau-cuda"}
 
 
 def _test_device_hook(device_type: str) -> Any:

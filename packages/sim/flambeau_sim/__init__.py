@@ -1,25 +1,23 @@
-"""flambeau_alloc.sim: the simulated device ``"sim"`` (Note [Simulated device] in src/sim_device.cpp).
+"""flambeau-sim: the simulated device ``"sim"`` (Note [Simulated device] in src/sim_device.cpp).
 
 A device type that exists only in software, registered through core's public
-plug-in API exactly as an out-of-tree backend is (docs/design/devices.md):
-device memory is host pages served by a stream-aware caching allocator per
-device (poisoned with 0xFF bytes, NaN as floats, when a block returns to the
-cache); each stream is a worker thread that runs its work asynchronously and
-in order; events are markers in a stream; kernels are the CPU ones, run on
-the current stream. Copies between devices and from/to pinned memory with
-``non_blocking=True``, and the ops whose result shapes are known before they
-run (elementwise, reductions over dims, softmax, matrix products, losses,
-fills, factories: Note [Asynchronous sim kernels]) return before they are
-done; other ops wait for their kernel. It makes the device-generic machinery
-testable on any machine.
-
-It lives in flambeau-alloc because its memory is this package's caching
-allocator; nothing in it is private to core.
+plug-in API exactly as an out-of-tree backend is (docs/design/writing-a-backend.md):
+device memory is host pages served by flambeau-alloc's stream-aware caching
+allocator, one per device (poisoned with 0xFF bytes, NaN as floats, when a
+block returns to the cache); each stream is a worker thread that runs its work
+asynchronously and in order; events are markers in a stream; kernels are the
+CPU ones, run on the current stream. Copies between devices and from/to pinned
+memory with ``non_blocking=True``, and the ops whose result shapes are known
+before they run (elementwise, reductions over dims, softmax, matrix products,
+losses, fills, factories: Note [Asynchronous sim kernels]) return before they
+are done; other ops wait for their kernel. It makes the device-generic
+machinery testable on any machine, and it is the example to copy for a new
+backend.
 
 Example:
     >>> import flambeau_core as fc
-    >>> from flambeau_alloc import sim
-    >>> sim_mod = sim.register(num_devices=2)
+    >>> import flambeau_sim
+    >>> sim_mod = flambeau_sim.register(num_devices=2)
     >>> x = fc.ones(3, device="sim:1")
     >>> (x * 2).cpu().tolist(), sim_mod.device_count()
     ([2.0, 2.0, 2.0], 2)
@@ -29,13 +27,32 @@ from __future__ import annotations
 
 from typing import Any
 
-import flambeau_core
+import flambeau_core  # loads libflambeau_core.so and registers core's types first
+from flambeau_alloc import CachingAllocator, memory_viz  # noqa: I001  (alloc's allocator serves the sim's memory)
 from flambeau_core import _device_modules
 
-from flambeau_alloc import _C
-from flambeau_alloc._C import CachingAllocator
+from flambeau_sim import _C
 
-__all__ = ["allocator", "block_stream", "is_registered", "pinned_allocator", "register", "sleep"]
+__all__ = [
+    "allocator",
+    "block_stream",
+    "capped_allocator",
+    "is_registered",
+    "pinned_allocator",
+    "register",
+    "sleep",
+]
+
+try:
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("flambeau-sim")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0+unknown"
+
+# Made once by register(): device i's allocator at index i, and the pinned host one.
+_device_allocators: list[CachingAllocator] = []
+_pinned: list[CachingAllocator] = []
 
 
 def register(num_devices: int = 2, memory_limit: int | None = None) -> Any:
@@ -47,11 +64,27 @@ def register(num_devices: int = 2, memory_limit: int | None = None) -> Any:
             an allocation fails with the allocator's out-of-memory error.
 
     Registering again with the same ``num_devices`` returns the same module.
+
+    Example:
+        >>> flambeau_sim.register(num_devices=2).device_count()
+        2
     """
     if not isinstance(num_devices, int) or isinstance(num_devices, bool):
         raise TypeError(f"[sim.register] num_devices must be an int, got {type(num_devices).__name__}")
-    _C._sim_register(num_devices, memory_limit)
-    _device_modules.register_memory_functions("sim", _memory_functions())
+    _C._register_backend(num_devices, memory_limit)
+    if not _C._is_registered():
+        devices = [
+            CachingAllocator._from_raw_backend(_C._device_memory(i), "sim", flambeau_core.device(f"sim:{i}"))
+            for i in range(num_devices)
+        ]
+        pinned = CachingAllocator._from_raw_backend(_C._pinned_memory(), "sim pinned", flambeau_core.device("cpu"))
+        _C._install(devices, pinned)
+        _device_allocators[:] = devices
+        _pinned[:] = [pinned]
+        for i, a in enumerate(devices):
+            memory_viz.register_allocator(f"sim:{i}", a)
+        memory_viz.register_allocator("sim pinned", pinned)
+        _device_modules.register_memory_functions("sim", _memory_functions())
     return flambeau_core.device_module("sim")
 
 
@@ -65,24 +98,40 @@ def prepare_for_tests() -> str | None:
 
 def is_registered() -> bool:
     """Whether :func:`register` was called in this process."""
-    return _C._sim_is_registered()
+    return _C._is_registered()
 
 
 def _module() -> Any:
     if not is_registered():
-        raise RuntimeError("[sim] the sim device is not registered: call flambeau_alloc.sim.register() first")
+        raise RuntimeError("[sim] the sim device is not registered: call flambeau_sim.register() first")
     return flambeau_core.device_module("sim")
 
 
 def allocator(device: Any = None) -> CachingAllocator:
     """The caching allocator of a sim device (index, ``"sim:1"``, a device; None: the current one)."""
-    return _C._sim_allocator(_module()._index(device))
+    return _device_allocators[_module()._index(device)]
 
 
 def pinned_allocator() -> CachingAllocator:
     """The caching allocator of the sim device's pinned host memory (``Tensor.pin_memory()``)."""
     _module()
-    return _C._sim_pinned_allocator()
+    return _pinned[0]
+
+
+def capped_allocator(capacity: int, name: str = "capped") -> CachingAllocator:
+    """A caching allocator of CPU tensors over the sim's host pages, whose raw backend hands out at
+    most ``capacity`` bytes: it runs out of memory as a device does (tests of out-of-memory).
+
+    Example:
+        >>> a = flambeau_sim.capped_allocator(4 << 20)
+        >>> a.backend
+        'sim host pages'
+    """
+    if not isinstance(capacity, int) or isinstance(capacity, bool):
+        raise TypeError(f"[sim.capped_allocator] capacity must be an int, got {type(capacity).__name__}")
+    return CachingAllocator._from_raw_backend(
+        _C._sim_memory("sim host pages", capacity), name, flambeau_core.device("cpu")
+    )
 
 
 def block_stream(stream: Any = None) -> Any:
@@ -94,27 +143,27 @@ def block_stream(stream: Any = None) -> Any:
     """
     mod = _module()
     stream = mod.current_stream() if stream is None else stream
-    return _C._sim_block_stream(stream._s)
+    return _C._block_stream(stream._s)
 
 
 def sleep(seconds: float, stream: Any = None) -> None:
     """Test support: enqueues on ``stream`` (the current one if None) work that sleeps ``seconds``."""
     mod = _module()
     stream = mod.current_stream() if stream is None else stream
-    _C._sim_sleep(stream._s, float(seconds))
+    _C._sleep(stream._s, float(seconds))
 
 
 def _memory_functions() -> dict[str, Any]:
     def memory_snapshot() -> list[dict]:
         out = []
-        for i in range(_C._sim_device_count()):
-            out.extend(_C._sim_allocator(i).memory_snapshot())
+        for a in _device_allocators:
+            out.extend(a.memory_snapshot())
         return out
 
     def empty_cache() -> None:
-        for i in range(_C._sim_device_count()):
-            _C._sim_allocator(i).empty_cache()
-        _C._sim_pinned_allocator().empty_cache()
+        for a in _device_allocators:
+            a.empty_cache()
+        _pinned[0].empty_cache()
 
     funcs = _device_modules.per_device_memory_functions(allocator)
     funcs["memory_snapshot"] = memory_snapshot

@@ -11,7 +11,11 @@
 //   * set_allocator(PrivateUse1, ...): one stream-aware CachingAllocator per
 //     device (Note [Stream-ordered reuse]) over host pages (mmap) that are
 //     poisoned with 0xFF bytes (NaN as floats) when a block returns to the
-//     cache, so a read after free is visible;
+//     cache, so a read after free is visible. The allocator is
+//     flambeau-alloc's, reached as flambeau-cuda reaches it: this file
+//     implements alloc's RawBackend (raw_backend.h, flambeau_alloc.get_include())
+//     and flambeau_sim/__init__.py wraps each in a CachingAllocator through
+//     Python, so no code of flambeau-alloc is linked here;
 //   * kernels under DispatchKey::PrivateUse1: `empty` and `copy_` (the
 //     asynchronous ones); every other op reaches the host fallback of core
 //     (Note [Device fallback]), which runs the CPU kernel in order on the
@@ -41,8 +45,10 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
+#include "flambeau/allocator.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -290,11 +296,12 @@ class PinnedMemory final : public alloc::RawBackend {
   std::string name() const override { return "sim pinned host"; }
 };
 
-/// Routes to the caching allocator of each device.
+/// Routes to the caching allocator of each device (alloc's CachingAllocator,
+/// reached only through core's Allocator interface), remembering which device
+/// made each block.
 class SimDeviceAllocator final : public Allocator {
  public:
-  explicit SimDeviceAllocator(std::vector<std::shared_ptr<alloc::CachingAllocator>> per_device)
-      : per_device_(std::move(per_device)) {}
+  explicit SimDeviceAllocator(std::vector<AllocatorPtr> per_device) : per_device_(std::move(per_device)) {}
   void* allocate(size_t nbytes) override {
     return allocate_on(nbytes, Device(DeviceType::PrivateUse1,
                                       static_cast<int16_t>(current_device(DeviceType::PrivateUse1))));
@@ -302,42 +309,63 @@ class SimDeviceAllocator final : public Allocator {
   void* allocate_on(size_t nbytes, Device device) override {
     FB_CHECK_VALUE(device.index >= 0 && static_cast<size_t>(device.index) < per_device_.size(),
                    "[allocate] invalid device ", device.str());
-    return per_device_[static_cast<size_t>(device.index)]->allocate_on(nbytes, device);
+    void* p = per_device_[static_cast<size_t>(device.index)]->allocate_on(nbytes, device);
+    std::lock_guard lock(m_);
+    owner_[p] = device.index;
+    return p;
   }
   void deallocate(void* ptr, size_t nbytes) noexcept override {
-    for (const auto& a : per_device_)
-      if (a->free_block(ptr)) return;
-    std::fprintf(stderr,
-                 "flambeau sim: asked to free %p (%zu bytes), which no sim device allocated; ignored\n", ptr,
-                 nbytes);
+    const int index = take_owner(ptr);
+    if (index < 0) {
+      std::fprintf(stderr,
+                   "flambeau sim: asked to free %p (%zu bytes), which no sim device allocated; ignored\n",
+                   ptr, nbytes);
+      return;
+    }
+    per_device_[static_cast<size_t>(index)]->deallocate(ptr, nbytes);
   }
   void record_stream(void* ptr, Stream& stream) override {
-    for (const auto& a : per_device_)
-      if (a->owns(ptr)) return a->record_stream(ptr, stream);
+    int index = -1;
+    {
+      std::lock_guard lock(m_);
+      auto it = owner_.find(ptr);
+      if (it != owner_.end()) index = it->second;
+    }
+    if (index >= 0) per_device_[static_cast<size_t>(index)]->record_stream(ptr, stream);
   }
   std::string name() const override { return "sim caching"; }
-  const std::vector<std::shared_ptr<alloc::CachingAllocator>>& per_device() const { return per_device_; }
 
  private:
-  std::vector<std::shared_ptr<alloc::CachingAllocator>> per_device_;
+  int take_owner(void* ptr) noexcept {
+    std::lock_guard lock(m_);
+    auto it = owner_.find(ptr);
+    if (it == owner_.end()) return -1;
+    const int index = it->second;
+    owner_.erase(it);
+    return index;
+  }
+  std::vector<AllocatorPtr> per_device_;
+  std::mutex m_;
+  std::unordered_map<void*, int> owner_;
 };
 
 // ---- the backend ----
 
 class SimBackend final : public DeviceBackend {
  public:
-  SimBackend(int n, std::optional<size_t> memory_limit) : n_(n) {
-    std::vector<std::shared_ptr<alloc::CachingAllocator>> per;
+  SimBackend(int n, std::optional<size_t> memory_limit) : n_(n), memory_limit_(memory_limit) {
     for (int i = 0; i < n; ++i) {
       const Device d(DeviceType::PrivateUse1, static_cast<int16_t>(i));
       defaults_.push_back(std::make_shared<SimStream>(d, 0));
       streams_.push_back({defaults_.back()});
-      auto memory = std::make_unique<SimMemory>("sim:" + std::to_string(i) + " memory", memory_limit);
-      memory->resolve_ = [this, i](int64_t id) { return find_stream(i, id); };
-      per.push_back(std::make_shared<alloc::CachingAllocator>(std::move(memory), "sim", std::nullopt, d));
     }
-    device_allocator_ = std::make_shared<SimDeviceAllocator>(per);
-    pinned_ = std::make_shared<alloc::CachingAllocator>(std::make_unique<PinnedMemory>(), "sim pinned");
+  }
+  /// Device `index`'s memory: its frees are poisoned in the order of the stream they return to.
+  std::unique_ptr<alloc::RawBackend> make_device_memory(int index) {
+    auto memory =
+        std::make_unique<SimMemory>("sim:" + std::to_string(checked(index)) + " memory", memory_limit_);
+    memory->resolve_ = [this, index](int64_t id) { return find_stream(index, id); };
+    return memory;
   }
   std::string name() const override { return "sim"; }
   int device_count() const override { return n_; }
@@ -398,8 +426,7 @@ class SimBackend final : public DeviceBackend {
   }
   AllocatorPtr pinned_host_allocator() override { return pinned_; }
 
-  std::shared_ptr<SimDeviceAllocator> device_allocator_;
-  std::shared_ptr<alloc::CachingAllocator> pinned_;
+  AllocatorPtr pinned_;  // set once by install_allocators_and_kernels
 
  private:
   size_t checked(int index) const {
@@ -407,6 +434,7 @@ class SimBackend final : public DeviceBackend {
     return static_cast<size_t>(index);
   }
   int n_;
+  std::optional<size_t> memory_limit_;
   std::mutex m_;
   std::vector<StreamPtr> defaults_;
   std::vector<std::vector<StreamPtr>> streams_;
@@ -416,6 +444,7 @@ class SimBackend final : public DeviceBackend {
 
 std::mutex g_mutex;
 std::shared_ptr<SimBackend> g_backend;
+bool g_installed = false;  // allocators set and kernels registered
 
 // ---- kernels ----
 
@@ -1244,7 +1273,9 @@ void sleep_on_stream(Stream& stream, double seconds) {
   });
 }
 
-void register_sim(int num_devices, std::optional<size_t> memory_limit) {
+std::unique_ptr<alloc::RawBackend> make_pinned_memory() { return std::make_unique<PinnedMemory>(); }
+
+void register_backend(int num_devices, std::optional<size_t> memory_limit) {
   std::lock_guard lock(g_mutex);
   if (g_backend) {
     FB_CHECK_VALUE(g_backend->device_count() == num_devices,
@@ -1257,40 +1288,43 @@ void register_sim(int num_devices, std::optional<size_t> memory_limit) {
   auto backend = std::make_shared<SimBackend>(num_devices, memory_limit);
   // The public plug-in API, exactly as an out-of-tree backend uses it.
   register_device_backend("sim", backend);
-  set_allocator(DeviceType::PrivateUse1, backend->device_allocator_);
+  g_backend = backend;
+}
+
+std::unique_ptr<alloc::RawBackend> make_device_memory(int index) {
+  std::lock_guard lock(g_mutex);
+  FB_CHECK(g_backend, "[sim] the sim backend is not registered yet");
+  return g_backend->make_device_memory(index);
+}
+
+void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, AllocatorPtr pinned) {
+  std::lock_guard lock(g_mutex);
+  FB_CHECK(g_backend, "[sim] the sim backend is not registered yet");
+  if (g_installed) return;
+  FB_CHECK_VALUE(per_device.size() == static_cast<size_t>(g_backend->device_count()), "[sim] expected ",
+                 g_backend->device_count(), " device allocators, got ", per_device.size());
+  FB_CHECK_VALUE(pinned != nullptr, "[sim] expected a pinned host allocator");
+  g_backend->pinned_ = std::move(pinned);
+  set_allocator(DeviceType::PrivateUse1, std::make_shared<SimDeviceAllocator>(std::move(per_device)));
   op::empty.register_kernel(DispatchKey::PrivateUse1, empty_sim);
   op::copy_.register_kernel(DispatchKey::PrivateUse1, copy_sim);
-  g_backend = backend;
   register_async_kernels();  // Note [Asynchronous sim kernels]
+  g_installed = true;
 }
 
 bool is_registered() {
   std::lock_guard lock(g_mutex);
-  return g_backend != nullptr;
+  return g_installed;
 }
 
 int num_devices() {
   std::lock_guard lock(g_mutex);
-  return g_backend ? g_backend->device_count() : 0;
-}
-
-std::shared_ptr<alloc::CachingAllocator> device_allocator(int index) {
-  std::lock_guard lock(g_mutex);
-  FB_CHECK(g_backend, "[sim] the sim device is not registered: call flambeau_alloc.sim.register() first");
-  const auto& per = g_backend->device_allocator_->per_device();
-  FB_CHECK_VALUE(index >= 0 && static_cast<size_t>(index) < per.size(), "[sim] invalid device index ", index);
-  return per[static_cast<size_t>(index)];
+  return g_installed ? g_backend->device_count() : 0;
 }
 
 std::map<std::string, int64_t> sync_ops() {
   std::lock_guard lock(g_mutex);
   return g_backend ? g_backend->sync_ops() : std::map<std::string, int64_t>{};
-}
-
-std::shared_ptr<alloc::CachingAllocator> pinned_allocator() {
-  std::lock_guard lock(g_mutex);
-  FB_CHECK(g_backend, "[sim] the sim device is not registered: call flambeau_alloc.sim.register() first");
-  return g_backend->pinned_;
 }
 
 }  // namespace flambeau::sim

@@ -2,16 +2,17 @@
 
 Each covered op family is launched while its stream is held on a latch
 (`sim.block_stream`): the call must return at once (an op that waited would
-hang here, and `_sim_sync_ops` would count it), the stream must still be busy,
+hang here, and `_sync_ops` would count it), the stream must still be busy,
 and after `synchronize` the results must match the same op on the cpu (values,
 shape, dtype, device). Freed inputs of queued kernels must stay valid (Note
 [Stream-ordered reuse]: the sim memory's poison is enqueued in stream order).
 """
 
 import flambeau_core as fc
+import flambeau_sim as sim
 import numpy as np
 import pytest
-from flambeau_alloc import _C, sim
+from flambeau_sim import _C
 
 S = sim.register(num_devices=2)
 
@@ -27,7 +28,7 @@ def _quiet_streams():
 
 
 def _sync_counts():
-    return dict(_C._sim_sync_ops())
+    return dict(_C._sync_ops())
 
 
 def _launched_async(fn, *args, device="sim:0"):

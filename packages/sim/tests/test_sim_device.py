@@ -13,11 +13,12 @@ import threading
 
 import flambeau_alloc
 import flambeau_core as fc
+import flambeau_sim as sim
 import numpy as np
 import pytest
-from conftest import MiB, check_snapshot_invariants
-from flambeau_alloc import sim
+from flambeau_alloc.testing import check_snapshot_invariants
 
+MiB = 1 << 20
 S = sim.register(num_devices=2)
 
 
@@ -327,7 +328,7 @@ def test_memory_functions():
 
 
 def test_out_of_memory_with_a_capacity_limited_backend():
-    a = flambeau_alloc.CachingAllocator(backend="sim", capacity=24 * MiB, name="capped")
+    a = sim.capped_allocator(24 * MiB)
     p = a._allocate(12 * MiB)
     small = a._allocate(512 * 1024)
     with pytest.raises(RuntimeError, match=r"\[allocate\] out of memory: tried to allocate 12\.00 MiB") as info:
@@ -350,8 +351,10 @@ def test_out_of_memory_with_a_capacity_limited_backend():
         a._free(r)
     a.empty_cache()
     assert a.memory_reserved() == 0
-    with pytest.raises(ValueError, match="capacity is an option of the 'sim' backend only"):
-        flambeau_alloc.CachingAllocator(capacity=1)
+    with pytest.raises(ValueError, match=r"\[sim.capped_allocator\] capacity must be None or >= 0 bytes, got -1"):
+        sim.capped_allocator(-1)
+    with pytest.raises(TypeError, match=r"\[sim.capped_allocator\] capacity must be an int, got float"):
+        sim.capped_allocator(1.5)
 
 
 def test_out_of_memory_on_the_device_retries_after_pending_frees():
@@ -398,18 +401,6 @@ def test_memory_history_snapshot_and_timeline():
     assert all(not t for t in flambeau_alloc._snapshot()["device_traces"])
 
 
-def test_timeline_for_the_cpu_allocator(restore_current_allocator):
-    flambeau_alloc.enable()
-    flambeau_alloc._record_memory_history(True)
-    try:
-        x = fc.empty(100_000)
-        data = flambeau_alloc.timeline(flambeau_alloc._snapshot(flambeau_alloc.caching_allocator()))
-        assert any("test_sim_device.py" in s and max(v) >= 400_000 for s, v in data["bytes"].items())
-        del x
-    finally:
-        flambeau_alloc._record_memory_history(None)
-
-
 def test_plot_timeline(tmp_path):
     flambeau_alloc._record_memory_history(True)
     try:
@@ -427,15 +418,6 @@ def test_plot_timeline(tmp_path):
     for name in ("t.png", "t.svg"):
         path = flambeau_alloc.plot_timeline(snap, str(tmp_path / name))
         assert (tmp_path / name).stat().st_size > 0 and path.endswith(name)
-
-
-def test_plot_timeline_bad_arguments():
-    with pytest.raises(ValueError, match=r"must end in \.png or \.svg"):
-        flambeau_alloc.plot_timeline({"device_traces": []}, "x.jpg")
-    with pytest.raises(TypeError, match=r"\[timeline\] expected a snapshot"):
-        flambeau_alloc.timeline([])
-    with pytest.raises(ValueError, match="enabled must be"):
-        flambeau_alloc._record_memory_history("sometimes")
 
 
 def test_poisoned_memory_is_nan():

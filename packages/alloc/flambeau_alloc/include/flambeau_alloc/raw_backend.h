@@ -2,7 +2,7 @@
 // The seam between the caching allocator and the memory it caches. A backend
 // hands out whole segments (large, rarely) and takes them back; the caching
 // allocator does everything else (Note [Caching allocator pools]). CPU pages
-// and the simulated device's host pages (sim_device.cpp) exist today; CUDA
+// and the simulated device's host pages (flambeau-sim) exist today; CUDA
 // device memory (cudaMalloc) and pinned host memory (cudaHostAlloc) are the
 // planned others. Stream-ordered reuse (a freed block waits on events recorded
 // on the streams that used it before it returns to a pool) is the allocator's
