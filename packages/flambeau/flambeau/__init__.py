@@ -25,6 +25,7 @@ import flambeau_data as _data
 import flambeau_distributed as _distributed
 import flambeau_interop as _interop
 import flambeau_nn as _nn
+import flambeau_sim as _sim
 from flambeau_core import *  # noqa: F401,F403  (tensors, dtypes, ops, devices, threads)
 from flambeau_core import FlambeauError, Tensor, device, dtype  # noqa: F401
 
@@ -102,12 +103,12 @@ except ModuleNotFoundError as _e:
     if _e.name != "flambeau_cuda":
         raise
 device_module = _core.device_module
-utils.register_sim = _alloc.sim.register
+utils.register_sim = _sim.register
 
 
 def __getattr__(name: str) -> object:
     if name == "sim":
-        if _alloc.sim.is_registered():
+        if _sim.is_registered():
             return _core.device_module("sim")
         raise AttributeError(
             "flambeau.sim: the simulated device is not registered; call flambeau.utils.register_sim() first"
