@@ -131,8 +131,9 @@ def test_vae(tmp_path):
 
 def test_dcgan(tmp_path):
     ours, theirs = _both("dcgan.py", tmp_path)
-    # Fixed weights and noise: the same first 14 steps. From step 15 on the generator's gradients of the two
-    # runs part by ~1e-2 at once (not a slow drift; not yet explained), so only the outcome is compared there.
+    # Fixed weights and noise: the same first 14 steps. In step 14 one input of the discriminator's first
+    # LeakyReLU is -2e-8 under torch and +5e-9 under flambeau (float rounding): its slope (0.2 or 1) differs,
+    # the generator's gradients part by ~1e-3 at once, and so do the runs; only the outcome is compared after.
     for key in ("loss_d", "loss_g", "d_x", "d_g_z"):
         _assert_trajectory(ours[key][:14], theirs[key][:14], rtol=1e-4, atol=1e-5)
     for result in (ours, theirs):
