@@ -78,6 +78,9 @@ _comparison.install()  # isclose, allclose, equal (functions and Tensor methods)
 from flambeau_core import _distance  # noqa: E402,I001
 
 _distance.install()  # cdist
+from flambeau_core import _tensor_new  # noqa: E402,I001
+
+_tensor_new.install()  # Tensor.new_full, new_zeros, new_ones, new_empty, new_tensor
 
 from flambeau_core import _protocols  # noqa: E402,I001
 

@@ -1,0 +1,87 @@
+"""``Tensor.new_*``: factories whose dtype and device default to the tensor's own (PyTorch's methods).
+
+``x.new_zeros(2, 3)`` is ``zeros(2, 3, dtype=x.dtype, device=x.device)``; an
+explicit ``dtype`` or ``device`` wins. Model code uses them to make state that
+follows the weights' dtype and device (``weight.new_zeros(layers, batch, hidden)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flambeau_core import _C
+
+
+def _size(name: str, size: tuple) -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` (or a list / Size) alike, as PyTorch's variadic sizes."""
+    if not size:  # PyTorch asks for one too (`f(())` is the 0-dim size)
+        raise TypeError(f"[{name}] expected a size, got none")
+    if len(size) == 1 and isinstance(size[0], Sequence) and not isinstance(size[0], str):
+        size = tuple(size[0])
+    for i, n in enumerate(size):
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"[{name}] expected a size of ints, got {type(n).__name__} at position {i}")
+    return tuple(size)
+
+
+def _options(self, dtype, device, requires_grad) -> dict:
+    return {
+        "dtype": self.dtype if dtype is None else dtype,
+        "device": self.device if device is None else device,
+        "requires_grad": requires_grad,
+    }
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, **_layout):
+    """A tensor of ``size`` filled with ``fill_value``, of this tensor's dtype and device by default.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.zeros(2, dtype=fc.float64).new_full((3,), 1.5).tolist()
+        [1.5, 1.5, 1.5]
+    """
+    if not isinstance(size, Sequence) or isinstance(size, str):
+        raise TypeError(f"[new_full] expected a size (a tuple or list of ints), got {type(size).__name__}")
+    return _C.full(_size("new_full", (size,)), fill_value, **_options(self, dtype, device, requires_grad))
+
+
+def _variadic(factory, name: str):
+    def method(self, *size, dtype=None, device=None, requires_grad: bool = False, **_layout):
+        return factory(_size(name, size), **_options(self, dtype, device, requires_grad))
+
+    method.__name__ = name
+    method.__doc__ = (
+        f"``{factory.__name__}(*size)`` of this tensor's dtype and device (unless ``dtype``/``device`` say "
+        "otherwise).\n\n"
+        f"Example:\n    >>> import flambeau_core as fc\n"
+        f"    >>> fc.zeros(1, dtype=fc.int32).{name}(2, 3).dtype == fc.int32\n    True\n"
+    )
+    return method
+
+
+new_zeros = _variadic(_C.zeros, "new_zeros")
+new_ones = _variadic(_C.ones, "new_ones")
+new_empty = _variadic(_C.empty, "new_empty")
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False):
+    """A new tensor holding a copy of ``data``, of this tensor's dtype and device by default.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.zeros(1, dtype=fc.float64).new_tensor([1, 2]).dtype == fc.float64
+        True
+    """
+    options = _options(self, dtype, device, False)
+    if isinstance(data, _C.Tensor):
+        # A copy cut from data's graph (detach is flambeau-autograd's; without it there is no graph).
+        source = data.detach() if hasattr(data, "detach") else data
+        result = source.to(device=options["device"], dtype=options["dtype"], copy=True)
+    else:
+        result = _C.tensor(data, dtype=options["dtype"], device=options["device"])
+    return result.requires_grad_() if requires_grad else result
+
+
+def install() -> None:
+    for method in (new_full, new_zeros, new_ones, new_empty, new_tensor):
+        setattr(_C.Tensor, method.__name__, method)

@@ -1,0 +1,78 @@
+"""Tensor.new_full / new_zeros / new_ones / new_empty / new_tensor against PyTorch: the dtype and device
+default to the tensor's, explicit ones win, sizes variadic or as a sequence, copies not views, errors."""
+
+from __future__ import annotations
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from helpers import to_numpy
+
+pytestmark = pytest.mark.on_devices
+
+DTYPES = [("float64", fc.float64, torch.float64), ("int32", fc.int32, torch.int32), ("bool", fc.bool, torch.bool)]
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize(("name", "ours_dtype", "theirs_dtype"), DTYPES)
+@pytest.mark.parametrize("size", [(2, 3), ((2, 3),), ([4],), ((),)])
+@pytest.mark.parametrize("method", ["new_zeros", "new_ones", "new_empty"])
+def test_variadic_factories_follow_the_tensor(name, ours_dtype, theirs_dtype, size, method):
+    ours = getattr(fc.zeros(1, dtype=ours_dtype), method)(*size)
+    theirs = getattr(torch.zeros(1, dtype=theirs_dtype), method)(*size)
+    assert ours.shape == tuple(theirs.shape)
+    assert dtype_name(ours.dtype) == dtype_name(theirs.dtype) == name
+    assert ours.device == fc.zeros(1).device
+    if method != "new_empty":
+        np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize(("name", "ours_dtype", "theirs_dtype"), DTYPES)
+def test_new_full_and_explicit_dtype(name, ours_dtype, theirs_dtype):
+    ours, theirs = (
+        fc.zeros(1, dtype=ours_dtype).new_full((2, 2), 3),
+        torch.zeros(1, dtype=theirs_dtype).new_full((2, 2), 3),
+    )
+    assert dtype_name(ours.dtype) == dtype_name(theirs.dtype)
+    np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+    ours, theirs = fc.zeros(1, dtype=ours_dtype).new_ones(3, dtype=fc.float32), torch.zeros(1).new_ones(3)
+    assert ours.dtype == fc.float32
+    np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+
+
+def test_new_tensor_copies_in_the_tensor_dtype():
+    base, theirs_base = fc.zeros(1, dtype=fc.float64), torch.zeros(1, dtype=torch.float64)
+    for data in ([1, 2, 3], [[1.5], [2.5]], 7):
+        ours, theirs = base.new_tensor(data), theirs_base.new_tensor(data)
+        assert ours.dtype == fc.float64 and ours.shape == tuple(theirs.shape)
+        np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+    source = fc.tensor([1.0, 2.0])
+    copy = base.new_tensor(source, dtype=fc.float32)
+    copy[0] = 9.0  # a copy: the source keeps its values
+    assert source.tolist() == [1.0, 2.0] and copy.dtype == fc.float32
+
+
+def test_requires_grad():
+    pytest.importorskip("flambeau_autograd", reason="requires_grad needs flambeau-autograd")
+    assert fc.zeros(1).new_zeros(2, requires_grad=True).requires_grad
+    source = fc.ones(2, requires_grad=True)
+    copy = fc.zeros(1).new_tensor(source)
+    assert not copy.requires_grad and copy.grad_fn is None  # cut from the source's graph
+    assert fc.zeros(1).new_tensor(source, requires_grad=True).requires_grad
+
+
+def test_errors():
+    with pytest.raises(TypeError, match=r"\[new_full\] expected a size \(a tuple or list of ints\), got int"):
+        fc.zeros(1).new_full(2, 3.0)
+    with pytest.raises(TypeError, match=r"\[new_zeros\] expected a size of ints, got str at position 0"):
+        fc.zeros(1).new_zeros("a")
+    with pytest.raises(TypeError):
+        torch.zeros(1).new_empty()
+    with pytest.raises(TypeError, match=r"\[new_empty\] expected a size, got none"):
+        fc.zeros(1).new_empty()
+    with pytest.raises(TypeError, match=r"\[new_ones\] expected a size of ints, got float at position 1"):
+        fc.zeros(1).new_ones(2, 3.0)
