@@ -81,6 +81,9 @@ _distance.install()  # cdist
 from flambeau_core import _tensor_new  # noqa: E402,I001
 
 _tensor_new.install()  # Tensor.new_full, new_zeros, new_ones, new_empty, new_tensor
+from flambeau_core import _sampling  # noqa: E402,I001
+
+_sampling.install()  # multinomial
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
