@@ -12,28 +12,19 @@
 
 #include "flambeau/error.h"
 #include "flambeau/python/bindings.h"
+#include "flambeau_alloc/raw_backend_capsule.h"
 #include "sim_device.h"
 
 namespace py = pybind11;
-using flambeau::alloc::kRawBackendCapsule;
 using flambeau::alloc::RawBackend;
 
 namespace {
 
-void delete_boxed_backend(PyObject* capsule) {
-  delete static_cast<std::unique_ptr<RawBackend>*>(PyCapsule_GetPointer(capsule, kRawBackendCapsule));
-}
-
-// raw_backend.h: a heap-allocated unique_ptr in a capsule that alloc's
-// CachingAllocator._from_raw_backend takes over.
+// raw_backend.h: a backend boxed for alloc's CachingAllocator._from_raw_backend.
 py::object boxed(std::unique_ptr<RawBackend> backend) {
-  auto* box = new std::unique_ptr<RawBackend>(std::move(backend));
-  PyObject* cap = PyCapsule_New(box, kRawBackendCapsule, &delete_boxed_backend);
-  if (!cap) {
-    delete box;
-    throw py::error_already_set();
-  }
-  return py::reinterpret_steal<py::object>(cap);
+  PyObject* capsule = flambeau::alloc::box_raw_backend(std::move(backend));
+  if (!capsule) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(capsule);
 }
 
 std::optional<size_t> checked_bytes(std::optional<int64_t> n, const char* op, const char* what) {

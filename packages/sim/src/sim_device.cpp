@@ -45,7 +45,6 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include "flambeau/allocator.h"
@@ -53,6 +52,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor_impl.h"
+#include "flambeau_alloc/per_device_allocator.h"
 
 namespace flambeau::sim {
 namespace {
@@ -294,59 +294,6 @@ class PinnedMemory final : public alloc::RawBackend {
   size_t segment_granularity() const override { return 4096; }
   DeviceType device_type() const override { return DeviceType::CPU; }
   std::string name() const override { return "sim pinned host"; }
-};
-
-/// Routes to the caching allocator of each device (alloc's CachingAllocator,
-/// reached only through core's Allocator interface), remembering which device
-/// made each block.
-class SimDeviceAllocator final : public Allocator {
- public:
-  explicit SimDeviceAllocator(std::vector<AllocatorPtr> per_device) : per_device_(std::move(per_device)) {}
-  void* allocate(size_t nbytes) override {
-    return allocate_on(nbytes, Device(DeviceType::PrivateUse1,
-                                      static_cast<int16_t>(current_device(DeviceType::PrivateUse1))));
-  }
-  void* allocate_on(size_t nbytes, Device device) override {
-    FB_CHECK_VALUE(device.index >= 0 && static_cast<size_t>(device.index) < per_device_.size(),
-                   "[allocate] invalid device ", device.str());
-    void* p = per_device_[static_cast<size_t>(device.index)]->allocate_on(nbytes, device);
-    std::lock_guard lock(m_);
-    owner_[p] = device.index;
-    return p;
-  }
-  void deallocate(void* ptr, size_t nbytes) noexcept override {
-    const int index = take_owner(ptr);
-    if (index < 0) {
-      std::fprintf(stderr,
-                   "flambeau sim: asked to free %p (%zu bytes), which no sim device allocated; ignored\n",
-                   ptr, nbytes);
-      return;
-    }
-    per_device_[static_cast<size_t>(index)]->deallocate(ptr, nbytes);
-  }
-  void record_stream(void* ptr, Stream& stream) override {
-    int index = -1;
-    {
-      std::lock_guard lock(m_);
-      auto it = owner_.find(ptr);
-      if (it != owner_.end()) index = it->second;
-    }
-    if (index >= 0) per_device_[static_cast<size_t>(index)]->record_stream(ptr, stream);
-  }
-  std::string name() const override { return "sim caching"; }
-
- private:
-  int take_owner(void* ptr) noexcept {
-    std::lock_guard lock(m_);
-    auto it = owner_.find(ptr);
-    if (it == owner_.end()) return -1;
-    const int index = it->second;
-    owner_.erase(it);
-    return index;
-  }
-  std::vector<AllocatorPtr> per_device_;
-  std::mutex m_;
-  std::unordered_map<void*, int> owner_;
 };
 
 // ---- the backend ----
@@ -1305,7 +1252,9 @@ void install_allocators_and_kernels(std::vector<AllocatorPtr> per_device, Alloca
                  g_backend->device_count(), " device allocators, got ", per_device.size());
   FB_CHECK_VALUE(pinned != nullptr, "[sim] expected a pinned host allocator");
   g_backend->pinned_ = std::move(pinned);
-  set_allocator(DeviceType::PrivateUse1, std::make_shared<SimDeviceAllocator>(std::move(per_device)));
+  set_allocator(DeviceType::PrivateUse1,
+                std::make_shared<alloc::PerDeviceAllocator>(DeviceType::PrivateUse1, "sim caching",
+                                                            std::move(per_device)));
   op::empty.register_kernel(DispatchKey::PrivateUse1, empty_sim);
   op::copy_.register_kernel(DispatchKey::PrivateUse1, copy_sim);
   register_async_kernels();  // Note [Asynchronous sim kernels]

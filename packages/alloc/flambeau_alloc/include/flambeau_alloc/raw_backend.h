@@ -12,7 +12,8 @@
 // device package (flambeau-cuda) implements its own backends against it and
 // hands them to alloc's CachingAllocator without linking alloc's code: it
 // passes a PyCapsule named kRawBackendCapsule whose pointer is a heap-allocated
-// `std::unique_ptr<RawBackend>` (the capsule's destructor deletes that box) to
+// `std::unique_ptr<RawBackend>` (the capsule's destructor deletes that box;
+// raw_backend_capsule.h makes one) to
 // `flambeau_alloc.CachingAllocator._from_raw_backend(capsule, name, device)`,
 // which moves the backend out of the box. Only virtual calls cross the module
 // boundary, so both sides need nothing but this header and core's.
