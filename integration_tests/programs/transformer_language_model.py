@@ -7,9 +7,12 @@ Transformer: a sinusoidal PositionalEncoding kept in a buffer, an
 corpus batchified into columns and cut into bptt-long chunks, plain SGD
 written by hand (`p.data.add_(p.grad, alpha=-lr)`) after gradient clipping,
 and the learning rate divided by 4 when the validation loss stops improving.
-Dropout is 0 and the weights start from fixed values: the run is
-deterministic. Prints one JSON line: the loss of every step, the validation
-loss and learning rate of every epoch, and the test perplexity.
+Dropout is 0 and the weights start from fixed values: the training is
+deterministic. Then it generates text, sampling each next word with
+`torch.multinomial`, as the example's generate script does. Prints one JSON
+line: the loss of every step, the validation loss and learning rate of every
+epoch, the test perplexity, the generated words and the fraction of their
+pairs seen in the corpus.
 """
 
 import json
@@ -128,7 +131,40 @@ def main() -> None:
         else:
             lr /= 4.0
     test_loss = evaluate(model, test_data, criterion, bptt)
-    print(json.dumps({"losses": losses, "val_losses": val_losses, "lrs": lrs, "test_ppl": math.exp(test_loss)}))
+    words, known = generate(model, start="alice", count=30, temperature=0.7)
+    print(
+        json.dumps(
+            {
+                "losses": losses,
+                "val_losses": val_losses,
+                "lrs": lrs,
+                "test_ppl": math.exp(test_loss),
+                "generated": words,
+                "known_bigrams": known,
+            }
+        )
+    )
+
+
+def generate(model: nn.Module, start: str, count: int, temperature: float):
+    """Samples `count` words after `start` (torch.multinomial over the softmax at `temperature`); also the
+    fraction of the generated word pairs that occur in the training corpus."""
+    torch.manual_seed(3)
+    model.eval()
+    tokens = torch.tensor([[WORDS.index(start)]])  # (sequence, batch=1)
+    words = []
+    with torch.no_grad():
+        for _ in range(count):
+            output = model(tokens)
+            word_weights = output[-1].squeeze().div(temperature).exp()
+            word_idx = torch.multinomial(word_weights, 1)[0]
+            tokens = torch.cat([tokens, word_idx.view(1, 1)], 0)
+            words.append(WORDS[word_idx])
+    ids = corpus(80, 0).tolist()
+    seen = set(zip(ids, ids[1:], strict=False))
+    generated = tokens.view(-1).tolist()
+    pairs = list(zip(generated, generated[1:], strict=False))
+    return words, sum(pair in seen for pair in pairs) / len(pairs)
 
 
 if __name__ == "__main__":
