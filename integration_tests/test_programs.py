@@ -12,6 +12,7 @@ stderr, which ends with what `flambeau-run` found missing.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,9 @@ import pytest
 
 PROGRAMS = Path(__file__).parent / "programs"
 TIMEOUT_S = 600
+# One intra-op thread: these programs' tensors are small, and on a busy machine OpenMP threads waiting for
+# each other made torch's runs ~20 times slower (the minutes of CI time these tests take).
+_ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def _flambeau_run() -> list[str]:
@@ -41,6 +45,7 @@ def _run(runner: list[str], program: str, tmp_path: Path, name: str) -> dict:
         text=True,
         timeout=TIMEOUT_S,
         cwd=out_dir,
+        env=_ENV,
     )
     assert proc.returncode == 0, (
         f"{program} under {name} exited with {proc.returncode}\n--- stderr (tail) ---\n{proc.stderr[-6000:]}"
@@ -149,7 +154,7 @@ def test_super_resolution(tmp_path):
     for result in (ours, theirs):
         assert result["orthogonal"]
         assert result["epoch_losses"][-1] < 0.1 * result["epoch_losses"][0]
-        assert result["psnr"] > result["nearest_psnr"] + 0.5  # better than repeating each pixel
+        assert result["psnr"] > result["nearest_psnr"] + 2  # clearly better than repeating each pixel
     assert ours["psnr"] == pytest.approx(theirs["psnr"], abs=2.5)
 
 

@@ -70,7 +70,7 @@ def main() -> None:
     criterion = nn.MSELoss()
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
     epoch_losses = []
-    for _epoch in range(15):
+    for _epoch in range(30):
         permutation = torch.randperm(len(train_hr))
         total = 0.0
         for start in range(0, len(train_hr), 32):
