@@ -1,7 +1,9 @@
 """Sine-wave prediction with two LSTMCells trained by L-BFGS, then run past the data (future steps).
 
 A plain PyTorch script in the shape of the time-sequence-prediction example:
-shifted sine waves in float64, a model of two `nn.LSTMCell`s and a Linear
+randomly shifted sine waves in float64 made with NumPy (seeded, so both
+frameworks see the same ones), saved with `torch.save` and loaded back into
+`torch.from_numpy` tensors, a model of two `nn.LSTMCell`s and a Linear
 stepping through each sequence (`torch.cat` of the per-step predictions),
 `optim.LBFGS` with a closure and the strong-Wolfe line search, and predictions fed back as inputs for `future`
 steps. The weights start from fixed values: the run is deterministic. Prints
@@ -11,7 +13,10 @@ predicted values.
 
 import json
 import math
+import sys
+from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.optim as optim
@@ -19,10 +24,14 @@ import torch.optim as optim
 T, L, N, HIDDEN = 20, 60, 10, 24
 
 
-def sine_waves() -> torch.Tensor:
-    shifts = (torch.arange(N, dtype=torch.float64) * 37) % (8 * T) - 4 * T
-    x = torch.arange(L, dtype=torch.float64).unsqueeze(0) + shifts.unsqueeze(1)
-    return torch.sin(x / T)
+def generate_sine_waves(path: Path) -> None:
+    """The example's data step: randomly shifted sine waves made with NumPy, saved with torch.save."""
+    rng = np.random.RandomState(2)
+    x = np.empty((N, L), "int64")
+    x[:] = np.array(range(L)) + rng.randint(-4 * T, 4 * T, N).reshape(N, 1)
+    data = np.sin(x / 1.0 / T).astype("float64")
+    with open(path, "wb") as f:
+        torch.save(data, f)
 
 
 class Sequence(nn.Module):
@@ -59,9 +68,11 @@ def deterministic_(model: nn.Module) -> None:
 
 
 def main() -> None:
-    data = sine_waves()
-    input, target = data[3:, :-1], data[3:, 1:]
-    test_input, test_target = data[:3, :-1], data[:3, 1:]
+    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+    generate_sine_waves(out_dir / "traindata.pt")
+    data = torch.load(out_dir / "traindata.pt", weights_only=False)  # a NumPy array, not tensors
+    input, target = torch.from_numpy(data[3:, :-1]), torch.from_numpy(data[3:, 1:])
+    test_input, test_target = torch.from_numpy(data[:3, :-1]), torch.from_numpy(data[:3, 1:])
     seq = Sequence().double()
     deterministic_(seq)
     criterion = nn.MSELoss()
