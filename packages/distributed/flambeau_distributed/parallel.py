@@ -25,7 +25,10 @@ from typing import Any
 import flambeau_autograd as autograd
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
-from flambeau_nn import Module
+from flambeau_nn import (
+    DataParallel,  # noqa: F401  (torch.nn.parallel.DataParallel's place)
+    Module,
+)
 
 from flambeau_distributed import _c10d
 

@@ -30,3 +30,12 @@ def test_singleton_world_of_one_leaves_no_shared_memory():
     assert r.stdout.strip().splitlines()[-1] == "0 1 [0.0, 1.0, 2.0, 3.0]"
     after = set(os.listdir(shm)) if shm.is_dir() else set()
     assert not {f for f in after - before if f.startswith("sm_segment")}, after - before
+
+
+def test_nn_parallel_has_data_parallel_as_torch():
+    import flambeau_nn as nn
+    import torch
+    from flambeau_distributed import parallel
+
+    assert parallel.DataParallel is nn.DataParallel
+    assert hasattr(torch.nn.parallel, "DataParallel")

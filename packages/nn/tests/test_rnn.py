@@ -503,3 +503,16 @@ def test_layer_op_errors():
     )
     _raises(fc.FlambeauError, "mode must be", fc._C._rnn_layer, fc.zeros(4, 8), w, e, fc.zeros(2, 2), e, 7, [2, 2])
     assert d == fc.float32
+
+
+def test_flatten_parameters_is_accepted_and_changes_nothing_as_torch_on_cpu():
+    import torch
+
+    for cls in ("RNN", "LSTM", "GRU"):
+        ours, theirs = getattr(nn, cls)(3, 4, num_layers=2), getattr(torch.nn, cls)(3, 4, num_layers=2)
+        before = {k: v.clone() for k, v in ours.state_dict().items()}
+        assert ours.flatten_parameters() is None and theirs.flatten_parameters() is None
+        after = ours.state_dict()
+        assert list(after) == list(before)
+        assert all(after[k].data_ptr() == ours.state_dict()[k].data_ptr() for k in after)
+        assert all((after[k] == before[k]).all().item() for k in after)

@@ -153,6 +153,16 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Kept for PyTorch programs, which call it after moving a model (``model.rnn.flatten_parameters()``).
+
+        PyTorch compacts the weights into one buffer for cuDNN and does nothing on the CPU; flambeau's
+        recurrent kernels read each parameter where it is (packing per call where that pays, Note
+        [Packed step GEMM] in core's src/cpu/rnn.cpp), so there is nothing to compact on any device.
+        Returns None, as PyTorch's.
+        """
+        return None
+
     @property
     def _flat_weights(self) -> list[Tensor]:
         return [getattr(self, n) for n in self._flat_weights_names]
