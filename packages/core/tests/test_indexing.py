@@ -723,6 +723,10 @@ def test_sequence_index_errors_as_torch():
         x[range(3), range(5)]
     with pytest.raises(IndexError, match="shape mismatch"):
         y[range(3), range(5)]
+    with pytest.raises(ValueError, match=r"\[getitem\] a range index must hold only ints.*does not fit in int64"):
+        x[range(2**64, 2**64 + 1)]
+    with pytest.raises(ValueError, match="Overflow"):
+        y[range(2**64, 2**64 + 1)]
     with pytest.raises(TypeError, match=r"\[getitem\] a _Seq index must hold only ints or bools"):
         x[_Seq("a", "b")]
     with pytest.raises(TypeError):
@@ -747,25 +751,67 @@ def test_numpy_scalars_are_ints_not_index_tensors():
 
 @pytest.mark.parametrize(
     "data",
-    [range(5), range(0), range(6, 0, -2), [range(2), range(2)], (range(1), [3]), _Seq(1, 2), _Seq(_Seq(1.5), [2])],
-    ids=["range", "empty", "step", "list_of_ranges", "tuple_mixed", "custom", "nested_custom"],
+    [
+        range(5),
+        range(0),
+        range(5, 0),
+        range(6, 0, -2),
+        range(2**63 - 3, 2**63, 2),  # stop beyond int64: the generic path
+        range(-(2**63), -(2**63) + 2),
+        [range(2), range(2)],
+        (range(1), [3]),
+        _Seq(1, 2),
+        _Seq(_Seq(1.5), [2]),
+    ],
+    ids=[
+        "range",
+        "empty",
+        "empty_backwards",
+        "step",
+        "near_int64_max",
+        "int64_min",
+        "list_of_ranges",
+        "tuple_mixed",
+        "custom",
+        "nested_custom",
+    ],
 )
 def test_tensor_and_as_tensor_of_sequences(data):
     want = torch.tensor(data)
     for make in (fc.tensor, fc.as_tensor):
         got = make(data)
         assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype).replace("torch", "flambeau")
-    got = fc.tensor(data, dtype=fc.float64)
-    assert got.tolist() == torch.tensor(data, dtype=torch.float64).tolist() and got.dtype == fc.float64
+    for fdt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32), (fc.bool, torch.bool)):
+        got = fc.tensor(data, dtype=fdt)
+        assert got.tolist() == torch.tensor(data, dtype=tdt).tolist() and got.dtype == fdt
     with pytest.raises(TypeError, match=r"\[tensor\] expected numbers"):
         fc.tensor(_Seq("a"))
 
 
 def test_as_tensor_returns_a_matching_tensor_itself():
     t = fc.arange(3)
-    assert fc.as_tensor(t) is t and fc.as_tensor(t, dtype=fc.int64, device="cpu") is t
+    assert fc.as_tensor(t) is t and fc.as_tensor(t, dtype=fc.int64, device=t.device) is t
     f = fc.as_tensor(t, dtype=fc.float32)
     assert f.dtype == fc.float32 and f.tolist() == torch.as_tensor(torch.arange(3), dtype=torch.float32).tolist()
     a = np.arange(3)
     assert fc.as_tensor(a).tolist() == torch.as_tensor(a).tolist()
     assert fc.as_tensor(2.5).item() == torch.as_tensor(2.5).item()
+
+
+def test_python_and_cpu_indices_follow_self_to_its_device():
+    # Made on the default device; indexed with indices built on the cpu (as PyTorch takes cpu
+    # indices for a cuda tensor), and the other way round.
+    x, y = fc.arange(12).view(3, 4), torch.arange(12).view(3, 4)
+    cpu_idx = fc.tensor([2, 0], device="cpu")
+    for index in (range(2), [2, 0], cpu_idx, (cpu_idx, range(2)), fc.tensor([True, False, True], device="cpu")):
+        tindex = torch.tensor(index.tolist()) if isinstance(index, fc.Tensor) else index
+        if isinstance(index, tuple):
+            tindex = (torch.tensor(index[0].tolist()), index[1])
+        assert to_host(x[index]).tolist() == y[tindex].tolist()
+        z, w = fc.zeros(3, 4), torch.zeros(3, 4)
+        z[index] = 1.0
+        w[tindex] = 1.0
+        assert to_host(z).tolist() == w.tolist()
+    c = fc.arange(12, device="cpu").view(3, 4)
+    assert c[range(1, 3), [0, 1]].tolist() == y[range(1, 3), [0, 1]].tolist()
+    assert c[True, [0]].tolist() == y[True, [0]].tolist()

@@ -323,6 +323,11 @@ void collect(py::handle obj, size_t depth, NestedData& out) {
 }
 
 Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
+  // (An empty range is left to the generic path: it is float32, as torch.tensor([]).)
+  if (std::optional<Tensor> r = range_tensor(data); r && r->numel() > 0) {
+    const ScalarType dt = parse_dtype(dtype_obj, ScalarType::Int64, "tensor");
+    return dt == ScalarType::Int64 ? *r : op::cast(*r, dt);
+  }
   if (py::isinstance<TensorImpl>(data)) {
     AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
     const Tensor src = data.cast<Tensor>();
@@ -437,6 +442,26 @@ Tensor new_like(const Tensor& like, ScalarType dtype, Device device, MemoryForma
 }
 
 }  // namespace
+
+std::optional<Tensor> range_tensor(py::handle obj) {
+  if (!PyRange_Check(obj.ptr())) return std::nullopt;
+  int64_t v[3];
+  const char* names[3] = {"start", "stop", "step"};
+  for (int i = 0; i < 3; ++i) {
+    py::object a = obj.attr(names[i]);
+    int overflow = 0;
+    v[i] = PyLong_AsLongLongAndOverflow(a.ptr(), &overflow);
+    if (overflow) return std::nullopt;
+  }
+  const Py_ssize_t n = PyObject_Length(obj.ptr());
+  if (n < 0) {  // a length beyond Py_ssize_t
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  // arange refuses a step that points away from stop; such a range is just empty.
+  if (n == 0) return op::empty(Shape{0}, ScalarType::Int64, Device(DeviceType::CPU));
+  return op::arange(Scalar(v[0]), Scalar(v[1]), Scalar(v[2]), ScalarType::Int64, Device(DeviceType::CPU));
+}
 
 void init_factories(py::module_& m) {
   py::class_<Generator, std::shared_ptr<Generator>>(

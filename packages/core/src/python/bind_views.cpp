@@ -69,15 +69,21 @@ bool is_array_like(py::handle obj) {
 /// A sequence (list, tuple, range, array, ...) as an index tensor: bool and uint8 stay masks,
 /// anything else becomes int64 (floats truncated), as PyTorch's indexing does.
 Tensor index_tensor_from(py::handle obj, const char* op) {
+  if (std::optional<Tensor> r = range_tensor(obj)) return *r;
   py::object t;
   try {
-    t = py::module_::import("flambeau_core._C").attr("tensor")(obj);
+    t = py::module_::import("flambeau_core._C").attr("tensor")(obj, py::arg("device") = "cpu");
   } catch (py::error_already_set& e) {
-    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
-    throw TypeError(detail::cat_str("[", op, "] a ", type_name(obj),
-                                    " index must hold only ints or bools (one index tensor; use a tuple to "
-                                    "index several dims): ",
-                                    py::str(e.value()).cast<std::string>()));
+    // A wrong element type stays a TypeError, a wrong value (an int beyond int64, a ragged
+    // nesting) a ValueError (FlambeauError), as PyTorch raises them.
+    const bool type_error = e.matches(PyExc_TypeError);
+    if (!type_error && !e.matches(PyExc_ValueError)) throw;
+    const std::string msg = detail::cat_str("[", op, "] a ", type_name(obj),
+                                            " index must hold only ints or bools (one index tensor; use a "
+                                            "tuple to index several dims): ",
+                                            py::str(e.value()).cast<std::string>());
+    if (type_error) throw TypeError(msg);
+    throw ValueError(msg);
   }
   Tensor r = t.cast<Tensor>();
   const ScalarType dt = r.dtype();
@@ -153,6 +159,9 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
   int64_t covered = 0;  // dims of `cur` the entries of r.adv cover
   auto record = [&](Tensor t, int64_t dims) {
     for (; covered < d; ++covered) r.adv.emplace_back(std::nullopt);
+    // Indices made from Python (and cpu index tensors, as PyTorch allows) go to self's device.
+    if (!(t.device() == self.device()) && t.device().is_cpu())
+      t = to_device_copy(t, self.device(), t.dtype(), false, op);
     r.adv.emplace_back(std::move(t));
     covered += dims;
   };
@@ -167,7 +176,7 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
         break;
       case ItemKind::kBool: {  // a new size-1 dim, taken (True) or not (False)
         cur = op::unsqueeze(cur, d);
-        Tensor taken = op::empty(Shape{it.value ? 1 : 0}, ScalarType::Int64, self.device());
+        Tensor taken = op::empty(Shape{it.value ? 1 : 0}, ScalarType::Int64, Device(DeviceType::CPU));
         if (it.value) taken.data<int64_t>()[0] = 0;
         record(std::move(taken), 1);
         ++d;
