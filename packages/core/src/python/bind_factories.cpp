@@ -463,6 +463,8 @@ std::optional<Tensor> range_tensor(py::handle obj) {
   return op::arange(Scalar(v[0]), Scalar(v[1]), Scalar(v[2]), ScalarType::Int64, Device(DeviceType::CPU));
 }
 
+Tensor tensor_from_python(py::handle data) { return tensor_from_data(data, py::none()); }
+
 void init_factories(py::module_& m) {
   py::class_<Generator, std::shared_ptr<Generator>>(
       m, "Generator", "A counter-based random generator (Note [Random numbers]).")

@@ -70,22 +70,26 @@ bool is_array_like(py::handle obj) {
 /// anything else becomes int64 (floats truncated), as PyTorch's indexing does.
 Tensor index_tensor_from(py::handle obj, const char* op) {
   if (std::optional<Tensor> r = range_tensor(obj)) return *r;
-  py::object t;
+  Tensor r;
+  // A wrong element type stays a TypeError, a wrong value (an int beyond int64, a ragged
+  // nesting) a ValueError (FlambeauError), as PyTorch raises them.
+  auto wrapped = [&](const std::string& why) {
+    return detail::cat_str("[", op, "] a ", type_name(obj),
+                           " index must hold only ints or bools (one index tensor; use a tuple to index "
+                           "several dims): ",
+                           why);
+  };
   try {
-    t = py::module_::import("flambeau_core._C").attr("tensor")(obj, py::arg("device") = "cpu");
-  } catch (py::error_already_set& e) {
-    // A wrong element type stays a TypeError, a wrong value (an int beyond int64, a ragged
-    // nesting) a ValueError (FlambeauError), as PyTorch raises them.
-    const bool type_error = e.matches(PyExc_TypeError);
-    if (!type_error && !e.matches(PyExc_ValueError)) throw;
-    const std::string msg = detail::cat_str("[", op, "] a ", type_name(obj),
-                                            " index must hold only ints or bools (one index tensor; use a "
-                                            "tuple to index several dims): ",
-                                            py::str(e.value()).cast<std::string>());
-    if (type_error) throw TypeError(msg);
-    throw ValueError(msg);
+    r = tensor_from_python(obj);
+  } catch (const TypeError& e) {
+    throw TypeError(wrapped(e.what()));
+  } catch (const ValueError& e) {
+    throw ValueError(wrapped(e.what()));
+  } catch (py::error_already_set& e) {  // from the sequence itself (its __len__ or __getitem__)
+    if (e.matches(PyExc_TypeError)) throw TypeError(wrapped(py::str(e.value()).cast<std::string>()));
+    if (e.matches(PyExc_ValueError)) throw ValueError(wrapped(py::str(e.value()).cast<std::string>()));
+    throw;
   }
-  Tensor r = t.cast<Tensor>();
   const ScalarType dt = r.dtype();
   if (dt == ScalarType::Bool || dt == ScalarType::UInt8 || dt == ScalarType::Int64) return r;
   return op::cast(r, ScalarType::Int64);
