@@ -741,7 +741,7 @@ def system_allocator() -> Allocator:
 
 def as_tensor(data: typing.Any, dtype: typing.Any = None, device: typing.Any = None) -> Tensor:
     """
-    data as a tensor: a Tensor of the asked dtype and device is returned itself (else converted with to(), keeping the autograd graph); anything tensor() reads (numbers, nested sequences, ranges, arrays) becomes a new tensor. Unlike torch.as_tensor, a NumPy array is copied (flambeau.from_numpy shares its memory).
+    data as a tensor: a Tensor of the asked dtype and device is returned itself (else converted with to(), keeping the autograd graph); a writable C-contiguous NumPy array (any buffer) of that dtype is shared, not copied; anything else tensor() reads (numbers, nested sequences, ranges, strided or read-only arrays) becomes a new tensor.
 
     >>> flambeau_core.as_tensor(range(3)).tolist()
     [0, 1, 2]

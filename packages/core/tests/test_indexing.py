@@ -815,3 +815,27 @@ def test_python_and_cpu_indices_follow_self_to_its_device():
     c = fc.arange(12, device="cpu").view(3, 4)
     assert c[range(1, 3), [0, 1]].tolist() == y[range(1, 3), [0, 1]].tolist()
     assert c[True, [0]].tolist() == y[True, [0]].tolist()
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("np_dtype", [np.float32, np.int64, np.bool_, np.uint8])
+def test_as_tensor_shares_a_numpy_arrays_memory_as_torch(np_dtype):
+    for shape in [(3,), (2, 3), ()]:
+        arrays = [np.zeros(shape, dtype=np_dtype) for _ in range(2)]
+        got, want = fc.as_tensor(arrays[0]), torch.as_tensor(arrays[1])
+        assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1] and got.shape == want.shape
+        for a in arrays:
+            a.fill(1)
+        assert got.tolist() == want.tolist()
+        got.fill_(0)
+        want.fill_(0)
+        assert arrays[0].tolist() == arrays[1].tolist()
+    a = np.arange(4.0)
+    cast = fc.as_tensor(a, dtype=fc.float32)  # another dtype: a copy, as in torch
+    a[0] = 9.0
+    assert cast[0].item() == 0.0 and torch.as_tensor(a, dtype=torch.float32)[0].item() == 9.0
+    ro = np.arange(3)
+    ro.setflags(write=False)
+    assert fc.as_tensor(ro).tolist() == [0, 1, 2]  # read-only: copied (flambeau tensors are writable)
+    assert fc.as_tensor(np.arange(6)[::2]).tolist() == [0, 2, 4]  # strided: copied
+    assert fc.as_tensor(np.zeros((0, 2))).shape == (0, 2)

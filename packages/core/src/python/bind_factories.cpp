@@ -256,6 +256,37 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, Shape{count}, Shape{1}, 0));
 }
 
+/// as_tensor of a writable C-contiguous buffer (a NumPy array): a cpu tensor sharing its memory
+/// (Note [frombuffer lifetime]); nullopt for a read-only, strided or empty one (copied instead).
+std::optional<Tensor> share_writable_buffer(py::handle obj) {
+  auto* view = new Py_buffer{};
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    delete view;
+    return std::nullopt;
+  }
+  auto release = [](Py_buffer* v) {
+    PyBuffer_Release(v);
+    delete v;
+  };
+  try {
+    const ScalarType dtype = dtype_from_format(view->format, view->itemsize, "as_tensor");
+    const Shape shape(view->shape, view->shape + view->ndim);
+    if (view->len == 0) {
+      release(view);
+      return std::nullopt;
+    }
+    Shape strides = contiguous_strides(shape, "as_tensor");
+    void* data = view->buf;
+    auto storage = StorageImpl::from_external(data, static_cast<size_t>(view->len), Device(DeviceType::CPU),
+                                              [view](void*) { release_buffer_with_gil(view); });
+    return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, shape, std::move(strides), 0));
+  } catch (...) {
+    release(view);
+    throw;
+  }
+}
+
 // ---- tensor(data) from nested sequences ----
 
 // Any sequence but a str or bytes (list, tuple, range, deque, ...), and (nested
@@ -539,14 +570,22 @@ void init_factories(py::module_& m) {
           if (dt == t.dtype() && d == t.device()) return py::reinterpret_borrow<py::object>(data);
           return data.attr("to")(py::arg("device") = py::cast(d), py::arg("dtype") = py::cast(dt));
         }
+        // As torch.as_tensor: a NumPy array of the asked dtype on the cpu shares its memory.
+        PyObject* p = data.ptr();
+        if (PyObject_CheckBuffer(p) && !PyBytes_Check(p) && !PyByteArray_Check(p) &&
+            factory_device(device, "as_tensor").is_cpu())
+          if (std::optional<Tensor> shared = share_writable_buffer(data)) {
+            const ScalarType dt = parse_dtype(dtype, shared->dtype(), "as_tensor");
+            return py::cast(dt == shared->dtype() ? *shared : op::cast(*shared, dt));
+          }
         return py::module_::import("flambeau_core._C")
             .attr("tensor")(data, py::arg("dtype") = dtype, py::arg("device") = device);
       },
       py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       "data as a tensor: a Tensor of the asked dtype and device is returned itself (else converted with "
-      "to(), keeping the autograd graph); anything tensor() reads (numbers, nested sequences, ranges, "
-      "arrays) becomes a new tensor. Unlike torch.as_tensor, a NumPy array is copied (flambeau.from_numpy "
-      "shares its memory).\n\n>>> flambeau_core.as_tensor(range(3)).tolist()\n[0, 1, 2]");
+      "to(), keeping the autograd graph); a writable C-contiguous NumPy array (any buffer) of that dtype "
+      "is shared, not copied; anything else tensor() reads (numbers, nested sequences, ranges, strided or "
+      "read-only arrays) becomes a new tensor.\n\n>>> flambeau_core.as_tensor(range(3)).tolist()\n[0, 1, 2]");
 
   auto sized = [&m](const char* name, auto make, auto fill, const char* doc) {
     m.def(
