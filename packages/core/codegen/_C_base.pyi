@@ -26,6 +26,7 @@ __all__: list[str] = [
     "arange",
     "argmax",
     "as_strided",
+    "as_tensor",
     "bfloat16",
     "bmm",
     "bool",
@@ -260,7 +261,7 @@ class Tensor:
     def __float__(self) -> float: ...
     def __getitem__(self, arg0: typing.Any) -> Tensor:
         """
-        Basic indexing (ints, slices with step > 0, None, ...) returns a view; one integer/bool tensor or list index returns a copy, as in PyTorch.
+        Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer or bool tensors, lists, ranges, arrays or other sequences) returns a copy, as in PyTorch.
         """
     def __hash__(self):
         """
@@ -453,6 +454,14 @@ class Generator:
     def __init__(self, device: typing.Any = "cpu", seed: typing.Any = None) -> None: ...
     def initial_seed(self) -> int: ...
     def manual_seed(self, seed: typing.SupportsInt | typing.SupportsIndex) -> Generator: ...
+    def get_state(self) -> Tensor:
+        """
+        The generator's state as a 16-byte uint8 tensor (seed and offset); reading it draws nothing.
+        """
+    def set_state(self, new_state: Tensor) -> Generator:
+        """
+        Restores a state from get_state(): the same random numbers come again. Returns the generator.
+        """
 
 def _abi_tag() -> str:
     """
@@ -467,6 +476,16 @@ def _sgemm_backend(name: str | None = None) -> str:
 def _cpu_capability() -> str:
     """
     The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU capabilities]).
+    """
+
+def _get_rng_state() -> Tensor:
+    """
+    The default CPU generator's state (Generator.get_state).
+    """
+
+def _set_rng_state(new_state: Tensor) -> None:
+    """
+    Restores the default CPU generator's state (Generator.set_state).
     """
 
 def _has_kernel(op: str, key: str) -> bool:
@@ -718,6 +737,14 @@ def squeeze(input: Tensor, dim: typing.Any = None) -> Tensor: ...
 def system_allocator() -> Allocator:
     """
     Core's default aligned system allocator.
+    """
+
+def as_tensor(data: typing.Any, dtype: typing.Any = None, device: typing.Any = None) -> Tensor:
+    """
+    data as a tensor: a Tensor of the asked dtype and device is returned itself (else converted with to(), keeping the autograd graph); a writable C-contiguous NumPy array (any buffer) of that dtype is shared, not copied; anything else tensor() reads (numbers, nested sequences, ranges, strided or read-only arrays) becomes a new tensor.
+
+    >>> flambeau_core.as_tensor(range(3)).tolist()
+    [0, 1, 2]
     """
 
 def tensor(

@@ -4,19 +4,10 @@
 restores it, after which the same random numbers come again. ``fork_rng()`` is a
 context manager that restores the state on exit.
 
-Note [Generator state from Python]: the generator (Note [Random numbers]) is the
-pair (seed, offset), and draw ``i`` depends only on ``seed + G * (offset + i + 1)``
-(G the SplitMix64 increment), so (seed, offset) draws exactly what
-(seed + G * offset, 0) draws. ``set_rng_state`` therefore seeds the generator
-with ``seed + G * offset``. ``get_rng_state`` reads the offset by drawing one
-full 64-bit number (``randint`` over all of int64), inverting SplitMix64's
-finalizer to recover ``seed + G * (offset + 1)``, and re-seeding the generator
-at the point before that draw, so reading the state does not move the stream.
-The state's bytes are (seed, offset), two little-endian uint64 (16 bytes, where
-PyTorch's Mersenne Twister state has 5056): ``initial_seed()`` still answers the
-seed the program set. A random op run by another thread while
-``get_rng_state`` runs may be replayed. A C++ accessor of the offset would make
-this a plain read (see ``docs/core.md``).
+The state is the generator's seed and offset (Note [Generator state bytes] in
+``src/python/bind_factories.cpp``): 16 bytes, where PyTorch's Mersenne Twister
+state has 5056. Reading it draws nothing; ``initial_seed()`` still answers the
+seed the program set.
 
 Example:
     >>> import flambeau_core as fc
@@ -41,47 +32,6 @@ from flambeau_core._device_modules import device_module, manual_seed
 
 __all__ = ["fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
 
-_MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15  # Generator::draw's increment
-_GOLDEN_INV = pow(_GOLDEN, -1, 1 << 64)
-_MUL1_INV = pow(0xBF58476D1CE4E5B9, -1, 1 << 64)
-_MUL2_INV = pow(0x94D049BB133111EB, -1, 1 << 64)
-_STATE_BYTES = 16
-
-# (the seed the generator holds, the seed the program set, the offset that seed stands for)
-_rebased: tuple[int, int, int] | None = None
-
-
-def _unshift_xor(x: int, k: int) -> int:
-    y = x
-    for _ in range(64 // k + 1):
-        y = x ^ (y >> k)
-    return y
-
-
-def _unmix(bits: int) -> int:
-    """The inverse of SplitMix64's finalizer (Generator::draw without the counter step)."""
-    z = _unshift_xor(bits, 31)
-    z = (z * _MUL2_INV) & _MASK
-    z = _unshift_xor(z, 27)
-    z = (z * _MUL1_INV) & _MASK
-    return _unshift_xor(z, 30)
-
-
-def _logical() -> tuple[int, int]:
-    """(the seed the program set, the offset the generator's own offset 0 stands for)."""
-    held = _C.initial_seed()
-    if _rebased is not None and _rebased[0] == held:
-        return _rebased[1], _rebased[2]
-    return held, 0
-
-
-def _rebase(seed: int, offset: int) -> None:
-    global _rebased
-    held = (seed + _GOLDEN * offset) & _MASK
-    _C.manual_seed(held)
-    _rebased = (held, seed, offset)
-
 
 def initial_seed() -> int:
     """The seed of the default CPU generator (the one set last, by ``manual_seed``, ``seed`` or a state).
@@ -92,7 +42,7 @@ def initial_seed() -> int:
         >>> fc.initial_seed()
         7
     """
-    return _logical()[0]
+    return _C.initial_seed()
 
 
 def seed() -> int:
@@ -110,23 +60,14 @@ def seed() -> int:
 
 
 def get_rng_state() -> _C.Tensor:
-    """The default CPU generator's state as a uint8 tensor (Note [Generator state from Python]).
+    """The default CPU generator's state as a uint8 tensor (its seed and offset); reading it draws nothing.
 
     Example:
         >>> import flambeau_core as fc
         >>> fc.get_rng_state().dtype == fc.uint8
         True
     """
-    seed, base_offset = _logical()
-    held = _C.initial_seed()
-    value = _C.randint(-(1 << 63), (1 << 63) - 1, (1,)).item()
-    # randint (random_) maps the draw to [low, high) with floor(bits * (2^64 - 1) / 2^64), i.e. bits - 1.
-    bits = ((value + (1 << 63)) + 1) & _MASK
-    before = (_unmix(bits) - _GOLDEN) & _MASK  # seed + G * offset, the stream before the draw
-    offset = (base_offset + ((before - held) * _GOLDEN_INV)) & _MASK
-    _rebase(seed, offset)
-    state = seed.to_bytes(8, "little") + offset.to_bytes(8, "little")
-    return _C.frombuffer(bytearray(state), dtype=_C.uint8).clone()
+    return _C._get_rng_state()
 
 
 def set_rng_state(new_state: _C.Tensor) -> None:
@@ -138,17 +79,7 @@ def set_rng_state(new_state: _C.Tensor) -> None:
         >>> fc.set_rng_state(s); bool((fc.randn(2) == a).all())
         True
     """
-    if not isinstance(new_state, _C.Tensor):
-        raise TypeError(f"[set_rng_state] expected a uint8 Tensor, got {type(new_state).__name__}")
-    if new_state.dtype != _C.uint8:
-        raise TypeError(f"[set_rng_state] expected a uint8 Tensor (get_rng_state()), got dtype {new_state.dtype}")
-    if new_state.dim() != 1 or new_state.numel() != _STATE_BYTES:
-        raise _C.FlambeauError(
-            f"[set_rng_state] expected the {_STATE_BYTES}-byte state that get_rng_state() returns, "
-            f"got shape {tuple(new_state.shape)}"
-        )
-    raw = bytes(new_state.to("cpu").tolist())
-    _rebase(int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+    _C._set_rng_state(new_state)
 
 
 @contextlib.contextmanager

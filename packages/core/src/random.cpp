@@ -16,6 +16,17 @@ uint64_t Generator::reserve(uint64_t n) {
   return base;
 }
 
+Generator::State Generator::state() {
+  std::lock_guard<std::mutex> g(mutex_);
+  return {seed_, offset_};
+}
+
+void Generator::set_state(State s) {
+  std::lock_guard<std::mutex> g(mutex_);
+  seed_ = s.seed;
+  offset_ = s.offset;
+}
+
 Generator& default_generator() {
   static Generator gen;
   return gen;

@@ -639,11 +639,6 @@ def test_index_shapes_that_overflow_raise_instead_of_allocating():
         x[i.expand(2**62)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="a range index needs bind_views.cpp to read any sequence as an index tensor (docs/core.md, Indexing)",
-)
 @pytest.mark.parametrize("form", ["read", "write"])
 def test_range_index_as_torch(form):
     labels = [1, 2, 3]
@@ -655,3 +650,196 @@ def test_range_index_as_torch(form):
         y[range(3), torch.tensor(labels)] = 5.0
         x[range(3), fc.tensor(labels)] = 5.0
         assert x.tolist() == y.tolist()
+
+
+class _Seq:
+    """A minimal sequence (len and getitem only), as PyTorch reads any non-str sequence."""
+
+    def __init__(self, *items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+# (the index on flambeau, the same index on torch)
+SEQUENCE_INDICES = {
+    "range": lambda m: range(1, 3),
+    "range_step_neg": lambda m: range(2, -1, -2),
+    "range_negative": lambda m: range(-3, 0),
+    "range_empty": lambda m: range(0),
+    "range_then_list": lambda m: (range(3), [1, 2, 3]),
+    "list_then_range": lambda m: ([0, 2], range(2)),
+    "range_range": lambda m: (range(3), range(3)),
+    "slice_range": lambda m: (slice(None), range(0, 4, 2)),
+    "ellipsis_range": lambda m: (..., range(2)),
+    "none_range": lambda m: (None, range(2)),
+    "numpy_int": lambda m: np.array([0, 2]),
+    "numpy_int32_2d": lambda m: np.array([[0, 1], [2, 2]], dtype=np.int32),
+    "numpy_bool": lambda m: np.array([True, False, True]),
+    "numpy_float": lambda m: np.array([0.5, 2.0]),  # truncated to int64, as PyTorch
+    "deque": lambda m: __import__("collections").deque([2, 0]),
+    "array_array": lambda m: __import__("array").array("l", [0, 2]),
+    "custom_sequence": lambda m: _Seq(1, 0),
+    "bool_sequence": lambda m: _Seq(True, False, True),
+    "int_and_custom": lambda m: (1, _Seq(3, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCE_INDICES))
+def test_sequence_index_as_torch(name):
+    make = SEQUENCE_INDICES[name]
+    x, y = fc.arange(12).view(3, 4), torch.arange(12).view(3, 4)
+    got, want = x[make(fc)], y[make(torch)]
+    assert got.tolist() == want.tolist() and tuple(got.shape) == tuple(want.shape)
+    x, y = fc.zeros(3, 4), torch.zeros(3, 4)
+    x[make(fc)] = 7.0
+    y[make(torch)] = 7.0
+    assert x.tolist() == y.tolist()
+    x[make(fc)] = fc.tensor(3.0)  # a tensor value too
+    y[make(torch)] = torch.tensor(3.0)
+    assert x.tolist() == y.tolist()
+
+
+def test_list_of_tuples_is_one_index_tensor():
+    # Note [Indexing from Python]: a list is always one index (PyTorch 2.13 still reads this one as a tuple,
+    # with a deprecation warning, and has announced the tensor reading).
+    x, y = fc.arange(12).view(3, 4), torch.arange(12).view(3, 4)
+    assert x[[(0, 1), (1, 2)]].tolist() == y[torch.tensor([(0, 1), (1, 2)])].tolist()
+    assert x[[range(2), range(1, 3)]].tolist() == y[torch.tensor([[0, 1], [1, 2]])].tolist()
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence:UserWarning")  # torch's, for its str and _Seq
+def test_sequence_index_errors_as_torch():
+    x, y = fc.zeros(3, 4), torch.zeros(3, 4)
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 0 with size 3"):
+        x[range(4)]
+    with pytest.raises(IndexError, match="index 3 is out of bounds"):
+        y[range(4)]
+    with pytest.raises(IndexError, match=r"index 4 is out of bounds"):
+        x[range(3), range(2, 5)] = 1.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        y[range(3), range(2, 5)] = 1.0
+    with pytest.raises(IndexError, match=r"shape mismatch.*\(3,\), \(5,\)"):
+        x[range(3), range(5)]
+    with pytest.raises(IndexError, match="shape mismatch"):
+        y[range(3), range(5)]
+    with pytest.raises(ValueError, match=r"\[getitem\] a range index must hold only ints.*does not fit in int64"):
+        x[range(2**64, 2**64 + 1)]
+    with pytest.raises(ValueError, match="Overflow"):
+        y[range(2**64, 2**64 + 1)]
+    with pytest.raises(TypeError, match=r"\[getitem\] a _Seq index must hold only ints or bools"):
+        x[_Seq("a", "b")]
+    with pytest.raises(TypeError):
+        y[_Seq("a", "b")]
+    with pytest.raises(TypeError, match=r"\[setitem\] a deque index must hold only ints or bools"):
+        x[__import__("collections").deque([0, None])] = 1.0
+    for s in ("ab", b"ab"):  # str and bytes are not sequences of indices
+        with pytest.raises(TypeError, match=r"\[getitem\] only integers, slices"):
+            x[s]
+        with pytest.raises(TypeError):
+            y[s]
+    with pytest.raises(TypeError, match=r"\[getitem\] only integers, slices.*got dict"):
+        x[{0: 1}]
+
+
+def test_numpy_scalars_are_ints_not_index_tensors():
+    x, y = fc.arange(12).view(3, 4), torch.arange(12).view(3, 4)
+    for make in (lambda: np.int64(1), lambda: np.int32(2), lambda: np.array(1)):
+        got, want = x[make()], y[make()]
+        assert got.tolist() == want.tolist() and tuple(got.shape) == tuple(want.shape)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        range(5),
+        range(0),
+        range(5, 0),
+        range(6, 0, -2),
+        range(2**63 - 3, 2**63, 2),  # stop beyond int64: the generic path
+        range(-(2**63), -(2**63) + 2),
+        [range(2), range(2)],
+        (range(1), [3]),
+        _Seq(1, 2),
+        _Seq(_Seq(1.5), [2]),
+    ],
+    ids=[
+        "range",
+        "empty",
+        "empty_backwards",
+        "step",
+        "near_int64_max",
+        "int64_min",
+        "list_of_ranges",
+        "tuple_mixed",
+        "custom",
+        "nested_custom",
+    ],
+)
+def test_tensor_and_as_tensor_of_sequences(data):
+    want = torch.tensor(data)
+    for make in (fc.tensor, fc.as_tensor):
+        got = make(data)
+        assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype).replace("torch", "flambeau")
+    for fdt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32), (fc.bool, torch.bool)):
+        got = fc.tensor(data, dtype=fdt)
+        assert got.tolist() == torch.tensor(data, dtype=tdt).tolist() and got.dtype == fdt
+    with pytest.raises(TypeError, match=r"\[tensor\] expected numbers"):
+        fc.tensor(_Seq("a"))
+
+
+def test_as_tensor_returns_a_matching_tensor_itself():
+    t = fc.arange(3)
+    assert fc.as_tensor(t) is t and fc.as_tensor(t, dtype=fc.int64, device=t.device) is t
+    f = fc.as_tensor(t, dtype=fc.float32)
+    assert f.dtype == fc.float32 and f.tolist() == torch.as_tensor(torch.arange(3), dtype=torch.float32).tolist()
+    a = np.arange(3)
+    assert fc.as_tensor(a).tolist() == torch.as_tensor(a).tolist()
+    assert fc.as_tensor(2.5).item() == torch.as_tensor(2.5).item()
+
+
+def test_python_and_cpu_indices_follow_self_to_its_device():
+    # Made on the default device; indexed with indices built on the cpu (as PyTorch takes cpu
+    # indices for a cuda tensor), and the other way round.
+    x, y = fc.arange(12).view(3, 4), torch.arange(12).view(3, 4)
+    cpu_idx = fc.tensor([2, 0], device="cpu")
+    for index in (range(2), [2, 0], cpu_idx, (cpu_idx, range(2)), fc.tensor([True, False, True], device="cpu")):
+        tindex = torch.tensor(index.tolist()) if isinstance(index, fc.Tensor) else index
+        if isinstance(index, tuple):
+            tindex = (torch.tensor(index[0].tolist()), index[1])
+        assert to_host(x[index]).tolist() == y[tindex].tolist()
+        z, w = fc.zeros(3, 4), torch.zeros(3, 4)
+        z[index] = 1.0
+        w[tindex] = 1.0
+        assert to_host(z).tolist() == w.tolist()
+    c = fc.arange(12, device="cpu").view(3, 4)
+    assert c[range(1, 3), [0, 1]].tolist() == y[range(1, 3), [0, 1]].tolist()
+    assert c[True, [0]].tolist() == y[True, [0]].tolist()
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("np_dtype", [np.float32, np.int64, np.bool_, np.uint8])
+def test_as_tensor_shares_a_numpy_arrays_memory_as_torch(np_dtype):
+    for shape in [(3,), (2, 3), ()]:
+        arrays = [np.zeros(shape, dtype=np_dtype) for _ in range(2)]
+        got, want = fc.as_tensor(arrays[0]), torch.as_tensor(arrays[1])
+        assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1] and got.shape == want.shape
+        for a in arrays:
+            a.fill(1)
+        assert got.tolist() == want.tolist()
+        got.fill_(0)
+        want.fill_(0)
+        assert arrays[0].tolist() == arrays[1].tolist()
+    a = np.arange(4.0)
+    cast = fc.as_tensor(a, dtype=fc.float32)  # another dtype: a copy, as in torch
+    a[0] = 9.0
+    assert cast[0].item() == 0.0 and torch.as_tensor(a, dtype=torch.float32)[0].item() == 9.0
+    ro = np.arange(3)
+    ro.setflags(write=False)
+    assert fc.as_tensor(ro).tolist() == [0, 1, 2]  # read-only: copied (flambeau tensors are writable)
+    assert fc.as_tensor(np.arange(6)[::2]).tolist() == [0, 2, 4]  # strided: copied
+    assert fc.as_tensor(np.zeros((0, 2))).shape == (0, 2)

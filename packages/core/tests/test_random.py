@@ -95,3 +95,80 @@ def test_set_rng_state_bad_input():
         fc.set_rng_state(fc.zeros(5, dtype=fc.uint8))
     with pytest.raises(RuntimeError):
         torch.set_rng_state(torch.zeros(5, dtype=torch.uint8))
+
+
+def generator_draws(lib, g):
+    return [
+        lib.rand(5, generator=g).tolist(),
+        lib.randn(3, generator=g).tolist(),
+        lib.randint(0, 100, (4,), generator=g).tolist(),
+        lib.randperm(6, generator=g).tolist(),
+    ]
+
+
+@pytest.mark.parametrize("lib", [fc, torch], ids=["flambeau", "torch"])
+def test_generator_state_replays_the_numbers(lib):
+    g = lib.Generator().manual_seed(21)
+    lib.rand(7, generator=g)
+    state = g.get_state()
+    assert state.dtype == lib.uint8 and state.dim() == 1
+    first = generator_draws(lib, g)
+    assert g.set_state(state) is g
+    assert generator_draws(lib, g) == first
+    assert g.initial_seed() == 21
+    other = lib.Generator().manual_seed(99)  # a state moves to another generator
+    other.set_state(state)
+    assert generator_draws(lib, other) == first and other.initial_seed() == 21
+
+
+@pytest.mark.parametrize("lib", [fc, torch], ids=["flambeau", "torch"])
+def test_reading_a_generator_state_does_not_advance_it(lib):
+    g = lib.Generator().manual_seed(4)
+    want = generator_draws(lib, g) + generator_draws(lib, g)
+    g.manual_seed(4)
+    got = generator_draws(lib, g)
+    s1, s2 = g.get_state(), g.get_state()
+    assert s1.tolist() == s2.tolist()
+    assert got + generator_draws(lib, g) == want
+    assert g.get_state().tolist() != s1.tolist()  # drawing does move it
+
+
+def test_generator_state_is_seed_and_offset_and_independent_of_the_default():
+    g = fc.Generator(seed=2**64 - 1)
+    fc.rand(3, generator=g)  # three draws
+    raw = bytes(g.get_state().tolist())
+    assert int.from_bytes(raw[:8], "little") == 2**64 - 1 and int.from_bytes(raw[8:], "little") == 3
+    fc.manual_seed(0)
+    before = fc.get_rng_state().tolist()
+    g.set_state(fc.Generator(seed=5).get_state())
+    assert fc.get_rng_state().tolist() == before
+    assert fc.random.get_rng_state().tolist() == fc._C._get_rng_state().tolist() == before
+
+
+def test_generator_set_state_bad_input():
+    g = fc.Generator()
+    with pytest.raises(TypeError, match=r"\[set_state\] expected a uint8 Tensor, got list"):
+        g.set_state([0] * 16)
+    with pytest.raises(TypeError):
+        torch.Generator().set_state([0] * 5056)
+    with pytest.raises(TypeError, match=r"\[set_state\] expected a uint8 Tensor .*got dtype flambeau.int64"):
+        g.set_state(fc.zeros(16, dtype=fc.int64))
+    with pytest.raises(TypeError):
+        torch.Generator().set_state(torch.zeros(5056, dtype=torch.int64))
+    for bad in (fc.zeros(15, dtype=fc.uint8), fc.zeros(2, 8, dtype=fc.uint8), fc.zeros(17, dtype=fc.uint8)):
+        with pytest.raises(RuntimeError, match=r"\[set_state\] expected the 16-byte state that get_state\(\)"):
+            g.set_state(bad)
+    with pytest.raises(RuntimeError):
+        torch.Generator().set_state(torch.zeros(3, dtype=torch.uint8))
+    assert g.initial_seed() == fc.Generator().initial_seed()  # refused states change nothing
+
+
+def test_generator_state_from_a_strided_view():
+    g = fc.Generator(seed=8)
+    fc.rand(2, generator=g)
+    state = g.get_state()
+    want = fc.rand(4, generator=g).tolist()
+    spaced = fc.zeros(32, dtype=fc.uint8)
+    spaced[::2] = state
+    g.set_state(spaced[::2])
+    assert fc.rand(4, generator=g).tolist() == want

@@ -105,28 +105,53 @@ def test_index_refuses_floats(data):
         operator.index(torch.tensor(data))
 
 
-@pytest.mark.parametrize("data", [[1, 2], []])
+@pytest.mark.parametrize("data", [[1, 2], [], [[1], [2]]])
 def test_index_refuses_several_elements(data):
-    with pytest.raises(fc.FlambeauError, match="only a tensor with one element"):
+    with pytest.raises(TypeError, match=r"\[index\] only integer tensors of a single element.*shape \("):
         operator.index(fc.tensor(data, dtype=fc.int64))
     with pytest.raises(TypeError, match="only integer tensors of a single element"):
         operator.index(torch.tensor(data, dtype=torch.int64))
+    with pytest.raises(TypeError, match=r"\[index\] only integer tensors of a single element"):
+        operator.index(fc.tensor(data, dtype=fc.float32))  # several elements first, as torch
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs the C++ __index__ change in docs/core.md (TypeError; an int, not a bool, from a bool)"
-)
 @pytest.mark.filterwarnings("error::DeprecationWarning")  # Python's "__index__ returned non-int (type bool)"
-@pytest.mark.parametrize("data", [[1, 2], True])
-def test_index_corners_as_torch(data):
-    try:
-        want = operator.index(torch.tensor(data))
-    except TypeError:
-        with pytest.raises(TypeError):
-            operator.index(fc.tensor(data))
-        return
-    got = operator.index(fc.tensor(data))
-    assert got == want and type(got) is int
+@pytest.mark.parametrize(
+    "data, dtype",
+    [
+        (True, "bool"),
+        (False, "bool"),
+        ([[True]], "bool"),
+        (2, "int8"),
+        ([[200]], "uint8"),
+        (-7, "int16"),
+        ([5], "int32"),
+        (299, "int64"),
+        ([1, 2], "int64"),
+        (1.0, "float32"),
+        ([2.0], "float64"),
+    ],
+)
+def test_index_as_torch(data, dtype):
+    def run(m, fn):
+        try:
+            return fn(m.tensor(data, dtype=getattr(m, dtype)))
+        except TypeError as e:
+            return TypeError, str(e).split("] ")[-1].split(", got")[0]
+
+    for fn in (
+        operator.index,
+        lambda t: list(range(t))[-3:],
+        lambda t: list(range(300))[t],
+        hex,
+        bin,
+        lambda t: "ab" * t,
+        lambda t: (1, 2, 3, 4)[t:],
+    ):
+        got, want = run(fc, fn), run(torch, fn)
+        assert got == want and type(got) is type(want)
+        if fn is operator.index and not isinstance(got, tuple):
+            assert type(got) is int
 
 
 def test_len():

@@ -19,6 +19,15 @@ class FB_API Generator {
   /// Reserves n draws; returns the counter of the first.
   uint64_t reserve(uint64_t n);
 
+  /// Everything that decides the next draws: set_state(state()) replays them.
+  struct State {
+    uint64_t seed;
+    uint64_t offset;
+  };
+  /// The state, read under the lock (reading draws nothing).
+  State state();
+  void set_state(State s);
+
   /// The i-th 64-bit draw after counter `base`.
   static uint64_t draw(uint64_t seed, uint64_t counter) {
     uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (counter + 1);

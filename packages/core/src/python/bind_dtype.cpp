@@ -13,9 +13,11 @@ void init_dtype(py::module_& m) {
     auto t = static_cast<ScalarType>(i);
     dtype.value(dtype_name(t), t);
   }
-  dtype.def("__repr__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
-      .def("__str__", [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); })
-      .def_property_readonly("itemsize", [](ScalarType t) { return itemsize(t); })
+  // Set, not def()'d: def() would chain after enum_'s own __repr__, which then wins (<dtype.float64: 9>).
+  auto dtype_str = [](ScalarType t) { return std::string("flambeau.") + dtype_name(t); };
+  py::setattr(dtype, "__repr__", py::cpp_function(dtype_str, py::name("__repr__"), py::is_method(dtype)));
+  py::setattr(dtype, "__str__", py::cpp_function(dtype_str, py::name("__str__"), py::is_method(dtype)));
+  dtype.def_property_readonly("itemsize", [](ScalarType t) { return itemsize(t); })
       .def_property_readonly("is_floating_point", [](ScalarType t) { return is_floating(t); })
       .def_property_readonly("is_complex", [](ScalarType t) { return is_complex(t); })
       .def_property_readonly("is_signed", [](ScalarType t) { return !is_unsigned(t); })
@@ -39,10 +41,12 @@ void init_dtype(py::module_& m) {
     auto f = static_cast<MemoryFormat>(i);
     memory_format.value(memory_format_name(f), f);
   }
-  memory_format
-      .def("__repr__", [](MemoryFormat f) { return std::string("flambeau.") + memory_format_name(f); })
-      .def("__str__", [](MemoryFormat f) { return std::string("flambeau.") + memory_format_name(f); })
-      .def("__reduce__", [](MemoryFormat f) { return std::string(memory_format_name(f)); });
+  auto format_str = [](MemoryFormat f) { return std::string("flambeau.") + memory_format_name(f); };
+  py::setattr(memory_format, "__repr__",
+              py::cpp_function(format_str, py::name("__repr__"), py::is_method(memory_format)));
+  py::setattr(memory_format, "__str__",
+              py::cpp_function(format_str, py::name("__str__"), py::is_method(memory_format)));
+  memory_format.def("__reduce__", [](MemoryFormat f) { return std::string(memory_format_name(f)); });
   memory_format.export_values();
 
   m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),

@@ -256,21 +256,59 @@ Tensor frombuffer(py::handle buffer, py::handle dtype_obj, int64_t count, int64_
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, Shape{count}, Shape{1}, 0));
 }
 
+/// as_tensor of a writable C-contiguous buffer (a NumPy array): a cpu tensor sharing its memory
+/// (Note [frombuffer lifetime]); nullopt for a read-only, strided or empty one (copied instead).
+std::optional<Tensor> share_writable_buffer(py::handle obj) {
+  auto* view = new Py_buffer{};
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    delete view;
+    return std::nullopt;
+  }
+  auto release = [](Py_buffer* v) {
+    PyBuffer_Release(v);
+    delete v;
+  };
+  try {
+    const ScalarType dtype = dtype_from_format(view->format, view->itemsize, "as_tensor");
+    const Shape shape(view->shape, view->shape + view->ndim);
+    if (view->len == 0) {
+      release(view);
+      return std::nullopt;
+    }
+    Shape strides = contiguous_strides(shape, "as_tensor");
+    void* data = view->buf;
+    auto storage = StorageImpl::from_external(data, static_cast<size_t>(view->len), Device(DeviceType::CPU),
+                                              [view](void*) { release_buffer_with_gil(view); });
+    return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, shape, std::move(strides), 0));
+  } catch (...) {
+    release(view);
+    throw;
+  }
+}
+
 // ---- tensor(data) from nested sequences ----
 
-// Lists, tuples, and (nested inside them) tensors or arrays with at least one dim.
+// Any sequence but a str or bytes (list, tuple, range, deque, ...), and (nested
+// inside them) tensors or arrays with at least one dim, as PyTorch's tensor() reads.
 bool is_sequence(py::handle obj) {
-  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return true;
+  PyObject* p = obj.ptr();
+  if (PyList_Check(p) || PyTuple_Check(p) || PyRange_Check(p)) return true;
   if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>().dim() > 0;
-  if (PyObject_CheckBuffer(obj.ptr()) && !PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
+  if (PyUnicode_Check(p) || PyBytes_Check(p) || PyByteArray_Check(p)) return false;
+  if (PyObject_CheckBuffer(p))
     return py::memoryview(py::reinterpret_borrow<py::object>(obj)).attr("ndim").cast<int>() > 0;
-  return false;
+  return PySequence_Check(p) != 0;
 }
 
 py::object as_list(py::handle obj) {
   if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return py::reinterpret_borrow<py::object>(obj);
   if (py::hasattr(obj, "tolist")) return obj.attr("tolist")();
-  return py::memoryview(py::reinterpret_borrow<py::object>(obj)).attr("tolist")();
+  if (PyObject_CheckBuffer(obj.ptr()))
+    return py::memoryview(py::reinterpret_borrow<py::object>(obj)).attr("tolist")();
+  py::object list = py::reinterpret_steal<py::object>(PySequence_List(obj.ptr()));
+  if (!list) throw py::error_already_set();
+  return list;
 }
 
 struct NestedData {
@@ -316,6 +354,11 @@ void collect(py::handle obj, size_t depth, NestedData& out) {
 }
 
 Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
+  // (An empty range is left to the generic path: it is float32, as torch.tensor([]).)
+  if (std::optional<Tensor> r = range_tensor(data); r && r->numel() > 0) {
+    const ScalarType dt = parse_dtype(dtype_obj, ScalarType::Int64, "tensor");
+    return dt == ScalarType::Int64 ? *r : op::cast(*r, dt);
+  }
   if (py::isinstance<TensorImpl>(data)) {
     AutoExcludeAutograd no_grad;  // a copy of the values, detached from any graph
     const Tensor src = data.cast<Tensor>();
@@ -382,6 +425,44 @@ Generator* parse_generator(py::handle gen) {
 
 ScalarType dtype_of_scalar(const Scalar& s) { return s.default_dtype(); }
 
+// Note [Generator state bytes]
+// A generator's state (Note [Random numbers]) is its seed and its offset, as
+// two little-endian uint64: 16 bytes in a uint8 tensor (PyTorch's Mersenne
+// Twister state has 5056). Restoring it replays the same draws; the seed read
+// back is still the one the program set (initial_seed()).
+constexpr int64_t kGeneratorStateBytes = 16;
+
+Tensor generator_state(Generator& g) {
+  const Generator::State s = g.state();
+  Tensor out = op::empty(Shape{kGeneratorStateBytes}, ScalarType::UInt8, Device(DeviceType::CPU));
+  uint8_t* p = out.data<uint8_t>();
+  for (int i = 0; i < 8; ++i) {
+    p[i] = static_cast<uint8_t>(s.seed >> (8 * i));
+    p[8 + i] = static_cast<uint8_t>(s.offset >> (8 * i));
+  }
+  return out;
+}
+
+void set_generator_state(Generator& g, py::handle state, const char* op, const char* getter) {
+  FB_CHECK_TYPE(py::isinstance<TensorImpl>(state), "[", op, "] expected a uint8 Tensor, got ",
+                type_name(state));
+  const Tensor t_in = state.cast<Tensor>();
+  FB_CHECK_TYPE(t_in.dtype() == ScalarType::UInt8, "[", op, "] expected a uint8 Tensor (the state ", getter,
+                " returns), got dtype flambeau.", dtype_name(t_in.dtype()));
+  FB_CHECK_VALUE(t_in.dim() == 1 && t_in.numel() == kGeneratorStateBytes, "[", op, "] expected the ",
+                 kGeneratorStateBytes, "-byte state that ", getter,
+                 " returns (seed and offset, two little-endian uint64), got shape ", shape_str(t_in.sizes()));
+  const Tensor t = to_cpu_for_read(t_in);
+  const auto* p = static_cast<const uint8_t*>(t.data_ptr());
+  const int64_t stride = t.strides()[0];
+  Generator::State s{0, 0};
+  for (int i = 0; i < 8; ++i) {
+    s.seed |= static_cast<uint64_t>(p[i * stride]) << (8 * i);
+    s.offset |= static_cast<uint64_t>(p[(8 + i) * stride]) << (8 * i);
+  }
+  g.set_state(s);
+}
+
 /// An uninitialised tensor for a *_like factory: `like`'s sizes, laid out per
 /// `format` on `like`'s device (another device gets a contiguous tensor).
 Tensor new_like(const Tensor& like, ScalarType dtype, Device device, MemoryFormat format, const char* op) {
@@ -392,6 +473,28 @@ Tensor new_like(const Tensor& like, ScalarType dtype, Device device, MemoryForma
 }
 
 }  // namespace
+
+std::optional<Tensor> range_tensor(py::handle obj) {
+  if (!PyRange_Check(obj.ptr())) return std::nullopt;
+  int64_t v[3];
+  const char* names[3] = {"start", "stop", "step"};
+  for (int i = 0; i < 3; ++i) {
+    py::object a = obj.attr(names[i]);
+    int overflow = 0;
+    v[i] = PyLong_AsLongLongAndOverflow(a.ptr(), &overflow);
+    if (overflow) return std::nullopt;
+  }
+  const Py_ssize_t n = PyObject_Length(obj.ptr());
+  if (n < 0) {  // a length beyond Py_ssize_t
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  // arange refuses a step that points away from stop; such a range is just empty.
+  if (n == 0) return op::empty(Shape{0}, ScalarType::Int64, Device(DeviceType::CPU));
+  return op::arange(Scalar(v[0]), Scalar(v[1]), Scalar(v[2]), ScalarType::Int64, Device(DeviceType::CPU));
+}
+
+Tensor tensor_from_python(py::handle data) { return tensor_from_data(data, py::none()); }
 
 void init_factories(py::module_& m) {
   py::class_<Generator, std::shared_ptr<Generator>>(
@@ -410,7 +513,31 @@ void init_factories(py::module_& m) {
             return g;
           },
           py::arg("seed"))
-      .def("initial_seed", &Generator::initial_seed);
+      .def("initial_seed", &Generator::initial_seed)
+      .def(
+          "get_state", [](Generator& g) { return generator_state(g); },
+          "The generator's state as a 16-byte uint8 tensor (seed and offset, Note [Generator state "
+          "bytes]); reading it draws nothing.\n\n>>> g = flambeau_core.Generator(seed=0)\n"
+          ">>> s = g.get_state(); a = flambeau_core.rand(3, generator=g)\n"
+          ">>> _ = g.set_state(s); bool((flambeau_core.rand(3, generator=g) == a).all())\nTrue")
+      .def(
+          "set_state",
+          [](std::shared_ptr<Generator> g, py::handle state) {
+            set_generator_state(*g, state, "set_state", "get_state()");
+            return g;
+          },
+          py::arg("new_state"),
+          "Restores a state from get_state(): the same random numbers come again. Returns the generator.");
+
+  m.def(
+      "_get_rng_state", [] { return generator_state(default_generator()); },
+      "The default CPU generator's state (Generator.get_state).");
+  m.def(
+      "_set_rng_state",
+      [](py::handle state) {
+        set_generator_state(default_generator(), state, "set_rng_state", "get_rng_state()");
+      },
+      py::arg("new_state"), "Restores the default CPU generator's state (Generator.set_state).");
 
   m.def(
       "tensor",
@@ -432,6 +559,33 @@ void init_factories(py::module_& m) {
       "A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy "
       "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
       ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
+
+  m.def(
+      "as_tensor",
+      [](py::handle data, py::handle dtype, py::handle device) -> py::object {
+        if (py::isinstance<TensorImpl>(data)) {
+          const Tensor t = data.cast<Tensor>();
+          const ScalarType dt = parse_dtype(dtype, t.dtype(), "as_tensor");
+          const Device d = device.is_none() ? t.device() : parse_device(device, "as_tensor");
+          if (dt == t.dtype() && d == t.device()) return py::reinterpret_borrow<py::object>(data);
+          return data.attr("to")(py::arg("device") = py::cast(d), py::arg("dtype") = py::cast(dt));
+        }
+        // As torch.as_tensor: a NumPy array of the asked dtype on the cpu shares its memory.
+        PyObject* p = data.ptr();
+        if (PyObject_CheckBuffer(p) && !PyBytes_Check(p) && !PyByteArray_Check(p) &&
+            factory_device(device, "as_tensor").is_cpu())
+          if (std::optional<Tensor> shared = share_writable_buffer(data)) {
+            const ScalarType dt = parse_dtype(dtype, shared->dtype(), "as_tensor");
+            return py::cast(dt == shared->dtype() ? *shared : op::cast(*shared, dt));
+          }
+        return py::module_::import("flambeau_core._C")
+            .attr("tensor")(data, py::arg("dtype") = dtype, py::arg("device") = device);
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      "data as a tensor: a Tensor of the asked dtype and device is returned itself (else converted with "
+      "to(), keeping the autograd graph); a writable C-contiguous NumPy array (any buffer) of that dtype "
+      "is shared, not copied; anything else tensor() reads (numbers, nested sequences, ranges, strided or "
+      "read-only arrays) becomes a new tensor.\n\n>>> flambeau_core.as_tensor(range(3)).tolist()\n[0, 1, 2]");
 
   auto sized = [&m](const char* name, auto make, auto fill, const char* doc) {
     m.def(

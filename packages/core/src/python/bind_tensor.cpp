@@ -334,11 +334,17 @@ void init_tensor(py::module_& m) {
              return tensor_item(t).cast<bool>();
            })
       .def("__index__",
-           [](const Tensor& t) {
-             FB_CHECK_TYPE(is_integral(t.dtype(), true),
-                           "[index] only integer tensors can be used as an index, got ",
-                           dtype_name(t.dtype()));
-             return py::int_(tensor_item(t));
+           [](const Tensor& t) -> py::object {
+             // As PyTorch: one element of any shape, integer or bool; a TypeError otherwise.
+             FB_CHECK_TYPE(t.numel() == 1 && is_integral(t.dtype(), true),
+                           "[index] only integer tensors of a single element can be converted to an index, "
+                           "got a ",
+                           dtype_name(t.dtype()), " tensor of shape ", shape_str(t.sizes()));
+             py::object v = tensor_item(t);
+             // A bool is an int subclass: returned as is, Python would warn (DeprecationWarning).
+             if (PyBool_Check(v.ptr()))
+               return py::reinterpret_steal<py::object>(PyLong_FromLong(v.ptr() == Py_True));
+             return v;
            })
       .def_buffer([](TensorImpl& t) -> py::buffer_info {
         FB_CHECK(t.device().is_cpu(), "[buffer] only cpu tensors export the buffer protocol, got ",

@@ -26,7 +26,7 @@ int64_t as_index(py::handle obj, const char* op) {
 // view ops on self, in order: an int selects (its dim goes), a slice slices,
 // None inserts a size-1 dim, one Ellipsis stands for as many whole dims as
 // needed. Advanced items (an integer tensor, a bool or uint8 mask, or a list,
-// tuple or array made into one) are collected into the list that op::index and
+// tuple, range, array or other non-str sequence made into one) are collected into the list that op::index and
 // op::index_put_ take for that view (Note [Advanced indexing]); a Python bool
 // or 0-dim bool tensor inserts a size-1 dim indexed by [0] (True) or [] (False).
 // Without advanced items the result is the view itself; with them it is a copy
@@ -52,29 +52,44 @@ struct Item {
   }
 };
 
+// Any sequence but a str or bytes (a list, tuple, range, deque, array.array, an
+// n-d NumPy array) is one index tensor, as in PyTorch. A NumPy integer scalar or
+// 0-d array (a sequence that is also an int) is an int. Only reached for items
+// that are none of the common kinds, so the int/slice/tensor path pays nothing.
 bool is_array_like(py::handle obj) {
-  if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) return true;
-  if (!PyObject_CheckBuffer(obj.ptr()) || PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr()))
-    return false;
-  // A NumPy integer scalar or 0-d array is an int; an n-d array is an index tensor.
+  PyObject* p = obj.ptr();
+  if (PyList_Check(p) || PyTuple_Check(p) || PyRange_Check(p)) return true;
+  if (PyUnicode_Check(p) || PyBytes_Check(p) || PyByteArray_Check(p)) return false;
+  if (!PySequence_Check(p) && !PyObject_CheckBuffer(p)) return false;
+  if (!PyIndex_Check(p)) return true;
   py::object ndim = py::getattr(obj, "ndim", py::none());
-  return !PyIndex_Check(obj.ptr()) || (PyLong_Check(ndim.ptr()) && ndim.cast<int64_t>() > 0);
+  return PyLong_Check(ndim.ptr()) && ndim.cast<int64_t>() > 0;
 }
 
-/// A list, tuple or array as an index tensor: bool and uint8 stay masks, anything else
-/// becomes int64 (floats truncated), as PyTorch's indexing does.
+/// A sequence (list, tuple, range, array, ...) as an index tensor: bool and uint8 stay masks,
+/// anything else becomes int64 (floats truncated), as PyTorch's indexing does.
 Tensor index_tensor_from(py::handle obj, const char* op) {
-  py::object t;
+  if (std::optional<Tensor> r = range_tensor(obj)) return *r;
+  Tensor r;
+  // A wrong element type stays a TypeError, a wrong value (an int beyond int64, a ragged
+  // nesting) a ValueError (FlambeauError), as PyTorch raises them.
+  auto wrapped = [&](const std::string& why) {
+    return detail::cat_str("[", op, "] a ", type_name(obj),
+                           " index must hold only ints or bools (one index tensor; use a tuple to index "
+                           "several dims): ",
+                           why);
+  };
   try {
-    t = py::module_::import("flambeau_core._C").attr("tensor")(obj);
-  } catch (py::error_already_set& e) {
-    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
-    throw TypeError(detail::cat_str("[", op, "] a ", type_name(obj),
-                                    " index must hold only ints or bools (one index tensor; use a tuple to "
-                                    "index several dims): ",
-                                    py::str(e.value()).cast<std::string>()));
+    r = tensor_from_python(obj);
+  } catch (const TypeError& e) {
+    throw TypeError(wrapped(e.what()));
+  } catch (const ValueError& e) {
+    throw ValueError(wrapped(e.what()));
+  } catch (py::error_already_set& e) {  // from the sequence itself (its __len__ or __getitem__)
+    if (e.matches(PyExc_TypeError)) throw TypeError(wrapped(py::str(e.value()).cast<std::string>()));
+    if (e.matches(PyExc_ValueError)) throw ValueError(wrapped(py::str(e.value()).cast<std::string>()));
+    throw;
   }
-  Tensor r = t.cast<Tensor>();
   const ScalarType dt = r.dtype();
   if (dt == ScalarType::Bool || dt == ScalarType::UInt8 || dt == ScalarType::Int64) return r;
   return op::cast(r, ScalarType::Int64);
@@ -103,7 +118,7 @@ Item classify(py::handle it, const char* op) {
       throw py::error_already_set();
     return {ItemKind::kTensor, it, std::move(t)};
   }
-  if (!PyUnicode_Check(it.ptr()) && is_array_like(it)) {
+  if (is_array_like(it)) {
     Tensor t = index_tensor_from(it, op);
     if (t.dim() == 0 && t.dtype() == ScalarType::Bool)
       return {ItemKind::kBool, it, Tensor(), t.data<bool>()[0]};
@@ -112,7 +127,7 @@ Item classify(py::handle it, const char* op) {
   if (PyIndex_Check(it.ptr()) && !PyUnicode_Check(it.ptr())) return {ItemKind::kInt, it};
   throw TypeError(detail::cat_str("[", op,
                                   "] only integers, slices (`:`), ellipsis (`...`), None, bools, integer or "
-                                  "bool tensors and lists of them are valid indices, got ",
+                                  "bool tensors and sequences of them are valid indices, got ",
                                   type_name(it)));
 }
 
@@ -148,6 +163,9 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
   int64_t covered = 0;  // dims of `cur` the entries of r.adv cover
   auto record = [&](Tensor t, int64_t dims) {
     for (; covered < d; ++covered) r.adv.emplace_back(std::nullopt);
+    // Indices made from Python (and cpu index tensors, as PyTorch allows) go to self's device.
+    if (!(t.device() == self.device()) && t.device().is_cpu())
+      t = to_device_copy(t, self.device(), t.dtype(), false, op);
     r.adv.emplace_back(std::move(t));
     covered += dims;
   };
@@ -162,7 +180,7 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
         break;
       case ItemKind::kBool: {  // a new size-1 dim, taken (True) or not (False)
         cur = op::unsqueeze(cur, d);
-        Tensor taken = op::empty(Shape{it.value ? 1 : 0}, ScalarType::Int64, self.device());
+        Tensor taken = op::empty(Shape{it.value ? 1 : 0}, ScalarType::Int64, Device(DeviceType::CPU));
         if (it.value) taken.data<int64_t>()[0] = 0;
         record(std::move(taken), 1);
         ++d;
@@ -409,9 +427,9 @@ void init_views(py::module_& m) {
       .def(
           "__getitem__", &getitem,
           "Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer "
-          "or bool tensors, lists, arrays, bools; any number of them, mixed with basic items) returns a "
-          "copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n>>> x[[0, 2], "
-          "[1, 3]].tolist()\n[1, 11]\n>>> x[:, [0, 0]].shape\n(3, 2)")
+          "or bool tensors, lists, ranges, arrays or other sequences, bools; any number of them, mixed with "
+          "basic items) returns a copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n"
+          ">>> x[[0, 2], [1, 3]].tolist()\n[1, 11]\n>>> x[range(3), [0, 1, 2]].tolist()\n[0, 5, 10]")
       .def("__setitem__", &setitem,
            "Writes value (a tensor or number, broadcast and cast to self's dtype) at the indexed positions.")
       .def("index_put_", &index_put_py, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,

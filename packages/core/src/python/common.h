@@ -69,5 +69,10 @@ Device default_device();
 Tensor to_device_copy(const Tensor& self, Device device, ScalarType dtype, bool non_blocking, const char* op);
 /// `t` itself if on the cpu, else a synchronous copy to the cpu (item, tolist).
 Tensor to_cpu_for_read(const Tensor& t);
+/// A Python range as an int64 cpu tensor, made by arange (no Python list in between);
+/// nullopt for anything else, or a range reaching beyond int64 (left to the generic path).
+std::optional<Tensor> range_tensor(py::handle obj);
+/// tensor(data) on the cpu with the inferred dtype, called from C++ (no Python call in between).
+Tensor tensor_from_python(py::handle data);
 
 }  // namespace flambeau::python
