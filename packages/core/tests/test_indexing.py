@@ -8,6 +8,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import to_host
 from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
