@@ -30,7 +30,8 @@ void init_runtime(py::module_& m) {
                                                                    {"Autograd", DispatchKey::Autograd},
                                                                    {"Generic", DispatchKey::Generic},
                                                                    {"Composite", DispatchKey::Composite},
-                                                                   {"PrivateUse1", DispatchKey::PrivateUse1}};
+                                                                   {"PrivateUse1", DispatchKey::PrivateUse1},
+                                                                   {"Meta", DispatchKey::Meta}};
         for (const auto& [n, k] : keys) {
           if (key != n) continue;
           const OpBase* op = OpBase::find(name);
