@@ -1240,16 +1240,16 @@ void register_async_kernels() {
   with_shape<op::_fused_sgd_, &fused_sgd_like>();
   with_shape<op::clone, &clone_like>();
   // Reductions over dims.
-  with_shape<op::sum, &reduce_opt>();
+  from_meta<op::sum>();
   with_shape<op::mean, &reduce_opt>();
   with_shape<op::nansum, &reduce_opt>();
-  with_shape<op::amax, &reduce_dims>();
-  with_shape<op::amin, &reduce_dims>();
+  from_meta<op::amax>();
+  from_meta<op::amin>();
   with_shape<op::logsumexp, &reduce_dims>();
   // Softmax and its backward; cumulative sums keep the shape too.
   with_shape<op::softmax, &like_first>();
   with_shape<op::log_softmax, &like_first>();
-  with_shape<op::cumsum, &like_first>();
+  from_meta<op::cumsum>();
   with_shape<op::_log_softmax, &like_self>();
   // Matrix products.
   from_meta<op::mm>();

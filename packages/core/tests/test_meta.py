@@ -26,7 +26,8 @@ BINARY = "add sub mul div pow maximum minimum".split()
 COMPARE = "eq ne lt le gt ge".split()
 INPLACE = "add_ sub_ mul_ div_".split()
 MATMUL = "mm bmm".split()
-MIGRATED = FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + BINARY + COMPARE + INPLACE + MATMUL + ["where"]
+REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
+MIGRATED = FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + BINARY + COMPARE + INPLACE + MATMUL + REDUCTIONS + ["where"]
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
@@ -36,12 +37,13 @@ def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
 
 
 def outcome(fn, *args):
-    """("ok", shape, dtype name) or ("error", exception type, message)."""
+    """("ok", shape, dtype name, ...) with a shape and dtype per result, or ("error", exception type, message)."""
     try:
         r = fn(*args)
     except Exception as e:  # noqa: BLE001  (any error must be the same on both devices)
         return ("error", type(e).__name__, str(e))
-    return ("ok", tuple(r.shape), str(r.dtype).rsplit(".", 1)[-1])
+    results = tuple(r) if isinstance(r, tuple) else (r,)
+    return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
 
 
 def torch_meta_outcome(fn, *tensors):
@@ -52,7 +54,8 @@ def torch_meta_outcome(fn, *tensors):
         r = fn(*tensors)
     except Exception:  # noqa: BLE001
         return None
-    return ("ok", tuple(r.shape), str(r.dtype).rsplit(".", 1)[-1])
+    results = tuple(r) if isinstance(r, tuple) else (r,)
+    return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
 
 
 def check_torch(fn, cpu, *tensors):
@@ -84,6 +87,7 @@ def test_factories_make_storage_less_meta_tensors():
     t = fc.empty(2, 3, device="meta")
     assert t.device.type == "meta" and str(t.device) == "meta" and t.is_meta
     assert t.shape == (2, 3) and t.dtype == fc.float32 and t.stride() == (3, 1)
+    assert outcome(fc.add, t, t) == ("ok", ((2, 3), "float32"))
     for make in (fc.zeros, fc.ones, fc.rand, fc.randn):
         u = make(4, 5, dtype=fc.float64, device="meta")
         assert u.is_meta and u.shape == (4, 5) and u.dtype == fc.float64
@@ -270,3 +274,70 @@ def test_checks_moved_to_the_table_keep_their_messages(device):
         i.add_(m[0, :2])
     with pytest.raises(fc.FlambeauError, match=r"^\[mul\] shapes \(2,\) and \(2, 3\) cannot be broadcast"):
         fc.mul(i, m)
+
+
+REDUCTION_CALLS = {
+    "sum": lambda x: fc.sum(x),
+    "sum dim": lambda x: fc.sum(x, 0),
+    "sum dims keepdim": lambda x: fc.sum(x, (0, -1), keepdim=True),
+    "sum dtype": lambda x: fc.sum(x, -1, dtype=fc.float64),
+    "sum bad dim": lambda x: fc.sum(x, 3),
+    "sum repeated dim": lambda x: fc.sum(x, (0, 0)),
+    "prod dim": lambda x: fc.prod(x, 0),
+    "prod dim keepdim": lambda x: fc.prod(x, -1, keepdim=True),
+    "cumsum": lambda x: fc.cumsum(x, 0),
+    "cumsum dtype": lambda x: fc.cumsum(x, -1, dtype=fc.float32),
+    "cumprod bad dim": lambda x: fc.cumprod(x, 4),
+    "max": lambda x: fc.max(x),
+    "min": lambda x: fc.min(x),
+    "max dim": lambda x: fc.max(x, 0),
+    "min dim keepdim": lambda x: fc.min(x, -1, keepdim=True),
+    "argmax": lambda x: fc.argmax(x),
+    "argmin dim": lambda x: fc.argmin(x, 0, keepdim=True),
+    "amax": lambda x: fc.amax(x),
+    "amin dims": lambda x: fc.amin(x, (0, -1)),
+}
+TORCH_CALLS = {
+    "sum": lambda x: torch.sum(x),
+    "sum dim": lambda x: torch.sum(x, 0),
+    "sum dims keepdim": lambda x: torch.sum(x, (0, -1), keepdim=True),
+    "sum dtype": lambda x: torch.sum(x, -1, dtype=torch.float64),
+    "prod dim": lambda x: torch.prod(x, 0),
+    "prod dim keepdim": lambda x: torch.prod(x, -1, keepdim=True),
+    "cumsum": lambda x: torch.cumsum(x, 0),
+    "cumsum dtype": lambda x: torch.cumsum(x, -1, dtype=torch.float32),
+    "max": lambda x: torch.max(x),
+    "min": lambda x: torch.min(x),
+    "max dim": lambda x: tuple(torch.max(x, 0)),
+    "min dim keepdim": lambda x: tuple(torch.min(x, -1, keepdim=True)),
+    "argmax": lambda x: torch.argmax(x),
+    "argmin dim": lambda x: torch.argmin(x, 0, keepdim=True),
+    "amax": lambda x: torch.amax(x),
+    "amin dims": lambda x: torch.amin(x, (0, -1)),
+}
+
+
+@pytest.mark.parametrize("call", list(REDUCTION_CALLS))
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float32", "float64"])
+def test_reductions(call, dtype):
+    for shape in [(), (0,), (3, 4), (2, 0, 3)]:
+        x = cpu_tensor(shape, dtype)
+        meta, cpu = meta_and_cpu(REDUCTION_CALLS[call], x)
+        assert agree(meta, cpu), (call, dtype, shape, meta, cpu)
+        if call in TORCH_CALLS:
+            check_torch(TORCH_CALLS[call], cpu, torch.empty(shape, dtype=TH[dtype], device="meta"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_reduction_checks_keep_their_messages(device):
+    e = fc.ones(2, 0, device=device)
+    with pytest.raises(
+        RuntimeError, match=r"^\[max\] max\(\) of an empty tensor \(shape \(2, 0\)\) is undefined; pass a dim"
+    ):
+        fc.max(e)
+    with pytest.raises(IndexError, match=r"^\[argmin\] cannot reduce over dim 1 of size 0 \(shape \(2, 0\)\)"):
+        fc.argmin(e, 1)
+    with pytest.raises(IndexError, match=r"^\[amax\] cannot reduce over dim 1 of size 0"):
+        fc.amax(e, 1)
+    with pytest.raises(IndexError, match=r"^\[cumsum\]"):
+        fc.cumsum(e, 2)

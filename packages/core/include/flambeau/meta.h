@@ -79,6 +79,14 @@ FB_API void check_bool(const char* op, const Tensor& t, const char* what);
 FB_API void check_real(const char* op, ScalarType t, const char* hint);
 /// mm/bmm/linear operands: `want_dim`-D, one dtype, one device, matching inner (and batch) sizes.
 FB_API void check_matmul(const char* op, const Tensor& a, const Tensor& b, int64_t want_dim);
+/// IndexError unless `dim` is a dim of self (wrap_dim's message).
+FB_API void check_dim(const char* op, const Tensor& self, int64_t dim);
+/// A reduction with no identity (max, argmin, max.dim): along `dim`, that dim must not be empty
+/// (IndexError "cannot reduce over dim 1 of size 0"); over everything (no dim), self must not be empty
+/// (RuntimeError "[max] max() of an empty tensor (shape (0,)) is undefined" + `hint`).
+FB_API void check_reducible(const char* op, const Tensor& self, std::optional<int64_t> dim, const char* hint);
+/// amax/amin: valid, distinct `dims` (all if empty), none of them empty.
+FB_API void check_reducible_dims(const char* op, const Tensor& self, IntArrayRef dims);
 /// An in-place op: the result dtype must cast to self's (TypeError: "result type X can't be cast to
 /// the desired output type Y").
 FB_API void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result);

@@ -43,22 +43,25 @@ Shape broadcast(const char* op, Tensors ts) {
   return reversed;
 }
 
-Shape reduce(const char* op, const Tensor& self, OptionalIntArrayRef dims, bool keepdim) {
+// The reduced dims of a reduction over `dims` (all when none or empty) as a bit mask.
+uint64_t reduce_mask(const char* op, const Tensor& self, OptionalIntArrayRef dims) {
   const int64_t nd = self.dim();
   FB_CHECK_VALUE(nd <= 64, "[", op, "] tensors with more than 64 dims are not supported");
+  if (!dims || dims->empty()) return nd == 64 ? ~uint64_t{0} : (uint64_t{1} << nd) - 1;
   uint64_t mask = 0;
-  if (!dims || dims->empty()) {
-    mask = nd == 64 ? ~uint64_t{0} : (uint64_t{1} << nd) - 1;
-  } else {
-    for (int64_t d : *dims) {
-      const int64_t w = wrap_dim(d, nd, op);
-      if (nd == 0) continue;
-      FB_CHECK_VALUE(!(mask >> w & 1), "[", op, "] dim ", w, " appears multiple times in the list of dims");
-      mask |= uint64_t{1} << w;
-    }
+  for (int64_t d : *dims) {
+    const int64_t w = wrap_dim(d, nd, op);
+    if (nd == 0) continue;
+    FB_CHECK_VALUE(!(mask >> w & 1), "[", op, "] dim ", w, " appears multiple times in the list of dims");
+    mask |= uint64_t{1} << w;
   }
+  return mask;
+}
+
+Shape reduce(const char* op, const Tensor& self, OptionalIntArrayRef dims, bool keepdim) {
+  const uint64_t mask = reduce_mask(op, self, dims);
   Shape out;
-  for (int64_t d = 0; d < nd; ++d) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
     if (!(mask >> d & 1))
       out.push_back(self.sizes()[d]);
     else if (keepdim)
@@ -139,6 +142,27 @@ void check_matmul(const char* op, const Tensor& a, const Tensor& b, int64_t want
   if (want_dim == 3)
     FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[", op, "] batch sizes differ: shapes ", shape_str(a.sizes()),
                    " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+}
+
+void check_dim(const char* op, const Tensor& self, int64_t dim) { wrap_dim(dim, self.dim(), op); }
+
+void check_reducible(const char* op, const Tensor& self, std::optional<int64_t> dim, const char* hint) {
+  if (!dim) {
+    FB_CHECK(self.numel() > 0, "[", op, "] ", op, "() of an empty tensor (shape ", shape_str(self.sizes()),
+             ") is undefined", hint);
+    return;
+  }
+  const int64_t d = wrap_dim(*dim, self.dim(), op);
+  FB_CHECK_INDEX(self.dim() == 0 || self.sizes()[d] > 0, "[", op, "] cannot reduce over dim ", d, " of size 0 (shape ",
+                 shape_str(self.sizes()), "): the reduction has no identity");
+}
+
+void check_reducible_dims(const char* op, const Tensor& self, IntArrayRef dims) {
+  const uint64_t mask = reduce_mask(op, self, dims);
+  for (int64_t d = 0; d < self.dim(); ++d)
+    FB_CHECK_INDEX(!(mask >> d & 1) || self.sizes()[d] > 0, "[", op, "] cannot reduce over dim ", d,
+                   " of size 0 (shape ", shape_str(self.sizes()), "): the reduction has no identity");
+  FB_CHECK_INDEX(self.numel() > 0 || self.dim() > 0, "[", op, "] empty tensor");
 }
 
 void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result) {

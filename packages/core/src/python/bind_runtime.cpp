@@ -38,7 +38,7 @@ void init_runtime(py::module_& m) {
           return op != nullptr && op->has_kernel(k);
         }
         throw ValueError("[_has_kernel] unknown dispatch key '" + key +
-                         "' (CPU, CUDA, Autograd, Generic, Composite, PrivateUse1)");
+                         "' (CPU, CUDA, Autograd, Generic, Composite, PrivateUse1, Meta)");
       },
       py::arg("op"), py::arg("key"),
       "True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).");
