@@ -68,9 +68,15 @@ FB_API Shape bmm(const char* op, const Tensor& a, const Tensor& b);
 /// Every tensor on one device; a 0-dim cpu tensor (a wrapped number) goes with any device.
 FB_API void check_same_device(const char* op, Tensors ts);
 /// PyTorch's alpha rules for the promoted dtype of `ts`: bool alpha only for bool results, no float
-/// alpha for integer results, the value fits the dtype. The default alpha (1) returns at once, without
-/// promoting: add is the hottest op.
-FB_API void check_alpha(const char* op, Tensors ts, const Scalar& alpha);
+/// alpha for integer results, the value fits the dtype.
+FB_API void check_alpha_value(const char* op, Tensors ts, const Scalar& alpha);
+/// check_alpha_value, except for the default alpha (1), which always fits: it returns inline, without
+/// promoting (add is the hottest op).
+inline void check_alpha(const char* op, Tensors ts, const Scalar& alpha) {
+  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1) [[likely]]
+    return;
+  check_alpha_value(op, ts, alpha);
+}
 /// lt/le/gt/ge: TypeError when a and b promote to a complex dtype, which has no order.
 FB_API void check_ordered(const char* op, const Tensor& a, const Tensor& b);
 /// TypeError unless `t` has dtype bool (where's condition).

@@ -103,8 +103,7 @@ void check_same_device(const char* op, Tensors ts) {
   }
 }
 
-void check_alpha(const char* op, Tensors ts, const Scalar& alpha) {
-  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1) return;  // the default: always fits
+void check_alpha_value(const char* op, Tensors ts, const Scalar& alpha) {
   const ScalarType t = promote(ts);
   FB_CHECK_TYPE(!alpha.is_bool() || t == ScalarType::Bool, "[", op,
                 "] a bool alpha is only supported for bool tensors, got ", dtype_name(t));
