@@ -27,7 +27,14 @@ COMPARE = "eq ne lt le gt ge".split()
 INPLACE = "add_ sub_ mul_ div_".split()
 MATMUL = "mm bmm".split()
 REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
-MIGRATED = FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + BINARY + COMPARE + INPLACE + MATMUL + REDUCTIONS + ["where"]
+MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_divide bitwise_and bitwise_or
+    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor""".split()
+MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
+    log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
+MIGRATED = (
+    FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY + BINARY + COMPARE + MATH_BINARY + INPLACE + MATMUL + REDUCTIONS
+)
+MIGRATED += ["where"]
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
@@ -56,6 +63,12 @@ def torch_meta_outcome(fn, *tensors):
         return None
     results = tuple(r) if isinstance(r, tuple) else (r,)
     return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
+
+
+def torch_fn(name: str):
+    """The torch function of an op: torch.<name>, else torch.nn.functional.<name> (the activations)."""
+    name = {"log_sigmoid": "logsigmoid"}.get(name, name)
+    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
 
 
 def check_torch(fn, cpu, *tensors):
@@ -149,17 +162,17 @@ def test_mixed_devices():
 # ---- every migrated op: meta against cpu and torch ----
 
 
-@pytest.mark.parametrize("name", FLOAT_UNARY + SAME_UNARY + BOOL_UNARY)
+@pytest.mark.parametrize("name", FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unary(name, dtype):
     for shape in [(), (0,), (3, 4)]:
         x = cpu_tensor(shape, dtype)
         meta, cpu = meta_and_cpu(getattr(fc, name), x)
         assert agree(meta, cpu), (name, dtype, shape, meta, cpu)
-        check_torch(getattr(torch, name), cpu, torch.empty(shape, dtype=TH[dtype], device="meta"))
+        check_torch(torch_fn(name), cpu, torch.empty(shape, dtype=TH[dtype], device="meta"))
 
 
-@pytest.mark.parametrize("name", BINARY + COMPARE)
+@pytest.mark.parametrize("name", BINARY + COMPARE + MATH_BINARY)
 @pytest.mark.parametrize(("da", "db"), list(itertools.product(DTYPES, repeat=2)))
 def test_binary(name, da, db):
     for sa, sb in [((3, 1), (4,)), ((), (2, 3)), ((2, 3), (3, 2)), ((0, 1), (1, 5))]:
@@ -168,7 +181,7 @@ def test_binary(name, da, db):
         assert agree(meta, cpu), (name, da, db, sa, sb, meta, cpu)
         ta = torch.empty(sa, dtype=TH[da], device="meta")
         tb = torch.empty(sb, dtype=TH[db], device="meta")
-        check_torch(getattr(torch, name), cpu, ta, tb)
+        check_torch(torch_fn(name), cpu, ta, tb)
 
 
 @pytest.mark.parametrize("name", BINARY + COMPARE)
@@ -239,7 +252,7 @@ def test_matmul(name, sa, sb, da, db):
     meta, cpu = meta_and_cpu(getattr(fc, name), a, b)
     assert agree(meta, cpu), (meta, cpu)
     ta, tb = torch.empty(sa, dtype=TH[da], device="meta"), torch.empty(sb, dtype=TH[db], device="meta")
-    check_torch(getattr(torch, name), cpu, ta, tb)
+    check_torch(torch_fn(name), cpu, ta, tb)
 
 
 def test_every_op_with_a_meta_kernel_is_tested_here():

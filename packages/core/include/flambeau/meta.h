@@ -81,6 +81,9 @@ inline void check_alpha(const char* op, Tensors ts, const Scalar& alpha) {
 FB_API void check_ordered(const char* op, const Tensor& a, const Tensor& b);
 /// TypeError unless `t` has dtype bool (where's condition).
 FB_API void check_bool(const char* op, const Tensor& t, const char* what);
+/// TypeError unless `t` is a real floating tensor (the activations): "[gelu] input must be a float16,
+/// bfloat16, float32 or float64 tensor, got dtype int64".
+FB_API void check_floating(const char* op, const Tensor& t, const char* what);
 /// TypeError for a complex dtype (sign: use sgn).
 FB_API void check_real(const char* op, ScalarType t, const char* hint);
 /// mm/bmm/linear operands: `want_dim`-D, one dtype, one device, matching inner (and batch) sizes.

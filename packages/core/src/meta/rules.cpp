@@ -124,6 +124,11 @@ void check_bool(const char* op, const Tensor& t, const char* what) {
                 dtype_name(t.dtype()));
 }
 
+void check_floating(const char* op, const Tensor& t, const char* what) {
+  FB_CHECK_TYPE(is_floating(t.dtype()), "[", op, "] ", what,
+                " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
 void check_real(const char* op, ScalarType t, const char* hint) {
   FB_CHECK_TYPE(!is_complex(t), "[", op, "] is not supported for dtype ", dtype_name(t), ": ", hint);
 }
