@@ -65,6 +65,50 @@ TENSOR_TYPES = {"Tensor", "TensorOrNumber", "Tensor?", "Tensor[]"}
 PYTHON_FORMS = {"function", "method"}
 KINDS = {"primitive", "composite", "generic"}
 
+# Note [Meta step] (flambeau/meta.h): the vocabulary of the `dtype:` and `shape:` rules.
+# A rule may name the tensor arguments it reads, `promote(self, other)`; by default it
+# reads every Tensor/TensorOrNumber argument.
+DTYPE_RULES = {
+    "promote": "the result_type of the tensor arguments",
+    "float": "promote, then integer and bool become the default float dtype",
+    "same": "self's dtype",
+    "real": "self's dtype, complex becoming its real counterpart (abs)",
+    "bool": "bool",
+    "accumulate": "dtype= if given, else int64 for integer and bool inputs, else self's dtype",
+}
+# A fixed dtype: its name in the table -> the C++ enumerator.
+FIXED_DTYPES = {
+    "bool": "Bool", "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+    "float16": "Float16", "bfloat16": "BFloat16", "float32": "Float32", "float64": "Float64",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}  # fmt: skip
+SHAPE_RULES = {
+    "broadcast": "the broadcast shape of the tensor arguments",
+    "same": "self's shape",
+    "reduce": "a reduction over `dim` (int[]?, all if none or empty) with `keepdim`",
+    "reduce_dim": "a reduction over one `dim` (int or int?: all if none) with `keepdim`",
+    "scalar": "0-d",
+    "mm": "(n, k) @ (k, m) -> (n, m)",
+    "bmm": "(b, n, k) @ (b, k, m) -> (b, n, m)",
+}
+OUT_DTYPES = {
+    # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.
+    "from_out": "without dtype=, the op computes in out's dtype (sum, cumsum, randint)",
+    "float_from_out": "as from_out for a floating/complex input whose dtype casts to out's (mean)",
+    "exact": "out's dtype must be the result's (matmul, argmax, where)",
+    "logical": "out is bool or uint8 (all, any)",
+}
+_RULE = re.compile(r"^(?P<name>[a-z_0-9]+)(?:\((?P<args>[^()]*)\))?$")
+_CHECK = re.compile(r"^(?P<name>[a-z_]+)\((?P<args>.*)\)$")
+
+
+@dataclass
+class Rule:
+    """A dtype or shape rule: its name and the tensor arguments it reads."""
+
+    name: str
+    args: list[str]
+
 
 class TableError(ValueError):
     """A malformed entry of ops.yaml or derivatives.yaml (raised at build time)."""
@@ -155,6 +199,16 @@ class OpDecl:
     doc: str = ""
     line: int = 0
     inplace_of: str | None = None  # set on a `name_` generated from `inplace: true`
+    # Note [Meta step]: the rules that generate the check step and the Meta kernel.
+    dtype: list[Rule] = field(default_factory=list)  # one per returned tensor
+    shape: Rule | None = None
+    checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
+    direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
+    out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
+
+    @property
+    def has_meta(self) -> bool:
+        return self.shape is not None
 
     @property
     def cpp_name(self) -> str:
@@ -254,7 +308,47 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
     return m["name"], m["overload"], args, returns
 
 
-KEYS = {"func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc"}
+KEYS = {
+    "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
+    "dtype", "shape", "checks", "direct_write", "out_dtype",
+}  # fmt: skip
+
+
+def _parse_rule(text: object, known: set[str], args: list[Arg], where: str, what: str) -> Rule:
+    m = _RULE.match(str(text).strip())
+    if not m or (m["name"] not in known):
+        raise TableError(f"{where}: unknown {what} rule '{text}' (known: {', '.join(sorted(known))})")
+    names = [a.strip() for a in (m["args"] or "").split(",") if a.strip()]
+    tensors = {a.name for a in args if a.is_tensor}
+    for n in names:
+        if n not in tensors:
+            raise TableError(f"{where}: {what} rule '{text}' names '{n}', which is not a tensor argument")
+    if not names:
+        names = [a.name for a in args if a.type in ("Tensor", "TensorOrNumber")]
+    return Rule(m["name"], names)
+
+
+def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
+    """Fills the Note [Meta step] fields of `op` from its entry."""
+    if "dtype" in e:
+        rules = e["dtype"] if isinstance(e["dtype"], list) else [e["dtype"]]
+        known = set(DTYPE_RULES) | set(FIXED_DTYPES)
+        op.dtype = [_parse_rule(r, known, op.args, where, "dtype") for r in rules]
+        if len(op.dtype) != max(1, len(op.returns)):
+            raise TableError(f"{where}: dtype needs one rule per returned tensor ({len(op.returns)})")
+    if "shape" in e:
+        op.shape = _parse_rule(e["shape"], set(SHAPE_RULES), op.args, where, "shape")
+    if bool(op.dtype) != (op.shape is not None):
+        raise TableError(f"{where}: an op with rules needs both 'dtype' and 'shape'")
+    for c in e.get("checks", []):
+        m = _CHECK.match(str(c).strip())
+        if not m:
+            raise TableError(f"{where}: a check is written name(arguments), got '{c}'")
+        op.checks.append((m["name"], m["args"].strip()))
+    op.direct_write = bool(e.get("direct_write", False))
+    op.out_dtype = e.get("out_dtype")
+    if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:
+        raise TableError(f"{where}: out_dtype must be one of {sorted(OUT_DTYPES)}")
 
 
 def load_ops(path: Path) -> list[OpDecl]:
@@ -296,6 +390,7 @@ def load_ops(path: Path) -> list[OpDecl]:
             doc=(e.get("doc") or "").strip(),
             line=lines[i] if i < len(lines) else 0,
         )
+        _parse_meta(e, op, where)
         if "method" in python and not op.self_arg():
             raise TableError(f"{where}: a method needs an argument named 'self'")
         if python and any(a.type == "Tensor?[]" for a in args):

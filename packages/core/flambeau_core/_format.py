@@ -270,7 +270,10 @@ def tensor_repr(t: Any) -> str:
     suffixes: list[str] = []
     if str(t.device) != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if t.numel() == 0:
+    if t.is_meta:  # Note [Meta device]: no values to show, PyTorch's form
+        body = "..."
+        suffixes.append("size=" + str(tuple(t.shape)))
+    elif t.numel() == 0:
         body = "[]"
         if t.dim() != 1:
             suffixes.append("size=" + str(tuple(t.shape)))
@@ -284,6 +287,8 @@ def tensor_repr(t: Any) -> str:
 
     default_float = str(get_default_dtype()).rsplit(".", 1)[-1]
     defaults = ("int64", "bool", default_float, "complex128" if default_float == "float64" else "complex64")
+    if t.is_meta:  # no values to infer a dtype from: only the default float goes unnamed (PyTorch's)
+        defaults = (default_float,)
     if dtype_name not in defaults:
         suffixes.append(f"dtype={t.dtype}")
     grad_fn = getattr(t, "grad_fn", None)

@@ -15,6 +15,8 @@ const char* device_type_name(DeviceType t) {
       return "cuda";
     case DeviceType::PrivateUse1:
       return detail::privateuse1_name();
+    case DeviceType::Meta:
+      return "meta";
   }
   return "?";
 }
@@ -34,6 +36,8 @@ Device Device::parse(const std::string& s) {
     t = DeviceType::CPU;
   else if (kind == "cuda")
     t = DeviceType::CUDA;
+  else if (kind == "meta")
+    t = DeviceType::Meta;
   else if (plugin && kind == plugin)
     t = DeviceType::PrivateUse1;
   else
@@ -46,6 +50,9 @@ Device Device::parse(const std::string& s) {
     if (!ok)
       throw ValueError("[device] bad device index in '" + s + "': expected '" + kind + ":N' with N >= 0");
     index = static_cast<int16_t>(std::stoi(num));
+    FB_CHECK_VALUE(t != DeviceType::Meta || index == 0, "[device] bad device index in '", s,
+                   "': the meta device has only index 0");
+    if (t == DeviceType::Meta) index = -1;  // one meta device: printed "meta"
   }
   return Device(t, index);
 }

@@ -140,7 +140,7 @@ void set_current_device(Device device) {
 }
 
 Device resolve_device(Device device) {
-  if (device.is_cpu() || device.index >= 0) return device;
+  if (!device.has_backend_memory() || device.index >= 0) return device;
   return Device(device.type, static_cast<int16_t>(current_device(device.type)));
 }
 

@@ -28,6 +28,8 @@ const char* dispatch_key_name(DispatchKey k) {
       return "Composite";
     case DispatchKey::PrivateUse1:
       return detail::privateuse1_registered() ? detail::privateuse1_name() : "PrivateUse1";
+    case DispatchKey::Meta:
+      return "Meta";
   }
   return "?";
 }
@@ -110,7 +112,7 @@ void OpBase::set_kernel(DispatchKey key, void* fn) {
   }
   kernels_[static_cast<int>(key)] = fn;
   void* generic = kernels_[static_cast<int>(DispatchKey::Generic)];
-  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::PrivateUse1}) {
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::PrivateUse1, DispatchKey::Meta}) {
     void* own = kernels_[static_cast<int>(k)];
     effective_[device_key_slot(k)] = own ? own : generic;
   }
@@ -121,6 +123,9 @@ void OpBase::missing_kernel(DispatchKey k) const {
     throw RuntimeError(
         detail::cat_str("[", name_, "] cannot run on cuda: flambeau-cuda is not installed ",
                         "(flambeau-core is built without CUDA: no CUDA kernel); use device='cpu'"));
+  if (k == DispatchKey::Meta)
+    throw NotImplementedError(detail::cat_str("[", name_, "] has no meta function yet: it cannot run on the 'meta' ",
+                                              "device (no shape and dtype rule in the op table)"));
   throw NotImplementedError(detail::cat_str("[", name_, "] has no kernel for ", dispatch_key_name(k)));
 }
 

@@ -53,6 +53,8 @@ void StorageImpl::replace_data(void* data, std::function<void(void*)> deleter) {
 }
 
 std::shared_ptr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device) {
+  // Note [Meta device]: the size is kept (views are bounds-checked against it), no memory.
+  if (device.is_meta()) return std::make_shared<StorageImpl>(nullptr, nbytes, Device(DeviceType::Meta), nullptr, nullptr);
   if (!device.is_cpu()) {
     // Note [Device backends]: a device storage has a concrete index, checked
     // against the backend ("flambeau-cuda is not installed" without one).

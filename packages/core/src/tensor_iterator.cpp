@@ -147,6 +147,42 @@ void convert_element(ScalarType from, const void* src, ScalarType to, void* dst)
   });
 }
 
+namespace detail {
+void broadcast_reversed(const char* op, std::span<const Tensor* const> inputs, int64_t* bshape, int nd) {
+  for (int d = 0; d < nd; ++d) bshape[d] = 1;
+  const int nin = static_cast<int>(inputs.size());
+  for (int i = 0; i < nin; ++i) {
+    const IntArrayRef s = inputs[i]->sizes();
+    const int n = std::min(static_cast<int>(s.size()), nd);
+    for (int d = 0; d < n; ++d) {
+      const int64_t sz = s[s.size() - 1 - d];
+      if (sz == bshape[d] || sz == 1) continue;
+      if (bshape[d] == 1) {
+        bshape[d] = sz;
+        continue;
+      }
+      std::string shapes;
+      for (int j = 0; j < nin; ++j)
+        shapes += (j == 0 ? "" : j + 1 == nin ? " and " : ", ") + shape_str(inputs[j]->sizes());
+      throw ValueError(cat_str("[", op, "] shapes ", shapes, " cannot be broadcast"));
+    }
+  }
+}
+
+void check_broadcast_to(const char* op, std::span<const Tensor* const> inputs, IntArrayRef shape) {
+  const int no = static_cast<int>(shape.size());
+  for (const Tensor* t : inputs) {
+    const IntArrayRef s = t->sizes();
+    const int n = static_cast<int>(s.size());
+    bool ok = n <= no;
+    for (int d = 0; d < n && ok; ++d) ok = s[n - 1 - d] == 1 || s[n - 1 - d] == shape[no - 1 - d];
+    if (!ok)
+      throw ValueError(
+          cat_str("[", op, "] shape ", shape_str(s), " cannot be broadcast to the shape ", shape_str(shape), " of self"));
+  }
+}
+}  // namespace detail
+
 TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out_dtype,
                                std::span<const Tensor* const> inputs, ScalarType compute_dtype,
                                unsigned keep_dtype_mask)
@@ -217,34 +253,11 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
     const IntArrayRef os = out->sizes();
     const int no = static_cast<int>(os.size());
     for (int d = 0; d < no; ++d) bshape[d] = os[no - 1 - d];
-    for (int i = 0; i < nin; ++i) {
-      const IntArrayRef s = inputs[i]->sizes();
-      const int n = static_cast<int>(s.size());
-      bool ok = n <= no;
-      for (int d = 0; d < n && ok; ++d) ok = s[n - 1 - d] == 1 || s[n - 1 - d] == bshape[d];
-      if (!ok)
-        throw ValueError(detail::cat_str("[", op, "] shape ", shape_str(s),
-                                         " cannot be broadcast to the shape ", shape_str(os), " of self"));
-    }
+    detail::check_broadcast_to(op, inputs, os);
     check_no_internal_overlap(*out, op);
     out_ = *out;
   } else {
-    for (int i = 0; i < nin; ++i) {
-      const IntArrayRef s = inputs[i]->sizes();
-      const int n = static_cast<int>(s.size());
-      for (int d = 0; d < n; ++d) {
-        const int64_t sz = s[n - 1 - d];
-        if (sz == bshape[d] || sz == 1) continue;
-        if (bshape[d] == 1) {
-          bshape[d] = sz;
-          continue;
-        }
-        std::string shapes;
-        for (int j = 0; j < nin; ++j)
-          shapes += (j == 0 ? "" : j + 1 == nin ? " and " : ", ") + shape_str(inputs[j]->sizes());
-        throw ValueError(detail::cat_str("[", op, "] shapes ", shapes, " cannot be broadcast"));
-      }
-    }
+    detail::broadcast_reversed(op, inputs, bshape, nd);
     Shape s(nd);
     for (int d = 0; d < nd; ++d) s[d] = bshape[nd - 1 - d];
     shape_nbytes(s, out_dtype, op);  // Note [Size overflow]: broadcasting may multiply sizes past int64

@@ -169,9 +169,7 @@ FBC_UNARY(sigmoid, kEwSigmoid, true)
 // all three broadcast; self/other promote as a binary op (wrapped numbers weak)
 // and are cast to that dtype; a host scalar goes to the kernel as bytes.
 Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  const char* name = "where";
-  FB_CHECK_TYPE(condition.dtype() == ScalarType::Bool, "[where] condition must be a bool tensor, got ",
-                dtype_name(condition.dtype()));
+  const char* name = "where";  // condition is bool: the meta step checked it (Note [Meta step])
   const Device dev = condition.device().type == DeviceType::CUDA ? condition.device()
                      : self.device().type == DeviceType::CUDA    ? self.device()
                                                                  : other.device();

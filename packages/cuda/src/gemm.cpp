@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "cublas.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 
 namespace flambeau::cuda {
@@ -38,16 +39,9 @@ Operand operand(const Tensor& t) {
   return {c, false, std::max<int64_t>(1, cols), nd == 3 ? rows * cols : 0};
 }
 
-void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t want_dim) {
-  FB_CHECK_VALUE(a.dim() == want_dim && b.dim() == want_dim, "[", op, "] expected two ", want_dim,
-                 "-D tensors, got shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
-  FB_CHECK_TYPE(a.dtype() == b.dtype(), "[", op, "] expected both operands to have the same dtype, got ",
-                dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
-  FB_CHECK(a.device() == b.device(), "[", op, "] expected all tensors to be on the same device, got ",
-           a.device().str(), " and ", b.device().str());
-  const int64_t ka = a.sizes()[want_dim - 1], kb = b.sizes()[want_dim - 2];
-  FB_CHECK_VALUE(ka == kb, "[", op, "] shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
-                 " cannot be multiplied: ", ka, " != ", kb);
+// The operands passed the meta step's check_matmul (Note [Meta step]); what
+// remains is this backend's own limit.
+void check_gemm_dtype(const char* op, const Tensor& a) {
   FB_CHECK_TYPE(a.dtype() == ScalarType::Float32 || a.dtype() == ScalarType::Float64, "[", op,
                 "] with dtype ", dtype_name(a.dtype()),
                 " is not yet implemented on CUDA (float32 and float64 are)");
@@ -72,16 +66,14 @@ void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double beta, const
 }
 
 Tensor mm_cuda(const Tensor& a, const Tensor& b) {
-  check_operands("mm", a, b, 2);
+  check_gemm_dtype("mm", a);
   Tensor out = op::empty(Shape{a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
   gemm_into(a, b, out, 0.0, "mm");
   return out;
 }
 
 Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
-  check_operands("bmm", a, b, 3);
-  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()),
-                 " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+  check_gemm_dtype("bmm", a);
   Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
   gemm_into(a, b, out, 0.0, "bmm");
   return out;
@@ -108,7 +100,8 @@ Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optiona
     x = op::reshape(input, IntArrayRef(shape));
   }
   const Tensor wt = op::transpose(weight, 0, 1);
-  check_operands("linear", x, wt, 2);
+  meta::check_matmul("linear", x, wt, 2);
+  check_gemm_dtype("linear", x);
   Tensor out = op::empty(Shape{x.sizes()[0], out_f}, input.dtype(), input.device());
   double beta = 0.0;
   if (bias) {

@@ -534,6 +534,12 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // fallback, which raises the real error or computes the odd case. Errors that
 // depend on the values (a class index out of range) surface at the next
 // synchronous op of the stream (SimStream::take_error), as CUDA's do.
+// An op with shape and dtype rules in core's table (Note [Meta step]) needs no
+// shape function: its meta step, run on meta stand-ins of the arguments
+// (from_meta), gives the results' shapes and dtypes and raises the argument
+// errors at the call; the probe then only tells whether the CPU kernel covers
+// the dtypes (this backend's own limit). The shape functions serve the ops not
+// migrated yet.
 
 // What the enqueued work keeps of an argument: spans become vectors and
 // string views strings (the caller's memory is gone when the kernel runs).
@@ -573,6 +579,17 @@ Tensor probe_of(const Tensor& t) {
   op::fill_.call_kernel(DispatchKey::CPU, p, Scalar(int64_t{integral ? 0 : 1}));
   p.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
   return p;
+}
+
+// The stand-in of a device tensor in the meta step (Note [Meta step]): its
+// sizes, strides and dtype on the meta device, no memory.
+Tensor meta_of(const Tensor& t) {
+  if (!on_sim(t)) return t;
+  auto storage = StorageImpl::allocate(t.impl()->storage()->nbytes(), Device(DeviceType::Meta));
+  Tensor m(std::make_shared<TensorImpl>(std::move(storage), t.dtype(), Shape(t.sizes().begin(), t.sizes().end()),
+                                        Shape(t.strides().begin(), t.strides().end()), t.storage_offset()));
+  m.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
+  return m;
 }
 
 template <class Map, class T>
@@ -685,12 +702,6 @@ std::optional<Shape> reduced(const Tensor& self, std::optional<IntArrayRef> dims
       out.push_back(1);
   }
   return out;
-}
-
-// (m, k) x (k, n) shapes of a matrix product, nullopt on a mismatch.
-std::optional<Shape> mm_shape(const Tensor& a, const Tensor& b) {
-  if (a.dim() != 2 || b.dim() != 2 || a.sizes()[1] != b.sizes()[0]) return std::nullopt;
-  return Shape{a.sizes()[0], b.sizes()[1]};
 }
 
 std::optional<Shape> matmul_shape(const Tensor& a, const Tensor& b) {
@@ -843,6 +854,59 @@ struct Async<O, R(Args...)> {
     } catch (const std::exception&) {
       return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
     }
+    return launch(device, *shapes, dtypes, args...);
+  }
+
+  // Note [Meta step]: an op with rules in the table gets its results' shapes
+  // and dtypes, and raises its argument errors at the call, from its meta step
+  // run on meta stand-ins of the arguments: no shape function, no probe.
+  static R from_meta(Args... args) {
+    detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
+    (check.see(args), ...);  // the mixed-device errors
+    const Tensor* first = nullptr;
+    bool overlapping_self = false;
+    (each_tensor(
+         [&](const Tensor& t) {
+           if (first || !on_sim(t)) return;
+           first = &t;
+           for (int64_t d = 0; d < t.dim(); ++d) overlapping_self |= t.strides()[d] == 0 && t.sizes()[d] > 1;
+         },
+         args),
+     ...);
+    // An expanded self of an in-place op waits: the CPU kernel's error is then raised at the call.
+    if (!first || !g_backend || (std::is_same_v<R, Tensor&> && overlapping_self))
+      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    std::tuple<typename Held<Args>::type...> stand_in(map_arg(meta_of, args)...);
+    auto call = [&] {
+      return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::Meta, pass<Args>(a)...); },
+                        stand_in);
+    };
+    std::vector<Shape> shapes;
+    std::vector<ScalarType> dtypes;
+    if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
+      call();
+    } else if constexpr (std::is_same_v<R, Tensor>) {
+      const Tensor r = call();
+      shapes.push_back(sizes_of(r));
+      dtypes.push_back(r.dtype());
+    } else {
+      const R r = call();
+      std::apply([&](const auto&... t) { ((shapes.push_back(sizes_of(t)), dtypes.push_back(t.dtype())), ...); }, r);
+    }
+    // The dtypes the CPU kernel covers are this backend's own limit, not a rule
+    // of the op: a kernel without a loop for a dtype must raise at the call.
+    try {
+      std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
+      std::apply([&](auto&... a) { O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); }, probe);
+    } catch (const std::exception&) {
+      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
+    }
+    return launch(first->device(), shapes, dtypes, args...);
+  }
+
+  // Allocates the results on `device` and enqueues the CPU kernel on its current stream.
+  static R launch(const Device& device, const std::vector<Shape>& shapes, const std::vector<ScalarType>& dtypes,
+                  Args... args) {
     DeviceGuard guard(device);
     StreamPtr stream = current_stream(device);
     SimStream& s = as_sim(*stream, O.name());
@@ -884,8 +948,8 @@ struct Async<O, R(Args...)> {
       }
     } else {
       std::vector<Tensor> outs;
-      for (size_t i = 0; i < shapes->size(); ++i)
-        outs.push_back(empty_sim_for((*shapes)[i], dtypes[i], device, O.name()));
+      for (size_t i = 0; i < shapes.size(); ++i)
+        outs.push_back(empty_sim_for(shapes[i], dtypes[i], device, O.name()));
       std::vector<Tensor> out_host;
       for (const Tensor& o : outs) out_host.push_back(host_view(o));
       s.enqueue([run, out_host]() mutable {
@@ -916,11 +980,20 @@ struct Async<O, R(Args...)> {
   }
 };
 
-// Elementwise: the result's shape is the arguments' broadcast shape.
+// An op with rules in the table (it has a Meta kernel: Note [Meta step]).
+template <auto& O>
+void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
+  O.register_kernel(key, &Async<O>::from_meta);
+}
+// Elementwise: the result's shape is the arguments' broadcast shape (the
+// table's rules once the op has them).
 template <auto& O>
 void elementwise(DispatchKey key = DispatchKey::PrivateUse1) {
   using A = Async<O>;
-  O.register_kernel(key, &A::template kernel<&A::elementwise>);
+  if (O.has_kernel(DispatchKey::Meta))
+    O.register_kernel(key, &A::from_meta);
+  else
+    O.register_kernel(key, &A::template kernel<&A::elementwise>);
 }
 template <auto& O>
 void factory() {
@@ -942,12 +1015,6 @@ Shapes reduce_opt(const Tensor& self, const OptionalIntArrayRef& dim, const bool
 }
 Shapes reduce_dims(const Tensor& self, const IntArrayRef& dim, const bool& keepdim) {
   return one(reduced(self, dim, keepdim));
-}
-Shapes mm_like(const Tensor& a, const Tensor& b) { return one(mm_shape(a, b)); }
-Shapes bmm_like(const Tensor& a, const Tensor& b) {
-  if (a.dim() != 3 || b.dim() != 3 || a.sizes()[0] != b.sizes()[0] || a.sizes()[2] != b.sizes()[1])
-    return std::nullopt;
-  return one(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]});
 }
 Shapes matmul_like(const Tensor& a, const Tensor& b) { return one(matmul_shape(a, b)); }
 Shapes linear_like(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
@@ -1149,20 +1216,20 @@ void register_async_kernels() {
   with_shape<op::_fused_sgd_, &fused_sgd_like>();
   with_shape<op::clone, &clone_like>();
   // Reductions over dims.
-  with_shape<op::sum, &reduce_opt>();
+  from_meta<op::sum>();
   with_shape<op::mean, &reduce_opt>();
   with_shape<op::nansum, &reduce_opt>();
-  with_shape<op::amax, &reduce_dims>();
-  with_shape<op::amin, &reduce_dims>();
+  from_meta<op::amax>();
+  from_meta<op::amin>();
   with_shape<op::logsumexp, &reduce_dims>();
   // Softmax and its backward; cumulative sums keep the shape too.
   with_shape<op::softmax, &like_first>();
   with_shape<op::log_softmax, &like_first>();
-  with_shape<op::cumsum, &like_first>();
+  from_meta<op::cumsum>();
   with_shape<op::_log_softmax, &like_self>();
   // Matrix products.
-  with_shape<op::mm, &mm_like>();
-  with_shape<op::bmm, &bmm_like>();
+  from_meta<op::mm>();
+  from_meta<op::bmm>();
   with_shape<op::matmul, &matmul_like>();
   with_shape<op::linear, &linear_like>();
   // Factories.

@@ -18,6 +18,13 @@
 //   * Generic: a device-generic kernel (views, shape ops, fills written once
 //     for every device). It serves every device that has no kernel of its
 //     own, so a second backend registers only its own kernels.
+//   * Meta: the kernel of the meta device (Note [Meta device], meta.h): the
+//     op's meta step alone, generated from its shape and dtype rules in the
+//     table; it makes storage-less outputs and computes nothing.
+// Note [Meta step]: an op whose table row has rules also gets a check step
+// (set_meta_check), called on the device path before the device kernel (and
+// before the Meta kernel): the argument checks and the dtype rule, written once
+// for every backend, so a kernel may assume checked arguments.
 // Note [Device fallback]: a call for a non-CPU device type whose op has
 // neither a kernel of that key nor a Generic one goes to the host fallback
 // (detail::host_fallback below), if a backend is registered for that type:
@@ -50,9 +57,10 @@ enum class DispatchKey : uint8_t {
   Autograd = 2,
   Generic = 3,
   Composite = 4,
-  PrivateUse1 = 5
+  PrivateUse1 = 5,
+  Meta = 6
 };
-inline constexpr int kNumDispatchKeys = 6;
+inline constexpr int kNumDispatchKeys = 7;
 // The keys device_dispatch_key returns, one per DeviceType (indexed by it).
 inline constexpr int kNumDeviceKeys = kNumDeviceTypes;
 FB_API const char* dispatch_key_name(DispatchKey k);
@@ -63,6 +71,8 @@ inline DispatchKey device_dispatch_key(DeviceType t) {
       return DispatchKey::CUDA;
     case DeviceType::PrivateUse1:
       return DispatchKey::PrivateUse1;
+    case DeviceType::Meta:
+      return DispatchKey::Meta;
     default:
       return DispatchKey::CPU;
   }
@@ -77,6 +87,8 @@ inline int device_key_slot(DispatchKey k) {
       return static_cast<int>(DeviceType::CUDA);
     case DispatchKey::PrivateUse1:
       return static_cast<int>(DeviceType::PrivateUse1);
+    case DispatchKey::Meta:
+      return static_cast<int>(DeviceType::Meta);
     default:
       return -1;
   }
@@ -175,8 +187,10 @@ inline void visit_arg(KeyState&, const T&) {}
 
 class FB_API OpBase {
  public:
-  constexpr explicit OpBase(const char* name) : name_(name), kernels_{}, effective_{} {}
+  constexpr explicit OpBase(const char* name) : name_(name), kernels_{}, effective_{}, check_(nullptr) {}
   const char* name() const { return name_; }
+  /// True if the table gave the op a meta step (Note [Meta step]).
+  bool has_meta_check() const { return check_ != nullptr; }
   /// True if a kernel was registered for exactly this key.
   bool has_kernel(DispatchKey k) const { return kernels_[static_cast<int>(k)] != nullptr; }
   /// The op with this name (OpBase::name) among those with a registered
@@ -193,6 +207,7 @@ class FB_API OpBase {
   void* kernels_[kNumDispatchKeys];  // as registered
   // What a call uses per device type: the device's own kernel, else Generic.
   void* effective_[kNumDeviceKeys];
+  void* check_;  // Note [Meta step]: the generated checks, or null
 };
 
 template <class Sig>
@@ -216,6 +231,9 @@ class Op<R(Args...)> : public OpBase {
   constexpr explicit Op(const char* name) : OpBase(name), fallback_(&detail::host_fallback<R, Args...>) {}
 
   void register_kernel(DispatchKey key, Kernel fn) { set_kernel(key, reinterpret_cast<void*>(fn)); }
+  /// Note [Meta step]: the checks every device path runs first (generated from the table).
+  using Check = void (*)(Args...);
+  void set_meta_check(Check fn) { check_ = reinterpret_cast<void*>(fn); }
 
   R operator()(Args... args) const {
     if (void* c = kernels_[static_cast<int>(DispatchKey::Composite)])
@@ -226,6 +244,7 @@ class Op<R(Args...)> : public OpBase {
       if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
         return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
     }
+    if (check_) reinterpret_cast<Check>(check_)(args...);
     void* k = effective_[static_cast<int>(s.device)];
     if (!k) [[unlikely]] {
       if (s.device != DeviceType::CPU && detail::has_device_backend(s.device))
@@ -246,6 +265,7 @@ class Op<R(Args...)> : public OpBase {
     void* k = slot >= 0 ? effective_[slot] : kernels_[static_cast<int>(key)];
     if (!k) [[unlikely]]
       missing_kernel(key);
+    if (slot >= 0 && check_) reinterpret_cast<Check>(check_)(args...);
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
 

@@ -199,4 +199,14 @@ class FB_API TensorIterator {
 /// Converts one element between dtypes (bool, integers, float32/64).
 FB_API void convert_element(ScalarType from, const void* src, ScalarType to, void* dst);
 
+namespace detail {
+// The broadcasting rule, shared by the iterator and the meta step's `broadcast`
+// shape rule (meta.h), so that both raise the same errors.
+/// Writes the broadcast shape of `inputs` innermost first into bshape[0, nd) where
+/// nd = min(the largest dim, max_dims); ValueError "[op] shapes A and B cannot be broadcast".
+FB_API void broadcast_reversed(const char* op, std::span<const Tensor* const> inputs, int64_t* bshape, int nd);
+/// ValueError "[op] shape S cannot be broadcast to the shape T of self" unless each input broadcasts to `shape`.
+FB_API void check_broadcast_to(const char* op, std::span<const Tensor* const> inputs, IntArrayRef shape);
+}  // namespace detail
+
 }  // namespace flambeau

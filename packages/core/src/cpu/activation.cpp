@@ -66,7 +66,7 @@ Tensor act_forward(const char* op, const Tensor& x, ActOp a, double p0 = 0, doub
   // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
   if (is_half_dtype(x.dtype()))
     return op::cast(act_forward(op, op::cast(x, ScalarType::Float32), a, p0, p1, p2), x.dtype());
-  check_float(op, x);
+  // x is float32 or float64: the meta step's check_floating raised for the rest (Note [Meta step]).
   const ScalarType t = x.dtype();
   const ActLoop loop = t == ScalarType::Float32 ? act_table().fwd_f32[a] : act_table().fwd_f64[a];
   TensorIterator it = TensorIterator::unary(op, x, t, t);

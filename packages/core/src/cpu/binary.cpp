@@ -35,17 +35,6 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
   }
 }
 
-// PyTorch's alpha rules: a bool alpha only for bool results, no float alpha
-// for integer or bool results, and the value must fit the dtype (Note [Scalar
-// overflow]); for bool results any nonzero alpha means True.
-void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
-  FB_CHECK_TYPE(!alpha.is_bool() || t == ScalarType::Bool, "[", op,
-                "] a bool alpha is only supported for bool tensors, got ", dtype_name(t));
-  FB_CHECK_TYPE(is_floating(t) || !alpha.is_floating(), "[", op, "] for ", dtype_name(t),
-                " tensors, alpha must be an integer, got ", alpha.str());
-  check_scalar_fits(alpha, t, op);
-}
-
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param,
               bool true_division = false) {
   ScalarType t = result_type(a, b);
@@ -71,14 +60,12 @@ constexpr IntLoops kMulInts = FB_INT_LOOPS(base::mul_loop);
 constexpr IntLoops kMaxInts = FB_INT_LOOPS(base::maximum_loop);
 constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
 
+// alpha passed the meta step's check_alpha (Note [Meta step]); for bool
+// results any nonzero alpha means True.
 Tensor add_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  if (alpha.kind() == Scalar::Kind::Int && alpha.to_int() == 1)
-    return binary("add", a, b, kVecAdd, kAddInts, 1);
-  check_alpha("add", result_type(a, b), alpha);
   return binary("add", a, b, kVecAdd, kAddInts, alpha.to_double());
 }
 Tensor sub_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  check_alpha("sub", result_type(a, b), alpha);
   return binary("sub", a, b, kVecSub, kSubInts, alpha.to_double());
 }
 Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary("mul", a, b, kVecMul, kMulInts, 0); }
@@ -152,11 +139,9 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
 }
 
 Tensor& add_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  check_alpha("add_", self.dtype(), alpha);
   return binary_("add_", self, other, kVecAdd, kAddInts, alpha.to_double());
 }
 Tensor& sub_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  check_alpha("sub_", self.dtype(), alpha);
   return binary_("sub_", self, other, kVecSub, kSubInts, alpha.to_double());
 }
 Tensor& mul_inplace_cpu(Tensor& self, const Tensor& other) {

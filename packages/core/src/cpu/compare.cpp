@@ -15,13 +15,11 @@ void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
   base::binary_loop<bool, T>(d, s, n, f);
 }
 
-// Ordered: lt/le/gt/ge, which complex numbers do not have (TypeError, as PyTorch).
+// Ordered: lt/le/gt/ge, which complex numbers do not have (the meta step's
+// check_ordered raised for them already: Note [Meta step]).
 template <bool Ordered, class Cmp>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
   const ScalarType t = result_type(a, b);
-  if (Ordered && is_complex(t))
-    throw TypeError(detail::cat_str("[", op, "] is not supported for complex tensors (dtype ", dtype_name(t),
-                                    ", inputs ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
   TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
   visit_dtype_all(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -83,9 +81,8 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
   }
 }
 
+// cond is bool: the meta step checked it (Note [Meta step]).
 Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  FB_CHECK_TYPE(cond.dtype() == ScalarType::Bool, "[where] expected a bool condition, got dtype ",
-                dtype_name(cond.dtype()));
   const Tensor* ops[2] = {&a, &b};
   const ScalarType t = result_type(ops);
   const Tensor* in[3] = {&cond, &a, &b};

@@ -18,18 +18,6 @@
 namespace flambeau {
 namespace {
 
-void check_operands(const char* op, const Tensor& a, const Tensor& b, int64_t want_dim) {
-  FB_CHECK_VALUE(a.dim() == want_dim && b.dim() == want_dim, "[", op, "] expected two ", want_dim,
-                 "-D tensors, got shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
-  FB_CHECK_TYPE(a.dtype() == b.dtype(), "[", op, "] expected both operands to have the same dtype, got ",
-                dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
-  FB_CHECK(a.device() == b.device(), "[", op, "] expected both operands on the same device, got ",
-           a.device().str(), " and ", b.device().str());
-  const int64_t ka = a.sizes()[want_dim - 1], kb = b.sizes()[want_dim - 2];
-  FB_CHECK_VALUE(ka == kb, "[", op, "] shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()),
-                 " cannot be multiplied: ", ka, " != ", kb);
-}
-
 using cpu::gemm;
 using cpu::gemm_operand;
 using cpu::GemmOperand;
@@ -103,8 +91,8 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
   });
 }
 
+// mm and bmm: the operands passed the meta step's check_matmul (Note [Meta step]).
 Tensor mm_cpu(const Tensor& a, const Tensor& b) {
-  check_operands("mm", a, b, 2);
   const Shape out_shape{a.sizes()[0], b.sizes()[1]};
   shape_nbytes(out_shape, a.dtype(), "mm");  // Note [Size overflow]: broadcast (stride-0) inputs can be huge
   Tensor out = op::empty(out_shape, a.dtype(), a.device());
@@ -113,9 +101,6 @@ Tensor mm_cpu(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  check_operands("bmm", a, b, 3);
-  FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[bmm] batch sizes differ: shapes ", shape_str(a.sizes()),
-                 " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
   const Shape out_shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]};
   shape_nbytes(out_shape, a.dtype(), "bmm");
   Tensor out = op::empty(out_shape, a.dtype(), a.device());

@@ -254,9 +254,8 @@ Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::o
 
 // ---- max / argmax ----
 
+// max, max.dim, argmax: self is reducible (the meta step's check_reducible: Note [Meta step]).
 Tensor max_cpu(const Tensor& self) {
-  FB_CHECK(self.numel() > 0, "[max] max() of an empty tensor (shape ", shape_str(self.sizes()),
-           ") is undefined; pass a dim");
   const Tensor in = contiguous(self);
   Tensor out = op::empty({}, self.dtype(), self.device());
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
@@ -285,8 +284,6 @@ Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
   if (dim) {
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmax"), keepdim, "argmax");
   } else {
-    FB_CHECK(self.numel() > 0, "[argmax] argmax() of an empty tensor (shape ", shape_str(self.sizes()),
-             ") is undefined");
     s.n = self.numel();
     if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
   }

@@ -42,9 +42,9 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
+// min, min.dim, argmin, amax, amin: self is reducible (the meta step's
+// check_reducible and check_reducible_dims: Note [Meta step]).
 Tensor min_cpu(const Tensor& self) {
-  FB_CHECK(self.numel() > 0, "[min] min() of an empty tensor (shape ", shape_str(self.sizes()),
-           ") is undefined; pass a dim");
   const Tensor in = contiguous(self);
   Tensor out = op::empty({}, self.dtype(), self.device());
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
@@ -73,8 +73,6 @@ Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
   if (dim) {
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmin"), keepdim, "argmin");
   } else {
-    FB_CHECK(self.numel() > 0, "[argmin] argmin() of an empty tensor (shape ", shape_str(self.sizes()),
-             ") is undefined");
     s.n = self.numel();
     if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
   }
@@ -86,18 +84,9 @@ Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
   return indices;
 }
 
-// Checks a reduction over `mask` has something to reduce (amax/amin have no identity).
-void check_nonempty_reduction(const char* op, const Tensor& self, uint64_t mask) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    FB_CHECK_INDEX(!(mask >> d & 1) || self.sizes()[d] > 0, "[", op, "] cannot reduce over dim ", d,
-                   " of size 0 (shape ", shape_str(self.sizes()), "): the reduction has no identity");
-}
-
 template <bool IsMax>
 Tensor amax_amin(const char* op, const Tensor& self, IntArrayRef dim, bool keepdim) {
   const uint64_t mask = reduce_mask(op, dim, self.dim());
-  check_nonempty_reduction(op, self, mask);
-  FB_CHECK_INDEX(self.numel() > 0 || self.dim() > 0, "[", op, "] empty tensor");
   Tensor out = op::empty(reduced_shape(self.sizes(), mask, keepdim), self.dtype(), self.device());
   if (out.numel() == 0) return out;
   int64_t outer = 1, n = 1;

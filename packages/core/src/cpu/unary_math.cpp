@@ -55,10 +55,8 @@ Tensor floor_cpu(const Tensor& a) { return unary_same("floor", a, kVec_floor, kC
 Tensor ceil_cpu(const Tensor& a) { return unary_same("ceil", a, kVec_ceil, kCopyInts); }
 Tensor trunc_cpu(const Tensor& a) { return unary_same("trunc", a, kVec_trunc, kCopyInts); }
 Tensor frac_cpu(const Tensor& a) { return unary_same("frac", a, kVec_frac, kNoIntLoops); }
+// Real only: the meta step's check_real raised for complex (TypeError; NotImplementedError in PyTorch).
 Tensor sign_cpu(const Tensor& a) {
-  // As PyTorch (NotImplementedError there; a dtype error, so TypeError here): sign is real only.
-  FB_CHECK_TYPE(!is_complex(a.dtype()), "[sign] is not supported for dtype ", dtype_name(a.dtype()),
-                ": unlike NumPy, sign is not defined for complex numbers; use sgn (x / |x|) instead");
   return unary_same("sign", a, kVec_sign, FB_INT_LOOPS(sign_int_loop));
 }
 

@@ -67,7 +67,7 @@ Device factory_device(py::handle obj, const char* op) {
 Tensor to_device_copy(const Tensor& self, Device device, ScalarType dtype, bool non_blocking,
                       const char* op) {
   device = resolve_device(device);
-  if (!device.is_cpu()) require_device(device, op);
+  if (device.has_backend_memory()) require_device(device, op);
   Tensor out = op::empty(self.sizes(), dtype, device);
   detail::NonBlockingGuard nb(non_blocking);
   op::copy_(out, self);
@@ -146,7 +146,7 @@ void init_device(py::module_& m) {
           return;
         }
         const Device d = parse_device(device, "set_default_device");
-        if (!d.is_cpu()) require_device(resolve_device(d), "set_default_device");
+        if (d.has_backend_memory()) require_device(resolve_device(d), "set_default_device");
         tls_default_device = d;
       },
       py::arg("device"),
@@ -163,7 +163,7 @@ void init_device(py::module_& m) {
   py::object device_cls = m.attr("device");
   device_cls.attr("__enter__") = py::cpp_function(
       [](const Device& d) {
-        if (!d.is_cpu()) require_device(resolve_device(d), "device.__enter__");
+        if (d.has_backend_memory()) require_device(resolve_device(d), "device.__enter__");
         tls_device_context_stack.push_back(tls_default_device);
         tls_default_device = d;
         return d;

@@ -545,7 +545,7 @@ void init_factories(py::module_& m) {
         const Device d = factory_device(device, "tensor");
         if (d.is_cpu()) return finish(tensor_from_data(data, dtype), requires_grad);
         // Built on the cpu, then copied (Note [Device backends]).
-        require_device(resolve_device(d), "tensor");
+        if (d.has_backend_memory()) require_device(resolve_device(d), "tensor");
         Tensor host = tensor_from_data(data, dtype);
         Tensor out;
         {

@@ -89,7 +89,7 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
   if (device) {
     // Note [Device backends]: a copy to another device (or another index).
     const Device to = resolve_device(*device);
-    if (!to.is_cpu()) require_device(to, "to");
+    if (to.has_backend_memory()) require_device(to, "to");
     const Device from = self.device();
     if (!(to.type == from.type && (to.is_cpu() || to.index == from.index))) {
       py::gil_scoped_release no_gil;

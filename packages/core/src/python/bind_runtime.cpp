@@ -30,14 +30,15 @@ void init_runtime(py::module_& m) {
                                                                    {"Autograd", DispatchKey::Autograd},
                                                                    {"Generic", DispatchKey::Generic},
                                                                    {"Composite", DispatchKey::Composite},
-                                                                   {"PrivateUse1", DispatchKey::PrivateUse1}};
+                                                                   {"PrivateUse1", DispatchKey::PrivateUse1},
+                                                                   {"Meta", DispatchKey::Meta}};
         for (const auto& [n, k] : keys) {
           if (key != n) continue;
           const OpBase* op = OpBase::find(name);
           return op != nullptr && op->has_kernel(k);
         }
         throw ValueError("[_has_kernel] unknown dispatch key '" + key +
-                         "' (CPU, CUDA, Autograd, Generic, Composite, PrivateUse1)");
+                         "' (CPU, CUDA, Autograd, Generic, Composite, PrivateUse1, Meta)");
       },
       py::arg("op"), py::arg("key"),
       "True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).");

@@ -253,6 +253,7 @@ void init_tensor(py::module_& m) {
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
       .def_property_readonly("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
+      .def_property_readonly("is_meta", [](const Tensor& t) { return t.device().is_meta(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.impl()->version(); })
       .def_property_readonly("_is_view", [](const Tensor& t) { return t.impl()->is_view(); })
       .def_property_readonly(

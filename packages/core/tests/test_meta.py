@@ -1,0 +1,345 @@
+"""The meta device and the ops' meta steps (Note [Meta device], Note [Meta step] in flambeau/meta.h).
+
+Every op with a meta rule in ops.yaml runs here on meta tensors, and its shape and dtype
+are compared with the same op on cpu tensors and with PyTorch's meta device; the errors a
+meta step raises are the cpu's, word for word."""
+
+from __future__ import annotations
+
+import itertools
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+
+DTYPES = ["bool", "uint8", "int32", "int64", "float32", "float64", "complex64"]
+FC = {n: getattr(fc, n) for n in DTYPES}
+TH = {n: getattr(torch, n) for n in DTYPES}
+
+# The ops migrated to table rules, by family (their Meta kernels are generated).
+FLOAT_UNARY = """exp log tanh sigmoid sqrt sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 log1p
+    log2 log10 exp2 erf erfc erfinv rsqrt reciprocal""".split()
+SAME_UNARY = "neg relu floor ceil trunc round frac sign abs".split()
+BOOL_UNARY = "isnan isinf isfinite".split()
+BINARY = "add sub mul div pow maximum minimum".split()
+COMPARE = "eq ne lt le gt ge".split()
+INPLACE = "add_ sub_ mul_ div_".split()
+MATMUL = "mm bmm".split()
+REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
+MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_divide bitwise_and bitwise_or
+    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor""".split()
+MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
+    log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
+MIGRATED = (
+    FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY + BINARY + COMPARE + MATH_BINARY + INPLACE + MATMUL + REDUCTIONS
+)
+MIGRATED += ["where"]
+
+
+def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
+    rng = np.random.default_rng(len(shape) * 31 + DTYPES.index(dtype))
+    values = rng.integers(1, 4, size=shape)
+    return fc.tensor(values.astype(np.float64), dtype=FC[dtype])
+
+
+def outcome(fn, *args):
+    """("ok", shape, dtype name, ...) with a shape and dtype per result, or ("error", exception type, message)."""
+    try:
+        r = fn(*args)
+    except Exception as e:  # noqa: BLE001  (any error must be the same on both devices)
+        return ("error", type(e).__name__, str(e))
+    results = tuple(r) if isinstance(r, tuple) else (r,)
+    return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
+
+
+def torch_meta_outcome(fn, *tensors):
+    """PyTorch's meta answer, where PyTorch's cpu runs the op too (its meta functions skip some dtype
+    checks: pow of two bool tensors is int64 on meta and an error on the cpu); else None."""
+    try:
+        fn(*[torch.zeros(t.shape, dtype=t.dtype) for t in tensors])
+        r = fn(*tensors)
+    except Exception:  # noqa: BLE001
+        return None
+    results = tuple(r) if isinstance(r, tuple) else (r,)
+    return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
+
+
+def torch_fn(name: str):
+    """The torch function of an op: torch.<name>, else torch.nn.functional.<name> (the activations)."""
+    name = {"log_sigmoid": "logsigmoid"}.get(name, name)
+    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
+
+
+def check_torch(fn, cpu, *tensors):
+    theirs = torch_meta_outcome(fn, *tensors)
+    assert theirs is None or cpu[0] != "ok" or theirs == cpu, (theirs, cpu)
+
+
+def kernel_dtype_coverage(cpu) -> bool:
+    """A cpu kernel's "not supported for dtype" error: the dtypes a backend's kernel covers are its own,
+    not a rule of the op (CUDA's gemm takes float32/64 only), and the kernel raises it before it looks at
+    the shapes; the meta device answers for those dtypes (or raises a shape error first)."""
+    return cpu[0] == "error" and cpu[1] == "TypeError" and ("is not supported" in cpu[2])
+
+
+def agree(meta, cpu) -> bool:
+    return meta == cpu or kernel_dtype_coverage(cpu)
+
+
+def meta_and_cpu(fn, *tensors):
+    cpu = outcome(fn, *tensors)
+    meta = outcome(fn, *[t.to("meta") if isinstance(t, fc.Tensor) else t for t in tensors])
+    return meta, cpu
+
+
+# ---- the device and its tensors ----
+
+
+def test_factories_make_storage_less_meta_tensors():
+    t = fc.empty(2, 3, device="meta")
+    assert t.device.type == "meta" and str(t.device) == "meta" and t.is_meta
+    assert t.shape == (2, 3) and t.dtype == fc.float32 and t.stride() == (3, 1)
+    assert outcome(fc.add, t, t) == ("ok", ((2, 3), "float32"))
+    for make in (fc.zeros, fc.ones, fc.rand, fc.randn):
+        u = make(4, 5, dtype=fc.float64, device="meta")
+        assert u.is_meta and u.shape == (4, 5) and u.dtype == fc.float64
+    assert fc.full((2,), 7, device="meta").shape == (2,)
+    assert fc.device("meta").type == "meta"
+    # No memory: 4 TiB of float32 costs nothing, and neither does adding two of them.
+    huge = fc.empty(2**20, 2**20, device="meta")
+    s = huge + huge
+    assert s.shape == (2**20, 2**20) and s.is_meta
+
+
+def test_to_meta_keeps_shape_dtype_and_views_work():
+    x = fc.arange(12).reshape(3, 4).to("meta")
+    assert x.is_meta and x.shape == (3, 4) and x.dtype == fc.int64
+    assert x.t().shape == (4, 3) and x[1].shape == (4,) and x[:, 1:3].shape == (3, 2)
+    assert x.reshape(2, 6).shape == (2, 6) and x.unsqueeze(0).shape == (1, 3, 4)
+    assert x.to("meta") is x or x.to("meta").is_meta
+
+
+def test_repr_is_pytorchs():
+    cases = [((3,), "float32"), ((2, 3), "int32"), ((0,), "float32"), ((), "float32"), ((2,), "bool")]
+    for shape, dt in cases:
+        ours = repr(fc.empty(shape, dtype=FC[dt], device="meta"))
+        theirs = repr(torch.empty(shape, dtype=TH[dt], device="meta"))
+        assert ours == theirs.replace("torch.", "flambeau.")
+
+
+def test_copying_out_of_meta_raises():
+    x = fc.ones(2, 3, device="meta")
+    for read in (lambda: x.cpu(), lambda: x.tolist(), lambda: x.to("cpu"), lambda: x[0, 0].item()):
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor; no data!"):
+            read()
+    with pytest.raises(NotImplementedError):
+        torch.ones(2, 3, device="meta").cpu()
+
+
+def test_copy_into_meta_checks_shapes():
+    x = fc.empty(2, 3, device="meta")
+    assert x.copy_(fc.ones(3)) is x
+    with pytest.raises(fc.FlambeauError, match=r"\[copy_\] shape \(4,\) cannot be broadcast to the shape \(2, 3\)"):
+        x.copy_(fc.ones(4))
+
+
+def test_op_without_rule_names_op_and_meta():
+    x = fc.ones(3, device="meta")
+    # nonzero's shape depends on the values: it can never have a meta rule.
+    with pytest.raises(NotImplementedError, match=r"^\[nonzero\] .*'meta'"):
+        fc.nonzero(x)
+
+
+def test_mixed_devices():
+    x = fc.ones(2, 3, device="meta")
+    assert (x + fc.tensor(2.0)).is_meta  # a 0-dim cpu tensor goes with any device
+    assert (x * 2).is_meta
+    with pytest.raises(RuntimeError, match=r"\[add\] expected all tensors to be on the same device.*meta.*cpu"):
+        x + fc.ones(2, 3)
+
+
+# ---- every migrated op: meta against cpu and torch ----
+
+
+@pytest.mark.parametrize("name", FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unary(name, dtype):
+    for shape in [(), (0,), (3, 4)]:
+        x = cpu_tensor(shape, dtype)
+        meta, cpu = meta_and_cpu(getattr(fc, name), x)
+        assert agree(meta, cpu), (name, dtype, shape, meta, cpu)
+        check_torch(torch_fn(name), cpu, torch.empty(shape, dtype=TH[dtype], device="meta"))
+
+
+@pytest.mark.parametrize("name", BINARY + COMPARE + MATH_BINARY)
+@pytest.mark.parametrize(("da", "db"), list(itertools.product(DTYPES, repeat=2)))
+def test_binary(name, da, db):
+    for sa, sb in [((3, 1), (4,)), ((), (2, 3)), ((2, 3), (3, 2)), ((0, 1), (1, 5))]:
+        a, b = cpu_tensor(sa, da), cpu_tensor(sb, db)
+        meta, cpu = meta_and_cpu(getattr(fc, name), a, b)
+        assert agree(meta, cpu), (name, da, db, sa, sb, meta, cpu)
+        ta = torch.empty(sa, dtype=TH[da], device="meta")
+        tb = torch.empty(sb, dtype=TH[db], device="meta")
+        check_torch(torch_fn(name), cpu, ta, tb)
+
+
+@pytest.mark.parametrize("name", BINARY + COMPARE)
+def test_binary_with_python_numbers(name):
+    for dtype in ["int32", "float32", "bool"]:
+        for number in [2, 2.5, True]:
+            x = cpu_tensor((2, 3), dtype)
+            cpu = outcome(getattr(fc, name), x, number)
+            assert agree(outcome(getattr(fc, name), x.to("meta"), number), cpu), (name, dtype, number)
+
+
+@pytest.mark.parametrize("alpha", [1, 2, 1.5, True, 2**40])
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_alpha_checks(name, alpha):
+    for dtype in ["bool", "int32", "int64", "float32"]:
+        a, b = cpu_tensor((2,), dtype), cpu_tensor((2,), dtype)
+        fn = getattr(fc, name)
+        meta, cpu = meta_and_cpu(lambda x, y: fn(x, y, alpha=alpha), a, b)  # noqa: B023
+        assert agree(meta, cpu), (name, dtype, alpha, meta, cpu)
+        meta, cpu = meta_and_cpu(lambda x, y: getattr(x, name + "_")(y, alpha=alpha), a.clone(), b)  # noqa: B023
+        assert agree(meta, cpu), (name + "_", dtype, alpha, meta, cpu)
+
+
+@pytest.mark.parametrize("name", INPLACE)
+@pytest.mark.parametrize(
+    ("da", "db"), [("int64", "float32"), ("float32", "int64"), ("bool", "int32"), ("float64", "float32")]
+)
+def test_inplace(name, da, db):
+    for sa, sb in [((2, 3), (3,)), ((3,), (2, 3)), ((2, 3), (4,))]:
+        a, b = cpu_tensor(sa, da), cpu_tensor(sb, db)
+        meta, cpu = meta_and_cpu(lambda x, y: getattr(x, name)(y), a, b)  # noqa: B023
+        assert agree(meta, cpu), (name, da, db, sa, sb, meta, cpu)
+    x = fc.empty(2, 3, device="meta")
+    assert getattr(x, name)(fc.ones(3, device="meta")) is x
+
+
+def test_generated_inplace_and_out_forms():
+    x = fc.empty(2, 3, device="meta")
+    assert x.sin_() is x and x.exp_().shape == (2, 3)
+    out = fc.empty(2, 3, device="meta")
+    assert fc.sin(x, out=out) is out
+    i = fc.empty(2, 3, dtype=fc.int64, device="meta")
+    assert outcome(lambda t: t.sin_(), i) == outcome(lambda t: t.sin_(), fc.ones(2, 3, dtype=fc.int64))
+
+
+def test_where():
+    for dc, da, db in [("bool", "int32", "float32"), ("int64", "float32", "float32"), ("bool", "bool", "int64")]:
+        c, a, b = cpu_tensor((2, 1), dc), cpu_tensor((3,), da), cpu_tensor((), db)
+        meta, cpu = meta_and_cpu(fc.where, c, a, b)
+        assert agree(meta, cpu), (dc, da, db, meta, cpu)
+
+
+@pytest.mark.parametrize(
+    ("name", "sa", "sb", "da", "db"),
+    [
+        ("mm", (2, 3), (3, 4), "float32", "float32"),
+        ("mm", (2, 3), (4, 5), "float32", "float32"),
+        ("mm", (2, 3), (3, 4), "float32", "float64"),
+        ("mm", (2, 3, 1), (3, 4), "float32", "float32"),
+        ("mm", (0, 3), (3, 0), "int64", "int64"),
+        ("bmm", (5, 2, 3), (5, 3, 4), "float64", "float64"),
+        ("bmm", (5, 2, 3), (4, 3, 4), "float64", "float64"),
+        ("bmm", (5, 2, 3), (5, 2, 4), "float64", "float64"),
+    ],
+)
+def test_matmul(name, sa, sb, da, db):
+    a, b = cpu_tensor(sa, da), cpu_tensor(sb, db)
+    meta, cpu = meta_and_cpu(getattr(fc, name), a, b)
+    assert agree(meta, cpu), (meta, cpu)
+    ta, tb = torch.empty(sa, dtype=TH[da], device="meta"), torch.empty(sb, dtype=TH[db], device="meta")
+    check_torch(torch_fn(name), cpu, ta, tb)
+
+
+def test_every_op_with_a_meta_kernel_is_tested_here():
+    hand_written = {"empty", "fill_", "copy_", "clone", "cast", "uniform_", "normal_", "random_", "bernoulli_",
+                    "bernoulli__tensor"}  # fmt: skip
+    with_meta = {n for n in fc._C._registered_ops() if fc._C._has_kernel(n, "Meta")}
+    assert with_meta - hand_written == set(MIGRATED)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_checks_moved_to_the_table_keep_their_messages(device):
+    i = fc.ones(2, dtype=fc.int64, device=device)
+    c = fc.ones(2, dtype=fc.complex64, device=device)
+    m = fc.ones(2, 3, device=device)
+    with pytest.raises(TypeError, match=r"^\[add\] for int64 tensors, alpha must be an integer, got 1.5"):
+        fc.add(i, i, alpha=1.5)
+    with pytest.raises(TypeError, match=r"^\[sub_\] a bool alpha is only supported for bool tensors, got int64"):
+        i.sub_(i, alpha=True)
+    with pytest.raises(TypeError, match=r"^\[lt\] is not supported for complex tensors \(dtype complex64"):
+        fc.lt(c, c)
+    with pytest.raises(TypeError, match=r"^\[where\] expected a bool condition, got dtype int64"):
+        fc.where(i, i, i)
+    with pytest.raises(TypeError, match=r"^\[sign\] is not supported for dtype complex64: unlike NumPy"):
+        fc.sign(c)
+    with pytest.raises(fc.FlambeauError, match=r"^\[mm\] shapes \(2, 3\) and \(2, 3\) cannot be multiplied: 3 != 2"):
+        fc.mm(m, m)
+    with pytest.raises(fc.FlambeauError, match=r"^\[bmm\] expected two 3-D tensors, got shapes \(2, 3\)"):
+        fc.bmm(m, m)
+    with pytest.raises(
+        TypeError, match=r"^\[add_\] result type float32 can't be cast to the desired output type int64"
+    ):
+        i.add_(m[0, :2])
+    with pytest.raises(fc.FlambeauError, match=r"^\[mul\] shapes \(2,\) and \(2, 3\) cannot be broadcast"):
+        fc.mul(i, m)
+
+
+# name: (function, positional arguments after the input, keyword arguments), called alike on
+# flambeau_core and torch (a dtype keyword names the module's dtype).
+REDUCTION_CALLS = {
+    "sum": ("sum", (), {}),
+    "sum dim": ("sum", (0,), {}),
+    "sum dims keepdim": ("sum", ((0, -1),), {"keepdim": True}),
+    "sum dtype": ("sum", (-1,), {"dtype": "float64"}),
+    "sum bad dim": ("sum", (3,), {}),
+    "sum repeated dim": ("sum", ((0, 0),), {}),
+    "prod dim": ("prod", (0,), {}),
+    "prod dim keepdim": ("prod", (-1,), {"keepdim": True}),
+    "cumsum": ("cumsum", (0,), {}),
+    "cumsum dtype": ("cumsum", (-1,), {"dtype": "float32"}),
+    "cumprod bad dim": ("cumprod", (4,), {}),
+    "max": ("max", (), {}),
+    "min": ("min", (), {}),
+    "max dim": ("max", (0,), {}),
+    "min dim keepdim": ("min", (-1,), {"keepdim": True}),
+    "argmax": ("argmax", (), {}),
+    "argmin dim": ("argmin", (0,), {"keepdim": True}),
+    "amax": ("amax", (), {}),
+    "amin dims": ("amin", ((0, -1),), {}),
+}
+
+
+def reduction(module, call):
+    name, args, kwargs = REDUCTION_CALLS[call]
+    kwargs = {k: getattr(module, v) if k == "dtype" else v for k, v in kwargs.items()}
+    return lambda x: getattr(module, name)(x, *args, **kwargs)
+
+
+@pytest.mark.parametrize("call", list(REDUCTION_CALLS))
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float32", "float64"])
+def test_reductions(call, dtype):
+    for shape in [(), (0,), (3, 4), (2, 0, 3)]:
+        x = cpu_tensor(shape, dtype)
+        meta, cpu = meta_and_cpu(reduction(fc, call), x)
+        assert agree(meta, cpu), (call, dtype, shape, meta, cpu)
+        check_torch(reduction(torch, call), cpu, torch.empty(shape, dtype=TH[dtype], device="meta"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_reduction_checks_keep_their_messages(device):
+    e = fc.ones(2, 0, device=device)
+    with pytest.raises(
+        RuntimeError, match=r"^\[max\] max\(\) of an empty tensor \(shape \(2, 0\)\) is undefined; pass a dim"
+    ):
+        fc.max(e)
+    with pytest.raises(IndexError, match=r"^\[argmin\] cannot reduce over dim 1 of size 0 \(shape \(2, 0\)\)"):
+        fc.argmin(e, 1)
+    with pytest.raises(IndexError, match=r"^\[amax\] cannot reduce over dim 1 of size 0"):
+        fc.amax(e, 1)
+    with pytest.raises(IndexError, match=r"^\[cumsum\]"):
+        fc.cumsum(e, 2)
