@@ -138,3 +138,36 @@ def test_meta_package_exposes_cuda():
 
     assert fb.cuda is fc.cuda
     assert fb.cuda.device_count() == fc.cuda.device_count()
+
+
+TOP_LEVEL_FUNCTIONAL = [
+    ("conv3d", lambda m: (m.ones(1, 2, 4, 4, 4), m.ones(3, 2, 2, 2, 2))),
+    ("conv_transpose3d", lambda m: (m.ones(1, 2, 3, 3, 3), m.ones(2, 3, 2, 2, 2))),
+    ("layer_norm", lambda m: (m.arange(12.0).reshape(3, 4), [4])),
+    ("group_norm", lambda m: (m.arange(24.0).reshape(2, 4, 3), 2)),
+    ("rms_norm", lambda m: (m.arange(12.0).reshape(3, 4), [4])),
+    ("max_pool1d", lambda m: (m.arange(12.0).reshape(1, 2, 6), 2)),
+    ("max_pool2d", lambda m: (m.arange(32.0).reshape(1, 2, 4, 4), 2)),
+    ("max_pool3d", lambda m: (m.arange(64.0).reshape(1, 1, 4, 4, 4), 2)),
+    ("cosine_similarity", lambda m: (m.arange(6.0).reshape(2, 3), m.ones(2, 3))),
+    ("pairwise_distance", lambda m: (m.arange(6.0).reshape(2, 3), m.ones(2, 3))),
+    ("pdist", lambda m: (m.arange(6.0).reshape(3, 2),)),
+    ("bilinear", lambda m: (m.ones(2, 3), m.ones(2, 4), m.ones(5, 3, 4))),
+    ("celu", lambda m: (m.arange(-3.0, 3.0),)),
+    ("selu", lambda m: (m.arange(-3.0, 3.0),)),
+    ("threshold", lambda m: (m.arange(-3.0, 3.0), 0.5, -1.0)),
+    ("hardshrink", lambda m: (m.arange(-3.0, 3.0),)),
+    ("channel_shuffle", lambda m: (m.arange(16.0).reshape(1, 4, 2, 2), 2)),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), TOP_LEVEL_FUNCTIONAL, ids=[n for n, _ in TOP_LEVEL_FUNCTIONAL])
+def test_top_level_functional_ops_match_torch(name, args):
+    import flambeau as fb
+    import numpy as np
+    import torch
+
+    assert getattr(fb, name) is getattr(fb.nn.functional, name)
+    ours = getattr(fb, name)(*args(fb))
+    theirs = getattr(torch, name)(*args(torch))
+    np.testing.assert_allclose(np.array(ours.tolist()), theirs.numpy(), rtol=1e-5, atol=1e-6)
