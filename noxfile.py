@@ -5,7 +5,7 @@ nox -s tests    build every wheel and run every test (README, second command; .c
 nox -s cpptests the C++ unit tests alone (ctest; also part of `tests`)
 nox -s bench    flambeau vs PyTorch/NumPy, side by side
 nox -s dev      editable installs for the edit loop (.nox/dev)
-nox -s sanitize every package's tests under ASan + UBSan (slow; not in CI)
+nox -s sanitize every package's tests under ASan + UBSan (slow; its fast subset: sanitize -- --ci)
 """
 
 from __future__ import annotations
@@ -107,7 +107,10 @@ def _ensure_wheels(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests."""
+    """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests.
+
+    The sanitized subset (`nox -s sanitize -- --ci`) is not queued here: a cold sanitized build of core
+    takes ~20 minutes on 2 cores (each file ~4x a normal build), which would double CI."""
     _ensure_wheels(session)
     cuda = [f"flambeau-cuda=={VERSION}"] if NVCC else []
     _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, *MPI_DEPS, f"flambeau[mpi]=={VERSION}", *cuda)
@@ -369,6 +372,20 @@ def dev(session: nox.Session) -> None:
 CXX_PACKAGES = ["core", "alloc", "sim", "autograd", "interop"]
 
 
+# The sanitized subset (`nox -s sanitize -- --ci`, before merging kernel changes): core alone,
+# built with ASan + UBSan (ccache keeps a rebuild to the changed files), and the core tests
+# that reach the kernels' edge cases fastest: integers at their limits (Note [Integer
+# wrap-around]), the size fuzzers (empty, one-element, huge and odd shapes through every op),
+# and the settings' kernel paths.
+SANITIZE_CI_TESTS = [
+    "packages/core/tests/test_integer_wraparound.py",
+    "packages/core/tests/test_fuzz_sizes.py",
+    "packages/core/tests/test_fuzz_ops_sizes.py",
+    "packages/core/tests/test_scalar_overflow.py",
+    "packages/core/tests/test_backends_cpu.py",
+]
+
+
 @nox.session(reuse_venv=True)
 def sanitize(session: nox.Session) -> None:
     """Every package's tests under AddressSanitizer + UndefinedBehaviorSanitizer (nox -s sanitize -- core autograd).
@@ -380,8 +397,10 @@ def sanitize(session: nox.Session) -> None:
     interpreter. Any report fails the run: UBSan does not recover, ASan stops
     at the first error. Leak checking is off (CPython and PyTorch keep memory
     until exit by design). Slow (a full build and every test, several times
-    slower than usual); not part of `tests`.
+    slower than usual). `nox -s sanitize -- --ci` is the fast subset: core only,
+    SANITIZE_CI_TESTS.
     """
+    ci = "--ci" in session.posargs
     _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS)
     flags = "address,undefined"
     cxx = shutil.which("g++") or "g++"
@@ -398,7 +417,7 @@ def sanitize(session: nox.Session) -> None:
         "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         "PYTHONFAULTHANDLER": "1",
     }
-    for pkg in PACKAGES:
+    for pkg in ["core"] if ci else PACKAGES:
         if pkg == "cuda":
             session.log("skipping flambeau-cuda: nvcc takes no -fsanitize flags (its host tests run in cpptests)")
             continue
@@ -411,7 +430,6 @@ def sanitize(session: nox.Session) -> None:
             ]
         # Once a sanitized flambeau_core is installed, scikit-build-core imports it (its cmake.root
         # entry point) while configuring any package: the runtime must be preloaded then too.
-        build_env = env
         session.run(
             "python",
             "-m",
@@ -421,8 +439,13 @@ def sanitize(session: nox.Session) -> None:
             "-q",
             *options,
             str(ROOT / "packages" / pkg),
-            env=build_env,
+            env=env,
         )
+    # --capture=sys: a sanitizer report written to fd 2 reaches the log instead of pytest's capture.
+    pytest = ["python", "-m", "pytest", "-q", "--capture=sys", "-p", "no:cacheprovider"]
+    if ci:
+        session.run(*pytest, *(str(ROOT / t) for t in SANITIZE_CI_TESTS), env=env)
+        return
     only = session.posargs or PACKAGES
     failed = []
     for pkg in PACKAGES:
@@ -430,8 +453,7 @@ def sanitize(session: nox.Session) -> None:
         if pkg not in only or not tests.is_dir() or pkg == "cuda":
             continue
         try:
-            # --capture=sys: a sanitizer report written to fd 2 reaches the log instead of pytest's capture.
-            session.run("python", "-m", "pytest", "-q", "--capture=sys", "-p", "no:cacheprovider", str(tests), env=env)
+            session.run(*pytest, str(tests), env=env)
         except nox.command.CommandFailed:
             failed.append(pkg)
     if failed:

@@ -2,7 +2,7 @@
 """flambeau's own float32 GEMM (Note [Own sgemm]) against OpenBLAS's sgemm, both
 called through flambeau in one process (side_by_side.py: interleaved rounds, 2
 threads, min / median per call, ratio openblas/own of the medians; > 1: the own
-kernel is faster). ``_sgemm_backend`` switches the backend before each call.
+kernel is faster). The setting ``backends.cpu.sgemm`` switches the backend before each call.
 
 Rows: the benchmark MLP's GEMMs (linear forward, ``_linear_backward``), square
 ``mm``, the transposed forms, skinny and small products near the size limits
@@ -23,7 +23,10 @@ import flambeau_core as fc  # noqa: E402
 from side_by_side import main  # noqa: E402
 
 F = fb.nn.functional
-backend = fc._C._sgemm_backend
+
+
+def backend(name: str) -> None:
+    fc.backends.cpu.sgemm = name
 
 
 def pair(call):

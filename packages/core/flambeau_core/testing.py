@@ -76,10 +76,13 @@ import flambeau_core
 
 __all__ = [
     "DEVICE_TYPES",
+    "asan_exit_code",
     "assert_close_on",
+    "cpu_settings",
     "current_device",
     "device_params",
     "devices",
+    "running_under_asan",
     "skip_reason",
     "to_host",
 ]
@@ -303,3 +306,52 @@ def _flambeau_default_device(request: Any) -> Iterator[str | None]:
     finally:
         if old_settings is not None:
             fn._hypothesis_internal_use_settings = old_settings
+
+
+@pytest.fixture
+def cpu_settings() -> Iterator[Any]:
+    """Sets settings of ``flambeau_core.backends.cpu`` for one test and restores them after it
+    (as ``monkeypatch`` does for attributes): ``cpu_settings(conv_row_blocks="off")``.
+
+        >>> def test_rows_off(cpu_settings):  # doctest: +SKIP
+        ...     cpu_settings(conv_row_blocks="off", gemm_pool=False)
+    """
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **values: stack.enter_context(flambeau_core.backends.cpu.flags(**values))
+
+
+def running_under_asan() -> bool:
+    """True when this process runs with AddressSanitizer's runtime (``nox -s sanitize``
+    preloads it), whose SIGSEGV handler and allocator change what a test can observe:
+    a native crash becomes an ASan report and :func:`asan_exit_code`, not a signal; freed
+    memory waits in a quarantine instead of being reused.
+
+        >>> from flambeau_core.testing import running_under_asan
+        >>> isinstance(running_under_asan(), bool)
+        True
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).__asan_init  # noqa: B018 (the runtime's entry point, in any process it is loaded in)
+    except AttributeError:
+        return False
+    return True
+
+
+def asan_exit_code() -> int:
+    """The exit status AddressSanitizer gives a process it stops (``exitcode`` in ``ASAN_OPTIONS``, else 1).
+
+    >>> from flambeau_core.testing import asan_exit_code
+    >>> asan_exit_code() >= 0
+    True
+    """
+    import os
+
+    for option in os.environ.get("ASAN_OPTIONS", "").replace(",", ":").split(":"):
+        key, _, value = option.partition("=")
+        if key.strip() == "exitcode" and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return 1

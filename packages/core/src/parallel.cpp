@@ -11,6 +11,7 @@
 
 #include "cpu/gemm_pool.h"
 #include "flambeau/error.h"
+#include "settings.h"
 
 extern "C" void scipy_openblas_set_num_threads(int num_threads);
 
@@ -56,13 +57,8 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return omp_in_parallel() || cpu::in_gemm_pool_job(); }
 
-bool detail::static_split() {
-  static const bool on = [] {
-    const char* s = std::getenv("FLAMBEAU_PARALLEL_FOR");
-    return s && std::string(s) == "static";
-  }();
-  return on;
-}
+// backends.cpu.parallel_for_schedule (Note [Settings]).
+bool detail::static_split() { return settings::parallel_for_schedule() == settings::Schedule::Static; }
 
 // Note [Dynamic chunks]: parallel_for's chunks run on the GEMM pool.
 bool detail::run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx) {

@@ -9,7 +9,6 @@ process."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -153,41 +152,21 @@ def test_conv2d_every_cpu_capability_gives_the_same_values():
         np.testing.assert_allclose(v, ref, rtol=2e-4, atol=2e-4, err_msg=cap)
 
 
-# The cpu's kernels per ISA, in child processes: a test of the host.
+# The cpu's two AVX-512 kernels: a test of the host.
 @pytest.mark.on_devices(types=("cpu",))
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
-def test_both_direct_kernels_match_torch(kernel):
-    """FLAMBEAU_CONV_DIRECT=flat|cv forces one of the two AVX-512 kernels for every float32 case
-    (else the output-channel count picks one); each in a child process, against torch here."""
-    code = (
-        "import flambeau_core as fc, numpy as np, sys, json\n"
-        "cases = json.loads(sys.argv[2])\n"
-        "r = np.random.default_rng(5)\n"
-        "out = []\n"
-        "for (n, ci, co, h, w, k, s, p, d, g) in cases:\n"
-        "    x = r.standard_normal((n, ci, h, w)).astype(np.float32)\n"
-        "    wt = r.standard_normal((co, ci // g, k, k)).astype(np.float32)\n"
-        "    b = r.standard_normal(co).astype(np.float32)\n"
-        "    y = fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g)\n"
-        "    out += [x.ravel(), wt.ravel(), b, np.array(memoryview(y)).ravel()]\n"
-        "np.savez(sys.argv[1], *out)\n"
-    )
+def test_both_direct_kernels_match_torch(kernel, cpu_settings):
+    """backends.cpu.conv_direct_kernel = "flat" | "cv" forces one of the two AVX-512 kernels for
+    every float32 case (else the output-channel count picks one), against torch."""
+    cpu_settings(conv_direct_kernel=kernel)
     cases = [c for c in CASES if isinstance(c[5], int) and isinstance(c[6], int) and isinstance(c[8], int)]
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fb_convk_{os.getpid()}_{kernel}.npz")
-    env = dict(os.environ, FLAMBEAU_CONV_DIRECT=kernel)
-    subprocess.run([sys.executable, "-c", code, path, json.dumps(cases)], env=env, check=True, capture_output=True)
-    data = np.load(path)
-    arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
-    os.remove(path)
-    for i, (n, ci, co, h, w, k, s, p, d, g) in enumerate(cases):
-        x, wt, b, y = arrays[4 * i : 4 * i + 4]
+    r = np.random.default_rng(5)
+    for n, ci, co, h, w, k, s, p, d, g in cases:
+        x = r.standard_normal((n, ci, h, w)).astype(np.float32)
+        wt = r.standard_normal((co, ci // g, k, k)).astype(np.float32)
+        b = r.standard_normal(co).astype(np.float32)
+        y = fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g)
         expected = torch.nn.functional.conv2d(
-            torch.from_numpy(x.reshape(n, ci, h, w)),
-            torch.from_numpy(wt.reshape(co, ci // g, k, k)),
-            torch.from_numpy(b),
-            s,
-            p,
-            d,
-            g,
+            torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), s, p, d, g
         )
-        np.testing.assert_allclose(y.reshape(expected.shape), expected.numpy(), rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(np.array(memoryview(y)), expected.numpy(), rtol=2e-4, atol=2e-4)

@@ -1,19 +1,14 @@
 """The direct float32 convolution kernels skipping the taps that read only padding
 (Note [Direct convolution], rows; Note [Pixel classes] in conv_direct_avx512.cpp)
 against PyTorch 2.13 (CPU): row-aligned and flat register blocks
-(FLAMBEAU_CONV_ROWS=on|off), pixel classes on and off (FLAMBEAU_CONV_CLASSES=off),
-both read per call; borders where whole kernel rows, columns or every tap read
+(backends.cpu.conv_row_blocks = "on" | "off"), pixel classes on and off
+(backends.cpu.conv_pixel_classes = "off"), set per test; borders where whole kernel rows, columns or every tap read
 padding (a pixel that is its bias alone), stride, dilation, groups, odd widths
 (row tails), float32 and float64, non-contiguous inputs, inf and NaN in the
 input next to the padding (a skipped tap must not change which outputs are
 not finite), and the strided transposed phases."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import flambeau_core as fc
 import numpy as np
@@ -48,10 +43,10 @@ CASES = [
 
 MODES = [
     {},
-    {"FLAMBEAU_CONV_ROWS": "off"},
-    {"FLAMBEAU_CONV_ROWS": "on"},
-    {"FLAMBEAU_CONV_CLASSES": "off"},
-    {"FLAMBEAU_CONV_ROWS": "off", "FLAMBEAU_CONV_CLASSES": "off"},
+    {"conv_row_blocks": "off"},
+    {"conv_row_blocks": "on"},
+    {"conv_pixel_classes": "off"},
+    {"conv_row_blocks": "off", "conv_pixel_classes": "off"},
 ]
 
 
@@ -60,7 +55,7 @@ def _ids(c):
 
 
 def _mode_id(m):
-    return ",".join(f"{k[14:].lower()}={v}" for k, v in m.items()) or "default"
+    return ",".join(f"{k}={v}" for k, v in m.items()) or "default"
 
 
 def _data(case, dtype, seed):
@@ -83,9 +78,8 @@ def _torch_conv(x, wt, b, case):
 @pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_conv2d_matches_torch(case, dtype, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv2d_matches_torch(case, dtype, mode, cpu_settings):
+    cpu_settings(**mode)
     _, _, _, _, _, _, s, p, d, g = case
     x, wt, b = _data(case, dtype, 1)
     for bias in (b, None):
@@ -96,9 +90,8 @@ def test_conv2d_matches_torch(case, dtype, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", MODES[:2] + MODES[3:4], ids=_mode_id)
 @pytest.mark.parametrize("case", CASES[:6] + CASES[11:13], ids=_ids)
-def test_conv2d_noncontiguous_input(case, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv2d_noncontiguous_input(case, mode, cpu_settings):
+    cpu_settings(**mode)
     _, _, _, _, _, _, s, p, d, g = case
     x, wt, b = _data(case, np.float32, 2)
     wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), np.float32)
@@ -126,9 +119,8 @@ BORDER = [
 @pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 @pytest.mark.parametrize("value", [float("inf"), float("nan")], ids=["inf", "nan"])
 @pytest.mark.parametrize("case", BORDER, ids=_ids)
-def test_conv2d_nonfinite_border_input(case, value, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv2d_nonfinite_border_input(case, value, mode, cpu_settings):
+    cpu_settings(**mode)
     n, cin, _, h, w, _, s, p, d, g = case
     x, wt, b = _data(case, np.float32, 3)
     wt = np.abs(wt) + 0.01  # positive: sums of infs stay inf
@@ -164,9 +156,8 @@ TRANSPOSED = [
 @pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("case", TRANSPOSED, ids=_ids)
-def test_conv_transpose2d_matches_torch(case, dtype, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv_transpose2d_matches_torch(case, dtype, mode, cpu_settings):
+    cpu_settings(**mode)
     n, cin, cout, h, w, k, s, p, op, d, g = case
     kk = (k, k) if isinstance(k, int) else k
     r = np.random.default_rng(4)
@@ -180,35 +171,18 @@ def test_conv_transpose2d_matches_torch(case, dtype, mode, monkeypatch):
     np.testing.assert_allclose(to_numpy(y), ref, **TOL[dtype])
 
 
+@pytest.mark.parametrize("skipping", [{"conv_row_blocks": "on"}, MODES[4]], ids=["skipping", "not_skipping"])
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
-def test_each_direct_kernel_with_and_without_skipping(kernel):
-    """FLAMBEAU_CONV_DIRECT (read once per process) forces the flat or the channel-vectorized
-    kernel on every case: in a child process, with skipping on and off, against torch here."""
-    code = (
-        "import flambeau_core as fc, numpy as np, os, sys, json\n"
-        "cases = json.loads(sys.argv[2])\n"
-        "out = []\n"
-        "for rows, classes in (('on', 'on'), ('off', 'off')):\n"
-        "    os.environ['FLAMBEAU_CONV_ROWS'] = rows\n"
-        "    os.environ['FLAMBEAU_CONV_CLASSES'] = classes\n"
-        "    r = np.random.default_rng(5)\n"
-        "    for (n, ci, co, h, w, k, s, p, d, g) in cases:\n"
-        "        x = r.standard_normal((n, ci, h, w)).astype(np.float32)\n"
-        "        wt = r.standard_normal((co, ci // g, k, k)).astype(np.float32)\n"
-        "        b = r.standard_normal(co).astype(np.float32)\n"
-        "        y = fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g)\n"
-        "        out += [x.ravel(), wt.ravel(), b, np.array(memoryview(y)).ravel()]\n"
-        "np.savez(sys.argv[1], *out)\n"
-    )
-    cases = [c for c in CASES if all(isinstance(c[i], int) for i in (5, 6, 7, 8))]
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fb_padskip_{os.getpid()}_{kernel}.npz")
-    env = dict(os.environ, FLAMBEAU_CONV_DIRECT=kernel)
-    subprocess.run([sys.executable, "-c", code, path, json.dumps(cases)], env=env, check=True, capture_output=True)
-    data = np.load(path)
-    arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
-    os.remove(path)
-    for i, case in enumerate(cases * 2):
+def test_each_direct_kernel_with_and_without_skipping(kernel, skipping, cpu_settings):
+    """backends.cpu.conv_direct_kernel forces the flat or the channel-vectorized kernel on every
+    case, with skipping on and off, against torch."""
+    cpu_settings(conv_direct_kernel=kernel, **skipping)
+    r = np.random.default_rng(5)
+    for case in [c for c in CASES if all(isinstance(c[i], int) for i in (5, 6, 7, 8))]:
         n, ci, co, h, w, k, s, p, d, g = case
-        x, wt, b, y = arrays[4 * i : 4 * i + 4]
-        ref = _torch_conv(x.reshape(n, ci, h, w), wt.reshape(co, ci // g, k, k), b, case)
-        np.testing.assert_allclose(y.reshape(ref.shape), ref, rtol=2e-4, atol=2e-4, err_msg=repr(case))
+        x = r.standard_normal((n, ci, h, w)).astype(np.float32)
+        wt = r.standard_normal((co, ci // g, k, k)).astype(np.float32)
+        b = r.standard_normal(co).astype(np.float32)
+        y = fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g)
+        ref = _torch_conv(x, wt, b, case)
+        np.testing.assert_allclose(npy(y), ref, rtol=2e-4, atol=2e-4, err_msg=repr(case))

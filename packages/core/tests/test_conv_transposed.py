@@ -100,9 +100,9 @@ def test_conv2d_stride2_wide_rows(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_conv_transpose2d_gemm_path_forced(case, monkeypatch):
-    """FLAMBEAU_CONV_TRANSPOSED=gemm (read per call) keeps float32 on GEMM + col2im: the same values."""
-    monkeypatch.setenv("FLAMBEAU_CONV_TRANSPOSED", "gemm")
+def test_conv_transpose2d_gemm_path_forced(case, cpu_settings):
+    """backends.cpu.conv_transposed_kernel = "gemm" keeps float32 on GEMM + col2im: the same values."""
+    cpu_settings(conv_transposed_kernel="gemm")
     test_conv_transpose2d_values(case, True, False, "float32")
 
 

@@ -122,9 +122,7 @@ def test_pool_shared_by_python_threads():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs fork()")
-@pytest.mark.skipif(
-    os.environ.get("FLAMBEAU_GEMM_POOL") == "0", reason="pool off: libgomp's team does not survive fork()"
-)
+@pytest.mark.skipif(not fc.backends.cpu.gemm_pool, reason="pool off: libgomp's team does not survive fork()")
 def test_pool_in_a_forked_child():
     # The workers do not exist in the child: the caller runs every block (and new workers start).
     a, b = rand((128, 784), np.float32, 16), rand((784, 512), np.float32, 17)

@@ -207,23 +207,16 @@ def test_linear_backward_with_the_pool_busy():
     assert errors == []
 
 
-def test_linear_backward_with_the_pool_off():
-    # FLAMBEAU_GEMM_POOL=0 (read once per process): the pieces run on OpenMP.
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import flambeau_core as fc, numpy as np\n"
-        "fc.set_num_threads(2)\n"
-        "r = np.random.default_rng(0)\n"
-        "g, x, w = (r.standard_normal(s) for s in ((128, 512), (128, 784), (512, 784)))\n"
-        "got = fc._C._linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))\n"
-        "for a, b in zip(got, (g @ w, g.T @ x, g.sum(0))):\n"
-        "    assert np.allclose(np.asarray(memoryview(a)), b, rtol=1e-10, atol=1e-10)\n"
-        "print('ok')\n"
-    )
-    env = {**os.environ, "FLAMBEAU_GEMM_POOL": "0"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+def test_linear_backward_with_the_pool_off(cpu_settings):
+    # backends.cpu.gemm_pool = False: the pieces run on OpenMP.
+    cpu_settings(gemm_pool=False)
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        r = np.random.default_rng(0)
+        g, x, w = (r.standard_normal(s) for s in ((128, 512), (128, 784), (512, 784)))
+        got = fc._C._linear_backward(fc.tensor(g), fc.tensor(x), fc.tensor(w))
+    finally:
+        fc.set_num_threads(old)
+    for a, b in zip(got, (g @ w, g.T @ x, g.sum(0)), strict=True):
+        np.testing.assert_allclose(npy(a), b, rtol=1e-10, atol=1e-10)

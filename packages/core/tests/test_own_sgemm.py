@@ -3,7 +3,8 @@ NumPy in float64: mm with every transpose form, the kernel's row and column tail
 (6-row blocks, 64-column panels, the narrow last panel), depth chunks (k > 1024),
 panel strides that are packed rather than read in place, strided operands; linear
 with its bias as the accumulators' start; _linear_backward at the MLP's shapes;
-inf/NaN; the same bits at any thread count; the backend switch and its errors.
+inf/NaN; the same bits at any thread count. The setting that switches the backend
+(backends.cpu.sgemm) and its errors are test_backends_cpu.py's.
 The own kernel runs on AVX-512 CPUs only: elsewhere its cases skip with that reason,
 and the OpenBLAS cases still run."""
 
@@ -21,7 +22,14 @@ from helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-backend = fc._C._sgemm_backend
+
+def backend(name: str | None = None) -> str:
+    """The sgemm setting (Note [Settings]), switched to `name` first when given."""
+    if name is not None:
+        fc.backends.cpu.sgemm = name
+    return fc.backends.cpu.sgemm
+
+
 HAS_AVX512 = fc._C._cpu_capability() == "avx512"
 
 
@@ -195,37 +203,9 @@ def test_nan_in_the_output_buffer_is_not_read(sgemm):
     check(out, a.astype(np.float64) @ b.astype(np.float64), 256)
 
 
-def test_backend_switch_errors():
-    with pytest.raises(ValueError, match=r"\[_sgemm_backend\] expected 'own' or 'openblas', got 'mkl'"):
-        backend("mkl")
-    assert backend() in ("own", "openblas")
-
-
 def run_python(code, **env):
     full = {**os.environ, **env}
     return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120)
-
-
-def test_environment_selects_openblas():
-    r = run_python("import flambeau_core as fc; print(fc._C._sgemm_backend())", FLAMBEAU_SGEMM="openblas")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "openblas"
-
-
-def test_own_refused_without_avx512():
-    code = (
-        "import flambeau_core as fc\n"
-        "print(fc._C._sgemm_backend())\n"
-        "try:\n"
-        "    fc._C._sgemm_backend('own')\n"
-        "except ValueError as e:\n"
-        "    print(e)\n"
-    )
-    r = run_python(code, FLAMBEAU_CPU_CAPABILITY="avx2")
-    assert r.returncode == 0, r.stderr
-    first, second = r.stdout.strip().splitlines()
-    assert first == "openblas"
-    assert "needs an AVX-512 CPU" in second and "'avx2'" in second
 
 
 SIZE_LIMITS = r"""

@@ -3,15 +3,13 @@ through the kernels that use it: reductions, scans and sort give bitwise the sam
 result on every run at a given thread count (per-chunk partials are combined in
 chunk order, whichever thread ran a chunk), agree with float64 NumPy at 1, 2 and 3
 threads, on the GEMM pool and on the OpenMP fallback (several Python threads at
-once; FLAMBEAU_GEMM_POOL=0); an error raised inside a chunk reaches Python as the
+once; backends.cpu.gemm_pool = False); an error raised inside a chunk reaches Python as the
 right exception type; forked children still compute. The chunk arithmetic itself
 (exact cover, grain, nesting, exceptions) is tested in C++: tests/cpp/test_parallel_for.cpp."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 
 import flambeau_core as fc
@@ -85,47 +83,42 @@ def test_same_bits_from_concurrent_callers(name):
         fc.set_num_threads(old)
 
 
-def test_openmp_fallback_gives_the_pools_bits():
-    """FLAMBEAU_GEMM_POOL=0 runs every parallel_for on OpenMP: same chunks, so the same bits."""
-    code = (
-        "import flambeau_core as fc, numpy as np, sys\n"
-        "fc.set_num_threads(2)\n"
-        "x = fc.tensor(np.random.default_rng(5).standard_normal(3_000_017).astype(np.float32))\n"
-        "y = fc.tensor(np.random.default_rng(6).standard_normal((1001, 999)).astype(np.float32))\n"
-        "vals = [x.sum(), x.mean(), x.var(), x.cumsum(0)[-1], y.sum(-1).sum(), y.var(-1)[7]]\n"
-        "print(' '.join(repr(float(v)) for v in vals))\n"
-    )
-    outs = []
-    for pool in ("1", "0"):
-        env = dict(os.environ, FLAMBEAU_GEMM_POOL=pool)
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        outs.append(r.stdout.split())
-    assert outs[0] == outs[1]
+def _two_threads_values() -> list[float]:
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        x = fc.tensor(np.random.default_rng(5).standard_normal(3_000_017).astype(np.float32))
+        y = fc.tensor(np.random.default_rng(6).standard_normal((1001, 999)).astype(np.float32))
+        return [float(v) for v in (x.sum(), x.mean(), x.var(), x.cumsum(0)[-1], y.sum(-1).sum(), y.var(-1)[7])]
+    finally:
+        fc.set_num_threads(old)
 
 
-def test_static_split_escape_hatch():
-    """FLAMBEAU_PARALLEL_FOR=static: the former one-chunk-per-thread OpenMP split, same values
-    (within rounding: other chunk boundaries), errors still raised."""
-    code = (
-        "import flambeau_core as fc, numpy as np\n"
-        "fc.set_num_threads(2)\n"
-        "a = np.random.default_rng(5).standard_normal(3_000_017).astype(np.float32)\n"
-        "x = fc.tensor(a)\n"
-        "assert abs(float(x.sum()) - a.astype(np.float64).sum()) < 1e-2\n"
-        "assert np.allclose(np.asarray(memoryview(x.cumsum(0))), a.astype(np.float64).cumsum(), atol=5e-2)\n"
-        "assert np.array_equal(np.asarray(memoryview(x.sort()[0])), np.sort(a))\n"
-        "idx = np.zeros((1, 3_000_017), dtype=np.int64); idx[0, -1] = 3_000_017\n"
-        "try:\n"
-        "    x.view(1, -1).gather(1, fc.tensor(idx))\n"
-        "    raise SystemExit('no IndexError')\n"
-        "except IndexError:\n"
-        "    pass\n"
-        "print('ok')\n"
-    )
-    env = dict(os.environ, FLAMBEAU_PARALLEL_FOR="static")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+def test_openmp_fallback_gives_the_pools_bits(cpu_settings):
+    """backends.cpu.gemm_pool = False runs every parallel_for on OpenMP: same chunks, so the same bits."""
+    on_pool = _two_threads_values()
+    cpu_settings(gemm_pool=False)
+    assert _two_threads_values() == on_pool
+
+
+def test_static_split_escape_hatch(cpu_settings):
+    """backends.cpu.parallel_for_schedule = "static": the former one-chunk-per-thread OpenMP split,
+    same values (within rounding: other chunk boundaries), errors still raised."""
+    cpu_settings(parallel_for_schedule="static")
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        a = np.random.default_rng(5).standard_normal(3_000_017).astype(np.float32)
+        x = fc.tensor(a)
+        assert abs(float(x.sum()) - a.astype(np.float64).sum()) < 1e-2
+        np.testing.assert_allclose(np.asarray(memoryview(x.cumsum(0))), a.astype(np.float64).cumsum(), atol=5e-2)
+        np.testing.assert_array_equal(np.asarray(memoryview(x.sort()[0])), np.sort(a))
+        idx = np.zeros((1, 3_000_017), dtype=np.int64)
+        idx[0, -1] = 3_000_017
+        with pytest.raises(IndexError, match="out of bounds"):
+            x.view(1, -1).gather(1, fc.tensor(idx))
+    finally:
+        fc.set_num_threads(old)
 
 
 def test_error_inside_a_chunk_reaches_python(threads):

@@ -14,6 +14,7 @@ import flambeau_core as fc
 import flambeau_data as data
 import pytest
 from conftest import make_xy
+from flambeau_core.testing import asan_exit_code, running_under_asan
 from flambeau_data import DataLoader, TensorDataset, _shm
 from flambeau_data.dataset import GatheredBatch
 
@@ -203,14 +204,15 @@ class Segfaults(data.Dataset):
         return i
 
 
-@pytest.mark.skipif(
-    "libasan" in os.environ.get("LD_PRELOAD", ""),
-    reason="under AddressSanitizer (nox -s sanitize) a SIGSEGV becomes an ASan report and exit code 1",
-)
 def test_segfaulting_worker_is_named_with_signal_and_indices(no_leaks):
     with pytest.raises(RuntimeError) as info:
         list(DataLoader(Segfaults(), batch_size=3, num_workers=2))
     msg = str(info.value)
+    if running_under_asan():
+        # nox -s sanitize: ASan's SIGSEGV handler reports the crash and exits the worker with its exit code.
+        assert "worker 0 (pid" in msg and f"exited unexpectedly with exit code {asan_exit_code()}" in msg
+        assert "while loading batch 2 (sample indices [6, 7, 8])" in msg
+        return
     assert "worker 0 (pid" in msg and "was killed by signal SIGSEGV" in msg
     assert "while loading batch 2 (sample indices [6, 7, 8])" in msg
     assert "faulthandler" in msg

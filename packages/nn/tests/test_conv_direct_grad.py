@@ -164,18 +164,18 @@ def test_weight_grad_nonfinite_input_like_torch(case, value):
 
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_weight_grad_each_avx512_kernel(case, kernel, monkeypatch):
-    """FLAMBEAU_CONV_WGRAD (read per call) forces the flat or the channel-vectorized kernel:
+def test_weight_grad_each_avx512_kernel(case, kernel, cpu_settings):
+    """backends.cpu.conv_weight_grad_kernel forces the flat or the channel-vectorized kernel:
     both against PyTorch on every case (a CPU without AVX-512 takes the GEMM path for both)."""
-    monkeypatch.setenv("FLAMBEAU_CONV_WGRAD", kernel)
+    cpu_settings(conv_weight_grad_kernel=kernel)
     ours, theirs = _conv_both(case, torch.float32, seed=6)
     assert_close(ours[2], theirs[2], **TOL[torch.float32], scale_atol=True)
 
 
 @pytest.mark.parametrize("kernel", ["flat", "cv"])
 @pytest.mark.parametrize("case", NONFINITE, ids=lambda c: f"{c[0]}x{c[1]}k{c[2]}s{c[3]}p{c[4]}")
-def test_weight_grad_nonfinite_each_kernel(case, kernel, monkeypatch):
-    monkeypatch.setenv("FLAMBEAU_CONV_WGRAD", kernel)
+def test_weight_grad_nonfinite_each_kernel(case, kernel, cpu_settings):
+    cpu_settings(conv_weight_grad_kernel=kernel)
     test_weight_grad_nonfinite_input_like_torch(case, float("inf"))
 
 

@@ -3,7 +3,8 @@ only padding (Note [Direct convolution], rows; Note [Pixel classes]) and the
 channel-vectorized weight gradient's pixel-major output-gradient copy (Note
 [Direct weight gradient]), against PyTorch: F.conv2d's output, input and weight
 gradients with the row-aligned blocks and pixel classes on and off
-(FLAMBEAU_CONV_ROWS, FLAMBEAU_CONV_CLASSES, FLAMBEAU_CONV_WGRAD: read per call),
+(the settings conv_row_blocks, conv_pixel_classes, conv_weight_grad_kernel of
+flambeau_core.backends.cpu, set per test),
 float32 and float64, non-contiguous inputs, inf next to the padding, and
 gradcheck in float64."""
 
@@ -36,9 +37,9 @@ CASES = [
 
 MODES = [
     {},
-    {"FLAMBEAU_CONV_ROWS": "off", "FLAMBEAU_CONV_CLASSES": "off"},
-    {"FLAMBEAU_CONV_ROWS": "on", "FLAMBEAU_CONV_WGRAD": "cv"},
-    {"FLAMBEAU_CONV_WGRAD": "flat"},
+    {"conv_row_blocks": "off", "conv_pixel_classes": "off"},
+    {"conv_row_blocks": "on", "conv_weight_grad_kernel": "cv"},
+    {"conv_weight_grad_kernel": "flat"},
 ]
 
 
@@ -47,7 +48,7 @@ def _ids(c):
 
 
 def _mode_id(m):
-    return ",".join(f"{k[14:].lower()}={v}" for k, v in m.items()) or "default"
+    return ",".join(f"{k}={v}" for k, v in m.items()) or "default"
 
 
 def _both(case, dtype, noncontig=False, seed=0, x=None):
@@ -76,9 +77,8 @@ def _both(case, dtype, noncontig=False, seed=0, x=None):
 @pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_conv2d_grads_match_torch(case, dtype, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv2d_grads_match_torch(case, dtype, mode, cpu_settings):
+    cpu_settings(**mode)
     ours, theirs = _both(case, dtype)
     for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t, **TOL[dtype], scale_atol=True)
@@ -86,9 +86,8 @@ def test_conv2d_grads_match_torch(case, dtype, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", MODES[:2], ids=_mode_id)
 @pytest.mark.parametrize("case", CASES[:8], ids=_ids)
-def test_conv2d_grads_noncontiguous_input(case, mode, monkeypatch):
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+def test_conv2d_grads_noncontiguous_input(case, mode, cpu_settings):
+    cpu_settings(**mode)
     ours, theirs = _both(case, torch.float32, noncontig=True, seed=1)
     for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t, **TOL[torch.float32], scale_atol=True)
@@ -96,10 +95,9 @@ def test_conv2d_grads_noncontiguous_input(case, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", MODES, ids=_mode_id)
 @pytest.mark.parametrize("case", [CASES[1], CASES[4], CASES[6], CASES[7]], ids=_ids)
-def test_conv2d_grads_inf_on_the_border(case, mode, monkeypatch):
+def test_conv2d_grads_inf_on_the_border(case, mode, cpu_settings):
     """inf in the first and last rows and columns: the same inf / NaN / finite outputs and gradients."""
-    for k, v in mode.items():
-        monkeypatch.setenv(k, v)
+    cpu_settings(**mode)
     n, cin, _, h, w = case[:5]
     x = torch.randn(n, cin, h, w, generator=torch.Generator().manual_seed(7))
     x[0, 0, 0, w // 2] = float("inf")

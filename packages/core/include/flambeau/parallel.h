@@ -20,8 +20,8 @@
 // partial results in chunk order gives bitwise the same result on every run at
 // a given thread count. Inside a parallel region (a chunk of parallel_for or a
 // GEMM pool job) the loop runs serially on the calling thread, as one chunk.
-// FLAMBEAU_PARALLEL_FOR=static (read once) restores the former split, one
-// chunk per thread on OpenMP, for comparisons.
+// backends.cpu.parallel_for_schedule = "static" (Note [Settings]) restores
+// the former split, one chunk per thread on OpenMP, for comparisons.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -70,13 +70,13 @@ inline ChunkPlan plan_chunks(int64_t n, int64_t grain, int64_t nthreads) {
   return {threads, (n + per - 1) / per, per};
 }
 
-/// FLAMBEAU_PARALLEL_FOR=static (read once): the former split, one chunk per
-/// thread on OpenMP, for comparisons and as an escape hatch.
+/// backends.cpu.parallel_for_schedule = "static" (Note [Settings]): the former
+/// split, one chunk per thread on OpenMP, for comparisons and as an escape hatch.
 FB_API bool static_split();
 
 /// Runs fn(ctx, i) for every i in [0, chunks) on the calling thread and up to
 /// threads - 1 workers of the GEMM pool; false (having run nothing) when the
-/// pool is held by another thread, turned off (FLAMBEAU_GEMM_POOL=0) or the
+/// pool is held by another thread, turned off (backends.cpu.gemm_pool) or the
 /// count is out of its range. fn must not throw.
 FB_API bool run_chunks_on_pool(int64_t chunks, int threads, void (*fn)(void*, int64_t), void* ctx);
 

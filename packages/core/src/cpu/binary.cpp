@@ -4,6 +4,7 @@
 
 #include "elementwise.h"
 #include "flambeau/ops.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -23,14 +24,13 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
     base::binary_loop<T, T>(d, s, n, [](T a, T b) {
       if constexpr (std::is_signed_v<T>)
         if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
-      // Wrapping multiplication, as in PyTorch's integer pow.
-      using U = std::make_unsigned_t<T>;
-      U result = 1, base = static_cast<U>(a);
+      // Wrapping multiplication, as in PyTorch's integer pow (Note [Integer wrap-around]).
+      T result = 1, base = a;
       for (T e = b; e; e >>= 1) {
-        if (e & 1) result *= base;
-        base *= base;
+        if (e & 1) result = wrapping_mul(result, base);
+        base = wrapping_mul(base, base);
       }
-      return static_cast<T>(result);
+      return result;
     });
   }
 }

@@ -10,6 +10,7 @@
 #include "elementwise.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -57,7 +58,7 @@ T floor_divide_of(T x, T y) {
     return floordiv;
   } else if constexpr (std::is_signed_v<T>) {
     if (y == 0) return T(0);
-    if (y == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));  // wraps as PyTorch
+    if (y == -1) return wrapping_neg(x);  // wraps as PyTorch (Note [Integer wrap-around])
     const T q = static_cast<T>(x / y);
     return (x % y != 0 && ((x < 0) != (y < 0))) ? static_cast<T>(q - 1) : q;
   } else {
@@ -71,7 +72,7 @@ T trunc_divide_of(T x, T y) {
     return std::trunc(x / y);
   } else if constexpr (std::is_signed_v<T>) {
     if (y == 0) return T(0);
-    if (y == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));  // wraps as PyTorch
+    if (y == -1) return wrapping_neg(x);  // wraps as PyTorch (Note [Integer wrap-around])
     return static_cast<T>(x / y);
   } else {
     return y == 0 ? T(0) : static_cast<T>(x / y);

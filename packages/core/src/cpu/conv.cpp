@@ -39,6 +39,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "gemm.h"
+#include "settings.h"
 #include "vec_table.h"
 
 namespace flambeau {
@@ -217,11 +218,10 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
   });
 }
 
-/// FLAMBEAU_CONV_TRANSPOSED=gemm (read per call: tests and benchmarks switch it
-/// in one process) keeps transposed convolutions on GEMM + col2im.
+/// backends.cpu.conv_transposed_kernel = 'gemm' (Note [Settings]) keeps
+/// transposed convolutions on GEMM + col2im.
 bool transposed_gemm_forced() {
-  const char* env = std::getenv("FLAMBEAU_CONV_TRANSPOSED");
-  return env && std::strcmp(env, "gemm") == 0;
+  return settings::conv_transposed_kernel() == settings::TransposedKernel::Gemm;
 }
 
 /// Note [Stride-1 transposed convolution]

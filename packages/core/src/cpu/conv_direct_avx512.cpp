@@ -76,6 +76,7 @@
 #include "conv_direct.h"
 #include "cpu/gemm_pool.h"
 #include "flambeau/parallel.h"
+#include "settings.h"
 
 namespace flambeau::cpu::conv_avx512 {
 namespace {
@@ -200,9 +201,10 @@ void plan_blocks(const ConvGeo& g, Plan& p) {
       y = y1;
     }
   }
-  // FLAMBEAU_CONV_ROWS=off|on (read per call: tests and benchmarks compare both in one process).
-  const char* env = std::getenv("FLAMBEAU_CONV_ROWS");
-  const bool force_off = env && std::strcmp(env, "off") == 0, force_on = env && std::strcmp(env, "on") == 0;
+  // backends.cpu.conv_row_blocks (Note [Settings]): tests and benchmarks compare both in one process.
+  const settings::Toggle rows_setting = settings::conv_row_blocks();
+  const bool force_off = rows_setting == settings::Toggle::Off,
+             force_on = rows_setting == settings::Toggle::On;
   if (!rows.empty() && !force_off && (force_on || row_cost < 0.98 * flat_cost)) {
     p.tsets = std::move(sets);
     p.blocks = std::move(rows);
@@ -485,8 +487,8 @@ class ClassBuilder {
       split += block_cost(count[k], CV) * static_cast<double>(__builtin_popcountll(keys[k]));
     const double whole =
         block_cost(static_cast<int64_t>(masks_.size()), CV) * static_cast<double>(__builtin_popcountll(all_));
-    const char* env = std::getenv("FLAMBEAU_CONV_CLASSES");
-    const bool off = env && std::strcmp(env, "off") == 0;
+    const bool off =
+        settings::conv_pixel_classes() == settings::Toggle::Off;  // backends.cpu.conv_pixel_classes
     if (keys.size() > kMaxClasses || split > 0.97 * whole || off) {
       std::fill(masks_.begin(), masks_.end(), all_);
       keys.assign(1, all_);
@@ -711,9 +713,8 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
 }
 
 bool prefer_cv(const ConvGeo& g) {
-  static const char* env = std::getenv("FLAMBEAU_CONV_DIRECT");
-  if (env && std::strcmp(env, "flat") == 0) return false;
-  if (env && std::strcmp(env, "cv") == 0) return true;
+  const settings::ConvKernel forced = settings::conv_direct_kernel();  // backends.cpu.conv_direct_kernel
+  if (forced != settings::ConvKernel::Auto) return forced == settings::ConvKernel::ChannelVectorized;
   // Measured on the ResNet-8 layers (benchmarks/ops_conv.py): the flat kernel
   // wins up to 32 output channels of 3x3, this one from 64 and on 1x1 kernels.
   const int64_t Sg = g.Cs / g.groups;
@@ -866,9 +867,9 @@ void cv_wgrad_pairs(const CvPlan& p, const float* planes, const float* dyt, int6
 }
 
 bool prefer_cv_wgrad(const ConvGeo& g) {
-  const char* env = std::getenv("FLAMBEAU_CONV_WGRAD");
-  if (env && std::strcmp(env, "flat") == 0) return false;
-  if (env && std::strcmp(env, "cv") == 0) return true;
+  const settings::ConvKernel forced =
+      settings::conv_weight_grad_kernel();  // backends.cpu.conv_weight_grad_kernel
+  if (forced != settings::ConvKernel::Auto) return forced == settings::ConvKernel::ChannelVectorized;
   // Measured on the benchmark models' layers (2 threads): the flat kernel wins
   // only with few (input channel, tap) pairs (the 3-channel stems).
   return (g.Cb / g.groups) * g.kk() >= 48;

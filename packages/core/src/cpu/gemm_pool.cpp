@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "settings.h"
+
 namespace flambeau::cpu {
 namespace {
 
@@ -32,15 +34,10 @@ constexpr int64_t kSpinMicros = 100;
 constexpr int kMaxWorkers = 255;
 constexpr uint64_t kChunkMask = 0xffff;  // n and next: 16 bits each
 
-// FLAMBEAU_GEMM_POOL=0 turns the pool off (every caller runs its blocks on
-// OpenMP), read once: for comparisons and as an escape hatch.
-bool pool_disabled() {
-  static const bool off = [] {
-    const char* s = std::getenv("FLAMBEAU_GEMM_POOL");
-    return s && s[0] == '0' && s[1] == '\0';
-  }();
-  return off;
-}
+// backends.cpu.gemm_pool = False (Note [Settings]; FLAMBEAU_GEMM_POOL=0) turns
+// the pool off, every caller running its blocks on OpenMP: for comparisons and
+// as an escape hatch. A job already running finishes on the pool.
+bool pool_disabled() { return !settings::gemm_pool(); }
 
 struct Pool {
   // The job: generation (32 bits) | block count n (16) | next unclaimed block (16).

@@ -23,7 +23,7 @@
 // forward pass (direct conv, eval batch norm, the fused optimizer step) on the
 // same pool. A pool job's blocks count as a parallel region
 // (in_parallel_region()), so nested loops and GEMMs stay serial in them.
-// FLAMBEAU_GEMM_POOL=0 (read once) turns the pool off: OpenMP runs it all.
+// backends.cpu.gemm_pool = False (Note [Settings]) turns the pool off: OpenMP runs it all.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>

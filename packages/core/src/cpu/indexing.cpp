@@ -11,6 +11,7 @@
 #include "flambeau/type_dispatch.h"
 #include "generic/shape_utils.h"
 #include "tensor_iterator.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -645,7 +646,7 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
         else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
           d = T(static_cast<float>(d) + static_cast<float>(s));
         else
-          d += s;
+          d = wrapping_add(d, s);  // Note [Integer wrap-around]
       });
     });
   } else {

@@ -14,6 +14,7 @@
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
 #include "generic/shape_utils.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -82,7 +83,9 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
             if constexpr (std::is_same_v<T, bool>) {
               for (int64_t j = 0; j < m; ++j) crow[j] = crow[j] || (av && brow[j * sb1]);
             } else {
-              for (int64_t j = 0; j < m; ++j) crow[j] += av * brow[j * sb1];
+              // Wraps on overflow (Note [Integer wrap-around]).
+              for (int64_t j = 0; j < m; ++j)
+                crow[j] = static_cast<T>(wrapping_add(crow[j], wrapping_mul(av, brow[j * sb1])));
             }
           }
         }

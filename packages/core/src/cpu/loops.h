@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "vec_table.h"
+#include "wrapping.h"
 
 #ifndef FB_CPU_CAPABILITY
 #define FB_CPU_CAPABILITY base
@@ -157,19 +158,21 @@ void add_loop(char** d, const int64_t* s, int64_t n, double alpha) {
     else
       binary_loop<T, T>(d, s, n, [](T a, T) { return a; });
   } else if (alpha == 1) {
-    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a + b); });
+    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(wrapping_add(a, b)); });
   } else {
     const T al = static_cast<T>(alpha);
-    binary_loop<T, T>(d, s, n, [al](T a, T b) { return static_cast<T>(a + al * b); });
+    binary_loop<T, T>(d, s, n,
+                      [al](T a, T b) { return static_cast<T>(wrapping_add(a, wrapping_mul(al, b))); });
   }
 }
 template <class T>
 void sub_loop(char** d, const int64_t* s, int64_t n, double alpha) {
   if (alpha == 1) {
-    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a - b); });
+    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(wrapping_sub(a, b)); });
   } else {
     const T al = static_cast<T>(alpha);
-    binary_loop<T, T>(d, s, n, [al](T a, T b) { return static_cast<T>(a - al * b); });
+    binary_loop<T, T>(d, s, n,
+                      [al](T a, T b) { return static_cast<T>(wrapping_sub(a, wrapping_mul(al, b))); });
   }
 }
 template <class T>
@@ -177,7 +180,7 @@ void mul_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_same_v<T, bool>)
     binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a && b); });
   else
-    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(a * b); });
+    binary_loop<T, T>(d, s, n, [](T a, T b) { return static_cast<T>(wrapping_mul(a, b)); });
 }
 template <class T>
 void div_loop(char** d, const int64_t* s, int64_t n, double) {
@@ -194,7 +197,7 @@ void minimum_loop(char** d, const int64_t* s, int64_t n, double) {
 
 template <class T>
 void neg_loop(char** d, const int64_t* s, int64_t n, double) {
-  unary_loop<T, T>(d, s, n, [](T a) { return static_cast<T>(-a); });
+  unary_loop<T, T>(d, s, n, [](T a) { return static_cast<T>(wrapping_neg(a)); });
 }
 template <class T>
 void abs_loop(char** d, const int64_t* s, int64_t n, double) {
@@ -205,7 +208,7 @@ void abs_loop(char** d, const int64_t* s, int64_t n, double) {
       if constexpr (std::is_floating_point_v<T>)
         return std::abs(a);  // clears the sign bit: abs(-0.0) is +0.0
       else
-        return a < 0 ? static_cast<T>(-a) : a;
+        return a < 0 ? wrapping_neg(a) : a;  // abs(int min) is int min, as PyTorch
     });
 }
 template <class T>

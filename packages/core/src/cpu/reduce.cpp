@@ -18,6 +18,7 @@
 #include "reduce_common.h"
 #include "tensor_iterator.h"
 #include "vec_table.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -78,7 +79,7 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
     } else {
       Acc s = 0;
       for (int64_t i = 0; i < n; ++i)
-        s += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
+        s = wrapping_add(s, static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes)));
       return s;
     }
   };
@@ -89,7 +90,8 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
       if (astride == 1) return vt.accumulate_row_f64(a, p, n, stride_bytes);
     }
     for (int64_t i = 0; i < n; ++i)
-      a[i * astride] += static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes));
+      a[i * astride] =
+          wrapping_add(a[i * astride], static_cast<Acc>(*reinterpret_cast<const T*>(p + i * stride_bytes)));
   };
 
   if (merged.empty() && inner.out_stride == 0 && inner.size > kSumChunk) {
@@ -103,8 +105,8 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
       }
     });
     Acc s = 0;
-    for (Acc p : partial) s += p;
-    acc[0] += s;
+    for (Acc p : partial) s = wrapping_add(s, p);
+    acc[0] = wrapping_add(acc[0], s);
     return;
   }
 
@@ -139,7 +141,8 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
           ioff += i * merged[k].in_stride;
           aoff += i * merged[k].out_stride;
         }
-        acc[aoff] += inner_sum(base_ptr + ioff * isz, inner.size, inner.in_stride * isz);
+        acc[aoff] =
+            wrapping_add(acc[aoff], inner_sum(base_ptr + ioff * isz, inner.size, inner.in_stride * isz));
       }
     });
     return;
@@ -153,7 +156,7 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
     }
     const char* p = base_ptr + ioff * isz;
     if (inner.out_stride == 0)
-      acc[aoff] += inner_sum(p, inner.size, inner.in_stride * isz);
+      acc[aoff] = wrapping_add(acc[aoff], inner_sum(p, inner.size, inner.in_stride * isz));
     else
       inner_rows(acc + aoff, p, inner.size, inner.in_stride * isz, inner.out_stride);
     for (int64_t k = nouter_dims - 1; k >= 0; --k) {

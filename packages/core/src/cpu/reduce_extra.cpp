@@ -10,6 +10,7 @@
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
 #include "vec_table.h"
+#include "wrapping.h"
 
 namespace flambeau::cpu {
 
@@ -142,10 +143,9 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
               for (int64_t i = 0; i < n; ++i) p = p && r[i];
               y[o] = p;
             } else {
-              using U = std::make_unsigned_t<T>;  // wraps on overflow, as PyTorch's integer product
-              U p = 1;
-              for (int64_t i = 0; i < n; ++i) p = static_cast<U>(p * static_cast<U>(r[i]));
-              y[o] = static_cast<T>(p);
+              T p = 1;  // wraps on overflow, as PyTorch's integer product (Note [Integer wrap-around])
+              for (int64_t i = 0; i < n; ++i) p = wrapping_mul(p, r[i]);
+              y[o] = p;
             }
           }
         });

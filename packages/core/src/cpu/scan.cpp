@@ -10,6 +10,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -125,9 +126,8 @@ Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dty
         scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, 0.0,
                              [](double a, T v) { return a + static_cast<double>(v); });
     } else if constexpr (!std::is_same_v<T, bool>) {
-      using U = std::make_unsigned_t<T>;
-      scan_loop<T, U>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, U{0},
-                      [](U a, T v) { return static_cast<U>(a + static_cast<U>(v)); });
+      scan_loop<T, T>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, T{0},
+                      [](T a, T v) { return wrapping_add(a, v); });  // Note [Integer wrap-around]
     }
   });
   return out;
@@ -149,9 +149,8 @@ Tensor cumprod_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dt
       scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, 1.0,
                            [](double a, T v) { return a * static_cast<double>(v); });
     } else if constexpr (!std::is_same_v<T, bool>) {
-      using U = std::make_unsigned_t<T>;
-      scan_loop<T, U>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, U{1},
-                      [](U a, T v) { return static_cast<U>(a * static_cast<U>(v)); });
+      scan_loop<T, T>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, T{1},
+                      [](T a, T v) { return wrapping_mul(a, v); });
     }
   });
   return out;

@@ -2,12 +2,7 @@
 // sgemm.h); the kernel itself is in sgemm_avx512.cpp.
 #include "cpu/sgemm.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
-#include "cpu/vec_table.h"
-#include "flambeau/error.h"
+#include "settings.h"
 
 namespace flambeau::cpu {
 namespace {
@@ -19,35 +14,12 @@ constexpr int kMinRows = 8;
 constexpr int kMinCols = 16;
 constexpr int kMinDepth = 16;
 
-bool own_sgemm_possible() { return std::strcmp(cpu_capability(), "avx512") == 0; }
-
-// 1: own kernel, 0: OpenBLAS; first from FLAMBEAU_SGEMM and the CPU, then set_sgemm_backend().
-std::atomic<int>& backend_state() {
-  static std::atomic<int> state = [] {
-    const char* s = std::getenv("FLAMBEAU_SGEMM");
-    return (s && std::strcmp(s, "openblas") == 0) || !own_sgemm_possible() ? 0 : 1;
-  }();
-  return state;
-}
-
-bool own_sgemm_enabled() { return backend_state().load(std::memory_order_relaxed) != 0; }
-
 }  // namespace
-
-const char* sgemm_backend() { return own_sgemm_enabled() ? "own" : "openblas"; }
-
-void set_sgemm_backend(std::string_view name) {
-  FB_CHECK_VALUE(name == "own" || name == "openblas", "[_sgemm_backend] expected 'own' or 'openblas', got '",
-                 name, "'");
-  FB_CHECK_VALUE(name == "openblas" || own_sgemm_possible(),
-                 "[_sgemm_backend] the own float32 GEMM needs an AVX-512 CPU; this one runs '",
-                 cpu_capability(), "' kernels");
-  backend_state().store(name == "own" ? 1 : 0, std::memory_order_relaxed);
-}
 
 bool own_sgemm_applies(int m, int n, int k, float alpha, float beta) {
   return alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m >= kMinRows && n >= kMinCols &&
-         k >= kMinDepth && double(m) * double(n) * double(k) >= kMinMacs && own_sgemm_enabled();
+         k >= kMinDepth && double(m) * double(n) * double(k) >= kMinMacs &&
+         settings::sgemm() == settings::SgemmBackend::Own;
 }
 
 }  // namespace flambeau::cpu

@@ -26,19 +26,14 @@
 // Each element's sum runs over k in order, in kMaxDepth chunks (the later
 // chunks add onto C), whatever the call's split into blocks: the result of
 // an element does not depend on the thread count.
-// FLAMBEAU_SGEMM=openblas (read once) sends every call to OpenBLAS again;
-// flambeau_core._C._sgemm_backend() reads and switches it at run time (tests,
+// The setting backends.cpu.sgemm = 'openblas' (Note [Settings]; override
+// FLAMBEAU_SGEMM) sends every call to OpenBLAS again, at run time too (tests,
 // A/B benchmarks in one process).
-#include <string_view>
+#include <cstdint>
 
 #include "flambeau/macros.h"
 
 namespace flambeau::cpu {
-
-/// "own" or "openblas": where float32 GEMMs go.
-FB_API const char* sgemm_backend();
-/// Switches it; ValueError for another name, or "own" on a CPU without AVX-512.
-FB_API void set_sgemm_backend(std::string_view name);
 
 /// True when own_sgemm runs this call: see Note [Own sgemm].
 FB_API bool own_sgemm_applies(int m, int n, int k, float alpha, float beta);

@@ -22,6 +22,7 @@
 #include "flambeau/type_dispatch.h"
 #include "generic/shape_utils.h"
 #include "tensor_iterator.h"
+#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -463,10 +464,10 @@ void combine(Reduce r, T& d, T s) {
         break;
       case Reduce::Sum:
       case Reduce::Mean:
-        d += s;
+        d = static_cast<T>(wrapping_add(d, s));  // Note [Integer wrap-around]
         break;
       case Reduce::Prod:
-        d *= s;
+        d = static_cast<T>(wrapping_mul(d, s));
         break;
       case Reduce::Max:
         if constexpr (kIsComplexType<T>) {

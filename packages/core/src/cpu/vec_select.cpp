@@ -1,7 +1,5 @@
 // Picks the widest kernel table the running CPU supports (Note [CPU capabilities]).
-#include <cstdlib>
-#include <cstring>
-
+#include "settings.h"
 #include "vec_table.h"
 
 namespace flambeau::cpu {
@@ -9,10 +7,10 @@ namespace flambeau::cpu {
 namespace {
 VecTable make_table() {
   VecTable t{};
-  const char* cap = std::getenv("FLAMBEAU_CPU_CAPABILITY");
-  if (cap && !*cap) cap = nullptr;
-  const bool allow512 = !cap || std::strcmp(cap, "avx512") == 0;
-  const bool allow2 = allow512 || std::strcmp(cap, "avx2") == 0;
+  // backends.cpu.max_cpu_capability (FLAMBEAU_CPU_CAPABILITY), Note [Settings].
+  const settings::Capability cap = settings::max_cpu_capability();
+  const bool allow512 = cap == settings::Capability::Auto || cap == settings::Capability::Avx512;
+  const bool allow2 = allow512 || cap == settings::Capability::Avx2;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&

@@ -6,7 +6,6 @@
 // __eq__ returns a tensor, so __hash__ is kept identity-based (tensors are dict
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
 
-#include "../cpu/sgemm.h"
 #include "../cpu/vec_table.h"
 #include "../tensor_iterator.h"
 #include "common.h"
@@ -164,15 +163,6 @@ void init_math(py::module_& m) {
   m.def("_cpu_capability", &cpu::cpu_capability,
         "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
         "capabilities]).");
-  m.def(
-      "_sgemm_backend",
-      [](std::optional<std::string> name) {
-        if (name) cpu::set_sgemm_backend(*name);
-        return std::string(cpu::sgemm_backend());
-      },
-      py::arg("name") = py::none(),
-      "Where float32 GEMMs run: 'own' (flambeau's AVX-512 kernel, Note [Own sgemm]) or 'openblas'; "
-      "given a name, switches to it first. Returns the backend in use.");
   m.def(
       "_sum_to",
       [](const Tensor& t, py::handle shape) {

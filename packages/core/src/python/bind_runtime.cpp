@@ -1,4 +1,6 @@
-// Process-wide runtime settings: threads, grad mode, the ABI tag.
+// Process-wide runtime settings: threads, grad mode, the ABI tag, the CPU
+// kernels' settings registry (Note [Settings]).
+#include "../settings.h"
 #include "common.h"
 #include "flambeau/abi.h"
 #include "flambeau/dispatch.h"
@@ -47,6 +49,24 @@ void init_runtime(py::module_& m) {
         "Note [Kernel trace]: records the ops this thread dispatches to a device kernel.");
   m.def("_kernel_trace_stop", &detail::kernel_trace_stop,
         "Stops the kernel trace; returns [op, device type, 'own' | 'Generic'] rows.");
+  m.def(
+      "_settings",
+      [] {
+        py::list out;
+        for (const settings::Info& i : settings::list())
+          out.append(py::dict(py::arg("name") = i.name, py::arg("env") = i.env, py::arg("values") = i.values,
+                              py::arg("is_flag") = i.is_flag, py::arg("settable") = i.settable,
+                              py::arg("doc") = i.doc));
+        return out;
+      },
+      "Note [Settings]: every setting of flambeau_core.backends.cpu as a dict (name, env, values, is_flag, "
+      "settable, doc).");
+  m.def("_get_setting", &settings::get, py::arg("name"),
+        "A setting's value by name, as a string ('True'/'False' for a flag).");
+  m.def("_set_setting", &settings::set, py::arg("name"), py::arg("value"),
+        "Sets a setting by the name of its value; ValueError naming the setting and the allowed values.");
+  m.def("_settings_environment_errors", &settings::environment_errors,
+        "The FLAMBEAU_* overrides that held an unknown value when core loaded (each ignored).");
 }
 
 }  // namespace flambeau::python

@@ -151,7 +151,7 @@ TEST_CASE("parallel_for: nested loops run serially inside a chunk") {
   CHECK(!in_parallel_region());
   CHECK(total.load() == 64 * 1000);
   CHECK(inner_calls.load() == 64);
-  if (!detail::static_split())  // FLAMBEAU_PARALLEL_FOR=static: one chunk per thread
+  if (!detail::static_split())  // backends.cpu.parallel_for_schedule = "static": one chunk per thread
     CHECK(outer_chunks.load() == static_cast<int>(detail::plan_chunks(64, 1, 2).chunks));
 }
 
