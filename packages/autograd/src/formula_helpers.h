@@ -127,7 +127,7 @@ inline Tensor sign_of(const Tensor& x) {
   return op::sub(op::cast(x > 0.0, x.dtype()), op::cast(x < 0.0, x.dtype()), 1);
 }
 
-// ---- complex gradients (issue 7): PyTorch's convention, the conjugate Wirtinger
+// ---- complex gradients: PyTorch's convention, the conjugate Wirtinger
 // derivative: for a holomorphic f, grad_input = grad * conj(f'(z)). ----
 
 /// conj(x) for complex x, x itself otherwise (no copy for real tensors).

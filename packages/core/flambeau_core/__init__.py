@@ -41,8 +41,8 @@ from flambeau_core._C import _embedding_bag, _feature_dropout  # noqa: E402,F401
 from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
-from flambeau_core._complex_attrs import adjoint  # noqa: E402,F401,I001  (mH/H/adjoint, issue 7)
-from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and helpers, issue 7)
+from flambeau_core._complex_attrs import adjoint  # noqa: E402,F401,I001  (mH/H/adjoint)
+from flambeau_core._dtypes import (  # noqa: E402,F401,I001  (dtype aliases and helpers)
     can_cast,
     cdouble,
     cfloat,

@@ -20,7 +20,7 @@ enum class ScalarType : int8_t {
   BFloat16,
   Float32,
   Float64,
-  // Appended (issue 7): existing tables indexed by the first ten keep their order.
+  // Appended later: existing tables indexed by the first ten keep their order.
   UInt16,
   UInt32,
   UInt64,

@@ -39,7 +39,7 @@ class Scalar {
   constexpr Scalar(int64_t v) : kind_(Kind::Int), i_(v) {}
   constexpr Scalar(double v) : kind_(Kind::Double), d_(v) {}
   constexpr Scalar(float v) : kind_(Kind::Double), d_(v) {}
-  /// A Python complex number (issue 7): its real part is to_double().
+  /// A Python complex number: its real part is to_double().
   Scalar(std::complex<double> v) : kind_(Kind::Complex), d_(v.real()), im_(v.imag()) {}
 
   Kind kind() const { return kind_; }

@@ -1,4 +1,4 @@
-// Complex composites of the op table (issue 7): conj, polar.
+// Complex composites of the op table : conj, polar.
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"

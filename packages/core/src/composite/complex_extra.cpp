@@ -1,4 +1,4 @@
-// Composites of the "complex" section of the op table (issue 7): trace and kron,
+// Composites of the "complex" section of the op table: trace and kron,
 // built from op:: calls (any dtype, complex included; autograd goes through them).
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 // The singular vectors and eigenvectors are defined up to sign: a loss that
 // depends on that sign has no gradient (as in PyTorch, nothing checks it).
 //
-// Complex inputs (issue 7, linalgc): the same formulas with conjugate
+// Complex inputs: the same formulas with conjugate
 // transposes (mH for mT), as PyTorch's. Complex qr: copyltu keeps the real part
 // of M's diagonal (R's diagonal is real). Complex svd: the diagonal gains
 // i Im(diag(U^H gU)) / S; complex svd and eigh vectors are defined up to a phase
@@ -28,7 +28,7 @@ namespace flambeau {
 namespace {
 
 Tensor mT(const Tensor& t) { return op::transpose(t, -2, -1); }
-/// The conjugate transpose (mT for real tensors; complex cholesky, issue 7).
+/// The conjugate transpose (mT for real tensors; complex cholesky).
 Tensor mH(const Tensor& t) { return is_complex(t.dtype()) ? op::conj_physical(mT(t)) : mT(t); }
 Tensor num(double v, const Tensor& like) { return scalar_tensor(v, like.dtype()); }
 

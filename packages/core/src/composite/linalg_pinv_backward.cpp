@@ -1,4 +1,4 @@
-// The derivative of the pseudo-inverse (ops.yaml, section linalgc): PyTorch's
+// The derivative of the pseudo-inverse (ops.yaml, section "mode, frexp, pinv"): PyTorch's
 // pinv_backward, written with core ops so that create_graph=True
 // differentiates it again. With P = pinv(A), G its gradient, A (m, n):
 //   m <= n: K = G^H P,  gA = -(P K)^H + K P^H - A P K P^H + P^H P (G^H - K A)

@@ -333,7 +333,7 @@ Tensor composite::argsort(const Tensor& self, int64_t dim, bool descending, bool
   return std::get<1>(op::sort(self, dim, descending, stable));
 }
 
-// sortvals: the values-only sort when no gradient is recorded (its gradient
+// The values-only sort when no gradient is recorded (its gradient
 // goes through sort's indices) and the tensor is on the CPU (its only kernel).
 Tensor composite::msort(const Tensor& self) {
   if (self.device().type == DeviceType::CPU && !(self.requires_grad() && grad_mode_enabled()))

@@ -1,4 +1,4 @@
-// CPU kernels of the complex ops (issue 7): conj_physical, angle, complex.
+// CPU kernels of the complex ops: conj_physical, angle, complex.
 #include <cmath>
 #include <numbers>
 

@@ -1,4 +1,4 @@
-// CPU kernel of sgn (issue 7, complex everywhere the math is defined): z / |z| for
+// CPU kernel of sgn (complex everywhere the math is defined): z / |z| for
 // complex inputs (0 where z is 0), sign(x) for real ones, as PyTorch's torch.sgn.
 #include <cmath>
 #include <limits>

@@ -116,7 +116,7 @@ Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType
 
 /// Grain of the float16/bfloat16 loops (half_loops.cpp): each element is converted to float32
 /// and back around the float32 loop, several times the work per byte of a float32 add, so a
-/// second thread pays off well below kMemoryBoundGrain (issue 7: half moves bytes at >= 0.9x
+/// second thread pays off well below kMemoryBoundGrain (half moves bytes at >= 0.9x
 /// the float32 rate). parallel_for's dynamic chunks (Note [Dynamic chunks]) keep a late worker
 /// off the critical path.
 inline constexpr int64_t kHalfLoopGrain = 4 * kGrainSize;

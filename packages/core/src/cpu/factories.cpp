@@ -137,7 +137,7 @@ Tensor arange_cpu(const Scalar& start, const Scalar& end, const Scalar& step, Sc
   return out;
 }
 
-// float16/bfloat16 and complex (issue 7): drawn in float32 / as the real pairs, as PyTorch.
+// float16/bfloat16 and complex: drawn in float32 / as the real pairs, as PyTorch.
 bool random_other_dtype(Tensor& self, const char* op, const std::function<void(Tensor&)>& draw) {
   const ScalarType t = self.dtype();
   if (t == ScalarType::Float16 || t == ScalarType::BFloat16) {

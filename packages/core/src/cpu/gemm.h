@@ -79,7 +79,7 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const double* a, in
   scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
 }
-// complex64/complex128 (issue 7): cgemm/zgemm, alpha and beta passed by pointer. Conjugates are
+// complex64/complex128: cgemm/zgemm, alpha and beta passed by pointer. Conjugates are
 // materialised before they get here (flambeau has no conj bit), so only plain transposes occur.
 inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex64* a, int lda, const complex64* b,
                       int ldb, complex64* c, int ldc, complex64 alpha, complex64 beta) {

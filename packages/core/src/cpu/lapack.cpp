@@ -6,7 +6,7 @@
 // derivatives.yaml and src/composite/linalg_backward.cpp.
 //
 // Each kernel takes a batch (*, m, n) of float32 or float64 matrices (and, since
-// issue 7, complex64/complex128 ones: every kernel but the real-only paths), checks
+// complex64/complex128 ones: every kernel but the real-only paths), checks
 // that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
 // per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
 // in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
@@ -177,7 +177,7 @@ void visit_float(ScalarType t, const F& f) {
     f(double{});
 }
 
-/// visit_float, and complex64/complex128 (the kernels widened to complex, issue 7).
+/// visit_float, and complex64/complex128 (the kernels widened to complex).
 template <class F>
 void visit_float_complex(ScalarType t, const F& f) {
   if (t == ScalarType::ComplexFloat)
@@ -324,7 +324,7 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
 // triangle and leaves U with A^T = U^T U, whose row-major reading is L = U^T
 // with A = L L^T. upper=True: potrf('L') reads A's upper triangle and leaves
 // L' whose row-major reading is U = L'^T with A = U^T U.
-// Complex Hermitian A (issue 7): the buffer is A^T = conj(A), also Hermitian; potrf('U') gives
+// Complex Hermitian A: the buffer is A^T = conj(A), also Hermitian; potrf('U') gives
 // conj(A) = U^H U, whose row-major reading L = U^T has L L^H = U^T conj(U) = conj(U^H U) = A.
 Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
   check_matrix(A, "linalg.cholesky", true, "A", true);

@@ -25,7 +25,7 @@ void scipy_sgetrs_(const char* trans, const int* n, const int* nrhs, const float
                    const int* ipiv, float* b, const int* ldb, int* info, size_t trans_len);
 void scipy_dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, const int* lda,
                    const int* ipiv, double* b, const int* ldb, int* info, size_t trans_len);
-// The complex LU family (issue 7).
+// The complex LU family.
 void scipy_cgetrf_(const int* m, const int* n, std::complex<float>* a, const int* lda, int* ipiv, int* info);
 void scipy_zgetrf_(const int* m, const int* n, std::complex<double>* a, const int* lda, int* ipiv, int* info);
 void scipy_cgetri_(const int* n, std::complex<float>* a, const int* lda, const int* ipiv,
@@ -68,7 +68,7 @@ void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, c
 void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                    double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
                    size_t uplo_len);
-// Hermitian eigendecomposition by divide and conquer (complex, issue 7).
+// Hermitian eigendecomposition by divide and conquer (complex).
 void scipy_cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a, const int* lda,
                    float* w, std::complex<float>* work, const int* lwork, float* rwork, const int* lrwork,
                    int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len);
@@ -97,7 +97,7 @@ void scipy_zgeev_(const char* jobvl, const char* jobvr, const int* n, std::compl
                   std::complex<double>* w, std::complex<double>* vl, const int* ldvl,
                   std::complex<double>* vr, const int* ldvr, std::complex<double>* work, const int* lwork,
                   double* rwork, int* info, size_t jobvl_len, size_t jobvr_len);
-// Complex SVD, QR and least squares (issue 7, linalgc).
+// Complex SVD, QR and least squares.
 void scipy_cgesdd_(const char* jobz, const int* m, const int* n, std::complex<float>* a, const int* lda,
                    float* s, std::complex<float>* u, const int* ldu, std::complex<float>* vt, const int* ldvt,
                    std::complex<float>* work, const int* lwork, float* rwork, int* iwork, int* info,
@@ -256,7 +256,7 @@ inline void geev(char jobvr, int n, std::complex<double>* a, int lda, std::compl
   scipy_zgeev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &one, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
 }
 
-// Complex overloads (issue 7, linalgc): the real arguments (s, rcond) and the extra real
+// Complex overloads: the real arguments (s, rcond) and the extra real
 // workspace rwork follow LAPACK's c/z signatures.
 inline void geqrf(int m, int n, std::complex<float>* a, int lda, std::complex<float>* tau,
                   std::complex<float>* work, int lwork, int* info) {

@@ -1,4 +1,4 @@
-// CPU kernel of _linalg_pinv (ops.yaml, section linalgc): the Moore-Penrose
+// CPU kernel of _linalg_pinv (ops.yaml, section "mode, frexp, pinv"): the Moore-Penrose
 // pseudo-inverse of a batch of (*, m, n) float32/float64/complex64/complex128
 // matrices, from the SVD A = U S Vh (pinv = V S^+ U^H) or, for hermitian=True,
 // the eigendecomposition A = V L V^H (pinv = V L^+ V^H), both LAPACK through

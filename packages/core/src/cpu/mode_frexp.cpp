@@ -1,4 +1,4 @@
-// CPU kernels of mode and frexp (ops.yaml, section linalgc; issue 7).
+// CPU kernels of mode and frexp (ops.yaml, section "mode, frexp, pinv").
 //
 // mode: per row along `dim`, the values are sorted (NaN last), and the longest
 // run of equal values wins; ties go to the first run, i.e. the smallest value,

@@ -166,7 +166,7 @@ void sum_kernel(const Tensor& in, uint64_t mask, Acc* acc) {
   }
 }
 
-// float16/bfloat16 sum in float32 (then rounded back); complex sums its real pairs (issue 7).
+// float16/bfloat16 sum in float32 (then rounded back); complex sums its real pairs.
 std::optional<Tensor> sum_other_dtype(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                                       std::optional<ScalarType> dtype) {
   const ScalarType t = self.dtype();

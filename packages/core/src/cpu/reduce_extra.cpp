@@ -155,7 +155,7 @@ Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
 
 Tensor var_cpu(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
                bool keepdim) {
-  // Complex input (issue 7): the real result var(real) + var(imag), as PyTorch's E|x - mean|^2.
+  // Complex input: the real result var(real) + var(imag), as PyTorch's E|x - mean|^2.
   if (is_complex(self.dtype()))
     return op::add(var_cpu(op::real(self), dim, correction, keepdim),
                    var_cpu(op::imag(self), dim, correction, keepdim), 1);

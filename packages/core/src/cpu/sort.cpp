@@ -225,7 +225,7 @@ std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descen
   return {l.back(values), l.back(indices)};
 }
 
-// ---- sortvals: the values-only sort (_sort_values) ----
+// ---- the values-only sort (_sort_values) ----
 // The same keys as sort, sorted alone (no index payload: half the bytes moved
 // per radix pass for 4-byte types), then mapped back to values by the inverse
 // of sort_key. sort_key is one to one except on the zeros (-0.0 keyed as

@@ -1,4 +1,4 @@
-// Device-generic kernels of the complex views (issue 7): view_as_real,
+// Device-generic kernels of the complex views: view_as_real,
 // view_as_complex, real, imag. A complex element is two reals side by side,
 // so each is a TensorImpl of the other dtype over the same Storage with sizes,
 // strides and offset rescaled (element units of the new dtype); nothing is
