@@ -131,7 +131,6 @@ from flambeau_core.array_api import (  # noqa: E402,F401,I001
 
 from flambeau_core import linalg  # noqa: E402,I001  (flambeau.linalg; its torch.* spellings below)
 from flambeau_core import fft  # noqa: E402,F401,I001  (flambeau.fft)
-from flambeau_core import backends  # noqa: E402,F401,I001  (backends.cpu: the CPU kernels' settings)
 
 globals().update(linalg.TOP_LEVEL)
 for _name in linalg.METHODS:

@@ -185,4 +185,4 @@ def test_each_direct_kernel_with_and_without_skipping(kernel, skipping, cpu_sett
         b = r.standard_normal(co).astype(np.float32)
         y = fc.conv2d(fc.tensor(x), fc.tensor(wt), fc.tensor(b), s, p, d, g)
         ref = _torch_conv(x, wt, b, case)
-        np.testing.assert_allclose(npy(y), ref, rtol=2e-4, atol=2e-4, err_msg=repr(case))
+        np.testing.assert_allclose(to_numpy(y), ref, rtol=2e-4, atol=2e-4, err_msg=repr(case))

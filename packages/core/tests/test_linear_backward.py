@@ -219,4 +219,4 @@ def test_linear_backward_with_the_pool_off(cpu_settings):
     finally:
         fc.set_num_threads(old)
     for a, b in zip(got, (g @ w, g.T @ x, g.sum(0)), strict=True):
-        np.testing.assert_allclose(npy(a), b, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(to_numpy(a), b, rtol=1e-10, atol=1e-10)
