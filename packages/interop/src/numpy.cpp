@@ -306,8 +306,11 @@ Example:
 Raises RuntimeError for a tensor that requires grad unless ``force=True``.
 
 Example:
+    >>> t = flambeau_core.zeros(3)
     >>> a = t.numpy()
     >>> a[0] = 1.0   # also writes t[0]
+    >>> t.tolist()
+    [1.0, 0.0, 0.0]
 )");
 
   cls.def(

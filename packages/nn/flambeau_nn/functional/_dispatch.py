@@ -35,7 +35,7 @@ def boolean_dispatch(
     """A function that calls ``if_true`` or ``if_false`` by a boolean argument (by keyword, else position).
 
     Example:
-        >>> f = boolean_dispatch("twice", 1, False, lambda x, twice: 2 * x, lambda x, twice: x)
+        >>> f = boolean_dispatch("twice", 1, False, lambda x, twice=True: 2 * x, lambda x, twice=False: x)
         >>> f(3), f(3, True), f(3, twice=True)
         (3, 6, 6)
     """
