@@ -79,10 +79,11 @@ _nn.parallel = _distributed.parallel
 _sys.modules[f"{__name__}.nn.parallel"] = _distributed.parallel
 
 utils = _types.ModuleType(
-    f"{__name__}.utils", "flambeau.utils: data loading (flambeau.utils.data), activation checkpointing (.checkpoint)."
+    f"{__name__}.utils", "flambeau.utils: data loading (.data), checkpointing (.checkpoint), TensorBoard (.tensorboard)"
 )
 utils.data = _alias("utils.data", _data)
 utils.checkpoint = _alias("utils.checkpoint", _nn.utils.checkpoint)
+utils.tensorboard = _alias("utils.tensorboard", _importlib.import_module("flambeau._tensorboard"))
 _sys.modules[f"{__name__}.utils"] = utils
 
 no_grad = _autograd.no_grad
