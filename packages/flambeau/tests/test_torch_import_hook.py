@@ -38,6 +38,7 @@ NAMESPACES = [
     "torch.backends",
     "torch.serialization",
     "torch.utils.checkpoint",
+    "torch.utils.tensorboard",
     "torch.hub",
     "torch.onnx",
 ]
