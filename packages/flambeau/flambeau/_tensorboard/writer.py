@@ -34,25 +34,67 @@ class FileWriter:
         self.event_writer = EventFileWriter(str(log_dir), max_queue, flush_secs, filename_suffix)
 
     def get_logdir(self) -> str:
-        """The directory the event file is in."""
+        """The directory the event file is in.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import FileWriter
+            >>> w = FileWriter(tempfile.mkdtemp())
+            >>> w.get_logdir() == w.event_writer.log_dir
+            True
+            >>> w.close()
+        """
         return self.event_writer.log_dir
 
     def add_event(self, event: bytes, step: int | None = None, walltime: float | None = None) -> None:
-        """Adds one event (its ``wall_time`` and ``step`` are prepended here); ``event`` holds its other fields."""
+        """Adds one event: ``event`` is an Event message's bytes; ``wall_time`` and ``step`` are prepended here.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import FileWriter
+            >>> w = FileWriter(tempfile.mkdtemp())
+            >>> from flambeau._tensorboard import _proto
+            >>> w.add_event(_proto.bytes_field(3, "brain.Event:2"), step=0)
+            >>> w.close()
+        """
         head = _proto.event(time.time() if walltime is None else walltime, None if step is None else int(step))
         # Protobuf parsers merge repeated occurrences: fields appended after the head complete the message.
         self.event_writer.add_event(head + event)
 
     def add_summary(self, summary: bytes, global_step: int | None = None, walltime: float | None = None) -> None:
-        """Wraps a Summary message in an Event and adds it."""
+        """Wraps a Summary message (its bytes) in an Event and adds it.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import FileWriter
+            >>> w = FileWriter(tempfile.mkdtemp())
+            >>> from flambeau._tensorboard import _proto
+            >>> w.add_summary(_proto.summary(_proto.summary_value("x", simple_value=1.0)), global_step=3)
+            >>> w.close()
+        """
         self.add_event(_proto.bytes_field(5, summary), global_step, walltime)
 
     def flush(self) -> None:
-        """Writes the pending events to disk."""
+        """Writes the pending events to disk.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import FileWriter
+            >>> w = FileWriter(tempfile.mkdtemp())
+            >>> w.flush()
+            >>> w.close()
+        """
         self.event_writer.flush()
 
     def close(self) -> None:
-        """Flushes and closes the event file."""
+        """Flushes and closes the event file.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import FileWriter
+            >>> w = FileWriter(tempfile.mkdtemp())
+            >>> w.close()
+        """
         self.event_writer.close()
 
 
@@ -144,7 +186,17 @@ class SummaryWriter:
         return self.file_writer
 
     def get_logdir(self) -> str:
-        """The directory event files are written to."""
+        """The directory event files are written to.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import SummaryWriter
+            >>> w = SummaryWriter(tempfile.mkdtemp())
+            >>> w.add_scalar("a", 1.0, 0)
+            >>> w.get_logdir() == w.log_dir
+            True
+            >>> w.close()
+        """
         return self.log_dir
 
     def add_scalar(
@@ -406,14 +458,31 @@ class SummaryWriter:
         self._get_file_writer().add_event(_proto.bytes_field(4, graph))
 
     def flush(self) -> None:
-        """Writes every pending event to disk."""
+        """Writes every pending event to disk.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import SummaryWriter
+            >>> w = SummaryWriter(tempfile.mkdtemp())
+            >>> w.add_scalar("a", 1.0, 0)
+            >>> w.flush()
+            >>> w.close()
+        """
         if self.all_writers is None:
             return
         for writer in self.all_writers.values():
             writer.flush()
 
     def close(self) -> None:
-        """Flushes and closes the event files; a later ``add_*`` starts a new file."""
+        """Flushes and closes the event files; a later ``add_*`` starts a new file.
+
+        Example:
+            >>> import tempfile
+            >>> from flambeau.utils.tensorboard import SummaryWriter
+            >>> w = SummaryWriter(tempfile.mkdtemp())
+            >>> w.add_scalar("a", 1.0, 0)
+            >>> w.close()
+        """
         if self.all_writers is None:
             return
         for writer in self.all_writers.values():
