@@ -6,6 +6,7 @@ import io
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 
@@ -384,8 +385,42 @@ def test_event_file_name_and_version_event(tmp_path):
 def test_crc32c_known_answer():
     from flambeau._tensorboard import _events
 
-    assert _events.crc32c(b"123456789") == 0xE3069283
+    assert _events.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert _events.crc32c(b"") == 0
+
+
+def test_every_record_carries_tensorboards_checksums(tmp_path):
+    # TensorBoard's reader skips the checks: check the framing here against its checksum function.
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_scalar("a", 1.0, 0)
+        w.add_image("noise", rng.uniform(size=(3, 96, 96)).astype(np.float32), 0)  # a PNG of ~27 KiB
+        w.add_text("t", "x" * 100, 0)
+    (path,) = glob.glob(str(tmp_path / "events.out.tfevents.*"))
+    data = open(path, "rb").read()
+    offset, sizes = 0, []
+    while offset < len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        (header_crc,) = struct.unpack_from("<I", data, offset + 8)
+        (data_crc,) = struct.unpack_from("<I", data, offset + 12 + length)
+        assert header_crc == masked_crc32c(data[offset : offset + 8])
+        assert data_crc == masked_crc32c(data[offset + 12 : offset + 12 + length])
+        sizes.append(length)
+        offset += 16 + length
+    assert offset == len(data) and len(sizes) == 4 and max(sizes) > 8 * 1024
+
+
+@pytest.mark.parametrize("n", [8191, 8192, 8193, 70001, 1 << 20])
+def test_crc32c_of_long_data_lane_by_lane_equals_byte_by_byte(n):
+    from flambeau._tensorboard import _events
+
+    data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+    assert _events.crc32c(data) == _events._crc_bytes(0xFFFFFFFF, data) ^ 0xFFFFFFFF
+    # tensorboard's own (pure-Python) checksum agrees
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    assert _events.masked_crc32c(data) == masked_crc32c(data)
 
 
 def test_events_wait_in_the_queue_until_flush(tmp_path):
