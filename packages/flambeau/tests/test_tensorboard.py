@@ -339,6 +339,17 @@ def test_add_graph_module_tree_with_dataflow(tmp_path):
     assert "in_features=144, out_features=10" in nodes[f"{fc}/forward"].attr["attr"].s.decode()
 
 
+def test_add_graph_runs_in_eval_mode_and_restores_each_modules_mode(tmp_path):
+    model = Net()
+    model.fc.eval()  # a mixed state: the rest trains
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_graph(model, fb.randn(2, 1, 8, 8))
+    assert model.training and model.features[1].training and not model.fc.training
+    for key, value in model.state_dict().items():  # BatchNorm's running statistics untouched
+        assert fb.equal(value, before[key]), key
+
+
 def test_add_graph_without_input_shows_the_tree(tmp_path, capsys):
     model = fb.nn.Sequential(fb.nn.Linear(3, 5), fb.nn.ReLU())
     with SummaryWriter(str(tmp_path)) as w:

@@ -3,7 +3,7 @@
 Each module is a name scope (``Net/Sequential[features]/Conv2d[0]``, PyTorch's
 scope naming), holding one node per parameter and buffer (with its shape) and,
 for a leaf module, one node for its forward call, whose inputs are its
-parameters. Given an example input, the model runs once with forward hooks:
+parameters. Given an example input, the model runs once (eval mode, no_grad) with forward hooks:
 each leaf call's node gets the output shapes and edges from the node whose
 output it consumed (found by tensor identity; a tensor made by a functional op
 between two modules is attributed to the leaf module that ran last, the usual
@@ -120,6 +120,9 @@ def _trace(model: Any, input_to_model: Any, leaves: list, nodes: dict, add_call:
         return hook
 
     handles = [module.register_forward_hook(hook_for(scope)) for scope, module in leaves]
+    # In eval mode, as PyTorch traces: the run must not update BatchNorm's statistics or drop units.
+    training = [(m, m.training) for _, m in model.named_modules()]
+    model.train(False)
     try:
         import flambeau_autograd
 
@@ -130,6 +133,8 @@ def _trace(model: Any, input_to_model: Any, leaves: list, nodes: dict, add_call:
     finally:
         for handle in handles:
             handle.remove()
+        for module, mode in training:
+            module.training = mode
     for i, tensor in enumerate(_tensors(output)):
         source = producer.get(id(tensor), last[0])
         nodes[f"output/output.{i}"] = {

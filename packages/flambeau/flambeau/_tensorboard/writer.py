@@ -438,10 +438,11 @@ class SummaryWriter:
         tracer): one name scope per module (``Net/Sequential[features]/Conv2d[0]``)
         holding a node per parameter and buffer, with its shape, and a node for
         each leaf module's forward call. With ``input_to_model`` (a tensor or a
-        tuple of them) the model runs once under ``no_grad``: the calls get their
-        output shapes and the edges of the data flow between modules (a tensor
-        made by a functional op between two modules counts as the output of the
-        module that ran last). ``verbose`` prints the nodes;
+        tuple of them) the model runs once in eval mode under ``no_grad`` (each
+        module's mode restored after): the calls get their output shapes and
+        the edges of the data flow between modules (a tensor made by a
+        functional op between two modules counts as the output of the module
+        that ran last). ``verbose`` prints the nodes;
         ``use_strict_trace`` is accepted for PyTorch's signature.
 
         Example:
