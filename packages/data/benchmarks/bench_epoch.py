@@ -6,6 +6,11 @@ plain batched gather (``x[idx], y[idx]`` per batch of a shuffled order) in one
 process. Also the start-up (``iter(loader)`` to the first batch, 2 workers,
 fresh loader) and the first batch with 0 workers.
 
+The Dataset people write: a map-style class whose ``__getitem__`` returns
+``self.x[i], self.y[i]`` (60,000 1x28x28 float32 images, int64 labels), so
+the loader fetches sample by sample and collates; with 0 workers, 2 workers
+(started every epoch) and 2 persistent workers.
+
 Every measurement runs in a child process of its own that imports only its
 library (flambeau or torch; NumPy makes the data), one child per contestant
 per round, the order reversed every other round, so machine noise hits both
@@ -14,7 +19,9 @@ intra-op thread. The table gives min and median over all epochs of all rounds
 and the ratio of the medians. ``nox -s bench`` runs this after
 ``benchmarks/run.py``.
 
-    python packages/data/benchmarks/bench_epoch.py [--rounds 3] [--epochs 3]
+    python packages/data/benchmarks/bench_epoch.py [--rounds 3] [--epochs 3] [--only sample]
+
+``--only sample`` (or ``tensor``) runs only that dataset's rows.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import time
 
 N, FEATURES, BATCH = 60_000, 784, 128
 _MARK = "@@bench@@ "
+_SAMPLE_ROWS = ("s0", "s2", "s2p")  # the x[i], y[i] Dataset's rows
 
 
 def _data():
@@ -39,8 +47,24 @@ def _data():
     return x, y
 
 
+class SampleDataset:
+    """The usual map-style Dataset: one sample per ``__getitem__``, a view of each tensor."""
+
+    def __init__(self, x, y) -> None:
+        self.x, self.y = x, y
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
 def _child(lib: str, what: str, epochs: int) -> dict:
     x_np, y_np = _data()
+    sample = what in _SAMPLE_ROWS
+    if sample:
+        x_np = x_np.reshape(N, 1, 28, 28)
     if lib == "flambeau":
         import flambeau_core as fc
         import flambeau_data as fdata
@@ -49,12 +73,14 @@ def _child(lib: str, what: str, epochs: int) -> dict:
         ds = fdata.TensorDataset(x_np, y_np)
         x, y = ds.tensors
         make = fdata.DataLoader
+        if sample:
+            ds = SampleDataset(x, y)
     else:
         import torch
 
         torch.set_num_threads(1)
         x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
-        ds = torch.utils.data.TensorDataset(x, y)
+        ds = SampleDataset(x, y) if sample else torch.utils.data.TensorDataset(x, y)
         make = torch.utils.data.DataLoader
 
     if what == "gather":  # the bound: one process, x[idx] and y[idx] per batch of a shuffled order
@@ -87,8 +113,12 @@ def _child(lib: str, what: str, epochs: int) -> dict:
             times.append(time.perf_counter() - start)
             del it
         return {"first": times[1:]}
-    workers = int(what[1:])
-    loader = make(ds, batch_size=BATCH, shuffle=True, num_workers=workers, persistent_workers=workers > 0)
+    # "w2"/"s2p": persistent workers (started by the warm-up epoch); "s2": started every epoch.
+    workers = int(what[1:].rstrip("p"))
+    persistent = what.endswith("p") or what.startswith("w")
+    loader = make(
+        ds, batch_size=BATCH, shuffle=True, num_workers=workers, persistent_workers=persistent and workers > 0
+    )
     for _ in loader:  # warm-up (and worker start-up)
         pass
     times = []
@@ -119,6 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--only", choices=("tensor", "sample"), help="run only this dataset's rows")
     parser.add_argument("--child", nargs=2, metavar=("LIB", "WHAT"))
     args = parser.parse_args()
     if args.child:
@@ -131,7 +162,14 @@ def main() -> None:
         ("batched gather x[idx] (samples/s)", "gather", ("flambeau",)),
         ("start-up to 1st batch, 2 workers (ms)", "startup2", ("flambeau", "torch")),
         ("first batch, 0 workers (ms)", "first0", ("flambeau", "torch")),
+        ("x[i], y[i] Dataset, 0 workers (samples/s)", "s0", ("flambeau", "torch")),
+        ("x[i], y[i] Dataset, 2 workers (samples/s)", "s2", ("flambeau", "torch")),
+        ("x[i], y[i] Dataset, 2 persistent (samples/s)", "s2p", ("flambeau", "torch")),
     ]
+    if args.only == "sample":
+        rows = [r for r in rows if r[1] in (*_SAMPLE_ROWS, "gather")]
+    elif args.only == "tensor":
+        rows = [r for r in rows if r[1] not in _SAMPLE_ROWS]
     results: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):
         for _, what, libs in rows:
@@ -142,8 +180,11 @@ def main() -> None:
     def rate(ts: list[float]) -> tuple[float, float]:
         return N / min(ts), N / statistics.median(ts)
 
-    print(f"DataLoader epoch: {N} x {FEATURES} float32 TensorDataset, batch {BATCH}, shuffle; {args.rounds} rounds")
-    print(f"{'':40} {'flambeau min/median':>24} {'torch min/median':>24} {'ratio':>7}")
+    print(
+        f"DataLoader epoch: {N} x {FEATURES} float32 (TensorDataset; 1x28x28 for the x[i], y[i] Dataset), "
+        f"batch {BATCH}, shuffle; {args.rounds} rounds"
+    )
+    print(f"{'':46} {'flambeau min/median':>24} {'torch min/median':>24} {'ratio':>7}")
     for title, what, _ in rows:
         fb = results[(what, "flambeau")]
         th = results.get((what, "torch"))
@@ -155,10 +196,12 @@ def main() -> None:
             f = "{:,.0f} / {:,.0f}".format(*rate(fb))
             t = "{:,.0f} / {:,.0f}".format(*rate(th)) if th else "-"
             ratio = f"{statistics.median(th) / statistics.median(fb):.2f}x" if th else ""
-        print(f"{title:40} {f:>24} {t:>24} {ratio:>7}")
+        print(f"{title:46} {f:>24} {t:>24} {ratio:>7}")
     bound = statistics.median(results[("gather", "flambeau")])
-    w2 = statistics.median(results[("w2", "flambeau")])
-    print(f"2 workers vs the batched gather: {w2 / bound:.2f}x its epoch time (target <= 2)")
+    for what, name in (("w2", "2 workers"), ("s0", "x[i], y[i] Dataset, 0 workers")):
+        if (what, "flambeau") in results:
+            med = statistics.median(results[(what, "flambeau")])
+            print(f"{name} vs the batched gather: {med / bound:.2f}x its epoch time")
     print("ratio: torch median time / flambeau median time (> 1: flambeau faster)")
 
 

@@ -41,6 +41,21 @@ _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dict
 
 
 def _collate_tensor(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tensor:
+    types = set(map(type, batch))
+    if len(types) == 1 and fc.Tensor in types:
+        out = _cat_samples(batch)
+        if out is not None:
+            return out
+        try:
+            return fc.stack(list(batch), 0)  # checks the shapes itself: no Python loop per sample
+        except RuntimeError:
+            _check_equal_shapes(batch)  # PyTorch's message where the shapes differ
+            raise
+    _check_equal_shapes(batch)
+    return fc.stack(list(batch), 0)
+
+
+def _check_equal_shapes(batch: list[Any]) -> None:
     shape = batch[0].shape
     for t in batch:
         if not isinstance(t, fc.Tensor) or t.shape != shape:
@@ -49,7 +64,36 @@ def _collate_tensor(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tenso
                 f"[default_collate] stack expects each tensor to be equal size, but got shapes {shapes} "
                 "(one per sample of the batch, in order)"
             )
-    return fc.stack(list(batch), 0)
+
+
+def _cat_samples(batch: list[Any]) -> fc.Tensor | None:
+    """``stack(batch, 0)`` of exact ``Tensor`` samples as one ``cat``, or None where that does not apply.
+
+    Note [Collate by cat]: a batch of the usual map-style Dataset is many small
+    views (``x[i]``), and ``stack`` makes one more view per sample
+    (``unsqueeze``) before its ``cat``: half the collate time. Samples of one
+    shape ``(s0, ...)`` with at least one dim, concatenated along dim 0, give
+    the ``(n * s0, ...)`` rows of the stacked batch in the same order, so a view
+    of ``cat``'s (fresh, contiguous) result as ``(n, s0, ...)`` is the stack:
+    same values, dtype (``cat`` promotes as ``stack``), device checks, and a copy
+    that never aliases the dataset. ``cat`` itself checks every dim but dim 0, so
+    the only per-sample check left here is ``len`` (C loops, no Python loop per
+    sample). Anything else gives None and the caller stacks: 0-d samples,
+    unequal shapes (for the error message), anything ``cat`` refuses, and a
+    result that requires grad (so autograd records ``stack``, as before).
+    """
+    shape = batch[0].shape
+    if not shape:
+        return None
+    try:
+        if len(set(map(len, batch))) != 1:
+            return None
+        out = fc.cat(batch, 0)
+    except (TypeError, RuntimeError):  # a 0-d sample has no len; cat's own refusals (FlambeauError)
+        return None
+    if out.requires_grad:
+        return None
+    return out.view((len(batch), *shape))
 
 
 def _collate_numpy_array(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tensor:
@@ -147,8 +191,7 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     if _is_namedtuple(elem):
         return elem_type(*(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch, strict=False)))
     if isinstance(elem, collections.abc.Sequence):
-        elem_size = len(elem)
-        if not all(len(e) == elem_size for e in batch):
+        if len(set(map(len, batch))) != 1:
             raise FlambeauError(
                 f"[default_collate] each element in list of batch should be of equal size, got sizes "
                 f"{sorted({len(e) for e in batch})}"

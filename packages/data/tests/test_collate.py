@@ -82,3 +82,108 @@ def test_collate_custom_map():
     fn_map = dict(data.default_collate_fn_map)
     fn_map[Box] = lambda batch, *, collate_fn_map=None: sum(b.v for b in batch)
     assert data.collate([(Box(1), 2), (Box(3), 4)], collate_fn_map=fn_map)[0] == 4
+
+
+def _views_batches(lib):
+    """Batches of views of dataset tensors (``x[i]`` and the like), built alike from NumPy with either library."""
+    rng = np.random.default_rng(3)
+    images = rng.standard_normal((10, 1, 4, 4)).astype(np.float32)
+    rows = rng.standard_normal((10, 3)).astype(np.float32)
+    labels = rng.integers(0, 10, size=10).astype(np.int64)
+    as_t = fc.tensor if lib == "fb" else torch.tensor
+    x, r, y = as_t(images), as_t(rows), as_t(labels)
+    other = as_t(rng.standard_normal((4, 3)).astype(np.float32))
+    order = [7, 2, 2, 9, 0]
+    return {
+        # The usual map-style Dataset: views of one base tensor with a common stride.
+        "image_views": [x[i] for i in order],
+        "image_label_pairs": [(x[i], y[i]) for i in order],
+        "dict_samples": [{"x": r[i], "y": y[i]} for i in order],
+        "namedtuple_samples": [Point(r[i], y[i]) for i in order],
+        # Not one base, not one stride, not contiguous: still the stack.
+        "two_bases": [r[0], other[1], r[2], other[3]],
+        "columns": [r.t()[j] for j in (2, 0, 1)],
+        "strided_rows": [r[::2][i] for i in (4, 1, 3)],
+        "slices": [r[i : i + 2] for i in (0, 5, 8)],
+        "mixed_dtypes": [r[0], r[1].double(), r[2]],
+        "ints_and_floats": [y[0:2], y[2:4].float()],
+        "bools": [r[i] > 0 for i in range(3)],
+        "empty_rows": [r[i, :0] for i in range(3)],
+        "labels_0d": [y[i] for i in order],
+        "one_sample": [x[3]],
+    }
+
+
+@pytest.mark.parametrize("case", list(_views_batches("fb")))
+def test_collate_of_views_matches_pytorch(case):
+    ours = data.default_collate(_views_batches("fb")[case])
+    theirs = torch_collate(_views_batches("torch")[case])
+    assert to_py(ours) == to_py(theirs)
+
+
+def test_collate_copies_the_samples():
+    x = fc.arange(24, dtype=fc.float32).view(4, 2, 3)
+    batch = data.default_collate([x[i] for i in (3, 1)])
+    assert batch._storage_id != x._storage_id
+    batch.add_(100)  # writing to the batch leaves the dataset as it was
+    assert x.tolist() == fc.arange(24, dtype=fc.float32).view(4, 2, 3).tolist()
+    assert batch.tolist() == (x[fc.tensor([3, 1])] + 100).tolist()
+
+
+def test_collate_unequal_first_dims_error_like_pytorch():
+    # 2 + 1 + 3 rows: as many rows as three samples of 2, so only a per-sample check can tell.
+    r = fc.arange(18, dtype=fc.float32).view(6, 3)
+    samples = [r[0:2], r[2:3], r[3:6]]
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size") as ours:
+        data.default_collate(samples)
+    assert "[(2, 3), (1, 3), (3, 3)]" in str(ours.value)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        torch_collate([torch.zeros(2, 3), torch.zeros(1, 3), torch.zeros(3, 3)])
+    # Equal dim 0, another dim differs; and a 0-d sample among 1-d ones.
+    for bad in ([r[0], r[1, :2]], [r[0, :2].view(1, 2), r[1].view(3, 1)], [r[0], r[1, 0]], [r[0, 0], r[1]]):
+        with pytest.raises(RuntimeError, match=r"\[default_collate\] stack expects each tensor to be equal size"):
+            data.default_collate(bad)
+
+
+def test_collate_of_a_tensor_and_a_non_tensor_errors():
+    with pytest.raises(RuntimeError, match=r"shapes \[\(2,\), 'int'\]"):
+        data.default_collate([fc.zeros(2), 3])
+
+
+def test_collate_refusals_of_cat_come_from_stack():
+    # A device cat cannot mix: the general path (stack) raises, as without the cat path.
+    meta = fc.empty(2, device="meta")
+    with pytest.raises(RuntimeError) as got:
+        data.default_collate([fc.zeros(2), meta])
+    with pytest.raises(type(got.value)) as stacked:
+        fc.stack([fc.zeros(2), meta], 0)
+    assert str(got.value) == str(stacked.value)
+
+
+def test_collate_of_samples_requiring_grad_records_stack():
+    pytest.importorskip("flambeau_autograd")  # gradients live in flambeau-autograd, not a dependency of data
+    w_np = np.arange(12, dtype=np.float32).reshape(4, 3)
+    w = fc.tensor(w_np).requires_grad_()
+    tw = torch.tensor(w_np, requires_grad=True)
+    ours = data.default_collate([w[i] * (i + 1) for i in (2, 0, 3)])
+    theirs = torch_collate([tw[i] * (i + 1) for i in (2, 0, 3)])
+    assert ours.requires_grad and not ours._is_view
+    assert to_py(ours.detach()) == to_py(theirs.detach())
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert w.grad.tolist() == tw.grad.tolist()
+
+
+def test_collate_stacks_only_where_one_cat_cannot_stand_for_it(monkeypatch):
+    stacked = []
+    real_stack = fc.stack
+    monkeypatch.setattr(fc, "stack", lambda ts, dim=0: stacked.append(len(ts)) or real_stack(ts, dim))
+    r = fc.arange(12, dtype=fc.float32).view(4, 3)
+    batch = data.default_collate([(r[i], r[i, 0]) for i in (1, 3)])
+    assert stacked == [2]  # the 0-d field only: the rows are one cat
+    tr = torch.arange(12.0).view(4, 3)
+    assert to_py(batch) == to_py(torch_collate([(tr[i], tr[i, 0]) for i in (1, 3)]))
+    stacked.clear()
+    data.default_collate([r[i] for i in range(4)] + [r[0] > 0])  # cat would promote; stack does the same
+    data.default_collate([r[0], fc.arange(3, dtype=fc.float32)])  # two bases
+    assert stacked == []

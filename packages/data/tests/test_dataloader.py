@@ -322,3 +322,75 @@ def test_fork_after_the_parent_used_its_thread_pools(no_leaks):
     batches = list(DataLoader(_Compute(), batch_size=4, num_workers=2, timeout=30))
     expected = [[128 * (i * i * 128.0 + 1)] * 128 for i in range(16)]
     assert [row for b in batches for row in b.tolist()] == expected
+
+
+class SampleDataset:
+    """The usual map-style Dataset: ``__getitem__`` returns views of the dataset's tensors, one sample at a time."""
+
+    def __init__(self, x, y, form="tuple"):
+        self.x, self.y, self.form = x, y, form
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if self.form == "dict":
+            return {"image": self.x[i], "label": self.y[i]}
+        return self.x[i], self.y[i]
+
+
+def _sample_datasets(form):
+    """The same SampleDataset over flambeau tensors and over torch tensors (1x4x4 float32 images, int64 labels)."""
+    import torch
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((37, 1, 4, 4)).astype(np.float32)
+    y = rng.integers(0, 10, size=37).astype(np.int64)
+    return SampleDataset(fc.tensor(x), fc.tensor(y), form), SampleDataset(torch.tensor(x), torch.tensor(y), form)
+
+
+@pytest.mark.parametrize("form", ["tuple", "dict"])
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_sample_by_sample_dataset_matches_torch_dataloader(no_leaks, form, workers, persistent):
+    import torch
+
+    ours_ds, torch_ds = _sample_datasets(form)
+    order = list(np.random.default_rng(9).permutation(37))  # one shuffled order given to both as the sampler
+    kwargs = dict(batch_size=8, sampler=order, num_workers=workers, persistent_workers=persistent)
+    ours = DataLoader(ours_ds, **kwargs)
+    theirs = torch.utils.data.DataLoader(torch_ds, **kwargs)
+    for _ in range(2 if persistent else 1):
+        got = [to_py(b) for b in ours]
+        want = [to_py(b) for b in theirs]
+        assert got == want
+    assert type(next(iter(ours))) is (list if form == "tuple" else dict)
+
+
+def test_sample_by_sample_batches_do_not_alias_the_dataset(no_leaks):
+    ours_ds, _ = _sample_datasets("tuple")
+    before = ours_ds.x.tolist()
+    for workers in (0, 2):
+        for xb, yb in DataLoader(ours_ds, batch_size=8, num_workers=workers):
+            assert xb._storage_id != ours_ds.x._storage_id and yb._storage_id != ours_ds.y._storage_id
+            xb.fill_(0)
+    assert ours_ds.x.tolist() == before
+
+
+def test_sample_by_sample_batches_pinned(no_leaks):
+    from test_pin_memory_threads import Pinned
+
+    ours_ds, torch_ds = _sample_datasets("tuple")
+    pinned = Pinned()
+    data.set_pin_memory_allocator(pinned)
+    try:
+        got = [
+            (xb._allocator, yb._allocator, to_py([xb, yb]))
+            for xb, yb in DataLoader(ours_ds, batch_size=8, pin_memory=True)
+        ]
+    finally:
+        data.set_pin_memory_allocator(None)
+    import torch
+
+    want = [to_py(b) for b in torch.utils.data.DataLoader(torch_ds, batch_size=8)]
+    assert [g[2] for g in got] == want
+    assert {g[0] for g in got} == {g[1] for g in got} == {"Pinned"}
