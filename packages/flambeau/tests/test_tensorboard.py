@@ -297,6 +297,62 @@ def test_add_hparams_stores_a_bool_as_a_bool(tmp_path):
     assert [m.name.tag for m in experiment.metric_infos] == ["m"]
 
 
+# --- pr curves, embeddings ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_thresholds, weighted", [(127, False), (11, True), (300, False)])
+def test_add_pr_curve_matches_torch(tmp_path, num_thresholds, weighted):
+    labels = rng.integers(0, 2, 200)
+    predictions = rng.uniform(0, 1, 200).astype(np.float32)
+    predictions[:3] = [0.0, 1.0, 0.5]
+    weights = rng.uniform(0.5, 2.0, 200) if weighted else None
+
+    def calls(w, lib):
+        w.add_pr_curve("pr", lib.from_numpy(labels), lib.from_numpy(predictions), 7, num_thresholds, weights)
+
+    fb_dir, torch_dir = both(tmp_path, calls)
+    (tag, step, got), (_, _, want) = values(fb_dir)[0], values(torch_dir)[0]
+    assert (tag, step) == ("pr", 7)
+    assert got.metadata == want.metadata and got.metadata.plugin_data.plugin_name == "pr_curves"
+    assert got.tensor.tensor_shape == want.tensor.tensor_shape
+    assert [d.size for d in got.tensor.tensor_shape.dim] == [6, min(num_thresholds, 127)]
+    np.testing.assert_allclose(got.tensor.float_val, want.tensor.float_val, rtol=1e-6)
+    acc = EventAccumulator(str(fb_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert acc.Tensors("pr")[0].step == 7
+
+
+def projector_config(log_dir):
+    from google.protobuf import text_format
+    from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+
+    return text_format.Parse((log_dir / "projector_config.pbtxt").read_text(), ProjectorConfig())
+
+
+def test_add_embedding_files_match_torch(tmp_path):
+    mat = rng.standard_normal((10, 4)).astype(np.float32)
+    images = rng.uniform(0, 1, (10, 3, 6, 6)).astype(np.float32)
+    table = [[str(i), i % 3] for i in range(10)]
+
+    def calls(w, lib):
+        w.add_embedding(lib.from_numpy(mat), metadata=list("abcdefghij"), label_img=lib.from_numpy(images))
+        w.add_embedding(mat, metadata=table, metadata_header=["name", "class"], global_step=3, tag="a/b 'c'")
+        w.add_embedding(lib.from_numpy(mat[:, :2]), tag="bare", global_step=4)
+
+    fb_dir, torch_dir = both(tmp_path, calls)
+    assert projector_config(fb_dir) == projector_config(torch_dir)
+    for sub in ("00000/default", "00003/a%2fb 'c'", "00004/bare"):
+        names = sorted(os.listdir(fb_dir / sub))
+        assert names == sorted(os.listdir(torch_dir / sub))
+        for name in names:
+            if name == "sprite.png":
+                mine, theirs = Image.open(fb_dir / sub / name), Image.open(torch_dir / sub / name)
+                assert mine.size == theirs.size == (24, 24)
+                np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+            else:
+                assert (fb_dir / sub / name).read_text() == (torch_dir / sub / name).read_text(), name
+
+
 # --- graph -----------------------------------------------------------------------------------------
 
 
@@ -568,7 +624,18 @@ def test_bad_values_are_clear_errors(tmp_path):
             w.add_graph(fb.nn.Linear(3, 2), fb.randn(1, 4))
         with pytest.raises(TypeError, match=r"^\[SummaryWriter.add_figure\] expected a matplotlib Figure"):
             w.add_figure("f", np.zeros((3, 3)))
+        with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_pr_curve\] predictions must lie in \[0, 1\]"):
+            w.add_pr_curve("pr", np.array([0, 1]), np.array([0.5, 1.5]))
+        with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_pr_curve\] labels and predictions must"):
+            w.add_pr_curve("pr", np.array([0, 1, 1]), np.array([0.5, 0.5]))
+        with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_embedding\] mat must be 2-D"):
+            w.add_embedding(fb.randn(3, 2, 2))
+        with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_embedding\] metadata has 2 labels for 3"):
+            w.add_embedding(fb.randn(3, 2), metadata=["a", "b"])
+        with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_embedding\] label_img must be N.C.H.W"):
+            w.add_embedding(fb.randn(3, 2), label_img=fb.rand(3, 2, 4, 4))
     assert values(tmp_path) == []  # nothing half-written
+    assert sorted(os.listdir(tmp_path))[0].startswith("events.out") and len(os.listdir(tmp_path)) == 1
 
 
 def test_add_figure_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):

@@ -62,6 +62,10 @@ def packed_doubles(field: int, values: Iterable[float]) -> bytes:
     return bytes_field(field, np.asarray(list(values), dtype="<f8").tobytes())
 
 
+def packed_floats(field: int, values: np.ndarray) -> bytes:
+    return bytes_field(field, np.ascontiguousarray(values, dtype="<f4").tobytes())
+
+
 def event(
     wall_time: float,
     step: int | None = None,
@@ -159,6 +163,11 @@ def scalar_tensor(value: float, double_precision: bool) -> bytes:
     if double_precision:
         return varint_field(1, DT_DOUBLE) + bytes_field(6, struct.pack("<d", value))
     return varint_field(1, DT_FLOAT) + bytes_field(5, struct.pack("<f", value))
+
+
+def float_tensor(array: np.ndarray) -> bytes:
+    """A tensorboard.TensorProto of DT_FLOAT holding ``array`` (any shape) in ``float_val``."""
+    return varint_field(1, DT_FLOAT) + bytes_field(2, tensor_shape(array.shape)) + packed_floats(5, array.reshape(-1))
 
 
 def string_tensor(strings: Sequence[bytes]) -> bytes:

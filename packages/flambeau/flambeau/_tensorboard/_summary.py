@@ -219,6 +219,42 @@ def text(tag: str, text_string: str) -> bytes:
     return _proto.summary(_proto.summary_value(tag + "/text_summary", tensor=tensor, metadata=metadata))
 
 
+def pr_curve(tag: str, labels: Any, predictions: Any, num_thresholds: int, weights: Any) -> bytes:
+    """The pr_curves plugin's 6 × num_thresholds tensor: TP, FP, TN, FN, precision, recall per threshold.
+
+    Threshold i is i / (num_thresholds - 1): a prediction counts as positive at
+    every threshold at or below it (TensorBoard's pr_curve summary).
+    """
+    where = "SummaryWriter.add_pr_curve"
+    labels = to_numpy(labels, where).reshape(-1)
+    predictions = to_numpy(predictions, where).astype(np.float64).reshape(-1)
+    if labels.shape != predictions.shape:
+        raise FlambeauError(
+            f"[{where}] labels and predictions must have as many elements, got {labels.size} and {predictions.size}"
+        )
+    if not ((predictions >= 0) & (predictions <= 1)).all():  # NaN fails too
+        raise FlambeauError(
+            f"[{where}] predictions must lie in [0, 1], got values in [{predictions.min()}, {predictions.max()}]"
+        )
+    if not isinstance(num_thresholds, int) or num_thresholds < 2:
+        raise FlambeauError(f"[{where}] num_thresholds must be an int of at least 2, got {num_thresholds!r}")
+    num_thresholds = min(num_thresholds, 127)  # PyTorch's cap
+    weight = 1.0 if weights is None else to_numpy(weights, where).astype(np.float64).reshape(-1)
+    positive = labels.astype(bool).astype(np.float64) * weight
+    negative = (1.0 - labels.astype(bool).astype(np.float64)) * weight
+    buckets = np.floor(predictions * (num_thresholds - 1)).astype(np.int64)
+    tp = np.bincount(buckets, weights=np.broadcast_to(positive, buckets.shape), minlength=num_thresholds)
+    fp = np.bincount(buckets, weights=np.broadcast_to(negative, buckets.shape), minlength=num_thresholds)
+    tp, fp = np.cumsum(tp[::-1])[::-1], np.cumsum(fp[::-1])[::-1]  # counts at or above each threshold
+    tn, fn = fp[0] - fp, tp[0] - tp
+    precision = tp / np.maximum(1e-7, tp + fp)
+    recall = tp / np.maximum(1e-7, tp + fn)
+    data = np.stack([tp, fp, tn, fn, precision, recall])
+    content = _proto.varint_field(2, num_thresholds)  # PrCurvePluginData(version=0, num_thresholds)
+    metadata = _proto.plugin_metadata("pr_curves", content)
+    return _proto.summary(_proto.summary_value(tag, tensor=_proto.float_tensor(data), metadata=metadata))
+
+
 _HPARAMS_PLUGIN = "hparams"
 
 

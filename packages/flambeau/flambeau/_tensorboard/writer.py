@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from flambeau_core import FlambeauError
 
-from . import _graph, _proto, _summary
+from . import _graph, _projector, _proto, _summary
 from ._events import EventFileWriter
 
 __all__ = ["FileWriter", "SummaryWriter"]
@@ -168,6 +168,7 @@ class SummaryWriter:
         self.filename_suffix = filename_suffix
         self.file_writer: FileWriter | None = None
         self.all_writers: dict[str, FileWriter] | None = None
+        self._projector_entries: list[str] = []  # projector_config.pbtxt is rewritten whole on each add_embedding
         self._get_file_writer()
         self.default_bins = _summary.default_bins()
 
@@ -390,6 +391,71 @@ class SummaryWriter:
         where = "SummaryWriter.add_text"
         _check_tag(tag, where)
         self._get_file_writer().add_summary(_summary.text(tag, text_string), _step(global_step, where), walltime)
+
+    def add_pr_curve(
+        self,
+        tag: str,
+        labels: Any,
+        predictions: Any,
+        global_step: int | None = None,
+        num_thresholds: int = 127,
+        weights: Any = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Logs a precision-recall curve: ``labels`` (true/false per point), ``predictions`` (probabilities in [0, 1]).
+
+        ``num_thresholds`` (at most 127, as in PyTorch) evenly spaced thresholds;
+        ``weights`` weighs each point.
+
+        Example:
+            >>> import tempfile
+            >>> import flambeau as fb
+            >>> from flambeau.utils.tensorboard import SummaryWriter
+            >>> with SummaryWriter(tempfile.mkdtemp()) as w:
+            ...     w.add_pr_curve("pr", fb.randint(0, 2, (100,)), fb.rand(100), 0)
+        """
+        where = "SummaryWriter.add_pr_curve"
+        _check_tag(tag, where)
+        summary = _summary.pr_curve(tag, labels, predictions, num_thresholds, weights)
+        self._get_file_writer().add_summary(summary, _step(global_step, where), walltime)
+
+    def add_embedding(
+        self,
+        mat: Any,
+        metadata: Sequence[Any] | None = None,
+        label_img: Any = None,
+        global_step: int | None = None,
+        tag: str = "default",
+        metadata_header: Sequence[Any] | None = None,
+    ) -> None:
+        """Logs points (the rows of ``mat``, N × D) for TensorBoard's PROJECTOR tab.
+
+        ``metadata``: a label per point (or, with ``metadata_header``, a row of
+        columns per point); ``label_img``: an N×C×H×W image per point (C = 1 or 3),
+        drawn into a sprite. Files go to ``<log_dir>/<step:05d>/<tag>/`` and
+        ``<log_dir>/projector_config.pbtxt`` lists every embedding of this writer.
+
+        Example:
+            >>> import tempfile
+            >>> import flambeau as fb
+            >>> from flambeau.utils.tensorboard import SummaryWriter
+            >>> with SummaryWriter(tempfile.mkdtemp()) as w:
+            ...     w.add_embedding(fb.randn(10, 4), metadata=list("abcdefghij"), label_img=fb.rand(10, 1, 8, 8))
+        """
+        where = "SummaryWriter.add_embedding"
+        _check_tag(tag, where)
+        array = _summary.to_numpy(mat, where)
+        step = str(0 if global_step is None else _step(global_step, where)).zfill(5)
+        subdir = f"{step}/{_projector.encode_tag(tag)}"
+        log_dir = self._get_file_writer().get_logdir()
+        save_path = os.path.join(log_dir, subdir)
+        if os.path.exists(save_path) and not os.path.isdir(save_path):
+            raise NotADirectoryError(f"[{where}] {save_path} exists and is a file, not a directory")
+        sprite_dim = _projector.write_embedding(save_path, array, metadata, label_img, metadata_header)
+        entry = _projector.embedding_info(tag, step, subdir, metadata is not None, sprite_dim)
+        self._projector_entries.append(entry)
+        with open(os.path.join(log_dir, "projector_config.pbtxt"), "w", encoding="utf-8") as f:
+            f.write("".join(self._projector_entries))
 
     def add_hparams(
         self,
