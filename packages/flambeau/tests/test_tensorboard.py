@@ -612,6 +612,10 @@ def test_bad_values_are_clear_errors(tmp_path):
             w.add_histogram("h", np.array([5.0, 6.0]), bins=[0.0, 1.0])
         with pytest.raises(TypeError, match=r"^\[SummaryWriter.add_hparams\] hparam_dict\['opt'\] must be a bool"):
             w.add_hparams({"opt": object()}, {})
+        with pytest.raises(
+            TypeError, match=r"^\[SummaryWriter.add_hparams\] the keys of metric_dict must be str, got int"
+        ):
+            w.add_hparams({"lr": 0.1}, {5: 1.0})
         with pytest.raises(TypeError, match=r"^\[SummaryWriter.add_hparams\] expected hparam_dict and metric_dict"):
             w.add_hparams([("lr", 0.1)], {})
         with pytest.raises(TypeError, match=r"^\[SummaryWriter.add_hparams\] hparam_domain_discrete\['lr'\]"):

@@ -54,7 +54,12 @@ def float_field(field: int, value: float) -> bytes:
 
 
 def bytes_field(field: int, value: bytes | str) -> bytes:
-    data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:  # bytes(5) would be five zero bytes, not an error
+        raise TypeError(f"[SummaryWriter] expected a str or bytes field, got {type(value).__name__} {value!r:.40}")
     return _key(field, _LEN) + _varint(len(data)) + data
 
 

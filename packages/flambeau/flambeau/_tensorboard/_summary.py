@@ -267,6 +267,10 @@ def hparams(
 ) -> tuple[bytes, bytes, bytes]:
     """The hparams plugin's experiment, session-start and session-end summaries."""
     where = "SummaryWriter.add_hparams"
+    for kind, names in (("hparam_dict", hparam_dict), ("metric_dict", metric_dict)):
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"[{where}] the keys of {kind} must be str, got {type(name).__name__} {name!r}")
     domains = {} if domains is None else domains
     if not isinstance(domains, Mapping):
         raise TypeError(f"[{where}] hparam_domain_discrete must be a dict, got {type(domains).__name__}")
