@@ -171,18 +171,20 @@ IMAGE_CASES = [
     ("add_images", (10, 3, 5, 6), np.float32, "NCHW"),
     ("add_images", (3, 5, 6, 1), np.uint8, "NHWC"),
     ("add_image", (2, 3, 4, 4), np.float32, "NCHW"),
+    ("add_image", (5, 6), np.bool_, "HW"),
+    ("add_image", (3, 5, 6), np.int64, "CHW"),
 ]
 
 
 @pytest.mark.parametrize("method, shape, dtype, dataformats", IMAGE_CASES)
 def test_images_decode_to_torchs_pixels(tmp_path, method, shape, dtype, dataformats):
-    if dtype == np.uint8:
-        data = rng.integers(0, 256, shape).astype(np.uint8)
+    if dtype in (np.uint8, np.int64, np.bool_):
+        data = rng.integers(0, 256 if dtype != np.bool_ else 2, shape).astype(dtype)
     else:  # some values outside 0..1 check the clipping
         data = rng.uniform(-0.1, 1.1, shape).astype(dtype)
 
     def calls(w, lib):
-        image = lib.from_numpy(data) if data.dtype != np.uint8 or lib is fb else torch.from_numpy(data)
+        image = lib.from_numpy(data)
         getattr(w, method)("picture", image, 2, dataformats=dataformats)
 
     fb_dir, torch_dir = both(tmp_path, calls)
@@ -594,6 +596,10 @@ def test_bad_values_are_clear_errors(tmp_path):
             w.add_scalar("x", "1.0", 0)
         with pytest.raises(TypeError, match=r"^\[SummaryWriter.add_scalar\] expected tag to be a str, got int"):
             w.add_scalar(3, 1.0)
+        with pytest.raises(
+            TypeError, match=r"^\[SummaryWriter.add_image\] expected an image of bool, integer or float"
+        ):
+            w.add_image("img", np.zeros((3, 4, 4), np.complex64))
         with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_image\] dataformats 'CWX' is not valid"):
             w.add_image("img", fb.rand(3, 4, 4), dataformats="CWX")
         with pytest.raises(fb.FlambeauError, match=r"^\[SummaryWriter.add_image\] an image of shape \(4, 4\) .* 'CHW'"):

@@ -178,10 +178,10 @@ def encode_png(image: np.ndarray) -> bytes:
 
 def image(tag: str, img: Any, dataformats: str, where: str) -> bytes:
     array = to_numpy(img, where)
-    if array.dtype == np.bool_ or not (
-        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    if not (
+        array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
     ):
-        raise TypeError(f"[{where}] expected an image of integer or floating dtype, got {array.dtype}")
+        raise TypeError(f"[{where}] expected an image of bool, integer or floating dtype, got {array.dtype}")
     hwc = to_hwc(array, dataformats, where)
     if hwc.shape[0] == 0 or hwc.shape[1] == 0:
         raise FlambeauError(f"[{where}] the image is empty: shape {tuple(array.shape)}")
