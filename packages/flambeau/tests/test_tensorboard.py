@@ -451,6 +451,19 @@ def test_event_file_name_and_version_event(tmp_path):
     assert first.file_version == "brain.Event:2"
 
 
+def test_file_writer_takes_tensorboards_protobuf_messages(tmp_path):
+    from flambeau.utils.tensorboard import FileWriter
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    w = FileWriter(str(tmp_path))
+    w.add_summary(summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="s", simple_value=2.5)]), 4, 10.0)
+    w.add_event(event_pb2.Event(file_version="custom"), step=5)
+    w.close()
+    summary_event, custom = events(tmp_path)[1:]
+    assert (summary_event.step, summary_event.wall_time, summary_event.summary.value[0].simple_value) == (4, 10.0, 2.5)
+    assert (custom.step, custom.file_version) == (5, "custom")
+
+
 def test_crc32c_known_answer():
     from flambeau._tensorboard import _events
 

@@ -18,6 +18,11 @@ from ._events import EventFileWriter
 __all__ = ["FileWriter", "SummaryWriter"]
 
 
+def _serialized(message: Any) -> bytes:
+    """A message's wire bytes: as given, or a protobuf object's (tensorboard's event_pb2/summary_pb2)."""
+    return message.SerializeToString() if hasattr(message, "SerializeToString") else message
+
+
 class FileWriter:
     """Writes Event messages to a new event file in ``log_dir`` (the layer beneath SummaryWriter).
 
@@ -47,7 +52,7 @@ class FileWriter:
         return self.event_writer.log_dir
 
     def add_event(self, event: bytes, step: int | None = None, walltime: float | None = None) -> None:
-        """Adds one event: ``event`` is an Event message's bytes; ``wall_time`` and ``step`` are prepended here.
+        """Adds one event: an Event message (its bytes, or a tensorboard protobuf); sets its wall_time and step.
 
         Example:
             >>> import tempfile
@@ -57,12 +62,13 @@ class FileWriter:
             >>> w.add_event(_proto.bytes_field(3, "brain.Event:2"), step=0)
             >>> w.close()
         """
+        event = _serialized(event)
         head = _proto.event(time.time() if walltime is None else walltime, None if step is None else int(step))
         # Protobuf parsers merge repeated occurrences: fields appended after the head complete the message.
         self.event_writer.add_event(head + event)
 
     def add_summary(self, summary: bytes, global_step: int | None = None, walltime: float | None = None) -> None:
-        """Wraps a Summary message (its bytes) in an Event and adds it.
+        """Wraps a Summary message (its bytes, or a tensorboard protobuf) in an Event and adds it.
 
         Example:
             >>> import tempfile
@@ -72,7 +78,7 @@ class FileWriter:
             >>> w.add_summary(_proto.summary(_proto.summary_value("x", simple_value=1.0)), global_step=3)
             >>> w.close()
         """
-        self.add_event(_proto.bytes_field(5, summary), global_step, walltime)
+        self.add_event(_proto.bytes_field(5, _serialized(summary)), global_step, walltime)
 
     def flush(self) -> None:
         """Writes the pending events to disk.
