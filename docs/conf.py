@@ -8,6 +8,7 @@ docstring (autodoc; the C++-bound functions' docstrings are ops.yaml's `doc:` te
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -113,12 +114,75 @@ def _source_read(app: object, docname: str, source: list[str]) -> None:
 # ---- the API reference ------------------------------------------------------------------------------------
 
 
+# The user-docs page that says how each module's behaviour differs from PyTorch's.
+_DIFFERENCES_PAGE = {
+    "flambeau": "core",
+    "flambeau.nn": "nn",
+    "flambeau.nn.functional": "nn",
+    "flambeau.nn.init": "nn",
+    "flambeau.nn.utils": "nn",
+    "flambeau.optim": "nn",
+    "flambeau.optim.lr_scheduler": "nn",
+    "flambeau.autograd": "autograd",
+    "flambeau.linalg": "core",
+    "flambeau.fft": "core",
+    "flambeau.sparse": "running-pytorch-programs",
+    "flambeau.random": "core",
+    "flambeau.utils": "flambeau",
+    "flambeau.utils.data": "data",
+    "flambeau.utils.checkpoint": "nn",
+    "flambeau.utils.tensorboard": "flambeau",
+    "flambeau.multiprocessing": "multiprocessing",
+    "flambeau.distributed": "distributed",
+    "flambeau.serialization": "interop",
+    "flambeau.memory": "alloc",
+    "flambeau.cuda": "design/devices",
+    "flambeau.backends": "core",
+    "flambeau.accelerator": "design/devices",
+    "flambeau.onnx": "flambeau",
+    "flambeau.hub": "flambeau",
+    "flambeau.array_api": "design/array-api",
+}
+
+
+def _torch_counterpart(module: str) -> tuple[str, str] | None:
+    """The torch module `flambeau-run` maps to this one, and the table's note on it
+    (flambeau.torch_import_hook.TORCH_MODULES, which docs/running-pytorch-programs.md shows)."""
+    from flambeau.torch_import_hook import TORCH_MODULES
+
+    mine = public_api.resolve(module)
+    for torch_name, (target, notes) in TORCH_MODULES.items():
+        if target.endswith(".*"):
+            continue
+        name, _, attr = target.partition(":")
+        try:
+            obj = importlib.import_module(name)
+            obj = getattr(obj, attr) if attr else obj
+        except (ImportError, AttributeError):
+            continue
+        if obj is mine:
+            return torch_name, notes
+    return None
+
+
 def _api_page(module: str, entries: list[public_api.Entry]) -> str:
     mod = public_api.resolve(module)
     lines = [module, "=" * len(module), "", f".. currentmodule:: {module}", ""]
     summary = (getattr(mod, "__doc__", None) or "").strip().split("\n\n")[0]
     if summary and type(mod).__name__ != "DeviceModule":
         lines += [summary, ""]
+    torch = _torch_counterpart(module)
+    if torch:
+        note = f" ({_literal(torch[1])})" if torch[1] else ""
+        lines += [f"PyTorch's ``{torch[0]}``{note}: the same names, signatures and defaults."]
+    else:
+        lines += ["flambeau's own: PyTorch has no such module."]
+    differences = _DIFFERENCES_PAGE.get(module)
+    if differences:
+        lines[-1] += (
+            f" Where behaviour differs from PyTorch: :doc:`../{differences}`, :doc:`../running-pytorch-programs`."
+        )
+    lines += [""]
     own = [e for e in entries if e.kind in ("function", "class")]
     if own:
         lines += [".. autosummary::", "   :nosignatures:", ""]
@@ -155,7 +219,7 @@ def _write_api() -> None:
     api = DOCS / "api"
     shutil.rmtree(api, ignore_errors=True)
     api.mkdir()
-    by_module: dict[str, list[public_api.Entry]] = {m: [] for m in public_api.MODULES}
+    by_module: dict[str, list[public_api.Entry]] = {m: [] for m in public_api.modules()}
     for entry in public_api.entries():
         by_module[entry.module].append(entry)
     for module, entries in by_module.items():
@@ -173,7 +237,7 @@ def _write_api() -> None:
         "   :maxdepth: 1",
         "",
     ]
-    (api / "index.rst").write_text("\n".join(index + [f"   {m}" for m in public_api.MODULES] + [""]))
+    (api / "index.rst").write_text("\n".join(index + [f"   {m}" for m in public_api.modules()] + [""]))
 
 
 # The docstrings are plain text with reST's inline markup: ``|x|`` (an absolute value) would be a substitution,

@@ -18,6 +18,7 @@ import functools
 import importlib
 import inspect
 import json
+import pkgutil
 import re
 import sys
 import types
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Documented modules, in the API reference's order: the name a user writes after `import flambeau`.
+# A public module not listed is documented after these (modules()).
 MODULES = [
     "flambeau",
     "flambeau.nn",
@@ -39,8 +41,10 @@ MODULES = [
     "flambeau.fft",
     "flambeau.sparse",
     "flambeau.random",
+    "flambeau.utils",
     "flambeau.utils.data",
     "flambeau.utils.checkpoint",
+    "flambeau.utils.tensorboard",
     "flambeau.multiprocessing",
     "flambeau.distributed",
     "flambeau.serialization",
@@ -95,6 +99,39 @@ def public_names(dotted: str) -> list[str]:
     return sorted(set(out))
 
 
+# Modules of the meta-package that are not API to look up in a reference, and why.
+NOT_IN_REFERENCE = {
+    "flambeau.run": "the flambeau-run command; docs/running-pytorch-programs.md is its page",
+    "flambeau.torch_import_hook": "flambeau-run's import machinery; docs/running-pytorch-programs.md shows its table",
+}
+
+
+@functools.cache
+def modules() -> tuple[str, ...]:
+    """The documented modules: MODULES, then any other public module of `flambeau` or `flambeau.utils`
+    (a new ``fb.profiler`` is documented, and its names checked, without being listed here first).
+
+    A module counts when it is the package's own submodule or an alias registered in sys.modules; a
+    flambeau_core submodule that the meta-package's star import happens to copy (``flambeau_core.testing``,
+    once pytest has loaded it as a plugin) is not exposed on purpose."""
+    import flambeau
+
+    for info in pkgutil.iter_modules(flambeau.__path__):
+        if not info.name.startswith("_") and f"flambeau.{info.name}" not in NOT_IN_REFERENCE:
+            importlib.import_module(f"flambeau.{info.name}")
+    found = []
+    for parent in ("flambeau", "flambeau.utils"):
+        module = resolve(parent)
+        for name in dir(module):
+            obj = getattr(module, name)
+            full = f"{parent}.{name}"
+            if name.startswith("_") or not _is_module_like(obj) or full in MODULES or full in NOT_IN_REFERENCE:
+                continue
+            if sys.modules.get(full) is obj or getattr(obj, "__name__", None) == full:
+                found.append(full)
+    return tuple(MODULES) + tuple(sorted(found))
+
+
 def _kind(obj: object) -> str:
     if inspect.isclass(obj):
         return "class"
@@ -126,10 +163,10 @@ def public_methods(cls: type) -> list[str]:
 @functools.cache
 def entries() -> tuple[Entry, ...]:
     """Every documented object once: an object reachable under several names (``fb.mm`` and ``fb.sparse``'s)
-    is checked where it first appears in MODULES order, and methods under their first public class."""
+    is checked where it first appears in modules() order, and methods under their first public class."""
     seen: set[int] = set()
     out: list[Entry] = []
-    for dotted in MODULES:
+    for dotted in modules():
         module = resolve(dotted)
         for name in public_names(dotted):
             obj = getattr(module, name)
@@ -166,7 +203,7 @@ def has_example(doc: str) -> bool:
 
 def missing() -> dict[str, dict[str, list[str]]]:
     """Per documented module: the names with no docstring, and those whose docstring has no example."""
-    out: dict[str, dict[str, list[str]]] = {m: {"no_docstring": [], "no_example": []} for m in MODULES}
+    out: dict[str, dict[str, list[str]]] = {m: {"no_docstring": [], "no_example": []} for m in modules()}
     for entry in entries():
         doc = docstring(entry.obj)
         if not doc:

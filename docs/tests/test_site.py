@@ -151,3 +151,12 @@ def test_every_internal_link_resolves(site):
                     broken.append(f"{page.relative_to(site)}: {link} (no such anchor)")
     assert checked > 1000
     assert not broken, f"{len(broken)} broken links:\n  " + "\n  ".join(broken[:100])
+
+
+def test_api_pages_name_pytorch_and_link_the_differences(site):
+    pages = sorted((site / "api").glob("flambeau*.html"))
+    assert len(pages) >= 20
+    for page in pages:
+        text = page.read_text()
+        assert "running-pytorch-programs.html" in text, f"{page.name} does not link the differences from PyTorch"
+    assert "PyTorch’s <code" in (site / "api" / "flambeau.nn.html").read_text().replace("'", "’")
