@@ -262,8 +262,26 @@ def summary(report: dict[str, dict[str, list[str]]]) -> Iterator[str]:
         yield f"{module}: {no_doc} without a docstring, {no_example} without an example"
 
 
+def run_examples() -> dict[str, str]:
+    """Runs every docstring's examples, in this process, one after another: name -> doctest's report ('' when
+    they pass). The docstring test runs this in a child process, since examples change global state (the
+    current allocator, the registered devices, the RNG) that the tests after it must not inherit."""
+    import warnings
+
+    reports = {}
+    for entry in entries():
+        if has_example(docstring(entry.obj)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reports[entry.name] = run_example(entry)
+    return reports
+
+
 if __name__ == "__main__":
     importlib.import_module("flambeau")
+    if "--run-examples" in sys.argv:  # --run-examples OUT.json
+        Path(sys.argv[sys.argv.index("--run-examples") + 1]).write_text(json.dumps(run_examples()))
+        sys.exit(0)
     report = write_baseline() if "--update" in sys.argv else missing()
     print("\n".join(summary(report)))
     n = len(entries())
