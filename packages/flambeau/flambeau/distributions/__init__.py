@@ -1,0 +1,81 @@
+r"""``flambeau.distributions``: probability distributions and sampling, as ``torch.distributions``.
+
+Each distribution has PyTorch's parameters, ``batch_shape``/``event_shape``, ``sample`` and (where
+the distribution is reparameterisable) a differentiable ``rsample``, ``log_prob``, ``cdf``/``icdf``,
+``entropy``, moments and ``expand``; with ``validate_args`` (on by default) parameters are checked
+against ``arg_constraints`` and values against ``support`` with PyTorch's messages.
+:func:`kl_divergence` looks up closed forms registered with :func:`register_kl`;
+:mod:`~flambeau.distributions.transforms` and :mod:`~flambeau.distributions.constraints` with
+:data:`biject_to`/:data:`transform_to` build constrained parametrisations.
+
+Families that need ``lgamma``/``digamma`` or a gamma sampler (Gamma, Beta, Dirichlet, Poisson,
+Binomial, StudentT, NegativeBinomial, Chi2) are not here yet.
+
+Example:
+    >>> import flambeau as fb
+    >>> from flambeau.distributions import Normal
+    >>> loc = fb.zeros(3, requires_grad=True)
+    >>> x = Normal(loc, 1.0).rsample()
+    >>> Normal(loc, 1.0).log_prob(x).sum().backward()
+    >>> loc.grad.shape
+    (3,)
+"""
+
+from __future__ import annotations
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
+from .distribution import Distribution
+from .exponential import Exponential
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
+from .transformed_distribution import TransformedDistribution
+from .transforms import *  # noqa: F401,F403
+from .transforms import __all__ as _transforms_all
+from .uniform import Uniform
+
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Cauchy",
+    "Distribution",
+    "Exponential",
+    "Geometric",
+    "Gumbel",
+    "Independent",
+    "Laplace",
+    "LogNormal",
+    "LowRankMultivariateNormal",
+    "MixtureSameFamily",
+    "Multinomial",
+    "MultivariateNormal",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "TransformedDistribution",
+    "Uniform",
+    "biject_to",
+    "constraints",
+    "kl_divergence",
+    "register_kl",
+    "transform_to",
+    "transforms",
+    *_transforms_all,
+]

@@ -1,0 +1,151 @@
+"""From constraints to transforms: ``biject_to(c)`` and ``transform_to(c)``, as PyTorch's constraint_registry.
+
+``biject_to(constraint)`` is a bijective transform from unconstrained space onto the constraint's
+region (for HMC-style reparametrisation); ``transform_to(constraint)`` need not be bijective (for
+optimising constrained parameters). Both are :class:`ConstraintRegistry` objects that take new
+entries with :meth:`ConstraintRegistry.register`.
+
+Example:
+    >>> import flambeau as fb
+    >>> from flambeau.distributions import constraints, transform_to
+    >>> transform_to(constraints.positive)(fb.tensor([0.0])).tolist()
+    [1.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import constraints, transforms
+
+__all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
+
+
+class ConstraintRegistry:
+    """A registry linking constraints (or their classes) to factories of transforms.
+
+    Example:
+        >>> from flambeau.distributions import constraints
+        >>> from flambeau.distributions.constraint_registry import ConstraintRegistry
+        >>> from flambeau.distributions.transforms import ExpTransform
+        >>> registry = ConstraintRegistry()
+        >>> registry.register(constraints.positive, lambda c: ExpTransform())(constraints.positive)
+        ExpTransform()
+    """
+
+    def __init__(self) -> None:
+        self._registry: dict[type, Callable[[Any], transforms.Transform]] = {}
+        super().__init__()
+
+    def register(self, constraint: Any, factory: Callable[[Any], transforms.Transform] | None = None) -> Any:
+        """Registers ``factory(constraint) -> Transform`` for a constraint class (or a singleton's class).
+
+        Usable as a decorator when ``factory`` is omitted.
+
+        Example:
+            >>> from flambeau.distributions import constraints
+            >>> from flambeau.distributions.constraint_registry import ConstraintRegistry
+            >>> from flambeau.distributions.transforms import ExpTransform
+            >>> r = ConstraintRegistry()
+            >>> @r.register(constraints.positive)
+            ... def _(constraint):
+            ...     return ExpTransform()
+            >>> r(constraints.positive)
+            ExpTransform()
+        """
+        if factory is None:
+            return lambda factory: self.register(constraint, factory)
+        if isinstance(constraint, constraints.Constraint):
+            constraint = type(constraint)
+        if not isinstance(constraint, type) or not issubclass(constraint, constraints.Constraint):
+            raise TypeError(
+                f"[ConstraintRegistry.register] Expected constraint to be either a Constraint subclass or instance, "
+                f"but got {constraint}"
+            )
+        self._registry[constraint] = factory
+        return factory
+
+    def __call__(self, constraint: constraints.Constraint) -> transforms.Transform:
+        try:
+            factory = self._registry[type(constraint)]
+        except KeyError:
+            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints") from None
+        return factory(constraint)
+
+
+biject_to = ConstraintRegistry()
+transform_to = ConstraintRegistry()
+
+
+@biject_to.register(constraints.real)
+@transform_to.register(constraints.real)
+def _transform_to_real(constraint: Any) -> transforms.Transform:
+    return transforms.identity_transform
+
+
+@biject_to.register(constraints.independent)
+def _biject_to_independent(constraint: Any) -> transforms.Transform:
+    base = biject_to(constraint.base_constraint)
+    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
+
+
+@transform_to.register(constraints.independent)
+def _transform_to_independent(constraint: Any) -> transforms.Transform:
+    base = transform_to(constraint.base_constraint)
+    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
+
+
+@biject_to.register(constraints.positive)
+@biject_to.register(constraints.nonnegative)
+@transform_to.register(constraints.positive)
+@transform_to.register(constraints.nonnegative)
+def _transform_to_positive(constraint: Any) -> transforms.Transform:
+    return transforms.ExpTransform()
+
+
+@biject_to.register(constraints.greater_than)
+@biject_to.register(constraints.greater_than_eq)
+@transform_to.register(constraints.greater_than)
+@transform_to.register(constraints.greater_than_eq)
+def _transform_to_greater_than(constraint: Any) -> transforms.Transform:
+    return transforms.ComposeTransform(
+        [transforms.ExpTransform(), transforms.AffineTransform(constraint.lower_bound, 1)]
+    )
+
+
+@biject_to.register(constraints.less_than)
+@transform_to.register(constraints.less_than)
+def _transform_to_less_than(constraint: Any) -> transforms.Transform:
+    return transforms.ComposeTransform(
+        [transforms.ExpTransform(), transforms.AffineTransform(constraint.upper_bound, -1)]
+    )
+
+
+@biject_to.register(constraints.interval)
+@biject_to.register(constraints.half_open_interval)
+@transform_to.register(constraints.interval)
+@transform_to.register(constraints.half_open_interval)
+def _transform_to_interval(constraint: Any) -> transforms.Transform:
+    lower_is_0 = isinstance(constraint.lower_bound, (int, float)) and constraint.lower_bound == 0
+    upper_is_1 = isinstance(constraint.upper_bound, (int, float)) and constraint.upper_bound == 1
+    if lower_is_0 and upper_is_1:
+        return transforms.SigmoidTransform()
+    loc = constraint.lower_bound
+    scale = constraint.upper_bound - constraint.lower_bound
+    return transforms.ComposeTransform([transforms.SigmoidTransform(), transforms.AffineTransform(loc, scale)])
+
+
+@biject_to.register(constraints.simplex)
+def _biject_to_simplex(constraint: Any) -> transforms.Transform:
+    return transforms.StickBreakingTransform()
+
+
+@transform_to.register(constraints.simplex)
+def _transform_to_simplex(constraint: Any) -> transforms.Transform:
+    return transforms.SoftmaxTransform()
+
+
+@transform_to.register(constraints.lower_cholesky)
+def _transform_to_lower_cholesky(constraint: Any) -> transforms.Transform:
+    return transforms.LowerCholeskyTransform()
