@@ -69,6 +69,7 @@ accelerator = _alias("accelerator", _core.accelerator)
 random = _alias("random", _core.random)
 onnx = _importlib.import_module("flambeau.onnx")
 hub = _importlib.import_module("flambeau.hub")
+distributions = _importlib.import_module("flambeau.distributions")  # torch.distributions
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
 sparse = _alias("sparse", _importlib.import_module("flambeau_core.sparse"))
 sparse_coo_tensor, spmm, sparse_coo, strided = sparse.sparse_coo_tensor, sparse.spmm, sparse.sparse_coo, sparse.strided
