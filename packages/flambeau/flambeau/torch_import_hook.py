@@ -85,6 +85,11 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.autograd.anomaly_mode": ("flambeau_autograd.anomaly_mode", ""),
     "torch.multiprocessing": ("flambeau_data.multiprocessing", ""),
     "torch.distributed": ("flambeau_distributed", "over MPI (see docs/distributed.md)"),
+    "torch.distributions": (
+        "flambeau.distributions",
+        "no Gamma, Beta, Dirichlet, Poisson, Binomial, StudentT, NegativeBinomial, Chi2 yet (they need lgamma)",
+    ),
+    "torch.distributions.*": ("flambeau.distributions.*", "constraints, transforms, kl and one module a family"),
     "torch.linalg": ("flambeau_core.linalg", ""),
     "torch.fft": ("flambeau_core.fft", ""),
     "torch.sparse": ("flambeau_core.sparse", "COO tensors: mm, sum (see docs/running-pytorch-programs.md)"),

@@ -31,6 +31,7 @@ NAMESPACES = [
     "torch.autograd",
     "torch.multiprocessing",
     "torch.distributed",
+    "torch.distributions",
     "torch.linalg",
     "torch.fft",
     "torch.sparse",
