@@ -61,12 +61,26 @@ class Categorical(Distribution):
 
     @lazy_property
     def logits(self) -> fb.Tensor:
-        """Normalised log-probabilities."""
+        """Normalised log-probabilities (computed from ``probs`` when they were given).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import Categorical
+            >>> Categorical(fb.tensor([1.0, 1.0])).logits.exp().tolist()
+            [0.5, 0.5]
+        """
         return probs_to_logits(self.probs)
 
     @lazy_property
     def probs(self) -> fb.Tensor:
-        """Normalised probabilities."""
+        """Normalised probabilities (computed from ``logits`` when they were given).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import Categorical
+            >>> Categorical(logits=fb.tensor([0.0, 0.0])).probs.tolist()
+            [0.5, 0.5]
+        """
         return logits_to_probs(self.logits)
 
     @property

@@ -9,7 +9,7 @@ import flambeau_core as fb
 from flambeau_autograd import no_grad
 
 from . import constraints
-from .utils import lazy_property
+from .utils import _inherit_docstrings, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -40,6 +40,10 @@ class Distribution:
     has_rsample = False
     has_enumerate_support = False
     _validate_args = __debug__
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls, Distribution)
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:

@@ -123,13 +123,30 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def variance(self) -> fb.Tensor:
+        """The variances: the diagonal of the covariance.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import LowRankMultivariateNormal
+            >>> m = LowRankMultivariateNormal(fb.zeros(2), fb.tensor([[3.0], [0.0]]), fb.tensor([7.0, 4.0]))
+            >>> m.variance.tolist()
+            [16.0, 4.0]
+        """
         return (self._unbroadcasted_cov_factor.pow(2).sum(-1) + self._unbroadcasted_cov_diag).expand(
             tuple(self._batch_shape + self._event_shape)
         )
 
     @lazy_property
     def scale_tril(self) -> fb.Tensor:
-        """The lower Cholesky factor of the covariance: ``sqrt(D) chol(I + D^-1/2 W W^T D^-1/2)``."""
+        """The lower Cholesky factor of the covariance: ``sqrt(D) chol(I + D^-1/2 W W^T D^-1/2)``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import LowRankMultivariateNormal
+            >>> m = LowRankMultivariateNormal(fb.zeros(2), fb.tensor([[3.0], [0.0]]), fb.tensor([7.0, 4.0]))
+            >>> [[round(v, 4) for v in row] for row in m.scale_tril.tolist()]
+            [[4.0, 0.0], [0.0, 2.0]]
+        """
         n = self._event_shape[0]
         d_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
         dinvsqrt_w = self._unbroadcasted_cov_factor / d_sqrt
@@ -138,14 +155,30 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def covariance_matrix(self) -> fb.Tensor:
-        """The covariance ``W W^T + diag(D)``."""
+        """The covariance ``W W^T + diag(D)``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import LowRankMultivariateNormal
+            >>> m = LowRankMultivariateNormal(fb.zeros(2), fb.tensor([[3.0], [0.0]]), fb.tensor([7.0, 4.0]))
+            >>> m.covariance_matrix.tolist()
+            [[16.0, 0.0], [0.0, 4.0]]
+        """
         w = self._unbroadcasted_cov_factor
         cov = w @ w.mT + fb.diag_embed(self._unbroadcasted_cov_diag)
         return cov.expand(tuple(self._batch_shape + self._event_shape + self._event_shape))
 
     @lazy_property
     def precision_matrix(self) -> fb.Tensor:
-        """The inverse covariance by the Woodbury identity."""
+        """The inverse covariance by the Woodbury identity.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import LowRankMultivariateNormal
+            >>> m = LowRankMultivariateNormal(fb.zeros(2), fb.tensor([[3.0], [0.0]]), fb.tensor([7.0, 4.0]))
+            >>> [[round(v, 4) for v in row] for row in m.precision_matrix.tolist()]
+            [[0.0625, 0.0], [0.0, 0.25]]
+        """
         w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         a = _solve_lower(self._capacitance_tril, w.mT / d.unsqueeze(-2))
         precision = fb.diag_embed(d.reciprocal()) - a.mT @ a

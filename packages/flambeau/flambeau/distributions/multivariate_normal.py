@@ -126,18 +126,42 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def scale_tril(self) -> fb.Tensor:
-        """The lower Cholesky factor of the covariance."""
+        """The lower Cholesky factor of the covariance.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import MultivariateNormal
+            >>> m = MultivariateNormal(fb.zeros(2), covariance_matrix=fb.tensor([[4.0, 0.0], [0.0, 1.0]]))
+            >>> m.scale_tril.tolist()
+            [[2.0, 0.0], [0.0, 1.0]]
+        """
         return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape + self._event_shape + self._event_shape))
 
     @lazy_property
     def covariance_matrix(self) -> fb.Tensor:
-        """The covariance matrix."""
+        """The covariance matrix.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import MultivariateNormal
+            >>> m = MultivariateNormal(fb.zeros(2), scale_tril=fb.tensor([[4.0, 0.0], [0.0, 1.0]]))
+            >>> m.covariance_matrix.tolist()
+            [[16.0, 0.0], [0.0, 1.0]]
+        """
         lower = self._unbroadcasted_scale_tril
         return (lower @ lower.mT).expand(tuple(self._batch_shape + self._event_shape + self._event_shape))
 
     @lazy_property
     def precision_matrix(self) -> fb.Tensor:
-        """The inverse of the covariance matrix."""
+        """The inverse of the covariance matrix.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import MultivariateNormal
+            >>> m = MultivariateNormal(fb.zeros(2), covariance_matrix=fb.tensor([[4.0, 0.0], [0.0, 1.0]]))
+            >>> m.precision_matrix.tolist()
+            [[0.25, 0.0], [0.0, 1.0]]
+        """
         lower = self._unbroadcasted_scale_tril
         eye = fb.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device)
         lower_inv = _solve_lower(lower, eye.expand(tuple(lower.shape)))

@@ -22,7 +22,7 @@ import flambeau_core as fb
 import flambeau_nn.functional as F
 
 from . import constraints
-from .utils import _sum_rightmost
+from .utils import _inherit_docstrings, _sum_rightmost
 
 __all__ = [
     "AbsTransform",
@@ -64,6 +64,10 @@ class Transform:
     bijective = False
     domain: constraints.Constraint
     codomain: constraints.Constraint
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls, Transform)
 
     def __init__(self, cache_size: int = 0) -> None:
         self._cache_size = cache_size

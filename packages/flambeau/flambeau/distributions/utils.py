@@ -140,12 +140,26 @@ class _BinaryProbsOrLogits:
 
     @lazy_property
     def logits(self) -> fb.Tensor:
-        """The log-odds of success (computed from ``probs`` when they were given)."""
+        """The log-odds of success (computed from ``probs`` when they were given).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import Bernoulli
+            >>> Bernoulli(fb.tensor([0.5])).logits.tolist()
+            [0.0]
+        """
         return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
     def probs(self) -> fb.Tensor:
-        """The probability of success (computed from ``logits`` when they were given)."""
+        """The probability of success (computed from ``logits`` when they were given).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.distributions import Bernoulli
+            >>> Bernoulli(logits=fb.tensor([0.0])).probs.tolist()
+            [0.5]
+        """
         return logits_to_probs(self.logits, is_binary=True)
 
     @property
@@ -159,6 +173,20 @@ class _BinaryProbsOrLogits:
             flambeau.Size([2])
         """
         return fb.Size(self._param.shape)
+
+
+def _inherit_docstrings(cls: type, root: type) -> None:
+    """Gives the public methods a subclass overrides without a docstring the docstring of ``root``'s method.
+
+    An override keeps its contract (``Normal.log_prob`` is ``Distribution.log_prob`` for the normal family),
+    so its reference entry and ``help()`` show the base class's text and example, as PyTorch's documentation does.
+    """
+    for name, value in vars(cls).items():
+        if name.startswith("_") or not callable(value) or getattr(value, "__doc__", None):
+            continue
+        base = getattr(root, name, None)
+        if base is not None and getattr(base, "__doc__", None):
+            value.__doc__ = base.__doc__
 
 
 def _standard_normal(shape: tuple[int, ...], dtype: Any, device: Any) -> fb.Tensor:
