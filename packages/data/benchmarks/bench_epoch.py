@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,6 +59,28 @@ class SampleDataset:
 
     def __getitem__(self, i):
         return self.x[i], self.y[i]
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its worker processes, live (``/proc``) or reaped (``os.times``).
+
+    On a shared machine the wall time of an epoch swings with what others run;
+    the CPU time it costs does not, so the table gives both.
+    """
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == me:  # ppid; utime and stime follow in clock ticks
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def _child(lib: str, what: str, epochs: int) -> dict:
@@ -95,13 +118,14 @@ def _child(lib: str, what: str, epochs: int) -> dict:
                 n += xb.shape[0]
             return n
 
-        times = []
+        times, cpu = [], []
         epoch()
         for _ in range(epochs):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             assert epoch() == N
             times.append(time.perf_counter() - start)
-        return {"epoch": times}
+            cpu.append(_cpu_seconds() - cpu_start)
+        return {"epoch": times, "cpu": cpu}
 
     if what in ("first0", "startup2"):
         workers = 0 if what == "first0" else 2
@@ -121,15 +145,16 @@ def _child(lib: str, what: str, epochs: int) -> dict:
     )
     for _ in loader:  # warm-up (and worker start-up)
         pass
-    times = []
+    times, cpu = [], []
     for _ in range(epochs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _cpu_seconds()
         n = 0
         for xb, _ in loader:
             n += xb.shape[0]
         times.append(time.perf_counter() - start)
+        cpu.append(_cpu_seconds() - cpu_start)
         assert n == N
-    return {"epoch": times}
+    return {"epoch": times, "cpu": cpu}
 
 
 def _run_child(lib: str, what: str, epochs: int) -> dict:
@@ -171,11 +196,13 @@ def main() -> None:
     elif args.only == "tensor":
         rows = [r for r in rows if r[1] not in _SAMPLE_ROWS]
     results: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):
         for _, what, libs in rows:
             for lib in libs if r % 2 == 0 else tuple(reversed(libs)):
                 out = _run_child(lib, what, args.epochs)
                 results.setdefault((what, lib), []).extend(out.get("epoch") or out.get("first"))
+                cpu.setdefault((what, lib), []).extend(out.get("cpu", []))
 
     def rate(ts: list[float]) -> tuple[float, float]:
         return N / min(ts), N / statistics.median(ts)
@@ -197,6 +224,14 @@ def main() -> None:
             t = "{:,.0f} / {:,.0f}".format(*rate(th)) if th else "-"
             ratio = f"{statistics.median(th) / statistics.median(fb):.2f}x" if th else ""
         print(f"{title:46} {f:>24} {t:>24} {ratio:>7}")
+    print("CPU seconds per epoch, the process and its workers (median; steadier than the wall time on a busy machine)")
+    for title, what, _ in rows:
+        fb, th = cpu.get((what, "flambeau")), cpu.get((what, "torch"))
+        if fb:
+            f = statistics.median(fb)
+            t = f"{statistics.median(th):.3f}" if th else "-"
+            ratio = f"{statistics.median(th) / f:.2f}x" if th else ""
+            print(f"{title.split(' (')[0]:46} {f:>24.3f} {t:>24} {ratio:>7}")
     bound = statistics.median(results[("gather", "flambeau")])
     for what, name in (("w2", "2 workers"), ("s0", "x[i], y[i] Dataset, 0 workers")):
         if (what, "flambeau") in results:
