@@ -570,3 +570,48 @@ def test_distribution_subclass_with_own_init_must_define_expand():
 
     with pytest.raises(NotImplementedError, match="must also define a custom .expand"):
         MyNormal(fbt([0.0])).expand((3, 1))
+
+
+RSAMPLE_GRADCHECK = {
+    "normal": lambda a, b: D.Normal(a, b),
+    "laplace": lambda a, b: D.Laplace(a, b),
+    "cauchy": lambda a, b: D.Cauchy(a, b),
+    "gumbel": lambda a, b: D.Gumbel(a, b),
+    "lognormal": lambda a, b: D.LogNormal(a, b),
+    "uniform": lambda a, b: D.Uniform(a - 3, b + 3),
+    "exponential": lambda a, b: D.Exponential(b),
+    "lowrank": lambda a, b: D.LowRankMultivariateNormal(a, a.unsqueeze(-1) * b.unsqueeze(-1), b),
+    "mvn": lambda a, b: D.MultivariateNormal(
+        a, scale_tril=fb.diag_embed(b) + 0.1 * (a.unsqueeze(-1) * a.unsqueeze(-2)).tril(-1)
+    ),
+    "relaxed_bernoulli": lambda a, b: D.RelaxedBernoulli(b, logits=a),
+    "relaxed_onehot": lambda a, b: D.RelaxedOneHotCategorical(b[0], logits=a),
+}
+
+
+@pytest.mark.parametrize("name", list(RSAMPLE_GRADCHECK))
+def test_rsample_gradcheck(name):
+    """rsample with a fixed seed is a smooth function of the parameters: finite differences agree with autograd."""
+
+    def f(a, b):
+        fb.manual_seed(17)
+        return RSAMPLE_GRADCHECK[name](a, b).rsample((2,))
+
+    inputs = (fbt(real(3) * 0.5, True), fbt(pos(3), True))
+    assert fb.autograd.gradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("name", ["bernoulli_probs", "categorical_logits", "geometric_probs", "mixture", "multinomial"])
+def test_rsample_of_a_non_reparameterised_family_raises(name):
+    d, td = pair(name)
+    assert not d.has_rsample and not td.has_rsample
+    with pytest.raises(NotImplementedError):
+        d.rsample()
+
+
+def test_float32_parameters_and_python_numbers():
+    d = D.Normal(fb.zeros(3), 1.0)
+    assert d.loc.dtype == fb.float32 and d.scale.dtype == fb.float32 and d.sample().dtype == fb.float32
+    assert D.Normal(0.0, 1.0).batch_shape == fb.Size([])
+    assert D.Normal(0.0, 1.0).sample((2,)).dtype == fb.get_default_dtype()
+    close(D.Normal(0.0, 2.0).log_prob(fb.tensor(1.0)), T.Normal(0.0, 2.0).log_prob(torch.tensor(1.0)), rtol=1e-6)
