@@ -272,7 +272,8 @@ def docs(session: nox.Session) -> None:
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau=={VERSION}", *DOCS_DEPS)
     shutil.rmtree(DOCS_HTML, ignore_errors=True)
-    session.run("python", "-m", "sphinx", "-b", "html", "-q", str(ROOT / "docs"), str(DOCS_HTML))
+    # -W: a warning (a broken cross-reference, a docstring's malformed markup) fails the build, all listed.
+    session.run("python", "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", str(ROOT / "docs"), str(DOCS_HTML))
     chromium = any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome"))
     _ensure_debian_package(session, "chromium", chromium, "the documentation's browser checks")
     results = ROOT / "build" / "test-results"

@@ -104,6 +104,25 @@ def _copy_readmes() -> None:
     (DOCS / "packages" / "index.md").write_text("\n".join(index + PACKAGES + ["```", ""]))
 
 
+def _write_more_pages() -> None:
+    """docs/more.markdown: a table of contents of the pages under docs/ that index.md does not list, so a page
+    added later is in the site (and its links checked) before anyone edits the index."""
+    index = (DOCS / "index.md").read_text()
+    listed = set(re.findall(r"^([\w./-]+)$", index, re.M))
+    pages = sorted(
+        p.relative_to(DOCS).with_suffix("").as_posix()
+        for p in DOCS.rglob("*.md")
+        if p.relative_to(DOCS).parts[0] not in ("_build", "api", "packages") and p.name != "index.md"
+    )
+    more = [p for p in pages if p not in listed]
+    text = ["# More pages", ""]
+    if more:
+        text += ["```{toctree}", ":maxdepth: 1", "", *more, "```", ""]
+    else:
+        text += ["Every page is in the index's tables of contents.", ""]
+    (DOCS / "more.markdown").write_text("\n".join(text))
+
+
 def _source_read(app: object, docname: str, source: list[str]) -> None:
     page = DOCS / docname
     if page.with_suffix(".md").is_file() and docname != "packages/index":
@@ -269,6 +288,7 @@ def _process_docstring(app: object, what: str, name: str, obj: object, options: 
 
 def setup(app: object) -> None:
     _copy_readmes()
+    _write_more_pages()
     _write_api()
     app.connect("source-read", _source_read)
     app.connect("autodoc-process-docstring", _process_docstring)
