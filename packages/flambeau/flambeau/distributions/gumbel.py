@@ -12,11 +12,9 @@ from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
 from .uniform import Uniform
-from .utils import broadcast_all
+from .utils import broadcast_all, euler_constant
 
 __all__ = ["Gumbel"]
-
-_EULER_GAMMA = 0.57721566490153286060
 
 
 class Gumbel(TransformedDistribution):
@@ -65,7 +63,7 @@ class Gumbel(TransformedDistribution):
 
     @property
     def mean(self) -> fb.Tensor:
-        return self.loc + self.scale * _EULER_GAMMA
+        return self.loc + self.scale * euler_constant
 
     @property
     def mode(self) -> fb.Tensor:
@@ -80,4 +78,4 @@ class Gumbel(TransformedDistribution):
         return self.stddev.pow(2)
 
     def entropy(self) -> fb.Tensor:
-        return self.scale.log() + (1 + _EULER_GAMMA)
+        return self.scale.log() + (1 + euler_constant)

@@ -24,7 +24,7 @@ from .cauchy import Cauchy
 from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
-from .gumbel import _EULER_GAMMA, Gumbel
+from .gumbel import Gumbel
 from .independent import Independent
 from .laplace import Laplace
 from .lowrank_multivariate_normal import (
@@ -37,7 +37,7 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost
+from .utils import _sum_rightmost, euler_constant
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -349,8 +349,8 @@ def _kl_gumbel_normal(p: Gumbel, q: Normal) -> fb.Tensor:
     param_ratio = p.scale / q.scale
     t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
     t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
-    t3 = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
-    return -t1 + t2 + t3 - (_EULER_GAMMA + 1)
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
 
 
 @register_kl(Laplace, Normal)

@@ -10,7 +10,18 @@ import flambeau_core as fb
 import flambeau_nn.functional as F
 from flambeau_autograd import enable_grad
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = [
+    "broadcast_all",
+    "clamp_probs",
+    "euler_constant",
+    "lazy_property",
+    "logits_to_probs",
+    "probs_to_logits",
+    "tril_matrix_to_vec",
+    "vec_to_tril_matrix",
+]
+
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
 
 def broadcast_all(*values: Any) -> tuple[fb.Tensor, ...]:
@@ -173,6 +184,53 @@ class _BinaryProbsOrLogits:
             flambeau.Size([2])
         """
         return fb.Size(self._param.shape)
+
+
+def _tril_flat_index(n: int, diag: int, device: Any) -> fb.Tensor:
+    """Row-major flat indices of the entries of an ``n x n`` matrix on or below diagonal ``diag``."""
+    rows, cols = fb.tril_indices(n, n, offset=diag, device=device)
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat: fb.Tensor, diag: int = 0) -> fb.Tensor:
+    """The entries of a batch of square matrices on or below diagonal ``diag``, row by row, as vectors.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.utils import tril_matrix_to_vec
+        >>> tril_matrix_to_vec(fb.tensor([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [1.0, 3.0, 4.0]
+    """
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise fb.FlambeauError(f"[tril_matrix_to_vec] diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat.index_select(-1, _tril_flat_index(n, diag, mat.device))
+
+
+def vec_to_tril_matrix(vec: fb.Tensor, diag: int = 0) -> fb.Tensor:
+    """The inverse of :func:`tril_matrix_to_vec`: square matrices, zero above diagonal ``diag``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.utils import vec_to_tril_matrix
+        >>> vec_to_tril_matrix(fb.tensor([1.0, 3.0, 4.0])).tolist()
+        [[1.0, 0.0], [3.0, 4.0]]
+    """
+    m = vec.shape[-1]
+    # The matrix size n: the positive root of n^2 + (1 + 2 diag) n - |diag| (diag + 1) - 2 m = 0.
+    b = 1 + 2 * diag
+    n_real = (-b + (b * b + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = round(n_real)
+    if abs(n - n_real) > 1e-9:
+        raise fb.FlambeauError(
+            f"[vec_to_tril_matrix] The size of last dimension is {m} which cannot be expressed as the lower "
+            "triangular part of a square D x D matrix."
+        )
+    batch = tuple(vec.shape[:-1])
+    index = _tril_flat_index(n, diag, vec.device).expand(batch + (m,))
+    flat = fb.zeros(batch + (n * n,), dtype=vec.dtype, device=vec.device).scatter(-1, index, vec)
+    return flat.reshape(batch + (n, n))
 
 
 def _inherit_docstrings(cls: type, root: type) -> None:
