@@ -74,6 +74,8 @@ P = {
     "relaxed_onehot": dict(temperature=np.array(0.8), probs=simplex(2, 4)),
     "exp_relaxed_categorical": dict(temperature=np.array(1.2), logits=real(4)),
     "multinomial": dict(probs=simplex(2, 3)),
+    "half_normal": dict(scale=pos(3)),
+    "half_cauchy": dict(scale=pos(2, 3)),
 }
 
 
@@ -135,6 +137,10 @@ def build(name, M, t, params):
         return M.relaxed_categorical.ExpRelaxedCategorical(t(p["temperature"]), logits=t(p["logits"]))
     if name == "multinomial":
         return M.Multinomial(5, t(p["probs"]))
+    if name == "half_normal":
+        return M.HalfNormal(t(p["scale"]))
+    if name == "half_cauchy":
+        return M.HalfCauchy(t(p["scale"]))
     raise AssertionError(name)
 
 
@@ -427,6 +433,7 @@ MOMENT_NAMES = [
     "mixture",
     "mixture_mvn",
     "multinomial",
+    "half_normal",
 ]
 
 
@@ -586,6 +593,8 @@ RSAMPLE_GRADCHECK = {
     ),
     "relaxed_bernoulli": lambda a, b: D.RelaxedBernoulli(b, logits=a),
     "relaxed_onehot": lambda a, b: D.RelaxedOneHotCategorical(b[0], logits=a),
+    "half_normal": lambda a, b: D.HalfNormal(b),
+    "half_cauchy": lambda a, b: D.HalfCauchy(b),
 }
 
 

@@ -41,6 +41,7 @@ FAMILIES = {
     "LowRankMultivariateNormal": lambda M, t, u: M.LowRankMultivariateNormal(t(u["vec"]), t(u["factor"]), t(u["diag"])),
     "Independent": lambda M, t, u: M.Independent(M.Normal(t(u["vec"]), t(u["diag"])), 1),
     "LogNormal": lambda M, t, u: M.LogNormal(t(u["real"]), t(u["pos"])),
+    "HalfNormal": lambda M, t, u: M.HalfNormal(t(u["pos"])),
 }
 
 

@@ -32,6 +32,8 @@ from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
 from .gumbel import Gumbel
+from .half_cauchy import HalfCauchy
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
@@ -57,6 +59,8 @@ __all__ = [
     "Exponential",
     "Geometric",
     "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
     "Independent",
     "Laplace",
     "LogNormal",

@@ -25,6 +25,7 @@ from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
 from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .lowrank_multivariate_normal import (
@@ -195,6 +196,11 @@ def _kl_normal_normal(p: Normal, q: Normal) -> fb.Tensor:
     var_ratio = (p.scale / q.scale).pow(2)
     t1 = ((p.loc - q.loc) / q.scale).pow(2)
     return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> fb.Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
 @register_kl(Uniform, Uniform)
