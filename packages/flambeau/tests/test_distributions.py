@@ -76,6 +76,7 @@ P = {
     "multinomial": dict(probs=simplex(2, 3)),
     "half_normal": dict(scale=pos(3)),
     "half_cauchy": dict(scale=pos(2, 3)),
+    "pareto": dict(scale=pos(3), alpha=pos(3) + 4.5),
 }
 
 
@@ -141,6 +142,8 @@ def build(name, M, t, params):
         return M.HalfNormal(t(p["scale"]))
     if name == "half_cauchy":
         return M.HalfCauchy(t(p["scale"]))
+    if name == "pareto":
+        return M.Pareto(t(p["scale"]), t(p["alpha"]))
     raise AssertionError(name)
 
 
@@ -434,6 +437,7 @@ MOMENT_NAMES = [
     "mixture_mvn",
     "multinomial",
     "half_normal",
+    "pareto",
 ]
 
 
@@ -595,6 +599,7 @@ RSAMPLE_GRADCHECK = {
     "relaxed_onehot": lambda a, b: D.RelaxedOneHotCategorical(b[0], logits=a),
     "half_normal": lambda a, b: D.HalfNormal(b),
     "half_cauchy": lambda a, b: D.HalfCauchy(b),
+    "pareto": lambda a, b: D.Pareto(b, a.exp() + 1),
 }
 
 

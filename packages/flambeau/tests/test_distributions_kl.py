@@ -42,6 +42,7 @@ FAMILIES = {
     "Independent": lambda M, t, u: M.Independent(M.Normal(t(u["vec"]), t(u["diag"])), 1),
     "LogNormal": lambda M, t, u: M.LogNormal(t(u["real"]), t(u["pos"])),
     "HalfNormal": lambda M, t, u: M.HalfNormal(t(u["pos"])),
+    "Pareto": lambda M, t, u: M.Pareto(t(u["pos"]), t(u["pos"] + 1.0)),
 }
 
 

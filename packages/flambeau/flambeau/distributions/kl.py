@@ -36,6 +36,7 @@ from .lowrank_multivariate_normal import (
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _batch_trace_XXT, _solve_lower
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost, euler_constant
@@ -317,16 +318,28 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p: LowRankMultivariateNorma
 # Different families.
 
 
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> fb.Tensor:
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _inf_where(p.scale < q.scale, result)  # p has mass below q's support
+
+
+@register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
 def _kl_exponential_infinity(p: Exponential, q: Distribution) -> fb.Tensor:
     return _infinite_like(p.rate)
 
 
 @register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
 @register_kl(Laplace, Exponential)
+@register_kl(Laplace, Pareto)
 @register_kl(Laplace, Uniform)
 @register_kl(Normal, Exponential)
+@register_kl(Normal, Pareto)
 @register_kl(Normal, Uniform)
 def _kl_real_support_infinity(p: Any, q: Distribution) -> fb.Tensor:
     # p has mass on the whole real line, q does not.
@@ -411,3 +424,39 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> fb.Tensor:
     t2 = common_term.pow(2) / 12
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
+
+
+def _x_log_x(x: fb.Tensor) -> fb.Tensor:
+    return x * x.log()
+
+
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p: Pareto, q: Distribution) -> fb.Tensor:
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> fb.Tensor:
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 - p.alpha.reciprocal() + t3 - 1)  # p's mean is infinite
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p: Pareto, q: Normal) -> fb.Tensor:
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    result = t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1
+    return _inf_where(p.alpha <= 2, result)  # p's variance is infinite
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> fb.Tensor:
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    return _inf_where(p.low < q.scale, t2 * (q.alpha + 1) - t1)
