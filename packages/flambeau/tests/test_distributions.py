@@ -77,6 +77,7 @@ P = {
     "half_normal": dict(scale=pos(3)),
     "half_cauchy": dict(scale=pos(2, 3)),
     "pareto": dict(scale=pos(3), alpha=pos(3) + 4.5),
+    "logistic_normal": dict(loc=real(2, 3) * 0.5, scale=pos(2, 3) * 0.5),
 }
 
 
@@ -142,6 +143,8 @@ def build(name, M, t, params):
         return M.HalfNormal(t(p["scale"]))
     if name == "half_cauchy":
         return M.HalfCauchy(t(p["scale"]))
+    if name == "logistic_normal":
+        return M.LogisticNormal(t(p["loc"]), t(p["scale"]))
     if name == "pareto":
         return M.Pareto(t(p["scale"]), t(p["alpha"]))
     raise AssertionError(name)
@@ -600,6 +603,7 @@ RSAMPLE_GRADCHECK = {
     "half_normal": lambda a, b: D.HalfNormal(b),
     "half_cauchy": lambda a, b: D.HalfCauchy(b),
     "pareto": lambda a, b: D.Pareto(b, a.exp() + 1),
+    "logistic_normal": lambda a, b: D.LogisticNormal(a, b),
 }
 
 

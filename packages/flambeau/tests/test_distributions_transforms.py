@@ -42,6 +42,26 @@ TRANSFORMS = {
         lambda M, t: M.transforms.CumulativeDistributionTransform(M.Normal(t(A), t(B))),
         rng.normal(size=(2, 3)),
     ),
+    "positive_definite": (lambda M, t: M.transforms.PositiveDefiniteTransform(), rng.normal(size=(2, 3, 3))),
+    "corr_cholesky": (lambda M, t: M.transforms.CorrCholeskyTransform(), rng.normal(size=(2, 6))),
+    "cat": (
+        lambda M, t: M.transforms.CatTransform(
+            [M.transforms.ExpTransform(), M.transforms.AffineTransform(t(A[:2]), t(B[:2]))], dim=-1, lengths=[1, 2]
+        ),
+        rng.normal(size=(2, 3)),
+    ),
+    "cat_event": (
+        lambda M, t: M.transforms.CatTransform(
+            [M.transforms.AffineTransform(t(A[:2]), t(B[:2]), event_dim=1), M.transforms.ExpTransform()],
+            dim=-1,
+            lengths=[2, 1],
+        ),
+        rng.normal(size=(2, 3)),
+    ),
+    "stack": (
+        lambda M, t: M.transforms.StackTransform([M.transforms.ExpTransform(), M.transforms.TanhTransform()], dim=0),
+        rng.normal(size=(2, 3)),
+    ),
 }
 BIJECTIVE_JACOBIAN = ["exp", "affine", "power", "sigmoid", "softplus", "tanh", "compose", "inverse_exp", "cdf"]
 
@@ -177,6 +197,10 @@ REGISTRY_CASES = [
     ("simplex", lambda C: C.simplex, 1),
     ("independent", lambda C: C.independent(C.positive, 1), 1),
     ("lower_cholesky", lambda C: C.lower_cholesky, 2),
+    ("positive_definite", lambda C: C.positive_definite, 2),
+    ("corr_cholesky", lambda C: C.corr_cholesky, 1),
+    ("cat", lambda C: C.cat([C.positive, C.unit_interval], -1, [1, 2]), 0),
+    ("stack", lambda C: C.stack([C.positive, C.real], 0), 0),
 ]
 
 

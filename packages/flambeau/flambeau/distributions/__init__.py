@@ -38,6 +38,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
@@ -65,6 +66,7 @@ __all__ = [
     "Independent",
     "Laplace",
     "LogNormal",
+    "LogisticNormal",
     "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",

@@ -22,22 +22,26 @@ import flambeau_core as fb
 import flambeau_nn.functional as F
 
 from . import constraints
-from .utils import _inherit_docstrings, _sum_rightmost
+from .utils import _inherit_docstrings, _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
     "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
     "SoftplusTransform",
     "TanhTransform",
     "SoftmaxTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "Transform",
     "identity_transform",
@@ -878,6 +882,213 @@ class LowerCholeskyTransform(_ParameterFreeTransform):
 
     def _inverse(self, y: fb.Tensor) -> fb.Tensor:
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(_ParameterFreeTransform):
+    """From unconstrained matrices to positive-definite ones: ``L L^T`` for ``L = LowerCholeskyTransform()(x)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.transforms import PositiveDefiniteTransform
+        >>> PositiveDefiniteTransform()(fb.zeros(2, 2)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def _call(self, x: fb.Tensor) -> fb.Tensor:
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _inverse(self, y: fb.Tensor) -> fb.Tensor:
+        return LowerCholeskyTransform().inv(fb.linalg.cholesky(y))
+
+
+class CorrCholeskyTransform(_ParameterFreeTransform):
+    r"""From unconstrained vectors of length :math:`D(D-1)/2` to Cholesky factors of ``D x D`` correlation matrices.
+
+    The vector fills the strict lower triangle row by row; each row goes through ``tanh`` and a signed
+    stick-breaking step so that it has unit Euclidean norm with a positive diagonal entry.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.transforms import CorrCholeskyTransform
+        >>> CorrCholeskyTransform()(fb.zeros(1)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x: fb.Tensor) -> fb.Tensor:
+        eps = fb.finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # Row i keeps sqrt(1 - sum of squares before each entry) of the stick: prod_{k<j} sqrt(1 - r_ik^2).
+        remaining = (1 - r.pow(2)).sqrt().cumprod(-1)
+        eye = fb.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return (r + eye) * F.pad(remaining[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y: fb.Tensor) -> fb.Tensor:
+        left = F.pad((1 - (y * y).cumsum(-1))[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2  # atanh, stable near the ends
+
+    def log_abs_det_jacobian(self, x: fb.Tensor, y: fb.Tensor) -> fb.Tensor:
+        left = 1 - (y * y).cumsum(-1)
+        stick_breaking = 0.5 * tril_matrix_to_vec(left, diag=-2).log().sum(-1)
+        tanh = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking + tanh
+
+    def forward_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        if len(shape) < 1:
+            raise ValueError("[CorrCholeskyTransform] Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("[CorrCholeskyTransform] Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        if len(shape) < 2:
+            raise ValueError("[CorrCholeskyTransform] Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("[CorrCholeskyTransform] A matrix must be square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+class CatTransform(Transform):
+    """Applies ``tseq[i]`` to the ``i``-th slice of ``dim`` (``lengths[i]`` long), as :func:`flambeau.cat` joins them.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.transforms import AffineTransform, CatTransform, ExpTransform
+        >>> t = CatTransform([ExpTransform(), AffineTransform(1.0, 2.0)], dim=0, lengths=[1, 2])
+        >>> t(fb.tensor([0.0, 1.0, 2.0])).tolist()
+        [1.0, 3.0, 5.0]
+    """
+
+    def __init__(
+        self, tseq: Sequence[Transform], dim: int = 0, lengths: Sequence[int] | None = None, cache_size: int = 0
+    ) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("[CatTransform] tseq must be a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise ValueError(f"[CatTransform] got {len(self.transforms)} transforms but {len(self.lengths)} lengths")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        """The total length along ``dim``."""
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _slices(self, x: fb.Tensor) -> list[fb.Tensor]:
+        if x.shape[self.dim] != self.length:
+            raise ValueError(
+                f"[CatTransform] expected size {self.length} along dim {self.dim}, got {x.shape[self.dim]}"
+            )
+        out, start = [], 0
+        for length in self.lengths:
+            out.append(x.narrow(self.dim, start, length))
+            start += length
+        return out
+
+    def _call(self, x: fb.Tensor) -> fb.Tensor:
+        return fb.cat([t(s) for t, s in zip(self.transforms, self._slices(x), strict=True)], self.dim)
+
+    def _inverse(self, y: fb.Tensor) -> fb.Tensor:
+        return fb.cat([t.inv(s) for t, s in zip(self.transforms, self._slices(y), strict=True)], self.dim)
+
+    def log_abs_det_jacobian(self, x: fb.Tensor, y: fb.Tensor) -> fb.Tensor:
+        terms = []
+        for t, xs, ys in zip(self.transforms, self._slices(x), self._slices(y), strict=True):
+            terms.append(_sum_rightmost(t.log_abs_det_jacobian(xs, ys), self.event_dim - t.event_dim))
+        # The slices' terms stand side by side when dim is a batch dimension, else they add up.
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        return fb.cat(terms, dim) if dim < 0 else reduce(operator.add, terms)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Applies ``tseq[i]`` to the ``i``-th slice of ``dim``, as :func:`flambeau.stack` joins them.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.distributions.transforms import AffineTransform, ExpTransform, StackTransform
+        >>> t = StackTransform([ExpTransform(), AffineTransform(1.0, 2.0)], dim=0)
+        >>> t(fb.tensor([0.0, 1.0])).tolist()
+        [1.0, 3.0]
+    """
+
+    def __init__(self, tseq: Sequence[Transform], dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise TypeError("[StackTransform] tseq must be a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z: fb.Tensor) -> tuple[fb.Tensor, ...]:
+        if z.shape[self.dim] != len(self.transforms):
+            raise ValueError(
+                f"[StackTransform] expected {len(self.transforms)} slices along dim {self.dim}, got {z.shape[self.dim]}"
+            )
+        return z.unbind(self.dim)
+
+    def _call(self, x: fb.Tensor) -> fb.Tensor:
+        return fb.stack([t(s) for t, s in zip(self.transforms, self._slices(x), strict=True)], self.dim)
+
+    def _inverse(self, y: fb.Tensor) -> fb.Tensor:
+        return fb.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y), strict=True)], self.dim)
+
+    def log_abs_det_jacobian(self, x: fb.Tensor, y: fb.Tensor) -> fb.Tensor:
+        pairs = zip(self.transforms, self._slices(x), self._slices(y), strict=True)
+        return fb.stack([t.log_abs_det_jacobian(xs, ys) for t, xs, ys in pairs], self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
 class CumulativeDistributionTransform(Transform):
