@@ -67,16 +67,7 @@ std::tuple<Tensor, Tensor, Tensor> linear_backward_generic(const Tensor& grad_ou
 // ---- masked_fill: where(mask, value, self), the value cast to self's dtype first ----
 
 Tensor masked_fill_generic(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_fill] mask must be a bool tensor, got dtype ",
-                dtype_name(mask.dtype()));
-  bool fits = mask.dim() <= self.dim();
-  for (int64_t k = 1; fits && k <= mask.dim(); ++k) {
-    const int64_t ms = mask.sizes()[static_cast<size_t>(mask.dim() - k)];
-    fits = ms == 1 || ms == self.sizes()[static_cast<size_t>(self.dim() - k)];
-  }
-  FB_CHECK_VALUE(fits, "[masked_fill] mask of shape ", shape_str(mask.sizes()),
-                 " cannot be broadcast to the shape of self ", shape_str(self.sizes()));
-  check_scalar_fits(value, self.dtype(), "masked_fill");
+  detail::check_masked_fill(self, mask, value);
   return op::where(mask, to_dtype(scalar_to_tensor(value), self.dtype()), self);
 }
 

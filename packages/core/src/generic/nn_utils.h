@@ -8,6 +8,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
 
 namespace flambeau::detail {
 
@@ -76,6 +77,24 @@ inline void check_linear_backward(const Tensor& grad_output, const Tensor& input
   FB_CHECK(input.device() == grad_output.device() && weight.device() == grad_output.device(), "[", op,
            "] grad_output, input and weight must be on the same device, got ", grad_output.device().str(),
            ", ", input.device().str(), " and ", weight.device().str());
+}
+
+/// masked_fill's checks: a bool mask that broadcasts to self, a value that fits self's dtype, and (for a
+/// tensor with elements, as PyTorch) a dtype of the kernel's (every dtype but the wide unsigned ones).
+inline void check_masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value) {
+  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_fill] mask must be a bool tensor, got dtype ",
+                dtype_name(mask.dtype()));
+  bool fits = mask.dim() <= self.dim();
+  for (int64_t k = 1; fits && k <= mask.dim(); ++k) {
+    const int64_t ms = mask.sizes()[mask.dim() - k];
+    fits = ms == 1 || ms == self.sizes()[self.dim() - k];
+  }
+  FB_CHECK_VALUE(fits, "[masked_fill] mask of shape ", shape_str(mask.sizes()),
+                 " cannot be broadcast to the shape of self ", shape_str(self.sizes()));
+  check_scalar_fits(value, self.dtype(), "masked_fill");
+  if (self.numel() > 0)
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "masked_fill",
+                                                                       [](auto) {});
 }
 
 inline const int64_t kDim0[1] = {0};
