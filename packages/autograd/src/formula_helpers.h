@@ -434,6 +434,7 @@ inline Tensor max_pool_backward_grad_output(const Tensor& grad, const Tensor& in
   return op::reshape(where(inside, g, 0.0), indices.sizes());
 }
 
+
 // ---- second derivatives of the fused activation and loss backward kernels ----
 // Each backward op is linear in grad_output, so its grad_output gradient is the op
 // itself applied to grad (or, for a reduced loss, grad times the op at grad_output = 1,
@@ -670,6 +671,7 @@ inline Tensor cross_entropy_backward_self_backward(const Tensor& grad, const Ten
   const Tensor p = op::softmax(self, cd, std::nullopt);
   return a * p * (grad - op::sum(grad * p, IntArrayRef(cdim), true, std::nullopt));
 }
+
 
 // ---- loss gradients in the target (and class weights) ----
 
