@@ -324,13 +324,13 @@ inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, b
   return z;
 }
 
-/// Whether the fused softmax/log_softmax backward kernels (Note [Softmax rows]) apply:
-/// CPU float32/float64, same dtype, and no graph of the backward recorded (create_graph
-/// goes through the composed, differentiable formulas).
+/// Whether the softmax/log_softmax backward ops (Note [Softmax rows]: one pass per row on the
+/// CPU, composed elsewhere) apply: float32/float64, same dtype and device, and no graph of the
+/// backward recorded (create_graph goes through the composed, differentiable formulas).
 inline bool fused_softmax_backward(const Tensor& grad, const Tensor& result) {
   const ScalarType dt = result.dtype();
   return !grad_mode_enabled() && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
-         grad.dtype() == dt && grad.device().type == DeviceType::CPU && result.device() == grad.device() &&
+         grad.dtype() == dt && result.device() == grad.device() &&
          std::ranges::equal(grad.sizes(), result.sizes());
 }
 
@@ -376,11 +376,11 @@ inline Tensor linear_weight_backward(const Tensor& grad, const Tensor& input) {
   return op::mm(op::transpose(as_2d(grad), 0, 1), as_2d(input));
 }
 
-/// linear's three gradients (grad_input_mask: input, weight, bias). float32/float64 on the CPU
-/// outside create_graph: core's _linear_backward, one call whose GEMMs (and the bias's column
-/// sum) run side by side on the GEMM pool. Otherwise, or for a bias that only broadcasts, the
-/// composed forms above (differentiable under create_graph; the bias's gradient is grad, reduced
-/// to the bias's shape by the caller).
+/// linear's three gradients (grad_input_mask: input, weight, bias). float32/float64 outside
+/// create_graph: core's _linear_backward, one call (on the CPU its GEMMs and the bias's column
+/// sum run side by side on the GEMM pool; other devices compose it of mm and sum). Otherwise, or
+/// for a bias that only broadcasts, the composed forms above (differentiable under create_graph;
+/// the bias's gradient is grad, reduced to the bias's shape by the caller).
 inline std::tuple<Tensor, Tensor, Tensor> linear_backward_grads(const Tensor& grad, const Tensor& input,
                                                                 const Tensor& weight,
                                                                 const std::optional<Tensor>& bias,
@@ -389,8 +389,7 @@ inline std::tuple<Tensor, Tensor, Tensor> linear_backward_grads(const Tensor& gr
   const bool row_bias = !bias || (bias->dim() == 1 && bias->sizes()[0] == weight.sizes()[0]);
   if (!grad_mode_enabled() && (dt == ScalarType::Float32 || dt == ScalarType::Float64) &&
       input.dtype() == dt && weight.dtype() == dt && weight.dim() == 2 && input.dim() >= 1 &&
-      grad.dim() == input.dim() && grad.device().type == DeviceType::CPU && input.device() == grad.device() &&
-      weight.device() == grad.device()) {
+      grad.dim() == input.dim() && input.device() == grad.device() && weight.device() == grad.device()) {
     const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
     const auto as_2d = [](const Tensor& t, int64_t cols) {
       if (t.dim() == 2) return t;

@@ -129,7 +129,7 @@ void register_gemm_kernels();
 void register_elementwise_kernels();
 /// Registers the reductions and random fills under DispatchKey::CUDA (reduce.cpp).
 void register_reduce_kernels();
-/// Registers _log_softmax, mse_loss, embedding and the SGD step under DispatchKey::CUDA (nn_ops.cpp).
+/// Registers embedding and embedding_dense_backward under DispatchKey::CUDA (nn_ops.cpp).
 void register_nn_kernels();
 /// Registers gather, index_select, scatter_add and clamp under DispatchKey::CUDA (indexing.cpp).
 void register_indexing_kernels();

@@ -52,23 +52,10 @@ def has_cuda_kernel(op: str) -> bool:
     return _C._has_kernel(op, "CUDA") or _C._has_kernel(op, "Generic")
 
 
-# CPU-only fast paths the trace sees on the host, and the ops the same step
-# runs instead on any other device: linear's backward is one _linear_backward
-# call on the CPU only (autograd's linear_backward_grads); elsewhere it is
-# composed of mm and a sum over the batch for the bias.
-CPU_ONLY_FAST_PATHS = {"_linear_backward": {"mm", "sum"}}
-
-
-def on_cuda(ops: set[str]) -> set[str]:
-    """The ops the traced step would dispatch on a CUDA device."""
-    out = set()
-    for op in ops:
-        out |= CPU_ONLY_FAST_PATHS.get(op, {op})
-    return out
-
-
 def missing_on_cuda(ops: set[str]) -> list[str]:
-    return sorted(op for op in on_cuda(ops) if not has_cuda_kernel(op))
+    # Callers never branch on the device (a CPU fast path has a Generic kernel for the other
+    # devices), so the ops a step dispatches on the CPU are the ones it dispatches on CUDA.
+    return sorted(op for op in ops if not has_cuda_kernel(op))
 
 
 def train_ops(model: str) -> set[str]:
@@ -97,12 +84,28 @@ def test_training_step_has_cuda_kernels(model):
     assert missing_on_cuda(ops) == [], f"{model}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
 
 
-def test_cpu_only_fast_paths_are_cpu_only():
-    # A fast path listed above must really have no CUDA kernel (else drop it
-    # from the table), and its replacements must have one.
-    for op, instead in CPU_ONLY_FAST_PATHS.items():
-        assert _C._has_kernel(op, "CPU") and not has_cuda_kernel(op), op
-        assert all(has_cuda_kernel(o) for o in instead), (op, instead)
+def test_cpu_fast_paths_have_generic_kernels():
+    # The one-pass CPU kernels autograd, nn and the composites call keep their CPU kernel; every other
+    # device runs the Generic one (core's src/generic/), and the compositions of dispatched ops that
+    # flambeau-cuda once registered as its own kernels live there too.
+    fast_paths = {
+        "_linear_backward",
+        "_softmax",
+        "_log_softmax",
+        "_softmax_backward_data",
+        "_log_softmax_backward_data",
+    }
+    composed = {
+        *"mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits".split(),
+        *"_cross_entropy nll_loss_nd".split(),
+    }
+    composed |= {f"{op}_backward" for op in composed} | {"masked_fill", "_fused_sgd_", "_foreach_zero_"}
+    for op in sorted(fast_paths | composed):
+        assert _C._has_kernel(op, "CPU") and _C._has_kernel(op, "Generic"), op
+        assert not _C._has_kernel(op, "CUDA"), f"{op}: a composition of dispatched ops is a Generic kernel"
+    assert _C._has_kernel("embedding", "CUDA")  # a real CUDA kernel stays in flambeau-cuda
+    # The MLP step's linear backward is the one _linear_backward call on every device.
+    assert "_linear_backward" in train_ops("mlp")
 
 
 def test_trace_finds_a_missing_kernel():

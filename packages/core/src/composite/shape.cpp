@@ -63,9 +63,9 @@ Tensor composite::softmax(const Tensor& self, int64_t dim, std::optional<ScalarT
   const Tensor x = dtype ? to_dtype(self, *dtype) : self;
   FB_CHECK_TYPE(is_floating(x.dtype()), "[softmax] needs a floating point tensor, got dtype ",
                 dtype_name(x.dtype()));
-  // CPU: one pass per row (Note [Softmax rows]); other devices: exp of their log_softmax kernel.
-  if (x.device().type == DeviceType::CPU) return op::_softmax(x, dim);
-  return op::exp(op::_log_softmax(x, dim));
+  // CPU: one pass per row (Note [Softmax rows]); other devices: exp of their log_softmax kernel
+  // (the Generic _softmax, src/generic/nn_ops.cpp).
+  return op::_softmax(x, dim);
 }
 
 namespace {

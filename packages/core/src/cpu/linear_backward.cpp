@@ -30,6 +30,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
+#include "generic/nn_utils.h"
 #include "generic/shape_utils.h"
 
 namespace flambeau {
@@ -185,29 +186,9 @@ std::tuple<Tensor, Tensor, Tensor> linear_backward_cpu(const Tensor& grad_output
                                                        const Tensor& weight, bool input_g, bool weight_g,
                                                        bool bias_g) {
   const char* op = "_linear_backward";
-  FB_CHECK_VALUE(weight.dim() == 2, "[", op, "] weight must be 2-D (out_features, in_features), got shape ",
-                 shape_str(weight.sizes()));
-  FB_CHECK_VALUE(input.dim() == 2, "[", op, "] input must be 2-D (n, in_features), got shape ",
-                 shape_str(input.sizes()));
-  FB_CHECK_VALUE(grad_output.dim() == 2, "[", op, "] grad_output must be 2-D (n, out_features), got shape ",
-                 shape_str(grad_output.sizes()));
+  detail::check_linear_backward(grad_output, input, weight);
   const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1], n = input.sizes()[0];
-  FB_CHECK_VALUE(input.sizes()[1] == in_f, "[", op, "] input shape ", shape_str(input.sizes()),
-                 " does not match weight shape ", shape_str(weight.sizes()),
-                 ": the last dim of input must be in_features=", in_f);
-  FB_CHECK_VALUE(grad_output.sizes()[0] == n && grad_output.sizes()[1] == out_f, "[", op,
-                 "] grad_output must have shape (", n, ", ", out_f, ") for input shape ",
-                 shape_str(input.sizes()), " and weight shape ", shape_str(weight.sizes()), ", got ",
-                 shape_str(grad_output.sizes()));
   const ScalarType dt = grad_output.dtype();
-  FB_CHECK_TYPE(dt == ScalarType::Float32 || dt == ScalarType::Float64, "[", op,
-                "] supports float32 and float64, got grad_output of dtype ", dtype_name(dt));
-  FB_CHECK_TYPE(input.dtype() == dt && weight.dtype() == dt, "[", op,
-                "] grad_output, input and weight must have the same dtype, got ", dtype_name(dt), ", ",
-                dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
-  FB_CHECK(input.device() == grad_output.device() && weight.device() == grad_output.device(), "[", op,
-           "] grad_output, input and weight must be on the same device, got ", grad_output.device().str(),
-           ", ", input.device().str(), " and ", weight.device().str());
   FB_CHECK_VALUE(n <= INT_MAX && in_f <= INT_MAX && out_f <= INT_MAX, "[", op,
                  "] matrix dims above 2^31 - 1 are not supported, got input shape ", shape_str(input.sizes()),
                  " and weight shape ", shape_str(weight.sizes()));

@@ -20,6 +20,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
+#include "generic/nn_utils.h"
 #include "generic/shape_utils.h"
 #include "tensor_iterator.h"
 #include "wrapping.h"
@@ -340,23 +341,12 @@ Tensor index_fill_cpu(const Tensor& self, int64_t dim, const Tensor& index, cons
 // ---- masked_fill ----
 
 Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_fill] mask must be a bool tensor, got dtype ",
-                dtype_name(mask.dtype()));
-  bool fits = mask.dim() <= self.dim();
-  for (int64_t k = 1; fits && k <= mask.dim(); ++k) {
-    const int64_t ms = mask.sizes()[mask.dim() - k];
-    fits = ms == 1 || ms == self.sizes()[self.dim() - k];
-  }
-  FB_CHECK_VALUE(fits, "[masked_fill] mask of shape ", shape_str(mask.sizes()),
-                 " cannot be broadcast to the shape of self ", shape_str(self.sizes()));
-  check_scalar_fits(value, self.dtype(), "masked_fill");
+  detail::check_masked_fill(self, mask, value);
   Tensor out = contiguous_copy(self);
   const int64_t n = out.numel();
   if (n == 0) return out;
   const Tensor m = as_contiguous(op::expand(mask, self.sizes()));
   const bool* mp = m.data<bool>();
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "masked_fill",
-                                                                     [](auto) {});
   visit_bytes(self.dtype(), "masked_fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value_bytes<T>(value, self.dtype());

@@ -12,6 +12,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
+#include "generic/nn_utils.h"
 #include "generic/shape_utils.h"
 #include "softmax_rows.h"
 #include "vec_table.h"
@@ -185,13 +186,7 @@ Tensor forward_cpu(Kind kind, const Tensor& self, int64_t dim) {
 
 Tensor backward_cpu(Kind kind, const Tensor& grad, const Tensor& output, int64_t dim) {
   const std::string op = std::string("_") + name_of(kind) + "_backward_data";
-  FB_CHECK_TYPE(output.dtype() == ScalarType::Float32 || output.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 output, got dtype ", dtype_name(output.dtype()));
-  FB_CHECK_TYPE(grad.dtype() == output.dtype(), "[", op, "] grad_output dtype ", dtype_name(grad.dtype()),
-                " does not match output dtype ", dtype_name(output.dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), output.sizes()), "[", op, "] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match output shape ", shape_str(output.sizes()));
-  const int64_t d = wrap_dim(dim, output.dim(), op.c_str());
+  const int64_t d = detail::check_softmax_backward(op.c_str(), grad, output, dim);
   Tensor gi = op::empty(output.sizes(), output.dtype(), output.device());
   if (output.numel() == 0) return gi;
   const RowShape s = row_shape(output, d);
