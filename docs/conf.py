@@ -44,7 +44,8 @@ html_theme = "alabaster"  # Sphinx's own theme: no further dependency
 html_title = f"flambeau {release}"
 html_theme_options = {"description": "A PyTorch-shaped deep-learning framework", "fixed_sidebar": True}
 html_sidebars = {"**": ["about.html", "searchbox.html", "navigation.html"]}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"  # without one, every page's /favicon.ico request is a 404 in the console
 
 autodoc_member_order = "bysource"
 autodoc_docstring_signature = True  # a C++ function's first docstring line is its signature
