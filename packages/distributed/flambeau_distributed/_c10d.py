@@ -799,6 +799,203 @@ def _reduce_scatter(pg: ProcessGroup, output: Tensor, input: Tensor, op: str, as
     return pg.submit(name, run, async_op)
 
 
+def _rooted_list(pg: ProcessGroup, tensor: Tensor, lst: Any, root: int, name: str, words: tuple) -> None:
+    """gather/scatter: the list is required on the root rank and must be None (or empty) elsewhere."""
+    root_arg, list_arg, role = words
+    _check_rank(pg, root, root_arg, name)
+    _require_tensors(name, tensor=tensor)
+    if pg.rank == root:
+        if lst is None:
+            raise ValueError(f"[{name}] {list_arg} is required on the {role} rank {root}")
+        _check_list(pg, lst, tensor, name, list_arg)
+    elif lst:
+        raise ValueError(f"[{name}] {list_arg} must be None or empty on rank {pg.rank} (not the {role} {root})")
+
+
+def gather(
+    tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int = 0, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank ``dst`` gets every rank's ``tensor``: ``gather_list[r]`` = rank r's (None on the other ranks).
+
+    The tensors are gathered into one buffer on ``dst`` and copied out (one copy).
+
+    Example (``mpirun -n 2``)::
+
+        t = fc.full([2], float(dist.get_rank()))
+        out = [fc.zeros([2]) for _ in range(2)] if dist.get_rank() == 0 else None
+        dist.gather(t, out, dst=0)  # on rank 0: out == [[0, 0], [1, 1]]
+    """
+    pg = _pg(group, "gather")
+    _rooted_list(pg, tensor, gather_list, dst, "gather", ("dst", "gather_list", "destination"))
+    MPI = _mpi()
+    n = tensor.numel()
+    inp = _Buf(MPI, tensor, False, "gather")
+    flat = fc.empty([pg.world_size * n], dtype=tensor.dtype) if pg.rank == dst else None
+    out = _Buf(MPI, flat, False, "gather") if flat is not None else None
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("gather", ("gather", *_describe(tensor), f"dst={dst}"))
+        if not n:
+            return
+        _finish(pg.comm.Igather(inp.spec, out.spec if out is not None else None, root=dst))
+        if flat is not None:
+            with _no_grad():
+                for r, t in enumerate(gather_list):
+                    t.detach().copy_(flat[r * n : (r + 1) * n].view(list(tensor.shape)))
+
+    return pg.submit("gather", run, async_op)
+
+
+def scatter(
+    tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int = 0, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank r gets ``scatter_list[r]`` of rank ``src`` in ``tensor`` (the list is packed on ``src``: one copy).
+
+    Example (``mpirun -n 2``)::
+
+        t = fc.zeros([2])
+        parts = [fc.full([2], 1.0), fc.full([2], 2.0)] if dist.get_rank() == 0 else None
+        dist.scatter(t, parts, src=0)  # rank 1: t == [2, 2]
+    """
+    pg = _pg(group, "scatter")
+    _rooted_list(pg, tensor, scatter_list, src, "scatter", ("src", "scatter_list", "source"))
+    MPI = _mpi()
+    out = _Buf(MPI, tensor, False, "scatter")
+    inp = None
+    if pg.rank == src and tensor.numel():
+        inp = _Buf(MPI, fc.cat([t.detach().reshape(-1) for t in scatter_list]), False, "scatter")
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("scatter", ("scatter", *_describe(tensor), f"src={src}"))
+        if not out.count:
+            return
+        _finish(pg.comm.Iscatter(inp.spec if inp is not None else None, out.spec, root=src))
+        out.write_back()
+
+    return pg.submit("scatter", run, async_op)
+
+
+def _split_counts(
+    pg: ProcessGroup, t: Tensor, splits: Sequence[int] | None, name: str, what: str
+) -> tuple[list[int], list[int]]:
+    """Element counts and offsets of the world_size blocks of ``t`` along dim 0."""
+    rows = t.shape[0] if t.dim() else 1
+    row = t.numel() // rows if rows else 0
+    if splits is None:
+        if rows % pg.world_size:
+            raise FlambeauError(
+                f"[{name}] {what} has {rows} rows along dim 0, not divisible by world_size={pg.world_size}; "
+                f"pass {what}_split_sizes"
+            )
+        splits = [rows // pg.world_size] * pg.world_size
+    splits = list(splits)
+    if len(splits) != pg.world_size or any(not isinstance(s, int) or s < 0 for s in splits):
+        raise ValueError(
+            f"[{name}] {what}_split_sizes must be world_size={pg.world_size} non-negative ints, got {splits}"
+        )
+    if sum(splits) != rows:
+        raise FlambeauError(f"[{name}] {what}_split_sizes {splits} sum to {sum(splits)}, but {what} has {rows} rows")
+    counts = [s * row for s in splits]
+    return counts, _offsets(counts)
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    return [sum(counts[:k]) for k in range(len(counts))]
+
+
+def _alltoallv(
+    pg: ProcessGroup, out: Tensor, inp: Tensor, send: tuple, recv: tuple, name: str, async_op: bool, after=None
+) -> Work | None:
+    MPI = _mpi()
+    ob = _Buf(MPI, out, False, name)
+    ib = _Buf(MPI, inp, False, name)
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same(name, (name, str(out.dtype).replace("flambeau.", ""), ("per-rank sizes",)))
+        _finish(pg.comm.Ialltoallv([ib.mv, send, ib.kind], [ob.mv, recv, ob.kind]))
+        ob.write_back()
+        if after is not None:
+            after()
+
+    return pg.submit(name, run, async_op)
+
+
+def all_to_all_single(
+    output: Tensor,
+    input: Tensor,
+    output_split_sizes: Sequence[int] | None = None,
+    input_split_sizes: Sequence[int] | None = None,
+    group: Any = None,
+    async_op: bool = False,
+) -> Work | None:
+    """Block r of ``input`` (dim 0) goes to rank r; ``output``'s block r comes from rank r (no copies).
+
+    Without split sizes the blocks are equal (dim 0 divisible by world_size);
+    rank a's ``input_split_sizes[b]`` must equal rank b's ``output_split_sizes[a]``.
+
+    Example (``mpirun -n 2``)::
+
+        inp = fc.arange(2.0) + 2 * dist.get_rank()  # rank 0: [0, 1], rank 1: [2, 3]
+        out = fc.empty([2])
+        dist.all_to_all_single(out, inp)  # rank 0: [0, 2], rank 1: [1, 3]
+    """
+    pg = _pg(group, "all_to_all_single")
+    _require_tensors("all_to_all_single", output=output, input=input)
+    if output.dtype != input.dtype:
+        raise TypeError(f"[all_to_all_single] output dtype {output.dtype} != input dtype {input.dtype}")
+    if tuple(output.shape[1:]) != tuple(input.shape[1:]):
+        raise FlambeauError(
+            f"[all_to_all_single] output {list(output.shape)} and input {list(input.shape)} must agree beyond dim 0"
+        )
+    send = _split_counts(pg, input, input_split_sizes, "all_to_all_single", "input")
+    recv = _split_counts(pg, output, output_split_sizes, "all_to_all_single", "output")
+    return _alltoallv(pg, output, input, send, recv, "all_to_all_single", async_op)
+
+
+def all_to_all(
+    output_tensor_list: list[Tensor], input_tensor_list: list[Tensor], group: Any = None, async_op: bool = False
+) -> Work | None:
+    """``input_tensor_list[r]`` goes to rank r; ``output_tensor_list[r]`` comes from rank r (sizes may differ).
+
+    Both lists are packed into one buffer each (one copy in, one out).
+
+    Example (``mpirun -n 2``)::
+
+        r = dist.get_rank()
+        out = [fc.empty([1]) for _ in range(2)]
+        dist.all_to_all(out, [fc.tensor([10.0 * r]), fc.tensor([10.0 * r + 1])])
+        # rank 0: out == [[0], [10]], rank 1: out == [[1], [11]]
+    """
+    pg = _pg(group, "all_to_all")
+    for what, lst in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
+        if not isinstance(lst, (list, tuple)) or len(lst) != pg.world_size:
+            got = len(lst) if isinstance(lst, (list, tuple)) else type(lst).__name__
+            raise ValueError(f"[all_to_all] {what} must be a list of world_size={pg.world_size} tensors, got {got}")
+        for i, t in enumerate(lst):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"[all_to_all] {what}[{i}] must be a Tensor, got {type(t).__name__}")
+            if t.dtype != input_tensor_list[0].dtype:
+                raise TypeError(f"[all_to_all] {what}[{i}] has dtype {t.dtype}, expected {input_tensor_list[0].dtype}")
+    dtype = input_tensor_list[0].dtype
+    inp = fc.cat([t.detach().reshape(-1) for t in input_tensor_list])
+    counts_out = [t.numel() for t in output_tensor_list]
+    counts_in = [t.numel() for t in input_tensor_list]
+    out = fc.empty([sum(counts_out)], dtype=dtype)
+    offs_out = _offsets(counts_out)
+
+    def unpack() -> None:
+        with _no_grad():
+            for t, off, c in zip(output_tensor_list, offs_out, counts_out, strict=True):
+                t.detach().copy_(out[off : off + c].view(list(t.shape)))
+
+    return _alltoallv(
+        pg, out, inp, (counts_in, _offsets(counts_in)), (counts_out, offs_out), "all_to_all", async_op, unpack
+    )
+
+
 # ---------------------------------------------------------------------------
 # Point to point
 

@@ -3,6 +3,7 @@
 import flambeau_core as fc
 import flambeau_distributed as dist
 import numpy as np
+from flambeau_core import FlambeauError
 
 
 def close(t, expected):
@@ -64,6 +65,41 @@ def main():
         out = fc.zeros([3], dtype=dtype)
         dist.reduce_scatter_tensor(out, flat, op=dist.ReduceOp.MAX)
         close(out, [10 * r + (n - 1) + j for j in range(3)])
+        # gather / scatter to and from each root (async handles)
+        for root in range(n):
+            outs = [fc.zeros([2, 3], dtype=dtype) for _ in range(n)] if r == root else None
+            dist.gather(fc.tensor(vals, dtype=dtype), outs, dst=root, async_op=True).wait()
+            if r == root:
+                for k in range(n):
+                    close(outs[k], both[k])
+            parts = [fc.tensor(both[k], dtype=dtype) + root for k in range(n)] if r == root else None
+            t = fc.zeros([2, 3], dtype=dtype)
+            dist.scatter(t, parts, src=root, async_op=True).wait()
+            close(t, arr[r] + root)
+        # all_to_all_single: equal blocks (rank q gets block q of every rank), then uneven splits
+        src_rows = np.arange(4 * 3).reshape(4, 3) + 100 * r
+        out = fc.zeros([4, 3], dtype=dtype)
+        dist.all_to_all_single(out, fc.tensor(src_rows.tolist(), dtype=dtype))
+        close(out, np.concatenate([(np.arange(12).reshape(4, 3) + 100 * k)[2 * r : 2 * r + 2] for k in range(n)]))
+        # rank k sends (k + q + 1) rows to rank q
+        ins = [k + r + 1 for k in range(n)]
+        outs_n = [k + r + 1 for k in range(n)]
+        inp = np.arange(sum(ins) * 2).reshape(-1, 2) + 50 * r
+        out = fc.zeros([sum(outs_n), 2], dtype=dtype)
+        w = dist.all_to_all_single(out, fc.tensor(inp.tolist(), dtype=dtype), outs_n, ins, async_op=True)
+        w.wait()
+        want = []
+        for k in range(n):
+            theirs = np.arange(sum(q + k + 1 for q in range(n)) * 2).reshape(-1, 2) + 50 * k
+            start = sum(q + k + 1 for q in range(r))
+            want.append(theirs[start : start + r + k + 1])
+        close(out, np.concatenate(want))
+        # all_to_all with tensors of different sizes: rank k sends q + 1 elements to rank q
+        inputs = [fc.tensor([float(10 * r + q)] * (q + 1), dtype=dtype) for q in range(n)]
+        outputs = [fc.zeros([r + 1], dtype=dtype) for _ in range(n)]
+        assert dist.all_to_all(outputs, inputs, async_op=True).wait()
+        for k in range(n):
+            close(outputs[k], [10 * k + r] * (r + 1))
 
     # bool and bitwise ops
     t = fc.tensor([r == 0, False, True])
@@ -129,6 +165,28 @@ def main():
     w = dist.irecv(fc.zeros([3]), src=peer, tag=3)
     dist.isend(fc.full([3], float(r)), dst=peer, tag=3).wait()
     assert w.source_rank() == peer
+
+    # argument errors are raised locally, before any rank communicates
+    def raises(kind, words, fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except kind as e:
+            assert all(w in str(e) for w in words), str(e)
+        else:
+            raise AssertionError(f"{fn.__name__} did not raise {kind.__name__}")
+
+    if r == 0:
+        raises(ValueError, ["[gather]", "gather_list is required"], dist.gather, fc.zeros([2]), None, dst=0)
+        raises(ValueError, ["[scatter]", "must be None"], dist.scatter, fc.zeros([2]), [fc.zeros([2])] * 2, src=1)
+        raises(ValueError, ["[scatter]", "src must be a rank"], dist.scatter, fc.zeros([2]), None, src=5)
+    raises(TypeError, ["[gather]", "dtype"], dist.gather, fc.zeros([2]), [fc.zeros([2], dtype=fc.int64)] * 2, dst=r)
+    raises(
+        FlambeauError, ["[all_to_all_single]", "not divisible"], dist.all_to_all_single, fc.zeros([3]), fc.zeros([3])
+    )
+    raises(
+        FlambeauError, ["sum to 3", "has 4 rows"], dist.all_to_all_single, fc.zeros([4]), fc.zeros([4]), None, [1, 2]
+    )
+    raises(ValueError, ["[all_to_all]", "world_size=2"], dist.all_to_all, [fc.zeros([1])], [fc.zeros([1])] * 2)
 
     dist.destroy_process_group()
     assert not dist.is_initialized()
