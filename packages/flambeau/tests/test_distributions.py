@@ -633,3 +633,16 @@ def test_float32_parameters_and_python_numbers():
     assert D.Normal(0.0, 1.0).batch_shape == fb.Size([])
     assert D.Normal(0.0, 1.0).sample((2,)).dtype == fb.get_default_dtype()
     close(D.Normal(0.0, 2.0).log_prob(fb.tensor(1.0)), T.Normal(0.0, 2.0).log_prob(torch.tensor(1.0)), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("l_batch", "x_batch"), [((), (5,)), ((2,), (4, 2)), ((2,), (2,)), ((3, 1), (4,)), ((2, 1), (6, 2, 3)), ((), ())]
+)
+def test_batch_mahalanobis_matches_torch(l_batch, x_batch):
+    """The solve arranges a batch of samples as columns when it can and broadcasts otherwise: same values."""
+    from flambeau.distributions.multivariate_normal import _batch_mahalanobis
+
+    lower, x = tril(l_batch, 3), real(*x_batch, 3)
+    shape = np.broadcast_shapes(l_batch, x_batch)
+    solved = np.linalg.solve(np.broadcast_to(lower, shape + (3, 3)), np.broadcast_to(x, shape + (3,))[..., None])
+    close(_batch_mahalanobis(fbt(lower), fbt(x)), (solved[..., 0] ** 2).sum(-1))

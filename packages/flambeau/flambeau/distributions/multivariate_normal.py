@@ -23,7 +23,18 @@ def _solve_lower(lower: fb.Tensor, rhs: fb.Tensor) -> fb.Tensor:
 
 
 def _batch_mahalanobis(bL: fb.Tensor, bx: fb.Tensor) -> fb.Tensor:  # noqa: N803
-    """The squared Mahalanobis distance ``x^T (L L^T)^-1 x``, batch dimensions of ``L`` and ``x`` broadcast."""
+    """The squared Mahalanobis distance ``x^T (L L^T)^-1 x``, batch dimensions of ``L`` and ``x`` broadcast.
+
+    When ``x``'s batch shape ends with ``L``'s (samples of a batch of distributions), the leading
+    dimensions of ``x`` become right-hand-side columns: one solve per matrix, not one per sample.
+    """
+    n = bx.shape[-1]
+    l_batch, x_batch = tuple(bL.shape[:-2]), tuple(bx.shape[:-1])
+    lead = len(x_batch) - len(l_batch)
+    if lead >= 0 and x_batch[lead:] == l_batch:
+        columns = bx.reshape((-1,) + l_batch + (n,)).movedim(0, -1)  # (l_batch..., n, samples)
+        squared = _solve_lower(bL, columns).pow(2).sum(-2)  # (l_batch..., samples)
+        return squared.movedim(-1, 0).reshape(x_batch)
     return _solve_lower(bL, bx.unsqueeze(-1)).squeeze(-1).pow(2).sum(-1)
 
 
