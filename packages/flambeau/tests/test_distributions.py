@@ -521,6 +521,14 @@ def test_invalid_arguments_raise_value_error():
         D.Multinomial(fbt([2.0]), fbt([0.5, 0.5]))
     with pytest.raises(TypeError, match="numbers.Number or Tensor"):
         D.Normal("0", 1.0)
+    with pytest.raises(TypeError, match=r"\[Categorical\] expected `probs` to be a Tensor, got list"):
+        D.Categorical([0.5, 0.5])
+    with pytest.raises(TypeError, match=r"Categorical\] expected `logits` to be a Tensor"):
+        D.OneHotCategorical(logits=[0.0, 0.0])
+    with pytest.raises(TypeError, match=r"\[MultivariateNormal\] expected `scale_tril` to be a Tensor"):
+        D.MultivariateNormal(fbt([0.0]), scale_tril=[[1.0]])
+    with pytest.raises(TypeError, match=r"\[LowRankMultivariateNormal\] expected `loc` to be a Tensor"):
+        D.LowRankMultivariateNormal(0.0, fbt(np.zeros((1, 1))), fbt(np.ones(1)))
 
 
 def test_out_of_support_values_raise_value_error():

@@ -9,7 +9,7 @@ from flambeau_autograd import no_grad
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _probs_or_logits, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _probs_or_logits, _require_tensor, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -38,10 +38,12 @@ class Categorical(Distribution):
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
         _probs_or_logits(type(self).__name__, probs, logits)
         if probs is not None:
+            _require_tensor(type(self).__name__, "probs", probs)
             if probs.dim() < 1:
                 raise fb.FlambeauError(f"[{type(self).__name__}] `probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
         else:
+            _require_tensor(type(self).__name__, "logits", logits)
             if logits.dim() < 1:
                 raise fb.FlambeauError(f"[{type(self).__name__}] `logits` parameter must be at least one-dimensional.")
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)

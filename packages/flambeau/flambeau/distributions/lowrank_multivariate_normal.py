@@ -10,7 +10,7 @@ import flambeau_core as fb
 from . import constraints
 from .distribution import Distribution
 from .multivariate_normal import _batch_mahalanobis, _solve_lower
-from .utils import _standard_normal, lazy_property
+from .utils import _require_tensor, _standard_normal, lazy_property
 
 __all__ = ["LowRankMultivariateNormal"]
 
@@ -68,6 +68,8 @@ class LowRankMultivariateNormal(Distribution):
     def __init__(
         self, loc: fb.Tensor, cov_factor: fb.Tensor, cov_diag: fb.Tensor, validate_args: bool | None = None
     ) -> None:
+        for name, value in (("loc", loc), ("cov_factor", cov_factor), ("cov_diag", cov_diag)):
+            _require_tensor("LowRankMultivariateNormal", name, value)
         if loc.dim() < 1:
             raise fb.FlambeauError("[LowRankMultivariateNormal] loc must be at least one-dimensional.")
         event_shape = tuple(loc.shape[-1:])

@@ -9,7 +9,7 @@ import flambeau_core as fb
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, lazy_property
+from .utils import _require_tensor, _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
 
@@ -91,6 +91,14 @@ class MultivariateNormal(Distribution):
         scale_tril: fb.Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
+        _require_tensor("MultivariateNormal", "loc", loc)
+        for name, matrix in (
+            ("covariance_matrix", covariance_matrix),
+            ("precision_matrix", precision_matrix),
+            ("scale_tril", scale_tril),
+        ):
+            if matrix is not None:
+                _require_tensor("MultivariateNormal", name, matrix)
         if loc.dim() < 1:
             raise fb.FlambeauError("[MultivariateNormal] loc must be at least one-dimensional.")
         if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:

@@ -132,6 +132,11 @@ class _lazy_property_and_property(lazy_property, property):  # noqa: N801
         lazy_property.__init__(self, wrapped)
 
 
+def _require_tensor(where: str, name: str, value: Any) -> None:
+    if not isinstance(value, fb.Tensor):
+        raise TypeError(f"[{where}] expected `{name}` to be a Tensor, got {type(value).__name__}")
+
+
 def _probs_or_logits(name: str, probs: Any, logits: Any) -> None:
     if (probs is None) == (logits is None):
         raise fb.FlambeauError(f"[{name}] Either `probs` or `logits` must be specified, but not both.")
