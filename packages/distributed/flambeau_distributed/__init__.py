@@ -21,7 +21,7 @@ from __future__ import annotations
 import flambeau_data.sampler as _data_sampler
 from flambeau_data import DistributedSampler
 
-from flambeau_distributed import parallel
+from flambeau_distributed import algorithms, futures, parallel
 from flambeau_distributed._c10d import (
     Backend,
     DistBackendError,
@@ -56,7 +56,8 @@ from flambeau_distributed._c10d import (
     scatter,
     send,
 )
-from flambeau_distributed.parallel import DistributedDataParallel
+from flambeau_distributed.futures import Future
+from flambeau_distributed.parallel import DistributedDataParallel, GradBucket
 
 
 def _default_group() -> tuple[int, int] | None:
@@ -71,9 +72,12 @@ __all__ = [
     "DistBackendError",
     "DistributedDataParallel",
     "DistributedSampler",
+    "Future",
+    "GradBucket",
     "ProcessGroup",
     "ReduceOp",
     "Work",
+    "algorithms",
     "all_gather",
     "all_gather_into_tensor",
     "all_gather_object",
@@ -84,6 +88,7 @@ __all__ = [
     "broadcast",
     "broadcast_object_list",
     "destroy_process_group",
+    "futures",
     "gather",
     "get_backend",
     "get_rank",

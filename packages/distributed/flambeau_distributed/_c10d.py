@@ -26,6 +26,7 @@ checks the parameters' shapes across ranks once, at construction).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import datetime
 import os
 import pickle
@@ -39,6 +40,8 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+
+from flambeau_distributed.futures import Future
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
@@ -119,6 +122,9 @@ class Work:
         self._seconds = 0.0  # time the communication thread spent on it (DDP's statistics)
         self._result: Any = None
         self._lock = threading.Lock()
+        self._future: Future | None = None
+        self._future_lock = threading.Lock()
+        self._future_settled = False
 
     # called by the communication thread
     def _set(self, result: Any = None, exc: BaseException | None = None) -> None:
@@ -127,6 +133,8 @@ class Work:
         if self._request is None or exc is not None:
             self._done = True
         self._posted.set()
+        if self._done:
+            self._settle_future()
 
     def _complete_request(self, block: bool, deadline: float | None) -> bool:
         with self._lock:
@@ -152,7 +160,8 @@ class Work:
                     self._failed(e, status) if self._failed is not None and not isinstance(e, FlambeauError) else e
                 )
             self._done = True
-            return True
+        self._settle_future()
+        return True
 
     def _timeout(self) -> None:
         raise DistBackendError(
@@ -190,6 +199,38 @@ class Work:
         r = self._result
         return list(r) if isinstance(r, (list, tuple)) else ([] if r is None else [r])
 
+    def get_future(self) -> Future:
+        """A ``Future`` completed with ``result()`` (the output tensors, as a list) when the operation finishes.
+
+        A collective's Future completes on the communication thread (its
+        ``then`` callbacks run there); a point-to-point one when ``wait()`` or
+        ``is_completed()`` sees the message done.
+
+        Example::
+
+            fut = dist.all_reduce(t, async_op=True).get_future()
+            doubled = fut.then(lambda f: f.value()[0] * 2)
+        """
+        with self._future_lock:
+            if self._future is None:
+                self._future = Future()
+                settle = self._done
+            else:
+                settle = False
+        if settle:
+            self._settle_future()
+        return self._future
+
+    def _settle_future(self) -> None:
+        with self._future_lock:
+            fut = self._future
+            if fut is None or self._future_settled:
+                return
+            self._future_settled = True
+        r = self._result
+        # outside the lock: a callback may ask this Work for its future again
+        fut._complete(list(r) if isinstance(r, (list, tuple)) else ([] if r is None else [r]), self._exc)
+
     def source_rank(self) -> int:
         """The sender's rank of a completed ``irecv``."""
         self.wait()
@@ -210,11 +251,17 @@ def _mpi_type(MPI, dtype, name: str) -> Any:
         fc.int32: MPI.INT32_T,
         fc.int64: MPI.INT64_T,
         fc.bool: MPI.C_BOOL,
+        # 16-bit floats move as their bit patterns (no MPI reduction for them: see _Buf)
+        fc.float16: MPI.INT16_T,
+        fc.bfloat16: MPI.INT16_T,
     }
     if dtype not in table:
         known = ", ".join(str(d).replace("flambeau.", "") for d in table)
         raise TypeError(f"[{name}] the MPI backend takes tensors of dtype {known}; got {dtype}")
     return table[dtype]
+
+
+_HALF = (fc.float16, fc.bfloat16)
 
 
 class _Buf:
@@ -231,7 +278,16 @@ class _Buf:
         # Non-contiguous: MPI needs one block, so a contiguous copy goes and comes back.
         self.stage: Tensor | None = None if t.is_contiguous() else base.contiguous()
         target = self.stage if self.stage is not None else base
-        self.mv = memoryview(target) if target.numel() > 0 else memoryview(bytearray(0))
+        if t.dtype in _HALF and target.numel():
+            if reduce:
+                raise TypeError(
+                    f"[{name}] MPI has no reduction for {t.dtype}; reduce float32 (DDP's fp16/bf16 compression hooks "
+                    "gather the compressed values and sum them in float32)"
+                )
+            # no buffer protocol for 16-bit floats: the memory goes to MPI through its address
+            self.mv = memoryview((ctypes.c_int16 * target.numel()).from_address(target.data_ptr()))
+        else:
+            self.mv = memoryview(target) if target.numel() > 0 else memoryview(bytearray(0))
         # [buffer, datatype]: mpi4py derives the counts (per rank for Allgather/Reduce_scatter_block).
         self.spec = [self.mv, kind]
         self.count = target.numel()
@@ -712,18 +768,25 @@ def all_gather_into_tensor(
             f"[all_gather_into_tensor] the output has {output_tensor.numel()} elements, expected world_size * "
             f"input.numel() = {pg.world_size} * {input_tensor.numel()}"
         )
-    MPI = _mpi()
-    out = _Buf(MPI, output_tensor, False, "all_gather_into_tensor")
-    inp = _Buf(MPI, input_tensor, False, "all_gather_into_tensor")
+    return _all_gather_flat(pg, output_tensor, input_tensor, "all_gather_into_tensor", async_op, pg.check)
 
-    def run(work: Work) -> None:
-        if pg.check:
-            pg.check_same("all_gather", ("all_gather", *_describe(input_tensor)))
+
+def _all_gather_flat(
+    pg: ProcessGroup, output: Tensor, input: Tensor, name: str, async_op: bool = True, check: bool = False
+) -> Work | None:
+    MPI = _mpi()
+    out = _Buf(MPI, output, False, name)
+    inp = _Buf(MPI, input, False, name)
+
+    def run(work: Work) -> Tensor:
+        if check:
+            pg.check_same("all_gather", ("all_gather", *_describe(input)))
         if inp.count:
             _finish(pg.comm.Iallgather(inp.spec, out.spec))
         out.write_back()
+        return output
 
-    return pg.submit("all_gather_into_tensor", run, async_op)
+    return pg.submit(name, run, async_op)
 
 
 def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:

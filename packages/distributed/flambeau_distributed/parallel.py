@@ -31,13 +31,14 @@ from flambeau_nn import (
 )
 
 from flambeau_distributed import _c10d
+from flambeau_distributed.futures import Future
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "ready")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "ready", "future")
 
     def __init__(self, index: int, params: list[int], offsets: list[int], flat: Tensor) -> None:
         self.index = index
@@ -47,6 +48,58 @@ class _Bucket:
         self.pending = len(params)
         self.work: _c10d.Work | None = None
         self.ready = False
+        self.future: Future | None = None  # what a communication hook returned
+
+
+class GradBucket:
+    """One bucket of gradients handed to a communication hook, as ``torch.distributed.GradBucket``.
+
+    ``buffer()`` is the bucket's flat tensor (its gradients are views of it,
+    in ``parameters()`` order); the hook returns a ``Future`` whose value is
+    the tensor to use as the bucket's averaged gradients.
+
+    Example::
+
+        def hook(state, bucket):
+            buf = bucket.buffer().div_(dist.get_world_size())
+            return dist.all_reduce(buf, async_op=True).get_future().then(lambda f: f.value()[0])
+    """
+
+    def __init__(self, ddp: DistributedDataParallel, bucket: _Bucket) -> None:
+        self._ddp = ddp
+        self._bucket = bucket
+
+    def index(self) -> int:
+        return self._bucket.index
+
+    def buffer(self) -> Tensor:
+        return self._bucket.flat
+
+    def set_buffer(self, buffer: Tensor) -> None:
+        """Replaces the bucket's flat tensor (same number of elements and dtype)."""
+        b = self._bucket
+        if not isinstance(buffer, Tensor):
+            raise TypeError(f"[GradBucket.set_buffer] expected a Tensor, got {type(buffer).__name__}")
+        if buffer.numel() != b.flat.numel() or buffer.dtype != b.flat.dtype:
+            raise FlambeauError(
+                f"[GradBucket.set_buffer] expected {b.flat.numel()} elements of {b.flat.dtype}, got "
+                f"{list(buffer.shape)} of {buffer.dtype}"
+            )
+        with autograd.no_grad():
+            b.flat.copy_(buffer.reshape([-1]))
+
+    def is_last(self) -> bool:
+        return self._bucket.index == len(self._ddp._buckets) - 1
+
+    def parameters(self) -> list[Tensor]:
+        return [self._ddp._params[i] for i in self._bucket.params]
+
+    def gradients(self) -> list[Tensor]:
+        b, params = self._bucket, self._ddp._params
+        return [
+            b.flat[off : off + params[i].numel()].view(list(params[i].shape))
+            for i, off in zip(b.params, b.offsets, strict=True)
+        ]
 
 
 class DistributedDataParallel(Module):
@@ -115,6 +168,8 @@ class DistributedDataParallel(Module):
         if not params:
             raise RuntimeError("[DistributedDataParallel] the module has no parameter that requires gradient")
         object.__setattr__(self, "_params", [p for _, p in params])
+        object.__setattr__(self, "_comm_hook", None)
+        object.__setattr__(self, "_comm_state", None)
         object.__setattr__(self, "_param_names", [n for n, _ in params])
         self._verify_same_params()
         if init_sync:
@@ -301,11 +356,16 @@ class DistributedDataParallel(Module):
                 # Backward is done: nothing left to overlap with, so the last bucket goes on this
                 # thread once the others finished (no hand-off to the communication thread).
                 self._backward_done_at = time.perf_counter()
-                for other in self._buckets[:last]:
-                    other.work.wait()
-                start = time.perf_counter()
-                _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
-                b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
+                if self._comm_hook is not None:
+                    b.future = self._run_hook(b)
+                else:
+                    for other in self._buckets[:last]:
+                        other.work.wait()
+                    start = time.perf_counter()
+                    _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
+                    b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
+            elif self._comm_hook is not None:
+                b.future = self._run_hook(b)
             else:
                 b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
             # how many gradients backward had still to compute when this bucket started
@@ -314,8 +374,42 @@ class DistributedDataParallel(Module):
         if self._next_launch == len(self._buckets):
             self._finalize()
 
+    def _run_hook(self, b: _Bucket) -> Future:
+        fut = self._comm_hook(self._comm_state, GradBucket(self, b))
+        if not isinstance(fut, Future):
+            raise TypeError(
+                "[DistributedDataParallel] a communication hook must return a Future (flambeau_distributed.futures."
+                f"Future, as torch.futures.Future) of the bucket's averaged gradients, got {type(fut).__name__}"
+            )
+        return fut
+
+    def _finalize_hooked(self) -> None:
+        for b in self._buckets:
+            out = b.future.wait()
+            if isinstance(out, (list, tuple)) and len(out) == 1:
+                out = out[0]
+            if not isinstance(out, Tensor):
+                raise TypeError(
+                    f"[DistributedDataParallel] the communication hook's Future for bucket {b.index} must hold a "
+                    f"Tensor, got {type(out).__name__}"
+                )
+            if out.numel() != b.flat.numel() or out.dtype != b.flat.dtype:
+                raise FlambeauError(
+                    f"[DistributedDataParallel] the communication hook's Future for bucket {b.index} holds "
+                    f"{list(out.shape)} of {out.dtype}; expected {b.flat.numel()} elements of {b.flat.dtype}"
+                )
+            if out.data_ptr() != b.flat.data_ptr():
+                with autograd.no_grad():
+                    b.flat.copy_(out.reshape([-1]))
+        self._comm_stats["iterations"] += 1
+        self._comm_stats["exposed_s"] += time.perf_counter() - self._backward_done_at
+        self._write_grads()
+
     def _finalize(self) -> None:
         self._expect = False
+        if self._comm_hook is not None:
+            self._finalize_hooked()
+            return
         world = self.process_group.world_size
         for b in self._buckets:
             b.work.wait()
@@ -324,9 +418,14 @@ class DistributedDataParallel(Module):
         # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced
         stats["exposed_s"] += time.perf_counter() - self._backward_done_at
         stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
+        with autograd.no_grad():
+            for b in self._buckets:
+                b.flat.div_(world)
+        self._write_grads()
+
+    def _write_grads(self) -> None:
         for b in self._buckets:
             with autograd.no_grad():
-                b.flat.div_(world)
                 for i, off in zip(b.params, b.offsets, strict=True):
                     p = self._params[i]
                     view = b.flat[off : off + p.numel()].view(list(p.shape))
@@ -349,6 +448,32 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    def register_comm_hook(self, state: object, hook: Any) -> None:
+        """Replaces each bucket's all-reduce by ``hook(state, bucket) -> Future[Tensor]``, as PyTorch's.
+
+        The hook gets a :class:`GradBucket` once the bucket's gradients are
+        all computed (during backward) and returns a ``Future`` whose value is
+        the bucket's *averaged* gradients (a flat tensor of ``bucket.buffer()``'s
+        size); the default hooks are in
+        ``flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks``
+        (``allreduce_hook``, ``fp16_compress_hook``, ``bf16_compress_hook``).
+        Register once, before the first backward.
+
+        Example::
+
+            from flambeau_distributed.algorithms.ddp_comm_hooks import default_hooks
+            model = DistributedDataParallel(net)
+            model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        """
+        if not callable(hook):
+            raise TypeError(f"[register_comm_hook] hook must be callable, got {type(hook).__name__}")
+        if self._comm_hook is not None:
+            raise RuntimeError("[register_comm_hook] a communication hook is already registered; it can be set once")
+        if self._comm_stats["iterations"] or self._expect:
+            raise RuntimeError("[register_comm_hook] register the communication hook before the first backward")
+        object.__setattr__(self, "_comm_hook", hook)
+        object.__setattr__(self, "_comm_state", state)
 
     def extra_repr(self) -> str:
         return f"buckets={len(self._buckets)}, world_size={self.process_group.world_size}"

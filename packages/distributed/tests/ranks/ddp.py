@@ -7,7 +7,10 @@ import flambeau_core as fc
 import flambeau_distributed as dist
 import flambeau_nn as nn
 import numpy as np
+from flambeau_core import FlambeauError
 from flambeau_distributed import DistributedDataParallel as DDP
+from flambeau_distributed.algorithms.ddp_comm_hooks import default_hooks
+from flambeau_distributed.futures import Future
 
 
 class Net(nn.Module):
@@ -41,12 +44,14 @@ def data(step, n):
     return fc.tensor(x.tolist()), fc.tensor(y.tolist(), dtype=fc.int64)
 
 
-def train(rank, world, **ddp_kwargs):
+def train(rank, world, hook=None, rtol=1e-5, atol=1e-6, **ddp_kwargs):
     fc.manual_seed(rank)  # different initial weights: DDP must broadcast rank 0's
     net = Net()
     with autograd.no_grad():
         net.seen.copy_(fc.full([3], float(rank)))
     model = DDP(net, **ddp_kwargs)
+    if hook is not None:
+        model.register_comm_hook(None, hook)
     start = values(net)
     every = [None] * world
     dist.all_gather_object(every, start)
@@ -67,8 +72,63 @@ def train(rank, world, **ddp_kwargs):
         ref_opt.zero_grad()
         nn.functional.cross_entropy(ref(x), y).backward()
         ref_opt.step()
-        assert_same(values(net), values(ref))
+        assert_same(values(net), values(ref), rtol=rtol, atol=atol)
     return model
+
+
+def expect_error(kind, words, fn):
+    try:
+        fn()
+    except kind as e:
+        assert all(w in str(e) for w in words), str(e)
+    else:
+        raise AssertionError(f"no {kind.__name__} raised")
+
+
+def comm_hooks(rank, world):
+    # the default hooks give what one process gives on the combined batch (the compressed ones within
+    # their rounding), with one bucket and with several launched during backward
+    for cap in (None, 0.001):
+        train(rank, world, hook=default_hooks.allreduce_hook, bucket_cap_mb=cap)
+        train(rank, world, hook=default_hooks.fp16_compress_hook, bucket_cap_mb=cap, rtol=1e-2, atol=2e-3)
+        train(rank, world, hook=default_hooks.bf16_compress_hook, bucket_cap_mb=cap, rtol=5e-2, atol=2e-2)
+
+    # the bucket a hook sees, and a Future resolved by hand (local gradients: no communication)
+    seen = []
+
+    def local(state, bucket):
+        state.append((bucket.index(), bucket.is_last(), [tuple(g.shape) for g in bucket.gradients()]))
+        assert bucket.buffer().numel() == sum(p.numel() for p in bucket.parameters())
+        fut = Future()
+        fut.set_result(bucket.buffer() * 0 + 1)
+        return fut
+
+    net = Net()
+    model = DDP(net, bucket_cap_mb=0.001)
+    model.register_comm_hook(seen, local)
+    x, y = data(0, 4)
+    nn.functional.cross_entropy(model(x), y).backward()
+    assert [s[:2] for s in seen] == [(0, False), (1, True)], seen
+    assert seen[0][2] == [(5,), (5, 16), (16,), (16, 32)], seen
+    assert np.all(np.asarray(net.fc1.weight.grad.tolist()) == 1.0)
+    expect_error(RuntimeError, ["already registered"], lambda: model.register_comm_hook(None, local))
+
+    # errors: not a Future, a Future of the wrong size, a parameter changing shape
+    model = DDP(Net())
+    model.register_comm_hook(None, lambda state, bucket: bucket.buffer())
+    expect_error(
+        TypeError, ["must return a Future", "Tensor"], lambda: nn.functional.cross_entropy(model(x), y).backward()
+    )
+
+    def short(state, bucket):
+        fut = Future()
+        fut.set_result(bucket.buffer()[:3])
+        return fut
+
+    model = DDP(Net())
+    model.register_comm_hook(None, short)
+    expect_error(FlambeauError, ["holds [3]", "expected"], lambda: nn.functional.cross_entropy(model(x), y).backward())
+    expect_error(TypeError, ["must be callable"], lambda: DDP(Net()).register_comm_hook(None, 3))
 
 
 def no_sync(rank, world):
@@ -142,6 +202,7 @@ def main():
     assert "module.fc1.weight" in model.state_dict()
     no_sync(rank, world)
     unused(rank, world)
+    comm_hooks(rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: ddp OK", flush=True)
 
