@@ -78,6 +78,9 @@ P = {
     "half_cauchy": dict(scale=pos(2, 3)),
     "pareto": dict(scale=pos(3), alpha=pos(3) + 4.5),
     "logistic_normal": dict(loc=real(2, 3) * 0.5, scale=pos(2, 3) * 0.5),
+    # 0.4995 and 0.5 are inside the interval where the Taylor expansions are used.
+    "continuous_bernoulli": dict(probs=np.array([0.05, 0.3, 0.4995, 0.5, 0.7, 0.97])),
+    "continuous_bernoulli_logits": dict(logits=real(2, 3) * 3),
 }
 
 
@@ -143,6 +146,8 @@ def build(name, M, t, params):
         return M.HalfNormal(t(p["scale"]))
     if name == "half_cauchy":
         return M.HalfCauchy(t(p["scale"]))
+    if name.startswith("continuous_bernoulli"):
+        return M.ContinuousBernoulli(**{k: t(v) for k, v in p.items()})
     if name == "logistic_normal":
         return M.LogisticNormal(t(p["loc"]), t(p["scale"]))
     if name == "pareto":
@@ -441,6 +446,7 @@ MOMENT_NAMES = [
     "multinomial",
     "half_normal",
     "pareto",
+    "continuous_bernoulli",
 ]
 
 
@@ -493,6 +499,8 @@ def test_invalid_parameters_raise_value_error_naming_the_constraint():
         D.Uniform(fbt([1.0]), fbt([0.0]))
     with pytest.raises(ValueError, match="to be positive"):
         D.Geometric(fbt([0.0]))
+    with pytest.raises(ValueError, match="The parameter probs has invalid values"):
+        D.ContinuousBernoulli(fbt([1.5]))
     D.Normal(fbt([0.0]), fbt([-1.0]), validate_args=False)  # not checked
 
 
@@ -612,6 +620,7 @@ RSAMPLE_GRADCHECK = {
     "half_cauchy": lambda a, b: D.HalfCauchy(b),
     "pareto": lambda a, b: D.Pareto(b, a.exp() + 1),
     "logistic_normal": lambda a, b: D.LogisticNormal(a, b),
+    "continuous_bernoulli": lambda a, b: D.ContinuousBernoulli(logits=a * b),
 }
 
 

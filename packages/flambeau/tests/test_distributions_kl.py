@@ -43,6 +43,7 @@ FAMILIES = {
     "LogNormal": lambda M, t, u: M.LogNormal(t(u["real"]), t(u["pos"])),
     "HalfNormal": lambda M, t, u: M.HalfNormal(t(u["pos"])),
     "Pareto": lambda M, t, u: M.Pareto(t(u["pos"]), t(u["pos"] + 1.0)),
+    "ContinuousBernoulli": lambda M, t, u: M.ContinuousBernoulli(t(u["p"])),
 }
 
 
@@ -147,3 +148,14 @@ def test_register_kl_picks_the_most_specific_pair():
         fb_kl._KL_MEMOIZE.clear()
     with pytest.raises(TypeError, match="Distribution subclass"):
         D.register_kl(int, D.Normal)
+
+
+def test_kl_continuous_bernoulli_with_uniform_matches_torch_where_finite():
+    probs = np.array([0.2, 0.4995, 0.8])
+    p, tp = D.Uniform(fbt([0.2] * 3), fbt([0.7] * 3)), T.Uniform(tht([0.2] * 3), tht([0.7] * 3))
+    q, tq = D.ContinuousBernoulli(fbt(probs)), T.ContinuousBernoulli(tht(probs))
+    np.testing.assert_allclose(to_np(D.kl_divergence(p, q)), to_np(T.kl_divergence(tp, tq)), rtol=1e-9)
+    assert np.isfinite(to_np(D.kl_divergence(p, q))).all()
+    wide, twide = D.Uniform(fbt([-1.0] * 3), fbt([2.0] * 3)), T.Uniform(tht([-1.0] * 3), tht([2.0] * 3))
+    np.testing.assert_allclose(to_np(D.kl_divergence(q, wide)), to_np(T.kl_divergence(tq, twide)), rtol=1e-9)
+    assert np.isfinite(to_np(D.kl_divergence(q, wide))).all()

@@ -28,6 +28,7 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
@@ -57,6 +58,7 @@ __all__ = [
     "Bernoulli",
     "Categorical",
     "Cauchy",
+    "ContinuousBernoulli",
     "Distribution",
     "Exponential",
     "Geometric",

@@ -21,6 +21,7 @@ import flambeau_nn.functional as F
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .distribution import Distribution
 from .exponential import Exponential
 from .geometric import Geometric
@@ -326,18 +327,22 @@ def _kl_pareto_pareto(p: Pareto, q: Pareto) -> fb.Tensor:
     return _inf_where(p.scale < q.scale, result)  # p has mass below q's support
 
 
+@register_kl(Exponential, ContinuousBernoulli)
 @register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
 def _kl_exponential_infinity(p: Exponential, q: Distribution) -> fb.Tensor:
     return _infinite_like(p.rate)
 
 
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
+@register_kl(Laplace, ContinuousBernoulli)
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Pareto)
 @register_kl(Laplace, Uniform)
+@register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Pareto)
 @register_kl(Normal, Uniform)
@@ -430,6 +435,7 @@ def _x_log_x(x: fb.Tensor) -> fb.Tensor:
     return x * x.log()
 
 
+@register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
 def _kl_pareto_infinity(p: Pareto, q: Distribution) -> fb.Tensor:
     return _infinite_like(p.scale)
@@ -460,3 +466,43 @@ def _kl_uniform_pareto(p: Uniform, q: Pareto) -> fb.Tensor:
     t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     return _inf_where(p.low < q.scale, t2 * (q.alpha + 1) - t1)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuousbernoulli_continuousbernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> fb.Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    t3 = -q._cont_bern_log_norm() - (-q.probs).log1p()
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuousbernoulli_infinity(p: ContinuousBernoulli, q: Distribution) -> fb.Tensor:
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuousbernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> fb.Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuousbernoulli_normal(p: ContinuousBernoulli, q: Normal) -> fb.Tensor:
+    # -H(p) - E_p[log q(x)], with E_p[x^2] = Var + mean^2.
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuousbernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> fb.Tensor:
+    # PyTorch's condition: infinite unless q's support strictly contains [0, 1] (also when it equals it).
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low >= 0) | (q.high <= 1), result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuousbernoulli(p: Uniform, q: ContinuousBernoulli) -> fb.Tensor:
+    result = -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+    # PyTorch's condition: infinite unless p's support lies strictly inside (0, 1).
+    return _inf_where((p.high >= 1) | (p.low <= 0), result)
