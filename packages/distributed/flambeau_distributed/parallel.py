@@ -31,6 +31,7 @@ from flambeau_nn import (
 )
 
 from flambeau_distributed import _c10d
+from flambeau_distributed.algorithms.join import Join, Joinable, JoinHook
 from flambeau_distributed.futures import Future
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
@@ -102,7 +103,21 @@ class GradBucket:
         ]
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    """A joined rank's part in DDP's iterations (Note [DDP buckets]): zero gradients, then the final model."""
+
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool) -> None:
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self) -> None:
+        self.ddp._shadow_iteration()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        self.ddp._sync_final_model(is_last_joiner)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across the ranks of an ``mpirun`` job, as ``torch.nn.parallel.DistributedDataParallel``.
 
     Each rank runs the same model on its own share of the batch; after
@@ -140,6 +155,7 @@ class DistributedDataParallel(Module):
         static_graph: bool = False,
     ) -> None:
         super().__init__()
+        Joinable.__init__(self)
         if not isinstance(module, Module):
             raise TypeError(f"[DistributedDataParallel] module must be an nn.Module, got {type(module).__name__}")
         if device_ids is not None or output_device is not None:
@@ -157,6 +173,8 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
+        self._divide_by_initial_world_size = True
+        self._divisor = self.process_group.world_size
         self.bucket_bytes_cap = int((bucket_cap_mb or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
 
         seen: set[int] = set()
@@ -200,12 +218,20 @@ class DistributedDataParallel(Module):
                     f"rank {r} has {other} (every rank must build the same model); this is rank {pg.rank}"
                 )
 
-    def _sync_module_states(self) -> None:
+    def _sync_module_states(self, src: int = 0) -> None:
         pg = self.process_group
         tensors = [p.detach() for p in self._params] + [b.detach() for b in self.module.buffers()]
-        works = [_c10d._broadcast_nocheck(pg, t, 0) for t in tensors if t.numel()]
+        works = [_c10d._broadcast_nocheck(pg, t, src) for t in tensors if t.numel()]
         for w in works:
             w.wait()
+
+    def _broadcast_buffers(self) -> None:
+        if self.broadcast_buffers and self.process_group.world_size > 1:
+            works = [
+                _c10d._broadcast_nocheck(self.process_group, b.detach(), 0) for b in self.module.buffers() if b.numel()
+            ]
+            for w in works:
+                w.wait()
 
     def _build_buckets(self) -> None:
         buckets: list[list[int]] = []
@@ -269,12 +295,14 @@ class DistributedDataParallel(Module):
                 f"{', '.join(missing) or '(none)'}; pass find_unused_parameters=True if some parameters are not used "
                 "in the loss, and make sure every output takes part in it"
             )
-        if self.broadcast_buffers and self.process_group.world_size > 1:
-            works = [
-                _c10d._broadcast_nocheck(self.process_group, b.detach(), 0) for b in self.module.buffers() if b.numel()
-            ]
-            for w in works:
-                w.wait()
+        if self._join_config.enable:
+            # the calls a joined rank shadows in _shadow_iteration, in the same order
+            work = Join.notify_join_context(self)
+            active = int(work.result()[0].item()) if work is not None else self.process_group.world_size
+            world = self.process_group.world_size
+            self._divisor = world if self._divide_by_initial_world_size else active
+            self._count_syncing(int(self.require_backward_grad_sync and autograd.is_grad_enabled()))
+        self._broadcast_buffers()
         out = self.module(*inputs, **kwargs)
         if autograd.is_grad_enabled() and self.require_backward_grad_sync:
             self._prepare(out)
@@ -410,7 +438,6 @@ class DistributedDataParallel(Module):
         if self._comm_hook is not None:
             self._finalize_hooked()
             return
-        world = self.process_group.world_size
         for b in self._buckets:
             b.work.wait()
         stats = self._comm_stats
@@ -420,7 +447,7 @@ class DistributedDataParallel(Module):
         stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
         with autograd.no_grad():
             for b in self._buckets:
-                b.flat.div_(world)
+                b.flat.div_(self._divisor)
         self._write_grads()
 
     def _write_grads(self) -> None:
@@ -436,6 +463,48 @@ class DistributedDataParallel(Module):
                         p.grad = view.clone()
                     else:
                         p.grad.copy_(view)
+
+    # -- Join (uneven inputs) ------------------------------------------------
+
+    def _count_syncing(self, mine: int) -> int:
+        t = fc.full([1], mine, dtype=fc.int64)
+        _c10d._all_reduce(self.process_group, t, _c10d.ReduceOp.SUM, False, False)
+        return int(t.item())
+
+    def _shadow_iteration(self) -> None:
+        """A joined rank's side of one iteration of the others: their forward's calls, then zero gradients."""
+        syncing = self._count_syncing(0) > 0
+        self._broadcast_buffers()
+        if not syncing:
+            return
+        pg = self.process_group
+        for b in self._buckets:
+            with autograd.no_grad():
+                b.flat.zero_()
+            if self._comm_hook is not None:
+                self._run_hook(b).wait()
+            else:
+                _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """Every rank takes the model of the last rank to join (the one that trained longest)."""
+        t = fc.full([1], self.process_group.rank if is_last_joiner else -1, dtype=fc.int64)
+        _c10d._all_reduce(self.process_group, t, _c10d.ReduceOp.MAX, False, False)
+        self._sync_module_states(int(t.item()))
+
+    def join_hook(self, **kwargs: Any) -> JoinHook:
+        """DDP's part in ``Join``: ``divide_by_initial_world_size`` (default True) divides the gradient sum by
+        the world size even when some ranks have joined (they contribute zeros); False: by the ranks still training.
+        """
+        return _DDPJoinHook(self, bool(kwargs.get("divide_by_initial_world_size", True)))
+
+    @property
+    def join_device(self) -> Any:
+        return fc.device("cpu")
+
+    @property
+    def join_process_group(self) -> Any:
+        return self.process_group
 
     # -- PyTorch's API -----------------------------------------------------
 

@@ -131,6 +131,52 @@ def comm_hooks(rank, world):
     expect_error(TypeError, ["must be callable"], lambda: DDP(Net()).register_comm_hook(None, 3))
 
 
+def uneven_inputs(rank, world):
+    # rank r has 3 + 2r batches; a joined rank contributes zero gradients, divided by the initial world size
+    # (or by the ranks still training), and every rank ends with the last joiner's model
+    from flambeau_distributed.algorithms import Join
+
+    for divide_by_initial in (True, False):
+        net = Net()
+        model = DDP(net, bucket_cap_mb=0.001)
+        ref = Net()
+        ref.load_state_dict(net.state_dict())
+        opt = nn.optim.SGD(model.parameters(), lr=0.1)
+        ref_opt = nn.optim.SGD(ref.parameters(), lr=0.1)
+        per = 4
+        with Join([model], divide_by_initial_world_size=divide_by_initial):
+            for step in range(3 + 2 * rank):
+                x, y = data(70 + step, per * world)
+                opt.zero_grad()
+                nn.functional.cross_entropy(
+                    model(x[rank * per : (rank + 1) * per]), y[rank * per : (rank + 1) * per]
+                ).backward()
+                opt.step()
+        for step in range(5):
+            x, y = data(70 + step, per * world)
+            ref_opt.zero_grad()
+            if step < 3:
+                loss = nn.functional.cross_entropy(ref(x), y)
+            else:  # only rank 1 still trains
+                loss = nn.functional.cross_entropy(ref(x[per:]), y[per:]) * (0.5 if divide_by_initial else 1.0)
+            loss.backward()
+            ref_opt.step()
+        assert_same(values(net), values(ref))
+
+    # throw_on_early_termination: every rank raises once one ran out
+    model = DDP(Net())
+    try:
+        with Join([model], throw_on_early_termination=True):
+            for step in range(1 + 2 * rank):
+                x, y = data(step, 4)
+                nn.functional.cross_entropy(model(x), y).backward()
+    except RuntimeError as e:
+        assert "exhausted" in str(e), str(e)
+    else:
+        raise AssertionError("Join(throw_on_early_termination=True) did not raise")
+    expect_error(TypeError, ["[Join]", "Joinable"], lambda: Join([Net()]))
+
+
 def no_sync(rank, world):
     net = Net()
     model = DDP(net, bucket_cap_mb=0.001)
@@ -203,6 +249,7 @@ def main():
     no_sync(rank, world)
     unused(rank, world)
     comm_hooks(rank, world)
+    uneven_inputs(rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: ddp OK", flush=True)
 

@@ -13,14 +13,16 @@ than a ring all-reduce of fp16 would move.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flambeau_core as fc
 from flambeau_core import Tensor
 
 from flambeau_distributed import _c10d
 from flambeau_distributed.futures import Future
-from flambeau_distributed.parallel import GradBucket
+
+if TYPE_CHECKING:
+    from flambeau_distributed.parallel import GradBucket
 
 
 def allreduce_hook(process_group: Any, bucket: GradBucket) -> Future[Tensor]:
