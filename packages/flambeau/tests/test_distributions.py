@@ -621,6 +621,7 @@ RSAMPLE_GRADCHECK = {
     "pareto": lambda a, b: D.Pareto(b, a.exp() + 1),
     "logistic_normal": lambda a, b: D.LogisticNormal(a, b),
     "continuous_bernoulli": lambda a, b: D.ContinuousBernoulli(logits=a * b),
+    "generalized_pareto": lambda a, b: D.GeneralizedPareto(a, b, 0.1 * a),
 }
 
 
@@ -663,3 +664,44 @@ def test_batch_mahalanobis_matches_torch(l_batch, x_batch):
     shape = np.broadcast_shapes(l_batch, x_batch)
     solved = np.linalg.solve(np.broadcast_to(lower, shape + (3, 3)), np.broadcast_to(x, shape + (3,))[..., None])
     close(_batch_mahalanobis(fbt(lower), fbt(x)), (solved[..., 0] ** 2).sum(-1))
+
+
+def test_generalized_pareto_matches_torch():
+    """torch 2.13's GeneralizedPareto fails on float64 parameters (isclose against a float32 zero), so the
+    oracle runs in float32 on the same numbers; flambeau runs in float64."""
+    loc, scale = real(4), pos(4)
+    concentration = np.array([0.1, 0.0, -0.3, 0.2])  # positive, zero and negative (bounded support) shapes
+
+    def t32(a):
+        return torch.tensor(np.asarray(a), dtype=torch.float32)
+
+    d = D.GeneralizedPareto(fbt(loc), fbt(scale), fbt(concentration))
+    td = T.GeneralizedPareto(t32(loc), t32(scale), t32(concentration))
+    torch.manual_seed(3)
+    v = td.sample((5,)).double().numpy()
+    q = rng.uniform(0.05, 0.95, size=(5, 4))
+    for got, expected in [
+        (d.log_prob(fbt(v)), td.log_prob(t32(v))),
+        (d.cdf(fbt(v)), td.cdf(t32(v))),
+        (d.log_survival_function(fbt(v)), td.log_survival_function(t32(v))),
+        (d.icdf(fbt(q)), td.icdf(t32(q))),
+        (d.mean, td.mean),
+        (d.variance, td.variance),
+        (d.mode, td.mode),
+        (d.entropy(), td.entropy()),
+    ]:
+        close(got, expected, rtol=2e-5, atol=2e-5)
+    assert repr(d.support).startswith("Interval(")
+    assert to_np(d.support.check(fbt(v))).all()
+    e = d.expand((3, 4))
+    assert tuple(e.batch_shape) == (3, 4) and tuple(e.sample((2,)).shape) == (2, 3, 4)
+
+    fb.manual_seed(20261128)
+    x = to_np(d.sample((20000,)))
+    mean, var = to_np(d.mean), to_np(d.variance)
+    assert np.all(np.abs(x.mean(0) - mean) <= 5 * np.sqrt(var / 20000))
+
+    def f(a, b):
+        return D.GeneralizedPareto(a, b, fbt(concentration)).log_prob(fbt(v))
+
+    assert fb.autograd.gradcheck(f, (fbt(loc - 1.0, True), fbt(scale, True)))

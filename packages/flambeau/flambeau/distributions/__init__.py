@@ -31,6 +31,7 @@ from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
 from .distribution import Distribution
 from .exponential import Exponential
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -61,6 +62,7 @@ __all__ = [
     "ContinuousBernoulli",
     "Distribution",
     "Exponential",
+    "GeneralizedPareto",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
