@@ -224,14 +224,14 @@ def _api_page(module: str, entries: list[public_api.Entry]) -> str:
             lines += [""]
         else:
             lines += [f".. autofunction:: {short}", ""]
+    values = [n for n in aliases if not callable(getattr(mod, n))]
+    same = [n for n in aliases if callable(getattr(mod, n))]
     if aliases:
-        lines += [
-            "Also here",
-            "---------",
-            "",
-            "Documented under another name: " + ", ".join(f"``{a}``" for a in aliases),
-            "",
-        ]
+        lines += ["Also here", "---------", ""]
+    if values:  # dtypes, layouts, memory formats, settings: values, not functions or classes
+        lines += ["Values (dtypes, constants): " + ", ".join(f"``{n}``" for n in values) + ".", ""]
+    if same:
+        lines += ["The same objects as names documented on an earlier page: " + ", ".join(f"``{n}``" for n in same), ""]
     return "\n".join(lines)
 
 
