@@ -4,15 +4,18 @@ Note [DDP buckets]: the parameters are packed, in reverse registration order
 (roughly the order their gradients become ready), into buckets of up to
 ``bucket_cap_mb`` (the first one 1 MB, as PyTorch, so that communication
 starts early). A post-hook on each parameter's AccumulateGrad node (the node
-that writes ``.grad``, kept alive by this module) copies the gradient into
-its bucket slot once backward produced it; when a bucket is full its
+that writes ``.grad``, kept alive by this module) copies the gradient, divided
+by the world size, into its bucket slot once backward produced it (one pass,
+as PyTorch's reducer); when a bucket is full its
 all-reduce is launched asynchronously (Note [One communication thread]),
 while backward goes on computing the earlier layers' gradients. Buckets are
 launched in index order on every rank (a bucket that fills early waits for
 the ones before it), so the ranks' collectives match. The hook of the last
-gradient waits for every bucket, divides by the world size and writes the
-averages back into ``.grad`` (or leaves ``.grad`` as a view of its bucket
-with ``gradient_as_bucket_view=True``).
+gradient waits for every bucket; a ``.grad`` that backward left None becomes
+a view of its bucket (each iteration gets fresh bucket buffers, so no copy
+out), one that accumulates (``no_sync``, no ``zero_grad``) gets the average
+copied in; with ``gradient_as_bucket_view=True`` the buffers are kept and
+``.grad`` stays a view of them.
 """
 
 from __future__ import annotations
@@ -314,6 +317,10 @@ class DistributedDataParallel(Module, Joinable):
             b.pending = len(b.params)
             b.work = None
             b.ready = False
+            if not self.gradient_as_bucket_view:
+                # a fresh buffer each iteration: the last one's .grad tensors are views of the old one
+                # (no copy out of the bucket), which the caching allocator recycles once they are gone
+                b.flat = fc.empty([b.flat.numel()], dtype=b.flat.dtype)
         self._next_launch = 0
         object.__setattr__(self, "_launch_log", [])
         self._expect = True
@@ -365,10 +372,18 @@ class DistributedDataParallel(Module, Joinable):
         g = p.grad
         n = p.numel()
         view = b.flat[b.offsets[slot] : b.offsets[slot] + n]
+        # Without a comm hook the division by the world size happens here, in the copy into the bucket
+        # (one pass over the gradient, as PyTorch's reducer), not in a pass of its own after the all-reduce.
+        scale = 1.0 / self._divisor if self._comm_hook is None else 1.0
         with autograd.no_grad():
             if g is None:
                 view.zero_()
-            elif not (self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr()):
+            elif self.gradient_as_bucket_view and g.data_ptr() == view.data_ptr():
+                if scale != 1.0:
+                    view.mul_(scale)
+            elif scale != 1.0:
+                fc.mul(g.reshape([n]), scale, out=view)
+            else:
                 view.copy_(g.reshape([n]))
         b.pending -= 1
         if b.pending == 0:
@@ -445,9 +460,6 @@ class DistributedDataParallel(Module, Joinable):
         # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced
         stats["exposed_s"] += time.perf_counter() - self._backward_done_at
         stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
-        with autograd.no_grad():
-            for b in self._buckets:
-                b.flat.div_(self._divisor)
         self._write_grads()
 
     def _write_grads(self) -> None:
@@ -460,7 +472,7 @@ class DistributedDataParallel(Module, Joinable):
                         if p.grad is None or p.grad.data_ptr() != view.data_ptr():
                             p.grad = view
                     elif p.grad is None:
-                        p.grad = view.clone()
+                        p.grad = view
                     else:
                         p.grad.copy_(view)
 
