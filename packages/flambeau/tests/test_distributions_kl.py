@@ -62,7 +62,7 @@ def draw():
 
 # Every pair flambeau registers, with the family it is tested on (LogNormal for TransformedDistribution).
 REGISTERED = sorted((p.__name__, q.__name__) for p, q in fb_kl._KL_REGISTRY)
-FAMILY_OF = {"TransformedDistribution": "LogNormal"}
+FAMILY_OF = {"TransformedDistribution": "LogNormal", "ExponentialFamily": "Normal"}
 
 
 def test_every_registered_pair_is_one_torch_registers():
@@ -159,3 +159,27 @@ def test_kl_continuous_bernoulli_with_uniform_matches_torch_where_finite():
     wide, twide = D.Uniform(fbt([-1.0] * 3), fbt([2.0] * 3)), T.Uniform(tht([-1.0] * 3), tht([2.0] * 3))
     np.testing.assert_allclose(to_np(D.kl_divergence(q, wide)), to_np(T.kl_divergence(tq, twide)), rtol=1e-9)
     assert np.isfinite(to_np(D.kl_divergence(q, wide))).all()
+
+
+EXP_FAMILIES = ["Normal", "Bernoulli", "Exponential", "ContinuousBernoulli"]
+
+
+@pytest.mark.parametrize("family", EXP_FAMILIES)
+def test_exponential_family_entropy_and_bregman_kl(family):
+    """The entropy and KL that ExponentialFamily derives from the log normaliser by autograd equal the closed
+    forms and torch's ExponentialFamily ones."""
+    up, uq = draw(), draw()
+    p, tp = FAMILIES[family](D, fbt, up), FAMILIES[family](T, tht, up)
+    q, tq = FAMILIES[family](D, fbt, uq), FAMILIES[family](T, tht, uq)
+    assert isinstance(p, D.ExponentialFamily)
+    entropy = D.ExponentialFamily.entropy(p)
+    np.testing.assert_allclose(to_np(entropy), to_np(p.entropy()), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(to_np(entropy), to_np(T.ExponentialFamily.entropy(tp)), rtol=1e-9, atol=1e-10)
+    bregman = fb_kl._kl_expfamily_expfamily(p, q)
+    np.testing.assert_allclose(to_np(bregman), to_np(D.kl_divergence(p, q)), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(to_np(bregman), to_np(T.kl._kl_expfamily_expfamily(tp, tq)), rtol=1e-9, atol=1e-10)
+
+
+def test_bregman_kl_refuses_two_families():
+    with pytest.raises(NotImplementedError, match="different exponential families"):
+        D.kl_divergence(D.Bernoulli(fbt([0.5])), D.Exponential(fbt([1.0])))

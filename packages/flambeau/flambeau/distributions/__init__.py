@@ -30,6 +30,7 @@ from .cauchy import Cauchy
 from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
@@ -62,6 +63,7 @@ __all__ = [
     "ContinuousBernoulli",
     "Distribution",
     "Exponential",
+    "ExponentialFamily",
     "GeneralizedPareto",
     "Geometric",
     "Gumbel",

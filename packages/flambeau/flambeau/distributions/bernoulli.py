@@ -10,12 +10,13 @@ from flambeau_autograd import no_grad
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _BinaryProbsOrLogits, broadcast_all
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(_BinaryProbsOrLogits, Distribution):
+class Bernoulli(_BinaryProbsOrLogits, ExponentialFamily):
     r"""A Bernoulli distribution: 1 with probability ``probs``, 0 otherwise.
 
     Args:
@@ -76,3 +77,10 @@ class Bernoulli(_BinaryProbsOrLogits, Distribution):
         if expand:
             values = values.expand((2,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self) -> tuple[fb.Tensor]:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: fb.Tensor) -> fb.Tensor:  # type: ignore[override]
+        return x.exp().log1p()

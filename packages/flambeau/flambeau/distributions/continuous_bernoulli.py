@@ -11,12 +11,13 @@ from flambeau_autograd import no_grad
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _BinaryProbsOrLogits, broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(_BinaryProbsOrLogits, Distribution):
+class ContinuousBernoulli(_BinaryProbsOrLogits, ExponentialFamily):
     r"""A continuous Bernoulli distribution: density :math:`C(\lambda) \lambda^x (1-\lambda)^{1-x}` on ``[0, 1]``.
 
     Near :math:`\lambda = 1/2` (inside ``lims``) the normaliser, moments and cdf use Taylor expansions,
@@ -147,3 +148,15 @@ class ContinuousBernoulli(_BinaryProbsOrLogits, Distribution):
         log_probs0 = (-self.probs).log1p()
         log_probs1 = self.probs.log()
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self) -> tuple[fb.Tensor]:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: fb.Tensor) -> fb.Tensor:  # type: ignore[override]
+        """``log((e^x - 1) / x)``, by its Taylor expansion for ``x`` near 0 (within ``lims`` - 1/2)."""
+        outside = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = fb.where(outside, x, fb.full_like(x, self._lims[0] - 0.5))
+        closed = cut.expm1().abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return fb.where(outside, closed, taylor)

@@ -9,12 +9,13 @@ import flambeau_core as fb
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     r"""An exponential distribution with rate ``rate``: density :math:`\lambda e^{-\lambda x}` on :math:`x \ge 0`.
 
     Args:
@@ -77,3 +78,10 @@ class Exponential(Distribution):
 
     def entropy(self) -> fb.Tensor:
         return 1.0 - fb.log(self.rate)
+
+    @property
+    def _natural_params(self) -> tuple[fb.Tensor]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: fb.Tensor) -> fb.Tensor:  # type: ignore[override]
+        return -(-x).log()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import total_ordering
 from typing import Any
 
+import flambeau_autograd
 import flambeau_core as fb
 import flambeau_nn.functional as F
 
@@ -23,6 +24,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -506,3 +508,22 @@ def _kl_uniform_continuousbernoulli(p: Uniform, q: ContinuousBernoulli) -> fb.Te
     result = -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
     # PyTorch's condition: infinite unless p's support lies strictly inside (0, 1).
     return _inf_where((p.high >= 1) | (p.low <= 0), result)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> fb.Tensor:
+    """The Bregman divergence of the log normaliser: ``F(q) - F(p) - <q - p, grad F(p)>`` in natural parameters."""
+    if type(p) is not type(q):
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential families cannot be computed "
+            "using Bregman divergences"
+        )
+    p_params = [param.detach().requires_grad_() for param in p._natural_params]
+    q_params = q._natural_params
+    with flambeau_autograd.enable_grad():
+        p_log_norm = p._log_normalizer(*p_params)
+        grads = flambeau_autograd.grad(p_log_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - p_log_norm
+    for p_param, q_param, grad in zip(p_params, q_params, grads, strict=True):
+        result = result - _sum_rightmost((q_param - p_param) * grad, len(q.event_shape))
+    return result

@@ -10,12 +10,13 @@ import flambeau_core as fb
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     r"""A normal distribution with mean ``loc`` and standard deviation ``scale``.
 
     Args:
@@ -84,3 +85,10 @@ class Normal(Distribution):
 
     def entropy(self) -> fb.Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + fb.log(self.scale)
+
+    @property
+    def _natural_params(self) -> tuple[fb.Tensor, fb.Tensor]:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: fb.Tensor, y: fb.Tensor) -> fb.Tensor:  # type: ignore[override]
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
