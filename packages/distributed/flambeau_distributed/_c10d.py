@@ -353,10 +353,12 @@ def _describe(t: Tensor) -> tuple[str, tuple[int, ...]]:
 class ProcessGroup:
     """A group of ranks over an MPI communicator (the default group is every process of ``mpirun``)."""
 
-    def __init__(self, comm, timeout: datetime.timedelta, check: bool) -> None:
+    def __init__(self, comm, timeout: datetime.timedelta, check: bool, global_ranks: list[int] | None = None) -> None:
         self.comm = comm
         self.rank = comm.Get_rank()
         self.world_size = comm.Get_size()
+        # the default group's rank of each member (collectives take those, as PyTorch's)
+        self.global_ranks = list(global_ranks) if global_ranks is not None else list(range(self.world_size))
         self.timeout = timeout
         self.check = check
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -502,6 +504,7 @@ def _show(m: tuple) -> str:
 
 
 _WORLD: ProcessGroup | None = None
+_SUBGROUPS: list[ProcessGroup] = []  # live groups from new_group
 _PREV_EXCEPTHOOK: Any = None
 
 
@@ -588,12 +591,31 @@ def is_initialized() -> bool:
 
 
 def destroy_process_group(group: Any = None) -> None:
-    """Stops the communication thread and frees the communicator (MPI itself ends at exit)."""
+    """Stops the communication thread and frees the communicator (MPI itself ends at exit).
+
+    ``group=None`` destroys the default group and every group from ``new_group``.
+    """
     global _WORLD, _PREV_EXCEPTHOOK
+    if group is not None and group is not _WORLD:
+        if group is _GroupMember.NON_GROUP_MEMBER:
+            return
+        sub = _pg(group, "destroy_process_group")
+        _SUBGROUPS.remove(sub)
+        _close(sub)
+        return
     pg = _WORLD
     if pg is None:
         return
+    while _SUBGROUPS:
+        _close(_SUBGROUPS.pop())
     _WORLD = None
+    _close(pg)
+    if sys.excepthook is _abort_excepthook:
+        sys.excepthook = _PREV_EXCEPTHOOK or sys.__excepthook__
+    _PREV_EXCEPTHOOK = None
+
+
+def _close(pg: ProcessGroup) -> None:
     if not pg.shutdown():
         # MPI_Finalize at exit would wait for it forever: end the job instead.
         sys.stderr.write(
@@ -603,9 +625,6 @@ def destroy_process_group(group: Any = None) -> None:
         sys.stderr.flush()
         pg.comm.Abort(1)
     pg.comm.Free()
-    if sys.excepthook is _abort_excepthook:
-        sys.excepthook = _PREV_EXCEPTHOOK or sys.__excepthook__
-    _PREV_EXCEPTHOOK = None
 
 
 @atexit.register
@@ -623,23 +642,85 @@ def _pg(group: Any, name: str) -> ProcessGroup:
             f"[{name}] the default process group has not been initialized; call "
             "init_process_group(backend='mpi') first (and launch with mpirun -n N python script.py)"
         )
-    if group is not None and group is not _WORLD:
-        raise ValueError(f"[{name}] only the default process group (group=None) is supported")
-    return _WORLD
+    if group is None or group is _WORLD:
+        return _WORLD
+    if group is _GroupMember.NON_GROUP_MEMBER:
+        raise ValueError(f"[{name}] this rank ({_WORLD.rank}) is not a member of the group new_group() gave it")
+    if isinstance(group, ProcessGroup) and any(group is g for g in _SUBGROUPS):
+        return group
+    raise ValueError(
+        f"[{name}] group must be None, group.WORLD or a live group from new_group(), got {type(group).__name__}"
+    )
 
 
 def _check_rank(pg: ProcessGroup, r: Any, what: str, name: str) -> int:
-    if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < pg.world_size:
-        raise ValueError(f"[{name}] {what} must be a rank in [0, {pg.world_size - 1}], got {r!r}")
-    return r
+    """Validates a rank of the default group that belongs to ``pg``; returns its rank within ``pg``."""
+    if not isinstance(r, int) or isinstance(r, bool) or r not in pg.global_ranks:
+        if pg is _WORLD:
+            raise ValueError(f"[{name}] {what} must be a rank in [0, {pg.world_size - 1}], got {r!r}")
+        raise ValueError(f"[{name}] {what} must be a rank of the group {pg.global_ranks}, got {r!r}")
+    return pg.global_ranks.index(r)
 
 
 def get_rank(group: Any = None) -> int:
+    """This process's rank in ``group`` (the default group's by default); -1 if it is not a member."""
+    if group is _GroupMember.NON_GROUP_MEMBER and _WORLD is not None:
+        return -1
     return _pg(group, "get_rank").rank
 
 
 def get_world_size(group: Any = None) -> int:
+    """The number of ranks of ``group``; -1 on a rank that is not a member."""
+    if group is _GroupMember.NON_GROUP_MEMBER and _WORLD is not None:
+        return -1
     return _pg(group, "get_world_size").world_size
+
+
+def new_group(
+    ranks: Sequence[int] | None = None,
+    timeout: datetime.timedelta | None = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    use_local_synchronization: bool = False,
+    group_desc: str | None = None,
+) -> ProcessGroup | object:
+    """A process group of some ranks of the default group, as ``torch.distributed.new_group``.
+
+    Every rank of the default group must call it, with the same ``ranks``
+    (an MPI communicator split); a rank outside ``ranks`` gets
+    ``group.NON_GROUP_MEMBER``. Collectives given ``group=`` run among its
+    members; ``src``/``dst`` arguments stay ranks of the default group.
+
+    Example (``mpirun -n 2``)::
+
+        g = dist.new_group([1])
+        if dist.get_rank() == 1:
+            dist.broadcast(t, src=1, group=g)  # only rank 1 takes part
+    """
+    world = _pg(None, "new_group")
+    if backend not in (None, Backend.MPI):
+        raise ValueError(f"[new_group] backend must be None or 'mpi', got {backend!r}")
+    if use_local_synchronization:
+        raise ValueError("[new_group] use_local_synchronization=True is not supported: every rank must call new_group")
+    members = list(range(world.world_size)) if ranks is None else list(ranks)
+    for r in members:
+        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < world.world_size:
+            raise ValueError(f"[new_group] ranks must be ranks in [0, {world.world_size - 1}], got {members}")
+    if len(set(members)) != len(members) or not members:
+        raise ValueError(f"[new_group] ranks must be distinct and non-empty, got {members}")
+    members = sorted(members)
+    MPI = _mpi()
+    mine = world.rank in members
+    color = 0 if mine else MPI.UNDEFINED
+    key = members.index(world.rank) if mine else 0
+    work = world.submit("new_group", lambda w: world.comm.Split(color, key), True)
+    work.wait()
+    comm = work._result
+    if not mine:
+        return _GroupMember.NON_GROUP_MEMBER
+    pg = ProcessGroup(comm, timeout or world.timeout, world.check, members)
+    _SUBGROUPS.append(pg)
+    return pg
 
 
 def get_backend(group: Any = None) -> str:
@@ -663,8 +744,7 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -
 def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False) -> Work | None:
     """Copies ``tensor`` of rank ``src`` into ``tensor`` of every rank, in place."""
     pg = _pg(group, "broadcast")
-    _check_rank(pg, src, "src", "broadcast")
-    return _broadcast(pg, tensor, src, async_op, pg.check)
+    return _broadcast(pg, tensor, _check_rank(pg, src, "src", "broadcast"), async_op, pg.check)
 
 
 def _broadcast_nocheck(pg: ProcessGroup, tensor: Tensor, src: int) -> Work:
@@ -713,7 +793,7 @@ def reduce(
 ) -> Work | None:
     """Reduces ``tensor`` across every rank into ``tensor`` of rank ``dst`` (the others' are left as they are)."""
     pg = _pg(group, "reduce")
-    _check_rank(pg, dst, "dst", "reduce")
+    dst = _check_rank(pg, dst, "dst", "reduce")
     MPI = _mpi()
     buf = _Buf(MPI, tensor, True, "reduce")
     mop = _mpi_op(MPI, op, tensor.dtype, "reduce")
@@ -862,17 +942,21 @@ def _reduce_scatter(pg: ProcessGroup, output: Tensor, input: Tensor, op: str, as
     return pg.submit(name, run, async_op)
 
 
-def _rooted_list(pg: ProcessGroup, tensor: Tensor, lst: Any, root: int, name: str, words: tuple) -> None:
-    """gather/scatter: the list is required on the root rank and must be None (or empty) elsewhere."""
+def _rooted_list(pg: ProcessGroup, tensor: Tensor, lst: Any, root: int, name: str, words: tuple) -> int:
+    """gather/scatter: the list is required on the root rank and must be None (or empty) elsewhere.
+
+    Returns the root's rank within ``pg``.
+    """
     root_arg, list_arg, role = words
-    _check_rank(pg, root, root_arg, name)
+    local = _check_rank(pg, root, root_arg, name)
     _require_tensors(name, tensor=tensor)
-    if pg.rank == root:
+    if pg.rank == local:
         if lst is None:
             raise ValueError(f"[{name}] {list_arg} is required on the {role} rank {root}")
         _check_list(pg, lst, tensor, name, list_arg)
     elif lst:
         raise ValueError(f"[{name}] {list_arg} must be None or empty on rank {pg.rank} (not the {role} {root})")
+    return local
 
 
 def gather(
@@ -889,7 +973,7 @@ def gather(
         dist.gather(t, out, dst=0)  # on rank 0: out == [[0, 0], [1, 1]]
     """
     pg = _pg(group, "gather")
-    _rooted_list(pg, tensor, gather_list, dst, "gather", ("dst", "gather_list", "destination"))
+    dst = _rooted_list(pg, tensor, gather_list, dst, "gather", ("dst", "gather_list", "destination"))
     MPI = _mpi()
     n = tensor.numel()
     inp = _Buf(MPI, tensor, False, "gather")
@@ -922,7 +1006,7 @@ def scatter(
         dist.scatter(t, parts, src=0)  # rank 1: t == [2, 2]
     """
     pg = _pg(group, "scatter")
-    _rooted_list(pg, tensor, scatter_list, src, "scatter", ("src", "scatter_list", "source"))
+    src = _rooted_list(pg, tensor, scatter_list, src, "scatter", ("src", "scatter_list", "source"))
     MPI = _mpi()
     out = _Buf(MPI, tensor, False, "scatter")
     inp = None
@@ -1147,7 +1231,7 @@ def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
 
 def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) -> None:
     pg = _pg(group, "broadcast_object_list")
-    _check_rank(pg, src, "src", "broadcast_object_list")
+    src = _check_rank(pg, src, "src", "broadcast_object_list")
     work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)
     object_list[:] = work.result()
 

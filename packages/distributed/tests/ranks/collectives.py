@@ -166,6 +166,47 @@ def main():
     dist.isend(fc.full([3], float(r)), dst=peer, tag=3).wait()
     assert w.source_rank() == peer
 
+    # new_group: the whole world again, and a group of rank 1 alone (src/dst stay default-group ranks)
+    both_g = dist.new_group()
+    t = fc.full([3], float(r + 1))
+    dist.all_reduce(t, group=both_g, async_op=True).wait()
+    close(t, [3, 3, 3])
+    assert dist.get_rank(both_g) == r and dist.get_world_size(both_g) == 2
+    outs = [fc.zeros([1]) for _ in range(n)] if r == 1 else None
+    dist.gather(fc.full([1], float(r)), outs, dst=1, group=both_g)
+    if r == 1:
+        close(fc.cat(outs), [0, 1])
+    solo = dist.new_group([1])
+    if r == 1:
+        assert dist.get_rank(solo) == 0 and dist.get_world_size(solo) == 1
+        t = fc.full([2], 5.0)
+        dist.broadcast(t, src=1, group=solo)
+        dist.all_reduce(t, group=solo)
+        close(t, [5, 5])
+        try:
+            dist.broadcast(t, src=0, group=solo)
+        except ValueError as e:
+            assert "src must be a rank of the group [1]" in str(e), str(e)
+        else:
+            raise AssertionError("a src outside the group went unnoticed")
+    else:
+        assert solo is dist.group.NON_GROUP_MEMBER and dist.get_rank(solo) == -1
+        try:
+            dist.all_reduce(fc.ones([1]), group=solo)
+        except ValueError as e:
+            assert "[all_reduce] this rank (0) is not a member" in str(e), str(e)
+        else:
+            raise AssertionError("a collective on a group this rank is not in went unnoticed")
+    dist.destroy_process_group(solo)
+    dist.destroy_process_group(both_g)
+    try:
+        dist.all_reduce(fc.ones([1]), group=both_g)
+    except ValueError as e:
+        assert "a live group from new_group()" in str(e), str(e)
+    else:
+        raise AssertionError("a destroyed group was used")
+    dist.barrier()
+
     # argument errors are raised locally, before any rank communicates
     def raises(kind, words, fn, *args, **kwargs):
         try:
