@@ -54,6 +54,11 @@ def run_flambeau(mode, batch, steps, threads):
         out["allreduce_ms"] = 1e3 * s["allreduce_s"] / s["iterations"]
         out["exposed_ms"] = 1e3 * s["exposed_s"] / s["iterations"]
         out["buckets"] = len(model._buckets)
+        # the bound on what can hide: the share of the gradient bytes whose all-reduce started while
+        # backward still had gradients to compute (the last step's launch log)
+        early = {b for b, remaining in model._launch_log if remaining > 0}
+        sizes = [b.flat.numel() for b in model._buckets]
+        out["launched_in_backward_pct"] = 100 * sum(sizes[b] for b in early) / sum(sizes)
         # Note [Metadata check]: the cost of the cross-rank check on a 1-element all_reduce
         pg = fb.distributed._c10d._WORLD
         t = fb.ones([1])

@@ -95,6 +95,11 @@ def main() -> None:
         f"ms/step; hidden behind backward: median {100 * statistics.median(hidden):.0f}% "
         f"(rounds: {', '.join(f'{100 * h:.0f}%' for h in hidden)})"
     )
+    print(
+        f"gradient bytes whose all-reduce started before backward's last gradient: "
+        f"{fbr[0]['launched_in_backward_pct']:.0f}% (the rest, the first layer's, is produced by backward's last "
+        "node: nothing is left to hide it behind)"
+    )
     on = statistics.median(r["small_allreduce_us_check_on"] for r in fbr)
     off = statistics.median(r["small_allreduce_us_check_off"] for r in fbr)
     print(
