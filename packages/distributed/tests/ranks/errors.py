@@ -105,6 +105,20 @@ def main(mode):
         )
         expect(RuntimeError, ["twice"], lambda: dist.init_process_group("mpi"))
         expect(ValueError, ["backend 'nccl'"], lambda: dist.init_process_group("nccl"))
+        # the new collectives go through the same cross-rank check
+        expect(
+            FlambeauError,
+            ["[gather]", "rank 1 called it with arguments that differ", "gather(float32 [3]"],
+            lambda: dist.gather(fc.zeros([2 + r]), [fc.zeros([2])] * 2 if r == 0 else None, dst=0),
+        )
+        expect(
+            TypeError,
+            ["[all_to_all_single]", "differ from rank 0's"],
+            lambda: dist.all_to_all_single(
+                fc.zeros([2], dtype=fc.float32 if r == 0 else fc.float64),
+                fc.zeros([2], dtype=fc.float32 if r == 0 else fc.float64),
+            ),
+        )
         # DDP over modules that differ
         net = nn.Linear(3, 4 if r == 0 else 5)
         expect(
