@@ -85,6 +85,14 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.autograd.anomaly_mode": ("flambeau_autograd.anomaly_mode", ""),
     "torch.multiprocessing": ("flambeau_data.multiprocessing", ""),
     "torch.distributed": ("flambeau_distributed", "over MPI (see docs/distributed.md)"),
+    "torch.distributed.algorithms": ("flambeau_distributed.algorithms", "Join, ddp_comm_hooks"),
+    "torch.distributed.algorithms.join": ("flambeau_distributed.algorithms.join", ""),
+    "torch.distributed.algorithms.ddp_comm_hooks": ("flambeau_distributed.algorithms.ddp_comm_hooks", ""),
+    "torch.distributed.algorithms.ddp_comm_hooks.default_hooks": (
+        "flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks",
+        "allreduce_hook, fp16_compress_hook, bf16_compress_hook",
+    ),
+    "torch.futures": ("flambeau_distributed.futures", "Future"),
     "torch.distributions": (
         "flambeau.distributions",
         "no Gamma, Beta, Dirichlet, Poisson, Binomial, StudentT, NegativeBinomial, Chi2 yet (they need lgamma)",
