@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cpu/vec_table.h"
+#include "cpu/elementwise/vec_table.h"
 #include "flambeau/error.h"
 
 namespace flambeau::settings {

@@ -4,7 +4,7 @@
 // and bias gradients of convolution, written with ops so that they are
 // differentiable again (double backward).
 #include "composite_generated.h"
-#include "cpu/conv_utils.h"
+#include "cpu/conv/conv_utils.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 

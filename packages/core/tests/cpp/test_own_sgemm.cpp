@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "cpu/sgemm.h"
-#include "cpu/vec_table.h"
+#include "cpu/linalg/sgemm.h"
+#include "cpu/elementwise/vec_table.h"
 
 namespace {
 
