@@ -6,7 +6,7 @@
 // __eq__ returns a tensor, so __hash__ is kept identity-based (tensors are dict
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
 
-#include "../cpu/vec_table.h"
+#include "../cpu/elementwise/vec_table.h"
 #include "../tensor_iterator.h"
 #include "common.h"
 #include "flambeau/device_backend.h"
