@@ -42,43 +42,53 @@
 #include "settings.h"
 #include "cpu/elementwise/vec_table.h"
 
+namespace flambeau::cpu {
+FB_DEFINE_DISPATCH(conv_loops_stub);
+FB_REGISTER_NO_DISPATCH(conv_loops_stub, avx512);
+FB_DEFINE_DISPATCH(conv_direct_stub);
+FB_REGISTER_NO_DISPATCH(conv_direct_stub, base);
+FB_REGISTER_NO_DISPATCH(conv_direct_stub, avx2);
+}  // namespace flambeau::cpu
+
 namespace flambeau {
 namespace {
 
 using cpu::ConvGeo;
 
-bool use_avx2() {
-  static const bool yes = std::strcmp(cpu::cpu_capability(), "base") != 0;
-  return yes;
+/// The loops of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
+template <class T>
+const cpu::ConvLoopsOf<T>& loops() {
+  const cpu::ConvLoops& t = cpu::conv_loops_stub.get()();
+  if constexpr (std::is_same_v<T, float>)
+    return t.f32;
+  else
+    return t.f64;
 }
-bool use_avx512() {
-  static const bool yes = std::strcmp(cpu::cpu_capability(), "avx512") == 0;
-  return yes;
+/// The AVX-512 direct kernels (Note [Direct convolution]); nullptr below AVX-512.
+const cpu::ConvDirectKernels* direct() {
+  const auto kernels = cpu::conv_direct_stub.get();
+  return kernels ? &kernels() : nullptr;
 }
 
 template <class T>
 void k_im2col(const ConvGeo& g, int64_t C, const T* img, T* cols, int64_t ld) {
-  use_avx2() ? cpu::conv_avx2::im2col(g, C, img, cols, ld) : cpu::conv_base::im2col(g, C, img, cols, ld);
+  loops<T>().im2col(g, C, img, cols, ld);
 }
 template <class T>
 void k_col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img, int64_t ld) {
-  use_avx2() ? cpu::conv_avx2::col2im_add(g, C, cols, img, ld)
-             : cpu::conv_base::col2im_add(g, C, cols, img, ld);
+  loops<T>().col2im_add(g, C, cols, img, ld);
 }
 template <class T>
 void k_gather(const ConvGeo& g, const T* big, const T* w, const T* b, T* small, int64_t begin, int64_t end) {
-  use_avx2() ? cpu::conv_avx2::direct_gather(g, big, w, b, small, begin, end)
-             : cpu::conv_base::direct_gather(g, big, w, b, small, begin, end);
+  loops<T>().direct_gather(g, big, w, b, small, begin, end);
 }
 template <class T>
 void k_scatter(const ConvGeo& g, const T* small, const T* w, const T* b, T* big, int64_t begin, int64_t end) {
-  use_avx2() ? cpu::conv_avx2::direct_scatter(g, small, w, b, big, begin, end)
-             : cpu::conv_base::direct_scatter(g, small, w, b, big, begin, end);
+  loops<T>().direct_scatter(g, small, w, b, big, begin, end);
 }
 template <class T>
 void k_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw, int64_t begin, int64_t end) {
-  use_avx2() ? cpu::conv_avx2::direct_weight_grad(g, small, big, dw, begin, end)
-             : cpu::conv_base::direct_weight_grad(g, small, big, dw, begin, end);
+  loops<T>().direct_weight_grad(g, small, big, dw, begin, end);
 }
 
 /// A per-thread scratch buffer reused across calls (no page faults per call).
@@ -174,8 +184,8 @@ void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y)
   }
   if constexpr (std::is_same_v<T, float>) {
     // Note [Direct convolution] (conv_direct_avx512.cpp): no im2col.
-    if (!g.pointwise() && use_avx512() && cpu::conv_avx512::direct_conv_suits(g)) {
-      cpu::conv_avx512::direct_conv(g, x, w, bias, y);
+    if (!g.pointwise() && direct() && direct()->direct_conv_suits(g)) {
+      direct()->direct_conv(g, x, w, bias, y);
       return;
     }
   }
@@ -233,7 +243,7 @@ bool transposed_gemm_forced() {
 /// direct kernel (Note [Direct convolution]) then runs it with no GEMM, no
 /// col2im and no columns buffer. Returns false (nothing done) outside that case.
 bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const float* bias, float* y) {
-  if (!use_avx512() || g.sh != 1 || g.sw != 1 || g.pointwise() || transposed_gemm_forced()) return false;
+  if (!direct() || g.sh != 1 || g.sw != 1 || g.pointwise() || transposed_gemm_forced()) return false;
   ConvGeo f;
   f.N = g.N, f.Cb = g.Cs, f.Hb = g.Hs, f.Wb = g.Ws, f.Cs = g.Cb, f.Hs = g.Hb, f.Ws = g.Wb;
   f.kh = g.kh, f.kw = g.kw, f.dh = g.dh, f.dw = g.dw, f.groups = g.groups;
@@ -245,7 +255,7 @@ bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const f
   // An output_padding makes the big image larger than the plain convolution's output.
   if (f.Hb + 2 * f.ph - g.dh * (g.kh - 1) != f.Hs || f.Wb + 2 * f.pw - g.dw * (g.kw - 1) != f.Ws)
     return false;
-  if (!cpu::conv_avx512::direct_conv_suits(f)) return false;
+  if (!direct()->direct_conv_suits(f)) return false;
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, kk = g.kk();
   std::vector<float> wf(static_cast<size_t>(g.Cb * Cs_g * kk));
   for (int64_t gi = 0; gi < G; ++gi)
@@ -255,7 +265,7 @@ bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const f
         float* dst = wf.data() + ((gi * Cb_g + cb) * Cs_g + cs) * kk;
         for (int64_t t = 0; t < kk; ++t) dst[t] = src[kk - 1 - t];
       }
-  cpu::conv_avx512::direct_conv(f, x, wf.data(), bias, y);
+  direct()->direct_conv(f, x, wf.data(), bias, y);
   return true;
 }
 
@@ -271,10 +281,10 @@ void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T*
   }
   if constexpr (std::is_same_v<T, float>) {
     if (transposed_direct(g, x, w, bias, y)) return;
-    // Note [Strided transposed convolution] (conv_direct_avx512.cpp).
-    if (use_avx512() && (g.sh > 1 || g.sw > 1) && !transposed_gemm_forced() &&
-        cpu::conv_avx512::direct_transposed_suits(g)) {
-      cpu::conv_avx512::direct_transposed(g, x, w, bias, y);
+    // Note [Strided transposed convolution] (conv_transposed_avx512.cpp).
+    if (direct() && (g.sh > 1 || g.sw > 1) && !transposed_gemm_forced() &&
+        direct()->direct_transposed_suits(g)) {
+      direct()->direct_transposed(g, x, w, bias, y);
       return;
     }
   }
@@ -325,9 +335,9 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // Note [Direct weight gradient] (conv_direct_avx512.cpp): no im2col, no GEMM.
-    if (use_avx512() && cpu::conv_avx512::direct_weight_grad_suits(g)) {
-      cpu::conv_avx512::direct_weight_grad(g, big, small, dw);
+    // Note [Direct weight gradient] (conv_wgrad_avx512.cpp): no im2col, no GEMM.
+    if (direct() && direct()->direct_weight_grad_suits(g)) {
+      direct()->direct_weight_grad(g, big, small, dw);
       return;
     }
   }

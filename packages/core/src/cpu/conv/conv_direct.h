@@ -1,7 +1,12 @@
 #pragma once
-// The direct float32 convolution of conv_direct_avx512.cpp (Note [Direct
-// convolution]): forward convolutions with one big-side channel per group or
-// more, used by conv.cpp instead of im2col + GEMM when the CPU has AVX-512.
+// The direct float32 convolution kernels for AVX-512 (Note [Direct convolution] in
+// conv_direct_avx512.cpp): forward convolutions with one big-side channel per group or
+// more, their weight gradients and strided transposed convolutions, used by conv.cpp
+// instead of im2col + GEMM when conv_direct_stub has them (an AVX-512 CPU, not capped
+// below it: Note [CPU capabilities] in dispatch_stub.h). One file per kernel:
+// conv_direct_avx512.cpp (row-blocked forward), conv_direct_cv_avx512.cpp (channel-
+// vectorized forward), conv_wgrad_avx512.cpp (weight gradient), conv_transposed_avx512.cpp
+// (strided transposed); their shared plans are in conv_direct_plan.h.
 #include <cstdint>
 
 #include "conv_kernels.h"
@@ -33,3 +38,20 @@ bool direct_transposed_suits(const ConvGeo& g);
 void direct_transposed(const ConvGeo& g, const float* small, const float* w, const float* bias, float* big);
 
 }  // namespace flambeau::cpu::conv_avx512
+
+namespace flambeau::cpu {
+
+struct ConvDirectKernels {
+  bool (*direct_conv_suits)(const ConvGeo& g);
+  void (*direct_conv)(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
+  bool (*direct_weight_grad_suits)(const ConvGeo& g);
+  void (*direct_weight_grad)(const ConvGeo& g, const float* big, const float* small, float* dw);
+  bool (*direct_transposed_suits)(const ConvGeo& g);
+  void (*direct_transposed)(const ConvGeo& g, const float* small, const float* w, const float* bias,
+                            float* big);
+};
+
+/// AVX-512 only: the base and AVX2 slots are empty (conv.cpp).
+FB_DECLARE_DISPATCH(const ConvDirectKernels& (*)(), conv_direct_stub);
+
+}  // namespace flambeau::cpu

@@ -2,9 +2,11 @@
 // The inner loops of convolution (Note [Convolution geometry] in conv_utils.h):
 // im2col/col2im and the direct kernels for convolutions whose groups have one
 // channel on the big side (depthwise: groups == in_channels), compiled twice
-// (conv_kernels_base.cpp, conv_kernels_avx2.cpp: Note [CPU capabilities]) and
-// picked at run time by conv.cpp. All tensors are contiguous.
+// (conv_kernels_base.cpp, conv_kernels_avx2.cpp) and picked at run time by
+// conv_loops_stub (Note [CPU capabilities] in dispatch_stub.h). All tensors are contiguous.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -40,13 +42,35 @@ struct ConvGeo {
    * m] */                                                                                                 \
   void direct_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw, int64_t begin, int64_t end);
 
+/// One dtype's loops of one instruction set (FB_CONV_KERNEL_DECLS).
+template <class T>
+struct ConvLoopsOf {
+  void (*im2col)(const ConvGeo& g, int64_t C, const T* img, T* cols, int64_t ld);
+  void (*col2im_add)(const ConvGeo& g, int64_t C, const T* cols, T* img, int64_t ld);
+  void (*direct_gather)(const ConvGeo& g, const T* big, const T* w, const T* bias, T* small, int64_t begin,
+                        int64_t end);
+  void (*direct_scatter)(const ConvGeo& g, const T* small, const T* w, const T* bias, T* big, int64_t begin,
+                         int64_t end);
+  void (*direct_weight_grad)(const ConvGeo& g, const T* small, const T* big, T* dw, int64_t begin,
+                             int64_t end);
+};
+struct ConvLoops {
+  ConvLoopsOf<float> f32;
+  ConvLoopsOf<double> f64;
+};
+
 namespace conv_base {
 FB_CONV_KERNEL_DECLS(float)
 FB_CONV_KERNEL_DECLS(double)
+void fill_loops(ConvLoops& t);
 }  // namespace conv_base
 namespace conv_avx2 {
 FB_CONV_KERNEL_DECLS(float)
 FB_CONV_KERNEL_DECLS(double)
+void fill_loops(ConvLoops& t);
 }  // namespace conv_avx2
+
+/// AVX-512 CPUs run the AVX2 loops (conv.cpp registers none of their own).
+FB_DECLARE_DISPATCH(const ConvLoops& (*)(), conv_loops_stub);
 
 }  // namespace flambeau::cpu

@@ -8,3 +8,7 @@
 namespace flambeau::cpu::conv_base {
 #include "conv_kernels.inc"
 }  // namespace flambeau::cpu::conv_base
+
+namespace flambeau::cpu {
+FB_REGISTER_DISPATCH(conv_loops_stub, base, (&table_of<ConvLoops, conv_base::fill_loops>));
+}  // namespace flambeau::cpu

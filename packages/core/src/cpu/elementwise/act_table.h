@@ -4,12 +4,14 @@
 // hardtanh, hardswish, hardsigmoid, log_sigmoid, softsign, threshold) and
 // their fused backward loops, plus the row loops of the fused cross entropy,
 // are compiled once per CPU capability like the vector table (Note [CPU
-// capabilities] in vec_table.h): vec_act_base.cpp, vec_act_avx2.cpp and
-// vec_act_avx512.cpp include vec_act_kernels.inc. act_table() picks the copy
-// of the capability vec_table() chose. The loops are those of loops.h
+// capabilities] in dispatch_stub.h): vec_act_base.cpp, vec_act_avx2.cpp and
+// vec_act_avx512.cpp include vec_act_kernels.inc and register their table
+// with act_table_stub. The loops are those of loops.h
 // (unary_loop for forward: data {out, x}; binary_loop for backward: data
 // {grad_input, grad_output, x}); `p` holds the op's scalar parameters.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -50,7 +52,9 @@ void fill_act_table_base(ActTable& t);
 void fill_act_table_avx2(ActTable& t);
 void fill_act_table_avx512(ActTable& t);
 
-/// The table of the capability vec_table() chose.
+FB_DECLARE_DISPATCH(const ActTable& (*)(), act_table_stub);
+
+/// The table of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
 const ActTable& act_table();
 
 }  // namespace flambeau::cpu

@@ -19,20 +19,9 @@
 namespace flambeau {
 namespace cpu {
 
-const ActTable& act_table() {
-  static const ActTable table = [] {
-    ActTable t{};
-    const std::string_view cap = cpu_capability();
-    if (cap == "avx512")
-      fill_act_table_avx512(t);
-    else if (cap == "avx2")
-      fill_act_table_avx2(t);
-    else
-      fill_act_table_base(t);
-    return t;
-  }();
-  return table;
-}
+FB_DEFINE_DISPATCH(act_table_stub);
+
+const ActTable& act_table() { return act_table_stub.get()(); }
 
 }  // namespace cpu
 

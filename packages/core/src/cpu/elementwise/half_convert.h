@@ -1,6 +1,6 @@
 #pragma once
 // Vectorized float16/bfloat16 <-> float32 conversion of contiguous arrays,
-// chosen once per process from the running CPU (Note [CPU capabilities]):
+// chosen by half_convert_stub (Note [CPU capabilities] in dispatch_stub.h):
 //  * float16: F16C's vcvtph2ps / vcvtps2ph (8 lanes), or AVX-512's 16-lane
 //    forms; baseline: the exact scalar routines of flambeau/half.h;
 //  * bfloat16 -> float32 is a 16-bit shift (any ISA vectorizes it);
@@ -10,6 +10,8 @@
 // All round to nearest, ties to even, and keep NaN a NaN; the results equal
 // the scalar routines bit for bit (tested in test_dtypes_half.py).
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -33,13 +35,17 @@ struct HalfConvert {
   /// compute in float32 registers (sin/cos reduce the argument in double precision),
   /// round, store; results within one ulp of the correctly rounded ones, special values
   /// exact; the tail through masked loads, so every element gets the same arithmetic.
-  /// Algorithms in half_convert.cpp. nullptr where the CPU lacks AVX-512.
+  /// Algorithms in half_math.cpp. nullptr where the CPU lacks AVX-512.
   using FusedUnary = void (*)(const uint16_t* a, uint16_t* out, int64_t n);
   FusedUnary f16_unary[3];
   FusedUnary bf16_unary[3];
 };
 
-/// The converters for this CPU (respecting FLAMBEAU_CPU_CAPABILITY), chosen once.
+FB_DECLARE_DISPATCH(const HalfConvert& (*)(), half_convert_stub);
+
+/// The converters of the active instruction set.
 const HalfConvert& half_convert();
+/// Puts half_math.cpp's fused AVX-512 loops into c (native_bf16: the CPU has AVX512-BF16).
+void fill_half_math_avx512(HalfConvert& c, bool native_bf16);
 
 }  // namespace flambeau::cpu

@@ -2,7 +2,7 @@
 // Inner loops of the elementwise and reduction kernels, written once as
 // templates and compiled several times: by the plain kernel files, and by
 // vec_avx2.cpp / vec_avx512.cpp with wider instruction sets (Note [CPU
-// capabilities] in vec_table.h). Everything here lives in a namespace named
+// capabilities] in dispatch_stub.h). Everything here lives in a namespace named
 // after the capability being compiled, so the AVX copies never merge with the
 // baseline ones at link time (which would run AVX code on a CPU without it).
 // Only plain arithmetic and C math builtins are used in the loop bodies.

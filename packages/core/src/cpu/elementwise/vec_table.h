@@ -1,15 +1,10 @@
 #pragma once
-// Note [CPU capabilities]
-// The hot loops over float32/float64 (elementwise arithmetic, unary math, the
-// sum kernel) are compiled three times from vec_kernels.inc: baseline x86-64
-// (vec_base.cpp), AVX2+FMA (vec_avx2.cpp) and AVX-512 (vec_avx512.cpp); the
-// CMake rules give files named *_avx2.cpp / *_avx512.cpp their -m flags. The
-// first call to vec_table() asks the running CPU (__builtin_cpu_supports)
-// and picks the widest table it can run; nothing is compiled for the build
-// machine only. FLAMBEAU_CPU_CAPABILITY=base|avx2|avx512 caps the choice
-// (for tests and benchmarks).
+// The vector table: the hot loops over float32/float64 (elementwise arithmetic, unary math, the
+// sum kernel), compiled once per instruction set from vec_kernels.inc (vec_base.cpp, vec_avx2.cpp,
+// vec_avx512.cpp) and chosen by vec_table_stub (Note [CPU capabilities] in dispatch_stub.h).
 #include <cstdint>
 
+#include "cpu/dispatch/dispatch_stub.h"
 #include "flambeau/macros.h"
 
 namespace flambeau::cpu {
@@ -90,9 +85,9 @@ void fill_vec_table_base(VecTable& t);
 void fill_vec_table_avx2(VecTable& t);
 void fill_vec_table_avx512(VecTable& t);
 
-/// The table for this CPU, chosen once.
+FB_DECLARE_DISPATCH(const VecTable& (*)(), vec_table_stub);
+
+/// The table of the active instruction set (vec_table.cpp).
 const VecTable& vec_table();
-/// Its name: "base", "avx2" or "avx512" (flambeau_core._C._cpu_capability()).
-FB_API const char* cpu_capability();
 
 }  // namespace flambeau::cpu

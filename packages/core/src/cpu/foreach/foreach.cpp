@@ -21,6 +21,11 @@
 #include "flambeau/parallel.h"
 #include "cpu/elementwise/vec_table.h"
 
+namespace flambeau::cpu {
+FB_DEFINE_DISPATCH(foreach_table_stub);
+FB_REGISTER_NO_DISPATCH(foreach_table_stub, avx512);
+}  // namespace flambeau::cpu
+
 namespace flambeau {
 namespace {
 
@@ -29,18 +34,7 @@ using cpu::ForeachTable;
 
 constexpr int64_t kChunk = 16384;
 
-const ForeachTable& foreach_table() {
-  static const ForeachTable table = [] {
-    ForeachTable t{};
-    const std::string cap = cpu::cpu_capability();
-    if (cap == "avx2" || cap == "avx512")
-      cpu::fill_foreach_table_avx2(t);
-    else
-      cpu::fill_foreach_table_base(t);
-    return t;
-  }();
-  return table;
-}
+const ForeachTable& foreach_table() { return cpu::foreach_table_stub.get()(); }
 
 // One list of an op's arguments: its name (for errors) and whether the op writes it.
 struct ListArg {

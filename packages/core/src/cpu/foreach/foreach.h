@@ -4,12 +4,14 @@
 // _fused_adam_, _fused_rmsprop_, _fused_adagrad_: foreach.cpp), one function
 // per optimizer and dtype over a contiguous run of elements. They are compiled
 // twice from foreach_kernels.inc, for baseline x86-64 (vec_foreach_base.cpp) and
-// AVX2+FMA (vec_foreach_avx2.cpp), and foreach.cpp picks the table matching
-// vec_table()'s choice (Note [CPU capabilities]); named vec_* so that CMake
+// AVX2+FMA (vec_foreach_avx2.cpp), and foreach_table_stub picks one (Note [CPU
+// capabilities] in dispatch_stub.h); named vec_* so that CMake
 // gives them -fno-trapping-math like the other vector kernels. Each loop reads its
 // hyperparameters once, converted to the element type (PyTorch's CPU kernels
 // compute float32 tensors in float32), so the loop bodies vectorize.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -50,5 +52,8 @@ struct ForeachTable {
 
 void fill_foreach_table_base(ForeachTable& t);
 void fill_foreach_table_avx2(ForeachTable& t);
+
+/// AVX-512 CPUs run the AVX2 loops (foreach.cpp registers none of their own).
+FB_DECLARE_DISPATCH(const ForeachTable& (*)(), foreach_table_stub);
 
 }  // namespace flambeau::cpu

@@ -1,6 +1,6 @@
 #pragma once
 // The LAPACK routines of scipy-openblas32 that the linalg kernels call
-// (src/cpu/lapack.cpp). Like its cblas (gemm.h), the library prefixes every
+// (src/cpu/linalg/lapack.cpp). Like its cblas (gemm.h), the library prefixes every
 // symbol with scipy_; the Fortran interface takes every argument by pointer,
 // 32-bit integers (the "32" of scipy-openblas32), and one hidden length per
 // character argument at the end (gfortran's convention, passed explicitly so

@@ -2,7 +2,7 @@
 // pseudo-inverse of a batch of (*, m, n) float32/float64/complex64/complex128
 // matrices, from the SVD A = U S Vh (pinv = V S^+ U^H) or, for hermitian=True,
 // the eigendecomposition A = V L V^H (pinv = V L^+ V^H), both LAPACK through
-// the primitives _linalg_svd/_linalg_eigh (src/cpu/lapack.cpp). Singular
+// the primitives _linalg_svd/_linalg_eigh (src/cpu/linalg/lapack.cpp). Singular
 // values (|eigenvalues|) <= max(atol, rtol * s_max) are dropped, atol and rtol
 // real tensors broadcast against the batch dims (flambeau_core/linalg.py
 // builds them from PyTorch's defaults). Its derivative is PyTorch's

@@ -16,10 +16,16 @@ constexpr int kMinDepth = 16;
 
 }  // namespace
 
+FB_DEFINE_DISPATCH(own_sgemm_stub);
+FB_REGISTER_NO_DISPATCH(own_sgemm_stub, base);
+FB_REGISTER_NO_DISPATCH(own_sgemm_stub, avx2);
+
+bool own_sgemm_available() { return own_sgemm_stub.get() != nullptr; }
+
 bool own_sgemm_applies(int m, int n, int k, float alpha, float beta) {
   return alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m >= kMinRows && n >= kMinCols &&
          k >= kMinDepth && double(m) * double(n) * double(k) >= kMinMacs &&
-         settings::sgemm() == settings::SgemmBackend::Own;
+         settings::sgemm() == settings::SgemmBackend::Own && own_sgemm_available();
 }
 
 }  // namespace flambeau::cpu

@@ -31,6 +31,7 @@
 // A/B benchmarks in one process).
 #include <cstdint>
 
+#include "cpu/dispatch/dispatch_stub.h"
 #include "flambeau/macros.h"
 
 namespace flambeau::cpu {
@@ -48,6 +49,14 @@ FB_API bool own_sgemm_applies(int m, int n, int k, float alpha, float beta);
 /// C++ tests.)
 FB_API bool own_sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
                       float* c, int ldc, bool accumulate, const float* row_init = nullptr);
+
+using OwnSgemmFn = bool (*)(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+                            int ldb, float* c, int ldc, bool accumulate, const float* row_init);
+/// The own GEMM exists for AVX-512 only: the stub's avx512 slot is own_sgemm (sgemm_avx512.cpp), the
+/// narrower ones are empty (Note [CPU capabilities] in dispatch_stub.h).
+FB_DECLARE_DISPATCH(OwnSgemmFn, own_sgemm_stub);
+/// Whether own_sgemm and own_sgemm_pack{,ed} may run now: an AVX-512 CPU, not capped below it.
+FB_API bool own_sgemm_available();
 
 // Note [Packed step GEMM] (rnn.cpp): the recurrent layers multiply a few
 // batch rows by the same hidden-to-hidden weight at every step, so they pack

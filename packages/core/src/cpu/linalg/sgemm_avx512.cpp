@@ -266,4 +266,6 @@ void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const fl
   }
 }
 
+FB_REGISTER_DISPATCH(own_sgemm_stub, avx512, &own_sgemm);
+
 }  // namespace flambeau::cpu

@@ -25,28 +25,9 @@
 
 namespace flambeau::cpu {
 
-namespace {
-NormTable make_norm_table() {
-  NormTable t{};
-  const std::string cap = cpu_capability();  // same choice as the vector table (FLAMBEAU_CPU_CAPABILITY)
-#if defined(__x86_64__) || defined(__i386__)
-  if (cap == "avx512")
-    fill_norm_table_avx512(t);
-  else if (cap == "avx2")
-    fill_norm_table_avx2(t);
-  else
-    fill_norm_table_base(t);
-#else
-  fill_norm_table_base(t);
-#endif
-  return t;
-}
-}  // namespace
+FB_DEFINE_DISPATCH(norm_table_stub);
 
-const NormTable& norm_table() {
-  static const NormTable table = make_norm_table();
-  return table;
-}
+const NormTable& norm_table() { return norm_table_stub.get()(); }
 
 }  // namespace flambeau::cpu
 

@@ -2,9 +2,9 @@
 // Note [Normalization kernels]
 // The inner loops of batch/layer/group norm, dropout and embedding_bag, on raw
 // pointers, compiled per instruction set like the elementwise loops (Note [CPU
-// capabilities] in vec_table.h): norm_kernels.inc is included by
+// capabilities] in dispatch_stub.h): norm_kernels.inc is included by
 // norm_kernels_base.cpp, norm_kernels_avx2.cpp and norm_kernels_avx512.cpp,
-// and norm_table() picks the table matching cpu_capability(). The kernels in
+// which register their tables with norm_table_stub. The kernels in
 // norm_batch.cpp, norm_layer.cpp, norm_dropout.cpp and embedding.cpp do the
 // checks, the layout and the threading, and call these loops per row (a row is
 // L contiguous elements) or per column block.
@@ -15,6 +15,8 @@
 // the element type over blocks of at most kNormBlock elements and are added
 // into double accumulators.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -71,7 +73,9 @@ void fill_norm_table_base(NormTable& t);
 void fill_norm_table_avx2(NormTable& t);
 void fill_norm_table_avx512(NormTable& t);
 
-/// The table for this CPU (the same capability as vec_table()).
+FB_DECLARE_DISPATCH(const NormTable& (*)(), norm_table_stub);
+
+/// The table of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
 const NormTable& norm_table();
 
 template <class T>

@@ -14,28 +14,9 @@
 
 namespace flambeau::cpu {
 
-namespace {
-ReduceTable make_reduce_table() {
-  ReduceTable t{};
-  const std::string cap = cpu_capability();  // same choice as the vector table (FLAMBEAU_CPU_CAPABILITY)
-#if defined(__x86_64__) || defined(__i386__)
-  if (cap == "avx512")
-    fill_reduce_table_avx512(t);
-  else if (cap == "avx2")
-    fill_reduce_table_avx2(t);
-  else
-    fill_reduce_table_base(t);
-#else
-  fill_reduce_table_base(t);
-#endif
-  return t;
-}
-}  // namespace
+FB_DEFINE_DISPATCH(reduce_table_stub);
 
-const ReduceTable& reduce_table() {
-  static const ReduceTable table = make_reduce_table();
-  return table;
-}
+const ReduceTable& reduce_table() { return reduce_table_stub.get()(); }
 
 }  // namespace flambeau::cpu
 

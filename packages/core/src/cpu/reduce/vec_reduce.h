@@ -2,12 +2,14 @@
 // Note [Reduction kernels]
 // The inner loops of the reductions and scans of reduce_extra.cpp and scan.cpp
 // (min/max, amin/amax, var, prod, cumsum), compiled per instruction set like
-// the elementwise loops (Note [CPU capabilities] in vec_table.h):
+// the elementwise loops (Note [CPU capabilities] in dispatch_stub.h):
 // vec_reduce.inc is included by vec_reduce_base.cpp, vec_reduce_avx2.cpp and
-// vec_reduce_avx512.cpp, and reduce_table() picks the one matching
-// cpu_capability(). The callers do the checks, the layout (rows of n
+// vec_reduce_avx512.cpp, which register their tables with reduce_table_stub.
+// The callers do the checks, the layout (rows of n
 // contiguous elements) and the threading.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -48,6 +50,9 @@ void fill_reduce_table_base(ReduceTable& t);
 void fill_reduce_table_avx2(ReduceTable& t);
 void fill_reduce_table_avx512(ReduceTable& t);
 
+FB_DECLARE_DISPATCH(const ReduceTable& (*)(), reduce_table_stub);
+
+/// The table of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
 const ReduceTable& reduce_table();
 
 template <class T>

@@ -42,6 +42,12 @@
 #define FB_FILL_RNN_KERNELS fill_rnn_kernels_base
 #include "rnn_kernels.inc"
 
+namespace flambeau::cpu {
+FB_DEFINE_DISPATCH(rnn_kernels_stub);
+FB_REGISTER_DISPATCH(rnn_kernels_stub, base, (&table_of<RnnKernelTable, fill_rnn_kernels_base>));
+FB_REGISTER_NO_DISPATCH(rnn_kernels_stub, avx512);
+}  // namespace flambeau::cpu
+
 namespace flambeau {
 namespace {
 
@@ -102,22 +108,9 @@ enum Mode : int64_t { kTanh = 0, kRelu = 1, kLstm = 2, kGru = 3 };
 // hidden-to-hidden weight packed once per layer call (own_sgemm_pack in
 // sgemm.h, the kernel of Note [Own sgemm]): OpenBLAS
 // would repack all of it on every step, for only the batch's few rows.
-bool use_packed_step_gemm() {
-  static const bool yes = std::strcmp(cpu::cpu_capability(), "avx512") == 0;
-  return yes;
-}
+bool use_packed_step_gemm() { return cpu::own_sgemm_available(); }
 
-const cpu::RnnKernelTable& rnn_kernels() {
-  static const cpu::RnnKernelTable table = [] {
-    cpu::RnnKernelTable t{};
-    if (std::strcmp(cpu::cpu_capability(), "base") == 0)
-      cpu::fill_rnn_kernels_base(t);
-    else
-      cpu::fill_rnn_kernels_avx2(t);
-    return t;
-  }();
-  return table;
-}
+const cpu::RnnKernelTable& rnn_kernels() { return cpu::rnn_kernels_stub.get()(); }
 
 template <class T>
 const cpu::RnnKernels<T>& kernels_for() {

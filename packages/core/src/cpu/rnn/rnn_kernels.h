@@ -3,12 +3,14 @@
 // over a step's rows applies the gate nonlinearities and the state update
 // (forward), or their derivatives (backward). Written once here and compiled
 // for each CPU capability (rnn.cpp: baseline, rnn_avx2.cpp: AVX2+FMA; Note [CPU
-// capabilities] in vec_table.h); float32 uses the branch-free exp/tanh of
+// capabilities] in dispatch_stub.h); float32 uses the branch-free exp/tanh of
 // loops.h so the loops vectorize. The GEMMs around them are rnn.cpp's.
 //
 // Layouts (row r of a step, H the hidden size): gates are G*H wide in
 // PyTorch's order (LSTM i f g o, GRU r z n); states h, c are H wide.
 #include <cstdint>
+
+#include "cpu/dispatch/dispatch_stub.h"
 
 namespace flambeau::cpu {
 
@@ -42,5 +44,8 @@ struct RnnKernelTable {
 
 void fill_rnn_kernels_base(RnnKernelTable& t);
 void fill_rnn_kernels_avx2(RnnKernelTable& t);
+
+/// AVX-512 CPUs run the AVX2+FMA kernels (rnn.cpp registers none of their own).
+FB_DECLARE_DISPATCH(const RnnKernelTable& (*)(), rnn_kernels_stub);
 
 }  // namespace flambeau::cpu

@@ -19,20 +19,9 @@
 namespace flambeau {
 namespace cpu {
 
-const SoftmaxRowTable& softmax_rows() {
-  static const SoftmaxRowTable table = [] {
-    SoftmaxRowTable t{};
-    const std::string_view cap = cpu_capability();
-    if (cap == "avx512")
-      fill_softmax_rows_avx512(t);
-    else if (cap == "avx2")
-      fill_softmax_rows_avx2(t);
-    else
-      fill_softmax_rows_base(t);
-    return t;
-  }();
-  return table;
-}
+FB_DEFINE_DISPATCH(softmax_rows_stub);
+
+const SoftmaxRowTable& softmax_rows() { return softmax_rows_stub.get()(); }
 
 }  // namespace cpu
 

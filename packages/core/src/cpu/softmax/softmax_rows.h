@@ -15,6 +15,8 @@
 // gives NaN (as PyTorch: exp(-inf - -inf)), a NaN anywhere makes its row NaN.
 #include <cstdint>
 
+#include "cpu/dispatch/dispatch_stub.h"
+
 namespace flambeau::cpu {
 
 /// `rows` contiguous rows of `n` elements each, row r at offset r * n.
@@ -38,7 +40,9 @@ void fill_softmax_rows_base(SoftmaxRowTable& t);
 void fill_softmax_rows_avx2(SoftmaxRowTable& t);
 void fill_softmax_rows_avx512(SoftmaxRowTable& t);
 
-/// The table of the capability vec_table() chose.
+FB_DECLARE_DISPATCH(const SoftmaxRowTable& (*)(), softmax_rows_stub);
+
+/// The table of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
 const SoftmaxRowTable& softmax_rows();
 
 }  // namespace flambeau::cpu
