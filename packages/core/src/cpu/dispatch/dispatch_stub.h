@@ -116,20 +116,20 @@ const Table& table_of() {
 }  // namespace flambeau::cpu
 
 // In namespace flambeau::cpu. fn_type is a function pointer type.
-#define FB_DECLARE_DISPATCH(fn_type, name)                       \
-  struct name##_tag;                                             \
+#define FB_DECLARE_DISPATCH(fn_type, name)                                \
+  struct name##_tag;                                                      \
   using name##_type = ::flambeau::cpu::DispatchStub<fn_type, name##_tag>; \
-  template <>                                                    \
-  name##_type::Fn name##_type::base;                             \
-  template <>                                                    \
-  name##_type::Fn name##_type::avx2;                             \
-  template <>                                                    \
-  name##_type::Fn name##_type::avx512;                           \
+  template <>                                                             \
+  name##_type::Fn name##_type::base;                                      \
+  template <>                                                             \
+  name##_type::Fn name##_type::avx2;                                      \
+  template <>                                                             \
+  name##_type::Fn name##_type::avx512;                                    \
   extern name##_type name
 
-#define FB_DEFINE_DISPATCH(name) \
-  constinit name##_type name;    \
-  [[maybe_unused]] static const bool name##_listed =                \
+#define FB_DEFINE_DISPATCH(name)                     \
+  constinit name##_type name;                        \
+  [[maybe_unused]] static const bool name##_listed = \
       ::flambeau::cpu::register_dispatch_stub(#name, [] { return name.chosen_name(); })
 
 // isa: base, avx2 or avx512 (the set the calling file is compiled for).
