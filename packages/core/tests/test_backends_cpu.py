@@ -305,3 +305,16 @@ def test_the_capability_switches_every_family_at_run_time(cap):
         np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=2e-3, atol=2e-3, err_msg=name)
     # Back at the default: the widest variants again.
     assert dict(fc._C._dispatch_choices()) == {n: _expected_choice(i, "avx512") for n, i in FAMILIES.items()}
+
+
+@pytest.mark.skipif(not AVX512, reason="the own GEMM needs an AVX-512 CPU")
+def test_own_sgemm_waits_for_the_capability_at_run_time():
+    with cpu.flags(sgemm="own", max_cpu_capability="avx2"):
+        # Already chosen, it stays chosen but runs on OpenBLAS; choosing it now is refused.
+        assert cpu.sgemm == "own" and dict(fc._C._dispatch_choices())["own_sgemm_stub"] == "none"
+        with pytest.raises(ValueError, match=r"\[backends\.cpu\.sgemm\] the own float32 GEMM needs an AVX-512 CPU"):
+            cpu.sgemm = "own"
+        a = np.arange(64 * 96, dtype=np.float32).reshape(64, 96) / 1000
+        b = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
+        np.testing.assert_allclose(to_numpy(fc.matmul(fc.tensor(a), fc.tensor(b))), a @ b, rtol=1e-5)
+    assert dict(fc._C._dispatch_choices())["own_sgemm_stub"] == "avx512"
