@@ -1,6 +1,6 @@
 // Note [Direct convolution]
 // A float32 forward convolution without im2col, for AVX-512 CPUs (conv.cpp
-// picks it when cpu_capability() is "avx512"; other CPUs and float64 keep
+// runs it when conv_direct_stub has it; other CPUs and float64 keep
 // im2col + GEMM). Per image, the zero-padded input is split into stride
 // phases: with strides (sh, sw), phase (a, b) is the plane of padded pixels
 // (r, c) with r % sh == a and c % sw == b, each Hq x Wq (Hq = ceil(Hp / sh),
