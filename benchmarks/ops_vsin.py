@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """exp, sin, cos, tan on 1M elements against PyTorch and NumPy, 1 and 2 threads.
 
-float32 and float64: exp_f32 (src/cpu/loops.h), the float32 and float64 sin,
-cos, tan of src/cpu/vec_trig.inc (Notes [float32 sin/cos], [float64 sin/cos]);
+float32 and float64: exp_f32 (src/cpu/elementwise/loops.h), the float32 and float64 sin,
+cos, tan of src/cpu/elementwise/vec_trig.inc (Notes [float32 sin/cos], [float64 sin/cos]);
 float64 exp is the C library's. All three libraries run in this one process,
 interleaved: each round times a block of calls of each (the order rotates
 between rounds), so machine noise hits them alike. Prints min and median per

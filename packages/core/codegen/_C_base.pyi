@@ -480,6 +480,11 @@ def _cpu_capability() -> str:
     The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU capabilities]).
     """
 
+def _dispatch_choices() -> list[tuple[str, str]]:
+    """
+    Each CPU kernel family's dispatch stub and the instruction set of the variant it runs now: 'avx512', 'avx2', 'base' or 'none' (Note [CPU capabilities]).
+    """
+
 def _get_rng_state() -> Tensor:
     """
     The default CPU generator's state (Generator.get_state).

@@ -6,7 +6,7 @@ PyTorch's signatures and dtype rules: real float32 gives complex64, float64
 complex128, integers and bool compute in the default float dtype; float16 and
 bfloat16 are refused (TypeError). They pad with zeros or trim to ``n``/``s``
 here, in Python, and call the three primitives ``_fft_c2c``, ``_fft_r2c`` and
-``_fft_c2r`` (src/cpu/fft.cpp, over the vendored pocketfft), whose derivatives
+``_fft_c2r`` (src/cpu/fft/fft.cpp, over the vendored pocketfft), whose derivatives
 are PyTorch's; so every transform is differentiable. ``norm`` is "backward"
 (the default: the inverse scaled by 1/n), "ortho" (both by 1/sqrt(n)) or
 "forward" (the forward transform by 1/n).

@@ -3,7 +3,7 @@
 The factorizations run LAPACK (scipy-openblas32) through the primitives
 ``_linalg_inv``, ``_linalg_solve``, ``_linalg_slogdet``, ``_linalg_cholesky``,
 ``_linalg_qr``, ``_linalg_svd``, ``_linalg_eigh`` and ``_linalg_lstsq`` of core's
-op table (src/cpu/lapack.cpp), which carry their own derivatives; everything
+op table (src/cpu/linalg/lapack.cpp), which carry their own derivatives; everything
 here is a composite of ops, so autograd differentiates it through the ops it
 calls. Every function takes batches ``(*, m, n)`` of float32 or float64
 matrices, and complex64/complex128 ones (inv, solve, det, slogdet,

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "cpu/gemm_pool.h"
+#include "cpu/linalg/gemm_pool.h"
 #include "flambeau/error.h"
 #include "settings.h"
 

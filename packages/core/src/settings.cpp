@@ -3,12 +3,14 @@
 // the by-name access Python uses.
 #include "settings.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 
-#include "cpu/vec_table.h"
+#include "cpu/dispatch/dispatch_stub.h"
+#include "cpu/linalg/sgemm.h"
 #include "flambeau/error.h"
 
 namespace flambeau::settings {
@@ -98,10 +100,10 @@ const std::array<Spec, kCount>& specs() {
        {"auto", "avx512", "avx2", "base"},
        0,
        false,
-       false,
+       true,
        "The widest instruction set the CPU kernels may use: 'auto' (the widest the CPU has), 'avx512', "
-       "'avx2' or 'base'. Fixed when flambeau_core loads: set FLAMBEAU_CPU_CAPABILITY before importing "
-       "it; get_cpu_capability() says which one runs."},
+       "'avx2' or 'base'; each kernel family chooses its variant again on its next call (below 'avx512' "
+       "an 'own' sgemm runs on OpenBLAS). get_cpu_capability() says which one runs."},
   }};
   return table;
 }
@@ -152,7 +154,7 @@ const Overrides& overrides() {
   return o;
 }
 
-bool own_sgemm_possible() { return std::strcmp(cpu::cpu_capability(), "avx512") == 0; }
+bool own_sgemm_possible() { return cpu::own_sgemm_available(); }
 
 const Spec& spec_named(std::string_view name, size_t& index) {
   for (index = 0; index < kCount; ++index)
@@ -172,10 +174,16 @@ std::string refusal(size_t i, int value) {
   return "";
 }
 
-// Defaults, then each override: when the library loads.
+// Defaults, then each override: when the library loads. The capability first: sgemm's
+// default and refusal depend on it.
 std::vector<std::string> apply_environment() {
   std::vector<std::string> errors = overrides().errors;
+  const size_t cap = static_cast<size_t>(Setting::MaxCpuCapability);
+  const int cap_value = std::max(overrides().index[cap], 0);
+  detail::g_values[cap].store(static_cast<uint8_t>(cap_value), std::memory_order_relaxed);
+  cpu::invalidate_dispatch_stubs();
   for (size_t i = 0; i < kCount; ++i) {
+    if (i == cap) continue;
     const Spec& s = specs()[i];
     int v = s.fallback;
     if (static_cast<Setting>(i) == Setting::Sgemm && !own_sgemm_possible())
@@ -201,12 +209,6 @@ const std::vector<std::string> g_environment_errors = apply_environment();
 // file's initializer still reads a valid value; apply_environment() then sets the real ones.
 std::atomic<uint8_t> detail::g_values[kCount] = {0, 1, 0, 0, 0, 0, 0, 0, 0};
 
-Capability max_cpu_capability() {
-  // Read straight from the override: vec_table() may run before this file's initializer.
-  const int o = overrides().index[static_cast<size_t>(Setting::MaxCpuCapability)];
-  return static_cast<Capability>(o < 0 ? 0 : o);
-}
-
 std::vector<Info> list() {
   std::vector<Info> out;
   for (const Spec& s : specs()) out.push_back({s.name, s.env, s.values, s.is_flag, s.settable, s.doc});
@@ -216,8 +218,6 @@ std::vector<Info> list() {
 std::string get(std::string_view name) {
   size_t i = 0;
   const Spec& s = spec_named(name, i);
-  if (static_cast<Setting>(i) == Setting::MaxCpuCapability)
-    return s.values[static_cast<size_t>(max_cpu_capability())];
   return s.values[detail::g_values[i].load(std::memory_order_relaxed)];
 }
 
@@ -232,6 +232,10 @@ void set(std::string_view name, std::string_view value) {
   const std::string why = refusal(i, v);
   FB_CHECK_VALUE(why.empty(), "[backends.cpu.", s.name, "] ", why);
   detail::g_values[i].store(static_cast<uint8_t>(v), std::memory_order_relaxed);
+  if (static_cast<Setting>(i) == Setting::MaxCpuCapability) {
+    // Note [CPU capabilities]: every stub resolves again on its next call.
+    cpu::invalidate_dispatch_stubs();
+  }
 }
 
 std::vector<std::string> environment_errors() { return g_environment_errors; }

@@ -69,8 +69,9 @@ inline ConvKernel conv_weight_grad_kernel() {
 inline TransposedKernel conv_transposed_kernel() {
   return detail::load<TransposedKernel>(Setting::ConvTransposedKernel);
 }
-/// The widest kernel table vec_table() may pick; fixed when the library loads.
-FB_API Capability max_cpu_capability();
+/// The widest instruction set the dispatch stubs may pick (Note [CPU capabilities] in
+/// cpu/dispatch/dispatch_stub.h); settable at run time.
+inline Capability max_cpu_capability() { return detail::load<Capability>(Setting::MaxCpuCapability); }
 
 /// What Python sees of one setting.
 struct Info {

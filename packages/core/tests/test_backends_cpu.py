@@ -16,7 +16,9 @@ import subprocess
 import sys
 
 import flambeau_core as fc
+import numpy as np
 import pytest
+from helpers import from_torch, to_numpy
 
 cpu = fc.backends.cpu
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -38,7 +40,6 @@ AVX512 = cpu.get_cpu_capability() == "AVX512"
 SETTABLE = {
     name: [v for v in values if not (name == "sgemm" and v == "own" and not AVX512)]
     for name, (_, values) in SETTINGS.items()
-    if name != "max_cpu_capability"
 }
 
 
@@ -94,8 +95,6 @@ def test_an_unknown_value_names_the_setting_and_the_allowed_values(name):
     before = getattr(cpu, name)
     allowed = ", ".join(f"'{v}'" for v in SETTINGS[name][1])
     message = rf"\[backends\.cpu\.{name}\] expected one of {re.escape(allowed)}, got 'fastest'"
-    if name == "max_cpu_capability":
-        message = rf"\[backends\.cpu\.{name}\] is fixed when flambeau_core loads: set FLAMBEAU_CPU_CAPABILITY"
     with pytest.raises(ValueError, match=message):
         setattr(cpu, name, "fastest")
     assert getattr(cpu, name) == before
@@ -243,3 +242,79 @@ def test_no_getenv_in_core_sources_but_the_registry():
         if p.suffix in {".cpp", ".h", ".inc"} and p.name != "settings.cpp" and "getenv(" in p.read_text()
     ]
     assert offenders == []
+
+
+# Note [CPU capabilities]: each kernel family's dispatch stub and the instruction sets it has a
+# variant for (a capped CPU runs the widest one not above the cap; "none": no variant that narrow).
+FAMILIES = {
+    "vec_table_stub": ("base", "avx2", "avx512"),
+    "act_table_stub": ("base", "avx2", "avx512"),
+    "softmax_rows_stub": ("base", "avx2", "avx512"),
+    "reduce_table_stub": ("base", "avx2", "avx512"),
+    "norm_table_stub": ("base", "avx2", "avx512"),
+    "half_convert_stub": ("base", "avx2", "avx512"),
+    "foreach_table_stub": ("base", "avx2"),
+    "rnn_kernels_stub": ("base", "avx2"),
+    "conv_loops_stub": ("base", "avx2"),
+    "conv_direct_stub": ("avx512",),
+    "own_sgemm_stub": ("avx512",),
+}
+ISAS = ["base", "avx2", "avx512"]
+HARDWARE = {"DEFAULT": "base", "AVX2": "avx2", "AVX512": "avx512"}[cpu.get_cpu_capability()]
+
+
+def _expected_choice(family_isas: tuple[str, ...], cap: str) -> str:
+    limit = min(ISAS.index(cap), ISAS.index(HARDWARE))
+    below = [isa for isa in family_isas if ISAS.index(isa) <= limit]
+    return below[-1] if below else "none"
+
+
+def test_every_family_has_a_stub():
+    assert sorted(name for name, _ in fc._C._dispatch_choices()) == sorted(FAMILIES)
+
+
+@pytest.mark.parametrize("cap", ISAS)
+def test_the_capability_switches_every_family_at_run_time(cap):
+    """Setting max_cpu_capability re-resolves every stub on its next call, and the kernels of the
+    variant it picks compute what PyTorch does."""
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(3, 70, dtype=torch.float32)
+    img = torch.randn(2, 4, 9, 9)
+    w = torch.randn(6, 4, 3, 3)
+    fx, fimg, fw = (from_torch(t) for t in (x, img, w))
+    with cpu.flags(max_cpu_capability=cap):
+        assert cpu.max_cpu_capability == cap
+        assert (
+            cpu.get_cpu_capability()
+            == {"base": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}[ISAS[min(ISAS.index(cap), ISAS.index(HARDWARE))]]
+        )
+        results = {
+            "relu": (fc.relu(fx), torch.relu(x)),
+            "softmax": (fc.softmax(fx, 1), torch.softmax(x, 1)),
+            "sum": (fc.sum(fx, [1]), x.sum(1)),
+            "gelu": (fc.gelu(fx), torch.nn.functional.gelu(x)),
+            "conv2d": (fc.conv2d(fimg, fw, None, [1, 1], [1, 1]), torch.nn.functional.conv2d(img, w, padding=1)),
+            "sin_f16": (fc.sin(fx.to(fc.float16)).to(fc.float32), torch.sin(x.half()).float()),
+        }
+        choices = dict(fc._C._dispatch_choices())
+    for name, isas in FAMILIES.items():
+        assert choices[name] == _expected_choice(isas, cap), name
+    for name, (got, want) in results.items():
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=2e-3, atol=2e-3, err_msg=name)
+    # Back at the default: the widest variants again.
+    assert dict(fc._C._dispatch_choices()) == {n: _expected_choice(i, "avx512") for n, i in FAMILIES.items()}
+
+
+@pytest.mark.skipif(not AVX512, reason="the own GEMM needs an AVX-512 CPU")
+def test_own_sgemm_waits_for_the_capability_at_run_time():
+    with cpu.flags(sgemm="own", max_cpu_capability="avx2"):
+        # Already chosen, it stays chosen but runs on OpenBLAS; choosing it now is refused.
+        assert cpu.sgemm == "own" and dict(fc._C._dispatch_choices())["own_sgemm_stub"] == "none"
+        with pytest.raises(ValueError, match=r"\[backends\.cpu\.sgemm\] the own float32 GEMM needs an AVX-512 CPU"):
+            cpu.sgemm = "own"
+        a = np.arange(64 * 96, dtype=np.float32).reshape(64, 96) / 1000
+        b = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000
+        np.testing.assert_allclose(to_numpy(fc.matmul(fc.tensor(a), fc.tensor(b))), a @ b, rtol=1e-5)
+    assert dict(fc._C._dispatch_choices())["own_sgemm_stub"] == "avx512"

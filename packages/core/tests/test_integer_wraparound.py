@@ -1,5 +1,5 @@
 """Integer arithmetic at the dtype limits wraps modulo 2**bits, as PyTorch and NumPy
-(Note [Integer wrap-around] in src/cpu/wrapping.h): int64 max + 1 is int64 min,
+(Note [Integer wrap-around] in src/cpu/elementwise/wrapping.h): int64 max + 1 is int64 min,
 -int_min and abs(int_min) are int_min. The kernels compute in the unsigned type,
 so none of this is C++ undefined behaviour (the sanitized build's UBSan run checks
 that; `nox -s tests` runs this file under it). Every result is compared with

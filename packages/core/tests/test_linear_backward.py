@@ -1,4 +1,4 @@
-"""_linear_backward (Note [Linear backward], src/cpu/linear_backward.cpp): linear's
+"""_linear_backward (Note [Linear backward], src/cpu/linalg/linear_backward.cpp): linear's
 three gradients in one call, grad_output @ weight, grad_output.T @ input and
 grad_output.sum(0), each only when asked; the two GEMMs run side by side on the
 GEMM pool. Values against PyTorch 2.13 in float32 and float64 at the MLP's

@@ -1,4 +1,4 @@
-"""flambeau's own float32 GEMM (Note [Own sgemm], src/cpu/sgemm_avx512.cpp) against
+"""flambeau's own float32 GEMM (Note [Own sgemm], src/cpu/linalg/sgemm_avx512.cpp) against
 NumPy in float64: mm with every transpose form, the kernel's row and column tails
 (6-row blocks, 64-column panels, the narrow last panel), depth chunks (k > 1024),
 panel strides that are packed rather than read in place, strided operands; linear

@@ -1,4 +1,4 @@
-"""float32 sin, cos and tan (the vectorised loops of src/cpu/vec_trig.inc, Note [float32 sin/cos]):
+"""float32 sin, cos and tan (the vectorised loops of src/cpu/elementwise/vec_trig.inc, Note [float32 sin/cos]):
 error in ulps against the float64 result rounded nowhere (NumPy's float64 functions), over a
 dense sample of every float32 in [-64, 64] at a stride, 2^20 random values of magnitudes up to
 1e30, both sides of the two reduction bounds (2^17: float32 reduction, 2^22: double reduction,

@@ -107,7 +107,8 @@ def flags(**values: str | bool) -> Iterator[None]:
             _set(name, value)
         yield
     finally:
-        for name, value in before.items():
+        # In reverse: a value set after another may depend on it (sgemm 'own' on max_cpu_capability).
+        for name, value in reversed(before.items()):
             _set(name, value)
 
 

@@ -1,10 +1,10 @@
 // Convolution composites: conv1d/conv2d/conv_transpose1d/conv_transpose2d
 // (argument checks in the caller's name, one int for every dim, unbatched
-// inputs) over the primitive `convolution` (src/cpu/conv.cpp), and the input
+// inputs) over the primitive `convolution` (src/cpu/conv/conv.cpp), and the input
 // and bias gradients of convolution, written with ops so that they are
 // differentiable again (double backward).
 #include "composite_generated.h"
-#include "cpu/conv_utils.h"
+#include "cpu/conv/conv_utils.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 

@@ -32,7 +32,7 @@ Tensor composite::_dot(const Tensor& self, const Tensor& tensor) {
   // kernels): the sum of the products.
   if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
     return op::sum(op::mul(self, tensor), std::nullopt, false, self.dtype());
-  // Short float32/float64 vectors: one op instead of matmul's four (src/cpu/dot_small.cpp).
+  // Short float32/float64 vectors: one op instead of matmul's four (src/cpu/linalg/dot_small.cpp).
   constexpr int64_t kDotSmallMax = 4096;
   if (n <= kDotSmallMax && self.device().type == DeviceType::CPU &&
       (self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64))

@@ -1,5 +1,5 @@
 // Derivative of the general eigendecomposition _linalg_eig (ops.yaml, section
-// fft; kernel in src/cpu/lapack.cpp), as a composite of core ops so that
+// fft; kernel in src/cpu/linalg/lapack.cpp), as a composite of core ops so that
 // create_graph=True differentiates it again. PyTorch's formula
 // (linalg_eig_backward), for eigenvectors of unit norm:
 //   gA = V^{-H} (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H,

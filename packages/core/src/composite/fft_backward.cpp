@@ -1,5 +1,5 @@
 // Derivatives of the FFT primitives (ops.yaml, section fft; kernels in
-// src/cpu/fft.cpp), written as composites of core ops so that
+// src/cpu/fft/fft.cpp), written as composites of core ops so that
 // create_graph=True differentiates them again.
 #include <vector>
 

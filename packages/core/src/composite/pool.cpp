@@ -3,7 +3,7 @@
 // pixel_unshuffle are a reshape, a permute and a reshape. Built only from op::
 // calls, so autograd differentiates them through the ops they call.
 #include "composite_generated.h"
-#include "cpu/pool_shape.h"
+#include "cpu/pool/pool_shape.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 

@@ -1,6 +1,6 @@
 // Random composites of the op table (randint, normal with tensor or number
 // parameters, bernoulli): an empty tensor filled by the random primitives
-// (src/cpu/random.cpp, src/cpu/factories.cpp).
+// (src/cpu/random/random.cpp, src/cpu/random/factories.cpp).
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"

@@ -6,7 +6,7 @@
 // __eq__ returns a tensor, so __hash__ is kept identity-based (tensors are dict
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
 
-#include "../cpu/vec_table.h"
+#include "../cpu/dispatch/dispatch_stub.h"
 #include "../tensor_iterator.h"
 #include "common.h"
 #include "flambeau/device_backend.h"
@@ -163,6 +163,9 @@ void init_math(py::module_& m) {
   m.def("_cpu_capability", &cpu::cpu_capability,
         "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
         "capabilities]).");
+  m.def("_dispatch_choices", &cpu::dispatch_choices,
+        "Each CPU kernel family's dispatch stub and the instruction set of the variant it runs now: "
+        "'avx512', 'avx2', 'base' or 'none' (Note [CPU capabilities]).");
   m.def(
       "_sum_to",
       [](const Tensor& t, py::handle shape) {

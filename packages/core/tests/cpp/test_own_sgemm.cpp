@@ -1,4 +1,4 @@
-// flambeau's own float32 GEMM (Note [Own sgemm], src/cpu/sgemm.h) called
+// flambeau's own float32 GEMM (Note [Own sgemm], src/cpu/linalg/sgemm.h) called
 // directly, for what the Python tests cannot reach: accumulate (beta == 1) at
 // the entry, which conv's im2col path uses, alone and with depth chunks, and
 // the zero-depth cases. Reference: a double-precision triple loop. The kernel
@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "cpu/sgemm.h"
-#include "cpu/vec_table.h"
+#include "cpu/linalg/sgemm.h"
+#include "cpu/elementwise/vec_table.h"
 
 namespace {
 

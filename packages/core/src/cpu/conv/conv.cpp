@@ -1,0 +1,590 @@
+// CPU kernels: convolution (1-D and 2-D, transposed or not, grouped), the
+// gradient of its weight, and im2col/col2im (F.unfold/F.fold).
+//
+// Note [Convolution kernels]
+// Per image and group, a convolution is a GEMM between the weight and the
+// columns of the big image (Note [Convolution geometry] in conv_utils.h):
+//   forward:      small = W (Cs_g, Cb_g*kk) @ im2col(big)            (+ bias)
+//   transposed:   big   = col2im(W^T (Cb_g*kk, Cs_g) @ small)        (+ bias)
+//   weight grad:  dW   += small (Cs_g, L) @ im2col(big)^T (L, Cb_g*kk)
+// where forward the big image is the input and transposed it is the output, so
+// one weight-gradient kernel serves both. A 1x1, stride-1, unpadded kernel
+// skips im2col (the image is its own columns). Groups with one big-side channel
+// (depthwise convolution, and LeNet's 1-channel first layer) use the direct
+// loops of conv_kernels.inc instead of a GEMM. On AVX-512 CPUs, the other
+// float32 forward convolutions (but 1x1 stride-1 unpadded ones, which need no
+// im2col) run the direct kernel of Note [Direct convolution], and so do the
+// other float32 convolutions but those 1x1 ones: weight gradients (Note
+// [Direct weight gradient]), stride-1 transposed convolutions (Note [Stride-1
+// transposed convolution]: the input gradient of a stride-1 convolution) and
+// strided ones of 2+ taps (Note [Strided transposed convolution]).
+//
+// Threads: with at least as many images as threads, images are split across
+// threads, each calling a single-threaded GEMM on its own columns buffer (and,
+// for the weight gradient, accumulating into its own copy of dW, summed at the
+// end: one copy per thread, not per image); with fewer images the GEMM itself
+// runs on every thread.
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "conv_direct.h"
+#include "conv_kernels.h"
+#include "conv_utils.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "cpu/linalg/gemm.h"
+#include "settings.h"
+#include "cpu/elementwise/vec_table.h"
+
+namespace flambeau::cpu {
+FB_DEFINE_DISPATCH(conv_loops_stub);
+FB_REGISTER_NO_DISPATCH(conv_loops_stub, avx512);
+FB_DEFINE_DISPATCH(conv_direct_stub);
+FB_REGISTER_NO_DISPATCH(conv_direct_stub, base);
+FB_REGISTER_NO_DISPATCH(conv_direct_stub, avx2);
+}  // namespace flambeau::cpu
+
+namespace flambeau {
+namespace {
+
+using cpu::ConvGeo;
+
+/// The loops of the active instruction set (Note [CPU capabilities] in dispatch_stub.h).
+template <class T>
+const cpu::ConvLoopsOf<T>& loops() {
+  const cpu::ConvLoops& t = cpu::conv_loops_stub.get()();
+  if constexpr (std::is_same_v<T, float>)
+    return t.f32;
+  else
+    return t.f64;
+}
+/// The AVX-512 direct kernels (Note [Direct convolution]); nullptr below AVX-512.
+const cpu::ConvDirectKernels* direct() {
+  const auto kernels = cpu::conv_direct_stub.get();
+  return kernels ? &kernels() : nullptr;
+}
+
+template <class T>
+void k_im2col(const ConvGeo& g, int64_t C, const T* img, T* cols, int64_t ld) {
+  loops<T>().im2col(g, C, img, cols, ld);
+}
+template <class T>
+void k_col2im_add(const ConvGeo& g, int64_t C, const T* cols, T* img, int64_t ld) {
+  loops<T>().col2im_add(g, C, cols, img, ld);
+}
+template <class T>
+void k_gather(const ConvGeo& g, const T* big, const T* w, const T* b, T* small, int64_t begin, int64_t end) {
+  loops<T>().direct_gather(g, big, w, b, small, begin, end);
+}
+template <class T>
+void k_scatter(const ConvGeo& g, const T* small, const T* w, const T* b, T* big, int64_t begin, int64_t end) {
+  loops<T>().direct_scatter(g, small, w, b, big, begin, end);
+}
+template <class T>
+void k_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw, int64_t begin, int64_t end) {
+  loops<T>().direct_weight_grad(g, small, big, dw, begin, end);
+}
+
+/// A per-thread scratch buffer reused across calls (no page faults per call).
+template <class T, int Slot = 0>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+/// OpenBLAS on one thread while our own threads each call it.
+struct BlasSerial {
+  int restore = 0;
+  explicit BlasSerial(bool active) {
+    const int n = get_num_threads();
+    if (active && n > 1) {
+      scipy_openblas_set_num_threads(1);
+      restore = n;
+    }
+  }
+  ~BlasSerial() {
+    if (restore) scipy_openblas_set_num_threads(restore);
+  }
+  BlasSerial(const BlasSerial&) = delete;
+  BlasSerial& operator=(const BlasSerial&) = delete;
+};
+
+/// Runs f(begin, end) over images: split across threads (each with a serial
+/// BLAS) when there are enough images, else on this thread (BLAS threaded).
+template <class F>
+void over_images(int64_t N, const F& f) {
+  const bool split = get_num_threads() > 1 && N >= get_num_threads() && !in_parallel_region();
+  BlasSerial guard(split);
+  if (split) {
+    parallel_for(0, N, 1, f);
+  } else {
+    f(0, N);
+  }
+}
+
+int to_int(int64_t v, const char* op) {
+  FB_CHECK_VALUE(v <= INT_MAX, "[", op, "] a matrix dimension of ", v, " is above 2^31, not supported");
+  return static_cast<int>(v);
+}
+
+/// The geometry of a convolution (input, weight as given) and its output shape.
+ConvGeo make_geo(const Tensor& input, IntArrayRef wsizes, IntArrayRef out, IntArrayRef stride,
+                 IntArrayRef padding, IntArrayRef dilation, bool transposed, int64_t groups) {
+  ConvGeo g;
+  const bool two = input.dim() == 4;
+  IntArrayRef big = transposed ? out : input.sizes();
+  IntArrayRef small = transposed ? input.sizes() : out;
+  g.N = input.sizes()[0];
+  g.Cb = big[1];
+  g.Cs = small[1];
+  g.groups = groups;
+  if (two) {
+    g.Hb = big[2], g.Wb = big[3], g.Hs = small[2], g.Ws = small[3];
+    g.kh = wsizes[2], g.kw = wsizes[3];
+    g.sh = stride[0], g.sw = stride[1], g.ph = padding[0], g.pw = padding[1], g.dh = dilation[0],
+    g.dw = dilation[1];
+  } else {
+    g.Wb = big[2], g.Ws = small[2], g.kw = wsizes[2], g.sw = stride[0], g.pw = padding[0], g.dw = dilation[0];
+  }
+  return g;
+}
+
+/// Whether the groups have one big-side channel each (the direct kernels).
+bool direct_path(const ConvGeo& g) { return g.Cb == g.groups && !g.pointwise(); }
+
+/// Images per GEMM: enough that a GEMM has about kBlockCols columns (small
+/// images would otherwise give small GEMMs, dominated by OpenBLAS's packing).
+constexpr int64_t kBlockCols = 1024;
+int64_t images_per_gemm(int64_t L) { return std::max<int64_t>(1, kBlockCols / std::max<int64_t>(1, L)); }
+
+/// dst (rows, b * L) <- the rows of b images (rows apart by `image_stride`) side by side.
+template <class T>
+void gather_images(const T* src, int64_t image_stride, int64_t b, int64_t rows, int64_t L, T* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < b; ++i)
+      std::memcpy(dst + r * b * L + i * L, src + i * image_stride + r * L,
+                  static_cast<size_t>(L) * sizeof(T));
+}
+
+template <class T>
+void conv_forward(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
+  const int64_t L = g.small_hw(), K = Cb_g * g.kk(), HW = g.big_hw();
+  if (direct_path(g)) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * g.kk()));
+    parallel_for(0, g.N * g.Cs, grain, [&](int64_t b, int64_t e) { k_gather(g, x, w, bias, y, b, e); });
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Note [Direct convolution] (conv_direct_avx512.cpp): no im2col.
+    if (!g.pointwise() && direct() && direct()->direct_conv_suits(g)) {
+      direct()->direct_conv(g, x, w, bias, y);
+      return;
+    }
+  }
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Mi = to_int(Cs_g, "convolution"), Ki = to_int(K, "convolution");
+  to_int(nb * L, "convolution");
+  over_images(g.N, [&](int64_t begin, int64_t end) {
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
+      for (int64_t gi = 0; gi < G; ++gi) {
+        const T* img = x + (n0 * g.Cb + gi * Cb_g) * HW;
+        const T* B = img;
+        if (b > 1 || !g.pointwise()) {
+          for (int64_t i = 0; i < b; ++i) k_im2col(g, Cb_g, img + i * g.Cb * HW, cols + i * L, LD);
+          B = cols;
+        }
+        T* out0 = y + (n0 * g.Cs + gi * Cs_g) * L;
+        if (b == 1) {
+          if (bias)
+            for (int64_t c = 0; c < Cs_g; ++c)
+              std::fill(out0 + c * L, out0 + (c + 1) * L, bias[gi * Cs_g + c]);
+          cpu::gemm(false, false, Mi, static_cast<int>(L), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(L),
+                    out0, static_cast<int>(L), T(1), bias ? T(1) : T(0));
+          continue;
+        }
+        cpu::gemm(false, false, Mi, static_cast<int>(LD), Ki, w + gi * Cs_g * K, Ki, B, static_cast<int>(LD),
+                  tmp, static_cast<int>(LD));
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t c = 0; c < Cs_g; ++c) {
+            const T* src = tmp + c * LD + i * L;
+            T* dst = out0 + i * g.Cs * L + c * L;
+            const T bv = bias ? bias[gi * Cs_g + c] : T(0);
+#pragma omp simd
+            for (int64_t l = 0; l < L; ++l) dst[l] = src[l] + bv;
+          }
+      }
+    }
+  });
+}
+
+/// backends.cpu.conv_transposed_kernel = 'gemm' (Note [Settings]) keeps
+/// transposed convolutions on GEMM + col2im.
+bool transposed_gemm_forced() {
+  return settings::conv_transposed_kernel() == settings::TransposedKernel::Gemm;
+}
+
+/// Note [Stride-1 transposed convolution]
+/// A transposed convolution of stride 1 (the input gradient of a stride-1
+/// convolution) is a plain convolution of the small image with the kernel
+/// flipped and its channel dims swapped, padded by dilation * (k - 1) - padding:
+/// big[cb, y, x] = sum over cs, i, j of small[cs, y + p - i*d, x + p - j*d] * w[cs, cb, i, j],
+/// i.e. taps (k-1-i) of a convolution with padding d*(k-1) - p. On AVX-512 the
+/// direct kernel (Note [Direct convolution]) then runs it with no GEMM, no
+/// col2im and no columns buffer. Returns false (nothing done) outside that case.
+bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const float* bias, float* y) {
+  if (!direct() || g.sh != 1 || g.sw != 1 || g.pointwise() || transposed_gemm_forced()) return false;
+  ConvGeo f;
+  f.N = g.N, f.Cb = g.Cs, f.Hb = g.Hs, f.Wb = g.Ws, f.Cs = g.Cb, f.Hs = g.Hb, f.Ws = g.Wb;
+  f.kh = g.kh, f.kw = g.kw, f.dh = g.dh, f.dw = g.dw, f.groups = g.groups;
+  f.ph = g.dh * (g.kh - 1) - g.ph, f.pw = g.dw * (g.kw - 1) - g.pw;
+  if (f.ph < 0 || f.pw < 0) return false;
+  // Mostly padding (LeNet-5's 5x5 conv2 on 10x10 gradients: padded by 4), the direct kernel
+  // multiplies mostly zeros: GEMM + col2im wins (measured: 0.83 vs 1.03 ms CPU time).
+  if (f.Hb * f.Wb * 2 < (f.Hb + 2 * f.ph) * (f.Wb + 2 * f.pw)) return false;
+  // An output_padding makes the big image larger than the plain convolution's output.
+  if (f.Hb + 2 * f.ph - g.dh * (g.kh - 1) != f.Hs || f.Wb + 2 * f.pw - g.dw * (g.kw - 1) != f.Ws)
+    return false;
+  if (!direct()->direct_conv_suits(f)) return false;
+  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, kk = g.kk();
+  std::vector<float> wf(static_cast<size_t>(g.Cb * Cs_g * kk));
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t cs = 0; cs < Cs_g; ++cs)
+      for (int64_t cb = 0; cb < Cb_g; ++cb) {
+        const float* src = w + ((gi * Cs_g + cs) * Cb_g + cb) * kk;
+        float* dst = wf.data() + ((gi * Cb_g + cb) * Cs_g + cs) * kk;
+        for (int64_t t = 0; t < kk; ++t) dst[t] = src[kk - 1 - t];
+      }
+  direct()->direct_conv(f, x, wf.data(), bias, y);
+  return true;
+}
+
+template <class T>
+void conv_transposed(const ConvGeo& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
+  const int64_t L = g.small_hw(), K = Cb_g * g.kk(), HW = g.big_hw();
+  if (direct_path(g)) {
+    const int64_t grain =
+        std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * g.kk() * std::max<int64_t>(1, Cs_g)));
+    parallel_for(0, g.N * g.Cb, grain, [&](int64_t b, int64_t e) { k_scatter(g, x, w, bias, y, b, e); });
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (transposed_direct(g, x, w, bias, y)) return;
+    // Note [Strided transposed convolution] (conv_transposed_avx512.cpp).
+    if (direct() && (g.sh > 1 || g.sw > 1) && !transposed_gemm_forced() &&
+        direct()->direct_transposed_suits(g)) {
+      direct()->direct_transposed(g, x, w, bias, y);
+      return;
+    }
+  }
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Ki = to_int(K, "convolution"), Si = to_int(Cs_g, "convolution");
+  to_int(nb * L, "convolution");
+  over_images(g.N, [&](int64_t begin, int64_t end) {
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
+      for (int64_t gi = 0; gi < G; ++gi) {
+        const T* X = x + (n0 * g.Cs + gi * Cs_g) * L;
+        const T* Wg = w + gi * Cs_g * K;
+        T* Y0 = y + (n0 * g.Cb + gi * Cb_g) * HW;
+        for (int64_t i = 0; i < b; ++i) {
+          T* Y = Y0 + i * g.Cb * HW;
+          for (int64_t c = 0; c < Cb_g; ++c)
+            std::fill(Y + c * HW, Y + (c + 1) * HW, bias ? bias[gi * Cb_g + c] : T(0));
+        }
+        if (b == 1 && g.pointwise()) {
+          cpu::gemm(true, false, Ki, static_cast<int>(L), Si, Wg, Ki, X, static_cast<int>(L), Y0,
+                    static_cast<int>(L), T(1), T(1));
+          continue;
+        }
+        if (b > 1) {
+          gather_images(X, g.Cs * L, b, Cs_g, L, tmp);
+          X = tmp;
+        }
+        cpu::gemm(true, false, Ki, static_cast<int>(LD), Si, Wg, Ki, X, static_cast<int>(LD), cols,
+                  static_cast<int>(LD));
+        for (int64_t i = 0; i < b; ++i) k_col2im_add(g, Cb_g, cols + i * L, Y0 + i * g.Cb * HW, LD);
+      }
+    }
+  });
+}
+
+// dW (Cs, Cb_g * kk) = sum over images of small @ im2col(big)^T, per group,
+// several images per GEMM (their columns side by side).
+template <class T>
+void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
+  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G;
+  const int64_t L = g.small_hw(), K = Cb_g * g.kk(), HW = g.big_hw();
+  const int64_t wsize = g.Cs * K;
+  if (direct_path(g)) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.N * L * g.kk()));
+    parallel_for(0, g.Cs, grain, [&](int64_t b, int64_t e) { k_weight_grad(g, small, big, dw, b, e); });
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Note [Direct weight gradient] (conv_wgrad_avx512.cpp): no im2col, no GEMM.
+    if (direct() && direct()->direct_weight_grad_suits(g)) {
+      direct()->direct_weight_grad(g, big, small, dw);
+      return;
+    }
+  }
+  const int64_t nb = std::min(images_per_gemm(L), g.N);
+  const int Mi = to_int(Cs_g, "convolution_backward_weight"), Ni = to_int(K, "convolution_backward_weight");
+  to_int(nb * L, "convolution_backward_weight");
+  std::fill(dw, dw + wsize, T(0));
+  std::mutex mu;
+  bool first_done = false;
+  over_images(g.N, [&](int64_t begin, int64_t end) {
+    // This chunk's own dW (the whole range on one thread writes dw directly).
+    const bool whole = begin == 0 && end == g.N;
+    std::vector<T> local(whole ? 0 : static_cast<size_t>(wsize), T(0));
+    T* acc = whole ? dw : local.data();
+    T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
+    T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
+    for (int64_t n0 = begin; n0 < end; n0 += nb) {
+      const int64_t b = std::min(nb, end - n0), LD = b * L;
+      for (int64_t gi = 0; gi < G; ++gi) {
+        const T* S = small + (n0 * g.Cs + gi * Cs_g) * L;
+        const T* img = big + (n0 * g.Cb + gi * Cb_g) * HW;
+        const T* B = img;
+        if (b > 1 || !g.pointwise()) {
+          for (int64_t i = 0; i < b; ++i) k_im2col(g, Cb_g, img + i * g.Cb * HW, cols + i * L, LD);
+          B = cols;
+        }
+        if (b > 1) {
+          gather_images(S, g.Cs * L, b, Cs_g, L, tmp);
+          S = tmp;
+        }
+        cpu::gemm(false, true, Mi, Ni, static_cast<int>(LD), S, static_cast<int>(LD), B, static_cast<int>(LD),
+                  acc + gi * Cs_g * K, Ni, T(1), n0 == begin ? T(0) : T(1));
+      }
+    }
+    if (!whole) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!first_done) {
+        std::memcpy(dw, acc, static_cast<size_t>(wsize) * sizeof(T));
+        first_done = true;
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < wsize; ++i) dw[i] += acc[i];
+      }
+    }
+  });
+}
+
+template <class F>
+void float_types(ScalarType t, const F& f) {
+  if (t == ScalarType::Float32)
+    f(float{});
+  else
+    f(double{});
+}
+
+Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::optional<Tensor>& bias_,
+                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                       IntArrayRef output_padding, int64_t groups) {
+  const Shape out_shape = conv::check_and_output_shape("convolution", input_, weight_, bias_, stride, padding,
+                                                       dilation, transposed, output_padding, groups);
+  Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
+  if (out.numel() == 0) return out;
+  const Tensor input = contiguous(input_), weight = contiguous(weight_);
+  const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
+  const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
+  if (input.numel() == 0) {  // no input values (zero channels or an empty image): the output is the bias
+    op::fill_(out, 0);
+    if (bias) {
+      Shape bs(static_cast<size_t>(out.dim()), 1);
+      bs[1] = out_shape[1];
+      op::add_(out, op::view(*bias, bs), 1);
+    }
+    return out;
+  }
+  float_types(input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* b = bias ? bias->data<T>() : nullptr;
+    if (transposed)
+      conv_transposed(g, input.data<T>(), weight.data<T>(), b, out.data<T>());
+    else
+      conv_forward(g, input.data<T>(), weight.data<T>(), b, out.data<T>());
+  });
+  return out;
+}
+
+Tensor convolution_backward_weight_cpu(const Tensor& grad_output_, const Tensor& input_,
+                                       IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
+                                       IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+                                       int64_t groups) {
+  const char* op = "convolution_backward_weight";
+  FB_CHECK_VALUE(static_cast<int64_t>(weight_size.size()) == input_.dim(), "[", op, "] weight_size ",
+                 conv::bracket_shape(weight_size), " does not match the input ",
+                 conv::bracket_shape(input_.sizes()));
+  FB_CHECK_TYPE(grad_output_.dtype() == input_.dtype(), "[", op, "] grad_output type (",
+                dtype_name(grad_output_.dtype()), ") and input type (", dtype_name(input_.dtype()),
+                ") should be the same");
+  // Check the geometry with a weight-shaped stand-in (no data is read from it).
+  Tensor wshape = op::expand(op::empty(Shape{}, input_.dtype(), input_.device()), weight_size);
+  const Shape out_shape = conv::check_and_output_shape(op, input_, wshape, std::nullopt, stride, padding,
+                                                       dilation, transposed, output_padding, groups);
+  FB_CHECK_VALUE(std::ranges::equal(out_shape, grad_output_.sizes()), "[", op,
+                 "] expected grad_output of size ", conv::bracket_shape(out_shape), ", got ",
+                 conv::bracket_shape(grad_output_.sizes()));
+  Tensor dw = op::empty(weight_size, input_.dtype(), input_.device());
+  if (dw.numel() == 0) return dw;
+  if (grad_output_.numel() == 0 || input_.numel() == 0) return op::fill_(dw, 0);
+  const Tensor grad = contiguous(grad_output_), input = contiguous(input_);
+  const ConvGeo g = make_geo(input, weight_size, out_shape, stride, padding, dilation, transposed, groups);
+  float_types(input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* small = transposed ? input.data<T>() : grad.data<T>();
+    const T* big = transposed ? grad.data<T>() : input.data<T>();
+    conv_weight_grad(g, small, big, dw.data<T>());
+  });
+  return dw;
+}
+
+// ---- im2col / col2im (F.unfold / F.fold) ----
+
+struct BlockArgs {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+  int64_t kk;  // kh * kw, overflow-checked
+};
+
+BlockArgs block_args(const char* op, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                     IntArrayRef stride) {
+  const Shape k = conv::expand_param(kernel_size, 2, op, "kernel_size");
+  const Shape d = conv::expand_param(dilation, 2, op, "dilation");
+  const Shape p = conv::expand_param(padding, 2, op, "padding");
+  const Shape s = conv::expand_param(stride, 2, op, "stride");
+  FB_CHECK_VALUE(k[0] > 0 && k[1] > 0, "[", op, "] kernel_size must be positive, got ", conv::list_str(k));
+  FB_CHECK_VALUE(d[0] > 0 && d[1] > 0, "[", op, "] dilation must be positive, got ", conv::list_str(d));
+  FB_CHECK_VALUE(p[0] >= 0 && p[1] >= 0, "[", op, "] padding must be non-negative, got ", conv::list_str(p));
+  FB_CHECK_VALUE(s[0] > 0 && s[1] > 0, "[", op, "] stride must be positive, got ", conv::list_str(s));
+  int64_t kk = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(k[0], k[1], &kk), "[", op, "] kernel_size ", conv::list_str(k),
+                 " is too large: the product of its sizes overflows int64");
+  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1], kk};
+}
+
+/// The number of blocks along each dim of an (H, W) image; raises if below one.
+std::pair<int64_t, int64_t> block_counts(const char* op, const BlockArgs& a, int64_t H, int64_t W) {
+  int64_t out[2];
+  const int64_t in[2] = {H, W}, k[2] = {a.kh, a.kw}, d[2] = {a.dh, a.dw}, p[2] = {a.ph, a.pw},
+                s[2] = {a.sh, a.sw};
+  for (int i = 0; i < 2; ++i) {
+    int64_t padded = 0, span = 0;
+    const bool overflow =
+        __builtin_mul_overflow(p[i], int64_t{2}, &padded) || __builtin_add_overflow(padded, in[i], &padded) ||
+        __builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, int64_t{1}, &span);
+    FB_CHECK_VALUE(!overflow, "[", op, "] the number of blocks overflows");
+    FB_CHECK_VALUE(span <= padded, "[", op, "] given spatial size (", H, ", ", W, "), kernel_size (", a.kh,
+                   ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
+                   "): the sliding blocks do not fit (the dilated kernel is larger than the padded input)");
+    out[i] = (padded - span) / s[i] + 1;
+  }
+  return {out[0], out[1]};
+}
+
+Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                  IntArrayRef stride) {
+  const char* op = "im2col";
+  FB_CHECK_VALUE(self.dim() == 3 || self.dim() == 4, "[", op,
+                 "] expected a 3-D (unbatched) or 4-D (batched) input, got input of size ",
+                 conv::bracket_shape(self.sizes()));
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
+                "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
+  const BlockArgs a = block_args(op, kernel_size, dilation, padding, stride);
+  const bool batched = self.dim() == 4;
+  const int64_t N = batched ? self.sizes()[0] : 1, C = self.sizes()[batched ? 1 : 0];
+  const int64_t H = self.sizes()[self.dim() - 2], W = self.sizes()[self.dim() - 1];
+  const auto [Hs, Ws] = block_counts(op, a, H, W);
+  int64_t rows = 0, L = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(C, a.kk, &rows) && !__builtin_mul_overflow(Hs, Ws, &L), "[", op,
+                 "] the output size overflows");
+  Shape out_shape = batched ? Shape{N, rows, L} : Shape{rows, L};
+  shape_nbytes(out_shape, self.dtype(), op);
+  Tensor out = op::empty(out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor x = contiguous(self);
+  ConvGeo g;
+  g.N = N, g.Cb = C, g.Hb = H, g.Wb = W, g.Cs = rows, g.Hs = Hs, g.Ws = Ws;
+  g.kh = a.kh, g.kw = a.kw, g.sh = a.sh, g.sw = a.sw, g.ph = a.ph, g.pw = a.pw, g.dh = a.dh, g.dw = a.dw;
+  float_types(self.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kk * L));
+    // One (image, channel) at a time: C*N independent pieces.
+    parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kk * L, L);
+    });
+  });
+  return out;
+}
+
+Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
+                  IntArrayRef padding, IntArrayRef stride) {
+  const char* op = "col2im";
+  FB_CHECK_VALUE(self.dim() == 2 || self.dim() == 3, "[", op,
+                 "] expected a 2-D (unbatched) or 3-D (batched) input, got input of size ",
+                 conv::bracket_shape(self.sizes()));
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
+                "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
+  const Shape osz = conv::expand_param(output_size, 2, op, "output_size");
+  FB_CHECK_VALUE(osz[0] > 0 && osz[1] > 0, "[", op, "] output_size must be positive, got ",
+                 conv::list_str(osz));
+  const BlockArgs a = block_args(op, kernel_size, dilation, padding, stride);
+  const bool batched = self.dim() == 3;
+  const int64_t N = batched ? self.sizes()[0] : 1;
+  const int64_t rows = self.sizes()[batched ? 1 : 0], L = self.sizes()[batched ? 2 : 1];
+  const int64_t kk = a.kk;
+  FB_CHECK_VALUE(rows % kk == 0, "[", op, "] expected size of input's dimension ", batched ? 1 : 0,
+                 " to be divisible by the product of kernel_size (", a.kh, " * ", a.kw, " = ", kk,
+                 "), got input of size ", conv::bracket_shape(self.sizes()));
+  const auto [Hs, Ws] = block_counts(op, a, osz[0], osz[1]);
+  int64_t blocks = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(Hs, Ws, &blocks), "[", op, "] the number of blocks overflows");
+  FB_CHECK_VALUE(blocks == L, "[", op, "] given output_size ", conv::list_str(osz), ", kernel_size (", a.kh,
+                 ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
+                 "), stride (", a.sh, ", ", a.sw, "), expected the input's last dimension to be ", blocks,
+                 " (", Hs, " * ", Ws, " blocks), got input of size ", conv::bracket_shape(self.sizes()));
+  const int64_t C = rows / kk;
+  Shape out_shape = batched ? Shape{N, C, osz[0], osz[1]} : Shape{C, osz[0], osz[1]};
+  shape_nbytes(out_shape, self.dtype(), op);
+  Tensor out = zeros(out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor x = contiguous(self);
+  ConvGeo g;
+  g.N = N, g.Cb = C, g.Hb = osz[0], g.Wb = osz[1], g.Cs = rows, g.Hs = Hs, g.Ws = Ws;
+  g.kh = a.kh, g.kw = a.kw, g.sh = a.sh, g.sw = a.sw, g.ph = a.ph, g.pw = a.pw, g.dh = a.dh, g.dw = a.dw;
+  float_types(self.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, kk * L));
+    parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) k_col2im_add(g, 1, src + p * kk * L, dst + p * g.Hb * g.Wb, L);
+    });
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::convolution, CPU, convolution_cpu);
+FB_REGISTER_KERNEL(op::convolution_backward_weight, CPU, convolution_backward_weight_cpu);
+FB_REGISTER_KERNEL(op::im2col, CPU, im2col_cpu);
+FB_REGISTER_KERNEL(op::col2im, CPU, col2im_cpu);
+
+}  // namespace
+}  // namespace flambeau

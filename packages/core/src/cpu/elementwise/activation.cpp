@@ -1,0 +1,388 @@
+// CPU kernels of the nn activations and their fused backward (Note
+// [Activation loops] in act_table.h): each op is one pass of the elementwise
+// iterator (broadcasting, any strides, threads) over a loop compiled per ISA.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "act_table.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+#include "generic/shape_utils.h"
+#include "tensor_iterator.h"
+#include "vec_table.h"
+
+namespace flambeau {
+namespace cpu {
+
+FB_DEFINE_DISPATCH(act_table_stub);
+
+const ActTable& act_table() { return act_table_stub.get()(); }
+
+}  // namespace cpu
+
+namespace {
+using namespace cpu;
+
+void check_float(const char* op, const Tensor& t, const char* what = "input") {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+// The cheap (memory-bound) loops split across threads only for large tensors
+// (Note [Elementwise grain]); the transcendental ones at kGrainSize.
+int64_t grain_of(ActOp a) {
+  switch (a) {
+    case kActLeakyRelu:
+    case kActHardtanh:
+    case kActHardswish:
+    case kActHardsigmoid:
+    case kActSoftsign:
+    case kActThreshold:
+      return kMemoryBoundGrain;
+    default:
+      return kGrainSize;
+  }
+}
+
+bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+
+Tensor act_forward(const char* op, const Tensor& x, ActOp a, double p0 = 0, double p1 = 0, double p2 = 0) {
+  // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
+  if (is_half_dtype(x.dtype()))
+    return op::cast(act_forward(op, op::cast(x, ScalarType::Float32), a, p0, p1, p2), x.dtype());
+  // x is float32 or float64: the meta step's check_floating raised for the rest (Note [Meta step]).
+  const ScalarType t = x.dtype();
+  const ActLoop loop = t == ScalarType::Float32 ? act_table().fwd_f32[a] : act_table().fwd_f64[a];
+  TensorIterator it = TensorIterator::unary(op, x, t, t);
+  const double p[3] = {p0, p1, p2};
+  it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(a));
+  return it.output();
+}
+
+Tensor act_backward(const char* op, const Tensor& grad, const Tensor& x, ActOp a, double p0 = 0,
+                    double p1 = 0, double p2 = 0) {
+  if (is_half_dtype(x.dtype()) && grad.dtype() == x.dtype())
+    return op::cast(act_backward(op, op::cast(grad, ScalarType::Float32), op::cast(x, ScalarType::Float32), a,
+                                 p0, p1, p2),
+                    x.dtype());
+  check_float(op, x);
+  check_float(op, grad, "grad_output");
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), x.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(x.sizes()));
+  const ScalarType t = x.dtype();
+  const ActLoop loop = t == ScalarType::Float32 ? act_table().bwd_f32[a] : act_table().bwd_f64[a];
+  TensorIterator it = TensorIterator::binary(op, grad, x, t, t);
+  const double p[3] = {p0, p1, p2};
+  it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(a));
+  return it.output();
+}
+
+ActOp gelu_kind(std::string_view approximate) {
+  if (approximate == "none") return kActGelu;
+  if (approximate == "tanh") return kActGeluTanh;
+  throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
+                                   approximate, "'"));
+}
+
+Tensor threshold_backward_cpu(const Tensor& g, const Tensor& self, const Scalar& th) {
+  return act_backward("threshold_backward", g, self, kActThreshold, th.to_double());
+}
+Tensor gelu_cpu(const Tensor& x, std::string_view approx) {
+  return act_forward("gelu", x, gelu_kind(approx));
+}
+Tensor gelu_backward_cpu(const Tensor& g, const Tensor& x, std::string_view approx) {
+  return act_backward("gelu_backward", g, x, gelu_kind(approx));
+}
+Tensor silu_cpu(const Tensor& x) { return act_forward("silu", x, kActSilu); }
+Tensor silu_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("silu_backward", g, x, kActSilu);
+}
+Tensor mish_cpu(const Tensor& x) { return act_forward("mish", x, kActMish); }
+Tensor mish_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("mish_backward", g, x, kActMish);
+}
+Tensor leaky_relu_cpu(const Tensor& x, const Scalar& slope) {
+  return act_forward("leaky_relu", x, kActLeakyRelu, slope.to_double());
+}
+Tensor leaky_relu_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& slope) {
+  return act_backward("leaky_relu_backward", g, x, kActLeakyRelu, slope.to_double());
+}
+Tensor elu_cpu(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+  return act_forward("elu", x, kActElu, alpha.to_double(), scale.to_double(), input_scale.to_double());
+}
+Tensor elu_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                        const Scalar& input_scale) {
+  return act_backward("elu_backward", g, x, kActElu, alpha.to_double(), scale.to_double(),
+                      input_scale.to_double());
+}
+Tensor softplus_cpu(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  return act_forward("softplus", x, kActSoftplus, beta.to_double(), threshold.to_double());
+}
+Tensor softplus_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  return act_backward("softplus_backward", g, x, kActSoftplus, beta.to_double(), threshold.to_double());
+}
+Tensor hardtanh_cpu(const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  FB_CHECK_VALUE(lo.to_double() <= hi.to_double(), "[hardtanh] min_val (", lo.to_double(),
+                 ") cannot be greater than max_val (", hi.to_double(), ")");
+  return act_forward("hardtanh", x, kActHardtanh, lo.to_double(), hi.to_double());
+}
+Tensor hardtanh_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  return act_backward("hardtanh_backward", g, x, kActHardtanh, lo.to_double(), hi.to_double());
+}
+Tensor hardswish_cpu(const Tensor& x) { return act_forward("hardswish", x, kActHardswish); }
+Tensor hardswish_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("hardswish_backward", g, x, kActHardswish);
+}
+Tensor hardsigmoid_cpu(const Tensor& x) { return act_forward("hardsigmoid", x, kActHardsigmoid); }
+Tensor hardsigmoid_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("hardsigmoid_backward", g, x, kActHardsigmoid);
+}
+Tensor log_sigmoid_cpu(const Tensor& x) { return act_forward("log_sigmoid", x, kActLogSigmoid); }
+Tensor log_sigmoid_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("log_sigmoid_backward", g, x, kActLogSigmoid);
+}
+Tensor softsign_cpu(const Tensor& x) { return act_forward("softsign", x, kActSoftsign); }
+Tensor softsign_backward_cpu(const Tensor& g, const Tensor& x) {
+  return act_backward("softsign_backward", g, x, kActSoftsign);
+}
+
+// ---- prelu: x viewed as (outer, C, inner), one weight per channel or one for all ----
+
+struct PreluShape {
+  int64_t outer = 1, channels = 1, inner = 1;
+  bool shared = true;  // one weight for every channel
+};
+
+PreluShape prelu_shape(const char* op, const Tensor& x, const Tensor& w) {
+  check_float(op, x);
+  FB_CHECK_TYPE(w.dtype() == x.dtype(), "[", op, "] weight dtype ", dtype_name(w.dtype()),
+                " must match the input dtype ", dtype_name(x.dtype()));
+  PreluShape s;
+  const int64_t ch = x.dim() >= 2 ? x.sizes()[1] : 1;
+  FB_CHECK_VALUE(w.dim() <= 1, "[", op, "] weight must be 0-D or 1-D, got shape ", shape_str(w.sizes()));
+  FB_CHECK_VALUE(w.numel() == 1 || w.numel() == ch, "[", op,
+                 "] mismatch of parameter numbers and input channel size: ", "weight has ", w.numel(),
+                 " elements, input shape ", shape_str(x.sizes()), " has ", ch, " channels (dim 1)");
+  s.shared = w.numel() == 1;
+  if (x.dim() >= 2) {
+    s.outer = x.sizes()[0];
+    s.channels = ch;
+    s.inner = x.numel() / std::max<int64_t>(1, s.outer * ch);
+  } else {
+    s.inner = x.numel();
+  }
+  return s;
+}
+
+template <class F>
+void prelu_blocks(const PreluShape& s, const F& f) {
+  const int64_t blocks = s.outer * s.channels;
+  const int64_t grain = std::max<int64_t>(1, kMemoryBoundGrain / std::max<int64_t>(1, s.inner));
+  parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) f(blk, blk % s.channels);
+  });
+}
+
+Tensor prelu_cpu(const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape("prelu", self, weight);
+  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+  const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (self.numel() == 0) return out;
+  visit_dtype(self.dtype(), "prelu", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* xp = x.data<T>();
+      const T* wp = w.data<T>();
+      T* op_ = out.data<T>();
+      prelu_blocks(s, [&](int64_t blk, int64_t c) {
+        const T wc = wp[s.shared ? 0 : c];
+        const T* xr = xp + blk * s.inner;
+        T* yr = op_ + blk * s.inner;
+#pragma omp simd
+        for (int64_t j = 0; j < s.inner; ++j) yr[j] = xr[j] > T(0) ? xr[j] : wc * xr[j];
+      });
+    }
+  });
+  return out;
+}
+
+Tensor prelu_backward_input_cpu(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape("prelu_backward", self, weight);
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+  const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
+  const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (self.numel() == 0) return out;
+  visit_dtype(self.dtype(), "prelu_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* xp = x.data<T>();
+      const T* gp = g.data<T>();
+      const T* wp = w.data<T>();
+      T* op_ = out.data<T>();
+      prelu_blocks(s, [&](int64_t blk, int64_t c) {
+        const T wc = wp[s.shared ? 0 : c];
+        const int64_t o = blk * s.inner;
+#pragma omp simd
+        for (int64_t j = 0; j < s.inner; ++j) op_[o + j] = xp[o + j] > T(0) ? gp[o + j] : wc * gp[o + j];
+      });
+    }
+  });
+  return out;
+}
+
+Tensor prelu_backward_weight_cpu(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape("prelu_backward", self, weight);
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+  const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
+  Tensor out = op::empty(weight.sizes(), weight.dtype(), weight.device());
+  const int64_t blocks = self.numel() == 0 ? 0 : s.outer * s.channels;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+  visit_dtype(self.dtype(), "prelu_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (blocks > 0) {
+        const T* xp = x.data<T>();
+        const T* gp = g.data<T>();
+        prelu_blocks(s, [&](int64_t blk, int64_t) {
+          const int64_t o = blk * s.inner;
+          double acc = 0;
+#pragma omp simd reduction(+ : acc)
+          for (int64_t j = 0; j < s.inner; ++j)
+            acc += xp[o + j] > T(0) ? 0.0 : double(xp[o + j]) * double(gp[o + j]);
+          partial[static_cast<size_t>(blk)] = acc;
+        });
+      }
+      T* wg = out.data<T>();
+      const int64_t nw = weight.numel();
+      std::vector<double> sums(static_cast<size_t>(nw), 0.0);
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        sums[static_cast<size_t>(s.shared ? 0 : blk % s.channels)] += partial[static_cast<size_t>(blk)];
+      for (int64_t c = 0; c < nw; ++c) wg[c] = static_cast<T>(sums[static_cast<size_t>(c)]);
+    }
+  });
+  return out;
+}
+
+// ---- glu: the halves a, b of dim; out = a * sigmoid(b) ----
+
+struct GluShape {
+  int64_t outer = 1, half = 1, inner = 1, dim = 0;
+};
+
+GluShape glu_shape(const char* op, const Tensor& x, int64_t dim) {
+  check_float(op, x);
+  FB_CHECK_VALUE(x.dim() > 0, "[", op, "] glu does not support scalars because halving size must be even");
+  GluShape s;
+  s.dim = wrap_dim(dim, x.dim(), op);
+  const int64_t n = x.sizes()[s.dim];
+  FB_CHECK_VALUE(n % 2 == 0, "[", op, "] halving dimension must be even, but dimension ", s.dim, " is size ",
+                 n, " (input shape ", shape_str(x.sizes()), ")");
+  s.half = n / 2;
+  for (int64_t i = 0; i < s.dim; ++i) s.outer *= x.sizes()[i];
+  for (int64_t i = s.dim + 1; i < x.dim(); ++i) s.inner *= x.sizes()[i];
+  return s;
+}
+
+Tensor glu_cpu(const Tensor& self, int64_t dim) {
+  const GluShape s = glu_shape("glu", self, dim);
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[s.dim] = s.half;
+  Tensor out = op::empty(out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+  const int64_t block = s.half * s.inner;
+  const ActLoop loop =
+      self.dtype() == ScalarType::Float32 ? act_table().fwd_f32[kActGlu] : act_table().fwd_f64[kActGlu];
+  const int64_t es = static_cast<int64_t>(itemsize(self.dtype()));
+  char* xp = static_cast<char*>(x.data_ptr());
+  char* yp = static_cast<char*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
+  parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
+    const int64_t strides[3] = {es, es, es};
+    for (int64_t o = b; o < e; ++o) {
+      char* ptrs[3] = {yp + o * block * es, xp + o * 2 * block * es, xp + (o * 2 + 1) * block * es};
+      loop(ptrs, strides, block, nullptr);
+    }
+  });
+  return out;
+}
+
+Tensor glu_backward_cpu(const Tensor& grad, const Tensor& self, int64_t dim) {
+  const GluShape s = glu_shape("glu_backward", self, dim);
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[s.dim] = s.half;
+  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), out_shape), "[glu_backward] grad_output shape ",
+                 shape_str(grad.sizes()), " does not match the output shape ", shape_str(out_shape));
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (self.numel() == 0) return out;
+  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+  const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
+  const int64_t block = s.half * s.inner;
+  visit_dtype(self.dtype(), "glu_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* xp = x.data<T>();
+      const T* gp = g.data<T>();
+      T* rp = out.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
+      parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const T* a = xp + o * 2 * block;
+          const T* bb = a + block;
+          const T* go = gp + o * block;
+          T* ga = rp + o * 2 * block;
+          T* gb = ga + block;
+          for (int64_t j = 0; j < block; ++j) {
+            const T sg = T(1) / (T(1) + std::exp(-bb[j]));
+            ga[j] = go[j] * sg;
+            gb[j] = go[j] * a[j] * sg * (T(1) - sg);
+          }
+        }
+      });
+    }
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::threshold_backward, CPU, threshold_backward_cpu);
+FB_REGISTER_KERNEL(op::gelu, CPU, gelu_cpu);
+FB_REGISTER_KERNEL(op::gelu_backward, CPU, gelu_backward_cpu);
+FB_REGISTER_KERNEL(op::silu, CPU, silu_cpu);
+FB_REGISTER_KERNEL(op::silu_backward, CPU, silu_backward_cpu);
+FB_REGISTER_KERNEL(op::mish, CPU, mish_cpu);
+FB_REGISTER_KERNEL(op::mish_backward, CPU, mish_backward_cpu);
+FB_REGISTER_KERNEL(op::leaky_relu, CPU, leaky_relu_cpu);
+FB_REGISTER_KERNEL(op::leaky_relu_backward, CPU, leaky_relu_backward_cpu);
+FB_REGISTER_KERNEL(op::elu, CPU, elu_cpu);
+FB_REGISTER_KERNEL(op::elu_backward, CPU, elu_backward_cpu);
+FB_REGISTER_KERNEL(op::softplus, CPU, softplus_cpu);
+FB_REGISTER_KERNEL(op::softplus_backward, CPU, softplus_backward_cpu);
+FB_REGISTER_KERNEL(op::hardtanh, CPU, hardtanh_cpu);
+FB_REGISTER_KERNEL(op::hardtanh_backward, CPU, hardtanh_backward_cpu);
+FB_REGISTER_KERNEL(op::hardswish, CPU, hardswish_cpu);
+FB_REGISTER_KERNEL(op::hardswish_backward, CPU, hardswish_backward_cpu);
+FB_REGISTER_KERNEL(op::hardsigmoid, CPU, hardsigmoid_cpu);
+FB_REGISTER_KERNEL(op::hardsigmoid_backward, CPU, hardsigmoid_backward_cpu);
+FB_REGISTER_KERNEL(op::log_sigmoid, CPU, log_sigmoid_cpu);
+FB_REGISTER_KERNEL(op::log_sigmoid_backward, CPU, log_sigmoid_backward_cpu);
+FB_REGISTER_KERNEL(op::softsign, CPU, softsign_cpu);
+FB_REGISTER_KERNEL(op::softsign_backward, CPU, softsign_backward_cpu);
+FB_REGISTER_KERNEL(op::prelu, CPU, prelu_cpu);
+FB_REGISTER_KERNEL(op::_prelu_backward_input, CPU, prelu_backward_input_cpu);
+FB_REGISTER_KERNEL(op::_prelu_backward_weight, CPU, prelu_backward_weight_cpu);
+FB_REGISTER_KERNEL(op::glu, CPU, glu_cpu);
+FB_REGISTER_KERNEL(op::glu_backward, CPU, glu_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

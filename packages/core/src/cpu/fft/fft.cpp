@@ -1,0 +1,302 @@
+// CPU kernels of the FFT primitives _fft_c2c, _fft_r2c and _fft_c2r
+// (ops.yaml, section fft) over pocketfft (third_party/pocketfft, vendored
+// from NumPy); their derivatives are in src/composite/fft_backward.cpp. The public transforms
+// (flambeau.fft.fft ... ihfftn) are Python composites in flambeau_core/fft.py
+// that pad or trim to n/s and pick the normalization.
+// Note [FFT batches] (below) says how a batch is threaded.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstddef>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "generic/shape_utils.h"
+
+#define POCKETFFT_NO_MULTITHREADING
+#define POCKETFFT_CACHE_SIZE 16
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wall"
+#pragma GCC diagnostic ignored "-Wextra"
+#endif
+#include "../../../third_party/pocketfft/pocketfft_hdronly.h"
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace flambeau {
+namespace {
+
+/// The transformed dims wrapped and checked: non-empty, in range, distinct.
+std::vector<int64_t> fft_dims(const Tensor& x, IntArrayRef dim, const char* op) {
+  FB_CHECK_VALUE(!dim.empty(), "[", op, "] expected at least one dim to transform, got none (input shape ",
+                 shape_str(x.sizes()), ")");
+  std::vector<int64_t> dims;
+  for (int64_t d : dim) {
+    FB_CHECK_INDEX(d >= -x.dim() && d < x.dim(), "[", op,
+                   "] Dimension out of range (expected to be in range of [", -x.dim(), ", ", x.dim() - 1,
+                   "], but got ", d, ") for input of shape ", shape_str(x.sizes()));
+    const int64_t w = d < 0 ? d + x.dim() : d;
+    FB_CHECK_VALUE(std::find(dims.begin(), dims.end(), w) == dims.end(), "[", op, "] dim ", d,
+                   " appears more than once in dim (input shape ", shape_str(x.sizes()), ")");
+    dims.push_back(w);
+  }
+  return dims;
+}
+
+/// The permutation putting the batch dims first (in order) and `dims` last (in their order).
+std::vector<int64_t> batch_then(const std::vector<int64_t>& dims, int64_t ndim) {
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
+  perm.insert(perm.end(), dims.begin(), dims.end());
+  return perm;
+}
+
+template <class T>
+T norm_factor(int64_t normalization, double n, const char* op) {
+  FB_CHECK_VALUE(normalization >= 0 && normalization <= 2, "[", op,
+                 "] normalization must be 0 (none), 1 (by sqrt(n)) or 2 (by n), got ", normalization);
+  if (normalization == 0 || n == 0) return T(1);
+  return static_cast<T>(normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n);
+}
+
+/// Note [FFT batches]: pocketfft reads and writes any strides, so the input
+/// is never copied: the dims are listed batch first, transformed last
+/// (`perm`), with the input's own strides and those of the output, which is
+/// allocated contiguous in the input's dim order. Our threads split the first
+/// batch dim (parallel_for); pocketfft runs single-threaded on each chunk
+/// (POCKETFFT_NO_MULTITHREADING), treating the other batch dims as more
+/// signals and vectorizing across them. Plans are cached (POCKETFFT_CACHE_SIZE,
+/// under pocketfft's own mutex).
+struct Layout {
+  pocketfft::shape_t shape;     // the real-domain (c2c: the) shape, in perm order
+  pocketfft::stride_t in, out;  // byte strides, in perm order
+  pocketfft::shape_t axes;      // the transformed positions (the last k)
+  size_t nbatch = 0;            // how many leading positions are batch dims
+};
+
+Layout make_layout(const Tensor& in, const Tensor& out, const std::vector<int64_t>& dims, IntArrayRef shape) {
+  Layout l;
+  const auto perm = batch_then(dims, in.dim());
+  const int64_t ib = static_cast<int64_t>(itemsize(in.dtype())),
+                ob = static_cast<int64_t>(itemsize(out.dtype()));
+  for (int64_t d : perm) {
+    l.shape.push_back(static_cast<size_t>(shape[static_cast<size_t>(d)]));
+    l.in.push_back(static_cast<ptrdiff_t>(in.strides()[d] * ib));
+    l.out.push_back(static_cast<ptrdiff_t>(out.strides()[d] * ob));
+  }
+  l.nbatch = perm.size() - dims.size();
+  for (size_t i = l.nbatch; i < perm.size(); ++i) l.axes.push_back(i);
+  return l;
+}
+
+/// Runs f(shape, in_offset_bytes, out_offset_bytes) over chunks of the first batch dim.
+template <class F>
+void for_chunks(const Layout& l, const F& f) {
+  if (l.nbatch == 0) {
+    f(l.shape, ptrdiff_t{0}, ptrdiff_t{0});
+    return;
+  }
+  double per = 1;
+  for (size_t i = 1; i < l.shape.size(); ++i) per *= static_cast<double>(l.shape[i]);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16384.0 / std::max(1.0, per)));
+  parallel_for(0, static_cast<int64_t>(l.shape[0]), grain, [&](int64_t b, int64_t e) {
+    pocketfft::shape_t s = l.shape;
+    s[0] = static_cast<size_t>(e - b);
+    f(s, static_cast<ptrdiff_t>(b) * l.in[0], static_cast<ptrdiff_t>(b) * l.out[0]);
+  });
+}
+
+/// Runs f(shape, in_offset_bytes, out_offset_bytes) over chunks of position
+/// `split` of shape (one call when split is npos): a single multi-dim signal
+/// (no batch dims) is transformed one axis at a time, each pass split across
+/// our threads along another axis (Note [FFT batches]).
+template <class F>
+void for_split(const pocketfft::shape_t& shape, const pocketfft::stride_t& in, const pocketfft::stride_t& out,
+               size_t split, const F& f) {
+  if (split >= shape.size()) {
+    f(shape, ptrdiff_t{0}, ptrdiff_t{0});
+    return;
+  }
+  double per = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (i != split) per *= static_cast<double>(shape[i]);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16384.0 / std::max(1.0, per)));
+  parallel_for(0, static_cast<int64_t>(shape[split]), grain, [&](int64_t b, int64_t e) {
+    pocketfft::shape_t s = shape;
+    s[split] = static_cast<size_t>(e - b);
+    f(s, static_cast<ptrdiff_t>(b) * in[split], static_cast<ptrdiff_t>(b) * out[split]);
+  });
+}
+
+/// The axis a one-axis pass over `ax` of a batch-free signal splits across threads.
+size_t other_axis(size_t ax) { return ax == 0 ? 1 : 0; }
+
+/// One multi-dim signal, no batch dims: transformed axis by axis (for_split).
+bool per_axis(const Layout& l) { return l.nbatch == 0 && l.axes.size() >= 2; }
+
+double signal_size(const Tensor& t, const std::vector<int64_t>& dims) {
+  double r = 1;
+  for (int64_t d : dims) r *= static_cast<double>(t.sizes()[d]);
+  return r;
+}
+
+void check_complex(const Tensor& x, const char* op) {
+  FB_CHECK_TYPE(x.dtype() == ScalarType::ComplexFloat || x.dtype() == ScalarType::ComplexDouble, "[", op,
+                "] expected a complex64 or complex128 tensor, got ", dtype_name(x.dtype()), " (shape ",
+                shape_str(x.sizes()), ")");
+}
+
+template <class T>
+const T* in_ptr(const Tensor& t, ptrdiff_t off) {
+  return reinterpret_cast<const T*>(static_cast<const char*>(t.data_ptr()) + off);
+}
+template <class T>
+T* out_ptr(const Tensor& t, ptrdiff_t off) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.data_ptr()) + off);
+}
+
+Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
+  const char* op = "_fft_c2c";
+  check_complex(self, op);
+  const auto dims = fft_dims(self, dim, op);
+  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Layout l = make_layout(self, out, dims, self.sizes());
+  auto run = [&](auto tag) {
+    using R = decltype(tag);
+    using C = std::complex<R>;
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    if (per_axis(l)) {  // the first pass reads the input, the others work in place in out
+      for (size_t i = 0; i < l.axes.size(); ++i) {
+        const size_t ax = l.axes[i];
+        const bool first = i == 0;
+        const R f = i + 1 == l.axes.size() ? fct : R(1);
+        for_split(l.shape, first ? l.in : l.out, l.out, other_axis(ax),
+                  [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+                    const C* src = first ? in_ptr<C>(self, io) : out_ptr<C>(out, io);
+                    pocketfft::c2c<R>(s, first ? l.in : l.out, l.out, {ax}, forward, src, out_ptr<C>(out, oo),
+                                      f);
+                  });
+      }
+      return;
+    }
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::c2c<R>(s, l.in, l.out, l.axes, forward, in_ptr<C>(self, io), out_ptr<C>(out, oo), fct);
+    });
+  };
+  if (self.dtype() == ScalarType::ComplexFloat)
+    run(float{});
+  else
+    run(double{});
+  return out;
+}
+
+Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided) {
+  const char* op = "_fft_r2c";
+  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
+                "] expected a float32 or float64 tensor, got ", dtype_name(self.dtype()), " (shape ",
+                shape_str(self.sizes()), ")");
+  const auto dims = fft_dims(self, dim, op);
+  if (!onesided) {
+    // The full spectrum of a real signal: the complex transform of its complex copy.
+    return fft_c2c_cpu(op::cast(self, to_complex_dtype(self.dtype())), dim, normalization, true);
+  }
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[static_cast<size_t>(dims.back())] = self.sizes()[dims.back()] / 2 + 1;
+  Tensor out = op::empty(out_shape, to_complex_dtype(self.dtype()), self.device());
+  if (out.numel() == 0 || self.numel() == 0) return out;
+  const Layout l = make_layout(self, out, dims, self.sizes());
+  auto run = [&](auto tag) {
+    using R = decltype(tag);
+    using C = std::complex<R>;
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    if (per_axis(l)) {  // r2c over the last axis, then c2c in place over the others
+      const size_t last = l.axes.back();
+      for_split(l.shape, l.in, l.out, other_axis(last), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+        pocketfft::r2c<R>(s, l.in, l.out, last, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), R(1));
+      });
+      pocketfft::shape_t half = l.shape;
+      half[last] = half[last] / 2 + 1;
+      for (size_t i = 0; i + 1 < l.axes.size(); ++i) {
+        const size_t ax = l.axes[i];
+        const R f = i + 2 == l.axes.size() ? fct : R(1);
+        for_split(half, l.out, l.out, other_axis(ax), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+          pocketfft::c2c<R>(s, l.out, l.out, {ax}, true, out_ptr<C>(out, io), out_ptr<C>(out, oo), f);
+        });
+      }
+      return;
+    }
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::r2c<R>(s, l.in, l.out, l.axes, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), fct);
+    });
+  };
+  if (self.dtype() == ScalarType::Float32)
+    run(float{});
+  else
+    run(double{});
+  return out;
+}
+
+Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+  const char* op = "_fft_c2r";
+  check_complex(self, op);
+  const auto dims = fft_dims(self, dim, op);
+  FB_CHECK_VALUE(last_dim_size >= 1, "[", op, "] Invalid number of data points (", last_dim_size,
+                 ") specified");
+  const int64_t half = self.sizes()[dims.back()];
+  FB_CHECK_VALUE(half == last_dim_size / 2 + 1, "[", op, "] expected the last transformed dim (", dims.back(),
+                 ") of size last_dim_size / 2 + 1 = ", last_dim_size / 2 + 1, ", got ", half,
+                 " (input shape ", shape_str(self.sizes()), ")");
+  Shape out_shape(self.sizes().begin(), self.sizes().end());
+  out_shape[static_cast<size_t>(dims.back())] = last_dim_size;
+  Tensor out = op::empty(out_shape, to_real_dtype(self.dtype()), self.device());
+  if (out.numel() == 0) return out;
+  // pocketfft's multi-axis c2r writes its intermediate c2c result into a
+  // scratch array; its single-axis c2r reads the input as is.
+  const Layout l = make_layout(self, out, dims, out_shape);
+  auto run = [&](auto tag) {
+    using R = decltype(tag);
+    using C = std::complex<R>;
+    const R fct = norm_factor<R>(normalization, signal_size(out, dims), op);
+    if (per_axis(l)) {  // c2c over all but the last axis into a scratch tensor, then c2r over the last
+      Tensor tmp = op::empty(self.sizes(), self.dtype(), self.device());
+      const Layout lt = make_layout(self, tmp, dims, self.sizes());
+      for (size_t i = 0; i + 1 < lt.axes.size(); ++i) {
+        const size_t ax = lt.axes[i];
+        const bool first = i == 0;
+        for_split(lt.shape, first ? lt.in : lt.out, lt.out, other_axis(ax),
+                  [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+                    const C* src = first ? in_ptr<C>(self, io) : out_ptr<C>(tmp, io);
+                    pocketfft::c2c<R>(s, first ? lt.in : lt.out, lt.out, {ax}, false, src,
+                                      out_ptr<C>(tmp, oo), R(1));
+                  });
+      }
+      const size_t last = l.axes.back();
+      for_split(l.shape, lt.out, l.out, other_axis(last), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
+        pocketfft::c2r<R>(s, lt.out, l.out, last, false, out_ptr<C>(tmp, io), out_ptr<R>(out, oo), fct);
+      });
+      return;
+    }
+    for_chunks(l, [&](const pocketfft::shape_t& s, ptrdiff_t io, ptrdiff_t oo) {
+      pocketfft::c2r<R>(s, l.in, l.out, l.axes, false, in_ptr<C>(self, io), out_ptr<R>(out, oo), fct);
+    });
+  };
+  if (self.dtype() == ScalarType::ComplexFloat)
+    run(float{});
+  else
+    run(double{});
+  return out;
+}
+
+}  // namespace
+
+FB_REGISTER_KERNEL(op::_fft_c2c, CPU, fft_c2c_cpu);
+FB_REGISTER_KERNEL(op::_fft_r2c, CPU, fft_r2c_cpu);
+FB_REGISTER_KERNEL(op::_fft_c2r, CPU, fft_c2r_cpu);
+
+}  // namespace flambeau

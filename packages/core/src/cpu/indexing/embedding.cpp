@@ -1,0 +1,411 @@
+// CPU kernels: embedding (a row gather), its dense backward, embedding_renorm_,
+// and embedding_bag (sum / mean / max over bags) with its backward.
+//
+// Every index is checked against the table before its row is touched
+// (IndexError naming the index and the table size). Backward kernels never
+// race on a weight row: each thread owns a contiguous range of rows, zeroes
+// it, and adds the gradient rows of the indices that fall in it (every
+// thread scans the indices, which are few next to the rows of the table).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "cpu/norm/norm_common.h"
+#include "cpu/norm/norm_kernels.h"
+
+namespace flambeau {
+namespace {
+
+using cpu::contig;
+
+void check_indices_dtype(const Tensor& indices, const char* op, const char* what = "indices") {
+  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64 || indices.dtype() == ScalarType::Int32, "[", op, "] ",
+                what, " must be an int64 or int32 tensor, got dtype ", dtype_name(indices.dtype()));
+}
+
+/// Indices as a contiguous int64 vector-like tensor.
+Tensor as_int64(const Tensor& t) {
+  return contig(t.dtype() == ScalarType::Int64 ? t : op::cast(t, ScalarType::Int64));
+}
+
+void check_weight(const Tensor& weight, const char* op) {
+  cpu::check_floating(weight, op, "weight");
+  FB_CHECK_VALUE(weight.dim() == 2, "[", op,
+                 "] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+                 shape_str(weight.sizes()));
+}
+
+[[noreturn]] void index_error(const char* op, int64_t idx, int64_t num) {
+  throw IndexError(detail::cat_str("[", op, "] index ", idx, " is out of range for an embedding table of ",
+                                   num, " rows (valid indices: 0..", num - 1, ")"));
+}
+
+inline void check_index(const char* op, int64_t idx, int64_t num) {
+  if (idx < 0 || idx >= num) [[unlikely]]
+    index_error(op, idx, num);
+}
+
+Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
+                     bool scale_grad_by_freq, bool sparse) {
+  const char* op = "embedding";
+  (void)padding_idx;
+  (void)scale_grad_by_freq;
+  // float16/bfloat16 tables too (as PyTorch): the forward only copies rows.
+  const bool half = weight.dtype() == ScalarType::Float16 || weight.dtype() == ScalarType::BFloat16;
+  if (half)
+    FB_CHECK_VALUE(weight.dim() == 2, "[", op,
+                   "] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+                   shape_str(weight.sizes()));
+  else
+    check_weight(weight, op);
+  check_indices_dtype(indices, op);
+  if (sparse) throw NotImplementedError("[embedding] sparse=True (sparse gradients) is not supported");
+  const int64_t num = weight.sizes()[0], d = weight.sizes()[1];
+  Shape oshape(indices.sizes().begin(), indices.sizes().end());
+  oshape.push_back(d);
+  shape_nbytes(oshape, weight.dtype(), op);
+  Tensor out = op::empty(oshape, weight.dtype(), weight.device());
+  const Tensor idx = as_int64(indices);
+  const int64_t k = idx.numel();
+  if (k == 0) return out;
+  const int64_t* ip = idx.data<int64_t>();
+  if (d == 0) {
+    for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num);
+    return out;
+  }
+  const Tensor w = contig(weight);
+  const size_t row = static_cast<size_t>(d) * itemsize(weight.dtype());
+  const char* src = static_cast<const char*>(w.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / d);
+  parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t r = ip[i];
+      check_index(op, r, num);
+      std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(r) * row, row);
+    }
+  });
+  return out;
+}
+
+/// Per-row counts of the indices (for scale_grad_by_freq).
+std::vector<int64_t> index_counts(const int64_t* ip, int64_t k, int64_t num) {
+  std::vector<int64_t> counts(static_cast<size_t>(num), 0);
+  for (int64_t i = 0; i < k; ++i) ++counts[static_cast<size_t>(ip[i])];
+  return counts;
+}
+
+/// Calls add(row_begin, row_end) per thread on disjoint row ranges of a fresh
+/// (num, d) gradient that it first zeroes there.
+template <class T, class F>
+void accumulate_rows(Tensor& grad_weight, int64_t num, int64_t d, const F& add) {
+  T* gw = grad_weight.data<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(d, 1));
+  parallel_for(0, num, grain, [&](int64_t r0, int64_t r1) {
+    std::memset(gw + r0 * d, 0, static_cast<size_t>((r1 - r0) * d) * sizeof(T));
+    add(r0, r1);
+  });
+}
+
+Tensor embedding_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
+                              int64_t padding_idx, bool scale_grad_by_freq) {
+  const char* op = "embedding_backward";
+  if (grad_output.dtype() == ScalarType::Float16 || grad_output.dtype() == ScalarType::BFloat16)
+    return op::cast(embedding_backward_cpu(op::cast(grad_output, ScalarType::Float32), indices, num_weights,
+                                           padding_idx, scale_grad_by_freq),
+                    grad_output.dtype());
+  cpu::check_floating(grad_output, op, "grad_output");
+  check_indices_dtype(indices, op);
+  FB_CHECK_VALUE(num_weights >= 0, "[", op, "] num_weights must be non-negative, got ", num_weights);
+  const int64_t k = indices.numel();
+  const int64_t d = grad_output.dim() > 0 ? grad_output.sizes()[grad_output.dim() - 1] : 0;
+  FB_CHECK_VALUE(grad_output.dim() == indices.dim() + 1 &&
+                     std::equal(indices.sizes().begin(), indices.sizes().end(), grad_output.sizes().begin()),
+                 "[", op, "] grad_output shape ", shape_str(grad_output.sizes()),
+                 " must be the indices' shape plus one trailing dim; indices shape ",
+                 shape_str(indices.sizes()));
+  const Shape wshape{num_weights, d};
+  shape_nbytes(wshape, grad_output.dtype(), op);
+  Tensor gw = op::empty(wshape, grad_output.dtype(), grad_output.device());
+  const Tensor idx = as_int64(indices);
+  const int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
+  std::vector<int64_t> counts;
+  if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& kf = cpu::norm_fns<T>();
+      const Tensor hg = contig(grad_output);
+      const T* g = hg.data<T>();
+      T* w = gw.data<T>();
+      accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = 0; i < k; ++i) {
+          const int64_t r = ip[i];
+          if (r < r0 || r >= r1 || r == padding_idx) continue;
+          const T s = scale_grad_by_freq ? static_cast<T>(1.0 / static_cast<double>(counts[r])) : T(1);
+          kf.row_axpy(w + r * d, g + i * d, d, s);
+        }
+      });
+    }
+  });
+  return gw;
+}
+
+Tensor& embedding_renorm_cpu(Tensor& self, const Tensor& indices, double max_norm, double norm_type) {
+  const char* op = "embedding_renorm_";
+  check_weight(self, op);
+  check_indices_dtype(indices, op);
+  FB_CHECK_VALUE(max_norm >= 0, "[", op, "] max_norm must be non-negative, got ", max_norm);
+  FB_CHECK_VALUE(self.is_contiguous() || self.strides()[1] == 1, "[", op,
+                 "] weight rows must be contiguous, got strides ", shape_str(self.strides()));
+  const int64_t num = self.sizes()[0], d = self.sizes()[1];
+  const Tensor idx = as_int64(indices);
+  const int64_t* ip = idx.data<int64_t>();
+  std::vector<int64_t> rows(ip, ip + idx.numel());
+  for (int64_t r : rows) check_index(op, r, num);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      T* base = self.data<T>();
+      const int64_t rs = self.strides()[0];
+      for (int64_t r : rows) {
+        T* row = base + r * rs;
+        double norm = 0;
+        if (std::isinf(norm_type)) {
+          for (int64_t j = 0; j < d; ++j) norm = std::max(norm, std::abs(static_cast<double>(row[j])));
+        } else if (norm_type == 1) {
+          for (int64_t j = 0; j < d; ++j) norm += std::abs(static_cast<double>(row[j]));
+        } else if (norm_type == 2) {
+          for (int64_t j = 0; j < d; ++j) norm += static_cast<double>(row[j]) * static_cast<double>(row[j]);
+          norm = std::sqrt(norm);
+        } else {
+          for (int64_t j = 0; j < d; ++j) norm += std::pow(std::abs(static_cast<double>(row[j])), norm_type);
+          norm = std::pow(norm, 1.0 / norm_type);
+        }
+        if (norm > max_norm) {
+          const T scale = static_cast<T>(max_norm / (norm + 1e-7));
+          for (int64_t j = 0; j < d; ++j) row[j] *= scale;
+        }
+      }
+    }
+  });
+  self.impl()->bump_version();
+  return self;
+}
+
+constexpr int64_t kModeSum = 0, kModeMean = 1, kModeMax = 2;
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_cpu(const Tensor& weight, const Tensor& indices,
+                                                             const Tensor& offsets, bool scale_grad_by_freq,
+                                                             int64_t mode, bool sparse,
+                                                             const std::optional<Tensor>& per_sample_weights,
+                                                             bool include_last_offset, int64_t padding_idx) {
+  const char* op = "embedding_bag";
+  (void)scale_grad_by_freq;
+  check_weight(weight, op);
+  check_indices_dtype(indices, op);
+  check_indices_dtype(offsets, op, "offsets");
+  if (sparse) throw NotImplementedError("[embedding_bag] sparse=True (sparse gradients) is not supported");
+  FB_CHECK_VALUE(mode >= 0 && mode <= 2, "[", op, "] mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
+  FB_CHECK_VALUE(indices.dim() == 1, "[", op, "] input has to be 1-D (with offsets) here, got shape ",
+                 shape_str(indices.sizes()));
+  FB_CHECK_VALUE(offsets.dim() == 1, "[", op, "] offsets has to be a 1-D tensor, got shape ",
+                 shape_str(offsets.sizes()));
+  const int64_t num = weight.sizes()[0], d = weight.sizes()[1], k = indices.numel();
+  if (per_sample_weights) {
+    FB_CHECK_VALUE(
+        mode == kModeSum, "[", op,
+        "] per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode=",
+        mode == kModeMean ? "'mean'" : "'max'", ")");
+    FB_CHECK_TYPE(per_sample_weights->dtype() == weight.dtype(), "[", op, "] per_sample_weights dtype ",
+                  dtype_name(per_sample_weights->dtype()), " must match weight dtype ",
+                  dtype_name(weight.dtype()));
+    FB_CHECK_VALUE(std::ranges::equal(per_sample_weights->sizes(), indices.sizes()), "[", op,
+                   "] per_sample_weights shape ", shape_str(per_sample_weights->sizes()),
+                   " must match input shape ", shape_str(indices.sizes()));
+  }
+  const Tensor off = as_int64(offsets);
+  const int64_t no = off.numel();
+  const int64_t* op_ = off.data<int64_t>();
+  FB_CHECK_VALUE(!include_last_offset || no >= 1, "[", op,
+                 "] include_last_offset=True needs at least one offset (the end of the last bag)");
+  const int64_t nbags = include_last_offset ? no - 1 : no;
+  if (no > 0)
+    FB_CHECK_VALUE(
+        op_[0] == 0, "[", op,
+        "] offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+        "However, got ",
+        op_[0]);
+  for (int64_t b = 1; b < no; ++b)
+    FB_CHECK_VALUE(op_[b] >= op_[b - 1], "[", op, "] offsets must be non-decreasing, got offsets[", b - 1,
+                   "]=", op_[b - 1], " > offsets[", b, "]=", op_[b]);
+  if (no > 0)
+    FB_CHECK_VALUE(op_[no - 1] <= k, "[", op, "] offsets[-1]=", op_[no - 1],
+                   " can not be greater than input's length ", k);
+  const Tensor idx = as_int64(indices);
+  const int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num);
+  Tensor out = op::empty(Shape{nbags, d}, weight.dtype(), weight.device());
+  Tensor offset2bag = op::empty(Shape{k}, ScalarType::Int64, weight.device());
+  Tensor bag_size = op::empty(Shape{nbags}, ScalarType::Int64, weight.device());
+  Tensor max_indices =
+      op::empty(mode == kModeMax ? Shape{nbags, d} : Shape{0}, ScalarType::Int64, weight.device());
+  int64_t* o2b = offset2bag.data<int64_t>();
+  int64_t* bs = bag_size.data<int64_t>();
+  int64_t* mi = mode == kModeMax ? max_indices.data<int64_t>() : nullptr;
+  std::fill(o2b, o2b + k, -1);
+  visit_dtype(weight.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& kf = cpu::norm_fns<T>();
+      const Tensor w = contig(weight);
+      Tensor hp;
+      const T* wp = w.data<T>();
+      const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
+      T* y = out.data<T>();
+      const int64_t grain = std::max<int64_t>(
+          1, kGrainSize / std::max<int64_t>(d * std::max<int64_t>(k, 1) / std::max<int64_t>(nbags, 1), 1));
+      parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          const int64_t start = op_[b], end = (b + 1 < no) ? op_[b + 1] : k;
+          T* yb = y + b * d;
+          std::fill(yb, yb + d, T(0));
+          int64_t cnt = 0;
+          if (mi) std::fill(mi + b * d, mi + (b + 1) * d, int64_t(-1));
+          for (int64_t i = start; i < end; ++i) {
+            o2b[i] = b;
+            const int64_t r = ip[i];
+            if (r == padding_idx) continue;
+            const T* wr = wp + r * d;
+            if (mode == kModeMax) {
+              int64_t* mb = mi + b * d;
+              for (int64_t j = 0; j < d; ++j)
+                if (cnt == 0 || wr[j] > yb[j]) {
+                  yb[j] = wr[j];
+                  mb[j] = r;
+                }
+            } else {
+              kf.row_axpy(yb, wr, d, psw ? psw[i] : T(1));
+            }
+            ++cnt;
+          }
+          bs[b] = cnt;
+          if (mode == kModeMean && cnt > 0)
+            kf.row_scale(yb, yb, d, static_cast<T>(1.0 / static_cast<double>(cnt)));
+        }
+      });
+    }
+  });
+  return {out, offset2bag, bag_size, max_indices};
+}
+
+Tensor embedding_bag_backward_cpu(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
+                                  const Tensor& bag_size, const Tensor& max_indices, int64_t num_weights,
+                                  bool scale_grad_by_freq, int64_t mode,
+                                  const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
+  const char* op = "embedding_bag_backward";
+  cpu::check_floating(grad, op, "grad");
+  check_indices_dtype(indices, op);
+  FB_CHECK_VALUE(
+      grad.dim() == 2 && bag_size.numel() == grad.sizes()[0] && offset2bag.numel() == indices.numel(), "[",
+      op, "] inconsistent shapes: grad ", shape_str(grad.sizes()), ", bag_size ", shape_str(bag_size.sizes()),
+      ", indices ", shape_str(indices.sizes()), ", offset2bag ", shape_str(offset2bag.sizes()));
+  const int64_t d = grad.sizes()[1], nbags = grad.sizes()[0], k = indices.numel();
+  Tensor gw = op::empty(Shape{num_weights, d}, grad.dtype(), grad.device());
+  const Tensor idx = as_int64(indices), o2b = as_int64(offset2bag), bs = as_int64(bag_size);
+  const int64_t* ip = idx.data<int64_t>();
+  const int64_t* ob = o2b.data<int64_t>();
+  const int64_t* bp = bs.data<int64_t>();
+  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
+  std::vector<int64_t> counts;
+  if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
+  Tensor mx;
+  if (mode == kModeMax) {
+    FB_CHECK_VALUE(max_indices.dim() == 2 && max_indices.sizes()[0] == nbags && max_indices.sizes()[1] == d,
+                   "[", op, "] max_indices must have shape ", shape_str(grad.sizes()));
+    mx = as_int64(max_indices);
+  }
+  visit_dtype(grad.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& kf = cpu::norm_fns<T>();
+      const Tensor hg = contig(grad);
+      Tensor hp;
+      const T* g = hg.data<T>();
+      const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
+      T* w = gw.data<T>();
+      accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
+        if (mode == kModeMax) {
+          const int64_t* m = mx.data<int64_t>();
+          for (int64_t b = 0; b < nbags; ++b)
+            for (int64_t j = 0; j < d; ++j) {
+              const int64_t r = m[b * d + j];
+              if (r >= r0 && r < r1) w[r * d + j] += g[b * d + j];
+            }
+          return;
+        }
+        for (int64_t i = 0; i < k; ++i) {
+          const int64_t r = ip[i], b = ob[i];
+          if (r < r0 || r >= r1 || r == padding_idx || b < 0 || b >= nbags) continue;
+          double s = psw ? static_cast<double>(psw[i]) : 1.0;
+          if (mode == kModeMean) s /= static_cast<double>(std::max<int64_t>(bp[b], 1));
+          if (scale_grad_by_freq) s /= static_cast<double>(counts[r]);
+          kf.row_axpy(w + r * d, g + b * d, d, static_cast<T>(s));
+        }
+      });
+    }
+  });
+  return gw;
+}
+
+Tensor embedding_bag_psw_backward_cpu(const Tensor& grad, const Tensor& weight, const Tensor& indices,
+                                      const Tensor& offset2bag, int64_t mode, int64_t padding_idx) {
+  const char* op = "embedding_bag_per_sample_weights_backward";
+  FB_CHECK_VALUE(mode == kModeSum, "[", op, "] per_sample_weights are only supported for mode='sum'");
+  check_weight(weight, op);
+  const int64_t k = indices.numel(), d = weight.sizes()[1];
+  FB_CHECK_VALUE(grad.dim() == 2 && grad.sizes()[1] == d && offset2bag.numel() == k, "[", op,
+                 "] inconsistent shapes: grad ", shape_str(grad.sizes()), ", weight ",
+                 shape_str(weight.sizes()));
+  Tensor out = op::empty(indices.sizes(), grad.dtype(), grad.device());
+  const Tensor idx = as_int64(indices), o2b = as_int64(offset2bag);
+  const int64_t* ip = idx.data<int64_t>();
+  const int64_t* ob = o2b.data<int64_t>();
+  const int64_t num = weight.sizes()[0], nbags = grad.sizes()[0];
+  visit_dtype(grad.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& kf = cpu::norm_fns<T>();
+      const Tensor hg = contig(grad), hw = contig(to_dtype(weight, grad.dtype()));
+      const T* g = hg.data<T>();
+      const T* w = hw.data<T>();
+      T* o = out.data<T>();
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t r = ip[i], b = ob[i];
+        check_index(op, r, num);
+        o[i] = (r == padding_idx || b < 0 || b >= nbags)
+                   ? T(0)
+                   : static_cast<T>(kf.row_dot(g + b * d, w + r * d, d));
+      }
+    }
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::embedding, CPU, embedding_cpu);
+FB_REGISTER_KERNEL(op::embedding_dense_backward, CPU, embedding_backward_cpu);
+FB_REGISTER_KERNEL(op::embedding_renorm_, CPU, embedding_renorm_cpu);
+FB_REGISTER_KERNEL(op::_embedding_bag, CPU, embedding_bag_cpu);
+FB_REGISTER_KERNEL(op::_embedding_bag_backward, CPU, embedding_bag_backward_cpu);
+FB_REGISTER_KERNEL(op::_embedding_bag_per_sample_weights_backward, CPU, embedding_bag_psw_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,783 @@
+// CPU kernels of the LAPACK-backed linalg primitives: _linalg_inv,
+// _linalg_solve, _linalg_slogdet, _linalg_cholesky, _linalg_qr, _linalg_svd,
+// _linalg_eigh, _linalg_lstsq (ops.yaml, section linalg) and _linalg_eig (section fft). The public
+// functions (flambeau.linalg.*) are Python composites over these
+// (flambeau_core/linalg.py); their derivatives are in autograd's
+// derivatives.yaml and src/composite/linalg_backward.cpp.
+//
+// Each kernel takes a batch (*, m, n) of float32 or float64 matrices (and, since
+// complex64/complex128 ones: every kernel but the real-only paths), checks
+// that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
+// per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
+// in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
+// single very large matrix uses OpenBLAS's own threads (Note [LAPACK threads]).
+// A failure (singular matrix, not positive-definite, no convergence) is
+// recorded per matrix and raised after the loop, naming the batch element as
+// PyTorch does.
+
+#include "cpu/linalg/lapack.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu/linalg/gemm.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "generic/shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+namespace la = cpu::lapack;
+
+/// OpenBLAS on one thread while our own threads each call LAPACK.
+struct SerialBlas {
+  int restore = 0;
+  explicit SerialBlas(bool active) {
+    const int n = get_num_threads();
+    if (active && n > 1) {
+      scipy_openblas_set_num_threads(1);
+      restore = n;
+    }
+  }
+  ~SerialBlas() {
+    if (restore) scipy_openblas_set_num_threads(restore);
+  }
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
+
+// Note [LAPACK threads]: LAPACK's blocked algorithms call many small BLAS
+// kernels; with OpenBLAS's own threads each call forks and joins, and on a
+// loaded machine a worker not scheduled at once stalls the whole
+// factorization for a time slice (measured on 2 shared cores with
+// benchmarks/ops_linalg.py: a 256x256 SVD or QR took seconds with 2 OpenBLAS
+// threads, milliseconds with 1). So LAPACK runs with OpenBLAS on one thread,
+// and our threads split the batch; only a single matrix above this many flops
+// gets OpenBLAS's threads.
+constexpr double kThreadedBlasFlops = 4.0e9;
+
+/// Scratch buffers (pivots, LAPACK workspaces) reused by the matrices one
+/// thread factors, so a batch of small matrices allocates once per chunk.
+struct Workspace {
+  std::vector<std::vector<std::max_align_t>> slots;
+  template <class U>
+  U* get(size_t slot, int64_t n) {
+    if (slots.size() <= slot) slots.resize(slot + 1);
+    auto& v = slots[slot];
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(U);
+    const size_t need = (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+    if (v.size() < need) v.resize(need);
+    return reinterpret_cast<U*>(v.data());
+  }
+};
+
+/// Runs f(i, workspace) for each matrix i of the batch (Note [LAPACK threads]).
+template <class F>
+void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
+  if (batch == 1 && flops_per_matrix >= kThreadedBlasFlops) {
+    Workspace ws;
+    f(0, ws);
+    return;
+  }
+  SerialBlas serial(true);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(2.0e5 / std::max(1.0, flops_per_matrix)));
+  parallel_for(0, batch, grain, [&](int64_t b, int64_t e) {
+    Workspace ws;
+    for (int64_t i = b; i < e; ++i) f(i, ws);
+  });
+}
+
+void check_float(const Tensor& A, const char* op, const char* what = "A", bool complex_ok = false) {
+  if (complex_ok && is_complex(A.dtype())) return;
+  FB_CHECK_TYPE(A.dtype() == ScalarType::Float32 || A.dtype() == ScalarType::Float64, "[", op,
+                "] expected a float32 or float64 tensor for ", what, ", got ", dtype_name(A.dtype()),
+                " (shape ", shape_str(A.sizes()), ")",
+                complex_ok ? "; complex64 and complex128 are accepted too" : "");
+}
+
+void check_matrix(const Tensor& A, const char* op, bool square, const char* what = "A",
+                  bool complex_ok = false) {
+  check_float(A, op, what, complex_ok);
+  FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] ", what, " must have at least 2 dimensions, got shape ",
+                 shape_str(A.sizes()));
+  if (square)
+    FB_CHECK_VALUE(A.sizes()[A.dim() - 2] == A.sizes()[A.dim() - 1], "[", op, "] ", what,
+                   " must be batches of square matrices, but they are ", A.sizes()[A.dim() - 2], " by ",
+                   A.sizes()[A.dim() - 1], " matrices (shape ", shape_str(A.sizes()), ")");
+}
+
+/// LAPACK's integers are 32-bit: every dimension, and every matrix's element
+/// count (its index arithmetic), must fit.
+void check_lapack_size(const char* op, std::initializer_list<int64_t> dims) {
+  int64_t prev = 1;
+  for (int64_t d : dims) {
+    FB_CHECK_VALUE(d <= INT_MAX, "[", op, "] a matrix dimension of ", d,
+                   " exceeds LAPACK's 32-bit index limit (2^31 - 1)");
+    FB_CHECK_VALUE(prev == 0 || d <= INT_MAX / std::max<int64_t>(prev, 1) || d == 0, "[", op,
+                   "] a matrix of more than 2^31 - 1 elements exceeds LAPACK's 32-bit index limit");
+    prev = std::max<int64_t>(d, 1);
+  }
+}
+
+int64_t batch_count(const Tensor& A) {
+  int64_t b = 1;
+  for (int64_t d = 0; d < A.dim() - 2; ++d) b *= A.sizes()[d];
+  return b;
+}
+
+Shape batch_shape(const Tensor& A) { return Shape(A.sizes().begin(), A.sizes().end() - 2); }
+
+Shape with_tail(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
+}
+
+/// Row-major contiguous copy of the matrices transposed: the buffer reads as
+/// column-major A (Note [LAPACK layout]). Always a copy (LAPACK writes it):
+/// contiguous() would return A's own storage when the transpose is contiguous
+/// already (a 1x1 or a transposed view).
+Tensor colmajor_copy(const Tensor& A) {
+  return op::clone(op::transpose(A, -2, -1), MemoryFormat::Contiguous);
+}
+/// A fresh contiguous copy (LAPACK overwrites its input).
+Tensor owned_copy(const Tensor& A) { return op::clone(A, MemoryFormat::Contiguous); }
+/// A buffer written column-major (batch of (rows, cols)) back as row-major.
+Tensor from_colmajor(const Tensor& buf) { return contiguous(op::transpose(buf, -2, -1)); }
+
+std::string batch_prefix(int64_t batch, int64_t i) {
+  return batch > 1 || i > 0 ? detail::cat_str("(Batch element ", i, "): ") : std::string();
+}
+
+/// The LAPACK workspace size from a query (lwork = -1): work[0] as an int, checked.
+template <class T>
+int workspace_size(T w, const char* op) {
+  double v;
+  if constexpr (is_complex_v<T>)
+    v = static_cast<double>(w.real());
+  else
+    v = static_cast<double>(w);
+  FB_CHECK_VALUE(v <= static_cast<double>(INT_MAX), "[", op,
+                 "] the LAPACK workspace exceeds its 32-bit size limit");
+  return std::max(1, static_cast<int>(v));
+}
+
+template <class F>
+void visit_float(ScalarType t, const F& f) {
+  if (t == ScalarType::Float32)
+    f(float{});
+  else
+    f(double{});
+}
+
+/// visit_float, and complex64/complex128 (the kernels widened to complex).
+template <class F>
+void visit_float_complex(ScalarType t, const F& f) {
+  if (t == ScalarType::ComplexFloat)
+    f(complex64{});
+  else if (t == ScalarType::ComplexDouble)
+    f(complex128{});
+  else
+    visit_float(t, f);
+}
+
+// ---- inv: getrf + getri ----
+
+Tensor linalg_inv_cpu(const Tensor& A) {
+  check_matrix(A, "linalg.inv", true, "A", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.inv", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = colmajor_copy(A);
+  if (A.numel() == 0) return buf;
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* data = buf.data<T>();
+    const int ni = static_cast<int>(n);
+    T wq{};
+    int info = 0;
+    la::getri(ni, data, ni, nullptr, &wq, -1, &info);
+    const int lwork = workspace_size(wq, "linalg.inv");
+    for_each_matrix(batch, 2.0 * static_cast<double>(n) * n * n, [&](int64_t i, Workspace& ws) {
+      T* a = data + i * n * n;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0) la::getri(ni, a, ni, ipiv, ws.get<T>(1, lwork), lwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.inv: ", batch_prefix(batch, i), "The diagonal element ", inf,
+                   " is zero, the inversion could not be completed because the input matrix is singular.");
+    FB_CHECK(inf == 0, "linalg.inv: LAPACK getri failed with info ", inf);
+  }
+  return from_colmajor(buf);
+}
+
+// ---- solve: getrf + getrs ----
+
+Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
+  check_matrix(A, "linalg.solve", true, "A", true);
+  check_matrix(B, "linalg.solve", false, "B", true);
+  FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.solve] expected A and B to have the same dtype, got ",
+                dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
+  const int64_t n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
+  FB_CHECK_VALUE(A.dim() == B.dim() &&
+                     std::equal(A.sizes().begin(), A.sizes().end() - 2, B.sizes().begin()) &&
+                     B.sizes()[B.dim() - 2] == n,
+                 "[linalg.solve] incompatible shapes of A and B for the equation AX = B (",
+                 shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  check_lapack_size("linalg.solve", {n, n});
+  check_lapack_size("linalg.solve", {n, k});
+  const int64_t batch = batch_count(A);
+  Tensor a_buf = colmajor_copy(A);
+  Tensor b_buf = colmajor_copy(B);  // (*, k, n) row-major = (n, k) column-major
+  if (b_buf.numel() == 0 && a_buf.numel() == 0) return from_colmajor(b_buf);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ad = a_buf.data<T>();
+    T* bd = b_buf.data<T>();
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    const double flops = 2.0 / 3.0 * n * n * n + 2.0 * n * n * k;
+    for_each_matrix(batch, flops, [&](int64_t i, Workspace& ws) {
+      T* a = ad + i * n * n;
+      T* b = bd + i * n * k;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
+      if (inf == 0 && n > 0 && k > 0) la::getrs('N', ni, ki, a, ni, ipiv, b, ni, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.solve: ", batch_prefix(batch, i),
+                   "The solver failed because the input matrix is singular.");
+    FB_CHECK(inf == 0, "linalg.solve: LAPACK failed with info ", inf);
+  }
+  return from_colmajor(b_buf);
+}
+
+// ---- slogdet: getrf (det(A^T) = det(A), so the row-major copy is factored as is) ----
+
+std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
+  check_matrix(A, "linalg.slogdet", true, "A", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.slogdet", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = owned_copy(A);
+  // Complex A (as PyTorch): a real log|det| and a complex sign det / |det|.
+  Tensor logabs = op::empty(batch_shape(A), to_real_dtype(A.dtype()), A.device());
+  Tensor sign = op::empty(batch_shape(A), A.dtype(), A.device());
+  if (batch == 0) return {logabs, sign};
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using R = decltype(std::abs(T{}));
+    T* data = buf.data<T>();
+    R* la_out = logabs.data<R>();
+    T* sg_out = sign.data<T>();
+    const int ni = static_cast<int>(n);
+    for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+      T* a = data + i * n * n;
+      int* ipiv = ws.get<int>(0, n);
+      int inf = 0;
+      if (n > 0) la::getrf(ni, ni, a, ni, ipiv, &inf);
+      T s = 1;
+      R l = 0;
+      bool zero = false;
+      for (int64_t j = 0; j < n; ++j) {
+        const T d = a[j * n + j];
+        const R ad = std::abs(d);
+        if (ipiv[j] != j + 1) s = -s;
+        if (ad == 0) zero = true;
+        if constexpr (is_complex_v<T>) {
+          if (ad != 0) s *= d / ad;
+        } else {
+          if (d < 0) s = -s;
+        }
+        l += std::log(ad);
+      }
+      if (zero) {
+        s = 0;
+        l = -std::numeric_limits<R>::infinity();
+      }
+      la_out[i] = l;
+      sg_out[i] = s;
+    });
+  });
+  return {logabs, sign};
+}
+
+// ---- cholesky: potrf on the row-major copy (Note [LAPACK layout]) ----
+// The row-major buffer is A^T column-major; potrf('U') of it reads A's lower
+// triangle and leaves U with A^T = U^T U, whose row-major reading is L = U^T
+// with A = L L^T. upper=True: potrf('L') reads A's upper triangle and leaves
+// L' whose row-major reading is U = L'^T with A = U^T U.
+// Complex Hermitian A: the buffer is A^T = conj(A), also Hermitian; potrf('U') gives
+// conj(A) = U^H U, whose row-major reading L = U^T has L L^H = U^T conj(U) = conj(U^H U) = A.
+Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
+  check_matrix(A, "linalg.cholesky", true, "A", true);
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.cholesky", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor buf = owned_copy(A);
+  if (A.numel() == 0) return buf;
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* data = buf.data<T>();
+    const int ni = static_cast<int>(n);
+    for_each_matrix(batch, 1.0 / 3.0 * n * n * n, [&](int64_t i, Workspace&) {
+      T* a = data + i * n * n;
+      int inf = 0;
+      la::potrf(upper ? 'L' : 'U', ni, a, ni, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+      for (int64_t r = 0; r < n; ++r)  // zero the other triangle (row-major)
+        for (int64_t c = 0; c < n; ++c)
+          if (upper ? c < r : c > r) a[r * n + c] = 0;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.cholesky: ", batch_prefix(batch, i),
+                   "The factorization could not be completed because the input is not positive-definite "
+                   "(the leading minor of order ",
+                   inf, " is not positive-definite).");
+    FB_CHECK(inf == 0, "linalg.cholesky: LAPACK potrf failed with info ", inf);
+  }
+  return buf;
+}
+
+// ---- qr: geqrf + orgqr on a column-major copy ----
+
+std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode) {
+  check_matrix(A, "linalg.qr", false, "A", true);
+  FB_CHECK_VALUE(mode == "reduced" || mode == "complete" || mode == "r",
+                 "[linalg.qr] qr received unrecognized mode '", mode,
+                 "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
+  check_lapack_size("linalg.qr", {m, n});
+  check_lapack_size("linalg.qr", {m, m});
+  const bool complete = mode == "complete", want_q = mode != "r";
+  const int64_t qcols = complete ? m : k, rrows = complete ? m : k;
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  // Q is computed in place: a column-major (m, max(n, qcols)) buffer holds A, then Q.
+  const int64_t wcols = std::max(n, qcols);
+  Tensor work_buf = zeros(with_tail(bs, {wcols, m}), A.dtype(), A.device());
+  if (A.numel() > 0) {
+    Tensor head = op::slice(work_buf, -2, 0, n, 1);
+    op::copy_(head, op::transpose(A, -2, -1));
+  }
+  Tensor Q = want_q ? op::empty(with_tail(bs, {m, qcols}), A.dtype(), A.device())
+                    : op::empty(Shape{0}, A.dtype(), A.device());
+  Tensor R = zeros(with_tail(bs, {rrows, n}), A.dtype(), A.device());
+  // Nothing to compute (also for a huge expanded batch of empty matrices: no loop over it).
+  if (batch == 0 || (Q.numel() == 0 && R.numel() == 0)) return {Q, R};
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* wd = work_buf.data<T>();
+    T* qd = want_q ? Q.data<T>() : nullptr;
+    T* rd = R.data<T>();
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    const int qi = static_cast<int>(qcols), ld = static_cast<int>(std::max<int64_t>(m, 1));
+    int lwork = 1;
+    if (m > 0 && n > 0) {
+      T wq{};
+      int info = 0;
+      la::geqrf(mi, ni, wd, ld, nullptr, &wq, -1, &info);
+      lwork = workspace_size(wq, "linalg.qr");
+      if (want_q && qcols > 0) {
+        la::orgqr(mi, qi, ki, wd, ld, nullptr, &wq, -1, &info);
+        lwork = std::max(lwork, workspace_size(wq, "linalg.qr"));
+      }
+    }
+    for_each_matrix(batch, 4.0 * m * n * k, [&](int64_t i, Workspace& ws) {
+      T* a = wd + i * wcols * m;
+      T* tau = ws.get<T>(0, k);
+      T* work = ws.get<T>(1, lwork);
+      int inf = 0;
+      if (m > 0 && n > 0) la::geqrf(mi, ni, a, ld, tau, work, lwork, &inf);
+      T* r = rd + i * rrows * n;
+      for (int64_t row = 0; row < std::min(rrows, m); ++row)
+        for (int64_t c = row; c < n; ++c) r[row * n + c] = a[c * m + row];
+      if (!want_q) return;
+      if (m > 0 && qcols > 0) la::orgqr(mi, qi, ki, a, ld, tau, work, lwork, &inf);
+      T* q = qd + i * m * qcols;
+      for (int64_t row = 0; row < m; ++row)
+        for (int64_t c = 0; c < qcols; ++c) q[row * qcols + c] = a[c * m + row];
+    });
+  });
+  return {Q, R};
+}
+
+// ---- svd: gesdd on the row-major copy, i.e. of A^T = V S U^T (Note [LAPACK layout]) ----
+// LAPACK's "U" of A^T is V, column-major (n, .): read row-major it is Vh.
+// LAPACK's "VT" of A^T is U^T, column-major (., m): read row-major it is U.
+
+std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_matrices, bool compute_uv) {
+  check_matrix(A, "linalg.svd", false, "A", true);
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
+  check_lapack_size("linalg.svd", {m, n});
+  check_lapack_size("linalg.svd", {m, m});
+  check_lapack_size("linalg.svd", {n, n});
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
+  // Complex A (as PyTorch): real singular values, complex U and Vh.
+  Tensor S = op::empty(with_tail(bs, {k}), to_real_dtype(A.dtype()), A.device());
+  Tensor U = compute_uv ? zeros(with_tail(bs, {m, ucols}), A.dtype(), A.device())
+                        : op::empty(Shape{0}, A.dtype(), A.device());
+  Tensor Vh = compute_uv ? zeros(with_tail(bs, {vrows, n}), A.dtype(), A.device())
+                         : op::empty(Shape{0}, A.dtype(), A.device());
+  if (batch == 0) return {U, S, Vh};
+  if (k == 0) {  // no singular values; full matrices are identities
+    if (compute_uv && full_matrices && (m > 0 || n > 0)) {  // (else no loop over a huge empty batch)
+      visit_float_complex(A.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < batch; ++i) {
+          for (int64_t j = 0; j < m; ++j) U.data<T>()[i * m * m + j * m + j] = 1;
+          for (int64_t j = 0; j < n; ++j) Vh.data<T>()[i * n * n + j * n + j] = 1;
+        }
+      });
+    }
+    return {U, S, Vh};
+  }
+  Tensor buf = owned_copy(A);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using R = decltype(std::abs(T{}));
+    T* ad = buf.data<T>();
+    R* sd = S.data<R>();
+    T* ud = compute_uv ? U.data<T>() : nullptr;
+    T* vd = compute_uv ? Vh.data<T>() : nullptr;
+    // LAPACK sees the (n, m) matrix A^T (complex A: A^T = conj(V) S U^T, so its "U" read row-major is
+    // still Vh and its "VT" still U, no conjugation needed).
+    const int lm = static_cast<int>(n), ln = static_cast<int>(m);
+    const char jobz = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
+    const int ldu = lm, ldvt = static_cast<int>(compute_uv ? ucols : 1);
+    // Complex gesdd's real workspace (LAPACK's documented minimum).
+    const int64_t mx = std::max(m, n);
+    const int64_t lrwork64 = !compute_uv ? 7 * k : std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k);
+    FB_CHECK_VALUE(lrwork64 <= INT_MAX, "[linalg.svd] the LAPACK workspace exceeds its 32-bit size limit");
+    T wq{};
+    int info = 0;
+    std::vector<int> iw_q(static_cast<size_t>(8 * k));
+    std::vector<R> rw_q(is_complex_v<T> ? static_cast<size_t>(lrwork64) : 1);
+    T dummy{};
+    auto call = [&](T* a, R* s, T* u, T* vt, T* work, int lwork, R* rwork, int* iwork, int* inf) {
+      if constexpr (is_complex_v<T>)
+        la::gesdd(jobz, lm, ln, a, lm, s, u, ldu, vt, ldvt, work, lwork, rwork, iwork, inf);
+      else
+        la::gesdd(jobz, lm, ln, a, lm, s, u, ldu, vt, ldvt, work, lwork, iwork, inf);
+      (void)rwork;
+    };
+    call(ad, sd, compute_uv ? vd : &dummy, compute_uv ? ud : &dummy, &wq, -1, rw_q.data(), iw_q.data(),
+         &info);
+    const int lwork = workspace_size(wq, "linalg.svd");
+    const int64_t lrwork = is_complex_v<T> ? lrwork64 : 1;
+    for_each_matrix(batch, (is_complex_v<T> ? 56.0 : 14.0) * m * n * k, [&](int64_t i, Workspace& ws) {
+      T* work = ws.get<T>(0, lwork);
+      int* iwork = ws.get<int>(1, 8 * k);
+      R* rwork = ws.get<R>(2, lrwork);
+      T d1{}, d2{};
+      int inf = 0;
+      call(ad + i * m * n, sd + i * k, compute_uv ? vd + i * vrows * n : &d1,
+           compute_uv ? ud + i * m * ucols : &d2, work, lwork, rwork, iwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.svd: ", batch_prefix(batch, i),
+                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                   "many repeated singular values (error code: ",
+                   inf, ").");
+    FB_CHECK(inf == 0, "linalg.svd: LAPACK gesdd failed with info ", inf,
+             inf == -4 ? " (the input contains NaN or infinity)" : "");
+  }
+  return {U, S, Vh};
+}
+
+// ---- eigh: syevd on the row-major copy (A^T column-major; A's lower triangle is its upper) ----
+
+std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view uplo, bool compute_v) {
+  check_matrix(A, "linalg.eigh", true, "A", true);
+  FB_CHECK_VALUE(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
+                 "[linalg.eigh] Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  const bool lower = uplo == "L" || uplo == "l";
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size("linalg.eigh", {n, n});
+  const int64_t batch = batch_count(A);
+  Tensor W =
+      op::empty(with_tail(batch_shape(A), {n}), to_real_dtype(A.dtype()), A.device());  // real for complex A
+  Tensor buf = owned_copy(A);
+  if (A.numel() == 0) return {W, compute_v ? buf : op::empty(Shape{0}, A.dtype(), A.device())};
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  visit_float_complex(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ad = buf.data<T>();
+    const int ni = static_cast<int>(n);
+    const char jobz = compute_v ? 'V' : 'N', lo = lower ? 'U' : 'L';
+    if constexpr (is_complex_v<T>) {
+      // Hermitian A: the buffer read column-major is A^T, whose `lo` triangle holds the conjugate of
+      // A's `uplo` one: heevd returns A's eigenvalues and the conjugated eigenvectors (fixed below).
+      using R = typename T::value_type;
+      R* wd = W.data<R>();
+      T wq{};
+      R rwq{};
+      int iwq = 0, info = 0;
+      la::heevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &rwq, -1, &iwq, -1, &info);
+      const int lwork = workspace_size(wq, "linalg.eigh"), lrwork = workspace_size(rwq, "linalg.eigh"),
+                liwork = std::max(1, iwq);
+      for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+        int inf = 0;
+        la::heevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                  ws.get<R>(1, lrwork), lrwork, ws.get<int>(2, liwork), liwork, &inf);
+        infos[static_cast<size_t>(i)] = inf;
+      });
+      return;
+    } else {
+      T* wd = W.data<T>();
+      T wq{};
+      int iwq = 0, info = 0;
+      la::syevd(jobz, lo, ni, ad, ni, wd, &wq, -1, &iwq, -1, &info);
+      const int lwork = workspace_size(wq, "linalg.eigh"), liwork = std::max(1, iwq);
+      for_each_matrix(batch, 9.0 * n * n * n, [&](int64_t i, Workspace& ws) {
+        int inf = 0;
+        la::syevd(jobz, lo, ni, ad + i * n * n, ni, wd + i * n, ws.get<T>(0, lwork), lwork,
+                  ws.get<int>(1, liwork), liwork, &inf);
+        infos[static_cast<size_t>(i)] = inf;
+      });
+    }
+  });
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf <= 0, "linalg.eigh: ", batch_prefix(batch, i),
+                   "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                   "many repeated eigenvalues (error code: ",
+                   inf, ").");
+    FB_CHECK(inf == 0, "linalg.eigh: LAPACK syevd failed with info ", inf);
+  }
+  // Column-major eigenvectors (columns) read row-major are V^T (conj(V) for complex A, see above).
+  if (!compute_v) return {W, op::empty(Shape{0}, A.dtype(), A.device())};
+  Tensor V = from_colmajor(buf);
+  return {W, is_complex(A.dtype()) ? op::conj_physical(V) : V};
+}
+
+// ---- lstsq: gelsd on column-major copies ----
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, const Tensor& B, double rcond) {
+  check_matrix(A, "linalg.lstsq", false, "A", true);
+  check_matrix(B, "linalg.lstsq", false, "B", true);
+  FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.lstsq] expected A and B to have the same dtype, got ",
+                dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
+  FB_CHECK_VALUE(A.dim() == B.dim() &&
+                     std::equal(A.sizes().begin(), A.sizes().end() - 2, B.sizes().begin()) &&
+                     B.sizes()[B.dim() - 2] == m,
+                 "[linalg.lstsq] incompatible shapes of A and B for the equation AX = B (",
+                 shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  const int64_t mx = std::max(m, n), mn = std::min(m, n);
+  check_lapack_size("linalg.lstsq", {m, n});
+  check_lapack_size("linalg.lstsq", {mx, k});
+  const int64_t batch = batch_count(A);
+  const Shape bs = batch_shape(A);
+  Tensor a_buf = colmajor_copy(A);
+  Tensor b_buf = zeros(with_tail(bs, {k, mx}), A.dtype(), A.device());  // column-major (mx, k)
+  if (B.numel() > 0) {
+    Tensor head = op::slice(b_buf, -1, 0, m, 1);
+    op::copy_(head, op::transpose(B, -2, -1));
+  }
+  Tensor rank = zeros(bs, ScalarType::Int64, A.device());
+  Tensor sv = zeros(with_tail(bs, {mn}), to_real_dtype(A.dtype()), A.device());  // real for complex A
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  if (batch > 0 && mn > 0 && k > 0) {
+    visit_float_complex(A.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      using R = decltype(std::abs(T{}));
+      T* ad = a_buf.data<T>();
+      T* bd = b_buf.data<T>();
+      R* sd = sv.data<R>();
+      int64_t* rd = rank.data<int64_t>();
+      const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+      const int ldb = static_cast<int>(mx);
+      const R rc = rcond < 0 ? std::numeric_limits<R>::epsilon() * static_cast<R>(mx) : static_cast<R>(rcond);
+      auto call = [&](T* a, T* b, R* s, int* r, T* work, int lwork, R* rwork, int* iwork, int* inf) {
+        if constexpr (is_complex_v<T>)
+          la::gelsd(mi, ni, ki, a, mi, b, ldb, s, rc, r, work, lwork, rwork, iwork, inf);
+        else
+          la::gelsd(mi, ni, ki, a, mi, b, ldb, s, rc, r, work, lwork, iwork, inf);
+        (void)rwork;
+      };
+      T wq{};
+      R rwq{};
+      int iwq = 0, info = 0, rk = 0;
+      call(ad, bd, sd, &rk, &wq, -1, &rwq, &iwq, &info);
+      const int lwork = workspace_size(wq, "linalg.lstsq");
+      const int lrwork = is_complex_v<T> ? workspace_size(rwq, "linalg.lstsq") : 1;
+      const int liwork = std::max(1, iwq);
+      for_each_matrix(batch, (is_complex_v<T> ? 48.0 : 12.0) * m * n * mn, [&](int64_t i, Workspace& ws) {
+        int inf = 0, r = 0;
+        call(ad + i * m * n, bd + i * mx * k, sd + i * mn, &r, ws.get<T>(0, lwork), lwork,
+             ws.get<R>(2, lrwork), ws.get<int>(1, liwork), &inf);
+        rd[i] = r;
+        infos[static_cast<size_t>(i)] = inf;
+      });
+    });
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(
+        inf <= 0, "linalg.lstsq: ", batch_prefix(batch, i),
+        "The algorithm failed to converge because the input matrix is ill-conditioned (error code: ", inf,
+        ").");
+    FB_CHECK(inf == 0, "linalg.lstsq: LAPACK gelsd failed with info ", inf);
+  }
+  // Solution: the first n rows of the column-major (mx, k) result.
+  Tensor X = contiguous(op::transpose(op::slice(b_buf, -1, 0, n, 1), -2, -1));
+  // Residuals (as PyTorch): squared norms of rows n..m-1 when m > n and every matrix has full rank.
+  Tensor residuals = op::empty(Shape{0}, to_real_dtype(A.dtype()), A.device());
+  if (m > n && batch > 0 && mn > 0 && k > 0) {
+    bool full = true;
+    for (int64_t i = 0; i < batch; ++i) full = full && rank.data<int64_t>()[i] == n;
+    if (full) {
+      Tensor tail = op::slice(b_buf, -1, n, m, 1);
+      if (is_complex(tail.dtype())) tail = op::abs(tail);  // |r|^2: real residuals for complex A
+      const Shape last{-1};
+      residuals = op::sum(op::mul(tail, tail), IntArrayRef(last), false, std::nullopt);
+    }
+  }
+  return {X, residuals, rank, sv};
+}
+
+// ---- eig: geev (right eigenvectors; real input: conjugate pairs unpacked) ----
+
+std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
+  const char* op = compute_v ? "linalg.eig" : "linalg.eigvals";
+  const ScalarType t = A.dtype();
+  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::ComplexFloat ||
+                    t == ScalarType::ComplexDouble,
+                "[", op, "] expected a float32, float64, complex64 or complex128 tensor for A, got ",
+                dtype_name(t), " (shape ", shape_str(A.sizes()), ")");
+  FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] A must have at least 2 dimensions, got shape ",
+                 shape_str(A.sizes()));
+  FB_CHECK_VALUE(A.sizes()[A.dim() - 2] == A.sizes()[A.dim() - 1], "[", op,
+                 "] A must be batches of square matrices, but they are ", A.sizes()[A.dim() - 2], " by ",
+                 A.sizes()[A.dim() - 1], " matrices (shape ", shape_str(A.sizes()), ")");
+  const int64_t n = A.sizes()[A.dim() - 1];
+  check_lapack_size(op, {n, n});
+  const int64_t batch = batch_count(A);
+  const ScalarType ct = is_complex(t) ? t : to_complex_dtype(t);
+  Tensor L = op::empty(with_tail(batch_shape(A), {n}), ct, A.device());
+  // V is written column-major: (batch, n, n) holding each V^T, transposed back at the end.
+  Tensor V = op::empty(compute_v ? with_tail(batch_shape(A), {n, n}) : Shape{0}, ct, A.device());
+  if (A.numel() == 0) return {L, compute_v ? V : V};
+  Tensor buf = colmajor_copy(A);
+  std::vector<int> infos(static_cast<size_t>(batch), 0);
+  const int ni = static_cast<int>(n);
+  const char jobvr = compute_v ? 'V' : 'N';
+  const double flops = 10.0 * static_cast<double>(n) * n * n;
+  auto run_real = [&](auto tag) {
+    using T = decltype(tag);
+    using C = std::complex<T>;
+    T* data = buf.data<T>();
+    C* ld = L.data<C>();
+    C* vd = compute_v ? V.data<C>() : nullptr;
+    T wq{};
+    int info = 0;
+    la::geev(jobvr, ni, data, ni, nullptr, nullptr, nullptr, ni, &wq, -1, &info);
+    const int lwork = workspace_size(wq, op);
+    for_each_matrix(batch, flops, [&](int64_t i, Workspace& ws) {
+      T* wr = ws.get<T>(0, n);
+      T* wi = ws.get<T>(1, n);
+      T* vr = compute_v ? ws.get<T>(2, n * n) : ws.get<T>(2, 1);
+      int inf = 0;
+      la::geev(jobvr, ni, data + i * n * n, ni, wr, wi, vr, ni, ws.get<T>(3, lwork), lwork, &inf);
+      infos[static_cast<size_t>(i)] = inf;
+      if (inf != 0) return;
+      C* l = ld + i * n;
+      for (int64_t j = 0; j < n; ++j) l[j] = C(wr[j], wi[j]);
+      if (!compute_v) return;
+      C* v = vd + i * n * n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T* c = vr + j * n;
+        if (wi[j] == T(0) || j + 1 == n) {
+          for (int64_t r = 0; r < n; ++r) v[j * n + r] = C(c[r], T(0));
+        } else {  // a conjugate pair: columns j and j + 1 hold the real and imaginary parts
+          const T* s = c + n;
+          for (int64_t r = 0; r < n; ++r) {
+            v[j * n + r] = C(c[r], s[r]);
+            v[(j + 1) * n + r] = C(c[r], -s[r]);
+          }
+          ++j;
+        }
+      }
+    });
+  };
+  auto run_complex = [&](auto tag) {
+    using T = decltype(tag);
+    using C = std::complex<T>;
+    C* data = buf.data<C>();
+    C* ld = L.data<C>();
+    C* vd = compute_v ? V.data<C>() : nullptr;
+    C wq{};
+    int info = 0;
+    {  // the workspace query, with real buffers (zgeev's query reads some of them)
+      std::vector<C> w(static_cast<size_t>(n)), v(compute_v ? static_cast<size_t>(n * n) : 1);
+      std::vector<T> rw(static_cast<size_t>(2 * n));
+      la::geev(jobvr, ni, data, ni, w.data(), v.data(), ni, &wq, -1, rw.data(), &info);
+    }
+    const int lwork = workspace_size(wq.real(), op);
+    for_each_matrix(batch, 4.0 * flops, [&](int64_t i, Workspace& ws) {
+      int inf = 0;
+      C* vr = compute_v ? vd + i * n * n : ws.get<C>(0, 1);
+      la::geev(jobvr, ni, data + i * n * n, ni, ld + i * n, vr, ni, ws.get<C>(1, lwork), lwork,
+               ws.get<T>(2, 2 * n), &inf);
+      infos[static_cast<size_t>(i)] = inf;
+    });
+  };
+  if (t == ScalarType::Float32)
+    run_real(float{});
+  else if (t == ScalarType::Float64)
+    run_real(double{});
+  else if (t == ScalarType::ComplexFloat)
+    run_complex(float{});
+  else
+    run_complex(double{});
+  for (int64_t i = 0; i < batch; ++i) {
+    const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(
+        inf <= 0, op, ": ", batch_prefix(batch, i),
+        "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+        "repeated eigenvalues (error code: ",
+        inf, ").");
+    FB_CHECK(inf == 0, op, ": LAPACK geev failed with info ", inf);
+  }
+  return {L, compute_v ? from_colmajor(V) : V};
+}
+
+FB_REGISTER_KERNEL(op::_linalg_inv, CPU, linalg_inv_cpu);
+FB_REGISTER_KERNEL(op::_linalg_solve, CPU, linalg_solve_cpu);
+FB_REGISTER_KERNEL(op::_linalg_slogdet, CPU, linalg_slogdet_cpu);
+FB_REGISTER_KERNEL(op::_linalg_cholesky, CPU, linalg_cholesky_cpu);
+FB_REGISTER_KERNEL(op::_linalg_qr, CPU, linalg_qr_cpu);
+FB_REGISTER_KERNEL(op::_linalg_svd, CPU, linalg_svd_cpu);
+FB_REGISTER_KERNEL(op::_linalg_eigh, CPU, linalg_eigh_cpu);
+FB_REGISTER_KERNEL(op::_linalg_lstsq, CPU, linalg_lstsq_cpu);
+FB_REGISTER_KERNEL(op::_linalg_eig, CPU, linalg_eig_cpu);
+
+}  // namespace
+}  // namespace flambeau

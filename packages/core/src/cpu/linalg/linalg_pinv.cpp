@@ -1,0 +1,71 @@
+// CPU kernel of _linalg_pinv (ops.yaml, section "mode, frexp, pinv"): the Moore-Penrose
+// pseudo-inverse of a batch of (*, m, n) float32/float64/complex64/complex128
+// matrices, from the SVD A = U S Vh (pinv = V S^+ U^H) or, for hermitian=True,
+// the eigendecomposition A = V L V^H (pinv = V L^+ V^H), both LAPACK through
+// the primitives _linalg_svd/_linalg_eigh (src/cpu/linalg/lapack.cpp). Singular
+// values (|eigenvalues|) <= max(atol, rtol * s_max) are dropped, atol and rtol
+// real tensors broadcast against the batch dims (flambeau_core/linalg.py
+// builds them from PyTorch's defaults). Its derivative is PyTorch's
+// pinv_backward (src/composite/linalg_pinv_backward.cpp), defined for
+// rank-deficient A too.
+
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+
+namespace flambeau {
+namespace {
+
+Tensor mH(const Tensor& t) {
+  Tensor r = op::transpose(t, -2, -1);
+  return is_complex(t.dtype()) ? op::conj_physical(r) : r;
+}
+
+/// 1 / s where s > tol, else 0 (s, tol real; tol (*, 1) against s (*, k)).
+Tensor masked_reciprocal(const Tensor& s, const Tensor& abs_s, const Tensor& tol) {
+  const Tensor keep = op::gt(abs_s, tol);
+  const Tensor one = scalar_tensor(1, s.dtype());
+  const Tensor safe = op::where(keep, s, one);
+  return op::where(keep, op::reciprocal(safe), scalar_tensor(0, s.dtype()));
+}
+
+Tensor linalg_pinv_cpu(const Tensor& A, const Tensor& atol, const Tensor& rtol, bool hermitian) {
+  const ScalarType t = A.dtype();
+  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::ComplexFloat ||
+                    t == ScalarType::ComplexDouble,
+                "[linalg.pinv] expected a float32, float64, complex64 or complex128 tensor for A, got ",
+                dtype_name(t), " (shape ", shape_str(A.sizes()), ")");
+  FB_CHECK_VALUE(A.dim() >= 2, "[linalg.pinv] A must have at least 2 dimensions, got shape ",
+                 shape_str(A.sizes()));
+  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1];
+  if (hermitian)
+    FB_CHECK_VALUE(m == n, "[linalg.pinv] hermitian=True needs batches of square matrices, but they are ", m,
+                   " by ", n, " matrices (shape ", shape_str(A.sizes()), ")");
+  const ScalarType rt = to_real_dtype(t);
+  if (m == 0 || n == 0) {
+    Shape s(A.sizes().begin(), A.sizes().end() - 2);
+    s.push_back(n);
+    s.push_back(m);
+    return zeros(s, t, A.device());
+  }
+  const Tensor at = op::unsqueeze(op::cast(atol, rt), -1);
+  const Tensor rl = op::unsqueeze(op::cast(rtol, rt), -1);
+  const Shape last{-1};
+  if (hermitian) {
+    auto [L, V] = op::_linalg_eigh(A, "L", true);
+    const Tensor absL = op::abs(L);
+    const Tensor tol = op::maximum(at, op::mul(rl, op::amax(absL, IntArrayRef(last), true)));
+    Tensor inv = masked_reciprocal(L, absL, tol);
+    if (is_complex(t)) inv = op::cast(inv, t);
+    return op::matmul(op::mul(V, op::unsqueeze(inv, -2)), mH(V));
+  }
+  auto [U, S, Vh] = op::_linalg_svd(A, false, true);
+  const Tensor tol = op::maximum(at, op::mul(rl, op::amax(S, IntArrayRef(last), true)));
+  Tensor inv = masked_reciprocal(S, S, tol);
+  if (is_complex(t)) inv = op::cast(inv, t);
+  return op::matmul(op::mul(mH(Vh), op::unsqueeze(inv, -2)), mH(U));
+}
+
+FB_REGISTER_KERNEL(op::_linalg_pinv, CPU, linalg_pinv_cpu);
+
+}  // namespace
+}  // namespace flambeau

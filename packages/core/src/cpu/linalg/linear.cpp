@@ -1,0 +1,96 @@
+// CPU kernel of linear: y = x @ W^T + b as ONE GEMM call. The bias is
+// broadcast into the output rows first (by each GEMM block, for its part of
+// the output, just before its GEMM) and the GEMM accumulates onto it
+// (beta = 1), so there is no separate add pass over the output. Leading dims
+// of x are folded into the GEMM's rows. float32/float64 go to OpenBLAS
+// (gemm.h); other dtypes fall back to matmul + add.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <optional>
+
+#include "cpu/linalg/gemm.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+#include "generic/shape_utils.h"
+
+namespace flambeau {
+namespace {
+
+Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  FB_CHECK_VALUE(weight.dim() == 2, "[linear] weight must be 2-D (out_features, in_features), got shape ",
+                 shape_str(weight.sizes()));
+  const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
+  FB_CHECK_VALUE(input.dim() >= 1 && input.sizes()[input.dim() - 1] == in_f, "[linear] input shape ",
+                 shape_str(input.sizes()), " does not match weight shape ", shape_str(weight.sizes()),
+                 ": the last dim of input must be in_features=", in_f);
+  FB_CHECK_TYPE(input.dtype() == weight.dtype(), "[linear] input and weight must have the same dtype, got ",
+                dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
+  FB_CHECK(input.device() == weight.device(), "[linear] input and weight must be on the same device, got ",
+           input.device().str(), " and ", weight.device().str());
+  const ScalarType dt = input.dtype();
+  if (bias) {
+    FB_CHECK_TYPE(bias->dtype() == dt, "[linear] bias must have the dtype of input and weight (",
+                  dtype_name(dt), "), got ", dtype_name(bias->dtype()));
+  }
+  const bool row_bias = bias && bias->dim() == 1 && bias->sizes()[0] == out_f;
+  if ((dt != ScalarType::Float32 && dt != ScalarType::Float64) || (bias && !row_bias)) {
+    // Integer dtypes, or a bias that only broadcasts: the composed form (its errors name matmul/add).
+    Tensor out = op::matmul(input, op::transpose(weight, 0, 1));
+    return bias ? op::add(out, *bias, 1) : out;
+  }
+  // x as (n, in_f): a view where the layout allows (reshape copies otherwise).
+  Tensor x = input;
+  if (input.dim() == 1) {
+    x = op::unsqueeze(input, 0);
+  } else if (input.dim() > 2) {
+    // The leading dims' product, not -1: with in_features == 0 the -1 would be ambiguous.
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < input.dim(); ++d)
+      FB_CHECK_VALUE(!__builtin_mul_overflow(rows, input.sizes()[d], &rows), "[linear] input shape ",
+                     shape_str(input.sizes()), " has more rows than int64 can count");
+    const int64_t shape[2] = {rows, in_f};
+    x = op::reshape(input, IntArrayRef(shape));
+  }
+  Shape out_shape(input.sizes().begin(), input.sizes().end() - 1);
+  out_shape.push_back(out_f);
+  shape_nbytes(out_shape, dt, "linear");  // Note [Size overflow]
+  Tensor out = op::empty(out_shape, dt, input.device());
+  const int64_t n = x.sizes()[0];
+  if (out.numel() == 0) return out;
+  FB_CHECK(n <= INT_MAX && in_f <= INT_MAX && out_f <= INT_MAX,
+           "[linear] matrix dims above 2^31 are not supported");
+  visit_dtype(dt, "linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      T* c = out.data<T>();
+      Tensor b;
+      const T* pb = nullptr;
+      if (bias) {
+        b = bias->is_contiguous() ? *bias : op::contiguous(*bias, MemoryFormat::Contiguous);
+        pb = b.data<T>();
+      }
+      if (in_f == 0) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (pb)
+            std::memcpy(c + i * out_f, pb, sizeof(T) * static_cast<size_t>(out_f));
+          else
+            std::fill(c + i * out_f, c + (i + 1) * out_f, T(0));
+        }
+        return;
+      }
+      const cpu::GemmOperand<T> A = cpu::gemm_operand<T>(x, false);
+      const cpu::GemmOperand<T> B = cpu::gemm_operand<T>(weight, false);
+      // op(B) must be W^T (in_f x out_f): flip the layout gemm_operand found for W.
+      cpu::gemm(A.trans, !B.trans, static_cast<int>(n), static_cast<int>(out_f), static_cast<int>(in_f),
+                A.data, A.ld, B.data, B.ld, c, static_cast<int>(out_f), T(1), bias ? T(1) : T(0), pb);
+    }
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::linear, CPU, linear_cpu);
+
+}  // namespace
+}  // namespace flambeau

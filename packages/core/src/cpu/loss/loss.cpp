@@ -1,0 +1,717 @@
+// CPU kernels of the nn losses, forward and backward:
+//  * pointwise losses (binary_cross_entropy[_with_logits], mse, l1, smooth_l1,
+//    huber): one pass over contiguous operands, the reduction fused in
+//    (fixed blocks summed in double, in order: the result does not depend on
+//    the thread count);
+//  * cross entropy: one pass per row of (N, C, d1, ...) logits computes the
+//    log-sum-exp and the loss (class indices with weights, ignore_index and
+//    label smoothing, or class probabilities); backward is one pass per row
+//    from the saved log-sum-exp;
+//  * nll_loss over (N, C, d1, ...) log-probabilities.
+// Every class index is checked before it is used to read (IndexError naming
+// the target and the class count).
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "cpu/elementwise/act_table.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+#include "generic/shape_utils.h"
+#include "tensor_iterator.h"
+
+namespace flambeau {
+namespace {
+using namespace cpu;
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+void check_reduction(const char* op, int64_t r) {
+  FB_CHECK_VALUE(r == kNone || r == kMean || r == kSum, "[", op,
+                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", r);
+}
+
+void check_floating(const char* op, const Tensor& t, const char* what) {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+bool present(const std::optional<Tensor>& t) { return t && t->defined(); }
+
+Tensor dense(const Tensor& t, IntArrayRef shape, ScalarType dtype) {
+  Tensor r = to_dtype(t, dtype);
+  if (!std::ranges::equal(r.sizes(), shape)) r = op::expand(r, shape);
+  return op::contiguous(r, MemoryFormat::Contiguous);
+}
+
+// ---- pointwise losses ----
+
+struct Pointwise {
+  Tensor x, t, w, pw;  // contiguous, all of `shape` (w, pw undefined when absent)
+  Shape shape;
+  ScalarType dtype;
+  int64_t numel = 0;
+};
+
+Pointwise prepare(const char* op, const Tensor& self, const Tensor& target,
+                  const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                  bool same_shape, bool float_target) {
+  check_floating(op, self, "input");
+  if (float_target)
+    FB_CHECK_TYPE(is_floating(target.dtype()), "[", op,
+                  "] target must be a floating point tensor, got dtype ", dtype_name(target.dtype()));
+  Pointwise p;
+  p.dtype = self.dtype();
+  if (same_shape) {
+    FB_CHECK_VALUE(std::ranges::equal(self.sizes(), target.sizes()), "[", op, "] target shape ",
+                   shape_str(target.sizes()), " must be the same as input shape ", shape_str(self.sizes()));
+    p.shape.assign(self.sizes().begin(), self.sizes().end());
+  } else {
+    p.shape = broadcast_shapes(self.sizes(), target.sizes(), op);
+  }
+  auto broadcast_to_shape = [&](const Tensor& w, const char* what) {
+    check_floating(op, w, what);
+    const int64_t nd = static_cast<int64_t>(p.shape.size()), wd = w.dim();
+    bool ok = wd <= nd;
+    for (int64_t i = 1; ok && i <= wd; ++i) {
+      const int64_t ws = w.sizes()[wd - i];
+      ok = ws == 1 || ws == p.shape[nd - i];
+    }
+    FB_CHECK_VALUE(ok, "[", op, "] ", what, " shape ", shape_str(w.sizes()),
+                   " does not broadcast to the input shape ", shape_str(p.shape));
+    return dense(w, p.shape, p.dtype);
+  };
+  p.x = dense(self, p.shape, p.dtype);
+  p.t = dense(target, p.shape, p.dtype);
+  if (present(weight)) p.w = broadcast_to_shape(*weight, "weight");
+  if (present(pos_weight)) p.pw = broadcast_to_shape(*pos_weight, "pos_weight");
+  p.numel = p.x.numel();
+  return p;
+}
+
+constexpr int64_t kLossBlock = 16384;
+
+// Runs f(x, t, w, pw) over the elements; reduction none writes each value to
+// `out` (if given), otherwise returns the sum (in double).
+template <class T, class F>
+double pointwise_run(const Pointwise& p, T* out, const F& f) {
+  const int64_t n = p.numel;
+  const T* x = p.x.template data<T>();
+  const T* t = p.t.template data<T>();
+  const T* w = p.w.defined() ? p.w.template data<T>() : nullptr;
+  const T* pw = p.pw.defined() ? p.pw.template data<T>() : nullptr;
+  const int64_t blocks = (n + kLossBlock - 1) / kLossBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+  auto body = [&]<bool HW, bool HPW>(int64_t blk) {
+    const int64_t b = blk * kLossBlock, e = std::min(n, b + kLossBlock);
+    if (out) {
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) out[i] = f(x[i], t[i], HW ? w[i] : T(1), HPW ? pw[i] : T(1));
+    } else {
+      double acc = 0;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = b; i < e; ++i) acc += f(x[i], t[i], HW ? w[i] : T(1), HPW ? pw[i] : T(1));
+      partial[static_cast<size_t>(blk)] = acc;
+    }
+  };
+  parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / kLossBlock), [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) {
+      if (w && pw)
+        body.template operator()<true, true>(blk);
+      else if (w)
+        body.template operator()<true, false>(blk);
+      else if (pw)
+        body.template operator()<false, true>(blk);
+      else
+        body.template operator()<false, false>(blk);
+    }
+  });
+  double total = 0;
+  for (double v : partial) total += v;
+  return total;
+}
+
+template <class F>
+Tensor pointwise_forward(const char* op, const Pointwise& p, int64_t reduction, const F& f) {
+  check_reduction(op, reduction);
+  Tensor out =
+      reduction == kNone ? op::empty(p.shape, p.dtype, Device()) : op::empty(Shape{}, p.dtype, Device());
+  visit_dtype(p.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (reduction == kNone) {
+        pointwise_run<T>(p, out.data<T>(), [&](T x, T t, T w, T pw) { return f(x, t, w, pw); });
+      } else {
+        double s = pointwise_run<T>(p, nullptr, [&](T x, T t, T w, T pw) { return f(x, t, w, pw); });
+        if (reduction == kMean)
+          s /= static_cast<double>(p.numel);  // 0 / 0 = nan for an empty input, as PyTorch
+        out.data<T>()[0] = static_cast<T>(s);
+      }
+    }
+  });
+  return out;
+}
+
+// grad_input = grad * scale * df(x, t, w, pw), grad of the output's shape (none) or 0-d.
+template <class F>
+Tensor pointwise_backward(const char* op, const Tensor& grad, const Pointwise& p, int64_t reduction,
+                          const F& df) {
+  check_reduction(op, reduction);
+  check_floating(op, grad, "grad_output");
+  Tensor out = op::empty(p.shape, p.dtype, Device());
+  if (reduction == kNone) {
+    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), p.shape), "[", op, "] grad_output shape ",
+                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(p.shape));
+  } else {
+    FB_CHECK_VALUE(grad.numel() == 1, "[", op,
+                   "] grad_output of a reduced loss must have one element, got shape ",
+                   shape_str(grad.sizes()));
+  }
+  if (p.numel == 0) return out;
+  const Tensor g = op::contiguous(to_dtype(grad, p.dtype), MemoryFormat::Contiguous);
+  visit_dtype(p.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* gp = g.data<T>();
+      T* o = out.data<T>();
+      if (reduction == kNone) {
+        // df at each element, then times the matching gradient.
+        pointwise_run<T>(p, o, [&](T x, T t, T w, T pw) { return df(x, t, w, pw); });
+        const int64_t n = p.numel;
+        parallel_for(0, n, kMemoryBoundGrain, [&](int64_t b, int64_t e) {
+#pragma omp simd
+          for (int64_t i = b; i < e; ++i) o[i] *= gp[i];
+        });
+      } else {
+        const T s = reduction == kMean
+                        ? static_cast<T>(static_cast<double>(gp[0]) / static_cast<double>(p.numel))
+                        : gp[0];
+        pointwise_run<T>(p, o, [&](T x, T t, T w, T pw) { return s * df(x, t, w, pw); });
+      }
+    }
+  });
+  return out;
+}
+
+// binary_cross_entropy: PyTorch clamps each log at -100; the gradient's
+// denominator at 1e-12.
+void check_probabilities(const Pointwise& p) {
+  bool bad = false;
+  visit_dtype(p.dtype, "binary_cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = p.x.data<T>();
+      int64_t count = 0;
+#pragma omp simd reduction(+ : count)
+      for (int64_t i = 0; i < p.numel; ++i) count += !(x[i] >= T(0) && x[i] <= T(1));
+      bad = count > 0;
+    }
+  });
+  FB_CHECK_VALUE(!bad, "[binary_cross_entropy] all elements of input should be between 0 and 1");
+}
+
+Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+               int64_t reduction) {
+  const Pointwise p = prepare("binary_cross_entropy", self, target, weight, std::nullopt, true, true);
+  check_probabilities(p);
+  return pointwise_forward("binary_cross_entropy", p, reduction, [](auto x, auto t, auto w, auto) {
+    using T = decltype(x);
+    const T lx = std::max(std::log(x), T(-100));
+    const T l1x = std::max(std::log1p(-x), T(-100));
+    return w * ((t - T(1)) * l1x - t * lx);
+  });
+}
+Tensor bce_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
+                        const std::optional<Tensor>& weight, int64_t reduction) {
+  const Pointwise p =
+      prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true, true);
+  return pointwise_backward("binary_cross_entropy_backward", grad, p, reduction,
+                            [](auto x, auto t, auto w, auto) {
+                              using T = decltype(x);
+                              return w * (x - t) / std::max((T(1) - x) * x, T(1e-12));
+                            });
+}
+
+// With logits: (1 - t) x + lw (log1p(exp(-|x|)) + max(-x, 0)), lw = (pw - 1) t + 1.
+Tensor bce_logits_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  const Pointwise p =
+      prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true, true);
+  return pointwise_forward("binary_cross_entropy_with_logits", p, reduction,
+                           [](auto x, auto t, auto w, auto pw) {
+                             using T = decltype(x);
+                             const T lw = (pw - T(1)) * t + T(1);
+                             const T ax = x < T(0) ? -x : x;
+                             const T mn = x < T(0) ? -x : T(0);
+                             return w * ((T(1) - t) * x + lw * (std::log1p(std::exp(-ax)) + mn));
+                           });
+}
+Tensor bce_logits_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
+                               const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                               int64_t reduction) {
+  const Pointwise p =
+      prepare("binary_cross_entropy_with_logits_backward", self, target, weight, pos_weight, true, true);
+  return pointwise_backward("binary_cross_entropy_with_logits_backward", grad, p, reduction,
+                            [](auto x, auto t, auto w, auto pw) {
+                              using T = decltype(x);
+                              const T e = std::exp(x < T(0) ? x : -x);
+                              const T sg = x < T(0) ? e / (T(1) + e) : T(1) / (T(1) + e);
+                              const T pt = pw * t;
+                              return w * ((pt + T(1) - t) * sg - pt);
+                            });
+}
+
+Tensor mse_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
+  const Pointwise p = prepare("mse_loss", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_forward("mse_loss", p, reduction,
+                           [](auto x, auto t, auto, auto) { return (x - t) * (x - t); });
+}
+Tensor mse_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+  const Pointwise p = prepare("mse_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_backward("mse_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    return T(2) * (x - t);
+  });
+}
+
+Tensor l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
+  const Pointwise p = prepare("l1_loss", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_forward("l1_loss", p, reduction, [](auto x, auto t, auto, auto) {
+    const auto d = x - t;
+    return d < 0 ? -d : d;
+  });
+}
+Tensor l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+  const Pointwise p = prepare("l1_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_backward("l1_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    const T d = x - t;
+    return d != d ? d : T((d > T(0)) - (d < T(0)));
+  });
+}
+
+Tensor smooth_l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  FB_CHECK_VALUE(beta >= 0, "[smooth_l1_loss] smooth_l1_loss does not support negative values for beta, got ",
+                 beta);
+  const Pointwise p = prepare("smooth_l1_loss", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_forward("smooth_l1_loss", p, reduction, [beta](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    const T b = static_cast<T>(beta);
+    const T d = x - t;
+    const T ad = d < T(0) ? -d : d;
+    return ad < b ? T(0.5) * d * d / b : ad - T(0.5) * b;
+  });
+}
+Tensor smooth_l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                              double beta) {
+  const Pointwise p =
+      prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_backward("smooth_l1_loss_backward", grad, p, reduction,
+                            [beta](auto x, auto t, auto, auto) {
+                              using T = decltype(x);
+                              const T b = static_cast<T>(beta);
+                              const T d = x - t;
+                              return d <= -b ? T(-1) : (d >= b ? T(1) : d / b);
+                            });
+}
+
+Tensor huber_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+  FB_CHECK_VALUE(delta > 0, "[huber_loss] huber_loss does not support non-positive values for delta, got ",
+                 delta);
+  const Pointwise p = prepare("huber_loss", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_forward("huber_loss", p, reduction, [delta](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    const T dl = static_cast<T>(delta);
+    const T d = x - t;
+    const T ad = d < T(0) ? -d : d;
+    return ad < dl ? T(0.5) * d * d : dl * (ad - T(0.5) * dl);
+  });
+}
+Tensor huber_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                          double delta) {
+  const Pointwise p = prepare("huber_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  return pointwise_backward("huber_loss_backward", grad, p, reduction, [delta](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    const T dl = static_cast<T>(delta);
+    const T d = x - t;
+    return d < -dl ? -dl : (d > dl ? dl : d);
+  });
+}
+
+// ---- cross entropy and nll_loss over (N, C, d1, ...) ----
+
+struct ClassShape {
+  int64_t outer = 1, classes = 1, inner = 1, rows = 0;
+  bool probs = false;  // target holds class probabilities (input's shape)
+  Shape out_shape;     // the unreduced loss: input's shape without the class dim
+  Tensor x, target, weight;
+};
+
+ClassShape class_check(const char* op, const Tensor& self, const Tensor& target,
+                       const std::optional<Tensor>& weight, int64_t reduction, bool allow_probs) {
+  check_reduction(op, reduction);
+  check_floating(op, self, "input");
+  FB_CHECK_VALUE(self.dim() >= 1, "[", op,
+                 "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
+                 shape_str(self.sizes()));
+  ClassShape s;
+  const bool batched = self.dim() >= 2;
+  s.classes = self.sizes()[batched ? 1 : 0];
+  if (batched) {
+    s.outer = self.sizes()[0];
+    s.out_shape.push_back(s.outer);
+    for (int64_t i = 2; i < self.dim(); ++i) {
+      s.inner *= self.sizes()[i];
+      s.out_shape.push_back(self.sizes()[i]);
+    }
+  }
+  s.rows = s.outer * s.inner;
+  if (is_floating(target.dtype()) && allow_probs && target.dim() == self.dim()) {
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), self.sizes()), "[", op,
+                   "] a class-probability target must have the input's shape ", shape_str(self.sizes()),
+                   ", got ", shape_str(target.sizes()));
+    s.probs = true;
+    s.target = op::contiguous(to_dtype(target, self.dtype()), MemoryFormat::Contiguous);
+  } else {
+    FB_CHECK_TYPE(target.dtype() == ScalarType::Int64, "[", op, "] target must hold int64 class indices",
+                  allow_probs ? " (or class probabilities of the input's shape and a floating dtype)" : "",
+                  ", got dtype ", dtype_name(target.dtype()), " of shape ", shape_str(target.sizes()));
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), s.out_shape), "[", op, "] input shape ",
+                   shape_str(self.sizes()), " needs target shape ", shape_str(s.out_shape), ", got ",
+                   shape_str(target.sizes()));
+    s.target = op::contiguous(target, MemoryFormat::Contiguous);
+  }
+  if (present(weight)) {
+    check_floating(op, *weight, "weight");
+    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op,
+                   "] weight must have shape (", s.classes, ",) (one weight per class), got ",
+                   shape_str(weight->sizes()));
+    s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
+  }
+  s.x = op::contiguous(self, MemoryFormat::Contiguous);
+  return s;
+}
+
+inline void check_class(const char* op, int64_t k, int64_t classes) {
+  if (k < 0 || k >= classes)
+    throw IndexError(detail::cat_str(op, ": target ", k, " is out of bounds for ", classes, " classes"));
+}
+
+int64_t row_grain(int64_t classes) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, classes));
+}
+
+template <class T>
+T row_max(const T* xr, int64_t n, int64_t stride) {
+  T mx = -std::numeric_limits<T>::infinity();
+  if (stride == 1) {
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < n; ++j) mx = xr[j] > mx ? xr[j] : mx;
+  } else {
+    for (int64_t j = 0; j < n; ++j) mx = xr[j * stride] > mx ? xr[j * stride] : mx;
+  }
+  // A NaN anywhere makes the row NaN (as log_softmax); all -inf: avoid -inf - -inf.
+  return std::isinf(mx) && mx < 0 ? T(0) : mx;
+}
+
+template <class T>
+T row_lse(const T* xr, int64_t n, int64_t stride) {
+  const T mx = row_max(xr, n, stride);
+  double s = 0;
+  if (stride == 1) {
+    s = std::is_same_v<T, float>
+            ? act_table().sum_exp_f32(reinterpret_cast<const float*>(xr), n, float(mx))
+            : act_table().sum_exp_f64(reinterpret_cast<const double*>(xr), n, double(mx));
+  } else {
+    for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(xr[j * stride] - mx));
+  }
+  return static_cast<T>(static_cast<double>(mx) + std::log(s));
+}
+
+// Sum of the per-row values in order (deterministic).
+double ordered_sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& target,
+                                             const std::optional<Tensor>& weight, int64_t reduction,
+                                             int64_t ignore_index, double label_smoothing) {
+  const char* op = "cross_entropy";
+  FB_CHECK_VALUE(label_smoothing >= 0.0 && label_smoothing <= 1.0, "[", op,
+                 "] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
+  const ClassShape s = class_check(op, self, target, weight, reduction, true);
+  Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
+                                  : op::empty(Shape{}, self.dtype(), Device());
+  Tensor lse = op::empty(Shape{s.rows}, self.dtype(), Device());
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const int64_t C = s.classes, inner = s.inner;
+      const T* x = s.x.data<T>();
+      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+      const double eps = label_smoothing;
+      double wsum = static_cast<double>(C);
+      if (w) {
+        wsum = 0;
+        for (int64_t c = 0; c < C; ++c) wsum += w[c];
+      }
+      T* lp = lse.data<T>();
+      std::vector<double> loss(static_cast<size_t>(s.rows)), rw(static_cast<size_t>(s.rows));
+      parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const T* xr = x + (r / inner) * C * inner + r % inner;
+          double l = 0, weight_r = 1;
+          if (s.probs) {
+            const T* yr = s.target.data<T>() + (r / inner) * C * inner + r % inner;
+            const T m = row_lse(xr, C, inner);
+            lp[r] = m;
+            double S = 0, Sx = 0;
+            for (int64_t c = 0; c < C; ++c) {
+              const double y = static_cast<double>(yr[c * inner]) * (1 - eps) + eps / static_cast<double>(C);
+              const double wy = (w ? static_cast<double>(w[c]) : 1.0) * y;
+              S += wy;
+              Sx += wy * static_cast<double>(xr[c * inner]);
+            }
+            l = S * static_cast<double>(m) - Sx;
+          } else {
+            const int64_t k = s.target.data<int64_t>()[r];
+            if (k == ignore_index) {
+              lp[r] = T(0);
+              loss[static_cast<size_t>(r)] = 0;
+              rw[static_cast<size_t>(r)] = 0;
+              continue;
+            }
+            check_class(op, k, C);
+            const T m = row_lse(xr, C, inner);
+            lp[r] = m;
+            weight_r = w ? static_cast<double>(w[k]) : 1.0;
+            l = (1 - eps) * weight_r * (static_cast<double>(m) - static_cast<double>(xr[k * inner]));
+            if (eps > 0) {
+              double wx = 0;
+              for (int64_t c = 0; c < C; ++c) wx += (w ? static_cast<double>(w[c]) : 1.0) * xr[c * inner];
+              l += eps / static_cast<double>(C) * (wsum * static_cast<double>(m) - wx);
+            }
+          }
+          loss[static_cast<size_t>(r)] = l;
+          rw[static_cast<size_t>(r)] = weight_r;
+        }
+      });
+      T* o = out.data<T>();
+      if (reduction == kNone) {
+        for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
+      } else {
+        double total = ordered_sum(loss);
+        if (reduction == kMean) total /= ordered_sum(rw);
+        o[0] = static_cast<T>(total);
+      }
+    }
+  });
+  return {out, lse};
+}
+
+// The gradient's scale per row: grad[r] (none), grad / total weight (mean) or grad (sum).
+template <class T>
+std::vector<double> row_scales(const char* op, const Tensor& grad, const ClassShape& s, int64_t reduction,
+                               int64_t ignore_index, const T* w) {
+  check_floating(op, grad, "grad_output");
+  std::vector<double> sc(static_cast<size_t>(s.rows));
+  const Tensor g = op::contiguous(to_dtype(grad, s.x.dtype()), MemoryFormat::Contiguous);
+  if (reduction == kNone) {
+    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), s.out_shape), "[", op, "] grad_output shape ",
+                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(s.out_shape));
+    const T* gp = g.data<T>();
+    for (int64_t r = 0; r < s.rows; ++r) sc[static_cast<size_t>(r)] = static_cast<double>(gp[r]);
+    return sc;
+  }
+  FB_CHECK_VALUE(grad.numel() == 1, "[", op,
+                 "] grad_output of a reduced loss must have one element, got shape ",
+                 shape_str(grad.sizes()));
+  double v = static_cast<double>(g.data<T>()[0]);
+  if (reduction == kMean) {
+    double total = 0;
+    if (s.probs) {
+      total = static_cast<double>(s.rows);
+    } else {
+      const int64_t* tg = s.target.data<int64_t>();
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const int64_t k = tg[r];
+        if (k == ignore_index) continue;
+        check_class(op, k, s.classes);
+        total += w ? static_cast<double>(w[k]) : 1.0;
+      }
+    }
+    v /= total;
+  }
+  std::fill(sc.begin(), sc.end(), v);
+  return sc;
+}
+
+Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                  const Tensor& lse, const std::optional<Tensor>& weight, int64_t reduction,
+                                  int64_t ignore_index, double label_smoothing) {
+  const char* op = "cross_entropy_backward";
+  const ClassShape s = class_check(op, self, target, weight, reduction, true);
+  FB_CHECK_VALUE(lse.numel() == s.rows && lse.dtype() == self.dtype(), "[", op, "] lse must hold ", s.rows,
+                 " values of dtype ", dtype_name(self.dtype()), ", got shape ", shape_str(lse.sizes()),
+                 " dtype ", dtype_name(lse.dtype()));
+  Tensor out = op::empty(self.sizes(), self.dtype(), Device());
+  if (self.numel() == 0) return out;
+  const Tensor lsec = op::contiguous(lse, MemoryFormat::Contiguous);
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const int64_t C = s.classes, inner = s.inner;
+      const T* x = s.x.data<T>();
+      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+      const T* lp = lsec.data<T>();
+      T* o = out.data<T>();
+      const double eps = label_smoothing;
+      const std::vector<double> sc = row_scales<T>(op, grad, s, reduction, ignore_index, w);
+      double wsum = static_cast<double>(C);
+      if (w) {
+        wsum = 0;
+        for (int64_t c = 0; c < C; ++c) wsum += w[c];
+      }
+      const double smooth = eps / static_cast<double>(C);
+      parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t base = (r / inner) * C * inner + r % inner;
+          const T* xr = x + base;
+          T* orow = o + base;
+          const double sn = sc[static_cast<size_t>(r)];
+          double coef;
+          int64_t k = -1;
+          if (s.probs) {
+            const T* yr = s.target.data<T>() + base;
+            double S = 0;
+            for (int64_t c = 0; c < C; ++c)
+              S += (w ? static_cast<double>(w[c]) : 1.0) *
+                   (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth);
+            coef = sn * S;
+          } else {
+            k = s.target.data<int64_t>()[r];
+            if (k == ignore_index) {
+              for (int64_t c = 0; c < C; ++c) orow[c * inner] = T(0);
+              continue;
+            }
+            check_class(op, k, C);
+            const double wt = w ? static_cast<double>(w[k]) : 1.0;
+            coef = sn * ((1 - eps) * wt + smooth * wsum);
+          }
+          // softmax * coef
+          if (inner == 1) {
+            if constexpr (std::is_same_v<T, float>)
+              act_table().scaled_exp_f32(orow, xr, C, lp[r], static_cast<float>(coef));
+            else
+              act_table().scaled_exp_f64(orow, xr, C, lp[r], coef);
+          } else {
+            for (int64_t c = 0; c < C; ++c)
+              orow[c * inner] = static_cast<T>(coef * std::exp(static_cast<double>(xr[c * inner] - lp[r])));
+          }
+          if (s.probs) {
+            const T* yr = s.target.data<T>() + base;
+            for (int64_t c = 0; c < C; ++c)
+              orow[c * inner] -= static_cast<T>(sn * (w ? static_cast<double>(w[c]) : 1.0) *
+                                                (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth));
+          } else {
+            if (eps > 0)
+              for (int64_t c = 0; c < C; ++c)
+                orow[c * inner] -= static_cast<T>(sn * smooth * (w ? static_cast<double>(w[c]) : 1.0));
+            orow[k * inner] -= static_cast<T>(sn * (1 - eps) * (w ? static_cast<double>(w[k]) : 1.0));
+          }
+        }
+      });
+    }
+  });
+  return out;
+}
+
+Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                    int64_t reduction, int64_t ignore_index) {
+  const char* op = "nll_loss";
+  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
+                                  : op::empty(Shape{}, self.dtype(), Device());
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const int64_t C = s.classes, inner = s.inner;
+      const T* x = s.x.data<T>();
+      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+      const int64_t* tg = s.target.data<int64_t>();
+      std::vector<double> loss(static_cast<size_t>(s.rows)), rw(static_cast<size_t>(s.rows));
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const int64_t k = tg[r];
+        if (k == ignore_index) {
+          loss[static_cast<size_t>(r)] = 0;
+          rw[static_cast<size_t>(r)] = 0;
+          continue;
+        }
+        check_class(op, k, C);
+        const double wt = w ? static_cast<double>(w[k]) : 1.0;
+        loss[static_cast<size_t>(r)] =
+            -wt * static_cast<double>(x[(r / inner) * C * inner + k * inner + r % inner]);
+        rw[static_cast<size_t>(r)] = wt;
+      }
+      T* o = out.data<T>();
+      if (reduction == kNone) {
+        for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
+      } else {
+        double total = ordered_sum(loss);
+        if (reduction == kMean) total /= ordered_sum(rw);
+        o[0] = static_cast<T>(total);
+      }
+    }
+  });
+  return out;
+}
+
+Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
+                             const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
+  const char* op = "nll_loss_backward";
+  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  Tensor out = zeros(self.sizes(), self.dtype());
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const int64_t C = s.classes, inner = s.inner;
+      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+      const int64_t* tg = s.target.data<int64_t>();
+      const std::vector<double> sc = row_scales<T>(op, grad, s, reduction, ignore_index, w);
+      T* o = out.data<T>();
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const int64_t k = tg[r];
+        if (k == ignore_index) continue;
+        check_class(op, k, C);
+        const double wt = w ? static_cast<double>(w[k]) : 1.0;
+        o[(r / inner) * C * inner + k * inner + r % inner] = static_cast<T>(-sc[static_cast<size_t>(r)] * wt);
+      }
+    }
+  });
+  return out;
+}
+
+FB_REGISTER_KERNEL(op::binary_cross_entropy, CPU, bce_cpu);
+FB_REGISTER_KERNEL(op::binary_cross_entropy_backward, CPU, bce_backward_cpu);
+FB_REGISTER_KERNEL(op::binary_cross_entropy_with_logits, CPU, bce_logits_cpu);
+FB_REGISTER_KERNEL(op::binary_cross_entropy_with_logits_backward, CPU, bce_logits_backward_cpu);
+FB_REGISTER_KERNEL(op::mse_loss, CPU, mse_cpu);
+FB_REGISTER_KERNEL(op::mse_loss_backward, CPU, mse_backward_cpu);
+FB_REGISTER_KERNEL(op::l1_loss, CPU, l1_cpu);
+FB_REGISTER_KERNEL(op::l1_loss_backward, CPU, l1_backward_cpu);
+FB_REGISTER_KERNEL(op::smooth_l1_loss, CPU, smooth_l1_cpu);
+FB_REGISTER_KERNEL(op::smooth_l1_loss_backward, CPU, smooth_l1_backward_cpu);
+FB_REGISTER_KERNEL(op::huber_loss, CPU, huber_cpu);
+FB_REGISTER_KERNEL(op::huber_loss_backward, CPU, huber_backward_cpu);
+FB_REGISTER_KERNEL(op::_cross_entropy, CPU, cross_entropy_cpu);
+FB_REGISTER_KERNEL(op::_cross_entropy_backward, CPU, cross_entropy_backward_cpu);
+FB_REGISTER_KERNEL(op::nll_loss_nd, CPU, nll_loss_cpu);
+FB_REGISTER_KERNEL(op::nll_loss_nd_backward, CPU, nll_loss_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

@@ -1,0 +1,283 @@
+// CPU kernels: native_batch_norm and its fused backward (Note [Normalization
+// kernels] in norm_kernels.h), and the choice of the per-capability loop table.
+//
+// The input is viewed as (N, C, L) (L = 1 for an (N, C) input). Training
+// statistics take one pass over each channel (shifted sums, norm_kernels.h),
+// then the output is (x - mean) * a + bias with a = invstd * weight,
+// while the channel is still in cache. Threads split the channels; an (N, C)
+// input is split in blocks of channels with the rows walked in order, so the
+// inner loops run along contiguous memory either way. The backward takes one
+// reduction pass (sum(dy), sum(dy * (x - mean))) and, when the input's
+// gradient is wanted, one more pass that writes it; grad weight and bias come
+// from the same sums.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/linalg/gemm_pool.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "norm_common.h"
+#include "norm_kernels.h"
+#include "cpu/elementwise/vec_table.h"
+
+namespace flambeau::cpu {
+
+FB_DEFINE_DISPATCH(norm_table_stub);
+
+const NormTable& norm_table() { return norm_table_stub.get()(); }
+
+}  // namespace flambeau::cpu
+
+namespace flambeau {
+namespace {
+
+using cpu::check_floating;
+using cpu::contig;
+
+/// Element at i of a 1-D tensor of any stride.
+template <class T>
+T& at1(const Tensor& t, int64_t i) {
+  return t.data<T>()[i * t.strides()[0]];
+}
+
+struct BNShape {
+  int64_t n, c, l;
+};
+
+BNShape bn_shape(const Tensor& input, const char* op) {
+  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
+                 shape_str(input.sizes()));
+  BNShape s{input.sizes()[0], input.sizes()[1], 1};
+  for (int64_t d = 2; d < input.dim(); ++d) s.l *= input.sizes()[d];
+  return s;
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std::optional<Tensor>& weight,
+                                                  const std::optional<Tensor>& bias,
+                                                  const std::optional<Tensor>& running_mean,
+                                                  const std::optional<Tensor>& running_var, bool training,
+                                                  double momentum, double eps) {
+  const char* op = "batch_norm";
+  check_floating(input, op, "input");
+  const BNShape s = bn_shape(input, op);
+  const Shape cshape{s.c};
+  const char* why = "(one value per channel, C = input.shape[1])";
+  cpu::check_param(weight, input, cshape, op, "weight", why);
+  cpu::check_param(bias, input, cshape, op, "bias", why);
+  cpu::check_param(running_mean, input, cshape, op, "running_mean", why);
+  cpu::check_param(running_var, input, cshape, op, "running_var", why);
+  FB_CHECK_VALUE(training || (running_mean && running_var), "[", op,
+                 "] running_mean and running_var must be given in evaluation mode (training=False)");
+  FB_CHECK_VALUE(eps >= 0, "[", op, "] eps must be non-negative, got ", eps);
+  if (running_mean) check_no_internal_overlap(*running_mean, op);
+  if (running_var) check_no_internal_overlap(*running_var, op);
+  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
+  Tensor save_mean = op::empty(cshape, input.dtype(), input.device());
+  Tensor save_invstd = op::empty(cshape, input.dtype(), input.device());
+  const int64_t count = s.n * s.l;  // values per channel
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hw, hb;
+      const T* x = hx.data<T>();
+      T* y = out.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* b = cpu::opt_data<T>(bias, hb);
+      T* mean = save_mean.data<T>();
+      T* invstd = save_invstd.data<T>();
+      std::vector<double> var(static_cast<size_t>(s.c), 0.0);
+      if (count == 0) {  // no values: NaN statistics (as 0 / 0), an empty output
+        for (int64_t c = 0; c < s.c; ++c) {
+          mean[c] = invstd[c] = std::numeric_limits<T>::quiet_NaN();
+          var[c] = std::numeric_limits<double>::quiet_NaN();
+        }
+      } else if (!training) {
+        for (int64_t c = 0; c < s.c; ++c) {
+          mean[c] = at1<T>(*running_mean, c);
+          invstd[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(at1<T>(*running_var, c)) + eps));
+        }
+      }
+      auto coef = [&](int64_t c, T& a, T& sh) {  // y = (x - mean) * a + sh
+        a = invstd[c] * (w ? w[c] : T(1));
+        sh = b ? b[c] : T(0);
+      };
+      auto finish_stats = [&](int64_t c, double s1, double s2, T pivot) {
+        const double m1 = s1 / static_cast<double>(count);
+        const double v = std::max(s2 / static_cast<double>(count) - m1 * m1, 0.0);
+        mean[c] = static_cast<T>(static_cast<double>(pivot) + m1);
+        invstd[c] = static_cast<T>(1.0 / std::sqrt(v + eps));
+        var[c] = v;
+      };
+      if (count == 0) {
+        // nothing to normalize
+      } else if (s.l == 1) {
+        // (N, C): channels along rows. Statistics per block of channels, rows in order.
+        if (training) {
+          const int64_t grain = std::max<int64_t>(16, kGrainSize / std::max<int64_t>(s.n, 1));
+          parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+            const int64_t nc = c1 - c0;
+            std::vector<double> s1(static_cast<size_t>(nc), 0.0), s2(static_cast<size_t>(nc), 0.0);
+            const T* pivot = x + c0;
+            for (int64_t r = 0; r < s.n; ++r)
+              k.col_moments(x + r * s.c + c0, nc, pivot, s1.data(), s2.data());
+            for (int64_t j = 0; j < nc; ++j) finish_stats(c0 + j, s1[j], s2[j], pivot[j]);
+          });
+        }
+        std::vector<T> a(static_cast<size_t>(s.c)), sh(static_cast<size_t>(s.c));
+        for (int64_t c = 0; c < s.c; ++c) coef(c, a[c], sh[c]);
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.c, 1));
+        parallel_for(0, s.n, grain, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r)
+            k.vec_affine(x + r * s.c, y + r * s.c, s.c, mean, a.data(), sh.data());
+        });
+      } else if (training) {
+        // One task per channel: statistics, then the output while the channel is in cache.
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / count);
+        parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c) {
+            const T pivot = x[c * s.l];
+            double s1 = 0, s2 = 0;
+            for (int64_t r = 0; r < s.n; ++r) k.row_moments(x + (r * s.c + c) * s.l, s.l, pivot, &s1, &s2);
+            finish_stats(c, s1, s2, pivot);
+            T a, sh;
+            coef(c, a, sh);
+            for (int64_t r = 0; r < s.n; ++r) {
+              const int64_t off = (r * s.c + c) * s.l;
+              k.row_affine(x + off, y + off, s.l, mean[c], a, sh);
+            }
+          }
+        });
+      } else {
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / s.l);
+        cpu::pool_parallel_for(0, s.n * s.c, grain, [&](int64_t r0, int64_t r1) {  // Note [GEMM pool]
+          for (int64_t r = r0; r < r1; ++r) {
+            T a, sh;
+            coef(r % s.c, a, sh);
+            k.row_affine(x + r * s.l, y + r * s.l, s.l, mean[r % s.c], a, sh);
+          }
+        });
+      }
+      // Running statistics: momentum-weighted, the variance unbiased (count / (count - 1)), as PyTorch.
+      if (training && count > 0 && (running_mean || running_var)) {
+        const double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1)
+                                        : std::numeric_limits<double>::infinity();
+        for (int64_t c = 0; c < s.c; ++c) {
+          if (running_mean) {
+            T& rm = at1<T>(*running_mean, c);
+            rm = static_cast<T>((1.0 - momentum) * static_cast<double>(rm) +
+                                momentum * static_cast<double>(mean[c]));
+          }
+          if (running_var) {
+            T& rv = at1<T>(*running_var, c);
+            rv = static_cast<T>((1.0 - momentum) * static_cast<double>(rv) + momentum * var[c] * unbias);
+          }
+        }
+        if (running_mean) running_mean->impl()->bump_version();
+        if (running_var) running_var->impl()->bump_version();
+      }
+    }
+  });
+  return {out, save_mean, save_invstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
+                                                           const std::optional<Tensor>& weight,
+                                                           const Tensor& save_mean, const Tensor& save_invstd,
+                                                           bool train, bool input_g, bool weight_g,
+                                                           bool bias_g) {
+  const char* op = "batch_norm_backward";
+  check_floating(input, op, "input");
+  const BNShape s = bn_shape(input, op);
+  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
+                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
+  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
+                " does not match input dtype ", dtype_name(input.dtype()));
+  const Shape cshape{s.c};
+  const char* why = "(one value per channel)";
+  cpu::check_param(weight, input, cshape, op, "weight", why);
+  cpu::check_param(save_mean, input, cshape, op, "save_mean", why);
+  cpu::check_param(save_invstd, input, cshape, op, "save_invstd", why);
+  Tensor gi, gw, gb;
+  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
+  if (weight_g) gw = op::empty(cshape, input.dtype(), input.device());
+  if (bias_g) gb = op::empty(cshape, input.dtype(), input.device());
+  const int64_t count = s.n * s.l;
+  visit_dtype(input.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto& k = cpu::norm_fns<T>();
+      Tensor hx = contig(input), hdy = contig(grad_out), hw, hm = contig(save_mean), hi = contig(save_invstd);
+      const T* x = hx.data<T>();
+      const T* dy = hdy.data<T>();
+      const T* w = cpu::opt_data<T>(weight, hw);
+      const T* mean = hm.data<T>();
+      const T* invstd = hi.data<T>();
+      T* dx = input_g ? gi.data<T>() : nullptr;
+      T* dw = weight_g ? gw.data<T>() : nullptr;
+      T* db = bias_g ? gb.data<T>() : nullptr;
+      const bool need_sums = weight_g || bias_g || (input_g && train);
+      const double inv_count = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
+      // dx = dy * a + (x - mean) * k2 + k3 (train: the batch statistics' own gradient; eval: k2 = k3 = 0).
+      auto finish = [&](int64_t c, double sdy, double sdyx, T& a, T& k2, T& k3) {
+        const double is = static_cast<double>(invstd[c]);
+        const double wc = w ? static_cast<double>(w[c]) : 1.0;
+        if (dw) dw[c] = static_cast<T>(sdyx * is);
+        if (db) db[c] = static_cast<T>(sdy);
+        a = static_cast<T>(is * wc);
+        k2 = train ? static_cast<T>(-is * is * is * wc * sdyx * inv_count) : T(0);
+        k3 = train ? static_cast<T>(-is * wc * sdy * inv_count) : T(0);
+      };
+      if (s.l == 1) {
+        std::vector<double> sdy(static_cast<size_t>(s.c), 0.0), sdyx(static_cast<size_t>(s.c), 0.0);
+        if (need_sums && count > 0) {
+          const int64_t grain = std::max<int64_t>(16, kGrainSize / std::max<int64_t>(s.n, 1));
+          parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+            for (int64_t r = 0; r < s.n; ++r)
+              k.col_dot2(dy + r * s.c + c0, x + r * s.c + c0, c1 - c0, mean + c0, sdy.data() + c0,
+                         sdyx.data() + c0);
+          });
+        }
+        std::vector<T> a(static_cast<size_t>(s.c)), k2(static_cast<size_t>(s.c)),
+            k3(static_cast<size_t>(s.c));
+        for (int64_t c = 0; c < s.c; ++c) finish(c, sdy[c], sdyx[c], a[c], k2[c], k3[c]);
+        if (dx) {
+          const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.c, 1));
+          parallel_for(0, s.n, grain, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+              k.vec_bwd(dy + r * s.c, x + r * s.c, dx + r * s.c, s.c, a.data(), mean, k2.data(), k3.data());
+          });
+        }
+        return;
+      }
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1));
+      parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          double sdy = 0, sdyx = 0;
+          if (need_sums)
+            for (int64_t r = 0; r < s.n; ++r) {
+              const int64_t off = (r * s.c + c) * s.l;
+              k.row_dot2(dy + off, x + off, s.l, mean[c], &sdy, &sdyx);
+            }
+          T a, k2, k3;
+          finish(c, sdy, sdyx, a, k2, k3);
+          if (dx)
+            for (int64_t r = 0; r < s.n; ++r) {
+              const int64_t off = (r * s.c + c) * s.l;
+              k.row_bwd(dy + off, x + off, dx + off, s.l, a, mean[c], k2, k3);
+            }
+        }
+      });
+    }
+  });
+  return {gi, gw, gb};
+}
+
+FB_REGISTER_KERNEL(op::native_batch_norm, CPU, batch_norm_cpu);
+FB_REGISTER_KERNEL(op::native_batch_norm_backward, CPU, batch_norm_backward_cpu);
+
+}  // namespace
+}  // namespace flambeau

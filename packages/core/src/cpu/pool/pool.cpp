@@ -1,0 +1,562 @@
+// CPU kernels of the poolings over (N, C, H, W) or (C, H, W) inputs: max (with
+// int64 indices flattened per plane, as PyTorch), average, adaptive average and
+// adaptive max, forward and backward. Each (H, W) plane is independent, so the
+// work is split across threads by planes, with a grain size (Note [Grain size])
+// that keeps small inputs on one thread. Non-contiguous inputs are packed first.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/pool/pool_shape.h"
+#include "flambeau/error.h"
+#include "flambeau/ops.h"
+#include "flambeau/parallel.h"
+#include "flambeau/type_dispatch.h"
+
+namespace flambeau {
+namespace {
+
+// Note [CPU capabilities] for the two hot loops of the benchmark models (LeNet's
+// 2x2 max pooling, ResNet's and MobileNet's global average pooling): GCC
+// compiles each for AVX-512, AVX2 and baseline x86-64 and picks one at load
+// time (target_clones), like the *_avx2.cpp / *_avx512.cpp files do for the
+// vector table. The results do not depend on the ISA: the partial sums are explicit.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FB_POOL_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
+#else
+#define FB_POOL_CLONES
+#endif
+
+/// Planes per thread chunk so that a chunk holds about kGrainSize units of work.
+int64_t plane_grain(int64_t work_per_plane) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
+}
+
+void check_float(const Tensor& t, const char* op) {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
+                "] needs a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+void check_not_bool(const Tensor& t, const char* op) {
+  FB_CHECK_TYPE(t.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
+}
+
+template <class T>
+inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+template <class T>
+constexpr T lowest() {
+  if constexpr (std::is_floating_point_v<T>)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
+}
+
+// ---- max pooling ----
+
+// One plane, 2x2 windows with stride 2, no padding or dilation (LeNet, VGG).
+// Full windows are branch-free (selects the compiler vectorizes): a later
+// element replaces the maximum only when strictly greater or NaN, so the
+// first maximum in scan order wins, as in PyTorch. Partial windows at the
+// bottom/right edge (ceil_mode) take the general path.
+template <class T>
+[[gnu::always_inline]] inline void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W,
+                                                int64_t OH, int64_t OW) {
+  const int64_t full_w = std::min(OW, W / 2);  // windows with two columns inside the input
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t ih = 2 * oh;
+    const T* r0 = in + ih * W;
+    T* yr = out + oh * OW;
+    int64_t* ir = idx + oh * OW;
+    if (ih + 1 < H) {
+      const T* r1 = r0 + W;
+      const int64_t base = ih * W;
+#pragma omp simd
+      for (int64_t ow = 0; ow < full_w; ++ow) {
+        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        const bool ub = (b > a) || (b != b);
+        T m = ub ? b : a;
+        int64_t mi = ub ? 1 : 0;
+        const bool uc = (c > m) || (c != c);
+        m = uc ? c : m;
+        mi = uc ? W : mi;
+        const bool ud = (d > m) || (d != d);
+        m = ud ? d : m;
+        mi = ud ? W + 1 : mi;
+        yr[ow] = m;
+        ir[ow] = base + 2 * ow + mi;
+      }
+    }
+    const int64_t first_partial = ih + 1 < H ? full_w : 0;
+    for (int64_t ow = first_partial; ow < OW; ++ow) {
+      const int64_t iw = 2 * ow;
+      T m = lowest<T>();
+      int64_t mi = ih * W + iw;
+      for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
+        for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
+          const T v = in[h * W + w];
+          if (v > m || is_nan(v)) {
+            m = v;
+            mi = h * W + w;
+          }
+        }
+      yr[ow] = m;
+      ir[ow] = mi;
+    }
+  }
+}
+
+FB_POOL_CLONES void max_pool_2x2_f32(const float* in, float* out, int64_t* idx, int64_t H, int64_t W,
+                                     int64_t OH, int64_t OW) {
+  max_pool_2x2<float>(in, out, idx, H, W, OH, OW);
+}
+
+template <class T>
+void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    int64_t h0 = oh * p.sH - p.pH;
+    const int64_t h1 = std::min(h0 + (p.kH - 1) * p.dH + 1, p.H);
+    while (h0 < 0) h0 += p.dH;
+    for (int64_t ow = 0; ow < p.OW; ++ow) {
+      int64_t w0 = ow * p.sW - p.pW;
+      const int64_t w1 = std::min(w0 + (p.kW - 1) * p.dW + 1, p.W);
+      while (w0 < 0) w0 += p.dW;
+      T m = lowest<T>();
+      int64_t mi = h0 * p.W + w0;
+      for (int64_t h = h0; h < h1; h += p.dH) {
+        const T* row = in + h * p.W;
+        for (int64_t w = w0; w < w1; w += p.dW) {
+          const T v = row[w];
+          if (v > m || is_nan(v)) {
+            m = v;
+            mi = h * p.W + w;
+          }
+        }
+      }
+      out[oh * p.OW + ow] = m;
+      idx[oh * p.OW + ow] = mi;
+    }
+  }
+}
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntArrayRef kernel_size,
+                                                       IntArrayRef stride, IntArrayRef padding,
+                                                       IntArrayRef dilation, bool ceil_mode) {
+  check_not_bool(self, "max_pool2d");
+  const pool::Pool2d p =
+      pool::check_pool2d(self.sizes(), kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+  shape_nbytes(p.out_shape, ScalarType::Int64, "max_pool2d");
+  Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
+  Tensor indices = op::empty(p.out_shape, ScalarType::Int64, self.device());
+  if (out.numel() == 0) return {out, indices};
+  const Tensor in = contiguous(self);
+  const bool fast =
+      p.kH == 2 && p.kW == 2 && p.sH == 2 && p.sW == 2 && p.pH == 0 && p.pW == 0 && p.dH == 1 && p.dW == 1;
+  visit_dtype(self.dtype(), "max_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data<T>();
+    T* y = out.data<T>();
+    int64_t* ind = indices.data<int64_t>();
+    const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+    parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        if (fast)
+          if constexpr (std::is_same_v<T, float>)
+            max_pool_2x2_f32(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+          else
+            max_pool_2x2<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+        else
+          max_pool_plane<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
+      }
+    });
+  });
+  return {out, indices};
+}
+
+Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
+  const char* op = "max_pool_backward";
+  check_float(grad_output, op);
+  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64, "[", op, "] indices must be int64, got dtype ",
+                dtype_name(indices.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), indices.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad_output.sizes()), " must equal indices shape ", shape_str(indices.sizes()));
+  const int64_t nd = static_cast<int64_t>(input_size.size());
+  FB_CHECK_VALUE(nd >= 2 && nd == indices.dim(), "[", op, "] input_size ", shape_str(input_size),
+                 " must have the rank of indices shape ", shape_str(indices.sizes()), " (at least 2)");
+  for (int64_t i = 0; i < nd - 2; ++i)
+    FB_CHECK_VALUE(input_size[i] == indices.sizes()[i], "[", op, "] input_size ", shape_str(input_size),
+                   " and indices shape ", shape_str(indices.sizes()), " differ in the leading dim ", i);
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0) return gi;
+  const int64_t in_plane = input_size[nd - 1] * input_size[nd - 2];
+  const int64_t planes = gi.numel() / in_plane;
+  const int64_t out_plane = indices.numel() / std::max<int64_t>(planes, 1);
+  const Tensor go = contiguous(grad_output);
+  const Tensor ix = contiguous(indices);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* g = go.data<T>();
+      const int64_t* id = ix.data<int64_t>();
+      T* o = gi.data<T>();
+      parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
+        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+        for (int64_t c = b; c < e; ++c) {
+          T* oc = o + c * in_plane;
+          const T* gc = g + c * out_plane;
+          const int64_t* ic = id + c * out_plane;
+          for (int64_t j = 0; j < out_plane; ++j) {
+            const int64_t k = ic[j];
+            FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ",
+                           in_plane, " elements (input_size ", shape_str(input_size), ")");
+            // Note [Empty pooling window]: a dilated window with no element inside the image gives -inf and
+            // the index of its first position, past the plane (as PyTorch's forward); that output cell has no
+            // input to send its gradient to (PyTorch's CPU backward writes past the plane there).
+            if (k < in_plane) oc[k] += gc[j];
+          }
+        }
+      });
+    }
+  });
+  return gi;
+}
+
+// ---- average pooling ----
+
+template <class T>
+void avg_pool_plane(const T* in, T* out, const pool::Pool2d& p, bool count_include_pad,
+                    std::optional<int64_t> divisor) {
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    int64_t h0 = oh * p.sH - p.pH;
+    int64_t h1 = std::min(h0 + p.kH, p.H + p.pH);
+    const int64_t pool_h = h1 - h0;
+    h0 = std::max<int64_t>(h0, 0);
+    h1 = std::min(h1, p.H);
+    for (int64_t ow = 0; ow < p.OW; ++ow) {
+      int64_t w0 = ow * p.sW - p.pW;
+      int64_t w1 = std::min(w0 + p.kW, p.W + p.pW);
+      const int64_t pool_w = w1 - w0;
+      w0 = std::max<int64_t>(w0, 0);
+      w1 = std::min(w1, p.W);
+      if (h0 >= h1 || w0 >= w1) {
+        out[oh * p.OW + ow] = 0;
+        continue;
+      }
+      T s = 0;
+      for (int64_t h = h0; h < h1; ++h) {
+        const T* row = in + h * p.W;
+        for (int64_t w = w0; w < w1; ++w) s += row[w];
+      }
+      const int64_t div = divisor ? *divisor : count_include_pad ? pool_h * pool_w : (h1 - h0) * (w1 - w0);
+      out[oh * p.OW + ow] = s / static_cast<T>(div);
+    }
+  }
+}
+
+void check_divisor(std::optional<int64_t> divisor, const char* op) {
+  FB_CHECK_VALUE(!divisor || *divisor != 0, "[", op, "] divisor_override must be non-zero");
+}
+
+Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  check_float(self, "avg_pool2d");
+  check_divisor(divisor_override, "avg_pool2d");
+  const pool::Pool2d p =
+      pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
+  Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor in = contiguous(self);
+  visit_dtype(self.dtype(), "avg_pool2d", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = in.data<T>();
+      T* y = out.data<T>();
+      const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+      parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c)
+          avg_pool_plane<T>(x + c * in_plane, y + c * out_plane, p, count_include_pad, divisor_override);
+      });
+    }
+  });
+  return out;
+}
+
+/// Checks a backward's input_size against the shape its forward would give.
+void check_grad_shape(const Tensor& grad_output, IntArrayRef expected, const char* op) {
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), expected), "[", op, "] grad_output has shape ",
+                 shape_str(grad_output.sizes()), " but the forward output has shape ", shape_str(expected));
+}
+
+Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
+                               IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                               bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const char* op = "avg_pool2d_backward";
+  check_float(grad_output, op);
+  check_divisor(divisor_override, op);
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
+  check_grad_shape(grad_output, p.out_shape, op);
+  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0) return gi;
+  const Tensor go = contiguous(grad_output);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* g = go.data<T>();
+      T* o = gi.data<T>();
+      const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+      parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+        for (int64_t c = b; c < e; ++c) {
+          T* oc = o + c * in_plane;
+          const T* gc = g + c * out_plane;
+          for (int64_t oh = 0; oh < p.OH; ++oh) {
+            int64_t h0 = oh * p.sH - p.pH;
+            int64_t h1 = std::min(h0 + p.kH, p.H + p.pH);
+            const int64_t pool_h = h1 - h0;
+            h0 = std::max<int64_t>(h0, 0);
+            h1 = std::min(h1, p.H);
+            for (int64_t ow = 0; ow < p.OW; ++ow) {
+              int64_t w0 = ow * p.sW - p.pW;
+              int64_t w1 = std::min(w0 + p.kW, p.W + p.pW);
+              const int64_t pool_w = w1 - w0;
+              w0 = std::max<int64_t>(w0, 0);
+              w1 = std::min(w1, p.W);
+              if (h0 >= h1 || w0 >= w1) continue;
+              const int64_t div = divisor_override    ? *divisor_override
+                                  : count_include_pad ? pool_h * pool_w
+                                                      : (h1 - h0) * (w1 - w0);
+              const T v = gc[oh * p.OW + ow] / static_cast<T>(div);
+              for (int64_t h = h0; h < h1; ++h) {
+                T* row = oc + h * p.W;
+                for (int64_t w = w0; w < w1; ++w) row[w] += v;
+              }
+            }
+          }
+        }
+      });
+    }
+  });
+  return gi;
+}
+
+// ---- adaptive pooling ----
+
+struct Adaptive {
+  int64_t H, W, OH, OW, planes = 1;
+  Shape out_shape;
+  std::vector<int64_t> hs, he, ws, we;  // window bounds per output row / column
+};
+
+Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op) {
+  const int64_t nd = static_cast<int64_t>(sz.size());
+  FB_CHECK_VALUE(
+      (nd == 3 && sz[0] != 0 && sz[1] != 0 && sz[2] != 0) ||
+          (nd == 4 && sz[1] != 0 && sz[2] != 0 && sz[3] != 0),
+      "[", op,
+      "] expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
+      "got shape ",
+      shape_str(sz));
+  FB_CHECK_VALUE(output_size.size() == 2 || output_size.size() == 1, "[", op,
+                 "] output_size must be a single int or a tuple of 2 ints, got ", shape_str(output_size));
+  Adaptive a;
+  a.H = sz[nd - 2];
+  a.W = sz[nd - 1];
+  a.OH = output_size[0];
+  a.OW = output_size.size() == 2 ? output_size[1] : output_size[0];
+  FB_CHECK_VALUE(a.OH >= 0 && a.OW >= 0, "[", op, "] output_size must be non-negative, got ",
+                 shape_str(output_size));
+  for (int64_t i = 0; i < nd - 2; ++i) a.planes *= sz[i];
+  a.out_shape.assign(sz.begin(), sz.end() - 2);
+  a.out_shape.push_back(a.OH);
+  a.out_shape.push_back(a.OW);
+  shape_nbytes(a.out_shape, ScalarType::Int64, op);
+  a.hs.resize(a.OH);
+  a.he.resize(a.OH);
+  a.ws.resize(a.OW);
+  a.we.resize(a.OW);
+  for (int64_t i = 0; i < a.OH; ++i) {
+    a.hs[i] = pool::adaptive_start(i, a.OH, a.H);
+    a.he[i] = pool::adaptive_end(i, a.OH, a.H);
+  }
+  for (int64_t i = 0; i < a.OW; ++i) {
+    a.ws[i] = pool::adaptive_start(i, a.OW, a.W);
+    a.we[i] = pool::adaptive_end(i, a.OW, a.W);
+  }
+  return a;
+}
+
+// Sum of n contiguous values with 16 independent partial sums, so that the
+// adds of a short plane (64 values in ResNet's last stage) do not wait on one
+// another: one accumulator chain would cost the add latency per vector.
+template <class T>
+[[gnu::always_inline]] inline T plane_sum(const T* x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) acc[j] += x[i + j];
+  T s = 0;
+  for (; i < n; ++i) s += x[i];
+  for (int64_t j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+template <class T>
+[[gnu::always_inline]] inline void global_avg_planes(const T* x, T* y, int64_t b, int64_t e, int64_t n) {
+  const T count = static_cast<T>(n);
+  for (int64_t c = b; c < e; ++c) y[c] = plane_sum(x + c * n, n) / count;
+}
+FB_POOL_CLONES void global_avg_planes_f32(const float* x, float* y, int64_t b, int64_t e, int64_t n) {
+  global_avg_planes<float>(x, y, b, e, n);
+}
+FB_POOL_CLONES void global_avg_planes_f64(const double* x, double* y, int64_t b, int64_t e, int64_t n) {
+  global_avg_planes<double>(x, y, b, e, n);
+}
+
+Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_float(self, op);
+  const Adaptive a = check_adaptive(self.sizes(), output_size, op);
+  Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor in = contiguous(self);
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = in.data<T>();
+      T* y = out.data<T>();
+      const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+      if (out_plane == 1) {  // global average pooling (ResNet, MobileNet): one vectorized sum per plane
+        parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
+          if constexpr (std::is_same_v<T, float>)
+            global_avg_planes_f32(x, y, b, e, in_plane);
+          else
+            global_avg_planes_f64(x, y, b, e, in_plane);
+        });
+        return;
+      }
+      parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const T* xc = x + c * in_plane;
+          T* yc = y + c * out_plane;
+          for (int64_t oh = 0; oh < a.OH; ++oh)
+            for (int64_t ow = 0; ow < a.OW; ++ow) {
+              T s = 0;
+              for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+                for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) s += xc[h * a.W + w];
+              yc[oh * a.OW + ow] = s / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
+            }
+        }
+      });
+    }
+  });
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size) {
+  const char* op = "adaptive_avg_pool2d_backward";
+  check_float(grad_output, op);
+  const int64_t nd = grad_output.dim();
+  FB_CHECK_VALUE(nd >= 2 && static_cast<int64_t>(input_size.size()) == nd, "[", op, "] input_size ",
+                 shape_str(input_size), " must have the rank of grad_output shape ",
+                 shape_str(grad_output.sizes()));
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  const Adaptive a = check_adaptive(input_size, grad_output.sizes().last(2), op);
+  check_grad_shape(grad_output, a.out_shape, op);
+  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
+  if (gi.numel() == 0) return gi;
+  const Tensor go = contiguous(grad_output);
+  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* g = go.data<T>();
+      T* o = gi.data<T>();
+      const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+      if (out_plane == 1) {
+        const T inv = static_cast<T>(in_plane);
+        parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
+          for (int64_t c = b; c < e; ++c) {
+            const T v = g[c] / inv;
+            T* oc = o + c * in_plane;
+#pragma omp simd
+            for (int64_t i = 0; i < in_plane; ++i) oc[i] = v;
+          }
+        });
+        return;
+      }
+      parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
+        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+        for (int64_t c = b; c < e; ++c) {
+          T* oc = o + c * in_plane;
+          const T* gc = g + c * out_plane;
+          for (int64_t oh = 0; oh < a.OH; ++oh)
+            for (int64_t ow = 0; ow < a.OW; ++ow) {
+              const T v = gc[oh * a.OW + ow] / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
+              for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+                for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) oc[h * a.W + w] += v;
+            }
+        }
+      });
+    }
+  });
+  return gi;
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
+  const char* op = "adaptive_max_pool2d";
+  check_not_bool(self, op);
+  const Adaptive a = check_adaptive(self.sizes(), output_size, op);
+  Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
+  Tensor indices = op::empty(a.out_shape, ScalarType::Int64, self.device());
+  if (out.numel() == 0) return {out, indices};
+  const Tensor in = contiguous(self);
+  visit_dtype(self.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data<T>();
+    T* y = out.data<T>();
+    int64_t* ind = indices.data<int64_t>();
+    const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+    parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const T* xc = x + c * in_plane;
+        for (int64_t oh = 0; oh < a.OH; ++oh)
+          for (int64_t ow = 0; ow < a.OW; ++ow) {
+            T m = lowest<T>();
+            int64_t mi = a.hs[oh] * a.W + a.ws[ow];
+            for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+              for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) {
+                const T v = xc[h * a.W + w];
+                if (v > m || is_nan(v)) {
+                  m = v;
+                  mi = h * a.W + w;
+                }
+              }
+            y[c * out_plane + oh * a.OW + ow] = m;
+            ind[c * out_plane + oh * a.OW + ow] = mi;
+          }
+      }
+    });
+  });
+  return {out, indices};
+}
+
+FB_REGISTER_KERNEL(op::max_pool2d_with_indices, CPU, max_pool2d_with_indices_cpu);
+FB_REGISTER_KERNEL(op::max_pool_backward, CPU, max_pool_backward_cpu);
+FB_REGISTER_KERNEL(op::avg_pool2d, CPU, avg_pool2d_cpu);
+FB_REGISTER_KERNEL(op::avg_pool2d_backward, CPU, avg_pool2d_backward_cpu);
+FB_REGISTER_KERNEL(op::adaptive_avg_pool2d, CPU, adaptive_avg_pool2d_cpu);
+FB_REGISTER_KERNEL(op::adaptive_avg_pool2d_backward, CPU, adaptive_avg_pool2d_backward_cpu);
+FB_REGISTER_KERNEL(op::adaptive_max_pool2d, CPU, adaptive_max_pool2d_cpu);
+
+}  // namespace
+}  // namespace flambeau

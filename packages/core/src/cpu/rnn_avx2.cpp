@@ -1,4 +1,0 @@
-// The recurrent cell kernels compiled for AVX2+FMA (rnn_kernels.inc).
-#define FB_CPU_CAPABILITY avx2
-#define FB_FILL_RNN_KERNELS fill_rnn_kernels_avx2
-#include "rnn_kernels.inc"

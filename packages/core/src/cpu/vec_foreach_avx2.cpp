@@ -1,4 +1,0 @@
-// The fused optimizer loops compiled for AVX2+FMA (Note [Fused optimizer loops] in foreach.h).
-#define FB_FOREACH_NS foreach_avx2
-#define FB_FILL_FOREACH_TABLE fill_foreach_table_avx2
-#include "foreach_kernels.inc"

@@ -1,5 +1,0 @@
-// The reduction loops compiled for base (Note [Reduction kernels] in vec_reduce.h).
-#define FB_CPU_CAPABILITY base
-#define FB_CPU_CAPABILITY_NAME "base"
-#define FB_FILL_REDUCE_TABLE fill_reduce_table_base
-#include "vec_reduce.inc"

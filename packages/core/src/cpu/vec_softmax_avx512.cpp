@@ -1,4 +1,0 @@
-// The softmax row loops compiled for avx512 (Note [Softmax rows] in softmax_rows.h).
-#define FB_CPU_CAPABILITY avx512
-#define FB_FILL_SOFTMAX_ROWS fill_softmax_rows_avx512
-#include "vec_softmax.inc"
