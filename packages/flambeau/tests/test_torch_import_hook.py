@@ -40,6 +40,8 @@ NAMESPACES = [
     "torch.utils.checkpoint",
     "torch.hub",
     "torch.onnx",
+    "torch.profiler",
+    "torch.autograd.profiler",
 ]
 
 
