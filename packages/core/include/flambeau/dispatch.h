@@ -104,11 +104,10 @@ FB_API extern thread_local bool tls_autograd_excluded;
 // the Generic one), for coverage checks: "does every op one training step
 // needs on the CPU have a CUDA kernel?" (packages/cuda/tests/
 // test_kernel_coverage.py). On (_C._kernel_trace_start), only the thread
-// that started it records, and only
-// top-level device-kernel calls: ops a device's own kernel calls inside
-// itself are its private business (another device's kernel may not need
-// them), while the ops a Generic kernel calls are recorded, since on every
-// device they dispatch again.
+// that started it records, and only top-level device-kernel calls: ops a
+// device's own kernel calls inside itself are its private business (another
+// device's kernel may not need them), while the ops a Generic kernel calls are
+// recorded, since on every device they dispatch again.
 // It is a client of the observation gate (Note [Observation]): its flag is
 // kObserveKernelTrace, tested only on the observed path.
 namespace detail {
