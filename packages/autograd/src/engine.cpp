@@ -25,8 +25,11 @@
 // create_graph=True they record a graph of their own: higher-order gradients.
 #include "engine.h"
 
+#include "flambeau/observe.h"
+
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -36,7 +39,11 @@ namespace flambeau::autograd {
 
 uint64_t next_sequence_nr() {
   static std::atomic<uint64_t> counter{0};
-  return counter.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t n = counter.fetch_add(1, std::memory_order_relaxed);
+  // Note [Observation]: links the forward op being recorded to this node's backward event.
+  if (detail::observing(kObserveProfiler)) [[unlikely]]
+    profiler::note_sequence_nr(static_cast<int64_t>(n));
+  return n;
 }
 
 namespace {
@@ -526,6 +533,13 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grads, 
         fn == root.get() || std::ranges::any_of(in, [](const Tensor& t) { return t.defined(); });
     variable_list out;
     if (any_defined) {
+      // Note [Observation]: named as PyTorch's profiler names a node's evaluation and the node.
+      std::optional<profiler::RecordScope> evaluate, node;
+      if (detail::observing(kObserveProfiler)) [[unlikely]] {
+        const auto seq = static_cast<int64_t>(fn->sequence_nr());
+        evaluate.emplace("autograd::engine::evaluate_function: " + fn->name(), profiler::EventKind::Backward, seq);
+        node.emplace(fn->name(), profiler::EventKind::Backward, seq);
+      }
       if (fn->post_hooks().empty()) {
         out = fn->apply(std::move(in));
       } else {

@@ -500,6 +500,36 @@ def _has_kernel(op: str, key: str) -> bool:
     True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).
     """
 
+def _profiler_start(record_shapes: bool, profile_memory: bool) -> None:
+    """
+    Note [Observation]: starts recording ops, ranges, backward nodes and (profile_memory) allocations.
+    """
+
+def _profiler_stop() -> list[tuple]:
+    """
+    Stops recording; returns one tuple per event (flambeau_core/profiler/_events.py reads them).
+    """
+
+def _profiler_enabled() -> bool:
+    """
+    True while a profiler session records.
+    """
+
+def _profiler_now_ns() -> int:
+    """
+    The clock of the profiler's event times, in nanoseconds.
+    """
+
+def _record_function_enter(name: str, kind: int = 1) -> int:
+    """
+    Opens a range on this thread; returns the token for the exit.
+    """
+
+def _record_function_exit(token: int) -> None:
+    """
+    Closes a range _record_function_enter opened.
+    """
+
 def _kernel_trace_start() -> None:
     """
     Note [Kernel trace]: records the ops this thread dispatches to a device kernel.

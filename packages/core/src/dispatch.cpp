@@ -62,7 +62,6 @@ std::vector<std::string> OpBase::registered_names() {
 
 // Note [Kernel trace]
 namespace detail {
-std::atomic<bool> g_kernel_trace{false};
 namespace {
 thread_local bool tls_trace_thread = false;
 thread_local bool tls_in_device_kernel = false;
@@ -92,11 +91,11 @@ void kernel_trace_start() {
   }
   tls_trace_thread = true;
   tls_in_device_kernel = false;
-  g_kernel_trace.store(true);
+  g_observe.fetch_or(kObserveKernelTrace);
 }
 
 std::vector<std::vector<std::string>> kernel_trace_stop() {
-  g_kernel_trace.store(false);
+  g_observe.fetch_and(static_cast<uint8_t>(~kObserveKernelTrace));
   tls_trace_thread = false;
   std::lock_guard lock(g_trace_mutex);
   std::vector<std::vector<std::string>> out(g_trace_seen.begin(), g_trace_seen.end());

@@ -2,6 +2,7 @@
 
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
+#include "flambeau/observe.h"
 
 namespace flambeau {
 
@@ -30,7 +31,11 @@ std::function<void()> releaser(void* data, size_t nbytes, AllocatorPtr allocator
 
 StorageImpl::~StorageImpl() {
   if (allocator_) {
-    if (data_) allocator_->deallocate(data_, nbytes_);
+    if (data_) {
+      if (detail::observing(kObserveProfiler)) [[unlikely]]
+        profiler::record_memory(data_, -static_cast<int64_t>(nbytes_), device_);
+      allocator_->deallocate(data_, nbytes_);
+    }
   } else if (deleter_) {
     deleter_(data_);
   }
@@ -62,10 +67,14 @@ std::shared_ptr<StorageImpl> StorageImpl::allocate(size_t nbytes, Device device)
     require_device(device, "allocate");
     AllocatorPtr a = get_allocator(device.type);
     void* p = nbytes ? a->allocate_on(nbytes, device) : nullptr;
+    if (p && detail::observing(kObserveProfiler)) [[unlikely]]
+      profiler::record_memory(p, static_cast<int64_t>(nbytes), device);
     return std::make_shared<StorageImpl>(p, nbytes, device, std::move(a), nullptr);
   }
   AllocatorPtr a = get_allocator(device.type);
   void* p = nbytes ? a->allocate(nbytes) : nullptr;
+  if (p && detail::observing(kObserveProfiler)) [[unlikely]]
+    profiler::record_memory(p, static_cast<int64_t>(nbytes), device);
   return std::make_shared<StorageImpl>(p, nbytes, device, std::move(a), nullptr);
 }
 

@@ -52,6 +52,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from flambeau_core import FlambeauError
+from flambeau_core import profiler as _profiler
+from flambeau_core.profiler import _events as _profiler_events
 
 from flambeau_data import _random, _shm, _worker
 from flambeau_data.collate import default_collate, default_convert
@@ -323,6 +325,7 @@ class _BaseIterator:
         # Drawn with or without workers (as PyTorch), so a seeded shuffle is the same either way.
         self._base_seed = _random.draw_seed(loader.generator)
         self._yielded = 0
+        self._profile_name = f"enumerate(DataLoader)#{type(self).__name__}.__next__"
         self._pin = loader.pin_memory and _pin_allocator is not None
         if loader.pin_memory and _pin_allocator is None:
             global _pin_warned
@@ -338,6 +341,14 @@ class _BaseIterator:
     def __iter__(self) -> _BaseIterator:
         return self
 
+    def __next__(self) -> Any:
+        # The range PyTorch's profiler shows around fetching a batch (Note [Observation] in core).
+        with _profiler._range(self._profile_name, _profiler_events.KIND_DATALOADER):
+            return self._next_data()
+
+    def _next_data(self) -> Any:
+        raise NotImplementedError
+
     def __len__(self) -> int:
         if self._length is None:
             raise TypeError("[DataLoader] this dataset has no length")
@@ -351,7 +362,7 @@ class _SingleProcessIterator(_BaseIterator):
             self._dataset, self._iterable, self._auto_collation, self._collate_fn, self._drop_last, self._batch_size
         )
 
-    def __next__(self) -> Any:
+    def _next_data(self) -> Any:
         indices = next(self._sampler_iter)  # StopIteration ends the epoch
         try:
             batch = self._fetcher.fetch(indices)
@@ -718,7 +729,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._shutdown(grace=0.1)  # a worker is stuck: no point waiting for it
         raise RuntimeError(f"[DataLoader] timed out after {self._timeout} seconds waiting for batch{what}")
 
-    def __next__(self) -> Any:
+    def _next_data(self) -> Any:
         if not self._pool.alive:
             raise StopIteration
         # One deadline for the batch awaited, however many other results arrive meanwhile.

@@ -67,6 +67,10 @@ fft = _alias("fft", _core.fft)
 backends = _alias("backends", _core.backends)
 accelerator = _alias("accelerator", _core.accelerator)
 random = _alias("random", _core.random)
+# torch.profiler, and torch.autograd.profiler (the older API) under autograd's alias.
+_autograd.profiler = _importlib.import_module("flambeau_core.profiler.autograd_profiler")
+profiler = _alias("profiler", _importlib.import_module("flambeau_core.profiler"))
+_sys.modules[f"{__name__}.autograd.profiler"] = _autograd.profiler
 onnx = _importlib.import_module("flambeau.onnx")
 hub = _importlib.import_module("flambeau.hub")
 distributions = _importlib.import_module("flambeau.distributions")  # torch.distributions

@@ -83,6 +83,7 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.autograd.functional": ("flambeau_autograd.functional", ""),
     "torch.autograd.grad_mode": ("flambeau_autograd.grad_mode", ""),
     "torch.autograd.anomaly_mode": ("flambeau_autograd.anomaly_mode", ""),
+    "torch.autograd.profiler": ("flambeau_core.profiler.autograd_profiler", "no device kernel times"),
     "torch.multiprocessing": ("flambeau_data.multiprocessing", ""),
     "torch.distributed": ("flambeau_distributed", "over MPI (see docs/distributed.md)"),
     "torch.distributed.algorithms": ("flambeau_distributed.algorithms", "Join, ddp_comm_hooks"),
@@ -106,6 +107,7 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.backends.*": ("flambeau_core.backends.*", "cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum"),
     "torch.accelerator": ("flambeau:accelerator", ""),
     "torch.random": ("flambeau:random", ""),
+    "torch.profiler": ("flambeau_core.profiler", "CPU-side ranges; no device kernel times (docs/profiler.md)"),
     "torch.hub": ("flambeau:hub", "local folders and cached GitHub repositories; no downloads offline"),
     "torch.onnx": ("flambeau:onnx", "export raises NotImplementedError"),
 }

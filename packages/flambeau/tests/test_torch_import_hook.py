@@ -42,6 +42,8 @@ NAMESPACES = [
     "torch.utils.tensorboard",
     "torch.hub",
     "torch.onnx",
+    "torch.profiler",
+    "torch.autograd.profiler",
 ]
 
 

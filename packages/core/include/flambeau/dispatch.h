@@ -47,6 +47,7 @@
 
 #include "flambeau/device.h"
 #include "flambeau/macros.h"
+#include "flambeau/observe.h"
 #include "flambeau/tensor.h"
 
 namespace flambeau {
@@ -102,14 +103,14 @@ FB_API extern thread_local bool tls_autograd_excluded;
 // A debug recorder of the ops that reach a device kernel (a device's own or
 // the Generic one), for coverage checks: "does every op one training step
 // needs on the CPU have a CUDA kernel?" (packages/cuda/tests/
-// test_kernel_coverage.py). Off, it costs one relaxed load per call. On
-// (_C._kernel_trace_start), only the thread that started it records, and only
-// top-level device-kernel calls: ops a device's own kernel calls inside
-// itself are its private business (another device's kernel may not need
-// them), while the ops a Generic kernel calls are recorded, since on every
-// device they dispatch again.
+// test_kernel_coverage.py). On (_C._kernel_trace_start), only the thread
+// that started it records, and only top-level device-kernel calls: ops a
+// device's own kernel calls inside itself are its private business (another
+// device's kernel may not need them), while the ops a Generic kernel calls are
+// recorded, since on every device they dispatch again.
+// It is a client of the observation gate (Note [Observation]): its flag is
+// kObserveKernelTrace, tested only on the observed path.
 namespace detail {
-FB_API extern std::atomic<bool> g_kernel_trace;
 class FB_API KernelTraceScope {
  public:
   KernelTraceScope(const char* op, DeviceType device, bool generic);
@@ -236,6 +237,39 @@ class Op<R(Args...)> : public OpBase {
   void set_meta_check(Check fn) { check_ = reinterpret_cast<void*>(fn); }
 
   R operator()(Args... args) const {
+    // Note [Observation]: the one branch observation costs while nothing observes.
+    if (detail::g_observe.load(std::memory_order_relaxed)) [[unlikely]]
+      return observed_call(std::forward<Args>(args)...);
+    return call<false>(std::forward<Args>(args)...);
+  }
+
+  /// Calls the kernel of one key directly (tests, and layers that know the key);
+  /// a device key falls back to the Generic kernel as a call does.
+  R call_kernel(DispatchKey key, Args... args) const {
+    const int slot = device_key_slot(key);
+    void* k = slot >= 0 ? effective_[slot] : kernels_[static_cast<int>(key)];
+    if (!k) [[unlikely]]
+      missing_kernel(key);
+    if (slot >= 0 && check_) reinterpret_cast<Check>(check_)(args...);
+    return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
+  }
+
+ private:
+  [[gnu::noinline]] R observed_call(Args... args) const {
+    profiler::OpScope scope(name_);
+    if (!scope.wants_inputs()) return call<true>(std::forward<Args>(args)...);
+    (scope.add_input(args), ...);
+    if constexpr (std::is_same_v<R, Tensor>) {
+      Tensor out = call<true>(std::forward<Args>(args)...);
+      scope.add_output(out);
+      return out;
+    } else {
+      return call<true>(std::forward<Args>(args)...);
+    }
+  }
+
+  template <bool Observed>
+  R call(Args... args) const {
     if (void* c = kernels_[static_cast<int>(DispatchKey::Composite)])
       return reinterpret_cast<Kernel>(c)(std::forward<Args>(args)...);
     detail::KeyState s;
@@ -251,25 +285,15 @@ class Op<R(Args...)> : public OpBase {
         return fallback_(*this, s.device, std::forward<Args>(args)...);
       missing_kernel(device_dispatch_key(s.device));
     }
-    if (detail::g_kernel_trace.load(std::memory_order_relaxed)) [[unlikely]] {
-      detail::KernelTraceScope trace(name_, s.device, k == kernels_[static_cast<int>(DispatchKey::Generic)]);
-      return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
+    if constexpr (Observed) {
+      if (detail::observing(kObserveKernelTrace)) {
+        detail::KernelTraceScope trace(name_, s.device, k == kernels_[static_cast<int>(DispatchKey::Generic)]);
+        return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
+      }
     }
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
 
-  /// Calls the kernel of one key directly (tests, and layers that know the key);
-  /// a device key falls back to the Generic kernel as a call does.
-  R call_kernel(DispatchKey key, Args... args) const {
-    const int slot = device_key_slot(key);
-    void* k = slot >= 0 ? effective_[slot] : kernels_[static_cast<int>(key)];
-    if (!k) [[unlikely]]
-      missing_kernel(key);
-    if (slot >= 0 && check_) reinterpret_cast<Check>(check_)(args...);
-    return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
-  }
-
- private:
   Fallback fallback_;
 };
 

@@ -7,6 +7,7 @@
 #include "common.h"
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
+#include "flambeau/observe.h"
 #include "flambeau/random.h"
 #include "flambeau/type_dispatch.h"
 
@@ -592,6 +593,8 @@ void init_factories(py::module_& m) {
         name,
         [make, fill, name](py::args size, py::handle out, py::handle dtype, py::handle device,
                            bool requires_grad) -> py::object {
+          // Note [Observation]: a factory is not dispatched, but PyTorch's profiler shows it as an op.
+          profiler::RecordScope scope(name, profiler::EventKind::Op);
           const Shape shape = parse_shape(size, name);
           const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
           const Device d = factory_out_device(out, device, name);
@@ -622,6 +625,7 @@ void init_factories(py::module_& m) {
         name,
         [normal, name](py::args size, py::handle generator, py::handle out, py::handle dtype,
                        py::handle device, bool requires_grad) -> py::object {
+          profiler::RecordScope scope(name, profiler::EventKind::Op);
           const Shape shape = parse_shape(size, name);
           const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
           const Device d = factory_out_device(out, device, name);
@@ -670,6 +674,7 @@ void init_factories(py::module_& m) {
         name,
         [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad,
                      MemoryFormat memory_format) {
+          profiler::RecordScope scope(name, profiler::EventKind::Op);
           const ScalarType dt = parse_dtype(dtype, t.dtype(), name);
           const Device d = like_device(device, t, name);
           // A broadcast (stride-0) input may have more elements than a new buffer can hold.

@@ -20,6 +20,7 @@ void init_math(py::module_& m);       // bind_math.cpp: to/float/..., fill_, bro
 void init_generated_ops(py::module_& m);
 void init_runtime(py::module_& m);  // bind_runtime.cpp: threads, grad mode, abi tag
 void init_device(py::module_& m);   // bind_device.cpp: streams, events, current device/stream, pin_memory
+void init_profiler(py::module_& m); // bind_profiler.cpp: the profiler's recorder (Note [Observation])
 void init_outargs(py::module_& m);  // bind_outargs.cpp: _copy_to_out, the out= contract for Python ops
 
 // Note [The GIL around kernels]

@@ -80,4 +80,5 @@ PYBIND11_MODULE(_C, m) {
   init_runtime(m);
   init_device(m);
   init_outargs(m);
+  init_profiler(m);
 }

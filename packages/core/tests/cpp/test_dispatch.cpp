@@ -1,7 +1,8 @@
 // The dispatcher (Note [Dispatch]): one kernel per key, the Composite and
 // device-Generic layers, key selection (device
 // key, or Autograd when an argument requires grad and autograd is not
-// excluded), the thread-local exclude guards, and the missing-kernel errors.
+// excluded), the thread-local exclude guards, the missing-kernel errors, and
+// the profiler's op events (Note [Observation]).
 // The ops here are test-only Op objects, so nothing depends on core's kernels.
 #include <doctest/doctest.h>
 
@@ -225,6 +226,50 @@ TEST_SUITE("dispatch") {
     CHECK(op(make_tensor({1})) == "Composite>CPU");
     CHECK(op(requiring_grad({1})) == "Composite>Autograd>CPU");
     CHECK(op(fake_cuda_tensor()) == "Composite>CUDA");
+  }
+
+  TEST_CASE("the profiler records op calls, nested, with shapes; the Autograd redispatch is one call") {
+    // Note [Observation]
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    CHECK(detail::g_observe.load() == 0);
+    Tensor x = requiring_grad({2, 3});
+    profiler::start({/*record_shapes=*/true, /*profile_memory=*/false});
+    CHECK(detail::observing(kObserveProfiler));
+    {
+      profiler::RecordScope outer("outer", profiler::EventKind::UserRange);
+      CHECK(probe(x) == "Autograd>CPU");
+      CHECK(probe2(make_tensor({4}), make_tensor({5})) == "CPU");
+    }
+    std::vector<profiler::Event> events = profiler::stop();
+    CHECK(detail::g_observe.load() == 0);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].name == "outer");
+    CHECK(events[1].name == "aten::probe");
+    CHECK(events[1].parent == 0);
+    REQUIRE(events[1].shapes.size() == 1);
+    CHECK(events[1].shapes[0] == std::vector<int64_t>{2, 3});
+    CHECK(events[2].name == "aten::probe2");
+    CHECK(events[2].parent == 0);
+    REQUIRE(events[2].shapes.size() == 2);
+    CHECK(events[2].shapes[0] == std::vector<int64_t>{4});
+    CHECK(events[2].shapes[1] == std::vector<int64_t>{5});
+    CHECK(events[2].dtypes == std::vector<std::string>{"float32", "float32"});
+    for (const auto& e : events) CHECK(e.start_ns <= e.end_ns);
+    CHECK(events[0].start_ns <= events[1].start_ns);
+    CHECK(events[2].end_ns <= events[0].end_ns);
+    probe(x);  // stopped: nothing recorded
+    profiler::start({false, false});
+    CHECK(profiler::stop().empty());
+    CHECK_THROWS(([] {
+      profiler::start({false, false});
+      try {
+        profiler::start({false, false});
+      } catch (...) {
+        profiler::stop();
+        throw;
+      }
+    })());
   }
 
   TEST_CASE("call_kernel bypasses key selection") {

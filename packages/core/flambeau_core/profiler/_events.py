@@ -1,0 +1,573 @@
+"""The profiler's results: events, their averages, the table and the Chrome trace.
+
+Events come from core's recorder (Note [Observation] in flambeau/observe.h) as
+tuples; times there are steady-clock nanoseconds, here microseconds as in
+PyTorch's ``FunctionEvent``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from flambeau_core._C import FlambeauError
+
+# EventKind in flambeau/observe.h
+KIND_OP, KIND_USER, KIND_BACKWARD, KIND_MEMORY, KIND_DATALOADER = range(5)
+_TRACE_CATEGORY = {
+    KIND_OP: "cpu_op",
+    KIND_USER: "user_annotation",
+    KIND_BACKWARD: "cpu_op",
+    KIND_DATALOADER: "user_annotation",
+}
+
+
+class Interval:
+    """A time range in microseconds (``FunctionEvent.time_range``)."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start = start
+        self.end = end
+
+    def elapsed_us(self) -> float:
+        """The length of the range in microseconds."""
+        return self.end - self.start
+
+    def __repr__(self) -> str:
+        return f"Interval(start={self.start}, end={self.end})"
+
+
+def _prod(xs: Iterable[int]) -> int:
+    return math.prod(int(x) for x in xs)
+
+
+def _flops(name: str, shapes: list[list[int]], out: list[int]) -> int:
+    """Floating-point operations of a matrix product or convolution (multiply and add count as two)."""
+    op = name.removeprefix("aten::")
+    try:
+        if op == "mm" and len(shapes) >= 2:
+            (m, k), (_, n) = shapes[0], shapes[1]
+            return 2 * m * k * n
+        if op == "bmm" and len(shapes) >= 2:
+            (b, m, k), (_, _, n) = shapes[0], shapes[1]
+            return 2 * b * m * k * n
+        if op == "matmul" and len(shapes) >= 2 and out is not None:
+            a, b = shapes[0], shapes[1]
+            # Each output element is a dot product over the shared dimension.
+            return 2 * _prod(out) * a[-1] if a and b else 0
+        if op == "linear" and len(shapes) >= 2:
+            x, w = shapes[0], shapes[1]
+            return 2 * _prod(x) * w[0] if len(w) == 2 else 2 * _prod(x)
+        if op in ("conv1d", "conv2d", "conv3d", "convolution") and len(shapes) >= 2 and out:
+            w = shapes[1]
+            return 2 * _prod(out) * _prod(w[1:])
+        if op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d") and len(shapes) >= 2:
+            # Every input element meets a (out_channels/groups x kernel) slice of the weight.
+            x, w = shapes[0], shapes[1]
+            return 2 * _prod(x) * _prod(w[1:])
+    except (ValueError, IndexError):
+        return 0
+    return 0
+
+
+class FunctionEvent:
+    """One recorded range: an op call, a ``record_function`` range or a backward node.
+
+    Times are in microseconds. ``cpu_children`` are the events that ran inside
+    it on its thread, ``cpu_parent`` the one it ran inside (or None).
+
+    Example:
+        >>> import flambeau_core as fb
+        >>> from flambeau_core.profiler import profile
+        >>> with profile() as prof:
+        ...     y = fb.ones(2) + 1
+        >>> [e.name for e in prof.events() if e.name == "aten::add"]
+        ['aten::add']
+    """
+
+    def __init__(
+        self,
+        id: int,
+        name: str,
+        kind: int,
+        thread: int,
+        start_us: float,
+        end_us: float,
+        sequence_nr: int = -1,
+        input_shapes: list | None = None,
+        input_types: list | None = None,
+        output_shape: list | None = None,
+        self_cpu_memory_usage: int = 0,
+        self_device_memory_usage: int = 0,
+        stack: list[str] | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.thread = thread
+        self.time_range = Interval(start_us, end_us)
+        self.sequence_nr = sequence_nr
+        self.input_shapes = input_shapes or []
+        self.input_types = input_types or []
+        self.output_shape = output_shape
+        self.self_cpu_memory_usage = self_cpu_memory_usage
+        self.self_device_memory_usage = self_device_memory_usage
+        self.stack = stack or []
+        self.cpu_children: list[FunctionEvent] = []
+        self.cpu_parent: FunctionEvent | None = None
+        self.count = 1
+        self.flops = 0
+        self.device_type = "CPU"
+        self.is_async = False
+        self.node_id = -1
+        self.trace_name = name
+
+    @property
+    def key(self) -> str:
+        """The name events are grouped by in ``key_averages``."""
+        return self.name
+
+    @property
+    def cpu_time_total(self) -> float:
+        """Wall time of the range in microseconds, children included."""
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """Wall time of the range in microseconds less its children's."""
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def cpu_time(self) -> float:
+        """Average wall time per call (a single event: its total)."""
+        return self.cpu_time_total / self.count
+
+    @property
+    def cpu_memory_usage(self) -> int:
+        """Bytes of CPU memory allocated less freed inside the range, children included."""
+        return self.self_cpu_memory_usage + sum(c.cpu_memory_usage for c in self.cpu_children)
+
+    @property
+    def device_memory_usage(self) -> int:
+        """Bytes of device memory allocated less freed inside the range, children included."""
+        return self.self_device_memory_usage + sum(c.device_memory_usage for c in self.cpu_children)
+
+    # PyTorch's device columns; flambeau's CPU profiler records no device kernels.
+    device_time_total = 0.0
+    self_device_time_total = 0.0
+
+    def __repr__(self) -> str:
+        return (
+            f"<FunctionEvent id={self.id} name={self.name} thread={self.thread} "
+            f"cpu_time_total={self.cpu_time_total:.3f}us self_cpu_time_total={self.self_cpu_time_total:.3f}us "
+            f"input_shapes={self.input_shapes} sequence_nr={self.sequence_nr}>"
+        )
+
+
+class FunctionEventAvg:
+    """The events of one key (name, and input shapes when grouped by them), summed.
+
+    Example:
+        >>> import flambeau_core as fb
+        >>> from flambeau_core.profiler import profile
+        >>> with profile() as prof:
+        ...     for _ in range(3):
+        ...         y = fb.ones(2) * 2
+        >>> [a.count for a in prof.key_averages() if a.key == "aten::mul"]
+        [3]
+    """
+
+    def __init__(self, key: str, input_shapes: list | None = None) -> None:
+        self.key = key
+        self.input_shapes = input_shapes if input_shapes is not None else []
+        self.count = 0
+        self.cpu_time_total = 0.0
+        self.self_cpu_time_total = 0.0
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
+        self.device_memory_usage = 0
+        self.self_device_memory_usage = 0
+        self.flops = 0
+        self.stack: list[str] = []
+        self.node_id = -1
+        self.device_time_total = 0.0
+        self.self_device_time_total = 0.0
+
+    def add(self, e: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
+        """Adds one event (or another average) to the sums; returns self."""
+        self.count += e.count
+        self.cpu_time_total += e.cpu_time_total
+        self.self_cpu_time_total += e.self_cpu_time_total
+        self.cpu_memory_usage += e.cpu_memory_usage
+        self.self_cpu_memory_usage += e.self_cpu_memory_usage
+        self.device_memory_usage += e.device_memory_usage
+        self.self_device_memory_usage += e.self_device_memory_usage
+        self.flops += e.flops
+        if not self.stack and e.stack:
+            self.stack = list(e.stack)
+        return self
+
+    @property
+    def cpu_time(self) -> float:
+        """Average wall time per call in microseconds."""
+        return self.cpu_time_total / self.count if self.count else 0.0
+
+    @property
+    def self_cpu_time(self) -> float:
+        """Average self time per call in microseconds."""
+        return self.self_cpu_time_total / self.count if self.count else 0.0
+
+    def __repr__(self) -> str:
+        return (
+            f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total:.3f}us "
+            f"cpu_time={self.cpu_time_total:.3f}us count={self.count} input_shapes={self.input_shapes}>"
+        )
+
+
+class EventList(list):
+    """The events of a profile (``prof.events()``), with PyTorch's summaries.
+
+    Example:
+        >>> import flambeau_core as fb
+        >>> from flambeau_core.profiler import profile
+        >>> with profile() as prof:
+        ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+        >>> "aten::mm" in prof.events().table()
+        True
+    """
+
+    def __init__(self, events: Iterable[Any] = (), *, with_flops: bool = False, profile_memory: bool = False) -> None:
+        super().__init__(events)
+        self._with_flops = with_flops
+        self._profile_memory = profile_memory
+        self._memory_events: list[tuple] = []
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """The sum of every event's self time, in microseconds."""
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> EventList:
+        """Groups the events by name (and input shapes, and the top stack frames) and sums each group.
+
+        Example:
+            >>> import flambeau_core as fb
+            >>> from flambeau_core.profiler import profile
+            >>> with profile(record_shapes=True) as prof:
+            ...     a = fb.ones(2) + fb.ones(2)
+            ...     b = fb.ones(3) + fb.ones(3)
+            >>> groups = prof.key_averages(group_by_input_shape=True)
+            >>> sorted(str(e.input_shapes) for e in groups if e.key == "aten::add")
+            ['[[2], [2]]', '[[3], [3]]']
+        """
+        if not isinstance(group_by_input_shape, bool):
+            raise TypeError(
+                f"[key_averages] group_by_input_shape must be a bool, got {type(group_by_input_shape).__name__}"
+            )
+        groups: dict[tuple, FunctionEventAvg] = {}
+        for e in self:
+            key: tuple = (e.key,)
+            if group_by_input_shape:
+                key += (str(e.input_shapes),)
+            if group_by_stack_n > 0:
+                key += tuple(e.stack[:group_by_stack_n])
+            avg = groups.get(key)
+            if avg is None:
+                avg = groups[key] = FunctionEventAvg(e.key, e.input_shapes if group_by_input_shape else [])
+            avg.add(e)
+        out = EventList(groups.values(), with_flops=self._with_flops, profile_memory=self._profile_memory)
+        out._memory_events = self._memory_events
+        return out
+
+    def total_average(self) -> FunctionEventAvg:
+        """Every event summed into one ``FunctionEventAvg`` (key ``Total``)."""
+        total = FunctionEventAvg("Total")
+        for e in self:
+            total.add(e)
+        return total
+
+    def table(
+        self,
+        sort_by: str | None = None,
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+    ) -> str:
+        """The events as PyTorch's profiler table: one row per event (or per key after ``key_averages``).
+
+        Args:
+            sort_by: an attribute to sort by, descending: ``cpu_time_total``, ``self_cpu_time_total``,
+                ``cpu_time``, ``count``, ``cpu_memory_usage``, ``self_cpu_memory_usage``, ``flops``, ...
+            row_limit: the most rows shown (a negative number: all).
+            top_level_events_only: only events with no parent.
+
+        Example:
+            >>> import flambeau_core as fb
+            >>> from flambeau_core.profiler import profile
+            >>> with profile() as prof:
+            ...     y = fb.ones(8) * 3
+            >>> print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=5))  # doctest: +SKIP
+        """
+        events = list(self)
+        if top_level_events_only:
+            events = [e for e in events if getattr(e, "cpu_parent", None) is None]
+        if sort_by is not None:
+            if not events or not hasattr(events[0], sort_by):
+                known = (
+                    "cpu_time_total, self_cpu_time_total, cpu_time, count, cpu_memory_usage, "
+                    "self_cpu_memory_usage, flops"
+                )
+                if events:
+                    raise FlambeauError(f"[table] cannot sort by '{sort_by}': events have no such attribute ({known})")
+            events.sort(key=lambda e: getattr(e, sort_by), reverse=True)
+        if row_limit is not None and row_limit >= 0:
+            events = events[:row_limit]
+        return _build_table(
+            events,
+            self.self_cpu_time_total,
+            header=header,
+            profile_memory=self._profile_memory,
+            with_flops=self._with_flops,
+            max_name_column_width=max_name_column_width,
+            max_shapes_column_width=max_shapes_column_width,
+            max_src_column_width=max_src_column_width,
+        )
+
+    def export_chrome_trace(self, path: str | os.PathLike) -> None:
+        """Writes the events as a Chrome trace-event JSON file (Perfetto, chrome://tracing)."""
+        write_chrome_trace(self, self._memory_events, path)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _format_time(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+def _format_share(us: float, total: float) -> str:
+    return "NaN" if total == 0 else f"{us * 100.0 / total:.2f}%"
+
+
+def _format_memory(nbytes: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
+def _build_table(
+    events: Sequence[Any],
+    self_cpu_time_total: float,
+    *,
+    header: str | None,
+    profile_memory: bool,
+    with_flops: bool,
+    max_name_column_width: int,
+    max_shapes_column_width: int,
+    max_src_column_width: int,
+) -> str:
+    if not events:
+        return ""
+    has_shapes = any(getattr(e, "input_shapes", None) for e in events)
+    has_stack = any(getattr(e, "stack", None) for e in events)
+    has_device_mem = any(e.device_memory_usage or e.self_device_memory_usage for e in events)
+    flops = [e.flops for e in events if e.flops > 0] if with_flops else []
+    name_width = min(max(len(e.key) for e in events) + 4, max_name_column_width)
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if profile_memory:
+        headers += ["CPU Mem", "Self CPU Mem"]
+        if has_device_mem:
+            headers += ["Device Mem", "Self Device Mem"]
+    headers.append("# of Calls")
+    flop_scale, flop_header = 1.0, ""
+    if flops:
+        exponent = min(int(math.log10(min(flops)) // 3), 5) if min(flops) > 0 else 0
+        flop_scale = 1000.0**exponent
+        flop_header = "Total " + ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"][exponent]
+        headers.append(flop_header)
+    if has_shapes:
+        headers.append("Input Shapes")
+    if has_stack:
+        headers.append("Source Location")
+    widths = [name_width] + [max(12, len(h) + 2) for h in headers[1:]]
+    if has_shapes:
+        widths[headers.index("Input Shapes")] = max_shapes_column_width
+    if has_stack:
+        widths[headers.index("Source Location")] = max_src_column_width
+
+    def row(cells: list[str]) -> str:
+        out = []
+        for i, (c, w) in enumerate(zip(cells, widths, strict=True)):
+            c = c if len(c) <= w else c[: w - 3] + "..."
+            out.append(c.ljust(w) if i == 0 or headers[i] in ("Input Shapes", "Source Location") else c.rjust(w))
+        return "  ".join(out).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    lines = []
+    if header:
+        lines += ["=" * len(sep), header]
+    lines += [sep, row(headers), sep]
+    for e in events:
+        cells = [
+            e.key,
+            _format_share(e.self_cpu_time_total, self_cpu_time_total),
+            _format_time(e.self_cpu_time_total),
+            _format_share(e.cpu_time_total, self_cpu_time_total),
+            _format_time(e.cpu_time_total),
+            _format_time(e.cpu_time),
+        ]
+        if profile_memory:
+            cells += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
+            if has_device_mem:
+                cells += [_format_memory(e.device_memory_usage), _format_memory(e.self_device_memory_usage)]
+        cells.append(str(e.count))
+        if flop_header:
+            cells.append(f"{e.flops / flop_scale:.3f}" if e.flops > 0 else "--")
+        if has_shapes:
+            cells.append(str(e.input_shapes))
+        if has_stack:
+            cells.append(e.stack[0] if e.stack else "")
+        lines.append(row(cells))
+    lines += [sep, f"Self CPU time total: {_format_time(self_cpu_time_total)}"]
+    return "\n".join(lines) + "\n"
+
+
+def build_events(
+    raw: Sequence[tuple], *, with_flops: bool, profile_memory: bool, stacks: dict[tuple[int, int], list[str]]
+) -> EventList:
+    """FunctionEvents (children linked) from the recorder's tuples; memory events are kept apart."""
+    by_index: dict[int, FunctionEvent] = {}
+    events = EventList(with_flops=with_flops, profile_memory=profile_memory)
+    memory: list[tuple] = []
+    for i, r in enumerate(raw):
+        (
+            name,
+            kind,
+            start,
+            end,
+            thread,
+            parent,
+            seq,
+            self_cpu_mem,
+            self_dev_mem,
+            nbytes,
+            total,
+            device,
+            shapes,
+            dtypes,
+        ) = r[:14]
+        address, output_shape, thread_index = r[14], r[15], r[16]
+        if kind == KIND_MEMORY:
+            parent_event = by_index.get(parent)
+            memory.append((start / 1000.0, nbytes, total, device, address, thread, parent_event))
+            continue
+        e = FunctionEvent(
+            len(events),
+            # PyTorch lists every step range as "ProfilerStep*" (the trace keeps "ProfilerStep#N").
+            "ProfilerStep*" if kind == KIND_USER and name.startswith("ProfilerStep#") else name,
+            kind,
+            thread,
+            start / 1000.0,
+            end / 1000.0,
+            sequence_nr=seq,
+            input_shapes=[list(s) for s in shapes],
+            input_types=list(dtypes),
+            output_shape=list(output_shape) if output_shape else None,
+            self_cpu_memory_usage=self_cpu_mem,
+            self_device_memory_usage=self_dev_mem,
+            stack=stacks.get((thread, thread_index)),
+        )
+        e.trace_name = name
+        if with_flops and kind == KIND_OP:
+            e.flops = _flops(name, e.input_shapes, e.output_shape)
+        p = by_index.get(parent)
+        if p is not None:
+            e.cpu_parent = p
+            p.cpu_children.append(e)
+        by_index[i] = e
+        events.append(e)
+    events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
+    if with_flops:
+        # A product counted by the op around it (matmul around mm, conv2d around convolution) counts once.
+        covered: set[int] = set()
+        for e in events:
+            p = e.cpu_parent
+            if p is not None and (p.flops > 0 or p.id in covered):
+                covered.add(e.id)
+                e.flops = 0
+    events._memory_events = memory
+    return events
+
+
+def write_chrome_trace(events: Sequence[FunctionEvent], memory: Sequence[tuple], path: str | os.PathLike) -> None:
+    """The Chrome trace-event format: complete events ("X"), memory instants ("i") and forward-backward flows."""
+    pid = os.getpid()
+    trace: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}}
+    ]
+    for tid in sorted({e.thread for e in events}):
+        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"thread {tid}"}})
+    forward: dict[int, FunctionEvent] = {}
+    for e in events:
+        args: dict[str, Any] = {}
+        if e.input_shapes:
+            args["Input Dims"] = e.input_shapes
+            args["Input type"] = e.input_types
+        if e.sequence_nr >= 0:
+            args["Sequence number"] = e.sequence_nr
+            if e.kind == KIND_OP:
+                forward.setdefault(e.sequence_nr, e)
+        if e.flops:
+            args["flops"] = e.flops
+        if e.stack:
+            args["Call stack"] = ";".join(e.stack)
+        trace.append(
+            {
+                "ph": "X",
+                "cat": _TRACE_CATEGORY.get(e.kind, "cpu_op"),
+                "name": e.trace_name,
+                "pid": pid,
+                "tid": e.thread,
+                "ts": e.time_range.start,
+                "dur": e.time_range.elapsed_us(),
+                "args": args,
+            }
+        )
+    # Flow arrows from a forward op to the backward node it made (PyTorch's "fwdbwd" flows).
+    for e in events:
+        if e.kind != KIND_BACKWARD or e.sequence_nr < 0 or e.name.startswith("autograd::engine"):
+            continue
+        f = forward.get(e.sequence_nr)
+        if f is None:
+            continue
+        common = {"cat": "fwdbwd", "name": "fwdbwd", "id": e.sequence_nr, "pid": pid}
+        trace.append({"ph": "s", "ts": f.time_range.start, "tid": f.thread, **common})
+        trace.append({"ph": "f", "bp": "e", "ts": e.time_range.start, "tid": e.thread, **common})
+    for ts, nbytes, total, device, address, thread, _ in memory:
+        trace.append(
+            {
+                "ph": "i",
+                "s": "t",
+                "cat": "cpu_instant_event",
+                "name": "[memory]",
+                "pid": pid,
+                "tid": thread,
+                "ts": ts,
+                "args": {"Device Type": device, "Addr": address, "Bytes": nbytes, "Total Allocated": total},
+            }
+        )
+    opener = gzip.open if os.fspath(path).endswith(".gz") else open
+    with opener(path, "wt") as f:
+        json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
