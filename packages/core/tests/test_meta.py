@@ -18,8 +18,8 @@ FC = {n: getattr(fc, n) for n in DTYPES}
 TH = {n: getattr(torch, n) for n in DTYPES}
 
 # The ops migrated to table rules, by family (their Meta kernels are generated).
-FLOAT_UNARY = """exp log tanh sigmoid sqrt sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 log1p
-    log2 log10 exp2 erf erfc erfinv rsqrt reciprocal""".split()
+# The float unary ops of the shared list come from it (Note [Elementwise math list]).
+FLOAT_UNARY = "exp log tanh sigmoid sqrt".split() + fc._C._elementwise_math_ops()["float_unary"]
 SAME_UNARY = "neg relu floor ceil trunc round frac sign abs".split()
 BOOL_UNARY = "isnan isinf isfinite".split()
 BINARY = "add sub mul div pow maximum minimum".split()

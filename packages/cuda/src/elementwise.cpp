@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "elementwise_math.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/elementwise_math.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor_iterator.h"
 #include "flambeau_cuda/iterator_offsets.h"
@@ -223,7 +224,7 @@ Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p
       if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
       break;
     case Kind::SameType:
-      if (compute == ScalarType::Bool && op == kMSign) {
+      if (compute == ScalarType::Bool && op == kM_sign) {
         compute = ScalarType::Int64;  // sign of a bool is itself (the output stays bool)
         break;
       }
@@ -308,34 +309,33 @@ Tensor act_backward(int op, const char* name, const Tensor& grad, const Tensor& 
   return it.output();
 }
 
+// The ops of core's shared list (Note [Elementwise math list]): a wrapper
+// per entry, registered in register_math_kernels; the dtype rule is the
+// list's (rounding: integers keep their dtype, frac takes floats only).
+Kind binary_kind(math::Kind k) {
+  return k == math::Kind::FloatValued ? Kind::FloatValued
+         : k == math::Kind::FloatOnly ? Kind::FloatOnly
+                                      : Kind::SameType;  // Division: and zero divisors checked
+}
+constexpr Kind rounding_kind(int op) { return op == kM_frac ? Kind::FloatOnly : Kind::SameType; }
+
+#define FBC_FLOAT_UNARY(name, expr) \
+  Tensor name##_cuda(const Tensor& a) { return math_unary(kM_##name, #name, a, Kind::FloatValued); }
+#define FBC_ROUNDING(name, expr) \
+  Tensor name##_cuda(const Tensor& a) { return math_unary(kM_##name, #name, a, rounding_kind(kM_##name)); }
+#define FBC_BINARY(name, kind, expr)                                                    \
+  Tensor name##_cuda(const Tensor& a, const Tensor& b) {                                \
+    return math_binary(kM_##name, #name, a, b, binary_kind(math::Kind::kind));          \
+  }
+FB_FLOAT_UNARY_MATH(FBC_FLOAT_UNARY)
+FB_FLOAT_ROUNDING(FBC_ROUNDING)
+FB_BINARY_MATH(FBC_BINARY)
+#undef FBC_FLOAT_UNARY
+#undef FBC_ROUNDING
+#undef FBC_BINARY
+
 #define FBC_MATH_UNARY(opname, code, kind) \
   Tensor opname##_cuda(const Tensor& a) { return math_unary(code, #opname, a, Kind::kind); }
-FBC_MATH_UNARY(sin, kMSin, FloatValued)
-FBC_MATH_UNARY(cos, kMCos, FloatValued)
-FBC_MATH_UNARY(tan, kMTan, FloatValued)
-FBC_MATH_UNARY(asin, kMAsin, FloatValued)
-FBC_MATH_UNARY(acos, kMAcos, FloatValued)
-FBC_MATH_UNARY(atan, kMAtan, FloatValued)
-FBC_MATH_UNARY(sinh, kMSinh, FloatValued)
-FBC_MATH_UNARY(cosh, kMCosh, FloatValued)
-FBC_MATH_UNARY(asinh, kMAsinh, FloatValued)
-FBC_MATH_UNARY(acosh, kMAcosh, FloatValued)
-FBC_MATH_UNARY(atanh, kMAtanh, FloatValued)
-FBC_MATH_UNARY(expm1, kMExpm1, FloatValued)
-FBC_MATH_UNARY(log1p, kMLog1p, FloatValued)
-FBC_MATH_UNARY(log2, kMLog2, FloatValued)
-FBC_MATH_UNARY(log10, kMLog10, FloatValued)
-FBC_MATH_UNARY(exp2, kMExp2, FloatValued)
-FBC_MATH_UNARY(erf, kMErf, FloatValued)
-FBC_MATH_UNARY(erfc, kMErfc, FloatValued)
-FBC_MATH_UNARY(erfinv, kMErfinv, FloatValued)
-FBC_MATH_UNARY(rsqrt, kMRsqrt, FloatValued)
-FBC_MATH_UNARY(reciprocal, kMReciprocal, FloatValued)
-FBC_MATH_UNARY(floor, kMFloor, SameType)
-FBC_MATH_UNARY(ceil, kMCeil, SameType)
-FBC_MATH_UNARY(trunc, kMTrunc, SameType)
-FBC_MATH_UNARY(frac, kMFrac, FloatOnly)
-FBC_MATH_UNARY(sign, kMSign, SameType)
 FBC_MATH_UNARY(silu, kMSilu, FloatOnly)
 FBC_MATH_UNARY(mish, kMMish, FloatOnly)
 FBC_MATH_UNARY(hardswish, kMHardswish, FloatOnly)
@@ -354,14 +354,6 @@ FBC_MATH_UNARY(bitwise_not, kMBitwiseNot, IntOnly)
   Tensor opname##_cuda(const Tensor& a, const Tensor& b) { \
     return math_binary(code, #opname, a, b, Kind::kind);   \
   }
-FBC_MATH_BINARY(atan2, kMAtan2, FloatValued)
-FBC_MATH_BINARY(copysign, kMCopysign, FloatValued)
-FBC_MATH_BINARY(logaddexp, kMLogaddexp, FloatValued)
-FBC_MATH_BINARY(hypot, kMHypot, FloatOnly)
-FBC_MATH_BINARY(nextafter, kMNextafter, FloatOnly)
-FBC_MATH_BINARY(fmod, kMFmod, SameType)
-FBC_MATH_BINARY(remainder, kMRemainder, SameType)
-FBC_MATH_BINARY(floor_divide, kMFloorDivide, SameType)
 FBC_MATH_BINARY(logical_and, kMLogicalAnd, Predicate)
 FBC_MATH_BINARY(logical_or, kMLogicalOr, Predicate)
 FBC_MATH_BINARY(logical_xor, kMLogicalXor, Predicate)
@@ -374,19 +366,21 @@ FBC_MATH_BINARY(bitwise_right_shift, kMBitwiseRightShift, IntOnly)
 
 Tensor div_mode_cuda(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
   if (!mode) return op::div(a, b);
-  if (*mode == "floor") return math_binary(kMFloorDivide, "div", a, b, Kind::SameType);
+  if (*mode == "floor") return math_binary(kM_floor_divide, "div", a, b, Kind::SameType);
   FB_CHECK_VALUE(*mode == "trunc",
                  "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode,
                  "'");
   return math_binary(kMTruncDivide, "div", a, b, Kind::SameType);
 }
 
+// op::round takes decimals: its registration (FBC_REG_LIST) picks this
+// overload; the list's round_cuda(a) is its decimals == 0 case.
 Tensor round_cuda(const Tensor& a, int64_t decimals) {
-  if (decimals == 0) return math_unary(kMRound, "round", a, Kind::SameType);
+  if (decimals == 0) return round_cuda(a);
   FB_CHECK_TYPE(is_floating(a.dtype()), "[round] decimals != 0 needs a floating point tensor, got dtype ",
                 dtype_name(a.dtype()));
   const double d = static_cast<double>(decimals);
-  return math_unary(kMRound, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
+  return math_unary(kMRoundDecimals, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
 }
 
 int gelu_code(std::string_view approximate, bool backward) {
@@ -461,7 +455,7 @@ Tensor nan_to_num_cuda(const Tensor& a, std::optional<double> nan, std::optional
 }
 
 // sgn of a real tensor is its sign (complex tensors are not yet implemented on CUDA).
-Tensor sgn_cuda(const Tensor& a) { return math_unary(kMSign, "sgn", a, Kind::SameType); }
+Tensor sgn_cuda(const Tensor& a) { return math_unary(kM_sign, "sgn", a, Kind::SameType); }
 
 // glu: out = a * sigmoid(b) for the halves a, b of dim; backward from the same halves.
 int64_t glu_dim(const char* op, const Tensor& x, int64_t dim) {
@@ -544,47 +538,17 @@ Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const 
 
 void register_math_kernels() {
 #define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
-  FBC_REG(sin)
-  FBC_REG(cos)
-  FBC_REG(tan)
-  FBC_REG(asin)
-  FBC_REG(acos)
-  FBC_REG(atan)
-  FBC_REG(sinh)
-  FBC_REG(cosh)
-  FBC_REG(asinh)
-  FBC_REG(acosh)
-  FBC_REG(atanh)
-  FBC_REG(expm1)
-  FBC_REG(log1p)
-  FBC_REG(log2)
-  FBC_REG(log10)
-  FBC_REG(exp2)
-  FBC_REG(erf)
-  FBC_REG(erfc)
-  FBC_REG(erfinv)
-  FBC_REG(rsqrt)
-  FBC_REG(reciprocal)
-  FBC_REG(floor)
-  FBC_REG(ceil)
-  FBC_REG(trunc)
-  FBC_REG(round)
-  FBC_REG(frac)
-  FBC_REG(sign)
+#define FBC_REG_LIST(opname, ...) FBC_REG(opname)
+  FB_FLOAT_UNARY_MATH(FBC_REG_LIST)
+  FB_FLOAT_ROUNDING(FBC_REG_LIST)
+  FB_BINARY_MATH(FBC_REG_LIST)
+#undef FBC_REG_LIST
   FBC_REG(isnan)
   FBC_REG(isinf)
   FBC_REG(isfinite)
   FBC_REG(signbit)
   FBC_REG(logical_not)
   FBC_REG(bitwise_not)
-  FBC_REG(atan2)
-  FBC_REG(copysign)
-  FBC_REG(logaddexp)
-  FBC_REG(hypot)
-  FBC_REG(nextafter)
-  FBC_REG(fmod)
-  FBC_REG(remainder)
-  FBC_REG(floor_divide)
   FBC_REG(div_mode)
   FBC_REG(logical_and)
   FBC_REG(logical_or)

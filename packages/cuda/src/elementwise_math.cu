@@ -1,9 +1,11 @@
 // The elementwise math kernels (elementwise_math.h): one kernel per compute
 // type and layout (contiguous or OffsetCalculator-strided), the op a run-time
 // switch (uniform across a warp), so the table below costs four kernel
-// instantiations in all, not one per op. Each formula is the CPU kernel's
-// (src/cpu/vec_table.h, vec_act_kernels.inc, binary_math.cpp, ieee_math.cpp
-// of flambeau-core), written with CUDA's libdevice functions.
+// instantiations in all, not one per op. The ops of core's shared list
+// (Note [Elementwise math list] in flambeau/elementwise_math.h) are its
+// expressions, the very lines the CPU loops expand; the others are the CPU
+// kernels' formulas (vec_act_kernels.inc of flambeau-core), written with
+// CUDA's libdevice functions.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,42 +21,15 @@ namespace {
 #define FBC_MATH1(name)                                            \
   __device__ inline float m_##name(float x) { return name##f(x); } \
   __device__ inline double m_##name(double x) { return ::name(x); }
-#define FBC_MATH2(name)                                                        \
-  __device__ inline float m_##name(float x, float y) { return name##f(x, y); } \
-  __device__ inline double m_##name(double x, double y) { return ::name(x, y); }
-FBC_MATH1(sin)
-FBC_MATH1(cos)
-FBC_MATH1(tan)
-FBC_MATH1(asin)
-FBC_MATH1(acos)
-FBC_MATH1(atan)
-FBC_MATH1(sinh)
-FBC_MATH1(cosh)
-FBC_MATH1(asinh)
-FBC_MATH1(acosh)
-FBC_MATH1(atanh)
 FBC_MATH1(expm1)
 FBC_MATH1(log1p)
-FBC_MATH1(log2)
-FBC_MATH1(log10)
-FBC_MATH1(exp2)
-FBC_MATH1(erf)
 FBC_MATH1(erfc)
-FBC_MATH1(erfinv)
-FBC_MATH1(sqrt)
 FBC_MATH1(exp)
 FBC_MATH1(tanh)
-FBC_MATH1(floor)
-FBC_MATH1(ceil)
-FBC_MATH1(trunc)
 FBC_MATH1(nearbyint)
-FBC_MATH2(atan2)
-FBC_MATH2(hypot)
-FBC_MATH2(copysign)
-FBC_MATH2(fmod)
-FBC_MATH2(nextafter)
 #undef FBC_MATH1
-#undef FBC_MATH2
+__device__ inline float m_copysign(float x, float y) { return copysignf(x, y); }
+__device__ inline double m_copysign(double x, double y) { return ::copysign(x, y); }
 
 // IEEE predicates from arithmetic alone (no fast-math here): x - x is 0 for a
 // finite x and NaN for an infinity or a NaN.
@@ -77,63 +52,17 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kGeluC = 0.044715;
 
 template <class T>
-__device__ T float_unary(int op, T x, T p0, T p1, T p2) {
+__device__ T float_unary(int op, T a, T p0, T p1, T p2) {
+  const T x = a;
   switch (op) {
-    case kMSin:
-      return m_sin(x);
-    case kMCos:
-      return m_cos(x);
-    case kMTan:
-      return m_tan(x);
-    case kMAsin:
-      return m_asin(x);
-    case kMAcos:
-      return m_acos(x);
-    case kMAtan:
-      return m_atan(x);
-    case kMSinh:
-      return m_sinh(x);
-    case kMCosh:
-      return m_cosh(x);
-    case kMAsinh:
-      return m_asinh(x);
-    case kMAcosh:
-      return m_acosh(x);
-    case kMAtanh:
-      return m_atanh(x);
-    case kMExpm1:
-      return m_expm1(x);
-    case kMLog1p:
-      return m_log1p(x);
-    case kMLog2:
-      return m_log2(x);
-    case kMLog10:
-      return m_log10(x);
-    case kMExp2:
-      return m_exp2(x);
-    case kMErf:
-      return m_erf(x);
-    case kMErfc:
-      return m_erfc(x);
-    case kMErfinv:
-      return m_erfinv(x);
-    case kMRsqrt:
-      return T(1) / m_sqrt(x);
-    case kMReciprocal:
-      return T(1) / x;
-    case kMFloor:
-      return m_floor(x);
-    case kMCeil:
-      return m_ceil(x);
-    case kMTrunc:
-      return m_trunc(x);
-    case kMRound:  // half to even; p0 = decimals, p1 = 10^|decimals|
-      if (p0 == T(0)) return m_nearbyint(x);
-      return p0 < T(0) ? m_nearbyint(x / p1) * p1 : m_nearbyint(x * p1) / p1;
-    case kMFrac:
-      return x - m_trunc(x);
-    case kMSign:
-      return static_cast<T>((x > T(0)) - (x < T(0)));
+#define FBC_LIST_CASE(name, expr) \
+  case kM_##name:                 \
+    return static_cast<T>(expr);
+    FB_FLOAT_UNARY_MATH(FBC_LIST_CASE)
+    FB_FLOAT_ROUNDING(FBC_LIST_CASE)
+#undef FBC_LIST_CASE
+    case kMRoundDecimals:  // half to even; p0 = decimals, p1 = 10^|decimals|
+      return p0 < T(0) ? m_nearbyint(a / p1) * p1 : m_nearbyint(a * p1) / p1;
     case kMSquare:
       return x * x;
     case kMGelu: {
@@ -197,7 +126,7 @@ __device__ T float_unary(int op, T x, T p0, T p1, T p2) {
 template <class T>
 __device__ T int_unary(int op, T x) {
   switch (op) {
-    case kMSign:
+    case kM_sign:
       return static_cast<T>((x > T(0)) - (x < T(0)));
     case kMSquare:
       return static_cast<T>(static_cast<uint64_t>(x) * static_cast<uint64_t>(x));  // wraps as PyTorch
@@ -220,39 +149,13 @@ __device__ T int_unary(int op, T x) {
 template <class T>
 __device__ T float_binary(int op, T a, T b, T p0, T p1, T p2) {
   switch (op) {
-    case kMAtan2:
-      return m_atan2(a, b);
-    case kMHypot:
-      return m_hypot(a, b);
-    case kMCopysign:
-      return m_copysign(a, b);
-    case kMNextafter:
-      return m_nextafter(a, b);
-    case kMLogaddexp: {
-      if (a == b && is_inf_(a)) return a;
-      const T m = a > b ? a : b;
-      const T d = a - b;
-      return m + m_log1p(m_exp(-(d < T(0) ? -d : d)));
-    }
-    case kMFmod:
-      return m_fmod(a, b);
-    case kMRemainder: {
-      T m = m_fmod(a, b);
-      if (m != T(0) && ((b < T(0)) != (m < T(0)))) m += b;
-      return m;
-    }
-    case kMFloorDivide: {
-      if (b == T(0)) return a / b;
-      const T mod = m_fmod(a, b);
-      T div = (a - mod) / b;
-      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
-      if (div == T(0)) return m_copysign(T(0), a / b);
-      T fd = m_floor(div);
-      if (div - fd > T(0.5)) fd += T(1);
-      return fd;
-    }
+#define FBC_LIST_CASE(name, kind, expr) \
+  case kM_##name:                       \
+    return static_cast<T>(expr);
+    FB_BINARY_MATH(FBC_LIST_CASE)
+#undef FBC_LIST_CASE
     case kMTruncDivide:
-      return m_trunc(a / b);
+      return math::trunc_divide_of(a, b);
     case kMLogicalAnd:
       return static_cast<T>(a != T(0) && b != T(0));
     case kMLogicalOr:
@@ -316,23 +219,18 @@ __device__ T float_binary(int op, T a, T b, T p0, T p1, T p2) {
 template <class T>
 __device__ T int_binary(int op, T a, T b) {
   switch (op) {
-    case kMFmod:
-      return b == 0 || b == -1 ? T(0) : static_cast<T>(a % b);  // b == -1: INT_MIN % -1 overflows
-    case kMRemainder: {
-      T m = b == 0 || b == -1 ? T(0) : static_cast<T>(a % b);
-      if (m != 0 && ((b < 0) != (m < 0))) m = static_cast<T>(m + b);
-      return m;
+// the Division entries of the shared list (the host checked for zero divisors)
+#define FBC_LIST_CASE(name, kind, expr)                           \
+  case kM_##name:                                                 \
+    if constexpr (math::Kind::kind == math::Kind::Division) {     \
+      return static_cast<T>(expr);                                \
+    } else {                                                      \
+      return T(0);                                                \
     }
-    case kMFloorDivide: {
-      if (b == 0) return T(0);  // the host checked for zero divisors
-      if (b == -1) return static_cast<T>(0ull - static_cast<uint64_t>(a));  // wraps as PyTorch
-      const T q = static_cast<T>(a / b);
-      return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
-    }
+    FB_BINARY_MATH(FBC_LIST_CASE)
+#undef FBC_LIST_CASE
     case kMTruncDivide:
-      if (b == 0) return T(0);  // the host checked for zero divisors
-      if (b == -1) return static_cast<T>(0ull - static_cast<uint64_t>(a));  // wraps as PyTorch
-      return static_cast<T>(a / b);
+      return math::trunc_divide_of(a, b);
     case kMLogicalAnd:
       return static_cast<T>(a != 0 && b != 0);
     case kMLogicalOr:

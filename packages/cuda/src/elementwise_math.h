@@ -1,42 +1,23 @@
 #pragma once
-// The elementwise math launcher (elementwise_math.cu): unary float math,
-// rounding, the activations and their backward, the binary float math, the
-// integer division ops, logical and bitwise ops, and float predicates, over
+// The elementwise math launcher (elementwise_math.cu): the ops of core's
+// shared list (unary float math, rounding, binary math), round with
+// decimals, the activations and their backward, trunc division, logical and
+// bitwise ops, and float predicates, over
 // the EwArgs of the elementwise launcher (elementwise.h). Parameters:
 // args.alpha, args.extra, args.extra2 are the op's p0, p1, p2.
 #include "elementwise.h"
+#include "flambeau/elementwise_math.h"
 
 namespace flambeau::cuda {
 
+// The op codes: first those of core's shared list (Note [Elementwise math
+// list] in flambeau/elementwise_math.h), kM_<name>, then the ops of this
+// file's own switch cases.
+#define FBC_MATH_CODE(name, ...) kM_##name,
 enum MathOp : int {
   // unary (input 0 only)
-  kMSin,
-  kMCos,
-  kMTan,
-  kMAsin,
-  kMAcos,
-  kMAtan,
-  kMSinh,
-  kMCosh,
-  kMAsinh,
-  kMAcosh,
-  kMAtanh,
-  kMExpm1,
-  kMLog1p,
-  kMLog2,
-  kMLog10,
-  kMExp2,
-  kMErf,
-  kMErfc,
-  kMErfinv,
-  kMRsqrt,
-  kMReciprocal,
-  kMFloor,
-  kMCeil,
-  kMTrunc,
-  kMRound,  // p0 decimals, p1 10^|decimals|
-  kMFrac,
-  kMSign,
+  FB_FLOAT_UNARY_MATH(FBC_MATH_CODE) FB_FLOAT_ROUNDING(FBC_MATH_CODE)
+  kMRoundDecimals,  // p0 decimals, p1 10^|decimals|
   kMSquare,
   kMGelu,
   kMGeluTanh,
@@ -59,14 +40,7 @@ enum MathOp : int {
   kMBitwiseNot,  // integers only
   // binary (input 0 and 1)
   kMFirstBinary,
-  kMAtan2 = kMFirstBinary,
-  kMHypot,
-  kMCopysign,
-  kMNextafter,
-  kMLogaddexp,
-  kMFmod,
-  kMRemainder,
-  kMFloorDivide,
+  FB_BINARY_MATH(FBC_MATH_CODE)
   kMTruncDivide,
   kMLogicalAnd,
   kMLogicalOr,
@@ -90,6 +64,7 @@ enum MathOp : int {
   kMLogSigmoidBackward,
   kMSoftsignBackward,
 };
+#undef FBC_MATH_CODE
 
 /// compute: 0 float32, 1 float64, 2 int64; out_bool: the output is bool
 /// (r != 0), else of the compute dtype. Returns the cudaError_t of the launch.

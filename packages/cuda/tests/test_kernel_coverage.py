@@ -8,8 +8,10 @@ device; Composite ops never reach the trace (the ops they call do). So this
 fails as soon as a model needs an op that flambeau-cuda does not provide.
 
 It also lists the elementwise ops that have a CPU kernel but no CUDA kernel
-yet (ELEMENTWISE below is the inventory, from core's src/cpu elementwise
-kernel files): that list may only shrink.
+yet (ELEMENTWISE below is the inventory: core's shared elementwise list, read
+from the registry, and the ops written by hand): that list may only shrink.
+And it checks that the op lists of packages/cuda/README.md are the registry's
+(tools/readme_ops.py writes them).
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ def _bench():
         sys.modules[name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def _readme_ops():
+    path = Path(__file__).resolve().parents[1] / "tools" / "readme_ops.py"
+    spec = importlib.util.spec_from_file_location("flambeau_cuda_readme_ops", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def traced(fn) -> set[str]:
@@ -212,36 +222,43 @@ def test_has_kernel_introspection():
         _C._has_kernel("add", "TPU")
 
 
-# The elementwise ops with a CPU kernel in core (src/cpu/unary.cpp, unary_math.cpp,
-# binary.cpp, binary_math.cpp, ieee_math.cpp, bitwise.cpp, compare.cpp,
-# activation.cpp, complex_ops.cpp, complex_widen.cpp).
-ELEMENTWISE = sorted(
-    {
-        # unary.cpp
-        *"abs exp log neg relu sigmoid sqrt tanh".split(),
-        # unary_math.cpp
-        *"sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 log1p log2 log10 exp2".split(),
-        *"erf erfc erfinv rsqrt reciprocal floor ceil trunc round frac sign".split(),
-        *"isnan isinf isfinite nan_to_num".split(),
-        # binary.cpp, binary_math.cpp, ieee_math.cpp
-        *"add sub mul div add_ sub_ mul_ div_ maximum minimum pow".split(),
-        *"atan2 hypot fmod remainder floor_divide div_mode clamp".split(),
-        *"copysign nextafter logaddexp signbit".split(),
-        # bitwise.cpp, compare.cpp
-        *"bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift".split(),
-        *"logical_and logical_or logical_xor logical_not".split(),
-        *"eq ne lt le gt ge where".split(),
-        # activation.cpp
-        *"gelu gelu_backward silu silu_backward mish mish_backward".split(),
-        *"leaky_relu leaky_relu_backward elu elu_backward softplus softplus_backward".split(),
-        *"hardtanh hardtanh_backward hardswish hardswish_backward".split(),
-        *"hardsigmoid hardsigmoid_backward log_sigmoid log_sigmoid_backward".split(),
-        *"softsign softsign_backward threshold_backward".split(),
-        *"prelu _prelu_backward_input _prelu_backward_weight glu glu_backward".split(),
-        # complex_ops.cpp, complex_widen.cpp
-        *"angle complex conj_physical sgn".split(),
-    }
-)
+# The elementwise ops with a CPU kernel in core: the ops of core's shared list
+# (Note [Elementwise math list] in flambeau/elementwise_math.h), read from the
+# registry, whose CUDA kernels are expanded from the same lines; and the ops
+# each backend writes by hand (src/cpu/unary.cpp, unary_math.cpp, binary.cpp,
+# binary_math.cpp, ieee_math.cpp, bitwise.cpp, compare.cpp, activation.cpp,
+# complex_ops.cpp, complex_widen.cpp).
+HAND_WRITTEN_ELEMENTWISE = {
+    # unary.cpp, unary_math.cpp
+    *"abs exp log neg relu sigmoid sqrt tanh isnan isinf isfinite nan_to_num".split(),
+    # binary.cpp, binary_math.cpp, ieee_math.cpp
+    *"add sub mul div add_ sub_ mul_ div_ maximum minimum pow div_mode clamp signbit".split(),
+    # bitwise.cpp, compare.cpp
+    *"bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift".split(),
+    *"logical_and logical_or logical_xor logical_not".split(),
+    *"eq ne lt le gt ge where".split(),
+    # activation.cpp
+    *"gelu gelu_backward silu silu_backward mish mish_backward".split(),
+    *"leaky_relu leaky_relu_backward elu elu_backward softplus softplus_backward".split(),
+    *"hardtanh hardtanh_backward hardswish hardswish_backward".split(),
+    *"hardsigmoid hardsigmoid_backward log_sigmoid log_sigmoid_backward".split(),
+    *"softsign softsign_backward threshold_backward".split(),
+    *"prelu _prelu_backward_input _prelu_backward_weight glu glu_backward".split(),
+    # complex_ops.cpp, complex_widen.cpp
+    *"angle complex conj_physical sgn".split(),
+}
+ELEMENTWISE = sorted(_readme_ops().shared_list_ops() | HAND_WRITTEN_ELEMENTWISE)
+
+
+def test_shared_list_ops_have_every_kernel():
+    # One line of the shared list gives the op its CPU and its CUDA kernel; none is also written by hand.
+    ops = _readme_ops().shared_list_ops()
+    assert {"sin", "erfinv", "floor", "sign", "atan2", "fmod", "floor_divide"} <= ops
+    assert not ops & HAND_WRITTEN_ELEMENTWISE, sorted(ops & HAND_WRITTEN_ELEMENTWISE)
+    assert [op for op in sorted(ops) if not (_C._has_kernel(op, "CPU") and _C._has_kernel(op, "CUDA"))] == []
+    kinds = dict(_C._elementwise_math_ops()["binary"])
+    assert kinds["atan2"] == "FloatValued" and kinds["hypot"] == "FloatOnly" and kinds["fmod"] == "Division"
+
 
 # Still without a CUDA kernel: this set may only shrink (remove an op when its kernel lands).
 KNOWN_MISSING = {"angle", "complex", "conj_physical"}  # complex-valued: CUDA has no complex elementwise yet
@@ -249,7 +266,7 @@ KNOWN_MISSING = {"angle", "complex", "conj_physical"}  # complex-valued: CUDA ha
 
 def test_elementwise_coverage(capsys):
     with_cpu = [op for op in ELEMENTWISE if _C._has_kernel(op, "CPU")]
-    assert len(with_cpu) >= len(ELEMENTWISE) - 2, sorted(set(ELEMENTWISE) - set(with_cpu))
+    assert with_cpu == ELEMENTWISE, sorted(set(ELEMENTWISE) - set(with_cpu))
     missing = missing_on_cuda(set(with_cpu))
     with capsys.disabled():
         print(
@@ -320,3 +337,22 @@ def test_losses_and_prelu_training_have_cuda_kernels():
     for name, run in cases.items():
         ops = traced(run)
         assert missing_on_cuda(ops) == [], f"{name}: ops without a CUDA kernel: {missing_on_cuda(ops)}"
+
+
+def test_readme_op_lists_are_the_registry():
+    tool = _readme_ops()
+    lists = tool.op_lists()
+    assert "add" in lists["cuda-ops"] and "cummax" in lists["cuda-missing"] and "sin" not in lists["cuda-ops"]
+    assert lists["cuda-missing"] == cpu_ops_without_cuda_kernel()
+    text = tool.README.read_text()
+    assert tool.render(text, lists) == text, "packages/cuda/README.md's op lists are stale: run tools/readme_ops.py"
+
+
+def test_readme_op_lists_notice_a_change():
+    tool = _readme_ops()
+    lists = tool.op_lists()
+    text = tool.render(tool.README.read_text(), lists)
+    fewer = {**lists, "cuda-ops": [op for op in lists["cuda-ops"] if op != "add"]}
+    assert tool.render(text, fewer) != text
+    with pytest.raises(ValueError, match=r"^\[readme_ops\] .* has no block 'cuda-ops'"):
+        tool.render("no markers", lists)

@@ -4,6 +4,7 @@
 #include "common.h"
 #include "flambeau/abi.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/elementwise_math.h"
 #include "flambeau/error.h"
 #include "flambeau/parallel.h"
 #include "flambeau/random.h"
@@ -45,6 +46,24 @@ void init_runtime(py::module_& m) {
       py::arg("op"), py::arg("key"),
       "True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).");
   m.def("_registered_ops", &OpBase::registered_names, "The names of the ops with a registered kernel.");
+  m.def(
+      "_elementwise_math_ops",
+      [] {
+        py::list unary, rounding, binary;
+#define FB_LIST_NAME(name, ...) unary.append(#name);
+        FB_FLOAT_UNARY_MATH(FB_LIST_NAME)
+#undef FB_LIST_NAME
+#define FB_LIST_NAME(name, ...) rounding.append(#name);
+        FB_FLOAT_ROUNDING(FB_LIST_NAME)
+#undef FB_LIST_NAME
+#define FB_LIST_NAME(name, kind, ...) binary.append(py::make_tuple(#name, #kind));
+        FB_BINARY_MATH(FB_LIST_NAME)
+#undef FB_LIST_NAME
+        return py::dict(py::arg("float_unary") = unary, py::arg("rounding") = rounding,
+                        py::arg("binary") = binary);
+      },
+      "Note [Elementwise math list]: the ops of the lists every backend expands, as {'float_unary': [name], "
+      "'rounding': [name], 'binary': [(name, dtype rule)]}.");
   m.def("_kernel_trace_start", &detail::kernel_trace_start,
         "Note [Kernel trace]: records the ops this thread dispatches to a device kernel.");
   m.def("_kernel_trace_stop", &detail::kernel_trace_stop,

@@ -1,5 +1,6 @@
-// CPU kernels: atan2, hypot, fmod, remainder, floor_divide, and clamp with
-// number bounds. Broadcasting and promotion: Note [TensorIterator].
+// CPU kernels: the binary math of FB_BINARY_MATH (atan2, copysign, logaddexp,
+// hypot, nextafter, fmod, remainder, floor_divide), div with rounding_mode,
+// and clamp with number bounds. Broadcasting and promotion: Note [TensorIterator].
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,9 +9,9 @@
 #include <type_traits>
 
 #include "elementwise.h"
+#include "flambeau/elementwise_math.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
-#include "wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -25,104 +26,43 @@ void check_nonzero_divisor(const char* op, const Tensor& b, ScalarType t) {
                  " divisor of shape ", shape_str(b.sizes()), " holds a 0)");
 }
 
-template <class T>
-T fmod_of(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::fmod(x, y);
-  } else if constexpr (std::is_signed_v<T>) {
-    return y == 0 || y == -1 ? T(0) : static_cast<T>(x % y);  // y == -1: INT_MIN % -1 overflows in C
+// The binary math of FB_BINARY_MATH (Note [Elementwise math list]): the
+// compute dtype and the dtypes allowed follow the entry's math::Kind.
+template <math::Kind K, class F>
+Tensor binary_math(const char* op, const Tensor& a, const Tensor& b, F f) {
+  const ScalarType t = result_type(a, b);
+  if constexpr (K == math::Kind::FloatValued) {
+    return binary_typed<kFloats>(op, a, b, to_float_dtype(t), f);
+  } else if constexpr (K == math::Kind::FloatOnly) {
+    return binary_typed<kFloats>(op, a, b, t, f);
   } else {
-    return y == 0 ? T(0) : static_cast<T>(x % y);
+    check_nonzero_divisor(op, b, t);
+    return binary_typed<kFloats | kInts>(op, a, b, t, f);
   }
 }
 
-template <class T>
-T remainder_of(T x, T y) {
-  T m = fmod_of(x, y);
-  if constexpr (std::is_signed_v<T> || std::is_floating_point_v<T>)
-    if (m != 0 && ((y < 0) != (m < 0))) m = static_cast<T>(m + y);
-  return m;
-}
-
-// PyTorch's div_floor: exact for floats (fmod first, then the quotient).
-template <class T>
-T floor_divide_of(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (y == 0) return x / y;
-    const T mod = std::fmod(x, y);
-    T div = (x - mod) / y;
-    if (mod != 0 && ((y < 0) != (mod < 0))) div -= T(1);
-    if (div == 0) return std::copysign(T(0), x / y);
-    T floordiv = std::floor(div);
-    if (div - floordiv > T(0.5)) floordiv += T(1);
-    return floordiv;
-  } else if constexpr (std::is_signed_v<T>) {
-    if (y == 0) return T(0);
-    if (y == -1) return wrapping_neg(x);  // wraps as PyTorch (Note [Integer wrap-around])
-    const T q = static_cast<T>(x / y);
-    return (x % y != 0 && ((x < 0) != (y < 0))) ? static_cast<T>(q - 1) : q;
-  } else {
-    return y == 0 ? T(0) : static_cast<T>(x / y);
-  }
-}
-
-template <class T>
-T trunc_divide_of(T x, T y) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::trunc(x / y);
-  } else if constexpr (std::is_signed_v<T>) {
-    if (y == 0) return T(0);
-    if (y == -1) return wrapping_neg(x);  // wraps as PyTorch (Note [Integer wrap-around])
-    return static_cast<T>(x / y);
-  } else {
-    return y == 0 ? T(0) : static_cast<T>(x / y);
-  }
-}
-
-Tensor atan2_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kFloats>("atan2", a, b, to_float_dtype(result_type(a, b)),
-                               [](auto x, auto y) { return std::atan2(x, y); });
-}
-Tensor hypot_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kFloats>("hypot", a, b, result_type(a, b),
-                               [](auto x, auto y) { return std::hypot(x, y); });
-}
-Tensor fmod_cpu(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  check_nonzero_divisor("fmod", b, t);
-  return binary_typed<kFloats | kInts>("fmod", a, b, t, [](auto x, auto y) { return fmod_of(x, y); });
-}
-Tensor remainder_cpu(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  check_nonzero_divisor("remainder", b, t);
-  return binary_typed<kFloats | kInts>("remainder", a, b, t,
-                                       [](auto x, auto y) { return remainder_of(x, y); });
-}
-Tensor floor_divide_cpu(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
-  check_nonzero_divisor("floor_divide", b, t);
-  return binary_typed<kFloats | kInts>("floor_divide", a, b, t,
-                                       [](auto x, auto y) { return floor_divide_of(x, y); });
-}
+#define FB_BINARY_MATH_KERNEL(name, kind, expr)                                                      \
+  FB_REGISTER_KERNEL(                                                                                \
+      op::name, CPU, +[](const Tensor& x, const Tensor& y) -> Tensor {                               \
+        return binary_math<math::Kind::kind>(#name, x, y, []<class T>(T a, T b) { return expr; }); \
+      });
+FB_BINARY_MATH(FB_BINARY_MATH_KERNEL)
+#undef FB_BINARY_MATH_KERNEL
 
 // div with rounding_mode: None is true division (op::div), 'floor' is floor_divide.
 Tensor div_mode_cpu(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
   if (!mode) return op::div(a, b);
-  if (*mode == "floor") return floor_divide_cpu(a, b);
+  if (*mode == "floor")
+    return binary_math<math::Kind::Division>(
+        "floor_divide", a, b, []<class T>(T x, T y) { return math::floor_divide_of(x, y); });
   FB_CHECK_VALUE(*mode == "trunc",
                  "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode,
                  "'");
-  const ScalarType t = result_type(a, b);
-  check_nonzero_divisor("div", b, t);
-  return binary_typed<kFloats | kInts>("div", a, b, t, [](auto x, auto y) { return trunc_divide_of(x, y); });
+  return binary_math<math::Kind::Division>("div", a, b,
+                                           []<class T>(T x, T y) { return math::trunc_divide_of(x, y); });
 }
 
-FB_REGISTER_KERNEL(op::atan2, CPU, atan2_cpu);
 FB_REGISTER_KERNEL(op::div_mode, CPU, div_mode_cpu);
-FB_REGISTER_KERNEL(op::hypot, CPU, hypot_cpu);
-FB_REGISTER_KERNEL(op::fmod, CPU, fmod_cpu);
-FB_REGISTER_KERNEL(op::remainder, CPU, remainder_cpu);
-FB_REGISTER_KERNEL(op::floor_divide, CPU, floor_divide_cpu);
 
 // ---- clamp with number bounds ----
 

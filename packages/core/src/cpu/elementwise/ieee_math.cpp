@@ -1,5 +1,5 @@
-// CPU kernels: copysign, signbit, nextafter, logaddexp (the IEEE 754 sign and
-// neighbour functions; exact for signed zeros, infinities and NaN).
+// CPU kernel: signbit (exact for signed zeros, infinities and NaN). copysign,
+// nextafter and logaddexp are entries of FB_BINARY_MATH (binary_math.cpp).
 #include <cmath>
 
 #include "elementwise.h"
@@ -9,25 +9,6 @@
 namespace flambeau {
 namespace {
 using namespace cpu;
-
-Tensor copysign_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kFloats>("copysign", a, b, to_float_dtype(result_type(a, b)),
-                               [](auto x, auto y) { return std::copysign(x, y); });
-}
-
-Tensor nextafter_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kFloats>("nextafter", a, b, result_type(a, b),
-                               [](auto x, auto y) { return std::nextafter(x, y); });
-}
-
-// max + log1p(exp(-|x - y|)); equal infinities would give inf - inf = NaN there, so they return x.
-Tensor logaddexp_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kFloats>("logaddexp", a, b, to_float_dtype(result_type(a, b)), [](auto x, auto y) {
-    if (x == y && std::isinf(x)) return x;
-    const auto m = x > y ? x : y;
-    return m + std::log1p(std::exp(-std::abs(x - y)));
-  });
-}
 
 Tensor signbit_cpu(const Tensor& a) {
   const ScalarType t = a.dtype();
@@ -50,9 +31,6 @@ Tensor signbit_cpu(const Tensor& a) {
   return it.output();
 }
 
-FB_REGISTER_KERNEL(op::copysign, CPU, copysign_cpu);
-FB_REGISTER_KERNEL(op::nextafter, CPU, nextafter_cpu);
-FB_REGISTER_KERNEL(op::logaddexp, CPU, logaddexp_cpu);
 FB_REGISTER_KERNEL(op::signbit, CPU, signbit_cpu);
 
 }  // namespace

@@ -256,55 +256,6 @@ void sigmoid_loop(char** d, const int64_t* s, int64_t n, double) {
     });
 }
 
-// The inverse error function: Giles' single-precision approximation ("Approximating
-// the erfinv function", GPU Computing Gems, 2011), then Newton steps in double.
-template <class T>
-T erfinv_impl(T y) {
-  const double x = static_cast<double>(y), ax = x < 0 ? -x : x;
-  if (!(ax < 1.0)) {
-    if (ax == 1.0) return static_cast<T>(__builtin_copysign(__builtin_inf(), x));
-    return static_cast<T>(__builtin_nan(""));
-  }
-  double w = -std::log((1.0 - ax) * (1.0 + ax)), p;
-  if (w < 5.0) {
-    w -= 2.5;
-    p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w;
-    p = -3.5233877e-06 + p * w;
-    p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w;
-    p = -0.00125372503 + p * w;
-    p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w;
-    p = 1.50140941 + p * w;
-  } else {
-    w = std::sqrt(w) - 3.0;
-    p = -0.000200214257;
-    p = 0.000100950558 + p * w;
-    p = 0.00134934322 + p * w;
-    p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w;
-    p = -0.0076224613 + p * w;
-    p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w;
-    p = 2.83297682 + p * w;
-  }
-  double r = p * ax;
-  // Newton on erf(r) = ax, or above 0.5 on log(erfc(r)) = log(1 - ax): 1 - ax
-  // is exact there, and the logarithm is nearly quadratic, so four steps reach
-  // the last bit of float64 even at 1 - 2^-53, where the float start is poor.
-  for (int i = 0; i < 4; ++i) {
-    const double d = 1.1283791670955126 * std::exp(-r * r);  // erf'(r) = 2/sqrt(pi) exp(-r^2)
-    if (ax > 0.5) {
-      const double e = std::erfc(r);
-      r += (std::log(e) - std::log1p(-ax)) * e / d;
-    } else {
-      r -= (std::erf(r) - ax) / d;
-    }
-  }
-  return static_cast<T>(x < 0 ? -r : r);
-}
-
 #define FB_DEFINE_UNARY_LOOP(name, expr)                                 \
   template <class T>                                                     \
   void name##_loop(char** d, const int64_t* s, int64_t n, double) {      \

@@ -5,47 +5,18 @@
 #include <cstdint>
 
 #include "cpu/dispatch/dispatch_stub.h"
+#include "flambeau/elementwise_math.h"
 #include "flambeau/macros.h"
 
 namespace flambeau::cpu {
 
-// Float-valued unary math: X(name, expression of `a`), one line per op. Each
-// gets a VecOp kVec_<name>, a loop <name>_loop<T> (loops.h) compiled per
-// capability, and a CPU kernel (unary_math.cpp) where integer inputs compute
-// in float32. float32 versions with a branch-free polynomial (as exp_f32)
-// can replace the expression for one dtype inside its loop.
-#define FB_FLOAT_UNARY_MATH(X)  \
-  X(sin, std::sin(a))           \
-  X(cos, std::cos(a))           \
-  X(tan, std::tan(a))           \
-  X(asin, std::asin(a))         \
-  X(acos, std::acos(a))         \
-  X(atan, std::atan(a))         \
-  X(sinh, std::sinh(a))         \
-  X(cosh, std::cosh(a))         \
-  X(asinh, std::asinh(a))       \
-  X(acosh, std::acosh(a))       \
-  X(atanh, std::atanh(a))       \
-  X(expm1, std::expm1(a))       \
-  X(log1p, std::log1p(a))       \
-  X(log2, std::log2(a))         \
-  X(log10, std::log10(a))       \
-  X(exp2, std::exp2(a))         \
-  X(erf, std::erf(a))           \
-  X(erfc, std::erfc(a))         \
-  X(erfinv, erfinv_impl(a))     \
-  X(rsqrt, T(1) / std::sqrt(a)) \
-  X(reciprocal, T(1) / a)
-
-// Rounding and sign of floats: the same list shape; integer inputs keep
-// their dtype (unary_math.cpp).
-#define FB_FLOAT_ROUNDING(X)  \
-  X(floor, std::floor(a))     \
-  X(ceil, std::ceil(a))       \
-  X(trunc, std::trunc(a))     \
-  X(round, std::nearbyint(a)) \
-  X(frac, a - std::trunc(a))  \
-  X(sign, (a > T(0)) - (a < T(0)))
+// The float-valued unary math (FB_FLOAT_UNARY_MATH) and the rounding ops
+// (FB_FLOAT_ROUNDING) come from the list every backend shares (Note
+// [Elementwise math list]). Each gets a VecOp kVec_<name>, a loop
+// <name>_loop<T> (loops.h) compiled per capability, and for the first list a
+// CPU kernel (unary_math.cpp) where integer inputs compute in float32.
+// float32 versions with a branch-free polynomial (as exp_f32) can replace the
+// expression for one dtype inside its loop.
 
 enum VecOp : int {
   kVecAdd,
