@@ -1017,24 +1017,7 @@ Shapes reduce_dims(const Tensor& self, const IntArrayRef& dim, const bool& keepd
   return one(reduced(self, dim, keepdim));
 }
 Shapes matmul_like(const Tensor& a, const Tensor& b) { return one(matmul_shape(a, b)); }
-Shapes linear_like(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  if (input.dim() < 1 || weight.dim() < 1 || weight.dim() > 2) return std::nullopt;
-  if (input.sizes().back() != weight.sizes().back()) return std::nullopt;
-  Shape out(input.sizes().begin(), input.sizes().end() - 1);
-  if (weight.dim() == 2) out.push_back(weight.sizes()[0]);
-  if (bias && bias->defined() && !try_broadcast(out, bias->sizes())) return std::nullopt;
-  if (bias && bias->defined() && *try_broadcast(out, bias->sizes()) != out) return std::nullopt;
-  return one(out);
-}
 Shapes like_self(const Tensor& self, const int64_t&) { return one(sizes_of(self)); }
-Shapes pointwise_loss(const Tensor& self, const Tensor& target, const int64_t& reduction) {
-  std::optional<Shape> b = try_broadcast(sizes_of(self), target.sizes());
-  if (!b) return std::nullopt;
-  return one(reduction == 0 ? *b : Shape{});
-}
-Shapes pointwise_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const int64_t&) {
-  return one(broadcast_all(grad, self, target));
-}
 // A class weight has one value per class: any other shape takes the synchronous path (its error at the call).
 bool class_weight_ok(const Tensor& self, const std::optional<Tensor>& weight) {
   if (!weight || !weight->defined()) return true;
@@ -1231,7 +1214,7 @@ void register_async_kernels() {
   from_meta<op::mm>();
   from_meta<op::bmm>();
   with_shape<op::matmul, &matmul_like>();
-  with_shape<op::linear, &linear_like>();
+  from_meta<op::linear>();
   // Factories.
   factory<op::arange>();
   factory<op::linspace>();
@@ -1244,10 +1227,10 @@ void register_async_kernels() {
   factory<op::tril_indices>();
   factory<op::triu_indices>();
   // Losses.
-  with_shape<op::mse_loss, &pointwise_loss>();
-  with_shape<op::mse_loss_backward, &pointwise_loss_backward>();
-  with_shape<op::l1_loss, &pointwise_loss>();
-  with_shape<op::l1_loss_backward, &pointwise_loss_backward>();
+  from_meta<op::mse_loss>();
+  from_meta<op::mse_loss_backward>();
+  from_meta<op::l1_loss>();
+  from_meta<op::l1_loss_backward>();
   with_shape<op::_cross_entropy, &cross_entropy_like>();
   with_shape<op::_cross_entropy_backward, &cross_entropy_backward_like>();
   with_shape<op::nll_loss_nd, &nll_like>();
