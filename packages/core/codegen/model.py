@@ -92,7 +92,7 @@ SHAPE_RULES = {
     "bmm": "(b, n, k) @ (b, k, m) -> (b, n, m)",
 }
 # Shape functions that give one shape per result (std::vector<Shape>); the others give one for all.
-PER_RESULT_SHAPES = {"layer_norm"}
+PER_RESULT_SHAPES = {"layer_norm", "cross_entropy"}
 # Named shape functions over any of the op's arguments, in order: `meta::<name>(op, args...)`
 # (flambeau/meta.h), shared by the ops of a family.
 SHAPE_FUNCTIONS = {
@@ -105,6 +105,8 @@ SHAPE_FUNCTIONS = {
     "linear": "input's leading dims and weight's out_features, broadcast with the bias",
     "loss": "a pointwise loss: the broadcast shape of self and target unreduced (reduction 0), else 0-d",
     "loss_grad": "the broadcast shape of self and target (a pointwise loss's gradient)",
+    "class_loss": "a loss over dim 1 of (N, C, d1, ...) (or dim 0 of (C,)): (N, d1, ...) unreduced, else 0-d",
+    "cross_entropy": "one shape per result: class_loss's, then (rows,) for the log-sum-exp",
 }
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.

@@ -45,6 +45,7 @@ MIGRATED += (
     + ["linear", "native_layer_norm", "convolution", "convolution_backward_weight"]
     + LOSSES
     + [f"{n}_backward" for n in LOSSES]
+    + ["_cross_entropy", "_cross_entropy_backward", "nll_loss_nd", "nll_loss_nd_backward"]
 )
 MIGRATED += ["where"]
 
@@ -648,3 +649,67 @@ def test_convolution_backward_weight_checks():
         with pytest.raises(fc.FlambeauError, match=r"expected grad_output of size \[2, 6, 5, 4\], got \[2, 6, 5, 5\]"):
             fc._C._convolution_backward_weight(g[..., :1].expand(2, 6, 5, 5), x, [6, 4, 3, 3], [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1)  # fmt: skip
+
+
+# ---- class losses (nll_loss, cross_entropy) over dim 1 of (N, C, d1, ...) ----
+
+# (input shape, target shape, target dtype, weight shape)
+CLASS_LOSS_CASES = [
+    ((4, 3), (4,), "int64", None),
+    ((4, 3, 2), (4, 2), "int64", (3,)),
+    ((3,), (), "int64", None),
+    ((4, 3), (4, 3), "float32", None),  # class probabilities (cross_entropy only)
+    ((4, 3), (3,), "int64", None),  # a target of the wrong shape
+    ((4, 3), (4,), "int32", None),
+    ((4, 3), (4,), "int64", (4,)),  # one weight per class
+    ((), (), "int64", None),
+    ((0, 3), (0,), "int64", None),
+]
+
+
+@pytest.mark.parametrize(("sx", "st", "dt", "sw"), CLASS_LOSS_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 5])
+def test_class_losses(sx, st, dt, sw, dtype, reduction):
+    x = cpu_tensor(sx, dtype)
+    t = fc.zeros(st, dtype=FC[dt]) if dt != "float32" else fc.ones(st) / 3
+    w = None if sw is None else fc.ones(sw)
+    ce, cpu_ce = meta_and_cpu(lambda x, t, w: fc._C._cross_entropy(x, t, w, reduction), x, t, w)
+    assert ce == cpu_ce, (ce, cpu_ce)
+    nll, cpu_nll = meta_and_cpu(lambda x, t, w: fc.nll_loss_nd(x, t, w, reduction), x, t, w)
+    assert nll == cpu_nll, (nll, cpu_nll)
+    for result in (cpu_ce, cpu_nll):  # the op ran (or raised one of its own errors)
+        assert result[0] == "ok" or result[1] in ("FlambeauError", "TypeError"), result
+    if cpu_ce[0] == "ok":
+        loss_shape, lse_shape = cpu_ce[1][0], cpu_ce[2][0]
+        lse = fc.zeros(lse_shape, dtype=FC[dtype])
+        for g in [fc.ones(loss_shape, dtype=FC[dtype]), fc.ones(2, 2), fc.ones((), dtype=fc.int64)]:
+            meta, cpu = meta_and_cpu(
+                lambda g, x, t, lse, w: fc._C._cross_entropy_backward(g, x, t, lse, w, reduction, -100, 0.0),
+                g,
+                x,
+                t,
+                lse,
+                w,
+            )
+            assert meta == cpu, (meta, cpu)
+            if cpu_nll[0] == "ok":
+                meta, cpu = meta_and_cpu(
+                    lambda g, x, t, w: fc.nll_loss_nd_backward(g, x, t, w, reduction, -100), g, x, t, w
+                )
+                assert meta == cpu, (meta, cpu)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_class_loss_checks_keep_their_messages(device):
+    x, t = fc.ones(4, 3, device=device), fc.zeros(4, dtype=fc.int64, device=device)
+    with pytest.raises(
+        fc.FlambeauError, match=r"^\[cross_entropy\] label_smoothing must be between 0.0 and 1.0, got 1.5"
+    ):
+        fc._C._cross_entropy(x, t, None, 1, -100, 1.5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[nll_loss\] input shape \(4, 3\) needs target shape \(4,\), got"):
+        fc.nll_loss_nd(x, t[:2], None, 1, -100)
+    with pytest.raises(TypeError, match=r"^\[nll_loss\] target must hold int64 class indices, got dtype float32"):
+        fc.nll_loss_nd(x, t.to(fc.float32), None, 1, -100)
+    with pytest.raises(fc.FlambeauError, match=r"^\[cross_entropy_backward\] lse must hold 4 values of dtype float32"):
+        fc._C._cross_entropy_backward(fc.ones((), device=device), x, t, fc.ones(3, device=device), None, 1, -100, 0.0)

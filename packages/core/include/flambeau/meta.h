@@ -97,6 +97,17 @@ FB_API std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArr
 FB_API Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
                   IntArrayRef output_padding, int64_t groups);
+/// A class loss (nll_loss, cross_entropy) over dim 1 of (N, C, d1, ...), or dim 0 of (C,): C classes,
+/// rows = N * d1 * ... values, out_shape (N, d1, ...) unreduced.
+struct ClassLossRows {
+  int64_t outer = 1, classes = 1, inner = 1, rows = 0;
+  Shape out_shape;
+};
+FB_API ClassLossRows class_loss_rows(const Tensor& self);
+/// `class_loss`: out_shape for reduction 0 (none), else 0-d.
+FB_API Shape class_loss(const char* op, const Tensor& self, int64_t reduction);
+/// `cross_entropy`: class_loss's shape, then (rows,) for the per-row log-sum-exp.
+FB_API std::vector<Shape> cross_entropy(const char* op, const Tensor& self, int64_t reduction);
 /// `topk`: self's shape with `dim` of size k (a 0-d self stays 0-d), after check_topk.
 FB_API Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 
@@ -171,6 +182,15 @@ FB_API void check_conv(const char* op, const Tensor& input, const Tensor& weight
 FB_API void check_conv_weight_grad(const char* op, const Tensor& grad_output, const Tensor& input,
                                    IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
                                    IntArrayRef dilation, bool transposed, IntArrayRef output_padding, int64_t groups);
+/// A class loss: a valid reduction, a float32/64 input of at least 1 dim, int64 class indices of
+/// out_shape (or, `allow_probs`, class probabilities of input's shape and a floating dtype), a float32/64
+/// weight of one value per class.
+FB_API void check_class_loss(const char* op, const Tensor& self, const Tensor& target,
+                             const std::optional<Tensor>& weight, int64_t reduction, bool allow_probs);
+/// cross_entropy_backward: lse holds one value per row, of input's dtype.
+FB_API void check_cross_entropy_lse(const char* op, const Tensor& self, const Tensor& lse);
+/// A class loss's gradient: float32/64, of the loss's shape (one element when reduced).
+FB_API void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t reduction);
 /// topk: a valid dim and 0 <= k <= its size.
 FB_API void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 /// TypeError for a complex dtype (sign: use sgn).

@@ -30,12 +30,6 @@ using namespace cpu;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-using meta::check_reduction;
-
-void check_floating(const char* op, const Tensor& t, const char* what) {
-  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
-                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
-}
 
 bool present(const std::optional<Tensor>& t) { return t && t->defined(); }
 
@@ -315,47 +309,19 @@ struct ClassShape {
   Tensor x, target, weight;
 };
 
-ClassShape class_check(const char* op, const Tensor& self, const Tensor& target,
-                       const std::optional<Tensor>& weight, int64_t reduction, bool allow_probs) {
-  check_reduction(op, reduction);
-  check_floating(op, self, "input");
-  FB_CHECK_VALUE(self.dim() >= 1, "[", op,
-                 "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
-                 shape_str(self.sizes()));
+// The arguments passed the meta step's check_class_loss (Note [Meta step]).
+ClassShape class_check(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                       bool allow_probs) {
   ClassShape s;
-  const bool batched = self.dim() >= 2;
-  s.classes = self.sizes()[batched ? 1 : 0];
-  if (batched) {
-    s.outer = self.sizes()[0];
-    s.out_shape.push_back(s.outer);
-    for (int64_t i = 2; i < self.dim(); ++i) {
-      s.inner *= self.sizes()[i];
-      s.out_shape.push_back(self.sizes()[i]);
-    }
-  }
-  s.rows = s.outer * s.inner;
+  const meta::ClassLossRows r = meta::class_loss_rows(self);
+  s.outer = r.outer, s.classes = r.classes, s.inner = r.inner, s.rows = r.rows, s.out_shape = r.out_shape;
   if (is_floating(target.dtype()) && allow_probs && target.dim() == self.dim()) {
-    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), self.sizes()), "[", op,
-                   "] a class-probability target must have the input's shape ", shape_str(self.sizes()),
-                   ", got ", shape_str(target.sizes()));
     s.probs = true;
     s.target = op::contiguous(to_dtype(target, self.dtype()), MemoryFormat::Contiguous);
   } else {
-    FB_CHECK_TYPE(target.dtype() == ScalarType::Int64, "[", op, "] target must hold int64 class indices",
-                  allow_probs ? " (or class probabilities of the input's shape and a floating dtype)" : "",
-                  ", got dtype ", dtype_name(target.dtype()), " of shape ", shape_str(target.sizes()));
-    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), s.out_shape), "[", op, "] input shape ",
-                   shape_str(self.sizes()), " needs target shape ", shape_str(s.out_shape), ", got ",
-                   shape_str(target.sizes()));
     s.target = op::contiguous(target, MemoryFormat::Contiguous);
   }
-  if (present(weight)) {
-    check_floating(op, *weight, "weight");
-    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op,
-                   "] weight must have shape (", s.classes, ",) (one weight per class), got ",
-                   shape_str(weight->sizes()));
-    s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
-  }
+  if (present(weight)) s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
   s.x = op::contiguous(self, MemoryFormat::Contiguous);
   return s;
 }
@@ -407,9 +373,7 @@ std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& t
                                              const std::optional<Tensor>& weight, int64_t reduction,
                                              int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
-  FB_CHECK_VALUE(label_smoothing >= 0.0 && label_smoothing <= 1.0, "[", op,
-                 "] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
-  const ClassShape s = class_check(op, self, target, weight, reduction, true);
+  const ClassShape s = class_check(self, target, weight, true);
   Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
                                   : op::empty(Shape{}, self.dtype(), Device());
   Tensor lse = op::empty(Shape{s.rows}, self.dtype(), Device());
@@ -483,19 +447,14 @@ std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& t
 template <class T>
 std::vector<double> row_scales(const char* op, const Tensor& grad, const ClassShape& s, int64_t reduction,
                                int64_t ignore_index, const T* w) {
-  check_floating(op, grad, "grad_output");
+  // grad passed the meta step's check_class_loss_grad.
   std::vector<double> sc(static_cast<size_t>(s.rows));
   const Tensor g = op::contiguous(to_dtype(grad, s.x.dtype()), MemoryFormat::Contiguous);
   if (reduction == kNone) {
-    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), s.out_shape), "[", op, "] grad_output shape ",
-                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(s.out_shape));
     const T* gp = g.data<T>();
     for (int64_t r = 0; r < s.rows; ++r) sc[static_cast<size_t>(r)] = static_cast<double>(gp[r]);
     return sc;
   }
-  FB_CHECK_VALUE(grad.numel() == 1, "[", op,
-                 "] grad_output of a reduced loss must have one element, got shape ",
-                 shape_str(grad.sizes()));
   double v = static_cast<double>(g.data<T>()[0]);
   if (reduction == kMean) {
     double total = 0;
@@ -520,10 +479,7 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const 
                                   const Tensor& lse, const std::optional<Tensor>& weight, int64_t reduction,
                                   int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy_backward";
-  const ClassShape s = class_check(op, self, target, weight, reduction, true);
-  FB_CHECK_VALUE(lse.numel() == s.rows && lse.dtype() == self.dtype(), "[", op, "] lse must hold ", s.rows,
-                 " values of dtype ", dtype_name(self.dtype()), ", got shape ", shape_str(lse.sizes()),
-                 " dtype ", dtype_name(lse.dtype()));
+  const ClassShape s = class_check(self, target, weight, true);
   Tensor out = op::empty(self.sizes(), self.dtype(), Device());
   if (self.numel() == 0) return out;
   const Tensor lsec = op::contiguous(lse, MemoryFormat::Contiguous);
@@ -599,7 +555,7 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const 
 Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                     int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss";
-  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  const ClassShape s = class_check(self, target, weight, false);
   Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
                                   : op::empty(Shape{}, self.dtype(), Device());
   visit_dtype(self.dtype(), op, [&](auto tag) {
@@ -639,7 +595,7 @@ Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optiona
 Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
                              const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss_backward";
-  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  const ClassShape s = class_check(self, target, weight, false);
   Tensor out = zeros(self.sizes(), self.dtype());
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -159,6 +159,30 @@ Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std:
                                       output_padding, groups);
 }
 
+ClassLossRows class_loss_rows(const Tensor& self) {
+  ClassLossRows s;
+  const bool batched = self.dim() >= 2;
+  s.classes = self.sizes()[batched ? 1 : 0];
+  if (batched) {
+    s.outer = self.sizes()[0];
+    s.out_shape.push_back(s.outer);
+    for (int64_t i = 2; i < self.dim(); ++i) {
+      s.inner *= self.sizes()[i];
+      s.out_shape.push_back(self.sizes()[i]);
+    }
+  }
+  s.rows = s.outer * s.inner;
+  return s;
+}
+
+Shape class_loss(const char*, const Tensor& self, int64_t reduction) {
+  return reduction == 0 ? class_loss_rows(self).out_shape : Shape{};
+}
+
+std::vector<Shape> cross_entropy(const char* op, const Tensor& self, int64_t reduction) {
+  return {class_loss(op, self, reduction), Shape{class_loss_rows(self).rows}};
+}
+
 Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
   Shape out(self.sizes().begin(), self.sizes().end());
   if (!out.empty()) out[wrap_dim(dim, self.dim(), op)] = k;
@@ -289,6 +313,18 @@ void check_float_arg(const char* op, const Tensor& t, const char* what) {
                 " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
+// A loss's gradient: float32/64, of the unreduced loss's shape, or one element when reduced.
+void check_loss_grad(const char* op, const Tensor& grad_output, IntArrayRef shape, int64_t reduction) {
+  check_float_arg(op, grad_output, "grad_output");
+  if (reduction == 0)
+    FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), shape), "[", op, "] grad_output shape ",
+                   shape_str(grad_output.sizes()), " does not match the loss shape ", shape_str(shape));
+  else
+    FB_CHECK_VALUE(grad_output.numel() == 1, "[", op,
+                   "] grad_output of a reduced loss must have one element, got shape ",
+                   shape_str(grad_output.sizes()));
+}
+
 // The shape of a pointwise loss's elements, after its input and target checks.
 Shape pointwise_loss_shape(const char* op, const Tensor& self, const Tensor& target,
                            const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
@@ -335,14 +371,7 @@ void check_pointwise_loss_grad(const char* op, const Tensor& grad_output, const 
                                bool binary, int64_t reduction) {
   const Shape shape = pointwise_loss_shape(op, self, target, weight, pos_weight, binary);
   check_reduction(op, reduction);
-  check_float_arg(op, grad_output, "grad_output");
-  if (reduction == 0)
-    FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), shape), "[", op, "] grad_output shape ",
-                   shape_str(grad_output.sizes()), " does not match the loss shape ", shape_str(shape));
-  else
-    FB_CHECK_VALUE(grad_output.numel() == 1, "[", op,
-                   "] grad_output of a reduced loss must have one element, got shape ",
-                   shape_str(grad_output.sizes()));
+  check_loss_grad(op, grad_output, shape, reduction);
 }
 
 void check_norm_param(const char* op, const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
@@ -386,6 +415,43 @@ void check_conv_weight_grad(const char* op, const Tensor& grad_output, const Ten
                                                        transposed, output_padding, groups);
   FB_CHECK_VALUE(std::ranges::equal(out_shape, grad_output.sizes()), "[", op, "] expected grad_output of size ",
                  conv::bracket_shape(out_shape), ", got ", conv::bracket_shape(grad_output.sizes()));
+}
+
+void check_class_loss(const char* op, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                      int64_t reduction, bool allow_probs) {
+  check_reduction(op, reduction);
+  check_float_arg(op, self, "input");
+  FB_CHECK_VALUE(self.dim() >= 1, "[", op, "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
+                 shape_str(self.sizes()));
+  const ClassLossRows s = class_loss_rows(self);
+  if (is_floating(target.dtype()) && allow_probs && target.dim() == self.dim()) {
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), self.sizes()), "[", op,
+                   "] a class-probability target must have the input's shape ", shape_str(self.sizes()), ", got ",
+                   shape_str(target.sizes()));
+  } else {
+    FB_CHECK_TYPE(target.dtype() == ScalarType::Int64, "[", op, "] target must hold int64 class indices",
+                  allow_probs ? " (or class probabilities of the input's shape and a floating dtype)" : "",
+                  ", got dtype ", dtype_name(target.dtype()), " of shape ", shape_str(target.sizes()));
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), s.out_shape), "[", op, "] input shape ",
+                   shape_str(self.sizes()), " needs target shape ", shape_str(s.out_shape), ", got ",
+                   shape_str(target.sizes()));
+  }
+  if (weight && weight->defined()) {
+    check_float_arg(op, *weight, "weight");
+    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op, "] weight must have shape (",
+                   s.classes, ",) (one weight per class), got ", shape_str(weight->sizes()));
+  }
+}
+
+void check_cross_entropy_lse(const char* op, const Tensor& self, const Tensor& lse) {
+  const int64_t rows = class_loss_rows(self).rows;
+  FB_CHECK_VALUE(lse.numel() == rows && lse.dtype() == self.dtype(), "[", op, "] lse must hold ", rows,
+                 " values of dtype ", dtype_name(self.dtype()), ", got shape ", shape_str(lse.sizes()), " dtype ",
+                 dtype_name(lse.dtype()));
+}
+
+void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t reduction) {
+  check_loss_grad(op, grad_output, class_loss_rows(self).out_shape, reduction);
 }
 
 void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
