@@ -34,6 +34,12 @@ MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gel
     log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
 POOLING = """max_pool2d_with_indices max_pool_backward avg_pool2d avg_pool2d_backward adaptive_avg_pool2d
     adaptive_avg_pool2d_backward adaptive_max_pool2d""".split()
+# Their backwards, (name, extra arguments).
+ACTIVATION_GRADS = {
+    "threshold": (0.5,), "gelu": (), "silu": (), "mish": (), "leaky_relu": (0.1,), "elu": (1.0, 1.0, 1.0),
+    "softplus": (1.0, 20.0), "hardtanh": (-1.0, 1.0), "hardswish": (), "hardsigmoid": (), "log_sigmoid": (),
+    "softsign": (),
+}  # fmt: skip
 MIGRATED = (
     FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY + BINARY + COMPARE + MATH_BINARY + INPLACE + MATMUL + REDUCTIONS
 )
@@ -46,6 +52,7 @@ MIGRATED += (
     + LOSSES
     + [f"{n}_backward" for n in LOSSES]
     + ["_cross_entropy", "_cross_entropy_backward", "nll_loss_nd", "nll_loss_nd_backward"]
+    + [f"{n}_backward" for n in ACTIVATION_GRADS]
 )
 MIGRATED += ["where"]
 
@@ -713,3 +720,29 @@ def test_class_loss_checks_keep_their_messages(device):
         fc.nll_loss_nd(x, t.to(fc.float32), None, 1, -100)
     with pytest.raises(fc.FlambeauError, match=r"^\[cross_entropy_backward\] lse must hold 4 values of dtype float32"):
         fc._C._cross_entropy_backward(fc.ones((), device=device), x, t, fc.ones(3, device=device), None, 1, -100, 0.0)
+
+
+# ---- the activations' backwards ----
+
+
+@pytest.mark.parametrize("name", list(ACTIVATION_GRADS))
+@pytest.mark.parametrize(("dg", "dx"), [("float32", "float32"), ("float64", "float32"), ("int64", "float32"),
+                                        ("float32", "int64"), ("bool", "bool")])  # fmt: skip
+@pytest.mark.parametrize(("sg", "sx"), [((2, 3), (2, 3)), ((3,), (2, 3)), ((), ())])
+def test_activation_backwards(name, dg, dx, sg, sx):
+    fn = getattr(fc, f"{name}_backward")
+    extra = ACTIVATION_GRADS[name]
+    meta, cpu = meta_and_cpu(lambda g, x: fn(g, x, *extra), cpu_tensor(sg, dg), cpu_tensor(sx, dx))
+    assert meta == cpu, (meta, cpu)
+    assert cpu[0] == "ok" or cpu[1] in ("FlambeauError", "TypeError"), cpu
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_activation_backward_checks_keep_their_messages(device):
+    x = fc.ones(2, 3, device=device)
+    with pytest.raises(TypeError, match=r"^\[silu_backward\] grad_output must be a float16, bfloat16, float32 or"):
+        fc.silu_backward(x.to(fc.int64), x)
+    with pytest.raises(fc.FlambeauError, match=r"^\[elu_backward\] grad_output shape \(3,\) does not match input"):
+        fc.elu_backward(x[0], x, 1.0, 1.0, 1.0)
+    with pytest.raises(fc.FlambeauError, match=r"^\[gelu\] approximate argument must be either 'none' or 'tanh'"):
+        fc.gelu_backward(x, x, approximate="erf")

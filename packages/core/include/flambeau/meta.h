@@ -33,6 +33,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "flambeau/macros.h"
@@ -191,6 +192,11 @@ FB_API void check_class_loss(const char* op, const Tensor& self, const Tensor& t
 FB_API void check_cross_entropy_lse(const char* op, const Tensor& self, const Tensor& lse);
 /// A class loss's gradient: float32/64, of the loss's shape (one element when reduced).
 FB_API void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t reduction);
+/// An activation's backward (silu_backward, ...): a floating input and grad_output of its shape (float16 and
+/// bfloat16 when both have that dtype, else float32 or float64).
+FB_API void check_activation_grad(const char* op, const Tensor& grad_output, const Tensor& self);
+/// gelu: approximate is 'none' or 'tanh'.
+FB_API void check_gelu_approximate(const char* op, std::string_view approximate);
 /// topk: a valid dim and 0 <= k <= its size.
 FB_API void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 /// TypeError for a complex dtype (sign: use sgn).

@@ -454,6 +454,25 @@ void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tens
   check_loss_grad(op, grad_output, class_loss_rows(self).out_shape, reduction);
 }
 
+void check_activation_grad(const char* op, const Tensor& grad_output, const Tensor& self) {
+  const ScalarType t = self.dtype();
+  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && grad_output.dtype() == t) return;
+  const auto check_float = [&](const Tensor& x, const char* what) {
+    FB_CHECK_TYPE(x.dtype() == ScalarType::Float32 || x.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                  " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(x.dtype()));
+  };
+  check_float(self, "input");
+  check_float(grad_output, "grad_output");
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), self.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad_output.sizes()), " does not match input shape ", shape_str(self.sizes()));
+}
+
+void check_gelu_approximate(const char*, std::string_view approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
+                                     approximate, "'"));
+}
+
 void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
   dim = wrap_dim(dim, self.dim(), op);
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
