@@ -33,6 +33,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"{self_name}.dtype()"
     if rule.name == "real":
         return f"to_real_dtype({self_name}.dtype())"
+    if rule.name == "clamp":
+        return f"meta::clamp_dtype({self_name}, min, max)"
     if rule.name == "accumulate":
         return f"meta::accumulate({self_name}, dtype)"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")

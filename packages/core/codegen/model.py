@@ -75,6 +75,7 @@ DTYPE_RULES = {
     "real": "self's dtype, complex becoming its real counterpart (abs)",
     "bool": "bool",
     "accumulate": "dtype= if given, else int64 for integer and bool inputs, else self's dtype",
+    "clamp": "promote self with the min and max bounds as Python numbers",
 }
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {

@@ -53,6 +53,7 @@ MIGRATED += (
     + [f"{n}_backward" for n in LOSSES]
     + ["_cross_entropy", "_cross_entropy_backward", "nll_loss_nd", "nll_loss_nd_backward"]
     + [f"{n}_backward" for n in ACTIVATION_GRADS]
+    + ["clamp"]
 )
 MIGRATED += ["where"]
 
@@ -746,3 +747,16 @@ def test_activation_backward_checks_keep_their_messages(device):
         fc.elu_backward(x[0], x, 1.0, 1.0, 1.0)
     with pytest.raises(fc.FlambeauError, match=r"^\[gelu\] approximate argument must be either 'none' or 'tanh'"):
         fc.gelu_backward(x, x, approximate="erf")
+
+
+# ---- clamp with number bounds ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("lo", "hi"), [(0, 2), (0.5, None), (None, 2), (None, None), (True, None), (-1, 1.5)])
+def test_clamp(dtype, lo, hi):
+    meta, cpu = meta_and_cpu(lambda x: fc.clamp(x, lo, hi), cpu_tensor((2, 3), dtype))
+    assert agree(meta, cpu), (meta, cpu)
+    check_torch(lambda x: torch.clamp(x, lo, hi), cpu, torch.ones(2, 3, dtype=TH[dtype]))
+    if lo is None and hi is None:
+        assert cpu[:2] == ("error", "FlambeauError") and cpu[2].startswith("[clamp] at least one of min and max"), cpu

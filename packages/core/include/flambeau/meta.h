@@ -55,6 +55,8 @@ FB_API ScalarType promote(Tensors ts);
 FB_API ScalarType float_valued(Tensors ts);
 /// `accumulate`: `dtype` if given, else integer and bool inputs sum in int64, others keep theirs.
 FB_API ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype);
+/// `clamp`: self promoted with the bounds as Python numbers (an int64 tensor clamped to 0.5 gives float32).
+FB_API ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
 // ---- shape rules ----
 /// `broadcast`: the NumPy broadcast shape; ValueError "[op] shapes (2,) and (3,) cannot be broadcast".
@@ -197,6 +199,8 @@ FB_API void check_class_loss_grad(const char* op, const Tensor& grad_output, con
 FB_API void check_activation_grad(const char* op, const Tensor& grad_output, const Tensor& self);
 /// gelu: approximate is 'none' or 'tanh'.
 FB_API void check_gelu_approximate(const char* op, std::string_view approximate);
+/// clamp: at least one bound.
+FB_API void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 /// topk: a valid dim and 0 <= k <= its size.
 FB_API void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 /// TypeError for a complex dtype (sign: use sgn).

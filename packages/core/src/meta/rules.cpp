@@ -35,6 +35,15 @@ ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype) {
   return is_integral(self.dtype(), /*include_bool=*/true) ? ScalarType::Int64 : self.dtype();
 }
 
+ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  std::vector<Tensor> bounds;
+  std::vector<const Tensor*> operands{&self};
+  for (const auto& v : {min, max})
+    if (v) bounds.push_back(scalar_to_tensor(*v, /*wrapped=*/true));
+  for (const Tensor& t : bounds) operands.push_back(&t);
+  return result_type(operands);
+}
+
 // ---- shape rules ----
 
 Shape broadcast(const char* op, Tensors ts) {
@@ -471,6 +480,10 @@ void check_gelu_approximate(const char*, std::string_view approximate) {
   if (approximate != "none" && approximate != "tanh")
     throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
                                      approximate, "'"));
+}
+
+void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  FB_CHECK_VALUE(min || max, "[", op, "] at least one of min and max must not be None");
 }
 
 void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
