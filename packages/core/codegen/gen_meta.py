@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from model import FIXED_DTYPES, OpDecl, Rule, TableError
+from model import FIXED_DTYPES, PER_RESULT_SHAPES, SHAPE_FUNCTIONS, OpDecl, Rule, TableError
 
 
 def _tensors(names: list[str]) -> str:
@@ -33,6 +33,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"{self_name}.dtype()"
     if rule.name == "real":
         return f"to_real_dtype({self_name}.dtype())"
+    if rule.name == "clamp":
+        return f"meta::clamp_dtype({self_name}, min, max)"
     if rule.name == "accumulate":
         return f"meta::accumulate({self_name}, dtype)"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")
@@ -40,8 +42,10 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
 
 def shape_expr(op: OpDecl, rule: Rule) -> str:
     """The C++ expression of the shape rule."""
-    name = f'"{op.name}"'
+    name = f'"{_name(op)}"'
     first = rule.args[0] if rule.args else "self"
+    if rule.name in SHAPE_FUNCTIONS:
+        return f"meta::{rule.name}({name}, {', '.join(rule.args)})"
     if rule.name == "broadcast":
         return f"meta::broadcast({name}, {_tensors(rule.args)})"
     if rule.name == "same":
@@ -55,6 +59,11 @@ def shape_expr(op: OpDecl, rule: Rule) -> str:
     raise TableError(f"ops.yaml:{op.line}: shape rule '{rule.name}' has no C++ form")
 
 
+def _name(op: OpDecl) -> str:
+    """The op's name in the meta step's messages."""
+    return op.errors_as or op.name
+
+
 def _params(op: OpDecl) -> str:
     return ", ".join(f"{a.cpp_type} {a.name}" for a in op.cpp_args)
 
@@ -65,9 +74,9 @@ def _check_lines(op: OpDecl) -> list[str]:
     if op.is_inplace or any(re.search(r"\bresult\b", args) for _, args in op.checks):
         lines.append(f"  const ScalarType result = {dtype_expr(op, op.dtype[0])};")
     for name, args in op.checks:
-        lines.append(f'  meta::check_{name}("{op.name}"{", " + args if args else ""});')
+        lines.append(f'  meta::check_{name}("{_name(op)}"{", " + args if args else ""});')
     if op.is_inplace:
-        lines.append(f'  meta::check_inplace_dtype("{op.name}", self, result);')
+        lines.append(f'  meta::check_inplace_dtype("{_name(op)}", self, result);')
     return lines
 
 
@@ -86,19 +95,25 @@ def meta_kernel(op: OpDecl) -> list[str]:
     tensors = [a.name for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber")]
     ret = op.cpp_return()
     lines = [f"{ret} {op.cpp_name}_meta({_params(op)}) {{"]
-    lines.append(f'  meta::check_same_device("{op.name}", {_tensors(tensors)});')
+    lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(tensors)});')
     shape = shape_expr(op, op.shape)
     if op.is_inplace:
         inputs = op.shape.args
         if op.shape.name == "broadcast":
-            lines.append(f'  meta::check_broadcasts_to("{op.name}", {_tensors(inputs)}, self);')
+            lines.append(f'  meta::check_broadcasts_to("{_name(op)}", {_tensors(inputs)}, self);')
         lines.append("  self.impl()->bump_version();")
         lines.append("  return self;")
     elif len(op.returns) == 1:
-        lines.append(f'  return meta::empty({shape}, {dtype_expr(op, op.dtype[0])}, "{op.name}");')
+        lines.append(f'  return meta::empty({shape}, {dtype_expr(op, op.dtype[0])}, "{_name(op)}");')
+    elif op.shape.name in PER_RESULT_SHAPES:
+        lines.append(f"  const std::vector<Shape> shapes = {shape};")
+        outs = ", ".join(
+            f'meta::empty(shapes[{i}], {dtype_expr(op, r)}, "{_name(op)}")' for i, r in enumerate(op.dtype)
+        )
+        lines.append(f"  return {{{outs}}};")
     else:
         lines.append(f"  const Shape shape = {shape};")
-        outs = ", ".join(f'meta::empty(shape, {dtype_expr(op, r)}, "{op.name}")' for r in op.dtype)
+        outs = ", ".join(f'meta::empty(shape, {dtype_expr(op, r)}, "{_name(op)}")' for r in op.dtype)
         lines.append(f"  return {{{outs}}};")
     lines.append("}")
     return lines

@@ -75,6 +75,7 @@ DTYPE_RULES = {
     "real": "self's dtype, complex becoming its real counterpart (abs)",
     "bool": "bool",
     "accumulate": "dtype= if given, else int64 for integer and bool inputs, else self's dtype",
+    "clamp": "promote self with the min and max bounds as Python numbers",
 }
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {
@@ -91,6 +92,23 @@ SHAPE_RULES = {
     "mm": "(n, k) @ (k, m) -> (n, m)",
     "bmm": "(b, n, k) @ (b, k, m) -> (b, n, m)",
 }
+# Shape functions that give one shape per result (std::vector<Shape>); the others give one for all.
+PER_RESULT_SHAPES = {"layer_norm", "cross_entropy"}
+# Named shape functions over any of the op's arguments, in order: `meta::<name>(op, args...)`
+# (flambeau/meta.h), shared by the ops of a family.
+SHAPE_FUNCTIONS = {
+    "sizes": "the int[] argument it names (a backward's input_size)",
+    "pool2d": "pool::check_pool2d's output: a (N, C, H, W) or (C, H, W) input pooled by kernel, stride, padding",
+    "adaptive_pool2d": "a (N, C, H, W) or (C, H, W) input pooled to output_size",
+    "topk": "self's shape with dim of size k (0-d: 0-d)",
+    "conv": "conv::check_and_output_shape: a 1-D or 2-D convolution or its transpose",
+    "layer_norm": "one shape per result: input's, then (*leading, 1, ..., 1) for the mean and rstd",
+    "linear": "input's leading dims and weight's out_features, broadcast with the bias",
+    "loss": "a pointwise loss: the broadcast shape of self and target unreduced (reduction 0), else 0-d",
+    "loss_grad": "the broadcast shape of self and target (a pointwise loss's gradient)",
+    "class_loss": "a loss over dim 1 of (N, C, d1, ...) (or dim 0 of (C,)): (N, d1, ...) unreduced, else 0-d",
+    "cross_entropy": "one shape per result: class_loss's, then (rows,) for the log-sum-exp",
+}
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.
     "from_out": "without dtype=, the op computes in out's dtype (sum, cumsum, randint)",
@@ -99,7 +117,7 @@ OUT_DTYPES = {
     "logical": "out is bool or uint8 (all, any)",
 }
 _RULE = re.compile(r"^(?P<name>[a-z_0-9]+)(?:\((?P<args>[^()]*)\))?$")
-_CHECK = re.compile(r"^(?P<name>[a-z_]+)\((?P<args>.*)\)$")
+_CHECK = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)$")
 
 
 @dataclass
@@ -205,6 +223,7 @@ class OpDecl:
     checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
     direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
     out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
+    errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
 
     @property
     def has_meta(self) -> bool:
@@ -310,7 +329,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
-    "dtype", "shape", "checks", "direct_write", "out_dtype",
+    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as",
 }  # fmt: skip
 
 
@@ -319,6 +338,11 @@ def _parse_rule(text: object, known: set[str], args: list[Arg], where: str, what
     if not m or (m["name"] not in known):
         raise TableError(f"{where}: unknown {what} rule '{text}' (known: {', '.join(sorted(known))})")
     names = [a.strip() for a in (m["args"] or "").split(",") if a.strip()]
+    if m["name"] in SHAPE_FUNCTIONS:
+        missing = [n for n in names if n not in {a.name for a in args}]
+        if not names or missing:
+            raise TableError(f"{where}: shape function '{text}' must name the op's arguments it reads")
+        return Rule(m["name"], names)
     tensors = {a.name for a in args if a.is_tensor}
     for n in names:
         if n not in tensors:
@@ -337,7 +361,7 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
         if len(op.dtype) != max(1, len(op.returns)):
             raise TableError(f"{where}: dtype needs one rule per returned tensor ({len(op.returns)})")
     if "shape" in e:
-        op.shape = _parse_rule(e["shape"], set(SHAPE_RULES), op.args, where, "shape")
+        op.shape = _parse_rule(e["shape"], set(SHAPE_RULES) | set(SHAPE_FUNCTIONS), op.args, where, "shape")
     if bool(op.dtype) != (op.shape is not None):
         raise TableError(f"{where}: an op with rules needs both 'dtype' and 'shape'")
     for c in e.get("checks", []):
@@ -346,6 +370,7 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
             raise TableError(f"{where}: a check is written name(arguments), got '{c}'")
         op.checks.append((m["name"], m["args"].strip()))
     op.direct_write = bool(e.get("direct_write", False))
+    op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:
         raise TableError(f"{where}: out_dtype must be one of {sorted(OUT_DTYPES)}")

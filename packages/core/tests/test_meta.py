@@ -12,6 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as tf
 
 DTYPES = ["bool", "uint8", "int32", "int64", "float32", "float64", "complex64"]
 FC = {n: getattr(fc, n) for n in DTYPES}
@@ -31,8 +32,28 @@ MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_d
     bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor""".split()
 MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
     log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
+POOLING = """max_pool2d_with_indices max_pool_backward avg_pool2d avg_pool2d_backward adaptive_avg_pool2d
+    adaptive_avg_pool2d_backward adaptive_max_pool2d""".split()
+# Their backwards, (name, extra arguments).
+ACTIVATION_GRADS = {
+    "threshold": (0.5,), "gelu": (), "silu": (), "mish": (), "leaky_relu": (0.1,), "elu": (1.0, 1.0, 1.0),
+    "softplus": (1.0, 20.0), "hardtanh": (-1.0, 1.0), "hardswish": (), "hardsigmoid": (), "log_sigmoid": (),
+    "softsign": (),
+}  # fmt: skip
 MIGRATED = (
     FLOAT_UNARY + SAME_UNARY + BOOL_UNARY + MATH_UNARY + BINARY + COMPARE + MATH_BINARY + INPLACE + MATMUL + REDUCTIONS
+)
+SORTING = "sort topk".split()
+LOSSES = """mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy binary_cross_entropy_with_logits""".split()
+MIGRATED += (
+    POOLING
+    + SORTING
+    + ["linear", "native_layer_norm", "convolution", "convolution_backward_weight"]
+    + LOSSES
+    + [f"{n}_backward" for n in LOSSES]
+    + ["_cross_entropy", "_cross_entropy_backward", "nll_loss_nd", "nll_loss_nd_backward"]
+    + [f"{n}_backward" for n in ACTIVATION_GRADS]
+    + ["clamp"]
 )
 MIGRATED += ["where"]
 
@@ -343,3 +364,399 @@ def test_reduction_checks_keep_their_messages(device):
         fc.amax(e, 1)
     with pytest.raises(IndexError, match=r"^\[cumsum\]"):
         fc.cumsum(e, 2)
+
+
+# ---- pooling: one shape rule (pool::check_pool2d) for every backend ----
+
+# name: (flambeau_core call, torch call or None); both take the input x.
+POOL_CALLS = {
+    "max 2x2": (
+        lambda x: fc.max_pool2d_with_indices(x, [2], [], [0], [1]),
+        lambda x: tf.max_pool2d(x, 2, return_indices=True),
+    ),
+    "max dilated ceil": (
+        lambda x: fc.max_pool2d_with_indices(x, [3, 2], [2, 1], [1, 0], [2, 1], True),
+        lambda x: tf.max_pool2d(x, (3, 2), (2, 1), (1, 0), (2, 1), True, return_indices=True),
+    ),
+    "max pad too large": (lambda x: fc.max_pool2d_with_indices(x, [2], [], [2], [1]), None),
+    "max kernel too large": (lambda x: fc.max_pool2d_with_indices(x, [9], [], [0], [1]), None),
+    "max bad kernel_size": (lambda x: fc.max_pool2d_with_indices(x, [2, 2, 2], [], [0], [1]), None),
+    "avg": (lambda x: fc.avg_pool2d(x, [3], [2], [1]), lambda x: tf.avg_pool2d(x, 3, 2, 1)),
+    "avg ceil": (lambda x: fc.avg_pool2d(x, [2], [2], [0], True), lambda x: tf.avg_pool2d(x, 2, 2, 0, True)),
+    "avg zero divisor": (lambda x: fc.avg_pool2d(x, [2], [2], [0], False, True, 0), None),
+    "avg zero stride": (lambda x: fc.avg_pool2d(x, [2], [0], [0]), None),
+    "adaptive avg": (lambda x: fc.adaptive_avg_pool2d(x, [3, 2]), lambda x: tf.adaptive_avg_pool2d(x, (3, 2))),
+    "adaptive avg global": (lambda x: fc.adaptive_avg_pool2d(x, [1]), lambda x: tf.adaptive_avg_pool2d(x, 1)),
+    "adaptive avg negative": (lambda x: fc.adaptive_avg_pool2d(x, [-1, 2]), None),
+    "adaptive max": (
+        lambda x: fc.adaptive_max_pool2d(x, [2, 3]),
+        lambda x: tf.adaptive_max_pool2d(x, (2, 3), return_indices=True),
+    ),
+    "adaptive max three sizes": (lambda x: fc.adaptive_max_pool2d(x, [2, 3, 4]), None),
+}
+
+
+@pytest.mark.parametrize("call", list(POOL_CALLS))
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 6), (3, 5, 5), (0, 2, 4, 4), (2, 0, 4, 4), (4, 4)])
+def test_pooling(call, dtype, shape):
+    ours, theirs = POOL_CALLS[call]
+    meta, cpu = meta_and_cpu(ours, cpu_tensor(shape, dtype))
+    assert meta == cpu, (call, dtype, shape, meta, cpu)
+    if theirs is not None and dtype.startswith("float"):
+        check_torch(theirs, cpu, torch.ones(shape, dtype=TH[dtype]))
+
+
+def pool_grads(device):
+    """The pooling backwards on good and bad arguments: (name, call) pairs."""
+    g = fc.ones(2, 3, 3, 3, device=device)
+    i = fc.zeros(2, 3, 3, 3, dtype=fc.int64, device=device)
+    return [
+        ("max", lambda: fc.max_pool_backward(g, i, [2, 3, 6, 6])),
+        ("max int grad", lambda: fc.max_pool_backward(i, i, [2, 3, 6, 6])),
+        ("max float indices", lambda: fc.max_pool_backward(g, g, [2, 3, 6, 6])),
+        ("max rank", lambda: fc.max_pool_backward(g, i, [6, 6])),
+        ("max leading", lambda: fc.max_pool_backward(g, i, [2, 4, 6, 6])),
+        ("max shapes", lambda: fc.max_pool_backward(g, i[:, :, :2], [2, 3, 6, 6])),
+        ("avg", lambda: fc.avg_pool2d_backward(g, [2, 3, 6, 6], [2], [2], [0], False, True, None)),
+        ("avg wrong grad", lambda: fc.avg_pool2d_backward(g, [2, 3, 8, 8], [2], [2], [0], False, True, None)),
+        ("avg divisor", lambda: fc.avg_pool2d_backward(g, [2, 3, 6, 6], [2], [2], [0], False, True, 0)),
+        ("adaptive", lambda: fc.adaptive_avg_pool2d_backward(g, [2, 3, 7, 5])),
+        ("adaptive rank", lambda: fc.adaptive_avg_pool2d_backward(g, [3, 7, 5])),
+        ("adaptive int", lambda: fc.adaptive_avg_pool2d_backward(i, [2, 3, 7, 5])),
+    ]
+
+
+def test_pooling_backwards():
+    for (name, on_cpu), (_, on_meta) in zip(pool_grads("cpu"), pool_grads("meta"), strict=True):
+        assert outcome(on_meta) == outcome(on_cpu), name
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_pooling_checks_keep_their_messages(device):
+    x = fc.ones(1, 2, 5, 5, device=device)
+    with pytest.raises(TypeError, match=r"^\[max_pool2d\] is not supported for dtype bool"):
+        fc.max_pool2d_with_indices(x.to(fc.bool), [2], [], [0], [1])
+    with pytest.raises(fc.FlambeauError, match=r"^\[max_pool2d\] pad should be at most half"):
+        fc.max_pool2d_with_indices(x, [2], [], [2], [1])
+    with pytest.raises(TypeError, match=r"^\[avg_pool2d\] needs a float32 or float64 tensor, got dtype int64"):
+        fc.avg_pool2d(x.to(fc.int64), [2], [], [0])
+    with pytest.raises(fc.FlambeauError, match=r"^\[avg_pool2d\] divisor_override must be non-zero"):
+        fc.avg_pool2d(x, [2], [], [0], False, True, 0)
+    with pytest.raises(fc.FlambeauError, match=r"^\[adaptive_max_pool2d\] output_size must be non-negative"):
+        fc.adaptive_max_pool2d(x, [-1])
+    with pytest.raises(TypeError, match=r"^\[max_pool_backward\] indices must be int64, got dtype float32"):
+        fc.max_pool_backward(x, x, [1, 2, 10, 10])
+    with pytest.raises(
+        fc.FlambeauError,
+        match=r"^\[avg_pool2d_backward\] grad_output has shape \(1, 2, 5, 5\) but the forward output has shape",
+    ):
+        fc.avg_pool2d_backward(x, [1, 2, 4, 4], [2], [2], [0], False, True, None)
+
+
+# ---- sort and topk ----
+
+SORT_CALLS = {
+    "sort": ("sort", (), {}),
+    "sort dim 0 descending": ("sort", (0, True), {}),
+    "sort bad dim": ("sort", (3,), {}),
+    "topk": ("topk", (1,), {}),
+    "topk dim 0": ("topk", (2, 0), {}),
+    "topk k 0": ("topk", (0,), {}),
+    "topk k too large": ("topk", (5,), {}),
+    "topk negative k": ("topk", (-1,), {}),
+    "topk bad dim": ("topk", (1, 2), {}),
+}
+
+
+@pytest.mark.parametrize("call", list(SORT_CALLS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_and_topk(call, dtype):
+    name, args, kwargs = SORT_CALLS[call]
+    for shape in [(), (0,), (3, 4), (2, 0)]:
+        meta, cpu = meta_and_cpu(lambda x: getattr(fc, name)(x, *args, **kwargs), cpu_tensor(shape, dtype))
+        assert agree(meta, cpu), (call, dtype, shape, meta, cpu)
+        check_torch(lambda x: tuple(getattr(torch, name)(x, *args, **kwargs)), cpu, torch.ones(shape, dtype=TH[dtype]))
+
+
+# ---- linear ----
+
+LINEAR_SHAPES = [
+    ((2, 3), (4, 3), None),
+    ((5, 2, 3), (4, 3), (4,)),
+    ((3,), (4, 3), (4,)),
+    ((2, 3), (4, 3), (2, 1, 4)),  # a bias that broadcasts the result
+    ((2, 3), (4, 3), (3,)),  # a bias that does not broadcast
+    ((2, 3), (4, 2), None),  # in_features mismatch
+    ((2, 3), (3,), None),  # a 1-D weight
+    ((), (4, 3), None),
+    ((0, 3), (4, 3), (4,)),
+]
+
+
+@pytest.mark.parametrize(("sx", "sw", "sb"), LINEAR_SHAPES)
+@pytest.mark.parametrize(("dx", "dw"), [("float32", "float32"), ("float64", "float64"), ("int64", "int64"),
+                                        ("float32", "float64")])  # fmt: skip
+def test_linear(sx, sw, sb, dx, dw):
+    args = [cpu_tensor(sx, dx), cpu_tensor(sw, dw)] + ([] if sb is None else [cpu_tensor(sb, dx)])
+    meta, cpu = meta_and_cpu(fc.linear, *args)
+    assert agree(meta, cpu), (meta, cpu)
+    check_torch(tf.linear, cpu, *[torch.ones(a.shape, dtype=TH[str(a.dtype).rsplit(".", 1)[-1]]) for a in args])
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_linear_checks_keep_their_messages(device):
+    x, w = fc.ones(2, 3, device=device), fc.ones(4, 3, device=device)
+    with pytest.raises(fc.FlambeauError, match=r"^\[linear\] weight must be 2-D \(out_features, in_features\)"):
+        fc.linear(x, w[0])
+    with pytest.raises(fc.FlambeauError, match=r"^\[linear\] input shape \(2, 3\) does not match weight shape"):
+        fc.linear(x, w[:, :2])
+    with pytest.raises(TypeError, match=r"^\[linear\] input and weight must have the same dtype, got float32 and"):
+        fc.linear(x, w.to(fc.float64))
+    with pytest.raises(TypeError, match=r"^\[linear\] bias must have the dtype of input and weight \(float32\)"):
+        fc.linear(x, w, fc.ones(4, dtype=fc.float64, device=device))
+    with pytest.raises(RuntimeError, match=r"^\[linear\] input and weight must be on the same device"):
+        fc.linear(x, fc.ones(4, 3, device="cpu" if device == "meta" else "meta"))
+
+
+# ---- pointwise losses and their gradients ----
+
+
+def loss_calls(name):
+    """(description, call of x, target, weight) for the loss `name` and its gradient."""
+    extra = {"smooth_l1_loss": (1.0,), "huber_loss": (1.0,)}.get(name, ())
+    binary = name.startswith("binary")
+    fwd = getattr(fc, name)
+    bwd = getattr(fc, f"{name}_backward")
+    weights = (lambda w: (w,)) if name == "binary_cross_entropy" else (lambda w: (w, None)) if binary else None
+
+    def forward(x, t, w, r):
+        return fwd(x, t, *weights(w), r) if binary else fwd(x, t, r, *extra)
+
+    def backward(g, x, t, w, r):
+        return bwd(g, x, t, *weights(w), r) if binary else bwd(g, x, t, r, *extra)
+
+    return forward, backward
+
+
+LOSS_SHAPES = [((2, 3), (2, 3), None), ((2, 3), (3,), None), ((2, 3), (2, 3), (3,)), ((2, 3), (4,), None),
+               ((2, 3), (2, 3), (4,)), ((0, 3), (0, 3), None)]  # fmt: skip
+
+
+# Only the binary cross entropies take a weight.
+LOSS_CASES = [(n, *shapes) for n in LOSSES for shapes in LOSS_SHAPES if shapes[2] is None or n.startswith("binary")]
+
+
+@pytest.mark.parametrize(("name", "sx", "st", "sw"), LOSS_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3])
+def test_pointwise_losses(name, sx, st, sw, dtype, reduction):
+    forward, backward = loss_calls(name)
+    x = cpu_tensor(sx, dtype) / 4 if dtype != "int64" else cpu_tensor(sx, dtype)
+    t, w = cpu_tensor(st, dtype) / 4, None if sw is None else cpu_tensor(sw, "float32")
+    meta, cpu = meta_and_cpu(lambda x, t, w: forward(x, t, w, reduction), x, t, w)
+    assert meta == cpu, (meta, cpu)
+    for g in [cpu_tensor(sx, "float32"), cpu_tensor((), "float32"), cpu_tensor((), "int64")]:
+        meta, cpu = meta_and_cpu(lambda g, x, t, w: backward(g, x, t, w, reduction), g, x, t, w)
+        assert meta == cpu, (meta, cpu)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_loss_checks_keep_their_messages(device):
+    x = fc.ones(2, 3, device=device) / 2
+    with pytest.raises(TypeError, match=r"^\[mse_loss\] input must be a float32 or float64 tensor, got dtype int64"):
+        fc.mse_loss(x.to(fc.int64), x, 1)
+    with pytest.raises(fc.FlambeauError, match=r"^\[l1_loss\] reduction must be 0 \(none\), 1 \(mean\) or 2"):
+        fc.l1_loss(x, x, 5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[smooth_l1_loss\] smooth_l1_loss does not support negative"):
+        fc.smooth_l1_loss(x, x, 1, -1.0)
+    with pytest.raises(fc.FlambeauError, match=r"^\[huber_loss\] huber_loss does not support non-positive"):
+        fc.huber_loss(x, x, 1, 0.0)
+    with pytest.raises(fc.FlambeauError, match=r"^\[binary_cross_entropy\] target shape \(3,\) must be the same"):
+        fc.binary_cross_entropy(x, x[0], None, 1)
+    with pytest.raises(fc.FlambeauError, match=r"^\[mse_loss_backward\] grad_output of a reduced loss must have one"):
+        fc.mse_loss_backward(x, x, x, 1)
+
+
+# ---- layer_norm: one rows rule (meta::layer_norm_rows) for the cpu, CUDA and meta ----
+
+LAYER_NORM_CASES = [
+    ((2, 3, 4), [4], None),
+    ((2, 3, 4), [3, 4], (3, 4)),
+    ((5,), [5], (5,)),
+    ((0, 4), [4], None),
+    ((2, 3), [4], None),  # normalized_shape does not match
+    ((2, 3), [], None),
+    ((2, 3), [3], (4,)),  # a weight of the wrong shape
+]
+
+
+@pytest.mark.parametrize(("shape", "normalized", "wshape"), LAYER_NORM_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("wdtype", ["float32", "float64"])
+def test_layer_norm(shape, normalized, wshape, dtype, wdtype):
+    w = None if wshape is None else cpu_tensor(wshape, wdtype)
+    meta, cpu = meta_and_cpu(lambda x, w, b: fc.native_layer_norm(x, normalized, w, b, 1e-5),
+                             cpu_tensor(shape, dtype), w, w)  # fmt: skip
+    assert meta == cpu, (meta, cpu)
+    if cpu[0] == "ok":
+        theirs = torch.native_layer_norm(
+            torch.ones(shape, dtype=TH[dtype]),
+            normalized,
+            None if w is None else torch.ones(wshape, dtype=TH[wdtype]),
+            None,
+            1e-5,
+        )
+        assert [tuple(t.shape) for t in theirs] == [s for s, _ in cpu[1:]]
+
+
+# ---- convolution: one rule (conv::check_and_output_shape) for the cpu, CUDA and meta ----
+
+# (input shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups)
+CONV_CASES = [
+    ((2, 4, 7, 6), (6, 4, 3, 3), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+    ((2, 4, 7, 6), (6, 2, 3, 2), False, [2, 1], [1, 0], [1, 2], False, [0, 0], 2),
+    ((2, 4, 9), (4, 3, 3), True, [2], [1], [1], True, [1], 1),
+    ((1, 4, 5, 5), (4, 2, 2, 2), False, [2, 2], [0, 0], [1, 1], True, [0, 1], 2),
+    ((2, 4, 2, 2), (6, 4, 3, 3), False, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),  # kernel too large
+    ((2, 4, 7, 6), (6, 3, 3, 3), False, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),  # channels
+    ((2, 4, 7, 6), (6, 4, 3, 3), False, [0, 1], [0, 0], [1, 1], False, [0, 0], 1),  # stride 0
+    ((4, 7, 6), (6, 4, 3, 3), False, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),  # unbatched
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+def test_convolution(case, dtype):
+    sx, sw, has_bias, *params = case
+    out_channels = sw[1] * params[-1] if params[3] else sw[0]
+    b = cpu_tensor((out_channels,), dtype) if has_bias else None
+    meta, cpu = meta_and_cpu(lambda x, w, b: fc.convolution(x, w, b, *params), cpu_tensor(sx, dtype),
+                             cpu_tensor(sw, dtype), b)  # fmt: skip
+    assert meta == cpu, (meta, cpu)
+    if cpu[0] == "ok":
+        theirs = torch.convolution(torch.ones(sx), torch.ones(sw), None, *params)
+        assert tuple(theirs.shape) == cpu[1][0]
+        for grad_shape, expected in [(cpu[1][0], ("ok", (sw, dtype))), ((1, 1, 1), ("error", "FlambeauError"))]:
+            meta, cpu_grad = meta_and_cpu(lambda g, x: fc._C._convolution_backward_weight(g, x, list(sw), *params),
+                                          cpu_tensor(grad_shape, dtype), cpu_tensor(sx, dtype))  # fmt: skip
+            assert meta == cpu_grad, (meta, cpu_grad)
+            assert cpu_grad[:2] == expected, cpu_grad
+
+
+def test_convolution_backward_weight_checks():
+    x, g = fc.ones(2, 4, 7, 6), fc.ones(2, 6, 5, 4)
+    for device in ["cpu", "meta"]:
+        x, g = x.to(device), g.to(device)
+        with pytest.raises(fc.FlambeauError, match=r"^\[convolution_backward_weight\] weight_size \[6, 4, 3\]"):
+            fc._C._convolution_backward_weight(g, x, [6, 4, 3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+        with pytest.raises(TypeError, match=r"^\[convolution_backward_weight\] grad_output type \(float64\)"):
+            fc._C._convolution_backward_weight(
+                g.to(fc.float64), x, [6, 4, 3, 3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1
+            )
+        with pytest.raises(fc.FlambeauError, match=r"expected grad_output of size \[2, 6, 5, 4\], got \[2, 6, 5, 5\]"):
+            fc._C._convolution_backward_weight(g[..., :1].expand(2, 6, 5, 5), x, [6, 4, 3, 3], [1, 1], [0, 0], [1, 1],
+                                           False, [0, 0], 1)  # fmt: skip
+
+
+# ---- class losses (nll_loss, cross_entropy) over dim 1 of (N, C, d1, ...) ----
+
+# (input shape, target shape, target dtype, weight shape)
+CLASS_LOSS_CASES = [
+    ((4, 3), (4,), "int64", None),
+    ((4, 3, 2), (4, 2), "int64", (3,)),
+    ((3,), (), "int64", None),
+    ((4, 3), (4, 3), "float32", None),  # class probabilities (cross_entropy only)
+    ((4, 3), (3,), "int64", None),  # a target of the wrong shape
+    ((4, 3), (4,), "int32", None),
+    ((4, 3), (4,), "int64", (4,)),  # one weight per class
+    ((), (), "int64", None),
+    ((0, 3), (0,), "int64", None),
+]
+
+
+@pytest.mark.parametrize(("sx", "st", "dt", "sw"), CLASS_LOSS_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 5])
+def test_class_losses(sx, st, dt, sw, dtype, reduction):
+    x = cpu_tensor(sx, dtype)
+    t = fc.zeros(st, dtype=FC[dt]) if dt != "float32" else fc.ones(st) / 3
+    w = None if sw is None else fc.ones(sw)
+    ce, cpu_ce = meta_and_cpu(lambda x, t, w: fc._C._cross_entropy(x, t, w, reduction), x, t, w)
+    assert ce == cpu_ce, (ce, cpu_ce)
+    nll, cpu_nll = meta_and_cpu(lambda x, t, w: fc.nll_loss_nd(x, t, w, reduction), x, t, w)
+    assert nll == cpu_nll, (nll, cpu_nll)
+    for result in (cpu_ce, cpu_nll):  # the op ran (or raised one of its own errors)
+        assert result[0] == "ok" or result[1] in ("FlambeauError", "TypeError"), result
+    if cpu_ce[0] == "ok":
+        loss_shape, lse_shape = cpu_ce[1][0], cpu_ce[2][0]
+        lse = fc.zeros(lse_shape, dtype=FC[dtype])
+        for g in [fc.ones(loss_shape, dtype=FC[dtype]), fc.ones(2, 2), fc.ones((), dtype=fc.int64)]:
+            meta, cpu = meta_and_cpu(
+                lambda g, x, t, lse, w: fc._C._cross_entropy_backward(g, x, t, lse, w, reduction, -100, 0.0),
+                g,
+                x,
+                t,
+                lse,
+                w,
+            )
+            assert meta == cpu, (meta, cpu)
+            if cpu_nll[0] == "ok":
+                meta, cpu = meta_and_cpu(
+                    lambda g, x, t, w: fc.nll_loss_nd_backward(g, x, t, w, reduction, -100), g, x, t, w
+                )
+                assert meta == cpu, (meta, cpu)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_class_loss_checks_keep_their_messages(device):
+    x, t = fc.ones(4, 3, device=device), fc.zeros(4, dtype=fc.int64, device=device)
+    with pytest.raises(
+        fc.FlambeauError, match=r"^\[cross_entropy\] label_smoothing must be between 0.0 and 1.0, got 1.5"
+    ):
+        fc._C._cross_entropy(x, t, None, 1, -100, 1.5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[nll_loss\] input shape \(4, 3\) needs target shape \(4,\), got"):
+        fc.nll_loss_nd(x, t[:2], None, 1, -100)
+    with pytest.raises(TypeError, match=r"^\[nll_loss\] target must hold int64 class indices, got dtype float32"):
+        fc.nll_loss_nd(x, t.to(fc.float32), None, 1, -100)
+    with pytest.raises(fc.FlambeauError, match=r"^\[cross_entropy_backward\] lse must hold 4 values of dtype float32"):
+        fc._C._cross_entropy_backward(fc.ones((), device=device), x, t, fc.ones(3, device=device), None, 1, -100, 0.0)
+
+
+# ---- the activations' backwards ----
+
+
+@pytest.mark.parametrize("name", list(ACTIVATION_GRADS))
+@pytest.mark.parametrize(("dg", "dx"), [("float32", "float32"), ("float64", "float32"), ("int64", "float32"),
+                                        ("float32", "int64"), ("bool", "bool")])  # fmt: skip
+@pytest.mark.parametrize(("sg", "sx"), [((2, 3), (2, 3)), ((3,), (2, 3)), ((), ())])
+def test_activation_backwards(name, dg, dx, sg, sx):
+    fn = getattr(fc, f"{name}_backward")
+    extra = ACTIVATION_GRADS[name]
+    meta, cpu = meta_and_cpu(lambda g, x: fn(g, x, *extra), cpu_tensor(sg, dg), cpu_tensor(sx, dx))
+    assert meta == cpu, (meta, cpu)
+    assert cpu[0] == "ok" or cpu[1] in ("FlambeauError", "TypeError"), cpu
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_activation_backward_checks_keep_their_messages(device):
+    x = fc.ones(2, 3, device=device)
+    with pytest.raises(TypeError, match=r"^\[silu_backward\] grad_output must be a float16, bfloat16, float32 or"):
+        fc.silu_backward(x.to(fc.int64), x)
+    with pytest.raises(fc.FlambeauError, match=r"^\[elu_backward\] grad_output shape \(3,\) does not match input"):
+        fc.elu_backward(x[0], x, 1.0, 1.0, 1.0)
+    with pytest.raises(fc.FlambeauError, match=r"^\[gelu\] approximate argument must be either 'none' or 'tanh'"):
+        fc.gelu_backward(x, x, approximate="erf")
+
+
+# ---- clamp with number bounds ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("lo", "hi"), [(0, 2), (0.5, None), (None, 2), (None, None), (True, None), (-1, 1.5)])
+def test_clamp(dtype, lo, hi):
+    meta, cpu = meta_and_cpu(lambda x: fc.clamp(x, lo, hi), cpu_tensor((2, 3), dtype))
+    assert agree(meta, cpu), (meta, cpu)
+    check_torch(lambda x: torch.clamp(x, lo, hi), cpu, torch.ones(2, 3, dtype=TH[dtype]))
+    if lo is None and hi is None:
+        assert cpu[:2] == ("error", "FlambeauError") and cpu[2].startswith("[clamp] at least one of min and max"), cpu

@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 
 namespace flambeau::cuda {
@@ -42,15 +43,11 @@ void check_floating(const Tensor& t, const char* op) {
                 "] input must be a float32 or float64 tensor on CUDA, got dtype ", dtype_name(t.dtype()));
 }
 
-/// As core's cpu::check_param: an optional parameter of the input's dtype and the given shape.
+/// Core's meta::check_norm_param, and the parameter on the input's device.
 void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape, const char* op,
                  const char* what, const char* why) {
   if (!p) return;
-  FB_CHECK_TYPE(p->dtype() == input.dtype(), "[", op, "] ", what, " must have the input's dtype ",
-                dtype_name(input.dtype()), ", got ", dtype_name(p->dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(p->sizes(), shape), "[", op, "] ", what, " must have shape ",
-                 shape_str(shape), " ", why, " (input shape ", shape_str(input.sizes()), "), got shape ",
-                 shape_str(p->sizes()));
+  meta::check_norm_param(op, p, input, shape, what, why);
   FB_CHECK(p->device() == input.device(), "[", op,
            "] expected all tensors to be on the same device, but found ", input.device().str(), " and ",
            p->device().str(), " (", what, ")");
@@ -58,34 +55,9 @@ void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRe
 
 // ---- layer_norm ----
 
-struct LNShape {
-  int64_t m = 1, d = 1;
-  Shape stat_shape;  // (*leading, 1, ..., 1)
-};
-
+using LNShape = meta::LayerNormRows;
 LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* op) {
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  FB_CHECK_VALUE(k >= 1, "[", op, "] normalized_shape must have at least one dim, got ()");
-  bool ok = input.dim() >= k;
-  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[input.dim() - k + i] == normalized_shape[i];
-  if (!ok) {
-    std::string expected = "(*";
-    for (int64_t v : normalized_shape) expected += ", " + std::to_string(v);
-    expected += ")";
-    FB_CHECK_VALUE(false, "[", op, "] Given normalized_shape=", shape_str(normalized_shape),
-                   ", expected input with shape ", expected, ", but got input of shape ",
-                   shape_str(input.sizes()));
-  }
-  LNShape s;
-  for (int64_t i = 0; i < input.dim() - k; ++i) {
-    s.m *= input.sizes()[i];
-    s.stat_shape.push_back(input.sizes()[i]);
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    s.d *= normalized_shape[i];
-    s.stat_shape.push_back(1);
-  }
-  return s;
+  return meta::layer_norm_rows(op, input, normalized_shape);
 }
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_cuda(const Tensor& input, IntArrayRef normalized_shape,

@@ -1,7 +1,8 @@
 // CUDA kernels of max_pool2d_with_indices, max_pool_backward, avg_pool2d,
 // adaptive_avg_pool2d and their backwards (the 1-D forms are core's
-// composites over these), float32 and float64. Shape rules are core's
-// (flambeau/pool_shape.h); the index math is flambeau_cuda/conv_math.h
+// composites over these), float32 and float64. The argument checks are the
+// ops' meta step (Note [Meta step]: the dispatcher runs them before this
+// kernel); the geometry is core's (flambeau/pool_shape.h); the index math is flambeau_cuda/conv_math.h
 // (Note [CUDA convolution]), checked on the host against core's CPU kernels.
 #include "pool.h"
 
@@ -18,6 +19,7 @@ namespace {
 
 Tensor dense(const Tensor& t) { return op::contiguous(t, MemoryFormat::Contiguous); }
 
+// max_pool2d takes every dtype but bool on the cpu; the CUDA kernel covers two.
 void check_float(const Tensor& t, const char* op) {
   FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
                 "] needs a float32 or float64 tensor on CUDA, got dtype ", dtype_name(t.dtype()));
@@ -55,21 +57,10 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cuda(const Tensor& self, IntA
 
 Tensor max_pool_backward_cuda(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
   const char* op = "max_pool_backward";
-  check_float(grad_output, op);
-  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64, "[", op, "] indices must be int64, got dtype ",
-                dtype_name(indices.dtype()));
   FB_CHECK(indices.device() == grad_output.device(), "[", op,
            "] expected grad_output and indices on the same device, got ", grad_output.device().str(), " and ",
            indices.device().str());
-  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), indices.sizes()), "[", op, "] grad_output shape ",
-                 shape_str(grad_output.sizes()), " must equal indices shape ", shape_str(indices.sizes()));
   const int64_t nd = static_cast<int64_t>(input_size.size());
-  FB_CHECK_VALUE(nd >= 2 && nd == indices.dim(), "[", op, "] input_size ", shape_str(input_size),
-                 " must have the rank of indices shape ", shape_str(indices.sizes()), " (at least 2)");
-  for (int64_t i = 0; i < nd - 2; ++i)
-    FB_CHECK_VALUE(input_size[i] == indices.sizes()[i], "[", op, "] input_size ", shape_str(input_size),
-                   " and indices shape ", shape_str(indices.sizes()), " differ in the leading dim ", i);
-  shape_nbytes(input_size, grad_output.dtype(), op);
   Tensor gi = zeros(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0 || indices.numel() == 0) return gi;
   const int64_t in_plane = input_size[nd - 1] * input_size[nd - 2];
@@ -93,10 +84,6 @@ Tensor max_pool_backward_cuda(const Tensor& grad_output, const Tensor& indices, 
   return gi;
 }
 
-void check_divisor(std::optional<int64_t> divisor, const char* op) {
-  FB_CHECK_VALUE(!divisor || *divisor != 0, "[", op, "] divisor_override must be non-zero");
-}
-
 AvgPoolGeometry avg_geometry(const pool::Pool2d& p, bool count_include_pad, std::optional<int64_t> divisor) {
   AvgPoolGeometry a;
   a.g = pool_geometry(p);
@@ -107,8 +94,6 @@ AvgPoolGeometry avg_geometry(const pool::Pool2d& p, bool count_include_pad, std:
 
 Tensor avg_pool2d_cuda(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                        bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  check_float(self, "avg_pool2d");
-  check_divisor(divisor_override, "avg_pool2d");
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
   Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
@@ -122,20 +107,11 @@ Tensor avg_pool2d_cuda(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
   return out;
 }
 
-void check_grad_shape(const Tensor& grad_output, IntArrayRef expected, const char* op) {
-  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), expected), "[", op, "] grad_output has shape ",
-                 shape_str(grad_output.sizes()), " but the forward output has shape ", shape_str(expected));
-}
-
 Tensor avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
                                 IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                                 bool count_include_pad, std::optional<int64_t> divisor_override) {
   const char* op = "avg_pool2d_backward";
-  check_float(grad_output, op);
-  check_divisor(divisor_override, op);
-  shape_nbytes(input_size, grad_output.dtype(), op);
   const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
-  check_grad_shape(grad_output, p.out_shape, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
   const Tensor go = dense(grad_output);
@@ -147,36 +123,21 @@ Tensor avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef input_siz
   return gi;
 }
 
-/// Core's adaptive pooling checks (src/cpu/pool.cpp): a 3-D or 4-D input with
-/// non-zero C, H and W, output_size of 1 or 2 non-negative ints.
+/// The geometry of an adaptive pooling of `sz` (the shape rule is core's pool::adaptive_out_shape).
 ConvGeometry adaptive_geometry(IntArrayRef sz, IntArrayRef output_size, const char* op, Shape& out_shape,
                                int64_t& planes) {
   const int64_t nd = static_cast<int64_t>(sz.size());
-  FB_CHECK_VALUE((nd == 3 && sz[0] != 0 && sz[1] != 0 && sz[2] != 0) ||
-                     (nd == 4 && sz[1] != 0 && sz[2] != 0 && sz[3] != 0),
-                 "[", op,
-                 "] expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero C, H and W (N may be "
-                 "0), got shape ",
-                 shape_str(sz));
-  FB_CHECK_VALUE(output_size.size() == 2 || output_size.size() == 1, "[", op,
-                 "] output_size must be a single int or a tuple of 2 ints, got ", shape_str(output_size));
+  out_shape = pool::adaptive_out_shape(sz, output_size, op);
   ConvGeometry g;
   g.Hb = sz[nd - 2], g.Wb = sz[nd - 1];
-  g.Hs = output_size[0], g.Ws = output_size.size() == 2 ? output_size[1] : output_size[0];
-  FB_CHECK_VALUE(g.Hs >= 0 && g.Ws >= 0, "[", op, "] output_size must be non-negative, got ",
-                 shape_str(output_size));
+  g.Hs = out_shape[nd - 2], g.Ws = out_shape[nd - 1];
   planes = 1;
   for (int64_t i = 0; i < nd - 2; ++i) planes *= sz[i];
-  out_shape.assign(sz.begin(), sz.end() - 2);
-  out_shape.push_back(g.Hs);
-  out_shape.push_back(g.Ws);
-  shape_nbytes(out_shape, ScalarType::Int64, op);
   return g;
 }
 
 Tensor adaptive_avg_pool2d_cuda(const Tensor& self, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
-  check_float(self, op);
   Shape out_shape;
   int64_t planes = 0;
   const ConvGeometry g = adaptive_geometry(self.sizes(), output_size, op, out_shape, planes);
@@ -192,16 +153,9 @@ Tensor adaptive_avg_pool2d_cuda(const Tensor& self, IntArrayRef output_size) {
 
 Tensor adaptive_avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef input_size) {
   const char* op = "adaptive_avg_pool2d_backward";
-  check_float(grad_output, op);
-  const int64_t nd = grad_output.dim();
-  FB_CHECK_VALUE(nd >= 2 && static_cast<int64_t>(input_size.size()) == nd, "[", op, "] input_size ",
-                 shape_str(input_size), " must have the rank of grad_output shape ",
-                 shape_str(grad_output.sizes()));
-  shape_nbytes(input_size, grad_output.dtype(), op);
   Shape out_shape;
   int64_t planes = 0;
   const ConvGeometry g = adaptive_geometry(input_size, grad_output.sizes().last(2), op, out_shape, planes);
-  check_grad_shape(grad_output, out_shape, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
   if (grad_output.numel() == 0) return op::fill_(gi, 0);

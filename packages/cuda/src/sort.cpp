@@ -80,10 +80,7 @@ std::tuple<Tensor, Tensor> sort_cuda(const Tensor& self, int64_t dim, bool desce
 std::tuple<Tensor, Tensor> topk_cuda(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
   (void)sorted;  // the result is always sorted, as the CPU
   check_dtype("topk", self.dtype());
-  dim = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "topk");
-  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[static_cast<size_t>(dim)];
-  FB_CHECK(k >= 0 && k <= n, "[topk] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
-           shape_str(self.sizes()), ")");
+  dim = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "topk");  // k is checked by the meta step
   if (self.dim() == 0) {
     if (k == 0)
       return {op::empty(Shape{}, self.dtype(), self.device()),

@@ -725,20 +725,6 @@ std::optional<Shape> matmul_shape(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-std::optional<Shape> class_loss_shape(const Tensor& self, const Tensor& target, int64_t reduction) {
-  if (self.dim() < 1) return std::nullopt;
-  // The target's shape must be the input's without the class dim (class
-  // indices) or the input's (probabilities, reduced only): anything else takes
-  // the synchronous path, which raises the shape error at the call (the probe's
-  // size-1 stand-ins cannot tell).
-  Shape out = sizes_of(self);
-  out.erase(out.begin() + (self.dim() == 1 ? 0 : 1));
-  const Shape ts = sizes_of(target);
-  if (ts != out && !(reduction != 0 && ts == sizes_of(self))) return std::nullopt;
-  if (reduction != 0) return Shape{};
-  return out;
-}
-
 Shapes one(std::optional<Shape> s) { return s ? Shapes(std::vector<Shape>{*s}) : std::nullopt; }
 Shapes none_ok(bool ok) { return ok ? Shapes(std::vector<Shape>{}) : std::nullopt; }
 
@@ -1017,58 +1003,7 @@ Shapes reduce_dims(const Tensor& self, const IntArrayRef& dim, const bool& keepd
   return one(reduced(self, dim, keepdim));
 }
 Shapes matmul_like(const Tensor& a, const Tensor& b) { return one(matmul_shape(a, b)); }
-Shapes linear_like(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  if (input.dim() < 1 || weight.dim() < 1 || weight.dim() > 2) return std::nullopt;
-  if (input.sizes().back() != weight.sizes().back()) return std::nullopt;
-  Shape out(input.sizes().begin(), input.sizes().end() - 1);
-  if (weight.dim() == 2) out.push_back(weight.sizes()[0]);
-  if (bias && bias->defined() && !try_broadcast(out, bias->sizes())) return std::nullopt;
-  if (bias && bias->defined() && *try_broadcast(out, bias->sizes()) != out) return std::nullopt;
-  return one(out);
-}
 Shapes like_self(const Tensor& self, const int64_t&) { return one(sizes_of(self)); }
-Shapes pointwise_loss(const Tensor& self, const Tensor& target, const int64_t& reduction) {
-  std::optional<Shape> b = try_broadcast(sizes_of(self), target.sizes());
-  if (!b) return std::nullopt;
-  return one(reduction == 0 ? *b : Shape{});
-}
-Shapes pointwise_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const int64_t&) {
-  return one(broadcast_all(grad, self, target));
-}
-// A class weight has one value per class: any other shape takes the synchronous path (its error at the call).
-bool class_weight_ok(const Tensor& self, const std::optional<Tensor>& weight) {
-  if (!weight || !weight->defined()) return true;
-  return self.dim() >= 1 && sizes_of(*weight) == Shape{self.sizes()[self.dim() == 1 ? 0 : 1]};
-}
-Shapes cross_entropy_like(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                          const int64_t& reduction, const int64_t&, const double&) {
-  std::optional<Shape> out = class_loss_shape(self, target, reduction);
-  if (!out || self.dim() < 1 || !class_weight_ok(self, weight)) return std::nullopt;
-  int64_t rows = 1;
-  for (int64_t i = 0; i < self.dim(); ++i)
-    if (i != (self.dim() == 1 ? 0 : 1)) rows *= self.sizes()[static_cast<size_t>(i)];
-  return Shapes(std::vector<Shape>{*out, Shape{rows}});
-}
-Shapes cross_entropy_backward_like(const Tensor&, const Tensor& self, const Tensor& target, const Tensor& lse,
-                                   const std::optional<Tensor>& weight, const int64_t& reduction,
-                                   const int64_t&, const double&) {
-  if (!class_loss_shape(self, target, reduction) || !class_weight_ok(self, weight)) return std::nullopt;
-  int64_t rows = 1;  // lse has one value per row (the forward's second result)
-  for (int64_t i = 0; i < self.dim(); ++i)
-    if (i != (self.dim() == 1 ? 0 : 1)) rows *= self.sizes()[static_cast<size_t>(i)];
-  if (sizes_of(lse) != Shape{rows}) return std::nullopt;
-  return one(sizes_of(self));
-}
-Shapes nll_like(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                const int64_t& reduction, const int64_t&) {
-  if (!class_weight_ok(self, weight)) return std::nullopt;
-  return one(class_loss_shape(self, target, reduction));
-}
-Shapes nll_backward_like(const Tensor&, const Tensor& self, const Tensor& target,
-                         const std::optional<Tensor>& weight, const int64_t& reduction, const int64_t&) {
-  if (!class_loss_shape(self, target, reduction) || !class_weight_ok(self, weight)) return std::nullopt;
-  return one(sizes_of(self));
-}
 Shapes fused_sgd_like(const TensorList& params, const TensorList& grads, const TensorList& bufs,
                       const double&, const double&, const double&, const double&, const bool&, const bool&,
                       const bool&) {
@@ -1231,7 +1166,7 @@ void register_async_kernels() {
   from_meta<op::mm>();
   from_meta<op::bmm>();
   with_shape<op::matmul, &matmul_like>();
-  with_shape<op::linear, &linear_like>();
+  from_meta<op::linear>();
   // Factories.
   factory<op::arange>();
   factory<op::linspace>();
@@ -1244,14 +1179,14 @@ void register_async_kernels() {
   factory<op::tril_indices>();
   factory<op::triu_indices>();
   // Losses.
-  with_shape<op::mse_loss, &pointwise_loss>();
-  with_shape<op::mse_loss_backward, &pointwise_loss_backward>();
-  with_shape<op::l1_loss, &pointwise_loss>();
-  with_shape<op::l1_loss_backward, &pointwise_loss_backward>();
-  with_shape<op::_cross_entropy, &cross_entropy_like>();
-  with_shape<op::_cross_entropy_backward, &cross_entropy_backward_like>();
-  with_shape<op::nll_loss_nd, &nll_like>();
-  with_shape<op::nll_loss_nd_backward, &nll_backward_like>();
+  from_meta<op::mse_loss>();
+  from_meta<op::mse_loss_backward>();
+  from_meta<op::l1_loss>();
+  from_meta<op::l1_loss_backward>();
+  from_meta<op::_cross_entropy>();
+  from_meta<op::_cross_entropy_backward>();
+  from_meta<op::nll_loss_nd>();
+  from_meta<op::nll_loss_nd_backward>();
 }
 
 }  // namespace

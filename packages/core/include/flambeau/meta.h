@@ -19,7 +19,9 @@
 // One op's rules, written once in the table (docs/design/ops.md, "Shape and
 // dtype rules"):
 //   dtype: promote | float | same | bool | accumulate | <dtype name> | arg:<name>
-//   shape: broadcast | same | reduce | reduce_dim | scalar | mm | bmm | size:<name>
+//   shape: broadcast | same | reduce | reduce_dim | scalar | mm | bmm, or a named
+//          shape function over the op's arguments: sizes(input_size) |
+//          pool2d(self, kernel_size, ...) | adaptive_pool2d(self, output_size)
 //   checks: [name(arg, ...), ...]: calls of the meta::check_<name> below
 // generate two functions per op: the *check step* (the checks and the dtype
 // rule), which the dispatcher calls on every device path before the device
@@ -31,6 +33,8 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "flambeau/macros.h"
 #include "flambeau/scalar.h"
@@ -51,6 +55,8 @@ FB_API ScalarType promote(Tensors ts);
 FB_API ScalarType float_valued(Tensors ts);
 /// `accumulate`: `dtype` if given, else integer and bool inputs sum in int64, others keep theirs.
 FB_API ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype);
+/// `clamp`: self promoted with the bounds as Python numbers (an int64 tensor clamped to 0.5 gives float32).
+FB_API ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 
 // ---- shape rules ----
 /// `broadcast`: the NumPy broadcast shape; ValueError "[op] shapes (2,) and (3,) cannot be broadcast".
@@ -63,6 +69,50 @@ FB_API Shape reduce_dim(const char* op, const Tensor& self, std::optional<int64_
 FB_API Shape mm(const char* op, const Tensor& a, const Tensor& b);
 /// `bmm`: (b, n, k) @ (b, k, m) -> (b, n, m), after check_matmul.
 FB_API Shape bmm(const char* op, const Tensor& a, const Tensor& b);
+
+/// `sizes(input_size)`: the int[] argument itself (a backward's input_size).
+FB_API Shape sizes(const char* op, IntArrayRef sizes);
+/// `pool2d`: the output of a 2-D pooling of a (N, C, H, W) or (C, H, W) input (pool::check_pool2d's
+/// checks and shape; without `dilation`, 1).
+FB_API Shape pool2d(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
+FB_API Shape pool2d(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                    IntArrayRef padding, bool ceil_mode);
+/// `adaptive_pool2d`: a (N, C, H, W) or (C, H, W) input pooled to output_size (pool::adaptive_out_shape).
+FB_API Shape adaptive_pool2d(const char* op, const Tensor& self, IntArrayRef output_size);
+/// `linear`: (*, in) x (out, in) -> (*, out), broadcast with a bias (its error names add), after check_linear.
+FB_API Shape linear(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias);
+/// `loss`: a pointwise loss, the broadcast shape of self and target for reduction 0 (none), else 0-d.
+FB_API Shape loss(const char* op, const Tensor& self, const Tensor& target, int64_t reduction);
+/// `loss_grad`: the gradient of a pointwise loss, the broadcast shape of self and target.
+FB_API Shape loss_grad(const char* op, const Tensor& self, const Tensor& target);
+/// Layer norm's rows: m rows of d = prod(normalized_shape) values; the mean and rstd have stat_shape,
+/// (*leading, 1, ..., 1). ValueError unless input's trailing dims are normalized_shape (PyTorch's words).
+struct LayerNormRows {
+  int64_t m = 1, d = 1;
+  Shape stat_shape;
+};
+FB_API LayerNormRows layer_norm_rows(const char* op, const Tensor& input, IntArrayRef normalized_shape);
+/// `layer_norm`: input's shape, then stat_shape twice (mean, rstd).
+FB_API std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape);
+/// `conv`: the output of a 1-D or 2-D convolution or its transpose (conv::check_and_output_shape, the
+/// checks and shape of the cpu, CUDA and meta).
+FB_API Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                  IntArrayRef output_padding, int64_t groups);
+/// A class loss (nll_loss, cross_entropy) over dim 1 of (N, C, d1, ...), or dim 0 of (C,): C classes,
+/// rows = N * d1 * ... values, out_shape (N, d1, ...) unreduced.
+struct ClassLossRows {
+  int64_t outer = 1, classes = 1, inner = 1, rows = 0;
+  Shape out_shape;
+};
+FB_API ClassLossRows class_loss_rows(const Tensor& self);
+/// `class_loss`: out_shape for reduction 0 (none), else 0-d.
+FB_API Shape class_loss(const char* op, const Tensor& self, int64_t reduction);
+/// `cross_entropy`: class_loss's shape, then (rows,) for the per-row log-sum-exp.
+FB_API std::vector<Shape> cross_entropy(const char* op, const Tensor& self, int64_t reduction);
+/// `topk`: self's shape with `dim` of size k (a 0-d self stays 0-d), after check_topk.
+FB_API Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 
 // ---- checks (the `checks:` vocabulary of the table) ----
 /// Every tensor on one device; a 0-dim cpu tensor (a wrapped number) goes with any device.
@@ -84,6 +134,75 @@ FB_API void check_bool(const char* op, const Tensor& t, const char* what);
 /// TypeError unless `t` is a real floating tensor (the activations): "[gelu] input must be a float16,
 /// bfloat16, float32 or float64 tensor, got dtype int64".
 FB_API void check_floating(const char* op, const Tensor& t, const char* what);
+/// TypeError unless `t` is float32 or float64 (the pooling kernels): "[avg_pool2d] needs a float32 or
+/// float64 tensor, got dtype int64".
+FB_API void check_float32_or_64(const char* op, const Tensor& t);
+/// TypeError for a bool tensor: "[max_pool2d] is not supported for dtype bool".
+FB_API void check_not_bool(const char* op, const Tensor& t);
+/// avg_pool2d: a given divisor_override is non-zero.
+FB_API void check_divisor(const char* op, std::optional<int64_t> divisor);
+/// max_pool_backward: int64 indices of grad_output's shape, input_size of their rank (at least 2) with the
+/// same leading dims.
+FB_API void check_max_pool_grad(const char* op, const Tensor& grad_output, const Tensor& indices,
+                                IntArrayRef input_size);
+/// avg_pool2d_backward: grad_output has the shape the forward gives for input_size.
+FB_API void check_pool2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size,
+                              IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode);
+/// adaptive_avg_pool2d_backward: grad_output has the rank of input_size and the forward's shape.
+FB_API void check_adaptive_pool2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size);
+/// linear: a 2-D weight whose in_features is input's last dim; input, weight and bias of one dtype, input
+/// and weight on one device.
+FB_API void check_linear(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias);
+/// A loss's reduction: 0 (none), 1 (mean) or 2 (sum).
+FB_API void check_reduction(const char* op, int64_t reduction);
+/// A loss's scalar parameter (smooth_l1's beta, huber's delta): ValueError "[op] <what>, got <value>" unless ok.
+FB_API void check_loss_param(const char* op, bool ok, const char* what, double value);
+/// A pointwise loss (mse, l1, smooth_l1, huber; `binary`: the binary cross entropies): a float32/64 input,
+/// a target that broadcasts with it (binary: a floating target of input's shape), weight and pos_weight
+/// float32/64 and broadcasting to that shape, a valid reduction.
+FB_API void check_pointwise_loss(const char* op, const Tensor& self, const Tensor& target,
+                                 const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                                 bool binary, int64_t reduction);
+/// Its gradient: as check_pointwise_loss, then a float32/64 grad_output of the loss's shape (one element
+/// when reduced).
+FB_API void check_pointwise_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self,
+                                      const Tensor& target, const std::optional<Tensor>& weight,
+                                      const std::optional<Tensor>& pos_weight, bool binary, int64_t reduction);
+/// A per-channel (or per-feature) parameter of a norm: absent, or of `shape` and input's dtype
+/// ("[batch_norm] weight must have shape (3,) (one value per channel, ...)": `why` is the parenthesis).
+FB_API void check_norm_param(const char* op, const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
+                             const char* what, const char* why);
+/// layer_norm: a float32/float64 (or float16/bfloat16, computed in float32) input whose trailing dims are
+/// normalized_shape, weight and bias of that shape and input's dtype.
+FB_API void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape,
+                             const std::optional<Tensor>& weight, const std::optional<Tensor>& bias);
+/// convolution: every argument (conv::check_and_output_shape).
+FB_API void check_conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                       IntArrayRef output_padding, int64_t groups);
+/// convolution_backward_weight: weight_size of input's rank, grad_output of input's dtype and of the shape
+/// the forward gives for a weight of weight_size.
+FB_API void check_conv_weight_grad(const char* op, const Tensor& grad_output, const Tensor& input,
+                                   IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
+                                   IntArrayRef dilation, bool transposed, IntArrayRef output_padding, int64_t groups);
+/// A class loss: a valid reduction, a float32/64 input of at least 1 dim, int64 class indices of
+/// out_shape (or, `allow_probs`, class probabilities of input's shape and a floating dtype), a float32/64
+/// weight of one value per class.
+FB_API void check_class_loss(const char* op, const Tensor& self, const Tensor& target,
+                             const std::optional<Tensor>& weight, int64_t reduction, bool allow_probs);
+/// cross_entropy_backward: lse holds one value per row, of input's dtype.
+FB_API void check_cross_entropy_lse(const char* op, const Tensor& self, const Tensor& lse);
+/// A class loss's gradient: float32/64, of the loss's shape (one element when reduced).
+FB_API void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t reduction);
+/// An activation's backward (silu_backward, ...): a floating input and grad_output of its shape (float16 and
+/// bfloat16 when both have that dtype, else float32 or float64).
+FB_API void check_activation_grad(const char* op, const Tensor& grad_output, const Tensor& self);
+/// gelu: approximate is 'none' or 'tanh'.
+FB_API void check_gelu_approximate(const char* op, std::string_view approximate);
+/// clamp: at least one bound.
+FB_API void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+/// topk: a valid dim and 0 <= k <= its size.
+FB_API void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 /// TypeError for a complex dtype (sign: use sgn).
 FB_API void check_real(const char* op, ScalarType t, const char* hint);
 /// mm/bmm/linear operands: `want_dim`-D, one dtype, one device, matching inner (and batch) sizes.

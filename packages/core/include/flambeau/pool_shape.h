@@ -41,6 +41,18 @@ inline int64_t output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, i
   return static_cast<int64_t>(out);
 }
 
+/// A 3-D (C, H, W) or 4-D (N, C, H, W) pooling input with non-zero C, H and W.
+inline void check_input(IntArrayRef sz, const char* op) {
+  const size_t nd = sz.size();
+  FB_CHECK_VALUE(
+      (nd == 3 && sz[0] != 0 && sz[1] != 0 && sz[2] != 0) ||
+          (nd == 4 && sz[1] != 0 && sz[2] != 0 && sz[3] != 0),
+      "[", op,
+      "] expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
+      "got shape ",
+      shape_str(sz));
+}
+
 struct Pool2d {
   int64_t kH, kW, sH, sW, pH, pW, dH, dW;
   int64_t H, W, OH, OW;
@@ -65,13 +77,7 @@ inline Pool2d check_pool2d(IntArrayRef sz, IntArrayRef kernel_size, IntArrayRef 
                  "] pad should be at most half of effective kernel size, but got padding ", shape_str(p),
                  " for kernel_size ", shape_str(k));
   const int64_t nd = static_cast<int64_t>(sz.size());
-  FB_CHECK_VALUE(
-      (nd == 3 && sz[0] != 0 && sz[1] != 0 && sz[2] != 0) ||
-          (nd == 4 && sz[1] != 0 && sz[2] != 0 && sz[3] != 0),
-      "[", op,
-      "] expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
-      "got shape ",
-      shape_str(sz));
+  check_input(sz, op);
   Pool2d r{k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], sz[nd - 2], sz[nd - 1], 0, 0, 1, {}};
   r.OH = output_size(r.H, r.kH, r.pH, r.sH, r.dH, ceil_mode, op);
   r.OW = output_size(r.W, r.kW, r.pW, r.sW, r.dW, ceil_mode, op);
@@ -84,6 +90,21 @@ inline Pool2d check_pool2d(IntArrayRef sz, IntArrayRef kernel_size, IntArrayRef 
   r.out_shape.push_back(r.OH);
   r.out_shape.push_back(r.OW);
   return r;
+}
+
+/// Checks a (N, C, H, W) or (C, H, W) input and the output_size of a 2-D
+/// adaptive pooling and returns the output shape.
+inline Shape adaptive_out_shape(IntArrayRef sz, IntArrayRef output_size, const char* op) {
+  const int64_t nd = static_cast<int64_t>(sz.size());
+  check_input(sz, op);
+  FB_CHECK_VALUE(output_size.size() == 2 || output_size.size() == 1, "[", op,
+                 "] output_size must be a single int or a tuple of 2 ints, got ", shape_str(output_size));
+  const int64_t oh = output_size[0], ow = output_size.size() == 2 ? output_size[1] : output_size[0];
+  FB_CHECK_VALUE(oh >= 0 && ow >= 0, "[", op, "] output_size must be non-negative, got ", shape_str(output_size));
+  Shape out(sz.begin(), sz.end() - 2);
+  out.push_back(oh);
+  out.push_back(ow);
+  return out;
 }
 
 /// Start of adaptive window i of `out` over `in`: floor(i * in / out).

@@ -2,9 +2,12 @@
 // shape rules, dtype rules and checks that the generated check steps and Meta
 // kernels (src/meta_generated.cpp) call, and that backends share.
 #include <algorithm>
+#include <string>
 
+#include "flambeau/conv_utils.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
+#include "flambeau/pool_shape.h"
 #include "tensor_iterator.h"
 
 namespace flambeau::meta {
@@ -30,6 +33,15 @@ ScalarType float_valued(Tensors ts) { return to_float_dtype(result_type(as_span(
 ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype) {
   if (dtype) return *dtype;
   return is_integral(self.dtype(), /*include_bool=*/true) ? ScalarType::Int64 : self.dtype();
+}
+
+ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  std::vector<Tensor> bounds;
+  std::vector<const Tensor*> operands{&self};
+  for (const auto& v : {min, max})
+    if (v) bounds.push_back(scalar_to_tensor(*v, /*wrapped=*/true));
+  for (const Tensor& t : bounds) operands.push_back(&t);
+  return result_type(operands);
 }
 
 // ---- shape rules ----
@@ -87,6 +99,105 @@ Shape mm(const char*, const Tensor& a, const Tensor& b) { return {a.sizes()[0], 
 
 Shape bmm(const char*, const Tensor& a, const Tensor& b) { return {a.sizes()[0], a.sizes()[1], b.sizes()[2]}; }
 
+Shape sizes(const char*, IntArrayRef sizes) { return Shape(sizes.begin(), sizes.end()); }
+
+Shape pool2d(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+             IntArrayRef dilation, bool ceil_mode) {
+  return pool::check_pool2d(self.sizes(), kernel_size, stride, padding, dilation, ceil_mode, op).out_shape;
+}
+
+Shape pool2d(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+             bool ceil_mode) {
+  return pool2d(op, self, kernel_size, stride, padding, {}, ceil_mode);
+}
+
+Shape adaptive_pool2d(const char* op, const Tensor& self, IntArrayRef output_size) {
+  return pool::adaptive_out_shape(self.sizes(), output_size, op);
+}
+
+Shape linear(const char*, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  Shape out(input.sizes().begin(), input.sizes().end() - 1);
+  out.push_back(weight.sizes()[0]);
+  if (!bias || !bias->defined()) return out;
+  // A bias that is not one value per output feature is added as add does (its errors name add).
+  const Tensor product = empty(out, input.dtype(), "linear");
+  return broadcast("add", {&product, &*bias});
+}
+
+Shape loss(const char* op, const Tensor& self, const Tensor& target, int64_t reduction) {
+  return reduction == 0 ? broadcast_shapes(self.sizes(), target.sizes(), op) : Shape{};
+}
+
+Shape loss_grad(const char* op, const Tensor& self, const Tensor& target) {
+  return broadcast_shapes(self.sizes(), target.sizes(), op);
+}
+
+LayerNormRows layer_norm_rows(const char* op, const Tensor& input, IntArrayRef normalized_shape) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  FB_CHECK_VALUE(k >= 1, "[", op, "] normalized_shape must have at least one dim, got ()");
+  bool ok = input.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[input.dim() - k + i] == normalized_shape[i];
+  if (!ok) {
+    std::string expected = "(*";
+    for (int64_t v : normalized_shape) expected += ", " + std::to_string(v);
+    expected += ")";
+    FB_CHECK_VALUE(false, "[", op, "] Given normalized_shape=", shape_str(normalized_shape),
+                   ", expected input with shape ", expected, ", but got input of shape ", shape_str(input.sizes()));
+  }
+  LayerNormRows r;
+  for (int64_t i = 0; i < input.dim() - k; ++i) {
+    r.m *= input.sizes()[i];
+    r.stat_shape.push_back(input.sizes()[i]);
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    r.d *= normalized_shape[i];
+    r.stat_shape.push_back(1);
+  }
+  return r;
+}
+
+std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape) {
+  const Shape stats = layer_norm_rows(op, input, normalized_shape).stat_shape;
+  return {Shape(input.sizes().begin(), input.sizes().end()), stats, stats};
+}
+
+Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+           IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+           int64_t groups) {
+  return conv::check_and_output_shape(op, input, weight, bias, stride, padding, dilation, transposed,
+                                      output_padding, groups);
+}
+
+ClassLossRows class_loss_rows(const Tensor& self) {
+  ClassLossRows s;
+  const bool batched = self.dim() >= 2;
+  s.classes = self.sizes()[batched ? 1 : 0];
+  if (batched) {
+    s.outer = self.sizes()[0];
+    s.out_shape.push_back(s.outer);
+    for (int64_t i = 2; i < self.dim(); ++i) {
+      s.inner *= self.sizes()[i];
+      s.out_shape.push_back(self.sizes()[i]);
+    }
+  }
+  s.rows = s.outer * s.inner;
+  return s;
+}
+
+Shape class_loss(const char*, const Tensor& self, int64_t reduction) {
+  return reduction == 0 ? class_loss_rows(self).out_shape : Shape{};
+}
+
+std::vector<Shape> cross_entropy(const char* op, const Tensor& self, int64_t reduction) {
+  return {class_loss(op, self, reduction), Shape{class_loss_rows(self).rows}};
+}
+
+Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
+  Shape out(self.sizes().begin(), self.sizes().end());
+  if (!out.empty()) out[wrap_dim(dim, self.dim(), op)] = k;
+  return out;
+}
+
 // ---- checks ----
 
 void check_same_device(const char* op, Tensors ts) {
@@ -127,6 +238,259 @@ void check_bool(const char* op, const Tensor& t, const char* what) {
 void check_floating(const char* op, const Tensor& t, const char* what) {
   FB_CHECK_TYPE(is_floating(t.dtype()), "[", op, "] ", what,
                 " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+void check_float32_or_64(const char* op, const Tensor& t) {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
+                "] needs a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+void check_not_bool(const char* op, const Tensor& t) {
+  FB_CHECK_TYPE(t.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
+}
+
+void check_divisor(const char* op, std::optional<int64_t> divisor) {
+  FB_CHECK_VALUE(!divisor || *divisor != 0, "[", op, "] divisor_override must be non-zero");
+}
+
+void check_max_pool_grad(const char* op, const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
+  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64, "[", op, "] indices must be int64, got dtype ",
+                dtype_name(indices.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), indices.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad_output.sizes()), " must equal indices shape ", shape_str(indices.sizes()));
+  const int64_t nd = static_cast<int64_t>(input_size.size());
+  FB_CHECK_VALUE(nd >= 2 && nd == indices.dim(), "[", op, "] input_size ", shape_str(input_size),
+                 " must have the rank of indices shape ", shape_str(indices.sizes()), " (at least 2)");
+  for (int64_t i = 0; i < nd - 2; ++i)
+    FB_CHECK_VALUE(input_size[i] == indices.sizes()[i], "[", op, "] input_size ", shape_str(input_size),
+                   " and indices shape ", shape_str(indices.sizes()), " differ in the leading dim ", i);
+  shape_nbytes(input_size, grad_output.dtype(), op);
+}
+
+namespace {
+// A backward's grad_output against the shape its forward gives.
+void check_grad_shape(const char* op, const Tensor& grad_output, IntArrayRef expected) {
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), expected), "[", op, "] grad_output has shape ",
+                 shape_str(grad_output.sizes()), " but the forward output has shape ", shape_str(expected));
+}
+}  // namespace
+
+void check_pool2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
+                       IntArrayRef stride, IntArrayRef padding, bool ceil_mode) {
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  check_grad_shape(op, grad_output,
+                   pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op).out_shape);
+}
+
+void check_adaptive_pool2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size) {
+  const int64_t nd = grad_output.dim();
+  FB_CHECK_VALUE(nd >= 2 && static_cast<int64_t>(input_size.size()) == nd, "[", op, "] input_size ",
+                 shape_str(input_size), " must have the rank of grad_output shape ",
+                 shape_str(grad_output.sizes()));
+  shape_nbytes(input_size, grad_output.dtype(), op);
+  check_grad_shape(op, grad_output, pool::adaptive_out_shape(input_size, grad_output.sizes().last(2), op));
+}
+
+void check_linear(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  FB_CHECK_VALUE(weight.dim() == 2, "[", op, "] weight must be 2-D (out_features, in_features), got shape ",
+                 shape_str(weight.sizes()));
+  const int64_t in_f = weight.sizes()[1];
+  FB_CHECK_VALUE(input.dim() >= 1 && input.sizes()[input.dim() - 1] == in_f, "[", op, "] input shape ",
+                 shape_str(input.sizes()), " does not match weight shape ", shape_str(weight.sizes()),
+                 ": the last dim of input must be in_features=", in_f);
+  FB_CHECK_TYPE(input.dtype() == weight.dtype(), "[", op, "] input and weight must have the same dtype, got ",
+                dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
+  FB_CHECK(input.device() == weight.device(), "[", op, "] input and weight must be on the same device, got ",
+           input.device().str(), " and ", weight.device().str());
+  if (bias && bias->defined())
+    FB_CHECK_TYPE(bias->dtype() == input.dtype(), "[", op, "] bias must have the dtype of input and weight (",
+                  dtype_name(input.dtype()), "), got ", dtype_name(bias->dtype()));
+}
+
+void check_reduction(const char* op, int64_t reduction) {
+  FB_CHECK_VALUE(reduction == 0 || reduction == 1 || reduction == 2, "[", op,
+                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", reduction);
+}
+
+void check_loss_param(const char* op, bool ok, const char* what, double value) {
+  FB_CHECK_VALUE(ok, "[", op, "] ", what, ", got ", value);
+}
+
+namespace {
+void check_float_arg(const char* op, const Tensor& t, const char* what) {
+  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+}
+
+// A loss's gradient: float32/64, of the unreduced loss's shape, or one element when reduced.
+void check_loss_grad(const char* op, const Tensor& grad_output, IntArrayRef shape, int64_t reduction) {
+  check_float_arg(op, grad_output, "grad_output");
+  if (reduction == 0)
+    FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), shape), "[", op, "] grad_output shape ",
+                   shape_str(grad_output.sizes()), " does not match the loss shape ", shape_str(shape));
+  else
+    FB_CHECK_VALUE(grad_output.numel() == 1, "[", op,
+                   "] grad_output of a reduced loss must have one element, got shape ",
+                   shape_str(grad_output.sizes()));
+}
+
+// The shape of a pointwise loss's elements, after its input and target checks.
+Shape pointwise_loss_shape(const char* op, const Tensor& self, const Tensor& target,
+                           const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                           bool binary) {
+  check_float_arg(op, self, "input");
+  if (binary)
+    FB_CHECK_TYPE(is_floating(target.dtype()), "[", op, "] target must be a floating point tensor, got dtype ",
+                  dtype_name(target.dtype()));
+  Shape shape;
+  if (binary) {
+    FB_CHECK_VALUE(std::ranges::equal(self.sizes(), target.sizes()), "[", op, "] target shape ",
+                   shape_str(target.sizes()), " must be the same as input shape ", shape_str(self.sizes()));
+    shape.assign(self.sizes().begin(), self.sizes().end());
+  } else {
+    shape = broadcast_shapes(self.sizes(), target.sizes(), op);
+  }
+  const auto check_weight = [&](const std::optional<Tensor>& w, const char* what) {
+    if (!w || !w->defined()) return;
+    check_float_arg(op, *w, what);
+    const int64_t nd = static_cast<int64_t>(shape.size()), wd = w->dim();
+    bool ok = wd <= nd;
+    for (int64_t i = 1; ok && i <= wd; ++i) {
+      const int64_t ws = w->sizes()[wd - i];
+      ok = ws == 1 || ws == shape[nd - i];
+    }
+    FB_CHECK_VALUE(ok, "[", op, "] ", what, " shape ", shape_str(w->sizes()),
+                   " does not broadcast to the input shape ", shape_str(shape));
+  };
+  check_weight(weight, "weight");
+  check_weight(pos_weight, "pos_weight");
+  return shape;
+}
+}  // namespace
+
+void check_pointwise_loss(const char* op, const Tensor& self, const Tensor& target,
+                          const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight, bool binary,
+                          int64_t reduction) {
+  pointwise_loss_shape(op, self, target, weight, pos_weight, binary);
+  check_reduction(op, reduction);
+}
+
+void check_pointwise_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                               const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                               bool binary, int64_t reduction) {
+  const Shape shape = pointwise_loss_shape(op, self, target, weight, pos_weight, binary);
+  check_reduction(op, reduction);
+  check_loss_grad(op, grad_output, shape, reduction);
+}
+
+void check_norm_param(const char* op, const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
+                      const char* what, const char* why) {
+  if (!p || !p->defined()) return;
+  FB_CHECK_TYPE(p->dtype() == input.dtype(), "[", op, "] ", what, " must have the input's dtype ",
+                dtype_name(input.dtype()), ", got ", dtype_name(p->dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(p->sizes(), shape), "[", op, "] ", what, " must have shape ", shape_str(shape),
+                 " ", why, " (input shape ", shape_str(input.sizes()), "), got shape ", shape_str(p->sizes()));
+}
+
+void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape,
+                      const std::optional<Tensor>& weight, const std::optional<Tensor>& bias) {
+  const ScalarType t = input.dtype();
+  if (t != ScalarType::Float16 && t != ScalarType::BFloat16)
+    FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64, "[", op,
+                  "] input must be a float32 or float64 tensor, got dtype ", dtype_name(t));
+  layer_norm_rows(op, input, normalized_shape);
+  check_norm_param(op, weight, input, normalized_shape, "weight", "(normalized_shape)");
+  check_norm_param(op, bias, input, normalized_shape, "bias", "(normalized_shape)");
+}
+
+void check_conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                IntArrayRef output_padding, int64_t groups) {
+  conv::check_and_output_shape(op, input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                               groups);
+}
+
+void check_conv_weight_grad(const char* op, const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size,
+                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                            IntArrayRef output_padding, int64_t groups) {
+  FB_CHECK_VALUE(static_cast<int64_t>(weight_size.size()) == input.dim(), "[", op, "] weight_size ",
+                 conv::bracket_shape(weight_size), " does not match the input ", conv::bracket_shape(input.sizes()));
+  FB_CHECK_TYPE(grad_output.dtype() == input.dtype(), "[", op, "] grad_output type (",
+                dtype_name(grad_output.dtype()), ") and input type (", dtype_name(input.dtype()),
+                ") should be the same");
+  // The geometry, with a weight-shaped stand-in on input's device (one element, expanded).
+  const Tensor weight = op::expand(op::empty(Shape{}, input.dtype(), input.device()), weight_size);
+  const Shape out_shape = conv::check_and_output_shape(op, input, weight, std::nullopt, stride, padding, dilation,
+                                                       transposed, output_padding, groups);
+  FB_CHECK_VALUE(std::ranges::equal(out_shape, grad_output.sizes()), "[", op, "] expected grad_output of size ",
+                 conv::bracket_shape(out_shape), ", got ", conv::bracket_shape(grad_output.sizes()));
+}
+
+void check_class_loss(const char* op, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                      int64_t reduction, bool allow_probs) {
+  check_reduction(op, reduction);
+  check_float_arg(op, self, "input");
+  FB_CHECK_VALUE(self.dim() >= 1, "[", op, "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
+                 shape_str(self.sizes()));
+  const ClassLossRows s = class_loss_rows(self);
+  if (is_floating(target.dtype()) && allow_probs && target.dim() == self.dim()) {
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), self.sizes()), "[", op,
+                   "] a class-probability target must have the input's shape ", shape_str(self.sizes()), ", got ",
+                   shape_str(target.sizes()));
+  } else {
+    FB_CHECK_TYPE(target.dtype() == ScalarType::Int64, "[", op, "] target must hold int64 class indices",
+                  allow_probs ? " (or class probabilities of the input's shape and a floating dtype)" : "",
+                  ", got dtype ", dtype_name(target.dtype()), " of shape ", shape_str(target.sizes()));
+    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), s.out_shape), "[", op, "] input shape ",
+                   shape_str(self.sizes()), " needs target shape ", shape_str(s.out_shape), ", got ",
+                   shape_str(target.sizes()));
+  }
+  if (weight && weight->defined()) {
+    check_float_arg(op, *weight, "weight");
+    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op, "] weight must have shape (",
+                   s.classes, ",) (one weight per class), got ", shape_str(weight->sizes()));
+  }
+}
+
+void check_cross_entropy_lse(const char* op, const Tensor& self, const Tensor& lse) {
+  const int64_t rows = class_loss_rows(self).rows;
+  FB_CHECK_VALUE(lse.numel() == rows && lse.dtype() == self.dtype(), "[", op, "] lse must hold ", rows,
+                 " values of dtype ", dtype_name(self.dtype()), ", got shape ", shape_str(lse.sizes()), " dtype ",
+                 dtype_name(lse.dtype()));
+}
+
+void check_class_loss_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t reduction) {
+  check_loss_grad(op, grad_output, class_loss_rows(self).out_shape, reduction);
+}
+
+void check_activation_grad(const char* op, const Tensor& grad_output, const Tensor& self) {
+  const ScalarType t = self.dtype();
+  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && grad_output.dtype() == t) return;
+  const auto check_float = [&](const Tensor& x, const char* what) {
+    FB_CHECK_TYPE(x.dtype() == ScalarType::Float32 || x.dtype() == ScalarType::Float64, "[", op, "] ", what,
+                  " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(x.dtype()));
+  };
+  check_float(self, "input");
+  check_float(grad_output, "grad_output");
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), self.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad_output.sizes()), " does not match input shape ", shape_str(self.sizes()));
+}
+
+void check_gelu_approximate(const char*, std::string_view approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
+                                     approximate, "'"));
+}
+
+void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  FB_CHECK_VALUE(min || max, "[", op, "] at least one of min and max must not be None");
+}
+
+void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
+  dim = wrap_dim(dim, self.dim(), op);
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
+  FB_CHECK(k >= 0 && k <= n, "[", op, "] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
+           shape_str(self.sizes()), ")");
 }
 
 void check_real(const char* op, ScalarType t, const char* hint) {

@@ -70,10 +70,7 @@ Tensor act_backward(const char* op, const Tensor& grad, const Tensor& x, ActOp a
     return op::cast(act_backward(op, op::cast(grad, ScalarType::Float32), op::cast(x, ScalarType::Float32), a,
                                  p0, p1, p2),
                     x.dtype());
-  check_float(op, x);
-  check_float(op, grad, "grad_output");
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), x.sizes()), "[", op, "] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(x.sizes()));
+  // grad and x passed the meta step's check_activation_grad (Note [Meta step]).
   const ScalarType t = x.dtype();
   const ActLoop loop = t == ScalarType::Float32 ? act_table().bwd_f32[a] : act_table().bwd_f64[a];
   TensorIterator it = TensorIterator::binary(op, grad, x, t, t);

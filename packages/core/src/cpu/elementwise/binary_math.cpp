@@ -10,6 +10,7 @@
 
 #include "elementwise.h"
 #include "flambeau/elementwise_math.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 
@@ -70,13 +71,8 @@ FB_REGISTER_KERNEL(op::div_mode, CPU, div_mode_cpu);
 // an integer tensor clamped to 0.5 gives float32); NaN in input or a bound gives NaN, and
 // where min > max every element becomes max.
 Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  FB_CHECK_VALUE(min || max, "[clamp] at least one of min and max must not be None");
-  std::vector<Tensor> bounds;
-  std::vector<const Tensor*> operands{&self};
-  for (const auto& v : {min, max})
-    if (v) bounds.push_back(scalar_to_tensor(*v, /*wrapped=*/true));
-  for (const Tensor& t : bounds) operands.push_back(&t);
-  const ScalarType t = result_type(operands);
+  // A bound is given: the meta step's check_clamp_bounds (Note [Meta step]).
+  const ScalarType t = meta::clamp_dtype(self, min, max);
   TensorIterator it = TensorIterator::unary("clamp", self, t, t);
   visit_dtype(t, "clamp", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -19,21 +19,9 @@ namespace flambeau {
 namespace {
 
 Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  FB_CHECK_VALUE(weight.dim() == 2, "[linear] weight must be 2-D (out_features, in_features), got shape ",
-                 shape_str(weight.sizes()));
+  // The arguments passed the meta step's check_linear (Note [Meta step]).
   const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
-  FB_CHECK_VALUE(input.dim() >= 1 && input.sizes()[input.dim() - 1] == in_f, "[linear] input shape ",
-                 shape_str(input.sizes()), " does not match weight shape ", shape_str(weight.sizes()),
-                 ": the last dim of input must be in_features=", in_f);
-  FB_CHECK_TYPE(input.dtype() == weight.dtype(), "[linear] input and weight must have the same dtype, got ",
-                dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
-  FB_CHECK(input.device() == weight.device(), "[linear] input and weight must be on the same device, got ",
-           input.device().str(), " and ", weight.device().str());
   const ScalarType dt = input.dtype();
-  if (bias) {
-    FB_CHECK_TYPE(bias->dtype() == dt, "[linear] bias must have the dtype of input and weight (",
-                  dtype_name(dt), "), got ", dtype_name(bias->dtype()));
-  }
   const bool row_bias = bias && bias->dim() == 1 && bias->sizes()[0] == out_f;
   if ((dt != ScalarType::Float32 && dt != ScalarType::Float64) || (bias && !row_bias)) {
     // Integer dtypes, or a bias that only broadcasts: the composed form (its errors name matmul/add).

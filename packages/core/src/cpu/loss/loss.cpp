@@ -17,6 +17,7 @@
 
 #include "cpu/elementwise/act_table.h"
 #include "flambeau/error.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
@@ -29,15 +30,6 @@ using namespace cpu;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-void check_reduction(const char* op, int64_t r) {
-  FB_CHECK_VALUE(r == kNone || r == kMean || r == kSum, "[", op,
-                 "] reduction must be 0 (none), 1 (mean) or 2 (sum), got ", r);
-}
-
-void check_floating(const char* op, const Tensor& t, const char* what) {
-  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
-                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
-}
 
 bool present(const std::optional<Tensor>& t) { return t && t->defined(); }
 
@@ -58,36 +50,18 @@ struct Pointwise {
 
 Pointwise prepare(const char* op, const Tensor& self, const Tensor& target,
                   const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
-                  bool same_shape, bool float_target) {
-  check_floating(op, self, "input");
-  if (float_target)
-    FB_CHECK_TYPE(is_floating(target.dtype()), "[", op,
-                  "] target must be a floating point tensor, got dtype ", dtype_name(target.dtype()));
+                  bool same_shape) {
+  // The arguments passed the meta step's check_pointwise_loss (Note [Meta step]).
   Pointwise p;
   p.dtype = self.dtype();
-  if (same_shape) {
-    FB_CHECK_VALUE(std::ranges::equal(self.sizes(), target.sizes()), "[", op, "] target shape ",
-                   shape_str(target.sizes()), " must be the same as input shape ", shape_str(self.sizes()));
+  if (same_shape)
     p.shape.assign(self.sizes().begin(), self.sizes().end());
-  } else {
+  else
     p.shape = broadcast_shapes(self.sizes(), target.sizes(), op);
-  }
-  auto broadcast_to_shape = [&](const Tensor& w, const char* what) {
-    check_floating(op, w, what);
-    const int64_t nd = static_cast<int64_t>(p.shape.size()), wd = w.dim();
-    bool ok = wd <= nd;
-    for (int64_t i = 1; ok && i <= wd; ++i) {
-      const int64_t ws = w.sizes()[wd - i];
-      ok = ws == 1 || ws == p.shape[nd - i];
-    }
-    FB_CHECK_VALUE(ok, "[", op, "] ", what, " shape ", shape_str(w.sizes()),
-                   " does not broadcast to the input shape ", shape_str(p.shape));
-    return dense(w, p.shape, p.dtype);
-  };
   p.x = dense(self, p.shape, p.dtype);
   p.t = dense(target, p.shape, p.dtype);
-  if (present(weight)) p.w = broadcast_to_shape(*weight, "weight");
-  if (present(pos_weight)) p.pw = broadcast_to_shape(*pos_weight, "pos_weight");
+  if (present(weight)) p.w = dense(*weight, p.shape, p.dtype);
+  if (present(pos_weight)) p.pw = dense(*pos_weight, p.shape, p.dtype);
   p.numel = p.x.numel();
   return p;
 }
@@ -136,7 +110,6 @@ double pointwise_run(const Pointwise& p, T* out, const F& f) {
 
 template <class F>
 Tensor pointwise_forward(const char* op, const Pointwise& p, int64_t reduction, const F& f) {
-  check_reduction(op, reduction);
   Tensor out =
       reduction == kNone ? op::empty(p.shape, p.dtype, Device()) : op::empty(Shape{}, p.dtype, Device());
   visit_dtype(p.dtype, op, [&](auto tag) {
@@ -159,17 +132,7 @@ Tensor pointwise_forward(const char* op, const Pointwise& p, int64_t reduction, 
 template <class F>
 Tensor pointwise_backward(const char* op, const Tensor& grad, const Pointwise& p, int64_t reduction,
                           const F& df) {
-  check_reduction(op, reduction);
-  check_floating(op, grad, "grad_output");
   Tensor out = op::empty(p.shape, p.dtype, Device());
-  if (reduction == kNone) {
-    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), p.shape), "[", op, "] grad_output shape ",
-                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(p.shape));
-  } else {
-    FB_CHECK_VALUE(grad.numel() == 1, "[", op,
-                   "] grad_output of a reduced loss must have one element, got shape ",
-                   shape_str(grad.sizes()));
-  }
   if (p.numel == 0) return out;
   const Tensor g = op::contiguous(to_dtype(grad, p.dtype), MemoryFormat::Contiguous);
   visit_dtype(p.dtype, op, [&](auto tag) {
@@ -215,7 +178,7 @@ void check_probabilities(const Pointwise& p) {
 
 Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                int64_t reduction) {
-  const Pointwise p = prepare("binary_cross_entropy", self, target, weight, std::nullopt, true, true);
+  const Pointwise p = prepare("binary_cross_entropy", self, target, weight, std::nullopt, true);
   check_probabilities(p);
   return pointwise_forward("binary_cross_entropy", p, reduction, [](auto x, auto t, auto w, auto) {
     using T = decltype(x);
@@ -227,7 +190,7 @@ Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Ten
 Tensor bce_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
                         const std::optional<Tensor>& weight, int64_t reduction) {
   const Pointwise p =
-      prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true, true);
+      prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true);
   return pointwise_backward("binary_cross_entropy_backward", grad, p, reduction,
                             [](auto x, auto t, auto w, auto) {
                               using T = decltype(x);
@@ -239,7 +202,7 @@ Tensor bce_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& ta
 Tensor bce_logits_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                       const std::optional<Tensor>& pos_weight, int64_t reduction) {
   const Pointwise p =
-      prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true, true);
+      prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true);
   return pointwise_forward("binary_cross_entropy_with_logits", p, reduction,
                            [](auto x, auto t, auto w, auto pw) {
                              using T = decltype(x);
@@ -253,7 +216,7 @@ Tensor bce_logits_backward_cpu(const Tensor& grad, const Tensor& self, const Ten
                                const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
                                int64_t reduction) {
   const Pointwise p =
-      prepare("binary_cross_entropy_with_logits_backward", self, target, weight, pos_weight, true, true);
+      prepare("binary_cross_entropy_with_logits_backward", self, target, weight, pos_weight, true);
   return pointwise_backward("binary_cross_entropy_with_logits_backward", grad, p, reduction,
                             [](auto x, auto t, auto w, auto pw) {
                               using T = decltype(x);
@@ -265,12 +228,12 @@ Tensor bce_logits_backward_cpu(const Tensor& grad, const Tensor& self, const Ten
 }
 
 Tensor mse_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
-  const Pointwise p = prepare("mse_loss", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("mse_loss", self, target, std::nullopt, std::nullopt, false);
   return pointwise_forward("mse_loss", p, reduction,
                            [](auto x, auto t, auto, auto) { return (x - t) * (x - t); });
 }
 Tensor mse_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
-  const Pointwise p = prepare("mse_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("mse_loss_backward", self, target, std::nullopt, std::nullopt, false);
   return pointwise_backward("mse_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
     return T(2) * (x - t);
@@ -278,14 +241,14 @@ Tensor mse_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& ta
 }
 
 Tensor l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
-  const Pointwise p = prepare("l1_loss", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("l1_loss", self, target, std::nullopt, std::nullopt, false);
   return pointwise_forward("l1_loss", p, reduction, [](auto x, auto t, auto, auto) {
     const auto d = x - t;
     return d < 0 ? -d : d;
   });
 }
 Tensor l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
-  const Pointwise p = prepare("l1_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
   return pointwise_backward("l1_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T d = x - t;
@@ -294,9 +257,7 @@ Tensor l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& tar
 }
 
 Tensor smooth_l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
-  FB_CHECK_VALUE(beta >= 0, "[smooth_l1_loss] smooth_l1_loss does not support negative values for beta, got ",
-                 beta);
-  const Pointwise p = prepare("smooth_l1_loss", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("smooth_l1_loss", self, target, std::nullopt, std::nullopt, false);
   return pointwise_forward("smooth_l1_loss", p, reduction, [beta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T b = static_cast<T>(beta);
@@ -308,7 +269,7 @@ Tensor smooth_l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction
 Tensor smooth_l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                               double beta) {
   const Pointwise p =
-      prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+      prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
   return pointwise_backward("smooth_l1_loss_backward", grad, p, reduction,
                             [beta](auto x, auto t, auto, auto) {
                               using T = decltype(x);
@@ -319,9 +280,7 @@ Tensor smooth_l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tens
 }
 
 Tensor huber_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
-  FB_CHECK_VALUE(delta > 0, "[huber_loss] huber_loss does not support non-positive values for delta, got ",
-                 delta);
-  const Pointwise p = prepare("huber_loss", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("huber_loss", self, target, std::nullopt, std::nullopt, false);
   return pointwise_forward("huber_loss", p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T dl = static_cast<T>(delta);
@@ -332,7 +291,7 @@ Tensor huber_cpu(const Tensor& self, const Tensor& target, int64_t reduction, do
 }
 Tensor huber_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                           double delta) {
-  const Pointwise p = prepare("huber_loss_backward", self, target, std::nullopt, std::nullopt, false, false);
+  const Pointwise p = prepare("huber_loss_backward", self, target, std::nullopt, std::nullopt, false);
   return pointwise_backward("huber_loss_backward", grad, p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T dl = static_cast<T>(delta);
@@ -350,47 +309,19 @@ struct ClassShape {
   Tensor x, target, weight;
 };
 
-ClassShape class_check(const char* op, const Tensor& self, const Tensor& target,
-                       const std::optional<Tensor>& weight, int64_t reduction, bool allow_probs) {
-  check_reduction(op, reduction);
-  check_floating(op, self, "input");
-  FB_CHECK_VALUE(self.dim() >= 1, "[", op,
-                 "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
-                 shape_str(self.sizes()));
+// The arguments passed the meta step's check_class_loss (Note [Meta step]).
+ClassShape class_check(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                       bool allow_probs) {
   ClassShape s;
-  const bool batched = self.dim() >= 2;
-  s.classes = self.sizes()[batched ? 1 : 0];
-  if (batched) {
-    s.outer = self.sizes()[0];
-    s.out_shape.push_back(s.outer);
-    for (int64_t i = 2; i < self.dim(); ++i) {
-      s.inner *= self.sizes()[i];
-      s.out_shape.push_back(self.sizes()[i]);
-    }
-  }
-  s.rows = s.outer * s.inner;
+  const meta::ClassLossRows r = meta::class_loss_rows(self);
+  s.outer = r.outer, s.classes = r.classes, s.inner = r.inner, s.rows = r.rows, s.out_shape = r.out_shape;
   if (is_floating(target.dtype()) && allow_probs && target.dim() == self.dim()) {
-    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), self.sizes()), "[", op,
-                   "] a class-probability target must have the input's shape ", shape_str(self.sizes()),
-                   ", got ", shape_str(target.sizes()));
     s.probs = true;
     s.target = op::contiguous(to_dtype(target, self.dtype()), MemoryFormat::Contiguous);
   } else {
-    FB_CHECK_TYPE(target.dtype() == ScalarType::Int64, "[", op, "] target must hold int64 class indices",
-                  allow_probs ? " (or class probabilities of the input's shape and a floating dtype)" : "",
-                  ", got dtype ", dtype_name(target.dtype()), " of shape ", shape_str(target.sizes()));
-    FB_CHECK_VALUE(std::ranges::equal(target.sizes(), s.out_shape), "[", op, "] input shape ",
-                   shape_str(self.sizes()), " needs target shape ", shape_str(s.out_shape), ", got ",
-                   shape_str(target.sizes()));
     s.target = op::contiguous(target, MemoryFormat::Contiguous);
   }
-  if (present(weight)) {
-    check_floating(op, *weight, "weight");
-    FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op,
-                   "] weight must have shape (", s.classes, ",) (one weight per class), got ",
-                   shape_str(weight->sizes()));
-    s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
-  }
+  if (present(weight)) s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
   s.x = op::contiguous(self, MemoryFormat::Contiguous);
   return s;
 }
@@ -442,9 +373,7 @@ std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& t
                                              const std::optional<Tensor>& weight, int64_t reduction,
                                              int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
-  FB_CHECK_VALUE(label_smoothing >= 0.0 && label_smoothing <= 1.0, "[", op,
-                 "] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
-  const ClassShape s = class_check(op, self, target, weight, reduction, true);
+  const ClassShape s = class_check(self, target, weight, true);
   Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
                                   : op::empty(Shape{}, self.dtype(), Device());
   Tensor lse = op::empty(Shape{s.rows}, self.dtype(), Device());
@@ -518,19 +447,14 @@ std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& t
 template <class T>
 std::vector<double> row_scales(const char* op, const Tensor& grad, const ClassShape& s, int64_t reduction,
                                int64_t ignore_index, const T* w) {
-  check_floating(op, grad, "grad_output");
+  // grad passed the meta step's check_class_loss_grad.
   std::vector<double> sc(static_cast<size_t>(s.rows));
   const Tensor g = op::contiguous(to_dtype(grad, s.x.dtype()), MemoryFormat::Contiguous);
   if (reduction == kNone) {
-    FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), s.out_shape), "[", op, "] grad_output shape ",
-                   shape_str(grad.sizes()), " does not match the loss shape ", shape_str(s.out_shape));
     const T* gp = g.data<T>();
     for (int64_t r = 0; r < s.rows; ++r) sc[static_cast<size_t>(r)] = static_cast<double>(gp[r]);
     return sc;
   }
-  FB_CHECK_VALUE(grad.numel() == 1, "[", op,
-                 "] grad_output of a reduced loss must have one element, got shape ",
-                 shape_str(grad.sizes()));
   double v = static_cast<double>(g.data<T>()[0]);
   if (reduction == kMean) {
     double total = 0;
@@ -555,10 +479,7 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const 
                                   const Tensor& lse, const std::optional<Tensor>& weight, int64_t reduction,
                                   int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy_backward";
-  const ClassShape s = class_check(op, self, target, weight, reduction, true);
-  FB_CHECK_VALUE(lse.numel() == s.rows && lse.dtype() == self.dtype(), "[", op, "] lse must hold ", s.rows,
-                 " values of dtype ", dtype_name(self.dtype()), ", got shape ", shape_str(lse.sizes()),
-                 " dtype ", dtype_name(lse.dtype()));
+  const ClassShape s = class_check(self, target, weight, true);
   Tensor out = op::empty(self.sizes(), self.dtype(), Device());
   if (self.numel() == 0) return out;
   const Tensor lsec = op::contiguous(lse, MemoryFormat::Contiguous);
@@ -634,7 +555,7 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const 
 Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                     int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss";
-  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  const ClassShape s = class_check(self, target, weight, false);
   Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
                                   : op::empty(Shape{}, self.dtype(), Device());
   visit_dtype(self.dtype(), op, [&](auto tag) {
@@ -674,7 +595,7 @@ Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optiona
 Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
                              const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss_backward";
-  const ClassShape s = class_check(op, self, target, weight, reduction, false);
+  const ClassShape s = class_check(self, target, weight, false);
   Tensor out = zeros(self.sizes(), self.dtype());
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;

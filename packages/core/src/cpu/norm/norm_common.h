@@ -5,6 +5,7 @@
 #include <string>
 
 #include "flambeau/error.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor.h"
 #include "flambeau/type_dispatch.h"
@@ -16,15 +17,10 @@ inline void check_floating(const Tensor& t, const char* op, const char* what) {
                 " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
-/// A per-channel (or per-feature) parameter: absent, or of `shape` and input's dtype.
+/// A per-channel (or per-feature) parameter: absent, or of `shape` and input's dtype (meta::check_norm_param).
 inline void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
                         const char* op, const char* what, const char* why) {
-  if (!p) return;
-  FB_CHECK_TYPE(p->dtype() == input.dtype(), "[", op, "] ", what, " must have the input's dtype ",
-                dtype_name(input.dtype()), ", got ", dtype_name(p->dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(p->sizes(), shape), "[", op, "] ", what, " must have shape ",
-                 shape_str(shape), " ", why, " (input shape ", shape_str(input.sizes()), "), got shape ",
-                 shape_str(p->sizes()));
+  meta::check_norm_param(op, p, input, shape, what, why);
 }
 
 inline Tensor contig(const Tensor& t) { return op::contiguous(t, MemoryFormat::Contiguous); }

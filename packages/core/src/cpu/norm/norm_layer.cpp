@@ -27,34 +27,9 @@ namespace {
 using cpu::check_floating;
 using cpu::contig;
 
-struct LNShape {
-  int64_t m, d;
-  Shape stat_shape;  // (*leading, 1, ..., 1)
-};
-
+using LNShape = meta::LayerNormRows;
 LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* op) {
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  FB_CHECK_VALUE(k >= 1, "[", op, "] normalized_shape must have at least one dim, got ()");
-  bool ok = input.dim() >= k;
-  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[input.dim() - k + i] == normalized_shape[i];
-  if (!ok) {
-    std::string expected = "(*";
-    for (int64_t v : normalized_shape) expected += ", " + std::to_string(v);
-    expected += ")";
-    FB_CHECK_VALUE(false, "[", op, "] Given normalized_shape=", shape_str(normalized_shape),
-                   ", expected input with shape ", expected, ", but got input of shape ",
-                   shape_str(input.sizes()));
-  }
-  LNShape s{1, 1, {}};
-  for (int64_t i = 0; i < input.dim() - k; ++i) {
-    s.m *= input.sizes()[i];
-    s.stat_shape.push_back(input.sizes()[i]);
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    s.d *= normalized_shape[i];
-    s.stat_shape.push_back(1);
-  }
-  return s;
+  return meta::layer_norm_rows(op, input, normalized_shape);
 }
 
 // float16/bfloat16 layer_norm (as PyTorch): computed in float32, each result rounded once.
@@ -68,19 +43,14 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_cpu(const Tensor& input, IntArrayR
                                                   const std::optional<Tensor>& weight,
                                                   const std::optional<Tensor>& bias, double eps) {
   const char* op = "layer_norm";
+  // The arguments passed the meta step's check_layer_norm (Note [Meta step]).
   if (is_half_dtype(input.dtype())) {
-    ln_shape(input, normalized_shape, op);
-    cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
-    cpu::check_param(bias, input, normalized_shape, op, "bias", "(normalized_shape)");
     auto [o, m, r] = layer_norm_cpu(op::cast(input, ScalarType::Float32), normalized_shape, to_f32(weight),
                                     to_f32(bias), eps);
     const ScalarType dt = input.dtype();
     return {back_to(o, dt), back_to(m, dt), back_to(r, dt)};
   }
-  check_floating(input, op, "input");
   const LNShape s = ln_shape(input, normalized_shape, op);
-  cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
-  cpu::check_param(bias, input, normalized_shape, op, "bias", "(normalized_shape)");
   Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
   Tensor mean = op::empty(s.stat_shape, input.dtype(), input.device());
   Tensor rstd = op::empty(s.stat_shape, input.dtype(), input.device());

@@ -34,15 +34,6 @@ int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
 }
 
-void check_float(const Tensor& t, const char* op) {
-  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
-}
-
-void check_not_bool(const Tensor& t, const char* op) {
-  FB_CHECK_TYPE(t.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
-}
-
 template <class T>
 inline bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>)
@@ -149,7 +140,6 @@ void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntArrayRef kernel_size,
                                                        IntArrayRef stride, IntArrayRef padding,
                                                        IntArrayRef dilation, bool ceil_mode) {
-  check_not_bool(self, "max_pool2d");
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
   shape_nbytes(p.out_shape, ScalarType::Int64, "max_pool2d");
@@ -182,18 +172,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
 
 Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
   const char* op = "max_pool_backward";
-  check_float(grad_output, op);
-  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64, "[", op, "] indices must be int64, got dtype ",
-                dtype_name(indices.dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), indices.sizes()), "[", op, "] grad_output shape ",
-                 shape_str(grad_output.sizes()), " must equal indices shape ", shape_str(indices.sizes()));
   const int64_t nd = static_cast<int64_t>(input_size.size());
-  FB_CHECK_VALUE(nd >= 2 && nd == indices.dim(), "[", op, "] input_size ", shape_str(input_size),
-                 " must have the rank of indices shape ", shape_str(indices.sizes()), " (at least 2)");
-  for (int64_t i = 0; i < nd - 2; ++i)
-    FB_CHECK_VALUE(input_size[i] == indices.sizes()[i], "[", op, "] input_size ", shape_str(input_size),
-                   " and indices shape ", shape_str(indices.sizes()), " differ in the leading dim ", i);
-  shape_nbytes(input_size, grad_output.dtype(), op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
   const int64_t in_plane = input_size[nd - 1] * input_size[nd - 2];
@@ -261,14 +240,8 @@ void avg_pool_plane(const T* in, T* out, const pool::Pool2d& p, bool count_inclu
   }
 }
 
-void check_divisor(std::optional<int64_t> divisor, const char* op) {
-  FB_CHECK_VALUE(!divisor || *divisor != 0, "[", op, "] divisor_override must be non-zero");
-}
-
 Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  check_float(self, "avg_pool2d");
-  check_divisor(divisor_override, "avg_pool2d");
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
   Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
@@ -289,21 +262,11 @@ Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
   return out;
 }
 
-/// Checks a backward's input_size against the shape its forward would give.
-void check_grad_shape(const Tensor& grad_output, IntArrayRef expected, const char* op) {
-  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), expected), "[", op, "] grad_output has shape ",
-                 shape_str(grad_output.sizes()), " but the forward output has shape ", shape_str(expected));
-}
-
 Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                                bool count_include_pad, std::optional<int64_t> divisor_override) {
   const char* op = "avg_pool2d_backward";
-  check_float(grad_output, op);
-  check_divisor(divisor_override, op);
-  shape_nbytes(input_size, grad_output.dtype(), op);
   const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
-  check_grad_shape(grad_output, p.out_shape, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
   const Tensor go = contiguous(grad_output);
@@ -358,26 +321,13 @@ struct Adaptive {
 
 Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op) {
   const int64_t nd = static_cast<int64_t>(sz.size());
-  FB_CHECK_VALUE(
-      (nd == 3 && sz[0] != 0 && sz[1] != 0 && sz[2] != 0) ||
-          (nd == 4 && sz[1] != 0 && sz[2] != 0 && sz[3] != 0),
-      "[", op,
-      "] expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with non-zero C, H and W (N may be 0), "
-      "got shape ",
-      shape_str(sz));
-  FB_CHECK_VALUE(output_size.size() == 2 || output_size.size() == 1, "[", op,
-                 "] output_size must be a single int or a tuple of 2 ints, got ", shape_str(output_size));
   Adaptive a;
+  a.out_shape = pool::adaptive_out_shape(sz, output_size, op);
   a.H = sz[nd - 2];
   a.W = sz[nd - 1];
-  a.OH = output_size[0];
-  a.OW = output_size.size() == 2 ? output_size[1] : output_size[0];
-  FB_CHECK_VALUE(a.OH >= 0 && a.OW >= 0, "[", op, "] output_size must be non-negative, got ",
-                 shape_str(output_size));
+  a.OH = a.out_shape[nd - 2];
+  a.OW = a.out_shape[nd - 1];
   for (int64_t i = 0; i < nd - 2; ++i) a.planes *= sz[i];
-  a.out_shape.assign(sz.begin(), sz.end() - 2);
-  a.out_shape.push_back(a.OH);
-  a.out_shape.push_back(a.OW);
   shape_nbytes(a.out_shape, ScalarType::Int64, op);
   a.hs.resize(a.OH);
   a.he.resize(a.OH);
@@ -425,7 +375,6 @@ FB_POOL_CLONES void global_avg_planes_f64(const double* x, double* y, int64_t b,
 
 Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
-  check_float(self, op);
   const Adaptive a = check_adaptive(self.sizes(), output_size, op);
   Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
   if (out.numel() == 0) return out;
@@ -465,14 +414,7 @@ Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
 
 Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size) {
   const char* op = "adaptive_avg_pool2d_backward";
-  check_float(grad_output, op);
-  const int64_t nd = grad_output.dim();
-  FB_CHECK_VALUE(nd >= 2 && static_cast<int64_t>(input_size.size()) == nd, "[", op, "] input_size ",
-                 shape_str(input_size), " must have the rank of grad_output shape ",
-                 shape_str(grad_output.sizes()));
-  shape_nbytes(input_size, grad_output.dtype(), op);
   const Adaptive a = check_adaptive(input_size, grad_output.sizes().last(2), op);
-  check_grad_shape(grad_output, a.out_shape, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
   const Tensor go = contiguous(grad_output);
@@ -514,7 +456,6 @@ Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef i
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
   const char* op = "adaptive_max_pool2d";
-  check_not_bool(self, op);
   const Adaptive a = check_adaptive(self.sizes(), output_size, op);
   Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
   Tensor indices = op::empty(a.out_shape, ScalarType::Int64, self.device());

@@ -377,8 +377,6 @@ std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, 
   visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [](auto) {});
   dim = wrap_dim(dim, self.dim(), "topk");
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
-  FB_CHECK(k >= 0 && k <= n, "[topk] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
-           shape_str(self.sizes()), ")");
   const LastDim l(self, dim);
   Shape out_shape(l.rows.sizes().begin(), l.rows.sizes().end());
   if (!out_shape.empty()) out_shape.back() = k;
