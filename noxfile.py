@@ -446,7 +446,11 @@ def sanitize(session: nox.Session) -> None:
     env = {
         "LD_PRELOAD": " ".join(preload),
         # Huge-size tests ask for 2**50 bytes and expect "out of memory", not an abort.
-        "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:halt_on_error=1",
+        # max_allocation_size_mb: the size fuzzers' cap on one allocation (they cap the address
+        # space with RLIMIT_AS otherwise, which ASan's shadow memory cannot live under).
+        "ASAN_OPTIONS": (
+            "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:halt_on_error=1:max_allocation_size_mb=8192"
+        ),
         "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         "PYTHONFAULTHANDLER": "1",
     }

@@ -124,7 +124,12 @@ def check_result(out) -> None:
 
 def run_cases(seed: int, cases: int, only: set[int] | None = None) -> None:
     """The child: run the cases, printing each before it runs (the parent reads the last line on a crash)."""
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    from flambeau_core.testing import running_under_asan
+
+    # AddressSanitizer's shadow memory needs far more address space than the cap; under it
+    # the sanitizer's own allocation limit (max_allocation_size_mb, nox -s sanitize) does the capping.
+    if not running_under_asan():
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     import flambeau_core as fc
 
     fc.manual_seed(seed)

@@ -441,7 +441,12 @@ def run_cases(
     seed: int, cases: int, only: set[int] | None = None, oracle: bool = True, keep_going: bool = False
 ) -> dict:
     """The child: run the cases, printing each before it runs (the parent reads the last line on a crash)."""
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    from flambeau_core.testing import running_under_asan
+
+    # AddressSanitizer's shadow memory needs far more address space than the cap; under it
+    # the sanitizer's own allocation limit (max_allocation_size_mb, nox -s sanitize) does the capping.
+    if not running_under_asan():
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     import flambeau_core as fc
     import numpy as np
 
