@@ -296,6 +296,18 @@ def test_diagonal_diag_embed(offset, layout):
     check(fc.diag(v, offset), torch.diag(tv, offset))
 
 
+@pytest.mark.parametrize("offset", [-(2**63), 2**63 - 1, -(2**62)])
+def test_diagonal_offsets_at_the_int64_limits(offset):
+    # An offset past either edge is an empty diagonal, as PyTorch's (no overflow negating INT64_MIN).
+    got = fc.diagonal(fc.ones(2, 3), offset)
+    assert tuple(got.shape) == tuple(torch.diagonal(torch.ones(2, 3), offset).shape) == (0,)
+
+
+def test_diag_embed_offset_int64_min_raises_named():
+    with pytest.raises(fc.FlambeauError, match=r"\[diag_embed\] offset -9223372036854775808 is too large"):
+        fc.diag_embed(fc.ones(2), -(2**63))
+
+
 def test_diagonal_is_a_view():
     f = fc.zeros(3, 3)
     f.diagonal().fill_(1.0)

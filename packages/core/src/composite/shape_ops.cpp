@@ -4,6 +4,7 @@
 // autograd differentiates them through the ops they call; views stay views.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -460,7 +461,7 @@ Tensor composite::diagonal(const Tensor& self, int64_t offset, int64_t dim1, int
     len = offset >= s2 ? 0 : std::min(s1, s2 - offset);
     if (len > 0) off += offset * self.strides()[d2];
   } else {
-    len = -offset >= s1 ? 0 : std::min(s1 + offset, s2);
+    len = offset <= -s1 ? 0 : std::min(s1 + offset, s2);  // (not -offset: INT64_MIN has no negation)
     if (len > 0) off -= offset * self.strides()[d1];
   }
   Shape sizes, strides;
@@ -480,6 +481,7 @@ Tensor composite::diag_embed(const Tensor& self, int64_t offset, int64_t dim1, i
   const int64_t d1 = wrap_dim(dim1, nd, "diag_embed"), d2 = wrap_dim(dim2, nd, "diag_embed");
   FB_CHECK_VALUE(d1 != d2, "[diag_embed] diagonal dimensions cannot be identical: ", dim1, ", ", dim2);
   const int64_t n = self.sizes()[self.dim() - 1];
+  FB_CHECK_VALUE(offset != std::numeric_limits<int64_t>::min(), "[diag_embed] offset ", offset, " is too large");
   const int64_t k = offset < 0 ? -offset : offset;
   int64_t m = 0;
   FB_CHECK_VALUE(!__builtin_add_overflow(n, k, &m), "[diag_embed] offset ", offset, " is too large");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <new>
 #include <cstddef>
 #include <vector>
 
@@ -29,6 +30,22 @@
 
 namespace flambeau {
 namespace {
+
+// pocketfft allocates its plans and scratch arrays itself, outside the tensor
+// allocator: a length whose output the allocator accepted can still exhaust
+// host memory there. Say which op ran out instead of a bare std::bad_alloc.
+template <class Run>
+void run_in_precision(const char* op, bool single, Run&& run) {
+  try {
+    if (single)
+      run(float{});
+    else
+      run(double{});
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(
+        detail::cat_str("[", op, "] out of memory: the FFT could not allocate its plan or scratch memory"));
+  }
+}
 
 /// The transformed dims wrapped and checked: non-empty, in range, distinct.
 std::vector<int64_t> fft_dims(const Tensor& x, IntArrayRef dim, const char* op) {
@@ -189,10 +206,7 @@ Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
       pocketfft::c2c<R>(s, l.in, l.out, l.axes, forward, in_ptr<C>(self, io), out_ptr<C>(out, oo), fct);
     });
   };
-  if (self.dtype() == ScalarType::ComplexFloat)
-    run(float{});
-  else
-    run(double{});
+  run_in_precision(op, self.dtype() == ScalarType::ComplexFloat, run);
   return out;
 }
 
@@ -235,10 +249,7 @@ Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
       pocketfft::r2c<R>(s, l.in, l.out, l.axes, true, in_ptr<R>(self, io), out_ptr<C>(out, oo), fct);
     });
   };
-  if (self.dtype() == ScalarType::Float32)
-    run(float{});
-  else
-    run(double{});
+  run_in_precision(op, self.dtype() == ScalarType::Float32, run);
   return out;
 }
 
@@ -286,10 +297,7 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
       pocketfft::c2r<R>(s, l.in, l.out, l.axes, false, in_ptr<C>(self, io), out_ptr<R>(out, oo), fct);
     });
   };
-  if (self.dtype() == ScalarType::ComplexFloat)
-    run(float{});
-  else
-    run(double{});
+  run_in_precision(op, self.dtype() == ScalarType::ComplexFloat, run);
   return out;
 }
 
