@@ -110,10 +110,11 @@ def _ensure_wheels(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests.
+    """Build the wheels, install them into a fresh venv, run every package's tests and the integration tests,
+    then build the documentation site and check it in a browser (as `nox -s docs`).
 
-    The sanitized subset (`nox -s sanitize -- --ci`) is not queued here: a cold sanitized build of core
-    takes ~20 minutes on 2 cores (each file ~4x a normal build), which would double CI."""
+    The sanitized subset (`nox -s sanitize -- --ci`) is not queued here yet: its unoptimised build costs
+    about a release build (~12 CPU-minutes), but the size fuzzers run for over 10 minutes under ASan at -O0."""
     _ensure_wheels(session)
     cuda = [f"flambeau-cuda=={VERSION}"] if NVCC else []
     _install_from_wheelhouse(session, *TEST_DEPS, *CPP_TEST_DEPS, *MPI_DEPS, f"flambeau[mpi]=={VERSION}", *cuda)
@@ -145,6 +146,8 @@ def tests(session: nox.Session) -> None:
         failed.append("gradcheck coverage")
     failed += _run_cpp_tests(session, results, CPP_TEST_PACKAGES)
     _run_isolation(session)
+    if not _docs_site(session):
+        failed.append("docs site")
     _print_totals(session, results)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
@@ -268,18 +271,32 @@ DOCS_HTML = ROOT / "docs" / "_build" / "html"
 def docs(session: nox.Session) -> None:
     """Build the documentation site into docs/_build/html, then check it in headless Chromium (docs/tests):
     pages load without console errors, search works, every internal link resolves; the index's screenshot
-    is kept in docs/_build/screenshots. Chromium is Debian's, installed with apt-get when missing."""
+    is kept in docs/_build/screenshots. Chromium is Debian's, installed with apt-get when missing.
+    `tests` runs the same build and checks."""
     _ensure_wheels(session)
-    _install_from_wheelhouse(session, f"flambeau=={VERSION}", *DOCS_DEPS)
+    _install_from_wheelhouse(session, f"flambeau=={VERSION}")
+    if not _docs_site(session):
+        session.error("the documentation site failed to build or its browser checks failed")
+
+
+def _docs_site(session: nox.Session) -> bool:
+    """Builds the site with the flambeau installed in this session's venv and runs its browser checks."""
+    _install_from_wheelhouse(session, *DOCS_DEPS)
     shutil.rmtree(DOCS_HTML, ignore_errors=True)
-    # -W: a warning (a broken cross-reference, a docstring's malformed markup) fails the build, all listed.
-    session.run("python", "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", str(ROOT / "docs"), str(DOCS_HTML))
     chromium = any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome"))
     _ensure_debian_package(session, "chromium", chromium, "the documentation's browser checks")
     results = ROOT / "build" / "test-results"
     results.mkdir(parents=True, exist_ok=True)
     pytest = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={results / 'docs.xml'}"]
-    session.run(*pytest, str(ROOT / "docs" / "tests"))
+    try:
+        # -W: a warning (a broken cross-reference, a docstring's malformed markup) fails the build, all listed.
+        session.run(
+            "python", "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", str(ROOT / "docs"), str(DOCS_HTML)
+        )
+        session.run(*pytest, str(ROOT / "docs" / "tests"))
+    except nox.command.CommandFailed:
+        return False
+    return True
 
 
 @nox.session(name="isolation")
@@ -447,9 +464,10 @@ def sanitize(session: nox.Session) -> None:
         "LD_PRELOAD": " ".join(preload),
         # Huge-size tests ask for 2**50 bytes and expect "out of memory", not an abort.
         # max_allocation_size_mb: the size fuzzers' cap on one allocation (they cap the address
-        # space with RLIMIT_AS otherwise, which ASan's shadow memory cannot live under).
+        # space with RLIMIT_AS otherwise, which ASan's shadow memory cannot live under): 2 GiB, since a
+        # sanitized -O0 build fills an 8 GiB tensor for minutes.
         "ASAN_OPTIONS": (
-            "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:halt_on_error=1:max_allocation_size_mb=8192"
+            "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0:halt_on_error=1:max_allocation_size_mb=2048"
         ),
         "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         "PYTHONFAULTHANDLER": "1",
