@@ -387,7 +387,7 @@ def bench(session: nox.Session) -> None:
     # Reductions, scans and sort on 1M float32 vs torch and NumPy.
     session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
     # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads.
-    session.run("python", str(ROOT / "benchmarks" / "ops_vsin.py"))
+    session.run("python", str(ROOT / "benchmarks" / "ops_transcendental.py"))
     # flambeau's own float32 GEMM vs OpenBLAS's on the MLP's and other shapes (Note [Own sgemm]).
     session.run("python", str(ROOT / "benchmarks" / "ops_sgemm.py"))
     # The DataLoader epoch: flambeau-data vs PyTorch's DataLoader and the batched-gather bound.

@@ -1,5 +1,5 @@
 """The in-process side-by-side loop shared by the one-file op benchmarks
-(ops_complex.py, ops_inplace.py, ops_modefrexp.py).
+(ops_complex.py, ops_inplace.py, ops_mode_frexp.py).
 
 Each case is ``(name, flambeau_call, torch_call)``. Both libraries run in the
 calling process, rounds interleaved (flambeau then torch, then the reverse

@@ -57,7 +57,7 @@ inline constexpr int kMaxIterDims = 25;  // as PyTorch's MAX_DIMS
 // wake-up of a passively waiting worker (tens of microseconds). With the
 // dynamic chunks of parallel_for (Note [Dynamic chunks]) a worker that wakes
 // late only takes what is left, which moved the break-even down. Measured on
-// the 2-core machine (float32, contiguous, 2 threads, benchmarks/ops_rowops.py,
+// the 2-core machine (float32, contiguous, 2 threads, benchmarks/ops_row_ops.py,
 // medians of 9 rounds): a + b at 512Ki elements 67 us on one thread vs 35 us on
 // two, 1Mi 155 vs 70 us, 4Mi unchanged or better; at 256Ki (a grain of 128Ki)
 // 34 us either way: the second thread does not pay there. mul, relu,

@@ -14,8 +14,8 @@ torch/flambeau of the medians; > 1: flambeau faster).
 - ``dot`` of 16-element vectors (Python-side overhead).
 
 Only ratios from one run count on a shared, noisy machine. Example:
-    .nox/dev/bin/python benchmarks/ops_rowops.py --rounds 9
-    .nox/dev/bin/python benchmarks/ops_rowops.py --only softmax
+    .nox/dev/bin/python benchmarks/ops_row_ops.py --rounds 9
+    .nox/dev/bin/python benchmarks/ops_row_ops.py --only softmax
 """
 
 from __future__ import annotations

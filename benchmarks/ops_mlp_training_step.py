@@ -12,7 +12,7 @@ min / median per call, ratio torch/flambeau of the medians; > 1: flambeau faster
   and the no-grad eval forward.
 
 Only ratios from one run count on a shared, noisy machine. Example:
-    python benchmarks/ops_mlpstep.py --rounds 9
+    python benchmarks/ops_mlp_training_step.py --rounds 9
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ reverse order), 2 intra-op threads each, OMP_WAIT_POLICY=PASSIVE (see ops_actlos
 Prints, per case, min and median per call and the ratio torch/flambeau of the medians
 (> 1: flambeau is faster). Only ratios from one run count (a shared, noisy machine).
 
-    .nox/dev/bin/python benchmarks/ops_modefrexp.py [--rounds 7] [--only mode]
+    .nox/dev/bin/python benchmarks/ops_mode_frexp.py [--rounds 7] [--only mode]
 """
 
 from __future__ import annotations

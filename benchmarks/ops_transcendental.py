@@ -19,7 +19,7 @@ loads, so the two OpenMP runtimes do not spin against each other
 (benchmarks/ops_norm.py explains). The caching allocator is enabled as
 ``import flambeau`` does.
 
-    python benchmarks/ops_vsin.py [--threads 1 2] [--rounds 15] [--only sin] [--no-accuracy]
+    python benchmarks/ops_transcendental.py [--threads 1 2] [--rounds 15] [--only sin] [--no-accuracy]
 """
 
 from __future__ import annotations

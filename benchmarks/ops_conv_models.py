@@ -19,7 +19,7 @@ step, and ResNet-8's no-grad eval forward.
 Prints min and median milliseconds and torch/flambeau of the medians (> 1:
 flambeau is faster).
 
-    python benchmarks/ops_resnet8.py [--rounds 7] [--only layers|models]
+    python benchmarks/ops_conv_models.py [--rounds 7] [--only layers|models]
 """
 
 from __future__ import annotations
