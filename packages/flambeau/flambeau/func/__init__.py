@@ -1,0 +1,40 @@
+"""flambeau.func: composable function transforms, as ``torch.func``.
+
+``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian`` turn a
+function of tensors into a function computing its derivatives; ``functional_call`` runs an ``nn.Module``
+with other parameters and buffers (so a model is a function of its parameters) and
+``stack_module_state`` stacks the state of an ensemble. The transforms take pytrees (tuples, lists,
+dicts) of tensors, accept ``argnums`` and ``has_aux`` as PyTorch's, and compose in any order
+(``grad(grad(f))``, ``jacrev(jacrev(f))``, ``jacfwd(grad(f))``).
+
+Where it differs from ``torch.func``: everything runs on flambeau's reverse-mode tape (Note [Transforms on
+one tape] in ``_transforms.py``). ``jvp``, ``jacfwd`` and ``linearize`` use the double-backward trick until
+flambeau has dual tensors (real forward mode); ``jacrev`` runs one backward pass per output element; and
+``vmap`` is not available yet (it needs batching rules in the op table), so it is simply absent here.
+
+Example:
+    >>> import flambeau as fb
+    >>> x = fb.tensor([1.0, 2.0], dtype=fb.float64)
+    >>> fb.func.grad(lambda t: (t**3).sum())(x).tolist()
+    [3.0, 12.0]
+    >>> fb.func.jacrev(fb.func.grad(lambda t: (t**3).sum()))(x).tolist()
+    [[6.0, 0.0], [0.0, 12.0]]
+"""
+
+from __future__ import annotations
+
+from flambeau.func._functional_call import functional_call, stack_module_state
+from flambeau.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
+
+__all__ = [
+    "grad",
+    "grad_and_value",
+    "vjp",
+    "jvp",
+    "linearize",
+    "jacrev",
+    "jacfwd",
+    "hessian",
+    "functional_call",
+    "stack_module_state",
+]

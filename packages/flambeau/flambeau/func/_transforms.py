@@ -1,0 +1,456 @@
+"""``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``.
+
+Note [Transforms on one tape]
+PyTorch's transforms give each level its own wrapper tensors; flambeau has one reverse-mode tape, so a
+transform differentiates with respect to fresh nodes made from its inputs (``_differentiable_input``: a
+view of an input that already has a graph, a detached leaf otherwise) and keeps a graph on its results
+(``create_graph``) only when an enclosing computation can differentiate them: inside another transform,
+or when an input requires grad. Fresh nodes keep nested transforms apart (``grad`` of a function that
+calls ``grad`` of a closure over the same tensor gets each level's own derivative). At the top level a
+result computed without a graph is detached, as PyTorch returns it. A tensor captured by closure that
+requires grad, outside any transform, is treated as a constant (PyTorch would also track it).
+
+Forward-mode products (``jvp``, ``jacfwd``, ``linearize``) use the double-backward trick: with zero
+cotangents ``u`` that require grad, ``g = J^T u`` is linear in ``u`` and the gradient of ``g`` along ``v``
+with respect to ``u`` is ``J v``. Real forward mode comes with dual tensors.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import flambeau_core
+from flambeau_autograd.functional import (
+    _backward,
+    _differentiable_input,
+    _forward_jacobian,
+    _jvp_from_vjp_graph,
+    _linear_in_cotangent,
+    _reverse_jacobian,
+)
+from flambeau_autograd.grad_mode import enable_grad, is_grad_enabled
+from flambeau_core import FlambeauError, Tensor
+
+from flambeau.func._pytree import spec_str, tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
+
+_state = threading.local()
+
+
+def _depth() -> int:
+    return getattr(_state, "depth", 0)
+
+
+@contextmanager
+def _transform_level() -> Iterator[None]:
+    _state.depth = _depth() + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+
+
+def _keeps_graph(*trees: Any) -> bool:
+    """Whether results must stay differentiable (Note [Transforms on one tape])."""
+    if not is_grad_enabled():
+        return False
+    if _depth() > 0:
+        return True
+    return any(isinstance(t, Tensor) and t.requires_grad for tree in trees for t in tree_flatten(tree)[0])
+
+
+def _detach_tree(tree: Any) -> Any:
+    return tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
+
+
+def _differentiable_tree(tree: Any, keep: bool, api: str) -> Any:
+    def one(x: Any) -> Tensor:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
+        if not (x.is_floating_point() or x.is_complex()):
+            raise TypeError(
+                f"[func.{api}] only floating-point or complex Tensors can be differentiated, got a Tensor of dtype "
+                f"{x.dtype}"
+            )
+        return _differentiable_input(x, keep)
+
+    return tree_map(one, tree)
+
+
+def _normalize_argnums(argnums: Any, nargs: int, api: str) -> tuple[int, ...]:
+    """The argnums as non-negative positions; a TypeError or FlambeauError as PyTorch words them."""
+    many = isinstance(argnums, tuple)
+    items = argnums if many else (argnums,)
+    if not many and not isinstance(argnums, int) or isinstance(argnums, bool):
+        raise TypeError(f"[func.{api}] argnums must be int or Tuple[int, ...], got: {type(argnums).__name__}")
+    if many and not argnums:
+        raise FlambeauError(f"[func.{api}] argnums must be non-empty")
+    out = []
+    for a in items:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise TypeError(f"[func.{api}] argnum must be int, got: {type(a).__name__}")
+        if not -nargs <= a < nargs:
+            raise FlambeauError(f"[func.{api}] Got argnum={a}, but only {nargs} positional inputs")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise FlambeauError(f"[func.{api}] argnums elements must be unique, got {argnums}")
+    return tuple(out)
+
+
+def _split_aux(output: Any, has_aux: bool, api: str, call: str) -> tuple[Any, Any]:
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise FlambeauError(
+            f"[func.{api}] {call}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return output
+
+
+def _call_with_differentiable_args(
+    func: Callable, args: tuple, kwargs: dict, argnums: Any, keep: bool, api: str
+) -> tuple[Any, list, Any]:
+    """``(func's output, the flat differentiable inputs, their spec)`` with ``args[argnums]`` made differentiable.
+
+    The spec is that of ``args[argnums]`` for an int ``argnums``, of the tuple of those args otherwise."""
+    positions = _normalize_argnums(argnums, len(args), api)
+    new_args = list(args)
+    for p in positions:
+        new_args[p] = _differentiable_tree(args[p], keep, api)
+    diff = new_args[positions[0]] if isinstance(argnums, int) else tuple(new_args[p] for p in positions)
+    flat, spec = tree_flatten(diff)
+    with enable_grad():
+        output = func(*new_args, **kwargs)
+    return output, flat, spec
+
+
+def _zeros_for_none(grads: list, refs: list) -> list:
+    return [flambeau_core.zeros_like(r) if g is None else g for g, r in zip(grads, refs, strict=True)]
+
+
+def _flat_tensor_outputs(output: Any, api: str, call: str) -> tuple[list, Any]:
+    flat, spec = tree_flatten(output)
+    if not flat:
+        raise FlambeauError(
+            f"[func.{api}] {call}: Expected f to be a function that has non-empty output (got output = {output})"
+        )
+    for o in flat:
+        if not isinstance(o, Tensor):
+            raise TypeError(
+                f"[func.{api}] {call}: expected f(*args) to return only tensors, got unsupported type "
+                f"{type(o).__name__}"
+            )
+    return flat, spec
+
+
+def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """A function returning ``(gradient, value)`` of ``func``: the gradient of its scalar output with respect
+    to the arguments at ``argnums``, and the output itself.
+
+    Args:
+        func: a function whose output is a scalar Tensor (or, with ``has_aux``, a tuple ``(scalar, aux)``).
+        argnums: which positional argument(s) to differentiate; each may be a pytree (tuple, list, dict) of
+            Tensors, and the gradient has the same structure (a tuple of them for a tuple ``argnums``).
+        has_aux: ``func`` returns ``(output, aux)``; the result is then ``(gradient, (value, aux))``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> g, v = fb.func.grad_and_value(lambda x: (x**2).sum())(fb.tensor([1.0, 2.0]))
+        >>> g.tolist(), v.item()
+        ([2.0, 4.0], 5.0)
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        call = "grad_and_value(f)(*args)"
+        keep = _keeps_graph(args, kwargs)
+        with _transform_level():
+            output, flat_in, spec = _call_with_differentiable_args(func, args, kwargs, argnums, keep, "grad_and_value")
+            output, aux = _split_aux(output, has_aux, "grad_and_value", call)
+            if not isinstance(output, Tensor):
+                raise TypeError(
+                    f"[func.grad_and_value] {call}: Expected f(*args) to return a Tensor, got {type(output).__name__}"
+                )
+            if output.dim() != 0:
+                raise FlambeauError(
+                    f"[func.grad_and_value] {call}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                    f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
+                )
+            grads = _zeros_for_none(_backward([output], [None], flat_in, keep), flat_in)
+        gradient = tree_unflatten(grads, spec)
+        if not keep:
+            output, aux = output.detach(), _detach_tree(aux)
+        return (gradient, (output, aux)) if has_aux else (gradient, output)
+
+    return wrapper
+
+
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """A function returning the gradient of ``func``'s scalar output with respect to the arguments at
+    ``argnums`` (with ``has_aux``: ``(gradient, aux)``). Composes with itself and the other transforms.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor(0.5, dtype=fb.float64)
+        >>> round(fb.func.grad(fb.sin)(x).item(), 6), round(fb.func.grad(fb.func.grad(fb.sin))(x).item(), 6)
+        (0.877583, -0.479426)
+        >>> fb.func.grad(lambda p, x: (p["w"] * x).sum())({"w": fb.ones(2)}, fb.tensor([3.0, 4.0]))["w"].tolist()
+        [3.0, 4.0]
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gradient, value = inner(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+
+    return wrapper
+
+
+def _check_cotangent(ct: Any, out: Tensor, i: int, api: str) -> None:
+    if not isinstance(ct, Tensor):
+        raise TypeError(f"[func.{api}] cotangent {i} must be a Tensor, got {type(ct).__name__}")
+    if tuple(ct.shape) != tuple(out.shape):
+        raise FlambeauError(
+            f"[func.{api}] Mismatch in shape: grad_output[{i}] has a shape of {tuple(ct.shape)} and output[{i}] "
+            f"has a shape of {tuple(out.shape)}."
+        )
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` returns the vector-Jacobian products, a tuple
+    with one entry per primal (each shaped as its primal). With ``has_aux``: ``(output, vjp_fn, aux)``.
+
+    ``cotangents`` has the structure of the output; ``vjp_fn`` may be called many times.
+
+    Example:
+        >>> import flambeau as fb
+        >>> out, vjp_fn = fb.func.vjp(lambda x, y: x * y, fb.tensor([1.0, 2.0]), fb.tensor([3.0, 4.0]))
+        >>> [g.tolist() for g in vjp_fn(fb.ones(2))]
+        [[3.0, 4.0], [1.0, 2.0]]
+    """
+    call = "vjp(f, *primals)"
+    keep = _keeps_graph(primals)
+    with _transform_level():
+        output, flat_in, spec = _call_with_differentiable_args(
+            func, primals, {}, tuple(range(len(primals))), keep, "vjp"
+        )
+        output, aux = _split_aux(output, has_aux, "vjp", call)
+        flat_out, out_spec = _flat_tensor_outputs(output, "vjp", call)
+        for o in flat_out:
+            if not (o.is_floating_point() or o.is_complex()):
+                raise TypeError(
+                    f"[func.vjp] vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
+                    f"with dtype {o.dtype}"
+                )
+
+    def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: bool | None = None) -> tuple:
+        flat_ct, ct_spec = tree_flatten(cotangents)
+        if ct_spec != out_spec:
+            raise FlambeauError(
+                "[func.vjp] Expected pytree structure of cotangents to be the same as pytree structure of outputs to "
+                f"the function. cotangents: {spec_str(ct_spec)}, primal output: {spec_str(out_spec)}"
+            )
+        for i, (ct, o) in enumerate(zip(flat_ct, flat_out, strict=True)):
+            _check_cotangent(ct, o, i, "vjp")
+        make_graph = (keep or _keeps_graph(cotangents)) if create_graph is None else create_graph
+        with _transform_level():
+            with enable_grad():
+                grads = _backward(flat_out, flat_ct, flat_in, make_graph)
+        return tree_unflatten(_zeros_for_none(grads, flat_in), spec)
+
+    if not keep:
+        output, aux = _detach_tree(output), _detach_tree(aux)
+    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+
+
+def _check_tangents(flat_t: list, flat_p: list, api: str) -> None:
+    for i, (t, p) in enumerate(zip(flat_t, flat_p, strict=True)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[func.{api}] Expected tangents to only contain Tensors, got {type(t).__name__}")
+        for what, a, b in (("shape", tuple(t.shape), tuple(p.shape)), ("dtype", t.dtype, p.dtype)):
+            if a != b:
+                raise FlambeauError(
+                    f"[func.{api}] tangent:{i} with {what} {a} in flattened pytree doesn't match the {what} {b} of "
+                    "the corresponding primal."
+                )
+
+
+def _primals_tuple(primals: Any, api: str, call: str) -> None:
+    if not isinstance(primals, tuple):
+        raise TypeError(
+            f"[func.{api}] {call}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals)."
+        )
+
+
+def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False, has_aux: bool = False) -> tuple:
+    """``(func(*primals), jvp_out)``: the Jacobian-vector product of ``func`` at ``primals`` along
+    ``tangents`` (same structure as ``primals``); ``jvp_out`` has the structure of the output. With
+    ``has_aux``: ``(output, jvp_out, aux)``.
+
+    Computed by the double-backward trick on reverse mode (Note [Transforms on one tape]): two backward
+    passes, where PyTorch's forward mode runs one forward pass with dual tensors.
+
+    Example:
+        >>> import flambeau as fb
+        >>> out, t = fb.func.jvp(lambda x: x**3, (fb.tensor([1.0, 2.0]),), (fb.tensor([1.0, 0.5]),))
+        >>> out.tolist(), t.tolist()
+        ([1.0, 8.0], [3.0, 6.0])
+    """
+    call = "jvp(f, primals, tangents)"
+    _primals_tuple(primals, "jvp", call)
+    flat_p, p_spec = tree_flatten(primals)
+    flat_t, t_spec = tree_flatten(tangents)
+    if p_spec != t_spec:
+        raise FlambeauError(
+            f"[func.jvp] {call}: Expected primals and tangents to have the same python structure. For example, if "
+            f"primals is a tuple of 3 tensors, tangents also must be. Got primals with structure {spec_str(p_spec)} "
+            f"and tangents with structure {spec_str(t_spec)}"
+        )
+    if not flat_p:
+        raise FlambeauError(f"[func.jvp] {call}: Expected primals to contain at least one Tensor.")
+    _check_tangents(flat_t, flat_p, "jvp")
+    keep = _keeps_graph(primals, tangents)
+    with _transform_level():
+        output, flat_in, _ = _call_with_differentiable_args(func, primals, {}, tuple(range(len(primals))), keep, "jvp")
+        output, aux = _split_aux(output, has_aux, "jvp", call)
+        flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call)
+        us, gs = _linear_in_cotangent(flat_out, flat_in)
+        with enable_grad():
+            tangent_out = _jvp_from_vjp_graph(us, gs, flat_t, keep)
+    if strict and any(t is None for t in tangent_out):
+        raise FlambeauError(
+            "[func.jvp] jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This is "
+            "not allowed with strict=True."
+        )
+    jvp_out = tree_unflatten(_zeros_for_none(tangent_out, flat_out), out_spec)
+    if not keep:
+        output, aux = _detach_tree(output), _detach_tree(aux)
+    return (output, jvp_out, aux) if has_aux else (output, jvp_out)
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product at ``primals``,
+    without running ``func`` again (the graph of ``J^T u`` is recorded once and kept by ``jvp_fn``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> out, jvp_fn = fb.func.linearize(fb.sin, fb.tensor([0.0, 1.0], dtype=fb.float64))
+        >>> [round(v, 6) for v in jvp_fn(fb.ones(2, dtype=fb.float64)).tolist()]
+        [1.0, 0.540302]
+    """
+    call = "linearize(f, *primals)"
+    keep = _keeps_graph(primals)
+    with _transform_level():
+        output, flat_in, p_spec = _call_with_differentiable_args(
+            func, primals, {}, tuple(range(len(primals))), keep, "linearize"
+        )
+        flat_out, out_spec = _flat_tensor_outputs(output, "linearize", call)
+        us, gs = _linear_in_cotangent(flat_out, flat_in)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat_t, t_spec = tree_flatten(tangents)
+        if t_spec != p_spec:
+            raise FlambeauError(
+                f"[func.linearize] Expected the tangents {spec_str(t_spec)} to have the same argspec as the primals "
+                f"{spec_str(p_spec)}"
+            )
+        _check_tangents(flat_t, flat_in, "linearize")
+        make_graph = keep or _keeps_graph(tangents)
+        with _transform_level():
+            with enable_grad():
+                out = _jvp_from_vjp_graph(us, gs, flat_t, make_graph)
+        return tree_unflatten(_zeros_for_none(out, flat_out), out_spec)
+
+    return (output if keep else _detach_tree(output)), jvp_fn
+
+
+def _jacobian_transform(
+    func: Callable, argnums: Any, has_aux: bool, api: str, blocks_of: Callable[[list, list, bool], list]
+) -> Callable:
+    @functools.wraps(func)
+    def wrapper(*args: Any) -> Any:
+        call = f"{api}(f, ...)(*args)"
+        keep = _keeps_graph(args)
+        with _transform_level():
+            output, flat_in, in_spec = _call_with_differentiable_args(func, args, {}, argnums, keep, api)
+            output, aux = _split_aux(output, has_aux, api, call)
+            flat_out, out_spec = _flat_tensor_outputs(output, api, call)
+            with enable_grad():
+                blocks = blocks_of(flat_out, flat_in, keep)
+        jac_leaves = []
+        for out, row in zip(flat_out, blocks, strict=True):
+            filled = [
+                flambeau_core.zeros(*out.shape, *x.shape, dtype=x.dtype, device=x.device) if b is None else b
+                for x, b in zip(flat_in, row, strict=True)
+            ]
+            jac_leaves.append(tree_unflatten(filled, in_spec))
+        jac = tree_unflatten(jac_leaves, out_spec)
+        if has_aux:
+            return jac, (aux if keep else _detach_tree(aux))
+        return jac
+
+    return wrapper
+
+
+def jacrev(
+    func: Callable,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+    _preallocate_and_copy: bool = False,
+) -> Callable:
+    """A function returning the Jacobian of ``func`` with respect to the arguments at ``argnums``, by reverse
+    mode: one backward pass per output element over a graph recorded once.
+
+    For an output leaf of shape ``O`` and an input leaf of shape ``I`` the block has shape ``O + I``; the
+    result has the output's structure, each leaf replaced by the input's structure (a tuple over ``argnums``
+    when it is a tuple). With ``has_aux``: ``(jacobian, aux)``. ``chunk_size`` is checked and otherwise
+    changes nothing: without batched gradients (``vmap``) the passes run one at a time anyway.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.func.jacrev(lambda x: x**2)(fb.tensor([1.0, 2.0])).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
+    """
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise FlambeauError("[func.jacrev] jacrev: `chunk_size` should be greater than 0.")
+    return _jacobian_transform(func, argnums, has_aux, "jacrev", _reverse_jacobian)
+
+
+def jacfwd(
+    func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *, randomness: str = "error"
+) -> Callable:
+    """A function returning the Jacobian of ``func`` with respect to the arguments at ``argnums``, column by
+    column: one Jacobian-vector product per input element (the double-backward trick; Note [Transforms on
+    one tape]). Same value and layout as ``jacrev``; cheaper when the inputs have fewer elements than the
+    outputs. ``randomness`` is checked and only matters under ``vmap``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.func.jacfwd(lambda x: fb.stack([x.sum(), (x * x).sum(), x.prod()]))(fb.tensor([1.0, 2.0])).tolist()
+        [[1.0, 1.0], [2.0, 4.0], [2.0, 1.0]]
+    """
+    if randomness not in ("error", "different", "same"):
+        raise FlambeauError(
+            f"[func.jacfwd] Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}"
+        )
+    return _jacobian_transform(func, argnums, has_aux, "jacfwd", _forward_jacobian)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """A function returning the Hessian of a scalar ``func`` with respect to the arguments at ``argnums``:
+    ``jacrev(jacrev(func, argnums), argnums)`` (reverse over reverse; PyTorch runs forward over reverse).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.func.hessian(lambda x: (x**3).sum())(fb.tensor([1.0, 2.0])).tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+    """
+    return jacrev(jacrev(func, argnums), argnums)
