@@ -105,6 +105,42 @@ def test_grad_of_a_tracked_input_stays_differentiable():
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
 
 
+def _compositions(api, f, x, w):
+    """Transforms nested inside one another, differentiating each level's own inputs (closures included)."""
+    return {
+        "grad of a constant": lambda: api.grad(lambda t: (t * 0).sum() + 1.0)(x),
+        "jacrev over a closure's grad": lambda: api.jacrev(lambda v: api.grad(lambda t: (v * t).sin().sum())(x))(w),
+        "grad through jvp's tangent": lambda: api.grad(lambda t: api.jvp(f, (x,), (t,))[1].sum())(w),
+        "grad through jvp's primal": lambda: api.grad(lambda p: api.jvp(f, (p,), (w,))[1].sum())(x),
+        "grad through vjp": lambda: api.grad(lambda p: api.vjp(f, p)[1](w)[0].sum())(x),
+        "grad through a cotangent": lambda: api.grad(lambda c: api.vjp(f, x)[1](c)[0].pow(2).sum())(w),
+        "jacfwd of jacfwd": lambda: api.jacfwd(api.jacfwd(f))(x),
+        "hessian with argnums": lambda: api.hessian(lambda a, b: (a * b.exp()).sum() ** 2, argnums=(0, 1))(x, w),
+        "jacrev with chunk_size": lambda: api.jacrev(f, chunk_size=2)(x),
+        "grad of grad of grad": lambda: api.grad(api.grad(api.grad(lambda t: (t**4).sum())))(x[0]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_compositions(fb.func, None, None, None)))
+def test_compositions_match_torch(case):
+    (fx, tx), (fw, tw) = _pair(3), _pair(3)
+
+    def f(x):
+        return x.sin() * x.prod()
+
+    _close(_compositions(fb.func, f, fx, fw)[case](), _compositions(torch.func, f, tx, tw)[case]())
+
+
+def test_transforms_run_under_no_grad():
+    fx, tx = _pair(3)
+    with fb.no_grad():
+        ours = fb.func.grad(lambda x: (x**3).sum())(fx)
+        hess = fb.func.hessian(lambda x: (x**3).sum())(fx)
+    _close(ours, 3 * tx**2)
+    _close(hess, torch.diag(6 * tx))
+    assert not ours.requires_grad
+
+
 # --- vjp, jvp, linearize ------------------------------------------------------------------------
 
 
