@@ -405,6 +405,8 @@ def hessian(
 
     ``hessian[i][j]`` has shape ``inputs[i].shape + inputs[j].shape``: a Tensor for one Tensor input, a tuple
     of tuples for a tuple of inputs. ``func`` must return a single Tensor of one element.
+    ``outer_jacobian_strategy`` and ``vectorize`` are checked as PyTorch checks them; the Hessian is computed
+    reverse over reverse either way.
 
     Example:
         >>> import flambeau_core as fc

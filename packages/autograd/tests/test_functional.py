@@ -133,6 +133,19 @@ def test_hessian_matches_torch():
     np.testing.assert_allclose(to_np(g), 24 * B)
 
 
+def test_hessian_strategies_and_vectorize_give_torch_s_values():
+    (fx, fy), (tx, ty) = both(A, B)
+
+    def scalar(x, y):
+        return (x.sin() @ y.exp()).sum() ** 2
+
+    expected = TF.hessian(scalar, (tx, ty))
+    assert_same(F.hessian(scalar, (fx, fy), vectorize=True), expected)
+    assert_same(F.hessian(scalar, (fx, fy), vectorize=True, outer_jacobian_strategy="forward-mode"), expected)
+    with pytest.raises(NotImplementedError, match=r"only implemented for `vectorize=True`"):
+        F.hessian(scalar, (fx, fy), outer_jacobian_strategy="forward-mode")
+
+
 @pytest.mark.parametrize("name", ["vjp", "jvp"])
 def test_vjp_jvp_match_torch_with_tuples(name):
     (fx, fy), (tx, ty) = both(A, B)
