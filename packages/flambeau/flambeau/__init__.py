@@ -73,6 +73,9 @@ profiler = _alias("profiler", _importlib.import_module("flambeau_core.profiler")
 _sys.modules[f"{__name__}.autograd.profiler"] = _autograd.profiler
 onnx = _importlib.import_module("flambeau.onnx")
 hub = _importlib.import_module("flambeau.hub")
+# torch.library and torch.ops: operators written in Python, reached as fb.ops.<namespace>.<name>.
+library = _importlib.import_module("flambeau.library")
+ops = library.ops
 distributions = _importlib.import_module("flambeau.distributions")  # torch.distributions
 func = _importlib.import_module("flambeau.func")  # torch.func: grad, jacrev, functional_call, ...
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
