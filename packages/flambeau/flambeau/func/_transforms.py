@@ -165,20 +165,26 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
         ([2.0, 4.0], 5.0)
     """
 
+    return _gradient_transform(func, argnums, has_aux, "grad_and_value")
+
+
+def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -> Callable:
+    """``grad_and_value``'s wrapper; ``api`` names the transform the user called in the errors."""
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = "grad_and_value(f)(*args)"
+        call = "grad_and_value(f)(*args)"  # PyTorch's words for both grad and grad_and_value
         keep = _keeps_graph(args, kwargs)
         with _transform_level():
-            output, flat_in, spec = _call_with_differentiable_args(func, args, kwargs, argnums, keep, "grad_and_value")
-            output, aux = _split_aux(output, has_aux, "grad_and_value", call)
+            output, flat_in, spec = _call_with_differentiable_args(func, args, kwargs, argnums, keep, api)
+            output, aux = _split_aux(output, has_aux, api, call)
             if not isinstance(output, Tensor):
                 raise TypeError(
-                    f"[func.grad_and_value] {call}: Expected f(*args) to return a Tensor, got {type(output).__name__}"
+                    f"[func.{api}] {call}: Expected f(*args) to return a Tensor, got {type(output).__name__}"
                 )
             if output.dim() != 0:
                 raise FlambeauError(
-                    f"[func.grad_and_value] {call}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                    f"[func.{api}] {call}: Expected f(*args) to return a scalar Tensor, got tensor with "
                     f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
                 )
             grads = _zeros_for_none(_backward([output], [None], flat_in, keep), flat_in)
@@ -202,7 +208,7 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
         >>> fb.func.grad(lambda p, x: (p["w"] * x).sum())({"w": fb.ones(2)}, fb.tensor([3.0, 4.0]))["w"].tolist()
         [3.0, 4.0]
     """
-    inner = grad_and_value(func, argnums, has_aux)
+    inner = _gradient_transform(func, argnums, has_aux, "grad")
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
