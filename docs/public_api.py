@@ -37,6 +37,7 @@ MODULES = [
     "flambeau.optim",
     "flambeau.optim.lr_scheduler",
     "flambeau.autograd",
+    "flambeau.autograd.functional",
     "flambeau.linalg",
     "flambeau.fft",
     "flambeau.sparse",
