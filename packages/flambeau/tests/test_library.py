@@ -614,3 +614,22 @@ def test_torch_library_through_the_import_hook():
     )
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[2.0, 2.0] True"
+
+
+def test_out_overload_and_impl_library_as_torch(libs):
+    for lib in (fb, torch):
+        m = libs(lib, "outlib")
+        assert m.define("scale(Tensor x, float k) -> Tensor") == "scale"
+        assert m.define("scale.out(Tensor x, float k, *, Tensor(a!) out) -> Tensor(a!)") == "scale"
+        impl_lib = libs(lib, "outlib", "IMPL")
+        impl_lib.impl("scale", lambda x, k: x * k, "CPU")
+        impl_lib.impl("scale.out", lambda x, k, *, out: out.copy_(x * k), "CPU")
+        out = lib.zeros(2)
+        result = lib.ops.outlib.scale.out(lib.ones(2), 3.0, out=out)
+        assert result is out and out.tolist() == [3.0, 3.0]
+        assert lib.ops.outlib.scale(lib.ones(2), 2.0).tolist() == [2.0, 2.0]
+        assert sorted(lib.ops.outlib.scale.overloads()) == ["default", "out"]
+    # The out= overload declares its mutation, so opcheck's schema check passes; an IMPL library defines nothing.
+    assert opcheck(fb.ops.outlib.scale.out, (fb.ones(2), 2.0), {"out": fb.zeros(2)}, test_utils="test_schema")
+    with pytest.raises(RuntimeError, match=r"\[Library.define\] a Library\('outlib', 'IMPL'\) cannot define"):
+        fb.library.Library("outlib", "IMPL").define("other(Tensor x) -> Tensor")

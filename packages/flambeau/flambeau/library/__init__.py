@@ -141,7 +141,7 @@ class Library:
             raise RuntimeError(f"[Library.{what}] this Library({self.ns!r}, {self.kind!r}) has been destroyed")
 
     def define(self, schema: str, alias_analysis: str = "", *, tags: Any = ()) -> str:
-        """Defines an operator from a schema string; returns its name (with the overload name, if any).
+        """Defines an operator (or an overload of one) from a schema string; returns the operator's name.
 
         A schema that does not parse raises FlambeauError naming the op and the
         position; an operator defined twice raises RuntimeError.
@@ -149,7 +149,7 @@ class Library:
         Example:
             >>> lib = Library("doc_define", "FRAGMENT")
             >>> lib.define("foo.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
-            'foo.out'
+            'foo'
             >>> lib._destroy()
         """
         self._check_alive("define")
@@ -157,8 +157,7 @@ class Library:
             raise RuntimeError(f"[Library.define] a Library('{self.ns}', 'IMPL') cannot define operators")
         if alias_analysis not in ("", "FROM_SCHEMA", "CONSERVATIVE"):
             raise RuntimeError(f"[Library.define] invalid alias_analysis {alias_analysis!r}")
-        op = self._define(schema, fake_required=False, caller="Library.define")
-        return op._opname + (f".{op._schema.overload_name}" if op._schema.overload_name else "")
+        return self._define(schema, fake_required=False, caller="Library.define")._opname
 
     def _define(self, schema: str, *, fake_required: bool, caller: str) -> OpOverload:
         op_name = schema.partition("(")[0].strip() if isinstance(schema, str) else "?"

@@ -559,7 +559,7 @@ class OpOverloadPacket:
             >>> lib.define("f(Tensor x) -> Tensor")
             'f'
             >>> lib.define("f.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
-            'f.out'
+            'f'
             >>> fb.ops.doc_overloads.f.overloads()
             ['default', 'out']
             >>> lib._destroy()
