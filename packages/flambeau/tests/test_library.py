@@ -633,3 +633,24 @@ def test_out_overload_and_impl_library_as_torch(libs):
     assert opcheck(fb.ops.outlib.scale.out, (fb.ones(2), 2.0), {"out": fb.zeros(2)}, test_utils="test_schema")
     with pytest.raises(RuntimeError, match=r"\[Library.define\] a Library\('outlib', 'IMPL'\) cannot define"):
         fb.library.Library("outlib", "IMPL").define("other(Tensor x) -> Tensor")
+
+
+def test_op_without_tensor_arguments_dispatches_on_its_device_argument():
+    @custom_op("testlib::arange3", mutates_args=(), device_types="cpu")
+    def arange3(device: fb.device) -> fb.Tensor:
+        return fb.arange(3.0)
+
+    @arange3.register_kernel("sim")
+    def _(device):
+        return fb.arange(3.0, device=device) * 10
+
+    arange3.register_fake(lambda device: fb.empty(3, device="meta"))
+    assert str(arange3._opoverload._schema) == "testlib::arange3(Device device) -> Tensor"
+    assert arange3(fb.device("cpu")).tolist() == [0.0, 1.0, 2.0]
+    assert arange3("sim:1").cpu().tolist() == [0.0, 10.0, 20.0]
+    assert arange3("meta").shape == (3,)
+    with pytest.raises(ValueError, match=r"\[testlib::no_args\] an operator without Tensor arguments needs a `device"):
+
+        @custom_op("testlib::no_args", mutates_args=(), device_types="cpu")
+        def no_args(n: int) -> fb.Tensor:
+            return fb.zeros(n)
