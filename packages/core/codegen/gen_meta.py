@@ -37,6 +37,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"meta::clamp_dtype({self_name}, min, max)"
     if rule.name == "accumulate":
         return f"meta::accumulate({self_name}, dtype)"
+    if rule.name == "promote_list":
+        return f"meta::promote_list({self_name})"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")
 
 

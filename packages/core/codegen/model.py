@@ -76,6 +76,7 @@ DTYPE_RULES = {
     "bool": "bool",
     "accumulate": "dtype= if given, else int64 for integer and bool inputs, else self's dtype",
     "clamp": "promote self with the min and max bounds as Python numbers",
+    "promote_list": "promote_types over a Tensor[] argument's dtypes (cat)",
 }
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {
@@ -108,6 +109,10 @@ SHAPE_FUNCTIONS = {
     "loss_grad": "the broadcast shape of self and target (a pointwise loss's gradient)",
     "class_loss": "a loss over dim 1 of (N, C, d1, ...) (or dim 0 of (C,)): (N, d1, ...) unreduced, else 0-d",
     "cross_entropy": "one shape per result: class_loss's, then (rows,) for the log-sum-exp",
+    "cat": "the tensors' shape with their sizes along dim added up (1-D empty tensors skipped)",
+    "index_select": "self's shape with dim of the index's length (0-d self: the index's shape)",
+    "embedding": "indices' shape, then weight's embedding_dim",
+    "embedding_backward": "(num_weights, embedding_dim), embedding_dim being grad_output's last dim",
 }
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.

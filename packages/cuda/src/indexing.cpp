@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "index.h"
 
@@ -20,10 +21,8 @@ int64_t item_int64(const Tensor& t) {
   return h.data<int64_t>()[0];
 }
 
-/// int64 index on self's device, each value in [0, size).
+/// int64 index on self's device, each value in [0, size) (its dtype and shape passed the op's meta step).
 Tensor checked_index(const Tensor& index, const Tensor& self, int64_t size, const char* op) {
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
-                "] index must be int64 or int32, got ", dtype_name(index.dtype()));
   FB_CHECK(index.device() == self.device(), "[", op,
            "] expected all tensors to be on the same device, but found at least two devices, ",
            self.device().str(), " and ", index.device().str());
@@ -63,11 +62,6 @@ void check_launch(const char* what, int err) {
 Tensor gather_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t nd = self.dim();
   const int64_t d = wrap_dim(dim, std::max<int64_t>(nd, 1), "gather");
-  FB_CHECK_VALUE(index.dim() == nd || (nd == 0 && index.dim() <= 1),
-                 "[gather] index must have as many dims as input (", nd, "), got ", index.dim());
-  for (int64_t k = 0; k < nd; ++k)
-    FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[gather] index ", shape_str(index.sizes()),
-                   " is larger than input ", shape_str(self.sizes()), " in dim ", k);
   const Tensor idx = checked_index(index, self, nd == 0 ? 1 : self.sizes()[d], "gather");
   Tensor out = op::empty(index.sizes(), self.dtype(), self.device());
   if (out.numel() == 0) return out;
@@ -87,8 +81,6 @@ Tensor gather_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
 Tensor index_select_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t nd = self.dim();
   const int64_t d = wrap_dim(dim, std::max<int64_t>(nd, 1), "index_select");
-  FB_CHECK_VALUE(index.dim() <= 1, "[index_select] index must be 0-D or 1-D, got shape ",
-                 shape_str(index.sizes()));
   const Tensor idx = checked_index(index, self, nd == 0 ? 1 : self.sizes()[d], "index_select");
   Shape oshape(self.sizes().begin(), self.sizes().end());
   if (nd > 0) oshape[d] = idx.numel();
@@ -110,26 +102,24 @@ Tensor index_select_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
   return out;
 }
 
+// The dim, index and src passed meta::check_scatter; 0-d tensors go as (1,) (the offsets need one
+// stride per dim of index).
 Tensor scatter_add_cuda(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
+    const auto one_d = [](const Tensor& t) { return t.dim() == 0 ? op::view(t, Shape{1}) : t; };
+    const Tensor out = scatter_add_cuda(one_d(self), self.dim() == 0 ? 0 : dim, one_d(index), one_d(src));
+    return self.dim() == 0 ? op::view(out, Shape{}) : out;
+  }
   const int64_t nd = self.dim();
-  const int64_t d = wrap_dim(dim, std::max<int64_t>(nd, 1), "scatter_add");
-  FB_CHECK_TYPE(src.dtype() == self.dtype(), "[scatter_add] src must have self's dtype ",
-                dtype_name(self.dtype()), ", got ", dtype_name(src.dtype()));
+  const int64_t d = wrap_dim(dim, nd, "scatter_add");
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64,
                 "[scatter_add] with dtype ", dtype_name(self.dtype()),
                 " is not yet implemented on CUDA (float32 and float64 are)");
   FB_CHECK(src.device() == self.device(), "[scatter_add] expected all tensors to be on the same device, got ",
            self.device().str(), " and ", src.device().str());
-  FB_CHECK_VALUE(index.dim() == nd && src.dim() == nd,
-                 "[scatter_add] index and src must have as many dims as self (", nd, "), got ", index.dim(),
-                 " and ", src.dim());
-  for (int64_t k = 0; k < nd; ++k)
-    FB_CHECK_VALUE(index.sizes()[k] <= src.sizes()[k] && (k == d || index.sizes()[k] <= self.sizes()[k]),
-                   "[scatter_add] index ", shape_str(index.sizes()), " is larger than src ",
-                   shape_str(src.sizes()), " or self ", shape_str(self.sizes()), " in dim ", k);
-  const Tensor idx = checked_index(index, self, nd == 0 ? 1 : self.sizes()[d], "scatter_add");
   Tensor out = op::clone(self, MemoryFormat::Contiguous);
-  if (idx.numel() == 0) return out;
+  if (index.numel() == 0) return out;  // an empty index may have another rank
+  const Tensor idx = checked_index(index, self, self.sizes()[d], "scatter_add");
   Shape os(out.strides().begin(), out.strides().end());
   const int64_t dim_stride = nd == 0 ? 0 : os[d];
   if (nd > 0) os[d] = 0;
@@ -160,40 +150,18 @@ Tensor clamp_tensor_cuda(const Tensor& self, const std::optional<Tensor>& min,
 }
 
 // cat: the output allocated once, each part copied into its slice by the
-// strided copy kernel (with the dtype cast); checks as the CPU kernel.
+// strided copy kernel (with the dtype cast); the checks and the shape are the
+// meta step's (meta::check_cat, meta::cat), as on the CPU.
 Tensor cat_cuda(const TensorList& tensors, int64_t dim) {
-  FB_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
   // As in PyTorch, 1-D empty tensors are skipped (legacy: they act as "nothing").
   TensorList parts;
   for (const auto& t : tensors)
     if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
-  ScalarType dtype = tensors[0].dtype();
-  for (const auto& t : tensors) dtype = promote_types(dtype, t.dtype());
-  Device dev = tensors[0].device();
-  for (const auto& t : tensors)
-    if (t.device().type == DeviceType::CUDA) dev = t.device();
-  for (const auto& t : tensors)
-    FB_CHECK(t.device() == dev, "[cat] expected all tensors to be on the same device, but found ", dev.str(),
-             " and ", t.device().str());
+  const ScalarType dtype = meta::promote_list(tensors);
+  const Device dev = parts.empty() ? tensors[0].device() : parts[0].device();
   if (parts.empty()) return op::empty(Shape{0}, dtype, dev);
-  const Tensor& ref = parts[0];
-  FB_CHECK_VALUE(ref.dim() > 0, "[cat] zero-dimensional tensor cannot be concatenated");
-  const int64_t d = wrap_dim(dim, ref.dim(), "cat");
-  Shape out_shape(ref.sizes().begin(), ref.sizes().end());
-  out_shape[static_cast<size_t>(d)] = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& t = parts[i];
-    FB_CHECK_VALUE(t.dim() == ref.dim(), "[cat] tensors must have the same number of dims: shape ",
-                   shape_str(ref.sizes()), " and shape ", shape_str(t.sizes()));
-    for (int64_t k = 0; k < ref.dim(); ++k)
-      FB_CHECK_VALUE(k == d || t.sizes()[static_cast<size_t>(k)] == ref.sizes()[static_cast<size_t>(k)],
-                     "[cat] sizes must match except in dimension ", d, ": shapes ", shape_str(ref.sizes()),
-                     " and ", shape_str(t.sizes()), " differ in dimension ", k);
-    FB_CHECK(!__builtin_add_overflow(out_shape[static_cast<size_t>(d)], t.sizes()[static_cast<size_t>(d)],
-                                     &out_shape[static_cast<size_t>(d)]),
-             "[cat] the sizes in dimension ", d, " of the tensors add up to more than int64 can count");
-  }
-  shape_nbytes(out_shape, dtype, "cat");
+  const int64_t d = wrap_dim(dim, parts[0].dim(), "cat");
+  const Shape out_shape = meta::cat("cat", tensors, dim);
   Tensor out = op::empty(out_shape, dtype, dev);
   if (out.numel() == 0) return out;
   int64_t at = 0;

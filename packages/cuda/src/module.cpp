@@ -12,6 +12,7 @@
 #include "advanced_index.h"
 #include "backend.h"
 #include "cublas.h"
+#include "flambeau/meta.h"
 #include "flambeau/python/bindings.h"
 #include "norm.h"
 #include "shape_ops.h"
@@ -187,6 +188,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_index_fill_on_host",
       [](const flambeau::Tensor& self, int64_t dim, const flambeau::Tensor& index, double value) {
+        // The op's check step first, as the dispatcher runs it before the kernel (Note [Meta step]).
+        flambeau::meta::check_index_slices("index_fill", self, dim, index, nullptr);
+        flambeau::meta::check_value_fits("index_fill", flambeau::Scalar(value), self);
         return flambeau::cuda::index_fill_impl(self, dim, index, flambeau::Scalar(value));
       },
       "Test hook: flambeau-cuda's index_fill (a host-built mask, then where) run on cpu tensors.");

@@ -84,10 +84,7 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
   const int64_t d = wrap_dim(dim, nd, op);
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[static_cast<size_t>(d)];
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
-                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
-  FB_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got shape ",
-                 shape_str(index.sizes()));
+  // The index's dtype and rank and the value passed meta::check_index_slices and meta::check_value_fits.
   FB_CHECK(index.device() == self.device() || index.device().is_cpu(), "[", op,
            "] expected index on the device of self (", self.device().str(), ") or on the CPU, got ",
            index.device().str());
@@ -100,7 +97,6 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
                    " with size ", n);
     hit[static_cast<size_t>(p[i])] = 1;
   }
-  check_scalar_fits(value, self.dtype(), op);
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), op, [](auto) {});
   if (self.numel() == 0 || host.numel() == 0) return op::clone(self, MemoryFormat::Contiguous);
   Tensor mask_host = op::empty(Shape{n}, ScalarType::Bool, Device(DeviceType::CPU));

@@ -21,7 +21,8 @@
 //   dtype: promote | float | same | bool | accumulate | <dtype name> | arg:<name>
 //   shape: broadcast | same | reduce | reduce_dim | scalar | mm | bmm, or a named
 //          shape function over the op's arguments: sizes(input_size) |
-//          pool2d(self, kernel_size, ...) | adaptive_pool2d(self, output_size)
+//          pool2d(self, kernel_size, ...) | adaptive_pool2d(self, output_size) |
+//          cat(tensors, dim) | index_select(self, dim, index) | ... (model.py's SHAPE_FUNCTIONS)
 //   checks: [name(arg, ...), ...]: calls of the meta::check_<name> below
 // generate two functions per op: the *check step* (the checks and the dtype
 // rule), which the dispatcher calls on every device path before the device
@@ -57,6 +58,8 @@ FB_API ScalarType float_valued(Tensors ts);
 FB_API ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype);
 /// `clamp`: self promoted with the bounds as Python numbers (an int64 tensor clamped to 0.5 gives float32).
 FB_API ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+/// `promote_list`: promote_types over a Tensor[] argument's dtypes (cat; none of them is a wrapped number).
+FB_API ScalarType promote_list(const TensorList& ts);
 
 // ---- shape rules ----
 /// `broadcast`: the NumPy broadcast shape; ValueError "[op] shapes (2,) and (3,) cannot be broadcast".
@@ -113,6 +116,16 @@ FB_API Shape class_loss(const char* op, const Tensor& self, int64_t reduction);
 FB_API std::vector<Shape> cross_entropy(const char* op, const Tensor& self, int64_t reduction);
 /// `topk`: self's shape with `dim` of size k (a 0-d self stays 0-d), after check_topk.
 FB_API Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
+/// `cat`: the tensors' shape with the sizes along `dim` added up, after check_cat's checks (which it runs: a
+/// backend's cat kernel calls it for its output's shape). 1-D empty tensors are skipped (PyTorch's legacy);
+/// (0,) when every tensor is.
+FB_API Shape cat(const char* op, const TensorList& tensors, int64_t dim);
+/// `index_select`: self's shape with `dim` of the index's length (a 0-d self: the index's shape).
+FB_API Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor& index);
+/// `embedding`: indices' shape, then weight's embedding_dim.
+FB_API Shape embedding(const char* op, const Tensor& weight, const Tensor& indices);
+/// `embedding_backward`: (num_weights, embedding_dim), grad_output's last dim.
+FB_API Shape embedding_backward(const char* op, const Tensor& grad_output, int64_t num_weights);
 
 // ---- checks (the `checks:` vocabulary of the table) ----
 /// Every tensor on one device; a 0-dim cpu tensor (a wrapped number) goes with any device.
@@ -215,6 +228,33 @@ FB_API void check_dim(const char* op, const Tensor& self, int64_t dim);
 FB_API void check_reducible(const char* op, const Tensor& self, std::optional<int64_t> dim, const char* hint);
 /// amax/amin: valid, distinct `dims` (all if empty), none of them empty.
 FB_API void check_reducible_dims(const char* op, const Tensor& self, IntArrayRef dims);
+// The indexing family. Only what the shapes and dtypes tell is checked here; an index value out of range
+// needs the values, which only the device kernel reads (IndexError there).
+/// cat: a non-empty list, tensors (other than the skipped 1-D empty ones) of one device and rank, at least
+/// 1-D, of the same sizes except along `dim`, whose sizes there add up within int64.
+FB_API void check_cat(const char* op, const TensorList& tensors, int64_t dim);
+/// gather: a valid dim, an int64 index of self's rank no larger than self outside `dim`.
+FB_API void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index);
+/// scatter, scatter_add, scatter_reduce: a valid dim (0-d self: as 1-D), an int64 index of self's rank (or
+/// empty) no larger than self outside `dim`; a src (if any) of self's dtype, of index's rank and no
+/// smaller than index.
+FB_API void check_scatter(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src);
+/// scatter's and scatter_reduce's `reduce`: 'add'/'multiply' (scatter), else 'sum', 'prod', 'mean', 'amax'
+/// or 'amin', and no amax/amin of complex values (ValueError, TypeError).
+FB_API void check_scatter_reduce(const char* op, std::optional<std::string_view> reduce, bool scatter_reduce,
+                                 const Tensor& self);
+/// index_select, index_add, index_copy, index_fill: an int64/int32 index of at most 1 dim, a valid dim (0-d
+/// self: as 1-D), and a source (if any) of self's dtype and shape but for index's length along `dim`.
+FB_API void check_index_slices(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                               const Tensor* source);
+/// A Python number stored into self (scatter's and index_fill's value): it must fit self's dtype.
+FB_API void check_value_fits(const char* op, const Scalar& value, const Tensor& self);
+/// embedding: a 2-D float weight (float16/bfloat16 too), int64/int32 indices, sparse=False.
+FB_API void check_embedding(const char* op, const Tensor& weight, const Tensor& indices, bool sparse);
+/// embedding_dense_backward: a float grad_output (float16/bfloat16 too) of indices' shape plus one dim,
+/// int64/int32 indices, num_weights >= 0.
+FB_API void check_embedding_backward(const char* op, const Tensor& grad_output, const Tensor& indices,
+                                     int64_t num_weights);
 /// An in-place op: the result dtype must cast to self's (TypeError: "result type X can't be cast to
 /// the desired output type Y").
 FB_API void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result);

@@ -44,6 +44,12 @@ ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, con
   return result_type(operands);
 }
 
+ScalarType promote_list(const TensorList& ts) {
+  ScalarType t = ts.empty() ? ScalarType::Float32 : ts[0].dtype();
+  for (const Tensor& x : ts) t = promote_types(t, x.dtype());
+  return t;
+}
+
 // ---- shape rules ----
 
 Shape broadcast(const char* op, Tensors ts) {
@@ -196,6 +202,57 @@ Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
   Shape out(self.sizes().begin(), self.sizes().end());
   if (!out.empty()) out[wrap_dim(dim, self.dim(), op)] = k;
   return out;
+}
+
+Shape cat(const char* op, const TensorList& tensors, int64_t dim) {
+  FB_CHECK_VALUE(!tensors.empty(), "[", op, "] expected a non-empty list of tensors");
+  // As in PyTorch, 1-D empty tensors are skipped (legacy: they act as "nothing").
+  const auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+  const Tensor* ref = nullptr;
+  for (const Tensor& t : tensors)
+    if (!skipped(t)) {
+      ref = &t;
+      break;
+    }
+  if (!ref) return Shape{0};
+  FB_CHECK_VALUE(ref->dim() > 0, "[", op, "] zero-dimensional tensor cannot be concatenated");
+  const int64_t d = wrap_dim(dim, ref->dim(), op);
+  Shape out(ref->sizes().begin(), ref->sizes().end());
+  out[d] = 0;
+  int64_t i = -1;
+  for (const Tensor& t : tensors) {
+    if (skipped(t)) continue;
+    ++i;
+    FB_CHECK(t.device() == ref->device(), "[", op, "] all tensors must be on the same device, got ",
+             ref->device().str(), " and ", t.device().str());
+    FB_CHECK_VALUE(t.dim() == ref->dim(), "[", op, "] tensors must have the same number of dims: shape ",
+                   shape_str(ref->sizes()), " and shape ", shape_str(t.sizes()));
+    for (int64_t k = 0; k < ref->dim(); ++k)
+      FB_CHECK_VALUE(k == d || t.sizes()[k] == ref->sizes()[k], "[", op, "] sizes must match except in dimension ",
+                     d, ": shapes ", shape_str(ref->sizes()), " and ", shape_str(t.sizes()),
+                     " differ in dimension ", k);
+    FB_CHECK(!__builtin_add_overflow(out[d], t.sizes()[d], &out[d]), "[", op, "] the sizes in dimension ", d,
+             " of the tensors add up to more than int64 can count (overflow at tensor ", i, " of shape ",
+             shape_str(t.sizes()), ")");
+  }
+  return out;
+}
+
+Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor& index) {
+  if (self.dim() == 0) return Shape(index.sizes().begin(), index.sizes().end());
+  Shape out(self.sizes().begin(), self.sizes().end());
+  out[wrap_dim(dim, self.dim(), op)] = index.numel();
+  return out;
+}
+
+Shape embedding(const char*, const Tensor& weight, const Tensor& indices) {
+  Shape out(indices.sizes().begin(), indices.sizes().end());
+  out.push_back(weight.sizes()[1]);
+  return out;
+}
+
+Shape embedding_backward(const char*, const Tensor& grad_output, int64_t num_weights) {
+  return {num_weights, grad_output.dim() > 0 ? grad_output.sizes()[grad_output.dim() - 1] : 0};
 }
 
 // ---- checks ----
@@ -531,6 +588,115 @@ void check_reducible_dims(const char* op, const Tensor& self, IntArrayRef dims) 
     FB_CHECK_INDEX(!(mask >> d & 1) || self.sizes()[d] > 0, "[", op, "] cannot reduce over dim ", d,
                    " of size 0 (shape ", shape_str(self.sizes()), "): the reduction has no identity");
   FB_CHECK_INDEX(self.numel() > 0 || self.dim() > 0, "[", op, "] empty tensor");
+}
+
+void check_cat(const char* op, const TensorList& tensors, int64_t dim) {
+  const Shape out = cat(op, tensors, dim);
+  shape_nbytes(out, promote_list(tensors), op);  // Note [Size overflow]
+}
+
+void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index) {
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
+                dtype_name(index.dtype()));
+  FB_CHECK_VALUE(index.dim() == self.dim(), "[", op, "] index must have as many dims as self: index shape ",
+                 shape_str(index.sizes()), ", self shape ", shape_str(self.sizes()));
+  for (int64_t k = 0; k < self.dim(); ++k)
+    FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[", op, "] index shape ",
+                   shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
+                   " in dimension ", k);
+}
+
+void check_scatter(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
+                dtype_name(index.dtype()));
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd || index.numel() == 0, "[", op,
+                 "] index must have as many dims as self: index shape ", shape_str(index.sizes()),
+                 ", self shape ", shape_str(self.sizes()));
+  for (int64_t k = 0; k < index.dim() && self.dim() > 0; ++k)
+    FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[", op, "] index shape ",
+                   shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
+                   " in dimension ", k);
+  if (!src) return;
+  FB_CHECK_TYPE(src->dtype() == self.dtype(), "[", op, "] src dtype ", dtype_name(src->dtype()),
+                " must match self dtype ", dtype_name(self.dtype()));
+  FB_CHECK_VALUE(std::max<int64_t>(src->dim(), 1) == std::max<int64_t>(index.dim(), 1) || index.numel() == 0,
+                 "[", op, "] src must have as many dims as index: src shape ", shape_str(src->sizes()),
+                 ", index shape ", shape_str(index.sizes()));
+  for (int64_t k = 0; k < index.dim() && src->dim() > 0; ++k)
+    FB_CHECK_VALUE(index.sizes()[k] <= src->sizes()[k], "[", op, "] index shape ", shape_str(index.sizes()),
+                   " is larger than src shape ", shape_str(src->sizes()), " in dimension ", k);
+}
+
+void check_scatter_reduce(const char* op, std::optional<std::string_view> reduce, bool scatter_reduce,
+                          const Tensor& self) {
+  if (!reduce) return;
+  const std::string_view r = *reduce;
+  if (!scatter_reduce) {
+    if (r != "add" && r != "multiply")
+      throw ValueError(detail::cat_str("[", op, "] reduce must be 'add' or 'multiply', got '", r, "'"));
+    return;
+  }
+  if (r != "sum" && r != "prod" && r != "mean" && r != "amax" && r != "amin")
+    throw ValueError(detail::cat_str("[", op, "] reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got '",
+                                     r, "'"));
+  FB_CHECK_TYPE(!is_complex(self.dtype()) || (r != "amax" && r != "amin"), "[", op,
+                "] reduce 'amax' and 'amin' are not supported for dtype ", dtype_name(self.dtype()),
+                " (complex numbers have no order)");
+}
+
+void check_index_slices(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor* source) {
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
+                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
+  FB_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got shape ", shape_str(index.sizes()));
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
+  if (!source) return;
+  FB_CHECK_TYPE(source->dtype() == self.dtype(), "[", op, "] source dtype ", dtype_name(source->dtype()),
+                " must match self dtype ", dtype_name(self.dtype()));
+  bool ok = source->dim() == self.dim() || (self.dim() <= 1 && source->dim() <= 1);
+  for (int64_t k = 0; ok && k < self.dim(); ++k) {
+    const int64_t want = k == d ? index.numel() : self.sizes()[k];
+    ok = (source->dim() == 0 ? 1 : source->sizes()[k]) == want;
+  }
+  if (self.dim() == 0) ok = source->numel() == index.numel();
+  FB_CHECK_VALUE(ok, "[", op, "] source of shape ", shape_str(source->sizes()), " must have the shape of self ",
+                 shape_str(self.sizes()), " except in dimension ", d, ", where it must have the number of indices (",
+                 index.numel(), ")");
+}
+
+void check_value_fits(const char* op, const Scalar& value, const Tensor& self) {
+  check_scalar_fits(value, self.dtype(), op);
+}
+
+namespace {
+void check_embedding_indices(const char* op, const Tensor& indices) {
+  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64 || indices.dtype() == ScalarType::Int32, "[", op,
+                "] indices must be an int64 or int32 tensor, got dtype ", dtype_name(indices.dtype()));
+}
+bool is_half(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
+}  // namespace
+
+void check_embedding(const char* op, const Tensor& weight, const Tensor& indices, bool sparse) {
+  // float16/bfloat16 tables too (as PyTorch): the forward only copies rows.
+  if (!is_half(weight.dtype())) check_float_arg(op, weight, "weight");
+  FB_CHECK_VALUE(weight.dim() == 2, "[", op, "] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+                 shape_str(weight.sizes()));
+  check_embedding_indices(op, indices);
+  if (sparse) throw NotImplementedError(detail::cat_str("[", op, "] sparse=True (sparse gradients) is not supported"));
+}
+
+void check_embedding_backward(const char* op, const Tensor& grad_output, const Tensor& indices,
+                              int64_t num_weights) {
+  if (!is_half(grad_output.dtype())) check_float_arg(op, grad_output, "grad_output");
+  check_embedding_indices(op, indices);
+  FB_CHECK_VALUE(num_weights >= 0, "[", op, "] num_weights must be non-negative, got ", num_weights);
+  FB_CHECK_VALUE(grad_output.dim() == indices.dim() + 1 &&
+                     std::equal(indices.sizes().begin(), indices.sizes().end(), grad_output.sizes().begin()),
+                 "[", op, "] grad_output shape ", shape_str(grad_output.sizes()),
+                 " must be the indices' shape plus one trailing dim; indices shape ", shape_str(indices.sizes()));
 }
 
 void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result) {

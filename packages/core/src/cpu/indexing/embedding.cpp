@@ -50,21 +50,13 @@ inline void check_index(const char* op, int64_t idx, int64_t num) {
     index_error(op, idx, num);
 }
 
+// The weight, the indices' dtype and sparse passed meta::check_embedding; the index values are checked here.
 Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
                      bool scale_grad_by_freq, bool sparse) {
   const char* op = "embedding";
   (void)padding_idx;
   (void)scale_grad_by_freq;
-  // float16/bfloat16 tables too (as PyTorch): the forward only copies rows.
-  const bool half = weight.dtype() == ScalarType::Float16 || weight.dtype() == ScalarType::BFloat16;
-  if (half)
-    FB_CHECK_VALUE(weight.dim() == 2, "[", op,
-                   "] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
-                   shape_str(weight.sizes()));
-  else
-    check_weight(weight, op);
-  check_indices_dtype(indices, op);
-  if (sparse) throw NotImplementedError("[embedding] sparse=True (sparse gradients) is not supported");
+  (void)sparse;
   const int64_t num = weight.sizes()[0], d = weight.sizes()[1];
   Shape oshape(indices.sizes().begin(), indices.sizes().end());
   oshape.push_back(d);
@@ -119,16 +111,9 @@ Tensor embedding_backward_cpu(const Tensor& grad_output, const Tensor& indices, 
     return op::cast(embedding_backward_cpu(op::cast(grad_output, ScalarType::Float32), indices, num_weights,
                                            padding_idx, scale_grad_by_freq),
                     grad_output.dtype());
-  cpu::check_floating(grad_output, op, "grad_output");
-  check_indices_dtype(indices, op);
-  FB_CHECK_VALUE(num_weights >= 0, "[", op, "] num_weights must be non-negative, got ", num_weights);
+  // grad_output, the indices' dtype and num_weights passed meta::check_embedding_backward.
   const int64_t k = indices.numel();
-  const int64_t d = grad_output.dim() > 0 ? grad_output.sizes()[grad_output.dim() - 1] : 0;
-  FB_CHECK_VALUE(grad_output.dim() == indices.dim() + 1 &&
-                     std::equal(indices.sizes().begin(), indices.sizes().end(), grad_output.sizes().begin()),
-                 "[", op, "] grad_output shape ", shape_str(grad_output.sizes()),
-                 " must be the indices' shape plus one trailing dim; indices shape ",
-                 shape_str(indices.sizes()));
+  const int64_t d = grad_output.sizes()[grad_output.dim() - 1];
   const Shape wshape{num_weights, d};
   shape_nbytes(wshape, grad_output.dtype(), op);
   Tensor gw = op::empty(wshape, grad_output.dtype(), grad_output.device());

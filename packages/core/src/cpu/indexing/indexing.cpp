@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "flambeau/error.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
@@ -40,36 +41,17 @@ void visit_itemsize(ScalarType t, F&& f) {
   }
 }
 
+// The checks and the output's shape are the meta step's (meta::check_cat, meta::cat).
 Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
-  FB_CHECK_VALUE(!tensors.empty(), "[cat] expected a non-empty list of tensors");
   // As in PyTorch, 1-D empty tensors are skipped (legacy: they act as "nothing").
   TensorList parts;
   for (const auto& t : tensors)
     if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
-  ScalarType dtype = tensors[0].dtype();
-  for (const auto& t : tensors) dtype = promote_types(dtype, t.dtype());
+  const ScalarType dtype = meta::promote_list(tensors);
   if (parts.empty()) return op::empty(Shape{0}, dtype, tensors[0].device());
   const Tensor& ref = parts[0];
-  FB_CHECK_VALUE(ref.dim() > 0, "[cat] zero-dimensional tensor cannot be concatenated");
   const int64_t d = wrap_dim(dim, ref.dim(), "cat");
-  Shape out_shape(ref.sizes().begin(), ref.sizes().end());
-  out_shape[d] = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& t = parts[i];
-    FB_CHECK(t.device() == ref.device(), "[cat] all tensors must be on the same device, got ",
-             ref.device().str(), " and ", t.device().str());
-    FB_CHECK_VALUE(t.dim() == ref.dim(), "[cat] tensors must have the same number of dims: shape ",
-                   shape_str(ref.sizes()), " and shape ", shape_str(t.sizes()));
-    for (int64_t k = 0; k < ref.dim(); ++k)
-      FB_CHECK_VALUE(k == d || t.sizes()[k] == ref.sizes()[k], "[cat] sizes must match except in dimension ",
-                     d, ": shapes ", shape_str(ref.sizes()), " and ", shape_str(t.sizes()),
-                     " differ in dimension ", k);
-    FB_CHECK(!__builtin_add_overflow(out_shape[d], t.sizes()[d], &out_shape[d]),
-             "[cat] the sizes in dimension ", d,
-             " of the tensors add up to more than int64 can count (overflow at tensor ", i, " of shape ",
-             shape_str(t.sizes()), ")");
-  }
-  shape_nbytes(out_shape, dtype, "cat");  // Note [Size overflow]
+  const Shape out_shape = meta::cat("cat", tensors, dim);
   Tensor out = op::empty(out_shape, dtype, ref.device());
   // Nothing to copy; the loops below would still walk every outer index (up to 2**62 of them).
   if (out.numel() == 0) return out;
@@ -133,20 +115,9 @@ void for_each_position(const Tensor& index, F&& f) {
   }
 }
 
-void check_index(const char* op, const Tensor& self, int64_t d, const Tensor& index) {
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
-                dtype_name(index.dtype()));
-  FB_CHECK_VALUE(index.dim() == self.dim(), "[", op, "] index must have as many dims as self: index shape ",
-                 shape_str(index.sizes()), ", self shape ", shape_str(self.sizes()));
-  for (int64_t k = 0; k < self.dim(); ++k)
-    FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[", op, "] index shape ",
-                   shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
-                   " in dimension ", k);
-}
-
+// The index's dtype and shape passed meta::check_gather; its values are checked here.
 Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, self.dim(), "gather");
-  check_index("gather", self, d, index);
   Tensor out = op::empty(index.sizes(), self.dtype(), self.device());
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   const int64_t total = index.numel();
@@ -660,13 +631,9 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
 }
 
 // index_select(self, dim, index) is self[:, ..., index] with the index checked in [0, size) (no wrapping,
-// as PyTorch): the advanced-indexing kernel's row copy (Note [Advanced indexing]) does the rest.
+// as PyTorch): the advanced-indexing kernel's row copy (Note [Advanced indexing]) does the rest. The
+// index's dtype and rank passed meta::check_index_slices.
 Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32,
-                "[index_select] index must be an int64 or int32 tensor, got dtype ",
-                dtype_name(index.dtype()));
-  FB_CHECK_VALUE(index.dim() <= 1, "[index_select] index must be 0-d or 1-d, got shape ",
-                 shape_str(index.sizes()));
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "index_select");
   const Tensor src = self.dim() == 0 ? op::view(self, Shape{1}) : self;
   const int64_t n = src.sizes()[d];

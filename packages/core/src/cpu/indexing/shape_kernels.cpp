@@ -205,12 +205,9 @@ Tensor repeat_interleave_tensor_cpu(const Tensor& repeats, std::optional<int64_t
 
 // ---- index_add / index_copy / index_fill: slices of self along dim ----
 
-/// The int64 indices (contiguous), each checked in [0, size).
+/// The int64 indices (contiguous), each checked in [0, size). Their dtype and rank passed
+/// meta::check_index_slices, as did the source's dtype and shape.
 Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d) {
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
-                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
-  FB_CHECK_VALUE(index.dim() <= 1, "[", op, "] index must be 0-d or 1-d, got shape ",
-                 shape_str(index.sizes()));
   const Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));
   const int64_t* p = idx.data<int64_t>();
   for (int64_t i = 0; i < idx.numel(); ++i)
@@ -230,21 +227,6 @@ SliceGeometry geometry(const Tensor& self, int64_t dim, const char* op) {
   for (int64_t k = 0; k < d; ++k) g.outer *= self.sizes()[k];
   for (int64_t k = d + 1; k < self.dim(); ++k) g.inner *= self.sizes()[k];
   return g;
-}
-
-void check_source(const char* op, const Tensor& self, const SliceGeometry& g, const Tensor& index,
-                  const Tensor& source) {
-  FB_CHECK_TYPE(source.dtype() == self.dtype(), "[", op, "] source dtype ", dtype_name(source.dtype()),
-                " must match self dtype ", dtype_name(self.dtype()));
-  bool ok = source.dim() == self.dim() || (self.dim() <= 1 && source.dim() <= 1);
-  for (int64_t k = 0; ok && k < self.dim(); ++k) {
-    const int64_t want = k == g.d ? index.numel() : self.sizes()[k];
-    ok = (source.dim() == 0 ? 1 : source.sizes()[k]) == want;
-  }
-  if (self.dim() == 0) ok = source.numel() == index.numel();
-  FB_CHECK_VALUE(ok, "[", op, "] source of shape ", shape_str(source.sizes()),
-                 " must have the shape of self ", shape_str(self.sizes()), " except in dimension ", g.d,
-                 ", where it must have the number of indices (", index.numel(), ")");
 }
 
 /// f(dst_slice, src_slice_or_j, count) over every (outer, j) pair, split across threads without two
@@ -270,7 +252,6 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
                      const Scalar& alpha) {
   const SliceGeometry g = geometry(self, dim, "index_add");
   const Tensor idx = checked_index("index_add", index, g.n, g.d);
-  check_source("index_add", self, g, idx, source);
   if (is_half_dtype(self.dtype()))
     return op::cast(index_add_cpu(to_f32(self), dim, index, to_f32(source), alpha), self.dtype());
   Tensor out = contiguous_copy(self);
@@ -303,7 +284,6 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
 Tensor index_copy_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
   const SliceGeometry g = geometry(self, dim, "index_copy");
   const Tensor idx = checked_index("index_copy", index, g.n, g.d);
-  check_source("index_copy", self, g, idx, source);
   Tensor out = contiguous_copy(self);
   if (out.numel() == 0 || idx.numel() == 0) return out;
   const Tensor src = as_contiguous(source);
@@ -323,7 +303,6 @@ Tensor index_copy_cpu(const Tensor& self, int64_t dim, const Tensor& index, cons
 Tensor index_fill_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   const SliceGeometry g = geometry(self, dim, "index_fill");
   const Tensor idx = checked_index("index_fill", index, g.n, g.d);
-  check_scalar_fits(value, self.dtype(), "index_fill");
   Tensor out = contiguous_copy(self);
   if (out.numel() == 0 || idx.numel() == 0) return out;
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "index_fill", [](auto) {});
@@ -358,29 +337,9 @@ Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& val
   return out;
 }
 
-// ---- scatter, scatter_reduce (and gather's checks) ----
-
-void check_scatter(const char* op, const Tensor& self, int64_t d, const Tensor& index, const Tensor* src) {
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
-                dtype_name(index.dtype()));
-  const int64_t nd = std::max<int64_t>(self.dim(), 1);
-  FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd || index.numel() == 0, "[", op,
-                 "] index must have as many dims as self: index shape ", shape_str(index.sizes()),
-                 ", self shape ", shape_str(self.sizes()));
-  for (int64_t k = 0; k < index.dim() && self.dim() > 0; ++k)
-    FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[", op, "] index shape ",
-                   shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
-                   " in dimension ", k);
-  if (!src) return;
-  FB_CHECK_TYPE(src->dtype() == self.dtype(), "[", op, "] src dtype ", dtype_name(src->dtype()),
-                " must match self dtype ", dtype_name(self.dtype()));
-  FB_CHECK_VALUE(std::max<int64_t>(src->dim(), 1) == std::max<int64_t>(index.dim(), 1) || index.numel() == 0,
-                 "[", op, "] src must have as many dims as index: src shape ", shape_str(src->sizes()),
-                 ", index shape ", shape_str(index.sizes()));
-  for (int64_t k = 0; k < index.dim() && src->dim() > 0; ++k)
-    FB_CHECK_VALUE(index.sizes()[k] <= src->sizes()[k], "[", op, "] index shape ", shape_str(index.sizes()),
-                   " is larger than src shape ", shape_str(src->sizes()), " in dimension ", k);
-}
+// ---- scatter, scatter_reduce ----
+// The dim, reduce, index and src passed meta::check_scatter and meta::check_scatter_reduce; the index
+// values are checked here.
 
 /// Every position of `index` (row-major): f(index value, offset in out (contiguous, dim d at 0), offset in
 /// src). The index values are checked in [0, size) first, so nothing is written for a bad index.
@@ -428,16 +387,15 @@ Reduce parse_reduce(std::optional<std::string_view> r, const char* op, bool scat
   if (!r) return Reduce::None;
   if (!scatter_reduce) {
     if (*r == "add") return Reduce::Sum;
-    if (*r == "multiply") return Reduce::Prod;
-    throw ValueError(detail::cat_str("[", op, "] reduce must be 'add' or 'multiply', got '", *r, "'"));
+    FB_INTERNAL_ASSERT(*r == "multiply", "[", op, "] reduce '", *r, "' passed meta::check_scatter_reduce");
+    return Reduce::Prod;
   }
   if (*r == "sum") return Reduce::Sum;
   if (*r == "prod") return Reduce::Prod;
   if (*r == "mean") return Reduce::Mean;
   if (*r == "amax") return Reduce::Max;
-  if (*r == "amin") return Reduce::Min;
-  throw ValueError(detail::cat_str(
-      "[", op, "] reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got '", *r, "'"));
+  FB_INTERNAL_ASSERT(*r == "amin", "[", op, "] reduce '", *r, "' passed meta::check_scatter_reduce");
+  return Reduce::Min;
 }
 
 template <class T>
@@ -506,8 +464,6 @@ T identity(Reduce r) {
 Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
                     const Scalar* value, Reduce reduce, bool include_self) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
-  check_scatter(op, self, d, index, src);
-  if (value) check_scalar_fits(*value, self.dtype(), op);
   Tensor out = contiguous_copy(self);
   if (index.numel() == 0) return out;
   if (reduce == Reduce::None) {
@@ -532,9 +488,6 @@ Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tenso
         scatter_impl(op, to_f32(self), dim, index, src ? &s32 : nullptr, value, reduce, include_self),
         self.dtype());
   }
-  FB_CHECK_TYPE(!is_complex(self.dtype()) || (reduce != Reduce::Max && reduce != Reduce::Min), "[", op,
-                "] reduce 'amax' and 'amin' are not supported for dtype ", dtype_name(self.dtype()),
-                " (complex numbers have no order)");
   // As PyTorch: no uint16/32/64 (TypeError naming the op and the dtype); complex sums and multiplies.
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
