@@ -93,6 +93,7 @@ utils = _types.ModuleType(
 utils.data = _alias("utils.data", _data)
 utils.checkpoint = _alias("utils.checkpoint", _nn.utils.checkpoint)
 utils.tensorboard = _alias("utils.tensorboard", _importlib.import_module("flambeau._tensorboard"))
+utils.cpp_extension = _alias("utils.cpp_extension", _importlib.import_module("flambeau._cpp_extension"))
 _sys.modules[f"{__name__}.utils"] = utils
 
 no_grad = _autograd.no_grad
