@@ -229,3 +229,29 @@ def test_bad_name_and_missing_source(tmp_path, ext_root):
 def test_include_paths_find_the_extension_header():
     assert any(os.path.isfile(os.path.join(p, "flambeau", "extension.h")) for p in cpp_extension.include_paths())
     assert os.path.isfile(os.path.join(cpp_extension.library_paths()[0], "libflambeau_core.so"))
+
+
+def test_extension_function_as_a_custom_op_with_a_gradient(fma_ext):
+    # The documented way to give an extension function autograd and a shape rule.
+    @fb.library.custom_op("cpp_extension_test::fused_mul_add", mutates_args=())
+    def fused_mul_add(a: fb.Tensor, b: fb.Tensor, c: fb.Tensor) -> fb.Tensor:
+        return fma_ext.fused_mul_add(a, b, c)
+
+    fused_mul_add.register_fake(lambda a, b, c: fb.empty_like(a))
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], inputs[1])
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b, grad * a, grad
+
+    fused_mul_add.register_autograd(backward, setup_context=setup_context)
+    a, b, c = (fb.randn(5, generator=fb.Generator().manual_seed(i), requires_grad=True) for i in range(3))
+    out = fb.ops.cpp_extension_test.fused_mul_add(a, b, c)
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), (a * b + c).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), b.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(c.grad.numpy(), np.ones(5, np.float32))
+    assert fused_mul_add(fb.empty(4, 3, device="meta"), fb.empty(4, 3, device="meta"),
+                         fb.empty(4, 3, device="meta")).shape == (4, 3)  # fmt: skip
