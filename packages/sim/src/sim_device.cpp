@@ -687,7 +687,8 @@ struct Async<O, R(Args...)> {
 
   // Note [Meta step]: an op with rules in the table gets its results' shapes
   // and dtypes, and raises its argument errors at the call, from its meta step
-  // run on meta stand-ins of the arguments: no shape function, no probe.
+  // run on meta stand-ins of the arguments; the CPU kernel runs on size-1
+  // stand-ins only to tell the dtypes it covers.
   static R from_meta(Args... args) {
     detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
     (check.see(args), ...);  // the mixed-device errors
