@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from model import FIXED_DTYPES, PER_RESULT_SHAPES, SHAPE_FUNCTIONS, OpDecl, Rule, TableError
+from model import FIXED_DTYPES, OPTIONAL_RESULT_SHAPES, PER_RESULT_SHAPES, SHAPE_FUNCTIONS, OpDecl, Rule, TableError
 
 
 def _tensors(names: list[str]) -> str:
@@ -39,6 +39,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"meta::accumulate({self_name}, dtype)"
     if rule.name == "promote_list":
         return f"meta::promote_list({self_name})"
+    if rule.name == "div_mode":
+        return f"meta::div_mode_dtype({_tensors(rule.args)}, rounding_mode)"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")
 
 
@@ -107,6 +109,13 @@ def meta_kernel(op: OpDecl) -> list[str]:
         lines.append("  return self;")
     elif len(op.returns) == 1:
         lines.append(f'  return meta::empty({shape}, {dtype_expr(op, op.dtype[0])}, "{_name(op)}");')
+    elif op.shape.name in OPTIONAL_RESULT_SHAPES:
+        lines.append(f"  const meta::OptionalShapes shapes = {shape};")
+        outs = ", ".join(
+            f'shapes[{i}] ? meta::empty(*shapes[{i}], {dtype_expr(op, r)}, "{_name(op)}") : Tensor()'
+            for i, r in enumerate(op.dtype)
+        )
+        lines.append(f"  return {{{outs}}};")
     elif op.shape.name in PER_RESULT_SHAPES:
         lines.append(f"  const std::vector<Shape> shapes = {shape};")
         outs = ", ".join(

@@ -77,6 +77,7 @@ DTYPE_RULES = {
     "accumulate": "dtype= if given, else int64 for integer and bool inputs, else self's dtype",
     "clamp": "promote self with the min and max bounds as Python numbers",
     "promote_list": "promote_types over a Tensor[] argument's dtypes (cat)",
+    "div_mode": "div with a rounding_mode: float without one (true division), else promote",
 }
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {
@@ -94,7 +95,10 @@ SHAPE_RULES = {
     "bmm": "(b, n, k) @ (b, k, m) -> (b, n, m)",
 }
 # Shape functions that give one shape per result (std::vector<Shape>); the others give one for all.
-PER_RESULT_SHAPES = {"layer_norm", "cross_entropy"}
+PER_RESULT_SHAPES = {"layer_norm", "cross_entropy", "batch_norm", "group_norm"}
+# Per-result shape functions whose results may be absent (a norm's backward computes only the gradients asked
+# for): std::vector<std::optional<Shape>>, nullopt giving an undefined tensor.
+OPTIONAL_RESULT_SHAPES = {"batch_norm_backward", "layer_norm_backward", "group_norm_backward"}
 # Named shape functions over any of the op's arguments, in order: `meta::<name>(op, args...)`
 # (flambeau/meta.h), shared by the ops of a family.
 SHAPE_FUNCTIONS = {
@@ -113,6 +117,11 @@ SHAPE_FUNCTIONS = {
     "index_select": "self's shape with dim of the index's length (0-d self: the index's shape)",
     "embedding": "indices' shape, then weight's embedding_dim",
     "embedding_backward": "(num_weights, embedding_dim), embedding_dim being grad_output's last dim",
+    "batch_norm": "one shape per result: input's, then (C,) for the saved mean and 1/std",
+    "group_norm": "one shape per result: input's, then (batch, group) for the mean and rstd",
+    "batch_norm_backward": "input's shape, (C,), (C,): each gradient only when asked",
+    "layer_norm_backward": "input's shape, normalized_shape twice: each gradient only when asked",
+    "group_norm_backward": "input's shape, (channels,) twice: each gradient only when asked",
 }
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.

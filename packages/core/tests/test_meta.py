@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as tf
+from flambeau_core import _C
 
 DTYPES = ["bool", "uint8", "int32", "int64", "float32", "float64", "complex64"]
-FC = {n: getattr(fc, n) for n in DTYPES}
-TH = {n: getattr(torch, n) for n in DTYPES}
+FC = {n: getattr(fc, n) for n in [*DTYPES, "float16"]}
+TH = {n: getattr(torch, n) for n in [*DTYPES, "float16"]}
 
 # The ops migrated to table rules, by family (their Meta kernels are generated).
 # The float unary ops of the shared list come from it (Note [Elementwise math list]).
@@ -59,10 +60,14 @@ MIGRATED += ["where"]
 INDEXING = """cat gather index_select index_add index_copy index_fill scatter scatter_value scatter_add scatter_reduce
     embedding embedding_dense_backward""".split()
 MIGRATED += INDEXING
+NORMS = """native_batch_norm native_batch_norm_backward native_layer_norm_backward native_group_norm
+    native_group_norm_backward""".split()
+SOFTMAX = "_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data".split()
+MIGRATED += NORMS + SOFTMAX + ["var_correction", "mode", "div_mode"]
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
-    rng = np.random.default_rng(len(shape) * 31 + DTYPES.index(dtype))
+    rng = np.random.default_rng(len(shape) * 31 + (DTYPES.index(dtype) if dtype in DTYPES else len(DTYPES)))
     values = rng.integers(1, 4, size=shape)
     return fc.tensor(values.astype(np.float64), dtype=FC[dtype])
 
@@ -74,7 +79,7 @@ def outcome(fn, *args):
     except Exception as e:  # noqa: BLE001  (any error must be the same on both devices)
         return ("error", type(e).__name__, str(e))
     results = tuple(r) if isinstance(r, tuple) else (r,)
-    return ("ok", *[(tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
+    return ("ok", *[None if t is None else (tuple(t.shape), str(t.dtype).rsplit(".", 1)[-1]) for t in results])
 
 
 def torch_meta_outcome(fn, *tensors):
@@ -335,6 +340,14 @@ REDUCTION_CALLS = {
     "argmin dim": ("argmin", (0,), {"keepdim": True}),
     "amax": ("amax", (), {}),
     "amin dims": ("amin", ((0, -1),), {}),
+    "var": ("var", (), {}),
+    "var dim correction": ("var", (0,), {"correction": 0}),
+    "var bad dim": ("var", (2,), {}),
+    "std dims keepdim": ("std", ((0, -1),), {"keepdim": True}),
+    "var_mean dim": ("var_mean", (-1,), {}),
+    "std_mean keepdim": ("std_mean", (0,), {"keepdim": True, "correction": 2}),
+    "mode": ("mode", (), {}),
+    "mode dim keepdim": ("mode", (0,), {"keepdim": True}),
 }
 
 
@@ -934,3 +947,211 @@ def test_index_values_are_left_to_the_kernels():
         meta, cpu = meta_and_cpu(call, x, bad)
         assert cpu[:2] == ("error", "IndexError") and "out of" in cpu[2], cpu
         assert meta[0] == "ok", meta
+# ---- div with rounding_mode ----
+
+
+@pytest.mark.parametrize("mode", [None, "trunc", "floor", "round"])
+@pytest.mark.parametrize(
+    ("da", "db"), [("int64", "int64"), ("int32", "float32"), ("bool", "bool"), ("float64", "uint8")]
+)
+def test_div_rounding_mode(mode, da, db):
+    for sa, sb in [((3, 1), (4,)), ((), (2, 3)), ((2, 3), (3, 2))]:
+        a, b = cpu_tensor(sa, da), cpu_tensor(sb, db)
+        meta, cpu = meta_and_cpu(lambda x, y: fc.div(x, y, rounding_mode=mode), a, b)  # noqa: B023
+        assert agree(meta, cpu), (mode, da, db, sa, sb, meta, cpu)
+        ta, tb = torch.empty(sa, dtype=TH[da], device="meta"), torch.empty(sb, dtype=TH[db], device="meta")
+        check_torch(lambda x, y: torch.div(x, y, rounding_mode=mode), cpu, ta, tb)  # noqa: B023
+    if mode == "round":
+        assert cpu[:2] == ("error", "FlambeauError"), cpu
+        assert cpu[2].startswith("[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found"), cpu
+
+
+# ---- batch_norm, layer_norm's backward, group_norm (the norm kernels' checks, one per family) ----
+
+# (input shape, parameter shape, dtype, training)
+BATCH_NORM_CASES = [
+    ((4, 3, 5), (3,), "float32", True),
+    ((4, 3), (3,), "float64", False),
+    ((0, 2, 3), (2,), "float32", True),
+    ((4, 3, 5), (4,), "float32", True),  # parameters of the wrong shape
+    ((3,), (3,), "float32", True),  # no channel dim
+    ((4, 3), (3,), "int64", True),
+]
+MASKS = [(True, True, True), (True, False, False), (False, True, True)]
+
+
+def torch_meta(shape, dtype):
+    return None if shape is None else torch.empty(shape, dtype=TH[dtype], device="meta")
+
+
+def shapes_of(results) -> list:
+    return [None if t is None else tuple(t.shape) for t in results]
+
+
+def asked_shapes(results, mask) -> list:
+    """The shapes of the gradients a norm's backward was asked for (PyTorch's meta functions give all three)."""
+    return [tuple(t.shape) if t is not None and asked else None for t, asked in zip(results, mask, strict=True)]
+
+
+@pytest.mark.parametrize(("shape", "pshape", "dtype", "training"), BATCH_NORM_CASES)
+def test_batch_norm(shape, pshape, dtype, training):
+    w = cpu_tensor(pshape, dtype)
+    rm, rv = cpu_tensor(pshape, dtype), cpu_tensor(pshape, dtype)
+    meta, cpu = meta_and_cpu(lambda x, w, rm, rv: fc.native_batch_norm(x, w, w, rm, rv, training, 0.1, 1e-5),
+                             cpu_tensor(shape, dtype), w, rm, rv)  # fmt: skip
+    assert meta == cpu, (meta, cpu)
+    if cpu[0] == "ok" and training:  # PyTorch's cpu gives empty saved statistics in evaluation mode
+        m = [torch_meta(s, dtype) for s in (shape, pshape, pshape, pshape)]
+        theirs = torch.native_batch_norm(m[0], m[1], m[1], m[2], m[3], training, 0.1, 1e-5)
+        assert shapes_of(theirs) == [s for s, _ in cpu[1:]]
+    for mask in MASKS:
+
+        def call(g, x, w, m, i):
+            return _C._native_batch_norm_backward(g, x, w, m, i, training, *mask)  # noqa: B023
+
+        meta, cpu_grad = meta_and_cpu(call, cpu_tensor(shape, dtype), cpu_tensor(shape, dtype), w, rm, rv)
+        assert meta == cpu_grad, (meta, cpu_grad)
+        assert (cpu_grad[0] == "ok") == (cpu[0] == "ok"), (cpu, cpu_grad)
+        if cpu_grad[0] == "ok" and 0 not in shape:  # PyTorch's meta function divides by the count
+            m = [torch_meta(s, dtype) for s in (shape, pshape)]
+            theirs = torch.ops.aten.native_batch_norm_backward(m[0], m[0], m[1], m[1], m[1], m[1], m[1], training,
+                                                               1e-5, list(mask))  # fmt: skip
+            assert asked_shapes(theirs, mask) == [None if r is None else r[0] for r in cpu_grad[1:]]
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_batch_norm_checks_keep_their_messages(device):
+    x, c = fc.ones(4, 3, device=device), fc.ones(3, device=device)
+    with pytest.raises(fc.FlambeauError, match=r"^\[batch_norm\] running_mean and running_var must be given"):
+        fc.native_batch_norm(x, None, None, None, None, False, 0.1, 1e-5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[batch_norm\] eps must be non-negative, got -1"):
+        fc.native_batch_norm(x, None, None, None, None, True, 0.1, -1.0)
+    with pytest.raises(
+        TypeError, match=r"^\[batch_norm\] running_var must have the input's dtype float32, got float64"
+    ):
+        fc.native_batch_norm(x, None, None, c, c.to(fc.float64), True, 0.1, 1e-5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[batch_norm_backward\] grad_out shape \(3,\) does not match input"):
+        _C._native_batch_norm_backward(c, x, None, c, c, True, True, True, True)
+    with pytest.raises(TypeError, match=r"^\[batch_norm_backward\] input must be a float32 or float64 tensor"):
+        _C._native_batch_norm_backward(x, x.to(fc.int64), None, c, c, True, True, True, True)
+
+
+# (input shape, normalized_shape, mean/rstd shape)
+LAYER_NORM_BACKWARD_CASES = [
+    ((2, 3, 4), [4], (2, 3, 1)),
+    ((2, 3, 4), [3, 4], (2, 1, 1)),
+    ((0, 4), [4], (0, 1)),
+    ((2, 3, 4), [4], (2, 3)),  # mean and rstd of the wrong size
+    ((2, 3), [4], (2, 1)),  # normalized_shape does not match
+]
+
+
+@pytest.mark.parametrize(("shape", "normalized", "sshape"), LAYER_NORM_BACKWARD_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("mask", MASKS)
+def test_layer_norm_backward(shape, normalized, sshape, dtype, mask):
+    w = cpu_tensor(normalized, dtype if dtype != "int64" else "float32")
+
+    def call(g, x, m, r, w):
+        return _C._native_layer_norm_backward(g, x, normalized, m, r, w, *mask)
+
+    args = cpu_tensor(shape, dtype), cpu_tensor(shape, dtype), cpu_tensor(sshape, dtype), cpu_tensor(sshape, dtype), w
+    meta, cpu = meta_and_cpu(call, *args)
+    assert meta == cpu, (meta, cpu)
+    if cpu[0] == "ok":
+        m = [torch_meta(s, dtype) for s in (shape, sshape, normalized)]
+        theirs = torch.ops.aten.native_layer_norm_backward(m[0], m[0], normalized, m[1], m[1], m[2], m[2], list(mask))
+        assert asked_shapes(theirs, mask) == [None if r is None else r[0] for r in cpu[1:]]
+
+
+def test_layer_norm_backward_checks_keep_their_messages():
+    for device in ["cpu", "meta"]:
+        x, s = fc.ones(2, 3, device=device), fc.ones(2, 1, device=device)
+        with pytest.raises(fc.FlambeauError, match=r"^\[layer_norm_backward\] mean and rstd must hold 2 values, got"):
+            _C._native_layer_norm_backward(x, x, [3], x, x, None, True, True, True)
+        with pytest.raises(TypeError, match=r"^\[layer_norm_backward\] grad_out dtype float64 does not match input"):
+            _C._native_layer_norm_backward(x.to(fc.float64), x, [3], s, s, None, True, True, True)
+
+
+# (input shape, N, C, HxW, group)
+GROUP_NORM_CASES = [
+    ((2, 6, 5), 2, 6, 5, 3),
+    ((2, 4, 2, 3), 2, 4, 6, 1),
+    ((0, 4, 3), 0, 4, 3, 2),
+    ((2, 6, 5), 2, 6, 5, 4),  # channels not divisible by group
+    ((2, 6, 5), 2, 6, 4, 3),  # N, C, HxW do not describe the input
+    ((2, 6, 5), 2, 6, 5, 0),
+]
+
+
+@pytest.mark.parametrize(("shape", "n", "c", "hxw", "group"), GROUP_NORM_CASES)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+def test_group_norm(shape, n, c, hxw, group, dtype):
+    w = cpu_tensor((c,), dtype)
+    meta, cpu = meta_and_cpu(lambda x, w: fc.native_group_norm(x, w, w, n, c, hxw, group, 1e-5),
+                             cpu_tensor(shape, dtype), w)  # fmt: skip
+    assert meta == cpu, (meta, cpu)
+    if cpu[0] == "ok":
+        x = torch_meta(shape, dtype)
+        theirs = torch.native_group_norm(x, torch_meta((c,), dtype), None, n, c, hxw, group, 1e-5)
+        assert shapes_of(theirs) == [s for s, _ in cpu[1:]]
+    for mask in MASKS:
+
+        def call(g, x, m, r, w):
+            return _C._native_group_norm_backward(g, x, m, r, w, n, c, hxw, group, *mask)  # noqa: B023
+
+        stats = cpu_tensor((n, max(group, 1)), dtype)
+        meta, cpu_grad = meta_and_cpu(call, cpu_tensor(shape, dtype), cpu_tensor(shape, dtype), stats, stats, w)
+        assert meta == cpu_grad, (meta, cpu_grad)
+        assert (cpu_grad[0] == "ok") == (cpu[0] == "ok"), (cpu, cpu_grad)
+        if cpu_grad[0] == "ok":
+            x, s = torch_meta(shape, dtype), torch_meta((n, group), dtype)
+            theirs = torch.ops.aten.native_group_norm_backward(x, x, s, s, torch_meta((c,), dtype), n, c, hxw, group,
+                                                               list(mask))  # fmt: skip
+            assert asked_shapes(theirs, mask) == [None if r is None else r[0] for r in cpu_grad[1:]]
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_group_norm_and_reduction_checks_keep_their_messages(device):
+    x = fc.ones(2, 6, 5, device=device)
+    with pytest.raises(fc.FlambeauError, match=r"^\[group_norm\] Expected number of channels in input to be divisible"):
+        fc.native_group_norm(x, None, None, 2, 6, 5, 4, 1e-5)
+    with pytest.raises(fc.FlambeauError, match=r"^\[group_norm_backward\] mean and rstd must hold 6 values"):
+        _C._native_group_norm_backward(x, x, x, x, None, 2, 6, 5, 3, True, True, True)
+    with pytest.raises(
+        TypeError, match=r"^\[var\] var and std only support floating point and complex dtypes, got int64"
+    ):
+        fc.var(x.to(fc.int64), 1)
+    with pytest.raises(IndexError, match=r"^\[mode\] Expected reduction dim 1 to have non-zero size"):
+        fc.mode(x[:, :0], 1)
+    with pytest.raises(
+        fc.FlambeauError, match=r"^\[div\] expected rounding_mode to be one of None, 'trunc', or 'floor'"
+    ):
+        fc.div(x, x, rounding_mode="half")
+
+
+# ---- softmax rows (the _softmax/_log_softmax kernels and their backwards) ----
+
+
+@pytest.mark.parametrize("name", ["_softmax", "_log_softmax"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float16", "float32", "float64"])
+def test_softmax(name, dtype):
+    for shape, dim in [((3, 4), 1), ((3, 4), -2), ((), 0), ((0, 2), 0), ((3, 4), 2)]:
+        meta, cpu = meta_and_cpu(lambda x: getattr(_C, name)(x, dim), cpu_tensor(shape, dtype))  # noqa: B023
+        assert meta == cpu, (name, dtype, shape, dim, meta, cpu)
+        check_torch(lambda x: getattr(torch, name)(x, dim, False), cpu, torch.empty(shape, dtype=TH[dtype]))  # noqa: B023
+    if dtype == "int64":
+        assert cpu[0] == "error" and cpu[2].startswith(f"[{name[1:]}] needs a floating point tensor, got dtype int64")
+
+
+@pytest.mark.parametrize("name", ["_softmax_backward_data", "_log_softmax_backward_data"])
+@pytest.mark.parametrize(("dg", "dy"), [("float32", "float32"), ("float64", "float64"), ("float32", "float64"),
+                                        ("int64", "int64")])  # fmt: skip
+def test_softmax_backward(name, dg, dy):
+    for sg, sy, dim in [((3, 4), (3, 4), 1), ((3, 4), (3, 4), -1), ((3,), (3, 4), 0), ((3, 4), (3, 4), 3)]:
+        meta, cpu = meta_and_cpu(lambda g, y: getattr(_C, name)(g, y, dim), cpu_tensor(sg, dg), cpu_tensor(sy, dy))  # noqa: B023
+        assert meta == cpu, (name, dg, dy, sg, sy, meta, cpu)
+        if cpu[0] == "ok":
+            theirs = getattr(torch, name)(torch.empty(sg, dtype=TH[dg], device="meta"),
+                                          torch.empty(sy, dtype=TH[dy], device="meta"), dim, TH[dy])  # fmt: skip
+            assert ("ok", (tuple(theirs.shape), str(theirs.dtype)[6:])) == cpu

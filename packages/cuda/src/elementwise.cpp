@@ -367,9 +367,7 @@ FBC_MATH_BINARY(bitwise_right_shift, kMBitwiseRightShift, IntOnly)
 Tensor div_mode_cuda(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
   if (!mode) return op::div(a, b);
   if (*mode == "floor") return math_binary(kM_floor_divide, "div", a, b, Kind::SameType);
-  FB_CHECK_VALUE(*mode == "trunc",
-                 "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode,
-                 "'");
+  // else 'trunc' (meta::check_rounding_mode, the op's check step)
   return math_binary(kMTruncDivide, "div", a, b, Kind::SameType);
 }
 

@@ -117,12 +117,16 @@ PYBIND11_MODULE(_C, m) {
       "_layer_norm_on_host",
       [](const flambeau::Tensor& x, std::vector<int64_t> shape, std::optional<flambeau::Tensor> w,
          std::optional<flambeau::Tensor> b,
-         double eps) { return flambeau::cuda::norm_functions().layer_norm(x, shape, w, b, eps); },
+         double eps) {
+        flambeau::meta::check_layer_norm("layer_norm", x, shape, w, b);  // the op's check step
+        return flambeau::cuda::norm_functions().layer_norm(x, shape, w, b, eps);
+      },
       "Test hook: flambeau-cuda's native_layer_norm run on cpu tensors (its ops dispatch to the CPU).");
   m.def("_layer_norm_backward_on_host",
         [](const flambeau::Tensor& g, const flambeau::Tensor& x, std::vector<int64_t> shape,
            const flambeau::Tensor& mean, const flambeau::Tensor& rstd, std::optional<flambeau::Tensor> w,
            bool input_g, bool weight_g, bool bias_g) {
+          flambeau::meta::check_layer_norm_grad("layer_norm_backward", g, x, shape, mean, rstd, w);
           return flambeau::cuda::norm_functions().layer_norm_backward(g, x, shape, mean, rstd, w, input_g,
                                                                       weight_g, bias_g);
         });
@@ -130,12 +134,14 @@ PYBIND11_MODULE(_C, m) {
         [](const flambeau::Tensor& x, std::optional<flambeau::Tensor> w, std::optional<flambeau::Tensor> b,
            std::optional<flambeau::Tensor> rm, std::optional<flambeau::Tensor> rv, bool training,
            double momentum, double eps) {
+          flambeau::meta::check_batch_norm("batch_norm", x, w, b, rm, rv, training, eps);
           return flambeau::cuda::norm_functions().batch_norm(x, w, b, rm, rv, training, momentum, eps);
         });
   m.def("_batch_norm_backward_on_host",
         [](const flambeau::Tensor& g, const flambeau::Tensor& x, std::optional<flambeau::Tensor> w,
            const flambeau::Tensor& mean, const flambeau::Tensor& invstd, bool train, bool input_g,
            bool weight_g, bool bias_g) {
+          flambeau::meta::check_batch_norm_grad("batch_norm_backward", g, x, w, mean, invstd);
           return flambeau::cuda::norm_functions().batch_norm_backward(g, x, w, mean, invstd, train, input_g,
                                                                       weight_g, bias_g);
         });

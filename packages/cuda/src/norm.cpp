@@ -4,8 +4,9 @@
 // broadcast arithmetic through the TensorIterator launcher). Being made of
 // dispatched ops, the same functions run on cpu tensors: the host tests
 // (tests/test_norm_host.py, through _C._norm_on_host) check them against
-// core's CPU kernels without a GPU. Semantics and
-// checks as core's CPU kernels (src/cpu/norm_layer.cpp, norm_batch.cpp):
+// core's CPU kernels without a GPU. Semantics as core's CPU kernels
+// (src/cpu/norm_layer.cpp, norm_batch.cpp); the checks are the op's check
+// step (Note [Meta step]), run before either kernel:
 //   layer_norm: rows of d = prod(normalized_shape) values; mean and rstd of
 //     shape (*leading, 1, ..., 1); the variance biased (two passes: the
 //     centred values are summed, not the raw squares);
@@ -43,11 +44,9 @@ void check_floating(const Tensor& t, const char* op) {
                 "] input must be a float32 or float64 tensor on CUDA, got dtype ", dtype_name(t.dtype()));
 }
 
-/// Core's meta::check_norm_param, and the parameter on the input's device.
-void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape, const char* op,
-                 const char* what, const char* why) {
+/// A parameter on the input's device (its shape and dtype passed the op's check step, Note [Meta step]).
+void check_on_device(const std::optional<Tensor>& p, const Tensor& input, const char* op, const char* what) {
   if (!p) return;
-  meta::check_norm_param(op, p, input, shape, what, why);
   FB_CHECK(p->device() == input.device(), "[", op,
            "] expected all tensors to be on the same device, but found ", input.device().str(), " and ",
            p->device().str(), " (", what, ")");
@@ -55,19 +54,14 @@ void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRe
 
 // ---- layer_norm ----
 
-using LNShape = meta::LayerNormRows;
-LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* op) {
-  return meta::layer_norm_rows(op, input, normalized_shape);
-}
-
 std::tuple<Tensor, Tensor, Tensor> layer_norm_cuda(const Tensor& input, IntArrayRef normalized_shape,
                                                    const std::optional<Tensor>& weight,
                                                    const std::optional<Tensor>& bias, double eps) {
   const char* op = "layer_norm";
-  check_floating(input, op);
-  const LNShape s = ln_shape(input, normalized_shape, op);
-  check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
-  check_param(bias, input, normalized_shape, op, "bias", "(normalized_shape)");
+  check_floating(input, op);  // no float16/bfloat16 here, unlike the CPU
+  const meta::LayerNormRows s = meta::layer_norm_rows(op, input, normalized_shape);
+  check_on_device(weight, input, op, "weight");
+  check_on_device(bias, input, op, "bias");
   if (s.d == 0) {  // empty rows: NaN statistics, an empty output (as the CPU)
     const double nan = std::numeric_limits<double>::quiet_NaN();
     return {op::empty(input.sizes(), input.dtype(), input.device()),
@@ -92,15 +86,9 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cuda(const Tensor& grad_o
                                                             const std::optional<Tensor>& weight, bool input_g,
                                                             bool weight_g, bool bias_g) {
   const char* op = "layer_norm_backward";
-  check_floating(input, op);
-  const LNShape s = ln_shape(input, normalized_shape, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
-                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
-  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
-                " does not match input dtype ", dtype_name(input.dtype()));
-  check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
-  FB_CHECK_VALUE(mean.numel() == s.m && rstd.numel() == s.m, "[", op, "] mean and rstd must hold ", s.m,
-                 " values, got shapes ", shape_str(mean.sizes()), " and ", shape_str(rstd.sizes()));
+  check_floating(input, op);  // no float16/bfloat16 here, unlike the CPU
+  const meta::LayerNormRows s = meta::layer_norm_rows(op, input, normalized_shape);
+  check_on_device(weight, input, op, "weight");
   Tensor gi, gw, gb;
   if (s.d == 0 || s.m == 0) {
     if (input_g) gi = zeros(input.sizes(), input.dtype(), input.device());
@@ -135,9 +123,8 @@ struct BNShape {
   int64_t n, c, l;
 };
 
-BNShape bn_shape(const Tensor& input, const char* op) {
-  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
-                 shape_str(input.sizes()));
+// (N, C, L) of an input of at least 2 dims (meta::check_batch_norm).
+BNShape bn_shape(const Tensor& input) {
   BNShape s{input.sizes()[0], input.sizes()[1], 1};
   for (int64_t d = 2; d < input.dim(); ++d) s.l *= input.sizes()[d];
   return s;
@@ -148,20 +135,14 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cuda(const Tensor& input, const st
                                                    const std::optional<Tensor>& running_mean,
                                                    const std::optional<Tensor>& running_var, bool training,
                                                    double momentum, double eps) {
+  // The arguments passed meta::check_batch_norm (the op's check step).
   const char* op = "batch_norm";
-  check_floating(input, op);
-  const BNShape s = bn_shape(input, op);
+  const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
-  const char* why = "(one value per channel, C = input.shape[1])";
-  check_param(weight, input, cshape, op, "weight", why);
-  check_param(bias, input, cshape, op, "bias", why);
-  check_param(running_mean, input, cshape, op, "running_mean", why);
-  check_param(running_var, input, cshape, op, "running_var", why);
-  FB_CHECK_VALUE(training || (running_mean && running_var), "[", op,
-                 "] running_mean and running_var must be given in evaluation mode (training=False)");
-  FB_CHECK_VALUE(eps >= 0, "[", op, "] eps must be non-negative, got ", eps);
-  if (running_mean) check_no_internal_overlap(*running_mean, op);
-  if (running_var) check_no_internal_overlap(*running_var, op);
+  check_on_device(weight, input, op, "weight");
+  check_on_device(bias, input, op, "bias");
+  check_on_device(running_mean, input, op, "running_mean");
+  check_on_device(running_var, input, op, "running_var");
   const int64_t count = s.n * s.l;  // values per channel
   const Shape c3{1, s.c, 1};
   if (count == 0) {  // no values: NaN statistics (as 0 / 0), an empty output, running stats untouched
@@ -205,18 +186,13 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cuda(const Tensor& grad_o
                                                             const Tensor& save_mean,
                                                             const Tensor& save_invstd, bool train,
                                                             bool input_g, bool weight_g, bool bias_g) {
+  // The arguments passed meta::check_batch_norm_grad (the op's check step).
   const char* op = "batch_norm_backward";
-  check_floating(input, op);
-  const BNShape s = bn_shape(input, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
-                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
-  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
-                " does not match input dtype ", dtype_name(input.dtype()));
+  const BNShape s = bn_shape(input);
   const Shape cshape{s.c}, c3{1, s.c, 1};
-  const char* why = "(one value per channel)";
-  check_param(weight, input, cshape, op, "weight", why);
-  check_param(save_mean, input, cshape, op, "save_mean", why);
-  check_param(save_invstd, input, cshape, op, "save_invstd", why);
+  check_on_device(weight, input, op, "weight");
+  check_on_device(save_mean, input, op, "save_mean");
+  check_on_device(save_invstd, input, op, "save_invstd");
   const int64_t count = s.n * s.l;
   Tensor gi, gw, gb;
   if (count == 0) {

@@ -102,15 +102,11 @@ Tensor prod_cuda(const Tensor& self, std::optional<ScalarType> dtype) {
   return sum_like(kRedProd, "prod", self, std::nullopt, false, dtype, false);
 }
 
-void check_nonempty(const Tensor& self, const Plan& p, const char* op) {  // max/min have no identity
-  FB_CHECK(p.split.reduce_size > 0, "[", op,
-           "] cannot reduce over a zero-size dimension of a tensor of shape ", shape_str(self.sizes()));
-}
-
+// max/min/argmax/amax have no identity: the op's check step (meta::check_reducible, Note [Meta step]) raises
+// before these kernels for an empty reduction.
 Tensor extreme(int rop, const char* op, const Tensor& self, IntArrayRef dims, bool keepdim) {
   const int code = compute_code(self.dtype(), op);
   Plan p = plan(self, dims, keepdim, self.dtype(), op);
-  check_nonempty(self, p, op);
   Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
   launch(rop, code, p, out.data_ptr(), nullptr, 1.0, self.device());
   return out;
@@ -130,7 +126,6 @@ std::tuple<Tensor, Tensor> with_indices(int rop, const char* op, const Tensor& s
   const int code = compute_code(self.dtype(), op);
   const int64_t d[1] = {dim};
   Plan p = plan(self, IntArrayRef(d), keepdim, self.dtype(), op);
-  check_nonempty(self, p, op);
   Tensor values = op::empty(p.out_shape, self.dtype(), self.device());
   Tensor indices = op::empty(p.out_shape, ScalarType::Int64, self.device());
   launch(rop, code, p, values.data_ptr(), indices.data<int64_t>(), 1.0, self.device());
@@ -149,7 +144,6 @@ Tensor arg(int rop, const char* op, const Tensor& self, std::optional<int64_t> d
   // Over the flattened tensor (its row-major index); keepdim gives all-ones dims.
   const int code = compute_code(self.dtype(), op);
   Plan p = plan(self, {}, keepdim, self.dtype(), op);
-  check_nonempty(self, p, op);
   Tensor indices = op::empty(p.out_shape, ScalarType::Int64, self.device());
   launch(rop, code, p, nullptr, indices.data<int64_t>(), 1.0, self.device());
   return indices;

@@ -513,33 +513,27 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // ---- asynchronous kernels ----
 //
 // Note [Asynchronous sim kernels]
-// An op whose results' shapes can be known before it runs gets a kernel of
-// its own here instead of the host fallback (which waits): the kernel checks
-// the devices (as the fallback does, with its messages), works out the
-// results' shapes (a shape function per family below) and dtypes, allocates
-// the results on the device, enqueues the CPU kernel on the current stream and
-// returns. The enqueued work holds non-owning host views of the device
-// tensors, as a CUDA launch holds raw pointers: a tensor freed by Python while
-// its kernel is queued keeps its memory because the allocator hands the block
-// only to later work of the same stream, and the sim memory's poison is
-// enqueued on that stream too (SimMemory::on_block_return).
+// An op with shape and dtype rules in core's table (Note [Meta step]) gets a
+// kernel of its own here instead of the host fallback (which waits): the
+// kernel checks the devices (as the fallback does, with its messages), runs
+// the op's meta step on meta stand-ins of the arguments (from_meta), which
+// raises the argument errors at the call and gives the results' shapes and
+// dtypes, allocates the results on the device, enqueues the CPU kernel on the
+// current stream and returns. The enqueued work holds non-owning host views
+// of the device tensors, as a CUDA launch holds raw pointers: a tensor freed
+// by Python while its kernel is queued keeps its memory because the allocator
+// hands the block only to later work of the same stream, and the sim memory's
+// poison is enqueued on that stream too (SimMemory::on_block_return).
 //
-// The dtypes and every check that does not depend on the values come from a
-// *probe*: the CPU kernel run on the host thread on tiny stand-ins of the
+// The dtypes the CPU kernel covers are this backend's own limit, not a rule of
+// the op: the CPU kernel runs once at the call on tiny stand-ins of the
 // arguments (same dtype and rank, every size 1; integer tensors hold 0, others
-// 1). It raises the errors a synchronous call would (wrong dtype, bad dim) at
-// the call, and it must agree with the shape function on the results' ranks.
-// A shape function that cannot tell (mismatched shapes, an unusual case), a
-// probe that raises or disagrees: the call takes the synchronous host
-// fallback, which raises the real error or computes the odd case. Errors that
-// depend on the values (a class index out of range) surface at the next
-// synchronous op of the stream (SimStream::take_error), as CUDA's do.
-// An op with shape and dtype rules in core's table (Note [Meta step]) needs no
-// shape function: its meta step, run on meta stand-ins of the arguments
-// (from_meta), gives the results' shapes and dtypes and raises the argument
-// errors at the call; the probe then only tells whether the CPU kernel covers
-// the dtypes (this backend's own limit). The shape functions serve the ops not
-// migrated yet.
+// 1), and a call it refuses takes the synchronous host fallback, which raises
+// the kernel's error. Errors that depend on the values (a class index out of
+// range) surface at the next synchronous op of the stream
+// (SimStream::take_error), as CUDA's do. Ops without rules take the host
+// fallback, or their Generic kernel, made of ops that have rules (the fused
+// SGD step, _foreach_zero_); composites run their parts.
 
 // What the enqueued work keeps of an argument: spans become vectors and
 // string views strings (the caller's memory is gone when the kernel runs).
@@ -566,11 +560,10 @@ struct Held<std::optional<std::string_view>> {
 
 bool on_sim(const Tensor& t) { return t.defined() && t.device().type == DeviceType::PrivateUse1; }
 
-// The stand-in of a tensor in the probe.
+// The stand-in of a tensor in the CPU kernel's dtype check.
 Tensor probe_of(const Tensor& t) {
   if (!on_sim(t)) return t;
-  // Size 1 per dim, 0 where the tensor's is 0: an empty dim's errors (a
-  // reduction with no identity over it) are raised by the probe, at the call.
+  // Size 1 per dim, 0 where the tensor's is 0 (the meta step has checked the shapes).
   Shape sizes(static_cast<size_t>(t.dim()), 1);
   for (int64_t i = 0; i < t.dim(); ++i)
     if (t.sizes()[i] == 0) sizes[i] = 0;
@@ -654,112 +647,13 @@ void each_tensor(F&& f, const OptionalTensorList& ts) {
 template <class F, class T>
 void each_tensor(F&&, const T&) {}
 
-using Shapes = std::optional<std::vector<Shape>>;
-
-// Broadcasting without throwing: nullopt when the shapes do not broadcast.
-std::optional<Shape> try_broadcast(const Shape& a, IntArrayRef b) {
-  const size_t n = std::max(a.size(), b.size());
-  Shape out(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1) return std::nullopt;
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
-template <class... Args>
-std::optional<Shape> broadcast_all(const Args&... args) {
-  std::optional<Shape> out = Shape{};
-  (each_tensor(
-       [&](const Tensor& t) {
-         if (out) out = try_broadcast(*out, t.sizes());
-       },
-       args),
-   ...);
-  return out;
-}
-
 Shape sizes_of(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
-
-// Reduction over `dims` (all when empty or nullopt); nullopt on a bad dim.
-std::optional<Shape> reduced(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim) {
-  const int64_t nd = self.dim();
-  std::vector<bool> r(static_cast<size_t>(nd), !dims || dims->empty());
-  if (dims)
-    for (int64_t d : *dims) {
-      if (d < -std::max<int64_t>(nd, 1) || d >= std::max<int64_t>(nd, 1)) return std::nullopt;
-      if (nd == 0) continue;
-      const int64_t w = d < 0 ? d + nd : d;
-      r[static_cast<size_t>(w)] = true;
-    }
-  Shape out;
-  for (int64_t i = 0; i < nd; ++i) {
-    if (!r[static_cast<size_t>(i)])
-      out.push_back(self.sizes()[static_cast<size_t>(i)]);
-    else if (keepdim)
-      out.push_back(1);
-  }
-  return out;
-}
-
-std::optional<Shape> matmul_shape(const Tensor& a, const Tensor& b) {
-  const int64_t da = a.dim(), db = b.dim();
-  if (da == 0 || db == 0) return std::nullopt;
-  const int64_t ka = a.sizes()[static_cast<size_t>(da - 1)];
-  const int64_t kb = b.sizes()[static_cast<size_t>(db >= 2 ? db - 2 : 0)];
-  if (ka != kb) return std::nullopt;
-  if (da == 1 && db == 1) return Shape{};
-  if (da == 2 && db == 1) return Shape{a.sizes()[0]};
-  if (da == 1 && db == 2) return Shape{b.sizes()[1]};
-  if (da == 2 && db == 2) return Shape{a.sizes()[0], b.sizes()[1]};
-  // Batched: the batch dims broadcast; a 1-d operand loses its matrix dim.
-  const Shape ba(a.sizes().begin(), a.sizes().end() - std::min<int64_t>(da, 2));
-  const Shape bb(b.sizes().begin(), b.sizes().end() - std::min<int64_t>(db, 2));
-  std::optional<Shape> batch = try_broadcast(ba, bb);
-  if (!batch) return std::nullopt;
-  Shape out = *batch;
-  if (da >= 2) out.push_back(a.sizes()[static_cast<size_t>(da - 2)]);
-  if (db >= 2) out.push_back(b.sizes()[static_cast<size_t>(db - 1)]);
-  return out;
-}
-
-Shapes one(std::optional<Shape> s) { return s ? Shapes(std::vector<Shape>{*s}) : std::nullopt; }
-Shapes none_ok(bool ok) { return ok ? Shapes(std::vector<Shape>{}) : std::nullopt; }
 
 template <auto& O, class Sig = typename std::remove_cvref_t<decltype(O)>::Signature>
 struct Async;
 
 template <auto& O, class R, class... Args>
 struct Async<O, R(Args...)> {
-  using ShapeFn = Shapes (*)(const std::remove_cvref_t<Args>&...);
-
-  // The results' shapes of families that need no knowledge of the op.
-  static Shapes elementwise(const std::remove_cvref_t<Args>&... args) {
-    if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
-      // In place: everything broadcasts to the first tensor, which keeps its shape.
-      const Tensor* self = nullptr;
-      (each_tensor(
-           [&](const Tensor& t) {
-             if (!self) self = &t;
-           },
-           args),
-       ...);
-      std::optional<Shape> b = broadcast_all(args...);
-      // A self whose elements overlap (an expanded tensor) waits: the CPU
-      // kernel's error is then raised at the call.
-      bool overlap = false;
-      if (self)
-        for (int64_t d = 0; d < self->dim(); ++d)
-          overlap |=
-              self->strides()[static_cast<size_t>(d)] == 0 && self->sizes()[static_cast<size_t>(d)] > 1;
-      return none_ok(self && !overlap && b && *b == sizes_of(*self));
-    } else {
-      return one(broadcast_all(args...));
-    }
-  }
-
   // A factory (a Device argument, no device tensor): the values are made on
   // the host at the call, where the shape is known, and their copy into the
   // device's memory is enqueued (the cpu result is kept by the queued copy).
@@ -791,61 +685,10 @@ struct Async<O, R(Args...)> {
     return out;
   }
 
-  template <ShapeFn F>
-  static R kernel(Args... args) {
-    detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
-    (check.see(args), ...);  // the mixed-device errors
-    const Tensor* first = nullptr;
-    (each_tensor(
-         [&](const Tensor& t) {
-           if (!first && on_sim(t)) first = &t;
-         },
-         args),
-     ...);
-    if (!first || !g_backend) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-    const Device device = first->device();
-    const Shapes shapes = F(args...);
-    if (!shapes) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-    // The probe: dtypes and the checks that do not depend on the values.
-    std::vector<ScalarType> dtypes;
-    try {
-      std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
-      auto call = [&] {
-        return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); },
-                          probe);
-      };
-      auto check_rank = [&](const Tensor& r, const Shape& s) {
-        return r.defined() && r.dim() == static_cast<int64_t>(s.size()) && r.numel() <= 1;
-      };
-      if constexpr (std::is_void_v<R>) {
-        call();
-      } else if constexpr (std::is_same_v<R, Tensor&>) {
-        call();
-      } else if constexpr (std::is_same_v<R, Tensor>) {
-        Tensor r = call();
-        if (shapes->size() != 1 || !check_rank(r, (*shapes)[0]))
-          return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-        dtypes.push_back(r.dtype());
-      } else {
-        R r = call();
-        bool ok = std::tuple_size_v<R> == shapes->size();
-        size_t i = 0;
-        std::apply(
-            [&](auto&... t) {
-              ((ok = ok && check_rank(t, (*shapes)[i]), dtypes.push_back(t.dtype()), ++i), ...);
-            },
-            r);
-        if (!ok) return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-      }
-    } catch (const std::exception&) {
-      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-    }
-    return launch(device, *shapes, dtypes, args...);
-  }
-
   // Note [Meta step]: an op with rules in the table gets its results' shapes
   // and dtypes, and raises its argument errors at the call, from its meta step
-  // run on meta stand-ins of the arguments: no shape function, no probe.
+  // run on meta stand-ins of the arguments; the CPU kernel runs on size-1
+  // stand-ins only to tell the dtypes it covers.
   static R from_meta(Args... args) {
     detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
     (check.see(args), ...);  // the mixed-device errors
@@ -969,203 +812,141 @@ struct Async<O, R(Args...)> {
 // An op with rules in the table (it has a Meta kernel: Note [Meta step]).
 template <auto& O>
 void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
+  FB_CHECK(O.has_kernel(DispatchKey::Meta), "[sim] ", O.name(), " has no meta step to launch it asynchronously");
   O.register_kernel(key, &Async<O>::from_meta);
-}
-// Elementwise: the result's shape is the arguments' broadcast shape (the
-// table's rules once the op has them).
-template <auto& O>
-void elementwise(DispatchKey key = DispatchKey::PrivateUse1) {
-  using A = Async<O>;
-  if (O.has_kernel(DispatchKey::Meta))
-    O.register_kernel(key, &A::from_meta);
-  else
-    O.register_kernel(key, &A::template kernel<&A::elementwise>);
 }
 template <auto& O>
 void factory() {
   O.register_kernel(DispatchKey::PrivateUse1, &Async<O>::factory);
 }
-template <auto& O, auto F>
-void with_shape(DispatchKey key = DispatchKey::PrivateUse1) {
-  using A = Async<O>;
-  O.register_kernel(key, &A::template kernel<F>);
-}
 
-// Shape functions of the other families.
-Shapes like_first(const Tensor& self, const int64_t&, const std::optional<ScalarType>&) {
-  return one(sizes_of(self));
-}
-Shapes reduce_opt(const Tensor& self, const OptionalIntArrayRef& dim, const bool& keepdim,
-                  const std::optional<ScalarType>&) {
-  return one(reduced(self, dim ? std::optional<IntArrayRef>(*dim) : std::nullopt, keepdim));
-}
-Shapes reduce_dims(const Tensor& self, const IntArrayRef& dim, const bool& keepdim) {
-  return one(reduced(self, dim, keepdim));
-}
-Shapes matmul_like(const Tensor& a, const Tensor& b) { return one(matmul_shape(a, b)); }
-Shapes like_self(const Tensor& self, const int64_t&) { return one(sizes_of(self)); }
-Shapes fused_sgd_like(const TensorList& params, const TensorList& grads, const TensorList& bufs,
-                      const double&, const double&, const double&, const double&, const bool&, const bool&,
-                      const bool&) {
-  bool ok = params.size() == grads.size() && (bufs.empty() || bufs.size() == params.size());
-  for (size_t i = 0; ok && i < params.size(); ++i) {
-    ok = params[i].defined() && grads[i].defined() && sizes_of(params[i]) == sizes_of(grads[i]) &&
-         (bufs.empty() || sizes_of(bufs[i]) == sizes_of(params[i]));
-  }
-  return none_ok(ok);
-}
-Shapes foreach_zero_like(const TensorList&) { return none_ok(true); }
 // A clone is asynchronous when its result is contiguous (the layout the
 // results here get); a clone that keeps other strides waits.
-Shapes clone_like(const Tensor& self, const MemoryFormat& format) {
+Tensor clone_sim(const Tensor& self, MemoryFormat format) {
   const bool contiguous =
       format == MemoryFormat::Contiguous || (format == MemoryFormat::Preserve && self.is_contiguous());
-  return contiguous ? one(sizes_of(self)) : std::nullopt;
+  if (!contiguous) return detail::host_fallback<Tensor, const Tensor&, MemoryFormat>(op::clone, DeviceType::PrivateUse1,
+                                                                                      self, format);
+  return Async<op::clone>::from_meta(self, format);
 }
 
 void register_async_kernels() {
   // Elementwise, out of place.
-  elementwise<op::add>();
-  elementwise<op::sub>();
-  elementwise<op::mul>();
-  elementwise<op::div>();
-  elementwise<op::pow>();
-  elementwise<op::maximum>();
-  elementwise<op::minimum>();
-  elementwise<op::atan2>();
-  elementwise<op::eq>();
-  elementwise<op::ne>();
-  elementwise<op::lt>();
-  elementwise<op::le>();
-  elementwise<op::gt>();
-  elementwise<op::ge>();
-  elementwise<op::logical_and>();
-  elementwise<op::logical_or>();
-  elementwise<op::where>();
-  elementwise<op::neg>();
-  elementwise<op::abs>();
-  elementwise<op::exp>();
-  elementwise<op::log>();
-  elementwise<op::sqrt>();
-  elementwise<op::rsqrt>();
-  elementwise<op::relu>();
-  elementwise<op::sigmoid>();
-  elementwise<op::tanh>();
-  elementwise<op::sin>();
-  elementwise<op::cos>();
-  elementwise<op::square>();
-  elementwise<op::reciprocal>();
-  elementwise<op::log1p>();
-  elementwise<op::expm1>();
-  elementwise<op::silu>();
-  elementwise<op::sign>();
-  elementwise<op::floor>();
-  elementwise<op::ceil>();
-  elementwise<op::trunc>();
-  elementwise<op::erf>();
-  elementwise<op::isnan>();
-  elementwise<op::logical_not>();
-  elementwise<op::clamp>();
-  elementwise<op::clamp_min>();
-  elementwise<op::clamp_max>();
-  elementwise<op::leaky_relu>();
-  elementwise<op::gelu>();
-  elementwise<op::hardtanh>();
-  elementwise<op::elu>();
+  from_meta<op::add>();
+  from_meta<op::sub>();
+  from_meta<op::mul>();
+  from_meta<op::div>();
+  from_meta<op::div_mode>();
+  from_meta<op::pow>();
+  from_meta<op::maximum>();
+  from_meta<op::minimum>();
+  from_meta<op::atan2>();
+  from_meta<op::eq>();
+  from_meta<op::ne>();
+  from_meta<op::lt>();
+  from_meta<op::le>();
+  from_meta<op::gt>();
+  from_meta<op::ge>();
+  from_meta<op::logical_and>();
+  from_meta<op::logical_or>();
+  from_meta<op::where>();
+  from_meta<op::neg>();
+  from_meta<op::abs>();
+  from_meta<op::exp>();
+  from_meta<op::log>();
+  from_meta<op::sqrt>();
+  from_meta<op::rsqrt>();
+  from_meta<op::relu>();
+  from_meta<op::sigmoid>();
+  from_meta<op::tanh>();
+  from_meta<op::sin>();
+  from_meta<op::cos>();
+  from_meta<op::reciprocal>();
+  from_meta<op::log1p>();
+  from_meta<op::expm1>();
+  from_meta<op::silu>();
+  from_meta<op::sign>();
+  from_meta<op::floor>();
+  from_meta<op::ceil>();
+  from_meta<op::trunc>();
+  from_meta<op::erf>();
+  from_meta<op::isnan>();
+  from_meta<op::logical_not>();
+  from_meta<op::clamp>();
+  from_meta<op::leaky_relu>();
+  from_meta<op::gelu>();
+  from_meta<op::hardtanh>();
+  from_meta<op::elu>();
   // Their backward ops (elementwise too).
-  elementwise<op::threshold_backward>();
-  elementwise<op::silu_backward>();
-  elementwise<op::gelu_backward>();
-  elementwise<op::leaky_relu_backward>();
-  elementwise<op::hardtanh_backward>();
-  elementwise<op::elu_backward>();
+  from_meta<op::threshold_backward>();
+  from_meta<op::silu_backward>();
+  from_meta<op::gelu_backward>();
+  from_meta<op::leaky_relu_backward>();
+  from_meta<op::hardtanh_backward>();
+  from_meta<op::elu_backward>();
   // Elementwise, in place, and fills.
-  elementwise<op::fill_>();
-  elementwise<op::zero_>();
-  elementwise<op::add_>();
-  elementwise<op::sub_>();
-  elementwise<op::mul_>();
-  elementwise<op::div_>();
-  elementwise<op::neg_>();
-  elementwise<op::relu_>();
-  elementwise<op::exp_>();
-  elementwise<op::sqrt_>();
-  elementwise<op::clamp_>();
-  elementwise<op::masked_fill_>();
-  elementwise<op::bitwise_and>();
-  elementwise<op::bitwise_or>();
-  elementwise<op::bitwise_xor>();
-  elementwise<op::bitwise_not>();
-  elementwise<op::logical_xor>();
-  elementwise<op::log2>();
-  elementwise<op::log10>();
-  elementwise<op::exp2>();
-  elementwise<op::sinh>();
-  elementwise<op::cosh>();
-  elementwise<op::tan>();
-  elementwise<op::asin>();
-  elementwise<op::acos>();
-  elementwise<op::atan>();
-  elementwise<op::asinh>();
-  elementwise<op::acosh>();
-  elementwise<op::atanh>();
-  elementwise<op::hardsigmoid>();
-  elementwise<op::hardswish>();
-  elementwise<op::mish>();
-  elementwise<op::softsign>();
-  elementwise<op::log_sigmoid>();
-  elementwise<op::isinf>();
-  elementwise<op::isfinite>();
-  elementwise<op::signbit>();
-  elementwise<op::frac>();
-  elementwise<op::fmod>();
-  elementwise<op::remainder>();
-  elementwise<op::floor_divide>();
-  elementwise<op::hypot>();
-  elementwise<op::copysign>();
-  elementwise<op::logaddexp>();
-  elementwise<op::max_other>();
-  elementwise<op::min_other>();
-  elementwise<op::lerp>();
-  elementwise<op::nan_to_num>();
-  elementwise<op::round>();
-  elementwise<op::hardsigmoid_backward>();
-  elementwise<op::hardswish_backward>();
-  elementwise<op::mish_backward>();
-  elementwise<op::softsign_backward>();
-  elementwise<op::log_sigmoid_backward>();
-  elementwise<op::softplus>();
-  elementwise<op::softplus_backward>();
-  elementwise<op::bitwise_not_>();
-  elementwise<op::sigmoid_>();
-  elementwise<op::tanh_>();
-  elementwise<op::abs_>();
-  elementwise<op::log_>();
-  elementwise<op::clamp_min_>();
-  elementwise<op::clamp_max_>();
-  elementwise<op::leaky_relu_>();
-  elementwise<op::hardtanh_>();
-  elementwise<op::lerp_>();
-  elementwise<op::cast>();
-  with_shape<op::_foreach_zero_, &foreach_zero_like>();
-  with_shape<op::_fused_sgd_, &fused_sgd_like>();
-  with_shape<op::clone, &clone_like>();
-  // Reductions over dims.
+  from_meta<op::fill_>();
+  from_meta<op::add_>();
+  from_meta<op::sub_>();
+  from_meta<op::mul_>();
+  from_meta<op::div_>();
+  from_meta<op::bitwise_and>();
+  from_meta<op::bitwise_or>();
+  from_meta<op::bitwise_xor>();
+  from_meta<op::bitwise_not>();
+  from_meta<op::logical_xor>();
+  from_meta<op::log2>();
+  from_meta<op::log10>();
+  from_meta<op::exp2>();
+  from_meta<op::sinh>();
+  from_meta<op::cosh>();
+  from_meta<op::tan>();
+  from_meta<op::asin>();
+  from_meta<op::acos>();
+  from_meta<op::atan>();
+  from_meta<op::asinh>();
+  from_meta<op::acosh>();
+  from_meta<op::atanh>();
+  from_meta<op::hardsigmoid>();
+  from_meta<op::hardswish>();
+  from_meta<op::mish>();
+  from_meta<op::softsign>();
+  from_meta<op::log_sigmoid>();
+  from_meta<op::isinf>();
+  from_meta<op::isfinite>();
+  from_meta<op::signbit>();
+  from_meta<op::frac>();
+  from_meta<op::fmod>();
+  from_meta<op::remainder>();
+  from_meta<op::floor_divide>();
+  from_meta<op::hypot>();
+  from_meta<op::copysign>();
+  from_meta<op::logaddexp>();
+  from_meta<op::nan_to_num>();
+  from_meta<op::round>();
+  from_meta<op::hardsigmoid_backward>();
+  from_meta<op::hardswish_backward>();
+  from_meta<op::mish_backward>();
+  from_meta<op::softsign_backward>();
+  from_meta<op::log_sigmoid_backward>();
+  from_meta<op::softplus>();
+  from_meta<op::softplus_backward>();
+  from_meta<op::cast>();
+  op::clone.register_kernel(DispatchKey::PrivateUse1, clone_sim);
+  // Reductions over dims (mean, nansum and logsumexp are composites of them).
   from_meta<op::sum>();
-  with_shape<op::mean, &reduce_opt>();
-  with_shape<op::nansum, &reduce_opt>();
   from_meta<op::amax>();
   from_meta<op::amin>();
-  with_shape<op::logsumexp, &reduce_dims>();
-  // Softmax and its backward; cumulative sums keep the shape too.
-  with_shape<op::softmax, &like_first>();
-  with_shape<op::log_softmax, &like_first>();
+  // Softmax and its backward (composite softmax and log_softmax run these), cumsum.
   from_meta<op::cumsum>();
-  with_shape<op::_log_softmax, &like_self>();
+  from_meta<op::var_correction>();
+  from_meta<op::_log_softmax>();
+  from_meta<op::_softmax>();
+  from_meta<op::_log_softmax_backward_data>();
+  from_meta<op::_softmax_backward_data>();
   // Matrix products.
   from_meta<op::mm>();
   from_meta<op::bmm>();
-  with_shape<op::matmul, &matmul_like>();
   from_meta<op::linear>();
   // Factories.
   factory<op::arange>();

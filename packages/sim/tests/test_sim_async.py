@@ -75,6 +75,8 @@ def test_elementwise_unary_and_binary_with_broadcasting_and_promotion(dtype):
         (lambda x, y, k: (x >= 0) & (y < 0.5), (a, b, i)),
         (lambda x, y, k: fc.sigmoid(x).tanh().clamp(-0.5, 0.5), (a, b, i)),
         (lambda x, y, k: x.transpose(0, 2).abs(), (a, b, i)),  # non-contiguous input
+        (lambda x, y, k: fc.div(x, y, rounding_mode="floor"), (a, b, i)),
+        (lambda x, y, k: fc.div(k, 2, rounding_mode="trunc"), (a, b, i)),  # int64 stays int64
     ]
     for fn, (x, y, k) in cases:
         expected = fn(x, y, k)
@@ -129,6 +131,8 @@ def test_reductions_over_dims():
         lambda t: t.amin(dim=2, keepdim=True),
         lambda t: t.logsumexp(dim=1),
         lambda t: (t > 0).sum(dim=1),  # bool -> int64
+        lambda t: t.var(dim=1),
+        lambda t: t.std(dim=(0, 2), keepdim=True, correction=0),
     ):
         _check(_launched_async(fn, sx), fn(x), rtol=1e-5, atol=1e-5)
 
@@ -201,6 +205,10 @@ def test_errors_that_do_not_depend_on_values_are_raised_at_the_call():
         a + fc.ones(2, 3, device="sim:1")
     with pytest.raises(TypeError):
         fc.bitwise_and(a, a)
+    with pytest.raises(ValueError, match=r"\[div\] expected rounding_mode"):
+        fc.div(a, a, rounding_mode="up")
+    with pytest.raises(TypeError, match=r"\[var\] var and std only support floating point"):
+        fc.var(fc.ones(3, dtype=fc.int64, device="sim"))
     with pytest.raises(RuntimeError, match=r"add_"):
         fc.ones(3, device="sim").expand(2, 3).add_(1)  # overlapping elements: checked at the call
 

@@ -56,6 +56,8 @@ FB_API ScalarType promote(Tensors ts);
 FB_API ScalarType float_valued(Tensors ts);
 /// `accumulate`: `dtype` if given, else integer and bool inputs sum in int64, others keep theirs.
 FB_API ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype);
+/// `div_mode`: div with a rounding_mode: `float` without one (true division), else `promote`.
+FB_API ScalarType div_mode_dtype(Tensors ts, std::optional<std::string_view> rounding_mode);
 /// `clamp`: self promoted with the bounds as Python numbers (an int64 tensor clamped to 0.5 gives float32).
 FB_API ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 /// `promote_list`: promote_types over a Tensor[] argument's dtypes (cat; none of them is a wrapped number).
@@ -98,6 +100,22 @@ struct LayerNormRows {
 FB_API LayerNormRows layer_norm_rows(const char* op, const Tensor& input, IntArrayRef normalized_shape);
 /// `layer_norm`: input's shape, then stat_shape twice (mean, rstd).
 FB_API std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape);
+/// `batch_norm`: input's shape, then (C,) twice (the saved mean and 1/std), C = input.shape[1].
+FB_API std::vector<Shape> batch_norm(const char* op, const Tensor& input);
+/// `group_norm`: input's shape, then (batch, group) twice (mean, rstd).
+FB_API std::vector<Shape> group_norm(const char* op, const Tensor& input, int64_t batch, int64_t group);
+/// A norm's backward (grad_input, grad_weight, grad_bias): input's shape and `param` twice, each only when
+/// asked (nullopt: an undefined result).
+using OptionalShapes = std::vector<std::optional<Shape>>;
+/// `batch_norm_backward`: the gradients, param (C,).
+FB_API OptionalShapes batch_norm_backward(const char* op, const Tensor& input, bool input_g, bool weight_g,
+                                          bool bias_g);
+/// `layer_norm_backward`: the gradients, param normalized_shape.
+FB_API OptionalShapes layer_norm_backward(const char* op, const Tensor& input, IntArrayRef normalized_shape,
+                                          bool input_g, bool weight_g, bool bias_g);
+/// `group_norm_backward`: the gradients, param (channels,).
+FB_API OptionalShapes group_norm_backward(const char* op, const Tensor& input, int64_t channels, bool input_g,
+                                          bool weight_g, bool bias_g);
 /// `conv`: the output of a 1-D or 2-D convolution or its transpose (conv::check_and_output_shape, the
 /// checks and shape of the cpu, CUDA and meta).
 FB_API Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -189,6 +207,44 @@ FB_API void check_norm_param(const char* op, const std::optional<Tensor>& p, con
 /// normalized_shape, weight and bias of that shape and input's dtype.
 FB_API void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape,
                              const std::optional<Tensor>& weight, const std::optional<Tensor>& bias);
+/// batch_norm: a float32/float64 input of at least 2 dims (N, C, ...), weight, bias and the running
+/// statistics (C,) of its dtype, the running statistics given in evaluation mode and without internal
+/// overlap (updated in place), eps >= 0.
+FB_API void check_batch_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
+                             const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
+                             const std::optional<Tensor>& running_var, bool training, double eps);
+/// batch_norm_backward: as check_batch_norm's input, grad_out of input's shape and dtype, weight, save_mean and
+/// save_invstd (C,).
+FB_API void check_batch_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input,
+                                  const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                  const Tensor& save_invstd);
+/// layer_norm_backward: check_layer_norm's input and weight (float16/bfloat16 when grad_out has that dtype
+/// too), grad_out of input's shape and dtype, mean and rstd of one value per row.
+FB_API void check_layer_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input,
+                                  IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
+                                  const std::optional<Tensor>& weight);
+/// group_norm: a float32/float64 input described by (batch, channels, hxw), channels divisible by group > 0,
+/// weight and bias (channels,) of its dtype.
+FB_API void check_group_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
+                             const std::optional<Tensor>& bias, int64_t batch, int64_t channels, int64_t hxw,
+                             int64_t group);
+/// group_norm_backward: as check_group_norm, grad_out of input's shape and dtype, mean and rstd of
+/// batch * group values.
+FB_API void check_group_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                  const Tensor& rstd, const std::optional<Tensor>& weight, int64_t batch,
+                                  int64_t channels, int64_t hxw, int64_t group);
+/// _softmax/_log_softmax: a floating input ("[log_softmax] needs a floating point tensor, got dtype int64")
+/// and a valid dim.
+FB_API void check_softmax(const char* op, const Tensor& self, int64_t dim);
+/// Their backwards: a float32/float64 output, grad_output of its dtype and shape, a valid dim.
+FB_API void check_softmax_grad(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim);
+/// var/std: TypeError unless self is floating or complex.
+FB_API void check_var(const char* op, const Tensor& self);
+/// mode: IndexError unless `dim` is a dim of self of non-zero size ("Expected reduction dim 0 to have
+/// non-zero size", PyTorch's words).
+FB_API void check_nonempty_dim(const char* op, const Tensor& self, int64_t dim);
+/// div: rounding_mode is None, 'trunc' or 'floor'.
+FB_API void check_rounding_mode(const char* op, std::optional<std::string_view> rounding_mode);
 /// convolution: every argument (conv::check_and_output_shape).
 FB_API void check_conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,

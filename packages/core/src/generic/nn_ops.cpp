@@ -40,13 +40,13 @@ Tensor log_softmax_generic(const Tensor& self, int64_t dim) {
 Tensor softmax_generic(const Tensor& self, int64_t dim) { return op::exp(op::_log_softmax(self, dim)); }
 
 Tensor log_softmax_backward_generic(const Tensor& grad, const Tensor& output, int64_t dim) {
-  const int64_t d[1] = {detail::check_softmax_backward("_log_softmax_backward_data", grad, output, dim)};
+  const int64_t d[1] = {wrap_dim(dim, output.dim(), "_log_softmax_backward_data")};  // checked by meta::check_softmax_grad
   return op::sub(grad, op::mul(op::exp(output), op::sum(grad, IntArrayRef(d), true, std::nullopt)),
                  Scalar(1));
 }
 
 Tensor softmax_backward_generic(const Tensor& grad, const Tensor& output, int64_t dim) {
-  const int64_t d[1] = {detail::check_softmax_backward("_softmax_backward_data", grad, output, dim)};
+  const int64_t d[1] = {wrap_dim(dim, output.dim(), "_softmax_backward_data")};  // checked by meta::check_softmax_grad
   const Tensor dot = op::sum(op::mul(grad, output), IntArrayRef(d), true, std::nullopt);
   return op::mul(output, op::sub(grad, dot, Scalar(1)));
 }

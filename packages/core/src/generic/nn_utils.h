@@ -38,18 +38,6 @@ inline int64_t host_int64(const Tensor& t) {
 /// there (as PyTorch's meta functions skip their data-dependent checks).
 inline bool has_values(const Tensor& t) { return !t.device().is_meta(); }
 
-/// A softmax or log_softmax backward's checks (op: its name): a float32/float64 output, grad_output of
-/// its dtype and shape. Returns dim wrapped.
-inline int64_t check_softmax_backward(const char* op, const Tensor& grad, const Tensor& output, int64_t dim) {
-  FB_CHECK_TYPE(output.dtype() == ScalarType::Float32 || output.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 output, got dtype ", dtype_name(output.dtype()));
-  FB_CHECK_TYPE(grad.dtype() == output.dtype(), "[", op, "] grad_output dtype ", dtype_name(grad.dtype()),
-                " does not match output dtype ", dtype_name(output.dtype()));
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), output.sizes()), "[", op, "] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match output shape ", shape_str(output.sizes()));
-  return wrap_dim(dim, output.dim(), op);
-}
-
 /// _linear_backward's checks: 2-D grad_output (n, out), input (n, in) and weight (out, in), float32 or
 /// float64, one dtype and one device.
 inline void check_linear_backward(const Tensor& grad_output, const Tensor& input, const Tensor& weight) {

@@ -50,6 +50,10 @@ ScalarType promote_list(const TensorList& ts) {
   return t;
 }
 
+ScalarType div_mode_dtype(Tensors ts, std::optional<std::string_view> rounding_mode) {
+  return rounding_mode ? promote(ts) : float_valued(ts);
+}
+
 // ---- shape rules ----
 
 Shape broadcast(const char* op, Tensors ts) {
@@ -165,6 +169,38 @@ LayerNormRows layer_norm_rows(const char* op, const Tensor& input, IntArrayRef n
 std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape) {
   const Shape stats = layer_norm_rows(op, input, normalized_shape).stat_shape;
   return {Shape(input.sizes().begin(), input.sizes().end()), stats, stats};
+}
+
+std::vector<Shape> batch_norm(const char*, const Tensor& input) {
+  const Shape channels{input.sizes()[1]};
+  return {Shape(input.sizes().begin(), input.sizes().end()), channels, channels};
+}
+
+std::vector<Shape> group_norm(const char*, const Tensor& input, int64_t batch, int64_t group) {
+  const Shape stats{batch, group};
+  return {Shape(input.sizes().begin(), input.sizes().end()), stats, stats};
+}
+
+namespace {
+OptionalShapes norm_grads(const Tensor& input, IntArrayRef param, bool input_g, bool weight_g, bool bias_g) {
+  const auto when = [](bool asked, Shape s) { return asked ? std::optional<Shape>(std::move(s)) : std::nullopt; };
+  const Shape p(param.begin(), param.end());
+  return {when(input_g, Shape(input.sizes().begin(), input.sizes().end())), when(weight_g, p), when(bias_g, p)};
+}
+}  // namespace
+
+OptionalShapes batch_norm_backward(const char*, const Tensor& input, bool input_g, bool weight_g, bool bias_g) {
+  return norm_grads(input, Shape{input.sizes()[1]}, input_g, weight_g, bias_g);
+}
+
+OptionalShapes layer_norm_backward(const char*, const Tensor& input, IntArrayRef normalized_shape, bool input_g,
+                                   bool weight_g, bool bias_g) {
+  return norm_grads(input, normalized_shape, input_g, weight_g, bias_g);
+}
+
+OptionalShapes group_norm_backward(const char*, const Tensor& input, int64_t channels, bool input_g, bool weight_g,
+                                   bool bias_g) {
+  return norm_grads(input, Shape{channels}, input_g, weight_g, bias_g);
 }
 
 Shape conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -458,6 +494,126 @@ void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalize
   layer_norm_rows(op, input, normalized_shape);
   check_norm_param(op, weight, input, normalized_shape, "weight", "(normalized_shape)");
   check_norm_param(op, bias, input, normalized_shape, "bias", "(normalized_shape)");
+}
+
+namespace {
+// A batch or group norm's input: float32/float64, (N, C, ...).
+void check_channels_input(const char* op, const Tensor& input) {
+  check_float_arg(op, input, "input");
+  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
+                 shape_str(input.sizes()));
+}
+
+// A norm's backward: grad_out of input's shape and dtype.
+void check_norm_grad_out(const char* op, const Tensor& grad_out, const Tensor& input) {
+  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
+                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
+  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
+                " does not match input dtype ", dtype_name(input.dtype()));
+}
+
+void check_group_shape(const char* op, const Tensor& input, int64_t n, int64_t c, int64_t hxw, int64_t group) {
+  check_channels_input(op, input);
+  FB_CHECK_VALUE(group > 0, "[", op, "] num_groups must be positive, got ", group);
+  FB_CHECK_VALUE(c % group == 0, "[", op, "] Expected number of channels in input to be divisible by num_groups, ",
+                 "but got input of shape ", shape_str(input.sizes()), " and num_groups=", group);
+  int64_t total = 0;
+  const bool overflow = __builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, hxw, &total);
+  FB_CHECK_VALUE(!overflow && n >= 0 && c >= 0 && hxw >= 0 && n == input.sizes()[0] && c == input.sizes()[1] &&
+                     total == input.numel(),
+                 "[", op, "] N=", n, ", C=", c, ", HxW=", hxw, " do not describe an input of shape ",
+                 shape_str(input.sizes()));
+}
+}  // namespace
+
+void check_batch_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
+                      const std::optional<Tensor>& running_var, bool training, double eps) {
+  check_channels_input(op, input);
+  const Shape channels{input.sizes()[1]};
+  const char* why = "(one value per channel, C = input.shape[1])";
+  check_norm_param(op, weight, input, channels, "weight", why);
+  check_norm_param(op, bias, input, channels, "bias", why);
+  check_norm_param(op, running_mean, input, channels, "running_mean", why);
+  check_norm_param(op, running_var, input, channels, "running_var", why);
+  FB_CHECK_VALUE(training || (running_mean && running_var), "[", op,
+                 "] running_mean and running_var must be given in evaluation mode (training=False)");
+  FB_CHECK_VALUE(eps >= 0, "[", op, "] eps must be non-negative, got ", eps);
+  if (running_mean) check_no_internal_overlap(*running_mean, op);
+  if (running_var) check_no_internal_overlap(*running_var, op);
+}
+
+void check_batch_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input,
+                           const std::optional<Tensor>& weight, const Tensor& save_mean, const Tensor& save_invstd) {
+  check_channels_input(op, input);
+  check_norm_grad_out(op, grad_out, input);
+  const Shape channels{input.sizes()[1]};
+  const char* why = "(one value per channel)";
+  check_norm_param(op, weight, input, channels, "weight", why);
+  check_norm_param(op, save_mean, input, channels, "save_mean", why);
+  check_norm_param(op, save_invstd, input, channels, "save_invstd", why);
+}
+
+void check_layer_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
+                           const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight) {
+  // float16/bfloat16 is computed in float32 when grad_out has input's dtype too.
+  const bool half = input.dtype() == ScalarType::Float16 || input.dtype() == ScalarType::BFloat16;
+  if (!half || grad_out.dtype() != input.dtype()) check_float_arg(op, input, "input");
+  const LayerNormRows rows = layer_norm_rows(op, input, normalized_shape);
+  check_norm_grad_out(op, grad_out, input);
+  check_norm_param(op, weight, input, normalized_shape, "weight", "(normalized_shape)");
+  FB_CHECK_VALUE(mean.numel() == rows.m && rstd.numel() == rows.m, "[", op, "] mean and rstd must hold ", rows.m,
+                 " values, got shapes ", shape_str(mean.sizes()), " and ", shape_str(rstd.sizes()));
+}
+
+void check_group_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, int64_t batch, int64_t channels, int64_t hxw, int64_t group) {
+  check_group_shape(op, input, batch, channels, hxw, group);
+  check_norm_param(op, weight, input, Shape{channels}, "weight", "(one value per channel)");
+  check_norm_param(op, bias, input, Shape{channels}, "bias", "(one value per channel)");
+}
+
+void check_group_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                           const Tensor& rstd, const std::optional<Tensor>& weight, int64_t batch, int64_t channels,
+                           int64_t hxw, int64_t group) {
+  check_group_shape(op, input, batch, channels, hxw, group);
+  check_norm_grad_out(op, grad_out, input);
+  check_norm_param(op, weight, input, Shape{channels}, "weight", "(one value per channel)");
+  FB_CHECK_VALUE(mean.numel() == batch * group && rstd.numel() == batch * group, "[", op,
+                 "] mean and rstd must hold ", batch * group, " values");
+}
+
+void check_softmax(const char* op, const Tensor& self, int64_t dim) {
+  FB_CHECK_TYPE(is_floating(self.dtype()), "[", op, "] needs a floating point tensor, got dtype ",
+                dtype_name(self.dtype()));
+  wrap_dim(dim, self.dim(), op);
+}
+
+void check_softmax_grad(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  FB_CHECK_TYPE(output.dtype() == ScalarType::Float32 || output.dtype() == ScalarType::Float64, "[", op,
+                "] needs a float32 or float64 output, got dtype ", dtype_name(output.dtype()));
+  FB_CHECK_TYPE(grad_output.dtype() == output.dtype(), "[", op, "] grad_output dtype ",
+                dtype_name(grad_output.dtype()), " does not match output dtype ", dtype_name(output.dtype()));
+  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), output.sizes()), "[", op, "] grad_output shape ",
+                 shape_str(grad_output.sizes()), " does not match output shape ", shape_str(output.sizes()));
+  wrap_dim(dim, output.dim(), op);
+}
+
+void check_var(const char* op, const Tensor& self) {
+  FB_CHECK_TYPE(is_floating(self.dtype()) || is_complex(self.dtype()), "[", op,
+                "] var and std only support floating point and complex dtypes, got ", dtype_name(self.dtype()));
+}
+
+void check_nonempty_dim(const char* op, const Tensor& self, int64_t dim) {
+  dim = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
+  const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
+  FB_CHECK_INDEX(n > 0, "[", op, "] Expected reduction dim ", dim, " to have non-zero size (input shape ",
+                 shape_str(self.sizes()), ")");
+}
+
+void check_rounding_mode(const char* op, std::optional<std::string_view> rounding_mode) {
+  FB_CHECK_VALUE(!rounding_mode || *rounding_mode == "trunc" || *rounding_mode == "floor", "[", op,
+                 "] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *rounding_mode, "'");
 }
 
 void check_conv(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,

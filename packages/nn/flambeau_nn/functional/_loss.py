@@ -176,7 +176,7 @@ def mse_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """``(input - target) ** 2``, reduced; shapes broadcast."""
-    _float_input(input, "mse_loss")
+    _check_tensor(input, "mse_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "mse_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return fc.mse_loss(input, target, _reduction_enum(reduction, "mse_loss"))
@@ -190,7 +190,7 @@ def l1_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """``|input - target|``, reduced; shapes broadcast."""
-    _float_input(input, "l1_loss")
+    _check_tensor(input, "l1_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "l1_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return fc.l1_loss(input, target, _reduction_enum(reduction, "l1_loss"))
@@ -205,7 +205,7 @@ def smooth_l1_loss(
     beta: float = 1.0,
 ) -> Tensor:
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``), reduced."""
-    _float_input(input, "smooth_l1_loss")
+    _check_tensor(input, "smooth_l1_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "smooth_l1_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     red = _reduction_enum(reduction, "smooth_l1_loss")
@@ -216,7 +216,7 @@ def smooth_l1_loss(
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (``d = input - target``), reduced."""
-    _float_input(input, "huber_loss")
+    _check_tensor(input, "huber_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "huber_loss", "target")
     return fc.huber_loss(input, target, _reduction_enum(reduction, "huber_loss"), float(delta))
 

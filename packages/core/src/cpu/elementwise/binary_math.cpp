@@ -55,10 +55,8 @@ Tensor div_mode_cpu(const Tensor& a, const Tensor& b, std::optional<std::string_
   if (!mode) return op::div(a, b);
   if (*mode == "floor")
     return binary_math<math::Kind::Division>(
-        "floor_divide", a, b, []<class T>(T x, T y) { return math::floor_divide_of(x, y); });
-  FB_CHECK_VALUE(*mode == "trunc",
-                 "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode,
-                 "'");
+        "div", a, b, []<class T>(T x, T y) { return math::floor_divide_of(x, y); });
+  // else 'trunc' (meta::check_rounding_mode, the op's check step)
   return binary_math<math::Kind::Division>("div", a, b,
                                            []<class T>(T x, T y) { return math::trunc_divide_of(x, y); });
 }

@@ -34,7 +34,6 @@ const NormTable& norm_table() { return norm_table_stub.get()(); }
 namespace flambeau {
 namespace {
 
-using cpu::check_floating;
 using cpu::contig;
 
 /// Element at i of a 1-D tensor of any stride.
@@ -47,9 +46,8 @@ struct BNShape {
   int64_t n, c, l;
 };
 
-BNShape bn_shape(const Tensor& input, const char* op) {
-  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
-                 shape_str(input.sizes()));
+// (N, C, L) of an input of at least 2 dims (meta::check_batch_norm).
+BNShape bn_shape(const Tensor& input) {
   BNShape s{input.sizes()[0], input.sizes()[1], 1};
   for (int64_t d = 2; d < input.dim(); ++d) s.l *= input.sizes()[d];
   return s;
@@ -60,20 +58,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
                                                   const std::optional<Tensor>& running_mean,
                                                   const std::optional<Tensor>& running_var, bool training,
                                                   double momentum, double eps) {
+  // The arguments passed meta::check_batch_norm (the op's check step).
   const char* op = "batch_norm";
-  check_floating(input, op, "input");
-  const BNShape s = bn_shape(input, op);
+  const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
-  const char* why = "(one value per channel, C = input.shape[1])";
-  cpu::check_param(weight, input, cshape, op, "weight", why);
-  cpu::check_param(bias, input, cshape, op, "bias", why);
-  cpu::check_param(running_mean, input, cshape, op, "running_mean", why);
-  cpu::check_param(running_var, input, cshape, op, "running_var", why);
-  FB_CHECK_VALUE(training || (running_mean && running_var), "[", op,
-                 "] running_mean and running_var must be given in evaluation mode (training=False)");
-  FB_CHECK_VALUE(eps >= 0, "[", op, "] eps must be non-negative, got ", eps);
-  if (running_mean) check_no_internal_overlap(*running_mean, op);
-  if (running_var) check_no_internal_overlap(*running_var, op);
   Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
   Tensor save_mean = op::empty(cshape, input.dtype(), input.device());
   Tensor save_invstd = op::empty(cshape, input.dtype(), input.device());
@@ -189,18 +177,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_ou
                                                            const Tensor& save_mean, const Tensor& save_invstd,
                                                            bool train, bool input_g, bool weight_g,
                                                            bool bias_g) {
+  // The arguments passed meta::check_batch_norm_grad (the op's check step).
   const char* op = "batch_norm_backward";
-  check_floating(input, op, "input");
-  const BNShape s = bn_shape(input, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
-                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
-  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
-                " does not match input dtype ", dtype_name(input.dtype()));
+  const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
-  const char* why = "(one value per channel)";
-  cpu::check_param(weight, input, cshape, op, "weight", why);
-  cpu::check_param(save_mean, input, cshape, op, "save_mean", why);
-  cpu::check_param(save_invstd, input, cshape, op, "save_invstd", why);
   Tensor gi, gw, gb;
   if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
   if (weight_g) gw = op::empty(cshape, input.dtype(), input.device());

@@ -17,12 +17,6 @@ inline void check_floating(const Tensor& t, const char* op, const char* what) {
                 " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
-/// A per-channel (or per-feature) parameter: absent, or of `shape` and input's dtype (meta::check_norm_param).
-inline void check_param(const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
-                        const char* op, const char* what, const char* why) {
-  meta::check_norm_param(op, p, input, shape, what, why);
-}
-
 inline Tensor contig(const Tensor& t) { return op::contiguous(t, MemoryFormat::Contiguous); }
 
 /// Data of an optional parameter made contiguous (kept alive by `holder`), or null.

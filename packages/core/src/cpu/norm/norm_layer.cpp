@@ -24,7 +24,6 @@
 namespace flambeau {
 namespace {
 
-using cpu::check_floating;
 using cpu::contig;
 
 using LNShape = meta::LayerNormRows;
@@ -92,9 +91,9 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
                                                            const Tensor& rstd,
                                                            const std::optional<Tensor>& weight, bool input_g,
                                                            bool weight_g, bool bias_g) {
+  // The arguments passed meta::check_layer_norm_grad (the op's check step).
   const char* op = "layer_norm_backward";
   if (is_half_dtype(input.dtype()) && grad_out.dtype() == input.dtype()) {
-    cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
     auto [gi, gw, gb] = layer_norm_backward_cpu(
         op::cast(grad_out, ScalarType::Float32), op::cast(input, ScalarType::Float32), normalized_shape,
         op::cast(mean, ScalarType::Float32), op::cast(rstd, ScalarType::Float32), to_f32(weight), input_g,
@@ -102,15 +101,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
     const ScalarType dt = input.dtype();
     return {back_to(gi, dt), back_to(gw, dt), back_to(gb, dt)};
   }
-  check_floating(input, op, "input");
   const LNShape s = ln_shape(input, normalized_shape, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
-                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
-  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
-                " does not match input dtype ", dtype_name(input.dtype()));
-  cpu::check_param(weight, input, normalized_shape, op, "weight", "(normalized_shape)");
-  FB_CHECK_VALUE(mean.numel() == s.m && rstd.numel() == s.m, "[", op, "] mean and rstd must hold ", s.m,
-                 " values, got shapes ", shape_str(mean.sizes()), " and ", shape_str(rstd.sizes()));
   Tensor gi, gw, gb;
   if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
   if (weight_g) gw = op::empty(normalized_shape, input.dtype(), input.device());
@@ -163,31 +154,11 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
   return {gi, gw, gb};
 }
 
-void check_group_shape(const Tensor& input, int64_t n, int64_t c, int64_t hxw, int64_t group,
-                       const char* op) {
-  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
-                 shape_str(input.sizes()));
-  FB_CHECK_VALUE(group > 0, "[", op, "] num_groups must be positive, got ", group);
-  FB_CHECK_VALUE(c % group == 0, "[", op,
-                 "] Expected number of channels in input to be divisible by num_groups, ",
-                 "but got input of shape ", shape_str(input.sizes()), " and num_groups=", group);
-  int64_t total = 0;
-  const bool overflow = __builtin_mul_overflow(n, c, &total) || __builtin_mul_overflow(total, hxw, &total);
-  FB_CHECK_VALUE(!overflow && n >= 0 && c >= 0 && hxw >= 0 && n == input.sizes()[0] &&
-                     c == input.sizes()[1] && total == input.numel(),
-                 "[", op, "] N=", n, ", C=", c, ", HxW=", hxw, " do not describe an input of shape ",
-                 shape_str(input.sizes()));
-}
-
 std::tuple<Tensor, Tensor, Tensor> group_norm_cpu(const Tensor& input, const std::optional<Tensor>& weight,
                                                   const std::optional<Tensor>& bias, int64_t n, int64_t c,
                                                   int64_t hxw, int64_t group, double eps) {
+  // The arguments passed meta::check_group_norm (the op's check step).
   const char* op = "group_norm";
-  check_floating(input, op, "input");
-  check_group_shape(input, n, c, hxw, group, op);
-  const Shape cshape{c};
-  cpu::check_param(weight, input, cshape, op, "weight", "(one value per channel)");
-  cpu::check_param(bias, input, cshape, op, "bias", "(one value per channel)");
   Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
   Tensor mean = op::empty(Shape{n, group}, input.dtype(), input.device());
   Tensor rstd = op::empty(Shape{n, group}, input.dtype(), input.device());
@@ -235,16 +206,8 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_ou
                                                            const std::optional<Tensor>& weight, int64_t n,
                                                            int64_t c, int64_t hxw, int64_t group,
                                                            bool input_g, bool weight_g, bool bias_g) {
+  // The arguments passed meta::check_group_norm_grad (the op's check step).
   const char* op = "group_norm_backward";
-  check_floating(input, op, "input");
-  check_group_shape(input, n, c, hxw, group, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_out.sizes(), input.sizes()), "[", op, "] grad_out shape ",
-                 shape_str(grad_out.sizes()), " does not match input shape ", shape_str(input.sizes()));
-  FB_CHECK_TYPE(grad_out.dtype() == input.dtype(), "[", op, "] grad_out dtype ", dtype_name(grad_out.dtype()),
-                " does not match input dtype ", dtype_name(input.dtype()));
-  cpu::check_param(weight, input, Shape{c}, op, "weight", "(one value per channel)");
-  FB_CHECK_VALUE(mean.numel() == n * group && rstd.numel() == n * group, "[", op,
-                 "] mean and rstd must hold ", n * group, " values");
   Tensor gi, gw, gb;
   if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
   if (weight_g) gw = op::empty(Shape{c}, input.dtype(), input.device());

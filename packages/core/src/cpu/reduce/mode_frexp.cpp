@@ -112,9 +112,7 @@ std::tuple<Tensor, Tensor> mode_cpu(const Tensor& self, int64_t dim, bool keepdi
   visit_dtypes<kDtReal>(self.dtype(), "mode", [](auto) {});
   const int64_t nd = self.dim();
   dim = wrap_dim(dim, std::max<int64_t>(nd, 1), "mode");
-  const int64_t n = nd == 0 ? 1 : self.sizes()[dim];
-  FB_CHECK_INDEX(n > 0, "[mode] Expected reduction dim ", dim, " to have non-zero size (input shape ",
-                 shape_str(self.sizes()), ")");
+  const int64_t n = nd == 0 ? 1 : self.sizes()[dim];  // > 0 (meta::check_nonempty_dim, the check step)
   // self with dim moved last, contiguous rows of n.
   Tensor rows;
   Shape out_shape;

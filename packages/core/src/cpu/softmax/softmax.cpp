@@ -12,7 +12,6 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
-#include "generic/nn_utils.h"
 #include "generic/shape_utils.h"
 #include "softmax_rows.h"
 #include "cpu/elementwise/vec_table.h"
@@ -143,9 +142,7 @@ Tensor forward_cpu(Kind kind, const Tensor& self, int64_t dim) {
   // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
   if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
     return op::cast(forward_cpu(kind, op::cast(self, ScalarType::Float32), dim), self.dtype());
-  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
-                "] needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
-  const int64_t d = wrap_dim(dim, self.dim(), op);
+  const int64_t d = wrap_dim(dim, self.dim(), op);  // a valid dim of a float32/64 self (meta::check_softmax)
   Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
   if (self.numel() == 0) return out;
   const RowShape s = row_shape(self, d);
@@ -175,7 +172,7 @@ Tensor forward_cpu(Kind kind, const Tensor& self, int64_t dim) {
 
 Tensor backward_cpu(Kind kind, const Tensor& grad, const Tensor& output, int64_t dim) {
   const std::string op = std::string("_") + name_of(kind) + "_backward_data";
-  const int64_t d = detail::check_softmax_backward(op.c_str(), grad, output, dim);
+  const int64_t d = wrap_dim(dim, output.dim(), op.c_str());  // checked by meta::check_softmax_grad
   Tensor gi = op::empty(output.sizes(), output.dtype(), output.device());
   if (output.numel() == 0) return gi;
   const RowShape s = row_shape(output, d);
