@@ -2,7 +2,8 @@
 """C++ extensions compiled on demand: flambeau.utils.cpp_extension vs torch.utils.cpp_extension, in one run.
 
 Builds the same one-function extension with each library's ``load_inline``: ``mul(a, b)`` returning
-the core op's result (``flambeau::mul`` / ``torch::mul``), so an extension call and the built-in op
+the core op's result (``flambeau::mul`` / ``torch::mul``; the modules have different names: two extension modules of one
+name in one process are one module to Python), so an extension call and the built-in op
 (``fb.mul`` / ``torch.mul``) run the same kernel and differ only in the call path. Reports:
 
 * the first build (a fresh extensions folder, so nothing is cached; ``--torch-build`` off skips
@@ -38,7 +39,7 @@ import os, sys, time
 import flambeau
 from flambeau.utils.cpp_extension import load_inline
 t0 = time.perf_counter()
-load_inline("bench_mul", sys.argv[1], functions=["mul"])
+load_inline("fb_bench_mul", sys.argv[1], functions=["mul"])
 print(time.perf_counter() - t0)
 """
 
@@ -53,13 +54,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--no-torch-build", action="store_true", help="skip torch's load_inline")
+    ap.add_argument("--root", help="extensions folder to reuse (default: a fresh one, so the first builds compile)")
     args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="cpp_extension_bench_")
+    root = args.root or tempfile.mkdtemp(prefix="cpp_extension_bench_")
     os.environ["FLAMBEAU_EXTENSIONS_DIR"] = os.path.join(root, "flambeau")
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(root, "torch")
 
-    fb_mod, fb_first = timed(lambda: fb_ext.load_inline("bench_mul", FB_SOURCE, functions=["mul"]))
-    _, fb_reload = timed(lambda: fb_ext.load_inline("bench_mul", FB_SOURCE, functions=["mul"]))
+    fb_mod, fb_first = timed(lambda: fb_ext.load_inline("fb_bench_mul", FB_SOURCE, functions=["mul"]))
+    _, fb_reload = timed(lambda: fb_ext.load_inline("fb_bench_mul", FB_SOURCE, functions=["mul"]))
     out = subprocess.run([sys.executable, "-c", RELOAD, FB_SOURCE], capture_output=True, text=True, check=True)
     fb_reload_process = float(out.stdout.strip())
     print(f"flambeau load_inline: first build {fb_first:.1f} s, cached re-load {fb_reload * 1e3:.1f} ms in-process, "
