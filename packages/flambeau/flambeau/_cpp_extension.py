@@ -453,17 +453,17 @@ def _binding_source(functions: Sequence[str] | dict[str, str]) -> str:
         if not _NAME_RE.match(fn):
             raise ValueError(f"[load_inline] functions must name C++ functions, got {fn!r}")
         defs.append(f'  m.def("{fn}", &{fn}, {_cpp_string(doc)});')
-    # The ABI check comes first (Note [ABI tag]): before this module touches a core symbol's behaviour.
+    # The ABI check comes first (Note [ABI tag]): before this module binds anything. pybind11 turns a
+    # std::exception thrown from module init into an ImportError carrying its message.
     return "\n".join(
         [
             "#include <flambeau/python/bindings.h>",
             "PYBIND11_MODULE(FLAMBEAU_EXTENSION_NAME, m) {",
             '  pybind11::module_::import("flambeau_core");',
             "  if (std::string(FLAMBEAU_ABI_TAG) != ::flambeau::core_abi_tag()) {",
-            "    PyErr_SetString(PyExc_ImportError, (std::string(FB_ABI_STR(FLAMBEAU_EXTENSION_NAME)) +",
+            "    throw std::runtime_error(std::string(FB_ABI_STR(FLAMBEAU_EXTENSION_NAME)) +",
             '        " was built for flambeau ABI \'" FLAMBEAU_ABI_TAG "\' but flambeau-core has ABI \'" +',
-            '        ::flambeau::core_abi_tag() + "\'; rebuild the extension").c_str());',
-            "    throw pybind11::error_already_set();",
+            '        ::flambeau::core_abi_tag() + "\'; rebuild the extension");',
             "  }",
             *defs,
             "}",

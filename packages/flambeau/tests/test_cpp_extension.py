@@ -7,6 +7,9 @@ lock and error paths, which compile in about a second.
 """
 
 import ctypes
+import glob
+import importlib.machinery
+import importlib.util
 import os
 import signal
 import subprocess
@@ -155,6 +158,9 @@ def test_two_processes_load_the_same_extension_at_once(tmp_path, ext_root):
     src = _plain(tmp_path, "shared_lib", 5)
     code = textwrap.dedent(f"""
         import ctypes
+import glob
+import importlib.machinery
+import importlib.util
         from flambeau.utils import cpp_extension
         path = cpp_extension.load("shared_lib", [{str(src)!r}], build_directory={str(tmp_path / "b")!r},
                                   is_python_module=False, verbose=True)
@@ -170,13 +176,22 @@ def test_two_processes_load_the_same_extension_at_once(tmp_path, ext_root):
 
 
 def test_extension_built_for_another_abi_is_refused(tmp_path, ext_root):
-    src = tmp_path / "other_abi.cpp"
-    src.write_text(
+    # Built as if against another core: the tag is redefined before <flambeau/extension.h> is read.
+    other = tmp_path / "other_abi.h"
+    other.write_text(
         '#include "flambeau/abi.h"\n#undef FLAMBEAU_ABI_TAG\n#define FLAMBEAU_ABI_TAG "flambeau-0.0.0/gcc-1/other"\n'
-        "#include <flambeau/extension.h>\n" + PLAIN.format(value=1)
     )
+    source = "flambeau::Tensor twice(const flambeau::Tensor& x) { return flambeau::add(x, x); }"
     with pytest.raises(ImportError, match=r"built for flambeau ABI 'flambeau-0\.0\.0/gcc-1/other'.*rebuild"):
-        cpp_extension.load("other_abi", [str(src)], is_python_module=False)
+        cpp_extension.load_inline("other_abi", source, functions=["twice"], extra_cflags=["-include", str(other)])
+    # Imported without load's check, the module's own init refuses it before binding anything.
+    (built,) = glob.glob(os.path.join(ext_root, "*", "other_abi", "other_abi_*.so"))
+    loader = importlib.machinery.ExtensionFileLoader("other_abi", built)
+    spec = importlib.util.spec_from_file_location("other_abi", built, loader=loader)
+    with pytest.raises(
+        ImportError, match=r"other_abi was built for flambeau ABI 'flambeau-0\.0\.0/gcc-1/other'.*rebuild"
+    ):
+        loader.exec_module(importlib.util.module_from_spec(spec))
 
 
 def test_compile_error_carries_the_compiler_message(tmp_path, ext_root):
