@@ -158,9 +158,6 @@ def test_two_processes_load_the_same_extension_at_once(tmp_path, ext_root):
     src = _plain(tmp_path, "shared_lib", 5)
     code = textwrap.dedent(f"""
         import ctypes
-import glob
-import importlib.machinery
-import importlib.util
         from flambeau.utils import cpp_extension
         path = cpp_extension.load("shared_lib", [{str(src)!r}], build_directory={str(tmp_path / "b")!r},
                                   is_python_module=False, verbose=True)
