@@ -19,6 +19,7 @@ Command line (``python integration_tests/opinfo_differential.py ...``):
     --update-baseline     rewrite integration_tests/opinfo_baseline.json from this run
     --json PATH           where the report goes (default build/test-results/opinfo.json)
     --jobs N              worker processes (default 1)
+    --timeout S           seconds per entry before it counts as a hang (default 300)
 
 ``integration_tests/test_opinfo.py`` runs the CI configuration and compares it with the baseline.
 """
@@ -31,7 +32,8 @@ import contextlib
 import inspect
 import itertools
 import json
-import selectors
+import os
+import queue
 import subprocess
 import sys
 import threading
@@ -60,7 +62,7 @@ KINDS = {
 
 CI_DTYPES = ("float32", "float64")
 CI_MAX_SAMPLES = 6
-ENTRY_TIMEOUT_S = 120
+ENTRY_TIMEOUT_S = 300  # every dtype and sample of nn.functional.unfold takes 70 CPU-seconds
 
 # Per-dtype (rtol, atol) for forward values; gradients are compared in float64 with GRAD_TOL.
 TOLERANCES = {
@@ -541,9 +543,10 @@ def worker_main() -> None:
     import flambeau  # noqa: F401  (import before the first START: its cost is not an entry's)
 
     out = sys.stdout
-    print("READY", file=out, flush=True)
     for key in cfg["keys"]:
         print(f"START {key}", file=out, flush=True)
+        if os.environ.get("FLAMBEAU_OPINFO_ABORT_AT") == key:  # lets the tests check crash handling
+            os.abort()
         t0 = time.perf_counter()
         try:
             with contextlib.redirect_stdout(sys.stderr):
@@ -566,7 +569,20 @@ def worker_main() -> None:
 # Parent side: workers, crash and hang handling, report, baseline.
 
 
-def _run_worker_chain(keys, cfg, results, timeout, log):
+def _pump(stream, lines) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put("")  # end of file
+
+
+def _run_worker_chain(keys, cfg, results, timeout, log, errors):
+    try:
+        _worker_chain(keys, cfg, results, timeout, log)
+    except BaseException as exc:  # re-raised by run(): a thread's exception would otherwise only be printed
+        errors.append(exc)
+
+
+def _worker_chain(keys, cfg, results, timeout, log):
     """Runs `keys` in one worker after another: a worker that dies or hangs is replaced, its entry recorded."""
     pending = list(keys)
     while pending:
@@ -582,12 +598,15 @@ def _run_worker_chain(keys, cfg, results, timeout, log):
         proc.stdin.flush()
         stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         threading.Thread(target=stderr_tail.extend, args=(proc.stderr,), daemon=True).start()
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
+        # Lines through a queue, not select() on the pipe: a text pipe's buffer may hold lines select() misses.
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         current, deadline = None, time.monotonic() + 600  # the first deadline covers importing op_db
         while pending:
-            ready = sel.select(timeout=max(0.0, deadline - time.monotonic()))
-            line = proc.stdout.readline() if ready else None
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
             if line is None or not line:
                 dead = line is not None
                 if not dead:
@@ -609,10 +628,7 @@ def _run_worker_chain(keys, cfg, results, timeout, log):
                 res = json.loads(line[7:])
                 results[res["key"]] = res
                 pending = pending[pending.index(res["key"]) + 1 :]
-                current = None
-            elif line.startswith("READY"):
-                deadline = time.monotonic() + timeout
-        sel.close()
+                current, deadline = None, time.monotonic() + 600  # until the next START: no entry is running
         proc.stdout.close()
         if proc.poll() is None:
             proc.wait()
@@ -658,11 +674,16 @@ def run(
     cfg = {"dtypes": list(dtypes), "max_samples": max_samples, "detail": detail}
     results: dict[str, dict] = {}
     chunks = [runnable[i::jobs] for i in range(jobs)]
-    threads = [threading.Thread(target=_run_worker_chain, args=(c, cfg, results, timeout, log)) for c in chunks if c]
+    errors: list[BaseException] = []
+    threads = [
+        threading.Thread(target=_run_worker_chain, args=(c, cfg, results, timeout, log, errors)) for c in chunks if c
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if errors:
+        raise errors[0]
     return report(op_db, runnable, skipped, results, cfg, time.perf_counter() - t0)
 
 
@@ -784,6 +805,7 @@ def main(argv=None) -> int:
     p.add_argument("--dtypes", default=",".join(CI_DTYPES), help="comma-separated, or 'all'")
     p.add_argument("--max-samples", type=int, default=CI_MAX_SAMPLES)
     p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=ENTRY_TIMEOUT_S, help="seconds per entry before a hang")
     p.add_argument("--json", type=Path, default=DEFAULT_REPORT)
     p.add_argument("--update-baseline", action="store_true")
     a = p.parse_args(argv)
@@ -810,7 +832,7 @@ def main(argv=None) -> int:
         if a.dtypes == "all"
         else tuple(a.dtypes.split(","))
     )
-    rep = run(a.op, dtypes, a.max_samples, a.jobs, detail=bool(a.op), log=lambda s: print(s, flush=True))
+    rep = run(a.op, dtypes, a.max_samples, a.jobs, bool(a.op), a.timeout, log=lambda s: print(s, flush=True))
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(rep, indent=1))
     if a.op:

@@ -88,3 +88,14 @@ def test_compare_sees_dtype_shape_values_and_nan_positions():
     assert cmp(x, torch.tensor([1.0, 2.0, 3.0])) is not None
     assert cmp(x, torch.tensor([1.0, float("nan"), 3.0 + 1e-6])) is None  # within float32's tolerance
     assert od._compare((x, 2), (fb.from_dlpack(x.clone()), 2.0), fb, torch).startswith("output 1: float")
+
+
+def test_a_crash_and_a_hang_are_reported_by_entry_and_the_run_goes_on(monkeypatch):
+    monkeypatch.setenv("FLAMBEAU_OPINFO_ABORT_AT", "abs")
+    rep = od.run(keys=["abs", "sin", "cos"])
+    kinds = {k: sorted(r["kinds"]) for k, r in rep["entries"].items()}
+    assert kinds == {"abs": ["crash"], "sin": [], "cos": []}
+    assert "exit code -6" in rep["entries"]["abs"]["examples"]["crash"]
+    monkeypatch.delenv("FLAMBEAU_OPINFO_ABORT_AT")
+    rep = od.run(keys=["sin", "cos"], timeout=1e-3)
+    assert {k: sorted(r["kinds"]) for k, r in rep["entries"].items()} == {"sin": ["hang"], "cos": ["hang"]}
