@@ -313,3 +313,27 @@ def test_bad_arguments():
         fb.onnx.export(model, (x,), 3)
     with pytest.raises(fb.onnx.OnnxExporterError, match=r"must return a Tensor or a \(nested\) tuple/list"):
         fb.onnx.export(lambda t: 3, (x,))
+
+
+class Reductions(nn.Module):
+    def forward(self, x):
+        values, indices = x.max(dim=1, keepdim=True)
+        low = fb.min(x, 1).values
+        return (
+            values + x.amax(dim=0) - x.mean(dim=(0, 1), keepdim=True) + x.sum(1, keepdim=True),
+            indices,
+            low * x.max() + fb.maximum(x, x * 0.5).sum(),
+        )
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_reductions_and_max_min_agree_with_onnxruntime(opset):
+    fb.manual_seed(3)
+    x = randn(4, 5)
+    proto = fb.onnx.export(Reductions(), (x,), opset_version=opset, dynamic_axes={"x": {0: "n"}}, input_names=["x"])
+    onnx.checker.check_model(proto, full_check=True)
+    with fb.no_grad():
+        expected = [t.numpy() for t in Reductions()(x)]
+    got = run_onnx(proto.SerializeToString(), ["x"], [x])
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
