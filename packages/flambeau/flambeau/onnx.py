@@ -569,6 +569,63 @@ def _cat(g: _Graph, call: OpCall) -> list[str | None]:
     return g.node("Concat", [g.operand(t, dtype) for t in tensors], axis=int(dim))
 
 
+@_maps("stack")
+def _stack(g: _Graph, call: OpCall) -> list[str | None]:
+    tensors, dim = _arguments(call, ("tensors", None), ("dim", 0))
+    axis = int(dim) % (tensors[0].dim() + 1)
+    dtype = call.result.dtype
+    parts = [g.node("Unsqueeze", [g.operand(t, dtype), g.ints([axis])])[0] for t in tensors]
+    return g.node("Concat", parts, axis=axis)
+
+
+_LSTM_MODE = 2
+
+
+@_maps("_rnn_layer")
+def _rnn_layer(g: _Graph, call: OpCall) -> list[str | None]:
+    """One LSTM layer and direction (nn.LSTM's time loop) as ONNX's LSTM.
+
+    Core's layer takes the input projection igates = x @ w_ih^T + b_ih, already computed by the graph; ONNX's
+    LSTM multiplies its input by W, so W is the permutation from PyTorch's gate order (i, f, g, o) to ONNX's
+    (i, o, f, c), and R, B are w_hh and b_hh permuted the same way.
+    """
+    igates, w_hh, b_hh, hx, cx, mode, batch_sizes, reverse = _arguments(
+        call, ("igates", None), ("w_hh", None), ("b_hh", None), ("hx", None), ("cx", None), ("mode", 0),
+        ("batch_sizes", None), ("reverse", False),
+    )  # fmt: skip
+    if int(mode) != _LSTM_MODE:
+        raise _unsupported(g, call, "only LSTM layers are mapped (not RNN or GRU)")
+    sizes = [int(b) for b in batch_sizes]
+    if len(set(sizes)) != 1:
+        raise _unsupported(g, call, "a PackedSequence with sequences of different lengths")
+    steps, hidden = len(sizes), int(w_hh.shape[1])
+    np_t = _np_dtype(igates.dtype)
+    perm = np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in (0, 3, 1, 2)])
+    w = np.eye(4 * hidden, dtype=np_t)[perm][None]
+    r = _array(w_hh)[perm][None]
+    bias = np.zeros((1, 8 * hidden), np_t)
+    if b_hh.numel() > 0:
+        bias[0, 4 * hidden :] = _array(b_hh)[perm]
+    x = g.node("Reshape", [g.value(igates), g.ints([steps, -1, 4 * hidden])])[0]
+
+    def initial(t: fc.Tensor) -> str:
+        # A zero initial state (nn.LSTM's default) is ONNX's default too: left out, the batch stays free.
+        if not g.is_dynamic(t) and not bool((t != 0).any()):
+            return ""
+        return g.node("Unsqueeze", [g.value(t), g.ints([0])])[0]
+
+    inputs = [x, g.constant(w), g.constant(r), g.constant(bias), "", initial(hx), initial(cx)]
+    while inputs[-1] == "":
+        inputs.pop()
+    y, y_h, y_c = g.node(
+        "LSTM", inputs, outputs=3, hidden_size=hidden, direction="reverse" if reverse else "forward"
+    )  # fmt: skip
+    out = g.node("Reshape", [y, g.ints([-1, hidden])])[0]
+    hy = g.node("Squeeze", [y_h, g.ints([0])])[0]
+    cy = g.node("Squeeze", [y_c, g.ints([0])])[0]
+    return [out, hy, cy, None]
+
+
 @_maps("dropout", "feature_dropout", "alpha_dropout")
 def _dropout(g: _Graph, call: OpCall) -> list[str | None]:
     x, _p, train = _arguments(call, ("input", None), ("p", 0.5), ("train", False))

@@ -337,3 +337,33 @@ def test_reductions_and_max_min_agree_with_onnxruntime(opset):
     got = run_onnx(proto.SerializeToString(), ["x"], [x])
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+class LanguageModel(nn.Module):
+    """The LSTM benchmark model, smaller: embedding, 2-layer LSTM (sequence-first), decoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(50, 8)
+        self.lstm = nn.LSTM(8, 12, num_layers=2)
+        self.decoder = nn.Linear(12, 50)
+
+    def forward(self, tokens):
+        out, (h, c) = self.lstm(self.embedding(tokens))
+        return self.decoder(out), h, c
+
+
+def test_lstm_language_model_agrees_with_onnxruntime():
+    fb.manual_seed(4)
+    model = LanguageModel()
+    tokens = fb.randint(0, 50, (7, 3))
+    proto = fb.onnx.export(model, (tokens,), input_names=["tokens"])
+    onnx.checker.check_model(proto, full_check=True)
+    assert [n.op_type for n in proto.graph.node].count("LSTM") == 2
+    new = fb.randint(0, 50, (7, 3))  # the sequence length and batch are the example's (baked into reshapes)
+    with fb.no_grad():
+        model.eval()
+        expected = [t.numpy() for t in model(new)]
+    got = run_onnx(proto.SerializeToString(), ["tokens"], [new])
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
