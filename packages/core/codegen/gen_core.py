@@ -386,6 +386,10 @@ def binding_function(cname: str, py_name: str, form: str, overloads: list[OpDecl
     sigs = ", ".join(c_string(signature_text(python_params(op, form))) for op in overloads)
     out = [f"PyObject* {cname}(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {{"]
     out.append("  (void)self;")
+    # Note [Op recorder]: one branch while no recorder is active.
+    method = str(form == "method").lower()
+    record = f'record_fastcall("{py_name}", {method}, &{cname}, self, args, nargs, kwnames)'
+    out.append(f"  if (op_recorder_on()) [[unlikely]] return {record};")
     out.append("  FB_PY_BEGIN")
     out.append(f'  static const ArgParser parser("{py_name}", {{{sigs}}});')
     out.append("  const ParsedArgs r = parser.parse(args, nargs, kwnames);")
@@ -406,7 +410,9 @@ def operator_function(cname: str, dunder: str, op: OpDecl, ops_by_name: dict[str
         raise TableError(f"ops.yaml:{op.line}: operator {dunder} needs defaults for {[a.name for a in rest]}")
     defaults = [a.cpp_default() or "{}" for a in rest]
     if dunder in UNARY_OPERATORS:
-        out = [f"PyObject* {cname}(PyObject* self, PyObject*) {{", "  FB_PY_BEGIN"]
+        out = [f"PyObject* {cname}(PyObject* self, PyObject*) {{"]
+        out.append(f'  if (op_recorder_on()) [[unlikely]] return record_unary("{op.py_name}", &{cname}, self);')
+        out.append("  FB_PY_BEGIN")
         out.append("  const Tensor a = py::handle(self).cast<Tensor>();")
         out.append("  Tensor result;")
         out.append("  {")
@@ -418,7 +424,15 @@ def operator_function(cname: str, dunder: str, op: OpDecl, ops_by_name: dict[str
         out.append("}")
         return out
     strict = tensors[1].type == "Tensor"
-    out = [f"PyObject* {cname}(PyObject* self, PyObject* other) {{", "  FB_PY_BEGIN"]
+    out = [f"PyObject* {cname}(PyObject* self, PyObject* other) {{"]
+    reported = (
+        ops_by_name[op.name + "_"].py_name if dunder.startswith("__i") and op.name + "_" in ops_by_name else op.py_name
+    )
+    reflected = str(dunder in REFLECTED).lower()
+    out.append(
+        f'  if (op_recorder_on()) [[unlikely]] return record_binary("{reported}", &{cname}, self, other, {reflected});'
+    )
+    out.append("  FB_PY_BEGIN")
     out.append("  Tensor b;")
     out.append(f'  if (!operator_operand(other, "{op.py_name}", {str(strict).lower()}, b)) Py_RETURN_NOTIMPLEMENTED;')
     out.append("  const Tensor a = py::handle(self).cast<Tensor>();")
@@ -480,7 +494,8 @@ def gen_bindings(ops: list[OpDecl]) -> str:
             body += operator_function(cname, dunder, op, ops_by_name) + [""]
             operators.append((dunder, cname, dunder in UNARY_OPERATORS))
     out = [HEADER, "// Note [Python argument parser] (arg_parser.h): one vectorcall function per Python name.", ""]
-    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', '#include "flambeau/output_hint.h"', ""]
+    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', '#include "flambeau/output_hint.h"']
+    out += ['#include "op_recorder.h"', ""]
     out += ["namespace flambeau::python {", "namespace {", ""]
     out += body
     out += ["}  // namespace", "", "void init_generated_ops(py::module_& m) {"]

@@ -111,7 +111,7 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.profiler": ("flambeau_core.profiler", "CPU-side ranges; no device kernel times (docs/profiler.md)"),
     "torch.library": ("flambeau.library", "custom_op, Library, register_fake/autograd/kernel, opcheck (Python ops)"),
     "torch.hub": ("flambeau:hub", "local folders and cached GitHub repositories; no downloads offline"),
-    "torch.onnx": ("flambeau:onnx", "export raises NotImplementedError"),
+    "torch.onnx": ("flambeau:onnx", "export by tracing, opsets 13-21 ([tutorial](tutorials/onnx-export.md))"),
 }
 
 # Not flambeau's to provide: refused with a message naming the reason.

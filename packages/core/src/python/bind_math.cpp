@@ -9,6 +9,7 @@
 #include "../cpu/dispatch/dispatch_stub.h"
 #include "../tensor_iterator.h"
 #include "common.h"
+#include "op_recorder.h"
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 
@@ -103,9 +104,12 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
 void def_conversion(py::class_<TensorImpl, std::shared_ptr<TensorImpl>>& cls, const char* name,
                     ScalarType dtype) {
   cls.def(
-      name, [dtype](const Tensor& self, MemoryFormat format) { return convert(self, dtype, format, false); },
+      name,
+      recorded(name,
+               [dtype](const Tensor& self, MemoryFormat format) {
+                 return without_gil([&] { return convert(self, dtype, format, false); });
+               }),
       py::kw_only(), py::arg("memory_format") = MemoryFormat::Preserve,
-      py::call_guard<py::gil_scoped_release>(),
       detail::cat_str("self.to(", dtype_name(dtype), ", memory_format=memory_format)").c_str());
 }
 
@@ -131,12 +135,13 @@ void init_math(py::module_& m) {
             return op::fill_(a, s);
           },
           py::arg("value"))
-      .def("to", &to_py)
+      .def("to", recorded("to", &to_py))
       .def(
           "type_as",
-          [](const Tensor& a, const Tensor& other) {
-            return without_gil([&] { return to_dtype(a, other.dtype()); });
-          },
+          recorded("type_as",
+                   [](const Tensor& a, const Tensor& other) {
+                     return without_gil([&] { return to_dtype(a, other.dtype()); });
+                   }),
           py::arg("other"));
   def_conversion(cls, "float", ScalarType::Float32);
   def_conversion(cls, "double", ScalarType::Float64);

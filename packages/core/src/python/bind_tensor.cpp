@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "op_recorder.h"
 #include "flambeau/error.h"
 #include "flambeau/type_dispatch.h"
 
@@ -314,26 +315,27 @@ void init_tensor(py::module_& m) {
             return t;
           },
           py::arg("requires_grad") = true)
-      .def("item", &tensor_item)
+      .def("item", recorded("item", &tensor_item))
       .def("tolist",
-           [](const Tensor& t_in) {
+           recorded("tolist", [](const Tensor& t_in) {
              const Tensor t = to_cpu_for_read(t_in);
              check_cpu(t, "tolist");
              return tolist_rec(t, 0, static_cast<const char*>(t.data_ptr()));
-           })
+           }))
       .def("__len__",
            [](const Tensor& t) {
              FB_CHECK_TYPE(t.dim() > 0, "[len] len() of a 0-d tensor");
              return t.sizes()[0];
            })
-      .def("__float__", [](const Tensor& t) { return py::float_(tensor_item(t)); })
-      .def("__int__", [](const Tensor& t) { return py::int_(tensor_item(t)); })
+      // Note [Op recorder]: reading a value is reported, so a tracer can refuse data-dependent control flow.
+      .def("__float__", recorded("__float__", [](const Tensor& t) { return py::float_(tensor_item(t)); }))
+      .def("__int__", recorded("__int__", [](const Tensor& t) { return py::int_(tensor_item(t)); }))
       .def("__bool__",
-           [](const Tensor& t) {
+           recorded("__bool__", [](const Tensor& t) {
              FB_CHECK_VALUE(t.numel() == 1, "[bool] the truth value of a tensor with ", t.numel(),
                             " elements is ambiguous; use .any() or .all()");
              return tensor_item(t).cast<bool>();
-           })
+           }))
       .def("__index__",
            [](const Tensor& t) -> py::object {
              // As PyTorch: one element of any shape, integer or bool; a TypeError otherwise.

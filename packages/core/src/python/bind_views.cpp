@@ -2,6 +2,7 @@
 // (__getitem__/__setitem__, basic and advanced; index_put_/index_put).
 #include "common.h"
 #include "flambeau/error.h"
+#include "op_recorder.h"
 
 namespace flambeau::python {
 namespace {
@@ -368,49 +369,55 @@ Tensor reverse_dims(const Tensor& t) {
 void init_views(py::module_& m) {
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
   cls.def(
-         "view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); },
+         "view",
+         recorded("view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); }),
          "A view with another shape (one size may be -1); shares memory. ValueError if the strides do not "
          "allow it (use reshape).")
       .def(
           "reshape",
-          [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); },
+          recorded("reshape",
+                   [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); }),
           "Like view, but copies when the memory layout requires it.")
       .def(
-          "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+          "transpose",
+          recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
           py::arg("dim0"), py::arg("dim1"),
           "A view with dims dim0 and dim1 swapped.\n\n>>> flambeau_core.zeros(2, 3).transpose(0, "
           "1).shape\n(3, 2)")
       .def("t",
-           [](const Tensor& t) {
+           recorded("t", [](const Tensor& t) {
              FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ",
                             shape_str(t.sizes()));
              return t.dim() < 2 ? op::as_strided(t, t.sizes(), t.strides(), t.storage_offset())
                                 : op::transpose(t, 0, 1);
-           })
+           }))
       .def_property_readonly("T", &reverse_dims)
       .def_property_readonly("mT", &matrix_transpose)
       .def(
           "permute",
-          [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); },
+          recorded("permute",
+                   [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); }),
           "A view with the dims reordered.\n\n>>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape\n(4, "
           "2, 3)")
       .def(
-          "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("dim"),
+          "unsqueeze", recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }),
+          py::arg("dim"),
           "A view with a size-1 dim inserted at dim.\n\n>>> flambeau_core.zeros(3).unsqueeze(0).shape\n(1, "
           "3)")
-      .def("squeeze", &squeeze_py, py::arg("dim") = py::none(),
+      .def("squeeze", recorded("squeeze", &squeeze_py), py::arg("dim") = py::none(),
            "A view without size-1 dims (all, or the given dim(s); a dim of another size is kept).\n\n"
            ">>> flambeau_core.zeros(1, 3, 1).squeeze().shape\n(3,)")
       .def(
           "expand",
-          [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); },
+          recorded("expand",
+                   [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); }),
           "A broadcast view (stride 0) to a larger shape; -1 keeps a size.\n\n"
           ">>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape\n(2, 3, 4)")
       .def(
           "expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); },
           py::arg("other"))
       .def(
-          "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); },
+          "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
           py::arg("start_dim") = 0, py::arg("end_dim") = -1,
           "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
           ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
@@ -425,7 +432,7 @@ void init_views(py::module_& m) {
            "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
            "reach outside the storage.")
       .def(
-          "__getitem__", &getitem,
+          "__getitem__", recorded("__getitem__", &getitem),
           "Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer "
           "or bool tensors, lists, ranges, arrays or other sequences, bools; any number of them, mixed with "
           "basic items) returns a copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n"
@@ -444,26 +451,29 @@ void init_views(py::module_& m) {
 
   m.def(
       "reshape",
-      [](const Tensor& t, py::handle shape) {
-        return reshape(t, parse_int_sequence(shape, "reshape", "shape"));
-      },
+      recorded("reshape",
+               [](const Tensor& t, py::handle shape) {
+                 return reshape(t, parse_int_sequence(shape, "reshape", "shape"));
+               }),
       py::arg("input"), py::arg("shape"));
   m.def(
-      "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); },
+      "transpose",
+      recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
       py::arg("input"), py::arg("dim0"), py::arg("dim1"));
   m.def(
       "permute",
-      [](const Tensor& t, py::handle dims) {
-        return op::permute(t, parse_int_sequence(dims, "permute", "dims"));
-      },
+      recorded("permute",
+               [](const Tensor& t, py::handle dims) {
+                 return op::permute(t, parse_int_sequence(dims, "permute", "dims"));
+               }),
       py::arg("input"), py::arg("dims"));
   m.def(
-      "unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, py::arg("input"),
-      py::arg("dim"));
-  m.def("squeeze", &squeeze_py, py::arg("input"), py::arg("dim") = py::none());
+      "unsqueeze", recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }),
+      py::arg("input"), py::arg("dim"));
+  m.def("squeeze", recorded("squeeze", &squeeze_py), py::arg("input"), py::arg("dim") = py::none());
   m.def(
-      "flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, py::arg("input"),
-      py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+      "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
+      py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
   m.def("narrow", &narrow_py, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
   m.def(
       "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },

@@ -22,6 +22,7 @@ void init_runtime(py::module_& m);  // bind_runtime.cpp: threads, grad mode, abi
 void init_device(py::module_& m);   // bind_device.cpp: streams, events, current device/stream, pin_memory
 void init_profiler(py::module_& m); // bind_profiler.cpp: the profiler's recorder (Note [Observation])
 void init_outargs(py::module_& m);  // bind_outargs.cpp: _copy_to_out, the out= contract for Python ops
+void init_trace(py::module_& m);    // bind_trace.cpp: the op recorder (Note [Op recorder], op_recorder.h)
 
 // Note [The GIL around kernels]
 // Every binding converts its Python arguments with the GIL held, then runs the

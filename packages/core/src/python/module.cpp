@@ -81,4 +81,5 @@ PYBIND11_MODULE(_C, m) {
   init_device(m);
   init_outargs(m);
   init_profiler(m);
+  init_trace(m);
 }
