@@ -88,9 +88,9 @@ inline Shape check_and_output_shape(const char* op, const Tensor& input, const T
                  bracket_shape(input.sizes()));
   FB_CHECK_VALUE(weight.dim() == nd, "[", op, "] expected a ", nd, "-D weight for the ", nd, "-D input ",
                  bracket_shape(input.sizes()), ", got weight of size ", bracket_shape(weight.sizes()));
-  FB_CHECK_TYPE(is_floating(input.dtype()) &&
-                    (input.dtype() == ScalarType::Float32 || input.dtype() == ScalarType::Float64),
-                "[", op, "] expected a float32 or float64 input, got ", dtype_name(input.dtype()));
+  FB_CHECK_TYPE(is_floating(input.dtype()), "[", op,
+                "] expected a floating point input (float32, float64, bfloat16 or float16), got ",
+                dtype_name(input.dtype()));
   FB_CHECK_TYPE(weight.dtype() == input.dtype(), "[", op, "] input type (", dtype_name(input.dtype()),
                 ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   FB_CHECK(input.device() == weight.device(), "[", op, "] expected input and weight on the same device, got ",
