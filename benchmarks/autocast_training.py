@@ -79,7 +79,9 @@ def child(args: argparse.Namespace) -> None:
     fw.set_num_threads(args.threads)
     out: dict[str, Any] = {"results": {}}
     if args.child == "flambeau":
-        out["bf16_kernel"] = bool(fw.lib._C._bf16_gemm_kernel())
+        import flambeau_core
+
+        out["bf16_kernel"] = bool(flambeau_core._C._bf16_gemm_kernel())
     for name in args.models.split(","):
         for mode in MODES:
             out["results"][f"{name}/{mode}"] = time_model(name, args.child, mode, args.seconds)
