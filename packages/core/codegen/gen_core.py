@@ -148,8 +148,10 @@ def gen_source(ops: list[OpDecl]) -> str:
     direct_write = {op.cpp_name for op in ops if op.direct_write}
     out = [HEADER, "#include <algorithm>", "", '#include "flambeau/ops.h"', '#include "composite_generated.h"']
     out += ['#include "flambeau/output_hint.h"', '#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
+    policies = {"lower": "Lower", "fp32": "Fp32", "promote": "Promote"}
     for op in ops:
-        out.append(f'Op<{op.cpp_signature()}> {op.cpp_name}{{"{op.cpp_name}"}};')
+        policy = f", AutocastPolicy::{policies[op.autocast]}" if op.autocast else ""
+        out.append(f'Op<{op.cpp_signature()}> {op.cpp_name}{{"{op.cpp_name}"{policy}}};')
     out += ["}  // namespace flambeau::op", "", "namespace flambeau {", "namespace {", WRITE_INPLACE]
     for op in ops:
         if op.kind == "composite" and is_generated_inplace(op, ops):

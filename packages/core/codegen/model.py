@@ -130,6 +130,13 @@ OUT_DTYPES = {
     "exact": "out's dtype must be the result's (matmul, argmax, where)",
     "logical": "out is bool or uint8 (all, any)",
 }
+# Note [Autocast] (flambeau/dispatch.h): what an op does to its floating tensor arguments
+# inside an autocast region (`autocast:`); an op without one runs as called.
+AUTOCAST_POLICIES = {
+    "lower": "cast to the region's low-precision dtype (the GEMM and convolution family)",
+    "fp32": "cast to float32 (losses, prod)",
+    "promote": "cast to the widest floating dtype among them (cat, stack)",
+}
 _RULE = re.compile(r"^(?P<name>[a-z_0-9]+)(?:\((?P<args>[^()]*)\))?$")
 _CHECK = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)$")
 
@@ -238,6 +245,7 @@ class OpDecl:
     direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
     out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
     errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
+    autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
 
     @property
     def has_meta(self) -> bool:
@@ -343,7 +351,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
-    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as",
+    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast",
 }  # fmt: skip
 
 
@@ -430,6 +438,9 @@ def load_ops(path: Path) -> list[OpDecl]:
             line=lines[i] if i < len(lines) else 0,
         )
         _parse_meta(e, op, where)
+        op.autocast = e.get("autocast")
+        if op.autocast is not None and op.autocast not in AUTOCAST_POLICIES:
+            raise TableError(f"{where}: autocast must be one of {sorted(AUTOCAST_POLICIES)}, got '{op.autocast}'")
         if "method" in python and not op.self_arg():
             raise TableError(f"{where}: a method needs an argument named 'self'")
         if python and any(a.type == "Tensor?[]" for a in args):

@@ -129,6 +129,20 @@ from flambeau_core.array_api import (  # noqa: E402,F401,I001
     unstack,
 )
 
+from flambeau_core import amp, cpu  # noqa: E402,F401,I001  (mixed precision; torch.cpu.amp's spellings)
+from flambeau_core.amp.autocast_mode import (  # noqa: E402,F401,I001  (torch.autocast and its state, top level)
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
+
 from flambeau_core import linalg  # noqa: E402,I001  (flambeau.linalg; its torch.* spellings below)
 from flambeau_core import fft  # noqa: E402,F401,I001  (flambeau.fft)
 

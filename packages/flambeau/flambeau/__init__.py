@@ -66,6 +66,8 @@ linalg = _alias("linalg", _core.linalg)
 fft = _alias("fft", _core.fft)
 backends = _alias("backends", _core.backends)
 accelerator = _alias("accelerator", _core.accelerator)
+amp = _alias("amp", _core.amp)  # torch.amp: autocast, GradScaler
+cpu = _alias("cpu", _core.cpu)  # torch.cpu (torch.cpu.amp)
 random = _alias("random", _core.random)
 # torch.profiler, and torch.autograd.profiler (the older API) under autograd's alias.
 _autograd.profiler = _importlib.import_module("flambeau_core.profiler.autograd_profiler")

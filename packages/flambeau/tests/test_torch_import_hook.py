@@ -44,6 +44,9 @@ NAMESPACES = [
     "torch.onnx",
     "torch.profiler",
     "torch.autograd.profiler",
+    "torch.amp",
+    "torch.cpu",
+    "torch.cpu.amp",
 ]
 
 

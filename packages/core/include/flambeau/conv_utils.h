@@ -88,9 +88,12 @@ inline Shape check_and_output_shape(const char* op, const Tensor& input, const T
                  bracket_shape(input.sizes()));
   FB_CHECK_VALUE(weight.dim() == nd, "[", op, "] expected a ", nd, "-D weight for the ", nd, "-D input ",
                  bracket_shape(input.sizes()), ", got weight of size ", bracket_shape(weight.sizes()));
-  FB_CHECK_TYPE(is_floating(input.dtype()) &&
-                    (input.dtype() == ScalarType::Float32 || input.dtype() == ScalarType::Float64),
-                "[", op, "] expected a float32 or float64 input, got ", dtype_name(input.dtype()));
+  // bfloat16 and float16 only where a kernel takes them: the cpu's (Note [Low-precision convolution]).
+  const bool low = input.dtype() == ScalarType::BFloat16 || input.dtype() == ScalarType::Float16;
+  FB_CHECK_TYPE(input.dtype() == ScalarType::Float32 || input.dtype() == ScalarType::Float64 ||
+                    (low && input.device().type == DeviceType::CPU),
+                "[", op, "] expected a float32 or float64 input (bfloat16 and float16 too on the cpu), got ",
+                dtype_name(input.dtype()));
   FB_CHECK_TYPE(weight.dtype() == input.dtype(), "[", op, "] input type (", dtype_name(input.dtype()),
                 ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   FB_CHECK(input.device() == weight.device(), "[", op, "] expected input and weight on the same device, got ",

@@ -186,10 +186,90 @@ template <class T>
 inline void visit_arg(KeyState&, const T&) {}
 }  // namespace detail
 
+// Note [Autocast]
+// Mixed precision (fb.autocast, PyTorch's CPU autocast): inside a region, an
+// op whose table row has `autocast: lower` (the GEMM and convolution family)
+// runs on its floating tensor arguments cast to the region's dtype (bfloat16
+// or float16); `fp32` (the losses, prod) on them cast to float32; `promote`
+// (cat, stack, index_copy) on them cast to the widest floating dtype among
+// them. float64 tensors are never cast (as PyTorch). The cast is op::cast,
+// which is differentiable, so gradients reach the float32 leaves in float32.
+// Inside a region the casts of leaf tensors that require grad (the weights)
+// are cached, keyed by the tensor, until the outermost region exits.
+// The op then runs with autocast excluded on this thread (its own inner ops
+// are not cast again), as PyTorch's Autocast key. The state is per thread;
+// while any thread has a region open the kObserveAutocast flag of the
+// observation gate is set, so ops reach observed_call, which tests the
+// thread's state: outside every region autocast costs nothing per op.
+enum class AutocastPolicy : uint8_t { None = 0, Lower = 1, Fp32 = 2, Promote = 3 };
+
+namespace detail {
+struct AutocastState {
+  bool enabled = false;
+  bool cache_enabled = true;
+  ScalarType dtype = ScalarType::BFloat16;
+  int excluded = 0;  // > 0 inside an op autocast already cast for
+  int nesting = 0;   // open regions (the cache is cleared when it falls to 0)
+};
+FB_API extern thread_local AutocastState tls_autocast;
+inline bool autocast_active() { return tls_autocast.enabled && tls_autocast.excluded == 0; }
+/// `t` cast for autocast to `target` when eligible (a floating tensor but float64, another
+/// dtype than target), through the weight cache; else `t` itself.
+FB_API Tensor autocast_cast(const Tensor& t, ScalarType target);
+/// RAII: the op autocast cast for runs without autocast on this thread.
+struct AutocastExcluded {
+  AutocastExcluded() { ++tls_autocast.excluded; }
+  ~AutocastExcluded() { --tls_autocast.excluded; }
+  AutocastExcluded(const AutocastExcluded&) = delete;
+  AutocastExcluded& operator=(const AutocastExcluded&) = delete;
+};
+// How each argument type is cast: tensors (and optional tensors and lists of
+// them) that are not written in place; everything else passes as it is.
+template <class A>
+struct AutocastArg {
+  static A apply(A a, ScalarType) { return std::forward<A>(a); }
+  static void widen(const std::remove_cvref_t<A>&, std::optional<ScalarType>&) {}
+};
+inline void autocast_widen(const Tensor& t, std::optional<ScalarType>& widest) {
+  if (!t.defined() || !is_floating(t.dtype()) || t.device().type != DeviceType::CPU) return;
+  widest = widest ? promote_types(*widest, t.dtype()) : t.dtype();
+}
+template <>
+struct AutocastArg<const Tensor&> {
+  static Tensor apply(const Tensor& t, ScalarType target) { return autocast_cast(t, target); }
+  static void widen(const Tensor& t, std::optional<ScalarType>& w) { autocast_widen(t, w); }
+};
+template <>
+struct AutocastArg<const std::optional<Tensor>&> {
+  static std::optional<Tensor> apply(const std::optional<Tensor>& t, ScalarType target) {
+    if (!t) return std::nullopt;
+    return autocast_cast(*t, target);
+  }
+  static void widen(const std::optional<Tensor>& t, std::optional<ScalarType>& w) {
+    if (t) autocast_widen(*t, w);
+  }
+};
+template <>
+struct AutocastArg<const TensorList&> {
+  static TensorList apply(const TensorList& ts, ScalarType target) {
+    TensorList out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) out.push_back(autocast_cast(t, target));
+    return out;
+  }
+  static void widen(const TensorList& ts, std::optional<ScalarType>& w) {
+    for (const auto& t : ts) autocast_widen(t, w);
+  }
+};
+}  // namespace detail
+
 class FB_API OpBase {
  public:
-  constexpr explicit OpBase(const char* name) : name_(name), kernels_{}, effective_{}, check_(nullptr) {}
+  constexpr explicit OpBase(const char* name, AutocastPolicy autocast = AutocastPolicy::None)
+      : name_(name), kernels_{}, effective_{}, check_(nullptr), autocast_(autocast) {}
   const char* name() const { return name_; }
+  /// The op's autocast policy, from its table row (Note [Autocast]).
+  AutocastPolicy autocast_policy() const { return autocast_; }
   /// True if the table gave the op a meta step (Note [Meta step]).
   bool has_meta_check() const { return check_ != nullptr; }
   /// True if a kernel was registered for exactly this key.
@@ -209,6 +289,7 @@ class FB_API OpBase {
   // What a call uses per device type: the device's own kernel, else Generic.
   void* effective_[kNumDeviceKeys];
   void* check_;  // Note [Meta step]: the generated checks, or null
+  AutocastPolicy autocast_;
 };
 
 template <class Sig>
@@ -229,7 +310,8 @@ class Op<R(Args...)> : public OpBase {
   // The host fallback (Note [Device fallback]) is reached through a pointer so
   // that only the translation unit defining the op instantiates it.
   using Fallback = R (*)(const Op&, DeviceType, Args...);
-  constexpr explicit Op(const char* name) : OpBase(name), fallback_(&detail::host_fallback<R, Args...>) {}
+  constexpr explicit Op(const char* name, AutocastPolicy autocast = AutocastPolicy::None)
+      : OpBase(name, autocast), fallback_(&detail::host_fallback<R, Args...>) {}
 
   void register_kernel(DispatchKey key, Kernel fn) { set_kernel(key, reinterpret_cast<void*>(fn)); }
   /// Note [Meta step]: the checks every device path runs first (generated from the table).
@@ -256,6 +338,8 @@ class Op<R(Args...)> : public OpBase {
 
  private:
   [[gnu::noinline]] R observed_call(Args... args) const {
+    if (autocast_ != AutocastPolicy::None && detail::observing(kObserveAutocast) && detail::autocast_active())
+      return autocast_call(std::forward<Args>(args)...);
     profiler::OpScope scope(name_);
     if (!scope.wants_inputs()) return call<true>(std::forward<Args>(args)...);
     (scope.add_input(args), ...);
@@ -266,6 +350,24 @@ class Op<R(Args...)> : public OpBase {
     } else {
       return call<true>(std::forward<Args>(args)...);
     }
+  }
+
+  // Note [Autocast]: the arguments cast by the op's policy, then the op again without autocast.
+  [[gnu::noinline]] R autocast_call(Args... args) const {
+    ScalarType target = ScalarType::Float32;
+    if (autocast_ == AutocastPolicy::Lower) {
+      target = detail::tls_autocast.dtype;
+    } else if (autocast_ == AutocastPolicy::Promote) {
+      std::optional<ScalarType> widest;
+      (detail::AutocastArg<Args>::widen(args, widest), ...);
+      if (!widest) {
+        detail::AutocastExcluded excluded;
+        return (*this)(std::forward<Args>(args)...);
+      }
+      target = *widest;
+    }
+    detail::AutocastExcluded excluded;
+    return (*this)(detail::AutocastArg<Args>::apply(std::forward<Args>(args), target)...);
   }
 
   template <bool Observed>

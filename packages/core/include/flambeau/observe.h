@@ -6,7 +6,9 @@
 // the whole cost of observation. Its clients:
 //   * kObserveKernelTrace: the debug kernel trace (Note [Kernel trace]);
 //   * kObserveProfiler: the profiler's recorder below, which `fb.profiler`
-//     drives (flambeau_core/profiler.py).
+//     drives (flambeau_core/profiler.py);
+//   * kObserveAutocast: set while some thread has an autocast region open
+//     (Note [Autocast], dispatch.h), so that autocast costs nothing outside one.
 // The autograd engine (backward nodes), the storage allocation path (bytes
 // allocated and freed, whatever allocator is current), the DataLoader and
 // user code (`record_function`) report to the same recorder through
@@ -33,6 +35,7 @@ namespace flambeau {
 
 inline constexpr uint8_t kObserveKernelTrace = 1;
 inline constexpr uint8_t kObserveProfiler = 2;
+inline constexpr uint8_t kObserveAutocast = 4;
 
 namespace detail {
 FB_API extern std::atomic<uint8_t> g_observe;

@@ -7,6 +7,7 @@
 // keys, e.g. optimizer state); NumPy defers to our reflected operators.
 
 #include "../cpu/dispatch/dispatch_stub.h"
+#include "../cpu/linalg/lowp_gemm.h"
 #include "../tensor_iterator.h"
 #include "common.h"
 #include "op_recorder.h"
@@ -168,6 +169,9 @@ void init_math(py::module_& m) {
   m.def("_cpu_capability", &cpu::cpu_capability,
         "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
         "capabilities]).");
+  m.def("_bf16_gemm_kernel", &cpu::bf16_gemm_kernel_available,
+        "True when bfloat16 products run on the AVX512-BF16 kernel, False on the float32 fallback "
+        "(Note [Low-precision GEMM]).");
   m.def("_dispatch_choices", &cpu::dispatch_choices,
         "Each CPU kernel family's dispatch stub and the instruction set of the variant it runs now: "
         "'avx512', 'avx2', 'base' or 'none' (Note [CPU capabilities]).");

@@ -3,6 +3,7 @@
 #include "../settings.h"
 #include "common.h"
 #include "flambeau/abi.h"
+#include "flambeau/autocast.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/elementwise_math.h"
 #include "flambeau/error.h"
@@ -46,6 +47,30 @@ void init_runtime(py::module_& m) {
       py::arg("op"), py::arg("key"),
       "True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).");
   m.def("_registered_ops", &OpBase::registered_names, "The names of the ops with a registered kernel.");
+  // Note [Autocast]: the per-thread state flambeau_core.amp.autocast drives.
+  m.def("_set_autocast_enabled", &set_autocast_enabled, py::arg("enabled"));
+  m.def("_is_autocast_enabled", &is_autocast_enabled);
+  m.def(
+      "_set_autocast_dtype",
+      [](py::handle dtype) { set_autocast_dtype(parse_dtype(dtype, ScalarType::BFloat16, "autocast")); },
+      py::arg("dtype"));
+  m.def("_get_autocast_dtype", &get_autocast_dtype);
+  m.def("_set_autocast_cache_enabled", &set_autocast_cache_enabled, py::arg("enabled"));
+  m.def("_is_autocast_cache_enabled", &is_autocast_cache_enabled);
+  m.def("_autocast_increment_nesting", &autocast_increment_nesting);
+  m.def("_autocast_decrement_nesting", &autocast_decrement_nesting);
+  m.def("_clear_autocast_cache", &clear_autocast_cache);
+  m.def("_autocast_cache_size", &autocast_cache_size);
+  m.def(
+      "_autocast_policy",
+      [](const std::string& name) -> py::object {
+        const OpBase* op = OpBase::find(name);
+        if (op == nullptr) throw ValueError("[_autocast_policy] no op named '" + name + "'");
+        static const char* const names[] = {"", "lower", "fp32", "promote"};
+        const auto p = static_cast<int>(op->autocast_policy());
+        return p == 0 ? py::object(py::none()) : py::object(py::str(names[p]));
+      },
+      py::arg("op"), "Note [Autocast]: the op's policy from the table (lower, fp32, promote), or None.");
   m.def(
       "_elementwise_math_ops",
       [] {

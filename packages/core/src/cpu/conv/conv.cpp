@@ -385,6 +385,10 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
   });
 }
 
+// Note [Low-precision convolution]: bfloat16 and float16 (autocast's convolutions) run in float32
+// on copies and are rounded back once, as a GEMM with float32 accumulation would.
+bool is_low_precision(ScalarType t) { return t == ScalarType::BFloat16 || t == ScalarType::Float16; }
+
 template <class F>
 void float_types(ScalarType t, const F& f) {
   if (t == ScalarType::Float32)
@@ -398,6 +402,12 @@ Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::o
                        IntArrayRef output_padding, int64_t groups) {
   const Shape out_shape = conv::check_and_output_shape("convolution", input_, weight_, bias_, stride, padding,
                                                        dilation, transposed, output_padding, groups);
+  if (is_low_precision(input_.dtype())) {
+    const std::optional<Tensor> bias32 = bias_ ? std::optional<Tensor>(op::cast(*bias_, ScalarType::Float32)) : std::nullopt;
+    return op::cast(convolution_cpu(op::cast(input_, ScalarType::Float32), op::cast(weight_, ScalarType::Float32),
+                                    bias32, stride, padding, dilation, transposed, output_padding, groups),
+                    input_.dtype());
+  }
   Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
   if (out.numel() == 0) return out;
   const Tensor input = contiguous(input_), weight = contiguous(weight_);
@@ -429,6 +439,12 @@ Tensor convolution_backward_weight_cpu(const Tensor& grad_output_, const Tensor&
                                        int64_t groups) {
   // The arguments passed the meta step's check_conv_weight_grad (Note [Meta step]): grad_output has the
   // forward's output shape.
+  if (is_low_precision(input_.dtype())) {
+    return op::cast(convolution_backward_weight_cpu(op::cast(grad_output_, ScalarType::Float32),
+                                                    op::cast(input_, ScalarType::Float32), weight_size, stride,
+                                                    padding, dilation, transposed, output_padding, groups),
+                    input_.dtype());
+  }
   (void)output_padding;
   const Shape out_shape(grad_output_.sizes().begin(), grad_output_.sizes().end());
   Tensor dw = op::empty(weight_size, input_.dtype(), input_.device());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/linalg/gemm.h"
+#include "cpu/linalg/lowp_gemm.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -33,6 +34,10 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
   if (out.numel() == 0) return;
   if (k == 0) {
     op::fill_(out, 0);
+    return;
+  }
+  if (a.dtype() == ScalarType::BFloat16 || a.dtype() == ScalarType::Float16) {
+    cpu::lowp_matmul_into(a, b, out);  // Note [Low-precision GEMM]
     return;
   }
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(a.dtype(), op, [&](auto tag) {

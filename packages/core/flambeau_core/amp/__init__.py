@@ -1,0 +1,11 @@
+"""``flambeau.amp``: automatic mixed precision (``torch.amp``): ``autocast`` regions and ``GradScaler``."""
+
+from flambeau_core.amp.autocast_mode import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_available,
+    is_autocast_enabled,
+)
+from flambeau_core.amp.grad_scaler import GradScaler
+
+__all__ = ["autocast", "GradScaler", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype"]

@@ -1,0 +1,141 @@
+// The bfloat16 / float16 GEMM driver (Note [Low-precision GEMM] in lowp_gemm.h).
+#include "cpu/linalg/lowp_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/linalg/gemm.h"
+#include "flambeau/half.h"
+#include "flambeau/parallel.h"
+
+namespace flambeau::cpu {
+
+FB_DEFINE_DISPATCH(bf16_tiles_stub);
+FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, base);
+FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, avx2);
+
+namespace {
+
+constexpr int64_t kPanel = 32;
+constexpr int64_t kRows = 8;
+
+bool cpu_has_avx512bf16() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return has;
+}
+
+// Element (r, c) of matrix `batch` of a 2-D or 3-D tensor, any strides.
+struct StridedMatrix {
+  const uint16_t* base;
+  int64_t sb, s0, s1;
+  StridedMatrix(const Tensor& t, bool batched)
+      : base(static_cast<const uint16_t*>(t.data_ptr())),
+        sb(batched ? t.strides()[0] : 0),
+        s0(t.strides()[t.dim() - 2]),
+        s1(t.strides()[t.dim() - 1]) {}
+  const uint16_t* at(int64_t batch) const { return base + batch * sb; }
+};
+
+template <class T>
+float to_float(uint16_t bits) {
+  if constexpr (std::is_same_v<T, BFloat16>)
+    return detail::bf16_bits_to_fp32(bits);
+  else
+    return detail::fp16_bits_to_fp32(bits);
+}
+
+// The fallback: float32 copies, the float32 GEMM, one rounding back.
+template <class T>
+void via_float32(const StridedMatrix& A, const StridedMatrix& B, uint16_t* out, int64_t batch, int64_t n,
+                 int64_t k, int64_t m) {
+  std::vector<float> a(static_cast<size_t>(n * k)), b(static_cast<size_t>(k * m)), c(static_cast<size_t>(n * m));
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const uint16_t* pa = A.at(bi);
+    const uint16_t* pb = B.at(bi);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t p = 0; p < k; ++p) a[i * k + p] = to_float<T>(pa[i * A.s0 + p * A.s1]);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < m; ++j) b[p * m + j] = to_float<T>(pb[p * B.s0 + j * B.s1]);
+    gemm<float>(false, false, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), a.data(),
+                static_cast<int>(k), b.data(), static_cast<int>(m), c.data(), static_cast<int>(m));
+    uint16_t* po = out + bi * n * m;
+    for (int64_t i = 0; i < n * m; ++i) po[i] = T(c[i]).x;
+  }
+}
+
+// The AVX512-BF16 route: pack op(A) row-major with an even depth and op(B) into pair panels.
+void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, uint16_t* out, int64_t batch,
+                 int64_t n, int64_t k, int64_t m) {
+  const int64_t kk = (k + 1) / 2 * 2;
+  const int64_t panels = (m + kPanel - 1) / kPanel;
+  std::vector<uint16_t> ap(static_cast<size_t>(n * kk)), bp(static_cast<size_t>(panels * kk * kPanel));
+  const int64_t row_blocks = (n + kRows - 1) / kRows;
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const uint16_t* pa = A.at(bi);
+    const uint16_t* pb = B.at(bi);
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t* row = ap.data() + i * kk;
+      if (A.s1 == 1) {
+        std::memcpy(row, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
+      } else {
+        for (int64_t p = 0; p < k; ++p) row[p] = pa[i * A.s0 + p * A.s1];
+      }
+      if (kk != k) row[k] = 0;
+    }
+    // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
+    // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values) a panel at a time.
+    uint16_t* dst = bp.data();
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
+      for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
+        const int64_t r = 2 * pair;
+        const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
+        const uint16_t* row1 = r + 1 < k ? row0 + B.s0 : nullptr;
+        for (int64_t c = 0; c < width; ++c) {
+          dst[2 * c] = row0[c * B.s1];
+          dst[2 * c + 1] = row1 ? row1[c * B.s1] : uint16_t{0};
+        }
+        for (int64_t c = width; c < kPanel; ++c) dst[2 * c] = dst[2 * c + 1] = 0;
+      }
+    }
+    uint16_t* po = out + bi * n * m;
+    const int64_t tiles_total = panels * row_blocks;
+    const double macs_per_tile = double(kRows) * double(kPanel) * double(kk);
+    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(double(1 << 17) / macs_per_tile));
+    parallel_for(0, tiles_total, grain, [&](int64_t t0, int64_t t1) {
+      // Panel-major: consecutive tiles share a panel.
+      for (int64_t t = t0; t < t1;) {
+        const int64_t panel = t / row_blocks, rb0 = t % row_blocks;
+        const int64_t rb1 = std::min(row_blocks, rb0 + (t1 - t));
+        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, ap.data(), bp.data(), po, m);
+        t += rb1 - rb0;
+      }
+    });
+  }
+}
+
+}  // namespace
+
+bool bf16_gemm_kernel_available() { return bf16_tiles_stub.get() != nullptr && cpu_has_avx512bf16(); }
+
+void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out) {
+  const int64_t nd = a.dim();
+  const bool batched = nd == 3;
+  const int64_t batch = batched ? a.sizes()[0] : 1;
+  const int64_t n = a.sizes()[nd - 2], k = a.sizes()[nd - 1], m = b.sizes()[nd - 1];
+  const StridedMatrix A(a, batched), B(b, batched);
+  auto* o = static_cast<uint16_t*>(out.data_ptr());
+  if (a.dtype() == ScalarType::BFloat16 && bf16_gemm_kernel_available()) {
+    bf16_packed(bf16_tiles_stub.get(), A, B, o, batch, n, k, m);
+  } else if (a.dtype() == ScalarType::BFloat16) {
+    via_float32<BFloat16>(A, B, o, batch, n, k, m);
+  } else {
+    via_float32<Half>(A, B, o, batch, n, k, m);
+  }
+}
+
+}  // namespace flambeau::cpu

@@ -1,0 +1,36 @@
+#pragma once
+// Note [Low-precision GEMM]
+// mm/bmm/matmul (and linear, through matmul) on bfloat16 and float16 operands: float32
+// accumulation, one rounding of each result to the operands' dtype (as PyTorch).
+// - bfloat16 on a CPU with AVX512-BF16 (vdpbf16ps: 2 bf16 products added into each float32
+//   lane per instruction): op(A) is copied row-major with its depth padded to even, op(B) into
+//   panels of 32 columns in the instruction's pair layout (lane j of pair p holds B[2p, j] and
+//   B[2p+1, j]), zero-padded; the kernel (lowp_gemm_avx512.cpp) holds 8 rows x 32 columns of C
+//   in 16 zmm accumulators, and the tiles (panel-major, so a panel stays in cache while the
+//   row blocks pass over it) are split over the threads.
+// - otherwise (float16, or a CPU without AVX512-BF16, or a capability capped below AVX-512):
+//   both operands converted to float32, the float32 GEMM (gemm.h), the result rounded back.
+// The instruction rounds each pair's sum like float32 arithmetic, so the result is that of a
+// float32 GEMM of the same (already low-precision) values, up to summation order.
+#include <cstdint>
+
+#include "../dispatch/dispatch_stub.h"
+#include "flambeau/tensor.h"
+
+namespace flambeau::cpu {
+
+/// out[i] = a[i] @ b[i] for bfloat16 or float16 a (B, n, k) or (n, k), b likewise, any strides;
+/// out contiguous of a's dtype.
+void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out);
+
+/// Whether the AVX512-BF16 kernel runs bfloat16 products now (the CPU has it and the capability
+/// setting allows AVX-512) (flambeau_core._C._bf16_gemm_kernel(), for tests and benchmarks).
+FB_API bool bf16_gemm_kernel_available();
+
+/// c rows [r0, r1) x panels [p0, p1) of 32 columns = ap @ bp: ap row-major (depth kk, even),
+/// bp the pair panels of Note [Low-precision GEMM]; c bf16 bits, row stride ldc, n columns.
+using Bf16TilesFn = void (*)(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
+                             const uint16_t* ap, const uint16_t* bp, uint16_t* c, int64_t ldc);
+FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_tiles_stub);
+
+}  // namespace flambeau::cpu

@@ -1,0 +1,209 @@
+"""fb.amp against torch.amp on the CPU: GradScaler on the same sequence of gradients (scale, unscale_,
+skipped steps, growth and backoff, state dicts, enabled=False), and training under bfloat16 autocast
+(loss close to torch's, float32 gradients through the casts, the weight cache)."""
+
+from __future__ import annotations
+
+import math
+
+import flambeau as fb
+import flambeau_core
+import numpy as np
+import pytest
+import torch
+
+
+def _params(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    return fb.nn.Parameter(fb.tensor(w)), torch.nn.Parameter(torch.tensor(w))
+
+
+# Gradient multipliers per step: some steps carry an inf or a NaN (skipped, the scale backs off).
+STEPS = [1.0, 2.0, math.inf, 0.5, 1.0, 1.0, math.nan, 1.0, 3.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def _run_scaler(framework, make_scaler, p, steps, unscale_first=False):
+    opt = framework.optim.SGD([p], lr=0.1)
+    scaler = make_scaler()
+    history = []
+    for i, factor in enumerate(steps):
+        opt.zero_grad()
+        x = framework.arange(12, dtype=framework.float32).reshape(3, 4) / 7.0 - 0.5
+        loss = (p * x).sum() * factor if not math.isnan(factor) else (p * x).sum() * float("nan")
+        scaler.scale(loss).backward()
+        if unscale_first and i % 2 == 0:
+            scaler.unscale_(opt)
+        scaler.step(opt)
+        scaler.update()
+        history.append((scaler.get_scale(), scaler._get_growth_tracker(), p.detach().numpy().copy()))
+    return history, scaler
+
+
+@pytest.mark.parametrize("unscale_first", [False, True])
+def test_grad_scaler_matches_torch(unscale_first):
+    fp, tp = _params()
+    kw = dict(init_scale=2.0**10, growth_factor=4.0, backoff_factor=0.25, growth_interval=3)
+    ours, fs = _run_scaler(fb, lambda: fb.amp.GradScaler("cpu", **kw), fp, STEPS, unscale_first)
+    theirs, ts = _run_scaler(torch, lambda: torch.amp.GradScaler("cpu", **kw), tp, STEPS, unscale_first)
+    for (s1, g1, p1), (s2, g2, p2) in zip(ours, theirs, strict=True):
+        assert s1 == s2 and g1 == g2
+        np.testing.assert_allclose(p1, p2, rtol=1e-6, atol=1e-7)
+    assert fs.state_dict() == ts.state_dict()
+
+
+def test_grad_scaler_state_dict_round_trip():
+    fp, tp = _params()
+    ours, fs = _run_scaler(fb, lambda: fb.amp.GradScaler("cpu", growth_interval=2), fp, STEPS[:5])
+    theirs, ts = _run_scaler(torch, lambda: torch.amp.GradScaler("cpu", growth_interval=2), tp, STEPS[:5])
+    state = fs.state_dict()
+    assert state == ts.state_dict()
+    assert set(state) == {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
+    restored = fb.amp.GradScaler("cpu")
+    restored.load_state_dict(state)
+    assert restored.state_dict() == state
+    # Continuing from the restored state gives what continuing the original does.
+    fp2, _ = _params()
+    with fb.no_grad():
+        fp2.copy_(fp)
+    more_a, _ = _run_scaler(fb, lambda: restored, fp2, STEPS[5:])
+    more_b, _ = _run_scaler(fb, lambda: fs, fp, STEPS[5:])
+    assert [h[:2] for h in more_a] == [h[:2] for h in more_b]
+
+
+def test_grad_scaler_disabled_is_a_pass_through():
+    fp, _ = _params()
+    opt = fb.optim.SGD([fp], lr=0.1)
+    scaler = fb.amp.GradScaler("cpu", enabled=False)
+    loss = fp.sum()
+    assert scaler.scale(loss) is loss
+    loss.backward()
+    before = fp.detach().numpy().copy()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(fp.detach().numpy(), before - 0.1, rtol=1e-6)
+    assert scaler.get_scale() == 1.0 and scaler.state_dict() == {} and not scaler.is_enabled()
+    scaler.load_state_dict({})  # a no-op when disabled
+
+
+def test_grad_scaler_cuda_default_warns_and_disables():
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        scaler = fb.amp.GradScaler()
+    assert not scaler.is_enabled()
+
+
+def test_grad_scaler_scales_iterables():
+    scaler = fb.amp.GradScaler("cpu", init_scale=4.0)
+    a, b = scaler.scale([fb.tensor(1.0), (fb.tensor(2.0), fb.tensor(3.0))])
+    assert a.item() == 4.0 and [t.item() for t in b] == [8.0, 12.0]
+
+
+def test_grad_scaler_cpu_amp_spelling():
+    scaler = fb.cpu.amp.GradScaler(init_scale=8.0, growth_interval=5)
+    assert scaler.is_enabled() and scaler.get_scale() == 8.0 and scaler.get_growth_interval() == 5
+
+
+def test_grad_scaler_errors():
+    fp, _ = _params()
+    opt = fb.optim.SGD([fp], lr=0.1)
+    scaler = fb.amp.GradScaler("cpu")
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.step\] Attempted step but _scale is None"):
+        scaler.step(opt)
+    scaler.scale(fp.sum()).backward()
+    scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.unscale_\] unscale_\(\) has already been called"):
+        scaler.unscale_(opt)
+    scaler.step(opt)
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.step\] step\(\) has already been called"):
+        scaler.step(opt)
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.unscale_\] unscale_\(\) is being called after step"):
+        scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.step\] Closure use is not currently supported"):
+        scaler.step(opt, closure=lambda: 0.0)
+    scaler.update()
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.update\] No inf checks were recorded prior to update"):
+        scaler.update()
+    with pytest.raises(ValueError, match=r"\[GradScaler.scale\] outputs must be a Tensor or an iterable"):
+        scaler.scale([1.0])
+    with pytest.raises(RuntimeError, match=r"\[GradScaler.load_state_dict\] The source state dict is empty"):
+        scaler.load_state_dict({})
+    with pytest.raises(ValueError, match=r"\[GradScaler\] The growth factor must be > 1.0"):
+        fb.amp.GradScaler("cpu", growth_factor=1.0)
+    scaler.update(0.5)
+    assert scaler.get_scale() == 0.5
+
+
+# ---- training under autocast ----
+
+
+def _mlp_pair(seed: int = 0):
+    torch.manual_seed(seed)
+    theirs = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5))
+    ours = fb.nn.Sequential(fb.nn.Linear(20, 32), fb.nn.ReLU(), fb.nn.Linear(32, 5))
+    ours.load_state_dict({k: fb.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _train(framework, model, steps: int = 15) -> list[float]:
+    rng = np.random.default_rng(3)
+    x = framework.tensor(rng.standard_normal((64, 20)).astype(np.float32))
+    y = framework.tensor(rng.integers(0, 5, 64))
+    opt = framework.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        with framework.autocast("cpu", dtype=framework.bfloat16):
+            out = model(x)
+            loss = framework.nn.functional.cross_entropy(out, y)
+        assert out.dtype == framework.bfloat16 and loss.dtype == framework.float32
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_training_loss_under_bf16_autocast_matches_torch():
+    ours, theirs = _mlp_pair()
+    fl, tl = _train(fb, ours), _train(torch, theirs)
+    assert fl[-1] < 0.8 * fl[0]  # it learns
+    np.testing.assert_allclose(fl, tl, rtol=3e-2, atol=3e-2)
+    for p in ours.parameters():
+        assert p.dtype == fb.float32 and p.grad.dtype == fb.float32
+
+
+def test_gradients_flow_through_the_casts_in_float32():
+    w = fb.nn.Parameter(fb.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tw = torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    x, tx = fb.tensor([[0.5, -1.0]]), torch.tensor([[0.5, -1.0]])
+    with fb.autocast("cpu"):
+        out = (x @ w).float().sum()
+    with torch.autocast("cpu"):
+        tout = (tx @ tw).float().sum()
+    out.backward()
+    tout.backward()
+    assert w.grad.dtype == fb.float32
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+def test_weight_casts_are_cached_within_the_outermost_region():
+    layer = fb.nn.Linear(4, 4)
+    x = fb.ones(2, 4)
+    with fb.autocast("cpu"):
+        a = layer(x)
+        assert flambeau_core._C._autocast_cache_size() == 2  # weight and bias, cast once
+        with fb.autocast("cpu"):
+            b = layer(a)
+        assert flambeau_core._C._autocast_cache_size() == 2  # an inner region neither adds nor clears
+        c = layer(x)
+    assert flambeau_core._C._autocast_cache_size() == 0
+    np.testing.assert_array_equal(a.detach().float().numpy(), c.detach().float().numpy())
+    assert b.dtype == fb.bfloat16
+    with fb.autocast("cpu", cache_enabled=False):
+        layer(x)
+        assert flambeau_core._C._autocast_cache_size() == 0
+    with fb.no_grad():
+        plain = fb.ones(4, 4)  # not a leaf that requires grad: never cached
+        with fb.autocast("cpu"):
+            x @ plain
+            assert flambeau_core._C._autocast_cache_size() == 0
