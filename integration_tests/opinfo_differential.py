@@ -87,9 +87,10 @@ def skip_reason(op) -> str | None:
         return "quantized"
     if "sparse" in name:
         return "sparse"
-    if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+    # `_foo`, `torch._scaled_mm`, `torch.ops.aten._safe_softmax.default`; dunders such as `__radd__` are public
+    if any(part.startswith("_") and not part.endswith("__") for part in name.split(".")):
         return "private"
-    if not op.supported_dtypes("cpu"):
+    if not op.supported_dtypes("cpu") or type(op.op).__name__ == "_JittedFunction":  # jiterator: CUDA's
         return "no_cpu"
     return None
 
