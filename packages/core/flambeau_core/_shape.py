@@ -51,7 +51,10 @@ def block_diag(*tensors):
         >>> fc.block_diag(fc.tensor([[1, 2]]), fc.tensor(3)).tolist()
         [[1, 2, 0], [0, 0, 3]]
     """
-    return _C._block_diag(_tensors(tensors, "block_diag"))
+    tensors = _tensors(tensors, "block_diag")
+    if not tensors:  # PyTorch's (1, 0) float tensor, on the default device
+        return _C.empty(1, 0)
+    return _C._block_diag(tensors)
 
 
 def _atleast(fn, name: str):

@@ -179,8 +179,18 @@ Tensor composite::corrcoef(const Tensor& self) {
   return op::clamp(r, Scalar(-1.0), Scalar(1.0));  // rounding can step just outside [-1, 1]
 }
 
-Tensor composite::isin(const Tensor& elements, const Tensor& test_elements, bool assume_unique, bool invert) {
+namespace {
+// A Python number arrives as a 0-d cpu tensor: it joins the other operand's device.
+Tensor beside(const Tensor& t, const Tensor& other) {
+  if (t.device() == other.device() || t.dim() != 0 || !t.device().is_cpu()) return t;
+  Tensor moved = empty(Shape{}, t.dtype(), other.device());
+  return op::copy_(moved, t);
+}
+}  // namespace
+
+Tensor composite::isin(const Tensor& elements_in, const Tensor& test_in, bool assume_unique, bool invert) {
   (void)assume_unique;  // a hint only: sorting handles repeats either way
+  const Tensor elements = beside(elements_in, test_in), test_elements = beside(test_in, elements_in);
   const ScalarType t = promote_types(elements.dtype(), test_elements.dtype());
   FB_CHECK_TYPE(!is_complex(t), "[isin] is not supported for complex tensors, got ", dtype_name(t));
   const Tensor e = to_dtype(elements, t);
