@@ -473,15 +473,26 @@ def python_doc(py_name: str, form: str, overloads: list[OpDecl]) -> str:
             for i, a in enumerate(params)
         )
         lines.append(f"{py_name}({sig}) -> {stub_return(op)}")
-    docs = [op.doc for op in overloads if op.doc]
+    docs = [alias_doc(py_name, op, introduce=False) for op in overloads if op.doc]
+    if py_name != overloads[0].py_name:
+        docs.insert(0, f"Alias for `{overloads[0].py_name}`.")
     return "\n".join(lines) + ("\n\n" + "\n\n".join(docs) if docs else "")
+
+
+def alias_doc(py_name: str, op: OpDecl, introduce: bool = True) -> str:
+    """An alias's docstring is its op's, introduced as an alias, its examples calling the alias."""
+    if py_name == op.py_name or not op.doc:
+        return op.doc
+    doc = op.doc.replace(f".{op.py_name}(", f".{py_name}(")
+    return f"Alias for `{op.py_name}`.\n\n{doc}" if introduce else doc
 
 
 def gen_bindings(ops: list[OpDecl]) -> str:
     groups: dict[tuple[str, str], list[OpDecl]] = defaultdict(list)
     for op in ops:
         for form in op.python:
-            groups[(op.py_name, form)].append(op)
+            for name in op.py_names:
+                groups[(name, form)].append(op)
     ops_by_name = {op.cpp_name: op for op in ops}
     body: list[str] = []
     defs: list[tuple[str, str, str, str]] = []  # (form, py name, c name, doc)
@@ -547,7 +558,7 @@ def stub_def(py_name: str, form: str, op: OpDecl, overloaded: bool, indent: str)
         parts.append(f"{a.name}: {a.stub_type}{default}")
     out = [f"{indent}@overload"] if overloaded else []
     out.append(f"{indent}def {py_name}({', '.join(parts)}) -> {stub_return(op)}:")
-    doc = (op.doc or f"The {op.name} op.").replace('"""', "'''").replace("\\", "\\\\")
+    doc = (alias_doc(py_name, op) or f"The {op.name} op.").replace('"""', "'''").replace("\\", "\\\\")
     doc_lines = doc.splitlines()
     out.append(f'{indent}    """{doc_lines[0]}')
     for line in doc_lines[1:]:
@@ -563,7 +574,8 @@ def gen_stubs(ops: list[OpDecl], base: str) -> str:
     groups: dict[tuple[str, str], list[OpDecl]] = defaultdict(list)
     for op in ops:
         for form in op.python:
-            groups[(op.py_name, form)].append(op)
+            for name in op.py_names:
+                groups[(name, form)].append(op)
     functions, methods = [], []
     for (py_name, form), overloads in groups.items():
         for op in overloads:

@@ -246,6 +246,7 @@ class OpDecl:
     out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
     errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
     autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
+    aliases: list[str] = field(default_factory=list)  # more Python names of the same op (arcsin for asin)
 
     @property
     def has_meta(self) -> bool:
@@ -259,6 +260,11 @@ class OpDecl:
     @property
     def py_name(self) -> str:
         return self.python_name or self.name
+
+    @property
+    def py_names(self) -> list[str]:
+        """The Python name and its aliases: each is bound, in every Python form, to this one op."""
+        return [self.py_name, *self.aliases]
 
     @property
     def cpp_args(self) -> list[Arg]:
@@ -309,7 +315,7 @@ def _split_top(text: str) -> list[str]:
 
 def _parse_arg(text: str, kw_only: bool, where: str) -> Arg:
     m = re.fullmatch(
-        r"(?P<type>[A-Za-z\[\]?]+)(?P<alias>\(a!\))?\s+(?P<name>[a-z_][a-z0-9_]*)(?:=(?P<default>.+))?", text
+        r"(?P<type>[A-Za-z\[\]?]+)(?P<alias>\(a!\))?\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<default>.+))?", text
     )
     if not m:
         raise TableError(f"{where}: cannot parse argument '{text}'")
@@ -351,7 +357,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
-    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast",
+    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases",
 }  # fmt: skip
 
 
@@ -398,6 +404,15 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
         raise TableError(f"{where}: out_dtype must be one of {sorted(OUT_DTYPES)}")
 
 
+def _parse_aliases(e: dict, where: str) -> list[str]:
+    aliases = e.get("aliases", [])
+    if not isinstance(aliases, list) or not all(
+        isinstance(a, str) and re.fullmatch(r"[a-z_][a-z0-9_]*", a) for a in aliases
+    ):
+        raise TableError(f"{where}: aliases is a list of Python names")
+    return aliases
+
+
 def load_ops(path: Path) -> list[OpDecl]:
     """Reads ops.yaml; raises TableError naming the entry for anything malformed."""
     text = Path(path).read_text()
@@ -436,6 +451,7 @@ def load_ops(path: Path) -> list[OpDecl]:
             view=bool(e.get("view", False)),
             doc=(e.get("doc") or "").strip(),
             line=lines[i] if i < len(lines) else 0,
+            aliases=_parse_aliases(e, where),
         )
         _parse_meta(e, op, where)
         op.autocast = e.get("autocast")
@@ -451,6 +467,11 @@ def load_ops(path: Path) -> list[OpDecl]:
         ops.append(op)
     # `inplace: true` adds the `name_` form (copy_ of the result); an overload
     # `name.x` adds `name_.x`, another overload of the Python method `name_`.
+    names: dict[str, str] = {}
+    for op in ops:
+        for alias in op.aliases:
+            if names.setdefault(alias, op.name) != op.name or any(o.py_name == alias for o in ops):
+                raise TableError(f"ops.yaml:{op.line}: alias '{alias}' names another op too")
     for op in list(ops):
         inplace = make_inplace_composite(op)
         if op.inplace and inplace.cpp_name not in seen:
@@ -470,7 +491,9 @@ def make_inplace_composite(op: OpDecl) -> OpDecl:
         returns=[Return(None, "Tensor", True)],
         kind="composite",
         python=["method"] if "method" in op.python else [],
-        doc=f"In-place form of {op.name}.",
+        doc=f"In-place form of {op.name}: writes the result into self and returns self."
+        + (f"\n\n{op.doc}" if op.doc else ""),
         line=op.line,
         inplace_of=op.cpp_name,
+        aliases=[a + "_" for a in op.aliases],
     )

@@ -28,6 +28,35 @@ def broadcast_tensors(*tensors) -> tuple:
     return tuple(_C._broadcast_tensors(_tensors(tensors, "broadcast_tensors")))
 
 
+def cartesian_prod(*tensors):
+    """The cartesian product of 1-D tensors, one row per tuple (``itertools.product`` order).
+
+    A single tensor is returned as is.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.cartesian_prod(fc.tensor([1, 2]), fc.tensor([3, 4])).tolist()
+        [[1, 3], [1, 4], [2, 3], [2, 4]]
+    """
+    return _C._cartesian_prod(_tensors(tensors, "cartesian_prod"))
+
+
+def block_diag(*tensors):
+    """A block diagonal matrix of 0-, 1- and 2-D tensors, promoted to their common dtype.
+
+    A 0-d tensor is a 1x1 block and a 1-D tensor of n elements a 1xn block.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.block_diag(fc.tensor([[1, 2]]), fc.tensor(3)).tolist()
+        [[1, 2, 0], [0, 0, 3]]
+    """
+    tensors = _tensors(tensors, "block_diag")
+    if not tensors:  # PyTorch's (1, 0) float tensor, on the default device
+        return _C.empty(1, 0)
+    return _C._block_diag(tensors)
+
+
 def _atleast(fn, name: str):
     def wrapper(*tensors):
         if len(tensors) == 1 and isinstance(tensors[0], _C.Tensor):
@@ -75,7 +104,15 @@ def reshape_as(self, other):
 def _install() -> None:
     import flambeau_core
 
-    for name in ("meshgrid", "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d"):
+    for name in (
+        "meshgrid",
+        "broadcast_tensors",
+        "atleast_1d",
+        "atleast_2d",
+        "atleast_3d",
+        "cartesian_prod",
+        "block_diag",
+    ):
         setattr(flambeau_core, name, globals()[name])
     _C.Tensor.view_as = view_as
     _C.Tensor.reshape_as = reshape_as

@@ -91,10 +91,7 @@ KNOWN = {
     },
     **{(op, "bool"): ACCEPTS_MORE + " (a bool matrix product: any-of-and, as NumPy)" for op in ("mm", "matmul")},
     **{("logaddexp", dt): ACCEPTS_MORE for dt in ("bool", "uint8", "int32", "int64")},
-    **{
-        (op, "complex64"): REFUSES_COMPLEX
-        for op in ("exp2", "logaddexp", "logcumsumexp dim", "rad2deg", "deg2rad", "fmax", "fmin")
-    },
+    **{(op, "complex64"): REFUSES_COMPLEX for op in ("exp2", "logaddexp", "logcumsumexp dim")},
     ("logsumexp dim", "complex64"): REFUSES_COMPLEX,
     **{(op, "bool"): ACCEPTS_MORE + " (NumPy's argmax of a bool array)" for op in ("argmax", "argmin")},
     ("arange dtype", "complex64"): ACCEPTS_MORE,
