@@ -39,6 +39,7 @@ MODULES = [
     "flambeau.autograd",
     "flambeau.linalg",
     "flambeau.fft",
+    "flambeau.special",
     "flambeau.sparse",
     "flambeau.random",
     "flambeau.utils",

@@ -29,7 +29,8 @@ INPLACE = "add_ sub_ mul_ div_".split()
 MATMUL = "mm bmm".split()
 REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
 MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_divide bitwise_and bitwise_or
-    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor""".split()
+    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor xlogy special_xlog1py
+    special_zeta""".split()
 MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
     log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
 POOLING = """max_pool2d_with_indices max_pool_backward avg_pool2d avg_pool2d_backward adaptive_avg_pool2d
@@ -87,9 +88,14 @@ def torch_meta_outcome(fn, *tensors):
 
 
 def torch_fn(name: str):
-    """The torch function of an op: torch.<name>, else torch.nn.functional.<name> (the activations)."""
+    """The torch function of an op: torch.<name>, torch.special.<name without special_>, else
+    torch.nn.functional.<name> (the activations)."""
     name = {"log_sigmoid": "logsigmoid"}.get(name, name)
-    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
+    return (
+        getattr(torch, name, None)
+        or getattr(torch.special, name.removeprefix("special_"), None)
+        or getattr(torch.nn.functional, name)
+    )
 
 
 def check_torch(fn, cpu, *tensors):
