@@ -684,10 +684,10 @@ inline Tensor not_differentiable(const char* op, const char* arg, const char* wh
 }
 
 /// PyTorch has no formula for this argument either (its backward raises NotImplementedError "the
-/// derivative for '<arg>' is not implemented"): raised when that gradient is asked for.
-inline Tensor not_implemented_gradient(const char* op, const char* arg) {
+/// derivative for '<what>' is not implemented."): raised when that gradient is asked for.
+inline Tensor not_implemented_gradient(const char* op, const char* what) {
   throw NotImplementedError(
-      detail::cat_str("[", op, "] the derivative for '", arg, "' is not implemented (as in PyTorch)"));
+      detail::cat_str("[", op, "] the derivative for '", what, "' is not implemented (as in PyTorch)"));
 }
 
 /// binary_cross_entropy's gradient in its target: -grad scale w logit(x), PyTorch's formula

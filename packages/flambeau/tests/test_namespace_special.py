@@ -70,7 +70,9 @@ def test_special_matches_torch(name, dtype):
     want = getattr(torch.special, name)(*CASES[name](lambda a: torch.tensor(a, dtype=tdt)))
     assert got.dtype == fdt and tuple(got.shape) == tuple(want.shape)
     rtol = 1e-11 if dtype == "float64" else 2e-5
-    np.testing.assert_allclose(np.array(got.tolist()), want.numpy(), rtol=rtol, atol=1e-30, equal_nan=True)
+    # PyTorch's float32 ndtr is 4e-5 off in the left tail (its float erfc): absolute there
+    atol = 1e-8 if (dtype, name) == ("float32", "ndtr") else 1e-30
+    np.testing.assert_allclose(np.array(got.tolist()), want.numpy(), rtol=rtol, atol=atol, equal_nan=True)
 
 
 @pytest.mark.parametrize("name", ["gammaln", "digamma", "i0e", "erfcx", "ndtr", "log_ndtr", "entr", "xlogy", "zeta"])
@@ -99,7 +101,9 @@ def test_special_gradients_match_torch():
         t = torch.tensor(a, requires_grad=True)
         getattr(fb.special, name)(f).sum().backward()
         getattr(torch.special, name)(t).sum().backward()
-        np.testing.assert_allclose(np.array(f.grad.tolist()), t.grad.numpy(), rtol=1e-10)
+        # (digamma's gradient, trigamma: PyTorch's asymptotic series is 4e-10 off at 1.7, flambeau's zeta
+        # gives mpmath's 0.79323283016399841)
+        np.testing.assert_allclose(np.array(f.grad.tolist()), t.grad.numpy(), rtol=1e-9)
 
 
 def test_special_docstring_examples_run():
