@@ -57,6 +57,9 @@ MIGRATED += (
     + ["clamp"]
 )
 MIGRATED += ["where"]
+# the samplers (src/cpu/random/distributions.cpp): shapes and dtypes only, no draws on meta
+SAMPLERS = {"_standard_gamma": 1, "_standard_gamma_grad": 2, "poisson": 1, "binomial": 2}
+MIGRATED += list(SAMPLERS)
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
@@ -280,6 +283,16 @@ def test_matmul(name, sa, sb, da, db):
     assert agree(meta, cpu), (meta, cpu)
     ta, tb = torch.empty(sa, dtype=TH[da], device="meta"), torch.empty(sb, dtype=TH[db], device="meta")
     check_torch(torch_fn(name), cpu, ta, tb)
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_samplers(name, dtype):
+    fn = getattr(fc._C, name)
+    for shapes in [((3, 4),) * SAMPLERS[name], ((3, 1), (4,))[: SAMPLERS[name]], ((),) * SAMPLERS[name]]:
+        xs = [fc.ones(s, dtype=getattr(fc, dtype)) for s in shapes]
+        meta, cpu = meta_and_cpu(fn, *xs)
+        assert meta == cpu, (name, shapes, meta, cpu)
 
 
 def test_every_op_with_a_meta_kernel_is_tested_here():
