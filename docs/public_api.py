@@ -40,6 +40,7 @@ MODULES = [
     "flambeau.autograd.functional",
     "flambeau.linalg",
     "flambeau.fft",
+    "flambeau.special",
     "flambeau.sparse",
     "flambeau.random",
     "flambeau.utils",

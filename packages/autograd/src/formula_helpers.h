@@ -683,6 +683,13 @@ inline Tensor not_differentiable(const char* op, const char* arg, const char* wh
                                      when, " (as in PyTorch)"));
 }
 
+/// PyTorch has no formula for this argument either (its backward raises NotImplementedError "the
+/// derivative for '<what>' is not implemented."): raised when that gradient is asked for.
+inline Tensor not_implemented_gradient(const char* op, const char* what) {
+  throw NotImplementedError(
+      detail::cat_str("[", op, "] the derivative for '", what, "' is not implemented (as in PyTorch)"));
+}
+
 /// binary_cross_entropy's gradient in its target: -grad scale w logit(x), PyTorch's formula
 /// (the log of the logit is not clamped, unlike the loss's logs).
 inline Tensor binary_cross_entropy_target_backward(const Tensor& grad, const Tensor& self,

@@ -48,6 +48,9 @@ UNARY = [
     ("rsqrt", positive),
     ("reciprocal", positive),
     ("sinc", normal),
+    ("lgamma", away_from_integers),
+    ("digamma", away_from_integers),
+    ("i0", lambda shape, rng: rng.uniform(-25, 25, size=shape)),
     ("square", normal),
     ("frac", away_from_integers),
     ("floor", away_from_integers),
@@ -169,3 +172,83 @@ def test_second_order_through_the_new_formulas():
         assert ag.gradgradcheck(lambda x, name=name: getattr(x, name)(), [fb_tensor(a, requires_grad=True)], atol=1e-4)
     b = make_inputs([(4,)], seed=9)[0]
     assert ag.gradgradcheck(fc.atan2, [fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)], atol=1e-4)
+
+
+# torch.special's functions: function form only (PyTorch has no method), a non-contiguous input, and
+# second derivatives (digamma's gradient is polygamma(1), itself differentiable through zeta).
+SPECIAL_UNARY = [
+    ("special_i0e", lambda shape, rng: rng.uniform(-25, 25, size=shape)),
+    ("special_i1", lambda shape, rng: rng.uniform(-25, 25, size=shape)),
+    ("special_i1e", lambda shape, rng: rng.uniform(-25, 25, size=shape)),
+    ("special_erfcx", lambda shape, rng: rng.uniform(-4, 30, size=shape)),
+    ("special_ndtr", lambda shape, rng: rng.uniform(-6, 6, size=shape)),
+    ("special_ndtri", inside(0, 1)),
+    ("special_log_ndtr", lambda shape, rng: rng.uniform(-30, 6, size=shape)),
+    ("special_entr", positive),
+]
+
+
+@pytest.mark.parametrize("name,domain", SPECIAL_UNARY, ids=[u[0] for u in SPECIAL_UNARY])
+def test_special_unary_formula(name, domain):
+    rng = np.random.default_rng(len(name) * 11 + ord(name[-1]))
+    a = domain((3, 4), rng)
+    th_fn = getattr(torch.special, name.removeprefix("special_"))
+    compare_with_torch(getattr(fc, name), th_fn, [a])
+    compare_with_torch(lambda x: getattr(fc, name)(x.t()), lambda x: th_fn(x.t()), [a])
+    assert ag.gradgradcheck(getattr(fc, name), [fb_tensor(a[0], requires_grad=True)], atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["special_i1", "special_i1e"])
+def test_bessel_i1_gradient_at_zero(name):
+    th_fn = getattr(torch.special, name.removeprefix("special_"))
+    compare_with_torch(getattr(fc, name), th_fn, [np.array([0.0, -0.0, 1.0])], gradcheck=False)
+
+
+def test_lgamma_digamma_polygamma_second_order():
+    a = np.array([0.3, 1.7, 4.2, -0.6, -2.3])
+    for fn in (fc.lgamma, fc.digamma, lambda x: fc.polygamma(2, x), lambda x: x.polygamma(1)):
+        assert ag.gradgradcheck(fn, [fb_tensor(a, requires_grad=True)], atol=1e-4)
+    for n in (0, 1, 2, 4):
+        compare_with_torch(lambda x, n=n: fc.polygamma(n, x), lambda x, n=n: torch.polygamma(n, x), [a])
+
+
+def test_mvlgamma_and_logit_formulas():
+    a = np.random.default_rng(3).uniform(1.6, 6, size=(3, 4))
+    for p in (1, 3):
+        compare_with_torch(lambda x, p=p: fc.mvlgamma(x, p), lambda x, p=p: torch.mvlgamma(x, p), [a])
+        compare_with_torch(lambda x, p=p: x.mvlgamma(p), lambda x, p=p: x.mvlgamma(p), [a])
+    u = np.random.default_rng(4).uniform(0.05, 0.95, size=(3, 4))
+    compare_with_torch(fc.logit, torch.logit, [u])
+    # eps: 0 outside [eps, 1 - eps], PyTorch's logit_backward (gradcheck away from the kinks)
+    compare_with_torch(lambda x: fc.logit(x, 0.2), lambda x: torch.logit(x, 0.2), [np.array([0.1, 0.5, 0.7, 0.9])])
+    compare_with_torch(lambda x: x.logit(eps=0.01), lambda x: x.logit(eps=0.01), [u])
+
+
+def test_xlogy_family_formulas():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 3)), rng.uniform(0.1, 3, size=(3,))
+    compare_with_torch(fc.xlogy, torch.xlogy, [a, b])
+    compare_with_torch(fc.special_xlog1py, torch.special.xlog1py, [a, b - 0.5])
+    # x = 0: the gradient in x is still log(y) (log1p(y)), but 0 where y <= 0 (y <= -1) there
+    z = np.array([0.0, 1.0, 0.0, 0.0, 0.0])
+    y = np.array([2.0, 3.0, 0.5, 0.0, -1.0])
+    compare_with_torch(fc.xlogy, torch.xlogy, [z, y], gradcheck=False)
+    compare_with_torch(fc.special_xlog1py, torch.special.xlog1py, [z, y], gradcheck=False)
+    compare_with_torch(lambda x, y: (x * 1.0).xlogy_(y) * x, lambda x, y: (x * 1.0).xlogy_(y) * x, [a, b])
+    assert ag.gradgradcheck(fc.xlogy, [fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)], atol=1e-4)
+
+
+def test_zeta_formula():
+    rng = np.random.default_rng(6)
+    s, q = rng.uniform(1.5, 5, size=(3,)), rng.uniform(0.2, 4, size=(2, 3))
+    # PyTorch has no derivative in s: only q is differentiable
+    fb_q = fb_tensor(q, requires_grad=True)
+    th_q = torch.tensor(q, requires_grad=True)
+    fc.special_zeta(fb_tensor(s), fb_q).sum().backward()
+    torch.special.zeta(torch.tensor(s), th_q).sum().backward()
+    np.testing.assert_allclose(to_np(fb_q.grad), th_q.grad.numpy(), rtol=1e-10)
+    assert ag.gradcheck(lambda x: fc.special_zeta(fb_tensor(s), x), [fb_tensor(q, requires_grad=True)])
+    with pytest.raises(RuntimeError, match="the derivative for 'zeta' is not implemented"):
+        torch.special.zeta(torch.tensor(s, requires_grad=True), torch.tensor(q)).sum().backward()
+    with pytest.raises(NotImplementedError, match=r"\[special_zeta\] the derivative for 'zeta' is not implemented"):
+        fc.special_zeta(fb_tensor(s, requires_grad=True), fb_tensor(q)).sum().backward()

@@ -38,6 +38,7 @@ from flambeau_core import _C  # noqa: E402,F401,I001
 from flambeau_core._C import *  # noqa: E402,F401,F403
 from flambeau_core._C import FlambeauError, Tensor, device, dtype  # noqa: E402,F401
 from flambeau_core._C import _embedding_bag, _feature_dropout  # noqa: E402,F401  (PyTorch spells these with "_" too)
+from flambeau_core._C import _sample_dirichlet, _standard_gamma, _standard_gamma_grad  # noqa: E402,F401,I001  (torch._standard_gamma ...)
 from flambeau_core import _format  # noqa: E402,I001
 
 from flambeau_core import _copying  # noqa: E402,I001
@@ -144,6 +145,7 @@ from flambeau_core.amp.autocast_mode import (  # noqa: E402,F401,I001  (torch.au
 )
 
 from flambeau_core import linalg  # noqa: E402,I001  (flambeau.linalg; its torch.* spellings below)
+from flambeau_core import special  # noqa: E402,F401,I001  (flambeau.special: torch.special)
 from flambeau_core import fft  # noqa: E402,F401,I001  (flambeau.fft)
 
 globals().update(linalg.TOP_LEVEL)

@@ -101,6 +101,13 @@ def both(fc_fn, th_fn, *arrays, layout="contiguous", **tol):
 # The float-valued unary math of the shared list (Note [Elementwise math list]): a new entry is tested here
 # with no edit of this file.
 FLOAT_UNARY = [*fc._C._elementwise_math_ops()["float_unary"], "sqrt"]
+
+
+def torch_fn(name):
+    """PyTorch's function of an op: torch.<name>, or torch.special.<name> for the special_ ops."""
+    return getattr(torch, name) if hasattr(torch, name) else getattr(torch.special, name.removeprefix("special_"))
+
+
 ROUNDING = "floor ceil trunc round frac sign abs".split()
 
 
@@ -113,24 +120,28 @@ def test_unary_matches_torch(name, dtype):
             a = values(shape, dtype, rng)
             # float32: PyTorch's SLEEF and libm differ by an ulp or two; tan/large args more
             tol = {"rtol": 2e-5, "atol": 1e-5} if name in ("tan", "sinh", "cosh", "exp2", "expm1") else {}
-            err = both(getattr(fc, name), getattr(torch, name), a, layout=layout, **tol)
+            err = both(getattr(fc, name), torch_fn(name), a, layout=layout, **tol)
             if err is not None:
                 th_err, fc_err = err
                 # PyTorch: NotImplementedError '"floor_vml_cpu" not implemented for 'Bool''
                 assert isinstance(th_err, NotImplementedError), th_err
                 assert isinstance(fc_err, TypeError) and f"[{name}]" in str(fc_err)
                 assert dtype == "bool" or (name == "frac" and dtype in INTS)
-            # method, in-place (float inputs: integer results can't be cast back) and out=
+            # method, in-place (float inputs: integer results can't be cast back; torch.special's
+            # functions have neither) and out=
             if err is None and dtype in FLOATS and name not in ("isnan", "isinf", "isfinite"):
                 f, t = pair(a, layout)
-                assert_same(getattr(f, name)(), getattr(t, name)(), **tol)
-                getattr(f, name + "_")()
-                getattr(t, name + "_")()
-                assert_same(f, t, **tol)
+                if hasattr(torch.Tensor, name):
+                    assert_same(getattr(f, name)(), getattr(t, name)(), **tol)
+                    getattr(f, name + "_")()
+                    getattr(t, name + "_")()
+                    assert_same(f, t, **tol)
+                else:
+                    assert not hasattr(f, name) and not hasattr(f, name + "_")
                 out = fc.empty(*shape, dtype=DT[dtype][0])
                 r = getattr(fc, name)(make_tensor(a, layout), out=out)
                 assert r is out
-                assert_same(out, getattr(torch, name)(torch.from_numpy(a)), **tol)
+                assert_same(out, torch_fn(name)(torch.from_numpy(a)), **tol)
 
 
 def test_unary_integer_inplace_is_an_error_when_the_result_is_float():
@@ -143,7 +154,10 @@ def test_unary_integer_inplace_is_an_error_when_the_result_is_float():
 def test_unary_edge_points():
     x = [0.0, -0.0, 1.0, -1.0, 1e-300, -1e-300, 1e300, 0.999999, -0.999999, 1 - 1e-16]
     for name in FLOAT_UNARY:
-        both(getattr(fc, name), getattr(torch, name), np.array(x))
+        # digamma at -0.999999: PyTorch reflects with tan(pi (x - trunc x)) and is 6e-12 off there
+        # (flambeau gives mpmath's -999999.5771842643; test_special.py checks the poles' neighbourhood)
+        tol = {"rtol": 1e-10} if name == "digamma" else {}
+        both(getattr(fc, name), torch_fn(name), np.array(x), **tol)
     # round: half to even, and decimals
     r = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.345, 1234.5678, -0.0])
     for d in (0, 1, 2, -1, -2):

@@ -30,7 +30,8 @@ INPLACE = "add_ sub_ mul_ div_".split()
 MATMUL = "mm bmm".split()
 REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
 MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_divide bitwise_and bitwise_or
-    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor""".split()
+    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor xlogy special_xlog1py
+    special_zeta""".split()
 MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
     log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
 POOLING = """max_pool2d_with_indices max_pool_backward avg_pool2d avg_pool2d_backward adaptive_avg_pool2d
@@ -64,6 +65,9 @@ NORMS = """native_batch_norm native_batch_norm_backward native_layer_norm_backwa
     native_group_norm_backward""".split()
 SOFTMAX = "_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data".split()
 MIGRATED += NORMS + SOFTMAX + ["var_correction", "mode", "div_mode"]
+# the samplers (src/cpu/random/distributions.cpp): shapes and dtypes only, no draws on meta
+SAMPLERS = {"_standard_gamma": 1, "_standard_gamma_grad": 2, "poisson": 1, "binomial": 2}
+MIGRATED += list(SAMPLERS)
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
@@ -95,9 +99,14 @@ def torch_meta_outcome(fn, *tensors):
 
 
 def torch_fn(name: str):
-    """The torch function of an op: torch.<name>, else torch.nn.functional.<name> (the activations)."""
+    """The torch function of an op: torch.<name>, torch.special.<name without special_>, else
+    torch.nn.functional.<name> (the activations)."""
     name = {"log_sigmoid": "logsigmoid"}.get(name, name)
-    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
+    return (
+        getattr(torch, name, None)
+        or getattr(torch.special, name.removeprefix("special_"), None)
+        or getattr(torch.nn.functional, name)
+    )
 
 
 def check_torch(fn, cpu, *tensors):
@@ -282,6 +291,16 @@ def test_matmul(name, sa, sb, da, db):
     assert agree(meta, cpu), (meta, cpu)
     ta, tb = torch.empty(sa, dtype=TH[da], device="meta"), torch.empty(sb, dtype=TH[db], device="meta")
     check_torch(torch_fn(name), cpu, ta, tb)
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_samplers(name, dtype):
+    fn = getattr(fc._C, name)
+    for shapes in [((3, 4),) * SAMPLERS[name], ((3, 1), (4,))[: SAMPLERS[name]], ((),) * SAMPLERS[name]]:
+        xs = [fc.ones(s, dtype=getattr(fc, dtype)) for s in shapes]
+        meta, cpu = meta_and_cpu(fn, *xs)
+        assert meta == cpu, (name, shapes, meta, cpu)
 
 
 def test_every_op_with_a_meta_kernel_is_tested_here():

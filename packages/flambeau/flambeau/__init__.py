@@ -64,6 +64,7 @@ multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)
 fft = _alias("fft", _core.fft)
+special = _alias("special", _core.special)
 backends = _alias("backends", _core.backends)
 accelerator = _alias("accelerator", _core.accelerator)
 amp = _alias("amp", _core.amp)  # torch.amp: autocast, GradScaler

@@ -44,6 +44,11 @@ FAMILIES = {
     "HalfNormal": lambda M, t, u: M.HalfNormal(t(u["pos"])),
     "Pareto": lambda M, t, u: M.Pareto(t(u["pos"]), t(u["pos"] + 1.0)),
     "ContinuousBernoulli": lambda M, t, u: M.ContinuousBernoulli(t(u["p"])),
+    "Beta": lambda M, t, u: M.Beta(t(u["pos"]), t(u["pos"][::-1].copy())),
+    "Gamma": lambda M, t, u: M.Gamma(t(u["pos"] + 0.5), t(u["pos"])),
+    "Dirichlet": lambda M, t, u: M.Dirichlet(t(u["diag"])),
+    "Poisson": lambda M, t, u: M.Poisson(t(u["pos"])),
+    "Binomial": lambda M, t, u: M.Binomial(t(u["count"]), t(u["p"])),
 }
 
 
@@ -57,6 +62,7 @@ def draw():
         "spd": spd((B,), 3),
         "factor": rng.normal(size=(B, 3, 2)),
         "diag": rng.uniform(0.5, 2.0, size=(B, 3)),
+        "count": np.array([9.0, 9.0, 9.0, 9.0]),
     }
 
 
@@ -68,10 +74,18 @@ FAMILY_OF = {"TransformedDistribution": "LogNormal", "ExponentialFamily": "Norma
 def test_every_registered_pair_is_one_torch_registers():
     torch_pairs = {(p.__name__, q.__name__) for p, q in T.kl._KL_REGISTRY}
     assert set(REGISTERED) <= torch_pairs
-    # The pairs torch registers between the families flambeau has, which flambeau does not: each needs lgamma.
+    # The pairs torch registers between the families flambeau has, which flambeau does not have yet.
     have = {name for name in dir(D) if isinstance(getattr(D, name), type)}
     missing = {(p, q) for p, q in torch_pairs if p in have and q in have} - set(REGISTERED)
-    assert missing == {("Gumbel", "Gumbel")}
+    assert missing == {
+        ("Gumbel", "Gumbel"),
+        ("Beta", "ContinuousBernoulli"),
+        ("Beta", "Uniform"),
+        ("Gamma", "Gumbel"),
+        ("Pareto", "Gamma"),
+        ("Uniform", "Beta"),
+        ("Uniform", "Gamma"),
+    }
 
 
 @pytest.mark.parametrize(("p_name", "q_name"), REGISTERED)
@@ -86,7 +100,15 @@ def test_kl_matches_torch(p_name, q_name):
 
 
 @pytest.mark.parametrize(
-    ("p_name", "q_name"), [("Normal", "Normal"), ("MultivariateNormal", "LowRankMultivariateNormal")]
+    ("p_name", "q_name"),
+    [
+        ("Normal", "Normal"),
+        ("MultivariateNormal", "LowRankMultivariateNormal"),
+        ("Beta", "Beta"),
+        ("Gamma", "Gamma"),
+        ("Dirichlet", "Dirichlet"),
+        ("Beta", "Normal"),
+    ],
 )
 def test_kl_gradients_match_torch(p_name, q_name):
     up, uq = draw(), draw()

@@ -8,8 +8,9 @@ against ``arg_constraints`` and values against ``support`` with PyTorch's messag
 :mod:`~flambeau.distributions.transforms` and :mod:`~flambeau.distributions.constraints` with
 :data:`biject_to`/:data:`transform_to` build constrained parametrisations.
 
-Families that need ``lgamma``/``digamma`` or a gamma sampler (Gamma, Beta, Dirichlet, Poisson,
-Binomial, StudentT, NegativeBinomial, Chi2) are not here yet.
+The gamma family (Gamma, Chi2, Beta, Dirichlet, StudentT) samples with core's ``_standard_gamma``, whose
+reparameterised gradient makes their ``rsample`` differentiable; Poisson, Binomial and NegativeBinomial
+sample with core's ``poisson`` and ``binomial``.
 
 Example:
     >>> import flambeau as fb
@@ -25,13 +26,18 @@ from __future__ import annotations
 
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -46,11 +52,14 @@ from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Pareto
+from .poisson import Poisson
 from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
+from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
 from .transforms import __all__ as _transforms_all
@@ -58,12 +67,17 @@ from .uniform import Uniform
 
 __all__ = [
     "Bernoulli",
+    "Beta",
+    "Binomial",
     "Categorical",
     "Cauchy",
+    "Chi2",
     "ContinuousBernoulli",
+    "Dirichlet",
     "Distribution",
     "Exponential",
     "ExponentialFamily",
+    "Gamma",
     "GeneralizedPareto",
     "Geometric",
     "Gumbel",
@@ -77,12 +91,15 @@ __all__ = [
     "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
     "Pareto",
+    "Poisson",
     "RelaxedBernoulli",
     "RelaxedOneHotCategorical",
+    "StudentT",
     "TransformedDistribution",
     "Uniform",
     "biject_to",

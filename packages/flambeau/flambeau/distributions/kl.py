@@ -20,12 +20,16 @@ import flambeau_core as fb
 import flambeau_nn.functional as F
 
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
@@ -40,6 +44,7 @@ from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _batch_
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
+from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost, euler_constant
@@ -527,3 +532,140 @@ def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> fb.Te
     for p_param, q_param, grad in zip(p_params, q_params, grads, strict=True):
         result = result - _sum_rightmost((q_param - p_param) * grad, len(q.event_shape))
     return result
+
+
+# ---- the gamma family (Beta, Gamma, Dirichlet) and the counts (Poisson, Binomial) ----
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> fb.Tensor:
+    p1, p0, q1, q0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    p_sum, q_sum = p1 + p0, q1 + q0
+    log_beta_ratio = fb.lgamma(q1) + fb.lgamma(q0) + fb.lgamma(p_sum) - fb.lgamma(p1) - fb.lgamma(p0) - fb.lgamma(q_sum)
+    return (
+        log_beta_ratio + (p1 - q1) * fb.digamma(p1) + (p0 - q0) * fb.digamma(p0) + (q_sum - p_sum) * fb.digamma(p_sum)
+    )
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> fb.Tensor:
+    return (
+        q.concentration * fb.log(p.rate / q.rate)
+        + fb.lgamma(q.concentration)
+        - fb.lgamma(p.concentration)
+        + (p.concentration - q.concentration) * fb.digamma(p.concentration)
+        + (q.rate - p.rate) * (p.concentration / p.rate)
+    )
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p: Exponential, q: Gamma) -> fb.Tensor:
+    # E_p[log x] = -log(rate_p) - euler_constant
+    ratio = q.rate / p.rate
+    return (
+        -q.concentration * fb.log(ratio)
+        + ratio
+        + fb.lgamma(q.concentration)
+        + q.concentration * euler_constant
+        - (1 + euler_constant)
+    )
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p: Gamma, q: Exponential) -> fb.Tensor:
+    return -p.entropy() - fb.log(q.rate) + q.rate * (p.concentration / p.rate)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> fb.Tensor:
+    pc, qc = p.concentration, q.concentration
+    p_sum, q_sum = pc.sum(-1), qc.sum(-1)
+    t1 = fb.lgamma(p_sum) - fb.lgamma(q_sum) - (fb.lgamma(pc) - fb.lgamma(qc)).sum(-1)
+    return t1 + ((pc - qc) * (fb.digamma(pc) - fb.digamma(p_sum).unsqueeze(-1))).sum(-1)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> fb.Tensor:
+    return p.rate * (fb.log(p.rate) - fb.log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> fb.Tensor:
+    # only defined when q has at least p's trials: fewer is infinite (support not covered)
+    if bool((p.total_count < q.total_count).any().item()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + fb.log1p(-p.probs) - fb.log1p(-q.probs))
+    return _inf_where(p.total_count > q.total_count, kl)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> fb.Tensor:
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p: Beta, q: Exponential) -> fb.Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p: Beta, q: Gamma) -> fb.Tensor:
+    # E_p[log x] = digamma(a) - digamma(a + b)
+    e_log_x = fb.digamma(p.concentration1) - fb.digamma(p.concentration1 + p.concentration0)
+    return (
+        -p.entropy()
+        + fb.lgamma(q.concentration)
+        - q.concentration * q.rate.log()
+        - (q.concentration - 1) * e_log_x
+        + q.rate * p.mean
+    )
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p: Beta, q: Normal) -> fb.Tensor:
+    mean = p.mean
+    var_normal = q.scale.pow(2)
+    second_moment = mean * (1 - mean) / (p.concentration1 + p.concentration0 + 1) + mean.pow(2)
+    return (
+        -p.entropy()
+        + 0.5 * (var_normal * 2 * math.pi).log()
+        + (0.5 * second_moment - q.loc * mean + 0.5 * q.loc.pow(2)) / var_normal
+    )
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p: Gamma, q: Normal) -> fb.Tensor:
+    c, r = p.concentration, p.rate
+    var_normal = q.scale.pow(2)
+    rate_sqr = r.pow(2)
+    t1 = 0.5 * fb.log(rate_sqr * var_normal * 2 * math.pi) - c - fb.lgamma(c)
+    t2 = 0.5 * (c.pow(2) + c) / rate_sqr
+    t3 = q.loc * c / r
+    t4 = 0.5 * q.loc.pow(2)
+    return t1 + (c - 1) * fb.digamma(c) + (t2 - t3 + t4) / var_normal
+
+
+# Supports that do not cover p's: infinite.
+for _p, _q in (
+    (Beta, Pareto),
+    (Exponential, Beta),
+    (Gamma, Beta),
+    (Gamma, ContinuousBernoulli),
+    (Gamma, Pareto),
+    (Gamma, Uniform),
+    (Gumbel, Beta),
+    (Gumbel, Gamma),
+    (Laplace, Beta),
+    (Laplace, Gamma),
+    (Normal, Beta),
+    (Normal, Gamma),
+    (Pareto, Beta),
+    (Poisson, Bernoulli),
+    (Poisson, Binomial),
+):
+    register_kl(_p, _q)(lambda p, q: _infinite_like(_first_parameter(p)))
+
+
+def _first_parameter(p: Distribution) -> fb.Tensor:
+    """p's first parameter (of its batch shape in each family above), for the infinite KLs."""
+    return getattr(p, next(iter(p.arg_constraints)))

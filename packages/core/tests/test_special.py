@@ -1,0 +1,283 @@
+"""The special functions of the elementwise list and their composites (lgamma, digamma, polygamma,
+mvlgamma, i0/i0e/i1/i1e, erfcx, ndtr/ndtri/log_ndtr, entr, logit, xlogy/xlog1py, zeta): float64
+against mpmath at 40 digits over wide ranges (negative non-integer arguments, large arguments,
+the tails), float32 and the poles against PyTorch 2.13, and the errors.
+
+(test_math_ops.py runs every op of the shared list against PyTorch over dtypes, shapes and layouts,
+with its in-place and out= forms.)"""
+
+from __future__ import annotations
+
+import math
+
+import flambeau_core as fc
+import mpmath
+import numpy as np
+import pytest
+import torch
+from helpers import to_numpy
+
+pytestmark = pytest.mark.on_devices
+
+mpmath.mp.dps = 40
+
+
+def fb(name):
+    return getattr(fc, name)
+
+
+def th(name):
+    return getattr(torch, name) if hasattr(torch, name) else getattr(torch.special, name.removeprefix("special_"))
+
+
+def max_rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    assert np.array_equal(np.isfinite(got), np.isfinite(want)), (got[np.isfinite(got) != np.isfinite(want)],)
+    m = np.isfinite(want)
+    return float(np.max(np.abs(got[m] - want[m]) / np.maximum(np.abs(want[m]), 1e-300), initial=0.0))
+
+
+def mp_bessel_i(nu, scaled):
+    def f(x):
+        v = mpmath.besseli(nu, x)
+        return v * mpmath.exp(-abs(x)) if scaled else v
+
+    return f
+
+
+def mp_erfcx(x):
+    return mpmath.exp(x * x) * mpmath.erfc(x)
+
+
+def ndtri_reference(p):
+    # 2p - 1 next to -1 needs as many digits as p has leading zeros
+    with mpmath.workdps(340):
+        return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+
+
+rng = np.random.default_rng(20261128)
+WIDE = np.concatenate(
+    [rng.uniform(-30, 30, 400), rng.uniform(-3, 3, 200), 10 ** rng.uniform(-200, 3, 100), rng.uniform(20, 700, 50)]
+)
+NEG_NON_INTEGER = -rng.integers(0, 60, 200) - rng.uniform(1e-6, 1 - 1e-6, 200)
+
+# (op, mpmath reference, inputs, max relative error in float64)
+MP_CASES = [
+    ("digamma", mpmath.digamma, np.concatenate([WIDE, NEG_NON_INTEGER, [1e-300, 1e300]]), 1e-13),
+    ("i0", mp_bessel_i(0, False), np.concatenate([WIDE, -WIDE[:50]]), 1e-14),
+    ("special_i0e", mp_bessel_i(0, True), np.concatenate([WIDE, -WIDE[:50], [1e6, 1e300]]), 1e-14),
+    ("special_i1", mp_bessel_i(1, False), np.concatenate([WIDE, -WIDE[:50]]), 1e-14),
+    ("special_i1e", mp_bessel_i(1, True), np.concatenate([WIDE, -WIDE[:50], [1e6, -1e300]]), 1e-14),
+    (
+        "special_erfcx",
+        mp_erfcx,
+        np.concatenate([WIDE[WIDE > -26], rng.uniform(-26, 0, 100), [1e5, 1e10, 1e150]]),
+        1e-14,
+    ),
+    ("special_ndtr", mpmath.ncdf, np.concatenate([rng.uniform(-8, 8, 300), [0.0, 37.0]]), 1e-13),
+    (
+        "special_log_ndtr",
+        lambda x: mpmath.log(mpmath.ncdf(x)),
+        np.concatenate([rng.uniform(-40, 10, 300), [-1e4]]),
+        3e-14,
+    ),
+    (
+        "special_ndtri",
+        ndtri_reference,
+        np.concatenate([rng.uniform(0, 1, 300), 10 ** rng.uniform(-300, -1, 100), [0.5, 0.5 + 1e-10]]),
+        1e-14,
+    ),
+]
+
+
+@pytest.mark.parametrize("name,ref,x,tol", MP_CASES, ids=[c[0] for c in MP_CASES])
+def test_float64_against_mpmath(name, ref, x, tol):
+    got = to_numpy(fb(name)(fc.tensor(x, dtype=fc.float64)))
+    want = np.array([float(ref(mpmath.mpf(float(v)))) for v in x])
+    assert max_rel_error(got, want) < tol
+
+
+def test_lgamma_against_mpmath():
+    # away from its zeros at 1 and 2 (there lgamma's relative error is libm's absolute one)
+    x = np.concatenate([WIDE[np.abs(WIDE - 1.5) > 0.6], NEG_NON_INTEGER, [1e300]])
+    got = to_numpy(fc.lgamma(fc.tensor(x, dtype=fc.float64)))
+    want = np.array([float(mpmath.loggamma(mpmath.mpf(float(v))).real) for v in x])
+    assert max_rel_error(got, want) < 1e-12
+
+
+def test_digamma_next_to_its_poles_is_accurate():
+    # PyTorch 2.13 reflects with tan(pi (x - trunc x)), which loses digits next to the poles
+    # (relative error 4e-10 here); the distance to the nearest integer keeps them
+    x = -np.arange(1, 40) + rng.uniform(-1e-5, 1e-5, 39)
+    got = to_numpy(fc.digamma(fc.tensor(x, dtype=fc.float64)))
+    want = np.array([float(mpmath.digamma(mpmath.mpf(float(v)))) for v in x])
+    assert max_rel_error(got, want) < 1e-14
+    assert max_rel_error(torch.digamma(torch.tensor(x)).numpy(), want) > 1e-12
+
+
+ALL_UNARY = ["lgamma", "digamma", "i0", "special_i0e", "special_i1", "special_i1e", "special_erfcx",
+             "special_ndtr", "special_ndtri", "special_log_ndtr", "special_entr"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ALL_UNARY)
+def test_float32_and_special_points_against_torch(name):
+    x = np.concatenate([rng.uniform(-30, 30, 300), rng.uniform(-3, 3, 300), rng.uniform(0, 1, 100)])
+    # the poles and ends: PyTorch's signs of the infinities and its NaNs
+    edges = [0.0, -0.0, -1.0, -2.0, -7.0, 1.0, 2.0, 0.5, math.inf, -math.inf, math.nan, 1e-30, -1e-30, 80.0, 100.0]
+    x = np.concatenate([x, edges])
+    if name in ("i0", "special_i1"):
+        x = x[np.abs(x) < 88]  # float32: PyTorch computes e^x in float32, so it overflows an ulp early
+    if name == "digamma":
+        # next to the poles PyTorch's float32 reflection loses digits (test_digamma_next_to_its_poles...)
+        x = x[(x >= 0) | (np.abs(x - np.round(x)) > 0.05) | ~np.isfinite(x) | (x == np.round(x))]
+    got = fb(name)(fc.tensor(x, dtype=fc.float32))
+    assert got.dtype == fc.float32
+    want = th(name)(torch.tensor(x, dtype=torch.float32)).numpy()
+    got = to_numpy(got)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    # float32 results are correctly rounded doubles here, PyTorch's float32 paths an ulp or two off;
+    # digamma near its zeros compares absolutely
+    # (PyTorch's float32 ndtr flushes the left tail below 1e-7 or so to 0: absolute there)
+    atol = {"digamma": 2e-6, "special_ndtr": 1e-7}.get(name, 1e-30)
+    # (and computes log_ndtr's right tail, -ndtr(-x), from its float32 erfc: a few ulps there)
+    rtol = 2e-5 if name == "special_log_ndtr" else 4e-6
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    # float64 at the same points, poles included
+    got64 = to_numpy(fb(name)(fc.tensor(x, dtype=fc.float64)))
+    want64 = th(name)(torch.tensor(x, dtype=torch.float64)).numpy()
+    np.testing.assert_array_equal(got64[np.isinf(want64)], want64[np.isinf(want64)])
+    np.testing.assert_allclose(got64, want64, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_integer_inputs_give_float32():
+    for name in ALL_UNARY:
+        r = fb(name)(fc.tensor([1, 2, 3]))
+        assert r.dtype == fc.float32
+        np.testing.assert_allclose(to_numpy(r), th(name)(torch.tensor([1, 2, 3])).numpy(), rtol=4e-6)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 9])
+def test_polygamma(n):
+    x = np.concatenate([rng.uniform(0.05, 30, 100), rng.uniform(-6, -0.05, 60)])
+    x = x[np.abs(x - np.round(x)) > 0.02]
+    want = np.array([float(mpmath.polygamma(n, mpmath.mpf(float(v)))) for v in x])
+    got = to_numpy(fc.polygamma(n, fc.tensor(x, dtype=fc.float64)))
+    assert max_rel_error(got, want) < 1e-12
+    assert max_rel_error(to_numpy(fc.tensor(x, dtype=fc.float64).polygamma(n)), want) < 1e-12
+    # float32 against PyTorch (away from the poles, where its trigamma is noisy)
+    got32 = fc.polygamma(n, fc.tensor(x, dtype=fc.float32))
+    assert got32.dtype == fc.float32
+    want32 = torch.polygamma(n, torch.tensor(x, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(to_numpy(got32), want32, rtol=1e-4, atol=1e-5)
+    t = fc.tensor(x, dtype=fc.float64)
+    t.polygamma_(n)
+    assert max_rel_error(to_numpy(t), want) < 1e-12
+
+
+def test_polygamma_poles_and_errors():
+    # at the non-positive integers the derivatives of digamma have poles: inf with PyTorch's sign
+    # (its float64 trigamma gives 1.6e32 at -2 from sin(-2 pi) != 0; flambeau gives the pole)
+    x = fc.tensor([0.0, -3.0], dtype=fc.float64)
+    for n in (1, 2, 3):
+        got = to_numpy(fc.polygamma(n, x))
+        assert np.all(np.isinf(got))
+        assert np.sign(got[0]) == np.sign(torch.polygamma(n, torch.tensor([0.0], dtype=torch.float64)).item())
+    with pytest.raises(RuntimeError, match="does not support negative n"):
+        torch.polygamma(-1, torch.ones(2))
+    with pytest.raises(ValueError, match=r"\[polygamma\] polygamma\(n, x\) does not support negative n, got n=-1"):
+        fc.polygamma(-1, fc.ones(2))
+
+
+def test_zeta():
+    s = np.concatenate([rng.uniform(1.01, 30, 150), rng.integers(2, 12, 100).astype(float)])
+    q = np.concatenate([rng.uniform(0.01, 50, 150), rng.uniform(-20, 20, 100)])
+    keep = np.abs(q - np.round(q)) > 1e-3
+    s, q = s[keep], q[keep]
+    want = np.array([float(mpmath.zeta(mpmath.mpf(float(a)), mpmath.mpf(float(b)))) for a, b in zip(s, q, strict=True)])
+    got = to_numpy(fc.special_zeta(fc.tensor(s, dtype=fc.float64), fc.tensor(q, dtype=fc.float64)))
+    # q < 0 sums terms of both signs (odd s): a few digits cancel where the result is small
+    assert max_rel_error(got[q > 0], want[q > 0]) < 1e-11
+    assert max_rel_error(got[q < 0], want[q < 0]) < 1e-10
+    # PyTorch's special points: s = 1 and the poles give inf, s < 1 and non-integer s at q < 0 NaN
+    a = [1.0, 0.5, 2.0, 2.0, 2.5, 2.0, math.nan, math.inf]
+    b = [1.0, 1.0, 0.0, -3.0, -1.5, math.inf, 1.0, 2.0]
+    for dt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32)):
+        got = to_numpy(fc.special_zeta(fc.tensor(a, dtype=dt), fc.tensor(b, dtype=dt)))
+        want = torch.special.zeta(torch.tensor(a, dtype=tdt), torch.tensor(b, dtype=tdt)).numpy()
+        np.testing.assert_array_equal(got, want)
+    # numbers on either side, as torch.special.zeta takes them
+    np.testing.assert_allclose(
+        to_numpy(fc.special_zeta(2, fc.tensor([1.0, 2.0]))), [math.pi**2 / 6, math.pi**2 / 6 - 1]
+    )
+    np.testing.assert_allclose(to_numpy(fc.special_zeta(fc.tensor([2.0, 4.0]), 1.0)), [math.pi**2 / 6, math.pi**4 / 90])
+
+
+@pytest.mark.parametrize("name", ["xlogy", "special_xlog1py"])
+def test_xlogy_family(name):
+    a = np.array([0.0, 0.0, 0.0, 2.0, -1.5, 3.0, math.nan, 0.0, 1.0])
+    b = np.array([0.0, math.nan, -1.0, 0.5, 4.0, math.inf, 1.0, math.inf, -0.5])
+    for dt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32)):
+        got = getattr(fc, name)(fc.tensor(a, dtype=dt), fc.tensor(b, dtype=dt))
+        want = th(name)(torch.tensor(a, dtype=tdt), torch.tensor(b, dtype=tdt))
+        assert got.dtype == dt
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6, equal_nan=True)
+    # numbers, broadcasting, integer inputs
+    np.testing.assert_allclose(
+        to_numpy(getattr(fc, name)(2.0, fc.tensor([1.0, 3.0]))), th(name)(2.0, torch.tensor([1.0, 3.0])).numpy()
+    )
+    np.testing.assert_allclose(
+        to_numpy(getattr(fc, name)(fc.tensor([[1], [2]]), 3)), th(name)(torch.tensor([[1], [2]]), 3).numpy()
+    )
+    assert getattr(fc, name)(fc.tensor([1, 2]), fc.tensor([3, 4])).dtype == fc.float32
+
+
+def test_xlogy_inplace_and_method():
+    t = fc.tensor([0.0, 2.0, 3.0])
+    r = t.xlogy_(fc.tensor([5.0, 4.0, 1.0]))
+    assert r is t
+    np.testing.assert_allclose(to_numpy(t), [0.0, 2 * math.log(4.0), 0.0])
+    np.testing.assert_allclose(to_numpy(fc.tensor([2.0]).xlogy(3.0)), [2 * math.log(3.0)], rtol=1e-6)
+
+
+def test_entr():
+    x = np.array([0.0, -0.0, 0.5, 1.0, 3.0, -1.0, math.inf, -math.inf, math.nan])
+    got = to_numpy(fc.special_entr(fc.tensor(x, dtype=fc.float64)))
+    np.testing.assert_array_equal(got, torch.special.entr(torch.tensor(x)).numpy())
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+def test_mvlgamma(p):
+    x = rng.uniform((p - 1) / 2 + 0.01, 20, size=(4, 5))
+    for dt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32)):
+        got = fc.mvlgamma(fc.tensor(x, dtype=dt), p)
+        want = torch.mvlgamma(torch.tensor(x, dtype=tdt), p)
+        assert got.dtype == dt and tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-5 if dt == fc.float32 else 1e-12)
+    t = fc.tensor(x, dtype=fc.float64)
+    t.mvlgamma_(p)
+    np.testing.assert_allclose(to_numpy(t), torch.tensor(x).mvlgamma(p).numpy(), rtol=1e-12)
+
+
+def test_mvlgamma_errors():
+    # outside the domain x > (p - 1)/2 PyTorch 2.13 no longer raises: a pole of lgamma gives inf
+    x = [0.5, 2.0, -1.5, 1.0]
+    np.testing.assert_array_equal(to_numpy(fc.mvlgamma(fc.tensor(x), 2)), torch.mvlgamma(torch.tensor(x), 2).numpy())
+    with pytest.raises(ValueError, match=r"\[mvlgamma\] p has to be greater than or equal to 1"):
+        fc.mvlgamma(fc.tensor([3.0]), 0)
+    with pytest.raises(TypeError, match=r"\[mvlgamma\] expected a floating point input, got int64"):
+        fc.mvlgamma(fc.tensor([3, 4]), 1)
+
+
+def test_logit():
+    x = np.array([0.0, 1e-8, 0.1, 0.5, 0.9, 1.0, -0.5, 1.5, math.nan])
+    for eps in (None, 1e-6, 0.2):
+        for dt, tdt in ((fc.float64, torch.float64), (fc.float32, torch.float32)):
+            got = fc.logit(fc.tensor(x, dtype=dt), eps)
+            want = torch.logit(torch.tensor(x, dtype=tdt), eps)
+            assert got.dtype == dt
+            np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=2e-6, equal_nan=True)
+    np.testing.assert_allclose(to_numpy(fc.tensor([0.25]).logit()), [math.log(1 / 3)], rtol=1e-6)
+    t = fc.tensor([0.25, 0.0], dtype=fc.float64)
+    t.logit_(eps=0.1)
+    np.testing.assert_allclose(to_numpy(t), [math.log(1 / 3), math.log(1 / 9)])
+    assert fc.logit(fc.tensor([0, 1])).dtype == fc.float32
