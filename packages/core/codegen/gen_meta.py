@@ -143,6 +143,7 @@ def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
         others = [n for n in op.shape.args if n != "self"]
         if op.shape.name == "broadcast" and others:
             lines.append(f'  meta::check_broadcasts_to("{_name(op)}", {_tensors(others)}, self);')
+        lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
         lines.append(f'  check_no_internal_overlap(self, "{_name(op)}");')
         call = ", ".join(["self"] + [a.name for a in op.cpp_args])
         lines.append(f"  op::{base.cpp_name}.run_out({call});")
@@ -155,8 +156,10 @@ def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
         lines.append(f"  const ScalarType out_dtype = {dtype_expr(op, op.dtype[0])};")
         # Note [Size overflow]: a broadcast (or expanded) result too large to count raises under the op's name.
         lines.append(f'  shape_nbytes(out_sizes, out_dtype, "{_name(op)}");')
-        device = f"meta::output_device({_tensors(_tensor_names(op))})"
-        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, {device});")
+        tensors = _tensors(_tensor_names(op))
+        # The dispatcher chose the first non-cpu device; a cpu input of another shape is an error.
+        lines.append(f'  meta::check_same_device("{_name(op)}", {tensors});')
+        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, meta::output_device({tensors}));")
         call = ", ".join(["out"] + [a.name for a in op.cpp_args])
         lines.append(f"  op::{op.cpp_name}.run_out({call});")
         lines.append("  return out;")
@@ -169,6 +172,7 @@ def output_spec(op: OpDecl) -> list[str]:
     lines = [f"OutputSpec {op.cpp_name}({_params(op)}) {{"]
     if has_check_step(op):
         lines.append(f"  {op.cpp_name}_check({', '.join(a.name for a in op.cpp_args)});")
+    lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
     dtype = dtype_expr(op, op.dtype[0])
     device = f"meta::output_device({_tensors(_tensor_names(op))})"
     lines.append(f"  return {{{dtype}, {device}, {shape_expr(op, op.shape)}}};")
