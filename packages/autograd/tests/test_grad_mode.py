@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import flambeau_autograd as ag
@@ -110,3 +111,22 @@ def test_grad_mode_is_thread_local():
         t.start()
         t.join()
     assert seen == [True]
+
+
+def test_out_and_inplace_forms_while_autograd_records():
+    # Note [Structured kernels]: a recorded op takes the compute-and-copy path, not the out kernel.
+    x = fb_tensor([0.5, 1.0, 2.0], requires_grad=True)
+    try:
+        fc.sin(x, out=fc.empty((3,)))
+    except RuntimeError as e:
+        assert "[sin] functions with out=... arguments don't support automatic differentiation" in str(e)
+    else:
+        raise AssertionError("out= of a recorded op must raise")
+    y = x * 1
+    y.sin_()  # sin of a copy of y, copied into y: the backward reads the old values
+    y.sum().backward()
+    assert [round(g, 6) for g in x.grad.tolist()] == [round(math.cos(v), 6) for v in (0.5, 1.0, 2.0)]
+    with ag.no_grad():
+        z = fb_tensor([0.5, 1.0, 2.0], requires_grad=True)
+        assert z.sin_() is z  # not recorded: the out kernel writes z
+    assert [round(v, 6) for v in z.tolist()] == [round(math.sin(v), 6) for v in (0.5, 1.0, 2.0)]

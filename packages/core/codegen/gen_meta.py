@@ -13,7 +13,16 @@ from __future__ import annotations
 
 import re
 
-from model import FIXED_DTYPES, OPTIONAL_RESULT_SHAPES, PER_RESULT_SHAPES, SHAPE_FUNCTIONS, OpDecl, Rule, TableError
+from model import (
+    FIXED_DTYPES,
+    OPTIONAL_RESULT_SHAPES,
+    PER_RESULT_SHAPES,
+    SHAPE_FUNCTIONS,
+    OpDecl,
+    Rule,
+    TableError,
+    structured_base,
+)
 
 
 def _tensors(names: list[str]) -> str:
@@ -130,6 +139,71 @@ def meta_kernel(op: OpDecl) -> list[str]:
     return lines
 
 
+# ---- Note [Structured kernels] (flambeau/dispatch.h) ----
+
+
+def _tensor_names(op: OpDecl) -> list[str]:
+    return [a.name for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber")]
+
+
+def _shape_ref(op: OpDecl) -> tuple[list[str], str]:
+    """Lines and an IntArrayRef expression of the output shape, without a copy for `same` and `broadcast`."""
+    rule = op.shape
+    if rule.name == "same":
+        return [], f"{rule.args[0] if rule.args else 'self'}.sizes()"
+    if rule.name == "broadcast":
+        return ["  Shape storage;"], f'meta::broadcast_into("{_name(op)}", {_tensors(rule.args)}, storage)'
+    return [f"  const Shape shape = {shape_expr(op, rule)};"], "shape"
+
+
+def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
+    """The device kernel of a structured op: the output (allocated, or self), then the out kernel."""
+    lines = [f"{op.cpp_return()} {op.cpp_name}_structured({_params(op)}) {{"]
+    if base is not None:  # in-place: self is the output; the check step checked its dtype
+        others = [n for n in op.shape.args if n != "self"]
+        if op.shape.name == "broadcast" and others:
+            lines.append(f'  meta::check_broadcasts_to("{_name(op)}", {_tensors(others)}, self);')
+        lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
+        lines.append(f'  check_no_internal_overlap(self, "{_name(op)}");')
+        call = ", ".join(["self"] + [a.name for a in op.cpp_args])
+        lines.append(f"  op::{base.cpp_name}.run_out({call});")
+        lines.append("  self.impl()->bump_version();")
+        lines.append("  return self;")
+    else:
+        pre, shape = _shape_ref(op)
+        lines += pre
+        lines.append(f"  const IntArrayRef out_sizes = {shape};")
+        lines.append(f"  const ScalarType out_dtype = {dtype_expr(op, op.dtype[0])};")
+        # Note [Size overflow]: a broadcast (or expanded) result too large to count raises under the op's name.
+        lines.append(f'  shape_nbytes(out_sizes, out_dtype, "{_name(op)}");')
+        tensors = _tensors(_tensor_names(op))
+        # The dispatcher chose the first non-cpu device; a cpu input of another shape is an error.
+        lines.append(f'  meta::check_same_device("{_name(op)}", {tensors});')
+        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, meta::output_device({tensors}));")
+        call = ", ".join(["out"] + [a.name for a in op.cpp_args])
+        lines.append(f"  op::{op.cpp_name}.run_out({call});")
+        lines.append("  return out;")
+    lines.append("}")
+    return lines
+
+
+def output_spec(op: OpDecl) -> list[str]:
+    """structured::<op>: the check step, dtype, device and shape, for out= and the in-place composite."""
+    lines = [f"OutputSpec {op.cpp_name}({_params(op)}) {{"]
+    if has_check_step(op):
+        lines.append(f"  {op.cpp_name}_check({', '.join(a.name for a in op.cpp_args)});")
+    lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
+    dtype = dtype_expr(op, op.dtype[0])
+    device = f"meta::output_device({_tensors(_tensor_names(op))})"
+    lines.append(f"  return {{{dtype}, {device}, {shape_expr(op, op.shape)}}};")
+    lines.append("}")
+    return lines
+
+
+def output_spec_declaration(op: OpDecl) -> str:
+    return f"FB_API OutputSpec {op.cpp_name}({_params(op)});"
+
+
 def gen_meta(ops: list[OpDecl], header: str) -> str:
     out = [header, "// Note [Meta step] (flambeau/meta.h): the check steps and Meta kernels of ops.yaml's rules.", ""]
     out += ['#include "flambeau/meta.h"', '#include "flambeau/ops.h"', ""]
@@ -146,10 +220,22 @@ def gen_meta(ops: list[OpDecl], header: str) -> str:
         if has_check_step(op):
             out += check_step(op) + [""]
         out += meta_kernel(op) + [""]
+        if op.structured:
+            out += structured_adapter(op, structured_base(op, ops)) + [""]
     out.append("const bool registered = [] {")
     for op in with_rules:
         if has_check_step(op):
             out.append(f"  op::{op.cpp_name}.set_meta_check({op.cpp_name}_check);")
         out.append(f"  op::{op.cpp_name}.register_kernel(DispatchKey::Meta, {op.cpp_name}_meta);")
-    out += ["  return true;", "}();", "", "}  // namespace", "}  // namespace flambeau", ""]
+        if op.structured:
+            base = structured_base(op, ops)
+            extra = f", op::{base.cpp_name}" if base else ""
+            out.append(f"  op::{op.cpp_name}.set_structured({op.cpp_name}_structured{extra});")
+    out += ["  return true;", "}();", "", "}  // namespace", ""]
+    out.append("// Note [Structured kernels]: the meta step of each structured op, for a caller with its own output.")
+    out.append("namespace structured {")
+    for op in with_rules:
+        if op.structured and not op.is_inplace:
+            out += output_spec(op) + [""]
+    out += ["}  // namespace structured", "}  // namespace flambeau", ""]
     return "\n".join(out)

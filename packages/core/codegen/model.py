@@ -243,6 +243,9 @@ class OpDecl:
     shape: Rule | None = None
     checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
     direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
+    # Note [Structured kernels] (flambeau/dispatch.h): a backend implements one out kernel
+    # `void(const Tensor& out, args...)`; the generated code runs the meta step and allocates.
+    structured: bool = False
     out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
     errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
     autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
@@ -357,7 +360,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
-    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases",
+    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases", "structured",
 }  # fmt: skip
 
 
@@ -398,6 +401,14 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
             raise TableError(f"{where}: a check is written name(arguments), got '{c}'")
         op.checks.append((m["name"], m["args"].strip()))
     op.direct_write = bool(e.get("direct_write", False))
+    op.structured = bool(e.get("structured", False))
+    if op.structured:
+        if not op.has_meta:
+            raise TableError(f"{where}: a structured op needs 'dtype' and 'shape' rules (its meta step)")
+        if len(op.returns) != 1 or op.returns[0].type != "Tensor" or op.shape.name in PER_RESULT_SHAPES:
+            raise TableError(f"{where}: a structured op returns one Tensor")
+        if op.direct_write:
+            raise TableError(f"{where}: a structured op writes out= and its in-place form itself: drop direct_write")
     op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:
@@ -465,6 +476,7 @@ def load_ops(path: Path) -> list[OpDecl]:
             raise TableError(f"{where}: op '{op.cpp_name}' declared twice")
         seen.add(op.cpp_name)
         ops.append(op)
+    check_structured_inplace(ops)
     # `inplace: true` adds the `name_` form (copy_ of the result); an overload
     # `name.x` adds `name_.x`, another overload of the Python method `name_`.
     names: dict[str, str] = {}
@@ -478,6 +490,27 @@ def load_ops(path: Path) -> list[OpDecl]:
             ops.append(inplace)
             seen.add(inplace.cpp_name)
     return ops
+
+
+def structured_base(op: OpDecl, ops: list[OpDecl]) -> OpDecl | None:
+    """The functional op whose out kernel a structured in-place primitive runs (`add_` -> `add`)."""
+    if not (op.structured and op.is_inplace):
+        return None
+    name = op.name.removesuffix("_") + (f"_{op.overload}" if op.overload else "")
+    return next((o for o in ops if o.cpp_name == name), None)
+
+
+def check_structured_inplace(ops: list[OpDecl]) -> None:
+    """A structured in-place primitive `name_(self, args...)` runs `name`'s out kernel on (self, self, args...)."""
+    for op in ops:
+        if not (op.structured and op.is_inplace):
+            continue
+        base = structured_base(op, ops)
+        where = f"ops.yaml:{op.line}"
+        if base is None or not base.structured or base.is_inplace:
+            raise TableError(f"{where}: structured in-place op '{op.cpp_name}' needs a structured functional op")
+        if [(a.name, a.type) for a in op.cpp_args[1:]] != [(a.name, a.type) for a in base.cpp_args[1:]]:
+            raise TableError(f"{where}: '{op.cpp_name}' must take the arguments of '{base.cpp_name}'")
 
 
 def make_inplace_composite(op: OpDecl) -> OpDecl:

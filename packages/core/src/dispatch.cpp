@@ -117,6 +117,23 @@ void OpBase::set_kernel(DispatchKey key, void* fn) {
   }
 }
 
+// Note [Structured kernels]: an out kernel makes its device key run the op's adapter (and that of the
+// in-place op structured on it); registrations come from static initializers in any order.
+void OpBase::set_out_kernel(DispatchKey key, void* fn) {
+  const int slot = device_key_slot(key);
+  FB_INTERNAL_ASSERT(slot >= 0, "[", name_, "] an out kernel needs a device key, got ", dispatch_key_name(key));
+  out_kernels_[slot] = fn;
+  if (structured_) set_kernel(key, structured_);
+  if (inplace_ && inplace_->structured_) inplace_->set_kernel(key, inplace_->structured_);
+}
+
+void OpBase::set_structured(void* adapter, OpBase& base) {
+  structured_ = adapter;
+  if (&base != this) base.inplace_ = this;
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::PrivateUse1})
+    if (base.out_kernels_[device_key_slot(k)]) set_kernel(k, adapter);
+}
+
 void OpBase::missing_kernel(DispatchKey k) const {
   if (k == DispatchKey::CUDA)
     throw RuntimeError(

@@ -356,6 +356,17 @@ TensorIterator TensorIterator::binary(const char* op, const Tensor& a, const Ten
   return TensorIterator(op, nullptr, out_dtype, in, compute);
 }
 
+TensorIterator TensorIterator::into(const char* op, const Tensor& out, const Tensor& a, ScalarType compute) {
+  const Tensor* in[1] = {&a};
+  return TensorIterator(op, &out, out.dtype(), in, compute);
+}
+
+TensorIterator TensorIterator::into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
+                                    ScalarType compute) {
+  const Tensor* in[2] = {&a, &b};
+  return TensorIterator(op, &out, out.dtype(), in, compute);
+}
+
 TensorIterator TensorIterator::inplace(const char* op, Tensor& self, const Tensor& other,
                                        bool true_division) {
   ScalarType rt = result_type(self, other);

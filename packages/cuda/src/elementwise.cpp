@@ -96,6 +96,19 @@ Tensor binary(int op, const char* name, const Tensor& a, const Tensor& b, bool t
   return it.output();
 }
 
+// Note [Structured kernels]: the out kernel of add, sub, mul, div and the comparisons. out has the
+// meta step's dtype, or self's for the in-place forms: arithmetic computes in it, a comparison in
+// the inputs' promoted dtype (integers and bool exactly in int64).
+void binary_out(int op, const char* name, const Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1) {
+  const bool cmp = ew_is_comparison(op);
+  ScalarType compute = cmp ? result_type(a, b) : out.dtype();
+  FB_CHECK_TYPE(compute != ScalarType::Bool || cmp, "[", name,
+                "] with dtype bool is not yet implemented on CUDA");
+  if (cmp && is_integral(compute, true)) compute = ScalarType::Int64;
+  compute_code(compute, name);
+  launch(op, name, TensorIterator::into(name, out, a, b, compute), alpha, 0);
+}
+
 Tensor unary(int op, const char* name, const Tensor& a, bool true_valued) {
   ScalarType compute = a.dtype();
   if (true_valued && !is_floating(compute)) compute = default_float_dtype();
@@ -105,36 +118,32 @@ Tensor unary(int op, const char* name, const Tensor& a, bool true_valued) {
   return it.output();
 }
 
-Tensor& inplace(int op, const char* name, Tensor& self, const Tensor& other, double alpha, bool true_valued) {
-  // Core's in-place rules: dtype (TypeError), broadcast to self (ValueError),
-  // devices, self's internal overlap, an overlapping `other` copied first.
-  const TensorIterator it = TensorIterator::inplace(name, self, other, true_valued);
-  compute_code(self.dtype(), name);
-  launch(op, name, it, alpha, 0);
-  self.impl()->bump_version();
-  return self;
-}
-
 #define FBC_BINARY(opname, code, tv) \
   Tensor opname##_cuda(const Tensor& a, const Tensor& b) { return binary(code, #opname, a, b, tv); }
-FBC_BINARY(mul, kEwMul, false)
-FBC_BINARY(div, kEwDiv, true)
 FBC_BINARY(maximum, kEwMaximum, false)
 FBC_BINARY(minimum, kEwMinimum, false)
 FBC_BINARY(pow, kEwPow, false)
-FBC_BINARY(eq, kEwEq, false)
-FBC_BINARY(ne, kEwNe, false)
-FBC_BINARY(lt, kEwLt, false)
-FBC_BINARY(le, kEwLe, false)
-FBC_BINARY(gt, kEwGt, false)
-FBC_BINARY(ge, kEwGe, false)
 #undef FBC_BINARY
 
-Tensor add_cuda(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return binary(kEwAdd, "add", a, b, false, alpha.to_double());
+#define FBC_BINARY_OUT(opname, code)                                             \
+  void opname##_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) { \
+    binary_out(code, #opname, out, a, b);                                       \
+  }
+FBC_BINARY_OUT(mul, kEwMul)
+FBC_BINARY_OUT(div, kEwDiv)
+FBC_BINARY_OUT(eq, kEwEq)
+FBC_BINARY_OUT(ne, kEwNe)
+FBC_BINARY_OUT(lt, kEwLt)
+FBC_BINARY_OUT(le, kEwLe)
+FBC_BINARY_OUT(gt, kEwGt)
+FBC_BINARY_OUT(ge, kEwGe)
+#undef FBC_BINARY_OUT
+
+void add_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  binary_out(kEwAdd, "add", out, a, b, alpha.to_double());
 }
-Tensor sub_cuda(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return binary(kEwSub, "sub", a, b, false, alpha.to_double());
+void sub_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  binary_out(kEwSub, "sub", out, a, b, alpha.to_double());
 }
 Tensor threshold_backward_cuda(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
   FB_CHECK_TYPE(grad.dtype() == self.dtype(),
@@ -142,17 +151,6 @@ Tensor threshold_backward_cuda(const Tensor& grad, const Tensor& self, const Sca
                 dtype_name(grad.dtype()), " and ", dtype_name(self.dtype()));
   return binary(kEwThresholdBackward, "threshold_backward", grad, self, false, 1, threshold.to_double());
 }
-
-Tensor& add__cuda(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return inplace(kEwAdd, "add_", self, other, alpha.to_double(), false);
-}
-Tensor& sub__cuda(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return inplace(kEwSub, "sub_", self, other, alpha.to_double(), false);
-}
-Tensor& mul__cuda(Tensor& self, const Tensor& other) {
-  return inplace(kEwMul, "mul_", self, other, 1, false);
-}
-Tensor& div__cuda(Tensor& self, const Tensor& other) { return inplace(kEwDiv, "div_", self, other, 1, true); }
 
 #define FBC_UNARY(opname, code, tv) \
   Tensor opname##_cuda(const Tensor& a) { return unary(code, #opname, a, tv); }
@@ -319,8 +317,13 @@ Kind binary_kind(math::Kind k) {
 }
 constexpr Kind rounding_kind(int op) { return op == kM_frac ? Kind::FloatOnly : Kind::SameType; }
 
+// Note [Structured kernels]: out has the float dtype of the meta step (or self's, in place).
+void float_unary_out(int op, const char* name, const Tensor& out, const Tensor& a) {
+  compute_code(out.dtype(), name);
+  launch(op, name, TensorIterator::into(name, out, a, out.dtype()), 0, 0, true);
+}
 #define FBC_FLOAT_UNARY(name, expr) \
-  Tensor name##_cuda(const Tensor& a) { return math_unary(kM_##name, #name, a, Kind::FloatValued); }
+  void name##_out_cuda(const Tensor& out, const Tensor& a) { float_unary_out(kM_##name, #name, out, a); }
 #define FBC_ROUNDING(name, expr) \
   Tensor name##_cuda(const Tensor& a) { return math_unary(kM_##name, #name, a, rounding_kind(kM_##name)); }
 #define FBC_BINARY(name, kind, expr)                                                    \
@@ -537,7 +540,9 @@ Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const 
 void register_math_kernels() {
 #define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
 #define FBC_REG_LIST(opname, ...) FBC_REG(opname)
-  FB_FLOAT_UNARY_MATH(FBC_REG_LIST)
+#define FBC_REG_OUT(opname, ...) op::opname.register_out_kernel(DispatchKey::CUDA, opname##_out_cuda);
+  FB_FLOAT_UNARY_MATH(FBC_REG_OUT)
+#undef FBC_REG_OUT
   FB_FLOAT_ROUNDING(FBC_REG_LIST)
   FB_BINARY_MATH(FBC_REG_LIST)
 #undef FBC_REG_LIST
@@ -593,24 +598,20 @@ void register_math_kernels() {
 void register_elementwise_kernels() {
   register_math_kernels();
   op::where.register_kernel(DispatchKey::CUDA, where_cuda);
-  op::add.register_kernel(DispatchKey::CUDA, add_cuda);
-  op::sub.register_kernel(DispatchKey::CUDA, sub_cuda);
-  op::mul.register_kernel(DispatchKey::CUDA, mul_cuda);
-  op::div.register_kernel(DispatchKey::CUDA, div_cuda);
+  op::add.register_out_kernel(DispatchKey::CUDA, add_out_cuda);
+  op::sub.register_out_kernel(DispatchKey::CUDA, sub_out_cuda);
+  op::mul.register_out_kernel(DispatchKey::CUDA, mul_out_cuda);
+  op::div.register_out_kernel(DispatchKey::CUDA, div_out_cuda);
   op::maximum.register_kernel(DispatchKey::CUDA, maximum_cuda);
   op::minimum.register_kernel(DispatchKey::CUDA, minimum_cuda);
   op::pow.register_kernel(DispatchKey::CUDA, pow_cuda);
-  op::eq.register_kernel(DispatchKey::CUDA, eq_cuda);
-  op::ne.register_kernel(DispatchKey::CUDA, ne_cuda);
-  op::lt.register_kernel(DispatchKey::CUDA, lt_cuda);
-  op::le.register_kernel(DispatchKey::CUDA, le_cuda);
-  op::gt.register_kernel(DispatchKey::CUDA, gt_cuda);
-  op::ge.register_kernel(DispatchKey::CUDA, ge_cuda);
+  op::eq.register_out_kernel(DispatchKey::CUDA, eq_out_cuda);
+  op::ne.register_out_kernel(DispatchKey::CUDA, ne_out_cuda);
+  op::lt.register_out_kernel(DispatchKey::CUDA, lt_out_cuda);
+  op::le.register_out_kernel(DispatchKey::CUDA, le_out_cuda);
+  op::gt.register_out_kernel(DispatchKey::CUDA, gt_out_cuda);
+  op::ge.register_out_kernel(DispatchKey::CUDA, ge_out_cuda);
   op::threshold_backward.register_kernel(DispatchKey::CUDA, threshold_backward_cuda);
-  op::add_.register_kernel(DispatchKey::CUDA, add__cuda);
-  op::sub_.register_kernel(DispatchKey::CUDA, sub__cuda);
-  op::mul_.register_kernel(DispatchKey::CUDA, mul__cuda);
-  op::div_.register_kernel(DispatchKey::CUDA, div__cuda);
   op::neg.register_kernel(DispatchKey::CUDA, neg_cuda);
   op::abs.register_kernel(DispatchKey::CUDA, abs_cuda);
   op::relu.register_kernel(DispatchKey::CUDA, relu_cuda);

@@ -533,7 +533,12 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // range) surface at the next synchronous op of the stream
 // (SimStream::take_error), as CUDA's do. Ops without rules take the host
 // fallback, or their Generic kernel, made of ops that have rules (the fused
-// SGD step, _foreach_zero_); composites run their parts.
+// SGD step, _foreach_zero_); composites run their parts. A structured op
+// (Note [Structured kernels], dispatch.h) gets an out kernel here instead
+// (out_kernel): core's generated code has run the meta step and allocated its
+// output on the device (or passes out=, or self), and the CPU out kernel is
+// enqueued writing into it, after the same dtype probe; so its functional,
+// out= and in-place forms are asynchronous and copy nothing.
 
 // What the enqueued work keeps of an argument: spans become vectors and
 // string views strings (the caller's memory is gone when the kernel runs).
@@ -733,6 +738,47 @@ struct Async<O, R(Args...)> {
     return launch(first->device(), shapes, dtypes, args...);
   }
 
+  // Note [Structured kernels]: the out kernel of a structured op (R is Tensor): its output is
+  // allocated in device memory by the caller (the generated adapter, out=, self of an in-place
+  // form), and the CPU out kernel is enqueued on host views of it and of the arguments. It runs
+  // first on size-1 stand-ins, so that what it cannot compute (a dtype without a loop) raises at
+  // the call (then synchronously, on the real arguments).
+  static void out_kernel(const Tensor& out, Args... args) {
+    detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
+    check.see(out);
+    (check.see(args), ...);  // the mixed-device errors
+    bool probe_ok = g_backend != nullptr;
+    if (probe_ok) {
+      try {
+        const Tensor probe_out = probe_of(out);
+        std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
+        std::apply([&](auto&... a) { O.run_out(probe_out, pass<Args>(a)...); }, probe);
+      } catch (const std::exception&) {
+        probe_ok = false;
+      }
+    }
+    if (!probe_ok) {
+      detail::HostFallback fb(O.name(), DeviceType::PrivateUse1);
+      fb.see(out);
+      (fb.see(args), ...);
+      const Tensor host_out = fb.map(out);
+      std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
+      fb.run([&] { std::apply([&](auto&... a) { O.run_out(host_out, a...); }, host); });
+      return;
+    }
+    DeviceGuard guard(out.device());
+    StreamPtr stream = current_stream(out.device());
+    SimStream& s = as_sim(*stream, O.name());
+    SharedViews shared;
+    const Tensor host_out = host_view(out, &shared);
+    auto host = std::make_shared<std::tuple<typename Held<Args>::type...>>(
+        map_arg([&shared](const Tensor& t) { return on_sim(t) ? host_view(t, &shared) : t; }, args)...);
+    s.enqueue([host, host_out] {
+      std::apply([&](auto&... a) { O.run_out(host_out, pass<Args>(a)...); }, *host);
+    });
+  }
+  static constexpr bool kReturnsTensor = std::is_same_v<R, Tensor>;
+
   // Allocates the results on `device` and enqueues the CPU kernel on its current stream.
   static R launch(const Device& device, const std::vector<Shape>& shapes, const std::vector<ScalarType>& dtypes,
                   Args... args) {
@@ -813,6 +859,12 @@ struct Async<O, R(Args...)> {
 template <auto& O>
 void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
   FB_CHECK(O.has_kernel(DispatchKey::Meta), "[sim] ", O.name(), " has no meta step to launch it asynchronously");
+  // Note [Structured kernels]: one out kernel serves a structured op, its out= and its in-place
+  // forms (an in-place primitive runs its functional op's out kernel through the generated adapter).
+  if (O.is_structured()) {
+    if constexpr (Async<O>::kReturnsTensor) O.register_out_kernel(key, &Async<O>::out_kernel);
+    return;
+  }
   O.register_kernel(key, &Async<O>::from_meta);
 }
 template <auto& O>

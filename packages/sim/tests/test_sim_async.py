@@ -98,6 +98,24 @@ def test_fills_and_in_place_ops():
     _check(t, run(fc.empty(3, 4)))
 
 
+def test_structured_ops_write_their_output_asynchronously():
+    # Note [Structured kernels]: the functional, out= and in-place forms enqueue one out kernel.
+    a, b = _rand(3, 4), _rand(4, seed=1)
+    sa, sb = a.to("sim"), b.to("sim")
+    _check(_launched_async(lambda x: fc.sin(x), sa), fc.sin(a))
+    out = fc.empty(3, 4, device="sim")
+    assert _launched_async(lambda x, y: fc.add(x, y, alpha=2, out=out), sa, sb) is out
+    _check(out, fc.add(a, b, alpha=2))
+    flags = fc.empty(3, 4, dtype=fc.bool, device="sim")
+    _check(_launched_async(lambda x, y: fc.lt(x, y, out=flags), sa, sb), fc.lt(a, b))
+    t = a.clone().to("sim")
+    v = t._version
+    assert _launched_async(lambda x: x.erf_(), t) is t and t._version > v
+    _check(t, fc.erf(a))
+    assert _launched_async(lambda x, y: x.div_(y), t, sb) is t
+    _check(t, fc.erf(a) / b)
+
+
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64])
 def test_matrix_products(dtype):
     a, b = _rand(5, 7, dtype=dtype), _rand(7, 3, seed=1, dtype=dtype)

@@ -140,4 +140,17 @@ R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
   }
 }
 
+/// Note [Structured kernels]: the CPU out kernel of a structured op on host views of `out` (in device
+/// memory, allocated by the caller) and the arguments; no result to copy back.
+template <class... Args>
+void host_fallback_out(const char* op, DeviceType type, void (*cpu)(const Tensor&, Args...), const Tensor& out,
+                       Args... args) {
+  HostFallback fb(op, type);
+  fb.see(out);
+  (fb.see(args), ...);
+  const Tensor host_out = fb.map(out);
+  std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
+  fb.run([&] { std::apply([&](auto&... a) { cpu(host_out, a...); }, host); });
+}
+
 }  // namespace flambeau::detail

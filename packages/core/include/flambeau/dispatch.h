@@ -25,6 +25,20 @@
 // (set_meta_check), called on the device path before the device kernel (and
 // before the Meta kernel): the argument checks and the dtype rule, written once
 // for every backend, so a kernel may assume checked arguments.
+// Note [Structured kernels]: an op marked `structured: true` in the table has
+// one *out kernel* per backend, `void(const Tensor& out, args...)`
+// (register_out_kernel, FB_REGISTER_OUT_KERNEL), that only computes: out has
+// the dtype, shape and device of the result, the arguments passed the check
+// step. The generated code runs the meta step and chooses out: the functional
+// form allocates it (the op's *structured adapter*, installed as the device
+// kernel of every device key with an out kernel, so has_kernel and the kernel
+// trace read as before); out= passes the user's tensor (checked, resized as
+// PyTorch) and the in-place forms pass self (`sin_` through its generated
+// composite, `add_` through an adapter running add's out kernel on
+// (self, self, other)). So `sin`, `sin(out=)` and `sin_` reach one kernel, with
+// no copy. A device with no out kernel of its own but a host-addressable
+// backend (the simulated device) runs the CPU out kernel on host views
+// (run_out, Note [Device fallback]); on the meta device the meta step is all.
 // Note [Device fallback]: a call for a non-CPU device type whose op has
 // neither a kernel of that key nor a Generic one goes to the host fallback
 // (detail::host_fallback below), if a backend is registered for that type:
@@ -263,15 +277,26 @@ struct AutocastArg<const TensorList&> {
 };
 }  // namespace detail
 
+/// Note [Structured kernels]: the result of an op's meta step, for a caller
+/// that brings its own output (out=, an in-place form).
+struct OutputSpec {
+  ScalarType dtype;
+  Device device;
+  Shape shape;
+};
+
 class FB_API OpBase {
  public:
   constexpr explicit OpBase(const char* name, AutocastPolicy autocast = AutocastPolicy::None)
-      : name_(name), kernels_{}, effective_{}, check_(nullptr), autocast_(autocast) {}
+      : name_(name), kernels_{}, effective_{}, check_(nullptr), autocast_(autocast), out_kernels_{},
+        structured_(nullptr), inplace_(nullptr) {}
   const char* name() const { return name_; }
   /// The op's autocast policy, from its table row (Note [Autocast]).
   AutocastPolicy autocast_policy() const { return autocast_; }
   /// True if the table gave the op a meta step (Note [Meta step]).
   bool has_meta_check() const { return check_ != nullptr; }
+  /// True if the op is structured (Note [Structured kernels]).
+  bool is_structured() const { return structured_ != nullptr; }
   /// True if a kernel was registered for exactly this key.
   bool has_kernel(DispatchKey k) const { return kernels_[static_cast<int>(k)] != nullptr; }
   /// The op with this name (OpBase::name) among those with a registered
@@ -284,12 +309,19 @@ class FB_API OpBase {
 
  protected:
   void set_kernel(DispatchKey key, void* fn);
+  void set_out_kernel(DispatchKey key, void* fn);
+  void set_structured(void* adapter, OpBase& base);
   const char* name_;
   void* kernels_[kNumDispatchKeys];  // as registered
   // What a call uses per device type: the device's own kernel, else Generic.
   void* effective_[kNumDeviceKeys];
   void* check_;  // Note [Meta step]: the generated checks, or null
   AutocastPolicy autocast_;
+  // Note [Structured kernels]: the out kernels per device type, the generated
+  // adapter (or null), and the in-place op whose adapter runs these out kernels.
+  void* out_kernels_[kNumDeviceKeys];
+  void* structured_;
+  OpBase* inplace_;
 };
 
 template <class Sig>
@@ -300,6 +332,9 @@ namespace detail {
 FB_API bool has_device_backend(DeviceType t);
 template <class R, class... Args>
 R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args);
+template <class... Args>
+void host_fallback_out(const char* op, DeviceType type, void (*cpu)(const Tensor&, Args...), const Tensor& out,
+                       Args... args);
 }  // namespace detail
 
 template <class R, class... Args>
@@ -317,6 +352,21 @@ class Op<R(Args...)> : public OpBase {
   /// Note [Meta step]: the checks every device path runs first (generated from the table).
   using Check = void (*)(Args...);
   void set_meta_check(Check fn) { check_ = reinterpret_cast<void*>(fn); }
+
+  /// Note [Structured kernels]: a backend's kernel of a structured op, writing the result into out.
+  using OutKernel = void (*)(const Tensor&, Args...);
+  void register_out_kernel(DispatchKey key, OutKernel fn) { set_out_kernel(key, reinterpret_cast<void*>(fn)); }
+  /// The generated adapter (meta step, output, out kernel) of this op, running `base`'s out kernels.
+  void set_structured(Kernel adapter, OpBase& base) { OpBase::set_structured(reinterpret_cast<void*>(adapter), base); }
+  void set_structured(Kernel adapter) { set_structured(adapter, *this); }
+  /// Runs the out kernel of out's device: `out` has the result's dtype, shape and device, and the
+  /// arguments passed the meta step (Note [Structured kernels]).
+  void run_out(const Tensor& out, Args... args) const {
+    void* k = out_kernels_[static_cast<int>(out.device().type)];
+    if (!k || detail::g_observe.load(std::memory_order_relaxed)) [[unlikely]]
+      return run_out_elsewhere(out, std::forward<Args>(args)...);
+    reinterpret_cast<OutKernel>(k)(out, std::forward<Args>(args)...);
+  }
 
   R operator()(Args... args) const {
     // Note [Observation]: the one branch observation costs while nothing observes.
@@ -383,8 +433,11 @@ class Op<R(Args...)> : public OpBase {
     if (check_) reinterpret_cast<Check>(check_)(args...);
     void* k = effective_[static_cast<int>(s.device)];
     if (!k) [[unlikely]] {
-      if (s.device != DeviceType::CPU && detail::has_device_backend(s.device))
+      if (s.device != DeviceType::CPU && detail::has_device_backend(s.device)) {
+        // A structured op allocates on the device and runs the CPU out kernel on host views.
+        if (structured_) return reinterpret_cast<Kernel>(structured_)(std::forward<Args>(args)...);
         return fallback_(*this, s.device, std::forward<Args>(args)...);
+      }
       missing_kernel(device_dispatch_key(s.device));
     }
     if constexpr (Observed) {
@@ -396,6 +449,20 @@ class Op<R(Args...)> : public OpBase {
     return reinterpret_cast<Kernel>(k)(std::forward<Args>(args)...);
   }
 
+  // run_out without an out kernel of out's device, or while observed: out= and the in-place forms
+  // reach the kernel without the dispatcher, so the kernel trace records them here.
+  [[gnu::noinline]] void run_out_elsewhere(const Tensor& out, Args... args) const {
+    const DeviceType type = out.device().type;
+    if (type == DeviceType::Meta) return;  // the meta step was all there is to do
+    std::optional<detail::KernelTraceScope> trace;
+    if (detail::observing(kObserveKernelTrace)) trace.emplace(name_, type, false);
+    if (void* k = out_kernels_[static_cast<int>(type)])
+      return reinterpret_cast<OutKernel>(k)(out, std::forward<Args>(args)...);
+    void* cpu = out_kernels_[static_cast<int>(DeviceType::CPU)];
+    if (type == DeviceType::CPU || !cpu || !detail::has_device_backend(type)) missing_kernel(device_dispatch_key(type));
+    detail::host_fallback_out<Args...>(name_, type, reinterpret_cast<OutKernel>(cpu), out, std::forward<Args>(args)...);
+  }
+
   Fallback fallback_;
 };
 
@@ -405,6 +472,13 @@ class Op<R(Args...)> : public OpBase {
   static const bool FB_CONCAT(fb_reg_, __COUNTER__) = [] {         \
     (op_object).register_kernel(::flambeau::DispatchKey::key, fn); \
     return true;                                                   \
+  }()
+/// Registers the out kernel of a structured op (Note [Structured kernels]):
+///   FB_REGISTER_OUT_KERNEL(op::sin, CPU, sin_out_cpu);
+#define FB_REGISTER_OUT_KERNEL(op_object, key, fn)                     \
+  static const bool FB_CONCAT(fb_reg_, __COUNTER__) = [] {             \
+    (op_object).register_out_kernel(::flambeau::DispatchKey::key, fn); \
+    return true;                                                       \
   }()
 #define FB_CONCAT_INNER(a, b) a##b
 #define FB_CONCAT(a, b) FB_CONCAT_INNER(a, b)

@@ -31,6 +31,7 @@
 // then storage-less outputs of the computed shapes and dtypes). The functions
 // below are the vocabulary those generated functions call; a backend or an
 // extension calls the same ones instead of re-deriving a rule.
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -49,6 +50,14 @@ using Tensors = std::initializer_list<const Tensor*>;
 /// A contiguous meta tensor (no memory); the shape is checked as op::empty's.
 FB_API Tensor empty(IntArrayRef sizes, ScalarType dtype, const char* op = "empty");
 
+/// The device of an op's output: that of the first tensor that is not a 0-dim cpu tensor (a wrapped
+/// number goes with any device), else the first one's (Note [TensorIterator], point 6).
+inline Device output_device(Tensors ts) {
+  for (const Tensor* t : ts)
+    if (!(t->device().is_cpu() && t->dim() == 0)) return t->device();
+  return (*ts.begin())->device();
+}
+
 // ---- dtype rules ----
 /// `promote`: PyTorch's result_type over the tensor arguments (Note [Wrapped numbers]).
 FB_API ScalarType promote(Tensors ts);
@@ -66,6 +75,17 @@ FB_API ScalarType promote_list(const TensorList& ts);
 // ---- shape rules ----
 /// `broadcast`: the NumPy broadcast shape; ValueError "[op] shapes (2,) and (3,) cannot be broadcast".
 FB_API Shape broadcast(const char* op, Tensors ts);
+/// `broadcast` without allocating when every tensor has one shape (`a + b`, the common case): that
+/// shape, else the broadcast shape, kept in `storage`.
+inline IntArrayRef broadcast_into(const char* op, Tensors ts, Shape& storage) {
+  const IntArrayRef first = (*ts.begin())->sizes();
+  for (const Tensor* t : ts)
+    if (!std::ranges::equal(t->sizes(), first)) {
+      storage = broadcast(op, ts);
+      return storage;
+    }
+  return first;
+}
 /// `reduce`: a reduction over `dims` (all if none or empty), kept as size 1 with keepdim.
 FB_API Shape reduce(const char* op, const Tensor& self, OptionalIntArrayRef dims, bool keepdim);
 /// `reduce_dim`: a reduction over one (optional: all) dim; 0-d tensors accept dim 0 and -1.

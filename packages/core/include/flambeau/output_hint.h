@@ -13,6 +13,7 @@
 // a first pass into the destination and then read its input again would read
 // the overwritten values. No hint is armed while autograd records (a backward
 // may save the input that the direct write would overwrite).
+#include <algorithm>
 #include <initializer_list>
 #include <span>
 
@@ -40,15 +41,27 @@ class FB_API OutputHint {
   OutputHint* prev_;
 };
 
-/// True when writing straight into `dst` is allowed: a CPU tensor and nothing
-/// that autograd would record (Note [Output hint]).
-inline bool direct_write_ok(const Tensor& dst, std::initializer_list<const Tensor*> inputs) {
-  if (!dst.defined() || !dst.device().is_cpu()) return false;
+/// True when an op may write its result straight into `dst` (out=, self): it is
+/// defined and autograd would not record the op (Note [Structured kernels]).
+inline bool structured_write_ok(const Tensor& dst, std::initializer_list<const Tensor*> inputs) {
+  if (!dst.defined()) return false;
   if (!grad_mode_enabled()) return true;
   if (dst.requires_grad()) return false;
   for (const Tensor* t : inputs)
     if (t->defined() && t->requires_grad()) return false;
   return true;
+}
+
+/// True when writing straight into `dst` is allowed: a CPU tensor and nothing
+/// that autograd would record (Note [Output hint]).
+inline bool direct_write_ok(const Tensor& dst, std::initializer_list<const Tensor*> inputs) {
+  return dst.defined() && dst.device().is_cpu() && structured_write_ok(dst, inputs);
+}
+
+/// True when `dst` is exactly the output an op's meta step describes (dtype, device, shape), so its
+/// out kernel may write into it (Note [Structured kernels]).
+inline bool fits_output(const OutputSpec& spec, const Tensor& dst) {
+  return spec.dtype == dst.dtype() && spec.device == dst.device() && std::ranges::equal(spec.shape, dst.sizes());
 }
 
 }  // namespace flambeau

@@ -93,6 +93,11 @@ class FB_API TensorIterator {
   static TensorIterator unary(const char* op, const Tensor& a, ScalarType compute, ScalarType out_dtype);
   static TensorIterator binary(const char* op, const Tensor& a, const Tensor& b, ScalarType compute,
                                ScalarType out_dtype);
+  /// Into a given output (Note [Structured kernels]: a structured op's out kernel), inputs read as
+  /// `compute`; the output keeps its dtype and shape.
+  static TensorIterator into(const char* op, const Tensor& out, const Tensor& a, ScalarType compute);
+  static TensorIterator into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
+                             ScalarType compute);
   /// In-place `self op= other`: computes in self's dtype; TypeError if the
   /// promoted type cannot be cast to it, ValueError if other does not
   /// broadcast to self's shape.

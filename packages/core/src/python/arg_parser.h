@@ -138,6 +138,8 @@ void set_python_error();
 /// Writes result into out= (resized to it as PyTorch, Note [out= resizing]); exact_dtype for the
 /// tensors of out=(a, b) (PyTorch wants their dtypes exactly), else out's dtype must hold result's.
 void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_dtype = false);
+/// Resizes out= to `sizes` as PyTorch (Note [out= resizing]): silently when empty, else with a UserWarning.
+void resize_out(const char* op, Tensor& out, IntArrayRef sizes);
 /// RuntimeError when grad mode records and out= or the result requires grad (Note [out= and autograd]).
 void check_out_autograd(const char* op, const Tensor& result, const Tensor& out);
 /// Note [out= dtypes] (gen_core.py): TypeError unless the result dtype `from` casts to out's `to`.

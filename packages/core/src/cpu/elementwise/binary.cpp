@@ -1,5 +1,5 @@
-// CPU kernels: add, sub, mul, div, pow, maximum, minimum and their in-place
-// forms. Broadcasting, promotion and threads: Note [TensorIterator].
+// CPU kernels: add, sub, mul, div (structured: their out kernels serve the
+// in-place forms too), pow, maximum, minimum. Broadcasting, promotion and threads: Note [TensorIterator].
 #include <cmath>
 
 #include "elementwise.h"
@@ -35,23 +35,20 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
   }
 }
 
-Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param,
-              bool true_division = false) {
-  ScalarType t = result_type(a, b);
-  if (true_division) t = to_float_dtype(t);
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param) {
+  const ScalarType t = result_type(a, b);
   const Loop1D loop = pick_loop(op, t, vop, ints);
   TensorIterator it = TensorIterator::binary(op, a, b, t, t);
   run_loop(it, loop, param);
   return it.output();
 }
 
-Tensor& binary_(const char* op, Tensor& self, const Tensor& other, VecOp vop, const IntLoops& ints,
-                double param, bool true_division = false) {
-  TensorIterator it = TensorIterator::inplace(op, self, other, true_division);
-  const Loop1D loop = pick_loop(op, self.dtype(), vop, ints);
-  run_loop(it, loop, param);
-  self.impl()->bump_version();
-  return self;
+// Note [Structured kernels]: out has the meta step's dtype (promote; div: float), or self's for the
+// in-place forms (add_ computes in self's dtype), and the loops compute in it.
+void binary_out(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, VecOp vop,
+                const IntLoops& ints, double param) {
+  const Loop1D loop = pick_loop(op, out.dtype(), vop, ints);
+  run_loop(TensorIterator::into(op, out, a, b, out.dtype()), loop, param);
 }
 
 constexpr IntLoops kAddInts = FB_INT_LOOPS(base::add_loop);
@@ -62,15 +59,17 @@ constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
 
 // alpha passed the meta step's check_alpha (Note [Meta step]); for bool
 // results any nonzero alpha means True.
-Tensor add_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return binary("add", a, b, kVecAdd, kAddInts, alpha.to_double());
+void add_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  binary_out("add", out, a, b, kVecAdd, kAddInts, alpha.to_double());
 }
-Tensor sub_cpu(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return binary("sub", a, b, kVecSub, kSubInts, alpha.to_double());
+void sub_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  binary_out("sub", out, a, b, kVecSub, kSubInts, alpha.to_double());
 }
-Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary("mul", a, b, kVecMul, kMulInts, 0); }
-Tensor div_cpu(const Tensor& a, const Tensor& b) {
-  return binary("div", a, b, kVecDiv, kNoIntLoops, 0, true);
+void mul_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_out("mul", out, a, b, kVecMul, kMulInts, 0);
+}
+void div_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_out("div", out, a, b, kVecDiv, kNoIntLoops, 0);
 }
 Tensor maximum_cpu(const Tensor& a, const Tensor& b) {
   return binary("maximum", a, b, kVecMaximum, kMaxInts, 0);
@@ -138,30 +137,13 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
   return it.output();
 }
 
-Tensor& add_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return binary_("add_", self, other, kVecAdd, kAddInts, alpha.to_double());
-}
-Tensor& sub_inplace_cpu(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return binary_("sub_", self, other, kVecSub, kSubInts, alpha.to_double());
-}
-Tensor& mul_inplace_cpu(Tensor& self, const Tensor& other) {
-  return binary_("mul_", self, other, kVecMul, kMulInts, 0);
-}
-Tensor& div_inplace_cpu(Tensor& self, const Tensor& other) {
-  return binary_("div_", self, other, kVecDiv, kNoIntLoops, 0, true);
-}
-
-FB_REGISTER_KERNEL(op::add, CPU, add_cpu);
-FB_REGISTER_KERNEL(op::sub, CPU, sub_cpu);
-FB_REGISTER_KERNEL(op::mul, CPU, mul_cpu);
-FB_REGISTER_KERNEL(op::div, CPU, div_cpu);
+FB_REGISTER_OUT_KERNEL(op::add, CPU, add_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::sub, CPU, sub_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::mul, CPU, mul_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::div, CPU, div_out_cpu);
 FB_REGISTER_KERNEL(op::pow, CPU, pow_cpu);
 FB_REGISTER_KERNEL(op::maximum, CPU, maximum_cpu);
 FB_REGISTER_KERNEL(op::minimum, CPU, minimum_cpu);
-FB_REGISTER_KERNEL(op::add_, CPU, add_inplace_cpu);
-FB_REGISTER_KERNEL(op::sub_, CPU, sub_inplace_cpu);
-FB_REGISTER_KERNEL(op::mul_, CPU, mul_inplace_cpu);
-FB_REGISTER_KERNEL(op::div_, CPU, div_inplace_cpu);
 
 }  // namespace
 }  // namespace flambeau

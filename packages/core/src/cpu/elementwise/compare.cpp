@@ -1,4 +1,4 @@
-// CPU kernels: eq, ne, lt, le, gt, ge (bool results, computed in the
+// CPU kernels: eq, ne, lt, le, gt, ge (structured; bool results, computed in the
 // promoted dtype) and where(cond, a, b).
 #include <cstring>
 
@@ -17,10 +17,11 @@ void compare_loop(char** d, const int64_t* s, int64_t n, const F& f) {
 
 // Ordered: lt/le/gt/ge, which complex numbers do not have (the meta step's
 // check_ordered raised for them already: Note [Meta step]).
+// Note [Structured kernels]: out is the bool output the meta step made (or out=).
 template <bool Ordered, class Cmp>
-Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
+void compare(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, Cmp cmp) {
   const ScalarType t = result_type(a, b);
-  TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
+  const TensorIterator it = TensorIterator::into(op, out, a, b, t);
   visit_dtype_all(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!(Ordered && is_complex_v<T>)) {
@@ -38,26 +39,25 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, Cmp cmp) {
       }
     }
   });
-  return it.output();
 }
 
-Tensor eq_cpu(const Tensor& a, const Tensor& b) {
-  return compare<false>("eq", a, b, [](auto x, auto y) { return x == y; });
+void eq_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<false>("eq", out, a, b, [](auto x, auto y) { return x == y; });
 }
-Tensor ne_cpu(const Tensor& a, const Tensor& b) {
-  return compare<false>("ne", a, b, [](auto x, auto y) { return x != y; });
+void ne_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<false>("ne", out, a, b, [](auto x, auto y) { return x != y; });
 }
-Tensor lt_cpu(const Tensor& a, const Tensor& b) {
-  return compare<true>("lt", a, b, [](auto x, auto y) { return x < y; });
+void lt_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<true>("lt", out, a, b, [](auto x, auto y) { return x < y; });
 }
-Tensor le_cpu(const Tensor& a, const Tensor& b) {
-  return compare<true>("le", a, b, [](auto x, auto y) { return x <= y; });
+void le_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<true>("le", out, a, b, [](auto x, auto y) { return x <= y; });
 }
-Tensor gt_cpu(const Tensor& a, const Tensor& b) {
-  return compare<true>("gt", a, b, [](auto x, auto y) { return x > y; });
+void gt_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<true>("gt", out, a, b, [](auto x, auto y) { return x > y; });
 }
-Tensor ge_cpu(const Tensor& a, const Tensor& b) {
-  return compare<true>("ge", a, b, [](auto x, auto y) { return x >= y; });
+void ge_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  compare<true>("ge", out, a, b, [](auto x, auto y) { return x >= y; });
 }
 
 template <class T>
@@ -115,12 +115,12 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return it.output();
 }
 
-FB_REGISTER_KERNEL(op::eq, CPU, eq_cpu);
-FB_REGISTER_KERNEL(op::ne, CPU, ne_cpu);
-FB_REGISTER_KERNEL(op::lt, CPU, lt_cpu);
-FB_REGISTER_KERNEL(op::le, CPU, le_cpu);
-FB_REGISTER_KERNEL(op::gt, CPU, gt_cpu);
-FB_REGISTER_KERNEL(op::ge, CPU, ge_cpu);
+FB_REGISTER_OUT_KERNEL(op::eq, CPU, eq_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::ne, CPU, ne_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::lt, CPU, lt_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::le, CPU, le_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::gt, CPU, gt_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::ge, CPU, ge_out_cpu);
 FB_REGISTER_KERNEL(op::where, CPU, where_cpu);
 
 }  // namespace

@@ -13,17 +13,17 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-Tensor unary_float(const char* op, const Tensor& a, VecOp vop) {
-  const ScalarType t = to_float_dtype(a.dtype());
+// Note [Structured kernels]: out has the dtype of the `float` rule (integer and bool inputs give
+// float32), which the loop computes in.
+void unary_float_out(const char* op, const Tensor& out, const Tensor& a, VecOp vop) {
+  const ScalarType t = out.dtype();
   const Loop1D loop = pick_loop(op, t, vop, kNoIntLoops);
-  TensorIterator it = TensorIterator::unary(op, a, t, t);
-  run_loop(it, loop, 0, kGrainSize);
-  return it.output();
+  run_loop(TensorIterator::into(op, out, a, t), loop, 0, kGrainSize);
 }
 
-#define FB_FLOAT_UNARY_KERNEL(name, expr) \
-  FB_REGISTER_KERNEL(                     \
-      op::name, CPU, +[](const Tensor& a) -> Tensor { return unary_float(#name, a, kVec_##name); });
+#define FB_FLOAT_UNARY_KERNEL(name, expr)                         \
+  FB_REGISTER_OUT_KERNEL(                                         \
+      op::name, CPU, +[](const Tensor& out, const Tensor& a) { unary_float_out(#name, out, a, kVec_##name); });
 FB_FLOAT_UNARY_MATH(FB_FLOAT_UNARY_KERNEL)
 #undef FB_FLOAT_UNARY_KERNEL
 
