@@ -258,6 +258,7 @@ FAMILIES = {
     "conv_loops_stub": ("base", "avx2"),
     "conv_direct_stub": ("avx512",),
     "own_sgemm_stub": ("avx512",),
+    "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
 }
 ISAS = ["base", "avx2", "avx512"]
 HARDWARE = {"DEFAULT": "base", "AVX2": "avx2", "AVX512": "avx512"}[cpu.get_cpu_capability()]

@@ -966,6 +966,8 @@ def test_index_values_are_left_to_the_kernels():
         meta, cpu = meta_and_cpu(call, x, bad)
         assert cpu[:2] == ("error", "IndexError") and "out of" in cpu[2], cpu
         assert meta[0] == "ok", meta
+
+
 # ---- div with rounding_mode ----
 
 

@@ -84,15 +84,16 @@ def test_standard_gamma_errors():
 
 
 def mp_gamma_grad(alpha: float, x: float) -> float:
-    """dx/dalpha at fixed P(alpha, x): -(dP/dalpha) / (dP/dx), at 30 digits."""
-    mpmath.mp.dps = 30
-    a, v = mpmath.mpf(alpha), mpmath.mpf(x)
-    if v < a:
-        dp_da = mpmath.diff(lambda s: mpmath.gammainc(s, 0, v, regularized=True), a)
-    else:  # the upper tail: differentiate Q = 1 - P, which keeps its digits there
-        dp_da = -mpmath.diff(lambda s: mpmath.gammainc(s, v, mpmath.inf, regularized=True), a)
-    density = mpmath.exp((a - 1) * mpmath.log(v) - v - mpmath.loggamma(a))
-    return float(-dp_da / density)
+    """dx/dalpha at fixed P(alpha, x): -(dP/dalpha) / (dP/dx), at 30 digits (a local precision: the
+    global mpmath.mp.dps belongs to whichever test module set it, e.g. test_special's 40)."""
+    with mpmath.workdps(30):
+        a, v = mpmath.mpf(alpha), mpmath.mpf(x)
+        if v < a:
+            dp_da = mpmath.diff(lambda s: mpmath.gammainc(s, 0, v, regularized=True), a)
+        else:  # the upper tail: differentiate Q = 1 - P, which keeps its digits there
+            dp_da = -mpmath.diff(lambda s: mpmath.gammainc(s, v, mpmath.inf, regularized=True), a)
+        density = mpmath.exp((a - 1) * mpmath.log(v) - v - mpmath.loggamma(a))
+        return float(-dp_da / density)
 
 
 def test_standard_gamma_grad_against_mpmath_and_torch():
