@@ -32,8 +32,34 @@ def declared_unsupported(derivatives_yaml: str | Path) -> list[str]:
     return [name for name, body in _entries(derivatives_yaml) if "throw NotImplementedError" in body]
 
 
+_CHECKED_BY = re.compile(r"#\s*gradient checked by:\s*(\S+?)::(\w+)")
+
+
+def checked_elsewhere(derivatives_yaml: str | Path) -> dict[str, tuple[str, str]]:
+    """The entries no finite difference can check (a sampler draws anew on each call), each with the
+    (file, test) its ``# gradient checked by: FILE::TEST`` comment names: a test against another
+    oracle (the derivative of the distribution's mean, an exact reference). FILE is relative to the
+    repository root."""
+    found = {}
+    for name, body in _entries(derivatives_yaml):
+        m = _CHECKED_BY.search(body)
+        if m:
+            found[name] = (m.group(1), m.group(2))
+    return found
+
+
 def gradcheck_coverage_missing(derivatives_yaml: str | Path, covered: set[str]) -> list[str]:
     """The derivatives.yaml entries whose node is not in ``covered``, in table order (the declared
-    unsupported ones left out)."""
+    unsupported ones left out, and those checked elsewhere whose named test exists)."""
     unsupported = set(declared_unsupported(derivatives_yaml))
-    return [n for n, _ in _entries(derivatives_yaml) if n not in unsupported and node_name(n) not in covered]
+    root = Path(derivatives_yaml).resolve().parents[2]
+    elsewhere = {
+        name
+        for name, (file, test) in checked_elsewhere(derivatives_yaml).items()
+        if (root / file).is_file() and re.search(rf"(?m)^def {test}\(", (root / file).read_text())
+    }
+    return [
+        n
+        for n, _ in _entries(derivatives_yaml)
+        if n not in unsupported and n not in elsewhere and node_name(n) not in covered
+    ]

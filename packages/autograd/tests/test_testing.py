@@ -38,6 +38,33 @@ def test_missing_lists_entries_without_a_covered_node_in_table_order(tmp_path):
     assert gradcheck_coverage_missing(table, {"SinBackward0", "CosBackward0", "MaxDimBackward0"}) == []
 
 
+def test_an_entry_checked_elsewhere_is_not_missing_when_its_test_exists(tmp_path):
+    # tmp/a/b/derivatives.yaml: the named file is relative to the repository root, two levels up
+    table = tmp_path / "a" / "b" / "derivatives.yaml"
+    table.parent.mkdir(parents=True)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test_s.py").write_text("def test_mean_gradient():\n    pass\n")
+    marker = "  # gradient checked by: t/test_s.py::{}\n"
+    body = "- name: _sample\n" + marker + "  self: grad\n- name: sin\n  self: grad * cos(self)\n"
+    table.write_text(body.format("test_mean_gradient"))
+    assert gradcheck_coverage_missing(table, set()) == ["sin"]
+    table.write_text(body.format("test_renamed"))  # a test that does not exist covers nothing
+    assert gradcheck_coverage_missing(table, set()) == ["_sample", "sin"]
+
+
+def test_the_table_names_existing_tests_for_entries_checked_elsewhere():
+    from pathlib import Path
+
+    from flambeau_autograd.testing import checked_elsewhere
+
+    table = Path(__file__).resolve().parents[1] / "derivatives.yaml"
+    root = table.parents[2]
+    named = checked_elsewhere(table)
+    assert "_standard_gamma" in named
+    for entry, (file, test) in named.items():
+        assert f"def {test}(" in (root / file).read_text(), (entry, file, test)
+
+
 def test_a_run_with_the_option_records_the_nodes_gradcheck_differentiated(tmp_path):
     (tmp_path / "test_sample.py").write_text(
         textwrap.dedent(
