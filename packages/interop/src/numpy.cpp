@@ -186,7 +186,8 @@ Tensor from_numpy(py::handle obj) {
 void check_exportable(const Tensor& t, bool force, const char* op) {
   FB_CHECK_TYPE(t.device().is_cpu(), "[", op, "] can't convert a tensor on ", t.device().str(),
                 " to NumPy; call .cpu() first to copy it to host memory (tensor.cpu().numpy())");
-  FB_CHECK(force || !t.requires_grad(), "[", op,
+  // PyTorch refuses only while grad mode is on: under no_grad the array cannot enter a graph.
+  FB_CHECK(force || !t.requires_grad() || !grad_mode_enabled(), "[", op,
            "] can't convert a tensor that requires grad to NumPy; use tensor.detach().numpy() instead");
 }
 

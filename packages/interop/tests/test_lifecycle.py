@@ -141,6 +141,28 @@ def test_numpy_of_a_tensor_requiring_grad_raises(grad_tensor):
     assert grad_tensor.numpy(force=True).tolist() == [1.0, 1.0, 1.0]
 
 
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad(grad_tensor):
+    # As PyTorch: the refusal guards the graph, so with grad mode off the array is handed out
+    # (sharing memory), while __dlpack__ refuses in every mode (torch's words differ, its rule is the same).
+    import flambeau_autograd
+    import torch
+
+    ref = torch.ones(3, requires_grad=True)
+    with torch.no_grad():
+        want = ref.numpy()
+        with pytest.raises(BufferError):
+            ref.__dlpack__()
+    with flambeau_autograd.no_grad():
+        got = grad_tensor.numpy()
+        assert np.asarray(grad_tensor).tolist() == want.tolist()
+        with pytest.raises(BufferError, match=r"\[__dlpack__\] can't export a tensor that requires grad"):
+            grad_tensor.__dlpack__()
+    assert got.tolist() == want.tolist()
+    assert np.shares_memory(got, grad_tensor.numpy(force=True))
+    with pytest.raises(RuntimeError, match=r"\[numpy\] can't convert a tensor that requires grad"):
+        grad_tensor.numpy()
+
+
 def test_dlpack_of_a_tensor_requiring_grad_raises(grad_tensor):
     with pytest.raises(BufferError, match=r"\[__dlpack__\] can't export a tensor that requires grad"):
         grad_tensor.__dlpack__()
