@@ -59,6 +59,8 @@ TEST_DEPS = [
     "expecttest",
     "onnx",
     "onnxruntime",
+    # the headers fb.utils.cpp_extension compiles extensions against (core's own pybind11: the ABI tag names it)
+    "pybind11==3.1.0",
 ]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
