@@ -228,15 +228,20 @@ class _Checker(doctest.OutputChecker):
 def example_globals(obj: object) -> dict[str, object]:
     """What an example runs with: the defining Python module's globals (as `pytest --doctest-modules`
     gives), and every flambeau package by its import name (the op table's examples say ``flambeau_core.add``).
-    A C++-bound object gets no module globals: `flambeau_core._C` binds ``float`` and ``int`` to dtypes."""
+    A C++-bound object gets no module globals: `flambeau_core._C` binds ``float`` and ``int`` to dtypes. A
+    module's function named like a builtin (`flambeau.special.round`) does not shadow the builtin: a reader
+    types the example at a prompt, where ``round`` is Python's."""
+    import builtins
+
     import flambeau
 
     scope = getattr(obj, "__globals__", None)
     if scope is None and inspect.isclass(obj):
         module = sys.modules.get(obj.__module__)
         scope = vars(module) if str(getattr(module, "__file__", "")).endswith(".py") else None
+    scope = {k: v for k, v in (scope or {}).items() if not hasattr(builtins, k) or k.startswith("__")}
     packages = {n: m for n, m in sys.modules.items() if n.startswith("flambeau_") and "." not in n}
-    return {**(scope or {}), **packages, "flambeau": flambeau, "fb": flambeau}
+    return {**scope, **packages, "flambeau": flambeau, "fb": flambeau}
 
 
 def run_example(entry: Entry) -> str:

@@ -75,16 +75,7 @@ def include_paths(cuda: bool = False) -> list[str]:
     """
     import pybind11
 
-    paths = [flambeau_core.get_include_dir()]
-    # An editable install of core keeps the headers of its last build in the
-    # installed package; a header added in the source tree since is found here
-    # (after the installed ones, so every header the library was built with
-    # comes from that build).
-    for base in flambeau_core.__path__:
-        source = os.path.normpath(os.path.join(base, os.pardir, "include"))
-        if os.path.isfile(os.path.join(source, "flambeau", "extension.h")) and source not in paths:
-            paths.append(source)
-    paths += [pybind11.get_include(), sysconfig.get_paths()["include"]]
+    paths = [flambeau_core.get_include_dir(), pybind11.get_include(), sysconfig.get_paths()["include"]]
     if cuda:
         home = _cuda_home()
         if home is not None:
