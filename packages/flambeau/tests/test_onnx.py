@@ -353,17 +353,21 @@ class LanguageModel(nn.Module):
         return self.decoder(out), h, c
 
 
-def test_lstm_language_model_agrees_with_onnxruntime():
+def test_lstm_language_model_agrees_with_onnxruntime_at_other_lengths_and_batch_sizes():
     fb.manual_seed(4)
     model = LanguageModel()
     tokens = fb.randint(0, 50, (7, 3))
-    proto = fb.onnx.export(model, (tokens,), input_names=["tokens"])
+    dynamic = {"tokens": {0: "seq", 1: "batch"}, "output_0": {0: "seq", 1: "batch"}}
+    dynamic |= {"output_1": {1: "batch"}, "output_2": {1: "batch"}}
+    proto = fb.onnx.export(model, (tokens,), input_names=["tokens"], dynamic_axes=dynamic)
     onnx.checker.check_model(proto, full_check=True)
     assert [n.op_type for n in proto.graph.node].count("LSTM") == 2
-    new = fb.randint(0, 50, (7, 3))  # the sequence length and batch are the example's (baked into reshapes)
-    with fb.no_grad():
-        model.eval()
-        expected = [t.numpy() for t in model(new)]
-    got = run_onnx(proto.SerializeToString(), ["tokens"], [new])
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    for steps, batch in ((7, 3), (12, 3), (4, 5), (1, 1)):
+        new = fb.randint(0, 50, (steps, batch))
+        with fb.no_grad():
+            model.eval()
+            expected = [t.numpy() for t in model(new)]
+        got = run_onnx(proto.SerializeToString(), ["tokens"], [new])
+        for g, e in zip(got, expected, strict=True):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,108 @@
+"""fb.onnx.export of sizes a model computes from its inputs' shapes, and of tensors it makes inside forward.
+
+With dynamic_axes, sizes such as x.size(0) become Shape nodes (Note [Sizes from a second trace] in
+flambeau/onnx/_graph.py); factories whose shape follows the input's become ConstantOfShape or Range; other
+tensors made in forward are constants, with a warning. ONNX Runtime runs the files at other sizes.
+"""
+
+import warnings
+
+import flambeau as fb
+import numpy as np
+import onnx
+import pytest
+from onnx_testing import assert_onnx_matches, export_checked, run_onnx
+
+nn = fb.nn
+
+
+class Flattens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.head = nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = self.conv(x)
+        flat = h.view(h.size(0), -1)  # the flatten of the benchmark models, written with a computed size
+        b, c, hh, w = h.shape
+        # Sizes that are equal in the example (a batch of 4, 4 channels, 4 rows) must not be confused.
+        rows = h.permute(0, 2, 3, 1).reshape(b * hh * w, c).view(b, hh * w, c)
+        return self.head(flat), rows.mean(1), h.reshape(-1, c, hh * w).transpose(1, 2).reshape(b, hh, w, c)
+
+
+def test_sizes_from_shapes_follow_the_batch():
+    fb.manual_seed(50)
+    model = Flattens()
+    data = export_checked(model, (fb.randn(4, 4, 4, 4),), ["x"], {"x": {0: "batch"}})
+    assert "Shape" in [n.op_type for n in onnx.load_from_string(data).graph.node]
+    for n in (1, 3, 7):
+        assert_onnx_matches(data, ["x"], model, [fb.randn(n, 4, 4, 4)])
+
+
+class Positions(nn.Module):
+    """A sequence model making tensors in forward from its input's sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.Embedding(20, 8)
+        self.positions = nn.Embedding(64, 8)
+
+    def forward(self, ids):
+        n, steps = ids.size(0), ids.size(1)
+        h = self.tokens(ids) + self.positions(fb.arange(steps))  # an arange of the length
+        start = fb.zeros(n, 1, 8)  # a fill of the batch
+        h = fb.cat([start, h[:, :-1] * fb.ones(1, steps - 1, 1)], dim=1)
+        half = h[:, : steps // 2]  # a slice end from a size
+        return h.sum(1), half.mean(1), fb.full((n, steps), 2.5).sum(1)
+
+
+def test_factories_whose_shape_follows_the_input_are_rebuilt():
+    fb.manual_seed(51)
+    model = Positions()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every tensor made in forward is rebuilt: nothing is a constant
+        data = export_checked(model, (fb.randint(0, 20, (3, 6)),), ["ids"], {"ids": {0: "n", 1: "steps"}})
+    ops = [n.op_type for n in onnx.load_from_string(data).graph.node]
+    assert "Range" in ops and "ConstantOfShape" in ops
+    for n, steps in ((2, 10), (5, 4), (1, 2)):
+        assert_onnx_matches(data, ["ids"], model, [fb.randint(0, 20, (n, steps))])
+
+
+def test_a_random_tensor_made_in_forward_is_a_constant_with_a_warning():
+    class Noisy(nn.Module):
+        def forward(self, x):
+            return x + fb.randn(3)
+
+    with pytest.warns(UserWarning, match=r"values differ from run to run \(a random factory such as fb.randn\)"):
+        fb.onnx.export(Noisy(), (fb.randn(2, 3),), input_names=["x"], dynamic_axes={"x": [0]})
+
+    class Fixed(nn.Module):
+        def forward(self, x):
+            return x * fb.full((3,), 2.0) + fb.arange(3).float()  # the arange is seen through the folded cast
+
+    with pytest.warns(UserWarning, match=r"constants in the file.*a \(3,\) tensor filled with 2.0.*\(3,\) arange"):
+        proto = fb.onnx.export(Fixed(), (fb.randn(2, 3),))
+    x = fb.randn(2, 3)
+    np.testing.assert_allclose(run_onnx(proto.SerializeToString(), ["x"], [x])[0], (x * 2 + fb.arange(3)).numpy())
+
+
+def test_a_factory_with_a_dynamic_shape_and_other_values_is_refused():
+    class Identity(nn.Module):
+        def forward(self, x):
+            return x @ fb.eye(x.size(1))
+
+    with pytest.raises(fb.onnx.OnnxExporterError, match=r"makes a tensor inside forward whose shape follows"):
+        fb.onnx.export(Identity(), (fb.randn(2, 3),), input_names=["x"], dynamic_axes={"x": [0, 1]})
+
+
+def test_a_model_that_only_runs_at_the_example_size_exports_fixed_sizes_with_a_warning():
+    class Fixed(nn.Module):
+        def forward(self, x):
+            if x.size(0) != 2:
+                raise ValueError("batch of 2 only")
+            return x.view(2, -1)
+
+    with pytest.warns(UserWarning, match=r"sizes .* are fixed in the file.*ValueError: batch of 2 only"):
+        proto = fb.onnx.export(Fixed(), (fb.randn(2, 3, 2),), input_names=["x"], dynamic_axes={"x": [0]})
+    onnx.checker.check_model(proto, full_check=True)
