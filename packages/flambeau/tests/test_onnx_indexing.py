@@ -53,6 +53,18 @@ def test_an_int_apart_from_a_tensor_index_selects_first_as_in_torch():
     assert run_onnx(data, ["x", "idx"], [fb.rand(5, 3, 4), idx])[0].shape == (3, 2, 2)
 
 
+def test_several_tensor_indices_gather_as_in_torch():
+    def program(lib, x, i, j):
+        return x[i, j], x[:, i, j], x[i, :, j], x[i, 0, j], x[:, i, 0, j], x[1:, i, j, ::2]
+
+    model = Program(program)
+    i, j = fb.tensor([[1, 0, -1]]), fb.tensor([2, 1, 0])
+    dynamic = {"x": {0: "batch"}, "i": [0, 1], "j": [0]}
+    data = export_checked(model, (fb.rand(3, 4, 5, 6), i, j), ["x", "i", "j"], dynamic)
+    for n, (a, b) in ((5, (i, j)), (4, (fb.tensor([[3], [0]]), fb.tensor([3, -2, 0])))):
+        assert_onnx_matches(data, ["x", "i", "j"], model, [fb.rand(n, 4, 5, 6), a, b], TorchProgram(program))
+
+
 def test_a_chunk_of_a_dynamic_dim_splits_into_equal_parts_from_opset_18():
     def program(lib, x, idx):
         a, b = x.chunk(2, dim=0)
@@ -70,7 +82,7 @@ def test_a_chunk_of_a_dynamic_dim_splits_into_equal_parts_from_opset_18():
     "program,words",
     [
         (lambda lib, x, idx: x[x > 0], "'__getitem__' to ONNX opset version 18 is not supported: a boolean mask"),
-        (lambda lib, x, idx: x[idx, idx], "more than one tensor index"),
+        (lambda lib, x, idx: x[idx, None], "a tensor index together with None"),
         (lambda lib, x, idx: lib.where(x > 0)[0], "'where' .* where\\(condition\\)"),
         (lambda lib, x, idx: x.cumsum(0)[idx], "'cumsum' to ONNX opset version 18 is not supported$"),
     ],

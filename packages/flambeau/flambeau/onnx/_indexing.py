@@ -74,19 +74,40 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
         v = g.node("Slice", [v, *bounds, g.ints(axes), g.ints(steps)])[0]
     if squeeze:
         v = g.node("Squeeze", [v, g.ints(squeeze)])[0]
-    if len(tensors) > 1:
-        raise _unsupported(g, call, "more than one tensor index (use fb.gather or index one dim at a time)")
-    if tensors:
-        if nones:
-            raise _unsupported(g, call, "a tensor index together with None")
-        _, at, index = tensors[0]
-        # PyTorch applies the ints as selections first (unlike NumPy, they are no advanced indices): the
-        # tensor index's dims stay where it is, with the selected dims gone.
-        at -= sum(1 for s in squeeze if s < at)
-        v = g.node("Gather", [v, g.value(index)], axis=at)[0]
+    if tensors and nones:
+        raise _unsupported(g, call, "a tensor index together with None")
+    # PyTorch applies the ints as selections first (unlike NumPy, they are no advanced indices), so the tensor
+    # indices act on the dims left after the Squeeze.
+    ats = [axis - sum(1 for s in squeeze if s < axis) for _, axis, _ in tensors]
+    if len(tensors) == 1:
+        v = g.node("Gather", [v, g.value(tensors[0][2])], axis=ats[0])[0]
+    elif tensors:
+        v = _gather_nd(g, v, ats, [t for _, _, t in tensors], x.dim() - len(squeeze))
     if nones:
         v = g.node("Unsqueeze", [v, g.ints(nones)])[0]
     return [v]
+
+
+def _gather_nd(g: _Graph, v: str, ats: list[int], indices: list[fc.Tensor], rank: int) -> str:
+    """Several tensor indices: their dims first (Transpose), the broadcast indices stacked for GatherND, and
+    the result's index dims moved back where the indexed dims were when those were next to each other."""
+    perm = ats + [d for d in range(rank) if d not in ats]
+    if perm != list(range(rank)):
+        v = g.node("Transpose", [v], perm=perm)[0]
+    values = [g.operand(t, fc.int64) for t in indices]
+    shape = values[0]
+    for other in values[1:]:
+        shape = g.node("Add", [shape, other])[0]
+    shape = g.node("Shape", [shape])[0]
+    last = g.ints([-1])
+    stacked = [g.node("Unsqueeze", [g.node("Expand", [i, shape])[0], last])[0] for i in values]
+    v = g.node("GatherND", [v, g.node("Concat", stacked, axis=-1)[0]])[0]
+    nb = max(t.dim() for t in indices)
+    p = ats[0]
+    if ats == list(range(p, p + len(ats))) and p > 0:
+        out_rank = nb + rank - len(ats)
+        v = g.node("Transpose", [v], perm=[*range(nb, nb + p), *range(nb), *range(nb + p, out_rank)])[0]
+    return v
 
 
 @_maps("gather")
