@@ -41,6 +41,8 @@ MODULES = [
     "flambeau.linalg",
     "flambeau.fft",
     "flambeau.special",
+    "flambeau.signal.windows",
+    "flambeau.masked",
     "flambeau.sparse",
     "flambeau.random",
     "flambeau.utils",

@@ -147,6 +147,8 @@ from flambeau_core.amp.autocast_mode import (  # noqa: E402,F401,I001  (torch.au
 from flambeau_core import linalg  # noqa: E402,I001  (flambeau.linalg; its torch.* spellings below)
 from flambeau_core import special  # noqa: E402,F401,I001  (flambeau.special: torch.special)
 from flambeau_core import fft  # noqa: E402,F401,I001  (flambeau.fft)
+from flambeau_core import masked, signal  # noqa: E402,F401,I001  (torch.masked's functions, torch.signal.windows)
+from flambeau_core._window_functions import *  # noqa: E402,F401,F403,I001  (torch.hann_window, ...)
 
 globals().update(linalg.TOP_LEVEL)
 for _name in linalg.METHODS:
