@@ -129,3 +129,45 @@ def test_multihead_attention_with_a_key_padding_mask_and_a_causal_mask():
         fb.onnx.export(
             Masked(), tuple(inputs(3, 4)), input_names=["x", "padding"], dynamic_axes=dynamic, opset_version=13
         )
+
+
+def test_transformer_encoder_with_a_causal_mask_of_the_length_and_a_padding_mask():
+    # generate_square_subsequent_mask(x.size(1)) is made in forward from the length, and the encoder compares
+    # it with the causal mask and reads the answer (.item()): a computation on sizes only, folded.
+    fb.manual_seed(44)
+    layer = dict(d_model=16, nhead=4, dim_feedforward=32, batch_first=True)
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer), num_layers=2, enable_nested_tensor=False)
+    reference = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(**layer), num_layers=2, enable_nested_tensor=False
+    )
+    torch_twin(model, reference)
+
+    def program(lib, encoder, x, padding):
+        causal = lib.nn.Transformer.generate_square_subsequent_mask(x.size(1))
+        return encoder(x, mask=causal, src_key_padding_mask=padding)
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = model
+
+        def forward(self, x, padding):
+            return program(fb, self.encoder, x, padding)
+
+    class TorchEncoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = reference
+
+        def forward(self, x, padding):
+            return program(torch, self.encoder, x, padding.float().masked_fill(padding, float("-inf")))
+
+    def inputs(n, steps):
+        padding = fb.zeros(n, steps, dtype=fb.bool)
+        padding[:, steps - 1 :] = True
+        return [fb.randn(n, steps, 16), padding]
+
+    dynamic = {"x": {0: "batch", 1: "seq"}, "padding": {0: "batch", 1: "seq"}}
+    data = export_checked(Encoder(), tuple(inputs(2, 5)), ["x", "padding"], dynamic)
+    for n, steps in ((3, 7), (1, 2)):
+        assert_onnx_matches(data, ["x", "padding"], Encoder(), inputs(n, steps), TorchEncoder(), atol=1e-4)

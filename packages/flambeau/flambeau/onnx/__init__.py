@@ -221,7 +221,7 @@ def _second_trace(
     if len(symbols) > 1:  # the model may need two differently named dims to stay equal
         attempts.append(dict.fromkeys(symbols, 2))
     why = ""
-    for factors in attempts:
+    for attempt, factors in enumerate(attempts):
         bigger = {}
         for name, t in inputs.items():
             for axis, symbol in dims.get(name, {}).items():
@@ -241,6 +241,13 @@ def _second_trace(
             c1.name == c2.name and _pair(_parts(c1), _parts(c2), twins) for c1, c2 in zip(calls, calls2, strict=True)
         ):
             twins.update({id(t): bigger[id(t)] for t in inputs.values()})
+            if attempt:
+                warnings.warn(
+                    f"[onnx.export] the model did not run with its dynamic dims {symbols} grown apart ({why}), "
+                    "only grown together: a size computed from one of them may be read from another, so the file "
+                    "is right where they keep the example's proportions",
+                    stacklevel=3,
+                )
             return twins, calls2
         why = "it called other ops: its Python control flow depends on the sizes"
     warnings.warn(
@@ -351,6 +358,7 @@ def export(
         if id(t) in g.names:
             raise ValueError(f"[onnx.export] the same tensor is passed as two inputs ({g.names[id(t)]!r}, {name!r})")
         g.bind(t, name)
+        g.from_inputs.add(name)
         g.inputs.append(name)
     for i, call in enumerate(calls):
         _emit(g, call, twin_calls[i] if twin_calls else None)

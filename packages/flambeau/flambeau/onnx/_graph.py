@@ -88,7 +88,8 @@ class _Graph:
         self.from_factories: set[int] = set()  # ids of folded results computed from tensors made in forward
         self.twin_call: OpCall | None = None  # the second trace's call paired with the one being mapped
         self.names: dict[int, str] = {}  # id(tensor) -> value name
-        self.dynamic: set[str] = set()  # values computed from the graph's inputs
+        self.dynamic: set[str] = set()  # values computed in the graph (from the inputs' values or sizes)
+        self.from_inputs: set[str] = set()  # values that depend on the inputs' values, not only their sizes
         self.unusable: dict[int, str] = {}  # id -> the op whose result this is, with no ONNX value
         self.storages: set[int] = set()  # the memory of the tensors computed from the inputs
         self.sizes: dict[Pair, tuple[str, int]] = {}  # a dynamic size's fingerprint -> (value, axis) holding it
@@ -124,6 +125,14 @@ class _Graph:
         # A view of a traced tensor the recorder did not report (refused by value()), or a tensor made in
         # forward whose shape follows an input's (rebuilt from the input's shape by value()).
         return obj._storage_ptr in self.storages or self.twin_shape(obj) != tuple(obj.shape)
+
+    def reads_inputs(self, obj: Any) -> bool:
+        """Whether a tensor's values depend on the inputs' values (a size-only computation does not)."""
+        if not isinstance(obj, fc.Tensor):
+            return False
+        if id(obj) in self.names:
+            return self.names[id(obj)] in self.from_inputs
+        return id(obj) in self.unusable or (id(obj) not in self.params and obj._storage_ptr in self.storages)
 
     def value(self, obj: Any) -> str:
         """The value name of a tensor argument, materializing a parameter or a constant on first use."""
@@ -347,18 +356,34 @@ def _tensors_in(values: Any) -> list[fc.Tensor]:
     return out
 
 
+def _same_in_both_runs(g: _Graph, call: OpCall, twin: OpCall | None) -> bool:
+    """Whether a call's results (not views of graph values) are equal in both traces: then they are constants."""
+    if twin is None:
+        return False
+    results, twins = _tensors_in([call.result]), _tensors_in([twin.result])
+    return len(results) == len(twins) and all(
+        r._storage_ptr not in g.storages
+        and tuple(r.shape) == tuple(t.shape)
+        and np.array_equal(_array(r), _array(t), equal_nan=True)
+        for r, t in zip(results, twins, strict=True)
+    )
+
+
 def _emit(g: _Graph, call: OpCall, twin: OpCall | None = None) -> None:
     """Adds the nodes of one recorded call, or folds it when it reads no graph input."""
     tensors = _tensors_in((*call.args, *(call.kwargs or {}).values()))
     dynamic = any(g.is_dynamic(a) for a in tensors)
+    reads = any(g.reads_inputs(a) for a in tensors)
     if call.name in _READS:
-        if dynamic:
+        if reads:
             raise OnnxExporterError(
                 f"[onnx.export] the model reads the value of a traced tensor (Tensor.{call.name}): data-dependent "
                 "control flow cannot be exported; compute with tensor ops instead"
             )
         return
-    if not dynamic and g.fold:
+    # A call on sizes only (a causal mask compared with itself) whose results do not change with them is
+    # folded too, as PyTorch's tracer folds it.
+    if g.fold and (not dynamic or (not reads and _same_in_both_runs(g, call, twin))):
         # Its results are constants: g.value embeds them when a later op reads them (with a warning when they
         # come from tensors made in forward, as from the tensors themselves).
         if any(id(a) not in g.results and id(a) not in g.params or id(a) in g.from_factories for a in tensors):
@@ -375,6 +400,8 @@ def _emit(g: _Graph, call: OpCall, twin: OpCall | None = None) -> None:
     for r, name in zip(results, names, strict=False):
         if name is not None and isinstance(r, fc.Tensor):
             g.bind(r, name)
+            if reads:
+                g.from_inputs.add(name)
     for r, name in zip(results, names, strict=False):
         if name is None and isinstance(r, fc.Tensor):
             g.unusable[id(r)] = call.name
