@@ -45,7 +45,8 @@ def test_recurrent_layer_with_dynamic_length_and_batch_agrees_with_torch(kind, l
         assert_onnx_matches(data, ["x"], model, [sequence(steps, n, 5, batch_first)], reference)
 
 
-def test_gru_with_an_initial_state_input_and_no_bias():
+@pytest.mark.parametrize("opset", [13, 21])
+def test_gru_with_an_initial_state_input_and_no_bias(opset):
     fb.manual_seed(11)
 
     class Encoder(nn.Module):
@@ -59,7 +60,7 @@ def test_gru_with_an_initial_state_input_and_no_bias():
 
     model = Encoder()
     dynamic = {"x": {0: "batch", 1: "seq"}, "h0": {1: "batch"}}
-    data = export_checked(model, (fb.randn(2, 5, 4), fb.randn(2, 2, 3)), ["x", "h0"], dynamic)
+    data = export_checked(model, (fb.randn(2, 5, 4), fb.randn(2, 2, 3)), ["x", "h0"], dynamic, opset_version=opset)
     for n, steps in ((3, 6), (1, 2)):
         assert_onnx_matches(data, ["x", "h0"], model, [fb.randn(n, steps, 4), fb.randn(2, n, 3)])
 

@@ -31,10 +31,11 @@ class Flattens(nn.Module):
         return self.head(flat), rows.mean(1), h.reshape(-1, c, hh * w).transpose(1, 2).reshape(b, hh, w, c)
 
 
-def test_sizes_from_shapes_follow_the_batch():
+@pytest.mark.parametrize("opset", [13, 18])  # Shape + Gather before opset 15, Shape(start, end) from it
+def test_sizes_from_shapes_follow_the_batch(opset):
     fb.manual_seed(50)
     model = Flattens()
-    data = export_checked(model, (fb.randn(4, 4, 4, 4),), ["x"], {"x": {0: "batch"}})
+    data = export_checked(model, (fb.randn(4, 4, 4, 4),), ["x"], {"x": {0: "batch"}}, opset_version=opset)
     assert "Shape" in [n.op_type for n in onnx.load_from_string(data).graph.node]
     for n in (1, 3, 7):
         assert_onnx_matches(data, ["x"], model, [fb.randn(n, 4, 4, 4)])
@@ -57,12 +58,14 @@ class Positions(nn.Module):
         return h.sum(1), half.mean(1), fb.full((n, steps), 2.5).sum(1)
 
 
-def test_factories_whose_shape_follows_the_input_are_rebuilt():
+@pytest.mark.parametrize("opset", [13, 21])
+def test_factories_whose_shape_follows_the_input_are_rebuilt(opset):
     fb.manual_seed(51)
     model = Positions()
+    dynamic = {"ids": {0: "n", 1: "steps"}}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every tensor made in forward is rebuilt: nothing is a constant
-        data = export_checked(model, (fb.randint(0, 20, (3, 6)),), ["ids"], {"ids": {0: "n", 1: "steps"}})
+        data = export_checked(model, (fb.randint(0, 20, (3, 6)),), ["ids"], dynamic, opset_version=opset)
     ops = [n.op_type for n in onnx.load_from_string(data).graph.node]
     assert "Range" in ops and "ConstantOfShape" in ops
     for n, steps in ((2, 10), (5, 4), (1, 2)):
