@@ -381,15 +381,16 @@ def _emit(g: _Graph, call: OpCall, twin: OpCall | None = None) -> None:
                 "control flow cannot be exported; compute with tensor ops instead"
             )
         return
-    # A call on sizes only (a causal mask compared with itself) whose results do not change with them is
-    # folded too, as PyTorch's tracer folds it.
-    if g.fold and (not dynamic or (not reads and _same_in_both_runs(g, call, twin))):
+    mapping = _MAPPINGS.get(call.name)
+    # An unmapped call on sizes only (nn.TransformerEncoder checking that a mask made from x.size(1) is the
+    # causal mask) whose results are the same at both sizes is folded, as PyTorch's tracer folds it; a mapped
+    # one stays in the graph, right at every size.
+    if g.fold and (not dynamic or (mapping is None and not reads and _same_in_both_runs(g, call, twin))):
         # Its results are constants: g.value embeds them when a later op reads them (with a warning when they
         # come from tensors made in forward, as from the tensors themselves).
         if any(id(a) not in g.results and id(a) not in g.params or id(a) in g.from_factories for a in tensors):
             g.from_factories.update(id(r) for r in _tensors_in([call.result]))
         return
-    mapping = _MAPPINGS.get(call.name)
     if mapping is None:
         raise UnsupportedOperatorError(
             f"[onnx.export] Exporting the operator '{call.name}' to ONNX opset version {g.opset} is not supported"
