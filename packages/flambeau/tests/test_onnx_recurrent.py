@@ -75,3 +75,16 @@ def test_a_packed_sequence_of_different_lengths_is_refused():
 
     with pytest.raises(fb.onnx.UnsupportedOperatorError, match=r"'_rnn_layer' .* sequences of different lengths"):
         fb.onnx.export(Packed(), (fb.randn(3, 2, 3),))
+
+
+@pytest.mark.parametrize("kind", ["RNNCell", "GRUCell", "LSTMCell"])
+def test_recurrent_cells_decompose_and_agree_with_torch(kind):
+    # A cell is one step written with linear, chunk and the activations: no recurrent ONNX node.
+    fb.manual_seed(12)
+    model = getattr(nn, kind)(4, 3)
+    reference = torch_twin(model, getattr(torch.nn, kind)(4, 3))
+    outputs = ["h", "c"] if kind == "LSTMCell" else ["h"]
+    dynamic = {"x": {0: "batch"}} | {name: {0: "batch"} for name in outputs}
+    data = export_checked(model, (fb.randn(2, 4),), ["x"], dynamic, output_names=outputs)
+    for n in (5, 1):
+        assert_onnx_matches(data, ["x"], model, [fb.randn(n, 4)], reference)
