@@ -9,8 +9,8 @@ import io
 import flambeau as fb
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
+from onnx_testing import Program, TorchProgram, assert_onnx_matches, export_checked, run_onnx
 
 nn = fb.nn
 F = fb.nn.functional
@@ -116,11 +116,6 @@ def trained_statistics(model, inputs):
         for _ in range(2):
             model(*inputs)
     model.eval()
-
-
-def run_onnx(data, names, inputs):
-    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-    return session.run(None, {n: t.numpy() for n, t in zip(names, inputs, strict=True)})
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -371,3 +366,25 @@ def test_lstm_language_model_agrees_with_onnxruntime_at_other_lengths_and_batch_
         for g, e in zip(got, expected, strict=True):
             assert g.shape == e.shape
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "mode,pad,opset",
+    [("constant", (1, 2, 0, 1), 18), ("constant", (-1, 2), 18), ("reflect", (2, 1, 1, 1), 18),
+     ("replicate", (1, 0, 2, 2), 13), ("circular", (1, 2, 1, 0), 19)],
+)  # fmt: skip
+def test_pad_modes_agree_with_torch(mode, pad, opset):
+    def program(lib, x):
+        return lib.nn.functional.pad(x, pad, mode=mode, **({"value": 0.5} if mode == "constant" else {}))
+
+    model = Program(program)
+    data = export_checked(model, (randn(2, 3, 4, 5),), ["x"], {"x": {0: "batch"}}, opset_version=opset)
+    assert_onnx_matches(data, ["x"], model, [randn(4, 3, 4, 5)], TorchProgram(program))
+
+
+def test_circular_pad_needs_opset_19():
+    def circular(x):
+        return F.pad(x, (1, 1), mode="circular")
+
+    with pytest.raises(fb.onnx.UnsupportedOperatorError, match=r"'_pad_nd' to ONNX opset version 18 .* opset 19"):
+        fb.onnx.export(circular, (randn(1, 2, 3),))

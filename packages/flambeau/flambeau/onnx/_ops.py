@@ -420,3 +420,28 @@ def _expand(g: _Graph, call: OpCall) -> list[str | None]:
     if shape is None:
         raise _unsupported(g, call, "sizes computed from the input's that the exporter cannot read back")
     return g.node("Expand", [g.value(x), shape])
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+_PAD_PARAMS = (("self", None), ("pad", None), ("mode", "constant"), ("value", 0.0))
+
+
+@_maps("_pad_nd")
+def _pad(g: _Graph, call: OpCall) -> list[str | None]:
+    """F.pad: PyTorch's pads (left, right) per dim from the last are ONNX's begins then ends from the first."""
+    x, pad, mode, value = _arguments(call, *_PAD_PARAMS)
+    twin_pad = g.twin_args(call, *_PAD_PARAMS)[1]
+    if mode not in _PAD_MODES:
+        raise _unsupported(g, call, f"mode={mode!r}")
+    if mode == "circular" and g.opset < 19:
+        raise _unsupported(g, call, "mode='circular' (Pad's 'wrap') needs opset 19 or later")
+    n = x.dim()
+    begins, ends = [(0, 0)] * n, [(0, 0)] * n
+    for i in range(len(pad) // 2):
+        begins[n - 1 - i] = (int(pad[2 * i]), int(twin_pad[2 * i]))
+        ends[n - 1 - i] = (int(pad[2 * i + 1]), int(twin_pad[2 * i + 1]))
+    pads = g.shape_value(begins + ends)
+    if pads is None:
+        raise _unsupported(g, call, "pads computed from sizes the exporter cannot read back")
+    inputs = [g.value(x), pads] + ([g.operand(value or 0, x.dtype)] if mode == "constant" else [])
+    return g.node("Pad", inputs, mode=_PAD_MODES[mode])
