@@ -85,6 +85,16 @@ _tensor_new.install()  # Tensor.new_full, new_zeros, new_ones, new_empty, new_te
 from flambeau_core import _sampling  # noqa: E402,I001
 
 _sampling.install()  # multinomial
+from flambeau_core import _complex_forms, _elementwise_forms, _random_fills  # noqa: E402,I001
+from flambeau_core import _shape_composites, _splits, _view_copy, _views  # noqa: E402,I001
+
+_views.install()  # t, Tensor.unfold
+_view_copy.install()  # the *_copy and *_scatter functions
+_splits.install()  # split_with_sizes, unsafe_split/_chunk, hsplit/vsplit/dsplit
+_shape_composites.install()  # Tensor.sum_to_size, diagflat, constant_pad_nd
+_elementwise_forms.install()  # positive, fill, isposinf/isneginf, scalar_tensor, Tensor.__rdiv__
+_complex_forms.install()  # isreal, vdot, resolve_conj/_neg, Tensor.cfloat/cdouble/chalf
+_random_fills.install()  # Tensor.exponential_/geometric_/cauchy_/log_normal_, randint_like
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
@@ -121,7 +131,6 @@ from flambeau_core.array_api import (  # noqa: E402,F401,I001
     isdtype,
     matrix_transpose,
     permute_dims,
-    positive,
     take_along_axis,
     unique_all,
     unique_counts,

@@ -45,7 +45,45 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
     return linalg.vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), ord=p, dim=-1)
 
 
+def dist(input, other, p: float = 2):  # noqa: A002
+    """dist(input, other, p=2) -> Tensor
+
+    The p-norm of ``input - other`` (broadcast together) over all elements: a 0-dim tensor of their
+    promoted dtype (the real dtype for complex ones). ``p`` is any real: 0 counts the differing
+    elements, ``inf``/``-inf`` give the largest/smallest absolute difference.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.dist(fc.tensor([3.0, 0.0]), fc.tensor([0.0, 4.0])).item()
+        5.0
+    """
+    for name, x in (("input", input), ("other", other)):
+        if not isinstance(x, _C.Tensor):
+            raise TypeError(f"[dist] expected a Tensor as '{name}', got {type(x).__name__}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"[dist] expected a real number p, got {type(p).__name__}")
+    dtype = _C.result_type(input, other)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(
+            f"[dist] expected floating-point or complex tensors, got dtypes {input.dtype} and {other.dtype}"
+        )
+    # vector_norm takes float32/float64 (and complex): half precision is computed in float32, as PyTorch accumulates
+    wide = _C.float32 if dtype in (_C.float16, _C.bfloat16) else dtype
+    try:
+        difference = input.to(wide) - other.to(wide)
+    except (RuntimeError, ValueError) as e:
+        raise _C.FlambeauError(
+            f"[dist] input of shape {tuple(input.shape)} and other of shape {tuple(other.shape)} do not broadcast"
+        ) from e
+    from flambeau_core import linalg
+
+    norm = linalg.vector_norm(difference, ord=p)
+    return norm if wide == dtype else norm.to(dtype)
+
+
 def install() -> None:
     import flambeau_core
 
     flambeau_core.cdist = cdist
+    flambeau_core.dist = dist
+    _C.Tensor.dist = dist

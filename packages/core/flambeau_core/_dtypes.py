@@ -140,9 +140,7 @@ def is_floating_point(input: _C.Tensor) -> builtins.bool:  # noqa: A002
 
 
 def _install_tensor_attributes() -> None:
-    """Tensor.real / Tensor.imag (views, as PyTorch's properties) and the conj-bit queries: flambeau
-    materialises conjugates (Note in ops.yaml's dtypes section), so is_conj() is False and
-    resolve_conj() returns the tensor itself."""
+    """Tensor.real / Tensor.imag (views, as PyTorch's properties); the conj-bit queries are _complex_forms'."""
 
     def _set_part(which):
         def setter(self, value):
@@ -152,8 +150,6 @@ def _install_tensor_attributes() -> None:
 
     _C.Tensor.real = property(_C.real, _set_part("real"), doc="The real parts (a view).")
     _C.Tensor.imag = property(_C.imag, _set_part("imag"), doc="The imaginary parts (a view; complex tensors only).")
-    _C.Tensor.is_conj = lambda self: False
-    _C.Tensor.resolve_conj = lambda self: self
     _C.Tensor.is_complex = lambda self: self.dtype.is_complex
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flambeau_core import _C
+from flambeau_core._composing import call_as
+from flambeau_core.sparse import strided
 
 
 def _size(name: str, size: tuple) -> tuple[int, ...]:
@@ -82,6 +84,27 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = Fal
     return result.requires_grad_() if requires_grad else result
 
 
+def new_empty_strided(
+    self, size, stride, *, dtype=None, device=None, requires_grad: bool = False, layout=None, pin_memory: bool = False
+):
+    """An uninitialised tensor of ``size`` and ``stride``, of this tensor's dtype and device by default.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.zeros(1, dtype=fc.int32).new_empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+    """
+    for what, value in (("size", size), ("stride", stride)):
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise TypeError(
+                f"[new_empty_strided] expected {what} as a tuple or list of ints, got {type(value).__name__}"
+            )
+    if layout is not None and layout is not strided:
+        raise _C.FlambeauError(f"[new_empty_strided] is implemented for strided tensors only, got: {layout}")
+    size, stride = _size("new_empty_strided", (size,)), _size("new_empty_strided", (stride,))
+    return call_as("new_empty_strided", _C.empty_strided, size, stride, **_options(self, dtype, device, requires_grad))
+
+
 def install() -> None:
-    for method in (new_full, new_zeros, new_ones, new_empty, new_tensor):
+    for method in (new_full, new_zeros, new_ones, new_empty, new_tensor, new_empty_strided):
         setattr(_C.Tensor, method.__name__, method)

@@ -506,7 +506,13 @@ subtract = _binary("subtract", "sub")
 
 
 def positive(x, /):
-    """``+x``: a copy of ``x``."""
+    """``+x``: a copy of ``x`` (flambeau.positive, PyTorch's, returns ``x`` itself).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.array_api.positive(fc.tensor([-1, 2])).tolist()
+        [-1, 2]
+    """
     _check_tensor("positive", x)
     return x.clone()
 
