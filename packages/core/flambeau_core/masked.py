@@ -68,7 +68,7 @@ def _check_tensor(input: Any, op: str, what: str = "input") -> None:
         raise TypeError(f"[masked.{op}] expected {what} to be a Tensor, got {type(input).__name__}")
 
 
-def _input_mask(input: Tensor, mask: Any, op: str, what: str = "mask") -> Tensor | None:
+def _canonical_mask(input: Tensor, mask: Any, op: str, what: str = "mask") -> Tensor | None:
     """The mask as a bool tensor of the input's shape (None stays None: everything masked in)."""
     if mask is None:
         return None
@@ -88,6 +88,35 @@ def _input_mask(input: Tensor, mask: Any, op: str, what: str = "mask") -> Tensor
                 f"{_shape(input)}"
             ) from None
     return mask.to(_C.bool)
+
+
+# torch.masked's private helpers, with its signatures: PyTorch's own test wrappers
+# (gradcheck_wrapper_masked_operation) call them to zero the outputs of fully masked-out slices.
+_REDUCTIONS = {"sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "median", "norm", "var", "std", "logsumexp"}
+_NORMALIZATIONS = {"softmax", "log_softmax", "softmin", "normalize", "cumsum", "cumprod"}
+
+
+def _input_mask(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """The bool mask of ``kwargs["mask"]`` broadcast to the input's shape (torch.masked._input_mask)."""
+    _check_tensor(input, "_input_mask")
+    if kwargs.get("mask") is None:
+        raise FlambeauError("[masked._input_mask] requires an explicit mask")
+    return _canonical_mask(input, kwargs["mask"], "_input_mask")
+
+
+def _output_mask(op: Any, input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Which outputs of the masked function `op` called with these arguments have a masked-in element
+    behind them (torch.masked._output_mask)."""
+    name = getattr(op, "__name__", None)
+    if name in _NORMALIZATIONS:
+        return _input_mask(input, *args, **kwargs)
+    if name not in _REDUCTIONS:
+        raise FlambeauError(f"[masked._output_mask] expected a masked function, got {op!r}")
+    if name == "norm" and args:
+        args = args[1:]  # the ord
+    dim = args[0] if args else kwargs.get("dim")
+    dims = _canonical_dims(dim, input.dim(), "_output_mask")
+    return _counts(input, _input_mask(input, *args, **kwargs), dims, bool(kwargs.get("keepdim", False))) > 0
 
 
 def _canonical_dims(dim: Dims, ndim: int, op: str) -> list[int]:
@@ -166,7 +195,7 @@ def sum(  # noqa: A001  (PyTorch's name)
     """
     _check_tensor(input, "sum")
     dims = _canonical_dims(dim, input.dim(), "sum")
-    x = _filled(input, _input_mask(input, mask, "sum"), 0)
+    x = _filled(input, _canonical_mask(input, mask, "sum"), 0)
     return _sum_dims(x, dims, bool(keepdim), _sum_dtype(input, dtype))
 
 
@@ -186,7 +215,7 @@ def prod(
     """
     _check_tensor(input, "prod")
     dims = _canonical_dims(dim, input.dim(), "prod")
-    result = _filled(input, _input_mask(input, mask, "prod"), 1).to(_sum_dtype(input, dtype))
+    result = _filled(input, _canonical_mask(input, mask, "prod"), 1).to(_sum_dtype(input, dtype))
     for d in reversed(dims):  # from the last, so that the earlier dims keep their numbers
         result = result.prod(d, bool(keepdim))
     return result
@@ -207,7 +236,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | None = 
     _check_tensor(input, "cumsum")
     dtype = input.dtype if dtype is None else dtype
     d = _one_dim(dim, input.dim(), "cumsum")
-    return _C.cumsum(_filled(input, _input_mask(input, mask, "cumsum"), 0), d, dtype=dtype)
+    return _C.cumsum(_filled(input, _canonical_mask(input, mask, "cumsum"), 0), d, dtype=dtype)
 
 
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | None = None) -> Tensor:
@@ -225,7 +254,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | None =
     _check_tensor(input, "cumprod")
     dtype = input.dtype if dtype is None else dtype
     d = _one_dim(dim, input.dim(), "cumprod")
-    return _C.cumprod(_filled(input, _input_mask(input, mask, "cumprod"), 1), d, dtype=dtype)
+    return _C.cumprod(_filled(input, _canonical_mask(input, mask, "cumprod"), 1), d, dtype=dtype)
 
 
 def _extremum(op: str, input: Tensor, dim: Dims, keepdim: bool | None, dtype: Any, mask: Tensor | None) -> Tensor:
@@ -233,7 +262,7 @@ def _extremum(op: str, input: Tensor, dim: Dims, keepdim: bool | None, dtype: An
     if input.dtype == _C.bool:
         raise TypeError(f"[masked.{op}] has no identity for bool input; convert it to an integer dtype first")
     identity = _lowest(input.dtype) if op == "amax" else _highest(input.dtype)
-    x = _filled(input, _input_mask(input, mask, op), identity)
+    x = _filled(input, _canonical_mask(input, mask, op), identity)
     dims = _canonical_dims(dim, input.dim(), op)
     reduce = _C.amax if op == "amax" else _C.amin
     return reduce(x, dims, bool(keepdim)).to(input.dtype if dtype is None else dtype)
@@ -282,7 +311,7 @@ def _arg_extremum(
     if dim is not None:
         _one_dim(dim, input.dim(), op)
     identity = _lowest(input.dtype) if op == "argmax" else _highest(input.dtype)
-    x = _filled(input, _input_mask(input, mask, op), identity)
+    x = _filled(input, _canonical_mask(input, mask, op), identity)
     reduce = _C.argmax if op == "argmax" else _C.argmin
     return reduce(x, dim, bool(keepdim)).to(input.dtype if dtype is None else dtype)
 
@@ -357,7 +386,7 @@ def mean(
             f"complex dtype. Got: {dtype}"
         )
     dims = _canonical_dims(dim, input.dim(), "mean")
-    inmask = _input_mask(input, mask, "mean")
+    inmask = _canonical_mask(input, mask, "mean")
     total = _sum_dims(_filled(input, inmask, 0), dims, bool(keepdim), dtype)
     return total / _counts(input, inmask, dims, bool(keepdim))
 
@@ -381,7 +410,7 @@ def median(
     dtype = input.dtype if dtype is None else dtype
     d = _one_dim(dim, input.dim(), "median")
     is_float = input.dtype.is_floating_point
-    inmask = _input_mask(input, mask, "median")
+    inmask = _canonical_mask(input, mask, "median")
     x = input if is_float else input.to(_C.float32)
     values = _C.nanmedian(_filled(x, inmask, math.nan), d, bool(keepdim))[0]
     if is_float:
@@ -411,7 +440,7 @@ def logsumexp(
     """
     _check_tensor(input, "logsumexp")
     dims = _canonical_dims(dim, input.dim(), "logsumexp")
-    x = _filled(input, _input_mask(input, mask, "logsumexp"), _lowest(input.dtype))
+    x = _filled(input, _canonical_mask(input, mask, "logsumexp"), _lowest(input.dtype))
     out = _C.logsumexp(x, dims, keepdim) if dims else _C.logsumexp(x.reshape([1]), [0], keepdim).reshape([])
     return out.to(input.dtype if dtype is None else dtype)
 
@@ -438,8 +467,8 @@ def logaddexp(
     """
     _check_tensor(input, "logaddexp")
     _check_tensor(other, "logaddexp", "other")
-    a = _filled(input, _input_mask(input, input_mask, "logaddexp", "input_mask"), _lowest(input.dtype))
-    b = _filled(other, _input_mask(other, other_mask, "logaddexp", "other_mask"), _lowest(other.dtype))
+    a = _filled(input, _canonical_mask(input, input_mask, "logaddexp", "input_mask"), _lowest(input.dtype))
+    b = _filled(other, _canonical_mask(other, other_mask, "logaddexp", "other_mask"), _lowest(other.dtype))
     return _C.logaddexp(a, b).to(input.dtype if dtype is None else dtype)
 
 
@@ -468,7 +497,7 @@ def norm(
     _check_tensor(input, "norm")
     ord = 2.0 if ord is None else ord
     identity = math.inf if ord == -math.inf else 0
-    x = _filled(input, _input_mask(input, mask, "norm"), identity)
+    x = _filled(input, _canonical_mask(input, mask, "norm"), identity)
     dims = _canonical_dims(dim, input.dim(), "norm")
     return vector_norm(x, ord, dims, bool(keepdim), dtype=input.dtype if dtype is None else dtype)
 
@@ -492,7 +521,7 @@ def _var(
     compute = dtype if dtype.is_floating_point or dtype.is_complex else _C.float32
     keepdim = bool(keepdim)
     dims = _canonical_dims(dim, input.dim(), op)
-    inmask = _input_mask(input, mask, op)
+    inmask = _canonical_mask(input, mask, op)
     count = _counts(input, inmask, dims, True)
     centered = input - _sum_dims(_filled(input, inmask, 0), dims, True, dtype) / count
     squares = centered * centered.conj() if centered.is_complex() else centered * centered
@@ -501,7 +530,8 @@ def _var(
         count = count.reshape(list(_shape(total)))
     if ddof != 0:
         real = _C.float64 if compute == _C.complex128 else _C.float32 if compute == _C.complex64 else compute
-        count = _C.clamp_min(count.to(real) - ddof, 0)
+        # clamped in float64: clamp has no half-precision kernel, and small counts are exact in every dtype
+        count = _C.clamp_min(count.to(_C.float64) - ddof, 0).to(real)
     out = (total / count).to(dtype)
     return _C.sqrt(out) if op == "std" else out
 
@@ -569,7 +599,7 @@ def softmax(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | None =
     """
     _check_tensor(input, "softmax")
     d = _one_dim(dim, input.dim(), "softmax")
-    x = _filled(input, _input_mask(input, mask, "softmax"), _lowest(input.dtype))
+    x = _filled(input, _canonical_mask(input, mask, "softmax"), _lowest(input.dtype))
     return _C.softmax(x, d, input.dtype if dtype is None else dtype)
 
 
@@ -588,7 +618,7 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | No
     """
     _check_tensor(input, "log_softmax")
     d = _one_dim(dim, input.dim(), "log_softmax")
-    x = _filled(input, _input_mask(input, mask, "log_softmax"), _lowest(input.dtype))
+    x = _filled(input, _canonical_mask(input, mask, "log_softmax"), _lowest(input.dtype))
     return _C.log_softmax(x, d, input.dtype if dtype is None else dtype)
 
 
@@ -606,7 +636,7 @@ def softmin(input: Tensor, dim: int, *, dtype: Any = None, mask: Tensor | None =
     """
     _check_tensor(input, "softmin")
     d = _one_dim(dim, input.dim(), "softmin")
-    x = _filled(input, _input_mask(input, mask, "softmin"), _highest(input.dtype))
+    x = _filled(input, _canonical_mask(input, mask, "softmin"), _highest(input.dtype))
     return _C.softmax(-x.to(input.dtype if dtype is None else dtype), d)
 
 
@@ -625,7 +655,7 @@ def normalize(
         [[0.6, 0.0, 0.8], [0.0, 0.0, 0.0]]
     """
     _check_tensor(input, "normalize")
-    inmask = _input_mask(input, mask, "normalize")
+    inmask = _canonical_mask(input, mask, "normalize")
     nrm = norm(input, ord, dim, keepdim=True, dtype=input.dtype if dtype is None else dtype, mask=inmask)
     denom = _C.maximum(nrm, _C.full([], float(eps), dtype=nrm.dtype, device=nrm.device))
     return _filled(input, inmask, 0) / denom

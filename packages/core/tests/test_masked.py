@@ -17,7 +17,12 @@ pytestmark = pytest.mark.on_devices
 
 FM = fc.masked
 TM = torch.masked
-TOL = {torch.float32: (2e-5, 2e-6), torch.float64: (1e-10, 1e-12)}
+TOL = {
+    torch.float16: (2e-3, 1e-3),
+    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.float32: (2e-5, 2e-6),
+    torch.float64: (1e-10, 1e-12),
+}
 
 SHAPE = (3, 4, 5)
 # masks of the input's shape and of every shape that broadcasts to it (torch.masked's own sample masks)
@@ -325,3 +330,26 @@ def test_value_errors():
         FM.var(fc.zeros([3]), 0, True, correction=1)
     with pytest.raises(TypeError, match=r"^\[masked\.amax\] has no identity for bool input"):
         FM.amax(fc.tensor([True, False]), mask=fc.tensor([True, False]))
+
+
+@pytest.mark.parametrize("name", ["sum", "amax", "amin", "argmax", "mean", "var", "std", "softmax"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_half_precision_inputs_match_torch(name, dtype):
+    x = sample(dtype=dtype)
+    for mask in masks():
+        check(name, x, 1, mask=mask)
+
+
+def test_torchs_private_mask_helpers():
+    """torch.masked._input_mask/_output_mask, which PyTorch's own test wrappers call."""
+    x = sample()
+    for mask in list(masks())[1:]:
+        assert_like(FM._input_mask(convert(x), mask=convert(mask)), TM._input_mask(x, mask=mask), "_input_mask")
+        for name, args in [("sum", (1,)), ("amax", ((0, 2),)), ("norm", (2.0, 1)), ("softmax", (2,)), ("median", ())]:
+            ours = FM._output_mask(getattr(FM, name), convert(x), *args, mask=convert(mask), keepdim=True)
+            theirs = TM._output_mask(getattr(TM, name), x, *args, mask=mask, keepdim=True)
+            assert_like(ours, theirs, f"_output_mask {name}")
+    with pytest.raises(ValueError, match=r"^\[masked\._input_mask\] requires an explicit mask"):
+        FM._input_mask(convert(x))
+    with pytest.raises(ValueError, match=r"^\[masked\._output_mask\] expected a masked function"):
+        FM._output_mask(len, convert(x), mask=convert(mask))
