@@ -72,13 +72,26 @@ def test_factories_whose_shape_follows_the_input_are_rebuilt(opset):
         assert_onnx_matches(data, ["ids"], model, [fb.randint(0, 20, (n, steps))])
 
 
-def test_a_random_tensor_made_in_forward_is_a_constant_with_a_warning():
+def test_a_tensor_made_in_forward_is_a_constant_with_a_warning_unless_its_values_follow_the_sizes():
     class Noisy(nn.Module):
         def forward(self, x):
-            return x + fb.randn(3)
+            return x + fb.randn(3)  # the same numbers in both runs (they start from one random state)
 
-    with pytest.warns(UserWarning, match=r"values differ from run to run \(a random factory such as fb.randn\)"):
-        fb.onnx.export(Noisy(), (fb.randn(2, 3),), input_names=["x"], dynamic_axes={"x": [0]})
+    x = fb.randn(2, 3)
+    fb.manual_seed(5)
+    with pytest.warns(UserWarning, match=r"constants in the file, fixed to the values of this run: a \(3,\) tensor"):
+        fb.onnx.export(Noisy(), (x,), input_names=["x"], dynamic_axes={"x": [0]})
+    after_export = fb.randn(4)
+    fb.manual_seed(5)
+    Noisy()(x)
+    np.testing.assert_array_equal(after_export.numpy(), fb.randn(4).numpy())  # the generator moved as by one run
+
+    class Parity(nn.Module):
+        def forward(self, x):
+            return x + fb.full((3,), float(x.size(0) % 2))  # values from a size: 1 here, 0 at twice the batch
+
+    with pytest.raises(fb.onnx.OnnxExporterError, match=r"a \(3,\) tensor inside forward whose values follow"):
+        fb.onnx.export(Parity(), (fb.randn(3, 3),), input_names=["x"], dynamic_axes={"x": [0]})
 
     class Fixed(nn.Module):
         def forward(self, x):

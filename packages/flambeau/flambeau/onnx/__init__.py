@@ -212,6 +212,7 @@ def _second_trace(
     inputs: dict[str, fc.Tensor],
     dims: dict[str, dict[int, str]],
     calls: list[OpCall],
+    rng: Any,
 ) -> tuple[dict[int, Any], list[OpCall] | None]:
     """The model run again with larger dynamic dims, paired with the first run (Note [Sizes from a second trace])."""
     if not dims:
@@ -227,6 +228,7 @@ def _second_trace(
             for axis, symbol in dims.get(name, {}).items():
                 t = fc.cat([t] * factors[symbol], axis)
             bigger[id(inputs[name])] = t
+        fc.set_rng_state(rng)
         try:
             _, calls2 = _trace(
                 model,
@@ -338,8 +340,10 @@ def export(
     was_training = getattr(model, "training", None)
     if was_training:
         model.eval()
+    rng = fc.get_rng_state()  # the second run starts from it too: a random factory gives the same values
     try:
         result, calls = _trace(model, pos, kw)
+        after = fc.get_rng_state()
         outputs = _outputs(result)
         in_names, out_names = _names(model, input_names, output_names, len(tensors), len(outputs))
         shapes = {n: tuple(t.shape) for n, t in zip(in_names, tensors, strict=True)} | {
@@ -347,7 +351,9 @@ def export(
         }
         dims = _dynamic_dims(dynamic_axes, in_names + out_names, shapes)
         input_dims = {n: dims[n] for n in in_names if dims.get(n)}
-        twins, twin_calls = _second_trace(model, pos, kw, dict(zip(in_names, tensors, strict=True)), input_dims, calls)
+        inputs = dict(zip(in_names, tensors, strict=True))
+        twins, twin_calls = _second_trace(model, pos, kw, inputs, input_dims, calls, rng)
+        fc.set_rng_state(after)
     finally:
         if was_training:
             model.train(True)

@@ -14,7 +14,9 @@ Each symbolic dim gets its own multiplier (2, 3, ...), so two dims that happen t
 example (a batch of 4 and 4 heads) still have different fingerprints. Tensors made inside ``forward``
 (factories: ``fb.zeros(x.size(0), 16)``, ``fb.arange(T)``) are paired the same way: one whose shape
 differs between the traces is rebuilt in the graph (``ConstantOfShape`` for a fill, ``Range`` for an
-arange) or refused. Without ``dynamic_axes`` every size is fixed and one trace suffices.
+arange) or refused. Both runs start from the same random state, so a random factory gives the same
+values in both: a tensor made in forward whose values differ follows the sizes, and is refused rather
+than made a constant. Without ``dynamic_axes`` every size is fixed and one trace suffices.
 """
 
 from __future__ import annotations
@@ -170,10 +172,13 @@ class _Graph:
         if twin is not None and tuple(twin.shape) != tuple(t.shape):
             return self._rebuild(t, a, _array(twin))
         if twin is not None and not np.array_equal(a, _array(twin), equal_nan=True):
-            self.constants_made_in_forward.append(
-                f"a {tuple(t.shape)} tensor whose values differ from run to run (a random factory such as fb.randn)"
+            # Both runs start from the same random state, so a random factory gives the same values in both.
+            raise OnnxExporterError(
+                f"[onnx.export] the model makes a {tuple(t.shape)} tensor inside forward whose values follow the "
+                "input's sizes (they differ when the dynamic dims grow): as a constant it would be wrong at other "
+                "sizes; compute it from the input with tensor ops"
             )
-        elif id(t) not in self.results or id(t) in self.from_factories:
+        if id(t) not in self.results or id(t) in self.from_factories:
             self.constants_made_in_forward.append(f"a {tuple(t.shape)} {_describe(a)}")
         return self.constant(a)
 
