@@ -17,7 +17,9 @@ def basic_indexing(lib, x, idx):
     g = x[:, idx, 1:]  # a tensor index on another dim
     h = x[:, 0, idx]  # an int next to a tensor index
     k = x[1:, ..., 1::3]  # a start on the dynamic dim
-    return a, b, c, d, e, f, g, h, k
+    m = x[:, [3, 0]]  # a list is a tensor index
+    p = x[[0, -1], [1, 2]]  # two of them
+    return a, b, c, d, e, f, g, h, k, m, p
 
 
 def selection(lib, x, idx):
@@ -85,6 +87,7 @@ def test_a_chunk_of_a_dynamic_dim_splits_into_equal_parts_from_opset_18():
     [
         (lambda lib, x, idx: x[x > 0], "'__getitem__' to ONNX opset version 18 is not supported: a boolean mask"),
         (lambda lib, x, idx: x[idx, None], "a tensor index together with None"),
+        (lambda lib, x, idx: x[[True, False, True]], "a list index of bool"),
         (lambda lib, x, idx: lib.where(x > 0)[0], "'where' .* where\\(condition\\)"),
         (lambda lib, x, idx: x.cumsum(0)[idx], "'cumsum' to ONNX opset version 18 is not supported$"),
     ],

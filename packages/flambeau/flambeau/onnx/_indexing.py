@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import flambeau_core as fc
+import numpy as np
 from flambeau_core._trace import OpCall
 
 from flambeau.onnx._graph import INT64_MAX, _arguments, _Graph, _maps, _unsupported
@@ -16,11 +17,13 @@ def _index_items(g: _Graph, call: OpCall, index: Any, ndim: int) -> list[Any]:
     for item in items:
         if isinstance(item, bool) or (isinstance(item, fc.Tensor) and item.dtype == fc.bool):
             raise _unsupported(g, call, "a boolean mask index (the result's shape depends on the mask's values)")
-        if isinstance(item, list):
-            raise _unsupported(g, call, "a list index (index with a tensor: x[fb.tensor([...])])")
+    items = [np.asarray(item) if isinstance(item, list) else item for item in items]  # a list is a tensor index
+    for item in items:
+        if isinstance(item, np.ndarray) and item.dtype.kind not in "iu":
+            raise _unsupported(g, call, f"a list index of {item.dtype} (a boolean mask or not integers)")
     used = sum(1 for item in items if item is not None and item is not Ellipsis)
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    at = next((i for i, item in enumerate(items) if item is Ellipsis), None)  # `in` would compare tensors
+    if at is not None:
         items[at : at + 1] = [slice(None)] * (ndim - used)
     else:
         items += [slice(None)] * (ndim - used)
@@ -36,7 +39,7 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
     items = _index_items(g, call, call.args[1], x.dim())
     twin_items = _index_items(g, call, (g.twin_call or call).args[1], x.dim())
     starts, ends, axes, steps, squeeze, nones = [], [], [], [], [], []
-    tensors: list[tuple[int, int, fc.Tensor]] = []  # (item position, input axis, index)
+    tensors: list[tuple[int, int, Any]] = []  # (item position, input axis, index tensor or list)
     axis = out_dim = 0
     for pos, (item, twin) in enumerate(zip(items, twin_items, strict=True)):
         if item is None:
@@ -55,9 +58,9 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
             axes.append(axis)
             steps.append(step)
             out_dim += 1
-        elif isinstance(item, fc.Tensor):
+        elif isinstance(item, (fc.Tensor, np.ndarray)):
             tensors.append((pos, axis, item))
-            out_dim += item.dim()
+            out_dim += item.ndim
         else:
             i, j = int(item), int(twin)
             starts.append((i, j))
@@ -80,7 +83,7 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
     # indices act on the dims left after the Squeeze.
     ats = [axis - sum(1 for s in squeeze if s < axis) for _, axis, _ in tensors]
     if len(tensors) == 1:
-        v = g.node("Gather", [v, g.value(tensors[0][2])], axis=ats[0])[0]
+        v = g.node("Gather", [v, _index_value(g, tensors[0][2])], axis=ats[0])[0]
     elif tensors:
         v = _gather_nd(g, v, ats, [t for _, _, t in tensors], x.dim() - len(squeeze))
     if nones:
@@ -88,13 +91,19 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
     return [v]
 
 
-def _gather_nd(g: _Graph, v: str, ats: list[int], indices: list[fc.Tensor], rank: int) -> str:
+def _index_value(g: _Graph, index: Any) -> str:
+    if isinstance(index, np.ndarray):
+        return g.constant(index.astype(np.int64))
+    return g.operand(index, fc.int64)
+
+
+def _gather_nd(g: _Graph, v: str, ats: list[int], indices: list[Any], rank: int) -> str:
     """Several tensor indices: their dims first (Transpose), the broadcast indices stacked for GatherND, and
     the result's index dims moved back where the indexed dims were when those were next to each other."""
     perm = ats + [d for d in range(rank) if d not in ats]
     if perm != list(range(rank)):
         v = g.node("Transpose", [v], perm=perm)[0]
-    values = [g.operand(t, fc.int64) for t in indices]
+    values = [_index_value(g, t) for t in indices]
     shape = values[0]
     for other in values[1:]:
         shape = g.node("Add", [shape, other])[0]
@@ -102,7 +111,7 @@ def _gather_nd(g: _Graph, v: str, ats: list[int], indices: list[fc.Tensor], rank
     last = g.ints([-1])
     stacked = [g.node("Unsqueeze", [g.node("Expand", [i, shape])[0], last])[0] for i in values]
     v = g.node("GatherND", [v, g.node("Concat", stacked, axis=-1)[0]])[0]
-    nb = max(t.dim() for t in indices)
+    nb = max(t.ndim for t in indices)
     p = ats[0]
     if ats == list(range(p, p + len(ats))) and p > 0:
         out_rank = nb + rank - len(ats)
