@@ -1,5 +1,5 @@
 """fb.onnx.export of indexing and selection: x[...] (ints, slices with steps, negative indices, None, a tensor
-index), gather, index_select, masked_fill, where, split, chunk; checked by ONNX Runtime on
+index), gather, index_select, masked_fill, where, split, chunk, expand, tril/triu; checked by ONNX Runtime on
 other batch sizes against flambeau's forward and torch's (the same program run on torch tensors)."""
 
 import flambeau as fb
@@ -31,7 +31,8 @@ def selection(lib, x, idx):
     first, second = x.split([2, 4], dim=2)
     left, right = x.chunk(2, dim=-1)
     rows = [x[:, i] for i in range(x.shape[1])]
-    return gathered, picked, filled, chosen, first * 2, second, left - right, lib.stack(rows, 2), x[:, :, -1]
+    spread = x[:, :1].expand(-1, 4, -1) + x.tril(1) - x.triu(-1)
+    return gathered, picked, filled, chosen, first * 2, second, left - right, lib.stack(rows, 2), x[:, :, -1], spread
 
 
 @pytest.mark.parametrize("program,new_idx", [(basic_indexing, [3, -1, 1]), (selection, [3, 0, 1])])
