@@ -5,12 +5,13 @@ and float16/bfloat16 allowed too. Errors are RuntimeErrors (FlambeauError), as P
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 from flambeau_core._dtypes import get_default_dtype
-from flambeau_core.signal.windows import _BLACKMAN, _bartlett, _cosine_sum, _kaiser, _length, _options
+from flambeau_core.signal.windows import _BLACKMAN, _bartlett, _cosine_sum, _kaiser, _length, _options, _real
 from flambeau_core.sparse import strided
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"]
@@ -19,10 +20,17 @@ _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 
 
 def _window(
-    name: str, window_length: Any, periodic: bool, dtype: Any, layout: Any, device: Any, requires_grad: bool, formula
+    name: str,
+    window_length: Any,
+    periodic: bool,
+    dtype: Any,
+    layout: Any,
+    device: Any,
+    requires_grad: bool,
+    formula: Callable[[int, bool, Any, Any], Tensor],
 ) -> Tensor:
     """Checks the arguments (in PyTorch's order), then `formula(M, sym, dtype, device)` for M >= 2."""
-    M = _length(window_length, name)
+    M = _length(window_length, name, "window_length")
     dtype = get_default_dtype() if dtype is None else dtype
     if dtype not in _FLOATS:
         raise FlambeauError(f"[{name}] expects floating point dtypes, got: {dtype}")
@@ -37,6 +45,10 @@ def _window(
         compute = dtype if dtype in (_C.float32, _C.float64) else _C.float32
         w = formula(M, not periodic, compute, device).to(dtype)
     return w.requires_grad_() if requires_grad else w
+
+
+def _cosine_window(coeffs: list[float]) -> Callable[[int, bool, Any, Any], Tensor]:
+    return lambda M, sym, dtype, device: _cosine_sum(M, coeffs, sym, dtype, device)
 
 
 def hann_window(
@@ -57,10 +69,7 @@ def hann_window(
         >>> fc.hann_window(4).tolist()
         [0.0, 0.5, 1.0, 0.5]
     """
-
-    def formula(M: int, sym: bool, dtype: Any, device: Any) -> Tensor:
-        return _cosine_sum(M, [0.5, 0.5], sym, dtype, device)
-
+    formula = _cosine_window([0.5, 0.5])
     return _window("hann_window", window_length, periodic, dtype, layout, device, requires_grad, formula)
 
 
@@ -84,11 +93,7 @@ def hamming_window(
         >>> [round(v, 4) for v in fc.hamming_window(4).tolist()]
         [0.08, 0.54, 1.0, 0.54]
     """
-    coeffs = [float(alpha), float(beta)]
-
-    def formula(M: int, sym: bool, dtype: Any, device: Any) -> Tensor:
-        return _cosine_sum(M, coeffs, sym, dtype, device)
-
+    formula = _cosine_window([_real(alpha, "alpha", "hamming_window"), _real(beta, "beta", "hamming_window")])
     return _window("hamming_window", window_length, periodic, dtype, layout, device, requires_grad, formula)
 
 
@@ -110,10 +115,7 @@ def blackman_window(
         >>> [round(v, 4) + 0.0 for v in fc.blackman_window(4).tolist()]
         [0.0, 0.34, 1.0, 0.34]
     """
-
-    def formula(M: int, sym: bool, dtype: Any, device: Any) -> Tensor:
-        return _cosine_sum(M, list(_BLACKMAN), sym, dtype, device)
-
+    formula = _cosine_window(list(_BLACKMAN))
     return _window("blackman_window", window_length, periodic, dtype, layout, device, requires_grad, formula)
 
 
@@ -158,7 +160,7 @@ def kaiser_window(
         >>> [round(v, 4) for v in fc.kaiser_window(5, False, 4.0).tolist()]
         [0.0885, 0.6334, 1.0, 0.6334, 0.0885]
     """
-    b = abs(float(beta))
+    b = abs(_real(beta, "beta", "kaiser_window"))
 
     def formula(M: int, sym: bool, dtype: Any, device: Any) -> Tensor:
         return _kaiser(M, b, sym, dtype, device)

@@ -225,5 +225,12 @@ def test_top_level_window_errors(name):
         getattr(torch, name)(-2)
     with pytest.raises(RuntimeError):
         getattr(torch, name)(4, dtype=torch.int32)
-    with pytest.raises(TypeError, match=rf"^\[{name}\] the window length M must be an int"):
+    with pytest.raises(TypeError, match=rf"^\[{name}\] window_length must be an int, got str"):
         fn("4")
+
+
+def test_top_level_parameter_types():
+    with pytest.raises(TypeError, match=r"^\[hamming_window\] beta must be a real number, got str"):
+        fc.hamming_window(4, True, 0.5, "x")
+    with pytest.raises(TypeError, match=r"^\[kaiser_window\] beta must be a real number, got NoneType"):
+        fc.kaiser_window(4, True, None)

@@ -45,13 +45,13 @@ _NUTTALL = (0.3635819, 0.4891775, 0.1365995, 0.0106411)
 _BLACKMAN = (0.42, 0.5, 0.08)
 
 
-def _length(M: Any, op: str) -> int:
+def _length(M: Any, op: str, what: str = "the window length M") -> int:
     if isinstance(M, bool):
-        raise TypeError(f"[{op}] the window length M must be an int, got bool")
+        raise TypeError(f"[{op}] {what} must be an int, got bool")
     try:
         return operator.index(M)
     except TypeError:
-        raise TypeError(f"[{op}] the window length M must be an int, got {type(M).__name__}") from None
+        raise TypeError(f"[{op}] {what} must be an int, got {type(M).__name__}") from None
 
 
 def _checked(name: str, M: Any, dtype: Any, layout: Any) -> tuple[int, Any]:
