@@ -435,6 +435,29 @@ inline Tensor max_pool_backward_grad_output(const Tensor& grad, const Tensor& in
 }
 
 
+/// native_group_norm's gradients including those reaching its mean and rstd outputs (differentiable
+/// outputs, as PyTorch's). Per (batch, group) of m elements, mean = sum(x) / m and rstd = (var + eps)^-1/2
+/// with the biased variance, so d mean/dx = 1/m and d rstd/dx = -rstd^3 (x - mean) / m.
+inline std::tuple<Tensor, Tensor, Tensor> group_norm_backward_with_stats(
+    const Tensor& grad, const Tensor& grad_mean, const Tensor& grad_rstd, const Tensor& input, const Tensor& mean,
+    const Tensor& rstd, const std::optional<Tensor>& weight, int64_t batch, int64_t channels, int64_t hxw,
+    int64_t group, bool input_g, bool weight_g, bool bias_g) {
+  // Only the statistics may have been used: the normalized output then contributes nothing.
+  const Tensor g = grad.defined() ? grad : zeros_like(input);
+  auto grads = op::native_group_norm_backward(g, input, mean, rstd, weight, batch, channels, hxw, group, input_g,
+                                              weight_g, bias_g);
+  if (!input_g || (!grad_mean.defined() && !grad_rstd.defined())) return grads;
+  const double m = static_cast<double>(channels / group * hxw);
+  const Tensor x = op::reshape(input, Shape{batch, group, -1});
+  Tensor stats_grad = zeros_like(x);
+  if (grad_mean.defined()) stats_grad = stats_grad + op::unsqueeze(grad_mean, -1) / m;
+  if (grad_rstd.defined())
+    stats_grad = stats_grad + op::unsqueeze(op::neg(grad_rstd * rstd * rstd * rstd), -1) *
+                                  (x - op::unsqueeze(mean, -1)) / m;
+  std::get<0>(grads) = std::get<0>(grads) + op::reshape(stats_grad, input.sizes());
+  return grads;
+}
+
 // ---- second derivatives of the fused activation and loss backward kernels ----
 // Each backward op is linear in grad_output, so its grad_output gradient is the op
 // itself applied to grad (or, for a reduced loss, grad times the op at grad_output = 1,

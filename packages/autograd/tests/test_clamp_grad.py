@@ -34,3 +34,21 @@ def test_min_above_max_gives_max_its_gradient():
 
 def test_zero_dim_tensor_bounds():
     compare_with_torch(lambda x, lo, hi: fc.clamp(x, lo, hi), torch.clamp, [X, np.array(-0.5), np.array(0.75)])
+
+
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_one_sided_clamp_with_a_tensor_bound(name):
+    """clamp_min/clamp_max take a tensor bound (PyTorch's .Tensor overloads): the bound gets its gradient,
+    broadcast back to its shape, where a 0-d tensor once went through the Scalar overload and got none."""
+    compare_with_torch(getattr(fc, name), getattr(torch, name), [X, LOW])
+    compare_with_torch(getattr(fc, name), getattr(torch, name), [X, np.array(0.25)])
+    compare_with_torch(lambda x, b: getattr(x, name)(b), lambda x, b: getattr(x, name)(b), [X, HIGH])
+
+
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_one_sided_clamp_with_a_number_keeps_the_scalar_overload(name):
+    x = fc.tensor([-2.0, 0.5, 3.0])
+    assert getattr(fc, name)(x, 1).tolist() == getattr(torch, name)(torch.tensor([-2.0, 0.5, 3.0]), 1).tolist()
+    got = getattr(fc, name)(fc.tensor([1, 5, 9]), fc.tensor(4.5))
+    want = getattr(torch, name)(torch.tensor([1, 5, 9]), torch.tensor(4.5))
+    assert got.tolist() == want.tolist() and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]

@@ -51,6 +51,12 @@ Tensor composite::clamp_tensor(const Tensor& self, const std::optional<Tensor>& 
   return r;
 }
 
+Tensor composite::clamp_min_tensor(const Tensor& self, const Tensor& min) {
+  return op::clamp_tensor(self, min, std::nullopt);
+}
+Tensor composite::clamp_max_tensor(const Tensor& self, const Tensor& max) {
+  return op::clamp_tensor(self, std::nullopt, max);
+}
 Tensor composite::clamp_min(const Tensor& self, const Scalar& min) {
   return op::clamp(self, min, std::nullopt);
 }

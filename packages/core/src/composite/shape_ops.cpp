@@ -359,6 +359,28 @@ Tensor composite::take_along_dim(const Tensor& self, const Tensor& indices, std:
   return op::gather(op::expand(self, sb), d, op::expand(indices, b));
 }
 
+// The fills with a tensor value select it with where, so its gradient is the sum of the gradient over the
+// filled places (PyTorch's; the Scalar overloads have none to give).
+static Tensor zero_dim_value(const char* op_name, const Tensor& value, const Tensor& self) {
+  FB_CHECK_VALUE(value.dim() == 0, "[", op_name, "] expected a 0-dimensional value tensor, got one of shape ",
+                 shape_str(value.sizes()));
+  return value.dtype() == self.dtype() ? value : op::cast(value, self.dtype());
+}
+
+Tensor composite::masked_fill_tensor(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  const Tensor v = zero_dim_value("masked_fill", value, self);
+  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_fill] expected a bool mask, got ",
+                dtype_name(mask.dtype()));
+  return op::where(mask, v, self);
+}
+
+Tensor composite::index_fill_tensor(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
+  const Tensor v = zero_dim_value("index_fill", value, self);
+  const Tensor filled = op::ne(op::index_fill(zeros_like(self), dim, index, Scalar(int64_t{1})),
+                               scalar_to_tensor(Scalar(int64_t{0})));
+  return op::where(filled, v, self);
+}
+
 Tensor composite::masked_select(const Tensor& self, const Tensor& mask) {
   FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_select] mask must be a bool tensor, got dtype ",
                 dtype_name(mask.dtype()));
