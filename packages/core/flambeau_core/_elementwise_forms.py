@@ -42,7 +42,8 @@ def fill(input: _C.Tensor, value: Any) -> _C.Tensor:  # noqa: A002
         [7, 7]
     """
     check_tensor("fill", input)
-    result = _C.empty_like(input)
+    # From a clone where input requires grad: the result is then in input's graph (a zero gradient), as PyTorch's
+    result = input.clone() if input.requires_grad else _C.empty_like(input)
     if isinstance(value, _C.Tensor):
         if value.dim() != 0:
             raise _C.FlambeauError(f"[fill] only a 0-dim tensor can be a fill value, got shape {tuple(value.shape)}")

@@ -9,7 +9,9 @@ flattened input at the positions the view would reach (the view op applied to ``
 ``clone()`` then ``view.copy_(src)``: the in-place form cannot record a gradient for ``src`` when ``input``
 does not require one, and the functional form differentiates for both by composition. ``as_strided``
 addresses the storage rather than the tensor, so its positions are storage positions (PyTorch's
-``as_strided_scatter`` copies the whole storage the same way). The result is contiguous.
+``as_strided_scatter`` copies the whole storage the same way). The result is laid out as input is, as
+PyTorch's. ``as_strided_copy`` reads through the same positions where autograd records (the backward of
+``as_strided`` itself covers only a contiguous input and a view without overlaps).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._composing import call_as, check_tensor, is_int
+from flambeau_core._copying import _no_grad
 
 _P = inspect.Parameter
 _REQUIRED = _P.empty
@@ -81,6 +84,17 @@ def _view_dtype_or_size(x, size):
     return x.reshape(size)  # PyTorch's view_copy takes what view refuses for the strides: it copies anyway
 
 
+def _as_strided_read(x, size, stride, storage_offset):
+    """``x.as_strided(...)``; where autograd records, gathered from the storage positions instead (Note
+    [Scatters through positions]): as_strided's backward covers only contiguous, non-overlapping cases."""
+    if not (x.requires_grad and _C.is_grad_enabled()):
+        return x.as_strided(size, stride, storage_offset)
+    values, _, elements = _storage_values(x)
+    offset = x.storage_offset() if storage_offset is None else storage_offset
+    slot = _C.arange(elements, device=x.device).as_strided(size, stride, offset)
+    return values.index_select(0, slot.reshape(-1)).view(tuple(slot.shape))
+
+
 def _split_sizes_list(sizes):
     if isinstance(sizes, int) or not isinstance(sizes, (list, tuple)):
         raise TypeError(f"[split_with_sizes] expected split_sizes as a list of ints, got {type(sizes).__name__}")
@@ -97,7 +111,7 @@ _COPIES = (
     _ViewCopy("alias_copy", lambda x: x, (), "alias_copy(x).tolist()\n    [[0, 1, 2], [3, 4, 5]]"),
     _ViewCopy(
         "as_strided_copy",
-        lambda x, size, stride, storage_offset: x.as_strided(size, stride, storage_offset),
+        lambda x, size, stride, storage_offset: _as_strided_read(x, size, stride, storage_offset),
         (("size",), ("stride",), ("storage_offset", None)),
         "as_strided_copy(x, (2, 2), (1, 2)).tolist()\n    [[0, 2], [1, 3]]",
     ),
@@ -237,20 +251,25 @@ class _Scatter:
     example: str  # a call on x = zeros(2, 3), and what it gives
 
 
-def _storage_positions(x) -> tuple[Any, int]:
-    """Where each element of x lies in its storage (int64, x's shape), and the storage's element count."""
-    elements = x._storage_nbytes // x.element_size()
-    return _C.arange(elements, device=x.device).as_strided(tuple(x.shape), x.stride(), x.storage_offset()), elements
-
-
 def _has_zero_stride_overlap(x) -> bool:
     return any(n > 1 and s == 0 for n, s in zip(x.shape, x.stride(), strict=True))
+
+
+def _storage_values(x) -> tuple[Any, Any, int]:
+    """x's storage as a 1-D tensor differentiable in x's elements, x's storage positions (1-D, x's element
+    order) and the storage's element count."""
+    elements = x._storage_nbytes // x.element_size()
+    positions = _C.arange(elements, device=x.device).as_strided(tuple(x.shape), x.stride(), x.storage_offset())
+    with _no_grad():  # the elements x does not cover, as plain data
+        storage = x.as_strided((elements,), (1,), 0).clone()
+    flat = positions.reshape(-1)
+    return storage.index_copy(0, flat, x.reshape(-1)), flat, elements
 
 
 def _as_strided_scatter(name: str, x, src, size, stride, storage_offset):
     if _has_zero_stride_overlap(x):  # PyTorch clones such an input first: positions of the clone
         x = x.clone(memory_format=_C.contiguous_format)
-    positions, elements = _storage_positions(x)
+    storage, positions, elements = _storage_values(x)
     offset = x.storage_offset() if storage_offset is None else storage_offset
     slot = call_as(name, _C.arange(elements, device=x.device).as_strided, size, stride, offset)
     _check_src(name, src, slot, "strided view")
@@ -259,10 +278,18 @@ def _as_strided_scatter(name: str, x, src, size, stride, storage_offset):
             f"[{name}] more than one element of the view (size {tuple(slot.shape)}, stride {slot.stride()}) "
             "refers to one memory location; clone() the input or use strides that do not overlap"
         )
-    flat_positions = positions.reshape(-1)
-    storage = _C.zeros(elements, dtype=x.dtype, device=x.device).index_copy(0, flat_positions, x.reshape(-1))
     storage = storage.index_copy(0, slot.reshape(-1), src.to(x.dtype).reshape(-1))
-    return storage.index_select(0, flat_positions).view(tuple(x.shape))
+    return storage.index_select(0, positions).view(tuple(x.shape))
+
+
+def _with_layout_of(x, result):
+    """result with x's order of strides, as PyTorch's scatters keep input's strides (the same strides for a
+    dense input; an input with gaps gives dense strides in its order, one with overlaps contiguous ones)."""
+    if x.is_contiguous() or _has_zero_stride_overlap(x):
+        return result
+    order = sorted(range(x.dim()), key=lambda d: (-x.stride(d), -x.shape[d]))  # outermost dim first
+    inverse = [order.index(d) for d in range(x.dim())]
+    return result.permute(order).contiguous().permute(inverse)
 
 
 def _check_src(name: str, src, slot, what: str) -> None:
@@ -329,7 +356,7 @@ def _make_scatter(spec: _Scatter) -> Callable:
             _check_src(name, src, slot, spec.what)
             flat = x.reshape(-1).index_copy(0, slot.reshape(-1), src.to(x.dtype).reshape(-1))
             result = flat.view(tuple(x.shape))
-        return _C._copy_to_out(name, result, out, True)
+        return _C._copy_to_out(name, _with_layout_of(x, result), out, True)
 
     scatter.__name__ = scatter.__qualname__ = name
     scatter.__signature__ = sig
@@ -338,7 +365,7 @@ def _make_scatter(spec: _Scatter) -> Callable:
         f"{name}{sig}\n\n"
         f"A copy of ``input`` with ``src`` written into ``input.{view_name}(...)`` (the {spec.what} the other "
         f"arguments select). ``src`` must have exactly the shape of that {spec.what}; it is cast to input's "
-        "dtype. Differentiable in both ``input`` and ``src``; the result is a new contiguous tensor.\n\n"
+        "dtype. Differentiable in both ``input`` and ``src``; the result is a new tensor laid out as input is.\n\n"
         "Example:\n"
         "    >>> import flambeau_core as fc\n"
         "    >>> from flambeau_core import " + name + "\n"

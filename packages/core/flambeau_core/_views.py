@@ -1,7 +1,10 @@
 """View ops composed in Python: ``flambeau_core.t`` (the function of ``Tensor.t``) and ``Tensor.unfold``.
 
 ``unfold`` is ``as_strided`` with one more dim: the windows along ``dimension`` become a new last dim, so
-the result shares input's memory (a view, as in PyTorch) and differentiates through ``as_strided``.
+the result shares input's memory (a view, as in PyTorch). The backward of ``as_strided`` covers only a
+contiguous input and windows that do not overlap; where autograd records any other ``unfold``, the
+windows are gathered instead (``index_select``, whose backward sums the overlaps): the same values and
+gradients, in a tensor of its own.
 """
 
 from __future__ import annotations
@@ -58,12 +61,25 @@ def unfold(self: _C.Tensor, dimension: int, size: int, step: int) -> _C.Tensor:
         )
     if step <= 0:
         raise _C.FlambeauError(f"[unfold] step is {step} but must be > 0")
-    windows = (shape[dimension] - size) // step + 1
-    new_shape = [*shape[:dimension], windows, *shape[dimension + 1 :], size]
-    new_strides = [*strides[:dimension], strides[dimension] * step, *strides[dimension + 1 :], strides[dimension]]
     if self.dim() == 0:
-        new_shape, new_strides = [size], [1]
+        return self.as_strided([size], [1], self.storage_offset())
+    windows = (shape[dimension] - size) // step + 1
+    if (step < size or size == 0 or not self.is_contiguous()) and self.requires_grad and _C.is_grad_enabled():
+        return _gathered_windows(self, dimension, size, step, windows)
+    new_shape = [*shape[:dimension], windows, *shape[dimension + 1 :], size]
+    window_stride = strides[dimension] * step  # PyTorch's, also for a single window
+    if windows == 1 and window_stride >= 2**63:  # never stepped over: a huge step must not overflow int64
+        window_stride = strides[dimension]
+    new_strides = [*strides[:dimension], window_stride, *strides[dimension + 1 :], strides[dimension]]
     return self.as_strided(new_shape, new_strides, self.storage_offset())
+
+
+def _gathered_windows(x: _C.Tensor, dim: int, size: int, step: int, windows: int) -> _C.Tensor:
+    starts = _C.arange(windows, device=x.device) * step
+    index = (starts.unsqueeze(1) + _C.arange(size, device=x.device)).reshape(-1)
+    shape = tuple(x.shape)
+    gathered = x.index_select(dim, index).reshape((*shape[:dim], windows, size, *shape[dim + 1 :]))
+    return gathered.movedim(dim + 1, -1)
 
 
 def install() -> None:
