@@ -405,6 +405,18 @@ def test_error_paths():
     err(TypeError, "[max_pool2d] input must be a Tensor", F.max_pool2d, [1.0], 2)
 
 
+def test_max_unpool2d_of_overlapping_windows_writes_a_shared_maximum_once():
+    """Overlapping windows (kernel 3, stride 2) may pick one element twice: PyTorch writes it, never sums."""
+    t = torch.tensor([[[[0.0, 1.0, 9.0, 2.0, 0.5]]]])
+    out_t, idx_t = TF.max_pool2d(t, (1, 3), stride=(1, 2), return_indices=True)
+    assert idx_t.flatten().tolist() == [2, 2]  # the 9 is the maximum of both windows
+    out, idx = F.max_pool2d(from_torch(t), (1, 3), stride=(1, 2), return_indices=True)
+    up_t = TF.max_unpool2d(out_t, idx_t, (1, 3), stride=(1, 2), output_size=t.shape[-2:])
+    up = F.max_unpool2d(out, idx, (1, 3), stride=(1, 2), output_size=t.shape[-2:])
+    assert_close(up, up_t)
+    assert to_numpy(up).max() == 9.0
+
+
 def test_max_unpool2d_inverts_max_pool2d():
     t = torch.randn(2, 3, 6, 8, requires_grad=True)
     x = leaf(t.detach())

@@ -176,9 +176,9 @@ def _max_unpool(
                 f"[{op}] an index is out of bounds for output size {tuple(size)} "
                 f"(valid: 0..{plane - 1}); found indices in {lo}..{hi}"
             )
-    out = fc.scatter_add(
-        fc.zeros(lead + (plane,), dtype=input.dtype, device=input.device), len(lead), flat_idx, flat_in
-    )
+    # Written, not added: where two windows chose one element (overlapping windows), PyTorch's output holds
+    # the value once (the last written, in order), not their sum.
+    out = fc.scatter(fc.zeros(lead + (plane,), dtype=input.dtype, device=input.device), len(lead), flat_idx, flat_in)
     return out.reshape(lead + tuple(size))
 
 
