@@ -91,7 +91,7 @@ def test_lstsq_residuals_grad():
     a, b = rng.standard_normal((7, 3)), rng.standard_normal((7, 2))
     xa, xb = fb_tensor(a, requires_grad=True), fb_tensor(b, requires_grad=True)
     ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
-    r, tr = LA.lstsq(xa, xb).residuals, torch.linalg.lstsq(ta, tb, driver="gelsd").residuals
+    r, tr = LA.lstsq(xa, xb, driver="gelsd").residuals, torch.linalg.lstsq(ta, tb, driver="gelsd").residuals
     np.testing.assert_allclose(to_np(r), tr.detach().numpy(), rtol=1e-9)
     (r * fb_tensor([1.0, -2.0])).sum().backward()
     (tr * torch.tensor([1.0, -2.0], dtype=torch.float64)).sum().backward()

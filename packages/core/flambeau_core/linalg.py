@@ -786,9 +786,10 @@ def lstsq(
 ) -> LstsqResult:
     """Least-squares solution of A X = B (torch.linalg.lstsq), by LAPACK's gelsd (SVD).
 
-    `driver` may be None or 'gelsd' ('gelsy', 'gelss' and 'gels' are accepted and also run gelsd).
-    residuals holds the squared residual norms when m > n and every matrix has full rank (else empty),
-    as in PyTorch.
+    Every driver (None, the default, is 'gelsy' as PyTorch's on the CPU; 'gelsd', 'gelss', 'gels') runs
+    gelsd, and reports what PyTorch's driver reports: residuals (the squared residual norms, when m > n and
+    every matrix has full rank) for all but 'gelsy', rank for all but 'gels', singular values for 'gelsd'
+    and 'gelss'; an output not reported is an empty tensor.
     """
     _check_matrix(A, "linalg.lstsq", complex_ok=True)
     _check_float(B, "linalg.lstsq", "B", complex_ok=True)
@@ -823,6 +824,15 @@ def lstsq(
             res = _C.sum(r.abs() ** 2 if r.dtype in _COMPLEX else r**2, [-2], False)
     if vector:
         X = X.squeeze(-1)
+    # What each driver reports, as PyTorch's (its CPU default is gelsy): gels no rank, gels and gelsy no
+    # singular values and gelsy no residuals; an output not reported is an empty 1-D tensor.
+    driver = driver or "gelsy"
+    if driver == "gelsy" and res.numel():
+        res = res.new_empty(0)
+    if driver == "gels":
+        rank = rank.new_empty(0)
+    if driver in ("gels", "gelsy"):
+        sv = sv.new_empty(0)
     if out is not None:
         return LstsqResult(*_copy_outs((X, res, rank, sv), out, "linalg.lstsq"))
     return LstsqResult(X, res, rank, sv)

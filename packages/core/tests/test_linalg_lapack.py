@@ -217,7 +217,7 @@ def test_eigh_residual_and_values(dtype, batch, n, uplo):
 )
 def test_lstsq_matches_torch(dtype, a_shape, b_shape):
     a, b = rand(a_shape, dtype, 11), rand(b_shape, dtype, 12)
-    got = LA.lstsq(fc.tensor(a), fc.tensor(b))
+    got = LA.lstsq(fc.tensor(a), fc.tensor(b), driver="gelsd")
     want = torch.linalg.lstsq(torch.from_numpy(a), torch.from_numpy(b), driver="gelsd")
     np.testing.assert_allclose(to_numpy(got.solution), want.solution.numpy(), **tol(dtype))
     np.testing.assert_array_equal(to_numpy(got.rank), want.rank.numpy())
@@ -227,10 +227,24 @@ def test_lstsq_matches_torch(dtype, a_shape, b_shape):
         np.testing.assert_allclose(to_numpy(got.residuals), want.residuals.numpy(), **tol(dtype))
 
 
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 6, 3), (2, 6, 2)), ((3, 6), (3, 2)), ((6, 3), (6,))])
+def test_lstsq_reports_what_each_driver_reports(driver, a_shape, b_shape):
+    """PyTorch's drivers differ in what they return (its CPU default, gelsy, gives neither residuals nor
+    singular values): the same outputs, empty where torch's are, whatever flambeau computes."""
+    a, b = rand(a_shape, np.float64, 3), rand(b_shape, np.float64, 4)
+    got = LA.lstsq(fc.tensor(a), fc.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.from_numpy(a), torch.from_numpy(b), driver=driver)
+    for name in ("solution", "residuals", "rank", "singular_values"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert tuple(g.shape) == tuple(w.shape), name
+        np.testing.assert_allclose(to_numpy(g), w.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 def test_lstsq_rank_deficient():
     a = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
     b = np.array([[1.0], [2.0], [3.0]])
-    got = LA.lstsq(fc.tensor(a), fc.tensor(b))
+    got = LA.lstsq(fc.tensor(a), fc.tensor(b), driver="gelsd")
     assert got.rank.item() == 1 and got.residuals.shape == (0,)
     np.testing.assert_allclose(to_numpy(got.solution), np.linalg.lstsq(a, b, rcond=None)[0], atol=1e-12)
 
