@@ -112,19 +112,20 @@ def test_adaptive_pools(shape, size, dtype):
         close(idx, t_idx, exact=True)
 
 
-# ---- bfloat16 (autocast feeds pooling the output of a lowered convolution) ----
+# ---- bfloat16 and float16 (autocast feeds pooling the output of a lowered convolution) ----
 # Computed in float32 and rounded once (Note [Low-precision kernels]), as PyTorch's CPU kernels: the same
 # bfloat16 inputs give PyTorch's values within one bfloat16 rounding step; a maximum is exact.
 BF16_TOL = dict(rtol=2**-7, atol=2**-7)
 
 
-def bf16_pair(shape, seed=0):
-    t = torch.from_numpy(arr(shape, "float32", seed)).bfloat16()
+def half_pair(shape, dtype, seed=0):
+    t = torch.from_numpy(arr(shape, "float32", seed)).to(getattr(torch, dtype))
     return from_torch(t), t
 
 
-def close_bf16(ours: fc.Tensor, theirs: torch.Tensor, exact=False):
-    assert ours.dtype == fc.bfloat16 and tuple(ours.shape) == tuple(theirs.shape)
+def close_half(ours: fc.Tensor, theirs: torch.Tensor, exact=False):
+    assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape)
     a, b = to_numpy(ours), theirs.float().numpy()
     if exact:
         np.testing.assert_array_equal(a, b)
@@ -133,42 +134,43 @@ def close_bf16(ours: fc.Tensor, theirs: torch.Tensor, exact=False):
 
 
 @pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA pooling kernels take float32 and float64
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize(
     "shape, k, s, p, ceil", [((2, 3, 8, 8), [2], [], [0], False), ((2, 3, 9, 7), [3], [2], [1], True)]
 )
-def test_poolings_in_bfloat16_match_torch(shape, k, s, p, ceil, transposed):
-    x, tx = bf16_pair(shape)
+def test_poolings_in_16_bit_floats_match_torch(shape, k, s, p, ceil, transposed, dtype):
+    x, tx = half_pair(shape, dtype)
     if transposed:  # a non-contiguous input
         x, tx = x.transpose(2, 3), tx.transpose(2, 3)
     out, idx = fc.max_pool2d_with_indices(x, k, s, p, [1], ceil)
     t_out, t_idx = TF.max_pool2d(tx, k, s or None, p, 1, ceil, return_indices=True)
-    close_bf16(out, t_out, exact=True)
+    close_half(out, t_out, exact=True)
     close(idx, t_idx, exact=True)
-    g, tg = bf16_pair(tuple(t_out.shape), seed=1)
-    close_bf16(
+    g, tg = half_pair(tuple(t_out.shape), dtype, seed=1)
+    close_half(
         fc.max_pool_backward(g, idx, list(tx.shape)),
         torch.ops.aten.max_pool2d_with_indices_backward(tg, tx, k, s, p, [1, 1], ceil, t_idx),
     )
     for cip, div in ((True, None), (False, None), (True, 3)):
         out = fc.avg_pool2d(x, k, s, p, ceil, cip, div)
         t_out = TF.avg_pool2d(tx, k, s or None, p, ceil, cip, div)
-        close_bf16(out, t_out)
-        close_bf16(
+        close_half(out, t_out)
+        close_half(
             fc.avg_pool2d_backward(g, list(tx.shape), k, s, p, ceil, cip, div),
             torch.ops.aten.avg_pool2d_backward(tg, tx, k, s or k, p, ceil, cip, div),
         )
     for size in ([1], [3, 2]):
         tsize = size * 2 if len(size) == 1 else size
         out = fc.adaptive_avg_pool2d(x, size)
-        close_bf16(out, TF.adaptive_avg_pool2d(tx, tsize))
-        ga, tga = bf16_pair((*shape[:2], *tsize), seed=2)
-        close_bf16(
+        close_half(out, TF.adaptive_avg_pool2d(tx, tsize))
+        ga, tga = half_pair((*shape[:2], *tsize), dtype, seed=2)
+        close_half(
             fc.adaptive_avg_pool2d_backward(ga, list(tx.shape)), torch.ops.aten._adaptive_avg_pool2d_backward(tga, tx)
         )
         out, idx = fc.adaptive_max_pool2d(x, size)
         t_out, t_idx = TF.adaptive_max_pool2d(tx, tsize, return_indices=True)
-        close_bf16(out, t_out, exact=True)
+        close_half(out, t_out, exact=True)
         close(idx, t_idx, exact=True)
 
 
