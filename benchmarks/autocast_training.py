@@ -7,8 +7,9 @@ fixed random batch, as ``train_models.py`` times it. Each framework runs in its 
 (their OpenMP runtimes would otherwise fight over the cores); rounds alternate the order of the
 children. Per model and mode: warm-up steps, then steps for about ``--seconds``; the batch over the
 median step time is the round's samples/s; the table shows the median over rounds and the ratios
-(bf16 over float32 within a framework, flambeau over torch within a mode). Whether flambeau's
-bfloat16 products ran on the AVX512-BF16 kernel is printed.
+(bf16 over float32 within a framework, flambeau over torch within a mode), then each model's step
+time in ms, min and median over all the timed steps of every round. Whether flambeau's bfloat16
+products ran on the AVX512-BF16 kernel is printed.
 
 Example:
     python benchmarks/autocast_training.py --models mlp,lenet5,resnet8 --rounds 3
@@ -45,8 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def time_model(name: str, fw_name: str, mode: str, seconds: float) -> float:
-    """samples/s of one model's training step in one mode (median step time)."""
+def time_model(name: str, fw_name: str, mode: str, seconds: float) -> list[float]:
+    """The timed step times (s) of one model's training step in one mode."""
     fw = framework(fw_name)
     fw.manual_seed(0)
     spec = MODELS[name]
@@ -71,7 +72,7 @@ def time_model(name: str, fw_name: str, mode: str, seconds: float) -> float:
         t0 = time.perf_counter()
         one()
         times.append(time.perf_counter() - t0)
-    return spec.batch / statistics.median(times)
+    return times
 
 
 def child(args: argparse.Namespace) -> None:
@@ -85,6 +86,7 @@ def child(args: argparse.Namespace) -> None:
     for name in args.models.split(","):
         for mode in MODES:
             out["results"][f"{name}/{mode}"] = time_model(name, args.child, mode, args.seconds)
+            out.setdefault("batch", {})[name] = MODELS[name].batch
     print(_MARK + json.dumps(out), flush=True)
 
 
@@ -104,20 +106,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         child(args)
         return
-    runs: dict[str, list[dict[str, float]]] = {"flambeau": [], "torch": []}
+    runs: dict[str, list[dict[str, list[float]]]] = {"flambeau": [], "torch": []}
+    batch: dict[str, int] = {}
     kernel = None
     for r in range(args.rounds):
         order = ("flambeau", "torch") if r % 2 == 0 else ("torch", "flambeau")
         for fw_name in order:
             got = run_child(fw_name, args)
             runs[fw_name].append(got["results"])
+            batch = got["batch"]
             kernel = got.get("bf16_kernel", kernel)
     print(f"threads={args.threads} rounds={args.rounds}; flambeau bf16 GEMM on AVX512-BF16: {kernel}")
     header = f"{'model':<9} {'fb f32':>9} {'fb bf16':>9} {'x own':>6} {'torch f32':>10} {'torch bf16':>10}"
     print(header + f" {'x torch':>8} {'fb/torch f32':>12}")
     for name in args.models.split(","):
         med = {
-            (fw, mode): statistics.median(run[f"{name}/{mode}"] for run in runs[fw]) for fw in runs for mode in MODES
+            (fw, mode): statistics.median(batch[name] / statistics.median(run[f"{name}/{mode}"]) for run in runs[fw])
+            for fw in runs
+            for mode in MODES
         }
         f32, fbf, t32, tbf = (
             med["flambeau", "float32"],
@@ -130,6 +136,15 @@ def main(argv: list[str] | None = None) -> None:
             f" {f32 / t32:12.2f}"
         )
     print("samples/s, median over rounds; x own = flambeau bf16 / flambeau float32; x torch = bf16 flambeau / torch")
+    print(f"\n{'step ms':<9}" + "".join(f" {fw + ' ' + mode:>18}" for fw in runs for mode in MODES))
+    for name in args.models.split(","):
+        cells = []
+        for fw in runs:
+            for mode in MODES:
+                steps = [t * 1e3 for run in runs[fw] for t in run[f"{name}/{mode}"]]
+                cells.append(f"{min(steps):8.2f} / {statistics.median(steps):7.2f}")
+        print(f"{name:<9}" + "".join(f" {c:>18}" for c in cells))
+    print("step time in ms, min / median over every timed step of all rounds")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"meta::promote_list({self_name})"
     if rule.name == "div_mode":
         return f"meta::div_mode_dtype({_tensors(rule.args)}, rounding_mode)"
+    if rule.name == "batch_norm_stats":
+        return f"meta::batch_norm_stats({', '.join(rule.args)})"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")
 
 

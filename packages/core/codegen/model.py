@@ -78,6 +78,7 @@ DTYPE_RULES = {
     "clamp": "promote self with the min and max bounds as Python numbers",
     "promote_list": "promote_types over a Tensor[] argument's dtypes (cat)",
     "div_mode": "div with a rounding_mode: float without one (true division), else promote",
+    "batch_norm_stats": "batch norm's statistics: float32 for a float16/bfloat16 input with float32 parameters",
 }
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {

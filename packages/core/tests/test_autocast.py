@@ -60,6 +60,35 @@ CASES = [
     ("sum", lambda lo: lo.sum(), lambda tlo: tlo.sum()),
     ("relu", lambda lo: lo.relu(), lambda tlo: tlo.relu()),
     ("mm_then_relu", lambda lo: fc.mm(X, W).relu(), lambda tlo: torch.mm(TX, TW).relu()),
+    # A CNN's ops after a lowered convolution: prelu is lowered; pooling and batch norm keep their input's
+    # dtype (float32 parameters with a low-precision input: Note [Batch norm's mixed precision]).
+    ("prelu", lambda lo: fc.prelu(IMG, IMG[0, :, 0, 0]), lambda tlo: torch.prelu(TIMG, TIMG[0, :, 0, 0])),
+    ("prelu_low", lambda lo: fc.prelu(lo, lo[0]), lambda tlo: torch.prelu(tlo, tlo[0])),
+    (
+        "max_pool2d",
+        lambda lo: fc.max_pool2d_with_indices(lo[None], [2], [], [0], [1])[0],
+        lambda tlo: torch.nn.functional.max_pool2d(tlo[None], 2),
+    ),
+    (
+        "avg_pool2d",
+        lambda lo: fc.avg_pool2d(lo[None], [2], [], [0]),
+        lambda tlo: torch.nn.functional.avg_pool2d(tlo[None], 2),
+    ),
+    (
+        "adaptive_avg_pool2d",
+        lambda lo: fc.adaptive_avg_pool2d(lo[None], [1]),
+        lambda tlo: torch.nn.functional.adaptive_avg_pool2d(tlo[None], 1),
+    ),
+    (
+        "batch_norm",
+        lambda lo: fc.native_batch_norm(lo, X[0], X[1], None, None, True, 0.1, 1e-5)[0],
+        lambda tlo: torch.native_batch_norm(tlo, TX[0], TX[1], None, None, True, 0.1, 1e-5)[0],
+    ),
+    (
+        "batch_norm_stats",
+        lambda lo: fc.native_batch_norm(lo, X[0], X[1], None, None, True, 0.1, 1e-5)[1],
+        lambda tlo: torch.native_batch_norm(tlo, TX[0], TX[1], None, None, True, 0.1, 1e-5)[1],
+    ),
 ]
 
 

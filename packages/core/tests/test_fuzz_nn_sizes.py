@@ -1,7 +1,7 @@
 """The nn kernels' integer arguments near the int64 limits (the companion of
 test_fuzz_sizes.py, which covers factories and views).
 
-Thousands of calls from a fixed seed to convolution, im2col/col2im, pooling,
+Thousands of calls from a fixed seed to convolution, im2col/col2im, pooling (float32 and bfloat16),
 padding, upsampling, pixel_shuffle, one_hot, embedding, embedding_bag,
 group and layer norm, and cross_entropy,
 with small real inputs and kernel sizes, strides, paddings, dilations,
@@ -73,6 +73,8 @@ def make_case(rng: random.Random, fc):
         cols = fc.randn(1, rng.randint(1, 8), rng.randint(1, 8))
         args = (ints(rng, 2), ints(rng, 2), ints(rng, 2), ints(rng, 2), ints(rng, 2))
         return "col2im", lambda: fc.col2im(cols, *args)
+    if kind in (4, 5, 6) and rng.random() < 0.3:  # the poolings take bfloat16 too (computed in float32)
+        x4 = x4.to(fc.bfloat16)
     if kind == 4:
         args = (ints(rng, 2), ints(rng, 2), ints(rng, 2), ints(rng, 2), rng.random() < 0.5)
         return "max_pool2d_with_indices", lambda: fc.max_pool2d_with_indices(x4, *args)

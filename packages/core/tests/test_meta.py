@@ -474,7 +474,10 @@ def test_pooling_checks_keep_their_messages(device):
         fc.max_pool2d_with_indices(x.to(fc.bool), [2], [], [0], [1])
     with pytest.raises(fc.FlambeauError, match=r"^\[max_pool2d\] pad should be at most half"):
         fc.max_pool2d_with_indices(x, [2], [], [2], [1])
-    with pytest.raises(TypeError, match=r"^\[avg_pool2d\] needs a float32 or float64 tensor, got dtype int64"):
+    with pytest.raises(
+        TypeError,
+        match=r"^\[avg_pool2d\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64",
+    ):
         fc.avg_pool2d(x.to(fc.int64), [2], [], [0])
     with pytest.raises(fc.FlambeauError, match=r"^\[avg_pool2d\] divisor_override must be non-zero"):
         fc.avg_pool2d(x, [2], [], [0], False, True, 0)
@@ -1040,6 +1043,34 @@ def test_batch_norm(shape, pshape, dtype, training):
             assert asked_shapes(theirs, mask) == [None if r is None else r[0] for r in cpu_grad[1:]]
 
 
+@pytest.mark.parametrize("param_dtype", ["float32", "bfloat16", None])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_mixed_precision_dtypes(param_dtype, training):
+    # Note [Batch norm's mixed precision]: the meta step's dtypes are the cpu kernel's and PyTorch's.
+    x = fc.ones(4, 3, 2).to(fc.bfloat16)
+    p = None if param_dtype is None else fc.ones(3).to(FC.get(param_dtype, fc.bfloat16))
+    stats = fc.ones(3).to(fc.bfloat16 if param_dtype == "bfloat16" else fc.float32)
+    meta, cpu = meta_and_cpu(lambda x, p, s: fc.native_batch_norm(x, p, p, s, s, training, 0.1, 1e-5), x, p, stats)
+    assert meta == cpu, (meta, cpu)
+    saved = "bfloat16" if param_dtype == "bfloat16" else "float32"
+    assert [r[1] for r in cpu[1:]] == ["bfloat16", saved, saved]
+    t = torch.ones(4, 3, 2, dtype=torch.bfloat16)
+    tp = None if param_dtype is None else torch.ones(3, dtype=getattr(torch, param_dtype))
+    ts = torch.ones(3, dtype=getattr(torch, saved))
+    assert [str(r.dtype) for r in torch.native_batch_norm(t, tp, tp, ts, ts, training, 0.1, 1e-5)] == [
+        "torch.bfloat16",
+        f"torch.{saved}",
+        f"torch.{saved}",
+    ]
+    out = fc.native_batch_norm(x, p, p, stats.clone(), stats.clone(), True, 0.1, 1e-5)
+    meta, cpu = meta_and_cpu(
+        lambda g, x, p, m, i: _C._native_batch_norm_backward(g, x, p, m, i, training, True, True, True),
+        x, x, p if p is not None else stats, out[1], out[2],
+    )  # fmt: skip
+    assert meta == cpu, (meta, cpu)
+    assert [r[1] for r in cpu[1:]] == ["bfloat16", saved, saved]
+
+
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_batch_norm_checks_keep_their_messages(device):
     x, c = fc.ones(4, 3, device=device), fc.ones(3, device=device)
@@ -1053,8 +1084,10 @@ def test_batch_norm_checks_keep_their_messages(device):
         fc.native_batch_norm(x, None, None, c, c.to(fc.float64), True, 0.1, 1e-5)
     with pytest.raises(fc.FlambeauError, match=r"^\[batch_norm_backward\] grad_out shape \(3,\) does not match input"):
         _C._native_batch_norm_backward(c, x, None, c, c, True, True, True, True)
-    with pytest.raises(TypeError, match=r"^\[batch_norm_backward\] input must be a float32 or float64 tensor"):
+    with pytest.raises(TypeError, match=r"^\[batch_norm_backward\] input must be a float16, bfloat16, float32 or float64 tensor"):
         _C._native_batch_norm_backward(x, x.to(fc.int64), None, c, c, True, True, True, True)
+    with pytest.raises(TypeError, match=r"^\[batch_norm\] running_var must be float32 as the other parameters"):
+        fc.native_batch_norm(x.to(fc.bfloat16), c, None, c, c.to(fc.bfloat16), True, 0.1, 1e-5)
 
 
 # (input shape, normalized_shape, mean/rstd shape)

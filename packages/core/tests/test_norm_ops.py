@@ -122,6 +122,102 @@ def test_batch_norm_errors():
         fc.native_batch_norm(x, fc.ones(3, dtype=fc.float64), None, None, None, True, 0.1, 1e-5)
 
 
+# ---- batch norm in bfloat16 (autocast: a lowered convolution feeds a batch norm with float32 parameters) ----
+# Computed in float32 and rounded once (Note [Low-precision kernels]); PyTorch's dtype rules (Note [Batch
+# norm's mixed precision]): float32 parameters give float32 statistics and gradients, bfloat16 ones bfloat16.
+BF16_TOL = dict(rtol=2**-7, atol=2**-7)
+
+
+def bf16(a):
+    return torch.from_numpy(a).bfloat16()
+
+
+def from_torch(t):
+    return (
+        None
+        if t is None
+        else (fc.tensor(t.float().numpy()).to(fc.bfloat16) if t.dtype == torch.bfloat16 else fc.tensor(t.numpy()))
+    )
+
+
+def close_as_torch(ours, theirs):
+    assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(to_numpy(ours), theirs.float().numpy(), **BF16_TOL)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA kernel takes float32 and float64
+@pytest.mark.parametrize("params", ["float32", "bfloat16", "none"])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(8, 3, 5, 5), (16, 4)])
+def test_batch_norm_bfloat16_matches_torch(shape, training, params):
+    c = shape[1]
+    x = bf16(rand(shape, scale=2.0, shift=1.0))
+    pdt = torch.bfloat16 if params == "bfloat16" else torch.float32
+    w = torch.from_numpy(rand((c,), seed=1)).to(pdt) if params != "none" else None
+    b = torch.from_numpy(rand((c,), seed=2)).to(pdt) if params != "none" else None
+    rm = torch.from_numpy(rand((c,), seed=3)).to(pdt)
+    rv = torch.from_numpy(np.abs(rand((c,), seed=4)) + 0.5).to(pdt)
+    ours_rm, ours_rv = from_torch(rm), from_torch(rv)
+    got = fc.native_batch_norm(from_torch(x), from_torch(w), from_torch(b), ours_rm, ours_rv, training, 0.1, 1e-5)
+    want = torch.native_batch_norm(x, w, b, rm, rv, training, 0.1, 1e-5)
+    close_as_torch(got[0], want[0])
+    if training:  # (PyTorch's evaluation mode saves empty statistics; flambeau's the running ones)
+        close_as_torch(got[1], want[1])
+        close_as_torch(got[2], want[2])
+    assert got[1].dtype == got[2].dtype == (fc.bfloat16 if params == "bfloat16" else fc.float32)
+    close_as_torch(ours_rm, rm)  # updated in place (training) in its own dtype
+    close_as_torch(ours_rv, rv)
+    # The backward: grad_input in bfloat16, the parameters' gradients in the statistics' dtype.
+    g = bf16(rand(shape, seed=5))
+    weight = w if w is not None else torch.ones(c, dtype=pdt)
+    gi, gw, gb = fc._C._native_batch_norm_backward(
+        from_torch(g), from_torch(x), from_torch(weight), got[1], got[2], training, True, True, True
+    )
+    smean, sinv = (want[1], want[2]) if training else (None, None)
+    tgi, tgw, tgb = torch.ops.aten.native_batch_norm_backward(
+        g,
+        x,
+        weight,
+        rm if not training else None,
+        rv if not training else None,
+        smean,
+        sinv,
+        training,
+        1e-5,
+        [True, True, True],
+    )
+    close_as_torch(gi, tgi)
+    np.testing.assert_allclose(to_numpy(gw), tgw.float().numpy(), rtol=2e-2, atol=2e-2 * np.sqrt(x.numel() / c))
+    np.testing.assert_allclose(to_numpy(gb), tgb.float().numpy(), rtol=2e-2, atol=2e-2)
+    assert str(gw.dtype).removeprefix("flambeau.") == str(tgw.dtype).removeprefix("torch.")
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))
+def test_batch_norm_bfloat16_mixed_dtype_errors():
+    x = fc.ones(2, 3, 4, dtype=fc.bfloat16)
+    f32, b16 = fc.ones(3), fc.ones(3, dtype=fc.bfloat16)
+    with pytest.raises(TypeError, match=r"^\[batch_norm\] bias must be float32 .* bfloat16 input .*got bfloat16"):
+        fc.native_batch_norm(x, f32, b16, None, None, True, 0.1, 1e-5)
+    with pytest.raises(TypeError, match=r"^\[batch_norm\] running_var must be float32"):
+        fc.native_batch_norm(x, None, None, fc.zeros(3), b16, True, 0.1, 1e-5)
+    # A float32 input takes no bfloat16 parameters (PyTorch: "mixed dtype (CPU): expect parameter to have
+    # scalar type of Float").
+    with pytest.raises(TypeError, match="weight must have the input's dtype float32, got bfloat16"):
+        fc.native_batch_norm(fc.ones(2, 3), b16, None, None, None, True, 0.1, 1e-5)
+    with pytest.raises(TypeError, match="weight must have the input's dtype float16, got bfloat16"):
+        fc.native_batch_norm(fc.ones(2, 3, dtype=fc.float16), b16, None, None, None, True, 0.1, 1e-5)
+    with pytest.raises(ValueError, match=r"weight must have shape \(3,\)"):
+        fc.native_batch_norm(x, fc.ones(4), None, None, None, True, 0.1, 1e-5)
+    out, mean, invstd = fc.native_batch_norm(x, f32, f32, None, None, True, 0.1, 1e-5)
+    with pytest.raises(TypeError, match="grad_out dtype float32 does not match input dtype bfloat16"):
+        fc._C._native_batch_norm_backward(fc.ones(2, 3, 4), x, f32, mean, invstd, True, True, True, True)
+    with pytest.raises(TypeError, match=r"save_mean must be float32"):
+        fc._C._native_batch_norm_backward(out, x, f32, mean.bfloat16(), invstd, True, True, True, True)
+    with pytest.raises(ValueError, match="grad_out shape"):
+        fc._C._native_batch_norm_backward(out[:1], x, f32, mean, invstd, True, True, True, True)
+
+
 # ---- layer norm and group norm ----
 @pytest.mark.parametrize("shape, norm", [((4, 7), (7,)), ((2, 3, 5), (3, 5)), ((3, 1000), (1000,)), ((5,), (5,))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from helpers import make_tensor, to_numpy
+from helpers import from_torch, make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, upsample: no flambeau-cuda kernel yet")
 
@@ -110,6 +110,102 @@ def test_adaptive_pools(shape, size, dtype):
         t_out, t_idx = TF.adaptive_max_pool2d(torch.from_numpy(a), tsize, return_indices=True)
         close(out, t_out, exact=True)
         close(idx, t_idx, exact=True)
+
+
+# ---- bfloat16 and float16 (autocast feeds pooling the output of a lowered convolution) ----
+# Computed in float32 and rounded once (Note [Low-precision kernels]), as PyTorch's CPU kernels: the same
+# bfloat16 inputs give PyTorch's values within one bfloat16 rounding step; a maximum is exact.
+BF16_TOL = dict(rtol=2**-7, atol=2**-7)
+
+
+def half_pair(shape, dtype, seed=0):
+    t = torch.from_numpy(arr(shape, "float32", seed)).to(getattr(torch, dtype))
+    return from_torch(t), t
+
+
+def close_half(ours: fc.Tensor, theirs: torch.Tensor, exact=False):
+    assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    a, b = to_numpy(ours), theirs.float().numpy()
+    if exact:
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, **BF16_TOL)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA pooling kernels take float32 and float64
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize(
+    "shape, k, s, p, ceil", [((2, 3, 8, 8), [2], [], [0], False), ((2, 3, 9, 7), [3], [2], [1], True)]
+)
+def test_poolings_in_16_bit_floats_match_torch(shape, k, s, p, ceil, transposed, dtype):
+    x, tx = half_pair(shape, dtype)
+    if transposed:  # a non-contiguous input
+        x, tx = x.transpose(2, 3), tx.transpose(2, 3)
+    out, idx = fc.max_pool2d_with_indices(x, k, s, p, [1], ceil)
+    t_out, t_idx = TF.max_pool2d(tx, k, s or None, p, 1, ceil, return_indices=True)
+    close_half(out, t_out, exact=True)
+    close(idx, t_idx, exact=True)
+    g, tg = half_pair(tuple(t_out.shape), dtype, seed=1)
+    close_half(
+        fc.max_pool_backward(g, idx, list(tx.shape)),
+        torch.ops.aten.max_pool2d_with_indices_backward(tg, tx, k, s, p, [1, 1], ceil, t_idx),
+    )
+    for cip, div in ((True, None), (False, None), (True, 3)):
+        out = fc.avg_pool2d(x, k, s, p, ceil, cip, div)
+        t_out = TF.avg_pool2d(tx, k, s or None, p, ceil, cip, div)
+        close_half(out, t_out)
+        close_half(
+            fc.avg_pool2d_backward(g, list(tx.shape), k, s, p, ceil, cip, div),
+            torch.ops.aten.avg_pool2d_backward(tg, tx, k, s or k, p, ceil, cip, div),
+        )
+    for size in ([1], [3, 2]):
+        tsize = size * 2 if len(size) == 1 else size
+        out = fc.adaptive_avg_pool2d(x, size)
+        close_half(out, TF.adaptive_avg_pool2d(tx, tsize))
+        ga, tga = half_pair((*shape[:2], *tsize), dtype, seed=2)
+        close_half(
+            fc.adaptive_avg_pool2d_backward(ga, list(tx.shape)), torch.ops.aten._adaptive_avg_pool2d_backward(tga, tx)
+        )
+        out, idx = fc.adaptive_max_pool2d(x, size)
+        t_out, t_idx = TF.adaptive_max_pool2d(tx, tsize, return_indices=True)
+        close_half(out, t_out, exact=True)
+        close(idx, t_idx, exact=True)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))
+def test_bfloat16_pooling_sums_round_once():
+    # 256 values of 1 + 2**-7: a bfloat16 running sum loses each 2**-7 once it passes 128 (where bfloat16's
+    # spacing is 1), so its mean would be 1; summed in float32 and rounded once, the mean is the value itself.
+    x = fc.full([1, 1, 16, 16], 1 + 2**-7, dtype=fc.bfloat16)
+    assert fc.adaptive_avg_pool2d(x, [1]).item() == 1 + 2**-7
+    assert fc.avg_pool2d(x, [16], [], [0]).item() == 1 + 2**-7
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))
+def test_bfloat16_pooling_errors_stay_clean():
+    x = fc.zeros(1, 1, 4, 4, dtype=fc.bfloat16)
+    err(fc.FlambeauError, "3-D (C, H, W) or 4-D", fc.avg_pool2d, fc.zeros(4, 4, dtype=fc.bfloat16), [2], [], [0])
+    err(fc.FlambeauError, "too small", fc.max_pool2d_with_indices, x, [5], [], [0], [1])
+    bad_grad = (x, [1, 1, 4, 4], [2], [], [0], False, True, None)  # the forward gives (1, 1, 2, 2)
+    err(fc.FlambeauError, "grad_output has shape (1, 1, 4, 4)", fc.avg_pool2d_backward, *bad_grad)
+    err(fc.FlambeauError, "input_size", fc.adaptive_avg_pool2d_backward, x, [1, 4, 4])
+    err(
+        fc.FlambeauError,
+        "grad_output shape",
+        fc.max_pool_backward,
+        x,
+        fc.zeros(1, 1, 2, 2, dtype=fc.int64),
+        [1, 1, 4, 4],
+    )
+    err(
+        TypeError,
+        "must be a float16, bfloat16, float32 or float64 tensor, got dtype int64",
+        fc.adaptive_avg_pool2d,
+        fc.zeros(1, 1, 4, 4, dtype=fc.int64),
+        [2],
+    )
 
 
 def test_one_d_composites():
@@ -219,7 +315,15 @@ def test_errors():
     err(fc.FlambeauError, "kernel_size must be greater than zero", fc.avg_pool2d, x, [0], [], [0])
     err(fc.FlambeauError, "stride must be greater than zero", fc.avg_pool2d, x, [2], [-1], [0])
     err(fc.FlambeauError, "single int or a tuple of 2", fc.avg_pool2d, x, [2, 2, 2], [], [0])
-    err(TypeError, "int64", fc.avg_pool2d, fc.zeros(1, 1, 4, 4, dtype=fc.int64), [2], [], [0])
+    err(
+        TypeError,
+        "float32 or float64 tensor, got dtype int64",
+        fc.avg_pool2d,
+        fc.zeros(1, 1, 4, 4, dtype=fc.int64),
+        [2],
+        [],
+        [0],
+    )
     err(fc.FlambeauError, "too small", fc.max_pool2d_with_indices, x, [2**62], [2**62], [2**61], [2**62])
     err(fc.FlambeauError, "2-D (C, L) or 3-D", fc.max_pool1d_with_indices, x, [2], [], [0], [1])
     err(fc.FlambeauError, "less than the input size", fc._C._pad_nd, fc.zeros(1, 2, 3), [3, 3], "reflect", 0.0)

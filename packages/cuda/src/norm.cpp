@@ -137,6 +137,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cuda(const Tensor& input, const st
                                                    double momentum, double eps) {
   // The arguments passed meta::check_batch_norm (the op's check step).
   const char* op = "batch_norm";
+  check_floating(input, op);  // no float16/bfloat16 here, unlike the CPU
   const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
   check_on_device(weight, input, op, "weight");
@@ -188,6 +189,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cuda(const Tensor& grad_o
                                                             bool input_g, bool weight_g, bool bias_g) {
   // The arguments passed meta::check_batch_norm_grad (the op's check step).
   const char* op = "batch_norm_backward";
+  check_floating(input, op);
   const BNShape s = bn_shape(input);
   const Shape cshape{s.c}, c3{1, s.c, 1};
   check_on_device(weight, input, op, "weight");

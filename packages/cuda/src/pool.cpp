@@ -19,7 +19,8 @@ namespace {
 
 Tensor dense(const Tensor& t) { return op::contiguous(t, MemoryFormat::Contiguous); }
 
-// max_pool2d takes every dtype but bool on the cpu; the CUDA kernel covers two.
+// max_pool2d takes every dtype but bool on the cpu, and the other poolings float16/bfloat16 too
+// (computed in float32); the CUDA kernels cover float32 and float64.
 void check_float(const Tensor& t, const char* op) {
   FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
                 "] needs a float32 or float64 tensor on CUDA, got dtype ", dtype_name(t.dtype()));
@@ -57,6 +58,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cuda(const Tensor& self, IntA
 
 Tensor max_pool_backward_cuda(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
   const char* op = "max_pool_backward";
+  check_float(grad_output, op);
   FB_CHECK(indices.device() == grad_output.device(), "[", op,
            "] expected grad_output and indices on the same device, got ", grad_output.device().str(), " and ",
            indices.device().str());
@@ -94,6 +96,7 @@ AvgPoolGeometry avg_geometry(const pool::Pool2d& p, bool count_include_pad, std:
 
 Tensor avg_pool2d_cuda(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                        bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  check_float(self, "avg_pool2d");
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
   Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
@@ -111,6 +114,7 @@ Tensor avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef input_siz
                                 IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                                 bool count_include_pad, std::optional<int64_t> divisor_override) {
   const char* op = "avg_pool2d_backward";
+  check_float(grad_output, op);
   const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
   if (gi.numel() == 0) return gi;
@@ -138,6 +142,7 @@ ConvGeometry adaptive_geometry(IntArrayRef sz, IntArrayRef output_size, const ch
 
 Tensor adaptive_avg_pool2d_cuda(const Tensor& self, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
+  check_float(self, op);
   Shape out_shape;
   int64_t planes = 0;
   const ConvGeometry g = adaptive_geometry(self.sizes(), output_size, op, out_shape, planes);
@@ -153,6 +158,7 @@ Tensor adaptive_avg_pool2d_cuda(const Tensor& self, IntArrayRef output_size) {
 
 Tensor adaptive_avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef input_size) {
   const char* op = "adaptive_avg_pool2d_backward";
+  check_float(grad_output, op);
   Shape out_shape;
   int64_t planes = 0;
   const ConvGeometry g = adaptive_geometry(input_size, grad_output.sizes().last(2), op, out_shape, planes);

@@ -16,11 +16,13 @@ _TORCH_DTYPES = {
 
 
 def to_numpy(t: fc.Tensor) -> np.ndarray:
-    """A NumPy copy of a flambeau tensor (through the buffer protocol).
+    """A NumPy copy of a flambeau tensor (through the buffer protocol; bfloat16, which NumPy lacks, as
+    float32).
 
     A result of an ``on_devices`` case must be on its device (flambeau_core.testing.to_host),
     and is copied to the cpu first."""
-    return np.array(memoryview(to_host(t.detach())))
+    t = to_host(t.detach())
+    return np.array(memoryview(t.float() if t.dtype == fc.bfloat16 else t))
 
 
 def to_torch(t: fc.Tensor) -> torch.Tensor:
@@ -28,6 +30,9 @@ def to_torch(t: fc.Tensor) -> torch.Tensor:
 
 
 def from_torch(x: torch.Tensor) -> fc.Tensor:
+    """A flambeau copy of x, of its dtype (bfloat16 through float32)."""
+    if x.dtype == torch.bfloat16:
+        return fc.tensor(x.detach().float().numpy()).to(fc.bfloat16)
     return fc.tensor(x.detach().numpy().copy())
 
 
@@ -47,7 +52,7 @@ def assert_close(
     prefix = f"{what}: " if what else ""
     assert ours is not None, f"{prefix}flambeau value is None"
     a = to_numpy(ours)
-    b = theirs.detach().numpy()
+    b = theirs.detach().float().numpy() if theirs.dtype == torch.bfloat16 else theirs.detach().numpy()
     assert a.shape == b.shape, f"{prefix}shape {a.shape} != {b.shape}"
     if scale_atol:
         atol *= max(1.0, float(np.abs(b).max()))

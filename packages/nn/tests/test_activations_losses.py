@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from nn_testing import DTYPES, close, fb, npy, run_both, th
+from nn_testing import DTYPES, close, fb, from_torch, npy, run_both, th
 
 pytestmark = pytest.mark.on_devices
 
@@ -246,6 +246,42 @@ def test_prelu_module_trains():
     m(fb(x, fc.float32)).sum().backward()
     tm(th(x, torch.float32)).sum().backward()
     close(m.weight.grad, tm.weight.grad, 1e-5, 1e-6)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA kernel takes float32 and float64
+@pytest.mark.parametrize("shape, channels", [((4, 3, 5, 5), 3), ((4, 3, 5, 5), 1), ((6, 7), 7)])
+def test_prelu_in_bfloat16(shape, channels):
+    # Autocast lowers prelu to bfloat16 (PyTorch's CPU list); computed in float32 and rounded once.
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(shape, generator=g).bfloat16().requires_grad_(True)
+    w = (torch.rand(channels, generator=g) - 0.5).bfloat16().requires_grad_(True)
+    xo, wo = from_torch(x).requires_grad_(True), from_torch(w).requires_grad_(True)
+    yo, yt = F.prelu(xo, wo), TF.prelu(x, w)
+    assert yo.dtype == fc.bfloat16
+    close(yo, yt, 2**-7, 2**-7)
+    up = torch.randn(shape, generator=g).bfloat16()
+    (yo * from_torch(up)).sum().backward()
+    (yt * up).sum().backward()
+    assert xo.grad.dtype == wo.grad.dtype == fc.bfloat16
+    close(xo.grad, x.grad, 2**-7, 2**-7)
+    # summed over all but the channel dim: float32 accumulation in both, in different orders
+    close(wo.grad, w.grad, 2e-2, 2e-2, scale_atol=True)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))
+def test_prelu_dtype_errors():
+    with pytest.raises(
+        TypeError, match=r"^\[prelu\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64"
+    ):
+        fc.prelu(fc.zeros(2, 3, dtype=fc.int64), fc.ones(3, dtype=fc.int64))
+    with pytest.raises(TypeError, match=r"^\[prelu\] weight dtype float32 must match the input dtype bfloat16"):
+        fc.prelu(fc.zeros(2, 3, dtype=fc.bfloat16), fc.ones(3))
+    with pytest.raises(fc.FlambeauError, match=r"3 elements.*\(2, 4\).*4 channels"):
+        F.prelu(fc.zeros(2, 4, dtype=fc.bfloat16), fc.ones(3, dtype=fc.bfloat16))
+    with pytest.raises(fc.FlambeauError, match=r"\[prelu_backward\] grad_output shape \(2, 3\) does not match"):
+        fc._C._prelu_backward_input(
+            fc.zeros(2, 3, dtype=fc.bfloat16), fc.zeros(2, 4, dtype=fc.bfloat16), fc.ones(4, dtype=fc.bfloat16)
+        )
 
 
 def test_weighted_loss_state_dict():

@@ -149,6 +149,41 @@ def test_batch_norm_module_several_steps(ours_cls, theirs_cls, shape, momentum):
     assert_close(ours(from_torch(x)), theirs(x), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA kernel takes float32 and float64
+@pytest.mark.parametrize("shape", [(8, 4, 6, 6), (16, 4)])
+def test_batch_norm_module_on_bfloat16_input(shape):
+    # What autocast gives a BatchNorm after a lowered convolution: a bfloat16 input, float32 parameters and
+    # running statistics (Note [Batch norm's mixed precision]); the gradients keep each tensor's dtype.
+    ours = nn.BatchNorm2d(4) if len(shape) == 4 else nn.BatchNorm1d(4)
+    theirs = torch.nn.BatchNorm2d(4) if len(shape) == 4 else torch.nn.BatchNorm1d(4)
+    with torch.no_grad():
+        theirs.weight.uniform_(0.5, 1.5)
+        theirs.bias.normal_()
+    copy_params(ours, theirs)
+    bf16 = {"rtol": 2**-7, "atol": 2**-7}
+    for step in range(3):
+        x = (torch.randn(shape) * (step + 1) + step).bfloat16()
+        xo, xt = _pair(x)
+        yo, yt = ours(xo), theirs(xt)
+        assert yo.dtype == fc.bfloat16 and yt.dtype == torch.bfloat16
+        assert_close(yo, yt, **bf16)
+        _backward_both(yo, yt)
+        assert xo.grad.dtype == fc.bfloat16 and ours.weight.grad.dtype == fc.float32
+        assert_close(xo.grad, xt.grad, rtol=2**-6, atol=2**-6)
+        # per-channel sums of bfloat16 products: float32 accumulation in both, in different orders
+        for o, t in ((ours.weight, theirs.weight), (ours.bias, theirs.bias)):
+            assert_close(o.grad, t.grad, rtol=1e-2, atol=1e-2, scale_atol=True)
+        ours.zero_grad()
+        theirs.zero_grad()
+    assert ours.running_mean.dtype == fc.float32
+    assert_close(ours.running_mean, theirs.running_mean, rtol=1e-5)
+    assert_close(ours.running_var, theirs.running_var, rtol=1e-5)
+    ours.eval()
+    theirs.eval()
+    x = torch.randn(shape).bfloat16()
+    assert_close(ours(from_torch(x)), theirs(x), **bf16)
+
+
 def test_batch_norm_module_state_dict_and_defaults():
     for ours, theirs in [(nn.BatchNorm1d(5), torch.nn.BatchNorm1d(5)), (nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3))]:
         assert list(ours.state_dict().keys()) == list(theirs.state_dict().keys())

@@ -21,6 +21,8 @@ FLOATS = [torch.float32, torch.float64]
 
 
 def tol(dtype):
+    if dtype == torch.bfloat16:  # computed in float32 and rounded once: within a bfloat16 step of PyTorch's
+        return {"rtol": 2**-7, "atol": 2**-7}
     return {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-12}
 
 
@@ -346,6 +348,39 @@ def test_modules_match_torch(name, args, kwargs):
         np.testing.assert_array_equal(to_numpy(out[1]), out_t[1].numpy())
         out, out_t = out[0], out_t[0]
     assert_close(out, out_t)
+
+
+# bfloat16 (what autocast gives a pooling after a lowered convolution): values and gradients against
+# PyTorch's CPU kernels on the same bfloat16 values; the gradients come back in bfloat16.
+BF16_POOLS = [
+    ("max_pool2d", lambda f: lambda x: f.max_pool2d(x, 2), (4, 3, 8, 8)),
+    ("max_pool2d_padded", lambda f: lambda x: f.max_pool2d(x, 3, 2, 1, ceil_mode=True), (2, 3, 9, 7)),
+    ("avg_pool2d", lambda f: lambda x: f.avg_pool2d(x, 3, 2, 1), (2, 3, 9, 7)),
+    ("avg_pool2d_no_pad", lambda f: lambda x: f.avg_pool2d(x, 3, 2, 1, count_include_pad=False), (2, 3, 9, 7)),
+    ("adaptive_avg_pool2d", lambda f: lambda x: f.adaptive_avg_pool2d(x, 1), (8, 16, 8, 8)),
+    ("adaptive_avg_pool2d_3x2", lambda f: lambda x: f.adaptive_avg_pool2d(x, (3, 2)), (2, 3, 7, 5)),
+    ("adaptive_max_pool2d", lambda f: lambda x: f.adaptive_max_pool2d(x, (3, 2)), (2, 3, 7, 5)),
+]
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA pooling kernels take float32 and float64
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("case", BF16_POOLS, ids=[c[0] for c in BF16_POOLS])
+def test_poolings_in_bfloat16(case, layout):
+    _, make, shape = case
+    check(make(F), make(TF), shape, torch.bfloat16, layout)
+
+
+@pytest.mark.on_devices(types=("cpu", "sim"))
+def test_pooling_modules_in_bfloat16_give_bfloat16_gradients():
+    x = fc.randn(2, 3, 8, 8).to(fc.bfloat16).requires_grad_(True)
+    model = nn.Sequential(nn.MaxPool2d(2), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1))
+    out = model(x)
+    assert out.dtype == fc.bfloat16
+    out.sum().backward()
+    assert x.grad.dtype == fc.bfloat16
+    # each input's share of the sum: 1/4 from the average and 1/4 from the adaptive average, at the maxima
+    np.testing.assert_array_equal(np.unique(to_numpy(x.grad)), [0.0, 1 / 16])
 
 
 def test_lenet_and_resnet_layers_train():

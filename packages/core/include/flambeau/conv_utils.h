@@ -88,7 +88,8 @@ inline Shape check_and_output_shape(const char* op, const Tensor& input, const T
                  bracket_shape(input.sizes()));
   FB_CHECK_VALUE(weight.dim() == nd, "[", op, "] expected a ", nd, "-D weight for the ", nd, "-D input ",
                  bracket_shape(input.sizes()), ", got weight of size ", bracket_shape(weight.sizes()));
-  // bfloat16 and float16 only where a kernel takes them: the cpu's (Note [Low-precision convolution]).
+  // bfloat16 and float16 only where a kernel takes them: the cpu's (Note [Low-precision kernels],
+  // src/cpu/low_precision.h).
   const bool low = input.dtype() == ScalarType::BFloat16 || input.dtype() == ScalarType::Float16;
   FB_CHECK_TYPE(input.dtype() == ScalarType::Float32 || input.dtype() == ScalarType::Float64 ||
                     (low && input.device().type == DeviceType::CPU),

@@ -71,6 +71,12 @@ FB_API ScalarType div_mode_dtype(Tensors ts, std::optional<std::string_view> rou
 FB_API ScalarType clamp_dtype(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
 /// `promote_list`: promote_types over a Tensor[] argument's dtypes (cat; none of them is a wrapped number).
 FB_API ScalarType promote_list(const TensorList& ts);
+/// `batch_norm_stats`: float32 for a float16/bfloat16 input given float32 parameters (mixed precision,
+/// Note [Batch norm's mixed precision] in src/meta/rules.cpp), else the input's dtype.
+FB_API ScalarType batch_norm_stats(const Tensor& input, const std::optional<Tensor>& weight,
+                                   const std::optional<Tensor>& bias,
+                                   const std::optional<Tensor>& running_mean,
+                                   const std::optional<Tensor>& running_var);
 
 // ---- shape rules ----
 /// `broadcast`: the NumPy broadcast shape; ValueError "[op] shapes (2,) and (3,) cannot be broadcast".
@@ -182,12 +188,9 @@ inline void check_alpha(const char* op, Tensors ts, const Scalar& alpha) {
 FB_API void check_ordered(const char* op, const Tensor& a, const Tensor& b);
 /// TypeError unless `t` has dtype bool (where's condition).
 FB_API void check_bool(const char* op, const Tensor& t, const char* what);
-/// TypeError unless `t` is a real floating tensor (the activations): "[gelu] input must be a float16,
-/// bfloat16, float32 or float64 tensor, got dtype int64".
+/// TypeError unless `t` is a real floating tensor (the activations, the poolings): "[gelu] input must be a
+/// float16, bfloat16, float32 or float64 tensor, got dtype int64".
 FB_API void check_floating(const char* op, const Tensor& t, const char* what);
-/// TypeError unless `t` is float32 or float64 (the pooling kernels): "[avg_pool2d] needs a float32 or
-/// float64 tensor, got dtype int64".
-FB_API void check_float32_or_64(const char* op, const Tensor& t);
 /// TypeError for a bool tensor: "[max_pool2d] is not supported for dtype bool".
 FB_API void check_not_bool(const char* op, const Tensor& t);
 /// avg_pool2d: a given divisor_override is non-zero.
@@ -227,14 +230,14 @@ FB_API void check_norm_param(const char* op, const std::optional<Tensor>& p, con
 /// normalized_shape, weight and bias of that shape and input's dtype.
 FB_API void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape,
                              const std::optional<Tensor>& weight, const std::optional<Tensor>& bias);
-/// batch_norm: a float32/float64 input of at least 2 dims (N, C, ...), weight, bias and the running
-/// statistics (C,) of its dtype, the running statistics given in evaluation mode and without internal
-/// overlap (updated in place), eps >= 0.
+/// batch_norm: a float16/bfloat16/float32/float64 input of at least 2 dims (N, C, ...), weight, bias and the
+/// running statistics (C,) of its dtype (or all float32 for a float16/bfloat16 input: batch_norm_stats), the
+/// running statistics given in evaluation mode and without internal overlap (updated in place), eps >= 0.
 FB_API void check_batch_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
                              const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
                              const std::optional<Tensor>& running_var, bool training, double eps);
 /// batch_norm_backward: as check_batch_norm's input, grad_out of input's shape and dtype, weight, save_mean and
-/// save_invstd (C,).
+/// save_invstd (C,) of the forward's batch_norm_stats dtype.
 FB_API void check_batch_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input,
                                   const std::optional<Tensor>& weight, const Tensor& save_mean,
                                   const Tensor& save_invstd);

@@ -14,6 +14,7 @@ namespace flambeau::meta {
 
 namespace {
 std::span<const Tensor* const> as_span(Tensors ts) { return {ts.begin(), ts.size()}; }
+bool is_half(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, ScalarType dtype, const char* op) {
@@ -29,6 +30,20 @@ Tensor empty(IntArrayRef sizes, ScalarType dtype, const char* op) {
 ScalarType promote(Tensors ts) { return result_type(as_span(ts)); }
 
 ScalarType float_valued(Tensors ts) { return to_float_dtype(result_type(as_span(ts))); }
+
+// Note [Batch norm's mixed precision]: as PyTorch's CPU kernel, a float16/bfloat16 input may come with
+// float32 weight, bias and running statistics (autocast: a lowered convolution feeds a batch norm whose
+// parameters stay float32). The saved statistics and the parameters' gradients are then float32, and
+// the running statistics are updated in float32; the output keeps the input's dtype. Otherwise every
+// given parameter has the input's dtype (check_batch_norm).
+ScalarType batch_norm_stats(const Tensor& input, const std::optional<Tensor>& weight,
+                            const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
+                            const std::optional<Tensor>& running_var) {
+  if (is_half(input.dtype()))
+    for (const std::optional<Tensor>* p : {&weight, &bias, &running_mean, &running_var})
+      if (*p && (*p)->defined() && (*p)->dtype() == ScalarType::Float32) return ScalarType::Float32;
+  return input.dtype();
+}
 
 ScalarType accumulate(const Tensor& self, std::optional<ScalarType> dtype) {
   if (dtype) return *dtype;
@@ -333,11 +348,6 @@ void check_floating(const char* op, const Tensor& t, const char* what) {
                 " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
-void check_float32_or_64(const char* op, const Tensor& t) {
-  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
-}
-
 void check_not_bool(const char* op, const Tensor& t) {
   FB_CHECK_TYPE(t.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
 }
@@ -476,13 +486,26 @@ void check_pointwise_loss_grad(const char* op, const Tensor& grad_output, const 
   check_loss_grad(op, grad_output, shape, reduction);
 }
 
-void check_norm_param(const char* op, const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
-                      const char* what, const char* why) {
+namespace {
+// A norm's parameter of dtype `dtype`: the input's, or float32 for batch norm's mixed precision.
+void check_param_of(const char* op, const std::optional<Tensor>& p, const Tensor& input, ScalarType dtype,
+                    IntArrayRef shape, const char* what, const char* why) {
   if (!p || !p->defined()) return;
-  FB_CHECK_TYPE(p->dtype() == input.dtype(), "[", op, "] ", what, " must have the input's dtype ",
-                dtype_name(input.dtype()), ", got ", dtype_name(p->dtype()));
+  if (dtype == input.dtype())
+    FB_CHECK_TYPE(p->dtype() == dtype, "[", op, "] ", what, " must have the input's dtype ",
+                  dtype_name(dtype), ", got ", dtype_name(p->dtype()));
+  else
+    FB_CHECK_TYPE(p->dtype() == dtype, "[", op, "] ", what, " must be ", dtype_name(dtype), " as the other ",
+                  "parameters of this ", dtype_name(input.dtype()), " input are (mixed precision), or ",
+                  "every parameter ", dtype_name(input.dtype()), "; got ", dtype_name(p->dtype()));
   FB_CHECK_VALUE(std::ranges::equal(p->sizes(), shape), "[", op, "] ", what, " must have shape ", shape_str(shape),
                  " ", why, " (input shape ", shape_str(input.sizes()), "), got shape ", shape_str(p->sizes()));
+}
+}  // namespace
+
+void check_norm_param(const char* op, const std::optional<Tensor>& p, const Tensor& input, IntArrayRef shape,
+                      const char* what, const char* why) {
+  check_param_of(op, p, input, input.dtype(), shape, what, why);
 }
 
 void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape,
@@ -526,16 +549,27 @@ void check_group_shape(const char* op, const Tensor& input, int64_t n, int64_t c
 }
 }  // namespace
 
+namespace {
+// Batch norm's input: float16, bfloat16 (computed in float32), float32 or float64, (N, C, ...).
+void check_batch_norm_input(const char* op, const Tensor& input) {
+  check_floating(op, input, "input");
+  FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
+                 shape_str(input.sizes()));
+}
+}  // namespace
+
 void check_batch_norm(const char* op, const Tensor& input, const std::optional<Tensor>& weight,
                       const std::optional<Tensor>& bias, const std::optional<Tensor>& running_mean,
                       const std::optional<Tensor>& running_var, bool training, double eps) {
-  check_channels_input(op, input);
+  check_batch_norm_input(op, input);
   const Shape channels{input.sizes()[1]};
   const char* why = "(one value per channel, C = input.shape[1])";
-  check_norm_param(op, weight, input, channels, "weight", why);
-  check_norm_param(op, bias, input, channels, "bias", why);
-  check_norm_param(op, running_mean, input, channels, "running_mean", why);
-  check_norm_param(op, running_var, input, channels, "running_var", why);
+  // Note [Batch norm's mixed precision]
+  const ScalarType pt = batch_norm_stats(input, weight, bias, running_mean, running_var);
+  check_param_of(op, weight, input, pt, channels, "weight", why);
+  check_param_of(op, bias, input, pt, channels, "bias", why);
+  check_param_of(op, running_mean, input, pt, channels, "running_mean", why);
+  check_param_of(op, running_var, input, pt, channels, "running_var", why);
   FB_CHECK_VALUE(training || (running_mean && running_var), "[", op,
                  "] running_mean and running_var must be given in evaluation mode (training=False)");
   FB_CHECK_VALUE(eps >= 0, "[", op, "] eps must be non-negative, got ", eps);
@@ -545,13 +579,15 @@ void check_batch_norm(const char* op, const Tensor& input, const std::optional<T
 
 void check_batch_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input,
                            const std::optional<Tensor>& weight, const Tensor& save_mean, const Tensor& save_invstd) {
-  check_channels_input(op, input);
+  check_batch_norm_input(op, input);
   check_norm_grad_out(op, grad_out, input);
   const Shape channels{input.sizes()[1]};
   const char* why = "(one value per channel)";
-  check_norm_param(op, weight, input, channels, "weight", why);
-  check_norm_param(op, save_mean, input, channels, "save_mean", why);
-  check_norm_param(op, save_invstd, input, channels, "save_invstd", why);
+  // Note [Batch norm's mixed precision]: the forward saved its statistics in the parameters' dtype.
+  const ScalarType pt = batch_norm_stats(input, weight, save_mean, std::nullopt, std::nullopt);
+  check_param_of(op, weight, input, pt, channels, "weight", why);
+  check_param_of(op, save_mean, input, pt, channels, "save_mean", why);
+  check_param_of(op, save_invstd, input, pt, channels, "save_invstd", why);
 }
 
 void check_layer_norm_grad(const char* op, const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
@@ -832,7 +868,6 @@ void check_embedding_indices(const char* op, const Tensor& indices) {
   FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64 || indices.dtype() == ScalarType::Int32, "[", op,
                 "] indices must be an int64 or int32 tensor, got dtype ", dtype_name(indices.dtype()));
 }
-bool is_half(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
 }  // namespace
 
 void check_embedding(const char* op, const Tensor& weight, const Tensor& indices, bool sparse) {

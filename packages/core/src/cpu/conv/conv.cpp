@@ -39,6 +39,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "cpu/linalg/gemm.h"
+#include "cpu/low_precision.h"
 #include "settings.h"
 #include "cpu/elementwise/vec_table.h"
 
@@ -385,9 +386,9 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
   });
 }
 
-// Note [Low-precision convolution]: bfloat16 and float16 (autocast's convolutions) run in float32
-// on copies and are rounded back once, as a GEMM with float32 accumulation would.
-bool is_low_precision(ScalarType t) { return t == ScalarType::BFloat16 || t == ScalarType::Float16; }
+// bfloat16 and float16 (autocast's convolutions) run in float32 on copies and are rounded back once, as a
+// GEMM with float32 accumulation would (Note [Low-precision kernels]).
+using cpu::is_low_precision;
 
 template <class F>
 void float_types(ScalarType t, const F& f) {

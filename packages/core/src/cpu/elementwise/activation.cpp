@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "act_table.h"
+#include "cpu/low_precision.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -30,7 +31,7 @@ using namespace cpu;
 
 void check_float(const char* op, const Tensor& t, const char* what = "input") {
   FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op, "] ", what,
-                " must be a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+                " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
 // The cheap (memory-bound) loops split across threads only for large tensors
@@ -155,8 +156,10 @@ struct PreluShape {
   bool shared = true;  // one weight for every channel
 };
 
+// float16/bfloat16 prelu (autocast lowers it, as PyTorch) runs in float32 (Note [Low-precision kernels]).
 PreluShape prelu_shape(const char* op, const Tensor& x, const Tensor& w) {
-  check_float(op, x);
+  FB_CHECK_TYPE(is_floating(x.dtype()), "[", op, "] input must be a float16, bfloat16, float32 or float64 ",
+                "tensor, got dtype ", dtype_name(x.dtype()));
   FB_CHECK_TYPE(w.dtype() == x.dtype(), "[", op, "] weight dtype ", dtype_name(w.dtype()),
                 " must match the input dtype ", dtype_name(x.dtype()));
   PreluShape s;
@@ -187,6 +190,8 @@ void prelu_blocks(const PreluShape& s, const F& f) {
 
 Tensor prelu_cpu(const Tensor& self, const Tensor& weight) {
   const PreluShape s = prelu_shape("prelu", self, weight);
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::round_to(prelu_cpu(cpu::to_float32(self), cpu::to_float32(weight)), self.dtype());
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
   Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
@@ -213,6 +218,10 @@ Tensor prelu_backward_input_cpu(const Tensor& grad, const Tensor& self, const Te
   const PreluShape s = prelu_shape("prelu_backward", self, weight);
   FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
                  shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::round_to(prelu_backward_input_cpu(cpu::to_float32(grad), cpu::to_float32(self),
+                                                  cpu::to_float32(weight)),
+                         self.dtype());
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
   const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
@@ -240,6 +249,10 @@ Tensor prelu_backward_weight_cpu(const Tensor& grad, const Tensor& self, const T
   const PreluShape s = prelu_shape("prelu_backward", self, weight);
   FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
                  shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::round_to(prelu_backward_weight_cpu(cpu::to_float32(grad), cpu::to_float32(self),
+                                                   cpu::to_float32(weight)),
+                         weight.dtype());
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
   Tensor out = op::empty(weight.sizes(), weight.dtype(), weight.device());

@@ -9,13 +9,15 @@
 // inner loops run along contiguous memory either way. The backward takes one
 // reduction pass (sum(dy), sum(dy * (x - mean))) and, when the input's
 // gradient is wanted, one more pass that writes it; grad weight and bias come
-// from the same sums.
+// from the same sums. float16/bfloat16 inputs run in float32 (Note [Low-precision
+// kernels]), with float32 parameters too (Note [Batch norm's mixed precision]).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "cpu/linalg/gemm_pool.h"
+#include "cpu/low_precision.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -60,6 +62,16 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
                                                   double momentum, double eps) {
   // The arguments passed meta::check_batch_norm (the op's check step).
   const char* op = "batch_norm";
+  if (cpu::is_low_precision(input.dtype())) {
+    // Running statistics of the input's 16-bit dtype are updated through float32 copies.
+    const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
+    auto [out, mean, invstd] = batch_norm_cpu(cpu::to_float32(input), cpu::to_float32(weight),
+                                              cpu::to_float32(bias), rm, rv, training, momentum, eps);
+    for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
+      if (training && given && given->impl() != used->impl()) op::copy_(*given, *used);
+    const ScalarType stats = meta::batch_norm_stats(input, weight, bias, running_mean, running_var);
+    return {cpu::round_to(out, input.dtype()), cpu::round_to(mean, stats), cpu::round_to(invstd, stats)};
+  }
   const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
   Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
@@ -179,6 +191,15 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_ou
                                                            bool bias_g) {
   // The arguments passed meta::check_batch_norm_grad (the op's check step).
   const char* op = "batch_norm_backward";
+  if (cpu::is_low_precision(input.dtype())) {
+    auto [gi, gw, gb] =
+        batch_norm_backward_cpu(cpu::to_float32(grad_out), cpu::to_float32(input), cpu::to_float32(weight),
+                                cpu::to_float32(save_mean), cpu::to_float32(save_invstd), train, input_g,
+                                weight_g, bias_g);
+    // The parameters' gradients in the dtype of the saved statistics (float32 in mixed precision).
+    return {cpu::round_to(gi, input.dtype()), cpu::round_to(gw, save_mean.dtype()),
+            cpu::round_to(gb, save_mean.dtype())};
+  }
   const BNShape s = bn_shape(input);
   const Shape cshape{s.c};
   Tensor gi, gw, gb;

@@ -18,6 +18,7 @@
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
+#include "cpu/low_precision.h"
 #include "norm_common.h"
 #include "norm_kernels.h"
 
@@ -31,23 +32,22 @@ LNShape ln_shape(const Tensor& input, IntArrayRef normalized_shape, const char* 
   return meta::layer_norm_rows(op, input, normalized_shape);
 }
 
-// float16/bfloat16 layer_norm (as PyTorch): computed in float32, each result rounded once.
-bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
-std::optional<Tensor> to_f32(const std::optional<Tensor>& t) {
-  return t ? std::optional<Tensor>(op::cast(*t, ScalarType::Float32)) : std::nullopt;
-}
-Tensor back_to(const Tensor& t, ScalarType dt) { return t.defined() ? op::cast(t, dt) : t; }
+// float16/bfloat16 layer_norm (as PyTorch): computed in float32, each result rounded once
+// (Note [Low-precision kernels]).
+using cpu::is_low_precision;
+using cpu::round_to;
+using cpu::to_float32;
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                                                   const std::optional<Tensor>& weight,
                                                   const std::optional<Tensor>& bias, double eps) {
   const char* op = "layer_norm";
   // The arguments passed the meta step's check_layer_norm (Note [Meta step]).
-  if (is_half_dtype(input.dtype())) {
-    auto [o, m, r] = layer_norm_cpu(op::cast(input, ScalarType::Float32), normalized_shape, to_f32(weight),
-                                    to_f32(bias), eps);
+  if (is_low_precision(input.dtype())) {
+    auto [o, m, r] =
+        layer_norm_cpu(to_float32(input), normalized_shape, to_float32(weight), to_float32(bias), eps);
     const ScalarType dt = input.dtype();
-    return {back_to(o, dt), back_to(m, dt), back_to(r, dt)};
+    return {round_to(o, dt), round_to(m, dt), round_to(r, dt)};
   }
   const LNShape s = ln_shape(input, normalized_shape, op);
   Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
@@ -93,13 +93,13 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
                                                            bool weight_g, bool bias_g) {
   // The arguments passed meta::check_layer_norm_grad (the op's check step).
   const char* op = "layer_norm_backward";
-  if (is_half_dtype(input.dtype()) && grad_out.dtype() == input.dtype()) {
+  if (is_low_precision(input.dtype()) && grad_out.dtype() == input.dtype()) {
     auto [gi, gw, gb] = layer_norm_backward_cpu(
         op::cast(grad_out, ScalarType::Float32), op::cast(input, ScalarType::Float32), normalized_shape,
-        op::cast(mean, ScalarType::Float32), op::cast(rstd, ScalarType::Float32), to_f32(weight), input_g,
+        op::cast(mean, ScalarType::Float32), op::cast(rstd, ScalarType::Float32), to_float32(weight), input_g,
         weight_g, bias_g);
     const ScalarType dt = input.dtype();
-    return {back_to(gi, dt), back_to(gw, dt), back_to(gb, dt)};
+    return {round_to(gi, dt), round_to(gw, dt), round_to(gb, dt)};
   }
   const LNShape s = ln_shape(input, normalized_shape, op);
   Tensor gi, gw, gb;

@@ -3,12 +3,14 @@
 // adaptive max, forward and backward. Each (H, W) plane is independent, so the
 // work is split across threads by planes, with a grain size (Note [Grain size])
 // that keeps small inputs on one thread. Non-contiguous inputs are packed first.
+// float16/bfloat16 run in float32, rounded once (Note [Low-precision kernels]).
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "cpu/low_precision.h"
 #include "cpu/pool/pool_shape.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -140,6 +142,11 @@ void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntArrayRef kernel_size,
                                                        IntArrayRef stride, IntArrayRef padding,
                                                        IntArrayRef dilation, bool ceil_mode) {
+  if (cpu::is_low_precision(self.dtype())) {
+    auto [out, indices] = max_pool2d_with_indices_cpu(cpu::to_float32(self), kernel_size, stride, padding,
+                                                      dilation, ceil_mode);
+    return {cpu::round_to(out, self.dtype()), indices};
+  }
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
   shape_nbytes(p.out_shape, ScalarType::Int64, "max_pool2d");
@@ -171,6 +178,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
 }
 
 Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
+  if (cpu::is_low_precision(grad_output.dtype()))
+    return cpu::round_to(max_pool_backward_cpu(cpu::to_float32(grad_output), indices, input_size),
+                         grad_output.dtype());
   const char* op = "max_pool_backward";
   const int64_t nd = static_cast<int64_t>(input_size.size());
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
@@ -242,6 +252,10 @@ void avg_pool_plane(const T* in, T* out, const pool::Pool2d& p, bool count_inclu
 
 Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::round_to(avg_pool2d_cpu(cpu::to_float32(self), kernel_size, stride, padding, ceil_mode,
+                                        count_include_pad, divisor_override),
+                         self.dtype());
   const pool::Pool2d p =
       pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
   Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
@@ -265,6 +279,11 @@ Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef s
 Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                                bool count_include_pad, std::optional<int64_t> divisor_override) {
+  if (cpu::is_low_precision(grad_output.dtype()))
+    return cpu::round_to(avg_pool2d_backward_cpu(cpu::to_float32(grad_output), input_size, kernel_size,
+                                                 stride, padding, ceil_mode, count_include_pad,
+                                                 divisor_override),
+                         grad_output.dtype());
   const char* op = "avg_pool2d_backward";
   const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
@@ -374,6 +393,8 @@ FB_POOL_CLONES void global_avg_planes_f64(const double* x, double* y, int64_t b,
 }
 
 Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::round_to(adaptive_avg_pool2d_cpu(cpu::to_float32(self), output_size), self.dtype());
   const char* op = "adaptive_avg_pool2d";
   const Adaptive a = check_adaptive(self.sizes(), output_size, op);
   Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
@@ -413,6 +434,9 @@ Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
 }
 
 Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size) {
+  if (cpu::is_low_precision(grad_output.dtype()))
+    return cpu::round_to(adaptive_avg_pool2d_backward_cpu(cpu::to_float32(grad_output), input_size),
+                         grad_output.dtype());
   const char* op = "adaptive_avg_pool2d_backward";
   const Adaptive a = check_adaptive(input_size, grad_output.sizes().last(2), op);
   Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
@@ -455,6 +479,10 @@ Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef i
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
+  if (cpu::is_low_precision(self.dtype())) {
+    auto [out, indices] = adaptive_max_pool2d_cpu(cpu::to_float32(self), output_size);
+    return {cpu::round_to(out, self.dtype()), indices};
+  }
   const char* op = "adaptive_max_pool2d";
   const Adaptive a = check_adaptive(self.sizes(), output_size, op);
   Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
