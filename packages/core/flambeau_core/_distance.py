@@ -65,7 +65,7 @@ def dist(input, other, p: float = 2):  # noqa: A002
     dtype = _C.result_type(input, other)
     if not (dtype.is_floating_point or dtype.is_complex):
         raise TypeError(
-            f"[dist] expected floating-point or complex tensors, got dtypes {input.dtype} and {other.dtype}"
+            f"[dist] expected floating-point or complex tensors, got dtypes {input.dtype.name} and {other.dtype.name}"
         )
     # vector_norm takes float32/float64 (and complex): half precision is computed in float32, as PyTorch accumulates
     wide = _C.float32 if dtype in (_C.float16, _C.bfloat16) else dtype

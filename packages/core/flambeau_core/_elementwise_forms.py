@@ -56,7 +56,7 @@ def _infinity_test(name: str, sign: float):
     def test(input: _C.Tensor, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
         check_tensor(name, input)
         if input.dtype.is_complex:
-            raise TypeError(f"[{name}] does not support complex inputs, got dtype {input.dtype}")
+            raise TypeError(f"[{name}] does not support complex inputs, got dtype {input.dtype.name}")
         if out is not None and (not isinstance(out, _C.Tensor) or out.dtype != _C.bool):
             what = out.dtype if isinstance(out, _C.Tensor) else type(out).__name__
             raise TypeError(f"[{name}] does not support non-boolean outputs, got out= of {what}")

@@ -23,7 +23,8 @@ _HALF = (_C.float16, _C.bfloat16)
 def _check_floating(self: _C.Tensor, name: str, law: str) -> None:
     if not self.dtype.is_floating_point:
         raise TypeError(
-            f"[{name}] the {law} distribution is continuous: expected a floating-point tensor, got dtype {self.dtype}"
+            f"[{name}] the {law} distribution is continuous: expected a floating-point tensor, "
+            f"got dtype {self.dtype.name}"
         )
 
 
@@ -79,7 +80,7 @@ def geometric_(self: _C.Tensor, p: float, *, generator: Any = None) -> _C.Tensor
     """
     check_tensor("geometric_", self, "self")
     if self.dtype == _C.bool or self.dtype.is_complex:
-        raise TypeError(f"[geometric_] expected a real floating-point or integer tensor, got dtype {self.dtype}")
+        raise TypeError(f"[geometric_] expected a real floating-point or integer tensor, got dtype {self.dtype.name}")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"[geometric_] expected a real number p, got {type(p).__name__}")
     if not 0 < p < 1:

@@ -59,6 +59,12 @@ def diagflat(input: _C.Tensor, offset: int = 0) -> _C.Tensor:  # noqa: A002
     """
     check_tensor("diagflat", input)
     check_int("diagflat", offset, "offset")
+    side = input.numel() + abs(offset)
+    if side * side * input.element_size() >= 2**63:  # before diag's intermediates of that size are made
+        raise _C.FlambeauError(
+            f"[diagflat] a {side} x {side} result of dtype {input.dtype.name} (offset {offset}) is too large: "
+            "its size in bytes overflows int64"
+        )
     return call_as("diagflat", _C.diag, input.reshape(-1), offset)
 
 
@@ -77,13 +83,25 @@ def constant_pad_nd(input: _C.Tensor, pad: Sequence[int], value: Any = 0) -> _C.
     check_tensor("constant_pad_nd", input)
     if not isinstance(pad, (list, tuple)) or not all(is_int(p) for p in pad):
         raise TypeError(f"[constant_pad_nd] expected pad as a list or tuple of ints, got {pad!r}")
+    # PyTorch crops (the negative pads) before it pads: the crops alone must leave a size >= 0
+    for i in range(min(len(pad) // 2, input.dim())):
+        dim, left, right = input.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if input.shape[dim] + min(left, 0) + min(right, 0) < 0:
+            raise _C.FlambeauError(
+                f"[constant_pad_nd] the negative pads ({left}, {right}) crop more than the {input.shape[dim]} "
+                f"elements of dim {dim} of input shape {tuple(input.shape)}"
+            )
     # The value as input's dtype would hold it (a complex or out-of-range value is refused here, as PyTorch's).
     fill = call_as("constant_pad_nd", _C.full, (), value, dtype=input.dtype, device=input.device).item()
-    if isinstance(fill, complex):
-        if fill.imag != 0:  # the padding kernel takes a real value
-            raise NotImplementedError(f"[constant_pad_nd] a non-real pad value ({value!r}) is not supported")
-        fill = fill.real
-    return call_as("constant_pad_nd", _C._pad_nd, input, list(pad), "constant", float(fill))
+    if input.dtype.is_complex:  # the padding kernel is real: the real and imaginary planes apart
+        fill = complex(fill)
+        parts = (_pad(input.real, pad, fill.real), _pad(input.imag, pad, fill.imag))
+        return _C.complex(*parts)
+    return _pad(input, pad, fill)
+
+
+def _pad(x: _C.Tensor, pad: Sequence[int], fill: Any) -> _C.Tensor:
+    return call_as("constant_pad_nd", _C._pad_nd, x, list(pad), "constant", float(fill))
 
 
 def install() -> None:

@@ -79,7 +79,7 @@ def _view_dtype_or_size(x, size):
             return x
         # Reinterpreting bytes as another dtype needs a view(dtype) op in core, which flambeau lacks.
         raise NotImplementedError(
-            f"[view] reinterpreting a {x.dtype} tensor's bytes as {size} (view(dtype)) is not supported"
+            f"[view] reinterpreting a {x.dtype.name} tensor's bytes as {size.name} (view(dtype)) is not supported"
         )
     return x.reshape(size)  # PyTorch's view_copy takes what view refuses for the strides: it copies anyway
 

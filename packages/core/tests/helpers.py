@@ -159,3 +159,26 @@ def check_op(
                     raise AssertionError(f"shapes {shape_case}, dtype {dtype}, layout {layout}: {e}") from None
                 n += 1
     return n
+
+
+def same_as_torch_or_refused(
+    name: str, ours: Callable[..., Any], theirs: Callable[..., Any], our_args: tuple, their_args: tuple
+) -> None:
+    """For fuzzed arguments: ``ours(*our_args)`` gives PyTorch's result (a tensor or a tuple of them,
+    values compared) or, where PyTorch refuses, an error whose message starts with ``[name]``; never a
+    crash, never a result where PyTorch has none."""
+    try:
+        expected = theirs(*their_args)
+    except (RuntimeError, IndexError, ValueError, TypeError, OverflowError):
+        expected = None
+    try:
+        got = ours(*our_args)
+    except (RuntimeError, IndexError, TypeError, OverflowError) as e:  # FlambeauError is a RuntimeError
+        assert str(e).startswith(f"[{name}]"), f"{name}: {e}"
+        assert expected is None, f"{name}: flambeau refuses what PyTorch takes ({e})"
+        return
+    assert expected is not None, f"{name}: flambeau takes what PyTorch refuses"
+    got, expected = (got, expected) if isinstance(got, tuple) else ((got,), (expected,))
+    assert len(got) == len(expected), name
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(to_numpy(g), torch_numpy(e), rtol=1e-12, err_msg=name)

@@ -68,3 +68,60 @@ def test_cdist_errors():
         fc.cdist(fc.ones(2, 3), fc.ones(2, 3), compute_mode="fast")
     with pytest.raises(fc.FlambeauError):  # batch dims that do not broadcast
         fc.cdist(fc.ones(2, 4, 3), fc.ones(3, 5, 3))
+
+
+# ---- dist: the p-norm of a difference ----
+
+DIST_PS = [0, 0.5, 1, 2, 3.5, -1, float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("p", DIST_PS)
+@pytest.mark.parametrize(("shape1", "shape2"), [((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), (5,))])
+def test_dist_values(p, shape1, shape2):
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal(shape1), rng.standard_normal(shape2)
+    if shape1 == (3, 4):
+        a[0] = b  # zero differences: p = 0 counts, negative p gives 0
+    expected = torch.dist(torch.from_numpy(a), torch.from_numpy(b), p)
+    got = fc.dist(fc.tensor(a), fc.tensor(b), p)
+    assert got.shape == () and got.dtype == fc.float64
+    np.testing.assert_allclose(to_numpy(got), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(fc.tensor(a).dist(fc.tensor(b), p=p)), expected.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("d1", "d2", "result"),
+    [
+        ("float32", "int64", "float32"),
+        ("float16", "float16", "float16"),
+        ("bfloat16", "float32", "float32"),
+        ("complex64", "complex64", "float32"),
+        ("float32", "float64", "float64"),
+    ],
+)
+def test_dist_dtypes(d1, d2, result):
+    a, b = np.array([3.0, -1.0]), np.array([0.0, 3.0])
+    ta, tb = torch.tensor(a, dtype=getattr(torch, d1)), torch.tensor(b, dtype=getattr(torch, d2))
+    fa, fb = fc.tensor(a).to(getattr(fc, d1)), fc.tensor(b).to(getattr(fc, d2))
+    expected, got = torch.dist(ta, tb), fc.dist(fa, fb)
+    assert str(expected.dtype).split(".")[-1] == str(got.dtype).split(".")[-1] == result
+    assert got.item() == pytest.approx(expected.item(), rel=1e-3)
+
+
+def test_dist_errors():
+    with pytest.raises(RuntimeError, match="input dtype should be either floating point or complex"):
+        torch.dist(torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64))
+    with pytest.raises(
+        TypeError, match=r"^\[dist\] expected floating-point or complex tensors, got dtypes int64 and int64"
+    ):
+        fc.dist(fc.ones(2, dtype=fc.int64), fc.ones(2, dtype=fc.int64))
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        torch.dist(torch.ones(3, 4), torch.ones(5))
+    with pytest.raises(
+        fc.FlambeauError, match=r"^\[dist\] input of shape \(3, 4\) and other of shape \(5,\) do not broad"
+    ):
+        fc.dist(fc.ones(3, 4), fc.ones(5))
+    with pytest.raises(TypeError, match=r"^\[dist\] expected a Tensor as 'other', got list"):
+        fc.dist(fc.ones(2), [1.0, 2.0])
+    with pytest.raises(TypeError, match=r"^\[dist\] expected a real number p, got str"):
+        fc.dist(fc.ones(2), fc.ones(2), "fro")

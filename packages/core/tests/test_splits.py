@@ -8,7 +8,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import to_numpy
+from helpers import same_as_torch_or_refused, to_numpy
 
 pytestmark = pytest.mark.on_devices
 
@@ -126,15 +126,4 @@ def test_fuzzed_sizes(n):
         ("vsplit", ([1, n],)),
         ("dsplit", (n,)),
     ]:
-        try:
-            expected = getattr(torch, name)(t, *args)
-        except (RuntimeError, IndexError):
-            expected = None
-        try:
-            got = getattr(fc, name)(x, *args)
-        except (RuntimeError, IndexError) as e:
-            assert str(e).startswith(f"[{name}]"), str(e)
-            assert expected is None, f"{name}{args}: flambeau refuses what PyTorch takes"
-            continue
-        assert expected is not None, f"{name}{args}: flambeau takes what PyTorch refuses"
-        check_pieces(got, expected)
+        same_as_torch_or_refused(name, getattr(fc, name), getattr(torch, name), (x, *args), (t, *args))

@@ -76,3 +76,31 @@ def test_errors():
         fc.zeros(1).new_empty()
     with pytest.raises(TypeError, match=r"\[new_ones\] expected a size of ints, got float at position 1"):
         fc.zeros(1).new_ones(2, 3.0)
+
+
+@pytest.mark.parametrize(
+    ("size", "stride"), [((2, 3), (1, 2)), ((2, 3), (3, 1)), ((2, 3), (0, 0)), ((), ()), ([4], [2])]
+)
+@pytest.mark.parametrize(("name", "ours_dtype", "theirs_dtype"), DTYPES)
+def test_new_empty_strided(size, stride, name, ours_dtype, theirs_dtype):
+    ours = fc.zeros(1, dtype=ours_dtype).new_empty_strided(size, stride)
+    theirs = torch.zeros(1, dtype=theirs_dtype).new_empty_strided(size, stride)
+    assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    assert dtype_name(ours.dtype) == dtype_name(theirs.dtype) == name
+    assert fc.zeros(1).new_empty_strided(size, stride, dtype=fc.int64).dtype == fc.int64
+
+
+def test_new_empty_strided_errors():
+    x = fc.zeros(1)
+    with pytest.raises(RuntimeError, match="dimensionality of sizes"):
+        torch.zeros(1).new_empty_strided((2, 3), (1,))
+    with pytest.raises(fc.FlambeauError, match=r"^\[new_empty_strided\] size \[2, 3\] and stride \[1\] must have the"):
+        x.new_empty_strided((2, 3), (1,))
+    with pytest.raises(fc.FlambeauError, match=r"^\[new_empty_strided\] sizes and strides must be non-negative"):
+        x.new_empty_strided((2, -3), (1, 2))
+    with pytest.raises(fc.FlambeauError, match=r"^\[new_empty_strided\] .*too large"):
+        x.new_empty_strided((2**62, 2**62), (1, 1))
+    with pytest.raises(TypeError, match=r"^\[new_empty_strided\] expected stride as a tuple or list of ints, got int"):
+        x.new_empty_strided((2, 3), 1)
+    with pytest.raises(TypeError, match=r"^\[new_empty_strided\] expected a size of ints, got float at position 0"):
+        x.new_empty_strided((2.0, 3), (1, 2))
