@@ -24,6 +24,7 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._composing import call_as, check_tensor, is_int
 from flambeau_core._copying import _no_grad
+from flambeau_core._splits import split_with_sizes, unsafe_split
 
 _P = inspect.Parameter
 _REQUIRED = _P.empty
@@ -70,7 +71,6 @@ class _ViewCopy:
     view: Callable  # the view op: view(input, *the parameters after input)
     params: tuple  # torch's parameters after input (_signature's form)
     example: str  # a call on x = arange(6).reshape(2, 3), and what it gives
-    method: bool = False  # also a Tensor method in PyTorch
 
 
 def _view_dtype_or_size(x, size):
@@ -95,23 +95,11 @@ def _as_strided_read(x, size, stride, storage_offset):
     return values.index_select(0, slot.reshape(-1)).view(tuple(slot.shape))
 
 
-def _split_sizes_list(sizes):
-    if isinstance(sizes, int) or not isinstance(sizes, (list, tuple)):
-        raise TypeError(f"[split_with_sizes] expected split_sizes as a list of ints, got {type(sizes).__name__}")
-    return list(sizes)
-
-
-def _split_size_int(size):
-    if not is_int(size):
-        raise TypeError(f"[split] expected split_size as an int, got {type(size).__name__}")
-    return size
-
-
 _COPIES = (
     _ViewCopy("alias_copy", lambda x: x, (), "alias_copy(x).tolist()\n    [[0, 1, 2], [3, 4, 5]]"),
     _ViewCopy(
         "as_strided_copy",
-        lambda x, size, stride, storage_offset: _as_strided_read(x, size, stride, storage_offset),
+        _as_strided_read,
         (("size",), ("stride",), ("storage_offset", None)),
         "as_strided_copy(x, (2, 2), (1, 2)).tolist()\n    [[0, 2], [1, 3]]",
     ),
@@ -132,7 +120,6 @@ _COPIES = (
         lambda x, dim, start, length: x.narrow(dim, start, length),
         (("dim",), ("start",), ("length",)),
         "narrow_copy(x, 1, 1, 2).tolist()\n    [[1, 2], [4, 5]]",
-        method=True,
     ),
     _ViewCopy(
         "permute_copy",
@@ -179,13 +166,13 @@ _COPIES = (
     ),
     _ViewCopy(
         "split_with_sizes_copy",
-        lambda x, split_sizes, dim: _C.split(x, _split_sizes_list(split_sizes), dim),
+        split_with_sizes,
         (("split_sizes",), ("dim", 0)),
         "[t.tolist() for t in split_with_sizes_copy(x, [1, 2], 1)]\n    [[[0], [3]], [[1, 2], [4, 5]]]",
     ),
     _ViewCopy(
         "split_copy",
-        lambda x, split_size, dim: _C.split(x, _split_size_int(split_size), dim),
+        unsafe_split,  # split with an int split_size only, as PyTorch's split_copy
         (("split_size",), ("dim", 0)),
         "[t.shape for t in split_copy(x, 2, 1)]\n    [(2, 2), (2, 1)]",
     ),

@@ -140,9 +140,13 @@ COPY_ERRORS = [
     (lambda x: fc.unfold_copy(x, 1, 2, 0), fc.FlambeauError, r"^\[unfold_copy\] step is 0 but must be > 0"),
     (lambda x: fc.as_strided_copy(x, (2, 2), (-1, 2)), fc.FlambeauError, r"^\[as_strided_copy\] negative stride"),
     (lambda x: fc.as_strided_copy(x, (2, 2), (1, 2), 59), fc.FlambeauError, r"^\[as_strided_copy\] .*storage"),
-    (lambda x: fc.split_copy(x, [1, 3]), TypeError, r"^\[split_copy\] expected split_size as an int"),
+    (lambda x: fc.split_copy(x, [1, 3]), TypeError, r"^\[split_copy\] expected an int 'split_size', got list"),
     (lambda x: fc.split_with_sizes_copy(x, [1, 1]), fc.FlambeauError, r"^\[split_with_sizes_copy\] .*sum"),
-    (lambda x: fc.split_with_sizes_copy(x, 3), TypeError, r"^\[split_with_sizes_copy\] expected split_sizes as a list"),
+    (
+        lambda x: fc.split_with_sizes_copy(x, 3),
+        TypeError,
+        r"^\[split_with_sizes_copy\] expected 'split_sizes' as a list",
+    ),
     (lambda x: fc.squeeze_copy(x, 3), IndexError, r"^\[squeeze_copy\] dimension 3 out of range"),
     (lambda x: fc.unbind_copy(x, -4), IndexError, r"^\[unbind_copy\]"),
 ]
