@@ -35,6 +35,10 @@ def unfold(self: _C.Tensor, dimension: int, size: int, step: int) -> _C.Tensor:
     dim becomes the number of windows, ``(self.size(dimension) - size) // step + 1``, and a new last dim of
     ``size`` holds each window. A 0-D tensor is treated as one element (``size`` 0 or 1).
 
+    Unlike PyTorch's, the result is a gathered copy (the same values and gradients) where autograd records
+    through overlapping windows (``step < size``) or a non-contiguous ``self``: flambeau's ``as_strided``
+    has no backward for those yet.
+
     Example:
         >>> import flambeau_core as fc
         >>> fc.arange(5).unfold(0, 2, 2).tolist()
