@@ -4,10 +4,11 @@
 ...)`` is a copy of ``input`` with ``src`` written where ``input[...]`` would look. Both families are
 made from one table each (name -> view op and its parameters), so a rule holds for all of them at once.
 
-Note [Scatters through positions]: a scatter is written out-of-place, as an ``index_copy`` into the
-flattened input at the positions the view would reach (the view op applied to ``arange(numel)``), not as
-``clone()`` then ``view.copy_(src)``: the in-place form cannot record a gradient for ``src`` when ``input``
-does not require one, and the functional form differentiates for both by composition. ``as_strided``
+Note [Scatters through positions]: a scatter is ``clone()`` then ``view.copy_(src)`` (PyTorch's own
+form), except where autograd records a gradient for ``src`` alone: flambeau's autograd cannot record an
+in-place write into a view of a tensor that does not require grad, so there the scatter is written
+out-of-place, as an ``index_copy`` into the flattened input at the positions the view would reach (the
+view op applied to ``arange(numel)``), which differentiates by composition (at 3-10x the cost). ``as_strided``
 addresses the storage rather than the tensor, so its positions are storage positions (PyTorch's
 ``as_strided_scatter`` copies the whole storage the same way). The result is laid out as input is, as
 PyTorch's. ``as_strided_copy`` reads through the same positions where autograd records (the backward of
@@ -336,14 +337,19 @@ def _make_scatter(spec: _Scatter) -> Callable:
         check_tensor(name, x)
         check_tensor(name, src, "src")
         if spec.view is None:
-            result = _as_strided_scatter(name, x, src, **a)
-        else:
+            result = _with_layout_of(x, _as_strided_scatter(name, x, src, **a))
+        elif src.requires_grad and not x.requires_grad and _C.is_grad_enabled():
             positions = _C.arange(x.numel(), device=x.device).view(tuple(x.shape))
             slot = call_as(name, spec.view, positions, **a)
             _check_src(name, src, slot, spec.what)
             flat = x.reshape(-1).index_copy(0, slot.reshape(-1), src.to(x.dtype).reshape(-1))
-            result = flat.view(tuple(x.shape))
-        return _C._copy_to_out(name, _with_layout_of(x, result), out, True)
+            result = _with_layout_of(x, flat.view(tuple(x.shape)))
+        else:  # the in-place form records every other case, at a fraction of the cost
+            result = x.clone()
+            slot = call_as(name, spec.view, result, **a)
+            _check_src(name, src, slot, spec.what)
+            slot.copy_(src)
+        return _C._copy_to_out(name, result, out, True)
 
     scatter.__name__ = scatter.__qualname__ = name
     scatter.__signature__ = sig
