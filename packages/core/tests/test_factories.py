@@ -197,6 +197,30 @@ def test_arange_matches_torch(args, kwargs):
     np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6)
 
 
+def test_arange_takes_one_element_tensors_and_refuses_others():
+    import torch
+
+    for bound in (5, 2.5):
+        want = torch.arange(torch.tensor(bound))
+        got = fc.arange(fc.tensor(bound))
+        assert got.tolist() == want.tolist() and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    with pytest.raises(
+        TypeError, match=r"\[arange\] expected a number or a one-element tensor, got a tensor of shape \(3, 4\)"
+    ):
+        fc.arange(fc.rand(3, 4))
+    with pytest.raises(TypeError, match=r"\[arange\].*shape \(0,\)"):
+        fc.arange(0, fc.zeros(0))
+
+
+def test_int_lists_take_1_d_integer_tensors_only():
+    x = fc.rand(2, 3)
+    assert fc.permute(x, fc.tensor([1, 0])).shape == (3, 2)
+    with pytest.raises(
+        TypeError, match=r"\[permute\] dims must be a sequence of ints, got a float32 tensor of shape \(2, 3\)"
+    ):
+        fc.permute(x, x)
+
+
 def test_arange_errors():
     with pytest.raises(ValueError, match=r"\[arange\] step must be nonzero"):
         fc.arange(0, 5, 0)

@@ -24,11 +24,21 @@ Scalar as_scalar(py::handle obj, const char* op) {
   if (PyFloat_Check(obj.ptr())) return Scalar(PyFloat_AS_DOUBLE(obj.ptr()));
   if (PyComplex_Check(obj.ptr()))
     return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr())));
-  // NumPy scalars and other number-likes
-  if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && !py::isinstance<TensorImpl>(obj))
+  // A one-element tensor is a number (PyTorch's `arange(torch.tensor(3))`); any other is refused here,
+  // before its __index__ could be asked.
+  if (py::isinstance<TensorImpl>(obj)) {
+    const Tensor t = obj.cast<Tensor>();
+    FB_CHECK_TYPE(t.numel() == 1, "[", op, "] expected a number or a one-element tensor, got a tensor of shape ",
+                  shape_str(t.sizes()));
     return as_scalar(obj.attr("item")(), op);
-  if (PyIndex_Check(obj.ptr()))
-    return as_scalar(py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())), op);
+  }
+  // NumPy scalars and other number-likes
+  if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item")) return as_scalar(obj.attr("item")(), op);
+  if (PyIndex_Check(obj.ptr())) {
+    PyObject* index = PyNumber_Index(obj.ptr());
+    if (index == nullptr) throw py::error_already_set();  // __index__ raised
+    return as_scalar(py::reinterpret_steal<py::object>(index), op);
+  }
   throw TypeError(detail::cat_str("[", op, "] expected a number, got ",
                                   py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
 }
@@ -74,6 +84,14 @@ uint64_t as_seed(py::handle obj, const char* op) {
 }
 
 Shape parse_int_sequence(py::handle obj, const char* op, const char* what) {
+  // A tensor iterates as a sequence of tensors; only a 1-D integer one is a list of ints.
+  if (py::isinstance<TensorImpl>(obj)) {
+    const Tensor t = obj.cast<Tensor>();
+    FB_CHECK_TYPE(t.dim() == 1 && is_integral(t.dtype(), /*include_bool=*/false), "[", op, "] ", what,
+                  " must be a sequence of ints, got a ", dtype_name(t.dtype()), " tensor of shape ",
+                  shape_str(t.sizes()));
+    return parse_int_sequence(obj.attr("tolist")(), op, what);
+  }
   FB_CHECK_TYPE(py::isinstance<py::sequence>(obj) && !py::isinstance<py::str>(obj), "[", op, "] ", what,
                 " must be a sequence of ints, got ",
                 py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
