@@ -129,6 +129,26 @@ def test_split_chunk_tensor_split(layout, dim):
     check(f.unbind(dim), t.unbind(dim))
 
 
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_tensor_split_points_given_as_a_tensor(dim):
+    """A 0-d tensor is the number of sections, a 1-D one the indices (a one-element 1-D tensor too)."""
+    f, t = pair((7, 5, 6))
+    for points in (3, [2, 4], [1], [0, 9]):
+        fp = fc.tensor(points, device="cpu")
+        check(fc.tensor_split(f, fp, dim), torch.tensor_split(t, torch.tensor(points), dim))
+        check(f.tensor_split(fp, dim=dim), t.tensor_split(torch.tensor(points), dim=dim))
+
+
+def test_tensor_split_points_tensor_errors():
+    f = fc.zeros(5)
+    with pytest.raises(
+        RuntimeError, match=r"\[tensor_split\] expected tensor_indices_or_sections to have dtype int64, got float32"
+    ):
+        fc.tensor_split(f, fc.tensor([2.0], device="cpu"))
+    with pytest.raises(RuntimeError, match=r"\[tensor_split\].*0-d or 1-d, got shape \(1, 1\)"):
+        fc.tensor_split(f, fc.tensor([[1]], device="cpu"))
+
+
 def test_split_views_share_memory():
     f = fc.zeros(4, 3)
     a, b = f.split(2)
@@ -147,6 +167,10 @@ def test_split_empty_and_errors():
         fc.zeros(5).chunk(0)
     with pytest.raises(fc.FlambeauError, match=r"\[tensor_split\].*larger than 0"):
         fc.tensor_split(fc.zeros(5), 0)
+    with pytest.raises(
+        fc.FlambeauError, match=r"\[tensor_split\] splitting dim 0 of shape \(5,\) into 4611686018427387904 sections"
+    ):
+        fc.tensor_split(fc.zeros(5), 2**62)
     with pytest.raises(IndexError, match=r"split"):
         fc.split(fc.zeros(5), 2, 3)
 

@@ -121,6 +121,11 @@ TensorList composite::tensor_split(const Tensor& self, int64_t sections, int64_t
   FB_CHECK_VALUE(sections > 0, "[tensor_split] number of sections must be larger than 0, got ", sections);
   const int64_t d = wrap_dim(dim, self.dim(), "tensor_split");
   const int64_t n = self.sizes()[d];
+  // More sections than elements give empty views; a list of 2**40 of them is refused, naming the op, not
+  // built until memory runs out (as chunk).
+  FB_CHECK_VALUE(sections <= std::max<int64_t>(n, int64_t{1} << 24), "[tensor_split] splitting dim ", d,
+                 " of shape ", shape_str(self.sizes()), " into ", sections, " sections would return ", sections,
+                 " tensors, most of them empty; at most max(size, 2**24) are returned");
   const int64_t base = n / sections, extra = n % sections;
   TensorList out;
   int64_t start = 0;
@@ -143,6 +148,20 @@ TensorList composite::tensor_split_indices(const Tensor& self, IntArrayRef indic
   }
   out.push_back(op::slice(self, d, start, std::nullopt, 1));
   return out;
+}
+
+// PyTorch reads the split points on the host, so it takes them only from a cpu int64 tensor.
+TensorList composite::tensor_split_tensor(const Tensor& self, const Tensor& points, int64_t dim) {
+  FB_CHECK_VALUE(points.dtype() == ScalarType::Int64, "[tensor_split] expected tensor_indices_or_sections to have ",
+                 "dtype int64, got ", dtype_name(points.dtype()));
+  FB_CHECK_VALUE(points.device().is_cpu(), "[tensor_split] expected tensor_indices_or_sections to be on cpu, got ",
+                 points.device().str());
+  FB_CHECK_VALUE(points.dim() <= 1, "[tensor_split] expected tensor_indices_or_sections to be 0-d or 1-d, got shape ",
+                 shape_str(points.sizes()));
+  const Tensor host = op::contiguous(points, MemoryFormat::Contiguous);
+  const int64_t* p = host.data<int64_t>();
+  if (points.dim() == 0) return op::tensor_split(self, p[0], dim);
+  return op::tensor_split_indices(self, Shape(p, p + points.numel()), dim);
 }
 
 TensorList composite::chunk(const Tensor& self, int64_t chunks, int64_t dim) {
