@@ -63,6 +63,15 @@ def test_index_select_scalar_index_and_errors():
         f.index_select(2, fc.tensor([0]))
 
 
+def test_index_select_of_a_0_d_input_takes_one_index():
+    f, t = fc.tensor(3.5), torch.tensor(3.5)
+    for index in ([0], 0):
+        check(f.index_select(0, fc.tensor(index)), t.index_select(0, torch.tensor(index)))
+    check(fc.index_select(f, -1, fc.tensor([0])), torch.index_select(t, -1, torch.tensor([0])))
+    with pytest.raises(fc.FlambeauError, match=r"\[index_select\] a 0-d input takes exactly one index, got 2"):
+        f.index_select(0, fc.tensor([0, 0]))
+
+
 def test_getitem_gathers_rows_like_index_select():
     f, t = pair((600, 78), "float32")
     fi, ti = idx(list(np.random.default_rng(0).integers(0, 600, 128)))

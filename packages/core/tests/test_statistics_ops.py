@@ -236,6 +236,14 @@ def test_cov_complex_and_single_observation():
     assert_same(fc.cov(fo), torch.cov(to))  # n - correction = 0: inf/nan, as PyTorch (which warns)
 
 
+def test_cov_and_corrcoef_of_one_variable_are_0_d():
+    fx, tx = pair([[1.0, 3.0, 2.0]], "float64")
+    assert_same(fc.cov(fx), torch.cov(tx))
+    assert_same(fc.corrcoef(fx), torch.corrcoef(tx))
+    fv, tv = pair([1.0, 3.0, 2.0], "float64")
+    assert_same(fc.cov(fv), torch.cov(tv))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "words"),
     [

@@ -82,9 +82,7 @@ Tensor index_select_cuda(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t nd = self.dim();
   const int64_t d = wrap_dim(dim, std::max<int64_t>(nd, 1), "index_select");
   const Tensor idx = checked_index(index, self, nd == 0 ? 1 : self.sizes()[d], "index_select");
-  Shape oshape(self.sizes().begin(), self.sizes().end());
-  if (nd > 0) oshape[d] = idx.numel();
-  Tensor out = op::empty(oshape, self.dtype(), self.device());
+  Tensor out = op::empty(meta::index_select("index_select", self, dim, index), self.dtype(), self.device());
   if (out.numel() == 0) return out;
   Shape ss(self.strides().begin(), self.strides().end());
   Shape is(static_cast<size_t>(nd), 0);

@@ -164,7 +164,7 @@ FB_API Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 /// backend's cat kernel calls it for its output's shape). 1-D empty tensors are skipped (PyTorch's legacy);
 /// (0,) when every tensor is.
 FB_API Shape cat(const char* op, const TensorList& tensors, int64_t dim);
-/// `index_select`: self's shape with `dim` of the index's length (a 0-d self: the index's shape).
+/// `index_select`: self's shape with `dim` of the index's length (a 0-d self: 0-d, and one index).
 FB_API Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor& index);
 /// `embedding`: indices' shape, then weight's embedding_dim.
 FB_API Shape embedding(const char* op, const Tensor& weight, const Tensor& indices);

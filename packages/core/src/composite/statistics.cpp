@@ -165,7 +165,8 @@ Tensor composite::cov(const Tensor& self, int64_t correction, const std::optiona
   const Tensor xm = flambeau::sub(x, op::unsqueeze(avg, 1));
   const Tensor xw = w ? op::mul(xm, *w) : xm;
   const Tensor c = op::div(op::mm(xm, op::conj(op::transpose(xw, 0, 1))), norm);
-  return self.dim() < 2 ? op::reshape(c, Shape{}) : c;
+  // One variable gives a 0-d result, as PyTorch's (whose cov squeezes).
+  return self.dim() < 2 || x.sizes()[0] == 1 ? op::reshape(c, Shape{}) : c;
 }
 
 Tensor composite::corrcoef(const Tensor& self) {

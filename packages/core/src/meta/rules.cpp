@@ -290,7 +290,10 @@ Shape cat(const char* op, const TensorList& tensors, int64_t dim) {
 }
 
 Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor& index) {
-  if (self.dim() == 0) return Shape(index.sizes().begin(), index.sizes().end());
+  if (self.dim() == 0) {  // PyTorch's: one index, a 0-d result
+    FB_CHECK_VALUE(index.numel() == 1, "[", op, "] a 0-d input takes exactly one index, got ", index.numel());
+    return Shape{};
+  }
   Shape out(self.sizes().begin(), self.sizes().end());
   out[wrap_dim(dim, self.dim(), op)] = index.numel();
   return out;

@@ -649,16 +649,12 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
                        static_cast<int64_t>(p[i]), " is out of range for dimension ", d, " with size ", n);
     }
   });
-  if (k == 0 || src.numel() == 0) {
-    Shape shape(src.sizes().begin(), src.sizes().end());
-    shape[d] = k;
-    if (self.dim() == 0) shape = Shape(index.sizes().begin(), index.sizes().end());
-    return op::empty(shape, self.dtype(), self.device());
-  }
+  const Shape shape = meta::index_select("index_select", self, dim, index);
+  if (k == 0 || src.numel() == 0) return op::empty(shape, self.dtype(), self.device());
   OptionalTensorList indices(static_cast<size_t>(d), std::nullopt);
   indices.emplace_back(idx);
   Tensor out = index_cpu(src, indices);
-  return self.dim() == 0 ? op::view(out, index.sizes()) : out;
+  return self.dim() == 0 ? op::view(out, shape) : out;
 }
 
 FB_REGISTER_KERNEL(op::index_select, CPU, index_select_cpu);
