@@ -1084,7 +1084,9 @@ def test_batch_norm_checks_keep_their_messages(device):
         fc.native_batch_norm(x, None, None, c, c.to(fc.float64), True, 0.1, 1e-5)
     with pytest.raises(fc.FlambeauError, match=r"^\[batch_norm_backward\] grad_out shape \(3,\) does not match input"):
         _C._native_batch_norm_backward(c, x, None, c, c, True, True, True, True)
-    with pytest.raises(TypeError, match=r"^\[batch_norm_backward\] input must be a float16, bfloat16, float32 or float64 tensor"):
+    with pytest.raises(
+        TypeError, match=r"^\[batch_norm_backward\] input must be a float16, bfloat16, float32 or float64 tensor"
+    ):
         _C._native_batch_norm_backward(x, x.to(fc.int64), None, c, c, True, True, True, True)
     with pytest.raises(TypeError, match=r"^\[batch_norm\] running_var must be float32 as the other parameters"):
         fc.native_batch_norm(x.to(fc.bfloat16), c, None, c, c.to(fc.bfloat16), True, 0.1, 1e-5)

@@ -104,7 +104,7 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.fft": ("flambeau_core.fft", ""),
     "torch.signal": ("flambeau_core.signal", ""),
     "torch.signal.windows": ("flambeau_core.signal.windows", ""),
-    "torch.masked": ("flambeau_core.masked", "the functions that take mask= (sum, amax, softmax, ...); no MaskedTensor"),
+    "torch.masked": ("flambeau_core.masked", "the mask= functions (sum, amax, softmax, ...); no MaskedTensor"),
     "torch.sparse": ("flambeau_core.sparse", "COO tensors: mm, sum (see docs/running-pytorch-programs.md)"),
     "torch.cuda": ("flambeau:cuda", "answers 'not available' without flambeau-cuda"),
     "torch.backends": ("flambeau:backends", "flambeau's settings under PyTorch's names"),
