@@ -511,6 +511,7 @@ SANITIZE_CI_TESTS = [
     "packages/core/tests/test_integer_wraparound.py",
     "packages/core/tests/test_fuzz_sizes.py",
     "packages/core/tests/test_fuzz_ops_sizes.py",
+    "packages/core/tests/test_fuzz_arg_types.py",
     "packages/core/tests/test_scalar_overflow.py",
     "packages/core/tests/test_backends_cpu.py",
     # the kernels' own tests (the ISA variants, strided and empty operands, every dtype). Not here:

@@ -80,10 +80,11 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
         throw TypeError(
             detail::cat_str("[to] memory_format must be a memory_format, got ", type_name(item.second)));
       format = item.second.cast<MemoryFormat>();
-    } else if (key == "copy")
-      copy = PyObject_IsTrue(item.second.ptr()) == 1;
-    else if (key == "non_blocking")
-      non_blocking = PyObject_IsTrue(item.second.ptr()) == 1;
+    } else if (key == "copy" || key == "non_blocking") {
+      const int truth = PyObject_IsTrue(item.second.ptr());
+      if (truth < 0) throw py::error_already_set();  // e.g. a tensor of many elements
+      (key == "copy" ? copy : non_blocking) = truth == 1;
+    }
     else
       throw TypeError(detail::cat_str("[to] unexpected keyword argument '", key, "'"));
   }
