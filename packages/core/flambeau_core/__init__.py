@@ -95,6 +95,9 @@ _shape_composites.install()  # Tensor.sum_to_size, diagflat, constant_pad_nd
 _elementwise_forms.install()  # positive, fill, isposinf/isneginf, scalar_tensor, Tensor.__rdiv__
 _complex_forms.install()  # isreal, vdot, resolve_conj/_neg, Tensor.cfloat/cdouble/chalf
 _random_fills.install()  # Tensor.exponential_/geometric_/cauchy_/log_normal_, randint_like
+from flambeau_core import _spectral  # noqa: E402,I001
+
+_spectral.install()  # stft, istft
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
