@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import math
+import re
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -55,6 +56,16 @@ __all__ = [
     "matrix_power",
     "cross",
     "multi_dot",
+    "solve_triangular",
+    "cholesky_ex",
+    "inv_ex",
+    "solve_ex",
+    "matrix_exp",
+    "cond",
+    "vander",
+    "diagonal",
+    "tensorinv",
+    "tensorsolve",
 ]
 
 # The named tuples PyTorch returns (torch.return_types.*), with its field names.
@@ -952,6 +963,524 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = N
     return _copy_out(r, out, "linalg.cross")
 
 
+# ---- triangular and Cholesky solves, the _ex forms ----
+# Core has no triangular-solve (trtrs/trsm) or LU-factor (getrf with its pivots) primitive: these are
+# composites over _linalg_solve (getrf/getrs) applied to the triangular part, so autograd differentiates
+# them through solve, and the gradient of A lands on its triangle as PyTorch's does.
+
+TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+
+
+def _same_dtype(A: Tensor, B: Tensor, op: str, a: str = "A", b: str = "B") -> None:
+    if A.dtype != B.dtype:
+        raise TypeError(
+            f"{op}: Expected {a} and {b} to have the same dtype, but found {a} of type {A.dtype} "
+            f"and {b} of type {B.dtype} instead"
+        )
+
+
+def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+    """The triangle of A that a triangular solve reads (the other entries are never looked at)."""
+    if not unitriangular:
+        return _C.triu(A) if upper else _C.tril(A)
+    strict = _C.triu(A, 1) if upper else _C.tril(A, -1)
+    return strict + _eye(A.shape[-1], A)
+
+
+def solve_triangular(
+    A: Tensor,
+    B: Tensor,
+    *,
+    upper: bool,
+    left: bool = True,
+    unitriangular: bool = False,
+    out: Tensor | None = None,
+) -> Tensor:
+    r"""Solves A X = B (``left=True``) or X A = B for a triangular A (torch.linalg.solve_triangular).
+
+    Only the upper (``upper=True``) or lower triangle of A is read; ``unitriangular=True`` takes its diagonal
+    to be ones. Batch dims of A (*, n, n) and B (*, n, k) broadcast. float32/float64/complex.
+
+    flambeau-core has no triangular-solve kernel: this solves with the LU solver on A's triangle, so a
+    triangle with a zero on its diagonal raises (PyTorch returns inf/nan there).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> A = fc.tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> fc.linalg.solve_triangular(A, fc.tensor([[3.0], [4.0]]), upper=True).tolist()
+        [[1.0], [1.0]]
+    """
+    op = "linalg.solve_triangular"
+    _check_matrix(A, op, square=True, complex_ok=True)
+    _check_float(B, op, "B", complex_ok=True)
+    if B.dim() < 2:
+        raise FlambeauError(f"{op}: The input tensor B must have at least 2 dimensions (got shape {_shape(B)}).")
+    _same_dtype(A, B, op)
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise FlambeauError(
+            f"{op}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+            f"({_shape(A)} and {_shape(B)})"
+        )
+    batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], op)
+    T = _triangle(A, upper, unitriangular).expand(*batch, n, n)
+    Bb = B.expand(*batch, *B.shape[-2:])
+    X = _C._linalg_solve(T, Bb) if left else _mT(_C._linalg_solve(_mT(T), _mT(Bb)))
+    return _copy_out(X, out, op)
+
+
+def _top_triangular_solve(
+    input: Tensor,
+    A: Tensor,
+    upper: bool = True,
+    transpose: bool = False,
+    unitriangular: bool = False,
+    *,
+    out: Any = None,
+) -> TriangularSolveResult:
+    r"""Solves A X = b (or A^T X = b with ``transpose=True``) for a triangular A (torch.triangular_solve).
+
+    Returns ``(solution, cloned_coefficient)``, the second a copy of A. Note the argument order
+    (b first) and the default ``upper=True``; :func:`flambeau.linalg.solve_triangular` is the newer form.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 1.0], [0.0, 4.0]])
+        >>> fb.triangular_solve(fb.tensor([[3.0], [4.0]]), A).solution.tolist()
+        [[1.0], [1.0]]
+    """
+    op = "triangular_solve"
+    _check_float(input, op, "b", complex_ok=True)
+    _check_float(A, op, "A", complex_ok=True)
+    if input.dim() < 2 or A.dim() < 2:
+        raise FlambeauError(
+            f"{op}: b and A should have at least 2 dimensions, got shapes {_shape(input)} and {_shape(A)}"
+        )
+    _same_dtype(input, A, op, "b", "A")
+    if A.shape[-1] != A.shape[-2] or input.shape[-2] != A.shape[-1]:
+        raise FlambeauError(
+            f"{op}: Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-2]} by "
+            f"{A.shape[-1]} but each b matrix is {input.shape[-2]} by {input.shape[-1]}"
+        )
+    # A^T is triangular on the other side; the solution of A^T X = b.
+    T = _mT(A) if transpose else A
+    X = solve_triangular(T, input, upper=upper != transpose, unitriangular=unitriangular)
+    batch = X.shape[:-2]
+    C = A.expand(*batch, *A.shape[-2:]).clone()
+    if out is not None:
+        return TriangularSolveResult(*_copy_outs((X, C), out, op))
+    return TriangularSolveResult(X, C)
+
+
+def _check_cholesky_factor(L: Any, op: str) -> None:
+    _check_float(L, op, "A", complex_ok=True)
+    if L.dim() < 2:
+        raise FlambeauError(f"{op}: The input tensor A must have at least 2 dimensions (got shape {_shape(L)}).")
+    if L.shape[-1] != L.shape[-2]:
+        raise FlambeauError(
+            f"{op}: A must be batches of square matrices, but they are {L.shape[-2]} by {L.shape[-1]} matrices"
+        )
+
+
+def _adjoint(x: Tensor) -> Tensor:
+    return _C.conj(_mT(x)) if x.dtype in _COMPLEX else _mT(x)
+
+
+def _top_cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
+    r"""Solves A X = B given the Cholesky factor of A = L L^H (or U^H U with ``upper=True``) (torch.cholesky_solve).
+
+    ``input`` is B (*, n, k), ``input2`` the factor (*, n, n); batch dims broadcast. Two triangular solves.
+
+    Example:
+        >>> import flambeau as fb
+        >>> L = fb.linalg.cholesky(fb.tensor([[4.0, 2.0], [2.0, 5.0]]))
+        >>> fb.cholesky_solve(fb.tensor([[6.0], [7.0]]), L).tolist()
+        [[1.0], [1.0]]
+    """
+    op = "cholesky_solve"
+    _check_float(input, op, "B", complex_ok=True)
+    _check_cholesky_factor(input2, op)
+    if input.dim() < 2:
+        raise FlambeauError(f"{op}: b should have at least 2 dimensions, but has {input.dim()} dimensions instead")
+    _same_dtype(input, input2, op, "b", "A")
+    n = input2.shape[-1]
+    if input.shape[-2] != n:
+        raise FlambeauError(
+            f"{op}: Incompatible matrix sizes for cholesky_solve: each A matrix is {n} by {n} "
+            f"but each b matrix is {input.shape[-2]} by {input.shape[-1]}"
+        )
+    # A = F^H F with F upper (U, or L^H): solve F^H Y = B, then F X = Y.
+    F = input2 if upper else _adjoint(input2)
+    Y = solve_triangular(_adjoint(F), input, upper=False)
+    return _copy_out(solve_triangular(F, Y, upper=True), out, op)
+
+
+def _top_cholesky_inverse(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
+    r"""Inverse of A = L L^H (or U^H U with ``upper=True``) from its Cholesky factor (torch.cholesky_inverse).
+
+    Example:
+        >>> import flambeau as fb
+        >>> L = fb.linalg.cholesky(fb.tensor([[4.0, 0.0], [0.0, 16.0]]))
+        >>> fb.cholesky_inverse(L).tolist()
+        [[0.25, 0.0], [0.0, 0.0625]]
+    """
+    op = "cholesky_inverse"
+    _check_cholesky_factor(input, op)
+    n = input.shape[-1]
+    F = input if upper else _adjoint(input)  # A = F^H F, A^-1 = F^-1 F^-H
+    Finv = solve_triangular(F, _eye(n, input).expand(*input.shape), upper=True)
+    return _copy_out(Finv @ _adjoint(Finv), out, op)
+
+
+def _lu_info(a: Tensor) -> int:
+    """getrf's info for one square matrix: the first zero diagonal element of U (from 1), 0 if none."""
+    try:
+        _C._linalg_inv(a)
+    except FlambeauError as e:
+        # The kernel's message states getrf's info ("The diagonal element 2 is zero").
+        m = re.search(r"diagonal element (\d+)", str(e))
+        return int(m.group(1)) if m else 1
+    return 0
+
+
+def _per_matrix(parts: Sequence[Tensor], compute: Any, info_of: Any, shape: Sequence[int]) -> tuple[Tensor, Tensor]:
+    """compute(*matrices) on each matrix of a batch whose batched call failed (a loop over the batch, only on
+    that path): the results, NaN for a matrix that failed, and info per matrix (0 where it succeeded)."""
+    batch = parts[0].shape[:-2]
+    flats = [p.reshape(-1, *p.shape[-2:]) for p in parts]
+    nan = _C.full(list(shape), math.nan, dtype=parts[0].dtype)
+    results, infos = [], []
+    for i in range(flats[0].shape[0]):
+        mats = [f[i] for f in flats]
+        try:
+            results.append(compute(*mats))
+            infos.append(0)
+        except FlambeauError as e:
+            results.append(nan)
+            infos.append(info_of(mats[0], str(e)))
+    result = _C.stack(results, 0).reshape(*batch, *shape)
+    return result, _C.tensor(infos, dtype=_C.int32).reshape(*batch)
+
+
+def _ex_error(e: FlambeauError, kernel: str, op: str) -> FlambeauError:
+    return FlambeauError(str(e).replace(kernel, op, 1))
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> CholeskyExResult:
+    r"""Cholesky factor and LAPACK's info (torch.linalg.cholesky_ex): info (int32, A's batch shape) is 0 where
+    the factorization succeeded, else the order of the leading minor that is not positive-definite.
+
+    With ``check_errors=False`` a matrix that is not positive-definite does not raise; its factor is NaN
+    (PyTorch leaves LAPACK's partial factor there). ``check_errors=True`` raises as linalg.cholesky does.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> L, info = fc.linalg.cholesky_ex(fc.tensor([[4.0, 2.0], [2.0, 5.0]]))
+        >>> L.tolist(), info.item()
+        ([[2.0, 0.0], [1.0, 2.0]], 0)
+    """
+    op = "linalg.cholesky_ex"
+    _check_matrix(A, op, square=True, complex_ok=True)
+    try:
+        L = _C._linalg_cholesky(A, upper)
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)
+    except FlambeauError as e:
+        if check_errors:
+            raise _ex_error(e, "linalg.cholesky", op) from None
+        order = r"leading minor of order (\d+)"
+        L, info = _per_matrix(
+            [A],
+            lambda a: _C._linalg_cholesky(a, upper),
+            lambda a, msg: int(re.search(order, msg).group(1)) if re.search(order, msg) else 1,
+            A.shape[-2:],
+        )
+    if out is not None:
+        return CholeskyExResult(*_copy_outs((L, info), out, op))
+    return CholeskyExResult(L, info)
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> InvExResult:
+    r"""Inverse and LAPACK's info (torch.linalg.inv_ex): info (int32, A's batch shape) is 0 where A is
+    invertible, else the index (from 1) of the zero diagonal element of its LU factor.
+
+    With ``check_errors=False`` a singular matrix does not raise; its inverse is NaN. ``check_errors=True``
+    raises as linalg.inv does.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> Ainv, info = fc.linalg.inv_ex(fc.tensor([[2.0, 0.0], [0.0, 4.0]]))
+        >>> Ainv.diagonal().tolist(), info.item()
+        ([0.5, 0.25], 0)
+    """
+    op = "linalg.inv_ex"
+    _check_matrix(A, op, square=True, complex_ok=True)
+    try:
+        X = _C._linalg_inv(A)
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)
+    except FlambeauError as e:
+        if check_errors:
+            raise _ex_error(e, "linalg.inv", op) from None
+        X, info = _per_matrix([A], _C._linalg_inv, lambda a, msg: _lu_info(a), A.shape[-2:])
+    if out is not None:
+        return InvExResult(*_copy_outs((X, info), out, op))
+    return InvExResult(X, info)
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: Any = None) -> SolveExResult:
+    r"""linalg.solve and LAPACK's info (torch.linalg.solve_ex): info (int32, the broadcast batch shape) is 0
+    where A is invertible, else the index (from 1) of the zero diagonal element of its LU factor.
+
+    With ``check_errors=False`` a singular A does not raise; its solution is NaN. ``check_errors=True``
+    raises as linalg.solve does.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> X, info = fc.linalg.solve_ex(fc.tensor([[2.0, 0.0], [0.0, 4.0]]), fc.tensor([2.0, 4.0]))
+        >>> X.tolist(), info.item()
+        ([1.0, 1.0], 0)
+    """
+    op = "linalg.solve_ex"
+    _check_tensor(A, op)
+    _check_tensor(B, op, "B")
+    try:
+        X = solve(A, B, left=left)
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)  # one LU per matrix of A: A's batch shape
+    except FlambeauError as e:
+        if check_errors or "singular" not in str(e):
+            raise _ex_error(e, "linalg.solve", op) from None
+        # Solve with the singular matrices replaced by I, then blank their solutions.
+        info = inv_ex(A).info
+        bad = (info > 0).unsqueeze(-1).unsqueeze(-1)
+        X = solve(_C.where(bad, _eye(A.shape[-1], A), A), B, left=left)
+        if B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1])):
+            bad = bad.squeeze(-1)  # B, and X, are (batches of) vectors, as solve decides
+        X = _C.where(bad, _C.full([], math.nan, dtype=X.dtype), X)
+    if out is not None:
+        return SolveExResult(*_copy_outs((X, info), out, op))
+    return SolveExResult(X, info)
+
+
+# ---- matrix functions and tensor forms ----
+
+# Note [matrix_exp by Pade 13]: Higham's scaling and squaring ("The scaling and squaring method for the
+# matrix exponential revisited", 2005): A is scaled by 2^-s until its 1-norm is at most theta_13, the
+# [13/13] Pade approximant is evaluated with six products and one solve, and the result is squared s times.
+# Matrices of a batch get their own s; the batch is squared max(s) times, each matrix only while it needs it.
+_PADE13 = (
+    64764752532480000.0,
+    32382376266240000.0,
+    7771770303897600.0,
+    1187353796428800.0,
+    129060195264000.0,
+    10559470521600.0,
+    670442572800.0,
+    33522128640.0,
+    1323241920.0,
+    40840800.0,
+    960960.0,
+    16380.0,
+    182.0,
+    1.0,
+)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    r"""The matrix exponential e^A of square matrices (*, n, n) (torch.linalg.matrix_exp).
+
+    Scaling and squaring with a [13/13] Pade approximant (Note [matrix_exp by Pade 13]); float32, float64 and
+    complex, batched; differentiable through the products and the solve it is made of.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> E = fc.linalg.matrix_exp(fc.tensor([[0.0, 0.0], [0.0, 1.0]], dtype=fc.float64))
+        >>> [round(v, 6) for v in E.diagonal().tolist()]
+        [1.0, 2.718282]
+    """
+    op = "linalg.matrix_exp"
+    _check_tensor(A, op)
+    if A.dtype not in (*_FLOATS, *_COMPLEX):
+        raise TypeError(f"{op}: Expected a floating point or complex tensor as input. Got {A.dtype}")
+    if A.dim() < 2:
+        raise FlambeauError(f"{op}: The input tensor A must have at least 2 dimensions (got shape {_shape(A)}).")
+    _check_matrix(A, op, square=True, complex_ok=True)
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    norm1 = _C.sum(A.detach().abs(), [-2]).amax(-1)  # the 1-norm: the largest column sum
+    s = _C.ceil(_C.log2(norm1 / _THETA13)).clamp(min=0)
+    s = _C.where(_C.isfinite(s), s, _C.zeros_like(s)).to(_C.int64)
+    scale = _C.pow(_C.full([], 2.0, dtype=norm1.dtype), -s.to(norm1.dtype)).to(A.dtype)
+    X = A * scale.unsqueeze(-1).unsqueeze(-1)
+    b = _PADE13
+    eye = _eye(n, A)
+    X2 = X @ X
+    X4 = X2 @ X2
+    X6 = X4 @ X2
+    U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2 + b[1] * eye)
+    V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * eye
+    R = _C._linalg_solve(V - U, (V + U).contiguous())
+    steps = int(s.max().item())
+    for k in range(steps):
+        keep = (s > k).unsqueeze(-1).unsqueeze(-1)
+        R = _C.where(keep, R @ R, R)
+    return R
+
+
+def _top_matrix_exp(input: Tensor) -> Tensor:
+    """torch.matrix_exp: linalg.matrix_exp.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.matrix_exp(fb.zeros(2, 2)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return matrix_exp(input)
+
+
+def cond(A: Tensor, p: Any = None, *, out: Tensor | None = None) -> Tensor:
+    r"""Condition number of matrices in the norm ``p`` (torch.linalg.cond); a real tensor of A's batch shape.
+
+    ``p`` None or 2 (the default: s_max / s_min), -2 (s_min / s_max) take any (*, m, n); 'fro', 'nuc', inf,
+    -inf, 1 and -1 (``norm(A) * norm(inv(A))``) take square matrices and give inf where LU finds A singular
+    (PyTorch gives nan for ``p='nuc'`` of a zero matrix).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.linalg.cond(fc.tensor([[1.0, 0.0], [0.0, 4.0]])).item()
+        4.0
+    """
+    op = "linalg.cond"
+    _check_matrix(A, op, complex_ok=True)
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        if S.shape[-1] == 0:
+            r = _C.zeros(*A.shape[:-2], dtype=S.dtype)
+        else:
+            r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+        return _copy_out(r, out, op)
+    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise FlambeauError(f"{op} got an invalid norm type: {p}")
+    if A.shape[-1] != A.shape[-2]:
+        raise FlambeauError(
+            f"{op}(ord={p}): A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
+        )
+    if A.numel() == 0:
+        real = _C.float32 if A.dtype in (_C.float32, _C.complex64) else _C.float64
+        return _copy_out(_C.zeros(*A.shape[:-2], dtype=real), out, op)
+    Ainv, info = inv_ex(A)
+    r = matrix_norm(A, p) * matrix_norm(_C.where(_C.isnan(Ainv), _C.zeros_like(Ainv), Ainv), p)
+    inf = _C.full([], math.inf, dtype=r.dtype)
+    return _copy_out(_C.where(info > 0, inf, r), out, op)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    r"""Vandermonde matrix with increasing powers x^0, x^1, ..., x^(N-1) in the last dim (torch.linalg.vander).
+
+    x (*, n) gives (*, n, N); N defaults to n and must be greater than 1. Integer x gives int64.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.linalg.vander(fc.tensor([1, 2, 3])).tolist()
+        [[1, 1, 1], [1, 2, 4], [1, 3, 9]]
+    """
+    op = "linalg.vander"
+    _check_tensor(x, op, "x")
+    if x.dtype in (_C.bool, _C.float16, _C.bfloat16):
+        raise TypeError(f"{op}: supports floating point, complex, and integer tensors, but got {x.dtype}")
+    if x.dim() < 1:
+        raise FlambeauError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
+    if N is None:
+        N = x.shape[-1]
+    if not isinstance(N, int) or isinstance(N, bool):
+        raise TypeError(f"{op}: N must be an int, got {type(N).__name__}")
+    if N <= 1:
+        raise FlambeauError(f"{op}: N must be greater than 1, got N={N}")
+    col = x.unsqueeze(-1)
+    if x.dtype not in (*_FLOATS, *_COMPLEX):
+        col = col.to(_C.int64)  # integers widen to int64, as PyTorch's (its cumprod's promotion)
+    powers = _C.cumprod(col.expand(*x.shape, N - 1), -1)
+    return _C.cat([_C.ones_like(col), powers], -1)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    r"""A view of the diagonals of A over ``dim1`` and ``dim2`` (torch.linalg.diagonal: torch.diagonal with the
+    matrix dims last by default).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.linalg.diagonal(fc.tensor([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [1.0, 4.0]
+    """
+    _check_tensor(A, "linalg.diagonal")
+    return _C.diagonal(A, offset, dim1, dim2)
+
+
+def tensorinv(A: Tensor, ind: int = 2, *, out: Tensor | None = None) -> Tensor:
+    r"""The inverse of A for tensordot over ``ind`` dims (torch.linalg.tensorinv): A reshaped to a square
+    (prod(A.shape[:ind]), prod(A.shape[ind:])) matrix, inverted, shaped A.shape[ind:] + A.shape[:ind].
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> A = fc.eye(6).reshape(6, 2, 3) * 2
+        >>> tuple(fc.linalg.tensorinv(A, ind=1).shape)
+        (2, 3, 6)
+    """
+    op = "linalg.tensorinv"
+    _check_float(A, op, complex_ok=True)
+    if not isinstance(ind, int) or isinstance(ind, bool) or ind <= 0:
+        raise FlambeauError(f"{op}: Expected a strictly positive integer for 'ind', but got {ind}")
+    rows = math.prod(A.shape[:ind])
+    cols = math.prod(A.shape[ind:])
+    if rows != cols:
+        raise FlambeauError(
+            f"{op}: Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), "
+            f"but got {cols} != {rows} (shape {_shape(A)}, ind={ind})"
+        )
+    X = inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+    return _copy_out(X, out, op)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out: Tensor | None = None) -> Tensor:
+    r"""X with tensordot(A, X, X.ndim) = B (torch.linalg.tensorsolve); X has shape A.shape[B.ndim:].
+
+    ``dims`` moves those dims of A to the end first.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> A = fc.eye(6).reshape(2, 3, 6) * 2
+        >>> fc.linalg.tensorsolve(A, fc.ones(2, 3)).tolist()
+        [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    """
+    op = "linalg.tensorsolve"
+    _check_float(A, op, complex_ok=True)
+    _check_float(B, op, "B", complex_ok=True)
+    _same_dtype(A, B, op)
+    if dims is not None:
+        nd = A.dim()
+        ds = []
+        for d in dims:
+            if not -nd <= d < nd:
+                raise IndexError(
+                    f"{op}: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})"
+                )
+            ds.append(d % nd)
+        A = A.permute(*[i for i in range(nd) if i not in ds], *ds)
+    result_shape = list(A.shape[B.dim() :])
+    rows = math.prod(A.shape[: B.dim()])
+    cols = math.prod(result_shape)
+    if rows != cols or B.numel() != rows:
+        raise FlambeauError(
+            f"{op}: Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {cols} != {rows} (shapes {_shape(A)} and {_shape(B)})"
+        )
+    X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(*result_shape)
+    return _copy_out(X, out, op)
+
+
 # ---- torch.* spellings (exported at flambeau's top level by flambeau_core/__init__.py) ----
 
 SlogdetTop = collections.namedtuple("slogdet", ["sign", "logabsdet"])
@@ -1104,9 +1633,16 @@ TOP_LEVEL = {
     "einsum": einsum,
     "tensordot": tensordot,
     "chain_matmul": _top_chain_matmul,
+    "triangular_solve": _top_triangular_solve,
+    "cholesky_solve": _top_cholesky_solve,
+    "cholesky_inverse": _top_cholesky_inverse,
+    "matrix_exp": _top_matrix_exp,
 }
 # Tensor methods PyTorch has for them (x.det(), x.inverse(), ...).
-METHODS = "det logdet slogdet inverse cholesky qr svd pinverse matrix_power cross outer ger dot inner mv".split()
+METHODS = (
+    "det logdet slogdet inverse cholesky qr svd pinverse matrix_power cross outer ger dot inner mv "
+    "triangular_solve cholesky_solve cholesky_inverse matrix_exp"
+).split()
 for _name, _fn in TOP_LEVEL.items():
     if _fn.__name__.startswith("_top_"):
         _fn.__name__ = _fn.__qualname__ = _name
