@@ -9,6 +9,8 @@ from flambeau_core import _C
 
 
 def _check(x, what: str, matrices_only: bool) -> None:
+    if not isinstance(x, _C.Tensor):
+        raise TypeError(f"[{what.rstrip('()')}] expected a Tensor, got {type(x).__name__}")
     if matrices_only and x.dim() != 2:
         hint = " For batches of matrices, consider using tensor.mH" if x.dim() > 2 else ""
         raise _C.FlambeauError(

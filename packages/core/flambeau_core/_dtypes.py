@@ -131,12 +131,19 @@ def can_cast(from_: _C.dtype, to: _C.dtype) -> builtins.bool:
 
 def is_complex(input: _C.Tensor) -> builtins.bool:  # noqa: A002
     """True if ``input`` has a complex dtype."""
+    _require_tensor("is_complex", input)
     return input.dtype.is_complex
 
 
 def is_floating_point(input: _C.Tensor) -> builtins.bool:  # noqa: A002
     """True if ``input`` has a real floating dtype (float16, bfloat16, float32, float64)."""
+    _require_tensor("is_floating_point", input)
     return input.dtype.is_floating_point
+
+
+def _require_tensor(name: str, input) -> None:  # noqa: A002
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"[{name}] expected a Tensor, got {type(input).__name__}")
 
 
 def _install_tensor_attributes() -> None:

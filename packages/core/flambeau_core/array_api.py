@@ -619,6 +619,7 @@ def concat(arrays, /, *, axis: int | None = 0):
 
 
 def expand_dims(x, /, axis: int = 0):
+    _check_tensor("expand_dims", x)
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise IndexError(f"expand_dims: axis {axis} is out of range for a {x.ndim}-d array")
     return _fc.unsqueeze(x, axis)
@@ -724,6 +725,7 @@ def where(condition, x1, x2, /):
 
 
 def _unique(x):
+    _check_tensor("unique", x)
     # Every NaN counts as its own value, as the standard asks; core's unique (like PyTorch's) already does so.
     flat = x.reshape(-1)
     values, inverse, counts = _fc.unique(flat, sorted=True, return_inverse=True, return_counts=True)
@@ -837,6 +839,7 @@ def std(x, /, *, axis=None, correction=0.0, keepdims: _builtins.bool = False):
 
 
 def _cumulative(fn_name: str, x, axis, dtype, include_initial, initial):
+    _check_tensor(fn_name, x)
     if axis is None:
         if x.ndim > 1:
             raise ValueError(f"{fn_name}: axis is required for a {x.ndim}-d array")
