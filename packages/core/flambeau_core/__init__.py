@@ -98,6 +98,9 @@ _random_fills.install()  # Tensor.exponential_/geometric_/cauchy_/log_normal_, r
 from flambeau_core import _spectral  # noqa: E402,I001
 
 _spectral.install()  # stft, istft
+from flambeau_core import _gradient  # noqa: E402,I001
+
+_gradient.install()  # gradient
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
