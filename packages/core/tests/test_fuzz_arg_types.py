@@ -4,8 +4,9 @@ list, an int beyond int64's range.
 
 Each call must raise a Python exception or return: never crash the process, never leave the error
 half-reported (a SystemError "returned a result with an exception set", or pybind11's internal cast
-messages), and never fail on the argument's missing attributes (an AttributeError: it was not checked). The calls run in a child process with a capped address space, in a temporary folder (some
-functions write files); a crash fails the test with its signal and the last call it made.
+messages), and never fail on the argument's missing attributes (an AttributeError: it was not checked).
+The calls run in a child process with a capped address space, in a temporary folder (some functions
+write files); a crash fails the test with its signal and the last call it made.
 Run this file directly to see every call: python test_fuzz_arg_types.py --child
 """
 
