@@ -1310,7 +1310,8 @@ def matrix_exp(A: Tensor) -> Tensor:
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
-    norm1 = _C.sum(A.detach().abs(), [-2]).amax(-1)  # the 1-norm: the largest column sum
+    # the 1-norm (the largest column sum) only picks s: no gradient flows through it
+    norm1 = _C.sum((A.detach() if A.requires_grad else A).abs(), [-2]).amax(-1)
     s = _C.ceil(_C.log2(norm1 / _THETA13)).clamp(min=0)
     s = _C.where(_C.isfinite(s), s, _C.zeros_like(s)).to(_C.int64)
     scale = _C.pow(_C.full([], 2.0, dtype=norm1.dtype), -s.to(norm1.dtype)).to(A.dtype)
@@ -1372,7 +1373,8 @@ def cond(A: Tensor, p: Any = None, *, out: Tensor | None = None) -> Tensor:
         real = _C.float32 if A.dtype in (_C.float32, _C.complex64) else _C.float64
         return _copy_out(_C.zeros(*A.shape[:-2], dtype=real), out, op)
     Ainv, info = inv_ex(A)
-    r = matrix_norm(A, p) * matrix_norm(_C.where(_C.isnan(Ainv), _C.zeros_like(Ainv), Ainv), p)
+    singular = (info > 0).unsqueeze(-1).unsqueeze(-1)
+    r = matrix_norm(A, p) * matrix_norm(_C.where(singular, _C.zeros_like(Ainv), Ainv), p)
     inf = _C.full([], math.inf, dtype=r.dtype)
     return _copy_out(_C.where(info > 0, inf, r), out, op)
 
@@ -1416,6 +1418,12 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
         [1.0, 4.0]
     """
     _check_tensor(A, "linalg.diagonal")
+    nd = A.dim()
+    for d in (dim1, dim2):
+        if not -nd <= d < nd:
+            raise IndexError(
+                f"linalg.diagonal: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})"
+            )
     return _C.diagonal(A, offset, dim1, dim2)
 
 
