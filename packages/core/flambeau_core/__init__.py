@@ -101,6 +101,9 @@ _spectral.install()  # stft, istft
 from flambeau_core import _gradient  # noqa: E402,I001
 
 _gradient.install()  # gradient
+from flambeau_core import _histogram  # noqa: E402,I001
+
+_histogram.install()  # histogram, histogramdd
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
