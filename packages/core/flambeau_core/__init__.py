@@ -104,6 +104,9 @@ _gradient.install()  # gradient
 from flambeau_core import _histogram  # noqa: E402,I001
 
 _histogram.install()  # histogram, histogramdd
+from flambeau_core import _renorm  # noqa: E402,I001
+
+_renorm.install()  # renorm, Tensor.renorm(_)
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
