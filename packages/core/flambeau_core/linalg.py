@@ -1310,6 +1310,11 @@ def matrix_exp(A: Tensor) -> Tensor:
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
+    if A.dtype in (_C.float32, _C.complex64):
+        # Squaring multiplies rounding errors by the result's norm: the small entries of a large e^A lose
+        # every digit in single precision, so the single-precision types are computed in double.
+        wide = _C.float64 if A.dtype == _C.float32 else _C.complex128
+        return matrix_exp(A.to(wide)).to(A.dtype)
     # the 1-norm (the largest column sum) only picks s: no gradient flows through it
     norm1 = _C.sum((A.detach() if A.requires_grad else A).abs(), [-2]).amax(-1)
     s = _C.ceil(_C.log2(norm1 / _THETA13)).clamp(min=0)
@@ -1382,7 +1387,8 @@ def cond(A: Tensor, p: Any = None, *, out: Tensor | None = None) -> Tensor:
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     r"""Vandermonde matrix with increasing powers x^0, x^1, ..., x^(N-1) in the last dim (torch.linalg.vander).
 
-    x (*, n) gives (*, n, N); N defaults to n and must be greater than 1. Integer x gives int64.
+    x (*, n) gives (*, n, N) (a 0-d x is one point: (1, N)); N defaults to n and must be greater than 1.
+    Integer x gives int64.
 
     Example:
         >>> import flambeau_core as fc
@@ -1393,8 +1399,8 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     _check_tensor(x, op, "x")
     if x.dtype in (_C.bool, _C.float16, _C.bfloat16):
         raise TypeError(f"{op}: supports floating point, complex, and integer tensors, but got {x.dtype}")
-    if x.dim() < 1:
-        raise FlambeauError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
+    if x.dim() == 0:
+        x = x.reshape(1)  # a 0-d x is one point, as PyTorch's
     if N is None:
         N = x.shape[-1]
     if not isinstance(N, int) or isinstance(N, bool):
