@@ -107,6 +107,9 @@ _histogram.install()  # histogram, histogramdd
 from flambeau_core import _renorm  # noqa: E402,I001
 
 _renorm.install()  # renorm, Tensor.renorm(_)
+from flambeau_core import _index_reduce  # noqa: E402,I001
+
+_index_reduce.install()  # index_reduce, Tensor.index_reduce(_)
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
