@@ -15,9 +15,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
     """Distances ``(*batch, P, R)`` between the rows of ``x1`` ``(*batch, P, M)`` and ``x2`` ``(*batch, R, M)``.
 
     ``p`` in [0, inf] (0 counts the differing coordinates). The batch dims
-    broadcast. ``compute_mode`` is accepted for PyTorch's signature: every mode
-    computes the differences directly (PyTorch's matrix-product form for p=2
-    differs from it only in rounding).
+    broadcast. ``compute_mode`` as PyTorch's: for p=2, the default computes with a
+    matrix product when either input has more than 25 rows (faster, and it rounds
+    differently from the direct differences), ``"use_mm_for_euclid_dist"`` always,
+    ``"donot_use_mm_for_euclid_dist"`` never.
 
     Example:
         >>> import flambeau_core as fc
@@ -40,9 +41,23 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         raise _C.FlambeauError(f"[cdist] expected a non-negative p, got {p}")
     if compute_mode not in COMPUTE_MODES:
         raise _C.FlambeauError(f"[cdist] expected compute_mode one of {', '.join(COMPUTE_MODES)}; got {compute_mode!r}")
+    rows = max(x1.shape[-2], x2.shape[-2])
+    if p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (compute_mode == COMPUTE_MODES[0] and rows > 25)):
+        return _euclidean_by_matmul(x1, x2)
     from flambeau_core import linalg
 
     return linalg.vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), ord=p, dim=-1)
+
+
+def _euclidean_by_matmul(x1, x2):
+    """PyTorch's form for many rows: |a - b|^2 = |a|^2 - 2 a.b + |b|^2, one matrix product instead of a
+    (P, R, M) difference. Where rounding makes the square 0 or negative the distance is 0, with a 0
+    gradient (the inner where keeps sqrt's infinite slope at 0 out of the graph)."""
+    squared = (
+        (x1 * x1).sum(-1, keepdim=True) - 2 * _C.matmul(x1, x2.transpose(-2, -1)) + (x2 * x2).sum(-1).unsqueeze(-2)
+    )
+    positive = squared > 0
+    return _C.where(positive, _C.where(positive, squared, 1.0).sqrt(), 0.0)
 
 
 def dist(input, other, p: float = 2):  # noqa: A002

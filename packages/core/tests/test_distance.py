@@ -53,6 +53,24 @@ def test_cdist_gradients(p):
     np.testing.assert_allclose(to_numpy(fb.grad), tb.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_cdist_gradients_by_matmul():
+    """More than 25 rows: the matrix-product form, with the distance of equal rows exactly 0 and its
+    gradient 0, as PyTorch's."""
+    pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+    a, b = operands((2, 30, 3), (2, 28, 3), np.float64)
+    weights = np.linspace(-1, 1, 2 * 30 * 28).reshape(2, 30, 28)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    expected = torch.cdist(ta, tb)
+    (expected * torch.from_numpy(weights)).sum().backward()
+    fa, fb = fc.tensor(a, requires_grad=True), fc.tensor(b, requires_grad=True)
+    got = fc.cdist(fa, fb)
+    assert to_numpy(got.detach())[0, 0, 0] == 0.0
+    (got * fc.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(to_numpy(got.detach()), expected.detach().numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(to_numpy(fa.grad), ta.grad.numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(to_numpy(fb.grad), tb.grad.numpy(), rtol=1e-7, atol=1e-9)
+
+
 def test_cdist_errors():
     with pytest.raises(TypeError, match=r"\[cdist\] expected floating-point tensors, got x1 of dtype .*int64"):
         fc.cdist(fc.ones(2, 3, dtype=fc.int64), fc.ones(2, 3))
