@@ -982,6 +982,12 @@ def _same_dtype(A: Tensor, B: Tensor, op: str, a: str = "A", b: str = "B") -> No
         )
 
 
+def _check_flags(op: str, **flags: Any) -> None:
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{op}: {name} must be a bool, got {type(value).__name__}")
+
+
 def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
     """The triangle of A that a triangular solve reads (the other entries are never looked at)."""
     if not unitriangular:
@@ -1014,6 +1020,7 @@ def solve_triangular(
         [[1.0], [1.0]]
     """
     op = "linalg.solve_triangular"
+    _check_flags(op, upper=upper, left=left, unitriangular=unitriangular)
     _check_matrix(A, op, square=True, complex_ok=True)
     _check_float(B, op, "B", complex_ok=True)
     if B.dim() < 2:
@@ -1053,6 +1060,7 @@ def _top_triangular_solve(
         [[1.0], [1.0]]
     """
     op = "triangular_solve"
+    _check_flags(op, upper=upper, transpose=transpose, unitriangular=unitriangular)
     _check_float(input, op, "b", complex_ok=True)
     _check_float(A, op, "A", complex_ok=True)
     if input.dim() < 2 or A.dim() < 2:
@@ -1101,6 +1109,7 @@ def _top_cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, o
         [[1.0], [1.0]]
     """
     op = "cholesky_solve"
+    _check_flags(op, upper=upper)
     _check_float(input, op, "B", complex_ok=True)
     _check_cholesky_factor(input2, op)
     if input.dim() < 2:
@@ -1128,6 +1137,7 @@ def _top_cholesky_inverse(input: Tensor, upper: bool = False, *, out: Tensor | N
         [[0.25, 0.0], [0.0, 0.0625]]
     """
     op = "cholesky_inverse"
+    _check_flags(op, upper=upper)
     _check_cholesky_factor(input, op)
     n = input.shape[-1]
     F = input if upper else _adjoint(input)  # A = F^H F, A^-1 = F^-1 F^-H
@@ -1183,6 +1193,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, o
         ([[2.0, 0.0], [1.0, 2.0]], 0)
     """
     op = "linalg.cholesky_ex"
+    _check_flags(op, upper=upper, check_errors=check_errors)
     _check_matrix(A, op, square=True, complex_ok=True)
     try:
         L = _C._linalg_cholesky(A, upper)
@@ -1216,6 +1227,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> InvExRe
         ([0.5, 0.25], 0)
     """
     op = "linalg.inv_ex"
+    _check_flags(op, check_errors=check_errors)
     _check_matrix(A, op, square=True, complex_ok=True)
     try:
         X = _C._linalg_inv(A)
@@ -1243,6 +1255,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         ([1.0, 1.0], 0)
     """
     op = "linalg.solve_ex"
+    _check_flags(op, left=left, check_errors=check_errors)
     _check_tensor(A, op)
     _check_tensor(B, op, "B")
     try:
@@ -1407,6 +1420,8 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
         raise TypeError(f"{op}: N must be an int, got {type(N).__name__}")
     if N <= 1:
         raise FlambeauError(f"{op}: N must be greater than 1, got N={N}")
+    if N > 2**62:
+        raise FlambeauError(f"{op}: N={N} columns cannot be allocated")
     col = x.unsqueeze(-1)
     if x.dtype not in (*_FLOATS, *_COMPLEX):
         col = col.to(_C.int64)  # integers widen to int64, as PyTorch's (its cumprod's promotion)

@@ -98,6 +98,10 @@ def test_solve_triangular_out_and_errors():
         LA.solve_triangular(fc.ones(3, 3, dtype=fc.int64), fc.ones(3, 2, dtype=fc.int64), upper=True)
     with pytest.raises(TypeError):
         LA.solve_triangular(fct(a), fct(b))  # upper is required, as PyTorch's
+    with pytest.raises(TypeError, match=r"^linalg.solve_triangular: upper must be a bool, got str"):
+        LA.solve_triangular(fct(a), fct(b), upper="yes")
+    with pytest.raises(TypeError, match="check_errors must be a bool"):
+        LA.inv_ex(fct(a), check_errors=None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
