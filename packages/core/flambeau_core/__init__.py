@@ -110,6 +110,10 @@ _renorm.install()  # renorm, Tensor.renorm(_)
 from flambeau_core import _index_reduce  # noqa: E402,I001
 
 _index_reduce.install()  # index_reduce, Tensor.index_reduce(_)
+from flambeau_core import _empty_permuted, _nonzero_static  # noqa: E402,I001
+
+_empty_permuted.install()  # empty_permuted
+_nonzero_static.install()  # nonzero_static
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
