@@ -1145,34 +1145,45 @@ def _top_cholesky_inverse(input: Tensor, upper: bool = False, *, out: Tensor | N
     return _copy_out(Finv @ _adjoint(Finv), out, op)
 
 
+def _stated_info(message: str, pattern: str) -> int:
+    # The kernels' messages state LAPACK's info ("The diagonal element 2 is zero", "the leading minor of
+    # order 3"); the primitives return no info tensor of their own.
+    m = re.search(pattern, message)
+    return int(m.group(1)) if m else 1
+
+
 def _lu_info(a: Tensor) -> int:
     """getrf's info for one square matrix: the first zero diagonal element of U (from 1), 0 if none."""
     try:
         _C._linalg_inv(a)
     except FlambeauError as e:
-        # The kernel's message states getrf's info ("The diagonal element 2 is zero").
-        m = re.search(r"diagonal element (\d+)", str(e))
-        return int(m.group(1)) if m else 1
+        return _stated_info(str(e), r"diagonal element (\d+)")
     return 0
 
 
-def _per_matrix(parts: Sequence[Tensor], compute: Any, info_of: Any, shape: Sequence[int]) -> tuple[Tensor, Tensor]:
-    """compute(*matrices) on each matrix of a batch whose batched call failed (a loop over the batch, only on
-    that path): the results, NaN for a matrix that failed, and info per matrix (0 where it succeeded)."""
-    batch = parts[0].shape[:-2]
-    flats = [p.reshape(-1, *p.shape[-2:]) for p in parts]
-    nan = _C.full(list(shape), math.nan, dtype=parts[0].dtype)
-    results, infos = [], []
-    for i in range(flats[0].shape[0]):
-        mats = [f[i] for f in flats]
-        try:
-            results.append(compute(*mats))
-            infos.append(0)
-        except FlambeauError as e:
-            results.append(nan)
-            infos.append(info_of(mats[0], str(e)))
-    result = _C.stack(results, 0).reshape(*batch, *shape)
-    return result, _C.tensor(infos, dtype=_C.int32).reshape(*batch)
+def _cholesky_info(a: Tensor) -> int:
+    """potrf's info for one matrix: the order of its first leading minor that is not positive-definite."""
+    try:
+        _C._linalg_cholesky(a, False)
+    except FlambeauError as e:
+        return _stated_info(str(e), r"leading minor of order (\d+)")
+    return 0
+
+
+def _infos(A: Tensor, info_of: Any) -> Tensor:
+    """info_of each matrix of A (int32, A's batch shape): a loop over the batch, run only after the batched
+    call failed, since the kernels stop at the first matrix that fails."""
+    flat = A.reshape(-1, *A.shape[-2:])
+    return _C.tensor([info_of(flat[i]) for i in range(flat.shape[0])], dtype=_C.int32).reshape(*A.shape[:-2])
+
+
+def _on_good(A: Tensor, info: Tensor, compute: Any, vector: bool = False) -> Tensor:
+    """compute(A) with each failed matrix (info > 0) replaced by I, and NaN in its result."""
+    bad = (info > 0).unsqueeze(-1).unsqueeze(-1)
+    X = compute(_C.where(bad, _eye(A.shape[-1], A), A))
+    if vector:
+        bad = bad.squeeze(-1)
+    return _C.where(bad, _C.full([], math.nan, dtype=X.dtype), X)
 
 
 def _ex_error(e: FlambeauError, kernel: str, op: str) -> FlambeauError:
@@ -1201,13 +1212,9 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, o
     except FlambeauError as e:
         if check_errors:
             raise _ex_error(e, "linalg.cholesky", op) from None
-        order = r"leading minor of order (\d+)"
-        L, info = _per_matrix(
-            [A],
-            lambda a: _C._linalg_cholesky(a, upper),
-            lambda a, msg: int(re.search(order, msg).group(1)) if re.search(order, msg) else 1,
-            A.shape[-2:],
-        )
+        # potrf reads one triangle: the info of the lower one of A (upper=False) or of A^T's
+        info = _infos(_mT(A) if upper else A, _cholesky_info)
+        L = _on_good(A, info, lambda a: _C._linalg_cholesky(a, upper))
     if out is not None:
         return CholeskyExResult(*_copy_outs((L, info), out, op))
     return CholeskyExResult(L, info)
@@ -1235,7 +1242,8 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> InvExRe
     except FlambeauError as e:
         if check_errors:
             raise _ex_error(e, "linalg.inv", op) from None
-        X, info = _per_matrix([A], _C._linalg_inv, lambda a, msg: _lu_info(a), A.shape[-2:])
+        info = _infos(A, _lu_info)
+        X = _on_good(A, info, _C._linalg_inv)
     if out is not None:
         return InvExResult(*_copy_outs((X, info), out, op))
     return InvExResult(X, info)
@@ -1264,13 +1272,10 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     except FlambeauError as e:
         if check_errors or "singular" not in str(e):
             raise _ex_error(e, "linalg.solve", op) from None
-        # Solve with the singular matrices replaced by I, then blank their solutions.
-        info = inv_ex(A).info
-        bad = (info > 0).unsqueeze(-1).unsqueeze(-1)
-        X = solve(_C.where(bad, _eye(A.shape[-1], A), A), B, left=left)
-        if B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1])):
-            bad = bad.squeeze(-1)  # B, and X, are (batches of) vectors, as solve decides
-        X = _C.where(bad, _C.full([], math.nan, dtype=X.dtype), X)
+        info = _infos(A, _lu_info)
+        # B, and X, are (batches of) vectors as solve decides
+        vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+        X = _on_good(A, info, lambda a: solve(a, B, left=left), vector)
     if out is not None:
         return SolveExResult(*_copy_outs((X, info), out, op))
     return SolveExResult(X, info)
