@@ -114,6 +114,9 @@ from flambeau_core import _empty_permuted, _nonzero_static  # noqa: E402,I001
 
 _empty_permuted.install()  # empty_permuted
 _nonzero_static.install()  # nonzero_static
+from flambeau_core import _lowrank  # noqa: E402,I001
+
+_lowrank.install()  # svd_lowrank, pca_lowrank
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
