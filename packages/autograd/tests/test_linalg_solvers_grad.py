@@ -12,6 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, torch
+from test_linalg_complex_grad import carr, check_grads
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="linalg: no flambeau-cuda kernel yet")
 
@@ -109,3 +110,22 @@ def test_vander_tensorinv_tensorsolve():
         lambda A: LA.tensorinv(A, 1), lambda A: TLA.tensorinv(A, 1), [invertible((6, 6), 12).reshape(6, 2, 3)]
     )
     compare_with_torch(LA.tensorsolve, TLA.tensorsolve, [invertible((6, 6), 13).reshape(2, 3, 6), rand((2, 3), 14)])
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_solvers_and_matrix_exp(dt):
+    n = 4
+    a = carr((2, n, n), 20) + 2 * np.sqrt(n) * np.eye(n)
+    b = carr((2, n, 3), 21)
+    check_grads(lambda lib, A, B: lib.linalg.solve_triangular(A, B, upper=True), [a, b], dt)
+    check_grads(lambda lib, A, B: lib.linalg.solve_triangular(A, B, upper=False, unitriangular=True), [a, b], dt)
+    check_grads(lambda lib, A: lib.linalg.inv_ex(A).inverse, [a], dt)
+    check_grads(lambda lib, A: lib.linalg.matrix_exp(A), [carr((2, 3, 3), 22)], dt)
+    check_grads(lambda lib, A: lib.linalg.cond(A), [a], dt)
+
+    def spd_factor(lib, X):
+        eye = lib.eye(n, dtype=X.dtype)
+        return lib.linalg.cholesky(X @ X.transpose(-2, -1).conj() + n * eye)
+
+    check_grads(lambda lib, B, X: lib.cholesky_solve(B, spd_factor(lib, X)), [b, carr((2, n, n), 23)], dt)
+    check_grads(lambda lib, X: lib.cholesky_inverse(spd_factor(lib, X)), [carr((2, n, n), 24)], dt)
