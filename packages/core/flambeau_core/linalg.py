@@ -1010,8 +1010,8 @@ def solve_triangular(
     Only the upper (``upper=True``) or lower triangle of A is read; ``unitriangular=True`` takes its diagonal
     to be ones. Batch dims of A (*, n, n) and B (*, n, k) broadcast. float32/float64/complex.
 
-    flambeau-core has no triangular-solve kernel: this solves with the LU solver on A's triangle, so a
-    triangle with a zero on its diagonal raises (PyTorch returns inf/nan there).
+    flambeau-core has no triangular-solve kernel: this solves with the LU solver on A's triangle; a
+    triangle with a zero on its diagonal is solved by substitution row by row, giving inf/nan as PyTorch's.
 
     Example:
         >>> import flambeau_core as fc
@@ -1035,8 +1035,29 @@ def solve_triangular(
     batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], op)
     T = _triangle(A, upper, unitriangular).expand(*batch, n, n)
     Bb = B.expand(*batch, *B.shape[-2:])
-    X = _C._linalg_solve(T, Bb) if left else _mT(_C._linalg_solve(_mT(T), _mT(Bb)))
-    return _copy_out(X, out, op)
+    if not left:  # X A = B is A^T X^T = B^T, triangular on the other side
+        T, Bb, upper = _mT(T), _mT(Bb), not upper
+    # LU's pivoting can turn an exact zero on the diagonal into a rounding residue and solve on: such a
+    # triangle goes to substitution, which divides by the zero as PyTorch's trsm does.
+    singular = not unitriangular and n > 0 and bool(_C.any(_C.diagonal(T, 0, -2, -1) == 0).item())
+    X = _substitute(T, Bb, upper) if singular else _C._linalg_solve(T, Bb)
+    return _copy_out(X if left else _mT(X), out, op)
+
+
+def _substitute(T: Tensor, B: Tensor, upper: bool) -> Tensor:
+    """Forward (or back) substitution, one row of X per step: only for a triangle with a zero on its
+    diagonal, where PyTorch's trsm divides by zero, giving the inf/nan this gives."""
+    n = T.shape[-1]
+    rows: dict[int, Tensor] = {}
+    for i in reversed(range(n)) if upper else range(n):
+        acc = B.select(-2, i)
+        done = sorted(rows)
+        if done:
+            known = _C.stack([rows[j] for j in done], -2)  # (*, m, k)
+            coef = _C.stack([T.select(-1, j).select(-1, i) for j in done], -1)  # (*, m): T[i, j]
+            acc = acc - _C.sum(coef.unsqueeze(-1) * known, [-2])
+        rows[i] = acc / T.select(-1, i).select(-1, i).unsqueeze(-1)
+    return _C.stack([rows[i] for i in range(n)], -2)
 
 
 def _top_triangular_solve(

@@ -262,3 +262,19 @@ def test_inv_ex_solve_ex_check_errors_and_out():
     r = LA.solve_ex(fct(a), fc.ones(3, dtype=fc.float64), out=outs)
     assert r.result is outs[0] and r.info is outs[1]
     close(outs[0], torch.linalg.solve(th(a), torch.ones(3, dtype=torch.float64)), np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_with_zero_on_the_diagonal_gives_torchs_inf_and_nan(dtype, upper, left):
+    a = triangular_ok((3, 4, 4), dtype, 21)
+    a[0, 1, 1] = 0
+    a[2, 3, 3] = 0  # the middle matrix is regular: its solution stays exact
+    b = rand((3, 4, 2) if left else (3, 2, 4), dtype, 22)
+    X = to_numpy(LA.solve_triangular(fct(a), fct(b), upper=upper, left=left))
+    t = torch.linalg.solve_triangular(th(a), th(b), upper=upper, left=left).numpy()
+    np.testing.assert_array_equal(np.isnan(X), np.isnan(t))
+    np.testing.assert_array_equal(np.isposinf(X), np.isposinf(t))
+    np.testing.assert_allclose(X, t, equal_nan=True, **tol(dtype))
+    assert np.isfinite(X[1]).all()
