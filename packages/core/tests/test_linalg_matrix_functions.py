@@ -183,3 +183,15 @@ def test_tensorsolve_out_and_errors():
         LA.tensorsolve(fct(a), fct(b), dims=(3,))
     with pytest.raises(TypeError, match="same dtype"):
         LA.tensorsolve(fct(a), fc.ones(2, 3))
+
+
+def test_matrix_exp_single_precision_keeps_small_entries_of_a_large_result():
+    # e^A of norm ~1e5 whose small entries float32 squaring would lose (PyTorch's float32 result is off by
+    # ~2e-3 relative there): each entry is float64's rounded to float32
+    a = (rand((3, 5, 5), np.float64, 23) * 3).astype(np.float32).astype(np.float64)  # exact in float32
+    ref = torch.linalg.matrix_exp(th(a)).numpy()
+    E = to_numpy(LA.matrix_exp(fct(a.astype(np.float32))))
+    np.testing.assert_allclose(E, ref.astype(np.float32), rtol=1e-5, atol=0)
+    Ec = to_numpy(LA.matrix_exp(fct(a.astype(np.complex64))))
+    assert Ec.dtype == np.complex64
+    np.testing.assert_allclose(Ec, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
