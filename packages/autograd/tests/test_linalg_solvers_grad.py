@@ -129,3 +129,16 @@ def test_complex_solvers_and_matrix_exp(dt):
 
     check_grads(lambda lib, B, X: lib.cholesky_solve(B, spd_factor(lib, X)), [b, carr((2, n, n), 23)], dt)
     check_grads(lambda lib, X: lib.cholesky_inverse(spd_factor(lib, X)), [carr((2, n, n), 24)], dt)
+
+
+def test_householder_product():
+    compare_with_torch(LA.householder_product, TLA.householder_product, [rand((2, 5, 3), 30), rand((2, 2), 31)])
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_householder_product(dt):
+    check_grads(lambda lib, A, t: lib.linalg.householder_product(A, t), [carr((5, 3), 32), carr((3,), 33)], dt)
+
+
+def test_householder_product_without_reflectors_is_still_differentiable():
+    compare_with_torch(LA.householder_product, TLA.householder_product, [rand((4, 3), 34), np.zeros((0,))])

@@ -66,6 +66,7 @@ __all__ = [
     "diagonal",
     "tensorinv",
     "tensorsolve",
+    "householder_product",
 ]
 
 # The named tuples PyTorch returns (torch.return_types.*), with its field names.
@@ -1534,6 +1535,55 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out:
         )
     X = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(*result_shape)
     return _copy_out(X, out, op)
+
+
+def householder_product(A: Tensor, tau: Tensor, *, out: Tensor | None = None) -> Tensor:
+    r"""The first n columns of the product H_1 ... H_k of Householder reflectors H_i = I - tau_i v_i v_i^H
+    (torch.linalg.householder_product, LAPACK's orgqr/ungqr): v_i is column i of A (*, m, n) below the
+    diagonal with a 1 on it; tau (*, k), k <= n <= m. Applies one reflector per step, each over the whole
+    batch; float32/float64/complex, differentiable through the products.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> A = fc.tensor([[1.0], [1.0]])
+        >>> fc.linalg.householder_product(A, fc.tensor([1.0])).tolist()
+        [[0.0], [-1.0]]
+    """
+    op = "linalg.householder_product"
+    _check_float(A, op, "input", complex_ok=True)
+    _check_float(tau, op, "tau", complex_ok=True)
+    if A.dim() < 2:
+        raise FlambeauError(f"{op}: input must have at least 2 dimensions (got shape {_shape(A)}).")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise FlambeauError(f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if tau.dim() != A.dim() - 1:
+        raise FlambeauError(
+            f"{op}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+            f"{tau.dim()} and input.ndim is equal to {A.dim()}"
+        )
+    k = tau.shape[-1]
+    if n < k:
+        raise FlambeauError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise FlambeauError(
+            f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got {list(tau.shape[:-1])}"
+        )
+    if tau.dtype != A.dtype:
+        raise TypeError(f"{op}: tau dtype {tau.dtype} does not match input dtype {A.dtype}")
+    rows = _C.arange(m).unsqueeze(-1)
+    Q = (rows == _C.arange(n)).to(A.dtype).expand(*A.shape).contiguous()
+    V = _C.tril(A.narrow(-1, 0, k), -1) + (rows == _C.arange(k)).to(A.dtype)
+    if k == 0 and _needs_grad(A, tau):
+        # no reflector: Q is the identity, still an output of A and tau (zero gradient) as PyTorch's; the
+        # empty product and sum add exact zeros whatever A holds
+        Q = Q + A.narrow(-1, 0, 0) @ _C.zeros(*A.shape[:-2], 0, n, dtype=A.dtype)
+        Q = Q + _C.sum(tau, [-1], True).unsqueeze(-1)
+    for i in reversed(range(k)):  # Q = H_i Q, the last reflector first
+        v = V.narrow(-1, i, 1)
+        vh = _C.conj(_mT(v)) if A.dtype in _COMPLEX else _mT(v)
+        Q = Q - tau.narrow(-1, i, 1).unsqueeze(-1) * (v @ (vh @ Q))
+    return _copy_out(Q, out, op)
 
 
 # ---- torch.* spellings (exported at flambeau's top level by flambeau_core/__init__.py) ----

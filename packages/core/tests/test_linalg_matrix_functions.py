@@ -195,3 +195,42 @@ def test_matrix_exp_single_precision_keeps_small_entries_of_a_large_result():
     Ec = to_numpy(LA.matrix_exp(fct(a.astype(np.complex64))))
     assert Ec.dtype == np.complex64
     np.testing.assert_allclose(Ec, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("shape", "k"), [((4, 3), 2), ((2, 5, 3), 3), ((3, 3), 0), ((2, 1, 4, 4), 4), ((1, 1), 1)])
+def test_householder_product_matches_torch(dtype, shape, k):
+    a = rand(shape, dtype, 24)
+    tau = rand((*shape[:-2], k), dtype, 25)
+    Q = LA.householder_product(fct(a), fct(tau).reshape(*tau.shape))
+    close(Q, torch.linalg.householder_product(th(a), th(tau)), dtype)
+
+
+def test_householder_product_of_geqrf_reflectors_is_qr_q():
+    # the reflectors LAPACK's geqrf returns give back the Q of the QR factorization
+    a = rand((6, 4), np.float64, 26)
+    refl, tau = torch.geqrf(th(a))
+    Q = LA.householder_product(fct(refl.numpy()), fct(tau.numpy()))
+    close(Q, torch.linalg.qr(th(a)).Q, np.float64)
+
+
+def test_householder_product_out_and_errors():
+    a, tau = rand((4, 3), np.float64, 27), rand((2,), np.float64, 28)
+    out = fc.empty(0, dtype=fc.float64)
+    assert LA.householder_product(fct(a), fct(tau), out=out) is out
+    close(out, torch.linalg.householder_product(th(a), th(tau)), np.float64)
+    H = LA.householder_product
+    with pytest.raises(fc.FlambeauError, match=r"^linalg.householder_product: input must have at least 2 dim"):
+        H(fc.ones(3), fc.ones(1))
+    with pytest.raises(fc.FlambeauError, match=r"input.shape\[-2\] must be greater than or equal to input.shape\[-1\]"):
+        H(fc.ones(3, 4), fc.ones(2))
+    with pytest.raises(fc.FlambeauError, match=r"input.shape\[-1\] must be greater than or equal to tau.shape\[-1\]"):
+        H(fc.ones(4, 3), fc.ones(4))
+    with pytest.raises(fc.FlambeauError, match="Expected tau to have one dimension less than input"):
+        H(fc.ones(4, 3), fc.ones(2, 2))
+    with pytest.raises(fc.FlambeauError, match=r"Expected batch dimensions of tau to be equal to input.shape\[:-2\]"):
+        H(fc.ones(2, 4, 3), fc.ones(3, 2))
+    with pytest.raises(TypeError, match="tau dtype .* does not match input dtype"):
+        H(fc.ones(4, 3), fc.ones(2, dtype=fc.float64))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        H(fc.ones(4, 3, dtype=fc.int32), fc.ones(2, dtype=fc.int32))
