@@ -117,6 +117,9 @@ _nonzero_static.install()  # nonzero_static
 from flambeau_core import _lowrank  # noqa: E402,I001
 
 _lowrank.install()  # svd_lowrank, pca_lowrank
+from flambeau_core import _igamma  # noqa: E402,I001
+
+_igamma.install()  # igamma, igammac (special.gammainc/gammaincc below)
 
 from flambeau_core import _protocols  # noqa: E402,I001
 
