@@ -10,8 +10,8 @@ blocks grows like sqrt(a) near x = a, not with the number of elements. PyTorch (
 uniform asymptotic expansion there for a > 20, which is off by about 2e-9 relative (against mpmath); this
 agrees with mpmath to 1e-13 for a < 200 and 2e-11 at a = 1e4 (the prefactor exp(a log x - x - lgamma(a))
 loses about a * 1e-16 to rounding). Q for a below about 1e-6 with x <= 1 is 1 - P and loses digits
-(PyTorch's too, less so). Not differentiable, as in
-PyTorch (whose derivative in x alone exists; in a it does not).
+(PyTorch's too, less so). Autograd differentiates the composition: in x as PyTorch's formula, in a too
+(which PyTorch does not implement).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def igamma(input: _C.Tensor, other: _C.Tensor, *, out: _C.Tensor | None = None) 
 
     The regularized lower incomplete gamma function ``P(a, x) = 1 / Gamma(a) * integral_0^x t^(a-1) e^-t dt``
     with ``a = input`` and ``x = other`` (broadcast; floating point, the promoted dtype), also
-    ``special.gammainc``. ``NaN`` where ``a`` or ``x`` is negative. Not differentiable.
+    ``special.gammainc``. ``NaN`` where ``a`` or ``x`` is negative. Differentiable in both (PyTorch: in ``x`` only).
 
     Example:
         >>> import flambeau_core as fc
@@ -132,7 +132,7 @@ def igammac(input: _C.Tensor, other: _C.Tensor, *, out: _C.Tensor | None = None)
 
     The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)`` (see :func:`igamma`) with
     ``a = input`` and ``x = other``, also ``special.gammaincc``; computed directly where it is small, not as
-    ``1 - P``. Not differentiable.
+    ``1 - P``. Differentiable in both (PyTorch: in ``x`` only).
 
     Example:
         >>> import flambeau_core as fc
