@@ -23,7 +23,7 @@ def nonzero_static(input: _C.Tensor, *, size: int, fill_value: int = -1) -> _C.T
     check_int("nonzero_static", fill_value, "fill_value")
     if size < 0:
         raise _C.FlambeauError(f"[nonzero_static] 'size' must be an non-negative integer, got {size}")
-    found = _C._nonzero(input)
+    found = _C._nonzero(input if input.dtype == _C.bool else input != 0)  # != 0: every dtype, float16 too
     if found.shape[0] >= size:
         return found[:size]
     padding = _C.full((size - found.shape[0], input.dim()), fill_value, dtype=_C.int64, device=input.device)

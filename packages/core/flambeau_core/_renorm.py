@@ -45,6 +45,12 @@ def renorm(input: _C.Tensor, p: float, dim: int, maxnorm: float) -> _C.Tensor:  
             f"but got {dim})"
         )
     dim %= input.dim()
+    if input.dtype in (_C.float16, _C.bfloat16):  # the norms in float32, as PyTorch accumulates them
+        return _scaled(input.float(), p, dim, maxnorm).to(input.dtype)
+    return _scaled(input, p, dim, maxnorm)
+
+
+def _scaled(input: _C.Tensor, p: float, dim: int, maxnorm: float) -> _C.Tensor:  # noqa: A002
     others = [d for d in range(input.dim()) if d != dim]
     from flambeau_core import linalg  # imported after this module by flambeau_core's __init__
 

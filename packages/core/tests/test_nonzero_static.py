@@ -26,6 +26,13 @@ def test_nonzero_static_matches_torch(shape, size, fill_value):
         np.testing.assert_array_equal(to_numpy(got).reshape(expected.shape), expected.numpy())
 
 
+def test_nonzero_static_of_every_dtype():
+    a = np.array([[0, 1.5], [0, -2]])
+    for dtype in (fc.float16, fc.bfloat16, fc.int8, fc.bool):
+        got = fc.nonzero_static(fc.tensor(a).to(dtype), size=3, fill_value=9)
+        assert got.tolist() == [[0, 1], [1, 1], [9, 9]]
+
+
 def test_nonzero_static_errors():
     with pytest.raises(fc.FlambeauError, match=r"\[nonzero_static\] 'size' must be an non-negative integer"):
         fc.nonzero_static(fc.ones(3), size=-1)
