@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flambeau_core import _C
-from flambeau_core._composing import is_int
+from flambeau_core._composing import call_as, is_int
 
 
 def empty_permuted(
@@ -50,7 +50,7 @@ def empty_permuted(
     physical = _C.empty([size[d] for d in physical_layout], dtype=dtype, device=device)
     result = physical.permute([list(physical_layout).index(d) for d in range(n)])
     if pin_memory:
-        result = result.pin_memory()
+        result = call_as("empty_permuted", result.pin_memory)  # its errors (no device to pin for) worded for us
     return result.requires_grad_() if requires_grad else result
 
 
