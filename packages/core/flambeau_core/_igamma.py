@@ -1,17 +1,17 @@
 """``igamma`` / ``igammac`` (``special.gammainc`` / ``gammaincc``): the regularized incomplete gamma functions.
 
 Note [Incomplete gamma by series and continued fraction]: P(a, x) = gamma(a, x) / Gamma(a) comes from its
-power series, sum_n x^n / ((a + 1) ... (a + n)) times x^a e^-x / Gamma(a + 1), where x <= max(a, 1): the
-terms shrink from the first; Q(a, x) = 1 - P comes from its continued fraction (Legendre's, evaluated by
-the modified Lentz method) where x > max(a, 1), where it converges fast. Each side is computed over the
-whole tensor in float64 (placeholder values stand in for the elements of the other side), a block of
-iterations at a time, until every element's last update is below float64's resolution: the number of
-blocks grows like sqrt(a) near x = a, not with the number of elements. PyTorch (Cephes) switches to Temme's
-uniform asymptotic expansion there for a > 20, which is off by about 2e-9 relative (against mpmath); this
-agrees with mpmath to 1e-13 for a < 200 and 2e-11 at a = 1e4 (the prefactor exp(a log x - x - lgamma(a))
-loses about a * 1e-16 to rounding). Q for a below about 1e-6 with x <= 1 is 1 - P and loses digits
-(PyTorch's too, less so). Autograd differentiates the composition: in x as PyTorch's formula, in a too
-(which PyTorch does not implement).
+power series, sum_n x^n / ((a + 1) ... (a + n)) times x^a e^-x / Gamma(a + 1), where x <= max(a, 1): the terms
+shrink from the first; Q(a, x) = 1 - P comes from its continued fraction (Legendre's, evaluated by the
+modified Lentz method) where x > max(a, 1), where it converges fast. Each side is computed over the whole
+tensor in float64 (placeholder values stand in for the elements of the other side), a block of iterations at a
+time, until every element's last update is below float64's resolution: the number of blocks grows like sqrt(a)
+near x = a, not with the number of elements. PyTorch (Cephes) switches to Temme's uniform asymptotic expansion
+there for a > 20, which is off by about 2e-9 relative (against mpmath); this agrees with mpmath to 1e-13 for a
+< 200 and 2e-11 at a = 1e4 (the prefactor exp(a log x - x - lgamma(a)) loses about a * 1e-16 to rounding).
+Where P is near 1 (a < 0.5, x <= 1.1), Q has a series of its own with log Gamma(1 + a) by its Taylor series at
+small a, so Q keeps its digits for tiny a (PyTorch's loses some). Autograd differentiates the composition: in
+x as PyTorch's formula, in a too (which PyTorch does not implement).
 """
 
 from __future__ import annotations
@@ -58,6 +58,37 @@ def _lower_series(a: _C.Tensor, x: _C.Tensor) -> _C.Tensor:
     return _C.exp(log_prefactor) * total
 
 
+def _log_gamma_1p(a: _C.Tensor) -> _C.Tensor:
+    """log Gamma(1 + a) to full relative precision for small a too (lgamma(1 + a) rounds 1 + a)."""
+    from flambeau_core import special
+
+    # Taylor series at 1: -euler * a + sum_k (-1)^k zeta(k) / k * a^k, for |a| < 0.01 exact in 10 terms.
+    ks = _C.arange(2, 12, dtype=_C.float64, device=a.device)
+    coefficients = special.zeta(ks, _C.ones_like(ks)) / ks * _C.where(ks % 2 == 0, 1.0, -1.0)
+    small = a.abs() < 0.01
+    s = _C.where(small, a, _C.zeros_like(a))
+    series = _C.zeros_like(a)
+    for k in range(11, 1, -1):  # Horner, from the highest power
+        series = (series + coefficients[k - 2]) * s
+    series = (series - 0.57721566490153286061) * s
+    return _C.where(small, series, _C.lgamma(1 + a))
+
+
+def _upper_small_x(a: _C.Tensor, x: _C.Tensor) -> _C.Tensor:
+    """Q(a, x) for x <= 1.1 without forming 1 - P (which loses Q's digits when a is small and P near 1).
+
+    P = x^a / Gamma(a + 1) * (1 + a * sum_{n>=1} (-x)^n / (n! (a + n))), so
+    Q = -expm1(a log x - log Gamma(1 + a)) - x^a / Gamma(a + 1) * a * sum; 25 terms reach x^25 / 25! < 1e-25.
+    """
+    log_prefactor = a * _C.log(x) - _log_gamma_1p(a)
+    term = _C.ones_like(x)
+    total = _C.zeros_like(x)
+    for n in range(1, 26):
+        term = term * (-x) / n
+        total = total + term / (a + n)
+    return -_C.expm1(log_prefactor) - _C.exp(log_prefactor) * a * total
+
+
 def _upper_fraction(a: _C.Tensor, x: _C.Tensor) -> _C.Tensor:
     """Q(a, x) by its continued fraction (every element: x > max(a, 1))."""
     b = x + 1 - a
@@ -99,6 +130,10 @@ def _regularized(a: _C.Tensor, x: _C.Tensor, upper: bool) -> _C.Tensor:
         )
     # Each side's own function directly: 1 - (1 - Q) would lose Q's small values.
     result = _C.where(by_series, 1 - series, fraction) if upper else _C.where(by_series, series, 1 - fraction)
+    near_one = by_series & (x <= 1.1) & (a < 0.5)  # P near 1: Q by its own series
+    if upper and bool(near_one.any()):
+        q = _upper_small_x(_C.where(near_one, a, _C.full_like(a, 0.25)), _C.where(near_one, x, _C.full_like(x, 0.5)))
+        result = _C.where(near_one, q, result)
     # Edges (Cephes'): P = 1 where x = inf or (a = 0 < x); P = 0 where x = 0 < a or (a = inf, x finite);
     # NaN for negative or NaN arguments, a = x = 0 and a = x = inf.
     one_p = (_C.isinf(x) & (a < float("inf"))) | ((a == 0) & (x > 0))
