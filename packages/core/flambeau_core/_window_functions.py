@@ -61,7 +61,7 @@ def hann_window(
     pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Hann window, :math:`w_n = \sin^2(\pi n / N)`, ``N = window_length`` when ``periodic`` (the
+    r"""The Hann window, ``w_n = sin^2(pi n / N)``, ``N = window_length`` when ``periodic`` (the
     default) else ``window_length - 1``. Same as ``flambeau.signal.windows.hann(window_length, sym=not periodic)``.
 
     Example:
@@ -85,7 +85,7 @@ def hamming_window(
     pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Hamming window, :math:`w_n = \alpha - \beta \cos(2 \pi n / N)`, ``N = window_length`` when
+    r"""The Hamming window, ``w_n = alpha - beta cos(2 pi n / N)``, ``N = window_length`` when
     ``periodic`` (the default) else ``window_length - 1``.
 
     Example:
@@ -107,7 +107,7 @@ def blackman_window(
     pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Blackman window, :math:`w_n = 0.42 - 0.5 \cos(2 \pi n / N) + 0.08 \cos(4 \pi n / N)`,
+    r"""The Blackman window, ``w_n = 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)``,
     ``N = window_length`` when ``periodic`` (the default) else ``window_length - 1``.
 
     Example:
@@ -129,7 +129,7 @@ def bartlett_window(
     pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Bartlett (triangular) window, :math:`w_n = 1 - |2n / N - 1|`, ``N = window_length`` when
+    r"""The Bartlett (triangular) window, ``w_n = 1 - |2n / N - 1|``, ``N = window_length`` when
     ``periodic`` (the default) else ``window_length - 1``.
 
     Example:
@@ -151,9 +151,9 @@ def kaiser_window(
     pin_memory: bool = False,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Kaiser window, :math:`w_n = I_0(\beta \sqrt{1 - (2n/N - 1)^2}) / I_0(\beta)`,
+    r"""The Kaiser window, ``w_n = I_0(beta sqrt(1 - (2n/N - 1)^2)) / I_0(beta)``,
     ``N = window_length`` when ``periodic`` (the default) else ``window_length - 1``. A negative ``beta``
-    gives the window of ``|beta|`` (:math:`I_0` is even), as PyTorch's.
+    gives the window of ``|beta|`` (``I_0`` is even), as PyTorch's.
 
     Example:
         >>> import flambeau_core as fc

@@ -87,7 +87,7 @@ REFUSES_COMPLEX = "complex kernel not written yet (flambeau refuses with TypeErr
 KNOWN = {
     **{
         (op, "bool"): ACCEPTS_MORE
-        for op in ("median", "nanmedian", "pow", "searchsorted", "tensordot", "trace", "inner", "positive", "topk")
+        for op in ("median", "nanmedian", "pow", "searchsorted", "tensordot", "trace", "inner", "topk")
     },
     **{(op, "bool"): ACCEPTS_MORE + " (a bool matrix product: any-of-and, as NumPy)" for op in ("mm", "matmul")},
     **{("logaddexp", dt): ACCEPTS_MORE for dt in ("bool", "uint8", "int32", "int64")},

@@ -46,6 +46,8 @@ CASES = {
     "xlogy": lambda t: (t(X), t(P.repeat(2)[:8] + 0.5)),
     "xlog1py": lambda t: (t(X), t(P.repeat(2)[:8])),
     "zeta": lambda t: (t(np.abs(X) + 1.5), t(P.repeat(2)[:8] + 0.2)),
+    "gammainc": lambda t: (t(np.abs(X) + 0.25), t(np.abs(X[::-1]))),
+    "gammaincc": lambda t: (t(np.abs(X) + 0.25), t(np.abs(X[::-1]))),
     "logsumexp": lambda t: (t(X.reshape(2, 4)), 1),
     "softmax": lambda t: (t(X.reshape(2, 4)), 0),
     "log_softmax": lambda t: (t(X.reshape(2, 4)), -1),

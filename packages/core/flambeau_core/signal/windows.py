@@ -138,7 +138,7 @@ def exponential(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The exponential (Poisson) window, :math:`w_n = \exp(-|n - c| / \tau)` with ``c`` the ``center``
+    r"""The exponential (Poisson) window, ``w_n = exp(-|n - c| / tau)`` with ``c`` the ``center``
     (default: the middle of the window; only a periodic window, ``sym=False``, may set it).
 
     Raises ValueError (FlambeauError) for a negative ``M`` or ``tau <= 0``, or a ``center`` with ``sym=True``.
@@ -171,7 +171,7 @@ def cosine(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The cosine (sine) window, :math:`w_n = \sin(\pi (n + 0.5) / M)`: it starts and ends above zero.
+    r"""The cosine (sine) window, ``w_n = sin(pi (n + 0.5) / M)``: it starts and ends above zero.
 
     Example:
         >>> import flambeau_core as fc
@@ -195,8 +195,8 @@ def gaussian(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Gaussian window, :math:`w_n = \exp(-(n - c)^2 / (2 \sigma^2))` with ``c`` the middle of the
-    window and :math:`\sigma` = ``std``, which must be positive (ValueError otherwise).
+    r"""The Gaussian window, ``w_n = exp(-(n - c)^2 / (2 sigma^2))`` with ``c`` the middle of the
+    window and ``sigma`` = ``std``, which must be positive (ValueError otherwise).
 
     Example:
         >>> import flambeau_core as fc
@@ -226,8 +226,8 @@ def kaiser(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Kaiser window, :math:`w_n = I_0(\beta \sqrt{1 - (2n/N - 1)^2}) / I_0(\beta)` with ``N = M - 1``
-    (``sym=True``) or ``M``, and :math:`I_0` the modified Bessel function :func:`flambeau.special.i0`.
+    r"""The Kaiser window, ``w_n = I_0(beta sqrt(1 - (2n/N - 1)^2)) / I_0(beta)`` with ``N = M - 1``
+    (``sym=True``) or ``M``, and ``I_0`` the modified Bessel function :func:`flambeau.special.i0`.
     ``beta`` must be non-negative (ValueError otherwise).
 
     Example:
@@ -255,7 +255,7 @@ def general_cosine(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The generalized cosine window, :math:`w_n = \sum_i (-1)^i a_i \cos(2 \pi i n / N)` with ``N = M - 1``
+    r"""The generalized cosine window, ``w_n = sum_i (-1)^i a_i cos(2 pi i n / N)`` with ``N = M - 1``
     (``sym=True``) or ``M``. ``a`` is the sequence of coefficients (TypeError if it is not one, ValueError
     if it is empty); Hann, Hamming, Blackman and Nuttall are instances.
 
@@ -290,7 +290,7 @@ def general_hamming(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The generalized Hamming window, :math:`w_n = \alpha - (1 - \alpha) \cos(2 \pi n / N)` with
+    r"""The generalized Hamming window, ``w_n = alpha - (1 - alpha) cos(2 pi n / N)`` with
     ``N = M - 1`` (``sym=True``) or ``M``: ``alpha=0.5`` is the Hann window, 0.54 the Hamming window.
 
     Example:
@@ -311,7 +311,7 @@ def hamming(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Hamming window, :math:`w_n = 0.54 - 0.46 \cos(2 \pi n / N)` with ``N = M - 1`` (``sym=True``) or ``M``.
+    r"""The Hamming window, ``w_n = 0.54 - 0.46 cos(2 pi n / N)`` with ``N = M - 1`` (``sym=True``) or ``M``.
 
     Example:
         >>> import flambeau_core as fc
@@ -330,7 +330,7 @@ def hann(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Hann window, :math:`w_n = \sin^2(\pi n / N)` with ``N = M - 1`` (``sym=True``) or ``M``.
+    r"""The Hann window, ``w_n = sin^2(pi n / N)`` with ``N = M - 1`` (``sym=True``) or ``M``.
 
     Example:
         >>> import flambeau_core as fc
@@ -349,7 +349,7 @@ def blackman(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Blackman window, :math:`w_n = 0.42 - 0.5 \cos(2 \pi n / N) + 0.08 \cos(4 \pi n / N)` with
+    r"""The Blackman window, ``w_n = 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)`` with
     ``N = M - 1`` (``sym=True``) or ``M``.
 
     Example:
@@ -389,7 +389,7 @@ def bartlett(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    r"""The Bartlett (triangular) window, :math:`w_n = 1 - |2n / N - 1|` with ``N = M - 1`` (``sym=True``) or ``M``.
+    r"""The Bartlett (triangular) window, ``w_n = 1 - |2n / N - 1|`` with ``N = M - 1`` (``sym=True``) or ``M``.
 
     Example:
         >>> import flambeau_core as fc
