@@ -17,8 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import math
-
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
@@ -41,37 +39,6 @@ def _eye_like(x: Tensor, n: int, k: int | None = None) -> Tensor:
     k = n if k is None else k
     eye = (fc.arange(n).unsqueeze(1) == fc.arange(k).unsqueeze(0)).to(x.dtype)
     return eye.expand(tuple(x.shape[:-2]) + (n, k))
-
-
-def _matrix_exp(a: Tensor) -> Tensor:
-    """``exp(a)`` of square matrices by scaling and squaring a degree-18 Taylor polynomial (differentiable)."""
-    n = a.shape[-1]
-    with fa.no_grad():
-        norm = float(a.abs().sum(-2).amax().item()) if a.numel() else 0.0
-    # Scale to a 1-norm of at most 1/2: the Taylor remainder 0.5**19 / 19! is far below float64's epsilon.
-    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
-    x = a / (2.0**squarings)
-    eye = _eye_like(a, n)
-    result = eye
-    for degree in range(18, 0, -1):
-        result = eye + (x @ result) / degree
-    for _ in range(squarings):
-        result = result @ result
-    return result
-
-
-def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
-    """The first ``k`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^T`` (``torch.linalg.householder_product``).
-
-    ``v_i`` is column ``i`` of ``a`` below the diagonal, with an implicit 1 on it.
-    """
-    n, k = a.shape[-2], tau.shape[-1]
-    rows = fc.arange(n)
-    q = _eye_like(a, n, k)
-    for i in range(k - 1, -1, -1):
-        v = fc.where(rows > i, a[..., :, i], (rows == i).to(a.dtype))
-        q = q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * (v.unsqueeze(-2) @ q)
-    return q
 
 
 def _geqrf(a: Tensor) -> tuple[Tensor, Tensor]:
@@ -132,7 +99,7 @@ class _Orthogonal(Module):
                 x = fc.cat([x, fc.zeros(tuple(x.shape[:-2]) + (n, n - k), dtype=x.dtype)], -1)
             a = x - x.transpose(-2, -1)
             if self.orthogonal_map == "matrix_exp":
-                q = _matrix_exp(a)
+                q = fc.linalg.matrix_exp(a)
             else:
                 eye = _eye_like(a, n)
                 q = fc.linalg.solve(eye - 0.5 * a, eye + 0.5 * a)
@@ -141,7 +108,7 @@ class _Orthogonal(Module):
         else:
             a = x.tril(-1)
             tau = 2.0 / (1.0 + (a * a).sum(-2))
-            q = _householder_product(a, tau)
+            q = fc.linalg.householder_product(a, tau)
             q = q * x.diagonal(0, -2, -1).to(fc.int64).to(x.dtype).unsqueeze(-2)
         if "base" in self._buffers:
             q = self.base @ q
