@@ -1,0 +1,232 @@
+"""Capturing one call of a function: run it eagerly under core's op recorder and build its graph, or a break.
+
+The run is the user's own call (its result is returned as is), so a capture never changes what the
+program computes; whether the graph can serve later calls is decided after it (Note [Captured graph]).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import _C
+
+from ._graph import Graph, GraphBreak, build_graph, tensors_in
+
+Tensor = fc.Tensor
+
+_local = threading.local()  # .capture: the _Capture running on this thread, if any
+
+
+def current() -> _Capture | None:
+    return getattr(_local, "capture", None)
+
+
+# --------------------------------------------------------------------------- reads the recorder does not see
+# Tensor methods that hand values to Python without a recorded op; wrapped only while some thread captures.
+_READ_METHODS = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
+_watch_lock = threading.Lock()
+_watch_count = 0
+_originals: dict[str, Any] = {}
+
+
+def _reading(name: str, original: Any) -> Callable[..., Any]:
+    def read(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        cap = current()
+        if cap is not None and cap.breaks is None:
+            cap.breaks = f"the function reads a tensor's values into Python (Tensor.{name})"
+        return original(self, *args, **kwargs)
+
+    read.__name__ = name
+    read.__doc__ = getattr(original, "__doc__", None)
+    return read
+
+
+def _watch_reads(on: bool) -> None:
+    global _watch_count
+    with _watch_lock:
+        if on:
+            _watch_count += 1
+            if _watch_count == 1:
+                for name in _READ_METHODS:
+                    _originals[name] = Tensor.__dict__[name]
+                    setattr(Tensor, name, _reading(name, _originals[name]))
+        else:
+            _watch_count -= 1
+            if _watch_count == 0:
+                for name, original in _originals.items():
+                    setattr(Tensor, name, original)
+                _originals.clear()
+
+
+# --------------------------------------------------------------------------- what the function can reach
+def modules_of(fn: Any) -> list[Any]:
+    """The nn.Modules a function reaches directly: itself, its ``self``, closure cells, globals it names, defaults."""
+    from flambeau_nn import Module
+
+    found: list[Any] = []
+    for obj in _reachable(fn):
+        if isinstance(obj, Module):
+            found.extend(m for m in obj.modules() if all(m is not f for f in found))
+    return found
+
+
+def _reachable(fn: Any) -> Iterable[Any]:
+    yield fn
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        yield owner
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    globs = getattr(func, "__globals__", None)
+    if code is not None and globs is not None:
+        for name in code.co_names:
+            if name in globs:
+                yield globs[name]
+    yield from getattr(func, "__defaults__", None) or ()
+
+
+def long_lived_tensors(fn: Any, modules: list[Any]) -> dict[int, Tensor]:
+    """Tensors that exist before the call and after it: parameters, buffers, tensor attributes, optimizer state."""
+    out: dict[int, Tensor] = {}
+    for m in modules:
+        for v in m.__dict__.values():
+            if isinstance(v, Tensor):
+                out[id(v)] = v
+        for d in (m._parameters, m._buffers):
+            for v in d.values():
+                if v is not None:
+                    out[id(v)] = v
+    for obj in _reachable(fn):
+        if isinstance(obj, Tensor):
+            out[id(obj)] = obj
+        elif hasattr(obj, "param_groups") and hasattr(obj, "state"):  # an optimizer
+            for t in tensors_in([g["params"] for g in obj.param_groups]):
+                out[id(t)] = t
+    return out
+
+
+# --------------------------------------------------------------------------- the capture
+@dataclass
+class CaptureResult:
+    """One captured call: the eager result, and the graph or the reason there is none."""
+
+    result: Any
+    graph: Graph | None
+    reason: str | None
+
+
+class _Capture:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool]] = []
+        self.breaks: str | None = None
+        self.leaves: dict[int, tuple[Tensor, int, int]] = {}  # id -> (leaf, id of its .grad, its version)
+        self.outer: Any = None
+
+    def see_leaf(self, t: Tensor) -> None:
+        if id(t) not in self.leaves and t.requires_grad and t.grad_fn is None:
+            g = t.grad
+            self.leaves[id(t)] = (t, id(g), -1 if g is None else g._version)
+
+    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
+        self.calls.append((name, args, kwargs or {}, result, fc.is_grad_enabled()))
+        for t in tensors_in(args):
+            if t.requires_grad and t.grad_fn is None:
+                self.see_leaf(t)
+        if self.outer is not None:  # an enclosing recorder (fb.onnx.export of a compiled model) sees the op too
+            self.outer(name, args, kwargs, result)
+
+    def backward_ran(self) -> bool:
+        for t, grad_id, version in self.leaves.values():
+            g = t.grad
+            if id(g) != grad_id or (g is not None and g._version != version):
+                return True
+        return False
+
+
+def _rng_state() -> Any:
+    return fc.get_rng_state() if hasattr(fc, "get_rng_state") else None
+
+
+def capture(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    inputs: list[Tensor],
+    long_lived: dict[int, Tensor],
+    still_valid: Callable[[], bool],
+) -> CaptureResult:
+    """Runs ``fn(*args, **kwargs)`` once under the op recorder; the graph of the run, or why there is none.
+
+    ``still_valid()`` says whether the module state the guards hold is unchanged by the run.
+    """
+    cap = _Capture()
+    for t in list(inputs) + list(long_lived.values()):
+        cap.see_leaf(t)
+    before = [(t.requires_grad, t._storage_ptr) for t in inputs]
+    grad_before = fc.is_grad_enabled()
+    rng_before = _rng_state()
+    outer = _C._op_recorder()
+    cap.outer = outer
+    prev_capture = current()
+    _local.capture = cap
+    _watch_reads(True)
+    _C._set_op_recorder(cap.record)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        _C._set_op_recorder(None)  # what the capture computes below is not the program's: no recorder sees it
+        _watch_reads(False)
+        _local.capture = prev_capture
+    try:
+        reason = cap.breaks or _side_effects(cap, inputs, before, grad_before, still_valid)
+        graph = None
+        if reason is None:
+            rng_after = _rng_state()
+            advanced = rng_before is not None and not bool((rng_before == rng_after).all())
+            grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
+            graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
+    except GraphBreak as e:
+        reason, graph = str(e), None
+    except Exception as e:  # a gap of the capture, never the user's: their run already succeeded
+        reason, graph = f"the capture failed ({type(e).__name__}: {e})", None
+    finally:
+        _C._set_op_recorder(outer)
+    return CaptureResult(result, graph, reason)
+
+
+def _side_effects(
+    cap: _Capture,
+    inputs: list[Tensor],
+    before: list[tuple[bool, int]],
+    grad_before: bool,
+    still_valid: Callable[[], bool],
+) -> str | None:
+    """What the run did that a replay of its recorded ops would not do again."""
+    if cap.backward_ran():
+        return "the function runs autograd (backward() or a .grad change), which the op recorder does not record"
+    if fc.is_grad_enabled() != grad_before:
+        return "the function changes the grad mode without restoring it"
+    for i, (t, (rg, ptr)) in enumerate(zip(inputs, before, strict=True)):
+        if t.requires_grad != rg:
+            return f"the function changes requires_grad of input tensor {i}"
+        if t._storage_ptr != ptr:
+            return f"the function replaces the memory of input tensor {i} (.data = or set_)"
+    if not still_valid():
+        return "the function changes a module's attributes (training mode, parameters, submodules or settings)"
+    return None
+
+
+def graph_break(reason: str) -> None:
+    """Marks the capture running on this thread, if any, as not replayable for ``reason``."""
+    cap = current()
+    if cap is not None and cap.breaks is None:
+        cap.breaks = reason

@@ -1,0 +1,220 @@
+"""A compiled callable: guards, the cache of captured graphs, replay, and the eager fallback.
+
+Note [Compile guards]
+A call is served by a cached entry when it has the entry's *signature* and the entry's module state:
+
+* signature (a dict key, so the lookup is one hash): for each tensor in the arguments (walked through
+  tuples, lists and dicts) its shape, dtype, device, requires_grad and strides; every other argument's
+  type and value (an object that is not a plain value by identity); and the grad mode;
+* module state (checked per entry): for every module the function reaches (the compiled module and its
+  submodules, or the modules a function's ``self``, closure, globals and defaults hold), its plain
+  attributes (``training``, ``p``, ``eps``, ...), its hook dicts, and the identity of its parameters,
+  buffers, submodules and other attributes.
+
+A miss captures again (a new entry), up to ``config.recompile_limit`` entries per compiled callable; past
+it, new signatures run eagerly. An entry whose capture broke runs eagerly for its signature.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import flambeau_core as fc
+
+from . import _capture
+from ._graph import Graph
+from ._replay import Program
+
+Tensor = fc.Tensor
+
+
+class _Config:
+    """``fb.compiler.config``: ``recompile_limit`` (torch._dynamo.config's, default 8)."""
+
+    recompile_limit: int = 8
+
+
+config = _Config()
+
+_SIMPLE = (bool, int, float, str, type(None), tuple, fc.dtype, fc.device)
+_compiled: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
+
+
+class Unsupported(RuntimeError):
+    """A graph break under ``fullgraph=True`` (torch._dynamo.exc.Unsupported): the message says why.
+
+    Example:
+        >>> import flambeau as fb
+        >>> issubclass(fb.compiler.Unsupported, RuntimeError)
+        True
+    """
+
+
+Unsupported.__module__ = "flambeau.compiler"
+
+
+class _Unguardable(Exception):  # noqa: N818 (internal signal)
+    pass
+
+
+def _signature(obj: Any, tensors: list[Tensor]) -> Any:
+    """Note [Compile guards]: the hashable key of an argument; collects its tensors in order."""
+    if isinstance(obj, Tensor):
+        tensors.append(obj)
+        return (obj.shape, obj.dtype, obj.device, obj.requires_grad, obj.stride())
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(_signature(x, tensors) for x in obj))
+    if t is dict:
+        return (t, tuple((k, _signature(v, tensors)) for k, v in obj.items()))
+    if isinstance(obj, _SIMPLE) and not isinstance(obj, tuple):
+        return (t, obj)
+    if isinstance(obj, tuple):  # a named tuple
+        return (t, tuple(_signature(x, tensors) for x in obj))
+    if callable(obj) or isinstance(obj, (type, fc.Generator)) or hasattr(obj, "__dict__"):
+        return (t, id(obj))
+    try:
+        hash(obj)
+    except TypeError:
+        raise _Unguardable(f"an argument of type {t.__name__} cannot be guarded") from None
+    return (t, obj)
+
+
+class ModuleState:
+    """The module state an entry was captured under (Note [Compile guards]); ``holds()`` checks it.
+
+    The check is generated as one straight-line Python function (a comparison per attribute, parameter,
+    buffer and submodule), since it runs on every call.
+    """
+
+    __slots__ = ("holds",)
+
+    def __init__(self, modules: list[Any]) -> None:
+        env: dict[str, Any] = {}
+        tests: list[str] = []
+
+        def const(v: Any) -> str:
+            name = f"c{len(env)}"
+            env[name] = v
+            return name
+
+        for m in modules:
+            d = const(m.__dict__)
+            for key, v in m.__dict__.items():
+                item = f"{d}[{key!r}]"
+                if key in ("_parameters", "_buffers", "_modules"):
+                    tests.append(f"len({item}) == {len(v)}")
+                    tests.extend(f"{item}[{k!r}] is {const(x)}" for k, x in v.items())
+                elif type(v).__name__ == "OrderedDict" and not v:  # a hook dict
+                    tests.append(f"not {item}")
+                elif isinstance(v, _SIMPLE) and type(v) is not tuple or (type(v) is tuple and _plain(v)):
+                    tests.append(f"{item} == {const(v)}")
+                else:
+                    tests.append(f"{item} is {const(v)}")
+            tests.append(f"len({d}) == {len(m.__dict__)}")
+        body = " and ".join(tests) or "True"
+        src = f"def holds():\n    try:\n        return bool({body})\n    except Exception:\n        return False\n"
+        exec(src, env)  # noqa: S102 (the guard is generated from the captured state, no user text)
+        self.holds: Callable[[], bool] = env["holds"]
+
+
+def _plain(t: tuple[Any, ...]) -> bool:
+    return all(type(x) in (bool, int, float, str, type(None)) or (type(x) is tuple and _plain(x)) for x in t)
+
+
+class _Entry:
+    __slots__ = ("state", "program", "graph", "reason")
+
+    def __init__(self, state: ModuleState, graph: Graph | None, reason: str | None, grad: bool) -> None:
+        self.state, self.graph, self.reason = state, graph, reason
+        self.program = Program(graph, grad) if graph is not None else None
+
+
+class CompiledFunction:
+    """``fb.compile(fn)``: calls ``fn`` through guarded, captured graphs (Note [Compile guards])."""
+
+    def __init__(
+        self, fn: Callable[..., Any], fullgraph: bool, recompile_limit: int | None, modules: list[Any] | None = None
+    ) -> None:
+        self._fn = fn
+        self._fullgraph = fullgraph
+        self._limit = recompile_limit
+        self._modules = modules
+        self._cache: dict[Any, list[_Entry]] = {}
+        self._count = 0
+        self._warned = False
+        functools.update_wrapper(self, fn, updated=())
+        _compiled.add(self)
+
+    def reset(self) -> None:
+        self._cache.clear()
+        self._count = 0
+        self._warned = False
+
+    def _reach(self) -> list[Any]:
+        return self._modules if self._modules is not None else _capture.modules_of(self._fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _capture.current() is not None or getattr(self._fn, "_flambeau_compiler_disabled", False):
+            return self._fn(*args, **kwargs)  # inside another capture: its recorder must see these ops
+        tensors: list[Tensor] = []
+        grad = fc.is_grad_enabled()
+        try:
+            key = (_signature(args, tensors), _signature(kwargs, tensors) if kwargs else None, grad)
+        except _Unguardable as e:
+            return self._broken(str(e), args, kwargs)
+        entries = self._cache.get(key)
+        if entries is not None:
+            for entry in entries:
+                if entry.state.holds():
+                    if entry.program is None:
+                        return self._fn(*args, **kwargs)
+                    return entry.program.run(tensors, grad)
+        limit = config.recompile_limit if self._limit is None else self._limit
+        if self._count >= limit:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"[compile] {getattr(self._fn, '__qualname__', self._fn)} reached the recompile limit ({limit}): "
+                    "calls with new shapes, dtypes or module state run eagerly (fb.compiler.config.recompile_limit)",
+                    stacklevel=2,
+                )
+            return self._fn(*args, **kwargs)
+        return self._capture(key, tensors, args, kwargs, grad)
+
+    def _broken(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._fullgraph:
+            raise Unsupported(f"[compile] fullgraph=True, but {reason}")
+        return self._fn(*args, **kwargs)
+
+    def _capture(
+        self, key: Any, tensors: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
+    ) -> Any:
+        modules = self._reach()
+        state = ModuleState(modules)
+        long_lived = _capture.long_lived_tensors(self._fn, modules)
+        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds)
+        if cap.reason is not None and self._fullgraph:
+            raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
+        self._count += 1
+        self._cache.setdefault(key, []).append(_Entry(ModuleState(modules), cap.graph, cap.reason, grad))
+        return cap.result
+
+    @property
+    def graphs(self) -> list[Graph]:
+        """The captured graphs (one per cached entry that replays)."""
+        return [e.graph for es in self._cache.values() for e in es if e.graph is not None]
+
+    @property
+    def break_reasons(self) -> list[str]:
+        """Why the entries that run eagerly could not be captured."""
+        return [e.reason for es in self._cache.values() for e in es if e.reason is not None]
+
+
+def reset_all() -> None:
+    for c in list(_compiled):
+        c.reset()

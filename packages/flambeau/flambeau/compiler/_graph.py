@@ -1,0 +1,269 @@
+"""The captured graph: what one eager run of a function did on tensors, as data a replayer or code generator walks.
+
+Note [Captured graph]
+A :class:`Graph` is the straight-line op sequence core's op recorder saw while the function ran once
+(Note [Op recorder] in ``packages/core/src/python/op_recorder.h``). Every tensor an op reads is one of:
+
+* ``Ref("input", i)``: the i-th tensor of the call's arguments (found by walking args and kwargs);
+* ``Ref("const", i)``: a tensor that outlives the call (a parameter, a buffer, a tensor attribute of a
+  module, or a constant fill made inside the function), held by identity, so the replay reads its
+  current values and in-place updates of it (running statistics) happen as in eager;
+* ``Ref("value", i)``: the i-th tensor produced by an earlier node (a node's result may hold several).
+
+Non-tensor arguments (ints from ``x.size(0)``, floats, dtypes) are plain constants: the guards fix every
+input's shape and every non-tensor argument, so they are the same on every call the graph serves. A tensor
+argument nested in a list or tuple (``cat([a, b])``) stays nested, with its leaves as :class:`Ref`.
+
+Anything the recorder cannot account for is a graph break (:func:`build_graph` returns the reason instead
+of a graph): a tensor of traced origin that no recorded op produced (an unreported view such as ``x.T``,
+``x.data``, ``x.detach()``), a value read into Python (``item``, ``bool``, ``tolist``, ``numpy``), a tensor
+made inside the function that is not a constant fill, mutation of such a tensor, a ``backward()`` inside the
+function (autograd is not recorded), random numbers drawn by an unrecorded factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import flambeau_core as fc
+
+Tensor = fc.Tensor
+
+
+class Ref(NamedTuple):
+    """A tensor of the graph: ``kind`` is ``"input"``, ``"const"`` or ``"value"``; ``index`` numbers it in its kind."""
+
+    kind: str
+    index: int
+
+
+@dataclass
+class Node:
+    """One recorded op call: ``target(*args, **kwargs)`` with :class:`Ref` leaves, run under ``grad_enabled``.
+
+    ``results`` lists where each tensor of the op's result lies (``()`` for the result itself, ``(0,)`` for
+    its first element, ...); the k-th entry becomes ``Ref("value", first_value + k)``.
+    """
+
+    name: str
+    target: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    first_value: int
+    results: list[tuple[int, ...]]
+
+
+@dataclass
+class Graph:
+    """What one run of a function did on tensors (Note [Captured graph]).
+
+    ``output`` is the function's result with each tensor replaced by its :class:`Ref`.
+    """
+
+    num_inputs: int
+    constants: list[Tensor] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    num_values: int = 0
+    output: Any = None
+
+    def op_names(self) -> list[str]:
+        return [node.name for node in self.nodes]
+
+    def __str__(self) -> str:
+        def show(a: Any) -> str:
+            if isinstance(a, Ref):
+                return f"%{a.kind[0]}{a.index}"
+            if isinstance(a, (list, tuple)):
+                return "[" + ", ".join(show(x) for x in a) + "]"
+            return repr(a)
+
+        lines = [f"graph({self.num_inputs} inputs, {len(self.constants)} constants):"]
+        for n in self.nodes:
+            outs = ", ".join(f"%v{n.first_value + k}" for k in range(len(n.results))) or "_"
+            args = [show(a) for a in n.args] + [f"{k}={show(v)}" for k, v in n.kwargs.items()]
+            lines.append(f"  {outs} = {n.name}({', '.join(args)})" + ("" if n.grad_enabled else "  # no_grad"))
+        lines.append(f"  return {show(self.output)}")
+        return "\n".join(lines)
+
+
+class GraphBreak(Exception):  # noqa: N818 (a signal, not an error: the function then runs eagerly)
+    """Raised while building a graph: the recorded run cannot be replayed; the message says why."""
+
+
+# A recorded op that hands a tensor's values to Python: the program may branch on them.
+READS = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__", "equal", "allclose"}
+# Ops whose result depends on the random generator: replaying them draws fresh numbers, as eager does.
+RANDOM_OPS = {
+    "native_dropout", "dropout", "dropout_", "alpha_dropout", "feature_alpha_dropout", "bernoulli", "bernoulli_",
+    "rand_like", "randn_like", "randint_like", "normal", "normal_", "uniform_", "random_", "exponential_",
+    "geometric_", "cauchy_", "log_normal_", "multinomial", "rrelu", "rrelu_", "randperm",
+}  # fmt: skip
+
+
+def _target(name: str, args: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """The callable that redoes a recorded call: the Tensor method (``self`` first) or the core function."""
+    if args and isinstance(args[0], Tensor):
+        method = getattr(Tensor, name, None)
+        if method is not None:
+            return method
+    fn = getattr(fc._C, name, None) or getattr(fc, name, None)
+    return fn if callable(fn) else None
+
+
+def tensors_in(obj: Any) -> list[Tensor]:
+    """The tensors in an argument structure (tuples, lists, dict values), in order."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in tensors_in(x)]
+    if isinstance(obj, dict):
+        return [t for x in obj.values() for t in tensors_in(x)]
+    return []
+
+
+def _result_paths(result: Any) -> list[tuple[int, ...]]:
+    if isinstance(result, Tensor):
+        return [()]
+    if isinstance(result, (list, tuple)):
+        return [(i, *p) for i, r in enumerate(result) for p in _result_paths(r)]
+    return []
+
+
+def _at(obj: Any, path: tuple[int, ...]) -> Any:
+    for i in path:
+        obj = obj[i]
+    return obj
+
+
+def _is_fill(t: Tensor) -> bool:
+    if t.numel() <= 1:
+        return True
+    flat = t.detach().reshape(-1)
+    return bool((flat == flat[0]).all())
+
+
+class _Builder:
+    """Maps the recorded calls' tensors to :class:`Ref` while walking them in order."""
+
+    def __init__(
+        self, inputs: list[Tensor], long_lived: dict[int, Tensor], rng_advanced: bool, grads: set[int]
+    ) -> None:
+        self.grads = grads  # ids of the leaves' .grad tensors: autograd replaces them, so never constants
+        self.graph = Graph(num_inputs=len(inputs))
+        self.refs: dict[int, Ref] = {}
+        self.const_index: dict[int, int] = {}
+        self.made_inside: set[int] = set()  # ids of constants made inside the function (fills)
+        self.long_lived = long_lived
+        self.rng_advanced = rng_advanced
+        self.traced_storages: set[int] = set()  # memory holding inputs and computed values
+        for i, t in enumerate(inputs):
+            self.refs.setdefault(id(t), Ref("input", i))
+            self._traced(t)
+
+    def _traced(self, t: Tensor) -> None:
+        ptr = t._storage_ptr
+        if ptr:  # empty tensors may share address 0
+            self.traced_storages.add(ptr)
+
+    def ref(self, t: Tensor, where: str) -> Ref:
+        r = self.refs.get(id(t))
+        if r is not None:
+            return r
+        if id(t) in self.long_lived or id(t) in self.const_index:
+            return self._constant(t)
+        if id(t) in self.grads:
+            raise GraphBreak(f"{where} uses a .grad tensor, which autograd (not recorded) makes or updates")
+        if t._storage_ptr and t._storage_ptr in self.traced_storages:
+            raise GraphBreak(
+                f"{where} uses a {tuple(t.shape)} tensor that shares memory with the inputs or computed values but "
+                "that no recorded op made (a view such as x.T, x.mT, x.data, x.detach(), narrow, select or unbind, "
+                "which the op recorder does not report)"
+            )
+        # Made inside the function by something the recorder does not see: a factory (fb.zeros), autograd
+        # (fb.autograd.grad, .grad), an extension op. Only a constant fill is surely the same on every call.
+        if t.requires_grad or t.grad_fn is not None:
+            raise GraphBreak(f"{where} uses a {tuple(t.shape)} tensor with autograd history that no recorded op made")
+        if t.numel() <= 1 and self.rng_advanced:
+            raise GraphBreak(
+                f"{where} uses a {tuple(t.shape)} tensor made inside the function while random numbers were drawn: "
+                "it may come from a random factory (fb.randn, fb.rand), which the op recorder does not report"
+            )
+        if not _is_fill(t):
+            raise GraphBreak(
+                f"{where} uses a {tuple(t.shape)} tensor made inside the function by an op the recorder does not "
+                "report (a factory such as fb.tensor or fb.arange, fb.autograd.grad, an extension op)"
+            )
+        self.made_inside.add(id(t))
+        return self._constant(t)
+
+    def _constant(self, t: Tensor) -> Ref:
+        i = self.const_index.get(id(t))
+        if i is None:
+            i = self.const_index[id(t)] = len(self.graph.constants)
+            self.graph.constants.append(t)
+        return Ref("const", i)
+
+    def template(self, obj: Any, where: str) -> Any:
+        if isinstance(obj, Tensor):
+            return self.ref(obj, where)
+        if isinstance(obj, (list, tuple)):
+            items = [self.template(x, where) for x in obj]
+            if isinstance(obj, list):
+                return items
+            if type(obj) is tuple:
+                return tuple(items)
+            if any(isinstance(x, Tensor) for x in obj):
+                raise GraphBreak(f"{where} passes tensors inside a {type(obj).__name__}")
+            return obj
+        if isinstance(obj, dict):
+            return {k: self.template(v, where) for k, v in obj.items()}
+        if isinstance(obj, slice) and any(isinstance(x, Tensor) for x in (obj.start, obj.stop, obj.step)):
+            raise GraphBreak(f"{where} slices with tensor bounds")
+        return obj
+
+    def add(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool) -> None:
+        where = f"op {name!r}"
+        if name in READS:
+            raise GraphBreak(f"the function reads a tensor's value into Python ({name}): data-dependent control flow")
+        paths = _result_paths(result)
+        if not paths and result is not None and tensors_in(args):
+            raise GraphBreak(f"op {name!r} returns a {type(result).__name__} computed from tensors into Python")
+        target = _target(name, args)
+        if target is None:
+            raise GraphBreak(f"op {name!r} has no callable to replay it with")
+        arg_t = self.template(args, where)
+        kw_t = self.template(kwargs, where) if kwargs else {}
+        if (name.endswith("_") and not name.endswith("__")) or "out" in kwargs:
+            for t in tensors_in(args) + tensors_in(kwargs):
+                if id(t) in self.made_inside:
+                    raise GraphBreak(f"op {name!r} mutates a tensor made inside the function by an unrecorded op")
+        g = self.graph
+        g.nodes.append(Node(name, target, arg_t, kw_t, grad, g.num_values, paths))
+        for path in paths:
+            t = _at(result, path)
+            self.refs[id(t)] = Ref("value", g.num_values)
+            g.num_values += 1
+            self._traced(t)
+
+
+def build_graph(
+    inputs: list[Tensor],
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool]],
+    result: Any,
+    long_lived: dict[int, Tensor],
+    rng_advanced: bool,
+    grads: set[int],
+) -> Graph:
+    """The graph of one recorded run (Note [Captured graph]); raises :class:`GraphBreak` with the reason."""
+    b = _Builder(inputs, long_lived, rng_advanced, grads)
+    for name, args, kwargs, res, grad in calls:
+        b.add(name, args, kwargs, res, grad)
+    out = b.template(result, "the function's result")
+    for t in tensors_in(result):
+        if id(t) in b.made_inside:
+            raise GraphBreak("the function returns a tensor made inside it by an op the recorder does not report")
+    b.graph.output = out
+    return b.graph

@@ -1,0 +1,434 @@
+"""fb.compile and fb.compiler: capture, guards, replay, graph breaks (eager is the oracle, torch for the API)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import flambeau as fb
+import numpy as np
+import pytest
+import torch
+
+_MODELS_PY = Path(__file__).resolve().parents[3] / "benchmarks" / "models.py"
+_spec = importlib.util.spec_from_file_location("flambeau_benchmark_models", _MODELS_PY)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench  # dataclasses look their module up there
+_spec.loader.exec_module(bench)
+FW = bench.framework("flambeau")
+MODELS = list(bench.MODELS)
+
+
+def close(a, b, atol=1e-5):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=atol)
+
+
+def counts(compiled):
+    cf = compiled._compiled_call if isinstance(compiled, fb.compiler.OptimizedModule) else compiled
+    return len(cf.graphs), cf.break_reasons
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    fb.compiler.reset()
+    yield
+    fb.compiler.reset()
+
+
+def build(name, batch=4, seed=0):
+    fb.manual_seed(seed)
+    spec = bench.MODELS[name]
+    model = spec.build(FW)
+    args, target = spec.make_inputs(FW, batch)
+    return spec, model, args, target
+
+
+# --------------------------------------------------------------------------- the six models
+@pytest.mark.parametrize("name", MODELS)
+def test_model_forward_replays_eager_results(name):
+    spec, model, args, _ = build(name)
+    compiled = fb.compile(model)
+    expected = model(*args)
+    first = compiled(*args)  # captured (an eager run)
+    second = compiled(*args)  # replayed
+    close(first, expected)
+    close(second, expected)
+    assert counts(compiled) == (1, [])
+    assert second.requires_grad and second.grad_fn is not None
+    with fb.no_grad():
+        model.eval()
+        close(compiled(*args), model(*args))
+    assert counts(compiled)[0] == 2  # eval and no_grad are new guards
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_training_loop_with_compiled_model_matches_eager(name):
+    """Five SGD steps: each loss, every gradient, parameter and buffer (batch-norm running stats) as in eager.
+
+    After each step the eager run takes the compiled run's state: flambeau's eager training of the
+    batch-norm models is itself not bitwise repeatable (threaded reductions), and over steps at batch 4
+    those last-bit differences grow past float32 tolerance between two eager runs too.
+    """
+    runs = []
+    for compile_it in (False, True):
+        spec, model, args, target = build(name)
+        opt = fb.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        runs.append((spec, model, args, target, opt, fb.compile(model) if compile_it else model))
+    (spec, model_e, args, target, opt_e, fwd_e), (_, model_c, _, _, opt_c, fwd_c) = runs
+    for _ in range(5):
+        state = []
+        for model, opt, forward in ((model_e, opt_e, fwd_e), (model_c, opt_c, fwd_c)):
+            opt.zero_grad(set_to_none=True)
+            loss = spec.loss(FW, forward(*args), target)
+            loss.backward()
+            grads = [p.grad.clone() for p in model.parameters()]
+            opt.step()
+            state.append([loss, *grads, *model.parameters(), *model.buffers()])
+        for a, b in zip(*state, strict=True):
+            close(b, a)
+        with fb.no_grad():
+            for a, b in zip(model_e.parameters(), model_c.parameters(), strict=True):
+                a.copy_(b)
+                opt_e.state[a]["momentum_buffer"].copy_(opt_c.state[b]["momentum_buffer"])
+            for a, b in zip(model_e.buffers(), model_c.buffers(), strict=True):
+                a.copy_(b)
+    assert counts(fwd_c) == (1, [])
+
+
+def test_mlp_forward_and_gradients_match_torch():
+    from flambeau_interop.torch_bridge import state_dict_from_torch
+
+    torch.manual_seed(0)
+    tmodel = bench.MODELS["mlp"].build(bench.framework("torch"))
+    model = bench.MODELS["mlp"].build(FW)
+    model.load_state_dict(state_dict_from_torch(tmodel.state_dict()))
+    x = np.random.default_rng(0).standard_normal((8, 784)).astype(np.float32)
+    compiled = fb.compile(model)
+    for _ in range(3):
+        out = compiled(fb.tensor(x))
+        out.sum().backward()
+    for _ in range(3):
+        tout = tmodel(torch.tensor(x))
+        tout.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for p, tp in zip(model.parameters(), tmodel.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_dropout_draws_fresh_numbers_on_replay():
+    model = fb.nn.Sequential(fb.nn.Linear(16, 16), fb.nn.Dropout(0.5))
+    compiled = fb.compile(model)
+    x = fb.randn(4, 16)
+    fb.manual_seed(3)
+    eager = [model(x) for _ in range(3)]
+    fb.manual_seed(3)
+    replayed = [compiled(x) for _ in range(3)]
+    for a, b in zip(eager, replayed, strict=True):
+        close(b, a)
+    assert not bool(fb.equal(replayed[1], replayed[2]))
+    assert counts(compiled) == (1, [])
+
+
+# --------------------------------------------------------------------------- guards
+def test_new_batch_size_dtype_and_requires_grad_capture_again():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return (x * 2).relu()
+
+    g = fb.compile(f)
+    for shape in [(2, 3), (2, 3), (5, 3), (2, 3)]:
+        x = fb.randn(*shape)
+        close(g(x), f(x))
+    assert len(g.graphs) == 2
+    g(fb.randn(2, 3, dtype=fb.float64))
+    g(fb.randn(2, 3, requires_grad=True))
+    assert len(g.graphs) == 4
+    assert len(calls) == 4 + 4  # four captures, four direct eager calls; the replays ran no Python of f
+
+
+def test_train_eval_switch_and_no_grad_are_guarded():
+    _, model, args, _ = build("resnet8")
+    compiled = fb.compile(model)
+    out_train = compiled(*args)
+    model.eval()
+    close(compiled(*args), model(*args))
+    with fb.no_grad():
+        y = compiled(*args)
+        assert not y.requires_grad
+        close(y, model(*args))
+    compiled.train()
+    assert model.training
+    before = [b.clone() for b in model.buffers()]
+    close(compiled(*args), out_train, atol=1e-4)  # running stats moved: train mode normalises by the batch
+    assert not all(bool(fb.equal(a, b)) for a, b in zip(before, model.buffers(), strict=True))
+    assert counts(compiled)[0] == 3
+
+
+def test_module_attribute_and_parameter_changes_are_guarded():
+    model = fb.nn.Sequential(fb.nn.Linear(4, 4), fb.nn.LeakyReLU(0.1))
+    compiled = fb.compile(model)
+    x = fb.randn(3, 4)
+    compiled(x)
+    model[1].negative_slope = 0.5
+    close(compiled(x), model(x))
+    model[0].weight = fb.nn.Parameter(fb.randn(4, 4))
+    close(compiled(x), model(x))
+    with fb.no_grad():
+        model[0].bias.zero_()  # in place: the replay reads the parameter's current values
+    close(compiled(x), model(x))
+    assert counts(compiled)[0] == 3
+
+
+def test_non_tensor_arguments_are_guarded():
+    g = fb.compile(lambda x, scale, *, shift=0.0: x * scale + shift)
+    x = fb.ones(2)
+    assert g(x, 2.0).tolist() == [2.0, 2.0]
+    assert g(x, 3.0, shift=1.0).tolist() == [4.0, 4.0]
+    assert g(x, 3.0, shift=1.0).tolist() == [4.0, 4.0]
+    assert len(g.graphs) == 2
+
+
+def test_recompile_limit_then_eager(monkeypatch):
+    monkeypatch.setattr(fb.compiler.config, "recompile_limit", 2)
+    g = fb.compile(lambda x: x + 1)
+    with pytest.warns(UserWarning, match=r"\[compile\].*recompile limit \(2\)"):
+        for n in range(1, 6):
+            assert g(fb.zeros(n)).tolist() == [1.0] * n
+    assert len(g.graphs) == 2
+    h = fb.compile(lambda x: x + 1, recompile_limit=1)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        h(fb.zeros(1))
+        h(fb.zeros(2))
+    assert len(h.graphs) == 1
+
+
+# --------------------------------------------------------------------------- replay semantics
+def test_in_place_mutation_of_an_input_is_replayed():
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    g = fb.compile(f)
+    x = fb.zeros(3)
+    for i in range(1, 4):
+        assert g(x).tolist() == [2.0 * i] * 3
+    assert x.tolist() == [3.0] * 3
+    assert len(g.graphs) == 1
+
+
+def test_lists_kwargs_tuples_and_constant_fills():
+    def f(a, b, *, w):
+        z = fb.zeros(a.shape[0], 2)  # a constant fill made inside: held as a constant
+        cat = fb.cat([a, b, z], dim=1)
+        return cat.sum(1), {"max": cat.max(1)[0] * w}
+
+    g = fb.compile(f)
+    for _ in range(3):
+        a, b, w = fb.randn(3, 2), fb.randn(3, 1), fb.randn(3)
+        got, want = g(a, b, w=w), f(a, b, w=w)
+        close(got[0], want[0])
+        close(got[1]["max"], want[1]["max"])
+    assert len(g.graphs) == 1
+
+
+def test_grad_mode_changes_inside_the_function_are_replayed():
+    def f(x):
+        with fb.no_grad():
+            y = x * 2
+        return x * y
+
+    g = fb.compile(f)
+    for _ in range(2):
+        x = fb.ones(3, requires_grad=True)
+        g(x).sum().backward()
+        assert x.grad.tolist() == [2.0] * 3  # y is a constant to autograd, as in eager
+    assert fb.is_grad_enabled() and len(g.graphs) == 1
+
+
+def test_nested_compiled_function_is_captured_inline():
+    inner = fb.compile(lambda x: x.exp())
+    outer = fb.compile(lambda x: inner(x) + 1)
+    x = fb.randn(4)
+    for _ in range(2):
+        close(outer(x), x.exp() + 1)
+    assert outer.graphs[0].op_names() == ["exp", "add"]
+
+
+# --------------------------------------------------------------------------- graph breaks
+def _branchy(x):
+    if x.sum() > 0:
+        return x + 1
+    return x - 1
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [
+        (_branchy, "__bool__"),
+        (lambda x: x * x.sum().item(), "item"),
+        (lambda x: fb.tensor(x.numpy() * 2), "Tensor.numpy"),
+        (lambda x: x.tolist() and x * 2, "tolist"),
+        (lambda x: (x * 2).T.relu(), "x.T"),
+        (lambda x: x.detach().exp(), "detach"),
+        (lambda x: x + fb.randn(*x.shape), "made inside the function"),
+        (lambda x: x + fb.arange(x.shape[-1]), "made inside the function"),
+    ],
+)
+def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):
+    g = fb.compile(fn)
+    for sign in (1.0, -1.0, 1.0):
+        x = fb.full((2, 3), sign)
+        fb.manual_seed(1)
+        got = g(x)
+        fb.manual_seed(1)
+        close(got, fn(x))
+    assert len(g.graphs) == 0 and len(g.break_reasons) == 1
+    assert reason in g.break_reasons[0]
+    with pytest.raises(
+        fb.compiler.Unsupported, match=r"\[compile\] fullgraph=True, but .*" + reason.replace(".", r"\.")
+    ):
+        fb.compile(fn, fullgraph=True)(fb.ones(2, 3))
+
+
+def test_training_step_with_backward_runs_eagerly():
+    """backward() is not recorded: a compiled training step is a graph break, and trains exactly as eager."""
+    results = []
+    for compile_it in (False, True):
+        spec, model, args, target = build("mlp")
+        opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(spec=spec, model=model, args=args, target=target, opt=opt):
+            opt.zero_grad(set_to_none=True)
+            loss = spec.loss(FW, model(*args), target)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fb.compile(step) if compile_it else step
+        results.append([run().detach() for _ in range(3)] + [p.detach().clone() for p in model.parameters()])
+        if compile_it:
+            assert "autograd" in run.break_reasons[0]
+    for a, b in zip(*results, strict=True):
+        close(b, a)
+
+
+def test_reading_grad_is_a_graph_break():
+    w = fb.nn.Parameter(fb.ones(3))
+
+    def update():
+        with fb.no_grad():
+            w.sub_(w.grad * 0.5)
+        return w
+
+    g = fb.compile(update)
+    for _ in range(3):
+        w.grad = None
+        (w * fb.tensor([1.0, 2.0, 3.0])).sum().backward()
+        g()
+    assert w.tolist() == pytest.approx([-0.5, -2.0, -3.5])
+    assert ".grad" in g.break_reasons[0]
+
+
+def test_disable_is_a_graph_break_and_runs_eagerly():
+    seen = []
+
+    @fb.compiler.disable
+    def log(x):
+        seen.append(float(x.sum()))
+        return x
+
+    g = fb.compile(lambda x: log(x) * 2)
+    for v in (1.0, 2.0):
+        assert g(fb.full((2,), v)).tolist() == [2 * v, 2 * v]
+    assert seen == [2.0, 4.0]
+    assert "marked fb.compiler.disable" in g.break_reasons[0]
+    assert fb.compile(log)(fb.ones(1)).tolist() == [1.0] and seen[-1] == 1.0
+
+
+# --------------------------------------------------------------------------- API
+def test_explain_reports_graphs_ops_and_breaks():
+    out = fb.compiler.explain(fb.nn.Sequential(fb.nn.Linear(3, 2), fb.nn.ReLU()), fb.ones(1, 3))
+    assert (out.graph_count, out.graph_break_count, out.op_count) == (1, 0, 2)
+    assert out.ops_per_graph == [["linear", "relu"]] and out.break_reasons == []
+    assert "Graph Count: 1" in str(out) and "linear, relu" in str(out)
+    broken = fb.compiler.explain(_branchy)(fb.ones(2))
+    assert (broken.graph_count, broken.graph_break_count) == (0, 1)
+    assert "data-dependent control flow" in broken.break_reasons[0]
+    with pytest.raises(TypeError, match=r"\[explain\] expected a callable"):
+        fb.compiler.explain(3, fb.ones(1))
+
+
+def test_decorator_forms_and_is_compiling():
+    seen = []
+
+    @fb.compile
+    def f(x):
+        seen.append(fb.compiler.is_compiling())
+        return x + 1
+
+    @fb.compile(mode="reduce-overhead", fullgraph=True, dynamic=True)
+    def h(x):
+        return x * 3
+
+    assert f(fb.ones(1)).tolist() == [2.0] and f(fb.ones(1)).tolist() == [2.0]
+    assert seen == [True] and not fb.compiler.is_compiling()
+    assert h(fb.ones(2)).tolist() == [3.0, 3.0] and h.__name__ == "h"
+    assert fb.compile(f, disable=True) is f
+    assert fb.compiler.list_backends() == ["aot_eager", "eager", "inductor"]
+
+
+def test_optimized_module_matches_torch_layout():
+    lin, tlin = fb.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    opt, topt = fb.compile(lin), torch.compile(tlin)
+    assert type(opt).__name__ == type(topt).__name__ == "OptimizedModule"
+    assert list(opt.state_dict()) == list(topt.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert [n for n, _ in opt.named_parameters()] == [n for n, _ in topt.named_parameters()]
+    assert opt._orig_mod is lin and opt.weight is lin.weight and opt.in_features == 3
+    assert all(a is b for a, b in zip(opt.parameters(), lin.parameters(), strict=True))
+    fresh = fb.compile(fb.nn.Linear(3, 2))
+    fresh.load_state_dict(opt.state_dict())
+    x = fb.randn(4, 3)
+    close(fresh(x), lin(x))
+    opt.eval()
+    assert not lin.training and not opt.training
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "words"),
+    [
+        ({"mode": "fastest"}, RuntimeError, r"\[compile\] Unrecognized mode=fastest, should be one of: default"),
+        ({"backend": "nope"}, RuntimeError, r"\[compile\] Invalid backend: 'nope'"),
+        ({"mode": "default", "options": {}}, RuntimeError, r"\[compile\] Either mode or options can be specified"),
+        ({"fullgraph": "yes"}, TypeError, r"\[compile\] fullgraph must be a bool"),
+        ({"recompile_limit": -1}, ValueError, r"\[compile\] recompile_limit must be a non-negative int"),
+    ],
+)
+def test_bad_arguments_raise_as_torch_does(kwargs, exc, words):
+    with pytest.raises(exc, match=words):
+        fb.compile(lambda x: x, **kwargs)
+    if "recompile_limit" not in kwargs and "fullgraph" not in kwargs:
+        with pytest.raises(RuntimeError, match=words.replace(r"\[compile\] ", "").split(",")[0]):
+            torch.compile(lambda x: x, **kwargs)
+
+
+def test_non_callable_raises_type_error():
+    with pytest.raises(TypeError, match=r"\[compile\] expected a callable .* got int"):
+        fb.compile(3)
+    with pytest.raises(TypeError, match=r"\[compile\] expected a callable"):
+        fb.compile(mode="default")(None)
+    with pytest.raises(AssertionError):  # torch's own type check, for the record
+        torch.compile(3)
+
+
+def test_reset_forgets_captures():
+    g = fb.compile(lambda x: x - 1)
+    g(fb.ones(2))
+    assert len(g.graphs) == 1
+    fb.compiler.reset()
+    assert g.graphs == []
+    assert g(fb.ones(2)).tolist() == [0.0, 0.0] and len(g.graphs) == 1
