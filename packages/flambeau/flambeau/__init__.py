@@ -83,6 +83,8 @@ library = _importlib.import_module("flambeau.library")
 ops = library.ops
 distributions = _importlib.import_module("flambeau.distributions")  # torch.distributions
 func = _importlib.import_module("flambeau.func")  # torch.func: grad, jacrev, functional_call, ...
+compiler = _importlib.import_module("flambeau.compiler")  # torch.compiler
+compile = compiler.compile  # noqa: A001 (torch.compile)
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
 sparse = _alias("sparse", _importlib.import_module("flambeau_core.sparse"))
 sparse_coo_tensor, spmm, sparse_coo, strided = sparse.sparse_coo_tensor, sparse.spmm, sparse.sparse_coo, sparse.strided
