@@ -207,6 +207,40 @@ def test_recompile_limit_then_eager(monkeypatch):
     assert len(h.graphs) == 1
 
 
+SCALE = 2.0
+OFFSET = fb.ones(2)
+
+
+def _reads_globals(x):
+    return x * SCALE + OFFSET
+
+
+def test_globals_and_closure_values_the_function_reads_are_guarded(monkeypatch):
+    g = fb.compile(_reads_globals)
+    x = fb.ones(2)
+    assert g(x).tolist() == [3.0, 3.0] and g(x).tolist() == [3.0, 3.0]
+    monkeypatch.setitem(globals(), "SCALE", 5.0)
+    assert g(x).tolist() == [6.0, 6.0]
+    monkeypatch.setitem(globals(), "OFFSET", fb.zeros(2))
+    assert g(x).tolist() == [5.0, 5.0]
+    k = 3
+    h = fb.compile(lambda x: x * k)
+    assert h(x).tolist() == [3.0, 3.0]
+    k = 4
+    assert h(x).tolist() == [4.0, 4.0]
+
+
+def test_hooks_registered_after_compiling_are_guarded():
+    model = fb.nn.Linear(2, 2)
+    compiled = fb.compile(model)
+    x = fb.randn(3, 2)
+    compiled(x)
+    handle = model.register_forward_hook(lambda m, args, out: out * 0)
+    assert compiled(x).abs().sum().item() == 0.0
+    handle.remove()
+    close(compiled(x), model(x))
+
+
 # --------------------------------------------------------------------------- replay semantics
 def test_in_place_mutation_of_an_input_is_replayed():
     def f(x):
@@ -271,18 +305,21 @@ def _branchy(x):
     [
         (_branchy, "__bool__"),
         (lambda x: x * x.sum().item(), "item"),
-        (lambda x: fb.tensor(x.numpy() * 2), "Tensor.numpy"),
+        (lambda x: fb.tensor(x.detach().numpy() * 2), "Tensor.numpy"),
         (lambda x: x.tolist() and x * 2, "tolist"),
         (lambda x: (x * 2).T.relu(), "x.T"),
         (lambda x: x.detach().exp(), "detach"),
         (lambda x: x + fb.randn(*x.shape), "made inside the function"),
         (lambda x: x + fb.arange(x.shape[-1]), "made inside the function"),
+        (lambda x: fb.autograd.grad((x * x).sum(), x)[0], "runs autograd"),
+        (lambda x: fb.tensor(float(x.sum())) * x, "__float__"),
+        (lambda x: x + len(str(x)), "Tensor.__str__"),
     ],
 )
 def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):
     g = fb.compile(fn)
     for sign in (1.0, -1.0, 1.0):
-        x = fb.full((2, 3), sign)
+        x = fb.full((2, 3), sign, requires_grad=True)
         fb.manual_seed(1)
         got = g(x)
         fb.manual_seed(1)
@@ -292,7 +329,7 @@ def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):
     with pytest.raises(
         fb.compiler.Unsupported, match=r"\[compile\] fullgraph=True, but .*" + reason.replace(".", r"\.")
     ):
-        fb.compile(fn, fullgraph=True)(fb.ones(2, 3))
+        fb.compile(fn, fullgraph=True)(fb.ones(2, 3, requires_grad=True))
 
 
 def test_training_step_with_backward_runs_eagerly():

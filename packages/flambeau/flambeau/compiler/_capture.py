@@ -25,40 +25,60 @@ def current() -> _Capture | None:
     return getattr(_local, "capture", None)
 
 
-# --------------------------------------------------------------------------- reads the recorder does not see
-# Tensor methods that hand values to Python without a recorded op; wrapped only while some thread captures.
-_READ_METHODS = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
+# --------------------------------------------------------------------------- what the recorder does not see
+# Calls that hand values to Python or act outside the recorded ops, with no report of their own; wrapped only
+# while some thread captures. (Reads through the buffer protocol, np.asarray(t) and memoryview(t), cannot be
+# wrapped from Python and stay unseen.)
+_READ = "the function reads a tensor's values into Python (Tensor.{})"
+_HOOK = "the function registers an autograd hook (Tensor.{}), which a replay would not"
+_AUTOGRAD = "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
+
+
+def _watched() -> list[tuple[Any, str, str]]:
+    import flambeau_autograd
+
+    reads = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
+    hooks = ("register_hook", "retain_grad", "register_post_accumulate_grad_hook")
+    return [
+        *((Tensor, name, _READ.format(name)) for name in reads),
+        *((Tensor, name, _HOOK.format(name)) for name in hooks),
+        (flambeau_autograd._C, "_run_backward", _AUTOGRAD),
+    ]
+
+
 _watch_lock = threading.Lock()
 _watch_count = 0
-_originals: dict[str, Any] = {}
+_originals: list[tuple[Any, str, Any]] = []
 
 
-def _reading(name: str, original: Any) -> Callable[..., Any]:
-    def read(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+def _watching(original: Any, reason: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
         cap = current()
         if cap is not None and cap.breaks is None:
-            cap.breaks = f"the function reads a tensor's values into Python (Tensor.{name})"
-        return original(self, *args, **kwargs)
+            cap.breaks = reason
+        return original(*args, **kwargs)
 
-    read.__name__ = name
-    read.__doc__ = getattr(original, "__doc__", None)
-    return read
+    call.__name__ = getattr(original, "__name__", "call")
+    call.__doc__ = getattr(original, "__doc__", None)
+    return call
 
 
-def _watch_reads(on: bool) -> None:
+def _watch(on: bool) -> None:
     global _watch_count
     with _watch_lock:
         if on:
             _watch_count += 1
             if _watch_count == 1:
-                for name in _READ_METHODS:
-                    _originals[name] = Tensor.__dict__[name]
-                    setattr(Tensor, name, _reading(name, _originals[name]))
+                for owner, name, reason in _watched():
+                    original = owner.__dict__.get(name)
+                    if original is not None:
+                        _originals.append((owner, name, original))
+                        setattr(owner, name, _watching(getattr(owner, name), reason))
         else:
             _watch_count -= 1
             if _watch_count == 0:
-                for name, original in _originals.items():
-                    setattr(Tensor, name, original)
+                for owner, name, original in _originals:
+                    setattr(owner, name, original)
                 _originals.clear()
 
 
@@ -178,13 +198,13 @@ def capture(
     cap.outer = outer
     prev_capture = current()
     _local.capture = cap
-    _watch_reads(True)
+    _watch(True)
     _C._set_op_recorder(cap.record)
     try:
         result = fn(*args, **kwargs)
     finally:
         _C._set_op_recorder(None)  # what the capture computes below is not the program's: no recorder sees it
-        _watch_reads(False)
+        _watch(False)
         _local.capture = prev_capture
     try:
         reason = cap.breaks or _side_effects(cap, inputs, before, grad_before, still_valid)

@@ -41,6 +41,14 @@ class _Config:
 config = _Config()
 
 _SIMPLE = (bool, int, float, str, type(None), tuple, fc.dtype, fc.device)
+_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
+# Module.__init__'s bookkeeping, which only qualifies the hook dicts and buffers above.
+_NEVER_REBOUND = (
+    "_non_persistent_buffers_set",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks_with_kwargs",
+)
 _compiled: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
 
 
@@ -93,7 +101,7 @@ class ModuleState:
 
     __slots__ = ("holds",)
 
-    def __init__(self, modules: list[Any]) -> None:
+    def __init__(self, modules: list[Any], fn: Any = None) -> None:
         env: dict[str, Any] = {}
         tests: list[str] = []
 
@@ -109,17 +117,42 @@ class ModuleState:
                 if key in ("_parameters", "_buffers", "_modules"):
                     tests.append(f"len({item}) == {len(v)}")
                     tests.extend(f"{item}[{k!r}] is {const(x)}" for k, x in v.items())
-                elif type(v).__name__ == "OrderedDict" and not v:  # a hook dict
-                    tests.append(f"not {item}")
+                elif key in _HOOKS:  # the hook dicts Module.__call__ reads (the others qualify these)
+                    tests.append(f"not {item}" if not v else f"{item} == {const(dict(v))}")
+                elif key in _NEVER_REBOUND or key.endswith("_hooks"):
+                    continue
                 elif isinstance(v, _SIMPLE) and type(v) is not tuple or (type(v) is tuple and _plain(v)):
                     tests.append(f"{item} == {const(v)}")
                 else:
                     tests.append(f"{item} is {const(v)}")
             tests.append(f"len({d}) == {len(m.__dict__)}")
+        for holder, item, v in _captured_names(fn):  # the globals and closure cells the function reads
+            h = const(holder)
+            item_src = f"{h}.cell_contents" if item is None else f"{h}[{item!r}]"
+            plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
+            tests.append(f"{item_src} {'==' if plain else 'is'} {const(v)}")
         body = " and ".join(tests) or "True"
         src = f"def holds():\n    try:\n        return bool({body})\n    except Exception:\n        return False\n"
         exec(src, env)  # noqa: S102 (the guard is generated from the captured state, no user text)
         self.holds: Callable[[], bool] = env["holds"]
+
+
+def _captured_names(fn: Any) -> list[tuple[Any, str | None, Any]]:
+    """(globals dict, name, value) and (cell, None, value) for the tensors, modules and plain values ``fn`` reads."""
+    from flambeau_nn import Module
+
+    if fn is None or isinstance(fn, Module) or hasattr(fn, "__self__"):
+        return []
+    out: list[tuple[Any, str | None, Any]] = []
+    code, globs = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is not None and globs is not None:
+        out += [(globs, n, globs[n]) for n in code.co_names if n in globs]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append((cell, None, cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    return [(h, n, v) for h, n, v in out if isinstance(v, (Tensor, Module, *_SIMPLE))]
 
 
 def _plain(t: tuple[Any, ...]) -> bool:
@@ -141,6 +174,7 @@ class CompiledFunction:
         self, fn: Callable[..., Any], fullgraph: bool, recompile_limit: int | None, modules: list[Any] | None = None
     ) -> None:
         self._fn = fn
+        self._disabled = getattr(fn, "_flambeau_compiler_disabled", False)
         self._fullgraph = fullgraph
         self._limit = recompile_limit
         self._modules = modules
@@ -159,21 +193,37 @@ class CompiledFunction:
         return self._modules if self._modules is not None else _capture.modules_of(self._fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _capture.current() is not None or getattr(self._fn, "_flambeau_compiler_disabled", False):
+        if self._disabled or _capture.current() is not None:
             return self._fn(*args, **kwargs)  # inside another capture: its recorder must see these ops
-        tensors: list[Tensor] = []
         grad = fc.is_grad_enabled()
-        try:
-            key = (_signature(args, tensors), _signature(kwargs, tensors) if kwargs else None, grad)
-        except _Unguardable as e:
-            return self._broken(str(e), args, kwargs)
+        key: Any = None
+        if not kwargs:  # the common call: tensors only
+            key = []
+            for a in args:
+                if type(a) is not Tensor:
+                    key = None
+                    break
+                # float32 or float64 on the CPU, told apart without dtype objects (slow to hash and compare)
+                if a.is_cpu and a.is_floating_point() and a.element_size() >= 4:
+                    key.append((a.shape, a.stride(), a.requires_grad, a.element_size()))
+                else:
+                    key.append((a.shape, a.stride(), a.requires_grad, a.dtype, a.device))
+        if key is not None:
+            tensors: Any = args
+            key = (*key, grad)
+        else:
+            tensors = []
+            try:
+                key = (_signature(args, tensors), _signature(kwargs, tensors) if kwargs else None, grad)
+            except _Unguardable as e:
+                return self._broken(str(e), args, kwargs)
         entries = self._cache.get(key)
         if entries is not None:
             for entry in entries:
                 if entry.state.holds():
                     if entry.program is None:
                         return self._fn(*args, **kwargs)
-                    return entry.program.run(tensors, grad)
+                    return entry.program.run(*tensors)
         limit = config.recompile_limit if self._limit is None else self._limit
         if self._count >= limit:
             if not self._warned:
@@ -195,13 +245,14 @@ class CompiledFunction:
         self, key: Any, tensors: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
     ) -> Any:
         modules = self._reach()
-        state = ModuleState(modules)
+        fn = None if self._modules is not None else self._fn
+        state = ModuleState(modules, fn)
         long_lived = _capture.long_lived_tensors(self._fn, modules)
         cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds)
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
-        self._cache.setdefault(key, []).append(_Entry(ModuleState(modules), cap.graph, cap.reason, grad))
+        self._cache.setdefault(key, []).append(_Entry(ModuleState(modules, fn), cap.graph, cap.reason, grad))
         return cap.result
 
     @property

@@ -1,17 +1,19 @@
 """Replaying a captured graph: its ops called directly on the new inputs, nothing else of the function runs.
 
 Note [Replay program]
-:class:`Program` turns a :class:`~flambeau.compiler._graph.Graph` into a flat list of steps, one per node:
-the op's callable, its argument list with the constants (parameters, buffers, Python values) already in
-place, and the slots where a graph input or an earlier result goes. Running it fills those slots from
-``env`` (the call's input tensors followed by every result so far) and appends the op's result tensors to
-``env``. No module ``__call__``, hook, or Python control flow of the user's function runs; autograd records
-the ops as it does in eager (they are the same calls), and a random op draws fresh numbers each time.
-A change of grad mode inside the function (``with fb.no_grad():``) is a step of its own.
+:class:`Program` turns a :class:`~flambeau.compiler._graph.Graph` into one generated Python function of the
+call's input tensors: a line per node, calling the op's callable with the constants (parameters, buffers,
+Python values) bound as the function's globals and the inputs and earlier results as locals
+(``v3 = linear(i0, c0, c1)``), then ``return`` of the output structure. No module ``__call__``, hook, or Python
+control flow of the user's function runs, and no interpreter loop over the nodes either: each op costs its
+own call. Autograd records the ops as it does in eager (they are the same calls), and a random op draws
+fresh numbers each time. A change of grad mode inside the function (``with fb.no_grad():``) is a line of its
+own, undone on an exception.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flambeau_core._C import _set_grad_enabled
@@ -19,133 +21,63 @@ from flambeau_core._C import _set_grad_enabled
 from ._graph import Graph, Ref
 
 
-def _index(ref: Ref, num_inputs: int) -> int:
-    return ref.index if ref.kind == "input" else num_inputs + ref.index
-
-
-def _has_ref(obj: Any) -> bool:
-    if isinstance(obj, Ref):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_has_ref(x) for x in obj)
-    if isinstance(obj, dict):
-        return any(_has_ref(x) for x in obj.values())
-    return False
-
-
-class _Spec:
-    """A nested argument (``[a, b]`` of ``cat``, a kwargs dict) rebuilt from ``env`` each call."""
-
-    __slots__ = ("kind", "items", "index")
-
-    def __init__(self, obj: Any, graph: Graph) -> None:
-        self.index = -1
-        if isinstance(obj, Ref):
-            self.kind, self.items = "ref", None
-            if obj.kind == "const":
-                self.kind, self.items = "value", graph.constants[obj.index]
-            else:
-                self.index = _index(obj, graph.num_inputs)
-        elif isinstance(obj, dict):
-            self.kind, self.items = "dict", {k: _Spec(v, graph) for k, v in obj.items()}
-        elif isinstance(obj, (list, tuple)):
-            self.kind, self.items = type(obj).__name__, [_Spec(x, graph) for x in obj]
-        else:
-            self.kind, self.items = "value", obj
-
-    def build(self, env: list[Any]) -> Any:
-        kind = self.kind
-        if kind == "ref":
-            return env[self.index]
-        if kind == "value":
-            return self.items
-        if kind == "dict":
-            return {k: s.build(env) for k, s in self.items.items()}
-        items = [s.build(env) for s in self.items]
-        return items if kind == "list" else tuple(items)
-
-
 class Program:
-    """The replay of a :class:`Graph` (Note [Replay program]); ``run(inputs)`` returns the function's result."""
+    """The replay of a :class:`Graph` (Note [Replay program]); ``run(*inputs)`` returns the function's result.
 
-    __slots__ = ("steps", "output_index", "output_spec", "restores_grad")
+    ``source`` is the generated code, for reading.
+    """
+
+    __slots__ = ("run", "source")
 
     def __init__(self, graph: Graph, grad_enabled: bool) -> None:
-        n_in = graph.num_inputs
-        self.steps: list[tuple[Any, ...]] = []
+        env: dict[str, Any] = {"_set_grad_enabled": _set_grad_enabled}
+        ids: dict[int, str] = {}
+
+        def const(obj: Any, hint: str = "c") -> str:
+            name = ids.get(id(obj))
+            if name is None:
+                name = ids[id(obj)] = f"{hint}{len(env)}"
+                env[name] = obj
+            return name
+
+        def expr(a: Any) -> str:
+            if isinstance(a, Ref):
+                if a.kind == "const":
+                    return const(graph.constants[a.index])
+                return f"{a.kind[0]}{a.index}"
+            if type(a) is list:
+                return "[" + "".join(f"{expr(x)}, " for x in a) + "]"
+            if type(a) is tuple:
+                return "(" + "".join(f"{expr(x)}, " for x in a) + ")"
+            if type(a) is dict:
+                return "{" + "".join(f"{expr(k)}: {expr(v)}, " for k, v in a.items()) + "}"
+            if a is None or type(a) in (bool, int, str):
+                return repr(a)
+            return const(a)
+
+        lines: list[str] = []
         mode = grad_enabled
         for node in graph.nodes:
             if node.grad_enabled != mode:
                 mode = node.grad_enabled
-                self.steps.append((_set_grad_enabled, (mode,), None, None, None, ()))
-            tmpl: list[Any] = []
-            slots: list[tuple[int, int]] = []
-            nested: list[tuple[int, _Spec]] = []
-            for p, a in enumerate(node.args):
-                if isinstance(a, Ref):
-                    if a.kind == "const":
-                        tmpl.append(graph.constants[a.index])
-                    else:
-                        tmpl.append(None)
-                        slots.append((p, _index(a, n_in)))
-                elif _has_ref(a):
-                    tmpl.append(None)
-                    nested.append((p, _Spec(a, graph)))
-                else:
-                    tmpl.append(a)
-            kw = _Spec(node.kwargs, graph) if _has_ref(node.kwargs) else (node.kwargs or None)
-            paths = None if node.results == [()] else tuple(node.results)
-            fixed = not slots and not nested
-            self.steps.append(
-                (node.target, tuple(tmpl) if fixed else tmpl, tuple(slots), tuple(nested) or None, kw, paths)
-            )
-        self.restores_grad = mode != grad_enabled
-        if self.restores_grad:
-            self.steps.append((_set_grad_enabled, (grad_enabled,), None, None, None, ()))
-        out = graph.output
-        self.output_index = -1
-        self.output_spec: _Spec | None = None
-        if isinstance(out, Ref) and out.kind != "const":
-            self.output_index = _index(out, n_in)
+                lines.append(f"_set_grad_enabled({mode})")
+            args = [expr(a) for a in node.args] + [f"{k}={expr(v)}" for k, v in node.kwargs.items()]
+            call = f"{const(node.target, 'op')}({', '.join(args)})"
+            if node.results == [()]:
+                lines.append(f"v{node.first_value} = {call}")
+            else:
+                lines.append(f"r = {call}")
+                for k, path in enumerate(node.results):
+                    lines.append(f"v{node.first_value + k} = r" + "".join(f"[{i}]" for i in path))
+        lines.append(f"return {expr(graph.output)}")
+        params = "".join(f"i{k}, " for k in range(graph.num_inputs))
+        if mode != grad_enabled:  # the function left a no_grad block open: restore the caller's mode
+            lines.insert(-1, f"_set_grad_enabled({grad_enabled})")
+        if any(line.startswith("_set_grad_enabled") for line in lines):
+            body = "\n".join(f"        {line}" for line in lines)
+            src = f"def replay({params}):\n    try:\n{body}\n    finally:\n        _set_grad_enabled({grad_enabled})\n"
         else:
-            self.output_spec = _Spec(out, graph)
-
-    def run(self, env: list[Any], grad_enabled: bool) -> Any:
-        """Runs the steps on ``env`` (the call's input tensors, extended in place with the results)."""
-        append = env.append
-        try:
-            for fn, tmpl, slots, nested, kw, paths in self.steps:
-                if slots is None:  # a grad-mode step
-                    fn(*tmpl)
-                    continue
-                if slots or nested:
-                    args = tmpl.copy()
-                    for p, i in slots:
-                        args[p] = env[i]
-                    if nested:
-                        for p, spec in nested:
-                            args[p] = spec.build(env)
-                else:
-                    args = tmpl
-                if kw is None:
-                    r = fn(*args)
-                elif type(kw) is _Spec:
-                    r = fn(*args, **kw.build(env))
-                else:
-                    r = fn(*args, **kw)
-                if paths is None:
-                    append(r)
-                else:
-                    for path in paths:
-                        v = r
-                        for i in path:
-                            v = v[i]
-                        append(v)
-        except BaseException:
-            if self.restores_grad:
-                _set_grad_enabled(grad_enabled)
-            raise
-        if self.output_index >= 0:
-            return env[self.output_index]
-        assert self.output_spec is not None
-        return self.output_spec.build(env)
+            src = f"def replay({params}):\n" + "\n".join(f"    {line}" for line in lines) + "\n"
+        exec(compile(src, "<fb.compile replay>", "exec"), env)  # noqa: S102 (generated from the graph)
+        self.run: Callable[..., Any] = env["replay"]
+        self.source = src
