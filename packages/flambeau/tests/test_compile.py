@@ -371,6 +371,32 @@ def test_reading_grad_is_a_graph_break():
     assert ".grad" in g.break_reasons[0]
 
 
+class _TenfoldGrad(fb.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 10  # not the derivative of forward: a replay of x * 2 would give 2
+
+
+def test_custom_autograd_function_and_backward_hooks_run_eagerly():
+    g = fb.compile(lambda x: _TenfoldGrad.apply(x).sum())
+    for _ in range(3):
+        x = fb.ones(3, requires_grad=True)
+        g(x).backward()
+        assert x.grad.tolist() == [10.0] * 3
+    assert "autograd history" in g.break_reasons[0]
+    model = fb.nn.Linear(3, 3)
+    seen = []
+    model.register_full_backward_hook(lambda m, grad_in, grad_out: seen.append(1))
+    compiled = fb.compile(model)
+    for _ in range(3):
+        compiled(fb.ones(1, 3, requires_grad=True)).sum().backward()
+    assert len(seen) == 3 and counts(compiled)[0] == 0
+
+
 def test_disable_is_a_graph_break_and_runs_eagerly():
     seen = []
 

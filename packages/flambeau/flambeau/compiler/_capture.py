@@ -148,26 +148,33 @@ class _Capture:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool]] = []
         self.breaks: str | None = None
-        self.leaves: dict[int, tuple[Tensor, int, int]] = {}  # id -> (leaf, id of its .grad, its version)
+        self.leaves: dict[int, tuple[Tensor, Any, int]] = {}  # id -> (leaf, its .grad, the grad's version)
         self.outer: Any = None
+        self.results: dict[int, tuple[Tensor, bool, Any]] = {}  # id -> (result, its autograd state when made)
 
     def see_leaf(self, t: Tensor) -> None:
         if id(t) not in self.leaves and t.requires_grad and t.grad_fn is None:
-            g = t.grad
-            self.leaves[id(t)] = (t, id(g), -1 if g is None else g._version)
+            g = t.grad  # held: an id alone could be reused by another object
+            self.leaves[id(t)] = (t, g, -1 if g is None else g._version)
 
     def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
         self.calls.append((name, args, kwargs or {}, result, fc.is_grad_enabled()))
+        for t in tensors_in(result) if not isinstance(result, Tensor) else (result,):
+            self.results[id(t)] = (t, t.requires_grad, t.grad_fn)
         for t in tensors_in(args):
             if t.requires_grad and t.grad_fn is None:
                 self.see_leaf(t)
         if self.outer is not None:  # an enclosing recorder (fb.onnx.export of a compiled model) sees the op too
             self.outer(name, args, kwargs, result)
 
+    def autograd_rewired(self) -> bool:
+        """Whether some result's autograd state changed after its last recorded op (Function.apply does this)."""
+        return any(t.requires_grad != rg or t.grad_fn is not fn for t, rg, fn in self.results.values())
+
     def backward_ran(self) -> bool:
-        for t, grad_id, version in self.leaves.values():
+        for t, grad, version in self.leaves.values():
             g = t.grad
-            if id(g) != grad_id or (g is not None and g._version != version):
+            if g is not grad or (g is not None and g._version != version):
                 return True
         return False
 
@@ -233,6 +240,11 @@ def _side_effects(
     """What the run did that a replay of its recorded ops would not do again."""
     if cap.backward_ran():
         return "the function runs autograd (backward() or a .grad change), which the op recorder does not record"
+    if cap.autograd_rewired():
+        return (
+            "the function changes a result's autograd history outside recorded ops (a custom "
+            "autograd.Function, a module backward hook, requires_grad_)"
+        )
     if fc.is_grad_enabled() != grad_before:
         return "the function changes the grad mode without restoring it"
     for i, (t, (rg, ptr)) in enumerate(zip(inputs, before, strict=True)):
