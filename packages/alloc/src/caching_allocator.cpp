@@ -40,6 +40,29 @@
 // retries once (num_alloc_retries); if that fails too it counts num_ooms and
 // throws RuntimeError("[allocate] out of memory ...").
 //
+// Note [Exact-size bins]
+// Most tensors are freed and made again at the same size (a training step, a
+// loop of small ops), and the pool round trip costs more than the op itself on
+// small tensors: a freed block merges with its free neighbours (set erase,
+// Block delete), the next request splits it again (set lookup, Block new, set
+// insert) and the allocated map drops and re-adds its node. So a freed block
+// of the small pool first goes to a bin of its exact size (a LIFO list of at
+// most kBinDepth blocks, through Block::bin_next), unmerged and still in the
+// allocated map (with allocated == false), and a request of that rounded size
+// takes it back from there: a few loads and stores under the lock. A block of
+// exactly the rounded size is a best fit, so the choice stays best fit; only
+// the tie between equal sizes goes to the most recently freed block, not the
+// lowest address. A binned block is free in every statistic (the same updates
+// as a block put in the pool unmerged) and is never merged into by a
+// neighbour. The bins are flushed into their pool (each block merged, as any
+// freed block) before anything that needs the pool whole: a small request its
+// bin cannot serve (so best fit sees every free block), empty_cache(),
+// stats(), snapshot() and pool_report(). A loop that makes the same sizes
+// again hits its bins; a new size pays one flush. Only an
+// allocator that is not stream-aware bins (a stream-aware one keeps Note
+// [Stream-ordered reuse] exact), and not while memory history is recorded (its
+// trace shows every free as the pool sees it).
+//
 // Note [Stream-ordered reuse]
 // An allocator made for a device (not the cpu) is stream-aware, as PyTorch's
 // CUDA caching allocator: every segment belongs to the stream that was current
@@ -231,7 +254,9 @@ void* CachingAllocator::allocate_impl(size_t nbytes, const StreamPtr& stream_ptr
   }
   const size_t size = round_size(nbytes);
   const bool is_small = size <= kSmallSize;
-  Block* block = take_free_block(pool_of(is_small), size, stream);
+  Block* block = is_small && binned_ ? take_binned(size) : nullptr;
+  if (!block && is_small) flush_bins();  // Note [Exact-size bins]: best fit over every free block
+  if (!block) block = take_free_block(pool_of(is_small), size, stream);
   if (!block) block = new_segment(is_small, size, nbytes, stream);
   void* p = finish_allocation(block, size, nbytes);
   block->context = std::move(context);
@@ -302,6 +327,7 @@ PoolReport CachingAllocator::pool_report_locked(bool is_small) const {
 
 PoolReport CachingAllocator::pool_report(bool is_small) const {
   std::lock_guard lock(mutex_);
+  const_cast<CachingAllocator*>(this)->flush_bins();  // Note [Exact-size bins]: the largest block merged
   return pool_report_locked(is_small);
 }
 
@@ -337,9 +363,12 @@ void* CachingAllocator::finish_allocation(Block* block, size_t size, size_t requ
     update(stats_.inactive_split, is_small, 1);
     update(stats_.inactive_split_bytes, is_small, static_cast<int64_t>(rest->size));
   }
+  if (block->binned)
+    block->binned = false;  // still in allocated_ (Note [Exact-size bins])
+  else
+    allocated_.emplace(block->ptr, block);
   block->allocated = true;
   block->requested = requested;
-  allocated_.emplace(block->ptr, block);
   const auto bytes = static_cast<int64_t>(block->size);
   update(stats_.allocation, is_small, 1);
   update(stats_.active, is_small, 1);
@@ -359,13 +388,14 @@ void CachingAllocator::deallocate(void* ptr, size_t) noexcept {
 
 bool CachingAllocator::owns(void* ptr) const {
   std::lock_guard lock(mutex_);
-  return allocated_.count(ptr) != 0;
+  auto it = allocated_.find(ptr);
+  return it != allocated_.end() && it->second->allocated;
 }
 
 void CachingAllocator::record_stream(void* ptr, Stream& stream) {
   std::lock_guard lock(mutex_);
   auto it = allocated_.find(ptr);
-  FB_CHECK_VALUE(it != allocated_.end(), "[record_stream] address ", ptr,
+  FB_CHECK_VALUE(it != allocated_.end() && it->second->allocated, "[record_stream] address ", ptr,
                  " is not a block allocated by the '", name_, "' caching allocator");
   Block* block = it->second;
   if (stream_aware_ && stream.device() == Device(device_.type, device_.index) && stream.id() == block->stream)
@@ -380,9 +410,8 @@ void CachingAllocator::record_stream(void* ptr, Stream& stream) {
 bool CachingAllocator::free_block(void* ptr) noexcept {
   std::lock_guard lock(mutex_);
   auto it = allocated_.find(ptr);
-  if (it == allocated_.end()) return false;
+  if (it == allocated_.end() || !it->second->allocated) return false;  // not ours, or freed already (binned)
   Block* block = it->second;
-  allocated_.erase(it);
   const bool is_small = block->segment->is_small;
   const auto bytes = static_cast<int64_t>(block->size);
   update(stats_.allocation, is_small, -1);
@@ -391,6 +420,8 @@ bool CachingAllocator::free_block(void* ptr) noexcept {
   block->allocated = false;
   block->requested = 0;
   const bool history = g_history.load(std::memory_order_relaxed);
+  if (block->stream_uses.empty() && !history && try_bin(block)) return true;
+  allocated_.erase(it);
   if (history)
     add_trace(TraceEntry::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
               block->context);
@@ -421,6 +452,11 @@ bool CachingAllocator::free_block(void* ptr) noexcept {
 }
 
 void CachingAllocator::return_to_pool(Block* block) {
+  release_block(block);
+  insert_free(block);
+}
+
+void CachingAllocator::release_block(Block* block) {
   const bool is_small = block->segment->is_small;
   const auto bytes = static_cast<int64_t>(block->size);
   update(stats_.active, is_small, -1);
@@ -430,10 +466,13 @@ void CachingAllocator::return_to_pool(Block* block) {
               block->context);
   block->context = nullptr;
   backend_->on_block_return(block->ptr, block->size, block->stream);
+}
 
+void CachingAllocator::insert_free(Block* block) {
+  const bool is_small = block->segment->is_small;
   FreeBlocks& pool = pool_of(is_small);
   for (Block* neighbour : {block->prev, block->next}) {
-    if (!neighbour || neighbour->allocated) continue;
+    if (!neighbour || neighbour->allocated || neighbour->binned) continue;
     // A free neighbour is in the pool and, sharing a segment, is split.
     pool.erase(neighbour);
     update(stats_.inactive_split, is_small, -1);
@@ -445,6 +484,63 @@ void CachingAllocator::return_to_pool(Block* block) {
     update(stats_.inactive_split_bytes, is_small, static_cast<int64_t>(block->size));
   }
   pool.insert(block);
+}
+
+// Note [Exact-size bins]: a freed block (already out of the allocation stats) to the bin of its size.
+bool CachingAllocator::try_bin(Block* block) {
+  if (stream_aware_ || !block->segment->is_small) return false;
+  const size_t i = block->size / kMinBlockSize;
+  if (bin_fill_[i] == kBinDepth) return false;
+  release_block(block);
+  if (block->is_split()) {  // counted as a free block of a partly used segment, as in the pool
+    update(stats_.inactive_split, true, 1);
+    update(stats_.inactive_split_bytes, true, static_cast<int64_t>(block->size));
+  }
+  block->binned = true;
+  block->bin_next = bins_[i];
+  bins_[i] = block;
+  bin_fill_[i] += 1;
+  binned_ += 1;
+  bin_used_[i / 64] |= uint64_t{1} << (i % 64);
+  return true;
+}
+
+CachingAllocator::Block* CachingAllocator::take_binned(size_t size) {
+  const size_t i = size / kMinBlockSize;
+  Block* block = bins_[i];
+  if (!block) return nullptr;
+  bins_[i] = block->bin_next;
+  block->bin_next = nullptr;
+  if (--bin_fill_[i] == 0) bin_used_[i / 64] &= ~(uint64_t{1} << (i % 64));
+  binned_ -= 1;
+  if (block->is_split()) {
+    update(stats_.inactive_split, true, -1);
+    update(stats_.inactive_split_bytes, true, -static_cast<int64_t>(block->size));
+  }
+  return block;  // still binned: finish_allocation keeps its allocated_ entry
+}
+
+void CachingAllocator::flush_bins() {
+  if (!binned_) return;
+  for (size_t word = 0; word < bin_used_.size(); ++word) {
+    for (uint64_t bits = bin_used_[word]; bits; bits &= bits - 1) {
+      const size_t i = word * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      while (Block* block = bins_[i]) {
+        bins_[i] = block->bin_next;
+        block->bin_next = nullptr;
+        block->binned = false;
+        allocated_.erase(block->ptr);
+        if (block->is_split()) {  // insert_free counts it again, merged
+          update(stats_.inactive_split, true, -1);
+          update(stats_.inactive_split_bytes, true, -static_cast<int64_t>(block->size));
+        }
+        insert_free(block);
+      }
+      bin_fill_[i] = 0;
+    }
+    bin_used_[word] = 0;
+  }
+  binned_ = 0;
 }
 
 void CachingAllocator::process_events() {
@@ -543,12 +639,15 @@ void CachingAllocator::release_free_segments() {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
+  flush_bins();
   synchronize_and_free_events();
   release_free_segments();
 }
 
 MemoryStats CachingAllocator::stats() const {
   std::lock_guard lock(mutex_);
+  // Note [Exact-size bins]: merged, binned blocks count as the pool would count them.
+  const_cast<CachingAllocator*>(this)->flush_bins();
   return stats_;
 }
 
@@ -571,6 +670,7 @@ void CachingAllocator::reset_accumulated_stats() {
 
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::lock_guard lock(mutex_);
+  const_cast<CachingAllocator*>(this)->flush_bins();  // Note [Exact-size bins]: blocks as the pools hold them
   std::vector<SegmentInfo> out;
   out.reserve(segments_.size());
   for (const auto& [ptr, seg] : segments_) {

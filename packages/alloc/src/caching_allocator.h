@@ -200,6 +200,8 @@ class CachingAllocator final : public Allocator {
     std::vector<StreamPtr> stream_uses{};  // other streams (record_stream)
     int event_count = 0;                   // outstanding events of a pending free
     AllocContext context{};
+    Block* bin_next = nullptr;  // Note [Exact-size bins]: the next block of its bin
+    bool binned = false;        // free, in a bin, not in a pool
     bool is_split() const { return prev || next; }
   };
   struct Segment {
@@ -226,6 +228,14 @@ class CachingAllocator final : public Allocator {
   void* finish_allocation(Block* block, size_t size, size_t requested);
   // Note [Stream-ordered reuse]
   void return_to_pool(Block* block);
+  /// The bookkeeping of a block becoming free (stats, trace, backend hook); return_to_pool's first half.
+  void release_block(Block* block);
+  /// Merges a free block with its free neighbours and puts it in its pool; return_to_pool's second half.
+  void insert_free(Block* block);
+  // Note [Exact-size bins]
+  bool try_bin(Block* block);
+  Block* take_binned(size_t size);
+  void flush_bins();
   void process_events();
   void synchronize_and_free_events();
   void add_trace(TraceEntry::Action action, uintptr_t address, size_t size, int64_t stream,
@@ -242,7 +252,16 @@ class CachingAllocator final : public Allocator {
   std::optional<size_t> memory_limit_;
   FreeBlocks small_free_;
   FreeBlocks large_free_;
+  // Allocated blocks by address, and binned ones (Note [Exact-size bins]): Block::allocated tells them apart.
   std::unordered_map<void*, Block*> allocated_;
+  // Note [Exact-size bins]: per size class of the small pool (size / kMinBlockSize), a LIFO list of freed
+  // blocks of exactly that size; only for an allocator that is not stream-aware.
+  static constexpr size_t kBinCount = kSmallSize / kMinBlockSize + 1;
+  static constexpr uint8_t kBinDepth = 8;
+  std::array<Block*, kBinCount> bins_{};
+  std::array<uint8_t, kBinCount> bin_fill_{};
+  std::array<uint64_t, (kBinCount + 63) / 64> bin_used_{};  // bit i: bins_[i] is not empty
+  size_t binned_ = 0;
   std::map<char*, std::unique_ptr<Segment>> segments_;  // by address
   MemoryStats stats_;
   Device device_;

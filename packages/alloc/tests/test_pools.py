@@ -188,3 +188,77 @@ def test_instances_are_independent(allocator):
         allocator._free(p)
     other._free(p)
     assert other.name == "other" and repr(other).startswith("<flambeau_alloc.CachingAllocator 'other' on cpu pages")
+
+
+# ---- Note [Exact-size bins] ----
+
+
+def test_a_freed_small_block_serves_the_next_request_of_its_size(allocator):
+    p = allocator._allocate(700)
+    keep = allocator._allocate(512)  # a live neighbour: p would otherwise merge on free
+    allocator._free(p)
+    assert allocator._allocate(1000) == p, "same rounded size (1 KiB): the freed block comes back"
+    allocator._free(keep)
+    check_snapshot_invariants(allocator)
+
+
+def test_binned_blocks_are_free_in_every_statistic(allocator):
+    ptrs = [allocator._allocate(s) for s in (KiB, 512, 2 * KiB, 512)]
+    before = allocator.memory_stats()
+    allocator._free(ptrs[0])
+    allocator._free(ptrs[2])
+    stats = allocator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == before["allocated_bytes.all.current"] - 3 * KiB
+    assert stats["active.all.current"] == before["active.all.current"] - 2
+    assert stats["requested_bytes.all.current"] == before["requested_bytes.all.current"] - 3 * KiB
+    # Two holes between live blocks: two free blocks of a partly used segment, as the pool counts them.
+    assert stats["inactive_split.small_pool.current"] == before["inactive_split.small_pool.current"] + 2
+    seg = check_snapshot_invariants(allocator)[0]
+    assert [b["allocated"] for b in seg["blocks"][:4]] == [False, True, False, True]
+
+
+def test_a_binned_block_cannot_be_freed_twice(allocator):
+    p = allocator._allocate(512)
+    keep = allocator._allocate(512)
+    allocator._free(p)
+    with pytest.raises(ValueError, match=r"\[_free\] address .* is not a block allocated"):
+        allocator._free(p)
+    allocator._free(keep)
+
+
+def test_freed_blocks_merge_for_a_larger_request(allocator):
+    # Eight neighbouring 512 B blocks freed: binned unmerged, yet a 4 KiB request (no bin of that size) is
+    # served from their merged space, the best fit, rather than from the rest of the segment.
+    ptrs = [allocator._allocate(512) for _ in range(8)]
+    keep = allocator._allocate(512)
+    for p in ptrs:
+        allocator._free(p)
+    assert allocator._allocate(4 * KiB) == ptrs[0]
+    allocator._free(keep)
+
+
+def test_empty_cache_returns_segments_whose_blocks_are_binned(allocator):
+    ptrs = [allocator._allocate(s) for s in (512, KiB, 512)]
+    for p in ptrs:
+        allocator._free(p)
+    allocator.empty_cache()
+    stats = allocator.memory_stats()
+    assert stats["reserved_bytes.all.current"] == 0
+    assert stats["segment.all.current"] == 0
+    assert allocator.memory_snapshot() == []
+
+
+def test_a_bin_holds_a_bounded_number_of_blocks(allocator):
+    # More blocks of one size than a bin holds: the rest go to the pool and merge, nothing is lost.
+    ptrs = [allocator._allocate(512) for _ in range(40)]
+    for p in ptrs[::2]:
+        allocator._free(p)
+    for p in ptrs[1::2]:
+        allocator._free(p)
+    stats = allocator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == 0
+    assert stats["inactive_split.all.current"] == 0, "every block merged back into one free segment"
+    again = {allocator._allocate(512) for _ in range(40)}
+    assert again == set(ptrs)
+    for p in again:
+        allocator._free(p)
