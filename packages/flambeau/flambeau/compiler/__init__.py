@@ -86,6 +86,14 @@ class OptimizedModule(Module):
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the original module through the compiled path (captured on new guards, replayed otherwise).
+
+        Example:
+            >>> import flambeau as fb
+            >>> relu = fb.compile(fb.nn.ReLU())
+            >>> relu(fb.tensor([-1.0, 2.0]))
+            tensor([0., 2.])
+        """
         return self._compiled_call(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -93,10 +101,6 @@ class OptimizedModule(Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self.__dict__["_modules"]["_orig_mod"], name)
-
-    def train(self, mode: bool = True) -> OptimizedModule:
-        super().train(mode)
-        return self
 
 
 OptimizedModule.__module__ = "flambeau.compiler"
