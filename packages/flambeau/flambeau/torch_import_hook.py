@@ -51,7 +51,7 @@ __all__ = ["TORCH_MODULES", "install", "installed", "missing", "module_table_mar
 # name, or "module:attribute" for a namespace object. A key ending in ".*" maps every
 # submodule below it to the same-named submodule of its target.
 TORCH_MODULES: dict[str, tuple[str, str]] = {
-    "torch": ("flambeau", "tensors, dtypes, ops, devices, save/load; no torch.compile, torch.jit, quantization"),
+    "torch": ("flambeau", "tensors, dtypes, ops, devices, save/load, compile; no torch.jit, quantization"),
     "torch.nn": ("flambeau_nn", "layers, losses, Parameter; see docs/nn.md for the layers there are"),
     "torch.nn.functional": ("flambeau_nn.functional", ""),
     "torch.nn.init": ("flambeau_nn.init", ""),
@@ -118,6 +118,7 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.library": ("flambeau.library", "custom_op, Library, register_fake/autograd/kernel, opcheck (Python ops)"),
     "torch.hub": ("flambeau:hub", "local folders and cached GitHub repositories; no downloads offline"),
     "torch.onnx": ("flambeau:onnx", "export by tracing, opsets 13-21 ([tutorial](tutorials/onnx-export.md))"),
+    "torch.compiler": ("flambeau.compiler", "capture, guards and replay; no fusion yet (docs/compile.md)"),
 }
 
 # Not flambeau's to provide: refused with a message naming the reason.
