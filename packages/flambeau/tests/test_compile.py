@@ -300,6 +300,12 @@ def _branchy(x):
     return x - 1
 
 
+def _sets_an_item(x):
+    y = x * 2
+    y[0] = 5.0  # an in-place change the op recorder does not report
+    return y + 1
+
+
 @pytest.mark.parametrize(
     ("fn", "reason"),
     [
@@ -314,6 +320,8 @@ def _branchy(x):
         (lambda x: fb.autograd.grad((x * x).sum(), x)[0], "runs autograd"),
         (lambda x: fb.tensor(float(x.sum())) * x, "__float__"),
         (lambda x: x + len(str(x)), "Tensor.__str__"),
+        (lambda x: (x * 2).index_put_((fb.tensor([0]),), fb.tensor(5.0)) + 1, "Tensor.index_put_"),
+        (_sets_an_item, "Tensor.__setitem__"),
     ],
 )
 def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):

@@ -32,6 +32,7 @@ def current() -> _Capture | None:
 _READ = "the function reads a tensor's values into Python (Tensor.{})"
 _HOOK = "the function registers an autograd hook (Tensor.{}), which a replay would not"
 _AUTOGRAD = "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
+_MUTATE = "the function changes a tensor in place with Tensor.{}, which the op recorder does not report"
 
 
 def _watched() -> list[tuple[Any, str, str]]:
@@ -39,9 +40,14 @@ def _watched() -> list[tuple[Any, str, str]]:
 
     reads = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
     hooks = ("register_hook", "retain_grad", "register_post_accumulate_grad_hook")
+    mutators = (
+        "__setitem__", "index_put_", "fill_", "uniform_", "normal_", "detach_", "requires_grad_", "share_memory_",
+        "_set_data", "_move_storage_",
+    )  # fmt: skip
     return [
         *((Tensor, name, _READ.format(name)) for name in reads),
         *((Tensor, name, _HOOK.format(name)) for name in hooks),
+        *((Tensor, name, _MUTATE.format(name)) for name in mutators),
         (flambeau_autograd._C, "_run_backward", _AUTOGRAD),
     ]
 
@@ -151,6 +157,7 @@ class _Capture:
         self.leaves: dict[int, tuple[Tensor, Any, int]] = {}  # id -> (leaf, its .grad, the grad's version)
         self.outer: Any = None
         self.results: dict[int, tuple[Tensor, bool, Any]] = {}  # id -> (result, its autograd state when made)
+        self.versions: dict[int, tuple[Tensor, int]] = {}  # memory -> (a tensor on it, its version after the last op)
 
     def see_leaf(self, t: Tensor) -> None:
         if id(t) not in self.leaves and t.requires_grad and t.grad_fn is None:
@@ -159,17 +166,26 @@ class _Capture:
 
     def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
         self.calls.append((name, args, kwargs or {}, result, fc.is_grad_enabled()))
-        for t in tensors_in(result) if not isinstance(result, Tensor) else (result,):
+        results = tensors_in(result) if not isinstance(result, Tensor) else [result]
+        for t in results:
             self.results[id(t)] = (t, t.requires_grad, t.grad_fn)
-        for t in tensors_in(args):
+        touched = tensors_in(args) + tensors_in(kwargs) if kwargs else tensors_in(args)
+        for t in touched:
             if t.requires_grad and t.grad_fn is None:
                 self.see_leaf(t)
+        for t in touched + results:
+            if t._storage_ptr:  # views share their base's version counter: one entry per memory
+                self.versions[t._storage_ptr] = (t, t._version)
         if self.outer is not None:  # an enclosing recorder (fb.onnx.export of a compiled model) sees the op too
             self.outer(name, args, kwargs, result)
 
     def autograd_rewired(self) -> bool:
         """Whether some result's autograd state changed after its last recorded op (Function.apply does this)."""
         return any(t.requires_grad != rg or t.grad_fn is not fn for t, rg, fn in self.results.values())
+
+    def mutated_unseen(self) -> bool:
+        """Whether some memory changed after the last recorded op that used it (an unrecorded in-place op)."""
+        return any(t._version != v for t, v in self.versions.values())
 
     def backward_ran(self) -> bool:
         for t, grad, version in self.leaves.values():
@@ -245,6 +261,8 @@ def _side_effects(
             "the function changes a result's autograd history outside recorded ops (a custom "
             "autograd.Function, a module backward hook, requires_grad_)"
         )
+    if cap.mutated_unseen():
+        return "the function changes a tensor in place after its last recorded use, by an op the recorder misses"
     if fc.is_grad_enabled() != grad_before:
         return "the function changes the grad mode without restoring it"
     for i, (t, (rg, ptr)) in enumerate(zip(inputs, before, strict=True)):
