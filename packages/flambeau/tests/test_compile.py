@@ -168,6 +168,19 @@ def test_train_eval_switch_and_no_grad_are_guarded():
     assert counts(compiled)[0] == 3
 
 
+def test_autocast_state_is_guarded():
+    model = fb.nn.Linear(4, 4)
+    compiled = fb.compile(model)
+    x = fb.randn(2, 4)
+    assert compiled(x).dtype == fb.float32
+    with fb.autocast("cpu", dtype=fb.bfloat16):
+        y = compiled(x)
+        assert y.dtype == model(x).dtype == fb.bfloat16
+        assert compiled(x).dtype == fb.bfloat16
+    assert compiled(x).dtype == fb.float32
+    assert counts(compiled)[0] == 2
+
+
 def test_module_attribute_and_parameter_changes_are_guarded():
     model = fb.nn.Sequential(fb.nn.Linear(4, 4), fb.nn.LeakyReLU(0.1))
     compiled = fb.compile(model)

@@ -5,7 +5,7 @@ A call is served by a cached entry when it has the entry's *signature* and the e
 
 * signature (a dict key, so the lookup is one hash): for each tensor in the arguments (walked through
   tuples, lists and dicts) its shape, dtype, device, requires_grad and strides; every other argument's
-  type and value (an object that is not a plain value by identity); and the grad mode;
+  type and value (an object that is not a plain value by identity); the grad mode and the autocast state;
 * module state (checked per entry): for every module the function reaches (the compiled module and its
   submodules, or the modules a function's ``self``, closure, globals and defaults hold), its plain
   attributes (``training``, ``p``, ``eps``, ...), its hook dicts, and the identity of its parameters,
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import flambeau_core as fc
+from flambeau_core import _C
 
 from . import _capture
 from ._graph import Graph
@@ -196,6 +197,7 @@ class CompiledFunction:
         if self._disabled or _capture.current() is not None:
             return self._fn(*args, **kwargs)  # inside another capture: its recorder must see these ops
         grad = fc.is_grad_enabled()
+        modes = (grad, _C._is_autocast_enabled() and str(_C._get_autocast_dtype()))
         key: Any = None
         if not kwargs:  # the common call: tensors only
             key = []
@@ -210,11 +212,11 @@ class CompiledFunction:
                     key.append((a.shape, a.stride(), a.requires_grad, a.dtype, a.device))
         if key is not None:
             tensors: Any = args
-            key = (*key, grad)
+            key = (*key, modes)
         else:
             tensors = []
             try:
-                key = (_signature(args, tensors), _signature(kwargs, tensors) if kwargs else None, grad)
+                key = (_signature(args, tensors), _signature(kwargs, tensors) if kwargs else None, modes)
             except _Unguardable as e:
                 return self._broken(str(e), args, kwargs)
         entries = self._cache.get(key)
