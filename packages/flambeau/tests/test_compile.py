@@ -482,6 +482,29 @@ def test_optimized_module_matches_torch_layout():
     assert not lin.training and not opt.training
 
 
+def test_copies_of_a_compiled_module_start_uncompiled():
+    import copy
+    import io
+
+    model = fb.nn.Linear(3, 2)
+    compiled = fb.compile(model)
+    x = fb.randn(4, 3)
+    compiled(x)
+    compiled(x)
+    clone = copy.deepcopy(compiled)
+    with fb.no_grad():
+        clone.weight.zero_()
+        clone.bias.fill_(1.0)
+    assert clone(x).tolist() == [[1.0, 1.0]] * 4 and clone(x).tolist() == [[1.0, 1.0]] * 4
+    close(compiled(x), model(x))
+    buf = io.BytesIO()
+    fb.save(compiled, buf)
+    buf.seek(0)
+    loaded = fb.load(buf, weights_only=False)
+    assert type(loaded).__name__ == "OptimizedModule"
+    close(loaded(x), model(x))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "exc", "words"),
     [

@@ -185,6 +185,16 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
         _compiled.add(self)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (copy.deepcopy, pickle) starts uncompiled: the cached replays hold the original's tensors.
+        state = self.__dict__.copy()
+        state.update(_cache={}, _count=0, _warned=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _compiled.add(self)
+
     def reset(self) -> None:
         self._cache.clear()
         self._count = 0
