@@ -283,6 +283,26 @@ def test_lists_kwargs_tuples_and_constant_fills():
     assert len(g.graphs) == 1
 
 
+def test_named_tuple_results_are_rebuilt_and_opaque_results_break():
+    g = fb.compile(lambda x: (x.max(0), x.shape))
+    for _ in range(2):
+        x = fb.randn(3, 2)
+        (values, indices), shape = g(x)
+        want = x.max(0)
+        close(values, want.values)
+        assert indices.tolist() == want.indices.tolist() and shape == (3, 2)
+    assert type(g(x)[0]) is type(want) and len(g.graphs) == 1
+
+    class Holder:
+        def __init__(self, t):
+            self.t = t
+
+    h = fb.compile(lambda x: Holder(x * 2))
+    for v in (1.0, 2.0):
+        assert h(fb.full((2,), v)).t.tolist() == [2 * v, 2 * v]
+    assert "returns a Holder" in h.break_reasons[0]
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

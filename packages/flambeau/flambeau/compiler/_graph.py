@@ -124,6 +124,13 @@ def tensors_in(obj: Any) -> list[Tensor]:
     return []
 
 
+def same_kind(like: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
+    """A tuple of ``like``'s type (a named tuple, a struct sequence) holding ``items``."""
+    kind = type(like)
+    make = getattr(kind, "_make", None)
+    return make(items) if make is not None else kind(items)
+
+
 def _result_paths(result: Any) -> list[tuple[int, ...]]:
     if isinstance(result, Tensor):
         return [()]
@@ -136,6 +143,18 @@ def _at(obj: Any, path: tuple[int, ...]) -> Any:
     for i in path:
         obj = obj[i]
     return obj
+
+
+_PLAIN = (Ref, bool, int, float, complex, str, bytes, type(None), fc.dtype, fc.device)
+
+
+def _opaque_leaf(obj: Any) -> str | None:
+    """The type name of a part of a result that is neither a tensor reference nor a plain value, if any."""
+    if isinstance(obj, (list, tuple)) and not isinstance(obj, Ref):
+        return next((name for x in obj if (name := _opaque_leaf(x)) is not None), None)
+    if isinstance(obj, dict):
+        return _opaque_leaf(list(obj.values()))
+    return None if isinstance(obj, _PLAIN) else type(obj).__name__
 
 
 def _is_fill(t: Tensor) -> bool:
@@ -216,7 +235,7 @@ class _Builder:
             if type(obj) is tuple:
                 return tuple(items)
             if any(isinstance(x, Tensor) for x in obj):
-                raise GraphBreak(f"{where} passes tensors inside a {type(obj).__name__}")
+                return same_kind(obj, items)  # a named tuple (x.max(0)), with references in it
             return obj
         if isinstance(obj, dict):
             return {k: self.template(v, where) for k, v in obj.items()}
@@ -262,6 +281,9 @@ def build_graph(
     for name, args, kwargs, res, grad in calls:
         b.add(name, args, kwargs, res, grad)
     out = b.template(result, "the function's result")
+    odd = _opaque_leaf(out)
+    if odd is not None:
+        raise GraphBreak(f"the function returns a {odd}, which a replay cannot rebuild (it may hold tensors)")
     for t in tensors_in(result):
         if id(t) in b.made_inside:
             raise GraphBreak("the function returns a tensor made inside it by an op the recorder does not report")

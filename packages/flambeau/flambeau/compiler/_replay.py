@@ -18,7 +18,7 @@ from typing import Any
 
 from flambeau_core._C import _set_grad_enabled
 
-from ._graph import Graph, Ref
+from ._graph import Graph, Ref, same_kind
 
 
 class Program:
@@ -49,6 +49,8 @@ class Program:
                 return "[" + "".join(f"{expr(x)}, " for x in a) + "]"
             if type(a) is tuple:
                 return "(" + "".join(f"{expr(x)}, " for x in a) + ")"
+            if isinstance(a, tuple):  # a named tuple with references in it
+                return f"{const(same_kind, 'f')}({const(a)}, [" + "".join(f"{expr(x)}, " for x in a) + "])"
             if type(a) is dict:
                 return "{" + "".join(f"{expr(k)}: {expr(v)}, " for k, v in a.items()) + "}"
             if a is None or type(a) in (bool, int, str):
