@@ -303,6 +303,27 @@ def test_named_tuple_results_are_rebuilt_and_opaque_results_break():
     assert "returns a Holder" in h.break_reasons[0]
 
 
+def test_arguments_are_taken_as_they_were_at_the_call():
+    def f(x):
+        dims = [0]
+        first = x.sum(dims)
+        dims.append(1)  # after the call: the first sum still reduces dim 0 only
+        return first, x.sum(dims)
+
+    g = fb.compile(f)
+    for _ in range(2):
+        x = fb.randn(2, 3)
+        for got, want in zip(g(x), f(x), strict=True):
+            close(got, want)
+    assert len(g.graphs) == 1
+    table = np.ones(3, dtype=np.float32)
+    h = fb.compile(lambda x: x + table)
+    h(fb.zeros(3))
+    table[:] = 5.0
+    assert h(fb.zeros(3)).tolist() == [5.0] * 3
+    assert "NumPy array" in h.break_reasons[0]
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

@@ -165,7 +165,8 @@ class _Capture:
             self.leaves[id(t)] = (t, g, -1 if g is None else g._version)
 
     def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
-        self.calls.append((name, args, kwargs or {}, result, fc.is_grad_enabled()))
+        # Lists and dicts as they are now: the program may change them after the call.
+        self.calls.append((name, _frozen(args), _frozen(kwargs or {}), result, fc.is_grad_enabled()))
         results = tensors_in(result) if not isinstance(result, Tensor) else [result]
         for t in results:
             self.results[id(t)] = (t, t.requires_grad, t.grad_fn)
@@ -193,6 +194,16 @@ class _Capture:
             if g is not grad or (g is not None and g._version != version):
                 return True
         return False
+
+
+def _frozen(obj: Any) -> Any:
+    if type(obj) is list:
+        return [_frozen(x) for x in obj]
+    if type(obj) is dict:
+        return {k: _frozen(v) for k, v in obj.items()}
+    if type(obj) is tuple:
+        return tuple(_frozen(x) for x in obj)
+    return obj
 
 
 def _rng_state() -> Any:

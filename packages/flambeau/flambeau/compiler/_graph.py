@@ -241,6 +241,8 @@ class _Builder:
             return {k: self.template(v, where) for k, v in obj.items()}
         if isinstance(obj, slice) and any(isinstance(x, Tensor) for x in (obj.start, obj.stop, obj.step)):
             raise GraphBreak(f"{where} slices with tensor bounds")
+        if type(obj).__module__ == "numpy" and hasattr(obj, "flags") and obj.flags.writeable:
+            raise GraphBreak(f"{where} reads a writable NumPy array, whose values a replay would take as constants")
         return obj
 
     def add(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool) -> None:
