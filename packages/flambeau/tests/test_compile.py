@@ -324,6 +324,25 @@ def test_arguments_are_taken_as_they_were_at_the_call():
     assert "NumPy array" in h.break_reasons[0]
 
 
+def test_the_users_exception_propagates_and_leaves_no_capture_behind():
+    from flambeau_core._trace import OpRecorder
+
+    def f(x):
+        y = x + 1
+        if x.shape[0] == 1:
+            raise ValueError("one row")
+        return y
+
+    g = fb.compile(f)
+    with OpRecorder() as rec:  # an enclosing recorder keeps seeing ops after the error
+        with pytest.raises(ValueError, match="one row"):
+            g(fb.ones(1))
+        fb.ones(2) * 3
+    assert [c.name for c in rec.calls] == ["add", "mul"]
+    assert g.graphs == [] and g(fb.ones(2)).tolist() == [2.0, 2.0]
+    assert not fb.compiler.is_compiling()
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

@@ -237,9 +237,10 @@ def capture(
     try:
         result = fn(*args, **kwargs)
     finally:
-        _C._set_op_recorder(None)  # what the capture computes below is not the program's: no recorder sees it
+        _C._set_op_recorder(outer)
         _watch(False)
         _local.capture = prev_capture
+    _C._set_op_recorder(None)  # what the capture computes below is not the program's: no recorder sees it
     try:
         reason = cap.breaks or _side_effects(cap, inputs, before, grad_before, still_valid)
         graph = None
