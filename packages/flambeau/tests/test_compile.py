@@ -540,6 +540,9 @@ def test_optimized_module_matches_torch_layout():
     close(fresh(x), lin(x))
     opt.eval()
     assert not lin.training and not opt.training
+    lin.train()
+    assert opt.training  # mirrors the original, as torch's does
+    assert torch.compile(tlin.eval()).training is False
 
 
 def test_copies_of_a_compiled_module_start_uncompiled():

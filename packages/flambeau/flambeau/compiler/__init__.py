@@ -83,7 +83,26 @@ class OptimizedModule(Module):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(self, "_compiled_call", compiled)
-        self.training = mod.training
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        """The original module's ``training`` flag (PyTorch's OptimizedModule mirrors it too).
+
+        Example:
+            >>> import flambeau as fb
+            >>> lin = fb.nn.Linear(2, 2)
+            >>> opt = fb.compile(lin)
+            >>> _ = lin.eval()
+            >>> opt.training
+            False
+        """
+        return self.__dict__["_modules"]["_orig_mod"].training
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+        if orig is not None:  # Module.__init__ sets it before there is an original
+            orig.training = mode
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Calls the original module through the compiled path (captured on new guards, replayed otherwise).
