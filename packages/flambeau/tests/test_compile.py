@@ -343,6 +343,22 @@ def test_the_users_exception_propagates_and_leaves_no_capture_behind():
     assert not fb.compiler.is_compiling()
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: fb.where(x > 0, x, x * 3),  # where(condition, input, other)
+        lambda x: x.where(x > 0, -1.0),  # input.where(condition, other)
+        lambda x: fb.where(x > 0)[0] * 1,  # where(condition): the indices
+    ],
+)
+def test_where_replays_the_form_the_program_called(fn):
+    g = fb.compile(fn)
+    for _ in range(3):
+        x = fb.randn(6)
+        assert g(x).tolist() == fn(x).tolist()
+    assert len(g.graphs) == 1
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

@@ -103,8 +103,23 @@ RANDOM_OPS = {
 }  # fmt: skip
 
 
+def _is_bool_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor) and obj.dtype == fc.bool
+
+
 def _target(name: str, args: tuple[Any, ...]) -> Callable[..., Any] | None:
-    """The callable that redoes a recorded call: the Tensor method (``self`` first) or the core function."""
+    """The callable that redoes a recorded call: the Tensor method (``self`` first) or the core function.
+
+    The recorder does not say which the program called; they agree (the function's first parameter is the
+    method's ``self``) except for ``where``: ``where(condition, input, other)`` against
+    ``input.where(condition, other)``, told apart by which argument is the boolean condition.
+    """
+    if name == "where":
+        if len(args) == 1 or (_is_bool_tensor(args[0]) and not _is_bool_tensor(args[1])):
+            return fc.where
+        if len(args) > 1 and _is_bool_tensor(args[1]) and not _is_bool_tensor(args[0]):
+            return Tensor.where
+        return None
     if args and isinstance(args[0], Tensor):
         method = getattr(Tensor, name, None)
         if method is not None:
@@ -254,7 +269,7 @@ class _Builder:
             raise GraphBreak(f"op {name!r} returns a {type(result).__name__} computed from tensors into Python")
         target = _target(name, args)
         if target is None:
-            raise GraphBreak(f"op {name!r} has no callable to replay it with")
+            raise GraphBreak(f"op {name!r} has no callable to replay it with (or which one is ambiguous)")
         arg_t = self.template(args, where)
         kw_t = self.template(kwargs, where) if kwargs else {}
         if (name.endswith("_") and not name.endswith("__")) or "out" in kwargs:
