@@ -359,6 +359,19 @@ def test_where_replays_the_form_the_program_called(fn):
     assert len(g.graphs) == 1
 
 
+def test_a_replay_that_disagrees_with_eager_is_never_used(monkeypatch):
+    """The safety net: a graph that mutates nothing is replayed once at capture and kept only if it agrees."""
+    from flambeau.compiler import _graph
+
+    real = _graph._target
+    monkeypatch.setattr(_graph, "_target", lambda name, args: fb.Tensor.exp if name == "relu" else real(name, args))
+    g = fb.compile(lambda x: (x * 2).relu())
+    for _ in range(2):
+        x = fb.randn(4)
+        close(g(x), (x * 2).relu())
+    assert "does not reproduce the eager result" in g.break_reasons[0]
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

@@ -15,6 +15,7 @@ import flambeau_core as fc
 from flambeau_core import _C
 
 from ._graph import Graph, GraphBreak, build_graph, tensors_in
+from ._replay import Program
 
 Tensor = fc.Tensor
 
@@ -226,6 +227,7 @@ def capture(
     for t in list(inputs) + list(long_lived.values()):
         cap.see_leaf(t)
     before = [(t.requires_grad, t._storage_ptr) for t in inputs]
+    versions = [(t, t._version) for t in list(inputs) + list(long_lived.values())]
     grad_before = fc.is_grad_enabled()
     rng_before = _rng_state()
     outer = _C._op_recorder()
@@ -249,6 +251,9 @@ def capture(
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
+            if not advanced and all(t._version == v for t, v in versions):
+                reason = _replay_disagrees(graph, inputs, result, grad_before)
+                graph = None if reason else graph
     except GraphBreak as e:
         reason, graph = str(e), None
     except Exception as e:  # a gap of the capture, never the user's: their run already succeeded
@@ -256,6 +261,36 @@ def capture(
     finally:
         _C._set_op_recorder(outer)
     return CaptureResult(result, graph, reason)
+
+
+def _replay_disagrees(graph: Graph, inputs: list[Tensor], result: Any, grad: bool) -> str | None:
+    """Replays a graph that mutates nothing and draws no random numbers once, on the captured call's inputs.
+
+    A safety net under the capture's own checks: a replay that does not give the eager result (an op
+    replayed with the wrong callable, a value read the capture did not see) would be wrong on every call.
+    """
+    replayed = Program(graph, grad).run(*inputs)
+    if not _same(result, replayed):
+        return "replaying the captured ops does not reproduce the eager result (an op the capture misreads)"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Tensor):
+        if not isinstance(b, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            # threaded kernels may sum in another order: the last bits can differ between two runs
+            rtol = 1e-4 if a.element_size() >= 4 else 1e-2
+            return bool(fc.allclose(a.detach().double(), b.detach().double(), rtol=rtol, atol=1e-6, equal_nan=True))
+        if a.is_complex():
+            return bool(fc.allclose(a.detach(), b.detach(), rtol=1e-4, atol=1e-6, equal_nan=True))
+        return bool(fc.equal(a, b))
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b) if not isinstance(b, Tensor) else False
 
 
 def _side_effects(
