@@ -195,6 +195,20 @@ def test_module_attribute_and_parameter_changes_are_guarded():
     close(compiled(x), model(x))
     assert counts(compiled)[0] == 3
 
+    class SumOver(fb.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dims = [0]
+
+        def forward(self, x):
+            return x.sum(self.dims)
+
+    summed = SumOver()
+    g = fb.compile(summed)
+    assert g(fb.ones(2, 3)).tolist() == [2.0] * 3
+    summed.dims.append(1)  # a list attribute changed in place
+    assert g(fb.ones(2, 3)).tolist() == 6.0
+
 
 def test_non_tensor_arguments_are_guarded():
     g = fb.compile(lambda x, scale, *, shift=0.0: x * scale + shift)

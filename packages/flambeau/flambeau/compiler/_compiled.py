@@ -124,6 +124,8 @@ class ModuleState:
                     continue
                 elif isinstance(v, _SIMPLE) and type(v) is not tuple or (type(v) is tuple and _plain(v)):
                     tests.append(f"{item} == {const(v)}")
+                elif type(v) is list and _plain(tuple(v)):  # compared by value: it may change in place
+                    tests.append(f"{item} == {const(list(v))}")
                 else:
                     tests.append(f"{item} is {const(v)}")
             tests.append(f"len({d}) == {len(m.__dict__)}")
