@@ -20,6 +20,18 @@
 #include "flambeau/tensor.h"
 
 namespace pybind11::detail {
+// Note [Tensor caster fast path]: every op call converts its tensor arguments and result through the
+// caster below, and pybind11's generic path looks the C++ type up by name each time (a hash of the mangled
+// name, string compares) before it reaches the instance. The Tensor class is registered once, so its
+// type_info is looked up once and kept; an argument that is a Tensor (or a subclass, found through the
+// same type_info) yields its holder directly, and a result goes to type_caster_generic with its type
+// resolved. Identity (Note [Python Tensor identity]) and every other case are pybind11's own path.
+inline const type_info* flambeau_tensor_type_info() {
+  static const type_info* cached = nullptr;  // set under the GIL, once core has registered the class
+  if (!cached) cached = get_type_info(typeid(flambeau::TensorImpl));
+  return cached;
+}
+
 template <>
 struct type_caster<flambeau::Tensor> {
  public:
@@ -27,6 +39,13 @@ struct type_caster<flambeau::Tensor> {
 
   bool load(handle src, bool convert) {
     if (src.is_none()) return false;
+    if (const type_info* ti = flambeau_tensor_type_info(); ti && PyObject_TypeCheck(src.ptr(), ti->type)) {
+      value_and_holder v_h = reinterpret_cast<instance*>(src.ptr())->get_value_and_holder(ti, false);
+      if (v_h && v_h.holder_constructed()) {
+        value = flambeau::Tensor(v_h.template holder<std::shared_ptr<flambeau::TensorImpl>>());
+        return true;
+      }
+    }
     make_caster<std::shared_ptr<flambeau::TensorImpl>> inner;
     if (!inner.load(src, convert)) return false;
     value = flambeau::Tensor(cast_op<std::shared_ptr<flambeau::TensorImpl>>(std::move(inner)));
@@ -34,6 +53,11 @@ struct type_caster<flambeau::Tensor> {
   }
   static handle cast(const flambeau::Tensor& t, return_value_policy, handle parent) {
     if (!t.defined()) return none().release();
+    if (const type_info* ti = flambeau_tensor_type_info()) {
+      const std::shared_ptr<flambeau::TensorImpl>& holder = t.impl_ptr();
+      return type_caster_generic::cast(cast_sources{holder.get(), ti}, return_value_policy::take_ownership,
+                                       {}, nullptr, nullptr, &holder);
+    }
     return make_caster<std::shared_ptr<flambeau::TensorImpl>>::cast(
         t.impl_ptr(), return_value_policy::take_ownership, parent);
   }
