@@ -250,6 +250,11 @@ def test_globals_and_closure_values_the_function_reads_are_guarded(monkeypatch):
     assert g(x).tolist() == [6.0, 6.0]
     monkeypatch.setitem(globals(), "OFFSET", fb.zeros(2))
     assert g(x).tolist() == [5.0, 5.0]
+    sizes = [2]
+    r = fb.compile(lambda x: x.reshape(sizes))
+    assert r(x).shape == (2,)
+    sizes[:] = [1, 2]
+    assert r(x).shape == (1, 2)
     k = 3
     h = fb.compile(lambda x: x * k)
     assert h(x).tolist() == [3.0, 3.0]

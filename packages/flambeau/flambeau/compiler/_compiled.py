@@ -132,8 +132,11 @@ class ModuleState:
         for holder, item, v in _captured_names(fn):  # the globals and closure cells the function reads
             h = const(holder)
             item_src = f"{h}.cell_contents" if item is None else f"{h}[{item!r}]"
-            plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
-            tests.append(f"{item_src} {'==' if plain else 'is'} {const(v)}")
+            if type(v) is list:
+                tests.append(f"{item_src} == {const(list(v))}")
+            else:
+                plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
+                tests.append(f"{item_src} {'==' if plain else 'is'} {const(v)}")
         body = " and ".join(tests) or "True"
         src = f"def holds():\n    try:\n        return bool({body})\n    except Exception:\n        return False\n"
         exec(src, env)  # noqa: S102 (the guard is generated from the captured state, no user text)
@@ -155,7 +158,8 @@ def _captured_names(fn: Any) -> list[tuple[Any, str | None, Any]]:
             out.append((cell, None, cell.cell_contents))
         except ValueError:  # an empty cell
             continue
-    return [(h, n, v) for h, n, v in out if isinstance(v, (Tensor, Module, *_SIMPLE))]
+    keep = (Tensor, Module, *_SIMPLE)
+    return [(h, n, v) for h, n, v in out if isinstance(v, keep) or (type(v) is list and _plain(tuple(v)))]
 
 
 def _plain(t: tuple[Any, ...]) -> bool:
