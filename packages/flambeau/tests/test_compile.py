@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import sys
 import warnings
@@ -133,10 +134,10 @@ def test_dropout_draws_fresh_numbers_on_replay():
 
 # --------------------------------------------------------------------------- guards
 def test_new_batch_size_dtype_and_requires_grad_capture_again():
-    calls = []
+    calls = collections.Counter()  # not a list: a list the function changes is a side effect, and breaks
 
     def f(x):
-        calls.append(1)
+        calls["f"] += 1
         return (x * 2).relu()
 
     g = fb.compile(f)
@@ -147,7 +148,7 @@ def test_new_batch_size_dtype_and_requires_grad_capture_again():
     g(fb.randn(2, 3, dtype=fb.float64))
     g(fb.randn(2, 3, requires_grad=True))
     assert len(g.graphs) == 4
-    assert len(calls) == 4 + 4  # four captures, four direct eager calls; the replays ran no Python of f
+    assert calls["f"] == 4 + 4  # four captures, four direct eager calls; the replays ran no Python of f
 
 
 def test_train_eval_switch_and_no_grad_are_guarded():
@@ -260,6 +261,20 @@ def test_globals_and_closure_values_the_function_reads_are_guarded(monkeypatch):
     assert h(x).tolist() == [3.0, 3.0]
     k = 4
     assert h(x).tolist() == [4.0, 4.0]
+
+
+def test_a_list_the_function_changes_is_a_side_effect_and_runs_eagerly():
+    log = []
+
+    def f(x):
+        log.append(x.shape[0])
+        return x * 2
+
+    g = fb.compile(f)
+    for n in (1, 1, 1):
+        g(fb.ones(n))
+    assert log == [1, 1, 1] and g.graphs == []
+    assert "a list it appends to" in g.break_reasons[0]
 
 
 def test_hooks_registered_after_compiling_are_guarded():
@@ -556,11 +571,11 @@ def test_explain_reports_graphs_ops_and_breaks():
 
 
 def test_decorator_forms_and_is_compiling():
-    seen = []
+    seen = collections.Counter()
 
     @fb.compile
     def f(x):
-        seen.append(fb.compiler.is_compiling())
+        seen[fb.compiler.is_compiling()] += 1
         return x + 1
 
     @fb.compile(mode="reduce-overhead", fullgraph=True, dynamic=True)
@@ -568,7 +583,7 @@ def test_decorator_forms_and_is_compiling():
         return x * 3
 
     assert f(fb.ones(1)).tolist() == [2.0] and f(fb.ones(1)).tolist() == [2.0]
-    assert seen == [True] and not fb.compiler.is_compiling()
+    assert seen == {True: 1} and not fb.compiler.is_compiling()
     assert h(fb.ones(2)).tolist() == [3.0, 3.0] and h.__name__ == "h"
     assert fb.compile(f, disable=True) is f
     assert fb.compiler.list_backends() == ["aot_eager", "eager", "inductor"]

@@ -318,7 +318,10 @@ def _side_effects(
         if t._storage_ptr != ptr:
             return f"the function replaces the memory of input tensor {i} (.data = or set_)"
     if not still_valid():
-        return "the function changes a module's attributes (training mode, parameters, submodules or settings)"
+        return (
+            "the function changes a module's attributes (training mode, parameters, submodules, settings) or a "
+            "global or closure value it reads (such as a list it appends to)"
+        )
     return None
 
 
