@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import random
 import sys
 import warnings
 from pathlib import Path
@@ -458,15 +459,17 @@ def _sets_an_item(x):
         (lambda x: x + len(str(x)), "Tensor.__str__"),
         (lambda x: (x * 2).index_put_((fb.tensor([0]),), fb.tensor(5.0)) + 1, "Tensor.index_put_"),
         (_sets_an_item, "Tensor.__setitem__"),
+        (lambda x: x * random.random(), "Python or NumPy random numbers"),
+        (lambda x: x * float(np.random.rand()), "Python or NumPy random numbers"),
     ],
 )
 def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):
     g = fb.compile(fn)
     for sign in (1.0, -1.0, 1.0):
         x = fb.full((2, 3), sign, requires_grad=True)
-        fb.manual_seed(1)
+        fb.manual_seed(1), random.seed(1), np.random.seed(1)
         got = g(x)
-        fb.manual_seed(1)
+        fb.manual_seed(1), random.seed(1), np.random.seed(1)
         close(got, fn(x))
     assert len(g.graphs) == 0 and len(g.break_reasons) == 1
     assert reason in g.break_reasons[0]

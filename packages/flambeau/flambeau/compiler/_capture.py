@@ -207,6 +207,16 @@ def _frozen(obj: Any) -> Any:
     return obj
 
 
+def _host_rng_state() -> tuple[Any, ...]:
+    """Python's and NumPy's global generators, summarised: what a change of either shows in."""
+    import random
+
+    import numpy as np
+
+    state = np.random.get_state(legacy=True)
+    return random.getstate(), state[1].tobytes(), state[2]
+
+
 def _rng_state() -> Any:
     return fc.get_rng_state() if hasattr(fc, "get_rng_state") else None
 
@@ -230,6 +240,7 @@ def capture(
     versions = [(t, t._version) for t in list(inputs) + list(long_lived.values())]
     grad_before = fc.is_grad_enabled()
     rng_before = _rng_state()
+    host_rng_before = _host_rng_state()
     outer = _C._op_recorder()
     cap.outer = outer
     prev_capture = current()
@@ -245,6 +256,8 @@ def capture(
     _C._set_op_recorder(None)  # what the capture computes below is not the program's: no recorder sees it
     try:
         reason = cap.breaks or _side_effects(cap, inputs, before, grad_before, still_valid)
+        if reason is None and _host_rng_state() != host_rng_before:
+            reason = "the function draws Python or NumPy random numbers, which a replay would repeat"
         graph = None
         if reason is None:
             rng_after = _rng_state()
