@@ -611,6 +611,24 @@ def test_optimized_module_matches_torch_layout():
     assert torch.compile(tlin.eval()).training is False
 
 
+def test_module_compile_in_place_as_torch():
+    model, tmodel = fb.nn.Sequential(fb.nn.Linear(3, 2), fb.nn.ReLU()), torch.nn.Sequential(torch.nn.Linear(3, 2))
+    assert model.compile() is None and tmodel.compile() is None
+    assert list(model.state_dict()) == ["0.weight", "0.bias"] and list(tmodel.state_dict()) == ["0.weight", "0.bias"]
+    x = fb.randn(4, 3)
+    for _ in range(2):
+        close(model(x), model[1](model[0](x)))
+    assert len(model.forward.graphs) == 1
+    seen = collections.Counter()
+    model.register_forward_hook(lambda m, args, out: seen.update(["hook"]))
+    model(x)
+    assert seen["hook"] == 1  # hooks run around the compiled forward
+    model.compile(disable=True)
+    assert "forward" not in model.__dict__
+    with pytest.raises(RuntimeError, match=r"\[compile\] Unrecognized mode=bad"):
+        model.compile(mode="bad")
+
+
 def test_copies_of_a_compiled_module_start_uncompiled():
     import copy
     import io

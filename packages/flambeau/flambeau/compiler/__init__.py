@@ -149,6 +149,11 @@ def _check(mode: Any, backend: Any, options: Any, fullgraph: Any, dynamic: Any) 
         raise TypeError(f"[compile] dynamic must be a bool or None, got {type(dynamic).__name__}")
 
 
+def _check_limit(recompile_limit: Any) -> None:
+    if recompile_limit is not None and (not isinstance(recompile_limit, int) or recompile_limit < 0):
+        raise ValueError(f"[compile] recompile_limit must be a non-negative int, got {recompile_limit!r}")
+
+
 def compile(  # noqa: A001 (PyTorch's name)
     model: Callable[..., Any] | None = None,
     *,
@@ -201,8 +206,7 @@ def compile(  # noqa: A001 (PyTorch's name)
         tensor([1., 5.])
     """
     _check(mode, backend, options, fullgraph, dynamic)
-    if recompile_limit is not None and (not isinstance(recompile_limit, int) or recompile_limit < 0):
-        raise ValueError(f"[compile] recompile_limit must be a non-negative int, got {recompile_limit!r}")
+    _check_limit(recompile_limit)
 
     def wrap(fn: Any) -> Any:
         if not callable(fn):
@@ -210,11 +214,37 @@ def compile(  # noqa: A001 (PyTorch's name)
         if disable:
             return fn
         if isinstance(fn, Module):
-            mods = list(fn.modules())
-            return OptimizedModule(fn, CompiledFunction(fn.__call__, fullgraph, recompile_limit, mods))
+            return OptimizedModule(fn, CompiledFunction(fn.__call__, fullgraph, recompile_limit, fn))
         return CompiledFunction(fn, fullgraph, recompile_limit)
 
     return wrap if model is None else wrap(model)
+
+
+def _compile_module(self: Module, **options: Any) -> None:
+    """Compiles this module in place: its later calls run ``forward`` through :func:`flambeau.compile`.
+
+    ``torch.nn.Module.compile``: ``options`` are :func:`flambeau.compile`'s (``fullgraph``, ``mode``, ...).
+    The module's hooks still run around the compiled ``forward`` (eagerly); ``disable=True`` undoes an
+    earlier ``compile()``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> model = fb.nn.Sequential(fb.nn.Linear(3, 2), fb.nn.ReLU())
+        >>> model.compile()
+        >>> x = fb.randn(4, 3)
+        >>> bool(fb.equal(model(x), model[1](model[0](x))))
+        True
+    """
+    forward = functools.partial(type(self).forward, self)  # not a bound method: copies rebind it to the copy
+    compiled = compile(forward, **options)
+    if isinstance(self.__dict__.get("forward"), CompiledFunction):
+        del self.__dict__["forward"]
+    if compiled is not forward:  # disable=True gives the function back
+        object.__setattr__(self, "forward", compiled)
+
+
+# Module.__call__ calls self.forward: an instance attribute takes over. (nn sits below this package.)
+Module.compile = _compile_module  # type: ignore[attr-defined]
 
 
 def reset() -> None:
@@ -334,12 +364,8 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"[explain] expected a callable, got {type(fn).__name__}")
     if not args and not kwargs:
         return functools.partial(explain, fn)
-    probe = CompiledFunction(
-        fn.__call__ if isinstance(fn, Module) else fn,
-        False,
-        1,
-        list(fn.modules()) if isinstance(fn, Module) else None,
-    )
+    module = fn if isinstance(fn, Module) else None
+    probe = CompiledFunction(fn.__call__ if module is not None else fn, False, 1, module)
     probe(*args, **kwargs)
     graphs, reasons = probe.graphs, probe.break_reasons
     ops = [g.op_names() for g in graphs]

@@ -6,6 +6,7 @@ program computes; whether the graph can serve later calls is decided after it (N
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -103,6 +104,9 @@ def modules_of(fn: Any) -> list[Any]:
 
 def _reachable(fn: Any) -> Iterable[Any]:
     yield fn
+    if isinstance(fn, functools.partial):  # Module.compile's forward: the module is its first argument
+        yield from fn.args
+        yield from fn.keywords.values()
     owner = getattr(fn, "__self__", None)
     if owner is not None:
         yield owner

@@ -178,13 +178,13 @@ class CompiledFunction:
     """``fb.compile(fn)``: calls ``fn`` through guarded, captured graphs (Note [Compile guards])."""
 
     def __init__(
-        self, fn: Callable[..., Any], fullgraph: bool, recompile_limit: int | None, modules: list[Any] | None = None
+        self, fn: Callable[..., Any], fullgraph: bool, recompile_limit: int | None, module: Any = None
     ) -> None:
         self._fn = fn
         self._disabled = getattr(fn, "_flambeau_compiler_disabled", False)
         self._fullgraph = fullgraph
         self._limit = recompile_limit
-        self._modules = modules
+        self._module = module  # the nn.Module whose call fn is, if it is one: its submodules are read per capture
         self._cache: dict[Any, list[_Entry]] = {}
         self._count = 0
         self._warned = False
@@ -207,7 +207,7 @@ class CompiledFunction:
         self._warned = False
 
     def _reach(self) -> list[Any]:
-        return self._modules if self._modules is not None else _capture.modules_of(self._fn)
+        return list(self._module.modules()) if self._module is not None else _capture.modules_of(self._fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disabled or _capture.current() is not None:
@@ -263,7 +263,7 @@ class CompiledFunction:
         self, key: Any, tensors: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
     ) -> Any:
         modules = self._reach()
-        fn = None if self._modules is not None else self._fn
+        fn = None if self._module is not None else self._fn
         state = ModuleState(modules, fn)
         long_lived = _capture.long_lived_tensors(self._fn, modules)
         cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds)
