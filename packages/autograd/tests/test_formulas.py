@@ -101,8 +101,9 @@ def test_where():
     )
 
 
-def test_gather_and_scatter_add():
-    idx = np.array([[0, 2], [1, 0], [2, 2]])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_gather_and_scatter_add(index_dtype):
+    idx = np.array([[0, 2], [1, 0], [2, 2]], dtype=index_dtype)
     compare_with_torch(
         lambda a: a.gather(1, fb_tensor(idx)), lambda a: a.gather(1, torch.tensor(idx)), make_inputs([(3, 3)])
     )

@@ -91,10 +91,36 @@ def test_gather_errors():
         x.gather(1, fc.tensor([[3], [0]]))
     with pytest.raises(IndexError, match=r"\[gather\] index -1 is out of bounds"):
         x.gather(1, fc.tensor([[-1], [0]]))
-    with pytest.raises(TypeError, match=r"\[gather\] index must be an int64 tensor, got dtype float32"):
+    with pytest.raises(TypeError, match=r"\[gather\] index must be an int64 or int32 tensor, got dtype float32"):
         x.gather(1, fc.zeros(2, 1))
+    with pytest.raises(IndexError, match=r"\[gather\] index 3 is out of bounds for dimension 1 with size 3"):
+        x.gather(1, fc.tensor([[3], [0]], dtype=fc.int32))
     with pytest.raises(ValueError, match=r"\[gather\] index must have as many dims"):
         x.gather(1, fc.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "scatter_value", "scatter_add", "scatter_reduce"])
+def test_int32_index_matches_torch(op):
+    # PyTorch takes an int32 index for gather and the scatters (not for take/take_along_dim).
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    src = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    idx = torch.randint(0, 4, (3, 5), generator=gen)
+    calls = {
+        "gather": lambda m, a, i, s: m.gather(a, 0, i),
+        "scatter": lambda m, a, i, s: m.scatter(a, 0, i, s),
+        "scatter_value": lambda m, a, i, s: m.scatter(a, 0, i, 2.5),
+        "scatter_add": lambda m, a, i, s: m.scatter_add(a, 0, i, s),
+        "scatter_reduce": lambda m, a, i, s: m.scatter_reduce(a, 0, i, s, "amax", include_self=False),
+    }
+    want = calls[op](torch, x, idx.int(), src)
+    got = calls[op](fc, fc.tensor(x.numpy()), fc.tensor(idx.int().numpy()), fc.tensor(src.numpy()))
+    assert got.dtype == fc.float64
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())
+    # A strided (transposed) int32 index reads the same positions.
+    strided = fc.tensor(idx.int().numpy().T.copy()).t()
+    got = calls[op](fc, fc.tensor(x.numpy()), strided, fc.tensor(src.numpy()))
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())
 
 
 def test_scatter_add_matches_torch():

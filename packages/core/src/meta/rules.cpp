@@ -792,8 +792,8 @@ void check_cat(const char* op, const TensorList& tensors, int64_t dim) {
 
 void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, self.dim(), op);
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
-                dtype_name(index.dtype()));
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
+                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
   FB_CHECK_VALUE(index.dim() == self.dim(), "[", op, "] index must have as many dims as self: index shape ",
                  shape_str(index.sizes()), ", self shape ", shape_str(self.sizes()));
   for (int64_t k = 0; k < self.dim(); ++k)
@@ -804,8 +804,8 @@ void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor&
 
 void check_scatter(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64, "[", op, "] index must be an int64 tensor, got dtype ",
-                dtype_name(index.dtype()));
+  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
+                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
   FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd || index.numel() == 0, "[", op,
                  "] index must have as many dims as self: index shape ", shape_str(index.sizes()),

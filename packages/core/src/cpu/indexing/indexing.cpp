@@ -115,14 +115,16 @@ void for_each_position(const Tensor& index, F&& f) {
   }
 }
 
-// The index's dtype and shape passed meta::check_gather; its values are checked here.
+// The index's dtype (int64 or int32) and shape passed meta::check_gather; its values are checked here.
 Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, self.dim(), "gather");
   Tensor out = op::empty(index.sizes(), self.dtype(), self.device());
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   const int64_t total = index.numel();
   if (total == 0) return out;
-  const Tensor idx_c = index.is_contiguous() ? index : op::clone(index, MemoryFormat::Contiguous);
+  // An int32 index (accepted as PyTorch does) is widened once; the loops below read int64.
+  const Tensor wide = to_dtype(index, ScalarType::Int64);
+  const Tensor idx_c = wide.is_contiguous() ? wide : op::clone(wide, MemoryFormat::Contiguous);
   const int64_t* idx = idx_c.data<int64_t>();
   // Row-major walk of index's positions; the innermost dim is a tight loop. Each row's indices
   // are checked before any of its elements is read (nothing is read outside self).

@@ -350,7 +350,7 @@ void for_each_scatter(const char* op, const Tensor& out, int64_t d, const Tensor
   if (n == 0) return;
   const int64_t nd = index.dim();
   const int64_t size = out.dim() == 0 ? 1 : out.sizes()[d];
-  const Tensor idx = as_contiguous(index);
+  const Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));  // int32 is accepted, as PyTorch
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < n; ++i)
     FB_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "[", op, "] index ", ip[i], " is out of bounds for dimension ",
