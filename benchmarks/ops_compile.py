@@ -4,34 +4,33 @@
 fb.compile replays the captured ops without the model's Python (module calls, hooks, functional wrappers)
 but adds its guards (shapes, grad mode, module state) to each call; nothing is fused yet. At small batches
 the Python overhead is a large part of a step, so this is where replay can show; at large batches both
-run the same kernels. Eager and compiled run in one process, in interleaved rounds (the order alternates),
-each on its own model with the same weights; per case it prints the min and median time per call and the
+run the same kernels. Compiled and eager run in one process, rounds interleaved (side_by_side.py), each
+on its own model with the same weights; per case it prints the min and median time per call and the
 ratio eager/compiled of the medians (> 1: compiled is faster).
 
 Example:
     .nox/dev/bin/python benchmarks/ops_compile.py
-    .nox/dev/bin/python benchmarks/ops_compile.py --rounds 5 --only mlp_forward_b8
+    .nox/dev/bin/python benchmarks/ops_compile.py --rounds 5 --only forward
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
-import statistics
 import sys
-import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import flambeau as fb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import side_by_side  # noqa: E402  (benchmarks/side_by_side.py: the shared interleaved loop)
 from models import MODELS, framework  # noqa: E402
 
 FW = framework("flambeau")
+Pair = tuple[Callable[[], object], Callable[[], object]]  # (compiled, eager)
 
 
-def chain_case(_: int) -> tuple[Callable[[], object], Callable[[], object]]:
+def chain_case() -> Pair:
     """Three elementwise ops on one element: nothing but per-op Python overhead."""
     x = fb.ones(1)
 
@@ -39,10 +38,10 @@ def chain_case(_: int) -> tuple[Callable[[], object], Callable[[], object]]:
         return ((x + 1) * 2).relu()
 
     g = fb.compile(f)
-    return (lambda: f(x)), (lambda: g(x))
+    return (lambda: g(x)), (lambda: f(x))
 
 
-def forward_case(batch: int) -> tuple[Callable[[], object], Callable[[], object]]:
+def forward_case(batch: int) -> Pair:
     fb.manual_seed(0)
     model = MODELS["mlp"].build(FW).eval()
     compiled = fb.compile(copy.deepcopy(model))
@@ -56,13 +55,13 @@ def forward_case(batch: int) -> tuple[Callable[[], object], Callable[[], object]
         with fb.no_grad():
             return compiled(x)
 
-    return eager, replay
+    return replay, eager
 
 
-def train_case(batch: int) -> tuple[Callable[[], object], Callable[[], object]]:
+def train_case(batch: int) -> Pair:
     spec = MODELS["mlp"]
     steps = []
-    for compile_it in (False, True):
+    for compile_it in (True, False):
         fb.manual_seed(0)
         model = spec.build(FW)
         opt = fb.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -80,45 +79,13 @@ def train_case(batch: int) -> tuple[Callable[[], object], Callable[[], object]]:
     return steps[0], steps[1]
 
 
-CASES = {
-    "chain3_1elem": (chain_case, 0),
-    "mlp_forward_b1": (forward_case, 1),
-    "mlp_forward_b8": (forward_case, 8),
-    "mlp_forward_b32": (forward_case, 32),
-    "mlp_train_step_b8": (train_case, 8),
-    "mlp_train_step_b32": (train_case, 32),
-}
-
-
-def _time(fn: Callable[[], object], calls: int) -> float:
-    return timeit.Timer(fn).timeit(calls) / calls
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--calls", type=int, default=200, help="calls per round and side")
-    parser.add_argument("--only", action="append", choices=sorted(CASES))
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    fb.set_num_threads(args.threads)
-    print(f"{'case':<22}{'eager min/med (us)':>22}{'compiled min/med (us)':>25}{'eager/compiled':>16}")
-    for name in args.only or CASES:
-        make, batch = CASES[name]
-        eager, compiled = make(batch)
-        for fn in (eager, compiled):  # warm-up: capture, caches, allocator
-            _time(fn, 20)
-        times: dict[str, list[float]] = {"eager": [], "compiled": []}
-        for r in range(args.rounds):
-            order = [("eager", eager), ("compiled", compiled)]
-            for side, fn in order if r % 2 == 0 else order[::-1]:
-                times[side].append(_time(fn, args.calls) * 1e6)
-        e, c = times["eager"], times["compiled"]
-        print(
-            f"{name:<22}{min(e):>11.1f} /{statistics.median(e):>8.1f}{min(c):>14.1f} /{statistics.median(c):>8.1f}"
-            f"{statistics.median(e) / statistics.median(c):>15.2f}x"
-        )
+def cases() -> Iterator[side_by_side.Case]:
+    yield ("chain3_1elem", *chain_case())
+    for batch in (1, 8, 32):
+        yield (f"mlp_forward_b{batch}", *forward_case(batch))
+    for batch in (8, 32):
+        yield (f"mlp_train_step_b{batch}", *train_case(batch))
 
 
 if __name__ == "__main__":
-    main()
+    side_by_side.main(cases, fb, None, width=22, labels=("compiled", "eager"))
