@@ -479,6 +479,19 @@ def test_graph_breaks_run_eagerly_and_fullgraph_raises(fn, reason):
         fb.compile(fn, fullgraph=True)(fb.ones(2, 3, requires_grad=True))
 
 
+def test_seeding_inside_the_function_runs_eagerly():
+    def f(x):
+        fb.manual_seed(7)  # every call draws the same dropout mask: a replay would draw fresh ones
+        return fb.nn.functional.dropout(x)
+
+    g = fb.compile(f)
+    fb.manual_seed(1)
+    x = fb.ones(64)
+    results = [g(x) for _ in range(3)]
+    assert all(bool(fb.equal(r, f(x))) for r in results)
+    assert "seeds the random generator" in g.break_reasons[0]
+
+
 def test_training_step_with_backward_runs_eagerly():
     """backward() is not recorded: a compiled training step is a graph break, and trains exactly as eager."""
     results = []

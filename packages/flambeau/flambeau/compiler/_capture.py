@@ -244,6 +244,7 @@ def capture(
     versions = [(t, t._version) for t in list(inputs) + list(long_lived.values())]
     grad_before = fc.is_grad_enabled()
     rng_before = _rng_state()
+    seed_before = fc.initial_seed()
     host_rng_before = _host_rng_state()
     outer = _C._op_recorder()
     cap.outer = outer
@@ -262,6 +263,8 @@ def capture(
         reason = cap.breaks or _side_effects(cap, inputs, before, grad_before, still_valid)
         if reason is None and _host_rng_state() != host_rng_before:
             reason = "the function draws Python or NumPy random numbers, which a replay would repeat"
+        if reason is None and fc.initial_seed() != seed_before:
+            reason = "the function seeds the random generator (fb.manual_seed), which a replay would not"
         graph = None
         if reason is None:
             rng_after = _rng_state()
