@@ -95,12 +95,6 @@ class GraphBreak(Exception):  # noqa: N818 (a signal, not an error: the function
 
 # A recorded op that hands a tensor's values to Python: the program may branch on them.
 READS = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__", "equal", "allclose"}
-# Ops whose result depends on the random generator: replaying them draws fresh numbers, as eager does.
-RANDOM_OPS = {
-    "native_dropout", "dropout", "dropout_", "alpha_dropout", "feature_alpha_dropout", "bernoulli", "bernoulli_",
-    "rand_like", "randn_like", "randint_like", "normal", "normal_", "uniform_", "random_", "exponential_",
-    "geometric_", "cauchy_", "log_normal_", "multinomial", "rrelu", "rrelu_", "randperm",
-}  # fmt: skip
 
 
 def _is_bool_tensor(obj: Any) -> bool:
@@ -115,11 +109,10 @@ def _target(name: str, args: tuple[Any, ...]) -> Callable[..., Any] | None:
     ``input.where(condition, other)``, told apart by which argument is the boolean condition.
     """
     if name == "where":
-        if len(args) == 1 or (_is_bool_tensor(args[0]) and not _is_bool_tensor(args[1])):
-            return fc.where
-        if len(args) > 1 and _is_bool_tensor(args[1]) and not _is_bool_tensor(args[0]):
-            return Tensor.where
-        return None
+        if len(args) < 2:  # where(condition): only the function has it
+            return fc.where if args else None
+        first, second = _is_bool_tensor(args[0]), _is_bool_tensor(args[1])
+        return fc.where if first and not second else Tensor.where if second and not first else None
     if args and isinstance(args[0], Tensor):
         method = getattr(Tensor, name, None)
         if method is not None:
