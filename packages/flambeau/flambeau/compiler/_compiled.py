@@ -6,10 +6,12 @@ A call is served by a cached entry when it has the entry's *signature* and the e
 * signature (a dict key, so the lookup is one hash): for each tensor in the arguments (walked through
   tuples, lists and dicts) its shape, dtype, device, requires_grad and strides; every other argument's
   type and value (an object that is not a plain value by identity); the grad mode and the autocast state;
-* module state (checked per entry): for every module the function reaches (the compiled module and its
-  submodules, or the modules a function's ``self``, closure, globals and defaults hold), its plain
-  attributes (``training``, ``p``, ``eps``, ...), its hook dicts, and the identity of its parameters,
-  buffers, submodules and other attributes.
+* module state (checked per entry, by one generated function): for every module the function reaches
+  (the compiled module and its submodules, or the modules a function's ``self``, closure, globals and
+  defaults hold), its plain attributes (``training``, ``p``, ``eps``, lists of plain values, ...), the hook
+  dicts ``Module.__call__`` reads, and the identity of its parameters, buffers, submodules and other
+  attributes; for a plain function also the globals and closure cells it reads (plain values and lists of
+  them by value, tensors and modules by identity). The capture itself must leave this state unchanged.
 
 A miss captures again (a new entry), up to ``config.recompile_limit`` entries per compiled callable; past
 it, new signatures run eagerly. An entry whose capture broke runs eagerly for its signature.
