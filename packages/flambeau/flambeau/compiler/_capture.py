@@ -299,12 +299,16 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, Tensor):
         if not isinstance(b, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
             return False
-        if a.is_floating_point():
-            # threaded kernels may sum in another order: the last bits can differ between two runs
-            rtol = 1e-4 if a.element_size() >= 4 else 1e-2
-            return bool(fc.allclose(a.detach().double(), b.detach().double(), rtol=rtol, atol=1e-6, equal_nan=True))
-        if a.is_complex():
-            return bool(fc.allclose(a.detach(), b.detach(), rtol=1e-4, atol=1e-6, equal_nan=True))
+        if a.is_floating_point() or a.is_complex():
+            if a.numel() == 0:
+                return True
+            # Threaded kernels may sum in another order, so the last bits can differ between two runs: the
+            # largest difference against the largest value (a NaN or inf anywhere fails, which only costs a replay).
+            a, b = a.detach(), b.detach()
+            rtol = 1e-4
+            if a.element_size() < 4 and not a.is_complex():  # float16, bfloat16
+                a, b, rtol = a.float(), b.float(), 1e-2
+            return bool((a - b).abs().max() <= 1e-6 + rtol * a.abs().max())
         return bool(fc.equal(a, b))
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
