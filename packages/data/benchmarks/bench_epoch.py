@@ -9,7 +9,12 @@ fresh loader) and the first batch with 0 workers.
 The Dataset people write: a map-style class whose ``__getitem__`` returns
 ``self.x[i], self.y[i]`` (60,000 1x28x28 float32 images, int64 labels), so
 the loader fetches sample by sample and collates; with 0 workers, 2 workers
-(started every epoch) and 2 persistent workers.
+(started every epoch) and 2 persistent workers. Its floor is the row
+"``__getitem__`` calls only": an epoch of ``[ds[i] for i in batch]`` over the
+same shuffled batches, no collate, which no per-sample loader can beat.
+The same data as ``StackDataset(x, y)`` (0 workers, 2 persistent workers):
+flambeau's gathers a batch with one indexed copy per tensor (its
+``__getitems__``), PyTorch's indexes its tensors sample by sample.
 
 Every measurement runs in a child process of its own that imports only its
 library (flambeau or torch; NumPy makes the data), one child per contestant
@@ -21,7 +26,8 @@ and the ratio of the medians. ``nox -s bench`` runs this after
 
     python packages/data/benchmarks/bench_epoch.py [--rounds 3] [--epochs 3] [--only sample]
 
-``--only sample`` (or ``tensor``) runs only that dataset's rows.
+``--only sample`` (or ``tensor``) runs only that dataset's rows (``sample``: the
+x[i], y[i] Dataset's and StackDataset's, and the batched gather).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import time
 
 N, FEATURES, BATCH = 60_000, 784, 128
 _MARK = "@@bench@@ "
-_SAMPLE_ROWS = ("s0", "s2", "s2p")  # the x[i], y[i] Dataset's rows
+_SAMPLE_ROWS = ("s0", "s2", "s2p", "sget", "k0", "k2p")  # the x[i], y[i] Dataset's rows, and StackDataset's
 
 
 def _data():
@@ -97,13 +103,15 @@ def _child(lib: str, what: str, epochs: int) -> dict:
         x, y = ds.tensors
         make = fdata.DataLoader
         if sample:
-            ds = SampleDataset(x, y)
+            ds = fdata.StackDataset(x, y) if what.startswith("k") else SampleDataset(x, y)
     else:
         import torch
 
         torch.set_num_threads(1)
         x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
         ds = SampleDataset(x, y) if sample else torch.utils.data.TensorDataset(x, y)
+        if what.startswith("k"):
+            ds = torch.utils.data.StackDataset(x, y)
         make = torch.utils.data.DataLoader
 
     if what == "gather":  # the bound: one process, x[idx] and y[idx] per batch of a shuffled order
@@ -118,14 +126,18 @@ def _child(lib: str, what: str, epochs: int) -> dict:
                 n += xb.shape[0]
             return n
 
-        times, cpu = [], []
-        epoch()
-        for _ in range(epochs):
-            start, cpu_start = time.perf_counter(), _cpu_seconds()
-            assert epoch() == N
-            times.append(time.perf_counter() - start)
-            cpu.append(_cpu_seconds() - cpu_start)
-        return {"epoch": times, "cpu": cpu}
+        return _time_epochs(epoch, epochs)
+
+    if what == "sget":  # the per-sample floor: the Dataset's own calls, over the loader's shuffled batches
+        batches = make(ds, batch_size=BATCH, shuffle=True).batch_sampler
+
+        def epoch() -> int:
+            n = 0
+            for idx in batches:
+                n += len([ds[i] for i in idx])
+            return n
+
+        return _time_epochs(epoch, epochs)
 
     if what in ("first0", "startup2"):
         workers = 0 if what == "first0" else 2
@@ -137,23 +149,31 @@ def _child(lib: str, what: str, epochs: int) -> dict:
             times.append(time.perf_counter() - start)
             del it
         return {"first": times[1:]}
-    # "w2"/"s2p": persistent workers (started by the warm-up epoch); "s2": started every epoch.
+    # "w2"/"s2p"/"k2p": persistent workers (started by the warm-up epoch); "s2": started every epoch.
     workers = int(what[1:].rstrip("p"))
     persistent = what.endswith("p") or what.startswith("w")
     loader = make(
         ds, batch_size=BATCH, shuffle=True, num_workers=workers, persistent_workers=persistent and workers > 0
     )
-    for _ in loader:  # warm-up (and worker start-up)
-        pass
-    times, cpu = [], []
-    for _ in range(epochs):
-        start, cpu_start = time.perf_counter(), _cpu_seconds()
+
+    def epoch() -> int:  # the first call is the warm-up (and the workers' start-up)
         n = 0
         for xb, _ in loader:
             n += xb.shape[0]
+        return n
+
+    return _time_epochs(epoch, epochs)
+
+
+def _time_epochs(epoch, epochs: int) -> dict:
+    """Wall and CPU seconds of ``epochs`` calls of ``epoch()`` (each must return N), after one warm-up call."""
+    times, cpu = [], []
+    epoch()
+    for _ in range(epochs):
+        start, cpu_start = time.perf_counter(), _cpu_seconds()
+        assert epoch() == N
         times.append(time.perf_counter() - start)
         cpu.append(_cpu_seconds() - cpu_start)
-        assert n == N
     return {"epoch": times, "cpu": cpu}
 
 
@@ -190,6 +210,9 @@ def main() -> None:
         ("x[i], y[i] Dataset, 0 workers (samples/s)", "s0", ("flambeau", "torch")),
         ("x[i], y[i] Dataset, 2 workers (samples/s)", "s2", ("flambeau", "torch")),
         ("x[i], y[i] Dataset, 2 persistent (samples/s)", "s2p", ("flambeau", "torch")),
+        ("x[i], y[i] Dataset, __getitem__ only (samples/s)", "sget", ("flambeau", "torch")),
+        ("StackDataset(x, y), 0 workers (samples/s)", "k0", ("flambeau", "torch")),
+        ("StackDataset(x, y), 2 persistent (samples/s)", "k2p", ("flambeau", "torch")),
     ]
     if args.only == "sample":
         rows = [r for r in rows if r[1] in (*_SAMPLE_ROWS, "gather")]
@@ -211,7 +234,7 @@ def main() -> None:
         f"DataLoader epoch: {N} x {FEATURES} float32 (TensorDataset; 1x28x28 for the x[i], y[i] Dataset), "
         f"batch {BATCH}, shuffle; {args.rounds} rounds"
     )
-    print(f"{'':46} {'flambeau min/median':>24} {'torch min/median':>24} {'ratio':>7}")
+    print(f"{'':50} {'flambeau min/median':>24} {'torch min/median':>24} {'ratio':>7}")
     for title, what, _ in rows:
         fb = results[(what, "flambeau")]
         th = results.get((what, "torch"))
@@ -223,7 +246,7 @@ def main() -> None:
             f = "{:,.0f} / {:,.0f}".format(*rate(fb))
             t = "{:,.0f} / {:,.0f}".format(*rate(th)) if th else "-"
             ratio = f"{statistics.median(th) / statistics.median(fb):.2f}x" if th else ""
-        print(f"{title:46} {f:>24} {t:>24} {ratio:>7}")
+        print(f"{title:50} {f:>24} {t:>24} {ratio:>7}")
     print("CPU seconds per epoch, the process and its workers (median; steadier than the wall time on a busy machine)")
     for title, what, _ in rows:
         fb, th = cpu.get((what, "flambeau")), cpu.get((what, "torch"))
@@ -231,12 +254,20 @@ def main() -> None:
             f = statistics.median(fb)
             t = f"{statistics.median(th):.3f}" if th else "-"
             ratio = f"{statistics.median(th) / f:.2f}x" if th else ""
-            print(f"{title.split(' (')[0]:46} {f:>24.3f} {t:>24} {ratio:>7}")
+            print(f"{title.split(' (')[0]:50} {f:>24.3f} {t:>24} {ratio:>7}")
     bound = statistics.median(results[("gather", "flambeau")])
     for what, name in (("w2", "2 workers"), ("s0", "x[i], y[i] Dataset, 0 workers")):
         if (what, "flambeau") in results:
             med = statistics.median(results[(what, "flambeau")])
             print(f"{name} vs the batched gather: {med / bound:.2f}x its epoch time")
+    if ("s0", "torch") in results and ("sget", "flambeau") in results:
+        floor = statistics.median(results[("sget", "flambeau")])
+        s0 = statistics.median(results[("s0", "flambeau")])
+        goal = statistics.median(results[("s0", "torch")]) / 3
+        print(
+            f"x[i], y[i] Dataset, 0 workers: {s0 * 1e3:.0f} ms per epoch; its __getitem__ calls alone "
+            f"{floor * 1e3:.0f} ms; 3x PyTorch's 0-worker epoch would be {goal * 1e3:.0f} ms (medians)"
+        )
     print("ratio: torch median time / flambeau median time (> 1: flambeau faster)")
 
 

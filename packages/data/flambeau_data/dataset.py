@@ -286,6 +286,41 @@ class StackDataset(Dataset[Any]):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices: list[int]) -> Any:
+        """The samples at ``indices``, each part fetched in one call where it can be (PyTorch's batched sampling).
+
+        A part with ``__getitems__`` answers for the whole batch (its answer must
+        hold one sample per index: ValueError otherwise), any other part is
+        indexed sample by sample. When every part is a tensor with rows
+        (``StackDataset(images, labels)``), the batch is one indexed copy per
+        tensor (Note [Batched fetch]), which ``default_collate`` turns into the
+        batch without stacking samples one by one.
+        """
+        if isinstance(self.datasets, tuple) and all(type(d) is fc.Tensor and d.dim() > 0 for d in self.datasets):
+            try:
+                packed = array.array("q", indices)
+            except (TypeError, ValueError, OverflowError):
+                pass  # not plain ints: part by part below
+            else:
+                check_indices(indices, self._length, "StackDataset")
+                return GatheredBatch.rows(self.datasets, packed)
+        parts = self.datasets.items() if isinstance(self.datasets, dict) else enumerate(self.datasets)
+        columns = {}
+        for name, d in parts:
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(
+                        f"[StackDataset] dataset {name!r}.__getitems__ returned {len(items)} samples "
+                        f"for {len(indices)} indices"
+                    )
+                columns[name] = items
+            else:
+                columns[name] = [d[i] for i in indices]
+        if isinstance(self.datasets, dict):
+            return [dict(zip(columns, sample, strict=True)) for sample in zip(*columns.values(), strict=True)]
+        return list(zip(*columns.values(), strict=True))
+
     def __len__(self) -> int:
         return self._length
 

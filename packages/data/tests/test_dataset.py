@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import make_xy
 from flambeau_data import ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from flambeau_data.dataset import GatheredBatch
 
 
 def test_tensor_dataset_rows():
@@ -167,6 +168,114 @@ def test_stack_dataset_in_a_loader_collates_tuples_and_dicts():
     assert batch[0].tolist() == [0.0, 1.0, 2.0, 3.0] and batch[1].tolist() == [0, 10, 20, 30]
     batch = next(iter(data.DataLoader(data.StackDataset(x=a, y=b), batch_size=3)))
     assert batch["x"].tolist() == [0.0, 1.0, 2.0] and batch["y"].tolist() == [0, 10, 20]
+
+
+def _stack_parts():
+    """Equal data as flambeau and torch tensors: float32 images (a non-contiguous view), int32 ids, bool flags."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    images = rng.standard_normal((4, 2, 11)).astype(np.float32)  # viewed as (11, 2, 4): non-contiguous
+    ids = rng.integers(-50, 50, size=11).astype(np.int32)
+    flags = rng.integers(0, 2, size=11).astype(bool)
+    ours = (fc.tensor(images).permute(2, 1, 0), fc.tensor(ids), fc.tensor(flags))
+    theirs = (torch.tensor(images).permute(2, 1, 0), torch.tensor(ids), torch.tensor(flags))
+    assert not ours[0].is_contiguous()
+    return ours, theirs
+
+
+def test_stack_dataset_getitems_of_tensors_gathers_what_getitem_gives():
+    import torch
+    from conftest import to_py
+
+    ours_parts, theirs_parts = _stack_parts()
+    ours, theirs = data.StackDataset(*ours_parts), torch.utils.data.StackDataset(*theirs_parts)
+    indices = [3, 0, -1, 10, 3, -11]
+    got = ours.__getitems__(indices)
+    assert type(got) is GatheredBatch  # one gather per tensor, not a tuple per sample
+    want = [to_py(s) for s in theirs.__getitems__(indices)]
+    assert [to_py(tuple(s)) for s in got] == want == [to_py(ours[i]) for i in indices]
+    # default_collate gives what stacking the samples one by one gives
+    assert to_py(data.default_collate(got)) == to_py(data.default_collate([ours[i] for i in indices]))
+    assert to_py(data.default_collate(got)) == to_py(torch.utils.data.default_collate(theirs.__getitems__(indices)))
+    # NumPy integers index too
+    assert [to_py(tuple(s)) for s in ours.__getitems__([np.int64(i) for i in indices])] == want
+
+
+def test_stack_dataset_getitems_part_by_part_matches_torch():
+    import torch
+    from conftest import to_py
+
+    ours_parts, theirs_parts = _stack_parts()
+    names = [f"n{i}" for i in range(11)]
+    arr = np.arange(22.0).reshape(11, 2)
+    rows = TensorDataset(fc.arange(11), fc.arange(11) * 2)
+    theirs_rows = torch.utils.data.TensorDataset(torch.arange(11), torch.arange(11) * 2)
+    indices = [4, -2, 0, 4]
+    cases = [
+        ((ours_parts[0], names, arr, rows), (theirs_parts[0], names, arr, theirs_rows)),
+        ((ours_parts[1], ours_parts[0][:, 0]), (theirs_parts[1], theirs_parts[0][:, 0])),
+    ]
+
+    def plain(sample):
+        return [("np", str(v.dtype), v.tolist()) if isinstance(v, np.ndarray) else to_py(v) for v in sample]
+
+    for ours_args, theirs_args in cases:
+        ours = data.StackDataset(*ours_args)
+        theirs = torch.utils.data.StackDataset(*theirs_args)
+        got = ours.__getitems__(indices)
+        assert [plain(s) for s in got] == [plain(s) for s in theirs.__getitems__(indices)]
+        assert [plain(s) for s in got] == [plain(ours[i]) for i in indices]
+    ours = data.StackDataset(image=ours_parts[0], name=names, label=ours_parts[1])
+    theirs = torch.utils.data.StackDataset(image=theirs_parts[0], name=names, label=theirs_parts[1])
+    got = ours.__getitems__(indices)
+    assert [to_py(s) for s in got] == [to_py(s) for s in theirs.__getitems__(indices)]
+    assert [list(s) for s in got] == [["image", "name", "label"]] * len(indices)
+
+
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_stack_dataset_of_tensors_in_a_loader_matches_torch(no_leaks, workers, persistent):
+    import torch
+    from conftest import to_py
+
+    ours_parts, theirs_parts = _stack_parts()
+    order = list(np.random.default_rng(4).permutation(11))
+    kwargs = dict(batch_size=4, sampler=order, num_workers=workers, persistent_workers=persistent)
+    ours = data.DataLoader(data.StackDataset(*ours_parts), **kwargs)
+    theirs = torch.utils.data.DataLoader(torch.utils.data.StackDataset(*theirs_parts), **kwargs)
+    for _ in range(2 if persistent else 1):
+        assert [to_py(b) for b in ours] == [to_py(b) for b in theirs]
+    # a collate_fn of one's own still sees one tuple per sample
+    mine = data.DataLoader(data.StackDataset(*ours_parts), batch_size=4, sampler=order, collate_fn=list)
+    reference = torch.utils.data.DataLoader(theirs.dataset, batch_size=4, sampler=order, collate_fn=list)
+    assert [[to_py(tuple(s)) for s in b] for b in mine] == [[to_py(s) for s in b] for b in reference]
+
+
+def test_stack_dataset_getitems_errors():
+    ours_parts, _ = _stack_parts()
+    ds = data.StackDataset(*ours_parts)
+    with pytest.raises(IndexError, match=r"\[StackDataset\] index 11 is out of range for a dataset of length 11"):
+        ds.__getitems__([0, 11])
+    with pytest.raises(IndexError, match=r"\[StackDataset\] index -12 is out of range"):
+        data.DataLoader(ds, batch_size=2, sampler=[1, -12]).__iter__().__next__()
+
+    class Short:
+        def __len__(self):
+            return 11
+
+        def __getitem__(self, i):
+            return i
+
+        def __getitems__(self, indices):
+            return indices[:-1]
+
+    with pytest.raises(ValueError, match=r"\[StackDataset\] dataset 1.__getitems__ returned 2 samples for 3 indices"):
+        data.StackDataset(ours_parts[1], Short()).__getitems__([0, 1, 2])
+    with pytest.raises(ValueError, match=r"dataset 'b'.__getitems__ returned 1 samples for 2 indices"):
+        data.StackDataset(a=list(range(11)), b=Short()).__getitems__([0, 1])
+    # a part that is not indexable by the given index raises its own error, as sample by sample would
+    with pytest.raises(IndexError):
+        data.StackDataset(ours_parts[1], list(range(11))).__getitems__([0, 11])
 
 
 def test_stack_dataset_bad_input():
