@@ -20,6 +20,10 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 
+# flambeau_core.linalg imports this module at its end, once these are defined.
+from flambeau_core.linalg import _adjoint, _copy_out, householder_product
+from flambeau_core.linalg import _copy_outs as _copy_results
+
 LUFactorResult = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 LUResult = collections.namedtuple("linalg_lu", ["P", "L", "U"])
@@ -41,11 +45,6 @@ def _check_bool(op: str, **flags: Any) -> None:
             raise TypeError(f"[{op}] expected {name} to be a bool, got {type(value).__name__}")
 
 
-def _adjoint(x: Tensor) -> Tensor:
-    t = x.transpose(-2, -1)
-    return _C.conj(t) if x.is_complex() else t
-
-
 def _broadcast_batch(op: str, a: Tensor, a_tail: int, b: Tensor, b_tail: int, names: str) -> list[int]:
     """The broadcast of a's and b's batch dims (all but the last a_tail / b_tail)."""
     sa, sb = list(a.shape[: a.dim() - a_tail]), list(b.shape[: b.dim() - b_tail])
@@ -63,17 +62,7 @@ def _broadcast_batch(op: str, a: Tensor, a_tail: int, b: Tensor, b_tail: int, na
 
 
 def _copy_outs(results: tuple[Tensor, ...], out: Any, op: str) -> tuple[Tensor, ...]:
-    if out is None:
-        return results
-    if not isinstance(out, (tuple, list)) or len(out) != len(results) or not all(isinstance(t, Tensor) for t in out):
-        raise TypeError(f"[{op}] out= must be a tuple of {len(results)} tensors, got {type(out).__name__}")
-    for r, o in zip(results, out, strict=True):
-        _C._check_out_autograd(op, r, o)
-    return tuple(_C._copy_to_out(op, r, o, True) for r, o in zip(results, out, strict=True))
-
-
-def _copy_out(result: Tensor, out: Tensor | None, op: str) -> Tensor:
-    return result if out is None else _C._copy_to_out(op, result, out, True)
+    return tuple(results) if out is None else _copy_results(results, out, op)
 
 
 # ---- LU ----
@@ -114,8 +103,9 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> LUFactorResu
         >>> import flambeau as fb
         >>> A = fb.tensor([[4.0, 3.0], [6.0, 3.0]])
         >>> LU, pivots = fb.linalg.lu_factor(A)
-        >>> fb.linalg.lu_solve(LU, pivots, fb.tensor([[10.0], [12.0]])).tolist()
-        [[1.0], [2.0]]
+        >>> B = fb.tensor([[10.0], [12.0]])
+        >>> fb.allclose(A @ fb.linalg.lu_solve(LU, pivots, B), B)
+        True
     """
     op = "linalg.lu_factor"
     LU, pivots, _ = _lu_factor_ex(A, pivot, True, op)
@@ -367,8 +357,6 @@ def _top_geqrf(input: Tensor, *, out: Any = None) -> GeqrfResult:
 def _ormqr_via_q(input: Tensor, tau: Tensor, other: Tensor, left: bool, transpose: bool) -> Tensor:
     """ormqr through the explicit square Q, so that autograd differentiates it (householder_product's
     derivative); reflectors with tau = 0 are the identity, which pads Q to square."""
-    from flambeau_core.linalg import householder_product  # noqa: PLC0415  (linalg imports this module)
-
     mn, k = input.shape[-2], tau.shape[-1]
     batch = tuple(input.shape[:-2])
     V = _C.cat([input.narrow(-1, 0, k), _C.zeros((*batch, mn, mn - k), dtype=input.dtype)], -1)
