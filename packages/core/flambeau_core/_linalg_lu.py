@@ -152,7 +152,8 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> LUResult:
     return LUResult(*_copy_outs(_unpack(LU, pivots, True, True), out, op))
 
 
-def _check_solve_args(op: str, F: Any, pivots: Any, B: Any, fname: str) -> None:
+def _solve_args(op: str, F: Any, pivots: Any, B: Any, fname: str) -> tuple[Tensor, Tensor, Tensor]:
+    """A factorization (F, pivots) and B, checked, with their batch dims broadcast."""
     _check_tensor(F, op, fname)
     _check_tensor(pivots, op, "pivots")
     _check_tensor(B, op, "B")
@@ -168,11 +169,12 @@ def _check_solve_args(op: str, F: Any, pivots: Any, B: Any, fname: str) -> None:
             f"[{op}] expected {fname}.shape[:-1] and pivots.shape to be the same, but got {fname} of shape "
             f"{tuple(F.shape)} and pivots of shape {tuple(pivots.shape)}"
         )
-
-
-def _expand_factor(F: Tensor, pivots: Tensor, batch: list[int]) -> tuple[Tensor, Tensor]:
-    n = F.shape[-1]
-    return F.expand(*batch, F.shape[-2], n), pivots.expand(*batch, pivots.shape[-1])
+    batch = _broadcast_batch(op, F, 2, B, 2, f"{fname} and B")
+    return (
+        F.expand(*batch, F.shape[-2], F.shape[-1]),
+        pivots.expand(*batch, pivots.shape[-1]),
+        B.expand(*batch, B.shape[-2], B.shape[-1]),
+    )
 
 
 def lu_solve(
@@ -192,11 +194,8 @@ def lu_solve(
         [[1.0], [1.0]]
     """
     op = "linalg.lu_solve"
-    _check_solve_args(op, LU, pivots, B, "LU")
+    LUb, pb, Bb = _solve_args(op, LU, pivots, B, "LU")
     _check_bool(op, left=left, adjoint=adjoint)
-    batch = _broadcast_batch(op, LU, 2, B, 2, "LU and B")
-    LUb, pb = _expand_factor(LU, pivots, batch)
-    Bb = B.expand(*batch, B.shape[-2], B.shape[-1])
     return _copy_out(_C._linalg_lu_solve(LUb, pb, Bb, left, adjoint), out, op)
 
 
@@ -325,11 +324,8 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
         [[1.0], [1.0]]
     """
     op = "linalg.ldl_solve"
-    _check_solve_args(op, LD, pivots, B, "LD")
+    LDb, pb, Bb = _solve_args(op, LD, pivots, B, "LD")
     _check_bool(op, hermitian=hermitian)
-    batch = _broadcast_batch(op, LD, 2, B, 2, "LD and B")
-    LDb, pb = _expand_factor(LD, pivots, batch)
-    Bb = B.expand(*batch, B.shape[-2], B.shape[-1])
     return _copy_out(_C._linalg_ldl_solve(LDb, pb, Bb, hermitian), out, op)
 
 

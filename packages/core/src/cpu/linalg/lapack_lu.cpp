@@ -74,6 +74,18 @@ void check_ldl_pivot_values(const char* op, const int32_t* piv, int64_t n) {
   }
 }
 
+/// check_errors: raises for the first matrix whose LAPACK info is not 0 (> 0: `factor`[info, info] is
+/// zero, as PyTorch words it; < 0: an argument LAPACK refused, an internal error).
+void raise_on_info(const char* op, const char* routine, const Tensor& info, int64_t batch, const char* factor,
+                   const char* consequence) {
+  const int32_t* id = info.data<int32_t>();
+  for (int64_t i = 0; i < batch; ++i) {
+    FB_CHECK(id[i] >= 0, "[", op, "] LAPACK ", routine, " failed with info ", id[i]);
+    FB_CHECK_VALUE(id[i] == 0, "[", op, "] ", batch_prefix(batch, i), factor, "[", id[i], ",", id[i], "] ",
+                   consequence);
+  }
+}
+
 // ---- lu_factor: getrf on a column-major copy ----
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool pivot, bool check_errors) {
@@ -101,16 +113,11 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool
       });
     });
   }
-  if (check_errors) {
-    const int32_t* id = info.data<int32_t>();
-    for (int64_t i = 0; i < batch; ++i) {
-      FB_CHECK(id[i] >= 0, "[", op, "] LAPACK getrf failed with info ", id[i]);
-      FB_CHECK_VALUE(id[i] == 0, "[", op, "] ", batch_prefix(batch, i), "U[", id[i], ",", id[i],
-                     "] is zero and using it on lu_solve would result in a division by zero. If you still "
-                     "want to perform the factorization, consider calling linalg.lu(A, pivot) or "
-                     "linalg.lu_factor_ex(A, pivot)");
-    }
-  }
+  if (check_errors)
+    raise_on_info(op, "getrf", info, batch, "U",
+                  "is zero and using it on lu_solve would result in a division by zero. If you still want to "
+                  "perform the factorization, consider calling linalg.lu(A, pivot) or "
+                  "linalg.lu_factor_ex(A, pivot)");
   return {from_colmajor(buf), pivots, info};
 }
 
@@ -229,16 +236,10 @@ std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex_cpu(const Tensor& A, boo
       });
     });
   }
-  if (check_errors) {
-    const int32_t* id = info.data<int32_t>();
-    for (int64_t i = 0; i < batch; ++i) {
-      FB_CHECK(id[i] >= 0, "[", op, "] LAPACK sytrf failed with info ", id[i]);
-      FB_CHECK_VALUE(id[i] == 0, "[", op, "] ", batch_prefix(batch, i), "D[", id[i], ",", id[i],
-                     "] is exactly zero: the factorization is complete, but D is singular and solving "
-                     "with it would divide by zero. Call linalg.ldl_factor_ex to get the factorization "
-                     "anyway.");
-    }
-  }
+  if (check_errors)
+    raise_on_info(op, "sytrf", info, batch, "D",
+                  "is exactly zero: the factorization is complete, but D is singular and solving with it "
+                  "would divide by zero. Call linalg.ldl_factor_ex to get the factorization anyway.");
   // LAPACK leaves the strict upper triangle as it was; PyTorch returns it zeroed.
   return {op::tril(from_colmajor(buf), 0), pivots, info};
 }
