@@ -271,17 +271,24 @@ FB_HOST_DEVICE int64_t polynomial_degree(T n) {
   return static_cast<int64_t>(n);
 }
 
-/// y_0 = 1, y_1 = first, y_{k+1} = 2 y y_k - y_{k-1} (every Chebyshev kind), stopping at a NaN.
-template <class T>
-FB_HOST_DEVICE T chebyshev_recurrence(T y, T first, int64_t n) {
+/// p_n of a three-term recurrence: p_0 = 1, p_1 = first, p_{k+1} = step(k, p_k, p_{k-1}); with
+/// stop_at_nan, the first NaN is the result (PyTorch's loops stop there, except Hermite's).
+template <class T, class Step>
+FB_HOST_DEVICE T three_term_recurrence(T first, int64_t n, bool stop_at_nan, Step step) {
   if (n == 0) return T(1);
   T prev = T(1), cur = first;
-  for (int64_t k = 2; k <= n && !std::isnan(cur); ++k) {
-    const T next = (y + y) * cur - prev;
+  for (int64_t k = 1; k < n && !(stop_at_nan && std::isnan(cur)); ++k) {
+    const T next = step(k, cur, prev);
     prev = cur;
     cur = next;
   }
   return cur;
+}
+
+/// y_0 = 1, y_1 = first, y_{k+1} = 2 y y_k - y_{k-1} (every Chebyshev kind).
+template <class T>
+FB_HOST_DEVICE T chebyshev_recurrence(T y, T first, int64_t n) {
+  return three_term_recurrence(first, n, true, [y](int64_t, T cur, T prev) { return (y + y) * cur - prev; });
 }
 
 enum class ChebyshevKind { T, U, V, W };
@@ -349,14 +356,9 @@ FB_HOST_DEVICE T hermite_polynomial_of(T x, T nf, bool physicists) {
   if (n == 0) return T(1);
   if (n == 1) return first;
   if (n > (sizeof(T) == sizeof(float) ? 128 : 512)) return static_cast<T>(NAN);
-  T prev = T(1), cur = first;
-  for (int64_t k = 1; k < n; ++k) {
-    const T next =
-        physicists ? (x + x) * cur - static_cast<T>(k + k) * prev : x * cur - static_cast<T>(k) * prev;
-    prev = cur;
-    cur = next;
-  }
-  return cur;
+  return three_term_recurrence(first, n, false, [x, physicists](int64_t k, T cur, T prev) {
+    return physicists ? (x + x) * cur - static_cast<T>(k + k) * prev : x * cur - static_cast<T>(k) * prev;
+  });
 }
 
 /// The Laguerre polynomial: (k + 1) L_{k+1} = (2k + 1 - x) L_k - k L_{k-1}; 1 at x = 0.
@@ -364,15 +366,10 @@ template <class T>
 FB_HOST_DEVICE T laguerre_polynomial_of(T x, T nf) {
   const int64_t n = polynomial_degree(nf);
   if (n < 0) return T(0);
-  if (x == T(0) || n == 0) return T(1);
-  T prev = T(1), cur = T(1) - x;
-  for (int64_t k = 1; k < n && !std::isnan(cur); ++k) {
-    const T next =
-        ((static_cast<T>(k + k) + (T(1) - x)) * cur - static_cast<T>(k) * prev) / static_cast<T>(k + 1);
-    prev = cur;
-    cur = next;
-  }
-  return cur;
+  if (x == T(0)) return T(1);
+  return three_term_recurrence(T(1) - x, n, true, [x](int64_t k, T cur, T prev) {
+    return ((static_cast<T>(k + k) + (T(1) - x)) * cur - static_cast<T>(k) * prev) / static_cast<T>(k + 1);
+  });
 }
 
 /// The Legendre polynomial: (k + 1) P_{k+1} = (2k + 1) x P_k - k P_{k-1}; +-1 at x = +-1.
@@ -381,14 +378,9 @@ FB_HOST_DEVICE T legendre_polynomial_of(T x, T nf) {
   const int64_t n = polynomial_degree(nf);
   if (n < 0) return T(0);
   if (std::fabs(x) == T(1)) return x > T(0) || n % 2 == 0 ? T(1) : T(-1);
-  if (n == 0) return T(1);
-  T prev = T(1), cur = x;
-  for (int64_t k = 1; k < n && !std::isnan(cur); ++k) {
-    const T next = (static_cast<T>(k + k + 1) * x * cur - static_cast<T>(k) * prev) / static_cast<T>(k + 1);
-    prev = cur;
-    cur = next;
-  }
-  return cur;
+  return three_term_recurrence(x, n, true, [x](int64_t k, T cur, T prev) {
+    return (static_cast<T>(k + k + 1) * x * cur - static_cast<T>(k) * prev) / static_cast<T>(k + 1);
+  });
 }
 
 }  // namespace
