@@ -141,5 +141,10 @@ def resize_as_(self: _C.Tensor, the_template: _C.Tensor, *, memory_format: Any =
 
 
 def install() -> None:
+    import flambeau_core
+
     for fn in (t_, transpose_, swapdims_, swapaxes_, squeeze_, unsqueeze_, as_strided_, resize_as_):
         setattr(_C.Tensor, fn.__name__, fn)
+    # torch.as_strided_ and torch.resize_as_ exist as functions too.
+    flambeau_core.as_strided_ = as_strided_
+    flambeau_core.resize_as_ = resize_as_

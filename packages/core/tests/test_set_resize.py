@@ -89,3 +89,12 @@ def test_zero_is_a_function_too():
     x = fc.ones(3)
     assert fc.zero_(x) is x
     np.testing.assert_array_equal(to_numpy(x), np.zeros(3, np.float32))
+
+
+def test_function_forms():
+    x = fc.zeros(3)
+    assert fc.resize_as_(x, fc.zeros(2, 2)) is x
+    assert tuple(x.shape) == (2, 2)
+    y = fc.arange(6.0)
+    assert fc.as_strided_(y, (2, 2), (1, 2)) is y
+    np.testing.assert_array_equal(to_numpy(y), [[0.0, 2.0], [1.0, 3.0]])
