@@ -68,6 +68,13 @@ TORCH_GRADIENT_WRONG = {
         "packages/autograd/tests/test_view_copy_grad.py::test_as_strided_scatter_gradient_is_the_derivative"
     ),
 }
+# Values that differ from torch's because torch's are the less accurate ones: the named test compares both
+# with a high-precision reference (mpmath). They stay in the baseline as "value", reported as such.
+TORCH_VALUE_LESS_ACCURATE = {
+    name: "packages/core/tests/test_special_functions.py::"
+    "test_pytorch_cephes_port_is_less_accurate_where_flambeau_follows_cephes"
+    for name in ("special.bessel_j0", "special.bessel_y1")
+}
 CI_DTYPES = ("float32", "float64")
 CI_MAX_SAMPLES = 6
 ENTRY_TIMEOUT_S = 300  # every dtype and sample of nn.functional.unfold takes 70 CPU-seconds
@@ -804,6 +811,13 @@ def summary(rep: dict, failures: bool = True) -> str:
     torch_wrong = [k for k, r in sorted(rep["entries"].items()) if "grad" in r["kinds"] and k in TORCH_GRADIENT_WRONG]
     lines += [
         f"differs where torch's gradient is wrong: {k} (checked by {TORCH_GRADIENT_WRONG[k]})" for k in torch_wrong
+    ]
+    less_accurate = [
+        k for k, r in sorted(rep["entries"].items()) if "value" in r["kinds"] and k in TORCH_VALUE_LESS_ACCURATE
+    ]
+    lines += [
+        f"differs where torch's value is less accurate: {k} (checked by {TORCH_VALUE_LESS_ACCURATE[k]})"
+        for k in less_accurate
     ]
     crashes = [k for k, r in rep["entries"].items() if {"crash", "hang"} & set(r["kinds"])]
     lines.append(f"\ncrashes/hangs: {len(crashes)} {crashes}")

@@ -169,3 +169,24 @@ def test_model_matches_pytorch_float64(fb, name):
     t_step.model.train()
     f_step.model.train()
     assert_close(f_step.step().detach(), t_step.step().detach(), "loss of the second step", rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", TESTED)
+def test_training_repeats_bitwise(fb, name):
+    # Two runs of the same steps from the same weights end with bitwise the same state: no sum depends on
+    # which thread finished first (Note [Partial sums in slice order] in core's src/cpu/ordered_partials.h).
+    threads = fb.get_num_threads()
+    fb.set_num_threads(2)
+    try:
+        states = []
+        for _ in range(2):
+            _, f_step = build_pair(fb, bench.MODELS[name], torch.float32)
+            for _ in range(3):
+                f_step.optimizer.zero_grad(set_to_none=True)
+                f_step.forward_loss().backward()
+                f_step.optimizer.step()
+            states.append({k: to_torch(v) for k, v in f_step.model.state_dict().items()})
+        for key, value in states[0].items():
+            assert torch.equal(value, states[1][key]), f"{name}: {key} differs between two identical runs"
+    finally:
+        fb.set_num_threads(threads)

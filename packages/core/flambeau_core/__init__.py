@@ -86,9 +86,10 @@ from flambeau_core import _sampling  # noqa: E402,I001
 
 _sampling.install()  # multinomial
 from flambeau_core import _complex_forms, _elementwise_forms, _random_fills  # noqa: E402,I001
-from flambeau_core import _shape_composites, _splits, _view_copy, _views  # noqa: E402,I001
+from flambeau_core import _inplace_views, _shape_composites, _splits, _view_copy, _views  # noqa: E402,I001
 
 _views.install()  # t, Tensor.unfold
+_inplace_views.install()  # Tensor.t_, transpose_, squeeze_, unsqueeze_, as_strided_, resize_as_, ...
 _view_copy.install()  # the *_copy and *_scatter functions
 _splits.install()  # split_with_sizes, unsafe_split/_chunk, hsplit/vsplit/dsplit
 _shape_composites.install()  # Tensor.sum_to_size, diagflat, constant_pad_nd

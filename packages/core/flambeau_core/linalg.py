@@ -1753,3 +1753,11 @@ for _name, _fn in TOP_LEVEL.items():
         _fn.__name__ = _fn.__qualname__ = _name
         _fn.__module__ = "flambeau"
 del _name, _fn
+
+# The LU, LDL and Householder-QR family lives in its own module.
+from flambeau_core import _linalg_lu  # noqa: E402,I001
+from flambeau_core._linalg_lu import ldl_factor, ldl_factor_ex, ldl_solve, lu, lu_factor, lu_factor_ex, lu_solve  # noqa: E402,F401,I001
+
+__all__ += _linalg_lu.LINALG_ALL
+TOP_LEVEL.update(_linalg_lu.TOP_LEVEL)
+METHODS += _linalg_lu.METHODS

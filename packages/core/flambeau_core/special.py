@@ -1,7 +1,8 @@
 """flambeau.special: PyTorch's torch.special, with its names, signatures and semantics.
 
 The functions are core ops of the shared elementwise list (``flambeau/elementwise_math.h``: lgamma,
-digamma, i0, i0e, i1, i1e, erfcx, ndtr, ndtri, log_ndtr, entr, xlogy, xlog1py, zeta), composites
+digamma, i0, i0e, i1, i1e, erfcx, ndtr, ndtri, log_ndtr, entr, xlogy, xlog1py, zeta, and the Bessel
+and Airy functions and orthogonal polynomials of ``flambeau/special_functions.h``), composites
 of them (polygamma, multigammaln, logit) and the core ops PyTorch also lists here (erf, expit,
 softmax, ...), so every one runs on every device, takes ``out=`` where PyTorch does, and is
 differentiable where PyTorch's is.
@@ -23,6 +24,15 @@ from flambeau_core import _C
 from flambeau_core._C import Tensor
 
 __all__ = [
+    "airy_ai",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
     "digamma",
     "entr",
     "erf",
@@ -33,10 +43,14 @@ __all__ = [
     "expit",
     "expm1",
     "gammaln",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
     "i0",
     "i0e",
     "i1",
     "i1e",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
     "log1p",
     "log_ndtr",
     "log_softmax",
@@ -44,18 +58,34 @@ __all__ = [
     "logsumexp",
     "modified_bessel_i0",
     "modified_bessel_i1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
     "multigammaln",
     "ndtr",
     "ndtri",
     "polygamma",
     "psi",
     "round",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
     "sinc",
     "softmax",
+    "spherical_bessel_j0",
     "xlog1py",
     "xlogy",
     "zeta",
 ]
+
+
+def _polynomial(op: Any, name: str, x: Tensor | float, n: Tensor | float, out: Tensor | None) -> Tensor:
+    # PyTorch's overloads take a number for x or for n, not for both
+    if not isinstance(x, Tensor) and not isinstance(n, Tensor):
+        raise TypeError(f"[special.{name}] expected a Tensor for x or n, got {type(x).__name__} and {type(n).__name__}")
+    return op(x, n, out=out)
 
 
 def gammaln(input: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -157,6 +187,328 @@ def i1e(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         -0.2079104153
     """
     return _C.special_i1e(input, out=out)
+
+
+def bessel_j0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The Bessel function of the first kind of order 0.
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.bessel_j0(x).tolist()]
+        [0.765198, 0.223891]
+    """
+    return _C.special_bessel_j0(input, out=out)
+
+
+def bessel_j1(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The Bessel function of the first kind of order 1.
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.bessel_j1(x).tolist()]
+        [0.440051, 0.576725]
+    """
+    return _C.special_bessel_j1(input, out=out)
+
+
+def bessel_y0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The Bessel function of the second kind of order 0 (-inf at 0, NaN for negative input).
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.bessel_y0(x).tolist()]
+        [0.088257, 0.510376]
+    """
+    return _C.special_bessel_y0(input, out=out)
+
+
+def bessel_y1(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The Bessel function of the second kind of order 1 (-inf at 0, NaN for negative input).
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.bessel_y1(x).tolist()]
+        [-0.781213, -0.107032]
+    """
+    return _C.special_bessel_y1(input, out=out)
+
+
+def modified_bessel_k0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The modified Bessel function of the second kind of order 0 (inf at 0, NaN for negative input).
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.modified_bessel_k0(x).tolist()]
+        [0.421024, 0.113894]
+    """
+    return _C.special_modified_bessel_k0(input, out=out)
+
+
+def modified_bessel_k1(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The modified Bessel function of the second kind of order 1 (inf at 0, NaN for negative input).
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.modified_bessel_k1(x).tolist()]
+        [0.601907, 0.139866]
+    """
+    return _C.special_modified_bessel_k1(input, out=out)
+
+
+def scaled_modified_bessel_k0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """exp(x) K0(x), the exponentially scaled modified Bessel function of the second kind of order 0.
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 700.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.scaled_modified_bessel_k0(x).tolist()]
+        [1.144463, 0.047362]
+    """
+    return _C.special_scaled_modified_bessel_k0(input, out=out)
+
+
+def scaled_modified_bessel_k1(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """exp(x) K1(x), the exponentially scaled modified Bessel function of the second kind of order 1.
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([1.0, 700.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.scaled_modified_bessel_k1(x).tolist()]
+        [1.636153, 0.047396]
+    """
+    return _C.special_scaled_modified_bessel_k1(input, out=out)
+
+
+def spherical_bessel_j0(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The spherical Bessel function of the first kind of order 0, sin(x) / x (1 at 0).
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.0, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.spherical_bessel_j0(x).tolist()]
+        [1.0, 0.454649]
+    """
+    return _C.special_spherical_bessel_j0(input, out=out)
+
+
+def airy_ai(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """The Airy function Ai.
+
+    Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([-2.0, 1.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.airy_ai(x).tolist()]
+        [0.227407, 0.135292]
+    """
+    return _C.special_airy_ai(input, out=out)
+
+
+def chebyshev_polynomial_t(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Chebyshev polynomial of the first kind T_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.chebyshev_polynomial_t(x, 3).tolist()]
+        [-0.6875, 26.0]
+    """
+    return _polynomial(_C.special_chebyshev_polynomial_t, "chebyshev_polynomial_t", x, n, out)
+
+
+def chebyshev_polynomial_u(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Chebyshev polynomial of the second kind U_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.chebyshev_polynomial_u(x, 3).tolist()]
+        [-0.875, 56.0]
+    """
+    return _polynomial(_C.special_chebyshev_polynomial_u, "chebyshev_polynomial_u", x, n, out)
+
+
+def chebyshev_polynomial_v(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Chebyshev polynomial of the third kind V_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.chebyshev_polynomial_v(x, 3).tolist()]
+        [-0.125, 41.0]
+    """
+    return _polynomial(_C.special_chebyshev_polynomial_v, "chebyshev_polynomial_v", x, n, out)
+
+
+def chebyshev_polynomial_w(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Chebyshev polynomial of the fourth kind W_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.chebyshev_polynomial_w(x, 3).tolist()]
+        [-1.625, 71.0]
+    """
+    return _polynomial(_C.special_chebyshev_polynomial_w, "chebyshev_polynomial_w", x, n, out)
+
+
+def shifted_chebyshev_polynomial_t(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The shifted Chebyshev polynomial of the first kind T*_n(x) = T_n(2x - 1).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.shifted_chebyshev_polynomial_t(x, 3).tolist()]
+        [1.0, 99.0]
+    """
+    return _polynomial(_C.special_shifted_chebyshev_polynomial_t, "shifted_chebyshev_polynomial_t", x, n, out)
+
+
+def shifted_chebyshev_polynomial_u(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The shifted Chebyshev polynomial of the second kind U*_n(x) = U_n(2x - 1).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.shifted_chebyshev_polynomial_u(x, 3).tolist()]
+        [1.0, 204.0]
+    """
+    return _polynomial(_C.special_shifted_chebyshev_polynomial_u, "shifted_chebyshev_polynomial_u", x, n, out)
+
+
+def shifted_chebyshev_polynomial_v(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The shifted Chebyshev polynomial of the third kind V*_n(x) = V_n(2x - 1).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.shifted_chebyshev_polynomial_v(x, 3).tolist()]
+        [1.0, 169.0]
+    """
+    return _polynomial(_C.special_shifted_chebyshev_polynomial_v, "shifted_chebyshev_polynomial_v", x, n, out)
+
+
+def shifted_chebyshev_polynomial_w(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The shifted Chebyshev polynomial of the fourth kind W*_n(x) = W_n(2x - 1).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.shifted_chebyshev_polynomial_w(x, 3).tolist()]
+        [1.0, 239.0]
+    """
+    return _polynomial(_C.special_shifted_chebyshev_polynomial_w, "shifted_chebyshev_polynomial_w", x, n, out)
+
+
+def hermite_polynomial_h(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The physicists' Hermite polynomial H_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. NaN above degree 128 in float32, 512 in float64, as
+    PyTorch. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.hermite_polynomial_h(x, 3).tolist()]
+        [-2.875, 40.0]
+    """
+    return _polynomial(_C.special_hermite_polynomial_h, "hermite_polynomial_h", x, n, out)
+
+
+def hermite_polynomial_he(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The probabilists' Hermite polynomial He_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. NaN above degree 128 in float32, 512 in float64, as
+    PyTorch. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.hermite_polynomial_he(x, 3).tolist()]
+        [-0.734375, 2.0]
+    """
+    return _polynomial(_C.special_hermite_polynomial_he, "hermite_polynomial_he", x, n, out)
+
+
+def laguerre_polynomial_l(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Laguerre polynomial L_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.laguerre_polynomial_l(x, 3).tolist()]
+        [0.341146, -0.333333]
+    """
+    return _polynomial(_C.special_laguerre_polynomial_l, "laguerre_polynomial_l", x, n, out)
+
+
+def legendre_polynomial_p(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
+    """The Legendre polynomial P_n(x).
+
+    Either argument may be a number; they broadcast and promote (integers give float32). The degree n
+    is truncated to an integer; a negative one gives 0. Not differentiable, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.25, 2.0], dtype=fc.float64)
+        >>> [round(v, 6) for v in fc.special.legendre_polynomial_p(x, 3).tolist()]
+        [-0.335938, 17.0]
+    """
+    return _polynomial(_C.special_legendre_polynomial_p, "legendre_polynomial_p", x, n, out)
 
 
 def erf(input: Tensor, *, out: Tensor | None = None) -> Tensor:

@@ -110,6 +110,11 @@ def torch_fn(name):
 
 ROUNDING = "floor ceil trunc round frac sign abs".split()
 
+# PyTorch's port of Cephes drops the implicit leading 1 of these approximations' denominators: it is
+# 1e-9..1e-6 off between 2 and 10 (flambeau follows Cephes; test_special_functions.py checks it against mpmath)
+CEPHES_DENOMINATORS = {"special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+                       "special_airy_ai"}  # fmt: skip
+
 
 @pytest.mark.parametrize("name", FLOAT_UNARY + ROUNDING + ["square", "isnan", "isinf", "isfinite", "nan_to_num"])
 @pytest.mark.parametrize("dtype", ["bool", "int32", "int64", *FLOATS])
@@ -120,6 +125,8 @@ def test_unary_matches_torch(name, dtype):
             a = values(shape, dtype, rng)
             # float32: PyTorch's SLEEF and libm differ by an ulp or two; tan/large args more
             tol = {"rtol": 2e-5, "atol": 1e-5} if name in ("tan", "sinh", "cosh", "exp2", "expm1") else {}
+            if name in CEPHES_DENOMINATORS:
+                tol = {"rtol": 2e-5, "atol": 1e-6}
             err = both(getattr(fc, name), torch_fn(name), a, layout=layout, **tol)
             if err is not None:
                 th_err, fc_err = err
@@ -157,6 +164,8 @@ def test_unary_edge_points():
         # digamma at -0.999999: PyTorch reflects with tan(pi (x - trunc x)) and is 6e-12 off there
         # (flambeau gives mpmath's -999999.5771842643; test_special.py checks the poles' neighbourhood)
         tol = {"rtol": 1e-10} if name == "digamma" else {}
+        if name in CEPHES_DENOMINATORS:
+            tol = {"rtol": 2e-5, "atol": 1e-6}
         both(getattr(fc, name), torch_fn(name), np.array(x), **tol)
     # round: half to even, and decimals
     r = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.345, 1234.5678, -0.0])

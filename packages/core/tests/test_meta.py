@@ -29,9 +29,12 @@ COMPARE = "eq ne lt le gt ge".split()
 INPLACE = "add_ sub_ mul_ div_".split()
 MATMUL = "mm bmm".split()
 REDUCTIONS = "sum prod_dim_int cumsum cumprod max min max_dim min_dim argmax argmin amax amin".split()
-MATH_BINARY = """atan2 hypot logaddexp copysign nextafter fmod remainder floor_divide bitwise_and bitwise_or
-    bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or logical_xor xlogy special_xlog1py
-    special_zeta""".split()
+# (and the binary ops of the shared list)
+MATH_BINARY = (
+    """bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift logical_and logical_or
+    logical_xor""".split()
+    + [name for name, _kind in fc._C._elementwise_math_ops()["binary"]]
+)
 MATH_UNARY = """logical_not signbit bitwise_not sgn conj_physical nan_to_num gelu silu mish hardswish hardsigmoid
     log_sigmoid softsign leaky_relu elu softplus hardtanh""".split()
 POOLING = """max_pool2d_with_indices max_pool_backward avg_pool2d avg_pool2d_backward adaptive_avg_pool2d

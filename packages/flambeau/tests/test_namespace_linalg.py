@@ -12,6 +12,7 @@ def test_linalg_and_fft_are_core_modules():
     import flambeau.linalg as fl
 
     assert fl.det is flambeau_core.linalg.det
+    assert fl.lu_factor is flambeau_core.linalg.lu_factor and fl.ldl_solve is flambeau_core.linalg.ldl_solve
     assert ff.fftfreq is flambeau_core.fft.fftfreq
 
 
@@ -35,6 +36,11 @@ def test_top_level_spellings():
         "inner",
         "mv",
         "chain_matmul",
+        "lu",
+        "lu_solve",
+        "lu_unpack",
+        "geqrf",
+        "ormqr",
     ]:
         assert getattr(fb, name) is getattr(flambeau_core, name)
     x = fb.tensor([[2.0, 0.0], [0.0, 3.0]])

@@ -61,7 +61,17 @@
   X(special_ndtr, T(0.5) * std::erfc(-a * T(0.70710678118654752440)))          \
   X(special_ndtri, static_cast<T>(math::ndtri_of(static_cast<double>(a))))    \
   X(special_log_ndtr, static_cast<T>(math::log_ndtr_of(static_cast<double>(a)))) \
-  X(special_entr, math::entr_of(a))
+  X(special_entr, math::entr_of(a))                                             \
+  X(special_bessel_j0, static_cast<T>(math::bessel_j0_of(static_cast<double>(a))))  \
+  X(special_bessel_j1, static_cast<T>(math::bessel_j1_of(static_cast<double>(a))))  \
+  X(special_bessel_y0, static_cast<T>(math::bessel_y0_of(static_cast<double>(a))))  \
+  X(special_bessel_y1, static_cast<T>(math::bessel_y1_of(static_cast<double>(a))))  \
+  X(special_modified_bessel_k0, static_cast<T>(math::bessel_k_of(0, static_cast<double>(a), false))) \
+  X(special_modified_bessel_k1, static_cast<T>(math::bessel_k_of(1, static_cast<double>(a), false))) \
+  X(special_scaled_modified_bessel_k0, static_cast<T>(math::bessel_k_of(0, static_cast<double>(a), true))) \
+  X(special_scaled_modified_bessel_k1, static_cast<T>(math::bessel_k_of(1, static_cast<double>(a), true))) \
+  X(special_spherical_bessel_j0, static_cast<T>(math::spherical_bessel_j0_of(static_cast<double>(a)))) \
+  X(special_airy_ai, static_cast<T>(math::airy_ai_of(static_cast<double>(a))))
 
 /// Rounding and sign of floats, X(name, expression of a): the same list
 /// shape; integer inputs keep their dtype and value (sign: their sign), and
@@ -92,7 +102,23 @@
   X(floor_divide, Division, math::floor_divide_of(a, b)) \
   X(xlogy, FloatValued, math::xlogy_of(a, b))           \
   X(special_xlog1py, FloatValued, math::xlog1py_of(a, b)) \
-  X(special_zeta, FloatValued, static_cast<T>(math::zeta_of(static_cast<double>(a), static_cast<double>(b))))
+  X(special_zeta, FloatValued, static_cast<T>(math::zeta_of(static_cast<double>(a), static_cast<double>(b)))) \
+  X(special_chebyshev_polynomial_t, FloatValued, (math::chebyshev_polynomial_of<math::ChebyshevKind::T>(a, b))) \
+  X(special_chebyshev_polynomial_u, FloatValued, (math::chebyshev_polynomial_of<math::ChebyshevKind::U>(a, b))) \
+  X(special_chebyshev_polynomial_v, FloatValued, (math::chebyshev_polynomial_of<math::ChebyshevKind::V>(a, b))) \
+  X(special_chebyshev_polynomial_w, FloatValued, (math::chebyshev_polynomial_of<math::ChebyshevKind::W>(a, b))) \
+  X(special_shifted_chebyshev_polynomial_t, FloatValued,                                                     \
+    (math::shifted_chebyshev_polynomial_of<math::ChebyshevKind::T>(a, b)))                                  \
+  X(special_shifted_chebyshev_polynomial_u, FloatValued,                                                     \
+    (math::shifted_chebyshev_polynomial_of<math::ChebyshevKind::U>(a, b)))                                  \
+  X(special_shifted_chebyshev_polynomial_v, FloatValued,                                                     \
+    (math::shifted_chebyshev_polynomial_of<math::ChebyshevKind::V>(a, b)))                                  \
+  X(special_shifted_chebyshev_polynomial_w, FloatValued,                                                     \
+    (math::shifted_chebyshev_polynomial_of<math::ChebyshevKind::W>(a, b)))                                  \
+  X(special_hermite_polynomial_h, FloatValued, math::hermite_polynomial_of(a, b, true))                     \
+  X(special_hermite_polynomial_he, FloatValued, math::hermite_polynomial_of(a, b, false))                   \
+  X(special_laguerre_polynomial_l, FloatValued, math::laguerre_polynomial_of(a, b))                         \
+  X(special_legendre_polynomial_p, FloatValued, math::legendre_polynomial_of(a, b))
 
 namespace flambeau::math {
 
@@ -446,3 +472,6 @@ FB_HOST_DEVICE T xlog1py_of(T x, T y) {
 
 }  // namespace
 }  // namespace flambeau::math
+
+// Bessel, Airy and the orthogonal polynomials (Note [Special functions of the elementwise list])
+#include "flambeau/special_functions.h"

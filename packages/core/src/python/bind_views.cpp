@@ -220,6 +220,13 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
 }
 
 Tensor getitem(const Tensor& self, py::handle index) {
+  // x[i] with a plain int (a Dataset's per-sample read): the view along dim 0, without parsing an index.
+  if (PyLong_CheckExact(index.ptr()) && self.dim() > 0) {
+    int overflow = 0;
+    const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    const int64_t n = self.sizes()[0];
+    if (!overflow && i >= -n && i < n) return op::select(self, 0, i);
+  }
   ParsedIndex r = parse_index(self, index, "getitem", /*keep_full_slices=*/true);
   if (!r.adv.empty()) return without_gil([&] { return op::index(r.view, r.adv); });
   // t[...] and t[()] still return a new view, as in PyTorch.

@@ -28,7 +28,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -40,6 +39,7 @@
 #include "flambeau/parallel.h"
 #include "cpu/linalg/gemm.h"
 #include "cpu/low_precision.h"
+#include "cpu/ordered_partials.h"
 #include "settings.h"
 #include "cpu/elementwise/vec_table.h"
 
@@ -345,14 +345,11 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
   const int64_t nb = std::min(images_per_gemm(L), g.N);
   const int Mi = to_int(Cs_g, "convolution_backward_weight"), Ni = to_int(K, "convolution_backward_weight");
   to_int(nb * L, "convolution_backward_weight");
-  std::fill(dw, dw + wsize, T(0));
-  std::mutex mu;
-  bool first_done = false;
-  over_images(g.N, [&](int64_t begin, int64_t end) {
-    // This chunk's own dW (the whole range on one thread writes dw directly).
-    const bool whole = begin == 0 && end == g.N;
-    std::vector<T> local(whole ? 0 : static_cast<size_t>(wsize), T(0));
-    T* acc = whole ? dw : local.data();
+  // As over_images splits, but each slice of images sums into its own dW (Note [Partial sums in slice
+  // order]); one slice (the whole range) writes dw directly.
+  const bool split = get_num_threads() > 1 && g.N >= get_num_threads() && !in_parallel_region();
+  BlasSerial guard(split);
+  cpu::sum_in_slice_order(g.N, split ? 1 : g.N, wsize, dw, false, [&](int64_t begin, int64_t end, T* acc) {
     T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
     T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;
     for (int64_t n0 = begin; n0 < end; n0 += nb) {
@@ -371,16 +368,6 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
         }
         cpu::gemm(false, true, Mi, Ni, static_cast<int>(LD), S, static_cast<int>(LD), B, static_cast<int>(LD),
                   acc + gi * Cs_g * K, Ni, T(1), n0 == begin ? T(0) : T(1));
-      }
-    }
-    if (!whole) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!first_done) {
-        std::memcpy(dw, acc, static_cast<size_t>(wsize) * sizeof(T));
-        first_done = true;
-      } else {
-#pragma omp simd
-        for (int64_t i = 0; i < wsize; ++i) dw[i] += acc[i];
       }
     }
   });

@@ -21,27 +21,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "conv_direct_plan.h"
 #include "cpu/linalg/gemm_pool.h"
+#include "cpu/ordered_partials.h"
 #include "flambeau/parallel.h"
 #include "settings.h"
 
 namespace flambeau::cpu::conv_avx512 {
 namespace {
-
-/// dw += one thread's partial weight gradient (the first one copied), under mu.
-void add_partial(std::mutex& mu, bool& first, const std::vector<float>& local, float* dw) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (first) {
-    std::memcpy(dw, local.data(), local.size() * sizeof(float));
-    first = false;
-  } else {
-    for (size_t i = 0; i < local.size(); ++i) dw[i] += local[i];
-  }
-}
 
 /// TJ taps (offsets toff[0..TJ)) of one input channel for kCo output channels,
 /// summed over nimg images' flat outputs: dw[k * Cgk + t] += the sums.
@@ -197,18 +186,15 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
   // Images per batch: planes and gradients within ~512 KiB.
   const int64_t B =
       std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, img_planes + img_dy), 1, g.N);
-  std::fill(dw, dw + wsize, 0.0f);
-  std::mutex mu;
-  bool first = true;
   const int64_t macs = g.Cs * Cgk * p.HW;  // per image
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
-  pool_parallel_for(0, g.N, grain, [&](int64_t n0, int64_t n1) {  // Note [GEMM pool]
+  // Note [GEMM pool]; each slice of images sums into its own buffer (Note [Partial sums in slice order]).
+  sum_in_slice_order(g.N, grain, wsize, dw, /*on_pool=*/true, [&](int64_t n0, int64_t n1, float* local) {
     thread_local std::vector<float> scratch;
     const size_t need = static_cast<size_t>(B * (img_planes + img_dy));
     if (scratch.size() < need) scratch.resize(need);
     float* dyt = scratch.data();
     float* planes = dyt + B * img_dy;
-    std::vector<float> local(static_cast<size_t>(wsize), 0.0f);
     for (int64_t nb0 = n0; nb0 < n1; nb0 += B) {
       const int64_t nimg = std::min(B, n1 - nb0);
       for (int64_t gi = 0; gi < G; ++gi) {
@@ -225,7 +211,7 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
         for (int64_t co0 = 0; co0 < Sg; co0 += kCvCo) {
           const int64_t nco = std::min(kCvCo, Sg - co0);
           const float* d = dyt + co0;
-          float* out = local.data() + (gi * Sg + co0) * Cgk;
+          float* out = local + (gi * Sg + co0) * Cgk;
           switch ((nco + 15) / 16) {
             case 1:
               cv_wgrad_pairs<1, 24>(p, planes, d, Sgp, nimg, coff.data(), Cgk, nco, out);
@@ -243,7 +229,6 @@ void cv_weight_grad(const ConvGeo& g, const float* big, const float* small, floa
         }
       }
     }
-    add_partial(mu, first, local, dw);
   });
 }
 
@@ -275,12 +260,10 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
   const int64_t want = ceil_div(48, p.nvec);
   const int64_t fit = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, img_planes));
   const int64_t B = std::max<int64_t>(1, std::min({want, fit, g.N}));
-  std::fill(dw, dw + wsize, 0.0f);
-  std::mutex mu;
-  bool first = true;
   const int64_t macs = g.Cs * Cgk * p.nvec * kLanes;  // per image
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, macs));
-  pool_parallel_for(0, g.N, grain, [&](int64_t n0, int64_t n1) {  // Note [GEMM pool]
+  // Note [GEMM pool]; each slice of images sums into its own buffer (Note [Partial sums in slice order]).
+  sum_in_slice_order(g.N, grain, wsize, dw, /*on_pool=*/true, [&](int64_t n0, int64_t n1, float* local) {
     thread_local std::vector<float> scratch;
     const size_t per = static_cast<size_t>(img_planes + img_dy);
     const size_t need = static_cast<size_t>(B) * per + static_cast<size_t>(p.buf) + kLanes;
@@ -289,7 +272,6 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
     float* base = scratch.data();
     float* dyf = base + ((64 - reinterpret_cast<uintptr_t>(base) % 64) % 64) / sizeof(float);
     float* planes = dyf + B * img_dy;
-    std::vector<float> local(static_cast<size_t>(wsize), 0.0f);
     for (int64_t nb0 = n0; nb0 < n1; nb0 += B) {
       const int64_t nimg = std::min(B, n1 - nb0);
       for (int64_t gi = 0; gi < G; ++gi) {
@@ -303,7 +285,7 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
         for (int64_t cob = 0; cob < p.ncob; ++cob) {
           const int64_t nco = std::min(kCo, Sg - cob * kCo);
           const float* dcb = dyf + cob * kCo * p.nvec * kLanes;
-          float* dwc = local.data() + (gi * Sg + cob * kCo) * Cgk;
+          float* dwc = local + (gi * Sg + cob * kCo) * Cgk;
           for (int64_t ci = 0; ci < Cg; ++ci) {
             const float* pc = planes + ci * p.CS;
             for (int64_t t0 = 0; t0 < kk; t0 += 3) {
@@ -325,7 +307,6 @@ void direct_weight_grad(const ConvGeo& g, const float* big, const float* small, 
         }
       }
     }
-    add_partial(mu, first, local, dw);
   });
 }
 

@@ -120,6 +120,50 @@ void scipy_cgelsd_(const int* m, const int* n, const int* nrhs, std::complex<flo
 void scipy_zgelsd_(const int* m, const int* n, const int* nrhs, std::complex<double>* a, const int* lda,
                    std::complex<double>* b, const int* ldb, double* s, const double* rcond, int* rank,
                    std::complex<double>* work, const int* lwork, double* rwork, int* iwork, int* info);
+// Symmetric / Hermitian indefinite factorization (Bunch-Kaufman LDL^T) and its solve.
+void scipy_ssytrf_(const char* uplo, const int* n, float* a, const int* lda, int* ipiv, float* work,
+                   const int* lwork, int* info, size_t uplo_len);
+void scipy_dsytrf_(const char* uplo, const int* n, double* a, const int* lda, int* ipiv, double* work,
+                   const int* lwork, int* info, size_t uplo_len);
+void scipy_csytrf_(const char* uplo, const int* n, std::complex<float>* a, const int* lda, int* ipiv,
+                   std::complex<float>* work, const int* lwork, int* info, size_t uplo_len);
+void scipy_zsytrf_(const char* uplo, const int* n, std::complex<double>* a, const int* lda, int* ipiv,
+                   std::complex<double>* work, const int* lwork, int* info, size_t uplo_len);
+void scipy_chetrf_(const char* uplo, const int* n, std::complex<float>* a, const int* lda, int* ipiv,
+                   std::complex<float>* work, const int* lwork, int* info, size_t uplo_len);
+void scipy_zhetrf_(const char* uplo, const int* n, std::complex<double>* a, const int* lda, int* ipiv,
+                   std::complex<double>* work, const int* lwork, int* info, size_t uplo_len);
+void scipy_ssytrs_(const char* uplo, const int* n, const int* nrhs, const float* a, const int* lda,
+                   const int* ipiv, float* b, const int* ldb, int* info, size_t uplo_len);
+void scipy_dsytrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda,
+                   const int* ipiv, double* b, const int* ldb, int* info, size_t uplo_len);
+void scipy_csytrs_(const char* uplo, const int* n, const int* nrhs, const std::complex<float>* a,
+                   const int* lda, const int* ipiv, std::complex<float>* b, const int* ldb, int* info,
+                   size_t uplo_len);
+void scipy_zsytrs_(const char* uplo, const int* n, const int* nrhs, const std::complex<double>* a,
+                   const int* lda, const int* ipiv, std::complex<double>* b, const int* ldb, int* info,
+                   size_t uplo_len);
+void scipy_chetrs_(const char* uplo, const int* n, const int* nrhs, const std::complex<float>* a,
+                   const int* lda, const int* ipiv, std::complex<float>* b, const int* ldb, int* info,
+                   size_t uplo_len);
+void scipy_zhetrs_(const char* uplo, const int* n, const int* nrhs, const std::complex<double>* a,
+                   const int* lda, const int* ipiv, std::complex<double>* b, const int* ldb, int* info,
+                   size_t uplo_len);
+// Multiply by the Q of a Householder QR (ormqr; unmqr for complex).
+void scipy_sormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+                   const float* a, const int* lda, const float* tau, float* c, const int* ldc, float* work,
+                   const int* lwork, int* info, size_t side_len, size_t trans_len);
+void scipy_dormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+                   const double* a, const int* lda, const double* tau, double* c, const int* ldc,
+                   double* work, const int* lwork, int* info, size_t side_len, size_t trans_len);
+void scipy_cunmqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+                   const std::complex<float>* a, const int* lda, const std::complex<float>* tau,
+                   std::complex<float>* c, const int* ldc, std::complex<float>* work, const int* lwork,
+                   int* info, size_t side_len, size_t trans_len);
+void scipy_zunmqr_(const char* side, const char* trans, const int* m, const int* n, const int* k,
+                   const std::complex<double>* a, const int* lda, const std::complex<double>* tau,
+                   std::complex<double>* c, const int* ldc, std::complex<double>* work, const int* lwork,
+                   int* info, size_t side_len, size_t trans_len);
 }
 
 namespace flambeau::cpu::lapack {
@@ -294,6 +338,73 @@ inline void gelsd(int m, int n, int nrhs, std::complex<double>* a, int lda, std:
                   double* s, double rcond, int* rank, std::complex<double>* work, int lwork, double* rwork,
                   int* iwork, int* info) {
   scipy_zgelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, rwork, iwork, info);
+}
+
+// sytrf/sytrs: symmetric (complex symmetric too); hetrf/hetrs: Hermitian (complex only).
+inline void sytrf(char uplo, int n, float* a, int lda, int* ipiv, float* work, int lwork, int* info) {
+  scipy_ssytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrf(char uplo, int n, double* a, int lda, int* ipiv, double* work, int lwork, int* info) {
+  scipy_dsytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrf(char uplo, int n, std::complex<float>* a, int lda, int* ipiv, std::complex<float>* work,
+                  int lwork, int* info) {
+  scipy_csytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrf(char uplo, int n, std::complex<double>* a, int lda, int* ipiv,
+                  std::complex<double>* work, int lwork, int* info) {
+  scipy_zsytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void hetrf(char uplo, int n, std::complex<float>* a, int lda, int* ipiv, std::complex<float>* work,
+                  int lwork, int* info) {
+  scipy_chetrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void hetrf(char uplo, int n, std::complex<double>* a, int lda, int* ipiv,
+                  std::complex<double>* work, int lwork, int* info) {
+  scipy_zhetrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const float* a, int lda, const int* ipiv, float* b, int ldb,
+                  int* info) {
+  scipy_ssytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b, int ldb,
+                  int* info) {
+  scipy_dsytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const std::complex<float>* a, int lda, const int* ipiv,
+                  std::complex<float>* b, int ldb, int* info) {
+  scipy_csytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const std::complex<double>* a, int lda, const int* ipiv,
+                  std::complex<double>* b, int ldb, int* info) {
+  scipy_zsytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void hetrs(char uplo, int n, int nrhs, const std::complex<float>* a, int lda, const int* ipiv,
+                  std::complex<float>* b, int ldb, int* info) {
+  scipy_chetrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void hetrs(char uplo, int n, int nrhs, const std::complex<double>* a, int lda, const int* ipiv,
+                  std::complex<double>* b, int ldb, int* info) {
+  scipy_zhetrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+/// ormqr, and its complex counterpart unmqr (trans 'C' there, 'T' for real).
+inline void ormqr(char side, char trans, int m, int n, int k, const float* a, int lda, const float* tau,
+                  float* c, int ldc, float* work, int lwork, int* info) {
+  scipy_sormqr_(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info, 1, 1);
+}
+inline void ormqr(char side, char trans, int m, int n, int k, const double* a, int lda, const double* tau,
+                  double* c, int ldc, double* work, int lwork, int* info) {
+  scipy_dormqr_(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info, 1, 1);
+}
+inline void ormqr(char side, char trans, int m, int n, int k, const std::complex<float>* a, int lda,
+                  const std::complex<float>* tau, std::complex<float>* c, int ldc, std::complex<float>* work,
+                  int lwork, int* info) {
+  scipy_cunmqr_(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info, 1, 1);
+}
+inline void ormqr(char side, char trans, int m, int n, int k, const std::complex<double>* a, int lda,
+                  const std::complex<double>* tau, std::complex<double>* c, int ldc,
+                  std::complex<double>* work, int lwork, int* info) {
+  scipy_zunmqr_(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info, 1, 1);
 }
 
 }  // namespace flambeau::cpu::lapack

@@ -12,13 +12,13 @@
 // weight/bias and, combined over the group, dx.
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <vector>
 
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "cpu/low_precision.h"
+#include "cpu/ordered_partials.h"
 #include "norm_common.h"
 #include "norm_kernels.h"
 
@@ -117,13 +117,13 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
       const T* mu = hm.data<T>();
       const T* rs = hr.data<T>();
       T* dx = input_g ? gi.data<T>() : nullptr;
-      std::vector<double> acc_w(weight_g ? static_cast<size_t>(s.d) : 0, 0.0);
-      std::vector<double> acc_b(bias_g ? static_cast<size_t>(s.d) : 0, 0.0);
-      std::mutex merge;
+      // The weight and bias gradients, summed over rows (Note [Partial sums in slice order]): [0, d) for
+      // the weight, [d, 2d) for the bias.
+      const int64_t nacc = (weight_g || bias_g) ? 2 * s.d : 0;
+      std::vector<double> acc(static_cast<size_t>(nacc), 0.0);
       const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.d, 1));
       const double inv_d = s.d > 0 ? 1.0 / static_cast<double>(s.d) : 0.0;
-      parallel_for(0, s.m, grain, [&](int64_t r0, int64_t r1) {
-        std::vector<double> lw(acc_w.size(), 0.0), lb(acc_b.size(), 0.0);
+      cpu::sum_in_slice_order(s.m, grain, nacc, acc.data(), false, [&](int64_t r0, int64_t r1, double* part) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* xr = x + r * s.d;
           const T* dyr = dy + r * s.d;
@@ -136,15 +136,11 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward_cpu(const Tensor& grad_ou
             k.ln_row_bwd(dyr, xr, w, dx + r * s.d, s.d, mu[r], rs[r], k2, k3);
           }
           if (weight_g || bias_g)
-            k.ln_accum_wb(dyr, xr, s.d, mu[r], rs[r], weight_g ? lw.data() : nullptr,
-                          bias_g ? lb.data() : nullptr);
-        }
-        if (weight_g || bias_g) {
-          std::lock_guard<std::mutex> lock(merge);
-          for (size_t j = 0; j < lw.size(); ++j) acc_w[j] += lw[j];
-          for (size_t j = 0; j < lb.size(); ++j) acc_b[j] += lb[j];
+            k.ln_accum_wb(dyr, xr, s.d, mu[r], rs[r], weight_g ? part : nullptr, bias_g ? part + s.d : nullptr);
         }
       });
+      const double* acc_w = acc.data();
+      const double* acc_b = acc.data() + s.d;
       if (weight_g)
         for (int64_t j = 0; j < s.d; ++j) gw.data<T>()[j] = static_cast<T>(acc_w[j]);
       if (bias_g)
