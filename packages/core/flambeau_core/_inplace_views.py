@@ -20,6 +20,7 @@ from flambeau_core._copying import _no_grad
 
 
 def _adopt(op: str, self: _C.Tensor, view: Any) -> _C.Tensor:
+    check_tensor(op, self, "self")
     if self.requires_grad and _C.is_grad_enabled():
         if getattr(self, "grad_fn", None) is None:
             raise RuntimeError(f"[{op}] a leaf Variable that requires grad is being used in an in-place operation")
@@ -136,6 +137,7 @@ def resize_as_(self: _C.Tensor, the_template: _C.Tensor, *, memory_format: Any =
         >>> tuple(fc.zeros(3).resize_as_(fc.zeros(2, 2)).shape)
         (2, 2)
     """
+    check_tensor("resize_as_", self, "self")
     check_tensor("resize_as_", the_template, "the_template")
     return self.resize_(the_template.shape, memory_format=memory_format)
 
