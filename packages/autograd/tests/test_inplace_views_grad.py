@@ -3,8 +3,8 @@ requires grad, a clear refusal where flambeau does not record (an in-place view 
 and no refusal under no_grad."""
 
 import flambeau_core as fc
-from flambeau_autograd import no_grad
 import pytest
+from flambeau_autograd import no_grad
 
 
 def test_a_leaf_that_requires_grad_is_refused():

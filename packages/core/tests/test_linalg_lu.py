@@ -163,9 +163,7 @@ def test_lu_solve_errors():
         LA.lu_solve(LU, bad, B)
     with pytest.raises(fc.FlambeauError, match=r"\[lu_unpack\] pivots must be 1-based row indices in \[1, 3\], got 0"):
         fc.lu_unpack(LU, fc.tensor([0, 2, 3], dtype=fc.int32))
-    with pytest.raises(
-        TypeError, match=r"LU_pivots is expected to be an int32 tensor, got flambeau.int64"
-    ):
+    with pytest.raises(TypeError, match=r"LU_pivots is expected to be an int32 tensor, got flambeau.int64"):
         fc.lu_unpack(LU, piv.to(fc.int64))
 
 

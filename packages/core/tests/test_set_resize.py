@@ -25,7 +25,8 @@ def test_set_shows_the_source():
 
 def test_set_errors():
     x = fc.zeros(2)
-    with pytest.raises(TypeError, match=r"^\[set_\] could not set a tensor of dtype float32 to a tensor of dtype float64"):
+    message = r"^\[set_\] could not set a tensor of dtype float32 to a tensor of dtype float64"
+    with pytest.raises(TypeError, match=message):
         x.set_(fc.zeros(2, dtype=fc.float64))
     assert tuple(x.shape) == (2,)
 
