@@ -56,8 +56,9 @@
 // as a block put in the pool unmerged) and is never merged into by a
 // neighbour. The bins are flushed into their pool (each block merged, as any
 // freed block) before anything that needs the pool whole: a small request its
-// bin cannot serve (so best fit sees every free block), empty_cache(),
-// stats(), snapshot() and pool_report(). A loop that makes the same sizes
+// bin cannot serve (so best fit sees every free block), releasing free
+// segments (empty_cache() and the out-of-memory retry, whatever the pool of
+// the failed request), stats(), snapshot() and pool_report(). A loop that makes the same sizes
 // again hits its bins; a new size pays one flush. Only an
 // allocator that is not stream-aware bins (a stream-aware one keeps Note
 // [Stream-ordered reuse] exact), and not while memory history is recorded (its
@@ -614,6 +615,7 @@ void CachingAllocator::merge_into(Block* dst, Block* src) {
 }
 
 void CachingAllocator::release_free_segments() {
+  flush_bins();  // Note [Exact-size bins]: a binned block keeps its segment from looking free
   const bool history = g_history.load(std::memory_order_relaxed);
   for (FreeBlocks* pool : {&small_free_, &large_free_}) {
     for (auto it = pool->begin(); it != pool->end();) {

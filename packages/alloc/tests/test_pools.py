@@ -262,3 +262,16 @@ def test_a_bin_holds_a_bounded_number_of_blocks(allocator):
     assert again == set(ptrs)
     for p in again:
         allocator._free(p)
+
+
+def test_the_out_of_memory_retry_releases_a_segment_whose_block_is_binned():
+    # A freed small block sits in its bin; a large request over the memory limit must still get the small
+    # segment released by the retry (bins are flushed before free segments are released).
+    a = flambeau_alloc.CachingAllocator(memory_limit=21 * MiB)
+    a._free(a._allocate(512))
+    p = a._allocate(2 * MiB)  # a 20 MiB large-pool segment: fits only once the 2 MiB small one is gone
+    stats = a.memory_stats()
+    assert stats["num_alloc_retries"] == 1
+    assert stats["segment.small_pool.current"] == 0
+    a._free(p)
+    a.empty_cache()
