@@ -38,6 +38,20 @@ def test_missing_lists_entries_without_a_covered_node_in_table_order(tmp_path):
     assert gradcheck_coverage_missing(table, {"SinBackward0", "CosBackward0", "MaxDimBackward0"}) == []
 
 
+def test_an_entry_whose_formulas_all_raise_not_implemented_is_not_missing(tmp_path):
+    table = tmp_path / "derivatives.yaml"
+    table.write_text(
+        "- name: _ldl\n"
+        '  LD: not_implemented_gradient("ldl", "ldl")\n'
+        '  B: not_implemented_gradient("ldl", "ldl")\n'
+        "- name: zeta\n"
+        '  self: not_implemented_gradient("zeta", "zeta")\n'
+        "  other: grad * x\n"
+    )
+    # zeta has one real formula: a gradcheck over it must still cover its node.
+    assert gradcheck_coverage_missing(table, set()) == ["zeta"]
+
+
 def test_an_entry_checked_elsewhere_is_not_missing_when_its_test_exists(tmp_path):
     # tmp/a/b/derivatives.yaml: the named file is relative to the repository root, two levels up
     table = tmp_path / "a" / "b" / "derivatives.yaml"
