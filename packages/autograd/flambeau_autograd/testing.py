@@ -27,20 +27,20 @@ def _entries(derivatives_yaml: str | Path) -> list[tuple[str, str]]:
 
 
 def declared_unsupported(derivatives_yaml: str | Path) -> list[str]:
-    """The entries whose formulas all raise NotImplementedError (a derivative not written yet, written
-    inline or through formula_helpers.h's not_implemented_gradient): no gradcheck can pass through them,
-    so their tests assert that error instead."""
+    """The entries with a formula that raises NotImplementedError (a derivative not written yet):
+    no gradcheck can pass through them, so their tests assert that error instead."""
+    return [name for name, body in _entries(derivatives_yaml) if "throw NotImplementedError" in body]
+
+
+def declared_not_differentiable(derivatives_yaml: str | Path) -> list[str]:
+    """The entries whose every formula is formula_helpers.h's not_implemented_gradient(...): ops PyTorch does
+    not differentiate either (ldl_factor, geqrf), whose backward raises; no gradcheck can pass through them."""
     return [
         name
         for name, body in _entries(derivatives_yaml)
-        if "throw NotImplementedError" in body or _only_not_implemented(body)
+        if (formulas := [m.group(1) for m in re.finditer(r"(?m)^  \w+: *(.+)$", body)])
+        and all(f.startswith("not_implemented_gradient(") for f in formulas)
     ]
-
-
-def _only_not_implemented(body: str) -> bool:
-    """True if every formula line of an entry is a not_implemented_gradient(...) call."""
-    formulas = [m.group(1) for m in re.finditer(r"(?m)^  \w+: *(.+)$", body)]
-    return bool(formulas) and all(f.startswith("not_implemented_gradient(") for f in formulas)
 
 
 _CHECKED_BY = re.compile(r"#\s*gradient checked by:\s*(\S+?)::(\w+)")
@@ -61,8 +61,8 @@ def checked_elsewhere(derivatives_yaml: str | Path) -> dict[str, tuple[str, str]
 
 def gradcheck_coverage_missing(derivatives_yaml: str | Path, covered: set[str]) -> list[str]:
     """The derivatives.yaml entries whose node is not in ``covered``, in table order (the declared
-    unsupported ones left out, and those checked elsewhere whose named test exists)."""
-    unsupported = set(declared_unsupported(derivatives_yaml))
+    unsupported and not-differentiable ones left out, and those checked elsewhere whose named test exists)."""
+    unsupported = set(declared_unsupported(derivatives_yaml)) | set(declared_not_differentiable(derivatives_yaml))
     root = Path(derivatives_yaml).resolve().parents[2]
     elsewhere = {
         name
