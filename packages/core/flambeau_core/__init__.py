@@ -139,7 +139,7 @@ from flambeau_core._determinism import (  # noqa: E402,F401,I001
     set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
-from flambeau_core import accelerator, backends, random  # noqa: E402,F401,I001
+from flambeau_core import accelerator, backends, overrides, random  # noqa: E402,F401,I001
 from flambeau_core.random import get_rng_state, initial_seed, seed, set_rng_state  # noqa: E402,F401,I001
 
 from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API namespace)
