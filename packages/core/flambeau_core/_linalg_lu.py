@@ -19,10 +19,9 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
-
-# flambeau_core.linalg imports this module at its end, once these are defined.
-from flambeau_core.linalg import _adjoint, _copy_out, householder_product
-from flambeau_core.linalg import _copy_outs as _copy_results
+from flambeau_core._linalg_common import _adjoint, _copy_out
+from flambeau_core._linalg_common import _copy_outs as _copy_results
+from flambeau_core._linalg_decompositions import householder_product
 
 LUFactorResult = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
