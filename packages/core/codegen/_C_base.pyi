@@ -540,6 +540,9 @@ def _kernel_trace_stop() -> list[list[str]]:
     Stops the kernel trace; returns [op, device type, 'own' | 'Generic'] rows.
     """
 
+# Note [Shape rules for Python]: Python name -> the table's shape rule name.
+_op_shape_rules: dict[str, str]
+
 def _registered_ops() -> list[str]:
     """
     The names of the ops with a registered kernel.

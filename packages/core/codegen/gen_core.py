@@ -453,6 +453,8 @@ def binding_function(cname: str, py_name: str, form: str, overloads: list[OpDecl
     out.append("  FB_PY_BEGIN")
     out.append(f'  static const ArgParser parser("{py_name}", {{{sigs}}});')
     out.append("  const ParsedArgs r = parser.parse(args, nargs, kwnames);")
+    override = f'handle_torch_function("{py_name}", {method}, self, args, nargs, kwnames)'
+    out.append(f"  if (r.index == kOverridden) return {override};  // Note [__torch_function__]")
     out.append("  switch (r.index) {")
     for i, op in enumerate(overloads):
         out += call_case(op, form, i)
@@ -587,6 +589,17 @@ def gen_bindings(ops: list[OpDecl]) -> str:
         out.append(f"  {fn}, &defs[{i}]);")
     for j in range(len(operators)):
         out.append(f"  add_method(cls, &defs[{len(defs) + j}]);")
+    # Note [Shape rules for Python]: each Python name's shape rule from the table (the first overload
+    # that declares one), read by flambeau.func.vmap to pick its batching rule.
+    shape_rules: dict[str, str] = {}
+    for (py_name, _form), overloads in groups.items():
+        rule = next((op.shape.name for op in overloads if op.shape is not None), None)
+        if rule is not None:
+            shape_rules.setdefault(py_name, rule)
+    out.append("  py::dict shape_rules;")
+    for py_name, rule in sorted(shape_rules.items()):
+        out.append(f'  shape_rules["{py_name}"] = "{rule}";')
+    out.append('  m.attr("_op_shape_rules") = shape_rules;')
     out += ["}", "", "}  // namespace flambeau::python", ""]
     return "\n".join(out)
 

@@ -308,6 +308,10 @@ ParsedArgs ArgParser::parse(PyObject* const* args, Py_ssize_t nargs, PyObject* k
       return out;
     }
   }
+  if (has_torch_function(args, nargs, kwnames)) {
+    out.index = kOverridden;  // Note [__torch_function__]
+    return out;
+  }
   if (sigs_.size() == 1) {
     std::string why;
     try_bind(sigs_[0], args, nargs, kwnames, out, &why);
@@ -317,6 +321,93 @@ ParsedArgs ArgParser::parse(PyObject* const* args, Py_ssize_t nargs, PyObject* k
                                     describe_call(args, nargs, kwnames), "; expected one of:");
   for (const auto& s : sigs_) msg += "\n * " + s.text;
   throw TypeError(msg);
+}
+
+// ---- __torch_function__ (Note [__torch_function__]) ----
+
+namespace {
+/// An argument that overrides flambeau functions: not a flambeau Tensor, and its type defines
+/// __torch_function__. PyTorch's own tensors define it too, but their default implementation calls
+/// the function again with the same arguments (an endless recursion here), so they are not overrides:
+/// passing one still raises the TypeError that says a flambeau Tensor was expected.
+bool overrides(PyObject* obj) {
+  if (obj == nullptr || obj == Py_None || is_tensor(obj) || PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) ||
+      PyBool_Check(obj) || PyUnicode_Check(obj))
+    return false;
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  if (!PyObject_HasAttrString(type, "__torch_function__")) return false;
+  py::object module = py::reinterpret_steal<py::object>(PyObject_GetAttrString(type, "__module__"));
+  if (!module) {
+    PyErr_Clear();
+    return true;
+  }
+  const char* m = PyUnicode_Check(module.ptr()) ? PyUnicode_AsUTF8(module.ptr()) : nullptr;
+  return !(m && (std::strcmp(m, "torch") == 0 || std::strncmp(m, "torch.", 6) == 0));
+}
+
+/// Calls f(obj) for each argument, and for the items of list and tuple arguments (a TensorList).
+template <class F>
+void for_each_argument(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const F& f) {
+  const Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  for (Py_ssize_t i = 0; i < total; ++i) {
+    PyObject* a = args[i];
+    if (PyList_Check(a) || PyTuple_Check(a)) {
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(a);
+      PyObject** items = PySequence_Fast_ITEMS(a);
+      for (Py_ssize_t k = 0; k < n; ++k) f(items[k]);
+    } else {
+      f(a);
+    }
+  }
+}
+}  // namespace
+
+bool has_torch_function(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool found = false;
+  for_each_argument(args, nargs, kwnames, [&](PyObject* a) { found = found || overrides(a); });
+  return found;
+}
+
+PyObject* handle_torch_function(const char* name, bool method, PyObject* self, PyObject* const* args,
+                                Py_ssize_t nargs, PyObject* kwnames) {
+  FB_PY_BEGIN
+  // The overriding arguments, one per type, in order of appearance (PyTorch's rule: a subclass
+  // before its base class).
+  std::vector<py::handle> overloaded;
+  for_each_argument(args, nargs, kwnames, [&](PyObject* a) {
+    if (!overrides(a)) return;
+    for (auto it = overloaded.begin(); it != overloaded.end(); ++it) {
+      if (Py_TYPE(it->ptr()) == Py_TYPE(a)) return;
+      if (PyType_IsSubtype(Py_TYPE(a), Py_TYPE(it->ptr()))) {
+        overloaded.insert(it, a);
+        return;
+      }
+    }
+    overloaded.emplace_back(a);
+  });
+  py::tuple types(overloaded.size());
+  for (size_t i = 0; i < overloaded.size(); ++i)
+    types[i] = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(overloaded[i].ptr())));
+  // The function as Python code names it: the Tensor method, or the module's function.
+  py::object func = method ? py::getattr(py::handle(reinterpret_cast<PyObject*>(Py_TYPE(self))), name)
+                           : py::getattr(py::handle(self), name);
+  const Py_ssize_t first = method ? 1 : 0;
+  py::tuple call_args(nargs + first);
+  if (method) call_args[0] = py::reinterpret_borrow<py::object>(self);
+  for (Py_ssize_t i = 0; i < nargs; ++i) call_args[i + first] = py::reinterpret_borrow<py::object>(args[i]);
+  py::dict kwargs;
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    kwargs[py::handle(PyTuple_GET_ITEM(kwnames, k))] = py::reinterpret_borrow<py::object>(args[nargs + k]);
+  for (py::handle arg : overloaded) {
+    py::object result = arg.attr("__torch_function__")(func, types, call_args, kwargs);
+    if (!result.is(py::handle(Py_NotImplemented))) return result.release().ptr();
+  }
+  std::string names;
+  for (size_t i = 0; i < overloaded.size(); ++i) names += (i ? ", " : "") + type_name(overloaded[i].ptr());
+  throw TypeError(detail::cat_str("[", name, "] no implementation found for '", name,
+                                  "' on types that implement __torch_function__: [", names, "]"));
+  FB_PY_END
 }
 
 // ---- accessors ----
@@ -620,7 +711,8 @@ void copy_to_out(const char* op, const Tensor& result, Tensor& out, bool exact_d
 
 void add_function(py::module_& m, PyMethodDef* def) {
   py::object name = py::str(PyModule_GetName(m.ptr()));
-  PyObject* f = PyCFunction_NewEx(def, nullptr, name.ptr());
+  // The module is the function's `self`, so __torch_function__ can name the function (Note [__torch_function__]).
+  PyObject* f = PyCFunction_NewEx(def, m.ptr(), name.ptr());
   if (!f) throw py::error_already_set();
   m.attr(def->ml_name) = py::reinterpret_steal<py::object>(f);
 }

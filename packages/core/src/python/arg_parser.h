@@ -60,13 +60,15 @@ struct FunctionSignature {
 };
 
 inline constexpr int kMaxParsedArgs = 16;  // the fused optimizer steps take 14
+/// ParsedArgs::index when no signature matched and an argument overrides the function.
+inline constexpr int kOverridden = -1;
 
 class ArgParser;
 
 /// The arguments of one call, bound to the parameters of the matched signature.
 class ParsedArgs {
  public:
-  int index = 0;  // which overload matched
+  int index = 0;  // which overload matched, or kOverridden
   PyObject* args[kMaxParsedArgs] = {};
   const FunctionSignature* sig = nullptr;
   py::object owned;  // a tuple made from varargs sizes (zeros(2, 3))
@@ -105,7 +107,8 @@ class ArgParser {
  public:
   /// `signatures`: parameter lists as in the table, without the op name.
   ArgParser(const char* py_name, std::initializer_list<const char*> signatures);
-  /// Binds (args, nargs, kwnames) of a vectorcall; TypeError naming the op if nothing matches.
+  /// Binds (args, nargs, kwnames) of a vectorcall; TypeError naming the op if nothing matches,
+  /// unless an argument defines __torch_function__: then index is kOverridden.
   ParsedArgs parse(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) const;
   const char* name() const { return name_.c_str(); }
 
@@ -118,6 +121,23 @@ class ArgParser {
 
 /// Whether a Python object is a flambeau Tensor (a cached type check).
 bool is_tensor(PyObject* obj);
+
+// Note [__torch_function__]
+// PyTorch's override protocol: an argument whose type defines
+// `__torch_function__(cls, func, types, args=(), kwargs=None)` takes over a
+// function it is passed to (flambeau.func.vmap's batched tensors use it, as
+// do user types that wrap tensors). flambeau looks for one only when no
+// signature accepts the arguments, so the protocol costs a call nothing
+// (one compare of the matched index); a Tensor subclass is a Tensor and
+// is not intercepted. Arguments and the items of list arguments are
+// searched; each overriding type is asked in turn (subclasses first) until
+// one returns something other than NotImplemented.
+/// Whether an argument of the call (or an item of a list argument) overrides the function.
+bool has_torch_function(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+/// Calls the overriding arguments' __torch_function__ with the function (`self`'s method `name` when
+/// `method`, else `self` module's function `name`), the types, args and kwargs; new reference.
+PyObject* handle_torch_function(const char* name, bool method, PyObject* self, PyObject* const* args,
+                                Py_ssize_t nargs, PyObject* kwnames);
 /// The other operand of a binary operator: a Tensor; unless `strict`, also a
 /// Python number (a wrapped-number tensor), a nested list/tuple or a NumPy
 /// array (copied, as in PyTorch: t == [1, 2] compares elementwise). False if
