@@ -641,9 +641,8 @@ void CachingAllocator::release_free_segments() {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
-  flush_bins();
   synchronize_and_free_events();
-  release_free_segments();
+  release_free_segments();  // flushes the exact-size bins first
 }
 
 MemoryStats CachingAllocator::stats() const {

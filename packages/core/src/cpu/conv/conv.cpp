@@ -100,29 +100,12 @@ T* scratch(size_t n) {
   return buf.data();
 }
 
-/// OpenBLAS on one thread while our own threads each call it.
-struct BlasSerial {
-  int restore = 0;
-  explicit BlasSerial(bool active) {
-    const int n = get_num_threads();
-    if (active && n > 1) {
-      scipy_openblas_set_num_threads(1);
-      restore = n;
-    }
-  }
-  ~BlasSerial() {
-    if (restore) scipy_openblas_set_num_threads(restore);
-  }
-  BlasSerial(const BlasSerial&) = delete;
-  BlasSerial& operator=(const BlasSerial&) = delete;
-};
-
 /// Runs f(begin, end) over images: split across threads (each with a serial
 /// BLAS) when there are enough images, else on this thread (BLAS threaded).
 template <class F>
 void over_images(int64_t N, const F& f) {
   const bool split = get_num_threads() > 1 && N >= get_num_threads() && !in_parallel_region();
-  BlasSerial guard(split);
+  const cpu::SerialBlasScope serial(split);
   if (split) {
     parallel_for(0, N, 1, f);
   } else {
@@ -348,7 +331,7 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
   // As over_images splits, but each slice of images sums into its own dW (Note [Partial sums in slice
   // order]); one slice (the whole range) writes dw directly.
   const bool split = get_num_threads() > 1 && g.N >= get_num_threads() && !in_parallel_region();
-  BlasSerial guard(split);
+  const cpu::SerialBlasScope serial(split);
   cpu::sum_in_slice_order(g.N, split ? 1 : g.N, wsize, dw, false, [&](int64_t begin, int64_t end, T* acc) {
     T* cols = scratch<T, 0>(static_cast<size_t>(K * nb * L));
     T* tmp = nb > 1 ? scratch<T, 1>(static_cast<size_t>(Cs_g * nb * L)) : nullptr;

@@ -116,10 +116,12 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a
 inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
 inline constexpr double kPoolMacs = double(int64_t{1} << 18);
 
-/// OpenBLAS on one thread for this scope (restores the previous count).
+/// OpenBLAS on one thread for this scope (restores the previous count), while
+/// our own threads each call it (or, `active` false, nothing changes: the
+/// caller decided to let one BLAS call use OpenBLAS's threads).
 class SerialBlasScope {
  public:
-  SerialBlasScope() : restore_(scipy_openblas_get_num_threads()) {
+  explicit SerialBlasScope(bool active = true) : restore_(active ? scipy_openblas_get_num_threads() : 0) {
     if (restore_ > 1)
       scipy_openblas_set_num_threads(1);
     else

@@ -20,23 +20,6 @@
 
 namespace flambeau::cpu::lapack_batch {
 
-/// OpenBLAS on one thread while our own threads each call LAPACK.
-struct SerialBlas {
-  int restore = 0;
-  explicit SerialBlas(bool active) {
-    const int n = get_num_threads();
-    if (active && n > 1) {
-      scipy_openblas_set_num_threads(1);
-      restore = n;
-    }
-  }
-  ~SerialBlas() {
-    if (restore) scipy_openblas_set_num_threads(restore);
-  }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-};
-
 // Note [LAPACK threads]: LAPACK's blocked algorithms call many small BLAS
 // kernels; with OpenBLAS's own threads each call forks and joins, and on a
 // loaded machine a worker not scheduled at once stalls the whole
@@ -70,7 +53,7 @@ void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
     f(0, ws);
     return;
   }
-  SerialBlas serial(true);
+  const SerialBlasScope serial;
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(2.0e5 / std::max(1.0, flops_per_matrix)));
   parallel_for(0, batch, grain, [&](int64_t b, int64_t e) {
     Workspace ws;
