@@ -5,7 +5,10 @@ min / median per call, ratio torch/flambeau of the medians; > 1: flambeau faster
 - ``jacrev 512->512 linear+tanh``: the Jacobian of ``tanh(W x + b)`` with respect to ``x``; flambeau runs
   one backward pass per output row over the graph recorded once, torch vmaps one batched backward;
 - ``hessian mlp 8-16-1 params``: the Hessian of a small network's squared loss with respect to its
-  first layer's weight (flambeau: reverse over reverse; torch: forward over reverse).
+  first layer's weight (flambeau: reverse over reverse; torch: forward over reverse);
+- ``per-sample grads mlp``: the gradient of each sample's cross-entropy loss with respect to every
+  parameter of the benchmark MLP (784-512-512-10, float32, batch 128), by ``vmap(grad(loss))`` and by a
+  Python loop of ``grad(loss)`` over the samples (the figure vmap must beat, read from the same run).
 
 Only ratios from one run count on a shared, noisy machine. Example:
     python benchmarks/ops_func.py --rounds 7
@@ -19,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import flambeau as fb  # noqa: E402
+import models  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from side_by_side import main  # noqa: E402
@@ -49,6 +53,32 @@ def cases():
         "hessian mlp 8-16-1 w.r.t. W1 (128x128)",
         lambda: fb.func.hessian(loss)(*fa),
         lambda: torch.func.hessian(loss)(*ta),
+    )
+    yield from per_sample_gradients(rng)
+
+
+def per_sample_gradients(rng):
+    fm, tm = models.mlp(models.framework("flambeau")), models.mlp(models.framework("torch"))
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in fm.state_dict().items()})
+    x, y = rng.standard_normal((128, 784)).astype(np.float32), rng.integers(0, 10, 128)
+    fx, fy, tx, ty = fb.tensor(x), fb.tensor(y), torch.tensor(x), torch.tensor(y)
+    fp = {k: v.detach() for k, v in fm.named_parameters()}
+    tp = {k: v.detach() for k, v in tm.named_parameters()}
+
+    def floss(p, xi, yi):
+        return fb.nn.functional.cross_entropy(fb.func.functional_call(fm, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    def tloss(p, xi, yi):
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(tm, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    fvmap = fb.func.vmap(fb.func.grad(floss), in_dims=(None, 0, 0))
+    tvmap = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))
+    fgrad, tgrad = fb.func.grad(floss), torch.func.grad(tloss)
+    yield "per-sample grads mlp b128 vmap(grad)", lambda: fvmap(fp, fx, fy), lambda: tvmap(tp, tx, ty)
+    yield (
+        "per-sample grads mlp b128 Python loop",
+        lambda: [fgrad(fp, fx[i], fy[i]) for i in range(128)],
+        lambda: [tgrad(tp, tx[i], ty[i]) for i in range(128)],
     )
 
 

@@ -82,7 +82,8 @@ hub = _importlib.import_module("flambeau.hub")
 library = _importlib.import_module("flambeau.library")
 ops = library.ops
 distributions = _importlib.import_module("flambeau.distributions")  # torch.distributions
-func = _importlib.import_module("flambeau.func")  # torch.func: grad, jacrev, functional_call, ...
+func = _importlib.import_module("flambeau.func")  # torch.func: grad, jacrev, vmap, functional_call, ...
+vmap = func.vmap  # torch.vmap
 compiler = _importlib.import_module("flambeau.compiler")  # torch.compiler
 compile = compiler.compile  # noqa: A001 (torch.compile)
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.

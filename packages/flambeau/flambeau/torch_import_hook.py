@@ -99,7 +99,10 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
         "no Gamma, Beta, Dirichlet, Poisson, Binomial, StudentT, NegativeBinomial, Chi2 yet (they need lgamma)",
     ),
     "torch.distributions.*": ("flambeau.distributions.*", "constraints, transforms, kl and one module a family"),
-    "torch.func": ("flambeau.func", "no vmap yet; jvp, jacfwd, linearize by the double-backward trick"),
+    "torch.func": (
+        "flambeau.func",
+        "vmap by batching rules, one vmap level under grad; jvp, jacfwd, linearize by the double-backward trick",
+    ),
     "torch.linalg": ("flambeau_core.linalg", ""),
     "torch.fft": ("flambeau_core.fft", ""),
     "torch.signal": ("flambeau_core.signal", ""),

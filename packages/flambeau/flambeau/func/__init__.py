@@ -7,10 +7,14 @@ with other parameters and buffers (so a model is a function of its parameters) a
 dicts) of tensors, accept ``argnums`` and ``has_aux`` as PyTorch's, and compose in any order
 (``grad(grad(f))``, ``jacrev(jacrev(f))``, ``jacfwd(grad(f))``).
 
+``vmap`` maps a function of one sample over a batch, running each op once on the batch (Note [vmap on
+__torch_function__] in ``_vmap.py``); ``vmap(grad(f))`` gives per-sample gradients.
+
 Where it differs from ``torch.func``: everything runs on flambeau's reverse-mode tape (Note [Transforms on
 one tape] in ``_transforms.py``). ``jvp``, ``jacfwd`` and ``linearize`` use the double-backward trick until
-flambeau has dual tensors (real forward mode); ``jacrev`` runs one backward pass per output element; and
-``vmap`` is not available yet (it needs batching rules in the op table), so it is simply absent here.
+flambeau has dual tensors (real forward mode); ``jacrev`` runs one backward pass per output element; inside
+``vmap`` only ``grad``/``grad_and_value`` (one vmap level) are supported among the transforms, and
+``randomness='same'`` is not.
 
 Example:
     >>> import flambeau as fb
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from flambeau.func._functional_call import functional_call, stack_module_state
 from flambeau.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
+from flambeau.func._vmap import vmap
 
 __all__ = [
     "grad",
@@ -35,6 +40,7 @@ __all__ = [
     "jacrev",
     "jacfwd",
     "hessian",
+    "vmap",
     "functional_call",
     "stack_module_state",
 ]

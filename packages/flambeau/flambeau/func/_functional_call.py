@@ -8,6 +8,7 @@ from typing import Any
 
 import flambeau_core
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 from flambeau_nn import Module
 
 __all__ = ["functional_call", "stack_module_state"]
@@ -95,7 +96,7 @@ def _reparametrized(module: Module, tensors: dict) -> Iterator[None]:
     originals: dict[str, Any] = {}
     try:
         for name, value in tensors.items():
-            if value is not None and not isinstance(value, Tensor):
+            if value is not None and not isinstance(value, Tensor) and not is_tensor_like(value):
                 raise TypeError(
                     f"[func.functional_call] the value of `{name}` must be a Tensor, got {type(value).__name__}"
                 )

@@ -35,6 +35,7 @@ from flambeau_autograd.functional import (
 from flambeau_autograd.grad_mode import enable_grad, is_grad_enabled
 from flambeau_core import FlambeauError, Tensor
 
+from flambeau.func import _vmap
 from flambeau.func._pytree import spec_str, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
@@ -174,6 +175,9 @@ def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         call = "grad_and_value(f)(*args)"  # PyTorch's words for both grad and grad_and_value
+        level = _vmap.current_level()
+        if level is not None and _vmap.has_batched(args, kwargs, level):
+            return _grad_inside_vmap(func, args, kwargs, argnums, has_aux, api, call, level)
         keep = _keeps_graph(args, kwargs)
         with _transform_level():
             output, flat_in, spec = _call_with_differentiable_args(func, args, kwargs, argnums, keep, api)
@@ -194,6 +198,59 @@ def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -
         return (gradient, (output, aux)) if has_aux else (gradient, output)
 
     return wrapper
+
+
+def _grad_inside_vmap(
+    func: Callable, args: tuple, kwargs: dict, argnums: Any, has_aux: bool, api: str, call: str, level: int
+) -> Any:
+    """Note [grad inside vmap]: ``grad`` of a function of one sample, called on a batch inside ``vmap``.
+
+    Autograd records the physical ops on the whole batch, and the samples do not mix (each batching rule
+    keeps them apart), so the gradient of the sum of the per-sample outputs with respect to a batched
+    input holds each sample's gradient in its row. An unbatched input (a parameter shared by the samples)
+    is differentiated through an expanded view of it, one row per sample, so its gradient is per sample
+    too; the batching rules see that view's batch stride of 0 and keep the forward a single GEMM
+    (``_SharedRight`` in ``_vmap.py``)."""
+    batch = _vmap.batch_size(args, kwargs, level)
+    positions = _normalize_argnums(argnums, len(args), api)
+    physical: list[Tensor] = []
+
+    def differentiable(x: Any) -> Any:
+        if isinstance(x, _vmap.BatchedTensor) and x._level == level:
+            value = x._value
+            if not isinstance(value, Tensor):
+                raise NotImplementedError(
+                    f"[func.{api}] {api} inside nested vmap calls is not supported yet: grad(f) can be vmapped once"
+                )
+            node = _differentiable_tree(value, True, api)
+        elif isinstance(x, Tensor):
+            node = _differentiable_tree(x, True, api).unsqueeze(0).expand(batch, *x.shape)
+        else:
+            raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
+        physical.append(node)
+        return _vmap.BatchedTensor(node, level)
+
+    new_args = list(args)
+    for p in positions:
+        new_args[p] = tree_map(differentiable, args[p])
+    diff = new_args[positions[0]] if isinstance(argnums, int) else tuple(new_args[p] for p in positions)
+    spec = tree_flatten(diff)[1]
+    with _transform_level(), enable_grad():
+        output = func(*new_args, **kwargs)
+        output, aux = _split_aux(output, has_aux, api, call)
+        if not isinstance(output, (Tensor, _vmap.BatchedTensor)):
+            raise TypeError(f"[func.{api}] {call}: Expected f(*args) to return a Tensor, got {type(output).__name__}")
+        if output.dim() != 0:
+            raise FlambeauError(
+                f"[func.{api}] {call}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
+            )
+        value = output._value if isinstance(output, _vmap.BatchedTensor) else output
+        seed = flambeau_core.ones_like(value)
+        grads = _zeros_for_none(_backward([value], [seed], physical, False), physical)
+    gradient = tree_unflatten([_vmap.BatchedTensor(g, level) for g in grads], spec)
+    output = output if isinstance(output, _vmap.BatchedTensor) else _vmap.BatchedTensor(value.expand(batch), level)
+    return (gradient, (output, aux)) if has_aux else (gradient, output)
 
 
 def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:

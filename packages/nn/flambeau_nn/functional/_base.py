@@ -7,6 +7,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 __all__ = [
     "linear",
@@ -22,7 +23,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _check_tensor(x: object, op: str, what: str = "input") -> None:
-    if not isinstance(x, Tensor):
+    # A tensor-like (flambeau.overrides) runs through the function, its ops overridden one by one.
+    if not isinstance(x, Tensor) and not is_tensor_like(x):
         raise TypeError(f"[{op}] {what} must be a Tensor, got {type(x).__name__}")
 
 

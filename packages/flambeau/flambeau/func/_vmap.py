@@ -1,0 +1,1078 @@
+"""``vmap``: a function of one sample made a function of a batch, run on batched kernels.
+
+Note [vmap on __torch_function__]
+Inside ``vmap(f)``, each batched input reaches ``f`` as a ``BatchedTensor``: a physical tensor whose dim 0
+is the batch, shown to ``f`` as one sample (``x.shape`` is the sample's shape). It is not a flambeau
+Tensor, so a flambeau function given one finds no signature that accepts it and hands the call to
+``BatchedTensor.__torch_function__`` (Note [__torch_function__] in core's arg_parser.h; the protocol costs
+ordinary calls nothing). There the op's batching rule runs the op once on the physical tensors, whose
+batch dim is in front:
+
+- most rules come from the op's shape rule in the op table (``_C._op_shape_rules``): an elementwise op
+  (``same``, ``broadcast``) pads the samples to one rank behind the batch dim and runs as is; a reduction
+  (``reduce``, ``reduce_dim``, ``scalar``) reduces the sample's dims; ops that index along a dim
+  (``same(index)``, ``same(self)``, ``index_select``, ``cat``) get every tensor batched. In every rule a
+  non-negative ``dim`` argument moves one place right (a negative one counts from the end, which the
+  batch dim does not change);
+- ops the table gives no shape rule, and those whose batching needs more (matmul and linear,
+  convolution, views, the fused losses), have a rule in ``_RULES`` below;
+- an op with no rule runs once per sample and the results are stacked, with a warning naming it once.
+
+Nested ``vmap`` wraps a ``BatchedTensor`` in another: a rule unwraps its own level only, and the op on
+the inner level's tensors goes through ``__torch_function__`` again. Autograd records the physical ops,
+so ``grad`` inside ``vmap`` differentiates the physical result: per-sample gradients (Note [grad inside
+vmap] in ``_transforms.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+import threading
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import flambeau_core
+from flambeau_autograd.function import Function
+from flambeau_core import FlambeauError, Tensor
+
+from flambeau.func._pytree import tree_flatten, tree_unflatten
+
+__all__ = ["vmap", "BatchedTensor"]
+
+_state = threading.local()
+_level_ids = itertools.count(1)
+
+
+def _levels() -> list[int]:
+    if not hasattr(_state, "levels"):
+        _state.levels = []
+    return _state.levels
+
+
+def current_level() -> int | None:
+    """The innermost active vmap level, or None outside vmap."""
+    levels = _levels()
+    return levels[-1] if levels else None
+
+
+def has_batched(args: tuple, kwargs: dict, level: int) -> bool:
+    """Whether a BatchedTensor of ``level`` is among the (pytrees of) arguments."""
+    leaves = tree_flatten((args, kwargs))[0]
+    return any(isinstance(x, BatchedTensor) and x._level == level for x in leaves)
+
+
+def batch_size(args: tuple, kwargs: dict, level: int) -> int:
+    """The batch size of ``level``, read from its BatchedTensors among the arguments."""
+    leaves = tree_flatten((args, kwargs))[0]
+    return next(x._value.shape[0] for x in leaves if isinstance(x, BatchedTensor) and x._level == level)
+
+
+class BatchedTensor:
+    """One sample's view of a batch inside ``vmap`` (Note [vmap on __torch_function__]).
+
+    ``_value`` holds the batch, its dim 0 the batch dim; ``_level`` is the vmap call it belongs to."""
+
+    __slots__ = ("_value", "_level")
+
+    def __init__(self, value: Any, level: int) -> None:
+        self._value = value
+        self._level = level
+
+    # ---- what a sample looks like
+    @property
+    def shape(self) -> flambeau_core.Size:
+        return flambeau_core.Size(tuple(self._value.shape)[1:])
+
+    def size(self, dim: int | None = None) -> Any:
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    def dim(self) -> int:
+        return self._value.dim() - 1
+
+    ndim = property(dim)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __len__(self) -> int:
+        if self.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        return iter(self.unbind(0))
+
+    @property
+    def dtype(self) -> Any:
+        return self._value.dtype
+
+    @property
+    def device(self) -> Any:
+        return self._value.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._value.requires_grad
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._value.is_cuda
+
+    def is_floating_point(self) -> bool:
+        return self._value.is_floating_point()
+
+    def is_complex(self) -> bool:
+        return self._value.is_complex()
+
+    @property
+    def T(self) -> BatchedTensor:  # noqa: N802 (PyTorch's name)
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self) -> BatchedTensor:  # noqa: N802
+        return self.transpose(-2, -1)
+
+    def __repr__(self) -> str:
+        return f"BatchedTensor(lvl={self._level}, bdim=0, value=\n{self._value!r})"
+
+    def _data_dependent(self, what: str) -> Any:
+        raise FlambeauError(
+            f"[func.vmap] It looks like you're calling {what} on a Tensor inside vmap. vmap cannot return one "
+            "Python value per sample; rewrite it with tensor operations."
+        )
+
+    def item(self) -> Any:
+        return self._data_dependent(".item()")
+
+    def tolist(self) -> Any:
+        return self._data_dependent(".tolist()")
+
+    def numpy(self) -> Any:
+        return self._data_dependent(".numpy()")
+
+    def __bool__(self) -> bool:
+        return self._data_dependent("bool()")
+
+    def __float__(self) -> float:
+        return self._data_dependent("float()")
+
+    def __int__(self) -> int:
+        return self._data_dependent("int()")
+
+    # ---- everything else is an op on the batch
+    @classmethod
+    def __torch_function__(cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        return _dispatch(func, tuple(args), dict(kwargs or {}))
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(Tensor, name, None)
+        if method is None or name.startswith("__"):
+            raise AttributeError(f"'BatchedTensor' object has no attribute '{name}'")
+        return functools.partial(_dispatch_method, name, self)
+
+    def __getitem__(self, index: Any) -> BatchedTensor:
+        return _dispatch_method("__getitem__", self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        _dispatch_method("__setitem__", self, index, value)
+
+
+def _dispatch_method(name: str, self: BatchedTensor, *args: Any, **kwargs: Any) -> Any:
+    return _dispatch(getattr(Tensor, name), (self, *args), kwargs)
+
+
+# Python's operators on a BatchedTensor are the Tensor's, as ops on the batch.
+_BINARY_OPERATORS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide", "mod": "remainder",
+    "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+}  # fmt: skip
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+
+def _install_operators() -> None:
+    def forward(op: str) -> Callable:
+        return lambda self, other: _dispatch(getattr(flambeau_core, op), (self, other), {})
+
+    def reflected(op: str) -> Callable:
+        return lambda self, other: _dispatch(getattr(flambeau_core, op), (other, self), {})
+
+    def inplace(op: str) -> Callable:
+        return lambda self, other: _dispatch(getattr(Tensor, op + "_"), (self, other), {})
+
+    for dunder, op in _BINARY_OPERATORS.items():
+        setattr(BatchedTensor, f"__{dunder}__", forward(op))
+        setattr(BatchedTensor, f"__r{dunder}__", reflected(op))
+        if hasattr(Tensor, op + "_"):
+            setattr(BatchedTensor, f"__i{dunder}__", inplace(op))
+    for dunder, op in _COMPARISONS.items():
+        setattr(BatchedTensor, f"__{dunder}__", forward(op))
+    for dunder, op in {"neg": "neg", "pos": "positive", "abs": "abs", "invert": "bitwise_not"}.items():
+        setattr(
+            BatchedTensor, f"__{dunder}__", lambda self, _op=op: _dispatch(getattr(flambeau_core, _op), (self,), {})
+        )
+    BatchedTensor.__hash__ = object.__hash__  # type: ignore[method-assign] (== is elementwise, as a Tensor's)
+
+
+_install_operators()
+
+
+# ---- the dispatch
+
+
+def _is_tensorlike(x: Any) -> bool:
+    return isinstance(x, (Tensor, BatchedTensor))
+
+
+def _op_name(func: Callable) -> str:
+    name = getattr(func, "__name__", "")
+    if name.startswith("__") and name.endswith("__"):
+        core = name[2:-2]
+        if core in _BINARY_OPERATORS:
+            return _BINARY_OPERATORS[core]
+        return core
+    return name
+
+
+def _batched_level(args: tuple, kwargs: dict) -> int | None:
+    """The innermost vmap level among the arguments (and the items of list arguments)."""
+    level = None
+    for a in itertools.chain(args, kwargs.values()):
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for x in items:
+            if isinstance(x, BatchedTensor) and (level is None or x._level > level):
+                level = x._level
+    return level
+
+
+class _Call:
+    """One op call at one vmap level: the arguments with that level's BatchedTensors unwrapped."""
+
+    def __init__(self, func: Callable, args: tuple, kwargs: dict, level: int) -> None:
+        self.func, self.name, self.level = func, _op_name(func), level
+        self.batch_size = -1
+        self.args = [self._unwrap(a) for a in args]
+        self.kwargs = {k: self._unwrap(v) for k, v in kwargs.items()}
+        self.batched: set[int] = set()  # id() of the unwrapped values that carry the batch dim
+
+    def _unwrap(self, a: Any) -> Any:
+        if isinstance(a, (list, tuple)) and any(isinstance(x, BatchedTensor) for x in a):
+            return type(a)(self._unwrap(x) for x in a) if not hasattr(a, "_fields") else a
+        if isinstance(a, BatchedTensor) and a._level == self.level:
+            self.batch_size = a._value.shape[0]
+            return _Batched(a._value)
+        return a
+
+    # values: a batched argument is a _Batched marker around its physical value
+    def logical_dim(self, x: Any) -> int:
+        return x.value.dim() - 1 if isinstance(x, _Batched) else x.dim()
+
+    def call(self, args: list, kwargs: dict) -> Any:
+        return _apply(self.func, [_strip(a) for a in args], {k: _strip(v) for k, v in kwargs.items()})
+
+    def wrap(self, result: Any) -> Any:
+        if _is_tensorlike(result):
+            return BatchedTensor(result, self.level)
+        if isinstance(result, tuple) and hasattr(result, "_fields"):
+            return type(result)(*(self.wrap(r) for r in result))
+        if isinstance(result, (tuple, list)):
+            return type(result)(self.wrap(r) for r in result)
+        return result
+
+
+class _Batched:
+    """A physical value whose dim 0 is the batch (a marker inside rules)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _strip(a: Any) -> Any:
+    if isinstance(a, _Batched):
+        return a.value
+    if isinstance(a, (list, tuple)) and not hasattr(a, "_fields") and any(isinstance(x, _Batched) for x in a):
+        return type(a)(_strip(x) for x in a)
+    return a
+
+
+def _apply(func: Callable, args: list, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)``; a Tensor method whose ``self`` is an outer level's BatchedTensor goes to
+    that level's rule (a method descriptor does not consult ``__torch_function__`` for ``self``)."""
+    if args and isinstance(args[0], BatchedTensor) and not isinstance(func, types.FunctionType):
+        return _dispatch(func, tuple(args), kwargs)
+    return func(*args, **kwargs)
+
+
+def _dispatch(func: Callable, args: tuple, kwargs: dict) -> Any:
+    level = _batched_level(args, kwargs)
+    if level is None or isinstance(func, types.FunctionType):
+        # No batched argument (an operator's other side), or a function written in Python: it runs on the
+        # BatchedTensors, its ops each batched.
+        return func(*args, **kwargs)
+    call = _Call(func, args, kwargs, level)
+    name = call.name
+    if name in _RANDOM_OPS:
+        _check_randomness(name)
+    rule = _RULES.get(name)
+    if rule is None:
+        shape_rule = _shape_rules().get(name.rstrip("_") if name.endswith("_") else name)
+        rule = _SHAPE_RULE_BATCHING.get(shape_rule or "")
+    if rule is None:
+        return _loop(call)
+    if name.endswith("_") and not name.endswith("__"):
+        return _inplace(call, rule)
+    return rule(call)
+
+
+@functools.cache
+def _shape_rules() -> dict[str, str]:
+    return dict(flambeau_core._C._op_shape_rules)
+
+
+# ---- binding arguments to parameter names (the generated docstrings' signature lines)
+
+_DIM_PARAMS = frozenset(
+    {"dim", "dims", "dim0", "dim1", "dim2", "start_dim", "end_dim", "axis", "source", "destination"}
+)
+# Parameters that take a tensor: a Python int cannot be one (max(x, 1) is max(dim), not max(other)).
+_TENSOR_PARAMS = frozenset({"self", "input", "other", "tensor", "mat2", "vec", "mask", "weight", "index", "src"})
+_SIGNATURE = re.compile(r"^(?:\d+\.\s*)?(\w+)\((.*)\)\s*->")
+
+
+def _signatures(func: Callable) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    """Each overload's (positional parameter names with ``self`` first for a method, keyword-only names),
+    from the signature lines that open the docstring (the table's, or pybind11's with types)."""
+    method = getattr(func, "__objclass__", None) is not None or getattr(Tensor, _op_name(func), None) is func
+    return _parse_signatures(getattr(func, "__doc__", None) or "", method)
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "[(" and 1 or (ch in "])" and -1 or 0)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur]
+
+
+@functools.cache
+def _parse_signatures(doc: str, method: bool) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    out = []
+    for line in doc.splitlines():
+        m = _SIGNATURE.match(line.strip())
+        if not m:
+            if out:
+                break
+            continue
+        positional, keyword, star = [], [], False
+        for part in _split_top_level(m.group(2)):
+            p = part.split("=")[0].split(":")[0].strip()
+            if p in ("*", "*args"):
+                star = star or p == "*"
+                continue
+            if p:
+                (keyword if star else positional).append(p)
+        if method and (not positional or positional[0] != "self"):
+            positional.insert(0, "self")
+        out.append((tuple(positional), frozenset(keyword)))
+    return tuple(out)
+
+
+def _fits(params: tuple, keyword: frozenset, args: list, kwargs: dict, strict: bool) -> bool:
+    if len(args) > len(params) or any(k not in params and k not in keyword for k in kwargs):
+        return False
+    for name, a in zip(params, args, strict=False):
+        tensor = _is_tensorlike(a) or isinstance(a, _Batched)
+        if tensor and name in _DIM_PARAMS or strict and not tensor and isinstance(a, int) and name in _TENSOR_PARAMS:
+            return False
+    return True
+
+
+def _param_names(call: _Call, args: list, kwargs: dict) -> tuple[str, ...]:
+    """The parameter name of each positional argument, for the first overload the call fits; () when the
+    function documents no signature."""
+    sigs = _signatures(call.func)
+    for strict in (True, False):
+        for params, keyword in sigs:
+            if _fits(params, keyword, args, kwargs, strict):
+                return params
+    return ()
+
+
+def _dim_slots(call: _Call, args: list, kwargs: dict) -> list[tuple[Any, Any]]:
+    """The (container, key) of each given argument that names a dim of the sample."""
+    names = _param_names(call, args, kwargs)
+    slots: list[tuple[Any, Any]] = [(args, i) for i in range(min(len(args), len(names))) if names[i] in _DIM_PARAMS]
+    return slots + [(kwargs, k) for k in kwargs if k in _DIM_PARAMS]
+
+
+def _shift(d: Any) -> Any:
+    """A dim of the sample as a dim of the batch: a non-negative one moves right by one."""
+    if d is None or isinstance(d, str):
+        return d
+    if isinstance(d, (list, tuple)):
+        return type(d)(_shift(x) for x in d)
+    return d + 1 if d >= 0 else d
+
+
+def _shift_dims(call: _Call, args: list, kwargs: dict) -> None:
+    for container, key in _dim_slots(call, args, kwargs):
+        container[key] = _shift(container[key])
+
+
+# ---- generic rules
+
+
+def _tensor_slots(args: list, kwargs: dict) -> list[tuple[Any, Any]]:
+    slots = [(args, i) for i, a in enumerate(args) if _is_tensorlike(a) or isinstance(a, _Batched)]
+    return slots + [(kwargs, k) for k, v in kwargs.items() if _is_tensorlike(v) or isinstance(v, _Batched)]
+
+
+def _pad(x: _Batched, rank: int, call: _Call) -> _Batched:
+    """A batched value with unit dims after the batch dim, so its sample has `rank` dims."""
+    v = x.value
+    for _ in range(rank - call.logical_dim(x)):
+        v = v.unsqueeze(1)
+    return _Batched(v)
+
+
+def _expand(x: Any, call: _Call) -> _Batched:
+    """An unbatched tensor as a batch of copies of itself (a view)."""
+    if isinstance(x, _Batched):
+        return x
+    return _Batched(x.unsqueeze(0).expand(call.batch_size, *x.shape))
+
+
+def _elementwise(call: _Call) -> Any:
+    """Broadcasting ops: samples padded to one rank behind the batch dim (unbatched ones broadcast)."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    slots = _tensor_slots(args, kwargs)
+    rank = max(call.logical_dim(c[k]) for c, k in slots)
+    for c, k in slots:
+        if isinstance(c[k], _Batched):
+            c[k] = _pad(c[k], rank, call)
+    _shift_dims(call, args, kwargs)
+    return call.wrap(call.call(args, kwargs))
+
+
+def _all_batched(call: _Call) -> Any:
+    """Ops that index along a dim: every tensor argument batched (unbatched ones expanded, as views)."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    for c, k in _tensor_slots(args, kwargs):
+        c[k] = _expand(c[k], call)
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)) and any(_is_tensorlike(x) or isinstance(x, _Batched) for x in a):
+            args[i] = type(a)(_expand(x, call) for x in a)
+    _shift_dims(call, args, kwargs)
+    return call.wrap(call.call(args, kwargs))
+
+
+def _reduction(call: _Call) -> Any:
+    """A reduction over the sample's dims: an absent (or None) dim means all of them."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    x = args[0]
+    if not isinstance(x, _Batched):
+        return _loop(call)
+    slots = _dim_slots(call, args, kwargs)
+    if any(c[k] is not None for c, k in slots):
+        _shift_dims(call, args, kwargs)
+        return call.wrap(call.call(args, kwargs))
+    # Every dim of the sample: flattened to one dim and reduced along it.
+    names = _param_names(call, args, kwargs)
+    keepdim = kwargs.get("keepdim", False)
+    if "keepdim" in names and names.index("keepdim") < len(args):
+        keepdim = args[names.index("keepdim")]
+    rank = call.logical_dim(x)
+    args[0] = _Batched(x.value.reshape(call.batch_size, -1))
+    for c, k in slots:
+        c[k] = 1
+    if not slots:
+        kwargs["dim"] = 1
+    result = call.call(args, kwargs)
+    if (
+        call.name in ("max", "min", "median", "nanmedian")
+        and isinstance(result, tuple)
+        and not any(c is kwargs and k == "dim" for c, k in slots)
+    ):
+        result = result[0]
+    if keepdim:
+        result = _reshape_all(result, call.batch_size, rank)
+    return call.wrap(result)
+
+
+def _reshape_all(result: Any, batch: int, rank: int) -> Any:
+    if isinstance(result, tuple):
+        out = [r.reshape(batch, *([1] * rank)) for r in result]
+        return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
+    return result.reshape(batch, *([1] * rank))
+
+
+def _inplace(call: _Call, rule: Callable) -> Any:
+    self = call.args[0] if call.args else None
+    if not isinstance(self, _Batched):
+        raise FlambeauError(
+            f"[func.vmap] vmap: {call.name}(self, *extra_args) is not possible because there exists a Tensor "
+            "`other` in extra_args that has more elements than `self`. This happened due to `other` being vmapped "
+            "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead."
+        )
+    rule(call)
+    return BatchedTensor(self.value, call.level)
+
+
+_warned: set[str] = set()
+
+
+def _loop(call: _Call) -> Any:
+    """No batching rule: the op runs once per sample and the results are stacked (warned once per op)."""
+    if call.name not in _warned:
+        _warned.add(call.name)
+        warnings.warn(
+            f"flambeau.func.vmap: there is no batching rule for '{call.name}'; it runs once per sample in a loop "
+            "over the batch, which is slow.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def sample(a: Any, i: int) -> Any:
+        if isinstance(a, _Batched):
+            return a.value[i]
+        if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+            return type(a)(sample(x, i) for x in a)
+        return a
+
+    results = [
+        _apply(call.func, [sample(a, i) for a in call.args], {k: sample(v, i) for k, v in call.kwargs.items()})
+        for i in range(call.batch_size)
+    ]
+    if call.name.endswith("_") and not call.name.endswith("__") and isinstance(call.args[0], _Batched):
+        return BatchedTensor(call.args[0].value, call.level)
+    return call.wrap(_stack_results(results, call.name))
+
+
+def _stack_results(results: list, name: str) -> Any:
+    first = results[0]
+    if _is_tensorlike(first):
+        return flambeau_core.stack(results)
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(_stack_results([r[i] for r in results], name) for i in range(len(first))))
+    if isinstance(first, (tuple, list)):
+        return type(first)(_stack_results([r[i] for r in results], name) for i in range(len(first)))
+    raise FlambeauError(
+        f"[func.vmap] '{name}' returns a Python {type(first).__name__}, which can differ per sample; vmap can only "
+        "batch functions whose results are tensors."
+    )
+
+
+# ---- random ops (randomness=)
+
+_RANDOM_OPS = frozenset({
+    "bernoulli", "bernoulli_", "dropout", "native_dropout", "_feature_dropout", "multinomial", "normal", "normal_",
+    "uniform_", "random_", "rand_like", "randn_like", "randint_like", "exponential_", "geometric_", "cauchy_",
+    "log_normal_", "_sample_dirichlet", "poisson",
+})  # fmt: skip
+
+
+def _check_randomness(name: str) -> None:
+    mode = getattr(_state, "randomness", "error")
+    if mode == "error":
+        raise FlambeauError(
+            f"[func.vmap] vmap: called random operation '{name}' while in randomness error mode. Please either use "
+            "the 'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap"
+        )
+    if mode == "same":
+        raise NotImplementedError(
+            f"[func.vmap] randomness='same' is not supported yet ('{name}'); use randomness='different' or draw the "
+            "random values outside vmap"
+        )
+
+
+# ---- rules for ops the table's shape rules do not cover
+
+
+def _sizes_arg(args: list, kwargs: dict, *names: str) -> tuple:
+    """The sizes of view/reshape/expand/permute: one sequence or several ints."""
+    for n in names:
+        if n in kwargs:
+            return tuple(kwargs.pop(n))
+    rest = args[1:]
+    return tuple(rest[0]) if len(rest) == 1 and isinstance(rest[0], (list, tuple)) else tuple(rest)
+
+
+def _views(call: _Call) -> Any:
+    """View and shape ops whose arguments name the sample's dims."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    x = args[0]
+    if not isinstance(x, _Batched):
+        return _loop(call)
+    b, rank, name = call.batch_size, call.logical_dim(x), call.name
+    sized = len(args) > 1 and isinstance(args[1], (int, list, tuple)) or "shape" in kwargs or "size" in kwargs
+    if name in ("view", "reshape") and sized:
+        return call.wrap(getattr(x.value, name)(b, *_sizes_arg(args, kwargs, "shape", "size")))
+    if name == "permute":
+        dims = _sizes_arg(args, kwargs, "dims")
+        return call.wrap(x.value.permute(0, *[d % rank + 1 for d in dims]))
+    if name in ("expand", "broadcast_to"):
+        sizes = _sizes_arg(args, kwargs, "size")
+        v = _pad(x, len(sizes), call).value
+        return call.wrap(v.expand(b, *(v.shape[i + 1] if s == -1 else s for i, s in enumerate(sizes))))
+    if name == "squeeze" and len(args) == 1 and "dim" not in kwargs:
+        dims = [i + 1 for i, s in enumerate(tuple(x.value.shape)[1:]) if s == 1]
+        return call.wrap(x.value.squeeze(dims) if dims else x.value)
+    if name == "flatten":
+        if rank == 0:
+            return call.wrap(x.value.reshape(b, 1))
+        if len(args) == 1 and "start_dim" not in kwargs:
+            kwargs["start_dim"] = 0
+    _shift_dims(call, args, kwargs)
+    return call.wrap(call.call(args, kwargs))
+
+
+def _getitem(call: _Call) -> Any:
+    x, index = call.args[0], call.args[1]
+    if not isinstance(x, _Batched):
+        return _loop(call)
+    items = index if isinstance(index, tuple) else (index,)
+    if any(_is_tensorlike(i) or isinstance(i, (_Batched, list)) for i in items):
+        return _loop(call)
+    return call.wrap(x.value[(slice(None), *items)])
+
+
+def _setitem(call: _Call) -> Any:
+    x, index, value = call.args
+    if not isinstance(x, _Batched):
+        return _inplace(call, _setitem)
+    items = index if isinstance(index, tuple) else (index,)
+    if any(_is_tensorlike(i) or isinstance(i, (_Batched, list)) for i in items):
+        return _loop(call)
+    target = x.value[(slice(None), *items)]
+    if isinstance(value, _Batched):
+        value = _pad(value, target.dim() - 1, call).value
+    x.value[(slice(None), *items)] = value
+    return None
+
+
+def _unbind(call: _Call) -> Any:
+    args, kwargs = list(call.args), dict(call.kwargs)
+    if not isinstance(args[0], _Batched):
+        return _loop(call)
+    if len(args) == 1 and "dim" not in kwargs:
+        kwargs["dim"] = 0
+    _shift_dims(call, args, kwargs)
+    return call.wrap(call.call(args, kwargs))
+
+
+def _matmul(call: _Call) -> Any:
+    """matmul/mm/mv/dot/bmm on samples: the batch dim stays in front of the matrix dims."""
+    a, b = call.args[0], call.args[1]
+    ra = call.logical_dim(a) if _is_tensorlike(a) or isinstance(a, _Batched) else 0
+    rb = call.logical_dim(b) if _is_tensorlike(b) or isinstance(b, _Batched) else 0
+    ab, bb = isinstance(a, _Batched), isinstance(b, _Batched)
+    if ra == 0 or rb == 0 or ra > 2 or rb > 2:
+        if call.name in ("matmul", "bmm") and ra >= 2 and rb >= 2:
+            rank = max(ra, rb)
+            av = _pad(a, rank, call).value if ab else a
+            bv = _pad(b, rank, call).value if bb else b
+            return call.wrap(flambeau_core.matmul(av, bv))
+        return _loop(call)
+    if ab and bb:
+        av, bv = a.value, b.value
+        if ra == 1 and rb == 1:
+            return call.wrap((av * bv).sum(-1))
+        if ra == 1:
+            a3 = av.unsqueeze(1)
+            prod = _SharedRight.apply(a3, bv) if bv.stride(0) == 0 else flambeau_core.matmul(a3, bv)
+            return call.wrap(prod.squeeze(1))
+        if rb == 1:
+            return call.wrap(flambeau_core.matmul(av, bv.unsqueeze(-1)).squeeze(-1))
+        if bv.stride(0) == 0:  # a shared matrix on the right (Note [grad inside vmap])
+            return call.wrap(_SharedRight.apply(av, bv))
+        return call.wrap(flambeau_core.matmul(av, bv))
+    if ab:  # [B, (n,) k] @ b
+        return call.wrap(flambeau_core.matmul(a.value, b))
+    # a @ [B, k, (m)]
+    bv = b.value
+    if rb == 1:
+        return call.wrap(flambeau_core.matmul(bv, a.mT if ra == 2 else a))
+    if ra == 1:
+        return call.wrap(flambeau_core.matmul(a, bv))
+    return call.wrap(flambeau_core.matmul(a, bv))
+
+
+class _SharedRight(Function):
+    """``a[b] @ m[b]`` where the batch of matrices ``m`` is one matrix expanded (batch stride 0), as ``grad``
+    inside ``vmap`` makes a shared parameter: one GEMM forward and for ``a``'s gradient, and the
+    per-sample products only for ``m``'s gradient (which is per sample)."""
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, m: Tensor) -> Tensor:
+        ctx.save_for_backward(a, m)
+        return flambeau_core.matmul(a, m[0])
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple:
+        a, m = ctx.saved_tensors
+        grad_a = flambeau_core.matmul(g, m[0].mT)
+        # m is usually a transposed weight: its per-sample gradient made in the weight's own layout
+        # (a view back) saves a transposing copy of the largest tensor of the step.
+        grad_m = flambeau_core.matmul(g.mT, a).mT if m.stride(-2) == 1 else flambeau_core.matmul(a.mT, g)
+        return grad_a, grad_m
+
+
+def _linear(call: _Call) -> Any:
+    args = list(call.args) + [None] * (3 - len(call.args))
+    x, w = args[0], args[1]
+    bias = call.kwargs.get("bias", args[2])
+    if not isinstance(w, _Batched) and not isinstance(bias, _Batched):
+        xv = x.value if isinstance(x, _Batched) else x
+        return call.wrap(_apply(call.func, [xv, w, bias], {}))
+    # Per-sample weights: x @ w.mT (+ bias), on samples.
+    xv = x if isinstance(x, _Batched) else _expand(x, call)
+    x3 = xv.value.reshape(call.batch_size, -1, xv.value.shape[-1])
+    wv = _expand(w, call).value
+    w_t = wv.transpose(1, 2)
+    y = _SharedRight.apply(x3, w_t) if w_t.stride(0) == 0 else flambeau_core.matmul(x3, w_t)
+    if bias is not None:
+        bv = bias.value if isinstance(bias, _Batched) else bias.unsqueeze(0)
+        y = y + bv.unsqueeze(1)
+    return call.wrap(y.reshape(call.batch_size, *xv.value.shape[1:-1], wv.shape[1]))
+
+
+def _conv(call: _Call) -> Any:
+    """conv1d/conv2d: a batched input is more images; batched weights become groups of one conv."""
+    args = list(call.args)
+    x, w = args[0], args[1]
+    bias = args[2] if len(args) > 2 else call.kwargs.get("bias")
+    rest, kwargs = args[3:], {k: v for k, v in call.kwargs.items() if k != "bias"}
+    spatial = {"conv1d": 1, "conv2d": 2, "conv3d": 3}.get(call.name)
+    if spatial is None or isinstance(bias, _Batched) and not isinstance(w, _Batched):
+        return _loop(call)
+    b = call.batch_size
+    xv = x if isinstance(x, _Batched) else _expand(x, call)
+    unbatched_sample = call.logical_dim(xv) == spatial + 1  # one image [C, ...]
+    v = xv.value.unsqueeze(1) if unbatched_sample else xv.value  # [B, N, C, ...]
+    n = v.shape[1]
+    if not isinstance(w, _Batched):
+        out = _apply(call.func, [v.reshape(b * n, *v.shape[2:]), w, bias, *rest], kwargs)
+        out = out.reshape(b, n, *out.shape[1:])
+        return call.wrap(out.squeeze(1) if unbatched_sample else out)
+    groups = kwargs.pop("groups", rest.pop(3) if len(rest) > 3 else 1)
+    wv = w.value  # [B, O, C/g, ...]
+    o = wv.shape[1]
+    xg = v.transpose(0, 1).reshape(n, b * v.shape[2], *v.shape[3:])
+    wg = wv.reshape(b * o, *wv.shape[2:])
+    bg = None
+    if bias is not None:
+        bg = (bias.value if isinstance(bias, _Batched) else bias.unsqueeze(0).expand(b, o)).reshape(b * o)
+    out = _apply(call.func, [xg, wg, bg, *rest[:3]], {"groups": groups * b, **kwargs})  # [N, B*O, ...]
+    out = out.reshape(n, b, o, *out.shape[2:]).transpose(0, 1)
+    return call.wrap(out.squeeze(1) if unbatched_sample else out)
+
+
+def _images(call: _Call) -> Any:
+    """Pooling on [C, ...] or [N, C, ...] samples: the batch joins the images."""
+    x = call.args[0]
+    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in call.args[1:]):
+        return _loop(call)
+    b, v = call.batch_size, x.value
+    spatial = int(call.name.split("pool")[1][0])
+    many = v.dim() == spatial + 3  # [B, N, C, ...]
+    result = call.call([_Batched(v.flatten(0, 1) if many else v), *call.args[1:]], call.kwargs)
+
+    def back(r: Any) -> Any:
+        return r.unflatten(0, (b, v.shape[1])) if many and _is_tensorlike(r) else r
+
+    if isinstance(result, tuple):
+        parts = [back(r) for r in result]
+        return call.wrap(type(result)(*parts) if hasattr(result, "_fields") else tuple(parts))
+    return call.wrap(back(result))
+
+
+def _cross_entropy(call: _Call) -> Any:
+    """The fused cross entropy on [C] or [N, C] samples: the batch joins the rows, the loss is computed
+    per row (reduction 'none') and reduced per sample as the op would (a weighted mean divides by the
+    weights of the sample's non-ignored targets, a probability target's mean by its row count)."""
+    names = ("input", "target", "weight", "reduction", "ignore_index", "label_smoothing")
+    bound = dict(zip(names, [None, None, None, 1, -100, 0.0], strict=True))
+    bound.update(zip(names, call.args, strict=False))
+    bound.update(call.kwargs)
+    x, t, weight = bound["input"], bound["target"], bound["weight"]
+    if not isinstance(x, _Batched) or isinstance(weight, _Batched) or call.logical_dim(x) not in (1, 2):
+        return _loop(call)
+    b = call.batch_size
+    xv = x.value
+    classes = xv.shape[-1]
+    rows = 1 if call.logical_dim(x) == 1 else xv.shape[1]
+    tv = _expand(t, call).value
+    probabilities = tv.is_floating_point()
+    flat_t = tv.reshape(b * rows, classes) if probabilities else tv.reshape(b * rows)
+    loss, lse = _apply(
+        call.func,
+        [xv.reshape(b * rows, classes), flat_t, weight, 0, bound["ignore_index"], bound["label_smoothing"]],
+        {},
+    )
+    loss, lse = loss.reshape(b, rows), lse.reshape(b, rows)
+    reduction = bound["reduction"]
+    if reduction == 0:
+        out = loss if call.logical_dim(x) == 2 else loss.reshape(b)
+    elif reduction == 2:
+        out = loss.sum(1)
+    elif probabilities:
+        out = loss.sum(1) / rows
+    else:
+        counted = (tv.reshape(b, rows) != bound["ignore_index"]).to(loss.dtype)
+        if weight is not None:
+            safe = tv.reshape(b, rows).clamp(0, classes - 1)
+            counted = counted * weight[safe]
+        out = loss.sum(1) / counted.sum(1)
+    return call.wrap((out, lse))
+
+
+def _repeat(call: _Call) -> Any:
+    x = call.args[0]
+    if not isinstance(x, _Batched):
+        return _loop(call)
+    sizes = _sizes_arg(list(call.args), dict(call.kwargs), "repeats")
+    return call.wrap(_pad(x, len(sizes), call).value.repeat(1, *sizes))
+
+
+_REDUCTIONS = (
+    "mean sum nansum nanmean prod all any std var std_mean var_mean logsumexp norm count_nonzero amax "
+    "amin argmax argmin max min median nanmedian mode aminmax"
+)
+_SAME_WITH_DIM = "softmax log_softmax cumsum cumprod cummax cummin logcumsumexp sort argsort flip roll diff"
+_VIEWS = (
+    "view reshape permute expand broadcast_to squeeze unsqueeze transpose swapaxes swapdims flatten "
+    "unflatten movedim moveaxis select narrow split chunk tensor_split contiguous clone detach diagonal "
+    "tril triu"
+)
+_ELEMENTWISE_EXTRA = (
+    "where lerp addcmul addcdiv clamp clip clamp_min clamp_max masked_fill pow float_power xlogy copysign "
+    "nan_to_num relu gelu silu sigmoid tanh threshold leaky_relu elu selu softplus hardtanh mish logit to "
+    "type_as float double half bfloat16 long int bool"
+)
+
+_RULES: dict[str, Callable] = {}
+_RULES.update(dict.fromkeys(_REDUCTIONS.split(), _reduction))
+_RULES.update(dict.fromkeys(_SAME_WITH_DIM.split(), _elementwise))
+_RULES.update(dict.fromkeys(_VIEWS.split(), _views))
+_RULES.update(dict.fromkeys(_ELEMENTWISE_EXTRA.split(), _elementwise))
+_RULES.update({"__getitem__": _getitem, "getitem": _getitem, "__setitem__": _setitem, "setitem": _setitem})
+_RULES.update({"unbind": _unbind, "stack": _all_batched, "cat": _all_batched, "concat": _all_batched})
+_RULES.update(dict.fromkeys(["matmul", "mm", "mv", "dot", "_dot", "bmm"], _matmul))
+_RULES.update({"_cross_entropy": _cross_entropy, "repeat": _repeat, "native_dropout": _elementwise})
+_RULES.update({"linear": _linear, "conv1d": _conv, "conv2d": _conv, "conv3d": _conv})
+_RULES.update(dict.fromkeys(["max_pool2d", "avg_pool2d", "max_pool2d_with_indices", "adaptive_avg_pool2d"], _images))
+
+# The table's shape rules (Note [Shape rules for Python]) name the generic rule of most ops.
+_SHAPE_RULE_BATCHING: dict[str, Callable] = {
+    "same": _elementwise,
+    "broadcast": _elementwise,
+    "reduce": _reduction,
+    "reduce_dim": _reduction,
+    "scalar": _reduction,
+    "index_select": _all_batched,
+    "cat": _all_batched,
+}
+
+
+# ---- vmap
+
+
+def _check_in_dim(d: Any, x: Any, in_dims: Any) -> None:
+    if d is None:
+        return
+    if not isinstance(d, int) or isinstance(d, bool):
+        raise ValueError(
+            f"[func.vmap] vmap(f, in_dims={in_dims}, ...): expected in_dims to be int or a (potentially nested) tuple "
+            f"matching the structure of inputs, got: {type(d).__name__}."
+        )
+    if not isinstance(x, (Tensor, BatchedTensor)):
+        raise ValueError(
+            f"[func.vmap] vmap(f, in_dims={in_dims}, ...): Got in_dim={d} for an input but the input is of type "
+            f"{type(x).__name__}. We cannot vmap over non-Tensor arguments, please use None as the respective in_dim"
+        )
+    if not -x.dim() <= d < max(x.dim(), 1) or x.dim() == 0:
+        raise ValueError(
+            f"[func.vmap] vmap(f, in_dims={in_dims}, ...): Got in_dim={d} for some input, but that input is a Tensor "
+            f"of dimensionality {x.dim()} so expected in_dim to satisfy -{x.dim()} <= in_dim < {x.dim()}."
+        )
+
+
+def _flat_in_dims(in_dims: Any, args: tuple) -> list:
+    """One in_dim per flattened input leaf (in_dims a prefix of the structure of args)."""
+    if isinstance(in_dims, int) or in_dims is None:
+        return [in_dims] * len(tree_flatten(args)[0])
+    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+        raise ValueError(
+            f"[func.vmap] vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
+            f"`inputs`. in_dims has structure {type(in_dims).__name__} of length "
+            f"{len(in_dims) if isinstance(in_dims, (tuple, list)) else 'n/a'} but inputs has {len(args)} arguments."
+        )
+    out = []
+    for d, a in zip(in_dims, args, strict=True):
+        leaves = tree_flatten(a)[0]
+        if isinstance(d, int) or d is None:
+            out += [d] * len(leaves)
+        else:
+            dl, _ = tree_flatten(d)
+            if len(dl) != len(leaves):
+                raise ValueError(
+                    f"[func.vmap] vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                    "structure of `inputs`."
+                )
+            out += dl
+    return out
+
+
+def vmap(
+    func: Callable,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Callable:
+    """``func`` mapped over a dim of its inputs, run on batched kernels (PyTorch's ``torch.func.vmap``).
+
+    ``func`` is written for one sample; ``vmap(func)`` takes inputs with an extra batch dim (``in_dims``: an
+    int, None for an input that is not batched, or a tuple/pytree per argument) and returns outputs with the
+    batch dim at ``out_dims``. Each op inside runs once on the whole batch (Note [vmap on
+    __torch_function__]); an op with no batching rule runs in a loop over the samples, with a warning.
+    Composes with itself and with ``grad`` (``vmap(grad(f))`` gives per-sample gradients).
+
+    Args:
+        func: a function of tensors (pytrees of them) returning tensors.
+        in_dims: which dim of each input is the batch (default 0; None: not batched).
+        out_dims: where the batch dim goes in each output (default 0).
+        randomness: ``'error'`` (a random op inside raises), ``'different'`` (each sample draws its own);
+            ``'same'`` is not supported yet.
+        chunk_size: run the batch this many samples at a time (less memory), None for all at once.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x, y = fb.tensor([[1.0, 2.0], [3.0, 4.0]]), fb.tensor([[1.0, 1.0], [2.0, 2.0]])
+        >>> fb.func.vmap(fb.dot)(x, y).tolist()
+        [3.0, 14.0]
+        >>> fb.func.vmap(lambda r: r.sum(), in_dims=1)(x).tolist()
+        [4.0, 6.0]
+    """
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(
+            f"[func.vmap] Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}"
+        )
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"[func.vmap] vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+    if not callable(func):
+        raise TypeError(f"[func.vmap] vmap(func): func must be callable, got {type(func).__name__}")
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        flat, spec = tree_flatten(args)
+        dims = _flat_in_dims(in_dims, args)
+        sizes = []
+        for d, x in zip(dims, flat, strict=True):
+            _check_in_dim(d, x, in_dims)
+            if d is not None:
+                sizes.append(x.shape[d])
+        if not sizes:
+            raise ValueError(
+                f"[func.vmap] vmap(f, in_dims={in_dims}, ...)(<inputs>): at least one input must be a Tensor to vmap "
+                "over (got in_dims all None or no tensor inputs)"
+            )
+        if len(set(sizes)) > 1:
+            raise ValueError(
+                f"[func.vmap] vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                f"{sizes} for the mapped dimension"
+            )
+        batch = sizes[0]
+        if chunk_size is None or chunk_size >= batch:
+            return _run(func, flat, dims, spec, kwargs, out_dims, randomness)
+        chunks = []
+        for start in range(0, batch, chunk_size):
+            n = min(chunk_size, batch - start)
+            part = [x.narrow(d, start, n) if d is not None else x for d, x in zip(dims, flat, strict=True)]
+            chunks.append(_run(func, part, dims, spec, kwargs, out_dims, randomness))
+        return _concat_chunks(chunks, out_dims)
+
+    return wrapped
+
+
+def _run(func: Callable, flat: list, dims: list, spec: Any, kwargs: dict, out_dims: Any, randomness: str) -> Any:
+    level = next(_level_ids)
+    batched = [BatchedTensor(x.movedim(d, 0), level) if d is not None else x for d, x in zip(dims, flat, strict=True)]
+    batch = next(x.shape[d] for d, x in zip(dims, flat, strict=True) if d is not None)
+    levels = _levels()
+    levels.append(level)
+    previous = getattr(_state, "randomness", "error")
+    _state.randomness = randomness
+    try:
+        output = func(*tree_unflatten(batched, spec), **kwargs)
+    finally:
+        levels.pop()
+        _state.randomness = previous
+    return _unwrap_output(output, level, batch, out_dims)
+
+
+def _unwrap_output(output: Any, level: int, batch: int, out_dims: Any) -> Any:
+    leaves, spec = tree_flatten(output)
+    if isinstance(out_dims, int) or out_dims is None:
+        dims = [out_dims] * len(leaves)
+    elif isinstance(output, tuple) and isinstance(out_dims, (tuple, list)) and len(out_dims) == len(output):
+        dims = []
+        for d, o in zip(out_dims, output, strict=True):
+            dims += [d] * len(tree_flatten(o)[0]) if isinstance(d, int) or d is None else tree_flatten(d)[0]
+    else:
+        dims = []
+    if len(dims) != len(leaves):
+        raise ValueError(
+            f"[func.vmap] vmap(f, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the structure "
+            "of `outputs`."
+        )
+    out = []
+    for d, leaf in zip(dims, leaves, strict=True):
+        if isinstance(leaf, BatchedTensor) and leaf._level == level:
+            if d is None:
+                raise ValueError(
+                    f"[func.vmap] vmap(f, ..., out_dims={out_dims}): Can not return a BatchedTensor when out_dim is "
+                    "None"
+                )
+            out.append(leaf._value.movedim(0, d))
+        elif _is_tensorlike(leaf):
+            if d is None:
+                out.append(leaf)
+            else:  # independent of the batch: the same value for every sample
+                out.append(
+                    leaf.unsqueeze(d).expand(*leaf.shape[:d], batch, *leaf.shape[d:])
+                    if leaf.dim()
+                    else leaf.expand(batch)
+                )
+        else:
+            if d is not None:
+                raise ValueError(
+                    f"[func.vmap] vmap(f, ...): `f` must only return Tensors, got type {type(leaf).__name__}. Did you "
+                    "mean to set out_dims= to None for output?"
+                )
+            out.append(leaf)
+    return tree_unflatten(out, spec)
+
+
+def _concat_chunks(chunks: list, out_dims: Any) -> Any:
+    flats = [tree_flatten(c) for c in chunks]
+    spec = flats[0][1]
+    n = len(flats[0][0])
+    dims = [out_dims] * n if isinstance(out_dims, int) else tree_flatten(out_dims)[0]
+    leaves = [flambeau_core.cat([f[0][i] for f in flats], dim=dims[i]) for i in range(n)]
+    return tree_unflatten(leaves, spec)
