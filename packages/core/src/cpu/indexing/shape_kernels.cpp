@@ -418,7 +418,7 @@ void combine(Reduce r, T& d, T s) {
         break;
       case Reduce::Max:
         if constexpr (kIsComplexType<T>) {
-          throw TypeError("[scatter_reduce] reduce 'amax' is not supported for complex dtypes");
+          FB_INTERNAL_ASSERT(false, "[scatter_reduce] a complex amax passed meta::check_scatter_reduce");
         } else if constexpr (std::is_floating_point_v<T>) {
           if (s > d || std::isnan(s)) d = s;
         } else {
@@ -427,7 +427,7 @@ void combine(Reduce r, T& d, T s) {
         break;
       case Reduce::Min:
         if constexpr (kIsComplexType<T>) {
-          throw TypeError("[scatter_reduce] reduce 'amin' is not supported for complex dtypes");
+          FB_INTERNAL_ASSERT(false, "[scatter_reduce] a complex amin passed meta::check_scatter_reduce");
         } else if constexpr (std::is_floating_point_v<T>) {
           if (s < d || std::isnan(s)) d = s;
         } else {
