@@ -368,6 +368,10 @@ REDUCTION_CALLS = {
     "std dims keepdim": ("std", ((0, -1),), {"keepdim": True}),
     "var_mean dim": ("var_mean", (-1,), {}),
     "std_mean keepdim": ("std_mean", (0,), {"keepdim": True, "correction": 2}),
+    "var unbiased": ("var", (False,), {}),
+    "std dim unbiased": ("std", (0, False), {}),
+    "var_mean dims unbiased": ("var_mean", ((0, -1),), {"unbiased": False, "keepdim": True}),
+    "std_mean correction": ("std_mean", (), {"correction": 0}),
     "mode": ("mode", (), {}),
     "mode dim keepdim": ("mode", (0,), {"keepdim": True}),
     "kthvalue": ("kthvalue", (1,), {}),
@@ -989,8 +993,9 @@ def test_indexing_checks_keep_their_messages(device):
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_composite_checks_keep_their_messages(device):
-    """kthvalue, stack and take_along_dim are composites: their own checks read only shapes and dtypes, so
-    they raise on meta as on the cpu, and the ops they call (sort, cat, gather) bring their rules."""
+    """kthvalue, stack, take_along_dim and std/var_mean/std_mean are composites: their own checks read only
+    shapes and dtypes, so they raise on meta as on the cpu, and the ops they call (sort, cat, gather,
+    var.correction) bring their rules."""
     x = fc.ones(3, 4, device=device)
     i = fc.zeros(3, 2, dtype=fc.int64, device=device)
     with pytest.raises(
@@ -1016,6 +1021,13 @@ def test_composite_checks_keep_their_messages(device):
         fc.take_along_dim(x, i[0], 1)
     with pytest.raises(fc.FlambeauError, match=r"^\[take_along_dim\] shapes \(3, 2\) and \(2, 2\) cannot be broadcast"):
         fc.take_along_dim(x, i[:2], 1)
+    # std and the _mean forms raise var.correction's dtype error under their own names
+    for name in ("std", "var_mean", "std_mean"):
+        with pytest.raises(
+            TypeError,
+            match=rf"^\[{name}\] var and std only support floating point and complex dtypes, got int64 \(shape \(3, 4",
+        ):
+            getattr(fc, name)(x.to(fc.int64), 1)
     values, indices = fc.kthvalue(x, 2, 0, keepdim=True)
     assert values.device.type == indices.device.type == device
     assert (values.shape, values.dtype, indices.dtype) == ((1, 4), fc.float32, fc.int64)
