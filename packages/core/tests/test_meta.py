@@ -368,8 +368,16 @@ REDUCTION_CALLS = {
     "std dims keepdim": ("std", ((0, -1),), {"keepdim": True}),
     "var_mean dim": ("var_mean", (-1,), {}),
     "std_mean keepdim": ("std_mean", (0,), {"keepdim": True, "correction": 2}),
+    "var unbiased": ("var", (False,), {}),
+    "std dim unbiased": ("std", (0, False), {}),
+    "var_mean dims unbiased": ("var_mean", ((0, -1),), {"unbiased": False, "keepdim": True}),
+    "std_mean correction": ("std_mean", (), {"correction": 0}),
     "mode": ("mode", (), {}),
     "mode dim keepdim": ("mode", (0,), {"keepdim": True}),
+    "kthvalue": ("kthvalue", (1,), {}),
+    "kthvalue dim keepdim": ("kthvalue", (2, 0), {"keepdim": True}),
+    "kthvalue k too large": ("kthvalue", (4, -1), {}),
+    "kthvalue bad dim": ("kthvalue", (1, 2), {}),
 }
 
 
@@ -826,6 +834,10 @@ INDEX_CALLS = {
     "index_add bad source": (lambda m, x, i, s: m.index_add(x, 0, i, s), (3, 4), ((2,), "int64"), ((2, 3), "x")),
     "index_add source dtype": (lambda m, x, i, s: m.index_add(x, 0, i, s), (3, 4), ((2,), "int64"),
                                ((2, 4), "float64")),
+    "index_add alpha overflows": (lambda m, x, i, s: m.index_add(x, 0, i, s, alpha=2**40), (3, 4), ((2,), "int64"),
+                                  ((2, 4), "x")),
+    "index_add float alpha": (lambda m, x, i, s: m.index_add(x, 1, i, s, alpha=1e39), (3, 4), ((2,), "int64"),
+                              ((3, 2), "x")),
     "index_copy": (lambda m, x, i, s: m.index_copy(x, 1, i, s), (3, 4), ((2,), "int64"), ((3, 2), "x")),
     "index_copy bad source": (lambda m, x, i, s: m.index_copy(x, 1, i, s), (3, 4), ((2,), "int64"), ((2, 2), "x")),
     "index_fill": (lambda m, x, i, s: m.index_fill(x, 1, i, 1), (3, 4), ((2,), "int64"), None),
@@ -857,6 +869,22 @@ INDEX_CALLS = {
     "cat 0-d": (lambda m, x, i, s: m.cat([x, x]), (), None, None),
     "cat bad dim": (lambda m, x, i, s: m.cat([x, x], 2), (3, 4), None, None),
     "cat empty list": (lambda m, x, i, s: m.cat([]), (3,), None, None),
+    "stack": (lambda m, x, i, s: m.stack([x, s], -1), (3, 4), None, ((3, 4), "x")),
+    "stack promotes": (lambda m, x, i, s: m.stack([x, s, x]), (3, 4), None, ((3, 4), "float64")),
+    "stack 0-d": (lambda m, x, i, s: m.stack([x, x]), (), None, None),
+    "stack empty": (lambda m, x, i, s: m.stack([x, s], 1), (0, 2), None, ((0, 2), "x")),
+    "stack shapes differ": (lambda m, x, i, s: m.stack([x, s]), (3, 4), None, ((4, 3), "x")),
+    "stack bad dim": (lambda m, x, i, s: m.stack([x, x], 3), (3, 4), None, None),
+    "stack empty list": (lambda m, x, i, s: m.stack([]), (3,), None, None),
+    "take_along_dim": (lambda m, x, i, s: m.take_along_dim(x, i, 1), (3, 4), ((3, 2), "int64"), None),
+    "take_along_dim broadcasts": (lambda m, x, i, s: m.take_along_dim(x, i, -1), (3, 4), ((1, 5), "int64"), None),
+    "take_along_dim flat": (lambda m, x, i, s: m.take_along_dim(x, i), (3, 4), ((5,), "int64"), None),
+    "take_along_dim 0-d": (lambda m, x, i, s: m.take_along_dim(x, i, 0), (), ((), "int64"), None),
+    "take_along_dim int32": (lambda m, x, i, s: m.take_along_dim(x, i, 1), (3, 4), ((3, 2), "int32"), None),
+    "take_along_dim rank": (lambda m, x, i, s: m.take_along_dim(x, i, 1), (3, 4), ((2,), "int64"), None),
+    "take_along_dim bad dim": (lambda m, x, i, s: m.take_along_dim(x, i, 2), (3, 4), ((3, 2), "int64"), None),
+    "take_along_dim no broadcast": (lambda m, x, i, s: m.take_along_dim(x, i, 1), (3, 4), ((2, 2), "int64"),
+                                    None),
     "embedding": (lambda m, x, i, s: m.embedding(x, i), (5, 3), ((2, 4), "int64"), None),
     "embedding int32": (lambda m, x, i, s: m.embedding(x, i), (5, 3), ((7,), "int32"), None),
     "embedding float indices": (lambda m, x, i, s: m.embedding(x, i), (5, 3), ((7,), "float32"), None),
@@ -935,6 +963,10 @@ def test_indexing_checks_keep_their_messages(device):
         fc.index_add(x, 0, i[:, 0][:2], x)
     with pytest.raises(TypeError, match=r"^\[index_copy\] source dtype float64 must match self dtype float32"):
         fc.index_copy(x, 0, i[:2, 0], x[:2].to(fc.float64))
+    with pytest.raises(fc.FlambeauError, match=r"^\[index_add\] value 300 cannot be converted to type int8 without"):
+        fc.index_add(x.to(fc.int8), 0, i[:2, 0], x[:2].to(fc.int8), alpha=300)
+    with pytest.raises(fc.FlambeauError, match=r"^\[index_add\] value 1e\+05 cannot be converted to type float16"):
+        fc.index_add(x.to(fc.float16), 0, i[:2, 0], x[:2].to(fc.float16), alpha=1e5)
     with pytest.raises(ValueError, match=r"^\[scatter\] reduce must be 'add' or 'multiply', got 'max'"):
         fc.scatter(x, 1, i, x, reduce="max")
     with pytest.raises(ValueError, match=r"^\[scatter_reduce\] reduce must be one of 'sum', 'prod', 'mean'"):
@@ -957,6 +989,48 @@ def test_indexing_checks_keep_their_messages(device):
         fc.embedding(x, i, sparse=True)
     with pytest.raises(fc.FlambeauError, match=r"^\[embedding_backward\] num_weights must be non-negative"):
         fc.embedding_dense_backward(x, i[:, 0], -1, -1, False)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_composite_checks_keep_their_messages(device):
+    """kthvalue, stack, take_along_dim and std/var_mean/std_mean are composites: their own checks read only
+    shapes and dtypes, so they raise on meta as on the cpu, and the ops they call (sort, cat, gather,
+    var.correction) bring their rules."""
+    x = fc.ones(3, 4, device=device)
+    i = fc.zeros(3, 2, dtype=fc.int64, device=device)
+    with pytest.raises(
+        IndexError, match=r"^\[kthvalue\] k \(5\) is out of range for dim 1 of size 4 \(shape \(3, 4\)\)"
+    ):
+        fc.kthvalue(x, 5, 1)
+    with pytest.raises(IndexError, match=r"^\[kthvalue\] dimension 2 out of range for a 2-d tensor"):
+        fc.kthvalue(x, 1, 2)
+    with pytest.raises(TypeError, match=r"^\[kthvalue\] is not supported for dtype uint16 \(as in PyTorch\)"):
+        fc.kthvalue(x.to(fc.uint16), 1)
+    with pytest.raises(
+        fc.FlambeauError,
+        match=r"^\[stack\] all tensors must have the same shape: tensor 0 has shape \(3, 4\) but tensor 1 has shape",
+    ):
+        fc.stack([x, x.t()])
+    with pytest.raises(IndexError, match=r"^\[stack\] dimension -4 out of range for stacking 2-d tensors"):
+        fc.stack([x, x], -4)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stack\] expected a non-empty list of tensors"):
+        fc.stack([])
+    with pytest.raises(TypeError, match=r"^\[take_along_dim\] indices must be an int64 tensor, got dtype int32"):
+        fc.take_along_dim(x, i.to(fc.int32), 1)
+    with pytest.raises(fc.FlambeauError, match=r"^\[take_along_dim\] input and indices must have the same number"):
+        fc.take_along_dim(x, i[0], 1)
+    with pytest.raises(fc.FlambeauError, match=r"^\[take_along_dim\] shapes \(3, 2\) and \(2, 2\) cannot be broadcast"):
+        fc.take_along_dim(x, i[:2], 1)
+    # std and the _mean forms raise var.correction's dtype error under their own names
+    for name in ("std", "var_mean", "std_mean"):
+        with pytest.raises(
+            TypeError,
+            match=rf"^\[{name}\] var and std only support floating point and complex dtypes, got int64 \(shape \(3, 4",
+        ):
+            getattr(fc, name)(x.to(fc.int64), 1)
+    values, indices = fc.kthvalue(x, 2, 0, keepdim=True)
+    assert values.device.type == indices.device.type == device
+    assert (values.shape, values.dtype, indices.dtype) == ((1, 4), fc.float32, fc.int64)
 
 
 def test_index_values_are_left_to_the_kernels():

@@ -11,6 +11,7 @@
 
 #include "composite_generated.h"
 #include "flambeau/error.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "host_read.h"
@@ -22,13 +23,6 @@ Tensor num(double v) { return scalar_tensor(v, ScalarType::Float64, /*wrapped=*/
 Tensor inum(int64_t v) { return scalar_tensor(v, ScalarType::Int64, /*wrapped=*/true); }
 
 Shape dims_of(std::optional<int64_t> dim) { return dim ? Shape{*dim} : Shape{}; }
-
-/// var/std and their _mean forms on an integer or bool tensor: TypeError naming the op called.
-void check_var_dtype(const char* op, const Tensor& t) {
-  FB_CHECK_TYPE(is_floating(t.dtype()) || is_complex(t.dtype()), "[", op,
-                "] std and var only support floating point and complex dtypes, got ", dtype_name(t.dtype()),
-                " (shape ", shape_str(t.sizes()), ")");
-}
 
 void check_floating(const char* op, const Tensor& t) {
   FB_CHECK_TYPE(is_floating(t.dtype()), "[", op, "] expects a floating point tensor, got dtype ",
@@ -73,23 +67,24 @@ Tensor composite::var(const Tensor& self, bool unbiased) {
 Tensor composite::var_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
   return op::var_correction(self, dim, unbiased_correction(unbiased), keepdim);
 }
+// std and the _mean forms run var.correction's check under their own name (before mean's own error).
 Tensor composite::std_correction(const Tensor& self, OptionalIntArrayRef dim,
                                  const std::optional<Scalar>& correction, bool keepdim) {
-  check_var_dtype("std", self);
+  meta::check_var("std", self);
   return root_zero_grad(op::var_correction(self, dim, correction, keepdim), 2.0);
 }
 Tensor composite::std(const Tensor& self, bool unbiased) {
-  check_var_dtype("std", self);
+  meta::check_var("std", self);
   return root_zero_grad(op::var_correction(self, std::nullopt, unbiased_correction(unbiased), false), 2.0);
 }
 Tensor composite::std_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
-  check_var_dtype("std", self);
+  meta::check_var("std", self);
   return root_zero_grad(op::var_correction(self, dim, unbiased_correction(unbiased), keepdim), 2.0);
 }
 std::tuple<Tensor, Tensor> composite::var_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,
                                                           bool keepdim) {
-  check_var_dtype("var_mean", self);
+  meta::check_var("var_mean", self);
   return {op::var_correction(self, dim, correction, keepdim), op::mean(self, dim, keepdim, std::nullopt)};
 }
 std::tuple<Tensor, Tensor> composite::var_mean(const Tensor& self, bool unbiased) {
@@ -102,7 +97,7 @@ std::tuple<Tensor, Tensor> composite::var_mean_dim(const Tensor& self, OptionalI
 std::tuple<Tensor, Tensor> composite::std_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,
                                                           bool keepdim) {
-  check_var_dtype("std_mean", self);
+  meta::check_var("std_mean", self);
   return {op::std_correction(self, dim, correction, keepdim), op::mean(self, dim, keepdim, std::nullopt)};
 }
 std::tuple<Tensor, Tensor> composite::std_mean(const Tensor& self, bool unbiased) {

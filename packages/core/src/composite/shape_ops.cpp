@@ -11,6 +11,7 @@
 
 #include "composite_generated.h"
 #include "flambeau/error.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "generic/shape_utils.h"
 #include "host_read.h"
@@ -438,6 +439,7 @@ std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& gra
                                                                int64_t dim, const Tensor& index,
                                                                const Tensor& src, std::string_view reduce,
                                                                bool include_self, const Tensor& result) {
+  meta::check_scatter_reduce("scatter_reduce", reduce, true, self);  // the forward's check step
   const ScalarType gt = grad.dtype();
   Tensor gs, gsrc;
   if (reduce == "sum") {
@@ -459,7 +461,8 @@ std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& gra
     const Tensor g = op::div(grad, n);
     gs = op::mul(self_is, g);
     gsrc = op::mul(src_is, op::gather(g, dim, index));
-  } else if (reduce == "prod") {
+  } else {
+    FB_INTERNAL_ASSERT(reduce == "prod", "[scatter_reduce] reduce '", reduce, "' passed meta::check_scatter_reduce");
     // d(prod)/dx = prod of the others: result / x where x != 0; where x is 0 the product of the others
     // is recomputed with x replaced by 1 (PyTorch's formula). Two zeros or more scattered to one place
     // give every one of them a zero gradient, as in PyTorch.
@@ -479,11 +482,6 @@ std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& gra
     const Tensor g_other =
         op::div(op::gather(op::mul(grad, result), dim, index), op::where(src_zero, one, src));
     gsrc = op::where(single_zero, g_single, g_other);
-  } else {
-    throw ValueError(
-        detail::cat_str("[scatter_reduce] reduce must be one of 'sum', 'prod', 'mean', 'amax', "
-                        "'amin', got '",
-                        reduce, "'"));
   }
   if (!include_self) gs = op::scatter_value(gs, dim, index, Scalar(0.0), std::nullopt);
   return {gs, gsrc};

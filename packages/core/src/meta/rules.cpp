@@ -640,7 +640,8 @@ void check_softmax_grad(const char* op, const Tensor& grad_output, const Tensor&
 
 void check_var(const char* op, const Tensor& self) {
   FB_CHECK_TYPE(is_floating(self.dtype()) || is_complex(self.dtype()), "[", op,
-                "] var and std only support floating point and complex dtypes, got ", dtype_name(self.dtype()));
+                "] var and std only support floating point and complex dtypes, got ", dtype_name(self.dtype()),
+                " (shape ", shape_str(self.sizes()), ")");
 }
 
 void check_nonempty_dim(const char* op, const Tensor& self, int64_t dim) {

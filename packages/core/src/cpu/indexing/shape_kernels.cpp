@@ -260,8 +260,7 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
   // As PyTorch: every dtype but uint16/32/64 (TypeError naming index_add and the dtype).
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), "index_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    check_scalar_fits(alpha, self.dtype(), "index_add");
-    const T a = alpha.to<T>();
+    const T a = alpha.to<T>();  // alpha fits self's dtype (meta::check_value_fits, the op's check step)
     T* o = out.data<T>();
     const T* s = src.data<T>();
     for_each_slice(g, idx.numel(), idx.data<int64_t>(), idx.numel(),
@@ -419,7 +418,7 @@ void combine(Reduce r, T& d, T s) {
         break;
       case Reduce::Max:
         if constexpr (kIsComplexType<T>) {
-          throw TypeError("[scatter_reduce] reduce 'amax' is not supported for complex dtypes");
+          FB_INTERNAL_ASSERT(false, "[scatter_reduce] a complex amax passed meta::check_scatter_reduce");
         } else if constexpr (std::is_floating_point_v<T>) {
           if (s > d || std::isnan(s)) d = s;
         } else {
@@ -428,7 +427,7 @@ void combine(Reduce r, T& d, T s) {
         break;
       case Reduce::Min:
         if constexpr (kIsComplexType<T>) {
-          throw TypeError("[scatter_reduce] reduce 'amin' is not supported for complex dtypes");
+          FB_INTERNAL_ASSERT(false, "[scatter_reduce] a complex amin passed meta::check_scatter_reduce");
         } else if constexpr (std::is_floating_point_v<T>) {
           if (s < d || std::isnan(s)) d = s;
         } else {
