@@ -25,7 +25,9 @@ _close = close
 
 
 def lib(t):
-    return fb if isinstance(t, fb.Tensor) else torch
+    """torch for torch's tensors, flambeau otherwise (inside vmap, and so inside jacrev, an argument is a
+    BatchedTensor, not an fb.Tensor)."""
+    return torch if isinstance(t, torch.Tensor) else fb
 
 
 # --- grad and grad_and_value ------------------------------------------------------------------
@@ -461,3 +463,30 @@ def test_transform_errors_are_worded_as_torch():
     _, jvp_fn = fb.func.linearize(lambda t: t.sin(), x)
     with pytest.raises(fb.FlambeauError, match=r"to have the same argspec as the primals"):
         jvp_fn(x, x)
+
+
+def test_jacrev_runs_on_a_batch_and_falls_back_to_rows():
+    """Note [jacrev by vmap]: one batched backward when every op batches; row by row otherwise (no warning)."""
+    import warnings
+
+    from flambeau.func import _transforms
+
+    (fx, tx), (fy, ty) = _pair(4), _pair(3, 4)
+
+    def f(x, y):
+        return lib(x).tanh(y @ x), (x * x).sum()
+
+    assert _transforms._jacrev_by_vmap(f, (fx, fy), (0, 1), False, None) is not None
+    _close(fb.func.jacrev(f, argnums=(0, 1))(fx, fy), torch.func.jacrev(f, argnums=(0, 1))(tx, ty))
+    _close(fb.func.jacrev(f, chunk_size=2)(fx, fy), torch.func.jacrev(f, chunk_size=2)(tx, ty))
+
+    def g(m):  # det has no batching rule: the rows are computed one backward pass at a time
+        return lib(m).linalg.det(m) * m
+
+    fm, tm = _pair(3, 3)
+    assert _transforms._jacrev_by_vmap(g, (fm,), 0, False, None) is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = fb.func.jacrev(g)(fm)
+    assert not [w for w in caught if "batching rule" in str(w.message)]
+    _close(ours, torch.func.jacrev(g)(tm))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -32,7 +33,7 @@ from flambeau_autograd.functional import (
     _linear_in_cotangent,
     _reverse_jacobian,
 )
-from flambeau_autograd.grad_mode import enable_grad, is_grad_enabled
+from flambeau_autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau.func import _vmap
@@ -470,12 +471,14 @@ def jacrev(
     _preallocate_and_copy: bool = False,
 ) -> Callable:
     """A function returning the Jacobian of ``func`` with respect to the arguments at ``argnums``, by reverse
-    mode: one backward pass per output element over a graph recorded once.
+    mode: one backward pass over the function run on a batch of the output basis (Note [jacrev by vmap]),
+    or, where an op has no batching rule or inside another transform, one backward pass per output element
+    over a graph recorded once.
 
     For an output leaf of shape ``O`` and an input leaf of shape ``I`` the block has shape ``O + I``; the
     result has the output's structure, each leaf replaced by the input's structure (a tuple over ``argnums``
-    when it is a tuple). With ``has_aux``: ``(jacobian, aux)``. ``chunk_size`` is checked and otherwise
-    changes nothing: without batched gradients (``vmap``) the passes run one at a time anyway.
+    when it is a tuple). With ``has_aux``: ``(jacobian, aux)``. ``chunk_size``: how many basis rows run
+    in one batch (less memory), as vmap's.
 
     Example:
         >>> import flambeau as fb
@@ -484,7 +487,67 @@ def jacrev(
     """
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
         raise FlambeauError("[func.jacrev] jacrev: `chunk_size` should be greater than 0.")
-    return _jacobian_transform(func, argnums, has_aux, "jacrev", _reverse_jacobian)
+    by_rows = _jacobian_transform(func, argnums, has_aux, "jacrev", _reverse_jacobian)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any) -> Any:
+        batched = _jacrev_by_vmap(func, args, argnums, has_aux, chunk_size)
+        return by_rows(*args) if batched is None else batched
+
+    return wrapper
+
+
+def _jacrev_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, chunk_size: int | None) -> Any:
+    """Note [jacrev by vmap]: the Jacobian's rows as ``vmap`` over the output basis of ``grad`` of one output
+    element (as torch.func.jacrev vmaps its vjp): the function runs once on a batch of the basis rows, and
+    one backward pass over that batched graph gives every row (Note [grad inside vmap]), where the row-by-row
+    path runs a backward pass per output element. Used at the top level only (not inside another
+    transform or vmap, not when an input requires grad); None when it does not apply or an op of the
+    function has no batching rule, and the row-by-row path runs instead."""
+    if _depth() > 0 or _vmap.current_level() is not None or _keeps_graph(args):
+        return None
+    positions = _normalize_argnums(argnums, len(args), "jacrev")
+    with no_grad():
+        output = func(*args)
+    output, aux = _split_aux(output, has_aux, "jacrev", "jacrev(f, ...)(*args)")
+    flat_out, out_spec = tree_flatten(output)
+    if not flat_out or not all(isinstance(o, Tensor) for o in flat_out):
+        return None
+    sizes = [o.numel() for o in flat_out]
+    total = sum(sizes)
+    diff_leaves = [tree_flatten(args[p])[0] for p in positions]
+    if total < 2 or any(not isinstance(x, Tensor) or not x.is_floating_point() for xs in diff_leaves for x in xs):
+        return None
+    dtype, device = flat_out[0].dtype, flat_out[0].device
+    if any(o.dtype != dtype or not o.is_floating_point() for o in flat_out):
+        return None
+
+    def one_row(basis_row: Any, *inner_args: Any) -> Any:
+        out = func(*inner_args)
+        out = out[0] if has_aux else out
+        leaves = tree_flatten(out)[0]
+        flat = leaves[0].reshape(-1) if len(leaves) == 1 else flambeau_core.cat([o.reshape(-1) for o in leaves])
+        return (flat * basis_row).sum()
+
+    shifted = tuple(p + 1 for p in positions)
+    row_grad = grad(one_row, argnums=shifted if isinstance(argnums, tuple) else shifted[0])
+    basis = flambeau_core.eye(total, dtype=dtype, device=device)
+    in_dims = (0,) + (None,) * len(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*no batching rule", category=UserWarning)
+            rows = _vmap.vmap(row_grad, in_dims=in_dims, chunk_size=chunk_size)(basis, *args)
+    except (UserWarning, FlambeauError, TypeError, NotImplementedError):
+        return None
+    # rows: the input structure, each leaf [total, *input shape]; split per output leaf.
+    flat_rows, in_spec = tree_flatten(rows)
+    jac_leaves, start = [], 0
+    for o, n in zip(flat_out, sizes, strict=True):
+        blocks = [r[start : start + n].reshape(*o.shape, *r.shape[1:]) for r in flat_rows]
+        jac_leaves.append(tree_unflatten(blocks, in_spec))
+        start += n
+    jac = tree_unflatten(jac_leaves, out_spec)
+    return (jac, _detach_tree(aux)) if has_aux else jac
 
 
 def jacfwd(
