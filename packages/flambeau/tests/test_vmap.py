@@ -6,6 +6,8 @@ and a LeNet-style CNN, an ensemble through stack_module_state, and the error pat
 
 from __future__ import annotations
 
+import warnings
+
 import flambeau as fb
 import numpy as np
 import pytest
@@ -180,12 +182,19 @@ def test_nested_vmap_is_an_outer_product_of_batches():
     _close(ours, theirs)
 
 
-def test_an_op_without_a_rule_loops_and_warns_once():
+def test_an_op_without_a_rule_loops_and_warns_once(monkeypatch):
+    from flambeau.func import _vmap
+
+    monkeypatch.delitem(_vmap._RULES, "matmul")  # matmul as an op with no batching rule
+    monkeypatch.setattr(_vmap, "_warned", set())
     x, tx = _pair(4, 3, 3)
-    f = lambda m: lib(m).linalg.det(m @ m.mT + lib(m).eye(3, dtype=m.dtype))  # noqa: E731
-    with pytest.warns(UserWarning, match="no batching rule for"):
+    f = lambda m: m @ m.mT + m  # noqa: E731
+    with pytest.warns(UserWarning, match="no batching rule for 'matmul'"):
         ours = fb.func.vmap(f)(x)
     _close(ours, torch.func.vmap(f)(tx))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per op
+        _close(fb.func.vmap(f)(x), torch.func.vmap(f)(tx))
 
 
 def test_inplace_on_a_batched_tensor():

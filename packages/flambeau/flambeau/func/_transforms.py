@@ -213,6 +213,7 @@ def _grad_inside_vmap(
     too; the batching rules see that view's batch stride of 0 and keep the forward a single GEMM
     (``_SharedRight`` in ``_vmap.py``)."""
     batch = _vmap.batch_size(args, kwargs, level)
+    keep = _depth() > 0  # inside another transform (jacrev(grad(f)) by vmap): it differentiates the result
     positions = _normalize_argnums(argnums, len(args), api)
     physical: list[Tensor] = []
 
@@ -232,11 +233,11 @@ def _grad_inside_vmap(
         return _vmap.BatchedTensor(node, level)
 
     new_args = list(args)
-    for p in positions:
-        new_args[p] = tree_map(differentiable, args[p])
-    diff = new_args[positions[0]] if isinstance(argnums, int) else tuple(new_args[p] for p in positions)
-    spec = tree_flatten(diff)[1]
-    with _transform_level(), enable_grad():
+    with _transform_level(), enable_grad():  # the expanded views are nodes of the graph, even under no_grad
+        for p in positions:
+            new_args[p] = tree_map(differentiable, args[p])
+        diff = new_args[positions[0]] if isinstance(argnums, int) else tuple(new_args[p] for p in positions)
+        spec = tree_flatten(diff)[1]
         output = func(*new_args, **kwargs)
         output, aux = _split_aux(output, has_aux, api, call)
         if not isinstance(output, (Tensor, _vmap.BatchedTensor)):
@@ -248,7 +249,7 @@ def _grad_inside_vmap(
             )
         value = output._value if isinstance(output, _vmap.BatchedTensor) else output
         seed = flambeau_core.ones_like(value)
-        grads = _zeros_for_none(_backward([value], [seed], physical, False), physical)
+        grads = _zeros_for_none(_backward([value], [seed], physical, keep), physical)
     gradient = tree_unflatten([_vmap.BatchedTensor(g, level) for g in grads], spec)
     output = output if isinstance(output, _vmap.BatchedTensor) else _vmap.BatchedTensor(value.expand(batch), level)
     return (gradient, (output, aux)) if has_aux else (gradient, output)
@@ -489,8 +490,16 @@ def jacrev(
         raise FlambeauError("[func.jacrev] jacrev: `chunk_size` should be greater than 0.")
     by_rows = _jacobian_transform(func, argnums, has_aux, "jacrev", _reverse_jacobian)
 
+    as_gradient = _gradient_transform(func, argnums, has_aux, "jacrev")
+
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
+        level = _vmap.current_level()
+        if level is not None and _vmap.has_batched(args, {}, level):
+            # Inside vmap (the outer jacrev of hessian, by vmap): a scalar function's Jacobian is its
+            # gradient, which grad computes per sample; other outputs raise and the caller falls back.
+            gradient, value = as_gradient(*args)
+            return (gradient, value[1]) if has_aux else gradient
         batched = _jacrev_by_vmap(func, args, argnums, has_aux, chunk_size)
         return by_rows(*args) if batched is None else batched
 
@@ -572,7 +581,8 @@ def jacfwd(
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
     """A function returning the Hessian of a scalar ``func`` with respect to the arguments at ``argnums``:
-    ``jacrev(jacrev(func, argnums), argnums)`` (reverse over reverse; PyTorch runs forward over reverse).
+    ``jacrev(jacrev(func, argnums), argnums)`` (reverse over reverse, the outer one by vmap where every op
+    batches: Note [jacrev by vmap]; PyTorch runs forward over reverse).
 
     Example:
         >>> import flambeau as fb
