@@ -55,6 +55,21 @@ def test_dtype_attributes_match_torch(name):
     assert str(f) == f"flambeau.{name}"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_dtypes_are_singletons_as_torch(name):
+    """Note [dtype singletons]: programs compare dtypes with `is`, as torch's are singletons."""
+    dt = getattr(fc, name)
+    t = fc.zeros(2, dtype=dt)
+    assert t.dtype is dt and t.clone().dtype is dt and fc.empty(1, dtype=dt).dtype is dt
+    assert fc.promote_types(dt, dt) is dt
+    assert t.dtype == dt and not (t.dtype != dt)
+    other = fc.float64 if name != "float64" else fc.int8
+    assert t.dtype != other and not (t.dtype == other)
+    assert t.dtype != name and {dt: 1}[t.dtype] == 1
+    tt = torch.zeros(2, dtype=getattr(torch, name))
+    assert (tt.dtype is getattr(torch, name)) == (t.dtype is dt)
+
+
 def test_aliases():
     assert fc.half == fc.float16
     assert fc.float == fc.float32

@@ -9,6 +9,34 @@
 namespace py = pybind11;
 
 namespace flambeau::python {
+// Note [dtype singletons]
+// A dtype returned to Python is the module's object (flambeau_core.float32),
+// not a new instance per access, so `t.dtype is fb.float32` holds as in
+// PyTorch (programs test dtypes with `is`) and `==` on the same object is an
+// identity check (bind_dtype.cpp). Core's casts only: a dtype another
+// package's bindings return is equal, not identical.
+/// The dtype's module object (borrowed), or nullptr while init_dtype is still making them.
+PyObject* dtype_object(ScalarType t);
+}  // namespace flambeau::python
+
+namespace pybind11::detail {
+template <>
+class type_caster<flambeau::ScalarType> : public type_caster_base<flambeau::ScalarType> {
+ public:
+  static handle cast(const flambeau::ScalarType& t, return_value_policy policy, handle parent) {
+    if (PyObject* o = flambeau::python::dtype_object(t)) return handle(o).inc_ref();
+    return type_caster_base<flambeau::ScalarType>::cast(t, policy, parent);
+  }
+  static handle cast(flambeau::ScalarType&& t, return_value_policy policy, handle parent) {
+    return cast(static_cast<const flambeau::ScalarType&>(t), policy, parent);
+  }
+  static handle cast(const flambeau::ScalarType* t, return_value_policy policy, handle parent) {
+    return t ? cast(*t, policy, parent) : none().release();
+  }
+};
+}  // namespace pybind11::detail
+
+namespace flambeau::python {
 
 void init_dtype(py::module_& m);      // bind_dtype.cpp: dtype, device, promote_types
 void init_tensor(py::module_& m);     // bind_tensor.cpp: Tensor class, properties, item/tolist/repr, buffer
