@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from flambeau_core import _C
+from flambeau_core.overrides import is_tensor_like
 
 
 def is_int(x: Any) -> bool:
@@ -18,7 +18,8 @@ def is_int(x: Any) -> bool:
 
 
 def check_tensor(name: str, x: Any, what: str = "input") -> None:
-    if not isinstance(x, _C.Tensor):
+    # A tensor-like (flambeau.overrides) runs through the function, its ops overridden one by one.
+    if not is_tensor_like(x):
         raise TypeError(f"[{name}] expected a Tensor as '{what}', got {type(x).__name__}")
 
 

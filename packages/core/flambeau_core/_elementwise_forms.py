@@ -9,6 +9,7 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._composing import call_as, check_tensor
 from flambeau_core._dtypes import get_default_dtype
+from flambeau_core.overrides import is_tensor_like
 from flambeau_core.sparse import strided
 
 
@@ -91,6 +92,8 @@ def _rdiv(self: _C.Tensor, other: Any) -> _C.Tensor:
         >>> fc.tensor([1, 2, 4]).__rdiv__(2).tolist()
         [2.0, 1.0, 0.5]
     """
+    if is_tensor_like(other) and not isinstance(other, _C.Tensor):
+        return _C.div(other, self)  # the tensor-like's own division (__rtruediv__ declines it)
     return self.__rtruediv__(other)
 
 

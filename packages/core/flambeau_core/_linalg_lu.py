@@ -22,6 +22,7 @@ from flambeau_core._C import FlambeauError, Tensor
 from flambeau_core._linalg_common import _adjoint, _copy_out
 from flambeau_core._linalg_common import _copy_outs as _copy_results
 from flambeau_core._linalg_decompositions import householder_product
+from flambeau_core.overrides import is_tensor_like
 
 LUFactorResult = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -34,7 +35,7 @@ GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
 
 
 def _check_tensor(x: Any, op: str, what: str) -> None:
-    if not isinstance(x, Tensor):
+    if not is_tensor_like(x):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
         raise TypeError(f"[{op}] expected a Tensor for {what}, got {type(x).__name__}")
 
 

@@ -7,13 +7,14 @@ The ops themselves are declared in codegen/ops.yaml (``_meshgrid``, ``_broadcast
 from __future__ import annotations
 
 from flambeau_core import _C
+from flambeau_core.overrides import is_tensor_like
 
 
 def _tensors(args: tuple, name: str) -> list:
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])
     for i, t in enumerate(args):
-        if not isinstance(t, _C.Tensor):
+        if not is_tensor_like(t):
             raise TypeError(f"[{name}] expected Tensors, got {type(t).__name__} at position {i}")
     return list(args)
 
@@ -74,7 +75,7 @@ atleast_3d = _atleast(_C._atleast_3d, "atleast_3d")
 
 
 def _other_shape(other, name: str) -> tuple:
-    if not isinstance(other, _C.Tensor):
+    if not is_tensor_like(other):  # a tensor-like (vmap's BatchedTensor) shows its own shape
         raise TypeError(f"[{name}] expected a Tensor as 'other', got {type(other).__name__}")
     return tuple(other.shape)
 

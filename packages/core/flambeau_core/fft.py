@@ -29,6 +29,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 __all__ = [
     "fftfreq",
@@ -119,7 +120,7 @@ def rfftfreq(
 
 
 def _roll_dims(x: Tensor, dim: Any, forward: bool, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
+    if not is_tensor_like(x):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     nd = x.dim()
     if dim is None:
@@ -176,7 +177,7 @@ def _norm(norm: Any, forward: bool, op: str) -> int:
 
 def _float_input(x: Any, op: str, complex_ok: bool) -> Tensor:
     """x promoted as PyTorch: integers and bool to the default float dtype; half refused."""
-    if not isinstance(x, Tensor):
+    if not is_tensor_like(x):
         raise TypeError(f"{op}: expected a Tensor as input, got {type(x).__name__}")
     dt = x.dtype
     if dt in _REAL or dt in _COMPLEX:

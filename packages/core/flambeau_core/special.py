@@ -24,6 +24,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import Tensor
+from flambeau_core.overrides import is_tensor_like
 
 # ---- the wrappers of one core op each: made from one table (name -> op, docstring) ----
 
@@ -53,7 +54,7 @@ def _binary(op: Any) -> Callable:
 def _polynomial(op: Any) -> Callable:
     def wrapper(x: Tensor | float, n: Tensor | float, *, out: Tensor | None = None) -> Tensor:
         # PyTorch's overloads take a number for x or for n, not for both
-        if not isinstance(x, Tensor) and not isinstance(n, Tensor):
+        if not is_tensor_like(x) and not is_tensor_like(n):
             raise TypeError(
                 f"[special.{wrapper.__name__}] expected a Tensor for x or n, got {type(x).__name__} and "
                 f"{type(n).__name__}"
