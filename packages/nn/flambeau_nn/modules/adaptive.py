@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.container import ModuleList, Sequential
@@ -87,7 +88,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
 
     def forward(self, input_: Tensor, target_: Tensor) -> _ASMoutput:
         for what, t in (("input", input_), ("target", target_)):
-            if not isinstance(t, Tensor):
+            if not is_tensor_like(t):
                 raise TypeError(f"[AdaptiveLogSoftmaxWithLoss] {what} must be a Tensor, got {type(t).__name__}")
         tdim = target_.dim()
         if tdim == 1:

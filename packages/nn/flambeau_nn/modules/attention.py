@@ -21,6 +21,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -133,7 +134,7 @@ class MultiheadAttention(Module):
     ) -> tuple[Tensor, Tensor | None]:
         op = "MultiheadAttention"
         for n, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, Tensor):
+            if not is_tensor_like(t):
                 raise TypeError(f"[{op}] {n} must be a Tensor, got {type(t).__name__}")
         batched = query.dim() == 3
         if self.batch_first and batched:

@@ -7,6 +7,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -93,7 +94,7 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
-        if not isinstance(input, Tensor):
+        if not is_tensor_like(input):
             raise TypeError(f"[{type(self).__name__}] input must be a Tensor, got {type(input).__name__}")
         self._check_input_dim(input)
         if input.shape[1] != self.num_features:

@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn.modules.batchnorm import _NormBase
@@ -32,7 +33,7 @@ class _InstanceNorm(_NormBase):
 
     def forward(self, input: Tensor) -> Tensor:
         name = type(self).__name__
-        if not isinstance(input, Tensor):
+        if not is_tensor_like(input):
             raise TypeError(f"[{name}] input must be a Tensor, got {type(input).__name__}")
         nb = self._batched_dim
         if input.dim() not in (nb - 1, nb):

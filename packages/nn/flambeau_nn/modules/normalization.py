@@ -6,6 +6,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -207,7 +208,7 @@ class CrossMapLRN2d(LocalResponseNorm):
         super().__init__(size, alpha, beta, k)  # PyTorch's default k is the int 1 here (its repr shows it)
 
     def forward(self, input: Tensor) -> Tensor:
-        if not isinstance(input, Tensor):
+        if not is_tensor_like(input):
             raise TypeError(f"[CrossMapLRN2d] input must be a Tensor, got {type(input).__name__}")
         if input.dim() != 4:
             raise FlambeauError(

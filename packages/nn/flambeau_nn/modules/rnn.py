@@ -28,6 +28,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -194,7 +195,7 @@ class RNNBase(Module):
 
     def _check_hidden(self, h: Any, expected: tuple[int, ...], what: str, dtype: Any) -> None:
         name = self._name()
-        if not isinstance(h, Tensor):
+        if not is_tensor_like(h):
             raise TypeError(f"[{name}] {what} must be a Tensor, got {type(h).__name__}")
         if _shape(h) != expected:
             raise FlambeauError(f"{name}: expected {what} size {expected}, got {_shape(h)}")
@@ -209,7 +210,7 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         if packed:
             data = input.data
-            if not isinstance(data, Tensor):
+            if not is_tensor_like(data):
                 raise TypeError(f"[{name}] PackedSequence.data must be a Tensor, got {type(data).__name__}")
             if data.dim() != 2:
                 raise FlambeauError(f"{name}: packed input data must be 2-D (N, input_size), got shape {_shape(data)}")
@@ -218,7 +219,7 @@ class RNNBase(Module):
             x2d = data
             unbatched = False
         else:
-            if not isinstance(input, Tensor):
+            if not is_tensor_like(input):
                 raise TypeError(f"[{name}] input must be a Tensor or a PackedSequence, got {type(input).__name__}")
             if input.dim() not in (2, 3):
                 raise FlambeauError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D tensor instead")
@@ -386,7 +387,7 @@ class RNNCellBase(Module):
 
     def _step(self, input: Any, hx: Any) -> tuple[Tensor, Tensor, bool]:
         name = type(self).__name__
-        if not isinstance(input, Tensor):
+        if not is_tensor_like(input):
             raise TypeError(f"[{name}] input must be a Tensor, got {type(input).__name__}")
         if input.dim() not in (1, 2):
             raise FlambeauError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -414,7 +415,7 @@ class RNNCellBase(Module):
                 raise TypeError(f"[{name}] hx must be a tuple (h_0, c_0), got {len(given)} tensors")
             for i, h in enumerate(given):
                 what = f"hidden[{i}]" if is_lstm else "hidden"
-                if not isinstance(h, Tensor):
+                if not is_tensor_like(h):
                     raise TypeError(f"[{name}] {what} must be a Tensor, got {type(h).__name__}")
                 if _shape(h) != expected:
                     raise FlambeauError(f"{name}: expected {what} size {expected}, got {_shape(h)}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn import init
@@ -388,7 +389,7 @@ class Transformer(Module):
         memory_is_causal: bool = False,
     ) -> Tensor:
         for t, what in ((src, "src"), (tgt, "tgt")):
-            if not isinstance(t, Tensor):
+            if not is_tensor_like(t):
                 raise TypeError(f"[Transformer] {what} must be a Tensor, got {type(t).__name__}")
         batched = src.dim() == 3
         batch_dim = 0 if self.batch_first else 1
