@@ -125,6 +125,9 @@ _igamma.install()  # igamma, igammac (special.gammainc/gammaincc below)
 from flambeau_core import _protocols  # noqa: E402,I001
 
 _protocols.install()  # format(t, spec), iter(t), x in t
+from flambeau_core import _tensor_queries  # noqa: E402,I001
+
+_tensor_queries.install()  # numel, is_nonzero, typename, ...; Tensor.nelement, nbytes, get_device, dim_order
 
 from flambeau_core import _legacy_types  # noqa: E402,I001
 

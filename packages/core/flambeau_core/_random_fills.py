@@ -1,5 +1,5 @@
 """PyTorch's in-place samplers of four more distributions (``Tensor.exponential_``, ``geometric_``,
-``cauchy_``, ``log_normal_``) and ``randint_like``.
+``cauchy_``, ``log_normal_``), of whole numbers (``Tensor.random_``) and ``randint_like``.
 
 Each sampler transforms the uniform or normal draws of flambeau's generator (``uniform_``/``normal_``,
 so ``generator=`` and ``manual_seed`` work as for those): the inverse distribution function for the
@@ -15,6 +15,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._composing import call_as, check_tensor
+from flambeau_core._dtypes import finfo, iinfo
 from flambeau_core.sparse import strided
 
 _HALF = (_C.float16, _C.bfloat16)
@@ -134,6 +135,96 @@ def log_normal_(self: _C.Tensor, mean: float = 1.0, std: float = 2.0, *, generat
     return _write_back(self, scratch.normal_(float(mean), float(std), generator=generator).exp_())
 
 
+# random_'s default upper bound of a floating-point dtype: 2**digits, the largest power of two below which
+# every integer is representable (PyTorch's choice).
+_FLOAT_DIGITS = {_C.float16: 11, _C.bfloat16: 8, _C.float32: 24, _C.float64: 53}
+_INT64_MAX = 2**63 - 1
+
+
+def _random_bounds(self: _C.Tensor, args: tuple, kwargs: dict) -> tuple[int, int]:
+    """random_'s ``[from, to - 1]`` as inclusive ints: ``random_()``, ``random_(to)``, ``random_(from, to)``
+    with ``to=None`` meaning the dtype's largest value."""
+    unknown = set(kwargs) - {"from", "to"}
+    if unknown or len(args) > 2 or ("from" in kwargs and len(args) >= 1) or ("to" in kwargs and len(args) == 2):
+        raise TypeError(
+            "[random_] expected random_(*, generator=None), random_(to, *, generator=None) or "
+            f"random_(from, to, *, generator=None), got {len(args)} positional and keywords {sorted(kwargs)}"
+        )
+    if "from" in kwargs and "to" not in kwargs:
+        raise TypeError("[random_] expected 'to' with 'from': random_(from, to) (to=None for the dtype's maximum)")
+    if len(args) == 1 and "to" not in kwargs:
+        low, high = 0, args[0]
+    else:
+        given = dict(zip(("from", "to"), args, strict=False)) | kwargs
+        low, high = given.get("from", 0), given.get("to")
+    for what, value in (("from", low), ("to", high)):
+        if not (value is None and what == "to") and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"[random_] expected an int '{what}', got {type(value).__name__}")
+    dtype = self.dtype
+    if dtype.is_complex:
+        raise TypeError(f"[random_] expected a real floating-point, integer or bool tensor, got dtype {dtype.name}")
+    if dtype == _C.bool:
+        top = 1
+    elif dtype.is_floating_point:
+        top = 2 ** _FLOAT_DIGITS[dtype]
+    else:
+        top = min(iinfo(dtype).max, _INT64_MAX)
+    if high is None:  # random_() or random_(from, None)
+        if low > top:
+            raise _C.FlambeauError(
+                f"[random_] expects 'from' to be less than 'to', but got from={low} >= to={top + 1} "
+                f"(the {dtype.name} maximum)"
+            )
+        return low, top
+    if low >= high:
+        raise _C.FlambeauError(f"[random_] expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype == _C.bool:
+        lowest, highest = 0, 1
+    elif dtype.is_floating_point:
+        lowest, highest = -finfo(dtype).max, finfo(dtype).max
+    else:
+        lowest, highest = iinfo(dtype).min, iinfo(dtype).max
+    if not lowest <= low <= highest:
+        raise _C.FlambeauError(f"[random_] from is out of bounds for {dtype.name}: {low} not in [{lowest}, {highest}]")
+    if not lowest <= high - 1 <= highest:
+        raise _C.FlambeauError(
+            f"[random_] to - 1 is out of bounds for {dtype.name}: {high - 1} not in [{lowest}, {highest}]"
+        )
+    return low, high - 1
+
+
+def random_(self: _C.Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> _C.Tensor:
+    """random_(from=0, to=None, *, generator=None) -> Tensor
+
+    Fills ``self`` with whole numbers drawn uniformly from ``[from, to - 1]``. ``random_(to)`` draws from
+    ``[0, to - 1]``; without ``to`` the range ends at the dtype's largest value: ``2**mantissa_digits`` for
+    a floating-point dtype (``2**24`` for float32, ``2**53`` for float64), so that every value drawn is
+    exact, the integer dtype's maximum otherwise (1 for bool). ``from`` is a keyword too
+    (``random_(**{"from": 2, "to": 5})``). Returns ``self``.
+
+    The draws are PyTorch's in distribution, not in value. One corner differs: the whole int64 range
+    (``from=-2**63`` with no ``to``) never draws ``2**63 - 1``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.empty(1000).random_(3, 7, generator=fc.Generator().manual_seed(0))
+        >>> sorted(set(x.tolist()))
+        [3.0, 4.0, 5.0, 6.0]
+        >>> bool(fc.empty(1000, dtype=fc.uint8).random_().max() > 200)
+        True
+    """
+    check_tensor("random_", self, "self")
+    low, high = _random_bounds(self, args, kwargs)
+    shape = tuple(self.shape)
+    if high < _INT64_MAX:
+        drawn = _C.randint(low, high + 1, shape, generator=generator, device=self.device)
+    elif low > -(2**63):  # [low, 2**63 - 1]: shifted down by one to keep the exclusive bound in int64
+        drawn = _C.randint(low - 1, high, shape, generator=generator, device=self.device).add_(1)
+    else:
+        drawn = _C.randint(low, high, shape, generator=generator, device=self.device)
+    return self.copy_(drawn)
+
+
 def randint_like(
     input: _C.Tensor,  # noqa: A002
     *bounds: Any,
@@ -198,5 +289,5 @@ def install() -> None:
     import flambeau_core
 
     flambeau_core.randint_like = randint_like
-    for fn in (exponential_, geometric_, cauchy_, log_normal_):
+    for fn in (exponential_, geometric_, cauchy_, log_normal_, random_):
         setattr(_C.Tensor, fn.__name__, fn)

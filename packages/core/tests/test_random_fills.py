@@ -246,3 +246,88 @@ def test_randint_like_errors():
         fc.randint_like(x, 2.5)
     with pytest.raises(TypeError, match=r"^\[randint_like\] expected randint_like\(input, high\)"):
         fc.randint_like(x, 1, 2, 3)
+
+
+# ---- random_ ----
+
+
+@pytest.mark.parametrize(
+    "dtype, args, kwargs",
+    [
+        ("float32", (3, 7), {}),
+        ("float64", (5,), {}),
+        ("int8", (-10, 10), {}),
+        ("uint8", (250, 256), {}),
+        ("int32", (-(2**31), -(2**31) + 3), {}),
+        ("int64", (), {"to": 4}),
+        ("float32", (2,), {"to": 5}),
+        ("int16", (), {"from": -3, "to": 0}),
+        ("bool", (0, 2), {}),
+        ("float16", (-2048, -2045), {}),
+        ("bfloat16", (0, 3), {}),
+    ],
+)
+def test_random_bounded_ranges_match_torch(dtype, args, kwargs):
+    ours = fc.empty(4000, dtype=getattr(fc, dtype)).random_(*args, generator=generator(), **kwargs)
+    theirs = torch.empty(4000, dtype=getattr(torch, dtype)).random_(*args, **kwargs)
+    assert ours.dtype == getattr(fc, dtype)
+    # every value of a small range is drawn, uniformly: the same set of values as torch's
+    assert sorted(set(ours.tolist())) == sorted(set(theirs.tolist()))
+    counts = np.unique(to_numpy(ours.to(fc.float64)), return_counts=True)[1]
+    assert counts.min() > 0.7 * counts.mean()
+
+
+@pytest.mark.parametrize(
+    "dtype, low, top",
+    [
+        ("float32", 0, 2**24),
+        ("float64", 0, 2**53),
+        ("float16", 0, 2**11),
+        ("bfloat16", 0, 2**8),
+        ("int8", 0, 127),
+        ("uint8", 0, 255),
+        ("int32", 0, 2**31 - 1),
+        ("int64", 0, 2**63 - 1),
+        ("bool", 0, 1),
+    ],
+)
+def test_random_default_range_per_dtype(dtype, low, top):
+    """random_() draws from [0, the dtype's top]: a sample spans most of it and never leaves it."""
+    x = to_numpy(fc.empty(4000, dtype=getattr(fc, dtype)).random_(generator=generator()).to(fc.float64))
+    assert x.min() >= low and x.max() <= top and x.max() > 0.9 * top
+    # random_(from, None) ends at the same top
+    t = torch.empty(4000, dtype=getattr(torch, dtype)).random_(low, None).to(torch.float64).numpy()
+    assert t.max() <= top
+    y = to_numpy(fc.empty(4000, dtype=getattr(fc, dtype)).random_(low, None, generator=generator()).to(fc.float64))
+    assert y.min() >= low and y.max() <= top and y.max() > 0.9 * top
+
+
+def test_random_fills_in_place_and_repeats_with_a_seed():
+    base = fc.zeros(4, 6)
+    view = base[:, ::2]
+    assert view.random_(1, 3, generator=generator(3)) is view
+    assert set(base[:, ::2].reshape(-1).tolist()) <= {1.0, 2.0} and base[:, 1::2].abs().sum().item() == 0
+    a = fc.empty(50).random_(100, generator=generator(8)).tolist()
+    assert a == fc.empty(50).random_(100, generator=generator(8)).tolist()
+
+
+@pytest.mark.parametrize(
+    "dtype, args, kwargs, error, message",
+    [
+        ("float32", (5, 3), {}, fc.FlambeauError, "expects 'from' to be less than 'to', but got from=5 >= to=3"),
+        ("int8", (0,), {}, fc.FlambeauError, "expects 'from' to be less than 'to', but got from=0 >= to=0"),
+        ("uint8", (0, 300), {}, fc.FlambeauError, "to - 1 is out of bounds for uint8"),
+        ("uint8", (-1, 3), {}, fc.FlambeauError, "from is out of bounds for uint8"),
+        ("bool", (0, 3), {}, fc.FlambeauError, "to - 1 is out of bounds for bool"),
+        ("float16", (0, 70000), {}, fc.FlambeauError, "to - 1 is out of bounds for float16"),
+        ("float32", (1.5,), {}, TypeError, "expected an int 'to', got float"),
+        ("float32", (), {"from": 2}, TypeError, "expected 'to' with 'from'"),
+        ("float32", (1, 2, 3), {}, TypeError, "expected random_"),
+        ("complex64", (), {}, TypeError, "expected a real floating-point, integer or bool tensor"),
+    ],
+)
+def test_random_errors_match_torch(dtype, args, kwargs, error, message):
+    with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+        torch.empty(3, dtype=getattr(torch, dtype)).random_(*args, **kwargs)
+    with pytest.raises(error, match=r"\[random_\] " + message.replace("(", r"\(")):
+        fc.empty(3, dtype=getattr(fc, dtype)).random_(*args, **kwargs)
