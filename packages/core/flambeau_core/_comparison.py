@@ -6,11 +6,12 @@ Composed of elementwise core ops; a tensor's values never pass through Python on
 from __future__ import annotations
 
 from flambeau_core import _C
+from flambeau_core.overrides import is_tensor_like
 
 
 def _check(name: str, input, other) -> None:
     for arg, value in (("input", input), ("other", other)):
-        if not isinstance(value, _C.Tensor):
+        if not is_tensor_like(value):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
             raise TypeError(f"[{name}] expected a Tensor as '{arg}', got {type(value).__name__}")
 
 

@@ -6,10 +6,11 @@ conjugate is materialised (a real tensor gives a transposed view)."""
 from __future__ import annotations
 
 from flambeau_core import _C
+from flambeau_core.overrides import is_tensor_like
 
 
 def _check(x, what: str, matrices_only: bool) -> None:
-    if not isinstance(x, _C.Tensor):
+    if not is_tensor_like(x):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
         raise TypeError(f"[{what.rstrip('()')}] expected a Tensor, got {type(x).__name__}")
     if matrices_only and x.dim() != 2:
         hint = " For batches of matrices, consider using tensor.mH" if x.dim() > 2 else ""

@@ -7,6 +7,7 @@ Composed of a broadcast difference and ``linalg.vector_norm`` (whose gradient is
 from __future__ import annotations
 
 from flambeau_core import _C
+from flambeau_core.overrides import is_tensor_like
 
 COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
@@ -26,7 +27,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         [[0.0], [5.0]]
     """
     for name, x in (("x1", x1), ("x2", x2)):
-        if not isinstance(x, _C.Tensor):
+        if not is_tensor_like(x):
             raise TypeError(f"[cdist] expected a Tensor as '{name}', got {type(x).__name__}")
         if not x.dtype.is_floating_point:
             raise TypeError(f"[cdist] expected floating-point tensors, got {name} of dtype {x.dtype}")
@@ -73,7 +74,7 @@ def dist(input, other, p: float = 2):  # noqa: A002
         5.0
     """
     for name, x in (("input", input), ("other", other)):
-        if not isinstance(x, _C.Tensor):
+        if not is_tensor_like(x):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
             raise TypeError(f"[dist] expected a Tensor as '{name}', got {type(x).__name__}")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"[dist] expected a real number p, got {type(p).__name__}")

@@ -26,6 +26,7 @@ from flambeau_core import _C
 from flambeau_core._composing import call_as, check_tensor, is_int
 from flambeau_core._copying import _no_grad
 from flambeau_core._splits import split_with_sizes, unsafe_split
+from flambeau_core.overrides import is_tensor_like
 
 _P = inspect.Parameter
 _REQUIRED = _P.empty
@@ -189,7 +190,7 @@ def _make_copy(spec: _ViewCopy) -> Callable:
         x, out = a.pop("input"), a.pop("out")
         check_tensor(name, x)
         result = call_as(name, spec.view, x, **a)
-        if isinstance(result, _C.Tensor):
+        if is_tensor_like(result):  # a tensor-like's view (vmap's BatchedTensor) is one tensor too
             return _C._copy_to_out(name, result.clone(memory_format=_C.contiguous_format), out, True)
         results = tuple(r.clone(memory_format=_C.contiguous_format) for r in result)
         if out is None:

@@ -30,6 +30,7 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 from flambeau_core._dtypes import iinfo
+from flambeau_core.overrides import is_tensor_like
 
 __all__ = [
     "amax",
@@ -64,7 +65,7 @@ def _shape(t: Tensor) -> tuple[int, ...]:
 
 
 def _check_tensor(input: Any, op: str, what: str = "input") -> None:
-    if not isinstance(input, Tensor):
+    if not is_tensor_like(input):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
         raise TypeError(f"[masked.{op}] expected {what} to be a Tensor, got {type(input).__name__}")
 
 
@@ -72,7 +73,7 @@ def _canonical_mask(input: Tensor, mask: Any, op: str, what: str = "mask") -> Te
     """The mask as a bool tensor of the input's shape (None stays None: everything masked in)."""
     if mask is None:
         return None
-    if not isinstance(mask, Tensor):
+    if not is_tensor_like(mask):
         raise TypeError(f"[masked.{op}] expected {what} to be a Tensor (bool) or None, got {type(mask).__name__}")
     if _shape(mask) != _shape(input):
         if mask.dim() > input.dim():
