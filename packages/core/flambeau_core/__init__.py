@@ -128,6 +128,11 @@ _protocols.install()  # format(t, spec), iter(t), x in t
 from flambeau_core import _tensor_queries  # noqa: E402,I001
 
 _tensor_queries.install()  # numel, is_nonzero, typename, ...; Tensor.nelement, nbytes, get_device, dim_order
+from flambeau_core import _fill_diagonal, _legacy_resize, _python_elementwise  # noqa: E402,I001
+
+_fill_diagonal.install()  # Tensor.fill_diagonal_
+_legacy_resize.install()  # Tensor.resize, resize_as (deprecated, out of place)
+_python_elementwise.install()  # Tensor.apply_, map_, map2_
 
 from flambeau_core import _legacy_types  # noqa: E402,I001
 

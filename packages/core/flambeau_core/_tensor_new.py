@@ -2,7 +2,8 @@
 
 ``x.new_zeros(2, 3)`` is ``zeros(2, 3, dtype=x.dtype, device=x.device)``; an
 explicit ``dtype`` or ``device`` wins. Model code uses them to make state that
-follows the weights' dtype and device (``weight.new_zeros(layers, batch, hidden)``).
+follows the weights' dtype and device (``weight.new_zeros(layers, batch, hidden)``). ``x.new(...)`` is
+PyTorch's legacy constructor of the same kind.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from flambeau_core import _C
 from flambeau_core._composing import call_as
+from flambeau_core._copying import _no_grad
 from flambeau_core.sparse import strided
 
 
@@ -105,6 +107,57 @@ def new_empty_strided(
     return call_as("new_empty_strided", _C.empty_strided, size, stride, **_options(self, dtype, device, requires_grad))
 
 
+def new(self, *args, device=None, **kwargs):
+    """new(*size, device=None) -> Tensor, new(data, device=None) -> Tensor, new(other) -> Tensor
+
+    PyTorch's legacy constructor, of this tensor's dtype (and device, unless ``device`` says otherwise):
+    ``x.new()`` is an empty tensor of shape ``(0,)``, ``x.new(2, 3)`` an uninitialised one of shape
+    ``(2, 3)``, ``x.new([1, 2])`` holds a copy of the data, and ``x.new(other)`` shares ``other``'s memory
+    (``other`` must have this tensor's dtype and device). A size is several ints or one tuple of ints:
+    flambeau's sizes (``x.shape``, ``x.size()``) are plain tuples, so ``x.new(y.size())`` makes a tensor of
+    that size, as in PyTorch, while ``x.new((2, 3))`` (data in PyTorch) does too; pass a list for data.
+    Prefer :meth:`new_empty`, :meth:`new_tensor` and friends in new code.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.zeros(1, dtype=fc.float64)
+        >>> x.new(2, 3).shape, x.new([1, 2]).tolist(), x.new().shape, x.new([1]).dtype
+        ((2, 3), [1.0, 2.0], (0,), flambeau.float64)
+    """
+    if kwargs:
+        raise TypeError(
+            f"[new] unexpected keyword arguments {sorted(kwargs)}: new() takes only 'device' "
+            "(new_empty/new_tensor take dtype and requires_grad)"
+        )
+    options = {"dtype": self.dtype, "device": self.device if device is None else device}
+    if not args:
+        return _C.empty((0,), **options)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, _C.Tensor):
+        if device is not None or first.dtype != self.dtype or first.device != self.device:
+            raise TypeError(
+                f"[new] expected a tensor of dtype {self.dtype.name} on {self.device} to share, got "
+                f"{first.dtype.name} on {first.device}{'' if device is None else f' and device={device}'}"
+            )
+        with _no_grad():  # an alias without first's gradient history, as PyTorch's legacy constructor
+            return first.as_strided(tuple(first.shape), first.stride(), first.storage_offset())
+    if all(_is_int(n) for n in args) or (len(args) == 1 and isinstance(first, tuple) and all(map(_is_int, first))):
+        size = tuple(first) if isinstance(first, tuple) else args
+        if any(n < 0 for n in size):
+            raise _C.FlambeauError(f"[new] Trying to create tensor with negative dimension: size {size}")
+        return _C.empty(size, **options)
+    if len(args) == 1 and isinstance(first, (list, tuple)):
+        return call_as("new", _C.tensor, first, **options)
+    raise TypeError(
+        f"[new] expected new(*size), new(data) with data a list, or new(tensor), got "
+        f"({', '.join(type(a).__name__ for a in args)})"
+    )
+
+
+def _is_int(n) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)
+
+
 def install() -> None:
-    for method in (new_full, new_zeros, new_ones, new_empty, new_tensor, new_empty_strided):
+    for method in (new, new_full, new_zeros, new_ones, new_empty, new_tensor, new_empty_strided):
         setattr(_C.Tensor, method.__name__, method)

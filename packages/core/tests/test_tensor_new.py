@@ -104,3 +104,46 @@ def test_new_empty_strided_errors():
         x.new_empty_strided((2, 3), 1)
     with pytest.raises(TypeError, match=r"^\[new_empty_strided\] expected a size of ints, got float at position 0"):
         x.new_empty_strided((2.0, 3), (1, 2))
+
+
+# ---- Tensor.new: the legacy constructor ----
+
+
+@pytest.mark.parametrize("name, ours, theirs", DTYPES)
+def test_new_forms_match_torch(name, ours, theirs):
+    x, t = fc.zeros(2, dtype=ours), torch.zeros(2, dtype=theirs)
+    assert (x.new().dtype, tuple(x.new().shape)) == (ours, tuple(t.new().shape)) == (ours, (0,))
+    assert tuple(x.new(2, 3).shape) == tuple(t.new(2, 3).shape) and x.new(2, 3).dtype == ours
+    assert x.new(fc.zeros(4, 5).size()).shape == tuple(t.new(torch.zeros(4, 5).size()).shape)
+    for data in ([1, 0], [[1, 2], [3, 0]], [], [True]):
+        got, expected = x.new(data), t.new(data)
+        assert got.dtype == ours and got.tolist() == expected.tolist()
+
+
+def test_new_of_a_tensor_shares_its_memory():
+    x, y = fc.zeros(1), fc.arange(6.0).reshape(2, 3)[:, 1:]
+    z = x.new(y)
+    assert z.data_ptr() == y.data_ptr() and z.stride() == y.stride() and z.tolist() == y.tolist()
+    z.fill_(7.0)
+    assert y.tolist() == [[7.0, 7.0], [7.0, 7.0]]
+    w = fc.ones(2, requires_grad=True) if hasattr(fc.Tensor, "backward") else None
+    if w is not None:
+        assert not x.new(w).requires_grad
+
+
+def test_new_errors_match_torch():
+    x, t = fc.zeros(1, dtype=fc.float64), torch.zeros(1, dtype=torch.float64)
+    cases = [
+        ((2.5,), {}, TypeError, r"\[new\] expected new\(\*size\), new\(data\)"),
+        ((fc.ones(2),), {}, TypeError, r"\[new\] expected a tensor of dtype float64 on \S+ to share, got float32"),
+        ((-1,), {}, fc.FlambeauError, r"\[new\] Trying to create tensor with negative dimension"),
+        ((3,), {"dtype": fc.int32}, TypeError, r"\[new\] unexpected keyword arguments \['dtype'\]"),
+        (("a",), {}, TypeError, r"\[new\] expected new"),
+    ]
+    for args, kwargs, error, message in cases:
+        targs = tuple(torch.ones(2) if isinstance(a, fc.Tensor) else a for a in args)
+        tkwargs = {k: torch.int32 for k in kwargs}
+        with pytest.raises((TypeError, RuntimeError)):
+            t.new(*targs, **tkwargs)
+        with pytest.raises(error, match=message):
+            x.new(*args, **kwargs)
