@@ -133,6 +133,9 @@ from flambeau_core import _fill_diagonal, _legacy_resize, _python_elementwise  #
 _fill_diagonal.install()  # Tensor.fill_diagonal_
 _legacy_resize.install()  # Tensor.resize, resize_as (deprecated, out of place)
 _python_elementwise.install()  # Tensor.apply_, map_, map2_
+from flambeau_core import _inplace_functions  # noqa: E402,I001
+
+_inplace_functions.install()  # abs_, sqrt_, clamp_, ...: torch's functions of the in-place methods
 
 from flambeau_core import _legacy_types  # noqa: E402,I001
 
