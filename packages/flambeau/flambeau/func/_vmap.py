@@ -37,6 +37,7 @@ from typing import Any
 
 import flambeau_core
 from flambeau_autograd.function import Function
+from flambeau_autograd.grad_mode import is_grad_enabled
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau.func._pytree import tree_flatten, tree_unflatten
@@ -95,6 +96,9 @@ class BatchedTensor:
         return self._value.dim() - 1
 
     ndim = property(dim)
+
+    def element_size(self) -> int:
+        return self._value.element_size()
 
     def numel(self) -> int:
         n = 1
@@ -174,8 +178,11 @@ class BatchedTensor:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(Tensor, name, None)
-        if method is None or name.startswith("__"):
+        # (pybind11 asks a foreign object for its conduit: a BatchedTensor has none, and the call is refused)
+        if method is None or name.startswith(("__", "_pybind11")):
             raise AttributeError(f"'BatchedTensor' object has no attribute '{name}'")
+        if isinstance(method, property):  # x.H, x.real: the getter on the batch
+            return _dispatch(method.fget, (self,), {})
         return functools.partial(_dispatch_method, name, self)
 
     def __getitem__(self, index: Any) -> BatchedTensor:
@@ -323,13 +330,14 @@ def _dispatch(func: Callable, args: tuple, kwargs: dict) -> Any:
     name = call.name
     if name in _RANDOM_OPS:
         _check_randomness(name)
-    rule = _RULES.get(name)
+    inplace = name.endswith("_") and not name.endswith("__")
+    rule = _RULES.get(name) or (_RULES.get(name[:-1]) if inplace else None)
     if rule is None:
         shape_rule = _shape_rules().get(name.rstrip("_") if name.endswith("_") else name)
         rule = _SHAPE_RULE_BATCHING.get(shape_rule or "")
     if rule is None:
         return _loop(call)
-    if name.endswith("_") and not name.endswith("__"):
+    if inplace:
         return _inplace(call, rule)
     return rule(call)
 
@@ -349,9 +357,13 @@ _TENSOR_PARAMS = frozenset({"self", "input", "other", "tensor", "mat2", "vec", "
 _SIGNATURE = re.compile(r"^(?:\d+\.\s*)?(\w+)\((.*)\)\s*->")
 
 
-def _signatures(func: Callable) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
-    """Each overload's (positional parameter names with ``self`` first for a method, keyword-only names),
-    from the signature lines that open the docstring (the table's, or pybind11's with types)."""
+_Overload = tuple[tuple[str, ...], frozenset[str], tuple[tuple[str, int], ...]]
+
+
+def _signatures(func: Callable) -> tuple[_Overload, ...]:
+    """Each overload's (positional parameter names with ``self`` first for a method, keyword-only names,
+    the non-negative int defaults of its dim parameters), from the signature lines that open the docstring
+    (the table's, or pybind11's with types)."""
     method = getattr(func, "__objclass__", None) is not None or getattr(Tensor, _op_name(func), None) is func
     return _parse_signatures(getattr(func, "__doc__", None) or "", method)
 
@@ -369,7 +381,7 @@ def _split_top_level(text: str) -> list[str]:
 
 
 @functools.cache
-def _parse_signatures(doc: str, method: bool) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+def _parse_signatures(doc: str, method: bool) -> tuple[_Overload, ...]:
     out = []
     for line in doc.splitlines():
         m = _SIGNATURE.match(line.strip())
@@ -377,7 +389,7 @@ def _parse_signatures(doc: str, method: bool) -> tuple[tuple[tuple[str, ...], fr
             if out:
                 break
             continue
-        positional, keyword, star = [], [], False
+        positional, keyword, star, defaults = [], [], False, []
         for part in _split_top_level(m.group(2)):
             p = part.split("=")[0].split(":")[0].strip()
             if p in ("*", "*args"):
@@ -385,9 +397,12 @@ def _parse_signatures(doc: str, method: bool) -> tuple[tuple[tuple[str, ...], fr
                 continue
             if p:
                 (keyword if star else positional).append(p)
+            default = part.split("=")[1].strip() if "=" in part else ""
+            if p in _DIM_PARAMS and default.isdigit():
+                defaults.append((p, int(default)))
         if method and (not positional or positional[0] != "self"):
             positional.insert(0, "self")
-        out.append((tuple(positional), frozenset(keyword)))
+        out.append((tuple(positional), frozenset(keyword), tuple(defaults)))
     return tuple(out)
 
 
@@ -396,27 +411,39 @@ def _fits(params: tuple, keyword: frozenset, args: list, kwargs: dict, strict: b
         return False
     for name, a in zip(params, args, strict=False):
         tensor = _is_tensorlike(a) or isinstance(a, _Batched)
-        if tensor and name in _DIM_PARAMS or strict and not tensor and isinstance(a, int) and name in _TENSOR_PARAMS:
+        # a dim is an int, not a tensor nor a bool (index_copy's source is a tensor, movedim's a dim)
+        if name in _DIM_PARAMS and (tensor and name != "source" or isinstance(a, bool)):
+            return False
+        if strict and not tensor and isinstance(a, int) and name in _TENSOR_PARAMS:
             return False
     return True
 
 
-def _param_names(call: _Call, args: list, kwargs: dict) -> tuple[str, ...]:
-    """The parameter name of each positional argument, for the first overload the call fits; () when the
-    function documents no signature."""
+def _overload(call: _Call, args: list, kwargs: dict) -> _Overload:
+    """The first overload the call fits; an empty one when the function documents no signature."""
     sigs = _signatures(call.func)
     for strict in (True, False):
-        for params, keyword in sigs:
-            if _fits(params, keyword, args, kwargs, strict):
-                return params
-    return ()
+        for sig in sigs:
+            if _fits(sig[0], sig[1], args, kwargs, strict):
+                return sig
+    return (), frozenset(), ()
+
+
+def _param_names(call: _Call, args: list, kwargs: dict) -> tuple[str, ...]:
+    """The parameter name of each positional argument, for the overload the call fits."""
+    return _overload(call, args, kwargs)[0]
 
 
 def _dim_slots(call: _Call, args: list, kwargs: dict) -> list[tuple[Any, Any]]:
-    """The (container, key) of each given argument that names a dim of the sample."""
-    names = _param_names(call, args, kwargs)
+    """The (container, key) of each argument that names a dim of the sample. A dim left to a non-negative
+    default (``cat``'s ``dim=0``) is written into ``kwargs`` first, so that it moves past the batch dim too."""
+    names, _, defaults = _overload(call, args, kwargs)
+    for name, value in defaults:
+        if name not in kwargs and name not in names[: len(args)]:
+            kwargs[name] = value
     slots: list[tuple[Any, Any]] = [(args, i) for i in range(min(len(args), len(names))) if names[i] in _DIM_PARAMS]
-    return slots + [(kwargs, k) for k in kwargs if k in _DIM_PARAMS]
+    slots += [(kwargs, k) for k in kwargs if k in _DIM_PARAMS]
+    return [(c, k) for c, k in slots if not (_is_tensorlike(c[k]) or isinstance(c[k], _Batched))]
 
 
 def _shift(d: Any) -> Any:
@@ -431,6 +458,48 @@ def _shift(d: Any) -> Any:
 def _shift_dims(call: _Call, args: list, kwargs: dict) -> None:
     for container, key in _dim_slots(call, args, kwargs):
         container[key] = _shift(container[key])
+
+
+# The last dim as a default (_dim_slots writes the non-negative defaults): given explicitly, it tells a
+# reduction that the op does not reduce every dim (mode), and a 0-d sample that a dim names it.
+_DEFAULT_DIMS: dict[str, dict[str, int]] = {
+    **dict.fromkeys(["mode", "sort", "argsort", "topk", "kthvalue", "glu", "diff"], {"dim": -1}),
+}
+
+
+def _give_default_dims(call: _Call, args: list, kwargs: dict) -> None:
+    defaults = _DEFAULT_DIMS.get(call.name)
+    if not defaults:
+        return
+    names = _param_names(call, args, kwargs)
+    if not names:
+        return
+    given = set(names[: len(args)]) | set(kwargs)
+    for param, d in defaults.items():
+        if param not in given:
+            kwargs[param] = d
+
+
+def _scalar_samples_lifted(call: _Call, rule: Callable) -> Any:
+    """An op given a dim on 0-d samples (where dims 0 and -1 both name the sample itself): run on 1-element
+    samples, and that dim taken out of each result again. None when the call is not one."""
+    batched = [a for a in call.args if isinstance(a, _Batched)]
+    if not batched or any(call.logical_dim(a) for a in batched):
+        return None
+    if not any(c[k] is not None for c, k in _dim_slots(call, list(call.args), dict(call.kwargs))):
+        return None
+    lifted = _with_args(call, [_Batched(a.value.unsqueeze(1)) if isinstance(a, _Batched) else a for a in call.args],
+                        call.kwargs)  # fmt: skip
+
+    def drop(r: Any) -> Any:
+        if isinstance(r, BatchedTensor) and r._level == call.level and r._value.dim() >= 2:
+            return BatchedTensor(r._value.squeeze(1), call.level)
+        if isinstance(r, tuple):
+            parts = [drop(x) for x in r]
+            return type(r)(*parts) if hasattr(r, "_fields") else tuple(parts)
+        return r
+
+    return drop(rule(lifted))
 
 
 # ---- generic rules
@@ -459,6 +528,11 @@ def _expand(x: Any, call: _Call) -> _Batched:
 def _elementwise(call: _Call) -> Any:
     """Broadcasting ops: samples padded to one rank behind the batch dim (unbatched ones broadcast)."""
     args, kwargs = list(call.args), dict(call.kwargs)
+    _give_default_dims(call, args, kwargs)
+    call = _with_args(call, args, kwargs)
+    lifted = _scalar_samples_lifted(call, _elementwise)
+    if lifted is not None:
+        return lifted
     slots = _tensor_slots(args, kwargs)
     rank = max(call.logical_dim(c[k]) for c, k in slots)
     for c, k in slots:
@@ -475,19 +549,38 @@ def _all_batched(call: _Call) -> Any:
         c[k] = _expand(c[k], call)
     for i, a in enumerate(args):
         if isinstance(a, (list, tuple)) and any(_is_tensorlike(x) or isinstance(x, _Batched) for x in a):
+            if call.name in ("cat", "concat", "concatenate"):
+                a = _without_legacy_empty(a, call)
             args[i] = type(a)(_expand(x, call) for x in a)
     _shift_dims(call, args, kwargs)
     return call.wrap(call.call(args, kwargs))
 
 
+def _without_legacy_empty(tensors: Any, call: _Call) -> list:
+    """cat skips a sample of shape (0,) among tensors of another rank; batched, it would have rank 2."""
+    shapes = [tuple(t.value.shape[1:]) if isinstance(t, _Batched) else tuple(t.shape) for t in tensors]
+    kept = [t for t, s in zip(tensors, shapes, strict=True) if s != (0,)]
+    return kept if kept else list(tensors)
+
+
 def _reduction(call: _Call) -> Any:
     """A reduction over the sample's dims: an absent (or None) dim means all of them."""
     args, kwargs = list(call.args), dict(call.kwargs)
+    if any(_is_tensorlike(a) or isinstance(a, _Batched) for a in [*args[1:2], kwargs.get("other")]):
+        return _elementwise(call)  # max(input, other), min(input, other): elementwise
     x = args[0]
     if not isinstance(x, _Batched):
         return _loop(call)
+    if call.name in ("std", "var", "std_mean", "var_mean") and len(args) == 2 and isinstance(args[1], bool):
+        args, kwargs["correction"] = [x], int(args[1])  # std(x, unbiased): the overload with dims
+    _give_default_dims(call, args, kwargs)
+    call = _with_args(call, args, kwargs)
+    lifted = _scalar_samples_lifted(call, _reduction)
+    if lifted is not None:
+        return lifted
+    args, kwargs = list(call.args), dict(call.kwargs)
     slots = _dim_slots(call, args, kwargs)
-    if any(c[k] is not None for c, k in slots):
+    if any(c[k] is not None and c[k] != () and c[k] != [] for c, k in slots):  # dim=() is every dim
         _shift_dims(call, args, kwargs)
         return call.wrap(call.call(args, kwargs))
     # Every dim of the sample: flattened to one dim and reduced along it.
@@ -513,6 +606,14 @@ def _reduction(call: _Call) -> Any:
     return call.wrap(result)
 
 
+def _with_args(call: _Call, args: list, kwargs: dict) -> _Call:
+    """The same call with other (unwrapped) arguments."""
+    other = _Call.__new__(_Call)
+    other.__dict__.update(call.__dict__)
+    other.args, other.kwargs = list(args), dict(kwargs)
+    return other
+
+
 def _reshape_all(result: Any, batch: int, rank: int) -> Any:
     if isinstance(result, tuple):
         out = [r.reshape(batch, *([1] * rank)) for r in result]
@@ -528,7 +629,10 @@ def _inplace(call: _Call, rule: Callable) -> Any:
             "`other` in extra_args that has more elements than `self`. This happened due to `other` being vmapped "
             "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead."
         )
-    rule(call)
+    result = rule(call)
+    if isinstance(result, BatchedTensor) and result._value is not self.value:
+        # A rule that composes other ops (masked_fill as where) made a new tensor: it goes into self.
+        self.value.copy_(result._value)
     return BatchedTensor(self.value, call.level)
 
 
@@ -538,13 +642,13 @@ _warned: set[str] = set()
 def _loop(call: _Call) -> Any:
     """No batching rule: the op runs once per sample and the results are stacked (warned once per op)."""
     if call.name not in _warned:
-        _warned.add(call.name)
         warnings.warn(
             f"flambeau.func.vmap: there is no batching rule for '{call.name}'; it runs once per sample in a loop "
             "over the batch, which is slow.",
             UserWarning,
             stacklevel=4,
         )
+        _warned.add(call.name)  # after: a warning filtered into an error (jacrev's probe) is not spent
 
     def sample(a: Any, i: int) -> Any:
         if isinstance(a, _Batched):
@@ -553,11 +657,17 @@ def _loop(call: _Call) -> Any:
             return type(a)(sample(x, i) for x in a)
         return a
 
-    results = [
-        _apply(call.func, [sample(a, i) for a in call.args], {k: sample(v, i) for k, v in call.kwargs.items()})
-        for i in range(call.batch_size)
-    ]
-    if call.name.endswith("_") and not call.name.endswith("__") and isinstance(call.args[0], _Batched):
+    inplace = call.name.endswith("_") and not call.name.endswith("__") and isinstance(call.args[0], _Batched)
+    results = []
+    for i in range(call.batch_size):
+        args = [sample(a, i) for a in call.args]
+        target = args[0]
+        if inplace and not target.is_contiguous():  # an op that writes only contiguous memory
+            args[0] = target.contiguous()
+        results.append(_apply(call.func, args, {k: sample(v, i) for k, v in call.kwargs.items()}))
+        if inplace and args[0] is not target:
+            target.copy_(args[0])
+    if inplace:
         return BatchedTensor(call.args[0].value, call.level)
     return call.wrap(_stack_results(results, call.name))
 
@@ -615,11 +725,13 @@ def _views(call: _Call) -> Any:
     """View and shape ops whose arguments name the sample's dims."""
     args, kwargs = list(call.args), dict(call.kwargs)
     x = args[0]
-    if not isinstance(x, _Batched):
-        return _loop(call)
+    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in [*args[1:], *kwargs.values()]):
+        return _loop(call)  # a batched shape argument (tensor_split's indices)
     b, rank, name = call.batch_size, call.logical_dim(x), call.name
-    sized = len(args) > 1 and isinstance(args[1], (int, list, tuple)) or "shape" in kwargs or "size" in kwargs
-    if name in ("view", "reshape") and sized:
+    if name in ("expand_as", "view_as", "reshape_as"):
+        other = args[1]
+        args, name = [x, tuple(other.value.shape[1:] if isinstance(other, _Batched) else other.shape)], name[:-3]
+    if name in ("view", "reshape") and (len(args) == 1 or isinstance(args[1], (int, list, tuple))):
         return call.wrap(getattr(x.value, name)(b, *_sizes_arg(args, kwargs, "shape", "size")))
     if name == "permute":
         dims = _sizes_arg(args, kwargs, "dims")
@@ -636,6 +748,7 @@ def _views(call: _Call) -> Any:
             return call.wrap(x.value.reshape(b, 1))
         if len(args) == 1 and "start_dim" not in kwargs:
             kwargs["start_dim"] = 0
+    _give_default_dims(call, args, kwargs)
     _shift_dims(call, args, kwargs)
     return call.wrap(call.call(args, kwargs))
 
@@ -701,14 +814,64 @@ def _matmul(call: _Call) -> Any:
             return call.wrap(_SharedRight.apply(av, bv))
         return call.wrap(flambeau_core.matmul(av, bv))
     if ab:  # [B, (n,) k] @ b
+        if rb == 2 and _is_shared(a.value):
+            return call.wrap(_SharedOperand.apply(a.value, b, True))
         return call.wrap(flambeau_core.matmul(a.value, b))
     # a @ [B, k, (m)]
     bv = b.value
+    if ra == 2 and _is_shared(bv):
+        return call.wrap(_SharedOperand.apply(bv, a, False))
     if rb == 1:
         return call.wrap(flambeau_core.matmul(bv, a.mT if ra == 2 else a))
     if ra == 1:
         return call.wrap(flambeau_core.matmul(a, bv))
     return call.wrap(flambeau_core.matmul(a, bv))
+
+
+def _is_shared(value: Any) -> bool:
+    """A batch that is one value expanded (batch stride 0), as grad inside vmap makes of an unbatched input."""
+    return isinstance(value, Tensor) and value.shape[0] > 1 and value.stride(0) == 0
+
+
+class _SharedOperand(Function):
+    """``x[b] @ w`` (``batch_on_left``) or ``w @ x[b]`` for an unbatched matrix ``w`` and a batch ``x`` that is
+    one value expanded: the product is computed once (its rows are equal) and each sample's gradient of
+    ``x`` is one batched product, where the plain rule would multiply every copy (Note [jacrev by vmap])."""
+
+    @staticmethod
+    def forward(ctx: Any, batch: Tensor, w: Tensor, batch_on_left: bool) -> Tensor:
+        ctx.save_for_backward(batch, w)
+        ctx.batch_on_left = batch_on_left
+        one = batch[0]
+        r = flambeau_core.matmul(one, w) if batch_on_left else flambeau_core.matmul(w, one)
+        return r.unsqueeze(0).expand(batch.shape[0], *r.shape).contiguous()
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple:
+        batch, w = ctx.saved_tensors
+        if is_grad_enabled():  # a graph of the backward (hessian): the batched formula keeps each sample's path
+            return _shared_operand_backward_batched(batch, w, g, ctx.batch_on_left)
+        one, total = batch[0], g.sum(0)
+        if ctx.batch_on_left:  # y = x @ w: dx = g @ w^T, dw = x^T (sum g)
+            grad_batch = flambeau_core.matmul(g, w.mT)
+            grad_w = one.unsqueeze(-1) * total.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(one.mT, total)
+        else:  # y = w @ x: dx = w^T g, dw = (sum g) x^T
+            grad_batch = flambeau_core.matmul(g, w) if one.dim() == 1 else flambeau_core.matmul(w.mT, g)
+            grad_w = total.unsqueeze(-1) * one.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(total, one.mT)
+        return grad_batch, grad_w if ctx.needs_input_grad[1] else None, None
+
+
+def _shared_operand_backward_batched(batch: Tensor, w: Tensor, g: Tensor, batch_on_left: bool) -> tuple:
+    """_SharedOperand's gradients without using that the batch's rows are equal (differentiable in them)."""
+    vector = batch.dim() == 2  # samples are vectors
+    if batch_on_left:
+        x = batch.unsqueeze(1) if vector else batch
+        gg = g.unsqueeze(1) if vector else g
+        return flambeau_core.matmul(g, w.mT), flambeau_core.matmul(x.mT, gg).sum(0), None
+    x = batch.unsqueeze(-1) if vector else batch
+    gg = g.unsqueeze(-1) if vector else g
+    grad_batch = flambeau_core.matmul(g, w) if vector else flambeau_core.matmul(w.mT, g)
+    return grad_batch, flambeau_core.matmul(gg, x.mT).sum(0), None
 
 
 class _SharedRight(Function):
@@ -724,7 +887,8 @@ class _SharedRight(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple:
         a, m = ctx.saved_tensors
-        grad_a = flambeau_core.matmul(g, m[0].mT)
+        # m[0] is every sample's matrix; in a graph of the backward (hessian) m itself keeps their paths apart.
+        grad_a = flambeau_core.matmul(g, (m if is_grad_enabled() else m[0]).mT)
         # m is usually a transposed weight: its per-sample gradient made in the weight's own layout
         # (a view back) saves a transposing copy of the largest tensor of the step.
         grad_m = flambeau_core.matmul(g.mT, a).mT if m.stride(-2) == 1 else flambeau_core.matmul(a.mT, g)
@@ -784,10 +948,10 @@ def _conv(call: _Call) -> Any:
 def _images(call: _Call) -> Any:
     """Pooling on [C, ...] or [N, C, ...] samples: the batch joins the images."""
     x = call.args[0]
-    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in call.args[1:]):
+    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in [*call.args[1:], *call.kwargs.values()]):
         return _loop(call)
     b, v = call.batch_size, x.value
-    spatial = int(call.name.split("pool")[1][0])
+    spatial = _IMAGE_OPS[call.name]
     many = v.dim() == spatial + 3  # [B, N, C, ...]
     result = call.call([_Batched(v.flatten(0, 1) if many else v), *call.args[1:]], call.kwargs)
 
@@ -849,20 +1013,27 @@ def _repeat(call: _Call) -> Any:
 
 
 _REDUCTIONS = (
-    "mean sum nansum nanmean prod all any std var std_mean var_mean logsumexp norm count_nonzero amax "
+    "kthvalue mean sum nansum nanmean prod all any std var std_mean var_mean logsumexp norm count_nonzero amax "
     "amin argmax argmin max min median nanmedian mode aminmax"
 )
-_SAME_WITH_DIM = "softmax log_softmax cumsum cumprod cummax cummin logcumsumexp sort argsort flip roll diff"
+_SAME_WITH_DIM = "topk glu softmax log_softmax cumsum cumprod cummax cummin logcumsumexp sort argsort flip roll diff"
 _VIEWS = (
-    "view reshape permute expand broadcast_to squeeze unsqueeze transpose swapaxes swapdims flatten "
-    "unflatten movedim moveaxis select narrow split chunk tensor_split contiguous clone detach diagonal "
-    "tril triu"
+    "expand_as view_as reshape_as view reshape permute expand broadcast_to squeeze unsqueeze transpose swapaxes "
+    "swapdims flatten unflatten movedim moveaxis select narrow split chunk tensor_split contiguous clone detach "
+    "diagonal tril triu"
 )
 _ELEMENTWISE_EXTRA = (
-    "where lerp addcmul addcdiv clamp clip clamp_min clamp_max masked_fill pow float_power xlogy copysign "
+    "lerp addcmul addcdiv clamp clip clamp_min clamp_max pow float_power xlogy copysign "
     "nan_to_num relu gelu silu sigmoid tanh threshold leaky_relu elu selu softplus hardtanh mish logit to "
-    "type_as float double half bfloat16 long int bool"
+    "type_as angle conj real deg2rad rad2deg fmax fmin "
+    "heaviside ldexp logaddexp2 square polygamma mvlgamma rsub zero copy"
 )
+_IMAGE_OPS = {
+    "max_pool2d": 2, "avg_pool2d": 2, "max_pool2d_with_indices": 2, "adaptive_avg_pool2d": 2,
+    "adaptive_max_pool2d": 2, "max_pool1d_with_indices": 1, "avg_pool1d": 1, "adaptive_avg_pool1d": 1,
+    "adaptive_max_pool1d": 1, "upsample_bilinear2d": 2, "im2col": 2, "pixel_shuffle": 2, "pixel_unshuffle": 2,
+    "conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3, "upsample_nearest2d": 2, "col2im": 1,
+}  # fmt: skip
 
 _RULES: dict[str, Callable] = {}
 _RULES.update(dict.fromkeys(_REDUCTIONS.split(), _reduction))
@@ -874,7 +1045,7 @@ _RULES.update({"unbind": _unbind, "stack": _all_batched, "cat": _all_batched, "c
 _RULES.update(dict.fromkeys(["matmul", "mm", "mv", "dot", "_dot", "bmm"], _matmul))
 _RULES.update({"_cross_entropy": _cross_entropy, "repeat": _repeat, "native_dropout": _elementwise})
 _RULES.update({"linear": _linear, "conv1d": _conv, "conv2d": _conv, "conv3d": _conv})
-_RULES.update(dict.fromkeys(["max_pool2d", "avg_pool2d", "max_pool2d_with_indices", "adaptive_avg_pool2d"], _images))
+_RULES.update(dict.fromkeys(_IMAGE_OPS, _images))
 
 # The table's shape rules (Note [Shape rules for Python]) name the generic rule of most ops.
 _SHAPE_RULE_BATCHING: dict[str, Callable] = {
@@ -886,6 +1057,13 @@ _SHAPE_RULE_BATCHING: dict[str, Callable] = {
     "index_select": _all_batched,
     "cat": _all_batched,
 }
+
+# The rules written for op families (norms, losses, linear algebra, indexing, stacking) are in
+# _batching_rules, built on this module's helpers, so they are imported once those exist.
+from flambeau.func import _batching_rules  # noqa: E402
+
+_RULES.update(_batching_rules.RULES)
+_SHAPE_RULE_BATCHING.update(_batching_rules.SHAPE_RULES)
 
 
 # ---- vmap

@@ -1,0 +1,382 @@
+"""Batching rules written for op families (Note [vmap on __torch_function__] in ``_vmap.py``): norms, losses,
+matrix functions, indexing, stacking, and the layout of conversions. Each takes a ``_Call`` (the op with its
+level's BatchedTensors unwrapped into ``_Batched`` markers, batch dim in front) and returns the result at
+that level; one that cannot batch a call (a batched argument it has no way to fold in) runs the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import flambeau_core
+
+from flambeau.func._vmap import (
+    BatchedTensor,
+    _all_batched,
+    _apply,
+    _Batched,
+    _Call,
+    _elementwise,
+    _expand,
+    _is_tensorlike,
+    _loop,
+    _pad,
+    _param_names,
+    _shift,
+    _shift_dims,
+    _sizes_arg,
+    _tensor_slots,
+    _views,
+    _with_args,
+)
+
+
+def _masked_fill(call: _Call) -> Any:
+    """masked_fill with a batched mask or value: ``where(mask, value, input)`` on the padded samples."""
+    x, mask, value = (list(call.args) + [call.kwargs.get("mask"), call.kwargs.get("value")])[:3]
+    if not isinstance(mask, _Batched) and not isinstance(value, _Batched):
+        return _elementwise(call)
+    rank = max(call.logical_dim(x), call.logical_dim(mask))
+    xv = _pad(_expand(x, call), rank, call).value
+    mv = _pad(_expand(mask, call), rank, call).value
+    if isinstance(value, _Batched):
+        value = _pad(value, rank, call).value.to(xv.dtype)
+    elif _is_tensorlike(value):
+        value = value.to(xv.dtype)
+    else:
+        value = flambeau_core.scalar_tensor(value, dtype=xv.dtype)
+    return call.wrap(flambeau_core.where(mv, value, xv))
+
+
+def _indexed(call: _Call) -> Any:
+    """gather/scatter and kin, whose index has the input's rank: every tensor batched, the dim shifted."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    names = _param_names(call, args, kwargs)
+    if "dim" not in names[: len(args)] and kwargs.get("dim") is None or call.logical_dim(_expand(args[0], call)) == 0:
+        return _loop(call)  # take_along_dim without a dim indexes the flattened input; a 0-d input has no dim
+    return _all_batched(call)
+
+
+def _index_along(call: _Call) -> Any:
+    """index_add/index_copy/index_fill: a 1-d index into one dim; input and source batched, the index not."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    index = args[2] if len(args) > 2 else kwargs.get("index")
+    value = args[3] if call.name == "index_fill" and len(args) > 3 else kwargs.get("value")
+    if isinstance(index, _Batched) or isinstance(value, _Batched) or call.logical_dim(args[0]) == 0:
+        return _loop(call)
+    args[0] = _expand(args[0], call)
+    if len(args) > 3 and (_is_tensorlike(args[3]) or isinstance(args[3], _Batched)) and call.name != "index_fill":
+        args[3] = _expand(args[3], call)
+    if _is_tensorlike(kwargs.get("source")) or isinstance(kwargs.get("source"), _Batched):
+        kwargs["source"] = _expand(kwargs["source"], call)
+    _shift_dims(call, args, kwargs)
+    return call.wrap(call.call(args, kwargs))
+
+
+def _layout_free(call: _Call) -> Any:
+    """to/contiguous: a memory format is a layout of the sample the batch cannot keep (channels_last of a
+    5-d physical tensor); the values do not depend on it."""
+    kwargs = {k: v for k, v in call.kwargs.items() if k != "memory_format"}
+    return _elementwise(_with_args(call, call.args, kwargs))
+
+
+def _pointwise_loss(call: _Call) -> Any:
+    """mse/l1/huber/smooth l1/binary cross entropy: elementwise losses (reduction 'none') reduced per sample."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    names = _param_names(call, args, kwargs)
+    slot = names.index("reduction") if "reduction" in names else len(args)
+    if slot < len(args):
+        reduction, args[slot] = args[slot], 0
+    else:
+        reduction, kwargs["reduction"] = kwargs.get("reduction", 1), 0
+    # The losses take an input and target of one shape (no broadcasting): every tensor batched.
+    for c, k in _tensor_slots(args, kwargs):
+        c[k] = _expand(c[k], call)
+    out = _elementwise(_with_args(call, args, kwargs))
+    if reduction == 0:
+        return out
+    flat = out._value.reshape(call.batch_size, -1)
+    return BatchedTensor(flat.sum(1) if reduction == 2 else flat.mean(1), call.level)
+
+
+def _batch_in_front(call: _Call) -> Any:
+    """Ops over trailing dims that take any leading ones (layer norm, matrix functions): the batch dim is
+    one more, when only the input is batched."""
+    x, *rest = call.args
+    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in [*rest, *call.kwargs.values()]):
+        return _loop(call)
+    return call.wrap(call.call(call.args, call.kwargs))
+
+
+def _embedding(call: _Call) -> Any:
+    """embedding(weight, indices): batched indices look up the shared table; a batched table loops."""
+    weight = call.args[0]
+    if isinstance(weight, _Batched) or not isinstance(call.args[1], _Batched):
+        return _loop(call)
+    return call.wrap(call.call(call.args, call.kwargs))
+
+
+def _pad_nd(call: _Call) -> Any:
+    """Padding of the last dims: a constant pad of any rank is padded as is; the other modes take [C, ...]
+    or [N, C, ...], the batch joining N."""
+    names = ("input", "pad", "mode", "value")
+    bound = {"mode": "constant", **dict(zip(names, call.args, strict=False)), **call.kwargs}
+    x = bound["input"]
+    if not isinstance(x, _Batched):
+        return _loop(call)
+    padded = len(bound["pad"]) // 2
+    rank = call.logical_dim(x)
+    if bound["mode"] == "constant" or rank == padded + 1:
+        return call.wrap(call.call(call.args, call.kwargs))
+    if rank != padded + 2:
+        return _loop(call)
+    v = x.value
+    out = _apply(call.func, [v.flatten(0, 1), *[bound[k] for k in names[1:] if k in bound]], {})
+    return call.wrap(out.unflatten(0, (call.batch_size, v.shape[1])))
+
+
+def _matrix_entries(call: _Call) -> Any:
+    """trace/diag/fliplr/flipud/ravel/tile/rot90/msort/t on the sample, composed of batched views."""
+    x = call.args[0]
+    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in [*call.args[1:], *call.kwargs.values()]):
+        return _loop(call)
+    v, rank, name, b = x.value, call.logical_dim(x), call.name, call.batch_size
+    rest = list(call.args[1:])
+    if name == "t" and rank <= 2:
+        return call.wrap(v.transpose(1, 2) if rank == 2 else v)
+    if name == "trace" and rank == 2:
+        return call.wrap(v.diagonal(0, 1, 2).sum(-1))
+    if name == "diag" and rank in (1, 2):
+        offset = rest[0] if rest else call.kwargs.get("diagonal", 0)
+        return call.wrap(v.diagonal(offset, 1, 2) if rank == 2 else flambeau_core.diag_embed(v, offset))
+    if name in ("fliplr", "flipud") and rank >= (2 if name == "fliplr" else 1):
+        return call.wrap(v.flip(2 if name == "fliplr" else 1))
+    if name == "ravel":
+        return call.wrap(v.reshape(b, -1))
+    if name == "tile":
+        sizes = _sizes_arg(list(call.args), dict(call.kwargs), "dims")
+        sizes = (1,) * (rank - len(sizes)) + tuple(sizes)
+        return call.wrap(_pad(x, len(sizes), call).value.repeat(1, *sizes))
+    if name == "rot90" and rank >= 2:
+        k = rest[0] if rest else call.kwargs.get("k", 1)
+        dims = rest[1] if len(rest) > 1 else call.kwargs.get("dims", (0, 1))
+        return call.wrap(flambeau_core.rot90(v, k, [_shift(d % rank) for d in dims]))
+    if name == "msort" and rank >= 1:
+        return call.wrap(flambeau_core.sort(v, dim=1)[0])
+    return _loop(call)
+
+
+def _scaled_products(call: _Call) -> Any:
+    """addmm/addmv/addr/baddbmm/addbmm: ``beta * input + alpha * product``, the product batched by the
+    product's own rule (beta 0 ignores input, NaNs included, as the op does)."""
+    names = ("input", "a", "b")
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    beta, alpha = bound.get("beta", 1), bound.get("alpha", 1)
+    a, m = (_rewrap(bound[k], call) for k in ("a", "b"))
+    if call.name == "addr":
+        product = flambeau_core.mul(a.unsqueeze(-1), m)
+    else:
+        product = flambeau_core.matmul(a, m)
+        if call.name == "addbmm":
+            product = product.sum(0)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    inp = _rewrap(bound["input"], call)
+    return (inp * beta if beta != 1 else inp) + product
+
+
+def _where(call: _Call) -> Any:
+    """where(condition, input, other) is elementwise; where(condition) is nonzero, one shape per sample."""
+    if len(call.args) + len(call.kwargs) == 1:
+        return _loop(call)
+    return _elementwise(call)
+
+
+def _view_as_complex(call: _Call) -> Any:
+    """The batch dim may sit anywhere in memory (in_dims): the samples are laid out as the op needs."""
+    x = call.args[0]
+    v = x.value
+    if v.stride(-1) != 1 or any(st % 2 for st in v.stride()[:-1]):
+        v = v.contiguous()
+    return call.wrap(_apply(call.func, [v], {}))
+
+
+def _rewrap(x: Any, call: _Call) -> Any:
+    return BatchedTensor(x.value, call.level) if isinstance(x, _Batched) else x
+
+
+def _layer_norm(call: _Call) -> Any:
+    """native_layer_norm: with a batched weight or bias, normalized without them and scaled after."""
+    names = ("input", "normalized_shape", "weight", "bias", "eps")
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    weight, bias = bound.get("weight"), bound.get("bias")
+    if not isinstance(weight, _Batched) and not isinstance(bias, _Batched):
+        return _batch_in_front(call)
+    xv = _expand(bound["input"], call).value
+    out, mean, rstd = _apply(call.func, [xv, bound["normalized_shape"], None, None, bound["eps"]], {})
+    y = _affine(BatchedTensor(out, call.level), weight, bias, call, ())
+    return y, BatchedTensor(mean, call.level), BatchedTensor(rstd, call.level)
+
+
+def _affine(y: BatchedTensor, weight: Any, bias: Any, call: _Call, trailing: tuple) -> BatchedTensor:
+    """``y * weight + bias`` on the samples, weight and bias viewed with ``trailing`` unit dims."""
+    if weight is not None:
+        w = _rewrap(weight, call)
+        y = y * (w.reshape(*w.shape, *trailing) if trailing else w)
+    if bias is not None:
+        b = _rewrap(bias, call)
+        y = y + (b.reshape(*b.shape, *trailing) if trailing else b)
+    return y
+
+
+def _group_norm(call: _Call) -> Any:
+    """native_group_norm on [N, C, ...] samples: the batch joins the N images (the statistics are per
+    image); a batched weight or bias is applied after."""
+    names = ("input", "weight", "bias", "batch", "channels", "hxw", "group", "eps")
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    x, b, n = _expand(bound["input"], call), call.batch_size, bound["batch"]
+    weight, bias = bound["weight"], bound["bias"]
+    per_sample = isinstance(weight, _Batched) or isinstance(bias, _Batched)
+    if per_sample:
+        bound["weight"] = bound["bias"] = None
+    bound["input"], bound["batch"] = x.value.flatten(0, 1) if call.logical_dim(x) > 1 else x.value, b * n
+    out, mean, rstd = _apply(call.func, [bound[k] for k in names], {})
+    y = BatchedTensor(out.reshape(x.value.shape), call.level)
+    if per_sample:
+        y = _affine(y, weight, bias, call, (1,) * (call.logical_dim(x) - 2))
+    return y, BatchedTensor(mean.reshape(b, n, -1), call.level), BatchedTensor(rstd.reshape(b, n, -1), call.level)
+
+
+def _batch_norm(call: _Call) -> Any:
+    """native_batch_norm on [N, C, ...] samples: each sample's channels become channels of one batch norm
+    (N images of B*C channels), its parameters and statistics laid out [B, C]. Training that updates
+    shared running statistics runs the loop, which updates them sample after sample."""
+    names = ("input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps")
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    x, training = bound["input"], bound["training"]
+    stats = [bound[k] for k in ("running_mean", "running_var")]
+    if call.logical_dim(_expand(x, call)) < 2 or training and any(s is not None for s in stats):
+        return _loop(call)
+    b = call.batch_size
+    v = _expand(x, call).value  # [B, N, C, ...]
+    n, c = v.shape[1], v.shape[2]
+    for k in ("weight", "bias", "running_mean", "running_var"):
+        p = bound[k]
+        if p is not None:
+            # a copy: an unbatched parameter expanded is a view the op may not take (running stats)
+            bound[k] = _expand(p, call).value.reshape(b * c).contiguous()
+    bound["input"] = v.transpose(0, 1).reshape(n, b * c, *v.shape[3:])
+    out, mean, invstd = _apply(call.func, [bound[k] for k in names], {})
+    out = out.reshape(n, b, c, *v.shape[3:]).transpose(0, 1)
+    return tuple(BatchedTensor(r, call.level) for r in (out, *(s.reshape(b, s.numel() // b) for s in (mean, invstd))))
+
+
+def _matrix_batch(call: _Call) -> Any:
+    """_linalg_solve/_linalg_lstsq/_linalg_pinv, whose arguments share their batch dims: all batched. An
+    output that is empty for an empty sample (lstsq's residuals) gets its batch dim too."""
+    if any(isinstance(a, _Batched) and a.value.numel() == 0 for a in call.args):
+        return _loop(call)
+    if call.name == "_linalg_pinv":  # atol and rtol broadcast against the matrices' batch dims
+        rank = call.logical_dim(_expand(call.args[0], call)) - 2
+        args = [call.args[0], *(_pad(_expand(a, call), rank, call) for a in call.args[1:3]), *call.args[3:]]
+        call = _with_args(call, args, call.kwargs)
+    result = _all_batched(call)
+    if not isinstance(result, tuple):
+        return result
+    b = call.batch_size
+    parts = [
+        BatchedTensor(r._value.reshape(b, 0), call.level) if r._value.numel() == 0 and r._value.dim() < 2 else r
+        for r in result
+    ]
+    return type(result)(*parts) if hasattr(result, "_fields") else tuple(parts)
+
+
+def _index_select(call: _Call) -> Any:
+    """index_select: a shared index selects from each sample; a batched one is a gather, its index laid
+    along the dim."""
+    bound = dict(zip(("input", "dim", "index"), call.args, strict=False)) | call.kwargs
+    x, index = _expand(bound.get("input", bound.get("self")), call), bound["index"]
+    rank = call.logical_dim(x)
+    if rank == 0:
+        return _loop(call)
+    if not isinstance(index, _Batched):
+        return call.wrap(flambeau_core.index_select(x.value, bound["dim"] % rank + 1, index))
+    b, d = call.batch_size, bound["dim"] % rank
+    iv = index.value.reshape(b, -1)
+    shape = list(x.value.shape)
+    shape[d + 1] = iv.shape[1]
+    iv = iv.reshape(b, *(1,) * d, iv.shape[1], *(1,) * (rank - d - 1)).expand(*shape)
+    return call.wrap(flambeau_core.gather(x.value, d + 1, iv))
+
+
+def _atleast(call: _Call) -> Any:
+    """_atleast_1d/2d/3d: the sample's shape with unit dims added as PyTorch places them."""
+    x = call.args[0]
+    rank, want, v = call.logical_dim(x), int(call.name[-2]), x.value
+    if rank >= want:
+        return call.wrap(v)
+    # 0-d -> [1]*want; 1-d [n] -> [1, n] (and [1, n, 1]); 2-d [m, n] -> [m, n, 1]
+    if rank == 0:
+        return call.wrap(v.reshape(call.batch_size, *(1,) * want))
+    if rank == 1:
+        v = v.unsqueeze(1)
+    return call.wrap(v.unsqueeze(-1) if want == 3 else v)
+
+
+def _stacks(call: _Call) -> Any:
+    """hstack/vstack/dstack/column_stack: cat of the samples made 1-, 2- or 3-d, as batched ops."""
+    tensors = [_rewrap(t, call) for t in call.args[0]]
+    name = call.name
+    if name == "column_stack":
+        tensors = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in tensors]
+        name = "hstack"
+    c = flambeau_core._C
+    if name == "vstack":
+        return flambeau_core.cat([c._atleast_2d(t) for t in tensors], 0)
+    if name == "dstack":
+        return flambeau_core.cat([c._atleast_3d(t) for t in tensors], 2)
+    tensors = [c._atleast_1d(t) for t in tensors]
+    return flambeau_core.cat(tensors, 0 if all(t.dim() == 1 for t in tensors) else 1)
+
+
+def _trapezoid(call: _Call) -> Any:
+    """trapezoid/trapz/cumulative_trapezoid along a dim: elementwise over the others; a batched 1-d x with
+    samples of more dims (x read along dim) loops."""
+    y, x = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs.get("x")
+    if isinstance(x, _Batched) and call.logical_dim(x) == 1 and call.logical_dim(_expand(y, call)) > 1:
+        return _loop(call)
+    kwargs = {"dim": -1, **call.kwargs}
+    return _elementwise(_with_args(call, [_expand(y, call), *call.args[1:]], kwargs))
+
+
+# Matrix functions batch over leading dims already: the batch dim is one more.
+_LINALG_UNARY = (
+    "_linalg_inv _linalg_cholesky _linalg_slogdet _linalg_svd _linalg_eigh _linalg_eig _linalg_qr _linalg_lu_factor_ex "
+    "_lu_pivots_to_permutation _linalg_ldl_factor_ex _geqrf"
+)
+
+RULES: dict[str, Callable] = {}
+RULES.update(dict.fromkeys(_LINALG_UNARY.split(), _batch_in_front))
+RULES.update(dict.fromkeys(["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim"], _indexed))
+RULES.update(dict.fromkeys(["index_add", "index_copy", "index_fill"], _index_along))
+RULES.update(
+    dict.fromkeys("to contiguous float double half bfloat16 long int bool byte char short".split(), _layout_free)
+)
+RULES.update(dict.fromkeys("trace diag fliplr flipud ravel tile rot90 msort t".split(), _matrix_entries))
+RULES.update(dict.fromkeys(["addmm", "addmv", "addr", "baddbmm", "addbmm"], _scaled_products))
+RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm, "embedding": _embedding})
+RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
+RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
+RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
+# The FFT kernels transform the dims they are given: the batch dim is one more, left alone.
+RULES.update(dict.fromkeys(["_fft_r2c", "_fft_c2c", "_fft_c2r"], _elementwise))
+RULES.update(dict.fromkeys(["_atleast_1d", "_atleast_2d", "_atleast_3d"], _atleast))
+RULES.update(dict.fromkeys(["hstack", "vstack", "dstack", "column_stack"], _stacks))
+RULES.update(dict.fromkeys(["trapezoid", "trapz", "cumulative_trapezoid"], _trapezoid))
+RULES.update(dict.fromkeys(["complex", "polar", "frexp"], _elementwise))
+RULES.update({"_pad_nd": _pad_nd, "view_as_complex": _view_as_complex, "where": _where, "masked_fill": _masked_fill})
+
+# Shape rules of the op table (Note [Shape rules for Python]) these rules cover.
+SHAPE_RULES: dict[str, Callable] = {"loss": _pointwise_loss}
