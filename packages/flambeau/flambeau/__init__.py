@@ -54,12 +54,14 @@ nn = _alias("nn", _nn)
 optim = _alias("optim", _nn.optim)
 # The nn.functional ops PyTorch also exposes at the top level with the same arguments (torch.conv3d,
 # torch.layer_norm, ...). Those whose top-level form differs (dropout's `train`, the losses' integer
-# `reduction`, batch_norm's argument order) are not aliased.
+# `reduction`, batch_norm's argument order) come in torch's spelling from flambeau_nn._torch_forms.
 for _name in (
     "conv3d conv_transpose3d layer_norm group_norm rms_norm max_pool1d max_pool2d max_pool3d cosine_similarity "
-    "pairwise_distance pdist bilinear celu selu rrelu threshold hardshrink channel_shuffle"
+    "pairwise_distance pdist bilinear celu selu rrelu threshold hardshrink channel_shuffle "
+    "celu_ selu_ rrelu_ threshold_"
 ).split():
     globals()[_name] = getattr(_nn.functional, _name)
+globals().update(_nn._torch_forms.TOP_LEVEL)  # torch.dropout(input, p, train), torch.kl_div(..., reduction=1), ...
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)

@@ -158,6 +158,9 @@ TOP_LEVEL_FUNCTIONAL = [
     ("threshold", lambda m: (m.arange(-3.0, 3.0), 0.5, -1.0)),
     ("hardshrink", lambda m: (m.arange(-3.0, 3.0),)),
     ("channel_shuffle", lambda m: (m.arange(16.0).reshape(1, 4, 2, 2), 2)),
+    ("celu_", lambda m: (m.arange(-3.0, 3.0), 0.5)),
+    ("selu_", lambda m: (m.arange(-3.0, 3.0),)),
+    ("threshold_", lambda m: (m.arange(-3.0, 3.0), 0.5, -1.0)),
 ]
 
 
@@ -171,3 +174,15 @@ def test_top_level_functional_ops_match_torch(name, args):
     ours = getattr(fb, name)(*args(fb))
     theirs = getattr(torch, name)(*args(torch))
     np.testing.assert_allclose(np.array(ours.tolist()), theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_spellings_of_functional_ops_are_top_level():
+    """torch.dropout(input, p, train), torch.kl_div(..., reduction=1), ...: flambeau_nn._torch_forms's."""
+    import flambeau_nn._torch_forms as forms
+    import torch
+
+    for name, fn in forms.TOP_LEVEL.items():
+        assert getattr(fb, name) is fn and callable(getattr(torch, name)), name
+    x = fb.arange(6.0).reshape(2, 3)
+    assert fb.dropout(x, 0.5, False).tolist() == torch.dropout(torch.arange(6.0).reshape(2, 3), 0.5, False).tolist()
+    assert x.hardshrink(2.0).tolist() == torch.arange(6.0).reshape(2, 3).hardshrink(2.0).tolist()

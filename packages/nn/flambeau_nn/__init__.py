@@ -18,11 +18,13 @@ from __future__ import annotations
 import flambeau_autograd  # noqa: F401  (registers the autograd layer: Parameters need gradients)
 import flambeau_core  # noqa: F401  (loads the core library first)
 
-from flambeau_nn import functional, init, optim, utils
+from flambeau_nn import _torch_forms, functional, init, optim, utils
 from flambeau_nn import modules as _modules
 from flambeau_nn.modules import *  # noqa: F403  (the layers and losses; their list is modules.__all__)
 from flambeau_nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from flambeau_nn.serialization import load, save
+
+_torch_forms.install_tensor_methods()  # Tensor.hardshrink, Tensor.prelu
 
 try:
     from importlib.metadata import version as _version

@@ -106,6 +106,14 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``: writes into ``input`` and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([0.0, 1.0])
+        >>> selu_(x) is x, round(x[1].item(), 4)
+        (True, 1.0507)
+    """
     return selu(input, inplace=True)
 
 
@@ -120,6 +128,14 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``: writes into ``input`` and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x = fc.tensor([-100.0, 2.0])
+        >>> celu_(x, 0.5) is x, x.tolist()
+        (True, [-0.5, 2.0])
+    """
     return celu(input, alpha, inplace=True)
 
 
@@ -200,7 +216,13 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
-    """In-place ``threshold``."""
+    """In-place ``threshold``: writes into ``input`` and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> threshold_(fc.tensor([0.25, 2.0]), 0.5, -1.0).tolist()
+        [-1.0, 2.0]
+    """
     return _threshold(input, threshold, value, True, "threshold_")
 
 
@@ -290,7 +312,14 @@ def rrelu(
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
-    """In-place ``rrelu``."""
+    """In-place ``rrelu``: writes into ``input`` and returns it (out of training, negative values are
+    scaled by ``(lower + upper) / 2``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> rrelu_(fc.tensor([-1.0, 2.0]), 0.25, 0.75).tolist()
+        [-0.5, 2.0]
+    """
     return rrelu(input, lower, upper, training, inplace=True)
 
 
