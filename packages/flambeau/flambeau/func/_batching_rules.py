@@ -109,11 +109,64 @@ def _batch_in_front(call: _Call) -> Any:
 
 
 def _embedding(call: _Call) -> Any:
-    """embedding(weight, indices): batched indices look up the shared table; a batched table loops."""
-    weight = call.args[0]
-    if isinstance(weight, _Batched) or not isinstance(call.args[1], _Batched):
-        return _loop(call)
-    return call.wrap(call.call(call.args, call.kwargs))
+    """embedding(weight, indices): batched indices look up the shared table; a batched table is a gather
+    of each sample's rows (padding_idx and the rest only shape the gradient, which the gather's gives)."""
+    weight, indices = call.args[0], call.args[1]
+    if not isinstance(weight, _Batched):
+        return call.wrap(call.call(call.args, call.kwargs))
+    b, wv = call.batch_size, weight.value  # [B, V, D]
+    iv = _expand(indices, call).value
+    flat = iv.reshape(b, -1, 1).expand(b, iv[0].numel(), wv.shape[2])
+    return call.wrap(flambeau_core.gather(wv, 1, flat).reshape(*iv.shape, wv.shape[2]))
+
+
+def _nll_loss(call: _Call) -> Any:
+    """nll_loss_nd on [C] or [N, C, ...] samples: the batch joins N, the loss is computed per element
+    (reduction 'none') and reduced per sample as the op would (a mean divides by the weights of the
+    sample's targets that are not ignored)."""
+    names = ("input", "target", "weight", "reduction", "ignore_index")
+    bound = {"weight": None, "reduction": 1, "ignore_index": -100}
+    bound.update(zip(names, call.args, strict=False))
+    bound.update(call.kwargs)
+    x, t = _expand(bound["input"], call), _expand(bound["target"], call)
+    b, rank = call.batch_size, call.logical_dim(x)
+    xv, tv = x.value, t.value
+    if rank >= 2:
+        xv, tv = xv.flatten(0, 1), tv.flatten(0, 1)
+    loss = _apply(call.func, [xv, tv, None, 0, bound["ignore_index"]], {}).reshape(t.value.shape)
+    # each target's weight (0 where ignored), the sample's own when the weights are batched
+    counted = (t.value != bound["ignore_index"]).to(loss.dtype)
+    if bound["weight"] is not None:
+        wv = _expand(bound["weight"], call).value  # [B, C]
+        safe = t.value.clamp(0, wv.shape[1] - 1).reshape(b, -1)
+        counted = counted * flambeau_core.gather(wv, 1, safe).reshape(t.value.shape)
+        loss = loss * counted
+    reduction = bound["reduction"]
+    if reduction == 0:
+        return BatchedTensor(loss, call.level)
+    total = loss.reshape(b, -1).sum(1)
+    if reduction == 2:
+        return BatchedTensor(total, call.level)
+    return BatchedTensor(total / counted.reshape(b, -1).sum(1), call.level)
+
+
+def _prelu(call: _Call) -> Any:
+    """prelu: ``where(x > 0, x, weight * x)``, the weight along the sample's channel dim (dim 1)."""
+    x, weight = (_rewrap(a, call) for a in call.args[:2])
+    if x.dim() >= 2 and weight.numel() > 1:
+        weight = weight.reshape(weight.shape[0], *(1,) * (x.dim() - 2))
+    elif x.dim() == 0:
+        weight = weight.reshape(())
+    return flambeau_core.where(x > 0, x, weight * x)
+
+
+def _broadcast_tensors(call: _Call) -> Any:
+    """_broadcast_tensors: each sample expanded to the samples' broadcast shape, the batch dim in front."""
+    tensors = call.args[0]
+    shapes = [tuple(t.value.shape[1:]) if isinstance(t, _Batched) else tuple(t.shape) for t in tensors]
+    shape = flambeau_core.broadcast_shapes(*shapes)
+    out = [_pad(_expand(t, call), len(shape), call).value.expand(call.batch_size, *shape) for t in tensors]
+    return call.wrap(tuple(out))
 
 
 def _pad_nd(call: _Call) -> Any:
@@ -368,6 +421,7 @@ RULES.update(dict.fromkeys("trace diag fliplr flipud ravel tile rot90 msort t".s
 RULES.update(dict.fromkeys(["addmm", "addmv", "addr", "baddbmm", "addbmm"], _scaled_products))
 RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm, "embedding": _embedding})
 RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
+RULES.update({"nll_loss_nd": _nll_loss, "prelu": _prelu, "_broadcast_tensors": _broadcast_tensors})
 RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
 RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
 # The FFT kernels transform the dims they are given: the batch dim is one more, left alone.

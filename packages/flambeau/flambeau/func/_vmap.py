@@ -724,11 +724,16 @@ def _sizes_arg(args: list, kwargs: dict, *names: str) -> tuple:
 def _views(call: _Call) -> Any:
     """View and shape ops whose arguments name the sample's dims."""
     args, kwargs = list(call.args), dict(call.kwargs)
-    x = args[0]
-    if not isinstance(x, _Batched) or any(isinstance(a, _Batched) for a in [*args[1:], *kwargs.values()]):
+    x, name = args[0], call.name
+    shaped_as = name in ("expand_as", "view_as", "reshape_as")  # the other's sample shape, batched or not
+    if (
+        not isinstance(x, _Batched)
+        or not shaped_as
+        and any(isinstance(a, _Batched) for a in [*args[1:], *kwargs.values()])
+    ):
         return _loop(call)  # a batched shape argument (tensor_split's indices)
-    b, rank, name = call.batch_size, call.logical_dim(x), call.name
-    if name in ("expand_as", "view_as", "reshape_as"):
+    b, rank = call.batch_size, call.logical_dim(x)
+    if shaped_as:
         other = args[1]
         args, name = [x, tuple(other.value.shape[1:] if isinstance(other, _Batched) else other.shape)], name[:-3]
     if name in ("view", "reshape") and (len(args) == 1 or isinstance(args[1], (int, list, tuple))):
