@@ -62,8 +62,10 @@ def _index_along(call: _Call) -> Any:
     args, kwargs = list(call.args), dict(call.kwargs)
     index = args[2] if len(args) > 2 else kwargs.get("index")
     value = args[3] if call.name == "index_fill" and len(args) > 3 else kwargs.get("value")
-    if isinstance(index, _Batched) or isinstance(value, _Batched) or call.logical_dim(args[0]) == 0:
+    if call.logical_dim(_expand(args[0], call)) == 0 or isinstance(value, _Batched):
         return _loop(call)
+    if isinstance(index, _Batched):
+        return _index_as_scatter(call, args, kwargs)
     args[0] = _expand(args[0], call)
     if len(args) > 3 and (_is_tensorlike(args[3]) or isinstance(args[3], _Batched)) and call.name != "index_fill":
         args[3] = _expand(args[3], call)
@@ -71,6 +73,29 @@ def _index_along(call: _Call) -> Any:
         kwargs["source"] = _expand(kwargs["source"], call)
     _shift_dims(call, args, kwargs)
     return call.wrap(call.call(args, kwargs))
+
+
+def _index_as_scatter(call: _Call, args: list, kwargs: dict) -> Any:
+    """index_add/index_copy/index_fill with a batched index: the scatter that writes the same places, its
+    index laid along the dim and expanded over the other dims of the source (of the input for fill)."""
+    bound = dict(zip(("input", "dim", "index", "source"), args, strict=False)) | kwargs
+    x, b = _expand(bound["input"], call), call.batch_size
+    rank = call.logical_dim(x)
+    d = bound["dim"] % rank
+    iv = bound["index"].value.reshape(b, -1)
+    k = iv.shape[1]
+    iv = iv.reshape(b, *(1,) * d, k, *(1,) * (rank - d - 1))
+    if call.name == "index_fill":
+        shape = list(x.value.shape)
+        shape[d + 1] = k
+        value = args[3] if len(args) > 3 else kwargs["value"]
+        return call.wrap(flambeau_core.scatter(x.value, d + 1, iv.expand(*shape), value))
+    src = _pad(_expand(bound["source"], call), rank, call).value
+    iv = iv.expand(*src.shape)
+    if call.name == "index_copy":
+        return call.wrap(flambeau_core.scatter(x.value, d + 1, iv, src))
+    alpha = bound.get("alpha", 1)
+    return call.wrap(flambeau_core.scatter_add(x.value, d + 1, iv, src * alpha if alpha != 1 else src))
 
 
 def _layout_free(call: _Call) -> Any:

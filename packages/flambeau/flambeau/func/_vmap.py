@@ -804,6 +804,13 @@ def _matmul(call: _Call) -> Any:
             av = _pad(a, rank, call).value if ab else a
             bv = _pad(b, rank, call).value if bb else b
             return call.wrap(flambeau_core.matmul(av, bv))
+        if call.name == "matmul" and min(ra, rb) == 1 and max(ra, rb) > 2:
+            # a vector and a stack of matrices: the vector as a one-row (one-column) matrix, that dim dropped
+            if ra == 1:
+                row = _Batched(a.value.unsqueeze(1)) if ab else a.unsqueeze(0)
+                return BatchedTensor(_matmul(_with_args(call, [row, b], call.kwargs))._value.squeeze(-2), call.level)
+            col = _Batched(b.value.unsqueeze(-1)) if bb else b.unsqueeze(-1)
+            return BatchedTensor(_matmul(_with_args(call, [a, col], call.kwargs))._value.squeeze(-1), call.level)
         return _loop(call)
     if ab and bb:
         av, bv = a.value, b.value
