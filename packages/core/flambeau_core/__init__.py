@@ -136,6 +136,14 @@ _python_elementwise.install()  # Tensor.apply_, map_, map2_
 from flambeau_core import _inplace_functions  # noqa: E402,I001
 
 _inplace_functions.install()  # abs_, sqrt_, clamp_, ...: torch's functions of the in-place methods
+from flambeau_core._process_settings import (  # noqa: E402,F401,I001  (recorded, reported: the module's note)
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    is_warn_always_enabled,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    set_warn_always,
+)
 
 from flambeau_core import _legacy_types  # noqa: E402,I001
 
@@ -182,10 +190,14 @@ from flambeau_core.amp.autocast_mode import (  # noqa: E402,F401,I001  (torch.au
     autocast_decrement_nesting,
     autocast_increment_nesting,
     clear_autocast_cache,
+    get_autocast_cpu_dtype,
     get_autocast_dtype,
     is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
     set_autocast_dtype,
     set_autocast_enabled,
 )

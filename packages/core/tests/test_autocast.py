@@ -207,3 +207,23 @@ def test_errors():
         fc.autocast("xla")
     with pytest.raises(TypeError, match=r"\[autocast\] .*bfloat16 and .*float16"):
         fc.set_autocast_dtype("cpu", fc.float32)
+
+
+def test_deprecated_cpu_spellings_match_torch():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert fc.is_autocast_cpu_enabled() is torch.is_autocast_cpu_enabled() is False
+        assert str(fc.get_autocast_cpu_dtype()).split(".")[-1] == str(torch.get_autocast_cpu_dtype()).split(".")[-1]
+        with fc.autocast("cpu"), torch.autocast("cpu"):
+            assert fc.is_autocast_cpu_enabled() is torch.is_autocast_cpu_enabled() is True
+        fc.set_autocast_cpu_enabled(True)
+        assert fc.is_autocast_enabled("cpu")
+        fc.set_autocast_cpu_enabled(False)
+        assert not fc.is_autocast_enabled("cpu")
+        fc.set_autocast_cpu_dtype(fc.float16)
+        assert fc.get_autocast_dtype("cpu") == fc.float16
+        fc.set_autocast_cpu_dtype(fc.bfloat16)
+    with pytest.warns(DeprecationWarning, match=r"\[get_autocast_cpu_dtype\] get_autocast_cpu_dtype\(\) is deprecated"):
+        fc.get_autocast_cpu_dtype()

@@ -26,6 +26,10 @@ __all__ = [
     "clear_autocast_cache",
     "autocast_increment_nesting",
     "autocast_decrement_nesting",
+    "is_autocast_cpu_enabled",
+    "set_autocast_cpu_enabled",
+    "get_autocast_cpu_dtype",
+    "set_autocast_cpu_dtype",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -111,6 +115,70 @@ def set_autocast_dtype(device_type: str, dtype: Any) -> None:
     if _check_device_type(device_type, "set_autocast_dtype") != "cpu":
         raise RuntimeError(f"[set_autocast_dtype] unsupported autocast device_type '{device_type}' (cpu)")
     _C._set_autocast_dtype(dtype)
+
+
+# ---- torch's deprecated CPU-specific spellings (each warns as PyTorch's, then calls the general form) ----
+
+
+def _deprecated(old: str, new: str) -> None:
+    name = old.split("(")[0]
+    warnings.warn(f"[{name}] {old} is deprecated. Please use {new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """Deprecated spelling of ``is_autocast_enabled("cpu")``.
+
+    Example::
+
+        >>> import flambeau as fb
+        >>> fb.is_autocast_cpu_enabled()
+        False
+    """
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Deprecated spelling of ``set_autocast_enabled("cpu", enabled)``.
+
+    Example::
+
+        >>> import flambeau as fb
+        >>> fb.set_autocast_cpu_enabled(True)
+        >>> fb.is_autocast_enabled("cpu")
+        True
+        >>> fb.set_autocast_cpu_enabled(False)
+    """
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype() -> Any:
+    """Deprecated spelling of ``get_autocast_dtype("cpu")``.
+
+    Example::
+
+        >>> import flambeau as fb
+        >>> fb.get_autocast_cpu_dtype()
+        flambeau.bfloat16
+    """
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def set_autocast_cpu_dtype(dtype: Any) -> None:
+    """Deprecated spelling of ``set_autocast_dtype("cpu", dtype)``.
+
+    Example::
+
+        >>> import flambeau as fb
+        >>> fb.set_autocast_cpu_dtype(fb.float16)
+        >>> fb.get_autocast_dtype("cpu")
+        flambeau.float16
+        >>> fb.set_autocast_cpu_dtype(fb.bfloat16)
+    """
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
 
 
 def is_autocast_cache_enabled() -> bool:
