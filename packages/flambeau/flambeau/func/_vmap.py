@@ -977,32 +977,38 @@ def _images(call: _Call) -> Any:
 
 
 def _cross_entropy(call: _Call) -> Any:
-    """The fused cross entropy on [C] or [N, C] samples: the batch joins the rows, the loss is computed
-    per row (reduction 'none') and reduced per sample as the op would (a weighted mean divides by the
-    weights of the sample's non-ignored targets, a probability target's mean by its row count)."""
+    """The fused cross entropy on [C], [N, C] or [N, C, d...] samples: the batch joins the rows (the class
+    dim moved last), the loss is computed per row (reduction 'none') and reduced per sample as the op would
+    (a weighted mean divides by the weights of the sample's non-ignored targets, a probability target's
+    mean by its row count)."""
     names = ("input", "target", "weight", "reduction", "ignore_index", "label_smoothing")
     bound = dict(zip(names, [None, None, None, 1, -100, 0.0], strict=True))
     bound.update(zip(names, call.args, strict=False))
     bound.update(call.kwargs)
-    x, t, weight = bound["input"], bound["target"], bound["weight"]
-    if not isinstance(x, _Batched) or isinstance(weight, _Batched) or call.logical_dim(x) not in (1, 2):
+    x, t, weight = _expand(bound["input"], call), _expand(bound["target"], call), bound["weight"]
+    rank = call.logical_dim(x)
+    if isinstance(weight, _Batched) or rank == 0:
         return _loop(call)
-    b = call.batch_size
-    xv = x.value
-    classes = xv.shape[-1]
-    rows = 1 if call.logical_dim(x) == 1 else xv.shape[1]
-    tv = _expand(t, call).value
+    b, xv, tv = call.batch_size, x.value, t.value
     probabilities = tv.is_floating_point()
+    if rank >= 3:  # [B, N, C, d...] -> [B, N, d..., C]
+        xv = xv.movedim(2, -1)
+        tv = tv.movedim(2, -1) if probabilities else tv
+    classes = xv.shape[-1]
+    row_shape = tuple(xv.shape[1:-1])
+    rows = 1
+    for n in row_shape:
+        rows *= n
     flat_t = tv.reshape(b * rows, classes) if probabilities else tv.reshape(b * rows)
     loss, lse = _apply(
         call.func,
         [xv.reshape(b * rows, classes), flat_t, weight, 0, bound["ignore_index"], bound["label_smoothing"]],
         {},
     )
-    loss, lse = loss.reshape(b, rows), lse.reshape(b, rows)
+    loss, lse = loss.reshape(b, rows), lse.reshape(b, *row_shape) if rank >= 2 else lse.reshape(b, 1)
     reduction = bound["reduction"]
     if reduction == 0:
-        out = loss if call.logical_dim(x) == 2 else loss.reshape(b)
+        out = loss.reshape(b, *row_shape)
     elif reduction == 2:
         out = loss.sum(1)
     elif probabilities:
