@@ -18,6 +18,7 @@ from flambeau.func._vmap import (
     _Call,
     _elementwise,
     _expand,
+    _images,
     _is_tensorlike,
     _loop,
     _pad,
@@ -96,6 +97,30 @@ def _index_as_scatter(call: _Call, args: list, kwargs: dict) -> Any:
         return call.wrap(flambeau_core.scatter(x.value, d + 1, iv, src))
     alpha = bound.get("alpha", 1)
     return call.wrap(flambeau_core.scatter_add(x.value, d + 1, iv, src * alpha if alpha != 1 else src))
+
+
+def _conv_transpose(call: _Call) -> Any:
+    """conv_transpose1d/2d: a shared weight is more images (_images); batched weights become groups of
+    one transposed convolution (the batch's input channels side by side, each sample's weights a group)."""
+    names = ("input", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
+    bound = {"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1}
+    bound.update(zip(names, call.args, strict=False))
+    bound.update(call.kwargs)
+    w, bias = bound["weight"], bound["bias"]
+    if not isinstance(w, _Batched):
+        return _images(call) if not isinstance(bias, _Batched) else _loop(call)
+    spatial = int(call.name[-2])
+    b, x = call.batch_size, _expand(bound["input"], call)
+    single = call.logical_dim(x) == spatial + 1  # one image [C, ...]
+    v = x.value.unsqueeze(1) if single else x.value  # [B, N, C, ...]
+    n, wv = v.shape[1], w.value  # weights [B, C_in, C_out / groups, ...]
+    c_out = wv.shape[2] * bound["groups"]
+    xg = v.transpose(0, 1).reshape(n, b * v.shape[2], *v.shape[3:])
+    bg = None if bias is None else _expand(bias, call).value.reshape(b * c_out)
+    args = [xg, wv.reshape(b * wv.shape[1], *wv.shape[2:]), bg, bound["stride"], bound["padding"]]
+    out = _apply(call.func, [*args, bound["output_padding"], bound["groups"] * b, bound["dilation"]], {})
+    out = out.reshape(n, b, c_out, *out.shape[2:]).transpose(0, 1)
+    return call.wrap(out.squeeze(1) if single else out)
 
 
 def _layout_free(call: _Call) -> Any:
@@ -446,6 +471,7 @@ RULES.update(dict.fromkeys("trace diag fliplr flipud ravel tile rot90 msort t".s
 RULES.update(dict.fromkeys(["addmm", "addmv", "addr", "baddbmm", "addbmm"], _scaled_products))
 RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm, "embedding": _embedding})
 RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
+RULES.update(dict.fromkeys(["conv_transpose1d", "conv_transpose2d"], _conv_transpose))
 RULES.update({"nll_loss_nd": _nll_loss, "prelu": _prelu, "_broadcast_tensors": _broadcast_tensors})
 RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
 RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
