@@ -31,9 +31,24 @@ from flambeau_autograd import (
     functional,
 )
 from flambeau_autograd._C import Node, RemovableHandle
-from flambeau_autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from flambeau_autograd._detach import detach, detach_
+from flambeau_autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+    set_detect_anomaly,
+)
 from flambeau_autograd.function import Function, FunctionCtx
-from flambeau_autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from flambeau_autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+    set_multithreading_enabled,
+)
 from flambeau_autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from flambeau_autograd.variable import Variable
 
@@ -55,6 +70,12 @@ __all__ = [
     "detect_anomaly",
     "set_detect_anomaly",
     "is_anomaly_enabled",
+    "set_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "is_inference_mode_enabled",
+    "set_multithreading_enabled",
+    "detach",
+    "detach_",
     "functional",
     "Variable",
 ]

@@ -1,4 +1,5 @@
-"""Grad-mode switches: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
+"""Grad-mode switches: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode`` (and its reader
+``is_inference_mode_enabled``), ``set_multithreading_enabled``.
 
 Grad mode is thread-local and lives in core (the dispatcher's "exclude
 autograd" flag, Note [Dispatch]); these classes only flip it. Each works as a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,7 +27,18 @@ from flambeau_core._C import _set_grad_enabled
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "set_multithreading_enabled",
+]
+
+# inference_mode's per-thread state: grad mode alone cannot tell it from no_grad
+_inference = threading.local()
 
 
 def is_grad_enabled() -> bool:
@@ -155,8 +168,81 @@ class inference_mode(_GradModeContext):
 
     def __enter__(self) -> None:
         self._prev = flambeau_core.is_grad_enabled()
+        self._prev_inference = is_inference_mode_enabled()
+        _inference.enabled = self._enabled
         if self._enabled:
             _set_grad_enabled(False)
 
+    def __exit__(self, *exc: object) -> None:
+        _inference.enabled = self._prev_inference
+        super().__exit__(*exc)
+
     def clone(self) -> inference_mode:
         return self.__class__(self._enabled)
+
+
+def is_inference_mode_enabled() -> bool:
+    """is_inference_mode_enabled() -> bool
+
+    True inside an enabled :class:`inference_mode` region on this thread (``inference_mode(False)`` inside
+    one turns it off again).
+
+    Example:
+        >>> with inference_mode():
+        ...     is_inference_mode_enabled()
+        True
+        >>> is_inference_mode_enabled()
+        False
+    """
+    return getattr(_inference, "enabled", False)
+
+
+class set_multithreading_enabled(_GradModeContext):
+    """set_multithreading_enabled(mode) -> context manager
+
+    PyTorch's switch for running backward on a thread per device. flambeau's engine runs every backward on
+    the calling thread, so the switch changes nothing here; it is recorded (``_is_multithreading_enabled``)
+    and works, as PyTorch's, when called, as a context manager (restoring the previous setting on exit) and
+    as a decorator.
+
+    Example:
+        >>> with set_multithreading_enabled(False):
+        ...     _is_multithreading_enabled()
+        False
+        >>> _is_multithreading_enabled()
+        True
+    """
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"[set_multithreading_enabled] expected a bool mode, got {type(mode).__name__}")
+        self._mode = mode
+        self._prev_multithreading = _is_multithreading_enabled()
+        _multithreading["enabled"] = mode
+
+    def __enter__(self) -> None:
+        pass  # already set in __init__
+
+    def __exit__(self, *exc: object) -> None:
+        _multithreading["enabled"] = self._prev_multithreading
+
+    def clone(self) -> set_multithreading_enabled:
+        """A new switch to the same mode (what the decorator enters on each call).
+
+        Example:
+            >>> set_multithreading_enabled(True).clone()._mode
+            True
+        """
+        return self.__class__(self._mode)
+
+    def __call__(self, func: F) -> F:
+        _multithreading["enabled"] = self._prev_multithreading  # as a decorator: undo __init__'s effect
+        return super().__call__(func)
+
+
+_multithreading = {"enabled": True}
+
+
+def _is_multithreading_enabled() -> bool:
+    """True unless :class:`set_multithreading_enabled` turned the (recorded) setting off."""
+    return _multithreading["enabled"]

@@ -15,6 +15,7 @@ MODULES = [
     "flambeau_autograd.gradcheck",
     "flambeau_autograd.anomaly_mode",
     "flambeau_autograd.functional",
+    "flambeau_autograd._detach",
 ]
 
 

@@ -7,6 +7,7 @@ import threading
 
 import flambeau_autograd as ag
 import flambeau_core as fc
+import pytest
 from conftest import fb_tensor
 
 
@@ -130,3 +131,65 @@ def test_out_and_inplace_forms_while_autograd_records():
         z = fb_tensor([0.5, 1.0, 2.0], requires_grad=True)
         assert z.sin_() is z  # not recorded: the out kernel writes z
     assert [round(v, 6) for v in z.tolist()] == [round(math.sin(v), 6) for v in (0.5, 1.0, 2.0)]
+
+
+# ---- is_inference_mode_enabled, set_multithreading_enabled ----
+
+
+def test_inference_mode_state_follows_torch():
+    import torch
+
+    seen, expected = [], []
+    for lib, out in ((ag, seen), (torch, expected)):
+        read = lib.is_inference_mode_enabled if lib is ag else torch.is_inference_mode_enabled
+        out.append(read())
+        with lib.inference_mode():
+            out.append(read())
+            with lib.inference_mode(False):
+                out.append(read())
+            out.append(read())
+        out.append(read())
+    assert seen == expected == [False, True, False, True, False]
+
+
+def test_inference_mode_state_is_per_thread_and_restored_on_error():
+    results = []
+    with ag.inference_mode():
+        worker = threading.Thread(target=lambda: results.append(ag.is_inference_mode_enabled()))
+        worker.start()
+        worker.join()
+    assert results == [False]
+    try:
+        with ag.inference_mode():
+            raise ValueError
+    except ValueError:
+        pass
+    assert not ag.is_inference_mode_enabled() and fc.is_grad_enabled()
+
+    @ag.inference_mode()
+    def inside():
+        return ag.is_inference_mode_enabled(), fc.is_grad_enabled()
+
+    assert inside() == (True, False) and not ag.is_inference_mode_enabled()
+
+
+def test_set_multithreading_enabled_is_recorded_and_restored():
+    import torch
+    from flambeau_autograd.grad_mode import _is_multithreading_enabled
+
+    assert _is_multithreading_enabled() is torch._C._is_multithreading_enabled() is True
+    with ag.set_multithreading_enabled(False), torch.autograd.set_multithreading_enabled(False):
+        assert _is_multithreading_enabled() is torch._C._is_multithreading_enabled() is False
+    assert _is_multithreading_enabled() is True
+
+    @ag.set_multithreading_enabled(False)
+    def decorated():
+        return _is_multithreading_enabled()
+
+    assert _is_multithreading_enabled() is True and decorated() is False and _is_multithreading_enabled() is True
+    x = fc.ones(3, requires_grad=True)
+    with ag.set_multithreading_enabled(False):
+        (x * x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(TypeError, match=r"\[set_multithreading_enabled\] expected a bool mode, got int"):
+        ag.set_multithreading_enabled(1)

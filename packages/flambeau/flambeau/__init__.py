@@ -110,6 +110,11 @@ no_grad = _autograd.no_grad
 enable_grad = _autograd.enable_grad
 set_grad_enabled = _autograd.set_grad_enabled
 inference_mode = _autograd.inference_mode
+is_inference_mode_enabled = _autograd.is_inference_mode_enabled
+is_anomaly_enabled = _autograd.is_anomaly_enabled
+set_anomaly_enabled = _autograd.set_anomaly_enabled
+is_anomaly_check_nan_enabled = _autograd.is_anomaly_check_nan_enabled
+detach, detach_ = _autograd.detach, _autograd.detach_
 
 from_numpy = _interop.from_numpy
 from_dlpack = _interop.from_dlpack

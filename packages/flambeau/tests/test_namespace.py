@@ -186,3 +186,20 @@ def test_torch_spellings_of_functional_ops_are_top_level():
     x = fb.arange(6.0).reshape(2, 3)
     assert fb.dropout(x, 0.5, False).tolist() == torch.dropout(torch.arange(6.0).reshape(2, 3), 0.5, False).tolist()
     assert x.hardshrink(2.0).tolist() == torch.arange(6.0).reshape(2, 3).hardshrink(2.0).tolist()
+
+
+def test_autograd_state_readers_are_top_level():
+    import torch
+
+    for name in (
+        "is_inference_mode_enabled",
+        "is_anomaly_enabled",
+        "set_anomaly_enabled",
+        "is_anomaly_check_nan_enabled",
+        "detach",
+        "detach_",
+    ):
+        assert getattr(fb, name) is getattr(fb.autograd, name) and callable(getattr(torch, name)), name
+    assert fb.autograd.set_multithreading_enabled is flambeau_autograd.grad_mode.set_multithreading_enabled
+    with fb.inference_mode():
+        assert fb.is_inference_mode_enabled()
