@@ -759,13 +759,30 @@ def _views(call: _Call) -> Any:
 
 
 def _getitem(call: _Call) -> Any:
+    """Indexing the samples: the batch dim kept by a leading full slice. Shared tensor indices stay where
+    they are when they are adjacent; batched ones, leading and adjacent, pair with the batch's own index."""
     x, index = call.args[0], call.args[1]
     if not isinstance(x, _Batched):
         return _loop(call)
     items = index if isinstance(index, tuple) else (index,)
-    if any(_is_tensorlike(i) or isinstance(i, (_Batched, list)) for i in items):
-        return _loop(call)
-    return call.wrap(x.value[(slice(None), *items)])
+    advanced = [i for i, it in enumerate(items) if _is_tensorlike(it) or isinstance(it, (_Batched, list))]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1)) if advanced else True
+    batched = [i for i in advanced if isinstance(items[i], _Batched)]
+    if not batched and adjacent:
+        return call.wrap(x.value[(slice(None), *items)])
+    if (
+        not batched
+        or not adjacent
+        or advanced[0] != 0
+        or any(items[i].value.dtype == flambeau_core.bool for i in batched)
+    ):
+        return _loop(call)  # a batched mask selects a different number of elements per sample
+    shapes = [tuple(items[i].value.shape[1:]) if i in batched else tuple(flambeau_core.as_tensor(items[i]).shape)
+              for i in advanced]  # fmt: skip
+    rank = len(flambeau_core.broadcast_shapes(*shapes))
+    own = flambeau_core.arange(call.batch_size, device=x.value.device).reshape(call.batch_size, *(1,) * rank)
+    padded = [_pad(it, rank, call).value if isinstance(it, _Batched) else it for it in items]
+    return call.wrap(x.value[(own, *padded)])
 
 
 def _setitem(call: _Call) -> Any:
