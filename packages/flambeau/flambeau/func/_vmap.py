@@ -630,7 +630,8 @@ def _inplace(call: _Call, rule: Callable) -> Any:
             "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead."
         )
     result = rule(call)
-    if isinstance(result, BatchedTensor) and result._value is not self.value:
+    written = isinstance(result, BatchedTensor) and result._value.data_ptr() == self.value.data_ptr()
+    if isinstance(result, BatchedTensor) and not written:
         # A rule that composes other ops (masked_fill as where) made a new tensor: it goes into self.
         self.value.copy_(result._value)
     return BatchedTensor(self.value, call.level)
