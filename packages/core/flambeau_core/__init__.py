@@ -164,6 +164,12 @@ from flambeau_core.random import get_rng_state, initial_seed, seed, set_rng_stat
 from flambeau_core import array_api  # noqa: E402,I001  (the Python Array API namespace)
 
 array_api._install_tensor_methods()
+from flambeau_core import _asarray  # noqa: E402,I001
+
+_asarray.install()  # torch.asarray (array_api.asarray with requires_grad)
+from flambeau_core import _legacy_norms  # noqa: E402,I001
+
+_legacy_norms.install()  # nuclear_norm, frobenius_norm (deprecated), matrix_rank (removed: raises)
 # The standard's names that PyTorch lacks; where both have a name, flambeau's
 # keeps PyTorch's meaning (flambeau.array_api follows the standard). `concat` is
 # PyTorch's too (torch.concat(tensors, dim)): the op of ops.yaml, not re-exported here.

@@ -56,8 +56,15 @@ __all__ = [
 ]
 
 
-class _Layout:
-    """A tensor layout (``torch.strided``, ``torch.sparse_coo``); compared by identity."""
+class layout:  # noqa: N801  (PyTorch's name: torch.layout)
+    """The type of a tensor layout, ``torch.layout``: its two values are ``strided`` (dense tensors) and
+    ``sparse_coo``, compared by identity.
+
+    Example:
+        >>> from flambeau_core.sparse import layout, sparse_coo, strided
+        >>> isinstance(strided, layout), sparse_coo
+        (True, flambeau.sparse_coo)
+    """
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -66,8 +73,8 @@ class _Layout:
         return f"flambeau.{self._name}"
 
 
-sparse_coo = _Layout("sparse_coo")
-strided = _Layout("strided")
+sparse_coo = layout("sparse_coo")
+strided = layout("strided")
 
 
 def _shape_of(size: Any) -> tuple[int, ...]:

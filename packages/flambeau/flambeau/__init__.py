@@ -91,6 +91,7 @@ compile = compiler.compile  # noqa: A001 (torch.compile)
 # torch.sparse: COO tensors; torch.mm/matmul also take a sparse first operand.
 sparse = _alias("sparse", _importlib.import_module("flambeau_core.sparse"))
 sparse_coo_tensor, spmm, sparse_coo, strided = sparse.sparse_coo_tensor, sparse.spmm, sparse.sparse_coo, sparse.strided
+layout = sparse.layout  # torch.layout: the type of strided and sparse_coo
 mm = sparse.with_sparse_first_operand(_core.mm)
 matmul = sparse.with_sparse_first_operand(_core.matmul)
 # torch.nn.parallel.DistributedDataParallel's place (flambeau-nn itself knows nothing of MPI).

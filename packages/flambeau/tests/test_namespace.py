@@ -203,3 +203,26 @@ def test_autograd_state_readers_are_top_level():
     assert fb.autograd.set_multithreading_enabled is flambeau_autograd.grad_mode.set_multithreading_enabled
     with fb.inference_mode():
         assert fb.is_inference_mode_enabled()
+
+
+def test_asarray_shares_numpy_memory_and_sets_requires_grad():
+    import numpy as np
+    import torch
+
+    a = np.arange(3.0)
+    ours, theirs = fb.asarray(a), torch.asarray(a)
+    a[0] = 9.0
+    assert ours.tolist() == theirs.tolist() == [9.0, 1.0, 2.0]
+    x = fb.asarray([1.0, 2.0], requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    y = x * 2
+    alias = fb.asarray(y, requires_grad=False)
+    assert not alias.requires_grad and alias.data_ptr() == y.data_ptr() and y.requires_grad
+    assert fb.asarray(y).requires_grad  # defaults to obj's own, as torch's
+
+
+def test_layout_is_the_type_of_strided():
+    import torch
+
+    assert isinstance(fb.strided, fb.layout) and isinstance(fb.sparse_coo, fb.layout)
+    assert isinstance(torch.strided, torch.layout) and fb.layout.__name__ == torch.layout.__name__
