@@ -123,6 +123,31 @@ def _conv_transpose(call: _Call) -> Any:
     return call.wrap(out.squeeze(1) if single else out)
 
 
+def _searchsorted(call: _Call) -> Any:
+    """searchsorted/bucketize: a shared 1-d sequence serves every sample as is; a batched one (or an N-d
+    sequence) searches each sample's values in that sample's sequence, the values flattened to one row."""
+    if call.name == "bucketize":
+        values, seq = (list(call.args) + [call.kwargs.get("boundaries")])[:2]
+        kwargs = {k: v for k, v in call.kwargs.items() if k != "boundaries"}
+    else:
+        seq, values = (list(call.args) + [call.kwargs.get("input")])[:2]
+        kwargs = {k: v for k, v in call.kwargs.items() if k != "input"}
+    sorter = kwargs.get("sorter")
+    if not isinstance(seq, _Batched) and not isinstance(sorter, _Batched) and seq.dim() == 1:
+        v = _expand(values, call).value
+        bucketize = call.name == "bucketize"
+        return call.wrap(
+            flambeau_core.bucketize(v, seq, **kwargs) if bucketize else flambeau_core.searchsorted(seq, v, **kwargs)
+        )
+    if call.logical_dim(_expand(seq, call)) != 1:
+        return _all_batched(call) if call.name == "searchsorted" else _loop(call)
+    b, v = call.batch_size, _expand(values, call).value
+    if sorter is not None:
+        kwargs["sorter"] = _expand(sorter, call).value
+    out = flambeau_core.searchsorted(_expand(seq, call).value, v.reshape(b, -1), **kwargs)
+    return call.wrap(out.reshape(v.shape))
+
+
 def _layout_free(call: _Call) -> Any:
     """to/contiguous: a memory format is a layout of the sample the batch cannot keep (channels_last of a
     5-d physical tensor); the values do not depend on it."""
@@ -472,6 +497,7 @@ RULES.update(dict.fromkeys(["addmm", "addmv", "addr", "baddbmm", "addbmm"], _sca
 RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm, "embedding": _embedding})
 RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
 RULES.update(dict.fromkeys(["conv_transpose1d", "conv_transpose2d"], _conv_transpose))
+RULES.update(dict.fromkeys(["searchsorted", "bucketize"], _searchsorted))
 RULES.update({"nll_loss_nd": _nll_loss, "prelu": _prelu, "_broadcast_tensors": _broadcast_tensors})
 RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
 RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
