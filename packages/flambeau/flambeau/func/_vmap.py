@@ -11,11 +11,14 @@ batch dim is in front:
 - most rules come from the op's shape rule in the op table (``_C._op_shape_rules``): an elementwise op
   (``same``, ``broadcast``) pads the samples to one rank behind the batch dim and runs as is; a reduction
   (``reduce``, ``reduce_dim``, ``scalar``) reduces the sample's dims; ops that index along a dim
-  (``same(index)``, ``same(self)``, ``index_select``, ``cat``) get every tensor batched. In every rule a
-  non-negative ``dim`` argument moves one place right (a negative one counts from the end, which the
-  batch dim does not change);
-- ops the table gives no shape rule, and those whose batching needs more (matmul and linear,
-  convolution, views, the fused losses), have a rule in ``_RULES`` below;
+  (``index_select``, ``cat``) get every tensor batched; a pointwise ``loss`` is computed per element and
+  reduced per sample. In every rule a non-negative ``dim`` argument moves one place right (a negative one
+  counts from the end, which the batch dim does not change; a dim given to a 0-d sample runs it as a
+  1-element one);
+- ops the table gives no shape rule, and those whose batching needs more, have a written rule: matmul
+  and linear, convolution, pooling, views, indexing and cross entropy in ``_RULES`` below; norms, losses,
+  matrix functions, FFTs, gather/scatter/index ops, stacking and the rest in ``_batching_rules.py``.
+  ``integration_tests/test_vmap_opinfo.py`` checks them against the loop on PyTorch's OpInfo samples;
 - an op with no rule runs once per sample and the results are stacked, with a warning naming it once.
 
 Nested ``vmap`` wraps a ``BatchedTensor`` in another: a rule unwraps its own level only, and the op on
