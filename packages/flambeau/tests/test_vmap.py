@@ -401,3 +401,28 @@ def test_cross_entropy_per_sample(reduction, rows, target_kind):
     else:
         theirs = torch.func.vmap(lambda a, b: torch.nn.functional.cross_entropy(a, b, **kw_t))(tx, tt)
     _close(ours, theirs)
+
+
+def test_batch_norm_training_updates_batched_running_stats_in_place(monkeypatch):
+    """An ensemble's batch norm in training mode (stack_module_state gives batched buffers): one batch norm
+    over the batch's channels (no per-sample loop), each sample's running statistics updated as
+    torch.func.vmap does."""
+    from flambeau.func import _vmap
+
+    monkeypatch.setattr(_vmap, "_warned", set())
+    x, tx = _pair(3, 4, 2, 5)
+    w, tw = _pair(3, 2)
+    mean, tmean = _pair(3, 2)
+    var, tvar = _pair(3, 2)
+    var, tvar = var.abs() + 0.5, tvar.abs() + 0.5
+
+    def f(a, m, v, g):
+        return lib(a).nn.functional.batch_norm(a, m, v, g, training=True, momentum=0.3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the loop's "no batching rule" warning
+        ours = fb.func.vmap(f)(x, mean, var, w)
+    theirs = torch.func.vmap(f)(tx, tmean, tvar, tw)
+    _close(ours, theirs)
+    _close(mean, tmean)
+    _close(var, tvar)

@@ -379,13 +379,15 @@ def _group_norm(call: _Call) -> Any:
 
 def _batch_norm(call: _Call) -> Any:
     """native_batch_norm on [N, C, ...] samples: each sample's channels become channels of one batch norm
-    (N images of B*C channels), its parameters and statistics laid out [B, C]. Training that updates
-    shared running statistics runs the loop, which updates them sample after sample."""
+    (N images of B*C channels), its parameters and statistics laid out [B, C]. Training updates batched
+    running statistics (an ensemble's, from stack_module_state) in place through that layout; shared ones
+    it would update once per sample, which the loop does, sample after sample."""
     names = ("input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps")
     bound = dict(zip(names, call.args, strict=False)) | call.kwargs
     x, training = bound["input"], bound["training"]
     stats = [bound[k] for k in ("running_mean", "running_var")]
-    if call.logical_dim(_expand(x, call)) < 2 or training and any(s is not None for s in stats):
+    in_place = all(s is None or isinstance(s, _Batched) and s.value.is_contiguous() for s in stats)
+    if call.logical_dim(_expand(x, call)) < 2 or training and not in_place:
         return _loop(call)
     b = call.batch_size
     v = _expand(x, call).value  # [B, N, C, ...]
@@ -393,7 +395,8 @@ def _batch_norm(call: _Call) -> Any:
     for k in ("weight", "bias", "running_mean", "running_var"):
         p = bound[k]
         if p is not None:
-            # a copy: an unbatched parameter expanded is a view the op may not take (running stats)
+            # batched contiguous statistics are viewed (the op's update lands in them); an unbatched
+            # parameter expanded is copied (a stride-0 view the op may not take)
             bound[k] = _expand(p, call).value.reshape(b * c).contiguous()
     bound["input"] = v.transpose(0, 1).reshape(n, b * c, *v.shape[3:])
     out, mean, invstd = _apply(call.func, [bound[k] for k in names], {})
