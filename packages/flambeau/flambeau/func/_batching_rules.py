@@ -148,6 +148,24 @@ def _searchsorted(call: _Call) -> Any:
     return call.wrap(out.reshape(v.shape))
 
 
+def _quantile(call: _Call) -> Any:
+    """quantile/nanquantile of each sample (of its flattened values when dim is None); a 1-d q puts its dim
+    first, in front of the batch dim, so it is moved behind it."""
+    bound = {"dim": None, "keepdim": False, **dict(zip(("input", "q", "dim", "keepdim"), call.args, strict=False))}
+    bound.update(call.kwargs)
+    x, q, dim = bound["input"], bound["q"], bound["dim"]
+    rank = call.logical_dim(x) if isinstance(x, _Batched) else 0
+    if rank == 0 or isinstance(q, _Batched):
+        return _loop(call)
+    extra = {k: v for k, v in bound.items() if k not in ("input", "q", "dim", "keepdim")}
+    if dim is None:
+        out = _apply(call.func, [x.value.reshape(call.batch_size, -1), q, 1, False], extra)
+        out = out.reshape(*out.shape, *(1,) * rank) if bound["keepdim"] else out
+    else:
+        out = _apply(call.func, [x.value, q, _shift(dim), bound["keepdim"]], extra)
+    return call.wrap(out.movedim(0, 1) if _is_tensorlike(q) and q.dim() == 1 else out)
+
+
 def _layout_free(call: _Call) -> Any:
     """to/contiguous: a memory format is a layout of the sample the batch cannot keep (channels_last of a
     5-d physical tensor); the values do not depend on it."""
@@ -501,6 +519,7 @@ RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm
 RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
 RULES.update(dict.fromkeys(["conv_transpose1d", "conv_transpose2d"], _conv_transpose))
 RULES.update(dict.fromkeys(["searchsorted", "bucketize"], _searchsorted))
+RULES.update(dict.fromkeys(["quantile", "nanquantile"], _quantile))
 RULES.update({"nll_loss_nd": _nll_loss, "prelu": _prelu, "_broadcast_tensors": _broadcast_tensors})
 RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
 RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
