@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+import types as _types
+
 # The functions live in modules of one concept each; this module is their public namespace. The named
 # tuples they return are imported `as` themselves: names of this module too, though not in __all__.
 from flambeau_core import (
@@ -59,6 +61,8 @@ from flambeau_core._linalg_decompositions import (
     svd,
     svdvals,
 )
+from flambeau_core._linalg_errors import LinAlgError as LinAlgError
+from flambeau_core._linalg_errors import raising_linalg_errors
 from flambeau_core._linalg_lu import ldl_factor, ldl_factor_ex, ldl_solve, lu, lu_factor, lu_factor_ex, lu_solve  # noqa: F401
 from flambeau_core._linalg_matrix_functions import (
     _top_matrix_exp,
@@ -203,3 +207,21 @@ del _name, _fn
 __all__ += _linalg_lu.LINALG_ALL
 TOP_LEVEL.update(_linalg_lu.TOP_LEVEL)
 METHODS += _linalg_lu.METHODS
+
+# A failure on the input's values (singular, not positive-definite, no convergence) raises LinAlgError,
+# from every public function that factors or solves, and its top-level spelling (_linalg_errors.py);
+# the products (einsum, outer, ...) never fail so and stay as they are.
+__all__.append("LinAlgError")
+_products = {id(_fn) for _fn in vars(_linalg_products).values()}
+
+
+def _with_linalg_errors(fn):
+    if isinstance(fn, _types.FunctionType) and id(fn) not in _products:
+        return raising_linalg_errors(fn)
+    return fn
+
+
+for _name in __all__:
+    globals()[_name] = _with_linalg_errors(globals()[_name])
+TOP_LEVEL = {_name: _with_linalg_errors(_fn) for _name, _fn in TOP_LEVEL.items()}
+del _name

@@ -282,3 +282,75 @@ def test_weight_casts_are_cached_within_the_outermost_region():
         with fb.autocast("cpu"):
             x @ plain
             assert flambeau_core._C._autocast_cache_size() == 0
+
+
+# ---- custom_fwd / custom_bwd (flambeau_core/amp/custom_functions.py) ----
+
+
+def _matmul_function(m, cast_inputs):
+    class MatMul(m.autograd.Function):
+        @staticmethod
+        @m.amp.custom_fwd(device_type="cpu", cast_inputs=cast_inputs)
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            seen.append(("forward", m.is_autocast_enabled("cpu"), str(x.dtype).split(".")[-1]))
+            return x @ w
+
+        @staticmethod
+        @m.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            seen.append(("backward", m.is_autocast_enabled("cpu"), str(grad.dtype).split(".")[-1]))
+            return grad @ w.t(), x.t() @ grad
+
+    seen = []
+    return MatMul, seen
+
+
+@pytest.mark.parametrize("cast", [None, "float32"])
+@pytest.mark.parametrize("in_autocast", [True, False])
+def test_custom_fwd_bwd_follow_torch(cast, in_autocast):
+    import contextlib
+
+    import torch
+
+    results = []
+    for m in (fb, torch):
+        fn, seen = _matmul_function(m, None if cast is None else getattr(m, cast))
+        x, w = m.ones(2, 3, requires_grad=True), m.ones(3, 2, requires_grad=True)
+        with m.autocast("cpu") if in_autocast else contextlib.nullcontext():
+            y = fn.apply(x, w)
+        y.float().sum().backward()
+        results.append((seen, str(y.dtype).split(".")[-1], str(x.grad.dtype).split(".")[-1]))
+    assert results[0] == results[1]
+
+
+def test_custom_fwd_leaves_float64_and_checks_device_type():
+    import torch
+
+    fn, seen = _matmul_function(fb, fb.float32)
+    with fb.autocast("cpu"):
+        fn.apply(fb.ones(2, 2, dtype=fb.float64), fb.ones(2, 2, dtype=fb.float64))
+    assert seen == [("forward", False, "float64")]
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        torch.amp.custom_fwd(device_type=None)
+    with pytest.raises(TypeError, match=r"\[custom_fwd\] Expected `device_type` of type `str`, got: `NoneType`"):
+        fb.amp.custom_fwd(device_type=None)
+    with pytest.raises(TypeError, match=r"\[custom_bwd\] Expected `device_type` of type `str`"):
+        fb.amp.custom_bwd(device_type=3)
+
+
+def test_custom_bwd_needs_custom_fwd():
+    class Half(fb.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x / 2
+
+        @staticmethod
+        @fb.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            return grad / 2
+
+    x = fb.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\[custom_bwd\] the Function's forward was not decorated with custom_fwd"):
+        Half.apply(x).sum().backward()
