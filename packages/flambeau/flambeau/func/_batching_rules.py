@@ -53,9 +53,26 @@ def _indexed(call: _Call) -> Any:
     """gather/scatter and kin, whose index has the input's rank: every tensor batched, the dim shifted."""
     args, kwargs = list(call.args), dict(call.kwargs)
     names = _param_names(call, args, kwargs)
-    if "dim" not in names[: len(args)] and kwargs.get("dim") is None or call.logical_dim(_expand(args[0], call)) == 0:
-        return _loop(call)  # take_along_dim without a dim indexes the flattened input; a 0-d input has no dim
+    if "dim" not in names[: len(args)] and kwargs.get("dim") is None:
+        return _loop(call)  # take_along_dim without a dim indexes the flattened input
+    if call.logical_dim(_expand(args[0], call)) == 0:
+        return _scalars_lifted(call, _all_batched)
     return _all_batched(call)
+
+
+def _scalars_lifted(call: _Call, rule: Callable, keep: tuple = ()) -> Any:
+    """A rule on 0-d samples given a dim (0 or -1, the sample itself): every 0-d tensor argument, batched
+    or not (but those ``keep`` names, by position or keyword), made a 1-element sample, and that dim taken
+    out of the result."""
+
+    def lift(key: Any, a: Any) -> Any:
+        if key not in keep and (_is_tensorlike(a) or isinstance(a, _Batched)) and call.logical_dim(a) == 0:
+            return _Batched(_expand(a, call).value.unsqueeze(1))
+        return a
+
+    args = [lift(i, a) for i, a in enumerate(call.args)]
+    out = rule(_with_args(call, args, {k: lift(k, v) for k, v in call.kwargs.items()}))
+    return BatchedTensor(out._value.squeeze(1), call.level)
 
 
 def _index_along(call: _Call) -> Any:
@@ -63,8 +80,11 @@ def _index_along(call: _Call) -> Any:
     args, kwargs = list(call.args), dict(call.kwargs)
     index = args[2] if len(args) > 2 else kwargs.get("index")
     value = args[3] if call.name == "index_fill" and len(args) > 3 else kwargs.get("value")
-    if call.logical_dim(_expand(args[0], call)) == 0 or isinstance(value, _Batched):
+    if isinstance(value, _Batched):
         return _loop(call)
+    if call.logical_dim(_expand(args[0], call)) == 0:
+        fill_value = (3, "value") if call.name == "index_fill" else ()  # stays 0-d
+        return _scalars_lifted(call, _index_along, keep=fill_value)
     if isinstance(index, _Batched):
         return _index_as_scatter(call, args, kwargs)
     args[0] = _expand(args[0], call)
