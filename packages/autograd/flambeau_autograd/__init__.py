@@ -28,6 +28,7 @@ from flambeau_core import FlambeauError
 
 from flambeau_autograd import (
     _C,  # registers autograd into core
+    _post_accumulate_hooks,
     functional,
 )
 from flambeau_autograd._C import Node, RemovableHandle
@@ -88,6 +89,7 @@ except Exception:  # running from a source tree
     __version__ = "0+unknown"
 
 Tensor = flambeau_core.Tensor
+_post_accumulate_hooks.install()  # Tensor.register_post_accumulate_grad_hook
 
 
 def _as_list(x: Any, what: str) -> list:

@@ -16,6 +16,7 @@ MODULES = [
     "flambeau_autograd.anomaly_mode",
     "flambeau_autograd.functional",
     "flambeau_autograd._detach",
+    "flambeau_autograd._post_accumulate_hooks",
 ]
 
 
