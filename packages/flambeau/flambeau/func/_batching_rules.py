@@ -23,6 +23,7 @@ from flambeau.func._vmap import (
     _loop,
     _pad,
     _param_names,
+    _scalars_lifted,
     _shift,
     _shift_dims,
     _sizes_arg,
@@ -58,21 +59,6 @@ def _indexed(call: _Call) -> Any:
     if call.logical_dim(_expand(args[0], call)) == 0:
         return _scalars_lifted(call, _all_batched)
     return _all_batched(call)
-
-
-def _scalars_lifted(call: _Call, rule: Callable, keep: tuple = ()) -> Any:
-    """A rule on 0-d samples given a dim (0 or -1, the sample itself): every 0-d tensor argument, batched
-    or not (but those ``keep`` names, by position or keyword), made a 1-element sample, and that dim taken
-    out of the result."""
-
-    def lift(key: Any, a: Any) -> Any:
-        if key not in keep and (_is_tensorlike(a) or isinstance(a, _Batched)) and call.logical_dim(a) == 0:
-            return _Batched(_expand(a, call).value.unsqueeze(1))
-        return a
-
-    args = [lift(i, a) for i, a in enumerate(call.args)]
-    out = rule(_with_args(call, args, {k: lift(k, v) for k, v in call.kwargs.items()}))
-    return BatchedTensor(out._value.squeeze(1), call.level)
 
 
 def _index_along(call: _Call) -> Any:

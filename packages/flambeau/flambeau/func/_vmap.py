@@ -485,14 +485,23 @@ def _give_default_dims(call: _Call, args: list, kwargs: dict) -> None:
 
 def _scalar_samples_lifted(call: _Call, rule: Callable) -> Any:
     """An op given a dim on 0-d samples (where dims 0 and -1 both name the sample itself): run on 1-element
-    samples, and that dim taken out of each result again. None when the call is not one."""
+    samples (_scalars_lifted). None when the call is not one."""
     batched = [a for a in call.args if isinstance(a, _Batched)]
     if not batched or any(call.logical_dim(a) for a in batched):
         return None
     if not any(c[k] is not None for c, k in _dim_slots(call, list(call.args), dict(call.kwargs))):
         return None
-    lifted = _with_args(call, [_Batched(a.value.unsqueeze(1)) if isinstance(a, _Batched) else a for a in call.args],
-                        call.kwargs)  # fmt: skip
+    return _scalars_lifted(call, rule)
+
+
+def _scalars_lifted(call: _Call, rule: Callable, keep: tuple = ()) -> Any:
+    """``rule`` on 0-d samples given a dim: every 0-d tensor argument, batched or not (but those ``keep``
+    names, by position or keyword), made a 1-element sample, and that dim taken out of each result."""
+
+    def lift(key: Any, a: Any) -> Any:
+        if key not in keep and (_is_tensorlike(a) or isinstance(a, _Batched)) and call.logical_dim(a) == 0:
+            return _Batched(_expand(a, call).value.unsqueeze(1))
+        return a
 
     def drop(r: Any) -> Any:
         if isinstance(r, BatchedTensor) and r._level == call.level and r._value.dim() >= 2:
@@ -502,7 +511,8 @@ def _scalar_samples_lifted(call: _Call, rule: Callable) -> Any:
             return type(r)(*parts) if hasattr(r, "_fields") else tuple(parts)
         return r
 
-    return drop(rule(lifted))
+    args = [lift(i, a) for i, a in enumerate(call.args)]
+    return drop(rule(_with_args(call, args, {k: lift(k, v) for k, v in call.kwargs.items()})))
 
 
 # ---- generic rules
