@@ -1,8 +1,8 @@
-// Device-generic kernels of the complex views: view_as_real,
-// view_as_complex, real, imag. A complex element is two reals side by side,
-// so each is a TensorImpl of the other dtype over the same Storage with sizes,
-// strides and offset rescaled (element units of the new dtype); nothing is
-// copied, as in PyTorch.
+// Device-generic kernels of the views that read memory as another dtype:
+// view(dtype), and the complex views view_as_real, view_as_complex, real,
+// imag. A complex element is two reals side by side, so each is a TensorImpl
+// of the other dtype over the same Storage with sizes, strides and offset
+// rescaled (element units of the new dtype); nothing is copied, as in PyTorch.
 #include <algorithm>
 
 #include "flambeau/error.h"
@@ -109,6 +109,40 @@ Tensor imag_generic(const Tensor& self) {
   return part(self, 1, "imag");
 }
 
+// Tensor.view(dtype): the same bytes as `dtype`. Between element sizes that differ, the last dim (stride 1)
+// holds `ratio` times more or fewer elements and the other strides and the offset scale with it; PyTorch's
+// conditions and words.
+Tensor view_dtype_generic(const Tensor& self, ScalarType dtype) {
+  const int64_t from = itemsize(self.dtype()), to = itemsize(dtype);
+  Shape sizes(self.sizes().begin(), self.sizes().end()), strides(self.strides().begin(), self.strides().end());
+  int64_t offset = self.storage_offset();
+  if (from == to) return make_typed_view(self, dtype, std::move(sizes), std::move(strides), offset);
+  const std::string what = detail::cat_str(" to view ", dtype_name(self.dtype()), " as ", dtype_name(dtype),
+                                           " (different element sizes)");
+  FB_CHECK_VALUE(self.dim() > 0, "[view] self.dim() cannot be 0", what);
+  FB_CHECK_VALUE(strides.back() == 1, "[view] self.stride(-1) must be 1", what, ", but got ", strides.back());
+  if (from > to) {  // each element becomes `ratio` smaller ones
+    const int64_t ratio = from / to;
+    bool fits = !__builtin_mul_overflow(sizes.back(), ratio, &sizes.back()) &&
+                !__builtin_mul_overflow(offset, ratio, &offset);
+    for (size_t d = 0; d + 1 < strides.size(); ++d) fits = fits && !__builtin_mul_overflow(strides[d], ratio, &strides[d]);
+    FB_CHECK_VALUE(fits, "[view] the sizes, strides or offset of shape ", shape_str(self.sizes()), " overflow int64", what);
+    return make_typed_view(self, dtype, std::move(sizes), std::move(strides), offset);
+  }
+  const int64_t ratio = to / from;  // `ratio` elements become one
+  FB_CHECK_VALUE(sizes.back() % ratio == 0, "[view] self.size(-1) must be divisible by ", ratio, what,
+                 ", but got ", sizes.back());
+  for (size_t d = 0; d + 1 < strides.size(); ++d)
+    FB_CHECK_VALUE(strides[d] % ratio == 0, "[view] self.stride(", d, ") must be divisible by ", ratio, what,
+                   ", but got ", strides[d]);
+  FB_CHECK_VALUE(offset % ratio == 0, "[view] self.storage_offset() must be divisible by ", ratio, what,
+                 ", but got ", offset);
+  sizes.back() /= ratio;
+  for (size_t d = 0; d + 1 < strides.size(); ++d) strides[d] /= ratio;
+  return make_typed_view(self, dtype, std::move(sizes), std::move(strides), offset / ratio);
+}
+
+FB_REGISTER_KERNEL(op::view_dtype, Generic, view_dtype_generic);
 FB_REGISTER_KERNEL(op::view_as_real, Generic, view_as_real_generic);
 FB_REGISTER_KERNEL(op::view_as_complex, Generic, view_as_complex_generic);
 FB_REGISTER_KERNEL(op::real, Generic, real_generic);

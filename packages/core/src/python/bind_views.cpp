@@ -377,9 +377,15 @@ void init_views(py::module_& m) {
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
   cls.def(
          "view",
-         recorded("view", [](const Tensor& t, py::args shape) { return op::view(t, parse_dims_arg(shape, "view")); }),
-         "A view with another shape (one size may be -1); shares memory. ValueError if the strides do not "
-         "allow it (use reshape).")
+         recorded("view",
+                  [](const Tensor& t, py::args shape) {
+                    // view(dtype): the same memory as another dtype (a dtype is an int to pybind11, so first).
+                    if (shape.size() == 1 && py::isinstance<ScalarType>(shape[0]))
+                      return op::view_dtype(t, shape[0].cast<ScalarType>());
+                    return op::view(t, parse_dims_arg(shape, "view"));
+                  }),
+         "A view with another shape (one size may be -1), or view(dtype): the same memory read as another "
+         "dtype; shares memory. ValueError if the strides do not allow it (use reshape).")
       .def(
           "reshape",
           recorded("reshape",
