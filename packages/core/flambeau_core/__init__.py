@@ -108,6 +108,9 @@ _histogram.install()  # histogram, histogramdd
 from flambeau_core import _renorm  # noqa: E402,I001
 
 _renorm.install()  # renorm, Tensor.renorm(_)
+from flambeau_core import _hashing  # noqa: E402,I001
+
+_hashing.install()  # hash_tensor, Tensor.hash_tensor
 from flambeau_core import _index_reduce  # noqa: E402,I001
 
 _index_reduce.install()  # index_reduce, Tensor.index_reduce(_)
