@@ -2,7 +2,7 @@
 index, its dim order; PyTorch's method spellings (``nelement``, ``ndimension``, ``nbytes``, ``itemsize``,
 ``is_signed``, ``is_nonzero``, ``is_same_size``, ``get_device``, ``dim_order``, ``const_data_ptr``) and the
 top-level forms (``numel``, ``is_tensor``, ``is_nonzero``, ``is_same_size``, ``is_signed``, ``is_conj``,
-``is_neg``, ``typename``).
+``is_neg``, ``typename``, ``get_device``).
 
 Example:
     >>> import flambeau_core as fc
@@ -200,19 +200,20 @@ def typename(obj: Any, /) -> str:
     return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
-def _get_device(self: _C.Tensor) -> int:
-    """get_device() -> int
+def get_device(input: _C.Tensor) -> int:  # noqa: A002
+    """get_device(input) -> int
 
-    The index of the device the tensor is on; -1 for a CPU tensor (as PyTorch).
+    The index of the device ``input`` is on; -1 for a CPU tensor (as PyTorch). ``Tensor.get_device`` too.
 
     Example:
         >>> import flambeau_core as fc
-        >>> fc.zeros(1).get_device()
-        -1
+        >>> fc.get_device(fc.zeros(1)), fc.zeros(1).get_device()
+        (-1, -1)
     """
-    if self.device.type == "cpu":
+    check_tensor("get_device", input)
+    if input.device.type == "cpu":
         return -1
-    return self.device.index or 0
+    return input.device.index or 0
 
 
 def _const_data_ptr(self: _C.Tensor) -> int:
@@ -330,14 +331,14 @@ _is_same_size_method.__doc__ = is_same_size.__doc__
 _is_signed_method.__doc__ = is_signed.__doc__
 _nbytes.__name__, _itemsize.__name__ = "nbytes", "itemsize"
 
-FUNCTIONS = (numel, is_signed, is_nonzero, is_same_size, is_conj, is_neg, is_tensor, typename)
+FUNCTIONS = (numel, is_signed, is_nonzero, is_same_size, is_conj, is_neg, is_tensor, typename, get_device)
 METHODS = {
     "nelement": _nelement,
     "ndimension": _ndimension,
     "is_signed": _is_signed_method,
     "is_nonzero": _is_nonzero_method,
     "is_same_size": _is_same_size_method,
-    "get_device": _get_device,
+    "get_device": get_device,
     "const_data_ptr": _const_data_ptr,
     "dim_order": _dim_order,
 }

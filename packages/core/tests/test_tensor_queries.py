@@ -51,7 +51,7 @@ def test_is_same_size():
 
 def test_get_device_and_const_data_ptr():
     x = fc.zeros(3)
-    assert x.get_device() == torch.zeros(3).get_device() == -1
+    assert x.get_device() == fc.get_device(x) == torch.zeros(3).get_device() == torch.get_device(torch.zeros(3)) == -1
     assert x[1:].const_data_ptr() == x[1:].data_ptr() == x.data_ptr() + 4
 
 
@@ -120,6 +120,6 @@ def test_dim_order_refuses_another_ambiguity_check():
 
 
 def test_queries_refuse_non_tensors():
-    for fn in (fc.numel, fc.is_signed, fc.is_nonzero, fc.is_neg):
+    for fn in (fc.numel, fc.is_signed, fc.is_nonzero, fc.is_neg, fc.get_device):
         with pytest.raises(TypeError, match=rf"\[{fn.__name__}\] expected a Tensor as 'input', got list"):
             fn([1.0])
