@@ -73,7 +73,6 @@ KNOWN_GAPS: dict[str, str] = {
     # before vmap sees the call (a batched self is batched).
     "expand_as": _PYBIND11.format("Tensor.expand_as"),
     **dict.fromkeys(["as_strided_scatter", "stft", "unfold", "unfold_copy"], _STRIDES),
-    "gradient": "its check of spacing's elements takes a Tensor only (isinstance, not is_tensor_like)",
     # resize_ changes the sample's shape in place; vmap's in-place ops keep the BatchedTensor's shape.
     "resize_": "an in-place shape change of a batched tensor is not batched",
     "linalg.pinv": _VALUE_CHECK.format("float(rtol) of a tensor rtol"),

@@ -14,6 +14,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._composing import check_tensor, is_int
+from flambeau_core.overrides import is_tensor_like
 
 
 def _dims(input: _C.Tensor, dim: Any) -> list[int]:  # noqa: A002
@@ -42,7 +43,7 @@ def _spacings(input: _C.Tensor, spacing: Any, dims: list[int], dim_given: bool) 
         spacing = 1
     if isinstance(spacing, numbers.Number) and not isinstance(spacing, bool):
         return [spacing] * len(dims)
-    if isinstance(spacing, _C.Tensor):
+    if is_tensor_like(spacing):
         if spacing.dim() != 0:
             raise TypeError("[gradient] expected spacing to be a number, or a list or tuple of numbers or tensors")
         return [spacing.item()] * len(dims)
@@ -61,7 +62,7 @@ def _spacings(input: _C.Tensor, spacing: Any, dims: list[int], dim_given: bool) 
         )
     out = []
     for s, d in zip(spacing, dims, strict=True):
-        if isinstance(s, _C.Tensor):
+        if is_tensor_like(s):  # a tensor-like (flambeau.overrides) runs through, its ops overridden
             if s.dim() != 1:
                 raise _C.FlambeauError(
                     "[gradient] expected each element of spacing to have one dimension, but got an element "
@@ -171,7 +172,7 @@ def gradient(
                 f"along dim {d} of a tensor of shape {tuple(input.shape)} with edge_order={edge_order}"
             )
     return tuple(
-        _coordinates(input, d, s, edge_order) if isinstance(s, _C.Tensor) else _uniform(input, d, s, edge_order)
+        _coordinates(input, d, s, edge_order) if is_tensor_like(s) else _uniform(input, d, s, edge_order)
         for d, s in zip(dims, steps, strict=True)
     )
 
