@@ -167,6 +167,30 @@ _COPIES = (
         "view_copy(x.t(), (6,)).tolist()\n    [0, 3, 1, 4, 2, 5]",
     ),
     _ViewCopy(
+        "select_copy",
+        lambda x, dim, index: x.select(dim, index),
+        (("dim",), ("index",)),
+        "select_copy(x, 1, 2).tolist()\n    [2, 5]",
+    ),
+    _ViewCopy(
+        "slice_copy",
+        lambda x, dim, start, end, step: _slice(x, dim, start, end, step),
+        (("dim", 0), ("start", None), ("end", None), ("step", 1)),
+        "slice_copy(x, 1, 0, 3, 2).tolist()\n    [[0, 2], [3, 5]]",
+    ),
+    _ViewCopy(
+        "view_as_real_copy",
+        lambda x: _C.view_as_real(x),
+        (),
+        "view_as_real_copy(x.to(fc.complex64)[0, :1]).tolist()\n    [[0.0, 0.0]]",
+    ),
+    _ViewCopy(
+        "view_as_complex_copy",
+        lambda x: _C.view_as_complex(x),
+        (),
+        "view_as_complex_copy(x.float()[:, :2].contiguous()).tolist()\n    [1j, (3+4j)]",
+    ),
+    _ViewCopy(
         "split_with_sizes_copy",
         split_with_sizes,
         (("split_sizes",), ("dim", 0)),

@@ -40,6 +40,12 @@ COPY_CASES = [
     ("unsqueeze_copy", (-1,), A),
     ("view_copy", ((12, 5),), A),
     ("view_copy", ((-1,),), A),
+    ("select_copy", (1, 2), A),
+    ("select_copy", (2, -1), A),
+    ("slice_copy", (), A),
+    ("slice_copy", (1, 1, 3), A),
+    ("slice_copy", (2, 0, None, 2), A),
+    ("slice_copy", (-1, -3, 10, 1), A),
 ]
 LIST_CASES = [
     ("unbind_copy", (), A),
@@ -68,6 +74,21 @@ def test_copy_values_and_layout(case):
     if got.numel():
         got.fill_(123.0)
     np.testing.assert_array_equal(to_numpy(x), before)
+
+
+def test_complex_view_copies_match_torch():
+    z = (A[..., :2] + 1j * A[..., 2:4]).astype(np.complex64)
+    real = fc.view_as_real_copy(fc.tensor(z))
+    expected = torch.view_as_real_copy(torch.from_numpy(z))
+    assert real.dtype == fc.float32 and real.is_contiguous()
+    np.testing.assert_array_equal(to_numpy(real), expected.numpy())
+    back = fc.view_as_complex_copy(real)
+    assert back.dtype == fc.complex64 and back.data_ptr() != real.data_ptr()
+    np.testing.assert_array_equal(to_numpy(back), torch.view_as_complex_copy(expected).numpy())
+    with pytest.raises(RuntimeError):
+        torch.view_as_complex_copy(torch.ones(3, 3))
+    with pytest.raises(fc.FlambeauError, match=r"^\[view_as_complex_copy\] "):
+        fc.view_as_complex_copy(fc.ones(3, 3))
 
 
 @pytest.mark.parametrize("case", LIST_CASES, ids=case_id)
