@@ -173,6 +173,9 @@ _asarray.install()  # torch.asarray (array_api.asarray with requires_grad)
 from flambeau_core import _legacy_norms  # noqa: E402,I001
 
 _legacy_norms.install()  # nuclear_norm, frobenius_norm (deprecated), matrix_rank (removed: raises)
+from flambeau_core import _range  # noqa: E402,I001
+
+_range.install()  # torch.range (deprecated: arange including end)
 # The standard's names that PyTorch lacks; where both have a name, flambeau's
 # keeps PyTorch's meaning (flambeau.array_api follows the standard). `concat` is
 # PyTorch's too (torch.concat(tensors, dim)): the op of ops.yaml, not re-exported here.
@@ -194,6 +197,7 @@ from flambeau_core.array_api import (  # noqa: E402,F401,I001
 )
 
 from flambeau_core import amp, cpu  # noqa: E402,F401,I001  (mixed precision; torch.cpu.amp's spellings)
+from flambeau_core.amp import GradScaler  # noqa: E402,F401,I001  (torch.GradScaler is torch.amp's)
 from flambeau_core.amp.autocast_mode import (  # noqa: E402,F401,I001  (torch.autocast and its state, top level)
     autocast,
     autocast_decrement_nesting,

@@ -1,4 +1,5 @@
-"""PyTorch's legacy tensor types (``FloatTensor``, ``LongTensor``...) and ``Tensor.type()``.
+"""PyTorch's legacy tensor types (``FloatTensor``, ``LongTensor``...), ``Tensor.type()`` and the deprecated
+``set_default_tensor_type``.
 
 ``FloatTensor(2, 3)`` is an uninitialized float32 tensor of shape (2, 3),
 ``FloatTensor([1, 2])`` one holding the data, ``FloatTensor()`` an empty one,
@@ -146,5 +147,56 @@ def tensor_type(self: _C.Tensor, dtype: Any = None, non_blocking: bool = False, 
     return self.to(device=device, dtype=dtype, non_blocking=non_blocking)
 
 
+def set_default_tensor_type(t: Any, /) -> None:
+    """set_default_tensor_type(t) -> None
+
+    Deprecated (warns; use :func:`set_default_dtype` and :func:`set_default_device`): makes the floating
+    point legacy type ``t`` (``FloatTensor``, ``DoubleTensor``... or its name, ``"torch.DoubleTensor"``;
+    ``"torch.cuda.FloatTensor"`` also makes CUDA the default device) the type of new floating-point
+    tensors.
+
+    Example:
+        >>> import warnings
+        >>> import flambeau_core as fc
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     fc.set_default_tensor_type(fc.DoubleTensor)
+        >>> fc.ones(1).dtype
+        flambeau.float64
+        >>> fc.set_default_dtype(fc.float32)
+    """
+    import warnings
+
+    from flambeau_core import _dtypes
+
+    warnings.warn(
+        "[set_default_tensor_type] set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+        "set_default_dtype() and set_default_device() as alternatives.",
+        UserWarning,
+        stacklevel=2,
+    )
+    if isinstance(t, str):
+        dtype, device = _parse_type_string(t)
+    elif isinstance(t, type) and issubclass(t, _LegacyTensor):
+        dtype, device = t.dtype, "cpu"
+    else:
+        raise TypeError(
+            f"[set_default_tensor_type] invalid type object: expected a legacy tensor type or its name, got {t!r}"
+        )
+    if not dtype.is_floating_point:
+        raise TypeError(
+            f"[set_default_tensor_type] only floating-point types are supported as the default type, got {t!r}"
+        )
+    if device != "cpu":  # first: it raises where the device type is not available, changing nothing
+        from flambeau_core import set_default_device
+        from flambeau_core._composing import call_as
+
+        call_as("set_default_tensor_type", set_default_device, device)
+    _dtypes.set_default_dtype(dtype)
+
+
 def install() -> None:
+    import flambeau_core
+
     _C.Tensor.type = tensor_type
+    flambeau_core.set_default_tensor_type = set_default_tensor_type

@@ -110,3 +110,32 @@ def test_type_same_returns_self_and_errors():
         x.type(3)
     with pytest.raises(TypeError, match="dtype must be a type, str, or dtype object"):
         torch.ones(2).type(3)
+
+
+# ---- set_default_tensor_type (deprecated) ----
+
+
+@pytest.mark.filterwarnings("ignore:.*set_default_tensor_type")
+def test_set_default_tensor_type_matches_torch():
+    try:
+        for ours, theirs in (
+            (fc.DoubleTensor, torch.DoubleTensor),
+            ("torch.FloatTensor", "torch.FloatTensor"),
+            ("torch.HalfTensor", "torch.HalfTensor"),
+        ):
+            fc.set_default_tensor_type(ours)
+            torch.set_default_tensor_type(theirs)
+            assert str(fc.get_default_dtype()).split(".")[-1] == str(torch.get_default_dtype()).split(".")[-1]
+            assert fc.ones(1).dtype == fc.get_default_dtype()
+        for bad in (fc.LongTensor, "torch.IntTensor"):
+            with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+                fc.set_default_tensor_type(bad)
+        with pytest.raises(TypeError, match="only floating-point types"):
+            torch.set_default_tensor_type(torch.LongTensor)
+        with pytest.raises(TypeError, match=r"\[set_default_tensor_type\] invalid type object"):
+            fc.set_default_tensor_type(3)
+        with pytest.warns(UserWarning, match=r"\[set_default_tensor_type\] set_default_tensor_type\(\) is deprecated"):
+            fc.set_default_tensor_type(fc.FloatTensor)
+    finally:
+        fc.set_default_dtype(fc.float32)
+        torch.set_default_dtype(torch.float32)

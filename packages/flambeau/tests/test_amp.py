@@ -354,3 +354,10 @@ def test_custom_bwd_needs_custom_fwd():
     x = fb.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"\[custom_bwd\] the Function's forward was not decorated with custom_fwd"):
         Half.apply(x).sum().backward()
+
+
+def test_grad_scaler_is_top_level_as_in_torch():
+    import torch
+
+    assert torch.GradScaler is torch.amp.GradScaler
+    assert fb.GradScaler is fb.amp.GradScaler
