@@ -335,6 +335,30 @@ def triplet_margin_loss(
     return F.triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps, swap=swap, reduction=how)
 
 
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Tensor | list[int] | tuple[int, ...],
+    target_lengths: Tensor | list[int] | tuple[int, ...],
+    blank: int = 0,
+    reduction: int = 1,
+    zero_infinity: bool = False,
+) -> Tensor:
+    """ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False) -> Tensor
+
+    :func:`flambeau.nn.functional.ctc_loss` with the reduction as an int (0 none, 1 mean over the batch of
+    the losses divided by their target lengths, 2 sum).
+
+    Example:
+        >>> import flambeau as fb
+        >>> log_probs = fb.full((2, 1, 2), 0.5).log()
+        >>> round(fb.ctc_loss(log_probs, fb.tensor([[1]]), [2], [1], 0, 0).item(), 4)
+        0.2877
+    """
+    how = _reduction("ctc_loss", reduction)
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, how, zero_infinity)
+
+
 def embedding_bag(
     weight: Tensor,
     indices: Tensor,
@@ -426,6 +450,7 @@ TOP_LEVEL = {
         margin_ranking_loss,
         poisson_nll_loss,
         triplet_margin_loss,
+        ctc_loss,
         embedding_bag,
     )
 }

@@ -145,3 +145,22 @@ def test_tensor_hardshrink_and_prelu_match_torch():
     w, tw = pair(3)
     close(x.prelu(w), t.prelu(tw))
     close(x.prelu(fc.tensor([0.25])), t.prelu(torch.tensor([0.25])))
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("lengths_as_tensors", [False, True])
+def test_ctc_loss_matches_torch(reduction, lengths_as_tensors):
+    logits, tlogits = pair(7, 3, 5)
+    log_probs, tlog_probs = logits.log_softmax(2), tlogits.log_softmax(2)
+    targets = [[1, 2, 2], [3, 4, 1], [2, 1, 4]]
+    input_lengths, target_lengths = [7, 6, 5], [3, 2, 3]
+    if lengths_as_tensors:
+        args = (fc.tensor(input_lengths), fc.tensor(target_lengths))
+        targs = (torch.tensor(input_lengths), torch.tensor(target_lengths))
+    else:
+        args = targs = (input_lengths, target_lengths)
+    ours = forms.ctc_loss(log_probs, fc.tensor(targets), *args, 0, reduction, True)
+    theirs = torch.ctc_loss(tlog_probs, torch.tensor(targets), *targs, 0, reduction, True)
+    close(ours, theirs)
+    with pytest.raises(fc.FlambeauError, match=r"\[ctc_loss\] reduction must be 0 \(none\), 1 \(mean\) or 2"):
+        forms.ctc_loss(log_probs, fc.tensor(targets), *args, 0, "mean")
