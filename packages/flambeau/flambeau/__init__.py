@@ -119,6 +119,7 @@ detach, detach_ = _autograd.detach, _autograd.detach_
 
 from_numpy = _interop.from_numpy
 from_dlpack = _interop.from_dlpack
+to_dlpack = _interop.to_dlpack
 
 # PyTorch's checkpoint format (flambeau-interop); .safetensors files go through flambeau-nn's reader/writer.
 serialization = _alias("serialization", _importlib.import_module("flambeau_interop.serialization"))

@@ -26,12 +26,33 @@ from flambeau_interop._C import from_dlpack, from_numpy
 
 flambeau_core.array_api._register_dlpack_importer(from_dlpack)  # array_api.from_dlpack/asarray use it
 
+
+def to_dlpack(tensor: flambeau_core.Tensor) -> object:
+    """to_dlpack(tensor) -> PyCapsule
+
+    A DLPack capsule of ``tensor`` (its ``__dlpack__()``): another library's ``from_dlpack`` reads the same
+    memory without a copy. A capsule is consumed by one import. PyTorch's legacy spelling; new code passes
+    the tensor itself to ``from_dlpack``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_interop as fi
+        >>> x = fc.arange(3.0)
+        >>> y = fi.from_dlpack(fi.to_dlpack(x))
+        >>> y.tolist(), y.data_ptr() == x.data_ptr()
+        ([0.0, 1.0, 2.0], True)
+    """
+    if not isinstance(tensor, flambeau_core.Tensor):
+        raise TypeError(f"[to_dlpack] expected a Tensor, got {type(tensor).__name__}")
+    return tensor.__dlpack__()
+
+
 try:
     __version__ = _version("flambeau-interop")
 except _PNF:  # running from a source tree
     __version__ = "0+unknown"
 
-__all__ = ["from_dlpack", "from_numpy", "serialization", "torch_bridge"]
+__all__ = ["from_dlpack", "from_numpy", "to_dlpack", "serialization", "torch_bridge"]
 
 
 def __getattr__(name: str):

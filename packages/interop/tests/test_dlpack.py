@@ -356,3 +356,15 @@ def test_numpy_from_dlpack_of_scalars_and_empty():
         assert a.shape == t.shape
         np.testing.assert_array_equal(a, np.array(t.tolist()).reshape(t.shape))
     assert fi.from_dlpack(np.array(3.0)).item() == 3.0  # a 0-d array
+
+
+def test_to_dlpack_round_trips_with_torch():
+    import torch
+
+    x = fc.arange(6.0).reshape(2, 3)
+    t = torch.from_dlpack(fi.to_dlpack(x))
+    assert t.tolist() == x.tolist() and t.data_ptr() == x.data_ptr()
+    back = fi.from_dlpack(torch.to_dlpack(torch.arange(4)))
+    assert back.tolist() == [0, 1, 2, 3] and back.dtype == fc.int64
+    with pytest.raises(TypeError, match=r"\[to_dlpack\] expected a Tensor, got list"):
+        fi.to_dlpack([1.0])
