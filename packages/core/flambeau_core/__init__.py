@@ -64,7 +64,7 @@ from flambeau_core import _shape  # noqa: E402,F401,I001  (meshgrid, broadcast_t
 from flambeau_core import memory  # noqa: E402,F401  (the allocator registry; allocator_from_c_abi)
 from flambeau_core._reduce import nonzero, unique, unique_consecutive  # noqa: E402,F401
 from flambeau_core import _device_modules  # noqa: E402,I001
-from flambeau_core._device_modules import device_module, manual_seed  # noqa: E402,F401  (manual_seed: cpu and devices)
+from flambeau_core._device_modules import device_module, get_device_module, manual_seed  # noqa: E402,F401  (manual_seed: cpu and devices)
 
 _device_modules.install_tensor_methods()
 cuda = device_module("cuda")  # torch.cuda's names; "not available" without flambeau-cuda
@@ -142,8 +142,10 @@ _inplace_functions.install()  # abs_, sqrt_, clamp_, ...: torch's functions of t
 from flambeau_core._process_settings import (  # noqa: E402,F401,I001  (recorded, reported: the module's note)
     get_float32_matmul_precision,
     get_num_interop_threads,
+    init_num_threads,
     is_warn_always_enabled,
     set_float32_matmul_precision,
+    set_flush_denormal,
     set_num_interop_threads,
     set_warn_always,
 )

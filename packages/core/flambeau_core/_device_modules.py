@@ -132,6 +132,40 @@ def device_module(name: str) -> DeviceModule:
     return _modules[name]
 
 
+def get_device_module(device: Any = None) -> Any:
+    """get_device_module(device=None) -> module
+
+    The module of a device type, as ``torch.get_device_module``: ``flambeau.cpu`` for ``"cpu"``,
+    ``flambeau.cuda`` for ``"cuda"``, a registered plug-in device's module for its name; ``device`` is a
+    type name, a device string such as ``"cuda:1"`` or a :class:`device`. Without one, the current
+    accelerator's module, or ``flambeau.cpu`` where there is none.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.get_device_module("cpu") is fc.cpu, fc.get_device_module(fc.device("cuda")) is fc.cuda
+        (True, True)
+    """
+    if device is None:
+        from flambeau_core import accelerator
+
+        current = accelerator.current_accelerator()
+        name = "cpu" if current is None else current.type
+    elif isinstance(device, _C.device):
+        name = device.type
+    elif isinstance(device, str):
+        name = device.split(":", 1)[0]
+    else:
+        raise TypeError(f"[get_device_module] expected a device, a device string or None, got {type(device).__name__}")
+    if name == "cpu":
+        from flambeau_core import cpu
+
+        return cpu
+    try:
+        return device_module(name)
+    except ValueError as e:
+        raise ValueError(str(e).replace("[device_module]", "[get_device_module]", 1)) from None
+
+
 class _StreamBase:
     """A device stream (``torch.cuda.Stream``): work on one stream runs in order."""
 

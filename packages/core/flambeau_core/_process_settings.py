@@ -1,5 +1,6 @@
 """Process-wide settings PyTorch exposes at top level that flambeau records and reports: the inter-op thread
-count, the float32 matmul precision and warn-always.
+count, the float32 matmul precision and warn-always (and ``init_num_threads``/``set_flush_denormal``, which
+have nothing to set here).
 
 None changes what flambeau computes: flambeau runs no inter-op thread pool (ops run on the calling thread,
 each parallel over ``get_num_threads()`` intra-op threads), its CPU GEMMs are full float32 whatever the
@@ -149,3 +150,37 @@ def is_warn_always_enabled() -> bool:
         False
     """
     return _state["warn_always"]
+
+
+def init_num_threads() -> None:
+    """init_num_threads() -> None
+
+    PyTorch's call that gives a newly created thread the count :func:`set_num_threads` set. flambeau's
+    intra-op thread count is process-wide, so every thread already has it: nothing to do.
+
+    Example:
+        >>> import threading
+        >>> import flambeau_core as fc
+        >>> seen = []
+        >>> worker = threading.Thread(target=lambda: (fc.init_num_threads(), seen.append(fc.get_num_threads())))
+        >>> worker.start(); worker.join()
+        >>> seen == [fc.get_num_threads()]
+        True
+    """
+
+
+def set_flush_denormal(mode: bool, /) -> bool:
+    """set_flush_denormal(mode) -> bool
+
+    PyTorch's switch for flushing subnormal floats to zero on the CPU; it returns whether the machine
+    supports it and the mode was set. flambeau's kernels have no such switch, so this returns False
+    (unsupported) and changes nothing: subnormal values stay as IEEE 754 computes them.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.set_flush_denormal(True)
+        False
+    """
+    if not isinstance(mode, bool):
+        raise TypeError(f"[set_flush_denormal] flush_denormal expects a bool, but got {type(mode).__name__}")
+    return False

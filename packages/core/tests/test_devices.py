@@ -131,3 +131,21 @@ def test_cuda_module_is_usable_from_threads():
     th.start()
     th.join()
     assert not errors
+
+
+def test_get_device_module_matches_torch_names():
+    import torch
+
+    assert fc.get_device_module("cpu") is fc.cpu and torch.get_device_module("cpu") is torch.cpu
+    assert fc.get_device_module(fc.device("cpu")) is fc.cpu
+    assert fc.get_device_module("cuda:1") is fc.cuda and fc.get_device_module(fc.device("cuda")) is fc.cuda
+    expected = (
+        fc.cpu
+        if fc.accelerator.current_accelerator() is None
+        else fc.device_module(fc.accelerator.current_accelerator().type)
+    )
+    assert fc.get_device_module() is expected
+    with pytest.raises(ValueError, match=r"\[get_device_module\] unknown device type 'foo'"):
+        fc.get_device_module("foo")
+    with pytest.raises(TypeError, match=r"\[get_device_module\] expected a device, a device string or None"):
+        fc.get_device_module(3)

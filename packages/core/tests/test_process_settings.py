@@ -84,3 +84,30 @@ def test_warn_always(restored):
         torch.set_warn_always(1)
     with pytest.raises(TypeError, match=r"\[set_warn_always\] expects a bool, but got int"):
         fc.set_warn_always(1)
+
+
+def test_flush_denormal_is_unsupported_and_changes_nothing():
+    tiny = fc.tensor([1e-40], dtype=fc.float32)  # a float32 subnormal
+    assert fc.set_flush_denormal(True) is False
+    assert (tiny * 1.0).item() != 0.0
+    assert fc.set_flush_denormal(False) is False
+    with pytest.raises(RuntimeError, match="flush_denormal expects a bool"):
+        torch.set_flush_denormal(1)
+    with pytest.raises(TypeError, match=r"\[set_flush_denormal\] flush_denormal expects a bool, but got int"):
+        fc.set_flush_denormal(1)
+
+
+def test_init_num_threads_keeps_the_process_count():
+    import threading
+
+    before = fc.get_num_threads()
+    seen = []
+
+    def worker():
+        fc.init_num_threads()
+        seen.append(fc.get_num_threads())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen == [before] and torch.init_num_threads() is None and fc.init_num_threads() is None
