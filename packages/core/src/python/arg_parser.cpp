@@ -1,10 +1,12 @@
 // Note [Python argument parser] (arg_parser.h).
 #include "arg_parser.h"
 
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <new>
 #include <unordered_map>
+#include <utility>
 
 #include "../tensor_iterator.h"
 #include "flambeau/error.h"
@@ -408,6 +410,74 @@ PyObject* handle_torch_function(const char* name, bool method, PyObject* self, P
   throw TypeError(detail::cat_str("[", name, "] no implementation found for '", name,
                                   "' on types that implement __torch_function__: [", names, "]"));
   FB_PY_END
+}
+
+// ---- __torch_function__ for functions bound with pybind11 ----
+
+namespace {
+// Note [__torch_function__] for the module functions bound with pybind11 (views, *_like factories, ...):
+// pybind11 raises its own TypeError when no overload accepts the arguments, so each is replaced by a
+// vectorcall function (the module as `self`, so it pickles by name as before) that calls it and, only
+// when that raises TypeError and an argument overrides, hands the call to __torch_function__. The
+// C function has no other way to know which function it stands for than being its own instantiation:
+// a fixed pool of slots.
+constexpr int kOverridableSlots = 48;
+struct OverridableSlot {
+  PyObject* original = nullptr;  // the pybind11 function (strong reference, never freed)
+  PyMethodDef def{};
+  std::string name, doc;
+};
+OverridableSlot g_overridable[kOverridableSlots];
+int g_overridable_used = 0;
+
+template <int I>
+PyObject* overridable_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const OverridableSlot& slot = g_overridable[I];
+  PyObject* result = PyObject_Vectorcall(slot.original, args, static_cast<size_t>(nargs), kwnames);
+  if (result != nullptr || !PyErr_ExceptionMatches(PyExc_TypeError)) return result;
+  // Looking for an override calls into Python (attribute lookups): pybind11's TypeError is set aside meanwhile.
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  bool overridden = false;
+  try {
+    overridden = has_torch_function(args, nargs, kwnames);
+  } catch (...) {
+  }
+  PyErr_Clear();
+  if (!overridden) {
+    PyErr_Restore(type, value, traceback);  // pybind11's TypeError stands
+    return nullptr;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  return handle_torch_function(slot.name.c_str(), false, self, args, nargs, kwnames);
+}
+
+template <int... I>
+constexpr std::array<_PyCFunctionFastWithKeywords, sizeof...(I)> overridable_table(
+    std::integer_sequence<int, I...>) {
+  return {&overridable_call<I>...};
+}
+}  // namespace
+
+void make_overridable(py::module_& m, std::initializer_list<const char*> names) {
+  static constexpr auto table = overridable_table(std::make_integer_sequence<int, kOverridableSlots>());
+  py::object module_name = py::str(PyModule_GetName(m.ptr()));
+  for (const char* name : names) {
+    FB_INTERNAL_ASSERT(g_overridable_used < kOverridableSlots, "make_overridable: raise kOverridableSlots");
+    const int i = g_overridable_used++;
+    OverridableSlot& slot = g_overridable[i];
+    slot.original = py::object(m.attr(name)).release().ptr();
+    slot.name = name;
+    py::object doc = py::getattr(py::handle(slot.original), "__doc__", py::none());
+    slot.doc = doc.is_none() ? std::string() : doc.cast<std::string>();
+    slot.def = PyMethodDef{slot.name.c_str(), reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(table[i])),
+                           METH_FASTCALL | METH_KEYWORDS, slot.doc.empty() ? nullptr : slot.doc.c_str()};
+    PyObject* f = PyCFunction_NewEx(&slot.def, m.ptr(), module_name.ptr());
+    if (!f) throw py::error_already_set();
+    m.attr(name) = py::reinterpret_steal<py::object>(f);
+  }
 }
 
 // ---- accessors ----

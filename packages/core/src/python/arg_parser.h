@@ -134,6 +134,9 @@ bool is_tensor(PyObject* obj);
 // one returns something other than NotImplemented.
 /// Whether an argument of the call (or an item of a list argument) overrides the function.
 bool has_torch_function(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+/// Wraps the module's pybind11 functions `names` so that a call no overload accepts goes to an overriding
+/// argument's __torch_function__ (the pybind11 TypeError otherwise); a successful call pays one C call.
+void make_overridable(py::module_& m, std::initializer_list<const char*> names);
 /// Calls the overriding arguments' __torch_function__ with the function (`self`'s method `name` when
 /// `method`, else `self` module's function `name`), the types, args and kwargs; new reference.
 PyObject* handle_torch_function(const char* name, bool method, PyObject* self, PyObject* const* args,

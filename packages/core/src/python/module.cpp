@@ -1,4 +1,5 @@
 // flambeau_core._C: thin bindings over libflambeau_core.so.
+#include "arg_parser.h"
 #include "common.h"
 #include "flambeau/error.h"
 
@@ -82,4 +83,8 @@ PYBIND11_MODULE(_C, m) {
   init_outargs(m);
   init_profiler(m);
   init_trace(m);
+  // Note [__torch_function__]: the functions bound with pybind11 that take tensors.
+  make_overridable(m, {"reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "narrow", "select",
+                       "unbind", "index_put", "index_put_", "as_strided", "zeros_like", "ones_like", "empty_like",
+                       "full_like", "rand_like", "randn_like", "as_tensor", "result_type", "_copy_to_out"});
 }
