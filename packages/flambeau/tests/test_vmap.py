@@ -352,6 +352,22 @@ def test_torch_function_protocol_for_functions_methods_and_lists():
     assert Logged.calls[0][1] == (Logged,)
 
 
+def test_torch_function_protocol_for_functions_bound_with_pybind11():
+    """reshape, transpose, zeros_like, ... are pybind11 functions: a call their overloads refuse reaches the
+    override; accepted calls, their errors and pickling are as before."""
+    import pickle
+
+    Logged.calls = []
+    a = Logged(fb.tensor([[1.0, 2.0]]))
+    assert fb.reshape(a, (2,)).t.tolist() == [1.0, 2.0]
+    assert fb.zeros_like(a).t.tolist() == [[0.0, 0.0]]
+    assert fb.transpose(a, 0, 1).t.tolist() == [[1.0], [2.0]]
+    assert [c[0] for c in Logged.calls] == ["reshape", "zeros_like", "transpose"]
+    assert pickle.loads(pickle.dumps(fb.reshape)) is fb.reshape
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        fb.select(fb.zeros(2), "a", 0)
+
+
 def test_torch_function_returning_not_implemented_is_a_type_error():
     class Refuses:
         @classmethod

@@ -747,6 +747,14 @@ def _views(call: _Call) -> Any:
     ):
         return _loop(call)  # a batched shape argument (tensor_split's indices)
     b, rank = call.batch_size, call.logical_dim(x)
+    if rank == 0 and name in ("squeeze", "transpose", "swapaxes", "swapdims", "t"):
+        # A 0-d sample's only dims are 0 and -1, and these ops leave it as it is.
+        given = [*args[1:], *kwargs.values()]
+        flat = [d for g in given for d in (g if isinstance(g, (list, tuple)) else [g]) if g is not None]
+        for d in flat:
+            if d not in (0, -1):
+                raise IndexError(f"[{name}] dimension {d} out of range for a 0-d tensor (expected in [-1, 0])")
+        return call.wrap(x.value)
     if shaped_as:
         other = args[1]
         args, name = [x, tuple(other.value.shape[1:] if isinstance(other, _Batched) else other.shape)], name[:-3]
@@ -1075,7 +1083,8 @@ _ELEMENTWISE_EXTRA = (
     "lerp addcmul addcdiv clamp clip clamp_min clamp_max pow float_power xlogy copysign "
     "nan_to_num relu gelu silu sigmoid tanh threshold leaky_relu elu selu softplus hardtanh mish logit to "
     "type_as angle conj real deg2rad rad2deg fmax fmin "
-    "heaviside ldexp logaddexp2 square polygamma mvlgamma rsub zero copy"
+    "heaviside ldexp logaddexp2 square polygamma mvlgamma rsub zero copy "
+    "zeros_like ones_like empty_like full_like rand_like randn_like as_tensor result_type"
 )
 _IMAGE_OPS = {
     "max_pool2d": 2, "avg_pool2d": 2, "max_pool2d_with_indices": 2, "adaptive_avg_pool2d": 2,
@@ -1093,6 +1102,30 @@ _RULES.update({"__getitem__": _getitem, "getitem": _getitem, "__setitem__": _set
 _RULES.update({"unbind": _unbind, "stack": _all_batched, "cat": _all_batched, "concat": _all_batched})
 _RULES.update(dict.fromkeys(["matmul", "mm", "mv", "dot", "_dot", "bmm"], _matmul))
 _RULES.update({"_cross_entropy": _cross_entropy, "repeat": _repeat, "native_dropout": _elementwise})
+
+
+def _copy_to_out(call: _Call) -> Any:
+    """``_C._copy_to_out(op, result, out)``, through which Python functions return: without ``out=`` it is
+    ``result`` itself; into a given ``out=`` each sample is written by the loop."""
+    names = ("op", "result", "out", "exact_dtype")
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    if bound.get("out") is None:
+        result = bound["result"]
+        return BatchedTensor(result.value, call.level) if isinstance(result, _Batched) else result
+    return _loop(call)
+
+
+_RULES["_copy_to_out"] = _copy_to_out
+
+
+def _as_strided(call: _Call) -> Any:
+    raise FlambeauError(
+        f"[func.vmap] {call.name} inside vmap is not supported: it names the sample's strides and storage offset, "
+        "which inside vmap are those of the whole batch; use view/reshape/select, which vmap batches"
+    )
+
+
+_RULES.update({"as_strided": _as_strided, "as_strided_": _as_strided})
 _RULES.update({"linear": _linear, "conv1d": _conv, "conv2d": _conv, "conv3d": _conv})
 _RULES.update(dict.fromkeys(_IMAGE_OPS, _images))
 
