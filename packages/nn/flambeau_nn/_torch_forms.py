@@ -431,6 +431,91 @@ def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
     return F.prelu(self, weight)
 
 
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def grid_sampler(
+    input: Tensor,  # noqa: A002
+    grid: Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+) -> Tensor:
+    """grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor
+
+    ``F.grid_sample`` with torch's integer modes: interpolation 0 bilinear, 1 nearest, 2 bicubic;
+    padding 0 zeros, 1 border, 2 reflection. 4-D or 5-D input, as ``grid_sampler_2d``/``grid_sampler_3d``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> from flambeau_nn._torch_forms import grid_sampler
+        >>> grid_sampler(fc.arange(4.0).reshape(1, 1, 2, 2), fc.zeros(1, 1, 1, 2), 0, 0, True).tolist()
+        [[[[1.5]]]]
+    """
+    return _grid_sampler("grid_sampler", input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def _grid_sampler(name: str, input: Tensor, grid: Tensor, interpolation: int, padding: int, align: bool) -> Tensor:  # noqa: A002
+    if interpolation not in _INTERPOLATION:
+        raise ValueError(
+            f"[{name}] interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got {interpolation}"
+        )
+    if padding not in _PADDING:
+        raise ValueError(f"[{name}] padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got {padding}")
+    return F.grid_sample(
+        input, grid, mode=_INTERPOLATION[interpolation], padding_mode=_PADDING[padding], align_corners=bool(align)
+    )
+
+
+def grid_sampler_2d(
+    input: Tensor,  # noqa: A002
+    grid: Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+) -> Tensor:
+    """grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor
+
+    :func:`grid_sampler` of a 4-D input ``(N, C, H, W)`` and grid ``(N, H_out, W_out, 2)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> from flambeau_nn._torch_forms import grid_sampler_2d
+        >>> grid_sampler_2d(fc.arange(4.0).reshape(1, 1, 2, 2), fc.zeros(1, 1, 1, 2), 1, 0, True).shape
+        (1, 1, 1, 1)
+    """
+    if not (isinstance(input, Tensor) and input.dim() == 4):
+        raise FlambeauError(
+            f"[grid_sampler_2d] expected a 4-D input, got {getattr(input, 'shape', type(input).__name__)}"
+        )
+    return _grid_sampler("grid_sampler_2d", input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(
+    input: Tensor,  # noqa: A002
+    grid: Tensor,
+    interpolation_mode: int,
+    padding_mode: int,
+    align_corners: bool,
+) -> Tensor:
+    """grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners) -> Tensor
+
+    :func:`grid_sampler` of a 5-D input ``(N, C, D, H, W)`` and grid ``(N, D_out, H_out, W_out, 3)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> from flambeau_nn._torch_forms import grid_sampler_3d
+        >>> grid_sampler_3d(fc.ones(1, 1, 2, 2, 2), fc.zeros(1, 1, 1, 1, 3), 0, 0, False).tolist()
+        [[[[[1.0]]]]]
+    """
+    if not (isinstance(input, Tensor) and input.dim() == 5):
+        raise FlambeauError(
+            f"[grid_sampler_3d] expected a 5-D input, got {getattr(input, 'shape', type(input).__name__)}"
+        )
+    return _grid_sampler("grid_sampler_3d", input, grid, interpolation_mode, padding_mode, align_corners)
+
+
 TOP_LEVEL = {
     fn.__name__: fn
     for fn in (
@@ -452,6 +537,9 @@ TOP_LEVEL = {
         triplet_margin_loss,
         ctc_loss,
         embedding_bag,
+        grid_sampler,
+        grid_sampler_2d,
+        grid_sampler_3d,
     )
 }
 

@@ -164,3 +164,38 @@ def test_ctc_loss_matches_torch(reduction, lengths_as_tensors):
     close(ours, theirs)
     with pytest.raises(fc.FlambeauError, match=r"\[ctc_loss\] reduction must be 0 \(none\), 1 \(mean\) or 2"):
         forms.ctc_loss(log_probs, fc.tensor(targets), *args, 0, "mean")
+
+
+@pytest.mark.parametrize("interpolation", [0, 1, 2])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sampler_2d_matches_torch(interpolation, padding, align_corners):
+    x, tx = pair(2, 3, 4, 5)
+    g, tg = pair(2, 3, 2, 2)
+    ours = forms.grid_sampler_2d(x, g, interpolation, padding, align_corners)
+    close(ours, torch.grid_sampler_2d(tx, tg, interpolation, padding, align_corners))
+    close(
+        forms.grid_sampler(x, g, interpolation, padding, align_corners),
+        torch.grid_sampler(tx, tg, interpolation, padding, align_corners),
+    )
+
+
+@pytest.mark.parametrize("interpolation", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+def test_grid_sampler_3d_matches_torch(interpolation, padding):
+    x, tx = pair(2, 2, 3, 4, 5)
+    g, tg = pair(2, 2, 3, 2, 3)
+    close(
+        forms.grid_sampler_3d(x, g, interpolation, padding, False),
+        torch.grid_sampler_3d(tx, tg, interpolation, padding, False),
+    )
+
+
+def test_grid_sampler_errors():
+    x, g = fc.zeros(1, 1, 2, 2), fc.zeros(1, 1, 1, 2)
+    with pytest.raises(ValueError, match=r"\[grid_sampler_2d\] interpolation_mode must be 0 \(bilinear\)"):
+        forms.grid_sampler_2d(x, g, 5, 0, False)
+    with pytest.raises(ValueError, match=r"\[grid_sampler\] padding_mode must be 0 \(zeros\)"):
+        forms.grid_sampler(x, g, 0, 7, False)
+    with pytest.raises(fc.FlambeauError, match=r"\[grid_sampler_3d\] expected a 5-D input"):
+        forms.grid_sampler_3d(x, g, 0, 0, False)
