@@ -1,5 +1,6 @@
 // Views from Python: view/reshape/transpose/permute/..., and indexing
 // (__getitem__/__setitem__, basic and advanced; index_put_/index_put).
+#include "arg_parser.h"
 #include "common.h"
 #include "flambeau/error.h"
 #include "op_recorder.h"
@@ -234,6 +235,26 @@ Tensor getitem(const Tensor& self, py::handle index) {
   return r.view;
 }
 
+// Note [__torch_function__]: an index or value that overrides (vmap's BatchedTensor) makes the parse or the
+// write fail; then, and only then, the call goes to its __torch_function__ with Tensor.__getitem__/__setitem__.
+py::object overridden_index_call(const char* name, const Tensor& self, PyObject* const* args, Py_ssize_t nargs) {
+  py::object me = py::cast(self);
+  PyObject* r = handle_torch_function(name, true, me.ptr(), args, nargs, nullptr);
+  if (!r) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
+py::object getitem_overridable(const Tensor& self, py::handle index) {
+  try {
+    return py::cast(getitem(self, index));
+  } catch (...) {
+    PyObject* args[] = {index.ptr()};
+    if (!has_torch_function(args, 1, nullptr)) throw;
+  }
+  PyObject* args[] = {index.ptr()};
+  return overridden_index_call("__getitem__", self, args, 1);
+}
+
 /// `value` as a tensor broadcast to `shape` (leading size-1 dims of the value may be dropped, as in PyTorch).
 Tensor broadcast_value(const Tensor& value, IntArrayRef shape) {
   Tensor v = value;
@@ -289,6 +310,18 @@ void setitem(Tensor& self, py::handle index, py::handle value) {
     v = scalar_tensor(s, target.dtype());  // Note [Scalar overflow]: via fill_
   }
   op::index_put_(target, r.adv, v, false);
+}
+
+void setitem_overridable(Tensor& self, py::handle index, py::handle value) {
+  try {
+    setitem(self, index, value);
+    return;
+  } catch (...) {
+    PyObject* args[] = {index.ptr(), value.ptr()};
+    if (!has_torch_function(args, 2, nullptr)) throw;
+  }
+  PyObject* args[] = {index.ptr(), value.ptr()};
+  overridden_index_call("__setitem__", self, args, 2);
 }
 
 /// index_put_'s `indices`: a tuple or list of tensors (None: a whole dim).
@@ -445,12 +478,12 @@ void init_views(py::module_& m) {
            "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
            "reach outside the storage.")
       .def(
-          "__getitem__", recorded("__getitem__", &getitem),
+          "__getitem__", recorded("__getitem__", &getitem_overridable),
           "Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer "
           "or bool tensors, lists, ranges, arrays or other sequences, bools; any number of them, mixed with "
           "basic items) returns a copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n"
           ">>> x[[0, 2], [1, 3]].tolist()\n[1, 11]\n>>> x[range(3), [0, 1, 2]].tolist()\n[0, 5, 10]")
-      .def("__setitem__", &setitem,
+      .def("__setitem__", &setitem_overridable,
            "Writes value (a tensor or number, broadcast and cast to self's dtype) at the indexed positions.")
       .def("index_put_", &index_put_py, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
            "self[indices] = values with indices a tuple of index tensors (or None for a whole dim); "
