@@ -197,6 +197,22 @@ def test_an_op_without_a_rule_loops_and_warns_once(monkeypatch):
         _close(fb.func.vmap(f)(x), torch.func.vmap(f)(tx))
 
 
+def test_a_shared_table_indexed_by_batched_indices():
+    """table[i] with a batched i: one gather (Tensor.__getitem__ hands the call to the index's override)."""
+    table, ttable = _pair(10, 4)
+    labels = RNG.integers(0, 10, (3, 2))
+    idx, tidx = fb.tensor(labels), torch.tensor(labels)
+
+    def pick(i):
+        return (ttable if isinstance(i, torch.Tensor) else table)[i, 1:3]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no loop
+        both(pick, 0, 0, (idx, tidx))
+    with pytest.raises(fb.FlambeauError, match=r"setitem\(self, \*extra_args\) is not possible"):
+        fb.func.vmap(lambda r: fb.zeros(4).__setitem__(0, r[0]))(fb.zeros(3, 4))
+
+
 def test_inplace_on_a_batched_tensor():
     def f(x, y):
         z = x.clone()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
 from flambeau_nn import functional as F
 from flambeau_nn.functional._normalization import _check_p, _feature_dropout
@@ -485,7 +486,7 @@ def grid_sampler_2d(
         >>> grid_sampler_2d(fc.arange(4.0).reshape(1, 1, 2, 2), fc.zeros(1, 1, 1, 2), 1, 0, True).shape
         (1, 1, 1, 1)
     """
-    if not (isinstance(input, Tensor) and input.dim() == 4):
+    if not (is_tensor_like(input) and input.dim() == 4):
         raise FlambeauError(
             f"[grid_sampler_2d] expected a 4-D input, got {getattr(input, 'shape', type(input).__name__)}"
         )
@@ -509,7 +510,7 @@ def grid_sampler_3d(
         >>> grid_sampler_3d(fc.ones(1, 1, 2, 2, 2), fc.zeros(1, 1, 1, 1, 3), 0, 0, False).tolist()
         [[[[[1.0]]]]]
     """
-    if not (isinstance(input, Tensor) and input.dim() == 5):
+    if not (is_tensor_like(input) and input.dim() == 5):
         raise FlambeauError(
             f"[grid_sampler_3d] expected a 5-D input, got {getattr(input, 'shape', type(input).__name__)}"
         )

@@ -785,6 +785,13 @@ def _getitem(call: _Call) -> Any:
     they are when they are adjacent; batched ones, leading and adjacent, pair with the batch's own index."""
     x, index = call.args[0], call.args[1]
     if not isinstance(x, _Batched):
+        # A shared tensor indexed by a batched integer tensor in its first dims (a table lookup): the
+        # batch's indices gather in one go, the batch dim in front as the index's.
+        lead = index[0] if isinstance(index, tuple) and index else index
+        rest = index[1:] if isinstance(index, tuple) else ()
+        plain = all(not (_is_tensorlike(i) or isinstance(i, (_Batched, list))) for i in rest)
+        if isinstance(lead, _Batched) and lead.value.dtype != flambeau_core.bool and plain:
+            return call.wrap(x[(lead.value, *rest)])
         return _loop(call)
     items = index if isinstance(index, tuple) else (index,)
     advanced = [i for i, it in enumerate(items) if _is_tensorlike(it) or isinstance(it, (_Batched, list))]
