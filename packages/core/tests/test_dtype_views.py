@@ -100,3 +100,16 @@ def test_view_dtype_errors_name_the_condition(make, dtype, words):
 def test_view_with_a_dtype_is_not_read_as_sizes():
     # A dtype converts to an int in pybind11: view(int64) once meant view(5).
     assert fc.zeros(2, dtype=fc.float64).view(fc.int64).shape == (2,)
+
+
+def test_view_dtype_sizes_near_the_int64_limit():
+    """On the meta device (no memory): 2**59 float64 elements are 2**62 int8 ones, and back; the rescaled
+    sizes and strides are exact at that scale."""
+    big = fc.empty(2**59, dtype=fc.float64, device="meta")
+    small = big.view(fc.int8)
+    assert small.shape == (2**62,) and small.stride() == (1,)
+    assert small.view(fc.float64).shape == (2**59,)
+    wide = fc.empty(2**28, 2**30, dtype=fc.int8, device="meta")
+    assert wide.view(fc.int64).shape == (2**28, 2**27) and wide.view(fc.int64).stride() == (2**27, 1)
+    with pytest.raises(fc.FlambeauError, match=r"\[view\] self.size\(-1\) must be divisible by 8"):
+        fc.empty(2**60 - 1, dtype=fc.int8, device="meta").view(fc.float64)
