@@ -35,6 +35,27 @@ For each entry, one Node class `<Op>Backward0` and one Autograd kernel:
   * an in-place op (`name_`) checks that it may write self (check_inplace),
     saves a copy of self first if a formula needs the old value, and rebases
     self's history on the node after the write.
+The kernel records a node only when some input requires grad: it is also
+reached for dual tensors (Note [Forward-mode AD] in src/engine.h).
+
+Note [Forward formulas]
+An entry's `result:` key gives the tangent of the op's (first) output from its
+inputs' tangents `x_t` (`resultN:` that of output N), as PyTorch's table:
+  * `auto_element_wise`: the op acts element by element, so its Jacobian is
+    diagonal and each input's backward formula, applied to that input's
+    tangent in place of `grad`, is its term of the tangent (for complex
+    values, conj(formula(conj(x_t))); a real result keeps the real part);
+  * `auto_linear`: the op is linear in its differentiable inputs jointly, so
+    the tangent is the op applied to their tangents (zeros for an input
+    without one; an in-place op applies its out-of-place form);
+  * an expression over the arguments, `result`, the named outputs and the
+    tangents `x_t` (zeros where an input has none);
+  * a list of expressions, each linear in the tangents it names: the terms
+    whose tangents all exist are summed (so `[mm(self_t, mat2), mm(self,
+    mat2_t)]` skips the product of an input without a tangent); an empty
+    list: the result has no tangent (a fill, a random draw).
+The tangent is cast to the output's dtype and expanded to its shape. The
+formula runs under ForwardGradDisabled, on the inputs' values.
 """
 
 from __future__ import annotations
@@ -77,6 +98,13 @@ class Entry:
     def __init__(self, op, formulas: dict[str, str], where: str):
         self.op = op
         self.where = where
+        # Note [Forward formulas]: output index -> auto_element_wise, auto_linear, an expression or a list.
+        self.forward: dict[int, object] = {}
+        for key in [k for k in formulas if re.fullmatch(r"result\d*", k)]:
+            i = int(key[6:] or 0)
+            if i >= len(op.returns):
+                raise SystemExit(f"error: {where}: '{key}' but {op.func} has {len(op.returns)} outputs")
+            self.forward[i] = formulas.pop(key)
         self.inplace = op.is_inplace
         self.node_name = camel(op.cpp_name) + "Backward0"  # PyTorch's grad_fn names, in-place too
         self.node = self.node_name + ("Inplace" if self.inplace else "")
@@ -96,6 +124,7 @@ class Entry:
         # Outputs that get this node as grad_fn: the first, and every output whose gradient a
         # formula reads as grads[i] (the others carry no history); see Note [Generated nodes].
         self.diff_outputs: set[int] = {0}
+        self.raw_formulas: dict[str, str] = {}
         for inp, expr in formulas.items():
             expr = str(expr)
 
@@ -108,6 +137,7 @@ class Entry:
                 self.attrs[(arg, a)] = f"{arg}_{ATTRS[a][0]}"
                 return f"{arg}_{ATTRS[a][0]}"
 
+            self.raw_formulas[inp] = expr
             expr = re.sub(r"\b([a-z_]\w*)\.(\w+)\(\)", attr, expr)
             for i in re.findall(r"\bgrads\[(\d+)\]", expr):
                 if int(i) >= len(op.returns):
@@ -228,6 +258,174 @@ class Entry:
         out.append("};")
         return "\n".join(out)
 
+    # ---- forward mode (Note [Forward formulas]) ----
+
+    def diff_inputs(self) -> list:
+        """The tensor arguments with a backward formula: the inputs whose tangents the op propagates."""
+        keys = {k for key in self.formulas for k in split_key(key)}
+        return [a for a in self.tensor_args if a.name in keys]
+
+    def collect_tangents(self) -> list[str]:
+        """Kernel lines reading each differentiable input's tangent (before the op writes anything)."""
+        lines = ["  const bool fw_on = forward_grad_enabled();"]
+        for a in self.diff_inputs():
+            if a.type == "Tensor[]":
+                lines.append(f"  const variable_list {a.name}_tan = fw_on ? fw_grads({a.name}) : variable_list();")
+            elif a.type == "Tensor?":
+                lines.append(f"  const Tensor {a.name}_tan = fw_on && {a.name} ? fw_grad(*{a.name}) : Tensor();")
+            else:
+                lines.append(f"  const Tensor {a.name}_tan = fw_on ? fw_grad({a.name}) : Tensor();")
+        any_ = " || ".join(
+            f"any_defined({a.name}_tan)" if a.type == "Tensor[]" else f"{a.name}_tan.defined()"
+            for a in self.diff_inputs()
+        )
+        lines.append(f"  const bool fw = fw_on && ({any_ or 'false'});")
+        return lines
+
+    def jvp_params(self) -> list[str]:
+        op = self.op
+        params = ["const Tensor& result"] + [f"const Tensor& {r.name}" for r in op.returns[1:] if r.name]
+        for a in op.cpp_args:
+            if a.is_tensor or a.type in SAVED_LISTS:
+                cpp_type = "const Tensor&" if a.cpp_type == "Tensor&" else a.cpp_type  # self of an in-place op
+                params.append(f"{cpp_type} {a.name}")
+            else:
+                params.append(f"{a.cpp_type} {a.name}_arg")
+        for a in self.diff_inputs():
+            kind = "const variable_list&" if a.type == "Tensor[]" else "const Tensor&"
+            params.append(f"{kind} {a.name}_tan")
+        return params
+
+    def jvp_call(self, result: str, self_value: str = "self") -> str:
+        op = self.op
+        args = [result] + [f"std::get<{i}>(out)" for i, r in enumerate(op.returns) if i and r.name]
+        for a in op.cpp_args:
+            args.append(self_value if a.name == "self" else a.name)
+        args += [f"{a.name}_tan" for a in self.diff_inputs()]
+        return ", ".join(args)
+
+    def jvp_locals(self, expr: str, attrs: dict) -> list[str]:
+        """The non-tensor arguments and tensor facts an expression names, as the node stores them."""
+        lines = []
+        for a in self.op.cpp_args:
+            if a.is_tensor or a.type in SAVED_LISTS or not re.search(rf"(?<![\w.]){a.name}(?!\w)", expr):
+                continue
+            v = f"{a.name}_arg"
+            if a.type == "int[]":
+                lines.append(f"    const {a.stored_type} {a.name}({v}.begin(), {v}.end());")
+            elif a.type == "int[]?":
+                lines.append(f"    {a.stored_type} {a.name};")
+                lines.append(f"    if ({v}) {a.name}.emplace({v}->begin(), {v}->end());")
+            elif a.type == "str?":
+                lines.append(f"    {a.stored_type} {a.name};")
+                lines.append(f"    if ({v}) {a.name}.emplace(*{v});")
+            else:
+                lines.append(f"    const {a.stored_type} {a.name}({v});")
+        for (arg, a), field in sorted(attrs.items()):
+            if re.search(rf"(?<![\w.]){field}(?!\w)", expr):
+                lines.append(f"    const {ATTRS[a][1]} {field} = {ATTRS[a][2].format(arg)};")
+        return lines
+
+    def jvp_function(self, index: int, spec) -> str:
+        op = self.op
+        fn = f"{op.cpp_name}_jvp{index}"
+        params = ", ".join(f"[[maybe_unused]] {p}" for p in self.jvp_params())
+        out = [f"Tensor {fn}({params}) {{"]
+        diff = self.diff_inputs()
+        if spec == "auto_element_wise":
+            if index:
+                raise SystemExit(f"error: {self.where}: auto_element_wise is for the first output only")
+            out.append("  Tensor t_;")
+            out.append("  const bool cplx_ = is_complex(result.dtype());")
+            for a in diff:
+                key = next((k for k in self.formulas if a.name in split_key(k)), None)
+                expr = self.formulas.get(key)
+                if key != a.name or a.type == "Tensor[]" or "grads[" in expr:
+                    raise SystemExit(f"error: {self.where}: auto_element_wise needs one formula in grad per input")
+                out.append(f"  if ({a.name}_tan.defined()) {{")
+                out.append(f"    const Tensor grad = fw_in({a.name}_tan, result, cplx_);")
+                out += self.jvp_locals(expr, self.attrs)
+                out.append(f"    t_ = fw_acc(t_, fw_out({expr}, cplx_));")
+                out.append("  }")
+            out.append("  return t_;")
+        elif spec == "auto_linear":
+            if index:
+                raise SystemExit(f"error: {self.where}: auto_linear is for the first output only")
+            target = op.cpp_name.rstrip("_") if self.inplace else op.cpp_name
+            args = []
+            for a in op.cpp_args:
+                if a in diff:
+                    if a.type == "Tensor[]":
+                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
+                    elif a.type == "Tensor?":
+                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
+                    else:
+                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
+                else:
+                    args.append(a.name if (a.is_tensor or a.type in SAVED_LISTS) else f"{a.name}_arg")
+            call = f"op::{target}({', '.join(args)})"
+            out.append(f"  return {call if len(op.returns) == 1 or self.inplace else f'std::get<0>({call})'};")
+        else:
+            terms = spec if isinstance(spec, list) else [spec]
+            fw_attrs: dict[tuple[str, str], str] = {}
+            out.append("  Tensor t_;")
+            for term in terms:
+                term = str(term)
+                term = re.sub(r"\b([a-z_]\w*)\.(\w+)\(\)", lambda m: self._attr_field(m, fw_attrs), term)
+                used = [a for a in diff if re.search(rf"(?<![\w.]){a.name}_t(?!\w)", term)]
+                if isinstance(spec, list):
+                    cond = " && ".join(f"{a.name}_tan.defined()" for a in used) or "true"
+                else:
+                    cond = "true"
+                out.append(f"  if ({cond}) {{")
+                for a in used:
+                    if a.type == "Tensor[]":
+                        out.append(f"    const variable_list {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+                    elif a.type == "Tensor?":
+                        zeros = f"fw_or_zeros({a.name}_tan, *{a.name})"
+                        out.append(f"    const Tensor {a.name}_t = {a.name} ? {zeros} : Tensor();")
+                    else:
+                        out.append(f"    const Tensor {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+                out += self.jvp_locals(term, fw_attrs)
+                out.append(f"    t_ = fw_acc(t_, {term});")
+                out.append("  }")
+            out.append("  return t_;")
+        out.append("}")
+        return "\n".join(out)
+
+    def _attr_field(self, m: re.Match, attrs: dict) -> str:
+        arg, a = m.group(1), m.group(2)
+        if arg not in {x.name for x in self.op.cpp_args} or a not in ATTRS:
+            return m.group(0)
+        attrs[(arg, a)] = f"{arg}_{ATTRS[a][0]}"
+        return f"{arg}_{ATTRS[a][0]}"
+
+    def forward_uses(self, name: str) -> bool:
+        """True if the forward formulas read `name` (`result`, or `self`'s value for an in-place op)."""
+        exprs: list[str] = []
+        for spec in self.forward.values():
+            if spec == "auto_element_wise":
+                exprs += [self.formulas[a.name] for a in self.diff_inputs()]
+            elif spec != "auto_linear":
+                exprs += [str(t) for t in (spec if isinstance(spec, list) else [spec])]
+        return any(name in identifiers(e) for e in exprs)
+
+    def requires_grad_test(self) -> str:
+        return " || ".join(f"requires_grad_of({a.name})" for a in self.tensor_args) or "false"
+
+    def set_tangents(self, indent: str = "  ") -> list[str]:
+        """Kernel lines giving the outputs their tangents (under ForwardGradDisabled)."""
+        op = self.op
+        lines = [f"{indent}if (fw) {{", f"{indent}  ForwardGradDisabled no_fw;"]
+        if not self.forward:
+            lines.append(f'{indent}  not_implemented_forward("{op.cpp_name}");')
+        for i in sorted(self.forward):
+            target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"
+            tangent = f"{op.cpp_name}_jvp{i}({self.jvp_call('result')})"
+            lines.append(f'{indent}  set_fw_grad({target}, fw_finish({tangent}, {target}), "{op.cpp_name}");')
+        lines.append(f"{indent}}}")
+        return lines
+
     def kernel(self) -> str:
         op = self.op
         params = ", ".join(f"{a.cpp_type} {a.name}" for a in op.cpp_args)
@@ -267,54 +465,87 @@ class Entry:
         if self.inplace:
             others = [a for a in self.tensor_args if a.name != "self"]
             other_rg = " || ".join(f"{a.name}.requires_grad()" for a in others) or "false"
-            out.append(f'  check_inplace(self, {other_rg}, "{op.cpp_name}");')
-            out.append(f"  auto n = make_node<{self.node}>({edges});")
+            out += self.collect_tangents()
+            out.append(f"  const bool rg = {self.requires_grad_test()};")
+            out.append(f'  if (rg) check_inplace(self, {other_rg}, "{op.cpp_name}");')
+            if self.forward:
+                out.append(f'  if (fw) check_inplace_forward(self, "{op.cpp_name}");')
+            else:
+                out.append(f'  if (fw) not_implemented_forward("{op.cpp_name}");')
+            out.append(f"  std::shared_ptr<{self.node}> n;")
+            out.append("  if (rg) {")
+            out.append(f"    n = make_node<{self.node}>({edges});")
             for a in self.tensor_args:
                 if a.name in with_formula:
-                    out.append(f"  n->{a.name}_meta = Meta({a.name}, self);")
-            out += save_values("self")
+                    out.append(f"    n->{a.name}_meta = Meta({a.name}, self);")
+            out += ["  " + line for line in save_values("self")]
             for t, inputs in sorted(self.saved_tensors.items()):
                 if t == "self":  # the old value: a copy, taken only when needed
                     copy = "below(op::clone, self, MemoryFormat::Contiguous)"
-                    out.append(f"  if ({needs_any(inputs)}) n->self_ = SavedVariable({copy}, false);")
+                    out.append(f"    if ({needs_any(inputs)}) n->self_ = SavedVariable({copy}, false);")
                 else:
-                    out.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
+                    out.append(f"    if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
+            out.append("  }")
+            after = self.forward_uses("result")
+            fw_call = f"{op.cpp_name}_jvp0"
+            if self.forward and not after:  # the tangent from the old value, before the write
+                out.append("  Tensor tangent_;")
+                out.append("  if (fw) {")
+                out.append("    ForwardGradDisabled no_fw;")
+                out.append(f"    tangent_ = {fw_call}({self.jvp_call('self')});")
+                out.append("  }")
+            if self.forward and after and self.forward_uses("self"):
+                copy = "below(op::clone, self, MemoryFormat::Contiguous)"
+                out.append(f"  const Tensor self_old_ = fw ? {copy} : Tensor();")
             out.append(f"  below(op::{op.cpp_name}, {call});")
-            out.append("  rebase_inplace(self, n);")
+            out.append("  if (rg) rebase_inplace(self, n);")
             if self.uses_result:
-                out.append(f"  if ({needs_any(self.uses_result)}) n->result_ = SavedVariable(self, true);")
+                out.append(f"  if (rg && ({needs_any(self.uses_result)})) n->result_ = SavedVariable(self, true);")
+            if self.forward:
+                out.append("  if (fw) {")
+                out.append("    ForwardGradDisabled no_fw;")
+                if after:
+                    old = "self_old_" if self.forward_uses("self") else "self"
+                    out.append(f"    const Tensor tangent_ = {fw_call}({self.jvp_call('self', old)});")
+                out.append(f'    set_fw_grad(self, fw_finish(tangent_, self), "{op.cpp_name}");')
+                out.append("  }")
             out.append("  return self;")
             out.append("}")
             return "\n".join(out)
         first = "std::get<0>(out)" if len(op.returns) > 1 else "out"
+        out += self.collect_tangents()
         out.append(f"  {ret} out = below(op::{op.cpp_name}, {call});")
         out.append(f"  const Tensor& result = {first};")
         out.append("  if (!is_floating(result.dtype()) && !is_complex(result.dtype())) return out;")
-        out.append(f"  auto n = make_node<{self.node}>({edges});")
+        out.append(f"  if ({self.requires_grad_test()}) {{")
+        body = [f"  auto n = make_node<{self.node}>({edges});"]
         for a in self.tensor_args:
             if a.name in with_formula:
                 if a is lst:
-                    out.append(f"  for (const Tensor& t : {a.name}) n->{a.name}_meta.emplace_back(t);")
+                    body.append(f"  for (const Tensor& t : {a.name}) n->{a.name}_meta.emplace_back(t);")
                 elif a.type == "Tensor?":
-                    out.append(f"  if ({a.name}) n->{a.name}_meta = Meta(*{a.name}, result);")
+                    body.append(f"  if ({a.name}) n->{a.name}_meta = Meta(*{a.name}, result);")
                 else:
-                    out.append(f"  n->{a.name}_meta = Meta({a.name}, result);")
-        out += save_values("result")
+                    body.append(f"  n->{a.name}_meta = Meta({a.name}, result);")
+        body += save_values("result")
         for t, inputs in sorted(self.saved_tensors.items()):
-            out.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
+            body.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
         for i, r in enumerate(op.returns[1:], start=1):
             if r.name in self.saved_outputs and i not in self.diff_outputs:
-                out.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), false);")
-        out.append("  set_history(result, n);")
+                body.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), false);")
+        body.append("  set_history(result, n);")
         for i, r in enumerate(op.returns[1:], start=1):
             if i in self.diff_outputs:
-                out.append(f"  set_history(std::get<{i}>(out), n, {i});")
+                body.append(f"  set_history(std::get<{i}>(out), n, {i});")
                 if r.name in self.saved_outputs:  # after its history: saved as an output (no cycle)
-                    out.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), true);")
+                    body.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), true);")
         if self.uses_result:
-            out.append(f"  if ({needs_any(self.uses_result)}) n->result_ = SavedVariable(result, true);")
+            body.append(f"  if ({needs_any(self.uses_result)}) n->result_ = SavedVariable(result, true);")
         if op.view:
-            out.append("  set_view_base(result, self);")
+            body.append("  set_view_base(result, self);")
+        out += ["  " + line for line in body]
+        out.append("  }")
+        out += self.set_tangents()
         out.append("  return out;")
         out.append("}")
         return "\n".join(out)
@@ -348,7 +579,8 @@ def main() -> None:
     out.append("using namespace formulas;")
     out.append("")
     for en in entries:
-        out += [en.node_class(), "", en.kernel(), ""]
+        jvps = [en.jvp_function(i, spec) for i, spec in sorted(en.forward.items())]
+        out += [en.node_class(), ""] + [j + "\n" for j in jvps] + [en.kernel(), ""]
     out += ["}  // namespace", "", "void register_autograd_kernels() {", "  constexpr auto AG = DispatchKey::Autograd;"]
     for en in entries:
         out.append(f"  op::{en.op.cpp_name}.register_kernel(AG, {en.op.cpp_name}_autograd);")

@@ -29,6 +29,7 @@ from flambeau_core import FlambeauError
 from flambeau_autograd import (
     _C,  # registers autograd into core
     _post_accumulate_hooks,
+    forward_ad,
     functional,
 )
 from flambeau_autograd._C import Node, RemovableHandle
@@ -77,6 +78,7 @@ __all__ = [
     "set_multithreading_enabled",
     "detach",
     "detach_",
+    "forward_ad",
     "functional",
     "Variable",
 ]

@@ -107,6 +107,49 @@ def _analytical_jacobian(fn: Callable, inputs: tuple) -> list:
     return jac
 
 
+def _forward_jacobian(fn: Callable, inputs: tuple) -> list:
+    """The same Jacobian by forward mode: one dual-tensor pass per input element (column)."""
+    from flambeau_autograd import forward_ad
+
+    diff = [i for i, x in enumerate(inputs) if isinstance(x, flambeau_core.Tensor) and x.requires_grad]
+    plain = [x.detach() if isinstance(x, flambeau_core.Tensor) else x for x in inputs]
+    n_out = [len(_flat(o)) for o in _outputs(fn, plain)]
+    jac: list = [None] * len(inputs)
+    for i in diff:
+        n_in = len(_flat(plain[i]))
+        per_out = [[[0.0] * n_in for _ in range(n)] for n in n_out]
+        for j in range(n_in):
+            onehot = [0.0] * n_in
+            onehot[j] = 1.0
+            with forward_ad.dual_level():
+                args = list(plain)
+                args[i] = forward_ad.make_dual(plain[i], _from_flat(onehot, plain[i]))
+                tangents = [forward_ad.unpack_dual(o).tangent for o in _outputs(fn, args)]
+                for o, t in enumerate(tangents):
+                    if t is not None:
+                        for k, v in enumerate(_flat(t)):
+                            per_out[o][k][j] = v
+        jac[i] = per_out
+    return jac
+
+
+def _compare(numerical: list, analytical: list, atol: float, rtol: float, raise_exception: bool, mode: str) -> bool:
+    for i, (num_i, ana_i) in enumerate(zip(numerical, analytical, strict=True)):
+        if num_i is None:
+            continue
+        for o, (num_o, ana_o) in enumerate(zip(num_i, ana_i, strict=True)):
+            for k, (num_row, ana_row) in enumerate(zip(num_o, ana_o, strict=True)):
+                for j, (a, b) in enumerate(zip(ana_row, num_row, strict=True)):
+                    if abs(a - b) > atol + rtol * abs(b):
+                        if not raise_exception:
+                            return False
+                        raise GradcheckError(
+                            f"[gradcheck] {mode} Jacobian mismatch for output {o} with respect to input {i}, "
+                            f"element (output {k}, input {j}): analytical {a!r}, numerical {b!r}"
+                        )
+    return True
+
+
 def gradcheck(
     fn: Callable,
     inputs: Any,
@@ -114,6 +157,9 @@ def gradcheck(
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
+    *,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
 ) -> bool:
     """Compares the gradients autograd computes with central finite differences.
 
@@ -121,6 +167,9 @@ def gradcheck(
     that require grad are checked. Returns True, or raises GradcheckError
     (returns False if ``raise_exception=False``) naming the input, output and
     element where |analytical - numerical| > atol + rtol * |numerical|.
+    ``check_backward_ad`` checks reverse mode (one backward per output
+    element), ``check_forward_ad`` forward mode (one dual-tensor pass per input
+    element, fb.autograd.forward_ad).
     """
     inputs = _as_tuple(inputs)
     for x in inputs:
@@ -132,20 +181,14 @@ def gradcheck(
                 stacklevel=2,
             )
     numerical = _numerical_jacobian(fn, inputs, eps)
-    analytical = _analytical_jacobian(fn, inputs)
-    for i, (num_i, ana_i) in enumerate(zip(numerical, analytical, strict=True)):
-        if num_i is None:
-            continue
-        for o, (num_o, ana_o) in enumerate(zip(num_i, ana_i, strict=True)):
-            for k, (num_row, ana_row) in enumerate(zip(num_o, ana_o, strict=True)):
-                for j, (a, b) in enumerate(zip(ana_row, num_row, strict=True)):
-                    if abs(a - b) > atol + rtol * abs(b):
-                        if not raise_exception:
-                            return False
-                        raise GradcheckError(
-                            f"[gradcheck] Jacobian mismatch for output {o} with respect to input {i}, "
-                            f"element (output {k}, input {j}): analytical {a!r}, numerical {b!r}"
-                        )
+    if check_backward_ad and not _compare(
+        numerical, _analytical_jacobian(fn, inputs), atol, rtol, raise_exception, "backward-mode"
+    ):
+        return False
+    if check_forward_ad and not _compare(
+        numerical, _forward_jacobian(fn, inputs), atol, rtol, raise_exception, "forward-mode"
+    ):
+        return False
     return True
 
 

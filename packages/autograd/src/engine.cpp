@@ -99,6 +99,79 @@ Tensor shallow_alias(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+// ---- forward-mode AD (Note [Forward-mode AD]) ----
+
+namespace {
+std::mutex g_level_mutex;
+std::atomic<bool> g_level_active{false};
+std::vector<std::weak_ptr<ForwardGrad>> g_level_slots;  // the slots of the active level
+size_t g_prune_at = 1024;  // dead slots are dropped when the list reaches this size (then twice the live ones)
+thread_local bool t_forward_grad_disabled = false;
+}  // namespace
+
+int64_t enter_dual_level() {
+  std::lock_guard lock(g_level_mutex);
+  FB_CHECK(!g_level_active.load(), "[forward_ad.enter_dual_level] nested forward-mode AD is not supported: "
+           "exit the active dual level first");
+  g_level_active = true;
+  return 0;
+}
+
+void exit_dual_level(int64_t level) {
+  std::vector<std::weak_ptr<ForwardGrad>> slots;
+  {
+    std::lock_guard lock(g_level_mutex);
+    FB_CHECK(g_level_active.load() && level == 0, "[forward_ad.exit_dual_level] level ", level,
+             " is not the active dual level");
+    g_level_active = false;
+    slots.swap(g_level_slots);
+    g_prune_at = 1024;
+  }
+  // Tangents are reset outside the lock: freeing one may run arbitrary deleters.
+  for (auto& w : slots)
+    if (auto slot = w.lock()) slot->tangent = Tensor();
+}
+
+int64_t current_dual_level() { return g_level_active.load(std::memory_order_relaxed) ? 0 : -1; }
+
+bool forward_grad_enabled() { return !t_forward_grad_disabled && g_level_active.load(std::memory_order_relaxed); }
+
+ForwardGradDisabled::ForwardGradDisabled() : prev_(t_forward_grad_disabled) { t_forward_grad_disabled = true; }
+ForwardGradDisabled::~ForwardGradDisabled() { t_forward_grad_disabled = prev_; }
+
+Tensor fw_grad(const Tensor& t) {
+  AutogradMeta* m = meta_of(t);
+  if (!m || !m->fw_ || !forward_grad_enabled()) return Tensor();
+  return m->fw_->tangent;
+}
+
+void set_fw_grad(const Tensor& t, const Tensor& tangent, const char* op) {
+  FB_CHECK(g_level_active.load(), "[", op, "] forward-mode AD needs an active dual level "
+           "(with fb.autograd.forward_ad.dual_level(): ...)");
+  if (tangent.defined()) {
+    FB_CHECK_VALUE(std::ranges::equal(tangent.sizes(), t.sizes()), "[", op, "] the tangent has shape ",
+                   shape_str(tangent.sizes()), " but the primal has shape ", shape_str(t.sizes()));
+    FB_CHECK_TYPE(tangent.dtype() == t.dtype(), "[", op, "] the tangent has dtype ", dtype_name(tangent.dtype()),
+                  " but the primal has dtype ", dtype_name(t.dtype()));
+    FB_CHECK(tangent.device() == t.device(), "[", op, "] the tangent is on ", tangent.device().str(),
+             " but the primal is on ", t.device().str());
+  }
+  AutogradMeta* m = ensure_meta(t);
+  if (!m->fw_) {
+    if (!tangent.defined()) return;
+    m->fw_ = std::make_shared<ForwardGrad>();
+  }
+  if (!m->fw_->tangent.defined() && tangent.defined()) {
+    std::lock_guard lock(g_level_mutex);
+    if (g_level_slots.size() >= g_prune_at) {
+      std::erase_if(g_level_slots, [](const std::weak_ptr<ForwardGrad>& w) { return w.expired(); });
+      g_prune_at = std::max<size_t>(1024, 2 * g_level_slots.size());
+    }
+    g_level_slots.push_back(m->fw_);
+  }
+  m->fw_->tangent = tangent;
+}
+
 std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   AutogradMeta* m = ensure_meta(t);
   if (auto acc = m->grad_accumulator_.lock()) return acc;

@@ -91,11 +91,65 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<std::shared_ptr<FunctionPostHook>> post_hooks_;
 };
 
+// ---- forward-mode AD ----
+
+// Note [Forward-mode AD]
+// A dual tensor carries a tangent (its forward gradient) beside its value,
+// for the active *dual level* (fb.autograd.forward_ad.dual_level; one level
+// at a time, as PyTorch: nesting raises). The tangent lives in the tensor's
+// AutogradMeta (a ForwardGrad slot), so a dual tensor is an ordinary Tensor
+// and every call on it goes through the Autograd layer (needs_autograd, Note
+// [Dispatch] in core). Each generated Autograd kernel computes the result's
+// tangent from its inputs' tangents by the op's forward formula
+// (derivatives.yaml's `result:`; Note [Forward formulas] in gen_autograd.py).
+// The formula runs with forward grad disabled on the thread
+// (ForwardGradDisabled): it sees its inputs as plain values, so a tangent
+// never gets a tangent of its own; grad mode stays as it was, so a tangent
+// that requires grad records reverse-mode history (reverse over forward).
+// Exiting the level resets every tangent made in it (the level keeps weak
+// references to the slots). Composites are differentiated through the ops
+// they call; an op with a backward but no forward formula raises
+// NotImplementedError naming it; ops with no entry (comparisons, argmax)
+// give results without tangents. Forward grads are not computed under
+// no_grad (PyTorch computes them there too: a known difference).
+struct ForwardGrad {
+  Tensor tangent;
+};
+
+/// Enters a dual level and returns its number (0: one level at a time).
+int64_t enter_dual_level();
+/// Exits `level` (the active one), resetting every tangent made in it.
+void exit_dual_level(int64_t level);
+/// The active level, or -1.
+int64_t current_dual_level();
+/// True while a level is active and forward grads are not disabled on this thread.
+bool forward_grad_enabled();
+
+/// While alive, tangents are invisible on this thread: forward formulas run on plain values.
+class ForwardGradDisabled {
+ public:
+  ForwardGradDisabled();
+  ~ForwardGradDisabled();
+  ForwardGradDisabled(const ForwardGradDisabled&) = delete;
+  ForwardGradDisabled& operator=(const ForwardGradDisabled&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// t's tangent at the active level (undefined when it has none or forward grads are disabled).
+Tensor fw_grad(const Tensor& t);
+/// Gives t a tangent at the active level (an undefined one removes it); checks its shape and dtype.
+void set_fw_grad(const Tensor& t, const Tensor& tangent, const char* op);
+
 // ---- per-tensor metadata (Note [Autograd slot] in core's autograd_meta.h) ----
 
 class AutogradMeta final : public AutogradMetaInterface {
  public:
   bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
+  bool needs_autograd() const override {
+    return requires_grad_ || grad_fn_ != nullptr || (fw_ && fw_->tangent.defined() && forward_grad_enabled());
+  }
   void set_requires_grad(bool value, TensorImpl* self) override;
   const Tensor& grad() const override { return grad_; }
   void set_grad(const Tensor& grad) override { grad_ = grad; }
@@ -112,6 +166,8 @@ class AutogradMeta final : public AutogradMetaInterface {
   // Note [In-place on views]: set for a view recorded by a view op.
   Tensor view_base_;           // the tensor at the root of the view chain
   uint64_t view_version_ = 0;  // the storage's version when grad_fn_ was last right
+  // Note [Forward-mode AD]: the tangent slot (shared with the level, which resets it at exit).
+  std::shared_ptr<ForwardGrad> fw_;
 };
 
 /// The metadata of t, or null if it has none.

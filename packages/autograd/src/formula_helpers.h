@@ -836,6 +836,86 @@ inline Tensor cross_entropy_backward_weight_backward(const Tensor& grad, const T
   return cross_entropy_sum_to_classes(g, self);
 }
 
+
+// ---- forward mode (Note [Forward formulas] in gen_autograd.py) ----
+
+/// Whether a tensor argument of any form requires grad (the kernel records a node only then).
+inline bool requires_grad_of(const Tensor& t) { return t.defined() && t.requires_grad(); }
+inline bool requires_grad_of(const std::optional<Tensor>& t) { return t && requires_grad_of(*t); }
+inline bool requires_grad_of(const TensorList& ts) {
+  return std::ranges::any_of(ts, [](const Tensor& t) { return requires_grad_of(t); });
+}
+
+/// The tangents of a tensor list's elements (undefined where one has none).
+inline variable_list fw_grads(const TensorList& ts) {
+  variable_list out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(fw_grad(t));
+  return out;
+}
+inline bool any_defined(const variable_list& ts) {
+  return std::ranges::any_of(ts, [](const Tensor& t) { return t.defined(); });
+}
+
+/// A tangent, or zeros shaped like its primal when the input has none.
+inline Tensor fw_or_zeros(const Tensor& tangent, const Tensor& primal) {
+  return tangent.defined() ? tangent : zeros_like(primal);
+}
+inline std::optional<Tensor> fw_or_zeros(const Tensor& tangent, const std::optional<Tensor>& primal) {
+  if (!primal) return std::nullopt;
+  return fw_or_zeros(tangent, *primal);
+}
+inline variable_list fw_or_zeros(const variable_list& tangents, const TensorList& primals) {
+  variable_list out;
+  out.reserve(primals.size());
+  for (size_t i = 0; i < primals.size(); ++i)
+    out.push_back(fw_or_zeros(i < tangents.size() ? tangents[i] : Tensor(), primals[i]));
+  return out;
+}
+
+/// An input's tangent as an element-wise formula reads `grad`: broadcast to the
+/// result's shape, conjugated for complex values (auto_element_wise).
+inline Tensor fw_in(const Tensor& tangent, const Tensor& result, bool complex) {
+  Tensor t = tangent;
+  if (!std::ranges::equal(t.sizes(), result.sizes())) t = op::expand(t, result.sizes());
+  return complex || is_complex(t.dtype()) ? op::conj(t) : t;
+}
+inline Tensor fw_out(const Tensor& term, bool complex) {
+  return complex || is_complex(term.dtype()) ? op::conj(term) : term;
+}
+/// Sums tangent terms (an undefined one is zero).
+inline Tensor fw_acc(const Tensor& sum, const Tensor& term) {
+  if (!sum.defined()) return term;
+  if (!term.defined()) return sum;
+  return sum + term;
+}
+
+/// A tangent made to match its output: a real output keeps a complex term's
+/// real part, the dtype is the output's, the shape is broadcast to it.
+inline Tensor fw_finish(const Tensor& tangent, const Tensor& out) {
+  if (!tangent.defined()) return tangent;
+  Tensor t = tangent;
+  if (is_complex(t.dtype()) && !is_complex(out.dtype())) t = op::real(t);
+  if (t.dtype() != out.dtype()) t = op::cast(t, out.dtype());
+  if (!std::ranges::equal(t.sizes(), out.sizes())) t = op::expand(t, out.sizes());
+  return t;
+}
+
+[[noreturn]] inline void not_implemented_forward(const char* op) {
+  throw NotImplementedError(detail::cat_str(
+      "[", op, "] forward-mode AD is not implemented for this op (derivatives.yaml has no `result:` "
+      "formula for it); use reverse mode (fb.func.jacrev, autograd.grad) instead"));
+}
+
+/// In-place ops on views do not yet update the base's tangent: refused rather than wrong.
+inline void check_inplace_forward(const Tensor& self, const char* op) {
+  if (self.impl()->is_view())
+    throw NotImplementedError(detail::cat_str(
+        "[", op, "] forward-mode AD of an in-place op on a view (", self.describe(),
+        ") is not supported: its base's tangent would not be updated; write into a tensor that is not a view, "
+        "or use the out-of-place op"));
+}
+
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)

@@ -231,6 +231,44 @@ void init_tensor_methods(py::module_& m) {
           "Cuts this tensor from the graph in place.");
 }
 
+// Note [Forward-mode AD] (engine.h): the primitives of flambeau_autograd.forward_ad.
+void init_forward_ad(py::module_& m) {
+  m.def("_enter_dual_level", &enter_dual_level);
+  m.def("_exit_dual_level", &exit_dual_level, py::arg("level"));
+  m.def("_current_dual_level", &current_dual_level);
+  m.def(
+      "_make_dual",
+      [](const Tensor& primal, const Tensor& tangent) {
+        FB_CHECK(current_dual_level() >= 0,
+                 "[forward_ad.make_dual] no dual level is active: make dual tensors inside "
+                 "`with fb.autograd.forward_ad.dual_level():`");
+        FB_CHECK_TYPE(is_floating(primal.dtype()) || is_complex(primal.dtype()),
+                      "[forward_ad.make_dual] expected a floating point or complex primal, got dtype ",
+                      dtype_name(primal.dtype()));
+        Tensor dual;
+        {
+          ForwardGradDisabled no_fw;  // a view that keeps the primal's reverse-mode history, not its tangent
+          dual = op::view(primal, primal.sizes());
+        }
+        set_fw_grad(dual, tangent, "forward_ad.make_dual");
+        return dual;
+      },
+      py::arg("tensor"), py::arg("tangent"));
+  m.def(
+      "_unpack_dual",
+      [](const Tensor& t) -> py::tuple {
+        const Tensor tangent = fw_grad(t);
+        if (!tangent.defined()) return py::make_tuple(t, py::none());
+        Tensor primal;
+        {
+          ForwardGradDisabled no_fw;
+          primal = op::view(t, t.sizes());
+        }
+        return py::make_tuple(primal, tangent);
+      },
+      py::arg("tensor"));
+}
+
 }  // namespace
 }  // namespace flambeau::autograd
 
@@ -242,6 +280,7 @@ PYBIND11_MODULE(_C, m) {
   init_node(m);
   init_tensor_methods(m);
   init_python_function(m);
+  init_forward_ad(m);
   m.def("_run_backward", &run_backward_py, py::arg("outputs"), py::arg("grad_outputs"), py::arg("keep_graph"),
         py::arg("create_graph"), py::arg("inputs"), py::arg("allow_unused"), py::arg("accumulate"));
   m.def("_set_anomaly_enabled", &set_anomaly_mode_enabled, py::arg("enabled"));

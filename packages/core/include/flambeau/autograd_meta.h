@@ -3,8 +3,10 @@
 // Core defines the interface of a tensor's autograd metadata; flambeau-autograd
 // implements it and registers a factory when imported. Without it, tensors
 // never require grad and `requires_grad=True` raises a RuntimeError naming the
-// missing package. The dispatcher asks `requires_grad()` to decide whether a
-// call goes through the Autograd layer (Note [Dispatch] in dispatch.h).
+// missing package. The dispatcher asks `needs_autograd()` to decide whether a
+// call goes through the Autograd layer (Note [Dispatch] in dispatch.h): a
+// tensor that requires grad, or one that carries a forward-mode tangent
+// (Note [Forward-mode AD] in flambeau-autograd's engine.h).
 #include <memory>
 
 #include "flambeau/macros.h"
@@ -23,6 +25,9 @@ class FB_API AutogradMetaInterface {
   virtual const Tensor& grad() const = 0;
   virtual void set_grad(const Tensor& grad) = 0;
   virtual bool is_leaf() const = 0;
+  /// True if calls on this tensor go through the Autograd layer: requires_grad(), or a tangent of
+  /// the active forward-mode level.
+  virtual bool needs_autograd() const { return requires_grad(); }
 };
 
 class FB_API AutogradMetaFactory {

@@ -8,7 +8,8 @@
 //     always called, on every device, in every grad mode.
 //   * Autograd: records the graph (flambeau-autograd registers these). Chosen
 //     when autograd is not excluded on this thread (no_grad) and some tensor
-//     argument requires grad. It calls the same op again under
+//     argument requires grad or carries a forward-mode tangent
+//     (needs_autograd). It calls the same op again under
 //     AutoExcludeAutograd, which lands on the device kernel.
 //   * CPU, CUDA, PrivateUse1 (a plug-in device, Note [Device types]): the
 //     device kernels, chosen from the device type of the tensor (or Device)
@@ -170,7 +171,7 @@ class GradModeGuard {
 
 namespace detail {
 struct KeyState {
-  bool requires_grad = false;
+  bool needs_autograd = false;
   bool has_device = false;
   DeviceType device = DeviceType::CPU;
   void see_device(DeviceType t) {
@@ -183,7 +184,7 @@ struct KeyState {
 inline void visit_arg(KeyState& s, const Tensor& t) {
   if (t.defined()) {
     s.see_device(t.device().type);
-    s.requires_grad |= t.requires_grad();
+    s.needs_autograd |= t.impl()->needs_autograd();
   }
 }
 inline void visit_arg(KeyState& s, const std::optional<Tensor>& t) {
@@ -426,7 +427,7 @@ class Op<R(Args...)> : public OpBase {
       return reinterpret_cast<Kernel>(c)(std::forward<Args>(args)...);
     detail::KeyState s;
     (detail::visit_arg(s, args), ...);
-    if (s.requires_grad && !detail::tls_autograd_excluded) {
+    if (s.needs_autograd && !detail::tls_autograd_excluded) {
       if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
         return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
     }

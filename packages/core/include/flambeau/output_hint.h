@@ -46,9 +46,9 @@ class FB_API OutputHint {
 inline bool structured_write_ok(const Tensor& dst, std::initializer_list<const Tensor*> inputs) {
   if (!dst.defined()) return false;
   if (!grad_mode_enabled()) return true;
-  if (dst.requires_grad()) return false;
+  if (dst.impl()->needs_autograd()) return false;
   for (const Tensor* t : inputs)
-    if (t->defined() && t->requires_grad()) return false;
+    if (t->defined() && t->impl()->needs_autograd()) return false;
   return true;
 }
 

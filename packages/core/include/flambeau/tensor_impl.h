@@ -112,6 +112,8 @@ class FB_API TensorImpl {
   /// naming flambeau-autograd if it is not installed.
   AutogradMetaInterface* ensure_autograd_meta();
   bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
+  /// requires_grad(), or a forward-mode tangent: the dispatcher's test for the Autograd layer.
+  bool needs_autograd() const { return autograd_meta_ && autograd_meta_->needs_autograd(); }
   void set_requires_grad(bool value);
 
  private:

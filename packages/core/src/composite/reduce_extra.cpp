@@ -331,7 +331,7 @@ Tensor composite::argsort(const Tensor& self, int64_t dim, bool descending, bool
 // The values-only sort when no gradient is recorded (its gradient
 // goes through sort's indices) and the tensor is on the CPU (its only kernel).
 Tensor composite::msort(const Tensor& self) {
-  if (self.device().type == DeviceType::CPU && !(self.requires_grad() && grad_mode_enabled()))
+  if (self.device().type == DeviceType::CPU && !(self.impl()->needs_autograd() && grad_mode_enabled()))
     return op::_sort_values(self, 0, false);
   return std::get<0>(op::sort(self, 0, false, true));
 }
