@@ -919,3 +919,4 @@ inline void check_inplace_forward(const Tensor& self, const char* op) {
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)
+#include "linalg_formulas.h"  // forward formulas of the linear-algebra entries
