@@ -93,6 +93,18 @@ class Function:
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
         raise NotImplementedError("a Function subclass must implement backward(ctx, *grad_outputs)")
 
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
+        """Forward mode: the outputs' tangents from the inputs' (fb.autograd.forward_ad).
+
+        Called with one tangent per forward argument (zeros for a tensor without one, None for a
+        non-tensor) after forward ran; returns one tangent per output (None for none).
+        """
+        raise NotImplementedError(
+            "[Function.jvp] you must implement the jvp function for a custom autograd.Function to use it with "
+            "forward-mode AD"
+        )
+
     @classmethod
     def apply(cls, *args: Any) -> Any:
         """Runs forward and records the graph node."""

@@ -151,6 +151,45 @@ bool contains(const py::object& seq, const Tensor& t) {
   return false;
 }
 
+/// Calls cls.jvp(ctx, *tangents) (zeros for a tensor input without a tangent, None for other arguments)
+/// and gives each tensor output its tangent; an output that is an input is first made a new tensor.
+void set_output_tangents(const py::object& cls, const py::object& ctx, const py::args& args,
+                         const std::vector<Tensor>& tensors, const std::vector<Tensor>& tangents, py::list& outs) {
+  const std::string name = py::str(cls.attr("__name__")).cast<std::string>();
+  py::object base = py::module_::import("flambeau_autograd.function").attr("Function").attr("jvp");
+  if (py::object(cls.attr("jvp")).is(base))
+    throw NotImplementedError(detail::cat_str(
+        "[", name, "] a dual tensor (forward-mode AD) reached this custom Function, which defines no jvp: "
+        "implement the staticmethod jvp(ctx, *input_tangents) returning the outputs' tangents"));
+  py::tuple tangent_args(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!tensors[i].defined())
+      tangent_args[i] = py::none();
+    else
+      tangent_args[i] = py::cast(tangents[i].defined() ? tangents[i] : zeros_like(tensors[i]));
+  }
+  py::object res;
+  {
+    ForwardGradDisabled no_fw;
+    res = cls.attr("jvp")(ctx, *tangent_args);
+  }
+  py::tuple out_tangents = py::isinstance<py::tuple>(res) ? py::tuple(res) : py::make_tuple(res);
+  FB_CHECK_VALUE(out_tangents.size() == outs.size(), "[", name, ".jvp] returned ", out_tangents.size(),
+                 " tangents but forward returned ", outs.size(), " outputs");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!py::isinstance<TensorImpl>(outs[i]) || out_tangents[i].is_none()) continue;
+    FB_CHECK_TYPE(py::isinstance<TensorImpl>(out_tangents[i]), "[", name, ".jvp] tangent ", i,
+                  " must be a Tensor or None");
+    Tensor t = outs[i].cast<Tensor>();
+    if (std::ranges::any_of(tensors, [&](const Tensor& x) { return x.is_same(t); })) {
+      t = shallow_alias(t);  // never overwrite an input's own tangent
+      outs[i] = py::cast(t);
+    }
+    const std::string where = name + ".jvp";
+    set_fw_grad(t, out_tangents[i].cast<Tensor>(), where.c_str());
+  }
+}
+
 /// Function.apply(*args): runs cls.forward(ctx, *args) under no_grad and, if
 /// an input requires grad, makes the outputs the outputs of a PyNode.
 py::object function_apply(py::object cls, py::object ctx, py::args args) {
@@ -169,15 +208,26 @@ py::object function_apply(py::object cls, py::object ctx, py::args args) {
     needs_input_grad[i] = py::bool_(executable && tensors[i].defined() && tensors[i].requires_grad());
   ctx.attr("needs_input_grad") = needs_input_grad;
 
+  // Note [Forward-mode AD]: a dual input makes Function.jvp(ctx, *tangents) give the outputs' tangents.
+  std::vector<Tensor> tangents(n);
+  bool fw = false;
+  if (forward_grad_enabled())
+    for (size_t i = 0; i < n; ++i)
+      if (tensors[i].defined()) fw |= (tangents[i] = fw_grad(tensors[i])).defined();
+
   py::object result;
   {
     AutoExcludeAutograd guard;
     result = cls.attr("forward")(ctx, *args);
   }
-  if (!executable) return result;
+  if (!executable && !fw) return result;
 
   const bool is_tuple = py::isinstance<py::tuple>(result);
   py::list outs = is_tuple ? py::list(result) : py::list(py::make_tuple(result));
+  if (!executable) {
+    set_output_tangents(cls, ctx, args, tensors, tangents, outs);
+    return is_tuple ? py::object(py::tuple(outs)) : py::object(outs[0]);
+  }
 
   auto node = std::make_shared<PyNode>();
   node->ctx = ctx;
@@ -237,6 +287,7 @@ py::object function_apply(py::object cls, py::object ctx, py::args args) {
     ctx.attr("_saved") = saved;
     ctx.attr("_to_save") = py::none();
   }
+  if (fw) set_output_tangents(cls, ctx, args, tensors, tangents, outs);
   return is_tuple ? py::object(py::tuple(outs)) : py::object(outs[0]);
 }
 
