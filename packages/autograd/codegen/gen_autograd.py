@@ -499,8 +499,6 @@ class Entry:
                 out.append(f"  const Tensor self_old_ = fw ? {copy} : Tensor();")
             out.append(f"  below(op::{op.cpp_name}, {call});")
             out.append("  if (rg) rebase_inplace(self, n);")
-            if self.uses_result:
-                out.append(f"  if (rg && ({needs_any(self.uses_result)})) n->result_ = SavedVariable(self, true);")
             if self.forward:
                 out.append("  if (fw) {")
                 out.append("    ForwardGradDisabled no_fw;")
@@ -509,6 +507,8 @@ class Entry:
                     out.append(f"    const Tensor tangent_ = {fw_call}({self.jvp_call('self', old)});")
                 out.append(f'    set_fw_grad(self, fw_finish(tangent_, self), "{op.cpp_name}");')
                 out.append("  }")
+            if self.uses_result:  # after the tangent: the saved output shares its slot
+                out.append(f"  if (rg && ({needs_any(self.uses_result)})) n->result_ = SavedVariable(self, true);")
             out.append("  return self;")
             out.append("}")
             return "\n".join(out)
@@ -517,6 +517,10 @@ class Entry:
         out.append(f"  {ret} out = below(op::{op.cpp_name}, {call});")
         out.append(f"  const Tensor& result = {first};")
         out.append("  if (!is_floating(result.dtype()) && !is_complex(result.dtype())) return out;")
+        if self.forward:  # a saved output shares its tangent slot, filled below (forward over reverse)
+            for i in sorted(self.forward):
+                target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"
+                out.append(f"  if (fw) ensure_fw_slot({target});")
         out.append(f"  if ({self.requires_grad_test()}) {{")
         body = [f"  auto n = make_node<{self.node}>({edges});"]
         for a in self.tensor_args:
@@ -545,6 +549,7 @@ class Entry:
             body.append("  set_view_base(result, self);")
         out += ["  " + line for line in body]
         out.append("  }")
+        # After the history: a tangent that requires grad differentiates through the result (reverse over forward).
         out += self.set_tangents()
         out.append("  return out;")
         out.append("}")

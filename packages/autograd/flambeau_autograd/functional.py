@@ -45,7 +45,9 @@ def _differentiable_input(x: Tensor, keep_graph: bool) -> Tensor:
     mix in every other use of ``x`` in the function (perturbation confusion in nested transforms)."""
     if keep_graph and x.requires_grad:
         return x.view_as(x)
-    return x.detach().requires_grad_()
+    leaf = x.detach().requires_grad_()
+    tangent = _C._unpack_dual(x)[1]  # a dual tensor's tangent stays with it (forward over reverse)
+    return leaf if tangent is None else _C._make_dual(leaf, tangent)
 
 
 def _backward(

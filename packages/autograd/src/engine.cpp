@@ -145,6 +145,11 @@ Tensor fw_grad(const Tensor& t) {
   return m->fw_->tangent;
 }
 
+void ensure_fw_slot(const Tensor& t) {
+  AutogradMeta* m = ensure_meta(t);
+  if (!m->fw_) m->fw_ = std::make_shared<ForwardGrad>();
+}
+
 void set_fw_grad(const Tensor& t, const Tensor& tangent, const char* op) {
   FB_CHECK(g_level_active.load(), "[", op, "] forward-mode AD needs an active dual level "
            "(with fb.autograd.forward_ad.dual_level(): ...)");
@@ -366,6 +371,9 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
     AutogradMeta* m = meta_of(t);
     output_requires_grad_ = m && m->grad_fn_;
     output_nr_ = m ? m->output_nr_ : 0;
+    // Note [Forward-mode AD]: the alias shares the output's tangent slot, so a formula differentiated
+    // in forward mode (forward over reverse) sees the saved output as the dual tensor it is.
+    if (m && m->fw_) ensure_meta(data_)->fw_ = m->fw_;
   } else {
     data_ = t;
   }
@@ -406,6 +414,7 @@ Tensor SavedVariable::unpack(Node* owner) const {
     // create_graph: give the saved output its history back (see engine.h).
     Tensor t = shallow_alias(data_);
     set_history(t, owner->shared_from_this(), output_nr_);
+    if (AutogradMeta* dm = meta_of(data_); dm && dm->fw_) ensure_meta(t)->fw_ = dm->fw_;
     return t;
   }
   return data_;

@@ -139,6 +139,8 @@ class ForwardGradDisabled {
 
 /// t's tangent at the active level (undefined when it has none or forward grads are disabled).
 Tensor fw_grad(const Tensor& t);
+/// Gives t an empty tangent slot (if it has none), which a SavedVariable of t then shares.
+void ensure_fw_slot(const Tensor& t);
 /// Gives t a tangent at the active level (an undefined one removes it); checks its shape and dtype.
 void set_fw_grad(const Tensor& t, const Tensor& tangent, const char* op);
 

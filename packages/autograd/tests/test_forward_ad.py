@@ -333,3 +333,20 @@ def test_the_gradient_of_a_tangent_is_a_hessian_vector_product_as_torch():
         tt = tfwAD.unpack_dual(f(tfwAD.make_dual(xt, torch.tensor(v0)))).tangent
         (expected,) = torch.autograd.grad(tt, xt)
     np.testing.assert_allclose(to_np(hvp), expected.numpy(), rtol=1e-10)
+
+
+def test_the_tangent_of_a_gradient_is_a_hessian_vector_product_as_torch():
+    x0, v0 = RNG.standard_normal(4), RNG.standard_normal(4)
+
+    def f(x):
+        return (x.exp() * x.tanh() + x.sigmoid()).sum()
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(fb_tensor(x0), fb_tensor(v0)).requires_grad_()
+        (g,) = ag.grad(f(x), x, create_graph=True)
+        hvp = fwAD.unpack_dual(g).tangent
+    with tfwAD.dual_level():
+        xt = tfwAD.make_dual(torch.tensor(x0), torch.tensor(v0)).requires_grad_()
+        (gt,) = torch.autograd.grad(f(xt), xt, create_graph=True)
+        expected = tfwAD.unpack_dual(gt).tangent
+    np.testing.assert_allclose(to_np(hvp), expected.detach().numpy(), rtol=1e-10)

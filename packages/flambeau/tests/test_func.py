@@ -172,6 +172,50 @@ def test_jvp_of_grad_is_a_hessian_vector_product():
     _close(fb.func.jvp(fb.func.grad(f), (fx,), (fv,)), torch.func.jvp(torch.func.grad(f), (tx,), (tv,)))
 
 
+class _SquareByForwardMode(fb.autograd.Function):
+    """x * x whose backward must not run: jvp reaches it through dual tensors only."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        raise AssertionError("backward ran")
+
+    @staticmethod
+    def jvp(ctx, t):
+        return 2 * ctx.x * t
+
+
+class _SquareByReverseMode(fb.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def test_jvp_is_one_forward_pass_on_dual_tensors():
+    rng = np.random.default_rng(21)
+    (fx, tx), (fv, tv) = pair(rng, 3), pair(rng, 3)
+    ours = fb.func.jvp(lambda a: _SquareByForwardMode.apply(a).sin(), (fx,), (fv,))
+    close(ours, torch.func.jvp(lambda a: (a * a).sin(), (tx,), (tv,)))
+
+
+def test_jvp_falls_back_to_reverse_mode_with_a_warning_naming_what_lacks_forward_mode():
+    rng = np.random.default_rng(22)
+    (fx, tx), (fv, tv) = pair(rng, 2), pair(rng, 2)
+    with pytest.warns(UserWarning, match=r"\[func.jvp\] \[_SquareByReverseMode\] a dual tensor .* defines no jvp"):
+        ours = fb.func.jvp(_SquareByReverseMode.apply, (fx,), (fv,))
+    close(ours, torch.func.jvp(lambda a: a * a, (tx,), (tv,)))
+
+
 # --- jacrev, jacfwd, hessian ---------------------------------------------------------------------
 
 

@@ -10,9 +10,12 @@ calls ``grad`` of a closure over the same tensor gets each level's own derivativ
 result computed without a graph is detached, as PyTorch returns it. A tensor captured by closure that
 requires grad, outside any transform, is treated as a constant (PyTorch would also track it).
 
-Forward-mode products (``jvp``, ``jacfwd``, ``linearize``) use the double-backward trick: with zero
-cotangents ``u`` that require grad, ``g = J^T u`` is linear in ``u`` and the gradient of ``g`` along ``v``
-with respect to ``u`` is ``J v``. Real forward mode comes with dual tensors.
+``jvp`` runs ``func`` once on dual tensors (forward mode, flambeau_autograd.forward_ad) when it can: no
+dual level is active already (forward mode has one level) and no input is a vmap-batched tensor.
+Otherwise, and when an op of ``func`` has no forward formula, it falls back to the double-backward trick,
+as ``jacfwd`` and ``linearize`` always do: with zero cotangents ``u`` that require grad, ``g = J^T u`` is
+linear in ``u`` and the gradient of ``g`` along ``v`` with respect to ``u`` is ``J v`` (two backward
+passes, but one graph serves every column of ``jacfwd`` and every call of ``linearize``'s ``jvp_fn``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import flambeau_core
+from flambeau_autograd import forward_ad
+from flambeau_autograd._C import _current_dual_level
 from flambeau_autograd.functional import (
     _backward,
     _differentiable_input,
@@ -353,13 +358,42 @@ def _primals_tuple(primals: Any, api: str, call: str) -> None:
         )
 
 
+_NO_FORWARD_FORMULA = ("forward-mode AD is not implemented", "defines no jvp")
+
+
+def _jvp_by_dual_tensors(func: Callable, primals: tuple, flat_t: list, keep: bool, has_aux: bool, call: str) -> Any:
+    """``(output, tangents of the flat tensor outputs, out_spec, aux)`` by one pass on dual tensors, or None
+    when forward mode cannot run ``func`` here (module docstring)."""
+    flat_p, p_spec = tree_flatten(primals)
+    if _current_dual_level() >= 0 or not all(type(x) is Tensor for x in flat_p + flat_t):
+        return None
+    inputs = [p if keep else p.detach() for p in flat_p]
+    try:
+        with forward_ad.dual_level(), enable_grad():
+            duals = [forward_ad.make_dual(p, t) for p, t in zip(inputs, flat_t, strict=True)]
+            output = func(*tree_unflatten(duals, p_spec))
+            output, aux = _split_aux(output, has_aux, "jvp", call)
+            flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call)
+            unpacked = [forward_ad.unpack_dual(o) for o in flat_out]
+            aux = tree_map(lambda a: forward_ad.unpack_dual(a).primal if isinstance(a, Tensor) else a, aux)
+    except NotImplementedError as e:
+        if not any(words in str(e) for words in _NO_FORWARD_FORMULA):
+            raise
+        reason = str(e).split(";")[0].split(": implement")[0]
+        warnings.warn(f"[func.jvp] {reason}: computing the product by the double-backward trick instead", stacklevel=3)
+        return None
+    output = tree_unflatten([u.primal for u in unpacked], out_spec)
+    return output, [u.tangent for u in unpacked], out_spec, aux
+
+
 def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False, has_aux: bool = False) -> tuple:
     """``(func(*primals), jvp_out)``: the Jacobian-vector product of ``func`` at ``primals`` along
     ``tangents`` (same structure as ``primals``); ``jvp_out`` has the structure of the output. With
     ``has_aux``: ``(output, jvp_out, aux)``.
 
-    Computed by the double-backward trick on reverse mode (Note [Transforms on one tape]): two backward
-    passes, where PyTorch's forward mode runs one forward pass with dual tensors.
+    One forward pass on dual tensors, as PyTorch (falls back to the double-backward trick where forward
+    mode cannot run: a nested ``jvp``, vmap-batched inputs, an op without a forward formula; see the
+    module docstring).
 
     Example:
         >>> import flambeau as fb
@@ -382,12 +416,20 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False
     _check_tangents(flat_t, flat_p, "jvp")
     keep = _keeps_graph(primals, tangents)
     with _transform_level():
-        output, flat_in, _ = _call_with_differentiable_args(func, primals, {}, tuple(range(len(primals))), keep, "jvp")
-        output, aux = _split_aux(output, has_aux, "jvp", call)
-        flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call)
-        us, gs = _linear_in_cotangent(flat_out, flat_in)
-        with enable_grad():
-            tangent_out = _jvp_from_vjp_graph(us, gs, flat_t, keep)
+        forward = _jvp_by_dual_tensors(func, primals, flat_t, keep, has_aux, call)
+    if forward is not None:
+        output, tangent_out, out_spec, aux = forward
+        flat_out = tree_flatten(output)[0]
+    else:
+        with _transform_level():
+            output, flat_in, _ = _call_with_differentiable_args(
+                func, primals, {}, tuple(range(len(primals))), keep, "jvp"
+            )
+            output, aux = _split_aux(output, has_aux, "jvp", call)
+            flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call)
+            us, gs = _linear_in_cotangent(flat_out, flat_in)
+            with enable_grad():
+                tangent_out = _jvp_from_vjp_graph(us, gs, flat_t, keep)
     if strict and any(t is None for t in tangent_out):
         raise FlambeauError(
             "[func.jvp] jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This is "
