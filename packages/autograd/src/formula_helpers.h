@@ -836,6 +836,211 @@ inline Tensor cross_entropy_backward_weight_backward(const Tensor& grad, const T
   return cross_entropy_sum_to_classes(g, self);
 }
 
+// ---- forward formulas of the nn entries (Note [Forward formulas] in gen_autograd.py) ----
+
+/// log_softmax's tangent: d log p = dx - sum(p dx) along dim (p = exp(result)).
+inline Tensor log_softmax_jvp(const Tensor& self_t, const Tensor& result, int64_t dim) {
+  const int64_t d[1] = {dim};
+  return self_t - op::sum(op::exp(result) * self_t, IntArrayRef(d), true, std::nullopt);
+}
+
+/// convolution's bias tangent (C_out,) shaped (C_out, 1, ...) to broadcast over the output's channel
+/// dim and its `spatial` trailing dims.
+inline Tensor conv_bias_jvp(const Tensor& bias_t, size_t spatial) {
+  Shape shape(spatial + 1, 1);
+  shape[0] = bias_t.numel();
+  return op::reshape(bias_t, shape);
+}
+
+/// A per-channel (C,) tensor shaped (1, C, 1, ...) against an (N, C, ...) input of `dim` dims.
+inline Tensor channel_view(const Tensor& t, int64_t dim) {
+  Shape shape(static_cast<size_t>(dim), 1);
+  shape[1] = t.numel();
+  return op::reshape(t, shape);
+}
+
+/// The tangent of a normalization xhat = (x - mean) rstd whose statistics are taken over `dims`
+/// (mean and the biased variance): rstd (dx - mean(dx) - xhat mean(xhat dx)).
+inline Tensor normalized_jvp(const Tensor& x_t, const Tensor& xhat, const Tensor& rstd, IntArrayRef dims) {
+  return rstd * (x_t - op::mean(x_t, dims, true, std::nullopt) -
+                 xhat * op::mean(x_t * xhat, dims, true, std::nullopt));
+}
+
+/// The dims of an (N, C, ...) input but the channel dim (batch norm's statistics).
+inline Shape batch_norm_dims(const Tensor& input) {
+  Shape dims;
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (d != 1) dims.push_back(d);
+  return dims;
+}
+
+/// batch norm's statistics (save_mean, save_invstd: the batch's in training, the running ones in
+/// evaluation) shaped (1, C, 1, ...) in the input's dtype (they are float32 for a mixed-precision input).
+inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input, const Tensor& mean,
+                                                       const Tensor& invstd) {
+  const auto view = [&](const Tensor& s) {
+    return channel_view(s.dtype() == input.dtype() ? s : op::cast(s, input.dtype()), input.dim());
+  };
+  return {view(mean), view(invstd)};
+}
+
+/// native_batch_norm's tangent in its input: the normalization's (its statistics follow the input in
+/// training; the running statistics of evaluation are constants), times the weight.
+inline Tensor batch_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
+                                   const Tensor& save_mean, const Tensor& save_invstd, bool training) {
+  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd);
+  const Tensor d = training ? normalized_jvp(input_t, (input - mean) * invstd, invstd, batch_norm_dims(input))
+                            : input_t * invstd;
+  return weight ? d * channel_view(*weight, input.dim()) : d;
+}
+
+/// native_batch_norm's tangent in its weight: xhat times the weight's tangent per channel.
+inline Tensor batch_norm_weight_jvp(const Tensor& weight_t, const Tensor& input, const Tensor& save_mean,
+                                    const Tensor& save_invstd) {
+  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd);
+  return (input - mean) * invstd * channel_view(weight_t, input.dim());
+}
+
+/// native_layer_norm's tangent in its input (mean and rstd: the input's leading dims, then ones).
+inline Tensor layer_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
+                                   const Tensor& mean, const Tensor& rstd, const Shape& normalized_shape) {
+  Shape dims;
+  for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d)
+    dims.push_back(d);
+  const Tensor d = normalized_jvp(input_t, (input - mean) * rstd, rstd, dims);
+  return weight ? d * *weight : d;
+}
+
+/// An input of native_group_norm seen as (batch, group, elements of a group).
+inline Tensor group_norm_rows(const Tensor& t, int64_t batch, int64_t group) {
+  return op::reshape(t, Shape{batch, group, -1});
+}
+
+/// native_group_norm's normalized input xhat, as (batch, group, m) rows.
+inline Tensor group_norm_xhat_rows(const Tensor& input, const Tensor& mean, const Tensor& rstd, int64_t batch,
+                                   int64_t group) {
+  return (group_norm_rows(input, batch, group) - op::unsqueeze(mean, -1)) * op::unsqueeze(rstd, -1);
+}
+
+/// native_group_norm's tangent in its input.
+inline Tensor group_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
+                                   const Tensor& mean, const Tensor& rstd, int64_t batch, int64_t group) {
+  const int64_t last[1] = {-1};
+  const Tensor d = normalized_jvp(group_norm_rows(input_t, batch, group),
+                                  group_norm_xhat_rows(input, mean, rstd, batch, group), op::unsqueeze(rstd, -1),
+                                  IntArrayRef(last));
+  const Tensor out = op::reshape(d, input.sizes());
+  return weight ? out * channel_view(*weight, input.dim()) : out;
+}
+
+/// native_group_norm's tangent in its weight: xhat times the weight's tangent per channel.
+inline Tensor group_norm_weight_jvp(const Tensor& weight_t, const Tensor& input, const Tensor& mean,
+                                    const Tensor& rstd, int64_t batch, int64_t group) {
+  const Tensor xhat = op::reshape(group_norm_xhat_rows(input, mean, rstd, batch, group), input.sizes());
+  return xhat * channel_view(weight_t, input.dim());
+}
+
+/// native_group_norm's mean output's tangent: the mean of the tangent over each group.
+inline Tensor group_norm_mean_jvp(const Tensor& input_t, int64_t batch, int64_t group) {
+  const int64_t last[1] = {-1};
+  return op::mean(group_norm_rows(input_t, batch, group), IntArrayRef(last), false, std::nullopt);
+}
+
+/// native_group_norm's rstd output's tangent: rstd = (var + eps)^-1/2 with var = mean((x - mean)^2),
+/// so d rstd = -rstd^3 mean((x - mean) dx).
+inline Tensor group_norm_rstd_jvp(const Tensor& input_t, const Tensor& input, const Tensor& mean,
+                                  const Tensor& rstd, int64_t batch, int64_t group) {
+  const int64_t last[1] = {-1};
+  const Tensor centered = group_norm_rows(input, batch, group) - op::unsqueeze(mean, -1);
+  const Tensor dvar_half =
+      op::mean(centered * group_norm_rows(input_t, batch, group), IntArrayRef(last), false, std::nullopt);
+  return -(rstd * rstd * rstd * dvar_half);
+}
+
+/// _embedding_bag's tangent in its weight: a sum or mean bag is linear in the rows (the op on the
+/// tangent, with the same per-sample weights); a max bag takes each feature from the row max_indices
+/// names (-1, an empty bag: 0).
+inline Tensor embedding_bag_weight_jvp(const Tensor& weight_t, const Tensor& indices, const Tensor& offsets,
+                                       int64_t mode, const std::optional<Tensor>& per_sample_weights,
+                                       bool include_last_offset, int64_t padding_idx, const Tensor& max_indices) {
+  if (mode == 2)
+    return where(max_indices < 0.0, 0.0, op::gather(weight_t, 0, op::clamp_min(max_indices, Scalar(0))));
+  return std::get<0>(op::_embedding_bag(weight_t, indices, offsets, false, mode, false, per_sample_weights,
+                                        include_last_offset, padding_idx));
+}
+
+/// _embedding_bag's tangent in its per-sample weights (sum mode, the only one that takes them): the
+/// bags are linear in them.
+inline Tensor embedding_bag_per_sample_weights_jvp(const Tensor& per_sample_weights_t, const Tensor& weight,
+                                                   const Tensor& indices, const Tensor& offsets, int64_t mode,
+                                                   bool include_last_offset, int64_t padding_idx) {
+  return std::get<0>(op::_embedding_bag(weight, indices, offsets, false, mode, false, per_sample_weights_t,
+                                        include_last_offset, padding_idx));
+}
+
+/// Ones of a pointwise loss's unreduced shape (self and target broadcast): the grad_output at which a
+/// loss's backward kernel, with reduction none, gives the elementwise derivative.
+inline Tensor pointwise_loss_ones(const Tensor& self, const Tensor& target) {
+  return ones_like(self - target);
+}
+
+/// A pointwise loss's tangent from its elementwise tangent d (the unreduced loss's shape).
+inline Tensor pointwise_loss_jvp(const Tensor& d, int64_t reduction) {
+  if (reduction == 0) return d;
+  const Tensor s = op::sum(d, std::nullopt, false, std::nullopt);
+  return reduction == 1 ? s / static_cast<double>(d.numel()) : s;
+}
+
+/// An argument flambeau's backward refuses a gradient for (not_differentiable): a tangent for it
+/// raises too, rather than being dropped.
+inline Tensor not_differentiable_tangent(const Tensor& tangent, const char* op, const char* arg) {
+  (void)tangent;
+  return not_differentiable(op, arg);
+}
+
+/// A class loss's tangent from its gradient in an argument at grad_output = 1 times that argument's
+/// tangent (both self-shaped): summed over the classes (reduction none: one value per row) or over
+/// everything (mean, sum).
+inline Tensor class_loss_contract(const Tensor& g, const Tensor& self, int64_t reduction) {
+  if (reduction != 0 || self.dim() < 2) return op::sum(g, std::nullopt, false, std::nullopt);
+  const int64_t d[1] = {1};
+  return op::sum(g, IntArrayRef(d), false, std::nullopt);
+}
+
+/// _cross_entropy's tangent in its class weights: with class probabilities the loss is linear in
+/// them (-scale ((1 - eps) y + eps / C) log_softmax(x) per class); with class indices, no gradient
+/// (cross_entropy_weight_backward).
+inline Tensor cross_entropy_weight_jvp(const Tensor& weight_t, const Tensor& result, const Tensor& self,
+                                       const Tensor& target, int64_t reduction, double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "weight", " for class-index targets");
+  const double smooth = label_smoothing / static_cast<double>(self.sizes()[class_dim(self)]);
+  const Tensor y = target * (1.0 - label_smoothing) + smooth;
+  const Tensor logp = op::_log_softmax(self, class_dim(self));
+  const Tensor g = -cross_entropy_row_scale(ones_like(result), self, reduction) * y * logp;
+  return class_loss_contract(g * cross_entropy_class_weight(weight_t, self), self, reduction);
+}
+
+/// _cross_entropy_backward with class probabilities, scale (A p - w y') with A = sum_c w_c y'_c and
+/// y' = (1 - eps) y + eps / C, is affine in y and linear in w: its tangent in y is (1 - eps) times the
+/// op at y = y_t without smoothing, in w the op at w = w_t. With class indices (mean: scale over the
+/// weights of the targets' classes) there is no weight gradient (cross_entropy_backward_weight_backward).
+inline Tensor cross_entropy_backward_target_jvp(const Tensor& target_t, const Tensor& grad_output,
+                                                const Tensor& self, const Tensor& lse,
+                                                const std::optional<Tensor>& weight, int64_t reduction,
+                                                int64_t ignore_index, double label_smoothing) {
+  return op::_cross_entropy_backward(grad_output, self, target_t, lse, weight, reduction, ignore_index, 0.0) *
+         (1.0 - label_smoothing);
+}
+inline Tensor cross_entropy_backward_weight_jvp(const Tensor& weight_t, const Tensor& grad_output,
+                                                const Tensor& self, const Tensor& target, const Tensor& lse,
+                                                int64_t reduction, int64_t ignore_index, double label_smoothing) {
+  if (!cross_entropy_probability_target(self, target))
+    return not_differentiable("cross_entropy", "weight", " for class-index targets");
+  return op::_cross_entropy_backward(grad_output, self, target, lse, weight_t, reduction, ignore_index,
+                                     label_smoothing);
+}
+
 
 // ---- forward mode (Note [Forward formulas] in gen_autograd.py) ----
 
