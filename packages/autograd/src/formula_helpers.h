@@ -1041,6 +1041,73 @@ inline Tensor cross_entropy_backward_weight_jvp(const Tensor& weight_t, const Te
                                      label_smoothing);
 }
 
+/// A recurrent state (B, H) whose first `rows` rows a step replaced by `head` (the others keep theirs).
+inline Tensor replace_rows(const Tensor& state, const Tensor& head, int64_t rows) {
+  if (rows == state.sizes()[0]) return head;
+  return op::cat(TensorList{head, op::slice(state, 0, rows, state.sizes()[0], 1)}, 0);
+}
+
+/// _rnn_layer's tangents (output, hy, cy): the recurrence of Note [Recurrent layer kernel] in core's
+/// rnn.cpp differentiated step by step, in the kernel's step order, the state tangents kept beside
+/// the states. Each step's gate values come from the workspace (LSTM: i f g o c tanh(c); GRU: r z n
+/// and hn = h_prev @ w_hh_n^T + b_hh_n) and its new h from output; with a = x + h_prev @ w_hh^T + b:
+/// tanh: dh = (1 - h^2) da; relu: dh = [h > 0] da; LSTM: dc = df c_prev + f dc_prev + di g + i dg,
+/// dh = do tanh(c) + o (1 - tanh(c)^2) dc; GRU: dn = (1 - n^2) (dx_n + dr hn + r dhn),
+/// dh = dn + dz (h_prev - n) + z (dh_prev - dn). An empty b_hh (no bias) or cx (not an LSTM) has
+/// no tangent.
+inline std::tuple<Tensor, Tensor, Tensor> rnn_layer_jvp(
+    const Tensor& w_hh, const Tensor& hx, const Tensor& cx, const Tensor& output, const Tensor& workspace,
+    int64_t mode, const Shape& batch_sizes, bool reverse, const Tensor& igates_t, const Tensor& w_hh_t,
+    const Tensor& b_hh_t, const Tensor& hx_t, const Tensor& cx_t) {
+  constexpr int64_t kRelu = 1, kLstm = 2, kGru = 3;
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), H = hx.sizes()[1];
+  if (steps == 0) return {zeros_like(output), hx_t, mode == kLstm ? cx_t : Tensor()};
+  std::vector<int64_t> offsets(static_cast<size_t>(steps));
+  for (int64_t t = 0, n = 0; t < steps; ++t) {
+    offsets[static_cast<size_t>(t)] = n;
+    n += batch_sizes[static_cast<size_t>(t)];
+  }
+  const auto gate = [H](const Tensor& t, int64_t k) { return op::slice(t, 1, k * H, (k + 1) * H, 1); };
+  const auto rows_of = [](const Tensor& t, int64_t from, int64_t to) { return op::slice(t, 0, from, to, 1); };
+  const Tensor w_t = op::transpose(w_hh, 0, 1), dw_t = op::transpose(w_hh_t, 0, 1);
+  const bool bias = b_hh_t.defined() && b_hh_t.numel() > 0;
+  Tensor h = hx, dh = hx_t, c = cx, dc = cx_t;
+  std::vector<Tensor> out_rows(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = reverse ? steps - 1 - s : s;
+    const int64_t bs = batch_sizes[static_cast<size_t>(t)], off = offsets[static_cast<size_t>(t)];
+    const Tensor hp = rows_of(h, 0, bs), dhp = rows_of(dh, 0, bs), h_new = rows_of(output, off, off + bs);
+    const Tensor dx = rows_of(igates_t, off, off + bs);
+    Tensor dy = op::mm(dhp, w_t) + op::mm(hp, dw_t);  // the tangent of h_prev @ w_hh^T + b_hh
+    if (bias) dy = dy + b_hh_t;
+    Tensor dh_new;
+    if (mode == kLstm) {
+      const Tensor ws = rows_of(workspace, off, off + bs), da = dx + dy;
+      const Tensor i = gate(ws, 0), f = gate(ws, 1), g = gate(ws, 2), o = gate(ws, 3), tc = gate(ws, 5);
+      const Tensor dc_new = gate(da, 1) * f * (1.0 - f) * rows_of(c, 0, bs) + f * rows_of(dc, 0, bs) +
+                            gate(da, 0) * i * (1.0 - i) * g + i * (1.0 - g * g) * gate(da, 2);
+      dh_new = gate(da, 3) * o * (1.0 - o) * tc + o * (1.0 - tc * tc) * dc_new;
+      c = replace_rows(c, gate(ws, 4), bs);
+      dc = replace_rows(dc, dc_new, bs);
+    } else if (mode == kGru) {
+      const Tensor ws = rows_of(workspace, off, off + bs);
+      const Tensor r = gate(ws, 0), z = gate(ws, 1), n = gate(ws, 2), hn = gate(ws, 3);
+      const Tensor dr = r * (1.0 - r) * (gate(dx, 0) + gate(dy, 0));
+      const Tensor dz = z * (1.0 - z) * (gate(dx, 1) + gate(dy, 1));
+      const Tensor dn = (1.0 - n * n) * (gate(dx, 2) + dr * hn + r * gate(dy, 2));
+      dh_new = dn + dz * (hp - n) + z * (dhp - dn);
+    } else if (mode == kRelu) {
+      dh_new = where(h_new > 0.0, dx + dy, 0.0);
+    } else {
+      dh_new = (1.0 - h_new * h_new) * (dx + dy);
+    }
+    out_rows[static_cast<size_t>(t)] = dh_new;
+    h = replace_rows(h, h_new, bs);
+    dh = replace_rows(dh, dh_new, bs);
+  }
+  return {op::cat(TensorList(out_rows), 0), dh, mode == kLstm ? dc : Tensor()};
+}
+
 
 // ---- forward mode (Note [Forward formulas] in gen_autograd.py) ----
 
@@ -1112,13 +1179,15 @@ inline Tensor fw_finish(const Tensor& tangent, const Tensor& out) {
       "formula for it); use reverse mode (fb.func.jacrev, autograd.grad) instead"));
 }
 
-/// In-place ops on views do not yet update the base's tangent: refused rather than wrong.
-inline void check_inplace_forward(const Tensor& self, const char* op) {
-  if (self.impl()->is_view())
+/// An in-place op on a view writes its tangent into the view's own tangent, a view of its base's (as
+/// the view op made it), so the base follows. A view without a tangent has no known base to give one:
+/// refused rather than wrong.
+inline void check_inplace_forward(const Tensor& self, const Tensor& self_tan, const char* op) {
+  if (self.impl()->is_view() && !self_tan.defined())
     throw NotImplementedError(detail::cat_str(
-        "[", op, "] forward-mode AD of an in-place op on a view (", self.describe(),
-        ") is not supported: its base's tangent would not be updated; write into a tensor that is not a view, "
-        "or use the out-of-place op"));
+        "[", op, "] forward-mode AD of an in-place op on a view without a tangent (", self.describe(),
+        ") is not supported: its base would not get the tangent; make the base a dual tensor first, or use the "
+        "out-of-place op"));
 }
 
 }  // namespace flambeau::autograd::formulas
