@@ -469,7 +469,7 @@ class Entry:
             out.append(f"  const bool rg = {self.requires_grad_test()};")
             out.append(f'  if (rg) check_inplace(self, {other_rg}, "{op.cpp_name}");')
             if self.forward:
-                out.append(f'  if (fw) check_inplace_forward(self, "{op.cpp_name}");')
+                out.append(f'  if (fw) check_inplace_forward(self, self_tan, "{op.cpp_name}");')
             else:
                 out.append(f'  if (fw) not_implemented_forward("{op.cpp_name}");')
             out.append(f"  std::shared_ptr<{self.node}> n;")
@@ -505,7 +505,7 @@ class Entry:
                 if after:
                     old = "self_old_" if self.forward_uses("self") else "self"
                     out.append(f"    const Tensor tangent_ = {fw_call}({self.jvp_call('self', old)});")
-                out.append(f'    set_fw_grad(self, fw_finish(tangent_, self), "{op.cpp_name}");')
+                out.append(f'    set_fw_grad_inplace(self, fw_finish(tangent_, self), "{op.cpp_name}");')
                 out.append("  }")
             if self.uses_result:  # after the tangent: the saved output shares its slot
                 out.append(f"  if (rg && ({needs_any(self.uses_result)})) n->result_ = SavedVariable(self, true);")

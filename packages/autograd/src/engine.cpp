@@ -145,6 +145,35 @@ Tensor fw_grad(const Tensor& t) {
   return m->fw_->tangent;
 }
 
+void set_fw_grad_inplace(const Tensor& self, const Tensor& tangent, const char* op) {
+  AutogradMeta* m = meta_of(self);
+  if (self.impl()->is_view() && m && m->fw_ && m->fw_->tangent.defined()) {
+    Tensor current = m->fw_->tangent;
+    if (tangent.defined())
+      op::copy_(current, tangent);
+    else
+      op::zero_(current);
+    return;
+  }
+  set_fw_grad(self, tangent, op);
+}
+
+Tensor tangent_with_layout_of(const Tensor& primal, const Tensor& tangent) {
+  const TensorImpl* p = primal.impl();
+  const TensorImpl* t = tangent.impl();
+  if (!p->storage() || !t->storage()) return tangent;  // storage-less (meta) tensors have no layout to match
+  const size_t item = itemsize(primal.dtype());
+  const bool same = std::ranges::equal(p->strides(), t->strides()) && p->storage_offset() == t->storage_offset() &&
+                    p->storage()->nbytes() / item == t->storage()->nbytes() / itemsize(tangent.dtype());
+  if (same || !std::ranges::equal(p->sizes(), t->sizes()) || primal.dtype() != tangent.dtype()) return tangent;
+  const int64_t n = static_cast<int64_t>(p->storage()->nbytes() / item);
+  const int64_t flat_size[1] = {n};
+  Tensor storage = zeros(IntArrayRef(flat_size), primal.dtype(), primal.device());
+  Tensor out = op::as_strided(storage, p->sizes(), p->strides(), p->storage_offset());
+  op::copy_(out, tangent);
+  return out;
+}
+
 void ensure_fw_slot(const Tensor& t) {
   AutogradMeta* m = ensure_meta(t);
   if (!m->fw_) m->fw_ = std::make_shared<ForwardGrad>();

@@ -139,6 +139,12 @@ class ForwardGradDisabled {
 
 /// t's tangent at the active level (undefined when it has none or forward grads are disabled).
 Tensor fw_grad(const Tensor& t);
+/// The tangent of an in-place op's self: written into self's own tangent when self is a view that has
+/// one (a view of its base's tangent, so the base follows), else set as set_fw_grad.
+void set_fw_grad_inplace(const Tensor& self, const Tensor& tangent, const char* op);
+/// A tangent laid out as `primal` (same strides, storage offset and storage size): what make_dual
+/// gives a dual tensor, so as_strided reads the tangent where it reads the primal.
+Tensor tangent_with_layout_of(const Tensor& primal, const Tensor& tangent);
 /// Gives t an empty tangent slot (if it has none), which a SavedVariable of t then shares.
 void ensure_fw_slot(const Tensor& t);
 /// Gives t a tangent at the active level (an undefined one removes it); checks its shape and dtype.

@@ -179,6 +179,9 @@ void init_tensor_methods(py::module_& m) {
           "grad_fn",
           [](const Tensor& t) { return node_or_none(meta_of(t) ? meta_of(t)->grad_fn_ : nullptr); },
           "The Node that made this tensor (None for leaves).")
+      .def_property_readonly(
+          "_needs_autograd", [](const Tensor& t) { return t.impl()->needs_autograd(); },
+          "requires_grad, or a forward-mode tangent: whether ops on this tensor must be differentiated.")
       .def_property_readonly("is_leaf", [](const Tensor& t) { return !meta_of(t) || !meta_of(t)->grad_fn_; })
       .def_property_readonly("retains_grad",
                              [](const Tensor& t) { return meta_of(t) && meta_of(t)->retains_grad_; })
@@ -250,7 +253,12 @@ void init_forward_ad(py::module_& m) {
           ForwardGradDisabled no_fw;  // a view that keeps the primal's reverse-mode history, not its tangent
           dual = op::view(primal, primal.sizes());
         }
-        set_fw_grad(dual, tangent, "forward_ad.make_dual");
+        Tensor laid_out;
+        {
+          ForwardGradDisabled no_fw;
+          laid_out = tangent_with_layout_of(primal, tangent);
+        }
+        set_fw_grad(dual, laid_out, "forward_ad.make_dual");
         return dual;
       },
       py::arg("tensor"), py::arg("tangent"));

@@ -264,13 +264,35 @@ def test_an_in_place_op_gives_a_plain_tensor_the_tangent_of_its_operand():
         assert fwAD.unpack_dual(z).tangent.tolist() == [3.0, 3.0]
 
 
-def test_an_in_place_op_on_a_view_of_a_dual_tensor_raises_instead_of_losing_the_tangent():
+def test_an_in_place_op_on_a_view_updates_the_base_s_tangent_as_torch():
+    def f(x, y):
+        z = x.clone()
+        z[0].mul_(y[0])
+        z.diagonal().copy_(y.sum(0))
+        z[1:, 2].add_(y[1:, 0].exp())
+        return z
+
+    assert_jvp_matches(f, f, [(3, 3), (3, 3)])
+
+
+def test_an_in_place_op_on_a_view_without_a_tangent_raises_instead_of_losing_it():
     with fwAD.dual_level():
         base = fc.zeros(2, 3)
         d = fwAD.make_dual(fc.ones(3), fc.ones(3))
-        with pytest.raises(NotImplementedError, match=r"\[mul_\] forward-mode AD of an in-place op on a view"):
+        with pytest.raises(NotImplementedError, match=r"\[mul_\] forward-mode AD of an in-place op on a view without"):
             base[0].mul_(d)
         assert base.tolist() == [[0.0] * 3] * 2  # refused before writing
+
+
+def test_make_dual_lays_the_tangent_out_as_the_primal_so_as_strided_reads_it_alike():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fc.arange(10.0, dtype=fc.float64)[2:8], fc.arange(6.0, dtype=fc.float64) * 10)
+        primal, tangent = fwAD.unpack_dual(fc.as_strided(d, (2, 2), (1, 2), 1))
+    with tfwAD.dual_level():
+        d = tfwAD.make_dual(torch.arange(10.0, dtype=torch.float64)[2:8], torch.arange(6.0, dtype=torch.float64) * 10)
+        expected = tfwAD.unpack_dual(torch.as_strided(d, (2, 2), (1, 2), 1))
+    assert primal.tolist() == expected.primal.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert tangent.tolist() == expected.tangent.tolist()
 
 
 # ---- custom Functions ----
