@@ -332,6 +332,65 @@ def test_randomness_different_draws_per_sample():
     assert set(np.unique(out.numpy())) <= {0.0, 2.0}
 
 
+def _same_across_samples(out) -> bool:
+    rows = out.numpy().reshape(out.shape[0], -1)
+    return bool((rows == rows[0]).all())
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("rand_like", lambda a: fb.rand_like(a)),
+        ("randn_like", lambda a: fb.randn_like(a) + 0 * a),
+        ("normal_", lambda a: a.clone().normal_()),
+        ("uniform_", lambda a: a.clone().uniform_(-1, 1)),
+        ("bernoulli_", lambda a: a.clone().bernoulli_(0.5)),
+    ],
+)
+def test_randomness_same_shares_one_draw_as_torch(name, fn):
+    """torch.func.vmap(randomness='same') gives every sample the same values: so must flambeau's."""
+    x, xt = fb.rand(5, 8), torch.rand(5, 8)
+    torch_fn = {
+        "rand_like": lambda a: torch.rand_like(a),
+        "randn_like": lambda a: torch.randn_like(a) + 0 * a,
+        "normal_": lambda a: a.clone().normal_(),
+        "uniform_": lambda a: a.clone().uniform_(-1, 1),
+        "bernoulli_": lambda a: a.clone().bernoulli_(0.5),
+    }[name]
+    theirs = torch.func.vmap(torch_fn, randomness="same")(xt)
+    assert bool((theirs == theirs[0]).all())  # the oracle's property
+    fb.manual_seed(3)
+    ours = fb.func.vmap(fn, randomness="same")(x)
+    assert tuple(ours.shape) == tuple(theirs.shape) and _same_across_samples(ours)
+    fb.manual_seed(3)
+    assert not _same_across_samples(fb.func.vmap(fn, randomness="different")(x))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: fb.nn.functional.dropout(a, 0.5),
+        lambda a: fb.nn.functional.dropout(a.clone(), 0.5, True, True),
+        lambda a: fb.nn.functional.dropout1d(a, 0.5),
+    ],
+)
+def test_randomness_same_gives_every_sample_one_dropout_mask(fn):
+    x = fb.rand(6, 4, 16) + 0.5  # no zeros of its own
+    fb.manual_seed(4)
+    out = fb.func.vmap(fn, randomness="same")(x)
+    zeros = out.numpy() == 0
+    assert zeros.any() and (zeros == zeros[0]).all()
+    kept = ~zeros
+    assert np.allclose(out.numpy()[kept], 2 * x.numpy()[kept])
+
+
+def test_randomness_same_refuses_a_draw_from_batched_values_as_torch():
+    with pytest.raises(RuntimeError, match="same randomness with a batched tensor input"):
+        torch.func.vmap(lambda a: torch.bernoulli(a), randomness="same")(torch.rand(3, 4))
+    with pytest.raises(fb.FlambeauError, match=r"randomness='same' is not supported for 'bernoulli' with a batched"):
+        fb.func.vmap(lambda a: fb.bernoulli(a), randomness="same")(fb.rand(3, 4))
+
+
 # --- the protocol underneath -------------------------------------------------------------------
 
 

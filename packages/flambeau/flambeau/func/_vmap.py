@@ -333,6 +333,8 @@ def _dispatch(func: Callable, args: tuple, kwargs: dict) -> Any:
     name = call.name
     if name in _RANDOM_OPS:
         _check_randomness(name)
+        if getattr(_state, "randomness", "error") == "same":
+            return _same_randomness(call)
     inplace = name.endswith("_") and not name.endswith("__")
     rule = _RULES.get(name) or (_RULES.get(name[:-1]) if inplace else None)
     if rule is None:
@@ -716,11 +718,50 @@ def _check_randomness(name: str) -> None:
             f"[func.vmap] vmap: called random operation '{name}' while in randomness error mode. Please either use "
             "the 'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap"
         )
-    if mode == "same":
-        raise NotImplementedError(
-            f"[func.vmap] randomness='same' is not supported yet ('{name}'); use randomness='different' or draw the "
-            "random values outside vmap"
+
+
+_SAME_FILLS = frozenset({
+    "normal_", "uniform_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_", "bernoulli_",
+})  # fmt: skip
+_SAME_LIKE = frozenset({"rand_like", "randn_like", "randint_like"})
+_SAME_MASKS = frozenset({"dropout", "native_dropout", "_feature_dropout"})
+
+
+def _same_randomness(call: _Call) -> Any:
+    """randomness='same': one draw for one sample's shape, shared by every sample (torch.func.vmap's rule).
+
+    A ``*_like`` draw comes back unbatched; a fill draws one sample and writes it into each; a dropout draws
+    one mask. An op whose draw depends on a batched tensor's values (bernoulli(p), multinomial, normal of
+    tensors...) cannot share one draw, and raises as torch's vmap does."""
+    name, first, rest = call.name, call.args[0] if call.args else None, call.args[1:]
+    others = [*rest, *call.kwargs.values()]
+    if (
+        not isinstance(first, _Batched)
+        or any(isinstance(a, _Batched) for a in others)
+        or name not in (_SAME_FILLS | _SAME_LIKE | _SAME_MASKS)
+    ):
+        raise FlambeauError(
+            f"[func.vmap] vmap: randomness='same' is not supported for '{name}' with a batched tensor input (as "
+            "torch.func.vmap: Vmap does not currently support same randomness with a batched tensor input); use "
+            "randomness='different' or draw outside vmap"
         )
+    physical = first.value
+    sample = physical[0]
+    if name in _SAME_LIKE:
+        return _apply(call.func, [sample, *rest], call.kwargs)  # unbatched: vmap broadcasts it to every sample
+    if name in _SAME_FILLS:
+        drawn = sample.clone()
+        _apply(call.func, [drawn, *rest], call.kwargs)
+        physical.copy_(drawn.expand_as(physical))
+        return BatchedTensor(physical, call.level)
+    ones = flambeau_core.ones_like(sample)
+    scaled = _apply(call.func, [ones, *rest], call.kwargs)  # the scaled mask of one sample
+    if isinstance(scaled, tuple):  # native_dropout, _feature_dropout: (output, mask), the mask shared
+        return BatchedTensor(physical * scaled[0], call.level), scaled[1]
+    if call.kwargs.get("inplace") or (len(rest) >= 3 and rest[2] is True):
+        physical.mul_(scaled)
+        return BatchedTensor(physical, call.level)
+    return BatchedTensor(physical * scaled, call.level)
 
 
 # ---- rules for ops the table's shape rules do not cover
@@ -1224,8 +1265,10 @@ def vmap(
         func: a function of tensors (pytrees of them) returning tensors.
         in_dims: which dim of each input is the batch (default 0; None: not batched).
         out_dims: where the batch dim goes in each output (default 0).
-        randomness: ``'error'`` (a random op inside raises), ``'different'`` (each sample draws its own);
-            ``'same'`` is not supported yet.
+        randomness: ``'error'`` (a random op inside raises), ``'different'`` (each sample draws its own),
+            ``'same'`` (one draw shared by every sample; a draw from batched values, such as ``bernoulli(p)``,
+            raises, as torch's). Factory functions (``fb.randn(...)``) take no batched argument, so vmap
+            does not see them: they draw once, whatever the mode.
         chunk_size: run the batch this many samples at a time (less memory), None for all at once.
 
     Example:
