@@ -3,9 +3,12 @@
 ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian`` turn a
 function of tensors into a function computing its derivatives; ``functional_call`` runs an ``nn.Module``
 with other parameters and buffers (so a model is a function of its parameters) and
-``stack_module_state`` stacks the state of an ensemble. The transforms take pytrees (tuples, lists,
-dicts) of tensors, accept ``argnums`` and ``has_aux`` as PyTorch's, and compose in any order
-(``grad(grad(f))``, ``jacrev(jacrev(f))``, ``jacfwd(grad(f))``).
+``stack_module_state`` stacks the state of an ensemble; ``replace_all_batch_norm_modules_`` stops batch
+norms tracking running statistics so a model can run under ``vmap``. ``functionalize`` runs a function on
+copies of its inputs and writes input mutations back (eagerly: there is no graph to rewrite),
+``rearrange`` is einops' axis rearrangement and ``debug_unwrap`` shows the batch under a vmapped value.
+The transforms take pytrees (tuples, lists, dicts) of tensors, accept ``argnums`` and ``has_aux`` as
+PyTorch's, and compose in any order (``grad(grad(f))``, ``jacrev(jacrev(f))``, ``jacfwd(grad(f))``).
 
 ``vmap`` maps a function of one sample over a batch, running each op once on the batch (Note [vmap on
 __torch_function__] in ``_vmap.py``); ``vmap(grad(f))`` gives per-sample gradients.
@@ -27,7 +30,10 @@ Example:
 
 from __future__ import annotations
 
+from flambeau.func._batch_norm_replacement import replace_all_batch_norm_modules_
+from flambeau.func._eager_transforms import debug_unwrap, functionalize
 from flambeau.func._functional_call import functional_call, stack_module_state
+from flambeau.func._rearrange import rearrange
 from flambeau.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from flambeau.func._vmap import vmap
 
@@ -43,4 +49,8 @@ __all__ = [
     "vmap",
     "functional_call",
     "stack_module_state",
+    "replace_all_batch_norm_modules_",
+    "functionalize",
+    "debug_unwrap",
+    "rearrange",
 ]
