@@ -866,6 +866,18 @@ inline Tensor normalized_jvp(const Tensor& x_t, const Tensor& xhat, const Tensor
                  xhat * op::mean(x_t * xhat, dims, true, std::nullopt));
 }
 
+/// Whether a forward formula must record how its tangent depends on `t` (reverse over forward: a
+/// tangent's graph reaching its primal): grad mode on and t requiring grad. Statistics an op returns
+/// without history (layer and batch norm's mean and rstd) are then recomputed from t with recorded ops.
+inline bool graph_through(const Tensor& t) { return grad_mode_enabled() && t.requires_grad(); }
+
+/// The mean and rstd = (biased variance + eps)^-1/2 of x over `dims` (kept), recorded.
+inline std::pair<Tensor, Tensor> recorded_stats(const Tensor& x, IntArrayRef dims, double eps) {
+  const Tensor mean = op::mean(x, dims, true, std::nullopt);
+  const Tensor centered = x - mean;
+  return {mean, op::rsqrt(op::mean(centered * centered, dims, true, std::nullopt) + eps)};
+}
+
 /// The dims of an (N, C, ...) input but the channel dim (batch norm's statistics).
 inline Shape batch_norm_dims(const Tensor& input) {
   Shape dims;
@@ -874,10 +886,12 @@ inline Shape batch_norm_dims(const Tensor& input) {
   return dims;
 }
 
-/// batch norm's statistics (save_mean, save_invstd: the batch's in training, the running ones in
-/// evaluation) shaped (1, C, 1, ...) in the input's dtype (they are float32 for a mixed-precision input).
+/// batch norm's statistics shaped (1, C, 1, ...) in the input's dtype (they are float32 for a
+/// mixed-precision input): save_mean and save_invstd (the batch's in training, the running ones in
+/// evaluation), or in training the batch's recomputed when the graph must reach the input.
 inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input, const Tensor& mean,
-                                                       const Tensor& invstd) {
+                                                       const Tensor& invstd, bool training, double eps) {
+  if (training && graph_through(input)) return recorded_stats(input, batch_norm_dims(input), eps);
   const auto view = [&](const Tensor& s) {
     return channel_view(s.dtype() == input.dtype() ? s : op::cast(s, input.dtype()), input.dim());
   };
@@ -887,8 +901,8 @@ inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input, cons
 /// native_batch_norm's tangent in its input: the normalization's (its statistics follow the input in
 /// training; the running statistics of evaluation are constants), times the weight.
 inline Tensor batch_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
-                                   const Tensor& save_mean, const Tensor& save_invstd, bool training) {
-  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd);
+                                   const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps) {
+  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd, training, eps);
   const Tensor d = training ? normalized_jvp(input_t, (input - mean) * invstd, invstd, batch_norm_dims(input))
                             : input_t * invstd;
   return weight ? d * channel_view(*weight, input.dim()) : d;
@@ -896,19 +910,38 @@ inline Tensor batch_norm_input_jvp(const Tensor& input_t, const Tensor& input, c
 
 /// native_batch_norm's tangent in its weight: xhat times the weight's tangent per channel.
 inline Tensor batch_norm_weight_jvp(const Tensor& weight_t, const Tensor& input, const Tensor& save_mean,
-                                    const Tensor& save_invstd) {
-  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd);
+                                    const Tensor& save_invstd, bool training, double eps) {
+  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd, training, eps);
   return (input - mean) * invstd * channel_view(weight_t, input.dim());
 }
 
-/// native_layer_norm's tangent in its input (mean and rstd: the input's leading dims, then ones).
-inline Tensor layer_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
-                                   const Tensor& mean, const Tensor& rstd, const Shape& normalized_shape) {
+/// native_layer_norm's dims (the trailing len(normalized_shape)) and statistics (mean and rstd: the
+/// input's leading dims, then ones), recomputed when the graph must reach the input.
+inline std::tuple<Shape, Tensor, Tensor> layer_norm_stats(const Tensor& input, const Tensor& mean,
+                                                          const Tensor& rstd, const Shape& normalized_shape,
+                                                          double eps) {
   Shape dims;
   for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d)
     dims.push_back(d);
-  const Tensor d = normalized_jvp(input_t, (input - mean) * rstd, rstd, dims);
+  if (!graph_through(input)) return {dims, mean, rstd};
+  auto [m, r] = recorded_stats(input, dims, eps);
+  return {dims, m, r};
+}
+
+/// native_layer_norm's tangent in its input.
+inline Tensor layer_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
+                                   const Tensor& mean, const Tensor& rstd, const Shape& normalized_shape,
+                                   double eps) {
+  const auto [dims, m, r] = layer_norm_stats(input, mean, rstd, normalized_shape, eps);
+  const Tensor d = normalized_jvp(input_t, (input - m) * r, r, dims);
   return weight ? d * *weight : d;
+}
+
+/// native_layer_norm's tangent in its weight: xhat times the weight's tangent.
+inline Tensor layer_norm_weight_jvp(const Tensor& weight_t, const Tensor& input, const Tensor& mean,
+                                    const Tensor& rstd, const Shape& normalized_shape, double eps) {
+  const auto [dims, m, r] = layer_norm_stats(input, mean, rstd, normalized_shape, eps);
+  return (input - m) * r * weight_t;
 }
 
 /// An input of native_group_norm seen as (batch, group, elements of a group).
@@ -1050,15 +1083,16 @@ inline Tensor replace_rows(const Tensor& state, const Tensor& head, int64_t rows
 /// _rnn_layer's tangents (output, hy, cy): the recurrence of Note [Recurrent layer kernel] in core's
 /// rnn.cpp differentiated step by step, in the kernel's step order, the state tangents kept beside
 /// the states. Each step's gate values come from the workspace (LSTM: i f g o c tanh(c); GRU: r z n
-/// and hn = h_prev @ w_hh_n^T + b_hh_n) and its new h from output; with a = x + h_prev @ w_hh^T + b:
-/// tanh: dh = (1 - h^2) da; relu: dh = [h > 0] da; LSTM: dc = df c_prev + f dc_prev + di g + i dg,
-/// dh = do tanh(c) + o (1 - tanh(c)^2) dc; GRU: dn = (1 - n^2) (dx_n + dr hn + r dhn),
-/// dh = dn + dz (h_prev - n) + z (dh_prev - dn). An empty b_hh (no bias) or cx (not an LSTM) has
-/// no tangent.
+/// and hn = h_prev @ w_hh_n^T + b_hh_n), or are recomputed with recorded ops when the graph must reach
+/// the primal inputs (graph_through: the workspace has no history), and its new h from output. With
+/// a = x + h_prev @ w_hh^T + b: tanh: dh = (1 - h^2) da; relu: dh = [h > 0] da; LSTM:
+/// dc = df c_prev + f dc_prev + di g + i dg, dh = do tanh(c) + o (1 - tanh(c)^2) dc; GRU:
+/// dn = (1 - n^2) (dx_n + dr hn + r dhn), dh = dn + dz (h_prev - n) + z (dh_prev - dn). An empty b_hh
+/// (no bias) or cx (not an LSTM) has no tangent.
 inline std::tuple<Tensor, Tensor, Tensor> rnn_layer_jvp(
-    const Tensor& w_hh, const Tensor& hx, const Tensor& cx, const Tensor& output, const Tensor& workspace,
-    int64_t mode, const Shape& batch_sizes, bool reverse, const Tensor& igates_t, const Tensor& w_hh_t,
-    const Tensor& b_hh_t, const Tensor& hx_t, const Tensor& cx_t) {
+    const Tensor& igates, const Tensor& w_hh, const Tensor& b_hh, const Tensor& hx, const Tensor& cx,
+    const Tensor& output, const Tensor& workspace, int64_t mode, const Shape& batch_sizes, bool reverse,
+    const Tensor& igates_t, const Tensor& w_hh_t, const Tensor& b_hh_t, const Tensor& hx_t, const Tensor& cx_t) {
   constexpr int64_t kRelu = 1, kLstm = 2, kGru = 3;
   const int64_t steps = static_cast<int64_t>(batch_sizes.size()), H = hx.sizes()[1];
   if (steps == 0) return {zeros_like(output), hx_t, mode == kLstm ? cx_t : Tensor()};
@@ -1069,8 +1103,11 @@ inline std::tuple<Tensor, Tensor, Tensor> rnn_layer_jvp(
   }
   const auto gate = [H](const Tensor& t, int64_t k) { return op::slice(t, 1, k * H, (k + 1) * H, 1); };
   const auto rows_of = [](const Tensor& t, int64_t from, int64_t to) { return op::slice(t, 0, from, to, 1); };
+  const bool recompute = (mode == kLstm || mode == kGru) &&
+                         std::ranges::any_of(std::array{&igates, &w_hh, &b_hh, &hx, &cx},
+                                             [](const Tensor* t) { return graph_through(*t); });
   const Tensor w_t = op::transpose(w_hh, 0, 1), dw_t = op::transpose(w_hh_t, 0, 1);
-  const bool bias = b_hh_t.defined() && b_hh_t.numel() > 0;
+  const bool bias = b_hh.numel() > 0;
   Tensor h = hx, dh = hx_t, c = cx, dc = cx_t;
   std::vector<Tensor> out_rows(static_cast<size_t>(steps));
   for (int64_t s = 0; s < steps; ++s) {
@@ -1080,18 +1117,31 @@ inline std::tuple<Tensor, Tensor, Tensor> rnn_layer_jvp(
     const Tensor dx = rows_of(igates_t, off, off + bs);
     Tensor dy = op::mm(dhp, w_t) + op::mm(hp, dw_t);  // the tangent of h_prev @ w_hh^T + b_hh
     if (bias) dy = dy + b_hh_t;
+    Tensor y, x;  // h_prev @ w_hh^T + b_hh and igates of this step, when the gates are recomputed
+    if (recompute) {
+      y = bias ? op::mm(hp, w_t) + b_hh : op::mm(hp, w_t);
+      x = rows_of(igates, off, off + bs);
+    }
+    const Tensor ws = recompute ? Tensor() : rows_of(workspace, off, off + bs);
     Tensor dh_new;
     if (mode == kLstm) {
-      const Tensor ws = rows_of(workspace, off, off + bs), da = dx + dy;
-      const Tensor i = gate(ws, 0), f = gate(ws, 1), g = gate(ws, 2), o = gate(ws, 3), tc = gate(ws, 5);
-      const Tensor dc_new = gate(da, 1) * f * (1.0 - f) * rows_of(c, 0, bs) + f * rows_of(dc, 0, bs) +
+      const Tensor a = recompute ? x + y : Tensor(), da = dx + dy, cp = rows_of(c, 0, bs);
+      const Tensor i = recompute ? op::sigmoid(gate(a, 0)) : gate(ws, 0);
+      const Tensor f = recompute ? op::sigmoid(gate(a, 1)) : gate(ws, 1);
+      const Tensor g = recompute ? op::tanh(gate(a, 2)) : gate(ws, 2);
+      const Tensor o = recompute ? op::sigmoid(gate(a, 3)) : gate(ws, 3);
+      const Tensor c_new = recompute ? f * cp + i * g : gate(ws, 4);
+      const Tensor tc = recompute ? op::tanh(c_new) : gate(ws, 5);
+      const Tensor dc_new = gate(da, 1) * f * (1.0 - f) * cp + f * rows_of(dc, 0, bs) +
                             gate(da, 0) * i * (1.0 - i) * g + i * (1.0 - g * g) * gate(da, 2);
       dh_new = gate(da, 3) * o * (1.0 - o) * tc + o * (1.0 - tc * tc) * dc_new;
-      c = replace_rows(c, gate(ws, 4), bs);
+      c = replace_rows(c, c_new, bs);
       dc = replace_rows(dc, dc_new, bs);
     } else if (mode == kGru) {
-      const Tensor ws = rows_of(workspace, off, off + bs);
-      const Tensor r = gate(ws, 0), z = gate(ws, 1), n = gate(ws, 2), hn = gate(ws, 3);
+      const Tensor r = recompute ? op::sigmoid(gate(x, 0) + gate(y, 0)) : gate(ws, 0);
+      const Tensor z = recompute ? op::sigmoid(gate(x, 1) + gate(y, 1)) : gate(ws, 1);
+      const Tensor hn = recompute ? gate(y, 2) : gate(ws, 3);
+      const Tensor n = recompute ? op::tanh(gate(x, 2) + r * hn) : gate(ws, 2);
       const Tensor dr = r * (1.0 - r) * (gate(dx, 0) + gate(dy, 0));
       const Tensor dz = z * (1.0 - z) * (gate(dx, 1) + gate(dy, 1));
       const Tensor dn = (1.0 - n * n) * (gate(dx, 2) + dr * hn + r * gate(dy, 2));

@@ -493,3 +493,55 @@ def test_lstm_module_matches_torch():
         primals,
         arrays((2, 5, 3), (4, 2, 4), (4, 2, 4)),
     )
+
+
+# ---- reverse over forward: a tangent's graph reaches its primal ----
+
+
+def tangent_fn(fn, *tangents):
+    """x, ... -> the tangent of fn at x, ... along `tangents` (one per argument), differentiable in x."""
+
+    def tangent(*xs):
+        with fwAD.dual_level():
+            duals = [fwAD.make_dual(x, fb_tensor(t)) for x, t in zip(xs, tangents, strict=True)]
+            return fwAD.unpack_dual(fn(*duals)).tangent
+
+    return tangent
+
+
+@pytest.mark.parametrize(
+    "fn,shapes",
+    [
+        pytest.param(lambda x, w: F.layer_norm(x, (4,), w), [(2, 3, 4), 4], id="layer_norm"),
+        pytest.param(lambda x, w: F.batch_norm(x, None, None, w, training=True), [(4, 3, 2), 3], id="batch_norm"),
+        pytest.param(lambda x, w: F.group_norm(x, 2, w), [(2, 4, 3), 4], id="group_norm"),
+        pytest.param(lambda x, w: F.log_softmax(x * w, 1), [(2, 3, 4), 4], id="log_softmax"),
+        pytest.param(lambda x, w: F.conv2d(x, w, padding=1), [(1, 2, 3, 3), (2, 2, 2, 2)], id="conv2d"),
+        pytest.param(
+            lambda x, w: F.cross_entropy(x * w, fc.tensor([2, 0]), label_smoothing=0.1), [(2, 3), 3], id="cross_entropy"
+        ),
+    ],
+)
+def test_reverse_over_forward(fn, shapes):
+    """The tangent's gradient in the primals against finite differences (statistics an op returns without
+    history, batch and layer norm's mean and rstd, are recomputed with recorded ops for it)."""
+    primals = arrays(*shapes)
+    check_tangent = tangent_fn(fn, *arrays(*shapes))
+    assert ag.gradcheck(check_tangent, [fb_tensor(p, requires_grad=True) for p in primals])
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_rnn_layer_reverse_over_forward(mode):
+    """The gates are then recomputed from the primals instead of read from the workspace (no history)."""
+    from flambeau_nn.modules.rnn import _GATES, _layer
+
+    gh = _GATES[mode] * 2
+    shapes = [(3, 2), (gh, 2), (gh, 2), gh, (2, 2)] + ([(2, 2)] if mode == "LSTM" else [])
+
+    def layer(x, w_ih, w_hh, b_hh, hx, cx=None):
+        out, hy, cy = _layer(mode, x, w_ih, w_hh, None, b_hh, hx, cx, [2, 1], False)
+        return out.sum() + hy.sum() * 2 + (cy.sum() * 3 if cx is not None else 0)
+
+    assert ag.gradcheck(
+        tangent_fn(layer, *arrays(*shapes)), [fb_tensor(a, requires_grad=True) for a in arrays(*shapes)]
+    )
