@@ -238,10 +238,17 @@ inline Tensor logcumsumexp_jvp(const Tensor& t, const Tensor& self, const Tensor
 /// to the result (the backward's split); prod is the sum over the contributions of t_k times the product
 /// of the others. Without include_self, self takes no part where src was scattered.
 inline Tensor scatter_reduce_jvp(const Tensor& self, const Tensor& self_t, int64_t dim, const Tensor& index,
-                                 const Tensor& src, const Tensor& src_t, const std::string& reduce,
+                                 const Tensor& src_, const Tensor& src_t_, const std::string& reduce,
                                  bool include_self, const Tensor& result) {
-  if (reduce == "sum" || reduce == "mean") return op::scatter_reduce(self_t, dim, index, src_t, reduce, include_self);
+  if (reduce == "sum" || reduce == "mean") return op::scatter_reduce(self_t, dim, index, src_t_, reduce, include_self);
   const ScalarType dt = self_t.dtype();
+  // A scatter reads only the first index.sizes() elements of src.
+  auto leading = [&](Tensor t) {
+    for (int64_t d = 0; d < index.dim(); ++d)
+      if (t.sizes()[d] != index.sizes()[d]) t = op::slice(t, d, 0, index.sizes()[d], 1);
+    return t;
+  };
+  const Tensor src = leading(src_), src_t = leading(src_t_);
   if (reduce == "amax" || reduce == "amin") {
     Tensor self_is = op::cast(op::eq(self, result), dt);
     if (!include_self) self_is = op::scatter_value(self_is, dim, index, Scalar(0.0), std::nullopt);
