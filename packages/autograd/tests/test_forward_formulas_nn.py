@@ -1,8 +1,10 @@
 """Forward-mode formulas (derivatives.yaml `result:`) of the nn entries: matrix products, convolution,
 softmax, normalizations, pooling, padding, dropout, embedding bags, activations with weights, the losses
-and their backward kernels (second order). Each op is reached as a user does (flambeau_nn.functional,
-flambeau_core) and checked by gradcheck(check_forward_ad=True) against finite differences (float64),
-the main ones also against torch.func.jvp on the same primals and tangents."""
+and their backward kernels (second order), the recurrent layer. Each op is reached as a user does
+(flambeau_nn.functional, flambeau_core, flambeau_nn's rnn layer) and checked by
+gradcheck(check_forward_ad=True) against finite differences (float64), the main ones also against
+torch.func.jvp on the same primals and tangents; reverse over forward (a tangent differentiated in its
+primals) against finite differences."""
 
 from __future__ import annotations
 
@@ -17,6 +19,13 @@ import torch.nn.functional as TF
 from conftest import fb_tensor, to_np
 
 RNG = np.random.default_rng(20261129)
+
+
+@pytest.fixture(autouse=True)
+def _fixed_seed():
+    """Each test draws the same numbers however the tests are selected."""
+    global RNG
+    RNG = np.random.default_rng(20261129)
 
 
 def arrays(*shapes, positive=False):
