@@ -121,6 +121,15 @@ def test_copy_of_a_plain_src_into_a_dual_tensor_zeroes_its_tangent():
         np.testing.assert_array_equal(to_np(dst), [1, 1, 1])
 
 
+def test_copy_of_a_dual_tensor_into_an_integer_tensor_gives_it_no_tangent_as_torch():
+    with fwAD.dual_level():
+        src = fwAD.make_dual(fc.full((3,), 2.5, dtype=fc.float64), fc.ones(3, dtype=fc.float64))
+        dst = fc.zeros(3, dtype=fc.int64)
+        dst.copy_(src)
+        assert fwAD.unpack_dual(dst).tangent is None
+        np.testing.assert_array_equal(to_np(dst), [2, 2, 2])
+
+
 @pytest.mark.parametrize(
     "fill",
     [lambda t: t.fill_(2.0), lambda t: t.uniform_(0.0, 1.0), lambda t: t.normal_(0.0, 1.0)],
