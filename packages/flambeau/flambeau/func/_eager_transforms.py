@@ -6,9 +6,11 @@ backends that cannot mutate. flambeau runs eagerly and has no graph to rewrite, 
 what a caller can observe of PyTorch's eager ``functionalize``: ``f`` runs on copies of its tensor inputs
 (so every mutation inside ``f`` lands on a fresh tensor), then each input whose copy was mutated (its
 version counter moved) gets the new values written back with ``copy_``. An output is never memory of a
-mutated input; an output that is a view of an input ``f`` did not mutate is the same view of the original
-input, as PyTorch re-creates such views on the caller's tensor. Autograd records the copies, the write-back
-and the views, so gradients flow to the inputs as through ``f`` itself.
+mutated input. An unmutated input that ``f`` returns as it is comes back as the caller's tensor; an output
+that is a view of an unmutated input is, with ``remove="mutations"``, the same view of the caller's tensor
+(PyTorch re-creates such views on it) and, with ``remove="mutations_and_views"``, a view of the copy (PyTorch
+replaces views by copies there). Autograd records the copies, the write-back and the views, so gradients flow
+to the inputs as through ``f`` itself.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Cal
 
     In flambeau there is no graph to rewrite (Note [functionalize in eager flambeau] in
     ``_eager_transforms.py``): the in-place ops still run, on the copies. Outputs never share memory with
-    an input that ``func`` mutated; an output that is a view of an unmutated input is that view of the
-    caller's tensor, as in PyTorch. ``remove="mutations_and_views"`` is accepted for compatibility and
-    behaves the same way.
+    an input that ``func`` mutated. As in PyTorch, an unmutated input returned as it is comes back as the
+    caller's tensor, and a view of an unmutated input is that view of the caller's tensor with
+    ``remove="mutations"`` but memory of its own with ``remove="mutations_and_views"``.
 
     Args:
         func (Callable): a function of (pytrees of) tensors and other arguments.
@@ -93,7 +95,8 @@ def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Cal
             copy, x = untouched[out._storage_id]
             if out is copy:
                 return x
-            if copy.stride() != x.stride():  # a copy laid out unlike its input: its views have no twin
+            # (a copy laid out unlike its input, a non-dense one, has views with no twin on the input)
+            if remove == "mutations_and_views" or copy.stride() != x.stride():
                 return out
             offset = x.storage_offset() + out.storage_offset() - copy.storage_offset()
             return flambeau_core.as_strided(x, tuple(out.shape), out.stride(), offset)
