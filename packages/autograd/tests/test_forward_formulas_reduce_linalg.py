@@ -361,12 +361,17 @@ def test_angle():
 
 
 def test_ops_without_a_forward_formula_say_so():
+    # geqrf and the LDL ops have no derivative in either mode (their backward raises too, as torch's)
+    a = fb_tensor(invertible((3, 3)))
+    ld, pivots = LA.ldl_factor(a + a.mT)
     with fwAD.dual_level():
-        x = fwAD.make_dual(fb_tensor(invertible((3, 3))), fb_tensor(rand((3, 3))))
+        x = fwAD.make_dual(a, fb_tensor(rand((3, 3))))
         with pytest.raises(NotImplementedError, match=r"\[_geqrf\] forward-mode AD is not implemented"):
             fc.geqrf(x)
         with pytest.raises(NotImplementedError, match=r"\[_linalg_ldl_factor_ex\] forward-mode AD"):
             LA.ldl_factor(x + x.mT)
+        with pytest.raises(NotImplementedError, match=r"\[_linalg_ldl_solve\] forward-mode AD"):
+            LA.ldl_solve(ld, pivots, x)
 
 
 # ---- linear algebra ----
