@@ -38,6 +38,7 @@ from flambeau_core import _C, FlambeauError
 from flambeau_core import profiler as _prof
 from flambeau_core.profiler._events import KIND_USER
 
+from . import _aten
 from ._schema import FunctionSchema, SchemaType
 
 # "ns::name" -> its packet (all overloads). Operators live here, and in fb.ops through it.
@@ -577,6 +578,11 @@ class _OpNamespace(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         ns = self.__name__.rpartition(".")[2]
+        if ns == "aten" and (packet := _aten.lookup(name)) is not None:
+            setattr(self, name, packet)  # found once: later lookups skip __getattr__
+            return packet
+        if ns == "aten":
+            raise AttributeError(f"[flambeau.ops] flambeau has no built-in operator 'aten::{name}'")
         have = sorted(q.partition("::")[2] for q in _REGISTRY if q.partition("::")[0] == ns)
         raise AttributeError(
             f"[flambeau.ops] there is no operator '{ns}::{name}' (the namespace '{ns}' has: "
