@@ -107,6 +107,19 @@ def test_functionalize_composes_with_grad_as_torch():
     close(fb.func.grad(fb.func.functionalize(f))(x), torch.func.grad(torch.func.functionalize(f))(tx))
 
 
+def test_functionalize_composes_with_vmap_as_torch():
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    for outer, inner in [("vmap", "functionalize"), ("functionalize", "vmap")]:
+        x, tx = pair(np.random.default_rng(5), 3, 2)
+        ours = getattr(fb.func, outer)(getattr(fb.func, inner)(f))(x)
+        theirs = getattr(torch.func, outer)(getattr(torch.func, inner)(f))(tx)
+        close(ours, theirs)
+        close(x, tx)
+
+
 def test_functionalize_refuses_an_unknown_remove_as_torch():
     with pytest.raises(RuntimeError, match="received invalid argument for remove=views"):
         torch.func.functionalize(lambda t: t, remove="views")
