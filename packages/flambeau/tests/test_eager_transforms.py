@@ -97,6 +97,16 @@ def test_functionalize_differentiates_through_mutations_as_torch():
     close(a.detach(), ta.detach())
 
 
+def test_functionalize_mutating_a_leaf_that_requires_grad_raises_as_torch():
+    w, tw = fb.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    words = "a leaf Variable that requires grad is being used in an in-place operation"
+    with pytest.raises(RuntimeError, match=words):
+        torch.func.functionalize(lambda a: a.add_(1))(tw)
+    with pytest.raises(RuntimeError, match=words):
+        fb.func.functionalize(lambda a: a.add_(1))(w)
+    assert w.tolist() == tw.tolist() == [1.0, 1.0]
+
+
 def test_functionalize_composes_with_grad_as_torch():
     def f(x):
         y = x.clone()

@@ -87,6 +87,12 @@ def test_rearrange_under_vmap_matches_torch():
         fb.func.vmap(lambda x: fb.func.rearrange(x, "a (b c) -> c a b", b=1), in_dims=1)(ours),
         torch.func.vmap(lambda x: torch.func.rearrange(x, "a (b c) -> c a b", b=1), in_dims=1)(theirs),
     )
+    rng = np.random.default_rng(7)
+    (a, ta), (b, tb) = pair(rng, 4, 3), pair(rng, 4, 3)
+    close(
+        fb.func.vmap(lambda x, y: fb.func.rearrange([x, y], "n c -> c n"))(a, b),
+        torch.func.vmap(lambda x, y: torch.func.rearrange([x, y], "n c -> c n"))(ta, tb),
+    )
     close(
         fb.func.vmap(fb.func.vmap(lambda x: fb.func.rearrange(x, "a -> 1 a")))(ours),
         torch.func.vmap(torch.func.vmap(lambda x: torch.func.rearrange(x, "a -> 1 a")))(theirs),
