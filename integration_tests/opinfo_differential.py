@@ -171,7 +171,14 @@ def counterpart(op, fb, torch):
     fn = _rebind(op.op, fb, torch)
     if fn is not None:
         return fn, "wrapper"
-    return None, "torch.ops" if "torch._ops" in type(op.op).__module__ else type(op.op).__name__
+    if "torch._ops" in type(op.op).__module__:  # torch.ops.aten.<name>.<overload>: fb.ops.aten's
+        ns, _, qualified = op.op.name().partition("::")
+        name, _, overload = qualified.partition(".")
+        try:
+            return getattr(getattr(getattr(fb.ops, ns), name), overload or "default"), "torch.ops"
+        except AttributeError:
+            return None, "torch.ops"
+    return None, type(op.op).__name__
 
 
 class _Converter:
