@@ -279,7 +279,9 @@ class Entry:
             f"any_defined({a.name}_tan)" if a.type == "Tensor[]" else f"{a.name}_tan.defined()"
             for a in self.diff_inputs()
         )
-        lines.append(f"  const bool fw = fw_on && ({any_ or 'false'});")
+        # An integer or bool destination of an in-place op takes no tangent (as an integer result).
+        dest = " && (is_floating(self.dtype()) || is_complex(self.dtype()))" if self.inplace else ""
+        lines.append(f"  const bool fw = fw_on{dest} && ({any_ or 'false'});")
         return lines
 
     def jvp_params(self) -> list[str]:

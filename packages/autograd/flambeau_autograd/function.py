@@ -99,6 +99,22 @@ class Function:
 
         Called with one tangent per forward argument (zeros for a tensor without one, None for a
         non-tensor) after forward ran; returns one tangent per output (None for none).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_autograd as ag
+            >>> class Square(ag.Function):
+            ...     @staticmethod
+            ...     def forward(ctx, x):
+            ...         ctx.x = x
+            ...         return x * x
+            ...     @staticmethod
+            ...     def jvp(ctx, t):
+            ...         return 2 * ctx.x * t
+            >>> with ag.forward_ad.dual_level():
+            ...     y = Square.apply(ag.forward_ad.make_dual(fc.tensor([3.0]), fc.tensor([1.0])))
+            ...     ag.forward_ad.unpack_dual(y).tangent.tolist()
+            [6.0]
         """
         raise NotImplementedError(
             "[Function.jvp] you must implement the jvp function for a custom autograd.Function to use it with "

@@ -112,8 +112,9 @@ def _forward_jacobian(fn: Callable, inputs: tuple) -> list:
     from flambeau_autograd import forward_ad
 
     diff = [i for i, x in enumerate(inputs) if isinstance(x, flambeau_core.Tensor) and x.requires_grad]
-    plain = [x.detach() if isinstance(x, flambeau_core.Tensor) else x for x in inputs]
-    n_out = [len(_flat(o)) for o in _outputs(fn, plain)]
+    # The inputs keep requires_grad, as PyTorch's: fn may itself call autograd.grad on them.
+    plain = list(inputs)
+    n_out = [len(_flat(o.detach())) for o in _outputs(fn, plain)]
     jac: list = [None] * len(inputs)
     for i in diff:
         n_in = len(_flat(plain[i]))
@@ -127,7 +128,7 @@ def _forward_jacobian(fn: Callable, inputs: tuple) -> list:
                 tangents = [forward_ad.unpack_dual(o).tangent for o in _outputs(fn, args)]
                 for o, t in enumerate(tangents):
                     if t is not None:
-                        for k, v in enumerate(_flat(t)):
+                        for k, v in enumerate(_flat(t.detach())):
                             per_out[o][k][j] = v
         jac[i] = per_out
     return jac

@@ -372,3 +372,12 @@ def test_the_tangent_of_a_gradient_is_a_hessian_vector_product_as_torch():
         (gt,) = torch.autograd.grad(f(xt), xt, create_graph=True)
         expected = tfwAD.unpack_dual(gt).tangent
     np.testing.assert_allclose(to_np(hvp), expected.detach().numpy(), rtol=1e-10)
+
+
+def test_gradcheck_in_forward_mode_of_a_function_that_differentiates_inside():
+    def gradient_of_cube_sum(t):
+        (g,) = ag.grad((t**3).sin().sum(), t, create_graph=True)
+        return g
+
+    x = fb_tensor(RNG.standard_normal(3), requires_grad=True)
+    assert ag.gradcheck(gradient_of_cube_sum, (x,), check_forward_ad=True)
