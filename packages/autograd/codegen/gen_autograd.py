@@ -54,6 +54,8 @@ inputs' tangents `x_t` (`resultN:` that of output N), as PyTorch's table:
     whose tangents all exist are summed (so `[mm(self_t, mat2), mm(self,
     mat2_t)]` skips the product of an input without a tangent); an empty
     list: the result has no tangent (a fill, a random draw).
+The key `result, result1, ...` gives several outputs' tangents by one
+expression returning a std::tuple (a recurrence run once for all of them).
 The tangent is cast to the output's dtype and expanded to its shape. The
 formula runs under ForwardGradDisabled, on the inputs' values.
 """
@@ -100,11 +102,20 @@ class Entry:
         self.where = where
         # Note [Forward formulas]: output index -> auto_element_wise, auto_linear, an expression or a list.
         self.forward: dict[int, object] = {}
-        for key in [k for k in formulas if re.fullmatch(r"result\d*", k)]:
-            i = int(key[6:] or 0)
-            if i >= len(op.returns):
+        # Note [Forward formulas]: "result, result1, ..." names one expression giving those outputs' tangents as
+        # a std::tuple, for an op whose tangents share their work (a recurrence run once, not once per output).
+        self.forward_group: tuple[list[int], str] | None = None
+        for key in [k for k in formulas if re.fullmatch(r"result\d*(\s*,\s*result\d*)*", k)]:
+            indices = [int(part.strip()[6:] or 0) for part in key.split(",")]
+            if max(indices) >= len(op.returns):
                 raise SystemExit(f"error: {where}: '{key}' but {op.func} has {len(op.returns)} outputs")
-            self.forward[i] = formulas.pop(key)
+            spec = formulas.pop(key)
+            if len(indices) > 1:
+                if not isinstance(spec, str) or self.forward_group or op.is_inplace:
+                    raise SystemExit(f"error: {where}: '{key}' takes one expression returning a std::tuple")
+                self.forward_group = (indices, spec)
+            else:
+                self.forward[indices[0]] = spec
         self.inplace = op.is_inplace
         self.node_name = camel(op.cpp_name) + "Backward0"  # PyTorch's grad_fn names, in-place too
         self.node = self.node_name + ("Inplace" if self.inplace else "")
@@ -395,6 +406,31 @@ class Entry:
         out.append("}")
         return "\n".join(out)
 
+    def jvp_group_function(self) -> str:
+        """The function giving the tangents of several outputs at once (a std::tuple, in key order)."""
+        indices, expr = self.forward_group
+        fw_attrs: dict[tuple[str, str], str] = {}
+        expr = re.sub(r"\b([a-z_]\w*)\.(\w+)\(\)", lambda m: self._attr_field(m, fw_attrs), str(expr))
+        params = ", ".join(f"[[maybe_unused]] {p}" for p in self.jvp_params())
+        out = [f"auto {self.op.cpp_name}_jvp_group({params}) {{"]
+        for a in self.diff_inputs():
+            if not re.search(rf"(?<![\w.]){a.name}_t(?!\w)", expr):
+                continue
+            if a.type == "Tensor[]":
+                out.append(f"  const variable_list {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+            elif a.type == "Tensor?":
+                out.append(f"  const Tensor {a.name}_t = {a.name} ? fw_or_zeros({a.name}_tan, *{a.name}) : Tensor();")
+            else:
+                out.append(f"  const Tensor {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+        out += [line[2:] for line in self.jvp_locals(expr, fw_attrs)]
+        out.append(f"  return {expr};")
+        out.append("}")
+        return "\n".join(out)
+
+    def forward_outputs(self) -> list[int]:
+        """The outputs that get a tangent."""
+        return sorted(set(self.forward) | set(self.forward_group[0] if self.forward_group else []))
+
     def _attr_field(self, m: re.Match, attrs: dict) -> str:
         arg, a = m.group(1), m.group(2)
         if arg not in {x.name for x in self.op.cpp_args} or a not in ATTRS:
@@ -404,7 +440,7 @@ class Entry:
 
     def forward_uses(self, name: str) -> bool:
         """True if the forward formulas read `name` (`result`, or `self`'s value for an in-place op)."""
-        exprs: list[str] = []
+        exprs: list[str] = [str(self.forward_group[1])] if self.forward_group else []
         for spec in self.forward.values():
             if spec == "auto_element_wise":
                 exprs += [self.formulas[a.name] for a in self.diff_inputs()]
@@ -419,8 +455,15 @@ class Entry:
         """Kernel lines giving the outputs their tangents (under ForwardGradDisabled)."""
         op = self.op
         lines = [f"{indent}if (fw) {{", f"{indent}  ForwardGradDisabled no_fw;"]
-        if not self.forward:
+        if not self.forward and not self.forward_group:
             lines.append(f'{indent}  not_implemented_forward("{op.cpp_name}");')
+        if self.forward_group:
+            lines.append(f"{indent}  const auto group_ = {op.cpp_name}_jvp_group({self.jvp_call('result')});")
+            for j, i in enumerate(self.forward_group[0]):
+                target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"
+                lines.append(
+                    f'{indent}  set_fw_grad({target}, fw_finish(std::get<{j}>(group_), {target}), "{op.cpp_name}");'
+                )
         for i in sorted(self.forward):
             target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"
             tangent = f"{op.cpp_name}_jvp{i}({self.jvp_call('result')})"
@@ -519,8 +562,8 @@ class Entry:
         out.append(f"  {ret} out = below(op::{op.cpp_name}, {call});")
         out.append(f"  const Tensor& result = {first};")
         out.append("  if (!is_floating(result.dtype()) && !is_complex(result.dtype())) return out;")
-        if self.forward:  # a saved output shares its tangent slot, filled below (forward over reverse)
-            for i in sorted(self.forward):
+        if self.forward_outputs():  # a saved output shares its tangent slot, filled below (forward over reverse)
+            for i in self.forward_outputs():
                 target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"
                 out.append(f"  if (fw) ensure_fw_slot({target});")
         out.append(f"  if ({self.requires_grad_test()}) {{")
@@ -587,6 +630,8 @@ def main() -> None:
     out.append("")
     for en in entries:
         jvps = [en.jvp_function(i, spec) for i, spec in sorted(en.forward.items())]
+        if en.forward_group:
+            jvps.append(en.jvp_group_function())
         out += [en.node_class(), ""] + [j + "\n" for j in jvps] + [en.kernel(), ""]
     out += ["}  // namespace", "", "void register_autograd_kernels() {", "  constexpr auto AG = DispatchKey::Autograd;"]
     for en in entries:
