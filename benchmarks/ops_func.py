@@ -6,6 +6,10 @@ min / median per call, ratio torch/flambeau of the medians; > 1: flambeau faster
   one backward pass per output row over the graph recorded once, torch vmaps one batched backward;
 - ``hessian mlp 8-16-1 params``: the Hessian of a small network's squared loss with respect to its
   first layer's weight (flambeau: reverse over reverse; torch: forward over reverse);
+- ``jvp mlp``: the Jacobian-vector product of the benchmark MLP's outputs along a tangent of its input
+  batch (128x784, float32): one forward pass on dual tensors in both;
+- ``hvp mlp``: a Hessian-vector product of the MLP's mean cross-entropy with respect to its parameters,
+  ``jvp(grad(loss))`` (forward over reverse) in both;
 - ``per-sample grads mlp``: the gradient of each sample's cross-entropy loss with respect to every
   parameter of the benchmark MLP (784-512-512-10, float32, batch 128), by ``vmap(grad(loss))`` and by a
   Python loop of ``grad(loss)`` over the samples (the figure vmap must beat, read from the same run).
@@ -55,6 +59,36 @@ def cases():
         lambda: torch.func.hessian(loss)(*ta),
     )
     yield from per_sample_gradients(rng)
+    yield from forward_mode(rng)
+
+
+def forward_mode(rng):
+    fm, tm = models.mlp(models.framework("flambeau")), models.mlp(models.framework("torch"))
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in fm.state_dict().items()})
+    x, v = (rng.standard_normal((128, 784)).astype(np.float32) for _ in range(2))
+    y = rng.integers(0, 10, 128)
+    fx, fv, fy, tx, tv, ty = fb.tensor(x), fb.tensor(v), fb.tensor(y), torch.tensor(x), torch.tensor(v), torch.tensor(y)
+    yield (
+        "jvp mlp b128 along the input",
+        lambda: fb.func.jvp(fm, (fx,), (fv,)),
+        lambda: torch.func.jvp(tm, (tx,), (tv,)),
+    )
+    fp = {k: p.detach() for k, p in fm.named_parameters()}
+    tp = {k: p.detach() for k, p in tm.named_parameters()}
+    fdir = {k: fb.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)) for k, p in fp.items()}
+    tdir = {k: torch.tensor(d.numpy()) for k, d in fdir.items()}
+
+    def floss(p):
+        return fb.nn.functional.cross_entropy(fb.func.functional_call(fm, p, (fx,)), fy)
+
+    def tloss(p):
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(tm, p, (tx,)), ty)
+
+    yield (
+        "hvp mlp b128 jvp(grad(loss)) params",
+        lambda: fb.func.jvp(fb.func.grad(floss), (fp,), (fdir,)),
+        lambda: torch.func.jvp(torch.func.grad(tloss), (tp,), (tdir,)),
+    )
 
 
 def per_sample_gradients(rng):
