@@ -109,6 +109,45 @@ def _compositions(api, f, x, w):
     }
 
 
+def _inside_vmap(api, f, xs, vs, w):
+    """Transforms vmapped over a batch of samples (xs, vs: [4, 3]), with shared values (w: [3]) beside them."""
+
+    def scalar(t):
+        return f(t).sum()
+
+    return {
+        "vmap of jvp": lambda: api.vmap(lambda a, b: api.jvp(f, (a,), (b,)))(xs, vs),
+        "vmap of jvp, shared tangent": lambda: api.vmap(lambda a: api.jvp(f, (a,), (w,))[1])(xs),
+        "vmap of jvp, shared primal": lambda: api.vmap(lambda b: api.jvp(f, (w,), (b,))[1])(vs),
+        "vmap of vjp": lambda: api.vmap(lambda a, c: api.vjp(f, a)[1](c)[0])(xs, vs),
+        "vmap of vjp, shared cotangent": lambda: api.vmap(lambda a: api.vjp(f, a)[1](w)[0])(xs),
+        "vmap of jacrev": lambda: api.vmap(api.jacrev(f))(xs),
+        "vmap of jacfwd": lambda: api.vmap(api.jacfwd(f))(xs),
+        "vmap of jacrev with argnums": lambda: api.vmap(api.jacrev(lambda a, b: f(a) * b, argnums=(0, 1)))(xs, vs),
+        "vmap of hessian": lambda: api.vmap(api.hessian(scalar))(xs),
+        "vmap of jacrev, a shared matrix": lambda: api.vmap(api.jacrev(lambda a: f(a) @ _outer(w)))(xs),
+        "vmap of jvp, a shared matrix": lambda: api.vmap(lambda a, b: api.jvp(lambda t: t @ _outer(w), (a,), (b,)))(
+            xs, vs
+        ),
+    }
+
+
+def _outer(w):
+    """A shared 3x3 matrix made from w (a product with it meets the shared-operand batching rules)."""
+    return w.unsqueeze(0) * w.unsqueeze(1)
+
+
+@pytest.mark.parametrize("case", list(_inside_vmap(fb.func, None, None, None, None)))
+def test_transforms_inside_vmap_match_torch(case):
+    rng = np.random.default_rng(31)
+    (fx, tx), (fv, tv), (fw, tw) = pair(rng, 4, 3), pair(rng, 4, 3), pair(rng, 3)
+
+    def f(x):
+        return x.sin() * x.prod() + x
+
+    close(_inside_vmap(fb.func, f, fx, fv, fw)[case](), _inside_vmap(torch.func, f, tx, tv, tw)[case]())
+
+
 @pytest.mark.parametrize("case", list(_compositions(fb.func, None, None, None)))
 def test_compositions_match_torch(case):
     (fx, tx), (fw, tw) = _pair(3), _pair(3)

@@ -140,14 +140,15 @@ def _zeros_for_none(grads: list, refs: list) -> list:
     return [flambeau_core.zeros_like(r) if g is None else g for g, r in zip(grads, refs, strict=True)]
 
 
-def _flat_tensor_outputs(output: Any, api: str, call: str) -> tuple[list, Any]:
+def _flat_tensor_outputs(output: Any, api: str, call: str, batched: bool = False) -> tuple[list, Any]:
+    """The output's leaves, each a Tensor (or, inside vmap, a BatchedTensor); else a clear error."""
     flat, spec = tree_flatten(output)
     if not flat:
         raise FlambeauError(
             f"[func.{api}] {call}: Expected f to be a function that has non-empty output (got output = {output})"
         )
     for o in flat:
-        if not isinstance(o, Tensor):
+        if not isinstance(o, (Tensor, _vmap.BatchedTensor) if batched else Tensor):
             raise TypeError(
                 f"[func.{api}] {call}: expected f(*args) to return only tensors, got unsupported type "
                 f"{type(o).__name__}"
@@ -206,6 +207,152 @@ def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -
     return wrapper
 
 
+def _physical(x: Any, batch: int, level: int, api: str) -> Tensor:
+    """A value inside ``vmap`` as its batch: a BatchedTensor's physical tensor (batch in dim 0), a shared tensor
+    expanded to the batch (one row per sample, batch stride 0)."""
+    if isinstance(x, _vmap.BatchedTensor) and x._level == level:
+        if not isinstance(x._value, Tensor):
+            raise NotImplementedError(
+                f"[func.{api}] {api} inside nested vmap calls is not supported yet: {api} can be vmapped once"
+            )
+        return x._value
+    if isinstance(x, Tensor):
+        return x.unsqueeze(0).expand(batch, *x.shape)
+    raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
+
+
+def _batched_nodes(batch: int, level: int, api: str, physical: list) -> Callable[[Any], Any]:
+    """The function making an input of a transform inside ``vmap`` a node to differentiate (Note [grad inside
+    vmap]): a batched input's physical tensor, or an unbatched one expanded, each appended to ``physical``."""
+
+    def differentiable(x: Any) -> Any:
+        if isinstance(x, Tensor) and not isinstance(x, _vmap.BatchedTensor):
+            node = _differentiable_tree(x, True, api).unsqueeze(0).expand(batch, *x.shape)
+        else:
+            node = _differentiable_tree(_physical(x, batch, level, api), True, api)
+        physical.append(node)
+        return _vmap.BatchedTensor(node, level)
+
+    return differentiable
+
+
+def _vjp_inside_vmap(func: Callable, primals: tuple, has_aux: bool, level: int, call: str) -> tuple:
+    """``vjp`` of a function of one sample, called on a batch inside ``vmap``: Note [grad inside vmap] with
+    the cotangents given (one per sample) instead of ones."""
+    batch = _vmap.batch_size(primals, {}, level)
+    physical: list[Tensor] = []
+    differentiable = _batched_nodes(batch, level, "vjp", physical)
+    with _transform_level(), enable_grad():
+        new = tree_map(differentiable, primals)
+        spec = tree_flatten(new)[1]
+        output = func(*new)
+        output, aux = _split_aux(output, has_aux, "vjp", call)
+        flat_out, out_spec = _flat_tensor_outputs(output, "vjp", call, batched=True)
+    outs = [_physical(o, batch, level, "vjp") for o in flat_out]
+
+    def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: bool | None = None) -> tuple:
+        flat_ct, ct_spec = tree_flatten(cotangents)
+        if ct_spec != out_spec:
+            raise FlambeauError(
+                "[func.vjp] Expected pytree structure of cotangents to be the same as pytree structure of outputs to "
+                f"the function. cotangents: {spec_str(ct_spec)}, primal output: {spec_str(out_spec)}"
+            )
+        for i, (ct, o) in enumerate(zip(flat_ct, flat_out, strict=True)):
+            _check_cotangent(ct, o, i, "vjp")
+        cts = [_physical(c, batch, level, "vjp") for c in flat_ct]
+        with _transform_level(), enable_grad():
+            grads = _backward(outs, cts, physical, _depth() > 0 if create_graph is None else create_graph)
+        return tree_unflatten([_vmap.BatchedTensor(g, level) for g in _zeros_for_none(grads, physical)], spec)
+
+    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+
+
+def _jvp_inside_vmap(func: Callable, primals: tuple, tangents: tuple, has_aux: bool, level: int, call: str) -> Any:
+    """``jvp`` of a function of one sample, called on a batch inside ``vmap``: one forward pass on the batch's
+    dual tensors (the batching rules keep the samples apart, so each row's tangent is its sample's)."""
+    if _current_dual_level() >= 0:
+        raise NotImplementedError("[func.jvp] jvp inside vmap inside another jvp is not supported yet")
+    batch = _vmap.batch_size((primals, tangents), {}, level)
+    flat_p, p_spec = tree_flatten(primals)
+    flat_t = tree_flatten(tangents)[0]
+    with _transform_level(), forward_ad.dual_level(), enable_grad():
+        duals = []
+        for p, t in zip(flat_p, flat_t, strict=True):
+            pp, tt = _physical(p, batch, level, "jvp"), _physical(t, batch, level, "jvp")
+            if tt.stride(0) == 0 and pp.stride(0) != 0:
+                tt = tt.contiguous()
+            if pp.stride(0) == 0 and tt.stride(0) != 0:
+                pp = pp.contiguous()  # a shared primal with per-sample tangents: one row each
+            duals.append(_vmap.BatchedTensor(forward_ad.make_dual(pp, tt), level))
+        output = func(*tree_unflatten(duals, p_spec))
+        output, aux = _split_aux(output, has_aux, "jvp", call)
+        flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call, batched=True)
+        primal_out, tangent_out = [], []
+        for o in flat_out:
+            primal, tangent = forward_ad.unpack_dual(_physical(o, batch, level, "jvp"))
+            primal_out.append(_vmap.BatchedTensor(primal, level))
+            tangent = flambeau_core.zeros_like(primal) if tangent is None else tangent
+            tangent_out.append(_vmap.BatchedTensor(tangent, level))
+        aux = tree_map(
+            lambda a: (
+                _vmap.BatchedTensor(forward_ad.unpack_dual(a._value).primal, level)
+                if isinstance(a, _vmap.BatchedTensor) and a._level == level
+                else a
+            ),
+            aux,
+        )
+    output, jvp_out = tree_unflatten(primal_out, out_spec), tree_unflatten(tangent_out, out_spec)
+    return (output, jvp_out, aux) if has_aux else (output, jvp_out)
+
+
+def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, api: str, level: int) -> Any:
+    """``jacrev``/``jacfwd`` of a function of one sample, called on a batch inside ``vmap``: one batched
+    ``vjp`` per output element (jacrev) or one batched ``jvp`` per input element (jacfwd), each over the
+    whole batch, the rows (columns) stacked into each sample's Jacobian."""
+    call = f"{api}(f, ...)(*args)"
+    positions = _normalize_argnums(argnums, len(args), api)
+    diff = tuple(args[p] for p in positions)
+
+    def of_diff(*values: Any) -> Any:
+        new = list(args)
+        for p, v in zip(positions, values, strict=True):
+            new[p] = v
+        return func(*new)
+
+    flat_in, diff_spec = tree_flatten(diff)
+    in_spec = tree_flatten(args[positions[0]] if isinstance(argnums, int) else diff)[1]  # the Jacobian's inner layout
+    if api == "jacrev":
+        res = _vjp_inside_vmap(of_diff, diff, has_aux, level, call)
+        output, vjp_fn, aux = res if has_aux else (*res, None)
+        flat_out, out_spec = tree_flatten(output)
+        blocks = [[[] for _ in flat_in] for _ in flat_out]
+        for k, o in enumerate(flat_out):
+            for e in range(o.numel()):
+                cts = [flambeau_core.zeros(tuple(q.shape), dtype=q.dtype, device=q.device) for q in flat_out]
+                cts[k].view(-1)[e] = 1
+                rows = tree_flatten(vjp_fn(tree_unflatten(cts, out_spec)))[0]
+                for i, r in enumerate(rows):
+                    blocks[k][i].append(r)
+        shape = lambda o, x: (*o.shape, *x.shape)  # noqa: E731
+        jac = [[flambeau_core.stack(rs).reshape(shape(o, x)) for rs, x in zip(row, flat_in, strict=True)]
+               for row, o in zip(blocks, flat_out, strict=True)]  # fmt: skip
+    else:
+        columns: list = [[] for _ in flat_in]
+        output = aux = None
+        for i, x in enumerate(flat_in):
+            for e in range(x.numel()):
+                tangents = [flambeau_core.zeros(tuple(q.shape), dtype=q.dtype, device=q.device) for q in flat_in]
+                tangents[i].view(-1)[e] = 1
+                res = _jvp_inside_vmap(of_diff, diff, tree_unflatten(tangents, diff_spec), has_aux, level, call)
+                output, out_tangent, aux = res if has_aux else (*res, None)
+                columns[i].append(tree_flatten(out_tangent)[0])
+        flat_out, out_spec = tree_flatten(output)
+        jac = [[flambeau_core.stack([c[k] for c in columns[i]], -1).reshape((*o.shape, *x.shape))
+                for i, x in enumerate(flat_in)] for k, o in enumerate(flat_out)]  # fmt: skip
+    jac = tree_unflatten([tree_unflatten(row, in_spec) for row in jac], out_spec)
+    return (jac, aux) if has_aux else jac
+
+
 def _grad_inside_vmap(
     func: Callable, args: tuple, kwargs: dict, argnums: Any, has_aux: bool, api: str, call: str, level: int
 ) -> Any:
@@ -221,22 +368,7 @@ def _grad_inside_vmap(
     keep = _depth() > 0  # inside another transform (jacrev(grad(f)) by vmap): it differentiates the result
     positions = _normalize_argnums(argnums, len(args), api)
     physical: list[Tensor] = []
-
-    def differentiable(x: Any) -> Any:
-        if isinstance(x, _vmap.BatchedTensor) and x._level == level:
-            value = x._value
-            if not isinstance(value, Tensor):
-                raise NotImplementedError(
-                    f"[func.{api}] {api} inside nested vmap calls is not supported yet: grad(f) can be vmapped once"
-                )
-            node = _differentiable_tree(value, True, api)
-        elif isinstance(x, Tensor):
-            node = _differentiable_tree(x, True, api).unsqueeze(0).expand(batch, *x.shape)
-        else:
-            raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
-        physical.append(node)
-        return _vmap.BatchedTensor(node, level)
-
+    differentiable = _batched_nodes(batch, level, api, physical)
     new_args = list(args)
     with _transform_level(), enable_grad():  # the expanded views are nodes of the graph, even under no_grad
         for p in positions:
@@ -283,7 +415,7 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
 
 
 def _check_cotangent(ct: Any, out: Tensor, i: int, api: str) -> None:
-    if not isinstance(ct, Tensor):
+    if not isinstance(ct, (Tensor, _vmap.BatchedTensor)):
         raise TypeError(f"[func.{api}] cotangent {i} must be a Tensor, got {type(ct).__name__}")
     if tuple(ct.shape) != tuple(out.shape):
         raise FlambeauError(
@@ -305,6 +437,9 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         [[3.0, 4.0], [1.0, 2.0]]
     """
     call = "vjp(f, *primals)"
+    level = _vmap.current_level()
+    if level is not None and _vmap.has_batched(primals, {}, level):
+        return _vjp_inside_vmap(func, primals, has_aux, level, call)
     keep = _keeps_graph(primals)
     with _transform_level():
         output, flat_in, spec = _call_with_differentiable_args(
@@ -413,6 +548,9 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False
         )
     if not flat_p:
         raise FlambeauError(f"[func.jvp] {call}: Expected primals to contain at least one Tensor.")
+    level = _vmap.current_level()
+    if level is not None and _vmap.has_batched((primals, tangents), {}, level):
+        return _jvp_inside_vmap(func, primals, tangents, has_aux, level, call)
     _check_tangents(flat_t, flat_p, "jvp")
     keep = _keeps_graph(primals, tangents)
     with _transform_level():
@@ -483,6 +621,9 @@ def _jacobian_transform(
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
         call = f"{api}(f, ...)(*args)"
+        level = _vmap.current_level()
+        if level is not None and _vmap.has_batched(args, {}, level):
+            return _jacobian_inside_vmap(func, args, argnums, has_aux, api, level)
         keep = _keeps_graph(args)
         with _transform_level():
             output, flat_in, in_spec = _call_with_differentiable_args(func, args, {}, argnums, keep, api)
@@ -532,16 +673,11 @@ def jacrev(
         raise FlambeauError("[func.jacrev] jacrev: `chunk_size` should be greater than 0.")
     by_rows = _jacobian_transform(func, argnums, has_aux, "jacrev", _reverse_jacobian)
 
-    as_gradient = _gradient_transform(func, argnums, has_aux, "jacrev")
-
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
         level = _vmap.current_level()
         if level is not None and _vmap.has_batched(args, {}, level):
-            # Inside vmap (the outer jacrev of hessian, by vmap): a scalar function's Jacobian is its
-            # gradient, which grad computes per sample; other outputs raise and the caller falls back.
-            gradient, value = as_gradient(*args)
-            return (gradient, value[1]) if has_aux else gradient
+            return _jacobian_inside_vmap(func, args, argnums, has_aux, "jacrev", level)
         batched = _jacrev_by_vmap(func, args, argnums, has_aux, chunk_size)
         return by_rows(*args) if batched is None else batched
 

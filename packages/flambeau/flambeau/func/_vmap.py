@@ -959,6 +959,18 @@ class _SharedOperand(Function):
             grad_w = total.unsqueeze(-1) * one.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(total, one.mT)
         return grad_batch, grad_w if ctx.needs_input_grad[1] else None, None
 
+    @staticmethod
+    def jvp(ctx: Any, t_batch: Tensor, t_w: Tensor, _: Any) -> Tensor:
+        """Forward mode (jvp inside vmap): the product rule on the batch, each sample's tangent its own."""
+        batch, w = ctx.saved_tensors
+
+        def product(x: Tensor, m: Tensor) -> Tensor:
+            if ctx.batch_on_left:
+                return flambeau_core.matmul(x, m)
+            return flambeau_core.matmul(x, m.mT) if batch.dim() == 2 else flambeau_core.matmul(m, x)
+
+        return product(t_batch, w) + product(batch, t_w)
+
 
 def _shared_operand_backward_batched(batch: Tensor, w: Tensor, g: Tensor, batch_on_left: bool) -> tuple:
     """_SharedOperand's gradients without using that the batch's rows are equal (differentiable in them)."""
@@ -992,6 +1004,12 @@ class _SharedRight(Function):
         # (a view back) saves a transposing copy of the largest tensor of the step.
         grad_m = flambeau_core.matmul(g.mT, a).mT if m.stride(-2) == 1 else flambeau_core.matmul(a.mT, g)
         return grad_a, grad_m
+
+    @staticmethod
+    def jvp(ctx: Any, t_a: Tensor, t_m: Tensor) -> Tensor:
+        """Forward mode (jvp inside vmap): t_a m + a t_m, the matrix's tangent per sample."""
+        a, m = ctx.saved_tensors
+        return flambeau_core.matmul(t_a, m[0]) + flambeau_core.matmul(a, t_m)
 
 
 def _linear(call: _Call) -> Any:
