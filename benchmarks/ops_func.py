@@ -4,6 +4,8 @@ min / median per call, ratio torch/flambeau of the medians; > 1: flambeau faster
 
 - ``jacrev 512->512 linear+tanh``: the Jacobian of ``tanh(W x + b)`` with respect to ``x``; flambeau runs
   one backward pass per output row over the graph recorded once, torch vmaps one batched backward;
+- ``jacfwd 512->512 linear+tanh``: the same Jacobian by forward mode: one pass on dual tensors whose
+  tangents are the input basis, batched by vmap, in both;
 - ``hessian mlp 8-16-1 params``: the Hessian of a small network's squared loss with respect to its
   first layer's weight (flambeau: reverse over reverse; torch: forward over reverse);
 - ``jvp mlp``: the Jacobian-vector product of the benchmark MLP's outputs along a tangent of its input
@@ -41,6 +43,9 @@ def cases():
         ours = fb.func.jacrev(lambda v, fw=fw, fbias=fbias: fb.tanh(fw @ v + fbias))
         theirs = torch.func.jacrev(lambda v, tw=tw, tbias=tbias: torch.tanh(tw @ v + tbias))
         yield f"jacrev 512->512 linear+tanh {str(tdt)[6:]}", lambda f=ours, v=fx: f(v), lambda f=theirs, v=tx: f(v)
+        ours = fb.func.jacfwd(lambda v, fw=fw, fbias=fbias: fb.tanh(fw @ v + fbias))
+        theirs = torch.func.jacfwd(lambda v, tw=tw, tbias=tbias: torch.tanh(tw @ v + tbias))
+        yield f"jacfwd 512->512 linear+tanh {str(tdt)[6:]}", lambda f=ours, v=fx: f(v), lambda f=theirs, v=tx: f(v)
     w1, w2, x, y = (
         rng.standard_normal((16, 8)),
         rng.standard_normal((1, 16)),

@@ -97,8 +97,9 @@ class Function:
     def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
         """Forward mode: the outputs' tangents from the inputs' (fb.autograd.forward_ad).
 
-        Called with one tangent per forward argument (zeros for a tensor without one, None for a
-        non-tensor) after forward ran; returns one tangent per output (None for none).
+        Called with one tangent per forward argument (zeros for a tensor without one, or None after
+        ``ctx.set_materialize_grads(False)``; None for a non-tensor) after forward ran; returns one tangent
+        per output (None for none).
 
         Example:
             >>> import flambeau_core as fc

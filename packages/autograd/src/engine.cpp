@@ -162,6 +162,9 @@ Tensor tangent_with_layout_of(const Tensor& primal, const Tensor& tangent) {
   const TensorImpl* p = primal.impl();
   const TensorImpl* t = tangent.impl();
   if (!p->storage() || !t->storage()) return tangent;  // storage-less (meta) tensors have no layout to match
+  for (size_t d = 0; d < p->sizes().size(); ++d)
+    if (p->strides()[d] == 0 && p->sizes()[d] > 1)
+      return tangent;  // an expanded primal (one value for many, as vmap shares it): each row's tangent its own
   const size_t item = itemsize(primal.dtype());
   const bool same = std::ranges::equal(p->strides(), t->strides()) && p->storage_offset() == t->storage_offset() &&
                     p->storage()->nbytes() / item == t->storage()->nbytes() / itemsize(tangent.dtype());

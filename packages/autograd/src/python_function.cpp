@@ -161,9 +161,11 @@ void set_output_tangents(const py::object& cls, const py::object& ctx, const py:
     throw NotImplementedError(detail::cat_str(
         "[", name, "] a dual tensor (forward-mode AD) reached this custom Function, which defines no jvp: "
         "implement the staticmethod jvp(ctx, *input_tangents) returning the outputs' tangents"));
+  // A tensor input without a tangent gets zeros, or None after ctx.set_materialize_grads(False) (as backward).
+  const bool materialize = py::cast<bool>(ctx.attr("materialize_grads"));
   py::tuple tangent_args(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!tensors[i].defined())
+    if (!tensors[i].defined() || (!tangents[i].defined() && !materialize))
       tangent_args[i] = py::none();
     else
       tangent_args[i] = py::cast(tangents[i].defined() ? tangents[i] : zeros_like(tensors[i]));

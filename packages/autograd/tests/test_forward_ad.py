@@ -329,6 +329,32 @@ def test_a_custom_function_s_jvp_gives_its_output_s_tangent():
         assert fwAD.unpack_dual(Cube.apply(d)).tangent.tolist() == [3.0, 6.0]
 
 
+class ScaleBy(ag.Function):
+    """x * s, whose jvp records which tangents it was given."""
+
+    seen: list = []
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.set_materialize_grads(False)
+        ctx.x, ctx.s = x, s
+        return x * s
+
+    @staticmethod
+    def jvp(ctx, tx, ts):
+        ScaleBy.seen.append((tx is None, ts is None))
+        return sum(t for t in (None if tx is None else tx * ctx.s, None if ts is None else ctx.x * ts) if t is not None)
+
+
+def test_a_custom_function_that_does_not_materialize_gets_none_for_an_input_without_a_tangent():
+    ScaleBy.seen.clear()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fc.tensor([1.0, 2.0]), fc.tensor([1.0, 1.0]))
+        y = ScaleBy.apply(d, fc.tensor([3.0, 4.0]))
+        assert fwAD.unpack_dual(y).tangent.tolist() == [3.0, 4.0]
+    assert ScaleBy.seen == [(False, True)]
+
+
 def test_a_custom_function_without_jvp_names_itself():
     with fwAD.dual_level():
         d = fwAD.make_dual(fc.ones(2), fc.ones(2))

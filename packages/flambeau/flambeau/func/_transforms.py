@@ -278,11 +278,9 @@ def _jvp_inside_vmap(func: Callable, primals: tuple, tangents: tuple, has_aux: b
     with _transform_level(), forward_ad.dual_level(), enable_grad():
         duals = []
         for p, t in zip(flat_p, flat_t, strict=True):
+            # A shared primal stays one value expanded (the batching rules compute it once); its tangent may
+            # still differ per sample (make_dual keeps such a tangent's own layout).
             pp, tt = _physical(p, batch, level, "jvp"), _physical(t, batch, level, "jvp")
-            if tt.stride(0) == 0 and pp.stride(0) != 0:
-                tt = tt.contiguous()
-            if pp.stride(0) == 0 and tt.stride(0) != 0:
-                pp = pp.contiguous()  # a shared primal with per-sample tangents: one row each
             duals.append(_vmap.BatchedTensor(forward_ad.make_dual(pp, tt), level))
         output = func(*tree_unflatten(duals, p_spec))
         output, aux = _split_aux(output, has_aux, "jvp", call)
@@ -740,10 +738,11 @@ def _jacrev_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, ch
 def jacfwd(
     func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *, randomness: str = "error"
 ) -> Callable:
-    """A function returning the Jacobian of ``func`` with respect to the arguments at ``argnums``, column by
-    column: one Jacobian-vector product per input element (the double-backward trick; Note [Transforms on
-    one tape]). Same value and layout as ``jacrev``; cheaper when the inputs have fewer elements than the
-    outputs. ``randomness`` is checked and only matters under ``vmap``.
+    """A function returning the Jacobian of ``func`` with respect to the arguments at ``argnums``: one forward
+    pass on dual tensors whose tangents are the input basis, batched by ``vmap`` (as torch's); inside another
+    transform, or where an op has no batching rule or forward formula, column by column (the double-backward
+    trick; Note [Transforms on one tape]). Same value and layout as ``jacrev``; cheaper when the inputs have
+    fewer elements than the outputs. ``randomness`` is checked and only matters under ``vmap``.
 
     Example:
         >>> import flambeau as fb
@@ -754,7 +753,67 @@ def jacfwd(
         raise FlambeauError(
             f"[func.jacfwd] Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}"
         )
-    return _jacobian_transform(func, argnums, has_aux, "jacfwd", _forward_jacobian)
+    by_columns = _jacobian_transform(func, argnums, has_aux, "jacfwd", _forward_jacobian)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any) -> Any:
+        batched = _jacfwd_by_vmap(func, args, argnums, has_aux)
+        return by_columns(*args) if batched is None else batched
+
+    return wrapper
+
+
+def _jacfwd_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool) -> Any:
+    """The Jacobian's columns as ``vmap`` over the input basis of ``jvp`` (as torch.func.jacfwd): the function
+    runs once on dual tensors whose tangents are the basis rows, the primals shared (Note [jacrev by vmap] for
+    the other direction). Top level only; None when it does not apply or an op has no batching rule or no
+    forward formula, and the column-by-column path runs instead."""
+    if has_aux or _depth() > 0 or _vmap.current_level() is not None or _keeps_graph(args):
+        return None  # has_aux: the auxiliary output is the columns' shared one; the column path returns it
+    if _current_dual_level() >= 0:
+        return None
+    positions = _normalize_argnums(argnums, len(args), "jacfwd")
+    diff = tuple(args[p] for p in positions)
+    flat_in, diff_spec = tree_flatten(diff)
+    in_spec = tree_flatten(args[positions[0]] if isinstance(argnums, int) else diff)[1]
+    if not flat_in or any(type(x) is not Tensor or not x.is_floating_point() for x in flat_in):
+        return None
+    sizes = [x.numel() for x in flat_in]
+    total = sum(sizes)
+    if total < 2 or len({x.dtype for x in flat_in}) > 1:
+        return None
+
+    def of_diff(*values: Any) -> Any:
+        new = list(args)
+        for p, v in zip(positions, values, strict=True):
+            new[p] = v
+        return func(*new)
+
+    def one_column(basis_row: Tensor) -> Any:
+        tangents, start = [], 0
+        for x, n in zip(flat_in, sizes, strict=True):
+            tangents.append(basis_row[start : start + n].reshape(x.shape))
+            start += n
+        return jvp(of_diff, diff, tree_unflatten(tangents, diff_spec))[1]
+
+    basis = flambeau_core.eye(total, dtype=flat_in[0].dtype, device=flat_in[0].device)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*no batching rule", category=UserWarning)
+            columns = _vmap.vmap(one_column)(basis)
+    except (UserWarning, FlambeauError, TypeError, NotImplementedError):
+        return None
+    flat_cols, out_spec = tree_flatten(columns)  # each [total, *output shape]
+    jac_leaves = []
+    for c in flat_cols:
+        out_shape = tuple(c.shape[1:])
+        blocks, start = [], 0
+        for x, n in zip(flat_in, sizes, strict=True):
+            block = c[start : start + n].reshape(*x.shape, *out_shape)
+            blocks.append(block.permute(*range(x.dim(), block.dim()), *range(x.dim())).contiguous())
+            start += n
+        jac_leaves.append(tree_unflatten(blocks, in_spec))
+    return tree_unflatten(jac_leaves, out_spec)
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:

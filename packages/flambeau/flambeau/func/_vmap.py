@@ -941,6 +941,7 @@ class _SharedOperand(Function):
     def forward(ctx: Any, batch: Tensor, w: Tensor, batch_on_left: bool) -> Tensor:
         ctx.save_for_backward(batch, w)
         ctx.batch_on_left = batch_on_left
+        ctx.set_materialize_grads(False)  # jvp: an operand without a tangent adds no product
         one = batch[0]
         r = flambeau_core.matmul(one, w) if batch_on_left else flambeau_core.matmul(w, one)
         return r.unsqueeze(0).expand(batch.shape[0], *r.shape).contiguous()
@@ -969,7 +970,8 @@ class _SharedOperand(Function):
                 return flambeau_core.matmul(x, m)
             return flambeau_core.matmul(x, m.mT) if batch.dim() == 2 else flambeau_core.matmul(m, x)
 
-        return product(t_batch, w) + product(batch, t_w)
+        terms = [product(x, m) for x, m in ((t_batch, w), (batch, t_w)) if x is not None and m is not None]
+        return terms[0] if len(terms) == 1 else (terms[0] + terms[1] if terms else None)
 
 
 def _shared_operand_backward_batched(batch: Tensor, w: Tensor, g: Tensor, batch_on_left: bool) -> tuple:
@@ -993,6 +995,7 @@ class _SharedRight(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, m: Tensor) -> Tensor:
         ctx.save_for_backward(a, m)
+        ctx.set_materialize_grads(False)  # jvp: an operand without a tangent adds no product
         return flambeau_core.matmul(a, m[0])
 
     @staticmethod
@@ -1009,7 +1012,10 @@ class _SharedRight(Function):
     def jvp(ctx: Any, t_a: Tensor, t_m: Tensor) -> Tensor:
         """Forward mode (jvp inside vmap): t_a m + a t_m, the matrix's tangent per sample."""
         a, m = ctx.saved_tensors
-        return flambeau_core.matmul(t_a, m[0]) + flambeau_core.matmul(a, t_m)
+        terms = [flambeau_core.matmul(t_a, m[0]) if t_a is not None else None]
+        terms.append(flambeau_core.matmul(a, t_m) if t_m is not None else None)
+        present = [t for t in terms if t is not None]
+        return present[0] if len(present) == 1 else (present[0] + present[1] if present else None)
 
 
 def _linear(call: _Call) -> Any:
