@@ -60,7 +60,9 @@ def _mT(x: Tensor) -> Tensor:
 def _needs_grad(*ts: Tensor) -> bool:
     """Whether the ops on ``ts`` are differentiated: one requires grad or, once flambeau-autograd is loaded,
     carries a forward-mode tangent (its ``_needs_autograd``)."""
-    return _C.is_grad_enabled() and any(getattr(t, "_needs_autograd", t.requires_grad) for t in ts)
+    return _C.is_grad_enabled() and any(
+        t.requires_grad or (isinstance(t, Tensor) and getattr(t, "_needs_autograd", False)) for t in ts
+    )
 
 
 def _broadcast_shape(a: Sequence[int], b: Sequence[int], op: str) -> list[int]:

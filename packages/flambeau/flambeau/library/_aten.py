@@ -16,11 +16,12 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import Tensor
+from flambeau_core.overrides import is_tensor_like
 
 
 def _slice(self: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor:
     """aten::slice.Tensor: a view of ``self`` along ``dim`` from start to end by step."""
-    if not isinstance(self, Tensor):
+    if not is_tensor_like(self):
         raise TypeError(f"[aten.slice] expected a Tensor as self, got {type(self).__name__}")
     if not isinstance(dim, int) or not -max(self.dim(), 1) <= dim < max(self.dim(), 1):
         raise IndexError(f"[aten.slice] dim {dim} is out of range for a tensor of {self.dim()} dims")
