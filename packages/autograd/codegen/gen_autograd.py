@@ -285,7 +285,9 @@ class Entry:
             elif a.type == "Tensor?":
                 lines.append(f"  const Tensor {a.name}_tan = fw_on && {a.name} ? fw_grad(*{a.name}) : Tensor();")
             else:
-                lines.append(f"  const Tensor {a.name}_tan = fw_on ? fw_grad({a.name}) : Tensor();")
+                # An in-place op's self may get its tangent from its base (prepare_inplace_forward).
+                const = "" if self.inplace and a.name == "self" else "const "
+                lines.append(f"  {const}Tensor {a.name}_tan = fw_on ? fw_grad({a.name}) : Tensor();")
         any_ = " || ".join(
             f"any_defined({a.name}_tan)" if a.type == "Tensor[]" else f"{a.name}_tan.defined()"
             for a in self.diff_inputs()
@@ -514,7 +516,7 @@ class Entry:
             out.append(f"  const bool rg = {self.requires_grad_test()};")
             out.append(f'  if (rg) check_inplace(self, {other_rg}, "{op.cpp_name}");')
             if self.forward:
-                out.append(f'  if (fw) check_inplace_forward(self, self_tan, "{op.cpp_name}");')
+                out.append(f'  if (fw) self_tan = prepare_inplace_forward(self, self_tan, "{op.cpp_name}");')
             else:
                 out.append(f'  if (fw) not_implemented_forward("{op.cpp_name}");')
             out.append(f"  std::shared_ptr<{self.node}> n;")
@@ -562,6 +564,8 @@ class Entry:
         out.append(f"  {ret} out = below(op::{op.cpp_name}, {call});")
         out.append(f"  const Tensor& result = {first};")
         out.append("  if (!is_floating(result.dtype()) && !is_complex(result.dtype())) return out;")
+        if op.view:
+            out.append("  if (fw_on) record_fw_view(result, self);")
         if self.forward_outputs():  # a saved output shares its tangent slot, filled below (forward over reverse)
             for i in self.forward_outputs():
                 target = "out" if len(op.returns) == 1 else f"std::get<{i}>(out)"

@@ -114,6 +114,7 @@ int64_t enter_dual_level() {
   FB_CHECK(!g_level_active.load(), "[forward_ad.enter_dual_level] nested forward-mode AD is not supported: "
            "exit the active dual level first");
   g_level_active = true;
+  detail::g_forward_ad_active = true;
   return 0;
 }
 
@@ -124,6 +125,7 @@ void exit_dual_level(int64_t level) {
     FB_CHECK(g_level_active.load() && level == 0, "[forward_ad.exit_dual_level] level ", level,
              " is not the active dual level");
     g_level_active = false;
+    detail::g_forward_ad_active = false;
     slots.swap(g_level_slots);
     g_prune_at = 1024;
   }
@@ -175,6 +177,51 @@ Tensor tangent_with_layout_of(const Tensor& primal, const Tensor& tangent) {
   Tensor out = op::as_strided(storage, p->sizes(), p->strides(), p->storage_offset());
   op::copy_(out, tangent);
   return out;
+}
+
+void record_fw_view(const Tensor& view, const Tensor& self) {
+  const AutogradMeta* m = meta_of(self);
+  ensure_meta(view)->fw_view_base_ = m && m->fw_view_base_.defined() ? m->fw_view_base_ : self;
+}
+
+namespace {
+bool same_layout(const Tensor& a, const Tensor& b) {
+  const TensorImpl* x = a.impl();
+  const TensorImpl* y = b.impl();
+  return x->storage() && y->storage() && std::ranges::equal(x->sizes(), y->sizes()) &&
+         std::ranges::equal(x->strides(), y->strides()) && x->storage_offset() == y->storage_offset() &&
+         x->storage()->nbytes() == y->storage()->nbytes() && a.dtype() == b.dtype();
+}
+}  // namespace
+
+Tensor prepare_inplace_forward(const Tensor& self, const Tensor& self_tan, const char* op) {
+  if (self_tan.defined() || !self.impl()->is_view()) return self_tan;
+  const AutogradMeta* m = meta_of(self);
+  const Tensor base = m ? m->fw_view_base_ : Tensor();
+  if (!base.defined())
+    throw NotImplementedError(detail::cat_str(
+        "[", op, "] forward-mode AD of an in-place op on a view (", self.describe(),
+        ") made outside the dual level is not supported: its base would not get the tangent; take the view "
+        "inside the level, or use the out-of-place op"));
+  ForwardGradDisabled no_fw;
+  Tensor base_t = meta_of(base) && meta_of(base)->fw_ ? meta_of(base)->fw_->tangent : Tensor();
+  if (!base_t.defined()) {
+    base_t = tangent_with_layout_of(base, zeros_like(base));
+    if (!same_layout(base_t, base)) base_t = Tensor();  // a base that overlaps itself (expanded)
+    else set_fw_grad(base, base_t, op);
+  }
+  if (!base_t.defined() || !same_layout(base_t, base))
+    throw NotImplementedError(detail::cat_str(
+        "[", op, "] forward-mode AD of an in-place op on a view (", self.describe(),
+        ") whose base's tangent is laid out differently from the base is not supported; use the out-of-place op"));
+  const TensorImpl* v = self.impl();
+  Tensor view_t = op::as_strided(base_t, v->sizes(), v->strides(), v->storage_offset());
+  // Recorded as a view of base_t, so writing a tangent that requires grad into it rebases base_t's history
+  // (reverse over forward), as an in-place op on any recorded view does (Note [In-place on views]).
+  ensure_meta(view_t);
+  set_view_base(view_t, base_t);
+  set_fw_grad(self, view_t, op);
+  return view_t;
 }
 
 void ensure_fw_slot(const Tensor& t) {

@@ -107,7 +107,12 @@ class Node : public std::enable_shared_from_this<Node> {
 // never gets a tangent of its own; grad mode stays as it was, so a tangent
 // that requires grad records reverse-mode history (reverse over forward).
 // Exiting the level resets every tangent made in it (the level keeps weak
-// references to the slots). Composites are differentiated through the ops
+// references to the slots). While a level is active every call goes through
+// the Autograd layer (core's g_forward_ad_active), and each view op records
+// its result's base (fw_view_base_), so an in-place op writing a tangent into
+// a view of a tensor without one first gives the base a zero tangent laid out
+// as its storage and the view the same view of it (prepare_inplace_forward):
+// `out = zeros(n); out[i] = dual` leaves `out` with the tangent. Composites are differentiated through the ops
 // they call; an op with a backward but no forward formula raises
 // NotImplementedError naming it; ops with no entry (comparisons, argmax)
 // give results without tangents. Forward grads are not computed under
@@ -145,6 +150,12 @@ void set_fw_grad_inplace(const Tensor& self, const Tensor& tangent, const char* 
 /// A tangent laid out as `primal` (same strides, storage offset and storage size): what make_dual
 /// gives a dual tensor, so as_strided reads the tangent where it reads the primal.
 Tensor tangent_with_layout_of(const Tensor& primal, const Tensor& tangent);
+/// Records that `view`, made by a view op from `self`, views self's base (forward mode).
+void record_fw_view(const Tensor& view, const Tensor& self);
+/// The tangent an in-place op on self updates: self's own, or for a view without one, the same view of
+/// its base's tangent (made zero, laid out as the base, if the base has none); raises NotImplementedError
+/// for a view whose base is unknown or whose base's tangent is laid out otherwise.
+Tensor prepare_inplace_forward(const Tensor& self, const Tensor& self_tan, const char* op);
 /// Gives t an empty tangent slot (if it has none), which a SavedVariable of t then shares.
 void ensure_fw_slot(const Tensor& t);
 /// Gives t a tangent at the active level (an undefined one removes it); checks its shape and dtype.
@@ -174,8 +185,10 @@ class AutogradMeta final : public AutogradMetaInterface {
   // Note [In-place on views]: set for a view recorded by a view op.
   Tensor view_base_;           // the tensor at the root of the view chain
   uint64_t view_version_ = 0;  // the storage's version when grad_fn_ was last right
-  // Note [Forward-mode AD]: the tangent slot (shared with the level, which resets it at exit).
+  // Note [Forward-mode AD]: the tangent slot (shared with the level, which resets it at exit), and for a
+  // view made while a level was active, the tensor at the root of its view chain.
   std::shared_ptr<ForwardGrad> fw_;
+  Tensor fw_view_base_;
 };
 
 /// The metadata of t, or null if it has none.

@@ -1229,17 +1229,6 @@ inline Tensor fw_finish(const Tensor& tangent, const Tensor& out) {
       "formula for it); use reverse mode (fb.func.jacrev, autograd.grad) instead"));
 }
 
-/// An in-place op on a view writes its tangent into the view's own tangent, a view of its base's (as
-/// the view op made it), so the base follows. A view without a tangent has no known base to give one:
-/// refused rather than wrong.
-inline void check_inplace_forward(const Tensor& self, const Tensor& self_tan, const char* op) {
-  if (self.impl()->is_view() && !self_tan.defined())
-    throw NotImplementedError(detail::cat_str(
-        "[", op, "] forward-mode AD of an in-place op on a view without a tangent (", self.describe(),
-        ") is not supported: its base would not get the tangent; make the base a dual tensor first, or use the "
-        "out-of-place op"));
-}
-
 }  // namespace flambeau::autograd::formulas
 
 #include "reduce_formulas.h"  // the reductions, scans and sorts (reduce section of derivatives.yaml)

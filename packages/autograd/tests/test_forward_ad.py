@@ -275,12 +275,44 @@ def test_an_in_place_op_on_a_view_updates_the_base_s_tangent_as_torch():
     assert_jvp_matches(f, f, [(3, 3), (3, 3)])
 
 
-def test_an_in_place_op_on_a_view_without_a_tangent_raises_instead_of_losing_it():
+def test_writing_a_dual_into_a_view_of_a_plain_tensor_gives_the_tensor_a_tangent_as_torch():
+    def f(x, y):
+        out = x.new_zeros((3, 4)) if isinstance(x, torch.Tensor) else fc.zeros(3, 4, dtype=fc.float64)
+        out[1] = x[0] * y[0]  # __setitem__: a copy into a view of out
+        out[:, 2].mul_(y[:, 1])  # an in-place op on a view of out, which now has a tangent
+        out.diagonal().add_(x[:, 0].exp())
+        return out
+
+    assert_jvp_matches(f, f, [(3, 4), (3, 4)])
+
+
+def test_the_scatter_composites_of_a_plain_tensor_and_a_dual_source_match_torch():
+    for fb_fn, th_fn in [
+        (
+            lambda s: fc.zeros(4, 3, dtype=fc.float64).slice_scatter(s, 0, 1, 3),
+            lambda s: torch.zeros(4, 3, dtype=torch.float64).slice_scatter(s, 0, 1, 3),
+        ),
+        (
+            lambda s: fc.zeros(3, 3, dtype=fc.float64).diagonal_scatter(s[0]),
+            lambda s: torch.zeros(3, 3, dtype=torch.float64).diagonal_scatter(s[0]),
+        ),
+        (
+            lambda s: fc.zeros(2, 3, dtype=fc.float64).select_scatter(s[1], 0, 1),
+            lambda s: torch.zeros(2, 3, dtype=torch.float64).select_scatter(s[1], 0, 1),
+        ),
+    ]:
+        assert_jvp_matches(fb_fn, th_fn, [(2, 3)])
+
+
+def test_an_in_place_op_on_a_view_made_outside_the_level_raises_instead_of_losing_the_tangent():
+    base = fc.zeros(2, 3)
+    row = base[0]
     with fwAD.dual_level():
-        base = fc.zeros(2, 3)
         d = fwAD.make_dual(fc.ones(3), fc.ones(3))
-        with pytest.raises(NotImplementedError, match=r"\[mul_\] forward-mode AD of an in-place op on a view without"):
-            base[0].mul_(d)
+        with pytest.raises(
+            NotImplementedError, match=r"\[mul_\] forward-mode AD of an in-place op on a view .* made outside"
+        ):
+            row.mul_(d)
         assert base.tolist() == [[0.0] * 3] * 2  # refused before writing
 
 

@@ -12,7 +12,8 @@ namespace flambeau {
 
 namespace detail {
 thread_local bool tls_autograd_excluded = false;
-}
+std::atomic<bool> g_forward_ad_active{false};
+}  // namespace detail
 
 const char* dispatch_key_name(DispatchKey k) {
   switch (k) {

@@ -9,7 +9,8 @@
 //   * Autograd: records the graph (flambeau-autograd registers these). Chosen
 //     when autograd is not excluded on this thread (no_grad) and some tensor
 //     argument requires grad or carries a forward-mode tangent
-//     (needs_autograd). It calls the same op again under
+//     (needs_autograd), or a forward-mode dual level is active
+//     (g_forward_ad_active). It calls the same op again under
 //     AutoExcludeAutograd, which lands on the device kernel.
 //   * CPU, CUDA, PrivateUse1 (a plug-in device, Note [Device types]): the
 //     device kernels, chosen from the device type of the tensor (or Device)
@@ -112,7 +113,11 @@ inline int device_key_slot(DispatchKey k) {
 
 namespace detail {
 FB_API extern thread_local bool tls_autograd_excluded;
-}
+/// Set while a forward-mode dual level is active (flambeau-autograd's enter/exit_dual_level): every call
+/// then goes through the Autograd layer, whose view kernels record each view's base, so an in-place write
+/// into a view of a tensor without a tangent can give that base one (Note [Forward-mode AD]).
+FB_API extern std::atomic<bool> g_forward_ad_active;
+}  // namespace detail
 
 // Note [Kernel trace]
 // A debug recorder of the ops that reach a device kernel (a device's own or
@@ -427,7 +432,8 @@ class Op<R(Args...)> : public OpBase {
       return reinterpret_cast<Kernel>(c)(std::forward<Args>(args)...);
     detail::KeyState s;
     (detail::visit_arg(s, args), ...);
-    if (s.needs_autograd && !detail::tls_autograd_excluded) {
+    if ((s.needs_autograd || detail::g_forward_ad_active.load(std::memory_order_relaxed)) &&
+        !detail::tls_autograd_excluded) {
       if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
         return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
     }
