@@ -9,8 +9,8 @@ a time (as in PyTorch: nesting raises). The mechanism is Note [Forward-mode
 AD] in the package's src/engine.h.
 
 Differences from PyTorch: tangents are not computed under ``no_grad``, and an
-in-place op on a view of a dual tensor raises ``NotImplementedError`` (its
-base's tangent would not follow).
+in-place op writing a tangent into a view made before the level was entered
+raises ``NotImplementedError`` (its base is unknown).
 
 Example:
     >>> import flambeau_core as fc
