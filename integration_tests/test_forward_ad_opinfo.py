@@ -24,7 +24,8 @@ from pathlib import Path
 
 import opinfo_differential as od
 import pytest
-import yaml
+from flambeau_autograd.testing import entry_names
+from flambeau_autograd.testing import without_forward_formula as _without
 
 torch = pytest.importorskip("torch")
 try:
@@ -207,7 +208,7 @@ def run(names: list[str] | None = None) -> dict[str, _Result]:
 
 def without_forward_formula() -> set[str]:
     """derivatives.yaml's entries with no ``result:`` (forward formula)."""
-    return {e["name"] for e in yaml.safe_load(DERIVATIVES.read_text()) if not any(k.startswith("result") for k in e)}
+    return set(_without(DERIVATIVES))
 
 
 def summary(report: dict[str, _Result], seconds: float) -> str:
@@ -215,7 +216,7 @@ def summary(report: dict[str, _Result], seconds: float) -> str:
     agreeing = [k for k, r in compared.items() if not r.failures]
     blocked = {k for k, r in report.items() if r.missing}
     missing = set().union(*(r.missing for r in report.values())) if report else set()
-    entries_total = len(yaml.safe_load(DERIVATIVES.read_text()))
+    entries_total = len(entry_names(DERIVATIVES))
     return (
         f"forward-mode AD over OpInfo: {len(compared)} entries compared with torch "
         f"({sum(r.compared for r in compared.values())} samples), {len(agreeing)} agree on every sample, "

@@ -26,6 +26,17 @@ def _entries(derivatives_yaml: str | Path) -> list[tuple[str, str]]:
     return [(name, text[s:e]) for (s, name), e in zip(starts, ends, strict=True)]
 
 
+def entry_names(derivatives_yaml: str | Path) -> list[str]:
+    """Every entry's op name, in table order."""
+    return [name for name, _ in _entries(derivatives_yaml)]
+
+
+def without_forward_formula(derivatives_yaml: str | Path) -> list[str]:
+    """The entries with no forward formula (no ``result:`` key, Note [Forward formulas] in gen_autograd.py):
+    a dual tensor reaching one raises NotImplementedError naming it."""
+    return [name for name, body in _entries(derivatives_yaml) if not re.search(r'(?m)^  "?result\d*[,:]', body)]
+
+
 def declared_unsupported(derivatives_yaml: str | Path) -> list[str]:
     """The entries with a formula that raises NotImplementedError (a derivative not written yet):
     no gradcheck can pass through them, so their tests assert that error instead."""

@@ -9,7 +9,7 @@ import textwrap
 
 import flambeau_core as fc
 import pytest
-from flambeau_autograd.testing import gradcheck_coverage_missing, node_name
+from flambeau_autograd.testing import entry_names, gradcheck_coverage_missing, node_name, without_forward_formula
 
 
 def _x(*shape):
@@ -36,6 +36,27 @@ def test_missing_lists_entries_without_a_covered_node_in_table_order(tmp_path):
     table.write_text("# a comment\n- name: sin\n  self: grad * cos(self)\n- name: max_dim\n  self: x\n- name: cos\n")
     assert gradcheck_coverage_missing(table, {"SinBackward0"}) == ["max_dim", "cos"]
     assert gradcheck_coverage_missing(table, {"SinBackward0", "CosBackward0", "MaxDimBackward0"}) == []
+
+
+def test_entries_without_a_forward_formula_are_those_with_no_result_key(tmp_path):
+    table = tmp_path / "derivatives.yaml"
+    table.write_text(
+        textwrap.dedent("""\
+            - name: sin
+              self: grad * cos(self)
+              result: auto_element_wise
+            - name: _rnn_layer
+              "igates, hx": f(grads[0])
+              "result, result1": g(igates_t, hx_t)
+            - name: _geqrf
+              self: not_implemented_gradient("geqrf", "self")
+            - name: cat
+              # result: a comment is not a formula
+              tensors: grad
+            """)
+    )
+    assert entry_names(table) == ["sin", "_rnn_layer", "_geqrf", "cat"]
+    assert without_forward_formula(table) == ["_geqrf", "cat"]
 
 
 def test_an_entry_whose_formulas_all_raise_not_implemented_is_not_missing(tmp_path):

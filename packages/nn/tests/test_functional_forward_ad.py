@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from conftest import fb_tensor, to_np
+from nn_testing import to_numpy as to_np
+
+
+def fb_tensor(a, requires_grad=False):
+    """A float64 flambeau tensor of an array of any rank, 0 included (this file's inputs are all floating)."""
+    a = np.asarray(a, dtype=np.float64)
+    t = fc.tensor(a.tolist(), dtype=fc.float64).reshape(a.shape)
+    return t.requires_grad_() if requires_grad else t
+
 
 RNG = np.random.default_rng(20261129)
 
