@@ -369,13 +369,8 @@ class Entry:
             target = op.cpp_name.rstrip("_") if self.inplace else op.cpp_name
             args = []
             for a in op.cpp_args:
-                if a in diff:
-                    if a.type == "Tensor[]":
-                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
-                    elif a.type == "Tensor?":
-                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
-                    else:
-                        args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
+                if a in diff:  # fw_or_zeros has a form for each tensor type (Tensor, Tensor?, Tensor[])
+                    args.append(f"fw_or_zeros({a.name}_tan, {a.name})")
                 else:
                     args.append(a.name if (a.is_tensor or a.type in SAVED_LISTS) else f"{a.name}_arg")
             call = f"op::{target}({', '.join(args)})"

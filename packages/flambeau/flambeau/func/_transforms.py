@@ -303,13 +303,8 @@ def _jvp_inside_vmap(func: Callable, primals: tuple, tangents: tuple, has_aux: b
     return (output, jvp_out, aux) if has_aux else (output, jvp_out)
 
 
-def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, api: str, level: int) -> Any:
-    """``jacrev``/``jacfwd`` of a function of one sample, called on a batch inside ``vmap``: one batched
-    ``vjp`` per output element (jacrev) or one batched ``jvp`` per input element (jacfwd), each over the
-    whole batch, the rows (columns) stacked into each sample's Jacobian."""
-    call = f"{api}(f, ...)(*args)"
-    positions = _normalize_argnums(argnums, len(args), api)
-    diff = tuple(args[p] for p in positions)
+def _of_differentiated(func: Callable, args: tuple, positions: tuple[int, ...]) -> Callable:
+    """``func`` as a function of the arguments at ``positions`` only, the others fixed to ``args``'s."""
 
     def of_diff(*values: Any) -> Any:
         new = list(args)
@@ -317,6 +312,17 @@ def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bo
             new[p] = v
         return func(*new)
 
+    return of_diff
+
+
+def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, api: str, level: int) -> Any:
+    """``jacrev``/``jacfwd`` of a function of one sample, called on a batch inside ``vmap``: one batched
+    ``vjp`` per output element (jacrev) or one batched ``jvp`` per input element (jacfwd), each over the
+    whole batch, the rows (columns) stacked into each sample's Jacobian."""
+    call = f"{api}(f, ...)(*args)"
+    positions = _normalize_argnums(argnums, len(args), api)
+    diff = tuple(args[p] for p in positions)
+    of_diff = _of_differentiated(func, args, positions)
     flat_in, diff_spec = tree_flatten(diff)
     in_spec = tree_flatten(args[positions[0]] if isinstance(argnums, int) else diff)[1]  # the Jacobian's inner layout
     if api == "jacrev":
@@ -331,8 +337,7 @@ def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bo
                 rows = tree_flatten(vjp_fn(tree_unflatten(cts, out_spec)))[0]
                 for i, r in enumerate(rows):
                     blocks[k][i].append(r)
-        shape = lambda o, x: (*o.shape, *x.shape)  # noqa: E731
-        jac = [[flambeau_core.stack(rs).reshape(shape(o, x)) for rs, x in zip(row, flat_in, strict=True)]
+        jac = [[flambeau_core.stack(rs).reshape((*o.shape, *x.shape)) for rs, x in zip(row, flat_in, strict=True)]
                for row, o in zip(blocks, flat_out, strict=True)]  # fmt: skip
     else:
         columns: list = [[] for _ in flat_in]
@@ -783,11 +788,7 @@ def _jacfwd_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool) ->
     if total < 2 or len({x.dtype for x in flat_in}) > 1:
         return None
 
-    def of_diff(*values: Any) -> Any:
-        new = list(args)
-        for p, v in zip(positions, values, strict=True):
-            new[p] = v
-        return func(*new)
+    of_diff = _of_differentiated(func, args, positions)
 
     def one_column(basis_row: Tensor) -> Any:
         tangents, start = [], 0
