@@ -388,20 +388,21 @@ class Entry:
                 else:
                     cond = "true"
                 out.append(f"  if ({cond}) {{")
-                for a in used:
-                    if a.type == "Tensor[]":
-                        out.append(f"    const variable_list {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
-                    elif a.type == "Tensor?":
-                        zeros = f"fw_or_zeros({a.name}_tan, *{a.name})"
-                        out.append(f"    const Tensor {a.name}_t = {a.name} ? {zeros} : Tensor();")
-                    else:
-                        out.append(f"    const Tensor {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+                out += ["    " + self.tangent_local(a) for a in used]
                 out += self.jvp_locals(term, fw_attrs)
                 out.append(f"    t_ = fw_acc(t_, {term});")
                 out.append("  }")
             out.append("  return t_;")
         out.append("}")
         return "\n".join(out)
+
+    def tangent_local(self, a) -> str:
+        """The line defining `x_t` for an explicit formula: x's tangent, or zeros when x has none."""
+        if a.type == "Tensor[]":
+            return f"const variable_list {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});"
+        if a.type == "Tensor?":
+            return f"const Tensor {a.name}_t = {a.name} ? fw_or_zeros({a.name}_tan, *{a.name}) : Tensor();"
+        return f"const Tensor {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});"
 
     def jvp_group_function(self) -> str:
         """The function giving the tangents of several outputs at once (a std::tuple, in key order)."""
@@ -411,14 +412,8 @@ class Entry:
         params = ", ".join(f"[[maybe_unused]] {p}" for p in self.jvp_params())
         out = [f"auto {self.op.cpp_name}_jvp_group({params}) {{"]
         for a in self.diff_inputs():
-            if not re.search(rf"(?<![\w.]){a.name}_t(?!\w)", expr):
-                continue
-            if a.type == "Tensor[]":
-                out.append(f"  const variable_list {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
-            elif a.type == "Tensor?":
-                out.append(f"  const Tensor {a.name}_t = {a.name} ? fw_or_zeros({a.name}_tan, *{a.name}) : Tensor();")
-            else:
-                out.append(f"  const Tensor {a.name}_t = fw_or_zeros({a.name}_tan, {a.name});")
+            if re.search(rf"(?<![\w.]){a.name}_t(?!\w)", expr):
+                out.append("  " + self.tangent_local(a))
         out += [line[2:] for line in self.jvp_locals(expr, fw_attrs)]
         out.append(f"  return {expr};")
         out.append("}")

@@ -103,7 +103,6 @@ Tensor shallow_alias(const Tensor& t) {
 
 namespace {
 std::mutex g_level_mutex;
-std::atomic<bool> g_level_active{false};
 std::vector<std::weak_ptr<ForwardGrad>> g_level_slots;  // the slots of the active level
 size_t g_prune_at = 1024;  // dead slots are dropped when the list reaches this size (then twice the live ones)
 thread_local bool t_forward_grad_disabled = false;
@@ -111,9 +110,8 @@ thread_local bool t_forward_grad_disabled = false;
 
 int64_t enter_dual_level() {
   std::lock_guard lock(g_level_mutex);
-  FB_CHECK(!g_level_active.load(), "[forward_ad.enter_dual_level] nested forward-mode AD is not supported: "
+  FB_CHECK(!detail::g_forward_ad_active.load(), "[forward_ad.enter_dual_level] nested forward-mode AD is not supported: "
            "exit the active dual level first");
-  g_level_active = true;
   detail::g_forward_ad_active = true;
   return 0;
 }
@@ -122,9 +120,8 @@ void exit_dual_level(int64_t level) {
   std::vector<std::weak_ptr<ForwardGrad>> slots;
   {
     std::lock_guard lock(g_level_mutex);
-    FB_CHECK(g_level_active.load() && level == 0, "[forward_ad.exit_dual_level] level ", level,
+    FB_CHECK(detail::g_forward_ad_active.load() && level == 0, "[forward_ad.exit_dual_level] level ", level,
              " is not the active dual level");
-    g_level_active = false;
     detail::g_forward_ad_active = false;
     slots.swap(g_level_slots);
     g_prune_at = 1024;
@@ -134,9 +131,9 @@ void exit_dual_level(int64_t level) {
     if (auto slot = w.lock()) slot->tangent = Tensor();
 }
 
-int64_t current_dual_level() { return g_level_active.load(std::memory_order_relaxed) ? 0 : -1; }
+int64_t current_dual_level() { return detail::g_forward_ad_active.load(std::memory_order_relaxed) ? 0 : -1; }
 
-bool forward_grad_enabled() { return !t_forward_grad_disabled && g_level_active.load(std::memory_order_relaxed); }
+bool forward_grad_enabled() { return !t_forward_grad_disabled && detail::g_forward_ad_active.load(std::memory_order_relaxed); }
 
 ForwardGradDisabled::ForwardGradDisabled() : prev_(t_forward_grad_disabled) { t_forward_grad_disabled = true; }
 ForwardGradDisabled::~ForwardGradDisabled() { t_forward_grad_disabled = prev_; }
@@ -230,7 +227,7 @@ void ensure_fw_slot(const Tensor& t) {
 }
 
 void set_fw_grad(const Tensor& t, const Tensor& tangent, const char* op) {
-  FB_CHECK(g_level_active.load(), "[", op, "] forward-mode AD needs an active dual level "
+  FB_CHECK(detail::g_forward_ad_active.load(), "[", op, "] forward-mode AD needs an active dual level "
            "(with fb.autograd.forward_ad.dual_level(): ...)");
   if (tangent.defined()) {
     FB_CHECK_VALUE(std::ranges::equal(tangent.sizes(), t.sizes()), "[", op, "] the tangent has shape ",

@@ -251,14 +251,7 @@ def _vjp_inside_vmap(func: Callable, primals: tuple, has_aux: bool, level: int, 
     outs = [_physical(o, batch, level, "vjp") for o in flat_out]
 
     def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: bool | None = None) -> tuple:
-        flat_ct, ct_spec = tree_flatten(cotangents)
-        if ct_spec != out_spec:
-            raise FlambeauError(
-                "[func.vjp] Expected pytree structure of cotangents to be the same as pytree structure of outputs to "
-                f"the function. cotangents: {spec_str(ct_spec)}, primal output: {spec_str(out_spec)}"
-            )
-        for i, (ct, o) in enumerate(zip(flat_ct, flat_out, strict=True)):
-            _check_cotangent(ct, o, i, "vjp")
+        flat_ct = _flat_cotangents(cotangents, flat_out, out_spec)
         cts = [_physical(c, batch, level, "vjp") for c in flat_ct]
         with _transform_level(), enable_grad():
             grads = _backward(outs, cts, physical, _depth() > 0 if create_graph is None else create_graph)
@@ -417,6 +410,19 @@ def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = Fal
     return wrapper
 
 
+def _flat_cotangents(cotangents: Any, flat_out: list, out_spec: Any) -> list:
+    """vjp_fn's cotangents, flattened, after checking them against the outputs' structure and shapes."""
+    flat_ct, ct_spec = tree_flatten(cotangents)
+    if ct_spec != out_spec:
+        raise FlambeauError(
+            "[func.vjp] Expected pytree structure of cotangents to be the same as pytree structure of outputs to "
+            f"the function. cotangents: {spec_str(ct_spec)}, primal output: {spec_str(out_spec)}"
+        )
+    for i, (ct, o) in enumerate(zip(flat_ct, flat_out, strict=True)):
+        _check_cotangent(ct, o, i, "vjp")
+    return flat_ct
+
+
 def _check_cotangent(ct: Any, out: Tensor, i: int, api: str) -> None:
     if not isinstance(ct, (Tensor, _vmap.BatchedTensor)):
         raise TypeError(f"[func.{api}] cotangent {i} must be a Tensor, got {type(ct).__name__}")
@@ -458,14 +464,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
                 )
 
     def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: bool | None = None) -> tuple:
-        flat_ct, ct_spec = tree_flatten(cotangents)
-        if ct_spec != out_spec:
-            raise FlambeauError(
-                "[func.vjp] Expected pytree structure of cotangents to be the same as pytree structure of outputs to "
-                f"the function. cotangents: {spec_str(ct_spec)}, primal output: {spec_str(out_spec)}"
-            )
-        for i, (ct, o) in enumerate(zip(flat_ct, flat_out, strict=True)):
-            _check_cotangent(ct, o, i, "vjp")
+        flat_ct = _flat_cotangents(cotangents, flat_out, out_spec)
         make_graph = (keep or _keeps_graph(cotangents)) if create_graph is None else create_graph
         with _transform_level():
             with enable_grad():
