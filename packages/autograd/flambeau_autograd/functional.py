@@ -5,11 +5,19 @@ Each takes ``func`` and ``inputs`` (a Tensor or a tuple of Tensors) and returns 
 PyTorch's conventions: a Tensor where the function takes (or returns) one Tensor, a tuple where it
 takes (or returns) a tuple. Without ``create_graph`` the results are detached.
 
-Everything runs on reverse mode: a Jacobian is one backward pass per output element over a graph
-recorded once (so ``vectorize`` changes nothing, and "forward-mode" builds the Jacobian one column
-at a time with the double-backward trick); a Jacobian-vector product is the double-backward trick
-(the gradient of ``u -> v^T J^T u``), which needs every op's backward to be differentiable itself.
-``flambeau.func`` is built on the same helpers.
+Modes, as PyTorch's: ``vjp``, ``vhp`` and the reverse-mode ``jacobian`` run backward passes over a graph
+recorded once; ``jvp`` and ``hvp`` are the double-backward trick (the gradient of ``u -> v^T J^T u``), which
+needs every op's backward to be differentiable itself; the forward-mode ``jacobian`` (and forward-over-reverse
+``hessian``) runs ``func`` on dual tensors (``flambeau_autograd.forward_ad``).
+
+Note [vectorized jacobian]
+``vectorize=True`` batches a Jacobian's passes, as PyTorch's: reverse mode gets every row from one
+backward pass (over ``func`` run once on the batch of output basis vectors: Note [jacrev by vmap] in
+``flambeau.func``), forward mode every column from one forward pass on dual tensors whose tangents are the
+batch of input basis vectors. The batching is ``vmap``'s, which lives in the meta-package above this one:
+``flambeau.func`` registers its batched Jacobians here on import (``_register_vectorized_jacobian``).
+Without them, or where they cannot batch ``func`` (an op with no batching rule), ``vectorize=True`` runs one
+pass per output (input) element, with the same values. ``flambeau.func`` is built on this module's helpers.
 
 Example:
     >>> import flambeau_core as fc
@@ -27,11 +35,39 @@ from typing import Any
 
 import flambeau_core
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.overrides import is_tensor_like
 
-from flambeau_autograd import _C
+from flambeau_autograd import _C, forward_ad
 from flambeau_autograd.grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+# The batched Jacobians flambeau.func registers (Note [vectorized jacobian]); None without the meta-package.
+_vectorized_jacobian: Callable[..., Any] | None = None
+
+
+def _register_vectorized_jacobian(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """Makes ``fn`` compute ``vectorize=True`` Jacobians (Note [vectorized jacobian]); returns the one it
+    replaces (None: unregisters).
+
+    ``fn(func, inputs, strategy, create_graph, of_gradient)`` gets ``inputs`` as a tuple of Tensors and
+    returns ``(outputs_is_tuple, blocks)`` with ``blocks[i][j]`` the Jacobian of output ``i`` with respect to
+    input ``j`` (shape ``outputs[i].shape + inputs[j].shape``), or None where it cannot batch ``func`` (the
+    element-by-element passes run instead). ``of_gradient``: the Jacobian of the gradient of the scalar
+    ``func`` (its Hessian), the gradient being a tuple over the inputs. With ``create_graph`` the blocks keep
+    a graph to ``inputs`` (which then require grad). The meta-package ``flambeau`` registers
+    ``flambeau.func``'s batched ``jacrev``/``jacfwd`` when it is imported.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> previous = _register_vectorized_jacobian(None)  # vectorize=True now runs the per-element passes
+        >>> jacobian(lambda t: t * t, fc.tensor([1.0, 2.0]), vectorize=True).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
+        >>> _ = _register_vectorized_jacobian(previous)
+    """
+    global _vectorized_jacobian
+    previous, _vectorized_jacobian = _vectorized_jacobian, fn
+    return previous
 
 
 # --- helpers shared with flambeau.func -------------------------------------------------------
@@ -141,6 +177,44 @@ def _forward_jacobian(outputs: Sequence[Tensor], inputs: Sequence[Tensor], creat
             # stacked along the last dim: out.shape + (n,), then the input's shape
             columns[i].append(flambeau_core.stack(per, -1).reshape(*out.shape, *x.shape))
     return columns
+
+
+def _forward_jacobian_by_duals(
+    func: Callable, inputs: Sequence[Tensor], fn_name: str
+) -> tuple[bool, tuple, list] | None:
+    """``(outputs_is_tuple, outputs, blocks)`` (``blocks`` as ``_reverse_jacobian``'s) by forward mode, one pass
+    on dual tensors per input element (``func`` runs once per element, its tangent a basis vector); None when
+    a dual level is active already (forward mode has one level: the caller differentiates another way)."""
+    if _C._current_dual_level() >= 0:
+        return None
+    outputs_tuple, outputs = None, None
+    columns: list[list[list]] = []  # columns[j][k]: the output tangents for element k of input j
+    for j, x in enumerate(inputs):
+        basis = flambeau_core.eye(x.numel(), dtype=x.dtype, device=x.device)
+        columns.append([])
+        for k in range(x.numel()):
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[j] = forward_ad.make_dual(x, basis[k].view(x.shape))
+                outputs_tuple, duals = _as_tuple(func(*args), "outputs of the user-provided function", fn_name)
+                unpacked = [forward_ad.unpack_dual(d) for d in duals]
+            outputs = tuple(u.primal for u in unpacked)
+            columns[j].append([u.tangent for u in unpacked])
+    if outputs is None:  # no input has an element: func runs once for the outputs' shapes
+        outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
+    blocks = []
+    for i, out in enumerate(outputs):
+        row = []
+        for x, cols in zip(inputs, columns, strict=True):
+            per = [c[i] for c in cols]
+            if not per or all(t is None for t in per):
+                row.append(None)
+                continue
+            zero = flambeau_core.zeros_like(out)
+            per = [zero if t is None else t for t in per]
+            row.append(flambeau_core.stack(per, -1).reshape(*out.shape, *x.shape))
+        blocks.append(row)
+    return outputs_tuple, outputs, blocks
 
 
 # --- torch.autograd.functional ------------------------------------------------------------------
@@ -318,10 +392,11 @@ def jacobian(
     Tensor in and one out, a tuple over the inputs (or outputs) when only those are a tuple, and a tuple of
     tuples when both are.
 
-    ``strategy="reverse-mode"`` runs one backward pass per output element; ``"forward-mode"`` one per input
-    element (the double-backward trick, as flambeau has no dual tensors yet) and, as in PyTorch, requires
-    ``vectorize=True``. ``vectorize`` otherwise changes nothing: the passes run one after another over a graph
-    recorded once.
+    ``strategy="reverse-mode"`` gets the rows by backward passes over a graph recorded once, one per output
+    element; ``"forward-mode"`` gets the columns by forward passes on dual tensors and, as in PyTorch, requires
+    ``vectorize=True`` (and neither ``create_graph`` nor ``strict``). ``vectorize=True`` batches the passes
+    into one with ``vmap`` when the meta-package ``flambeau`` is installed (Note [vectorized jacobian] in this
+    module), else runs them one per element; the values are the same.
 
     Example:
         >>> import flambeau_core as fc
@@ -329,38 +404,65 @@ def jacobian(
         [[[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]]]
         >>> [j.shape for j in jacobian(lambda x, y: 2 * x + 3 * y, (fc.ones(2), fc.ones(2)))]
         [(2, 2), (2, 2)]
+        >>> jacobian(lambda x: x**2, fc.tensor([1.0, 3.0]), vectorize=True, strategy="forward-mode").tolist()
+        [[2.0, 0.0], [0.0, 6.0]]
     """
+    return _jacobian(func, inputs, create_graph, strict, vectorize, strategy, "jacobian")
+
+
+def _jacobian(
+    func: Callable, inputs: Any, create_graph: bool, strict: bool, vectorize: bool, strategy: str, fn_name: str
+) -> Any:
+    """``jacobian``; ``fn_name`` names the function the user called in the errors (hessian runs through here
+    with the gradient of its function, which then is the Jacobian's ``func``: Note [vectorized jacobian])."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise FlambeauError(f"[autograd.functional.jacobian] {_STRATEGY_HINT}")
+        raise FlambeauError(f"[autograd.functional.{fn_name}] {_STRATEGY_HINT}")
     if strategy == "forward-mode":
         if create_graph:
             raise FlambeauError(
-                '[autograd.functional.jacobian] `create_graph=True` and `strategy="forward-mode"` are not supported '
-                'together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`.'
+                f'[autograd.functional.{fn_name}] `create_graph=True` and `strategy="forward-mode"` are not '
+                'supported together (yet). Please either set `create_graph=False` or `strategy="reverse-mode"`.'
             )
         if strict:
             raise FlambeauError(
-                '[autograd.functional.jacobian] `strict=True` and `strategy="forward-mode"` are not supported '
+                f'[autograd.functional.{fn_name}] `strict=True` and `strategy="forward-mode"` are not supported '
                 'together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.'
             )
         if not vectorize:
             raise NotImplementedError(
-                "[autograd.functional.jacobian] Computing Jacobian using forward-AD or forward-over-reverse Hessian "
-                "is only implemented for `vectorize=True`."
+                f"[autograd.functional.{fn_name}] Computing Jacobian using forward-AD or forward-over-reverse "
+                "Hessian is only implemented for `vectorize=True`."
             )
     if strict and vectorize:
         raise FlambeauError(
-            "[autograd.functional.jacobian] `strict=True` and `vectorized=True` are not supported together. Please "
-            "either set `strict=False` or `vectorize=False`."
+            f"[autograd.functional.{fn_name}] `strict=True` and `vectorized=True` are not supported together. "
+            "Please either set `strict=False` or `vectorize=False`."
         )
-    inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    inputs = _prepare_inputs(inputs, create_graph)
-    outputs_tuple, outputs = _call(func, inputs, "jacobian")
-    _check_outputs_require_grad(outputs, strict, "jacobian")
-    with enable_grad():
-        if strategy == "forward-mode":
-            blocks = _forward_jacobian(outputs, inputs, create_graph)
+    of_gradient = isinstance(func, _Gradient)
+    inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    batched = None
+    if vectorize and _vectorized_jacobian is not None:
+        given = _prepare_inputs(inputs, True) if create_graph else tuple(x.detach() for x in inputs)
+        target = func.scalar if of_gradient else func
+        batched = _vectorized_jacobian(target, given, strategy, create_graph, of_gradient)
+    if batched is not None:
+        outputs_tuple, blocks = batched
+        return _unpack(tuple(_unpack(_finish(row, create_graph), inputs_tuple) for row in blocks), outputs_tuple)
+    if strategy == "forward-mode":
+        with enable_grad():  # (hessian's gradient records its graph on the dual tensors)
+            by_duals = _forward_jacobian_by_duals(func, tuple(x.detach() for x in inputs), fn_name)
+        if by_duals is None:  # inside another forward-mode computation: the double-backward trick
+            inputs = _prepare_inputs(inputs, create_graph)
+            outputs_tuple, outputs = _call(func, inputs, fn_name)
+            with enable_grad():
+                blocks = _forward_jacobian(outputs, inputs, create_graph)
         else:
+            outputs_tuple, outputs, blocks = by_duals
+    else:
+        inputs = _prepare_inputs(inputs, create_graph)
+        outputs_tuple, outputs = _call(func, inputs, fn_name)
+        _check_outputs_require_grad(outputs, strict, fn_name)
+        with enable_grad():
             blocks = _reverse_jacobian(outputs, inputs, create_graph)
     result = []
     for i, (out, row) in enumerate(zip(outputs, blocks, strict=True)):
@@ -369,8 +471,8 @@ def jacobian(
             if block is None:
                 if strict and out.numel():
                     raise FlambeauError(
-                        f"[autograd.functional.jacobian] Output {i} of the user-provided function is independent of "
-                        f"input {j}. This is not allowed in strict mode."
+                        f"[autograd.functional.{fn_name}] Output {i} of the user-provided function is independent "
+                        f"of input {j}. This is not allowed in strict mode."
                     )
                 block = flambeau_core.zeros(*out.shape, *x.shape, dtype=x.dtype, device=x.device)
             filled.append(block)
@@ -380,7 +482,9 @@ def jacobian(
 
 def _single_scalar_output(func: Callable, fn_name: str) -> Callable:
     def wrapped(*inputs: Tensor) -> Tensor:
-        _, outs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
+        out = func(*inputs)
+        # (a tensor-like: vmap's batched tensor, when flambeau.func batches hessian's Jacobian)
+        outs = (out,) if is_tensor_like(out) else _as_tuple(out, "outputs of the user-provided function", fn_name)[1]
         if len(outs) != 1:
             raise FlambeauError(
                 f"[autograd.functional.{fn_name}] The function given to {fn_name} should return a single Tensor"
@@ -395,6 +499,30 @@ def _single_scalar_output(func: Callable, fn_name: str) -> Callable:
     return wrapped
 
 
+class _Gradient:
+    """The gradient of a scalar function, a tuple over its inputs: the function whose Jacobian ``hessian``
+    computes. A class, so that a batched Jacobian (Note [vectorized jacobian]) can tell it from any function
+    and differentiate ``scalar`` twice with its own transforms."""
+
+    def __init__(self, func: Callable, strict: bool) -> None:
+        self.scalar = _single_scalar_output(func, "hessian")
+        self.strict = strict
+
+    def __call__(self, *inputs: Tensor) -> tuple:
+        # Fresh nodes (with a graph to the Jacobian's inputs, and their tangents in forward over reverse).
+        inputs = _prepare_inputs(inputs, True)
+        out = self.scalar(*inputs)
+        _check_outputs_require_grad((out,), self.strict, "hessian")
+        grads = _backward([out], [None], inputs, create_graph=True)
+        for i, g in enumerate(grads):
+            if g is None and self.strict:
+                raise FlambeauError(
+                    f"[autograd.functional.hessian] The jacobian of the user-provided function is independent of "
+                    f"input {i}. This is not allowed in strict mode."
+                )
+        return tuple(flambeau_core.zeros_like(x) if g is None else g for g, x in zip(grads, inputs, strict=True))
+
+
 def hessian(
     func: Callable,
     inputs: Any,
@@ -406,13 +534,16 @@ def hessian(
     """The Hessian of a scalar function ``func`` at ``inputs``: the Jacobian of its gradient.
 
     ``hessian[i][j]`` has shape ``inputs[i].shape + inputs[j].shape``: a Tensor for one Tensor input, a tuple
-    of tuples for a tuple of inputs. ``func`` must return a single Tensor of one element.
-    ``outer_jacobian_strategy`` and ``vectorize`` are checked as PyTorch checks them; the Hessian is computed
-    reverse over reverse either way.
+    of tuples for a tuple of inputs. ``func`` must return a single Tensor of one element. The gradient is
+    reverse mode's; ``outer_jacobian_strategy`` and ``vectorize`` are those of the Jacobian of the gradient
+    (``jacobian``'s: ``"forward-mode"`` is forward over reverse and requires ``vectorize=True``).
 
     Example:
         >>> import flambeau_core as fc
         >>> hessian(lambda x: x.pow(3).sum(), fc.tensor([1.0, 2.0])).tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+        >>> hessian(lambda x: x.pow(3).sum(), fc.tensor([1.0, 2.0]), vectorize=True,
+        ...         outer_jacobian_strategy="forward-mode").tolist()
         [[6.0, 0.0], [0.0, 12.0]]
     """
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
@@ -420,26 +551,9 @@ def hessian(
             '[autograd.functional.hessian] Expected strategy to be either "forward-mode" or "reverse-mode".'
         )
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
-    scalar = _single_scalar_output(func, "hessian")
-
-    def gradient(*inp: Tensor) -> tuple:
-        out = scalar(*inp)
-        _check_outputs_require_grad((out,), strict, "hessian")
-        grads = _backward([out], [None], inp, create_graph=True)
-        for i, g in enumerate(grads):
-            if g is None and strict:
-                raise FlambeauError(
-                    f"[autograd.functional.hessian] The jacobian of the user-provided function is independent of "
-                    f"input {i}. This is not allowed in strict mode."
-                )
-        return tuple(flambeau_core.zeros_like(x) if g is None else g for g, x in zip(grads, inp, strict=True))
-
-    if outer_jacobian_strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError(
-            "[autograd.functional.hessian] Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
-            "only implemented for `vectorize=True`."
-        )
-    res = jacobian(gradient, inputs, create_graph=create_graph, strict=strict, vectorize=False)
+    res = _jacobian(
+        _Gradient(func, strict), inputs, create_graph, strict, vectorize, outer_jacobian_strategy, "hessian"
+    )
     return res if inputs_tuple else res[0][0]
 
 

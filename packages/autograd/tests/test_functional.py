@@ -225,3 +225,86 @@ def test_errors_are_worded_as_torch():
         F.jacobian(f_tt, x, strict=True, vectorize=True)
     with pytest.raises(NotImplementedError, match=r"only implemented for `vectorize=True`"):
         F.jacobian(f_tt, x, strategy="forward-mode")
+
+
+# --- vectorize=True: batched through flambeau.func when the meta-package registers it, else per element ------
+
+
+@pytest.fixture
+def unbatched():
+    """vectorize=True as with flambeau-autograd alone: no batched Jacobian registered (the meta-package, when
+    installed and imported, registers flambeau.func's)."""
+    previous = F._register_vectorized_jacobian(None)
+    yield
+    F._register_vectorized_jacobian(previous)
+
+
+@pytest.mark.parametrize(
+    "fn, args, as_tuple",
+    [(f_tt, (A,), False), (f_pair, (A, B), True), (f_two_out, (A,), False), (f_pair_two_out, (A, B), True)],
+    ids=["tensor-tensor", "tuple-tensor", "tensor-tuple", "tuple-tuple"],
+)
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_vectorized_jacobian_without_vmap_matches_torch_s_vectorized(unbatched, fn, args, as_tuple, strategy):
+    (fb_args, t_args) = both(*args)
+    fb_in, t_in = (fb_args, t_args) if as_tuple else (fb_args[0], t_args[0])
+    assert_same(
+        F.jacobian(fn, fb_in, vectorize=True, strategy=strategy),
+        TF.jacobian(fn, t_in, vectorize=True, strategy=strategy),
+    )
+
+
+def test_forward_mode_jacobian_runs_one_pass_on_dual_tensors_per_input_element(unbatched, monkeypatch):
+    made, calls = [], []
+    make_dual = ag.forward_ad.make_dual
+    monkeypatch.setattr(ag.forward_ad, "make_dual", lambda t, tangent, **kw: made.append(1) or make_dual(t, tangent))
+
+    def counted(x, y):
+        calls.append(1)
+        return f_pair_two_out(x, y)
+
+    (fx, fy), (tx, ty) = both(A, B)
+    jac = F.jacobian(counted, (fx, fy), vectorize=True, strategy="forward-mode")
+    assert_same(jac, TF.jacobian(f_pair_two_out, (tx, ty), vectorize=True, strategy="forward-mode"))
+    assert len(made) == len(calls) == A.size + B.size  # one jvp per input element, no backward trick
+
+
+def test_forward_mode_jacobian_inside_a_dual_level_still_matches_torch(unbatched):
+    (fx, fy), (tx, ty) = both(A, B)
+    with ag.forward_ad.dual_level():  # forward mode has one level: the Jacobian takes the double-backward trick
+        jac = F.jacobian(f_pair, (fx, fy), vectorize=True, strategy="forward-mode")
+    assert_same(jac, TF.jacobian(f_pair, (tx, ty), vectorize=True, strategy="forward-mode"))
+
+
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_vectorized_hessian_without_vmap_matches_torch(unbatched, strategy):
+    (fx, fy), (tx, ty) = both(A, B)
+
+    def scalar(x, y):
+        return ((x @ y).tanh() ** 2).sum() + (y.exp() * y).sum()
+
+    expected = TF.hessian(scalar, (tx, ty), vectorize=True, outer_jacobian_strategy=strategy)
+    assert_same(F.hessian(scalar, (fx, fy), vectorize=True, outer_jacobian_strategy=strategy), expected)
+    one = F.hessian(lambda x: (x.exp() * x).sum(), fx, vectorize=True, outer_jacobian_strategy=strategy)
+    assert_same(one, TF.hessian(lambda x: (x.exp() * x).sum(), tx, vectorize=True, outer_jacobian_strategy=strategy))
+
+
+def test_vectorized_create_graph_without_vmap_is_differentiable_like_torch(unbatched):
+    (fx, fy), (tx, ty) = both(A, B)
+    for t in (fx, fy, tx, ty):
+        t.requires_grad_()
+    jf = F.jacobian(f_pair_two_out, (fx, fy), create_graph=True, vectorize=True)
+    jt = TF.jacobian(f_pair_two_out, (tx, ty), create_graph=True, vectorize=True)
+    assert_same(jf, jt)
+    sum(((a * a).sum() for row in jf for a in row), fc.zeros(())).backward()
+    sum(((a * a).sum() for row in jt for a in row), torch.zeros((), dtype=torch.float64)).backward()
+    np.testing.assert_allclose(to_np(fx.grad), tx.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(to_np(fy.grad), ty.grad.numpy(), rtol=1e-10)
+
+
+def test_forward_mode_hessian_errors_are_torch_s():
+    x = fb_tensor(B)
+    with pytest.raises(fc.FlambeauError, match=r"^\[autograd.functional.hessian\] `create_graph=True` and `strategy="):
+        F.hessian(lambda t: (t**3).sum(), x, create_graph=True, vectorize=True, outer_jacobian_strategy="forward-mode")
+    with pytest.raises(fc.FlambeauError, match=r"^\[autograd.functional.hessian\] `strict=True` and `strategy="):
+        F.hessian(lambda t: (t**3).sum(), x, strict=True, vectorize=True, outer_jacobian_strategy="forward-mode")
