@@ -24,7 +24,7 @@ import functools
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import flambeau_core
@@ -686,14 +686,17 @@ def jacrev(
     return wrapper
 
 
-def _jacrev_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, chunk_size: int | None) -> Any:
+def _jacrev_by_vmap(
+    func: Callable, args: tuple, argnums: Any, has_aux: bool, chunk_size: int | None, create_graph: bool = False
+) -> Any:
     """Note [jacrev by vmap]: the Jacobian's rows as ``vmap`` over the output basis of ``grad`` of one output
     element (as torch.func.jacrev vmaps its vjp): the function runs once on a batch of the basis rows, and
     one backward pass over that batched graph gives every row (Note [grad inside vmap]), where the row-by-row
     path runs a backward pass per output element. Used at the top level only (not inside another
-    transform or vmap, not when an input requires grad); None when it does not apply or an op of the
+    transform or vmap, not when an input requires grad unless ``create_graph``: the rows then keep a graph
+    to the inputs, for autograd.functional's ``create_graph``); None when it does not apply or an op of the
     function has no batching rule, and the row-by-row path runs instead."""
-    if _depth() > 0 or _vmap.current_level() is not None or _keeps_graph(args):
+    if _depth() > 0 or _vmap.current_level() is not None or (_keeps_graph(args) and not create_graph):
         return None
     positions = _normalize_argnums(argnums, len(args), "jacrev")
     with no_grad():
@@ -723,7 +726,7 @@ def _jacrev_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, ch
     basis = flambeau_core.eye(total, dtype=dtype, device=device)
     in_dims = (0,) + (None,) * len(args)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _transform_level() if create_graph else nullcontext():
             warnings.filterwarnings("error", message=".*no batching rule", category=UserWarning)
             rows = _vmap.vmap(row_grad, in_dims=in_dims, chunk_size=chunk_size)(basis, *args)
     except (UserWarning, FlambeauError, TypeError, NotImplementedError):
@@ -814,6 +817,27 @@ def _jacfwd_by_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool) ->
             start += n
         jac_leaves.append(tree_unflatten(blocks, in_spec))
     return tree_unflatten(jac_leaves, out_spec)
+
+
+def _vectorized_jacobian(
+    func: Callable, inputs: tuple, strategy: str, create_graph: bool, of_gradient: bool
+) -> tuple[bool, list] | None:
+    """autograd.functional's ``vectorize=True`` Jacobian (Note [vectorized jacobian] in
+    flambeau_autograd.functional, which this package registers it with): ``jacrev``'s batched rows
+    (Note [jacrev by vmap]) or ``jacfwd``'s batched columns, of ``func`` or (``of_gradient``) of its gradient.
+    ``(outputs_is_tuple, blocks)`` with ``blocks[i][j]`` the block of output ``i`` and input ``j``; None where
+    they cannot batch ``func``."""
+    argnums = tuple(range(len(inputs)))
+    target = grad(func, argnums) if of_gradient else func
+    if strategy == "forward-mode":
+        jac = _jacfwd_by_vmap(target, inputs, argnums, False)
+    else:
+        jac = _jacrev_by_vmap(target, inputs, argnums, False, None, create_graph)
+    if jac is None:
+        return None
+    # a tuple over the inputs per output: jac itself for one Tensor output, its items for a tuple of outputs
+    outputs_tuple = isinstance(jac[0], (tuple, list))
+    return outputs_tuple, [list(row) for row in (jac if outputs_tuple else (jac,))]
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
