@@ -30,12 +30,18 @@ Example:
 
 from __future__ import annotations
 
+from flambeau_autograd.functional import _register_vectorized_jacobian
+
+from flambeau.func import _transforms
 from flambeau.func._batch_norm_replacement import replace_all_batch_norm_modules_
 from flambeau.func._eager_transforms import debug_unwrap, functionalize
 from flambeau.func._functional_call import functional_call, stack_module_state
 from flambeau.func._rearrange import rearrange
 from flambeau.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from flambeau.func._vmap import vmap
+
+# autograd.functional's vectorize=True batches with vmap through this package (Note [vectorized jacobian]).
+_register_vectorized_jacobian(_transforms._vectorized_jacobian)
 
 __all__ = [
     "grad",
