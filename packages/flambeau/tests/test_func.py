@@ -573,3 +573,131 @@ def test_jacrev_runs_on_a_batch_and_falls_back_to_rows():
         ours = fb.func.jacrev(g)(fv)
     assert not [w for w in caught if "batching rule" in str(w.message)]
     _close(ours, torch.eye(3, dtype=torch.float64))
+
+
+# --- autograd.functional's vectorize=True, batched by fb.func (Note [vectorized jacobian]) ----------------
+
+F, TF = fb.autograd.functional, torch.autograd.functional
+
+
+def _tuples(tree):
+    """torch's forward-mode Jacobians come as lists where its reverse mode gives tuples: tuples both."""
+    return tuple(_tuples(t) for t in tree) if isinstance(tree, (tuple, list)) else tree
+
+
+def _one_out(x):
+    return lib(x).tanh(x * x).sum(1)
+
+
+def _two_in(x, y):
+    return (x * y.exp()).sin().sum(0) + y
+
+
+def _two_out(x):
+    return x.sum(0) * x[0], (x**3).sum()
+
+
+def _two_in_two_out(x, y):
+    return x @ y, (x * x).sum() * y
+
+
+@pytest.fixture
+def backward_passes(monkeypatch):
+    """How many backward passes autograd's engine runs (each ``_run_backward`` call is one)."""
+    import flambeau_autograd
+
+    count = [0]
+    run = flambeau_autograd._C._run_backward
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(flambeau_autograd._C, "_run_backward", counted)
+    return count
+
+
+@pytest.mark.parametrize(
+    "fn, shapes",
+    [(_one_out, [(3, 2)]), (_two_in, [(3, 2), (2,)]), (_two_out, [(3, 2)]), (_two_in_two_out, [(3, 2), (2,)])],
+)
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_functional_vectorized_jacobian_is_one_batched_pass_with_torch_s_values(backward_passes, fn, shapes, strategy):
+    pairs = [_pair(*s) for s in shapes]
+    fb_in = tuple(p[0] for p in pairs) if len(pairs) > 1 else pairs[0][0]
+    t_in = tuple(p[1] for p in pairs) if len(pairs) > 1 else pairs[0][1]
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return fn(*args)
+
+    ours = F.jacobian(counted, fb_in, vectorize=True, strategy=strategy)
+    _close(ours, _tuples(TF.jacobian(fn, t_in, vectorize=True, strategy=strategy)))
+    if strategy == "reverse-mode":
+        assert backward_passes[0] == 1  # every row from one backward pass (row by row: one per output element)
+    else:
+        assert len(calls) == 1 and backward_passes[0] == 0  # every column from one pass on dual tensors
+
+
+def test_functional_vectorized_jacobian_create_graph_is_differentiable_like_torch(backward_passes):
+    (fx, tx), (fy, ty) = _pair(3, 2), _pair(2)
+    for t in (fx, fy, tx, ty):
+        t.requires_grad_()
+    ours = F.jacobian(_two_in_two_out, (fx, fy), create_graph=True, vectorize=True)
+    assert backward_passes[0] == 1 and all(b.requires_grad for row in ours for b in row)
+    theirs = TF.jacobian(_two_in_two_out, (tx, ty), create_graph=True, vectorize=True)
+    _close(ours, theirs)
+    sum((b.sin().sum() for row in ours for b in row), fb.zeros((), dtype=fb.float64)).backward()
+    sum((b.sin().sum() for row in theirs for b in row), torch.zeros((), dtype=torch.float64)).backward()
+    _close(fx.grad, tx.grad)
+    _close(fy.grad, ty.grad)
+    assert not F.jacobian(_two_in_two_out, (fx, fy), vectorize=True)[0][0].requires_grad
+
+
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_functional_vectorized_hessian_matches_torch(backward_passes, strategy):
+    (fx, tx), (fy, ty) = _pair(3, 2), _pair(2)
+
+    def scalar(x, y):
+        return (lib(x).tanh(x @ y) ** 2).sum() + (y.exp() * y).sum()
+
+    ours = F.hessian(scalar, (fx, fy), vectorize=True, outer_jacobian_strategy=strategy)
+    _close(ours, _tuples(TF.hessian(scalar, (tx, ty), vectorize=True, outer_jacobian_strategy=strategy)))
+    # batched: a fixed number of backward passes (row by row runs one per input element, 8 here, plus one)
+    assert backward_passes[0] <= 3
+    one = F.hessian(lambda x: (x.exp() * x).sum(), fx, vectorize=True, outer_jacobian_strategy=strategy)
+    _close(one, TF.hessian(lambda x: (x.exp() * x).sum(), tx, vectorize=True, outer_jacobian_strategy=strategy))
+
+
+def test_functional_vectorized_hessian_create_graph_matches_torch():
+    (fx, tx) = _pair(4)
+    fx.requires_grad_()
+    tx.requires_grad_()
+    ours = F.hessian(lambda x: (x.sin() * x**2).sum(), fx, create_graph=True, vectorize=True)
+    theirs = TF.hessian(lambda x: (x.sin() * x**2).sum(), tx, create_graph=True, vectorize=True)
+    _close(ours, theirs)
+    (ours**2).sum().backward()
+    (theirs**2).sum().backward()
+    _close(fx.grad, tx.grad)
+
+
+def test_functional_vectorized_jacobian_falls_back_to_element_passes_where_vmap_cannot_batch(backward_passes):
+    fv = fb.tensor([1.0, 2.0, 3.0], dtype=fb.float64)
+
+    def g(v):  # a random op under vmap raises (randomness='error'): the rows run one backward pass each
+        return v * fb.bernoulli(fb.ones_like(v))  # the draw is always 1: the Jacobian is the identity
+
+    _close(F.jacobian(g, fv, vectorize=True), torch.eye(3, dtype=torch.float64))
+    assert backward_passes[0] == 3
+    _close(F.jacobian(g, fv, vectorize=True, strategy="forward-mode"), torch.eye(3, dtype=torch.float64))
+
+
+def test_importing_flambeau_registers_the_batched_jacobian():
+    from flambeau.func import _transforms
+
+    previous = F._register_vectorized_jacobian(None)
+    try:
+        assert previous is _transforms._vectorized_jacobian
+    finally:
+        F._register_vectorized_jacobian(previous)
