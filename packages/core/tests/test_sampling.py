@@ -79,3 +79,31 @@ def test_shapes_method_generator_out():
 def test_errors(args, error, words):
     with pytest.raises(error, match=r"\[multinomial\] .*" + words):
         fc.multinomial(*args)
+
+
+class Rows:
+    """A tensor-like (flambeau.overrides) holding weights, as vmap's batched tensors do: multinomial hands its
+    override the draw as one op, named multinomial, which the override runs on the weights it holds."""
+
+    def __init__(self, weights):
+        self.weights = weights
+        self.dtype, self.shape = weights.dtype, weights.shape
+
+    def dim(self):
+        return self.weights.dim()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        Rows.seen.append(func.__name__)
+        return func(*[a.weights if isinstance(a, Rows) else a for a in args], **(kwargs or {}))
+
+
+def test_a_tensor_like_gets_the_draw_as_one_op():
+    Rows.seen = []
+    draws = fc.multinomial(Rows(fc.tensor(WEIGHTS)), 3)
+    assert Rows.seen == ["multinomial"] and draws.shape == (2, 3)
+    assert [sorted(row) for row in draws.tolist()] == [[0, 1, 2], [0, 1, 3]]  # each row's positive categories
+    with pytest.raises(fc.FlambeauError, match=r"\[multinomial\] expected finite non-negative weights"):
+        fc.multinomial(Rows(fc.tensor([1.0, -1.0])), 1)  # the draw checks the values it is given
+    with pytest.raises(fc.FlambeauError, match=r"\[multinomial\] expected 1-D or 2-D weights"):
+        fc.multinomial(Rows(fc.ones(2, 2, 2)), 1)  # the shape is the tensor-like's own, checked before
