@@ -1217,6 +1217,7 @@ _SHAPE_RULE_BATCHING: dict[str, Callable] = {
 from flambeau.func import _batching_rules  # noqa: E402
 
 _RULES.update(_batching_rules.RULES)
+_RULES["multinomial"] = _batching_rules._batch_in_front  # core's Python multinomial hands vmap its draw as one op
 _SHAPE_RULE_BATCHING.update(_batching_rules.SHAPE_RULES)
 
 
