@@ -391,6 +391,57 @@ def test_randomness_same_refuses_a_draw_from_batched_values_as_torch():
         fb.func.vmap(lambda a: fb.bernoulli(a), randomness="same")(fb.rand(3, 4))
 
 
+def _multinomial_rows_valid(draws, weights, replacement):
+    """Each row's draws are categories of positive weight; without replacement, distinct."""
+    rows, weight_rows = draws.reshape(-1, draws.shape[-1]).tolist(), weights.reshape(-1, weights.shape[-1]).tolist()
+    for row, w in zip(rows, weight_rows, strict=True):
+        assert all(w[c] > 0 for c in row), (row, w)
+        assert replacement or len(set(row)) == len(row)
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_under_vmap_draws_per_sample_with_torch_s_shapes(replacement):
+    w = fb.tensor([[0.0, 1.0, 2.0, 3.0, 0.5]]).expand(8, 5).contiguous()  # the same weights in every sample
+    w3 = fb.rand(4, 2, 5) + 0.1
+    wt, w3t = torch.tensor(w.tolist()), torch.tensor(w3.tolist())
+    fb.manual_seed(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one batched draw: no per-sample loop
+        ours = fb.func.vmap(lambda r: fb.multinomial(r, 3, replacement), randomness="different")(w)
+        ours3 = fb.func.vmap(lambda r: r.multinomial(2, replacement), randomness="different")(w3)
+    theirs = torch.func.vmap(lambda r: torch.multinomial(r, 3, replacement), randomness="different")(wt)
+    theirs3 = torch.func.vmap(lambda r: r.multinomial(2, replacement), randomness="different")(w3t)
+    assert tuple(ours.shape) == tuple(theirs.shape) and tuple(ours3.shape) == tuple(theirs3.shape)
+    assert ours.dtype == fb.int64
+    _multinomial_rows_valid(ours, w, replacement)
+    _multinomial_rows_valid(ours3, w3, replacement)
+    assert not _same_across_samples(ours)  # 'different': each sample its own draw, though the weights agree
+
+
+def test_multinomial_under_vmap_same_randomness_and_errors_as_torch():
+    wu, x = fb.tensor([0.5, 1.0, 2.0, 0.0]), fb.zeros(6, 1, dtype=fb.int64)
+    fb.manual_seed(6)
+    ours = fb.func.vmap(lambda a: fb.multinomial(wu, 5, True) + a, randomness="same")(x)
+    theirs = torch.func.vmap(lambda a: torch.multinomial(torch.tensor(wu.tolist()), 5, True) + a, randomness="same")(
+        torch.zeros(6, 1, dtype=torch.long)
+    )
+    assert tuple(ours.shape) == tuple(theirs.shape) and _same_across_samples(ours)
+    _multinomial_rows_valid(ours, wu.expand(6, 4), True)
+    w = fb.rand(3, 4) + 0.1
+    with pytest.raises(RuntimeError, match="same randomness with a batched tensor input"):
+        torch.func.vmap(lambda r: torch.multinomial(r, 2), randomness="same")(torch.rand(3, 4))
+    with pytest.raises(fb.FlambeauError, match=r"randomness='same' is not supported for 'multinomial' with a batched"):
+        fb.func.vmap(lambda r: fb.multinomial(r, 2), randomness="same")(w)
+    with pytest.raises(fb.FlambeauError, match="random operation 'multinomial' while in randomness error mode"):
+        fb.func.vmap(lambda r: fb.multinomial(r, 2))(w)
+    with pytest.raises(fb.FlambeauError, match=r"\[multinomial\] expected finite non-negative weights"):
+        fb.func.vmap(lambda r: fb.multinomial(r, 1), randomness="different")(fb.tensor([[1.0, 1.0], [1.0, -1.0]]))
+    nested = fb.func.vmap(fb.func.vmap(lambda r: fb.multinomial(r, 2), randomness="different"), randomness="different")
+    draws = nested(fb.rand(2, 3, 5) + 0.1)
+    assert tuple(draws.shape) == (2, 3, 2)
+    _multinomial_rows_valid(draws, fb.ones(2, 3, 5), False)
+
+
 # --- the protocol underneath -------------------------------------------------------------------
 
 
