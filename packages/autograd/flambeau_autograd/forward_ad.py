@@ -8,7 +8,9 @@ Jacobian-vector product ``J @ v``. Tangents live for one *dual level*: the
 a time (as in PyTorch: nesting raises). The mechanism is Note [Forward-mode
 AD] in the package's src/engine.h.
 
-Differences from PyTorch: tangents are not computed under ``no_grad``, and an
+As in PyTorch, tangents are computed under ``no_grad`` too (no backward
+graph is recorded there). Differences from PyTorch: they are also computed
+under ``inference_mode`` (PyTorch's inference tensors carry none), and an
 in-place op writing a tangent into a view made before the level was entered
 raises ``NotImplementedError`` (its base is unknown).
 

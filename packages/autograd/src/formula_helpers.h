@@ -1162,7 +1162,9 @@ inline std::tuple<Tensor, Tensor, Tensor> rnn_layer_jvp(
 // ---- forward mode (Note [Forward formulas] in gen_autograd.py) ----
 
 /// Whether a tensor argument of any form requires grad (the kernel records a node only then).
-inline bool requires_grad_of(const Tensor& t) { return t.defined() && t.requires_grad(); }
+/// Whether an Autograd kernel records a node for `t`: it requires grad and grad mode is on (the kernel also
+/// runs under no_grad while a dual level is active, for tangents alone: Note [Grad mode and below autograd]).
+inline bool requires_grad_of(const Tensor& t) { return t.defined() && t.requires_grad() && grad_mode_enabled(); }
 inline bool requires_grad_of(const std::optional<Tensor>& t) { return t && requires_grad_of(*t); }
 inline bool requires_grad_of(const TensorList& ts) {
   return std::ranges::any_of(ts, [](const Tensor& t) { return requires_grad_of(t); });

@@ -243,6 +243,74 @@ def test_complex_tangents_match_torch():
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
 
 
+# ---- grad mode ----
+
+
+def test_tangents_are_computed_under_no_grad_without_recording_a_graph_as_torch():
+    w = RNG.standard_normal(3)
+
+    def f(lib):
+        weight = (fc.tensor(w) if lib is fc else torch.tensor(w)).requires_grad_()
+
+        def g(x):
+            with ag.no_grad() if lib is fc else torch.no_grad():
+                y = (x.sin() * weight).sum()
+            assert not y.requires_grad and y.grad_fn is None
+            return y
+
+        return g
+
+    assert_jvp_matches(f(fc), f(torch), [(3,)])
+
+
+def test_set_grad_enabled_false_keeps_tangents_and_enable_grad_inside_records_again():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fc.tensor([1.0, 2.0]), fc.tensor([1.0, 1.0]))
+        w = fc.tensor([3.0, 4.0], requires_grad=True)
+        with ag.set_grad_enabled(False):
+            y = d * w
+            with ag.enable_grad():
+                z = d * w
+        assert y.grad_fn is None and fwAD.unpack_dual(y).tangent.tolist() == [3.0, 4.0]
+        assert z.grad_fn is not None and fwAD.unpack_dual(z).tangent.tolist() == [3.0, 4.0]
+
+
+def test_an_in_place_op_on_a_leaf_under_no_grad_gives_it_the_operand_s_tangent_as_torch():
+    # An optimizer-style update of a parameter by a dual value: no "leaf in-place" error, the tangent flows.
+    with fwAD.dual_level():
+        p = fc.zeros(3, dtype=fc.float64, requires_grad=True)
+        with ag.no_grad():
+            p.add_(fwAD.make_dual(fc.ones(3, dtype=fc.float64), fc.full((3,), 2.0, dtype=fc.float64)))
+        assert p.grad_fn is None and fwAD.unpack_dual(p).tangent.tolist() == [2.0, 2.0, 2.0]
+    with tfwAD.dual_level():
+        q = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+        with torch.no_grad():
+            q.add_(tfwAD.make_dual(torch.ones(3, dtype=torch.float64), torch.full((3,), 2.0, dtype=torch.float64)))
+        assert tfwAD.unpack_dual(q).tangent.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_custom_function_s_forward_computes_no_tangents_of_its_own():
+    # Inside forward the ops run below the Autograd layer: the output's tangent is the one jvp gives.
+    seen = []
+
+    class Double(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            seen.append(fwAD.unpack_dual(y).tangent)
+            return y
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 5  # deliberately not 2: shows whose tangent the output gets
+
+    with fwAD.dual_level():
+        d = fwAD.make_dual(fc.ones(2), fc.ones(2))
+        with ag.no_grad():
+            out = Double.apply(d)
+        assert seen == [None] and fwAD.unpack_dual(out).tangent.tolist() == [5.0, 5.0]
+
+
 # ---- in-place ops ----
 
 

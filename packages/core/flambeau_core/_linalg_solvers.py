@@ -105,13 +105,10 @@ def lstsq(
     Ab = A.expand(*batch, *A.shape[-2:])
     Bb = B.expand(*batch, *B.shape[-2:])
     grad = _needs_grad(A, B)
-    if grad:  # gelsd has no derivative: it runs untracked, the solution's graph comes from pinv below
-        _C._set_grad_enabled(False)
-    try:
+    if grad:  # gelsd's solution runs untracked (no graph, no tangent): its derivatives come from pinv below
+        X, res, rank, sv = _C._linalg_lstsq(Ab.detach(), Bb.detach(), -1.0 if rcond is None else float(rcond))
+    else:
         X, res, rank, sv = _C._linalg_lstsq(Ab, Bb, -1.0 if rcond is None else float(rcond))
-    finally:
-        if grad:
-            _C._set_grad_enabled(True)
     if grad:
         X = _lstsq_differentiable(Ab, Bb, X)
         if res.numel():  # the squared residual norms, differentiable too (as PyTorch's)

@@ -11,7 +11,7 @@
 namespace flambeau {
 
 namespace detail {
-thread_local bool tls_autograd_excluded = false;
+thread_local uint8_t tls_autograd_excluded = 0;
 std::atomic<bool> g_forward_ad_active{false};
 }  // namespace detail
 

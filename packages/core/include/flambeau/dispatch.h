@@ -7,11 +7,12 @@
 //     derivative of its own: autograd sees the ops it calls). If set, it is
 //     always called, on every device, in every grad mode.
 //   * Autograd: records the graph (flambeau-autograd registers these). Chosen
-//     when autograd is not excluded on this thread (no_grad) and some tensor
-//     argument requires grad or carries a forward-mode tangent
-//     (needs_autograd), or a forward-mode dual level is active
-//     (g_forward_ad_active). It calls the same op again under
-//     AutoExcludeAutograd, which lands on the device kernel.
+//     when autograd is not excluded on this thread and some tensor argument
+//     requires grad or carries a forward-mode tangent (needs_autograd), or a
+//     forward-mode dual level is active (g_forward_ad_active); under no_grad
+//     only in the latter case, for the tangents (Note [Grad mode and below
+//     autograd]). It calls the same op again under AutoExcludeAutograd, which
+//     lands on the device kernel.
 //   * CPU, CUDA, PrivateUse1 (a plug-in device, Note [Device types]): the
 //     device kernels, chosen from the device type of the tensor (or Device)
 //     arguments: the first non-CPU one, else CPU. A CPU argument can thus
@@ -54,6 +55,7 @@
 // kernels can be registered from static initializers of any translation unit
 // or library.
 #include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -112,7 +114,20 @@ inline int device_key_slot(DispatchKey k) {
 }
 
 namespace detail {
-FB_API extern thread_local bool tls_autograd_excluded;
+// Note [Grad mode and below autograd]
+// Two reasons keep a call out of the Autograd layer, kept as two bits of one
+// thread-local byte so the dispatcher's common test stays one compare with 0:
+//   * kGradModeOff: no_grad / set_grad_enabled(False). No backward graph is
+//     recorded, but while a forward-mode dual level is active the Autograd
+//     layer still runs to compute tangents, as PyTorch does under no_grad
+//     (its kernels then record no node: grad_mode_enabled() is false);
+//   * kBelowAutograd: an Autograd kernel (or a custom Function's forward)
+//     calling ops below the layer (AutoExcludeAutograd): neither graph nor
+//     tangents, which the kernel gives its outputs itself.
+// enable_grad clears both, as it always re-enabled recording.
+inline constexpr uint8_t kGradModeOff = 1;
+inline constexpr uint8_t kBelowAutograd = 2;
+FB_API extern thread_local uint8_t tls_autograd_excluded;
 /// Set while a forward-mode dual level is active (flambeau-autograd's enter/exit_dual_level): every call
 /// then goes through the Autograd layer, whose view kernels record each view's base, so an in-place write
 /// into a view of a tensor without a tangent can give that base one (Note [Forward-mode AD]).
@@ -146,32 +161,37 @@ FB_API void kernel_trace_start();
 FB_API std::vector<std::vector<std::string>> kernel_trace_stop();
 }  // namespace detail
 
-/// True unless autograd is excluded on this thread (no_grad / inference).
-inline bool grad_mode_enabled() { return !detail::tls_autograd_excluded; }
-inline void set_grad_mode_enabled(bool enabled) { detail::tls_autograd_excluded = !enabled; }
+/// True unless autograd is excluded on this thread (no_grad / inference, or below the Autograd layer):
+/// whether an op records a backward graph.
+inline bool grad_mode_enabled() { return detail::tls_autograd_excluded == 0; }
+inline void set_grad_mode_enabled(bool enabled) {
+  detail::tls_autograd_excluded = enabled ? 0 : (detail::tls_autograd_excluded | detail::kGradModeOff);
+}
 
-/// RAII: ops below this guard skip the Autograd layer (no_grad).
+/// RAII: ops below this guard skip the Autograd layer (Note [Grad mode and below autograd]).
 class AutoExcludeAutograd {
  public:
-  AutoExcludeAutograd() : prev_(detail::tls_autograd_excluded) { detail::tls_autograd_excluded = true; }
+  AutoExcludeAutograd() : prev_(detail::tls_autograd_excluded) {
+    detail::tls_autograd_excluded = prev_ | detail::kBelowAutograd;
+  }
   ~AutoExcludeAutograd() { detail::tls_autograd_excluded = prev_; }
   AutoExcludeAutograd(const AutoExcludeAutograd&) = delete;
   AutoExcludeAutograd& operator=(const AutoExcludeAutograd&) = delete;
 
  private:
-  bool prev_;
+  uint8_t prev_;
 };
 
 /// RAII: sets grad mode (enable_grad / set_grad_enabled).
 class GradModeGuard {
  public:
-  explicit GradModeGuard(bool enabled) : prev_(grad_mode_enabled()) { set_grad_mode_enabled(enabled); }
-  ~GradModeGuard() { set_grad_mode_enabled(prev_); }
+  explicit GradModeGuard(bool enabled) : prev_(detail::tls_autograd_excluded) { set_grad_mode_enabled(enabled); }
+  ~GradModeGuard() { detail::tls_autograd_excluded = prev_; }
   GradModeGuard(const GradModeGuard&) = delete;
   GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
-  bool prev_;
+  uint8_t prev_;
 };
 
 namespace detail {
@@ -432,8 +452,10 @@ class Op<R(Args...)> : public OpBase {
       return reinterpret_cast<Kernel>(c)(std::forward<Args>(args)...);
     detail::KeyState s;
     (detail::visit_arg(s, args), ...);
-    if ((s.needs_autograd || detail::g_forward_ad_active.load(std::memory_order_relaxed)) &&
-        !detail::tls_autograd_excluded) {
+    const bool forward_ad = detail::g_forward_ad_active.load(std::memory_order_relaxed);
+    // Note [Grad mode and below autograd]: under no_grad only forward mode still needs the layer.
+    if ((s.needs_autograd || forward_ad) &&
+        (detail::tls_autograd_excluded == 0 || (forward_ad && detail::tls_autograd_excluded == detail::kGradModeOff))) {
       if (void* a = kernels_[static_cast<int>(DispatchKey::Autograd)])
         return reinterpret_cast<Kernel>(a)(std::forward<Args>(args)...);
     }

@@ -167,6 +167,33 @@ TEST_SUITE("dispatch") {
     CHECK(grad_mode_enabled());
   }
 
+  TEST_CASE("under no_grad a dual level still reaches the Autograd layer, below it nothing does") {
+    // Note [Grad mode and below autograd]: no_grad keeps forward mode's tangents, a kernel's own calls do not.
+    fbtest::FlagAutogradFactory factory;
+    fbtest::AutogradFactoryScope scope(&factory);
+    Tensor x = make_tensor({2});
+    struct DualLevel {
+      DualLevel() { detail::g_forward_ad_active = true; }
+      ~DualLevel() { detail::g_forward_ad_active = false; }
+    } level;
+    {
+      GradModeGuard no_grad(false);
+      CHECK_FALSE(grad_mode_enabled());  // kernels record no node
+      CHECK(probe(x) == "Autograd>CPU");
+      {
+        AutoExcludeAutograd below;
+        CHECK(probe(x) == "CPU");
+        {
+          GradModeGuard enable_grad(true);  // enable_grad re-enables recording, as it always did
+          CHECK(probe(x) == "Autograd>CPU");
+        }
+        CHECK(probe(x) == "CPU");  // the guard restores "below", not only "grad mode off"
+      }
+      CHECK(probe(x) == "Autograd>CPU");
+    }
+    CHECK(grad_mode_enabled());
+  }
+
   TEST_CASE("grad mode is thread-local") {
     fbtest::FlagAutogradFactory factory;
     fbtest::AutogradFactoryScope scope(&factory);
