@@ -338,7 +338,7 @@ def test_most_entries_are_compared(report):
 
 def test_loop_detection_sees_a_fallback(monkeypatch):
     """The classification reads the fallback's warning: an op whose rule is taken away is seen looping."""
-    monkeypatch.delitem(_vmap._RULES, "trace")
+    monkeypatch.delitem(_vmap._table_rules(), "trace")
     _vmap._warned.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

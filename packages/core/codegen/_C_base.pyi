@@ -540,8 +540,8 @@ def _kernel_trace_stop() -> list[list[str]]:
     Stops the kernel trace; returns [op, device type, 'own' | 'Generic'] rows.
     """
 
-# Note [Shape rules for Python]: Python name -> the table's shape rule name.
-_op_shape_rules: dict[str, str]
+# Note [Batching rules in the table] (codegen/model.py): Python name -> its vmap batching rule's name.
+_op_batch_rules: dict[str, str]
 
 def _registered_ops() -> list[str]:
     """

@@ -138,6 +138,59 @@ AUTOCAST_POLICIES = {
     "fp32": "cast to float32 (losses, prod)",
     "promote": "cast to the widest floating dtype among them (cat, stack)",
 }
+# Note [Batching rules in the table]: the batching rule flambeau.func.vmap runs for an op (`batch:`), by name;
+# each is a function of flambeau/func/_vmap.py's _RULE_FUNCTIONS. An op without `batch:` gets the rule of
+# its shape rule (SHAPE_BATCH_RULES), if any; gen_core.py exports the result as `_C._op_batch_rules`.
+BATCH_RULES = {
+    "elementwise": "samples padded to one rank behind the batch dim; a non-negative dim argument moves right",
+    "reduction": "a reduction over the sample's dims (all of them, or the given dims moved past the batch dim)",
+    "views": "view and shape ops whose arguments name the sample's dims (moved behind the batch dim)",
+    "all_batched": "every tensor argument batched (unbatched ones expanded), dims moved past the batch dim",
+    "batch_in_front": "ops over trailing dims that take any leading ones: the batch dim is one more",
+    "matmul": "matmul/mm/mv/dot/bmm on samples: the batch dim stays in front of the matrix dims",
+    "scaled_products": "addmm/addmv/addr/baddbmm/addbmm: beta * input + alpha * product, batched as products",
+    "linear": "linear with batched inputs and/or weights",
+    "conv": "conv1d/2d: a batched input is more images; batched weights become groups of one conv",
+    "conv_transpose": "conv_transpose1d/2d: images, or batched weights as groups of one transposed convolution",
+    "images": "pooling and image ops on [C, ...] or [N, C, ...] samples: the batch joins the images",
+    "layer_norm": "native_layer_norm: the batch dim is one more; batched weight and bias applied after",
+    "group_norm": "native_group_norm: the batch joins the images; batched weight and bias applied after",
+    "batch_norm": "native_batch_norm: each sample's channels become channels of one batch norm",
+    "embedding": "embedding: batched indices look up the shared table; a batched table is a gather",
+    "cross_entropy": "_cross_entropy: the batch joins the rows, the loss reduced per sample",
+    "nll_loss": "nll_loss_nd: the batch joins N, the loss reduced per sample",
+    "pointwise_loss": "a pointwise loss: computed per element (reduction 'none') and reduced per sample",
+    "prelu": "prelu: where(x > 0, x, weight * x) with the weight along the sample's channel dim",
+    "indexed": "gather/scatter and kin, whose index has the input's rank: every tensor batched",
+    "index_along": "index_add/index_copy/index_fill: a 1-d index into one dim (a batched one is a scatter)",
+    "index_select": "index_select: a shared index selects from each sample; a batched one is a gather",
+    "masked_fill": "masked_fill: with a batched mask or value, where(mask, value, input)",
+    "where": "where(condition, input, other) is elementwise; where(condition) loops (one shape per sample)",
+    "searchsorted": "searchsorted/bucketize: a shared 1-d sequence as is; else each sample's own sequence",
+    "quantile": "quantile/nanquantile of each sample",
+    "matrix_entries": "trace/diag/fliplr/flipud/ravel/tile/rot90/msort/t, composed of batched views",
+    "matrix_batch": "linear-algebra solvers whose arguments share their batch dims: all batched",
+    "atleast": "_atleast_1d/2d/3d: unit dims added as PyTorch places them",
+    "stacks": "hstack/vstack (row_stack)/dstack/column_stack: cat of the samples made 1-, 2- or 3-d",
+    "broadcast_tensors": "_broadcast_tensors: each sample expanded to the samples' broadcast shape",
+    "trapezoid": "trapezoid/cumulative_trapezoid: elementwise over the dims it does not integrate",
+    "pad_nd": "_pad_nd: a constant pad as is; other modes take [C, ...] or [N, C, ...]",
+    "repeat": "repeat: the sample's repeats, the batch dim repeated once",
+    "layout_free": "to/contiguous: the values, without the sample's memory format",
+    "view_as_complex": "view_as_complex: the samples laid out as the op needs",
+    "as_strided": "refused: the sample's strides and offset are the whole batch's inside vmap",
+}
+# The batching rule of an op without `batch:`, from its shape rule (Note [Batching rules in the table]).
+SHAPE_BATCH_RULES = {
+    "same": "elementwise",
+    "broadcast": "elementwise",
+    "reduce": "reduction",
+    "reduce_dim": "reduction",
+    "scalar": "reduction",
+    "index_select": "all_batched",
+    "cat": "all_batched",
+    "loss": "pointwise_loss",
+}
 _RULE = re.compile(r"^(?P<name>[a-z_0-9]+)(?:\((?P<args>[^()]*)\))?$")
 _CHECK = re.compile(r"^(?P<name>[a-z_0-9]+)\((?P<args>.*)\)$")
 
@@ -251,6 +304,14 @@ class OpDecl:
     errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
     autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
     aliases: list[str] = field(default_factory=list)  # more Python names of the same op (arcsin for asin)
+    batch: str | None = None  # Note [Batching rules in the table]: a key of BATCH_RULES
+
+    @property
+    def batch_rule(self) -> str | None:
+        """The vmap batching rule: the declared one, else its shape rule's (Note [Batching rules in the table])."""
+        if self.batch is not None:
+            return self.batch
+        return SHAPE_BATCH_RULES.get(self.shape.name) if self.shape is not None else None
 
     @property
     def has_meta(self) -> bool:
@@ -362,6 +423,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases", "structured",
+    "batch",
 }  # fmt: skip
 
 
@@ -469,6 +531,10 @@ def load_ops(path: Path) -> list[OpDecl]:
         op.autocast = e.get("autocast")
         if op.autocast is not None and op.autocast not in AUTOCAST_POLICIES:
             raise TableError(f"{where}: autocast must be one of {sorted(AUTOCAST_POLICIES)}, got '{op.autocast}'")
+        op.batch = e.get("batch")
+        if op.batch is not None and op.batch not in BATCH_RULES:
+            known = ", ".join(sorted(BATCH_RULES))
+            raise TableError(f"{where}: op '{op.cpp_name}': unknown batch rule '{op.batch}' (known: {known})")
         if "method" in python and not op.self_arg():
             raise TableError(f"{where}: a method needs an argument named 'self'")
         if python and any(a.type == "Tensor?[]" for a in args):
@@ -491,6 +557,25 @@ def load_ops(path: Path) -> list[OpDecl]:
             ops.append(inplace)
             seen.add(inplace.cpp_name)
     return ops
+
+
+def batch_rules(ops: list[OpDecl]) -> dict[str, str]:
+    """Each Python name's batching rule (Note [Batching rules in the table]), aliases included: the rule its
+    overloads declare, else the first one derived from an overload's shape rule. Ops bound by hand
+    (`python: []`) count too: their Python functions carry the op's name."""
+    declared: dict[str, str] = {}
+    derived: dict[str, str] = {}
+    for op in ops:
+        for name in op.py_names:
+            if op.batch is not None:
+                if declared.setdefault(name, op.batch) != op.batch:
+                    raise TableError(
+                        f"ops.yaml:{op.line}: op '{op.cpp_name}' declares batch rule '{op.batch}', another overload "
+                        f"of '{name}' '{declared[name]}': the overloads of a Python name share one rule"
+                    )
+            elif op.batch_rule is not None:
+                derived.setdefault(name, op.batch_rule)
+    return derived | declared
 
 
 def structured_base(op: OpDecl, ops: list[OpDecl]) -> OpDecl | None:

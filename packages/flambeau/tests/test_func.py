@@ -148,6 +148,45 @@ def test_transforms_inside_vmap_match_torch(case):
     close(_inside_vmap(fb.func, f, fx, fv, fw)[case](), _inside_vmap(torch.func, f, tx, tv, tw)[case]())
 
 
+def _inside_nested_vmap(api, f, xs, vs, ws):
+    """Transforms inside two and three levels of vmap (xs, vs: [2, 4, 3]; ws: [2, 3], batched at the outer
+    level only), with values batched at one level and closures over the outer level's."""
+
+    def scalar(t):
+        return f(t).sum()
+
+    vv = lambda g, **kw: api.vmap(api.vmap(g, **kw))  # noqa: E731
+    return {
+        "grad": lambda: vv(api.grad(scalar))(xs),
+        "jacrev": lambda: vv(api.jacrev(f))(xs),
+        "jacfwd": lambda: vv(api.jacfwd(f))(xs),
+        "hessian": lambda: vv(api.hessian(scalar))(xs),
+        "jvp": lambda: vv(lambda a, b: api.jvp(f, (a,), (b,)))(xs, vs),
+        "vjp": lambda: vv(lambda a, c: api.vjp(f, a)[1](c)[0])(xs, vs),
+        "grad of a value batched at the outer level only": lambda: api.vmap(
+            lambda w, x: api.vmap(lambda b: api.grad(lambda p: (f(p) * b).sum())(w))(x)
+        )(ws, xs),
+        "grad over a closure of the outer level": lambda: api.vmap(
+            lambda w, x: api.vmap(api.grad(lambda b: (f(b) * w).sum()))(x)
+        )(ws, xs),
+        "in_dims None at the inner level": lambda: api.vmap(
+            api.vmap(api.grad(lambda a, w: (f(a) * w).sum()), in_dims=(0, None)), in_dims=(0, 0)
+        )(xs, ws),
+        "grad in three levels": lambda: api.vmap(vv(api.grad(scalar)))(xs.reshape(2, 2, 2, 3)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_inside_nested_vmap(fb.func, None, None, None, None)))
+def test_transforms_inside_nested_vmap_match_torch(case):
+    rng = np.random.default_rng(37)
+    (fx, tx), (fv, tv), (fw, tw) = pair(rng, 2, 4, 3), pair(rng, 2, 4, 3), pair(rng, 2, 3)
+
+    def f(x):
+        return x.sin() * x.prod() + x
+
+    close(_inside_nested_vmap(fb.func, f, fx, fv, fw)[case](), _inside_nested_vmap(torch.func, f, tx, tv, tw)[case]())
+
+
 @pytest.mark.parametrize("case", list(_compositions(fb.func, None, None, None)))
 def test_compositions_match_torch(case):
     (fx, tx), (fw, tw) = _pair(3), _pair(3)

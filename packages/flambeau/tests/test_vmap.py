@@ -185,7 +185,7 @@ def test_nested_vmap_is_an_outer_product_of_batches():
 def test_an_op_without_a_rule_loops_and_warns_once(monkeypatch):
     from flambeau.func import _vmap
 
-    monkeypatch.delitem(_vmap._RULES, "matmul")  # matmul as an op with no batching rule
+    monkeypatch.delitem(_vmap._table_rules(), "matmul")  # matmul as an op with no batching rule
     monkeypatch.setattr(_vmap, "_warned", set())
     x, tx = _pair(4, 3, 3)
     f = lambda m: m @ m.mT + m  # noqa: E731
@@ -195,6 +195,32 @@ def test_an_op_without_a_rule_loops_and_warns_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per op
         _close(fb.func.vmap(f)(x), torch.func.vmap(f)(tx))
+
+
+def test_every_batching_rule_the_table_names_has_a_function():
+    """_C._op_batch_rules (the table's `batch:`, else its shape rule's) names rules of _RULE_FUNCTIONS; the
+    Python-level names are not table names (a table name's rule wins, so one there would never run)."""
+    import flambeau_core
+    from flambeau.func import _vmap
+
+    table = dict(flambeau_core._C._op_batch_rules)
+    assert set(table.values()) <= set(_vmap._RULE_FUNCTIONS), set(table.values()) - set(_vmap._RULE_FUNCTIONS)
+    assert not set(table) & set(_vmap._PYTHON_LEVEL_RULES), set(table) & set(_vmap._PYTHON_LEVEL_RULES)
+    # declared (view: views, matmul: matmul, vstack and its alias row_stack: stacks), derived from the shape
+    # rule (sum: reduce, sin: same), and hand-bound ops (python: []) by their op's name
+    expected = {"view": "views", "matmul": "matmul", "row_stack": "stacks", "vstack": "stacks", "sum": "reduction"}
+    assert {k: table.get(k) for k in [*expected, "sin"]} == {**expected, "sin": "elementwise"}
+
+
+def test_table_rules_batch_aliases_and_in_place_forms_without_the_loop():
+    x, tx = _pair(4, 3)
+    y, ty = _pair(4, 2, 3)
+    stacked = lambda a, b: lib(a).row_stack([a, b])  # noqa: E731 (vstack's alias)
+    in_place = lambda a: a.clone().clip_(-0.5, 0.5) + a.clone().zero_()  # noqa: E731 (clamp_'s alias, zero_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the loop's warning would raise
+        ours = fb.func.vmap(stacked)(x, y), fb.func.vmap(in_place)(x)
+    _close(ours, (torch.func.vmap(stacked)(tx, ty), torch.func.vmap(in_place)(tx)))
 
 
 def test_a_shared_table_indexed_by_batched_indices():

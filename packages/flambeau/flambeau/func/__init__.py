@@ -13,11 +13,11 @@ PyTorch's, and compose in any order (``grad(grad(f))``, ``jacrev(jacrev(f))``, `
 ``vmap`` maps a function of one sample over a batch, running each op once on the batch (Note [vmap on
 __torch_function__] in ``_vmap.py``); ``vmap(grad(f))`` gives per-sample gradients.
 
-Where it differs from ``torch.func``: everything runs on flambeau's reverse-mode tape (Note [Transforms on
-one tape] in ``_transforms.py``). ``jvp``, ``jacfwd`` and ``linearize`` use the double-backward trick until
-flambeau has dual tensors (real forward mode); ``jacrev`` runs one backward pass per output element; inside
-``vmap`` only ``grad``/``grad_and_value`` (one vmap level) are supported among the transforms, and
-``randomness='same'`` is not.
+Where it differs from ``torch.func``: the reverse-mode transforms run on autograd's one tape (Note
+[Transforms on one tape] in ``_transforms.py``); ``jvp``, ``jacfwd`` and ``linearize`` run on dual tensors
+(``flambeau.autograd.forward_ad``), or by the double-backward trick where an op has no forward formula
+(with a warning) or inside another forward-mode transform. Every transform also runs inside ``vmap``, at
+any depth of nested ``vmap`` calls (Note [transforms inside nested vmap]).
 
 Example:
     >>> import flambeau as fb

@@ -28,7 +28,6 @@ from flambeau.func._vmap import (
     _shift_dims,
     _sizes_arg,
     _tensor_slots,
-    _views,
     _with_args,
 )
 
@@ -481,14 +480,14 @@ def _atleast(call: _Call) -> Any:
 
 
 def _stacks(call: _Call) -> Any:
-    """hstack/vstack/dstack/column_stack: cat of the samples made 1-, 2- or 3-d, as batched ops."""
+    """hstack/vstack (row_stack)/dstack/column_stack: cat of the samples made 1-, 2- or 3-d, as batched ops."""
     tensors = [_rewrap(t, call) for t in call.args[0]]
     name = call.name
     if name == "column_stack":
         tensors = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in tensors]
         name = "hstack"
     c = flambeau_core._C
-    if name == "vstack":
+    if name in ("vstack", "row_stack"):  # row_stack: vstack's alias
         return flambeau_core.cat([c._atleast_2d(t) for t in tensors], 0)
     if name == "dstack":
         return flambeau_core.cat([c._atleast_3d(t) for t in tensors], 2)
@@ -506,36 +505,33 @@ def _trapezoid(call: _Call) -> Any:
     return _elementwise(_with_args(call, [_expand(y, call), *call.args[1:]], kwargs))
 
 
-# Matrix functions batch over leading dims already: the batch dim is one more.
-_LINALG_UNARY = (
-    "_linalg_inv _linalg_cholesky _linalg_slogdet _linalg_svd _linalg_eigh _linalg_eig _linalg_qr _linalg_lu_factor_ex "
-    "_lu_pivots_to_permutation _linalg_ldl_factor_ex _geqrf"
-)
-
-RULES: dict[str, Callable] = {}
-RULES.update(dict.fromkeys(_LINALG_UNARY.split(), _batch_in_front))
-RULES.update(dict.fromkeys(["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim"], _indexed))
-RULES.update(dict.fromkeys(["index_add", "index_copy", "index_fill"], _index_along))
-RULES.update(
-    dict.fromkeys("to contiguous float double half bfloat16 long int bool byte char short".split(), _layout_free)
-)
-RULES.update(dict.fromkeys("trace diag fliplr flipud ravel tile rot90 msort t".split(), _matrix_entries))
-RULES.update(dict.fromkeys(["addmm", "addmv", "addr", "baddbmm", "addbmm"], _scaled_products))
-RULES.update({"native_layer_norm": _layer_norm, "native_group_norm": _group_norm, "embedding": _embedding})
-RULES.update({"native_batch_norm": _batch_norm, "diag_embed": _views, "index_select": _index_select})
-RULES.update(dict.fromkeys(["conv_transpose1d", "conv_transpose2d"], _conv_transpose))
-RULES.update(dict.fromkeys(["searchsorted", "bucketize"], _searchsorted))
-RULES.update(dict.fromkeys(["quantile", "nanquantile"], _quantile))
-RULES.update({"nll_loss_nd": _nll_loss, "prelu": _prelu, "_broadcast_tensors": _broadcast_tensors})
-RULES.update(dict.fromkeys(["_linalg_solve", "_linalg_lstsq", "_linalg_pinv", "_linalg_lu_solve"], _matrix_batch))
-RULES.update(dict.fromkeys(["_linalg_ldl_solve", "_ormqr"], _matrix_batch))
-# The FFT kernels transform the dims they are given: the batch dim is one more, left alone.
-RULES.update(dict.fromkeys(["_fft_r2c", "_fft_c2c", "_fft_c2r"], _elementwise))
-RULES.update(dict.fromkeys(["_atleast_1d", "_atleast_2d", "_atleast_3d"], _atleast))
-RULES.update(dict.fromkeys(["hstack", "vstack", "dstack", "column_stack"], _stacks))
-RULES.update(dict.fromkeys(["trapezoid", "trapz", "cumulative_trapezoid"], _trapezoid))
-RULES.update(dict.fromkeys(["complex", "polar", "frexp"], _elementwise))
-RULES.update({"_pad_nd": _pad_nd, "view_as_complex": _view_as_complex, "where": _where, "masked_fill": _masked_fill})
-
-# Shape rules of the op table (Note [Shape rules for Python]) these rules cover.
-SHAPE_RULES: dict[str, Callable] = {"loss": _pointwise_loss}
+# This module's rules by name (Note [Batching rules in the table] in core's codegen/model.py): the table's
+# `batch:` names them, and _vmap adds them to its _RULE_FUNCTIONS.
+RULE_FUNCTIONS: dict[str, Callable] = {
+    "batch_in_front": _batch_in_front,
+    "indexed": _indexed,
+    "index_along": _index_along,
+    "index_select": _index_select,
+    "layout_free": _layout_free,
+    "matrix_entries": _matrix_entries,
+    "scaled_products": _scaled_products,
+    "layer_norm": _layer_norm,
+    "group_norm": _group_norm,
+    "batch_norm": _batch_norm,
+    "embedding": _embedding,
+    "conv_transpose": _conv_transpose,
+    "searchsorted": _searchsorted,
+    "quantile": _quantile,
+    "nll_loss": _nll_loss,
+    "pointwise_loss": _pointwise_loss,
+    "prelu": _prelu,
+    "broadcast_tensors": _broadcast_tensors,
+    "matrix_batch": _matrix_batch,
+    "atleast": _atleast,
+    "stacks": _stacks,
+    "trapezoid": _trapezoid,
+    "pad_nd": _pad_nd,
+    "view_as_complex": _view_as_complex,
+    "where": _where,
+    "masked_fill": _masked_fill,
+}

@@ -182,9 +182,8 @@ def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         call = "grad_and_value(f)(*args)"  # PyTorch's words for both grad and grad_and_value
-        level = _vmap.current_level()
-        if level is not None and _vmap.has_batched(args, kwargs, level):
-            return _grad_inside_vmap(func, args, kwargs, argnums, has_aux, api, call, level)
+        if _batched_inside_vmap(args, kwargs):
+            return _grad_inside_vmap(func, args, kwargs, argnums, has_aux, api, call, _VmapLevels())
         keep = _keeps_graph(args, kwargs)
         with _transform_level():
             output, flat_in, spec = _call_with_differentiable_args(func, args, kwargs, argnums, keep, api)
@@ -207,65 +206,94 @@ def _gradient_transform(func: Callable, argnums: Any, has_aux: bool, api: str) -
     return wrapper
 
 
-def _physical(x: Any, batch: int, level: int, api: str) -> Tensor:
-    """A value inside ``vmap`` as its batch: a BatchedTensor's physical tensor (batch in dim 0), a shared tensor
-    expanded to the batch (one row per sample, batch stride 0)."""
-    if isinstance(x, _vmap.BatchedTensor) and x._level == level:
-        if not isinstance(x._value, Tensor):
-            raise NotImplementedError(
-                f"[func.{api}] {api} inside nested vmap calls is not supported yet: {api} can be vmapped once"
-            )
-        return x._value
-    if isinstance(x, Tensor):
-        return x.unsqueeze(0).expand(batch, *x.shape)
-    raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
+def _batched_inside_vmap(*trees: Any) -> bool:
+    """Whether a transform is called inside ``vmap`` on a value batched at one of its levels."""
+    return _vmap.current_level() is not None and any(isinstance(x, _vmap.BatchedTensor) for x in tree_flatten(trees)[0])
 
 
-def _batched_nodes(batch: int, level: int, api: str, physical: list) -> Callable[[Any], Any]:
+class _VmapLevels:
+    """Note [transforms inside nested vmap]: the vmap levels a transform called inside ``vmap`` runs under,
+    outermost first. Each input becomes one physical tensor with a dim per level in front (a level the input
+    is not batched at is expanded: that level's samples share it, batch stride 0), the transform works on
+    those, and its results are wrapped back in every level. No level's samples mix (each batching rule keeps
+    them apart), so what Note [grad inside vmap] says of one level holds for all of them at once."""
+
+    def __init__(self) -> None:
+        self.levels = _vmap.active_levels()
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(size for _, size in self.levels)
+
+    def physical(self, x: Any, api: str) -> Tensor:
+        """``x`` as a tensor of shape ``sizes + sample shape``."""
+        return self._peel(x, len(self.levels), api)
+
+    def _peel(self, x: Any, k: int, api: str) -> Tensor:
+        if k == 0:
+            if isinstance(x, Tensor):
+                return x
+            if isinstance(x, _vmap.BatchedTensor):
+                raise FlambeauError(f"[func.{api}] a batched tensor of a vmap call that has returned reached {api}")
+            raise TypeError(f"[func.{api}] Thing passed to transform API must be Tensor, got {type(x).__name__}")
+        level, size = self.levels[k - 1]
+        if isinstance(x, _vmap.BatchedTensor) and x._level == level:
+            return self._peel(x._value, k - 1, api)  # its dim k - 1 is this level's
+        t = self._peel(x, k - 1, api)
+        return t.unsqueeze(k - 1).expand(*t.shape[: k - 1], size, *t.shape[k - 1 :])
+
+    def wrap(self, t: Tensor) -> Any:
+        """A physical tensor (``sizes`` in front) as the value each sample of every level sees."""
+        for level, _ in self.levels:
+            t = _vmap.BatchedTensor(t, level)
+        return t
+
+
+def _batched_nodes(levels: _VmapLevels, api: str, physical: list) -> Callable[[Any], Any]:
     """The function making an input of a transform inside ``vmap`` a node to differentiate (Note [grad inside
     vmap]): a batched input's physical tensor, or an unbatched one expanded, each appended to ``physical``."""
 
     def differentiable(x: Any) -> Any:
-        if isinstance(x, Tensor) and not isinstance(x, _vmap.BatchedTensor):
-            node = _differentiable_tree(x, True, api).unsqueeze(0).expand(batch, *x.shape)
+        if isinstance(x, Tensor):
+            node = levels.physical(_differentiable_tree(x, True, api), api)
         else:
-            node = _differentiable_tree(_physical(x, batch, level, api), True, api)
+            node = _differentiable_tree(levels.physical(x, api), True, api)
         physical.append(node)
-        return _vmap.BatchedTensor(node, level)
+        return levels.wrap(node)
 
     return differentiable
 
 
-def _vjp_inside_vmap(func: Callable, primals: tuple, has_aux: bool, level: int, call: str) -> tuple:
+def _vjp_inside_vmap(func: Callable, primals: tuple, has_aux: bool, levels: _VmapLevels, call: str) -> tuple:
     """``vjp`` of a function of one sample, called on a batch inside ``vmap``: Note [grad inside vmap] with
     the cotangents given (one per sample) instead of ones."""
-    batch = _vmap.batch_size(primals, {}, level)
     physical: list[Tensor] = []
-    differentiable = _batched_nodes(batch, level, "vjp", physical)
+    differentiable = _batched_nodes(levels, "vjp", physical)
     with _transform_level(), enable_grad():
         new = tree_map(differentiable, primals)
         spec = tree_flatten(new)[1]
         output = func(*new)
         output, aux = _split_aux(output, has_aux, "vjp", call)
         flat_out, out_spec = _flat_tensor_outputs(output, "vjp", call, batched=True)
-    outs = [_physical(o, batch, level, "vjp") for o in flat_out]
+    outs = [levels.physical(o, "vjp") for o in flat_out]
 
     def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: bool | None = None) -> tuple:
         flat_ct = _flat_cotangents(cotangents, flat_out, out_spec)
-        cts = [_physical(c, batch, level, "vjp") for c in flat_ct]
+        cts = [levels.physical(c, "vjp") for c in flat_ct]
         with _transform_level(), enable_grad():
             grads = _backward(outs, cts, physical, _depth() > 0 if create_graph is None else create_graph)
-        return tree_unflatten([_vmap.BatchedTensor(g, level) for g in _zeros_for_none(grads, physical)], spec)
+        return tree_unflatten([levels.wrap(g) for g in _zeros_for_none(grads, physical)], spec)
 
     return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
 
 
-def _jvp_inside_vmap(func: Callable, primals: tuple, tangents: tuple, has_aux: bool, level: int, call: str) -> Any:
+def _jvp_inside_vmap(
+    func: Callable, primals: tuple, tangents: tuple, has_aux: bool, levels: _VmapLevels, call: str
+) -> Any:
     """``jvp`` of a function of one sample, called on a batch inside ``vmap``: one forward pass on the batch's
     dual tensors (the batching rules keep the samples apart, so each row's tangent is its sample's)."""
     if _current_dual_level() >= 0:
         raise NotImplementedError("[func.jvp] jvp inside vmap inside another jvp is not supported yet")
-    batch = _vmap.batch_size((primals, tangents), {}, level)
     flat_p, p_spec = tree_flatten(primals)
     flat_t = tree_flatten(tangents)[0]
     with _transform_level(), forward_ad.dual_level(), enable_grad():
@@ -273,21 +301,21 @@ def _jvp_inside_vmap(func: Callable, primals: tuple, tangents: tuple, has_aux: b
         for p, t in zip(flat_p, flat_t, strict=True):
             # A shared primal stays one value expanded (the batching rules compute it once); its tangent may
             # still differ per sample (make_dual keeps such a tangent's own layout).
-            pp, tt = _physical(p, batch, level, "jvp"), _physical(t, batch, level, "jvp")
-            duals.append(_vmap.BatchedTensor(forward_ad.make_dual(pp, tt), level))
+            pp, tt = levels.physical(p, "jvp"), levels.physical(t, "jvp")
+            duals.append(levels.wrap(forward_ad.make_dual(pp, tt)))
         output = func(*tree_unflatten(duals, p_spec))
         output, aux = _split_aux(output, has_aux, "jvp", call)
         flat_out, out_spec = _flat_tensor_outputs(output, "jvp", call, batched=True)
         primal_out, tangent_out = [], []
         for o in flat_out:
-            primal, tangent = forward_ad.unpack_dual(_physical(o, batch, level, "jvp"))
-            primal_out.append(_vmap.BatchedTensor(primal, level))
+            primal, tangent = forward_ad.unpack_dual(levels.physical(o, "jvp"))
+            primal_out.append(levels.wrap(primal))
             tangent = flambeau_core.zeros_like(primal) if tangent is None else tangent
-            tangent_out.append(_vmap.BatchedTensor(tangent, level))
+            tangent_out.append(levels.wrap(tangent))
         aux = tree_map(
             lambda a: (
-                _vmap.BatchedTensor(forward_ad.unpack_dual(a._value).primal, level)
-                if isinstance(a, _vmap.BatchedTensor) and a._level == level
+                levels.wrap(forward_ad.unpack_dual(levels.physical(a, "jvp")).primal)
+                if isinstance(a, _vmap.BatchedTensor)
                 else a
             ),
             aux,
@@ -308,7 +336,9 @@ def _of_differentiated(func: Callable, args: tuple, positions: tuple[int, ...]) 
     return of_diff
 
 
-def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bool, api: str, level: int) -> Any:
+def _jacobian_inside_vmap(
+    func: Callable, args: tuple, argnums: Any, has_aux: bool, api: str, levels: _VmapLevels
+) -> Any:
     """``jacrev``/``jacfwd`` of a function of one sample, called on a batch inside ``vmap``: one batched
     ``vjp`` per output element (jacrev) or one batched ``jvp`` per input element (jacfwd), each over the
     whole batch, the rows (columns) stacked into each sample's Jacobian."""
@@ -319,7 +349,7 @@ def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bo
     flat_in, diff_spec = tree_flatten(diff)
     in_spec = tree_flatten(args[positions[0]] if isinstance(argnums, int) else diff)[1]  # the Jacobian's inner layout
     if api == "jacrev":
-        res = _vjp_inside_vmap(of_diff, diff, has_aux, level, call)
+        res = _vjp_inside_vmap(of_diff, diff, has_aux, levels, call)
         output, vjp_fn, aux = res if has_aux else (*res, None)
         flat_out, out_spec = tree_flatten(output)
         blocks = [[[] for _ in flat_in] for _ in flat_out]
@@ -339,7 +369,7 @@ def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bo
             for e in range(x.numel()):
                 tangents = [flambeau_core.zeros(tuple(q.shape), dtype=q.dtype, device=q.device) for q in flat_in]
                 tangents[i].view(-1)[e] = 1
-                res = _jvp_inside_vmap(of_diff, diff, tree_unflatten(tangents, diff_spec), has_aux, level, call)
+                res = _jvp_inside_vmap(of_diff, diff, tree_unflatten(tangents, diff_spec), has_aux, levels, call)
                 output, out_tangent, aux = res if has_aux else (*res, None)
                 columns[i].append(tree_flatten(out_tangent)[0])
         flat_out, out_spec = tree_flatten(output)
@@ -350,7 +380,7 @@ def _jacobian_inside_vmap(func: Callable, args: tuple, argnums: Any, has_aux: bo
 
 
 def _grad_inside_vmap(
-    func: Callable, args: tuple, kwargs: dict, argnums: Any, has_aux: bool, api: str, call: str, level: int
+    func: Callable, args: tuple, kwargs: dict, argnums: Any, has_aux: bool, api: str, call: str, levels: _VmapLevels
 ) -> Any:
     """Note [grad inside vmap]: ``grad`` of a function of one sample, called on a batch inside ``vmap``.
 
@@ -360,11 +390,10 @@ def _grad_inside_vmap(
     is differentiated through an expanded view of it, one row per sample, so its gradient is per sample
     too; the batching rules see that view's batch stride of 0 and keep the forward a single GEMM
     (``_SharedRight`` in ``_vmap.py``)."""
-    batch = _vmap.batch_size(args, kwargs, level)
     keep = _depth() > 0  # inside another transform (jacrev(grad(f)) by vmap): it differentiates the result
     positions = _normalize_argnums(argnums, len(args), api)
     physical: list[Tensor] = []
-    differentiable = _batched_nodes(batch, level, api, physical)
+    differentiable = _batched_nodes(levels, api, physical)
     new_args = list(args)
     with _transform_level(), enable_grad():  # the expanded views are nodes of the graph, even under no_grad
         for p in positions:
@@ -380,11 +409,11 @@ def _grad_inside_vmap(
                 f"[func.{api}] {call}: Expected f(*args) to return a scalar Tensor, got tensor with "
                 f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
             )
-        value = output._value if isinstance(output, _vmap.BatchedTensor) else output
+        value = levels.physical(output, api)
         seed = flambeau_core.ones_like(value)
         grads = _zeros_for_none(_backward([value], [seed], physical, keep), physical)
-    gradient = tree_unflatten([_vmap.BatchedTensor(g, level) for g in grads], spec)
-    output = output if isinstance(output, _vmap.BatchedTensor) else _vmap.BatchedTensor(value.expand(batch), level)
+    gradient = tree_unflatten([levels.wrap(g) for g in grads], spec)
+    output = levels.wrap(value)
     return (gradient, (output, aux)) if has_aux else (gradient, output)
 
 
@@ -446,9 +475,8 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         [[3.0, 4.0], [1.0, 2.0]]
     """
     call = "vjp(f, *primals)"
-    level = _vmap.current_level()
-    if level is not None and _vmap.has_batched(primals, {}, level):
-        return _vjp_inside_vmap(func, primals, has_aux, level, call)
+    if _batched_inside_vmap(primals):
+        return _vjp_inside_vmap(func, primals, has_aux, _VmapLevels(), call)
     keep = _keeps_graph(primals)
     with _transform_level():
         output, flat_in, spec = _call_with_differentiable_args(
@@ -550,9 +578,8 @@ def jvp(func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False
         )
     if not flat_p:
         raise FlambeauError(f"[func.jvp] {call}: Expected primals to contain at least one Tensor.")
-    level = _vmap.current_level()
-    if level is not None and _vmap.has_batched((primals, tangents), {}, level):
-        return _jvp_inside_vmap(func, primals, tangents, has_aux, level, call)
+    if _batched_inside_vmap((primals, tangents)):
+        return _jvp_inside_vmap(func, primals, tangents, has_aux, _VmapLevels(), call)
     _check_tangents(flat_t, flat_p, "jvp")
     keep = _keeps_graph(primals, tangents)
     with _transform_level():
@@ -623,9 +650,8 @@ def _jacobian_transform(
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
         call = f"{api}(f, ...)(*args)"
-        level = _vmap.current_level()
-        if level is not None and _vmap.has_batched(args, {}, level):
-            return _jacobian_inside_vmap(func, args, argnums, has_aux, api, level)
+        if _batched_inside_vmap(args):
+            return _jacobian_inside_vmap(func, args, argnums, has_aux, api, _VmapLevels())
         keep = _keeps_graph(args)
         with _transform_level():
             output, flat_in, in_spec = _call_with_differentiable_args(func, args, {}, argnums, keep, api)
@@ -677,9 +703,8 @@ def jacrev(
 
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
-        level = _vmap.current_level()
-        if level is not None and _vmap.has_batched(args, {}, level):
-            return _jacobian_inside_vmap(func, args, argnums, has_aux, "jacrev", level)
+        if _batched_inside_vmap(args):
+            return _jacobian_inside_vmap(func, args, argnums, has_aux, "jacrev", _VmapLevels())
         batched = _jacrev_by_vmap(func, args, argnums, has_aux, chunk_size)
         return by_rows(*args) if batched is None else batched
 
