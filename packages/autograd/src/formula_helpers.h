@@ -202,6 +202,20 @@ inline const Tensor& scatter_grad_without_reduce(const Tensor& grad,
   return grad;
 }
 
+/// The gradient of a scatter's `src` from its values at the index's positions (`gather(grad, dim, index)`,
+/// shaped as the index). `src` may be larger than the index in any dim: only its leading index-shaped block
+/// is scattered, so the rest of it gets zeros (PyTorch's formula returns the index-shaped block, which its
+/// engine then refuses).
+inline Tensor scattered_src_grad(const Tensor& g, const Shape& src_sizes) {
+  if (std::ranges::equal(g.sizes(), src_sizes)) return g;
+  std::vector<int64_t> pad;  // _pad_nd's order: the last dim's (before, after) first
+  for (int64_t d = g.dim() - 1; d >= 0; --d) {
+    pad.push_back(0);
+    pad.push_back(src_sizes[d] - g.sizes()[d]);
+  }
+  return op::_pad_nd(g, pad, "constant", 0.0);
+}
+
 /// max over all elements: the gradient is shared evenly among the maxima (or the NaNs).
 inline Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
   Tensor mask = op::where(op::ne(result, result), op::ne(self, self), op::eq(self, result));

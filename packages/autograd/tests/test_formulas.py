@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import flambeau_autograd as ag
 import flambeau_core as fc
 import numpy as np
@@ -111,6 +113,39 @@ def test_gather_and_scatter_add(index_dtype):
         lambda a, s: a.scatter_add(1, fb_tensor(idx), s),
         lambda a, s: a.scatter_add(1, torch.tensor(idx), s),
         make_inputs([(3, 3), (3, 2)]),
+    )
+
+
+def _scatter_reduce(a, i, s, reduce):
+    return a.scatter_reduce(0, i, s, reduce)
+
+
+@pytest.mark.parametrize(
+    "scatter",
+    [
+        ("scatter_add", lambda a, i, s: a.scatter_add(0, i, s)),
+        ("scatter", lambda a, i, s: a.scatter(0, i, s)),
+        *[(r, functools.partial(_scatter_reduce, reduce=r)) for r in ("sum", "prod", "mean", "amax")],
+        ("amin without self", lambda a, i, s: a.scatter_reduce(0, i, s, "amin", include_self=False)),
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_scatter_source_larger_than_the_index_gets_zeros_outside_it(scatter):
+    # Only src's leading index-shaped block is scattered. torch's engine refuses the gradient its formula
+    # gives (index-shaped), so the oracle is torch on that block, zeros elsewhere, and gradcheck.
+    _, fn = scatter
+    idx = np.array([[0, 1, 2, 0], [1, 2, 0, 1]])
+    a, s = make_inputs([(3, 4), (5, 6)])
+    fa, fs = fb_tensor(a, requires_grad=True), fb_tensor(s, requires_grad=True)
+    ta, ts = torch.tensor(a, requires_grad=True), torch.tensor(s[:2, :4], requires_grad=True)
+    fn(fa, fb_tensor(idx), fs).sum().backward()
+    fn(ta, torch.tensor(idx), ts).sum().backward()
+    expected = np.zeros((5, 6))
+    expected[:2, :4] = ts.grad.numpy()
+    np.testing.assert_allclose(to_np(fs.grad), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(to_np(fa.grad), ta.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert ag.gradcheck(
+        lambda x, y: fn(x, fb_tensor(idx), y), [fb_tensor(a, requires_grad=True), fb_tensor(s, requires_grad=True)]
     )
 
 

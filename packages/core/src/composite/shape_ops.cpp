@@ -437,10 +437,15 @@ Tensor composite::put(const Tensor& self, const Tensor& index, const Tensor& sou
 
 std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& grad, const Tensor& self,
                                                                int64_t dim, const Tensor& index,
-                                                               const Tensor& src, std::string_view reduce,
+                                                               const Tensor& whole_src, std::string_view reduce,
                                                                bool include_self, const Tensor& result) {
   meta::check_scatter_reduce("scatter_reduce", reduce, true, self);  // the forward's check step
   const ScalarType gt = grad.dtype();
+  // whole_src may be larger than the index: only its leading index-shaped block is scattered, so the
+  // formulas run on that block and the rest of whole_src gets a zero gradient (padded at the end).
+  Tensor src = whole_src;
+  for (int64_t d = 0; d < index.dim(); ++d)
+    if (src.sizes()[d] != index.sizes()[d]) src = op::slice(src, d, 0, index.sizes()[d], 1);
   Tensor gs, gsrc;
   if (reduce == "sum") {
     gs = grad;
@@ -484,6 +489,14 @@ std::tuple<Tensor, Tensor> composite::_scatter_reduce_backward(const Tensor& gra
     gsrc = op::where(single_zero, g_single, g_other);
   }
   if (!include_self) gs = op::scatter_value(gs, dim, index, Scalar(0.0), std::nullopt);
+  if (!std::ranges::equal(src.sizes(), whole_src.sizes())) {
+    std::vector<int64_t> pad;  // _pad_nd's order: the last dim's (before, after) first
+    for (int64_t d = src.dim() - 1; d >= 0; --d) {
+      pad.push_back(0);
+      pad.push_back(whole_src.sizes()[d] - src.sizes()[d]);
+    }
+    gsrc = op::_pad_nd(gsrc, pad, "constant", 0.0);
+  }
   return {gs, gsrc};
 }
 
