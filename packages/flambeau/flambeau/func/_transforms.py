@@ -739,21 +739,23 @@ def _jacrev_by_vmap(
     if any(o.dtype != dtype or not o.is_floating_point() for o in flat_out):
         return None
 
-    def one_row(basis_row: Any, *inner_args: Any) -> Any:
+    def one_row(position: Any, *inner_args: Any) -> Any:
         out = func(*inner_args)
         out = out[0] if has_aux else out
         leaves = tree_flatten(out)[0]
         flat = leaves[0].reshape(-1) if len(leaves) == 1 else flambeau_core.cat([o.reshape(-1) for o in leaves])
-        return (flat * basis_row).sum()
+        # The output element itself (one gather over the batch), not its dot product with a basis row: the
+        # same gradient without a product and a sum over the whole batch of outputs.
+        return flat[position]
 
     shifted = tuple(p + 1 for p in positions)
     row_grad = grad(one_row, argnums=shifted if isinstance(argnums, tuple) else shifted[0])
-    basis = flambeau_core.eye(total, dtype=dtype, device=device)
+    element = flambeau_core.arange(total, device=device)
     in_dims = (0,) + (None,) * len(args)
     try:
         with warnings.catch_warnings(), _transform_level() if create_graph else nullcontext():
             warnings.filterwarnings("error", message=".*no batching rule", category=UserWarning)
-            rows = _vmap.vmap(row_grad, in_dims=in_dims, chunk_size=chunk_size)(basis, *args)
+            rows = _vmap.vmap(row_grad, in_dims=in_dims, chunk_size=chunk_size)(element, *args)
     except (UserWarning, FlambeauError, TypeError, NotImplementedError):
         return None
     # rows: the input structure, each leaf [total, *input shape]; split per output leaf.

@@ -960,14 +960,22 @@ class _SharedOperand(Function):
         batch, w = ctx.saved_tensors
         if is_grad_enabled():  # a graph of the backward (hessian): the batched formula keeps each sample's path
             return _shared_operand_backward_batched(batch, w, g, ctx.batch_on_left)
-        one, total = batch[0], g.sum(0)
+        one = batch[0]
+        total = g.sum(0) if ctx.needs_input_grad[1] else None  # w's gradient only: a pass over the batch
+        grad_w = None
         if ctx.batch_on_left:  # y = x @ w: dx = g @ w^T, dw = x^T (sum g)
             grad_batch = flambeau_core.matmul(g, w.mT)
-            grad_w = one.unsqueeze(-1) * total.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(one.mT, total)
+            if total is not None:
+                grad_w = (
+                    one.unsqueeze(-1) * total.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(one.mT, total)
+                )
         else:  # y = w @ x: dx = w^T g, dw = (sum g) x^T
             grad_batch = flambeau_core.matmul(g, w) if one.dim() == 1 else flambeau_core.matmul(w.mT, g)
-            grad_w = total.unsqueeze(-1) * one.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(total, one.mT)
-        return grad_batch, grad_w if ctx.needs_input_grad[1] else None, None
+            if total is not None:
+                grad_w = (
+                    total.unsqueeze(-1) * one.unsqueeze(0) if one.dim() == 1 else flambeau_core.matmul(total, one.mT)
+                )
+        return grad_batch, grad_w, None
 
     @staticmethod
     def jvp(ctx: Any, t_batch: Tensor, t_w: Tensor, _: Any) -> Tensor:
