@@ -154,6 +154,7 @@ BATCH_RULES = {
     "conv_transpose": "conv_transpose1d/2d: images, or batched weights as groups of one transposed convolution",
     "images": "pooling and image ops on [C, ...] or [N, C, ...] samples: the batch joins the images",
     "layer_norm": "native_layer_norm: the batch dim is one more; batched weight and bias applied after",
+    "rnn_layer": "_rnn_layer: the batch joins each step's sequences; batched weights unroll the steps on the batch",
     "group_norm": "native_group_norm: the batch joins the images; batched weight and bias applied after",
     "batch_norm": "native_batch_norm: each sample's channels become channels of one batch norm",
     "embedding": "embedding: batched indices look up the shared table; a batched table is a gather",

@@ -10,6 +10,7 @@ from typing import Any
 
 import flambeau_core
 
+from flambeau.func._rnn_batching import rnn_layer
 from flambeau.func._vmap import (
     BatchedTensor,
     _all_batched,
@@ -508,6 +509,7 @@ def _trapezoid(call: _Call) -> Any:
 # This module's rules by name (Note [Batching rules in the table] in core's codegen/model.py): the table's
 # `batch:` names them, and _vmap adds them to its _RULE_FUNCTIONS.
 RULE_FUNCTIONS: dict[str, Callable] = {
+    "rnn_layer": rnn_layer,
     "batch_in_front": _batch_in_front,
     "indexed": _indexed,
     "index_along": _index_along,
