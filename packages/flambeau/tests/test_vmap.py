@@ -594,3 +594,217 @@ def test_batch_norm_training_updates_batched_running_stats_in_place(monkeypatch)
     _close(ours, theirs)
     _close(mean, tmean)
     _close(var, tvar)
+
+
+# --- indexing, linear algebra and shape ops that once fell back to the loop --------------------------
+
+
+@pytest.fixture
+def no_loop(monkeypatch):
+    """Fails the test on the loop's "no batching rule" warning (its record of warned ops emptied first)."""
+    from flambeau.func import _vmap
+
+    monkeypatch.setattr(_vmap, "_warned", set())
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "flambeau.func.vmap: there is no batching rule", UserWarning)
+        yield
+
+
+def _ints(high, *shape, low=0):
+    a = RNG.integers(low, high, shape)
+    return fb.tensor(a), torch.tensor(a)
+
+
+def _torch_loop(f, in_dims, *tensors):
+    """The torch oracle where torch.func.vmap has no batching rule: f on each sample, stacked."""
+    size = next(t.shape[d] for t, d in zip(tensors, in_dims, strict=True) if d is not None)
+    pairs = list(zip(tensors, in_dims, strict=True))
+    outs = [f(*(t if d is None else t.select(d, i) for t, d in pairs)) for i in range(size)]
+    if isinstance(outs[0], (tuple, list)):
+        return type(outs[0])(torch.stack(parts) for parts in zip(*outs, strict=True))
+    return torch.stack(outs)
+
+
+INDEXING = {
+    # name: (f, in_dims, the (fb, torch) pairs)
+    "index_select_batched_index": (lambda x, i: x.index_select(1, i), (0, 0), [(4, 3, 5), ("int", 3, 4, 2)]),
+    "index_select_shared_self": (lambda x, i: x.index_select(-1, i), (None, 0), [(3, 5), ("int", 5, 3, 4)]),
+    "index_select_batch_dim_1": (lambda x, i: x.index_select(0, i), (1, None), [(3, 4, 2), ("int", 3, 2)]),
+    "index_select_0d_samples": (lambda x, i: x.index_select(0, i), (0, 0), [(4,), ("int", 1, 4, 1)]),
+    "take_along_dim_flat": (lambda x, i: lib(x).take_along_dim(x, i), (0, 0), [(4, 3, 5), ("int", 15, 4, 6)]),
+    "take_along_dim_dim": (lambda x, i: lib(x).take_along_dim(x, i, 1), (2, 0), [(3, 5, 4), ("int", 5, 4, 3, 2)]),
+    "take": (lambda x, i: lib(x).take(x, i), (0, 0), [(4, 3, 5), ("int", 15, 4, 2, 3, "neg")]),
+    "take_shared_index": (lambda x, i: lib(x).take(x, i), (1, None), [(3, 4, 5), ("int", 15, 6, "neg")]),
+    "put_accumulate": (lambda x, i, s: x.put(i, s, accumulate=True), (0, 0, 0), [(4, 3, 5), ("int", 15, 4, 6), (4, 6)]),
+    "put_shared_source": (lambda x, i, s: x.put(i, s), (0, 0, None), [(4, 3, 5), ("perm", 15, 4, 6), (6,)]),
+    "index_fill_batched_value": (lambda x, v: x.index_fill(1, lib(x).tensor([0, 2]), v), (0, 0), [(4, 3, 5), (4,)]),
+    "index_fill_batched_index": (lambda x, i: x.index_fill(0, i, -1.0), (-1, 0), [(3, 5, 4), ("int", 3, 4, 2)]),
+    "index_put_batched_index": (
+        lambda x, i, v: x.index_put((i,), v), (0, 0, 0), [(4, 3, 5), ("perm", 3, 4, 2), (4, 2, 5)]),
+    "index_put_accumulate": (
+        lambda x, i, v: x.index_put((i,), v, accumulate=True), (1, 0, None), [(3, 4, 5), ("int", 3, 4, 6), (5,)]),
+    "masked_scatter": (lambda x, m, s: x.masked_scatter(m, s), (0, 0, 0), [(4, 3, 5), ("bool", 4, 3, 5), (4, 15)]),
+    "masked_scatter_shared_mask": (
+        lambda x, m, s: x.masked_scatter(m, s), (0, None, 1), [(4, 3, 5), ("bool", 5), (15, 4)]),
+    "kron": (lambda a, b: lib(a).kron(a, b), (0, 0), [(4, 2, 3), (4, 3)]),
+    "kron_shared": (lambda a, b: lib(a).kron(a, b), (None, 1), [(2, 3), (2, 4, 2)]),
+    "meshgrid_xy": (lambda a, b: lib(a).meshgrid(a, b, indexing="xy"), (0, None), [(4, 3), (5,)]),
+    "meshgrid_ij": (lambda a, b: lib(a).meshgrid([a, b], indexing="ij"), (0, 0), [(4, 3), (4, 2)]),
+    "cartesian_prod": (lambda a, b: lib(a).cartesian_prod(a, b), (0, 0), [(4, 3), (4, 2)]),
+    "repeat_interleave_dim": (lambda x: x.repeat_interleave(2, dim=1), (1,), [(3, 4, 2)]),
+    "repeat_interleave_flat": (lambda x: x.repeat_interleave(3), (0,), [(4, 3, 2)]),
+    "corrcoef": (lambda x: lib(x).corrcoef(x), (0,), [(4, 3, 6)]),
+    "linalg_solve": (lambda a, b: lib(a).linalg.solve(a, b), (0, 0), [(4, 3, 3), (4, 3)]),
+    "linalg_solve_shared_a": (lambda a, b: lib(a).linalg.solve(a, b), (None, -1), [(3, 3), (3, 2, 4)]),
+    "linalg_solve_empty": (lambda a, b: lib(a).linalg.solve(a, b), (0, 0), [(4, 0, 3, 3), (4, 0, 3)]),
+    "fill_batched_value": (lambda x, v: x.clone().fill_(v), (0, 0), [(4, 3), (4,)]),
+}  # fmt: skip
+
+
+def _make(spec):
+    """A (fb, torch) pair from a spec: a float64 shape, or ("int", high, *shape[, "neg"]), ("bool", *shape),
+    ("perm", n, *shape): distinct indices below n in each row (put and index_put without repeats)."""
+    if spec[0] == "int":
+        neg = spec[-1] == "neg"
+        shape = spec[2:-1] if neg else spec[2:]
+        return _ints(spec[1], *shape, low=-spec[1] if neg else 0)
+    if spec[0] == "bool":
+        a = RNG.random(spec[1:]) > 0.5
+        return fb.tensor(a), torch.tensor(a)
+    if spec[0] == "perm":
+        n, shape = spec[1], spec[2:]
+        rows = [RNG.permutation(n)[: shape[-1]] for _ in range(int(np.prod(shape[:-1])))]
+        a = np.array(rows).reshape(shape)
+        return fb.tensor(a), torch.tensor(a)
+    return _pair(*spec)
+
+
+@pytest.mark.parametrize("name", sorted(INDEXING))
+def test_indexing_and_shape_ops_batch_without_the_loop(name, no_loop):
+    f, in_dims, specs = INDEXING[name]
+    both(f, in_dims, 0, *[_make(s) for s in specs])
+
+
+LOOP_ORACLE = {
+    # torch.func.vmap has no batching rule for these: torch's loop is the oracle
+    "index_put_mask": (lambda x, m, v: x.index_put((m,), v), (0, 0, 0), [(4, 3, 5), ("bool", 4, 3), (4, 5)]),
+    "narrow_batched_start": (lambda x, s: x.narrow(1, s, 2), (0, 0), [(4, 3, 6), "starts"]),
+    # (the function: Tensor.narrow is bound with pybind11, so an unbatched self refuses a batched start)
+    "narrow_shared_input": (lambda x, s: lib(x).narrow(x, -1, s, 3), (None, 0), [(2, 6), ("int", 4, 5)]),
+    "tensor_split_shared_points": (lambda x, i: lib(x).tensor_split(x, i, 1), (0, 0), [(4, 3, 6), "points"]),
+    "cov_weighted": (
+        lambda x, f, w: lib(x).cov(x, fweights=f, aweights=w), (0, 0, 0), [(4, 3, 5), ("int", 4, 4, 5), "w"]),
+    "cov_vector": (lambda x: lib(x).cov(x, correction=0), (1,), [(6, 4)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_ORACLE))
+def test_ops_torch_vmap_cannot_batch_agree_with_the_loop(name, no_loop):
+    f, in_dims, specs = LOOP_ORACLE[name]
+    pairs = []
+    for s in specs:
+        if s == "points":  # the same split points in every sample: parts of one shape
+            pairs.append((fb.tensor([[1, 4]] * 4), torch.tensor([[1, 4]] * 4)))
+        elif s == "starts":  # in range for length 2 of 6, from the front and from the end
+            pairs.append((fb.tensor([0, -3, 4, -6]), torch.tensor([0, -3, 4, -6])))
+        elif s == "w":
+            a = RNG.random((4, 5)) + 0.1
+            pairs.append((fb.tensor(a), torch.tensor(a)))
+        else:
+            pairs.append(_make(s))
+    ours = fb.func.vmap(f, in_dims=in_dims)(*[p[0] for p in pairs])
+    _close(ours, _torch_loop(f, in_dims, *[p[1] for p in pairs]))
+
+
+def test_split_points_and_repeats_that_differ_per_sample_loop():
+    """Parts (repeats) of different sizes per sample cannot be one batch: the loop runs, and says so by
+    refusing to stack them, where torch's vmap refuses the call."""
+    x = fb.zeros(2, 6)
+    with pytest.warns(UserWarning, match="no batching rule for 'tensor_split'"), pytest.raises(fb.FlambeauError):
+        fb.func.vmap(lambda a, i: fb.tensor_split(a, i))(x, fb.tensor([[1], [2]]))
+    with pytest.warns(UserWarning, match="no batching rule for 'repeat_interleave'"), pytest.raises(fb.FlambeauError):
+        fb.func.vmap(lambda a, r: a.repeat_interleave(r))(fb.zeros(2, 2), fb.tensor([[1, 2], [2, 2]]))
+
+
+def test_batch_norm_training_updates_shared_running_stats_as_the_loop(no_loop):
+    """Shared running statistics in training mode: the loop updates them once per sample, in order; the
+    batched rule applies the same B updates in closed form (torch.func.vmap refuses this call)."""
+    x, tx = _pair(3, 4, 2, 5)
+    mean, tmean = _pair(2)
+    var, tvar = _pair(2)
+    var, tvar = var.abs() + 0.5, tvar.abs() + 0.5
+
+    def f(a, m, v):
+        return lib(a).nn.functional.batch_norm(a, m, v, training=True, momentum=0.3)
+
+    ours = fb.func.vmap(f, in_dims=(0, None, None))(x, mean, var)
+    theirs = _torch_loop(f, (0, None, None), tx, tmean, tvar)
+    _close(ours, theirs)
+    _close(mean, tmean)
+    _close(var, tvar)
+
+
+@pytest.mark.parametrize("weight_dim", [None, 0])
+def test_embedding_max_norm_renorms_rows_as_the_loop(weight_dim, no_loop):
+    """embedding with max_norm renorms the looked-up rows in place: a shared table once for every sample's
+    rows, a batched one per sample (torch.func.vmap refuses the in-place write)."""
+    w, tw = _pair(*((3,) if weight_dim == 0 else ()), 10, 4)
+    w, tw = w * 3, tw * 3
+    i, ti = _ints(10, 3, 2, 3)
+
+    def f(table, idx):
+        return lib(table).nn.functional.embedding(idx, table, max_norm=1.5, norm_type=1.0)
+
+    ours = fb.func.vmap(f, in_dims=(weight_dim, 0))(w, i)
+    theirs = _torch_loop(f, (weight_dim, 0), tw, ti)
+    _close(ours, theirs)
+    _close(w, tw)
+
+
+def test_linspace_with_batched_tensor_ends(no_loop):
+    s, ts = _pair(4)
+    both(lambda a: lib(a).linspace(a, 2.0, 7, dtype=a.dtype), 0, 0, (s, ts))
+    both(lambda a: lib(a).logspace(-1.0, a, 5, base=2.0, dtype=a.dtype), 0, 0, (s, ts))
+
+
+def test_isin_with_a_batched_test_set(no_loop):
+    e, te = _ints(6, 4, 3, 2)
+    t, tt = _ints(6, 4, 3)
+    both(lambda a, b: lib(a).isin(a, b), (0, 0), 0, (e, te), (t, tt))
+    both(lambda a, b: lib(a).isin(a, b, invert=True), (None, 0), 0, (e[0], te[0]), (t, tt))
+
+
+EMBEDDING_BAGS = {
+    # name: (f of (table, indices[, per-sample weights]), in_dims, table shape, indices shape)
+    "max_batched_table_padding": (
+        lambda w, i: lib(w).nn.functional.embedding_bag(i, w, mode="max", padding_idx=2), (0, 0), (3, 10, 4),
+        (3, 2, 5)),
+    "mean_shared_table": (
+        lambda w, i: lib(w).nn.functional.embedding_bag(i, w, mode="mean"), (None, 0), (10, 4), (3, 2, 5)),
+    "sum_offsets_with_an_empty_bag": (
+        lambda w, i: lib(w).nn.functional.embedding_bag(i, w, lib(w).tensor([0, 3, 3, 6]), mode="sum"), (0, 1),
+        (3, 10, 4), (8, 3)),
+    "sum_shared_indices_last_offset": (
+        lambda w, i: lib(w).nn.functional.embedding_bag(i, w, lib(w).tensor([0, 3, 8]), include_last_offset=True),
+        (2, None), (10, 4, 3), (8,)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDING_BAGS))
+def test_embedding_bag_batches_its_bags_without_the_loop(name, no_loop):
+    f, in_dims, wshape, ishape = EMBEDDING_BAGS[name]
+    both(f, in_dims, 0, _pair(*wshape), _ints(10, *ishape))
+
+
+def test_embedding_bag_per_sample_weights(no_loop):
+    f = lambda w, i, p: lib(w).nn.functional.embedding_bag(i, w, mode="sum", per_sample_weights=p)  # noqa: E731
+    both(f, (0, 0, 0), 0, _pair(3, 10, 4), _ints(10, 3, 2, 5), _pair(3, 2, 5))
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 2), (4, 6)])
+def test_feature_dropout_backward_batches_the_mask(shape, no_loop):
+    """native_dropout_backward with a feature mask [N, C, 1, ...] (or an elementwise one): the batch joins N."""
+    g, tg = _pair(*shape)
+    m = RNG.random(shape[:3] + (1,) * (len(shape) - 3)) > 0.5
+    ours = fb.func.vmap(lambda a, b: fb.native_dropout_backward(a, b, 2.0))(g, fb.tensor(m))
+    _close(ours, tg * torch.tensor(m) * 2.0)

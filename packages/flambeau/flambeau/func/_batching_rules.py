@@ -29,6 +29,7 @@ from flambeau.func._vmap import (
     _shift_dims,
     _sizes_arg,
     _tensor_slots,
+    _views,
     _with_args,
 )
 
@@ -55,7 +56,10 @@ def _indexed(call: _Call) -> Any:
     args, kwargs = list(call.args), dict(call.kwargs)
     names = _param_names(call, args, kwargs)
     if "dim" not in names[: len(args)] and kwargs.get("dim") is None:
-        return _loop(call)  # take_along_dim without a dim indexes the flattened input
+        # take_along_dim without a dim indexes the flattened input: each sample's, along the batch's rows
+        b = call.batch_size
+        x, index = (_expand(a, call).value.reshape(b, -1) for a in args[:2])
+        return call.wrap(_apply(call.func, [x, index], {"dim": 1}))
     if call.logical_dim(_expand(args[0], call)) == 0:
         return _scalars_lifted(call, _all_batched)
     return _all_batched(call)
@@ -66,12 +70,10 @@ def _index_along(call: _Call) -> Any:
     args, kwargs = list(call.args), dict(call.kwargs)
     index = args[2] if len(args) > 2 else kwargs.get("index")
     value = args[3] if call.name == "index_fill" and len(args) > 3 else kwargs.get("value")
-    if isinstance(value, _Batched):
-        return _loop(call)
     if call.logical_dim(_expand(args[0], call)) == 0:
         fill_value = (3, "value") if call.name == "index_fill" else ()  # stays 0-d
         return _scalars_lifted(call, _index_along, keep=fill_value)
-    if isinstance(index, _Batched):
+    if isinstance(index, _Batched) or isinstance(value, _Batched):
         return _index_as_scatter(call, args, kwargs)
     args[0] = _expand(args[0], call)
     if len(args) > 3 and (_is_tensorlike(args[3]) or isinstance(args[3], _Batched)) and call.name != "index_fill":
@@ -83,19 +85,22 @@ def _index_along(call: _Call) -> Any:
 
 
 def _index_as_scatter(call: _Call, args: list, kwargs: dict) -> Any:
-    """index_add/index_copy/index_fill with a batched index: the scatter that writes the same places, its
-    index laid along the dim and expanded over the other dims of the source (of the input for fill)."""
+    """index_add/index_copy/index_fill with a batched index (or fill value): the scatter that writes the
+    same places, its index laid along the dim and expanded over the other dims of the source (of the input
+    for fill, whose batched 0-d value is expanded the same way)."""
     bound = dict(zip(("input", "dim", "index", "source"), args, strict=False)) | kwargs
     x, b = _expand(bound["input"], call), call.batch_size
     rank = call.logical_dim(x)
     d = bound["dim"] % rank
-    iv = bound["index"].value.reshape(b, -1)
+    iv = _expand(bound["index"], call).value.reshape(b, -1)
     k = iv.shape[1]
     iv = iv.reshape(b, *(1,) * d, k, *(1,) * (rank - d - 1))
     if call.name == "index_fill":
         shape = list(x.value.shape)
         shape[d + 1] = k
         value = args[3] if len(args) > 3 else kwargs["value"]
+        if isinstance(value, _Batched):
+            value = value.value.to(x.value.dtype).reshape(b, *(1,) * rank).expand(*shape)
         return call.wrap(flambeau_core.scatter(x.value, d + 1, iv.expand(*shape), value))
     src = _pad(_expand(bound["source"], call), rank, call).value
     iv = iv.expand(*src.shape)
@@ -404,26 +409,40 @@ def _group_norm(call: _Call) -> Any:
 def _batch_norm(call: _Call) -> Any:
     """native_batch_norm on [N, C, ...] samples: each sample's channels become channels of one batch norm
     (N images of B*C channels), its parameters and statistics laid out [B, C]. Training updates batched
-    running statistics (an ensemble's, from stack_module_state) in place through that layout; shared ones
-    it would update once per sample, which the loop does, sample after sample."""
+    running statistics (an ensemble's, from stack_module_state) in place through that layout (a copy written
+    back when they are not contiguous). Shared running statistics the loop updates once per sample, each
+    update ``r <- (1 - m) r + m s_i``: the batch computes every ``m s_i`` at once (from zeros) and applies
+    the B updates in closed form, ``(1 - m)^B r + sum_i (1 - m)^(B-1-i) m s_i``."""
     names = ("input", "weight", "bias", "running_mean", "running_var", "training", "momentum", "eps")
     bound = dict(zip(names, call.args, strict=False)) | call.kwargs
-    x, training = bound["input"], bound["training"]
-    stats = [bound[k] for k in ("running_mean", "running_var")]
-    in_place = all(s is None or isinstance(s, _Batched) and s.value.is_contiguous() for s in stats)
-    if call.logical_dim(_expand(x, call)) < 2 or training and not in_place:
+    x, training = _expand(bound["input"], call), bound["training"]
+    if call.logical_dim(x) < 2:
         return _loop(call)
-    b = call.batch_size
-    v = _expand(x, call).value  # [B, N, C, ...]
+    b, v = call.batch_size, x.value  # [B, N, C, ...]
     n, c = v.shape[1], v.shape[2]
+    written_back, shared = [], []
     for k in ("weight", "bias", "running_mean", "running_var"):
         p = bound[k]
-        if p is not None:
-            # batched contiguous statistics are viewed (the op's update lands in them); an unbatched
-            # parameter expanded is copied (a stride-0 view the op may not take)
-            bound[k] = _expand(p, call).value.reshape(b * c).contiguous()
+        if p is None:
+            continue
+        if training and k.startswith("running") and not isinstance(p, _Batched):
+            bound[k] = flambeau_core.zeros(b * c, dtype=p.dtype, device=p.device)
+            shared.append((p, bound[k]))
+            continue
+        # batched contiguous statistics are viewed (the op's update lands in them); an unbatched
+        # parameter expanded is copied (a stride-0 view the op may not take)
+        bound[k] = _expand(p, call).value.reshape(b * c).contiguous()
+        if training and k.startswith("running") and bound[k].data_ptr() != p.value.data_ptr():
+            written_back.append((p.value, bound[k]))
     bound["input"] = v.transpose(0, 1).reshape(n, b * c, *v.shape[3:])
     out, mean, invstd = _apply(call.func, [bound[k] for k in names], {})
+    for stat, flat in written_back:
+        stat.copy_(flat.reshape(b, c))
+    keep = 1.0 - bound["momentum"]
+    for stat, updates in shared:
+        weights = flambeau_core.tensor([keep ** (b - 1 - i) for i in range(b)], dtype=flambeau_core.float64)
+        total = (updates.reshape(b, c).to(flambeau_core.float64) * weights.reshape(b, 1)).sum(0)
+        stat.mul_(keep**b).add_(total.to(stat.dtype))
     out = out.reshape(n, b, c, *v.shape[3:]).transpose(0, 1)
     return tuple(BatchedTensor(r, call.level) for r in (out, *(s.reshape(b, s.numel() // b) for s in (mean, invstd))))
 
@@ -431,7 +450,7 @@ def _batch_norm(call: _Call) -> Any:
 def _matrix_batch(call: _Call) -> Any:
     """_linalg_solve/_linalg_lstsq/_linalg_pinv, whose arguments share their batch dims: all batched. An
     output that is empty for an empty sample (lstsq's residuals) gets its batch dim too."""
-    if any(isinstance(a, _Batched) and a.value.numel() == 0 for a in call.args):
+    if call.name == "_linalg_lstsq" and any(isinstance(a, _Batched) and a.value.numel() == 0 for a in call.args):
         return _loop(call)
     if call.name == "_linalg_pinv":  # atol and rtol broadcast against the matrices' batch dims
         rank = call.logical_dim(_expand(call.args[0], call)) - 2
@@ -454,8 +473,8 @@ def _index_select(call: _Call) -> Any:
     bound = dict(zip(("input", "dim", "index"), call.args, strict=False)) | call.kwargs
     x, index = _expand(bound.get("input", bound.get("self")), call), bound["index"]
     rank = call.logical_dim(x)
-    if rank == 0:
-        return _loop(call)
+    if rank == 0:  # a 0-d sample is selected from as a 1-element one
+        return _scalars_lifted(call, _index_select, keep=(2, "index"))
     if not isinstance(index, _Batched):
         return call.wrap(flambeau_core.index_select(x.value, bound["dim"] % rank + 1, index))
     b, d = call.batch_size, bound["dim"] % rank
@@ -506,6 +525,376 @@ def _trapezoid(call: _Call) -> Any:
     return _elementwise(_with_args(call, [_expand(y, call), *call.args[1:]], kwargs))
 
 
+def _bind(call: _Call, names: tuple[str, ...]) -> dict:
+    """The call's arguments by parameter name (``names`` in order; ``self`` read as the first)."""
+    bound = dict(zip(names, call.args, strict=False)) | call.kwargs
+    if "self" in bound:
+        bound[names[0]] = bound.pop("self")
+    return bound
+
+
+def _value(x: Any) -> Any:
+    """An argument's tensor: a batched one's physical value, else itself."""
+    return x.value if isinstance(x, _Batched) else x
+
+
+def _same_in_every_sample(x: Any) -> Any:
+    """An argument that sets the shape of the result (repeats, split points) as one value for the batch:
+    itself when unbatched, the first sample's when every sample holds the same, else None (the samples'
+    results differ in shape, which only the loop can tell, by refusing to stack them)."""
+    if not isinstance(x, _Batched):
+        return x
+    first = x.value[0]
+    return first if bool((x.value == first).all()) else None
+
+
+def _flat_indexed(call: _Call) -> Any:
+    """take/put index the flattened sample: one gather (take) or scatter (put, scatter_add to accumulate)
+    along the rows of the batch laid out [B, numel], negative indices counted from the sample's end."""
+    bound = _bind(call, ("input", "index", "source", "accumulate"))
+    x, b = _expand(bound["input"], call), call.batch_size
+    flat = x.value.reshape(b, -1)
+    index = _expand(bound["index"], call).value
+    iv = index.reshape(b, -1)
+    iv = flambeau_core.where(iv < 0, iv + flat.shape[1], iv)
+    if call.name == "take":
+        return call.wrap(flambeau_core.gather(flat, 1, iv).reshape(index.shape))
+    src = _expand(bound["source"], call).value.reshape(b, -1)
+    scatter = flambeau_core.scatter_add if bound.get("accumulate", False) else flambeau_core.scatter
+    return call.wrap(scatter(flat, 1, iv, src).reshape(x.value.shape))
+
+
+def _masked_scatter(call: _Call) -> Any:
+    """masked_scatter: sample i's k-th True place takes the k-th element of its source, so the places read
+    the source at the mask's running count (one cumsum and one gather on the batch)."""
+    bound = _bind(call, ("input", "mask", "source"))
+    x, mask = _expand(bound["input"], call), _expand(bound["mask"], call)
+    rank, b = max(call.logical_dim(x), call.logical_dim(mask)), call.batch_size
+    xv, mv = _pad(x, rank, call).value, _pad(mask, rank, call).value
+    shape = flambeau_core.broadcast_shapes(tuple(xv.shape), tuple(mv.shape))
+    xv, mv = xv.expand(*shape), mv.expand(*shape)
+    src = _expand(bound["source"], call).value.reshape(b, -1)
+    flat_mask = mv.reshape(b, -1)
+    if src.shape[1] < int(flat_mask.sum(1).max()) if flat_mask.numel() else False:
+        return _loop(call)  # a source too short for its mask: the op's own error, per sample
+    if src.shape[1] == 0:
+        return call.wrap(xv.clone())
+    places = (flat_mask.to(flambeau_core.int64).cumsum(1) - 1).clamp(0, src.shape[1] - 1)
+    taken = flambeau_core.gather(src, 1, places).reshape(shape)
+    return call.wrap(flambeau_core.where(mv, taken.to(xv.dtype), xv))
+
+
+def _index_put(call: _Call) -> Any:
+    """index_put with integer tensor indices: the batch's own index (an arange) in front of the samples'
+    indices, so one index_put writes every sample; the values padded to the indexed result's rank. A bool
+    or None index loops, but for one mask whose values do not depend on how many places it selects (they
+    broadcast over them): that is ``where(mask, values, input)`` (``input + where(mask, values, 0)`` to
+    accumulate)."""
+    bound = _bind(call, ("input", "indices", "values", "accumulate"))
+    x, indices, values = _expand(bound["input"], call), list(bound["indices"]), bound["values"]
+    if len(indices) == 1 and indices[0] is not None and _value(indices[0]).dtype == flambeau_core.bool:
+        return _index_put_mask(call, x, indices[0], values, bound.get("accumulate", False))
+    if any(i is None or _value(i).dtype == flambeau_core.bool for i in indices):
+        return _loop(call)
+    b = call.batch_size
+    shapes = [tuple(i.value.shape[1:]) if isinstance(i, _Batched) else tuple(i.shape) for i in indices]
+    rank = len(flambeau_core.broadcast_shapes(*shapes))
+    own = flambeau_core.arange(b, device=x.value.device).reshape(b, *(1,) * rank)
+    padded = [_pad(i, rank, call).value if isinstance(i, _Batched) else i for i in indices]
+    if isinstance(values, _Batched):
+        values = _pad(values, rank + call.logical_dim(x) - len(indices), call).value
+    args = [x.value, [own, *padded], values, bound.get("accumulate", False)]
+    return call.wrap(_apply(call.func, args, {}))
+
+
+def _index_put_mask(call: _Call, x: _Batched, mask: Any, values: Any, accumulate: bool) -> Any:
+    """index_put with one bool mask over the sample's leading dims (_index_put)."""
+    b, rank, m = call.batch_size, call.logical_dim(x), call.logical_dim(mask)
+    trailing = rank - m
+    vshape = tuple(values.value.shape[1:]) if isinstance(values, _Batched) else tuple(values.shape)
+    if len(vshape) > trailing + 1 or len(vshape) == trailing + 1 and vshape[0] != 1:
+        return _loop(call)  # values per selected place: as many as each sample's mask selects
+    vshape = vshape[1:] if len(vshape) == trailing + 1 else vshape
+    v = _value(values).to(x.value.dtype)
+    v = v.reshape(b, *(1,) * m, *vshape) if isinstance(values, _Batched) else v.reshape(*(1,) * m, *vshape)
+    mv = _expand(mask, call).value.reshape(b, *_value(mask).shape[-m:] if m else (), *(1,) * trailing)
+    if accumulate:
+        return call.wrap(x.value + flambeau_core.where(mv, v, flambeau_core.zeros((), dtype=v.dtype)))
+    return call.wrap(flambeau_core.where(mv, v, x.value))
+
+
+def _kron(call: _Call) -> Any:
+    """kron: the samples padded to one rank (leading 1s), each dim of the one interleaved with the other's,
+    multiplied and merged pairwise: one broadcast product for the batch."""
+    bound = _bind(call, ("input", "other"))
+    a, o = _expand(bound["input"], call), _expand(bound["other"], call)
+    rank, b = max(call.logical_dim(a), call.logical_dim(o)), call.batch_size
+    av, ov = _pad(a, rank, call).value, _pad(o, rank, call).value
+    left = av.reshape(b, *(s for n in av.shape[1:] for s in (n, 1)))
+    right = ov.reshape(b, *(s for n in ov.shape[1:] for s in (1, n)))
+    merged = [p * q for p, q in zip(av.shape[1:], ov.shape[1:], strict=True)]
+    return call.wrap(flambeau_core.mul(left, right).reshape(b, *merged))
+
+
+def _repeat_interleave(call: _Call) -> Any:
+    """repeat_interleave with int or shared repeats: along the sample's dim (of its flattened values without
+    one), the batch dim untouched. Batched repeats that every sample shares are shared; samples repeated
+    differently have results of different lengths, and loop (where torch's vmap refuses them)."""
+    bound = _bind(call, ("input", "repeats", "dim"))
+    kwargs = {k: v for k, v in bound.items() if k == "output_size"}
+    if "repeats" not in bound:  # repeat_interleave(repeats): each index repeated
+        repeats = _same_in_every_sample(bound["input"])
+        return _loop(call) if repeats is None else _apply(call.func, [repeats], kwargs)
+    x, dim = bound["input"], bound.get("dim")
+    repeats = _same_in_every_sample(bound["repeats"])
+    if repeats is None:
+        return _loop(call)
+    if not isinstance(x, _Batched):
+        return _apply(call.func, [x, repeats, dim], kwargs)
+    b, rank = call.batch_size, call.logical_dim(x)
+    if dim is None or rank == 0:
+        return call.wrap(_apply(call.func, [x.value.reshape(b, -1), repeats, 1], kwargs))
+    return call.wrap(_apply(call.func, [x.value, repeats, dim % rank + 1], kwargs))
+
+
+def _meshgrid(call: _Call) -> Any:
+    """_meshgrid/_cartesian_prod of 0-d or 1-d samples: each sample's vector viewed along its own dim of
+    the grid and expanded over the others (indexing 'xy' swaps the first two); the cartesian product is the
+    'ij' grids flattened and stacked."""
+    tensors = call.args[0] if call.args else call.kwargs["tensors"]
+    b = call.batch_size
+    vectors = [_expand(t, call).value.reshape(b, -1) for t in tensors]
+    if call.name == "_cartesian_prod" and len(vectors) == 1:
+        return call.wrap(vectors[0])
+    sizes = [v.shape[1] for v in vectors]
+    indexing = call.kwargs.get("indexing", call.args[1] if len(call.args) > 1 else None)
+    place = list(range(len(vectors)))
+    if indexing == "xy" and len(vectors) >= 2 and call.name == "_meshgrid":
+        place[0], place[1] = 1, 0
+    grid = [0] * len(vectors)
+    for i, n in zip(place, sizes, strict=True):
+        grid[i] = n
+    grids = []
+    for i, v in zip(place, vectors, strict=True):
+        shape = [1] * len(vectors)
+        shape[i] = grid[i]
+        grids.append(v.reshape(b, *shape).expand(b, *grid))
+    if call.name == "_cartesian_prod":
+        return call.wrap(flambeau_core.stack([g.reshape(b, -1) for g in grids], 2))
+    return call.wrap(tuple(grids))
+
+
+def _embedding_renorm(call: _Call) -> Any:
+    """embedding_renorm_ (embedding's max_norm), in place. A batched table: the batch's tables are one table
+    of B*V rows and each sample's indices are offset to its own rows. A shared table: a renormed row's norm
+    is just under max_norm, so renorming it again leaves it as it is, and renorming sample after sample (the
+    loop) is renorming the rows of every sample's indices at once."""
+    bound = _bind(call, ("input", "indices", "max_norm", "norm_type"))
+    weight, indices, b = bound["input"], bound["indices"], call.batch_size
+    rest = [bound["max_norm"], bound["norm_type"]]
+    if not isinstance(weight, _Batched):
+        _apply(call.func, [weight, indices.value.reshape(-1), *rest], {})
+        return weight
+    wv = weight.value  # [B, V, D]
+    rows = wv.shape[1]
+    own = flambeau_core.arange(b, device=wv.device).reshape(b, 1) * rows
+    iv = (_expand(indices, call).value.reshape(b, -1) + own).reshape(-1)
+    table = wv if wv.is_contiguous() else wv.contiguous()
+    _apply(call.func, [table.view(b * rows, *wv.shape[2:]), iv, *rest], {})
+    if table is not wv:
+        wv.copy_(table)
+    return BatchedTensor(wv, call.level)
+
+
+_embedding_renorm.writes_in_place = True  # type: ignore[attr-defined] (_dispatch: not through _inplace)
+
+
+def _embedding_bag(call: _Call) -> Any:
+    """_embedding_bag: the batch's bags are bags of one call. Each sample's indices and offsets move past
+    the samples before it (offsets by B*L); a batched table is one table of B*V rows, each sample's indices
+    offset to its own rows (its padding row made one extra row, the padding_idx of the call). The results
+    are split back, bag numbers and rows of maxima made the sample's again (an empty bag's -1 kept). Offsets
+    that leave indices out of the sample's bags (not starting at 0, or a last offset short of the end with
+    include_last_offset) loop."""
+    names = ("weight", "indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights",
+             "include_last_offset", "padding_idx")  # fmt: skip
+    bound = dict(zip(names, [None, None, None, False, 0, False, None, False, -1], strict=True))
+    bound.update(_bind(call, names))
+    b, weight, last = call.batch_size, bound["weight"], bound["include_last_offset"]
+    iv, ov = (_expand(bound[k], call).value.reshape(b, -1) for k in ("indices", "offsets"))
+    length, bags = iv.shape[1], ov.shape[1] - (1 if last else 0)
+    if ov.shape[1] and (bool((ov[:, 0] != 0).any()) or last and bool((ov[:, -1] != length).any())):
+        return _loop(call)
+    own = flambeau_core.arange(b, device=iv.device, dtype=iv.dtype).reshape(b, 1)
+    offsets = (ov[:, :bags] + own * length).reshape(-1)
+    if last:
+        offsets = flambeau_core.cat([offsets, flambeau_core.full((1,), b * length, dtype=ov.dtype)])
+    padding, rows = bound["padding_idx"], 0
+    table = weight
+    if isinstance(weight, _Batched):
+        rows, wv = weight.value.shape[1], weight.value
+        table = wv.reshape(b * rows, wv.shape[2])
+        shifted = iv + own * rows
+        if padding is not None and padding >= 0:  # one padding row for the batch, past the others
+            table = flambeau_core.cat([table, flambeau_core.zeros(1, wv.shape[2], dtype=wv.dtype, device=wv.device)])
+            shifted = flambeau_core.where(iv == padding, b * rows, shifted)
+            padding = b * rows
+        iv = shifted
+    psw = bound["per_sample_weights"]
+    psw = None if psw is None else _expand(psw, call).value.reshape(-1)
+    args = [table, iv.reshape(-1), offsets, bound["scale_grad_by_freq"], bound["mode"], bound["sparse"], psw, last,
+            padding]  # fmt: skip
+    out, offset2bag, bag_size, max_indices = _apply(call.func, args, {})
+    offset2bag = offset2bag.reshape(b, -1) - own * bags if offset2bag.numel() else offset2bag.reshape(b, 0)
+    if max_indices.numel() and rows:
+        mine = max_indices.reshape(b, bags, -1) - own.reshape(b, 1, 1) * rows
+        max_indices = flambeau_core.where(mine >= 0, mine, -1).reshape(b, bags, *max_indices.shape[1:])
+    else:
+        max_indices = max_indices.reshape(b, *((bags, *max_indices.shape[1:]) if max_indices.numel() else (0,)))
+    results = (out.reshape(b, bags, *out.shape[1:]), offset2bag, bag_size.reshape(b, bags), max_indices)
+    return tuple(BatchedTensor(r, call.level) for r in results)
+
+
+def _dropout_backward(call: _Call) -> Any:
+    """native_dropout_backward: the mask may be [N, C, 1, ...] (feature dropout), so the batch joins N; 0-d
+    and 1-d samples have a mask of their own shape."""
+    bound = _bind(call, ("grad_output", "mask", "scale"))
+    g, m = _expand(bound["grad_output"], call), _expand(bound["mask"], call)
+    gv, mv = g.value, m.value
+    if call.logical_dim(g) < 2:
+        return call.wrap(_apply(call.func, [gv, mv, bound["scale"]], {}))
+    out = _apply(call.func, [gv.flatten(0, 1), mv.flatten(0, 1), bound["scale"]], {})
+    return call.wrap(out.reshape(gv.shape))
+
+
+def _covariance(call: _Call) -> Any:
+    """cov/corrcoef of [vars, obs] (or [obs]) samples as batched products: the (weighted) means removed,
+    ``xm @ (xm w)^H`` over the normalizer, as the op computes them; corrcoef divides by the standard
+    deviations and clips to [-1, 1]."""
+    bound = _bind(call, ("input",))
+    x, b = _expand(bound["input"], call), call.batch_size
+    fweights, aweights = (bound.get(k) for k in ("fweights", "aweights"))
+    if not (x.value.is_floating_point() or x.value.is_complex()) or call.logical_dim(x) > 2:
+        return _loop(call)
+    integral_fweights = fweights is None or not _value(fweights).dtype.is_floating_point
+    floating_aweights = aweights is None or _value(aweights).dtype.is_floating_point
+    if not (integral_fweights and floating_aweights):
+        return _loop(call)  # the op refuses these dtypes
+    v = x.value.reshape(b, -1, x.value.shape[-1]) if call.logical_dim(x) == 2 else x.value.reshape(b, 1, -1)
+    obs, correction = v.shape[2], bound.get("correction", 1)
+    w = None if fweights is None else _expand(fweights, call).value.reshape(b, obs)
+    aw = None if aweights is None else _expand(aweights, call).value.reshape(b, obs)
+    if aw is not None:
+        w = aw if w is None else w * aw
+    if w is None:
+        mean, norm = v.mean(2, keepdim=True), obs - correction
+    else:
+        w_sum = w.sum(1).reshape(b, 1, 1)
+        mean = (v * w.unsqueeze(1)).sum(2, keepdim=True) / w_sum
+        if correction != 0 and aw is not None:
+            norm = w_sum - correction * (w * aw).sum(1).reshape(b, 1, 1) / w_sum
+        else:
+            norm = w_sum - correction
+        norm = norm.clamp(min=0)
+    norm = max(norm, 0) if isinstance(norm, int) else norm
+    centered = v - mean
+    weighted = centered if w is None else centered * w.unsqueeze(1)
+    c = flambeau_core.matmul(centered, weighted.mT.conj()) / norm
+    if call.name == "cov":
+        return call.wrap(c.reshape(b) if c.shape[1] == 1 else c)
+    if c.shape[1] == 1:
+        return call.wrap((c / c).reshape(b))
+    d = flambeau_core.diagonal(c, 0, 1, 2)
+    std = (d.real if c.is_complex() else d).sqrt()
+    c = c / std.unsqueeze(2) / std.unsqueeze(1)
+    if c.is_complex():
+        return call.wrap(flambeau_core.complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1)))
+    return call.wrap(c.clamp(-1, 1))
+
+
+def _linspace(call: _Call) -> Any:
+    """linspace/logspace with batched tensor start or end: each sample's points in float64, as the op
+    computes them (the first half counted up from start, the second down from end, integer dtypes from
+    truncated ends), in the op's dtype."""
+    names = ("start", "end", "steps", "base") if call.name == "logspace" else ("start", "end", "steps")
+    bound = _bind(call, names)
+    b, steps = call.batch_size, bound["steps"]
+    dtype = bound.get("dtype") or flambeau_core.get_default_dtype()
+    device = bound.get("device")
+    ends = [
+        _expand(bound[k], call).value.reshape(b, 1).to(flambeau_core.float64)
+        if isinstance(bound[k], _Batched)
+        else flambeau_core.full((b, 1), float(bound[k]), dtype=flambeau_core.float64)
+        for k in ("start", "end")
+    ]
+    if call.name == "linspace" and not (dtype.is_floating_point or dtype.is_complex):
+        ends = [e.trunc() for e in ends]
+    a, z = ends
+    if steps <= 1:
+        points = a.expand(b, steps)
+    else:
+        i = flambeau_core.arange(steps, dtype=flambeau_core.float64, device=a.device).reshape(1, steps)
+        step = (z - a) / (steps - 1)
+        points = flambeau_core.where(i < steps // 2, a + i * step, z - (steps - 1 - i) * step)
+    if call.name == "logspace":
+        points = flambeau_core.pow(bound.get("base", 10.0), points)
+    out = points.to(dtype)
+    return call.wrap(out if device is None else out.to(device))
+
+
+def _isin(call: _Call) -> Any:
+    """isin: a shared test set is elementwise in the elements (the op as is on the batch); a batched one is
+    compared with each sample's elements (B x numel x test elements comparisons)."""
+    bound = _bind(call, ("elements", "test_elements"))
+    elements, test = bound["elements"], bound["test_elements"]
+    invert = bound.get("invert", False)
+    if not isinstance(test, _Batched):
+        options = {k: v for k, v in bound.items() if k not in ("elements", "test_elements")}
+        return call.wrap(_apply(call.func, [elements.value, test], options))
+    b = call.batch_size
+    if not (_is_tensorlike(elements) or isinstance(elements, _Batched)):
+        elements = flambeau_core.tensor(elements, device=test.value.device)
+    ev = _expand(elements, call).value
+    found = (ev.reshape(b, -1, 1) == test.value.reshape(b, 1, -1)).any(2).reshape(ev.shape)
+    return call.wrap(found.logical_not() if invert else found)
+
+
+def _narrow(call: _Call) -> Any:
+    """narrow: an int start narrows the sample's dim (a view); a batched tensor start, one per sample, is
+    one gather of each sample's positions start..start+length along the dim. A start out of range loops
+    (the op's own error)."""
+    bound = _bind(call, ("input", "dim", "start", "length"))
+    start = bound["start"]
+    if not isinstance(start, _Batched):
+        if isinstance(start, flambeau_core.Tensor):
+            start = int(start)
+        return _views(_with_args(call, [bound["input"], bound["dim"], start, bound["length"]], {}))
+    x, b, length = _expand(bound["input"], call), call.batch_size, bound["length"]
+    rank = call.logical_dim(x)
+    if rank == 0:
+        return _loop(call)
+    d = bound["dim"] % rank
+    size = x.value.shape[d + 1]
+    s = start.value.reshape(b, 1).to(flambeau_core.int64)
+    s = flambeau_core.where(s < 0, s + size, s)
+    if bool(((s < 0) | (s + length > size)).any()) or length < 0:
+        return _loop(call)
+    places = s + flambeau_core.arange(length, device=s.device).reshape(1, length)
+    shape = list(x.value.shape)
+    shape[d + 1] = length
+    places = places.reshape(b, *(1,) * d, length, *(1,) * (rank - d - 1)).expand(*shape)
+    return call.wrap(flambeau_core.gather(x.value, d + 1, places))
+
+
+def _fill(call: _Call) -> Any:
+    """fill_: a number fills the batch; a batched 0-d value fills each sample with its own."""
+    x, value = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs["value"]
+    if not isinstance(value, _Batched):
+        return call.wrap(call.call(call.args, call.kwargs))
+    filled = value.value.to(x.value.dtype).reshape(call.batch_size, *(1,) * call.logical_dim(x))
+    return call.wrap(filled.expand(*x.value.shape))
+
+
 # This module's rules by name (Note [Batching rules in the table] in core's codegen/model.py): the table's
 # `batch:` names them, and _vmap adds them to its _RULE_FUNCTIONS.
 RULE_FUNCTIONS: dict[str, Callable] = {
@@ -536,4 +925,16 @@ RULE_FUNCTIONS: dict[str, Callable] = {
     "view_as_complex": _view_as_complex,
     "where": _where,
     "masked_fill": _masked_fill,
+    "masked_scatter": _masked_scatter,
+    "flat_indexed": _flat_indexed,
+    "index_put": _index_put,
+    "kron": _kron,
+    "repeat_interleave": _repeat_interleave,
+    "meshgrid": _meshgrid,
+    "embedding_renorm": _embedding_renorm,
+    "covariance": _covariance,
+    "linspace": _linspace,
+    "isin": _isin,
+    "embedding_bag": _embedding_bag,
+    "dropout_backward": _dropout_backward,
 }

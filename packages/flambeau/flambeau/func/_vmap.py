@@ -356,7 +356,7 @@ def _dispatch(func: Callable, args: tuple, kwargs: dict) -> Any:
     rule = _rule_of(name) or (_rule_of(name[:-1]) if inplace else None)
     if rule is None:
         return _loop(call)
-    if inplace:
+    if inplace and not getattr(rule, "writes_in_place", False):  # (a rule that writes a shared self itself)
         return _inplace(call, rule)
     return rule(call)
 
@@ -790,6 +790,14 @@ def _views(call: _Call) -> Any:
     args, kwargs = list(call.args), dict(call.kwargs)
     x, name = args[0], call.name
     shaped_as = name in ("expand_as", "view_as", "reshape_as")  # the other's sample shape, batched or not
+    if name == "tensor_split" and len(args) > 1 and isinstance(args[1], _Batched):
+        # batched split points that every sample shares split the batch alike; else the parts differ in shape
+        shared = _batching_rules._same_in_every_sample(args[1])
+        if shared is None:
+            return _loop(call)
+        args[1] = shared
+        if not isinstance(x, _Batched):
+            return call.call(args, kwargs)
     if (
         not isinstance(x, _Batched)
         or not shaped_as
@@ -1214,7 +1222,9 @@ _PYTHON_LEVEL_RULES: dict[str, Callable] = {
     "_copy_to_out": _copy_to_out,
     "unbind": _unbind,
     "as_strided_": _as_strided,
-    **dict.fromkeys(["detach", "narrow", "reshape_as", "view_as"], _views),
+    **dict.fromkeys(["detach", "reshape_as", "view_as"], _views),
+    "narrow": _batching_rules._narrow,
+    "fill_": _batching_rules._fill,
     **dict.fromkeys(["dot", "mv"], _matmul),
     "conv3d": _conv,
     **dict.fromkeys(["conv_transpose3d", "max_pool2d"], _images),
