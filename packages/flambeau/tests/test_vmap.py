@@ -808,3 +808,24 @@ def test_feature_dropout_backward_batches_the_mask(shape, no_loop):
     m = RNG.random(shape[:3] + (1,) * (len(shape) - 3)) > 0.5
     ours = fb.func.vmap(lambda a, b: fb.native_dropout_backward(a, b, 2.0))(g, fb.tensor(m))
     _close(ours, tg * torch.tensor(m) * 2.0)
+
+
+def test_histc_block_diag_combinations_quantile_batch_without_the_loop(no_loop):
+    x, tx = _pair(4, 3, 5)
+    both(lambda a, b: lib(a).block_diag(a, b), (0, None), 0, (x, tx), _pair(2))
+    both(lambda a: lib(a).combinations(a, 2, with_replacement=True), 0, 0, _pair(4, 5))
+    both(lambda a: lib(a).quantile(a, 0.3), 0, 0, _pair(4))  # 0-d samples
+    both(lambda a: lib(a).nanquantile(a, lib(a).tensor([0.2, 0.9], dtype=a.dtype), dim=1, keepdim=True), 1, 0, (x, tx))
+    for kw in ({"bins": 4, "min": -1, "max": 1}, {"bins": 6}):  # a given range, and each sample's own
+        f = lambda a, kw=kw: lib(a).histc(a, **kw)  # noqa: E731
+        _close(fb.func.vmap(f)(x), _torch_loop(f, (0,), tx))
+
+
+def test_per_sample_gradients_of_max_pooling(no_loop):
+    """vmap(grad) of a max pooling: its backward (max_pool_backward) joins the batch to the images."""
+    x, tx = _pair(3, 2, 4, 6)
+
+    def loss(a):
+        return lib(a).nn.functional.max_pool2d(a, 2, stride=(2, 3)).pow(2).sum()
+
+    _close(fb.func.vmap(fb.func.grad(loss))(x), torch.func.vmap(torch.func.grad(loss))(tx))

@@ -161,15 +161,18 @@ def _searchsorted(call: _Call) -> Any:
 
 def _quantile(call: _Call) -> Any:
     """quantile/nanquantile of each sample (of its flattened values when dim is None); a 1-d q puts its dim
-    first, in front of the batch dim, so it is moved behind it."""
+    first, in front of the batch dim, so it is moved behind it. A batched q (each sample's own quantiles)
+    loops."""
     bound = {"dim": None, "keepdim": False, **dict(zip(("input", "q", "dim", "keepdim"), call.args, strict=False))}
     bound.update(call.kwargs)
     x, q, dim = bound["input"], bound["q"], bound["dim"]
-    rank = call.logical_dim(x) if isinstance(x, _Batched) else 0
-    if rank == 0 or isinstance(q, _Batched):
-        return _loop(call)
+    if not isinstance(x, _Batched) or isinstance(q, _Batched):
+        return _loop(call)  # each sample's own q
+    rank = call.logical_dim(x)
     extra = {k: v for k, v in bound.items() if k not in ("input", "q", "dim", "keepdim")}
-    if dim is None:
+    if dim is None or rank == 0:  # (a 0-d sample's quantile along its dim is itself, kept 0-d)
+        dim = None
+        bound["keepdim"] = bound["keepdim"] and rank > 0
         out = _apply(call.func, [x.value.reshape(call.batch_size, -1), q, 1, False], extra)
         out = out.reshape(*out.shape, *(1,) * rank) if bound["keepdim"] else out
     else:
@@ -767,6 +770,78 @@ def _dropout_backward(call: _Call) -> Any:
     return call.wrap(out.reshape(gv.shape))
 
 
+def _histc(call: _Call) -> Any:
+    """histc of each sample as the op computes it, on the batch: the range given, or each sample's own
+    (its min and max, widened by 1 each way when they are equal), each value's bin
+    ``floor((v - lo) * (bins / (hi - lo)))`` (the right edge in the last bin), one scatter_add of the values
+    inside the range into [B, bins]. A sample whose range is not finite loops (the op's error)."""
+    bound = {"bins": 100, "min": 0, "max": 0, **_bind(call, ("input", "bins", "min", "max"))}
+    x, bins, b = bound["input"], bound["bins"], call.batch_size
+    lo, hi = float(bound["min"]), float(bound["max"])
+    if not isinstance(x, _Batched) or not x.value.is_floating_point() or bins <= 0 or lo > hi:
+        return _loop(call)  # the op's errors
+    f64 = flambeau_core.float64
+    v = x.value.reshape(b, -1).to(f64)
+    if lo == hi and v.shape[1] > 0:
+        low, high = v.amin(1, keepdim=True), v.amax(1, keepdim=True)
+    else:
+        low, high = flambeau_core.full((b, 1), lo, dtype=f64), flambeau_core.full((b, 1), hi, dtype=f64)
+    same = low == high
+    low, high = flambeau_core.where(same, low - 1, low), flambeau_core.where(same, high + 1, high)
+    if not bool((low.isfinite() & high.isfinite()).all()):
+        return _loop(call)
+    inside = (v >= low) & (v <= high)
+    place = ((v - low) * (bins / (high - low))).floor().clamp(0, bins - 1)
+    place = flambeau_core.where(inside, place, 0).to(flambeau_core.int64)
+    counts = flambeau_core.zeros(b, bins, dtype=x.value.dtype, device=v.device)
+    return call.wrap(flambeau_core.scatter_add(counts, 1, place, inside.to(x.value.dtype)))
+
+
+def _block_diag(call: _Call) -> Any:
+    """_block_diag of 0-, 1- or 2-d samples (a 1-d one a row): each block's rows padded with zero blocks
+    to the full width, the rows of blocks concatenated, in the blocks' promoted dtype."""
+    tensors = list(call.args[0] if call.args else call.kwargs["tensors"])
+    b = call.batch_size
+    blocks = [_expand(t, call).value for t in tensors]
+    blocks = [v.reshape(b, 1, -1) if v.dim() <= 2 else v for v in blocks]
+    dtype = blocks[0].dtype
+    for v in blocks[1:]:
+        dtype = flambeau_core.promote_types(dtype, v.dtype)
+    width, left, rows = sum(v.shape[2] for v in blocks), 0, []
+    for v in blocks:
+        n, w = v.shape[1], v.shape[2]
+        parts = [flambeau_core.zeros(b, n, left, dtype=dtype, device=v.device), v.to(dtype),
+                 flambeau_core.zeros(b, n, width - left - w, dtype=dtype, device=v.device)]  # fmt: skip
+        rows.append(flambeau_core.cat(parts, 2))
+        left += w
+    return call.wrap(flambeau_core.cat(rows, 1))
+
+
+def _combinations(call: _Call) -> Any:
+    """combinations of a 1-d sample: the positions' combinations are the same for every sample (they depend
+    on its length only), so they are made once and each sample's elements gathered at them."""
+    bound = _bind(call, ("input", "r", "with_replacement"))
+    x = bound["input"]
+    if call.logical_dim(x) != 1:
+        return _loop(call)  # the op's error
+    positions = _apply(call.func, [flambeau_core.arange(x.value.shape[1], device=x.value.device)],
+                       {k: v for k, v in bound.items() if k != "input"})  # fmt: skip
+    picked = x.value.index_select(1, positions.reshape(-1))
+    return call.wrap(picked.reshape(call.batch_size, *positions.shape))
+
+
+def _pool_backward(call: _Call) -> Any:
+    """max_pool_backward: an index counts within its plane (the trailing dims), so the batch joins the
+    leading dim of the gradient, the indices and input_size."""
+    bound = _bind(call, ("grad_output", "indices", "input_size"))
+    g, idx, size, b = bound["grad_output"], bound["indices"], list(bound["input_size"]), call.batch_size
+    if not size:
+        return _loop(call)
+    gv, iv = _expand(g, call).value, _expand(idx, call).value
+    out = _apply(call.func, [gv.flatten(0, 1), iv.flatten(0, 1), [b * size[0], *size[1:]]], {})
+    return call.wrap(out.reshape(b, *size))
+
+
 def _covariance(call: _Call) -> Any:
     """cov/corrcoef of [vars, obs] (or [obs]) samples as batched products: the (weighted) means removed,
     ``xm @ (xm w)^H`` over the normalizer, as the op computes them; corrcoef divides by the standard
@@ -937,4 +1012,8 @@ RULE_FUNCTIONS: dict[str, Callable] = {
     "isin": _isin,
     "embedding_bag": _embedding_bag,
     "dropout_backward": _dropout_backward,
+    "histc": _histc,
+    "block_diag": _block_diag,
+    "combinations": _combinations,
+    "pool_backward": _pool_backward,
 }
