@@ -829,3 +829,32 @@ def test_per_sample_gradients_of_max_pooling(no_loop):
         return lib(a).nn.functional.max_pool2d(a, 2, stride=(2, 3)).pow(2).sum()
 
     _close(fb.func.vmap(fb.func.grad(loss))(x), torch.func.vmap(torch.func.grad(loss))(tx))
+
+
+ERRORS = {
+    # an argument the op refuses: the rule leaves it to the loop, so the op's own error names it
+    "take_index_out_of_range": (
+        lambda x, i: fb.take(x, i), (fb.zeros(2, 3), fb.tensor([[0], [3]])), IndexError, r"\[index\] index 3"),
+    "put_index_out_of_range": (
+        lambda x, i: x.put(i, fb.ones(1)), (fb.zeros(2, 3), fb.tensor([[-4], [0]])), IndexError, "out of bounds"),
+    "embedding_max_norm_index_out_of_range": (
+        lambda w, i: fb.nn.functional.embedding(i, w, max_norm=1.0), (fb.ones(2, 3, 2), fb.tensor([[0], [3]])),
+        IndexError, r"\[embedding_renorm_\] index 3"),
+    "meshgrid_of_two_dtypes": (
+        lambda a, b: fb.meshgrid(a, b), (fb.ones(2, 3), fb.ones(2, 2, dtype=fb.int64)), TypeError, "same dtype"),
+    "masked_scatter_int_mask": (
+        lambda x, m: x.masked_scatter(m, fb.ones(3)), (fb.ones(2, 3), fb.ones(2, 3, dtype=fb.int64)), TypeError,
+        "mask must be a bool tensor"),
+    "cov_negative_fweights": (
+        lambda x, f: fb.cov(x, fweights=f), (fb.ones(2, 3), fb.tensor([[1, 1, 1], [1, -1, 1]])), fb.FlambeauError,
+        "fweights cannot be negative"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_batched_rules_leave_bad_arguments_to_the_op_s_own_error(name):
+    f, args, error, words = ERRORS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the loop that raises warns first)
+        with pytest.raises(error, match=words):
+            fb.func.vmap(f)(*args)

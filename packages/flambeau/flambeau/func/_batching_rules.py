@@ -541,6 +541,12 @@ def _value(x: Any) -> Any:
     return x.value if isinstance(x, _Batched) else x
 
 
+def _outside(index: Any, low: int, high: int) -> bool:
+    """Whether an index of the batch falls outside [low, high) (one sync). A rule that would let such an
+    index reach another sample's elements loops instead, so that the op raises its own error."""
+    return index.numel() > 0 and bool(((index < low) | (index >= high)).any())
+
+
 def _same_in_every_sample(x: Any) -> Any:
     """An argument that sets the shape of the result (repeats, split points) as one value for the batch:
     itself when unbatched, the first sample's when every sample holds the same, else None (the samples'
@@ -559,6 +565,8 @@ def _flat_indexed(call: _Call) -> Any:
     flat = x.value.reshape(b, -1)
     index = _expand(bound["index"], call).value
     iv = index.reshape(b, -1)
+    if _outside(iv, -flat.shape[1], flat.shape[1]):
+        return _loop(call)
     iv = flambeau_core.where(iv < 0, iv + flat.shape[1], iv)
     if call.name == "take":
         return call.wrap(flambeau_core.gather(flat, 1, iv).reshape(index.shape))
@@ -572,6 +580,8 @@ def _masked_scatter(call: _Call) -> Any:
     the source at the mask's running count (one cumsum and one gather on the batch)."""
     bound = _bind(call, ("input", "mask", "source"))
     x, mask = _expand(bound["input"], call), _expand(bound["mask"], call)
+    if mask.value.dtype != flambeau_core.bool:
+        return _loop(call)  # the op's error
     rank, b = max(call.logical_dim(x), call.logical_dim(mask)), call.batch_size
     xv, mv = _pad(x, rank, call).value, _pad(mask, rank, call).value
     shape = flambeau_core.broadcast_shapes(tuple(xv.shape), tuple(mv.shape))
@@ -667,6 +677,8 @@ def _meshgrid(call: _Call) -> Any:
     tensors = call.args[0] if call.args else call.kwargs["tensors"]
     b = call.batch_size
     vectors = [_expand(t, call).value.reshape(b, -1) for t in tensors]
+    if len({v.dtype for v in vectors}) > 1 or any(call.logical_dim(_expand(t, call)) > 1 for t in tensors):
+        return _loop(call)  # the op's errors
     if call.name == "_cartesian_prod" and len(vectors) == 1:
         return call.wrap(vectors[0])
     sizes = [v.shape[1] for v in vectors]
@@ -701,7 +713,10 @@ def _embedding_renorm(call: _Call) -> Any:
     wv = weight.value  # [B, V, D]
     rows = wv.shape[1]
     own = flambeau_core.arange(b, device=wv.device).reshape(b, 1) * rows
-    iv = (_expand(indices, call).value.reshape(b, -1) + own).reshape(-1)
+    iv = _expand(indices, call).value.reshape(b, -1)
+    if _outside(iv, 0, rows):
+        return _loop(call)
+    iv = (iv + own).reshape(-1)
     table = wv if wv.is_contiguous() else wv.contiguous()
     _apply(call.func, [table.view(b * rows, *wv.shape[2:]), iv, *rest], {})
     if table is not wv:
@@ -728,6 +743,8 @@ def _embedding_bag(call: _Call) -> Any:
     length, bags = iv.shape[1], ov.shape[1] - (1 if last else 0)
     if ov.shape[1] and (bool((ov[:, 0] != 0).any()) or last and bool((ov[:, -1] != length).any())):
         return _loop(call)
+    if _outside(ov, 0, length + 1) or isinstance(weight, _Batched) and _outside(iv, 0, weight.value.shape[1]):
+        return _loop(call)  # the op's errors (in one call they would reach another sample's indices or rows)
     own = flambeau_core.arange(b, device=iv.device, dtype=iv.dtype).reshape(b, 1)
     offsets = (ov[:, :bags] + own * length).reshape(-1)
     if last:
@@ -803,6 +820,8 @@ def _block_diag(call: _Call) -> Any:
     tensors = list(call.args[0] if call.args else call.kwargs["tensors"])
     b = call.batch_size
     blocks = [_expand(t, call).value for t in tensors]
+    if any(v.dim() > 3 for v in blocks):
+        return _loop(call)  # the op's error
     blocks = [v.reshape(b, 1, -1) if v.dim() <= 2 else v for v in blocks]
     dtype = blocks[0].dtype
     for v in blocks[1:]:
@@ -857,6 +876,10 @@ def _covariance(call: _Call) -> Any:
         return _loop(call)  # the op refuses these dtypes
     v = x.value.reshape(b, -1, x.value.shape[-1]) if call.logical_dim(x) == 2 else x.value.reshape(b, 1, -1)
     obs, correction = v.shape[2], bound.get("correction", 1)
+    for weights in (fweights, aweights):
+        wv = None if weights is None else _expand(weights, call)
+        if wv is not None and (call.logical_dim(wv) > 1 or wv.value[0].numel() != obs or bool((wv.value < 0).any())):
+            return _loop(call)  # the op's errors
     w = None if fweights is None else _expand(fweights, call).value.reshape(b, obs)
     aw = None if aweights is None else _expand(aweights, call).value.reshape(b, obs)
     if aw is not None:
@@ -895,6 +918,8 @@ def _linspace(call: _Call) -> Any:
     bound = _bind(call, names)
     b, steps = call.batch_size, bound["steps"]
     dtype = bound.get("dtype") or flambeau_core.get_default_dtype()
+    if steps < 0 or dtype == flambeau_core.bool:
+        return _loop(call)  # the op's errors
     device = bound.get("device")
     ends = [
         _expand(bound[k], call).value.reshape(b, 1).to(flambeau_core.float64)
