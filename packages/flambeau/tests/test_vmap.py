@@ -858,3 +858,20 @@ def test_batched_rules_leave_bad_arguments_to_the_op_s_own_error(name):
         warnings.simplefilter("ignore")  # (the loop that raises warns first)
         with pytest.raises(error, match=words):
             fb.func.vmap(f)(*args)
+
+
+def test_rules_that_read_the_batch_s_values_under_nested_vmap(no_loop):
+    """Rules that check their indices (take), their mask's counts (masked_scatter), shared split points or
+    a data range (histc) read them from the tensor under every level when vmap is nested."""
+    x, tx = _pair(2, 3, 4, 5)
+    i, ti = _ints(20, 2, 3, 6)
+    m = RNG.random((2, 3, 4, 5)) > 0.5
+    nested = lambda f, *a: fb.func.vmap(fb.func.vmap(f))(*a)  # noqa: E731
+    _close(nested(fb.take, x, i), torch.func.vmap(torch.func.vmap(torch.take))(tx, ti))
+    scatter = lambda a, k: a.masked_scatter(k, a.flatten() * 2)  # noqa: E731
+    _close(nested(scatter, x, fb.tensor(m)), torch.func.vmap(torch.func.vmap(scatter))(tx, torch.tensor(m)))
+    histc = lambda a: lib(a).histc(a, bins=3)  # noqa: E731 (each sample's own range)
+    _close(nested(histc, x), torch.stack([_torch_loop(histc, (0,), tx[k]) for k in range(2)]))
+    split = lambda a, p: lib(a).tensor_split(a, p, 1)  # noqa: E731
+    points = fb.tensor([[[1, 3]] * 3] * 2)
+    _close(nested(split, x, points), torch.tensor_split(tx, [1, 3], 3))

@@ -541,10 +541,18 @@ def _value(x: Any) -> Any:
     return x.value if isinstance(x, _Batched) else x
 
 
+def _any(condition: Any) -> bool:
+    """Whether a condition on the batch holds anywhere (one sync). Under nested vmap the level's values are
+    an outer level's BatchedTensors: the condition is read from the tensor under every level."""
+    while isinstance(condition, BatchedTensor):
+        condition = condition._value
+    return condition.numel() > 0 and bool(condition.any())
+
+
 def _outside(index: Any, low: int, high: int) -> bool:
     """Whether an index of the batch falls outside [low, high) (one sync). A rule that would let such an
     index reach another sample's elements loops instead, so that the op raises its own error."""
-    return index.numel() > 0 and bool(((index < low) | (index >= high)).any())
+    return _any((index < low) | (index >= high))
 
 
 def _same_in_every_sample(x: Any) -> Any:
@@ -554,7 +562,7 @@ def _same_in_every_sample(x: Any) -> Any:
     if not isinstance(x, _Batched):
         return x
     first = x.value[0]
-    return first if bool((x.value == first).all()) else None
+    return None if _any(x.value != first) else first
 
 
 def _flat_indexed(call: _Call) -> Any:
@@ -588,7 +596,7 @@ def _masked_scatter(call: _Call) -> Any:
     xv, mv = xv.expand(*shape), mv.expand(*shape)
     src = _expand(bound["source"], call).value.reshape(b, -1)
     flat_mask = mv.reshape(b, -1)
-    if src.shape[1] < int(flat_mask.sum(1).max()) if flat_mask.numel() else False:
+    if _any(flat_mask.sum(1) > src.shape[1]):
         return _loop(call)  # a source too short for its mask: the op's own error, per sample
     if src.shape[1] == 0:
         return call.wrap(xv.clone())
@@ -741,7 +749,7 @@ def _embedding_bag(call: _Call) -> Any:
     b, weight, last = call.batch_size, bound["weight"], bound["include_last_offset"]
     iv, ov = (_expand(bound[k], call).value.reshape(b, -1) for k in ("indices", "offsets"))
     length, bags = iv.shape[1], ov.shape[1] - (1 if last else 0)
-    if ov.shape[1] and (bool((ov[:, 0] != 0).any()) or last and bool((ov[:, -1] != length).any())):
+    if ov.shape[1] and (_any(ov[:, 0] != 0) or last and _any(ov[:, -1] != length)):
         return _loop(call)
     if _outside(ov, 0, length + 1) or isinstance(weight, _Batched) and _outside(iv, 0, weight.value.shape[1]):
         return _loop(call)  # the op's errors (in one call they would reach another sample's indices or rows)
@@ -805,7 +813,7 @@ def _histc(call: _Call) -> Any:
         low, high = flambeau_core.full((b, 1), lo, dtype=f64), flambeau_core.full((b, 1), hi, dtype=f64)
     same = low == high
     low, high = flambeau_core.where(same, low - 1, low), flambeau_core.where(same, high + 1, high)
-    if not bool((low.isfinite() & high.isfinite()).all()):
+    if _any(~(low.isfinite() & high.isfinite())):
         return _loop(call)
     inside = (v >= low) & (v <= high)
     place = ((v - low) * (bins / (high - low))).floor().clamp(0, bins - 1)
@@ -878,7 +886,7 @@ def _covariance(call: _Call) -> Any:
     obs, correction = v.shape[2], bound.get("correction", 1)
     for weights in (fweights, aweights):
         wv = None if weights is None else _expand(weights, call)
-        if wv is not None and (call.logical_dim(wv) > 1 or wv.value[0].numel() != obs or bool((wv.value < 0).any())):
+        if wv is not None and (call.logical_dim(wv) > 1 or wv.value[0].numel() != obs or _any(wv.value < 0)):
             return _loop(call)  # the op's errors
     w = None if fweights is None else _expand(fweights, call).value.reshape(b, obs)
     aw = None if aweights is None else _expand(aweights, call).value.reshape(b, obs)
@@ -923,7 +931,7 @@ def _linspace(call: _Call) -> Any:
     device = bound.get("device")
     ends = [
         _expand(bound[k], call).value.reshape(b, 1).to(flambeau_core.float64)
-        if isinstance(bound[k], _Batched)
+        if isinstance(bound[k], _Batched) or _is_tensorlike(bound[k])
         else flambeau_core.full((b, 1), float(bound[k]), dtype=flambeau_core.float64)
         for k in ("start", "end")
     ]
@@ -966,6 +974,8 @@ def _narrow(call: _Call) -> Any:
     bound = _bind(call, ("input", "dim", "start", "length"))
     start = bound["start"]
     if not isinstance(start, _Batched):
+        if isinstance(start, BatchedTensor):  # an outer level's (nested vmap): a start per sample
+            return _narrow(_with_args(call, [bound["input"], bound["dim"], _expand(start, call), bound["length"]], {}))
         if isinstance(start, flambeau_core.Tensor):
             start = int(start)
         return _views(_with_args(call, [bound["input"], bound["dim"], start, bound["length"]], {}))
@@ -977,7 +987,7 @@ def _narrow(call: _Call) -> Any:
     size = x.value.shape[d + 1]
     s = start.value.reshape(b, 1).to(flambeau_core.int64)
     s = flambeau_core.where(s < 0, s + size, s)
-    if bool(((s < 0) | (s + length > size)).any()) or length < 0:
+    if length < 0 or _any((s < 0) | (s + length > size)):
         return _loop(call)
     places = s + flambeau_core.arange(length, device=s.device).reshape(1, length)
     shape = list(x.value.shape)
