@@ -875,3 +875,30 @@ def test_rules_that_read_the_batch_s_values_under_nested_vmap(no_loop):
     split = lambda a, p: lib(a).tensor_split(a, p, 1)  # noqa: E731
     points = fb.tensor([[[1, 3]] * 3] * 2)
     _close(nested(split, x, points), torch.tensor_split(tx, [1, 3], 3))
+
+
+def _written(index_of, a, *rest):
+    """``a`` copied, then ``copy[index] = value``: the function vmap batches for ``__setitem__``."""
+    y = a.clone()
+    index, value = index_of(*rest)
+    y[index] = value
+    return y
+
+
+SETITEM = {
+    # name: (index and value from the other arguments, in_dims, shapes)
+    "batched_index_and_value": (lambda i, v: (i, v), (0, 0, 0), [(4, 5, 3), ("perm", 5, 4, 2), (4, 2, 3)]),
+    "batched_index_shared_value": (lambda i, v: (i, v), (0, 0, None), [(4, 5, 3), ("perm", 5, 4, 2), (3,)]),
+    "two_batched_indices": (lambda i, j, v: ((i, j), v), (0, 0, 0, 0),
+                            [(4, 5, 3), ("perm", 5, 4, 2), ("int", 3, 4, 2), (4, 2)]),
+    "shared_index_after_a_slice": (lambda i, v: ((slice(None), i), v), (2, None, 0), [(5, 3, 4), ("perm", 3, 2), (4,)]),
+    "shared_index_after_an_ellipsis": (
+        lambda i, v: ((Ellipsis, i), v), (0, None, 0), [(4, 5, 3), ("perm", 3, 2), (4, 5, 2)]),
+    "shared_mask": (lambda m, v: (m, v), (0, None, 0), [(4, 5, 3), ("bool", 5, 3), (4,)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SETITEM))
+def test_setitem_with_tensor_indices_batches_without_the_loop(name, no_loop):
+    index_of, in_dims, specs = SETITEM[name]
+    both(lambda a, *rest: _written(index_of, a, *rest), in_dims, 0, *[_make(s) for s in specs])

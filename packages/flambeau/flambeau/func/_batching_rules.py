@@ -579,6 +579,8 @@ def _flat_indexed(call: _Call) -> Any:
     if call.name == "take":
         return call.wrap(flambeau_core.gather(flat, 1, iv).reshape(index.shape))
     src = _expand(bound["source"], call).value.reshape(b, -1)
+    if src.dtype != flat.dtype or src.shape[1] != iv.shape[1]:
+        return _loop(call)  # the op's errors
     scatter = flambeau_core.scatter_add if bound.get("accumulate", False) else flambeau_core.scatter
     return call.wrap(scatter(flat, 1, iv, src).reshape(x.value.shape))
 
@@ -632,6 +634,8 @@ def _index_put_mask(call: _Call, x: _Batched, mask: Any, values: Any, accumulate
     """index_put with one bool mask over the sample's leading dims (_index_put)."""
     b, rank, m = call.batch_size, call.logical_dim(x), call.logical_dim(mask)
     trailing = rank - m
+    if tuple(_expand(mask, call).value.shape[1:]) != tuple(x.value.shape[1 : m + 1]):
+        return _loop(call)  # the op's error
     vshape = tuple(values.value.shape[1:]) if isinstance(values, _Batched) else tuple(values.shape)
     if len(vshape) > trailing + 1 or len(vshape) == trailing + 1 and vshape[0] != 1:
         return _loop(call)  # values per selected place: as many as each sample's mask selects
@@ -747,6 +751,8 @@ def _embedding_bag(call: _Call) -> Any:
     bound = dict(zip(names, [None, None, None, False, 0, False, None, False, -1], strict=True))
     bound.update(_bind(call, names))
     b, weight, last = call.batch_size, bound["weight"], bound["include_last_offset"]
+    if bound["scale_grad_by_freq"] and not isinstance(weight, _Batched):
+        return _loop(call)  # in one call a shared row's frequency would count every sample's lookups
     iv, ov = (_expand(bound[k], call).value.reshape(b, -1) for k in ("indices", "offsets"))
     length, bags = iv.shape[1], ov.shape[1] - (1 if last else 0)
     if ov.shape[1] and (_any(ov[:, 0] != 0) or last and _any(ov[:, -1] != length)):
@@ -1001,6 +1007,8 @@ def _fill(call: _Call) -> Any:
     x, value = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs["value"]
     if not isinstance(value, _Batched):
         return call.wrap(call.call(call.args, call.kwargs))
+    if call.logical_dim(value) != 0:
+        return _loop(call)  # the op's error
     filled = value.value.to(x.value.dtype).reshape(call.batch_size, *(1,) * call.logical_dim(x))
     return call.wrap(filled.expand(*x.value.shape))
 

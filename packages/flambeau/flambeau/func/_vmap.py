@@ -878,11 +878,49 @@ def _setitem(call: _Call) -> Any:
         return _inplace(call, _setitem)
     items = index if isinstance(index, tuple) else (index,)
     if any(_is_tensorlike(i) or isinstance(i, (_Batched, list)) for i in items):
-        return _loop(call)
+        return _setitem_tensor_indices(call, x, items, value)
     target = x.value[(slice(None), *items)]
     if isinstance(value, _Batched):
         value = _pad(value, target.dim() - 1, call).value
     x.value[(slice(None), *items)] = value
+    return None
+
+
+def _setitem_tensor_indices(call: _Call, x: _Batched, items: tuple, value: Any) -> Any:
+    """``x[index] = value`` with tensor indices among slices and an Ellipsis: shared indices, adjacent,
+    write the same places of every sample behind a leading full slice; batched ones, leading and adjacent,
+    pair with the batch's own index (as _getitem reads them). The written region's rank tells how far a
+    batched value is padded. Other indices (ints or None beside tensors, a batched mask) loop."""
+    advanced = [i for i, it in enumerate(items) if _is_tensorlike(it) or isinstance(it, (_Batched, list))]
+    batched = [i for i in advanced if isinstance(items[i], _Batched)]
+    if (
+        advanced != list(range(advanced[0], advanced[-1] + 1))
+        or any(not (i in advanced or isinstance(it, slice) or it is Ellipsis) for i, it in enumerate(items))
+        or any(items[i].value.dtype == flambeau_core.bool for i in batched)
+        or batched
+        and advanced[0] != 0
+    ):
+        return _loop(call)
+    tensors = [items[i].value if i in batched else flambeau_core.as_tensor(items[i]) for i in advanced]
+    masks = [t.dim() - (1 if i in batched else 0) for i, t in zip(advanced, tensors, strict=True)
+             if t.dtype == flambeau_core.bool]  # fmt: skip
+    shapes = [tuple(t.shape[1:]) if i in batched else tuple(t.shape) for i, t in zip(advanced, tensors, strict=True)]
+    if masks:  # a shared mask: one dim of its selected places
+        if len(advanced) > 1:
+            return _loop(call)
+        shapes = [(-1,)]
+    consumed = sum(masks) if masks else len(advanced)
+    rank = call.logical_dim(x) - consumed + len(flambeau_core.broadcast_shapes(*shapes) if not masks else (1,))
+    if batched:
+        own = flambeau_core.arange(call.batch_size, device=x.value.device)
+        wide = len(flambeau_core.broadcast_shapes(*shapes))
+        index = (own.reshape(call.batch_size, *(1,) * wide),
+                 *(_pad(it, wide, call).value if isinstance(it, _Batched) else it for it in items))  # fmt: skip
+    else:
+        index = (slice(None), *items)
+    if isinstance(value, _Batched):
+        value = _pad(value, rank, call).value
+    x.value[index] = value
     return None
 
 
