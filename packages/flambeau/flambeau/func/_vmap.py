@@ -23,8 +23,13 @@ batch dim is in front:
 - Python-level names that are not ops of the table (``__getitem__``, ``to``, ``float``, ``detach``, the
   functions written in Python that reach ``__torch_function__`` as one call) cannot be declared there:
   their rules are ``_PYTHON_LEVEL_RULES`` below. An in-place ``name_`` without a rule of its own batches
-  as ``name`` does;
+  as ``name`` does, its result written into the batched ``self`` (an unbatched ``self`` refuses a batched
+  argument, as torch's); a rule marked ``writes_in_place`` writes itself, a shared ``self`` too
+  (``embedding_renorm_`` on a shared table, as the loop would);
 - an op with no rule runs once per sample and the results are stacked, with a warning naming it once.
+  Rules keep that loop where the samples' results would differ in shape (split points or repeats that
+  differ per sample, a batched mask selecting) and for an argument the op refuses (an index out of range
+  would reach another sample's elements in one call), so that the op raises its own error.
 
 Nested ``vmap`` wraps a ``BatchedTensor`` in another: a rule unwraps its own level only, and the op on
 the inner level's tensors goes through ``__torch_function__`` again. Autograd records the physical ops,
