@@ -902,3 +902,20 @@ SETITEM = {
 def test_setitem_with_tensor_indices_batches_without_the_loop(name, no_loop):
     index_of, in_dims, specs = SETITEM[name]
     both(lambda a, *rest: _written(index_of, a, *rest), in_dims, 0, *[_make(s) for s in specs])
+
+
+GETITEM = {
+    # name: (index from the other arguments, in_dims, shapes)
+    "shared_table_batched_columns": (lambda i: (slice(None), i), (None, 0), [(3, 6), ("int", 6, 4, 2, 2)]),
+    "batched_index_after_two_slices": (
+        lambda i: (slice(None), slice(1, 3), i), (0, 0), [(4, 2, 3, 5), ("int", 5, 4, 3)]),
+    "batched_and_shared_indices_after_a_slice": (
+        lambda i, j: (slice(None), i, j), (1, 0, None), [(2, 4, 5, 3), ("int", 5, 4, 2), ("int", 3, 2)]),
+    "shared_tensor_two_indices": (lambda i, j: (i, j), (None, 0, 0), [(5, 3), ("int", 5, 4, 2), ("int", 3, 4, 1)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(GETITEM))
+def test_getitem_with_batched_indices_after_slices_without_the_loop(name, no_loop):
+    index_of, in_dims, specs = GETITEM[name]
+    both(lambda a, *rest: a[index_of(*rest)], in_dims, 0, *[_make(s) for s in specs])

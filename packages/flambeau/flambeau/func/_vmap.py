@@ -845,7 +845,8 @@ def _views(call: _Call) -> Any:
 
 def _getitem(call: _Call) -> Any:
     """Indexing the samples: the batch dim kept by a leading full slice. Shared tensor indices stay where
-    they are when they are adjacent; batched ones, leading and adjacent, pair with the batch's own index."""
+    they are when they are adjacent; batched ones, adjacent and after full slices only, pair with the
+    batch's own index (which, apart from them, puts their dims first: moved back behind the slices')."""
     x, index = call.args[0], call.args[1]
     if not isinstance(x, _Batched):
         # A shared tensor indexed by a batched integer tensor in its first dims (a table lookup): the
@@ -855,17 +856,20 @@ def _getitem(call: _Call) -> Any:
         plain = all(not (_is_tensorlike(i) or isinstance(i, (_Batched, list))) for i in rest)
         if isinstance(lead, _Batched) and lead.value.dtype != flambeau_core.bool and plain:
             return call.wrap(x[(lead.value, *rest)])
-        return _loop(call)
+        if not _is_tensorlike(x):
+            return _loop(call)
+        return _getitem(_with_args(call, [_expand(x, call), index], {}))  # the shared tensor as a batch
     items = index if isinstance(index, tuple) else (index,)
     advanced = [i for i, it in enumerate(items) if _is_tensorlike(it) or isinstance(it, (_Batched, list))]
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1)) if advanced else True
     batched = [i for i in advanced if isinstance(items[i], _Batched)]
     if not batched and adjacent:
         return call.wrap(x.value[(slice(None), *items)])
+    before = advanced[0] if advanced else 0  # the sample's dims the slices ahead of the tensor indices keep
     if (
         not batched
         or not adjacent
-        or advanced[0] != 0
+        or any(not isinstance(it, slice) for it in items[:before])
         or any(items[i].value.dtype == flambeau_core.bool for i in batched)
     ):
         return _loop(call)  # a batched mask selects a different number of elements per sample
@@ -874,7 +878,10 @@ def _getitem(call: _Call) -> Any:
     rank = len(flambeau_core.broadcast_shapes(*shapes))
     own = flambeau_core.arange(call.batch_size, device=x.value.device).reshape(call.batch_size, *(1,) * rank)
     padded = [_pad(it, rank, call).value if isinstance(it, _Batched) else it for it in items]
-    return call.wrap(x.value[(own, *padded)])
+    out = x.value[(own, *padded)]
+    if before:
+        out = out.movedim(list(range(1, rank + 1)), list(range(before + 1, before + rank + 1)))
+    return call.wrap(out)
 
 
 def _setitem(call: _Call) -> Any:
