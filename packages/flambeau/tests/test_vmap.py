@@ -919,3 +919,12 @@ GETITEM = {
 def test_getitem_with_batched_indices_after_slices_without_the_loop(name, no_loop):
     index_of, in_dims, specs = GETITEM[name]
     both(lambda a, *rest: a[index_of(*rest)], in_dims, 0, *[_make(s) for s in specs])
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_trapezoid_with_batched_1d_spacing_of_n_d_samples(dim, no_loop):
+    """A batched 1-d x spaces each sample's y along dim: viewed along that dim, it broadcasts."""
+    x = np.cumsum(RNG.random((4, 5)), 1)
+    spacing = (fb.tensor(x), torch.tensor(x))
+    both(lambda a, b: lib(a).trapezoid(a, b, dim=dim), (0, 0), 0, _pair(4, 5, 5), spacing)
+    both(lambda a, b: lib(a).cumulative_trapezoid(a, x=b, dim=dim), (2, 0), 0, _pair(5, 5, 4), spacing)

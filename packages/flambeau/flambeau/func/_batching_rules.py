@@ -520,11 +520,16 @@ def _stacks(call: _Call) -> Any:
 
 def _trapezoid(call: _Call) -> Any:
     """trapezoid/trapz/cumulative_trapezoid along a dim: elementwise over the others; a batched 1-d x with
-    samples of more dims (x read along dim) loops."""
+    samples of more dims (x read along dim) is viewed along that dim, where it broadcasts."""
     y, x = call.args[0], call.args[1] if len(call.args) > 1 else call.kwargs.get("x")
-    if isinstance(x, _Batched) and call.logical_dim(x) == 1 and call.logical_dim(_expand(y, call)) > 1:
-        return _loop(call)
     kwargs = {"dim": -1, **call.kwargs}
+    rank = call.logical_dim(_expand(y, call))
+    if isinstance(x, _Batched) and call.logical_dim(x) == 1 and rank > 1 and isinstance(kwargs["dim"], int):
+        d, n = kwargs["dim"] % rank, x.value.shape[1]
+        x = _Batched(x.value.reshape(call.batch_size, *(1,) * d, n, *(1,) * (rank - d - 1)))
+        args = [_expand(y, call), x, *call.args[2:]] if len(call.args) > 1 else [_expand(y, call)]
+        kwargs = {**kwargs, "x": x} if len(call.args) <= 1 else kwargs
+        return _elementwise(_with_args(call, args, kwargs))
     return _elementwise(_with_args(call, [_expand(y, call), *call.args[1:]], kwargs))
 
 
