@@ -928,3 +928,28 @@ def test_trapezoid_with_batched_1d_spacing_of_n_d_samples(dim, no_loop):
     spacing = (fb.tensor(x), torch.tensor(x))
     both(lambda a, b: lib(a).trapezoid(a, b, dim=dim), (0, 0), 0, _pair(4, 5, 5), spacing)
     both(lambda a, b: lib(a).cumulative_trapezoid(a, x=b, dim=dim), (2, 0), 0, _pair(5, 5, 4), spacing)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_with_a_batched_q_per_sample(interpolation, no_loop):
+    """Each sample's own q (torch.func.vmap has no rule: torch's loop is the oracle), NaNs included."""
+    a = RNG.standard_normal((4, 3, 5))
+    a[1, 0, 2], a[2] = np.nan, np.nan
+    x, tx = fb.tensor(a), torch.tensor(a)
+    v1, v0 = RNG.random((4, 2)), RNG.random(4)  # a 1-d q per sample, and a 0-d one
+    (q1, tq1), (q0, tq0) = (fb.tensor(v1), torch.tensor(v1)), (fb.tensor(v0), torch.tensor(v0))
+    for name, dim, keepdim, (q, tq) in [
+        ("quantile", 1, True, (q1, tq1)),
+        ("nanquantile", None, False, (q1, tq1)),
+        ("nanquantile", -1, False, (q0, tq0)),
+        ("quantile", None, True, (q0, tq0)),
+    ]:
+        f = lambda s, p, name=name, dim=dim, keepdim=keepdim: getattr(lib(s), name)(  # noqa: E731
+            s, p, dim=dim, keepdim=keepdim, interpolation=interpolation
+        )
+        _close(fb.func.vmap(f)(x, q), _torch_loop(f, (0, 0), tx, tq))
+    with (
+        pytest.warns(UserWarning, match="no batching rule for 'quantile'"),
+        pytest.raises(fb.FlambeauError, match="q values"),
+    ):
+        fb.func.vmap(fb.quantile)(x, q0 + 1)  # q outside [0, 1]: the op's own error

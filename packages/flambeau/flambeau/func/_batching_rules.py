@@ -161,13 +161,13 @@ def _searchsorted(call: _Call) -> Any:
 
 def _quantile(call: _Call) -> Any:
     """quantile/nanquantile of each sample (of its flattened values when dim is None); a 1-d q puts its dim
-    first, in front of the batch dim, so it is moved behind it. A batched q (each sample's own quantiles)
-    loops."""
+    first, in front of the batch dim, so it is moved behind it. A batched q is each sample's own quantiles
+    (_quantile_per_sample)."""
     bound = {"dim": None, "keepdim": False, **dict(zip(("input", "q", "dim", "keepdim"), call.args, strict=False))}
     bound.update(call.kwargs)
     x, q, dim = bound["input"], bound["q"], bound["dim"]
-    if not isinstance(x, _Batched) or isinstance(q, _Batched):
-        return _loop(call)  # each sample's own q
+    if isinstance(q, _Batched):
+        return _quantile_per_sample(call, bound)
     rank = call.logical_dim(x)
     extra = {k: v for k, v in bound.items() if k not in ("input", "q", "dim", "keepdim")}
     if dim is None or rank == 0:  # (a 0-d sample's quantile along its dim is itself, kept 0-d)
@@ -178,6 +178,56 @@ def _quantile(call: _Call) -> Any:
     else:
         out = _apply(call.func, [x.value, q, _shift(dim), bound["keepdim"]], extra)
     return call.wrap(out.movedim(0, 1) if _is_tensorlike(q) and q.dim() == 1 else out)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_per_sample(call: _Call, bound: dict) -> Any:
+    """quantile/nanquantile with a batched q, as the op computes them on the batch: each row sorted, each
+    sample's q scaled by its row's count less one (of values that are not NaN for nanquantile), the values
+    at the floor and ceiling of that rank read and interpolated; a row with a NaN (only NaNs) gives NaN. A q
+    or an input the op refuses loops (the op's errors)."""
+    x, q, dim, b = _expand(bound["input"], call), bound["q"], bound["dim"], call.batch_size
+    interpolation, rank = bound.get("interpolation", "linear"), call.logical_dim(x)
+    if (
+        not x.value.is_floating_point()
+        or q.value.dtype != x.value.dtype
+        or call.logical_dim(q) > 1
+        or interpolation not in _INTERPOLATIONS
+        or _any((q.value < 0) | (q.value > 1) | q.value.isnan())
+    ):
+        return _loop(call)
+    f64, v = flambeau_core.float64, x.value
+    rows = v.reshape(b, -1) if dim is None or rank == 0 else v.movedim(dim % rank + 1, -1)  # [B, *others, n]
+    n, others = rows.shape[-1], rows.dim() - 2
+    qs = q.value.reshape(b, *(1,) * others, -1).to(f64)  # [B, 1..., Q]
+    shape = (*rows.shape[:-1], qs.shape[-1])
+    if n == 0:
+        out = flambeau_core.full(shape, float("nan"), dtype=v.dtype, device=v.device)
+    else:
+        ordered = flambeau_core.sort(rows, -1)[0]
+        valid = ordered.isnan().logical_not().sum(-1, keepdim=True).to(v.dtype)
+        count = valid if call.name == "nanquantile" else flambeau_core.full_like(valid, n)
+        place = qs * (count - 1).clamp(min=0).to(f64)
+
+        def at(r: Any) -> Any:
+            return flambeau_core.gather(ordered, -1, r.clamp(0, n - 1).to(flambeau_core.int64).expand(*shape))
+
+        low, high = place.floor(), place.ceil()
+        if interpolation in ("lower", "higher", "nearest"):
+            out = at({"lower": low, "higher": high, "nearest": place.round()}[interpolation])
+        else:
+            half = flambeau_core.where(low == high, 0.0, 0.5)
+            out = flambeau_core.lerp(
+                at(low), at(high), (half if interpolation == "midpoint" else place - low).to(v.dtype)
+            )
+        empty = valid == 0 if call.name == "nanquantile" else valid < n
+        out = flambeau_core.where(empty, float("nan"), out)
+    out = out.movedim(-1, 1)  # [B, Q, *others]
+    if bound["keepdim"] and rank > 0:
+        out = out.reshape(b, -1, *(1,) * rank) if dim is None else out.unsqueeze(dim % rank + 2)
+    return call.wrap(out.squeeze(1) if call.logical_dim(q) == 0 else out)
 
 
 def _layout_free(call: _Call) -> Any:
