@@ -116,6 +116,7 @@ SHAPE_FUNCTIONS = {
     "cross_entropy": "one shape per result: class_loss's, then (rows,) for the log-sum-exp",
     "cat": "the tensors' shape with their sizes along dim added up (1-D empty tensors skipped)",
     "index_select": "self's shape with dim of the index's length (0-d self: the index's shape)",
+    "index": "advanced indexing: the index tensors' broadcast shape among self's other dims (a mask: not on meta)",
     "embedding": "indices' shape, then weight's embedding_dim",
     "embedding_backward": "(num_weights, embedding_dim), embedding_dim being grad_output's last dim",
     "batch_norm": "one shape per result: input's, then (C,) for the saved mean and 1/std",

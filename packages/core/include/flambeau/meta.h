@@ -166,6 +166,22 @@ FB_API Shape topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
 FB_API Shape cat(const char* op, const TensorList& tensors, int64_t dim);
 /// `index_select`: self's shape with `dim` of the index's length (a 0-d self: 0-d, and one index).
 FB_API Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor& index);
+/// Advanced indexing's result layout (Note [Advanced indexing], src/cpu/indexing/indexing.cpp): the index
+/// tensors' broadcast shape B, and self's other dims split into those placed before B in the result (the dims
+/// before the indexed ones, when these are adjacent) and those after it.
+struct IndexLayout {
+  Shape index_shape;                // B
+  std::vector<int64_t> pre, post;   // self's dims before and after B in the result
+  Shape result_shape(const Tensor& self) const;
+};
+/// The layout for `per_dim`, one entry per dim of self in order: that dim's integer index (a mask already turned into
+/// the coordinates of its true elements) or an undefined tensor (the whole dim). IndexError when the index
+/// tensors do not broadcast together (PyTorch's "shape mismatch: indexing tensors could not be broadcast").
+FB_API IndexLayout index_layout(const char* op, std::span<const Tensor> per_dim);
+/// `index`: self[indices]'s shape from index_layout, after check_index. A bool/uint8 mask's result has as
+/// many rows as it has true elements, which only its values tell: NotImplementedError on the meta device
+/// (as PyTorch's).
+FB_API Shape index(const char* op, const Tensor& self, const OptionalTensorList& indices);
 /// `embedding`: indices' shape, then weight's embedding_dim.
 FB_API Shape embedding(const char* op, const Tensor& weight, const Tensor& indices);
 /// `embedding_backward`: (num_weights, embedding_dim), grad_output's last dim.
@@ -326,6 +342,11 @@ FB_API void check_scatter_reduce(const char* op, std::optional<std::string_view>
 /// self: as 1-D), and a source (if any) of self's dtype and shape but for index's length along `dim`.
 FB_API void check_index_slices(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                                const Tensor* source);
+/// index and index_put_ (advanced indexing): each index None (a whole dim) or a tensor on self's device (a
+/// 0-dim cpu one goes with any), int64/int32 (one dim) or a bool/uint8 mask of at least 1 dim with the shape
+/// of the dims of self it covers; at least one tensor, covering no more dims than self has. IndexError for
+/// each, but RuntimeError for the device and ValueError for only None (PyTorch's types).
+FB_API void check_index(const char* op, const Tensor& self, const OptionalTensorList& indices);
 /// A Python number stored into self (scatter's and index_fill's value): it must fit self's dtype.
 FB_API void check_value_fits(const char* op, const Scalar& value, const Tensor& self);
 /// embedding: a 2-D float weight (float16/bfloat16 too), int64/int32 indices, sparse=False.

@@ -299,6 +299,71 @@ Shape index_select(const char* op, const Tensor& self, int64_t dim, const Tensor
   return out;
 }
 
+namespace {
+bool is_mask(ScalarType t) { return t == ScalarType::Bool || t == ScalarType::UInt8; }
+}  // namespace
+
+Shape IndexLayout::result_shape(const Tensor& self) const {
+  Shape r;
+  for (int64_t k : pre) r.push_back(self.sizes()[k]);
+  r.insert(r.end(), index_shape.begin(), index_shape.end());
+  for (int64_t k : post) r.push_back(self.sizes()[k]);
+  return r;
+}
+
+IndexLayout index_layout(const char* op, std::span<const Tensor> per_dim) {
+  IndexLayout l;
+  const auto shapes = [&] {
+    std::string s;
+    for (const Tensor& t : per_dim) {
+      if (!t.defined()) continue;
+      if (!s.empty()) s += ", ";
+      s += shape_str(t.sizes());
+    }
+    return s;
+  };
+  // NumPy's broadcast of the index tensors; the error lists them all, as PyTorch's.
+  for (const Tensor& t : per_dim) {
+    if (!t.defined()) continue;
+    const auto tn = static_cast<size_t>(t.dim());
+    if (tn > l.index_shape.size()) l.index_shape.insert(l.index_shape.begin(), tn - l.index_shape.size(), 1);
+    for (size_t k = 0; k < tn; ++k) {
+      int64_t& b = l.index_shape[l.index_shape.size() - tn + k];
+      const int64_t s = t.sizes()[k];
+      FB_CHECK_INDEX(s == b || s == 1 || b == 1, "[", op,
+                     "] shape mismatch: indexing tensors could not be broadcast together with shapes ", shapes());
+      if (b == 1) b = s;
+    }
+  }
+  const auto nd = static_cast<int64_t>(per_dim.size());
+  int64_t first = -1, last = -1;
+  for (int64_t k = 0; k < nd; ++k)
+    if (per_dim[k].defined()) {
+      if (first < 0) first = k;
+      last = k;
+    }
+  bool adjacent = true;
+  for (int64_t k = first; k <= last; ++k) adjacent = adjacent && per_dim[k].defined();
+  for (int64_t k = 0; k < nd; ++k)
+    if (!per_dim[k].defined()) (adjacent && k < first ? l.pre : l.post).push_back(k);
+  return l;
+}
+
+Shape index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
+  TensorList per_dim(static_cast<size_t>(self.dim()));
+  size_t d = 0;
+  for (const std::optional<Tensor>& t : indices) {
+    if (t && is_mask(t->dtype()))
+      throw NotImplementedError(detail::cat_str(
+          "[", op, "] indexing with a ", dtype_name(t->dtype()), " mask of shape ", shape_str(t->sizes()),
+          " gives as many rows as the mask has true elements, which only its values tell: it cannot run on the '",
+          self.device().str(), "' device (index with the mask's nonzero() coordinates instead)"));
+    if (t) per_dim[d] = *t;
+    ++d;
+  }
+  return index_layout(op, per_dim).result_shape(self);
+}
+
 Shape embedding(const char*, const Tensor& weight, const Tensor& indices) {
   Shape out(indices.sizes().begin(), indices.sizes().end());
   out.push_back(weight.sizes()[1]);
@@ -861,6 +926,45 @@ void check_index_slices(const char* op, const Tensor& self, int64_t dim, const T
   FB_CHECK_VALUE(ok, "[", op, "] source of shape ", shape_str(source->sizes()), " must have the shape of self ",
                  shape_str(self.sizes()), " except in dimension ", d, ", where it must have the number of indices (",
                  index.numel(), ")");
+}
+
+void check_index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
+  const int64_t nd = self.dim();
+  int64_t consumed = 0;
+  bool any = false;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) {
+      ++consumed;
+      continue;
+    }
+    const Tensor& t = *indices[i];
+    any = true;
+    FB_CHECK(t.device() == self.device() || (t.device().is_cpu() && t.dim() == 0), "[", op, "] index ", i,
+             " is on ", t.device().str(), " but self is on ", self.device().str());
+    FB_CHECK_INDEX(is_mask(t.dtype()) || t.dtype() == ScalarType::Int64 || t.dtype() == ScalarType::Int32,
+                   "[", op, "] tensors used as indices must be int64, int32, bool or uint8 tensors, got ",
+                   dtype_name(t.dtype()), " for index ", i);
+    FB_CHECK_INDEX(!is_mask(t.dtype()) || t.dim() > 0, "[", op, "] index ", i,
+                   " is a 0-dim bool tensor, which indexes no dim; unsqueeze self and index it with a "
+                   "1-element mask instead");
+    consumed += is_mask(t.dtype()) ? t.dim() : 1;
+  }
+  FB_CHECK_INDEX(consumed <= nd, "[", op, "] too many indices for a tensor of dimension ", nd, " (got ", consumed,
+                 ")");
+  FB_CHECK_VALUE(any, "[", op, "] expected at least one index tensor, got only whole dims (None)");
+  int64_t d = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const std::optional<Tensor>& t = indices[i];
+    if (!t || !is_mask(t->dtype())) {
+      ++d;
+      continue;
+    }
+    const auto covered = self.sizes().subspan(d, t->dim());
+    FB_CHECK_INDEX(std::ranges::equal(covered, t->sizes()), "[", op, "] the shape ", shape_str(t->sizes()),
+                   " of the mask at index ", i, " does not match the shape ", shape_str(covered),
+                   " of the indexed tensor of shape ", shape_str(self.sizes()), " at dimension ", d);
+    d += t->dim();
+  }
 }
 
 void check_value_fits(const char* op, const Scalar& value, const Tensor& self) {

@@ -106,8 +106,14 @@ Item classify(py::handle it, const char* op) {
   if (py::isinstance<TensorImpl>(it)) {
     Tensor t = it.cast<Tensor>();
     const ScalarType dt = t.dtype();
-    if (t.dim() == 0 && (dt == ScalarType::Bool || dt == ScalarType::UInt8))  // one byte either way
-      return {ItemKind::kBool, it, Tensor(), *static_cast<const uint8_t*>(t.data_ptr()) != 0};
+    if (t.dim() == 0 && (dt == ScalarType::Bool || dt == ScalarType::UInt8)) {
+      // Tensor.__bool__ reads the value from any device (a meta tensor has none: NotImplementedError, as
+      // PyTorch's item()); its memory may not be host-addressable.
+      const int v =
+          t.device().is_cpu() ? *static_cast<const uint8_t*>(t.data_ptr()) != 0 : PyObject_IsTrue(it.ptr());
+      if (v < 0) throw py::error_already_set();
+      return {ItemKind::kBool, it, Tensor(), v != 0};
+    }
     if (t.dim() == 0 && is_integral(dt, false)) return {ItemKind::kInt, it};
     if (dt == ScalarType::UInt8 &&
         PyErr_WarnEx(

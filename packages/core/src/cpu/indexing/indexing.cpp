@@ -212,6 +212,11 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
 //  * if the indexed dims are adjacent, B replaces them in place; otherwise (a
 //    whole dim between two of them) B goes first, then the other dims in order;
 //  * negative indices wrap; an index outside its dim raises IndexError.
+// What needs no values is written once in the meta step (flambeau/meta.h):
+// meta::check_index (index's check step, run before every device's kernel;
+// index_put_ calls it itself) and meta::index_layout (B and the dims around
+// it), which this kernel, the CUDA kernel and the meta device share; a mask's
+// coordinates and the bounds of the index values are the kernels' own.
 // Both kernels reduce this to a plan: the element offset in self of every
 // position of B (computed and bounds-checked once), and the other dims of
 // self split into those before B in the result (pre) and after it (post).
@@ -254,56 +259,20 @@ struct IndexPlan {
   int64_t rows() const { return shape_numel(pre_sizes) * static_cast<int64_t>(offsets.size()); }
 };
 
-std::string index_shapes_str(const TensorList& per_dim) {
-  std::string s;
-  for (const Tensor& t : per_dim) {
-    if (!t.defined()) continue;
-    if (!s.empty()) s += ", ";
-    s += shape_str(t.sizes());
-  }
-  return s;
-}
-
-/// Note [Advanced indexing]: checks `indices` against self and computes the plan.
+/// Note [Advanced indexing]: computes the plan of `indices`, which passed meta::check_index (index's check
+/// step; index_put_ calls it).
 IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
   const int64_t nd = self.dim();
-  int64_t consumed = 0;
-  bool any = false;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (!indices[i]) {
-      ++consumed;
-      continue;
-    }
-    const Tensor& t = *indices[i];
-    any = true;
-    FB_CHECK(t.device() == self.device(), "[", op, "] index ", i, " is on ", t.device().str(),
-             " but self is on ", self.device().str());
-    FB_CHECK_INDEX(is_mask(t.dtype()) || t.dtype() == ScalarType::Int64 || t.dtype() == ScalarType::Int32,
-                   "[", op, "] tensors used as indices must be int64, int32, bool or uint8 tensors, got ",
-                   dtype_name(t.dtype()), " for index ", i);
-    FB_CHECK_INDEX(!is_mask(t.dtype()) || t.dim() > 0, "[", op, "] index ", i,
-                   " is a 0-dim bool tensor, which indexes no dim; unsqueeze self and index it with a "
-                   "1-element mask instead");
-    consumed += is_mask(t.dtype()) ? t.dim() : 1;
-  }
-  FB_CHECK_INDEX(consumed <= nd, "[", op, "] too many indices for a tensor of dimension ", nd, " (got ",
-                 consumed, ")");
-  FB_CHECK_VALUE(any, "[", op, "] expected at least one index tensor, got only whole dims (None)");
-
   // One int64 tensor (or none) per dim of self, masks replaced by their coordinates.
   TensorList per_dim(nd);
   int64_t d = 0;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (!indices[i]) {
+  for (const std::optional<Tensor>& i : indices) {
+    if (!i) {
       ++d;
       continue;
     }
-    const Tensor& t = *indices[i];
+    const Tensor& t = *i;
     if (is_mask(t.dtype())) {
-      const auto covered = self.sizes().subspan(d, t.dim());
-      FB_CHECK_INDEX(std::ranges::equal(covered, t.sizes()), "[", op, "] the shape ", shape_str(t.sizes()),
-                     " of the mask at index ", i, " does not match the shape ", shape_str(covered),
-                     " of the indexed tensor of shape ", shape_str(self.sizes()), " at dimension ", d);
       TensorList coords = mask_coordinates(t);
       for (int64_t k = 0; k < t.dim(); ++k) per_dim[d + k] = std::move(coords[k]);
       d += t.dim();
@@ -313,34 +282,15 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
   }
 
   IndexPlan p;
-  // Broadcast the index tensors together (NumPy rules).
-  for (const Tensor& t : per_dim) {
-    if (!t.defined()) continue;
-    const auto tn = static_cast<size_t>(t.dim());
-    if (tn > p.index_shape.size()) p.index_shape.insert(p.index_shape.begin(), tn - p.index_shape.size(), 1);
-    for (size_t k = 0; k < tn; ++k) {
-      int64_t& b = p.index_shape[p.index_shape.size() - tn + k];
-      const int64_t s = t.sizes()[k];
-      FB_CHECK_INDEX(s == b || s == 1 || b == 1, "[", op,
-                     "] shape mismatch: indexing tensors could not be broadcast together with shapes ",
-                     index_shapes_str(per_dim));
-      if (b == 1) b = s;
-    }
+  meta::IndexLayout layout = meta::index_layout(op, per_dim);
+  p.index_shape = std::move(layout.index_shape);
+  for (int64_t k : layout.pre) {
+    p.pre_sizes.push_back(self.sizes()[k]);
+    p.pre_strides.push_back(self.strides()[k]);
   }
-
-  int64_t first = -1, last = -1;
-  for (int64_t k = 0; k < nd; ++k)
-    if (per_dim[k].defined()) {
-      if (first < 0) first = k;
-      last = k;
-    }
-  bool adjacent = true;
-  for (int64_t k = first; k <= last; ++k) adjacent = adjacent && per_dim[k].defined();
-  for (int64_t k = 0; k < nd; ++k) {
-    if (per_dim[k].defined()) continue;
-    const bool pre = adjacent && k < first;
-    (pre ? p.pre_sizes : p.post_sizes).push_back(self.sizes()[k]);
-    (pre ? p.pre_strides : p.post_strides).push_back(self.strides()[k]);
+  for (int64_t k : layout.post) {
+    p.post_sizes.push_back(self.sizes()[k]);
+    p.post_strides.push_back(self.strides()[k]);
   }
 
   // The offset of each position of B, walking every index tensor broadcast to B.
@@ -549,6 +499,7 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
              "[index_put_] cannot write into an expanded tensor (", self.describe(), ", strides ",
              shape_str(self.strides()),
              "): several of its elements share one memory location; clone() it first");
+  meta::check_index("index_put_", self, indices);
   const IndexPlan p = plan_index("index_put_", self, indices);
   const Shape rshape = p.result_shape();
   const auto rn = static_cast<int64_t>(rshape.size());
