@@ -16,15 +16,17 @@
 // shape at those offsets (index_put.cu), so with duplicate indices one of
 // the writes wins, as PyTorch on CUDA. The plan being made of dispatched ops,
 // it runs on cpu tensors too: the host tests (_C._index_on_host,
-// _C._index_put_on_host) check it against core's CPU kernels.
+// _C._index_put_on_host) check it against core's CPU kernels. The checks that
+// need no values (meta::check_index: index's check step, which the dispatcher
+// runs before this kernel; index_put_ calls it) and the layout of B among
+// self's dims (meta::index_layout) are core's meta step's, written once.
 #include "advanced_index.h"
 
-#include <algorithm>
-#include <string>
 #include <vector>
 
 #include "backend.h"
 #include "flambeau/dispatch.h"
+#include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "kernels.h"
 
@@ -40,58 +42,21 @@ Tensor on_device(const Tensor& t, Device dev) {
   return out;
 }
 
-std::string index_shapes_str(const std::vector<Tensor>& per_dim) {
-  std::string s;
-  for (const Tensor& t : per_dim) {
-    if (!t.defined()) continue;
-    if (!s.empty()) s += ", ";
-    s += shape_str(t.sizes());
-  }
-  return s;
-}
-
 }  // namespace
 
 IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
   const Device dev = self.device();
   const int64_t nd = self.dim();
-  int64_t consumed = 0;
-  bool any = false;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (!indices[i]) {
-      ++consumed;
-      continue;
-    }
-    const Tensor& t = *indices[i];
-    any = true;
-    FB_CHECK(t.device() == dev || (t.device().is_cpu() && t.dim() == 0), "[", op, "] index ", i, " is on ",
-             t.device().str(), " but self is on ", dev.str());
-    FB_CHECK_INDEX(is_mask(t.dtype()) || t.dtype() == ScalarType::Int64 || t.dtype() == ScalarType::Int32,
-                   "[", op, "] tensors used as indices must be int64, int32, bool or uint8 tensors, got ",
-                   dtype_name(t.dtype()), " for index ", i);
-    FB_CHECK_INDEX(!is_mask(t.dtype()) || t.dim() > 0, "[", op, "] index ", i,
-                   " is a 0-dim bool tensor, which indexes no dim; unsqueeze self and index it with a "
-                   "1-element mask instead");
-    consumed += is_mask(t.dtype()) ? t.dim() : 1;
-  }
-  FB_CHECK_INDEX(consumed <= nd, "[", op, "] too many indices for a tensor of dimension ", nd, " (got ",
-                 consumed, ")");
-  FB_CHECK_VALUE(any, "[", op, "] expected at least one index tensor, got only whole dims (None)");
-
   // One int64 tensor (or none) per dim of self, on self's device; masks become coordinates.
   std::vector<Tensor> per_dim(static_cast<size_t>(nd));
   int64_t d = 0;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (!indices[i]) {
+  for (const std::optional<Tensor>& i : indices) {
+    if (!i) {
       ++d;
       continue;
     }
-    const Tensor& t = *indices[i];
+    const Tensor& t = *i;
     if (is_mask(t.dtype())) {
-      const auto covered = self.sizes().subspan(static_cast<size_t>(d), static_cast<size_t>(t.dim()));
-      FB_CHECK_INDEX(std::ranges::equal(covered, t.sizes()), "[", op, "] the shape ", shape_str(t.sizes()),
-                     " of the mask at index ", i, " does not match the shape ", shape_str(covered),
-                     " of the indexed tensor of shape ", shape_str(self.sizes()), " at dimension ", d);
       Tensor host = on_device(t, Device(DeviceType::CPU));
       const Tensor coords = op::nonzero(host);  // (count, t.dim()), row-major order: core's CPU kernel
       for (int64_t k = 0; k < t.dim(); ++k)
@@ -104,36 +69,11 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
   }
 
   IndexPlan p;
-  for (const Tensor& t : per_dim) {  // broadcast the index tensors together (NumPy rules)
-    if (!t.defined()) continue;
-    const auto tn = static_cast<size_t>(t.dim());
-    if (tn > p.index_shape.size()) p.index_shape.insert(p.index_shape.begin(), tn - p.index_shape.size(), 1);
-    for (size_t k = 0; k < tn; ++k) {
-      int64_t& b = p.index_shape[p.index_shape.size() - tn + k];
-      const int64_t s = t.sizes()[k];
-      FB_CHECK_INDEX(s == b || s == 1 || b == 1, "[", op,
-                     "] shape mismatch: indexing tensors could not be broadcast together with shapes ",
-                     index_shapes_str(per_dim));
-      if (b == 1) b = s;
-    }
-  }
-  int64_t first = -1, last = -1;
-  for (int64_t k = 0; k < nd; ++k)
-    if (per_dim[static_cast<size_t>(k)].defined()) {
-      if (first < 0) first = k;
-      last = k;
-    }
-  bool adjacent = true;
-  for (int64_t k = first; k <= last; ++k) adjacent = adjacent && per_dim[static_cast<size_t>(k)].defined();
-  std::vector<int64_t> pre_dims, post_dims;
-  for (int64_t k = 0; k < nd; ++k) {
-    if (per_dim[static_cast<size_t>(k)].defined()) continue;
-    ((adjacent && k < first) ? pre_dims : post_dims).push_back(k);
-  }
-  p.result_shape.clear();
-  for (int64_t k : pre_dims) p.result_shape.push_back(self.sizes()[static_cast<size_t>(k)]);
-  p.result_shape.insert(p.result_shape.end(), p.index_shape.begin(), p.index_shape.end());
-  for (int64_t k : post_dims) p.result_shape.push_back(self.sizes()[static_cast<size_t>(k)]);
+  const meta::IndexLayout layout = meta::index_layout(op, per_dim);
+  p.index_shape = layout.index_shape;
+  p.result_shape = layout.result_shape(self);
+  const std::vector<int64_t>& pre_dims = layout.pre;
+  const std::vector<int64_t>& post_dims = layout.post;
   (void)shape_nbytes(p.result_shape, ScalarType::Int64, op);  // the offsets must fit
 
   // Offsets over B: bounds-checked, negative indices wrapped, times self's strides.
@@ -219,6 +159,7 @@ Tensor& index_put_impl(Tensor& self, const OptionalTensorList& indices, const Te
              "[index_put_] cannot write into an expanded tensor (", self.describe(), ", strides ",
              shape_str(self.strides()),
              "): several of its elements share one memory location; clone() it first");
+  meta::check_index("index_put_", self, indices);
   const IndexPlan p = plan_index("index_put_", self, indices);
   const Shape& rshape = p.result_shape;
   const auto rn = static_cast<int64_t>(rshape.size());

@@ -13,7 +13,7 @@ struct IndexPlan {
   Tensor offsets;      // int64, result_shape, contiguous: element offsets into self (on self's device)
 };
 
-/// Checks `indices` against self (core's messages) and computes the plan with dispatched ops.
+/// The plan of `indices`, which passed meta::check_index (index's check step), made with dispatched ops.
 IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorList& indices);
 /// self[indices].
 Tensor index_impl(const Tensor& self, const OptionalTensorList& indices);

@@ -148,6 +148,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_index_on_host",
       [](const flambeau::Tensor& self, const flambeau::OptionalTensorList& indices) {
+        flambeau::meta::check_index("index", self, indices);  // the op's check step
         return flambeau::cuda::index_impl(self, indices);
       },
       "Test hook: flambeau-cuda's index (its plan of dispatched ops) run on cpu tensors.");
