@@ -1,10 +1,10 @@
 #!/usr/bin/env python
-"""exp, sin, cos, tan on 1M elements against PyTorch and NumPy, 1 and 2 threads.
+"""exp, tanh, sigmoid, sin, cos, tan on 1M elements against PyTorch and NumPy, 1 and 2 threads.
 
-float32 and float64: exp_f32 (src/cpu/elementwise/loops.h), the float32 and float64 sin,
-cos, tan of src/cpu/elementwise/vec_trig.inc (Notes [float32 sin/cos], [float64 sin/cos]);
-float64 exp is the C library's. All three libraries run in this one process,
-interleaved: each round times a block of calls of each (the order rotates
+float32 and float64: exp_f32 and the float64 exp, tanh, sigmoid of src/cpu/elementwise/loops.h
+(Note [float64 exp]), the float32 and float64 sin, cos, tan of src/cpu/elementwise/vec_trig.inc
+(Notes [float32 sin/cos], [float64 sin/cos]); NumPy's sigmoid is ``1 / (1 + exp(-x))``.
+All three libraries run in this one process, interleaved: each round times a block of calls of each (the order rotates
 between rounds), so machine noise hits them alike. Prints min and median per
 call and the ratio best_other_time / flambeau_time of the medians, where
 best_other is the faster of torch and NumPy (> 1: flambeau is faster). NumPy is
@@ -33,7 +33,14 @@ import flambeau_core as fc
 import numpy as np
 import torch
 
-OPS = ("exp", "sin", "cos", "tan")
+OPS = ("exp", "tanh", "sigmoid", "sin", "cos", "tan")
+
+
+def _np(op: str):
+    """NumPy's function of that name (sigmoid as a NumPy user writes it)."""
+    return (lambda a: 1 / (1 + np.exp(-a))) if op == "sigmoid" else getattr(np, op)
+
+
 N = 1_000_000
 
 
@@ -48,7 +55,7 @@ def _cases():
             cases[name] = (
                 lambda f=f, op=op: getattr(fc, op)(f),
                 lambda t=t, op=op: getattr(torch, op)(t),
-                lambda x=x, op=op: getattr(np, op)(x),
+                lambda x=x, op=op: _np(op)(x),
             )
     return cases
 
@@ -62,7 +69,7 @@ def time_block(fn, number: int) -> float:
 
 def ulp_error(ours: np.ndarray, x: np.ndarray, op: str) -> float:
     with np.errstate(invalid="ignore", over="ignore"):
-        ref = getattr(np, op)(x.astype(np.float64))
+        ref = _np(op)(x.astype(np.float64))
     _, e = np.frexp(np.abs(ref))
     ulp = np.ldexp(1.0, np.maximum(e - 24, -149))
     ok = np.isfinite(ref) & np.isfinite(ours)
@@ -80,7 +87,7 @@ def accuracy() -> None:
         ours = np.array(memoryview(getattr(fc, op)(fc.tensor(x)).contiguous()))
         th = getattr(torch, op)(torch.from_numpy(x)).numpy()
         with np.errstate(invalid="ignore", over="ignore"):
-            nu = getattr(np, op)(x)
+            nu = _np(op)(x)
         print(f"{op:5s} {ulp_error(ours, x, op):9.3f} {ulp_error(th, x, op):9.3f} {ulp_error(nu, x, op):9.3f}")
 
 

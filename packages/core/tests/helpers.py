@@ -182,3 +182,36 @@ def same_as_torch_or_refused(
     assert len(got) == len(expected), name
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(to_numpy(g), torch_numpy(e), rtol=1e-12, err_msg=name)
+
+
+def run_with_capability(cap: str, script: str) -> str:
+    """Runs ``script`` (Python source; ``{here}`` becomes this folder) in a subprocess whose dispatcher picks
+    the CPU capability ``cap`` (FLAMBEAU_CPU_CAPABILITY), asserts it exited cleanly and that its last line of
+    output, the capability it printed, is ``cap`` or one below it (this machine may lack it); returns stdout."""
+    import os  # noqa: PLC0415  (only the capability tests need these)
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = dict(os.environ, FLAMBEAU_CPU_CAPABILITY=cap)
+    source = script.format(here=os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] in ({"base"} if cap == "base" else {"base", cap})
+    return out.stdout
+
+
+def assert_unary_layouts(f: Callable[..., fc.Tensor], a: np.ndarray) -> None:
+    """A float64 unary op ``f`` (with ``out=`` and an in-place form ``<name>_``) on a 2-D ``a`` transposed,
+    broadcast, into ``out=`` and in place gives exactly its result on the contiguous copy."""
+    expect = to_numpy(f(fc.tensor(np.ascontiguousarray(a.T))))
+    np.testing.assert_array_equal(to_numpy(f(fc.tensor(a).t())), expect)
+    row = to_numpy(f(fc.tensor(a[0])))
+    np.testing.assert_array_equal(
+        to_numpy(f(fc.tensor(a[0]).expand(3, a.shape[1]))), np.broadcast_to(row, (3, a.shape[1]))
+    )
+    out = fc.empty((a.shape[1], a.shape[0]), dtype=fc.float64)
+    assert f(fc.tensor(a).t(), out=out) is out
+    np.testing.assert_array_equal(to_numpy(out), expect)
+    z = fc.tensor(a)
+    getattr(z.t(), f.__name__ + "_")()
+    np.testing.assert_array_equal(to_numpy(z), expect.T)

@@ -7,15 +7,11 @@ misaligned starts."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import to_numpy, torch_numpy
+from helpers import run_with_capability, to_numpy, torch_numpy
 
 DTYPES = ["float16", "bfloat16"]
 OPS = ["exp", "sin", "cos"]
@@ -164,11 +160,7 @@ print(fc._C._cpu_capability())
 @pytest.mark.parametrize("cap", ["base", "avx2"])
 def test_exhaustive_other_capabilities(cap):
     """The avx2 and baseline builds of the loops (blocked float32 route, F16C / integer rounding)."""
-    env = dict(os.environ, FLAMBEAU_CPU_CAPABILITY=cap)
-    script = SCRIPT.format(here=os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1] in ({"base"} if cap == "base" else {"base", "avx2"})
+    run_with_capability(cap, SCRIPT)
 
 
 @pytest.mark.parametrize("op", ["sin", "cos"])

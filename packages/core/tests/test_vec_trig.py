@@ -10,15 +10,11 @@ too) against long double and mpmath; integer and half inputs still right."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import to_numpy
+from helpers import assert_unary_layouts, run_with_capability, to_numpy
 
 OPS = ["sin", "cos", "tan"]
 MAX_ULP = 2.0  # the contract; measured: sin 1.58, cos 1.57, tan 1.74 over every float32 below 2^22
@@ -270,17 +266,7 @@ def test_float64_special_values_and_layouts(op):
     rng = np.random.default_rng(8)
     a = rng.uniform(-40, 40, (29, 41))
     a[2, 3] = 1e9  # a block on the per-lane route
-    expect = to_numpy(f(fc.tensor(np.ascontiguousarray(a.T))))
-    np.testing.assert_array_equal(to_numpy(f(fc.tensor(a).t())), expect)
-    np.testing.assert_array_equal(
-        to_numpy(f(fc.tensor(a[5]).expand(3, 41))), np.broadcast_to(to_numpy(f(fc.tensor(a[5]))), (3, 41))
-    )
-    out = fc.empty((41, 29), dtype=fc.float64)
-    assert f(fc.tensor(a).t(), out=out) is out
-    np.testing.assert_array_equal(to_numpy(out), expect)
-    z = fc.tensor(a)
-    getattr(z.t(), op + "_")()
-    np.testing.assert_array_equal(to_numpy(z), expect.T)
+    assert_unary_layouts(f, a)
     for n in [*range(1, 20), 1023, 1024, 1025, 3000]:
         x = rng.uniform(-10, 10, n)
         np.testing.assert_allclose(to_numpy(f(fc.tensor(x))), getattr(np, op)(x), rtol=6.7e-16, atol=1e-300)
@@ -311,8 +297,4 @@ print(fc._C._cpu_capability())
 def test_other_capabilities(cap):
     """The avx2 build (float32 and double reductions with FMA) and the baseline build (double
     reduction only, no FMA) pass the same checks."""
-    env = dict(os.environ, FLAMBEAU_CPU_CAPABILITY=cap)
-    script = SCRIPT.format(here=os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1] in ({"base"} if cap == "base" else {"base", "avx2"})
+    run_with_capability(cap, SCRIPT)

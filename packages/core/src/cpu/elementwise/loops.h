@@ -139,6 +139,77 @@ inline float sigmoid_f32(float x) {
   return x < 0 ? e * q : q;
 }
 
+// ---- float64 exp, tanh and sigmoid, branch-free so loops vectorize ----
+// Note [float64 exp]: e^x = 2^n e^r with n = round(x / ln 2) and r = x - n ln 2 in two steps
+// (Cody and Waite: n * C1 is exact, C1 having 21 significant bits), |r| <= ln 2 / 2; e^r by its
+// Taylor series to r^13 (the first term left out is below 2^-57 relative), summed as
+// 1 + (r + r^2 Q(r)). 2^n is applied as two factors, each written into a double's exponent field,
+// so results in the denormal range and overflow to inf come out right; the integer steps use the
+// 1.5 * 2^52 trick and 64-bit shifts only, which AVX2 has. The rounding errors of r and of the
+// two sums are carried to the one final rounding: below 0.63 ulp (normal results), the correctly
+// rounded one for ~99 % of inputs (exp(1) is the double nearest e).
+// The functions and the loops' lambdas are always inlined: a call left in the loop (the inliner's
+// budget runs out in the kernel files' many instantiations) would keep it scalar.
+
+inline double as_double(int64_t i) { return __builtin_bit_cast(double, i); }
+inline int64_t as_int64(double d) { return __builtin_bit_cast(int64_t, d); }
+
+/// 2^k for an integer-valued k in [-1022, 1023]: k + 1023 is the low bits of k + 1023 + 2^52.
+inline double pow2_f64(double k) { return as_double(as_int64(k + (1023.0 + 0x1p52)) << 52); }
+
+[[gnu::always_inline]] inline double exp_f64(double x) {
+  double c = x < -746.0 ? -746.0 : x;
+  c = c > 710.0 ? 710.0 : c;
+  const double n = (c * 0x1.71547652b82fep0 + 0x1.8p52) - 0x1.8p52;  // round(c / ln 2)
+  const double r1 = c - n * 0.693145751953125;
+  const double nc2 = n * 1.42860682030941723212e-6;
+  const double r = r1 - nc2;
+  const double r_lo = (r1 - r) - nc2;  // what the subtraction rounded away (Fast2Sum)
+  double q = 1.0 / 6227020800.0;  // 1/13!
+  q = q * r + 1.0 / 479001600.0;
+  q = q * r + 1.0 / 39916800.0;
+  q = q * r + 1.0 / 3628800.0;
+  q = q * r + 1.0 / 362880.0;
+  q = q * r + 1.0 / 40320.0;
+  q = q * r + 1.0 / 5040.0;
+  q = q * r + 1.0 / 720.0;
+  q = q * r + 1.0 / 120.0;
+  q = q * r + 1.0 / 24.0;
+  q = q * r + 1.0 / 6.0;
+  q = q * r + 0.5;
+  // 1 + r + (r^2 Q(r) + r_lo e^r), its two sums carried exactly (Fast2Sum), rounded once at the end
+  const double a = q * (r * r) + r_lo * (1.0 + r);
+  const double s = r + a;
+  const double s_err = a - (s - r);
+  const double p1 = 1.0 + s;
+  const double p = p1 + ((s - (p1 - 1.0)) + s_err);
+  const double n1 = (n * 0.5 + 0x1.8p52) - 0x1.8p52;  // n = n1 + n2, each in the normal range
+  const double res = p * pow2_f64(n1) * pow2_f64(n - n1);
+  return x != x ? x : res;
+}
+
+[[gnu::always_inline]] inline double tanh_f64(double x) {
+  const double ax = x < 0 ? -x : x;
+  const double z = x * x;
+  // |x| < 0.625: x + x z P(z) / Q(z), Cephes' double-precision rational approximation
+  double p = -9.64399179425052238628e-1;
+  p = p * z - 9.92877231001918586564e1;
+  p = p * z - 1.61468768441708447952e3;
+  double q = z + 1.12811678491632931402e2;
+  q = q * z + 2.23548839060100448583e3;
+  q = q * z + 4.84406305325125486048e3;
+  const double small = x + x * z * (p / q);
+  const double large = 1.0 - 2.0 / (exp_f64(ax + ax) + 1.0);
+  // copysign keeps tanh(-0.0) = -0.0; NaN takes the large branch (exp of NaN is NaN)
+  return __builtin_copysign(ax < 0.625 ? small : large, x);
+}
+
+[[gnu::always_inline]] inline double sigmoid_f64(double x) {
+  const double e = exp_f64(x < 0 ? x : -x);
+  const double q = 1.0 / (1.0 + e);
+  return x < 0 ? e * q : q;
+}
+
 // ---- elementwise functions (T = the compute dtype) ----
 
 template <class T>
@@ -228,7 +299,7 @@ void exp_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_same_v<T, float>)
     unary_loop<T, T>(d, s, n, [](T a) { return exp_f32(a); });
   else
-    unary_loop<T, T>(d, s, n, [](T a) { return std::exp(a); });
+    unary_loop<T, T>(d, s, n, [](T a) __attribute__((always_inline)) { return exp_f64(a); });
 }
 template <class T>
 void log_loop(char** d, const int64_t* s, int64_t n, double) {
@@ -242,18 +313,14 @@ void tanh_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_same_v<T, float>)
     unary_loop<T, T>(d, s, n, [](T a) { return tanh_f32(a); });
   else
-    unary_loop<T, T>(d, s, n, [](T a) { return std::tanh(a); });
+    unary_loop<T, T>(d, s, n, [](T a) __attribute__((always_inline)) { return tanh_f64(a); });
 }
 template <class T>
 void sigmoid_loop(char** d, const int64_t* s, int64_t n, double) {
   if constexpr (std::is_same_v<T, float>)
     unary_loop<T, T>(d, s, n, [](T a) { return sigmoid_f32(a); });
   else
-    unary_loop<T, T>(d, s, n, [](T a) {
-      const T e = std::exp(a < 0 ? a : -a);
-      const T q = T(1) / (T(1) + e);
-      return a < 0 ? e * q : q;
-    });
+    unary_loop<T, T>(d, s, n, [](T a) __attribute__((always_inline)) { return sigmoid_f64(a); });
 }
 
 #define FB_DEFINE_UNARY_LOOP(name, expr)                                 \
