@@ -685,6 +685,20 @@ def test_indexing_and_shape_ops_batch_without_the_loop(name, no_loop):
     both(f, in_dims, 0, *[_make(s) for s in specs])
 
 
+def _complex(*shape):
+    a = RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+    return fb.tensor(a), torch.tensor(a)
+
+
+@pytest.mark.parametrize("batch_dim", [0, 1])
+def test_integer_math_complex_views_and_unravel_batch_without_the_loop(batch_dim, no_loop):
+    ints = _ints(50, 4, 4, 3, low=-50), _ints(50, 4, 4, 3)
+    both(lambda a, b: lib(a).gcd(a, b) + lib(a).lcm(a, b), (batch_dim, 0), 0, *ints)
+    both(lambda z: z.imag * 2 + lib(z).view_as_real(z).sum(-1), batch_dim, 0, _complex(4, 4, 3))
+    flat = _ints(20, 4, 4, 3)
+    both(lambda i: lib(i).unravel_index(i, (4, 5)), batch_dim, 0, flat)
+
+
 LOOP_ORACLE = {
     # torch.func.vmap has no batching rule for these: torch's loop is the oracle
     "index_put_mask": (lambda x, m, v: x.index_put((m,), v), (0, 0, 0), [(4, 3, 5), ("bool", 4, 3), (4, 5)]),
