@@ -1,9 +1,16 @@
 """fb.onnx.export of indexing and selection: x[...] (ints, slices with steps, negative indices, None, a tensor
-index), gather, index_select, masked_fill, where, split, chunk, expand, tril/triu; checked by ONNX Runtime on
-other batch sizes against flambeau's forward and torch's (the same program run on torch tensors)."""
+index, a boolean mask), x[mask] = value, gather, index_select, masked_fill, masked_select, nonzero, where, split,
+chunk, expand, tril/triu; checked by ONNX Runtime on other batch sizes and other masks against flambeau's forward
+and torch's (the same program run on torch tensors)."""
+
+import re
+import warnings
 
 import flambeau as fb
+import numpy as np
+import onnx
 import pytest
+import torch
 from onnx_testing import Program, TorchProgram, assert_onnx_matches, export_checked, run_onnx
 
 
@@ -86,10 +93,10 @@ def test_a_chunk_of_a_dynamic_dim_splits_into_equal_parts_from_opset_18():
 @pytest.mark.parametrize(
     "program,words",
     [
-        (lambda lib, x, idx: x[x > 0], "'__getitem__' to ONNX opset version 18 is not supported: a boolean mask"),
         (lambda lib, x, idx: x[idx, None], "a tensor index together with None"),
         (lambda lib, x, idx: x[[True, False, True]], "a list index of bool"),
-        (lambda lib, x, idx: lib.where(x > 0)[0], "'where' .* where\\(condition\\)"),
+        (lambda lib, x, idx: x[x.sum() > 0], "'__getitem__' .* a 0-d boolean index"),
+        (lambda lib, x, idx: lib.nonzero(x.sum()), "'_nonzero' .* a 0-d input"),
         (lambda lib, x, idx: x.cumsum(0)[idx], "'cumsum' to ONNX opset version 18 is not supported$"),
     ],
 )
@@ -102,3 +109,156 @@ def test_a_view_the_recorder_does_not_report_is_refused_not_made_a_constant():
     # x.T is not reported by the op recorder; embedding its values as a constant would write a wrong file.
     with pytest.raises(fb.onnx.OnnxExporterError, match=r"a \(3, 2\) view of a tensor computed from its inputs"):
         fb.onnx.export(Program(lambda lib, x, idx: (x * 2).T + 1), (fb.randn(2, 3), fb.tensor([0])))
+
+
+def mask_indexing(lib, x, m, r):
+    return (
+        x[m],  # a mask of x's first two dims (GatherND at its true elements' positions)
+        x[r],  # a 1-d mask (Compress)
+        x[:, m[0]],  # after ':'
+        x[1:, m[1]],  # after a slice
+        x[0, m[1]],  # after an int
+        x[m, 1],  # before an int
+        x[m, lib.tensor([2])],  # with an index tensor, broadcast against the true elements
+        x[r, ..., 1:],  # before '...'
+    )
+
+
+def selection_by_mask(lib, x, m, r):
+    a, b = lib.nonzero(x[..., 0] > 0.5, as_tuple=True)
+    (c,) = lib.where(r)
+    return (
+        lib.masked_select(x[..., 0], m),
+        x[:, :1, 0].masked_select(m[0]),  # both broadcast
+        lib.nonzero(m),
+        (x > 0.5).nonzero(),
+        lib.argwhere(r),
+        a,
+        b,
+        c,
+        lib.where(m)[1],
+    )
+
+
+def mask_assignment(lib, x, m, r):
+    a = x.clone()
+    a[m] = -1.0  # a number: Where
+    b = x.clone()
+    b[r] = x[0, 0]  # a tensor of the dims after the mask's: Where
+    c = x.clone()
+    c[m] = x[m] * 2  # one value per true element: ScatterND
+    d = x.clone()
+    d[:, m[0]] = 5  # after ':'
+    e = x.clone()
+    e[..., m[1, :3]] = x[..., m[1, :3]] + 1  # after '...', ScatterND between the dims around it
+    f = lib.zeros(4, 4, 3)
+    f[m] = x[m, 0:1]  # made in forward: its values before the write are the constant
+    return a, b, c, d, e, f
+
+
+def masks(seed):
+    fb.manual_seed(seed)
+    return fb.rand(4, 4, 3), fb.rand(4, 4) > 0.5, fb.rand(4) > 0.5
+
+
+@pytest.mark.parametrize(
+    "program,constant",
+    [
+        (mask_indexing, r"a \(1,\) tensor filled with 2"),
+        (selection_by_mask, None),
+        (mask_assignment, r"a \(4, 4, 3\) tensor filled with 0.0"),  # the zeros as they were before the write
+    ],
+)
+def test_boolean_masks_export_once_and_run_with_other_counts_of_true_elements(program, constant):
+    model, names = Program(program), ["x", "m", "r"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = export_checked(model, masks(0), names)
+    messages = [str(w.message) for w in caught if "constants in the file" in str(w.message)]
+    assert len(messages) == (constant is not None)
+    assert constant is None or re.search(constant, messages[0])
+    counts = set()
+    for seed in (1, 2):
+        inputs = masks(seed)
+        counts.add((int(inputs[1].sum()), int(inputs[2].sum())))
+        assert_onnx_matches(data, names, model, inputs, TorchProgram(program))
+    assert len(counts) == 2  # the two runs select different numbers of elements
+
+
+def test_an_output_whose_size_is_a_count_of_true_elements_is_declared_symbolic():
+    proto = onnx.load_from_string(export_checked(Program(selection_by_mask), masks(0), ["x", "m", "r"]))
+    dims = [[d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] for out in proto.graph.output]
+    assert dims[0] == ["output_0_dynamic_axes_1"]
+    assert dims[2] == ["output_2_dynamic_axes_1", 2]  # nonzero(m): [count, rank]
+    assert {n.op_type for n in proto.graph.node} >= {"NonZero", "Compress"}
+
+
+def test_a_mask_from_the_batch_follows_dynamic_axes_and_its_count_sizes_a_reshape():
+    def program(lib, x, m):
+        y = x[x[:, 0] > 0.5]
+        z = x[m]
+        return y, y.reshape(y.size(0), 2, 2).sum(1), z.view(z.size(0), -1) * 2
+
+    model, names = Program(program), ["x", "m"]
+    # The counts must differ between the example and the second run (x repeated along the batch), as sizes do.
+    example = (fb.tensor([[0.9, 0.1, 0.2, 0.3], [0.1, 0.5, 0.6, 0.7], [0.2, 0.0, 0.0, 1.0]]), fb.tensor([1, 0, 1]) > 0)
+    data = export_checked(model, example, names, {"x": {0: "batch"}, "m": {0: "batch"}})
+    for n, seed in ((5, 1), (7, 2)):
+        fb.manual_seed(seed)
+        assert_onnx_matches(data, names, model, [fb.rand(n, 4), fb.rand(n) > 0.3], TorchProgram(program))
+
+
+def test_a_mask_assignment_to_the_input_itself():
+    def program(lib, x, m):
+        x[m] = 0.5
+        x[x > 0.7] = x[x > 0.7] * 3
+        return x * 1
+
+    model, names = Program(program), ["x", "m"]
+    data = export_checked(model, (fb.rand(4, 3), fb.rand(4, 3) > 0.5), names)
+    for seed in (1, 2):
+        fb.manual_seed(seed)
+        x, m = fb.rand(4, 3), fb.rand(4, 3) > 0.5
+        got = run_onnx(data, names, [x.clone(), m])[0]  # the model writes into its input: each run gets a copy
+        np.testing.assert_allclose(got, model(x.clone(), m).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got, program(torch, torch.from_numpy(x.numpy()), torch.from_numpy(m.numpy())))
+
+
+@pytest.mark.parametrize(
+    "program,error,words",
+    [
+        (lambda lib, x, m: x[m[:2]], IndexError,
+         r"\[index\] the shape \(2, 4\) of the mask .* \(4, 4\) of the indexed"),
+        (lambda lib, x, m: lib.masked_select(x, m[:, :2]), fb.FlambeauError,
+         r"\[masked_select\] shapes \(4, 4\) and \(4, 2\) cannot be broadcast"),
+        (lambda lib, x, m: x.clone().__setitem__(m[0, :2], 1.0), IndexError,
+         r"\[index_put_\] the shape \(2,\) of the mask .* does not match the shape \(4,\)"),
+    ],
+)  # fmt: skip
+def test_a_mask_whose_shape_does_not_match_raises_at_export_naming_the_op_and_shapes(program, error, words):
+    with pytest.raises(error, match=words):
+        fb.onnx.export(Program(program), (fb.rand(4, 4), fb.rand(4, 4) > 0.5))
+
+
+def set_rows(lib, x, m):
+    y = x.clone()
+    y[0] = 1.0
+    return y
+
+
+def set_through_a_view(lib, x, m):
+    y = x.clone()
+    y[0][m[0]] = 1.0
+    return y
+
+
+@pytest.mark.parametrize(
+    "program,words",
+    [
+        (set_rows, "'__setitem__' .* an assignment x\\[index\\] = value whose index is not one boolean mask"),
+        (set_through_a_view, "'__setitem__' .* a write into a view of shape \\(4,\\)"),
+    ],
+)
+def test_an_assignment_the_exporter_cannot_write_raises_instead_of_being_left_out(program, words):
+    with pytest.raises(fb.onnx.UnsupportedOperatorError, match=words):
+        fb.onnx.export(Program(program), (fb.rand(4, 4), fb.rand(4, 4) > 0.5))

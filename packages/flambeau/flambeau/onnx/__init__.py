@@ -27,17 +27,19 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import io
 import os
+import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import flambeau_core as fc
 from flambeau_autograd import no_grad
-from flambeau_core._trace import OpCall, OpRecorder
+from flambeau_core._trace import OpCall, OpRecorder, record_ops
 
 from flambeau.onnx import _indexing, _losses, _ops, _recurrent  # noqa: F401 (they register their mappings)
 from flambeau.onnx._graph import OnnxExporterError, UnsupportedOperatorError, _emit, _Graph, _rename, _tensors_in
@@ -156,11 +158,48 @@ def _dynamic_dims(dynamic_axes: Any, names: list[str], shapes: dict[str, tuple[i
     return out
 
 
+_CORE_SETITEM = fc.Tensor.__setitem__
+_setitem_lock = threading.Lock()
+_setitem_recorders: dict[int, OpRecorder] = {}  # thread id -> the recorder of the export running on it
+
+
+def _recorded_setitem(self: fc.Tensor, index: Any, value: Any) -> None:
+    rec = _setitem_recorders.get(threading.get_ident())
+    # The values before the write: a tensor the graph has no value for yet (made in forward) is a constant of them.
+    before = None
+    if rec is not None:
+        with record_ops(lambda *call: None):  # the copy is no op of the model's
+            before = self.clone()
+    _CORE_SETITEM(self, index, value)
+    if rec is not None:
+        rec.calls.append(OpCall("__setitem__", (self, index, value), {"before": before}, self))
+
+
+@contextlib.contextmanager
+def _recording_setitem(rec: OpRecorder) -> Iterator[None]:
+    """Reports ``x[index] = value`` to `rec` as ``__setitem__(x, index, value) -> x`` on this thread meanwhile.
+
+    Core's ``Tensor.__setitem__`` binding is not one the op recorder reports, and an unseen write would leave
+    the graph with the value before it: while some thread exports, the class's ``__setitem__`` is a wrapper
+    that reports the write on an exporting thread (and only calls core's elsewhere)."""
+    with _setitem_lock:
+        if not _setitem_recorders:
+            fc.Tensor.__setitem__ = _recorded_setitem
+        _setitem_recorders[threading.get_ident()] = rec
+    try:
+        yield
+    finally:
+        with _setitem_lock:
+            del _setitem_recorders[threading.get_ident()]
+            if not _setitem_recorders:
+                fc.Tensor.__setitem__ = _CORE_SETITEM
+
+
 def _trace(model: Any, pos: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, list[OpCall]]:
     global _exporting
     _exporting = True
     try:
-        with no_grad(), OpRecorder() as rec:
+        with no_grad(), OpRecorder() as rec, _recording_setitem(rec):
             result = model(*pos, **kw)
     finally:
         _exporting = False
@@ -258,6 +297,23 @@ def _second_trace(
         stacklevel=3,
     )
     return {}, None
+
+
+def _free_data_dependent_dims(onnx: Any, proto: Any) -> None:
+    """Makes symbolic the output dims that follow a count of nonzero elements (NonZero, Compress), as dynamic_axes
+    would: they are those ONNX's shape inference cannot give once the example's sizes are taken off the outputs."""
+    bare = onnx.ModelProto()
+    bare.CopyFrom(proto)
+    for out in bare.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    inferred = onnx.shape_inference.infer_shapes(bare)
+    for out, got in zip(proto.graph.output, inferred.graph.output, strict=True):
+        if not got.type.tensor_type.HasField("shape"):
+            continue
+        inferred_dims = got.type.tensor_type.shape.dim
+        for i, (dim, found) in enumerate(zip(out.type.tensor_type.shape.dim, inferred_dims, strict=True)):
+            if dim.HasField("dim_value") and not found.HasField("dim_value"):
+                dim.dim_param = f"{out.name}_dynamic_axes_{i + 1}"
 
 
 def export(
@@ -399,6 +455,8 @@ def export(
         producer_version=getattr(fc, "__version__", ""),
         ir_version=max(8, onnx.helper.find_min_ir_version_for(opsets)),
     )
+    if any(node.op_type in ("NonZero", "Compress") for node in g.nodes):
+        _free_data_dependent_dims(onnx, proto)
     if verbose:
         print(onnx.helper.printable_graph(proto.graph))
     if f is not None:

@@ -11,17 +11,27 @@ from flambeau_core._trace import OpCall
 from flambeau.onnx._graph import INT64_MAX, _arguments, _Graph, _maps, _unsupported
 
 
+def _is_mask(item: Any) -> bool:
+    return isinstance(item, fc.Tensor) and item.dtype == fc.bool
+
+
+def _mask_positions(g: _Graph, mask: fc.Tensor) -> str:
+    """The [n, k] positions of a k-dim mask's n true elements (NonZero gives them as [k, n])."""
+    return g.node("Transpose", [g.node("NonZero", [g.value(mask)])[0]], perm=[1, 0])[0]
+
+
 def _index_items(g: _Graph, call: OpCall, index: Any, ndim: int) -> list[Any]:
     """The index as one item per input dim (slices, ints, tensors) plus the Nones, with the Ellipsis expanded."""
     items = list(index) if isinstance(index, tuple) else [index]
     for item in items:
-        if isinstance(item, bool) or (isinstance(item, fc.Tensor) and item.dtype == fc.bool):
-            raise _unsupported(g, call, "a boolean mask index (the result's shape depends on the mask's values)")
+        if isinstance(item, bool) or (_is_mask(item) and item.dim() == 0):
+            raise _unsupported(g, call, "a 0-d boolean index (True or False, which adds a dim)")
     items = [np.asarray(item) if isinstance(item, list) else item for item in items]  # a list is a tensor index
     for item in items:
         if isinstance(item, np.ndarray) and item.dtype.kind not in "iu":
             raise _unsupported(g, call, f"a list index of {item.dtype} (a boolean mask or not integers)")
-    used = sum(1 for item in items if item is not None and item is not Ellipsis)
+    # A k-dim mask indexes k dims.
+    used = sum(item.dim() if _is_mask(item) else 1 for item in items if item is not None and item is not Ellipsis)
     at = next((i for i, item in enumerate(items) if item is Ellipsis), None)  # `in` would compare tensors
     if at is not None:
         items[at : at + 1] = [slice(None)] * (ndim - used)
@@ -58,6 +68,10 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
             axes.append(axis)
             steps.append(step)
             out_dim += 1
+        elif _is_mask(item):  # its k dims become one, of the count of true elements
+            tensors.append((pos, axis, item))
+            axis, out_dim = axis + item.dim(), out_dim + 1
+            continue
         elif isinstance(item, (fc.Tensor, np.ndarray)):
             tensors.append((pos, axis, item))
             out_dim += item.ndim
@@ -81,11 +95,23 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
         raise _unsupported(g, call, "a tensor index together with None")
     # PyTorch applies the ints as selections first (unlike NumPy, they are no advanced indices), so the tensor
     # indices act on the dims left after the Squeeze.
-    ats = [axis - sum(1 for s in squeeze if s < axis) for _, axis, _ in tensors]
-    if len(tensors) == 1:
+    # A mask stands for the k index tensors of its true elements' positions (as in PyTorch), on k dims.
+    ats = [
+        d - sum(1 for s in squeeze if s < axis)
+        for _, axis, t in tensors
+        for d in range(axis, axis + (t.dim() if _is_mask(t) else 1))
+    ]
+    rank = x.dim() - len(squeeze)
+    if len(tensors) == 1 and _is_mask(tensors[0][2]):
+        mask = tensors[0][2]
+        if mask.dim() == 1:
+            v = g.node("Compress", [v, g.value(mask)], axis=ats[0])[0]
+        else:
+            v = _gather_nd(g, v, ats, _mask_positions(g, mask), 1, rank)
+    elif len(tensors) == 1:
         v = g.node("Gather", [v, _index_value(g, tensors[0][2])], axis=ats[0])[0]
     elif tensors:
-        v = _gather_nd(g, v, ats, [t for _, _, t in tensors], x.dim() - len(squeeze))
+        v = _gather_nd(g, v, ats, *_stacked_indices(g, [t for _, _, t in tensors]), rank)
     if nones:
         v = g.node("Unsqueeze", [v, g.ints(nones)])[0]
     return [v]
@@ -97,26 +123,83 @@ def _index_value(g: _Graph, index: Any) -> str:
     return g.operand(index, fc.int64)
 
 
-def _gather_nd(g: _Graph, v: str, ats: list[int], indices: list[Any], rank: int) -> str:
-    """Several tensor indices: their dims first (Transpose), the broadcast indices stacked for GatherND, and
-    the result's index dims moved back where the indexed dims were when those were next to each other."""
-    perm = ats + [d for d in range(rank) if d not in ats]
-    if perm != list(range(rank)):
-        v = g.node("Transpose", [v], perm=perm)[0]
-    values = [_index_value(g, t) for t in indices]
+def _stacked_indices(g: _Graph, indices: list[Any]) -> tuple[str, int]:
+    """Several index tensors (a mask: its true elements' positions, one per dim) broadcast and stacked on a last
+    axis for GatherND, and the number of dims they broadcast to."""
+    values: list[str] = []
+    for t in indices:
+        if _is_mask(t):
+            values += _rows(g, g.node("NonZero", [g.value(t)])[0], t.dim())
+        else:
+            values.append(_index_value(g, t))
     shape = values[0]
     for other in values[1:]:
         shape = g.node("Add", [shape, other])[0]
     shape = g.node("Shape", [shape])[0]
     last = g.ints([-1])
     stacked = [g.node("Unsqueeze", [g.node("Expand", [i, shape])[0], last])[0] for i in values]
-    v = g.node("GatherND", [v, g.node("Concat", stacked, axis=-1)[0]])[0]
-    nb = max(t.ndim for t in indices)
+    return g.node("Concat", stacked, axis=-1)[0], max(1 if _is_mask(t) else t.ndim for t in indices)
+
+
+def _gather_nd(g: _Graph, v: str, ats: list[int], index: str, nb: int, rank: int) -> str:
+    """Tensor indices on the dims `ats`: those dims first (Transpose), GatherND with `index` (their `nb` dims, then
+    one position per dim in `ats`), and the result's index dims moved back where the indexed dims were when those
+    were next to each other."""
+    perm = ats + [d for d in range(rank) if d not in ats]
+    if perm != list(range(rank)):
+        v = g.node("Transpose", [v], perm=perm)[0]
+    v = g.node("GatherND", [v, index])[0]
     p = ats[0]
     if ats == list(range(p, p + len(ats))) and p > 0:
         out_rank = nb + rank - len(ats)
         v = g.node("Transpose", [v], perm=[*range(nb, nb + p), *range(nb), *range(nb + p, out_rank)])[0]
     return v
+
+
+@_maps("__setitem__")
+def _setitem(g: _Graph, call: OpCall) -> list[str | None]:
+    """``x[mask] = value`` (the mask after ':' or '...' as well): Where when the value does not have the masked
+    elements' dim (a number, or a tensor of the dims after the mask's), else ScatterND at the mask's positions."""
+    x, index, value = call.args
+    if x._is_view:
+        raise _unsupported(
+            g, call, f"a write into a view of shape {tuple(x.shape)} (the graph's value of the tensor it views would "
+            "not see it); write into the tensor itself",
+        )  # fmt: skip
+    items = _index_items(g, call, index, x.dim())
+    masks = [i for i, item in enumerate(items) if _is_mask(item)]
+    if len(masks) != 1 or any(not _is_mask(i) and not (isinstance(i, slice) and i == slice(None)) for i in items):
+        raise _unsupported(g, call, "an assignment x[index] = value whose index is not one boolean mask (with ':' "
+                           "or '...' around it)")  # fmt: skip
+    p, mask = masks[0], items[masks[0]]
+    k, rest = mask.dim(), x.dim() - masks[0] - mask.dim()
+    # A tensor with no graph value yet (made in forward) is a constant of its values before the write.
+    named = id(x) in g.names or id(x) in g.unusable
+    target = before = g.value(x if named else call.kwargs["before"])
+    v = g.operand(value, x.dtype)
+    if not isinstance(value, fc.Tensor) or value.dim() <= rest:  # the value broadcasts along x's last dims
+        m = g.value(mask)
+        if rest:
+            m = g.node("Unsqueeze", [m, g.ints(range(k, k + rest))])[0]
+        return g.node("Where", [m, v, target])
+    perm = [*range(p, p + k), *range(p), *range(p + k, x.dim())]
+    if p:
+        target = g.node("Transpose", [target], perm=perm)[0]
+    positions = _mask_positions(g, mask)
+    shape = g.node("Shape", [before])[0]
+    pieces = [g.node("Slice", [g.node("Shape", [positions])[0], g.ints([0]), g.ints([1])])[0]]
+    if p:
+        pieces.insert(0, g.node("Slice", [shape, g.ints([0]), g.ints([p])])[0])
+    if rest:
+        pieces.append(g.node("Slice", [shape, g.ints([p + k]), g.ints([INT64_MAX])])[0])
+    # The value broadcasts to x[index]'s shape, with the masked elements' dim first for ScatterND.
+    v = g.node("Expand", [v, g.node("Concat", pieces, axis=0)[0]])[0]
+    if p:
+        v = g.node("Transpose", [v], perm=[p, *range(p), *range(p + 1, p + 1 + rest)])[0]
+    out = g.node("ScatterND", [target, positions, v])
+    if p:
+        out = g.node("Transpose", out, perm=[perm.index(d) for d in range(x.dim())])
+    return out
 
 
 @_maps("gather")
@@ -147,10 +230,46 @@ def _masked_fill(g: _Graph, call: OpCall) -> list[str | None]:
     return g.node("Where", [_condition(g, mask), g.operand(value, x.dtype), g.value(x)])
 
 
+@_maps("masked_select")
+def _masked_select(g: _Graph, call: OpCall) -> list[str | None]:
+    """The elements where the mask (broadcast with x) is true, in row-major order: Compress of both flattened."""
+    x, mask = _arguments(call, ("input", None), ("mask", None))
+    v, m = g.value(x), _condition(g, mask)
+    if g.size_pairs(x) != g.size_pairs(mask):
+        v = g.node("Expand", [v, g.node("Shape", [m])[0]])[0]  # Expand broadcasts both ways
+        m = g.node("Expand", [m, g.node("Shape", [v])[0]])[0]
+    flat = g.ints([-1])
+    return g.node("Compress", [g.node("Reshape", [v, flat])[0], g.node("Reshape", [m, flat])[0]], axis=0)
+
+
+def _nonzero_rows(g: _Graph, call: OpCall, x: Any) -> str:
+    """NonZero's [rank, n] positions of x's nonzero elements."""
+    if x.dim() == 0:
+        raise _unsupported(g, call, "a 0-d input (PyTorch gives it one position of no dims)")
+    return g.node("NonZero", [g.value(x)])[0]
+
+
+@_maps("_nonzero", "nonzero", "argwhere")
+def _nonzero(g: _Graph, call: OpCall) -> list[str | None]:
+    x, as_tuple = _arguments(call, ("input", None), ("as_tuple", False))
+    if as_tuple:
+        return _nonzero_tuple(g, call, x)
+    return g.node("Transpose", [_nonzero_rows(g, call, x)], perm=[1, 0])
+
+
+def _rows(g: _Graph, positions: str, rank: int) -> list[str]:
+    """The rows of NonZero's [rank, n] positions: one [n] index per dim."""
+    return [g.node("Gather", [positions, g.constant(np.asarray(i, np.int64))], axis=0)[0] for i in range(rank)]
+
+
+def _nonzero_tuple(g: _Graph, call: OpCall, x: Any) -> list[str | None]:
+    return list(_rows(g, _nonzero_rows(g, call, x), x.dim()))
+
+
 @_maps("where")
 def _where(g: _Graph, call: OpCall) -> list[str | None]:
-    if len(call.args) + len(call.kwargs or {}) == 1:
-        raise _unsupported(g, call, "where(condition) (the result's shape depends on the values)")
+    if len(call.args) + len(call.kwargs or {}) == 1:  # where(condition): nonzero(condition, as_tuple=True)
+        return _nonzero_tuple(g, call, _arguments(call, ("condition", None))[0])
     cond, a, b = _arguments(call, ("condition", None), ("input", None), ("other", None))
     dtype = call.result.dtype
     return g.node("Where", [_condition(g, cond), g.operand(a, dtype), g.operand(b, dtype)])
