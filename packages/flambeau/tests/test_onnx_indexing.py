@@ -1,7 +1,7 @@
 """fb.onnx.export of indexing and selection: x[...] (ints, slices with steps, negative indices, None, a tensor
-index, a boolean mask), x[mask] = value, gather, index_select, masked_fill, masked_select, nonzero, where, split,
-chunk, expand, tril/triu; checked by ONNX Runtime on other batch sizes and other masks against flambeau's forward
-and torch's (the same program run on torch tensors)."""
+index, a boolean mask), x[mask] = value, index_put(_), fill_, gather, index_select, masked_fill, masked_select,
+nonzero, where, split, chunk, expand, tril/triu; checked by ONNX Runtime on other batch sizes and other masks
+against flambeau's forward and torch's (the same program run on torch tensors)."""
 
 import re
 import warnings
@@ -153,7 +153,12 @@ def mask_assignment(lib, x, m, r):
     e[..., m[1, :3]] = x[..., m[1, :3]] + 1  # after '...', ScatterND between the dims around it
     f = lib.zeros(4, 4, 3)
     f[m] = x[m, 0:1]  # made in forward: its values before the write are the constant
-    return a, b, c, d, e, f
+    g = x.clone()
+    g.index_put_((m,), x[m] + 1)  # what x[m] = v is in PyTorch
+    h = x.index_put((r,), x[0, 0, 0])
+    k = x.clone()
+    k.fill_(x[1, 1, 1])
+    return a, b, c, d, e, f, g, h, k
 
 
 def masks(seed):
@@ -208,6 +213,23 @@ def test_a_mask_from_the_batch_follows_dynamic_axes_and_its_count_sizes_a_reshap
         assert_onnx_matches(data, names, model, [fb.rand(n, 4), fb.rand(n) > 0.3], TorchProgram(program))
 
 
+def test_mask_assignments_follow_dynamic_axes():
+    def program(lib, x, m):
+        y = x.clone()
+        y[x > 0.5] = 0
+        y[m] = x[m] * 2
+        z = lib.zeros_like(x)
+        z[:, x[0] > 0.3] = x[:, x[0] > 0.3]
+        return y, z, lib.masked_select(y, m)
+
+    model, names = Program(program), ["x", "m"]
+    fb.manual_seed(4)
+    data = export_checked(model, (fb.rand(3, 4), fb.rand(3, 4) > 0.5), names, {"x": {0: "b"}, "m": {0: "b"}})
+    for n, seed in ((5, 1), (2, 2)):
+        fb.manual_seed(seed)
+        assert_onnx_matches(data, names, model, [fb.rand(n, 4), fb.rand(n, 4) > 0.5], TorchProgram(program))
+
+
 def test_a_mask_assignment_to_the_input_itself():
     def program(lib, x, m):
         x[m] = 0.5
@@ -255,8 +277,11 @@ def set_through_a_view(lib, x, m):
 @pytest.mark.parametrize(
     "program,words",
     [
-        (set_rows, "'__setitem__' .* an assignment x\\[index\\] = value whose index is not one boolean mask"),
+        (set_rows, "'__setitem__' .* a write at an index that is not one boolean mask"),
         (set_through_a_view, "'__setitem__' .* a write into a view of shape \\(4,\\)"),
+        (lambda lib, x, m: x.clone().index_put_((m,), x[m], accumulate=True), "'index_put_' .* accumulate=True"),
+        (lambda lib, x, m: x.index_put((lib.tensor([0]),), x[0]), "'index_put' .* not one boolean mask"),
+        (lambda lib, x, m: x.clone()[1:].fill_(x[0, 0]), "'fill_' .* a write into a view of shape \\(3, 4\\)"),
     ],
 )
 def test_an_assignment_the_exporter_cannot_write_raises_instead_of_being_left_out(program, words):

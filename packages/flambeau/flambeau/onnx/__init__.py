@@ -158,48 +158,58 @@ def _dynamic_dims(dynamic_axes: Any, names: list[str], shapes: dict[str, tuple[i
     return out
 
 
-_CORE_SETITEM = fc.Tensor.__setitem__
-_setitem_lock = threading.Lock()
-_setitem_recorders: dict[int, OpRecorder] = {}  # thread id -> the recorder of the export running on it
+# Core's bindings of these writes are not ones the op recorder reports (an unseen write would leave the graph with
+# the value before it); export reports them itself while it traces.
+_UNREPORTED_WRITES = ("__setitem__", "index_put_", "index_put", "fill_")
+_CORE_WRITES = {name: getattr(fc.Tensor, name) for name in _UNREPORTED_WRITES}
+_writes_lock = threading.Lock()
+_write_recorders: dict[int, OpRecorder] = {}  # thread id -> the recorder of the export running on it
 
 
-def _recorded_setitem(self: fc.Tensor, index: Any, value: Any) -> None:
-    rec = _setitem_recorders.get(threading.get_ident())
-    # The values before the write: a tensor the graph has no value for yet (made in forward) is a constant of them.
-    before = None
-    if rec is not None:
+def _reported_write(name: str) -> Any:
+    core = _CORE_WRITES[name]
+
+    def write(self: fc.Tensor, *args: Any, **kwargs: Any) -> Any:
+        rec = _write_recorders.get(threading.get_ident())
+        if rec is None:
+            return core(self, *args, **kwargs)
+        # The values before the write: a tensor the graph has no value for yet (made in forward) is a constant of them.
         with record_ops(lambda *call: None):  # the copy is no op of the model's
             before = self.clone()
-    _CORE_SETITEM(self, index, value)
-    if rec is not None:
-        rec.calls.append(OpCall("__setitem__", (self, index, value), {"before": before}, self))
+        result = core(self, *args, **kwargs)
+        rec.calls.append(OpCall(name, (self, *args), {**kwargs, "before": before}, self if result is None else result))
+        return result
+
+    write.__name__ = write.__qualname__ = name
+    write.__doc__ = core.__doc__
+    return write
 
 
 @contextlib.contextmanager
-def _recording_setitem(rec: OpRecorder) -> Iterator[None]:
-    """Reports ``x[index] = value`` to `rec` as ``__setitem__(x, index, value) -> x`` on this thread meanwhile.
-
-    Core's ``Tensor.__setitem__`` binding is not one the op recorder reports, and an unseen write would leave
-    the graph with the value before it: while some thread exports, the class's ``__setitem__`` is a wrapper
-    that reports the write on an exporting thread (and only calls core's elsewhere)."""
-    with _setitem_lock:
-        if not _setitem_recorders:
-            fc.Tensor.__setitem__ = _recorded_setitem
-        _setitem_recorders[threading.get_ident()] = rec
+def _recording_writes(rec: OpRecorder) -> Iterator[None]:
+    """Reports ``x[index] = value`` (as ``__setitem__(x, index, value) -> x``), ``index_put_``, ``index_put`` and
+    ``fill_`` to `rec` on this thread meanwhile: while some thread exports, those methods of the Tensor class are
+    wrappers that report the call on an exporting thread (and only call core's elsewhere)."""
+    with _writes_lock:
+        if not _write_recorders:
+            for name in _UNREPORTED_WRITES:
+                setattr(fc.Tensor, name, _reported_write(name))
+        _write_recorders[threading.get_ident()] = rec
     try:
         yield
     finally:
-        with _setitem_lock:
-            del _setitem_recorders[threading.get_ident()]
-            if not _setitem_recorders:
-                fc.Tensor.__setitem__ = _CORE_SETITEM
+        with _writes_lock:
+            del _write_recorders[threading.get_ident()]
+            if not _write_recorders:
+                for name, core in _CORE_WRITES.items():
+                    setattr(fc.Tensor, name, core)
 
 
 def _trace(model: Any, pos: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, list[OpCall]]:
     global _exporting
     _exporting = True
     try:
-        with no_grad(), OpRecorder() as rec, _recording_setitem(rec):
+        with no_grad(), OpRecorder() as rec, _recording_writes(rec):
             result = model(*pos, **kw)
     finally:
         _exporting = False

@@ -156,26 +156,50 @@ def _gather_nd(g: _Graph, v: str, ats: list[int], index: str, nb: int, rank: int
     return v
 
 
-@_maps("__setitem__")
-def _setitem(g: _Graph, call: OpCall) -> list[str | None]:
-    """``x[mask] = value`` (the mask after ':' or '...' as well): Where when the value does not have the masked
-    elements' dim (a number, or a tensor of the dims after the mask's), else ScatterND at the mask's positions."""
-    x, index, value = call.args
-    if x._is_view:
+def _before_write(g: _Graph, call: OpCall, x: Any, in_place: bool = True) -> str:
+    """x's value before a recorded write (a tensor with no graph value yet, made in forward, is a constant of its
+    values then: the write has changed them since)."""
+    if in_place and x._is_view:
         raise _unsupported(
             g, call, f"a write into a view of shape {tuple(x.shape)} (the graph's value of the tensor it views would "
             "not see it); write into the tensor itself",
         )  # fmt: skip
-    items = _index_items(g, call, index, x.dim())
+    return g.value(x if id(x) in g.names or id(x) in g.unusable else call.kwargs["before"])
+
+
+@_maps("__setitem__")
+def _setitem(g: _Graph, call: OpCall) -> list[str | None]:
+    x, index, value = call.args
+    return _put_at_mask(g, call, x, _index_items(g, call, index, x.dim()), value, _before_write(g, call, x))
+
+
+@_maps("index_put_", "index_put")
+def _index_put(g: _Graph, call: OpCall) -> list[str | None]:
+    x, indices, values, accumulate = _arguments(
+        call, ("input", None), ("indices", None), ("values", None), ("accumulate", False)
+    )
+    if accumulate:
+        raise _unsupported(g, call, "accumulate=True")
+    items = _index_items(g, call, tuple(slice(None) if i is None else i for i in indices), x.dim())
+    return _put_at_mask(g, call, x, items, values, _before_write(g, call, x, call.name == "index_put_"))
+
+
+@_maps("fill_")
+def _fill(g: _Graph, call: OpCall) -> list[str | None]:
+    x, value = _arguments(call, ("input", None), ("value", None))
+    return g.node("Expand", [g.operand(value, x.dtype), g.node("Shape", [_before_write(g, call, x)])[0]])
+
+
+def _put_at_mask(g: _Graph, call: OpCall, x: Any, items: list[Any], value: Any, before: str) -> list[str]:
+    """``x[mask] = value`` (the mask after ':' or '...' as well): Where when the value does not have the masked
+    elements' dim (a number, or a tensor of the dims after the mask's), else ScatterND at the mask's positions."""
     masks = [i for i, item in enumerate(items) if _is_mask(item)]
     if len(masks) != 1 or any(not _is_mask(i) and not (isinstance(i, slice) and i == slice(None)) for i in items):
-        raise _unsupported(g, call, "an assignment x[index] = value whose index is not one boolean mask (with ':' "
-                           "or '...' around it)")  # fmt: skip
+        raise _unsupported(g, call, "a write at an index that is not one boolean mask (with ':' or '...' "
+                           "around it)")  # fmt: skip
     p, mask = masks[0], items[masks[0]]
     k, rest = mask.dim(), x.dim() - masks[0] - mask.dim()
-    # A tensor with no graph value yet (made in forward) is a constant of its values before the write.
-    named = id(x) in g.names or id(x) in g.unusable
-    target = before = g.value(x if named else call.kwargs["before"])
+    target = before
     v = g.operand(value, x.dtype)
     if not isinstance(value, fc.Tensor) or value.dim() <= rest:  # the value broadcasts along x's last dims
         m = g.value(mask)
