@@ -213,6 +213,18 @@ def test_a_mask_from_the_batch_follows_dynamic_axes_and_its_count_sizes_a_reshap
         assert_onnx_matches(data, names, model, [fb.rand(n, 4), fb.rand(n) > 0.3], TorchProgram(program))
 
 
+def test_a_size_equal_to_a_count_of_true_elements_is_not_read_from_it():
+    def program(lib, x):
+        y = x[x > -1.0]  # all true in the example: its count is b * 3 at both sizes
+        return y * 2, x.reshape(x.size(0) * x.size(1)) + 1, y.view(y.size(0), 1)
+
+    model = Program(program)
+    data = export_checked(model, (fb.rand(2, 3),), ["x"], {"x": {0: "b"}})
+    for n in (3, 5):
+        x = fb.rand(n, 3) * 2 - 1.2  # some elements false: the count is no longer b * 3
+        assert_onnx_matches(data, ["x"], model, [x], TorchProgram(program))
+
+
 def test_mask_assignments_follow_dynamic_axes():
     def program(lib, x, m):
         y = x.clone()

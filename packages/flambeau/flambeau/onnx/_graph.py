@@ -95,6 +95,7 @@ class _Graph:
         self.unusable: dict[int, str] = {}  # id -> the op whose result this is, with no ONNX value
         self.storages: set[int] = set()  # the memory of the tensors computed from the inputs
         self.sizes: dict[Pair, tuple[str, int]] = {}  # a dynamic size's fingerprint -> (value, axis) holding it
+        self.counts: set[Pair] = set()  # fingerprints of counts of true elements: no size is read from them
         self._size_values: dict[Pair, str] = {}
         self.constants_made_in_forward: list[str] = []  # descriptions, for the warning export gives
         self.nodes: list[Any] = []
@@ -229,8 +230,14 @@ class _Graph:
         if result._storage_ptr:  # empty tensors may share address 0
             self.storages.add(result._storage_ptr)
         for axis, pair in enumerate(self.size_pairs(result)):
-            if pair[0] != pair[1]:
+            if pair[0] != pair[1] and pair not in self.counts:
                 self.sizes.setdefault(pair, (name, axis))
+
+    def note_counts(self, result: fc.Tensor) -> None:
+        """Marks the new dynamic dims of a result whose size is a count of true elements (x[mask], nonzero): such a
+        dim follows the mask's values, so a number equal to it at both sizes (``b * t``) is not read from it, and
+        one read from it (``y.view(y.size(0), -1)``) has no source (a reshape makes it -1)."""
+        self.counts.update(p for p in self.size_pairs(result) if p[0] != p[1] and p not in self.sizes)
 
     def _onnx_type(self, dtype: Any) -> int:
         return self.onnx.helper.np_dtype_to_tensor_dtype(_np_dtype(dtype))
@@ -255,6 +262,8 @@ class _Graph:
         """A 1-element int64 value of a dynamic size, read from the graph's shapes; None where none gives it."""
         if pair in self._size_values:
             return self._size_values[pair]
+        if pair in self.counts:
+            return None
         v1, v2 = pair
         out = None
         if pair in self.sizes:

@@ -114,6 +114,8 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
         v = _gather_nd(g, v, ats, *_stacked_indices(g, [t for _, _, t in tensors]), rank)
     if nones:
         v = g.node("Unsqueeze", [v, g.ints(nones)])[0]
+    if any(_is_mask(t) for _, _, t in tensors):
+        g.note_counts(call.result)
     return [v]
 
 
@@ -263,6 +265,7 @@ def _masked_select(g: _Graph, call: OpCall) -> list[str | None]:
         v = g.node("Expand", [v, g.node("Shape", [m])[0]])[0]  # Expand broadcasts both ways
         m = g.node("Expand", [m, g.node("Shape", [v])[0]])[0]
     flat = g.ints([-1])
+    g.note_counts(call.result)
     return g.node("Compress", [g.node("Reshape", [v, flat])[0], g.node("Reshape", [m, flat])[0]], axis=0)
 
 
@@ -270,6 +273,8 @@ def _nonzero_rows(g: _Graph, call: OpCall, x: Any) -> str:
     """NonZero's [rank, n] positions of x's nonzero elements."""
     if x.dim() == 0:
         raise _unsupported(g, call, "a 0-d input (PyTorch gives it one position of no dims)")
+    for result in call.result if isinstance(call.result, tuple) else [call.result]:
+        g.note_counts(result)
     return g.node("NonZero", [g.value(x)])[0]
 
 
