@@ -16,7 +16,9 @@ example (a batch of 4 and 4 heads) still have different fingerprints. Tensors ma
 differs between the traces is rebuilt in the graph (``ConstantOfShape`` for a fill, ``Range`` for an
 arange) or refused. Both runs start from the same random state, so a random factory gives the same
 values in both: a tensor made in forward whose values differ follows the sizes, and is refused rather
-than made a constant. Without ``dynamic_axes`` every size is fixed and one trace suffices.
+than made a constant. Without ``dynamic_axes`` every size is fixed and one trace suffices. A count of true
+elements (``x[mask]``, ``nonzero``) follows the mask's values, not the sizes: its fingerprint is no source
+(``note_counts``), even where it equals a size's in both traces.
 """
 
 from __future__ import annotations
