@@ -109,47 +109,44 @@ inline Tensor linalg_qr_jvp(const Tensor& A_t, const Tensor& Q, const Tensor& R,
 
 // ---- svd, eigh, eig ----
 
-/// The tangent of U (output 0), S (1) or Vh (2) of A = U diag(S) Vh, k = min(m, n):
+/// The tangents of U, S and Vh of A = U diag(S) Vh, k = min(m, n), from one dP:
 ///   dP = U^H dA V, dS = Re diag(dP),
 ///   dU = U (F o (dP S + S dP^H)) + (dA V - U dP) S^{-1}   (the second term for m > k),
 ///   dV = V (F o (S dP + dP^H S)) + (dA^H U - V dP^H) S^{-1}   (n > k),
 /// F_ij = 1 / (s_j^2 - s_i^2) off the diagonal. Complex A: the phase i Im(dP_ii) / s_i goes to U's
 /// diagonal; full_matrices: the columns of U (rows of Vh) past k get zeros (both PyTorch's gauge).
 /// Without compute_uv (svdvals) the vectors are recomputed for dS, and U, Vh (empty) get no tangent.
-inline Tensor linalg_svd_jvp(const Tensor& A_t, const Tensor& A, const Tensor& U_, const Tensor& S,
-                             const Tensor& Vh_, bool full_matrices, bool compute_uv, int output) {
+inline std::tuple<Tensor, Tensor, Tensor> linalg_svd_jvp(const Tensor& A_t, const Tensor& A, const Tensor& U_,
+                                                         const Tensor& S, const Tensor& Vh_, bool full_matrices,
+                                                         bool compute_uv) {
   const int64_t m = size_at(A, -2), n = size_at(A, -1), k = size_at(S, -1);
   Tensor U = U_, Vh = Vh_;
   if (!compute_uv) {
-    if (output != 1) return Tensor();
     std::tie(U, std::ignore, Vh) = op::_linalg_svd(A, false, true);
   } else if (full_matrices) {
     U = mat_cols(U, 0, k);
     Vh = mat_rows(Vh, 0, k);
   }
   const Tensor V = mat_h(Vh);
-  const Tensor dP = op::matmul(mat_h(U), op::matmul(A_t, V));
-  if (output == 1) {
-    const Tensor d = mat_diagonal(dP);
-    return is_complex(d.dtype()) ? op::real(d) : d;
-  }
+  const Tensor AV = op::matmul(A_t, V);
+  const Tensor dP = op::matmul(mat_h(U), AV);
+  const Tensor d = mat_diagonal(dP);
+  const Tensor dS = is_complex(d.dtype()) ? op::real(d) : d;
+  if (!compute_uv) return {Tensor(), dS, Tensor()};
   const Tensor S_row = op::unsqueeze(S, -2), S_col = op::unsqueeze(S, -1);
   const Tensor S2 = S * S;
   const Tensor F = off_diagonal_reciprocal(op::unsqueeze(S2, -2) - op::unsqueeze(S2, -1));
-  if (output == 0) {
-    Tensor inner = F * (dP * S_row + S_col * mat_h(dP));
-    if (is_complex(dP.dtype())) {
-      const Tensor im = op::imag(mat_diagonal(dP)) / S;
-      inner = inner + op::diag_embed(op::complex(zeros_like(im), im), 0, -2, -1);
-    }
-    Tensor dU = op::matmul(U, inner);
-    if (m > k) dU = dU + (op::matmul(A_t, V) - op::matmul(U, dP)) / S_row;
-    if (full_matrices && m > k) {
-      Shape s(dU.sizes().begin(), dU.sizes().end());
-      s.back() = m - k;
-      dU = op::cat({dU, zeros(s, dU.dtype(), dU.device())}, -1);
-    }
-    return dU;
+  Tensor inner = F * (dP * S_row + S_col * mat_h(dP));
+  if (is_complex(dP.dtype())) {
+    const Tensor im = op::imag(d) / S;
+    inner = inner + op::diag_embed(op::complex(zeros_like(im), im), 0, -2, -1);
+  }
+  Tensor dU = op::matmul(U, inner);
+  if (m > k) dU = dU + (AV - op::matmul(U, dP)) / S_row;
+  if (full_matrices && m > k) {
+    Shape s(dU.sizes().begin(), dU.sizes().end());
+    s.back() = m - k;
+    dU = op::cat({dU, zeros(s, dU.dtype(), dU.device())}, -1);
   }
   Tensor dV = op::matmul(V, F * (S_col * dP + mat_h(dP) * S_row));
   if (n > k) dV = dV + (op::matmul(mat_h(A_t), U) - op::matmul(V, mat_h(dP))) / S_row;
@@ -159,25 +156,20 @@ inline Tensor linalg_svd_jvp(const Tensor& A_t, const Tensor& A, const Tensor& U
     s[s.size() - 2] = n - k;
     dVh = op::cat({dVh, zeros(s, dVh.dtype(), dVh.device())}, -2);
   }
-  return dVh;
+  return {dU, dS, dVh};
 }
 
-/// A = V diag(L) V^H: dL = Re diag(V^H dA V) (output 0), dV = V (F o V^H dA V) (output 1),
-/// F_ij = 1 / (l_j - l_i) off the diagonal (V^H dV's diagonal 0: PyTorch's gauge). Without compute_v
+/// A = V diag(L) V^H: dL = Re diag(V^H dA V), dV = V (F o V^H dA V), F_ij = 1 / (l_j - l_i) off the
+/// diagonal (V^H dV's diagonal 0: PyTorch's gauge), both from one product. Without compute_v
 /// (eigvalsh) the vectors are recomputed for dL, and the (empty) eigenvectors get no tangent.
-inline Tensor linalg_eigh_jvp(const Tensor& A_t, const Tensor& A, const Tensor& L, const Tensor& V_,
-                              const std::string& uplo, bool compute_v, int output) {
-  Tensor V = V_;
-  if (!compute_v) {
-    if (output != 0) return Tensor();
-    V = std::get<1>(op::_linalg_eigh(A, uplo, true));
-  }
+inline std::tuple<Tensor, Tensor> linalg_eigh_jvp(const Tensor& A_t, const Tensor& A, const Tensor& L,
+                                                  const Tensor& V_, const std::string& uplo, bool compute_v) {
+  const Tensor V = compute_v ? V_ : std::get<1>(op::_linalg_eigh(A, uplo, true));
   const Tensor dP = op::matmul(mat_h(V), op::matmul(A_t, V));
-  if (output == 0) {
-    const Tensor d = mat_diagonal(dP);
-    return is_complex(d.dtype()) ? op::real(d) : d;
-  }
-  return op::matmul(V, off_diagonal_reciprocal(op::unsqueeze(L, -2) - op::unsqueeze(L, -1)) * dP);
+  const Tensor d = mat_diagonal(dP);
+  const Tensor dL = is_complex(d.dtype()) ? op::real(d) : d;
+  if (!compute_v) return {dL, Tensor()};
+  return {dL, op::matmul(V, off_diagonal_reciprocal(op::unsqueeze(L, -2) - op::unsqueeze(L, -1)) * dP)};
 }
 
 /// A = V diag(L) V^{-1}: dP = V^{-1} dA V, dL = diag(dP) (output 0); X = V (F o dP), F_ij = 1 / (l_j - l_i)
