@@ -174,11 +174,12 @@ def masks(seed):
         (mask_assignment, r"a \(4, 4, 3\) tensor filled with 0.0"),  # the zeros as they were before the write
     ],
 )
-def test_boolean_masks_export_once_and_run_with_other_counts_of_true_elements(program, constant):
+@pytest.mark.parametrize("opset", [13, 18])
+def test_boolean_masks_export_once_and_run_with_other_counts_of_true_elements(program, constant, opset):
     model, names = Program(program), ["x", "m", "r"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        data = export_checked(model, masks(0), names)
+        data = export_checked(model, masks(0), names, opset_version=opset)
     messages = [str(w.message) for w in caught if "constants in the file" in str(w.message)]
     assert len(messages) == (constant is not None)
     assert constant is None or re.search(constant, messages[0])
