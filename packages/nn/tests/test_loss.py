@@ -301,6 +301,44 @@ def test_ctc_loss_gradcheck_through_log_softmax():
     )
 
 
+@pytest.mark.parametrize("reduction", ["sum", "mean", "none"])
+def test_ctc_loss_with_every_target_empty_matches_torch(reduction):
+    # width-1 extended targets (a lone blank): the recursions' two-step shifts run past the width
+    logits = np.random.default_rng(5).standard_normal((5, 3, 4))
+    targets, in_len, tgt_len = np.zeros((3, 2), dtype=np.int64), [5, 3, 1], [0, 0, 0]
+    x, t = fb(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    ours = F.ctc_loss(F.log_softmax(x, 2), fc.tensor(targets), in_len, tgt_len, reduction=reduction)
+    theirs = TF.ctc_loss(TF.log_softmax(t, 2), torch.tensor(targets), in_len, tgt_len, reduction=reduction)
+    close(ours, theirs)
+    ours.sum().backward()
+    theirs.sum().backward()
+    close(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_forward_mode_through_log_softmax(zero_infinity):
+    # jvp against finite differences (gradcheck's forward mode), and against torch's reverse mode: the tangent
+    # along v is the gradient's dot product with v
+    logits, targets, in_len, tgt_len = _ctc_inputs(5, 2, 4, seed=11, s_max=2)
+    tg = _int_pair(targets)
+
+    def f(functional, z, t):
+        lp = functional.log_softmax(z, 2)
+        return functional.ctc_loss(
+            lp, t, in_len.tolist(), tgt_len.tolist(), reduction="sum", zero_infinity=zero_infinity
+        )
+
+    x = fb(logits, requires_grad=True)
+    assert fa.gradcheck(lambda z: f(F, z, tg[0]), (x,), check_forward_ad=True, check_backward_ad=False)
+    v = np.random.default_rng(3).standard_normal(logits.shape)
+    with fa.forward_ad.dual_level():
+        out = f(F, fa.forward_ad.make_dual(fb(logits), fb(v)), tg[0])
+        tangent = fa.forward_ad.unpack_dual(out).tangent.item()
+    t = torch.tensor(logits, requires_grad=True)
+    f(TF, t, tg[1]).backward()
+    np.testing.assert_allclose(tangent, float((t.grad * torch.tensor(v)).sum()), rtol=1e-10)
+
+
 def test_ctc_loss_errors():
     lp = F.log_softmax(fc.randn(4, 2, 3, dtype=fc.float64), 2)
     tg = fc.tensor([[1, 2], [1, 1]])

@@ -44,8 +44,10 @@ def _logsumexp(x: Tensor, dim: int) -> Tensor:
 
 def _shift(x: Tensor, k: int) -> Tensor:
     """``x[:, s - k]`` at position ``s`` (k > 0: from the left; k < 0: from the right), -inf where out of range."""
-    pad = fc.full((x.shape[0], abs(k)), -_INF, dtype=x.dtype)
-    return fc.cat([pad, x[:, :-k]], 1) if k > 0 else fc.cat([x[:, -k:], pad], 1)
+    width = x.shape[1]
+    m = min(abs(k), width)  # a shift past the width (every target empty: width 1) leaves only -inf
+    pad = fc.full((x.shape[0], m), -_INF, dtype=x.dtype)
+    return fc.cat([pad, x[:, : width - m]], 1) if k > 0 else fc.cat([x[:, m:], pad], 1)
 
 
 def _padded_targets(targets: Tensor, tgt_len: Tensor, n: int, s_max: int) -> Tensor:
@@ -85,7 +87,7 @@ def _alpha_beta(lp: Tensor, ext: Tensor, in_len: Tensor, tgt_len: Tensor, blank:
     lp_ext = fc.where((pos < ext_len.unsqueeze(1)).unsqueeze(0), lp_ext, -_INF)
     # A label may be reached from two positions back (skipping a blank) unless it repeats the label there.
     skip = (pos >= 2).logical_and(ext != blank).logical_and(ext != _shift_labels(ext))
-    skip_from_right = fc.cat([skip[:, 2:], fc.zeros((n, 2), dtype=fc.bool)], 1)
+    skip_from_right = fc.cat([skip[:, 2:], fc.zeros((n, min(2, width)), dtype=fc.bool)], 1)
     neg = fc.full((), -_INF, dtype=lp.dtype)
 
     alphas = [fc.where(pos < 2, lp_ext[0], neg)] if t_max else []
@@ -123,8 +125,9 @@ def _alpha_beta(lp: Tensor, ext: Tensor, in_len: Tensor, tgt_len: Tensor, blank:
 
 def _shift_labels(ext: Tensor) -> Tensor:
     """``ext[:, s - 2]`` (-1 for s < 2)."""
-    pad = fc.full((ext.shape[0], 2), -1, dtype=ext.dtype)
-    return fc.cat([pad, ext[:, :-2]], 1)
+    m = min(2, ext.shape[1])
+    pad = fc.full((ext.shape[0], m), -1, dtype=ext.dtype)
+    return fc.cat([pad, ext[:, : ext.shape[1] - m]], 1)
 
 
 class _CTCLoss(fa.Function):
@@ -141,6 +144,18 @@ class _CTCLoss(fa.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple:
+        return _CTCLoss._gradient(ctx) * grad.view(1, -1, 1), None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, lp_t: Tensor, *_: Any) -> Tensor:
+        """Forward mode: each sequence's loss changes by the gradient's dot product with the tangent (the same
+        gradient as backward's, PyTorch's: its exp(log_probs) term sums to zero against the tangent of a
+        log_softmax, which is how ctc_loss is used)."""
+        return (_CTCLoss._gradient(ctx) * lp_t).sum((0, 2))
+
+    @staticmethod
+    def _gradient(ctx: Any) -> Tensor:
+        """d loss_n / d log_probs[t, n, c], zero past each input's length (and for zeroed infinite losses)."""
         lp, ext, in_len, alpha, beta, nll = ctx.saved_tensors
         t_max, n, c = lp.shape
         width = ext.shape[1]
@@ -155,8 +170,7 @@ class _CTCLoss(fa.Function):
         live = (fc.arange(t_max, dtype=fc.int64).view(t_max, 1) < in_len.view(1, n)).unsqueeze(2)
         if ctx.zero_inf:
             live = live.logical_and((nll != _INF).view(1, n, 1))
-        g = fc.where(live, g * grad.view(1, n, 1), fc.zeros((), dtype=lp.dtype))
-        return g, None, None, None, None, None
+        return fc.where(live, g, fc.zeros((), dtype=lp.dtype))
 
 
 def ctc_loss(
