@@ -61,27 +61,22 @@ _state = threading.local()
 _level_ids = itertools.count(1)
 
 
-def _levels() -> list[int]:
+def _levels() -> list[tuple[int, int]]:
+    """This thread's stack of active vmap levels, each (level, batch size), outermost first."""
     if not hasattr(_state, "levels"):
         _state.levels = []
     return _state.levels
 
 
-def _sizes() -> list[int]:
-    if not hasattr(_state, "sizes"):
-        _state.sizes = []
-    return _state.sizes
-
-
 def active_levels() -> list[tuple[int, int]]:
     """The active vmap levels and their batch sizes, outermost first."""
-    return list(zip(_levels(), _sizes(), strict=True))
+    return list(_levels())
 
 
 def current_level() -> int | None:
     """The innermost active vmap level, or None outside vmap."""
     levels = _levels()
-    return levels[-1] if levels else None
+    return levels[-1][0] if levels else None
 
 
 def has_batched(args: tuple, kwargs: dict, level: int) -> bool:
@@ -1426,16 +1421,14 @@ def _run(func: Callable, flat: list, dims: list, spec: Any, kwargs: dict, out_di
     level = next(_level_ids)
     batched = [BatchedTensor(x.movedim(d, 0), level) if d is not None else x for d, x in zip(dims, flat, strict=True)]
     batch = next(x.shape[d] for d, x in zip(dims, flat, strict=True) if d is not None)
-    levels, sizes = _levels(), _sizes()
-    levels.append(level)
-    sizes.append(batch)
+    levels = _levels()
+    levels.append((level, batch))
     previous = getattr(_state, "randomness", "error")
     _state.randomness = randomness
     try:
         output = func(*tree_unflatten(batched, spec), **kwargs)
     finally:
         levels.pop()
-        sizes.pop()
         _state.randomness = previous
     return _unwrap_output(output, level, batch, out_dims)
 
