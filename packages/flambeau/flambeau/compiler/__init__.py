@@ -4,9 +4,9 @@
 the capture on what it depended on (Note [Compile guards] in ``_compiled.py``) and replays the recorded ops
 directly on later matching calls (Note [Replay program] in ``_replay.py``), without the function's Python
 code, module calls or hooks. What cannot be replayed faithfully is a graph break (Note [Captured graph] in
-``_graph.py``): the function then runs eagerly, so a result is never wrong. Fusing the captured ops into
-generated kernels, memory planning and a Python-free ``reduce-overhead`` mode are not done yet
-(``docs/compile.md``).
+``_graph.py``): the function then runs eagerly, so a result is never wrong. Runs of elementwise ops are
+fused into generated C++ kernels (Note [Elementwise fusion] in ``_fusion.py``); memory planning and a
+Python-free ``reduce-overhead`` mode are not done yet (``docs/compile.md``).
 
 Example:
     >>> import flambeau as fb
@@ -46,7 +46,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-# All mean the same here: capture and replay (the fused code generator is not built yet).
+# All mean the same here: capture, elementwise fusion (unless config.fusion is off) and replay.
 _BACKENDS = ("inductor", "eager", "aot_eager")
 
 
@@ -314,7 +314,8 @@ class ExplainOutput:
     """What :func:`explain` found (``torch._dynamo.backends.debugging.ExplainOutput``).
 
     ``graphs`` holds the captured graph (none on a break: the function then runs eagerly as a whole),
-    ``ops_per_graph`` the op names of each graph.
+    ``ops_per_graph`` the op names of each graph, ``fused_per_graph`` the op names of each fused kernel of
+    each graph (Note [Elementwise fusion]).
 
     Example:
         >>> import flambeau as fb
@@ -329,6 +330,7 @@ class ExplainOutput:
     break_reasons: list[str] = field(default_factory=list)
     op_count: int = 0
     ops_per_graph: list[list[str]] = field(default_factory=list)
+    fused_per_graph: list[list[list[str]]] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -341,6 +343,9 @@ class ExplainOutput:
         ]
         for i, ops in enumerate(self.ops_per_graph):
             lines.append(f"  Ops {i + 1}: {', '.join(ops)}")
+        lines.append("Fused Kernels per Graph:")
+        for i, groups in enumerate(self.fused_per_graph):
+            lines += [f"  Graph {i + 1}: {', '.join(g)}" for g in groups]
         return "\n".join(lines)
 
 
@@ -369,4 +374,5 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     probe(*args, **kwargs)
     graphs, reasons = probe.graphs, probe.break_reasons
     ops = [g.op_names() for g in graphs]
-    return ExplainOutput(graphs, len(graphs), len(reasons), reasons, sum(map(len, ops)), ops)
+    fused = [[list(g.ops) for g in groups] for groups in probe.fused_groups]
+    return ExplainOutput(graphs, len(graphs), len(reasons), reasons, sum(map(len, ops)), ops, fused)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import flambeau_core as fc
 from flambeau_core import _C
 
-from ._graph import Graph, GraphBreak, build_graph, tensors_in
+from ._fusion import Fusion, fuse
+from ._graph import Graph, GraphBreak, _at, build_graph, tensors_in
 from ._replay import Program
 
 Tensor = fc.Tensor
@@ -148,11 +150,12 @@ def long_lived_tensors(fn: Any, modules: list[Any]) -> dict[int, Tensor]:
 # --------------------------------------------------------------------------- the capture
 @dataclass
 class CaptureResult:
-    """One captured call: the eager result, and the graph or the reason there is none."""
+    """One captured call: the eager result, and the graph or the reason there is none; ``fusion`` its fused form."""
 
     result: Any
     graph: Graph | None
     reason: str | None
+    fusion: Fusion | None = None
 
 
 class _Capture:
@@ -265,7 +268,7 @@ def capture(
             reason = "the function draws Python or NumPy random numbers, which a replay would repeat"
         if reason is None and fc.initial_seed() != seed_before:
             reason = "the function seeds the random generator (fb.manual_seed), which a replay would not"
-        graph = None
+        graph = fusion = None
         if reason is None:
             rng_after = _rng_state()
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
@@ -274,13 +277,29 @@ def capture(
             if not advanced and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)
                 graph = None if reason else graph
+            if graph is not None:
+                fusion = _fuse(graph, list(inputs), cap.calls)
     except GraphBreak as e:
         reason, graph = str(e), None
     except Exception as e:  # a gap of the capture, never the user's: their run already succeeded
         reason, graph = f"the capture failed ({type(e).__name__}: {e})", None
     finally:
         _C._set_op_recorder(outer)
-    return CaptureResult(result, graph, reason)
+    return CaptureResult(result, graph, reason, fusion if graph is not None else None)
+
+
+def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None:
+    """The graph's fused form (Note [Elementwise fusion]), if ``config.fusion`` is on and any run fuses."""
+    from ._compiled import config
+
+    if not config.fusion:
+        return None
+    try:
+        values = [_at(call[3], path) for call, node in zip(calls, graph.nodes, strict=True) for path in node.results]
+        return fuse(graph, inputs, values)
+    except Exception as e:  # a gap of the fusion pass: the graph runs unfused, never wrong
+        warnings.warn(f"[compile] the fusion pass failed, the ops run unfused ({type(e).__name__}: {e})", stacklevel=4)
+        return None
 
 
 def _replay_disagrees(graph: Graph, inputs: list[Tensor], result: Any, grad: bool) -> str | None:

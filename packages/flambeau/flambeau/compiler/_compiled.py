@@ -29,6 +29,7 @@ import flambeau_core as fc
 from flambeau_core import _C
 
 from . import _capture
+from ._fusion import FusedGroup, Fusion
 from ._graph import Graph
 from ._replay import Program
 
@@ -36,9 +37,11 @@ Tensor = fc.Tensor
 
 
 class _Config:
-    """``fb.compiler.config``: ``recompile_limit`` (torch._dynamo.config's, default 8)."""
+    """``fb.compiler.config``: ``recompile_limit`` (torch._dynamo.config's, default 8); ``fusion`` (default True):
+    fuse elementwise runs into generated C++ kernels at capture (Note [Elementwise fusion] in ``_fusion.py``)."""
 
     recompile_limit: int = 8
+    fusion: bool = True
 
 
 config = _Config()
@@ -169,11 +172,14 @@ def _plain(t: tuple[Any, ...]) -> bool:
 
 
 class _Entry:
-    __slots__ = ("state", "program", "graph", "reason")
+    __slots__ = ("state", "program", "graph", "reason", "fusion")
 
-    def __init__(self, state: ModuleState, graph: Graph | None, reason: str | None, grad: bool) -> None:
-        self.state, self.graph, self.reason = state, graph, reason
-        self.program = Program(graph, grad) if graph is not None else None
+    def __init__(
+        self, state: ModuleState, graph: Graph | None, reason: str | None, grad: bool, fusion: Fusion | None
+    ) -> None:
+        self.state, self.graph, self.reason, self.fusion = state, graph, reason, fusion
+        run = fusion.graph if fusion is not None else graph
+        self.program = Program(run, grad) if run is not None else None
 
 
 class CompiledFunction:
@@ -272,13 +278,20 @@ class CompiledFunction:
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
-        self._cache.setdefault(key, []).append(_Entry(ModuleState(modules, fn), cap.graph, cap.reason, grad))
+        self._cache.setdefault(key, []).append(
+            _Entry(ModuleState(modules, fn), cap.graph, cap.reason, grad, cap.fusion)
+        )
         return cap.result
 
     @property
     def graphs(self) -> list[Graph]:
         """The captured graphs (one per cached entry that replays)."""
         return [e.graph for es in self._cache.values() for e in es if e.graph is not None]
+
+    @property
+    def fused_groups(self) -> list[list[FusedGroup]]:
+        """The fused groups of each captured graph, in the order of :attr:`graphs`."""
+        return [e.fusion.groups if e.fusion else [] for es in self._cache.values() for e in es if e.graph is not None]
 
     @property
     def break_reasons(self) -> list[str]:

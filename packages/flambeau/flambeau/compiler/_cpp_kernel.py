@@ -1,0 +1,134 @@
+"""Generated C++ for a fused elementwise group: the source, its build through cpp_extension, the loaded function.
+
+Note [Fused kernel]
+A group (Note [Elementwise fusion] in ``_fusion.py``) becomes one ``extern "C"`` function that walks the
+output's elements once: it reads each external input (``a0[i]`` for a tensor of the output's shape,
+``a1[j]`` for a bias along the last dimension, ``j = i - row``, one hoisted load for a one-element tensor),
+computes the group's ops as a straight line of locals (``const T t2 = fb_gelu(t1);``) and stores only the
+values used after the group. The sizes (``n`` elements, ``inner`` for the last dimension) and the Python
+numbers of the ops (``x * 0.5``, ``clamp(x, 0, 6)``) are arguments, so another batch size or scale runs the
+same machine code; only an op's kind, the dtype, the inputs' broadcast classes and a ``pow`` exponent shape
+the text. The loop is a plain ``#pragma omp simd`` loop under core's ``parallel_for`` (threads above a grain
+of elements), compiled with ``-O3 -march=native``: arithmetic vectorises; ``std::exp``, ``std::tanh`` and
+``std::erfc`` are scalar calls of the C library (no fast-math, so NaN and infinities behave as in eager).
+
+The source includes only ``<flambeau/parallel.h>`` and ``<flambeau/abi.h>`` (a third of the parse time of
+``<flambeau/extension.h>``) and carries the ABI marker itself, so ``cpp_extension.load`` checks it; the
+library is loaded with ``ctypes`` (no pybind11 module: a call costs well under a microsecond plus one
+``data_ptr()`` per tensor). The build is ``cpp_extension.load``'s: cached on disk under a name made of the
+hash of the text, which holds the CPU's instruction-set flags in a comment (``-march=native`` means another
+ISA on another machine sharing the cache), and keyed there by flags, compiler and ABI; in this process a
+text is built and loaded once (:func:`kernel`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import threading
+from collections.abc import Callable
+from typing import Any
+
+CFLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno"]
+
+# abi.h after a standard header: the C++ library defines _GLIBCXX_USE_CXX11_ABI, which the tag reads.
+PREAMBLE = r"""#include <cmath>
+#include <cstdint>
+
+#include <flambeau/parallel.h>
+#include <flambeau/abi.h>
+
+namespace {
+[[gnu::used]] constexpr char kAbiMarker[] = "FLAMBEAU_ABI_TAG=" FLAMBEAU_ABI_TAG ";";
+
+// NaN propagates as in eager: relu, maximum, minimum and clamp keep a NaN input.
+template <class T> inline T fb_relu(T a) { return a < T(0) ? T(0) : a; }
+template <class T> inline T fb_sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
+template <class T> inline T fb_silu(T a) { return a / (T(1) + std::exp(-a)); }
+template <class T> inline T fb_gelu(T a) { return T(0.5) * a * std::erfc(-a * T(0.70710678118654752440)); }
+template <class T> inline T fb_gelu_tanh(T a) {
+  return T(0.5) * a * (T(1) + std::tanh(T(0.79788456080286535588) * (a + T(0.044715) * a * a * a)));
+}
+template <class T> inline T fb_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <class T> inline T fb_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <class T> inline T fb_clamp_min(T a, T lo) { return a < lo ? lo : a; }
+template <class T> inline T fb_clamp_max(T a, T hi) { return a > hi ? hi : a; }
+template <class T> inline T fb_clamp(T a, T lo, T hi) { return fb_clamp_max(fb_clamp_min(a, lo), hi); }
+}  // namespace
+"""
+
+
+def _isa() -> str:
+    """The machine and a hash of its CPU flags: what ``-march=native`` compiles for."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        flags = platform.processor()
+    return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:12]}"
+
+
+ISA = _isa()
+
+
+def source(body: str, signature: str, ctype: str) -> tuple[str, str]:
+    """The kernel's full text and its function name, from the loop ``body`` and the parameter list."""
+    text = f"// fb.compile fused elementwise kernel; isa: {ISA}\n{PREAMBLE}\nusing T = {ctype};\n"
+    digest = hashlib.sha256((text + signature + body).encode()).hexdigest()[:16]
+    name = f"fb_fused_{digest}"
+    text += f'\nextern "C" void {name}({signature}) {{\n{body}}}\n'
+    return text, name
+
+
+_lock = threading.Lock()
+_loaded: dict[str, Callable[..., Any]] = {}
+_failed: dict[str, str] = {}
+builds = 0  # how many kernels this process asked cpp_extension for (a test reads it: no rebuild per batch size)
+
+
+def kernel(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
+    """The loaded function of a kernel text (built on first use); ``RuntimeError`` if it cannot be built."""
+    fn = _loaded.get(text)
+    if fn is not None:
+        return fn
+    with _lock:
+        fn = _loaded.get(text)
+        if fn is not None:
+            return fn
+        if text in _failed:
+            raise RuntimeError(_failed[text])
+        try:
+            fn = _build(text, name, argtypes)
+        except Exception as e:  # a missing compiler, a failed build or load: the group runs eagerly
+            _failed[text] = f"{type(e).__name__}: {e}"
+            raise RuntimeError(_failed[text]) from None
+        _loaded[text] = fn
+        return fn
+
+
+def _build(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
+    global builds
+    from flambeau import _cpp_extension as ext
+
+    builds += 1
+    folder = os.path.join(ext._extensions_root(), "fused", name)
+    os.makedirs(folder, exist_ok=True)
+    src = ext._write_if_changed(os.path.join(folder, "kernel.cpp"), text)
+    path = ext.load(name, [src], extra_cflags=CFLAGS, build_directory=folder, is_python_module=False)
+    fn = getattr(ctypes.CDLL(path), name)
+    fn.argtypes = argtypes
+    fn.restype = None
+    return fn
+
+
+def reset() -> None:
+    """Forgets the loaded kernels and failures (the libraries stay mapped; a test forces a rebuild with it)."""
+    with _lock:
+        _loaded.clear()
+        _failed.clear()

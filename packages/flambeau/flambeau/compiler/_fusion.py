@@ -1,0 +1,515 @@
+"""The elementwise fusion pass: runs of elementwise ops of a captured graph become one generated C++ kernel each.
+
+Note [Elementwise fusion]
+:func:`fuse` walks a captured graph (Note [Captured graph]) in order and collects *runs*: consecutive nodes
+that are elementwise ops it can generate (``add sub mul div neg exp log tanh sigmoid relu gelu silu abs
+sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max``, with Python numbers
+as operands) whose results, at capture, are contiguous CPU float32 or float64 tensors of one shape and dtype
+that do not require grad. Each tensor an op reads from outside the run must have that dtype (a ``where``
+condition: bool), be contiguous, and have the output's shape, one element, or the last dimension's size
+(a bias: ``x @ W + b``); anything else ends the run. A run of two or more ops becomes one node calling
+:class:`FusedGroup` (Note [Fused kernel] in ``_cpp_kernel.py``): its values used after it, by a later node
+or the function's result, are the kernel's outputs, the others never reach memory. Only consecutive nodes
+are grouped, so no op moves past another: an in-place op or a read in between stays where it was.
+
+Gradients are never wrong: an op whose result requires grad at capture is not fused (autograd records the
+eager ops), and a fused group run with grad mode on checks that none of its tensors requires grad, else it
+runs its eager ops (a parameter's ``requires_grad`` may change after the capture; the guards do not see it).
+A constant (a parameter, a buffer) read by a group is checked for its captured shape, dtype and contiguity
+on each call, since ``.data =`` may replace it.
+
+At capture each group is built (or found in the cache) and run once on the recorded inputs against its
+eager ops; a build failure (no compiler) or a disagreement leaves the group's ops unfused, with a warning
+once per process. ``fb.compiler.config.fusion = False`` turns the pass off; ``fb.compiler.explain`` lists
+the fused groups.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core._C import _set_grad_enabled
+
+from . import _cpp_kernel
+from ._graph import Graph, Node, Ref, same_kind
+from ._replay import Program
+
+Tensor = fc.Tensor
+
+_CTYPE = {fc.float32: "float", fc.float64: "double"}
+_UNARY = {
+    "neg": "-{0}",
+    "exp": "std::exp({0})",
+    "log": "std::log({0})",
+    "tanh": "std::tanh({0})",
+    "sigmoid": "fb_sigmoid({0})",
+    "relu": "fb_relu({0})",
+    "silu": "fb_silu({0})",
+    "abs": "std::abs({0})",
+    "sqrt": "std::sqrt({0})",
+    "rsqrt": "T(1) / std::sqrt({0})",
+    "square": "{0} * {0}",
+}
+_BINARY = {
+    "mul": "{0} * {1}",
+    "div": "{0} / {1}",
+    "maximum": "fb_maximum({0}, {1})",
+    "minimum": "fb_minimum({0}, {1})",
+}
+_TRANSCENDENTAL = {"exp", "log", "tanh", "sigmoid", "silu", "gelu", "pow"}
+_POW = {2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "std::sqrt({0})", 1.0: "{0}", -1.0: "T(1) / {0}",
+        -0.5: "T(1) / std::sqrt({0})", 0.0: "T(1)"}  # fmt: skip
+_warned = False
+
+
+def _number(x: Any) -> bool:
+    return type(x) in (int, float)
+
+
+@dataclass
+class _Op:
+    """A parsed node: a C++ expression template over ``operands`` (each a :class:`Ref` or a Python number)."""
+
+    template: str
+    operands: list[Any]
+    condition: int | None = None  # the operand index that is a bool condition (where)
+
+
+def _parse(node: Node) -> _Op | None:
+    """The expression of an elementwise node this pass generates, or ``None``."""
+    name, args, kw = node.name, node.args, node.kwargs
+    if name in _UNARY:
+        return _Op(_UNARY[name], [args[0]]) if len(args) == 1 and not kw else None
+    if name == "gelu":
+        approximate = args[1] if len(args) > 1 else kw.get("approximate", "none")
+        if len(args) > 2 or set(kw) - {"approximate"} or approximate not in ("none", "tanh"):
+            return None
+        return _Op("fb_gelu({0})" if approximate == "none" else "fb_gelu_tanh({0})", [args[0]])
+    if name in _BINARY:
+        if len(args) != 2 or (kw and kw != {"rounding_mode": None}):
+            return None
+        return _Op(_BINARY[name], list(args))
+    if name in ("add", "sub"):
+        alpha = args[2] if len(args) > 2 else kw.get("alpha", 1)
+        if len(args) not in (2, 3) or set(kw) - {"alpha"} or not _number(alpha):
+            return None
+        sign = "+" if name == "add" else "-"
+        if alpha == 1:
+            return _Op(f"{{0}} {sign} {{1}}", list(args[:2]))
+        return _Op(f"{{0}} {sign} {{2}} * {{1}}", [args[0], args[1], alpha])
+    if name == "pow":
+        if len(args) != 2 or kw or not isinstance(args[0], Ref) or not _number(args[1]):
+            return None
+        e = float(args[1])
+        return _Op(_POW.get(e, f"std::pow({{0}}, T({e!r}))"), [args[0]])
+    if name in ("clamp", "clamp_min", "clamp_max"):
+        return _parse_clamp(name, args, kw)
+    if name == "where":
+        if len(args) != 3 or kw:
+            return None
+        cond, a, b = (args[0], args[1], args[2]) if node.target is fc.where else (args[1], args[0], args[2])
+        return _Op("({0} ? {1} : {2})", [cond, a, b], condition=0)
+    return None
+
+
+def _parse_clamp(name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> _Op | None:
+    if name == "clamp":
+        names = ("min", "max")
+        if len(args) > 3 or set(kw) - set(names):
+            return None
+        bounds = dict(zip(names, args[1:], strict=False)) | kw
+        lo, hi = bounds.get("min"), bounds.get("max")
+    else:
+        if len(args) != 2 or kw:
+            return None
+        lo, hi = (args[1], None) if name == "clamp_min" else (None, args[1])
+    if any(b is not None and not _number(b) for b in (lo, hi)) or (lo is None and hi is None):
+        return None
+    if lo is not None and hi is not None:
+        return _Op("fb_clamp({0}, {1}, {2})", [args[0], lo, hi])
+    return _Op(
+        "fb_clamp_min({0}, {1})" if hi is None else "fb_clamp_max({0}, {1})", [args[0], lo if hi is None else hi]
+    )
+
+
+# --------------------------------------------------------------------------- groups
+@dataclass
+class _Input:
+    ref: Ref
+    kind: str  # "full", "bias" or "scalar"
+    dtype: Any  # the group's dtype, or bool for a where condition
+
+
+class _Group:
+    """A run of parsed nodes being collected: one shape, dtype and grad mode."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, grad: bool) -> None:
+        self.shape, self.dtype, self.grad = shape, dtype, grad
+        self.nodes: list[int] = []
+        self.ops: list[_Op] = []
+        self.values: set[int] = set()  # value indices the run produces
+
+
+def _shape_class(t: Tensor, shape: tuple[int, ...]) -> str | None:
+    """How a tensor an op reads broadcasts to the run's shape: full, bias (last dim) or scalar, else None."""
+    s = tuple(t.shape)
+    if s == shape:
+        return "full"
+    if t.numel() == 1 and len(s) <= len(shape):
+        return "scalar"
+    stripped = s[next((i for i, d in enumerate(s) if d != 1), len(s)) :]
+    if shape and stripped == (shape[-1],) and len(s) <= len(shape):
+        return "bias"
+    return None
+
+
+def _operand_ok(t: Any, group: _Group, condition: bool) -> bool:
+    if not isinstance(t, Tensor) or not t.is_cpu or not t.is_contiguous():
+        return False
+    dtype_ok = t.dtype == fc.bool if condition else t.dtype == group.dtype
+    return dtype_ok and _shape_class(t, group.shape) is not None
+
+
+def _result_ok(t: Any) -> bool:
+    return (
+        isinstance(t, Tensor)
+        and t.is_cpu
+        and t.dtype in _CTYPE
+        and t.is_contiguous()
+        and not t.requires_grad
+        and t.numel() > 0
+    )
+
+
+class _Collector:
+    """Splits the graph's nodes into runs (Note [Elementwise fusion])."""
+
+    def __init__(self, graph: Graph, tensor_of: Callable[[Ref], Tensor]) -> None:
+        self.graph, self.tensor_of = graph, tensor_of
+        self.groups: list[_Group] = []
+
+    def run(self) -> list[_Group]:
+        current: _Group | None = None
+        for index, node in enumerate(self.graph.nodes):
+            op = _parse(node) if node.results == [()] else None
+            result = self.tensor_of(Ref("value", node.first_value)) if op is not None else None
+            if op is None or not _result_ok(result):
+                current = self._close(current)
+                continue
+            key = (tuple(result.shape), result.dtype, node.grad_enabled)
+            if current is None or key != (current.shape, current.dtype, current.grad):
+                self._close(current)
+                current = _Group(*key)
+            if not self._operands_ok(op, current):  # an input that no group could read: the run ends here
+                current = self._close(current)
+                continue
+            current.nodes.append(index)
+            current.ops.append(op)
+            current.values.add(node.first_value)
+        self._close(current)
+        return self.groups
+
+    def _operands_ok(self, op: _Op, group: _Group) -> bool:
+        if not any(isinstance(a, Ref) for a in op.operands):
+            return False
+        for k, a in enumerate(op.operands):
+            if isinstance(a, Ref):
+                if a.kind == "value" and a.index in group.values:
+                    continue
+                if not _operand_ok(self.tensor_of(a), group, k == op.condition):
+                    return False
+            elif not _number(a):
+                return False
+        return True
+
+    def _close(self, group: _Group | None) -> None:
+        if group is not None and len(group.nodes) >= 2:
+            self.groups.append(group)
+        return None
+
+
+# --------------------------------------------------------------------------- code generation
+class FusedGroup:
+    """One fused group: its kernel, and ``__call__`` on the group's external tensors (Note [Fused kernel]).
+
+    ``ops`` names the fused ops in order; ``eager`` runs them as separate ops (the grad fallback).
+    """
+
+    def __init__(
+        self,
+        ops: list[str],
+        inputs: list[_Input],
+        out_values: list[int],
+        body: str,
+        signature: str,
+        argtypes: list[Any],
+        numbers: list[float],
+        shape: tuple[int, ...],
+        dtype: Any,
+        grad: bool,
+        eager: Callable[..., Any],
+        consts: dict[int, Tensor],
+    ) -> None:
+        self.ops, self.inputs, self.out_values = ops, inputs, out_values
+        self.shape, self.dtype, self.grad, self.eager = shape, dtype, grad, eager
+        self.text, self.name = _cpp_kernel.source(body, signature, _CTYPE[dtype])
+        self.argtypes, self.numbers, self.consts = argtypes, numbers, consts
+        self.call: Callable[..., Any] = eager
+
+    def build(self) -> None:
+        """Builds (or finds) the kernel and makes ``call`` run it; ``RuntimeError`` if it cannot be built."""
+        fn = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
+        n = math.prod(self.shape)
+        inner = self.shape[-1] if any(i.kind == "bias" for i in self.inputs) else max(n, 1)
+        env: dict[str, Any] = {"kern": fn, "eager": self.eager, "empty": fc.empty, "empty_like": fc.empty_like}
+        params = [f"a{k}" for k in range(len(self.inputs))]
+        lines = []
+        if self.grad:  # Note [Elementwise fusion]: a tensor that requires grad runs the eager ops
+            lines.append(f"if {' or '.join(f'{p}.requires_grad' for p in params)}:")
+            lines.append(f"    return eager({', '.join(params)})")
+        for k, t in self.consts.items():
+            env[f"shape{k}"], env[f"dtype{k}"] = t.shape, t.dtype
+            lines.append(f"if a{k}.shape != shape{k} or a{k}.dtype != dtype{k} or not a{k}.is_contiguous():")
+            lines.append(f"    return eager({', '.join(params)})")
+        like = next((k for k, i in enumerate(self.inputs) if i.kind == "full" and i.dtype == self.dtype), None)
+        env["shape"], env["dtype"] = self.shape, self.dtype
+        alloc = f"empty_like(a{like})" if like is not None else "empty(shape, dtype=dtype)"
+        outs = [f"o{k}" for k in range(len(self.out_values))]
+        lines += [f"{o} = {alloc}" for o in outs]
+        ptrs = [f"{p}.data_ptr()" for p in params] + [f"{o}.data_ptr()" for o in outs]
+        consts = (ctypes.c_double * (2 + len(self.numbers)))(n, inner, *self.numbers)
+        env["consts"] = consts  # kept alive by the function's globals
+        lines.append(f"kern({', '.join([*ptrs, str(ctypes.addressof(consts))])})")
+        lines.append(f"return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ',)'}")
+        src = f"def fused({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
+        exec(compile(src, "<fb.compile fused group>", "exec"), env)  # noqa: S102 (generated from the graph)
+        self.call = env["fused"]
+
+    def __call__(self, *tensors: Tensor) -> Any:
+        return self.call(*tensors)
+
+    def __repr__(self) -> str:
+        return f"FusedGroup({', '.join(self.ops)}; {len(self.inputs)} inputs, {len(self.out_values)} outputs)"
+
+
+def _codegen(
+    graph: Graph, group: _Group, used_after: set[int], tensor_of: Callable[[Ref], Tensor]
+) -> tuple[FusedGroup, list[Ref]]:
+    """The :class:`FusedGroup` of a run and the external tensors it reads, in order."""
+    inputs: list[_Input] = []
+    where: dict[Ref, int] = {}
+    numbers: list[float] = []
+    local: dict[int, str] = {}
+    hoisted: list[str] = []
+    lines: list[str] = []
+    out_values: list[int] = []
+
+    def operand(a: Any, condition: bool) -> str:
+        if not isinstance(a, Ref):
+            numbers.append(float(a))
+            hoisted.append(f"  const T s{len(numbers) - 1} = static_cast<T>(c[{len(numbers) + 1}]);")
+            return f"s{len(numbers) - 1}"
+        if a.kind == "value" and a.index in local:
+            return local[a.index]
+        k = where.get(a)
+        if k is None:
+            k = where[a] = len(inputs)
+            t = tensor_of(a)
+            kind = _shape_class(t, group.shape) or "full"  # checked by the collector
+            inputs.append(_Input(a, kind, fc.bool if condition else group.dtype))
+            if kind == "scalar":
+                hoisted.append(f"  const {'bool' if condition else 'T'} x{k} = a{k}[0];")
+        kind = inputs[k].kind
+        return f"x{k}" if kind == "scalar" else f"a{k}[{'j' if kind == 'bias' else 'i'}]"
+
+    names = []
+    for index, op in zip(group.nodes, group.ops, strict=True):
+        node = graph.nodes[index]
+        names.append(node.name)
+        args = [operand(a, k == op.condition) for k, a in enumerate(op.operands)]
+        var = f"t{len(local)}"
+        lines.append(f"const T {var} = {op.template.format(*args)};")
+        local[node.first_value] = var
+        if node.first_value in used_after:
+            out_values.append(node.first_value)
+            lines.append(f"o{len(out_values) - 1}[i] = {var};")
+    ctype = "T"
+    sig = [f"const {'bool' if i.dtype == fc.bool else ctype}* __restrict a{k}" for k, i in enumerate(inputs)]
+    sig += [f"{ctype}* __restrict o{k}" for k in range(len(out_values))]
+    # The sizes and the numbers in one array (c[0] = n, c[1] = inner, then the numbers): one argument
+    # for ctypes to convert instead of one each, which is most of a call's cost.
+    sig.append("const double* __restrict c")
+    argtypes = [ctypes.c_void_p] * (len(inputs) + len(out_values) + 1)
+    heavy = any(name in _TRANSCENDENTAL for name in names)
+    grain = "flambeau::kGrainSize / 8" if heavy else "flambeau::kGrainSize"
+    if any(i.kind == "bias" for i in inputs):
+        inner_loop = "".join(f"        {line}\n" for line in lines)
+        loop = (
+            "    for (int64_t row = b - b % inner; row < e; row += inner) {\n"
+            "      const int64_t lo = row > b ? row : b, hi = row + inner < e ? row + inner : e;\n"
+            "#pragma omp simd\n"
+            "      for (int64_t i = lo; i < hi; ++i) {\n"
+            "        const int64_t j = i - row;\n"
+            f"{inner_loop}"
+            "      }\n"
+            "    }\n"
+        )
+    else:
+        inner_loop = "".join(f"      {line}\n" for line in lines)
+        loop = f"#pragma omp simd\n    for (int64_t i = b; i < e; ++i) {{\n{inner_loop}    }}\n"
+    body = "  const int64_t n = static_cast<int64_t>(c[0]), inner = static_cast<int64_t>(c[1]);\n"
+    body += "".join(f"{line}\n" for line in hoisted)
+    body += f"  flambeau::parallel_for(0, n, {grain}, [&](int64_t b, int64_t e) {{\n{loop}  }});\n"
+    refs = [i.ref for i in inputs]
+    consts = {k: tensor_of(r) for k, r in enumerate(refs) if r.kind == "const"}
+    eager = _eager_program(graph, group, refs, out_values)
+    fused = FusedGroup(names, inputs, out_values, body, ", ".join(sig), argtypes, numbers, group.shape,
+                       group.dtype, group.grad, eager, consts)  # fmt: skip
+    return fused, refs
+
+
+def _remap(obj: Any, mapping: Callable[[Ref], Any]) -> Any:
+    if isinstance(obj, Ref):
+        return mapping(obj)
+    if type(obj) is list:
+        return [_remap(x, mapping) for x in obj]
+    if type(obj) is tuple:
+        return tuple(_remap(x, mapping) for x in obj)
+    if isinstance(obj, tuple):
+        return same_kind(obj, [_remap(x, mapping) for x in obj])
+    if type(obj) is dict:
+        return {k: _remap(v, mapping) for k, v in obj.items()}
+    return obj
+
+
+def _eager_program(graph: Graph, group: _Group, refs: list[Ref], out_values: list[int]) -> Callable[..., Any]:
+    """The group's ops as a replay of their own, on the group's external tensors (the grad fallback)."""
+    sub = Graph(num_inputs=len(refs))
+    position = {r: Ref("input", k) for k, r in enumerate(refs)}
+    for index in group.nodes:
+        node = graph.nodes[index]
+        position[Ref("value", node.first_value)] = Ref("value", sub.num_values)
+        args = _remap(node.args, position.__getitem__)
+        kwargs = _remap(node.kwargs, position.__getitem__)
+        sub.nodes.append(Node(node.name, node.target, args, kwargs, node.grad_enabled, sub.num_values, [()]))
+        sub.num_values += 1
+    outs = [position[Ref("value", v)] for v in out_values]
+    sub.output = outs[0] if len(outs) == 1 else tuple(outs)
+    return Program(sub, group.grad).run
+
+
+# --------------------------------------------------------------------------- the pass
+@dataclass
+class Fusion:
+    """The graph to run (fused groups as single nodes) and the groups, for ``explain``."""
+
+    graph: Graph
+    groups: list[FusedGroup]
+
+
+def _used_after(graph: Graph, group: _Group) -> set[int]:
+    last = group.nodes[-1]
+    used: set[int] = set()
+
+    def see(r: Ref) -> Ref:
+        if r.kind == "value" and r.index in group.values:
+            used.add(r.index)
+        return r
+
+    for node in graph.nodes[last + 1 :]:
+        _remap((node.args, node.kwargs), see)
+    _remap(graph.output, see)
+    return used
+
+
+def _agrees(group: FusedGroup, tensors: list[Tensor]) -> bool:
+    """Runs the kernel and the eager ops once on the recorded inputs: the same values, NaN where NaN."""
+    grad = fc.is_grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        mine, theirs = group.call(*tensors), group.eager(*tensors)
+    finally:
+        _set_grad_enabled(grad)
+    if isinstance(mine, Tensor):
+        mine, theirs = (mine,), (theirs,)
+    tol = 1e-5 if group.dtype == fc.float32 else 1e-12
+    for a, b in zip(mine, theirs, strict=True):
+        close = (a - b).abs() <= tol + tol * 10 * b.abs()
+        if not bool((close | (a == b) | (a.isnan() & b.isnan())).all()):
+            return False
+    return True
+
+
+def _warn(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(message, stacklevel=4)
+
+
+def fuse(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Fusion | None:
+    """Note [Elementwise fusion]: the graph with its elementwise runs fused, or ``None`` when none is.
+
+    ``values`` are the tensors the capture recorded, one per :class:`Ref` ``("value", i)``.
+    """
+
+    def tensor_of(r: Ref) -> Tensor:
+        return (
+            inputs[r.index] if r.kind == "input" else graph.constants[r.index] if r.kind == "const" else values[r.index]
+        )
+
+    fused: dict[int, tuple[FusedGroup, list[Ref]]] = {}  # the run's last node -> its group
+    members: set[int] = set()
+    for group in _Collector(graph, tensor_of).run():
+        used = _used_after(graph, group)
+        if not used:
+            continue
+        fg, refs = _codegen(graph, group, used, tensor_of)
+        try:
+            fg.build()
+        except RuntimeError as e:
+            _warn(f"[compile] a fused kernel could not be built, the eager ops run instead: {e}")
+            continue
+        if not _agrees(fg, [tensor_of(r) for r in refs]):
+            _warn(f"[compile] the fused kernel of {', '.join(fg.ops)} disagrees with the eager ops; they run instead")
+            continue
+        fused[group.nodes[-1]] = (fg, refs)
+        members.update(group.nodes)
+    if not fused:
+        return None
+    return Fusion(_rewrite(graph, fused, members), [fg for fg, _ in fused.values()])
+
+
+def _rewrite(graph: Graph, fused: dict[int, tuple[FusedGroup, list[Ref]]], members: set[int]) -> Graph:
+    """The graph with each group's nodes replaced by one node calling it, values renumbered."""
+    out = Graph(num_inputs=graph.num_inputs, constants=graph.constants)
+    renumber: dict[int, int] = {}
+
+    def new_ref(r: Ref) -> Ref:
+        return Ref("value", renumber[r.index]) if r.kind == "value" else r
+
+    for index, node in enumerate(graph.nodes):
+        if index in fused:
+            fg, refs = fused[index]
+            first = out.num_values
+            for k, v in enumerate(fg.out_values):
+                renumber[v] = first + k
+            results = [()] if len(fg.out_values) == 1 else [(k,) for k in range(len(fg.out_values))]
+            args = tuple(new_ref(r) for r in refs)
+            out.nodes.append(Node("fused_elementwise", fg.call, args, {}, fg.grad, first, results))
+            out.num_values += len(results)
+        elif index not in members:
+            args, kwargs = _remap(node.args, new_ref), _remap(node.kwargs, new_ref)
+            for k in range(len(node.results)):
+                renumber[node.first_value + k] = out.num_values + k
+            out.nodes.append(Node(node.name, node.target, args, kwargs, node.grad_enabled, out.num_values,
+                                  node.results))  # fmt: skip
+            out.num_values += len(node.results)
+    out.output = _remap(graph.output, new_ref)
+    return out
