@@ -44,9 +44,7 @@ _NO_FORMULA = re.compile(r"\[(\w+)\] forward-mode AD is not implemented for this
 
 # Entries whose tangents differ from torch's, each with why it is not fixed here. A listed entry that starts
 # to agree fails test_known_gaps_still_differ, so the list only shrinks.
-KNOWN_GAPS: dict[str, str] = {
-    "nextafter": "flambeau does not differentiate nextafter (its gradient raises too); torch's tangent is self's",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _substitute(x, mapping: dict):

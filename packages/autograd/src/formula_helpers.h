@@ -325,24 +325,62 @@ inline bool non_overlapping(IntArrayRef sizes, IntArrayRef strides) {
   return true;
 }
 
-/// as_strided of a contiguous tensor, with no two view elements on one memory
-/// location: g is written at the view's elements of a zero tensor. Overlapping
-/// views (which would need a scatter-add) and create_graph raise.
-inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, bool self_contiguous,
-                                  int64_t self_offset, const Shape& sizes, const Shape& strides,
-                                  int64_t offset) {
-  const int64_t rel = offset - self_offset;
-  if (!self_contiguous || rel < 0 || !non_overlapping(sizes, strides))
-    throw NotImplementedError(
-        "[as_strided] the backward of as_strided is only implemented for a contiguous input and a view "
-        "whose elements do not overlap");
-  if (grad_mode_enabled() && grad.requires_grad())
-    throw NotImplementedError("[as_strided] create_graph=True through as_strided is not supported yet");
-  AutoExcludeAutograd guard;
-  Tensor z = zeros(self_sizes, grad.dtype(), grad.device());
-  Tensor region = op::as_strided(z, sizes, strides, rel);
-  op::copy_(region, grad);
-  return z;
+/// The storage positions [first, last] a (sizes, strides, offset) geometry touches; nullopt when it has no
+/// elements.
+inline std::optional<std::pair<int64_t, int64_t>> storage_extent(IntArrayRef sizes, IntArrayRef strides,
+                                                                  int64_t offset) {
+  int64_t lo = offset, hi = offset;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return std::nullopt;
+    (strides[i] < 0 ? lo : hi) += (sizes[i] - 1) * strides[i];
+  }
+  return std::pair{lo, hi};
+}
+
+/// The storage position of each element of a geometry (its offset counted from the start of a buffer of
+/// `span` elements), flattened in the geometry's order.
+inline Tensor storage_positions(IntArrayRef sizes, IntArrayRef strides, int64_t offset, int64_t span,
+                                Device device) {
+  const Tensor all = op::arange(0, span, 1, ScalarType::Int64, device);
+  return op::reshape(op::as_strided(all, sizes, strides, offset), Shape{-1});
+}
+
+/// as_strided's gradient, PyTorch's algorithm for any input and view geometry (both on one storage): the
+/// gradient is summed into a zero buffer over the storage both touch, through the view's strides (a
+/// scatter-add, so view elements that share a location add up), and the input reads its elements from it.
+/// An input that itself shows one location k times gets 1/k of it in each (their sum is the location's
+/// gradient). Built from differentiable ops, so create_graph records it; the common case (a contiguous
+/// input, a view without overlaps, no graph to record) writes the gradient in place instead.
+inline Tensor as_strided_backward(const Tensor& grad, const Shape& self_sizes, const Shape& self_strides,
+                                  bool self_contiguous, int64_t self_offset, const Shape& sizes,
+                                  const Shape& strides, int64_t offset) {
+  const auto in = storage_extent(self_sizes, self_strides, self_offset);
+  const auto out = storage_extent(sizes, strides, offset);
+  if (!in) return zeros(self_sizes, grad.dtype(), grad.device());
+  const bool view_overlaps = !non_overlapping(sizes, strides);
+  if (self_contiguous && offset >= self_offset && !view_overlaps && !grad_mode_enabled()) {
+    AutoExcludeAutograd guard;
+    Tensor z = zeros(self_sizes, grad.dtype(), grad.device());
+    if (out) {
+      Tensor region = op::as_strided(z, sizes, strides, offset - self_offset);
+      op::copy_(region, grad);
+    }
+    return z;
+  }
+  const int64_t base = out ? std::min(in->first, out->first) : in->first;
+  const int64_t span = (out ? std::max(in->second, out->second) : in->second) - base + 1;
+  Tensor storage = zeros(Shape{span}, grad.dtype(), grad.device());
+  if (out)
+    storage = op::index_add(storage, 0, storage_positions(sizes, strides, offset - base, span, grad.device()),
+                            op::reshape(grad, Shape{-1}), Scalar(int64_t{1}));
+  const Tensor in_pos = storage_positions(self_sizes, self_strides, self_offset - base, span, grad.device());
+  if (!non_overlapping(self_sizes, self_strides)) {
+    const Tensor ones_in = full(in_pos.sizes(), 1, grad.dtype(), grad.device());
+    const Tensor count = op::index_add(zeros(Shape{span}, grad.dtype(), grad.device()), 0, in_pos, ones_in,
+                                       Scalar(int64_t{1}));
+    storage = op::div(storage, op::clamp_min(count, Scalar(int64_t{1})));
+  }
+  return op::reshape(op::index_select(storage, 0, in_pos), self_sizes);
 }
 
 /// Whether the softmax/log_softmax backward ops (Note [Softmax rows]: one pass per row on the

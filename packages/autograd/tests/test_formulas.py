@@ -216,11 +216,43 @@ def test_as_strided():
     )
 
 
-def test_as_strided_overlapping_backward_not_implemented():
-    a = fb_tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
-    y = a.as_strided((3, 2), (1, 1), 0)  # sliding windows: elements overlap
-    with pytest.raises(NotImplementedError, match="as_strided"):
-        y.sum().backward()
+# (input shape, a view of it taken first (None: the tensor itself), as_strided's size, stride, offset)
+AS_STRIDED_GEOMETRIES = [
+    ((16,), None, (2, 2, 2, 2), (1, 1, 1, 1), 0),  # every view element on a few locations: they add up
+    ((16,), None, (2, 1, 1, 2), (1, 7, 7, 1), 0),
+    ((4,), None, (3, 2), (1, 1), 0),  # sliding windows
+    ((2, 3), "t", (2, 2), (1, 1), 1),  # a transposed (non-contiguous) input
+    ((3,), "expand", (2,), (1,), 0),  # an input that shows each location 4 times: each gets a quarter
+    ((20,), "middle", (2, 2), (1, 2), 0),  # a view of the storage partly outside the input
+    ((20,), "middle", (2, 2), (1, 2), 10),
+]
+
+
+def _strided_input(x, how):
+    if how == "t":
+        return x.t()
+    if how == "expand":
+        return x.expand(4, 3)
+    if how == "middle":
+        return x[5:15]
+    return x
+
+
+@pytest.mark.parametrize(("shape", "how", "size", "stride", "offset"), AS_STRIDED_GEOMETRIES)
+def test_as_strided_any_geometry_matches_torch(shape, how, size, stride, offset):
+    """PyTorch's as_strided backward: the gradient summed into the storage through the view's strides, each
+    location shown k times by the input divided by k; first and second order."""
+
+    def fn(x):
+        return _strided_input(x, how).as_strided(size, stride, offset) * 3.0
+
+    # A view reaching outside its input reads storage that is no function of the input: finite differences
+    # see the base change there, torch's gradient (and flambeau's) does not.
+    inside = how != "middle" or offset >= 5
+    compare_with_torch(fn, fn, make_inputs([shape]), gradcheck=inside)
+    if inside:
+        x = fb_tensor(make_inputs([shape], seed=3)[0], requires_grad=True)
+        assert ag.gradgradcheck(lambda x: fn(x) ** 2, [x])
 
 
 def test_mlp_step_matches_torch():
