@@ -2,11 +2,16 @@
 """fb.compile against eager flambeau: the benchmark MLP's forward and training step at small batches.
 
 fb.compile replays the captured ops without the model's Python (module calls, hooks, functional wrappers)
-but adds its guards (shapes, grad mode, module state) to each call; nothing is fused yet. At small batches
-the Python overhead is a large part of a step, so this is where replay can show; at large batches both
-run the same kernels. Compiled and eager run in one process, rounds interleaved (side_by_side.py), each
-on its own model with the same weights; per case it prints the min and median time per call and the
-ratio eager/compiled of the medians (> 1: compiled is faster).
+but adds its guards (shapes, grad mode, module state) to each call, and fuses runs of elementwise ops
+into generated C++ kernels (docs/compile.md). At small batches the Python overhead is a large part of a
+step, so this is where replay can show; at large batches both run the same matmuls. Compiled and eager
+run in one process, rounds interleaved (side_by_side.py), each on its own model with the same weights;
+per case it prints the min and median time per call and the ratio eager/compiled of the medians (> 1:
+compiled is faster).
+
+A second table times fused elementwise chains four ways, rounds interleaved: flambeau eager, fb.compile,
+torch eager and torch.compile (inductor's C++ backend; its first call compiles for tens of seconds, and a
+failure to compile is printed instead of its columns). Each cell is min / median microseconds per call.
 
 Example:
     .nox/dev/bin/python benchmarks/ops_compile.py
@@ -15,7 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import copy
+import statistics
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,5 +94,75 @@ def cases() -> Iterator[side_by_side.Case]:
         yield (f"mlp_train_step_b{batch}", *train_case(batch))
 
 
+def chain6(x, y):
+    """Six elementwise ops: mul, add, relu, sub, abs, mul."""
+    return (x * 2 + y).relu().sub(0.5).abs() * y
+
+
+def bias_gelu(x, w, b, s, r):
+    """A linear layer's epilogue: the matmul stays, add-gelu-mul-add fuse into one kernel."""
+    return fb.nn.functional.gelu(x @ w + b) * s + r
+
+
+def _bias_gelu_torch(torch):
+    def f(x, w, b, s, r):
+        return torch.nn.functional.gelu(x @ w + b) * s + r
+
+    return f
+
+
+def fusion_cases(torch) -> Iterator[tuple[str, Callable[..., object], Callable[..., object], list[object]]]:
+    """(name, flambeau function, torch function, flambeau inputs) per fused case."""
+    fb.manual_seed(0)
+    for n, label in ((1 << 20, "1M"), (1000, "1K")):
+        yield f"chain6_{label}", chain6, chain6, [fb.randn(n), fb.randn(n)]
+    x, w, b = fb.randn(128, 256), fb.randn(256, 1024) / 16, fb.randn(1024)
+    s, r = fb.randn(128, 1024), fb.randn(128, 1024)
+    yield "linear_bias_gelu_128x1024", bias_gelu, _bias_gelu_torch(torch), [x, w, b, s, r]
+
+
+def fusion_main() -> None:
+    import torch
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    fb.set_num_threads(2)
+    torch.set_num_threads(2)
+    labels = ("fb eager", "fb.compile", "torch eager", "torch.compile")
+    print(f"\n{'fused case':28s}" + "".join(f"{label + ' min/med':>22s}" for label in labels))
+    for name, f, tf, inputs in fusion_cases(torch):
+        if args.only and args.only not in name:
+            continue
+        tinputs = [torch.from_numpy(t.numpy().copy()) for t in inputs]
+        compiled = fb.compile(f)
+        calls: list[Callable[[], object] | None] = [
+            lambda f=f, a=inputs: f(*a),
+            lambda c=compiled, a=inputs: c(*a),
+            lambda tf=tf, a=tinputs: tf(*a),
+        ]
+        try:
+            tcompiled = torch.compile(tf)
+            with torch.no_grad():
+                tcompiled(*tinputs)
+            calls.append(lambda c=tcompiled, a=tinputs: c(*a))
+        except Exception as e:  # noqa: BLE001 (reported: torch.compile needs a working C++ toolchain)
+            print(f"{name}: torch.compile failed ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+            calls.append(None)
+        with fb.no_grad(), torch.no_grad():
+            compiled(*inputs)  # the capture builds the kernel
+            reps = max(1, int(0.05 / max(side_by_side.timeit(calls[0], 1), 1e-6)))
+            times: list[list[float]] = [[] for _ in calls]
+            for r in range(args.rounds):
+                order = list(range(len(calls))) if r % 2 == 0 else list(reversed(range(len(calls))))
+                for i in order:
+                    if calls[i] is not None:
+                        times[i].append(side_by_side.timeit(calls[i], reps))
+        cells = [f"{min(t) * 1e6:10.1f} /{statistics.median(t) * 1e6:9.1f}" if t else f"{'failed':>20s}" for t in times]
+        print(f"{name:28s}" + "".join(f"{c:>22s}" for c in cells))
+
+
 if __name__ == "__main__":
     side_by_side.main(cases, fb, None, width=22, labels=("compiled", "eager"))
+    fusion_main()

@@ -103,6 +103,31 @@ def test_every_fusable_op_in_one_kernel_matches_eager_and_torch(dtype):
     assert len(fused) == 1 and len(fused[0]) == len(compiled.graphs[0].nodes)
 
 
+def transcendental(M, x):
+    F = M.nn.functional
+    return x.exp() * 2, x.sigmoid() * 2, x.tanh() * 2, F.gelu(x) * 2, F.silu(x) * 2, F.gelu(x, approximate="tanh") * 2
+
+
+def test_float32_polynomials_match_torch_over_a_wide_range():
+    # exp, tanh and erfc are the kernels' own vectorisable polynomials in float32: checked from the tails
+    # (exp near float32's largest value, gelu's tiny negative tail) to tiny arguments (tanh(x) ~ x).
+    tiny = np.geomspace(1e-30, 1e-2, 500)
+    values = np.concatenate([np.linspace(-87.0, 88.0, 20011), tiny, -tiny]).astype(np.float32)
+    x = fb.tensor(values)
+    compiled = fb.compile(lambda x: transcendental(fb, x))
+    with fb.no_grad():
+        compiled(x)
+        outs = compiled(x)
+        eager = transcendental(fb, x)
+    expected = transcendental(torch, torch.from_numpy(values))
+    for out, e, t in zip(outs, eager, expected, strict=True):
+        np.testing.assert_allclose(out.numpy(), e.numpy(), rtol=1e-5, atol=1e-30)
+        # torch's float32 gelu flushes to -0 below x = -5 (it computes 1 + erf(x / sqrt(2))), where the values
+        # are ~1e-7, and both gelus' 1 + tanh (or erf) near -1 cancel to a few ulp of 1 times x
+        np.testing.assert_allclose(out.numpy(), t.numpy(), rtol=3e-6, atol=3e-6)
+    assert len(groups(compiled)[0][0]) == 12
+
+
 # --------------------------------------------------------------------------- bias + gelu, batch sizes
 def bias_gelu(x, w, b, s, r):
     return fb.nn.functional.gelu(x @ w + b) * s + r

@@ -176,16 +176,17 @@ def compile(  # noqa: A001 (PyTorch's name)
     ``backward()`` or a ``.grad`` read inside the function) is a graph break: the function then runs eagerly
     for those guards, or, with ``fullgraph=True``, :class:`Unsupported` is raised (after that eager call ran).
     Each compiled callable keeps at most ``fb.compiler.config.recompile_limit`` (8) captures; beyond that,
-    new guards run eagerly.
+    new guards run eagerly. At capture, runs of elementwise ops whose results do not require grad are fused
+    into generated C++ kernels (Note [Elementwise fusion]; ``fb.compiler.config.fusion`` turns it off).
 
     Args:
         model: the function or ``nn.Module``; omitted, ``compile`` returns a decorator.
         fullgraph: raise :class:`Unsupported` instead of running eagerly on a graph break.
         dynamic: accepted for PyTorch's signature; shapes are always specialised here (each new shape is a
             new capture), as ``dynamic=False`` would do.
-        backend: ``"inductor"`` (default), ``"eager"`` or ``"aot_eager"``: all replay the captured ops.
+        backend: ``"inductor"`` (default), ``"eager"`` or ``"aot_eager"``: all replay the captured ops, fused.
         mode: ``"default"``, ``"reduce-overhead"``, ``"max-autotune"`` or ``"max-autotune-no-cudagraphs"``:
-            validated, all replay the captured ops (no fusion yet).
+            validated, all replay the captured ops, fused.
         options: backend options (validated as a dict; none is used yet). Not together with ``mode``.
         name: accepted for PyTorch's signature.
         disable: return ``model`` itself, uncompiled.

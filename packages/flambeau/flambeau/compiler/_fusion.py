@@ -45,9 +45,9 @@ Tensor = fc.Tensor
 _CTYPE = {fc.float32: "float", fc.float64: "double"}
 _UNARY = {
     "neg": "-{0}",
-    "exp": "std::exp({0})",
+    "exp": "fb_exp({0})",
     "log": "std::log({0})",
-    "tanh": "std::tanh({0})",
+    "tanh": "fb_tanh({0})",
     "sigmoid": "fb_sigmoid({0})",
     "relu": "fb_relu({0})",
     "silu": "fb_silu({0})",
