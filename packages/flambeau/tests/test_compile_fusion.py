@@ -253,6 +253,26 @@ def test_lstm_cell_gates_are_one_kernel_with_two_outputs():
     close(c, tc)
 
 
+def masked(M, x, y):
+    m = x > 0
+    return M.where(m, x, x * 0.01) + (x < y) * y, m, (x - y) != 0.5
+
+
+def test_comparisons_fuse_as_conditions_factors_and_bool_outputs():
+    fb.manual_seed(7)
+    x, y = fb.randn(6, 5), fb.randn(6, 5)
+    compiled = fb.compile(lambda x, y: masked(fb, x, y))
+    with fb.no_grad():
+        compiled(x, y)
+        out, m, ne = compiled(x, y)
+    t_out, t_m, t_ne = masked(torch, to_torch(x), to_torch(y))
+    close(out, t_out)
+    assert m.dtype == fb.bool and ne.dtype == fb.bool
+    np.testing.assert_array_equal(m.numpy(), t_m.numpy())
+    np.testing.assert_array_equal(ne.numpy(), t_ne.numpy())
+    assert groups(compiled) == [[["gt", "mul", "where", "lt", "mul", "add", "sub", "ne"]]]
+
+
 def test_unsupported_broadcast_stays_eager():
     def f(x, col):
         return ((x + col).relu() * 2).exp()

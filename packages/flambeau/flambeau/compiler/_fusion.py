@@ -3,11 +3,13 @@
 Note [Elementwise fusion]
 :func:`fuse` walks a captured graph (Note [Captured graph]) in order and collects *runs*: consecutive nodes
 that are elementwise ops it can generate (``add sub mul div neg exp log tanh sigmoid relu gelu silu abs
-sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max``, with Python numbers
-as operands) whose results, at capture, are contiguous CPU float32 or float64 tensors of one shape and dtype
-that do not require grad. Each tensor an op reads from outside the run must have that dtype (a ``where``
-condition: bool), be contiguous, and have the output's shape, one element, or the last dimension's size
-(a bias: ``x @ W + b``); anything else ends the run. A run of two or more ops becomes one node calling
+sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max`` and the comparisons
+``gt lt ge le eq ne``, with Python numbers as operands) whose results, at capture, are contiguous CPU
+tensors of one shape that do not require grad, float32 or float64 (one dtype per run; a comparison's bool
+result belongs to the run of its operands' dtype, and is a ``where`` condition or a 0/1 factor in it).
+Each tensor an op reads from outside the run must have that dtype (a ``where`` condition: bool), be
+contiguous, and have the output's shape, one element, or the last dimension's size (a bias:
+``x @ W + b``); anything else ends the run. A run of two or more ops becomes one node calling
 :class:`FusedGroup` (Note [Fused kernel] in ``_cpp_kernel.py``): its values used after it, by a later node
 or the function's result, are the kernel's outputs, the others never reach memory. Only consecutive nodes
 are grouped, so no op moves past another: an in-place op or a read in between stays where it was.
@@ -62,6 +64,7 @@ _BINARY = {
     "maximum": "fb_maximum({0}, {1})",
     "minimum": "fb_minimum({0}, {1})",
 }
+_COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 _TRANSCENDENTAL = {"exp", "log", "tanh", "sigmoid", "silu", "gelu", "pow"}
 _POW = {2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "std::sqrt({0})", 1.0: "{0}", -1.0: "T(1) / {0}",
         -0.5: "T(1) / std::sqrt({0})", 0.0: "T(1)"}  # fmt: skip
@@ -79,6 +82,7 @@ class _Op:
     template: str
     operands: list[Any]
     condition: int | None = None  # the operand index that is a bool condition (where)
+    compare: bool = False  # a comparison: a bool result from operands of the run's dtype
 
 
 def _parse(node: Node) -> _Op | None:
@@ -95,6 +99,10 @@ def _parse(node: Node) -> _Op | None:
         if len(args) != 2 or (kw and kw != {"rounding_mode": None}):
             return None
         return _Op(_BINARY[name], list(args))
+    if name in _COMPARE:
+        if len(args) != 2 or kw:
+            return None
+        return _Op(f"({{0}} {_COMPARE[name]} {{1}})", list(args), compare=True)
     if name in ("add", "sub"):
         alpha = args[2] if len(args) > 2 else kw.get("alpha", 1)
         if len(args) not in (2, 3) or set(kw) - {"alpha"} or not _number(alpha):
@@ -154,6 +162,7 @@ class _Group:
         self.nodes: list[int] = []
         self.ops: list[_Op] = []
         self.values: set[int] = set()  # value indices the run produces
+        self.bools: set[int] = set()  # those that are comparisons' bool results
 
 
 def _shape_class(t: Tensor, shape: tuple[int, ...]) -> str | None:
@@ -176,11 +185,11 @@ def _operand_ok(t: Any, group: _Group, condition: bool) -> bool:
     return dtype_ok and _shape_class(t, group.shape) is not None
 
 
-def _result_ok(t: Any) -> bool:
+def _result_ok(t: Any, compare: bool) -> bool:
     return (
         isinstance(t, Tensor)
         and t.is_cpu
-        and t.dtype in _CTYPE
+        and (t.dtype == fc.bool if compare else t.dtype in _CTYPE)
         and t.is_contiguous()
         and not t.requires_grad
         and t.numel() > 0
@@ -198,11 +207,15 @@ class _Collector:
         current: _Group | None = None
         for index, node in enumerate(self.graph.nodes):
             op = _parse(node) if node.results == [()] else None
-            result = self.tensor_of(Ref("value", node.first_value)) if op is not None else None
-            if op is None or not _result_ok(result):
+            if op is None:
                 current = self._close(current)
                 continue
-            key = (tuple(result.shape), result.dtype, node.grad_enabled)
+            result = self.tensor_of(Ref("value", node.first_value))
+            dtype = self._compared_dtype(op, current) if op.compare else getattr(result, "dtype", None)
+            if not _result_ok(result, op.compare) or dtype not in _CTYPE:
+                current = self._close(current)
+                continue
+            key = (tuple(result.shape), dtype, node.grad_enabled)
             if current is None or key != (current.shape, current.dtype, current.grad):
                 self._close(current)
                 current = _Group(*key)
@@ -212,8 +225,19 @@ class _Collector:
             current.nodes.append(index)
             current.ops.append(op)
             current.values.add(node.first_value)
+            if op.compare:
+                current.bools.add(node.first_value)
         self._close(current)
         return self.groups
+
+    def _compared_dtype(self, op: _Op, group: _Group | None) -> Any:
+        """A comparison's operand dtype: the run's dtype it would join (its result is bool)."""
+        for a in op.operands:
+            if isinstance(a, Ref):
+                if group is not None and a.kind == "value" and a.index in group.values:
+                    return group.dtype if a.index not in group.bools else None
+                return self.tensor_of(a).dtype
+        return None
 
     def _operands_ok(self, op: _Op, group: _Group) -> bool:
         if not any(isinstance(a, Ref) for a in op.operands):
@@ -246,6 +270,7 @@ class FusedGroup:
         ops: list[str],
         inputs: list[_Input],
         out_values: list[int],
+        out_dtypes: list[Any],
         body: str,
         signature: str,
         argtypes: list[Any],
@@ -256,7 +281,7 @@ class FusedGroup:
         eager: Callable[..., Any],
         consts: dict[int, Tensor],
     ) -> None:
-        self.ops, self.inputs, self.out_values = ops, inputs, out_values
+        self.ops, self.inputs, self.out_values, self.out_dtypes = ops, inputs, out_values, out_dtypes
         self.shape, self.dtype, self.grad, self.eager = shape, dtype, grad, eager
         self.text, self.name = _cpp_kernel.source(body, signature, _CTYPE[dtype])
         self.argtypes, self.numbers, self.consts = argtypes, numbers, consts
@@ -278,10 +303,12 @@ class FusedGroup:
             lines.append(f"if a{k}.shape != shape{k} or a{k}.dtype != dtype{k} or not a{k}.is_contiguous():")
             lines.append(f"    return eager({', '.join(params)})")
         like = next((k for k, i in enumerate(self.inputs) if i.kind == "full" and i.dtype == self.dtype), None)
-        env["shape"], env["dtype"] = self.shape, self.dtype
-        alloc = f"empty_like(a{like})" if like is not None else "empty(shape, dtype=dtype)"
+        env["shape"] = self.shape
         outs = [f"o{k}" for k in range(len(self.out_values))]
-        lines += [f"{o} = {alloc}" for o in outs]
+        for o, dtype in zip(outs, self.out_dtypes, strict=True):
+            env[f"{o}_dtype"] = dtype
+            fast = like is not None and dtype == self.dtype
+            lines.append(f"{o} = empty_like(a{like})" if fast else f"{o} = empty(shape, dtype={o}_dtype)")
         ptrs = [f"{p}.data_ptr()" for p in params] + [f"{o}.data_ptr()" for o in outs]
         consts = (ctypes.c_double * (2 + len(self.numbers)))(n, inner, *self.numbers)
         env["consts"] = consts  # kept alive by the function's globals
@@ -309,6 +336,7 @@ def _codegen(
     hoisted: list[str] = []
     lines: list[str] = []
     out_values: list[int] = []
+    out_bool: list[bool] = []  # per output: a comparison's bool
 
     def operand(a: Any, condition: bool) -> str:
         if not isinstance(a, Ref):
@@ -334,14 +362,15 @@ def _codegen(
         names.append(node.name)
         args = [operand(a, k == op.condition) for k, a in enumerate(op.operands)]
         var = f"t{len(local)}"
-        lines.append(f"const T {var} = {op.template.format(*args)};")
+        lines.append(f"const {'bool' if op.compare else 'T'} {var} = {op.template.format(*args)};")
         local[node.first_value] = var
         if node.first_value in used_after:
             out_values.append(node.first_value)
+            out_bool.append(op.compare)
             lines.append(f"o{len(out_values) - 1}[i] = {var};")
     ctype = "T"
     sig = [f"const {'bool' if i.dtype == fc.bool else ctype}* __restrict a{k}" for k, i in enumerate(inputs)]
-    sig += [f"{ctype}* __restrict o{k}" for k in range(len(out_values))]
+    sig += [f"{'bool' if b else ctype}* __restrict o{k}" for k, b in enumerate(out_bool)]
     # The sizes and the numbers in one array (c[0] = n, c[1] = inner, then the numbers): one argument
     # for ctypes to convert instead of one each, which is most of a call's cost.
     sig.append("const double* __restrict c")
@@ -369,8 +398,9 @@ def _codegen(
     refs = [i.ref for i in inputs]
     consts = {k: tensor_of(r) for k, r in enumerate(refs) if r.kind == "const"}
     eager = _eager_program(graph, group, refs, out_values)
-    fused = FusedGroup(names, inputs, out_values, body, ", ".join(sig), argtypes, numbers, group.shape,
-                       group.dtype, group.grad, eager, consts)  # fmt: skip
+    out_dtypes = [fc.bool if b else group.dtype for b in out_bool]
+    fused = FusedGroup(names, inputs, out_values, out_dtypes, body, ", ".join(sig), argtypes, numbers,
+                       group.shape, group.dtype, group.grad, eager, consts)  # fmt: skip
     return fused, refs
 
 
@@ -440,6 +470,10 @@ def _agrees(group: FusedGroup, tensors: list[Tensor]) -> bool:
         mine, theirs = (mine,), (theirs,)
     tol = 1e-5 if group.dtype == fc.float32 else 1e-12
     for a, b in zip(mine, theirs, strict=True):
+        if a.dtype == fc.bool:
+            if not bool(fc.equal(a, b)):
+                return False
+            continue
         close = (a - b).abs() <= tol + tol * 10 * b.abs()
         if not bool((close | (a == b) | (a.isnan() & b.isnan())).all()):
             return False
