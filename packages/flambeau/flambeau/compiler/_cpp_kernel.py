@@ -27,6 +27,7 @@ text is built and loaded once (:func:`kernel`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -119,8 +120,9 @@ template <class T> inline T fb_clamp(T a, T lo, T hi) { return fb_clamp_max(fb_c
 """
 
 
-def _isa() -> str:
-    """The machine and a hash of its CPU flags: what ``-march=native`` compiles for."""
+@functools.cache
+def isa() -> str:
+    """The machine and a hash of its CPU flags: what ``-march=native`` compiles for (read on first use)."""
     flags = ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -133,12 +135,9 @@ def _isa() -> str:
     return f"{platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:12]}"
 
 
-ISA = _isa()
-
-
 def source(body: str, signature: str, ctype: str) -> tuple[str, str]:
     """The kernel's full text and its function name, from the loop ``body`` and the parameter list."""
-    text = f"// fb.compile fused elementwise kernel; isa: {ISA}\n{PREAMBLE}\nusing T = {ctype};\n"
+    text = f"// fb.compile fused elementwise kernel; isa: {isa()}\n{PREAMBLE}\nusing T = {ctype};\n"
     digest = hashlib.sha256((text + signature + body).encode()).hexdigest()[:16]
     name = f"fb_fused_{digest}"
     text += f'\nextern "C" void {name}({signature}) {{\n{body}}}\n'
