@@ -273,6 +273,26 @@ def test_comparisons_fuse_as_conditions_factors_and_bool_outputs():
     assert groups(compiled) == [[["gt", "mul", "where", "lt", "mul", "add", "sub", "ne"]]]
 
 
+def test_an_in_place_op_between_runs_keeps_its_place():
+    def f(x, y):
+        a = (x * 3).exp()
+        x.mul_(2)  # the second run reads the doubled x, the first the original
+        return (a + x).relu() * y
+
+    fb.manual_seed(8)
+    base, y = fb.randn(4, 5), fb.randn(4, 5)
+    compiled = fb.compile(f)
+    with fb.no_grad():
+        compiled(base.clone(), y)
+        x = base.clone()
+        out = compiled(x, y)
+    tx = to_torch(base)
+    expected = f(tx, to_torch(y))
+    close(out, expected)
+    close(x, tx)
+    assert groups(compiled) == [[["mul", "exp"], ["add", "relu", "mul"]]]
+
+
 def test_unsupported_broadcast_stays_eager():
     def f(x, col):
         return ((x + col).relu() * 2).exp()
