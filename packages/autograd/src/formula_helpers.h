@@ -325,6 +325,15 @@ inline bool non_overlapping(IntArrayRef sizes, IntArrayRef strides) {
   return true;
 }
 
+/// view_as_real's gradient: the real pairs viewed as complex numbers, from a contiguous copy. An empty
+/// gradient is made anew: contiguous() keeps an empty tensor's strides (an expanded one's are 0), which
+/// view_as_complex refuses.
+inline Tensor view_as_real_backward(const Tensor& grad) {
+  const Tensor g = grad.numel() == 0 ? zeros(grad.sizes(), grad.dtype(), grad.device())
+                                     : op::contiguous(grad, MemoryFormat::Contiguous);
+  return op::view_as_complex(g);
+}
+
 /// The storage positions [first, last] a (sizes, strides, offset) geometry touches; nullopt when it has no
 /// elements.
 inline std::optional<std::pair<int64_t, int64_t>> storage_extent(IntArrayRef sizes, IntArrayRef strides,

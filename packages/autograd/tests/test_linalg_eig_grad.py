@@ -67,6 +67,37 @@ def test_eig_phase_dependent_loss_raises():
         fc.view_as_real(V).sum().backward()
 
 
+@pytest.mark.parametrize("shape", [(0, 5, 5), (2, 0, 0)])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda lib, x: lib.linalg.eigvals(x).abs(),
+        lambda lib, x: lib.linalg.eig(x).eigenvalues.abs(),
+        lambda lib, x: lib.linalg.eigvalsh(x),
+        lambda lib, x: lib.linalg.eigh(x, UPLO="U").eigenvalues,
+    ],
+)
+def test_eig_of_no_matrices_has_an_empty_gradient(shape, fn):
+    # nothing to differentiate: torch's gradient is empty, not an error about the eigenvectors
+    x = fb_tensor(np.zeros(shape), requires_grad=True)
+    t = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    fn(fc, x).sum().backward()
+    fn(torch, t).sum().backward()
+    assert tuple(x.grad.shape) == tuple(t.grad.shape) == shape
+    # (view_as_real of an empty result: torch 2.13's own backward fails there, flambeau's gives the zeros)
+    y = fb_tensor(np.zeros(shape), requires_grad=True)
+    fc.view_as_real(fc.linalg.eigvals(y)).sum().backward()
+    assert tuple(y.grad.shape) == shape
+
+
+def test_eigvals_without_eigenvectors_still_refuses_a_gradient():
+    # the error stays for matrices: their eigenvalues' derivative needs the eigenvectors
+    x = fb_tensor(distinct((3, 3), 6), requires_grad=True)
+    L, _ = fc._C._linalg_eig(x, False)
+    with pytest.raises(fc.FlambeauError, match="needs the eigenvectors"):
+        fc.view_as_real(L).sum().backward()
+
+
 LSTSQ_SHAPES = [((6, 3), (6, 2)), ((4, 4), (4,)), ((2, 5, 3), (2, 5, 1)), ((3, 5), (3, 2))]
 
 

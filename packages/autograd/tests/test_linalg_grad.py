@@ -157,6 +157,24 @@ def test_lstsq_pinv_matrix_power():
     compare_with_torch(LA.pinv, TLA.pinv, [a])
     compare_with_torch(lambda x: LA.matrix_power(x, 3), lambda x: TLA.matrix_power(x, 3), [rand((2, 3, 3), 15)])
     compare_with_torch(lambda x: LA.matrix_power(x, -2), lambda x: TLA.matrix_power(x, -2), [invertible((3, 3), 16)])
+    # the identity, still a function of A (torch's): its gradient exists and is zero
+    compare_with_torch(lambda x: LA.matrix_power(x, 0), lambda x: TLA.matrix_power(x, 0), [rand((2, 3, 3), 17)])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda lib, x: lib.linalg.vector_norm(x, 0),
+        lambda lib, x: lib.linalg.vector_norm(x, 0, dim=1, keepdim=True),
+        lambda lib, x: lib.linalg.norm(x[0], 0),
+        lambda lib, x: lib.linalg.vector_norm(x[0, 0], ord=0),
+    ],
+)
+def test_norm_ord_zero_has_a_zero_gradient(fn):
+    # the count of nonzeros requires grad, as torch's, with a zero gradient (also where an element is 0)
+    a = rand((3, 4), 18)
+    a[1, 2] = 0.0
+    compare_with_torch(lambda x: fn(fc, x), lambda x: fn(torch, x), [a])
 
 
 @pytest.mark.parametrize(

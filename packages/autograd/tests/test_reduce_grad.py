@@ -68,6 +68,8 @@ def test_selecting_reductions(fb_fn, th_fn):
         (lambda x: x.norm(1, dim=(0, 1), keepdim=True), lambda x: x.norm(1, dim=(0, 1), keepdim=True)),
         (lambda x: fc.norm(x, float("inf"), dim=2), lambda x: torch.norm(x, float("inf"), dim=2)),
         (lambda x: fc.norm(x, "fro", dim=(1, 2)), lambda x: torch.norm(x, "fro", dim=(1, 2))),
+        (lambda x: fc.norm(x, "nuc", dim=(0, 2)), lambda x: torch.norm(x, "nuc", dim=(0, 2))),
+        (lambda x: fc.norm(x, 0, dim=1), lambda x: torch.norm(x, 0, dim=1)),  # a count: zero gradient
         (lambda x: x.logsumexp(1), lambda x: x.logsumexp(1)),
         (lambda x: fc.logsumexp(x, (0, 2), keepdim=True), lambda x: torch.logsumexp(x, (0, 2), keepdim=True)),
         (lambda x: x.cumsum(1), lambda x: x.cumsum(1)),

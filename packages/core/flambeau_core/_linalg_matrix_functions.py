@@ -74,7 +74,10 @@ def vector_norm(
     elif ord == -math.inf:
         r = -_amax(-a, dims, keepdim) if dims else a
     elif ord == 0:
-        r = _C.sum((a != 0).to(a.dtype), dims, keepdim) if dims else (a != 0).to(a.dtype)
+        # The count of nonzeros, with |x| itself where x == 0: the result stays connected to x, with the
+        # zero gradient PyTorch gives, instead of not requiring grad.
+        nz = _C.where(a != 0, 1.0, a)
+        r = _C.sum(nz, dims, keepdim) if dims else nz
     elif ord == 1:
         r = _C.sum(a, dims, keepdim) if dims else a
     elif ord == 2:
@@ -175,7 +178,9 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
     if n == 0:
-        return _copy_out(_eye(A.shape[-1], A).expand(*A.shape).contiguous(), out, "linalg.matrix_power")
+        # The identity written over a copy of A (PyTorch's): a gradient of A exists, and is zero.
+        ident = A.clone(memory_format=_C.contiguous_format).copy_(_eye(A.shape[-1], A).expand(*A.shape))
+        return _copy_out(ident, out, "linalg.matrix_power")
     if n < 0:
         _check_float(A, "linalg.matrix_power")
         A = inv(A)

@@ -83,7 +83,13 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     da = norm_dims(da, a, "a")
     db = norm_dims(db, b, "b")
     for i, j in zip(da, db, strict=True):
-        if a.shape[i] != b.shape[j]:
+        # torch's rule: a contracted dim of size 1 on one side broadcasts against the other side's, which is
+        # summed over (kept as size 1 so the dims stay numbered).
+        if a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdim=True)
+        elif b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdim=True)
+        elif a.shape[i] != b.shape[j]:
             raise FlambeauError(
                 f"tensordot: contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                 f"and second has size {b.shape[j]} in dim {j} (shapes {_shape(a)} and {_shape(b)})"

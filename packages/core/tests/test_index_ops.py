@@ -154,6 +154,33 @@ def test_masked_fill_select_scatter(dtype, layout):
     check(g, tg)
 
 
+def test_masked_scatter_broadcasts_self_and_mask():
+    # out of place, self and mask broadcast together (a (5,) self under a (5, 5) mask gives (5, 5))
+    f, t = pair((5,), "float32", seed=1)
+    m, tm = pair((5, 5), "bool", seed=2)
+    src, tsrc = pair((5, 5), "float32", seed=3)
+    check(fc.masked_scatter(f, m, src), torch.masked_scatter(t, tm, tsrc))
+    # and a (5,) mask over a (5, 5) self
+    f2, t2 = pair((5, 5), "float32", seed=4)
+    check(f2.masked_scatter(m[0], src), t2.masked_scatter(tm[0], tsrc))
+    # in place the result must keep self's shape, as torch's masked_scatter_
+    with pytest.raises(fc.FlambeauError):
+        f.clone().masked_scatter_(m, src)
+    with pytest.raises(RuntimeError):
+        t.clone().masked_scatter_(tm, tsrc)
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_masked_select_zero_dim(mask):
+    x, tx = fc.tensor(3.5), torch.tensor(3.5)
+    check(fc.masked_select(x, fc.tensor(mask)), torch.masked_select(tx, torch.tensor(mask)))
+    # a 0-d mask broadcast over a tensor, and a 0-d tensor under a mask
+    f, t = pair((2, 3), "float32", seed=5)
+    check(fc.masked_select(f, fc.tensor(mask)), torch.masked_select(t, torch.tensor(mask)))
+    m, tm = pair((2, 3), "bool", seed=6)
+    check(fc.masked_select(x, m), torch.masked_select(tx, tm))
+
+
 def test_masked_errors():
     f = fc.zeros(3, 4)
     with pytest.raises(TypeError, match=r"\[masked_fill\] mask must be a bool tensor"):
@@ -263,6 +290,21 @@ def test_take_along_dim():
     check(fc.take_along_dim(f, fc.tensor(fl.numpy())), torch.take_along_dim(t, fl))
     with pytest.raises(fc.FlambeauError, match="take_along_dim"):
         fc.take_along_dim(f, fc.tensor([[0]]), 1)
+
+
+def test_take_along_dim_wraps_indices_along_dim():
+    # torch takes the indices along dim modulo its size: -1 is the last, -5 the first of 5 (and 7 is 2)
+    f, t = pair((5, 5), "float64", "sliced")
+    neg = torch.tensor([[-1, -5, 0, 4, 2], [-2, -3, -4, 1, 3]])
+    check(fc.take_along_dim(f, fc.tensor(neg.numpy()), 0), torch.take_along_dim(t, neg, 0))
+    check(fc.take_along_dim(f, fc.tensor(neg.t().numpy()), 1), torch.take_along_dim(t, neg.t(), 1))
+    far = torch.tensor([[7, -8, 12]])
+    check(fc.take_along_dim(f, fc.tensor(far.numpy()), 1), torch.take_along_dim(t, far, 1))
+    # without dim (the flattened input) it does not wrap, in torch as here
+    with pytest.raises(IndexError, match="out of bounds"):
+        fc.take_along_dim(f, fc.tensor([-1]))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        torch.take_along_dim(t, torch.tensor([-1]))
 
 
 # ---------------------------------------------------------------- fuzz: out-of-range indices never touch memory

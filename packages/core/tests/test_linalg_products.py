@@ -105,6 +105,10 @@ def test_einsum_type_errors():
         ((3, 4, 5), (5, 3, 2), ([0, 2], [1, 0])),
         ((4,), (4,), 1),
         ((2, 3, 4), (4, 3), ([1, 2], [1, 0])),
+        # a contracted dim of size 1 broadcasts against the other side's (which is summed over)
+        ((1, 1, 1), (2, 1, 2), ([0, 1], [2, 0])),
+        ((3, 1), (1, 4), ([1], [1])),
+        ((3, 4), (1, 5), ([1], [0])),
     ],
 )
 def test_tensordot_matches_torch(dtype, sa, sb, dims):
@@ -118,6 +122,8 @@ def test_tensordot_matches_torch(dtype, sa, sb, dims):
 def test_tensordot_errors():
     with pytest.raises(fc.FlambeauError, match="contracted dimensions need to match"):
         fc.tensordot(fc.ones(3, 4), fc.ones(5, 6), dims=1)
+    with pytest.raises(fc.FlambeauError, match="size 3 in dim 0 and second has size 4 in dim 1"):
+        fc.tensordot(fc.ones(3, 1), fc.ones(1, 4), dims=([0], [1]))
     with pytest.raises(fc.FlambeauError, match="dims >= 0"):
         fc.tensordot(fc.ones(3), fc.ones(3), dims=-1)
     with pytest.raises(fc.FlambeauError, match="same length"):

@@ -224,8 +224,28 @@ def test_norm(dtype):
                 close(f.norm(p, dim, keep), t.norm(p, dim, keep))
     close(f.norm(), t.norm())
     close(fc.norm(f, dtype=fc.float64), torch.norm(t, dtype=torch.float64))
-    with pytest.raises(fc.FlambeauError, match="norm.*nuc"):
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_norm_nuclear(dtype):
+    # torch.norm(x, 'nuc'): the sum of the singular values over two dims (those of a 2-D x by default)
+    f, t = pair(arr((3, 4, 5), dtype, 11))
+    close(fc.norm(f[0], "nuc"), torch.norm(t[0], "nuc"))
+    close(f[0].t().norm("nuc"), t[0].t().norm("nuc"))
+    for dim in ((0, 2), (2, 1), (-1, 0)):
+        for keep in (False, True):
+            close(fc.norm(f, "nuc", dim, keep), torch.norm(t, "nuc", dim, keep))
+    close(fc.norm(f[0], "nuc", dtype=fc.float64), torch.norm(t[0], "nuc", dtype=torch.float64))
+    with pytest.raises(
+        fc.FlambeauError, match=r"\[norm\] p='nuc' without dim needs a 2-D input, got shape \(3, 4, 5\)"
+    ):
         fc.norm(f, "nuc")
+    with pytest.raises(RuntimeError, match="2-tuple"):
+        torch.norm(t, "nuc")
+    with pytest.raises(fc.FlambeauError, match=r"p='nuc' needs dim to hold two dims, got 1"):
+        fc.norm(f, "nuc", [1])
+    with pytest.raises(fc.FlambeauError, match=r"p='abc' is not a norm"):
+        fc.norm(f, "abc")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

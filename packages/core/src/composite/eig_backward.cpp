@@ -57,9 +57,10 @@ bool has(const std::optional<Tensor>& g) { return g.has_value() && g->defined();
 Tensor composite::_linalg_eig_backward(const std::optional<Tensor>& gL, const std::optional<Tensor>& gV,
                                        const Tensor& L, const Tensor& V) {
   const int64_t n = L.sizes()[L.dim() - 1];
-  FB_CHECK_VALUE(V.numel() > 0 || n == 0,
+  FB_CHECK_VALUE(V.numel() > 0 || L.numel() == 0,
                  "[linalg.eig] the derivative needs the eigenvectors: call it with compute_v=True");
-  if (!has(gL) && !has(gV)) {
+  // No eigenvalues (an empty batch, or 0 x 0 matrices): an empty gradient, whatever V holds.
+  if (L.numel() == 0 || (!has(gL) && !has(gV))) {
     Shape s(L.sizes().begin(), L.sizes().end());
     s.push_back(n);
     return zeros(s, L.dtype(), L.device());

@@ -208,8 +208,10 @@ Tensor composite::_linalg_svd_backward(const std::optional<Tensor>& gU_, const s
 Tensor composite::_linalg_eigh_backward(const std::optional<Tensor>& gL, const std::optional<Tensor>& gV,
                                         const Tensor& L, const Tensor& V) {
   const int64_t n = L.sizes()[L.dim() - 1];
-  FB_CHECK_VALUE(V.numel() > 0 || n == 0,
+  FB_CHECK_VALUE(V.numel() > 0 || L.numel() == 0,
                  "[linalg.eigh] the derivative needs the eigenvectors: call it with compute_v=True");
+  // No eigenvalues (an empty batch, or 0 x 0 matrices): an empty gradient, whatever V holds.
+  if (L.numel() == 0) return batch_zeros(L, 1, n, n);
   Tensor inner;
   if (has(gV)) {
     const Tensor I = eye_like(n, L);

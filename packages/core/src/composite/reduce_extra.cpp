@@ -5,6 +5,7 @@
 // sort (median, nanmedian, quantile, nanquantile, kthvalue, argsort, msort),
 // and bucketize, argwhere, where(condition). Differentiable through the ops
 // they call.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -118,7 +119,12 @@ Tensor composite::norm(const Tensor& self, const std::optional<Scalar>& p, Optio
     const Tensor a = op::abs(x);
     return pv > 0 ? op::amax(a, all_or_dim, keepdim) : op::amin(a, all_or_dim, keepdim);
   }
-  if (pv == 0) return op::sum(op::ne(x, num(0)), dim, keepdim, x.dtype());
+  if (pv == 0) {
+    // The count of nonzeros, written as |x| where x == 0 so that the result stays connected to x with the
+    // zero gradient PyTorch gives (a count of ne() would not require grad at all).
+    const Tensor a = op::abs(x);
+    return op::sum(op::where(op::ne(a, num(0)), num(1), a), dim, keepdim, std::nullopt);
+  }
   if (pv == 1) return op::sum(op::abs(x), dim, keepdim, std::nullopt);
   if (pv == 2) return root_zero_grad(op::sum(op::mul(x, x), dim, keepdim, std::nullopt), 2.0);
   const Tensor a = op::abs(x);
@@ -127,11 +133,43 @@ Tensor composite::norm(const Tensor& self, const std::optional<Scalar>& p, Optio
   return pv > 0 ? root_zero_grad(sum, pv) : op::pow(sum, num(1.0 / pv));
 }
 
+namespace {
+// torch.norm(x, 'nuc', dim): the sum of the singular values of the matrices over the two dims `dim` (the
+// only two dims of a 2-D x when dim is None), as linalg.matrix_norm(x, 'nuc', dim).
+Tensor nuclear_norm_over(const Tensor& x, OptionalIntArrayRef dim, bool keepdim) {
+  const int64_t nd = x.dim();
+  if (dim) {
+    FB_CHECK_VALUE(dim->size() == 2, "[norm] p='nuc' needs dim to hold two dims, got ", dim->size(),
+                   " for an input of shape ", shape_str(x.sizes()));
+  } else {
+    FB_CHECK_VALUE(nd == 2, "[norm] p='nuc' without dim needs a 2-D input, got shape ", shape_str(x.sizes()),
+                   " (pass the two matrix dims as dim)");
+  }
+  const int64_t d0 = dim ? wrap_dim((*dim)[0], nd, "norm") : 0;
+  const int64_t d1 = dim ? wrap_dim((*dim)[1], nd, "norm") : 1;
+  FB_CHECK_VALUE(d0 != d1, "[norm] p='nuc' needs two different dims, got dim (", (*dim)[0], ", ", (*dim)[1], ")");
+  Shape perm;
+  for (int64_t d = 0; d < nd; ++d)
+    if (d != d0 && d != d1) perm.push_back(d);
+  perm.push_back(d0);
+  perm.push_back(d1);
+  // The singular vectors are computed too: the derivative of the singular values needs them.
+  const Tensor s = std::get<1>(op::_linalg_svd(op::permute(x, perm), false, true));
+  Tensor r = op::sum(s, Shape{-1}, false, std::nullopt);
+  if (keepdim) r = op::unsqueeze(op::unsqueeze(r, std::min(d0, d1)), std::max(d0, d1));
+  return r;
+}
+}  // namespace
+
 Tensor composite::norm_str(const Tensor& self, std::string_view p, OptionalIntArrayRef dim, bool keepdim,
                            std::optional<ScalarType> dtype) {
-  FB_CHECK_VALUE(
-      p == "fro", "[norm] p='", std::string(p),
-      "' is not supported here (only 'fro' or a number; the nuclear norm is linalg.matrix_norm's)");
+  FB_CHECK_VALUE(p == "fro" || p == "nuc", "[norm] p='", std::string(p),
+                 "' is not a norm (expected 'fro', 'nuc' or a number)");
+  if (p == "nuc") {
+    const Tensor x = dtype ? to_dtype(self, *dtype) : self;
+    check_floating("norm", x);
+    return nuclear_norm_over(x, dim, keepdim);
+  }
   return op::norm(self, Scalar(2.0), dim, keepdim, dtype);
 }
 

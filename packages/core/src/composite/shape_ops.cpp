@@ -376,7 +376,12 @@ Tensor composite::take_along_dim(const Tensor& self, const Tensor& indices, std:
   const Shape b = broadcast_shapes(s, indices.sizes(), "take_along_dim");
   Shape sb = b;
   sb[d] = self.sizes()[d];
-  return op::gather(op::expand(self, sb), d, op::expand(indices, b));
+  // As torch's, indices along dim are taken modulo its size, so -1 is the last (the flattened form, without
+  // dim, does not wrap). An empty dim keeps them as they are: gather then reports the index out of range.
+  const int64_t n = self.sizes()[d];
+  const Tensor wrapped_indices =
+      n > 0 ? op::remainder(indices, scalar_tensor(n, ScalarType::Int64, /*wrapped=*/true)) : indices;
+  return op::gather(op::expand(self, sb), d, op::expand(wrapped_indices, b));
 }
 
 // The fills with a tensor value select it with where, so its gradient is the sum of the gradient over the
@@ -405,7 +410,9 @@ Tensor composite::masked_select(const Tensor& self, const Tensor& mask) {
   FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[masked_select] mask must be a bool tensor, got dtype ",
                 dtype_name(mask.dtype()));
   const Shape b = broadcast_shapes(self.sizes(), mask.sizes(), "masked_select");
-  return op::index(op::expand(self, b), {op::expand(mask, b)});
+  // A 0-d bool index adds a dim instead of selecting elements, so 0-d operands are selected as 1-element ones.
+  const Shape shape = b.empty() ? Shape{1} : b;
+  return op::index(op::reshape(op::expand(self, b), shape), {op::reshape(op::expand(mask, b), shape)});
 }
 
 Tensor composite::masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source) {
@@ -413,12 +420,14 @@ Tensor composite::masked_scatter(const Tensor& self, const Tensor& mask, const T
                 dtype_name(mask.dtype()));
   FB_CHECK_TYPE(source.dtype() == self.dtype(), "[masked_scatter] source dtype ", dtype_name(source.dtype()),
                 " must match self dtype ", dtype_name(self.dtype()));
-  const Tensor m = op::expand(mask, self.sizes());
+  // Out of place, self and mask broadcast together (masked_scatter_ then refuses a result larger than self).
+  const Shape b = broadcast_shapes(self.sizes(), mask.sizes(), "masked_scatter");
+  const Tensor m = op::expand(mask, b);
   const Tensor count = op::sum(m, std::nullopt, false, std::nullopt);
   const int64_t n = composite_detail::read_first<int64_t>(count);
   FB_CHECK_VALUE(n <= source.numel(), "[masked_scatter] the mask has ", n,
                  " True elements but source of shape ", shape_str(source.sizes()), " only ", source.numel());
-  return op::index_put(self, {m}, op::slice(op::flatten(source, 0, -1), 0, 0, n, 1), false);
+  return op::index_put(op::expand(self, b), {m}, op::slice(op::flatten(source, 0, -1), 0, 0, n, 1), false);
 }
 
 Tensor composite::put(const Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
