@@ -293,16 +293,38 @@ def test_an_in_place_op_between_runs_keeps_its_place():
     assert groups(compiled) == [[["mul", "exp"], ["add", "relu", "mul"]]]
 
 
-def test_unsupported_broadcast_stays_eager():
-    def f(x, col):
-        return ((x + col).relu() * 2).exp()
+def layer_norm_and_softmax(x, w, b):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    y = (x - mu) * (var + 1e-5).rsqrt() * w + b
+    e = (y - y.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
 
-    x, col = fb.randn(4, 3), fb.randn(4, 1)
+
+def test_row_values_of_keepdim_reductions_fuse():
+    fb.manual_seed(9)
+    x, w, b = fb.randn(3, 4, 10), fb.randn(10), fb.randn(10)
+    compiled = fb.compile(layer_norm_and_softmax)
+    with fb.no_grad():
+        compiled(x, w, b)
+        out = compiled(x, w, b)
+    close(out, layer_norm_and_softmax(*[to_torch(t) for t in (x, w, b)]))
+    F = torch.nn.functional
+    close(out, F.softmax(F.layer_norm(to_torch(x), (10,), to_torch(w), to_torch(b)), -1))
+    # x - mu's second use sits alone between a reduction and the (3, 4, 1)-shaped run: not fused
+    assert groups(compiled) == [[["sub", "pow"], ["add", "rsqrt"], ["mul", "mul", "add"], ["sub", "exp"]]]
+
+
+def test_unsupported_broadcast_stays_eager():
+    def f(x, mid):
+        return ((x + mid).relu() * 2).exp()
+
+    x, mid = fb.randn(4, 3, 5), fb.randn(3, 1)
     compiled = fb.compile(f)
-    compiled(x, col)
-    out = compiled(x, col)
-    close(out, ((to_torch(x) + to_torch(col)).relu() * 2).exp())
-    assert groups(compiled) == [[["relu", "mul", "exp"]]]  # the (4, 1) column's add is not fused
+    compiled(x, mid)
+    out = compiled(x, mid)
+    close(out, ((to_torch(x) + to_torch(mid)).relu() * 2).exp())
+    assert groups(compiled) == [[["relu", "mul", "exp"]]]  # the (3, 1) middle dimension's add is not fused
 
 
 # --------------------------------------------------------------------------- gradients

@@ -3,7 +3,8 @@
 Note [Fused kernel]
 A group (Note [Elementwise fusion] in ``_fusion.py``) becomes one ``extern "C"`` function that walks the
 output's elements once: it reads each external input (``a0[i]`` for a tensor of the output's shape,
-``a1[j]`` for a bias along the last dimension, ``j = i - row``, one hoisted load for a one-element tensor),
+``a1[j]`` for a bias along the last dimension, ``j = i - row``, ``a2[r]`` for one value per row, ``r`` the
+row's index, one hoisted load for a one-element tensor),
 computes the group's ops as a straight line of locals (``const T t2 = fb_gelu(t1);``) and stores only the
 values used after the group. The sizes (``n`` elements, ``inner`` for the last dimension) and the Python
 numbers of the ops (``x * 0.5``, ``clamp(x, 0, 6)``) are arguments, so another batch size or scale runs the

@@ -8,8 +8,9 @@ sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clam
 tensors of one shape that do not require grad, float32 or float64 (one dtype per run; a comparison's bool
 result belongs to the run of its operands' dtype, and is a ``where`` condition or a 0/1 factor in it).
 Each tensor an op reads from outside the run must have that dtype (a ``where`` condition: bool), be
-contiguous, and have the output's shape, one element, or the last dimension's size (a bias:
-``x @ W + b``); anything else ends the run. A run of two or more ops becomes one node calling
+contiguous, and have the output's shape, one element, the last dimension's size (a bias: ``x @ W + b``)
+or the output's shape with a last dimension of 1 (a row value: ``x - x.mean(-1, keepdim=True)``); anything
+else ends the run. A run of two or more ops becomes one node calling
 :class:`FusedGroup` (Note [Fused kernel] in ``_cpp_kernel.py``): its values used after it, by a later node
 or the function's result, are the kernel's outputs, the others never reach memory. Only consecutive nodes
 are grouped, so no op moves past another: an in-place op or a read in between stays where it was.
@@ -150,7 +151,7 @@ def _parse_clamp(name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> _Op | 
 @dataclass
 class _Input:
     ref: Ref
-    kind: str  # "full", "bias" or "scalar"
+    kind: str  # "full", "bias" (one value per last-dim index), "row" (one per row) or "scalar"
     dtype: Any  # the group's dtype, or bool for a where condition
 
 
@@ -166,15 +167,20 @@ class _Group:
 
 
 def _shape_class(t: Tensor, shape: tuple[int, ...]) -> str | None:
-    """How a tensor an op reads broadcasts to the run's shape: full, bias (last dim) or scalar, else None."""
+    """How a tensor an op reads broadcasts to the run's shape, else None: full, scalar (one element), bias
+    (``(C,)`` along the last dimension) or row (``(N, 1)``: a keepdim reduction over the last dimension)."""
     s = tuple(t.shape)
     if s == shape:
         return "full"
-    if t.numel() == 1 and len(s) <= len(shape):
+    if len(s) > len(shape):
+        return None
+    if t.numel() == 1:
         return "scalar"
-    stripped = s[next((i for i, d in enumerate(s) if d != 1), len(s)) :]
-    if shape and stripped == (shape[-1],) and len(s) <= len(shape):
+    padded = (1,) * (len(shape) - len(s)) + s
+    if padded[:-1] == (1,) * (len(shape) - 1) and padded[-1] == shape[-1]:
         return "bias"
+    if padded[-1] == 1 and padded[:-1] == shape[:-1]:
+        return "row"
     return None
 
 
@@ -291,7 +297,7 @@ class FusedGroup:
         """Builds (or finds) the kernel and makes ``call`` run it; ``RuntimeError`` if it cannot be built."""
         fn = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
         n = math.prod(self.shape)
-        inner = self.shape[-1] if any(i.kind == "bias" for i in self.inputs) else max(n, 1)
+        inner = self.shape[-1] if any(i.kind in ("bias", "row") for i in self.inputs) else max(n, 1)
         env: dict[str, Any] = {"kern": fn, "eager": self.eager, "empty": fc.empty, "empty_like": fc.empty_like}
         params = [f"a{k}" for k in range(len(self.inputs))]
         lines = []
@@ -354,7 +360,7 @@ def _codegen(
             if kind == "scalar":
                 hoisted.append(f"  const {'bool' if condition else 'T'} x{k} = a{k}[0];")
         kind = inputs[k].kind
-        return f"x{k}" if kind == "scalar" else f"a{k}[{'j' if kind == 'bias' else 'i'}]"
+        return f"x{k}" if kind == "scalar" else f"a{k}[{ {'bias': 'j', 'row': 'r', 'full': 'i'}[kind] }]"
 
     names = []
     for index, op in zip(group.nodes, group.ops, strict=True):
@@ -377,11 +383,11 @@ def _codegen(
     argtypes = [ctypes.c_void_p] * (len(inputs) + len(out_values) + 1)
     heavy = any(name in _TRANSCENDENTAL for name in names)
     grain = "flambeau::kGrainSize / 8" if heavy else "flambeau::kGrainSize"
-    if any(i.kind == "bias" for i in inputs):
+    if any(i.kind in ("bias", "row") for i in inputs):
         inner_loop = "".join(f"        {line}\n" for line in lines)
         loop = (
             "    for (int64_t row = b - b % inner; row < e; row += inner) {\n"
-            "      const int64_t lo = row > b ? row : b, hi = row + inner < e ? row + inner : e;\n"
+            "      const int64_t lo = row > b ? row : b, hi = row + inner < e ? row + inner : e, r = row / inner;\n"
             "#pragma omp simd\n"
             "      for (int64_t i = lo; i < hi; ++i) {\n"
             "        const int64_t j = i - row;\n"
