@@ -629,7 +629,8 @@ def test_cosine_similarity_eps_and_zero_vector():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, float("inf")])
+# negative p too: torch computes (sum |d|^p)^(1/p) for it, and the minimum of |d| for -inf
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, float("inf"), -1.0, -2.5, float("-inf")])
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("shape", [(5, 4), (4,), (2, 3, 4)])
 def test_pairwise_distance(p, keepdim, shape, dtype):

@@ -100,6 +100,34 @@ def test_batch_norm_gradcheck(training, shape):
     assert fa.gradcheck(fn, (x, w, b))
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (0, 3, 4)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_of_an_empty_input(shape, training):
+    # torch: an empty copy of any number of dims, the running statistics untouched, zero gradients for the
+    # weight and bias (through their first element)
+    c = shape[1] if len(shape) > 1 else 0
+    xo, xt = _pair(torch.zeros(shape, dtype=torch.float64))
+    rmo, rmt = _pair(torch.full((c,), 0.5, dtype=torch.float64), requires_grad=False)
+    rvo, rvt = _pair(torch.full((c,), 2.0, dtype=torch.float64), requires_grad=False)
+    if c:
+        (wo, wt), (bo, bt) = _pair(torch.randn(c, dtype=torch.float64)), _pair(torch.randn(c, dtype=torch.float64))
+    else:
+        wo = wt = bo = bt = None
+    yo = F.batch_norm(xo, rmo, rvo, wo, bo, training=training)
+    yt = torch.nn.functional.batch_norm(xt, rmt, rvt, wt, bt, training=training)
+    assert tuple(yo.shape) == tuple(yt.shape) == shape
+    yo.sum().backward()
+    yt.sum().backward()
+    _grads_match([(xo, xt)] + ([(wo, wt), (bo, bt)] if c else []), 1e-12)
+    assert_close(rmo, rmt, rtol=0, atol=0)
+    assert_close(rvo, rvt, rtol=0, atol=0)
+    # a weight with no first element to scale by: IndexError, as torch's select
+    with pytest.raises(IndexError):
+        F.batch_norm(fc.zeros(0), None, None, fc.zeros(0), training=training)
+    with pytest.raises(IndexError):
+        torch.nn.functional.batch_norm(torch.zeros(0), None, None, torch.zeros(0), training=training)
+
+
 def test_batch_norm_errors():
     with pytest.raises(
         ValueError, match=r"Expected more than 1 value per channel when training, got input size \[1, 16\]"
@@ -115,6 +143,8 @@ def test_batch_norm_errors():
         nn.BatchNorm1d(3)(fc.randn(2, 3, 4, 4))
     with pytest.raises(ValueError, match=r"weight must have shape \(3,\).*got shape \(4,\)"):
         F.batch_norm(fc.randn(2, 3), None, None, fc.ones(4), training=True)
+    with pytest.raises(ValueError, match=r"expected an input of at least 2 dims \(N, C, ...\), got shape \(3,\)"):
+        F.batch_norm(fc.randn(3), None, None, training=True)
 
 
 # ---- batch norm modules ----

@@ -306,7 +306,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    r"""The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
+    r"""The ``p``-norm of ``x1 - x2 + eps`` over the last dim, for any real ``p`` (``-inf``: the smallest |d|)."""
     _float_input(x1, "pairwise_distance")
     _float_input(x2, "pairwise_distance")
     d = x1 - x2 + eps
@@ -316,14 +316,15 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     a = fc.abs(d)
     if p == float("inf"):
         return a.max(dim, keepdim)[0]
+    if p == float("-inf"):
+        return a.min(dim, keepdim)[0]
     if p == 0:
         return (a != 0).to(d.dtype).sum(dim, keepdim=keepdim)
     if p == 1:
         return a.sum(dim, keepdim=keepdim)
     if p == 2:
         return fc.sqrt((d * d).sum(dim, keepdim=keepdim))
-    if p < 0:
-        raise FlambeauError(f"[pairwise_distance] p must be non-negative, got {p}")
+    # Negative p as well (PyTorch's norm computes it; an element at 0 makes the distance 0).
     # exp(log(s) / p), not pow(s, 1 / p): the exponent stays a float64 number in the gradient.
     return fc.exp(fc.log(fc.pow(a, p).sum(dim, keepdim=keepdim)) * (1.0 / p))
 

@@ -135,7 +135,8 @@ def batch_norm(
 
     ``training=True`` normalizes with the batch statistics and updates
     ``running_mean``/``running_var`` in place (momentum, unbiased variance);
-    otherwise the running statistics are used.
+    otherwise the running statistics are used. An empty input, of any number
+    of dims, gives an empty output and leaves the running statistics alone.
 
     Example:
         >>> import flambeau_core as fc
@@ -143,6 +144,15 @@ def batch_norm(
         [-1.0, 1.0]
     """
     _check_tensor(input, "batch_norm")
+    if input.numel() == 0:
+        # PyTorch's: an empty input, of any number of dims, gives an empty copy (scaled and shifted by the first
+        # weight and bias, so that they get their zero gradients) and leaves the running statistics alone.
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
     if input.dim() < 2:
         raise FlambeauError(f"[batch_norm] expected an input of at least 2 dims (N, C, ...), got shape {_shape(input)}")
     if training:
