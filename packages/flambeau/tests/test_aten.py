@@ -62,6 +62,28 @@ def test_max_pool2d_with_indices_backward_matches_torch():
     same(ours, theirs)
 
 
+def test_max_pool2d_with_indices_backward_differentiates_as_torch():
+    # double backward of max_pool2d: linear in grad_output, and a zero gradient (not none) for self
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 6))
+    fx, tx = (t.requires_grad_() for t in both(x))
+    _, idx = fb.nn.functional.max_pool2d(fx, 3, 2, 0, ceil_mode=True, return_indices=True)
+    tout, tidx = torch.nn.functional.max_pool2d(tx, 3, 2, 0, ceil_mode=True, return_indices=True)
+    g = np.random.default_rng(4).standard_normal(tuple(tout.shape))
+    fg, tg = (t.requires_grad_() for t in both(g))
+    ours = fb.ops.aten.max_pool2d_with_indices_backward(fg, fx, 3, 2, 0, 1, True, idx)
+    theirs = torch.ops.aten.max_pool2d_with_indices_backward(tg, tx, [3, 3], [2, 2], [0, 0], [1, 1], True, tidx)
+    same(ours, theirs.detach())
+    w = np.random.default_rng(5).standard_normal(x.shape)
+    (ours * fb.tensor(w)).sum().backward()
+    (theirs * torch.tensor(w)).sum().backward()
+    same(fx.grad, tx.grad)
+    same(fg.grad, tg.grad)
+    assert fb.autograd.gradcheck(
+        lambda gr: fb.ops.aten.max_pool2d_with_indices_backward(gr, fx, 3, 2, 0, 1, True, idx),
+        [fg.detach().requires_grad_()],
+    )
+
+
 def test_an_unknown_aten_op_and_bad_arguments_raise():
     with pytest.raises(AttributeError, match=r"flambeau has no built-in operator 'aten::no_such_op'"):
         fb.ops.aten.no_such_op  # noqa: B018
