@@ -110,6 +110,27 @@ def test_activation_inf_nan(name, fb_fn, th_fn):
         close(ours, theirs, rtol, atol, name)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(20,), (1, 0, 3), ()])
+def test_silu_complex(dtype, shape):
+    # torch computes silu on complex inputs (z * sigmoid(z)); out of place and in place
+    rng = np.random.default_rng(3)
+    z = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    tol = 1e-5 if dtype == "complex64" else 1e-12
+    close(F.silu(fc.tensor(z)), TF.silu(torch.tensor(z)), tol, tol)
+    ours, theirs = fc.tensor(z), torch.tensor(z)
+    assert F.silu(ours, inplace=True) is ours
+    TF.silu(theirs, inplace=True)
+    close(ours, theirs, tol, tol)
+
+
+def test_silu_complex_gradient_is_the_derivative():
+    # torch refuses complex silu's gradient; flambeau's (composed) passes finite differences
+    rng = np.random.default_rng(4)
+    re, im = (fc.tensor(rng.standard_normal(5), requires_grad=True) for _ in range(2))
+    assert fa.gradcheck(lambda a, b: fc.view_as_real(F.silu(fc.complex(a, b))), (re, im))
+
+
 INPLACE = [
     ("relu", lambda x: F.relu(x, inplace=True), lambda x: TF.relu(x, inplace=True)),
     ("relu_", F.relu_, torch.relu_),

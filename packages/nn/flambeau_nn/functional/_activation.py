@@ -55,27 +55,33 @@ __all__ = [
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     r"""``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``'tanh'``)."""
-    _float_input(input, "gelu")
-    if approximate not in ("none", "tanh"):
-        raise FlambeauError(f"[gelu] approximate argument must be either 'none' or 'tanh', got {approximate!r}")
     return fc.gelu(input, approximate=approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * sigmoid(x)``."""
-    _float_input(input, "silu")
+    r"""``x * sigmoid(x)``; complex inputs too (as PyTorch's), through the complex sigmoid.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> round(silu(fc.tensor([1.0])).item(), 4)
+        0.7311
+    """
+    _check_tensor(input, "silu")
+    if input.dtype.is_complex:
+        # core's fused kernel is real; the complex form is composed (differentiable, where PyTorch's is not)
+        return input.mul_(fc.sigmoid(input)) if inplace else input * fc.sigmoid(input)
     return input.silu_() if inplace else fc.silu(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     r"""``x * tanh(softplus(x))``."""
-    _float_input(input, "mish")
+    _check_tensor(input, "mish")
     return input.mish_() if inplace else fc.mish(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     r"""``x`` where ``x > 0``, else ``negative_slope * x``."""
-    _float_input(input, "leaky_relu")
+    _check_tensor(input, "leaky_relu")
     return input.leaky_relu_(negative_slope) if inplace else fc.leaky_relu(input, negative_slope)
 
 
@@ -85,7 +91,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     r"""``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
-    _float_input(input, "elu")
+    _check_tensor(input, "elu")
     return input.elu_(alpha) if inplace else fc.elu(input, alpha)
 
 
@@ -141,13 +147,12 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     r"""``log(1 + exp(beta * x)) / beta``; ``x`` itself where ``beta * x > threshold``."""
-    _float_input(input, "softplus")
     return fc.softplus(input, beta, threshold)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     r"""``x`` clamped to ``[min_val, max_val]``."""
-    _float_input(input, "hardtanh")
+    _check_tensor(input, "hardtanh")
     return input.hardtanh_(min_val, max_val) if inplace else fc.hardtanh(input, min_val, max_val)
 
 
@@ -163,13 +168,13 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     r"""``x * relu6(x + 3) / 6``."""
-    _float_input(input, "hardswish")
+    _check_tensor(input, "hardswish")
     return input.hardswish_() if inplace else fc.hardswish(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     r"""``relu6(x + 3) / 6``."""
-    _float_input(input, "hardsigmoid")
+    _check_tensor(input, "hardsigmoid")
     return input.hardsigmoid_() if inplace else fc.hardsigmoid(input)
 
 
@@ -181,20 +186,16 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 def softsign(input: Tensor) -> Tensor:
     r"""``x / (1 + |x|)``."""
-    _float_input(input, "softsign")
     return fc.softsign(input)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     r"""``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
-    _float_input(input, "prelu")
-    _check_tensor(weight, "prelu", "weight")
     return fc.prelu(input, weight)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     r"""``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
-    _float_input(input, "glu")
     return fc.glu(input, dim)
 
 
