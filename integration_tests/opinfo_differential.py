@@ -69,11 +69,16 @@ TORCH_GRADIENT_WRONG = {
     ),
 }
 # Values that differ from torch's because torch's are the less accurate ones: the named test compares both
-# with a high-precision reference (mpmath). They stay in the baseline as "value", reported as such.
+# with a high-precision reference (mpmath, or float64 for a float32 result). They stay in the baseline as
+# "value", reported as such.
 TORCH_VALUE_LESS_ACCURATE = {
     name: "packages/core/tests/test_special_functions.py::"
     "test_pytorch_cephes_port_is_less_accurate_where_flambeau_follows_cephes"
     for name in ("special.bessel_j0", "special.bessel_y1")
+} | {
+    # float32 computed in float64 (Note [matrix_exp by Pade 13]): torch's float32 squaring loses small entries
+    "matrix_exp": "packages/core/tests/test_linalg_matrix_functions.py::"
+    "test_matrix_exp_single_precision_keeps_small_entries_of_a_large_result",
 }
 CI_DTYPES = ("float32", "float64")
 CI_MAX_SAMPLES = 6
