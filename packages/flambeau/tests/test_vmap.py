@@ -78,6 +78,26 @@ def test_reductions_reduce_the_sample_dims(name):
     both(REDUCTIONS[name], 0, 0, _pair(5, 3, 4))
 
 
+def test_nuclear_norm_of_matrix_samples_is_over_their_two_dims(no_loop):
+    # norm(x, 'nuc') without dim is over the sample's two dims (not every dim flattened, as the other norms)
+    ours, theirs = _pair(5, 3, 4)
+    want = torch.stack([torch.norm(t, "nuc") for t in theirs])
+    _close(fb.func.vmap(lambda x: fb.norm(x, "nuc"))(ours), want)
+    _close(
+        fb.func.vmap(lambda x: x.norm("nuc"), in_dims=2)(ours),
+        torch.stack([torch.norm(t, "nuc") for t in theirs.movedim(2, 0)]),
+    )
+    _close(
+        fb.func.vmap(lambda x: fb.norm(x, "nuc", dim=(1, 0), keepdim=True))(ours),
+        torch.norm(theirs, "nuc", dim=(2, 1), keepdim=True),
+    )
+
+
+def test_nuclear_norm_of_samples_that_are_not_matrices_raises_the_ops_error():
+    with pytest.raises(fb.FlambeauError, match=r"p='nuc' without dim needs a 2-D input, got shape \(3, 4, 2\)"):
+        fb.func.vmap(lambda x: fb.norm(x, "nuc"))(fb.ones(5, 3, 4, 2))
+
+
 VIEWS = {
     "view": lambda x: x.view(-1) + x.reshape(12).flip(0),
     "permute_T": lambda x: x.permute(1, 0).sum(0) + x.T.sum(0) + x.mT.sum(0),

@@ -597,6 +597,12 @@ def _reduction(call: _Call) -> Any:
         return _loop(call)
     if call.name in ("std", "var", "std_mean", "var_mean") and len(args) == 2 and isinstance(args[1], bool):
         args, kwargs["correction"] = [x], int(args[1])  # std(x, unbiased): the overload with dims
+    if call.name == "norm" and (args[1] if len(args) > 1 else kwargs.get("p")) == "nuc":
+        # the nuclear norm of a matrix sample is over its two dims, not over every dim flattened into one
+        if (args[2] if len(args) > 2 else kwargs.get("dim")) is None:
+            if call.logical_dim(x) != 2:
+                return _loop(call)  # the op's own error, for the sample's shape
+            args, kwargs["dim"] = args[:2], (0, 1)
     _give_default_dims(call, args, kwargs)
     call = _with_args(call, args, kwargs)
     lifted = _scalar_samples_lifted(call, _reduction)

@@ -44,11 +44,9 @@ def _max_pool2d_with_indices_backward(
     """aten::max_pool2d_with_indices_backward: the gradient of max_pool2d, scattered by its indices."""
     del kernel_size, stride, padding, dilation, ceil_mode  # the indices say where each maximum was
     grad_input = fc._C.max_pool_backward(grad_output, indices, tuple(self.shape))
-    if self.requires_grad or getattr(self, "_needs_autograd", False):
-        # torch's result is a function of self too, with a zero derivative (the indices fix where each value
-        # goes): self joins the graph through the branch of a where() that is never taken.
-        grad_input = fc.where(fc.ones((), dtype=fc.bool, device=self.device), grad_input, self)
-    return grad_input
+    # torch's result is a function of self too, with a zero derivative (the indices fix where each value goes):
+    # self joins the graph through the branch of a where() that is never taken.
+    return fc.where(fc.ones((), dtype=fc.bool, device=self.device), grad_input, self)
 
 
 _ADAPTERS: dict[str, Callable] = {
