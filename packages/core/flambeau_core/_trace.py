@@ -6,8 +6,10 @@ as ``a + b``) is reported to a callback after it ran, as
 ``callback(name, args, kwargs, result)``; ops that C++ runs inside another op
 are not (Note [Op recorder] in ``src/python/op_recorder.h``, and
 ``docs/design/tracing.md``). It is the capture mechanism under
-``flambeau.onnx.export`` and is meant for graph capture by the compiler too.
-When no recorder is active, an op pays one predictable branch.
+``flambeau.onnx.export`` and ``flambeau.compile``. When no recorder is active,
+an op pays one predictable branch. While the callback runs, :func:`call_info`
+says whether the call was a Tensor method or a function, and hands a write's
+tensor as it was before the write.
 
 Example:
     >>> import flambeau_core as fc
@@ -29,16 +31,39 @@ from typing import Any, NamedTuple
 
 from flambeau_core import _C
 
-__all__ = ["OpCall", "OpRecorder", "record_ops"]
+__all__ = ["OpCall", "OpRecorder", "call_info", "record_ops"]
 
 
 class OpCall(NamedTuple):
-    """One recorded op call: its Python name, the arguments as passed (``self`` first), and its result."""
+    """One recorded op call: its Python name, the arguments as passed (``self`` first), and its result.
+
+    ``method``: the arguments follow the Tensor method's signature (``x.where(c, y)`` -> ``(x, c, y)``), not the
+    function's (``fb.where(c, x, y)``, and operators: ``2 - x`` -> ``(2, x)``). ``before``: for a write that
+    :func:`call_info` reports it for (``x[i] = v``, ``index_put_``, ``fill_``, ``uniform_``, ``normal_``), a
+    copy of the written tensor as it was before the write; else None.
+    """
 
     name: str
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     result: Any
+    method: bool = False
+    before: Any = None
+
+
+def call_info() -> tuple[bool, Any] | None:
+    """``(method, before)`` of the call a recorder callback is being told about (see :class:`OpCall`), or None
+    outside a callback.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> x, seen = fc.zeros(2), []
+        >>> with record_ops(lambda name, args, kwargs, result: seen.append((name, *call_info()))):
+        ...     x[0] = 1.0
+        >>> seen[0][0], seen[0][1], seen[0][2].tolist()
+        ('__setitem__', True, [0.0, 0.0])
+    """
+    return _C._op_call_info()
 
 
 @contextlib.contextmanager
@@ -83,7 +108,8 @@ class OpRecorder:
         self._scope: contextlib.AbstractContextManager[None] | None = None
 
     def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
-        self.calls.append(OpCall(name, args, kwargs or {}, result))
+        method, before = _C._op_call_info() or (False, None)
+        self.calls.append(OpCall(name, args, kwargs or {}, result, method, before))
 
     def __enter__(self) -> OpRecorder:
         if self._scope is not None:

@@ -5,6 +5,7 @@
 
 #include "arg_parser.h"
 #include "common.h"
+#include "op_recorder.h"
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
 #include "flambeau/observe.h"
@@ -744,18 +745,24 @@ void init_factories(py::module_& m) {
   auto cls = py::reinterpret_borrow<TensorClass>(m.attr("Tensor"));
   cls.def(
       "uniform_",
-      [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
-        Generator* g = parse_generator(gen);
-        return without_gil([&]() -> Tensor& { return op::uniform_(t, a, b, g); });
-      },
+      recorded(
+          "uniform_",
+          [](Tensor& t, double a, double b, py::handle gen) -> Tensor& {
+            Generator* g = parse_generator(gen);
+            return without_gil([&]() -> Tensor& { return op::uniform_(t, a, b, g); });
+          },
+          kMethod | kWrite),
       py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
       "Fills self with uniform samples on [a, b).");
   cls.def(
       "normal_",
-      [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
-        Generator* g = parse_generator(gen);
-        return without_gil([&]() -> Tensor& { return op::normal_(t, mean, std, g); });
-      },
+      recorded(
+          "normal_",
+          [](Tensor& t, double mean, double std, py::handle gen) -> Tensor& {
+            Generator* g = parse_generator(gen);
+            return without_gil([&]() -> Tensor& { return op::normal_(t, mean, std, g); });
+          },
+          kMethod | kWrite),
       py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
       "Fills self with normal samples.");
 }

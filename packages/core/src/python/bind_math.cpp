@@ -124,7 +124,9 @@ void init_math(py::module_& m) {
   cls.def("__pos__", [](const Tensor& a) { return a; })
       .def(
           "fill_",
-          [](Tensor& a, py::handle value) -> Tensor& {
+          recorded(
+              "fill_",
+              [](Tensor& a, py::handle value) -> Tensor& {
             if (py::isinstance<TensorImpl>(value)) {
               const Tensor v = value.cast<Tensor>();
               FB_CHECK_VALUE(v.dim() == 0, "[fill_] only a 0-dim tensor can be a fill value, got shape ",
@@ -135,7 +137,8 @@ void init_math(py::module_& m) {
             const Scalar s = as_scalar(value, "fill_");
             py::gil_scoped_release no_gil;
             return op::fill_(a, s);
-          },
+              },
+              kMethod | kWrite),
           py::arg("value"))
       .def("to", recorded("to", &to_py))
       .def(

@@ -328,10 +328,11 @@ void init_tensor(py::module_& m) {
           [](Tensor& t, bool v) { t.set_requires_grad(v); })
       .def(
           "requires_grad_",
-          [](Tensor& t, bool v) {
-            t.set_requires_grad(v);
-            return t;
-          },
+          recorded("requires_grad_",
+                   [](Tensor& t, bool v) {
+                     t.set_requires_grad(v);
+                     return t;
+                   }),
           py::arg("requires_grad") = true)
       .def("item", recorded("item", &tensor_item))
       .def("tolist",

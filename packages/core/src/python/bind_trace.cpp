@@ -10,6 +10,10 @@ namespace {
 struct RecorderState {
   PyObject* callback = nullptr;  // owned; nullptr when this thread does not record
   bool busy = false;             // inside a recorded call or the callback: nothing is reported
+  // The call being reported, for _op_call_info() while the callback runs (Note [Op recorder]).
+  bool reporting = false;
+  bool method = false;
+  PyObject* before = nullptr;  // borrowed: the written tensor's copy from before a kWrite call
 };
 
 thread_local RecorderState tl_recorder;
@@ -24,11 +28,21 @@ class BusyScope {
 };
 
 /// Calls the callback with (name, args, kwargs, result); steals nothing. Returns false with the Python error set.
-bool report(const char* name, PyObject* args, PyObject* kwargs, PyObject* result) {
+bool report(const char* name, PyObject* args, PyObject* kwargs, PyObject* result, bool method,
+            PyObject* before = nullptr) {
   PyObject* cb = tl_recorder.callback;
   if (!cb) return true;  // the callback unset itself meanwhile
   Py_INCREF(cb);
+  RecorderState& st = tl_recorder;
+  const bool was_reporting = st.reporting, was_method = st.method;
+  PyObject* was_before = st.before;
+  st.reporting = true;
+  st.method = method;
+  st.before = before;
   PyObject* r = PyObject_CallFunction(cb, "sOOO", name, args, kwargs ? kwargs : Py_None, result);
+  st.reporting = was_reporting;
+  st.method = was_method;
+  st.before = was_before;
   Py_DECREF(cb);
   if (!r) return false;
   Py_DECREF(r);
@@ -36,9 +50,9 @@ bool report(const char* name, PyObject* args, PyObject* kwargs, PyObject* result
 }
 
 /// Reports and hands `result` back (new reference), or nullptr if the callback raised.
-PyObject* finish(const char* name, PyObject* args, PyObject* kwargs, PyObject* result) {
+PyObject* finish(const char* name, PyObject* args, PyObject* kwargs, PyObject* result, bool method) {
   if (!result) return nullptr;
-  if (!report(name, args, kwargs, result)) {
+  if (!report(name, args, kwargs, result, method)) {
     Py_DECREF(result);
     return nullptr;
   }
@@ -51,7 +65,7 @@ PyObject* finish_packed(const char* name, PyObject* args, PyObject* result) {
     Py_DECREF(result);
     return nullptr;
   }
-  PyObject* out = finish(name, args, nullptr, result);
+  PyObject* out = finish(name, args, nullptr, result, /*method=*/false);  // operators: the function's order
   Py_DECREF(args);
   return out;
 }
@@ -105,7 +119,7 @@ PyObject* record_fastcall(const char* name, bool method, FastcallFn fn, PyObject
       return nullptr;
     }
   }
-  PyObject* out = finish(name, positional, kwargs, result);
+  PyObject* out = finish(name, positional, kwargs, result, method);
   Py_DECREF(positional);
   Py_XDECREF(kwargs);
   return out;
@@ -127,12 +141,18 @@ PyObject* record_unary(const char* name, PyObject* (*fn)(PyObject*, PyObject*), 
   return finish_packed(name, PyTuple_Pack(1, self), result);
 }
 
-py::object record_call(const char* name, py::tuple args, const std::function<py::object()>& call) {
+py::object record_call(const char* name, py::tuple args, const std::function<py::object()>& call, unsigned how) {
   py::object result;
   {
     BusyScope busy;
+    const bool write = (how & kWrite) && args.size() > 0;
+    // The written tensor's values before the write: a tracer with no value of its own for it (a tensor made by an
+    // unreported factory) needs them.
+    py::object before = write ? args[0].attr("clone")() : py::object();
     result = call();
-    if (!report(name, args.ptr(), nullptr, result.ptr())) throw py::error_already_set();
+    py::object reported = write && result.is_none() ? py::reinterpret_borrow<py::object>(args[0]) : result;
+    if (!report(name, args.ptr(), nullptr, reported.ptr(), (how & kMethod) != 0, before.ptr()))
+      throw py::error_already_set();
   }
   return result;
 }
@@ -148,6 +168,16 @@ void init_trace(py::module_& m) {
         return cb ? py::reinterpret_borrow<py::object>(cb) : py::object(py::none());
       },
       "This thread's op recorder callback, or None.");
+  m.def(
+      "_op_call_info",
+      []() -> py::object {
+        const RecorderState& st = tl_recorder;
+        if (!st.reporting) return py::none();
+        return py::make_tuple(st.method, st.before ? py::reinterpret_borrow<py::object>(st.before) : py::none());
+      },
+      "Note [Op recorder]: while a recorder callback runs, (method, before) of the call it is told about: whether "
+      "the arguments follow the Tensor method's signature (self first) rather than the function's, and a copy of "
+      "the written tensor from before a write (None for other calls). None outside a callback.");
 }
 
 }  // namespace flambeau::python

@@ -466,19 +466,22 @@ void init_views(py::module_& m) {
           "A broadcast view (stride 0) to a larger shape; -1 keeps a size.\n\n"
           ">>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape\n(2, 3, 4)")
       .def(
-          "expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); },
+          "expand_as",
+          recorded("expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); }),
           py::arg("other"))
       .def(
           "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
           py::arg("start_dim") = 0, py::arg("end_dim") = -1,
           "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
           ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
-      .def("narrow", &narrow_py, py::arg("dim"), py::arg("start"), py::arg("length"),
+      .def("narrow", recorded("narrow", &narrow_py), py::arg("dim"), py::arg("start"), py::arg("length"),
            "The view t[..., start:start+length, ...] along dim.")
       .def(
-          "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+          "select",
+          recorded("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); }),
           py::arg("dim"), py::arg("index"), "The view at `index` along dim (that dim removed).")
-      .def("unbind", &unbind, py::arg("dim") = 0, "A tuple of the views select(dim, i) for every i.")
+      .def("unbind", recorded("unbind", &unbind), py::arg("dim") = 0,
+           "A tuple of the views select(dim, i) for every i.")
       .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"),
            py::arg("storage_offset") = py::none(),
            "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
@@ -489,15 +492,16 @@ void init_views(py::module_& m) {
           "or bool tensors, lists, ranges, arrays or other sequences, bools; any number of them, mixed with "
           "basic items) returns a copy, as in PyTorch.\n\n>>> x = flambeau_core.arange(12).reshape(3, 4)\n"
           ">>> x[[0, 2], [1, 3]].tolist()\n[1, 11]\n>>> x[range(3), [0, 1, 2]].tolist()\n[0, 5, 10]")
-      .def("__setitem__", &setitem_overridable,
+      .def("__setitem__", recorded("__setitem__", &setitem_overridable, kMethod | kWrite),
            "Writes value (a tensor or number, broadcast and cast to self's dtype) at the indexed positions.")
-      .def("index_put_", &index_put_py, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
+      .def("index_put_", recorded("index_put_", &index_put_py, kMethod | kWrite), py::arg("indices"),
+           py::arg("values"), py::arg("accumulate") = false,
            "self[indices] = values with indices a tuple of index tensors (or None for a whole dim); "
            "values must have self's dtype and broadcast to the indexed shape. With accumulate=True, "
            "values at repeated indices are summed into self.\n\n>>> x = flambeau_core.zeros(3)\n"
            ">>> x.index_put_((flambeau_core.tensor([0, 0, 2]),), flambeau_core.tensor([1.0, 2.0, 3.0]), "
            "accumulate=True).tolist()\n[3.0, 0.0, 3.0]")
-      .def("index_put", &index_put_out_of_place, py::arg("indices"), py::arg("values"),
+      .def("index_put", recorded("index_put", &index_put_out_of_place), py::arg("indices"), py::arg("values"),
            py::arg("accumulate") = false,
            "The out-of-place index_put_: a copy of self with values put at indices.");
 
@@ -506,34 +510,44 @@ void init_views(py::module_& m) {
       recorded("reshape",
                [](const Tensor& t, py::handle shape) {
                  return reshape(t, parse_int_sequence(shape, "reshape", "shape"));
-               }),
+               },
+               kFunction),
       py::arg("input"), py::arg("shape"));
   m.def(
       "transpose",
-      recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
+      recorded(
+          "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }, kFunction),
       py::arg("input"), py::arg("dim0"), py::arg("dim1"));
   m.def(
       "permute",
       recorded("permute",
                [](const Tensor& t, py::handle dims) {
                  return op::permute(t, parse_int_sequence(dims, "permute", "dims"));
-               }),
+               },
+               kFunction),
       py::arg("input"), py::arg("dims"));
   m.def(
-      "unsqueeze", recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }),
+      "unsqueeze",
+      recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, kFunction),
       py::arg("input"), py::arg("dim"));
-  m.def("squeeze", recorded("squeeze", &squeeze_py), py::arg("input"), py::arg("dim") = py::none());
+  m.def("squeeze", recorded("squeeze", &squeeze_py, kFunction), py::arg("input"), py::arg("dim") = py::none());
   m.def(
-      "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
+      "flatten",
+      recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, kFunction),
       py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
-  m.def("narrow", &narrow_py, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
+  m.def("narrow", recorded("narrow", &narrow_py, kFunction), py::arg("input"), py::arg("dim"), py::arg("start"),
+        py::arg("length"));
   m.def(
-      "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); },
+      "select",
+      recorded(
+          "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); }, kFunction),
       py::arg("input"), py::arg("dim"), py::arg("index"));
-  m.def("unbind", &unbind, py::arg("input"), py::arg("dim") = 0);
-  m.def("index_put_", &index_put_py, py::arg("input"), py::arg("indices"), py::arg("values"),
+  m.def("unbind", recorded("unbind", &unbind, kFunction), py::arg("input"), py::arg("dim") = 0);
+  m.def("index_put_", recorded("index_put_", &index_put_py, kFunction | kWrite), py::arg("input"),
+        py::arg("indices"), py::arg("values"),
         py::arg("accumulate") = false);
-  m.def("index_put", &index_put_out_of_place, py::arg("input"), py::arg("indices"), py::arg("values"),
+  m.def("index_put", recorded("index_put", &index_put_out_of_place, kFunction), py::arg("input"),
+        py::arg("indices"), py::arg("values"),
         py::arg("accumulate") = false);
   m.def("as_strided", &as_strided_py, py::arg("input"), py::arg("size"), py::arg("stride"),
         py::arg("storage_offset") = py::none());

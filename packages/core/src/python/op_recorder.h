@@ -11,7 +11,16 @@
 //     in the op's order (`2 - x` -> sub(2, x)); kwargs: a dict or None;
 //   * result: the object returned to the program (a Tensor keeps its Python
 //     identity, Note [Python Tensor identity], so a later call's argument is
-//     recognised as an earlier call's result by `is`).
+//     recognised as an earlier call's result by `is`); a write that returns
+//     None (`x[i] = v`, reported as __setitem__(x, i, v)) reports `self`.
+// While the callback runs, _C._op_call_info() tells it (method, before):
+// whether the arguments follow the Tensor method's signature (`x.where(c, y)`,
+// self first) or the function's (`fb.where(c, x, y)`, and operators, which
+// report their operands in the function's order); and, for a write of a
+// hand-written binding (kWrite: __setitem__, index_put_, fill_, uniform_,
+// normal_), a copy of the written tensor as it was before the write (made only
+// while recording), else None. The callback's own signature stays 4 arguments,
+// so a recorder that forwards calls to the one it replaced keeps working.
 // Ops that C++ runs inside another op (composites, autograd, kernels) are
 // not reported: the recorded graph is the program's, which is what an
 // exporter (fb.onnx) and a graph capture (fb.compile) want. Calls made by the
@@ -54,8 +63,14 @@ PyObject* record_binary(const char* name, PyObject* (*fn)(PyObject*, PyObject*),
                         bool reflected);
 /// A unary operator `fn(self)` (the second parameter is METH_NOARGS' unused one).
 PyObject* record_unary(const char* name, PyObject* (*fn)(PyObject*, PyObject*), PyObject* self);
+/// How a hand-written binding is reported: a function (`fb.narrow(x, ...)`), a Tensor method (`x.narrow(...)`,
+/// self first), and whether it writes args[0] (its value before the write is kept, and a None result is reported
+/// as args[0]).
+inline constexpr unsigned kFunction = 0, kMethod = 1, kWrite = 2;
+
 /// Runs `call` (not recorded itself) and reports name(*args) -> its result (hand-written bindings).
-py::object record_call(const char* name, py::tuple args, const std::function<py::object()>& call);
+py::object record_call(const char* name, py::tuple args, const std::function<py::object()>& call,
+                       unsigned how = kMethod);
 
 namespace recorder_detail {
 template <class T>
@@ -75,29 +90,41 @@ void append_reported(py::list& out, const T& v) {
   }
 }
 
+template <class R, class F, class... A>
+py::object invoke(const F& f, A&&... a) {
+  if constexpr (std::is_void_v<R>) {
+    f(std::forward<A>(a)...);
+    return py::none();
+  } else {
+    return to_object(f(std::forward<A>(a)...));
+  }
+}
+
 template <class F, class R, class... A>
-auto recorded_impl(const char* name, F f, R (F::*)(A...) const) {
-  return [name, f = std::move(f)](A... a) -> py::object {
+auto recorded_impl(const char* name, unsigned how, F f, R (F::*)(A...) const) {
+  return [name, how, f = std::move(f)](A... a) -> py::object {
     if (!op_recorder_on()) [[likely]]
-      return to_object(f(std::forward<A>(a)...));
+      return invoke<R>(f, std::forward<A>(a)...);
     py::list reported;
     (append_reported(reported, a), ...);
-    return record_call(name, py::tuple(reported), [&]() -> py::object { return to_object(f(std::forward<A>(a)...)); });
+    return record_call(
+        name, py::tuple(reported), [&]() -> py::object { return invoke<R>(f, std::forward<A>(a)...); }, how);
   };
 }
 }  // namespace recorder_detail
 
 /// A hand-written pybind11 binding (a non-generic lambda) made recordable under
 /// `name` (Note [Op recorder]): its converted arguments are reported positionally,
-/// a trailing `py::args` spread as the program wrote it (`x.view(2, 3)`).
+/// a trailing `py::args` spread as the program wrote it (`x.view(2, 3)`); `how`:
+/// kMethod for a Tensor method, kFunction for a module function, | kWrite for a write.
 template <class F>
-auto recorded(const char* name, F f) {
-  return recorder_detail::recorded_impl(name, std::move(f), &F::operator());
+auto recorded(const char* name, F f, unsigned how = kMethod) {
+  return recorder_detail::recorded_impl(name, how, std::move(f), &F::operator());
 }
 /// The same for a plain function.
 template <class R, class... A>
-auto recorded(const char* name, R (*fn)(A...)) {
-  return recorded(name, [fn](A... a) -> R { return fn(std::forward<A>(a)...); });
+auto recorded(const char* name, R (*fn)(A...), unsigned how = kMethod) {
+  return recorded(name, [fn](A... a) -> R { return fn(std::forward<A>(a)...); }, how);
 }
 
 }  // namespace flambeau::python

@@ -27,19 +27,17 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import inspect
 import io
 import os
-import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import flambeau_core as fc
 from flambeau_autograd import no_grad
-from flambeau_core._trace import OpCall, OpRecorder, record_ops
+from flambeau_core._trace import OpCall, OpRecorder
 
 from flambeau.onnx import _indexing, _losses, _ops, _recurrent  # noqa: F401 (they register their mappings)
 from flambeau.onnx._graph import OnnxExporterError, UnsupportedOperatorError, _emit, _Graph, _rename, _tensors_in
@@ -158,58 +156,11 @@ def _dynamic_dims(dynamic_axes: Any, names: list[str], shapes: dict[str, tuple[i
     return out
 
 
-# Core's bindings of these writes are not ones the op recorder reports (an unseen write would leave the graph with
-# the value before it); export reports them itself while it traces.
-_UNREPORTED_WRITES = ("__setitem__", "index_put_", "index_put", "fill_")
-_CORE_WRITES = {name: getattr(fc.Tensor, name) for name in _UNREPORTED_WRITES}
-_writes_lock = threading.Lock()
-_write_recorders: dict[int, OpRecorder] = {}  # thread id -> the recorder of the export running on it
-
-
-def _reported_write(name: str) -> Any:
-    core = _CORE_WRITES[name]
-
-    def write(self: fc.Tensor, *args: Any, **kwargs: Any) -> Any:
-        rec = _write_recorders.get(threading.get_ident())
-        if rec is None:
-            return core(self, *args, **kwargs)
-        # The values before the write: a tensor the graph has no value for yet (made in forward) is a constant of them.
-        with record_ops(lambda *call: None):  # the copy is no op of the model's
-            before = self.clone()
-        result = core(self, *args, **kwargs)
-        rec.calls.append(OpCall(name, (self, *args), {**kwargs, "before": before}, self if result is None else result))
-        return result
-
-    write.__name__ = write.__qualname__ = name
-    write.__doc__ = core.__doc__
-    return write
-
-
-@contextlib.contextmanager
-def _recording_writes(rec: OpRecorder) -> Iterator[None]:
-    """Reports ``x[index] = value`` (as ``__setitem__(x, index, value) -> x``), ``index_put_``, ``index_put`` and
-    ``fill_`` to `rec` on this thread meanwhile: while some thread exports, those methods of the Tensor class are
-    wrappers that report the call on an exporting thread (and only call core's elsewhere)."""
-    with _writes_lock:
-        if not _write_recorders:
-            for name in _UNREPORTED_WRITES:
-                setattr(fc.Tensor, name, _reported_write(name))
-        _write_recorders[threading.get_ident()] = rec
-    try:
-        yield
-    finally:
-        with _writes_lock:
-            del _write_recorders[threading.get_ident()]
-            if not _write_recorders:
-                for name, core in _CORE_WRITES.items():
-                    setattr(fc.Tensor, name, core)
-
-
 def _trace(model: Any, pos: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, list[OpCall]]:
     global _exporting
     _exporting = True
     try:
-        with no_grad(), OpRecorder() as rec, _recording_writes(rec):
+        with no_grad(), OpRecorder() as rec:
             result = model(*pos, **kw)
     finally:
         _exporting = False
@@ -251,7 +202,7 @@ def _pair(a: Any, b: Any, twins: dict[int, Any]) -> bool:
 
 
 def _parts(call: OpCall) -> tuple[Any, ...]:
-    return call.args, call.kwargs or {}, call.result
+    return call.args, call.kwargs or {}, call.result, call.before
 
 
 def _second_trace(

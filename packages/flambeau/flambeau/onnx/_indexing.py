@@ -160,13 +160,13 @@ def _gather_nd(g: _Graph, v: str, ats: list[int], index: str, nb: int, rank: int
 
 def _before_write(g: _Graph, call: OpCall, x: Any, in_place: bool = True) -> str:
     """x's value before a recorded write (a tensor with no graph value yet, made in forward, is a constant of its
-    values then: the write has changed them since)."""
+    values then, which the recorder hands as ``call.before``: the write has changed them since)."""
     if in_place and x._is_view:
         raise _unsupported(
             g, call, f"a write into a view of shape {tuple(x.shape)} (the graph's value of the tensor it views would "
             "not see it); write into the tensor itself",
         )  # fmt: skip
-    return g.value(x if id(x) in g.names or id(x) in g.unusable else call.kwargs["before"])
+    return g.value(x if id(x) in g.names or id(x) in g.unusable else call.before)
 
 
 @_maps("__setitem__")
