@@ -95,8 +95,7 @@ def test_a_chunk_of_a_dynamic_dim_splits_into_equal_parts_from_opset_18():
     [
         (lambda lib, x, idx: x[idx, None], "a tensor index together with None"),
         (lambda lib, x, idx: x[[True, False, True]], "a list index of bool"),
-        (lambda lib, x, idx: x[x.sum() > 0], "'__getitem__' .* a 0-d boolean index"),
-        (lambda lib, x, idx: lib.nonzero(x.sum()), "'_nonzero' .* a 0-d input"),
+        (lambda lib, x, idx: x[idx, True], "a tensor index together with None or a 0-d boolean index"),
         (lambda lib, x, idx: x.cumsum(0)[idx], "'cumsum' to ONNX opset version 18 is not supported$"),
     ],
 )
@@ -287,6 +286,12 @@ def set_through_a_view(lib, x, m):
     return y
 
 
+def set_at_true(lib, x, m):
+    y = x.clone()
+    y[True] = 1.0
+    return y
+
+
 @pytest.mark.parametrize(
     "program,words",
     [
@@ -295,8 +300,55 @@ def set_through_a_view(lib, x, m):
         (lambda lib, x, m: x.clone().index_put_((m,), x[m], accumulate=True), "'index_put_' .* accumulate=True"),
         (lambda lib, x, m: x.index_put((lib.tensor([0]),), x[0]), "'index_put' .* not one boolean mask"),
         (lambda lib, x, m: x.clone()[1:].fill_(x[0, 0]), "'fill_' .* a write into a view of shape \\(3, 4\\)"),
+        (set_at_true, "'__setitem__' .* a write at a 0-d boolean index"),
     ],
 )
 def test_an_assignment_the_exporter_cannot_write_raises_instead_of_being_left_out(program, words):
     with pytest.raises(fb.onnx.UnsupportedOperatorError, match=words):
         fb.onnx.export(Program(program), (fb.rand(4, 4), fb.rand(4, 4) > 0.5))
+
+
+def index_put_functions(lib, x, m):
+    a = x.clone()
+    lib.index_put_(a, (m,), x[m] * 3)  # the function form, reported by the recorder as a write like the method
+    b = lib.zeros(4, 4)  # made in forward: the constant is its value before the write
+    lib.index_put_(b, (m,), lib.tensor(2.0))
+    c = lib.index_put(x, (m[0],), x[1])
+    return a, b, c
+
+
+def test_index_put_called_as_a_function_is_exported():
+    model, names = Program(index_put_functions), ["x", "m"]
+    fb.manual_seed(3)
+    data = export_checked(model, (fb.rand(4, 4), fb.rand(4, 4) > 0.5), names)
+    ops = {n.op_type for n in onnx.load_from_string(data).graph.node}
+    assert {"ScatterND", "Where"} <= ops
+    for seed in (1, 2):
+        fb.manual_seed(seed)
+        assert_onnx_matches(data, names, model, [fb.rand(4, 4), fb.rand(4, 4) > 0.5], TorchProgram(index_put_functions))
+
+
+def zero_dim_masks(lib, x, s):
+    m = x[0, 0] > 0.5  # a 0-d mask the inputs decide
+    return (
+        x[True],  # a new dim of size 1, as x[None]
+        x[False],  # a new dim of size 0
+        x[1:, True, 0],
+        x[m],  # (1, ...) or (0, ...) by the mask's value
+        x[..., m] * 2,
+        lib.nonzero(s),  # a 0-d input: (1, 0) or (0, 0) positions
+        lib.nonzero(x[0, 1] - 0.5, as_tuple=True)[0],  # PyTorch takes it as a 1-element vector: [0] or []
+        lib.argwhere(m),
+    )
+
+
+def test_a_0d_boolean_index_and_nonzero_of_a_0d_tensor_export():
+    model, names = Program(zero_dim_masks), ["x", "s"]
+    data = export_checked(model, (fb.full((3, 2), 0.75), fb.tensor(1.5)), names)
+    cases = [
+        (fb.full((3, 2), 0.75), fb.tensor(1.5)),  # the example: every 0-d mask true
+        (fb.tensor([[0.25, 0.5], [1.0, 2.0], [3.0, 4.0]]), fb.tensor(0.0)),  # every one false
+        (fb.tensor([[0.75, 0.25], [1.0, 2.0], [3.0, 4.0]]), fb.tensor(float("nan"))),  # mixed; NaN is nonzero
+    ]
+    for x, s in cases:
+        assert_onnx_matches(data, names, model, [x, s], TorchProgram(zero_dim_masks))

@@ -15,23 +15,32 @@ def _is_mask(item: Any) -> bool:
     return isinstance(item, fc.Tensor) and item.dtype == fc.bool
 
 
+def _is_bool_dim(item: Any) -> bool:
+    """A 0-d boolean index (``True``, ``False`` or a 0-d bool tensor): a new dim of size 1 or 0, as PyTorch's."""
+    return isinstance(item, bool) or (_is_mask(item) and item.dim() == 0)
+
+
 def _mask_positions(g: _Graph, mask: fc.Tensor) -> str:
     """The [n, k] positions of a k-dim mask's n true elements (NonZero gives them as [k, n])."""
     return g.node("Transpose", [g.node("NonZero", [g.value(mask)])[0]], perm=[1, 0])[0]
 
 
-def _index_items(g: _Graph, call: OpCall, index: Any, ndim: int) -> list[Any]:
-    """The index as one item per input dim (slices, ints, tensors) plus the Nones, with the Ellipsis expanded."""
+def _index_items(g: _Graph, call: OpCall, index: Any, ndim: int, bool_dims: bool = False) -> list[Any]:
+    """The index as one item per input dim (slices, ints, tensors) plus the Nones (and, with `bool_dims`, the 0-d
+    boolean items: new dims too), with the Ellipsis expanded."""
     items = list(index) if isinstance(index, tuple) else [index]
-    for item in items:
-        if isinstance(item, bool) or (_is_mask(item) and item.dim() == 0):
-            raise _unsupported(g, call, "a 0-d boolean index (True or False, which adds a dim)")
+    if not bool_dims and any(_is_bool_dim(item) for item in items):
+        raise _unsupported(g, call, "a write at a 0-d boolean index (True or False, which adds a dim)")
     items = [np.asarray(item) if isinstance(item, list) else item for item in items]  # a list is a tensor index
     for item in items:
         if isinstance(item, np.ndarray) and item.dtype.kind not in "iu":
             raise _unsupported(g, call, f"a list index of {item.dtype} (a boolean mask or not integers)")
     # A k-dim mask indexes k dims.
-    used = sum(item.dim() if _is_mask(item) else 1 for item in items if item is not None and item is not Ellipsis)
+    used = sum(
+        item.dim() if _is_mask(item) else 1
+        for item in items
+        if item is not None and item is not Ellipsis and not isinstance(item, bool)
+    )
     at = next((i for i, item in enumerate(items) if item is Ellipsis), None)  # `in` would compare tensors
     if at is not None:
         items[at : at + 1] = [slice(None)] * (ndim - used)
@@ -46,13 +55,16 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
     ints, Gather for one tensor index and Unsqueeze for the Nones; sizes that follow the input's come from the
     graph's shapes (Note [Sizes from a second trace])."""
     x = call.args[0]
-    items = _index_items(g, call, call.args[1], x.dim())
-    twin_items = _index_items(g, call, (g.twin_call or call).args[1], x.dim())
+    items = _index_items(g, call, call.args[1], x.dim(), bool_dims=True)
+    twin_items = _index_items(g, call, (g.twin_call or call).args[1], x.dim(), bool_dims=True)
     starts, ends, axes, steps, squeeze, nones = [], [], [], [], [], []
     tensors: list[tuple[int, int, Any]] = []  # (item position, input axis, index tensor or list)
+    bool_dims: list[tuple[int, Any]] = []  # (output dim, the 0-d boolean index that sizes it 1 or 0)
     axis = out_dim = 0
     for pos, (item, twin) in enumerate(zip(items, twin_items, strict=True)):
-        if item is None:
+        if item is None or _is_bool_dim(item):
+            if item is not None and item is not True:
+                bool_dims.append((out_dim, item))
             nones.append(out_dim)
             out_dim += 1
             continue
@@ -92,7 +104,7 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
     if squeeze:
         v = g.node("Squeeze", [v, g.ints(squeeze)])[0]
     if tensors and nones:
-        raise _unsupported(g, call, "a tensor index together with None")
+        raise _unsupported(g, call, "a tensor index together with None or a 0-d boolean index")
     # PyTorch applies the ints as selections first (unlike NumPy, they are no advanced indices), so the tensor
     # indices act on the dims left after the Squeeze.
     # A mask stands for the k index tensors of its true elements' positions (as in PyTorch), on k dims.
@@ -114,9 +126,17 @@ def _getitem(g: _Graph, call: OpCall) -> list[str | None]:
         v = _gather_nd(g, v, ats, *_stacked_indices(g, [t for _, _, t in tensors]), rank)
     if nones:
         v = g.node("Unsqueeze", [v, g.ints(nones)])[0]
-    if any(_is_mask(t) for _, _, t in tensors):
+    for dim, item in bool_dims:  # False, or a 0-d mask: the new dim keeps its one row only where the mask is true
+        v = g.node("Slice", [v, g.ints([0]), g.ints([0]) if item is False else _count_of(g, item), g.ints([dim])])[0]
+    if any(_is_mask(t) for _, _, t in tensors) or bool_dims:
         g.note_counts(call.result)
     return [v]
+
+
+def _count_of(g: _Graph, x: fc.Tensor) -> str:
+    """[1] if the 0-d x is nonzero (or true), else [0]: the number of positions NonZero would give it."""
+    nonzero = g.node("Cast", [g.value(x)], to=g._onnx_type(fc.bool))[0]
+    return g.node("Reshape", [g.node("Cast", [nonzero], to=g._onnx_type(fc.int64))[0], g.ints([1])])[0]
 
 
 def _index_value(g: _Graph, index: Any) -> str:
@@ -270,11 +290,11 @@ def _masked_select(g: _Graph, call: OpCall) -> list[str | None]:
 
 
 def _nonzero_rows(g: _Graph, call: OpCall, x: Any) -> str:
-    """NonZero's [rank, n] positions of x's nonzero elements."""
-    if x.dim() == 0:
-        raise _unsupported(g, call, "a 0-d input (PyTorch gives it one position of no dims)")
+    """NonZero's [rank, n] positions of x's nonzero elements (a 0-d x: [0, n], n = 1 if x is nonzero, else 0)."""
     for result in call.result if isinstance(call.result, tuple) else [call.result]:
         g.note_counts(result)
+    if x.dim() == 0:  # ONNX Runtime's NonZero takes a scalar for a 1-element vector: [1, n]
+        return g.node("Slice", [g.constant(np.zeros((0, 1), np.int64)), g.ints([0]), _count_of(g, x), g.ints([1])])[0]
     return g.node("NonZero", [g.value(x)])[0]
 
 
@@ -292,6 +312,10 @@ def _rows(g: _Graph, positions: str, rank: int) -> list[str]:
 
 
 def _nonzero_tuple(g: _Graph, call: OpCall, x: Any) -> list[str | None]:
+    if x.dim() == 0:  # PyTorch takes a 0-d x as a 1-element vector here: one index, [0] or []
+        for result in call.result:
+            g.note_counts(result)
+        return [g.node("Slice", [g.constant(np.zeros(1, np.int64)), g.ints([0]), _count_of(g, x), g.ints([0])])[0]]
     return list(_rows(g, _nonzero_rows(g, call, x), x.dim()))
 
 
