@@ -1,6 +1,7 @@
 """fb.onnx.export of indexing and selection: x[...] (ints, slices with steps, negative indices, None, a tensor
-index, a boolean mask), x[mask] = value, index_put(_), fill_, gather, index_select, masked_fill, masked_select,
-nonzero, where, split, chunk, expand, tril/triu; checked by ONNX Runtime on other batch sizes and other masks
+index, a boolean mask, a 0-d boolean index), x[mask] = value, index_put(_) (methods and functions), fill_, gather,
+index_select, masked_fill, masked_select, nonzero, where, split, chunk, expand, narrow, select, unbind, expand_as,
+tril/triu; checked by ONNX Runtime on other batch sizes and other masks
 against flambeau's forward and torch's (the same program run on torch tensors)."""
 
 import re
@@ -352,3 +353,28 @@ def test_a_0d_boolean_index_and_nonzero_of_a_0d_tensor_export():
     ]
     for x, s in cases:
         assert_onnx_matches(data, names, model, [x, s], TorchProgram(zero_dim_masks))
+
+
+def recorded_views(lib, x):
+    rows = [r * 2 for r in x[:2]]  # iterating over a tensor is unbind(0)
+    first, second, third = x.unbind(1)
+    return (
+        x.narrow(1, 1, 2),
+        lib.narrow(x, 0, 1, x.size(0) - 1),  # its end follows the batch size
+        x.narrow(-1, -2, 1),
+        x.select(1, -1),
+        lib.select(x, 0, -1),
+        first,
+        second + third,
+        *rows,
+        x[:, :1].expand_as(x),
+        x.clone().requires_grad_(False) + 1,
+    )
+
+
+def test_views_the_recorder_reports_export_and_follow_dynamic_axes():
+    model, names = Program(recorded_views), ["x"]
+    fb.manual_seed(5)
+    data = export_checked(model, (fb.rand(4, 3),), names, {"x": {0: "b"}})
+    for n in (6, 2):
+        assert_onnx_matches(data, names, model, [fb.rand(n, 3)], TorchProgram(recorded_views))

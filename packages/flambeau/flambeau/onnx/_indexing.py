@@ -1,4 +1,5 @@
-"""Indexing and selection as ONNX: ``x[...]``, gather, index_select, masked_fill, where, split, chunk."""
+"""Indexing and selection as ONNX: ``x[...]``, writes, gather, index_select, masked_fill, where, split, chunk,
+narrow, select, unbind, expand_as."""
 
 from __future__ import annotations
 
@@ -346,3 +347,51 @@ def _split(g: _Graph, call: OpCall) -> list[str | None]:
     else:
         raise _unsupported(g, call, f"pieces whose sizes depend on the input's size (at opset {g.opset})")
     return outs
+
+
+@_maps("narrow")
+def _narrow(g: _Graph, call: OpCall) -> list[str | None]:
+    params = ("input", None), ("dim", 0), ("start", 0), ("length", 0)
+    (x, dim, start, length), (tx, _, tstart, tlength) = _arguments(call, *params), g.twin_args(call, *params)
+    d = int(dim) % x.dim()
+    s, ts = int(start) % max(x.shape[d], 1), int(tstart) % max(tx.shape[d], 1)  # a negative start counts from the end
+    starts, ends = g.shape_value([(s, ts)]), g.shape_value([(s + int(length), ts + int(tlength))])
+    if starts is None or ends is None:
+        raise _unsupported(g, call, "a start or length computed from sizes the exporter cannot read back")
+    return g.node("Slice", [g.value(x), starts, ends, g.ints([d])])
+
+
+@_maps("select")
+def _select(g: _Graph, call: OpCall) -> list[str | None]:
+    params = ("input", None), ("dim", 0), ("index", 0)
+    (x, dim, index), (_, _, tindex) = _arguments(call, *params), g.twin_args(call, *params)
+    d = int(dim) % x.dim()
+    at = g.shape_value([(int(index), int(tindex))])  # Gather takes a negative index from the end, as select
+    if at is None:
+        raise _unsupported(g, call, "an index computed from sizes the exporter cannot read back")
+    return g.node("Squeeze", [g.node("Gather", [g.value(x), at], axis=d)[0], g.ints([d])])
+
+
+@_maps("unbind")
+def _unbind(g: _Graph, call: OpCall) -> list[str | None]:
+    """Split into pieces of 1 along dim, each squeezed: as many outputs as the example's size there."""
+    x, dim = _arguments(call, ("input", None), ("dim", 0))
+    d = int(dim) % x.dim()
+    n = x.shape[d]
+    if n != len((g.twin_call or call).result):
+        raise _unsupported(g, call, "a number of pieces that depends on the input's size")
+    if n == 0:
+        return []
+    pieces = g.node("Split", [g.value(x), g.ints([1] * n)], outputs=n, axis=d)
+    return [g.node("Squeeze", [p, g.ints([d])])[0] for p in pieces]
+
+
+@_maps("expand_as")
+def _expand_as(g: _Graph, call: OpCall) -> list[str | None]:
+    x, other = _arguments(call, ("input", None), ("other", None))
+    return g.node("Expand", [g.value(x), g.node("Shape", [g.value(other)])[0]])
+
+
+@_maps("requires_grad_")
+def _requires_grad(g: _Graph, call: OpCall) -> list[str | None]:
+    return g.node("Identity", [g.value(call.args[0])])  # export runs without gradients: no value changes
