@@ -272,3 +272,12 @@ def test_call_info_is_none_outside_a_callback():
     assert call_info() is None
     with OpRecorder():
         assert call_info() is None
+
+
+def test_iterating_over_a_tensor_is_reported_as_unbind():
+    x = fc.arange(6.0).reshape(3, 2)
+    with OpRecorder() as rec:
+        rows = list(x)
+    call = _one_call(rec)
+    assert (call.name, call.args, call.method) == ("unbind", (x, 0), True)
+    assert len(rows) == 3 and all(r is t for r, t in zip(rows, call.result, strict=True))
