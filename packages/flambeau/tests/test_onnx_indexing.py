@@ -378,3 +378,17 @@ def test_views_the_recorder_reports_export_and_follow_dynamic_axes():
     data = export_checked(model, (fb.rand(4, 3),), names, {"x": {0: "b"}})
     for n in (6, 2):
         assert_onnx_matches(data, names, model, [fb.rand(n, 3)], TorchProgram(recorded_views))
+
+
+def where_forms(lib, x, y):
+    m = x > 0.5
+    return lib.where(m, x, y), x.where(m, y), x.where(x <= 0.5, 0.0) * 2
+
+
+def test_where_as_a_method_exports_with_self_as_the_input():
+    # The recorder tells the method form (self first) from the function's (condition first).
+    model, names = Program(where_forms), ["x", "y"]
+    fb.manual_seed(6)
+    data = export_checked(model, (fb.rand(3, 4), fb.rand(3, 4)), names, {"x": {0: "b"}, "y": {0: "b"}})
+    for n in (3, 5):
+        assert_onnx_matches(data, names, model, [fb.rand(n, 4), fb.rand(n, 4)], TorchProgram(where_forms))

@@ -324,7 +324,10 @@ def _nonzero_tuple(g: _Graph, call: OpCall, x: Any) -> list[str | None]:
 def _where(g: _Graph, call: OpCall) -> list[str | None]:
     if len(call.args) + len(call.kwargs or {}) == 1:  # where(condition): nonzero(condition, as_tuple=True)
         return _nonzero_tuple(g, call, _arguments(call, ("condition", None))[0])
-    cond, a, b = _arguments(call, ("condition", None), ("input", None), ("other", None))
+    if call.method:  # x.where(condition, other): self first
+        a, cond, b = _arguments(call, ("input", None), ("condition", None), ("other", None))
+    else:
+        cond, a, b = _arguments(call, ("condition", None), ("input", None), ("other", None))
     dtype = call.result.dtype
     return g.node("Where", [_condition(g, cond), g.operand(a, dtype), g.operand(b, dtype)])
 
