@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from model import (
+    DTYPE_SETS,
     FIXED_DTYPES,
     OPTIONAL_RESULT_SHAPES,
     PER_RESULT_SHAPES,
@@ -86,17 +87,30 @@ def _params(op: OpDecl) -> str:
 def _check_lines(op: OpDecl) -> list[str]:
     """The checks; `result` (the first output's dtype rule) is computed when a check or the in-place test reads it."""
     lines = []
-    if op.is_inplace or any(re.search(r"\bresult\b", args) for _, args in op.checks):
+    reads_result = op.dtypes and op.dtype[0].name not in FIXED_DTYPES
+    if op.is_inplace or reads_result or any(re.search(r"\bresult\b", args) for _, args in op.checks):
         lines.append(f"  const ScalarType result = {dtype_expr(op, op.dtype[0])};")
     for name, args in op.checks:
         lines.append(f'  meta::check_{name}("{_name(op)}"{", " + args if args else ""});')
+    if op.dtypes:
+        lines.append(_dtypes_check(op))
     if op.is_inplace:
         lines.append(f'  meta::check_inplace_dtype("{_name(op)}", self, result);')
     return lines
 
 
+def _dtypes_check(op: OpDecl) -> str:
+    """Note [Dtype coverage]: the dtype the op computes in is its result's (promote, float, same, ...), or
+    for a fixed-dtype result (signbit's bool) the promoted dtype of the tensors its rule reads."""
+    rule = op.dtype[0]
+    computed = f"meta::promote({_tensors(rule.args)})" if rule.name in FIXED_DTYPES else "result"
+    allowed = " | ".join(DTYPE_SETS[d] for d in op.dtypes)
+    inputs = _tensors(_tensor_names(op))
+    return f'  meta::check_dtypes("{_name(op)}", {computed}, {allowed}, {inputs});'
+
+
 def has_check_step(op: OpDecl) -> bool:
-    return op.has_meta and (bool(op.checks) or op.is_inplace)
+    return op.has_meta and (bool(op.checks) or op.is_inplace or bool(op.dtypes))
 
 
 def check_step(op: OpDecl) -> list[str]:
@@ -208,7 +222,7 @@ def output_spec_declaration(op: OpDecl) -> str:
 
 def gen_meta(ops: list[OpDecl], header: str) -> str:
     out = [header, "// Note [Meta step] (flambeau/meta.h): the check steps and Meta kernels of ops.yaml's rules.", ""]
-    out += ['#include "flambeau/meta.h"', '#include "flambeau/ops.h"', ""]
+    out += ['#include "flambeau/meta.h"', '#include "flambeau/ops.h"', '#include "flambeau/type_dispatch.h"', ""]
     out += [
         "// A rule reads only some of an op's arguments.",
         '#pragma GCC diagnostic ignored "-Wunused-parameter"',

@@ -80,6 +80,12 @@ DTYPE_RULES = {
     "div_mode": "div with a rounding_mode: float without one (true division), else promote",
     "batch_norm_stats": "batch norm's statistics: float32 for a float16/bfloat16 input with float32 parameters",
 }
+# Note [Dtype coverage] (flambeau/meta.h): `dtypes:` lists the dtypes an op computes in, as sets of
+# flambeau/type_dispatch.h; the check step refuses any other on every device (absent: every dtype).
+DTYPE_SETS = {
+    "bool": "kDtBool", "ints": "kDtInts", "uints": "kDtUInts", "floats": "kDtFloats", "half": "kDtHalf",
+    "complex": "kDtComplex", "real": "kDtReal",
+}  # fmt: skip
 # A fixed dtype: its name in the table -> the C++ enumerator.
 FIXED_DTYPES = {
     "bool": "Bool", "uint8": "UInt8", "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
@@ -314,6 +320,7 @@ class OpDecl:
     dtype: list[Rule] = field(default_factory=list)  # one per returned tensor
     shape: Rule | None = None
     checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
+    dtypes: list[str] = field(default_factory=list)  # Note [Dtype coverage]: keys of DTYPE_SETS (empty: all)
     direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
     # Note [Structured kernels] (flambeau/dispatch.h): a backend implements one out kernel
     # `void(const Tensor& out, args...)`; the generated code runs the meta step and allocates.
@@ -441,7 +448,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases", "structured",
-    "batch",
+    "batch", "dtypes",
 }  # fmt: skip
 
 
@@ -481,6 +488,13 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
         if not m:
             raise TableError(f"{where}: a check is written name(arguments), got '{c}'")
         op.checks.append((m["name"], m["args"].strip()))
+    dtypes = e.get("dtypes", [])
+    op.dtypes = dtypes if isinstance(dtypes, list) else [dtypes]
+    unknown = [d for d in op.dtypes if d not in DTYPE_SETS]
+    if unknown:
+        raise TableError(f"{where}: unknown dtypes set(s) {unknown} (known: {', '.join(DTYPE_SETS)})")
+    if op.dtypes and not op.has_meta:
+        raise TableError(f"{where}: 'dtypes' needs the op's 'dtype' and 'shape' rules (its check step)")
     op.direct_write = bool(e.get("direct_write", False))
     op.structured = bool(e.get("structured", False))
     if op.structured:

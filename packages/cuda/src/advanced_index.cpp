@@ -150,26 +150,10 @@ Tensor index_impl(const Tensor& self, const OptionalTensorList& indices) {
 
 Tensor& index_put_impl(Tensor& self, const OptionalTensorList& indices, const Tensor& values, bool accumulate,
                        const PutFn& put) {
-  FB_CHECK_TYPE(values.dtype() == self.dtype(), "[index_put_] values dtype ", dtype_name(values.dtype()),
-                " must match self dtype ", dtype_name(self.dtype()), " (cast the values first)");
-  FB_CHECK(values.device() == self.device() || (values.device().is_cpu() && values.dim() == 0),
-           "[index_put_] values are on ", values.device().str(), " but self is on ", self.device().str());
-  for (int64_t d = 0; d < self.dim(); ++d)
-    FB_CHECK(self.strides()[static_cast<size_t>(d)] != 0 || self.sizes()[static_cast<size_t>(d)] <= 1,
-             "[index_put_] cannot write into an expanded tensor (", self.describe(), ", strides ",
-             shape_str(self.strides()),
-             "): several of its elements share one memory location; clone() it first");
-  meta::check_index("index_put_", self, indices);
+  // meta::check_index_put (the check step) has checked the arguments; a mask's result shape is known now.
   const IndexPlan p = plan_index("index_put_", self, indices);
   const Shape& rshape = p.result_shape;
-  const auto rn = static_cast<int64_t>(rshape.size());
-  bool fits = values.dim() <= rn;
-  for (int64_t k = 1; fits && k <= values.dim(); ++k) {
-    const int64_t vs = values.sizes()[static_cast<size_t>(values.dim() - k)];
-    fits = vs == 1 || vs == rshape[static_cast<size_t>(rn - k)];
-  }
-  FB_CHECK_VALUE(fits, "[index_put_] shape mismatch: values of shape ", shape_str(values.sizes()),
-                 " cannot be broadcast to the indexing result of shape ", shape_str(rshape));
+  meta::check_index_put_values("index_put_", values, rshape);
   if (shape_numel(rshape) > 0) {
     // A copy of the values (x[i] = x[j] reads values this op overwrites), expanded to the result's shape.
     Tensor v = op::empty(rshape, self.dtype(), self.device());

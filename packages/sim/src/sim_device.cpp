@@ -525,11 +525,10 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // hands the block only to later work of the same stream, and the sim memory's
 // poison is enqueued on that stream too (SimMemory::on_block_return).
 //
-// The dtypes the CPU kernel covers are this backend's own limit, not a rule of
-// the op: the CPU kernel runs once at the call on tiny stand-ins of the
-// arguments (same dtype and rank, every size 1; integer tensors hold 0, others
-// 1), and a call it refuses takes the synchronous host fallback, which raises
-// the kernel's error. Errors that depend on the values (a class index out of
+// The dtypes an op computes in are in the table too (Note [Dtype coverage],
+// flambeau/meta.h): its check step refuses, at the call and on every device,
+// a dtype the CPU kernel has no loop for, so the kernel is enqueued without
+// being tried first. Errors that depend on the values (a class index out of
 // range) surface at the next synchronous op of the stream
 // (SimStream::take_error), as CUDA's do. Ops without rules take the host
 // fallback, or their Generic kernel, made of ops that have rules (the fused
@@ -537,7 +536,7 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // (Note [Structured kernels], dispatch.h) gets an out kernel here instead
 // (out_kernel): core's generated code has run the meta step and allocated its
 // output on the device (or passes out=, or self), and the CPU out kernel is
-// enqueued writing into it, after the same dtype probe; so its functional,
+// enqueued writing into it; so its functional,
 // out= and in-place forms are asynchronous and copy nothing.
 
 // What the enqueued work keeps of an argument: spans become vectors and
@@ -564,20 +563,6 @@ struct Held<std::optional<std::string_view>> {
 };
 
 bool on_sim(const Tensor& t) { return t.defined() && t.device().type == DeviceType::PrivateUse1; }
-
-// The stand-in of a tensor in the CPU kernel's dtype check.
-Tensor probe_of(const Tensor& t) {
-  if (!on_sim(t)) return t;
-  // Size 1 per dim, 0 where the tensor's is 0 (the meta step has checked the shapes).
-  Shape sizes(static_cast<size_t>(t.dim()), 1);
-  for (int64_t i = 0; i < t.dim(); ++i)
-    if (t.sizes()[i] == 0) sizes[i] = 0;
-  Tensor p = op::empty.call_kernel(DispatchKey::CPU, sizes, t.dtype(), Device(DeviceType::CPU));
-  const bool integral = is_integral(t.dtype(), /*include_bool=*/false);
-  op::fill_.call_kernel(DispatchKey::CPU, p, Scalar(int64_t{integral ? 0 : 1}));
-  p.impl()->set_wrapped_number(t.impl()->is_wrapped_number());
-  return p;
-}
 
 // The stand-in of a device tensor in the meta step (Note [Meta step]): its
 // sizes, strides and dtype on the meta device, no memory.
@@ -692,8 +677,7 @@ struct Async<O, R(Args...)> {
 
   // Note [Meta step]: an op with rules in the table gets its results' shapes
   // and dtypes, and raises its argument errors at the call, from its meta step
-  // run on meta stand-ins of the arguments; the CPU kernel runs on size-1
-  // stand-ins only to tell the dtypes it covers.
+  // run on meta stand-ins of the arguments.
   static R from_meta(Args... args) {
     detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
     (check.see(args), ...);  // the mixed-device errors
@@ -727,37 +711,17 @@ struct Async<O, R(Args...)> {
       const R r = call();
       std::apply([&](const auto&... t) { ((shapes.push_back(sizes_of(t)), dtypes.push_back(t.dtype())), ...); }, r);
     }
-    // The dtypes the CPU kernel covers are this backend's own limit, not a rule
-    // of the op: a kernel without a loop for a dtype must raise at the call.
-    try {
-      std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
-      std::apply([&](auto&... a) { O.call_kernel(DispatchKey::CPU, pass<Args>(a)...); }, probe);
-    } catch (const std::exception&) {
-      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
-    }
     return launch(first->device(), shapes, dtypes, args...);
   }
 
   // Note [Structured kernels]: the out kernel of a structured op (R is Tensor): its output is
   // allocated in device memory by the caller (the generated adapter, out=, self of an in-place
-  // form), and the CPU out kernel is enqueued on host views of it and of the arguments. It runs
-  // first on size-1 stand-ins, so that what it cannot compute (a dtype without a loop) raises at
-  // the call (then synchronously, on the real arguments).
+  // form), and the CPU out kernel is enqueued on host views of it and of the arguments.
   static void out_kernel(const Tensor& out, Args... args) {
     detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
     check.see(out);
     (check.see(args), ...);  // the mixed-device errors
-    bool probe_ok = g_backend != nullptr;
-    if (probe_ok) {
-      try {
-        const Tensor probe_out = probe_of(out);
-        std::tuple<typename Held<Args>::type...> probe(map_arg(probe_of, args)...);
-        std::apply([&](auto&... a) { O.run_out(probe_out, pass<Args>(a)...); }, probe);
-      } catch (const std::exception&) {
-        probe_ok = false;
-      }
-    }
-    if (!probe_ok) {
+    if (!g_backend) {
       detail::HostFallback fb(O.name(), DeviceType::PrivateUse1);
       fb.see(out);
       (fb.see(args), ...);

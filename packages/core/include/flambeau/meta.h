@@ -309,8 +309,26 @@ FB_API void check_activation_grad(const char* op, const Tensor& grad_output, con
 FB_API void check_gelu_approximate(const char* op, std::string_view approximate);
 /// clamp: at least one bound.
 FB_API void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const std::optional<Scalar>& max);
+/// pow of an integer tensor to a Python int (a wrapped number; a tensor of exponents is not checked element by
+/// element, as in PyTorch): the exponent is not negative and fits the result's dtype (int8 ** 128 raises).
+FB_API void check_int_pow_exponent(const char* op, const Tensor& self, const Tensor& exponent, ScalarType result);
+/// round: decimals != 0 only for a floating tensor.
+FB_API void check_round_decimals(const char* op, const Tensor& self, int64_t decimals);
+/// hardtanh: min_val <= max_val.
+FB_API void check_hardtanh_bounds(const char* op, const Scalar& min_val, const Scalar& max_val);
 /// topk: a valid dim and 0 <= k <= its size.
 FB_API void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim);
+// Note [Dtype coverage]
+// Which dtypes an op computes in is part of its rule, written once in the table (`dtypes:`, a union of
+// type_dispatch.h's sets; absent: all), not found out by calling a kernel: the check step refuses any
+// other dtype at the call on every device, so a kernel may assume it has a loop for the dtype it gets, the
+// meta device refuses what the cpu refuses, and the simulated device enqueues its cpu kernel without
+// trying it first on size-1 stand-ins (what it did before). test_meta.py holds the table to the cpu
+// kernels: every elementwise, sorting and comparison op in each dtype, same outcome on cpu and meta.
+/// TypeError unless `computed`, the dtype the op computes in, is in `allowed`: "[atan2] is not supported
+/// for dtype complex64", "[sub] is not supported for bool tensors", with the inputs' dtypes when there are
+/// several.
+FB_API void check_dtypes(const char* op, ScalarType computed, unsigned allowed, Tensors inputs);
 /// TypeError for a complex dtype (sign: use sgn).
 FB_API void check_real(const char* op, ScalarType t, const char* hint);
 /// mm/bmm/linear operands: `want_dim`-D, one dtype, one device, matching inner (and batch) sizes.
@@ -347,6 +365,13 @@ FB_API void check_index_slices(const char* op, const Tensor& self, int64_t dim, 
 /// of the dims of self it covers; at least one tensor, covering no more dims than self has. IndexError for
 /// each, but RuntimeError for the device and ValueError for only None (PyTorch's types).
 FB_API void check_index(const char* op, const Tensor& self, const OptionalTensorList& indices);
+/// index_put_ (`self[indices] = values`): values of self's dtype, on its device (or a 0-d cpu tensor), self
+/// not expanded (its elements would share memory), check_index, and values broadcasting to the indexing
+/// result's shape, which with a bool mask only the kernel knows (it calls check_index_put_values then).
+FB_API void check_index_put(const char* op, const Tensor& self, const OptionalTensorList& indices,
+                            const Tensor& values);
+/// values broadcast to `result_shape`, the shape of self[indices].
+FB_API void check_index_put_values(const char* op, const Tensor& values, IntArrayRef result_shape);
 /// A Python number stored into self (scatter's and index_fill's value): it must fit self's dtype.
 FB_API void check_value_fits(const char* op, const Scalar& value, const Tensor& self);
 /// embedding: a 2-D float weight (float16/bfloat16 too), int64/int32 indices, sparse=False.

@@ -8,6 +8,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/pool_shape.h"
+#include "flambeau/type_dispatch.h"
 #include "tensor_iterator.h"
 
 namespace flambeau::meta {
@@ -804,11 +805,47 @@ void check_clamp_bounds(const char* op, const std::optional<Scalar>& min, const 
   FB_CHECK_VALUE(min || max, "[", op, "] at least one of min and max must not be None");
 }
 
+void check_int_pow_exponent(const char* op, const Tensor& self, const Tensor& exponent, ScalarType result) {
+  // A wrapped number is a cpu tensor (scalar_to_tensor), readable whatever device self is on.
+  if (!is_integral(result, /*include_bool=*/false) || !exponent.impl()->is_wrapped_number() ||
+      exponent.dtype() != ScalarType::Int64 || exponent.device().type != DeviceType::CPU)
+    return;
+  const int64_t e = *exponent.data<int64_t>();
+  FB_CHECK_VALUE(e >= 0, "[", op, "] integers to negative integer powers are not allowed: ", dtype_name(self.dtype()),
+                 " tensor of shape ", shape_str(self.sizes()), " ** ", e, "; use a float base, e.g. t.float() ** ", e);
+  check_scalar_fits(Scalar(e), result, op);
+}
+
+void check_round_decimals(const char* op, const Tensor& self, int64_t decimals) {
+  FB_CHECK_TYPE(decimals == 0 || is_floating(self.dtype()), "[", op,
+                "] decimals != 0 needs a floating point tensor, got dtype ", dtype_name(self.dtype()));
+}
+
+void check_hardtanh_bounds(const char* op, const Scalar& min_val, const Scalar& max_val) {
+  FB_CHECK_VALUE(min_val.to_double() <= max_val.to_double(), "[", op, "] min_val (", min_val.to_double(),
+                 ") cannot be greater than max_val (", max_val.to_double(), ")");
+}
+
 void check_topk(const char* op, const Tensor& self, int64_t k, int64_t dim) {
   dim = wrap_dim(dim, self.dim(), op);
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
   FB_CHECK(k >= 0 && k <= n, "[", op, "] k (", k, ") is out of range for dim ", dim, " of size ", n, " (shape ",
            shape_str(self.sizes()), ")");
+}
+
+void check_dtypes(const char* op, ScalarType computed, unsigned allowed, Tensors inputs) {
+  if (dtype_set_of(computed) & allowed) [[likely]]
+    return;
+  std::string given;
+  int count = 0;
+  for (const Tensor* t : inputs) {
+    if (!t->defined()) continue;
+    given += detail::cat_str(count++ ? " and " : "", dtype_name(t->dtype()));
+  }
+  if (computed == ScalarType::Bool && count <= 1)
+    throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
+  throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(computed),
+                                  count > 1 ? detail::cat_str(" (inputs ", given, ")") : std::string()));
 }
 
 void check_real(const char* op, ScalarType t, const char* hint) {
@@ -926,6 +963,32 @@ void check_index_slices(const char* op, const Tensor& self, int64_t dim, const T
   FB_CHECK_VALUE(ok, "[", op, "] source of shape ", shape_str(source->sizes()), " must have the shape of self ",
                  shape_str(self.sizes()), " except in dimension ", d, ", where it must have the number of indices (",
                  index.numel(), ")");
+}
+
+void check_index_put_values(const char* op, const Tensor& values, IntArrayRef result_shape) {
+  const auto rn = static_cast<int64_t>(result_shape.size());
+  bool fits = values.dim() <= rn;
+  for (int64_t k = 1; fits && k <= values.dim(); ++k) {
+    const int64_t vs = values.sizes()[values.dim() - k];
+    fits = vs == 1 || vs == result_shape[rn - k];
+  }
+  FB_CHECK_VALUE(fits, "[", op, "] shape mismatch: values of shape ", shape_str(values.sizes()),
+                 " cannot be broadcast to the indexing result of shape ", shape_str(result_shape));
+}
+
+void check_index_put(const char* op, const Tensor& self, const OptionalTensorList& indices, const Tensor& values) {
+  FB_CHECK_TYPE(values.dtype() == self.dtype(), "[", op, "] values dtype ", dtype_name(values.dtype()),
+                " must match self dtype ", dtype_name(self.dtype()), " (cast the values first)");
+  FB_CHECK(values.device() == self.device() || (values.device().is_cpu() && values.dim() == 0), "[", op,
+           "] values are on ", values.device().str(), " but self is on ", self.device().str());
+  for (int64_t d = 0; d < self.dim(); ++d)
+    FB_CHECK(self.strides()[d] != 0 || self.sizes()[d] <= 1, "[", op, "] cannot write into an expanded tensor (",
+             self.describe(), ", strides ", shape_str(self.strides()),
+             "): several of its elements share one memory location; clone() it first");
+  check_index(op, self, indices);
+  for (const std::optional<Tensor>& t : indices)
+    if (t && is_mask(t->dtype())) return;  // the result's length is the mask's count of true elements
+  check_index_put_values(op, values, index(op, self, indices));
 }
 
 void check_index(const char* op, const Tensor& self, const OptionalTensorList& indices) {

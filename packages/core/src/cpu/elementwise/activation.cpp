@@ -125,8 +125,6 @@ Tensor softplus_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& bet
   return act_backward("softplus_backward", g, x, kActSoftplus, beta.to_double(), threshold.to_double());
 }
 Tensor hardtanh_cpu(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  FB_CHECK_VALUE(lo.to_double() <= hi.to_double(), "[hardtanh] min_val (", lo.to_double(),
-                 ") cannot be greater than max_val (", hi.to_double(), ")");
   return act_forward("hardtanh", x, kActHardtanh, lo.to_double(), hi.to_double());
 }
 Tensor hardtanh_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {

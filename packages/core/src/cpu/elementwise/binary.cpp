@@ -121,17 +121,6 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
     default:
       unsupported_dtype("pow", t);
   }
-  // As PyTorch: a negative Python-int exponent of an integer tensor is an
-  // error (a tensor of exponents is not checked element by element).
-  // The exponent must also fit the dtype, as PyTorch's (int8 tensor ** 128 raises).
-  if (is_integral(t, /*include_bool=*/false) && b.impl()->is_wrapped_number() &&
-      b.dtype() == ScalarType::Int64) {
-    const int64_t e = *b.data<int64_t>();
-    FB_CHECK_VALUE(
-        e >= 0, "[pow] integers to negative integer powers are not allowed: ", dtype_name(a.dtype()),
-        " tensor of shape ", shape_str(a.sizes()), " ** ", e, "; use a float base, e.g. t.float() ** ", e);
-    check_scalar_fits(Scalar(e), t, "pow");
-  }
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
   run_loop(it, loop, 0, kGrainSize);
   return it.output();

@@ -74,9 +74,10 @@ void round_decimals_loop(char** d, const int64_t* s, int64_t n, double decimals)
 
 Tensor round_cpu(const Tensor& a, int64_t decimals) {
   if (decimals == 0) return unary_same("round", a, kVec_round, kCopyInts);
-  const ScalarType t = a.dtype();
-  FB_CHECK_TYPE(is_floating(t), "[round] decimals != 0 needs a floating point tensor, got dtype ",
-                dtype_name(t));
+  const ScalarType t = a.dtype();  // floating (meta::check_round_decimals)
+  // float16/bfloat16 round in float32, as PyTorch's opmath; the loops below are float32 and float64.
+  if (t == ScalarType::Float16 || t == ScalarType::BFloat16)
+    return op::cast(round_cpu(op::cast(a, ScalarType::Float32), decimals), t);
   TensorIterator it = TensorIterator::unary("round", a, t, t);
   const Loop1D loop = t == ScalarType::Float32 ? &round_decimals_loop<float> : &round_decimals_loop<double>;
   run_loop(it, loop, static_cast<double>(decimals));

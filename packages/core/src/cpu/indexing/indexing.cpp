@@ -490,26 +490,10 @@ Tensor index_cpu(const Tensor& self, const OptionalTensorList& indices) {
 
 Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Tensor& values,
                       bool accumulate) {
-  FB_CHECK_TYPE(values.dtype() == self.dtype(), "[index_put_] values dtype ", dtype_name(values.dtype()),
-                " must match self dtype ", dtype_name(self.dtype()), " (cast the values first)");
-  FB_CHECK(values.device() == self.device(), "[index_put_] values are on ", values.device().str(),
-           " but self is on ", self.device().str());
-  for (int64_t d = 0; d < self.dim(); ++d)
-    FB_CHECK(self.strides()[d] != 0 || self.sizes()[d] <= 1,
-             "[index_put_] cannot write into an expanded tensor (", self.describe(), ", strides ",
-             shape_str(self.strides()),
-             "): several of its elements share one memory location; clone() it first");
-  meta::check_index("index_put_", self, indices);
+  // meta::check_index_put (the check step) has checked the arguments; a mask's result shape is known now.
   const IndexPlan p = plan_index("index_put_", self, indices);
   const Shape rshape = p.result_shape();
-  const auto rn = static_cast<int64_t>(rshape.size());
-  bool fits = values.dim() <= rn;
-  for (int64_t k = 1; fits && k <= values.dim(); ++k) {
-    const int64_t vs = values.sizes()[values.dim() - k];
-    fits = vs == 1 || vs == rshape[rn - k];
-  }
-  FB_CHECK_VALUE(fits, "[index_put_] shape mismatch: values of shape ", shape_str(values.sizes()),
-                 " cannot be broadcast to the indexing result of shape ", shape_str(rshape));
+  meta::check_index_put_values("index_put_", values, rshape);
   const int64_t rows = p.rows();
   if (rows == 0 || shape_numel(p.post_sizes) == 0) {
     self.impl()->bump_version();
