@@ -293,6 +293,45 @@ def test_an_in_place_op_between_runs_keeps_its_place():
     assert groups(compiled) == [[["mul", "exp"], ["add", "relu", "mul"]]]
 
 
+def test_a_recorded_write_between_runs_keeps_its_place():
+    def f(x, y):
+        a = (x * 3).exp()
+        a[0] = -1.0  # x[i] = v is an op of the graph: the second run reads the written a
+        return (a + y).relu() * y
+
+    fb.manual_seed(9)
+    x, y = fb.randn(4, 5), fb.randn(4, 5)
+    compiled = fb.compile(f)
+    with fb.no_grad():
+        compiled(x, y)
+        out = compiled(x, y)
+    close(out, f(to_torch(x), to_torch(y)))
+    assert groups(compiled) == [[["mul", "exp"], ["add", "relu", "mul"]]]
+
+
+def masked_scores(M, x, keep):
+    """An attention-style mask: -inf where masked (exp gives 0 there), and a log that is NaN below zero."""
+    s = M.where(keep, x * 0.5, float("-inf"))
+    return s, s.exp() - 1, (x + 0.5).log() * 2
+
+
+def test_results_with_inf_and_nan_are_fused():
+    fb.manual_seed(10)
+    x, keep = fb.randn(6, 5), fb.randn(6, 5) > 0
+    compiled = fb.compile(lambda x, keep: masked_scores(fb, x, keep))
+    with fb.no_grad():
+        compiled(x, keep)
+        scores, out, logs = compiled(x, keep)
+    t_scores, t_out, t_logs = masked_scores(torch, to_torch(x), to_torch(keep))
+    assert bool(scores.isinf().any()) and bool(logs.isnan().any())
+    np.testing.assert_array_equal(scores.numpy(), t_scores.numpy())
+    close(out, t_out)
+    np.testing.assert_array_equal(np.isnan(logs.numpy()), np.isnan(t_logs.numpy()))
+    np.testing.assert_allclose(logs.numpy(), t_logs.numpy(), rtol=2e-5, atol=2e-6)
+    assert compiled.break_reasons == []
+    assert groups(compiled) == [[["mul", "where", "exp", "sub", "add", "log", "mul"]]]
+
+
 def layer_norm_and_softmax(x, w, b):
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)

@@ -31,8 +31,9 @@ def current() -> _Capture | None:
 
 # --------------------------------------------------------------------------- what the recorder does not see
 # Calls that hand values to Python or act outside the recorded ops, with no report of their own; wrapped only
-# while some thread captures. (Reads through the buffer protocol, np.asarray(t) and memoryview(t), cannot be
-# wrapped from Python and stay unseen.)
+# while some thread captures. The writes the recorder reports (x[i] = v, index_put_, fill_, uniform_,
+# normal_) and requires_grad_ are ops of the graph instead (Note [Captured graph]). Reads through the buffer
+# protocol, np.asarray(t) and memoryview(t), cannot be wrapped from Python and stay unseen.
 _READ = "the function reads a tensor's values into Python (Tensor.{})"
 _HOOK = "the function registers an autograd hook (Tensor.{}), which a replay would not"
 _AUTOGRAD = "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
@@ -44,10 +45,7 @@ def _watched() -> list[tuple[Any, str, str]]:
 
     reads = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
     hooks = ("register_hook", "retain_grad", "register_post_accumulate_grad_hook")
-    mutators = (
-        "__setitem__", "index_put_", "fill_", "uniform_", "normal_", "detach_", "requires_grad_", "share_memory_",
-        "_set_data", "_move_storage_",
-    )  # fmt: skip
+    mutators = ("detach_", "share_memory_", "_set_data", "_move_storage_")
     return [
         *((Tensor, name, _READ.format(name)) for name in reads),
         *((Tensor, name, _HOOK.format(name)) for name in hooks),
@@ -160,7 +158,7 @@ class CaptureResult:
 
 class _Capture:
     def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool]] = []
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool, bool]] = []
         self.breaks: str | None = None
         self.leaves: dict[int, tuple[Tensor, Any, int]] = {}  # id -> (leaf, its .grad, the grad's version)
         self.outer: Any = None
@@ -173,8 +171,11 @@ class _Capture:
             self.leaves[id(t)] = (t, g, -1 if g is None else g._version)
 
     def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
-        # Lists and dicts as they are now: the program may change them after the call.
-        self.calls.append((name, _frozen(args), _frozen(kwargs or {}), result, fc.is_grad_enabled()))
+        # Lists and dicts as they are now: the program may change them after the call. The recorder says
+        # whether the program called the method or the function (where's arguments differ between them).
+        info = _C._op_call_info()
+        method = bool(info[0]) if info is not None else False
+        self.calls.append((name, _frozen(args), _frozen(kwargs or {}), result, fc.is_grad_enabled(), method))
         results = tensors_in(result) if not isinstance(result, Tensor) else [result]
         for t in results:
             self.results[id(t)] = (t, t.requires_grad, t.grad_fn)
@@ -319,21 +320,34 @@ def _same(a: Any, b: Any) -> bool:
         if not isinstance(b, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
             return False
         if a.is_floating_point() or a.is_complex():
-            if a.numel() == 0:
-                return True
-            # Threaded kernels may sum in another order, so the last bits can differ between two runs: the
-            # largest difference against the largest value (a NaN or inf anywhere fails, which only costs a replay).
-            a, b = a.detach(), b.detach()
-            rtol = 1e-4
-            if a.element_size() < 4 and not a.is_complex():  # float16, bfloat16
-                a, b, rtol = a.float(), b.float(), 1e-2
-            return bool((a - b).abs().max() <= 1e-6 + rtol * a.abs().max())
+            return a.numel() == 0 or _close(a.detach(), b.detach())
         return bool(fc.equal(a, b))
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return bool(a == b) if not isinstance(b, Tensor) else False
+
+
+def _close(a: Tensor, b: Tensor) -> bool:
+    """Two floating results agree: NaN where the other has NaN, the same infinities, finite values close.
+
+    Threaded kernels may sum in another order, so the last bits can differ between two runs: the largest
+    difference of the finite values against the largest finite value.
+    """
+    if a.is_complex():
+        a, b = fc.view_as_real(a), fc.view_as_real(b)
+    rtol = 1e-4
+    if a.element_size() < 4:  # float16, bfloat16
+        a, b, rtol = a.float(), b.float(), 1e-2
+    finite = a.isfinite()
+    if not fc.equal(finite, b.isfinite()) or not fc.equal(a.isnan(), b.isnan()):
+        return False
+    if not bool(finite.all()):
+        if not bool(((a == b) | finite | a.isnan()).all()):  # the same infinities in the same places
+            return False
+        a, b = a.where(finite, 0.0), b.where(finite, 0.0)
+    return bool((a - b).abs().max() <= 1e-6 + rtol * a.abs().max())
 
 
 def _side_effects(

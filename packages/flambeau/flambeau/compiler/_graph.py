@@ -14,11 +14,16 @@ Non-tensor arguments (ints from ``x.size(0)``, floats, dtypes) are plain constan
 input's shape and every non-tensor argument, so they are the same on every call the graph serves. A tensor
 argument nested in a list or tuple (``cat([a, b])``) stays nested, with its leaves as :class:`Ref`.
 
+Writes the recorder reports (``x[i] = v``, ``index_put_``, ``fill_``, ``uniform_``, ``normal_``, ``add_`` ...)
+are nodes like any other, replayed in place on the replay's own tensors; a node is replayed by the form the
+program called (``call_info()``'s method flag: ``fb.where(c, x, y)`` against ``x.where(c, y)``).
+
 Anything the recorder cannot account for is a graph break (:func:`build_graph` returns the reason instead
 of a graph): a tensor of traced origin that no recorded op produced (an unreported view such as ``x.T``,
 ``x.data``, ``x.detach()``), a value read into Python (``item``, ``bool``, ``tolist``, ``numpy``), a tensor
-made inside the function that is not a constant fill, mutation of such a tensor, a ``backward()`` inside the
-function (autograd is not recorded), random numbers drawn by an unrecorded factory.
+made inside the function that is not a constant fill, a write to such a tensor or its memory (the constant
+would change from call to call; a made-inside tensor that is only read, such as an index, is fine), a
+``backward()`` inside the function (autograd is not recorded), random numbers drawn by an unrecorded factory.
 """
 
 from __future__ import annotations
@@ -97,28 +102,30 @@ class GraphBreak(Exception):  # noqa: N818 (a signal, not an error: the function
 READS = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__", "equal", "allclose"}
 
 
-def _is_bool_tensor(obj: Any) -> bool:
-    return isinstance(obj, Tensor) and obj.dtype == fc.bool
-
-
-def _target(name: str, args: tuple[Any, ...]) -> Callable[..., Any] | None:
+def _target(name: str, args: tuple[Any, ...], method: bool) -> Callable[..., Any] | None:
     """The callable that redoes a recorded call: the Tensor method (``self`` first) or the core function.
 
-    The recorder does not say which the program called; they agree (the function's first parameter is the
-    method's ``self``) except for ``where``: ``where(condition, input, other)`` against
-    ``input.where(condition, other)``, told apart by which argument is the boolean condition.
+    ``method`` is the recorder's word on which form the program called (``call_info()``). The two forms agree
+    (the function's first parameter is the method's ``self``) except for ``where``: ``where(condition, input,
+    other)`` against ``input.where(condition, other)``, so ``where`` follows the flag. Only callables are
+    returned: ``getattr(Tensor, name)`` of a property (``real``, ``T``) is the property object.
     """
     if name == "where":
-        if len(args) < 2:  # where(condition): only the function has it
-            return fc.where if args else None
-        first, second = _is_bool_tensor(args[0]), _is_bool_tensor(args[1])
-        return fc.where if first and not second else Tensor.where if second and not first else None
+        return Tensor.where if method else fc.where
     if args and isinstance(args[0], Tensor):
-        method = getattr(Tensor, name, None)
-        if method is not None:
-            return method
-    fn = getattr(fc._C, name, None) or getattr(fc, name, None)
+        bound = getattr(Tensor, name, None)
+        if callable(bound):
+            return bound
+    fn = getattr(fc._C, name, None)
+    if not callable(fn):
+        fn = getattr(fc, name, None)
     return fn if callable(fn) else None
+
+
+# Recorded writes whose written tensor is not named by a trailing underscore (``x[i] = v``).
+_WRITES = {"__setitem__"}
+# Recorded with every argument positional, though the binding takes the last one by keyword only.
+_KEYWORD_LAST = {"uniform_": "generator", "normal_": "generator"}
 
 
 def tensors_in(obj: Any) -> list[Tensor]:
@@ -183,6 +190,7 @@ class _Builder:
         self.refs: dict[int, Ref] = {}
         self.const_index: dict[int, int] = {}
         self.made_inside: set[int] = set()  # ids of constants made inside the function (fills)
+        self.made_inside_storages: set[int] = set()  # their memory: a recorded view of one writes it too
         self.long_lived = long_lived
         self.rng_advanced = rng_advanced
         self.traced_storages: set[int] = set()  # memory holding inputs and computed values
@@ -206,8 +214,8 @@ class _Builder:
         if t._storage_ptr and t._storage_ptr in self.traced_storages:
             raise GraphBreak(
                 f"{where} uses a {tuple(t.shape)} tensor that shares memory with the inputs or computed values but "
-                "that no recorded op made (a view such as x.T, x.mT, x.data, x.detach(), narrow, select or unbind, "
-                "which the op recorder does not report)"
+                "that no recorded op made (a view such as x.T, x.mT, x.data or x.detach(), which the op recorder "
+                "does not report)"
             )
         # Made inside the function by something the recorder does not see: a factory (fb.zeros), autograd
         # (fb.autograd.grad, .grad), an extension op. Only a constant fill is surely the same on every call.
@@ -224,6 +232,8 @@ class _Builder:
                 "report (a factory such as fb.tensor or fb.arange, fb.autograd.grad, an extension op)"
             )
         self.made_inside.add(id(t))
+        if t._storage_ptr:
+            self.made_inside_storages.add(t._storage_ptr)
         return self._constant(t)
 
     def _constant(self, t: Tensor) -> Ref:
@@ -253,22 +263,28 @@ class _Builder:
             raise GraphBreak(f"{where} reads a writable NumPy array, whose values a replay would take as constants")
         return obj
 
-    def add(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool) -> None:
+    def add(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool, method: bool
+    ) -> None:
         where = f"op {name!r}"
         if name in READS:
             raise GraphBreak(f"the function reads a tensor's value into Python ({name}): data-dependent control flow")
         paths = _result_paths(result)
         if not paths and result is not None and tensors_in(args):
             raise GraphBreak(f"op {name!r} returns a {type(result).__name__} computed from tensors into Python")
-        target = _target(name, args)
+        keyword = _KEYWORD_LAST.get(name)
+        if keyword is not None and len(args) == 4 and keyword not in kwargs:
+            args, kwargs = args[:3], {**kwargs, keyword: args[3]}
+        target = _target(name, args, method)
         if target is None:
             raise GraphBreak(f"op {name!r} has no callable to replay it with (or which one is ambiguous)")
         arg_t = self.template(args, where)
         kw_t = self.template(kwargs, where) if kwargs else {}
-        if (name.endswith("_") and not name.endswith("__")) or "out" in kwargs:
-            for t in tensors_in(args) + tensors_in(kwargs):
-                if id(t) in self.made_inside:
-                    raise GraphBreak(f"op {name!r} mutates a tensor made inside the function by an unrecorded op")
+        written = self._written(name, args, kwargs)
+        if any(id(t) in self.made_inside or t._storage_ptr in self.made_inside_storages for t in written):
+            raise GraphBreak(f"op {name!r} mutates a tensor made inside the function by an unrecorded op")
+        if name in _WRITES:
+            paths = []  # the binding returns None (the recorder reports self): the written tensor keeps its Ref
         g = self.graph
         g.nodes.append(Node(name, target, arg_t, kw_t, grad, g.num_values, paths))
         for path in paths:
@@ -277,10 +293,21 @@ class _Builder:
             g.num_values += 1
             self._traced(t)
 
+    @staticmethod
+    def _written(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
+        """The tensors a recorded call writes: ``self`` of an in-place op or a write, and ``out=``."""
+        out = tensors_in(kwargs.get("out")) if kwargs else []
+        in_place = name in _WRITES or (name.endswith("_") and not name.endswith("__"))
+        if in_place and args and isinstance(args[0], Tensor):
+            out.append(args[0])
+        elif in_place:  # a write whose target is not its first argument: unsure which tensor it writes
+            out += tensors_in(args)
+        return out
+
 
 def build_graph(
     inputs: list[Tensor],
-    calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool]],
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool, bool]],
     result: Any,
     long_lived: dict[int, Tensor],
     rng_advanced: bool,
@@ -288,8 +315,8 @@ def build_graph(
 ) -> Graph:
     """The graph of one recorded run (Note [Captured graph]); raises :class:`GraphBreak` with the reason."""
     b = _Builder(inputs, long_lived, rng_advanced, grads)
-    for name, args, kwargs, res, grad in calls:
-        b.add(name, args, kwargs, res, grad)
+    for name, args, kwargs, res, grad, method in calls:
+        b.add(name, args, kwargs, res, grad, method)
     out = b.template(result, "the function's result")
     odd = _opaque_leaf(out)
     if odd is not None:
