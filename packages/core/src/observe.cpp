@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "flambeau/error.h"
 
@@ -81,6 +82,21 @@ struct ThreadBuffer {
   std::vector<RawMemory> memory;
   std::vector<RawLaunch> launches;
   std::vector<OpenEntry> open;
+
+  // What stop() leaves: empty, keeping at most kKeptEvents events' worth of capacity.
+  void release_excess() {
+    constexpr size_t kKeptEvents = size_t{1} << 16;
+    auto trim = [](auto& v, size_t keep) {
+      v.clear();
+      if (v.capacity() > keep) std::remove_reference_t<decltype(v)>().swap(v);
+    };
+    trim(events, kKeptEvents);
+    trim(names, kKeptEvents);
+    trim(dims, 8 * kKeptEvents);
+    trim(stack, 32 * kKeptEvents);
+    trim(memory, kKeptEvents);
+    trim(launches, kKeptEvents);
+  }
 
   void reset(uint64_t s) {
     session = s;
@@ -313,13 +329,8 @@ std::vector<Event> stop() {
       e.address = m.address;
       e.device = Device{m.device_type, m.device_index}.str();
     }
-    // Capacity stays for the thread's next session; the strings go now.
-    b->events.clear();
-    b->names.clear();
-    b->dims.clear();
-    b->stack.clear();
-    b->memory.clear();
-    b->launches.clear();
+    // Capacity stays for the thread's next session, up to a bound (a long session's does not).
+    b->release_excess();
   }
   if (!launches.empty()) {
     std::sort(launches.begin(), launches.end());

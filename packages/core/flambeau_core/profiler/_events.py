@@ -372,6 +372,7 @@ class EventList(list):
             self.self_cpu_time_total,
             # As PyTorch's: the device time of the kernels (an op's is theirs again).
             sum(e.self_device_time_total for e in self if e.device_type != "CPU"),
+            _device_label(self),
             header=header,
             profile_memory=self._profile_memory,
             with_flops=self._with_flops,
@@ -409,16 +410,17 @@ def _format_memory(nbytes: int) -> str:
 
 def _device_label(events: Sequence[Any]) -> str:
     """The device columns' name as PyTorch's ("CUDA", or a plug-in device's name), "" without device time."""
-    devices = {e.device_type for e in events if e.device_type != "CPU" or e.device_time_total > 0}
     if not any(e.device_time_total > 0 for e in events):
         return ""
-    return "CUDA" if "CUDA" in devices or not devices - {"CPU"} else sorted(devices - {"CPU"})[0].upper()
+    kinds = {e.device_type for e in events} - {"CPU"}
+    return "CUDA" if not kinds or "CUDA" in kinds else sorted(kinds)[0].upper()
 
 
 def _build_table(
     events: Sequence[Any],
     self_cpu_time_total: float,
     self_device_total: float,
+    device_label: str,
     *,
     header: str | None,
     profile_memory: bool,
@@ -432,7 +434,6 @@ def _build_table(
     has_shapes = any(getattr(e, "input_shapes", None) for e in events)
     has_stack = any(getattr(e, "stack", None) for e in events)
     has_device_mem = any(e.device_memory_usage or e.self_device_memory_usage for e in events)
-    device_label = _device_label(events)
     flops = [e.flops for e in events if e.flops > 0] if with_flops else []
     name_width = min(max(len(e.key) for e in events) + 4, max_name_column_width)
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
