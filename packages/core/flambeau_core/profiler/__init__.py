@@ -8,9 +8,10 @@ dispatcher pays one branch per op. Results read as in PyTorch:
 ``prof.key_averages().table()``, ``prof.export_chrome_trace(path)`` (Perfetto,
 chrome://tracing), ``prof.export_memory_timeline(path)``.
 
-Device activity (``ProfilerActivity.CUDA``, ``ProfilerActivity.PrivateUse1`` for
-a plug-in device such as the simulated ``sim``): each kernel a device stream runs
-is an event on the stream's thread, with its start and end there, linked to the
+Device activity (``ProfilerActivity.PrivateUse1``: a plug-in device such as the
+simulated ``sim``; flambeau-cuda's kernels are not recorded yet, so
+``ProfilerActivity.CUDA`` warns): each kernel a device stream runs is an event on
+the stream's thread, with its start and end there, linked to the
 op that launched it (``FunctionEvent.launched_by``, the trace's flow arrows) and
 counted as device time in the table. With ``num_workers > 0`` the DataLoader's
 workers record their batches too; their events carry the worker's ``pid``.
@@ -59,8 +60,8 @@ __all__ = [
 
 
 class ProfilerActivity(enum.Enum):
-    """What a profile records: ``CPU`` (ops, ranges, backward nodes), ``CUDA`` (kernels of cuda streams) and
-    ``PrivateUse1`` (kernels of a plug-in device's streams, e.g. ``sim``)."""
+    """What a profile records: ``CPU`` (ops, ranges, backward nodes) and ``PrivateUse1`` (kernels of a plug-in
+    device's streams, e.g. ``sim``). ``CUDA`` is accepted with a warning: cuda kernels are not recorded yet."""
 
     CPU = 0
     CUDA = 1
@@ -85,8 +86,6 @@ def supported_activities() -> set[ProfilerActivity]:
         True
     """
     acts = {ProfilerActivity.CPU}
-    if _C._device_count("cuda") > 0:
-        acts.add(ProfilerActivity.CUDA)
     plugin = _C._plugin_device_name()
     if plugin and _C._device_count(plugin) > 0:
         acts.add(ProfilerActivity.PrivateUse1)
@@ -96,8 +95,6 @@ def supported_activities() -> set[ProfilerActivity]:
 def _device_types(activities: set[ProfilerActivity]) -> list[str]:
     """The device type names whose kernels the activities ask for (and that have devices)."""
     names = []
-    if ProfilerActivity.CUDA in activities and _C._device_count("cuda") > 0:
-        names.append("cuda")
     plugin = _C._plugin_device_name()
     if ProfilerActivity.PrivateUse1 in activities and plugin and _C._device_count(plugin) > 0:
         names.append(plugin)
@@ -280,8 +277,8 @@ class profile:
         missing = acts - supported_activities()
         if missing:
             warnings.warn(
-                f"[profiler.profile] {', '.join(sorted(a.name for a in missing))} activity requested but no such "
-                "device is present: only the CPU-side ranges are recorded",
+                f"[profiler.profile] {', '.join(sorted(a.name for a in missing))} activity is not recorded (no such "
+                "device, or cuda, whose kernels are not recorded yet): only the CPU-side ranges are recorded",
                 stacklevel=2,
             )
         self.activities = acts
