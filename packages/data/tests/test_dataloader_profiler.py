@@ -6,6 +6,7 @@ import json
 import os
 
 import flambeau_core as fc
+import pytest
 import torch
 from flambeau_core import _C
 from flambeau_core.profiler import profile, record_function
@@ -112,3 +113,23 @@ def test_workers_record_only_the_batches_of_a_profile():
         inside = DataLoader(_Recording(), batch_size=4, num_workers=1, persistent_workers=True)
         assert next(iter(inside)).flatten().tolist() == [1.0] * 4
     assert next(iter(inside)).flatten().tolist() == [0.0] * 4
+
+
+class _FailsAt3:
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 3:
+            raise KeyError(f"no sample {i}")
+        return fc.full((1,), float(i))
+
+
+def test_a_batch_that_fails_in_a_worker_is_still_in_the_profile():
+    with profile() as prof:
+        with pytest.raises(KeyError, match="no sample 3"):
+            for _ in DataLoader(_FailsAt3(), batch_size=2, num_workers=1):
+                pass
+    fetches = [e for e in prof.events() if e.name == "DataLoader worker fetch"]
+    assert len(fetches) >= 2 and all(e.pid != os.getpid() for e in fetches)
+    assert not _C._profiler_enabled()
