@@ -1,6 +1,7 @@
 // Note [Observation] (flambeau/observe.h): the gate and the profiler's recorder.
 #include "flambeau/observe.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <type_traits>
 
 #include "flambeau/error.h"
@@ -270,6 +272,20 @@ Event make_event(ThreadBuffer& b, RawEvent& r, int32_t offset) {
   if (r.kind == EventKind::Kernel) e.device = Device{r.device_type, r.device_index}.str();
   return e;
 }
+
+// A forked child (a DataLoader worker, say) does not go on recording its
+// parent's session: it starts with none. The parent's buffers are left alone
+// (leaked): another thread of the parent may have held one's mutex at the fork.
+void forget_session_in_child() {
+  detail::g_observe.fetch_and(static_cast<uint8_t>(~kObserveProfiler));
+  g_session.store(0, std::memory_order_relaxed);
+  new (&g_mu) std::mutex;
+  new std::vector<std::shared_ptr<ThreadBuffer>>(std::move(g_buffers));
+  g_buffers = {};
+  if (tls_buffer) new std::shared_ptr<ThreadBuffer>(std::move(tls_buffer));
+}
+
+[[maybe_unused]] const int g_fork_handler = ::pthread_atfork(nullptr, nullptr, &forget_session_in_child);
 
 }  // namespace
 

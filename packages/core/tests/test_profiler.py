@@ -488,3 +488,25 @@ def test_sessions_reuse_their_buffers_and_keep_shapes_apart():
         assert [e.input_shapes[0] for e in sums] == [[i + 1, 2] for i in range(n)]
         assert all(e.input_types[0] == "float32" for e in sums)
         assert len(prof.events()._memory_events) >= 2 * n
+
+
+def _child_records(conn):
+    fc.ones(4).add(1)
+    conn.send(_C._profiler_enabled())
+    conn.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_go_on_recording_its_parents_session():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with profile() as prof:
+        parent_end, child_end = ctx.Pipe()
+        p = ctx.Process(target=_child_records, args=(child_end,))
+        p.start()
+        recording_in_child = parent_end.recv()
+        p.join(60)
+        fc.ones(2).neg()
+    assert p.exitcode == 0 and recording_in_child is False
+    assert [e.name for e in prof.events() if e.name == "aten::neg"] == ["aten::neg"]
