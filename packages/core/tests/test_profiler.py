@@ -21,6 +21,7 @@ from flambeau_core.profiler import (
     schedule,
     tensorboard_trace_handler,
 )
+from flambeau_core.testing import check_chrome_trace
 
 
 def _program(lib):
@@ -225,18 +226,6 @@ def test_each_recorded_cycle_holds_only_its_steps_ops():
     assert schedule(wait=1, warmup=1, active=3)(4) == ProfilerAction.RECORD_AND_SAVE
 
 
-def _check_trace_event(e):
-    assert e["ph"] in ("X", "i", "M", "s", "f")
-    assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int)
-    if e["ph"] == "X":
-        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0
-        assert isinstance(e["args"], dict) and isinstance(e["cat"], str)
-    if e["ph"] == "i":
-        assert e["s"] in ("t", "p", "g") and isinstance(e["ts"], (int, float))
-    if e["ph"] in ("s", "f"):
-        assert "id" in e and isinstance(e["ts"], (int, float))
-
-
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_chrome_trace_is_valid_trace_event_json(tmp_path, suffix):
     with profile(record_shapes=True, profile_memory=True) as prof:
@@ -247,9 +236,7 @@ def test_chrome_trace_is_valid_trace_event_json(tmp_path, suffix):
     opener = gzip.open if suffix.endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
-    assert isinstance(doc["traceEvents"], list)
-    for e in doc["traceEvents"]:
-        _check_trace_event(e)
+    check_chrome_trace(doc)
     complete = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     names = {e["name"] for e in complete}
     assert {"block", "aten::mm", "aten::ones"} <= names
@@ -472,8 +459,7 @@ def test_with_stack_in_the_chrome_trace(tmp_path):
     prof.export_chrome_trace(str(tmp_path / "t.json"))
     with open(tmp_path / "t.json") as f:
         doc = json.load(f)
-    for e in doc["traceEvents"]:
-        _check_trace_event(e)
+    check_chrome_trace(doc)
     add = next(e for e in doc["traceEvents"] if e["name"] == "aten::add")
     assert add["args"]["Call stack"].split(";")[0].endswith(": _add_here")
 

@@ -9,6 +9,7 @@ import flambeau_sim as sim
 import pytest
 from flambeau_core.profiler import ProfilerActivity, profile, supported_activities
 from flambeau_core.profiler._events import KIND_KERNEL
+from flambeau_core.testing import check_chrome_trace
 
 S = sim.register(num_devices=2)
 DEVICE_ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
@@ -79,7 +80,7 @@ def test_kernel_flows_in_the_chrome_trace(tmp_path):
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     with open(path) as f:
-        trace = json.load(f)["traceEvents"]
+        trace = check_chrome_trace(json.load(f))
     complete = [e for e in trace if e["ph"] == "X"]
     kernel = next(e for e in complete if e["cat"] == "kernel" and e["name"] == "mul")
     op = next(e for e in complete if e["name"] == "aten::mul")
