@@ -294,6 +294,7 @@ class profile:
         self._recording = False
         self._events: EventList | None = None
         self._worker_events: list[tuple[int, list[tuple]]] = []
+        self._started_ns = 0
         self._step_range: record_function | None = None
 
     # ---- recording ----
@@ -304,6 +305,7 @@ class profile:
         _C._profiler_start(self.record_shapes, self.profile_memory, self.with_stack)
         self._recording = True
         self._worker_events = []
+        self._started_ns = _C._profiler_now_ns()
         _active = self
 
     def _stop_trace(self) -> None:
@@ -518,6 +520,7 @@ def _worker_session(config: tuple[bool, bool, bool] | None, events: list) -> Any
 
 
 def _add_worker_events(pid: int, events: list) -> None:
-    """Adds a worker's events to the profile recording now (dropped when none does)."""
-    if _active is not None and events:
+    """Adds a worker's events to the profile recording now; dropped when none does, or when they began
+    before it (a batch asked for by an earlier recording cycle of the schedule)."""
+    if _active is not None and events and min(e[2] for e in events) >= _active._started_ns:
         _active._worker_events.append((pid, events))
