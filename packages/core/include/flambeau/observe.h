@@ -6,13 +6,17 @@
 // the whole cost of observation. Its clients:
 //   * kObserveKernelTrace: the debug kernel trace (Note [Kernel trace]);
 //   * kObserveProfiler: the profiler's recorder below, which `fb.profiler`
-//     drives (flambeau_core/profiler.py);
+//     drives (flambeau_core/profiler/);
 //   * kObserveAutocast: set while some thread has an autocast region open
 //     (Note [Autocast], dispatch.h), so that autocast costs nothing outside one.
 // The autograd engine (backward nodes), the storage allocation path (bytes
 // allocated and freed, whatever allocator is current), the DataLoader and
 // user code (`record_function`) report to the same recorder through
-// RecordScope / record_memory, each behind the same gate.
+// RecordScope / record_memory, each behind the same gate. A device backend's
+// streams report the kernels they run (kernel_launch on the launching thread,
+// kernel_begin on the stream's own), linked to the op open at the launch; with
+// with_stack, the Python binding's stack hook gives each op and range its
+// call site. How records are kept cheaply: Note [Cheap recording], observe.cpp.
 //
 // The recorder: every thread appends to a buffer of its own (registered once
 // per session; a per-buffer mutex is only contended while stop() collects it),
