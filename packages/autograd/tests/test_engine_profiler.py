@@ -8,6 +8,7 @@ import flambeau_autograd  # noqa: F401  (registers the Autograd kernels)
 import flambeau_core as fc
 import torch
 from flambeau_core.profiler import profile
+from flambeau_core.testing import check_chrome_trace
 
 
 def _program(lib):
@@ -56,7 +57,7 @@ def test_trace_has_forward_backward_flows(tmp_path):
     with profile() as prof:
         _program(fc)
     prof.export_chrome_trace(str(tmp_path / "t.json"))
-    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    trace = check_chrome_trace(json.loads((tmp_path / "t.json").read_text()))
     starts = {e["id"] for e in trace if e["ph"] == "s" and e["cat"] == "fwdbwd"}
     ends = {e["id"] for e in trace if e["ph"] == "f" and e["cat"] == "fwdbwd"}
     assert starts == ends and len(starts) >= 3

@@ -500,9 +500,9 @@ def _has_kernel(op: str, key: str) -> bool:
     True if a kernel of exactly this dispatch key is registered for the op (by its C++ name).
     """
 
-def _profiler_start(record_shapes: bool, profile_memory: bool) -> None:
+def _profiler_start(record_shapes: bool, profile_memory: bool, with_stack: bool = False) -> None:
     """
-    Note [Observation]: starts recording ops, ranges, backward nodes and (profile_memory) allocations.
+    Note [Observation]: starts recording ops, ranges, backward nodes, device kernels and (profile_memory) allocations; with_stack: each op's and range's Python stack.
     """
 
 def _profiler_stop() -> list[tuple]:

@@ -78,6 +78,7 @@ __all__ = [
     "DEVICE_TYPES",
     "asan_exit_code",
     "assert_close_on",
+    "check_chrome_trace",
     "cpu_settings",
     "current_device",
     "device_params",
@@ -185,6 +186,46 @@ def assert_close_on(device: Any, result: Any, expected: Any, *, rtol: float = 1e
     else:
         rv, ev = np.array(r.tolist(), dtype=np.float64), np.array(e.tolist(), dtype=np.float64)
     np.testing.assert_allclose(rv, ev, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def check_chrome_trace(doc: Any) -> list[dict]:
+    """Checks a profiler trace (``export_chrome_trace``'s JSON, loaded) against the trace-event format that
+    Perfetto and chrome://tracing read; returns its events. Each flow start ("s") has its finish ("f",
+    same category and id) at the same time or later.
+
+    Example:
+        >>> import json, os, tempfile
+        >>> import flambeau_core as fc
+        >>> from flambeau_core.profiler import profile
+        >>> from flambeau_core.testing import check_chrome_trace
+        >>> with profile() as prof:
+        ...     y = fc.ones(2) + 1
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
+        >>> prof.export_chrome_trace(path)
+        >>> "aten::add" in {e["name"] for e in check_chrome_trace(json.load(open(path)))}
+        True
+    """
+    assert isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list), "no traceEvents list"
+    flows: dict[tuple, dict[str, list[float]]] = {}
+    for e in doc["traceEvents"]:
+        assert e["ph"] in ("X", "i", "M", "s", "f"), e
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+        if e["ph"] == "M":
+            assert isinstance(e["args"]["name"], str), e
+            continue
+        assert isinstance(e["ts"], (int, float)), e
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+            assert isinstance(e["args"], dict) and isinstance(e["cat"], str), e
+        elif e["ph"] == "i":
+            assert e["s"] in ("t", "p", "g"), e
+        else:
+            assert isinstance(e["cat"], str) and "id" in e, e
+            flows.setdefault((e["cat"], e["id"]), {"s": [], "f": []})[e["ph"]].append(e["ts"])
+    for key, ends in flows.items():
+        assert len(ends["s"]) == len(ends["f"]), (key, ends)
+        assert all(s <= f for s, f in zip(sorted(ends["s"]), sorted(ends["f"]), strict=True)), (key, ends)
+    return doc["traceEvents"]
 
 
 def to_host(t: Any) -> Any:

@@ -21,6 +21,7 @@ from flambeau_core.profiler import (
     schedule,
     tensorboard_trace_handler,
 )
+from flambeau_core.testing import check_chrome_trace
 
 
 def _program(lib):
@@ -225,18 +226,6 @@ def test_each_recorded_cycle_holds_only_its_steps_ops():
     assert schedule(wait=1, warmup=1, active=3)(4) == ProfilerAction.RECORD_AND_SAVE
 
 
-def _check_trace_event(e):
-    assert e["ph"] in ("X", "i", "M", "s", "f")
-    assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int)
-    if e["ph"] == "X":
-        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0
-        assert isinstance(e["args"], dict) and isinstance(e["cat"], str)
-    if e["ph"] == "i":
-        assert e["s"] in ("t", "p", "g") and isinstance(e["ts"], (int, float))
-    if e["ph"] in ("s", "f"):
-        assert "id" in e and isinstance(e["ts"], (int, float))
-
-
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_chrome_trace_is_valid_trace_event_json(tmp_path, suffix):
     with profile(record_shapes=True, profile_memory=True) as prof:
@@ -247,9 +236,7 @@ def test_chrome_trace_is_valid_trace_event_json(tmp_path, suffix):
     opener = gzip.open if suffix.endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
-    assert isinstance(doc["traceEvents"], list)
-    for e in doc["traceEvents"]:
-        _check_trace_event(e)
+    check_chrome_trace(doc)
     complete = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     names = {e["name"] for e in complete}
     assert {"block", "aten::mm", "aten::ones"} <= names
@@ -385,11 +372,127 @@ def test_memory_timeline(tmp_path):
     del keep
 
 
-def test_cuda_activity_is_accepted_with_a_warning():
-    with pytest.warns(UserWarning, match=r"\[profiler.profile\] device kernel times are not recorded"):
+def test_cuda_activity_warns_and_records_the_cpu_side():
+    with pytest.warns(UserWarning, match=r"\[profiler.profile\] CUDA activity is not recorded"):
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     with prof:
         fc.ones(2).add(1)
     assert "aten::add" in {e.name for e in prof.events()}
+    assert all(e.device_time_total == 0 for e in prof.events())
+    assert "CUDA total" not in prof.key_averages().table()
     with pytest.raises(TypeError, match=r"\[profiler.profile\] activities must be ProfilerActivity"):
         profile(activities=["cpu"])
+
+
+# ---- with_stack ----
+def _add_here(x):
+    return x + 1
+
+
+def _mul_here(x):
+    return x * 3
+
+
+def _calls(lib):
+    x = lib.ones(2)
+    for _ in range(2):
+        _add_here(x)
+    _mul_here(x)
+    _add_here(x)
+
+
+def _enclosing_python_function(e):
+    """torch's profiler puts the Python functions around an op as events of their own ("file(line): name")."""
+    p = e.cpu_parent
+    while p is not None and "test_profiler.py(" not in p.name:
+        p = p.cpu_parent
+    return p.name if p is not None else None
+
+
+def test_with_stack_gives_each_op_the_stack_of_its_call_site_as_torch():
+    with profile(with_stack=True) as prof:
+        _calls(fc)
+    with torch.profiler.profile(with_stack=True) as tprof:
+        _calls(torch)
+    adds = [e for e in prof.events() if e.name == "aten::add"]
+    tadds = [e for e in tprof.events() if e.name == "aten::add"]
+    assert len(adds) == len(tadds) == 3
+    for e, t in zip(adds, tadds, strict=True):
+        # Innermost frame first: the function that ran the op, in this file, then its caller; torch names the
+        # same function (and file) in the Python event around its op.
+        assert "test_profiler.py(" in e.stack[0] and "test_profiler.py(" in e.stack[1], e.stack
+        assert e.stack[0].endswith(": _add_here") and e.stack[1].endswith(": _calls")
+        assert _enclosing_python_function(t).endswith(": _add_here")
+    mul = next(e for e in prof.events() if e.name == "aten::mul")
+    assert mul.stack[0].endswith(": _mul_here")
+    line = int(adds[0].stack[0].rsplit("(", 1)[1].split(")")[0])
+    assert line == _add_here.__code__.co_firstlineno + 1  # the line of the call, in the frame's function
+    # Grouped by the top frame, the add of one call site is one row of 3 calls.
+    groups = [a for a in prof.key_averages(group_by_stack_n=1) if a.key == "aten::add"]
+    assert [a.count for a in groups] == [3]
+    assert "Source Location" in prof.key_averages(group_by_stack_n=2).table()
+    # The ops an op runs inside it were called from the same Python line.
+    for e in prof.events():
+        for c in e.cpu_children:
+            if e.stack and c.stack:
+                assert c.stack == e.stack
+
+
+def test_with_stack_names_the_callers_of_record_function_and_only_when_asked():
+    def block():
+        with record_function("block"):
+            return fc.ones(1).neg()
+
+    with profile(with_stack=True) as prof:
+        block()
+    rng = next(e for e in prof.events() if e.name == "block")
+    assert rng.stack[0].endswith(": block") and "test_profiler.py" in rng.stack[0]
+    assert not any("profiler" + os.sep + "__init__.py" in f for f in rng.stack)
+    with profile() as plain:
+        block()
+    assert all(e.stack == [] for e in plain.events())
+
+
+def test_with_stack_in_the_chrome_trace(tmp_path):
+    with profile(with_stack=True) as prof:
+        _add_here(fc.ones(2))
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    with open(tmp_path / "t.json") as f:
+        doc = json.load(f)
+    check_chrome_trace(doc)
+    add = next(e for e in doc["traceEvents"] if e["name"] == "aten::add")
+    assert add["args"]["Call stack"].split(";")[0].endswith(": _add_here")
+
+
+def test_sessions_reuse_their_buffers_and_keep_shapes_apart():
+    # A thread's buffers are reused by the next session (Note [Cheap recording]): nothing of one leaks into another.
+    for n in (3, 5):
+        with profile(record_shapes=True, profile_memory=True) as prof:
+            for i in range(n):
+                fc.ones(i + 1, 2).sum(0)
+        sums = [e for e in prof.events() if e.name == "aten::sum"]
+        assert [e.input_shapes[0] for e in sums] == [[i + 1, 2] for i in range(n)]
+        assert all(e.input_types[0] == "float32" for e in sums)
+        assert len(prof.events()._memory_events) >= 2 * n
+
+
+def _child_records(conn):
+    fc.ones(4).add(1)
+    conn.send(_C._profiler_enabled())
+    conn.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_go_on_recording_its_parents_session():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with profile() as prof:
+        parent_end, child_end = ctx.Pipe()
+        p = ctx.Process(target=_child_records, args=(child_end,))
+        p.start()
+        recording_in_child = parent_end.recv()
+        p.join(60)
+        fc.ones(2).neg()
+    assert p.exitcode == 0 and recording_in_child is False
+    assert [e.name for e in prof.events() if e.name == "aten::neg"] == ["aten::neg"]

@@ -5,14 +5,17 @@ results out (no queue feeder threads, no lock shared between workers; the main
 process waits on every result pipe and every worker's sentinel at once, so a
 death is seen at once).
 
-* main -> worker: ``(task_id, indices, slot)`` to fetch a batch into ring slot
+* main -> worker: ``(task_id, indices, slot, profiling)`` to fetch a batch into ring slot
   ``slot`` (Note [Batch ring]; ``indices`` is None for an iterable dataset:
-  "the next batch"); ``_ResumeIteration(seed)`` to
+  "the next batch"; ``profiling``: what to record while a profile records in
+  the main process, else None); ``_ResumeIteration(seed)`` to
   start a new epoch (persistent workers); ``None`` to exit.
 * worker -> main: ``(worker_id, task_id, payload)`` where payload is a
   ``ShmBatch`` (Note [Shared-memory batches]), an ``ExceptionWrapper`` (the
   fetch raised; re-raised in the main process in task order), or
   ``_IterableExhausted`` (an iterable dataset's copy in this worker ran out).
+  A batch fetched while profiling is preceded by ``(worker_id, None,
+  WorkerEvents)``: the profiler's events of that fetch, under the worker's pid.
   A ``_ResumeIteration`` is echoed back once every earlier task is answered, so
   the main process can drop stale results of an abandoned epoch.
 * A worker runs single-threaded (``flambeau_core.set_num_threads(1)``), seeds
@@ -37,12 +40,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import flambeau_core as fc
+from flambeau_core import profiler as _profiler
+from flambeau_core.profiler import _events as _profiler_events
 
 from flambeau_data import _shm
 from flambeau_data._convert import is_numpy_array, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
 
 _POLL = 1.0
+# The profiler's range around a batch fetched in a worker (under the worker's pid).
+_WORKER_FETCH = "DataLoader worker fetch"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,14 @@ def get_worker_info() -> WorkerInfo | None:
         True
     """
     return _worker_info
+
+
+@dataclass(frozen=True)
+class WorkerEvents:
+    """The profiler's events of one batch fetched in a worker process (Note [Worker protocol])."""
+
+    pid: int
+    events: list
 
 
 @dataclass(frozen=True)
@@ -160,6 +175,8 @@ class _MapFetcher:
         self.collate_fn = collate_fn
         self._getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
         self._default_collate = collate_fn is default_collate
+        # The profiler's range around gathering a batch's samples, named after the method that does it.
+        self._getitem_range = f"{type(dataset).__name__}.{'__getitems__' if self._getitems else '__getitem__'}"
         self.defer_rows = False  # set in a worker: return a TensorDataset's rows ungathered
         # A plain list/tuple/range: out-of-range indices name the index and the length.
         self._sequence = type(dataset) in (list, tuple, range)
@@ -176,17 +193,23 @@ class _MapFetcher:
             return self.collate_fn(self.dataset[indices])
         if self._rows:
             return self._gather_rows(indices)
-        if self._getitems is not None:
-            data = self._getitems(indices)
-            if self.defer_rows and self._default_collate and type(data) is GatheredBatch and data.index is not None:
-                return data  # gathered straight into shared memory by the worker (WorkerRing.gather_rows)
+        if self.defer_rows:  # in a worker: the dataset's range in the worker's profile (Note [Worker protocol])
+            with _profiler._range(self._getitem_range, _profiler_events.KIND_USER):
+                data = self._samples(indices)
         else:
-            if self._sequence:
-                from flambeau_data.dataset import check_indices
-
-                check_indices(indices, len(self.dataset), "DataLoader")
-            data = [self.dataset[i] for i in indices]
+            data = self._samples(indices)
+        if self.defer_rows and self._default_collate and type(data) is GatheredBatch and data.index is not None:
+            return data  # gathered straight into shared memory by the worker (WorkerRing.gather_rows)
         return self.collate_fn(data)
+
+    def _samples(self, indices: Any) -> Any:
+        if self._getitems is not None:
+            return self._getitems(indices)
+        if self._sequence:
+            from flambeau_data.dataset import check_indices
+
+            check_indices(indices, len(self.dataset), "DataLoader")
+        return [self.dataset[i] for i in indices]
 
     def _gather_rows(self, indices: list[int]) -> Any:
         from flambeau_data.dataset import check_indices, index_tensor
@@ -285,6 +308,7 @@ def worker_loop(
             except (RuntimeError, ValueError, OSError):
                 pass  # no usable stderr (e.g. closed): the signal is still reported by the main process
         fc.set_num_threads(1)
+        _profiler._worker_started()
         seed = base_seed + worker_id
         _seed_worker(seed)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
@@ -322,18 +346,23 @@ def worker_loop(
                         init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
                 result_conn.send((worker_id, None, task))
                 continue
-            task_id, indices, slot = task
+            task_id, indices, slot, profiling = task
+            events: list = []
             if init_error is not None:
                 payload: Any = init_error
                 init_error = None
             else:
                 try:
-                    batch = fetcher.fetch(indices)  # type: ignore[union-attr]
-                    if type(batch) is GatheredBatch:
-                        payload = ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
-                    else:
-                        payload = ring.pack(batch, slot)
-                    del batch
+                    with (
+                        _profiler._worker_session(profiling, events),
+                        _profiler._range(_WORKER_FETCH, _profiler_events.KIND_DATALOADER),
+                    ):
+                        batch = fetcher.fetch(indices)  # type: ignore[union-attr]
+                        if type(batch) is GatheredBatch:
+                            payload = ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
+                        else:
+                            payload = ring.pack(batch, slot)
+                        del batch
                 except StopIteration:
                     payload = _IterableExhausted()
                 except Exception:
@@ -341,6 +370,8 @@ def worker_loop(
                     if indices is not None:
                         where += f" while loading the batch of sample indices {format_indices(indices)}"
                     payload = ExceptionWrapper(where=where)
+            if events:
+                result_conn.send((worker_id, None, WorkerEvents(os.getpid(), events)))
             # Sent synchronously, before the next task is read: when a worker dies, every batch it
             # finished is in its pipe, so the main process knows which batch it died on.
             result_conn.send((worker_id, task_id, payload))

@@ -707,7 +707,7 @@ class _MultiProcessIterator(_BaseIterator):
             self._exhausted = True
             return
         slot = self._pool.ring.take(wid)
-        self._pool.send(wid, (self._send_idx, indices, slot))
+        self._pool.send(wid, (self._send_idx, indices, slot, _profiler._worker_config()))
         self._task_worker[self._send_idx] = (wid, indices, slot)
         self._send_idx += 1
 
@@ -718,6 +718,9 @@ class _MultiProcessIterator(_BaseIterator):
         """The next message from the workers; a dead worker or the batch's deadline raise."""
         rec = self._task_worker.get(self._rcvd_idx)
         msg = self._pool.get(deadline, self._unreceived, rec[0] if rec is not None else None)
+        while msg is not None and type(msg[2]) is _worker.WorkerEvents:
+            _profiler._add_worker_events(msg[2].pid, msg[2].events)  # the profile of a batch that follows
+            msg = self._pool.get(deadline, self._unreceived, rec[0] if rec is not None else None)
         if msg is not None:
             return msg
         what = ""

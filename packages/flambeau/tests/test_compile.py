@@ -780,3 +780,19 @@ def test_reset_forgets_captures():
     fb.compiler.reset()
     assert g.graphs == []
     assert g(fb.ones(2)).tolist() == [0.0, 0.0] and len(g.graphs) == 1
+
+
+def test_a_replayed_call_is_one_compiled_region_in_the_profiler():
+    def f(x):
+        return (x * 2).relu()
+
+    g = fb.compile(f)
+    x = fb.randn(3, 4)
+    g(x)  # captured here; the calls below replay
+    with fb.profiler.profile() as prof:
+        for _ in range(3):
+            g(x)
+    regions = [e for e in prof.events() if e.name == "Torch-Compiled Region"]
+    assert len(regions) == 3
+    for r in regions:
+        assert {"aten::mul", "aten::relu"} <= {c.name for c in r.cpu_children}

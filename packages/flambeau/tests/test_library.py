@@ -601,6 +601,9 @@ def test_profiler_records_one_event_per_call():
         fb.ops.testlib.profiled(x)
     counts = {e.key: e.count for e in prof.key_averages()}
     assert counts["testlib::profiled"] == 4
+    # Each call is a range around its kernel's own work, at the top level of this thread.
+    ranges = [e for e in prof.events() if e.name == "testlib::profiled"]
+    assert all(e.cpu_parent is None and e.time_range.end >= e.time_range.start for e in ranges)
 
 
 def test_torch_library_through_the_import_hook():

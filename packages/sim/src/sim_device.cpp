@@ -50,6 +50,7 @@
 #include "flambeau/allocator.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/error.h"
+#include "flambeau/observe.h"
 #include "flambeau/ops.h"
 #include "flambeau/tensor_impl.h"
 #include "flambeau_alloc/per_device_allocator.h"
@@ -74,10 +75,13 @@ class SimStream final : public Stream {
   Device device() const override { return device_; }
   int64_t id() const override { return id_; }
 
-  /// Enqueues fn; returns its ticket (the number of functions enqueued so far).
-  uint64_t enqueue(std::function<void()> fn) {
+  /// Enqueues fn; returns its ticket (the number of functions enqueued so far). `kernel`
+  /// (a static name): the work is a kernel, an event of the profiler's device activity
+  /// on this stream's thread, linked to the op launching it here.
+  uint64_t enqueue(std::function<void()> fn, const char* kernel = nullptr) {
+    const uint64_t launch = kernel ? profiler::kernel_launch() : 0;
     std::lock_guard lock(m_);
-    queue_.push_back(std::move(fn));
+    queue_.push_back({std::move(fn), kernel, launch});
     const uint64_t ticket = ++enqueued_;
     work_cv_.notify_one();
     return ticket;
@@ -109,19 +113,23 @@ class SimStream final : public Stream {
  private:
   void loop() {
     for (;;) {
-      std::function<void()> fn;
+      Work work;
       {
         std::unique_lock lock(m_);
         work_cv_.wait(lock, [&] { return !queue_.empty(); });
-        fn = std::move(queue_.front());
+        work = std::move(queue_.front());
         queue_.pop_front();
       }
+      const int64_t range =
+          work.launch ? profiler::kernel_begin(work.kernel, device_, id_, work.launch) : int64_t{-1};
       try {
-        fn();
+        work.fn();
+        profiler::range_end(range);
       } catch (const std::exception& e) {
         // An asynchronous kernel failed (a bad index found in the data, say):
         // like a CUDA error it is sticky, raised by the next synchronous
         // operation on this stream (take_error), and reported here.
+        profiler::range_end(range);
         std::fprintf(stderr, "flambeau sim: a kernel on %s stream %lld failed: %s\n", device_.str().c_str(),
                      static_cast<long long>(id_), e.what());
         std::lock_guard lock(m_);
@@ -140,7 +148,12 @@ class SimStream final : public Stream {
   mutable std::mutex m_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::deque<std::function<void()>> queue_;
+  struct Work {
+    std::function<void()> fn;
+    const char* kernel = nullptr;
+    uint64_t launch = 0;  // the profiler's id linking the kernel to its launch, 0: not recorded
+  };
+  std::deque<Work> queue_;
   uint64_t enqueued_ = 0;
   std::atomic<uint64_t> completed_{0};
   std::string error_;
@@ -341,13 +354,15 @@ class SimBackend final : public DeviceBackend {
       sync_ops_[op] += 1;
     }
     std::exception_ptr error;
-    const uint64_t ticket = s.enqueue([&] {
-      try {
-        fn();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
+    const uint64_t ticket = s.enqueue(
+        [&] {
+          try {
+            fn();
+          } catch (...) {
+            error = std::current_exception();
+          }
+        },
+        op);
     s.wait_for(ticket);
     if (error) std::rethrow_exception(error);
     raise_async_error(s, op);
@@ -502,7 +517,7 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
   }
   if (self.numel() > 0) {
     if (async)
-      as_sim(*stream, "copy_").enqueue(std::move(work));
+      as_sim(*stream, "copy_").enqueue(std::move(work), "copy_");
     else
       g_backend->run_host_fallback(*stream, "copy_", work);
   }
@@ -669,9 +684,9 @@ struct Async<O, R(Args...)> {
     DeviceGuard guard(d);
     Tensor out = empty_sim(r.sizes(), r.dtype(), d);
     if (r.numel() > 0)
-      as_sim(*current_stream(d), O.name()).enqueue([dst = host_view(out), src = r]() mutable {
-        op::copy_.call_kernel(DispatchKey::CPU, dst, src);
-      });
+      as_sim(*current_stream(d), O.name())
+          .enqueue([dst = host_view(out), src = r]() mutable { op::copy_.call_kernel(DispatchKey::CPU, dst, src); },
+                   "copy_");
     return out;
   }
 
@@ -737,9 +752,8 @@ struct Async<O, R(Args...)> {
     const Tensor host_out = host_view(out, &shared);
     auto host = std::make_shared<std::tuple<typename Held<Args>::type...>>(
         map_arg([&shared](const Tensor& t) { return on_sim(t) ? host_view(t, &shared) : t; }, args)...);
-    s.enqueue([host, host_out] {
-      std::apply([&](auto&... a) { O.run_out(host_out, pass<Args>(a)...); }, *host);
-    });
+    s.enqueue([host, host_out] { std::apply([&](auto&... a) { O.run_out(host_out, pass<Args>(a)...); }, *host); },
+              O.name());
   }
   static constexpr bool kReturnsTensor = std::is_same_v<R, Tensor>;
 
@@ -757,7 +771,7 @@ struct Async<O, R(Args...)> {
                         *host);
     };
     if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
-      s.enqueue([run] { run(); });
+      s.enqueue([run] { run(); }, O.name());
       // In-place writes: bump the version of every device tensor argument
       // (as the fallback does for those it wrote; a kernel's writes are not
       // visible before it runs).
@@ -807,7 +821,7 @@ struct Async<O, R(Args...)> {
           size_t i = 0;
           std::apply([&](auto&... t) { (store(out_host[i++], t), ...); }, r);
         }
-      });
+      }, O.name());
       if constexpr (std::is_same_v<R, Tensor>) {
         return outs[0];
       } else {

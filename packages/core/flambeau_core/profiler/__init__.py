@@ -8,9 +8,13 @@ dispatcher pays one branch per op. Results read as in PyTorch:
 ``prof.key_averages().table()``, ``prof.export_chrome_trace(path)`` (Perfetto,
 chrome://tracing), ``prof.export_memory_timeline(path)``.
 
-Differences from PyTorch: ``ProfilerActivity.CUDA`` records no device kernel
-times (ops on device tensors appear as their CPU-side ranges); ``with_stack``
-records the Python stack of ``record_function`` ranges, not of single ops.
+Device activity (``ProfilerActivity.PrivateUse1``: a plug-in device such as the
+simulated ``sim``; flambeau-cuda's kernels are not recorded yet, so
+``ProfilerActivity.CUDA`` warns): each kernel a device stream runs is an event on
+the stream's thread, with its start and end there, linked to the
+op that launched it (``FunctionEvent.launched_by``, the trace's flow arrows) and
+counted as device time in the table. With ``num_workers > 0`` the DataLoader's
+workers record their batches too; their events carry the worker's ``pid``.
 
 Example:
     >>> import flambeau_core as fb
@@ -26,11 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import gc
 import os
 import socket
-import threading
 import time
-import traceback
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -38,7 +41,7 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError
 
-from ._events import KIND_USER, EventList, FunctionEvent, FunctionEventAvg, Interval, build_events
+from ._events import KIND_KERNEL, KIND_USER, EventList, FunctionEvent, FunctionEventAvg, Interval, build_events
 from ._memory_timeline import export_memory_timeline as _export_memory_timeline
 
 __all__ = [
@@ -57,10 +60,12 @@ __all__ = [
 
 
 class ProfilerActivity(enum.Enum):
-    """What a profile records: ``CPU`` (ops, ranges, backward nodes) and ``CUDA`` (accepted; see the module notes)."""
+    """What a profile records: ``CPU`` (ops, ranges, backward nodes) and ``PrivateUse1`` (kernels of a plug-in
+    device's streams, e.g. ``sim``). ``CUDA`` is accepted with a warning: cuda kernels are not recorded yet."""
 
     CPU = 0
     CUDA = 1
+    PrivateUse1 = 2
 
 
 class ProfilerAction(enum.Enum):
@@ -80,7 +85,20 @@ def supported_activities() -> set[ProfilerActivity]:
         >>> ProfilerActivity.CPU in supported_activities()
         True
     """
-    return {ProfilerActivity.CPU}
+    acts = {ProfilerActivity.CPU}
+    plugin = _C._plugin_device_name()
+    if plugin and _C._device_count(plugin) > 0:
+        acts.add(ProfilerActivity.PrivateUse1)
+    return acts
+
+
+def _device_types(activities: set[ProfilerActivity]) -> list[str]:
+    """The device type names whose kernels the activities ask for (and that have devices)."""
+    names = []
+    plugin = _C._plugin_device_name()
+    if ProfilerActivity.PrivateUse1 in activities and plugin and _C._device_count(plugin) > 0:
+        names.append(plugin)
+    return names
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
@@ -176,8 +194,6 @@ class record_function(contextlib.ContextDecorator):
 
     def __enter__(self) -> record_function:
         token = _C._record_function_enter(self.name, KIND_USER) if _active is not None else -1
-        if token >= 0 and _active is not None and _active.with_stack:
-            _active._note_stack(token)
         self._tokens.append(token)
         return self
 
@@ -206,11 +222,6 @@ class _KindRange:
             self._token = -1
 
 
-def _stack_of_caller() -> list[str]:
-    frames = traceback.extract_stack()[:-3]  # drop the profiler's own frames
-    return [f"{f.filename}({f.lineno}): {f.name}" for f in reversed(frames)]
-
-
 class profile:
     """Records what the program runs, as PyTorch's ``torch.profiler.profile``.
 
@@ -220,7 +231,8 @@ class profile:
         on_trace_ready: called with the profile after each recorded cycle (e.g. ``tensorboard_trace_handler``).
         record_shapes: record the shapes and dtypes of each op's tensor arguments.
         profile_memory: record the bytes each op allocates and frees.
-        with_stack: record the Python stack of ``record_function`` ranges.
+        with_stack: record the Python stack of each op's and range's call site (``FunctionEvent.stack``,
+            innermost frame first; ``key_averages(group_by_stack_n=N)``).
         with_flops: estimate the FLOPs of matrix products and convolutions (records shapes).
 
     Example:
@@ -262,10 +274,11 @@ class profile:
             raise TypeError(f"[profiler.profile] schedule must be callable (see profiler.schedule), got {schedule!r}")
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError(f"[profiler.profile] on_trace_ready must be callable, got {on_trace_ready!r}")
-        if ProfilerActivity.CUDA in acts and ProfilerActivity.CUDA not in supported_activities():
+        missing = acts - supported_activities()
+        if missing:
             warnings.warn(
-                "[profiler.profile] device kernel times are not recorded (ProfilerActivity.CUDA): ops on device "
-                "tensors appear as their CPU-side ranges",
+                f"[profiler.profile] {', '.join(sorted(a.name for a in missing))} activity is not recorded (no such "
+                "device, or cuda, whose kernels are not recorded yet): only the CPU-side ranges are recorded",
                 stacklevel=2,
             )
         self.activities = acts
@@ -280,7 +293,8 @@ class profile:
         self.current_action = ProfilerAction.NONE
         self._recording = False
         self._events: EventList | None = None
-        self._stacks: dict[tuple[int, int], list[str]] = {}
+        self._worker_events: list[tuple[int, list[tuple]]] = []
+        self._started_ns = 0
         self._step_range: record_function | None = None
 
     # ---- recording ----
@@ -288,29 +302,44 @@ class profile:
         global _active
         if self._recording or ProfilerActivity.CPU not in self.activities:
             return
-        _C._profiler_start(self.record_shapes, self.profile_memory)
+        _C._profiler_start(self.record_shapes, self.profile_memory, self.with_stack)
         self._recording = True
-        self._stacks = {}
+        self._worker_events = []
+        self._started_ns = _C._profiler_now_ns()
         _active = self
 
     def _stop_trace(self) -> None:
         global _active
         if not self._recording:
             return
-        raw = _C._profiler_stop()
-        self._recording = False
-        if _active is self:
-            _active = None
-        self._events = build_events(
-            raw, with_flops=self.with_flops, profile_memory=self.profile_memory, stacks=self._stacks
-        )
+        devices = _device_types(self.activities)
+        for name in devices:
+            # Kernels still queued run now, inside the session (PyTorch's profiler flushes the device too).
+            for index in range(_C._device_count(name)):
+                _C._synchronize(name, index)
+        # Making the events allocates millions of objects and frees none: the collector's passes over
+        # them would be most of the time spent here.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            raw = _C._profiler_stop()
+            self._recording = False
+            if _active is self:
+                _active = None
+            raw = [r for r in raw if r[1] != KIND_KERNEL or r[11].split(":")[0] in devices]
+            self._events = build_events(
+                raw,
+                with_flops=self.with_flops,
+                profile_memory=self.profile_memory,
+                worker_events=self._worker_events,
+            )
+        finally:
+            if collecting:
+                gc.enable()
 
     def _trace_ready(self) -> None:
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
-
-    def _note_stack(self, token: int) -> None:
-        self._stacks[(threading.get_native_id(), token & 0xFFFFFFFF)] = _stack_of_caller()
 
     def _transit(self, prev: ProfilerAction | None, cur: ProfilerAction | None) -> None:
         # As PyTorch's: a cycle ends after RECORD_AND_SAVE, or when RECORD is followed by a non-recording step.
@@ -451,3 +480,47 @@ def tensorboard_trace_handler(
         prof.export_chrome_trace(path)
 
     return handler
+
+
+# ---- DataLoader workers (Note [Worker protocol] in flambeau_data/_worker.py) ----
+def _worker_config() -> tuple[bool, bool, bool] | None:
+    """What a DataLoader worker should record for a batch: None while no profile records here."""
+    p = _active
+    return None if p is None else (p.record_shapes, p.profile_memory, p.with_stack)
+
+
+class _WorkerRecorder:
+    """A stand-in for the active profile inside a worker process, so that ``record_function`` ranges record."""
+
+
+def _worker_started() -> None:
+    """In a new worker process: drops a profile a forked worker inherited from its parent (it records
+    per batch, when told to)."""
+    global _active
+    _active = None
+    if _C._profiler_enabled():
+        _C._profiler_stop()
+
+
+@contextlib.contextmanager
+def _worker_session(config: tuple[bool, bool, bool] | None, events: list) -> Any:
+    """Records a worker's batch when ``config`` (from ``_worker_config``) says so; the recorder's tuples are
+    appended to ``events`` at the end, for the main process (``_add_worker_events``)."""
+    global _active
+    if config is None:
+        yield
+        return
+    _C._profiler_start(*config)
+    _active = _WorkerRecorder()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _active = None
+        events.extend(_C._profiler_stop())
+
+
+def _add_worker_events(pid: int, events: list) -> None:
+    """Adds a worker's events to the profile recording now; dropped when none does, or when they began
+    before it (a batch asked for by an earlier recording cycle of the schedule)."""
+    if _active is not None and events and min(e[2] for e in events) >= _active._started_ns:
+        _active._worker_events.append((pid, events))

@@ -17,13 +17,16 @@ from typing import Any
 from flambeau_core._C import FlambeauError
 
 # EventKind in flambeau/observe.h
-KIND_OP, KIND_USER, KIND_BACKWARD, KIND_MEMORY, KIND_DATALOADER = range(5)
+KIND_OP, KIND_USER, KIND_BACKWARD, KIND_MEMORY, KIND_DATALOADER, KIND_KERNEL = range(6)
 _TRACE_CATEGORY = {
     KIND_OP: "cpu_op",
     KIND_USER: "user_annotation",
     KIND_BACKWARD: "cpu_op",
     KIND_DATALOADER: "user_annotation",
+    KIND_KERNEL: "kernel",
 }
+# Frames of the profiler's own code (record_function.__enter__) are not the call site.
+_OWN_FRAMES = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class Interval:
@@ -104,6 +107,7 @@ class FunctionEvent:
         self_cpu_memory_usage: int = 0,
         self_device_memory_usage: int = 0,
         stack: list[str] | None = None,
+        pid: int | None = None,
     ) -> None:
         self.id = id
         self.name = name
@@ -125,6 +129,13 @@ class FunctionEvent:
         self.is_async = False
         self.node_id = -1
         self.trace_name = name
+        self.pid = os.getpid() if pid is None else pid
+        # Kernel events: the device ("cuda:0", "sim:1"), the stream and the launch linking it to its op.
+        self.device = ""
+        self.stream = -1
+        self.correlation = 0
+        self.launched_by: FunctionEvent | None = None
+        self.kernels: list[FunctionEvent] = []  # the kernels this op launched
 
     @property
     def key(self) -> str:
@@ -133,12 +144,14 @@ class FunctionEvent:
 
     @property
     def cpu_time_total(self) -> float:
-        """Wall time of the range in microseconds, children included."""
-        return self.time_range.elapsed_us()
+        """Wall time of the range in microseconds, children included (0 for a device kernel)."""
+        return 0.0 if self.kind == KIND_KERNEL else self.time_range.elapsed_us()
 
     @property
     def self_cpu_time_total(self) -> float:
-        """Wall time of the range in microseconds less its children's."""
+        """Wall time of the range in microseconds less its children's (0 for a device kernel)."""
+        if self.kind == KIND_KERNEL:
+            return 0.0
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
     @property
@@ -156,9 +169,24 @@ class FunctionEvent:
         """Bytes of device memory allocated less freed inside the range, children included."""
         return self.self_device_memory_usage + sum(c.device_memory_usage for c in self.cpu_children)
 
-    # PyTorch's device columns; flambeau's CPU profiler records no device kernels.
-    device_time_total = 0.0
-    self_device_time_total = 0.0
+    @property
+    def self_device_time_total(self) -> float:
+        """Device time in microseconds: a kernel's duration, or the kernels an op launched itself."""
+        if self.kind == KIND_KERNEL:
+            return self.time_range.elapsed_us()
+        return sum(k.time_range.elapsed_us() for k in self.kernels)
+
+    @property
+    def device_time_total(self) -> float:
+        """Device time in microseconds of the kernels launched by the range and by the ops inside it."""
+        if self.kind == KIND_KERNEL:
+            return self.time_range.elapsed_us()
+        return self.self_device_time_total + sum(c.device_time_total for c in self.cpu_children)
+
+    @property
+    def device_time(self) -> float:
+        """Average device time per call."""
+        return self.device_time_total / self.count
 
     def __repr__(self) -> str:
         return (
@@ -196,6 +224,7 @@ class FunctionEventAvg:
         self.node_id = -1
         self.device_time_total = 0.0
         self.self_device_time_total = 0.0
+        self.device_type = "CPU"
 
     def add(self, e: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
         """Adds one event (or another average) to the sums; returns self."""
@@ -207,6 +236,10 @@ class FunctionEventAvg:
         self.device_memory_usage += e.device_memory_usage
         self.self_device_memory_usage += e.self_device_memory_usage
         self.flops += e.flops
+        self.device_time_total += e.device_time_total
+        self.self_device_time_total += e.self_device_time_total
+        if getattr(e, "kind", None) == KIND_KERNEL:
+            self.device_type = e.device_type
         if not self.stack and e.stack:
             self.stack = list(e.stack)
         return self
@@ -220,6 +253,11 @@ class FunctionEventAvg:
     def self_cpu_time(self) -> float:
         """Average self time per call in microseconds."""
         return self.self_cpu_time_total / self.count if self.count else 0.0
+
+    @property
+    def device_time(self) -> float:
+        """Average device time per call in microseconds."""
+        return self.device_time_total / self.count if self.count else 0.0
 
     def __repr__(self) -> str:
         return (
@@ -332,6 +370,9 @@ class EventList(list):
         return _build_table(
             events,
             self.self_cpu_time_total,
+            # As PyTorch's: the device time of the kernels (an op's is theirs again).
+            sum(e.self_device_time_total for e in self if e.device_type != "CPU"),
+            _device_label(self),
             header=header,
             profile_memory=self._profile_memory,
             with_flops=self._with_flops,
@@ -367,9 +408,19 @@ def _format_memory(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _device_label(events: Sequence[Any]) -> str:
+    """The device columns' name as PyTorch's ("CUDA", or a plug-in device's name), "" without device time."""
+    if not any(e.device_time_total > 0 for e in events):
+        return ""
+    kinds = {e.device_type for e in events} - {"CPU"}
+    return "CUDA" if not kinds or "CUDA" in kinds else sorted(kinds)[0].upper()
+
+
 def _build_table(
     events: Sequence[Any],
     self_cpu_time_total: float,
+    self_device_total: float,
+    device_label: str,
     *,
     header: str | None,
     profile_memory: bool,
@@ -386,6 +437,9 @@ def _build_table(
     flops = [e.flops for e in events if e.flops > 0] if with_flops else []
     name_width = min(max(len(e.key) for e in events) + 4, max_name_column_width)
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if device_label:
+        d = device_label
+        headers += [f"Self {d}", f"Self {d} %", f"{d} total", f"{d} time avg"]
     if profile_memory:
         headers += ["CPU Mem", "Self CPU Mem"]
         if has_device_mem:
@@ -428,6 +482,13 @@ def _build_table(
             _format_time(e.cpu_time_total),
             _format_time(e.cpu_time),
         ]
+        if device_label:
+            cells += [
+                _format_time(e.self_device_time_total),
+                _format_share(e.self_device_time_total, self_device_total),
+                _format_time(e.device_time_total),
+                _format_time(e.device_time),
+            ]
         if profile_memory:
             cells += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
             if has_device_mem:
@@ -441,63 +502,73 @@ def _build_table(
             cells.append(e.stack[0] if e.stack else "")
         lines.append(row(cells))
     lines += [sep, f"Self CPU time total: {_format_time(self_cpu_time_total)}"]
+    if device_label:
+        lines.append(f"Self {device_label} time total: {_format_time(self_device_total)}")
     return "\n".join(lines) + "\n"
 
 
+def _call_site(stack: Sequence[str]) -> list[str]:
+    return [f for f in stack if not f.startswith(_OWN_FRAMES)]
+
+
 def build_events(
-    raw: Sequence[tuple], *, with_flops: bool, profile_memory: bool, stacks: dict[tuple[int, int], list[str]]
+    raw: Sequence[tuple],
+    *,
+    with_flops: bool,
+    profile_memory: bool,
+    worker_events: Sequence[tuple[int, Sequence[tuple]]] = (),
 ) -> EventList:
-    """FunctionEvents (children linked) from the recorder's tuples; memory events are kept apart."""
-    by_index: dict[int, FunctionEvent] = {}
+    """FunctionEvents (children and launched kernels linked) from the recorder's tuples: this process's, then
+    each DataLoader worker's ``(pid, tuples)``; memory events (this process's) are kept apart."""
     events = EventList(with_flops=with_flops, profile_memory=profile_memory)
     memory: list[tuple] = []
-    for i, r in enumerate(raw):
-        (
-            name,
-            kind,
-            start,
-            end,
-            thread,
-            parent,
-            seq,
-            self_cpu_mem,
-            self_dev_mem,
-            nbytes,
-            total,
-            device,
-            shapes,
-            dtypes,
-        ) = r[:14]
-        address, output_shape, thread_index = r[14], r[15], r[16]
-        if kind == KIND_MEMORY:
-            parent_event = by_index.get(parent)
-            memory.append((start / 1000.0, nbytes, total, device, address, thread, parent_event))
-            continue
-        e = FunctionEvent(
-            len(events),
-            # PyTorch lists every step range as "ProfilerStep*" (the trace keeps "ProfilerStep#N").
-            "ProfilerStep*" if kind == KIND_USER and name.startswith("ProfilerStep#") else name,
-            kind,
-            thread,
-            start / 1000.0,
-            end / 1000.0,
-            sequence_nr=seq,
-            input_shapes=[list(s) for s in shapes],
-            input_types=list(dtypes),
-            output_shape=list(output_shape) if output_shape else None,
-            self_cpu_memory_usage=self_cpu_mem,
-            self_device_memory_usage=self_dev_mem,
-            stack=stacks.get((thread, thread_index)),
-        )
-        e.trace_name = name
-        if with_flops and kind == KIND_OP:
-            e.flops = _flops(name, e.input_shapes, e.output_shape)
-        p = by_index.get(parent)
-        if p is not None:
-            e.cpu_parent = p
-            p.cpu_children.append(e)
-        by_index[i] = e
-        events.append(e)
+    for pid, chunk in ((None, raw), *worker_events):
+        by_index: dict[int, FunctionEvent] = {}
+        kernels: list[tuple[FunctionEvent, int]] = []
+        for i, r in enumerate(chunk):
+            (name, kind, start, end, thread, parent, seq, self_cpu_mem, self_dev_mem, nbytes, total, device) = r[:12]
+            shapes, dtypes, address, output_shape = r[12], r[13], r[14], r[15]
+            stack, stream, correlation, launched_by = r[17], r[18], r[19], r[20]
+            if kind == KIND_MEMORY:
+                if pid is None:
+                    memory.append((start / 1000.0, nbytes, total, device, address, thread, by_index.get(parent)))
+                continue
+            e = FunctionEvent(
+                len(events),
+                # PyTorch lists every step range as "ProfilerStep*" (the trace keeps "ProfilerStep#N").
+                "ProfilerStep*" if kind == KIND_USER and name.startswith("ProfilerStep#") else name,
+                kind,
+                thread,
+                start / 1000.0,
+                end / 1000.0,
+                sequence_nr=seq,
+                input_shapes=[list(s) for s in shapes],
+                input_types=list(dtypes),
+                output_shape=list(output_shape) if output_shape else None,
+                self_cpu_memory_usage=self_cpu_mem,
+                self_device_memory_usage=self_dev_mem,
+                stack=_call_site(stack),
+                pid=pid,
+            )
+            e.trace_name = name
+            if kind == KIND_KERNEL:
+                e.device, e.stream, e.correlation = device, stream, correlation
+                e.device_type = "CUDA" if device.startswith("cuda") else device.split(":")[0]
+                if launched_by >= 0:
+                    kernels.append((e, launched_by))
+            if with_flops and kind == KIND_OP:
+                e.flops = _flops(name, e.input_shapes, e.output_shape)
+            p = by_index.get(parent)
+            if p is not None:
+                e.cpu_parent = p
+                p.cpu_children.append(e)
+            by_index[i] = e
+            events.append(e)
+        for k, op_index in kernels:
+            op = by_index.get(op_index)
+            if op is not None:
+                k.launched_by = op
+                op.kernels.append(k)
     events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
     if with_flops:
         # A product counted by the op around it (matmul around mm, conv2d around convolution) counts once.
@@ -512,13 +583,19 @@ def build_events(
 
 
 def write_chrome_trace(events: Sequence[FunctionEvent], memory: Sequence[tuple], path: str | os.PathLike) -> None:
-    """The Chrome trace-event format: complete events ("X"), memory instants ("i") and forward-backward flows."""
-    pid = os.getpid()
-    trace: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}}
-    ]
-    for tid in sorted({e.thread for e in events}):
-        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"thread {tid}"}})
+    """The Chrome trace-event format: complete events ("X"), memory instants ("i"), forward-backward flows and
+    flows from each op to the device kernels it launched ("ac2g"). DataLoader workers' events are under
+    their own process ids."""
+    main_pid = os.getpid()
+    trace: list[dict[str, Any]] = []
+    for pid in sorted({e.pid for e in events} | {main_pid}):
+        name = "python" if pid == main_pid else f"DataLoader worker (pid {pid})"
+        trace.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
+    streams = {(e.pid, e.thread): e for e in events if e.kind == KIND_KERNEL}
+    for pid, tid in sorted({(e.pid, e.thread) for e in events}):
+        k = streams.get((pid, tid))
+        label = f"stream {k.stream} ({k.device})" if k is not None else f"thread {tid}"
+        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": label}})
     forward: dict[int, FunctionEvent] = {}
     for e in events:
         args: dict[str, Any] = {}
@@ -527,18 +604,22 @@ def write_chrome_trace(events: Sequence[FunctionEvent], memory: Sequence[tuple],
             args["Input type"] = e.input_types
         if e.sequence_nr >= 0:
             args["Sequence number"] = e.sequence_nr
-            if e.kind == KIND_OP:
+            if e.kind == KIND_OP and e.pid == main_pid:
                 forward.setdefault(e.sequence_nr, e)
         if e.flops:
             args["flops"] = e.flops
         if e.stack:
             args["Call stack"] = ";".join(e.stack)
+        if e.kind == KIND_KERNEL:
+            args.update({"device": e.device, "stream": e.stream, "correlation": e.correlation})
+            if e.launched_by is not None:
+                args["External id"] = e.launched_by.id
         trace.append(
             {
                 "ph": "X",
                 "cat": _TRACE_CATEGORY.get(e.kind, "cpu_op"),
                 "name": e.trace_name,
-                "pid": pid,
+                "pid": e.pid,
                 "tid": e.thread,
                 "ts": e.time_range.start,
                 "dur": e.time_range.elapsed_us(),
@@ -547,14 +628,22 @@ def write_chrome_trace(events: Sequence[FunctionEvent], memory: Sequence[tuple],
         )
     # Flow arrows from a forward op to the backward node it made (PyTorch's "fwdbwd" flows).
     for e in events:
-        if e.kind != KIND_BACKWARD or e.sequence_nr < 0 or e.name.startswith("autograd::engine"):
+        if e.kind != KIND_BACKWARD or e.sequence_nr < 0 or e.name.startswith("autograd::engine") or e.pid != main_pid:
             continue
         f = forward.get(e.sequence_nr)
         if f is None:
             continue
-        common = {"cat": "fwdbwd", "name": "fwdbwd", "id": e.sequence_nr, "pid": pid}
+        common = {"cat": "fwdbwd", "name": "fwdbwd", "id": e.sequence_nr, "pid": main_pid}
         trace.append({"ph": "s", "ts": f.time_range.start, "tid": f.thread, **common})
         trace.append({"ph": "f", "bp": "e", "ts": e.time_range.start, "tid": e.thread, **common})
+    # From the op that launched a kernel to the kernel (PyTorch's "ac2g" flows, by correlation id).
+    for k in events:
+        op = k.launched_by
+        if k.kind != KIND_KERNEL or op is None:
+            continue
+        common = {"cat": "ac2g", "name": "ac2g", "id": k.correlation, "pid": k.pid}
+        trace.append({"ph": "s", "ts": op.time_range.start, "tid": op.thread, **common})
+        trace.append({"ph": "f", "bp": "e", "ts": k.time_range.start, "tid": k.thread, **common})
     for ts, nbytes, total, device, address, thread, _ in memory:
         trace.append(
             {
@@ -562,7 +651,7 @@ def write_chrome_trace(events: Sequence[FunctionEvent], memory: Sequence[tuple],
                 "s": "t",
                 "cat": "cpu_instant_event",
                 "name": "[memory]",
-                "pid": pid,
+                "pid": main_pid,
                 "tid": thread,
                 "ts": ts,
                 "args": {"Device Type": device, "Addr": address, "Bytes": nbytes, "Total Allocated": total},

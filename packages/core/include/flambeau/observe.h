@@ -6,13 +6,17 @@
 // the whole cost of observation. Its clients:
 //   * kObserveKernelTrace: the debug kernel trace (Note [Kernel trace]);
 //   * kObserveProfiler: the profiler's recorder below, which `fb.profiler`
-//     drives (flambeau_core/profiler.py);
+//     drives (flambeau_core/profiler/);
 //   * kObserveAutocast: set while some thread has an autocast region open
 //     (Note [Autocast], dispatch.h), so that autocast costs nothing outside one.
 // The autograd engine (backward nodes), the storage allocation path (bytes
 // allocated and freed, whatever allocator is current), the DataLoader and
 // user code (`record_function`) report to the same recorder through
-// RecordScope / record_memory, each behind the same gate.
+// RecordScope / record_memory, each behind the same gate. A device backend's
+// streams report the kernels they run (kernel_launch on the launching thread,
+// kernel_begin on the stream's own), linked to the op open at the launch; with
+// with_stack, the Python binding's stack hook gives each op and range its
+// call site. How records are kept cheaply: Note [Cheap recording], observe.cpp.
 //
 // The recorder: every thread appends to a buffer of its own (registered once
 // per session; a per-buffer mutex is only contended while stop() collects it),
@@ -49,12 +53,14 @@ enum class EventKind : uint8_t {
   UserRange = 1,  // record_function
   Backward = 2,   // a node the autograd engine runs
   Memory = 3,     // an allocation (bytes > 0) or a free (bytes < 0), an instant
-  DataLoader = 4  // fetching a batch
+  DataLoader = 4,  // fetching a batch
+  Kernel = 5       // work a device stream ran (device activity), on the stream's thread
 };
 
 struct ProfilerConfig {
   bool record_shapes = false;
   bool profile_memory = false;
+  bool with_stack = false;  // the Python stack of each op and range, through the stack hook
 };
 
 /// One recorded event. Times are steady-clock nanoseconds.
@@ -79,7 +85,21 @@ struct Event {
   std::vector<std::vector<int64_t>> shapes;  // record_shapes: one per tensor argument
   std::vector<std::string> dtypes;
   std::vector<int64_t> output_shape;  // record_shapes, for an op returning one tensor
+  // with_stack: the call site's frames, innermost first, as (code, line) word pairs the stack
+  // hook wrote; whoever reads them owns what the hook took (the binding symbolises them).
+  std::vector<uintptr_t> stack;
+  // Kernel: the stream it ran on, its launch's id and the event (index in the collected list)
+  // of the op that launched it (-1: none recorded).
+  int64_t stream = -1;
+  uint64_t correlation = 0;
+  int32_t launched_by = -1;
 };
+
+/// with_stack: writes the calling thread's Python stack, innermost frame first, as at most
+/// `max_frames` (code, line) pairs into `out`; returns the number of pairs. Installed by the
+/// Python binding; called (on the recording thread) only while with_stack is on.
+using StackHook = int (*)(uintptr_t* out, int max_frames);
+FB_API void set_stack_hook(StackHook hook);
 
 /// Starts a session (clears what a previous one left). Throws if one is active.
 FB_API void start(const ProfilerConfig& config);
@@ -137,6 +157,7 @@ class FB_API OpScope {
  private:
   int64_t index_ = -1;
   uint64_t session_ = 0;
+  void* buffer_ = nullptr;  // this thread's buffer, while recorded
   bool wants_inputs_ = false;
 };
 
@@ -144,6 +165,16 @@ class FB_API OpScope {
 /// record_function): returns a token for range_end, or -1 if nothing recorded.
 FB_API int64_t range_begin(const std::string& name, EventKind kind, int64_t sequence_nr = -1);
 FB_API void range_end(int64_t token);
+
+/// Device activity. A launch from the calling thread: returns the id that links the kernel's
+/// range to the op open here (the launching op), or 0 when nothing records.
+FB_API uint64_t kernel_launch();
+/// A kernel's range on the thread that runs it (a stream's worker thread): a token for
+/// range_end, or -1. `name` must outlive the session (an op's name).
+FB_API int64_t kernel_begin(const char* name, Device device, int64_t stream, uint64_t correlation);
+/// A kernel whose device-side times were measured afterwards (device timing events).
+FB_API void kernel_record(const char* name, Device device, int64_t stream, uint64_t correlation, int64_t start_ns,
+                          int64_t end_ns);
 
 /// An allocation (bytes > 0) or a free (bytes < 0) of device memory, when
 /// profile_memory is on. Called from the storage allocation path.

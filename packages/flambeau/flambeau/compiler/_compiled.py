@@ -27,6 +27,8 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import _C
+from flambeau_core import profiler as _profiler
+from flambeau_core.profiler._events import KIND_USER as _KIND_USER
 
 from . import _capture
 from ._fusion import FusedGroup, Fusion
@@ -249,7 +251,8 @@ class CompiledFunction:
                 if entry.state.holds():
                     if entry.program is None:
                         return self._fn(*args, **kwargs)
-                    return entry.program.run(*tensors)
+                    with _profiler._range("Torch-Compiled Region", _KIND_USER):  # as PyTorch's profiler names it
+                        return entry.program.run(*tensors)
         limit = config.recompile_limit if self._limit is None else self._limit
         if self._count >= limit:
             if not self._warned:
