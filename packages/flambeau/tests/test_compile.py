@@ -152,6 +152,74 @@ def test_new_batch_size_dtype_and_requires_grad_capture_again():
     assert calls["f"] == 4 + 4  # four captures, four direct eager calls; the replays ran no Python of f
 
 
+class _CountingDict(dict):
+    gets = 0
+
+    def get(self, key, default=None):
+        type(self).gets += 1
+        return super().get(key, default)
+
+
+def test_a_repeated_call_is_served_without_building_or_hashing_a_key():
+    g = fb.compile(lambda x, y: (x + y).relu())
+    x, y = fb.randn(2, 3), fb.randn(2, 3)
+    g(x, y)
+    g._cache = _CountingDict(g._cache)
+    for _ in range(5):
+        g(fb.randn(2, 3), y)
+    assert _CountingDict.gets == 0 and len(g.graphs) == 1
+    close(g(x, y), (x + y).relu())
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda x: x.mT.contiguous().mT,  # same shape, other strides
+        lambda x: x.double(),
+        lambda x: x.detach().requires_grad_(),
+        lambda x: x.int(),
+        lambda x: x[:, :1],
+        lambda x: x[0],
+    ],
+)
+def test_the_fast_guard_sends_any_other_signature_to_the_full_lookup(other):
+    """After a call is served by the last entry, a change of any guarded field still captures or finds another."""
+    calls = collections.Counter()
+
+    def f(x, y):
+        calls["f"] += 1
+        return x * 2 + y
+
+    g = fb.compile(f)
+    x, y = fb.randn(3, 3), fb.randn(3, 3)
+    for _ in range(2):
+        close(g(x, y), x * 2 + y)
+    x2 = other(x)
+    for _ in range(2):
+        got = g(x2, y)
+        want = f(x2, y)
+        assert got.dtype == want.dtype and got.requires_grad == want.requires_grad
+        close(got, want)
+        close(g(x, y), x * 2 + y)  # alternating: back to the first entry
+    assert len(g.graphs) == 2 and calls["f"] == 2 + 2
+
+
+def test_the_fast_guard_checks_grad_mode_autocast_and_module_state():
+    model = fb.nn.Sequential(fb.nn.Linear(4, 4), fb.nn.LeakyReLU(0.1))
+    compiled = fb.compile(model)
+    x = fb.randn(3, 4)
+    for _ in range(2):
+        assert compiled(x).requires_grad
+    with fb.no_grad():
+        assert not compiled(x).requires_grad
+    with fb.autocast("cpu", dtype=fb.bfloat16):
+        assert compiled(x).dtype == fb.bfloat16
+    model[1].negative_slope = 0.5
+    close(compiled(x), model(x))
+    close(compiled(x), model(x))
+    assert counts(compiled)[0] == 4
+
+
 def test_train_eval_switch_and_no_grad_are_guarded():
     _, model, args, _ = build("resnet8")
     compiled = fb.compile(model)

@@ -13,6 +13,13 @@ A call is served by a cached entry when it has the entry's *signature* and the e
   attributes; for a plain function also the globals and closure cells it reads (plain values and lists of
   them by value, tensors and modules by identity). The capture itself must leave this state unchanged.
 
+The fast path: a call of positional tensors is first checked against the entry the last such call used,
+by a function generated for that entry (``_fast_check``): per tensor its type, ``shape``, ``stride()``,
+``dtype`` (by identity), ``requires_grad`` and device read once and compared field by field, then the grad
+and autocast modes and the entry's module state; no key is built or hashed. Only when it fails is the key
+built and looked up (and the entry found becomes the last one). A program that alternates between two
+signatures pays the lookup on every call, as before.
+
 A miss captures again (a new entry), up to ``config.recompile_limit`` entries per compiled callable; past
 it, new signatures run eagerly. An entry whose capture broke runs eagerly for its signature.
 """
@@ -107,7 +114,7 @@ class ModuleState:
     buffer and submodule), since it runs on every call.
     """
 
-    __slots__ = ("holds",)
+    __slots__ = ("holds", "trivial")
 
     def __init__(self, modules: list[Any], fn: Any = None) -> None:
         env: dict[str, Any] = {}
@@ -144,6 +151,7 @@ class ModuleState:
             else:
                 plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
                 tests.append(f"{item_src} {'==' if plain else 'is'} {const(v)}")
+        self.trivial = not tests
         body = " and ".join(tests) or "True"
         src = f"def holds():\n    try:\n        return bool({body})\n    except Exception:\n        return False\n"
         exec(src, env)  # noqa: S102 (the guard is generated from the captured state, no user text)
@@ -173,15 +181,63 @@ def _plain(t: tuple[Any, ...]) -> bool:
     return all(type(x) in (bool, int, float, str, type(None)) or (type(x) is tuple and _plain(x)) for x in t)
 
 
+def _fast_check(specs: list[tuple[Any, ...]], modes: tuple[Any, ...], state: ModuleState) -> Callable[..., bool]:
+    """Note [Compile guards], the fast path: ``check(args)`` says whether a call of positional tensors has
+    exactly ``specs`` (per tensor: shape, strides, requires_grad, dtype, device), the grad and autocast
+    ``modes``, and ``state``: one generated expression read field by field, each property read once, no
+    key built or hashed. False only sends the call to the full lookup, so it may be conservative.
+    """
+    env: dict[str, Any] = {"T": Tensor, "grad": _C.is_grad_enabled, "autocast": _C._is_autocast_enabled}
+    names = ", ".join(f"a{i}" for i in range(len(specs)))
+    tests = [f"len(args) == {len(specs)}"]
+    for i, (shape, stride, requires_grad, dtype, device) in enumerate(specs):
+        env[f"s{i}"], env[f"t{i}"], env[f"d{i}"], env[f"v{i}"] = shape, stride, dtype, device
+        tests.append(
+            f"type(a{i}) is T and a{i}.shape == s{i} and a{i}.stride() == t{i} and a{i}.dtype is d{i} and "
+            f"a{i}.requires_grad is {requires_grad} and "
+            + (f"a{i}.is_cpu" if device.type == "cpu" else f"a{i}.device == v{i}")
+        )
+    grad, autocast = modes
+    tests.append(f"grad() is {grad}")
+    if autocast:
+        env["autocast_dtype"], env["want"] = _C._get_autocast_dtype, autocast
+        tests.append("autocast() and str(autocast_dtype()) == want")
+    else:
+        tests.append("not autocast()")
+    if not state.trivial:
+        env["holds"] = state.holds
+        tests.append("holds()")
+    unpack = f"        {names}, = args\n" if specs else ""
+    src = (
+        f"def check(args):\n    if len(args) != {len(specs)}:\n        return False\n    try:\n{unpack}"
+        f"        return bool({' and '.join(tests[1:])})\n    except Exception:\n        return False\n"
+    )
+    exec(src, env)  # noqa: S102 (generated from the captured signature, no user text)
+    return env["check"]
+
+
 class _Entry:
-    __slots__ = ("state", "program", "graph", "reason", "fusion")
+    __slots__ = ("state", "program", "graph", "reason", "fusion", "check")
 
     def __init__(
-        self, state: ModuleState, graph: Graph | None, reason: str | None, grad: bool, fusion: Fusion | None
+        self,
+        state: ModuleState,
+        graph: Graph | None,
+        reason: str | None,
+        grad: bool,
+        fusion: Fusion | None,
+        check: Callable[..., bool] | None = None,
     ) -> None:
-        self.state, self.graph, self.reason, self.fusion = state, graph, reason, fusion
+        self.state, self.graph, self.reason, self.fusion, self.check = state, graph, reason, fusion, check
         run = fusion.graph if fusion is not None else graph
         self.program = Program(run, grad) if run is not None else None
+
+
+def _run(program: Program, tensors: Any) -> Any:
+    if _profiler._active is None:  # the range object costs about a microsecond per call
+        return program.run(*tensors)
+    with _profiler._range("Torch-Compiled Region", _KIND_USER):  # as PyTorch's profiler names it
+        return program.run(*tensors)
 
 
 class CompiledFunction:
@@ -196,6 +252,7 @@ class CompiledFunction:
         self._limit = recompile_limit
         self._module = module  # the nn.Module whose call fn is, if it is one: its submodules are read per capture
         self._cache: dict[Any, list[_Entry]] = {}
+        self._last: _Entry | None = None  # the entry the last call of positional tensors used (its fast check)
         self._count = 0
         self._warned = False
         functools.update_wrapper(self, fn, updated=())
@@ -204,7 +261,7 @@ class CompiledFunction:
     def __getstate__(self) -> dict[str, Any]:
         # A copy (copy.deepcopy, pickle) starts uncompiled: the cached replays hold the original's tensors.
         state = self.__dict__.copy()
-        state.update(_cache={}, _count=0, _warned=False)
+        state.update(_cache={}, _last=None, _count=0, _warned=False)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -213,6 +270,7 @@ class CompiledFunction:
 
     def reset(self) -> None:
         self._cache.clear()
+        self._last = None
         self._count = 0
         self._warned = False
 
@@ -222,23 +280,22 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disabled or _capture.current() is not None:
             return self._fn(*args, **kwargs)  # inside another capture: its recorder must see these ops
+        last = self._last
+        if last is not None and not kwargs and last.check(args):  # the common call: the last entry's again
+            return _run(last.program, args) if last.program is not None else self._fn(*args)
         grad = fc.is_grad_enabled()
         modes = (grad, _C._is_autocast_enabled() and str(_C._get_autocast_dtype()))
-        key: Any = None
+        specs: list[tuple[Any, ...]] | None = None
         if not kwargs:  # the common call: tensors only
-            key = []
+            specs = []
             for a in args:
                 if type(a) is not Tensor:
-                    key = None
+                    specs = None
                     break
-                # float32 or float64 on the CPU, told apart without dtype objects (slow to hash and compare)
-                if a.is_cpu and a.is_floating_point() and a.element_size() >= 4:
-                    key.append((a.shape, a.stride(), a.requires_grad, a.element_size()))
-                else:
-                    key.append((a.shape, a.stride(), a.requires_grad, a.dtype, a.device))
-        if key is not None:
+                specs.append((a.shape, a.stride(), a.requires_grad, a.dtype, a.device))
+        if specs is not None:
             tensors: Any = args
-            key = (*key, modes)
+            key: Any = (*specs, modes)
         else:
             tensors = []
             try:
@@ -249,10 +306,11 @@ class CompiledFunction:
         if entries is not None:
             for entry in entries:
                 if entry.state.holds():
+                    if entry.check is not None:
+                        self._last = entry
                     if entry.program is None:
                         return self._fn(*args, **kwargs)
-                    with _profiler._range("Torch-Compiled Region", _KIND_USER):  # as PyTorch's profiler names it
-                        return entry.program.run(*tensors)
+                    return _run(entry.program, tensors)
         limit = config.recompile_limit if self._limit is None else self._limit
         if self._count >= limit:
             if not self._warned:
@@ -263,7 +321,7 @@ class CompiledFunction:
                     stacklevel=2,
                 )
             return self._fn(*args, **kwargs)
-        return self._capture(key, tensors, args, kwargs, grad)
+        return self._capture(key, tensors, args, kwargs, grad, specs, modes)
 
     def _broken(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self._fullgraph:
@@ -271,7 +329,14 @@ class CompiledFunction:
         return self._fn(*args, **kwargs)
 
     def _capture(
-        self, key: Any, tensors: list[Tensor], args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
+        self,
+        key: Any,
+        tensors: list[Tensor],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        grad: bool,
+        specs: list[tuple[Any, ...]] | None,
+        modes: tuple[Any, ...],
     ) -> Any:
         modules = self._reach()
         fn = None if self._module is not None else self._fn
@@ -281,9 +346,12 @@ class CompiledFunction:
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
-        self._cache.setdefault(key, []).append(
-            _Entry(ModuleState(modules, fn), cap.graph, cap.reason, grad, cap.fusion)
-        )
+        state = ModuleState(modules, fn)
+        check = _fast_check(specs, modes, state) if specs is not None else None
+        entry = _Entry(state, cap.graph, cap.reason, grad, cap.fusion, check)
+        self._cache.setdefault(key, []).append(entry)
+        if check is not None:
+            self._last = entry
         return cap.result
 
     @property
