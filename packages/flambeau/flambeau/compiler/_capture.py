@@ -363,7 +363,7 @@ def _side_effects(
     if cap.autograd_rewired():
         return (
             "the function changes a result's autograd history outside recorded ops (a custom "
-            "autograd.Function, a module backward hook, requires_grad_)"
+            "autograd.Function, a module backward hook)"
         )
     if cap.mutated_unseen():
         return "the function changes a tensor in place after its last recorded use, by an op the recorder misses"
