@@ -22,6 +22,7 @@
 #include "flambeau/device.h"
 #include "flambeau/dtype.h"
 #include "flambeau/error.h"
+#include "flambeau/library.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/scalar.h"
@@ -39,6 +40,7 @@ namespace flambeau {
 // core's member `t.data<float>()`) and `t.contiguous()` is `contiguous(t)`
 // (an op, in ops_generated.h); sizes(), strides(), numel(), dtype(), device()
 // are members already, and empty, zeros, empty_like, zeros_like are functions.
+// Operators are registered with FLAMBEAU_LIBRARY (flambeau/library.h).
 
 /// The first element of `t`, typed: PyTorch's `t.data_ptr<T>()`.
 template <class T>
