@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 
 import flambeau as fb
-import side_by_side  # benchmarks/side_by_side.py: timeit
 import torch
 import torch.utils.cpp_extension
 from flambeau.utils import cpp_extension
+from ops_custom_op import print_table, time_cases  # the interleaved rounds and the table
 
 FB_SOURCE = r"""
 using flambeau::Tensor;
@@ -104,31 +103,7 @@ def main() -> None:
     torch.set_num_threads(1)
     cases = definitions(args.build_dir)
     names = list(cases["flambeau"])
-    times: dict[tuple[str, str], list[float]] = {(lib, n): [] for lib in cases for n in names}
-    reps = {
-        (lib, n): max(1, int(0.05 / max(side_by_side.timeit(f, 100), 1e-7)))
-        for lib in cases
-        for n, f in cases[lib].items()
-    }
-    for r in range(args.rounds):
-        order = ["flambeau", "torch"] if r % 2 == 0 else ["torch", "flambeau"]
-        for lib in order:
-            for n in names:
-                times[(lib, n)].append(side_by_side.timeit(cases[lib][n], reps[(lib, n)]))
-    print(f"{'per call (us)':44s} {'fb min':>8s} {'fb med':>8s} {'torch min':>10s} {'torch med':>10s}")
-    for n in names:
-        f, t = times[("flambeau", n)], times[("torch", n)]
-        print(
-            f"{n:44s} {min(f) * 1e6:8.2f} {statistics.median(f) * 1e6:8.2f} "
-            f"{min(t) * 1e6:10.2f} {statistics.median(t) * 1e6:10.2f}"
-        )
-    for n in names[1:]:
-        row = []
-        for lib in ("flambeau", "torch"):
-            op, base = times[(lib, n)], times[(lib, "built-in add")]
-            diffs = [a - b for a, b in zip(op, base, strict=True)]
-            row += [(min(op) - min(base)) * 1e6, statistics.median(diffs) * 1e6]
-        print(f"{'overhead: ' + n:44s} {row[0]:8.2f} {row[1]:8.2f} {row[2]:10.2f} {row[3]:10.2f}")
+    print_table(time_cases(cases, args.rounds), names, "built-in add", names[1:])
 
 
 if __name__ == "__main__":

@@ -48,18 +48,6 @@ PLAIN = 'extern "C" int answer() {{ return {value}; }}\n'
 
 
 @pytest.fixture(scope="module")
-def ext_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flambeau_extensions")
-    old = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(root)
-    yield root
-    if old is None:
-        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
-    else:
-        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = old
-
-
-@pytest.fixture(scope="module")
 def fma_ext(ext_root):
     return cpp_extension.load_inline("fused_mul_add_ext", FUSED_MUL_ADD, functions=["fused_mul_add"])
 

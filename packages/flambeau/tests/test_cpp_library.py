@@ -159,18 +159,6 @@ FLAMBEAU_LIBRARY(badlib, m) {
 
 
 @pytest.fixture(scope="module")
-def ext_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flambeau_extensions")
-    old = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(root)
-    yield root
-    if old is None:
-        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
-    else:
-        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = old
-
-
-@pytest.fixture(scope="module")
 def mylib(ext_root):
     return cpp_extension.load_inline("cpp_library_ext", MUL_ADD + MORE, is_python_module=False)
 
