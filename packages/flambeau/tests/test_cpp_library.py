@@ -26,9 +26,9 @@ using flambeau::Tensor;
 // out = a + alpha * a * b, elementwise over two tensors of one shape.
 template <class T>
 void mul_add_loop(const Tensor& a, const Tensor& b, double alpha, Tensor& out) {
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
-  T* po = flambeau::data_ptr<T>(out);
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* po = out.data_ptr<T>();
   const T s = static_cast<T>(alpha);
   flambeau::parallel_for(0, a.numel(), flambeau::kGrainSize, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) po[i] = pa[i] + s * pa[i] * pb[i];
