@@ -297,6 +297,26 @@ def test_second_load_reuses_the_build(mylib, monkeypatch):
     assert fb.ops.mylib.mul_add(fb.ones(1), fb.ones(1)).tolist() == [2.0]
 
 
+LAZY = r"""
+#include <flambeau/extension.h>
+FLAMBEAU_LIBRARY(lazylib, m) {
+  const double k = 3.0;  // a kernel may be a lambda with captures
+  m.def("scale(Tensor x) -> Tensor");
+  m.impl("scale", flambeau::kCPU, [k](const flambeau::Tensor& x) {
+    return flambeau::mul(x, flambeau::full({}, k, x.dtype()));
+  });
+}
+"""
+
+
+def test_library_loaded_otherwise_registers_on_first_lookup(ext_root, monkeypatch):
+    # Loaded without registering (as ctypes.CDLL would): fb.ops.<ns> takes its blocks when first asked.
+    with monkeypatch.context() as m:
+        m.setattr("flambeau.library._cpp.register_pending", lambda source=None: None)
+        cpp_extension.load_inline("cpp_library_lazy", LAZY, is_python_module=False)
+    assert fb.ops.lazylib.scale(fb.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
+
+
 def test_broken_registrations_are_reported_by_op(ext_root):
     with pytest.raises(FlambeauError) as info:
         cpp_extension.load_inline("cpp_library_broken", BROKEN, is_python_module=False)
