@@ -41,7 +41,7 @@ void check_inputs(const Tensor& a, const Tensor& b) {
   FB_CHECK_TYPE(a.dtype() == b.dtype(), "[mylib::mul_add] a and b must have one dtype");
 }
 
-Tensor mul_add_out(const Tensor& a, const Tensor& b, double alpha, Tensor& out) {
+Tensor& mul_add_out(const Tensor& a, const Tensor& b, double alpha, Tensor& out) {
   check_inputs(a, b);
   FB_CHECK_VALUE(std::ranges::equal(out.sizes(), a.sizes()) && out.is_contiguous(),
                  "[mylib::mul_add] out must be contiguous, of shape ", flambeau::shape_str(a.sizes()));

@@ -241,7 +241,8 @@ std::shared_ptr<const BoxedKernel> make_boxed(F f, Entry& entry) {
         fn(Unbox<std::tuple_element_t<I, Args>>::get(s[I])...);
         s.clear();
       } else {
-        R result = fn(Unbox<std::tuple_element_t<I, Args>>::get(s[I])...);
+        // A value, not a reference: a kernel returning its Tensor& out= argument refers into the Stack.
+        std::remove_cvref_t<R> result = fn(Unbox<std::tuple_element_t<I, Args>>::get(s[I])...);
         s.clear();
         push_result(s, std::move(result));
       }

@@ -186,7 +186,8 @@ PyObject* cpp_op_repr(PyObject* self_) {
 }
 
 PyTypeObject cpp_op_type = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  PyTypeObject t{};  // zeroed; the header PyVarObject_HEAD_INIT(nullptr, 0) would write:
+  Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);
   t.tp_name = "flambeau_core._C._CppOp";
   t.tp_basicsize = sizeof(CppOpObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
