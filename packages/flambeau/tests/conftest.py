@@ -16,3 +16,14 @@ def ext_root(tmp_path_factory):
         del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
     else:
         os.environ["FLAMBEAU_EXTENSIONS_DIR"] = old
+
+
+@pytest.fixture
+def other_abi_cflags(tmp_path):
+    """Compiler flags that build an extension as if against another core (ABI tag
+    'flambeau-0.0.0/gcc-1/other'): the tag is redefined before <flambeau/extension.h> is read."""
+    header = tmp_path / "other_abi.h"
+    header.write_text(
+        '#include "flambeau/abi.h"\n#undef FLAMBEAU_ABI_TAG\n#define FLAMBEAU_ABI_TAG "flambeau-0.0.0/gcc-1/other"\n'
+    )
+    return ["-include", str(header)]

@@ -331,15 +331,12 @@ def test_broken_registrations_are_reported_by_op(ext_root):
     assert fb.ops.badlib.twice(fb.ones(2)).tolist() == [2.0, 2.0]
 
 
-def test_library_built_for_another_abi_is_refused(tmp_path, ext_root):
-    other = tmp_path / "other_abi.h"
-    other.write_text(
-        '#include "flambeau/abi.h"\n#undef FLAMBEAU_ABI_TAG\n#define FLAMBEAU_ABI_TAG "flambeau-0.0.0/gcc-1/other"\n'
-    )
+def test_library_built_for_another_abi_is_refused(ext_root, other_abi_cflags):
     source = 'FLAMBEAU_LIBRARY(otherabi, m) { m.def("f(Tensor x) -> Tensor"); }'
     with pytest.raises(ImportError, match=r"built for flambeau ABI 'flambeau-0\.0\.0/gcc-1/other'.*rebuild"):
-        cpp_extension.load_inline("cpp_library_other_abi", source, is_python_module=False,
-                                  extra_cflags=["-include", str(other)])  # fmt: skip
+        cpp_extension.load_inline(
+            "cpp_library_other_abi", source, is_python_module=False, extra_cflags=other_abi_cflags
+        )
     # Loaded without load's check of the file, the registry refuses its blocks.
     (built,) = glob.glob(os.path.join(ext_root, "*", "cpp_library_other_abi", "cpp_library_other_abi_*.so"))
     ctypes.CDLL(built)
