@@ -211,7 +211,8 @@ def _register_block(ns: str, where: str, entries: list[tuple]) -> list[str]:
             if kind == "error":
                 raise FlambeauError(f"{text if text.startswith('[') else f'[{ns}] {text}'} ({where})")
             if kind == "def":
-                op = lib._define(text, fake_required=True, caller=f"{ns}::{text.partition('(')[0].strip()}")
+                name = text.partition("(")[0].strip().rpartition("::")[2]
+                op = lib._define(text, fake_required=True, caller=f"{ns}::{name}")
                 try:
                     cpp = _operators[op] = _CppOperator(op, where)
                 except FlambeauError:
