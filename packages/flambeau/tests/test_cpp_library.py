@@ -317,6 +317,21 @@ def test_library_loaded_otherwise_registers_on_first_lookup(ext_root, monkeypatc
     assert fb.ops.lazylib.scale(fb.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
 
 
+def test_python_module_with_a_library_block(ext_root):
+    # A pybind11 module (functions=) whose source also registers operators: loading it does both.
+    source = r"""
+flambeau::Tensor negate(const flambeau::Tensor& x) { return flambeau::neg(x); }
+FLAMBEAU_LIBRARY(modlib, m) {
+  m.def("negate(Tensor x) -> Tensor");
+  m.impl("negate", flambeau::kCPU, &negate);
+}
+"""
+    module = cpp_extension.load_inline("cpp_library_module", source, functions=["negate"])
+    x = fb.tensor([1.0, -2.0])
+    assert module.negate(x).tolist() == [-1.0, 2.0]
+    assert fb.ops.modlib.negate(x).tolist() == [-1.0, 2.0]
+
+
 def test_broken_registrations_are_reported_by_op(ext_root):
     with pytest.raises(FlambeauError) as info:
         cpp_extension.load_inline("cpp_library_broken", BROKEN, is_python_module=False)
