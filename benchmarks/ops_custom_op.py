@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from typing import Any
 
 import flambeau as fb
 import side_by_side  # benchmarks/side_by_side.py: timeit
@@ -65,13 +66,9 @@ def definitions() -> dict[str, dict[str, object]]:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=9)
-    args = ap.parse_args()
-    fb.set_num_threads(1)
-    torch.set_num_threads(1)
-    cases = definitions()
+def time_cases(cases: dict[str, dict[str, Any]], rounds: int) -> dict[tuple[str, str], list[float]]:
+    """Seconds per call of each case, one value per round; rounds interleave the libraries (then the
+    reverse order), each timing as many calls as fill about 50 ms."""
     names = list(cases["flambeau"])
     times: dict[tuple[str, str], list[float]] = {(lib, n): [] for lib in cases for n in names}
     reps = {
@@ -79,11 +76,17 @@ def main() -> None:
         for lib in cases
         for n, f in cases[lib].items()
     }
-    for r in range(args.rounds):
+    for r in range(rounds):
         order = ["flambeau", "torch"] if r % 2 == 0 else ["torch", "flambeau"]
         for lib in order:
             for n in names:
                 times[(lib, n)].append(side_by_side.timeit(cases[lib][n], reps[(lib, n)]))
+    return times
+
+
+def print_table(times: dict[tuple[str, str], list[float]], names: list[str], base: str, over: list[str]) -> None:
+    """Min and median per call of each case, then the overhead of each of `over` above the `base` case
+    (min row: the difference of the mins; median row: the median of the per-round differences)."""
     print(f"{'per call (us)':44s} {'fb min':>8s} {'fb med':>8s} {'torch min':>10s} {'torch med':>10s}")
     for n in names:
         f, t = times[("flambeau", n)], times[("torch", n)]
@@ -91,13 +94,24 @@ def main() -> None:
             f"{n:44s} {min(f) * 1e6:8.2f} {statistics.median(f) * 1e6:8.2f} "
             f"{min(t) * 1e6:10.2f} {statistics.median(t) * 1e6:10.2f}"
         )
-    for n in ("body in a Python function", "custom_op", "ops.bench.neg"):
+    for n in over:
         row = []
         for lib in ("flambeau", "torch"):
-            op, body = times[(lib, n)], times[(lib, "body")]
-            diffs = [a - b for a, b in zip(op, body, strict=True)]
-            row += [(min(op) - min(body)) * 1e6, statistics.median(diffs) * 1e6]
-        print(f"{'overhead: ' + n + ' - body':44s} {row[0]:8.2f} {row[1]:8.2f} {row[2]:10.2f} {row[3]:10.2f}")
+            op, ref = times[(lib, n)], times[(lib, base)]
+            diffs = [a - b for a, b in zip(op, ref, strict=True)]
+            row += [(min(op) - min(ref)) * 1e6, statistics.median(diffs) * 1e6]
+        print(f"{'overhead: ' + n + ' - ' + base:44s} {row[0]:8.2f} {row[1]:8.2f} {row[2]:10.2f} {row[3]:10.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args()
+    fb.set_num_threads(1)
+    torch.set_num_threads(1)
+    cases = definitions()
+    times = time_cases(cases, args.rounds)
+    print_table(times, list(cases["flambeau"]), "body", ["body in a Python function", "custom_op", "ops.bench.neg"])
 
 
 if __name__ == "__main__":

@@ -548,6 +548,26 @@ def _registered_ops() -> list[str]:
     The names of the ops with a registered kernel.
     """
 
+# Operators registered from C++ (Note [Operators registered from C++], flambeau/library.h).
+class _BoxedKernel: ...
+
+def _library_take_pending() -> list[tuple[str, str, str, str, _BoxedKernel | None, list[str], list[str], str]]:
+    """Takes what the FLAMBEAU_LIBRARY blocks loaded so far declared."""
+    ...
+
+def _library_pending_count() -> int: ...
+def _cpp_op(
+    name: str,
+    signature: str,
+    defaults: tuple,
+    kernels: list[_BoxedKernel | None],
+    no_device: _BoxedKernel | None,
+    fallback: typing.Callable[..., Any] | None,
+    as_tuple: bool,
+) -> typing.Callable[..., Any]:
+    """Note [C++ operator call]: the callable of one overload of a C++ operator."""
+    ...
+
 def _set_grad_enabled(enabled: bool) -> None: ...
 def _sum_to(input: Tensor, shape: typing.Any) -> Tensor:
     """

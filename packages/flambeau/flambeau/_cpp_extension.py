@@ -16,9 +16,10 @@ written under temporary names and renamed into place, so a killed build
 leaves no half-written library either; a waiter re-checks for the library
 once it holds the lock and builds only if it is still missing.
 
-Extension functions are called as Python functions; to give one a gradient
-or a shape rule, wrap it with `flambeau.library.custom_op` (a C++
-registration macro into the dispatcher is not available yet).
+Extension functions are called as Python functions. Operators with a
+gradient and a shape rule are registered from C++ with FLAMBEAU_LIBRARY
+(flambeau/library.h); loading the library makes them `flambeau.ops.<ns>.<name>`
+(Note [Operators registered from C++]).
 """
 
 from __future__ import annotations
@@ -276,14 +277,18 @@ def _ninja_cmd(cmd: list[str]) -> str:
 
 def _import(name: str, path: str, is_python_module: bool) -> Any:
     _check_abi(name, path)
+    from flambeau.library._cpp import register_pending
+
     if not is_python_module:
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        register_pending(path)  # its FLAMBEAU_LIBRARY blocks ran when it was loaded
         return path
     loader = importlib.machinery.ExtensionFileLoader(name, path)
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
+    register_pending(path)
     return module
 
 

@@ -48,18 +48,6 @@ PLAIN = 'extern "C" int answer() {{ return {value}; }}\n'
 
 
 @pytest.fixture(scope="module")
-def ext_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flambeau_extensions")
-    old = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(root)
-    yield root
-    if old is None:
-        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
-    else:
-        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = old
-
-
-@pytest.fixture(scope="module")
 def fma_ext(ext_root):
     return cpp_extension.load_inline("fused_mul_add_ext", FUSED_MUL_ADD, functions=["fused_mul_add"])
 
@@ -172,15 +160,10 @@ def test_two_processes_load_the_same_extension_at_once(tmp_path, ext_root):
     assert sum("built extension 'shared_lib'" in err for _, err in results) == 1
 
 
-def test_extension_built_for_another_abi_is_refused(tmp_path, ext_root):
-    # Built as if against another core: the tag is redefined before <flambeau/extension.h> is read.
-    other = tmp_path / "other_abi.h"
-    other.write_text(
-        '#include "flambeau/abi.h"\n#undef FLAMBEAU_ABI_TAG\n#define FLAMBEAU_ABI_TAG "flambeau-0.0.0/gcc-1/other"\n'
-    )
+def test_extension_built_for_another_abi_is_refused(ext_root, other_abi_cflags):
     source = "flambeau::Tensor twice(const flambeau::Tensor& x) { return flambeau::add(x, x); }"
     with pytest.raises(ImportError, match=r"built for flambeau ABI 'flambeau-0\.0\.0/gcc-1/other'.*rebuild"):
-        cpp_extension.load_inline("other_abi", source, functions=["twice"], extra_cflags=["-include", str(other)])
+        cpp_extension.load_inline("other_abi", source, functions=["twice"], extra_cflags=other_abi_cflags)
     # Imported without load's check, the module's own init refuses it before binding anything.
     (built,) = glob.glob(os.path.join(ext_root, "*", "other_abi", "other_abi_*.so"))
     loader = importlib.machinery.ExtensionFileLoader("other_abi", built)

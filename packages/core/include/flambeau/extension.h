@@ -22,6 +22,7 @@
 #include "flambeau/device.h"
 #include "flambeau/dtype.h"
 #include "flambeau/error.h"
+#include "flambeau/library.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/scalar.h"
@@ -34,13 +35,13 @@ namespace flambeau::extension_detail {
 
 namespace flambeau {
 
-// PyTorch's spellings that core spells otherwise. Members cannot be added
-// outside the class, so `t.data_ptr<float>()` is `data_ptr<float>(t)` (or
-// core's member `t.data<float>()`) and `t.contiguous()` is `contiguous(t)`
-// (an op, in ops_generated.h); sizes(), strides(), numel(), dtype(), device()
-// are members already, and empty, zeros, empty_like, zeros_like are functions.
+// PyTorch's spellings that core spells otherwise: `t.contiguous()` is
+// `contiguous(t)` (an op, in ops_generated.h). `t.data_ptr<float>()`,
+// sizes(), strides(), numel(), dtype(), device() are members, and empty,
+// zeros, empty_like, zeros_like are functions. Operators are registered with
+// FLAMBEAU_LIBRARY (flambeau/library.h).
 
-/// The first element of `t`, typed: PyTorch's `t.data_ptr<T>()`.
+/// The first element of `t`, typed: `t.data_ptr<T>()` as a function (extensions written before the member).
 template <class T>
 inline T* data_ptr(const Tensor& t) {
   return t.template data<T>();

@@ -33,6 +33,11 @@ class FB_API Tensor {
   bool is_contiguous() const { return impl_->is_contiguous(); }
   int64_t storage_offset() const { return impl_->storage_offset(); }
   void* data_ptr() const { return impl_->data(); }
+  /// The first element, typed: PyTorch's `t.data_ptr<float>()` (the same pointer as data<T>()).
+  template <class T>
+  T* data_ptr() const {
+    return static_cast<T*>(impl_->data());
+  }
   template <class T>
   T* data() const {
     return static_cast<T*>(impl_->data());

@@ -66,6 +66,10 @@ PyObject* flambeau_error_type() { return g_flambeau_error; }
 
 }  // namespace flambeau::python
 
+namespace flambeau::python {
+void init_library(py::module_& m);  // bind_library.cpp: operators registered from C++ (FLAMBEAU_LIBRARY)
+}
+
 PYBIND11_MODULE(_C, m) {
   using namespace flambeau::python;
   m.doc() = "flambeau-core's compiled bindings (use the flambeau_core package instead)";
@@ -83,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   init_outargs(m);
   init_profiler(m);
   init_trace(m);
+  init_library(m);
   // Note [__torch_function__]: the functions bound with pybind11 that take tensors.
   make_overridable(m, {"reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "narrow", "select",
                        "unbind", "index_put", "index_put_", "as_strided", "zeros_like", "ones_like", "empty_like",

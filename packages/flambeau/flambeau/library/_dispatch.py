@@ -583,6 +583,12 @@ class _OpNamespace(types.ModuleType):
             return packet
         if ns == "aten":
             raise AttributeError(f"[flambeau.ops] flambeau has no built-in operator 'aten::{name}'")
+        if _C._library_pending_count():  # a library loaded otherwise than by load_library (ctypes.CDLL)
+            from ._cpp import register_pending
+
+            register_pending()
+            if name in self.__dict__:
+                return self.__dict__[name]
         have = sorted(q.partition("::")[2] for q in _REGISTRY if q.partition("::")[0] == ns)
         raise AttributeError(
             f"[flambeau.ops] there is no operator '{ns}::{name}' (the namespace '{ns}' has: "
@@ -606,6 +612,20 @@ class _Ops(types.ModuleType):
         if ns.startswith("__"):
             raise AttributeError(ns)
         return _namespace(ns)
+
+    def load_library(self, path: Any) -> None:
+        """Loads a shared library whose ``FLAMBEAU_LIBRARY`` blocks define operators (``torch.ops.load_library``).
+
+        See :func:`flambeau.library._cpp.load_library`.
+
+        Example::
+
+            >>> import flambeau as fb
+            >>> fb.ops.load_library("build/libmy_ops.so")  # doctest: +SKIP
+        """
+        from ._cpp import load_library
+
+        load_library(path)
 
 
 ops = _Ops("flambeau.ops", _Ops.__doc__)
