@@ -121,7 +121,10 @@ TORCH_MODULES: dict[str, tuple[str, str]] = {
     "torch.library": ("flambeau.library", "custom_op, Library, register_fake/autograd/kernel, opcheck (Python ops)"),
     "torch.hub": ("flambeau:hub", "local folders and cached GitHub repositories; no downloads offline"),
     "torch.onnx": ("flambeau:onnx", "export by tracing, opsets 13-21 ([tutorial](tutorials/onnx-export.md))"),
-    "torch.compiler": ("flambeau.compiler", "capture, guards and replay; no fusion yet (docs/compile.md)"),
+    "torch.compiler": (
+        "flambeau.compiler",
+        "capture, guards and replay; elementwise fusion into C++ kernels (docs/compile.md)",
+    ),
 }
 
 # Not flambeau's to provide: refused with a message naming the reason.
