@@ -37,12 +37,12 @@ def built(tmp_path_factory):
     if missing:
         pytest.skip(f"cannot build the example package without {', '.join(missing)}")
     root = tmp_path_factory.mktemp("example_extension")
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w", root / "dist", EXAMPLE],
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, f"building the example's wheel failed:\n{build.stdout}\n{build.stderr}"
+    command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v", "-w", root / "dist"]
+    nvcc = cpp_extension._nvcc()
+    if nvcc is not None:  # the nvcc cpp_extension uses, where CMake's own search might not look
+        command.append(f"-Ccmake.define.CMAKE_CUDA_COMPILER={nvcc}")
+    build = subprocess.run([*command, EXAMPLE], capture_output=True, text=True)
+    assert build.returncode == 0, f"building the example's wheel failed:\n{build.stdout[-8000:]}\n{build.stderr}"
     (wheel,) = (root / "dist").glob("flambeau_example_ops-*.whl")
     target = root / "site"
     subprocess.run(
@@ -52,7 +52,7 @@ def built(tmp_path_factory):
     sys.path.insert(0, str(target))
     try:
         package = importlib.import_module("flambeau_example_ops")
-        yield wheel, package
+        yield wheel, package, build.stdout + build.stderr
     finally:
         sys.path.remove(str(target))
         sys.modules.pop("flambeau_example_ops", None)
@@ -70,15 +70,19 @@ def _torch_cell(n, hidden, dtype, seed=0):
 
 
 def test_wheel_holds_the_library_and_its_package(built):
-    wheel, package = built
+    wheel, package, log = built
     names = zipfile.ZipFile(wheel).namelist()
     assert {"flambeau_example_ops/__init__.py", "flambeau_example_ops/libexample_ops.so"} <= set(names)
     assert os.path.isfile(package.library_path)
     with open(package.library_path, "rb") as f:
         binary = f.read()
     assert b"FLAMBEAU_ABI_TAG=" in binary  # the marker that load_library checks
-    # The CUDA kernel is compiled in exactly when the build found nvcc (check_language(CUDA)).
-    assert (b"example_lstm_cell_cuda" in binary) == (cpp_extension._nvcc() is not None)
+    # The CUDA kernel is compiled in exactly when CMake found nvcc (check_language(CUDA)), which it
+    # must where cpp_extension finds one.
+    with_cuda = "flambeau-example-ops: with the CUDA kernel" in log
+    assert with_cuda or "flambeau-example-ops: CPU only" in log, log[-4000:]
+    assert (b"example_lstm_cell_cuda" in binary) == with_cuda
+    assert with_cuda == (cpp_extension._nvcc() is not None)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
