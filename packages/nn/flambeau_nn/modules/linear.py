@@ -18,12 +18,28 @@ __all__ = ["Linear", "Bilinear", "Identity"]
 
 
 class Identity(Module):
-    """Returns its input unchanged (a placeholder; arguments are ignored)."""
+    """Returns its input unchanged (a placeholder; arguments are ignored).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.Identity(54, unused="ignored")(fc.zeros(4, 2)).shape
+        (4, 2)
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
     def forward(self, input: Tensor) -> Tensor:
+        """Returns ``input`` itself, of any shape (no copy is made).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> x = fc.ones(2, 3)
+            >>> nn.Identity()(x) is x
+            True
+        """
         return input
 
 
@@ -59,6 +75,16 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` from ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` from ``U(-1/sqrt(in_features), 1/sqrt(in_features))``, in place.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(4, 2)
+            >>> m.reset_parameters()
+            >>> bool((m.bias.abs() <= 0.5).all())
+            True
+        """
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.in_features
@@ -68,6 +94,14 @@ class Linear(Module):
     def forward(self, input: Tensor) -> Tensor:
         # The parameters straight from _parameters: attribute access would go
         # through Module.__getattr__ (a Python-level miss) twice per call.
+        """Applies ``input @ weight.T + bias`` to ``input`` of shape ``(*, in_features)``, giving ``(*, out_features)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(3, 2)(fc.ones(4, 5, 3)).shape
+            (4, 5, 2)
+        """
         params = self._parameters
         weight = params.get("weight")
         if weight is None or "bias" not in params:
@@ -76,6 +110,13 @@ class Linear(Module):
         return _linear(input, weight, params["bias"])
 
     def extra_repr(self) -> str:
+        """The sizes and whether there is a bias, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(3, 2, bias=False).extra_repr()
+            'in_features=3, out_features=2, bias=False'
+        """
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -116,15 +157,39 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` and ``bias`` from ``U(-1/sqrt(in1_features), 1/sqrt(in1_features))``, in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Bilinear(4, 2, 3)
+            >>> m.reset_parameters()
+            >>> bool((m.weight.abs() <= 0.5).all())
+            True
+        """
         bound = 1 / math.sqrt(self.in1_features) if self.in1_features > 0 else 0.0
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """Applies ``input1^T A input2 + b`` to ``input1`` ``(*, in1_features)`` and ``input2`` ``(*, in2_features)``, giving ``(*, out_features)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Bilinear(3, 4, 5)(fc.ones(6, 3), fc.ones(6, 4)).shape
+            (6, 5)
+        """
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The three feature sizes and whether there is a bias, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Bilinear(3, 4, 5).extra_repr()
+            'in1_features=3, in2_features=4, out_features=5, bias=True'
+        """
         return (
             f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
             f"out_features={self.out_features}, bias={self.bias is not None}"

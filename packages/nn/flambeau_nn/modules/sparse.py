@@ -89,6 +89,15 @@ class Embedding(Module):
             self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` from ``N(0, 1)`` in place and zeroes the ``padding_idx`` row, if any.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Embedding(5, 3, padding_idx=0)
+            >>> m.reset_parameters()
+            >>> m.weight[0].tolist()
+            [0.0, 0.0, 0.0]
+        """
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -98,11 +107,26 @@ class Embedding(Module):
                 self.weight[self.padding_idx].zero_()
 
     def forward(self, input: Tensor) -> Tensor:
+        """Looks up the rows of ``weight`` at the integer indices ``input`` (any shape ``(*)``), giving ``(*, embedding_dim)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Embedding(10, 3)(fc.tensor([[1, 2, 4], [4, 3, 9]])).shape
+            (2, 3, 3)
+        """
         return F.embedding(
             input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
         )
 
     def extra_repr(self) -> str:
+        """The table's size and the options that differ from the defaults, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Embedding(10, 3).extra_repr()
+            '10, 3'
+        """
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -125,7 +149,17 @@ class Embedding(Module):
         scale_grad_by_freq: bool = False,
         sparse: bool = False,
     ) -> Embedding:
-        """An Embedding whose weight is ``embeddings`` (2-D); ``freeze`` turns its gradient off."""
+        """An Embedding whose weight is ``embeddings`` (2-D); ``freeze`` turns its gradient off.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> emb = nn.Embedding.from_pretrained(fc.tensor([[1.0, 2.0], [3.0, 4.0]]))
+            >>> emb(fc.tensor([1])).tolist()
+            [[3.0, 4.0]]
+            >>> emb.weight.requires_grad
+            False
+        """
         if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
             raise FlambeauError("[Embedding.from_pretrained] Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
@@ -147,6 +181,13 @@ class EmbeddingBag(Module):
 
     ``weight`` is ``(num_embeddings, embedding_dim)`` from ``N(0, 1)`` (row
     ``padding_idx`` zeroed; those indices are left out of their bag).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> bag = nn.EmbeddingBag.from_pretrained(fc.tensor([[1.0], [2.0], [3.0], [4.0]]), mode="sum")
+        >>> bag(fc.tensor([0, 1, 2, 3]), fc.tensor([0, 2])).tolist()
+        [[3.0], [7.0]]
     """
 
     def __init__(
@@ -182,12 +223,32 @@ class EmbeddingBag(Module):
         self.include_last_offset = include_last_offset
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight`` from ``N(0, 1)`` in place and zeroes the ``padding_idx`` row, if any.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.EmbeddingBag(5, 2, padding_idx=1)
+            >>> m.reset_parameters()
+            >>> m.weight[1].tolist()
+            [0.0, 0.0]
+        """
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with fa.no_grad():
                 self.weight[self.padding_idx].zero_()
 
     def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Tensor:
+        """Reduces (``mode``: sum, mean or max) the embeddings of each bag: ``input`` is 2-D ``(B, L)`` (one bag a row) or 1-D with ``offsets`` ``(B,)`` marking where each bag starts; gives ``(B, embedding_dim)``.
+
+        ``per_sample_weights`` (same shape as ``input``, ``mode="sum"`` only) scales each embedding first.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> bag = nn.EmbeddingBag(10, 3, mode="max")
+            >>> bag(fc.tensor([[1, 2], [3, 4], [5, 6]])).shape
+            (3, 3)
+        """
         return F.embedding_bag(
             input,
             self.weight,
@@ -203,6 +264,13 @@ class EmbeddingBag(Module):
         )
 
     def extra_repr(self) -> str:
+        """The table's size, the reduction ``mode`` and any option that differs from the defaults, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.EmbeddingBag(10, 3).extra_repr()
+            "10, 3, mode='mean'"
+        """
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"
@@ -228,7 +296,15 @@ class EmbeddingBag(Module):
         include_last_offset: bool = False,
         padding_idx: int | None = None,
     ) -> EmbeddingBag:
-        """An EmbeddingBag whose weight is ``embeddings`` (2-D); ``freeze`` turns its gradient off."""
+        """An EmbeddingBag whose weight is ``embeddings`` (2-D); ``freeze`` turns its gradient off.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> bag = nn.EmbeddingBag.from_pretrained(fc.tensor([[1.0, 1.0], [3.0, 5.0]]))
+            >>> bag(fc.tensor([[0, 1]])).tolist()
+            [[2.0, 3.0]]
+        """
         if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
             raise FlambeauError("[EmbeddingBag.from_pretrained] Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
