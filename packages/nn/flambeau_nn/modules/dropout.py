@@ -29,7 +29,8 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode zeroes each element of ``input`` (any shape) with probability ``p`` and scales the rest by ``1/(1-p)``; in eval mode returns ``input`` unchanged.
+        """In training mode zeroes each element of ``input`` (any shape) with probability ``p`` and scales the rest by
+        ``1/(1-p)``; in eval mode returns ``input`` unchanged.
 
         Example:
             >>> import flambeau_core as fc
@@ -65,7 +66,8 @@ class Dropout1d(Dropout):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode zeroes whole channels of ``input`` ``(N, C, L)`` or ``(C, L)`` with probability ``p`` and scales the kept ones by ``1/(1-p)``.
+        """In training mode zeroes whole channels of ``input`` ``(N, C, L)`` or ``(C, L)`` with probability ``p`` and
+        scales the kept ones by ``1/(1-p)``.
 
         Example:
             >>> import flambeau_core as fc
@@ -91,7 +93,8 @@ class Dropout2d(Dropout):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode zeroes whole channels (feature maps) of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with probability ``p`` and scales the kept ones by ``1/(1-p)``.
+        """In training mode zeroes whole channels (feature maps) of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with
+        probability ``p`` and scales the kept ones by ``1/(1-p)``.
 
         Example:
             >>> import flambeau_core as fc
@@ -115,7 +118,8 @@ class Dropout3d(Dropout):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode zeroes whole channels of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with probability ``p`` and scales the kept ones by ``1/(1-p)``.
+        """In training mode zeroes whole channels of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
+        probability ``p`` and scales the kept ones by ``1/(1-p)``.
 
         Example:
             >>> import flambeau_core as fc
@@ -138,7 +142,9 @@ class AlphaDropout(Dropout):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode applies alpha dropout to ``input`` (any shape): dropped elements take SELU's negative saturation value and the result is rescaled so that a zero-mean, unit-variance input keeps its mean and variance.
+        """In training mode applies alpha dropout to ``input`` (any shape): dropped elements take SELU's negative
+        saturation value and the result is rescaled so that a zero-mean, unit-variance input keeps its mean and
+        variance.
 
         Example:
             >>> import flambeau_core as fc
@@ -162,7 +168,9 @@ class FeatureAlphaDropout(Dropout):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        """In training mode applies alpha dropout to whole channels of ``input`` ``(N, C, *)``: each dropped channel takes SELU's negative saturation value, then the result is rescaled to keep a zero-mean, unit-variance input's statistics.
+        """In training mode applies alpha dropout to whole channels of ``input`` ``(N, C, *)``: each dropped channel
+        takes SELU's negative saturation value, then the result is rescaled to keep a zero-mean, unit-variance input's
+        statistics.
 
         Example:
             >>> import flambeau_core as fc

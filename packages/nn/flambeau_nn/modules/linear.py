@@ -75,7 +75,8 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Re-draws ``weight`` from ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` from ``U(-1/sqrt(in_features), 1/sqrt(in_features))``, in place.
+        """Re-draws ``weight`` from ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` from ``U(-1/sqrt(in_features),
+        1/sqrt(in_features))``, in place.
 
         Example:
             >>> import flambeau_core as fc
@@ -94,7 +95,8 @@ class Linear(Module):
     def forward(self, input: Tensor) -> Tensor:
         # The parameters straight from _parameters: attribute access would go
         # through Module.__getattr__ (a Python-level miss) twice per call.
-        """Applies ``input @ weight.T + bias`` to ``input`` of shape ``(*, in_features)``, giving ``(*, out_features)``.
+        """Applies ``input @ weight.T + bias`` to ``input`` of shape ``(*, in_features)``, giving ``(*,
+        out_features)``.
 
         Example:
             >>> import flambeau_core as fc
@@ -172,7 +174,8 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
-        """Applies ``input1^T A input2 + b`` to ``input1`` ``(*, in1_features)`` and ``input2`` ``(*, in2_features)``, giving ``(*, out_features)``.
+        """Applies ``input1^T A input2 + b`` to ``input1`` ``(*, in1_features)`` and ``input2`` ``(*, in2_features)``,
+        giving ``(*, out_features)``.
 
         Example:
             >>> import flambeau_core as fc

@@ -107,7 +107,8 @@ class Embedding(Module):
                 self.weight[self.padding_idx].zero_()
 
     def forward(self, input: Tensor) -> Tensor:
-        """Looks up the rows of ``weight`` at the integer indices ``input`` (any shape ``(*)``), giving ``(*, embedding_dim)``.
+        """Looks up the rows of ``weight`` at the integer indices ``input`` (any shape ``(*)``), giving ``(*,
+        embedding_dim)``.
 
         Example:
             >>> import flambeau_core as fc
@@ -238,7 +239,8 @@ class EmbeddingBag(Module):
                 self.weight[self.padding_idx].zero_()
 
     def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Tensor:
-        """Reduces (``mode``: sum, mean or max) the embeddings of each bag: ``input`` is 2-D ``(B, L)`` (one bag a row) or 1-D with ``offsets`` ``(B,)`` marking where each bag starts; gives ``(B, embedding_dim)``.
+        """Reduces (``mode``: sum, mean or max) the embeddings of each bag: ``input`` is 2-D ``(B, L)`` (one bag a
+        row) or 1-D with ``offsets`` ``(B,)`` marking where each bag starts; gives ``(B, embedding_dim)``.
 
         ``per_sample_weights`` (same shape as ``input``, ``mode="sum"`` only) scales each embedding first.
 
@@ -264,7 +266,8 @@ class EmbeddingBag(Module):
         )
 
     def extra_repr(self) -> str:
-        """The table's size, the reduction ``mode`` and any option that differs from the defaults, as shown inside ``repr(module)``.
+        """The table's size, the reduction ``mode`` and any option that differs from the defaults, as shown inside
+        ``repr(module)``.
 
         Example:
             >>> import flambeau_nn as nn
