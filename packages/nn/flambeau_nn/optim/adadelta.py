@@ -76,6 +76,22 @@ class Adadelta(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def update(self, group, params, grads, square_avgs, acc_deltas, steps) -> None:
+        """One Adadelta step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names``; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.Adadelta([p], lr=1.0)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.9968, 2.0032])
+        """
         adadelta(
             params,
             grads,

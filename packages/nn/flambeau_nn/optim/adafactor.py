@@ -85,6 +85,17 @@ class Adafactor(ComposedOptimizer):
                     raise FlambeauError("[Adafactor] Adafactor does not support complex parameters")
 
     def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of parameter ``p`` in ``group``: ``step`` (a 0-d float32 zero), and for a matrix
+        (``p.dim() > 1``) the factored ``row_var`` (``(..., R, 1)``) and ``col_var`` (``(..., 1, C)``), else the
+        full ``variance`` (zeros like ``p``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> opt = fb.optim.Adafactor([fb.zeros(3, 4)])
+            >>> state = opt.init_state(opt.param_groups[0], fb.zeros(3, 4))
+            >>> sorted(state), tuple(state["row_var"].shape), tuple(state["col_var"].shape)
+            (['col_var', 'row_var', 'step'], (3, 1), (1, 4))
+        """
         state: dict[str, Any] = {"step": fc.zeros((), dtype=fc.float32)}
         if p.dim() > 1:
             shape = tuple(p.shape)
@@ -95,6 +106,22 @@ class Adafactor(ComposedOptimizer):
         return state
 
     def update(self, group, params, grads, row_vars, col_vars, variances, steps) -> None:
+        """One Adafactor step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names`` (``None`` for an entry the parameter does not keep); call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.Adafactor([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.8419, 2.1581])
+        """
         eps1, eps2 = group["eps"]
         adafactor(
             params,

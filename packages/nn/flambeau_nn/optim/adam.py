@@ -96,7 +96,17 @@ class Adam(Optimizer):
         return exp_avgs, exp_avg_sqs, max_sqs, steps
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Updates every parameter that has a gradient; returns ``closure()`` if given."""
+        """Updates every parameter that has a gradient; returns ``closure()`` if given.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.Adam([p], lr=0.1)
+            >>> p.grad = fb.tensor([0.5, -0.5])
+            >>> opt.step()
+            >>> p.detach()
+            tensor([0.9000, 2.1000])
+        """
         loss = run_closure(closure)
         for gi, group in enumerate(self.param_groups):
             gathered = self._gather(gi, group, lambda ps, group=group: self._build(group, ps))
@@ -125,7 +135,17 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay`` each step."""
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay`` each step.
+
+    Example:
+        >>> import flambeau as fb
+        >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = fb.optim.AdamW([p], lr=0.1, weight_decay=0.1)
+        >>> p.grad = fb.tensor([0.5, -0.5])
+        >>> opt.step()
+        >>> p.detach()
+        tensor([0.8900, 2.0800])
+    """
 
     def __init__(
         self,

@@ -77,6 +77,16 @@ class ASGD(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of parameter ``p`` in ``group``: ``step`` (0), ``eta`` (the lr), ``mu`` (1), all 0-d float32,
+        and ``ax`` (the running average of ``p``, zeros).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.ASGD([p], lr=0.1)
+            >>> sorted(opt.init_state(opt.param_groups[0], p))
+            ['ax', 'eta', 'mu', 'step']
+        """
         return {
             "step": fc.zeros((), dtype=fc.float32),
             "eta": fc.full((), scalar(group["lr"]), dtype=fc.float32),
@@ -85,6 +95,22 @@ class ASGD(ComposedOptimizer):
         }
 
     def update(self, group, params, grads, axs, etas, mus, steps) -> None:
+        """One ASGD step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names``; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.ASGD([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.9500, 2.0500])
+        """
         asgd(
             params,
             grads,

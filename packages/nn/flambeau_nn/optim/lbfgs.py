@@ -178,6 +178,16 @@ class LBFGS(Optimizer):
         self._numel_cache: int | None = None
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds the (only) parameter group; LBFGS has no per-parameter options, so a second group raises.
+
+        Example:
+            >>> import flambeau as fb
+            >>> opt = fb.optim.LBFGS([fb.zeros(2, requires_grad=True)])
+            >>> opt.add_param_group({"params": [fb.zeros(3, requires_grad=True)]})
+            Traceback (most recent call last):
+            ...
+            flambeau_core.FlambeauError: [LBFGS] LBFGS doesn't support per-parameter options (parameter groups)
+        """
         if self.param_groups:
             raise FlambeauError("[LBFGS] LBFGS doesn't support per-parameter options (parameter groups)")
         super().add_param_group(param_group)
@@ -218,6 +228,20 @@ class LBFGS(Optimizer):
         """Runs up to ``max_iter`` iterations; ``closure`` re-evaluates the model and returns the loss.
 
         Returns the loss of the first evaluation (before this step's updates).
+
+        Example:
+            >>> import flambeau as fb
+            >>> x = fb.tensor([3.0, -2.0], requires_grad=True)
+            >>> opt = fb.optim.LBFGS([x], lr=1.0, max_iter=20)
+            >>> def closure():
+            ...     opt.zero_grad()
+            ...     loss = ((x - 1.0) ** 2).sum()
+            ...     loss.backward()
+            ...     return loss
+            >>> opt.step(closure).item()  # the loss before the step
+            13.0
+            >>> x.detach().round(decimals=4)
+            tensor([1., 1.])
         """
         if closure is None:
             raise FlambeauError("[LBFGS] step() needs a closure that re-evaluates the model and returns the loss")

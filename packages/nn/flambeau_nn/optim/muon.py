@@ -86,6 +86,21 @@ class Muon(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds a group of parameters with its own hyperparameters; every parameter must be 2-D.
+
+        Muon orthogonalizes matrix updates, so a parameter of another rank raises ``FlambeauError``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> opt = fb.optim.Muon([fb.zeros(2, 2)], lr=0.02)
+            >>> opt.add_param_group({"params": [fb.zeros(3, 2)], "lr": 0.01})
+            >>> [g["lr"] for g in opt.param_groups]
+            [0.02, 0.01]
+            >>> opt.add_param_group({"params": [fb.zeros(3)]})
+            Traceback (most recent call last):
+            ...
+            flambeau_core.FlambeauError: [Muon] Muon only supports 2D parameters ... size: (3,)
+        """
         super().add_param_group(param_group)
         for p in self.param_groups[-1]["params"]:
             if p.dim() != 2:
@@ -94,9 +109,34 @@ class Muon(ComposedOptimizer):
                 )
 
     def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of parameter ``p`` in ``group``: its ``momentum_buffer`` (zeros like ``p``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.zeros(2, 3)
+            >>> opt = fb.optim.Muon([p])
+            >>> opt.init_state(opt.param_groups[0], p)["momentum_buffer"].shape
+            (2, 3)
+        """
         return {"momentum_buffer": fc.zeros_like(p)}
 
     def update(self, group, params, grads, momentum_buffers) -> None:
+        """One Muon step over ``params`` (the group's 2-D parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the momentum buffers; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.eye(2)
+            >>> opt = fb.optim.Muon([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> buf = opt.init_state(group, p)["momentum_buffer"]
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([[1.0, 0.0], [0.0, 1.0]])], [buf])
+            >>> p.round(decimals=3)
+            tensor([[0.8780, 0.0000],
+                    [0.0000, 0.8780]])
+        """
         muon(
             params,
             grads,

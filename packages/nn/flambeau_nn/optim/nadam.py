@@ -78,11 +78,37 @@ class NAdam(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of parameter ``p`` in ``group``: ``step`` (0) and ``mu_product`` (1), 0-d float32,
+        and the moments ``exp_avg`` and ``exp_avg_sq`` (zeros like ``p``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.NAdam([p], lr=0.1)
+            >>> sorted(opt.init_state(opt.param_groups[0], p))
+            ['exp_avg', 'exp_avg_sq', 'mu_product', 'step']
+        """
         state = super().init_state(group, p)
         state["mu_product"] = fc.ones((), dtype=fc.float32)
         return state
 
     def update(self, group, params, grads, exp_avgs, exp_avg_sqs, mu_products, steps) -> None:
+        """One NAdam step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names``; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.NAdam([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.8944, 2.1056])
+        """
         beta1, beta2 = group["betas"]
         nadam(
             params,

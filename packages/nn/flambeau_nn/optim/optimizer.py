@@ -347,36 +347,96 @@ class Optimizer:
             >>> import flambeau_nn as nn
             >>> opt = nn.optim.SGD(nn.Linear(1, 1).parameters(), lr=0.1)
             >>> calls = []
-            >>> _ = opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+            >>> _ = opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
             >>> opt.step(); calls
-            ['post']
+            ['pre']
         """
         return self._add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
-        """Registers ``hook(optimizer, args, kwargs)``, run after each ``step``."""
+        """Registers ``hook(optimizer, args, kwargs)``, run after each ``step``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> calls = []
+            >>> handle = opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+            >>> opt.step(); handle.remove(); opt.step(); calls
+            ['post']
+        """
         return self._add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-        """Registers ``hook(optimizer)``, run before ``state_dict()`` builds the dict."""
+        """Registers ``hook(optimizer)``, run before ``state_dict()`` builds the dict.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> _ = opt.register_state_dict_pre_hook(lambda o: print("saving", len(o.param_groups), "group"))
+            >>> _ = opt.state_dict()
+            saving 1 group
+        """
         return self._add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run on ``state_dict()``'s result."""
+        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run on ``state_dict()``'s result.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> def tag(o, sd):
+            ...     sd["note"] = "epoch 3"
+            >>> _ = opt.register_state_dict_post_hook(tag)
+            >>> opt.state_dict()["note"]
+            'epoch 3'
+        """
         return self._add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run before loading it."""
+        """Registers ``hook(optimizer, state_dict) -> None or a new state dict``, run before loading it.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> def halve_lr(o, sd):
+            ...     sd["param_groups"][0]["lr"] /= 2
+            ...     return sd
+            >>> sd = opt.state_dict()
+            >>> _ = opt.register_load_state_dict_pre_hook(halve_lr)
+            >>> opt.load_state_dict(sd); opt.param_groups[0]["lr"]
+            0.05
+        """
         return self._add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-        """Registers ``hook(optimizer)``, run after ``load_state_dict`` loaded a state."""
+        """Registers ``hook(optimizer)``, run after ``load_state_dict`` loaded a state.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> _ = opt.register_load_state_dict_post_hook(lambda o: print("loaded"))
+            >>> opt.load_state_dict(opt.state_dict())
+            loaded
+        """
         return self._add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Adds a group of parameters (e.g. newly unfrozen layers) with its own hyperparameters.
 
         Keys the optimizer does not know are kept (PyTorch's behaviour: e.g. a group ``"name"``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> opt.add_param_group({"params": [fb.zeros(3, requires_grad=True)], "lr": 0.01})
+            >>> [g["lr"] for g in opt.param_groups], opt.param_groups[1]["momentum"]
+            ([0.1, 0.01], 0.0)
         """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
@@ -422,7 +482,18 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Resets the ``.grad`` of every parameter: to ``None`` (default) or to zeros (one fused call)."""
+        """Resets the ``.grad`` of every parameter: to ``None`` (default) or to zeros (one fused call).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> p.grad = fb.tensor([1.0, 1.0])
+            >>> opt.zero_grad(set_to_none=False); p.grad
+            tensor([0., 0.])
+            >>> opt.zero_grad(); p.grad is None
+            True
+        """
         if set_to_none:
             for group in self.param_groups:
                 for p in group["params"]:
@@ -457,6 +528,22 @@ class Optimizer:
         return params, grads, entry[1]
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Performs one optimization step over every parameter that has a gradient; returns ``closure()`` if given.
+
+        Each optimizer implements it; ``closure`` re-evaluates the model and returns the loss (LBFGS needs it).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1)
+            >>> def closure():
+            ...     opt.zero_grad()
+            ...     loss = (p * p).sum()
+            ...     loss.backward()
+            ...     return loss
+            >>> opt.step(closure).item(), p.detach()
+            (5.0, tensor([0.8000, 1.6000]))
+        """
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
 
     # ---- state dict (PyTorch's format) ----
@@ -465,6 +552,17 @@ class Optimizer:
 
         Parameters are numbered in order across groups; state tensors are
         returned by reference (not copied), as in PyTorch.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1, momentum=0.9)
+            >>> p.grad = fb.tensor([1.0, 1.0]); opt.step()
+            >>> sd = opt.state_dict()
+            >>> sd["state"]
+            {0: {'momentum_buffer': tensor([1., 1.])}}
+            >>> sd["param_groups"][0]["params"], sd["param_groups"][0]["lr"]
+            ([0], 0.1)
         """
         for pre in self._optimizer_state_dict_pre_hooks.values():
             pre(self)
@@ -492,6 +590,17 @@ class Optimizer:
         """Loads a ``state_dict()`` (of an optimizer over parameters of the same shapes and order).
 
         State tensors are copied and cast to their parameter's dtype (``step`` stays as saved).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.Adam([p], lr=0.1)
+            >>> p.grad = fb.tensor([1.0, 1.0]); opt.step()
+            >>> q = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> resumed = fb.optim.Adam([q], lr=0.5)
+            >>> resumed.load_state_dict(opt.state_dict())
+            >>> resumed.param_groups[0]["lr"], resumed.state[q]["step"]
+            (0.1, tensor(1.))
         """
         for pre in self._optimizer_load_state_dict_pre_hooks.values():
             changed = pre(self, state_dict)

@@ -72,6 +72,22 @@ class RAdam(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def update(self, group, params, grads, exp_avgs, exp_avg_sqs, steps) -> None:
+        """One RAdam step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names``; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.RAdam([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.9500, 2.0500])
+        """
         beta1, beta2 = group["betas"]
         radam(
             params,

@@ -94,7 +94,17 @@ class RMSprop(Optimizer):
         return square_avgs, grad_avgs, bufs, steps
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Updates every parameter that has a gradient; returns ``closure()`` if given."""
+        """Updates every parameter that has a gradient; returns ``closure()`` if given.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.RMSprop([p], lr=0.01)
+            >>> p.grad = fb.tensor([0.5, -0.5])
+            >>> opt.step()
+            >>> p.detach()
+            tensor([0.9000, 2.1000])
+        """
         loss = run_closure(closure)
         for gi, group in enumerate(self.param_groups):
             gathered = self._gather(gi, group, lambda ps, group=group: self._build(group, ps))

@@ -72,6 +72,16 @@ class Rprop(ComposedOptimizer):
         super().__init__(params, defaults)
 
     def init_state(self, group: dict[str, Any], p: Tensor) -> dict[str, Any]:
+        """The fresh state of parameter ``p`` in ``group``: ``step`` (a 0-d float32 zero), ``prev`` (the previous
+        gradient, zeros) and ``step_size`` (the lr, like ``p``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.Rprop([p], lr=0.1)
+            >>> sorted(opt.init_state(opt.param_groups[0], p))
+            ['prev', 'step', 'step_size']
+        """
         return {
             "step": fc.zeros((), dtype=fc.float32),
             "prev": fc.zeros_like(p),
@@ -79,6 +89,22 @@ class Rprop(ComposedOptimizer):
         }
 
     def update(self, group, params, grads, prevs, step_sizes, steps) -> None:
+        """One Rprop step over ``params`` (the group's parameters that have a gradient), in place.
+
+        ``step()`` calls it under ``no_grad`` with the per-parameter state lists, one per entry of
+        ``state_names``; call ``step()`` rather than this.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0])
+            >>> opt = fb.optim.Rprop([p], lr=0.1)
+            >>> group = opt.param_groups[0]
+            >>> state = opt.init_state(group, p)
+            >>> with fb.no_grad():
+            ...     opt.update(group, [p], [fb.tensor([0.5, -0.5])], *[[state.get(n)] for n in opt.state_names])
+            >>> p
+            tensor([0.9000, 2.1000])
+        """
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
         rprop(

@@ -77,7 +77,17 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Updates every parameter that has a gradient; returns ``closure()`` if given."""
+        """Updates every parameter that has a gradient; returns ``closure()`` if given.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SGD([p], lr=0.1, momentum=0.9)
+            >>> p.grad = fb.tensor([0.5, -0.5])
+            >>> opt.step()
+            >>> p.detach()
+            tensor([0.9500, 2.0500])
+        """
         loss = run_closure(closure)
         state = self.state
         for gi, group in enumerate(self.param_groups):

@@ -70,7 +70,17 @@ class SparseAdam(Optimizer):
             )
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Updates the entries of every parameter where its gradient is non-zero; returns ``closure()`` if given."""
+        """Updates the entries of every parameter where its gradient is non-zero; returns ``closure()`` if given.
+
+        Example:
+            >>> import flambeau as fb
+            >>> p = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> opt = fb.optim.SparseAdam([p], lr=0.1)
+            >>> p.grad = fb.tensor([0.5, -0.5])
+            >>> opt.step()
+            >>> p.detach()
+            tensor([0.9000, 2.1000])
+        """
         loss = run_closure(closure)
         for group in self.param_groups:
             params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
