@@ -70,12 +70,33 @@ class _NormBase(Module):
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
+        """Resets ``running_mean`` to zeros, ``running_var`` to ones and ``num_batches_tracked`` to 0 (when
+        ``track_running_stats``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> bn = nn.BatchNorm1d(2)
+            >>> _ = bn(fc.tensor([[1.0, 5.0], [3.0, 7.0]]))
+            >>> bn.reset_running_stats()
+            >>> bn.running_mean.tolist(), bn.running_var.tolist(), bn.num_batches_tracked.item()
+            ([0.0, 0.0], [1.0, 1.0], 0)
+        """
         if self.track_running_stats:
             self.running_mean.zero_()
             self.running_var.fill_(1)
             self.num_batches_tracked.zero_()
 
     def reset_parameters(self) -> None:
+        """Resets the running statistics and sets ``weight`` to ones and ``bias`` to zeros (when ``affine``).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> bn = nn.BatchNorm2d(2)
+            >>> bn.reset_parameters()
+            >>> bn.weight.tolist(), bn.bias.tolist()
+            ([1.0, 1.0], [0.0, 0.0])
+        """
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
@@ -86,6 +107,15 @@ class _NormBase(Module):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
+        """``num_features`` and the options, as shown inside ``repr(module)``.
+
+        Note: flambeau also shows ``bias``, which PyTorch's repr of a batch norm does not.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.BatchNorm1d(3).extra_repr()
+            '3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True'
+        """
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
             f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
@@ -94,6 +124,22 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
+        """Normalises each channel ``C`` of ``input`` ``(N, C, *)`` with the batch's statistics (training, or no
+        running statistics) or the running ones (eval), then applies ``weight`` and ``bias``; same shape out.
+
+        In training the running statistics are updated with ``momentum`` (a cumulative average when it is None), using
+        the unbiased batch variance.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> bn = nn.BatchNorm1d(2)
+            >>> y = bn(fc.tensor([[1.0, 5.0], [3.0, 7.0]]))
+            >>> [[round(v, 3) for v in row] for row in y.tolist()]
+            [[-1.0, -1.0], [1.0, 1.0]]
+            >>> [round(v, 4) for v in bn.running_mean.tolist()]
+            [0.2, 0.6]
+        """
         if not is_tensor_like(input):
             raise TypeError(f"[{type(self).__name__}] input must be a Tensor, got {type(input).__name__}")
         self._check_input_dim(input)
@@ -139,7 +185,14 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    r"""Batch normalization of an ``(N, C, H, W)`` input over ``N, H, W``, per channel."""
+    r"""Batch normalization of an ``(N, C, H, W)`` input over ``N, H, W``, per channel.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.BatchNorm2d(16)(fc.randn(4, 16, 8, 8)).shape
+        (4, 16, 8, 8)
+    """
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
@@ -149,7 +202,14 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
-    r"""Batch normalization of an ``(N, C, D, H, W)`` input over ``N, D, H, W``, per channel."""
+    r"""Batch normalization of an ``(N, C, D, H, W)`` input over ``N, D, H, W``, per channel.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.BatchNorm3d(4)(fc.randn(2, 4, 3, 5, 5)).shape
+        (2, 4, 3, 5, 5)
+    """
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
@@ -193,6 +253,18 @@ class SyncBatchNorm(_BatchNorm):
             raise FlambeauError(f"[SyncBatchNorm] expected at least 2D input (got {input.dim()}D input)")
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalises ``input`` ``(N, C, *)`` as ``BatchNorm`` does; same shape out.
+
+        Note: flambeau does not synchronise the batch statistics across ranks: in training under an initialised
+        process group of more than one rank it raises ``NotImplementedError``; in a single process it is a plain batch
+        norm.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.SyncBatchNorm(3)(fc.randn(4, 3, 2, 2)).shape
+            (4, 3, 2, 2)
+        """
         if self.training:
             # A loaded distributed package is asked (never imported here: it depends on nn).
             dist = sys.modules.get("flambeau_distributed")
@@ -205,7 +277,14 @@ class SyncBatchNorm(_BatchNorm):
 
     @classmethod
     def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
-        """Returns ``module`` with every ``BatchNorm1d/2d/3d`` replaced by a ``SyncBatchNorm`` sharing its state."""
+        """Returns ``module`` with every ``BatchNorm1d/2d/3d`` replaced by a ``SyncBatchNorm`` sharing its state.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+            >>> type(nn.SyncBatchNorm.convert_sync_batchnorm(net)[1]).__name__
+            'SyncBatchNorm'
+        """
         out = module
         if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d)):
             out = cls(

@@ -126,6 +126,16 @@ class _ConvNd(Module):
 
     def reset_parameters(self) -> None:
         # PyTorch's default: kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+        """Re-draws ``weight`` from ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` from ``U(-1/sqrt(fan_in),
+        1/sqrt(fan_in))``, in place (``fan_in`` is ``in_channels/groups`` times the kernel's size).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Conv1d(4, 2, 4)
+            >>> m.reset_parameters()
+            >>> bool((m.bias.abs() <= 0.25).all())
+            True
+        """
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -134,6 +144,14 @@ class _ConvNd(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self) -> str:
+        """The channels, ``kernel_size`` and ``stride``, then each option that differs from its default, as shown
+        inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Conv2d(3, 8, 3, padding=1, bias=False).extra_repr()
+            '3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False'
+        """
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if isinstance(self.padding, str) or self.padding != (0,) * len(self.padding):
             s += f", padding={self.padding}"
@@ -186,6 +204,19 @@ class _Conv(_ConvNd):
         )
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolves ``input`` ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)`` with ``weight``, giving ``(N,
+        C_out, *spatial_out)``; each ``spatial_out = (in + 2*padding - dilation*(kernel-1) - 1) // stride + 1``.
+
+        A ``padding_mode`` other than ``"zeros"`` pads ``input`` with ``F.pad`` first.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Conv1d(2, 4, 3)(fc.ones(5, 2, 10)).shape
+            (5, 4, 8)
+            >>> nn.Conv2d(3, 8, 3, stride=2, padding=1)(fc.ones(1, 3, 32, 32)).shape
+            (1, 8, 16, 16)
+        """
         fn = type(self)._fn
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
@@ -283,6 +314,22 @@ class _ConvTransposeNd(_ConvNd):
         )
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """Applies the transposed convolution to ``input`` ``(N, C_in, *spatial)`` or ``(C_in, *spatial)``, giving
+        ``(N, C_out, *spatial_out)``; each ``spatial_out = (in-1)*stride - 2*padding + dilation*(kernel-1) +
+        output_padding + 1``.
+
+        ``output_size``, when given, picks the ``output_padding`` that yields that size (the spatial sizes, optionally
+        preceded by ``N, C``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> up = nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1)
+            >>> up(fc.ones(1, 8, 16, 16)).shape
+            (1, 3, 31, 31)
+            >>> up(fc.ones(1, 8, 16, 16), output_size=(32, 32)).shape
+            (1, 3, 32, 32)
+        """
         op = self._output_padding(input, output_size)
         return type(self)._fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
 
@@ -377,9 +424,26 @@ class Unfold(Module):
         self.stride = stride
 
     def forward(self, input: Tensor) -> Tensor:
+        """Extracts the sliding ``kernel_size`` blocks of ``input`` ``(N, C, *spatial)`` as columns: ``(N,
+        C*prod(kernel_size), L)``, ``L`` the number of block positions.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Unfold(kernel_size=2)(fc.ones(1, 3, 4, 5)).shape
+            (1, 12, 12)
+        """
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
+        """The block geometry (``kernel_size``, ``dilation``, ``padding``, ``stride``), as shown inside
+        ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Unfold(2, stride=2).extra_repr()
+            'kernel_size=2, dilation=1, padding=0, stride=2'
+        """
         return f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
 
 
@@ -404,9 +468,26 @@ class Fold(Module):
         self.stride = stride
 
     def forward(self, input: Tensor) -> Tensor:
+        """Sums the columns of ``input`` ``(N, C*prod(kernel_size), L)`` (or unbatched ``(C*prod(kernel_size), L)``)
+        back into ``(N, C, *output_size)``; overlapping blocks add up.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> out = nn.Fold(output_size=(3, 3), kernel_size=2)(fc.ones(1, 4, 4))
+            >>> out[0, 0].tolist()
+            [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]
+        """
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
+        """The output size and block geometry, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Fold((4, 4), 2).extra_repr()
+            'output_size=(4, 4), kernel_size=2, dilation=1, padding=0, stride=1'
+        """
         return (
             f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
             f"padding={self.padding}, stride={self.stride}"

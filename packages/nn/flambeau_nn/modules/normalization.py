@@ -59,15 +59,41 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Sets ``weight`` to ones and ``bias`` to zeros (when ``elementwise_affine``), in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.LayerNorm(3)
+            >>> m.reset_parameters()
+            >>> m.weight.tolist(), m.bias.tolist()
+            ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+        """
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
                 init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalises ``input`` ``(*, *normalized_shape)`` over its last ``len(normalized_shape)`` dims to zero mean
+        and unit (biased) variance, then applies ``weight`` and ``bias``; same shape out.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.LayerNorm(4)(fc.tensor([[1.0, 2.0, 3.0, 4.0]]))
+            >>> [round(v, 4) for v in y[0].tolist()]
+            [-1.3416, -0.4472, 0.4472, 1.3416]
+        """
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """``normalized_shape``, ``eps`` and ``elementwise_affine``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.LayerNorm(4).extra_repr()
+            '(4,), eps=1e-05, elementwise_affine=True'
+        """
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
@@ -75,6 +101,12 @@ class GroupNorm(Module):
     r"""Group normalization: the channels of an ``(N, C, ...)`` input in ``num_groups`` groups.
 
     ``weight`` (ones) and ``bias`` (zeros) of shape ``(num_channels,)`` when ``affine``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.GroupNorm(2, 6)(fc.randn(4, 6, 5, 5)).shape
+        (4, 6, 5, 5)
     """
 
     def __init__(
@@ -109,14 +141,40 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Sets the per-channel ``weight`` to ones and ``bias`` to zeros (when ``affine``), in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.GroupNorm(1, 2)
+            >>> m.reset_parameters()
+            >>> m.weight.tolist(), m.bias.tolist()
+            ([1.0, 1.0], [0.0, 0.0])
+        """
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Splits the channels of ``input`` ``(N, C, *)`` into ``num_groups`` groups, normalises each group of each
+        sample to zero mean and unit variance, then applies the per-channel ``weight`` and ``bias``; same shape out.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.GroupNorm(2, 4)(fc.arange(8.0).reshape(1, 4, 2))
+            >>> [round(v, 4) for v in y[0, :2].flatten().tolist()]
+            [-1.3416, -0.4472, 0.4472, 1.3416]
+        """
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """``num_groups``, ``num_channels``, ``eps`` and ``affine``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.GroupNorm(2, 4).extra_repr()
+            '2, 4, eps=1e-05, affine=True'
+        """
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
@@ -157,13 +215,39 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Sets ``weight`` to ones (when ``elementwise_affine``), in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.RMSNorm(3)
+            >>> m.reset_parameters()
+            >>> m.weight.tolist()
+            [1.0, 1.0, 1.0]
+        """
         if self.elementwise_affine:
             init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Divides ``x`` ``(*, *normalized_shape)`` by the root mean square of its last ``len(normalized_shape)`` dims
+        (plus ``eps``; the dtype's epsilon when ``eps`` is None), then scales by ``weight``; same shape out.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.RMSNorm(2)(fc.tensor([[3.0, 4.0]]))
+            >>> [round(v, 4) for v in y[0].tolist()]
+            [0.8485, 1.1314]
+        """
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
+        """``normalized_shape``, ``eps`` and ``elementwise_affine``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.RMSNorm(4).extra_repr()
+            '(4,), eps=None, elementwise_affine=True'
+        """
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
@@ -184,9 +268,26 @@ class LocalResponseNorm(Module):
         self.k = k
 
     def forward(self, input: Tensor) -> Tensor:
+        """Divides each element of ``input`` ``(N, C, *)`` by ``(k + alpha/size * sum of squares over size
+        neighbouring channels) ** beta``; same shape out.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.LocalResponseNorm(2, alpha=1.0, beta=1.0, k=1.0)(fc.ones(1, 3, 1, 1))
+            >>> [round(v, 4) for v in y.flatten().tolist()]
+            [0.6667, 0.5, 0.5]
+        """
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
+        """``size``, ``alpha``, ``beta`` and ``k``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.LocalResponseNorm(2).extra_repr()
+            '2, alpha=0.0001, beta=0.75, k=1.0'
+        """
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
@@ -208,6 +309,14 @@ class CrossMapLRN2d(LocalResponseNorm):
         super().__init__(size, alpha, beta, k)  # PyTorch's default k is the int 1 here (its repr shows it)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Applies the legacy cross-channel LRN to ``input`` ``(N, C, H, W)``; same shape out.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.CrossMapLRN2d(3)(fc.ones(2, 5, 4, 4)).shape
+            (2, 5, 4, 4)
+        """
         if not is_tensor_like(input):
             raise TypeError(f"[CrossMapLRN2d] input must be a Tensor, got {type(input).__name__}")
         if input.dim() != 4:
