@@ -156,25 +156,86 @@ class LRScheduler:
             self._is_initial = False
 
     def state_dict(self) -> dict[str, Any]:
-        """Every attribute but the optimizer (PyTorch's keys)."""
+        """Every attribute but the optimizer (PyTorch's keys).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+            >>> sd = sched.state_dict()
+            >>> sd["step_size"], sd["gamma"], sd["last_epoch"], sd["base_lrs"]
+            (2, 0.1, 0, [1.0])
+        """
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restores the attributes saved by ``state_dict()`` (this scheduler's or PyTorch's)."""
+        """Restores the attributes saved by ``state_dict()`` (this scheduler's or PyTorch's).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> resumed = lr_scheduler.StepLR(fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0), step_size=2)
+            >>> resumed.load_state_dict(sched.state_dict())
+            >>> resumed.last_epoch, resumed.gamma
+            (3, 0.1)
+        """
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list[Any]:
-        """The learning rates set by the last ``step()``, one per param group."""
+        """The learning rates set by the last ``step()``, one per param group.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.1]
+        """
         return self._last_lr
 
     def get_lr(self) -> list[Any]:
-        """The learning rates for ``self.last_epoch`` (called by ``step``; read ``get_last_lr()`` instead)."""
+        """The learning rates for ``self.last_epoch`` (called by ``step``; read ``get_last_lr()`` instead).
+
+        A subclass returns one learning rate per param group; ``LambdaLR``'s is ``base_lr * lr_lambda(last_epoch)``:
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.LambdaLR(opt, lambda epoch: 0.5 ** epoch)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.125]
+        """
         raise NotImplementedError(f"{type(self).__name__} does not implement get_lr()")
 
     def step(self, epoch: int | None = None) -> None:
         """Advances one epoch and writes the new learning rates into the optimizer.
 
         ``epoch`` (deprecated, as in PyTorch) jumps to that epoch using the closed form where there is one.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+            >>> for _ in range(2):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.25]
         """
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn(
@@ -244,12 +305,37 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        """Attributes as PyTorch saves them: ``lr_lambdas`` holds None per function (else its ``__dict__``)."""
+        """Attributes as PyTorch saves them: ``lr_lambdas`` holds None per function (else its ``__dict__``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.LambdaLR(opt, lambda epoch: 0.9 ** epoch)
+            >>> sched.state_dict()["lr_lambdas"]
+            [None]
+        """
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = _lambdas_state(self.lr_lambdas)
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores the attributes saved by ``state_dict()``; a function's saved ``__dict__`` is loaded into it.
+
+        The functions themselves are not saved (as in PyTorch): the new scheduler keeps its own.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.LambdaLR(opt, lambda epoch: 0.5 ** epoch)
+            >>> opt.step(); sched.step()
+            >>> opt2 = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> resumed = lr_scheduler.LambdaLR(opt2, lambda epoch: 0.5 ** epoch)
+            >>> resumed.load_state_dict(sched.state_dict())
+            >>> resumed.last_epoch, resumed.get_last_lr()
+            (1, [0.5])
+        """
         state = dict(state_dict)
         saved = state.pop("lr_lambdas", None)
         self.__dict__.update(state)
@@ -257,6 +343,21 @@ class LambdaLR(LRScheduler):
             _load_lambdas_state(self.lr_lambdas, saved)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: each initial lr times ``lr_lambda(last_epoch)``.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.25]
+        """
         self._warn_if_outside_step()
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
@@ -289,6 +390,21 @@ class MultiplicativeLR(LambdaLR):
     """
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: the current lr times ``lr_lambda(last_epoch)`` (after epoch 0).
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.MultiplicativeLR(opt, lambda epoch: 0.5)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.125]
+        """
         self._warn_if_outside_step()
         if self._is_initial:
             return self._lrs()
@@ -319,6 +435,21 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: the lr times ``gamma`` every ``step_size`` epochs.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.1]
+        """
         self._warn_if_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._lrs()
@@ -347,6 +478,21 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: the lr times ``gamma`` at each milestone.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.01]
+        """
         self._warn_if_outside_step()
         if self.last_epoch not in self.milestones:
             return self._lrs()
@@ -379,6 +525,23 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        The initial lr times ``factor`` until ``total_iters``, then the initial lr.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [1.0]
+        """
         self._warn_if_outside_step()
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._lrs()]
@@ -426,6 +589,23 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        The factor moves linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=4)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.8125]
+        """
         self._warn_if_outside_step()
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._lrs()]
@@ -456,6 +636,21 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: the lr times ``gamma`` each epoch.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.125]
+        """
         self._warn_if_outside_step()
         if self._is_initial:
             return self._lrs()
@@ -508,7 +703,20 @@ class SequentialLR(LRScheduler):
         self._last_lr = schedulers[idx].get_last_lr()
 
     def recursive_undo(self, sched: Any = None) -> None:
-        """Steps every nested scheduler back by one epoch (their constructors stepped once)."""
+        """Steps every nested scheduler back by one epoch (their constructors stepped once).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> first = lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+            >>> then = lr_scheduler.ExponentialLR(opt, gamma=0.9)
+            >>> sched = lr_scheduler.SequentialLR(opt, [first, then], milestones=[2])
+            >>> first.last_epoch
+            0
+            >>> sched.recursive_undo(); first.last_epoch
+            -1
+        """
         target = self if sched is None else sched
         if hasattr(target, "_schedulers"):
             for s in target._schedulers:
@@ -517,7 +725,21 @@ class SequentialLR(LRScheduler):
             target.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]
-        """Advances one epoch with the scheduler whose span holds it (restarting it at its milestone)."""
+        """Advances one epoch with the scheduler whose span holds it (restarting it at its milestone).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> warmup = lr_scheduler.ConstantLR(opt, factor=0.1, total_iters=2)
+            >>> decay = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+            >>> sched = lr_scheduler.SequentialLR(opt, [warmup, decay], milestones=[2])
+            >>> for _ in range(4):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.25]
+        """
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -528,12 +750,39 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict[str, Any]:
-        """Attributes, with ``_schedulers`` holding each scheduler's state dict (PyTorch's layout)."""
+        """Attributes, with ``_schedulers`` holding each scheduler's state dict (PyTorch's layout).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> parts = [lr_scheduler.StepLR(opt, 2), lr_scheduler.ExponentialLR(opt, 0.9)]
+            >>> sched = lr_scheduler.ChainedScheduler(parts)
+            >>> [(s["last_epoch"], s["gamma"]) for s in sched.state_dict()["_schedulers"]]
+            [(0, 0.1), (0, 0.9)]
+        """
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores the attributes saved by ``state_dict()``, each nested scheduler from its own state dict.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> def make():
+            ...     opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            ...     return opt, lr_scheduler.ChainedScheduler([lr_scheduler.ExponentialLR(opt, gamma=0.5)])
+            >>> opt, sched = make()
+            >>> for _ in range(2):
+            ...     opt.step()
+            ...     sched.step()
+            >>> _, resumed = make()
+            >>> resumed.load_state_dict(sched.state_dict())
+            >>> resumed._schedulers[0].last_epoch
+            2
+        """
         state = dict(state_dict)
         saved = state.pop("_schedulers")
         self.__dict__.update(state)
@@ -574,6 +823,23 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        The initial lr times ``(1 - last_epoch / total_iters) ** power``, reached step by step.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.0625]
+        """
         self._warn_if_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._lrs()
@@ -612,6 +878,23 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        Cosine annealing from the initial lr to ``eta_min`` over ``T_max`` epochs (PyTorch's recursive form).
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CosineAnnealingLR(opt, T_max=4, eta_min=0.1)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.2318]
+        """
         self._warn_if_outside_step()
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
@@ -656,7 +939,20 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
-        """Steps every chained scheduler, in order."""
+        """Steps every chained scheduler, in order.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> parts = [lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2), lr_scheduler.ExponentialLR(opt, 0.9)]
+            >>> sched = lr_scheduler.ChainedScheduler(parts)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.729]
+        """
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
@@ -725,7 +1021,18 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics: Any, epoch: int | None = None) -> None:  # type: ignore[override]
-        """Records this epoch's ``metrics`` (a number or 1-element tensor) and reduces the lr if it plateaued."""
+        """Records this epoch's ``metrics`` (a number or 1-element tensor) and reduces the lr if it plateaued.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.ReduceLROnPlateau(opt, patience=1, factor=0.5)
+            >>> for loss in (1.0, 0.9, 0.95, 0.97, 0.98):
+            ...     sched.step(loss)
+            >>> sched.get_last_lr()
+            [0.5]
+        """
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -788,6 +1095,20 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores the attributes saved by ``state_dict()`` (this scheduler's or PyTorch's).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+            >>> for loss in (1.0, 2.0):
+            ...     sched.step(loss)
+            >>> resumed = lr_scheduler.ReduceLROnPlateau(fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0))
+            >>> resumed.load_state_dict(sched.state_dict())
+            >>> resumed.best, resumed.factor, resumed.patience
+            (1.0, 0.5, 0)
+        """
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
 
@@ -868,7 +1189,19 @@ class CyclicLR(LRScheduler):
             self.scale_mode = "iterations"
 
     def scale_fn(self, x: float) -> float:
-        """The amplitude scale for cycle (or iteration) ``x``."""
+        """The amplitude scale for cycle (or iteration) ``x``.
+
+        ``mode``'s scale (``triangular``: 1, ``triangular2``: halved each cycle, ``exp_range``: ``gamma ** x``),
+        or the ``scale_fn`` given to the constructor.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=1.0, mode="triangular2")
+            >>> [sched.scale_fn(c) for c in (1, 2, 3)]
+            [1.0, 0.5, 0.25]
+        """
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         return self._scale_fn_ref(x)
@@ -886,6 +1219,24 @@ class CyclicLR(LRScheduler):
         return gamma**x
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        Between ``base_lr`` and ``max_lr`` along the cycle, scaled by ``scale_fn`` (and the momentum, with
+        ``cycle_momentum``).
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=1.0, step_size_up=2)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.55]
+        """
         self._warn_if_outside_step()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
@@ -904,7 +1255,17 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self) -> dict[str, Any]:
-        """Attributes as PyTorch saves them (no bound scale function; a custom callable object's ``__dict__``)."""
+        """Attributes as PyTorch saves them (no bound scale function; a custom callable object's ``__dict__``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=1.0)
+            >>> sd = sched.state_dict()
+            >>> sd["mode"], sd["_scale_fn_custom"], sd["base_lrs"]
+            ('triangular', None, [0.1])
+        """
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
         fn = state.pop("_scale_fn_custom")
@@ -912,6 +1273,22 @@ class CyclicLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores the attributes saved by ``state_dict()`` and rebinds ``mode``'s scale function.
+
+        A custom ``scale_fn`` is not saved (as in PyTorch): the new scheduler keeps its own, and a callable object's
+        saved ``__dict__`` is loaded into it.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CyclicLR(opt, base_lr=0.1, max_lr=1.0, mode="triangular2")
+            >>> opt2 = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> new = lr_scheduler.CyclicLR(opt2, base_lr=0.1, max_lr=1.0)
+            >>> new.load_state_dict(sched.state_dict())
+            >>> new.mode, new.scale_fn(2)
+            ('triangular2', 0.5)
+        """
         state = dict(state_dict)
         fn = state.pop("_scale_fn_custom", None)
         super().load_state_dict(state)
@@ -983,12 +1360,41 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``.
+
+        Cosine annealing from the initial lr to ``eta_min`` over the current restart period, ``T_cur`` epochs into it.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, eta_min=0.1)
+            >>> for _ in range(4):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [1.0]
+        """
         self._warn_if_outside_step()
         cos = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
         return [self.eta_min + (base - self.eta_min) * cos for base in self.base_lrs]
 
     def step(self, epoch: float | None = None) -> None:
-        """Advances one epoch, or jumps to ``epoch`` (which may be fractional)."""
+        """Advances one epoch, or jumps to ``epoch`` (which may be fractional).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+            >>> opt.step()
+            >>> sched.step(0.5); round(sched.get_last_lr()[0], 4)
+            0.8536
+            >>> sched.step(2.0); sched.get_last_lr()  # a restart
+            [1.0]
+        """
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -1116,6 +1522,21 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> list[Any]:
+        """The learning rates for epoch ``last_epoch``: the 1cycle policy's warm-up then annealing phase for this step.
+
+        Called by ``step()``, which writes them into the optimizer; read them with ``get_last_lr()``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.optim import lr_scheduler
+            >>> opt = fb.optim.SGD([fb.zeros(1, requires_grad=True)], lr=1.0)
+            >>> sched = lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+            >>> for _ in range(3):
+            ...     opt.step()
+            ...     sched.step()
+            >>> [round(lr, 4) for lr in sched.get_last_lr()]
+            [0.9505]
+        """
         self._warn_if_outside_step()
         step_num = self.last_epoch
         if step_num > self.total_steps:
