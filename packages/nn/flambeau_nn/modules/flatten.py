@@ -39,6 +39,15 @@ class Unflatten(Module):
         self.unflattened_size = tuple(unflattened_size) if isinstance(unflattened_size, list) else unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:
+        """Expands dim ``dim`` of ``input`` into ``unflattened_size`` (whose product must equal that dim's size; one
+        entry may be -1), returning a view.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Unflatten(1, (2, -1))(fc.zeros(3, 10)).shape
+            (3, 2, 5)
+        """
         shape = tuple(input.shape)
         nd = len(shape)
         if nd == 0:
@@ -65,4 +74,11 @@ class Unflatten(Module):
         return input.view(shape[:d] + sizes + shape[d + 1 :])
 
     def extra_repr(self) -> str:
+        """``dim`` and ``unflattened_size``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Unflatten(1, (2, 5)).extra_repr()
+            'dim=1, unflattened_size=(2, 5)'
+        """
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
