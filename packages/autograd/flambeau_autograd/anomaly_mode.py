@@ -43,7 +43,16 @@ def is_anomaly_enabled() -> bool:
 
 
 class set_detect_anomaly:
-    """Turns anomaly detection on or off; restores the previous setting when used with ``with``."""
+    """Turns anomaly detection on or off; restores the previous setting when used with ``with``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> with fb.autograd.set_detect_anomaly(True):
+        ...     print(fb.autograd.is_anomaly_enabled())
+        True
+        >>> fb.autograd.is_anomaly_enabled()
+        False
+    """
 
     def __init__(self, mode: bool) -> None:
         self._prev = _C.is_anomaly_enabled()
@@ -57,7 +66,18 @@ class set_detect_anomaly:
 
 
 class detect_anomaly:
-    """Context manager: every gradient computed inside is checked for NaN (slow; for debugging)."""
+    """Context manager: every gradient computed inside is checked for NaN (slow; for debugging).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([0.0], requires_grad=True)
+        >>> with fb.autograd.detect_anomaly():
+        ...     try:
+        ...         (x.sqrt() * 0).sum().backward()  # d sqrt(x)/dx at 0 is inf, times 0 is NaN
+        ...     except RuntimeError:
+        ...         print("NaN caught")
+        NaN caught
+    """
 
     def __enter__(self) -> None:
         self._prev = _C.is_anomaly_enabled()

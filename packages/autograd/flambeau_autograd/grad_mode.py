@@ -42,7 +42,16 @@ _inference = threading.local()
 
 
 def is_grad_enabled() -> bool:
-    """True unless gradients are disabled on this thread (``no_grad``)."""
+    """True unless gradients are disabled on this thread (``no_grad``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.autograd.is_grad_enabled()
+        True
+        >>> with fb.no_grad():
+        ...     print(fb.autograd.is_grad_enabled())
+        False
+    """
     return flambeau_core.is_grad_enabled()
 
 

@@ -19,7 +19,24 @@ __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
 
 class GradcheckError(RuntimeError):
-    """Raised by gradcheck when analytical and numerical gradients differ."""
+    """Raised by gradcheck when analytical and numerical gradients differ.
+
+    Example:
+        >>> import flambeau as fb
+        >>> class WrongGrad(fb.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g  # should be 2 * x * g
+        >>> x = fb.tensor([1.5], dtype=fb.float64, requires_grad=True)
+        >>> try:
+        ...     fb.autograd.gradcheck(WrongGrad.apply, (x,))
+        ... except fb.autograd.GradcheckError:
+        ...     print("mismatch")
+        mismatch
+    """
 
 
 def _as_tuple(x: Any) -> tuple:
@@ -171,6 +188,12 @@ def gradcheck(
     ``check_backward_ad`` checks reverse mode (one backward per output
     element), ``check_forward_ad`` forward mode (one dual-tensor pass per input
     element, fb.autograd.forward_ad).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([0.5, -1.0, 2.0], dtype=fb.float64, requires_grad=True)
+        >>> fb.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
+        True
     """
     inputs = _as_tuple(inputs)
     for x in inputs:
@@ -204,7 +227,14 @@ def gradgradcheck(
 ) -> bool:
     """Checks second derivatives: gradcheck of the vector-Jacobian product of ``fn``
     (computed with create_graph=True) with respect to the inputs and ``grad_outputs``
-    (random float64 if not given)."""
+    (random, of the outputs' dtype, if not given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([0.5, -1.0, 2.0], dtype=fb.float64, requires_grad=True)
+        >>> fb.autograd.gradgradcheck(lambda t: t.exp() * t, (x,))
+        True
+    """
     from flambeau_autograd import grad
 
     inputs = _as_tuple(inputs)

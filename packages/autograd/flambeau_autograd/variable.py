@@ -29,7 +29,18 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """Deprecated: tensors are variables. ``Variable(data, requires_grad=False, volatile=False)``
-    returns a detached alias of ``data`` (the same memory) with ``requires_grad`` set."""
+    returns a detached alias of ``data`` (the same memory) with ``requires_grad`` set.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.autograd import Variable
+        >>> data = fb.zeros(2)
+        >>> v = Variable(data, requires_grad=True)
+        >>> v.requires_grad, isinstance(data, Variable)
+        (True, True)
+        >>> v.data_ptr() == data.data_ptr()
+        True
+    """
 
     def __new__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False) -> Any:  # type: ignore[misc]
         if volatile:
