@@ -157,7 +157,20 @@ def _install_tensor_attributes() -> None:
 
     _C.Tensor.real = property(_C.real, _set_part("real"), doc="The real parts (a view).")
     _C.Tensor.imag = property(_C.imag, _set_part("imag"), doc="The imaginary parts (a view; complex tensors only).")
-    _C.Tensor.is_complex = lambda self: self.dtype.is_complex
+
+    def is_complex(self: _C.Tensor) -> bool:
+        """is_complex() -> bool
+
+        True if the tensor has a complex dtype (complex64 or complex128).
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.tensor([1j]).is_complex(), fb.tensor([1.0]).is_complex()
+            (True, False)
+        """
+        return self.dtype.is_complex
+
+    _C.Tensor.is_complex = is_complex
 
 
 _install_tensor_attributes()

@@ -576,6 +576,13 @@ def take(x, indices, /, *, axis=None):
 
 
 def take_along_axis(x, indices, /, *, axis=-1):
+    """Picks the values of ``x`` at ``indices`` along ``axis`` (the array API's name for ``take_along_dim``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.take_along_axis(fb.tensor([[1, 2], [3, 4]]), fb.tensor([[1], [0]]), axis=1).tolist()
+        [[2], [3]]
+    """
     return _fc.take_along_dim(x, indices, axis)
 
 
@@ -619,6 +626,13 @@ def concat(arrays, /, *, axis: int | None = 0):
 
 
 def expand_dims(x, /, axis: int = 0):
+    """Inserts a size-1 axis at ``axis`` (the array API's name for ``unsqueeze``); IndexError out of range.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.expand_dims(fb.zeros(2, 3), axis=1).shape
+        (2, 1, 3)
+    """
     _check_tensor("expand_dims", x)
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise IndexError(f"expand_dims: axis {axis} is out of range for a {x.ndim}-d array")
@@ -634,6 +648,13 @@ def moveaxis(x, source, destination, /):
 
 
 def permute_dims(x, /, axes):
+    """Reorders the axes of ``x`` to ``axes`` (the array API's name for ``permute``); a view.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.permute_dims(fb.zeros(2, 3, 4), (2, 0, 1)).shape
+        (4, 2, 3)
+    """
     return _fc.permute(x, tuple(axes))
 
 
@@ -683,6 +704,13 @@ def tile(x, repetitions, /):
 
 
 def unstack(x, /, *, axis: int = 0):
+    """Splits ``x`` along ``axis`` into a tuple of its slices (the array API's name for ``unbind``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> [t.tolist() for t in fb.unstack(fb.tensor([[1, 2], [3, 4]]), axis=1)]
+        [[1, 3], [2, 4]]
+    """
     return tuple(_fc.unbind(x, axis))
 
 
@@ -733,20 +761,54 @@ def _unique(x):
 
 
 def unique_values(x, /):
+    """The distinct values of ``x``, sorted, as a 1-D tensor.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.unique_values(fb.tensor([3, 1, 3, 2])).tolist()
+        [1, 2, 3]
+    """
     return _unique(x)[0]
 
 
 def unique_counts(x, /):
+    """The distinct values of ``x`` (sorted) and how often each occurs: ``(values, counts)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> values, counts = fb.unique_counts(fb.tensor([3, 1, 3]))
+        >>> values.tolist(), counts.tolist()
+        ([1, 3], [1, 2])
+    """
     values, _, counts = _unique(x)
     return UniqueCountsResult(values, counts)
 
 
 def unique_inverse(x, /):
+    """The distinct values of ``x`` (sorted) and each element's index among them: ``(values, inverse_indices)``.
+
+    ``values[inverse_indices]`` rebuilds ``x``; ``inverse_indices`` has ``x``'s shape.
+
+    Example:
+        >>> import flambeau as fb
+        >>> values, inverse = fb.unique_inverse(fb.tensor([3, 1, 3]))
+        >>> values.tolist(), inverse.tolist()
+        ([1, 3], [1, 0, 1])
+    """
     values, inverse, _ = _unique(x)
     return UniqueInverseResult(values, inverse)
 
 
 def unique_all(x, /):
+    """The distinct values of ``x`` (sorted) with ``indices`` (each value's first flat position in ``x``),
+    ``inverse_indices`` and ``counts``: ``(values, indices, inverse_indices, counts)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> r = fb.unique_all(fb.tensor([3, 1, 3]))
+        >>> r.values.tolist(), r.indices.tolist(), r.inverse_indices.tolist(), r.counts.tolist()
+        ([1, 3], [1, 0], [1, 0, 1], [1, 2])
+    """
     values, inverse, counts = _unique(x)
     # The index of each value's first occurrence: the smallest flat position mapping to it.
     flat_inv = inverse.reshape(-1)
@@ -856,10 +918,24 @@ def _cumulative(fn_name: str, x, axis, dtype, include_initial, initial):
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: _builtins.bool = False):
+    """Running sums along ``axis`` (optional for a 1-D ``x``); ``include_initial`` puts a leading 0.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.cumulative_sum(fb.tensor([1, 2, 3]), include_initial=True).tolist()
+        [0, 1, 3, 6]
+    """
     return _cumulative("cumulative_sum", x, axis, dtype, include_initial, 0)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: _builtins.bool = False):
+    """Running products along ``axis`` (optional for a 1-D ``x``); ``include_initial`` puts a leading 1.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.cumulative_prod(fb.tensor([1, 2, 3, 4])).tolist()
+        [1, 2, 6, 24]
+    """
     return _cumulative("cumulative_prod", x, axis, dtype, include_initial, 1)
 
 

@@ -442,6 +442,16 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None) -> SparseTensor:
 
 
 def _dense_to_dense(self: Tensor) -> Tensor:
+    """to_dense() -> Tensor
+
+    ``self`` itself: a strided tensor is already dense (a sparse tensor's ``to_dense`` makes a copy).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0, 2.0])
+        >>> x.to_dense() is x
+        True
+    """
     return self
 
 
