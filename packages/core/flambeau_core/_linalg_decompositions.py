@@ -50,7 +50,14 @@ SvdResultV = collections.namedtuple("svd", ["U", "S", "V"])
 
 
 def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
-    """Sign and log|det| of square matrices (torch.linalg.slogdet)."""
+    """Sign and log|det| of square matrices (torch.linalg.slogdet).
+
+    Example:
+        >>> import flambeau as fb
+        >>> sign, logabsdet = fb.linalg.slogdet(fb.tensor([[0.0, 2.0], [3.0, 0.0]]))
+        >>> sign, logabsdet.round(decimals=4)
+        (tensor(-1.), tensor(1.7918))
+    """
     _check_matrix(A, "linalg.slogdet", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
     if out is not None:
@@ -59,7 +66,16 @@ def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
 
 
 def det(A: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Determinant of square matrices (torch.linalg.det), from the LU factorization."""
+    """Determinant of square matrices (torch.linalg.det), from the LU factorization.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> fb.linalg.det(A)
+        tensor(8.)
+        >>> fb.linalg.det(fb.stack([A, 2 * A]))  # a batch
+        tensor([ 8., 32.])
+    """
     _check_matrix(A, "linalg.det", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
     return _copy_out(sign * _C.exp(logabs), out, "linalg.det")
@@ -79,7 +95,18 @@ def logdet(A: Tensor) -> Tensor:
 
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Tensor:
-    """Cholesky factor L (A = L L^T) or U (upper=True, A = U^T U) of symmetric positive-definite matrices."""
+    """Cholesky factor L (A = L L^T) or U (upper=True, A = U^T U) of symmetric positive-definite matrices.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> L = fb.linalg.cholesky(A)
+        >>> L.round(decimals=4)
+        tensor([[2.0000, 0.0000],
+                [1.0000, 1.4142]])
+        >>> fb.allclose(L @ L.mT, A)
+        True
+    """
     _check_matrix(A, "linalg.cholesky", square=True, complex_ok=True)
     return _copy_out(_C._linalg_cholesky(A, upper), out, "linalg.cholesky")
 
@@ -87,7 +114,18 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Te
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
     """QR factorization (torch.linalg.qr): mode 'reduced' (default), 'complete' or 'r' (Q empty).
 
-    Complex A: unitary Q and R with a real diagonal (LAPACK geqrf/ungqr), as PyTorch's."""
+    Complex A: unitary Q and R with a real diagonal (LAPACK geqrf/ungqr), as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[3.0, 1.0], [4.0, 2.0]])
+        >>> Q, R = fb.linalg.qr(A)
+        >>> R.abs().round(decimals=4)
+        tensor([[5.0000, 2.2000],
+                [0.0000, 0.4000]])
+        >>> fb.allclose(Q @ R, A), fb.allclose(Q.mT @ Q, fb.eye(2), atol=1e-6)
+        (True, True)
+    """
     _check_matrix(A, "linalg.qr", complex_ok=True)
     if mode not in ("reduced", "complete", "r"):
         raise FlambeauError(
@@ -101,7 +139,17 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out: Any = None) -> SVDResult:
-    """A = U diag(S) Vh (torch.linalg.svd), S descending; LAPACK's gesdd. Complex A: S real, U and Vh complex."""
+    """A = U diag(S) Vh (torch.linalg.svd), S descending; LAPACK's gesdd. Complex A: S real, U and Vh complex.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]])
+        >>> U, S, Vh = fb.linalg.svd(A, full_matrices=False)
+        >>> U.shape, S, Vh.shape
+        ((3, 2), tensor([3., 2.]), (2, 2))
+        >>> fb.allclose(U @ fb.diag(S) @ Vh, A)
+        True
+    """
     _check_matrix(A, "linalg.svd", complex_ok=True)
     if driver is not None:
         raise FlambeauError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs.")
@@ -112,7 +160,13 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out
 
 
 def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) -> Tensor:
-    """Singular values, descending (torch.linalg.svdvals); real for complex A."""
+    """Singular values, descending (torch.linalg.svdvals); real for complex A.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.linalg.svdvals(fb.tensor([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]]))
+        tensor([3., 2.])
+    """
     _check_matrix(A, "linalg.svdvals", complex_ok=True)
     if driver is not None:
         raise FlambeauError("linalg.svdvals: keyword argument `driver=` is only supported on CUDA inputs.")
@@ -122,7 +176,17 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Tensor | None = None) 
 
 
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices from their UPLO triangle."""
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices from their UPLO triangle.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> L, Q = fb.linalg.eigh(A)
+        >>> L.round(decimals=4)
+        tensor([1.4384, 5.5616])
+        >>> fb.allclose(Q @ fb.diag(L) @ Q.mT, A, atol=1e-6)
+        True
+    """
     _check_matrix(A, "linalg.eigh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -133,7 +197,14 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Tensor | None = None) -> Tensor:
-    """Eigenvalues (ascending) of symmetric matrices (torch.linalg.eigvalsh)."""
+    """Eigenvalues (ascending) of symmetric matrices (torch.linalg.eigvalsh).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> fb.linalg.eigvalsh(A).round(decimals=4)
+        tensor([1.4384, 5.5616])
+    """
     _check_matrix(A, "linalg.eigvalsh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -162,6 +233,15 @@ def eig(A: Tensor, *, out: Any = None) -> EigResult:
     Both are complex (float32 -> complex64, float64 -> complex128); each eigenvector has unit norm and its
     largest component real, as LAPACK returns them. Differentiable where the eigenvalues are distinct, for
     losses that do not depend on the eigenvectors' phases (else the backward raises, as PyTorch's).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 3.0]])
+        >>> L, V = fb.linalg.eig(A)
+        >>> L
+        tensor([2.+0.j, 3.+0.j])
+        >>> fb.allclose(A.to(fb.complex64) @ V, V * L)
+        True
     """
     _check_eig_input(A, "linalg.eig")
     L, V = _C._linalg_eig(A, True)
@@ -171,7 +251,13 @@ def eig(A: Tensor, *, out: Any = None) -> EigResult:
 
 
 def eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Eigenvalues (complex) of square matrices (torch.linalg.eigvals); differentiable, as eig."""
+    """Eigenvalues (complex) of square matrices (torch.linalg.eigvals); differentiable, as eig.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.linalg.eigvals(fb.tensor([[0.0, -1.0], [1.0, 0.0]]))  # a rotation: +-i
+        tensor([0.+1.j, 0.-1.j])
+    """
     _check_eig_input(A, "linalg.eigvals")
     return _copy_out(_C._linalg_eig(A, _needs_grad(A))[0], out, "linalg.eigvals")
 
@@ -195,6 +281,13 @@ def pinv(
 
     Singular values <= max(atol, rtol * s_max) are dropped; hermitian=True uses eigh instead. Differentiable
     with PyTorch's pinv_backward, also for rank-deficient A.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
+        >>> fb.linalg.pinv(A)
+        tensor([[1.0000, 0.0000, 0.0000],
+                [0.0000, 0.5000, 0.0000]])
     """
     _check_matrix(A, "linalg.pinv", complex_ok=True)
     if hermitian and A.shape[-1] != A.shape[-2]:
@@ -215,7 +308,15 @@ def pinv(
 def matrix_rank(
     A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Tensor | None = None
 ) -> Tensor:
-    """Number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank)."""
+    """Number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.linalg.matrix_rank(fb.tensor([[1.0, 2.0], [2.0, 4.0]]))
+        tensor(1)
+        >>> fb.linalg.matrix_rank(fb.eye(3))
+        tensor(3)
+    """
     _check_matrix(A, "linalg.matrix_rank", complex_ok=True)
     S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
     tol = _tolerance(S, A, atol, rtol)

@@ -54,7 +54,16 @@ def _amax(x: Tensor, dims: list[int], keepdim: bool) -> Tensor:
 def vector_norm(
     x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
 ) -> Tensor:
-    """The vector p-norm of x over `dim` (all elements when None), ord in R or +-inf (torch.linalg.vector_norm)."""
+    """The vector p-norm of x over `dim` (all elements when None), ord in R or +-inf (torch.linalg.vector_norm).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[3.0, -4.0], [1.0, 0.0]])
+        >>> fb.linalg.vector_norm(x)
+        tensor(5.0990)
+        >>> fb.linalg.vector_norm(x, ord=float("inf"), dim=1)
+        tensor([4., 1.])
+    """
     _check_float(x, "linalg.vector_norm", "x", complex_ok=True)
     if dtype is not None:
         x = x.to(dtype)
@@ -112,7 +121,16 @@ def matrix_norm(
     dtype: Any = None,
     out: Tensor | None = None,
 ) -> Tensor:
-    """Matrix norms: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over the two dims `dim` (torch.linalg.matrix_norm)."""
+    """Matrix norms: 'fro', 'nuc', inf, -inf, 1, -1, 2, -2 over the two dims `dim` (torch.linalg.matrix_norm).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[1.0, -2.0], [3.0, 4.0]])
+        >>> fb.linalg.matrix_norm(A).round(decimals=4)  # Frobenius
+        tensor(5.4772)
+        >>> fb.linalg.matrix_norm(A, ord=1), fb.linalg.matrix_norm(A, ord=float("inf"))
+        (tensor(6.), tensor(7.))
+    """
     _check_matrix(A, "linalg.matrix_norm", complex_ok=True)
     if dtype is not None:
         A = A.to(dtype)
@@ -147,7 +165,16 @@ def matrix_norm(
 def norm(
     A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Tensor | None = None
 ) -> Tensor:
-    """Vector or matrix norm (torch.linalg.norm): a matrix norm for a str ord or a 2-D dim, else a vector norm."""
+    """Vector or matrix norm (torch.linalg.norm): a matrix norm for a str ord or a 2-D dim, else a vector norm.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([3.0, -4.0])
+        >>> fb.linalg.norm(x), fb.linalg.norm(x, ord=1)
+        (tensor(5.), tensor(7.))
+        >>> fb.linalg.norm(fb.tensor([[1.0, 2.0], [2.0, 4.0]]), ord="nuc").round(decimals=4)
+        tensor(5.)
+    """
     _check_float(A, "linalg.norm", complex_ok=True)
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
@@ -171,7 +198,18 @@ def norm(
 
 
 def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
-    """A^n by repeated squaring; n < 0 raises the inverse (torch.linalg.matrix_power)."""
+    """A^n by repeated squaring; n < 0 raises the inverse (torch.linalg.matrix_power).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[1.0, 1.0], [0.0, 1.0]])
+        >>> fb.linalg.matrix_power(A, 3)
+        tensor([[1., 3.],
+                [0., 1.]])
+        >>> fb.linalg.matrix_power(A, -1)
+        tensor([[ 1., -1.],
+                [ 0.,  1.]])
+    """
     _check_tensor(A, "linalg.matrix_power")
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise FlambeauError(f"linalg.matrix_power: A must be batches of square matrices, but got shape {_shape(A)}")

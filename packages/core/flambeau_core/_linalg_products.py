@@ -32,7 +32,14 @@ def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
-    """Dot product of vectors along `dim`, broadcasting the other dims (torch.linalg.vecdot)."""
+    """Dot product of vectors along `dim`, broadcasting the other dims (torch.linalg.vecdot).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+        >>> fb.linalg.vecdot(x, fb.tensor([1.0, 1.0, 1.0]))
+        tensor([6., 1.])
+    """
     _check_tensor(x, "linalg.vecdot", "x")
     _check_tensor(y, "linalg.vecdot", "y")
     nd = max(x.dim(), y.dim())
@@ -106,7 +113,14 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
 
 
 def multi_dot(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
-    """Product of a chain of matrices in the cheapest order (first and last may be 1-D)."""
+    """Product of a chain of matrices in the cheapest order (first and last may be 1-D).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A, B, C = fb.ones(2, 3), fb.ones(3, 4), fb.ones(4)
+        >>> fb.linalg.multi_dot([A, B, C])
+        tensor([12., 12.])
+    """
     ts = list(tensors)
     if len(ts) < 2:
         raise FlambeauError(f"linalg.multi_dot: expected at least 2 tensors but got {len(ts)}")
@@ -347,7 +361,13 @@ def einsum(equation: str, *operands: Any) -> Tensor:
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = None) -> Tensor:
-    """Cross product of 3-vectors along `dim`, other dims broadcast (torch.linalg.cross)."""
+    """Cross product of 3-vectors along `dim`, other dims broadcast (torch.linalg.cross).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.linalg.cross(fb.tensor([1.0, 0.0, 0.0]), fb.tensor([0.0, 1.0, 0.0]))
+        tensor([0., 0., 1.])
+    """
     _check_tensor(input, "linalg.cross", "input")
     _check_tensor(other, "linalg.cross", "other")
     if input.dim() != other.dim():

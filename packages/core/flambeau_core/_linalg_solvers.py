@@ -38,13 +38,35 @@ LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "
 
 
 def inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Inverse of square matrices (torch.linalg.inv); a singular matrix raises."""
+    """Inverse of square matrices (torch.linalg.inv); a singular matrix raises.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> Ainv = fb.linalg.inv(A)
+        >>> Ainv
+        tensor([[ 0.3750, -0.2500],
+                [-0.2500,  0.5000]])
+        >>> fb.allclose(A @ Ainv, fb.eye(2))
+        True
+    """
     _check_matrix(A, "linalg.inv", square=True, complex_ok=True)
     return _copy_out(_C._linalg_inv(A), out, "linalg.inv")
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None) -> Tensor:
-    """X with A X = B (left) or X A = B, batch dims broadcast; B may be a (batch of) vector(s)."""
+    """X with A X = B (left) or X A = B, batch dims broadcast; B may be a (batch of) vector(s).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[4.0, 2.0], [2.0, 3.0]])
+        >>> b = fb.tensor([2.0, 1.0])
+        >>> x = fb.linalg.solve(A, b)
+        >>> x
+        tensor([0.5000, 0.0000])
+        >>> fb.allclose(A @ x, b)
+        True
+    """
     _check_matrix(A, "linalg.solve", square=True, complex_ok=True)
     _check_float(B, "linalg.solve", "B", complex_ok=True)
     if A.dtype != B.dtype:
@@ -85,6 +107,14 @@ def lstsq(
     gelsd, and reports what PyTorch's driver reports: residuals (the squared residual norms, when m > n and
     every matrix has full rank) for all but 'gelsy', rank for all but 'gels', singular values for 'gelsd'
     and 'gelss'; an output not reported is an empty tensor.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+        >>> B = fb.tensor([[1.0], [2.0], [2.0]])
+        >>> fb.linalg.lstsq(A, B).solution.round(decimals=4)  # the line y = a + b t through 3 points
+        tensor([[1.1667],
+                [0.5000]])
     """
     _check_matrix(A, "linalg.lstsq", complex_ok=True)
     _check_float(B, "linalg.lstsq", "B", complex_ok=True)
