@@ -57,6 +57,13 @@ class _MaxPoolNd(Module):
         self.ceil_mode = ceil_mode
 
     def extra_repr(self) -> str:
+        """``kernel_size``, ``stride``, ``padding``, ``dilation`` and ``ceil_mode``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.MaxPool2d(3, stride=2).extra_repr()
+            'kernel_size=3, stride=2, padding=0, dilation=1, ceil_mode=False'
+        """
         return (
             f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
             f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
@@ -64,9 +71,28 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """1-D max pooling over ``(N, C, L)`` or ``(C, L)`` inputs (see ``F.max_pool1d``)."""
+    """1-D max pooling over ``(N, C, L)`` or ``(C, L)`` inputs (see ``F.max_pool1d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.MaxPool1d(3, stride=2)(fc.ones(20, 16, 50)).shape
+        (20, 16, 24)
+    """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each ``kernel_size`` window of ``input`` ``(N, C, L)`` or ``(C, L)``, giving ``(N, C,
+        L_out)`` (with the flat argmax indices as a second tensor when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> x = fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])
+            >>> nn.MaxPool1d(2)(x).tolist()
+            [[[3.0, 5.0, 4.0]]]
+            >>> nn.MaxPool1d(2, return_indices=True)(x)[1].tolist()
+            [[[1, 3, 4]]]
+        """
         return F.max_pool1d(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
         )
@@ -82,6 +108,15 @@ class MaxPool2d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each ``kernel_size`` window of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, giving ``(N, C,
+        H_out, W_out)`` (and the argmax indices, flat over ``H*W``, when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.MaxPool2d(2)(fc.arange(16.0).reshape(1, 1, 4, 4)).tolist()
+            [[[[5.0, 7.0], [13.0, 15.0]]]]
+        """
         return F.max_pool2d(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
         )
@@ -97,13 +132,30 @@ class MaxPool3d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each ``kernel_size`` window of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)``, giving
+        ``(N, C, D_out, H_out, W_out)`` (and the argmax indices when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.MaxPool3d(2)(fc.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()
+            [7.0]
+        """
         return F.max_pool3d(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices
         )
 
 
 class AvgPool1d(Module):
-    """1-D average pooling over ``(N, C, L)`` or ``(C, L)`` inputs (see ``F.avg_pool1d``)."""
+    """1-D average pooling over ``(N, C, L)`` or ``(C, L)`` inputs (see ``F.avg_pool1d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> x = fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])
+        >>> [round(v, 4) for v in nn.AvgPool1d(3, stride=1, padding=1, count_include_pad=False)(x)[0, 0].tolist()]
+        [2.0, 2.0, 3.3333, 3.6667, 3.0, 2.0]
+    """
 
     def __init__(
         self,
@@ -121,14 +173,38 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each ``kernel_size`` window of ``input`` ``(N, C, L)`` or ``(C, L)``, giving ``(N, C, L_out)``;
+        ``count_include_pad=False`` leaves the zero padding out of the divisor.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AvgPool1d(2)(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])).tolist()
+            [[[2.0, 3.5, 2.0]]]
+        """
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self) -> str:
+        """``kernel_size``, ``stride`` and ``padding`` (stored as 1-tuples, as PyTorch does), as shown inside
+        ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.AvgPool1d(3, stride=2).extra_repr()
+            'kernel_size=(3,), stride=(2,), padding=(0,)'
+        """
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):
-    """2-D average pooling over ``(N, C, H, W)`` or ``(C, H, W)`` inputs (see ``F.avg_pool2d``)."""
+    """2-D average pooling over ``(N, C, H, W)`` or ``(C, H, W)`` inputs (see ``F.avg_pool2d``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.AvgPool2d((3, 2), stride=(2, 1))(fc.ones(20, 16, 50, 32)).shape
+        (20, 16, 24, 31)
+    """
 
     def __init__(
         self,
@@ -148,6 +224,15 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each ``kernel_size`` window of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, giving ``(N, C,
+        H_out, W_out)``; ``divisor_override`` replaces the window size as the divisor.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AvgPool2d(2)(fc.arange(16.0).reshape(1, 1, 4, 4)).tolist()
+            [[[[2.5, 4.5], [10.5, 12.5]]]]
+        """
         return F.avg_pool2d(
             input,
             self.kernel_size,
@@ -159,6 +244,13 @@ class AvgPool2d(Module):
         )
 
     def extra_repr(self) -> str:
+        """``kernel_size``, ``stride`` and ``padding``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.AvgPool2d(2).extra_repr()
+            'kernel_size=2, stride=2, padding=0'
+        """
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -172,6 +264,15 @@ class AvgPool3d(AvgPool2d):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each ``kernel_size`` window of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)``, giving ``(N,
+        C, D_out, H_out, W_out)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AvgPool3d(2)(fc.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()
+            [3.5]
+        """
         return F.avg_pool3d(
             input,
             self.kernel_size,
@@ -189,13 +290,36 @@ class _AdaptivePoolNd(Module):
         self.output_size = output_size
 
     def extra_repr(self) -> str:
+        """The target ``output_size``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveAvgPool2d((5, 7)).extra_repr()
+            'output_size=(5, 7)'
+        """
         return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool1d(_AdaptivePoolNd):
-    """Averages ``L`` into ``output_size`` adaptive windows."""
+    """Averages ``L`` into ``output_size`` adaptive windows.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.AdaptiveAvgPool1d(5)(fc.ones(1, 64, 8)).shape
+        (1, 64, 5)
+    """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Averages ``input`` ``(N, C, L)`` or ``(C, L)`` over ``output_size`` windows (window ``i`` spans
+        ``floor(i*L/out)`` to ``ceil((i+1)*L/out)``), giving ``(N, C, output_size)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveAvgPool1d(4)(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])).tolist()
+            [[[2.0, 2.5, 4.5, 2.0]]]
+        """
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -209,6 +333,15 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Averages ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` over adaptive windows, giving ``(N, C, *output_size)``
+        (a ``None`` entry keeps that input size).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveAvgPool2d((2, None))(fc.ones(1, 64, 8, 9)).shape
+            (1, 64, 2, 9)
+        """
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -219,16 +352,49 @@ class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
-    """Maxima over ``output_size`` adaptive windows of ``L`` (and their indices if ``return_indices``)."""
+    """Maxima over ``output_size`` adaptive windows of ``L`` (and their indices if ``return_indices``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> out, idx = nn.AdaptiveMaxPool1d(5, return_indices=True)(fc.randn(1, 64, 8))
+        >>> out.shape, idx.shape
+        ((1, 64, 5), (1, 64, 5))
+    """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of ``input`` ``(N, C, L)`` or ``(C, L)`` over ``output_size`` adaptive windows, giving ``(N, C,
+        output_size)`` (and the argmax indices when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveMaxPool1d(4)(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]])).tolist()
+            [[[3.0, 3.0, 5.0, 4.0]]]
+        """
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    """Maxima over the adaptive windows of ``(H, W)`` (and their indices if ``return_indices``)."""
+    """Maxima over the adaptive windows of ``(H, W)`` (and their indices if ``return_indices``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.AdaptiveMaxPool2d((5, 7))(fc.randn(1, 64, 8, 9)).shape
+        (1, 64, 5, 7)
+    """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` over adaptive windows, giving ``(N, C,
+        *output_size)`` (and the argmax indices, flat over ``H*W``, when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveMaxPool2d((1, 2))(fc.arange(16.0).reshape(1, 1, 4, 4)).tolist()
+            [[[[13.0, 15.0]]]]
+        """
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
@@ -242,6 +408,15 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Averages ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` over adaptive windows, giving ``(N, C,
+        *output_size)`` (a ``None`` entry keeps that input size).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveAvgPool3d(1)(fc.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()
+            [3.5]
+        """
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
@@ -255,6 +430,15 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` over adaptive windows, giving ``(N, C,
+        *output_size)`` (and the argmax indices when ``return_indices``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.AdaptiveMaxPool3d(1)(fc.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()
+            [7.0]
+        """
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
@@ -267,6 +451,13 @@ class _LPPoolNd(Module):
         self.ceil_mode = ceil_mode
 
     def extra_repr(self) -> str:
+        """``norm_type``, ``kernel_size``, ``stride`` and ``ceil_mode``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.LPPool1d(2, 3).extra_repr()
+            'norm_type=2, kernel_size=3, stride=None, ceil_mode=False'
+        """
         return (
             f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
             f"ceil_mode={self.ceil_mode}"
@@ -283,6 +474,16 @@ class LPPool1d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The ``p``-norm ``(sum of x ** p) ** (1/p)`` (``p = norm_type``) of each window of ``input`` ``(N, C, L)``
+        or ``(C, L)``, giving ``(N, C, L_out)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.LPPool1d(2, 2)(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]))
+            >>> [round(v, 4) for v in y.flatten().tolist()]
+            [3.1623, 5.3852, 4.0]
+        """
         return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -296,6 +497,15 @@ class LPPool2d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The ``p``-norm (``p = norm_type``) of each window of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, giving
+        ``(N, C, H_out, W_out)``; ``p = 1`` is sum pooling.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.LPPool2d(1, 2)(fc.arange(16.0).reshape(1, 1, 4, 4)).tolist()
+            [[[[10.0, 18.0], [42.0, 50.0]]]]
+        """
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -309,6 +519,15 @@ class LPPool3d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The ``p``-norm (``p = norm_type``) of each window of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)``,
+        giving ``(N, C, D_out, H_out, W_out)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.LPPool3d(1, 2)(fc.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()
+            [28.0]
+        """
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -327,9 +546,26 @@ class _MaxUnpoolNd(Module):
         self.padding = ntuple(padding)
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        """Scatters ``input`` (a max pool's output) back to ``indices`` (its ``return_indices``) in a zero tensor of
+        the pool's input size, or of ``output_size`` when given.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> out, idx = nn.MaxPool1d(2, return_indices=True)(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]))
+            >>> nn.MaxUnpool1d(2)(out, idx).tolist()
+            [[[0.0, 3.0, 0.0, 5.0, 4.0, 0.0]]]
+        """
         return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
     def extra_repr(self) -> str:
+        """``kernel_size``, ``stride`` and ``padding`` as tuples, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.MaxUnpool1d(2).extra_repr()
+            'kernel_size=(2,), stride=(2,), padding=(0,)'
+        """
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -403,6 +639,17 @@ class _FractionalMaxPoolNd(Module):
                 raise FlambeauError(f"[{name}] output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of ``input`` ``(N, C, *spatial)`` or ``(C, *spatial)`` over pseudo-randomly placed
+        ``kernel_size`` windows, giving ``output_size`` (or ``output_ratio`` times the input size) spatially, and the
+        argmax indices when ``return_indices``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> fc.manual_seed(0)
+            >>> nn.FractionalMaxPool2d(3, output_ratio=0.5)(fc.randn(2, 4, 10, 12)).shape
+            (2, 4, 5, 6)
+        """
         return type(self)._fn(
             input,
             self.kernel_size,
