@@ -82,7 +82,15 @@ def fftfreq(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """The sample frequencies of a signal of size n: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d*n)."""
+    """The sample frequencies of a signal of size n: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d*n).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.fft.fftfreq(4)
+        tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
+        >>> fb.fft.fftfreq(5, d=0.5)
+        tensor([ 0.0000,  0.4000,  0.8000, -0.8000, -0.4000])
+    """
     n = _check_n(n, "fft.fftfreq")
     dtype = _freq_dtype(dtype, "fft.fftfreq")
     pos = (n + 1) // 2
@@ -106,7 +114,15 @@ def rfftfreq(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """The sample frequencies of rfft's output for a signal of size n: [0, 1, ..., n//2] / (d*n)."""
+    """The sample frequencies of rfft's output for a signal of size n: [0, 1, ..., n//2] / (d*n).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.fft.rfftfreq(4)
+        tensor([0.0000, 0.2500, 0.5000])
+        >>> fb.fft.rfftfreq(5, d=0.5)
+        tensor([0.0000, 0.4000, 0.8000])
+    """
     n = _check_n(n, "fft.rfftfreq")
     dtype = _freq_dtype(dtype, "fft.rfftfreq")
     idx = _C.arange(0, n // 2 + 1, dtype=_C.float64)
@@ -147,12 +163,28 @@ def _roll_dims(x: Tensor, dim: Any, forward: bool, op: str) -> Tensor:
 
 
 def fftshift(input: Tensor, dim: Any = None) -> Tensor:
-    """Moves the zero-frequency term to the center: a roll by n//2 along each dim of `dim` (all when None)."""
+    """Moves the zero-frequency term to the center: a roll by n//2 along each dim of `dim` (all when None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> f = fb.fft.fftfreq(5)
+        >>> f
+        tensor([ 0.0000,  0.2000,  0.4000, -0.4000, -0.2000])
+        >>> fb.fft.fftshift(f)
+        tensor([-0.4000, -0.2000,  0.0000,  0.2000,  0.4000])
+    """
     return _roll_dims(input, dim, True, "fft.fftshift")
 
 
 def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
-    """The inverse of fftshift: a roll by -(n//2) along each dim of `dim` (all when None)."""
+    """The inverse of fftshift: a roll by -(n//2) along each dim of `dim` (all when None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.fft.fftshift(fb.arange(5))
+        >>> x, fb.fft.ifftshift(x)
+        (tensor([3, 4, 0, 1, 2]), tensor([0, 1, 2, 3, 4]))
+    """
     return _roll_dims(input, dim, False, "fft.ifftshift")
 
 
@@ -345,7 +377,16 @@ def _c2r(op: str, x: Tensor, dims: list[int], sizes: list[int] | None, n_last: A
 def fft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The 1-D discrete Fourier transform of input along dim (complex result)."""
+    """The 1-D discrete Fourier transform of input along dim (complex result).
+
+    Example:
+        >>> import flambeau as fb
+        >>> X = fb.fft.fft(fb.tensor([1.0, 2.0, 3.0, 4.0]))
+        >>> X
+        tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
+        >>> fb.fft.fft(fb.tensor([1.0, 0.0, 0.0]), n=4)  # zero-padded to 4
+        tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+    """
     d, n = _dims_1d("fft.fft", _float_input(input, "fft.fft", True), n, dim)
     return _out("fft.fft", _c2c("fft.fft", input, [d], [input.shape[d] if n is None else n], norm, True), out)
 
@@ -353,7 +394,14 @@ def fft(
 def ifft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The 1-D inverse discrete Fourier transform of input along dim."""
+    """The 1-D inverse discrete Fourier transform of input along dim.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0, 2.0, 3.0, 4.0])
+        >>> fb.fft.ifft(fb.fft.fft(x)).real
+        tensor([1., 2., 3., 4.])
+    """
     d, n = _dims_1d("fft.ifft", _float_input(input, "fft.ifft", True), n, dim)
     return _out("fft.ifft", _c2c("fft.ifft", input, [d], [input.shape[d] if n is None else n], norm, False), out)
 
@@ -361,7 +409,18 @@ def ifft(
 def fftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The n-dimensional discrete Fourier transform over dim (all dims by default; the last len(s) with s)."""
+    """The n-dimensional discrete Fourier transform over dim (all dims by default; the last len(s) with s).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fb.fft.fftn(x).real
+        tensor([[10., -2.],
+                [-4.,  0.]])
+        >>> fb.fft.fftn(x, dim=(0,)).real  # only along dim 0
+        tensor([[ 4.,  6.],
+                [-2., -2.]])
+    """
     dims, sizes = _dims_nd("fft.fftn", _float_input(input, "fft.fftn", True), s, dim)
     return _out("fft.fftn", _c2c("fft.fftn", input, dims, sizes, norm, True), out)
 
@@ -369,7 +428,14 @@ def fftn(
 def ifftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The n-dimensional inverse discrete Fourier transform over dim."""
+    """The n-dimensional inverse discrete Fourier transform over dim.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.arange(8.0).reshape(2, 2, 2)
+        >>> fb.allclose(fb.fft.ifftn(fb.fft.fftn(x)).real, x)
+        True
+    """
     dims, sizes = _dims_nd("fft.ifftn", _float_input(input, "fft.ifftn", True), s, dim)
     return _out("fft.ifftn", _c2c("fft.ifftn", input, dims, sizes, norm, False), out)
 
@@ -377,7 +443,17 @@ def ifftn(
 def fft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The 2-D discrete Fourier transform (fftn over the last two dims by default)."""
+    """The 2-D discrete Fourier transform (fftn over the last two dims by default).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fb.fft.fft2(x).real
+        tensor([[10., -2.],
+                [-4.,  0.]])
+        >>> fb.fft.fft2(fb.ones(3, 2, 2)).shape  # over the last two dims of a batch
+        (3, 2, 2)
+    """
     dims, sizes = _dims_nd("fft.fft2", _float_input(input, "fft.fft2", True), s, dim)
     return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True), out)
 
@@ -385,7 +461,15 @@ def fft2(
 def ifft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The 2-D inverse discrete Fourier transform (ifftn over the last two dims by default)."""
+    """The 2-D inverse discrete Fourier transform (ifftn over the last two dims by default).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fb.fft.ifft2(fb.fft.fft2(x)).real
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
     dims, sizes = _dims_nd("fft.ifft2", _float_input(input, "fft.ifft2", True), s, dim)
     return _out("fft.ifft2", _c2c("fft.ifft2", input, dims, sizes, norm, False), out)
 
@@ -393,7 +477,14 @@ def ifft2(
 def rfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The 1-D FFT of a real input: the n//2 + 1 non-negative frequencies."""
+    """The 1-D FFT of a real input: the n//2 + 1 non-negative frequencies.
+
+    Example:
+        >>> import flambeau as fb
+        >>> X = fb.fft.rfft(fb.tensor([1.0, 2.0, 3.0, 4.0]))
+        >>> X.shape, X
+        tensor([1.0000, 2.0000, 3.0000, 4.0000, 5.0000])
+    """
     x = _float_input(input, "fft.rfft", False)
     d, n = _dims_1d("fft.rfft", x, n, dim)
     return _out("fft.rfft", _r2c("fft.rfft", x, [d], [x.shape[d] if n is None else n], norm, True), out)
@@ -402,7 +493,14 @@ def rfft(
 def irfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The inverse of rfft: a real signal of size n (default 2 * (input.size(dim) - 1))."""
+    """The inverse of rfft: a real signal of size n (default 2 * (input.size(dim) - 1)).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+        >>> fb.fft.irfft(fb.fft.rfft(x), n=5)  # give n for an odd length
+        ((3,), tensor([10.+0.j, -2.+2.j, -2.+0.j]))
+    """
     x = _float_input(input, "fft.irfft", True)
     d, n = _dims_1d("fft.irfft", x, n, dim)
     return _out("fft.irfft", _c2r("fft.irfft", x, [d], None, n, norm, False), out)
@@ -418,7 +516,14 @@ def _last_n(s: Any, sizes: list[int]) -> int | None:
 def rfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The n-dimensional FFT of a real input; the last transformed dim keeps s[-1]//2 + 1 frequencies."""
+    """The n-dimensional FFT of a real input; the last transformed dim keeps s[-1]//2 + 1 frequencies.
+
+    Example:
+        >>> import flambeau as fb
+        >>> X = fb.fft.rfftn(fb.ones(2, 4))
+        >>> X.shape, X.real
+        (2, 3)
+    """
     x = _float_input(input, "fft.rfftn", False)
     dims, sizes = _dims_nd("fft.rfftn", x, s, dim)
     return _out("fft.rfftn", _r2c("fft.rfftn", x, dims, sizes, norm, True), out)
@@ -427,7 +532,15 @@ def rfftn(
 def rfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """rfftn over the last two dims by default."""
+    """rfftn over the last two dims by default.
+
+    Example:
+        >>> import flambeau as fb
+        >>> X = fb.fft.rfft2(fb.tensor([[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0]]))
+        >>> X.shape
+        ((2, 3), tensor([[8., 0., 0.],
+                [0., 0., 0.]]))
+    """
     x = _float_input(input, "fft.rfft2", False)
     dims, sizes = _dims_nd("fft.rfft2", x, s, dim)
     return _out("fft.rfft2", _r2c("fft.rfft2", x, dims, sizes, norm, True), out)
@@ -444,21 +557,42 @@ def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) 
 def irfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The inverse of rfftn: the last dim's output size is s[-1] (default 2 * (input.size(dim[-1]) - 1))."""
+    """The inverse of rfftn: the last dim's output size is s[-1] (default 2 * (input.size(dim[-1]) - 1)).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.arange(12.0).reshape(3, 4)
+        >>> fb.allclose(fb.fft.irfftn(fb.fft.rfftn(x), s=x.shape), x, atol=1e-5)
+        True
+    """
     return _out("fft.irfftn", _irfftn("fft.irfftn", input, s, dim, norm, False), out)
 
 
 def irfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """irfftn over the last two dims by default."""
+    """irfftn over the last two dims by default.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fb.fft.irfft2(fb.fft.rfft2(x), s=(2, 2))
+        tensor([6., 4., 2., 4.])
+    """
     return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False), out)
 
 
 def hfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The FFT of a Hermitian-symmetric signal given by its half: a real result of size n."""
+    """The FFT of a Hermitian-symmetric signal given by its half: a real result of size n.
+
+    Example:
+        >>> import flambeau as fb
+        >>> half = fb.tensor([4.0 + 0.0j, 1.0 + 0.0j, 0.0 + 0.0j])
+        >>> fb.fft.hfft(half)  # the real spectrum of the signal [4, 1, 0, 1]
+        tensor([2.5000-0.j, 1.5000-0.j, 0.5000-0.j])
+    """
     x = _float_input(input, "fft.hfft", True)
     d, n = _dims_1d("fft.hfft", x, n, dim)
     return _out("fft.hfft", _c2r("fft.hfft", x, [d], None, n, norm, True), out)
@@ -467,7 +601,14 @@ def hfft(
 def ihfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The inverse of hfft: the n//2 + 1 first terms of the inverse FFT of a real input."""
+    """The inverse of hfft: the n//2 + 1 first terms of the inverse FFT of a real input.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.fft.ihfft(fb.tensor([6.0, 2.0, 0.0, 2.0]))
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
     x = _float_input(input, "fft.ihfft", False)
     d, n = _dims_1d("fft.ihfft", x, n, dim)
     return _out("fft.ihfft", _r2c("fft.ihfft", x, [d], [x.shape[d] if n is None else n], norm, False), out)
@@ -476,14 +617,29 @@ def ihfft(
 def hfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The n-dimensional FFT of a Hermitian-symmetric signal given by its half along the last dim."""
+    """The n-dimensional FFT of a Hermitian-symmetric signal given by its half along the last dim.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.arange(6.0).reshape(2, 3)
+        >>> fb.allclose(fb.fft.hfftn(fb.fft.ihfftn(x), s=x.shape), x, atol=1e-5)
+        True
+    """
     return _out("fft.hfftn", _irfftn("fft.hfftn", input, s, dim, norm, True), out)
 
 
 def hfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """hfftn over the last two dims by default."""
+    """hfftn over the last two dims by default.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> fb.fft.hfft2(fb.fft.ihfft2(x), s=(2, 2))
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
     return _out("fft.hfft2", _irfftn("fft.hfft2", input, s, dim, norm, True), out)
 
 
@@ -504,12 +660,26 @@ def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
 def ihfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """The inverse of hfftn."""
+    """The inverse of hfftn.
+
+    Example:
+        >>> import flambeau as fb
+        >>> X = fb.fft.ihfftn(fb.ones(2, 4))
+        >>> X.shape, X.real
+        (3, 2, 3)
+    """
     return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm), out)
 
 
 def ihfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
-    """ihfftn over the last two dims by default."""
+    """ihfftn over the last two dims by default.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.fft.ihfft2(fb.ones(3, 2, 4)).shape
+        ((2, 3), tensor([[1., 0., 0.],
+                [0., 0., 0.]]))
+    """
     return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm), out)
