@@ -107,9 +107,7 @@ class _NormBase(Module):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        """``num_features`` and the options, as shown inside ``repr(module)``.
-
-        Note: flambeau also shows ``bias``, which PyTorch's repr of a batch norm does not.
+        """``num_features`` and the options (``bias`` among them, as in PyTorch 2.13), as shown in ``repr(module)``.
 
         Example:
             >>> import flambeau_nn as nn
