@@ -483,7 +483,7 @@ def rfft(
         >>> import flambeau as fb
         >>> X = fb.fft.rfft(fb.tensor([1.0, 2.0, 3.0, 4.0]))
         >>> X.shape, X
-        tensor([1.0000, 2.0000, 3.0000, 4.0000, 5.0000])
+        ((3,), tensor([10.+0.j, -2.+2.j, -2.+0.j]))
     """
     x = _float_input(input, "fft.rfft", False)
     d, n = _dims_1d("fft.rfft", x, n, dim)
@@ -498,8 +498,8 @@ def irfft(
     Example:
         >>> import flambeau as fb
         >>> x = fb.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
-        >>> fb.fft.irfft(fb.fft.rfft(x), n=5)  # give n for an odd length
-        ((3,), tensor([10.+0.j, -2.+2.j, -2.+0.j]))
+        >>> fb.fft.irfft(fb.fft.rfft(x), n=5).round(decimals=4)  # give n for an odd length
+        tensor([1., 2., 3., 4., 5.])
     """
     x = _float_input(input, "fft.irfft", True)
     d, n = _dims_1d("fft.irfft", x, n, dim)
@@ -522,7 +522,8 @@ def rfftn(
         >>> import flambeau as fb
         >>> X = fb.fft.rfftn(fb.ones(2, 4))
         >>> X.shape, X.real
-        (2, 3)
+        ((2, 3), tensor([[8., 0., 0.],
+                [0., 0., 0.]]))
     """
     x = _float_input(input, "fft.rfftn", False)
     dims, sizes = _dims_nd("fft.rfftn", x, s, dim)
@@ -538,8 +539,7 @@ def rfft2(
         >>> import flambeau as fb
         >>> X = fb.fft.rfft2(fb.tensor([[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0]]))
         >>> X.shape
-        ((2, 3), tensor([[8., 0., 0.],
-                [0., 0., 0.]]))
+        (2, 3)
     """
     x = _float_input(input, "fft.rfft2", False)
     dims, sizes = _dims_nd("fft.rfft2", x, s, dim)
@@ -577,7 +577,8 @@ def irfft2(
         >>> import flambeau as fb
         >>> x = fb.tensor([[1.0, 2.0], [3.0, 4.0]])
         >>> fb.fft.irfft2(fb.fft.rfft2(x), s=(2, 2))
-        tensor([6., 4., 2., 4.])
+        tensor([[1., 2.],
+                [3., 4.]])
     """
     return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False), out)
 
@@ -591,7 +592,7 @@ def hfft(
         >>> import flambeau as fb
         >>> half = fb.tensor([4.0 + 0.0j, 1.0 + 0.0j, 0.0 + 0.0j])
         >>> fb.fft.hfft(half)  # the real spectrum of the signal [4, 1, 0, 1]
-        tensor([2.5000-0.j, 1.5000-0.j, 0.5000-0.j])
+        tensor([6., 4., 2., 4.])
     """
     x = _float_input(input, "fft.hfft", True)
     d, n = _dims_1d("fft.hfft", x, n, dim)
@@ -605,9 +606,8 @@ def ihfft(
 
     Example:
         >>> import flambeau as fb
-        >>> fb.fft.ihfft(fb.tensor([6.0, 2.0, 0.0, 2.0]))
-        tensor([[1., 2.],
-                [3., 4.]])
+        >>> fb.fft.ihfft(fb.tensor([6.0, 2.0, 0.0, 2.0])).real  # the imaginary parts are 0 here
+        tensor([2.5000, 1.5000, 0.5000])
     """
     x = _float_input(input, "fft.ihfft", False)
     d, n = _dims_1d("fft.ihfft", x, n, dim)
@@ -666,7 +666,8 @@ def ihfftn(
         >>> import flambeau as fb
         >>> X = fb.fft.ihfftn(fb.ones(2, 4))
         >>> X.shape, X.real
-        (3, 2, 3)
+        ((2, 3), tensor([[1., 0., 0.],
+                [0., 0., 0.]]))
     """
     return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm), out)
 
@@ -679,7 +680,6 @@ def ihfft2(
     Example:
         >>> import flambeau as fb
         >>> fb.fft.ihfft2(fb.ones(3, 2, 4)).shape
-        ((2, 3), tensor([[1., 0., 0.],
-                [0., 0., 0.]]))
+        (3, 2, 3)
     """
     return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm), out)
