@@ -81,12 +81,33 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             self.tail.append(Sequential(Linear(in_features, hsz, bias=False, **kw), Linear(hsz, osz, bias=False, **kw)))
 
     def reset_parameters(self) -> None:
+        """Re-initialises the head and every tail cluster's two projections, as ``Linear.reset_parameters`` does.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4])
+            >>> asm.reset_parameters()
+            >>> tuple(asm.head.weight.shape)
+            (5, 8)
+        """
         self.head.reset_parameters()
         for i2h, h2o in self.tail:
             i2h.reset_parameters()
             h2o.reset_parameters()
 
     def forward(self, input_: Tensor, target_: Tensor) -> _ASMoutput:
+        """Computes the log-probability of each ``target`` ``(N)`` (or ``()``) class given ``input`` ``(N,
+        in_features)`` (or ``(in_features)``), returning the named tuple ``(output, loss)``: ``output`` ``(N)`` those
+        log-probabilities, ``loss`` their negated mean.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
+            >>> out = asm(fc.randn(5, 8), fc.tensor([0, 3, 5, 8, 9]))
+            >>> out.output.shape, out.loss.shape, bool(fc.isclose(out.loss, -out.output.mean()))
+            ((5,), (), True)
+        """
         for what, t in (("input", input_), ("target", target_)):
             if not is_tensor_like(t):
                 raise TypeError(f"[AdaptiveLogSoftmaxWithLoss] {what} must be a Tensor, got {type(t).__name__}")
@@ -144,11 +165,29 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return fc.cat(parts, 1)
 
     def log_prob(self, input: Tensor) -> Tensor:
-        r"""The log-probabilities of every class, ``(N, n_classes)``."""
+        r"""The log-probabilities of every class, ``(N, n_classes)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
+            >>> lp = asm.log_prob(fc.randn(3, 8))
+            >>> lp.shape, [round(v, 4) for v in lp.exp().sum(dim=1).tolist()]
+            ((3, 10), [1.0, 1.0, 1.0])
+        """
         return self._get_full_log_prob(input, self.head(input))
 
     def predict(self, input: Tensor) -> Tensor:
-        r"""The most likely class of each row (the full distribution is computed only for rows that need it)."""
+        r"""The most likely class of each row (the full distribution is computed only for rows that need it).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
+            >>> x = fc.randn(6, 8)
+            >>> bool((asm.predict(x) == asm.log_prob(x).argmax(dim=1)).all())
+            True
+        """
         head_output = self.head(input)
         output = head_output.argmax(1)
         outside = output >= self.shortlist_size

@@ -47,6 +47,15 @@ class MultiheadAttention(Module):
     average_attn_weights=True, is_causal=False)`` returns ``(attn_output, attn_weights)``;
     ``attn_weights`` is None unless ``need_weights``. Bool masks mark the positions
     that are *not* allowed to attend (True), float masks are added to the scores.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> mha = nn.MultiheadAttention(embed_dim=8, num_heads=2, batch_first=True)
+        >>> x = fc.randn(3, 5, 8)
+        >>> out, weights = mha(x, x, x)
+        >>> out.shape, weights.shape
+        ((3, 5, 8), (3, 5, 5))
     """
 
     def __init__(
@@ -132,6 +141,25 @@ class MultiheadAttention(Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
+        """Attends from ``query`` ``(L, N, E)`` to ``key`` ``(S, N, E_k)`` / ``value`` ``(S, N, E_v)`` (``(N, *, E)``
+        when ``batch_first``, no ``N`` unbatched) with ``num_heads`` heads, giving ``(attn_output, attn_weights)``.
+
+        ``attn_output`` is ``(L, N, E)``; ``attn_weights`` is ``(N, L, S)`` averaged over the heads (``(N, num_heads,
+        L, S)`` when ``average_attn_weights=False``), or None when ``need_weights=False``. ``key_padding_mask`` ``(N,
+        S)`` and ``attn_mask`` ``(L, S)`` or ``(N*num_heads, L, S)`` are boolean (``True`` = not attended) or additive
+        float masks.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> mha = nn.MultiheadAttention(8, 2)
+            >>> q, kv = fc.randn(4, 3, 8), fc.randn(6, 3, 8)
+            >>> out, w = mha(q, kv, kv, average_attn_weights=False)
+            >>> out.shape, w.shape
+            ((4, 3, 8), (3, 2, 4, 6))
+            >>> round(w.sum(dim=-1).mean().item(), 4)
+            1.0
+        """
         op = "MultiheadAttention"
         for n, t in (("query", query), ("key", key), ("value", value)):
             if not is_tensor_like(t):

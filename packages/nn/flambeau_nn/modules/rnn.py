@@ -94,7 +94,15 @@ def _layer(
 
 
 class RNNBase(Module):
-    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`."""
+    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> rnn = nn.GRU(4, 6, num_layers=2)
+        >>> isinstance(rnn, nn.RNNBase), [tuple(w.shape) for w in rnn.all_weights[0]]
+        (True, [(18, 4), (18, 6), (18,), (18,)])
+    """
 
     def __init__(
         self,
@@ -150,6 +158,15 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws every weight and bias from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``, in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> rnn = nn.LSTM(3, 4)
+            >>> rnn.reset_parameters()
+            >>> all(bool((p.abs() <= 0.5).all()) for p in rnn.parameters())
+            True
+        """
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
@@ -161,6 +178,12 @@ class RNNBase(Module):
         recurrent kernels read each parameter where it is (packing per call where that pays, Note
         [Packed step GEMM] in core's src/cpu/rnn.cpp), so there is nothing to compact on any device.
         Returns None, as PyTorch's.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> rnn = nn.LSTM(3, 4)
+            >>> rnn.flatten_parameters() is None
+            True
         """
         return None
 
@@ -178,6 +201,14 @@ class RNNBase(Module):
         return type(self).__name__
 
     def extra_repr(self) -> str:
+        """``input_size``, ``hidden_size`` and each option that differs from its default, as shown inside
+        ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.GRU(10, 20, num_layers=2, batch_first=True).extra_repr()
+            '10, 20, num_layers=2, batch_first=True'
+        """
         s = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
@@ -203,6 +234,21 @@ class RNNBase(Module):
             raise TypeError(f"{name}: expected {what} of dtype {dtype} (the input's), got {h.dtype}")
 
     def forward(self, input: Any, hx: Any = None) -> Any:
+        """Runs the layers over the sequence ``input`` ``(L, N, H_in)`` (``(N, L, H_in)`` when ``batch_first``, ``(L,
+        H_in)`` unbatched, or a ``PackedSequence``) from the initial state ``hx`` (zeros when None).
+
+        Returns ``(output, h_n)`` (``(output, (h_n, c_n))`` for an LSTM, whose ``hx`` is ``(h_0, c_0)``): ``output``
+        ``(L, N, D*hidden_size)`` holds the last layer's state at every step (packed when the input is), ``h_n`` and
+        ``c_n`` ``(D*num_layers, N, hidden_size)`` the final states, ``D = 2`` when ``bidirectional``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> lstm = nn.LSTM(10, 20, num_layers=2, bidirectional=True)
+            >>> out, (h, c) = lstm(fc.randn(5, 3, 10))
+            >>> out.shape, h.shape, c.shape
+            ((5, 3, 40), (4, 3, 20), (4, 3, 20))
+        """
         name = self._name()
         is_lstm = self.mode == "LSTM"
         D = 2 if self.bidirectional else 1
@@ -312,6 +358,14 @@ class RNN(RNNBase):
     ``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True,
     batch_first=False, dropout=0.0, bidirectional=False)``; ``forward(input, hx=None)``
     returns ``(output, h_n)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> rnn = nn.RNN(10, 20, 2, nonlinearity="relu")
+        >>> out, h_n = rnn(fc.randn(5, 3, 10), fc.zeros(2, 3, 20))
+        >>> out.shape, h_n.shape
+        ((5, 3, 20), (2, 3, 20))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -329,6 +383,14 @@ class LSTM(RNNBase):
     r"""Long short-term memory, gates ``i f g o`` in PyTorch's order.
 
     ``forward(input, (h_0, c_0)=None)`` returns ``(output, (h_n, c_n))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> lstm = nn.LSTM(10, 20, batch_first=True)
+        >>> out, (h_n, c_n) = lstm(fc.randn(3, 5, 10))
+        >>> out.shape, h_n.shape, bool((out[:, -1] == h_n[0]).all())
+        ((3, 5, 20), (1, 3, 20), True)
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -340,6 +402,13 @@ class GRU(RNNBase):
     (``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``, ``h' = (1 - z) * n + z * h``).
 
     ``forward(input, h_0=None)`` returns ``(output, h_n)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> out, h_n = nn.GRU(10, 20, bidirectional=True)(fc.randn(5, 10))
+        >>> out.shape, h_n.shape
+        ((5, 40), (2, 20))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -347,7 +416,14 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    """One step of a recurrent layer: parameters ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``."""
+    """One step of a recurrent layer: parameters ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``.
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> cell = nn.LSTMCell(3, 4)
+        >>> isinstance(cell, nn.RNNCellBase), tuple(cell.weight_ih.shape), tuple(cell.weight_hh.shape)
+        (True, (16, 3), (16, 4))
+    """
 
     def __init__(
         self, mode: str, input_size: int, hidden_size: int, bias: bool, device: Any = None, dtype: Any = None
@@ -373,11 +449,31 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draws ``weight_ih``, ``weight_hh`` and the biases from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``,
+        in place.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> cell = nn.GRUCell(3, 4)
+            >>> cell.reset_parameters()
+            >>> all(bool((p.abs() <= 0.5).all()) for p in cell.parameters())
+            True
+        """
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
     def extra_repr(self) -> str:
+        """``input_size`` and ``hidden_size``, then ``bias=False`` and the ReLU nonlinearity when set, as shown inside
+        ``repr(module)``.
+
+        Note: flambeau quotes the nonlinearity (``nonlinearity='relu'``); PyTorch 2.13 prints ``nonlinearity=relu``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.RNNCell(3, 4, bias=False).extra_repr()
+            '3, 4, bias=False'
+        """
         s = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:
             s += ", bias=False"
@@ -441,7 +537,18 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    """``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``; ``forward(input, hx=None) -> h'``."""
+    """``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``; ``forward(input, hx=None) -> h'``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> cell = nn.RNNCell(10, 20)
+        >>> h = fc.zeros(3, 20)
+        >>> for x in fc.randn(6, 3, 10):
+        ...     h = cell(x, h)
+        >>> h.shape
+        (3, 20)
+    """
 
     def __init__(
         self,
@@ -460,11 +567,30 @@ class RNNCell(RNNCellBase):
         )
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One step ``h' = act(input W_ih^T + b_ih + hx W_hh^T + b_hh)`` for ``input`` ``(N, input_size)`` or
+        ``(input_size)`` and ``hx`` ``(N, hidden_size)`` (zeros when None), giving ``h'`` ``(N, hidden_size)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.RNNCell(10, 20)(fc.randn(3, 10)).shape
+            (3, 20)
+        """
         return self._step(input, hx)[0]
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step; ``forward(input, (h, c)=None) -> (h', c')``."""
+    """One LSTM step; ``forward(input, (h, c)=None) -> (h', c')``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> cell = nn.LSTMCell(10, 20)
+        >>> h, c = cell(fc.randn(3, 10))
+        >>> h, c = cell(fc.randn(3, 10), (h, c))
+        >>> h.shape, c.shape
+        ((3, 20), (3, 20))
+    """
 
     def __init__(
         self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None, dtype: Any = None
@@ -472,12 +598,31 @@ class LSTMCell(RNNCellBase):
         super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        """One LSTM step for ``input`` ``(N, input_size)`` or ``(input_size)`` from ``hx = (h, c)`` (each ``(N,
+        hidden_size)``; zeros when None), giving ``(h', c')``, ``c' = f * c + i * g`` and ``h' = o * tanh(c')``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> h, c = nn.LSTMCell(10, 20)(fc.randn(10))
+            >>> h.shape, c.shape
+            ((20,), (20,))
+        """
         h, c, _ = self._step(input, hx)
         return h, c
 
 
 class GRUCell(RNNCellBase):
-    """One GRU step; ``forward(input, hx=None) -> h'``."""
+    """One GRU step; ``forward(input, hx=None) -> h'``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> cell = nn.GRUCell(10, 20)
+        >>> h = cell(fc.randn(3, 10))
+        >>> cell(fc.randn(3, 10), h).shape
+        (3, 20)
+    """
 
     def __init__(
         self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None, dtype: Any = None
@@ -485,4 +630,13 @@ class GRUCell(RNNCellBase):
         super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One GRU step for ``input`` ``(N, input_size)`` or ``(input_size)`` from ``hx`` ``(N, hidden_size)`` (zeros
+        when None), giving ``h' = (1 - z) * n + z * hx``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.GRUCell(10, 20)(fc.randn(3, 10)).shape
+            (3, 20)
+        """
         return self._step(input, hx)[0]

@@ -66,6 +66,13 @@ class TransformerEncoderLayer(Module):
 
     ``norm_first=False`` (post-norm): ``x = norm1(x + sa(x)); x = norm2(x + ff(x))``;
     ``norm_first=True`` (pre-norm): ``x = x + sa(norm1(x)); x = x + ff(norm2(x))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, batch_first=True)
+        >>> layer(fc.randn(2, 7, 16)).shape
+        (2, 7, 16)
     """
 
     def __init__(
@@ -114,6 +121,21 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
+        """Self-attention then the feed-forward block, each with a residual connection and ``LayerNorm`` (before each
+        block when ``norm_first``, after it otherwise), on ``src`` ``(S, N, E)`` (``(N, S, E)`` when ``batch_first``,
+        ``(S, E)`` unbatched); same shape out.
+
+        ``src_mask`` ``(S, S)`` (or ``(N*nhead, S, S)``) and ``src_key_padding_mask`` ``(N, S)`` are boolean (``True``
+        = not attended) or additive float masks; ``is_causal`` hints that ``src_mask`` is the causal mask.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+            >>> pad = fc.tensor([[False, False, True], [False, False, False]])
+            >>> layer(fc.randn(3, 2, 8), src_key_padding_mask=pad).shape
+            (3, 2, 8)
+        """
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -141,7 +163,16 @@ def _causal_hint(mask: Tensor | None, is_causal: bool | None) -> bool:
 
 
 class TransformerEncoder(Module):
-    """A stack of ``num_layers`` deep copies of ``encoder_layer``, then ``norm`` if given."""
+    """A stack of ``num_layers`` deep copies of ``encoder_layer``, then ``norm`` if given.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+        >>> encoder = nn.TransformerEncoder(layer, num_layers=3, norm=nn.LayerNorm(8))
+        >>> len(encoder.layers), encoder(fc.randn(4, 5, 8)).shape
+        (3, (4, 5, 8))
+    """
 
     def __init__(
         self,
@@ -165,6 +196,19 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
+        """Passes ``src`` ``(S, N, E)`` (``(N, S, E)`` when ``batch_first``) through every layer in turn, each with
+        ``mask`` and ``src_key_padding_mask``, then the final ``norm`` if any; same shape out.
+
+        ``is_causal=None`` detects whether ``mask`` is the causal mask.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), num_layers=2)
+            >>> mask = nn.Transformer.generate_square_subsequent_mask(5)
+            >>> encoder(fc.randn(5, 3, 8), mask=mask, is_causal=True).shape
+            (5, 3, 8)
+        """
         output = src
         causal = _causal_hint(mask, is_causal)
         for mod in self.layers:
@@ -175,7 +219,15 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoderLayer(Module):
-    r"""Self-attention, attention over ``memory``, then a feed-forward block (residuals and LayerNorms)."""
+    r"""Self-attention, attention over ``memory``, then a feed-forward block (residuals and LayerNorms).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+        >>> layer(fc.randn(4, 2, 8), fc.randn(6, 2, 8)).shape
+        (4, 2, 8)
+    """
 
     def __init__(
         self,
@@ -240,6 +292,21 @@ class TransformerDecoderLayer(Module):
         tgt_is_causal: bool = False,
         memory_is_causal: bool = False,
     ) -> Tensor:
+        """Self-attention on ``tgt`` ``(T, N, E)``, attention from it to ``memory`` ``(S, N, E)`` (``(N, *, E)`` when
+        ``batch_first``), then the feed-forward block, each with a residual connection and ``LayerNorm``; gives
+        ``tgt``'s shape.
+
+        ``tgt_mask`` ``(T, T)`` and ``memory_mask`` ``(T, S)`` mask the two attentions, ``tgt_key_padding_mask`` ``(N,
+        T)`` and ``memory_key_padding_mask`` ``(N, S)`` the padded positions.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+            >>> mask = nn.Transformer.generate_square_subsequent_mask(4)
+            >>> layer(fc.randn(2, 4, 8), fc.randn(2, 6, 8), tgt_mask=mask, tgt_is_causal=True).shape
+            (2, 4, 8)
+        """
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -280,6 +347,16 @@ class TransformerDecoder(Module):
         tgt_is_causal: bool | None = None,
         memory_is_causal: bool = False,
     ) -> Tensor:
+        """Passes ``tgt`` ``(T, N, E)`` through every decoder layer in turn, each attending to ``memory`` ``(S, N,
+        E)`` with the given masks, then the final ``norm`` if any; gives ``tgt``'s shape.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), num_layers=2)
+            >>> decoder(fc.randn(4, 3, 8), fc.randn(6, 3, 8)).shape
+            (4, 3, 8)
+        """
         output = tgt
         causal = _causal_hint(tgt_mask, tgt_is_causal)
         for mod in self.layers:
@@ -388,6 +465,18 @@ class Transformer(Module):
         tgt_is_causal: bool | None = None,
         memory_is_causal: bool = False,
     ) -> Tensor:
+        """Encodes ``src`` ``(S, N, E)`` and decodes ``tgt`` ``(T, N, E)`` against the encoding (``(N, *, E)`` when
+        ``batch_first``), giving ``(T, N, E)``; the masks go to the encoder (``src_*``), the decoder's self-attention
+        (``tgt_*``) and its attention to the memory (``memory_*``).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> model = nn.Transformer(8, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16)
+            >>> tgt_mask = nn.Transformer.generate_square_subsequent_mask(4)
+            >>> model(fc.randn(6, 2, 8), fc.randn(4, 2, 8), tgt_mask=tgt_mask).shape
+            (4, 2, 8)
+        """
         for t, what in ((src, "src"), (tgt, "tgt")):
             if not is_tensor_like(t):
                 raise TypeError(f"[Transformer] {what} must be a Tensor, got {type(t).__name__}")
