@@ -61,6 +61,18 @@ class WorkerInfo:
         num_workers: how many workers the loader has.
         seed: this worker's seed (``base_seed + id``).
         dataset: this worker's copy of the dataset.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.data import DataLoader, Dataset, get_worker_info
+        >>> class WhoLoads(Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, i):
+        ...         info = get_worker_info()
+        ...         return -1 if info is None else info.num_workers
+        >>> [b.tolist() for b in DataLoader(WhoLoads(), batch_size=2)]  # no worker: None
+        [[-1, -1], [-1, -1]]
     """
 
     id: int

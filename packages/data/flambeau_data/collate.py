@@ -158,6 +158,18 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     leaves are looked up in ``collate_fn_map`` (exact type first, then
     ``isinstance``). ``default_collate`` is ``collate`` with
     ``default_collate_fn_map`` plus NumPy arrays and scalars.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.data import collate, default_collate_fn_map
+        >>> batch = [{"x": fb.tensor([1.0, 2.0]), "label": 0}, {"x": fb.tensor([3.0, 4.0]), "label": 1}]
+        >>> out = collate(batch, collate_fn_map=default_collate_fn_map)
+        >>> out["x"], out["label"]
+        (tensor([[1., 2.],
+                [3., 4.]]), tensor([0, 1]))
+        >>> as_lists = {str: lambda batch, collate_fn_map=None: list(batch)}
+        >>> collate([("a", "b"), ("c", "d")], collate_fn_map=as_lists)
+        [['a', 'c'], ['b', 'd']]
     """
     if type(batch) is GatheredBatch:  # Note [Batched fetch]: already one tensor per field
         return list(batch.tensors)

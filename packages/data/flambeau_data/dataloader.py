@@ -80,13 +80,32 @@ def set_pin_memory_allocator(allocator: Any) -> None:
     copies each batch's tensors into memory from it before yielding the batch;
     without one, ``pin_memory=True`` changes nothing and says so once (a
     UserWarning).
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.data import DataLoader, get_pin_memory_allocator, set_pin_memory_allocator
+        >>> previous = get_pin_memory_allocator()
+        >>> set_pin_memory_allocator(fb.system_allocator())  # stands in for a pinned-host allocator
+        >>> [b.tolist() for b in DataLoader(fb.arange(4), batch_size=2, pin_memory=True)]
+        [[0, 1], [2, 3]]
+        >>> set_pin_memory_allocator(previous)
     """
     global _pin_allocator
     _pin_allocator = allocator
 
 
 def get_pin_memory_allocator() -> Any:
-    """The allocator registered with :func:`set_pin_memory_allocator`, or None."""
+    """The allocator registered with :func:`set_pin_memory_allocator`, or None.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.data import get_pin_memory_allocator, set_pin_memory_allocator
+        >>> previous = get_pin_memory_allocator()
+        >>> set_pin_memory_allocator(fb.system_allocator())
+        >>> get_pin_memory_allocator().name
+        'system'
+        >>> set_pin_memory_allocator(previous)
+    """
     return _pin_allocator
 
 

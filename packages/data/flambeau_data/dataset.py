@@ -222,6 +222,13 @@ class ConcatDataset(Dataset[T_co]):
 
     @staticmethod
     def cumsum(sequence: Iterable[Any]) -> list[int]:
+        """The running totals of the datasets' lengths: where each dataset ends in the concatenation.
+
+        Example:
+            >>> from flambeau.utils.data import ConcatDataset
+            >>> ConcatDataset.cumsum([[1, 2], [3], [4, 5, 6]])
+            [2, 3, 6]
+        """
         out, total = [], 0
         for d in sequence:
             total += len(d)

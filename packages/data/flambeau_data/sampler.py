@@ -31,7 +31,20 @@ __all__ = [
 
 
 class Sampler(Generic[T_co]):
-    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
+    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers).
+
+    Example:
+        >>> from flambeau.utils.data import Sampler
+        >>> class EvenFirst(Sampler):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter([*range(0, self.n, 2), *range(1, self.n, 2)])
+        ...     def __len__(self):
+        ...         return self.n
+        >>> list(EvenFirst(5))
+        [0, 2, 4, 1, 3]
+    """
 
     def __init__(self, data_source: Sized | None = None) -> None:
         pass
@@ -294,7 +307,18 @@ class DistributedSampler(Sampler[int]):
         return self.num_samples
 
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch: with ``shuffle``, each epoch has its own order (the same in every replica)."""
+        """Sets the epoch: with ``shuffle``, each epoch has its own order (the same in every replica).
+
+        Example:
+            >>> from flambeau.utils.data import DistributedSampler
+            >>> sampler = DistributedSampler(range(8), num_replicas=2, rank=0, shuffle=True, seed=0)
+            >>> sampler.set_epoch(0); first = list(sampler)
+            >>> sampler.set_epoch(1); second = list(sampler)
+            >>> len(first), first != second
+            (4, True)
+            >>> sampler.set_epoch(0); list(sampler) == first  # the same epoch, the same order
+            True
+        """
         self.epoch = epoch
 
 
