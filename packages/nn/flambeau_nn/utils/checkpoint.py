@@ -62,11 +62,25 @@ __all__ = [
 
 
 class CheckpointError(RuntimeError):
-    """Raised when a checkpointed region cannot be recomputed as it ran (PyTorch's name)."""
+    """Raised when a checkpointed region cannot be recomputed as it ran (PyTorch's name).
+
+    Example:
+        >>> from flambeau.utils.checkpoint import CheckpointError
+        >>> issubclass(CheckpointError, RuntimeError)
+        True
+    """
 
 
 def noop_context_fn() -> tuple[contextlib.AbstractContextManager, contextlib.AbstractContextManager]:
-    """The default ``context_fn``: no context around the forward or the recomputation."""
+    """The default ``context_fn``: no context around the forward or the recomputation.
+
+    Example:
+        >>> from flambeau.utils.checkpoint import noop_context_fn
+        >>> forward_ctx, recompute_ctx = noop_context_fn()
+        >>> with forward_ctx:
+        ...     print("no context around the forward")
+        no context around the forward
+    """
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
@@ -96,22 +110,55 @@ def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def check_backward_validity(inputs: Iterable[Any]) -> None:
-    """Warns when no tensor in ``inputs`` requires grad (a reentrant checkpoint then passes no gradient)."""
+    """Warns when no tensor in ``inputs`` requires grad (a reentrant checkpoint then passes no gradient).
+
+    Example:
+        >>> import warnings
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import check_backward_validity
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     check_backward_validity((fb.ones(2), 3))
+        >>> str(caught[0].message)
+        'None of the inputs have requires_grad=True. Gradients will be None'
+    """
     if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
 
 
 class DefaultDeviceType:
-    """The device type whose random state the checkpoint saves besides the cpu's (PyTorch's API)."""
+    """The device type whose random state the checkpoint saves besides the cpu's (PyTorch's API).
+
+    Example:
+        >>> from flambeau.utils.checkpoint import DefaultDeviceType
+        >>> DefaultDeviceType.get_device_type()
+        'cuda'
+    """
 
     _default_device_type = "cuda"
 
     @staticmethod
     def set_device_type(device: str = "cuda") -> None:
+        """Sets the device type whose generator states a checkpoint saves and restores (``"cuda"`` by default).
+
+        Example:
+            >>> from flambeau.utils.checkpoint import DefaultDeviceType
+            >>> previous = DefaultDeviceType.get_device_type()
+            >>> DefaultDeviceType.set_device_type("cpu"); DefaultDeviceType.get_device_type()
+            'cpu'
+            >>> DefaultDeviceType.set_device_type(previous)
+        """
         DefaultDeviceType._default_device_type = device
 
     @staticmethod
     def get_device_type() -> str:
+        """The device type set by ``set_device_type`` (``"cuda"`` by default).
+
+        Example:
+            >>> from flambeau.utils.checkpoint import DefaultDeviceType
+            >>> DefaultDeviceType.get_device_type()
+            'cuda'
+        """
         return DefaultDeviceType._default_device_type
 
 
@@ -128,7 +175,14 @@ def _device_types(tensors: Iterable[Any]) -> list[str]:
 
 
 def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
-    """The devices of the non-cpu tensor arguments and their generators' states (empty when none can be read)."""
+    """The devices of the non-cpu tensor arguments and their generators' states (empty when none can be read).
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import get_device_states
+        >>> get_device_states(fb.ones(2), 3)  # cpu tensors only: nothing to save
+        ([], [])
+    """
     devices: list[int] = []
     states: list[Any] = []
     for device_type in _device_types(args):
@@ -143,7 +197,16 @@ def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
 
 
 def set_device_states(devices: list[int], states: list[Any], *, device_type: str | None = None) -> None:
-    """Restores the generators' states that ``get_device_states`` read."""
+    """Restores the generators' states that ``get_device_states`` read.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import get_device_states, set_device_states
+        >>> devices, states = get_device_states(fb.ones(2))
+        >>> set_device_states(devices, states)  # restores nothing for cpu tensors
+        >>> devices
+        []
+    """
     module = _device_module(device_type or DefaultDeviceType.get_device_type())
     if module is None or not hasattr(module, "set_rng_state"):
         return
@@ -157,7 +220,17 @@ _debug = False
 
 @contextlib.contextmanager
 def set_checkpoint_early_stop(enable: bool):
-    """Accepted for PyTorch's API: the recomputation here always runs the whole function."""
+    """Accepted for PyTorch's API: the recomputation here always runs the whole function.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+        >>> x = fb.tensor([1.0, 2.0], requires_grad=True)
+        >>> with set_checkpoint_early_stop(False):
+        ...     y = checkpoint(lambda t: (t * t).sum(), x, use_reentrant=False)
+        >>> y.backward(); x.grad
+        tensor([2., 4.])
+    """
     global _early_stop
     previous, _early_stop = _early_stop, enable
     try:
@@ -168,7 +241,17 @@ def set_checkpoint_early_stop(enable: bool):
 
 @contextlib.contextmanager
 def set_checkpoint_debug_enabled(enabled: bool | None):
-    """Accepted for PyTorch's API (flambeau records no op trace for checkpoints)."""
+    """Accepted for PyTorch's API (flambeau records no op trace for checkpoints).
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import checkpoint, set_checkpoint_debug_enabled
+        >>> x = fb.tensor([1.0, 2.0], requires_grad=True)
+        >>> with set_checkpoint_debug_enabled(True):
+        ...     y = checkpoint(lambda t: t.exp().sum(), x, use_reentrant=False)
+        >>> y.backward(); x.grad.round(decimals=4)
+        tensor([2.7183, 7.3891])
+    """
     global _debug
     previous, _debug = _debug, enabled
     try:
@@ -213,10 +296,32 @@ def _tensor_outputs(outputs: Any) -> tuple[Any, ...]:
 
 
 class CheckpointFunction(fa.Function):
-    """The reentrant checkpoint: forward under ``no_grad``, recompute and backpropagate in backward."""
+    """The reentrant checkpoint: forward under ``no_grad``, recompute and backpropagate in backward.
+
+    Use it through ``checkpoint(fn, *args, use_reentrant=True)``; ``CheckpointFunction.apply(fn,
+    preserve_rng_state, *args)`` is the same.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.utils.checkpoint import CheckpointFunction
+        >>> x = fb.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = CheckpointFunction.apply(lambda t: (t ** 3).sum(), True, x)
+        >>> y.backward(); x.grad
+        tensor([ 3., 12.])
+    """
 
     @staticmethod
     def forward(ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
+        """Runs ``run_function(*args)`` under ``no_grad``, saving the inputs (and the RNG states if asked).
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.utils.checkpoint import CheckpointFunction
+            >>> x = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> y = CheckpointFunction.apply(lambda t: t * 2, False, x)
+            >>> y.detach(), y.requires_grad
+            (tensor([2., 4.]), True)
+        """
         check_backward_validity(args)
         ctx.run_function = run_function
         ctx.rng = _RngState(args, preserve_rng_state)
@@ -228,6 +333,18 @@ class CheckpointFunction(fa.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        """Recomputes the forward with gradients on and backpropagates ``grads`` through it.
+
+        Returns ``None`` for ``run_function`` and ``preserve_rng_state``, then one gradient per argument.
+
+        Example:
+            >>> import flambeau as fb
+            >>> from flambeau.utils.checkpoint import CheckpointFunction
+            >>> x = fb.tensor([1.0, 2.0], requires_grad=True)
+            >>> CheckpointFunction.apply(lambda t: t.sin(), True, x).sum().backward()
+            >>> x.grad.round(decimals=4)
+            tensor([ 0.5403, -0.4161])
+        """
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors, strict=True):
             inputs[i] = t
