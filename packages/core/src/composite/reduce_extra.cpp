@@ -400,9 +400,12 @@ Tensor composite::bucketize(const Tensor& self, const Tensor& boundaries, bool o
 Tensor composite::argwhere(const Tensor& self) { return op::nonzero(self); }
 
 TensorList composite::where_cond(const Tensor& condition) {
-  const Tensor nz = op::nonzero(condition);
+  // A 0-d condition counts as 1-D (PyTorch's, as nonzero(as_tuple=True)): one index tensor, [0] or empty.
+  const Shape one{1};
+  const Tensor c = condition.dim() == 0 ? op::reshape(condition, one) : condition;
+  const Tensor nz = op::nonzero(c);
   TensorList out;
-  for (int64_t d = 0; d < condition.dim(); ++d)
+  for (int64_t d = 0; d < c.dim(); ++d)
     out.push_back(op::contiguous(op::select(nz, 1, d), MemoryFormat::Contiguous));
   return out;
 }
