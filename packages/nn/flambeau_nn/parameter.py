@@ -84,7 +84,14 @@ class UninitializedParameter(Parameter):
         super().__init__(fc.empty(0, dtype=dtype if dtype is not None else fc.float32), requires_grad)
 
     def materialize(self, shape: tuple[int, ...], device: object = None, dtype: object = None) -> Parameter:
-        """A real ``Parameter`` of ``shape`` (and this placeholder's dtype unless ``dtype`` is given)."""
+        """A real ``Parameter`` of ``shape`` (and this placeholder's dtype unless ``dtype`` is given).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> p = nn.UninitializedParameter().materialize((2, 3))
+            >>> type(p).__name__, p.shape, p.requires_grad
+            ('Parameter', (2, 3), True)
+        """
         return Parameter(fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype), self.requires_grad)
 
     def __repr__(self) -> str:
@@ -112,7 +119,15 @@ class UninitializedBuffer(Tensor):
         super().__init__(fc.empty(0, dtype=dtype if dtype is not None else fc.float32))
 
     def materialize(self, shape: tuple[int, ...], device: object = None, dtype: object = None) -> Tensor:
-        """A real tensor of ``shape`` (uninitialised values)."""
+        """A real tensor of ``shape`` (uninitialised values).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> b = nn.UninitializedBuffer(dtype=fc.float64).materialize((4,))
+            >>> b.shape, b.dtype
+            ((4,), flambeau_core.float64)
+        """
         return fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)
 
     def __repr__(self) -> str:

@@ -43,6 +43,17 @@ class DataParallel(Module):
         self.dim = dim
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Calls the wrapped module on ``inputs`` and ``kwargs`` as they are, returning its output.
+
+        Note: flambeau runs the module on one device (no scatter and gather); PyTorch splits the batch along ``dim``
+        over ``device_ids``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.DataParallel(nn.Linear(3, 2))(fc.ones(4, 3)).shape
+            (4, 2)
+        """
         return self.module(*inputs, **kwargs)
 
 

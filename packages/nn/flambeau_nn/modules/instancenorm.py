@@ -32,6 +32,18 @@ class _InstanceNorm(_NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalises each channel of each sample of ``input`` ``(N, C, *spatial)`` (or unbatched ``(C, *spatial)``)
+        over its spatial dims, then applies the per-channel ``weight`` and ``bias`` when ``affine``; same shape out.
+
+        With ``track_running_stats`` the running statistics are updated in training and used in eval.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> y = nn.InstanceNorm1d(2)(fc.tensor([[[1.0, 2.0, 3.0], [10.0, 10.0, 40.0]]]))
+            >>> [[round(v, 3) for v in row] for row in y[0].tolist()]
+            [[-1.225, 0.0, 1.225], [-0.707, -0.707, 1.414]]
+        """
         name = type(self).__name__
         if not is_tensor_like(input):
             raise TypeError(f"[{name}] input must be a Tensor, got {type(input).__name__}")
@@ -68,18 +80,40 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
-    r"""Instance normalization of an ``(N, C, L)`` or ``(C, L)`` input (per sample and channel)."""
+    r"""Instance normalization of an ``(N, C, L)`` or ``(C, L)`` input (per sample and channel).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.InstanceNorm1d(100, affine=True)(fc.randn(20, 100, 40)).shape
+        (20, 100, 40)
+    """
 
     _batched_dim = 3
 
 
 class InstanceNorm2d(_InstanceNorm):
-    r"""Instance normalization of an ``(N, C, H, W)`` or ``(C, H, W)`` input (per sample and channel)."""
+    r"""Instance normalization of an ``(N, C, H, W)`` or ``(C, H, W)`` input (per sample and channel).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> y = nn.InstanceNorm2d(3)(fc.randn(2, 3, 8, 8))
+        >>> [round(v, 4) for v in y.mean(dim=(2, 3)).abs().amax().reshape(1).tolist()]
+        [0.0]
+    """
 
     _batched_dim = 4
 
 
 class InstanceNorm3d(_InstanceNorm):
-    r"""Instance normalization of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+    r"""Instance normalization of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.InstanceNorm3d(4, track_running_stats=True)(fc.randn(2, 4, 3, 5, 5)).shape
+        (2, 4, 3, 5, 5)
+    """
 
     _batched_dim = 5

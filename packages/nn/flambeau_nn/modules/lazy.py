@@ -45,7 +45,18 @@ __all__ = [
 
 
 class LazyModuleMixin:
-    """Materialises a module's ``Uninitialized*`` placeholders on its first forward (Note [Lazy modules])."""
+    """Materialises a module's ``Uninitialized*`` placeholders on its first forward (Note [Lazy modules]).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> m = nn.LazyLinear(3)
+        >>> isinstance(m, nn.LazyModuleMixin), m.has_uninitialized_params()
+        (True, True)
+        >>> _ = m(fc.ones(2, 5))
+        >>> type(m).__name__, tuple(m.weight.shape)
+        ('Linear', (3, 5))
+    """
 
     cls_to_become: type | None = None
 
@@ -54,11 +65,33 @@ class LazyModuleMixin:
         self._initialize_hook = self.register_forward_pre_hook(_infer_parameters)
 
     def has_uninitialized_params(self) -> bool:
-        """Whether any parameter or buffer is still a placeholder."""
+        """Whether any parameter or buffer is still a placeholder.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyConv2d(4, 3)
+            >>> m.has_uninitialized_params()
+            True
+            >>> m.initialize_parameters(fc.ones(1, 2, 5, 5))
+            >>> m.has_uninitialized_params()
+            False
+        """
         tensors = list(self._parameters.values()) + list(self._buffers.values())
         return any(isinstance(t, (UninitializedParameter, UninitializedBuffer)) for t in tensors)
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
+        """Materialises the placeholders with the sizes read from the first forward's inputs (called by the forward
+        pre-hook; a lazy class implements it).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyLinear(3)
+            >>> m.initialize_parameters(fc.ones(2, 4))
+            >>> tuple(m.weight.shape), m.in_features
+            ((3, 4), 4)
+        """
         raise NotImplementedError(f"[{type(self).__name__}] initialize_parameters is not implemented")
 
     def _materialize(self, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -124,10 +157,32 @@ class LazyLinear(LazyModuleMixin, Linear):
             self.bias = UninitializedParameter(dtype=self.weight.dtype)
 
     def reset_parameters(self) -> None:
+        """Initialises ``weight`` and ``bias`` as ``Linear.reset_parameters`` does once they are materialised; does
+        nothing before.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyLinear(2)
+            >>> m.reset_parameters()  # nothing to initialise yet
+            >>> m.has_uninitialized_params()
+            True
+        """
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
     def initialize_parameters(self, input: Tensor) -> None:
+        """Reads ``in_features`` from the last dim of ``input`` and materialises ``weight`` ``(out_features,
+        in_features)`` and ``bias`` ``(out_features,)``; does nothing once they are.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyLinear(2)
+            >>> m.initialize_parameters(fc.ones(4, 7))
+            >>> tuple(m.weight.shape), tuple(m.bias.shape)
+            ((2, 7), (2,))
+        """
         if self.has_uninitialized_params():
             self.in_features = input.shape[-1] if input.dim() > 0 else 1
             self._materialize({"weight": (self.out_features, self.in_features), "bias": (self.out_features,)})
@@ -148,10 +203,31 @@ class _LazyConvMixin(LazyModuleMixin):
             self.bias = UninitializedParameter(dtype=dtype)
 
     def reset_parameters(self) -> None:
+        """Initialises ``weight`` and ``bias`` as the convolution's ``reset_parameters`` does once they are
+        materialised; does nothing before.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyConv1d(4, 3)
+            >>> m.reset_parameters()
+            >>> m.has_uninitialized_params()
+            True
+        """
         if not self.has_uninitialized_params() and self.in_channels != 0:
             super().reset_parameters()
 
     def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
+        """Reads ``in_channels`` from ``input``'s channel dim (dim 1 when batched, dim 0 unbatched) and materialises
+        ``weight`` and ``bias``; does nothing once they are.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyConv1d(4, 3)
+            >>> m.initialize_parameters(fc.ones(2, 6, 10))
+            >>> tuple(m.weight.shape)
+            (4, 6, 3)
+        """
         if not self.has_uninitialized_params():
             return
         layer = type(self).__name__
@@ -236,10 +312,31 @@ class _LazyNormMixin(LazyModuleMixin):
             self.running_var = UninitializedBuffer(dtype=self.running_var.dtype)
 
     def reset_parameters(self) -> None:
+        """Resets the running statistics and affine parameters as the norm's ``reset_parameters`` does once they are
+        materialised; does nothing before.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyBatchNorm1d()
+            >>> m.reset_parameters()
+            >>> m.has_uninitialized_params()
+            True
+        """
         if not self.has_uninitialized_params() and self.num_features != 0:
             super().reset_parameters()
 
     def initialize_parameters(self, input: Tensor) -> None:
+        """Reads ``num_features`` from dim 1 of ``input`` (at least 2-D) and materialises ``weight``, ``bias`` and the
+        running statistics; does nothing once they are.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.LazyBatchNorm2d()
+            >>> m.initialize_parameters(fc.ones(2, 5, 3, 3))
+            >>> m.num_features
+            5
+        """
         if not self.has_uninitialized_params():
             return
         if input.dim() < 2:
@@ -278,7 +375,13 @@ def _lazy_norm(base: type, affine: bool, track: bool) -> type:
     name = "Lazy" + base.__name__
     doc = (
         f"A ``{base.__name__}`` whose ``num_features`` is read from the first input's dim 1 "
-        "(Note [Lazy modules]); it becomes a ``" + base.__name__ + "`` then."
+        "(Note [Lazy modules]); it becomes a ``" + base.__name__ + "`` then.\n\n"
+        "    Example:\n"
+        "        >>> import flambeau_core as fc\n"
+        f"        >>> m = {name}()\n"
+        f"        >>> _ = m(fc.ones(2, 3{', 4' * int(base.__name__[-2])}))\n"
+        "        >>> type(m).__name__, m.num_features\n"
+        f"        ('{base.__name__}', 3)\n"
     )
     return type(
         name,

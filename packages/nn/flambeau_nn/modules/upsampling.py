@@ -41,6 +41,17 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
+        """Resamples ``input`` ``(N, C, *spatial)`` (1 to 3 spatial dims) to ``size`` or by ``scale_factor`` with
+        ``mode`` (``F.interpolate``), giving ``(N, C, *new_spatial)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Upsample(scale_factor=2)(fc.tensor([[[1.0, 2.0]]])).tolist()
+            [[[1.0, 1.0, 2.0, 2.0]]]
+            >>> nn.Upsample(size=(3, 5), mode="bilinear")(fc.ones(1, 2, 2, 2)).shape
+            (1, 2, 3, 5)
+        """
         return F.interpolate(
             input,
             self.size,
@@ -51,6 +62,13 @@ class Upsample(Module):
         )
 
     def extra_repr(self) -> str:
+        """``scale_factor`` (or ``size``) and ``mode``, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Upsample(scale_factor=2, mode="nearest").extra_repr()
+            "scale_factor=2.0, mode='nearest'"
+        """
         if self.scale_factor is not None:
             info = "scale_factor=" + repr(self.scale_factor)
         else:
