@@ -88,36 +88,84 @@ def current_accelerator(check_available: bool = False) -> _C.device | None:
     """The accelerator's device type as a device (index None), or None without one.
 
     ``check_available`` is accepted for PyTorch's signature; an accelerator here always has devices.
+
+    Example:
+        >>> import flambeau as fb
+        >>> acc = fb.accelerator.current_accelerator()
+        >>> acc is None or acc.index is None  # a device type, no index
+        True
+        >>> (acc is None) == (not fb.accelerator.is_available())
+        True
     """
     name = _accelerator_type()
     return None if name is None else _C.device(name)
 
 
 def is_available() -> bool:
-    """True if an accelerator with at least one device is present."""
+    """True if an accelerator with at least one device is present.
+
+    Example:
+        >>> import flambeau as fb
+        >>> device = fb.accelerator.current_accelerator() if fb.accelerator.is_available() else fb.device("cpu")
+        >>> fb.ones(2, device=device).sum().item()
+        2.0
+    """
     return _accelerator_type() is not None
 
 
 def device_count() -> int:
-    """Number of accelerator devices (0 without an accelerator)."""
+    """Number of accelerator devices (0 without an accelerator).
+
+    Example:
+        >>> import flambeau as fb
+        >>> n = fb.accelerator.device_count()
+        >>> (n > 0) == fb.accelerator.is_available()
+        True
+    """
     name = _accelerator_type()
     return 0 if name is None else _C._device_count(name)
 
 
 def current_device_index() -> int:
-    """Index of this thread's current accelerator device."""
+    """Index of this thread's current accelerator device.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     print(0 <= fb.accelerator.current_device_index() < fb.accelerator.device_count())
+        ... else:
+        ...     print(True)  # without an accelerator it raises FlambeauError
+        True
+    """
     return _module("current_device_index").current_device()
 
 
 def set_device_index(device: Any, /) -> None:
-    """Makes ``device`` (an index, string or device of the accelerator) current on this thread."""
+    """Makes ``device`` (an index, string or device of the accelerator) current on this thread.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     fb.accelerator.set_device_index(0)
+        ...     print(fb.accelerator.current_device_index())
+        ... else:
+        ...     print(0)
+        0
+    """
     index = _index(device, "set_device_index", optional=False)
     _module("set_device_index").set_device(index)
 
 
 @contextlib.contextmanager
 def device_index(device: int | None, /) -> Iterator[None]:
-    """Context manager: makes ``device`` current inside the block (None: no change)."""
+    """Context manager: makes ``device`` current inside the block (None: no change).
+
+    Example:
+        >>> import flambeau as fb
+        >>> with fb.accelerator.device_index(None):  # None: no change (works without an accelerator)
+        ...     print("inside")
+        inside
+    """
     if device is None:
         yield
         return
@@ -126,17 +174,41 @@ def device_index(device: int | None, /) -> Iterator[None]:
 
 
 def synchronize(device: Any = None, /) -> None:
-    """Waits for all work on all streams of ``device`` (the current accelerator device if None)."""
+    """Waits for all work on all streams of ``device`` (the current accelerator device if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     x = fb.ones(1000, device=fb.accelerator.current_accelerator()) * 2
+        ...     fb.accelerator.synchronize()  # the multiplication has finished
+        >>> fb.accelerator.is_available() in (True, False)
+        True
+    """
     _module("synchronize").synchronize(_index(device, "synchronize", optional=True))
 
 
 def current_stream(device: Any = None, /) -> Any:
-    """The current stream of ``device`` (the current accelerator device if None)."""
+    """The current stream of ``device`` (the current accelerator device if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> stream = fb.accelerator.current_stream() if fb.accelerator.is_available() else None
+        >>> stream is None or stream.device.type == fb.accelerator.current_accelerator().type
+        True
+    """
     return _module("current_stream").current_stream(_index(device, "current_stream", optional=True))
 
 
 def set_stream(stream: Any) -> None:
-    """Makes ``stream`` (an accelerator stream) current on its device."""
+    """Makes ``stream`` (an accelerator stream) current on its device.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     fb.accelerator.set_stream(fb.accelerator.current_stream())  # keeps the current one
+        >>> fb.accelerator.is_available() in (True, False)
+        True
+    """
     _module("set_stream").set_stream(stream)
 
 
@@ -145,7 +217,19 @@ def _memory_function(name: str) -> Any:
         return getattr(_module(name), name)(_index(device, name, optional=True))
 
     f.__name__ = name
-    f.__doc__ = f"The accelerator's ``{name}`` (as ``flambeau.cuda.{name}``) for ``device`` (current if None)."
+    default, check = {"memory_stats": ("{}", "isinstance(result, dict)")}.get(
+        name, ("None", "result is None") if name.startswith("reset") else ("0", "isinstance(result, int)")
+    )
+    f.__doc__ = f"""The accelerator's ``{name}`` (as ``flambeau.cuda.{name}``) for ``device`` (current if None).
+
+    Without an accelerator it raises ``FlambeauError``, so the example asks first.
+
+    Example:
+        >>> import flambeau as fb
+        >>> result = fb.accelerator.{name}() if fb.accelerator.is_available() else {default}
+        >>> {check}
+        True
+    """
     return f
 
 
@@ -159,17 +243,51 @@ reset_accumulated_memory_stats = _memory_function("reset_accumulated_memory_stat
 
 
 def current_device_idx() -> int:
-    """Deprecated spelling of :func:`current_device_index` (a FutureWarning, as in PyTorch)."""
+    """Deprecated spelling of :func:`current_device_index` (a FutureWarning, as in PyTorch).
+
+    Example:
+        >>> import flambeau as fb
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     try:
+        ...         _ = fb.accelerator.current_device_idx()
+        ...     except fb.FlambeauError:
+        ...         pass  # no accelerator here
+        >>> caught[0].category.__name__
+        'FutureWarning'
+    """
     warnings.warn("Use `current_device_index` instead.", FutureWarning, stacklevel=2)
     return current_device_index()
 
 
 def set_device_idx(device: Any, /) -> None:
-    """Deprecated spelling of :func:`set_device_index` (a FutureWarning, as in PyTorch)."""
+    """Deprecated spelling of :func:`set_device_index` (a FutureWarning, as in PyTorch).
+
+    Example:
+        >>> import flambeau as fb
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     try:
+        ...         fb.accelerator.set_device_idx(0)
+        ...     except fb.FlambeauError:
+        ...         pass  # no accelerator here
+        >>> str(caught[0].message)
+        'Use `set_device_index` instead.'
+    """
     warnings.warn("Use `set_device_index` instead.", FutureWarning, stacklevel=2)
     set_device_index(device)
 
 
 def empty_cache() -> None:
-    """Releases the accelerator allocator's cached, unused memory."""
+    """Releases the accelerator allocator's cached, unused memory.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     fb.accelerator.empty_cache()
+        >>> fb.accelerator.is_available() in (True, False)
+        True
+    """
     _module("empty_cache").empty_cache()
