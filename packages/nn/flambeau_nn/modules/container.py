@@ -77,10 +77,27 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def append(self, module: Module) -> Sequential:
+        """Adds ``module`` at the end (named by its index) and returns the ``Sequential``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> seq = nn.Sequential(nn.Linear(3, 4)).append(nn.ReLU())
+            >>> len(seq), type(seq[1]).__name__
+            (2, 'ReLU')
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def forward(self, input: Any) -> Any:
+        """Feeds ``input`` to the first module, each output to the next, and returns the last module's output
+        (``input`` itself when empty).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))(fc.ones(5, 3)).shape
+            (5, 2)
+        """
         for module in self:
             input = module(input)
         return input
@@ -129,10 +146,26 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module: Module) -> ModuleList:
+        """Adds ``module`` at the end (registered under its index) and returns the list.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> layers = nn.ModuleList([nn.Linear(2, 2)]).append(nn.Tanh())
+            >>> len(layers), [name for name, _ in layers.named_children()]
+            (2, ['0', '1'])
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Appends every module of the iterable ``modules`` and returns the list.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> layers = nn.ModuleList().extend(nn.Linear(2, 2) for _ in range(3))
+            >>> len(layers), len(list(layers.parameters()))
+            (3, 6)
+        """
         if not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
         for m in modules:
@@ -140,6 +173,15 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Inserts ``module`` before position ``index`` (Python's list semantics), renumbering the modules after it.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> layers = nn.ModuleList([nn.ReLU(), nn.Tanh()])
+            >>> layers.insert(1, nn.Sigmoid())
+            >>> [type(m).__name__ for m in layers]
+            ['ReLU', 'Sigmoid', 'Tanh']
+        """
         items = list(self._modules.values())
         items.insert(index, module)
         self._modules.clear()
@@ -147,6 +189,19 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Raises ``NotImplementedError``: a ``ModuleList`` is a container, not a layer; iterate over it and call its
+        modules.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> layers = nn.ModuleList([nn.Linear(3, 3), nn.ReLU()])
+            >>> x = fc.ones(2, 3)
+            >>> for layer in layers:
+            ...     x = layer(x)
+            >>> x.shape
+            (2, 3)
+        """
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call its modules")
 
 
@@ -206,27 +261,84 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Removes every module.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> d = nn.ModuleDict({"act": nn.ReLU()})
+            >>> d.clear()
+            >>> len(d)
+            0
+        """
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Removes the module under ``key`` and returns it (``KeyError`` when absent).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> d = nn.ModuleDict({"act": nn.ReLU(), "fc": nn.Linear(2, 2)})
+            >>> type(d.pop("act")).__name__, list(d.keys())
+            ('ReLU', ['fc'])
+        """
         v = self[key]
         del self[key]
         return v
 
     def keys(self) -> Iterable[str]:
+        """The names, in insertion order.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> list(nn.ModuleDict({"b": nn.ReLU(), "a": nn.Tanh()}).keys())
+            ['b', 'a']
+        """
         return self._modules.keys()
 
     def items(self) -> Iterable[tuple[str, Module]]:
+        """The ``(name, module)`` pairs, in insertion order.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> [(k, type(m).__name__) for k, m in nn.ModuleDict({"act": nn.ReLU()}).items()]
+            [('act', 'ReLU')]
+        """
         return self._modules.items()
 
     def values(self) -> Iterable[Module]:
+        """The modules, in insertion order.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> [type(m).__name__ for m in nn.ModuleDict({"a": nn.ReLU(), "b": nn.Tanh()}).values()]
+            ['ReLU', 'Tanh']
+        """
         return self._modules.values()
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        """Adds or replaces modules from a mapping or an iterable of ``(name, module)`` pairs.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> d = nn.ModuleDict({"act": nn.ReLU()})
+            >>> d.update([("act", nn.Tanh()), ("fc", nn.Linear(2, 2))])
+            >>> [(k, type(m).__name__) for k, m in d.items()]
+            [('act', 'Tanh'), ('fc', 'Linear')]
+        """
         for key, module in _pairs(modules, "ModuleDict"):
             self[key] = module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Raises ``NotImplementedError``: a ``ModuleDict`` is a container, not a layer; index it and call its
+        modules.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ModuleDict({"relu": nn.ReLU(), "tanh": nn.Tanh()})
+            >>> d["relu"](fc.tensor([-1.0, 2.0])).tolist()
+            [0.0, 2.0]
+        """
         raise NotImplementedError("ModuleDict has no forward(); index it and call its modules")
 
 
@@ -287,12 +399,30 @@ class ParameterList(Module):
         return self.extend(parameters)
 
     def append(self, value: Any) -> ParameterList:
+        """Adds ``value`` at the end (a plain tensor becomes a ``Parameter``) and returns the list.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> params = nn.ParameterList().append(fc.zeros(3))
+            >>> type(params[0]).__name__, params[0].requires_grad
+            ('Parameter', True)
+        """
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Appends every value of the iterable ``values`` and returns the list.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> params = nn.ParameterList().extend([fc.zeros(2), fc.ones(3)])
+            >>> [p.shape for p in params]
+            [(2,), (3,)]
+        """
         if not hasattr(values, "__iter__") or isinstance(values, Tensor):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
         for value in values:
@@ -300,6 +430,15 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
+        """One line per entry: its index and, for a tensor, its kind, dtype and size, as shown inside
+        ``repr(module)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.ParameterList([fc.ones(2, 3)]).extra_repr()
+            '(0): Parameter containing: [flambeau.float32 of size 2x3]'
+        """
         lines = []
         for i, p in enumerate(self):
             if isinstance(p, Tensor):
@@ -368,44 +507,143 @@ class ParameterDict(Module):
         return key in self._keys
 
     def copy(self) -> ParameterDict:
+        """A new ``ParameterDict`` holding the same parameters (not copies of them), in the same order.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict({"w": fc.ones(2)})
+            >>> d.copy()["w"] is d["w"]
+            True
+        """
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key: str, default: Any = None) -> Any:
+        """Returns the entry under ``key``, first setting it to ``default`` when absent.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict()
+            >>> d.setdefault("b", fc.zeros(3)).shape, list(d.keys())
+            ((3,), ['b'])
+        """
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Removes every entry.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict({"w": fc.ones(2)})
+            >>> d.clear()
+            >>> len(d)
+            0
+        """
         for k in list(self._keys):
             del self[k]
 
     def pop(self, key: str) -> Any:
+        """Removes the entry under ``key`` and returns it (``KeyError`` when absent).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict({"w": fc.ones(2), "b": fc.zeros(2)})
+            >>> d.pop("w").tolist(), list(d.keys())
+            ([1.0, 1.0], ['b'])
+        """
         v = self[key]
         del self[key]
         return v
 
     def popitem(self) -> tuple[str, Any]:
+        """Removes the last inserted entry and returns it as ``(key, value)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict({"w": fc.ones(2), "b": fc.zeros(2)})
+            >>> d.popitem()[0], list(d.keys())
+            ('w', ['b'])
+        """
         k = list(self._keys)[-1]
         v = self[k]
         del self[k]
         return k, v
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The entry under ``key``, or ``default`` when absent.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict({"w": fc.ones(2)})
+            >>> d.get("w").shape, d.get("missing")
+            ((2,), None)
+        """
         return self[key] if key in self else default
 
     def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ``ParameterDict`` with each of ``keys`` set to ``default``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict().fromkeys(["a", "b"], fc.zeros(2))
+            >>> list(d.keys()), d["a"].shape
+            (['a', 'b'], (2,))
+        """
         return ParameterDict((k, default) for k in keys)
 
     def keys(self) -> Iterable[str]:
+        """The names, in insertion order.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> list(nn.ParameterDict({"w": fc.ones(2), "b": fc.zeros(2)}).keys())  # a dict's keys come sorted
+            ['b', 'w']
+        """
         return self._keys.keys()
 
     def items(self) -> Iterable[tuple[str, Any]]:
+        """The ``(name, value)`` pairs, in insertion order.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> [(k, v.shape) for k, v in nn.ParameterDict({"w": fc.ones(2, 3)}).items()]
+            [('w', (2, 3))]
+        """
         return ((k, self[k]) for k in self._keys)
 
     def values(self) -> Iterable[Any]:
+        """The values, in insertion order.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> [v.shape for v in nn.ParameterDict({"w": fc.ones(2, 3), "b": fc.ones(2)}).values()]
+            [(2,), (2, 3)]
+        """
         return (self[k] for k in self._keys)
 
     def update(self, parameters: Any) -> None:
+        """Adds or replaces entries from a mapping or an iterable of ``(name, value)`` pairs; a plain ``dict``'s keys
+        are added in sorted order, as PyTorch does.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> d = nn.ParameterDict()
+            >>> d.update({"z": fc.ones(1), "a": fc.ones(1)})
+            >>> list(d.keys())
+            ['a', 'z']
+        """
         pairs = _pairs(parameters, "ParametersDict")
         if isinstance(parameters, (OrderedDict, ParameterDict)) or not isinstance(parameters, Mapping):
             pass
@@ -415,6 +653,14 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
+        """One line per entry: its name and, for a tensor, its kind, dtype and size, as shown inside ``repr(module)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> nn.ParameterDict({"a": fc.ones(2)}).extra_repr()
+            '(a): Parameter containing: [flambeau.float32 of size 2]'
+        """
         lines = []
         for k, p in self.items():
             if isinstance(p, Tensor):
