@@ -127,17 +127,53 @@ def memory_stats() -> dict[str, int]:
 
 
 def memory_allocated() -> int:
-    """Bytes held by live blocks of the process-wide instance (sizes rounded up to 512)."""
+    """Bytes held by live blocks of the process-wide instance (sizes rounded up to 512).
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> before = fb.memory.memory_allocated()
+        >>> x = fb.empty(1024, 1024)  # 4 MiB from the caching allocator
+        >>> fb.memory.memory_allocated() - before >= 4 * 1024 * 1024
+        True
+        >>> del x
+        >>> fb.memory.memory_allocated() == before
+        True
+        >>> _ = fb.memory.set_allocator(previous)
+    """
     return caching_allocator().memory_allocated()
 
 
 def max_memory_allocated() -> int:
-    """Peak of :func:`memory_allocated` since the last :func:`reset_peak_memory_stats`."""
+    """Peak of :func:`memory_allocated` since the last :func:`reset_peak_memory_stats`.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> fb.memory.reset_peak_memory_stats()
+        >>> base = fb.memory.memory_allocated()
+        >>> x = fb.empty(1024, 1024); del x
+        >>> fb.memory.max_memory_allocated() - base >= 4 * 1024 * 1024  # the peak outlives the tensor
+        True
+        >>> _ = fb.memory.set_allocator(previous)
+    """
     return caching_allocator().max_memory_allocated()
 
 
 def memory_reserved() -> int:
-    """Bytes of segments the process-wide instance holds from the system (allocated + cached)."""
+    """Bytes of segments the process-wide instance holds from the system (allocated + cached).
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> x = fb.empty(1024, 1024)
+        >>> fb.memory.memory_reserved() >= fb.memory.memory_allocated()  # allocated + cached
+        True
+        >>> _ = fb.memory.set_allocator(previous)
+    """
     return caching_allocator().memory_reserved()
 
 
@@ -156,7 +192,18 @@ def empty_cache() -> None:
 
 
 def reset_peak_memory_stats() -> None:
-    """Set every peak statistic of the process-wide instance to its current value."""
+    """Set every peak statistic of the process-wide instance to its current value.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> x = fb.empty(1024, 1024); del x
+        >>> fb.memory.reset_peak_memory_stats()
+        >>> fb.memory.max_memory_allocated() == fb.memory.memory_allocated()
+        True
+        >>> _ = fb.memory.set_allocator(previous)
+    """
     caching_allocator().reset_peak_memory_stats()
 
 
@@ -171,6 +218,18 @@ def memory_snapshot() -> list[dict]:
     Each segment: ``address``, ``total_size``, ``allocated_size``,
     ``requested_size``, ``segment_type`` (``"small"``/``"large"``), ``blocks``;
     each block: ``address``, ``size``, ``requested_size``, ``allocated``, ``state``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> x = fb.empty(1024, 1024)
+        >>> segments = fb.memory.memory_snapshot()
+        >>> sorted(segments[0])[:4], sorted(segments[0]["blocks"][0])[:3]
+        (['active_size', 'address', 'allocated_size', 'blocks'], ['address', 'allocated', 'frames'])
+        >>> any(b["allocated"] and b["size"] >= 4 * 1024 * 1024 for s in segments for b in s["blocks"])
+        True
+        >>> _ = fb.memory.set_allocator(previous)
     """
     return caching_allocator().memory_snapshot()
 

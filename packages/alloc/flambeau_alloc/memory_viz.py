@@ -116,6 +116,19 @@ def timeline(snapshot: dict[str, Any]) -> dict[str, Any]:
     allocated from each site; a site is ``"file:line (function)"`` of the
     innermost frame outside flambeau's packages. A free whose allocation was not
     recorded is ignored.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> from flambeau_alloc import memory_viz
+        >>> memory_viz._record_memory_history(True)
+        >>> x = fb.zeros(1000)
+        >>> t = fb.memory.timeline(memory_viz._snapshot())
+        >>> memory_viz._record_memory_history(False)
+        >>> sorted(t), max(max(v) for v in t["bytes"].values()) >= 4000
+        (['bytes', 'times_us'], True)
+        >>> _ = fb.memory.set_allocator(previous)
     """
     if not isinstance(snapshot, dict) or "device_traces" not in snapshot:
         raise TypeError("[timeline] expected a snapshot from _snapshot() (a dict with 'device_traces')")
@@ -156,6 +169,21 @@ def plot_timeline(snapshot: dict[str, Any], path: str, *, top: int = 8, title: s
 
     The format follows the suffix (``.png`` or ``.svg``). Needs matplotlib:
     ImportError with the install command when it is missing. Returns ``path``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.memory.get_allocator()
+        >>> _ = fb.memory.set_allocator(fb.memory.caching_allocator())
+        >>> import os, tempfile
+        >>> from flambeau_alloc import memory_viz
+        >>> memory_viz._record_memory_history(True)
+        >>> x = fb.zeros(1000)
+        >>> snapshot = memory_viz._snapshot()
+        >>> memory_viz._record_memory_history(False)
+        >>> path = os.path.join(tempfile.mkdtemp(), "timeline.svg")
+        >>> fb.memory.plot_timeline(snapshot, path) == path, os.path.getsize(path) > 0
+        (True, True)
+        >>> _ = fb.memory.set_allocator(previous)
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"[plot_timeline] path must be a str or os.PathLike, got {type(path).__name__}")
