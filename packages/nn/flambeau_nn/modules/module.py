@@ -46,6 +46,17 @@ class RemovableHandle:
 
     Also a context manager: the hook is removed on exit. ``extra_dict`` holds
     the dicts that flag the hook (``with_kwargs``, ``always_call``), cleared too.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> m = nn.Linear(2, 2)
+        >>> calls = []
+        >>> with m.register_forward_hook(lambda mod, args, out: calls.append(out.shape)):
+        ...     _ = m(fc.ones(1, 2))
+        >>> _ = m(fc.ones(1, 2))  # the hook is gone
+        >>> calls
+        [(1, 2)]
     """
 
     _next_id = itertools.count()
@@ -60,6 +71,19 @@ class RemovableHandle:
         self._extra = tuple(extra_dict)
 
     def remove(self) -> None:
+        """Unregisters the hook (and its flags); removing it again does nothing.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.ReLU()
+            >>> handle = m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+            >>> m(fc.tensor([1.0])).tolist()
+            [2.0]
+            >>> handle.remove()
+            >>> m(fc.tensor([1.0])).tolist()
+            [1.0]
+        """
         self._hooks.pop(self.id, None)
         for d in self._extra:
             d.pop(self.id, None)
@@ -133,6 +157,21 @@ class Module:
         set_(self, "_backward_pre_hooks", OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation of the module, called by ``module(*args, **kwargs)`` (which runs the hooks around it);
+        every subclass overrides it, and ``Module``'s own raises ``NotImplementedError``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> class Scale(nn.Module):
+            ...     def __init__(self):
+            ...         super().__init__()
+            ...         self.factor = nn.Parameter(fc.tensor(2.0))
+            ...     def forward(self, x):
+            ...         return x * self.factor
+            >>> Scale()(fc.tensor([1.0, 3.0])).tolist()
+            [2.0, 6.0]
+        """
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __setstate__(self, state: dict) -> None:
@@ -226,6 +265,16 @@ class Module:
         tuple); with ``with_kwargs=True``, ``hook(module, args, kwargs) -> None
         or (new_args, new_kwargs)``. ``prepend=True`` runs it before the hooks
         already registered.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 1)
+            >>> seen = []
+            >>> handle = m.register_forward_pre_hook(lambda mod, args: seen.append(args[0].shape))
+            >>> _ = m(fc.ones(3, 2))
+            >>> seen
+            [(3, 2)]
         """
         self._check_hook(hook, "register_forward_pre_hook")
         handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
@@ -242,6 +291,14 @@ class Module:
         ``hook(module, args, output) -> None or new output``; with
         ``with_kwargs=True``, ``hook(module, args, kwargs, output)``.
         ``always_call=True`` runs it even when ``forward`` raised.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.ReLU()
+            >>> handle = m.register_forward_hook(lambda mod, args, out: out + 1)
+            >>> m(fc.tensor([-1.0, 2.0])).tolist()
+            [1.0, 3.0]
         """
         self._check_hook(hook, "register_forward_hook")
         handle = RemovableHandle(
@@ -256,7 +313,18 @@ class Module:
 
     def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Registers ``hook(module, grad_output) -> None or new grad_output``, run when the
-        gradients with respect to the module's outputs are computed (Note [Module backward hooks])."""
+        gradients with respect to the module's outputs are computed (Note [Module backward hooks]).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Identity()
+            >>> handle = m.register_full_backward_pre_hook(lambda mod, grad_out: (grad_out[0] * 10,))
+            >>> x = fc.ones(2, requires_grad=True)
+            >>> m(x).sum().backward()
+            >>> x.grad.tolist()
+            [10.0, 10.0]
+        """
         self._check_hook(hook, "register_full_backward_pre_hook")
         handle = RemovableHandle(self._backward_pre_hooks)
         self._insert_hook(self._backward_pre_hooks, handle, hook, prepend)
@@ -269,6 +337,16 @@ class Module:
         ``grad_input`` and ``grad_output`` are tuples; an input that is not a
         tensor or needs no gradient has ``None``. Inputs and outputs passed as
         keyword arguments are not seen.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 1)
+            >>> shapes = []
+            >>> handle = m.register_full_backward_hook(lambda mod, gin, gout: shapes.append(gout[0].shape))
+            >>> m(fc.ones(4, 2, requires_grad=True)).sum().backward()
+            >>> shapes
+            [(4, 1)]
         """
         self._check_hook(hook, "register_full_backward_hook")
         handle = RemovableHandle(self._backward_hooks)
@@ -277,7 +355,17 @@ class Module:
 
     # ---- registration (Note [Module registration]) ----
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        """Adds a parameter (or ``None``, a declared but absent parameter) under ``name``."""
+        """Adds a parameter (or ``None``, a declared but absent parameter) under ``name``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Module()
+            >>> m.register_parameter("scale", nn.Parameter(fc.ones(3)))
+            >>> m.register_parameter("shift", None)
+            >>> [name for name, _ in m.named_parameters()], m.shift
+            (['scale'], None)
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_name(name, "parameter")
@@ -294,6 +382,15 @@ class Module:
         """Adds a buffer: state that is not a parameter (e.g. running statistics).
 
         Persistent buffers are part of ``state_dict()``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Module()
+            >>> m.register_buffer("steps", fc.zeros((), dtype=fc.int64))
+            >>> m.register_buffer("cache", fc.zeros(3), persistent=False)
+            >>> sorted(m.state_dict()), [name for name, _ in m.named_buffers()]
+            (['steps'], ['steps', 'cache'])
         """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
@@ -311,7 +408,15 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Adds a child module under ``name`` (``None`` allowed)."""
+        """Adds a child module under ``name`` (``None`` allowed).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Module()
+            >>> m.add_module("fc", nn.Linear(2, 3))
+            >>> type(m.fc).__name__, [name for name, _ in m.named_parameters()]
+            ('Linear', ['fc.weight', 'fc.bias'])
+        """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
@@ -400,7 +505,14 @@ class Module:
         return sorted(k for k in keys if not k[0].isdigit())
 
     def get_submodule(self, target: str) -> Module:
-        """The submodule at dotted path ``target`` (``""`` is self)."""
+        """The submodule at dotted path ``target`` (``""`` is self).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.ReLU()))
+            >>> type(net.get_submodule("0.1")).__name__
+            'ReLU'
+        """
         mod = self
         if target == "":
             return mod
@@ -411,7 +523,14 @@ class Module:
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
-        """The parameter at dotted path ``target`` such as ``"0.weight"``."""
+        """The parameter at dotted path ``target`` such as ``"0.weight"``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 3))
+            >>> net.get_parameter("0.weight").shape
+            (3, 2)
+        """
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if name not in mod._parameters:
@@ -433,24 +552,62 @@ class Module:
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Parameter]]:
-        """Yields ``(dotted name, parameter)``; a shared parameter appears once."""
+        """Yields ``(dotted name, parameter)``; a shared parameter appears once.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1, bias=False))
+            >>> [(name, p.shape) for name, p in net.named_parameters()]
+            [('0.weight', (3, 2)), ('0.bias', (3,)), ('2.weight', (1, 3))]
+        """
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        """Yields the parameters of this module (and of its submodules if ``recurse``)."""
+        """Yields the parameters of this module (and of its submodules if ``recurse``).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+            >>> sum(p.numel() for p in net.parameters())
+            13
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Tensor]]:
+        """Yields ``(dotted name, buffer)`` for the buffers of this module (and of its submodules if ``recurse``),
+        each once unless ``remove_duplicate=False``; names start with ``prefix``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+            >>> [name for name, _ in net.named_buffers()]
+            ['1.running_mean', '1.running_var', '1.num_batches_tracked']
+        """
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Yields the buffers of this module (and of its submodules if ``recurse``).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> [tuple(b.shape) for b in nn.BatchNorm1d(4).buffers()]
+            [(4,), (4,), ()]
+        """
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Yields ``(name, module)`` for each direct child (not deeper descendants), each module once.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> [(name, type(m).__name__) for name, m in net.named_children()]
+            [('0', 'Linear'), ('1', 'Sequential')]
+        """
         seen: set[int] = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in seen:
@@ -458,13 +615,27 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator[Module]:
+        """Yields each direct child module (not deeper descendants).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> [type(m).__name__ for m in nn.Sequential(nn.Linear(2, 2), nn.ReLU()).children()]
+            ['Linear', 'ReLU']
+        """
         for _, m in self.named_children():
             yield m
 
     def named_modules(
         self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
     ) -> Iterator[tuple[str, Module]]:
-        """Yields ``(dotted name, module)`` for self and every descendant, depth first."""
+        """Yields ``(dotted name, module)`` for self and every descendant, depth first.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> [name for name, _ in net.named_modules()]
+            ['', '0', '1', '1.0']
+        """
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -479,12 +650,27 @@ class Module:
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """Yields self and every descendant module, depth first, each once.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+            >>> [type(m).__name__ for m in net.modules()]
+            ['Sequential', 'Linear', 'Sequential', 'ReLU']
+        """
         for _, m in self.named_modules():
             yield m
 
     # ---- modes and gradients ----
     def train(self, mode: bool = True) -> Module:
-        """Sets training mode (Dropout active) on self and every submodule; returns self."""
+        """Sets training mode (Dropout active) on self and every submodule; returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Dropout())
+            >>> net.train(False)[1].training, net.train()[1].training
+            (False, True)
+        """
         if not isinstance(mode, bool):
             raise FlambeauError(f"[train] training mode is expected to be boolean, got {type(mode).__name__}")
         self.training = mode
@@ -493,16 +679,42 @@ class Module:
         return self
 
     def eval(self) -> Module:
-        """``train(False)``."""
+        """``train(False)``.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> drop = nn.Dropout(p=0.5).eval()
+            >>> drop.training, drop(fc.ones(3)).tolist()
+            (False, [1.0, 1.0, 1.0])
+        """
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Sets ``requires_grad`` on every parameter (e.g. to freeze a module) and returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 2).requires_grad_(False)
+            >>> [p.requires_grad for p in m.parameters()]
+            [False, False]
+        """
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Resets every parameter's ``.grad``: to ``None`` (default) or to zeros (one fused call)."""
+        """Resets every parameter's ``.grad``: to ``None`` (default) or to zeros (one fused call).
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 1)
+            >>> m(fc.ones(1, 2)).sum().backward()
+            >>> m.zero_grad()
+            >>> m.weight.grad is None
+            True
+        """
         if set_to_none:
             for p in self.parameters():
                 if p.grad is not None:
@@ -512,7 +724,17 @@ class Module:
 
     # ---- applying functions ----
     def apply(self, fn: Callable[[Module], None]) -> Module:
-        """Calls ``fn`` on every submodule (children first) and on self; returns self."""
+        """Calls ``fn`` on every submodule (children first) and on self; returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> def init_weights(m):
+            ...     if isinstance(m, nn.Linear):
+            ...         nn.init.zeros_(m.weight)
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.ReLU()).apply(init_weights)
+            >>> net[0].weight.abs().sum().item()
+            0.0
+        """
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -556,6 +778,12 @@ class Module:
         The Parameter objects stay the same; processes given this module (through
         ``flambeau.multiprocessing``: process arguments, queues) then update the
         same memory (Hogwild training). Returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 2).share_memory()
+            >>> all(p.is_shared() for p in m.parameters())
+            True
         """
         # Tensor.share_memory_ comes from flambeau-data (flambeau.multiprocessing), which nn does not
         # depend on: `import flambeau` (or flambeau_data) attaches it.
@@ -573,6 +801,15 @@ class Module:
         Integer and bool parameters and buffers keep their dtype. The Parameter
         objects stay the same (their data is replaced), so an optimizer built
         before keeps working. Returns self.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 2).to(fc.float64)
+            >>> m.weight.dtype
+            flambeau.float64
+            >>> m.to("cpu") is m
+            True
         """
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -623,29 +860,72 @@ class Module:
         return self._apply(convert)
 
     def float(self) -> Module:
-        """Casts floating-point parameters and buffers to float32 (in place); returns self."""
+        """Casts floating-point parameters and buffers to float32 (in place); returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(2, 2).double().float().weight.dtype
+            flambeau.float32
+        """
         return self._float_cast(fc.float32)
 
     def double(self) -> Module:
-        """Casts floating-point parameters and buffers to float64 (in place); returns self."""
+        """Casts floating-point parameters and buffers to float64 (in place); returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(2, 2).double().weight.dtype
+            flambeau.float64
+        """
         return self._float_cast(fc.float64)
 
     def half(self) -> Module:
-        """Casts floating-point parameters and buffers to float16 (in place); returns self."""
+        """Casts floating-point parameters and buffers to float16 (in place); returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(2, 2).half().weight.dtype
+            flambeau.float16
+        """
         return self._float_cast(fc.float16)
 
     def bfloat16(self) -> Module:
-        """Casts floating-point parameters and buffers to bfloat16 (in place); returns self."""
+        """Casts floating-point parameters and buffers to bfloat16 (in place); returns self.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> nn.Linear(2, 2).bfloat16().weight.dtype
+            flambeau.bfloat16
+        """
         return self._float_cast(fc.bfloat16)
 
     def type(self, dst_type: Any) -> Module:
         """Casts ALL parameters and buffers (integer ones too) with ``t.type(dst_type)``: a dtype, a
-        legacy type (``flambeau.DoubleTensor``) or its name (``"torch.DoubleTensor"``); returns self."""
+        legacy type (``flambeau.DoubleTensor``) or its name (``"torch.DoubleTensor"``); returns self.
+
+        Example:
+            >>> import flambeau_core as fc
+            >>> import flambeau_nn as nn
+            >>> bn = nn.BatchNorm1d(2).type(fc.float64)
+            >>> bn.weight.dtype, bn.num_batches_tracked.dtype  # the integer buffer is cast too
+            (flambeau.float64, flambeau.float64)
+        """
         if not isinstance(dst_type, (fc.dtype, str, type)):
             raise TypeError(f"[Module.type] expects a dtype, a tensor type or its name, got {type(dst_type).__name__}")
         return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
+        """Returns self, unchanged: kept so PyTorch programs that call ``model.cpu()`` run.
+
+        Note: PyTorch moves every parameter and buffer to the CPU here; flambeau's ``cpu()`` moves nothing, so a
+        module on another device needs ``to("cpu")``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 2)
+            >>> m.cpu() is m
+            True
+        """
         return self
 
     # ---- state dict ----
@@ -656,6 +936,11 @@ class Module:
 
         The tensors are detached and share memory with the module (no copy),
         as in PyTorch; ``keep_vars=True`` returns the Parameter objects.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> list(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).state_dict())
+            ['0.weight', '0.bias', '1.weight', '1.bias', '1.running_mean', '1.running_var', '1.num_batches_tracked']
         """
         if destination is None:
             destination = OrderedDict()
@@ -677,6 +962,14 @@ class Module:
         ``FlambeauError`` (a ``RuntimeError``) listing all of them; a shape
         mismatch always raises.
         Returns ``(missing_keys, unexpected_keys)``.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> src, dst = nn.Linear(2, 2), nn.Linear(2, 2)
+            >>> dst.load_state_dict(src.state_dict())
+            <All keys matched successfully>
+            >>> bool((dst.weight == src.weight).all())
+            True
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
@@ -735,7 +1028,19 @@ class Module:
 
     # ---- printing ----
     def extra_repr(self) -> str:
-        """Override to show a module's settings inside its repr (e.g. ``in_features=4``)."""
+        """Override to show a module's settings inside its repr (e.g. ``in_features=4``).
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> class Scale(nn.Module):
+            ...     def __init__(self, factor):
+            ...         super().__init__()
+            ...         self.factor = factor
+            ...     def extra_repr(self):
+            ...         return f"factor={self.factor}"
+            >>> Scale(3)
+            Scale(factor=3)
+        """
         return ""
 
     def _get_name(self) -> str:
