@@ -43,7 +43,18 @@ _TIMEOUT_S = 30
 
 def get_dir() -> str:
     """The hub cache folder: the one :func:`set_dir` set, else ``$FLAMBEAU_HOME/hub``
-    (``$FLAMBEAU_HOME`` defaults to ``$XDG_CACHE_HOME/flambeau``, that to ``~/.cache``)."""
+    (``$FLAMBEAU_HOME`` defaults to ``$XDG_CACHE_HOME/flambeau``, that to ``~/.cache``).
+
+    Example:
+        >>> import os, tempfile
+        >>> import flambeau as fb
+        >>> previous = fb.hub.get_dir()
+        >>> d = tempfile.mkdtemp()
+        >>> fb.hub.set_dir(d)
+        >>> fb.hub.get_dir() == d
+        True
+        >>> fb.hub.set_dir(previous)
+    """
     if _hub_dir is not None:
         return _hub_dir
     cache = os.getenv("XDG_CACHE_HOME", os.path.join("~", ".cache"))
@@ -51,7 +62,17 @@ def get_dir() -> str:
 
 
 def set_dir(d: str | os.PathLike) -> None:
-    """Makes ``d`` the hub cache folder."""
+    """Makes ``d`` the hub cache folder.
+
+    Example:
+        >>> import os, tempfile
+        >>> import flambeau as fb
+        >>> previous = fb.hub.get_dir()
+        >>> fb.hub.set_dir(os.path.join(tempfile.mkdtemp(), "hub"))
+        >>> os.path.basename(fb.hub.get_dir())
+        'hub'
+        >>> fb.hub.set_dir(previous)
+    """
     global _hub_dir
     _hub_dir = os.path.expanduser(os.fspath(d))
 
@@ -68,6 +89,18 @@ def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, pro
 
     ``hash_prefix``: the file's SHA-256 must start with it (RuntimeError otherwise).
     ``progress`` is accepted for PyTorch's signature (no progress bar is printed).
+
+    Example:
+        >>> import hashlib, os, pathlib, tempfile
+        >>> import flambeau as fb
+        >>> d = tempfile.mkdtemp()
+        >>> src = os.path.join(d, "weights.bin")
+        >>> _ = pathlib.Path(src).write_bytes(b"0123456789")
+        >>> digest = hashlib.sha256(b"0123456789").hexdigest()
+        >>> dst = os.path.join(d, "copy", "weights.bin")
+        >>> fb.hub.download_url_to_file(pathlib.Path(src).as_uri(), dst, hash_prefix=digest[:8])
+        >>> pathlib.Path(dst).read_bytes()
+        b'0123456789'
     """
     dst = os.path.expanduser(dst)
     folder = os.path.dirname(os.path.abspath(dst))
@@ -108,6 +141,16 @@ def load_state_dict_from_url(
 
     ``check_hash``: the file name's part after the last ``-`` (``resnet-5c106cde.pth``) must
     start the file's SHA-256.
+
+    Example:
+        >>> import os, pathlib, tempfile
+        >>> import flambeau as fb
+        >>> d = tempfile.mkdtemp()
+        >>> src = os.path.join(d, "tiny.pth")
+        >>> fb.save({"w": fb.tensor([1.0, 2.0])}, src)
+        >>> sd = fb.hub.load_state_dict_from_url(pathlib.Path(src).as_uri(), model_dir=os.path.join(d, "cache"))
+        >>> sd["w"], os.listdir(os.path.join(d, "cache"))
+        (tensor([1., 2.]), ['tiny.pth'])
     """
     import flambeau  # noqa: PLC0415  (flambeau.hub is imported by flambeau itself)
 
@@ -200,7 +243,18 @@ def list(  # noqa: A001  (torch.hub.list)
     verbose: bool = True,
     source: str = "github",
 ) -> builtins.list[str]:
-    """The entry points (public callables) of a repository's (or, with ``source="local"``, a folder's) hubconf."""
+    """The entry points (public callables) of a repository's (or, with ``source="local"``, a folder's) hubconf.
+
+    Example:
+        >>> import os, tempfile
+        >>> import flambeau as fb
+        >>> d = tempfile.mkdtemp()
+        >>> with open(os.path.join(d, "hubconf.py"), "w") as f:
+        ...     _ = f.write("import flambeau as fb\\n")
+        ...     _ = f.write("def tiny(n=2):\\n    'A Linear(n, 1).'\\n    return fb.nn.Linear(n, 1)\\n")
+        >>> fb.hub.list(d, source="local")
+        ['tiny']
+    """
     module = _import_hubconf(_folder(github, source, force_reload))
     return [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
 
@@ -213,7 +267,18 @@ def help(  # noqa: A001  (torch.hub.help)
     trust_repo: Any = None,
     source: str = "github",
 ) -> str | None:
-    """The docstring of entry point ``model``."""
+    """The docstring of entry point ``model``.
+
+    Example:
+        >>> import os, tempfile
+        >>> import flambeau as fb
+        >>> d = tempfile.mkdtemp()
+        >>> with open(os.path.join(d, "hubconf.py"), "w") as f:
+        ...     _ = f.write("import flambeau as fb\\n")
+        ...     _ = f.write("def tiny(n=2):\\n    'A Linear(n, 1).'\\n    return fb.nn.Linear(n, 1)\\n")
+        >>> fb.hub.help(d, "tiny", source="local")
+        'A Linear(n, 1).'
+    """
     return _entry(_import_hubconf(_folder(github, source, force_reload)), model).__doc__
 
 
@@ -229,6 +294,17 @@ def load(
     **kwargs: Any,
 ) -> Any:
     """``model(*args, **kwargs)`` from the hubconf of ``repo_or_dir``: a GitHub ``"owner/repo[:ref]"``
-    (``source="github"``, cached in :func:`get_dir`) or a folder (``source="local"``)."""
+    (``source="github"``, cached in :func:`get_dir`) or a folder (``source="local"``).
+
+    Example:
+        >>> import os, tempfile
+        >>> import flambeau as fb
+        >>> d = tempfile.mkdtemp()
+        >>> with open(os.path.join(d, "hubconf.py"), "w") as f:
+        ...     _ = f.write("import flambeau as fb\\n")
+        ...     _ = f.write("def tiny(n=2):\\n    'A Linear(n, 1).'\\n    return fb.nn.Linear(n, 1)\\n")
+        >>> fb.hub.load(d, "tiny", source="local", n=3)
+        Linear(in_features=3, out_features=1, bias=True)
+    """
     folder = _folder(repo_or_dir, source, force_reload)
     return _entry(_import_hubconf(folder), model)(*args, **kwargs)
