@@ -54,7 +54,15 @@ __all__ = [
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    r"""``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``'tanh'``)."""
+    r"""``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``'tanh'``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 2) for v in F.gelu(x).tolist()]
+        [-0.05, -0.15, 0.0, 0.84, 3.0]
+    """
     return fc.gelu(input, approximate=approximate)
 
 
@@ -74,28 +82,70 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * tanh(softplus(x))``."""
+    r"""``x * tanh(softplus(x))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.mish(x).tolist()]
+        [-0.2525, -0.2207, 0.0, 0.8651, 2.9865]
+    """
     _check_tensor(input, "mish")
     return input.mish_() if inplace else fc.mish(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``negative_slope * x``."""
+    r"""``x`` where ``x > 0``, else ``negative_slope * x``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.leaky_relu(x, 0.1).tolist()]
+        [-0.2, -0.05, 0.0, 1.0, 3.0]
+    """
     _check_tensor(input, "leaky_relu")
     return input.leaky_relu_(negative_slope) if inplace else fc.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``: writes into ``input`` and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, 3.0])
+        >>> F.leaky_relu_(x, 0.5) is x, x.tolist()
+        (True, [-1.0, 3.0])
+    """
     return leaky_relu(input, negative_slope, inplace=True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    r"""``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.elu(x).tolist()]
+        [-0.8647, -0.3935, 0.0, 1.0, 3.0]
+    """
     _check_tensor(input, "elu")
     return input.elu_(alpha) if inplace else fc.elu(input, alpha)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``: writes into ``input`` and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-1.0, 2.0])
+        >>> F.elu_(x) is x, [round(v, 4) for v in x.tolist()]
+        (True, [-0.6321, 2.0])
+    """
     return elu(input, alpha, inplace=True)
 
 
@@ -146,56 +196,135 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    r"""``log(1 + exp(beta * x)) / beta``; ``x`` itself where ``beta * x > threshold``."""
+    r"""``log(1 + exp(beta * x)) / beta``; ``x`` itself where ``beta * x > threshold``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.softplus(x).tolist()]
+        [0.1269, 0.4741, 0.6931, 1.3133, 3.0486]
+    """
     return fc.softplus(input, beta, threshold)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``x`` clamped to ``[min_val, max_val]``."""
+    r"""``x`` clamped to ``[min_val, max_val]``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.hardtanh(x).tolist()]
+        [-1.0, -0.5, 0.0, 1.0, 1.0]
+    """
     _check_tensor(input, "hardtanh")
     return input.hardtanh_(min_val, max_val) if inplace else fc.hardtanh(input, min_val, max_val)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``: clamps ``input`` to ``[min_val, max_val]`` in place and returns it.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-3.0, 0.5, 3.0])
+        >>> F.hardtanh_(x) is x, x.tolist()
+        (True, [-1.0, 0.5, 1.0])
+    """
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``min(max(x, 0), 6)``."""
+    r"""``min(max(x, 0), 6)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.relu6(fc.tensor([-1.0, 3.0, 8.0])).tolist()
+        [0.0, 3.0, 6.0]
+    """
     _float_input(input, "relu6")
     return input.hardtanh_(0.0, 6.0) if inplace else fc.hardtanh(input, 0.0, 6.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``x * relu6(x + 3) / 6``."""
+    r"""``x * relu6(x + 3) / 6``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.hardswish(x).tolist()]
+        [-0.3333, -0.2083, 0.0, 0.6667, 3.0]
+    """
     _check_tensor(input, "hardswish")
     return input.hardswish_() if inplace else fc.hardswish(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``relu6(x + 3) / 6``."""
+    r"""``relu6(x + 3) / 6``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.hardsigmoid(x).tolist()]
+        [0.1667, 0.4167, 0.5, 0.6667, 1.0]
+    """
     _check_tensor(input, "hardsigmoid")
     return input.hardsigmoid_() if inplace else fc.hardsigmoid(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    r"""``log(sigmoid(x))``, stable for large ``|x|``."""
+    r"""``log(sigmoid(x))``, stable for large ``|x|``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.logsigmoid(x).tolist()]
+        [-2.1269, -0.9741, -0.6931, -0.3133, -0.0486]
+    """
     _float_input(input, "logsigmoid")
     return fc.log_sigmoid(input)
 
 
 def softsign(input: Tensor) -> Tensor:
-    r"""``x / (1 + |x|)``."""
+    r"""``x / (1 + |x|)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.softsign(x).tolist()]
+        [-0.6667, -0.3333, 0.0, 0.5, 0.75]
+    """
     return fc.softsign(input)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    r"""``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
+    r"""``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.prelu(x, fc.tensor([0.25])).tolist()]
+        [-0.5, -0.125, 0.0, 1.0, 3.0]
+    """
     return fc.prelu(input, weight)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
-    r"""``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
+    r"""``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.glu(fc.tensor([[1.0, 2.0, 0.0, 0.0]])).tolist()
+        [[0.5, 1.0]]
+    """
     return fc.glu(input, dim)
 
 
@@ -263,7 +392,15 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def tanhshrink(input: Tensor) -> Tensor:
-    r"""``x - tanh(x)``."""
+    r"""``x - tanh(x)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.tanhshrink(x).tolist()]
+        [-1.036, -0.0379, 0.0, 0.2384, 2.0049]
+    """
     _float_input(input, "tanhshrink")
     return input - fc.tanh(input)
 
@@ -365,7 +502,18 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
-    r"""``alpha_dropout`` of whole channels (``input[n, c]``) of an input with at least 2 dims."""
+    r"""``alpha_dropout`` of whole channels (``input[n, c]``) of an input with at least 2 dims.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> fc.manual_seed(0)
+        >>> y = F.feature_alpha_dropout(fc.zeros(2, 6, 4), p=0.5, training=True)
+        >>> y.shape, bool((y.amax(dim=2) == y.amin(dim=2)).all())
+        ((2, 6, 4), True)
+        >>> F.feature_alpha_dropout(fc.ones(2, 3), p=0.5, training=False).tolist()
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
     return _alpha_dropout(input, p, training, inplace, True, "feature_alpha_dropout")
 
 

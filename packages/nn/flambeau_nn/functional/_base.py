@@ -46,23 +46,55 @@ linear = fc.linear
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``max(input, 0)`` elementwise (in place with ``inplace=True``)."""
+    """``max(input, 0)`` elementwise (in place with ``inplace=True``).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-2.0, -0.5, 0.0, 1.0, 3.0])
+        >>> [round(v, 4) for v in F.relu(x).tolist()]
+        [0.0, 0.0, 0.0, 1.0, 3.0]
+    """
     _check_tensor(input, "relu")
     return input.relu_() if inplace else fc.relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
-    """In-place ``relu``."""
+    """In-place ``relu``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.tensor([-1.0, 2.0])
+        >>> F.relu_(x) is x, x.tolist()
+        (True, [0.0, 2.0])
+    """
     _check_tensor(input, "relu_")
     return input.relu_()
 
 
 def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent of ``input``, elementwise (``fb.tanh``), in ``(-1, 1)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> [round(v, 4) for v in F.tanh(fc.tensor([-2.0, 0.0, 1.0])).tolist()]
+        [-0.964, 0.0, 0.7616]
+    """
     _check_tensor(input, "tanh")
     return fc.tanh(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """The logistic sigmoid ``1 / (1 + exp(-input))``, elementwise (``fb.sigmoid``), in ``(0, 1)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> [round(v, 4) for v in F.sigmoid(fc.tensor([-2.0, 0.0, 1.0])).tolist()]
+        [0.1192, 0.5, 0.7311]
+    """
     _check_tensor(input, "sigmoid")
     return fc.sigmoid(input)
 
@@ -77,7 +109,14 @@ def _softmax_dim(ndim: int, name: str, stacklevel: int) -> int:
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel; ``dtype`` casts the input first."""
+    """``log(softmax(input, dim))``, computed stably by core's log_softmax kernel; ``dtype`` casts the input first.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> [round(v, 4) for v in F.log_softmax(fc.tensor([1.0, 2.0, 3.0]), dim=0).tolist()]
+        [-2.4076, -1.4076, -0.4076]
+    """
     _check_tensor(input, "log_softmax")
     if dim is None:
         dim = _softmax_dim(input.dim(), "log_softmax", _stacklevel)
@@ -88,6 +127,12 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     """``exp(input) / exp(input).sum(dim)``, stably (``exp(log_softmax)``); ``dtype`` casts the input first.
 
     ``dim=None`` picks PyTorch's implicit dim (deprecated there too: it warns).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> [round(v, 4) for v in F.softmax(fc.tensor([[1.0, 2.0, 3.0]]), dim=1)[0].tolist()]
+        [0.09, 0.2447, 0.6652]
     """
     _check_tensor(input, "softmax")
     if dim is None:

@@ -67,22 +67,52 @@ def assert_int_or_pair(arg: Any, arg_name: str, message: str) -> None:
 
 
 def has_torch_function(relevant_args: Any) -> bool:
-    """False: flambeau tensors have no ``__torch_function__`` overrides."""
+    """False: flambeau tensors have no ``__torch_function__`` overrides.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.has_torch_function((fc.ones(2),))
+        False
+    """
     return False
 
 
 def has_torch_function_unary(arg: Any) -> bool:
-    """False: flambeau tensors have no ``__torch_function__`` overrides."""
+    """False: flambeau tensors have no ``__torch_function__`` overrides.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.has_torch_function_unary(fc.ones(2))
+        False
+    """
     return False
 
 
 def has_torch_function_variadic(*args: Any) -> bool:
-    """False: flambeau tensors have no ``__torch_function__`` overrides."""
+    """False: flambeau tensors have no ``__torch_function__`` overrides.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.has_torch_function_variadic(fc.ones(2), fc.zeros(2))
+        False
+    """
     return False
 
 
 def handle_torch_function(public_api: Callable[..., Any], relevant_args: Any, *args: Any, **kwargs: Any) -> Any:
-    """Never needed (the ``has_torch_function*`` checks are False); raises if called."""
+    """Never needed (the ``has_torch_function*`` checks are False); raises if called.
+
+    Example:
+        >>> import flambeau_nn.functional as F
+        >>> try:
+        ...     F.handle_torch_function(F.relu, ())
+        ... except NotImplementedError as e:
+        ...     print(str(e).split(" flambeau")[0])
+        [handle_torch_function]
+    """
     raise NotImplementedError(
         f"[handle_torch_function] flambeau has no __torch_function__ overrides to dispatch {public_api!r} to"
     )

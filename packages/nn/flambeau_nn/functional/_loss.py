@@ -76,6 +76,12 @@ def binary_cross_entropy(
 
     ``input`` holds probabilities in ``[0, 1]`` (FlambeauError otherwise) and
     ``target`` must have its shape.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> round(F.binary_cross_entropy(fc.tensor([0.9, 0.2, 0.6]), fc.tensor([1.0, 0.0, 1.0])).item(), 4)
+        0.2798
     """
     _check_tensor(input, "binary_cross_entropy")
     _check_tensor(target, "binary_cross_entropy", "target")
@@ -100,6 +106,13 @@ def binary_cross_entropy_with_logits(
     r"""``binary_cross_entropy(sigmoid(input), target)``, computed stably from the logits.
 
     ``pos_weight`` weighs the positive term (broadcast along the last dim), ``weight`` each element.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> logits, target = fc.tensor([2.0, -1.0, 0.5]), fc.tensor([1.0, 0.0, 1.0])
+        >>> round(F.binary_cross_entropy_with_logits(logits, target).item(), 4)
+        0.3048
     """
     _check_tensor(input, "binary_cross_entropy_with_logits")
     _check_tensor(target, "binary_cross_entropy_with_logits", "target")
@@ -129,6 +142,13 @@ def nll_loss(
     ``()`` or ``(N, d1, ...)``. The mean is weighted by the class weights, as in
     PyTorch; targets equal to ``ignore_index`` contribute nothing. A target out
     of ``[0, C)`` raises IndexError.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> logp = fc.log_softmax(fc.tensor([[1.0, 2.0, 3.0], [1.0, 0.0, 0.0]]), 1)
+        >>> round(F.nll_loss(logp, fc.tensor([2, 0]), weight=fc.tensor([1.0, 1.0, 2.0])).item(), 4)
+        0.4556
     """
     _check_tensor(input, "nll_loss")
     _check_tensor(target, "nll_loss", "target")
@@ -175,7 +195,14 @@ def mse_loss(
     reduce: bool | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """``(input - target) ** 2``, reduced; shapes broadcast."""
+    """``(input - target) ** 2``, reduced; shapes broadcast.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.mse_loss(fc.tensor([0.5, 2.0, -1.0]), fc.tensor([1.0, 0.0, -1.5])).item()
+        1.5
+    """
     _check_tensor(input, "mse_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "mse_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -189,7 +216,14 @@ def l1_loss(
     reduce: bool | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """``|input - target|``, reduced; shapes broadcast."""
+    """``|input - target|``, reduced; shapes broadcast.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.l1_loss(fc.tensor([0.5, 2.0, -1.0]), fc.tensor([1.0, 0.0, -1.5]), reduction="none").tolist()
+        [0.5, 2.0, 0.5]
+    """
     _check_tensor(input, "l1_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "l1_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -204,7 +238,14 @@ def smooth_l1_loss(
     reduction: str = "mean",
     beta: float = 1.0,
 ) -> Tensor:
-    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``), reduced."""
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``), reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.smooth_l1_loss(fc.tensor([0.5, 2.0, -1.0]), fc.tensor([1.0, 0.0, -1.5]), reduction="none").tolist()
+        [0.125, 1.5, 0.125]
+    """
     _check_tensor(input, "smooth_l1_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "smooth_l1_loss", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -215,7 +256,14 @@ def smooth_l1_loss(
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
-    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (``d = input - target``), reduced."""
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (``d = input - target``), reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.huber_loss(fc.tensor([0.5, 2.0, -1.0]), fc.tensor([1.0, 0.0, -1.5]), delta=0.5).item()
+        0.375
+    """
     _check_tensor(input, "huber_loss")  # core's check step raises for a non-float32/64 input
     _check_tensor(target, "huber_loss", "target")
     return fc.huber_loss(input, target, _reduction_enum(reduction, "huber_loss"), float(delta))
@@ -233,6 +281,12 @@ def kl_div(
 
     ``log_target=True`` reads ``target`` as log-probabilities too. ``reduction='batchmean'``
     divides the sum by the batch size (the mathematically correct KL mean).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> round(F.kl_div(fc.log(fc.tensor([0.5, 0.5])), fc.tensor([0.25, 0.75]), reduction="sum").item(), 4)
+        0.1308
     """
     _float_input(input, "kl_div")
     _check_tensor(target, "kl_div", "target")
@@ -270,7 +324,15 @@ def margin_ranking_loss(
     reduce: bool | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    r"""``max(0, -target * (input1 - input2) + margin)``, reduced."""
+    r"""``max(0, -target * (input1 - input2) + margin)``, reduced.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x1, x2, y = fc.tensor([1.0, 2.0]), fc.tensor([1.5, 0.0]), fc.tensor([1.0, 1.0])
+        >>> F.margin_ranking_loss(x1, x2, y, margin=0.5).item()
+        0.5
+    """
     _float_input(input1, "margin_ranking_loss")
     _check_tensor(input2, "margin_ranking_loss", "input2")
     _check_tensor(target, "margin_ranking_loss", "target")

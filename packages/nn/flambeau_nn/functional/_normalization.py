@@ -43,6 +43,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     backward reuses the mask. The mask comes from core's generator (seeded by
     ``flambeau_core.manual_seed``), so the zeroed positions differ from PyTorch's.
     ``training=False`` or ``p=0`` returns ``input`` itself.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> fc.manual_seed(0)
+        >>> sorted(set(F.dropout(fc.ones(1000), p=0.75).tolist()))
+        [0.0, 4.0]
+        >>> F.dropout(fc.ones(3), p=0.75, training=False).tolist()
+        [1.0, 1.0, 1.0]
     """
     _check_tensor(input, "dropout")
     _check_p(p, "dropout")
@@ -60,7 +69,16 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> 
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zeroes whole channels of an ``(N, C, L)`` or ``(C, L)`` input with probability ``p``."""
+    """Zeroes whole channels of an ``(N, C, L)`` or ``(C, L)`` input with probability ``p``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> fc.manual_seed(0)
+        >>> y = F.dropout1d(fc.ones(2, 8, 5), p=0.5)
+        >>> bool((y.amax(dim=2) == y.amin(dim=2)).all())  # whole channels kept or zeroed
+        True
+    """
     _check_tensor(input, "dropout1d")
     _check_p(p, "dropout1d")
     if input.dim() not in (2, 3):
@@ -76,6 +94,14 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     """Zeroes whole channels of an ``(N, C, H, W)`` input with probability ``p``.
 
     As PyTorch, a 3-D input is read as ``(N, C, L)`` (channel-wise 1-D dropout) with a warning.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> fc.manual_seed(0)
+        >>> y = F.dropout2d(fc.ones(2, 8, 3, 3), p=0.5).flatten(2)
+        >>> bool((y.amax(dim=2) == y.amin(dim=2)).all())
+        True
     """
     _check_tensor(input, "dropout2d")
     _check_p(p, "dropout2d")
@@ -97,7 +123,16 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zeroes whole channels of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input with probability ``p``."""
+    """Zeroes whole channels of an ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input with probability ``p``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> fc.manual_seed(0)
+        >>> y = F.dropout3d(fc.ones(2, 8, 2, 2, 2), p=0.5).flatten(2)
+        >>> bool((y.amax(dim=2) == y.amin(dim=2)).all())
+        True
+    """
     _check_tensor(input, "dropout3d")
     _check_p(p, "dropout3d")
     if input.dim() not in (4, 5):
@@ -178,6 +213,12 @@ def instance_norm(
 
     As PyTorch: batch normalization of the input viewed as ``(1, N*C, ...)``; the
     running statistics, when given, are updated with the mean over the batch.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> [round(v, 4) for v in F.instance_norm(fc.tensor([[[1.0, 2.0, 3.0]]]))[0, 0].tolist()]
+        [-1.2247, 0.0, 1.2247]
     """
     _check_tensor(input, "instance_norm")
     if input.dim() < 2:
@@ -416,6 +457,13 @@ def embedding_bag(
 
     ``input`` is 1-D with ``offsets`` (bag ``b`` holds ``input[offsets[b]:offsets[b+1]]``),
     or 2-D ``(B, L)`` (``B`` bags of ``L``) with ``offsets=None``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> weight = fc.tensor([[1.0], [2.0], [3.0], [4.0]])
+        >>> F.embedding_bag(fc.tensor([0, 2, 1, 3]), weight, fc.tensor([0, 1]), mode="mean").tolist()
+        [[1.0], [3.0]]
     """
     _check_tensor(input, "embedding_bag")
     _check_tensor(weight, "embedding_bag", "weight")

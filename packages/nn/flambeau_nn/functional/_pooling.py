@@ -297,7 +297,15 @@ def max_pool1d_with_indices(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """``max_pool1d`` that always returns ``(values, indices)``."""
+    """``max_pool1d`` that always returns ``(values, indices)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> out, idx = F.max_pool1d_with_indices(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]), 2)
+        >>> out.tolist(), idx.tolist()
+        ([[[3.0, 5.0, 4.0]]], [[[1, 3, 4]]])
+    """
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -310,7 +318,15 @@ def max_pool2d_with_indices(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """``max_pool2d`` that always returns ``(values, indices)``."""
+    """``max_pool2d`` that always returns ``(values, indices)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> out, idx = F.max_pool2d_with_indices(fc.arange(16.0).reshape(1, 1, 4, 4), 2)
+        >>> idx.tolist()
+        [[[[5, 7], [13, 15]]]]
+    """
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -322,7 +338,14 @@ def avg_pool1d(
     ceil_mode: bool = False,
     count_include_pad: bool = True,
 ) -> Tensor:
-    r"""1-D average pooling over a ``(N, C, L)`` or ``(C, L)`` input."""
+    r"""1-D average pooling over a ``(N, C, L)`` or ``(C, L)`` input.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.avg_pool1d(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]), 2).tolist()
+        [[[2.0, 3.5, 2.0]]]
+    """
     _check_tensor(input, "avg_pool1d")
     _check_rank(input, (2, 3), "avg_pool1d", "2-D (C, L) or 3-D (N, C, L)")
     return fc.avg_pool1d(
@@ -347,6 +370,15 @@ def avg_pool2d(
     r"""2-D average pooling over a ``(N, C, H, W)`` or ``(C, H, W)`` input.
 
     ``count_include_pad`` counts the zero padding in the divisor; ``divisor_override`` replaces the divisor.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> x = fc.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.avg_pool2d(x, 2).tolist()
+        [[[[2.5, 4.5], [10.5, 12.5]]]]
+        >>> F.avg_pool2d(x, 2, divisor_override=1).tolist()
+        [[[[10.0, 18.0], [42.0, 50.0]]]]
     """
     _check_tensor(input, "avg_pool2d")
     _check_rank(input, (3, 4), "avg_pool2d", "3-D (C, H, W) or 4-D (N, C, H, W)")
@@ -379,21 +411,42 @@ def _adaptive_size(input: Tensor, output_size: Any, n: int, op: str) -> list[int
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
-    r"""Averages ``L`` down to ``output_size`` adaptive windows (``(N, C, L)`` or ``(C, L)`` input)."""
+    r"""Averages ``L`` down to ``output_size`` adaptive windows (``(N, C, L)`` or ``(C, L)`` input).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.adaptive_avg_pool1d(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]), 4).tolist()
+        [[[2.0, 2.5, 4.5, 2.0]]]
+    """
     _check_tensor(input, "adaptive_avg_pool1d")
     _check_rank(input, (2, 3), "adaptive_avg_pool1d", "2-D (C, L) or 3-D (N, C, L)")
     return fc.adaptive_avg_pool1d(input, _adaptive_size(input, output_size, 1, "adaptive_avg_pool1d"))
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
-    r"""Averages ``(H, W)`` down to ``output_size`` adaptive windows; ``1`` is global average pooling."""
+    r"""Averages ``(H, W)`` down to ``output_size`` adaptive windows; ``1`` is global average pooling.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.adaptive_avg_pool2d(fc.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
     _check_tensor(input, "adaptive_avg_pool2d")
     _check_rank(input, (3, 4), "adaptive_avg_pool2d", "3-D (C, H, W) or 4-D (N, C, H, W)")
     return fc.adaptive_avg_pool2d(input, _adaptive_size(input, output_size, 2, "adaptive_avg_pool2d"))
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    r"""Maxima over ``output_size`` adaptive windows of ``L``, with their indices if ``return_indices``."""
+    r"""Maxima over ``output_size`` adaptive windows of ``L``, with their indices if ``return_indices``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.adaptive_max_pool1d(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]), 4).tolist()
+        [[[3.0, 3.0, 5.0, 4.0]]]
+    """
     _check_tensor(input, "adaptive_max_pool1d")
     _check_rank(input, (2, 3), "adaptive_max_pool1d", "2-D (C, L) or 3-D (N, C, L)")
     out, idx = fc.adaptive_max_pool1d(input, _adaptive_size(input, output_size, 1, "adaptive_max_pool1d"))
@@ -401,7 +454,14 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    r"""Maxima over the adaptive windows of ``(H, W)``, with their per-plane indices if ``return_indices``."""
+    r"""Maxima over the adaptive windows of ``(H, W)``, with their per-plane indices if ``return_indices``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.adaptive_max_pool2d(fc.arange(16.0).reshape(1, 1, 4, 4), (1, 2)).tolist()
+        [[[[13.0, 15.0]]]]
+    """
     _check_tensor(input, "adaptive_max_pool2d")
     _check_rank(input, (3, 4), "adaptive_max_pool2d", "3-D (C, H, W) or 4-D (N, C, H, W)")
     out, idx = fc.adaptive_max_pool2d(input, _adaptive_size(input, output_size, 2, "adaptive_max_pool2d"))
@@ -409,12 +469,28 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """``adaptive_max_pool1d`` that always returns ``(values, indices)``."""
+    """``adaptive_max_pool1d`` that always returns ``(values, indices)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> out, idx = F.adaptive_max_pool1d_with_indices(fc.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0]]]), 2)
+        >>> out.tolist(), idx.tolist()
+        ([[[3.0, 5.0]]], [[[1, 3]]])
+    """
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """``adaptive_max_pool2d`` that always returns ``(values, indices)``."""
+    """``adaptive_max_pool2d`` that always returns ``(values, indices)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> out, idx = F.adaptive_max_pool2d_with_indices(fc.arange(16.0).reshape(1, 1, 4, 4), 1)
+        >>> out.tolist(), idx.tolist()
+        ([[[[15.0]]]], [[[[15]]]])
+    """
     return adaptive_max_pool2d(input, output_size, True)
 
 
@@ -443,13 +519,27 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    r"""``(*, C * r**2, H, W) -> (*, C, H * r, W * r)`` with ``r = upscale_factor``."""
+    r"""``(*, C * r**2, H, W) -> (*, C, H * r, W * r)`` with ``r = upscale_factor``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.pixel_shuffle(fc.arange(4.0).reshape(1, 4, 1, 1), 2).tolist()
+        [[[[0.0, 1.0], [2.0, 3.0]]]]
+    """
     _check_tensor(input, "pixel_shuffle")
     return fc.pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    r"""``(*, C, H * r, W * r) -> (*, C * r**2, H, W)``, the inverse of :func:`pixel_shuffle`."""
+    r"""``(*, C, H * r, W * r) -> (*, C * r**2, H, W)``, the inverse of :func:`pixel_shuffle`.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn.functional as F
+        >>> F.pixel_unshuffle(fc.ones(1, 2, 6, 6), 3).shape
+        (1, 18, 2, 2)
+    """
     _check_tensor(input, "pixel_unshuffle")
     return fc.pixel_unshuffle(input, downscale_factor)
 
