@@ -61,7 +61,16 @@ __all__ = [
 
 class ProfilerActivity(enum.Enum):
     """What a profile records: ``CPU`` (ops, ranges, backward nodes) and ``PrivateUse1`` (kernels of a plug-in
-    device's streams, e.g. ``sim``). ``CUDA`` is accepted with a warning: cuda kernels are not recorded yet."""
+    device's streams, e.g. ``sim``). ``CUDA`` is accepted with a warning: cuda kernels are not recorded yet.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau.profiler import ProfilerActivity, profile
+        >>> with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ...     y = fb.ones(3) + 1
+        >>> "aten::add" in {e.key for e in prof.key_averages()}
+        True
+    """
 
     CPU = 0
     CUDA = 1
@@ -69,7 +78,14 @@ class ProfilerActivity(enum.Enum):
 
 
 class ProfilerAction(enum.Enum):
-    """What a ``schedule`` tells the profiler to do at a step."""
+    """What a ``schedule`` tells the profiler to do at a step.
+
+    Example:
+        >>> import flambeau as fb
+        >>> sched = fb.profiler.schedule(wait=1, warmup=1, active=2)
+        >>> [sched(step).name for step in range(5)]
+        ['NONE', 'WARMUP', 'RECORD', 'RECORD_AND_SAVE', 'NONE']
+    """
 
     NONE = 0
     WARMUP = 1
@@ -353,19 +369,51 @@ class profile:
             self._start_trace()
 
     def start(self) -> None:
-        """Starts the profile at step 0 (what ``with`` does)."""
+        """Starts the profile at step 0 (what ``with`` does).
+
+        Example:
+            >>> import flambeau as fb
+            >>> prof = fb.profiler.profile()
+            >>> prof.start()
+            >>> y = fb.ones(3) * 2
+            >>> prof.stop()
+            >>> "aten::mul" in {e.name for e in prof.events()}
+            True
+        """
         self.step_num = 0
         self.current_action = self.schedule(self.step_num)
         self._transit(None, self.current_action)
         self._enter_step_range()
 
     def stop(self) -> None:
-        """Ends the profile; a cycle still recording is handed to ``on_trace_ready``."""
+        """Ends the profile; a cycle still recording is handed to ``on_trace_ready``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> traces = []
+            >>> prof = fb.profiler.profile(on_trace_ready=lambda p: traces.append(len(p.events()) > 0))
+            >>> prof.start()
+            >>> y = fb.ones(3) * 2
+            >>> prof.stop(); traces
+            [True]
+        """
         self._exit_step_range()
         self._transit(self.current_action, None)
 
     def step(self) -> None:
-        """Marks the end of a training step: the schedule moves to the next step."""
+        """Marks the end of a training step: the schedule moves to the next step.
+
+        Example:
+            >>> import flambeau as fb
+            >>> ready = []
+            >>> sched = fb.profiler.schedule(wait=1, warmup=1, active=1)
+            >>> with fb.profiler.profile(schedule=sched, on_trace_ready=lambda p: ready.append(p.step_num)) as prof:
+            ...     for _ in range(3):
+            ...         y = fb.ones(3) * 2
+            ...         prof.step()
+            >>> ready  # step 0 waited, step 1 warmed up, step 2 recorded
+            [3]
+        """
         self._exit_step_range()
         prev = self.current_action
         self.step_num += 1
@@ -400,7 +448,15 @@ class profile:
         return self._events
 
     def events(self) -> EventList:
-        """The events of the last recorded cycle (``FunctionEvent`` objects)."""
+        """The events of the last recorded cycle (``FunctionEvent`` objects).
+
+        Example:
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> sorted({e.name for e in prof.events()} & {"aten::mm", "aten::ones"})
+            ['aten::mm', 'aten::ones']
+        """
         return self._recorded("events")
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> EventList:
@@ -425,6 +481,16 @@ class profile:
         """Writes the last recorded cycle as a Chrome trace-event JSON file (``.gz``: compressed).
 
         Opens in Perfetto (ui.perfetto.dev) and chrome://tracing.
+
+        Example:
+            >>> import json, os, tempfile
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> path = os.path.join(tempfile.mkdtemp(), "trace.json")
+            >>> prof.export_chrome_trace(path)
+            >>> any(e.get("name") == "aten::mm" for e in json.load(open(path))["traceEvents"])
+            True
         """
         events = self._recorded("export_chrome_trace")
         if not events and not events._memory_events:
@@ -439,6 +505,16 @@ class profile:
 
         Categories: the outermost ``record_function`` range around an allocation, else ``backward``
         (the autograd engine), ``ops``, or ``other``.
+
+        Example:
+            >>> import json, os, tempfile
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile(profile_memory=True) as prof:
+            ...     x = fb.ones(1000)
+            >>> path = os.path.join(tempfile.mkdtemp(), "memory.json")
+            >>> prof.export_memory_timeline(path)
+            >>> os.path.getsize(path) > 0
+            True
         """
         events = self._recorded("export_memory_timeline")
         if not self.profile_memory:

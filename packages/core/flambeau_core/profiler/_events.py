@@ -30,14 +30,30 @@ _OWN_FRAMES = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class Interval:
-    """A time range in microseconds (``FunctionEvent.time_range``)."""
+    """A time range in microseconds (``FunctionEvent.time_range``).
+
+    Example:
+        >>> from flambeau.profiler import Interval
+        >>> r = Interval(10.0, 25.5)
+        >>> r, r.elapsed_us()
+        (Interval(start=10.0, end=25.5), 15.5)
+    """
 
     def __init__(self, start: float, end: float) -> None:
         self.start = start
         self.end = end
 
     def elapsed_us(self) -> float:
-        """The length of the range in microseconds."""
+        """The length of the range in microseconds.
+
+        Example:
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> mm = next(e for e in prof.events() if e.name == "aten::mm")
+            >>> mm.time_range.elapsed_us() >= 0
+            True
+        """
         return self.end - self.start
 
     def __repr__(self) -> str:
@@ -227,7 +243,18 @@ class FunctionEventAvg:
         self.device_type = "CPU"
 
     def add(self, e: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
-        """Adds one event (or another average) to the sums; returns self."""
+        """Adds one event (or another average) to the sums; returns self.
+
+        Example:
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> total = fb.profiler.FunctionEventAvg("all")
+            >>> for e in prof.events():
+            ...     _ = total.add(e)
+            >>> total.count == len(prof.events())
+            True
+        """
         self.count += e.count
         self.cpu_time_total += e.cpu_time_total
         self.self_cpu_time_total += e.self_cpu_time_total
@@ -322,7 +349,16 @@ class EventList(list):
         return out
 
     def total_average(self) -> FunctionEventAvg:
-        """Every event summed into one ``FunctionEventAvg`` (key ``Total``)."""
+        """Every event summed into one ``FunctionEventAvg`` (key ``Total``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> total = prof.key_averages().total_average()
+            >>> total.key, total.count == sum(avg.count for avg in prof.key_averages())
+            ('Total', True)
+        """
         total = FunctionEventAvg("Total")
         for e in self:
             total.add(e)
@@ -382,7 +418,18 @@ class EventList(list):
         )
 
     def export_chrome_trace(self, path: str | os.PathLike) -> None:
-        """Writes the events as a Chrome trace-event JSON file (Perfetto, chrome://tracing)."""
+        """Writes the events as a Chrome trace-event JSON file (Perfetto, chrome://tracing).
+
+        Example:
+            >>> import json, os, tempfile
+            >>> import flambeau as fb
+            >>> with fb.profiler.profile() as prof:
+            ...     y = fb.ones(4, 4).mm(fb.ones(4, 4))
+            >>> path = os.path.join(tempfile.mkdtemp(), "events.json")
+            >>> prof.events().export_chrome_trace(path)
+            >>> "traceEvents" in json.load(open(path))
+            True
+        """
         write_chrome_trace(self, self._memory_events, path)
 
     def __str__(self) -> str:
