@@ -143,7 +143,16 @@ def _no_op_if_empty(tensor: Tensor) -> bool:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
-    """Fills with values drawn uniformly from ``[a, b)``."""
+    """Fills with values drawn uniformly from ``[a, b)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.uniform_(fc.empty(100, 100), a=-0.5, b=0.5)
+        >>> bool((w >= -0.5).all() and (w < 0.5).all()), abs(round(w.mean().item(), 1))
+        (True, 0.0)
+    """
     _check(tensor, "uniform_")
     a, b = _check_number(a, "uniform_", "a"), _check_number(b, "uniform_", "b")
     if a > b:
@@ -153,7 +162,16 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
-    """Fills with values drawn from ``N(mean, std**2)``."""
+    """Fills with values drawn from ``N(mean, std**2)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.normal_(fc.empty(200, 200), mean=1.0, std=0.5)
+        >>> round(w.mean().item(), 1), round(w.std().item(), 1)
+        (1.0, 0.5)
+    """
     _check(tensor, "normal_")
     mean, std = _check_number(mean, "normal_", "mean"), _check_number(std, "normal_", "std")
     if std < 0:
@@ -200,19 +218,40 @@ def trunc_normal_(
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
-    """Fills with ``val``."""
+    """Fills with ``val``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.init.constant_(fc.empty(2, 3), 0.25).tolist()
+        [[0.25, 0.25, 0.25], [0.25, 0.25, 0.25]]
+    """
     _check(tensor, "constant_")
     with fa.no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
-    """Fills with 0."""
+    """Fills with 0.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.init.zeros_(fc.ones(2, 2)).tolist()
+        [[0.0, 0.0], [0.0, 0.0]]
+    """
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
-    """Fills with 1."""
+    """Fills with 1.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> nn.init.ones_(fc.empty(3)).tolist()
+        [1.0, 1.0, 1.0]
+    """
     return constant_(tensor, 1.0)
 
 
@@ -271,6 +310,16 @@ def kaiming_uniform_(
     r"""He initialisation: ``U(-bound, bound)`` with ``bound = gain * sqrt(3 / fan)``.
 
     ``Linear`` uses ``a=sqrt(5)``, which gives ``bound = 1 / sqrt(fan_in)``.
+
+    Example:
+        >>> import math
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.kaiming_uniform_(fc.empty(64, 100), mode="fan_in", nonlinearity="relu")
+        >>> bound = math.sqrt(2.0) * math.sqrt(3.0 / 100)
+        >>> bool((w.abs() <= bound).all()), round(w.abs().max().item() / bound, 1)
+        (True, 1.0)
     """
     _check(tensor, "kaiming_uniform_")
     if _no_op_if_empty(tensor):
@@ -283,7 +332,16 @@ def kaiming_uniform_(
 def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator: Any = None
 ) -> Tensor:
-    """He initialisation with ``N(0, std**2)``, ``std = gain / sqrt(fan)``."""
+    """He initialisation with ``N(0, std**2)``, ``std = gain / sqrt(fan)``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.kaiming_normal_(fc.empty(256, 200), mode="fan_in", nonlinearity="relu")
+        >>> round(w.std().item(), 2)  # sqrt(2 / 200)
+        0.1
+    """
     _check(tensor, "kaiming_normal_")
     if _no_op_if_empty(tensor):
         return tensor
@@ -292,7 +350,16 @@ def kaiming_normal_(
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
-    r"""Glorot initialisation: ``U(-a, a)``, ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
+    r"""Glorot initialisation: ``U(-a, a)``, ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.xavier_uniform_(fc.empty(30, 20), gain=nn.init.calculate_gain("tanh"))
+        >>> bool((w.abs() <= 5 / 3 * (6 / 50) ** 0.5).all())
+        True
+    """
     _check(tensor, "xavier_uniform_")
     fan_in, fan_out = _fans(tensor, "xavier_uniform_")
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out)) if fan_in + fan_out else 0.0
@@ -300,7 +367,16 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) ->
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
-    """Glorot initialisation with ``N(0, std**2)``, ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    """Glorot initialisation with ``N(0, std**2)``, ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> fc.manual_seed(0)
+        >>> w = nn.init.xavier_normal_(fc.empty(300, 200))
+        >>> round(w.std().item(), 3)  # sqrt(2 / (200 + 300))
+        0.063
+    """
     _check(tensor, "xavier_normal_")
     fan_in, fan_out = _fans(tensor, "xavier_normal_")
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out)) if fan_in + fan_out else 0.0
@@ -389,7 +465,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
     return tensor
 
 
-def _deprecated(new: Any) -> Any:
+def _deprecated(new: Any, example_args: str = "fc.empty(3, 4)") -> Any:
+    """The old name of ``new``: warns, then calls it. ``example_args`` are the example's arguments."""
     old = new.__name__[:-1]
 
     def deprecated_init(*args: Any, **kwargs: Any) -> Any:
@@ -399,18 +476,29 @@ def _deprecated(new: Any) -> Any:
         return new(*args, **kwargs)
 
     deprecated_init.__name__ = old
-    deprecated_init.__doc__ = f"Deprecated: use :func:`{new.__name__}` (same arguments; warns FutureWarning)."
+    deprecated_init.__doc__ = (
+        f"Deprecated: use :func:`{new.__name__}` (same arguments; warns FutureWarning).\n\n"
+        "    Example:\n"
+        "        >>> import warnings\n"
+        "        >>> import flambeau_core as fc\n"
+        "        >>> import flambeau_nn as nn\n"
+        "        >>> with warnings.catch_warnings(record=True) as caught:\n"
+        '        ...     warnings.simplefilter("always")\n'
+        f"        ...     t = nn.init.{old}({example_args})\n"
+        "        >>> caught[0].category.__name__, t.shape\n"
+        f"        ('FutureWarning', ({example_args.split('(')[1].split(')')[0]}))\n"
+    )
     return deprecated_init
 
 
 uniform = _deprecated(uniform_)
 normal = _deprecated(normal_)
-constant = _deprecated(constant_)
+constant = _deprecated(constant_, "fc.empty(3, 4), 0.5")
 eye = _deprecated(eye_)
-dirac = _deprecated(dirac_)
+dirac = _deprecated(dirac_, "fc.empty(4, 4, 3)")
 xavier_uniform = _deprecated(xavier_uniform_)
 xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
-sparse = _deprecated(sparse_)
+sparse = _deprecated(sparse_, "fc.empty(3, 4), 0.5")
