@@ -102,6 +102,16 @@ def clip_grad_norm_(
     The norm is taken over all gradients together, as if concatenated into
     one vector. Returns that total norm (before clipping), a 0-d tensor.
     ``error_if_nonfinite=True`` raises if it is NaN or infinite.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> w = nn.Parameter(fc.zeros(2))
+        >>> w.grad = fc.tensor([3.0, 4.0])
+        >>> nn.utils.clip_grad_norm_([w], max_norm=1.0).item()
+        5.0
+        >>> [round(v, 4) for v in w.grad.tolist()]
+        [0.6, 0.8]
     """
     params = _as_list(parameters)
     grads = [p.grad for p in params if p.grad is not None]
@@ -119,7 +129,20 @@ def clip_grad_norm(
     error_if_nonfinite: bool = False,
     foreach: bool | None = None,
 ) -> Tensor:
-    """Deprecated spelling of ``clip_grad_norm_`` (warns, then clips)."""
+    """Deprecated spelling of ``clip_grad_norm_`` (warns, then clips).
+
+    Example:
+        >>> import warnings
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> w = nn.Parameter(fc.zeros(2))
+        >>> w.grad = fc.tensor([3.0, 4.0])
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     total = nn.utils.clip_grad_norm([w], max_norm=10.0)
+        >>> caught[0].category.__name__, total.item(), w.grad.tolist()
+        ('FutureWarning', 5.0, [3.0, 4.0])
+    """
     warnings.warn(
         "`flambeau_nn.utils.clip_grad_norm` is now deprecated in favor of `flambeau_nn.utils.clip_grad_norm_`.",
         FutureWarning,

@@ -60,6 +60,16 @@ def fuse_conv_bn_weights(
     r"""The fused ``(weight, bias)`` Parameters of a convolution followed by an eval-mode batch norm.
 
     ``transpose=True`` for a transposed convolution (output channels on dim 1).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> conv, bn = nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3).eval()
+        >>> w, b = nn.utils.fuse_conv_bn_weights(
+        ...     conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
+        ... )
+        >>> w.shape, b.shape
+        ((3, 2, 1, 1), (3,))
     """
     w_dtype = conv_w.dtype
     b_dtype = conv_b.dtype if conv_b is not None else w_dtype
@@ -77,6 +87,16 @@ def fuse_linear_bn_eval(linear: _M, bn: Module) -> _M:
     r"""A copy of ``linear`` computing ``bn(linear(x))`` of the eval-mode ``linear`` and ``bn``.
 
     ``bn.num_features`` must equal ``linear.out_features`` (or be 1).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> linear, bn = nn.Linear(4, 3).eval(), nn.BatchNorm1d(3).eval()
+        >>> _ = bn.running_mean.fill_(0.5)
+        >>> fused = nn.utils.fuse_linear_bn_eval(linear, bn)
+        >>> x = fc.randn(5, 4)
+        >>> bool(fc.allclose(fused(x), bn(linear(x)), atol=1e-6))
+        True
     """
     _check_eval(linear, bn, "fuse_linear_bn_eval")
     if not (linear.out_features == bn.num_features or bn.num_features == 1):
@@ -99,7 +119,17 @@ def fuse_linear_bn_weights(
     bn_w: Tensor,
     bn_b: Tensor,
 ) -> tuple[Parameter, Parameter]:
-    r"""The fused ``(weight, bias)`` Parameters of a linear layer followed by an eval-mode batch norm."""
+    r"""The fused ``(weight, bias)`` Parameters of a linear layer followed by an eval-mode batch norm.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> w, b = nn.utils.fuse_linear_bn_weights(
+        ...     fc.ones(3, 2), fc.zeros(3), fc.zeros(3), fc.full((3,), 4.0), 0.0, fc.ones(3), fc.ones(3)
+        ... )
+        >>> w.tolist(), b.tolist()
+        ([[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]], [1.0, 1.0, 1.0])
+    """
     w_dtype = linear_w.dtype
     b_dtype = linear_b.dtype if linear_b is not None else w_dtype
     linear_b = linear_b if linear_b is not None else fc.zeros_like(bn_rm)

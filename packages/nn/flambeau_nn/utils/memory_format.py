@@ -35,5 +35,13 @@ def convert_conv2d_weight_memory_format(module: Module, memory_format: Any) -> M
 
 
 def convert_conv3d_weight_memory_format(module: Module, memory_format: Any) -> Module:
-    r"""Gives the weights of every ``Conv3d``/``ConvTranspose3d`` in ``module`` the strides of ``memory_format``."""
+    r"""Gives the weights of every ``Conv3d``/``ConvTranspose3d`` in ``module`` the strides of ``memory_format``.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> import flambeau_nn as nn
+        >>> m = nn.utils.convert_conv3d_weight_memory_format(nn.Sequential(nn.Conv3d(2, 4, 3)), fc.channels_last_3d)
+        >>> m[0].weight.is_contiguous(memory_format=fc.channels_last_3d)
+        True
+    """
     return _convert(module, memory_format, ("Conv3d", "ConvTranspose3d"))

@@ -117,7 +117,17 @@ def spectral_norm(
 
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
-    r"""Undoes ``spectral_norm``: ``module.<name>`` is a plain parameter again (the normalized value)."""
+    r"""Undoes ``spectral_norm``: ``module.<name>`` is a plain parameter again (the normalized value).
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> m = nn.utils.spectral_norm(nn.Linear(4, 3))
+        >>> "weight_orig" in dict(m.named_parameters())
+        True
+        >>> m = nn.utils.remove_spectral_norm(m)
+        >>> [name for name, _ in m.named_parameters()]
+        ['bias', 'weight']
+    """
     hook = pop_pre_hook(module, SpectralNorm, name)
     if hook is not None:
         hook.remove(module)

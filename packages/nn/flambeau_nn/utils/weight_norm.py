@@ -95,7 +95,17 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
-    r"""Undoes ``weight_norm``: ``module.<name>`` is a plain parameter again (holding the current value)."""
+    r"""Undoes ``weight_norm``: ``module.<name>`` is a plain parameter again (holding the current value).
+
+    Example:
+        >>> import flambeau_nn as nn
+        >>> m = nn.utils.weight_norm(nn.Linear(4, 3))
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight_g', 'weight_v']
+        >>> m = nn.utils.remove_weight_norm(m)
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight']
+    """
     hook = pop_pre_hook(module, WeightNorm, name)
     if hook is not None:
         hook.remove(module)
