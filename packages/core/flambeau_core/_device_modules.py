@@ -167,7 +167,20 @@ def get_device_module(device: Any = None) -> Any:
 
 
 class _StreamBase:
-    """A device stream (``torch.cuda.Stream``): work on one stream runs in order."""
+    """A device stream (``torch.cuda.Stream``): work on one stream runs in order.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.cuda.is_available():
+        ...     s = fb.cuda.Stream()
+        ...     with fb.cuda.stream(s):
+        ...         y = fb.ones(1000, device="cuda") * 2  # enqueued on s
+        ...     s.synchronize()
+        ...     print(y.sum().item())
+        ... else:
+        ...     print(2000.0)  # the same on the cpu
+        2000.0
+    """
 
     _type = ""
 
@@ -192,26 +205,86 @@ class _StreamBase:
         return self._s.stream_id
 
     def query(self) -> bool:
-        """True if all work enqueued on this stream has completed."""
+        """True if all work enqueued on this stream has completed.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     s.synchronize()
+            ...     print(s.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         return self._s.query()
 
     def synchronize(self) -> None:
-        """Waits for all work enqueued on this stream."""
+        """Waits for all work enqueued on this stream.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     with fb.cuda.stream(s):
+            ...         y = fb.ones(100, device="cuda") + 1
+            ...     s.synchronize()  # y is computed
+            ...     print(y.sum().item())
+            ... else:
+            ...     print(200.0)
+            200.0
+        """
         self._s.synchronize()
 
     def wait_event(self, event: Any) -> None:
-        """Makes work enqueued on this stream from now on wait for ``event``."""
+        """Makes work enqueued on this stream from now on wait for ``event``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.current_stream().record_event()
+            ...     s = fb.cuda.Stream()
+            ...     s.wait_event(e)  # s's later work starts after e
+            ...     s.synchronize()
+            ...     print(e.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         _check_event(event, "Stream.wait_event")
         self._s.wait_event(event._e)
 
     def wait_stream(self, stream: Any) -> None:
-        """Makes work enqueued on this stream from now on wait for the work enqueued on ``stream`` so far."""
+        """Makes work enqueued on this stream from now on wait for the work enqueued on ``stream`` so far.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     s.wait_stream(fb.cuda.current_stream())
+            ...     s.synchronize()
+            ...     print(s.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         if not isinstance(stream, _StreamBase):
             raise TypeError(f"[Stream.wait_stream] expected a Stream, got {type(stream).__name__}")
         self.wait_event(stream.record_event())
 
     def record_event(self, event: Any = None) -> Any:
-        """Records ``event`` (a new one if None) on this stream and returns it."""
+        """Records ``event`` (a new one if None) on this stream and returns it.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.current_stream().record_event()
+            ...     e.synchronize()
+            ...     print(e.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         if event is None:
             event = _modules[self._type].Event()
         event.record(self)
@@ -233,7 +306,21 @@ def _check_event(event: Any, op: str) -> None:
 
 
 class _EventBase:
-    """A device event (``torch.cuda.Event``): a marker in a stream's work."""
+    """A device event (``torch.cuda.Event``): a marker in a stream's work.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.cuda.is_available():
+        ...     start, end = fb.cuda.Event(enable_timing=True), fb.cuda.Event(enable_timing=True)
+        ...     start.record()
+        ...     y = fb.ones(1000, device="cuda") @ fb.ones(1000, device="cuda")
+        ...     end.record()
+        ...     end.synchronize()
+        ...     print(start.elapsed_time(end) >= 0)
+        ... else:
+        ...     print(True)
+        True
+    """
 
     _type = ""
 
@@ -243,7 +330,19 @@ class _EventBase:
         self._e = _C._Event(bool(enable_timing))
 
     def record(self, stream: Any = None) -> None:
-        """Records the event on ``stream`` (the current stream if None)."""
+        """Records the event on ``stream`` (the current stream if None).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.Event()
+            ...     e.record()  # on the current stream
+            ...     e.synchronize()
+            ...     print(e.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         if stream is None:
             stream = _modules[self._type].current_stream()
         if not isinstance(stream, _StreamBase):
@@ -251,21 +350,68 @@ class _EventBase:
         self._e.record(stream._s)
 
     def wait(self, stream: Any = None) -> None:
-        """Makes work enqueued on ``stream`` (the current stream if None) from now on wait for this event."""
+        """Makes work enqueued on ``stream`` (the current stream if None) from now on wait for this event.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.Event()
+            ...     e.record()
+            ...     s = fb.cuda.Stream()
+            ...     e.wait(s)
+            ...     s.synchronize()
+            ...     print(s.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         if stream is None:
             stream = _modules[self._type].current_stream()
         stream.wait_event(self)
 
     def query(self) -> bool:
-        """True if the work recorded before this event has completed (True if never recorded)."""
+        """True if the work recorded before this event has completed (True if never recorded).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.Event()
+            ...     print(e.query())  # never recorded
+            ... else:
+            ...     print(True)
+            True
+        """
         return self._e.query()
 
     def synchronize(self) -> None:
-        """Waits for the work recorded before this event."""
+        """Waits for the work recorded before this event.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     e = fb.cuda.Event()
+            ...     e.record()
+            ...     e.synchronize()
+            ...     print(e.query())
+            ... else:
+            ...     print(True)
+            True
+        """
         self._e.synchronize()
 
     def elapsed_time(self, end_event: Any) -> float:
-        """Milliseconds between this event and ``end_event`` (both recorded with enable_timing=True, completed)."""
+        """Milliseconds between this event and ``end_event`` (both recorded with enable_timing=True, completed).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     start, end = fb.cuda.Event(enable_timing=True), fb.cuda.Event(enable_timing=True)
+            ...     start.record(); end.record(); end.synchronize()
+            ...     print(start.elapsed_time(end) >= 0.0)
+            ... else:
+            ...     print(True)
+            True
+        """
         _check_event(end_event, "Event.elapsed_time")
         return self._e.elapsed_time(end_event._e)
 
@@ -278,8 +424,14 @@ class DeviceModule:
 
     def __init__(self, type_name: str) -> None:
         self._type = type_name
-        self.Stream = type("Stream", (_StreamBase,), {"_type": type_name, "__module__": f"flambeau.{type_name}"})
-        self.Event = type("Event", (_EventBase,), {"_type": type_name, "__module__": f"flambeau.{type_name}"})
+        # The per-type classes carry the base's docstring: a class made by type() has none of its own.
+        module = f"flambeau.{type_name}"
+        self.Stream = type(
+            "Stream", (_StreamBase,), {"_type": type_name, "__module__": module, "__doc__": _StreamBase.__doc__}
+        )
+        self.Event = type(
+            "Event", (_EventBase,), {"_type": type_name, "__module__": module, "__doc__": _EventBase.__doc__}
+        )
         self.StreamContext = _stream_context_class(self)
 
     def __repr__(self) -> str:
@@ -287,22 +439,61 @@ class DeviceModule:
 
     # ---- devices ----
     def is_available(self) -> bool:
-        """True if a backend is registered and reports at least one device."""
+        """True if a backend is registered and reports at least one device.
+
+        Example:
+            >>> import flambeau as fb
+            >>> device = "cuda" if fb.cuda.is_available() else "cpu"
+            >>> fb.ones(2, device=device).sum().item()
+            2.0
+        """
         return _C._device_count(self._type) > 0
 
     def is_initialized(self) -> bool:
+        """True once the device type can be used: here, whenever :meth:`is_available` is (no lazy initialization).
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.cuda.is_initialized() == fb.cuda.is_available()
+            True
+        """
         return self.is_available()
 
     def device_count(self) -> int:
-        """Number of devices (0 without a backend)."""
+        """Number of devices (0 without a backend).
+
+        Example:
+            >>> import flambeau as fb
+            >>> (fb.cuda.device_count() > 0) == fb.cuda.is_available()
+            True
+        """
         return _C._device_count(self._type)
 
     def current_device(self) -> int:
-        """Index of the current device of this thread."""
+        """Index of the current device of this thread.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     print(0 <= fb.cuda.current_device() < fb.cuda.device_count())
+            ... else:
+            ...     print(True)  # without a GPU it raises
+            True
+        """
         return _C._current_device(self._type)
 
     def set_device(self, device: Any) -> None:
-        """Makes ``device`` (an index, a string or a device) current on this thread."""
+        """Makes ``device`` (an index, a string or a device) current on this thread.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     fb.cuda.set_device(0)
+            ...     print(fb.cuda.current_device())
+            ... else:
+            ...     print(0)
+            0
+        """
         _C._set_device(self._type, device)
 
     def _index(self, device: Any) -> int:
@@ -321,7 +512,17 @@ class DeviceModule:
 
     @contextlib.contextmanager
     def device(self, device: Any) -> Iterator[None]:
-        """Context manager: makes ``device`` current, restores the previous one on exit."""
+        """Context manager: makes ``device`` current, restores the previous one on exit.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     with fb.cuda.device(0):
+            ...         print(fb.cuda.current_device())
+            ... else:
+            ...     print(0)
+            0
+        """
         index = self._index(device)
         prev = self.current_device()
         self.set_device(index)
@@ -331,32 +532,94 @@ class DeviceModule:
             self.set_device(prev)
 
     def get_device_name(self, device: Any = None) -> str:
+        """The name of ``device`` (the current device if None): the GPU's name with flambeau-cuda.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     print(isinstance(fb.cuda.get_device_name(0), str))
+            ... else:
+            ...     print(True)
+            True
+        """
         registered = _memory_functions.get(self._type, {}).get("get_device_name")
         if registered is not None:
             return registered(device)
         return f"flambeau {self._type} device {self._index(device)}"
 
     def synchronize(self, device: Any = None) -> None:
-        """Waits for all work on all streams of ``device`` (the current device if None)."""
+        """Waits for all work on all streams of ``device`` (the current device if None).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     y = fb.ones(1000, device="cuda") * 3
+            ...     fb.cuda.synchronize()  # every stream's work is done
+            ...     print(y[0].item())
+            ... else:
+            ...     print(3.0)
+            3.0
+        """
         _C._synchronize(self._type, device)
 
     # ---- streams ----
     def current_stream(self, device: Any = None) -> Any:
-        """The current stream of ``device`` on this thread (its default stream unless set)."""
+        """The current stream of ``device`` on this thread (its default stream unless set).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     print(fb.cuda.current_stream() == fb.cuda.default_stream())
+            ... else:
+            ...     print(True)  # unless a stream was set
+            True
+        """
         return self.Stream(_handle=_C._current_stream(self._type, device))
 
     def default_stream(self, device: Any = None) -> Any:
-        """The default stream of ``device`` (stream_id 0)."""
+        """The default stream of ``device`` (stream_id 0).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     print(fb.cuda.default_stream().stream_id)
+            ... else:
+            ...     print(0)
+            0
+        """
         return self.Stream(_handle=_C._default_stream(self._type, device))
 
     def set_stream(self, stream: Any) -> None:
-        """Makes ``stream`` the current stream of its device on this thread."""
+        """Makes ``stream`` the current stream of its device on this thread.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     fb.cuda.set_stream(s)
+            ...     print(fb.cuda.current_stream() == s)
+            ...     fb.cuda.set_stream(fb.cuda.default_stream())
+            ... else:
+            ...     print(True)
+            True
+        """
         if not isinstance(stream, _StreamBase) or stream._type != self._type:
             raise TypeError(f"[set_stream] expected a flambeau.{self._type}.Stream, got {type(stream).__name__}")
         _C._set_stream(stream._s)
 
     def stream(self, stream: Any) -> Any:
-        """Context manager: makes ``stream`` (and its device) current; None does nothing."""
+        """Context manager: makes ``stream`` (and its device) current; None does nothing.
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     with fb.cuda.stream(s):
+            ...         print(fb.cuda.current_stream() == s)
+            ... else:
+            ...     print(True)
+            True
+        """
         return self.StreamContext(stream)
 
     # ---- memory ----
@@ -378,7 +641,18 @@ class DeviceModule:
 
 def _stream_context_class(module: DeviceModule) -> type:
     class StreamContext:
-        """Makes a stream (and its device) current inside a ``with`` block (``torch.cuda.StreamContext``)."""
+        """Makes a stream (and its device) current inside a ``with`` block (``torch.cuda.StreamContext``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> if fb.cuda.is_available():
+            ...     s = fb.cuda.Stream()
+            ...     with fb.cuda.StreamContext(s) as current:
+            ...         print(current == s)
+            ... else:
+            ...     print(True)
+            True
+        """
 
         def __init__(self, stream: Any) -> None:
             if stream is not None and (not isinstance(stream, _StreamBase) or stream._type != module._type):
