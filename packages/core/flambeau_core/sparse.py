@@ -131,22 +131,63 @@ class SparseTensor:
         return self._size
 
     def size(self, dim: int | None = None) -> Any:
+        """The size (a tuple), or the size of dimension ``dim``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.size(), s.size(-1)
+            ((2, 3), 3)
+        """
         if dim is None:
             return self._size
         return self._size[self._wrap_dim(dim, "size")]
 
     def dim(self) -> int:
+        """The number of dimensions (sparse and dense).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.dim()
+            2
+        """
         return len(self._size)
 
     ndim = property(dim)
 
     def numel(self) -> int:
+        """The number of elements of the dense tensor it stands for (zeros included).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.numel()
+            6
+        """
         return math.prod(self._size)
 
     def sparse_dim(self) -> int:
+        """The number of sparse dimensions (the rows of ``indices``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.sparse_dim(), s.dense_dim()
+            (2, 0)
+        """
         return int(self._ind.shape[0])
 
     def dense_dim(self) -> int:
+        """The number of dense dimensions (each value's own dimensions).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> rows = fb.sparse_coo_tensor(fb.tensor([[0, 2]]), fb.ones(2, 4), (3, 4))  # 2 nonzero rows of 4
+            >>> rows.sparse_dim(), rows.dense_dim()
+            (1, 1)
+        """
         return len(self._size) - self.sparse_dim()
 
     @property
@@ -170,6 +211,14 @@ class SparseTensor:
         return bool(self._val.requires_grad)
 
     def requires_grad_(self, requires_grad: bool = True) -> SparseTensor:
+        """Sets ``requires_grad`` of the values in place and returns this tensor.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.requires_grad_().requires_grad
+            True
+        """
         self._val.requires_grad_(requires_grad)
         return self
 
@@ -183,6 +232,14 @@ class SparseTensor:
         return int(self._val.shape[0])
 
     def is_coalesced(self) -> bool:
+        """True if the indices are known sorted and unique (``coalesce()`` makes them so).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.is_coalesced(), s.coalesce().is_coalesced()
+            (False, True)
+        """
         return self._coalesced
 
     def _wrap_dim(self, dim: int, op: str) -> int:
@@ -201,12 +258,27 @@ class SparseTensor:
         return self._val
 
     def indices(self) -> Tensor:
-        """The (sparse_dim, nnz) int64 indices of a coalesced tensor."""
+        """The (sparse_dim, nnz) int64 indices of a coalesced tensor.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.coalesce().indices()
+            tensor([[0, 1, 1],
+                    [2, 0, 2]])
+        """
         self._require_coalesced("indices")
         return self._ind
 
     def values(self) -> Tensor:
-        """The (nnz, *dense_shape) values of a coalesced tensor."""
+        """The (nnz, *dense_shape) values of a coalesced tensor.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.coalesce().values()
+            tensor([3., 4., 5.])
+        """
         self._require_coalesced("values")
         return self._val
 
@@ -216,7 +288,16 @@ class SparseTensor:
 
     # ---- conversions ----
     def coalesce(self) -> SparseTensor:
-        """The same tensor with sorted, unique indices; the values of duplicate indices are summed."""
+        """The same tensor with sorted, unique indices; the values of duplicate indices are summed.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> dup = fb.sparse_coo_tensor(fb.tensor([[1, 0, 1]]), fb.tensor([1.0, 2.0, 3.0]), (2,))
+            >>> c = dup.coalesce()
+            >>> c.indices(), c.values()
+            (tensor([[0, 1]]), tensor([2., 4.]))
+        """
         if self._coalesced:
             return self
         sparse_sizes = self._size[: self.sparse_dim()]
@@ -229,7 +310,15 @@ class SparseTensor:
         return SparseTensor(_unravel(unique, sparse_sizes), summed, self._size, True)
 
     def to_dense(self) -> Tensor:
-        """The dense (strided) tensor; duplicate indices add up."""
+        """The dense (strided) tensor; duplicate indices add up.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.to_dense()
+            tensor([[0., 0., 3.],
+                    [4., 0., 5.]])
+        """
         k = self.sparse_dim()
         sparse_sizes = self._size[:k]
         flat = _C.zeros((math.prod(sparse_sizes), *self._size[k:]), dtype=self.dtype, device=self.device)
@@ -237,30 +326,96 @@ class SparseTensor:
         return flat.reshape(self._size)
 
     def to_sparse(self) -> SparseTensor:
+        """This tensor (already sparse COO).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.to_sparse() is s
+            True
+        """
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
+        """The tensor with its values converted by ``Tensor.to`` (dtype and/or device); the indices follow the device.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.to(fb.float64).dtype
+            flambeau.float64
+        """
         values = self._val.to(*args, **kwargs)
         indices = self._ind if values.device == self._ind.device else self._ind.to(values.device)
         return SparseTensor(indices, values, self._size, self._coalesced)
 
     def float(self) -> SparseTensor:
+        """The tensor with float32 values.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.double().float().dtype
+            flambeau.float32
+        """
         return self.to(_C.float32)
 
     def double(self) -> SparseTensor:
+        """The tensor with float64 values.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.double().dtype
+            flambeau.float64
+        """
         return self.to(_C.float64)
 
     def cpu(self) -> SparseTensor:
+        """The tensor on the cpu (this tensor's copy there).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.cpu().device
+            device(type='cpu')
+        """
         return self.to("cpu")
 
     def detach(self) -> SparseTensor:
+        """The tensor with detached values (no autograd history), sharing their memory.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.requires_grad_().detach().requires_grad
+            False
+        """
         return SparseTensor(self._ind, self._val.detach(), self._size, self._coalesced)
 
     def clone(self) -> SparseTensor:
+        """A copy with its own indices and values.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> c = s.clone()
+            >>> c.to_dense().equal(s.to_dense()), c.values is not s.values
+            (True, True)
+        """
         return SparseTensor(self._ind.clone(), self._val.clone(), self._size, self._coalesced)
 
     def t(self) -> SparseTensor:
-        """The transpose of a 2-D sparse tensor (both dims sparse)."""
+        """The transpose of a 2-D sparse tensor (both dims sparse).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.t().to_dense()
+            tensor([[0., 4.],
+                    [0., 0.],
+                    [3., 5.]])
+        """
         if self.sparse_dim() != 2 or self.dense_dim() != 0:
             raise FlambeauError(
                 f"[t] expects a sparse tensor with 2 sparse and 0 dense dims, got sparse_dim {self.sparse_dim()}, "
@@ -273,12 +428,38 @@ class SparseTensor:
         return mm(self, other)
 
     def matmul(self, other: Tensor) -> Tensor:
+        """The dense product of this 2-D sparse tensor and a dense matrix (as :func:`mm`).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.matmul(fb.ones(3, 1))
+            tensor([[3.],
+                    [9.]])
+        """
         return mm(self, other)
 
     def mm(self, other: Tensor) -> Tensor:
+        """The dense product of this 2-D sparse tensor and a dense matrix ``other``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> s.mm(fb.eye(3)).equal(s.to_dense())
+            True
+        """
         return mm(self, other)
 
     def __mul__(self, other: Any) -> SparseTensor:
+        """The tensor with its values times a number (``mul``, ``*``); a tensor operand raises ``TypeError``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> (s * 2).to_dense()
+            tensor([[ 0.,  0.,  6.],
+                    [ 8.,  0., 10.]])
+        """
         if isinstance(other, (builtins.int, builtins.float, builtins.bool)):
             return SparseTensor(self._ind, self._val * other, self._size, self._coalesced)
         raise TypeError(f"[mul] a sparse tensor multiplies a number only, got {type(other).__name__}")
@@ -295,6 +476,15 @@ class SparseTensor:
         return SparseTensor(self._ind, -self._val, self._size, self._coalesced)
 
     def __add__(self, other: Any) -> SparseTensor:
+        """The coalesced sum of two sparse tensors of the same size (``add``, ``+``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> s = fb.sparse_coo_tensor(fb.tensor([[0, 1, 1], [2, 0, 2]]), fb.tensor([3.0, 4.0, 5.0]), (2, 3))
+            >>> (s + s).to_dense()
+            tensor([[ 0.,  0.,  6.],
+                    [ 8.,  0., 10.]])
+        """
         if not isinstance(other, SparseTensor):
             raise TypeError(f"[add] a sparse tensor adds a sparse tensor only, got {type(other).__name__}")
         if other._size != self._size or other.sparse_dim() != self.sparse_dim():
