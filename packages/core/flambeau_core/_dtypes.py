@@ -34,6 +34,11 @@ class finfo:  # noqa: N801  (PyTorch's name)
 
     For complex dtypes the limits are those of the real and imaginary parts
     (``finfo(complex64).dtype == 'float32'``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.finfo(fb.float16).max, fb.finfo(fb.float32).bits
+        (65504.0, 32)
     """
 
     # bits, eps, max, tiny (= smallest normal), resolution
@@ -80,7 +85,13 @@ class finfo:  # noqa: N801  (PyTorch's name)
 
 
 class iinfo:  # noqa: N801  (PyTorch's name)
-    """Machine limits of an integer dtype, as ``torch.iinfo`` (bool is not accepted)."""
+    """Machine limits of an integer dtype, as ``torch.iinfo`` (bool is not accepted).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.iinfo(fb.int8).min, fb.iinfo(fb.uint8).max
+        (-128, 255)
+    """
 
     def __init__(self, type: _C.dtype) -> None:  # noqa: A002  (PyTorch's argument name)
         if not isinstance(type, _C.dtype):
@@ -107,7 +118,13 @@ class iinfo:  # noqa: N801  (PyTorch's name)
 
 
 def get_default_dtype() -> _C.dtype:
-    """The dtype of Python floats made into tensors and of float factories (float32 unless changed)."""
+    """The dtype of Python floats made into tensors and of float factories (float32 unless changed).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.get_default_dtype() == fb.float32, fb.tensor([1.5]).dtype == fb.get_default_dtype()
+        (True, True)
+    """
     return _C._get_default_dtype()
 
 
@@ -117,6 +134,13 @@ def set_default_dtype(d: _C.dtype) -> None:
     Python floats, ``tensor([1.5])``, ``zeros``/``ones``/``rand``/``arange`` with float arguments and the
     float result of integer true division follow it; complex numbers get the matching complex dtype
     (complex128 for float64, complex64 otherwise: flambeau has no complex32).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.set_default_dtype(fb.float64)
+        >>> fb.tensor([1.5]).dtype == fb.float64, fb.tensor([1j]).dtype == fb.complex128
+        (True, True)
+        >>> fb.set_default_dtype(fb.float32)
     """
     if not isinstance(d, _C.dtype) or not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d!r}")
@@ -125,18 +149,36 @@ def set_default_dtype(d: _C.dtype) -> None:
 
 def can_cast(from_: _C.dtype, to: _C.dtype) -> builtins.bool:
     """Whether PyTorch's casting rules allow ``from_`` into ``to`` (no float -> int, no complex -> real,
-    no non-bool -> bool)."""
+    no non-bool -> bool).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.can_cast(fb.int32, fb.float32), fb.can_cast(fb.float32, fb.int32)
+        (True, False)
+    """
     return _C._can_cast(from_, to)
 
 
 def is_complex(input: _C.Tensor) -> builtins.bool:  # noqa: A002
-    """True if ``input`` has a complex dtype."""
+    """True if ``input`` has a complex dtype.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.is_complex(fb.tensor([1j])), fb.is_complex(fb.tensor([1.0]))
+        (True, False)
+    """
     _require_tensor("is_complex", input)
     return input.dtype.is_complex
 
 
 def is_floating_point(input: _C.Tensor) -> builtins.bool:  # noqa: A002
-    """True if ``input`` has a real floating dtype (float16, bfloat16, float32, float64)."""
+    """True if ``input`` has a real floating dtype (float16, bfloat16, float32, float64).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.is_floating_point(fb.tensor([1.0])), fb.is_floating_point(fb.tensor([1]))
+        (True, False)
+    """
     _require_tensor("is_floating_point", input)
     return input.dtype.is_floating_point
 

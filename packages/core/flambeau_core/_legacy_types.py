@@ -96,7 +96,14 @@ class _LegacyTensor(metaclass=_LegacyTensorMeta):
 
 def _make(dtype_name: str) -> type:
     name = _NAMES[dtype_name] + "Tensor"
-    doc = f"PyTorch's legacy ``torch.{name}``: cpu {dtype_name} tensors (see flambeau_core._legacy_types)."
+    doc = (
+        f"PyTorch's legacy ``torch.{name}``: cpu {dtype_name} tensors (see flambeau_core._legacy_types).\n\n"
+        f"``{name}(data)`` makes a tensor of that dtype, ``{name}(*sizes)`` an uninitialized one; "
+        f"``isinstance(t, {name})`` checks a cpu tensor's dtype.\n\nExample:\n"
+        f"    >>> import flambeau as fb\n    >>> x = fb.{name}([1, 0])\n"
+        f"    >>> x.dtype == fb.{dtype_name}, isinstance(x, fb.{name}), fb.{name}(2, 3).shape\n"
+        f"    (True, True, (2, 3))\n"
+    )
     return _LegacyTensorMeta(name, (_LegacyTensor,), {"dtype": getattr(_C, dtype_name), "__doc__": doc})
 
 

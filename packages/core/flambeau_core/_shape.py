@@ -20,12 +20,26 @@ def _tensors(args: tuple, name: str) -> list:
 
 
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:
-    """Coordinate grids of 0-D or 1-D tensors (indexing 'ij', the default, or 'xy')."""
+    """Coordinate grids of 0-D or 1-D tensors (indexing 'ij', the default, or 'xy').
+
+    Example:
+        >>> import flambeau as fb
+        >>> x, y = fb.meshgrid(fb.tensor([1, 2]), fb.tensor([3, 4, 5]), indexing="ij")
+        >>> x.tolist(), y.tolist()
+        ([[1, 1, 1], [2, 2, 2]], [[3, 4, 5], [3, 4, 5]])
+    """
     return tuple(_C._meshgrid(_tensors(tensors, "meshgrid"), indexing=indexing))
 
 
 def broadcast_tensors(*tensors) -> tuple:
-    """The tensors broadcast to their common shape (views)."""
+    """The tensors broadcast to their common shape (views).
+
+    Example:
+        >>> import flambeau as fb
+        >>> a, b = fb.broadcast_tensors(fb.tensor([[1], [2]]), fb.tensor([3, 4]))
+        >>> a.tolist(), b.tolist()
+        ([[1, 1], [2, 2]], [[3, 4], [3, 4]])
+    """
     return tuple(_C._broadcast_tensors(_tensors(tensors, "broadcast_tensors")))
 
 
@@ -65,7 +79,12 @@ def _atleast(fn, name: str):
         return tuple(fn(t) for t in _tensors(tensors, name))
 
     wrapper.__name__ = name
-    wrapper.__doc__ = f"{name}: views with at least {name[-2]} dims (a tuple for several tensors)."
+    ones = ", ".join(["1"] * int(name[-2]))
+    wrapper.__doc__ = (
+        f"{name}(*tensors)\n\nViews with at least {name[-2]} dims, size-1 dims added (a tuple for several "
+        f"tensors).\n\nExample:\n    >>> import flambeau as fb\n    >>> fb.{name}(fb.tensor(1.0)).shape\n"
+        f"    ({ones}{',' if name[-2] == '1' else ''})\n"
+    )
     return wrapper
 
 

@@ -19,7 +19,14 @@ from typing import Any, SupportsIndex
 
 
 class Size(tuple):
-    """A tensor's sizes: a tuple of ints with :meth:`numel`; slicing and ``+``/``*`` keep the type."""
+    """A tensor's sizes: a tuple of ints with :meth:`numel`; slicing and ``+``/``*`` keep the type.
+
+    Example:
+        >>> import flambeau as fb
+        >>> s = fb.Size([2, 3])
+        >>> s, s[1:], s + (4,), s == (2, 3)
+        (flambeau.Size([2, 3]), flambeau.Size([3]), flambeau.Size([2, 3, 4]), True)
+    """
 
     def __new__(cls, sizes: Iterable[SupportsIndex] = ()) -> Size:
         items = tuple(sizes)
@@ -32,7 +39,13 @@ class Size(tuple):
         return super().__new__(cls, out)
 
     def numel(self) -> int:
-        """The number of elements a tensor of these sizes holds (1 for ``Size([])``)."""
+        """The number of elements a tensor of these sizes holds (1 for ``Size([])``).
+
+        Example:
+            >>> import flambeau as fb
+            >>> fb.Size([2, 3]).numel(), fb.Size([]).numel()
+            (6, 1)
+        """
         n = 1
         for s in self:
             n *= s
