@@ -241,6 +241,12 @@ def get_cmake_dir() -> str:
 
     Searches the package's ``__path__`` rather than ``__file__`` so that it
     also works for an editable install.
+
+    Example:
+        >>> import os
+        >>> import flambeau as fb
+        >>> os.path.isdir(fb.get_cmake_dir())
+        True
     """
     for base in __path__:  # noqa: F405 (the package path, not a star import)
         candidate = _os.path.join(base, "cmake")
@@ -250,7 +256,14 @@ def get_cmake_dir() -> str:
 
 
 def get_include_dir() -> str:
-    """Folder of core's public C++ headers."""
+    """Folder of core's public C++ headers (for an extension's include path).
+
+    Example:
+        >>> import os
+        >>> import flambeau as fb
+        >>> os.path.isdir(os.path.join(fb.get_include_dir(), "flambeau"))
+        True
+    """
     for base in __path__:  # noqa: F405 (the package path, not a star import)
         candidate = _os.path.join(base, "include")
         if _os.path.isdir(candidate):

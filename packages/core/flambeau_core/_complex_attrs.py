@@ -26,7 +26,14 @@ def _check(x, what: str, matrices_only: bool) -> None:
 
 
 def adjoint(input: _C.Tensor) -> _C.Tensor:  # noqa: A002
-    """The conjugate transpose of the last two dims (``input.mH``)."""
+    """The conjugate transpose of the last two dims (``input.mH``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[1j, 2j]]).adjoint()
+        >>> x.shape, x.imag.tolist()
+        ((2, 1), [[-1.0], [-2.0]])
+    """
     _check(input, "adjoint()", False)
     return input.transpose(-2, -1).conj()
 

@@ -101,7 +101,13 @@ _KINDS = {
 
 
 def isdtype(dtype, kind) -> _builtins.bool:
-    """Whether ``dtype`` is of ``kind``: a dtype, a kind name, or a tuple of those."""
+    """Whether ``dtype`` is of ``kind``: a dtype, a kind name, or a tuple of those.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.isdtype(fb.float32, "real floating"), fb.isdtype(fb.int8, ("bool", "unsigned integer"))
+        (True, False)
+    """
     if not isinstance(dtype, _fc.dtype):
         raise TypeError(f"isdtype: expected a dtype, got {type(dtype).__name__}")
     if isinstance(kind, tuple):
@@ -157,7 +163,13 @@ def iinfo(type, /):  # noqa: A002
 
 
 def astype(x, dtype, /, *, copy: _builtins.bool = True, device=None):
-    """``x`` converted to ``dtype`` (and moved to ``device``); a new tensor unless ``copy=False`` allows reuse."""
+    """``x`` converted to ``dtype`` (and moved to ``device``); a new tensor unless ``copy=False`` allows reuse.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.astype(fb.tensor([1.5, -2.7]), fb.int64).tolist()
+        [1, -2]
+    """
     _check_tensor("astype", x)
     out = x if device is None else to_device(x, device)
     if out.dtype == dtype:
@@ -179,7 +191,14 @@ def device(x, /):
 
 
 def to_device(x, device, /, *, stream=None):
-    """``x`` on ``device`` (a new tensor unless it is already there)."""
+    """``x`` on ``device`` (a new tensor unless it is already there).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0])
+        >>> x.to_device("cpu") is x, x.to_device("cpu").device.type
+        (True, 'cpu')
+    """
     if stream is not None:
         raise ValueError("to_device: stream= is not supported on the CPU")
     return x.to(device)
@@ -416,6 +435,82 @@ def triu(x, /, *, k: int = 0):
 # Element-wise functions
 
 
+# Each element-wise function's example: the call, then what it prints (checked against torch when written).
+_EXAMPLES = {
+    "abs": ("xp.abs(xp.asarray([-1.5, 0.5]))", "tensor([1.5000, 0.5000])"),
+    "ceil": ("xp.ceil(xp.asarray([-1.5, 0.5]))", "tensor([-1.,  1.])"),
+    "floor": ("xp.floor(xp.asarray([-1.5, 0.5]))", "tensor([-2.,  0.])"),
+    "trunc": ("xp.trunc(xp.asarray([-1.5, 0.5]))", "tensor([-1.,  0.])"),
+    "negative": ("xp.negative(xp.asarray([-1.5, 0.5]))", "tensor([ 1.5000, -0.5000])"),
+    "square": ("xp.square(xp.asarray([-1.5, 0.5]))", "tensor([2.2500, 0.2500])"),
+    "exp": ("xp.exp(xp.asarray([-1.5, 0.5]))", "tensor([0.2231, 1.6487])"),
+    "expm1": ("xp.expm1(xp.asarray([-1.5, 0.5]))", "tensor([-0.7769,  0.6487])"),
+    "sin": ("xp.sin(xp.asarray([-1.5, 0.5]))", "tensor([-0.9975,  0.4794])"),
+    "cos": ("xp.cos(xp.asarray([-1.5, 0.5]))", "tensor([0.0707, 0.8776])"),
+    "tan": ("xp.tan(xp.asarray([-1.5, 0.5]))", "tensor([-14.1014,   0.5463])"),
+    "sinh": ("xp.sinh(xp.asarray([-1.5, 0.5]))", "tensor([-2.1293,  0.5211])"),
+    "cosh": ("xp.cosh(xp.asarray([-1.5, 0.5]))", "tensor([2.3524, 1.1276])"),
+    "tanh": ("xp.tanh(xp.asarray([-1.5, 0.5]))", "tensor([-0.9051,  0.4621])"),
+    "atan": ("xp.atan(xp.asarray([-1.5, 0.5]))", "tensor([-0.9828,  0.4636])"),
+    "asinh": ("xp.asinh(xp.asarray([-1.5, 0.5]))", "tensor([-1.1948,  0.4812])"),
+    "reciprocal": ("xp.reciprocal(xp.asarray([-1.5, 0.5]))", "tensor([-0.6667,  2.0000])"),
+    "acos": ("xp.acos(xp.asarray([-0.5, 0.5]))", "tensor([2.0944, 1.0472])"),
+    "asin": ("xp.asin(xp.asarray([-0.5, 0.5]))", "tensor([-0.5236,  0.5236])"),
+    "atanh": ("xp.atanh(xp.asarray([-0.5, 0.5]))", "tensor([-0.5493,  0.5493])"),
+    "acosh": ("xp.acosh(xp.asarray([1.0, 2.0]))", "tensor([0.0000, 1.3170])"),
+    "log": ("xp.log(xp.asarray([1.0, 4.0]))", "tensor([0.0000, 1.3863])"),
+    "log1p": ("xp.log1p(xp.asarray([1.0, 4.0]))", "tensor([0.6931, 1.6094])"),
+    "log2": ("xp.log2(xp.asarray([1.0, 4.0]))", "tensor([0., 2.])"),
+    "log10": ("xp.log10(xp.asarray([1.0, 4.0]))", "tensor([0.0000, 0.6021])"),
+    "sqrt": ("xp.sqrt(xp.asarray([1.0, 4.0]))", "tensor([1., 2.])"),
+    "isfinite": ('xp.isfinite(xp.asarray([1.0, float("inf"), float("nan")]))', "tensor([ True, False, False])"),
+    "isinf": ('xp.isinf(xp.asarray([1.0, float("inf"), float("nan")]))', "tensor([False,  True, False])"),
+    "isnan": ('xp.isnan(xp.asarray([1.0, float("inf"), float("nan")]))', "tensor([False, False,  True])"),
+    "logical_not": ("xp.logical_not(xp.asarray([True, False]))", "tensor([False,  True])"),
+    "bitwise_invert": ("xp.bitwise_invert(xp.asarray([0, 5]))", "tensor([-1, -6])"),
+    "conj": ("xp.conj(xp.asarray([1 + 2j, 3 - 1j]))", "tensor([1.-2.j, 3.+1.j])"),
+    "real": ("xp.real(xp.asarray([1 + 2j, 3 - 1j]))", "tensor([1., 3.])"),
+    "imag": ("xp.imag(xp.asarray([1 + 2j, 3 - 1j]))", "tensor([ 2., -1.])"),
+    "add": ("xp.add(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([5., 9.])"),
+    "atan2": ("xp.atan2(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([0.2450, 1.1071])"),
+    "divide": ("xp.divide(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([0.2500, 2.0000])"),
+    "equal": ("xp.equal(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([False, False])"),
+    "greater": ("xp.greater(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([False,  True])"),
+    "greater_equal": ("xp.greater_equal(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([False,  True])"),
+    "hypot": ("xp.hypot(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([4.1231, 6.7082])"),
+    "less": ("xp.less(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([ True, False])"),
+    "less_equal": ("xp.less_equal(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([ True, False])"),
+    "maximum": ("xp.maximum(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([4., 6.])"),
+    "minimum": ("xp.minimum(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([1., 3.])"),
+    "multiply": ("xp.multiply(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([ 4., 18.])"),
+    "not_equal": ("xp.not_equal(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([True, True])"),
+    "pow": ("xp.pow(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([  1., 216.])"),
+    "subtract": ("xp.subtract(xp.asarray([1.0, 6.0]), xp.asarray([4.0, 3.0]))", "tensor([-3.,  3.])"),
+    "bitwise_and": ("xp.bitwise_and(xp.asarray([12, 10]), xp.asarray([10, 3]))", "tensor([8, 2])"),
+    "bitwise_or": ("xp.bitwise_or(xp.asarray([12, 10]), xp.asarray([10, 3]))", "tensor([14, 11])"),
+    "bitwise_xor": ("xp.bitwise_xor(xp.asarray([12, 10]), xp.asarray([10, 3]))", "tensor([6, 9])"),
+    "bitwise_left_shift": ("xp.bitwise_left_shift(xp.asarray([1, 8]), xp.asarray([2, 1]))", "tensor([ 4, 16])"),
+    "bitwise_right_shift": ("xp.bitwise_right_shift(xp.asarray([1, 8]), xp.asarray([2, 1]))", "tensor([0, 4])"),
+    "logical_and": ("xp.logical_and(xp.asarray([True, False]), xp.asarray([True, True]))", "tensor([ True, False])"),
+    "logical_or": ("xp.logical_or(xp.asarray([True, False]), xp.asarray([True, True]))", "tensor([True, True])"),
+    "logical_xor": ("xp.logical_xor(xp.asarray([True, False]), xp.asarray([True, True]))", "tensor([False,  True])"),
+    "floor_divide": ("xp.floor_divide(xp.asarray([7.0, -7.0]), xp.asarray([2.0, 2.0]))", "tensor([ 3., -4.])"),
+    "remainder": ("xp.remainder(xp.asarray([7.0, -7.0]), xp.asarray([3.0, 3.0]))", "tensor([1., 2.])"),
+}
+
+
+def _example_doc(name: str) -> str:
+    call, printed = _EXAMPLES[name]
+    return f"""
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> {call}
+        {printed}
+    """
+
+
 def _unary(name: str, torch_name: str | None = None):
     target = torch_name or name
 
@@ -424,7 +519,7 @@ def _unary(name: str, torch_name: str | None = None):
         return getattr(_fc, target)(x)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"The standard's ``{name}(x)``: flambeau's ``{target}`` element-wise."
+    fn.__doc__ = f"The standard's ``{name}(x)``: flambeau's ``{target}`` element-wise." + _example_doc(name)
     return fn
 
 
@@ -439,7 +534,7 @@ def _binary(name: str, torch_name: str | None = None):
         return getattr(_fc, target)(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"The standard's ``{name}(x1, x2)``: flambeau's ``{target}`` element-wise."
+    fn.__doc__ = f"The standard's ``{name}(x1, x2)``: flambeau's ``{target}`` element-wise." + _example_doc(name)
     return fn
 
 
@@ -591,7 +686,13 @@ def matmul(x1, x2, /):
 
 
 def matrix_transpose(x, /):
-    """Swaps the last two axes (``x.mT``)."""
+    """Swaps the last two axes (``x.mT``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.matrix_transpose(fb.tensor([[1, 2], [3, 4]])).tolist()
+        [[1, 3], [2, 4]]
+    """
     _check_tensor("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: needs at least 2 dimensions, got shape {tuple(x.shape)}")
@@ -991,7 +1092,14 @@ def _tensor_array_namespace(self, /, *, api_version: str | None = None):
 
 
 def _tensor_to_device(self, device, /, *, stream=None):
-    """The standard's ``x.to_device(device)``."""
+    """The standard's ``x.to_device(device)``: ``x`` on ``device`` (a new tensor unless it is already there).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0])
+        >>> x.to_device("cpu") is x, x.to_device("cpu").device.type
+        (True, 'cpu')
+    """
     return to_device(self, device, stream=stream)
 
 
