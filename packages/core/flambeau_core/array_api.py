@@ -496,10 +496,19 @@ _EXAMPLES = {
     "logical_xor": ("xp.logical_xor(xp.asarray([True, False]), xp.asarray([True, True]))", "tensor([False,  True])"),
     "floor_divide": ("xp.floor_divide(xp.asarray([7.0, -7.0]), xp.asarray([2.0, 2.0]))", "tensor([ 3., -4.])"),
     "remainder": ("xp.remainder(xp.asarray([7.0, -7.0]), xp.asarray([3.0, 3.0]))", "tensor([1., 2.])"),
+    "signbit": ("xp.signbit(xp.asarray([-1.5, 0.0, 2.0]))", "tensor([ True, False, False])"),
+    "copysign": ("xp.copysign(xp.asarray([1.0, 6.0]), xp.asarray([-4.0, 3.0]))", "tensor([-1.,  6.])"),
+    "nextafter": (
+        "xp.nextafter(xp.asarray([1.0, 1.0]), xp.asarray([2.0, 0.0])) - 1.0",
+        "tensor([ 1.1921e-07, -5.9605e-08])",
+    ),
+    "logaddexp": ("xp.logaddexp(xp.asarray([0.0, 1.0]), xp.asarray([0.0, 1.0]))", "tensor([0.6931, 1.6931])"),
 }
 
 
 def _example_doc(name: str) -> str:
+    if name not in _EXAMPLES:
+        return ""
     call, printed = _EXAMPLES[name]
     return f"""
 
