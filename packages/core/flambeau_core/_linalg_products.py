@@ -23,7 +23,13 @@ matmul = _C.matmul
 
 
 def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Outer product of two 1-D tensors (torch.outer)."""
+    """Outer product of two 1-D tensors (torch.outer).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.outer(fb.tensor([1, 2]), fb.tensor([3, 4])).tolist()
+        [[3, 4], [6, 8]]
+    """
     _check_tensor(input, "outer", "input")
     _check_tensor(vec2, "outer", "vec2")
     if input.dim() != 1 or vec2.dim() != 1:
@@ -56,7 +62,13 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Tensor | None = None) ->
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
-    """Contraction of a's and b's dims `dims` (an int: the last/first `dims` dims; or two lists)."""
+    """Contraction of a's and b's dims `dims` (an int: the last/first `dims` dims; or two lists).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.tensordot(fb.ones(2, 3), fb.ones(3, 4), dims=1).shape
+        (2, 4)
+    """
     _check_tensor(a, "tensordot", "a")
     _check_tensor(b, "tensordot", "b")
     if isinstance(dims, Tensor):
@@ -328,6 +340,13 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     Operands are contracted left to right, each pair with one batched matmul
     (permute/reshape/bmm), labels summed out as soon as no later operand or the
     output needs them.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.einsum("ij,jk->ik", fb.tensor([[1, 2], [3, 4]]), fb.tensor([[1, 0], [0, 1]])).tolist()
+        [[1, 2], [3, 4]]
+        >>> fb.einsum("ii", fb.tensor([[1, 2], [3, 4]])).item()
+        5
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -396,7 +415,13 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Tensor | None = N
 
 
 def _top_cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Tensor | None = None) -> Tensor:
-    """torch.cross: dim=None is the first dim of size 3 (PyTorch's deprecated default)."""
+    """Cross product of 3-vectors (torch.cross): dim=None is the first dim of size 3 (PyTorch's deprecated default).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.cross(fb.tensor([1, 0, 0]), fb.tensor([0, 1, 0])).tolist()
+        [0, 0, 1]
+    """
     if dim is None:
         _check_tensor(input, "cross", "input")
         _check_tensor(other, "cross", "other")
@@ -408,12 +433,24 @@ def _top_cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Ten
 
 
 def _top_ger(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """torch.ger: outer."""
+    """torch.ger: the outer product of two 1-D tensors (as outer).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.ger(fb.tensor([1, 2]), fb.tensor([3, 4])).tolist()
+        [[3, 4], [6, 8]]
+    """
     return _copy_out(outer(input, vec2), out, "ger", exact=False)
 
 
 def _top_dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Dot product of two 1-D tensors of the same size (torch.dot)."""
+    """Dot product of two 1-D tensors of the same size (torch.dot).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.dot(fb.tensor([1, 2]), fb.tensor([3, 4])).item()
+        11
+    """
     _check_tensor(input, "dot", "input")
     _check_tensor(tensor, "dot", "tensor")
     # The shape/dtype checks (1-D, same size, same dtype, not bool) and the call run in one
@@ -422,7 +459,13 @@ def _top_dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Ten
 
 
 def _top_inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Inner product over the last dims (torch.inner); a scalar (0-d) operand multiplies."""
+    """Inner product over the last dims (torch.inner); a scalar (0-d) operand multiplies.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.inner(fb.tensor([[1, 2], [3, 4]]), fb.tensor([1, 1])).tolist()
+        [3, 7]
+    """
     return _copy_out(_inner(input, other), out, "inner")
 
 
@@ -440,7 +483,13 @@ def _inner(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """Matrix-vector product (torch.mv)."""
+    """Matrix-vector product (torch.mv).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.mv(fb.tensor([[1, 2], [3, 4]]), fb.tensor([1, 1])).tolist()
+        [3, 7]
+    """
     _check_tensor(input, "mv", "input")
     _check_tensor(vec, "mv", "vec")
     if input.dim() != 2 or vec.dim() != 1:
@@ -451,7 +500,13 @@ def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def _top_chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
-    """torch.chain_matmul: multi_dot of 2-D matrices."""
+    """torch.chain_matmul: the product of 2-D matrices, multiplied in the cheapest order (multi_dot).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.chain_matmul(fb.ones(2, 3), fb.ones(3, 4), fb.ones(4, 1)).tolist()
+        [[12.0], [12.0]]
+    """
     # (as PyTorch: one matrix is copied into out= of any dtype it casts to; a product needs out's
     # dtype to be the result's)
     if len(matrices) == 1:
