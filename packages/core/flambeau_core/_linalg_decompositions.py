@@ -379,7 +379,15 @@ QRTop = collections.namedtuple("qr", ["Q", "R"])
 
 
 def _top_slogdet(input: Tensor, *, out: Any = None) -> SlogdetTop:
-    """torch.slogdet: (sign, logabsdet)."""
+    """torch.slogdet: (sign, logabsdet) of the determinant of square matrices (``det == sign * exp(logabsdet)``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> s = fb.slogdet(A)
+        >>> s.sign.item(), round(s.logabsdet.exp().item(), 4)
+        (1.0, 8.0)
+    """
     s = slogdet(input)
     if out is not None:
         return SlogdetTop(*_copy_outs((s.sign, s.logabsdet), out, "slogdet"))
@@ -387,17 +395,37 @@ def _top_slogdet(input: Tensor, *, out: Any = None) -> SlogdetTop:
 
 
 def _top_det(input: Tensor) -> Tensor:
-    """torch.det: linalg.det."""
+    """torch.det: the determinant of square matrices (batched over leading dims; as linalg.det).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> fb.det(A).item(), A.det().item()
+        (8.0, 8.0)
+    """
     return det(input)
 
 
 def _top_cholesky(input: Tensor, upper: bool = False, *, out: Tensor | None = None) -> Tensor:
-    """torch.cholesky: linalg.cholesky."""
+    """torch.cholesky: the Cholesky factor of Hermitian positive-definite matrices, lower (or upper if ``upper``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.tensor([[4.0, 0.0], [0.0, 9.0]]).cholesky().tolist()
+        [[2.0, 0.0], [0.0, 3.0]]
+    """
     return cholesky(input, upper=upper, out=out)
 
 
 def _top_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRTop:
-    """torch.qr: (Q, R), reduced unless some=False."""
+    """torch.qr: (Q, R) with Q orthonormal and R upper triangular, reduced unless some=False.
+
+    Example:
+        >>> import flambeau as fb
+        >>> Q, R = fb.ones(3, 2).qr()
+        >>> Q.shape, R.shape, fb.allclose(Q @ R, fb.ones(3, 2), atol=1e-6)
+        ((3, 2), (2, 2), True)
+    """
     Q, R = qr(input, "reduced" if some else "complete")
     if out is not None:
         return QRTop(*_copy_outs((Q, R), out, "qr"))
@@ -405,7 +433,14 @@ def _top_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRTop:
 
 
 def _top_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> SvdResultV:
-    """torch.svd: (U, S, V) with V (not Vh); U and V are zeros when compute_uv=False."""
+    """torch.svd: (U, S, V) with V (not Vh); U and V are zeros when compute_uv=False.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> [round(s, 4) for s in fb.svd(A).S.tolist()]
+        [4.0, 2.0]
+    """
     r = _svd_v(input, some, compute_uv)
     if out is not None:
         return SvdResultV(*_copy_outs(tuple(r), out, "svd"))
@@ -426,5 +461,12 @@ def _svd_v(input: Tensor, some: bool, compute_uv: bool) -> SvdResultV:
 
 
 def _top_pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
-    """torch.pinverse: linalg.pinv with rtol=rcond."""
+    """torch.pinverse: the Moore-Penrose pseudo-inverse (linalg.pinv with rtol=rcond).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> A.pinverse().tolist()
+        [[0.5, 0.0], [0.0, 0.25]]
+    """
     return pinv(input, rtol=rcond)

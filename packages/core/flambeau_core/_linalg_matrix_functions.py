@@ -407,5 +407,11 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
 
 
 def _top_matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
-    """torch.matrix_power: linalg.matrix_power."""
+    """torch.matrix_power: the n-th power of square matrices (n < 0 inverts; as linalg.matrix_power).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.tensor([[1, 1], [0, 1]]).matrix_power(3).tolist()
+        [[1, 3], [0, 1]]
+    """
     return _copy_out(matrix_power(input, n), out, "matrix_power")

@@ -379,5 +379,12 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None, *, out:
 
 
 def _top_inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:
-    """torch.inverse: linalg.inv."""
+    """torch.inverse: the inverse of square matrices (as linalg.inv; LinAlgError if singular).
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> A.inverse().diagonal().tolist()
+        [0.5, 0.25]
+    """
     return inv(input, out=out)
