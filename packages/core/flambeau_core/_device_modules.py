@@ -681,12 +681,29 @@ def _stream_context_class(module: DeviceModule) -> type:
 
 
 def _tensor_cpu(self: Any, memory_format: Any = None) -> Any:
-    """A copy on the cpu (self if already there)."""
+    """A copy on the cpu (self if already there).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0, 2.0])
+        >>> x.cpu() is x, x.cpu().device.type
+        (True, 'cpu')
+    """
     return self.to("cpu")
 
 
 def _tensor_cuda(self: Any, device: Any = None, non_blocking: bool = False) -> Any:
-    """A copy on a CUDA device (raises "flambeau-cuda is not installed" without a backend)."""
+    """A copy on a CUDA device (raises "flambeau-cuda is not installed" without a backend).
+
+    ``device`` is a device or an index (the current CUDA device if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([1.0, 2.0])
+        >>> y = x.cuda() if fb.cuda.is_available() else x  # stays on the cpu without a GPU
+        >>> y.cpu().tolist()
+        [1.0, 2.0]
+    """
     if device is None:
         device = "cuda"
     elif isinstance(device, int) and not isinstance(device, bool):

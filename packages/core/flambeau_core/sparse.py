@@ -685,7 +685,15 @@ def mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
 
 
 def spmm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
-    """``torch.spmm``: the same as :func:`mm`."""
+    """``torch.spmm``: the same as :func:`mm` (a 2-D sparse tensor times a dense one, a dense tensor).
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau_core.sparse import sparse_coo_tensor
+        >>> a = sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+        >>> fb.spmm(a, fb.tensor([[1.0], [10.0]])).tolist()
+        [[20.0], [3.0]]
+    """
     return mm(mat1, mat2)
 
 
