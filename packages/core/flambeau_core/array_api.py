@@ -123,7 +123,14 @@ def isdtype(dtype, kind) -> _builtins.bool:
 
 
 def result_type(*arrays_and_dtypes):
-    """The dtype that results from promoting the arrays, dtypes and Python scalars given."""
+    """The dtype that results from promoting the arrays, dtypes and Python scalars given.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.result_type(xp.int32, xp.float32), xp.result_type(xp.ones(2, dtype=xp.int8), 1.5)
+        (flambeau.float32, flambeau.float32)
+    """
     if not arrays_and_dtypes:
         raise ValueError("result_type: at least one array, dtype or scalar is required")
     dtypes = [a.dtype if isinstance(a, _Tensor) else a for a in arrays_and_dtypes if not _is_py_scalar(a)]
@@ -143,6 +150,12 @@ def can_cast(from_, to, /) -> _builtins.bool:
 
     ``flambeau.can_cast`` is PyTorch's, which allows same-kind narrowing
     (int64 to int8); the standard does not.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.can_cast(xp.int32, xp.int64), xp.can_cast(xp.float64, xp.float32)
+        (True, False)
     """
     if isinstance(from_, _Tensor):
         from_ = from_.dtype
@@ -153,12 +166,26 @@ def can_cast(from_, to, /) -> _builtins.bool:
 
 
 def finfo(type, /):  # noqa: A002  (the standard's parameter name)
-    """Machine limits of a floating dtype (see ``flambeau.finfo``)."""
+    """Machine limits of a floating dtype (see ``flambeau.finfo``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.finfo(xp.float32).eps, xp.finfo(xp.float32).bits
+        (1.1920928955078125e-07, 32)
+    """
     return _fc.finfo(type.dtype if isinstance(type, _Tensor) else type)
 
 
 def iinfo(type, /):  # noqa: A002
-    """Machine limits of an integer dtype (see ``flambeau.iinfo``)."""
+    """Machine limits of an integer dtype (see ``flambeau.iinfo``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.iinfo(xp.int8).min, xp.iinfo(xp.int8).max
+        (-128, 127)
+    """
     return _fc.iinfo(type.dtype if isinstance(type, _Tensor) else type)
 
 
@@ -186,7 +213,14 @@ def _default_device():
 
 
 def device(x, /):
-    """The device of ``x`` (array-api-compat spells it so)."""
+    """The device of ``x`` (array-api-compat spells it so).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.device(xp.ones(2))
+        device(type='cpu')
+    """
     return x.device
 
 
@@ -292,6 +326,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy: _builtins.bool | None = No
 
     ``copy=True`` always copies, ``copy=False`` never does (ValueError when it
     would have to), ``None`` copies only when needed.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.asarray([1, 2]), xp.asarray(2.5, dtype=xp.float64)
+        (tensor([1, 2]), tensor(2.5000, dtype=flambeau.float64))
     """
     if device is not None:
         _fc.device(device)  # validates
@@ -352,7 +392,16 @@ def _fc_from_dlpack(x, copy=None):
 
 
 def from_dlpack(x, /, *, device=None, copy: _builtins.bool | None = None):
-    """A tensor sharing ``x``'s memory through DLPack (a copy when ``copy=True``)."""
+    """A tensor sharing ``x``'s memory through DLPack (a copy when ``copy=True``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> a = xp.asarray([1.0, 2.0])
+        >>> b = xp.from_dlpack(a)
+        >>> b, b.data_ptr() == a.data_ptr()
+        (tensor([1., 2.]), True)
+    """
     out = _fc_from_dlpack(x, copy=copy)
     return out if device is None else to_device(out, device)
 
@@ -362,44 +411,128 @@ def _shape(shape) -> tuple:
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    """Evenly spaced values in ``[start, stop)`` with ``step`` (``arange(n)``: ``0 .. n-1``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.arange(5), xp.arange(1.0, 2.0, 0.25)
+        (tensor([0, 1, 2, 3, 4]), tensor([1.0000, 1.2500, 1.5000, 1.7500]))
+    """
     if stop is None:
         start, stop = 0, start
     return _fc.arange(start, stop, step, dtype=dtype)
 
 
 def empty(shape, *, dtype=None, device=None):
+    """An uninitialized tensor of ``shape``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.empty((2, 3)).shape, xp.empty(4, dtype=xp.int32).dtype
+        ((2, 3), flambeau.int32)
+    """
     return _fc.empty(_shape(shape), dtype=dtype)
 
 
 def empty_like(x, /, *, dtype=None, device=None):
+    """An uninitialized tensor of ``x``'s shape (and dtype unless given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.empty_like(xp.ones((2, 2), dtype=xp.float64)).dtype
+        flambeau.float64
+    """
     return _fc.empty_like(x, dtype=dtype)
 
 
 def zeros(shape, *, dtype=None, device=None):
+    """A tensor of ``shape`` filled with zeros.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.zeros((2, 2), dtype=xp.bool)
+        tensor([[False, False],
+                [False, False]])
+    """
     return _fc.zeros(_shape(shape), dtype=dtype)
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
+    """Zeros of ``x``'s shape (and dtype unless given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.zeros_like(xp.asarray([1.5, 2.5]))
+        tensor([0., 0.])
+    """
     return _fc.zeros_like(x, dtype=dtype)
 
 
 def ones(shape, *, dtype=None, device=None):
+    """A tensor of ``shape`` filled with ones.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.ones((2, 2), dtype=xp.int64)
+        tensor([[1, 1],
+                [1, 1]])
+    """
     return _fc.ones(_shape(shape), dtype=dtype)
 
 
 def ones_like(x, /, *, dtype=None, device=None):
+    """Ones of ``x``'s shape (and dtype unless given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.ones_like(xp.asarray([[1, 2]]))
+        tensor([[1, 1]])
+    """
     return _fc.ones_like(x, dtype=dtype)
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
+    """A tensor of ``shape`` filled with ``fill_value`` (the dtype follows the value unless given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.full((2, 2), 7)
+        tensor([[7, 7],
+                [7, 7]])
+    """
     return _fc.full(_shape(shape), fill_value, dtype=dtype)
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
+    """``fill_value`` in ``x``'s shape (and dtype unless given).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.full_like(xp.zeros(3), 0.5)
+        tensor([0.5000, 0.5000, 0.5000])
+    """
     return _fc.full(tuple(x.shape), fill_value, dtype=dtype if dtype is not None else x.dtype)
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """A 2-D tensor with ones on the ``k``-th diagonal and zeros elsewhere.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.eye(2, 3, k=1)
+        tensor([[0., 1., 0.],
+                [0., 0., 1.]])
+    """
     n_cols = n_rows if n_cols is None else n_cols
     out = zeros((n_rows, n_cols), dtype=dtype)
     if -n_rows < k < n_cols:
@@ -408,6 +541,14 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: _builtins.bool = True):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included unless ``endpoint=False``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.linspace(0.0, 1.0, 5), xp.linspace(0.0, 1.0, 4, endpoint=False)
+        (tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000]), tensor([0.0000, 0.2500, 0.5000, 0.7500]))
+    """
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     if endpoint:
@@ -418,16 +559,47 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: _builtin
 
 
 def meshgrid(*arrays, indexing: str = "xy"):
+    """Coordinate grids from 1-D arrays (``indexing="xy"``, the standard's default, or ``"ij"``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> a, b = xp.meshgrid(xp.asarray([1, 2, 3]), xp.asarray([4, 5]))
+        >>> a
+        tensor([[1, 2, 3],
+                [1, 2, 3]])
+        >>> b.shape
+        (2, 3)
+    """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     return list(_fc.meshgrid(*arrays, indexing=indexing))
 
 
 def tril(x, /, *, k: int = 0):
+    """The lower triangle of the matrices (below the ``k``-th diagonal, included); zeros above.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.tril(xp.ones((3, 3)), k=-1)
+        tensor([[0., 0., 0.],
+                [1., 0., 0.],
+                [1., 1., 0.]])
+    """
     return _fc.tril(x, k)
 
 
 def triu(x, /, *, k: int = 0):
+    """The upper triangle of the matrices (above the ``k``-th diagonal, included); zeros below.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.triu(xp.ones((2, 3)))
+        tensor([[1., 1., 1.],
+                [0., 1., 1.]])
+    """
     return _fc.triu(x, k)
 
 
@@ -622,13 +794,27 @@ def positive(x, /):
 
 
 def round(x, /):  # noqa: A001
-    """Rounds half to even, as the standard and PyTorch do."""
+    """Rounds half to even, as the standard and PyTorch do.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.round(xp.asarray([0.5, 1.5, 2.4, -0.6]))  # halves to even
+        tensor([ 0.,  2.,  2., -1.])
+    """
     _check_tensor("round", x)
     return _fc.round(x)
 
 
 def sign(x, /):
-    """-1, 0 or +1 by the sign of ``x``; NaN stays NaN (PyTorch's ``sign`` gives 0); complex x gives x/|x|."""
+    """-1, 0 or +1 by the sign of ``x``; NaN stays NaN (PyTorch's ``sign`` gives 0); complex x gives x/|x|.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.sign(xp.asarray([-2.0, 0.0, 3.0]))
+        tensor([-1.,  0.,  1.])
+    """
     _check_tensor("sign", x)
     if _is_complex(x.dtype):
         mag = _fc.abs(x)
@@ -638,7 +824,14 @@ def sign(x, /):
 
 
 def remainder(x1, x2, /):
-    """x1 - floor(x1 / x2) * x2; a zero result takes the sign of x2 (PyTorch's keeps x1's)."""
+    """x1 - floor(x1 / x2) * x2; a zero result takes the sign of x2 (PyTorch's keeps x1's).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.remainder(xp.asarray([7.0, -7.0]), xp.asarray([3.0, 3.0]))  # the sign of the divisor
+        tensor([1., 2.])
+    """
     out = _binary_remainder(x1, x2)
     if not _is_float(out.dtype):
         return out
@@ -653,7 +846,14 @@ logaddexp = _binary("logaddexp")
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002
-    """Clamps ``x`` into [min, max]; bounds keep x's dtype, NaN bounds propagate."""
+    """Clamps ``x`` into [min, max]; bounds keep x's dtype, NaN bounds propagate.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.clip(xp.asarray([-2.0, 0.5, 3.0]), min=-1.0, max=1.0)
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     _check_tensor("clip", x)
     if min is None and max is None:
         return x.clone()
@@ -672,6 +872,16 @@ def clip(x, /, min=None, max=None):  # noqa: A002
 
 
 def take(x, indices, /, *, axis=None):
+    """The elements of ``x`` at ``indices`` along ``axis`` (a 1-D ``x`` needs no axis).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.take(x, xp.asarray([2, 0]), axis=1)
+        tensor([[2., 3.],
+                [4., 0.]])
+    """
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take: axis is required for a {x.ndim}-d array")
@@ -691,6 +901,14 @@ def take_along_axis(x, indices, /, *, axis=-1):
 
 
 def matmul(x1, x2, /):
+    """The matrix product of ``x1`` and ``x2`` (batch dims broadcast; 1-D operands as vectors).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.matmul(xp.asarray([[1.0, 2.0], [3.0, 4.0]]), xp.asarray([1.0, 1.0]))
+        tensor([3., 7.])
+    """
     return _fc.matmul(x1, x2)
 
 
@@ -709,11 +927,26 @@ def matrix_transpose(x, /):
 
 
 def tensordot(x1, x2, /, *, axes=2):
+    """The contraction of ``x1`` and ``x2`` over ``axes`` (an int: the last/first ``axes`` dims, or two sequences).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.tensordot(xp.ones((2, 3)), xp.ones((3, 4)), axes=1).shape, xp.tensordot(xp.ones(3), xp.ones(3), axes=1)
+        ((2, 4), tensor(3.))
+    """
     return _fc.tensordot(x1, x2, dims=axes)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """sum(conj(x1) * x2) over ``axis`` after broadcasting."""
+    """sum(conj(x1) * x2) over ``axis`` after broadcasting.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.vecdot(xp.asarray([[1.0, 2.0], [3.0, 4.0]]), xp.asarray([1.0, 1.0]))
+        tensor([3., 7.])
+    """
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} has size {x1.shape[axis]} in x1 and {x2.shape[axis]} in x2")
     a = _fc.conj(x1) if _is_complex(x1.dtype) else x1
@@ -721,15 +954,41 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 
 def broadcast_arrays(*arrays):
+    """The arrays broadcast against each other to one shape.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> a, b = xp.broadcast_arrays(xp.ones((2, 1)), xp.zeros(3))
+        >>> a.shape, b.shape
+        ((2, 3), (2, 3))
+    """
     shape = _fc.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return [a.expand(shape) for a in arrays]
 
 
 def broadcast_to(x, /, shape):
+    """``x`` broadcast to ``shape`` (a view).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.broadcast_to(xp.asarray([1, 2]), (2, 2))
+        tensor([[1, 2],
+                [1, 2]])
+    """
     return x.expand(tuple(shape))
 
 
 def concat(arrays, /, *, axis: int | None = 0):
+    """The arrays joined along an existing ``axis`` (``axis=None``: flattened first).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.concat([xp.ones((1, 2)), xp.zeros((2, 2))]).shape, xp.concat([xp.ones(2), xp.zeros(1)], axis=None)
+        ((3, 2), tensor([1., 1., 0.]))
+    """
     if axis is None:
         return _fc.cat([a.reshape(-1) for a in arrays], 0)
     return _fc.cat(list(arrays), axis)
@@ -750,10 +1009,28 @@ def expand_dims(x, /, axis: int = 0):
 
 
 def flip(x, /, *, axis=None):
+    """``x`` with the order of elements reversed along ``axis`` (all axes if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.flip(x, axis=1)
+        tensor([[2., 1., 3.],
+                [4., 5., 0.]])
+    """
     return _fc.flip(x, _axes(axis, x.ndim))
 
 
 def moveaxis(x, source, destination, /):
+    """``x`` with axes ``source`` moved to positions ``destination``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.moveaxis(xp.zeros((2, 3, 4)), 0, -1).shape
+        (3, 4, 2)
+    """
     return _fc.movedim(x, source, destination)
 
 
@@ -769,7 +1046,14 @@ def permute_dims(x, /, axes):
 
 
 def repeat(x, repeats, /, *, axis=None):
-    """Repeats each element (PyTorch's ``repeat_interleave``, not its ``repeat``)."""
+    """Repeats each element (PyTorch's ``repeat_interleave``, not its ``repeat``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.repeat(xp.asarray([1, 2, 3]), 2), xp.repeat(xp.asarray([1, 2]), xp.asarray([1, 3]))
+        (tensor([1, 1, 2, 2, 3, 3]), tensor([1, 2, 2, 2]))
+    """
     if axis is None:
         x = x.reshape(-1)
         axis = 0
@@ -777,6 +1061,15 @@ def repeat(x, repeats, /, *, axis=None):
 
 
 def reshape(x, /, shape, *, copy: _builtins.bool | None = None):
+    """``x`` with a new ``shape`` (one entry may be -1).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.reshape(xp.arange(6), (2, -1))
+        tensor([[0, 1, 2],
+                [3, 4, 5]])
+    """
     shape = tuple(shape)
     if copy:
         return x.reshape(shape).clone()
@@ -789,13 +1082,30 @@ def reshape(x, /, shape, *, copy: _builtins.bool | None = None):
 
 
 def roll(x, /, shift, *, axis=None):
+    """``x`` with elements shifted by ``shift`` along ``axis`` (flattened if None), wrapping around.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.roll(xp.asarray([1, 2, 3, 4]), 1), xp.roll(x, -1, axis=1)
+        (tensor([4, 1, 2, 3]), tensor([[1., 2., 3.],
+                [5., 4., 0.]]))
+    """
     if axis is None:
         return _fc.roll(x.reshape(-1), shift, 0).reshape(tuple(x.shape))
     return _fc.roll(x, shift, axis)
 
 
 def squeeze(x, /, axis):
-    """Removes the given size-1 axes; a non-1 axis is a ValueError (PyTorch ignores it)."""
+    """Removes the given size-1 axes; a non-1 axis is a ValueError (PyTorch ignores it).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.squeeze(xp.zeros((1, 3, 1)), axis=(0, 2)).shape
+        (3,)
+    """
     dims = _axes(axis, x.ndim)
     for d in dims:
         if not -x.ndim <= d < x.ndim:
@@ -806,10 +1116,28 @@ def squeeze(x, /, axis):
 
 
 def stack(arrays, /, *, axis: int = 0):
+    """The arrays joined along a new ``axis``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.stack([xp.asarray([1, 2]), xp.asarray([3, 4])], axis=1)
+        tensor([[1, 3],
+                [2, 4]])
+    """
     return _fc.stack(list(arrays), axis)
 
 
 def tile(x, repetitions, /):
+    """``x`` repeated ``repetitions`` times along each axis.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.tile(xp.asarray([1, 2]), (2, 2))
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+    """
     return _fc.tile(x, tuple(repetitions))
 
 
@@ -829,6 +1157,15 @@ def unstack(x, /, *, axis: int = 0):
 
 
 def argmax(x, /, *, axis=None, keepdims: _builtins.bool = False):
+    """The index of the largest element along ``axis`` (of the flattened array if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.argmax(x, axis=1), xp.argmax(x)
+        (tensor([0, 1]), tensor(4))
+    """
     if axis is None:
         out = _fc.argmax(x.reshape(-1))
         return out.reshape((1,) * x.ndim) if keepdims else out
@@ -836,6 +1173,15 @@ def argmax(x, /, *, axis=None, keepdims: _builtins.bool = False):
 
 
 def argmin(x, /, *, axis=None, keepdims: _builtins.bool = False):
+    """The index of the smallest element along ``axis`` (of the flattened array if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.argmin(x, axis=0)
+        tensor([1, 0, 0])
+    """
     if axis is None:
         out = _fc.argmin(x.reshape(-1))
         return out.reshape((1,) * x.ndim) if keepdims else out
@@ -843,22 +1189,54 @@ def argmin(x, /, *, axis=None, keepdims: _builtins.bool = False):
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: _builtins.bool = False):
+    """The number of non-zero elements along ``axis`` (all of them if None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.count_nonzero(xp.asarray([[0, 1], [2, 3]]), axis=1)
+        tensor([1, 2])
+    """
     return sum(x != 0, axis=axis, keepdims=keepdims, dtype=_fc.int64)
 
 
 def nonzero(x, /):
+    """The indices of the non-zero elements, one index tensor per dimension.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.nonzero(xp.asarray([[0, 1], [2, 0]]))
+        (tensor([0, 1]), tensor([1, 0]))
+    """
     if x.ndim == 0:
         raise ValueError("nonzero: not defined for a 0-d array")
     return tuple(_fc.nonzero(x, as_tuple=True))
 
 
 def searchsorted(x1, x2, /, *, side: str = "left", sorter=None):
+    """The indices where the values of ``x2`` would be inserted into the sorted 1-D ``x1``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.searchsorted(xp.asarray([1.0, 2.0, 4.0]), xp.asarray([2.0, 3.0]), side="right")
+        tensor([2, 2])
+    """
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     return _fc.searchsorted(x1, x2, side=side, sorter=sorter)
 
 
 def where(condition, x1, x2, /):
+    """``x1`` where ``condition`` holds, else ``x2`` (broadcast; either may be a Python scalar).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.where(xp.asarray([True, False]), xp.asarray([1.0, 2.0]), 0.0)
+        tensor([1., 0.])
+    """
     return _fc.where(condition, x1, x2)
 
 
@@ -929,6 +1307,14 @@ def unique_all(x, /):
 
 
 def argsort(x, /, *, axis: int = -1, descending: _builtins.bool = False, stable: _builtins.bool = True):
+    """The indices that sort ``x`` along ``axis`` (stable by default).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.argsort(xp.asarray([3.0, 1.0, 2.0]), descending=True)
+        tensor([0, 2, 1])
+    """
     return _fc.argsort(x, dim=axis, descending=descending, stable=stable)
 
 
@@ -938,6 +1324,14 @@ def sort(x, /, *, axis: int = -1, descending: _builtins.bool = False, stable: _b
     Without autograd recording, on the CPU, the values-only kernel (no index
     payload; same order: stable, NaN largest); else sort's values, whose
     gradient goes through its indices.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.sort(x, axis=1), xp.sort(xp.asarray([3, 1, 2]), descending=True)
+        (tensor([[1., 2., 3.],
+                [0., 4., 5.]]), tensor([3, 2, 1]))
     """
     if isinstance(x, _Tensor) and x.device.type == "cpu" and not (x.requires_grad and _C.is_grad_enabled()):
         return _C._sort_values(x, axis, descending)
@@ -960,6 +1354,15 @@ def _acc_dtype(x, dtype):
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):  # noqa: A001
+    """The sum along ``axis`` (all axes if None); integers accumulate in the default integer dtype.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.sum(x, axis=0), xp.sum(xp.asarray([1, 2], dtype=xp.int8)).dtype
+        (tensor([3., 6., 6.]), flambeau.int64)
+    """
     acc = _acc_dtype(x, dtype)
     # PyTorch's sum widens small integers to int64 by itself; the cast back keeps
     # the requested dtype (with the same wrap-around as summing in it).
@@ -967,6 +1370,15 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):  # no
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):
+    """The product along ``axis`` (all axes if None); 1 for an empty array.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.prod(x, axis=1), xp.prod(xp.asarray([], dtype=xp.float32))
+        (tensor([6., 0.]), tensor(1.))
+    """
     x = x.to(_acc_dtype(x, dtype))
 
     def over(t, dims, keep):
@@ -978,15 +1390,41 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: _builtins.bool = False):
 
 
 def mean(x, /, *, axis=None, keepdims: _builtins.bool = False):
+    """The arithmetic mean along ``axis`` (all axes if None) of a floating array.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.mean(x, axis=1), xp.mean(x, axis=0, keepdims=True).shape
+        (tensor([2., 3.]), (1, 3))
+    """
     return _reduction("mean", _fc.mean, x, axis, keepdims, identity=_fc.clone)
 
 
 def max(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
-    """Values only (PyTorch's ``max`` with a dim also returns indices)."""
+    """Values only (PyTorch's ``max`` with a dim also returns indices).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.max(x, axis=0), xp.max(x)
+        (tensor([3., 5., 4.]), tensor(5.))
+    """
     return _reduction("max", _fc.amax, x, axis, keepdims, identity=_fc.clone)
 
 
 def min(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
+    """The smallest values along ``axis`` (all axes if None): values only, as the standard says.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.min(x, axis=1), xp.min(x)
+        (tensor([1., 0.]), tensor(0.))
+    """
     return _reduction("min", _fc.amin, x, axis, keepdims, identity=_fc.clone)
 
 
@@ -1001,12 +1439,28 @@ def _spread(name: str, x, axis, correction, keepdims):
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims: _builtins.bool = False):
-    """Variance with ``correction`` (default 0: PyTorch's default is 1)."""
+    """Variance with ``correction`` (default 0: PyTorch's default is 1).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.var(x, axis=1), xp.var(x, axis=1, correction=1)
+        (tensor([0.6667, 4.6667]), tensor([1., 7.]))
+    """
     return _spread("var", x, axis, correction, keepdims)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims: _builtins.bool = False):
-    """Standard deviation with ``correction`` (default 0: PyTorch's default is 1)."""
+    """Standard deviation with ``correction`` (default 0: PyTorch's default is 1).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        >>> xp.std(x, axis=1), xp.std(x, axis=1, correction=1)
+        (tensor([0.8165, 2.1602]), tensor([1.0000, 2.6458]))
+    """
     return _spread("std", x, axis, correction, keepdims)
 
 
@@ -1050,15 +1504,38 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: _builtins.b
 
 
 def all(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
+    """Whether every element along ``axis`` (all axes if None) is true.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.all(xp.asarray([[True, False], [True, True]]), axis=1)
+        tensor([False,  True])
+    """
     return _reduction("all", _fc.all, x, axis, keepdims, identity=lambda t: t != 0)
 
 
 def any(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
+    """Whether some element along ``axis`` (all axes if None) is true.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.any(xp.asarray([[True, False], [False, False]]), axis=1)
+        tensor([ True, False])
+    """
     return _reduction("any", _fc.any, x, axis, keepdims, identity=lambda t: t != 0)
 
 
 def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None):
-    """n-th discrete difference along ``axis``."""
+    """n-th discrete difference along ``axis``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.diff(xp.asarray([1.0, 4.0, 9.0, 16.0])), xp.diff(xp.asarray([1.0, 4.0, 9.0]), n=2)
+        (tensor([3., 5., 7.]), tensor([2.]))
+    """
     if n < 0:
         raise ValueError(f"diff: n must be non-negative, got {n}")
     parts = [p for p in (prepend, x, append) if p is not None]
