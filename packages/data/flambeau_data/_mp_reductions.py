@@ -77,12 +77,24 @@ _counter = itertools.count()
 
 
 def get_all_sharing_strategies() -> set[str]:
-    """The sharing strategies this system supports: ``{"file_descriptor", "file_system"}``."""
+    """The sharing strategies this system supports: ``{"file_descriptor", "file_system"}``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> sorted(fb.multiprocessing.get_all_sharing_strategies())
+        ['file_descriptor', 'file_system']
+    """
     return set(_STRATEGIES)
 
 
 def get_sharing_strategy() -> str:
-    """The strategy used to share tensors' storages from now on (default ``"file_descriptor"``)."""
+    """The strategy used to share tensors' storages from now on (default ``"file_descriptor"``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.multiprocessing.get_sharing_strategy() in fb.multiprocessing.get_all_sharing_strategies()
+        True
+    """
     return _strategy
 
 
@@ -90,6 +102,14 @@ def set_sharing_strategy(new_strategy: str) -> None:
     """Sets how storages are shared from now on: ``"file_descriptor"`` or ``"file_system"``.
 
     A storage already shared keeps its strategy.
+
+    Example:
+        >>> import flambeau as fb
+        >>> previous = fb.multiprocessing.get_sharing_strategy()
+        >>> fb.multiprocessing.set_sharing_strategy("file_system")
+        >>> fb.multiprocessing.get_sharing_strategy()
+        'file_system'
+        >>> fb.multiprocessing.set_sharing_strategy(previous)
     """
     global _strategy
     if new_strategy not in _STRATEGIES:
@@ -322,6 +342,13 @@ def reduce_tensor(t: fc.Tensor) -> tuple[Any, tuple[Any, ...]]:
 
     An unshared tensor is moved to shared memory first (``share_memory_``); one
     whose memory flambeau does not own is sent as a shared copy.
+
+    Example:
+        >>> import flambeau as fb
+        >>> t = fb.tensor([1.0, 2.0])
+        >>> rebuild, args = fb.multiprocessing.reduce_tensor(t)  # the receiving process calls rebuild(*args)
+        >>> t.is_shared(), callable(rebuild)  # moved to shared memory
+        (True, True)
     """
     if getattr(t, "requires_grad", False) and not getattr(t, "is_leaf", True):
         raise RuntimeError(
@@ -492,7 +519,17 @@ def _reducer_override(self: Any, obj: Any) -> Any:
 
 
 def init_reductions() -> None:
-    """Registers the tensor reduction with ``multiprocessing.reduction.ForkingPickler`` (done on import)."""
+    """Registers the tensor reduction with ``multiprocessing.reduction.ForkingPickler`` (done on import).
+
+    Example:
+        >>> import pickle
+        >>> from multiprocessing.reduction import ForkingPickler
+        >>> import flambeau as fb
+        >>> fb.multiprocessing.init_reductions()  # idempotent
+        >>> data = ForkingPickler.dumps(fb.tensor([3.0]))
+        >>> pickle.loads(data).tolist()
+        [3.0]
+    """
     reduction.ForkingPickler.register(fc.Tensor, reduce_tensor)
     reduction.ForkingPickler.reducer_override = _reducer_override  # subclasses (Parameter) too
     fc.Tensor.share_memory_ = share_memory_

@@ -36,7 +36,17 @@ _GRACE_S = 5.0  # how long the other children get to exit after SIGTERM before S
 
 
 class ProcessException(Exception):
-    """A child of :func:`spawn` failed; ``error_index`` is its index, ``pid`` its process id."""
+    """A child of :func:`spawn` failed; ``error_index`` is its index, ``pid`` its process id.
+
+    Example:
+        >>> import operator
+        >>> import flambeau as fb
+        >>> try:  # each child runs operator.truediv(i, 0)
+        ...     fb.multiprocessing.start_processes(operator.truediv, args=(0,), nprocs=1, start_method="fork")
+        ... except fb.multiprocessing.ProcessException as e:
+        ...     print(type(e).__name__, e.error_index, "ZeroDivisionError" in str(e))
+        ProcessRaisedException 0 True
+    """
 
     __slots__ = ["error_index", "pid"]
 
@@ -51,14 +61,34 @@ class ProcessException(Exception):
 
 
 class ProcessRaisedException(ProcessException):
-    """A child raised an exception; the message holds its traceback."""
+    """A child raised an exception; the message holds its traceback.
+
+    Example:
+        >>> import operator
+        >>> import flambeau as fb
+        >>> try:  # each child runs operator.truediv(i, 0)
+        ...     fb.multiprocessing.start_processes(operator.truediv, args=(0,), nprocs=1, start_method="fork")
+        ... except fb.multiprocessing.ProcessRaisedException as e:
+        ...     print(type(e).__name__, e.error_index, "ZeroDivisionError" in str(e))
+        ProcessRaisedException 0 True
+    """
 
     def __init__(self, msg: str, error_index: int, error_pid: int) -> None:
         super().__init__(msg, error_index, error_pid)
 
 
 class ProcessExitedException(ProcessException):
-    """A child exited with a non-zero code or was killed by a signal (``signal_name``, e.g. ``"SIGSEGV"``)."""
+    """A child exited with a non-zero code or was killed by a signal (``signal_name``, e.g. ``"SIGSEGV"``).
+
+    Example:
+        >>> import os
+        >>> import flambeau as fb
+        >>> try:  # each child runs os._exit(i + 3)
+        ...     fb.multiprocessing.start_processes(lambda i: os._exit(i + 3), nprocs=1, start_method="fork")
+        ... except fb.multiprocessing.ProcessExitedException as e:
+        ...     print(e.error_index, e.exit_code, e.signal_name)
+        0 3 None
+    """
 
     __slots__ = ["exit_code", "signal_name"]
 
@@ -88,7 +118,16 @@ def _wrap(fn: Callable[..., Any], i: int, args: tuple[Any, ...], error_file: str
 
 
 class ProcessContext:
-    """The processes of one :func:`start_processes` call; ``join`` waits for them and raises their failures."""
+    """The processes of one :func:`start_processes` call; ``join`` waits for them and raises their failures.
+
+    Example:
+        >>> import flambeau as fb
+        >>> ctx = fb.multiprocessing.start_processes(abs, nprocs=2, join=False, start_method="fork")
+        >>> len(ctx.pids())
+        2
+        >>> while not ctx.join():
+        ...     pass
+    """
 
     def __init__(self, processes: list[Any], error_files: list[str]) -> None:
         self.processes = processes
@@ -96,6 +135,17 @@ class ProcessContext:
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
     def pids(self) -> list[int]:
+        """The process ids of the children, in index order.
+
+        Example:
+            >>> import flambeau as fb
+            >>> ctx = fb.multiprocessing.start_processes(abs, nprocs=3, join=False, start_method="fork")
+            >>> pids = ctx.pids()
+            >>> len(pids), all(isinstance(p, int) for p in pids)
+            (3, True)
+            >>> while not ctx.join():
+            ...     pass
+        """
         return [int(p.pid) for p in self.processes]
 
     def join(self, timeout: float | None = None) -> bool:
@@ -103,6 +153,14 @@ class ProcessContext:
 
         Raises ProcessRaisedException or ProcessExitedException for the first
         child that failed, after terminating the others.
+
+        Example:
+            >>> import flambeau as fb
+            >>> ctx = fb.multiprocessing.start_processes(abs, nprocs=2, join=False, start_method="fork")
+            >>> while not ctx.join(timeout=5.0):  # False while some child still runs
+            ...     pass
+            >>> ctx.join()  # all exited successfully
+            True
         """
         if not self.sentinels:
             return True
@@ -173,7 +231,17 @@ class ProcessContext:
 
 
 class SpawnContext(ProcessContext):
-    """Kept for compatibility: what ``spawn(..., join=False)`` returned in older PyTorch."""
+    """Kept for compatibility: what ``spawn(..., join=False)`` returned in older PyTorch.
+
+    Example:
+        >>> import warnings
+        >>> import flambeau as fb
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     ctx = fb.multiprocessing.SpawnContext([], [])
+        >>> caught[0].category.__name__, ctx.join()
+        ('FutureWarning', True)
+    """
 
     def __init__(self, processes: list[Any], error_files: list[str]) -> None:
         warnings.warn("SpawnContext is renamed to ProcessContext since 1.4 release.", FutureWarning, stacklevel=2)
@@ -188,7 +256,13 @@ def start_processes(
     daemon: bool = False,
     start_method: str = "spawn",
 ) -> ProcessContext | None:
-    """Starts ``nprocs`` processes running ``fn(i, *args)`` with ``start_method``; see :func:`spawn`."""
+    """Starts ``nprocs`` processes running ``fn(i, *args)`` with ``start_method``; see :func:`spawn`.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.multiprocessing.start_processes(abs, nprocs=2, start_method="fork") is None  # joined
+        True
+    """
     if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
         raise ValueError(f"[spawn] nprocs must be a positive int, got {nprocs!r}")
     if not callable(fn):
