@@ -47,11 +47,23 @@ _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
 
 class DistBackendError(RuntimeError):
-    """An error of the communication backend (MPI), or a collective that timed out."""
+    """An error of the communication backend (MPI), or a collective that timed out.
+
+    Example:
+        >>> import flambeau as fb
+        >>> issubclass(fb.distributed.DistBackendError, RuntimeError)
+        True
+    """
 
 
 class ReduceOp:
-    """The reduction of ``all_reduce``, ``reduce`` and ``reduce_scatter`` (PyTorch's names)."""
+    """The reduction of ``all_reduce``, ``reduce`` and ``reduce_scatter`` (PyTorch's names).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.ReduceOp.SUM, fb.distributed.ReduceOp.MAX
+        ('SUM', 'MAX')
+    """
 
     SUM = "SUM"
     PRODUCT = "PRODUCT"
@@ -76,19 +88,39 @@ _REDUCE_OPS = {
 
 
 class Backend:
-    """The available backends: only ``"mpi"``."""
+    """The available backends: only ``"mpi"``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.Backend.MPI
+        'mpi'
+    """
 
     MPI = "mpi"
 
 
 def is_available() -> bool:
-    """True when mpi4py can be imported (an MPI library is then needed at run time)."""
+    """True when mpi4py can be imported (an MPI library is then needed at run time).
+
+    Example:
+        >>> import importlib.util
+        >>> import flambeau as fb
+        >>> fb.distributed.is_available() == (importlib.util.find_spec("mpi4py") is not None)
+        True
+    """
     import importlib.util
 
     return importlib.util.find_spec("mpi4py") is not None
 
 
 def is_mpi_available() -> bool:
+    """The same as :func:`is_available`: MPI is the only backend.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_mpi_available() == fb.distributed.is_available()
+        True
+    """
     return is_available()
 
 
@@ -587,6 +619,13 @@ def init_process_group(
 
 
 def is_initialized() -> bool:
+    """True between :func:`init_process_group` and :func:`destroy_process_group`.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_initialized()  # before init_process_group
+        False
+    """
     return _WORLD is not None
 
 

@@ -40,7 +40,16 @@ class Future(Generic[T]):
         self._callbacks: list[Callable[[Future[T]], None]] = []
 
     def done(self) -> bool:
-        """Whether a result or an exception has been set."""
+        """Whether a result or an exception has been set.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> fut.done()
+            False
+            >>> fut.set_result(1); fut.done()
+            True
+        """
         return self._done.is_set()
 
     def _complete(self, value: Any, exc: BaseException | None) -> None:
@@ -54,24 +63,63 @@ class Future(Generic[T]):
             cb(self)
 
     def set_result(self, result: T) -> None:
-        """Sets the value and runs the callbacks added so far."""
+        """Sets the value and runs the callbacks added so far.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> fut.add_done_callback(lambda f: print("done with", f.value()))
+            >>> fut.set_result(7)
+            done with 7
+        """
         self._complete(result, None)
 
     def set_exception(self, result: BaseException) -> None:
-        """Completes with an error: ``wait()`` and ``value()`` raise it."""
+        """Completes with an error: ``wait()`` and ``value()`` raise it.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> fut.set_exception(ValueError("bad input"))
+            >>> try:
+            ...     fut.wait()
+            ... except ValueError as err:
+            ...     print(err)
+            bad input
+        """
         if not isinstance(result, BaseException):
             raise TypeError(f"[Future.set_exception] expected an exception, got {type(result).__name__}")
         self._complete(None, result)
 
     def wait(self) -> T:
-        """Blocks until the Future is done; returns its value or raises its error."""
+        """Blocks until the Future is done; returns its value or raises its error.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> fut.set_result([1, 2])
+            >>> fut.wait()
+            [1, 2]
+        """
         self._done.wait()
         if self._exc is not None:
             raise self._exc
         return self._value
 
     def value(self) -> T:
-        """The value of a completed Future (raises its error); RuntimeError if it is not done yet."""
+        """The value of a completed Future (raises its error); RuntimeError if it is not done yet.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> try:
+            ...     fut.value()
+            ... except RuntimeError:
+            ...     print("not done")
+            not done
+            >>> fut.set_result(3); fut.value()
+            3
+        """
         if not self._done.is_set():
             raise RuntimeError("[Future.value] the Future is not done yet; call wait() first")
         if self._exc is not None:
@@ -79,7 +127,18 @@ class Future(Generic[T]):
         return self._value
 
     def add_done_callback(self, callback: Callable[[Future[T]], None]) -> None:
-        """Runs ``callback(self)`` once done (at once if it already is)."""
+        """Runs ``callback(self)`` once done (at once if it already is).
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> seen = []
+            >>> fut.add_done_callback(lambda f: seen.append(f.value()))
+            >>> fut.set_result("x")
+            >>> fut.add_done_callback(lambda f: seen.append("at once"))  # already done: runs now
+            >>> seen
+            ['x', 'at once']
+        """
         with self._lock:
             if not self._done.is_set():
                 self._callbacks.append(callback)
@@ -87,7 +146,16 @@ class Future(Generic[T]):
         callback(self)
 
     def then(self, callback: Callable[[Future[T]], S]) -> Future[S]:
-        """A new Future holding ``callback(self)``; an error in the callback becomes its exception."""
+        """A new Future holding ``callback(self)``; an error in the callback becomes its exception.
+
+        Example:
+            >>> import flambeau as fb
+            >>> fut = fb.distributed.Future()
+            >>> squared = fut.then(lambda f: f.value() ** 2)
+            >>> fut.set_result(4)
+            >>> squared.wait()
+            16
+        """
         out: Future[S] = Future()
 
         def run(fut: Future[T]) -> None:
