@@ -411,7 +411,7 @@ def _shape(shape) -> tuple:
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
-    """Evenly spaced values in ``[start, stop)`` with ``step`` (``arange(n)``: ``0 .. n-1``).
+    """Evenly spaced values in ``[start, stop)`` with ``step`` (``arange(n)``: the values of ``range(n)``).
 
     Example:
         >>> import flambeau as fb
