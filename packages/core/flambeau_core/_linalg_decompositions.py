@@ -85,6 +85,12 @@ def logdet(A: Tensor) -> Tensor:
     """log(det(A)): NaN for a negative determinant, -inf for zero (torch.logdet).
 
     Complex A: the complex logarithm log|det| + i angle(det) (-inf where det is 0), as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> A = fb.tensor([[2.0, 0.0], [0.0, 4.0]])
+        >>> round(fb.logdet(A).exp().item(), 4), fb.logdet(-fb.eye(3)).isnan().item()
+        (8.0, True)
     """
     _check_matrix(A, "logdet", square=True, complex_ok=True)
     logabs, sign = _C._linalg_slogdet(A)
