@@ -1550,17 +1550,26 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None):
 # Result tuples
 
 
-def _named_tuple(name: str, fields: tuple[str, ...]):
+def _named_tuple(name: str, fields: tuple[str, ...], function: str):
     from collections import namedtuple
 
     cls = namedtuple(name, fields)
     cls.__module__ = "flambeau.array_api"
+    cls.__doc__ = f"""What ``{function}`` returns: the named tuple ``({", ".join(fields)})``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> result = xp.{function}(xp.asarray([3, 1, 3]))
+        >>> type(result).__name__, result._fields
+        ('{name}', {fields!r})
+    """
     return cls
 
 
-UniqueAllResult = _named_tuple("UniqueAllResult", ("values", "indices", "inverse_indices", "counts"))
-UniqueCountsResult = _named_tuple("UniqueCountsResult", ("values", "counts"))
-UniqueInverseResult = _named_tuple("UniqueInverseResult", ("values", "inverse_indices"))
+UniqueAllResult = _named_tuple("UniqueAllResult", ("values", "indices", "inverse_indices", "counts"), "unique_all")
+UniqueCountsResult = _named_tuple("UniqueCountsResult", ("values", "counts"), "unique_counts")
+UniqueInverseResult = _named_tuple("UniqueInverseResult", ("values", "inverse_indices"), "unique_inverse")
 
 # ----------------------------------------------------------------------------
 # What the standard asks of the array object itself
