@@ -474,3 +474,25 @@ def test_round_decimals_of_16_bit_floats_matches_torch(dtype):
         want = torch.round(torch.tensor(values, dtype=getattr(torch, dtype)), decimals=decimals)
         assert got.dtype == getattr(fc, dtype)
         assert got.float().tolist() == want.float().tolist(), (decimals, got.tolist(), want.tolist())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_binary_math_of_16_bit_floats_matches_torch(dtype):
+    """The binary math list computes float16/bfloat16 in float32 and rounds once (PyTorch's opmath); exact
+    where torch also rounds once, within one step of the 16-bit type for xlogy/xlog1py, which torch
+    computes in the 16-bit type itself. nextafter stays refused: its step is the 16-bit type's own."""
+    a = np.array([1.5, -2.25, 3.0, 0.5, -7.0, 100.0])
+    b = np.array([0.75, 2.0, -1.5, -0.25, 3.0, 7.0])
+    fa, fb_ = fc.tensor(a, dtype=getattr(fc, dtype)), fc.tensor(b, dtype=getattr(fc, dtype))
+    ta, tb = torch.tensor(a, dtype=getattr(torch, dtype)), torch.tensor(b, dtype=getattr(torch, dtype))
+    step = 2.0**-10 if dtype == "float16" else 2.0**-7
+    for name in ["atan2", "copysign", "logaddexp", "hypot", "fmod", "remainder", "floor_divide", "xlogy"]:
+        got, want = getattr(fc, name)(fa, fb_), getattr(torch, name)(ta, tb)
+        assert got.dtype == fa.dtype, name
+        g, w = np.array(got.float().tolist()), np.array(want.float().tolist())
+        if name == "xlogy":
+            np.testing.assert_allclose(g, w, rtol=2 * step, equal_nan=True, err_msg=name)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+    with pytest.raises(TypeError, match=rf"^\[nextafter\] is not supported for dtype {dtype}"):
+        fc.nextafter(fa, fb_)

@@ -32,6 +32,10 @@ void check_nonzero_divisor(const char* op, const Tensor& b, ScalarType t) {
 template <math::Kind K, class F>
 Tensor binary_math(const char* op, const Tensor& a, const Tensor& b, F f) {
   const ScalarType t = result_type(a, b);
+  // float16/bfloat16 compute in float32 and round once, as PyTorch's opmath; not nextafter, whose step
+  // is the 16-bit type's own (the table's dtypes: leave it float32/float64).
+  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && std::string_view(op) != "nextafter")
+    return op::cast(binary_math<K>(op, op::cast(a, ScalarType::Float32), op::cast(b, ScalarType::Float32), f), t);
   if constexpr (K == math::Kind::FloatValued) {
     return binary_typed<kFloats>(op, a, b, to_float_dtype(t), f);
   } else if constexpr (K == math::Kind::FloatOnly) {
