@@ -17,8 +17,8 @@
 // the writes wins, as PyTorch on CUDA. The plan being made of dispatched ops,
 // it runs on cpu tensors too: the host tests (_C._index_on_host,
 // _C._index_put_on_host) check it against core's CPU kernels. The checks that
-// need no values (meta::check_index: index's check step, which the dispatcher
-// runs before this kernel; index_put_ calls it) and the layout of B among
+// need no values (meta::check_index and meta::check_index_put: index's and
+// index_put_'s check steps, which the dispatcher runs before these kernels) and the layout of B among
 // self's dims (meta::index_layout) are core's meta step's, written once.
 #include "advanced_index.h"
 

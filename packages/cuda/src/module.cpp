@@ -178,6 +178,7 @@ PYBIND11_MODULE(_C, m) {
             }
           }
         };
+        flambeau::meta::check_index_put("index_put_", self, indices, values);  // the op's check step
         flambeau::cuda::index_put_impl(self, indices, values, accumulate, put);
         return self;
       },

@@ -125,8 +125,8 @@ class UninitializedBuffer(Tensor):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> b = nn.UninitializedBuffer(dtype=fc.float64).materialize((4,))
-            >>> b.shape, b.dtype
-            ((4,), flambeau_core.float64)
+            >>> b.shape, b.dtype == fc.float64
+            ((4,), True)
         """
         return fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)
 

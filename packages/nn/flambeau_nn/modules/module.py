@@ -780,6 +780,7 @@ class Module:
         same memory (Hogwild training). Returns self.
 
         Example:
+            >>> import flambeau_data  # attaches Tensor.share_memory_ (import flambeau does too)
             >>> import flambeau_nn as nn
             >>> m = nn.Linear(2, 2).share_memory()
             >>> all(p.is_shared() for p in m.parameters())

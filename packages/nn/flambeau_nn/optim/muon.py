@@ -96,7 +96,7 @@ class Muon(ComposedOptimizer):
             >>> opt.add_param_group({"params": [fb.zeros(3, 2)], "lr": 0.01})
             >>> [g["lr"] for g in opt.param_groups]
             [0.02, 0.01]
-            >>> opt.add_param_group({"params": [fb.zeros(3)]})
+            >>> opt.add_param_group({"params": [fb.zeros(3)]})  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
             flambeau_core.FlambeauError: [Muon] Muon only supports 2D parameters ... size: (3,)
