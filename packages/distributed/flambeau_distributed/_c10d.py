@@ -140,7 +140,18 @@ def _mpi():
 
 
 class Work:
-    """The handle of an ``async_op=True`` call: ``wait()``, ``is_completed()``, ``result()``, ``exception()``."""
+    """The handle of an ``async_op=True`` call: ``wait()``, ``is_completed()``, ``result()``, ``exception()``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.ones(2)
+        >>> work = dist.all_reduce(t, async_op=True)
+        >>> isinstance(work, dist.Work), work.wait()
+        (True, True)
+        >>> dist.destroy_process_group()
+    """
 
     def __init__(self, pg: ProcessGroup, name: str) -> None:
         self._pg = pg
@@ -202,6 +213,19 @@ class Work:
         )
 
     def is_completed(self) -> bool:
+        """Whether the operation has finished (successfully or not), without blocking.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> work = dist.all_reduce(fb.ones(2), async_op=True)
+        >>> work.wait()
+        True
+        >>> work.is_completed()
+        True
+        >>> dist.destroy_process_group()
+        """
         if not self._posted.is_set():
             return False
         if self._request is not None and self._exc is None:
@@ -209,13 +233,53 @@ class Work:
         return True
 
     def is_success(self) -> bool:
+        """Whether the operation has finished without an error (False while it runs).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> work = dist.all_reduce(fb.ones(2), async_op=True)
+        >>> work.wait(), work.is_success()
+        (True, True)
+        >>> dist.destroy_process_group()
+        """
         return self.is_completed() and self._exc is None
 
     def exception(self) -> BaseException | None:
+        """The error the operation raised, None if it succeeded (or is still running).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> work = dist.all_reduce(fb.ones(2), async_op=True)
+        >>> work.wait()
+        True
+        >>> print(work.exception())
+        None
+        >>> dist.destroy_process_group()
+        """
         return self._exc
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
-        """Blocks until the operation finished; raises its error (naming the rank) if it failed."""
+        """Blocks until the operation finished; raises its error (naming the rank) if it failed.
+
+        Returns True. ``timeout`` (a ``datetime.timedelta``) replaces the
+        group's timeout for this wait; past it, a :class:`DistBackendError`.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.arange(3.0)
+        >>> work = dist.broadcast(t, src=0, async_op=True)
+        >>> work.wait()
+        True
+        >>> t.tolist()
+        [0.0, 1.0, 2.0]
+        >>> dist.destroy_process_group()
+        """
         limit = (timeout or self._pg.timeout).total_seconds()
         deadline = time.monotonic() + limit
         if not self._posted.wait(limit):
@@ -227,6 +291,18 @@ class Work:
         return True
 
     def result(self) -> list[Tensor]:
+        """Waits, then returns the operation's output tensors as a list (empty for one without outputs).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.ones(2)
+        >>> work = dist.all_reduce(t, async_op=True)
+        >>> [r.tolist() for r in work.result()], work.result()[0] is t
+        ([[1.0, 1.0]], True)
+        >>> dist.destroy_process_group()
+        """
         self.wait()
         r = self._result
         return list(r) if isinstance(r, (list, tuple)) else ([] if r is None else [r])
@@ -238,10 +314,15 @@ class Work:
         ``then`` callbacks run there); a point-to-point one when ``wait()`` or
         ``is_completed()`` sees the message done.
 
-        Example::
-
-            fut = dist.all_reduce(t, async_op=True).get_future()
-            doubled = fut.then(lambda f: f.value()[0] * 2)
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> fut = dist.all_reduce(fb.ones(2), async_op=True).get_future()
+        >>> doubled = fut.then(lambda f: f.value()[0] * 2)
+        >>> doubled.wait().tolist()
+        [2.0, 2.0]
+        >>> dist.destroy_process_group()
         """
         with self._future_lock:
             if self._future is None:
@@ -264,7 +345,19 @@ class Work:
         fut._complete(list(r) if isinstance(r, (list, tuple)) else ([] if r is None else [r]), self._exc)
 
     def source_rank(self) -> int:
-        """The sender's rank of a completed ``irecv``."""
+        """The sender's rank of a completed ``irecv`` (waits for it first).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(2)
+        >>> received = dist.irecv(t)  # from any rank
+        >>> sent = dist.isend(fb.ones(2), dst=0)  # to itself
+        >>> received.source_rank(), sent.wait(), t.tolist()
+        (0, True, [1.0, 1.0])
+        >>> dist.destroy_process_group()
+        """
         self.wait()
         return int(self._result)
 
@@ -383,7 +476,22 @@ def _describe(t: Tensor) -> tuple[str, tuple[int, ...]]:
 
 
 class ProcessGroup:
-    """A group of ranks over an MPI communicator (the default group is every process of ``mpirun``)."""
+    """A group of ranks over an MPI communicator (the default group is every process of ``mpirun``).
+
+    :func:`new_group` returns one; ``rank`` and ``world_size`` are attributes
+    (PyTorch's ``ProcessGroup`` has ``rank()`` and ``size()`` methods; ``size()``
+    is here too). ``dist.group.WORLD`` is None, standing for the default group,
+    where PyTorch's is the default group's object.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> pg = dist.new_group([0])
+        >>> isinstance(pg, dist.ProcessGroup), pg.rank, pg.size()
+        (True, 0, 1)
+        >>> dist.destroy_process_group()
+    """
 
     def __init__(self, comm, timeout: datetime.timedelta, check: bool, global_ranks: list[int] | None = None) -> None:
         self.comm = comm
@@ -418,6 +526,16 @@ class ProcessGroup:
                 self.comm.Abort(1)
 
     def size(self) -> int:
+        """The number of ranks in the group (as PyTorch's ``ProcessGroup.size()``).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.new_group([0]).size()
+        1
+        >>> dist.destroy_process_group()
+        """
         return self.world_size
 
     def _loop(self) -> None:
@@ -443,6 +561,25 @@ class ProcessGroup:
             work._set(result)
 
     def submit(self, name: str, fn: Callable[[Work], Any], async_op: bool) -> Work | None:
+        """Runs ``fn(work)`` in the group's call order (Note [One communication thread]); flambeau's, not PyTorch's.
+
+        The collectives are built on it: ``fn`` makes the MPI calls, its return
+        value is the Work's ``result()``, an exception it raises is raised by
+        ``wait()`` (``name`` names the call in messages). ``async_op=True``
+        returns the :class:`Work` at once; otherwise it waits and returns None.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> pg = dist.new_group([0])
+        >>> work = pg.submit("answer", lambda work: 42, async_op=True)
+        >>> work.result()
+        [42]
+        >>> print(pg.submit("answer", lambda work: 42, async_op=False))
+        None
+        >>> dist.destroy_process_group()
+        """
         work = Work(self, name)
         with self._lock:
             # A blocking call with nothing queued runs on the calling thread (no hand-off to
@@ -464,7 +601,20 @@ class ProcessGroup:
         return None
 
     def shutdown(self) -> bool:
-        """Stops the threads; False if a call is still stuck in MPI (a rank that never joined)."""
+        """Stops the threads; False if a call is still stuck in MPI (a rank that never joined).
+
+        :func:`destroy_process_group` calls it (and then frees the communicator);
+        flambeau's, not PyTorch's.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> pg = dist.new_group([0])
+        >>> pg.shutdown()
+        True
+        >>> dist.destroy_process_group()
+        """
         self._closed.set()
         self._queue.put(None)
         self._thread.join(timeout=self.timeout.total_seconds())
@@ -472,6 +622,21 @@ class ProcessGroup:
 
     # Note [Metadata check]
     def check_same(self, name: str, meta: tuple) -> None:
+        """Raises unless every rank passed the same ``meta``: Note [Metadata check] (flambeau's, not PyTorch's).
+
+        A collective of the group; each rank passes a picklable tuple
+        describing its call (op, dtype, shape, ...). On a mismatch every rank
+        raises the same error naming the ranks that differ (a TypeError when
+        only the dtypes, ``meta[1]``, differ; else a FlambeauError).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> pg = dist.new_group([0])
+        >>> pg.check_same("my_collective", ("my_collective", "float32", (2, 3)))  # one rank: always the same
+        >>> dist.destroy_process_group()
+        """
         mine = pickle.dumps(meta)
         if len(mine) > _META_BYTES - 4:
             mine = pickle.dumps((meta[0], "?", ("a description too long to compare",)))
@@ -541,7 +706,19 @@ _PREV_EXCEPTHOOK: Any = None
 
 
 class _GroupMember:
-    """``group.WORLD``: stands for the default process group."""
+    """``group.WORLD``: stands for the default process group (None, where PyTorch's is that group's object).
+
+    ``group.NON_GROUP_MEMBER`` is what :func:`new_group` returns on a rank
+    outside its ranks.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_world_size(dist.group.WORLD) == dist.get_world_size()
+        True
+        >>> dist.destroy_process_group()
+    """
 
     WORLD = None
     NON_GROUP_MEMBER = object()
@@ -588,6 +765,18 @@ def init_process_group(
     ``abort_on_exception`` (flambeau's): an uncaught exception on any rank
     calls ``MPI_Abort``, so that the other ranks fail at once instead of
     waiting forever in a collective.
+
+    Unlike PyTorch, the backend is MPI only (``backend`` None or ``"mpi"``) and
+    there is no ``init_method``/``store`` rendezvous: a program started without
+    ``mpirun`` is a world of one rank (rank 0), as the examples here are.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a one rank
+        >>> dist.is_initialized(), dist.get_rank(), dist.get_world_size()
+        (True, 0, 1)
+        >>> dist.destroy_process_group()
     """
     global _WORLD, _PREV_EXCEPTHOOK
     if backend is not None and str(backend).lower() != "mpi":
@@ -632,7 +821,16 @@ def is_initialized() -> bool:
 def destroy_process_group(group: Any = None) -> None:
     """Stops the communication thread and frees the communicator (MPI itself ends at exit).
 
-    ``group=None`` destroys the default group and every group from ``new_group``.
+    ``group=None`` destroys the default group and every group from ``new_group``;
+    :func:`init_process_group` may then be called again.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.destroy_process_group()
+        >>> dist.is_initialized()
+        False
     """
     global _WORLD, _PREV_EXCEPTHOOK
     if group is not None and group is not _WORLD:
@@ -702,14 +900,32 @@ def _check_rank(pg: ProcessGroup, r: Any, what: str, name: str) -> int:
 
 
 def get_rank(group: Any = None) -> int:
-    """This process's rank in ``group`` (the default group's by default); -1 if it is not a member."""
+    """This process's rank in ``group`` (the default group's by default); -1 if it is not a member.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_rank()  # mpirun -n N numbers its processes 0 .. N - 1
+        0
+        >>> dist.destroy_process_group()
+    """
     if group is _GroupMember.NON_GROUP_MEMBER and _WORLD is not None:
         return -1
     return _pg(group, "get_rank").rank
 
 
 def get_world_size(group: Any = None) -> int:
-    """The number of ranks of ``group``; -1 on a rank that is not a member."""
+    """The number of ranks of ``group``; -1 on a rank that is not a member.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_world_size()  # N under mpirun -n N
+        1
+        >>> dist.destroy_process_group()
+    """
     if group is _GroupMember.NON_GROUP_MEMBER and _WORLD is not None:
         return -1
     return _pg(group, "get_world_size").world_size
@@ -735,6 +951,18 @@ def new_group(
         g = dist.new_group([1])
         if dist.get_rank() == 1:
             dist.broadcast(t, src=1, group=g)  # only rank 1 takes part
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> g = dist.new_group([0])
+        >>> t = fb.arange(3.0)
+        >>> dist.broadcast(t, src=0, group=g)
+        >>> dist.get_world_size(g), t.tolist()
+        (1, [0.0, 1.0, 2.0])
+        >>> dist.destroy_process_group()
     """
     world = _pg(None, "new_group")
     if backend not in (None, Backend.MPI):
@@ -763,6 +991,18 @@ def new_group(
 
 
 def get_backend(group: Any = None) -> str:
+    """The backend of ``group`` (the default group by default): always ``"mpi"``.
+
+    PyTorch returns a ``Backend`` string too (``"gloo"``, ``"nccl"``, ...).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_backend()
+        'mpi'
+        >>> dist.destroy_process_group()
+    """
     _pg(group, "get_backend")
     return Backend.MPI
 
@@ -776,12 +1016,38 @@ def _default_group() -> ProcessGroup:
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    """Blocks until every rank of ``group`` has called it (``async_op=True``: returns a :class:`Work`).
+
+    ``device_ids`` is accepted and ignored (CPU ranks).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.barrier()  # with one rank: returns at once
+        >>> dist.barrier(async_op=True).wait()
+        True
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "barrier")
     return pg.submit("barrier", lambda w: _finish(pg.comm.Ibarrier()), async_op)
 
 
 def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False) -> Work | None:
-    """Copies ``tensor`` of rank ``src`` into ``tensor`` of every rank, in place."""
+    """Copies ``tensor`` of rank ``src`` into ``tensor`` of every rank, in place.
+
+    Returns None, or a :class:`Work` with ``async_op=True``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.arange(3.0) if dist.get_rank() == 0 else fb.zeros(3)
+        >>> dist.broadcast(t, src=0)  # every rank now holds rank 0's values
+        >>> t.tolist()
+        [0.0, 1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "broadcast")
     return _broadcast(pg, tensor, _check_rank(pg, src, "src", "broadcast"), async_op, pg.check)
 
@@ -804,7 +1070,24 @@ def _broadcast(pg: ProcessGroup, tensor: Tensor, src: int, async_op: bool, check
 
 
 def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Work | None:
-    """Reduces ``tensor`` across every rank, in place on every rank."""
+    """Reduces ``tensor`` across every rank, in place on every rank.
+
+    ``op`` is a :class:`ReduceOp` (``SUM`` by default). Returns None, or a
+    :class:`Work` with ``async_op=True``.
+
+    Example (with N ranks ``t`` ends as N * [1, 2]; here N = 1):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.tensor([1.0, 2.0])
+        >>> dist.all_reduce(t)
+        >>> t.tolist()
+        [1.0, 2.0]
+        >>> dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        >>> t.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "all_reduce")
     return _all_reduce(pg, tensor, op, async_op, pg.check)
 
@@ -830,7 +1113,18 @@ def _all_reduce(pg: ProcessGroup, tensor: Tensor, op: str, async_op: bool, check
 def reduce(
     tensor: Tensor, dst: int = 0, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:
-    """Reduces ``tensor`` across every rank into ``tensor`` of rank ``dst`` (the others' are left as they are)."""
+    """Reduces ``tensor`` across every rank into ``tensor`` of rank ``dst`` (the others' are left as they are).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.tensor([1, 2])
+        >>> dist.reduce(t, dst=0, op=dist.ReduceOp.SUM)  # rank 0 gets the sum over ranks
+        >>> t.tolist()
+        [1, 2]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "reduce")
     dst = _check_rank(pg, dst, "dst", "reduce")
     MPI = _mpi()
@@ -875,7 +1169,20 @@ def _check_list(pg: ProcessGroup, tensors: Sequence[Tensor], like: Tensor, name:
 def all_gather_into_tensor(
     output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
 ) -> Work | None:
-    """Every rank's ``input_tensor`` concatenated (dim 0) or stacked into ``output_tensor``, without copies."""
+    """Every rank's ``input_tensor`` concatenated (dim 0) or stacked into ``output_tensor``, without copies.
+
+    ``output_tensor`` has ``world_size`` times the elements of ``input_tensor``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2 * dist.get_world_size())
+        >>> dist.all_gather_into_tensor(out, fb.tensor([1.0, 2.0]))
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "all_gather_into_tensor")
     _require_tensors("all_gather_into_tensor", output_tensor=output_tensor, input_tensor=input_tensor)
     if output_tensor.dtype != input_tensor.dtype:
@@ -909,7 +1216,18 @@ def _all_gather_flat(
 
 
 def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
-    """``tensor_list[r]`` = rank r's ``tensor`` (gathered in one buffer, then copied out: one copy)."""
+    """``tensor_list[r]`` = rank r's ``tensor`` (gathered in one buffer, then copied out: one copy).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.zeros(2) for _ in range(dist.get_world_size())]
+        >>> dist.all_gather(out, fb.tensor([1.0, 2.0]))
+        >>> [t.tolist() for t in out]
+        [[1.0, 2.0]]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "all_gather")
     _require_tensors("all_gather", tensor=tensor)
     _check_list(pg, tensor_list, tensor, "all_gather", "tensor_list")
@@ -936,7 +1254,18 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None, asy
 def reduce_scatter_tensor(
     output: Tensor, input: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:
-    """``input`` (world_size blocks along dim 0) reduced across ranks; rank r gets block r in ``output``."""
+    """``input`` (world_size blocks along dim 0) reduced across ranks; rank r gets block r in ``output``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2)
+        >>> dist.reduce_scatter_tensor(out, fb.tensor([1.0, 2.0]))  # one rank: its one block
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "reduce_scatter_tensor")
     _require_tensors("reduce_scatter_tensor", output=output, input=input)
     if output.dtype != input.dtype:
@@ -952,7 +1281,18 @@ def reduce_scatter_tensor(
 def reduce_scatter(
     output: Tensor, input_list: list[Tensor], op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:
-    """Rank r gets the reduction over ranks of ``input_list[r]`` in ``output`` (the list is packed: one copy)."""
+    """Rank r gets the reduction over ranks of ``input_list[r]`` in ``output`` (the list is packed: one copy).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2)
+        >>> dist.reduce_scatter(out, [fb.tensor([1.0, 2.0])], op=dist.ReduceOp.SUM)
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "reduce_scatter")
     _require_tensors("reduce_scatter", output=output)
     _check_list(pg, input_list, output, "reduce_scatter", "input_list")
@@ -1010,6 +1350,17 @@ def gather(
         t = fc.full([2], float(dist.get_rank()))
         out = [fc.zeros([2]) for _ in range(2)] if dist.get_rank() == 0 else None
         dist.gather(t, out, dst=0)  # on rank 0: out == [[0, 0], [1, 1]]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.zeros(2)]
+        >>> dist.gather(fb.tensor([5.0, 6.0]), out, dst=0)
+        >>> [t.tolist() for t in out]
+        [[5.0, 6.0]]
+        >>> dist.destroy_process_group()
     """
     pg = _pg(group, "gather")
     dst = _rooted_list(pg, tensor, gather_list, dst, "gather", ("dst", "gather_list", "destination"))
@@ -1043,6 +1394,17 @@ def scatter(
         t = fc.zeros([2])
         parts = [fc.full([2], 1.0), fc.full([2], 2.0)] if dist.get_rank() == 0 else None
         dist.scatter(t, parts, src=0)  # rank 1: t == [2, 2]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(2)
+        >>> dist.scatter(t, [fb.full([2], 1.0)], src=0)
+        >>> t.tolist()
+        [1.0, 1.0]
+        >>> dist.destroy_process_group()
     """
     pg = _pg(group, "scatter")
     src = _rooted_list(pg, tensor, scatter_list, src, "scatter", ("src", "scatter_list", "source"))
@@ -1127,6 +1489,17 @@ def all_to_all_single(
         inp = fc.arange(2.0) + 2 * dist.get_rank()  # rank 0: [0, 1], rank 1: [2, 3]
         out = fc.empty([2])
         dist.all_to_all_single(out, inp)  # rank 0: [0, 2], rank 1: [1, 3]
+
+    In a world of one rank (its one block comes back):
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.empty(2)
+        >>> dist.all_to_all_single(out, fb.tensor([3.0, 4.0]))
+        >>> out.tolist()
+        [3.0, 4.0]
+        >>> dist.destroy_process_group()
     """
     pg = _pg(group, "all_to_all_single")
     _require_tensors("all_to_all_single", output=output, input=input)
@@ -1154,6 +1527,17 @@ def all_to_all(
         out = [fc.empty([1]) for _ in range(2)]
         dist.all_to_all(out, [fc.tensor([10.0 * r]), fc.tensor([10.0 * r + 1])])
         # rank 0: out == [[0], [10]], rank 1: out == [[1], [11]]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.empty(1)]
+        >>> dist.all_to_all(out, [fb.tensor([7.0])])
+        >>> [t.tolist() for t in out]
+        [[7.0]]
+        >>> dist.destroy_process_group()
     """
     pg = _pg(group, "all_to_all")
     for what, lst in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
@@ -1234,22 +1618,80 @@ def _irecv(tensor: Tensor, src: int | None, tag: int, name: str) -> Work:
 
 
 def isend(tensor: Tensor, dst: int, group: Any = None, tag: int = 0) -> Work:
+    """Starts sending ``tensor`` to rank ``dst``; returns a :class:`Work` to ``wait()`` on.
+
+    Don't write ``tensor`` before the Work completes. ``dst`` is a rank of the default group; it
+    may be this rank (MPI delivers to itself, where PyTorch's gloo backend refuses).
+
+    Example (a rank sending to itself):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(3)
+        >>> received = dist.irecv(t, src=0)
+        >>> dist.isend(fb.arange(3.0), dst=0).wait(), received.wait()
+        (True, True)
+        >>> t.tolist()
+        [0.0, 1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
     _pg(group, "isend")
     return _isend(tensor, dst, tag, "isend")
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0) -> Work:
+    """Starts receiving into ``tensor`` from rank ``src`` (any rank if None); returns a :class:`Work`.
+
+    ``tensor`` holds the message once ``wait()`` returned; ``source_rank()``
+    is the sender. A message of another size than ``tensor`` raises a
+    FlambeauError from ``wait()``.
+
+    Example (a rank may send to itself):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(2)
+        >>> work = dist.irecv(t)
+        >>> dist.send(fb.tensor([4.0, 5.0]), dst=0)
+        >>> work.wait(), work.source_rank(), t.tolist()
+        (True, 0, [4.0, 5.0])
+        >>> dist.destroy_process_group()
+    """
     _pg(group, "irecv")
     return _irecv(tensor, src, tag, "irecv")
 
 
 def send(tensor: Tensor, dst: int, group: Any = None, tag: int = 0) -> None:
+    """Sends ``tensor`` to rank ``dst`` and waits until it is sent (a matching ``recv`` on ``dst``).
+
+    Example (a rank may send to itself; here the receive is posted first):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(2)
+        >>> work = dist.irecv(t, src=0)
+        >>> dist.send(fb.ones(2), dst=0)
+        >>> work.wait(), t.tolist()
+        (True, [1.0, 1.0])
+        >>> dist.destroy_process_group()
+    """
     _pg(group, "send")
     _isend(tensor, dst, tag, "send").wait()
 
 
 def recv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0) -> int:
-    """Receives into ``tensor``; returns the sender's rank (any rank when ``src`` is None)."""
+    """Receives into ``tensor``; returns the sender's rank (any rank when ``src`` is None).
+
+    Example (a rank may send to itself):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> sent = dist.isend(fb.tensor([1, 2]), dst=0)
+        >>> t = fb.zeros(2, dtype=fb.int64)
+        >>> dist.recv(t), t.tolist(), sent.wait()
+        (0, [1, 2], True)
+        >>> dist.destroy_process_group()
+    """
     _pg(group, "recv")
     return _irecv(tensor, src, tag, "recv").source_rank()
 
@@ -1259,6 +1701,18 @@ def recv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0
 
 
 def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
+    """``object_list[r]`` = rank r's ``obj`` (any picklable object); the list has world_size entries.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [None] * dist.get_world_size()
+        >>> dist.all_gather_object(out, {"rank": dist.get_rank()})
+        >>> out
+        [{'rank': 0}]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "all_gather_object")
     if len(object_list) != pg.world_size:
         raise ValueError(
@@ -1269,6 +1723,18 @@ def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
 
 
 def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) -> None:
+    """Replaces ``object_list``'s items, on every rank, by rank ``src``'s (picklable objects).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> objects = ["config", 3] if dist.get_rank() == 0 else [None, None]
+        >>> dist.broadcast_object_list(objects, src=0)
+        >>> objects
+        ['config', 3]
+        >>> dist.destroy_process_group()
+    """
     pg = _pg(group, "broadcast_object_list")
     src = _check_rank(pg, src, "src", "broadcast_object_list")
     work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)

@@ -62,11 +62,26 @@ class GradBucket:
     in ``parameters()`` order); the hook returns a ``Future`` whose value is
     the tensor to use as the bucket's averaged gradients.
 
-    Example::
+    A hook that averages the gradients over the ranks itself::
 
         def hook(state, bucket):
             buf = bucket.buffer().div_(dist.get_world_size())
             return dist.all_reduce(buf, async_op=True).get_future().then(lambda f: f.value()[0])
+
+    Example (a world of one rank, a hook that keeps its buckets):
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> len(buckets), bucket.index(), bucket.is_last()
+        (1, 0, True)
+        >>> dist.destroy_process_group()
     """
 
     def __init__(self, ddp: DistributedDataParallel, bucket: _Bucket) -> None:
@@ -74,13 +89,63 @@ class GradBucket:
         self._bucket = bucket
 
     def index(self) -> int:
+        """The bucket's index; buckets are numbered from the last parameters registered (Note [DDP buckets]).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> bucket.index()
+        0
+        >>> dist.destroy_process_group()
+        """
         return self._bucket.index
 
     def buffer(self) -> Tensor:
+        """The bucket's flat tensor: this rank's gradients (not yet averaged), end to end.
+
+        Example (``Linear(2, 1)``'s bias, then weight: the last registered come first):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> bucket.buffer().tolist()
+        [1.0, 1.0, 1.0]
+        >>> dist.destroy_process_group()
+        """
         return self._bucket.flat
 
     def set_buffer(self, buffer: Tensor) -> None:
-        """Replaces the bucket's flat tensor (same number of elements and dtype)."""
+        """Replaces the bucket's flat tensor (same number of elements and dtype).
+
+        The values are copied into the bucket's buffer.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> bucket.set_buffer(fb.tensor([1.0, 2.0, 3.0]))
+        >>> bucket.buffer().tolist()
+        [1.0, 2.0, 3.0]
+        >>> dist.destroy_process_group()
+        """
         b = self._bucket
         if not isinstance(buffer, Tensor):
             raise TypeError(f"[GradBucket.set_buffer] expected a Tensor, got {type(buffer).__name__}")
@@ -93,12 +158,60 @@ class GradBucket:
             b.flat.copy_(buffer.reshape([-1]))
 
     def is_last(self) -> bool:
+        """Whether this is the iteration's last bucket (the one holding the first parameters registered).
+
+        Example (a small model has one bucket):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> bucket.is_last()
+        True
+        >>> dist.destroy_process_group()
+        """
         return self._bucket.index == len(self._ddp._buckets) - 1
 
     def parameters(self) -> list[Tensor]:
+        """The parameters whose gradients the bucket holds, in ``buffer()``'s order.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> [tuple(p.shape) for p in bucket.parameters()]
+        [(1,), (1, 2)]
+        >>> dist.destroy_process_group()
+        """
         return [self._ddp._params[i] for i in self._bucket.params]
 
     def gradients(self) -> list[Tensor]:
+        """The gradients of ``parameters()``, as views of ``buffer()`` shaped as the parameters.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> buckets = []  # DDP's own all-reduce, keeping each bucket it is given:
+        >>> model.register_comm_hook(buckets, lambda kept, b: kept.append(b) or allreduce_hook(None, b))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> bucket = buckets[0]
+        >>> [g.tolist() for g in bucket.gradients()]
+        [[1.0], [[1.0, 1.0]]]
+        >>> dist.destroy_process_group()
+        """
         b, params = self._bucket, self._ddp._params
         return [
             b.flat[off : off + params[i].numel()].view(list(params[i].shape))
@@ -140,6 +253,17 @@ class DistributedDataParallel(Module, Joinable):
         model = DistributedDataParallel(net)
         loss_fn(model(x), y).backward()  # grads averaged over the 2 ranks
         opt.step()
+
+    In a world of one rank (the average over one rank is its own gradient):
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> model.module.weight.grad.tolist()
+        [[1.0, 1.0]]
+        >>> dist.destroy_process_group()
     """
 
     def __init__(
@@ -290,6 +414,23 @@ class DistributedDataParallel(Module, Joinable):
     # -- one iteration -----------------------------------------------------
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Runs the wrapped module (after broadcasting its buffers from rank 0, with ``broadcast_buffers``).
+
+        With gradients enabled it expects the backward of its output before
+        the next forward (PyTorch's error, naming the parameters that got no
+        gradient, otherwise).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> net = fb.nn.Linear(2, 1)
+        >>> model = dist.DistributedDataParallel(net)
+        >>> x = fb.ones(1, 2)
+        >>> bool((model(x) == net(x)).all())
+        True
+        >>> dist.destroy_process_group()
+        """
         if self._expect and autograd.is_grad_enabled():
             missing = [self._param_names[i] for i in range(len(self._params)) if i not in self._done]
             raise RuntimeError(
@@ -507,6 +648,20 @@ class DistributedDataParallel(Module, Joinable):
     def join_hook(self, **kwargs: Any) -> JoinHook:
         """DDP's part in ``Join``: ``divide_by_initial_world_size`` (default True) divides the gradient sum by
         the world size even when some ranks have joined (they contribute zeros); False: by the ranks still training.
+
+        Example (``Join`` calls it):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.join import Join, JoinHook
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> isinstance(model.join_hook(), JoinHook)
+        True
+        >>> with Join([model]):  # ranks may then run different numbers of iterations
+        ...     model(fb.ones(1, 2)).sum().backward()
+        >>> model.module.weight.grad.tolist()
+        [[1.0, 1.0]]
+        >>> dist.destroy_process_group()
         """
         return _DDPJoinHook(self, bool(kwargs.get("divide_by_initial_world_size", True)))
 
@@ -522,7 +677,22 @@ class DistributedDataParallel(Module, Joinable):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Backward passes of forwards run inside accumulate gradients locally, without communicating."""
+        """Backward passes of forwards run inside accumulate gradients locally, without communicating.
+
+        The first backward after the block all-reduces the accumulated sum.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> with model.no_sync():
+        ...     model(fb.ones(1, 2)).sum().backward()  # local gradient only
+        >>> model(fb.ones(1, 2)).sum().backward()  # accumulates, then synchronises
+        >>> model.module.weight.grad.tolist()
+        [[2.0, 2.0]]
+        >>> dist.destroy_process_group()
+        """
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:
@@ -541,11 +711,17 @@ class DistributedDataParallel(Module, Joinable):
         (``allreduce_hook``, ``fp16_compress_hook``, ``bf16_compress_hook``).
         Register once, before the first backward.
 
-        Example::
-
-            from flambeau_distributed.algorithms.ddp_comm_hooks import default_hooks
-            model = DistributedDataParallel(net)
-            model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> from flambeau_distributed.algorithms.ddp_comm_hooks import default_hooks
+        >>> model = dist.DistributedDataParallel(fb.nn.Linear(2, 1))
+        >>> model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+        >>> model(fb.ones(1, 2)).sum().backward()
+        >>> model.module.weight.grad.tolist()
+        [[1.0, 1.0]]
+        >>> dist.destroy_process_group()
         """
         if not callable(hook):
             raise TypeError(f"[register_comm_hook] hook must be callable, got {type(hook).__name__}")
@@ -557,4 +733,14 @@ class DistributedDataParallel(Module, Joinable):
         object.__setattr__(self, "_comm_state", state)
 
     def extra_repr(self) -> str:
+        """The number of gradient buckets and ranks, shown in the module's repr (PyTorch shows none).
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.DistributedDataParallel(fb.nn.Linear(2, 1)).extra_repr()
+        'buckets=1, world_size=1'
+        >>> dist.destroy_process_group()
+        """
         return f"buckets={len(self._buckets)}, world_size={self.process_group.world_size}"
