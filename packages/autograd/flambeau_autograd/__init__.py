@@ -184,7 +184,21 @@ def _tensor_backward(
     create_graph: bool = False,
     inputs: Tensor | Sequence[Tensor] | None = None,
 ) -> None:
-    """Computes the gradient of this tensor with respect to the graph leaves (see ``backward``)."""
+    """Computes the gradient of this tensor with respect to the graph leaves (see ``backward``).
+
+    ``gradient`` is the gradient of this tensor (None for a one-element tensor
+    means 1); it is accumulated into the ``.grad`` of the leaves.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([3.0], requires_grad=True)
+        >>> (x * x).backward()
+        >>> x.grad.tolist()
+        [6.0]
+        >>> (x * x).backward(fb.tensor([2.0]))  # accumulates: 6 + 2 * 6
+        >>> x.grad.tolist()
+        [18.0]
+    """
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 

@@ -68,6 +68,15 @@ class _GradModeContext:
         _set_grad_enabled(self._prev)
 
     def clone(self) -> _GradModeContext:
+        """A new context of the same kind and mode, as PyTorch's (a decorator enters a fresh one per call).
+
+        Example:
+            >>> import flambeau as fb
+            >>> ctx = fb.enable_grad()
+            >>> other = ctx.clone()
+            >>> type(other).__name__, other is ctx
+            ('enable_grad', False)
+        """
         return self.__class__()
 
     def __call__(self, func: F) -> F:
@@ -118,7 +127,24 @@ class no_grad(_GradModeContext):
 
 
 class enable_grad(_GradModeContext):
-    """Enables gradient recording inside a ``no_grad`` block (or as a decorator)."""
+    """Enables gradient recording inside a ``no_grad`` block (or as a decorator).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.ones(2, requires_grad=True)
+        >>> with fb.no_grad():
+        ...     with fb.enable_grad():
+        ...         y = x * 2
+        >>> y.requires_grad
+        True
+        >>> @fb.enable_grad()
+        ... def double(x):
+        ...     return x * 2
+        >>> with fb.no_grad():
+        ...     z = double(x)
+        >>> z.requires_grad
+        True
+    """
 
     _mode = True
 
@@ -153,6 +179,16 @@ class set_grad_enabled(_GradModeContext):
         _set_grad_enabled(self._prev)
 
     def clone(self) -> set_grad_enabled:
+        """A new ``set_grad_enabled`` of the same mode; creating it sets that mode, as in PyTorch.
+
+        Example:
+            >>> import flambeau as fb
+            >>> ctx = fb.set_grad_enabled(False)  # takes effect at once
+            >>> with ctx.clone():
+            ...     print(fb.is_grad_enabled())
+            False
+            >>> _ = fb.set_grad_enabled(True)  # back to the default
+        """
         return self.__class__(self._mode)
 
     def __call__(self, func: F) -> F:
@@ -164,7 +200,20 @@ class set_grad_enabled(_GradModeContext):
 class inference_mode(_GradModeContext):
     """Like ``no_grad`` (flambeau has no separate inference tensors yet).
 
-    ``inference_mode(False)`` leaves grad mode unchanged.
+    ``inference_mode(False)`` leaves grad mode unchanged. Differs from
+    PyTorch: a tensor made inside is an ordinary tensor (PyTorch's
+    ``is_inference()`` is True for it, and it can't be used in autograd later).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.ones(2, requires_grad=True)
+        >>> with fb.inference_mode():
+        ...     y = x * 2
+        >>> y.requires_grad, fb.is_inference_mode_enabled()
+        (False, False)
+        >>> with fb.inference_mode(False):
+        ...     (x * 2).requires_grad
+        True
     """
 
     def __new__(cls, mode: Any = True):  # type: ignore[no-untyped-def]
@@ -187,6 +236,14 @@ class inference_mode(_GradModeContext):
         super().__exit__(*exc)
 
     def clone(self) -> inference_mode:
+        """A new ``inference_mode`` with the same ``mode``.
+
+        Example:
+            >>> import flambeau as fb
+            >>> with fb.inference_mode().clone():
+            ...     print(fb.is_grad_enabled())
+            False
+        """
         return self.__class__(self._enabled)
 
 

@@ -154,7 +154,14 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    r"""``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    r"""``scale * elu(x, alpha)`` with the self-normalizing constants.
+
+    Example:
+        >>> import flambeau as fb
+        >>> y = fb.nn.functional.selu(fb.tensor([-1.0, 0.0, 1.0]))
+        >>> [round(v, 4) for v in y.tolist()]
+        [-1.1113, 0.0, 1.0507]
+    """
     _float_input(input, "selu")
     if inplace:
         return input.elu_(_SELU_ALPHA, _SELU_SCALE)
@@ -174,7 +181,14 @@ def selu_(input: Tensor) -> Tensor:
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    r"""``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    r"""``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> y = fb.nn.functional.celu(fb.tensor([-1.0, 0.0, 2.0]), alpha=0.5)
+        >>> [round(v, 4) for v in y.tolist()]
+        [-0.4323, 0.0, 2.0]
+    """
     _float_input(input, "celu")
     if alpha == 0:
         raise FlambeauError("[celu] ZeroDivisionError: alpha cannot be 0 for CELU")

@@ -348,7 +348,15 @@ def margin_ranking_loss(
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    r"""``sum(x1 * x2, dim) / (max(||x1||, eps) * max(||x2||, eps))``; shapes broadcast."""
+    r"""``sum(x1 * x2, dim) / (max(||x1||, eps) * max(||x2||, eps))``; shapes broadcast.
+
+    Example:
+        >>> import flambeau as fb
+        >>> a = fb.tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> b = fb.tensor([[1.0, 0.0], [-1.0, -1.0]])
+        >>> [round(v, 4) for v in fb.nn.functional.cosine_similarity(a, b).tolist()]
+        [1.0, -1.0]
+    """
     _float_input(x1, "cosine_similarity")
     _float_input(x2, "cosine_similarity")
     try:
@@ -368,7 +376,16 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    r"""The ``p``-norm of ``x1 - x2 + eps`` over the last dim, for any real ``p`` (``-inf``: the smallest |d|)."""
+    r"""The ``p``-norm of ``x1 - x2 + eps`` over the last dim, for any real ``p`` (``-inf``: the smallest |d|).
+
+    Example:
+        >>> import flambeau as fb
+        >>> a, b = fb.tensor([[0.0, 0.0]]), fb.tensor([[3.0, 4.0]])
+        >>> fb.nn.functional.pairwise_distance(a, b, eps=0.0).tolist()
+        [5.0]
+        >>> fb.nn.functional.pairwise_distance(a, b, p=1, eps=0.0).tolist()
+        [7.0]
+    """
     _float_input(x1, "pairwise_distance")
     _float_input(x2, "pairwise_distance")
     d = x1 - x2 + eps

@@ -269,7 +269,14 @@ def layer_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    r"""Normalizes over the trailing ``normalized_shape`` dims (mean and biased variance per row)."""
+    r"""Normalizes over the trailing ``normalized_shape`` dims (mean and biased variance per row).
+
+    Example:
+        >>> import flambeau as fb
+        >>> y = fb.nn.functional.layer_norm(fb.tensor([[1.0, 2.0, 3.0, 4.0]]), (4,))
+        >>> [round(v, 4) for v in y[0].tolist()]
+        [-1.3416, -0.4472, 0.4472, 1.3416]
+    """
     _check_tensor(input, "layer_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -368,7 +375,15 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 def group_norm(
     input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
 ) -> Tensor:
-    r"""Normalizes groups of ``C // num_groups`` channels of an ``(N, C, ...)`` input per sample."""
+    r"""Normalizes groups of ``C // num_groups`` channels of an ``(N, C, ...)`` input per sample.
+
+    Example (4 channels in 2 groups of 2: each group has mean 0, variance 1):
+        >>> import flambeau as fb
+        >>> x = fb.arange(8.0).reshape(1, 4, 2)
+        >>> y = fb.nn.functional.group_norm(x, 2)
+        >>> [round(v, 4) for v in y[0, :2].flatten().tolist()]
+        [-1.3416, -0.4472, 0.4472, 1.3416]
+    """
     _check_tensor(input, "group_norm")
     if input.dim() < 2:
         raise FlambeauError(

@@ -77,6 +77,15 @@ def max_pool1d(
     r"""1-D max pooling over a ``(N, C, L)`` or ``(C, L)`` input.
 
     With ``return_indices`` also returns the int64 position of each maximum in ``L``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> x = fb.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]])
+        >>> fb.nn.functional.max_pool1d(x, 2).tolist()  # the last element has no full window
+        [[[3.0, 5.0]]]
+        >>> out, idx = fb.nn.functional.max_pool1d(x, 2, return_indices=True)
+        >>> idx.tolist()
+        [[[1, 3]]]
     """
     _check_tensor(input, "max_pool1d")
     _check_rank(input, (2, 3), "max_pool1d", "2-D (C, L) or 3-D (N, C, L)")
