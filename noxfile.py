@@ -47,6 +47,7 @@ TORCH = "torch==2.13.0"
 # with torch.utils.tensorboard, which needs it); flambeau itself writes them without it.
 # expecttest: torch.testing._internal imports it (its OpInfo database is integration_tests/test_opinfo.py's oracle).
 # onnx + onnxruntime: flambeau.onnx.export is checked by running the exported file (docs/tutorials/onnx-export.md).
+# scikit-build-core: the example extension package (examples/extension) is built as a wheel by flambeau's tests.
 TEST_DEPS = [
     "pytest",
     "hypothesis",
@@ -59,6 +60,7 @@ TEST_DEPS = [
     "expecttest",
     "onnx",
     "onnxruntime",
+    "scikit-build-core>=0.11",
     # the headers fb.utils.cpp_extension compiles extensions against (core's own pybind11: the ABI tag names it)
     "pybind11==3.1.0",
 ]
