@@ -185,6 +185,10 @@ def test_out_overload_writes_into_out(mylib):
     assert result is out
     np.testing.assert_allclose(out.numpy(), a + 2.0 * a * b, rtol=1e-6)
     assert fb.ops.mylib.mul_add.overloads() == ["default", "out"]
+    # Through the packet, out= picks the .out overload (as torch's packet does).
+    again = fb.empty(5)
+    assert fb.ops.mylib.mul_add(fb.tensor(a), fb.tensor(b), alpha=2.0, out=again) is again
+    np.testing.assert_allclose(again.numpy(), a + 2.0 * a * b, rtol=1e-6)
 
 
 def test_more_argument_and_result_types(mylib):

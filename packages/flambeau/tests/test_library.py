@@ -632,6 +632,9 @@ def test_out_overload_and_impl_library_as_torch(libs):
         assert result is out and out.tolist() == [3.0, 3.0]
         assert lib.ops.outlib.scale(lib.ones(2), 2.0).tolist() == [2.0, 2.0]
         assert sorted(lib.ops.outlib.scale.overloads()) == ["default", "out"]
+        # The packet picks the overload by the arguments, as torch's does: out= reaches scale.out.
+        out = lib.zeros(2)
+        assert lib.ops.outlib.scale(lib.ones(2), 4.0, out=out) is out and out.tolist() == [4.0, 4.0]
     # The out= overload declares its mutation, so opcheck's schema check passes; an IMPL library defines nothing.
     assert opcheck(fb.ops.outlib.scale.out, (fb.ones(2), 2.0), {"out": fb.zeros(2)}, test_utils="test_schema")
     with pytest.raises(RuntimeError, match=r"\[Library.define\] a Library\('outlib', 'IMPL'\) cannot define"):
@@ -657,3 +660,26 @@ def test_op_without_tensor_arguments_dispatches_on_its_device_argument():
         @custom_op("testlib::no_args", mutates_args=(), device_types="cpu")
         def no_args(n: int) -> fb.Tensor:
             return fb.zeros(n)
+
+
+def test_packet_picks_the_overload_by_the_arguments(libs):
+    # Overloads told apart by a tensor or a number in one slot, and no default among them: torch's packet
+    # resolves each call by its arguments; so does flambeau's.
+    for lib in (fb, torch):
+        m = libs(lib, "pick")
+        m.define("shift.Tensor(Tensor x, Tensor other) -> Tensor")
+        m.define("shift.Scalar(Tensor x, float other) -> Tensor")
+        m.impl("shift.Tensor", lambda x, other: x + other, "CPU")
+        m.impl("shift.Scalar", lambda x, other: x - other, "CPU")
+        assert lib.ops.pick.shift(lib.ones(2), lib.ones(2)).tolist() == [2.0, 2.0]
+        assert lib.ops.pick.shift(lib.ones(2), 3.0).tolist() == [-2.0, -2.0]
+        assert lib.ops.pick.shift(lib.ones(2), other=lib.ones(2)).tolist() == [2.0, 2.0]
+    # A number slot given a string: that overload's own binding names the argument.
+    with pytest.raises(TypeError, match=r"\[pick::shift\] argument 'other' \(position 1\) must be float, got str"):
+        fb.ops.pick.shift(fb.ones(2), "a")
+    with pytest.raises(
+        TypeError,
+        match=r"\[pick::shift\] no overload takes the arguments \(Tensor, Tensor, scale=float\); its overloads "
+        r"are: pick::shift.Tensor\(Tensor x, Tensor other\) -> Tensor; pick::shift.Scalar\(Tensor x, float other\)",
+    ):
+        fb.ops.pick.shift(fb.ones(2), fb.ones(2), scale=1.0)

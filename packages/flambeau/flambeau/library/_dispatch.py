@@ -491,6 +491,46 @@ def _make_function(op: OpOverload) -> Callable[[tuple, dict], Any]:
 # --- packets and fb.ops ---------------------------------------------------------------
 
 
+class _ArgumentMatcher:
+    """Whether a call's arguments fit one schema: their number, their names, and tensors where it takes
+    tensors (and only there). How a packet of several overloads chooses one."""
+
+    __slots__ = ("_order", "kinds", "names", "n_positional", "required")
+
+    def __init__(self, schema: FunctionSchema) -> None:
+        positional = [a for a in schema.arguments if not a.kwarg_only]
+        self.n_positional = len(positional)
+        self.names = {a.name: i for i, a in enumerate(schema.arguments)}
+        self.required = [a.name for a in schema.arguments if not a.has_default and not a.type.optional]
+        self.kinds = [(a.type.base == "Tensor", a.type.is_list, a.type.optional) for a in schema.arguments]
+        self._order = [a.name for a in schema.arguments]
+
+    def takes(self, args: tuple, kwargs: dict) -> bool:
+        if len(args) > self.n_positional:
+            return False
+        given: dict[str, Any] = dict(zip(self._order, args, strict=False))  # the rest take defaults
+        for name, value in kwargs.items():
+            if name not in self.names or name in given:
+                return False
+            given[name] = value
+        if any(name not in given for name in self.required):
+            return False
+        for name, value in given.items():
+            is_tensor, is_list, optional = self.kinds[self.names[name]]
+            if value is None:
+                if not optional and is_tensor:
+                    return False
+                continue
+            if is_list:
+                if not isinstance(value, (list, tuple)):
+                    return False
+                if is_tensor and not all(v is None or isinstance(v, fc.Tensor) for v in value):
+                    return False
+            elif is_tensor != isinstance(value, fc.Tensor):
+                return False
+        return True
+
+
 class OpOverloadPacket:
     """All overloads of ``ns::name``; calling it calls the default overload (``.default``).
 
@@ -511,32 +551,42 @@ class OpOverloadPacket:
         self._qualified_op_name = f"{namespace}::{name}"
         self.__name__ = name
         self._overloads: dict[str, OpOverload] = {}
-        self._set_call(self._ambiguous)
+        self._matchers: list[tuple[_ArgumentMatcher, OpOverload]] = []
+        self._set_call(self._by_arguments)
 
     def _set_call(self, call: Callable) -> None:
         self._call = call
         own_call(self, call)
 
+    def _overloads_changed(self) -> None:
+        # One overload: the packet is its call. Several: each call picks the first whose schema takes the
+        # arguments, the default first (as PyTorch's packet resolves `op(a, b, out=o)` to `op.out`).
+        if len(self._overloads) == 1:
+            self._set_call(next(iter(self._overloads.values()))._call)
+            return
+        order = sorted(self._overloads.values(), key=lambda o: o._overloadname != "default")
+        self._matchers = [(_ArgumentMatcher(o._schema), o) for o in order]
+        self._set_call(self._by_arguments)
+
     def _add(self, overload: OpOverload) -> None:
         self._overloads[overload._overloadname] = overload
-        if len(self._overloads) == 1 or overload._overloadname == "default":
-            self._set_call(overload._call)
-        elif "default" not in self._overloads:
-            self._set_call(self._ambiguous)
+        self._overloads_changed()
 
     def _remove(self, overload_name: str) -> None:
         self._overloads.pop(overload_name, None)
-        if "default" in self._overloads:
-            self._set_call(self._overloads["default"]._call)
-        elif len(self._overloads) == 1:
-            self._set_call(next(iter(self._overloads.values()))._call)
-        else:
-            self._set_call(self._ambiguous)
+        if self._overloads:
+            self._overloads_changed()
 
-    def _ambiguous(self, *args: Any, **kwargs: Any) -> Any:
-        raise FlambeauError(
-            f"[{self._qualified_op_name}] has several overloads and none is the default: call one of "
-            f"{', '.join(f'{self._namespace}.{self._opname}.{o}' for o in self._overloads)}"
+    def _by_arguments(self, *args: Any, **kwargs: Any) -> Any:
+        for matcher, overload in self._matchers:
+            if matcher.takes(args, kwargs):
+                return overload._call(*args, **kwargs)
+        if "default" in self._overloads:  # its own binding gives the precise message (which argument, why)
+            return self._overloads["default"]._call(*args, **kwargs)
+        kinds = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(
+            f"[{self._qualified_op_name}] no overload takes the arguments ({kinds}); its overloads are: "
+            + "; ".join(str(o._schema) for _, o in self._matchers)
         )
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # replaced by the default overload's: own_call
