@@ -13,6 +13,7 @@ import flambeau_nn as nn
 import pytest
 import torch
 from flambeau_core import FlambeauError
+from flambeau_core.testing import devices
 from nn_testing import assert_close, copy_params, from_torch, to_numpy, to_torch
 
 
@@ -669,6 +670,34 @@ def test_to_bad_input_as_torch():
         m.to(colour="red")
     with pytest.raises(TypeError):
         torch.nn.Linear(2, 3).to(torch.int64)
+
+
+@devices(types=("sim", "cuda"))
+def test_cpu_moves_parameters_buffers_and_grads_back(device):
+    m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    want = {k: v.tolist() for k, v in m.state_dict().items()}
+    weight = m[0].weight
+    m.to(device)
+    m(fc.ones(4, 3, device=device)).sum().backward()
+    assert weight.device.type == device and weight.grad.device.type == device
+    assert m.cpu() is m
+    assert all(t.device.type == "cpu" for t in [*m.parameters(), *m.buffers()])
+    assert m[0].weight is weight and weight.grad.device.type == "cpu"  # the same Parameter, as torch's cpu()
+    got = m.state_dict()
+    assert {k: got[k].tolist() for k in ("0.weight", "0.bias")} == {k: want[k] for k in ("0.weight", "0.bias")}
+    assert int(got["1.num_batches_tracked"]) == 1  # the forward on the device updated the statistics
+
+
+def test_cuda_argument_errors_as_torch():
+    m = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match=r"\[Module.cuda\] expects a CUDA device, got cpu"):
+        m.cuda("cpu")
+    with pytest.raises(TypeError, match=r"\[Module.cuda\] expects a device index or a device, got float"):
+        m.cuda(1.5)
+    if not fc.device_module("cuda").is_available():
+        with pytest.raises(Exception, match="cuda|CUDA"):
+            m.cuda()
+        assert m.weight.device.type == "cpu"  # a failed move leaves the module as it was
 
 
 def test_to_matches_torch_values():

@@ -916,18 +916,40 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
-        """Returns self, unchanged: kept so PyTorch programs that call ``model.cpu()`` run.
-
-        Note: PyTorch moves every parameter and buffer to the CPU here; flambeau's ``cpu()`` moves nothing, so a
-        module on another device needs ``to("cpu")``.
+        """Moves every parameter and buffer to the CPU (in place, as ``to("cpu")``); returns self.
 
         Example:
             >>> import flambeau_nn as nn
             >>> m = nn.Linear(2, 2)
-            >>> m.cpu() is m
-            True
+            >>> m.cpu() is m, m.weight.device.type
+            (True, 'cpu')
         """
-        return self
+        return self._apply(lambda t: t if t.device.type == "cpu" else t.to("cpu"))
+
+    def cuda(self, device: Any = None) -> Module:
+        """Moves every parameter and buffer to a CUDA device (in place, as ``to("cuda")``); returns self.
+
+        ``device``: an index or a device (the current CUDA device when None). Raises where flambeau-cuda is not
+        installed or no GPU is present, as ``Tensor.to("cuda")`` does.
+
+        Example:
+            >>> import flambeau_nn as nn
+            >>> m = nn.Linear(2, 2)
+            >>> m.cuda("cpu")  # on a GPU machine: m.cuda() or m.cuda(0)
+            Traceback (most recent call last):
+            ValueError: [Module.cuda] expects a CUDA device, got cpu
+        """
+        if device is None:
+            target: Any = "cuda"
+        elif isinstance(device, int):
+            target = f"cuda:{device}"
+        elif isinstance(device, (str, fc.device)):
+            target = fc.device(device) if isinstance(device, str) else device
+            if target.type != "cuda":
+                raise ValueError(f"[Module.cuda] expects a CUDA device, got {target}")
+        else:
+            raise TypeError(f"[Module.cuda] expects a device index or a device, got {type(device).__name__}")
+        return self._apply(lambda t: t.to(target))
 
     # ---- state dict ----
     def state_dict(
