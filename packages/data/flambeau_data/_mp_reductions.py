@@ -291,6 +291,15 @@ def share_memory_(self: fc.Tensor) -> fc.Tensor:
     ``from_dlpack``, ``frombuffer``: moving would cut the tie with its owner;
     share ``t.clone()`` instead). Not thread-safe with respect to other threads
     using the tensor meanwhile (as in PyTorch).
+
+    Example:
+        >>> import flambeau as fb
+        >>> t = fb.arange(3.0)
+        >>> view = t[1:]
+        >>> t.share_memory_() is t, t.is_shared(), view.is_shared()
+        (True, True, True)
+        >>> t.tolist()  # the values moved with it
+        [0.0, 1.0, 2.0]
     """
     if not self.is_cpu:
         raise RuntimeError(f"[share_memory_] only cpu tensors can be moved to shared memory, got {self.device}")
@@ -315,7 +324,16 @@ def share_memory_(self: fc.Tensor) -> fc.Tensor:
 
 
 def is_shared(self: fc.Tensor) -> bool:
-    """Whether this tensor's storage is in shared memory (``share_memory_``, or received from another process)."""
+    """Whether this tensor's storage is in shared memory (``share_memory_``, or received from another process).
+
+    Example:
+        >>> import flambeau as fb
+        >>> t = fb.zeros(2)
+        >>> t.is_shared()
+        False
+        >>> t.share_memory_().is_shared()
+        True
+    """
     return self.is_cpu and _segment_of(self) is not None
 
 
