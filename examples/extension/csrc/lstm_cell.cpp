@@ -7,7 +7,7 @@
 // Composed from flambeau ops this is nine kernels and eight temporaries of
 // (N, H); here it is one loop that reads each gate once. The gate matmuls stay
 // outside (flambeau::matmul), as in cuDNN's and PyTorch's fused cells.
-#include <flambeau/extension.h>
+#include "lstm_cell.h"
 
 #include <cmath>
 #include <cstdint>
@@ -15,19 +15,7 @@
 
 using flambeau::Tensor;
 
-#ifdef FLAMBEAU_EXAMPLE_WITH_CUDA
-// lstm_cell_cuda.cu: the same loop as a CUDA kernel behind a launcher of raw
-// pointers (the .cu includes no flambeau header; see the README). Returns a
-// cudaError_t, 0 on success.
-int example_lstm_cell_cuda(int device, bool is_double, const void* gates, const void* c, void* h, void* c_next,
-                           int64_t rows, int64_t hidden);
-const char* example_cuda_error_string(int error);
-#endif
-
-namespace {
-
-// gates (N, 4H) and c (N, H) of one floating dtype and one device.
-void check_inputs(const Tensor& gates, const Tensor& c) {
+void example::check_lstm_cell_inputs(const Tensor& gates, const Tensor& c) {
   FB_CHECK_VALUE(gates.dim() == 2 && c.dim() == 2, "[example::lstm_cell] expected gates of shape (N, 4*H) and c of ",
                  "shape (N, H), got ", flambeau::shape_str(gates.sizes()), " and ", flambeau::shape_str(c.sizes()));
   FB_CHECK_VALUE(gates.size(0) == c.size(0) && gates.size(1) == 4 * c.size(1),
@@ -40,6 +28,8 @@ void check_inputs(const Tensor& gates, const Tensor& c) {
   FB_CHECK_VALUE(gates.device() == c.device(), "[example::lstm_cell] expected gates and c on one device, got ",
                  gates.describe(), " and ", c.describe());
 }
+
+namespace {
 
 template <class T>
 T sigmoid(T x) {
@@ -65,7 +55,7 @@ void lstm_cell_loop(const Tensor& gates, const Tensor& c, Tensor& h, Tensor& c_n
 }
 
 std::tuple<Tensor, Tensor> lstm_cell_cpu(const Tensor& gates, const Tensor& c) {
-  check_inputs(gates, c);
+  example::check_lstm_cell_inputs(gates, c);
   const Tensor g = flambeau::contiguous(gates), cc = flambeau::contiguous(c);
   Tensor h = flambeau::empty_like(cc), c_next = flambeau::empty_like(cc);
   if (gates.dtype() == flambeau::ScalarType::Float32)
@@ -77,7 +67,7 @@ std::tuple<Tensor, Tensor> lstm_cell_cpu(const Tensor& gates, const Tensor& c) {
 
 // On meta tensors: two (N, H) results of c's dtype, no data.
 std::tuple<Tensor, Tensor> lstm_cell_fake(const Tensor& gates, const Tensor& c) {
-  check_inputs(gates, c);
+  example::check_lstm_cell_inputs(gates, c);
   return {flambeau::empty_like(c), flambeau::empty_like(c)};
 }
 
@@ -107,27 +97,13 @@ std::tuple<Tensor, Tensor> lstm_cell_backward(const Tensor& grad_h, const Tensor
   return {flambeau::cat({d_i, d_f, d_g, d_o}, 1), flambeau::mul(gc, sf)};
 }
 
-#ifdef FLAMBEAU_EXAMPLE_WITH_CUDA
-std::tuple<Tensor, Tensor> lstm_cell_cuda(const Tensor& gates, const Tensor& c) {
-  check_inputs(gates, c);
-  const Tensor g = flambeau::contiguous(gates), cc = flambeau::contiguous(c);
-  Tensor h = flambeau::empty_like(cc), c_next = flambeau::empty_like(cc);
-  if (cc.numel() == 0) return {h, c_next};
-  const int error = example_lstm_cell_cuda(cc.device().index, gates.dtype() == flambeau::ScalarType::Float64,
-                                           g.data_ptr(), cc.data_ptr(), h.data_ptr(), c_next.data_ptr(), cc.size(0),
-                                           cc.size(1));
-  FB_CHECK(error == 0, "[example::lstm_cell] the CUDA kernel failed: ", example_cuda_error_string(error));
-  return {h, c_next};
-}
-#endif
-
 }  // namespace
 
 FLAMBEAU_LIBRARY(example, m) {
   m.def("lstm_cell(Tensor gates, Tensor c) -> (Tensor, Tensor)");
   m.impl("lstm_cell", flambeau::kCPU, &lstm_cell_cpu);
 #ifdef FLAMBEAU_EXAMPLE_WITH_CUDA
-  m.impl("lstm_cell", flambeau::kCUDA, &lstm_cell_cuda);
+  m.impl("lstm_cell", flambeau::kCUDA, &example::lstm_cell_cuda);
 #endif
   m.impl_fake("lstm_cell", &lstm_cell_fake);
   m.impl_backward("lstm_cell", &lstm_cell_backward);

@@ -1,10 +1,14 @@
 // The CUDA kernel of example::lstm_cell (lstm_cell.cpp registers it), compiled
-// only when CMake finds nvcc. It includes no flambeau header: nvcc's front end
-// rejects some of core's C++20 headers (flambeau/device_fallback.h's parameter
-// packs inside lambdas), so the .cpp checks the tensors and passes raw pointers.
+// only when CMake finds nvcc. A .cu includes flambeau's headers as a .cpp does:
+// the tensors are checked, allocated on their device and read through
+// data_ptr<T>() here.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "lstm_cell.h"
+
+using flambeau::Tensor;
 
 namespace {
 
@@ -26,33 +30,35 @@ __global__ void lstm_cell_kernel(const T* __restrict__ gates, const T* __restric
 }
 
 template <class T>
-void launch(const void* gates, const void* c, void* h, void* c_next, int64_t rows, int64_t hidden) {
-  const int64_t numel = rows * hidden;
+void launch(const Tensor& gates, const Tensor& c, Tensor& h, Tensor& c_next) {
+  const int64_t numel = c.numel();
   constexpr int kThreads = 256;
   const int64_t blocks = (numel + kThreads - 1) / kThreads;
-  // On the default stream: the example has no access to flambeau-cuda's
-  // current stream without including its headers.
+  // On the default stream: flambeau-cuda's current stream is its own package's API, which this example
+  // does not build against.
   lstm_cell_kernel<T><<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads>>>(
-      static_cast<const T*>(gates), static_cast<const T*>(c), static_cast<T*>(h), static_cast<T*>(c_next), numel,
-      hidden);
+      gates.data_ptr<T>(), c.data_ptr<T>(), h.data_ptr<T>(), c_next.data_ptr<T>(), numel, c.size(1));
 }
 
 }  // namespace
 
-// Returns a cudaError_t (0: success).
-int example_lstm_cell_cuda(int device, bool is_double, const void* gates, const void* c, void* h, void* c_next,
-                           int64_t rows, int64_t hidden) {
+std::tuple<Tensor, Tensor> example::lstm_cell_cuda(const Tensor& gates, const Tensor& c) {
+  check_lstm_cell_inputs(gates, c);
+  const Tensor g = flambeau::contiguous(gates), cc = flambeau::contiguous(c);
+  Tensor h = flambeau::empty_like(cc), c_next = flambeau::empty_like(cc);
+  if (cc.numel() == 0) return {h, c_next};
   int previous = 0;
   cudaError_t error = cudaGetDevice(&previous);
-  if (error != cudaSuccess) return error;
-  if (device >= 0 && device != previous && (error = cudaSetDevice(device)) != cudaSuccess) return error;
-  if (is_double)
-    launch<double>(gates, c, h, c_next, rows, hidden);
-  else
-    launch<float>(gates, c, h, c_next, rows, hidden);
-  error = cudaGetLastError();
-  if (device >= 0 && device != previous) cudaSetDevice(previous);
-  return error;
+  const int device = cc.device().index;
+  if (error == cudaSuccess && device >= 0 && device != previous) error = cudaSetDevice(device);
+  if (error == cudaSuccess) {
+    if (cc.dtype() == flambeau::ScalarType::Float64)
+      launch<double>(g, cc, h, c_next);
+    else
+      launch<float>(g, cc, h, c_next);
+    error = cudaGetLastError();
+    if (device >= 0 && device != previous) cudaSetDevice(previous);
+  }
+  FB_CHECK(error == cudaSuccess, "[example::lstm_cell] the CUDA kernel failed: ", cudaGetErrorString(error));
+  return {h, c_next};
 }
-
-const char* example_cuda_error_string(int error) { return cudaGetErrorString(static_cast<cudaError_t>(error)); }

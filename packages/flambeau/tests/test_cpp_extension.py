@@ -214,6 +214,30 @@ def test_cuda_source_compiles_with_nvcc(tmp_path, ext_root):
     assert _answer(path) == 3  # built and loaded (libcudart loads without a GPU)
 
 
+@pytest.mark.skipif(cpp_extension._nvcc() is None, reason="nvcc is not installed (no CUDA toolkit)")
+def test_cuda_source_includes_the_extension_header(tmp_path, ext_root):
+    # A .cu works with flambeau::Tensor as a .cpp does (nvcc's host pass once rejected core's headers).
+    src = tmp_path / "scale_tensor.cu"
+    src.write_text(
+        textwrap.dedent("""
+        #include <flambeau/extension.h>
+        __global__ void scale_kernel(float* x, float a, int64_t n) {
+          int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+          if (i < n) x[i] *= a;
+        }
+        flambeau::Tensor scale(const flambeau::Tensor& x, float a) {
+          FB_CHECK_TYPE(x.dtype() == flambeau::ScalarType::Float32, "[scale] expected float32, got ", x.describe());
+          flambeau::Tensor y = flambeau::contiguous(x);
+          scale_kernel<<<(y.numel() + 255) / 256, 256>>>(y.data_ptr<float>(), a, y.numel());
+          return y;
+        }
+        extern "C" int answer() { return 3; }
+    """)
+    )
+    path = cpp_extension.load("scale_tensor_cuda", [str(src)], is_python_module=False)
+    assert _answer(path) == 3
+
+
 def test_bad_name_and_missing_source(tmp_path, ext_root):
     with pytest.raises(ValueError, match=r"\[load\] name must be a Python identifier"):
         cpp_extension.load("not-an-identifier", [str(_plain(tmp_path, "x", 1))])

@@ -83,7 +83,7 @@ def test_wheel_holds_the_library_and_its_package(built):
     # must where cpp_extension finds one.
     with_cuda = "flambeau-example-ops: with the CUDA kernel" in log
     assert with_cuda or "flambeau-example-ops: CPU only" in log, log[-4000:]
-    assert (b"example_lstm_cell_cuda" in binary) == with_cuda
+    assert (b"lstm_cell_kernel" in binary) == with_cuda  # the __global__ function (mangled)
     assert with_cuda == (cpp_extension._nvcc() is not None)
 
 

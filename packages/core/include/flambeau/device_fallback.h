@@ -87,6 +87,14 @@ struct is_tensor_tuple : std::false_type {};
 template <class... Ts>
 struct is_tensor_tuple<std::tuple<Ts...>> : std::bool_constant<(std::is_same_v<Ts, Tensor> && ...)> {};
 
+// A tuple of host results mapped back to the device tensors they stand for. A function, not a lambda over
+// a parameter pack: nvcc's host pass rejects pack expansions inside lambdas, and this header must compile in
+// CUDA extension sources.
+template <class R, class Fallback, size_t... I>
+R unmap_each(Fallback& fb, const R& host, std::index_sequence<I...>) {
+  return R(fb.unmap(std::get<I>(host))...);
+}
+
 template <class R, class... Args>
 R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
   HostFallback fb(op.name(), type);
@@ -131,7 +139,7 @@ R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args) {
   } else if constexpr (is_tensor_tuple<R>::value) {
     std::optional<R> result;
     fb.run([&] { result = call(); });
-    return std::apply([&](auto&... r) { return R(fb.unmap(r)...); }, *result);
+    return unmap_each(fb, *result, std::make_index_sequence<std::tuple_size_v<R>>{});
   } else {
     // Not a tensor (a count, a name): returned as the CPU kernel gave it.
     std::optional<R> result;
