@@ -674,6 +674,13 @@ def test_packet_picks_the_overload_by_the_arguments(libs):
         assert lib.ops.pick.shift(lib.ones(2), lib.ones(2)).tolist() == [2.0, 2.0]
         assert lib.ops.pick.shift(lib.ones(2), 3.0).tolist() == [-2.0, -2.0]
         assert lib.ops.pick.shift(lib.ones(2), other=lib.ones(2)).tolist() == [2.0, 2.0]
+        # With a default among them, told apart from another overload by a value's kind only.
+        m.define("scale(Tensor x, Tensor k) -> Tensor")
+        m.define("scale.Scalar(Tensor x, float k) -> Tensor")
+        m.impl("scale", lambda x, k: x * k, "CPU")
+        m.impl("scale.Scalar", lambda x, k: x * k + 1, "CPU")
+        assert lib.ops.pick.scale(lib.ones(2), lib.ones(2) * 3).tolist() == [3.0, 3.0]
+        assert lib.ops.pick.scale(lib.ones(2), 3.0).tolist() == [4.0, 4.0]
     # A number slot given a string: that overload's own binding names the argument.
     with pytest.raises(TypeError, match=r"\[pick::shift\] argument 'other' \(position 1\) must be float, got str"):
         fb.ops.pick.shift(fb.ones(2), "a")

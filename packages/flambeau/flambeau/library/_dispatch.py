@@ -531,6 +531,29 @@ class _ArgumentMatcher:
         return True
 
 
+def _told_apart_by_names(default: FunctionSchema, other: FunctionSchema) -> bool:
+    """Whether every call of ``other`` names an argument, or passes more positions, than ``default`` has."""
+    names = {a.name for a in default.arguments}
+    n_positional = sum(not a.kwarg_only for a in default.arguments)
+    required = [a for a in other.arguments if not a.has_default and not a.type.optional]
+    return any(a.name not in names for a in required if a.kwarg_only) or (
+        sum(not a.kwarg_only for a in required) > n_positional
+    )
+
+
+def _default_unless_extra(default: OpOverload, resolve: Callable) -> Callable:
+    call = default._call
+    names = frozenset(a.name for a in default._schema.arguments)
+    n_positional = sum(not a.kwarg_only for a in default._schema.arguments)
+
+    def packet_call(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > n_positional or (kwargs and not names.issuperset(kwargs)):
+            return resolve(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    return packet_call
+
+
 class OpOverloadPacket:
     """All overloads of ``ns::name``; calling it calls the default overload (``.default``).
 
@@ -566,7 +589,13 @@ class OpOverloadPacket:
             return
         order = sorted(self._overloads.values(), key=lambda o: o._overloadname != "default")
         self._matchers = [(_ArgumentMatcher(o._schema), o) for o in order]
-        self._set_call(self._by_arguments)
+        default = self._overloads.get("default")
+        if default is not None and all(_told_apart_by_names(default._schema, o._schema) for o in order[1:]):
+            # Every other overload takes a name or a position the default lacks (`.out`'s out=): a call that
+            # uses none of those is the default's, decided without looking at the values.
+            self._set_call(_default_unless_extra(default, self._by_arguments))
+        else:
+            self._set_call(self._by_arguments)
 
     def _add(self, overload: OpOverload) -> None:
         self._overloads[overload._overloadname] = overload
