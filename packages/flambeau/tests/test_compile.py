@@ -867,3 +867,17 @@ def test_a_replayed_call_is_one_compiled_region_in_the_profiler(monkeypatch):
     assert len(regions) == 3
     for r in regions:
         assert {"aten::mul", "aten::relu"} <= {c.name for c in r.cpu_children}
+
+
+def test_the_capturing_call_is_a_compiled_region_with_its_capture_inside(monkeypatch):
+    monkeypatch.setattr(fb.compiler.config, "fusion", False)
+    g = fb.compile(lambda x: (x * 2).relu())
+    x = fb.randn(3, 4)
+    with fb.profiler.profile() as prof:
+        g(x)  # captures
+        g(x)  # replays
+    regions = [e for e in prof.events() if e.name == "Torch-Compiled Region"]
+    assert len(regions) == 2
+    (capture,) = [c for c in regions[0].cpu_children if c.name == "fb.compile: capture"]
+    assert {"aten::mul", "aten::relu"} <= {c.name for c in capture.cpu_children}  # run eagerly while recorded
+    assert not [c for c in regions[1].cpu_children if c.name == "fb.compile: capture"]

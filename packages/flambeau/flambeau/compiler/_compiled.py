@@ -233,6 +233,9 @@ class _Entry:
         self.program = Program(run, grad) if run is not None else None
 
 
+CAPTURE_RANGE = "fb.compile: capture"  # the profiler's name for a call that captures (and compiles) a graph
+
+
 def _run(program: Program, tensors: Any) -> Any:
     if _profiler._active is None:  # the range object costs about a microsecond per call
         return program.run(*tensors)
@@ -321,7 +324,12 @@ class CompiledFunction:
                     stacklevel=2,
                 )
             return self._fn(*args, **kwargs)
-        return self._capture(key, tensors, args, kwargs, grad, specs, modes)
+        if _profiler._active is None:
+            return self._capture(key, tensors, args, kwargs, grad, specs, modes)
+        # The capturing call is a compiled region too (its ops run eagerly inside it), with the capture
+        # (recording, fusion's builds, the check replay) as a range of its own.
+        with _profiler._range("Torch-Compiled Region", _KIND_USER), _profiler._range(CAPTURE_RANGE, _KIND_USER):
+            return self._capture(key, tensors, args, kwargs, grad, specs, modes)
 
     def _broken(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self._fullgraph:
