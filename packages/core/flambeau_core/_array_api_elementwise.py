@@ -273,7 +273,7 @@ bitwise_right_shift = _binary("bitwise_right_shift")
 bitwise_xor = _binary("bitwise_xor")
 divide = _binary("divide", "div")
 equal = _binary("equal", "eq")
-floor_divide = _binary("floor_divide")
+_binary_floor_divide = _binary("floor_divide")
 greater = _binary("greater", "gt")
 greater_equal = _binary("greater_equal", "ge")
 hypot = _binary("hypot")
@@ -337,6 +337,29 @@ def sign(x, /):
         return _fc.where(mag == 0, _fc.zeros_like(x), x / mag)
     out = _call_kernel("sign", "sign", x)
     return _fc.where(_fc.isnan(x), x, out) if _is_float(x.dtype) else out
+
+
+def floor_divide(x1, x2, /):
+    """x1 / x2 rounded toward -infinity; an infinite operand gives the standard's infinity or signed zero.
+
+    PyTorch (and NumPy) give NaN for ``inf // 2`` and -1 for ``5 // -inf``; the
+    standard asks for ``+infinity`` and ``-0`` (what ``x1 / x2`` gives there).
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.floor_divide(xp.asarray([7.0, -7.0]), xp.asarray([2.0, 2.0]))
+        tensor([ 3., -4.])
+        >>> xp.floor_divide(xp.asarray([float("inf"), 5.0]), xp.asarray([-2.0, -float("inf")]))
+        tensor([-inf, -0.])
+    """
+    out = _binary_floor_divide(x1, x2)
+    if not _is_float(out.dtype):
+        return out
+    a, b = _binary_operands("floor_divide", x1, x2)
+    finite_a, finite_b = _fc.isfinite(a), _fc.isfinite(b)
+    special = (_fc.isinf(a) & finite_b & (b != 0)) | (finite_a & (a != 0) & _fc.isinf(b))
+    return _fc.where(special, a / b, out)
 
 
 def remainder(x1, x2, /):
