@@ -258,6 +258,18 @@ def test_narrow_select_unbind_expand_as_are_reported():
     assert [t.tolist() for t in u] == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]] and s.tolist() == [3.0, 4.0, 5.0]
 
 
+def test_transpose_properties_are_reported():
+    x = fc.arange(24.0).reshape(2, 3, 4)
+    with OpRecorder() as rec:
+        t = x.T
+        mt = x.mT
+    assert [(c.name, c.method, c.args, c.result is r) for c, r in zip(rec.calls, [t, mt], strict=True)] == [
+        ("T", True, (x,), True),
+        ("mT", True, (x,), True),
+    ]
+    assert t.shape == (4, 3, 2) and mt.shape == (2, 4, 3)
+
+
 def test_a_failing_write_is_not_reported():
     x = fc.zeros(2)
     with OpRecorder() as rec:

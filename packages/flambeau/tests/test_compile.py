@@ -594,6 +594,14 @@ def _branchy(x):
     return x - 1
 
 
+def test_transpose_properties_are_captured():
+    g = fb.compile(lambda x, w: (x @ w.T).relu() + x.mT.sum())
+    x, w = fb.randn(3, 4), fb.randn(5, 4)
+    for _ in range(2):
+        close(g(x, w), (x @ w.T).relu() + x.mT.sum())
+    assert len(g.graphs) == 1 and g.break_reasons == []
+
+
 @pytest.mark.parametrize(
     ("fn", "reason"),
     [
@@ -601,7 +609,7 @@ def _branchy(x):
         (lambda x: x * x.sum().item(), "item"),
         (lambda x: fb.tensor(x.detach().numpy() * 2), "Tensor.numpy"),
         (lambda x: x.tolist() and x * 2, "tolist"),
-        (lambda x: (x * 2).T.relu(), "x.T"),
+        (lambda x: (x * 2).data.relu(), "x.data"),
         (lambda x: x.detach().exp(), "detach"),
         (lambda x: x + fb.randn(*x.shape), "made inside the function"),
         (lambda x: x + fb.arange(x.shape[-1]), "made inside the function"),

@@ -1,7 +1,7 @@
 """fb.onnx.export of indexing and selection: x[...] (ints, slices with steps, negative indices, None, a tensor
 index, a boolean mask, a 0-d boolean index), x[mask] = value, index_put(_) (methods and functions), fill_, gather,
 index_select, masked_fill, masked_select, nonzero, where, split, chunk, expand, narrow, select, unbind, expand_as,
-tril/triu; checked by ONNX Runtime on other batch sizes and other masks
+the .T and .mT views, tril/triu; checked by ONNX Runtime on other batch sizes and other masks
 against flambeau's forward and torch's (the same program run on torch tensors)."""
 
 import re
@@ -105,10 +105,20 @@ def test_unmapped_indexing_raises_naming_the_op(program, words):
         fb.onnx.export(Program(program), (fb.randn(3, 3), fb.tensor([0, 1])))
 
 
+def test_transpose_properties_export_as_in_torch():
+    def program(lib, x, idx):
+        return x.mT * 2, x[0].T + 1, (x[:, 0].T @ x[:, 1]).mT
+
+    model = Program(program)
+    data = export_checked(model, (fb.rand(3, 4, 6), fb.tensor([0])), ["x", "idx"], {"x": {0: "batch"}})
+    for n in (2, 5):
+        assert_onnx_matches(data, ["x", "idx"], model, [fb.rand(n, 4, 6), fb.tensor([0])], TorchProgram(program))
+
+
 def test_a_view_the_recorder_does_not_report_is_refused_not_made_a_constant():
-    # x.T is not reported by the op recorder; embedding its values as a constant would write a wrong file.
-    with pytest.raises(fb.onnx.OnnxExporterError, match=r"a \(3, 2\) view of a tensor computed from its inputs"):
-        fb.onnx.export(Program(lambda lib, x, idx: (x * 2).T + 1), (fb.randn(2, 3), fb.tensor([0])))
+    # x.data is not reported by the op recorder; embedding its values as a constant would write a wrong file.
+    with pytest.raises(fb.onnx.OnnxExporterError, match=r"a \(2, 3\) view of a tensor computed from its inputs"):
+        fb.onnx.export(Program(lambda lib, x, idx: (x * 2).data + 1), (fb.randn(2, 3), fb.tensor([0])))
 
 
 def mask_indexing(lib, x, m, r):

@@ -442,9 +442,13 @@ void init_views(py::module_& m) {
                             shape_str(t.sizes()));
              return t.dim() < 2 ? op::as_strided(t, t.sizes(), t.strides(), t.storage_offset())
                                 : op::transpose(t, 0, 1);
-           }))
-      .def_property_readonly("T", &reverse_dims)
-      .def_property_readonly("mT", &matrix_transpose)
+           }),
+           "The transpose of a tensor of <= 2 dims (a view; a 0-d or 1-d tensor as it is).\n"
+           "\n"
+           ">>> flambeau_core.arange(6).reshape(2, 3).t().tolist()\n"
+           "[[0, 3], [1, 4], [2, 5]]")
+      .def_property_readonly("T", recorded("T", &reverse_dims))
+      .def_property_readonly("mT", recorded("mT", &matrix_transpose))
       .def(
           "permute",
           recorded("permute",

@@ -108,7 +108,8 @@ def _target(name: str, args: tuple[Any, ...], method: bool) -> Callable[..., Any
     ``method`` is the recorder's word on which form the program called (``call_info()``). The two forms agree
     (the function's first parameter is the method's ``self``) except for ``where``: ``where(condition, input,
     other)`` against ``input.where(condition, other)``, so ``where`` follows the flag. Only callables are
-    returned: ``getattr(Tensor, name)`` of a property (``real``, ``T``) is the property object.
+    returned: ``getattr(Tensor, name)`` of a property (``real``) is the property object, so a property is
+    redone by the function of its name, or (``T``, ``mT``) by its getter.
     """
     if name == "where":
         return Tensor.where if method else fc.where
@@ -116,11 +117,16 @@ def _target(name: str, args: tuple[Any, ...], method: bool) -> Callable[..., Any
         bound = getattr(Tensor, name, None)
         if callable(bound):
             return bound
+        if isinstance(bound, property) and name in _RECORDED_PROPERTIES:
+            return bound.fget  # x.T: its getter, called with x
     fn = getattr(fc._C, name, None)
     if not callable(fn):
         fn = getattr(fc, name, None)
     return fn if callable(fn) else None
 
+
+# Properties the recorder reports under their own name (views with no function of that name).
+_RECORDED_PROPERTIES = {"T", "mT"}
 
 # Recorded writes whose written tensor is not named by a trailing underscore (``x[i] = v``).
 _WRITES = {"__setitem__"}
@@ -214,7 +220,7 @@ class _Builder:
         if t._storage_ptr and t._storage_ptr in self.traced_storages:
             raise GraphBreak(
                 f"{where} uses a {tuple(t.shape)} tensor that shares memory with the inputs or computed values but "
-                "that no recorded op made (a view such as x.T, x.mT, x.data or x.detach(), which the op recorder "
+                "that no recorded op made (a view such as x.data or x.detach(), which the op recorder "
                 "does not report)"
             )
         # Made inside the function by something the recorder does not see: a factory (fb.zeros), autograd

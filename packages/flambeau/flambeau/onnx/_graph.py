@@ -167,7 +167,7 @@ class _Graph:
             # A view the recorder did not report: its values are the inputs', and a constant would be wrong.
             raise OnnxExporterError(
                 f"[onnx.export] the model uses a {tuple(t.shape)} view of a tensor computed from its inputs, made by "
-                "an op the op recorder does not report (such as x.T, x.mT, x.data or x.detach()): "
+                "an op the op recorder does not report (such as x.data or x.detach()): "
                 "it cannot be exported; write it with transpose, permute, slicing or expand"
             )
         a = _array(t)

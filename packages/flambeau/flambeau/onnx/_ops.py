@@ -336,6 +336,18 @@ def _transpose(g: _Graph, call: OpCall) -> list[str | None]:
     return g.node("Transpose", [g.value(x)], perm=perm)
 
 
+@_maps("T", "mT")
+def _reversed_or_matrix_transpose(g: _Graph, call: OpCall) -> list[str | None]:
+    # x.T reverses every dim; x.mT swaps the last two (a batch of matrices).
+    x = call.args[0]
+    perm = list(range(x.dim()))
+    if call.name == "T":
+        perm.reverse()
+    else:
+        perm[-2], perm[-1] = perm[-1], perm[-2]
+    return g.node("Transpose", [g.value(x)], perm=perm)
+
+
 @_maps("unsqueeze")
 def _unsqueeze(g: _Graph, call: OpCall) -> list[str | None]:
     x, dim = call.args[0], int(call.args[1])
