@@ -20,10 +20,19 @@ def cholesky(x, /, *, upper: bool = False):
     return _la().cholesky(x, upper=upper)
 
 
+def _promoted(name: str, x1, x2):
+    """``x1`` and ``x2`` in the standard's promoted dtype (flambeau.linalg wants one dtype)."""
+    from flambeau_core.array_api import _binary_operands
+
+    return _binary_operands(name, x1, x2)
+
+
 def cross(x1, x2, /, *, axis: int = -1):
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+    x1, x2 = _promoted("cross", x1, x2)
+    shape = _fc.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))  # the standard broadcasts the other axes
+    if not -len(shape) <= axis < len(shape) or x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError(f"cross: axis {axis} must have size 3, got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
-    return _la().cross(x1, x2, dim=axis)
+    return _la().cross(x1.expand(shape), x2.expand(shape), dim=axis)
 
 
 def det(x, /):
@@ -71,6 +80,11 @@ def matrix_transpose(x, /):
 def outer(x1, x2, /):
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer: expects 1-d arrays, got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    from flambeau_core.array_api import matmul
+
+    x1, x2 = _promoted("outer", x1, x2)
+    if x1.dtype != _fc.bool:
+        return matmul(x1.unsqueeze(-1), x2.unsqueeze(0))  # uint16/32/64 too
     return _la().outer(x1, x2) if hasattr(_la(), "outer") else _fc.outer(x1, x2)
 
 
@@ -90,6 +104,7 @@ def slogdet(x, /):
 
 def solve(x1, x2, /):
     """x1 @ out = x2; a 1-d x2 is one vector (the standard's rule, stated without PyTorch's batch heuristic)."""
+    x1, x2 = _promoted("solve", x1, x2)
     if x2.ndim == 1:
         return _la().solve(x1, x2.unsqueeze(-1)).squeeze(-1)
     return _la().solve(x1, x2)

@@ -42,6 +42,7 @@ from flambeau_core import _C
 # The data-type rules (the standard's promotion table, isdtype, result_type, can_cast,
 # finfo, iinfo) and the uint16/uint32/uint64 fallback for kernels that lack them live in
 # _array_api_dtypes.py; the element-wise functions in _array_api_elementwise.py.
+from flambeau_core._array_api_dtypes import call_kernel as _call_kernel
 from flambeau_core._array_api_dtypes import can_cast as can_cast
 from flambeau_core._array_api_dtypes import check_tensor as _check_tensor
 from flambeau_core._array_api_dtypes import dtypes_present as _dtypes_present
@@ -565,7 +566,20 @@ def matmul(x1, x2, /):
         >>> xp.matmul(xp.asarray([[1.0, 2.0], [3.0, 4.0]]), xp.asarray([1.0, 1.0]))
         tensor([3., 7.])
     """
-    return _fc.matmul(x1, x2)
+    return _products(_fc.matmul, x1, x2)
+
+
+def _products(fn, x1, x2, **kw):
+    """``fn(x1, x2)`` (a matrix/tensor product) on the standard's promoted dtype, uint16/32/64 included.
+
+    The kernels lack uint16/32/64: products and sums wrap alike in int32/int64 (uint16/32, by
+    value) and on uint64's int64 bits, so the result is cast back.
+    """
+    x1, x2 = _binary_operands(fn.__name__, x1, x2)
+    if not _needs_signed(x1.dtype):
+        return fn(x1, x2, **kw)
+    out = fn(_to_signed(x1, ordered=False), _to_signed(x2, ordered=False), **kw)
+    return _from_signed(out, x1.dtype, ordered=False)
 
 
 def matrix_transpose(x, /):
@@ -591,7 +605,7 @@ def tensordot(x1, x2, /, *, axes=2):
         >>> xp.tensordot(xp.ones((2, 3)), xp.ones((3, 4)), axes=1).shape, xp.tensordot(xp.ones(3), xp.ones(3), axes=1)
         ((2, 4), tensor(3.))
     """
-    return _fc.tensordot(x1, x2, dims=axes)
+    return _products(_fc.tensordot, x1, x2, dims=axes)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
@@ -605,8 +619,10 @@ def vecdot(x1, x2, /, *, axis=-1):
     """
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"vecdot: axis {axis} has size {x1.shape[axis]} in x1 and {x2.shape[axis]} in x2")
+    x1, x2 = _binary_operands("vecdot", x1, x2)
     a = _fc.conj(x1) if _is_complex(x1.dtype) else x1
-    return _fc.sum(a * x2, axis)
+    # The sum keeps the operands' dtype (PyTorch's widens small integers to int64).
+    return _unsigned_safe(lambda t: _fc.sum(t, axis), _call_kernel("vecdot", "mul", a, x2)).to(x1.dtype)
 
 
 def broadcast_arrays(*arrays):
@@ -645,9 +661,18 @@ def concat(arrays, /, *, axis: int | None = 0):
         >>> xp.concat([xp.ones((1, 2)), xp.zeros((2, 2))]).shape, xp.concat([xp.ones(2), xp.zeros(1)], axis=None)
         ((3, 2), tensor([1., 1., 0.]))
     """
+    arrays = _promoted(list(arrays))
     if axis is None:
-        return _fc.cat([a.reshape(-1) for a in arrays], 0)
-    return _fc.cat(list(arrays), axis)
+        arrays, axis = [a.reshape(-1) for a in arrays], 0
+    return _fc.cat(arrays, axis)
+
+
+def _promoted(arrays: list) -> list:
+    """The arrays cast to their common dtype (the standard's promotion: uint16/32/64 too)."""
+    if not arrays:
+        return arrays
+    dtype = result_type(*arrays)
+    return [a.to(dtype) for a in arrays]
 
 
 def expand_dims(x, /, axis: int = 0):
@@ -785,7 +810,7 @@ def stack(arrays, /, *, axis: int = 0):
         tensor([[1, 3],
                 [2, 4]])
     """
-    return _fc.stack(list(arrays), axis)
+    return _fc.stack(_promoted(list(arrays)), axis)
 
 
 def tile(x, repetitions, /):
@@ -1198,7 +1223,9 @@ def all(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
         >>> xp.all(xp.asarray([[True, False], [True, True]]), axis=1)
         tensor([False,  True])
     """
-    return _reduction("all", _fc.all, x, axis, keepdims, identity=lambda t: t != 0)
+    _check_tensor("all", x)
+    # PyTorch's all of a uint8 array is uint8; the standard's is bool (NaN counts as true).
+    return _reduction("all", _fc.all, x if x.dtype == _fc.bool else x != 0, axis, keepdims, identity=_fc.clone)
 
 
 def any(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
@@ -1210,7 +1237,8 @@ def any(x, /, *, axis=None, keepdims: _builtins.bool = False):  # noqa: A001
         >>> xp.any(xp.asarray([[True, False], [False, False]]), axis=1)
         tensor([ True, False])
     """
-    return _reduction("any", _fc.any, x, axis, keepdims, identity=lambda t: t != 0)
+    _check_tensor("any", x)
+    return _reduction("any", _fc.any, x if x.dtype == _fc.bool else x != 0, axis, keepdims, identity=_fc.clone)
 
 
 def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None):

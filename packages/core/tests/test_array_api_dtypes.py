@@ -279,3 +279,70 @@ def test_round_of_complex_and_integer_arrays():
     np.testing.assert_array_equal(to_numpy(out), np.round(z))
     out = xp.round(xp.asarray([3, -4], dtype=xp.int16))
     assert out.dtype == xp.int16 and out.tolist() == [3, -4]
+
+
+# ---------------------------------------------------------------------------
+# Products, joins and reductions: the standard's dtypes
+
+
+@pytest.mark.parametrize("name", ["uint8", *WIDE_UNSIGNED])
+def test_matrix_products_of_unsigned_types(name):
+    a, na = arr([[1, 2], [3, 4]], name)
+    b, nb = arr([[5, 250], [7, 8]], name)
+    for got, expected in [
+        (xp.matmul(a, b), na @ nb),
+        (xp.tensordot(a, b, axes=1), np.tensordot(na, nb, axes=1)),
+        (xp.vecdot(a, b), np.sum(na * nb, axis=-1, dtype=np_dtype(name))),
+        (xp.linalg.outer(a[0], b[1]), np.outer(na[0], nb[1])),
+    ]:
+        assert got.dtype == xp_dtype(name)
+        np.testing.assert_array_equal(to_numpy(got), expected)
+
+
+def test_uint64_matmul_wraps_like_numpy():
+    a, na = arr([[2**64 - 1, 1]], "uint64")
+    b, nb = arr([[2], [3]], "uint64")
+    np.testing.assert_array_equal(to_numpy(xp.matmul(a, b)), na @ nb)
+
+
+def test_products_promote_their_operands():
+    a = xp.asarray([[1.0, 2.0]], dtype=xp.float32)
+    b = xp.asarray([[3.0], [4.0]], dtype=xp.float64)
+    assert xp.matmul(a, b).dtype == xp.float64 and xp.matmul(a, b).tolist() == [[11.0]]
+    assert xp.vecdot(xp.asarray([1, 2], dtype=xp.int8), xp.asarray([3, 4], dtype=xp.uint8)).dtype == xp.int16
+    x = xp.linalg.solve(xp.asarray([[2.0]], dtype=xp.float32), xp.asarray([4.0], dtype=xp.float64))
+    assert x.dtype == xp.float64 and x.tolist() == [2.0]
+
+
+def test_concat_and_stack_promote():
+    a, na = arr([1, 2], "uint16")
+    b, nb = arr([3, 4], "uint8")
+    out = xp.concat([a, b])
+    assert out.dtype == xp.uint16
+    np.testing.assert_array_equal(to_numpy(out), np.concatenate([na, nb]))
+    out = xp.stack([a, b], axis=1)
+    assert out.dtype == xp.uint16
+    np.testing.assert_array_equal(to_numpy(out), np.stack([na, nb], axis=1))
+    assert xp.concat([xp.ones(1, dtype=xp.int8), xp.ones(1, dtype=xp.uint16)], axis=None).dtype == xp.int32
+
+
+@pytest.mark.parametrize("name", ["uint8", "int16", "float32", "complex64"])
+def test_all_and_any_give_bool(name):
+    x = xp.asarray([[0, 1], [2, 3]], dtype=xp_dtype(name))
+    n = to_numpy(x)
+    for fn in ("all", "any"):
+        out = getattr(xp, fn)(x, axis=1)
+        assert out.dtype == xp.bool
+        np.testing.assert_array_equal(to_numpy(out), getattr(np, fn)(n, axis=1))
+    assert xp.all(xp.asarray([float("nan")])).tolist() is True  # NaN is nonzero
+
+
+def test_cross_broadcasts_and_promotes():
+    a = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
+    b = np.array([0.0, 1.0, 0.0], dtype=np.float32)
+    out = xp.linalg.cross(xp.asarray(a), xp.asarray(b))
+    assert out.dtype == xp.float64
+    np.testing.assert_array_equal(to_numpy(out), np.cross(a, b))
+    assert xp.linalg.cross(xp.zeros((0, 3)), xp.asarray([1.0, 2.0, 3.0])).shape == (0, 3)
+    with pytest.raises(ValueError, match="cross: axis 0 must have size 3"):
+        xp.linalg.cross(xp.asarray(a), xp.asarray(a), axis=0)
