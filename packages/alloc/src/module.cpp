@@ -324,44 +324,144 @@ Example:
           "Cap on reserved bytes, or None.")
       .def("memory_stats", &stats_dict,
            "Statistics as a flat dict with torch.cuda.memory_stats() keys, e.g. "
-           "'allocated_bytes.all.current', 'reserved_bytes.large_pool.peak', 'num_device_alloc' (segments "
-           "taken from the raw backend), 'num_device_free', 'num_alloc_retries', 'num_ooms'.")
+           "'allocated_bytes.all.current',\n"
+           "'reserved_bytes.large_pool.peak', 'num_device_alloc' (segments taken from the raw backend),\n"
+           "'num_device_free', 'num_alloc_retries', 'num_ooms'.\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> stats = a.memory_stats()\n"
+           ">>> stats[\"allocated_bytes.all.current\"], stats[\"num_device_alloc\"]\n"
+           "(4096, 1)\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
       .def(
           "memory_allocated",
           [](const CachingAllocator& a) {
             return a.stats().allocated_bytes[flambeau::alloc::kAggregate].current;
           },
-          "Bytes in allocated blocks (rounded sizes).")
+          "Bytes in allocated blocks (rounded sizes), as torch.cuda.memory_allocated for this allocator.\n"
+          "\n"
+          ">>> a = flambeau_alloc.CachingAllocator()\n"
+          ">>> before = flambeau_core.get_allocator()\n"
+          ">>> _ = flambeau_core.set_allocator(a)\n"
+          ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+          ">>> a.memory_allocated()\n"
+          "4096\n"
+          ">>> del t\n"
+          ">>> a.memory_allocated()\n"
+          "0\n"
+          ">>> _ = flambeau_core.set_allocator(before)")
       .def(
           "max_memory_allocated",
           [](const CachingAllocator& a) {
             return a.stats().allocated_bytes[flambeau::alloc::kAggregate].peak;
           },
-          "Peak of memory_allocated() since the last reset_peak_memory_stats().")
+          "Peak of memory_allocated() since the last reset_peak_memory_stats().\n"
+          "\n"
+          ">>> a = flambeau_alloc.CachingAllocator()\n"
+          ">>> before = flambeau_core.get_allocator()\n"
+          ">>> _ = flambeau_core.set_allocator(a)\n"
+          ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+          ">>> del t\n"
+          ">>> a.memory_allocated(), a.max_memory_allocated()\n"
+          "(0, 4096)\n"
+          ">>> _ = flambeau_core.set_allocator(before)")
       .def(
           "memory_reserved",
           [](const CachingAllocator& a) {
             return a.stats().reserved_bytes[flambeau::alloc::kAggregate].current;
           },
-          "Bytes in segments held from the backend (allocated + cached).")
+          "Bytes in segments held from the backend (allocated + cached).\n"
+          "\n"
+          ">>> a = flambeau_alloc.CachingAllocator()\n"
+          ">>> before = flambeau_core.get_allocator()\n"
+          ">>> _ = flambeau_core.set_allocator(a)\n"
+          ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+          ">>> del t\n"
+          ">>> a.memory_reserved()  # the freed block stays cached\n"
+          "2097152\n"
+          ">>> _ = flambeau_core.set_allocator(before)")
       .def(
           "max_memory_reserved",
           [](const CachingAllocator& a) {
             return a.stats().reserved_bytes[flambeau::alloc::kAggregate].peak;
           },
-          "Peak of memory_reserved() since the last reset_peak_memory_stats().")
+          "Peak of memory_reserved() since the last reset_peak_memory_stats().\n"
+          "\n"
+          ">>> a = flambeau_alloc.CachingAllocator()\n"
+          ">>> before = flambeau_core.get_allocator()\n"
+          ">>> _ = flambeau_core.set_allocator(a)\n"
+          ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+          ">>> del t\n"
+          ">>> a.empty_cache()\n"
+          ">>> a.memory_reserved(), a.max_memory_reserved()\n"
+          "(0, 2097152)\n"
+          ">>> _ = flambeau_core.set_allocator(before)")
       .def("empty_cache", &CachingAllocator::empty_cache, py::call_guard<py::gil_scoped_release>(),
-           "Returns every wholly free segment to the backend. Tensors alive keep their memory.")
+           "Returns every wholly free segment to the backend. Tensors alive keep their memory.\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> a.empty_cache()\n"
+           ">>> a.memory_reserved()  # t's segment is in use: kept\n"
+           "2097152\n"
+           ">>> del t\n"
+           ">>> a.empty_cache()\n"
+           ">>> a.memory_reserved()\n"
+           "0\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
       .def("reset_peak_memory_stats", &CachingAllocator::reset_peak_stats,
-           "Sets every peak to its current value.")
+           "Sets every peak to its current value.\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> del t\n"
+           ">>> a.reset_peak_memory_stats()\n"
+           ">>> a.max_memory_allocated()\n"
+           "0\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
       .def("reset_accumulated_memory_stats", &CachingAllocator::reset_accumulated_stats,
-           "Sets the running totals (allocated/freed, raw allocs/frees, retries, OOMs) to zero.")
+           "Sets the running totals (allocated/freed, raw allocs/frees, retries, OOMs) to zero.\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> a.reset_accumulated_memory_stats()\n"
+           ">>> a.memory_stats()[\"num_device_alloc\"], a.memory_allocated()  # the current values stay\n"
+           "(0, 4096)\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
       .def("memory_snapshot", &snapshot_list,
-           "Segments in address order, each a dict (address, total_size, allocated_size, requested_size, "
+           "Segments in address order, each a dict (address, total_size, allocated_size, requested_size,\n"
            "segment_type 'small'/'large', blocks); each block a dict (address, size, requested_size, "
-           "allocated, "
-           "state 'active_allocated'/'inactive'). Blocks cover their segment without gaps.")
-      .def("memory_summary", &CachingAllocator::summary, "A human-readable table of memory_stats().")
+           "allocated,\n"
+           "state 'active_allocated'/'inactive'). Blocks cover their segment without gaps.\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> [(s[\"segment_type\"], s[\"total_size\"], s[\"allocated_size\"]) for s in "
+           "a.memory_snapshot()]\n"
+           "[('small', 2097152, 4096)]\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
+      .def("memory_summary", &CachingAllocator::summary,
+           "A human-readable table of memory_stats().\n"
+           "\n"
+           ">>> a = flambeau_alloc.CachingAllocator()\n"
+           ">>> before = flambeau_core.get_allocator()\n"
+           ">>> _ = flambeau_core.set_allocator(a)\n"
+           ">>> t = flambeau_core.empty(1000)  # 4000 bytes, rounded to 4096 in a 2 MiB segment\n"
+           ">>> print(a.memory_summary())  # doctest: +ELLIPSIS\n"
+           "|===...\n"
+           "| flambeau-alloc memory summary: 'caching' allocator on cpu pages ...\n"
+           ">>> _ = flambeau_core.set_allocator(before)")
       .def("_trace", &trace_list,
            "Note [Memory history]: the recorded events (action, addr, size, stream, time_us, frames), oldest "
            "first; empty unless history is recorded.")
@@ -424,7 +524,11 @@ Example:
   m.def("_history_enabled", &CachingAllocator::history_enabled);
 
   m.def("caching_allocator", &flambeau::alloc::default_caching_allocator,
-        "The process-wide CachingAllocator that enable() installs.");
+        "The process-wide CachingAllocator that enable() installs (import flambeau does).\n"
+        "\n"
+        ">>> a = flambeau_alloc.caching_allocator()\n"
+        ">>> isinstance(a, flambeau_alloc.CachingAllocator), a is flambeau_alloc.caching_allocator()\n"
+        "(True, True)");
   m.def("_bench_alloc_free", &bench_alloc_free, py::arg("allocator"), py::arg("nbytes"),
         py::arg("iterations"), py::arg("touch_pages") = false);
   m.def("_stress", &stress, py::arg("allocator"), py::arg("iterations"), py::arg("threads"),

@@ -125,8 +125,24 @@ py::object node_or_none(const std::shared_ptr<Node>& fn) { return fn ? py::cast(
 
 void init_node(py::module_& m) {
   py::class_<Node, std::shared_ptr<Node>>(m, "Node",
-                                          "A backward function of the autograd graph (Tensor.grad_fn).")
-      .def("name", &Node::name)
+                                          "A backward function of the autograd graph (Tensor.grad_fn).\n"
+                                          "\n"
+                                          "Every Node is of this one class (PyTorch makes a class per "
+                                          "function, MulBackward0, ...): name() says\n"
+                                          "which function it is.\n"
+                                          "\n"
+                                          ">>> x = flambeau_core.tensor([1.0, 2.0], requires_grad=True)\n"
+                                          ">>> y = x * 3\n"
+                                          ">>> isinstance(y.grad_fn, flambeau_autograd.Node), "
+                                          "y.grad_fn.name()\n"
+                                          "(True, 'MulBackward0')")
+      .def("name", &Node::name,
+           "The name of the backward function (MulBackward0, AccumulateGrad, ...; PyTorch's\n"
+           "AccumulateGrad says torch::autograd::AccumulateGrad).\n"
+           "\n"
+           ">>> x = flambeau_core.tensor([1.0], requires_grad=True)\n"
+           ">>> (x * 2).grad_fn.name(), (x * 2).grad_fn.next_functions[0][0].name()\n"
+           "('MulBackward0', 'AccumulateGrad')")
       .def_property_readonly("next_functions",
                              [](const Node& n) {
                                py::tuple t(n.next_edges().size());
@@ -144,7 +160,19 @@ void init_node(py::module_& m) {
             n.pre_hooks().emplace_back(0, hook);
             return HookHandle{hook, nullptr};
           },
-          "fn(grad) on the gradient of this node's first output before it runs; may return a new grad.")
+          "fn(grad) on the gradient of this node's first output before it runs; may return a new grad.\n"
+          "\n"
+          "PyTorch's hook takes and returns the tuple of every output's gradient; this one the first "
+          "output's\n"
+          "gradient alone. Returns a RemovableHandle.\n"
+          "\n"
+          ">>> x = flambeau_core.tensor([1.0, 2.0], requires_grad=True)\n"
+          ">>> y = x * 3\n"
+          ">>> handle = y.grad_fn.register_prehook(lambda grad: grad * 2)\n"
+          ">>> y.sum().backward()\n"
+          ">>> x.grad.tolist()\n"
+          "[6.0, 6.0]\n"
+          ">>> handle.remove()")
       .def(
           "register_hook",
           [](Node& n, py::object fn) {
@@ -152,7 +180,18 @@ void init_node(py::module_& m) {
             n.post_hooks().push_back(hook);
             return HookHandle{nullptr, hook};
           },
-          "fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs.")
+          "fn(grad_inputs, grad_outputs) after this node ran; may return new grad_inputs.\n"
+          "\n"
+          "Returns a RemovableHandle.\n"
+          "\n"
+          ">>> x = flambeau_core.tensor([1.0, 2.0], requires_grad=True)\n"
+          ">>> y = x * 3\n"
+          ">>> seen = []\n"
+          ">>> handle = y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: "
+          "seen.append(grad_outputs[0].tolist()))\n"
+          ">>> y.sum().backward()\n"
+          ">>> seen, x.grad.tolist()\n"
+          "([[1.0, 1.0]], [3.0, 3.0])")
       .def("__repr__", [](const Node& n) { return "<" + n.name() + " object>"; })
       .def_property_readonly("variable", [](const Node& n) -> py::object {
         if (auto* acc = dynamic_cast<const AccumulateGrad*>(&n)) return py::cast(acc->variable);
@@ -198,7 +237,14 @@ void init_tensor_methods(py::module_& m) {
             m->grad_fn_->pre_hooks().emplace_back(m->output_nr_,
                                                   std::make_shared<RetainGradHook>(t.impl_ptr()));
           },
-          "Keep .grad for this non-leaf tensor after backward().")
+          "Keep .grad for this non-leaf tensor after backward().\n"
+          "\n"
+          ">>> x = flambeau_core.tensor([1.0, 2.0], requires_grad=True)\n"
+          ">>> y = x * 3\n"
+          ">>> y.retain_grad()\n"
+          ">>> (y * y).sum().backward()\n"
+          ">>> y.grad.tolist()\n"
+          "[6.0, 12.0]")
       .def(
           "register_hook",
           [](const Tensor& t, py::object fn) {
@@ -214,13 +260,27 @@ void init_tensor_methods(py::module_& m) {
             return HookHandle{hook, nullptr};
           },
           py::arg("hook"),
-          "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.")
+          "Calls hook(grad) when the gradient of this tensor is computed; it may return a new grad.\n"
+          "\n"
+          "Returns a RemovableHandle.\n"
+          "\n"
+          ">>> x = flambeau_core.tensor([1.0, 2.0], requires_grad=True)\n"
+          ">>> handle = x.register_hook(lambda grad: grad * 10)\n"
+          ">>> (x * x).sum().backward()\n"
+          ">>> x.grad.tolist()\n"
+          "[20.0, 40.0]\n"
+          ">>> handle.remove()")
       .def_property_readonly(
           "data", [](const Tensor& t) { return shallow_alias(t); },
           "This tensor's values outside the graph (as detach(); in-place changes are not tracked).")
       .def(
           "detach", [](const Tensor& t) { return shallow_alias(t); },
-          "A new tensor sharing this one's memory, cut from the graph (never requires grad).")
+          "A new tensor sharing this one's memory, cut from the graph (never requires grad).\n"
+          "\n"
+          ">>> y = flambeau_core.tensor([1.0, 2.0], requires_grad=True) * 2\n"
+          ">>> d = y.detach()\n"
+          ">>> d.requires_grad, d.data_ptr() == y.data_ptr()\n"
+          "(False, True)")
       .def(
           "detach_",
           [](const Tensor& t) {
@@ -231,7 +291,11 @@ void init_tensor_methods(py::module_& m) {
             }
             return t;
           },
-          "Cuts this tensor from the graph in place.");
+          "Cuts this tensor from the graph in place; returns it.\n"
+          "\n"
+          ">>> y = flambeau_core.tensor([1.0, 2.0], requires_grad=True) * 2\n"
+          ">>> y.detach_() is y, y.requires_grad, y.grad_fn\n"
+          "(True, False, None)");
 }
 
 // Note [Forward-mode AD] (engine.h): the primitives of flambeau_autograd.forward_ad.
@@ -284,7 +348,23 @@ PYBIND11_MODULE(_C, m) {
   using namespace flambeau::autograd;
   flambeau::python::import_core_and_check_abi("flambeau_autograd._C");
   m.doc() = "flambeau-autograd's compiled engine (use the flambeau_autograd package instead)";
-  py::class_<HookHandle>(m, "RemovableHandle").def("remove", &HookHandle::remove);
+  py::class_<HookHandle>(m, "RemovableHandle",
+                         "What register_hook and register_prehook return: remove() takes the hook away.\n"
+                         "\n"
+                         ">>> x = flambeau_core.tensor([1.0], requires_grad=True)\n"
+                         ">>> handle = x.register_hook(lambda grad: grad * 10)\n"
+                         ">>> isinstance(handle, flambeau_autograd.RemovableHandle)\n"
+                         "True\n"
+                         ">>> handle.remove()")
+      .def("remove", &HookHandle::remove,
+           "Removes the hook; removing it again does nothing.\n"
+           "\n"
+           ">>> x = flambeau_core.tensor([1.0], requires_grad=True)\n"
+           ">>> handle = x.register_hook(lambda grad: grad * 10)\n"
+           ">>> handle.remove()\n"
+           ">>> (x * x).sum().backward()\n"
+           ">>> x.grad.tolist()  # the hook did not run\n"
+           "[2.0]");
   init_node(m);
   init_tensor_methods(m);
   init_python_function(m);

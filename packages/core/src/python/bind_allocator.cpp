@@ -90,15 +90,28 @@ py::object allocator_handle(AllocatorPtr a) { return py::cast(std::move(a)); }
 
 void init_allocator(py::module_& m) {
   py::class_<Allocator, std::shared_ptr<Allocator>>(
-      m, "Allocator", "A memory allocator registered in core (Note [Allocator registry]).")
+      m, "Allocator",
+      "A memory allocator registered in core (Note [Allocator registry]); flambeau's, not PyTorch's.\n"
+      "\n"
+      ">>> a = flambeau_core.system_allocator()\n"
+      ">>> isinstance(a, flambeau_core.Allocator), a.name\n"
+      "(True, 'system')")
       .def_property_readonly("name", &Allocator::name)
       .def("__repr__", [](const Allocator& a) { return "<flambeau Allocator '" + a.name() + "'>"; });
 
   m.def(
       "get_allocator",
       [](py::handle device) { return get_allocator(parse_device(device, "get_allocator").type); },
-      py::arg("device") = "cpu", "The current allocator for a device type.");
-  m.def("system_allocator", &system_allocator, "Core's default aligned system allocator.");
+      py::arg("device") = "cpu",
+      "The current allocator for a device type.\n"
+      "\n"
+      ">>> isinstance(flambeau_core.get_allocator(\"cpu\"), flambeau_core.Allocator)\n"
+      "True");
+  m.def("system_allocator", &system_allocator,
+        "Core's default aligned system allocator.\n"
+        "\n"
+        ">>> flambeau_core.system_allocator().name\n"
+        "'system'");
   m.def(
       "set_allocator",
       [](py::object allocator, py::handle device) {
@@ -107,9 +120,15 @@ void init_allocator(py::module_& m) {
         return get_allocator(type);
       },
       py::arg("allocator"), py::arg("device") = "cpu",
-      "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator "
+      "Makes `allocator` the current one for `device`; tensors alive now are still freed by the allocator\n"
       "that made them. Accepts an Allocator, or any object with malloc(nbytes) -> int and free(ptr, "
-      "nbytes).");
+      "nbytes).\n"
+      "Returns the allocator now current.\n"
+      "\n"
+      ">>> before = flambeau_core.get_allocator()\n"
+      ">>> flambeau_core.set_allocator(flambeau_core.system_allocator()).name\n"
+      "'system'\n"
+      ">>> _ = flambeau_core.set_allocator(before)");
   m.def(
       "_clone_with_allocator",
       [](const Tensor& t, py::object allocator) {

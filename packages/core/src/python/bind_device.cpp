@@ -150,8 +150,15 @@ void init_device(py::module_& m) {
         tls_default_device = d;
       },
       py::arg("device"),
-      "Sets the device of factories called without device= (this thread; None: back to cpu), as "
-      "torch.set_default_device. `with flambeau_core.device(d):` does it for a block.");
+      "Sets the device of factories called without device= (this thread; None: back to cpu), as\n"
+      "torch.set_default_device. `with flambeau_core.device(d):` does it for a block.\n"
+      "\n"
+      ">>> flambeau_core.set_default_device(\"meta\")\n"
+      ">>> flambeau_core.zeros(2).device\n"
+      "device(type='meta')\n"
+      ">>> flambeau_core.set_default_device(None)\n"
+      ">>> flambeau_core.zeros(2).device\n"
+      "device(type='cpu')");
   m.def(
       "get_default_device",
       [] {
@@ -159,7 +166,10 @@ void init_device(py::module_& m) {
         // As PyTorch: a device type without an index reads as its current device.
         return d.index < 0 && !d.is_cpu() ? resolve_device(d) : d;
       },
-      "The device factories use when called without device= (torch.get_default_device).");
+      "The device factories use when called without device= (torch.get_default_device).\n"
+      "\n"
+      ">>> flambeau_core.get_default_device()\n"
+      "device(type='cpu')");
   py::object device_cls = m.attr("device");
   device_cls.attr("__enter__") = py::cpp_function(
       [](const Device& d) {
@@ -278,7 +288,11 @@ void init_device(py::module_& m) {
                 if (AllocatorPtr p = b->pinned_host_allocator(); p && p == a) return true;
             return false;
           },
-          py::name("is_pinned"), py::is_method(cls), "True if the tensor lives in pinned host memory."));
+          py::name("is_pinned"), py::is_method(cls),
+          "True if the tensor lives in pinned host memory (pin_memory()).\n"
+          "\n"
+          ">>> flambeau_core.zeros(2).is_pinned()\n"
+          "False"));
   py::setattr(
       cls, "pin_memory",
       py::cpp_function(

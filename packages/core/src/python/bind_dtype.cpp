@@ -24,7 +24,14 @@ PyObject* dtype_object(ScalarType t) {
 
 void init_dtype(py::module_& m) {
   py::enum_<ScalarType> dtype(m, "dtype",
-                              "The data type of a tensor's elements (flambeau_core.float32, ...).");
+                              "The data type of a tensor's elements (flambeau_core.float32, ...).\n"
+                              "\n"
+                              ">>> d = flambeau_core.float32\n"
+                              ">>> isinstance(d, flambeau_core.dtype), d.itemsize, d.is_floating_point, "
+                              "d.is_signed\n"
+                              "(True, 4, True, True)\n"
+                              ">>> flambeau_core.zeros(2).dtype == flambeau_core.float32\n"
+                              "True");
   for (int i = 0; i < kNumScalarTypes; ++i) {
     auto t = static_cast<ScalarType>(i);
     dtype.value(dtype_name(t), t);
@@ -37,13 +44,22 @@ void init_dtype(py::module_& m) {
       .def_property_readonly("is_floating_point", [](ScalarType t) { return is_floating(t); })
       .def_property_readonly("is_complex", [](ScalarType t) { return is_complex(t); })
       .def_property_readonly("is_signed", [](ScalarType t) { return !is_unsigned(t); })
-      .def("to_real", [](ScalarType t) { return to_real_dtype(t); })
+      .def(
+          "to_real", [](ScalarType t) { return to_real_dtype(t); },
+          "The real dtype of a complex one (complex64 -> float32); a real dtype is returned as it is.\n"
+          "\n"
+          ">>> str(flambeau_core.complex64.to_real()), str(flambeau_core.float64.to_real())\n"
+          "('flambeau.float32', 'flambeau.float64')")
       .def("to_complex",
            [](ScalarType t) {
              FB_CHECK_TYPE(is_floating(t) || is_complex(t),
                            "[to_complex] expects a floating or complex dtype, got ", dtype_name(t));
              return to_complex_dtype(t);
-           })
+           },
+           "The complex dtype of a floating one (float32 -> complex64); TypeError for an integer dtype.\n"
+           "\n"
+           ">>> str(flambeau_core.float32.to_complex()), str(flambeau_core.float64.to_complex())\n"
+           "('flambeau.complex64', 'flambeau.complex128')")
       .def("__reduce__",
            // A string means "the global of that name in the type's module":
            // flambeau_core._C.float32 (exported below), so dtypes pickle.
@@ -60,7 +76,11 @@ void init_dtype(py::module_& m) {
 
   py::enum_<MemoryFormat> memory_format(
       m, "memory_format",
-      "How a dense tensor's elements are ordered in memory (flambeau_core.channels_last, ...).");
+      "How a dense tensor's elements are ordered in memory (flambeau_core.channels_last, ...).\n"
+      "\n"
+      ">>> x = flambeau_core.zeros(1, 3, 2, 2).contiguous(memory_format=flambeau_core.channels_last)\n"
+      ">>> x.is_contiguous(memory_format=flambeau_core.channels_last), x.stride()\n"
+      "(True, (12, 1, 6, 3))");
   for (int i = 0; i < kNumMemoryFormats; ++i) {
     auto f = static_cast<MemoryFormat>(i);
     memory_format.value(memory_format_name(f), f);
@@ -74,12 +94,28 @@ void init_dtype(py::module_& m) {
   memory_format.export_values();
 
   m.def("promote_types", &promote_types, py::arg("type1"), py::arg("type2"),
-        "The dtype that an op on tensors of dtypes type1 and type2 computes in.");
+        "The dtype that an op on tensors of dtypes type1 and type2 computes in.\n"
+        "\n"
+        ">>> str(flambeau_core.promote_types(flambeau_core.int32, flambeau_core.float32))\n"
+        "'flambeau.float32'\n"
+        ">>> str(flambeau_core.promote_types(flambeau_core.uint8, flambeau_core.int8))\n"
+        "'flambeau.int16'");
   m.def("_get_default_dtype", &default_float_dtype);
   m.def("_set_default_dtype", &set_default_float_dtype, py::arg("d"));
   m.def("_can_cast", &can_cast, py::arg("from_"), py::arg("to"));
 
-  py::class_<Device>(m, "device", "A device: flambeau_core.device('cpu').")
+  py::class_<Device>(m, "device",
+                    "A device: flambeau_core.device('cpu'), device('cuda', 0) or device('cuda:0').\n"
+                    "\n"
+                    "Unlike PyTorch's, a device compares equal to its string: device('cpu') == 'cpu' is "
+                    "True (False in\n"
+                    "PyTorch).\n"
+                    "\n"
+                    ">>> d = flambeau_core.device(\"cpu\")\n"
+                    ">>> d, d.type, d.index, d == \"cpu\"\n"
+                    "(device(type='cpu'), 'cpu', None, True)\n"
+                    ">>> flambeau_core.zeros(2).device == d\n"
+                    "True")
       .def(py::init([](const std::string& s) { return Device::parse(s); }), py::arg("type"))
       .def(py::init([](const std::string& s, int index) {
              FB_CHECK_VALUE(index >= 0, "[device] index must be >= 0, got ", index);

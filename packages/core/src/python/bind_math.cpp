@@ -104,7 +104,7 @@ Tensor to_py(const Tensor& self, const py::args& args, const py::kwargs& kwargs)
 
 /// Tensor.float(memory_format=preserve_format) and its siblings.
 void def_conversion(py::class_<TensorImpl, std::shared_ptr<TensorImpl>>& cls, const char* name,
-                    ScalarType dtype) {
+                    ScalarType dtype, const char* example) {
   cls.def(
       name,
       recorded(name,
@@ -112,7 +112,7 @@ void def_conversion(py::class_<TensorImpl, std::shared_ptr<TensorImpl>>& cls, co
                  return without_gil([&] { return convert(self, dtype, format, false); });
                }),
       py::kw_only(), py::arg("memory_format") = MemoryFormat::Preserve,
-      detail::cat_str("self.to(", dtype_name(dtype), ", memory_format=memory_format)").c_str());
+      detail::cat_str("self.to(", dtype_name(dtype), ", memory_format=memory_format)\n\n", example).c_str());
 }
 
 }  // namespace
@@ -139,25 +139,63 @@ void init_math(py::module_& m) {
             return op::fill_(a, s);
               },
               kMethod | kWrite),
-          py::arg("value"))
-      .def("to", recorded("to", &to_py))
+          py::arg("value"),
+          "Fills self with value (a number or a 0-d tensor, cast to self's dtype); returns self.\n"
+          "\n"
+          ">>> flambeau_core.zeros(3).fill_(2).tolist()\n"
+          "[2.0, 2.0, 2.0]")
+      .def("to", recorded("to", &to_py),
+           "A tensor of another dtype and/or device: to(dtype), to(device), to(device, dtype), to(other)\n"
+           "(other's dtype and device), with non_blocking=, copy= and memory_format= keywords. Returns "
+           "self when\n"
+           "nothing changes (unless copy=True).\n"
+           "\n"
+           ">>> x = flambeau_core.tensor([1, 2])\n"
+           ">>> x.to(flambeau_core.float64).tolist(), x.to(\"cpu\") is x\n"
+           "([1.0, 2.0], True)\n"
+           ">>> x.to(\"cpu\", flambeau_core.int32).dtype == flambeau_core.int32\n"
+           "True")
       .def(
           "type_as",
           recorded("type_as",
                    [](const Tensor& a, const Tensor& other) {
                      return without_gil([&] { return to_dtype(a, other.dtype()); });
                    }),
-          py::arg("other"));
-  def_conversion(cls, "float", ScalarType::Float32);
-  def_conversion(cls, "double", ScalarType::Float64);
-  def_conversion(cls, "half", ScalarType::Float16);
-  def_conversion(cls, "bfloat16", ScalarType::BFloat16);
-  def_conversion(cls, "long", ScalarType::Int64);
-  def_conversion(cls, "int", ScalarType::Int32);
-  def_conversion(cls, "short", ScalarType::Int16);
-  def_conversion(cls, "char", ScalarType::Int8);
-  def_conversion(cls, "byte", ScalarType::UInt8);
-  def_conversion(cls, "bool", ScalarType::Bool);
+          py::arg("other"),
+          "self.to(other.dtype).\n"
+          "\n"
+          ">>> flambeau_core.tensor([1, 2]).type_as(flambeau_core.zeros(1)).tolist()\n"
+          "[1.0, 2.0]");
+  def_conversion(cls, "float", ScalarType::Float32,
+                 ">>> flambeau_core.tensor([1, 2]).float().tolist()\n"
+                 "[1.0, 2.0]");
+  def_conversion(cls, "double", ScalarType::Float64,
+                 ">>> flambeau_core.tensor([1, 2]).double().dtype == flambeau_core.float64\n"
+                 "True");
+  def_conversion(cls, "half", ScalarType::Float16,
+                 ">>> flambeau_core.tensor([1.5, 2.0]).half().tolist()\n"
+                 "[1.5, 2.0]");
+  def_conversion(cls, "bfloat16", ScalarType::BFloat16,
+                 ">>> flambeau_core.tensor([1.5, 2.0]).bfloat16().tolist()\n"
+                 "[1.5, 2.0]");
+  def_conversion(cls, "long", ScalarType::Int64,
+                 ">>> flambeau_core.tensor([1.7, -2.7]).long().tolist()  # truncates toward 0\n"
+                 "[1, -2]");
+  def_conversion(cls, "int", ScalarType::Int32,
+                 ">>> flambeau_core.tensor([1.7, -2.7]).int().tolist()\n"
+                 "[1, -2]");
+  def_conversion(cls, "short", ScalarType::Int16,
+                 ">>> flambeau_core.tensor([1.7, -2.7]).short().tolist()\n"
+                 "[1, -2]");
+  def_conversion(cls, "char", ScalarType::Int8,
+                 ">>> flambeau_core.tensor([1.7, -2.7]).char().tolist()\n"
+                 "[1, -2]");
+  def_conversion(cls, "byte", ScalarType::UInt8,
+                 ">>> flambeau_core.tensor([1.7, 200.0]).byte().tolist()\n"
+                 "[1, 200]");
+  def_conversion(cls, "bool", ScalarType::Bool,
+                 ">>> flambeau_core.tensor([0.0, 0.5]).bool().tolist()\n"
+                 "[False, True]");
   m.def(
       "broadcast_shapes",
       [](const py::args& shapes) {
@@ -169,7 +207,10 @@ void init_math(py::module_& m) {
         }
         return py::tuple(py::cast(out));
       },
-      "The shape the given shapes broadcast to.");
+      "The shape the given shapes broadcast to, as a tuple (PyTorch returns a torch.Size).\n"
+      "\n"
+      ">>> flambeau_core.broadcast_shapes((2, 1), (3,))\n"
+      "(2, 3)");
   m.def("_cpu_capability", &cpu::cpu_capability,
         "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
         "capabilities]).");
@@ -193,7 +234,13 @@ void init_math(py::module_& m) {
         return result_type(as_operand(a, "result_type"), as_operand(b, "result_type"));
       },
       py::arg("tensor1"), py::arg("tensor2"),
-      "The dtype an op on these operands computes in (Python numbers are weak, as in PyTorch).");
+      "The dtype an op on these operands computes in (Python numbers are weak, as in PyTorch).\n"
+      "\n"
+      ">>> flambeau_core.result_type(flambeau_core.tensor([1, 2]), 1.0) == flambeau_core.float32\n"
+      "True\n"
+      ">>> flambeau_core.result_type(flambeau_core.tensor([1, 2], dtype=flambeau_core.int8), 1) == "
+      "flambeau_core.int8\n"
+      "True");
 }
 
 }  // namespace flambeau::python

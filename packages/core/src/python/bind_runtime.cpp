@@ -13,12 +13,30 @@
 namespace flambeau::python {
 
 void init_runtime(py::module_& m) {
-  m.def("get_num_threads", &get_num_threads, "Threads used for intra-op parallelism (kernels and OpenBLAS).");
+  m.def("get_num_threads", &get_num_threads,
+        "Threads used for intra-op parallelism (kernels and OpenBLAS).\n"
+        "\n"
+        ">>> flambeau_core.get_num_threads() >= 1\n"
+        "True");
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
-        "Sets the number of threads for kernels and OpenBLAS.");
+        "Sets the number of threads for kernels and OpenBLAS.\n"
+        "\n"
+        ">>> n = flambeau_core.get_num_threads()\n"
+        ">>> flambeau_core.set_num_threads(1)\n"
+        ">>> flambeau_core.get_num_threads()\n"
+        "1\n"
+        ">>> flambeau_core.set_num_threads(n)");
   m.def("default_num_threads", &default_num_threads,
-        "CPUs in this process's affinity mask, capped by the container's CPU quota.");
-  m.def("is_grad_enabled", &grad_mode_enabled);
+        "CPUs in this process's affinity mask, capped by the container's CPU quota (flambeau's; the\n"
+        "number of threads used when set_num_threads was not called).\n"
+        "\n"
+        ">>> flambeau_core.default_num_threads() >= 1\n"
+        "True");
+  m.def("is_grad_enabled", &grad_mode_enabled,
+        "True unless gradients are disabled on this thread (no_grad).\n"
+        "\n"
+        ">>> flambeau_core.is_grad_enabled()\n"
+        "True");
   m.def("_set_grad_enabled", &set_grad_mode_enabled, py::arg("enabled"));
   m.def(
       "manual_seed", [](py::handle seed) { manual_seed(as_seed(seed, "manual_seed")); }, py::arg("seed"),

@@ -216,7 +216,18 @@ py::object tensor_item(const Tensor& t_in) {
 
 void init_tensor(py::module_& m) {
   py::class_<TensorImpl, std::shared_ptr<TensorImpl>> cls(
-      m, "Tensor", py::buffer_protocol(), "A multi-dimensional array of one dtype on one device.");
+      m, "Tensor", py::buffer_protocol(),
+      "A multi-dimensional array of one dtype on one device.\n"
+      "\n"
+      "Made by factories (tensor, zeros, arange, ...), not by calling the class (Tensor(t) makes a new\n"
+      "Tensor object sharing t's memory, as nn.Parameter does). Its shape is a tuple (PyTorch's is a\n"
+      "torch.Size).\n"
+      "\n"
+      ">>> x = flambeau_core.tensor([[1.0, 2.0], [3.0, 4.0]])\n"
+      ">>> isinstance(x, flambeau_core.Tensor), x.shape, str(x.dtype), str(x.device)\n"
+      "(True, (2, 2), 'flambeau.float32', 'cpu')\n"
+      ">>> (x * 2).tolist()\n"
+      "[[2.0, 4.0], [6.0, 8.0]]");
   cls.def(py::init([](const Tensor& other) {
             // A new Tensor object sharing other's storage (used by nn.Parameter).
             auto impl = std::make_shared<TensorImpl>(
@@ -250,26 +261,71 @@ void init_tensor(py::module_& m) {
             }
             return py::int_(t.size(as_int64(dim, "size", "dim")));
           },
-          py::arg("dim") = py::none())
+          py::arg("dim") = py::none(),
+          "The shape as a tuple, or the size of dim (negative dims count from the end).\n"
+          "\n"
+          "PyTorch returns a torch.Size; flambeau a plain tuple.\n"
+          "\n"
+          ">>> x = flambeau_core.zeros(2, 3)\n"
+          ">>> x.size(), x.size(1), x.size(-2)\n"
+          "((2, 3), 3, 2)")
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {
             if (dim.is_none()) return py::tuple(py::cast(Shape(t.strides().begin(), t.strides().end())));
             return py::int_(t.stride(as_int64(dim, "stride", "dim")));
           },
-          py::arg("dim") = py::none())
+          py::arg("dim") = py::none(),
+          "The strides (in elements) as a tuple, or the stride of dim.\n"
+          "\n"
+          ">>> x = flambeau_core.zeros(2, 3)\n"
+          ">>> x.stride(), x.t().stride(), x.stride(0)\n"
+          "((3, 1), (1, 3), 3)")
       .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
       .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
       .def_property_readonly("ndim", [](const Tensor& t) { return t.dim(); })
-      .def("dim", [](const Tensor& t) { return t.dim(); })
-      .def("numel", [](const Tensor& t) { return t.numel(); })
+      .def("dim", [](const Tensor& t) { return t.dim(); },
+           "The number of dims (ndim).\n"
+           "\n"
+           ">>> flambeau_core.zeros(2, 3).dim(), flambeau_core.tensor(1.0).dim()\n"
+           "(2, 0)")
+      .def("numel", [](const Tensor& t) { return t.numel(); },
+           "The number of elements.\n"
+           "\n"
+           ">>> flambeau_core.zeros(2, 3).numel()\n"
+           "6")
       .def(
           "is_contiguous", [](const Tensor& t, MemoryFormat f) { return is_contiguous_in(t, f); },
-          py::arg("memory_format") = MemoryFormat::Contiguous)
-      .def("storage_offset", [](const Tensor& t) { return t.storage_offset(); })
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); })
-      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
+          py::arg("memory_format") = MemoryFormat::Contiguous,
+          "True if the elements are laid out in memory in the order memory_format says (row-major by "
+          "default).\n"
+          "\n"
+          ">>> x = flambeau_core.zeros(2, 3)\n"
+          ">>> x.is_contiguous(), x.t().is_contiguous()\n"
+          "(True, False)")
+      .def("storage_offset", [](const Tensor& t) { return t.storage_offset(); },
+           "The index, in elements, of the tensor's first element in its storage.\n"
+           "\n"
+           ">>> x = flambeau_core.arange(6)\n"
+           ">>> x.storage_offset(), x[2:].storage_offset()\n"
+           "(0, 2)")
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
+           "The address of the tensor's first element (an int; 0 for an empty storage).\n"
+           "\n"
+           ">>> x = flambeau_core.arange(4, dtype=flambeau_core.int64)\n"
+           ">>> x[1:].data_ptr() - x.data_ptr()  # one int64 further\n"
+           "8")
+      .def("element_size", [](const Tensor& t) { return itemsize(t.dtype()); },
+           "The size of one element in bytes (dtype.itemsize).\n"
+           "\n"
+           ">>> flambeau_core.zeros(2).element_size(), flambeau_core.zeros(2, "
+           "dtype=flambeau_core.float64).element_size()\n"
+           "(4, 8)")
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); },
+           "True if the dtype is a floating-point one (float16, bfloat16, float32, float64).\n"
+           "\n"
+           ">>> flambeau_core.zeros(1).is_floating_point(), flambeau_core.arange(3).is_floating_point()\n"
+           "(True, False)")
       .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
       .def_property_readonly("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
       .def_property_readonly("is_meta", [](const Tensor& t) { return t.device().is_meta(); })
@@ -333,14 +389,27 @@ void init_tensor(py::module_& m) {
                      t.set_requires_grad(v);
                      return t;
                    }),
-          py::arg("requires_grad") = true)
-      .def("item", recorded("item", &tensor_item))
+          py::arg("requires_grad") = true,
+          "Sets requires_grad (True by default) and returns self: autograd records ops on it.\n"
+          "\n"
+          ">>> x = flambeau_core.zeros(2).requires_grad_()\n"
+          ">>> x.requires_grad, x.requires_grad_(False).requires_grad\n"
+          "(True, False)")
+      .def("item", recorded("item", &tensor_item),
+           "The value of a one-element tensor as a Python number (bool, int, float or complex).\n"
+           "\n"
+           ">>> flambeau_core.tensor([2.5]).item(), flambeau_core.tensor(3).item()\n"
+           "(2.5, 3)")
       .def("tolist",
            recorded("tolist", [](const Tensor& t_in) {
              const Tensor t = to_cpu_for_read(t_in);
              check_cpu(t, "tolist");
              return tolist_rec(t, 0, static_cast<const char*>(t.data_ptr()));
-           }))
+           }),
+           "The values as nested Python lists of numbers (a number for a 0-d tensor).\n"
+           "\n"
+           ">>> flambeau_core.tensor([[1, 2], [3, 4]]).tolist(), flambeau_core.tensor(1.5).tolist()\n"
+           "([[1, 2], [3, 4]], 1.5)")
       .def("__len__",
            [](const Tensor& t) {
              FB_CHECK_TYPE(t.dim() > 0, "[len] len() of a 0-d tensor");

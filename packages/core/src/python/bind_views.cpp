@@ -423,13 +423,24 @@ void init_views(py::module_& m) {
                       return op::view_dtype(t, shape[0].cast<ScalarType>());
                     return op::view(t, parse_dims_arg(shape, "view"));
                   }),
-         "A view with another shape (one size may be -1), or view(dtype): the same memory read as another "
-         "dtype; shares memory. ValueError if the strides do not allow it (use reshape).")
+         "A view with another shape (one size may be -1), or view(dtype): the same memory read as another\n"
+         "dtype; shares memory. ValueError if the strides do not allow it (use reshape).\n"
+         "\n"
+         ">>> x = flambeau_core.arange(6)\n"
+         ">>> x.view(2, 3).tolist()\n"
+         "[[0, 1, 2], [3, 4, 5]]\n"
+         ">>> flambeau_core.tensor([0.0, 1.0]).view(flambeau_core.int32).tolist()\n"
+         "[0, 1065353216]")
       .def(
           "reshape",
           recorded("reshape",
                    [](const Tensor& t, py::args shape) { return reshape(t, parse_dims_arg(shape, "reshape")); }),
-          "Like view, but copies when the memory layout requires it.")
+          "Like view, but copies when the memory layout requires it.\n"
+          "\n"
+          ">>> flambeau_core.arange(6).reshape(3, -1).tolist()\n"
+          "[[0, 1], [2, 3], [4, 5]]\n"
+          ">>> flambeau_core.zeros(2, 3).t().reshape(6).shape  # not viewable: a copy\n"
+          "(6,)")
       .def(
           "transpose",
           recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
@@ -472,24 +483,41 @@ void init_views(py::module_& m) {
       .def(
           "expand_as",
           recorded("expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); }),
-          py::arg("other"))
+          py::arg("other"),
+          "self.expand(other.shape): a broadcast view (stride 0) to other's shape.\n"
+          "\n"
+          ">>> flambeau_core.tensor([[1], [2]]).expand_as(flambeau_core.zeros(2, 3)).tolist()\n"
+          "[[1, 1, 1], [2, 2, 2]]")
       .def(
           "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
           py::arg("start_dim") = 0, py::arg("end_dim") = -1,
           "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
           ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
       .def("narrow", recorded("narrow", &narrow_py), py::arg("dim"), py::arg("start"), py::arg("length"),
-           "The view t[..., start:start+length, ...] along dim.")
+           "The view t[..., start:start+length, ...] along dim.\n"
+           "\n"
+           ">>> flambeau_core.arange(5).narrow(0, 1, 3).tolist()\n"
+           "[1, 2, 3]")
       .def(
           "select",
           recorded("select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); }),
-          py::arg("dim"), py::arg("index"), "The view at `index` along dim (that dim removed).")
+          py::arg("dim"), py::arg("index"),
+          "The view at `index` along dim (that dim removed).\n"
+          "\n"
+          ">>> flambeau_core.arange(6).reshape(2, 3).select(0, 1).tolist()\n"
+          "[3, 4, 5]")
       .def("unbind", recorded("unbind", &unbind), py::arg("dim") = 0,
-           "A tuple of the views select(dim, i) for every i.")
+           "A tuple of the views select(dim, i) for every i.\n"
+           "\n"
+           ">>> [t.tolist() for t in flambeau_core.arange(4).reshape(2, 2).unbind(1)]\n"
+           "[[0, 2], [1, 3]]")
       .def("as_strided", &as_strided_py, py::arg("size"), py::arg("stride"),
            py::arg("storage_offset") = py::none(),
-           "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would "
-           "reach outside the storage.")
+           "A view with explicit sizes, strides (in elements) and storage offset; ValueError if it would\n"
+           "reach outside the storage.\n"
+           "\n"
+           ">>> flambeau_core.arange(6).as_strided((2, 2), (2, 1), 1).tolist()\n"
+           "[[1, 2], [3, 4]]")
       .def(
           "__getitem__", recorded("__getitem__", &getitem_overridable),
           "Basic indexing (ints, slices with step > 0, None, ...) returns a view; advanced indexing (integer "
@@ -507,7 +535,12 @@ void init_views(py::module_& m) {
            "accumulate=True).tolist()\n[3.0, 0.0, 3.0]")
       .def("index_put", recorded("index_put", &index_put_out_of_place), py::arg("indices"), py::arg("values"),
            py::arg("accumulate") = false,
-           "The out-of-place index_put_: a copy of self with values put at indices.");
+           "The out-of-place index_put_: a copy of self with values put at indices.\n"
+           "\n"
+           ">>> x = flambeau_core.zeros(3)\n"
+           ">>> x.index_put((flambeau_core.tensor([1]),), flambeau_core.tensor([5.0])).tolist(), "
+           "x.tolist()\n"
+           "([0.0, 5.0, 0.0], [0.0, 0.0, 0.0])");
 
   m.def(
       "reshape",
@@ -516,12 +549,24 @@ void init_views(py::module_& m) {
                  return reshape(t, parse_int_sequence(shape, "reshape", "shape"));
                },
                kFunction),
-      py::arg("input"), py::arg("shape"));
+      py::arg("input"), py::arg("shape"),
+      "reshape(input, shape) -> Tensor\n"
+      "\n"
+      "input with another shape (one size may be -1): a view when the strides allow it, else a copy.\n"
+      "\n"
+      ">>> flambeau_core.reshape(flambeau_core.arange(6), (2, -1)).tolist()\n"
+      "[[0, 1, 2], [3, 4, 5]]");
   m.def(
       "transpose",
       recorded(
           "transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }, kFunction),
-      py::arg("input"), py::arg("dim0"), py::arg("dim1"));
+      py::arg("input"), py::arg("dim0"), py::arg("dim1"),
+      "transpose(input, dim0, dim1) -> Tensor\n"
+      "\n"
+      "A view of input with dims dim0 and dim1 swapped.\n"
+      "\n"
+      ">>> flambeau_core.transpose(flambeau_core.zeros(2, 3), 0, 1).shape\n"
+      "(3, 2)");
   m.def(
       "permute",
       recorded("permute",
@@ -529,32 +574,105 @@ void init_views(py::module_& m) {
                  return op::permute(t, parse_int_sequence(dims, "permute", "dims"));
                },
                kFunction),
-      py::arg("input"), py::arg("dims"));
+      py::arg("input"), py::arg("dims"),
+      "permute(input, dims) -> Tensor\n"
+      "\n"
+      "A view of input with its dims reordered.\n"
+      "\n"
+      ">>> flambeau_core.permute(flambeau_core.zeros(2, 3, 4), (2, 0, 1)).shape\n"
+      "(4, 2, 3)");
   m.def(
       "unsqueeze",
       recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, kFunction),
-      py::arg("input"), py::arg("dim"));
-  m.def("squeeze", recorded("squeeze", &squeeze_py, kFunction), py::arg("input"), py::arg("dim") = py::none());
+      py::arg("input"), py::arg("dim"),
+      "unsqueeze(input, dim) -> Tensor\n"
+      "\n"
+      "A view of input with a size-1 dim inserted at dim.\n"
+      "\n"
+      ">>> flambeau_core.unsqueeze(flambeau_core.zeros(3), 1).shape\n"
+      "(3, 1)");
+  m.def("squeeze", recorded("squeeze", &squeeze_py, kFunction), py::arg("input"), py::arg("dim") = py::none(),
+      "squeeze(input, dim=None) -> Tensor\n"
+      "\n"
+      "A view of input without size-1 dims (all, or the given dim(s); a dim of another size is kept).\n"
+      "\n"
+      ">>> flambeau_core.squeeze(flambeau_core.zeros(1, 3, 1)).shape\n"
+      "(3,)\n"
+      ">>> flambeau_core.squeeze(flambeau_core.zeros(1, 3, 1), 0).shape\n"
+      "(3, 1)");
   m.def(
       "flatten",
       recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, kFunction),
-      py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
+      py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1,
+      "flatten(input, start_dim=0, end_dim=-1) -> Tensor\n"
+      "\n"
+      "Merges dims start_dim..end_dim into one (a view when possible).\n"
+      "\n"
+      ">>> flambeau_core.flatten(flambeau_core.zeros(2, 3, 4)).shape\n"
+      "(24,)\n"
+      ">>> flambeau_core.flatten(flambeau_core.zeros(2, 3, 4), 1).shape\n"
+      "(2, 12)");
   m.def("narrow", recorded("narrow", &narrow_py, kFunction), py::arg("input"), py::arg("dim"), py::arg("start"),
-        py::arg("length"));
+        py::arg("length"),
+      "narrow(input, dim, start, length) -> Tensor\n"
+      "\n"
+      "The view input[..., start:start+length, ...] along dim.\n"
+      "\n"
+      ">>> flambeau_core.narrow(flambeau_core.arange(6).reshape(2, 3), 1, 1, 2).tolist()\n"
+      "[[1, 2], [4, 5]]");
   m.def(
       "select",
       recorded(
           "select", [](const Tensor& t, int64_t dim, int64_t index) { return op::select(t, dim, index); }, kFunction),
-      py::arg("input"), py::arg("dim"), py::arg("index"));
-  m.def("unbind", recorded("unbind", &unbind, kFunction), py::arg("input"), py::arg("dim") = 0);
+      py::arg("input"), py::arg("dim"), py::arg("index"),
+      "select(input, dim, index) -> Tensor\n"
+      "\n"
+      "The view at index along dim (that dim removed).\n"
+      "\n"
+      ">>> flambeau_core.select(flambeau_core.arange(6).reshape(2, 3), 1, 0).tolist()\n"
+      "[0, 3]");
+  m.def("unbind", recorded("unbind", &unbind, kFunction), py::arg("input"), py::arg("dim") = 0,
+      "unbind(input, dim=0) -> tuple\n"
+      "\n"
+      "A tuple of the views select(input, dim, i) for every i.\n"
+      "\n"
+      ">>> [t.tolist() for t in flambeau_core.unbind(flambeau_core.arange(6).reshape(2, 3))]\n"
+      "[[0, 1, 2], [3, 4, 5]]");
   m.def("index_put_", recorded("index_put_", &index_put_py, kFunction | kWrite), py::arg("input"),
         py::arg("indices"), py::arg("values"),
-        py::arg("accumulate") = false);
+        py::arg("accumulate") = false,
+      "index_put_(input, indices, values, accumulate=False) -> Tensor\n"
+      "\n"
+      "input[indices] = values, in place (see Tensor.index_put_); returns input.\n"
+      "\n"
+      ">>> x = flambeau_core.zeros(3)\n"
+      ">>> flambeau_core.index_put_(x, (flambeau_core.tensor([0, 2]),), flambeau_core.tensor([1.0, "
+      "2.0])) is x\n"
+      "True\n"
+      ">>> x.tolist()\n"
+      "[1.0, 0.0, 2.0]");
   m.def("index_put", recorded("index_put", &index_put_out_of_place, kFunction), py::arg("input"),
         py::arg("indices"), py::arg("values"),
-        py::arg("accumulate") = false);
+        py::arg("accumulate") = false,
+      "index_put(input, indices, values, accumulate=False) -> Tensor\n"
+      "\n"
+      "A copy of input with values put at indices (see Tensor.index_put_); input is left as it is.\n"
+      "\n"
+      ">>> x = flambeau_core.zeros(3)\n"
+      ">>> idx = (flambeau_core.tensor([0, 0]),)\n"
+      ">>> flambeau_core.index_put(x, idx, flambeau_core.tensor([1.0, 2.0]), accumulate=True).tolist(), "
+      "x.tolist()\n"
+      "([3.0, 0.0, 0.0], [0.0, 0.0, 0.0])");
   m.def("as_strided", &as_strided_py, py::arg("input"), py::arg("size"), py::arg("stride"),
-        py::arg("storage_offset") = py::none());
+        py::arg("storage_offset") = py::none(),
+      "as_strided(input, size, stride, storage_offset=None) -> Tensor\n"
+      "\n"
+      "A view of input's storage with explicit sizes, strides (in elements) and storage offset (input's "
+      "by\n"
+      "default); ValueError if it would reach outside the storage.\n"
+      "\n"
+      ">>> flambeau_core.as_strided(flambeau_core.arange(6), (2, 2), (1, 2)).tolist()\n"
+      "[[0, 2], [1, 3]]");
 }
 
 }  // namespace flambeau::python
