@@ -291,6 +291,7 @@ def test_matrix_products_of_unsigned_types(name):
     b, nb = arr([[5, 250], [7, 8]], name)
     for got, expected in [
         (xp.matmul(a, b), na @ nb),
+        (xp.linalg.matmul(a, b), na @ nb),
         (xp.tensordot(a, b, axes=1), np.tensordot(na, nb, axes=1)),
         (xp.vecdot(a, b), np.sum(na * nb, axis=-1, dtype=np_dtype(name))),
         (xp.linalg.outer(a[0], b[1]), np.outer(na[0], nb[1])),
