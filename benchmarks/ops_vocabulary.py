@@ -74,6 +74,28 @@ def cases():
     out.append(("bincount 100k ints < 1000", lambda: fb.bincount(ints[0]), lambda: torch.bincount(ints[1])))
     pos = pair(rng.random(1_000_000) * 10 + 0.1)
     out.append(("lgamma float32 1M", lambda: fb.lgamma(pos[0]), lambda: torch.lgamma(pos[1])))
+    # the other vectorised special functions (Note [Vectorised special functions] in core's
+    # vec_special.inc), float32 and float64, on inputs that take every branch of their formulas
+    wide = rng.uniform(-30, 30, 1_000_000)
+    special = [
+        ("lgamma", wide, fb.lgamma, torch.lgamma),
+        ("digamma", wide, fb.digamma, torch.digamma),
+        ("erfcx", wide, fb.special.erfcx, torch.special.erfcx),
+        ("log_ndtr", wide, fb.special.log_ndtr, torch.special.log_ndtr),
+        ("i0e", wide, fb.special.i0e, torch.special.i0e),
+    ]
+    for dtype in ("float32", "float64"):
+        for name, values, f, g in special:
+            v = pair(values, dtype)
+            out.append((f"{name} {dtype} 1M, -30..30", lambda f=f, v=v: f(v[0]), lambda g=g, v=v: g(v[1])))
+        xs, ys = pair(rng.uniform(-5, 5, 1_000_000), dtype), pair(rng.uniform(-0.9, 10, 1_000_000), dtype)
+        out.append(
+            (
+                f"xlog1py {dtype} 1M",
+                lambda xs=xs, ys=ys: fb.special.xlog1py(xs[0], ys[0]),
+                lambda xs=xs, ys=ys: torch.special.xlog1py(xs[1], ys[1]),
+            )
+        )
     if hasattr(fb, "stft"):
         sig = pair(rng.standard_normal((8, 16000)))
         wf, wt = fb.hann_window(400), torch.hann_window(400)

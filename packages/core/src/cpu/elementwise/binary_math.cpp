@@ -37,7 +37,17 @@ Tensor binary_math(const char* op, const Tensor& a, const Tensor& b, F f) {
   if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && std::string_view(op) != "nextafter")
     return op::cast(binary_math<K>(op, op::cast(a, ScalarType::Float32), op::cast(b, ScalarType::Float32), f), t);
   if constexpr (K == math::Kind::FloatValued) {
-    return binary_typed<kFloats>(op, a, b, to_float_dtype(t), f);
+    // xlogy and xlog1py run the vector table's loops for float32/float64 (Note [Vectorised special
+    // functions] in vec_special.inc) in place of the list's expression
+    const ScalarType ft = to_float_dtype(t);
+    const std::string_view name(op);
+    if ((name == "xlogy" || name == "special_xlog1py") &&
+        (ft == ScalarType::Float32 || ft == ScalarType::Float64)) {
+      TensorIterator it = TensorIterator::binary(op, a, b, ft, ft);
+      run_loop(it, pick_loop(op, ft, name == "xlogy" ? kVecXlogy : kVecXlog1py, kNoIntLoops), 0, kGrainSize);
+      return it.output();
+    }
+    return binary_typed<kFloats>(op, a, b, ft, f);
   } else if constexpr (K == math::Kind::FloatOnly) {
     return binary_typed<kFloats>(op, a, b, t, f);
   } else {

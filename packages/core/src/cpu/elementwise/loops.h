@@ -358,6 +358,10 @@ FB_DEFINE_TRIG_LOOP(cos, kTrigCos)
 FB_DEFINE_TRIG_LOOP(tan, kTrigTan)
 #undef FB_DEFINE_TRIG_LOOP
 
+// lgamma, digamma, erfcx, log_ndtr, i0e, xlogy, xlog1py: vectorised (Note [Vectorised special
+// functions] in vec_special.inc); the vector tables take these <name>_vec_loop in place of the list's.
+#include "vec_special.inc"
+
 // ---- reductions ----
 
 /// Sum of n elements `stride` bytes apart, accumulated in double: blocks

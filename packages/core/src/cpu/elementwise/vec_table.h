@@ -25,6 +25,8 @@ enum VecOp : int {
   kVecDiv,
   kVecMaximum,
   kVecMinimum,
+  kVecXlogy,  // binary ops: before kVecNeg (half_loops.cpp); their vector loops are vec_special.inc's
+  kVecXlog1py,
   kVecNeg,
   kVecAbs,
   kVecRelu,
