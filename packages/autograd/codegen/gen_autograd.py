@@ -21,6 +21,10 @@ For each entry, one Node class `<Op>Backward0` and one Autograd kernel:
   * every differentiable tensor input keeps a Meta (dtype, and its shape when
     it differs from the output's): each gradient is summed back to the input's
     shape and cast to its dtype, so formulas never handle broadcasting;
+  * `save_when: {tensor: "C++ condition"}` saves that tensor argument only where the condition (over
+    the op's arguments) holds: native_batch_norm's running statistics, read by its gradient in
+    evaluation mode only (training updates them in place, so saving them then would fail the version
+    check of a later forward's backward); unsaved, a formula sees it absent;
   * release_variables() resets every SavedVariable;
   * one formula may give several inputs' gradients at once, as in PyTorch's
     table: the key "input, weight, bias" names them, the expression returns a
@@ -100,6 +104,8 @@ class Entry:
     def __init__(self, op, formulas: dict[str, str], where: str):
         self.op = op
         self.where = where
+        # Note [Generated nodes]: tensor argument -> the C++ condition under which it is saved.
+        self.save_when: dict[str, str] = formulas.pop("save_when", None) or {}
         # Note [Forward formulas]: output index -> auto_element_wise, auto_linear, an expression or a list.
         self.forward: dict[int, object] = {}
         # Note [Forward formulas]: "result, result1, ..." names one expression giving those outputs' tangents as
@@ -166,6 +172,11 @@ class Entry:
                     else:
                         self.saved_values.add(ident)
             self.formulas[inp] = expr
+        for t, cond in self.save_when.items():
+            if t not in self.saved_tensors or not self.is_optional(t):
+                raise SystemExit(f"error: {where}: save_when names '{t}', not an optional tensor a formula saves")
+            if not isinstance(cond, str) or not cond.strip():
+                raise SystemExit(f"error: {where}: save_when's condition for '{t}' must be a C++ expression")
 
     # ---- code ----
 
@@ -483,6 +494,11 @@ class Entry:
                 return "true"
             return " || ".join(f"n->needs({idx[i]})" for i in sorted(inputs))
 
+        def save_condition(t: str, inputs: set[str]) -> str:
+            if t not in self.save_when:
+                return needs_any(inputs)
+            return f"({needs_any(inputs)}) && ({self.save_when[t]})"
+
         def save_values(target: str) -> list[str]:
             lines = []
             for v in sorted(self.saved_values):
@@ -521,7 +537,8 @@ class Entry:
                     copy = "below(op::clone, self, MemoryFormat::Contiguous)"
                     out.append(f"    if ({needs_any(inputs)}) n->self_ = SavedVariable({copy}, false);")
                 else:
-                    out.append(f"    if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
+                    cond = save_condition(t, inputs)
+                    out.append(f"    if ({cond}) n->{t}_ = {self.saved_init(t)};")
             out.append("  }")
             after = self.forward_uses("result")
             fw_call = f"{op.cpp_name}_jvp0"
@@ -572,7 +589,8 @@ class Entry:
                     body.append(f"  n->{a.name}_meta = Meta({a.name}, result);")
         body += save_values("result")
         for t, inputs in sorted(self.saved_tensors.items()):
-            body.append(f"  if ({needs_any(inputs)}) n->{t}_ = {self.saved_init(t)};")
+            cond = save_condition(t, inputs)
+            body.append(f"  if ({cond}) n->{t}_ = {self.saved_init(t)};")
         for i, r in enumerate(op.returns[1:], start=1):
             if r.name in self.saved_outputs and i not in self.diff_outputs:
                 body.append(f"  n->{r.name}_ = SavedVariable(std::get<{i}>(out), false);")

@@ -954,12 +954,46 @@ inline Shape batch_norm_dims(const Tensor& input) {
   return dims;
 }
 
+/// The statistics native_batch_norm normalized with: in training the batch's it saved (save_mean,
+/// save_invstd); evaluation mode saves none (shape (0,), as PyTorch), so the running mean and
+/// 1/sqrt(running_var + eps), as its kernel computes them (in float64, rounded to the statistics' dtype).
+inline std::pair<Tensor, Tensor> batch_norm_used_stats(const std::optional<Tensor>& running_mean,
+                                                       const std::optional<Tensor>& running_var,
+                                                       const Tensor& save_mean, const Tensor& save_invstd,
+                                                       bool training, double eps) {
+  if (training) return {save_mean, save_invstd};
+  // meta::check_batch_norm: evaluation mode has both running statistics.
+  FB_CHECK(running_mean && running_var,
+           "[batch_norm_backward] evaluation mode needs running_mean and running_var");
+  const Tensor& rv = *running_var;
+  const Tensor invstd = op::rsqrt(op::cast(rv, ScalarType::Float64) + eps);
+  return {*running_mean, invstd.dtype() == rv.dtype() ? invstd : op::cast(invstd, rv.dtype())};
+}
+
+/// native_batch_norm's gradients (input, weight, bias; those asked in `mask`) by its fused backward, from the
+/// statistics the forward used (batch_norm_used_stats).
+inline std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
+    const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps,
+    const std::array<bool, 3>& mask) {
+  const auto [mean, invstd] =
+      batch_norm_used_stats(running_mean, running_var, save_mean, save_invstd, training, eps);
+  return op::native_batch_norm_backward(grad, input, weight, mean, invstd, training, mask[0], mask[1],
+                                        mask[2]);
+}
+
 /// batch norm's statistics shaped (1, C, 1, ...) in the input's dtype (they are float32 for a
-/// mixed-precision input): save_mean and save_invstd (the batch's in training, the running ones in
-/// evaluation), or in training the batch's recomputed when the graph must reach the input.
-inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input, const Tensor& mean,
-                                                       const Tensor& invstd, bool training, double eps) {
+/// mixed-precision input): those the forward used (batch_norm_used_stats: the batch's in training, the
+/// running ones in evaluation), or in training the batch's recomputed when the graph must reach the input.
+inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input,
+                                                       const std::optional<Tensor>& running_mean,
+                                                       const std::optional<Tensor>& running_var,
+                                                       const Tensor& save_mean, const Tensor& save_invstd,
+                                                       bool training, double eps) {
   if (training && graph_through(input)) return recorded_stats(input, batch_norm_dims(input), eps);
+  const auto [mean, invstd] =
+      batch_norm_used_stats(running_mean, running_var, save_mean, save_invstd, training, eps);
   const auto view = [&](const Tensor& s) {
     return channel_view(s.dtype() == input.dtype() ? s : op::cast(s, input.dtype()), input.dim());
   };
@@ -969,17 +1003,23 @@ inline std::pair<Tensor, Tensor> batch_norm_stats_view(const Tensor& input, cons
 /// native_batch_norm's tangent in its input: the normalization's (its statistics follow the input in
 /// training; the running statistics of evaluation are constants), times the weight.
 inline Tensor batch_norm_input_jvp(const Tensor& input_t, const Tensor& input, const std::optional<Tensor>& weight,
-                                   const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps) {
-  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd, training, eps);
+                                   const std::optional<Tensor>& running_mean,
+                                   const std::optional<Tensor>& running_var, const Tensor& save_mean,
+                                   const Tensor& save_invstd, bool training, double eps) {
+  const auto [mean, invstd] =
+      batch_norm_stats_view(input, running_mean, running_var, save_mean, save_invstd, training, eps);
   const Tensor d = training ? normalized_jvp(input_t, (input - mean) * invstd, invstd, batch_norm_dims(input))
                             : input_t * invstd;
   return weight ? d * channel_view(*weight, input.dim()) : d;
 }
 
 /// native_batch_norm's tangent in its weight: xhat times the weight's tangent per channel.
-inline Tensor batch_norm_weight_jvp(const Tensor& weight_t, const Tensor& input, const Tensor& save_mean,
+inline Tensor batch_norm_weight_jvp(const Tensor& weight_t, const Tensor& input,
+                                    const std::optional<Tensor>& running_mean,
+                                    const std::optional<Tensor>& running_var, const Tensor& save_mean,
                                     const Tensor& save_invstd, bool training, double eps) {
-  const auto [mean, invstd] = batch_norm_stats_view(input, save_mean, save_invstd, training, eps);
+  const auto [mean, invstd] =
+      batch_norm_stats_view(input, running_mean, running_var, save_mean, save_invstd, training, eps);
   return (input - mean) * invstd * channel_view(weight_t, input.dim());
 }
 

@@ -13,6 +13,7 @@ from typing import Any, Sequence as _Sequence, overload  # noqa: F401
 _Size = int | _Sequence[int]
 _DType = Any
 _Device = Any
+_Layout = Any
 __all__: list[str] = [
     "Allocator",
     "FlambeauError",
@@ -579,6 +580,11 @@ def allocator_from_c_abi(table_address: typing.SupportsInt | typing.SupportsInde
     Wraps a `struct fb_allocator_v1` (see flambeau/allocator.h), given by address, e.g. from ctypes.
     """
 
+def _check_layout(layout: typing.Any, op: str) -> None:
+    """
+    The layout= check of the factories: None or flambeau.strided pass; another layout raises NotImplementedError naming op, anything else TypeError.
+    """
+
 def arange(
     start: typing.Any,
     end: typing.Any = None,
@@ -586,6 +592,7 @@ def arange(
     *,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -611,6 +618,7 @@ def empty(
     *args,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -622,6 +630,7 @@ def empty_like(
     input: Tensor,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,
@@ -660,6 +669,7 @@ def full(
     *,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -672,6 +682,7 @@ def full_like(
     fill_value: typing.Any,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,
@@ -713,6 +724,7 @@ def ones(
     *args,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -724,6 +736,7 @@ def ones_like(
     input: Tensor,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,
@@ -739,6 +752,7 @@ def rand(
     generator: typing.Any = None,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -750,6 +764,7 @@ def rand_like(
     input: Tensor,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,
@@ -759,6 +774,7 @@ def randn(
     generator: typing.Any = None,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -770,6 +786,7 @@ def randn_like(
     input: Tensor,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,
@@ -826,6 +843,7 @@ def zeros(
     *args,
     out: Tensor | None = None,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
@@ -837,6 +855,7 @@ def zeros_like(
     input: Tensor,
     *,
     dtype: typing.Any = None,
+    layout: typing.Any = None,
     device: typing.Any = None,
     requires_grad: bool = False,
     memory_format: memory_format = ...,

@@ -301,6 +301,8 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
     params = python_params(op, form)
     pos = {a.name: i for i, a in enumerate(params)}
     lines = [f"    case {index}: {{"]
+    # layout=: None or flambeau.strided, else an error naming the op (before anything runs).
+    lines += [f"      r.check_layout({i});" for i, a in enumerate(params) if a.type == "Layout?"]
     names = []
     for a in op.cpp_args:
         var = f"a_{a.name}"
@@ -371,9 +373,11 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         lines.append("        py::gil_scoped_release no_gil;")
         lines.append(f"        result = {call};")
         lines.append("      }")
-        rg = next((a for a in op.args if a.python_only), None)
-        if rg:
-            lines.append(f"      if (r.boolean({pos[rg.name]})) result.set_requires_grad(true);")
+        if "pin_memory" in pos:  # as Tensor.pin_memory() (which needs a device to pin for)
+            lines.append(f"      if (r.boolean({pos['pin_memory']}))")
+            lines.append('        result = py::cast(result).attr("pin_memory")().cast<Tensor>();')
+        if "requires_grad" in pos and next(a for a in params if a.name == "requires_grad").python_only:
+            lines.append(f"      if (r.boolean({pos['requires_grad']})) result.set_requires_grad(true);")
         if "out" in pos and len(op.returns) > 1:
             o, n = pos["out"], len(op.returns)
             lines.append(f"      if (!r.is_none({o})) {{")

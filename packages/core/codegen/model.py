@@ -50,6 +50,9 @@ TYPES: dict[str, tuple[str, str, str]] = {
     "Device": ("Device", "Device", "_Device"),
     "Device?": ("std::optional<Device>", "std::optional<Device>", "_Device | None"),
     "Generator?": ("Generator*", "Generator*", "Generator | None"),
+    # A factory's layout= (Python only, never passed to C++: a Tensor is strided): None or flambeau.strided;
+    # the binding refuses any other layout (sparse_coo, ...) naming the op (ParsedArgs::check_layout).
+    "Layout?": ("", "", "_Layout | None"),
     "str": ("std::string_view", "std::string", "str"),
     "str?": ("std::optional<std::string_view>", "std::optional<std::string>", "str | None"),
 }
@@ -125,7 +128,7 @@ SHAPE_FUNCTIONS = {
     "index": "advanced indexing: the index tensors' broadcast shape among self's other dims (a mask: not on meta)",
     "embedding": "indices' shape, then weight's embedding_dim",
     "embedding_backward": "(num_weights, embedding_dim), embedding_dim being grad_output's last dim",
-    "batch_norm": "one shape per result: input's, then (C,) for the saved mean and 1/std",
+    "batch_norm": "one shape per result: input's, then (C,) for the saved mean and 1/std ((0,) in evaluation mode)",
     "group_norm": "one shape per result: input's, then (batch, group) for the mean and rstd",
     "batch_norm_backward": "input's shape, (C,), (C,): each gradient only when asked",
     "layer_norm_backward": "input's shape, normalized_shape twice: each gradient only when asked",
@@ -259,8 +262,9 @@ class Arg:
 
     @property
     def python_only(self) -> bool:
-        """`requires_grad` of a factory is applied by the binding, not passed to C++."""
-        return self.name == "requires_grad" and self.type == "bool"
+        """A factory's `requires_grad` and `pin_memory` are applied by the binding and its `layout` checked there,
+        not passed to C++."""
+        return (self.name in ("requires_grad", "pin_memory") and self.type == "bool") or self.type == "Layout?"
 
     def cpp_default(self) -> str | None:
         """The default as a C++ expression (for the inline function of ops.h)."""

@@ -44,6 +44,7 @@ def range(  # noqa: A001  (PyTorch's name)
         UserWarning,
         stacklevel=2,
     )
+    _C._check_layout(layout, "range")
     for what, value in (("start", start), ("end", end), ("step", step)):
         if isinstance(value, bool) or not isinstance(value, Real):
             raise TypeError(f"[range] expected a real number '{what}', got {type(value).__name__}")

@@ -36,7 +36,17 @@ def _options(self, dtype, device, requires_grad) -> dict:
     }
 
 
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False, **_layout):
+def new_full(
+    self,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    layout=None,
+    pin_memory: bool = False,
+):
     """A tensor of ``size`` filled with ``fill_value``, of this tensor's dtype and device by default.
 
     Example:
@@ -46,12 +56,17 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: 
     """
     if not isinstance(size, Sequence) or isinstance(size, str):
         raise TypeError(f"[new_full] expected a size (a tuple or list of ints), got {type(size).__name__}")
-    return _C.full(_size("new_full", (size,)), fill_value, **_options(self, dtype, device, requires_grad))
+    # layout: None or strided (full refuses the others); pin_memory is accepted as PyTorch's, for the cpu
+    options = _options(self, dtype, device, requires_grad)
+    return call_as("new_full", _C.full, _size("new_full", (size,)), fill_value, layout=layout, **options)
 
 
 def _variadic(factory, name: str):
-    def method(self, *size, dtype=None, device=None, requires_grad: bool = False, **_layout):
-        return factory(_size(name, size), **_options(self, dtype, device, requires_grad))
+    def method(
+        self, *size, dtype=None, device=None, requires_grad: bool = False, layout=None, pin_memory: bool = False
+    ):
+        options = _options(self, dtype, device, requires_grad)
+        return call_as(name, factory, _size(name, size), layout=layout, **options)
 
     method.__name__ = name
     method.__doc__ = (

@@ -91,6 +91,7 @@ def fftfreq(
         >>> fb.fft.fftfreq(5, d=0.5)
         tensor([ 0.0000,  0.4000,  0.8000, -0.8000, -0.4000])
     """
+    _C._check_layout(layout, "fft.fftfreq")
     n = _check_n(n, "fft.fftfreq")
     dtype = _freq_dtype(dtype, "fft.fftfreq")
     pos = (n + 1) // 2
@@ -123,6 +124,7 @@ def rfftfreq(
         >>> fb.fft.rfftfreq(5, d=0.5)
         tensor([0.0000, 0.4000, 0.8000])
     """
+    _C._check_layout(layout, "fft.rfftfreq")
     n = _check_n(n, "fft.rfftfreq")
     dtype = _freq_dtype(dtype, "fft.rfftfreq")
     idx = _C.arange(0, n // 2 + 1, dtype=_C.float64)

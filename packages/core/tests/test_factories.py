@@ -161,6 +161,121 @@ def test_like_factories():
     assert fc.full_like(x, 3).tolist() == [[3.0] * 3] * 2
 
 
+# ---- layout= ----
+
+# Every factory PyTorch gives layout=, with arguments: (name, args, kwargs) for both frameworks.
+LAYOUT_FACTORIES = [
+    ("zeros", (2, 3), {}),
+    ("ones", ((2, 3),), {}),
+    ("empty", (2,), {}),
+    ("full", ((2,), 1.5), {}),
+    ("rand", (2, 3), {}),
+    ("randn", (2,), {}),
+    ("randint", (5, (3,)), {}),
+    ("randint", (1, 5, (3,)), {}),
+    ("randperm", (4,), {}),
+    ("normal", (1.6, 0.3, (2, 2, 2)), {"dtype": "float32", "device": "cpu"}),
+    ("arange", (0, 5), {}),
+    ("linspace", (0.0, 1.0, 5), {}),
+    ("logspace", (0.0, 2.0, 3), {}),
+    ("eye", (3, 2), {}),
+    ("empty_strided", ((2, 3), (1, 2)), {}),
+    ("tril_indices", (3, 3), {}),
+    ("triu_indices", (3, 3, 1), {}),
+]
+LIKE_FACTORIES = ["zeros_like", "ones_like", "empty_like", "rand_like", "randn_like"]
+RANDOM = {"rand", "randn", "randint", "randperm", "normal", "empty", "empty_strided", "empty_like"}
+
+
+def _args(fw, args, kwargs):
+    kw = {k: getattr(fw, v) if k == "dtype" else v for k, v in kwargs.items()}
+    return args, kw
+
+
+@pytest.mark.parametrize("name, args, kwargs", LAYOUT_FACTORIES)
+def test_factories_take_the_strided_layout(name, args, kwargs):
+    import torch
+
+    a, kw = _args(fc, args, kwargs)
+    ta, tkw = _args(torch, args, kwargs)
+    want = getattr(torch, name)(*ta, layout=torch.strided, **tkw)
+    for layout in (fc.sparse.strided, None):
+        fc.manual_seed(0)
+        got = getattr(fc, name)(*a, layout=layout, **kw)
+        fc.manual_seed(0)
+        plain = getattr(fc, name)(*a, **kw)
+        assert got.shape == tuple(want.shape) and str(got.dtype) == str(want.dtype).replace("torch", "flambeau")
+        if name not in RANDOM:
+            np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-6)
+        elif not name.startswith("empty"):
+            assert got.tolist() == plain.tolist()  # the same draws as without layout=
+
+
+@pytest.mark.parametrize("name, args, kwargs", LAYOUT_FACTORIES)
+def test_factories_refuse_other_layouts_naming_the_op(name, args, kwargs):
+    a, kw = _args(fc, args, kwargs)
+    # PyTorch's error kind where it has no kernel for a layout (torch.normal(..., layout=torch.sparse_coo)):
+    # NotImplementedError
+    with pytest.raises(
+        NotImplementedError,
+        match=rf"^\[{name}\] is implemented for strided tensors only \(layout=flambeau.strided\), "
+        r"got layout=flambeau.sparse_coo$",
+    ):
+        getattr(fc, name)(*a, layout=fc.sparse.sparse_coo, **kw)
+    with pytest.raises(TypeError, match=rf"\b{name}\b"):
+        getattr(fc, name)(*a, layout="strided", **kw)
+
+
+def test_torch_refuses_a_sparse_layout_of_these_factories_with_not_implemented_error():
+    import torch
+
+    for fn in (
+        lambda: torch.normal(0.0, 1.0, (2,), layout=torch.sparse_coo),
+        lambda: torch.arange(3, layout=torch.sparse_coo),
+        lambda: torch.linspace(0, 1, 3, layout=torch.sparse_coo),
+        lambda: torch.randperm(3, layout=torch.sparse_coo),
+    ):
+        with pytest.raises(NotImplementedError):
+            fn()
+
+
+@pytest.mark.parametrize("name", [*LIKE_FACTORIES, "full_like", "new_zeros", "new_ones", "new_empty", "new_full"])
+def test_like_and_new_factories_take_the_strided_layout(name):
+    x = fc.zeros(2, 3, dtype=fc.float64)
+    args = {"full_like": (x, 2.0), "new_full": ((2, 3), 2.0)}.get(name, (x,) if name.endswith("_like") else (2, 3))
+    call = getattr(fc, name) if name.endswith("_like") else getattr(x, name)
+    for layout in (fc.sparse.strided, None):
+        y = call(*args, layout=layout)
+        assert y.shape == (2, 3) and y.dtype == fc.float64
+    with pytest.raises(NotImplementedError, match=rf"^\[{name}\] is implemented for strided tensors only"):
+        call(*args, layout=fc.sparse.sparse_coo)
+
+
+@pytest.mark.parametrize("name", ["fft.fftfreq", "fft.rfftfreq", "range"])
+def test_frequency_and_range_factories_check_their_layout(name):
+    import warnings
+
+    fn = fc.fft.fftfreq if name == "fft.fftfreq" else fc.fft.rfftfreq if name == "fft.rfftfreq" else fc.range
+    args = (0, 4) if name == "range" else (4,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # range is deprecated
+        assert fn(*args, layout=fc.sparse.strided).tolist() == fn(*args).tolist()
+        with pytest.raises(NotImplementedError, match=rf"^\[{name}\] is implemented for strided tensors only"):
+            fn(*args, layout=fc.sparse.sparse_coo)
+
+
+def test_normal_of_numbers_takes_torch_keywords():
+    import torch
+
+    g = fc.Generator(seed=3)
+    got = fc.normal(2.7, 0.5, (4, 3), generator=g, dtype=fc.float64, layout=fc.sparse.strided, device="cpu")
+    want = torch.normal(2.7, 0.5, (4, 3), dtype=torch.float64, layout=torch.strided, device="cpu")
+    assert got.shape == tuple(want.shape) and got.dtype == fc.float64
+    out = fc.empty(4, 3, dtype=fc.float64)
+    assert fc.normal(2.7, 0.5, (4, 3), generator=fc.Generator(seed=3), out=out, pin_memory=False) is out
+    assert out.tolist() == got.tolist()
+
+
 # ---- arange ----
 
 

@@ -256,6 +256,77 @@ def test_scatter_errors():
         f.scatter(1, fc.zeros(4, 1, dtype=fc.int64), fc.ones(4, 1))
 
 
+@pytest.mark.parametrize("index_dtype", ["uint8", "bool", "float32", "int16", "int32", "int64"])
+@pytest.mark.parametrize("ishape", [(0,), (0, 4), (0, 9), (2, 0, 5)])
+def test_empty_index_of_any_dtype_gathers_and_scatters_nothing(index_dtype, ishape):
+    # As torch: an empty index is not checked (dtype, rank, sizes); gather's result has its shape.
+    f, t = pair((3, 4), "float32", "contiguous")
+    fi, ti = fc.empty(ishape, dtype=getattr(fc, index_dtype)), torch.empty(ishape, dtype=getattr(torch, index_dtype))
+    check(fc.gather(f, 0, fi), torch.gather(t, 0, ti))
+    check(f.gather(1, fi), t.gather(1, ti))
+    src, tsrc = pair((2, 4), "float32", "contiguous", seed=3)
+    check(fc.scatter(f, 0, fi, src), torch.scatter(t, 0, ti, tsrc))
+    check(fc.scatter(f, 0, fi, 2.5), torch.scatter(t, 0, ti, 2.5))
+    check(fc.scatter_add(f, 0, fi, src), torch.scatter_add(t, 0, ti, tsrc))
+    check(fc.scatter_reduce(f, 0, fi, src, "amax"), torch.scatter_reduce(t, 0, ti, tsrc, "amax"))
+    # take_along_dim without dim is gather on the flattened tensors: an empty index of any dtype too
+    check(fc.take_along_dim(f, fi), torch.take_along_dim(t, ti))
+
+
+def test_gather_on_a_0_d_self_takes_a_1_d_index():
+    # As torch: a 0-d self counts as 1-d (dim 0 or -1), so a 1-d (or 0-d) index repeats its one element.
+    f, t = fc.tensor(5.0), torch.tensor(5.0)
+    for values in ([0, 0], [0], 0):
+        fi, ti = idx(values)
+        for dim in (0, -1):
+            check(fc.gather(f, dim, fi), torch.gather(t, dim, ti))
+    fi, ti = idx([], "int64")
+    check(fc.gather(f, 0, fi), torch.gather(t, 0, ti))
+    fi, ti = idx([0, 0, 0])
+    fs, ts = fc.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    check(fc.scatter_add(f, 0, fi, fs), torch.scatter_add(t, 0, ti, ts))
+    check(fc.scatter_reduce(f, 0, fi, fs, "sum"), torch.scatter_reduce(t, 0, ti, ts, "sum"))
+    check(fc.take_along_dim(f, fi), torch.take_along_dim(t, ti))
+    check(fc.take_along_dim(f, fc.tensor(0)), torch.take_along_dim(t, torch.tensor(0)))
+    # torch's errors, of the same kind: an index out of range, a 2-d index, a dim beyond the one.
+    with pytest.raises(IndexError, match=r"^\[gather\] index 1 is out of bounds for dimension 0 with size 1"):
+        fc.gather(f, 0, fc.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match=r"^\[gather\] index must have as many dims as self"):
+        fc.gather(f, 0, fc.zeros(1, 1, dtype=fc.int64))
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions"):
+        torch.gather(t, 0, torch.zeros(1, 1, dtype=torch.int64))
+    with pytest.raises(IndexError, match=r"^\[gather\] dimension 1 out of range"):
+        fc.gather(f, 1, fc.tensor([0]))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.gather(t, 1, torch.tensor([0]))
+    # a non-empty index must still be int64 or int32
+    with pytest.raises(TypeError, match=r"^\[gather\] index must be an int64 or int32 tensor, got dtype uint8"):
+        fc.gather(f, 0, fc.zeros(1, dtype=fc.uint8))
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        torch.gather(t, 0, torch.zeros(1, dtype=torch.uint8))
+
+
+def test_take_along_dim_edge_cases_match_torch():
+    f, t = pair((3, 4), "float32", "contiguous")
+    # without dim: gather on the flattened tensors, so an int32 index is taken
+    fi, ti = idx([1, 11], "int32")
+    check(fc.take_along_dim(f, fi), torch.take_along_dim(t, ti))
+    # with dim: int64 indices only (torch: RuntimeError; flambeau: TypeError, its dtype errors' kind)
+    with pytest.raises(RuntimeError, match="dtype of indices should be Long"):
+        torch.take_along_dim(t, torch.zeros(1, 1, dtype=torch.int32), 0)
+    with pytest.raises(TypeError, match=r"^\[take_along_dim\] indices must be an int64 tensor, got dtype int32"):
+        fc.take_along_dim(f, fc.zeros(1, 1, dtype=fc.int32), 0)
+    # a 0-d input has no dim to take along: torch's IndexError
+    with pytest.raises(IndexError):
+        torch.take_along_dim(torch.tensor(1.0), torch.tensor(0), 0)
+    with pytest.raises(IndexError, match=r"^\[take_along_dim\] dim 0 given but the input is 0-d"):
+        fc.take_along_dim(fc.tensor(1.0), fc.tensor(0), 0)
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.take_along_dim(torch.tensor(1.0), torch.tensor([0]), 0)
+    with pytest.raises(RuntimeError, match=r"^\[take_along_dim\] input and indices must have the same number"):
+        fc.take_along_dim(fc.tensor(1.0), fc.tensor([0]), 0)
+
+
 # ---------------------------------------------------------------- take, take_along_dim, put
 
 

@@ -62,7 +62,14 @@ def test_batch_norm_eval_uses_running_stats(dtype):
     rm, rv = rand((3,), dtype, seed=1), np.abs(rand((3,), dtype, seed=2)) + 0.1
     w, b = rand((3,), dtype, seed=3), rand((3,), dtype, seed=4)
     ours_rm = fc.tensor(rm)
-    out = fc.native_batch_norm(fc.tensor(x), fc.tensor(w), fc.tensor(b), ours_rm, fc.tensor(rv), False, 0.1, 1e-3)[0]
+    out, mean, invstd = fc.native_batch_norm(
+        fc.tensor(x), fc.tensor(w), fc.tensor(b), ours_rm, fc.tensor(rv), False, 0.1, 1e-3
+    )
+    # No statistics saved in evaluation mode: (0,), as torch's (its gradient reads the running ones)
+    t_stats = torch.native_batch_norm(*(torch.from_numpy(a) for a in (x, w, b, rm, rv)), False, 0.1, 1e-3)[1:]
+    for ours, theirs in zip((mean, invstd), t_stats, strict=True):
+        assert ours.shape == tuple(theirs.shape) == (0,)
+        assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
     want = torch.nn.functional.batch_norm(
         torch.from_numpy(x),
         torch.from_numpy(rm),
@@ -162,17 +169,21 @@ def test_batch_norm_bfloat16_matches_torch(shape, training, params):
     got = fc.native_batch_norm(from_torch(x), from_torch(w), from_torch(b), ours_rm, ours_rv, training, 0.1, 1e-5)
     want = torch.native_batch_norm(x, w, b, rm, rv, training, 0.1, 1e-5)
     close_as_torch(got[0], want[0])
-    if training:  # (PyTorch's evaluation mode saves empty statistics; flambeau's the running ones)
-        close_as_torch(got[1], want[1])
-        close_as_torch(got[2], want[2])
+    close_as_torch(got[1], want[1])  # evaluation mode: (0,) statistics, as PyTorch's
+    close_as_torch(got[2], want[2])
     assert got[1].dtype == got[2].dtype == (fc.bfloat16 if params == "bfloat16" else fc.float32)
     close_as_torch(ours_rm, rm)  # updated in place (training) in its own dtype
     close_as_torch(ours_rv, rv)
     # The backward: grad_input in bfloat16, the parameters' gradients in the statistics' dtype.
     g = bf16(rand(shape, seed=5))
     weight = w if w is not None else torch.ones(c, dtype=pdt)
+    # The backward takes the statistics the forward used: in evaluation mode the running ones (what autograd's
+    # formula passes it), 1/sqrt(var + eps) in float64 rounded to their dtype.
+    mean, invstd = got[1], got[2]
+    if not training:
+        mean, invstd = ours_rm, (ours_rv.to(fc.float64) + 1e-5).rsqrt().to(ours_rv.dtype)
     gi, gw, gb = fc._C._native_batch_norm_backward(
-        from_torch(g), from_torch(x), from_torch(weight), got[1], got[2], training, True, True, True
+        from_torch(g), from_torch(x), from_torch(weight), mean, invstd, training, True, True, True
     )
     smean, sinv = (want[1], want[2]) if training else (None, None)
     tgi, tgw, tgb = torch.ops.aten.native_batch_norm_backward(

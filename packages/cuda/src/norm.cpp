@@ -146,11 +146,14 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cuda(const Tensor& input, const st
   check_on_device(running_var, input, op, "running_var");
   const int64_t count = s.n * s.l;  // values per channel
   const Shape c3{1, s.c, 1};
+  // Evaluation mode saves no statistics (shape (0,), as PyTorch and the CPU kernel): the backward reads the
+  // running ones (meta::batch_norm).
+  const Shape saved = training ? cshape : Shape{0};
   if (count == 0) {  // no values: NaN statistics (as 0 / 0), an empty output, running stats untouched
     const double nan = std::numeric_limits<double>::quiet_NaN();
     return {op::empty(input.sizes(), input.dtype(), input.device()),
-            full(cshape, Scalar(nan), input.dtype(), input.device()),
-            full(cshape, Scalar(nan), input.dtype(), input.device())};
+            full(saved, Scalar(nan), input.dtype(), input.device()),
+            full(saved, Scalar(nan), input.dtype(), input.device())};
   }
   const Tensor x = op::reshape(dense(input), Shape{s.n, s.c, s.l});
   Tensor mean, invstd;
@@ -179,6 +182,9 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cuda(const Tensor& input, const st
   Tensor a = weight ? op::mul(invstd, op::reshape(*weight, c3)) : invstd;
   Tensor y = op::mul(op::sub(x, mean, Scalar(1)), a);
   if (bias) y = op::add(y, op::reshape(*bias, c3), Scalar(1));
+  if (!training)
+    return {op::reshape(y, input.sizes()), op::empty(saved, input.dtype(), input.device()),
+            op::empty(saved, input.dtype(), input.device())};
   return {op::reshape(y, input.sizes()), op::reshape(mean, cshape), op::reshape(invstd, cshape)};
 }
 

@@ -89,8 +89,9 @@ def test_batch_norm_matches_core_and_torch(shape, training, affine, dtype):
     out, mean, invstd = _C._batch_norm_on_host(xf, wf, bf, rmf, rvf, training, 0.1, 1e-5)
     o2, m2, i2 = fc.native_batch_norm(xf, wf, bf, rm2, rv2, training, 0.1, 1e-5)  # core's CPU kernel
     assert_close(out, o2, 10 * tol)
-    assert_close(mean, m2, tol)
+    assert_close(mean, m2, tol)  # evaluation mode: (0,) statistics, as the CPU kernel's and torch's
     assert_close(invstd, i2, 10 * tol)
+    assert mean.shape == invstd.shape == ((c,) if training else (0,))
     assert_close(rmf, rm2, tol)  # running statistics updated alike (training) or untouched (eval)
     assert_close(rvf, rv2, 10 * tol)
     rmt = torch.tensor(rm0, dtype=DT[dtype][1])
@@ -99,6 +100,8 @@ def test_batch_norm_matches_core_and_torch(shape, training, affine, dtype):
     g = rng.standard_normal(shape)
     gf, gt = _pair(g, dtype)
     yt.backward(gt.detach())
+    if not training:  # the backward reads the running statistics (what autograd's formula passes it)
+        mean, invstd = rmf, (rvf + 1e-5).rsqrt()
     gi, gw, gb = _C._batch_norm_backward_on_host(gf, xf, wf, mean, invstd, training, True, affine, affine)
     assert_close(gi, xt.grad, 100 * tol)
     if affine:

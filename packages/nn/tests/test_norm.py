@@ -179,6 +179,32 @@ def test_batch_norm_module_several_steps(ours_cls, theirs_cls, shape, momentum):
     assert_close(ours(from_torch(x)), theirs(x), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_batch_norm_module_gradients_over_two_forwards_then_one_backward(mode):
+    # Gradient accumulation: both forwards' gradients, training updating the running statistics in between
+    # (its gradient does not read them), evaluation reading them (saved: native_batch_norm saves no
+    # statistics of its own in evaluation mode, as torch's).
+    ours, theirs = nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)
+    with torch.no_grad():
+        theirs.weight.uniform_(0.5, 1.5)
+        theirs.bias.normal_()
+        theirs.running_mean.normal_()
+        theirs.running_var.uniform_(0.5, 2.0)
+    copy_params(ours, theirs)
+    ours.running_mean.copy_(from_torch(theirs.running_mean))
+    ours.running_var.copy_(from_torch(theirs.running_var))
+    getattr(ours, mode)()
+    getattr(theirs, mode)()
+    xo, xt = _pair(torch.randn(4, 3, 5, 5))
+    yo = ours(xo) + ours(xo * 3.0) ** 2
+    yt = theirs(xt) + theirs(xt * 3.0) ** 2
+    assert_close(yo, yt, rtol=1e-4, atol=1e-4)
+    _backward_both(yo, yt)
+    _grads_match([(xo, xt), (ours.weight, theirs.weight), (ours.bias, theirs.bias)], 1e-3)
+    assert_close(ours.running_mean, theirs.running_mean, rtol=1e-5)
+    assert_close(ours.running_var, theirs.running_var, rtol=1e-5)
+
+
 @pytest.mark.on_devices(types=("cpu", "sim"))  # the CUDA kernel takes float32 and float64
 @pytest.mark.parametrize("shape", [(8, 4, 6, 6), (16, 4)])
 def test_batch_norm_module_on_bfloat16_input(shape):

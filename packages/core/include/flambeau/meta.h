@@ -126,8 +126,9 @@ struct LayerNormRows {
 FB_API LayerNormRows layer_norm_rows(const char* op, const Tensor& input, IntArrayRef normalized_shape);
 /// `layer_norm`: input's shape, then stat_shape twice (mean, rstd).
 FB_API std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef normalized_shape);
-/// `batch_norm`: input's shape, then (C,) twice (the saved mean and 1/std), C = input.shape[1].
-FB_API std::vector<Shape> batch_norm(const char* op, const Tensor& input);
+/// `batch_norm`: input's shape, then (C,) twice (the saved mean and 1/std), C = input.shape[1]; (0,) twice in
+/// evaluation mode (training false), as PyTorch: nothing is saved, the backward reads the running statistics.
+FB_API std::vector<Shape> batch_norm(const char* op, const Tensor& input, bool training);
 /// `group_norm`: input's shape, then (batch, group) twice (mean, rstd).
 FB_API std::vector<Shape> group_norm(const char* op, const Tensor& input, int64_t batch, int64_t group);
 /// A norm's backward (grad_input, grad_weight, grad_bias): input's shape and `param` twice, each only when

@@ -362,15 +362,19 @@ Tensor composite::take(const Tensor& self, const Tensor& index) {
 }
 
 Tensor composite::take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
+  // Without dim, as PyTorch: gather on the flattened tensors, whose checks apply (an int32 index, or an
+  // empty one of any dtype, is taken).
+  if (!dim) return op::gather(op::flatten(self, 0, -1), 0, op::flatten(indices, 0, -1));
   FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64,
                 "[take_along_dim] indices must be an int64 tensor, got dtype ", dtype_name(indices.dtype()));
-  if (!dim) return op::gather(op::flatten(self, 0, -1), 0, op::flatten(indices, 0, -1));
   FB_CHECK_VALUE(self.dim() == indices.dim(),
                  "[take_along_dim] input and indices must have the same number of "
                  "dims: input shape ",
                  shape_str(self.sizes()), ", indices shape ", shape_str(indices.sizes()));
-  const int64_t d = wrap_dim(*dim, std::max<int64_t>(self.dim(), 1), "take_along_dim");
-  if (self.dim() == 0) return op::gather(self, 0, indices);
+  // A 0-d input has no dim to take along (PyTorch's IndexError).
+  FB_CHECK_INDEX(self.dim() > 0, "[take_along_dim] dim ", *dim,
+                 " given but the input is 0-d (no dimensions)");
+  const int64_t d = wrap_dim(*dim, self.dim(), "take_along_dim");
   Shape s(self.sizes().begin(), self.sizes().end());
   s[d] = indices.sizes()[d];
   const Shape b = broadcast_shapes(s, indices.sizes(), "take_along_dim");

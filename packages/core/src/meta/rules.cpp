@@ -187,8 +187,9 @@ std::vector<Shape> layer_norm(const char* op, const Tensor& input, IntArrayRef n
   return {Shape(input.sizes().begin(), input.sizes().end()), stats, stats};
 }
 
-std::vector<Shape> batch_norm(const char*, const Tensor& input) {
-  const Shape channels{input.sizes()[1]};
+std::vector<Shape> batch_norm(const char*, const Tensor& input, bool training) {
+  // Evaluation mode saves no statistics (PyTorch's (0,)): its backward reads the running ones.
+  const Shape channels{training ? input.sizes()[1] : 0};
   return {Shape(input.sizes().begin(), input.sizes().end()), channels, channels};
 }
 
@@ -895,11 +896,16 @@ void check_cat(const char* op, const TensorList& tensors, int64_t dim) {
 
 void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, self.dim(), op);
+  // As PyTorch: an empty index gathers nothing, whatever its dtype and shape (the result has its shape);
+  // a 0-d self counts as 1-d, so a 1-d index repeats its one element.
+  if (index.numel() == 0) return;
   FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
                 "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
-  FB_CHECK_VALUE(index.dim() == self.dim(), "[", op, "] index must have as many dims as self: index shape ",
-                 shape_str(index.sizes()), ", self shape ", shape_str(self.sizes()));
-  for (int64_t k = 0; k < self.dim(); ++k)
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd, "[", op,
+                 "] index must have as many dims as self: index shape ", shape_str(index.sizes()),
+                 ", self shape ", shape_str(self.sizes()));
+  for (int64_t k = 0; k < self.dim() && k < index.dim(); ++k)
     FB_CHECK_VALUE(k == d || index.sizes()[k] <= self.sizes()[k], "[", op, "] index shape ",
                    shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
                    " in dimension ", k);
@@ -907,10 +913,16 @@ void check_gather(const char* op, const Tensor& self, int64_t dim, const Tensor&
 
 void check_scatter(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
-  FB_CHECK_TYPE(index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32, "[", op,
-                "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
+  // As PyTorch: an empty index scatters nothing, whatever its dtype and shape (src's dtype still counts).
+  FB_CHECK_TYPE(
+      index.dtype() == ScalarType::Int64 || index.dtype() == ScalarType::Int32 || index.numel() == 0, "[", op,
+      "] index must be an int64 or int32 tensor, got dtype ", dtype_name(index.dtype()));
+  if (src)
+    FB_CHECK_TYPE(src->dtype() == self.dtype(), "[", op, "] src dtype ", dtype_name(src->dtype()),
+                  " must match self dtype ", dtype_name(self.dtype()));
+  if (index.numel() == 0) return;
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
-  FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd || index.numel() == 0, "[", op,
+  FB_CHECK_VALUE(std::max<int64_t>(index.dim(), 1) == nd, "[", op,
                  "] index must have as many dims as self: index shape ", shape_str(index.sizes()),
                  ", self shape ", shape_str(self.sizes()));
   for (int64_t k = 0; k < index.dim() && self.dim() > 0; ++k)
@@ -918,10 +930,8 @@ void check_scatter(const char* op, const Tensor& self, int64_t dim, const Tensor
                    shape_str(index.sizes()), " is larger than self shape ", shape_str(self.sizes()),
                    " in dimension ", k);
   if (!src) return;
-  FB_CHECK_TYPE(src->dtype() == self.dtype(), "[", op, "] src dtype ", dtype_name(src->dtype()),
-                " must match self dtype ", dtype_name(self.dtype()));
-  FB_CHECK_VALUE(std::max<int64_t>(src->dim(), 1) == std::max<int64_t>(index.dim(), 1) || index.numel() == 0,
-                 "[", op, "] src must have as many dims as index: src shape ", shape_str(src->sizes()),
+  FB_CHECK_VALUE(std::max<int64_t>(src->dim(), 1) == std::max<int64_t>(index.dim(), 1), "[", op,
+                 "] src must have as many dims as index: src shape ", shape_str(src->sizes()),
                  ", index shape ", shape_str(index.sizes()));
   for (int64_t k = 0; k < index.dim() && src->dim() > 0; ++k)
     FB_CHECK_VALUE(index.sizes()[k] <= src->sizes()[k], "[", op, "] index shape ", shape_str(index.sizes()),

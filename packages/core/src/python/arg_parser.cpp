@@ -96,6 +96,8 @@ bool accepts(const ParamSpec& p, PyObject* o) {
       return py::isinstance<Generator>(o);
     case ArgKind::Str:
       return PyUnicode_Check(o);
+    case ArgKind::Layout:
+      return is_layout(o);
   }
   return false;
 }
@@ -128,6 +130,8 @@ const char* kind_name(const ParamSpec& p) {
       return "a Generator";
     case ArgKind::Str:
       return "a str";
+    case ArgKind::Layout:
+      return "a layout (flambeau.strided)";
   }
   return "?";
 }
@@ -163,7 +167,8 @@ ParamSpec parse_param(const std::string& text, bool kw_only) {
                                                                  {"MemoryFormat", ArgKind::MemoryFormat},
                                                                  {"Device", ArgKind::Device},
                                                                  {"Generator", ArgKind::Generator},
-                                                                 {"str", ArgKind::Str}};
+                                                                 {"str", ArgKind::Str},
+                                                                 {"Layout", ArgKind::Layout}};
   auto it = kinds.find(ty);
   FB_INTERNAL_ASSERT(it != kinds.end(), "unknown parameter type '", ty, "'");
   p.kind = it->second;
@@ -510,6 +515,39 @@ py::object default_value(const ParamSpec& p) {
 }
 }  // namespace
 
+namespace {
+// flambeau_core.sparse's layout class and its strided value, imported once (under the GIL; a race
+// imports twice and keeps one).
+PyObject* g_layout_class = nullptr;
+PyObject* g_strided = nullptr;
+void load_layouts() {
+  if (g_strided) return;
+  py::module_ sparse = py::module_::import("flambeau_core.sparse");
+  py::object cls = sparse.attr("layout"), strided = sparse.attr("strided");
+  if (g_strided) return;
+  g_layout_class = cls.release().ptr();
+  g_strided = strided.release().ptr();
+}
+}  // namespace
+
+bool is_layout(PyObject* obj) {
+  load_layouts();
+  const int r = PyObject_IsInstance(obj, g_layout_class);
+  if (r < 0) throw py::error_already_set();
+  return r == 1;
+}
+
+void check_layout(py::handle obj, const char* op) {
+  if (obj.is_none()) return;
+  if (!is_layout(obj.ptr()))
+    throw TypeError(detail::cat_str("[", op, "] layout must be a flambeau layout (flambeau.strided), got ",
+                                    Py_TYPE(obj.ptr())->tp_name));
+  if (obj.ptr() == g_strided) return;
+  throw NotImplementedError(detail::cat_str("[", op, "] is implemented for strided tensors only ",
+                                            "(layout=flambeau.strided), got layout=",
+                                            py::str(obj).cast<std::string>()));
+}
+
 #define FB_ARG_OR_DEFAULT(i)          \
   py::object holder;                  \
   PyObject* o = args[i];              \
@@ -626,6 +664,9 @@ std::optional<Device> ParsedArgs::optional_device(int i) const {
 Generator* ParsedArgs::generator(int i) const {
   if (is_none(i)) return nullptr;
   return py::handle(args[i]).cast<Generator*>();
+}
+void ParsedArgs::check_layout(int i) const {
+  if (!is_none(i)) python::check_layout(args[i], op());
 }
 std::string ParsedArgs::string(int i) const {
   FB_ARG_OR_DEFAULT(i);

@@ -40,6 +40,7 @@ enum class ArgKind : uint8_t {
   Device,
   Generator,
   Str,
+  Layout,  // a factory's layout=: Python only (check_layout)
 };
 
 struct ParamSpec {
@@ -95,6 +96,8 @@ class ParsedArgs {
   Device device(int i) const;
   std::optional<Device> optional_device(int i) const;
   Generator* generator(int i) const;
+  /// layout=: None (omitted) or flambeau.strided; another layout raises NotImplementedError naming the op.
+  void check_layout(int i) const;
   std::string string(int i) const;
   std::optional<std::string> optional_string(int i) const;
 

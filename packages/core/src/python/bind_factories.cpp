@@ -500,7 +500,17 @@ Tensor tensor_from_python(py::handle data) { return tensor_from_data(data, py::n
 
 void init_factories(py::module_& m) {
   py::class_<Generator, std::shared_ptr<Generator>>(
-      m, "Generator", "A counter-based random generator (Note [Random numbers]).")
+      m, "Generator",
+      "A counter-based random generator (Note [Random numbers]).\n"
+      "\n"
+      "Generator(device=\"cpu\", seed=None): factories and in-place fills take it as generator=. The "
+      "same seed gives\n"
+      "other numbers than PyTorch's generator (a counter-based one, not a Mersenne Twister).\n"
+      "\n"
+      ">>> g = flambeau_core.Generator(seed=0)\n"
+      ">>> a = flambeau_core.rand(3, generator=g)\n"
+      ">>> bool((flambeau_core.rand(3, generator=flambeau_core.Generator(seed=0)) == a).all())\n"
+      "True")
       .def(py::init([](py::handle device, py::object seed) {
              (void)parse_device(device, "Generator");
              auto g = std::make_shared<Generator>();
@@ -514,8 +524,17 @@ void init_factories(py::module_& m) {
             g->manual_seed(as_seed(seed, "manual_seed"));
             return g;
           },
-          py::arg("seed"))
-      .def("initial_seed", &Generator::initial_seed)
+          py::arg("seed"),
+          "Reseeds the generator (its offset back to 0); returns the generator.\n"
+          "\n"
+          ">>> g = flambeau_core.Generator()\n"
+          ">>> g.manual_seed(5) is g, g.initial_seed()\n"
+          "(True, 5)")
+      .def("initial_seed", &Generator::initial_seed,
+           "The seed the generator was created or last seeded with.\n"
+           "\n"
+           ">>> flambeau_core.Generator(seed=5).initial_seed()\n"
+           "5")
       .def(
           "get_state", [](Generator& g) { return generator_state(g); },
           "The generator's state as a 16-byte uint8 tensor (seed and offset, Note [Generator state "
@@ -529,7 +548,13 @@ void init_factories(py::module_& m) {
             return g;
           },
           py::arg("new_state"),
-          "Restores a state from get_state(): the same random numbers come again. Returns the generator.");
+          "Restores a state from get_state(): the same random numbers come again. Returns the generator.\n"
+          "\n"
+          ">>> g = flambeau_core.Generator(seed=0)\n"
+          ">>> state = g.get_state()\n"
+          ">>> a = flambeau_core.rand(2, generator=g)\n"
+          ">>> g.set_state(state) is g, bool((flambeau_core.rand(2, generator=g) == a).all())\n"
+          "(True, True)");
 
   m.def(
       "_get_rng_state", [] { return generator_state(default_generator()); },
@@ -592,10 +617,11 @@ void init_factories(py::module_& m) {
   auto sized = [&m](const char* name, auto make, auto fill, const char* doc) {
     m.def(
         name,
-        [make, fill, name](py::args size, py::handle out, py::handle dtype, py::handle device,
-                           bool requires_grad) -> py::object {
+        [make, fill, name](py::args size, py::handle out, py::handle dtype, py::handle layout,
+                           py::handle device, bool requires_grad) -> py::object {
           // Note [Observation]: a factory is not dispatched, but PyTorch's profiler shows it as an op.
           profiler::RecordScope scope(name, profiler::EventKind::Op);
+          check_layout(layout, name);
           const Shape shape = parse_shape(size, name);
           const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
           const Device d = factory_out_device(out, device, name);
@@ -607,26 +633,43 @@ void init_factories(py::module_& m) {
           return finish_out(name, without_gil([&] { return make(sizes, t, d); }), out, requires_grad);
         },
         py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
+        py::arg("layout") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        doc);
   };
   sized(
       "zeros", [](const Shape& s, ScalarType t, Device d) { return zeros(s, t, d); },
       [](Tensor& o) { op::fill_(o, Scalar(int64_t{0})); },
-      "A tensor of zeros: zeros(2, 3) or zeros((2, 3)).");
+      "A tensor of zeros: zeros(2, 3) or zeros((2, 3)); float32 unless dtype is given.\n"
+      "\n"
+      ">>> flambeau_core.zeros(2, 3).tolist()\n"
+      "[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]\n"
+      ">>> flambeau_core.zeros((2,), dtype=flambeau_core.int64).tolist()\n"
+      "[0, 0]");
   sized(
       "ones", [](const Shape& s, ScalarType t, Device d) { return ones(s, t, d); },
-      [](Tensor& o) { op::fill_(o, Scalar(int64_t{1})); }, "A tensor of ones.");
+      [](Tensor& o) { op::fill_(o, Scalar(int64_t{1})); },
+      "A tensor of ones: ones(2, 3) or ones((2, 3)); float32 unless dtype is given.\n"
+      "\n"
+      ">>> flambeau_core.ones(2, 2).tolist()\n"
+      "[[1.0, 1.0], [1.0, 1.0]]\n"
+      ">>> flambeau_core.ones(3, dtype=flambeau_core.bool).tolist()\n"
+      "[True, True, True]");
   sized(
       "empty", [](const Shape& s, ScalarType t, Device d) { return empty(s, t, d); }, [](Tensor&) {},
-      "An uninitialized tensor.");
+      "An uninitialized tensor: empty(2, 3) or empty((2, 3)); its values are whatever the memory held.\n"
+      "\n"
+      ">>> x = flambeau_core.empty(2, 3)\n"
+      ">>> x.shape, x.dtype == flambeau_core.float32\n"
+      "((2, 3), True)");
   // rand/randn with an explicit generator: a keyword the shared helper does not take.
   for (const char* name : {"rand", "randn"}) {
     const bool normal = std::string(name) == "randn";
     m.def(
         name,
         [normal, name](py::args size, py::handle generator, py::handle out, py::handle dtype,
-                       py::handle device, bool requires_grad) -> py::object {
+                       py::handle layout, py::handle device, bool requires_grad) -> py::object {
           profiler::RecordScope scope(name, profiler::EventKind::Op);
+          check_layout(layout, name);
           const Shape shape = parse_shape(size, name);
           const ScalarType t = factory_dtype(out, dtype, default_float_dtype(), name);
           const Device d = factory_out_device(out, device, name);
@@ -643,15 +686,38 @@ void init_factories(py::module_& m) {
           return finish_out(name, x, out, requires_grad);
         },
         py::kw_only(), py::arg("generator") = py::none(), py::arg("out") = py::none(),
-        py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
-        normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None)."
-               : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).");
+        py::arg("dtype") = py::none(), py::arg("layout") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false,
+        normal ? "Standard normal samples: randn(2, 3, generator=None, dtype=None).\n"
+                 "\n"
+                 "The numbers differ from PyTorch's for the same seed (a counter-based generator, Note "
+                 "[Random numbers]);\n"
+                 "a seeded Generator gives the same numbers on every run.\n"
+                 "\n"
+                 ">>> g = flambeau_core.Generator(seed=0)\n"
+                 ">>> x = flambeau_core.randn(1000, generator=g)\n"
+                 ">>> x.shape, abs(x.mean().item()) < 0.2, abs(x.std().item() - 1) < 0.2\n"
+                 "((1000,), True, True)"
+               : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).\n"
+                 "\n"
+                 "The numbers differ from PyTorch's for the same seed (a counter-based generator, Note "
+                 "[Random numbers]);\n"
+                 "a seeded Generator gives the same numbers on every run.\n"
+                 "\n"
+                 ">>> g = flambeau_core.Generator(seed=0)\n"
+                 ">>> x = flambeau_core.rand(2, 3, generator=g)\n"
+                 ">>> x.shape, bool(((x >= 0) & (x < 1)).all())\n"
+                 "((2, 3), True)\n"
+                 ">>> bool((flambeau_core.rand(2, 3, generator=flambeau_core.Generator(seed=0)) == "
+                 "x).all())\n"
+                 "True");
   }
 
   m.def(
       "full",
-      [](py::handle size, py::handle fill_value, py::handle out, py::handle dtype, py::handle device,
-         bool requires_grad) -> py::object {
+      [](py::handle size, py::handle fill_value, py::handle out, py::handle dtype, py::handle layout,
+         py::handle device, bool requires_grad) -> py::object {
+        check_layout(layout, "full");
         const Shape shape = PyIndex_Check(size.ptr()) ? Shape{as_int64(size, "full", "size")}
                                                       : parse_int_sequence(size, "full", "size");
         const Scalar v = as_scalar(fill_value, "full");
@@ -665,17 +731,24 @@ void init_factories(py::module_& m) {
         return finish_out("full", without_gil([&] { return full(sizes, v, t, d); }), out, requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("out") = py::none(),
-      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
-      "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).");
+      py::arg("dtype") = py::none(), py::arg("layout") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false,
+      "A tensor filled with fill_value; dtype inferred from it (bool, int64 or float32).\n"
+      "\n"
+      ">>> flambeau_core.full((2, 2), 7).tolist()\n"
+      "[[7, 7], [7, 7]]\n"
+      ">>> flambeau_core.full([3], 0.5).tolist()\n"
+      "[0.5, 0.5, 0.5]");
 
   // The *_like factories: a new tensor shaped like `input`, laid out per
   // memory_format (preserve_format by default: Note [Preserving a layout]).
-  auto like = [&m](const char* name, auto make) {
+  auto like = [&m](const char* name, auto make, const char* doc) {
     m.def(
         name,
-        [make, name](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad,
-                     MemoryFormat memory_format) {
+        [make, name](const Tensor& t, py::handle dtype, py::handle layout, py::handle device,
+                     bool requires_grad, MemoryFormat memory_format) {
           profiler::RecordScope scope(name, profiler::EventKind::Op);
+          check_layout(layout, name);
           const ScalarType dt = parse_dtype(dtype, t.dtype(), name);
           const Device d = like_device(device, t, name);
           // A broadcast (stride-0) input may have more elements than a new buffer can hold.
@@ -686,18 +759,47 @@ void init_factories(py::module_& m) {
                         }),
                         requires_grad);
         },
-        py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false, py::arg("memory_format") = MemoryFormat::Preserve);
+        py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("layout") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false,
+        py::arg("memory_format") = MemoryFormat::Preserve, doc);
   };
-  like("zeros_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{0})); });
-  like("ones_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{1})); });
-  like("empty_like", [](Tensor& x) -> Tensor { return x; });
-  like("rand_like", [](Tensor& x) -> Tensor { return op::uniform_(x, 0.0, 1.0, nullptr); });
-  like("randn_like", [](Tensor& x) -> Tensor { return op::normal_(x, 0.0, 1.0, nullptr); });
+  like("zeros_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{0})); },
+       "A tensor of zeros with input's shape, dtype and device (unless given).\n"
+       "\n"
+       ">>> x = flambeau_core.ones(2, 3, dtype=flambeau_core.int32)\n"
+       ">>> y = flambeau_core.zeros_like(x)\n"
+       ">>> y.tolist(), y.dtype == flambeau_core.int32\n"
+       "([[0, 0, 0], [0, 0, 0]], True)");
+  like("ones_like", [](Tensor& x) -> Tensor { return op::fill_(x, Scalar(int64_t{1})); },
+       "A tensor of ones with input's shape, dtype and device (unless given).\n"
+       "\n"
+       ">>> flambeau_core.ones_like(flambeau_core.zeros(2), dtype=flambeau_core.int64).tolist()\n"
+       "[1, 1]");
+  like("empty_like", [](Tensor& x) -> Tensor { return x; },
+       "An uninitialized tensor with input's shape, dtype and device (unless given).\n"
+       "\n"
+       ">>> x = flambeau_core.empty_like(flambeau_core.zeros(2, 3, dtype=flambeau_core.float64))\n"
+       ">>> x.shape, x.dtype == flambeau_core.float64\n"
+       "((2, 3), True)");
+  like("rand_like", [](Tensor& x) -> Tensor { return op::uniform_(x, 0.0, 1.0, nullptr); },
+       "Uniform samples on [0, 1) with input's shape, dtype and device (the default generator).\n"
+       "\n"
+       ">>> _ = flambeau_core.manual_seed(0)\n"
+       ">>> x = flambeau_core.rand_like(flambeau_core.zeros(2, 2))\n"
+       ">>> x.shape, bool(((x >= 0) & (x < 1)).all())\n"
+       "((2, 2), True)");
+  like("randn_like", [](Tensor& x) -> Tensor { return op::normal_(x, 0.0, 1.0, nullptr); },
+       "Standard normal samples with input's shape, dtype and device (the default generator).\n"
+       "\n"
+       ">>> _ = flambeau_core.manual_seed(0)\n"
+       ">>> x = flambeau_core.randn_like(flambeau_core.zeros(2, 3, dtype=flambeau_core.float64))\n"
+       ">>> x.shape, x.dtype == flambeau_core.float64\n"
+       "((2, 3), True)");
   m.def(
       "full_like",
-      [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad,
-         MemoryFormat memory_format) {
+      [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle layout, py::handle device,
+         bool requires_grad, MemoryFormat memory_format) {
+        check_layout(layout, "full_like");
         const Scalar v = as_scalar(fill_value, "full_like");
         const ScalarType dt = parse_dtype(dtype, t.dtype(), "full_like");
         const Device d = like_device(device, t, "full_like");
@@ -709,13 +811,23 @@ void init_factories(py::module_& m) {
                       requires_grad);
       },
       py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("device") = py::none(), py::arg("requires_grad") = false,
-      py::arg("memory_format") = MemoryFormat::Preserve);
+      py::arg("layout") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("memory_format") = MemoryFormat::Preserve,
+      "A tensor filled with fill_value, with input's shape, dtype and device (unless given).\n"
+      "\n"
+      ">>> flambeau_core.full_like(flambeau_core.zeros(2), 5).tolist()\n"
+      "[5.0, 5.0]");
 
+  m.def(
+      "_check_layout", [](py::handle layout, const std::string& op) { check_layout(layout, op.c_str()); },
+      py::arg("layout"), py::arg("op"),
+      "The layout= check of the factories: None or flambeau.strided pass; another layout raises "
+      "NotImplementedError naming op, anything else TypeError.");
   m.def(
       "arange",
       [](py::handle start, py::handle end, py::handle step, py::handle out, py::handle dtype,
-         py::handle device, bool requires_grad) -> py::object {
+         py::handle layout, py::handle device, bool requires_grad) -> py::object {
+        check_layout(layout, "arange");
         Scalar s = as_scalar(start, "arange");
         Scalar e = end.is_none() ? s : as_scalar(end, "arange");
         if (end.is_none()) s = Scalar(int64_t{0});
@@ -727,8 +839,8 @@ void init_factories(py::module_& m) {
         return finish_out("arange", op::arange(s, e, st, dt, d), out, requires_grad);
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
-      py::arg("out") = py::none(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("requires_grad") = false,
+      py::arg("out") = py::none(), py::arg("dtype") = py::none(), py::arg("layout") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false,
       "Values from start (default 0) to end (exclusive) by step. int64 unless an argument is a float.\n\n"
       ">>> flambeau_core.arange(3).tolist()\n[0, 1, 2]");
 
@@ -753,7 +865,11 @@ void init_factories(py::module_& m) {
           },
           kMethod | kWrite),
       py::arg("a") = 0.0, py::arg("b") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
-      "Fills self with uniform samples on [a, b).");
+      "Fills self with uniform samples on [a, b); returns self.\n"
+      "\n"
+      ">>> x = flambeau_core.empty(3).uniform_(2.0, 3.0, generator=flambeau_core.Generator(seed=0))\n"
+      ">>> bool(((x >= 2) & (x < 3)).all())\n"
+      "True");
   cls.def(
       "normal_",
       recorded(
@@ -764,7 +880,11 @@ void init_factories(py::module_& m) {
           },
           kMethod | kWrite),
       py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none(),
-      "Fills self with normal samples.");
+      "Fills self with normal samples of the given mean and std; returns self.\n"
+      "\n"
+      ">>> x = flambeau_core.empty(1000).normal_(5.0, 0.1, generator=flambeau_core.Generator(seed=0))\n"
+      ">>> abs(x.mean().item() - 5.0) < 0.05\n"
+      "True");
 }
 
 }  // namespace flambeau::python

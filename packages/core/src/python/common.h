@@ -93,6 +93,12 @@ Device parse_device(py::handle obj, const char* op);
 /// The device of a factory (tensor, zeros, arange, randint, ...): `obj` parsed,
 /// or None -> the default device (Note [Default device]).
 Device factory_device(py::handle obj, const char* op);
+/// Whether `obj` is a flambeau.layout (flambeau.strided, flambeau.sparse_coo: flambeau_core.sparse.layout).
+bool is_layout(PyObject* obj);
+/// A factory's layout= argument: None or flambeau.strided pass; another layout (sparse_coo) raises
+/// NotImplementedError naming `op` (PyTorch's error kind for a layout a factory has no kernel for),
+/// anything else TypeError.
+void check_layout(py::handle obj, const char* op);
 /// The calling thread's default device for factories (cpu unless set).
 Device default_device();
 /// A copy of `self` on `device` (any pair of devices), cast to dtype.

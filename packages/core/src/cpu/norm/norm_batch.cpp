@@ -70,6 +70,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
     for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
       if (training && given && given->impl() != used->impl()) op::copy_(*given, *used);
     const ScalarType stats = meta::batch_norm_stats(input, weight, bias, running_mean, running_var);
+    if (!training) return {cpu::round_to(out, input.dtype()), op::empty(Shape{0}, stats, input.device()),
+                           op::empty(Shape{0}, stats, input.device())};
     return {cpu::round_to(out, input.dtype()), cpu::round_to(mean, stats), cpu::round_to(invstd, stats)};
   }
   const BNShape s = bn_shape(input);
@@ -181,6 +183,11 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
       }
     }
   });
+  // Evaluation mode saves nothing (PyTorch's (0,) statistics): the backward reads the running ones. The
+  // per-channel coefficients above were computed in save_mean/save_invstd all the same.
+  if (!training)
+    return {out, op::empty(Shape{0}, input.dtype(), input.device()),
+            op::empty(Shape{0}, input.dtype(), input.device())};
   return {out, save_mean, save_invstd};
 }
 
