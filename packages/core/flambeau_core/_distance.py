@@ -1,12 +1,15 @@
 """``torch.cdist``: the p-norm distance between each row of one batch of row vectors and each of another.
 
 Composed of a broadcast difference and ``linalg.vector_norm`` (whose gradient is
-0 where a distance is 0, as PyTorch's cdist's), so autograd differentiates it.
+0 where a distance is 0, as PyTorch's cdist's), so autograd differentiates it. The
+p = 2 form by a matrix product runs as one CPU kernel (``_C._cdist_euclidean``)
+when no gradient is recorded.
 """
 
 from __future__ import annotations
 
 from flambeau_core import _C
+from flambeau_core._linalg_common import _needs_grad
 from flambeau_core.overrides import is_tensor_like
 
 COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
@@ -53,12 +56,37 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
 def _euclidean_by_matmul(x1, x2):
     """PyTorch's form for many rows: |a - b|^2 = |a|^2 - 2 a.b + |b|^2, one matrix product instead of a
     (P, R, M) difference. Where rounding makes the square 0 or negative the distance is 0, with a 0
-    gradient (the inner where keeps sqrt's infinite slope at 0 out of the graph)."""
+    gradient (the inner where keeps sqrt's infinite slope at 0 out of the graph). On the CPU, with no
+    gradient recorded, one kernel computes it (the product and one pass over the result,
+    src/cpu/linalg/cdist.cpp)."""
+    if (
+        x1.device.type == "cpu"
+        and x2.device.type == "cpu"
+        and x1.dtype == x2.dtype
+        and x1.dtype in (_C.float32, _C.float64)
+        and type(x1) is _C.Tensor
+        and type(x2) is _C.Tensor
+        and not _needs_grad(x1, x2)
+    ):
+        return _fused_euclidean(x1, x2)
     squared = (
         (x1 * x1).sum(-1, keepdim=True) - 2 * _C.matmul(x1, x2.transpose(-2, -1)) + (x2 * x2).sum(-1).unsqueeze(-2)
     )
     positive = squared > 0
     return _C.where(positive, _C.where(positive, squared, 1.0).sqrt(), 0.0)
+
+
+def _fused_euclidean(x1, x2):
+    batch1, batch2 = tuple(x1.shape[:-2]), tuple(x2.shape[:-2])
+    if batch1 != batch2:  # broadcast the batch dims (their mismatch raises as the composite form's would)
+        batch1 = tuple(_C.broadcast_shapes(batch1, batch2))
+        x1, x2 = x1.expand(*batch1, *x1.shape[-2:]), x2.expand(*batch1, *x2.shape[-2:])
+    p, r, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    count = 1
+    for d in batch1:
+        count *= d
+    out = _C._cdist_euclidean(x1.reshape(count, p, m), x2.reshape(count, r, m))
+    return out.reshape(*batch1, p, r)
 
 
 def dist(input, other, p: float = 2):  # noqa: A002

@@ -4,13 +4,16 @@
 ``n_fft`` around its centre) and takes ``rfft``/``fft`` along the frame. ``istft`` inverts each frame with
 ``irfft``/``ifft``, multiplies by the window again and overlap-adds the frames with ``col2im``; dividing by the
 overlap-added squared window (the envelope) undoes the windowing, which needs the envelope nonzero
-everywhere (the NOLA condition). Gradients come from the ops composed.
+everywhere (the NOLA condition). Gradients come from the ops composed. Without a gradient recorded, the
+onesided stft of a real CPU signal is one kernel, ``_C._stft_r2c`` (Note [stft frames]: no padded copy, the
+window applied while framing, one transform per chunk of frames).
 """
 
 from __future__ import annotations
 
 from flambeau_core import _C, _shape_composites, fft
 from flambeau_core._composing import check_int, check_tensor
+from flambeau_core._linalg_common import _needs_grad
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
@@ -92,6 +95,7 @@ def stft(
                 "require that return_complex=True in a future PyTorch release."
             )
         return_complex = True
+    pad = 0
     if center:
         if pad_mode not in _PAD_MODES:
             raise NotImplementedError(f"[stft] Unrecognised padding mode {pad_mode}")
@@ -100,10 +104,7 @@ def stft(
             raise _C.FlambeauError(
                 f"[stft] reflect padding of {pad} needs a signal longer than {pad} samples, got {input.shape[-1]}"
             )
-        signal_dim = input.dim()
-        padded = _padded(input.reshape([1] * (3 - signal_dim) + list(input.shape)), pad, pad_mode)
-        input = padded.reshape(padded.shape[3 - signal_dim :])  # noqa: A001
-    length = input.shape[-1]
+    length = input.shape[-1] + 2 * pad
     if not 0 < n_fft <= length:
         raise _C.FlambeauError(f"[stft] expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop_length <= 0:
@@ -111,6 +112,18 @@ def stft(
     if not 0 < win_length <= n_fft:
         raise _C.FlambeauError(f"[stft] expected 0 < win_length <= n_fft, but got win_length={win_length}")
     win = _frame_window("stft", window, win_length, n_fft, input)
+    if _framed_in_one_kernel(input, win, onesided, align_to_window, pad, pad_mode):
+        # Padding, framing, window and onesided transforms in one CPU kernel (Note [stft frames]).
+        spectrum = _C._stft_r2c(input.reshape(-1, input.shape[-1]), win, n_fft, hop_length, pad, pad_mode, normalized)
+        spectrum = spectrum.transpose(-1, -2)
+        if input.dim() == 1:
+            spectrum = spectrum.squeeze(0)
+        return spectrum if return_complex else _C.view_as_real(spectrum)
+    if pad:
+        signal_dim = input.dim()
+        padded = _padded(input.reshape([1] * (3 - signal_dim) + list(input.shape)), pad, pad_mode)
+        input = padded.reshape(padded.shape[3 - signal_dim :])  # noqa: A001
+    length = input.shape[-1]
     if align_to_window and win_length < n_fft:
         # Frames start where the window starts: shift the signal so the window's left zeros fall before it.
         left = (n_fft - win_length) // 2
@@ -227,6 +240,24 @@ def istft(
     if end > signal_len:
         signal = _shape_composites.constant_pad_nd(signal, [0, end - max(start, signal_len)], 0.0)
     return signal if batched else signal.squeeze(0)
+
+
+def _framed_in_one_kernel(input, win, onesided, align_to_window, pad, pad_mode) -> bool:  # noqa: A002
+    """Whether ``_C._stft_r2c`` computes this stft: real float32/float64 CPU tensors of one dtype, onesided,
+    no gradient recorded, frames from each frame's start, and a pad its index map reads (a circular pad
+    longer than the signal is refused by the composite form's padding)."""
+    return (
+        type(input) is _C.Tensor
+        and type(win) is _C.Tensor
+        and input.dtype in (_C.float32, _C.float64)
+        and win.dtype == input.dtype
+        and input.device.type == "cpu"
+        and win.device.type == "cpu"
+        and onesided in (None, True)
+        and not align_to_window
+        and not (pad_mode == "circular" and pad > input.shape[-1])
+        and not _needs_grad(input, win)
+    )
 
 
 def _padded(x: _C.Tensor, pad: int, mode: str) -> _C.Tensor:

@@ -71,6 +71,96 @@ def test_cdist_gradients_by_matmul():
     np.testing.assert_allclose(to_numpy(fb.grad), tb.grad.numpy(), rtol=1e-7, atol=1e-9)
 
 
+MM_SHAPES = [((40, 5), (30, 5)), ((2, 40, 7), (2, 33, 7)), ((2, 1, 30, 4), (3, 26, 4)), ((26, 70), (3, 70))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape1", "shape2"), MM_SHAPES)
+def test_cdist_by_matmul_values(shape1, shape2, dtype):
+    """More than 25 rows and no gradient: the one kernel (a matrix product and one pass, on the CPU), with
+    PyTorch's values. Distances near 0 carry the rounding of |a|^2 + |b|^2 - 2 a.b under a square root, in
+    both libraries, hence the absolute tolerance; the squares agree closely."""
+    a, b = operands(shape1, shape2, dtype)
+    expected = torch.cdist(torch.from_numpy(a), torch.from_numpy(b))
+    got = fc.cdist(fc.tensor(a), fc.tensor(b))
+    assert got.shape == tuple(expected.shape) and got.dtype == getattr(fc, np.dtype(dtype).name)
+    eps = np.finfo(dtype).eps
+    scale = float((a**2).sum(-1).max() + (b**2).sum(-1).max())
+    np.testing.assert_allclose(to_numpy(got) ** 2, expected.numpy() ** 2, rtol=0, atol=8 * eps * scale)
+    np.testing.assert_allclose(to_numpy(got), expected.numpy(), rtol=0, atol=np.sqrt(8 * eps * scale))
+    t1, t2 = fc.tensor(a).transpose(-1, -2).contiguous().transpose(-1, -2), fc.tensor(b)[..., ::1, :]
+    np.testing.assert_allclose(to_numpy(fc.cdist(t1, t2)), expected.numpy(), rtol=0, atol=np.sqrt(8 * eps * scale))
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cdist_by_matmul_equal_rows_are_zero_apart(dtype):
+    """|a|^2 is summed as the GEMM sums a.a (in column order, fused multiply-adds), so equal rows are
+    exactly 0 apart."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 64)).astype(dtype)
+    got = to_numpy(fc.cdist(fc.tensor(a), fc.tensor(a[:200].copy())))
+    assert np.all(np.diagonal(got) == 0)
+    ref = torch.cdist(
+        torch.from_numpy(a).double(), torch.from_numpy(a[:200]).double(), compute_mode="donot_use_mm_for_euclid_dist"
+    )
+    off = ~np.eye(300, 200, dtype=bool)
+    np.testing.assert_allclose(got[off], ref.numpy()[off], rtol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+@pytest.mark.on_devices(types=("cpu",))
+def test_cdist_by_matmul_special_values():
+    """A NaN gives NaN distances (PyTorch's clamp_min keeps it); rows of an infinity give inf or NaN as
+    PyTorch's."""
+    a, b = operands((30, 3), (28, 3))
+    a[1, 2], b[3, 0] = np.nan, np.inf
+    expected = torch.cdist(torch.from_numpy(a), torch.from_numpy(b))
+    got = to_numpy(fc.cdist(fc.tensor(a), fc.tensor(b)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected.numpy()))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected.numpy()))
+    finite = np.isfinite(got)
+    np.testing.assert_allclose(got[finite], expected.numpy()[finite], rtol=1e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("shape1", "shape2"), [((0, 4), (30, 4)), ((30, 4), (0, 4)), ((30, 0), (40, 0)), ((0, 30, 2), (0, 27, 2))]
+)
+def test_cdist_by_matmul_empty(shape1, shape2):
+    a, b = np.ones(shape1, np.float32), np.ones(shape2, np.float32)
+    expected = torch.cdist(torch.from_numpy(a), torch.from_numpy(b), compute_mode="use_mm_for_euclid_dist")
+    got = fc.cdist(fc.tensor(a), fc.tensor(b), compute_mode="use_mm_for_euclid_dist")
+    assert got.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(to_numpy(got), expected.numpy())
+
+
+def test_cdist_by_matmul_gradcheck():
+    """With a gradient recorded the composite form runs (its gradient is PyTorch's); gradcheck in float64, and
+    its values are the kernel's."""
+    ag = pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+    a, b = operands((2, 27, 3), (2, 26, 3), np.float64)
+    a[0, 5] += 1e-3  # no distance of 0: sqrt's slope is not finite there
+    b[:, 0] += 0.5
+    fa, fb = fc.tensor(a, requires_grad=True), fc.tensor(b, requires_grad=True)
+    assert ag.gradcheck(lambda x, y: fc.cdist(x, y), [fa, fb])
+    np.testing.assert_allclose(
+        to_numpy(fc.cdist(fa, fb).detach()), to_numpy(fc.cdist(fc.tensor(a), fc.tensor(b))), rtol=1e-12, atol=1e-12
+    )
+
+
+@pytest.mark.on_devices(types=("cpu",))
+def test_cdist_euclidean_kernel_errors():
+    with pytest.raises(fc.FlambeauError, match=r"^\[cdist\] expected inputs \(B, P, M\) and \(B, R, M\), got shapes"):
+        fc._C._cdist_euclidean(fc.ones(2, 3), fc.ones(2, 3))
+    with pytest.raises(fc.FlambeauError, match=r"^\[cdist\] expected inputs"):
+        fc._C._cdist_euclidean(fc.ones(1, 2, 3), fc.ones(1, 2, 4))
+    with pytest.raises(
+        TypeError, match=r"^\[cdist\] expected two float32 or two float64 inputs, got float32 and float64"
+    ):
+        fc._C._cdist_euclidean(fc.ones(1, 2, 3), fc.ones(1, 2, 3, dtype=fc.float64))
+    with pytest.raises(fc.FlambeauError):  # batch dims that do not broadcast, by matmul
+        fc.cdist(fc.ones(2, 40, 3), fc.ones(3, 5, 3))
+
+
 def test_cdist_errors():
     with pytest.raises(TypeError, match=r"\[cdist\] expected floating-point tensors, got x1 of dtype .*int64"):
         fc.cdist(fc.ones(2, 3, dtype=fc.int64), fc.ones(2, 3))

@@ -68,6 +68,78 @@ def test_stft_matches_torch(shape, n_fft, kwargs, dtype):
     assert_same(x.stft(n_fft, **kw), torch_quiet(torch.stft, tx, n_fft, **tkw), **tol)
 
 
+KERNEL_CASES = [
+    # shape, n_fft, kwargs: real float32/float64 onesided transforms, computed by _C._stft_r2c (Note [stft frames])
+    ((3, 1600), 400, dict(hop_length=160)),
+    ((1600,), 400, dict(hop_length=160, normalized=True)),
+    ((2, 1000), 256, dict(hop_length=100, pad_mode="constant")),
+    ((2, 1000), 255, dict(hop_length=64, pad_mode="replicate", win_length=200)),
+    ((2, 300), 64, dict(hop_length=16, pad_mode="circular")),
+    ((2, 300), 64, dict(hop_length=70, center=False, return_complex=False)),  # hop longer than a frame
+    ((5, 33), 32, dict(hop_length=1, win_length=31)),  # reflect pad 16 of 33 samples: frames read both ends
+    ((1, 9), 16, dict(hop_length=4, pad_mode="constant")),  # every frame overlaps both ends
+    ((1, 8), 16, dict(hop_length=4, pad_mode="circular")),  # a circular pad as long as the signal
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("shape", "n_fft", "kwargs"), KERNEL_CASES)
+def test_stft_one_kernel_matches_torch(shape, n_fft, kwargs, dtype):
+    x, tx = pair(RNG.standard_normal(shape).astype(dtype))
+    win = kwargs.get("win_length", n_fft)
+    w, tw = pair(np.hanning(win + 1)[:-1].astype(dtype) + 0.1)
+    kw = {"return_complex": True, **kwargs}
+    expected = torch_quiet(torch.stft, tx, n_fft, window=tw, **kw)
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=1e-4, atol=2e-4)
+    got = fc.stft(x, n_fft, window=w, **kw)
+    assert_same(got, expected, **tol)
+    assert_same(fc.stft(x, n_fft, **kw), torch_quiet(torch.stft, tx, n_fft, **kw), **tol)  # no window: ones
+    if len(shape) == 2 and "win_length" not in kwargs:  # a strided signal
+        assert_same(fc.stft(x[:, ::2], n_fft // 2, **kw), torch_quiet(torch.stft, tx[:, ::2], n_fft // 2, **kw), **tol)
+
+
+def test_stft_one_kernel_layout_and_empty_batch():
+    """The result is the transposed view PyTorch returns (frames contiguous); an empty batch gives an empty
+    result."""
+    x, tx = pair(RNG.standard_normal((2, 500)).astype(np.float32))
+    got, expected = fc.stft(x, 64, 16, return_complex=True), torch.stft(tx, 64, 16, return_complex=True)
+    assert tuple(got.stride()) == tuple(expected.stride())
+    one = torch.stft(tx[:1], 64, 16, return_complex=True)  # PyTorch's MKL refuses an empty batch: its shape
+    empty = fc.stft(x[:0], 64, 16, return_complex=True)
+    assert tuple(empty.shape) == (0, *one.shape[1:]) and empty.dtype == fc.complex64
+
+
+def test_stft_with_gradient_takes_the_composite_form_with_the_same_values():
+    pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+    a = RNG.standard_normal((2, 300))
+    w = np.hanning(64)
+    plain = fc.stft(fc.tensor(a), 64, 16, window=fc.tensor(w), return_complex=True)
+    x = fc.tensor(a, requires_grad=True)
+    tracked = fc.stft(x, 64, 16, window=fc.tensor(w), return_complex=True)
+    assert tracked.requires_grad
+    np.testing.assert_allclose(to_numpy(tracked.detach()), to_numpy(plain), rtol=1e-12, atol=1e-12)
+
+
+def test_stft_r2c_kernel_errors():
+    x, w = fc.zeros(2, 20), fc.ones(8)
+    with pytest.raises(TypeError, match=r"^\[stft\] expected a float32 or float64 signal and window of its dtype"):
+        fc._C._stft_r2c(x, w.double(), 8, 2, 4, "reflect", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] expected a \(B, L\) signal and a window of n_fft"):
+        fc._C._stft_r2c(x, fc.ones(7), 8, 2, 4, "reflect", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] expected a \(B, L\) signal"):
+        fc._C._stft_r2c(x, w, 8, 0, 4, "reflect", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] Unrecognised padding mode bogus"):
+        fc._C._stft_r2c(x, w, 8, 2, 4, "bogus", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] reflect padding of 20 needs a signal longer"):
+        fc._C._stft_r2c(x, w, 8, 2, 20, "reflect", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] circular padding of 21 needs a signal of at least"):
+        fc._C._stft_r2c(x, w, 8, 2, 21, "circular", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] expected 0 < n_fft < 20, but got n_fft=30"):
+        fc._C._stft_r2c(x, fc.ones(30), 30, 2, 0, "constant", False)
+    with pytest.raises(fc.FlambeauError, match=r"^\[stft\] padding of \d+ samples is too long"):
+        fc._C._stft_r2c(x, w, 8, 2, 2**62, "constant", False)
+
+
 def test_stft_of_complex_input_and_window():
     x, tx = pair(RNG.standard_normal((2, 20)) + 1j * RNG.standard_normal((2, 20)))
     w, tw = pair(RNG.standard_normal(8) + 1j * RNG.standard_normal(8))

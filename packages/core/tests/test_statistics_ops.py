@@ -81,13 +81,122 @@ def test_bincount():
         ([[[1, 2]]], {}, fc.FlambeauError, "1-D"),
         ([[1.0, 2.0]], {}, TypeError, "integer"),
         ([[1, 2]], {"minlength": -1}, fc.FlambeauError, "minlength should be >= 0"),
+        ([[1, 2]], {"weights": [1.0, 2.0, 3.0]}, fc.FlambeauError, "weights should be 1-D and have the same length"),
+        ([[1, 2]], {"weights": [[1.0, 2.0]]}, fc.FlambeauError, "weights should be 1-D and have the same length"),
     ],
 )
 def test_bincount_errors(args, kwargs, error, words):
+    tkw, fkw = dict(kwargs), dict(kwargs)
+    if "weights" in kwargs:
+        tkw["weights"], fkw["weights"] = torch.tensor(kwargs["weights"]), fc.tensor(kwargs["weights"])
     with pytest.raises(RuntimeError):
-        torch.bincount(torch.tensor(args[0]), **kwargs)
+        torch.bincount(torch.tensor(args[0], dtype=torch.int64 if error is not TypeError else None), **tkw)
     with pytest.raises(error, match=rf"^\[bincount\].*{words}"):
-        fc.bincount(fc.tensor(args[0]), **kwargs)
+        fc.bincount(fc.tensor(args[0], dtype=fc.int64 if error is not TypeError else None), **fkw)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+@pytest.mark.parametrize(
+    ("n", "top", "minlength"),
+    # one pass below the kernel's cap of bins; two threads' parts from 65,536 values; values above the
+    # cap (two passes); minlength above the largest value; empty
+    [(1, 1, 0), (7, 5, 0), (1000, 100, 0), (70_000, 120, 3), (70_000, 3000, 0), (40, 127, 200), (0, 1, 4)],
+)
+def test_bincount_counts_against_torch(dtype, n, top, minlength):
+    top = min(top, 127) if dtype in ("int8", "uint8") else top
+    x = RNG.integers(0, top, n)
+    fx, tx = pair(x.tolist(), dtype)
+    assert_same(fc.bincount(fx, minlength=minlength), torch.bincount(tx, minlength=minlength))
+    assert_same(fx[::3].bincount(minlength=minlength), tx[::3].bincount(minlength=minlength))  # strided input
+
+
+@pytest.mark.parametrize("wdtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"])
+@pytest.mark.parametrize(("n", "top"), [(9, 4), (70_000, 50), (3000, 5000)])
+def test_bincount_weights_against_torch(wdtype, n, top):
+    """float32 weights sum in float32, every other dtype in float64 (PyTorch's result dtypes), in input order:
+    the same bits as PyTorch's sums."""
+    x = RNG.integers(0, top, n)
+    w = (
+        RNG.random(n) * 3
+        if wdtype not in ("bool", "int32", "int64")
+        else RNG.integers(0, 2 if wdtype == "bool" else 9, n)
+    )
+    fx, tx = pair(x.tolist(), "int64")
+    fw, tw = fc.tensor(w.tolist(), dtype=getattr(fc, wdtype)), torch.tensor(w.tolist(), dtype=getattr(torch, wdtype))
+    got, expected = fc.bincount(fx, fw), torch.bincount(tx, tw)
+    assert_same(got, expected, rtol=0, atol=0)
+    assert_same(fc.bincount(fx[1::2], fw[1::2], minlength=7000), torch.bincount(tx[1::2], tw[1::2], minlength=7000))
+
+
+def test_bincount_weights_requiring_grad_are_differentiated():
+    """Weights that require grad take the composite form (scatter_add), so their gradient is the gathered
+    incoming gradient (PyTorch has no derivative for bincount)."""
+    fc_autograd = pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+    assert fc_autograd
+    x = RNG.integers(0, 6, 20)
+    fx = fc.tensor(x.tolist())
+    fw = fc.tensor(RNG.random(20).tolist(), requires_grad=True)
+    counts = fc.bincount(fx, fw)
+    g = RNG.standard_normal(counts.shape[0])
+    (counts * fc.tensor(g.tolist())).sum().backward()
+    np.testing.assert_allclose(to_numpy(fw.grad), g[x].astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(counts.detach()), to_numpy(fc.bincount(fx, fw.detach())), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [5, 70_000])
+def test_bincount_negative_value_anywhere(n):
+    x = RNG.integers(0, 10, n)
+    x[n - 2] = -3
+    for dtype in ["int8", "int32", "int64"]:
+        with pytest.raises(RuntimeError):
+            torch.bincount(torch.tensor(x, dtype=getattr(torch, dtype)))
+        with pytest.raises(fc.FlambeauError, match=r"^\[bincount\] input should contain only non-negative values"):
+            fc.bincount(fc.tensor(x.tolist(), dtype=getattr(fc, dtype)))
+        with pytest.raises(fc.FlambeauError, match=r"^\[bincount\] input should contain only non-negative values"):
+            fc.bincount(fc.tensor(x.tolist(), dtype=getattr(fc, dtype)), fc.ones(n))
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("value", [2**63 - 1, 2**62, 2**60])
+def test_bincount_too_large_value_raises(value):
+    """A largest value whose max + 1 bins of 8 bytes overflow the byte count raises before allocating (as
+    PyTorch's "maximum value of input overflowed" / "Storage size calculation overflowed")."""
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.bincount(torch.tensor([1, value]))
+    with pytest.raises(fc.FlambeauError, match=r"^\[bincount\] maximum value of input overflowed: \d+ \+ 1 bins"):
+        fc.bincount(fc.tensor([1, value]))
+    with pytest.raises(fc.FlambeauError, match=r"^\[bincount\] maximum value of input overflowed"):
+        fc.bincount(fc.tensor([value, 0]), fc.ones(2))
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.bincount(torch.tensor([1]), minlength=value)
+    with pytest.raises(fc.FlambeauError, match=r"^\[bincount\] minlength of \d+ bins is too many"):
+        fc.bincount(fc.tensor([1]), minlength=value)
+
+
+@pytest.mark.on_devices(types=("cpu",))
+def test_bincount_unallocatable_length_raises():
+    """2**40 bins (8 TiB) pass the overflow check; the allocation itself fails with an exception."""
+    with pytest.raises(RuntimeError):
+        torch.bincount(torch.tensor([2**40]))
+    with pytest.raises((MemoryError, RuntimeError)):
+        fc.bincount(fc.tensor([2**40]))
+
+
+@pytest.mark.on_devices(types=("cpu",))
+@pytest.mark.parametrize("seed", range(6))
+def test_bincount_fuzz_against_torch(seed):
+    """Random lengths, dtypes, spreads (some above the one-pass cap) and minlengths."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80_000))
+    dtype = ["uint8", "int16", "int32", "int64"][seed % 4]
+    top = int(rng.choice([2, 255, 5000, 30_000])) if dtype != "uint8" else 255
+    x = rng.integers(0, top, n)
+    minlength = int(rng.integers(0, 2 * top))
+    fx, tx = pair(x.tolist(), dtype)
+    assert_same(fc.bincount(fx, minlength=minlength), torch.bincount(tx, minlength=minlength))
+    w = rng.standard_normal(n)
+    fw, tw = pair(w.tolist(), "float32")
+    assert_same(fc.bincount(fx, fw, minlength), torch.bincount(tx, tw, minlength), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -216,6 +216,11 @@ Tensor composite::bincount(const Tensor& self, const std::optional<Tensor>& weig
     FB_CHECK_VALUE(weights->dim() == 1 && weights->numel() == self.numel(),
                    "[bincount] weights should be 1-D and have the same length as input, got shapes ",
                    shape_str(weights->sizes()), " and ", shape_str(self.sizes()));
+  // On the CPU, one kernel (Note [bincount kernel]), unless a gradient of the weights is recorded (through
+  // scatter_add below).
+  const bool weights_recorded = weights && weights->impl()->needs_autograd() && grad_mode_enabled();
+  if (self.device().is_cpu() && (!weights || weights->device().is_cpu()) && !weights_recorded)
+    return op::_bincount(self, weights, minlength);
   int64_t length = minlength;
   const Tensor index = to_dtype(self, ScalarType::Int64);
   if (self.numel() > 0) {
@@ -223,9 +228,10 @@ Tensor composite::bincount(const Tensor& self, const std::optional<Tensor>& weig
                    "[bincount] input should contain only non-negative values");
     length = std::max(length, composite_detail::read_first<int64_t>(op::amax(index, Shape{}, false)) + 1);
   }
-  // Counts are int64; weights give their own floating dtype, float64 for integer weights (as PyTorch's).
-  const ScalarType dtype =
-      !weights ? ScalarType::Int64 : is_floating(weights->dtype()) ? weights->dtype() : ScalarType::Float64;
+  // Counts are int64; sums of weights are float32 for float32 weights, else float64 (as PyTorch's).
+  const ScalarType dtype = !weights                                     ? ScalarType::Int64
+                           : weights->dtype() == ScalarType::Float32 ? ScalarType::Float32
+                                                                       : ScalarType::Float64;
   const Tensor src = weights ? to_dtype(*weights, dtype) : ones(Shape{self.numel()}, dtype, self.device());
   return op::scatter_add(zeros(Shape{length}, dtype, self.device()), 0, index, src);
 }

@@ -9,6 +9,9 @@
 #include <complex>
 #include <new>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
 #include <vector>
 
 #include "flambeau/error.h"
@@ -301,10 +304,110 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
   return out;
 }
 
+/// Note [stft frames]: stft of a real signal in one kernel. The composite form
+/// pads the signal (a copy), multiplies its unfolded frames by the window
+/// (another copy) and transforms those. Here each thread takes chunks of
+/// frames (over all batch rows): it writes a chunk's frames, times the window,
+/// into a scratch block that stays in cache, reading the samples beyond the
+/// signal's ends through the pad mode's index map (no padded copy), then runs
+/// one onesided pocketfft transform of the block straight into the output.
+constexpr int64_t kStftChunkBytes = 64 * 1024;  // scratch per chunk: in L2
+
+enum class StftPad { Constant, Reflect, Replicate, Circular };
+
+StftPad stft_pad_mode(std::string_view mode) {
+  if (mode == "constant") return StftPad::Constant;
+  if (mode == "reflect") return StftPad::Reflect;
+  if (mode == "replicate") return StftPad::Replicate;
+  FB_CHECK_VALUE(mode == "circular", "[stft] Unrecognised padding mode ", mode);
+  return StftPad::Circular;
+}
+
+/// The sample at position j of the padded signal (x: the L samples), or nothing (0) for constant padding.
+template <class R>
+R padded_sample(const R* x, int64_t len, int64_t j, StftPad mode) {
+  if (j >= 0 && j < len) return x[j];
+  switch (mode) {
+    case StftPad::Constant:
+      return R(0);
+    case StftPad::Reflect:  // the caller checked pad < len: one reflection
+      return x[j < 0 ? -j : 2 * (len - 1) - j];
+    case StftPad::Replicate:
+      return x[j < 0 ? 0 : len - 1];
+    case StftPad::Circular:
+      return x[((j % len) + len) % len];
+  }
+  return R(0);
+}
+
+Tensor stft_r2c_cpu(const Tensor& signal, const Tensor& window, int64_t n_fft, int64_t hop_length, int64_t pad,
+                    std::string_view pad_mode, bool normalized) {
+  const char* op = "stft";
+  FB_CHECK_TYPE((signal.dtype() == ScalarType::Float32 || signal.dtype() == ScalarType::Float64) &&
+                    window.dtype() == signal.dtype(),
+                "[", op, "] expected a float32 or float64 signal and window of its dtype, got ",
+                dtype_name(signal.dtype()), " and ", dtype_name(window.dtype()));
+  const StftPad mode = stft_pad_mode(pad_mode);
+  FB_CHECK_VALUE(signal.dim() == 2 && window.dim() == 1 && window.sizes()[0] == n_fft && hop_length > 0 && pad >= 0,
+                 "[", op, "] expected a (B, L) signal and a window of n_fft values, got shapes ",
+                 shape_str(signal.sizes()), " and ", shape_str(window.sizes()), " (n_fft ", n_fft, ", hop_length ",
+                 hop_length, ", pad ", pad, ")");
+  const int64_t batch = signal.sizes()[0], len = signal.sizes()[1];
+  FB_CHECK_VALUE(pad <= (std::numeric_limits<int64_t>::max() - len) / 2, "[", op, "] padding of ", pad,
+                 " samples is too long");
+  const int64_t padded = len + 2 * pad;
+  FB_CHECK_VALUE(n_fft > 0 && n_fft <= padded, "[", op, "] expected 0 < n_fft < ", padded, ", but got n_fft=", n_fft);
+  FB_CHECK_VALUE(mode != StftPad::Reflect || pad < len || pad == 0, "[", op, "] reflect padding of ", pad,
+                 " needs a signal longer than ", pad, " samples, got ", len);
+  FB_CHECK_VALUE(mode != StftPad::Circular || pad <= len, "[", op, "] circular padding of ", pad,
+                 " needs a signal of at least ", pad, " samples, got ", len);
+  const int64_t frames = (padded - n_fft) / hop_length + 1, bins = n_fft / 2 + 1;
+  Tensor out = op::empty(Shape{batch, frames, bins}, to_complex_dtype(signal.dtype()), signal.device());
+  if (out.numel() == 0) return out;
+  const Tensor x = signal.is_contiguous() ? signal : op::contiguous(signal, MemoryFormat::Contiguous);
+  const Tensor w = window.is_contiguous() ? window : op::contiguous(window, MemoryFormat::Contiguous);
+  auto run = [&](auto tag) {
+    using R = decltype(tag);
+    using C = std::complex<R>;
+    const R fct = normalized ? static_cast<R>(1.0 / std::sqrt(static_cast<double>(n_fft))) : R(1);
+    const R* xs = x.data<R>();
+    const R* ws = w.data<R>();
+    C* os = out.data<C>();
+    const int64_t per_chunk = std::max<int64_t>(1, kStftChunkBytes / static_cast<int64_t>(n_fft * sizeof(R)));
+    const int64_t total = batch * frames;
+    parallel_for(0, total, per_chunk, [&](int64_t b, int64_t e) {
+      std::vector<R> scratch(static_cast<size_t>(std::min(per_chunk, e - b) * n_fft));
+      for (int64_t g0 = b; g0 < e; g0 += per_chunk) {
+        const int64_t g1 = std::min(e, g0 + per_chunk);
+        for (int64_t g = g0; g < g1; ++g) {
+          const R* row = xs + (g / frames) * len;
+          const int64_t start = (g % frames) * hop_length - pad;  // first sample, in the signal's positions
+          R* dst = scratch.data() + (g - g0) * n_fft;
+          if (start >= 0 && start + n_fft <= len) {
+            const R* src = row + start;
+            for (int64_t k = 0; k < n_fft; ++k) dst[k] = src[k] * ws[k];
+          } else {
+            for (int64_t k = 0; k < n_fft; ++k) dst[k] = padded_sample(row, len, start + k, mode) * ws[k];
+          }
+        }
+        const pocketfft::shape_t shape{static_cast<size_t>(g1 - g0), static_cast<size_t>(n_fft)};
+        const pocketfft::stride_t in_strides{static_cast<ptrdiff_t>(n_fft * sizeof(R)),
+                                             static_cast<ptrdiff_t>(sizeof(R))};
+        const pocketfft::stride_t out_strides{static_cast<ptrdiff_t>(bins * sizeof(C)),
+                                              static_cast<ptrdiff_t>(sizeof(C))};
+        pocketfft::r2c<R>(shape, in_strides, out_strides, 1, true, scratch.data(), os + g0 * bins, fct);
+      }
+    });
+  };
+  run_in_precision(op, signal.dtype() == ScalarType::Float32, run);
+  return out;
+}
+
 }  // namespace
 
 FB_REGISTER_KERNEL(op::_fft_c2c, CPU, fft_c2c_cpu);
 FB_REGISTER_KERNEL(op::_fft_r2c, CPU, fft_r2c_cpu);
 FB_REGISTER_KERNEL(op::_fft_c2r, CPU, fft_c2r_cpu);
+FB_REGISTER_KERNEL(op::_stft_r2c, CPU, stft_r2c_cpu);
 
 }  // namespace flambeau
