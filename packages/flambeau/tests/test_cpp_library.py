@@ -191,6 +191,15 @@ def test_out_overload_writes_into_out(mylib):
     np.testing.assert_allclose(again.numpy(), a + 2.0 * a * b, rtol=1e-6)
 
 
+def test_compile_keeps_a_cpp_op_as_one_node(mylib):
+    # The C++ kernel is invisible to the recorder; reported as one op, it is a node of the graph (it was a break).
+    g = fb.compile(lambda a, b: fb.ops.mylib.mul_add(a.relu(), b, alpha=3.0) - 1)
+    a, b = _rand(6), _rand(6, seed=3)
+    for _ in range(3):
+        np.testing.assert_allclose(g(fb.tensor(a), fb.tensor(b)).numpy(), np.maximum(a, 0) * (1 + 3 * b) - 1, rtol=1e-6)
+    assert g.break_reasons == [] and [n.name for n in g.graphs[0].nodes] == ["relu", "mylib::mul_add", "sub"]
+
+
 def test_more_argument_and_result_types(mylib):
     xs = [fb.tensor(_rand(3, seed=i)) for i in range(3)]
     want = sum(w * x.numpy() for w, x in zip([1, 2, 3], xs, strict=True))

@@ -15,6 +15,7 @@ import pytest
 import torch
 from flambeau.library import Library, OpCheckError, custom_op, infer_schema, opcheck
 from flambeau.library._schema import parse_schema
+from flambeau_core._trace import OpRecorder
 
 flambeau_sim.register(num_devices=2)
 
@@ -604,6 +605,35 @@ def test_profiler_records_one_event_per_call():
     # Each call is a range around its kernel's own work, at the top level of this thread.
     ranges = [e for e in prof.events() if e.name == "testlib::profiled"]
     assert all(e.cpu_parent is None and e.time_range.end >= e.time_range.start for e in ranges)
+
+
+def test_recorder_compile_and_onnx_see_a_custom_op_as_one_op(tmp_path):
+    op = define_numpy_sin(fb, "recorded")
+    x = fb.randn(5)
+    with OpRecorder() as rec:
+        y = op(x)
+        fb.ops.testlib.recorded(x * 2)
+    # Its body (numpy, from_numpy, to) is not reported: the op is one call, as torch's tracers see it.
+    assert [c.name for c in rec.calls] == ["testlib::recorded", "mul", "testlib::recorded"]
+    assert rec.calls[0].args == (x,) and rec.calls[0].result is y and not rec.calls[0].method
+    # fb.compile keeps it as one node of the graph (its numpy body alone would break the graph) and replays it.
+    g = fb.compile(lambda t: op(t.relu()) * 2)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x).numpy(), np.sin(np.maximum(x.numpy(), 0)) * 2, rtol=1e-6)
+    assert g.break_reasons == [] and [n.name for n in g.graphs[0].nodes] == ["relu", "testlib::recorded", "mul"]
+    xg = fb.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    for _ in range(2):  # captured, then replayed: its registered backward runs
+        xg.grad = None
+        g(xg).sum().backward()
+        np.testing.assert_allclose(xg.grad.numpy(), [0.0, 2 * np.cos(0.5), 2 * np.cos(2.0)], rtol=1e-6)
+    # ONNX has no mapping for it: the export names the operator.
+    with pytest.raises(fb.onnx.UnsupportedOperatorError, match="testlib::recorded"):
+        fb.onnx.export(_OpModule(), (x,), str(tmp_path / "custom.onnx"))
+
+
+class _OpModule(fb.nn.Module):
+    def forward(self, x):
+        return fb.ops.testlib.recorded(x) + 1
 
 
 def test_torch_library_through_the_import_hook():

@@ -169,6 +169,26 @@ void init_trace(py::module_& m) {
       },
       "This thread's op recorder callback, or None.");
   m.def(
+      "_op_recorder_on", [] { return op_recorder_on(); },
+      "Whether an op called now would be reported (a recorder is set on this thread and no recorded call runs).");
+  m.def(
+      "_record_call",
+      [](const std::string& name, py::handle fn, py::tuple args, py::object kwargs) -> py::object {
+        if (!op_recorder_on()) return fn(*args, **kwargs.cast<py::dict>());
+        py::object result;
+        {
+          BusyScope busy;
+          result = fn(*args, **kwargs.cast<py::dict>());
+          if (!report(name.c_str(), args.ptr(), PyDict_GET_SIZE(kwargs.ptr()) ? kwargs.ptr() : nullptr,
+                      result.ptr(), /*method=*/false))
+            throw py::error_already_set();
+        }
+        return result;
+      },
+      py::arg("name"), py::arg("fn"), py::arg("args"), py::arg("kwargs"),
+      "Note [Op recorder]: runs fn(*args, **kwargs) (its own ops not reported) and reports it as the op `name`, "
+      "called as a function; how an operator defined outside core (flambeau.library) is recorded.");
+  m.def(
       "_op_call_info",
       []() -> py::object {
         const RecorderState& st = tl_recorder;

@@ -62,7 +62,9 @@ _originals: list[tuple[Any, str, Any]] = []
 def _watching(original: Any, reason: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         cap = current()
-        if cap is not None and cap.breaks is None:
+        # Not while a recorded op runs (the recorder is busy): a custom operator's body is its own business,
+        # the graph holds the operator as one op (Note [Op recorder]).
+        if cap is not None and cap.breaks is None and _C._op_recorder_on():
             cap.breaks = reason
         return original(*args, **kwargs)
 

@@ -113,6 +113,12 @@ def _target(name: str, args: tuple[Any, ...], method: bool) -> Callable[..., Any
     """
     if name == "where":
         return Tensor.where if method else fc.where
+    if "::" in name:  # an operator of flambeau.library ("ns::name" or "ns::name.overload"): one opaque op
+        from flambeau.library._dispatch import _REGISTRY
+
+        base, _, overload = name.partition(".")
+        packet = _REGISTRY.get(base)
+        return packet._overloads.get(overload or "default") if packet is not None else None
     if args and isinstance(args[0], Tensor):
         bound = getattr(Tensor, name, None)
         if callable(bound):

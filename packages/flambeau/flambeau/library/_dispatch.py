@@ -360,9 +360,15 @@ def _build_call(op: OpOverload) -> Callable:
         ]
         return "\n".join(indent + line for line in lines)
 
+    # Note [Op recorder]: while a recorder runs (fb.compile's capture, fb.onnx.export), the call is reported as
+    # one op named after the operator, and its own ops are not: a graph keeps it as one opaque node.
+    env["_recording"], env["_record"], env["_self"] = _C._op_recorder_on, _C._record_call, None
+    env["_rname"] = op._qualname + ("" if op._overloadname == "default" else f".{op._overloadname}")
     src = (
         f"def _call({', '.join(params)}):\n"
         + ("\n".join(checks) + "\n" if checks else "")
+        + "    if _recording():\n"
+        + f"        return _record(_rname, _self, {args_tuple}, {kwargs_dict})\n"
         + "    if _prof._active is not None:\n"
         + "        _token = _enter(_name, _KIND)\n"
         + "        try:\n"
@@ -375,6 +381,7 @@ def _build_call(op: OpOverload) -> Callable:
     code = compile(src, f"<flambeau.library: {op._qualname}>", "exec")
     exec(code, env)  # noqa: S102  (our own generated source: see Note [Custom operator dispatch])
     fn = env["_call"]
+    env["_self"] = fn
     # Python's own binding errors (a missing or an extra argument) then read "[ns::name] ns::name() ...".
     fn.__name__ = op._opname
     fn.__qualname__ = f"[{op._qualname}] {op._qualname}"
