@@ -8,9 +8,10 @@
 // output is still in cache, one pass that adds the squared norms, clamps at
 // 0 and takes the square root: the matrix product and a single pass over the
 // output, where the composite form makes five. The squared norms are summed
-// over the columns in order with fused multiply-adds, as the GEMM kernels
-// accumulate a.b (flambeau's own sgemm, OpenBLAS's AVX2/AVX-512 kernels), so
-// two equal rows usually come out exactly 0 apart (|a|^2 + |a|^2 - 2|a|^2).
+// over the columns in order with fused multiply-adds, as flambeau's own
+// float32 GEMM accumulates a.b (Note [Own sgemm]), so there two equal rows come
+// out exactly 0 apart (|a|^2 + |a|^2 - 2|a|^2); an OpenBLAS GEMM may sum in
+// another order, leaving the rounding PyTorch's form has too.
 #include <algorithm>
 #include <climits>
 #include <cmath>
