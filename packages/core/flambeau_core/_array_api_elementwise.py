@@ -27,6 +27,9 @@ from flambeau_core._array_api_dtypes import (
     is_py_scalar as _is_py_scalar,
 )
 from flambeau_core._array_api_dtypes import (
+    needs_signed as _needs_signed,
+)
+from flambeau_core._array_api_dtypes import (
     promote as _promote,
 )
 from flambeau_core._array_api_dtypes import (
@@ -384,6 +387,13 @@ nextafter = _binary("nextafter")
 logaddexp = _binary("logaddexp")
 
 
+def _bound(value, dtype):
+    """A Python bound as a 0-d tensor of ``dtype`` (uint64 values from 2**63 up go in as their int64 bits)."""
+    if dtype == getattr(_fc, "uint64", None) and isinstance(value, int) and value >= 2**63:
+        return _fc.full((), value - 2**64, dtype=_fc.int64).view(dtype)
+    return _fc.full((), value, dtype=dtype)
+
+
 def clip(x, /, min=None, max=None):  # noqa: A002
     """Clamps ``x`` into [min, max]; bounds keep x's dtype, NaN bounds propagate.
 
@@ -396,11 +406,11 @@ def clip(x, /, min=None, max=None):  # noqa: A002
     _check_tensor("clip", x)
     if min is None and max is None:
         return x.clone()
-    if isinstance(min, _Tensor) or isinstance(max, _Tensor):
+    if isinstance(min, _Tensor) or isinstance(max, _Tensor) or _needs_signed(x.dtype):  # clamp lacks uint16/32/64
         out = x
         if min is not None:
-            out = _fc.maximum(out, min if isinstance(min, _Tensor) else _fc.full((), min, dtype=x.dtype))
+            out = _fc.maximum(out, min if isinstance(min, _Tensor) else _bound(min, x.dtype))
         if max is not None:
-            out = _fc.minimum(out, max if isinstance(max, _Tensor) else _fc.full((), max, dtype=x.dtype))
+            out = _fc.minimum(out, max if isinstance(max, _Tensor) else _bound(max, x.dtype))
         return out.to(x.dtype)
     return _fc.clamp(x, min, max)

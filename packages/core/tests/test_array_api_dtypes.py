@@ -347,3 +347,12 @@ def test_cross_broadcasts_and_promotes():
     assert xp.linalg.cross(xp.zeros((0, 3)), xp.asarray([1.0, 2.0, 3.0])).shape == (0, 3)
     with pytest.raises(ValueError, match="cross: axis 0 must have size 3"):
         xp.linalg.cross(xp.asarray(a), xp.asarray(a), axis=0)
+
+
+@pytest.mark.parametrize("name", WIDE_UNSIGNED)
+def test_clip_of_unsigned_types(name):
+    top = 2 ** (np.iinfo(np_dtype(name)).bits) - 1
+    x, n = arr([0, 7, top], name)
+    out = xp.clip(x, min=3, max=top - 1)
+    assert out.dtype == xp_dtype(name)
+    np.testing.assert_array_equal(to_numpy(out), np.clip(n, 3, top - 1))
