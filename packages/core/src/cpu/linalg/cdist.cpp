@@ -104,8 +104,12 @@ void distance_rows(const T* a, const T* b, const T* nb, T* c, int64_t r0, int64_
   }
 }
 
-// Each thread's block at least this many multiply-adds (gemm.h's kPoolMacs: below, one thread).
-constexpr double kBlockMacs = cpu::kPoolMacs;
+// A block of rows at least this many multiply-adds: the own sgemm's minimum (Note [Own sgemm]), so that
+// every block runs on the kernel whose sums the squared norms repeat.
+constexpr double kBlockMacs = double(int64_t{1} << 21);
+// Up to this many blocks per thread, claimed as threads come (Note [Dynamic chunks]): a thread that
+// starts late takes fewer.
+constexpr int64_t kBlocksPerThread = 2;
 
 Tensor cdist_euclidean_cpu(const Tensor& x1, const Tensor& x2) {
   FB_CHECK_VALUE(x1.dim() == 3 && x2.dim() == 3 && x1.sizes()[0] == x2.sizes()[0] &&
@@ -129,11 +133,13 @@ Tensor cdist_euclidean_cpu(const Tensor& x1, const Tensor& x2) {
     const T* bd = b.data<T>();
     T* od = out.data<T>();
     std::vector<T> nb(static_cast<size_t>(r));
-    // Blocks of rows across the threads: as many per batch as the work allows, whole vectors of rows.
+    // Blocks of rows across the threads: as many per batch as the work allows, at least 16 rows each.
     const double macs = double(p) * double(r) * double(m);
+    const int64_t threads = get_num_threads();
     const int64_t per_batch =
-        std::max<int64_t>(1, std::min<int64_t>({get_num_threads(), static_cast<int64_t>(macs / kBlockMacs),
-                                                (p + 15) / 16}));
+        threads <= 1 ? 1
+                     : std::max<int64_t>(1, std::min<int64_t>({threads * kBlocksPerThread,
+                                                               static_cast<int64_t>(macs / kBlockMacs), p / 16}));
     const int64_t block = (p + per_batch - 1) / per_batch;
     const cpu::SerialBlasScope serial;
     for (int64_t i = 0; i < nbatch; ++i) {
