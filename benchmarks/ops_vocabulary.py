@@ -96,6 +96,13 @@ def cases():
                 lambda xs=xs, ys=ys: torch.special.xlog1py(xs[1], ys[1]),
             )
         )
+        out.append(
+            (
+                f"xlogy {dtype} 1M",
+                lambda xs=xs, ys=ys: fb.xlogy(xs[0], ys[0]),
+                lambda xs=xs, ys=ys: torch.xlogy(xs[1], ys[1]),
+            )
+        )
     if hasattr(fb, "stft"):
         sig = pair(rng.standard_normal((8, 16000)))
         wf, wt = fb.hann_window(400), torch.hann_window(400)
