@@ -4,10 +4,10 @@
 // Note [bincount kernel]
 // bincount's composite form reads the input three times (amin, amax, then a
 // scatter_add of a tensor of ones). Here the first try is one pass: each
-// thread counts its part of the input into its own bins for the values below
-// a cap (a few thousand bins, cheap to zero), keeping the largest value; the
-// parts are added in order after the join. An input with a value outside
-// [0, cap) takes two passes instead: one finds the smallest and largest value
+// part of the input (two per thread, claimed dynamically) is counted into its
+// own bins for the values below a cap (a few thousand bins, cheap to zero),
+// keeping the largest value; the parts are added in order after the join.
+// An input with a value outside [0, cap) takes two passes instead: one finds the smallest and largest value
 // (refusing a negative one, and a largest value whose max + 1 bins would
 // overflow the byte count), one counts into the result. Counts (int64) are
 // exact in any split; weighted sums run in input order on one thread, as
@@ -62,8 +62,10 @@ bool count_below(const T* x, int64_t b, int64_t e, uint64_t cap, Acc* bins, uint
   return inside;
 }
 
-// Inputs of at least this many elements per thread split the counting across threads.
-constexpr int64_t kSplitCounts = 32768;
+// Parts of at least this many elements split the counting across threads, up to two parts per thread,
+// claimed as threads come (Note [Dynamic chunks]): a thread that starts late counts fewer.
+constexpr int64_t kSplitCounts = 16384;
+constexpr int64_t kPartsPerThread = 2;
 
 // Result dtype: int64 counts, float32 sums of float32 weights, else float64 (PyTorch's).
 ScalarType bincount_dtype(const std::optional<Tensor>& weights) {
@@ -77,7 +79,9 @@ Tensor bincount_typed(const T* x, int64_t n, int64_t minlength, ScalarType dtype
   // One pass over values in [0, cap): `parts` threads (one for weights: their sums in input order).
   const bool counting = std::is_same_v<Acc, int64_t>;
   const int64_t parts =
-      counting && !in_parallel_region() ? std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / kSplitCounts)) : 1;
+      counting && !in_parallel_region() && get_num_threads() > 1
+          ? std::max<int64_t>(1, std::min<int64_t>(get_num_threads() * kPartsPerThread, n / kSplitCounts))
+          : 1;
   const int64_t cap = std::clamp<int64_t>(n / 32, 1024, 65536);
   std::vector<Acc> bins(static_cast<size_t>(parts * cap), Acc(0));
   std::vector<uint64_t> largest(static_cast<size_t>(parts), 0);
