@@ -164,10 +164,19 @@ def public_methods(cls: type) -> list[str]:
     return sorted(names)
 
 
+def _from_standard_library(obj: object) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    return module.split(".")[0] in sys.stdlib_module_names
+
+
 @functools.cache
 def entries() -> tuple[Entry, ...]:
     """Every documented object once: an object reachable under several names (``fb.mm`` and ``fb.sparse``'s)
-    is checked where it first appears in modules() order, and methods under their first public class."""
+    is checked where it first appears in modules() order, and methods under their first public class.
+
+    Python's own objects re-exported as they are (``flambeau.multiprocessing.Queue`` is
+    ``multiprocessing.Queue``, as PyTorch's) are not entries: Python documents them, and giving them a
+    docstring here would mean changing the standard library's objects for every program."""
     seen: set[int] = set()
     out: list[Entry] = []
     for dotted in modules():
@@ -175,7 +184,7 @@ def entries() -> tuple[Entry, ...]:
         for name in public_names(dotted):
             obj = getattr(module, name)
             kind = _kind(obj)
-            if kind == "data" or id(obj) in seen:
+            if kind == "data" or id(obj) in seen or _from_standard_library(obj):
                 continue
             seen.add(id(obj))
             out.append(Entry(dotted, f"{dotted}.{name}", obj, kind))

@@ -275,7 +275,11 @@ void init_device(py::module_& m) {
                   },
                   py::name("record_stream"), py::is_method(cls), py::arg("stream"),
                   "Marks the tensor's memory as used by `stream`: when the tensor is freed, its block is "
-                  "reused only after the work enqueued on `stream` so far has completed."));
+                  "reused only after the work enqueued on `stream` so far has completed.\n"
+                  "\n"
+                  ">>> flambeau_core.zeros(2).record_stream(None)  # a device's Stream: fb.cuda.current_stream()\n"
+                  "Traceback (most recent call last):\n"
+                  "TypeError: [record_stream] expected a Stream, got None"));
   py::setattr(
       cls, "is_pinned",
       py::cpp_function(
@@ -324,7 +328,17 @@ void init_device(py::module_& m) {
             return out;
           },
           py::name("pin_memory"), py::is_method(cls), py::arg("device") = py::none(),
-          "A copy of the tensor in pinned (page-locked) host memory of a device backend."));
+          "A copy of the tensor in pinned (page-locked) host memory of a device backend (flambeau-cuda, or a\n"
+          "plug-in device): copies from it to the device can overlap computation. RuntimeError where no device\n"
+          "backend is present.\n"
+          "\n"
+          ">>> x = flambeau_core.ones(2)\n"
+          ">>> try:\n"
+          "...     x = x.pin_memory()\n"
+          "... except RuntimeError:  # no device backend in this process\n"
+          "...     pass\n"
+          ">>> x.tolist()\n"
+          "[1.0, 1.0]"));
 }
 
 }  // namespace flambeau::python
