@@ -117,6 +117,18 @@ def test_views_and_indexing_see_the_sample(name):
     both(VIEWS[name], 0, 0, _pair(2, 3, 4))
 
 
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)])
+def test_gather_of_a_0d_sample_by_a_1d_index_as_torch(in_dims):
+    # gather reads a 0-d input as 1-d: each sample's result has the index's shape.
+    x = [fb.randn(3), fb.randn(())][in_dims[0] is None]
+    index = [fb.zeros(3, 1, dtype=fb.int64), fb.zeros(2, dtype=fb.int64)][in_dims[1] is None]
+    ours = fb.func.vmap(lambda s, i: fb.gather(s, 0, i), in_dims=in_dims)(x, index)
+    theirs = torch.func.vmap(lambda s, i: torch.gather(s, 0, i), in_dims=in_dims)(
+        torch.from_numpy(x.numpy()), torch.from_numpy(index.numpy())
+    )
+    close(ours, theirs)
+
+
 def test_shape_and_len_are_the_samples():
     seen = {}
 

@@ -61,6 +61,12 @@ def _indexed(call: _Call) -> Any:
         x, index = (_expand(a, call).value.reshape(b, -1) for a in args[:2])
         return call.wrap(_apply(call.func, [x, index], {"dim": 1}))
     if call.logical_dim(_expand(args[0], call)) == 0:
+        index = args[2] if len(args) > 2 else kwargs.get("index")
+        if call.name == "gather" and index is not None and call.logical_dim(index) > 0:
+            # gather reads a 0-d input as 1-d (torch's): the result has the index's shape, so only the input
+            # is lifted to a 1-element sample and nothing is taken out of the result.
+            lifted = _Batched(_expand(args[0], call).value.unsqueeze(1))
+            return _all_batched(_with_args(call, [lifted, *args[1:]], kwargs))
         return _scalars_lifted(call, _all_batched)
     return _all_batched(call)
 
