@@ -502,20 +502,25 @@ class _ArgumentMatcher:
     """Whether a call's arguments fit one schema: their number, their names, and tensors where it takes
     tensors (and only there). How a packet of several overloads chooses one."""
 
-    __slots__ = ("_order", "kinds", "names", "n_positional", "required")
+    __slots__ = ("kinds", "names", "n_positional", "required")
 
     def __init__(self, schema: FunctionSchema) -> None:
-        positional = [a for a in schema.arguments if not a.kwarg_only]
-        self.n_positional = len(positional)
+        # The schema's positional arguments come first (kwarg-only ones follow its `*`).
+        self.n_positional = sum(not a.kwarg_only for a in schema.arguments)
         self.names = {a.name: i for i, a in enumerate(schema.arguments)}
         self.required = [a.name for a in schema.arguments if not a.has_default and not a.type.optional]
         self.kinds = [(a.type.base == "Tensor", a.type.is_list, a.type.optional) for a in schema.arguments]
-        self._order = [a.name for a in schema.arguments]
+
+    def always_beyond(self, default: _ArgumentMatcher) -> bool:
+        """Whether every call this schema takes names an argument, or passes more positions, than ``default``'s."""
+        positional = [n for n in self.required if self.names[n] < self.n_positional]
+        keyword = [n for n in self.required if self.names[n] >= self.n_positional]
+        return any(n not in default.names for n in keyword) or len(positional) > default.n_positional
 
     def takes(self, args: tuple, kwargs: dict) -> bool:
         if len(args) > self.n_positional:
             return False
-        given: dict[str, Any] = dict(zip(self._order, args, strict=False))  # the rest take defaults
+        given: dict[str, Any] = dict(zip(self.names, args, strict=False))  # the rest take defaults
         for name, value in kwargs.items():
             if name not in self.names or name in given:
                 return False
@@ -538,23 +543,11 @@ class _ArgumentMatcher:
         return True
 
 
-def _told_apart_by_names(default: FunctionSchema, other: FunctionSchema) -> bool:
-    """Whether every call of ``other`` names an argument, or passes more positions, than ``default`` has."""
-    names = {a.name for a in default.arguments}
-    n_positional = sum(not a.kwarg_only for a in default.arguments)
-    required = [a for a in other.arguments if not a.has_default and not a.type.optional]
-    return any(a.name not in names for a in required if a.kwarg_only) or (
-        sum(not a.kwarg_only for a in required) > n_positional
-    )
-
-
-def _default_unless_extra(default: OpOverload, resolve: Callable) -> Callable:
-    call = default._call
-    names = frozenset(a.name for a in default._schema.arguments)
-    n_positional = sum(not a.kwarg_only for a in default._schema.arguments)
+def _default_unless_extra(default: OpOverload, matcher: _ArgumentMatcher, resolve: Callable) -> Callable:
+    call, names, n_positional = default._call, matcher.names, matcher.n_positional
 
     def packet_call(*args: Any, **kwargs: Any) -> Any:
-        if len(args) > n_positional or (kwargs and not names.issuperset(kwargs)):
+        if len(args) > n_positional or (kwargs and not names.keys() >= kwargs.keys()):
             return resolve(*args, **kwargs)
         return call(*args, **kwargs)
 
@@ -597,10 +590,10 @@ class OpOverloadPacket:
         order = sorted(self._overloads.values(), key=lambda o: o._overloadname != "default")
         self._matchers = [(_ArgumentMatcher(o._schema), o) for o in order]
         default = self._overloads.get("default")
-        if default is not None and all(_told_apart_by_names(default._schema, o._schema) for o in order[1:]):
+        if default is not None and all(m.always_beyond(self._matchers[0][0]) for m, _ in self._matchers[1:]):
             # Every other overload takes a name or a position the default lacks (`.out`'s out=): a call that
             # uses none of those is the default's, decided without looking at the values.
-            self._set_call(_default_unless_extra(default, self._by_arguments))
+            self._set_call(_default_unless_extra(default, self._matchers[0][0], self._by_arguments))
         else:
             self._set_call(self._by_arguments)
 
