@@ -12,6 +12,8 @@ compiled is faster).
 A second table times fused elementwise chains four ways, rounds interleaved: flambeau eager, fb.compile,
 torch eager and torch.compile (inductor's C++ backend; its first call compiles for tens of seconds, and a
 failure to compile is printed instead of its columns). Each cell is min / median microseconds per call.
+The ``train_`` rows time a training step's part: the forward with inputs requiring grad, then the backward
+of a fixed gradient (fb.compile's fused group records one node whose backward is a fused kernel too).
 
 Example:
     .nox/dev/bin/python benchmarks/ops_compile.py
@@ -111,14 +113,35 @@ def _bias_gelu_torch(torch):
     return f
 
 
-def fusion_cases(torch) -> Iterator[tuple[str, Callable[..., object], Callable[..., object], list[object]]]:
-    """(name, flambeau function, torch function, flambeau inputs) per fused case."""
+def fusion_cases(torch) -> Iterator[tuple[str, Callable[..., object], Callable[..., object], list[object], list[bool]]]:
+    """(name, flambeau function, torch function, flambeau inputs, which require grad) per fused case; a case
+    with inputs requiring grad is timed as a training step's part: forward, then backward of a fixed gradient."""
     fb.manual_seed(0)
     for n, label in ((1 << 20, "1M"), (1000, "1K")):
-        yield f"chain6_{label}", chain6, chain6, [fb.randn(n), fb.randn(n)]
+        yield f"chain6_{label}", chain6, chain6, [fb.randn(n), fb.randn(n)], [False, False]
     x, w, b = fb.randn(128, 256), fb.randn(256, 1024) / 16, fb.randn(1024)
     s, r = fb.randn(128, 1024), fb.randn(128, 1024)
-    yield "linear_bias_gelu_128x1024", bias_gelu, _bias_gelu_torch(torch), [x, w, b, s, r]
+    yield "linear_bias_gelu_128x1024", bias_gelu, _bias_gelu_torch(torch), [x, w, b, s, r], [False] * 5
+    yield "train_chain6_1M", chain6, chain6, [fb.randn(1 << 20), fb.randn(1 << 20)], [True, True]
+    needs = [True, True, True, True, False]  # x, w, b and the scale learn; the residual is data
+    yield "train_linear_bias_gelu_128x1024", bias_gelu, _bias_gelu_torch(torch), [x, w, b, s, r], needs
+
+
+def _step(f: Callable[..., object], inputs: list[object], grad: object | None) -> Callable[[], object]:
+    """One timed call: the forward under no_grad, or (``grad`` given) forward and backward, the inputs'
+    gradients cleared before each."""
+    if grad is None:
+        return lambda: f(*inputs)
+    leaves = [t for t in inputs if t.requires_grad]
+
+    def step():
+        for t in leaves:
+            t.grad = None
+        out = f(*inputs)
+        out.backward(grad)
+        return out
+
+    return step
 
 
 def fusion_main() -> None:
@@ -131,27 +154,35 @@ def fusion_main() -> None:
     fb.set_num_threads(2)
     torch.set_num_threads(2)
     labels = ("fb eager", "fb.compile", "torch eager", "torch.compile")
-    print(f"\n{'fused case':28s}" + "".join(f"{label + ' min/med':>22s}" for label in labels))
-    for name, f, tf, inputs in fusion_cases(torch):
+    print(f"\n{'fused case':32s}" + "".join(f"{label + ' min/med':>22s}" for label in labels))
+    for name, f, tf, inputs, needs in fusion_cases(torch):
         if args.only and args.only not in name:
             continue
-        tinputs = [torch.from_numpy(t.numpy().copy()) for t in inputs]
+        train = any(needs)
+        inputs = [t.detach().requires_grad_(n) for t, n in zip(inputs, needs, strict=True)]
+        tinputs = [
+            torch.from_numpy(t.detach().numpy().copy()).requires_grad_(n) for t, n in zip(inputs, needs, strict=True)
+        ]
+        with fb.no_grad():
+            shape = f(*inputs).shape
+        grad = fb.randn(*shape) if train else None
+        tgrad = torch.from_numpy(grad.numpy().copy()) if train else None
         compiled = fb.compile(f)
         calls: list[Callable[[], object] | None] = [
-            lambda f=f, a=inputs: f(*a),
-            lambda c=compiled, a=inputs: c(*a),
-            lambda tf=tf, a=tinputs: tf(*a),
+            _step(f, inputs, grad),
+            _step(compiled, inputs, grad),
+            _step(tf, tinputs, tgrad),
         ]
         try:
             tcompiled = torch.compile(tf)
-            with torch.no_grad():
-                tcompiled(*tinputs)
-            calls.append(lambda c=tcompiled, a=tinputs: c(*a))
+            with torch.set_grad_enabled(train):
+                _step(tcompiled, tinputs, tgrad)()  # compiles (forward and backward under grad)
+            calls.append(_step(tcompiled, tinputs, tgrad))
         except Exception as e:  # noqa: BLE001 (reported: torch.compile needs a working C++ toolchain)
             print(f"{name}: torch.compile failed ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
             calls.append(None)
-        with fb.no_grad(), torch.no_grad():
-            compiled(*inputs)  # the capture builds the kernel
+        with fb.set_grad_enabled(train), torch.set_grad_enabled(train):
+            calls[1]()  # the capture builds the kernels
             reps = max(1, int(0.05 / max(side_by_side.timeit(calls[0], 1), 1e-6)))
             times: list[list[float]] = [[] for _ in calls]
             for r in range(args.rounds):
@@ -160,7 +191,7 @@ def fusion_main() -> None:
                     if calls[i] is not None:
                         times[i].append(side_by_side.timeit(calls[i], reps))
         cells = [f"{min(t) * 1e6:10.1f} /{statistics.median(t) * 1e6:9.1f}" if t else f"{'failed':>20s}" for t in times]
-        print(f"{name:28s}" + "".join(f"{c:>22s}" for c in cells))
+        print(f"{name:32s}" + "".join(f"{c:>22s}" for c in cells))
 
 
 if __name__ == "__main__":

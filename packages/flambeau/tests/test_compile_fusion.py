@@ -13,7 +13,7 @@ import flambeau as fb
 import numpy as np
 import pytest
 import torch
-from flambeau.compiler import _cpp_kernel, _fusion
+from flambeau.compiler import _cpp_kernel, _fusion, _fusion_grad
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -367,26 +367,218 @@ def test_unsupported_broadcast_stays_eager():
 
 
 # --------------------------------------------------------------------------- gradients
-def test_inputs_requiring_grad_are_not_fused_and_gradients_match_torch():
-    fb.manual_seed(5)
-    x = fb.randn(4, 6, requires_grad=True)
-    y = fb.randn(4, 6)
+def weights_for(outs, seed=11):
+    """A fixed, varied gradient per output (ones would hide a wrong formula's factor)."""
+    g = np.random.default_rng(seed)
+    return [g.uniform(-1.0, 1.0, tuple(o.shape)) for o in outs]
 
-    def f(x, y):
-        return (x * 2).sigmoid() * y.exp().tanh() + (y * 3).relu()
+
+def run_grad(M, f, args, needs, weights=None):
+    """f's outputs and the gradients of (outputs * weights).sum() for the arguments ``needs`` marks."""
+    if M is torch:
+        xs = [to_torch(a).requires_grad_(n) for a, n in zip(args, needs, strict=True)]
+    else:
+        xs = [a.detach().requires_grad_(n) for a, n in zip(args, needs, strict=True)]
+    outs = f(*xs)
+    outs = (outs,) if isinstance(outs, (fb.Tensor, torch.Tensor)) else tuple(outs)
+    weights = weights_for(outs) if weights is None else weights
+    loss = sum((o * M.tensor(w, dtype=o.dtype)).sum() for o, w in zip(outs, weights, strict=True) if o.requires_grad)
+    loss.backward()
+    return outs, [x.grad if n else None for x, n in zip(xs, needs, strict=True)]
+
+
+def assert_grads(f, args, needs, dtype=fb.float32, torch_f=None):
+    """The compiled f's replay (fused) against eager flambeau and PyTorch: outputs and gradients; returns it."""
+    compiled = fb.compile(f)
+    run_grad(fb, compiled, args, needs)  # captured and fused
+    outs, grads = run_grad(fb, compiled, args, needs)  # the fused kernels and their backward
+    eouts, egrads = run_grad(fb, f, args, needs)
+    touts, tgrads = run_grad(torch, torch_f or f, args, needs)
+    for o, e, t in zip(outs, eouts, touts, strict=True):
+        assert o.requires_grad == e.requires_grad
+        close(o, e, dtype)
+        close(o, t, dtype)
+    for g, e, t in zip(grads, egrads, tgrads, strict=True):
+        assert (g is None) == (e is None) == (t is None)
+        if g is not None:
+            close(g, e, dtype)
+            close(g, t, dtype)
+    return compiled, outs
+
+
+def fused_nodes(out):
+    """The names of the autograd nodes reachable from ``out``."""
+    seen, stack, names = set(), [out.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(node.name())
+        stack.extend(n for n, _ in node.next_functions)
+    return names
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_fusable_op_under_grad_is_one_kernel_and_its_backward_matches_eager_and_torch(dtype):
+    fdt = getattr(fb, dtype)
+    args = every_op_inputs(fb, fdt)
+    compiled, (w, u) = assert_grads(
+        lambda *a: every_op(fb, *a), args, [True, True, False, True, True], fdt, lambda *a: every_op(torch, *a)
+    )
+    (fused,) = groups(compiled)
+    assert len(fused) == 1 and len(fused[0]) == len(compiled.graphs[0].nodes)
+    assert w.grad_fn.name() == "FusedElementwiseBackward" and u.grad_fn is w.grad_fn
+
+
+def test_every_fused_backward_passes_gradcheck_and_gradgradcheck_in_float64():
+    x, y, c, b, s = every_op_inputs(fb, fb.float64, batch=3, width=4)
+    inputs = [t.requires_grad_(True) if t.dtype == fb.float64 else t for t in (x, y, c, b, s)]
+    compiled = fb.compile(lambda *a: every_op(fb, *a))
+    compiled(*inputs)
+    assert len(groups(compiled)[0]) == 1
+    assert fb.autograd.gradcheck(compiled, inputs)
+    # create_graph=True: the node recomputes the eager ops and differentiates them (Note [Fused backward])
+    assert fb.autograd.gradgradcheck(compiled, inputs)
+
+
+def ties(M, x, y):
+    """Every op with a tie rule, at its ties: maximum/minimum of equal values, clamp at its bounds, relu and
+    abs at 0 (the gradients are PyTorch's: halves, passed at a bound, 0)."""
+    t = M.maximum(x, y) * 2 + M.minimum(x, y) * 3 + x.clamp(-1.0, 1.0) * 5 + x.relu() * 7 + x.abs() * 11
+    return t + y.clamp_min(0.5) * 13 + y.clamp_max(0.5) * 17 + M.where(x > y, x, y) * 19
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tie_rules_of_the_fused_backward_are_torchs(dtype):
+    fdt = getattr(fb, dtype)
+    x = fb.tensor([[-1.0, 0.0, 1.0, 0.5, 2.0, -2.0], [0.25, -0.25, 1.0, -1.0, 0.0, 3.0]], dtype=fdt)
+    y = fb.tensor([[-1.0, 0.0, 0.5, 0.5, 3.0, -3.0], [0.25, 0.5, 1.0, 0.5, -0.5, 0.5]], dtype=fdt)
+    compiled, _ = assert_grads(lambda x, y: ties(fb, x, y), [x, y], [True, True], fdt, lambda x, y: ties(torch, x, y))
+    assert len(groups(compiled)[0]) == 1
+
+
+def broadcast(M, x, b, row, s):
+    return ((x + b) * s - row).tanh() * row + (x * s).sigmoid() - b
+
+
+@pytest.mark.parametrize("shapes", [((16,), (5, 1), ()), ((1, 16), (5, 1), (1,)), ((16,), (5, 1), (1, 1))])
+def test_broadcast_inputs_get_their_gradients_summed_to_their_shape(shapes):
+    fb.manual_seed(7)
+    b_shape, row_shape, s_shape = shapes
+    args = [fb.randn(5, 16), fb.randn(*b_shape), fb.randn(*row_shape), fb.randn(*s_shape)]
+    compiled, (out,) = assert_grads(
+        lambda *a: broadcast(fb, *a), args, [True] * 4, torch_f=lambda *a: broadcast(torch, *a)
+    )
+    assert len(groups(compiled)[0]) == 1 and out.grad_fn.name() == "FusedElementwiseBackward"
+    # float64, tight, with a gradcheck of the broadcast reductions
+    args64 = [a.double().requires_grad_(True) for a in args]
+    assert_grads(lambda *a: broadcast(fb, *a), args64, [True] * 4, fb.float64, lambda *a: broadcast(torch, *a))
+    assert fb.autograd.gradcheck(fb.compile(lambda *a: broadcast(fb, *a)), args64)
+
+
+def partial(M, x, y):
+    a = (x * 2).sigmoid() * y.exp().tanh() + (y * 3).relu()
+    return a, y.exp() * 2, x > y
+
+
+def test_inputs_without_grad_and_outputs_no_gradient_reaches_match_eager():
+    fb.manual_seed(5)
+    args = [fb.randn(4, 6), fb.randn(4, 6)]
+    for needs in ([True, False], [False, True], [True, True]):
+        fb.compiler.reset()
+        compiled, (a, e, m) = assert_grads(
+            lambda x, y: partial(fb, x, y), args, needs, torch_f=lambda x, y: partial(torch, x, y)
+        )
+        assert groups(compiled) == [
+            [["mul", "sigmoid", "exp", "tanh", "mul", "mul", "relu", "add", "exp", "mul", "gt"]]
+        ]
+        # an output no gradient reaches does not require grad, as in eager (a comparison's never does)
+        assert e.requires_grad == needs[1] and not m.requires_grad and a.requires_grad
+
+
+def reuse(x, b, w):
+    h = x * x.sigmoid() + x * 0.5 - b  # x read three times in the group
+    return h.sum(-1) + (h @ w).sum(-1) + h.amax(-1)  # the group's output used three times after it
+
+
+def test_a_tensor_read_twice_in_a_group_and_an_output_used_twice_after_it():
+    fb.manual_seed(8)
+    args = [fb.randn(6, 8), fb.randn(8), fb.randn(8, 3)]
+    for dtype in (fb.float32, fb.float64):
+        fb.compiler.reset()
+        typed = [a.to(dtype) for a in args]
+        compiled, (out,) = assert_grads(reuse, typed, [True, True, True], dtype)
+        assert groups(compiled) == [[["sigmoid", "mul", "mul", "add", "sub"]]]
+        assert "FusedElementwiseBackward" in fused_nodes(out)
+
+
+def test_lstm_gates_two_outputs_and_an_output_also_read_in_the_group_get_gradients():
+    fb.manual_seed(4)
+    args = [fb.randn(3, 7) for _ in range(5)]
+    compiled, (h, c) = assert_grads(
+        lambda *a: lstm_gates(fb, *a), args, [True] * 5, torch_f=lambda *a: lstm_gates(torch, *a)
+    )
+    assert len(groups(compiled)[0]) == 1 and h.grad_fn is c.grad_fn
+    # c1 is an output and the input of a later op of the group: its gradient is both contributions; and
+    # with only h used, c's gradient is absent (zeros)
+    for use_c in (True, False):
+        xs = [a.detach().requires_grad_(True) for a in args]
+        h, c = compiled(*xs)
+        (h.sum() + (c * 3).sum() if use_c else h.sum()).backward()
+        txs = [to_torch(a).requires_grad_(True) for a in args]
+        th, tc = lstm_gates(torch, *txs)
+        (th.sum() + (tc * 3).sum() if use_c else th.sum()).backward()
+        for x, t in zip(xs, txs, strict=True):
+            close(x.grad, t.grad)
+
+
+def torch_bias_gelu(x, w, b, s, r):
+    return torch.nn.functional.gelu(x @ w + b) * s + r
+
+
+def test_the_backward_saves_only_the_inputs_its_formulas_read_and_checks_their_versions():
+    args = list(bias_gelu_inputs(4))
+    needs = [True, True, True, False, True]
+    compiled, _ = assert_grads(bias_gelu, args, needs, torch_f=torch_bias_gelu)
+    (fg,) = compiled.fused_groups[0]
+    (bw,) = fg.backwards.values()
+    # inputs: x @ w, b, s, r; gelu' reads x @ w + b, the mul reads s; the residual r is not saved, and its
+    # gradient is the output's as it comes (no kernel store)
+    assert fg.ops == ["add", "gelu", "mul", "add"] and bw.reads == [0, 1, 2]
+    assert bw.passthrough == {3: 0} and bw.stored == [0, 1]
+    x, w, b, s, r = [a.detach().requires_grad_(n) for a, n in zip(args, needs, strict=True)]
+    out = compiled(x, w, b, s, r)
+    with fb.no_grad():
+        s.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_double_backward_through_a_fused_group_matches_eager_and_torch():
+    fb.manual_seed(9)
+    x, b = fb.randn(4, 5, dtype=fb.float64), fb.randn(5, dtype=fb.float64)
+
+    def f(x, b):
+        return (fb.nn.functional.gelu(x * b, approximate="tanh") + x).tanh() * b
 
     compiled = fb.compile(f)
-    compiled(x, y)
-    out = compiled(x, y)
-    out.sum().backward()
-    tx = to_torch(x).requires_grad_(True)
-    ty = to_torch(y)
-    expected = f(tx, ty)
-    expected.sum().backward()
-    close(out, expected)
-    close(x.grad, tx.grad)
-    # Only the ops on y alone (no grad) are fused: exp and tanh, then mul and relu.
-    assert groups(compiled) == [[["exp", "tanh"], ["mul", "relu"]]]
+    results = []
+    for fn in (compiled, compiled, f):
+        xg, bg = x.detach().requires_grad_(True), b.detach().requires_grad_(True)
+        out = fn(xg, bg)
+        gx, gb = fb.autograd.grad(out.sum(), [xg, bg], create_graph=True)
+        assert gx.requires_grad and gb.requires_grad
+        ggx, ggb = fb.autograd.grad((gx * gx).sum() + gb.sum(), [xg, bg])
+        results.append([gx, gb, ggx, ggb])
+    tx, tb = to_torch(x).requires_grad_(True), to_torch(b).requires_grad_(True)
+    tout = (torch.nn.functional.gelu(tx * tb, approximate="tanh") + tx).tanh() * tb
+    tgx, tgb = torch.autograd.grad(tout.sum(), [tx, tb], create_graph=True)
+    expected = [tgx, tgb, *torch.autograd.grad((tgx * tgx).sum() + tgb.sum(), [tx, tb])]
+    for mine, eager, theirs in zip(results[1], results[2], expected, strict=True):
+        close(mine, eager, fb.float64)
+        close(mine, theirs, fb.float64)
+    assert groups(compiled) == [[["mul", "gelu", "add", "tanh", "mul"]]]
 
 
 def test_a_parameter_that_starts_requiring_grad_after_capture_gets_its_gradient():
@@ -402,14 +594,84 @@ def test_a_parameter_that_starts_requiring_grad_after_capture_gets_its_gradient(
     compiled = fb.compile(f)
     compiled(x, s, r)
     assert groups(compiled) == [[["add", "gelu", "mul", "add"]]]
-    b.requires_grad_(True)  # the guards do not see this: the fused group must run its eager ops
+    b.requires_grad_(True)  # the guards do not see this: the group builds the backward of b on this call
     out = compiled(x, s, r)
+    assert out.grad_fn.name() == "FusedElementwiseBackward"
     out.sum().backward()
     tb = to_torch(b).requires_grad_(True)
     expected = torch.nn.functional.gelu(to_torch(x) @ to_torch(w) + tb) * to_torch(s) + to_torch(r)
     expected.sum().backward()
     close(out, expected)
     close(b.grad, tb.grad)
+    (fg,) = compiled.fused_groups[0]
+    assert list(fg.backwards) == [(False, True, False, False)]
+
+
+class TrainNet(fb.nn.Module):
+    """An MLP block with gelu, a bias, a residual scale and a layer norm written out: elementwise chains."""
+
+    def __init__(self, width=16, hidden=32):
+        super().__init__()
+        self.w1 = fb.nn.Parameter(fb.randn(width, hidden) * width**-0.5)
+        self.b1 = fb.nn.Parameter(fb.randn(hidden) * 0.1)
+        self.fc2 = fb.nn.Linear(hidden, width)
+        self.scale = fb.nn.Parameter(fb.full((width,), 0.5))
+        self.gain = fb.nn.Parameter(fb.ones(width))
+        self.shift = fb.nn.Parameter(fb.zeros(width))
+
+    def forward(self, x):
+        h = fb.nn.functional.gelu(x @ self.w1 + self.b1)
+        y = self.fc2(h) * self.scale + x
+        mean = y.mean(-1, keepdim=True)
+        var = ((y - mean) ** 2).mean(-1, keepdim=True)
+        rstd = fb.rsqrt(var + 1e-5)
+        return (y - mean) * rstd * self.gain + self.shift
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_compiled_training_loop_matches_eager_step_for_step(dtype):
+    fdt = getattr(fb, dtype)
+    fb.manual_seed(10)
+    eager = TrainNet().to(fdt)
+    model = TrainNet().to(fdt)
+    model.load_state_dict(eager.state_dict())
+    compiled = fb.compile(model)
+    opts = [fb.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (eager, model)]
+    data = [(fb.randn(8, 16, dtype=fdt), fb.randn(8, 16, dtype=fdt)) for _ in range(4)]
+    rtol = 1e-4 if fdt == fb.float32 else 1e-10
+    for step in range(20):
+        x, target = data[step % 4]
+        losses = []
+        for fn, opt in zip((eager, compiled), opts, strict=True):
+            opt.zero_grad()
+            loss = ((fn(x) - target) ** 2).mean()
+            loss.backward()
+            losses.append(loss)
+        np.testing.assert_allclose(losses[1].item(), losses[0].item(), rtol=rtol)
+        for (name, p), q in zip(eager.named_parameters(), model.parameters(), strict=True):
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=rtol, atol=rtol * 0.1, err_msg=name)
+        for opt in opts:
+            opt.step()
+        for p, q in zip(eager.parameters(), model.parameters(), strict=True):
+            np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=rtol, atol=rtol * 0.1)
+    fused = groups(compiled)[0]
+    assert fused == [["add", "gelu"], ["mul", "add"], ["sub", "pow"], ["add", "rsqrt"], ["sub", "mul", "mul", "add"]]
+    out = compiled(data[0][0])
+    assert "FusedElementwiseBackward" in fused_nodes(out)
+
+
+def test_a_fused_backward_that_cannot_be_built_leaves_the_group_eager(monkeypatch):
+    monkeypatch.setattr(_fusion, "_warned", False)
+
+    def fail(self):
+        raise RuntimeError("no compiler for a test")
+
+    monkeypatch.setattr(_fusion_grad.Backward, "build", fail)
+    args = list(bias_gelu_inputs(4))
+    needs = [True, True, True, False, True]
+    with pytest.warns(UserWarning, match=r"\[compile\] a fused backward kernel could not be built.*for a test"):
+        compiled, out = assert_grads(bias_gelu, args, needs, torch_f=torch_bias_gelu)
+    assert groups(compiled) == [[]]
 
 
 # --------------------------------------------------------------------------- no compiler, failed build

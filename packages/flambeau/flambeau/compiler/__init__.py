@@ -176,8 +176,9 @@ def compile(  # noqa: A001 (PyTorch's name)
     ``backward()`` or a ``.grad`` read inside the function) is a graph break: the function then runs eagerly
     for those guards, or, with ``fullgraph=True``, :class:`Unsupported` is raised (after that eager call ran).
     Each compiled callable keeps at most ``fb.compiler.config.recompile_limit`` (8) captures; beyond that,
-    new guards run eagerly. At capture, runs of elementwise ops whose results do not require grad are fused
-    into generated C++ kernels (Note [Elementwise fusion]; ``fb.compiler.config.fusion`` turns it off).
+    new guards run eagerly. At capture, runs of elementwise ops are fused into generated C++ kernels, with a
+    generated backward kernel where their inputs require grad (Note [Elementwise fusion], Note [Fused
+    backward]; ``fb.compiler.config.fusion`` turns it off).
 
     Args:
         model: the function or ``nn.Module``; omitted, ``compile`` returns a decorator.

@@ -117,6 +117,26 @@ template <class T> inline T fb_minimum(T a, T b) { return a != a ? a : (b != b ?
 template <class T> inline T fb_clamp_min(T a, T lo) { return a < lo ? lo : a; }
 template <class T> inline T fb_clamp_max(T a, T hi) { return a > hi ? hi : a; }
 template <class T> inline T fb_clamp(T a, T lo, T hi) { return fb_clamp_max(fb_clamp_min(a, lo), hi); }
+
+// Derivatives (Note [Fused backward] in _fusion_grad.py): eager's formulas, {g} the result's gradient.
+template <class T> inline T fb_sign(T a) { return a > T(0) ? T(1) : (a < T(0) ? T(-1) : T(0)); }  // 0 at NaN, as eager
+template <class T> inline T fb_extremum_grad(T g, bool tie, bool wins) { return tie ? g * T(0.5) : (wins ? g : T(0)); }
+template <class T> inline T fb_silu_grad(T g, T a) {
+  const T s = fb_sigmoid(a);
+  return g * (s * (T(1) + a * (T(1) - s)));
+}
+template <class T> inline T fb_gelu_grad(T g, T a) {
+  const T cdf = T(0.5) * fb_erfc(-a * T(0.70710678118654752440));
+  const T pdf = fb_exp(T(-0.5) * a * a) * T(0.39894228040143267794);
+  return g * (cdf + a * pdf);
+}
+template <class T> inline T fb_gelu_tanh_grad(T g, T a) {
+  const T beta = T(0.79788456080286535588), kappa = T(0.044715);
+  const T th = fb_tanh(beta * (a + kappa * a * a * a));
+  const T left = T(0.5) * a, right = T(1) + th;
+  const T inner = beta * (T(1) + T(3) * kappa * a * a);
+  return g * (T(0.5) * right + left * (T(1) - th * th) * inner);
+}
 }  // namespace
 """
 
@@ -143,6 +163,30 @@ def source(body: str, signature: str, ctype: str) -> tuple[str, str]:
     name = f"fb_fused_{digest}"
     text += f'\nextern "C" void {name}({signature}) {{\n{body}}}\n'
     return text, name
+
+
+def loop_body(lines: list[str], hoisted: list[str], heavy: bool, rows: bool) -> str:
+    """A kernel's body: the per-element ``lines`` in the loop of Note [Fused kernel], after the ``hoisted`` ones."""
+    grain = "flambeau::kGrainSize / 8" if heavy else "flambeau::kGrainSize"
+    if rows:
+        inner_loop = "".join(f"        {line}\n" for line in lines)
+        loop = (
+            "    for (int64_t row = b - b % inner; row < e; row += inner) {\n"
+            "      const int64_t lo = row > b ? row : b, hi = row + inner < e ? row + inner : e, r = row / inner;\n"
+            "#pragma omp simd\n"
+            "      for (int64_t i = lo; i < hi; ++i) {\n"
+            "        const int64_t j = i - row;\n"
+            f"{inner_loop}"
+            "      }\n"
+            "    }\n"
+        )
+    else:
+        inner_loop = "".join(f"      {line}\n" for line in lines)
+        loop = f"#pragma omp simd\n    for (int64_t i = b; i < e; ++i) {{\n{inner_loop}    }}\n"
+    body = "  const int64_t n = static_cast<int64_t>(c[0]), inner = static_cast<int64_t>(c[1]);\n"
+    body += "".join(f"{line}\n" for line in hoisted)
+    body += f"  flambeau::parallel_for(0, n, {grain}, [&](int64_t b, int64_t e) {{\n{loop}  }});\n"
+    return body
 
 
 _lock = threading.Lock()

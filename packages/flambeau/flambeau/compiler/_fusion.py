@@ -5,8 +5,8 @@ Note [Elementwise fusion]
 that are elementwise ops it can generate (``add sub mul div neg exp log tanh sigmoid relu gelu silu abs
 sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max`` and the comparisons
 ``gt lt ge le eq ne``, with Python numbers as operands) whose results, at capture, are contiguous CPU
-tensors of one shape that do not require grad, float32 or float64 (one dtype per run; a comparison's bool
-result belongs to the run of its operands' dtype, and is a ``where`` condition or a 0/1 factor in it).
+tensors of one shape, float32 or float64 (one dtype per run; a comparison's bool result belongs to the
+run of its operands' dtype, and is a ``where`` condition or a 0/1 factor in it).
 Each tensor an op reads from outside the run must have that dtype (a ``where`` condition: bool), be
 contiguous, and have the output's shape, one element, the last dimension's size (a bias: ``x @ W + b``)
 or the output's shape with a last dimension of 1 (a row value: ``x - x.mean(-1, keepdim=True)``); anything
@@ -15,16 +15,17 @@ else ends the run. A run of two or more ops becomes one node calling
 or the function's result, are the kernel's outputs, the others never reach memory. Only consecutive nodes
 are grouped, so no op moves past another: an in-place op or a read in between stays where it was.
 
-Gradients are never wrong: an op whose result requires grad at capture is not fused (autograd records the
-eager ops), and a fused group run with grad mode on checks that none of its tensors requires grad, else it
-runs its eager ops (a parameter's ``requires_grad`` may change after the capture; the guards do not see it).
-A constant (a parameter, a buffer) read by a group is checked for its captured shape, dtype and contiguity
-on each call, since ``.data =`` may replace it.
+Under grad mode, a group called with a tensor that requires grad records one autograd node whose backward
+is a generated kernel too (Note [Fused backward] in ``_fusion_grad.py``; the derivatives are ``_GRAD``,
+below the forward's table); which inputs require grad is read on each call (a parameter's
+``requires_grad`` may change after the capture; the guards do not see it). A constant (a parameter, a
+buffer) read by a group is checked for its captured shape, dtype and contiguity on each call, since
+``.data =`` may replace it.
 
 At capture each group is built (or found in the cache) and run once on the recorded inputs against its
-eager ops; a build failure (no compiler) or a disagreement leaves the group's ops unfused, with a warning
-once per process. ``fb.compiler.config.fusion = False`` turns the pass off; ``fb.compiler.explain`` lists
-the fused groups.
+eager ops (and, where an input requires grad, its backward against theirs); a build failure (no compiler)
+or a disagreement leaves the group's ops unfused, with a warning once per process.
+``fb.compiler.config.fusion = False`` turns the pass off; ``fb.compiler.explain`` lists the fused groups.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import flambeau_autograd as ag
 import flambeau_core as fc
 from flambeau_core._C import _set_grad_enabled
 
 from . import _cpp_kernel
+from ._fusion_grad import Backward, FusedElementwise, Plan, Step
 from ._graph import Graph, Node, Ref, same_kind
 from ._replay import Program
 
@@ -66,6 +69,49 @@ _BINARY = {
     "minimum": "fb_minimum({0}, {1})",
 }
 _COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+# Note [Fused backward] (``_fusion_grad.py``): per op, the gradient reaching each operand from the result's
+# gradient {g}, written over the operands {0} {1} {2} and the result {y} (recomputed in the backward kernel);
+# None where an operand has none (a condition, a number). The formulas and tie rules are eager's
+# (packages/autograd/derivatives.yaml, PyTorch's): maximum/minimum split a tie's gradient in halves, clamp
+# passes it at a bound, relu stops it where the result is <= 0, abs gives 0 at 0.
+_GRAD: dict[str, list[str | None]] = {
+    "neg": ["-{g}"],
+    "exp": ["{g} * {y}"],
+    "log": ["{g} / {0}"],
+    "tanh": ["{g} * (T(1) - {y} * {y})"],
+    "sigmoid": ["{g} * ((T(1) - {y}) * {y})"],
+    "relu": ["({y} <= T(0) ? T(0) : {g})"],
+    "silu": ["fb_silu_grad({g}, {0})"],
+    "gelu": ["fb_gelu_grad({g}, {0})"],
+    "gelu_tanh": ["fb_gelu_tanh_grad({g}, {0})"],
+    "abs": ["{g} * fb_sign({0})"],
+    "sqrt": ["{g} / (T(2) * {y})"],
+    "rsqrt": ["{g} * {y} * {y} * {y} * T(-0.5)"],
+    "square": ["{g} * (T(2) * {0})"],
+    "mul": ["{g} * {1}", "{g} * {0}"],
+    "div": ["{g} / {1}", "-{g} * ({0} / ({1} * {1}))"],
+    "maximum": ["fb_extremum_grad({g}, {0} == {1}, {0} > {1})", "fb_extremum_grad({g}, {0} == {1}, {1} > {0})"],
+    "minimum": ["fb_extremum_grad({g}, {0} == {1}, {0} < {1})", "fb_extremum_grad({g}, {0} == {1}, {1} < {0})"],
+    "add": ["{g}", "{g}"],
+    "add_alpha": ["{g}", "{g} * {2}", None],
+    "sub": ["{g}", "-{g}"],
+    "sub_alpha": ["{g}", "-{g} * {2}", None],
+    "clamp": ["({0} >= {1} && {0} <= {2} ? {g} : T(0))", None, None],
+    "clamp_min": ["({0} >= {1} ? {g} : T(0))", None],
+    "clamp_max": ["({0} <= {1} ? {g} : T(0))", None],
+    "where": [None, "({0} ? {g} : T(0))", "({0} ? T(0) : {g})"],
+    "compare": [None, None],
+}
+
+
+def _pow_grad(e: float) -> list[str | None]:
+    """d/dx x**e = e * x**(e - 1) (0 for e = 0, as eager), by the forward's table where e - 1 is in it."""
+    if e == 0.0:
+        return ["T(0)"]
+    power = _POW.get(e - 1.0, f"std::pow({{0}}, T({e - 1.0!r}))")
+    return [f"{{g}} * (T({e!r}) * ({power}))"]
+
+
 _TRANSCENDENTAL = {"exp", "log", "tanh", "sigmoid", "silu", "gelu", "pow"}
 _POW = {2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "std::sqrt({0})", 1.0: "{0}", -1.0: "T(1) / {0}",
         -0.5: "T(1) / std::sqrt({0})", 0.0: "T(1)"}  # fmt: skip
@@ -84,10 +130,18 @@ class _Op:
     operands: list[Any]
     condition: int | None = None  # the operand index that is a bool condition (where)
     compare: bool = False  # a comparison: a bool result from operands of the run's dtype
+    grads: list[str | None] | None = None  # per operand, its gradient (Note [Fused backward]); None: by name
 
 
 def _parse(node: Node) -> _Op | None:
-    """The expression of an elementwise node this pass generates, or ``None``."""
+    """The expression of an elementwise node this pass generates, with its gradients, or ``None``."""
+    op = _parse_forward(node)
+    if op is not None and op.grads is None:
+        op.grads = _GRAD["compare" if op.compare else node.name]
+    return op
+
+
+def _parse_forward(node: Node) -> _Op | None:
     name, args, kw = node.name, node.args, node.kwargs
     if name in _UNARY:
         return _Op(_UNARY[name], [args[0]]) if len(args) == 1 and not kw else None
@@ -95,7 +149,10 @@ def _parse(node: Node) -> _Op | None:
         approximate = args[1] if len(args) > 1 else kw.get("approximate", "none")
         if len(args) > 2 or set(kw) - {"approximate"} or approximate not in ("none", "tanh"):
             return None
-        return _Op("fb_gelu({0})" if approximate == "none" else "fb_gelu_tanh({0})", [args[0]])
+        tanh = approximate == "tanh"
+        return _Op(
+            "fb_gelu_tanh({0})" if tanh else "fb_gelu({0})", [args[0]], grads=_GRAD["gelu_tanh" if tanh else "gelu"]
+        )
     if name in _BINARY:
         if len(args) != 2 or (kw and kw != {"rounding_mode": None}):
             return None
@@ -111,12 +168,12 @@ def _parse(node: Node) -> _Op | None:
         sign = "+" if name == "add" else "-"
         if alpha == 1:
             return _Op(f"{{0}} {sign} {{1}}", list(args[:2]))
-        return _Op(f"{{0}} {sign} {{2}} * {{1}}", [args[0], args[1], alpha])
+        return _Op(f"{{0}} {sign} {{2}} * {{1}}", [args[0], args[1], alpha], grads=_GRAD[f"{name}_alpha"])
     if name == "pow":
         if len(args) != 2 or kw or not isinstance(args[0], Ref) or not _number(args[1]):
             return None
         e = float(args[1])
-        return _Op(_POW.get(e, f"std::pow({{0}}, T({e!r}))"), [args[0]])
+        return _Op(_POW.get(e, f"std::pow({{0}}, T({e!r}))"), [args[0]], grads=_pow_grad(e))
     if name in ("clamp", "clamp_min", "clamp_max"):
         return _parse_clamp(name, args, kw)
     if name == "where":
@@ -141,10 +198,9 @@ def _parse_clamp(name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> _Op | 
     if any(b is not None and not _number(b) for b in (lo, hi)) or (lo is None and hi is None):
         return None
     if lo is not None and hi is not None:
-        return _Op("fb_clamp({0}, {1}, {2})", [args[0], lo, hi])
-    return _Op(
-        "fb_clamp_min({0}, {1})" if hi is None else "fb_clamp_max({0}, {1})", [args[0], lo if hi is None else hi]
-    )
+        return _Op("fb_clamp({0}, {1}, {2})", [args[0], lo, hi], grads=_GRAD["clamp"])
+    kind = "clamp_min" if hi is None else "clamp_max"
+    return _Op(f"fb_{kind}({{0}}, {{1}})", [args[0], lo if hi is None else hi], grads=_GRAD[kind])
 
 
 # --------------------------------------------------------------------------- groups
@@ -197,7 +253,6 @@ def _result_ok(t: Any, compare: bool) -> bool:
         and t.is_cpu
         and (t.dtype == fc.bool if compare else t.dtype in _CTYPE)
         and t.is_contiguous()
-        and not t.requires_grad
         and t.numel() > 0
     )
 
@@ -292,24 +347,41 @@ class FusedGroup:
         self.text, self.name = _cpp_kernel.source(body, signature, _CTYPE[dtype])
         self.argtypes, self.numbers, self.consts = argtypes, numbers, consts
         self.call: Callable[..., Any] = eager
+        self.raw: Callable[..., Any] = eager
+        self.plan: Plan | None = None  # set by the code generation (Note [Fused backward])
+        self.backwards: dict[tuple[bool, ...], Backward | bool] = {}
+        self.consts_array: Any = None
 
     def build(self) -> None:
-        """Builds (or finds) the kernel and makes ``call`` run it; ``RuntimeError`` if it cannot be built."""
+        """Builds (or finds) the kernel and makes ``call`` run it; ``RuntimeError`` if it cannot be built.
+
+        ``call`` checks the constants (else the eager ops run); under grad mode, a call with a tensor that
+        requires grad goes through :class:`FusedElementwise` (Note [Fused backward]); ``raw`` is the kernel's
+        call alone.
+        """
         fn = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
         n = math.prod(self.shape)
         inner = self.shape[-1] if any(i.kind in ("bias", "row") for i in self.inputs) else max(n, 1)
-        env: dict[str, Any] = {"kern": fn, "eager": self.eager, "empty": fc.empty, "empty_like": fc.empty_like}
+        env: dict[str, Any] = {"kern": fn, "eager": self.eager, "empty": fc.empty, "empty_like": fc.empty_like,
+                               "backwards": self.backwards, "backward_for": self.backward_for,
+                               "apply": FusedElementwise.apply}  # fmt: skip
         params = [f"a{k}" for k in range(len(self.inputs))]
-        lines = []
-        if self.grad:  # Note [Elementwise fusion]: a tensor that requires grad runs the eager ops
-            lines.append(f"if {' or '.join(f'{p}.requires_grad' for p in params)}:")
-            lines.append(f"    return eager({', '.join(params)})")
+        args = ", ".join(params)
+        checks = []
         for k, t in self.consts.items():
             env[f"shape{k}"], env[f"dtype{k}"] = t.shape, t.dtype
-            lines.append(f"if a{k}.shape != shape{k} or a{k}.dtype != dtype{k} or not a{k}.is_contiguous():")
-            lines.append(f"    return eager({', '.join(params)})")
+            checks.append(f"if a{k}.shape != shape{k} or a{k}.dtype != dtype{k} or not a{k}.is_contiguous():")
+            checks.append(f"    return eager({args})")
+        if self.grad:  # Note [Fused backward]: a tensor that requires grad gets the group's autograd node
+            requires = ", ".join(f"{p}.requires_grad" for p in params)
+            checks.append(f"if {' or '.join(f'{p}.requires_grad' for p in params)}:")
+            checks.append(f"    bw = backwards.get(({requires},))")
+            checks.append("    if bw is None:")
+            checks.append(f"        bw = backward_for(({requires},))")
+            checks.append(f"    return eager({args}) if bw is False else apply(bw, {args})")
         like = next((k for k, i in enumerate(self.inputs) if i.kind == "full" and i.dtype == self.dtype), None)
         env["shape"] = self.shape
+        lines = []
         outs = [f"o{k}" for k in range(len(self.out_values))]
         for o, dtype in zip(outs, self.out_dtypes, strict=True):
             env[f"{o}_dtype"] = dtype
@@ -317,12 +389,26 @@ class FusedGroup:
             lines.append(f"{o} = empty_like(a{like})" if fast else f"{o} = empty(shape, dtype={o}_dtype)")
         ptrs = [f"{p}.data_ptr()" for p in params] + [f"{o}.data_ptr()" for o in outs]
         consts = (ctypes.c_double * (2 + len(self.numbers)))(n, inner, *self.numbers)
-        env["consts"] = consts  # kept alive by the function's globals
+        env["consts"] = self.consts_array = consts  # kept alive by the function's globals
         lines.append(f"kern({', '.join([*ptrs, str(ctypes.addressof(consts))])})")
         lines.append(f"return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ',)'}")
-        src = f"def fused({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
+        src = f"def fused({args}):\n" + "".join(f"    {line}\n" for line in checks + lines)
+        src += f"def raw({args}):\n" + "".join(f"    {line}\n" for line in lines)
         exec(compile(src, "<fb.compile fused group>", "exec"), env)  # noqa: S102 (generated from the graph)
-        self.call = env["fused"]
+        self.call, self.raw = env["fused"], env["raw"]
+
+    def backward_for(self, mask: tuple[bool, ...]) -> Backward | bool:
+        """The built backward for the inputs ``mask`` says require grad; False (the eager ops run) if it fails."""
+        bw = self.backwards.get(mask)
+        if bw is None:
+            try:
+                bw = Backward(self, mask)
+                bw.build()
+            except RuntimeError as e:
+                _warn(f"[compile] a fused backward kernel could not be built, the eager ops run instead: {e}")
+                bw = False
+            self.backwards[mask] = bw
+        return bw
 
     def __call__(self, *tensors: Tensor) -> Any:
         return self.call(*tensors)
@@ -344,6 +430,9 @@ def _codegen(
     out_values: list[int] = []
     out_bool: list[bool] = []  # per output: a comparison's bool
 
+    scalars: dict[int, str] = {}  # the hoisted load of each one-element input
+    steps: list[Step] = []
+
     def operand(a: Any, condition: bool) -> str:
         if not isinstance(a, Ref):
             numbers.append(float(a))
@@ -358,7 +447,8 @@ def _codegen(
             kind = _shape_class(t, group.shape) or "full"  # checked by the collector
             inputs.append(_Input(a, kind, fc.bool if condition else group.dtype))
             if kind == "scalar":
-                hoisted.append(f"  const {'bool' if condition else 'T'} x{k} = a{k}[0];")
+                scalars[k] = f"  const {'bool' if condition else 'T'} x{k} = a{k}[0];"
+                hoisted.append(scalars[k])
         kind = inputs[k].kind
         return f"x{k}" if kind == "scalar" else f"a{k}[{ {'bias': 'j', 'row': 'r', 'full': 'i'}[kind] }]"
 
@@ -370,10 +460,13 @@ def _codegen(
         var = f"t{len(local)}"
         lines.append(f"const {'bool' if op.compare else 'T'} {var} = {op.template.format(*args)};")
         local[node.first_value] = var
+        output = None
         if node.first_value in used_after:
             out_values.append(node.first_value)
             out_bool.append(op.compare)
-            lines.append(f"o{len(out_values) - 1}[i] = {var};")
+            output = len(out_values) - 1
+            lines.append(f"o{output}[i] = {var};")
+        steps.append(Step(var, lines[-1 if output is None else -2], args, op.grads or [], op.compare, output))
     ctype = "T"
     sig = [f"const {'bool' if i.dtype == fc.bool else ctype}* __restrict a{k}" for k, i in enumerate(inputs)]
     sig += [f"{'bool' if b else ctype}* __restrict o{k}" for k, b in enumerate(out_bool)]
@@ -382,31 +475,16 @@ def _codegen(
     sig.append("const double* __restrict c")
     argtypes = [ctypes.c_void_p] * (len(inputs) + len(out_values) + 1)
     heavy = any(name in _TRANSCENDENTAL for name in names)
-    grain = "flambeau::kGrainSize / 8" if heavy else "flambeau::kGrainSize"
-    if any(i.kind in ("bias", "row") for i in inputs):
-        inner_loop = "".join(f"        {line}\n" for line in lines)
-        loop = (
-            "    for (int64_t row = b - b % inner; row < e; row += inner) {\n"
-            "      const int64_t lo = row > b ? row : b, hi = row + inner < e ? row + inner : e, r = row / inner;\n"
-            "#pragma omp simd\n"
-            "      for (int64_t i = lo; i < hi; ++i) {\n"
-            "        const int64_t j = i - row;\n"
-            f"{inner_loop}"
-            "      }\n"
-            "    }\n"
-        )
-    else:
-        inner_loop = "".join(f"      {line}\n" for line in lines)
-        loop = f"#pragma omp simd\n    for (int64_t i = b; i < e; ++i) {{\n{inner_loop}    }}\n"
-    body = "  const int64_t n = static_cast<int64_t>(c[0]), inner = static_cast<int64_t>(c[1]);\n"
-    body += "".join(f"{line}\n" for line in hoisted)
-    body += f"  flambeau::parallel_for(0, n, {grain}, [&](int64_t b, int64_t e) {{\n{loop}  }});\n"
+    rows = any(i.kind in ("bias", "row") for i in inputs)
+    body = _cpp_kernel.loop_body(lines, hoisted, heavy, rows)
     refs = [i.ref for i in inputs]
     consts = {k: tensor_of(r) for k, r in enumerate(refs) if r.kind == "const"}
     eager = _eager_program(graph, group, refs, out_values)
     out_dtypes = [fc.bool if b else group.dtype for b in out_bool]
     fused = FusedGroup(names, inputs, out_values, out_dtypes, body, ", ".join(sig), argtypes, numbers,
                        group.shape, group.dtype, group.grad, eager, consts)  # fmt: skip
+    number_lines = [line for line in hoisted if line not in scalars.values()]
+    fused.plan = Plan(steps, number_lines, scalars, [tuple(tensor_of(r).shape) for r in refs], heavy, rows)
     return fused, refs
 
 
@@ -475,15 +553,42 @@ def _agrees(group: FusedGroup, tensors: list[Tensor]) -> bool:
     if isinstance(mine, Tensor):
         mine, theirs = (mine,), (theirs,)
     tol = 1e-5 if group.dtype == fc.float32 else 1e-12
-    for a, b in zip(mine, theirs, strict=True):
-        if a.dtype == fc.bool:
-            if not bool(fc.equal(a, b)):
-                return False
-            continue
-        close = (a - b).abs() <= tol + tol * 10 * b.abs()
-        if not bool((close | (a == b) | (a.isnan() & b.isnan())).all()):
-            return False
-    return True
+    return all(_close(a, b, tol) for a, b in zip(mine, theirs, strict=True))
+
+
+def _close(mine: Any, theirs: Any, tol: float) -> bool:
+    if mine is None or theirs is None:
+        return mine is None and theirs is None
+    if mine.dtype == fc.bool:
+        return bool(fc.equal(mine, theirs))
+    close = (mine - theirs).abs() <= tol + tol * 10 * theirs.abs()
+    return bool((close | (mine == theirs) | (mine.isnan() & theirs.isnan())).all())
+
+
+def _grads_agree(group: FusedGroup, tensors: list[Tensor]) -> bool:
+    """Note [Fused backward]: the group's node and the eager ops give the same gradients on the recorded inputs."""
+    mask = [t.requires_grad for t in tensors]
+    results = []
+    for run in (group.call, group.eager):
+        xs = [t.detach().requires_grad_(True) if m else t.detach() for t, m in zip(tensors, mask, strict=True)]
+        grad = fc.is_grad_enabled()
+        _set_grad_enabled(True)
+        try:
+            outs = run(*xs)
+        finally:
+            _set_grad_enabled(grad)
+        outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
+        pairs = [o for o in outs if o.requires_grad]
+        grads = []
+        for o in pairs:  # a gradient of varied values: a wrong formula cannot hide behind ones
+            ramp = (fc.arange(o.numel(), dtype=o.dtype) % 7 - 3) * 0.25
+            grads.append(ramp.reshape(o.shape))
+        wrt = [x for x, m in zip(xs, mask, strict=True) if m]
+        got = ag.grad(pairs, wrt, grads, allow_unused=True) if pairs else [None] * len(wrt)
+        results.append((len(pairs), got))
+    (n_mine, mine), (n_theirs, theirs) = results
+    tol = 1e-4 if group.dtype == fc.float32 else 1e-10
+    return n_mine == n_theirs and all(_close(a, b, tol) for a, b in zip(mine, theirs, strict=True))
 
 
 def _warn(message: str) -> None:
@@ -519,6 +624,16 @@ def fuse(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Fusion | N
         if not _agrees(fg, [tensor_of(r) for r in refs]):
             _warn(f"[compile] the fused kernel of {', '.join(fg.ops)} disagrees with the eager ops; they run instead")
             continue
+        if fg.grad and any(tensor_of(r).requires_grad for r in refs):
+            mask = tuple(tensor_of(r).requires_grad for r in refs)
+            if fg.backward_for(mask) is False:
+                continue
+            if not _grads_agree(fg, [tensor_of(r) for r in refs]):
+                _warn(
+                    f"[compile] the fused backward of {', '.join(fg.ops)} disagrees with the eager ops' gradients; "
+                    "they run instead"
+                )
+                continue
         fused[group.nodes[-1]] = (fg, refs)
         members.update(group.nodes)
     if not fused:

@@ -1,0 +1,232 @@
+"""The backward of a fused elementwise group: a generated C++ kernel, and the one autograd node a group records.
+
+Note [Fused backward]
+Under grad mode, a fused group (Note [Elementwise fusion] in ``_fusion.py``) whose inputs require grad runs
+its forward kernel inside :class:`FusedElementwise` (an ``autograd.Function``: one graph node for the group,
+about 10 µs a call, instead of a node per op). Its backward is a second generated kernel, made per set of
+inputs that require grad (a parameter may start or stop requiring it) and cached like the forward's: one
+loop over the elements recomputes the forward's locals that the derivatives read, then walks the ops
+backwards, each op's gradient reaching its operands by the formula of ``_GRAD`` (next to the forward
+table in ``_fusion.py``), summed per operand in registers (a tensor read twice gets both contributions),
+and stores the gradient of each input that requires grad. Only the inputs those formulas read are saved
+for backward (the intermediates are recomputed, never saved: an input only added, such as a residual, is
+not kept); no output is saved. A broadcast input (a bias, a row value, a one-element tensor) gets a
+full-shaped gradient that the autograd node sums to the input's shape (one reduction in C++).
+
+An output no differentiable path reaches (a comparison's bool, an op on inputs without grad) is marked
+non-differentiable, as eager's would not require grad. Double backward: the backward kernel's results have
+no autograd history, so when the backward runs with grad mode on (``create_graph=True``), the node
+instead recomputes the group's eager ops on the saved inputs and differentiates them with
+``autograd.grad(create_graph=True)``: differentiable, eager's speed. An input the formulas do not read has
+no say in any derivative, so there it is a zero tensor of its shape.
+
+At capture, the backward kernel of the capture's grad-requiring inputs is built and checked once against
+the eager ops' gradients (like the forward, Note [Elementwise fusion]); a failed build or a disagreement
+leaves the group unfused. A build that fails later (another set of inputs requiring grad) runs the group's
+eager ops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import flambeau_autograd as ag
+import flambeau_core as fc
+from flambeau_autograd import Function
+
+from . import _cpp_kernel
+
+Tensor = fc.Tensor
+
+_INPUT = re.compile(r"\b[ax](\d+)\b")  # an input's load: a0[i], a2[j], x1 (a hoisted one-element input)
+_LOCAL = re.compile(r"\bt(\d+)\b")
+_INPUT_OPERAND = re.compile(r"a(\d+)\[[ijr]\]|x(\d+)")
+
+
+@dataclass
+class Step:
+    """One op of a group as the kernels see it."""
+
+    var: str  # its local, ``t3`` (the k-th step's is ``tk``)
+    line: str  # the forward's line computing it: ``const T t3 = fb_gelu(t2);``
+    operands: list[str]  # their C++ text: a local (``t1``), an input (``a0[i]``, ``a2[j]``, ``x1``), a number (``s0``)
+    grads: list[str | None]  # per operand, its gradient's template (``_GRAD``)
+    compare: bool
+    output: int | None  # its position among the group's outputs, if it is one
+
+
+@dataclass
+class Plan:
+    """What the backward kernels of a group are generated from (recorded by the forward's code generation)."""
+
+    steps: list[Step]
+    numbers: list[str]  # the hoisted lines of the ops' Python numbers
+    scalars: dict[int, str]  # the hoisted load of each one-element input
+    shapes: list[tuple[int, ...]]  # each input's shape (fixed by the guards)
+    heavy: bool  # transcendental ops: a smaller grain per thread
+    rows: bool  # a bias or row input: the loop goes by rows
+
+
+class Backward:
+    """The backward kernel of a group for one set of inputs requiring grad (``mask``), and its call."""
+
+    def __init__(self, group: Any, mask: tuple[bool, ...]) -> None:
+        plan: Plan = group.plan
+        self.group, self.mask = group, mask
+        steps = plan.steps
+        self.masked = [k for k, m in enumerate(mask) if m]
+
+        def target(operand: str) -> tuple[str, int] | None:
+            if _LOCAL.fullmatch(operand):
+                return ("t", int(operand[1:]))
+            m = _INPUT_OPERAND.fullmatch(operand)
+            return ("a", int(m.group(1) or m.group(2))) if m else None
+
+        needs: list[bool] = []
+
+        def requires(t: tuple[str, int] | None) -> bool:
+            return t is not None and (mask[t[1]] if t[0] == "a" else needs[t[1]])
+
+        for st in steps:
+            needs.append(
+                not st.compare
+                and any(g is not None and requires(target(o)) for o, g in zip(st.operands, st.grads, strict=True))
+            )
+        # The gradients, from the last op to the first: a local's is complete when its turn comes.
+        terms: list[tuple[str, str]] = []  # (accumulator, expression)
+        for k in reversed(range(len(steps))):
+            st = steps[k]
+            if not needs[k]:
+                continue
+            for o, g in zip(st.operands, st.grads, strict=True):
+                t = target(o)
+                if g is None or not requires(t):
+                    continue
+                assert t is not None
+                acc = f"g{t[1]}" if t[0] == "t" else f"D{t[1]}"
+                terms.append((acc, g.format(*st.operands, g=f"g{k}", y=st.var)))
+        # An input whose gradient is an output's gradient as it comes (a residual ``+ r``) gets that
+        # tensor itself: nothing to compute or store.
+        self.passthrough: dict[int, int] = {}
+        for k in self.masked:
+            mine = [e for a, e in terms if a == f"D{k}"]
+            same = re.fullmatch(r"g(\d+)", mine[0]) if len(mine) == 1 else None
+            j = int(same.group(1)) if same else -1
+            if same and steps[j].output is not None and not any(a == f"g{j}" for a, _ in terms):
+                self.passthrough[k] = steps[j].output
+        terms = [(a, e) for a, e in terms if not (a[0] == "D" and int(a[1:]) in self.passthrough)]
+        self.stored = [k for k in self.masked if k not in self.passthrough]
+        contributions = [f"{a} += {e};" for a, e in terms]
+        # The forward locals the formulas read, and those they are computed from.
+        wanted = {int(n) for line in contributions for n in _LOCAL.findall(line)}
+        for k in reversed(range(len(steps))):
+            if k in wanted:
+                wanted.update(int(n) for n in _LOCAL.findall(steps[k].line.split("=", 1)[1]))
+        forward = [steps[k].line for k in range(len(steps)) if k in wanted]
+        reads = sorted({int(n) for line in forward + contributions for n in _INPUT.findall(line)})
+        self.reads = reads
+        self.grad_outputs = [st.output for k, st in enumerate(steps) if st.output is not None and needs[k]]
+        self.nondiff = [st.output for k, st in enumerate(steps) if st.output is not None and not needs[k]]
+        self.n_outputs = len(group.out_values)
+        lines = list(forward)
+        for k, st in enumerate(steps):
+            if needs[k]:
+                init = f"go{st.output}[i]" if st.output is not None else "T(0)"
+                lines.append(f"T g{k} = {init};")
+        lines += [f"T D{k} = T(0);" for k in self.stored]
+        lines += contributions
+        lines += [f"d{k}[i] = D{k};" for k in self.stored]
+        hoisted = plan.numbers + [line for k, line in plan.scalars.items() if k in reads]
+        body = _cpp_kernel.loop_body(lines, hoisted, plan.heavy, plan.rows)
+        sig = [f"const {'bool' if i.dtype == fc.bool else 'T'}* __restrict a{k}" for k, i in enumerate(group.inputs)]
+        sig += [f"const T* __restrict go{m}" for m in range(self.n_outputs)]
+        sig += [f"T* __restrict d{k}" for k in self.stored]
+        sig.append("const double* __restrict c")
+        self.argtypes = [ctypes.c_void_p] * (len(group.inputs) + self.n_outputs + len(self.stored) + 1)
+        self.text, self.name = _cpp_kernel.source(body, ", ".join(sig), _cpp_kernel_ctype(group.dtype))
+        self.consts = group.consts_array
+        self.kern: Any = None
+
+    def build(self) -> None:
+        """Builds (or finds) the kernel (none when every gradient passes through); ``RuntimeError`` if it cannot."""
+        if self.stored:
+            self.kern = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
+
+    def run(self, saved: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
+        """The gradients of the group's inputs (``None`` for those not requiring grad), by the kernel."""
+        group = self.group
+        ptrs: list[Any] = [None] * len(group.inputs)
+        for k, t in zip(self.reads, saved, strict=True):
+            ptrs[k] = t.data_ptr()
+        gos: list[Any] = [None] * self.n_outputs
+        keep: dict[int, Tensor] = {}
+        for m in self.grad_outputs:
+            g = grads[m]
+            if g is None:
+                g = fc.zeros(group.shape, dtype=group.dtype)
+            elif g.dtype != group.dtype or not g.is_contiguous():
+                g = g.to(group.dtype).contiguous()
+            keep[m] = g
+            gos[m] = g.data_ptr()
+        result: list[Tensor | None] = [None] * len(group.inputs)
+        for k, m in self.passthrough.items():
+            result[k] = keep[m]
+        if self.stored:
+            outs = [fc.empty(group.shape, dtype=group.dtype) for _ in self.stored]
+            self.kern(*ptrs, *gos, *[o.data_ptr() for o in outs], ctypes.addressof(self.consts))
+            for k, o in zip(self.stored, outs, strict=True):
+                result[k] = o
+        return result
+
+    def differentiable(self, saved: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
+        """The gradients with autograd history (``create_graph=True``): the eager ops recomputed and differentiated."""
+        group = self.group
+        kept = dict(zip(self.reads, saved, strict=True))
+        xs = []
+        for k, i in enumerate(group.inputs):
+            t = kept.get(k)
+            if t is None:  # read by no derivative: its value has no say in the gradients
+                t = fc.zeros(group.plan.shapes[k], dtype=i.dtype)
+                if self.mask[k]:
+                    t.requires_grad_(True)
+            xs.append(t)
+        outs = group.eager(*xs)
+        outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
+        pairs = [(outs[m], grads[m]) for m in self.grad_outputs if grads[m] is not None and outs[m].requires_grad]
+        result: list[Tensor | None] = [None] * len(group.inputs)
+        if not pairs:
+            return result
+        got = ag.grad([o for o, _ in pairs], [xs[k] for k in self.masked], [g for _, g in pairs],
+                      create_graph=True, allow_unused=True)  # fmt: skip
+        for k, g in zip(self.masked, got, strict=True):
+            result[k] = g
+        return result
+
+
+def _cpp_kernel_ctype(dtype: Any) -> str:
+    return "float" if dtype == fc.float32 else "double"
+
+
+class FusedElementwise(Function):
+    """The autograd node of a fused group (Note [Fused backward]); ``apply(backward, *tensors)``."""
+
+    @staticmethod
+    def forward(ctx: Any, bw: Backward, *tensors: Tensor) -> Any:
+        outs = bw.group.raw(*tensors)
+        ctx.bw = bw
+        ctx.save_for_backward(*[tensors[k] for k in bw.reads])
+        if bw.nondiff:
+            many = outs if isinstance(outs, tuple) else (outs,)
+            ctx.mark_non_differentiable(*[many[m] for m in bw.nondiff])
+        return outs
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        bw: Backward = ctx.bw
+        saved = ctx.saved_tensors
+        if fc.is_grad_enabled():  # create_graph=True: gradients with history
+            return (None, *bw.differentiable(saved, grads))
+        return (None, *bw.run(saved, grads))
