@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "conv_bf16.h"
 #include "conv_direct.h"
 #include "conv_kernels.h"
 #include "conv_utils.h"
@@ -38,6 +39,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "cpu/linalg/gemm.h"
+#include "cpu/linalg/lowp_gemm.h"
 #include "cpu/low_precision.h"
 #include "cpu/ordered_partials.h"
 #include "settings.h"
@@ -49,6 +51,9 @@ FB_REGISTER_NO_DISPATCH(conv_loops_stub, avx512);
 FB_DEFINE_DISPATCH(conv_direct_stub);
 FB_REGISTER_NO_DISPATCH(conv_direct_stub, base);
 FB_REGISTER_NO_DISPATCH(conv_direct_stub, avx2);
+FB_DEFINE_DISPATCH(conv_bf16_stub);
+FB_REGISTER_NO_DISPATCH(conv_bf16_stub, base);
+FB_REGISTER_NO_DISPATCH(conv_bf16_stub, avx2);
 }  // namespace flambeau::cpu
 
 namespace flambeau {
@@ -357,8 +362,19 @@ void conv_weight_grad(const ConvGeo& g, const T* small, const T* big, T* dw) {
 }
 
 // bfloat16 and float16 (autocast's convolutions) run in float32 on copies and are rounded back once, as a
-// GEMM with float32 accumulation would (Note [Low-precision kernels]).
+// GEMM with float32 accumulation would (Note [Low-precision kernels]); bfloat16 on a CPU with
+// AVX512-BF16 runs the kernels of Note [bfloat16 convolution] (conv_bf16_avx512.cpp) instead.
 using cpu::is_low_precision;
+
+/// The bfloat16 kernels when they run here (the CPU has AVX512-BF16, the capability allows AVX-512).
+const cpu::ConvBf16Kernels* bf16_kernels(ScalarType t) {
+  if (t != ScalarType::BFloat16 || !cpu::bf16_gemm_kernel_available()) return nullptr;
+  const auto kernels = cpu::conv_bf16_stub.get();
+  return kernels ? &kernels() : nullptr;
+}
+
+const uint16_t* bits(const Tensor& t) { return static_cast<const uint16_t*>(t.data_ptr()); }
+uint16_t* bits(Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); }
 
 template <class F>
 void float_types(ScalarType t, const F& f) {
@@ -373,6 +389,22 @@ Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::o
                        IntArrayRef output_padding, int64_t groups) {
   const Shape out_shape = conv::check_and_output_shape("convolution", input_, weight_, bias_, stride, padding,
                                                        dilation, transposed, output_padding, groups);
+  const cpu::ConvBf16Kernels* bf16 = bf16_kernels(input_.dtype());
+  if (is_low_precision(input_.dtype()) && bf16 && !(transposed && (stride[0] != 1 || stride.back() != 1))) {
+    Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
+    if (out.numel() == 0) return out;
+    if (input_.numel() > 0) {
+      const Tensor input = contiguous(input_), weight = contiguous(weight_);
+      const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
+      const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
+      const uint16_t* b = bias ? bits(*bias) : nullptr;
+      if (!transposed) {
+        bf16->forward(g, bits(input), bits(weight), b, bits(out));
+        return out;
+      }
+      if (bf16->transposed(g, bits(input), bits(weight), b, bits(out))) return out;
+    }
+  }
   if (is_low_precision(input_.dtype())) {
     const std::optional<Tensor> bias32 = bias_ ? std::optional<Tensor>(op::cast(*bias_, ScalarType::Float32)) : std::nullopt;
     return op::cast(convolution_cpu(op::cast(input_, ScalarType::Float32), op::cast(weight_, ScalarType::Float32),
@@ -410,6 +442,17 @@ Tensor convolution_backward_weight_cpu(const Tensor& grad_output_, const Tensor&
                                        int64_t groups) {
   // The arguments passed the meta step's check_conv_weight_grad (Note [Meta step]): grad_output has the
   // forward's output shape.
+  const cpu::ConvBf16Kernels* bf16 = bf16_kernels(input_.dtype());
+  if (bf16 && grad_output_.dtype() == input_.dtype()) {
+    Tensor dw = op::empty(weight_size, input_.dtype(), input_.device());
+    if (dw.numel() == 0) return dw;
+    if (grad_output_.numel() == 0 || input_.numel() == 0) return op::fill_(dw, 0);
+    const Tensor grad = contiguous(grad_output_), input = contiguous(input_);
+    const Shape out_shape(grad.sizes().begin(), grad.sizes().end());
+    const ConvGeo g = make_geo(input, weight_size, out_shape, stride, padding, dilation, transposed, groups);
+    bf16->weight_grad(g, transposed ? bits(input) : bits(grad), transposed ? bits(grad) : bits(input), bits(dw));
+    return dw;
+  }
   if (is_low_precision(input_.dtype())) {
     return op::cast(convolution_backward_weight_cpu(op::cast(grad_output_, ScalarType::Float32),
                                                     op::cast(input_, ScalarType::Float32), weight_size, stride,

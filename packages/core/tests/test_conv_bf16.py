@@ -1,0 +1,227 @@
+"""bfloat16 convolution (Note [bfloat16 convolution], conv_bf16_avx512.cpp): the forward, the
+stride-1 transposed convolution (a stride-1 convolution's input gradient), strided transposed ones
+(float32 on copies) and the weight gradient, against PyTorch 2.13 (CPU) on the same bfloat16 values:
+float32 accumulation and one rounding, so each result is within half a bfloat16 ulp of the exact
+(float64) one, and bit for bit torch's on values whose sums are exact. Strides, padding, dilation,
+groups (incl. depthwise), batch 1, odd channel counts, 1-D, empty batches, non-contiguous inputs;
+the same values from every CPU capability (the AVX512-BF16 kernel where the CPU has it, float32 on
+copies elsewhere), each in a child process; the errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from helpers import to_numpy
+
+pytestmark = pytest.mark.on_devices(types=("cpu",))
+
+# (N, Cin, Cout, H, W, k, stride, padding, dilation, groups)
+CASES = [
+    (2, 16, 16, 32, 32, 3, 1, 1, 1, 1),  # ResNet-8's 3x3
+    (2, 16, 32, 32, 32, 3, 2, 1, 1, 1),  # stride 2
+    (2, 16, 32, 32, 32, 1, 2, 0, 1, 1),  # 1x1 stride-2 shortcut
+    (2, 64, 64, 8, 8, 3, 1, 1, 1, 1),  # more than 32 output channels
+    (3, 1, 6, 28, 28, 5, 1, 2, 1, 1),  # LeNet-5's first layer: one input channel
+    (3, 6, 16, 14, 14, 5, 1, 0, 1, 1),  # LeNet-5's second
+    (1, 5, 7, 9, 11, 3, 1, 2, 2, 1),  # batch 1, odd channels, dilation 2
+    (2, 6, 9, 10, 13, 3, (2, 3), (1, 0), 1, 3),  # groups, unequal strides
+    (2, 8, 8, 12, 12, 3, 1, 1, 1, 8),  # depthwise
+    (2, 4, 8, 9, 9, 3, 2, 1, 1, 4),  # depthwise x2, stride 2
+    (2, 3, 40, 7, 5, (2, 3), 1, 0, (2, 1), 1),  # 40 output channels, rectangular kernel
+    (2, 3, 5, 5, 5, 1, 1, 0, 1, 1),  # pointwise
+    (1, 3, 2, 4, 4, 4, 1, 3, 2, 1),  # kernel larger than the input, padded
+]
+
+
+def rng_for(*parts) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+def bf16(a: np.ndarray) -> tuple[fc.Tensor, torch.Tensor]:
+    """a rounded to bfloat16, as a flambeau and a torch tensor of the same values."""
+    t = torch.from_numpy(a).to(torch.bfloat16)
+    return fc.tensor(t.float().numpy()).to(fc.bfloat16), t
+
+
+def data(shape, rng, integers: bool) -> np.ndarray:
+    if integers:
+        return rng.integers(-3, 4, shape).astype(np.float32)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def close_to_exact(ours: fc.Tensor, exact: torch.Tensor) -> None:
+    """ours (bfloat16) is the exact float64 value rounded once: within half an ulp (2^-9 relative), up
+    to float32 summation error."""
+    assert ours.dtype == fc.bfloat16
+    a = to_numpy(ours).astype(np.float64)
+    e = exact.numpy()
+    assert a.shape == e.shape
+    scale = float(np.abs(e).max()) if e.size else 0.0
+    np.testing.assert_allclose(a, e, rtol=2.0**-8, atol=1e-5 * scale + 1e-30)
+
+
+def geometry(case):
+    n, ci, co, h, w, k, s, p, d, g = case
+    kh, kw = (k, k) if isinstance(k, int) else k
+    return n, ci, co, h, w, (kh, kw), s, p, d, g
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("integers", [False, True], ids=["normal", "integers"])
+def test_conv2d_forward_and_gradients(case, integers):
+    """Forward (with bias), the input gradient (a transposed convolution of the output gradient) and
+    the weight gradient: within rounding of the exact values; with small integers (every sum exact)
+    bit for bit torch's bfloat16 results."""
+    n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case)
+    rng = rng_for(case, integers)
+    xf, xt = bf16(data((n, ci, h, w), rng, integers))
+    wf, wt = bf16(data((co, ci // g, kh, kw), rng, integers))
+    bf, bt = bf16(data((co,), rng, integers))
+    y = fc.conv2d(xf, wf, bf, s, p, d, g)
+    y64 = torch.nn.functional.conv2d(xt.double(), wt.double(), bt.double(), s, p, d, g)
+    close_to_exact(y, y64)
+    yt = torch.nn.functional.conv2d(xt, wt, bt, s, p, d, g)
+    gf, gt = bf16(data(tuple(yt.shape), rng, integers))
+    # Input gradient: the transposed convolution with the output_padding that restores the input size.
+    sh, sw = (s, s) if isinstance(s, int) else s
+    ph, pw = (p, p) if isinstance(p, int) else p
+    dh, dw = (d, d) if isinstance(d, int) else d
+    op = (
+        h - ((yt.shape[2] - 1) * sh - 2 * ph + dh * (kh - 1) + 1),
+        w - ((yt.shape[3] - 1) * sw - 2 * pw + dw * (kw - 1) + 1),
+    )
+    gx = fc.conv_transpose2d(gf, wf, None, s, p, op, g, d)
+    x64 = xt.double().requires_grad_(True)
+    w64 = wt.double().requires_grad_(True)
+    torch.nn.functional.conv2d(x64, w64, None, s, p, d, g).backward(gt.double())
+    close_to_exact(gx, x64.grad)
+    gw = fc._C._convolution_backward_weight(
+        gf, xf, [co, ci // g, kh, kw], [sh, sw], [ph, pw], [dh, dw], False, [0, 0], g
+    )
+    close_to_exact(gw, w64.grad)
+    if integers:
+        xr, wr = xt.clone().requires_grad_(True), wt.clone().requires_grad_(True)
+        torch.nn.functional.conv2d(xr, wr, None, s, p, d, g).backward(gt)
+        np.testing.assert_array_equal(to_numpy(y), yt.float().numpy())
+        np.testing.assert_array_equal(to_numpy(gx), xr.grad.float().numpy())
+        np.testing.assert_array_equal(to_numpy(gw), wr.grad.float().numpy())
+
+
+@pytest.mark.parametrize(
+    "case",
+    [(2, 6, 4, 5, 7, 3, 1, 1, 1, 2), (2, 4, 6, 5, 5, 3, 2, 1, 1, 1), (1, 3, 5, 4, 6, (2, 3), 1, (1, 2), 1, 1)],
+    ids=str,
+)
+def test_conv_transpose2d_and_its_weight_gradient(case):
+    """A transposed convolution as the forward op (stride 1: the kernel; stride 2: float32 on
+    copies), with bias and output_padding, and its weight gradient (the transposed geometry)."""
+    n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case)
+    rng = rng_for("transposed", case)
+    op = 1 if s == 2 else 0
+    xf, xt = bf16(data((n, ci, h, w), rng, False))
+    wf, wt = bf16(data((ci, co // g, kh, kw), rng, False))
+    bf, bt = bf16(data((co,), rng, False))
+    y = fc.conv_transpose2d(xf, wf, bf, s, p, op, g, d)
+    w64 = wt.double().requires_grad_(True)
+    y64 = torch.nn.functional.conv_transpose2d(xt.double(), w64, bt.double(), s, p, op, g, d)
+    close_to_exact(y, y64.detach())
+    gf, gt = bf16(data(tuple(y64.shape), rng, False))
+    y64.backward(gt.double())
+    pp = [p, p] if isinstance(p, int) else list(p)
+    gw = fc._C._convolution_backward_weight(gf, xf, list(wt.shape), [s, s], pp, [d, d], True, [op, op], g)
+    close_to_exact(gw, w64.grad)
+
+
+def test_conv1d_and_odd_lengths():
+    """A 1-D convolution (a 2-D one of height 1) with an odd output length (the weight gradient's
+    pairs of outputs end on a zero)."""
+    rng = rng_for("conv1d")
+    xf, xt = bf16(rng.standard_normal((3, 5, 17)).astype(np.float32))
+    wf, wt = bf16(rng.standard_normal((7, 5, 4)).astype(np.float32))
+    y = fc.conv1d(xf, wf, None, 2, 1)
+    w64 = wt.double().requires_grad_(True)
+    y64 = torch.nn.functional.conv1d(xt.double(), w64, None, 2, 1)
+    close_to_exact(y, y64.detach())
+    gf, gt = bf16(rng.standard_normal(tuple(y64.shape)).astype(np.float32))
+    y64.backward(gt.double())
+    gw = fc._C._convolution_backward_weight(gf, xf, [7, 5, 4], [2], [1], [1], False, [0], 1)
+    close_to_exact(gw, w64.grad)
+
+
+def test_empty_batch_and_noncontiguous_input():
+    rng = rng_for("empty")
+    wf, wt = bf16(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+    empty = fc.zeros(0, 3, 6, 6).to(fc.bfloat16)
+    y = fc.conv2d(empty, wf, None, 1, 1)
+    assert y.shape == (0, 4, 6, 6) and y.dtype == fc.bfloat16
+    gw = fc._C._convolution_backward_weight(
+        fc.zeros(0, 4, 6, 6).to(fc.bfloat16), empty, [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1
+    )
+    np.testing.assert_array_equal(to_numpy(gw), np.zeros((4, 3, 3, 3), np.float32))
+    # Zero input channels: the output is the bias.
+    bf, bt = bf16(rng.standard_normal(4).astype(np.float32))
+    y0 = fc.conv2d(fc.zeros(2, 0, 5, 5).to(fc.bfloat16), fc.zeros(4, 0, 3, 3).to(fc.bfloat16), bf, 1, 1)
+    np.testing.assert_array_equal(to_numpy(y0), np.broadcast_to(bt.float().numpy()[None, :, None, None], (2, 4, 5, 5)))
+    # A transposed (H <-> W) view.
+    xf, xt = bf16(rng.standard_normal((2, 3, 7, 9)).astype(np.float32))
+    y = fc.conv2d(xf.transpose(2, 3), wf, None, 1, 1)
+    close_to_exact(y, torch.nn.functional.conv2d(xt.double().transpose(2, 3), wt.double(), None, 1, 1))
+
+
+def test_weight_gradient_is_the_same_every_run():
+    """The per-image partial sums are added in slice order (Note [Partial sums in slice order])."""
+    rng = rng_for("determinism")
+    xf, _ = bf16(rng.standard_normal((9, 16, 16, 16)).astype(np.float32))
+    gf, _ = bf16(rng.standard_normal((9, 16, 16, 16)).astype(np.float32))
+    args = ([16, 16, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    a = to_numpy(fc._C._convolution_backward_weight(gf, xf, *args))
+    for _ in range(3):
+        np.testing.assert_array_equal(to_numpy(fc._C._convolution_backward_weight(gf, xf, *args)), a)
+
+
+def test_errors():
+    x = fc.zeros(1, 3, 5, 5).to(fc.bfloat16)
+    with pytest.raises(TypeError, match=r"input type \(bfloat16\) and weight type \(float32\) should be the same"):
+        fc.conv2d(x, fc.zeros(4, 3, 3, 3))
+    with pytest.raises(TypeError, match=r"input type \(bfloat16\) and bias type \(float32\) should be the same"):
+        fc.conv2d(x, fc.zeros(4, 3, 3, 3).to(fc.bfloat16), fc.zeros(4))
+    with pytest.raises(ValueError, match=r"kernel size 7 \(dilated\) is larger than the padded input size 5"):
+        fc.conv2d(x, fc.zeros(4, 3, 7, 7).to(fc.bfloat16))
+    with pytest.raises(ValueError, match=r"output size overflows"):
+        fc.conv2d(x, fc.zeros(4, 3, 3, 3).to(fc.bfloat16), None, 1, 2**62)
+
+
+def test_every_cpu_capability_gives_the_same_values():
+    """The AVX512-BF16 kernel (avx512, on a CPU with the instruction) and float32 on copies (avx2,
+    base) give the same bfloat16 bits on values whose sums are exact, each in a child process."""
+    code = (
+        "import flambeau_core as fc, numpy as np, sys\n"
+        "r = np.random.default_rng(3)\n"
+        "out = []\n"
+        "for (n, ci, co, h, k, s, p) in [(2, 16, 16, 12, 3, 1, 1), (2, 5, 7, 9, 3, 2, 1), (1, 1, 6, 8, 5, 1, 2)]:\n"
+        "    x = fc.tensor(r.integers(-3, 4, (n, ci, h, h)).astype(np.float32)).to(fc.bfloat16)\n"
+        "    w = fc.tensor(r.integers(-3, 4, (co, ci, k, k)).astype(np.float32)).to(fc.bfloat16)\n"
+        "    y = fc.conv2d(x, w, None, s, p)\n"
+        "    gw = fc._C._convolution_backward_weight(y, x, [co, ci, k, k], [s, s], [p, p], [1, 1], False, [0, 0], 1)\n"
+        "    gx = fc.conv_transpose2d(y, w, None, s, p, 0 if s == 1 else (h + 2 * p - k) % s, 1, 1)\n"
+        "    out += [np.array(memoryview(t.float())).ravel() for t in (y, gw, gx)]\n"
+        "print(fc._C._cpu_capability(), fc._C._bf16_gemm_kernel()); np.save(sys.argv[1], np.concatenate(out))\n"
+    )
+    results = {}
+    for cap in ("base", "avx2", "avx512"):
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fb_convbf16_{os.getpid()}_{cap}.npy")
+        env = dict(os.environ, FLAMBEAU_CPU_CAPABILITY=cap)
+        r = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, check=True)
+        results[r.stdout.strip()] = np.load(path)
+        os.remove(path)
+    assert not any(k.endswith("True") for k in results if not k.startswith("avx512"))
+    ref = next(iter(results.values()))
+    for cap, v in results.items():
+        np.testing.assert_array_equal(v, ref, err_msg=cap)
