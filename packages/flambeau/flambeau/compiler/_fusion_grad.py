@@ -40,6 +40,7 @@ from flambeau_autograd import Function
 from . import _cpp_kernel
 
 Tensor = fc.Tensor
+is_grad_enabled = fc.is_grad_enabled
 
 _INPUT = re.compile(r"\b[ax](\d+)\b")  # an input's load: a0[i], a2[j], x1 (a hoisted one-element input)
 _LOCAL = re.compile(r"\bt(\d+)\b")
@@ -148,40 +149,48 @@ class Backward:
         self.argtypes = [ctypes.c_void_p] * (len(group.inputs) + self.n_outputs + len(self.stored) + 1)
         self.text, self.name = _cpp_kernel.source(body, ", ".join(sig), _cpp_kernel_ctype(group.dtype))
         self.consts = group.consts_array
-        self.kern: Any = None
+        self.run: Any = None
+        self.source = ""
 
     def build(self) -> None:
-        """Builds (or finds) the kernel (none when every gradient passes through); ``RuntimeError`` if it cannot."""
-        if self.stored:
-            self.kern = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
+        """Builds (or finds) the kernel (none when every gradient passes through) and makes ``run`` call it;
+        ``RuntimeError`` if it cannot be built.
 
-    def run(self, saved: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
-        """The gradients of the group's inputs (``None`` for those not requiring grad), by the kernel."""
+        ``run(saved, grads)`` is generated straight-line code (it runs on every backward): it returns the
+        node's gradients, ``None`` for the ``Backward`` argument and each input that does not require grad.
+        """
         group = self.group
-        ptrs: list[Any] = [None] * len(group.inputs)
-        for k, t in zip(self.reads, saved, strict=True):
-            ptrs[k] = t.data_ptr()
-        gos: list[Any] = [None] * self.n_outputs
-        keep: dict[int, Tensor] = {}
-        for m in self.grad_outputs:
-            g = grads[m]
-            if g is None:
-                g = fc.zeros(group.shape, dtype=group.dtype)
-            elif g.dtype != group.dtype or not g.is_contiguous():
-                g = g.to(group.dtype).contiguous()
-            keep[m] = g
-            gos[m] = g.data_ptr()
-        result: list[Tensor | None] = [None] * len(group.inputs)
-        for k, m in self.passthrough.items():
-            result[k] = keep[m]
+        env: dict[str, Any] = {"zeros": fc.zeros, "empty_like": fc.empty_like, "dtype": group.dtype,
+                               "shape": group.shape}  # fmt: skip
         if self.stored:
-            outs = [fc.empty(group.shape, dtype=group.dtype) for _ in self.stored]
-            self.kern(*ptrs, *gos, *[o.data_ptr() for o in outs], ctypes.addressof(self.consts))
-            for k, o in zip(self.stored, outs, strict=True):
-                result[k] = o
-        return result
+            env["kern"] = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
+        lines = [f"{''.join(f'a{k}, ' for k in self.reads)}= saved"] if self.reads else []
+        for m in self.grad_outputs:
+            lines.append(f"g{m} = grads[{m}]")
+            lines.append(f"if g{m} is None:")
+            lines.append(f"    g{m} = zeros(shape, dtype=dtype)")
+            lines.append(f"elif g{m}.dtype is not dtype or not g{m}.is_contiguous():")
+            lines.append(f"    g{m} = g{m}.to(dtype).contiguous()")
+        if self.stored:
+            like = f"g{self.grad_outputs[0]}"
+            lines += [f"d{k} = empty_like({like})" for k in self.stored]
+            ptrs = [f"a{k}.data_ptr()" if k in self.reads else "None" for k in range(len(group.inputs))]
+            ptrs += [f"g{m}.data_ptr()" if m in self.grad_outputs else "None" for m in range(self.n_outputs)]
+            ptrs += [f"d{k}.data_ptr()" for k in self.stored]
+            ptrs.append(str(ctypes.addressof(self.consts)))
+            lines.append(f"kern({', '.join(ptrs)})")
+        result = ["None"] * len(group.inputs)
+        for k, m in self.passthrough.items():
+            result[k] = f"g{m}"
+        for k in self.stored:
+            result[k] = f"d{k}"
+        lines.append(f"return (None, {', '.join(result)},)")
+        src = "def run(saved, grads):\n" + "".join(f"    {line}\n" for line in lines)
+        exec(compile(src, "<fb.compile fused backward>", "exec"), env)  # noqa: S102 (generated from the graph)
+        self.run = env["run"]
+        self.source = src
 
-    def differentiable(self, saved: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
+    def differentiable(self, saved: tuple[Tensor, ...], grads: tuple[Any, ...]) -> tuple[Tensor | None, ...]:
         """The gradients with autograd history (``create_graph=True``): the eager ops recomputed and differentiated."""
         group = self.group
         kept = dict(zip(self.reads, saved, strict=True))
@@ -197,13 +206,12 @@ class Backward:
         outs = (outs,) if isinstance(outs, Tensor) else tuple(outs)
         pairs = [(outs[m], grads[m]) for m in self.grad_outputs if grads[m] is not None and outs[m].requires_grad]
         result: list[Tensor | None] = [None] * len(group.inputs)
-        if not pairs:
-            return result
-        got = ag.grad([o for o, _ in pairs], [xs[k] for k in self.masked], [g for _, g in pairs],
-                      create_graph=True, allow_unused=True)  # fmt: skip
-        for k, g in zip(self.masked, got, strict=True):
-            result[k] = g
-        return result
+        if pairs:
+            got = ag.grad([o for o, _ in pairs], [xs[k] for k in self.masked], [g for _, g in pairs],
+                          create_graph=True, allow_unused=True)  # fmt: skip
+            for k, g in zip(self.masked, got, strict=True):
+                result[k] = g
+        return (None, *result)
 
 
 def _cpp_kernel_ctype(dtype: Any) -> str:
@@ -225,8 +233,6 @@ class FusedElementwise(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        bw: Backward = ctx.bw
-        saved = ctx.saved_tensors
-        if fc.is_grad_enabled():  # create_graph=True: gradients with history
-            return (None, *bw.differentiable(saved, grads))
-        return (None, *bw.run(saved, grads))
+        if is_grad_enabled():  # create_graph=True: gradients with history
+            return ctx.bw.differentiable(ctx.saved_tensors, grads)
+        return ctx.bw.run(ctx.saved_tensors, grads)
