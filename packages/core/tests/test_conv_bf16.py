@@ -67,6 +67,10 @@ def close_to_exact(ours: fc.Tensor, exact: torch.Tensor) -> None:
     np.testing.assert_allclose(a, e, rtol=2.0**-8, atol=1e-5 * scale + 1e-30)
 
 
+def pair(v) -> list[int]:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
 def geometry(case):
     n, ci, co, h, w, k, s, p, d, g = case
     kh, kw = (k, k) if isinstance(k, int) else k
@@ -114,17 +118,25 @@ def test_conv2d_forward_and_gradients(case, integers):
         np.testing.assert_array_equal(to_numpy(gw), wr.grad.float().numpy())
 
 
-@pytest.mark.parametrize(
-    "case",
-    [(2, 6, 4, 5, 7, 3, 1, 1, 1, 2), (2, 4, 6, 5, 5, 3, 2, 1, 1, 1), (1, 3, 5, 4, 6, (2, 3), 1, (1, 2), 1, 1)],
-    ids=str,
-)
+# (N, Cin, Cout, H, W, k, stride, padding, dilation, groups, output_padding)
+TRANSPOSED = [
+    (2, 6, 4, 5, 7, 3, 1, 1, 1, 2, 0),
+    (2, 4, 6, 5, 5, 3, 2, 1, 1, 1, 1),  # ResNet-8's stride-2 input gradients
+    (1, 3, 5, 4, 6, (2, 3), 1, (1, 2), 1, 1, 0),
+    (2, 4, 6, 5, 4, 2, 3, 0, 1, 2, 2),  # stride 3 > kernel 2: outputs no tap reaches (the bias)
+    (2, 5, 3, 4, 5, 3, 2, 2, 2, 1, 1),  # stride and dilation 2
+    (1, 16, 32, 8, 8, 1, 2, 0, 1, 1, 1),  # 1x1 stride 2 (the shortcut's input gradient)
+    (2, 6, 6, 5, 5, 3, (2, 1), (0, 1), 1, 6, 0),  # depthwise, unequal strides
+]
+
+
+@pytest.mark.parametrize("case", TRANSPOSED, ids=str)
 def test_conv_transpose2d_and_its_weight_gradient(case):
-    """A transposed convolution as the forward op (stride 1: the kernel; stride 2: float32 on
-    copies), with bias and output_padding, and its weight gradient (the transposed geometry)."""
-    n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case)
+    """A transposed convolution as the forward op (one class of outputs per stride residue), with
+    bias and output_padding, and its weight gradient (the transposed geometry)."""
+    n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case[:10])
+    op = case[10]
     rng = rng_for("transposed", case)
-    op = 1 if s == 2 else 0
     xf, xt = bf16(data((n, ci, h, w), rng, False))
     wf, wt = bf16(data((ci, co // g, kh, kw), rng, False))
     bf, bt = bf16(data((co,), rng, False))
@@ -134,8 +146,7 @@ def test_conv_transpose2d_and_its_weight_gradient(case):
     close_to_exact(y, y64.detach())
     gf, gt = bf16(data(tuple(y64.shape), rng, False))
     y64.backward(gt.double())
-    pp = [p, p] if isinstance(p, int) else list(p)
-    gw = fc._C._convolution_backward_weight(gf, xf, list(wt.shape), [s, s], pp, [d, d], True, [op, op], g)
+    gw = fc._C._convolution_backward_weight(gf, xf, list(wt.shape), pair(s), pair(p), pair(d), True, pair(op), g)
     close_to_exact(gw, w64.grad)
 
 

@@ -390,7 +390,7 @@ Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::o
   const Shape out_shape = conv::check_and_output_shape("convolution", input_, weight_, bias_, stride, padding,
                                                        dilation, transposed, output_padding, groups);
   const cpu::ConvBf16Kernels* bf16 = bf16_kernels(input_.dtype());
-  if (is_low_precision(input_.dtype()) && bf16 && !(transposed && (stride[0] != 1 || stride.back() != 1))) {
+  if (bf16) {
     Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
     if (out.numel() == 0) return out;
     if (input_.numel() > 0) {
@@ -398,11 +398,11 @@ Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::o
       const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
       const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
       const uint16_t* b = bias ? bits(*bias) : nullptr;
-      if (!transposed) {
+      if (transposed)
+        bf16->transposed(g, bits(input), bits(weight), b, bits(out));
+      else
         bf16->forward(g, bits(input), bits(weight), b, bits(out));
-        return out;
-      }
-      if (bf16->transposed(g, bits(input), bits(weight), b, bits(out))) return out;
+      return out;
     }
   }
   if (is_low_precision(input_.dtype())) {

@@ -1,7 +1,7 @@
 #pragma once
 // The bfloat16 convolution kernels for CPUs with AVX512-BF16 (Note [bfloat16 convolution] in
-// conv_bf16_avx512.cpp): forward convolutions, stride-1 transposed ones (the input gradient of a
-// stride-1 convolution) and weight gradients, computed with vdpbf16ps on the bfloat16 values with
+// conv_bf16_avx512.cpp): forward convolutions, transposed ones (a convolution's input gradient) and
+// weight gradients, computed with vdpbf16ps on the bfloat16 values with
 // float32 accumulation and one rounding, used by conv.cpp when conv_bf16_stub has them and
 // bf16_gemm_kernel_available() (the CPU has the instruction); otherwise bfloat16 convolutions run in
 // float32 on copies (Note [Low-precision kernels]).
@@ -16,9 +16,10 @@ struct ConvBf16Kernels {
   /// all contiguous bfloat16 bits. Any stride, padding, dilation and groups.
   void (*forward)(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uint16_t* bias,
                   uint16_t* small);
-  /// The transposed convolution g (big = output): false (nothing written) unless it is a stride-1
-  /// one without output_padding, which it computes as a plain convolution of the flipped kernel.
-  bool (*transposed)(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias,
+  /// big (N, Cb, Hb, Wb) = the transposed convolution of small (N, Cs, Hs, Ws) with w (Cs, Cb/groups,
+  /// kh, kw) + bias (may be null); all contiguous bfloat16 bits. Any stride, padding, dilation,
+  /// output_padding and groups.
+  void (*transposed)(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias,
                      uint16_t* big);
   /// dw (Cs, Cb/groups, kh, kw) = sum over images of small (N, Cs, Hs, Ws) times the windows of
   /// big (N, Cb, Hb, Wb); all contiguous bfloat16 bits, summed in float32 and rounded once.

@@ -17,10 +17,15 @@
 // are packed [output channel][tap][channel pair][2]; a tile holds 8 output channels x 32 flat
 // outputs in 16 zmm accumulators, the weight pair of each channel broadcast, summed over taps and
 // channel pairs in float32, the bias added, rounded to bfloat16 once; the extra columns are
-// squeezed out when the tile's rows are copied out. A stride-1 transposed convolution (the input
-// gradient of a stride-1 convolution) is the plain convolution of the flipped kernel with its
-// channel dims swapped, padded by dilation * (k - 1) - padding (Note [Stride-1 transposed
-// convolution] in conv.cpp): the same kernel, the weights packed flipped.
+// squeezed out when the tile's rows are copied out.
+//
+// Transposed convolutions (the input gradient of a convolution): big y + padding = small o * stride
+// + tap i * dilation (per dim). The outputs of one residue r = (y + padding) % stride take only the
+// taps with i * dilation % stride == r, reading small o = Z - i * dilation / stride for
+// y = Z * stride + r - padding: per residue, a stride-1 correlation of the small image (zero-padded
+// in front by the largest i * dilation / stride) with its subset of the taps, each a fixed flat
+// offset. So the same planes (one, of channel pairs), tiles and weight packing run stride x stride
+// classes of outputs, written back with the stride; no col2im, no flipped copy of the weights.
 //
 // Weight gradient: dw^T (tap, input channel; output channel) = sum over q of the input window
 // (phase planes per channel, not interleaved: [phase][channel][flat q], so a row of the tile is a
@@ -123,20 +128,24 @@ FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint
 
 /// The phase geometry of Note [bfloat16 convolution] for a forward geometry g.
 struct Phases {
-  int64_t Hq, Wq, P;  // phase plane height and width, number of phases (sh * sw)
+  int64_t Hq, Wq, P;  // phase plane height and width, number of phases some tap reads
   int64_t Q;          // flat outputs: Hs * Wq
   int64_t taps;
-  std::vector<int64_t> phase, off;  // per tap (i, j): its phase and flat offset
+  std::vector<int64_t> phase, off;  // per tap (i, j): its phase's plane and flat offset
+  std::vector<int64_t> slot;        // per phase (of sh * sw): its plane, -1 when no tap reads it
   int64_t max_off = 0;
   Phases(const ConvGeo& g) {
     const int64_t Hp = g.Hb + 2 * g.ph, Wp = g.Wb + 2 * g.pw;
-    Hq = ceil_div(Hp, g.sh), Wq = ceil_div(Wp, g.sw), P = g.sh * g.sw;
+    Hq = ceil_div(Hp, g.sh), Wq = ceil_div(Wp, g.sw), P = 0;
     Q = g.Hs * Wq;
     taps = g.kk();
+    slot.assign(static_cast<size_t>(g.sh * g.sw), -1);
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
         const int64_t di = i * g.dh, dj = j * g.dw;
-        phase.push_back((di % g.sh) * g.sw + dj % g.sw);
+        int64_t& sl = slot[static_cast<size_t>((di % g.sh) * g.sw + dj % g.sw)];
+        if (sl < 0) sl = P++;
+        phase.push_back(sl);
         off.push_back((di / g.sh) * Wq + dj / g.sw);
         max_off = std::max(max_off, off.back());
       }
@@ -145,23 +154,27 @@ struct Phases {
   int64_t plane_size(int64_t reach) const { return std::max(Hq * Wq, max_off + reach) + 32; }
 };
 
-/// For each phase, channel (pair) and pixel of the phase plane: the padded input pixel it holds, or
-/// nothing (zero). f(plane_pixel_row_ptr_index...) calls put(dst_index, src_row, src_col) for the
-/// pixels inside the input; the rest of the buffer is zeroed by the caller.
+/// For each phase plane (Hq x Wq) of the image pg.Hb x pg.Wb zero-padded by (pg.ph, pg.pw) and split
+/// into (pg.sh, pg.sw) stride phases that has a plane (slot[phase] >= 0), and each plane row:
+/// put(plane, flat index of the row's first
+/// pixel with an image pixel, image row, image column, pixel count) (the columns are pg.sw apart in
+/// the image); the rest of the planes is zero (the caller zeroes the buffer).
 template <class Put>
-void for_phase_pixels(const ConvGeo& g, const Phases& ph, const Put& put) {
-  for (int64_t a = 0; a < g.sh; ++a)
-    for (int64_t b = 0; b < g.sw; ++b) {
-      const int64_t phase = a * g.sw + b;
-      // Columns c of the plane with an input column: 0 <= c * sw + b - pw < Wb.
+void for_phase_pixels(const ConvGeo& pg, int64_t Hq, int64_t Wq, const std::vector<int64_t>& slot,
+                      const Put& put) {
+  for (int64_t a = 0; a < pg.sh; ++a)
+    for (int64_t b = 0; b < pg.sw; ++b) {
+      const int64_t phase = slot[static_cast<size_t>(a * pg.sw + b)];
+      if (phase < 0) continue;
+      // Columns c of the plane with an image column: 0 <= c * sw + b - pw < Wb.
       int64_t c0 = 0;
-      while (c0 < ph.Wq && c0 * g.sw + b - g.pw < 0) ++c0;
+      while (c0 < Wq && c0 * pg.sw + b - pg.pw < 0) ++c0;
       int64_t c1 = c0;
-      while (c1 < ph.Wq && c1 * g.sw + b - g.pw < g.Wb) ++c1;
-      for (int64_t r = 0; r < ph.Hq; ++r) {
-        const int64_t y = r * g.sh + a - g.ph;
-        if (y < 0 || y >= g.Hb || c0 >= c1) continue;
-        put(phase, r * ph.Wq + c0, y, c0 * g.sw + b - g.pw, c1 - c0);
+      while (c1 < Wq && c1 * pg.sw + b - pg.pw < pg.Wb) ++c1;
+      for (int64_t r = 0; r < Hq; ++r) {
+        const int64_t y = r * pg.sh + a - pg.ph;
+        if (y < 0 || y >= pg.Hb || c0 >= c1) continue;
+        put(phase, r * Wq + c0, y, c0 * pg.sw + b - pg.pw, c1 - c0);
       }
     }
 }
@@ -172,81 +185,180 @@ T* scratch(std::vector<T>& v, int64_t n) {
   return v.data();
 }
 
-/// The forward of a geometry g on packed weights wp ([group][out channel][tap][pair][2]).
-FB_BF16_TARGET void forward_packed(const ConvGeo& g, const uint16_t* big, const uint16_t* wp,
-                                   const float* bias, uint16_t* small) {
-  const char* op = "convolution";
-  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, CP = ceil_div(Cb_g, 2);
+/// Outputs (y0 + Y * sy, x0 + X * sx), Y < nY, X < nX, of one class: the sum of `taps` taps (from
+/// tap0 in the plan's order), computed over the flat domain Y * Wq + X of the planes.
+struct OutClass {
+  int64_t tap0, taps, nY, nX, y0, sy, x0, sx;
+};
+
+/// A convolution on the kernel: phase planes of the input image (pg: the image's size, its zero
+/// padding and stride phases; planes of Hq x Wq), the taps (plane and flat offset; the weight tap
+/// each reads) and the classes of outputs.
+struct Plan {
+  ConvGeo pg;
+  int64_t Hq = 0, Wq = 0, P = 1;
+  std::vector<int64_t> phase, off, wtap, slot{0};
+  std::vector<OutClass> classes;
+  int64_t N = 0, groups = 1, Cin_g = 0, Cout_g = 0, Hout = 0, Wout = 0;
+};
+
+/// The plan of a forward convolution: one class, the taps of Note [bfloat16 convolution].
+Plan forward_plan(const ConvGeo& g) {
+  Plan pl;
   const Phases ph(g);
-  const int64_t panels = ceil_div(ph.Q, kCols), Qpan = panels * kCols;
-  const int64_t PS = ph.plane_size(Qpan);  // words (pairs) per (phase, channel pair)
-  const int64_t words = mul_checked(mul_checked(ph.P, CP, op), PS, op);
-  mul_checked(Cs_g, Qpan, op);
-  const int64_t a_tap = 2 * CP, lda = ph.taps * a_tap;
-  const int64_t HWb = g.big_hw(), HWs = g.small_hw();
-  // boff per tap in uint16 units: phase plane base + flat offset, pairs interleaved.
-  std::vector<int64_t> boff(static_cast<size_t>(ph.taps));
-  for (int64_t t = 0; t < ph.taps; ++t) boff[static_cast<size_t>(t)] = 2 * (ph.phase[t] * CP * PS + ph.off[t]);
+  pl.pg = g, pl.Hq = ph.Hq, pl.Wq = ph.Wq, pl.P = ph.P, pl.slot = ph.slot;
+  pl.phase = ph.phase, pl.off = ph.off;
+  for (int64_t t = 0; t < g.kk(); ++t) pl.wtap.push_back(t);
+  pl.classes.push_back({0, g.kk(), g.Hs, g.Ws, 0, 1, 0, 1});
+  pl.N = g.N, pl.groups = g.groups, pl.Cin_g = g.Cb / g.groups, pl.Cout_g = g.Cs / g.groups;
+  pl.Hout = g.Hs, pl.Wout = g.Ws;
+  return pl;
+}
+
+/// One dim of a transposed convolution (small size ns, big size nb): big y + p = o * s + i * d. The
+/// outputs y with (y + p) % s == r take the taps i with i * d % s == r, reading small o = Z - e_i
+/// (e_i = i * d / s) for y = Z * s + r - p: per residue r, its taps, first Z (Z0), first y (y0) and
+/// count (n); E = the largest e_i, the small image's zero padding in front.
+struct TransposedDim {
+  int64_t E = 0, plane = 0;
+  std::vector<std::vector<int64_t>> taps;
+  std::vector<int64_t> Z0, y0, n;
+  TransposedDim(int64_t ns, int64_t nb, int64_t k, int64_t s, int64_t p, int64_t d) {
+    E = (k - 1) * d / s;
+    plane = E + ns;
+    for (int64_t r = 0; r < s; ++r) {
+      std::vector<int64_t> t;
+      for (int64_t i = 0; i < k; ++i)
+        if (i * d % s == r) t.push_back(i);
+      taps.push_back(t);
+      const int64_t z0 = r >= p ? 0 : (p - r + s - 1) / s, first = z0 * s + r - p;
+      Z0.push_back(z0), y0.push_back(first), n.push_back(first < nb ? (nb - 1 - first) / s + 1 : 0);
+      plane = std::max(plane, n.back() + z0 + E);
+    }
+  }
+  /// The plane position read by output Z' = 0 of residue r through tap i.
+  int64_t start(int64_t r, int64_t i, int64_t d, int64_t s) const { return Z0[r] + E - i * d / s; }
+};
+
+/// The plan of a transposed convolution g (big = output): one class per output residue (r_h, r_w),
+/// each a stride-1 correlation of the small image padded by (E_h, E_w) in front.
+Plan transposed_plan(const ConvGeo& g) {
+  Plan pl;
+  const TransposedDim dy(g.Hs, g.Hb, g.kh, g.sh, g.ph, g.dh), dx(g.Ws, g.Wb, g.kw, g.sw, g.pw, g.dw);
+  pl.pg.Hb = g.Hs, pl.pg.Wb = g.Ws, pl.pg.ph = dy.E, pl.pg.pw = dx.E;
+  pl.Hq = dy.plane, pl.Wq = dx.plane;
+  for (int64_t ry = 0; ry < g.sh; ++ry)
+    for (int64_t rx = 0; rx < g.sw; ++rx) {
+      if (dy.n[ry] == 0 || dx.n[rx] == 0) continue;
+      const int64_t tap0 = static_cast<int64_t>(pl.off.size());
+      for (int64_t i : dy.taps[ry])
+        for (int64_t j : dx.taps[rx]) {
+          pl.phase.push_back(0);
+          pl.off.push_back(dy.start(ry, i, g.dh, g.sh) * pl.Wq + dx.start(rx, j, g.dw, g.sw));
+          pl.wtap.push_back(i * g.kw + j);
+        }
+      const int64_t taps = static_cast<int64_t>(pl.off.size()) - tap0;
+      pl.classes.push_back({tap0, taps, dy.n[ry], dx.n[rx], dy.y0[ry], g.sh, dx.y0[rx], g.sw});
+    }
+  pl.N = g.N, pl.groups = g.groups, pl.Cin_g = g.Cs / g.groups, pl.Cout_g = g.Cb / g.groups;
+  pl.Hout = g.Hb, pl.Wout = g.Wb;
+  return pl;
+}
+
+/// Runs a plan: out (N, groups * Cout_g, Hout, Wout) from in (N, groups * Cin_g, pg.Hb, pg.Wb) and
+/// the packed weights wp ([group][out channel][plan tap][channel pair][2]), + bias (may be null).
+FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, const float* bias, uint16_t* out) {
+  const char* op = "convolution";
+  const int64_t G = pl.groups, Cin_g = pl.Cin_g, Cout_g = pl.Cout_g, CP = ceil_div(Cin_g, 2);
+  const int64_t P = pl.P, T = static_cast<int64_t>(pl.off.size());
+  int64_t Qpan = 0, max_off = 0;
+  for (const OutClass& c : pl.classes) Qpan = std::max(Qpan, ceil_div(mul_checked(c.nY, pl.Wq, op), kCols) * kCols);
+  for (int64_t o : pl.off) max_off = std::max(max_off, o);
+  const int64_t PS = std::max(mul_checked(pl.Hq, pl.Wq, op), max_off + Qpan) + 32;  // words per plane
+  const int64_t words = mul_checked(mul_checked(P, CP, op), PS, op);
+  mul_checked(Cout_g, Qpan, op);
+  const int64_t a_tap = 2 * CP, lda = T * a_tap;
+  const int64_t HWin = pl.pg.Hb * pl.pg.Wb, HWout = pl.Hout * pl.Wout;
+  // Per tap, in uint16 units: its plane's base + its flat offset, channel pairs interleaved.
+  std::vector<int64_t> boff(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) boff[static_cast<size_t>(t)] = 2 * (pl.phase[t] * CP * PS + pl.off[t]);
   const __mmask16 full[2] = {0xFFFF, 0xFFFF};
   int64_t arow[kRows];
   for (int64_t r = 0; r < kRows; ++r) arow[r] = r * lda;
-  parallel_for(0, g.N * G, 1, [&](int64_t i0, int64_t i1) {
+  const int64_t sw = pl.pg.sw, Win = pl.pg.Wb;
+  parallel_for(0, pl.N * G, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<uint32_t> planes_buf;
-    thread_local std::vector<uint16_t> out_buf;
+    thread_local std::vector<uint16_t> tmp_buf;
     uint32_t* planes = scratch(planes_buf, words);
-    uint16_t* out = scratch(out_buf, Cs_g * Qpan);
+    uint16_t* tmp = scratch(tmp_buf, Cout_g * Qpan);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t n = item / G, gi = item % G;
-      const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
+      const uint16_t* x = in + (n * G + gi) * Cin_g * HWin;
       std::memset(planes, 0, static_cast<size_t>(words) * sizeof(uint32_t));
-      for_phase_pixels(g, ph, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
+      for_phase_pixels(pl.pg, pl.Hq, pl.Wq, pl.slot, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
         for (int64_t cp = 0; cp < CP; ++cp) {
           uint32_t* d = planes + (phase * CP + cp) * PS + dst;
-          const uint16_t* s0 = x + (2 * cp) * HWb + y * g.Wb + x0;
-          if (2 * cp + 1 < Cb_g) {
-            const uint16_t* s1 = s0 + HWb;
-            if (g.sw == 1) {
+          const uint16_t* s0 = x + (2 * cp) * HWin + y * Win + x0;
+          if (2 * cp + 1 < Cin_g) {
+            const uint16_t* s1 = s0 + HWin;
+            if (sw == 1) {
               for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k]) | (uint32_t(s1[k]) << 16);
             } else {
-              for (int64_t k = 0; k < len; ++k)
-                d[k] = uint32_t(s0[k * g.sw]) | (uint32_t(s1[k * g.sw]) << 16);
+              for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k * sw]) | (uint32_t(s1[k * sw]) << 16);
             }
           } else {
-            for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k * g.sw]);
+            for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k * sw]);
           }
         }
       });
       const auto* b = reinterpret_cast<const uint16_t*>(planes);
-      const uint16_t* w = wp + gi * Cs_g * lda;
-      const float* bg = bias ? bias + gi * Cs_g : nullptr;
-      for (int64_t pn = 0; pn < panels; ++pn) {
-        const uint16_t* bp = b + 2 * pn * kCols;
-        for (int64_t r = 0; r < Cs_g; r += kRows) {
-          const int64_t rows = std::min(kRows, Cs_g - r);
-          tile_rows<2, false>(rows, ph.taps, CP, w + r * lda, arow, a_tap, bp, boff.data(), 2 * PS,
-                              out + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+      const float* bg = bias ? bias + gi * Cout_g : nullptr;
+      uint16_t* y = out + (n * G + gi) * Cout_g * HWout;
+      for (const OutClass& c : pl.classes) {
+        if (c.taps == 0) {  // no tap reaches these outputs (a stride above the dilated kernel): the bias
+          for (int64_t o = 0; o < Cout_g; ++o) {
+            const uint16_t v = bg ? detail::fp32_to_bf16_bits(bg[o]) : uint16_t{0};
+            for (int64_t Y = 0; Y < c.nY; ++Y)
+              for (int64_t X = 0; X < c.nX; ++X) y[o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0 + X * c.sx] = v;
+          }
+          continue;
         }
+        const int64_t panels = ceil_div(c.nY * pl.Wq, kCols);
+        const uint16_t* w = wp + gi * Cout_g * lda + c.tap0 * a_tap;
+        for (int64_t pn = 0; pn < panels; ++pn) {
+          const uint16_t* bp = b + 2 * pn * kCols;
+          for (int64_t r = 0; r < Cout_g; r += kRows) {
+            const int64_t rows = std::min(kRows, Cout_g - r);
+            tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
+                                tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+          }
+        }
+        // The class's outputs: the valid columns of each flat row, to their place in the image.
+        for (int64_t o = 0; o < Cout_g; ++o)
+          for (int64_t Y = 0; Y < c.nY; ++Y) {
+            const uint16_t* src = tmp + o * Qpan + Y * pl.Wq;
+            uint16_t* dst = y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0;
+            if (c.sx == 1)
+              std::memcpy(dst, src, static_cast<size_t>(c.nX) * 2);
+            else
+              for (int64_t X = 0; X < c.nX; ++X) dst[X * c.sx] = src[X];
+          }
       }
-      // The valid columns of each flat row.
-      uint16_t* y = small + (n * g.Cs + gi * Cs_g) * HWs;
-      for (int64_t o = 0; o < Cs_g; ++o)
-        for (int64_t r = 0; r < g.Hs; ++r)
-          std::memcpy(y + o * HWs + r * g.Ws, out + o * Qpan + r * ph.Wq, static_cast<size_t>(g.Ws) * 2);
     }
   });
 }
 
-/// Packs weights for forward_packed: wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), t), zero past Cb_g.
-/// `at(gi, o, c, t)` reads one weight.
+/// wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), the weight tap of plan tap t), zero past Cin_g;
+/// `at(gi, o, c, tap)` reads one weight.
 template <class At>
-std::vector<uint16_t> pack_weights(const ConvGeo& g, const At& at) {
-  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, CP = ceil_div(Cb_g, 2), T = g.kk();
-  std::vector<uint16_t> wp(static_cast<size_t>(G * Cs_g * T * CP * 2), 0);
+std::vector<uint16_t> pack_weights(const Plan& pl, const At& at) {
+  const int64_t G = pl.groups, CP = ceil_div(pl.Cin_g, 2), T = static_cast<int64_t>(pl.wtap.size());
+  std::vector<uint16_t> wp(static_cast<size_t>(G * pl.Cout_g * T * CP * 2), 0);
   for (int64_t gi = 0; gi < G; ++gi)
-    for (int64_t o = 0; o < Cs_g; ++o)
+    for (int64_t o = 0; o < pl.Cout_g; ++o)
       for (int64_t t = 0; t < T; ++t)
-        for (int64_t c = 0; c < Cb_g; ++c)
-          wp[static_cast<size_t>((((gi * Cs_g + o) * T + t) * CP) * 2 + c)] = at(gi, o, c, t);
+        for (int64_t c = 0; c < pl.Cin_g; ++c)
+          wp[static_cast<size_t>((((gi * pl.Cout_g + o) * T + t) * CP) * 2 + c)] = at(gi, o, c, pl.wtap[t]);
   return wp;
 }
 
@@ -258,31 +370,24 @@ std::vector<float> bias_f32(const uint16_t* bias, int64_t n) {
 }
 
 void forward(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uint16_t* bias, uint16_t* small) {
-  const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, T = g.kk();
-  const std::vector<uint16_t> wp = pack_weights(g, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
-    return w[((gi * Cs_g + o) * Cb_g + c) * T + t];
+  const Plan pl = forward_plan(g);
+  const int64_t T = g.kk();
+  const std::vector<uint16_t> wp = pack_weights(pl, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
+    return w[((gi * pl.Cout_g + o) * pl.Cin_g + c) * T + t];
   });
   const std::vector<float> bf = bias_f32(bias, g.Cs);
-  forward_packed(g, big, wp.data(), bias ? bf.data() : nullptr, small);
+  run(pl, big, wp.data(), bias ? bf.data() : nullptr, small);
 }
 
-bool transposed(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias, uint16_t* big) {
-  if (g.sh != 1 || g.sw != 1) return false;
-  ConvGeo f;
-  f.N = g.N, f.Cb = g.Cs, f.Hb = g.Hs, f.Wb = g.Ws, f.Cs = g.Cb, f.Hs = g.Hb, f.Ws = g.Wb;
-  f.kh = g.kh, f.kw = g.kw, f.dh = g.dh, f.dw = g.dw, f.groups = g.groups;
-  f.ph = g.dh * (g.kh - 1) - g.ph, f.pw = g.dw * (g.kw - 1) - g.pw;
-  if (f.ph < 0 || f.pw < 0) return false;
-  // An output_padding makes the big image larger than the plain convolution's output.
-  if (f.Hb + 2 * f.ph - g.dh * (g.kh - 1) != f.Hs || f.Wb + 2 * f.pw - g.dw * (g.kw - 1) != f.Ws) return false;
-  // f's weight (out = g's big channel cb, in = g's small channel cs, tap t) is w[cs][cb][flipped t].
-  const int64_t G = g.groups, fCb_g = f.Cb / G, fCs_g = f.Cs / G, T = g.kk();
-  const std::vector<uint16_t> wp = pack_weights(f, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
-    return w[((gi * fCb_g + c) * fCs_g + o) * T + (T - 1 - t)];
+void transposed(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias, uint16_t* big) {
+  const Plan pl = transposed_plan(g);
+  const int64_t T = g.kk();
+  // The weight is (small channels, big channels / groups, kh, kw).
+  const std::vector<uint16_t> wp = pack_weights(pl, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
+    return w[((gi * pl.Cin_g + c) * pl.Cout_g + o) * T + t];
   });
-  const std::vector<float> bf = bias_f32(bias, f.Cs);
-  forward_packed(f, small, wp.data(), bias ? bf.data() : nullptr, big);
-  return true;
+  const std::vector<float> bf = bias_f32(bias, g.Cb);
+  run(pl, small, wp.data(), bias ? bf.data() : nullptr, big);
 }
 
 FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const uint16_t* big, uint16_t* dw) {
@@ -308,7 +413,7 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
       for (int64_t gi = 0; gi < G; ++gi) {
         const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
         std::memset(planes, 0, static_cast<size_t>(plane_elems) * 2);
-        for_phase_pixels(g, ph, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
+        for_phase_pixels(g, ph.Hq, ph.Wq, ph.slot, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
           for (int64_t c = 0; c < Cb_g; ++c) {
             uint16_t* d = planes + (phase * Cb_g + c) * PS + dst;
             const uint16_t* s = x + c * HWb + y * g.Wb + x0;
