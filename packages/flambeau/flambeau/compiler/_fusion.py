@@ -404,7 +404,7 @@ class FusedGroup:
             try:
                 bw = Backward(self, mask)
                 bw.build()
-            except RuntimeError as e:
+            except Exception as e:  # a failed build, or a gap of the generator: the eager ops run, never wrong
                 _warn(f"[compile] a fused backward kernel could not be built, the eager ops run instead: {e}")
                 bw = False
             self.backwards[mask] = bw
