@@ -259,6 +259,7 @@ FAMILIES = {
     "conv_direct_stub": ("avx512",),
     "own_sgemm_stub": ("avx512",),
     "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
+    "conv_bf16_stub": ("avx512",),  # the bfloat16 convolution kernels (likewise)
 }
 ISAS = ["base", "avx2", "avx512"]
 HARDWARE = {"DEFAULT": "base", "AVX2": "avx2", "AVX512": "avx512"}[cpu.get_cpu_capability()]

@@ -109,7 +109,7 @@ FB_BF16_TARGET void tile(int64_t taps, int64_t kp, const uint16_t* a, const int6
     }
 }
 
-/// tile<R, NV, ACC> for rows = 1..kRows (a tail of fewer rows than kRows).
+/// tile<R, NV, ACC> for rows = 1..kRows, or 1..2 * kRows with one vector (16 accumulators either way).
 template <int NV, bool ACC>
 FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint16_t* a, const int64_t* arow,
                               int64_t a_tap, const uint16_t* b, const int64_t* boff, int64_t ldb, void* c,
@@ -120,10 +120,17 @@ FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint
     tile<R, NV, ACC>(taps, kp, a, arow, a_tap, b, boff, ldb, c, ldc, bias, m); \
     break;
     FB_ROWS(1) FB_ROWS(2) FB_ROWS(3) FB_ROWS(4) FB_ROWS(5) FB_ROWS(6) FB_ROWS(7) FB_ROWS(8)
-#undef FB_ROWS
     default:
       break;
   }
+  if constexpr (NV == 1) {
+    switch (rows) {
+      FB_ROWS(9) FB_ROWS(10) FB_ROWS(11) FB_ROWS(12) FB_ROWS(13) FB_ROWS(14) FB_ROWS(15) FB_ROWS(16)
+      default:
+        break;
+    }
+  }
+#undef FB_ROWS
 }
 
 /// The phase geometry of Note [bfloat16 convolution] for a forward geometry g.
@@ -433,11 +440,12 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
             const uint16_t* s = dy + r * g.Ws + xx;
             for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = s[o * HWs];
           }
-        // Rows k = (tap, input channel), 8 at a time whatever the channel count.
+        // Rows k = (tap, input channel), 8 (16 with one vector) at a time whatever the channel count.
         float* sg = sum + gi * acc_group;
-        for (int64_t k0 = 0; k0 < acc_rows; k0 += kRows) {
-          const int64_t rows = std::min(kRows, acc_rows - k0);
-          int64_t arow[kRows];
+        const int64_t max_rows = NV == 1 ? 2 * kRows : kRows;
+        for (int64_t k0 = 0; k0 < acc_rows; k0 += max_rows) {
+          const int64_t rows = std::min(max_rows, acc_rows - k0);
+          int64_t arow[2 * kRows];
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t t = (k0 + r) / Cb_g, c = (k0 + r) % Cb_g;
             arow[r] = (ph.phase[t] * Cb_g + c) * PS + ph.off[t];
