@@ -477,6 +477,33 @@ def test_broadcast_inputs_get_their_gradients_summed_to_their_shape(shapes):
     assert fb.autograd.gradcheck(fb.compile(lambda *a: broadcast(fb, *a)), args64)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_broadcast_gradients_reduced_in_the_kernel_over_several_blocks_of_rows(dtype):
+    # 2051 rows of 24 (blocks of 682 rows, the last one short), and a flat group of 20,001 elements with a
+    # one-element input (rows of 8,192 elements, the last one short): the kernel's per-block sums
+    fdt = getattr(fb, dtype)
+    fb.manual_seed(12)
+    args = [
+        fb.randn(2051, 24, dtype=fdt),
+        fb.randn(24, dtype=fdt),
+        fb.randn(2051, 1, dtype=fdt),
+        fb.randn(1, dtype=fdt),
+    ]
+    compiled, _ = assert_grads(lambda *a: broadcast(fb, *a), args, [True] * 4, fdt, lambda *a: broadcast(torch, *a))
+    (fg,) = compiled.fused_groups[0]
+    (bw,) = fg.backwards.values()
+    assert bw.reduced == {1: "bias", 2: "scalar", 3: "row"} and (bw.nrows, bw.nblocks) == (2051, 4)
+
+    def flat(M, x, s):
+        return ((x * s).tanh() + x) * s - x
+
+    flat_args = [fb.randn(20001, dtype=fdt), fb.tensor(0.3, dtype=fdt)]
+    compiled, _ = assert_grads(lambda *a: flat(fb, *a), flat_args, [True, True], fdt, lambda *a: flat(torch, *a))
+    (fg,) = compiled.fused_groups[0]
+    (bw,) = fg.backwards.values()
+    assert bw.reduced == {1: "scalar"} and (bw.nrows, bw.nblocks) == (3, 2)
+
+
 def partial(M, x, y):
     a = (x * 2).sigmoid() * y.exp().tanh() + (y * 3).relu()
     return a, y.exp() * 2, x > y

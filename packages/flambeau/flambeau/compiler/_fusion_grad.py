@@ -10,8 +10,13 @@ backwards, each op's gradient reaching its operands by the formula of ``_GRAD`` 
 table in ``_fusion.py``), summed per operand in registers (a tensor read twice gets both contributions),
 and stores the gradient of each input that requires grad. Only the inputs those formulas read are saved
 for backward (the intermediates are recomputed, never saved: an input only added, such as a residual, is
-not kept); no output is saved. A broadcast input (a bias, a row value, a one-element tensor) gets a
-full-shaped gradient that the autograd node sums to the input's shape (one reduction in C++).
+not kept); no output is saved. An input whose gradient is an output's gradient unchanged (a residual
+``+ r``) gets that tensor itself. A broadcast input's gradient (a bias, a row value, a one-element tensor)
+is reduced in the kernel: threads take fixed blocks of rows (of the last dimension's length, or of 8,192
+elements in a group without a bias or row input; about 16K elements a block), a row value's gradient is
+its row's sum, a bias's and a one-element input's are summed per block into a small ``(blocks, C)`` or
+``(blocks,)`` tensor that one ``sum`` finishes; the blocks are fixed by the shape, so the result does not
+depend on the thread count.
 
 An output no differentiable path reaches (a comparison's bool, an op on inputs without grad) is marked
 non-differentiable, as eager's would not require grad. Double backward: the backward kernel's results have
@@ -29,6 +34,7 @@ eager ops.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +119,8 @@ class Backward:
         # tensor itself: nothing to compute or store.
         self.passthrough: dict[int, int] = {}
         for k in self.masked:
+            if group.inputs[k].kind != "full":  # a broadcast input's gradient is reduced in the kernel
+                continue
             mine = [e for a, e in terms if a == f"D{k}"]
             same = re.fullmatch(r"g(\d+)", mine[0]) if len(mine) == 1 else None
             j = int(same.group(1)) if same else -1
@@ -139,9 +147,27 @@ class Backward:
                 lines.append(f"T g{k} = {init};")
         lines += [f"T D{k} = T(0);" for k in self.stored]
         lines += contributions
-        lines += [f"d{k}[i] = D{k};" for k in self.stored]
+        kinds = {k: group.inputs[k].kind for k in self.stored}
+        store = {
+            "full": "d{k}[i] = D{k};",
+            "bias": "p{k}[j] += D{k};",
+            "row": "R{k} += D{k};",
+            "scalar": "S{k} += D{k};",
+        }
+        lines += [store[kinds[k]].format(k=k) for k in self.stored]
         hoisted = plan.numbers + [line for k, line in plan.scalars.items() if k in reads]
-        body = _cpp_kernel.loop_body(lines, hoisted, plan.heavy, plan.rows)
+        self.reduced = {k: kind for k, kind in kinds.items() if kind != "full"}
+        n = math.prod(group.shape)
+        # Note [Fused backward]: reduced gradients go by fixed blocks of rows (of ``inner`` elements, or of
+        # _CHUNK when no input is a bias or row value), so the sums do not depend on the thread count.
+        self.row_len = group.shape[-1] if plan.rows else _CHUNK
+        self.nrows = -(-n // self.row_len)
+        rows_per_block = max(1, _BLOCK // self.row_len)
+        self.nblocks = -(-self.nrows // rows_per_block)
+        if self.reduced:
+            body = _reduce_body(lines, hoisted, self.reduced, plan.rows)
+        else:
+            body = _cpp_kernel.loop_body(lines, hoisted, plan.heavy, plan.rows)
         sig = [f"const {'bool' if i.dtype == fc.bool else 'T'}* __restrict a{k}" for k, i in enumerate(group.inputs)]
         sig += [f"const T* __restrict go{m}" for m in range(self.n_outputs)]
         sig += [f"T* __restrict d{k}" for k in self.stored]
@@ -160,8 +186,8 @@ class Backward:
         node's gradients, ``None`` for the ``Backward`` argument and each input that does not require grad.
         """
         group = self.group
-        env: dict[str, Any] = {"zeros": fc.zeros, "empty_like": fc.empty_like, "dtype": group.dtype,
-                               "shape": group.shape}  # fmt: skip
+        env: dict[str, Any] = {"zeros": fc.zeros, "empty_like": fc.empty_like, "empty": fc.empty,
+                               "dtype": group.dtype, "shape": group.shape}  # fmt: skip
         if self.stored:
             env["kern"] = _cpp_kernel.kernel(self.text, self.name, self.argtypes)
         lines = [f"{''.join(f'a{k}, ' for k in self.reads)}= saved"] if self.reads else []
@@ -173,12 +199,25 @@ class Backward:
             lines.append(f"    g{m} = g{m}.to(dtype).contiguous()")
         if self.stored:
             like = f"g{self.grad_outputs[0]}"
-            lines += [f"d{k} = empty_like({like})" for k in self.stored]
+            sizes = {
+                "bias": f"({self.nblocks}, {group.shape[-1]})",
+                "row": f"({self.nrows},)",
+                "scalar": f"({self.nblocks},)",
+            }
+            for k in self.stored:
+                kind = self.reduced.get(k)
+                lines.append(
+                    f"d{k} = empty_like({like})" if kind is None else f"d{k} = empty({sizes[kind]}, dtype=dtype)"
+                )
             ptrs = [f"a{k}.data_ptr()" if k in self.reads else "None" for k in range(len(group.inputs))]
             ptrs += [f"g{m}.data_ptr()" if m in self.grad_outputs else "None" for m in range(self.n_outputs)]
             ptrs += [f"d{k}.data_ptr()" for k in self.stored]
             ptrs.append(str(ctypes.addressof(self.consts)))
             lines.append(f"kern({', '.join(ptrs)})")
+            for k, kind in self.reduced.items():  # the blocks' partial sums, summed; the input's shape
+                env[f"shape{k}"] = group.plan.shapes[k]
+                partial = f"d{k}" if kind == "row" or self.nblocks == 1 else f"d{k}.sum(0)"
+                lines.append(f"d{k} = {partial}.reshape(shape{k})")
         result = ["None"] * len(group.inputs)
         for k, m in self.passthrough.items():
             result[k] = f"g{m}"
@@ -212,6 +251,44 @@ class Backward:
             for k, g in zip(self.masked, got, strict=True):
                 result[k] = g
         return (None, *result)
+
+
+_CHUNK = 8192  # a block row's length when the group has no bias or row input
+_BLOCK = 16384  # about this many elements per block of rows
+
+
+def _reduce_body(lines: list[str], hoisted: list[str], reduced: dict[int, str], rows: bool) -> str:
+    """A backward kernel's body that also reduces broadcast inputs' gradients (Note [Fused backward]):
+    threads take whole blocks of rows; per block, a bias input's partial sums go to row ``blk`` of its
+    ``(nblocks, inner)`` output and a one-element input's to element ``blk``; a row input's sum is its row's."""
+    bias = [k for k, kind in reduced.items() if kind == "bias"]
+    row = [k for k, kind in reduced.items() if kind == "row"]
+    scalar = [k for k, kind in reduced.items() if kind == "scalar"]
+    sums = [f"R{k}" for k in row] + [f"S{k}" for k in scalar]
+    body = "  const int64_t n = static_cast<int64_t>(c[0]), inner = static_cast<int64_t>(c[1]);\n"
+    body += f"  const int64_t L = {'inner' if rows else _CHUNK}, nrows = (n + L - 1) / L;\n"
+    body += f"  const int64_t per = L >= {_BLOCK} ? 1 : {_BLOCK} / L, nblocks = (nrows + per - 1) / per;\n"
+    body += "".join(f"{line}\n" for line in hoisted)
+    body += "  flambeau::parallel_for(0, nblocks, 1, [&](int64_t bb, int64_t be) {\n"
+    body += "    for (int64_t blk = bb; blk < be; ++blk) {\n"
+    for k in bias:
+        body += f"      T* __restrict p{k} = d{k} + blk * inner;\n"
+        body += f"      for (int64_t j = 0; j < inner; ++j) p{k}[j] = T(0);\n"
+    body += "".join(f"      T S{k} = T(0);\n" for k in scalar)
+    body += "      const int64_t r_end = (blk + 1) * per < nrows ? (blk + 1) * per : nrows;\n"
+    body += "      for (int64_t r = blk * per; r < r_end; ++r) {\n"
+    body += "        const int64_t row = r * L, hi = row + L < n ? row + L : n;\n"
+    body += "".join(f"        T R{k} = T(0);\n" for k in row)
+    body += f"#pragma omp simd{' reduction(+:' + ', '.join(sums) + ')' if sums else ''}\n"
+    body += "        for (int64_t i = row; i < hi; ++i) {\n"
+    body += "          [[maybe_unused]] const int64_t j = i - row;\n"
+    body += "".join(f"          {line}\n" for line in lines)
+    body += "        }\n"
+    body += "".join(f"        d{k}[r] = R{k};\n" for k in row)
+    body += "      }\n"
+    body += "".join(f"      d{k}[blk] = S{k};\n" for k in scalar)
+    body += "    }\n  });\n"
+    return body
 
 
 def _cpp_kernel_ctype(dtype: Any) -> str:
