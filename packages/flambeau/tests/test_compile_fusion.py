@@ -608,6 +608,28 @@ def test_double_backward_through_a_fused_group_matches_eager_and_torch():
     assert groups(compiled) == [[["mul", "gelu", "add", "tanh", "mul"]]]
 
 
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_forward_mode_ad_through_a_fused_group_runs_its_eager_ops(requires_grad):
+    import flambeau.autograd.forward_ad as fwad
+    import torch.autograd.forward_ad as tfwad
+
+    fb.manual_seed(13)
+    x, tangent = fb.randn(4, 5), fb.randn(4, 5)
+
+    def h(x):
+        return (x.sigmoid() * x).tanh() * 2
+
+    compiled = fb.compile(h)
+    compiled(x)  # captured outside a dual level: fused
+    assert groups(compiled) == [[["sigmoid", "mul", "tanh", "mul"]]]
+    with fwad.dual_level():
+        out = compiled(fwad.make_dual(x.detach().requires_grad_(requires_grad), tangent))
+        mine = fwad.unpack_dual(out).tangent
+    with tfwad.dual_level():
+        expected = tfwad.unpack_dual(h(tfwad.make_dual(to_torch(x), to_torch(tangent)))).tangent
+    close(mine, expected)
+
+
 def test_a_parameter_that_starts_requiring_grad_after_capture_gets_its_gradient():
     fb.manual_seed(6)
     b = fb.nn.Parameter(fb.randn(16))

@@ -39,6 +39,7 @@ from typing import Any
 
 import flambeau_autograd as ag
 import flambeau_core as fc
+from flambeau_autograd._C import _current_dual_level
 from flambeau_core._C import _set_grad_enabled
 
 from . import _cpp_kernel
@@ -364,10 +365,11 @@ class FusedGroup:
         inner = self.shape[-1] if any(i.kind in ("bias", "row") for i in self.inputs) else max(n, 1)
         env: dict[str, Any] = {"kern": fn, "eager": self.eager, "empty": fc.empty, "empty_like": fc.empty_like,
                                "backwards": self.backwards, "backward_for": self.backward_for,
-                               "apply": FusedElementwise.apply}  # fmt: skip
+                               "apply": FusedElementwise.apply, "dual_level": _current_dual_level}  # fmt: skip
         params = [f"a{k}" for k in range(len(self.inputs))]
         args = ", ".join(params)
-        checks = []
+        # Inside a forward-mode AD level (fb.autograd.forward_ad) the eager ops carry the tangents.
+        checks = ["if dual_level() >= 0:", f"    return eager({args})"]
         for k, t in self.consts.items():
             env[f"shape{k}"], env[f"dtype{k}"] = t.shape, t.dtype
             checks.append(f"if a{k}.shape != shape{k} or a{k}.dtype != dtype{k} or not a{k}.is_contiguous():")

@@ -23,7 +23,8 @@ non-differentiable, as eager's would not require grad. Double backward: the back
 no autograd history, so when the backward runs with grad mode on (``create_graph=True``), the node
 instead recomputes the group's eager ops on the saved inputs and differentiates them with
 ``autograd.grad(create_graph=True)``: differentiable, eager's speed. An input the formulas do not read has
-no say in any derivative, so there it is a zero tensor of its shape.
+no say in any derivative, so there it is a zero tensor of its shape. Inside a forward-mode AD level a
+fused group calls its eager ops (they carry the tangents; the node has no ``jvp``).
 
 At capture, the backward kernel of the capture's grad-requiring inputs is built and checked once against
 the eager ops' gradients (like the forward, Note [Elementwise fusion]); a failed build or a disagreement
