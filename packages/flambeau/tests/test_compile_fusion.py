@@ -396,6 +396,9 @@ def assert_grads(f, args, needs, dtype=fb.float32, torch_f=None):
     touts, tgrads = run_grad(torch, torch_f or f, args, needs)
     for o, e, t in zip(outs, eouts, touts, strict=True):
         assert o.requires_grad == e.requires_grad
+        if o.dtype == fb.bool:
+            assert np.array_equal(o.numpy(), e.numpy()) and np.array_equal(o.numpy(), t.numpy())
+            continue
         close(o, e, dtype)
         close(o, t, dtype)
     for g, e, t in zip(grads, egrads, tgrads, strict=True):
@@ -562,6 +565,27 @@ def test_lstm_gates_two_outputs_and_an_output_also_read_in_the_group_get_gradien
 
 def torch_bias_gelu(x, w, b, s, r):
     return torch.nn.functional.gelu(x @ w + b) * s + r
+
+
+def powers(M, x, y):
+    """pow by each exponent of the forward's table and a general one, on x > 0."""
+    t = x**0 + x**1 + x**-1 + x**0.5 + x**-0.5 + x**2 + x**3 + x**2.5 + x ** (-1.25)
+    return t * y.sigmoid()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_comparisons_as_factors_and_every_pow_exponent_under_grad(dtype):
+    fdt = getattr(fb, dtype)
+    fb.manual_seed(14)
+    x, y = fb.randn(5, 6, dtype=fdt), fb.randn(5, 6, dtype=fdt)
+    compiled, (a, m, ne) = assert_grads(
+        lambda *t: masked(fb, *t), [x, y], [True, True], fdt, lambda *t: masked(torch, *t)
+    )
+    assert groups(compiled) == [[["gt", "mul", "where", "lt", "mul", "add", "sub", "ne"]]]
+    assert a.requires_grad and not m.requires_grad and not ne.requires_grad
+    pos = x.abs() + 0.5
+    compiled, _ = assert_grads(lambda *t: powers(fb, *t), [pos, y], [True, True], fdt, lambda *t: powers(torch, *t))
+    assert len(groups(compiled)[0]) == 1
 
 
 def test_the_backward_saves_only_the_inputs_its_formulas_read_and_checks_their_versions():
