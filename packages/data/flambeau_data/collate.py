@@ -28,6 +28,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError
+from flambeau_core._C import _stack_samples
 
 from flambeau_data._convert import is_numpy_array, is_numpy_scalar, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
@@ -41,6 +42,11 @@ _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dict
 
 
 def _collate_tensor(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tensor:
+    # Note [Stacking samples] (core): same-shape contiguous cpu samples are copied straight into the batch,
+    # one memcpy each; None for anything else (subclasses, grad, other devices, mixed shapes or dtypes).
+    out = _stack_samples(batch)
+    if out is not None:
+        return out
     types = set(map(type, batch))
     if len(types) == 1 and fc.Tensor in types:
         out = _cat_samples(batch)

@@ -174,16 +174,27 @@ def test_collate_of_samples_requiring_grad_records_stack():
     assert w.grad.tolist() == tw.grad.tolist()
 
 
-def test_collate_stacks_only_where_one_cat_cannot_stand_for_it(monkeypatch):
-    stacked = []
-    real_stack = fc.stack
-    monkeypatch.setattr(fc, "stack", lambda ts, dim=0: stacked.append(len(ts)) or real_stack(ts, dim))
+def test_collate_copies_plain_samples_and_stacks_or_cats_the_rest(monkeypatch):
+    calls = []
+    real_stack, real_cat = fc.stack, fc.cat
+    monkeypatch.setattr(fc, "stack", lambda ts, dim=0: calls.append(("stack", len(ts))) or real_stack(ts, dim))
+    monkeypatch.setattr(fc, "cat", lambda ts, dim=0: calls.append(("cat", len(ts))) or real_cat(ts, dim))
     r = fc.arange(12, dtype=fc.float32).view(4, 3)
-    batch = data.default_collate([(r[i], r[i, 0]) for i in (1, 3)])
-    assert stacked == [2]  # the 0-d field only: the rows are one cat
     tr = torch.arange(12.0).view(4, 3)
+    # Contiguous rows and 0-d values: one copy per sample into the batch (Note [Stacking samples]).
+    batch = data.default_collate([(r[i], r[i, 0]) for i in (1, 3)])
+    assert calls == []
     assert to_py(batch) == to_py(torch_collate([(tr[i], tr[i, 0]) for i in (1, 3)]))
-    stacked.clear()
-    data.default_collate([r[i] for i in range(4)] + [r[0] > 0])  # cat would promote; stack does the same
-    data.default_collate([r[0], fc.arange(3, dtype=fc.float32)])  # two bases
-    assert stacked == []
+    batch[0].fill_(-1.0)  # a copy, never a view of the dataset
+    assert r.tolist() == tr.tolist()
+    # Columns (not contiguous): one cat; a bool sample among floats: cat promotes as stack does.
+    cols = data.default_collate([r[:, j] for j in (2, 0)])
+    assert to_py(cols) == to_py(torch_collate([tr[:, j] for j in (2, 0)]))
+    mixed = data.default_collate([r[i] for i in range(4)] + [r[0] > 0])
+    assert to_py(mixed) == to_py(torch_collate([tr[i] for i in range(4)] + [tr[0] > 0]))
+    assert calls == [("cat", 2), ("cat", 5)]
+    calls.clear()
+    # 0-d samples that are not contiguous-plain (here of two dtypes) are stacked.
+    both = data.default_collate([r[0, 0], r[1, 1] > 0])
+    assert to_py(both) == to_py(torch_collate([tr[0, 0], tr[1, 1] > 0]))
+    assert calls == [("stack", 2)]

@@ -203,6 +203,42 @@ const char* buffer_format(ScalarType t) {
   throw TypeError(detail::cat_str("[buffer] dtype ", dtype_name(t), " has no buffer-protocol format"));
 }
 
+// Note [Tensor slots] (bind_views.cpp): len() and `.shape` read the sizes straight from the instance.
+lenfunc g_generic_length = nullptr;
+
+Py_ssize_t tensor_length(PyObject* self) {
+  if (const std::shared_ptr<TensorImpl>* h = tensor_holder(self); h && (*h)->dim() > 0)
+    return (*h)->sizes()[0];
+  return g_generic_length(self);  // the bound __len__: its TypeError for a 0-d tensor
+}
+
+PyObject* tensor_shape(PyObject* self, void*) {
+  const std::shared_ptr<TensorImpl>* h = tensor_holder(self);
+  if (!h) {
+    PyErr_Format(PyExc_TypeError, "[shape] expected a Tensor, got %s", Py_TYPE(self)->tp_name);
+    return nullptr;
+  }
+  const IntArrayRef sizes = (*h)->sizes();
+  PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
+  if (!out) return nullptr;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    PyObject* v = PyLong_FromLongLong(sizes[i]);
+    if (!v) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), v);
+  }
+  return out;
+}
+
+PyGetSetDef g_shape_getset = {"shape", &tensor_shape, nullptr,
+                              "The sizes of the dims, as a tuple (PyTorch's is a torch.Size).\n"
+                              "\n"
+                              ">>> flambeau_core.zeros(2, 3).shape\n"
+                              "(2, 3)",
+                              nullptr};
+
 }  // namespace
 
 py::object tensor_item(const Tensor& t_in) {
@@ -245,12 +281,6 @@ void init_tensor(py::module_& m) {
           py::arg("data"),
           "Re-points this tensor at `data`'s memory, dtype and shape, keeping this object and its autograd "
           "state (PyTorch's `_set_data`; Module.to converts parameters with it).")
-      .def_property_readonly("shape",
-                             [](const Tensor& t) {
-                               py::tuple s(t.dim());
-                               for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
-                               return s;
-                             })
       .def(
           "size",
           [](const Tensor& t, py::object dim) -> py::object {
@@ -470,6 +500,15 @@ void init_tensor(py::module_& m) {
         t.storage()->mark_exported();  // Note [Moving a storage's memory]
         return py::buffer_info(t.data(), isz, buffer_format(t.dtype()), t.dim(), shape, strides);
       });
+
+  // Note [Tensor slots] (bind_views.cpp): after `__len__` is bound, so the generic slot calls that method.
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  g_generic_length = type->tp_as_sequence->sq_length;
+  type->tp_as_sequence->sq_length = &tensor_length;
+  type->tp_as_mapping->mp_length = &tensor_length;
+  py::object shape = py::reinterpret_steal<py::object>(PyDescr_NewGetSet(type, &g_shape_getset));
+  if (!shape) throw py::error_already_set();
+  cls.attr("shape") = shape;
 }
 
 }  // namespace flambeau::python

@@ -1,5 +1,8 @@
 // Views from Python: view/reshape/transpose/permute/..., and indexing
 // (__getitem__/__setitem__, basic and advanced; index_put_/index_put).
+#include <algorithm>
+#include <cstring>
+
 #include "arg_parser.h"
 #include "common.h"
 #include "flambeau/error.h"
@@ -261,6 +264,107 @@ py::object getitem_overridable(const Tensor& self, py::handle index) {
   return overridden_index_call("__getitem__", self, args, 1);
 }
 
+// Note [Tensor slots]
+// `x[i]` with a Python int is a map-style Dataset's per-sample read, made
+// hundreds of times per batch, so the Tensor type's mp_subscript slot is a C
+// function of its own rather than CPython's generic slot (which looks up
+// `__getitem__`, binds a method object and enters pybind11's overload
+// dispatch, which converts the arguments). For an exact int in range on a
+// tensor with dims, while no op recorder is on (Note [Op recorder]), it calls
+// op::select (so autograd records select's backward, and the profiler and
+// autocast observe the op, Note [Observation]) and wraps the new view without
+// looking it up in pybind11's instance registry (no Python object can hold an
+// impl just made; it is registered as any other, Note [Python Tensor
+// identity]). Everything else (an int out of range: the generic path raises
+// the IndexError; a 0-d tensor; bools, None, slices, tensors, ...), and every
+// call while recording, goes to the generic slot, i.e. the bound `__getitem__`. Subclasses of
+// Tensor defined in Python get CPython's generic slot, as before. len() and
+// `.shape` are C slots the same way (bind_tensor.cpp).
+binaryfunc g_generic_subscript = nullptr;
+
+/// `t` as a new Python Tensor object; `t`'s impl must be one no Python object holds yet.
+PyObject* wrap_fresh_tensor(const Tensor& t) {
+  const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
+  if (t.impl_ptr().use_count() != 1) return py::cast(t).release().ptr();  // shared: identity lookup
+  PyObject* obj = ti->type->tp_alloc(ti->type, 0);
+  if (!obj) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+  inst->allocate_layout();
+  inst->owned = true;
+  py::detail::values_and_holders(inst).begin()->value_ptr() = t.impl();
+  ti->init_instance(inst, &t.impl_ptr());  // copies the holder, registers the instance
+  return obj;
+}
+
+PyObject* tensor_subscript(PyObject* self, PyObject* index) {
+  if (PyLong_CheckExact(index) && !op_recorder_on()) [[likely]] {
+    const std::shared_ptr<TensorImpl>* holder = tensor_holder(self);
+    if (holder && (*holder)->dim() > 0) {
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(index, &overflow);
+      const int64_t n = (*holder)->sizes()[0];
+      if (!overflow && i >= -n && i < n) {
+        try {
+          return wrap_fresh_tensor(op::select(Tensor(*holder), 0, i));
+        } catch (...) {
+          set_python_error();
+          return nullptr;
+        }
+      }
+    }
+  }
+  return g_generic_subscript(self, index);
+}
+
+// Note [Stacking samples]
+// A DataLoader batch of the usual map-style Dataset is a list of many small
+// tensors of one shape (views `x[i]` of one dataset tensor, 0-d labels
+// `y[i]`), which default_collate stacks. stack (and cat) make a tensor
+// iterator, or a view per sample, and dispatch per input; here each sample's
+// bytes are copied straight into the batch: one allocation, a memcpy per
+// sample (without the GIL), no Python object made per sample. Only for the
+// plain case: exact Tensor samples (not subclasses), on the cpu, contiguous,
+// one dtype and shape, none needing autograd, while neither the profiler nor
+// autocast (Note [Observation]) nor an op recorder watches; anything else
+// returns None and the caller stacks, so errors, promotion and recorded graphs
+// stay stack's.
+py::object stack_samples(py::handle samples) {
+  if (!PyList_Check(samples.ptr()) && !PyTuple_Check(samples.ptr())) return py::none();
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(samples);
+  const auto n = static_cast<int64_t>(py::len(seq));
+  if (n == 0 || detail::g_observe.load(std::memory_order_relaxed) || op_recorder_on()) return py::none();
+  const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
+  std::vector<Tensor> items;
+  items.reserve(static_cast<size_t>(n));
+  PyObject** objs = PySequence_Fast_ITEMS(seq.ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    if (Py_TYPE(objs[i]) != ti->type) return py::none();
+    const std::shared_ptr<TensorImpl>* h = tensor_holder(objs[i]);
+    if (!h) return py::none();
+    const TensorImpl& t = **h;
+    if (!t.device().is_cpu() || !t.is_contiguous() || t.needs_autograd()) return py::none();
+    if (i > 0) {
+      const TensorImpl& first = *items[0].impl();
+      if (t.dtype() != first.dtype() || !std::ranges::equal(t.sizes(), first.sizes())) return py::none();
+    }
+    items.emplace_back(*h);
+  }
+  const Tensor& first = items[0];
+  Shape shape{n};
+  shape.insert(shape.end(), first.sizes().begin(), first.sizes().end());
+  Tensor out = op::empty(shape, first.dtype(), Device(DeviceType::CPU));
+  const size_t nbytes = static_cast<size_t>(first.numel()) * itemsize(first.dtype());
+  if (nbytes) {
+    py::gil_scoped_release no_gil;
+    auto* dst = static_cast<char*>(out.data_ptr());
+    for (const Tensor& t : items) {
+      std::memcpy(dst, t.data_ptr(), nbytes);
+      dst += nbytes;
+    }
+  }
+  return py::cast(out);
+}
+
 /// `value` as a tensor broadcast to `shape` (leading size-1 dims of the value may be dropped, as in PyTorch).
 Tensor broadcast_value(const Tensor& value, IntArrayRef shape) {
   Tensor v = value;
@@ -278,7 +382,7 @@ Tensor broadcast_value(const Tensor& value, IntArrayRef shape) {
 
 bool is_number(py::handle value) {
   return PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
-         (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"));
+         PyComplex_Check(value.ptr()) || (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"));
 }
 
 // Basic indices write into the view with one copy_/fill_. Advanced ones call
@@ -292,7 +396,15 @@ void setitem(Tensor& self, py::handle index, py::handle value) {
   Tensor& target = r.view;
   // Python is done with here: the writes run without the GIL (Note [The GIL around kernels]).
   const Tensor tv = tensor_value ? value.cast<Tensor>() : Tensor();
-  const Scalar s = tensor_value ? Scalar() : as_scalar(value, "setitem");
+  Scalar s = tensor_value ? Scalar() : as_scalar(value, "setitem");
+  if (s.is_complex() && !is_complex(target.dtype())) {
+    // As PyTorch: a complex number goes into a bool tensor as its truth value, into another real
+    // dtype only with a zero imaginary part (RuntimeError naming the value and the dtype otherwise).
+    if (target.dtype() == ScalarType::Bool)
+      s = Scalar(s.to_double() != 0.0 || s.imag() != 0.0);
+    else
+      check_scalar_fits(s, target.dtype(), "setitem");
+  }
   py::gil_scoped_release no_gil;
   if (r.adv.empty()) {
     if (tensor_value) {
@@ -673,6 +785,15 @@ void init_views(py::module_& m) {
       "\n"
       ">>> flambeau_core.as_strided(flambeau_core.arange(6), (2, 2), (1, 2)).tolist()\n"
       "[[0, 2], [1, 3]]");
+
+  m.def("_stack_samples", &stack_samples, py::arg("samples"),
+        "stack(samples, 0) of a list of same-shape contiguous cpu tensors, by one copy per sample; None "
+        "where that does not apply (Note [Stacking samples]: the caller stacks). For default_collate.");
+
+  // Note [Tensor slots]: after `__getitem__` is bound, so the generic slot it replaces calls that method.
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  g_generic_subscript = type->tp_as_mapping->mp_subscript;
+  type->tp_as_mapping->mp_subscript = &tensor_subscript;
 }
 
 }  // namespace flambeau::python

@@ -61,6 +61,17 @@ void init_trace(py::module_& m);    // bind_trace.cpp: the op recorder (Note [Op
 // Note [Python objects in deleters] in flambeau/python/bindings.h). Pure view
 // ops (metadata only) keep the GIL: releasing it would cost more than they do.
 
+/// Note [Tensor slots] (bind_views.cpp): the handle a Tensor object (or a subclass instance) holds, read
+/// straight from its pybind11 instance; nullptr for another object or one whose C++ part is not made yet.
+inline const std::shared_ptr<TensorImpl>* tensor_holder(PyObject* obj) {
+  const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
+  if (!ti || !PyObject_TypeCheck(obj, ti->type)) return nullptr;
+  py::detail::value_and_holder v_h =
+      reinterpret_cast<py::detail::instance*>(obj)->get_value_and_holder(ti, false);
+  if (!v_h || !v_h.holder_constructed()) return nullptr;
+  return &v_h.holder<std::shared_ptr<TensorImpl>>();
+}
+
 /// Runs f() with the GIL released (Note [The GIL around kernels]).
 template <class F>
 decltype(auto) without_gil(F&& f) {

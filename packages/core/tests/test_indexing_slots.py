@@ -1,0 +1,265 @@
+"""The Tensor type's C slots (Note [Tensor slots]: x[i], len(x), x.shape), _C._stack_samples
+(Note [Stacking samples]), a complex number written by x[...] = v, and size-0 boolean masks,
+against PyTorch."""
+
+from __future__ import annotations
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from flambeau_core import _C
+from flambeau_core._trace import OpRecorder
+from flambeau_core.profiler import profile
+
+_DATA = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+
+
+def _pair():
+    return fc.tensor(_DATA), torch.tensor(_DATA)
+
+
+@pytest.mark.parametrize("i", [0, 1, 3, -1, -4])
+def test_int_index_is_torchs_view(i):
+    x, tx = _pair()
+    got, want = x[i], tx[i]
+    assert got.tolist() == want.tolist() and got.shape == tuple(want.shape)
+    assert got.stride() == want.stride() and got.storage_offset() == want.storage_offset()
+    assert got._is_view and got._storage_id == x._storage_id
+    assert type(got) is fc.Tensor
+    got.fill_(-1.0)  # a view: the write reaches x
+    tx[i].fill_(-1.0)
+    assert x.tolist() == tx.tolist()
+
+
+def test_int_index_on_each_rank_and_dtype():
+    for shape in [(5,), (2, 3), (3, 1, 2, 2)]:
+        for dt in ("float32", "int64", "bool", "complex64"):
+            t = torch.arange(int(np.prod(shape))).reshape(shape).to(getattr(torch, dt))
+            x = fc.tensor(t.numpy())
+            for i in range(-shape[0], shape[0]):
+                assert x[i].tolist() == t[i].tolist() and x[i].dtype == getattr(fc, dt)
+
+
+def test_int_index_errors_as_before():
+    x, tx = _pair()
+    for i in (4, -5, 10**6):
+        with pytest.raises(IndexError, match=rf"\[getitem\] index {i} is out of bounds for dimension 0 with size 4"):
+            x[i]
+        with pytest.raises(IndexError):
+            tx[i]
+    with pytest.raises(IndexError, match=r"does not fit in int64"):
+        x[2**70]
+    with pytest.raises(IndexError, match=r"too many indices for a tensor of dimension 0"):
+        fc.tensor(1.0)[0]
+    with pytest.raises(IndexError):
+        torch.tensor(1.0)[0]
+
+
+def test_other_indices_take_the_general_path():
+    x, tx = _pair()
+    for index in [True, False, None, Ellipsis, np.int64(2), torch.tensor(1).item(), (1,), (1, -1), slice(1, 3)]:
+        assert x[index].tolist() == tx[index].tolist(), index
+        assert x[index].shape == tuple(tx[index].shape), index
+    assert x[fc.tensor(2)].tolist() == tx[torch.tensor(2)].tolist()
+    assert x[fc.tensor([2, 0])].tolist() == tx[torch.tensor([2, 0])].tolist()
+
+
+def test_each_int_index_is_a_new_object_registered_as_any_other():
+    x, _ = _pair()
+    a, b = x[1], x[1]
+    assert a is not b
+    assert a.add_(0) is a  # the object is the one pybind11 knows for its impl (Note [Python Tensor identity])
+    assert a.unsqueeze_(0) is a and a.shape == (1, 3, 2)
+
+
+def test_int_index_records_select_backward():
+    pytest.importorskip("flambeau_autograd")
+    import flambeau  # noqa: F401  (loads autograd)
+
+    x = fc.tensor(_DATA).requires_grad_()
+    tx = torch.tensor(_DATA, requires_grad=True)
+    (x[1] * x[-1]).sum().backward()
+    (tx[1] * tx[-1]).sum().backward()
+    assert x.grad.tolist() == tx.grad.tolist()
+    assert x[2].requires_grad and not x.detach()[2].requires_grad
+
+
+def test_int_index_is_reported_to_the_recorder_and_seen_by_the_profiler():
+    x, tx = _pair()
+    with OpRecorder() as rec:
+        v = x[2]
+    assert [c.name for c in rec.calls] == ["__getitem__"]
+    assert rec.calls[0].args[0] is x and rec.calls[0].args[1] == 2 and rec.calls[0].result is v
+    with profile() as prof:
+        x[2]
+    with torch.profiler.profile() as tprof:
+        tx[2]
+    ours = [e.name for e in prof.events()].count("aten::select")
+    assert ours == [e.name for e in tprof.events()].count("aten::select") == 1
+
+
+def test_subclasses_keep_their_getitem_and_inherit_the_rest():
+    class Plain(fc.Tensor):
+        pass
+
+    class Own(fc.Tensor):
+        def __getitem__(self, i):
+            return ("own", i)
+
+    x, tx = _pair()
+    p, o = Plain(x), Own(x)
+    assert p[1].tolist() == tx[1].tolist() and len(p) == 4 and p.shape == (4, 3, 2)
+    assert o[1] == ("own", 1) and len(o) == 4
+
+
+def test_len_and_shape_match_torch():
+    for shape in [(4,), (0, 3), (2, 0), (1, 2, 3, 4)]:
+        x, tx = fc.zeros(*shape), torch.zeros(*shape)
+        assert len(x) == len(tx)
+        assert x.shape == tuple(tx.shape) and type(x.shape) is tuple
+    assert fc.tensor(1.0).shape == () == tuple(torch.tensor(1.0).shape)
+    with pytest.raises(TypeError, match=r"len\(\) of a 0-d tensor"):
+        len(fc.tensor(1.0))
+    with pytest.raises(TypeError, match=r"len\(\) of a 0-d tensor"):
+        len(torch.tensor(1.0))
+    x = fc.zeros(2, 3)
+    x.t_()
+    assert x.shape == (3, 2) and len(x) == 3  # read from the impl each time
+    x.resize_(5)
+    assert x.shape == (5,) and len(x) == 5
+    with pytest.raises(AttributeError, match="not writable"):
+        x.shape = (5,)
+    with pytest.raises(AttributeError, match="not writable"):
+        torch.zeros(5).shape = (5,)
+    assert fc.Tensor.shape.__doc__
+
+
+# ---- x[...] = a complex number (as PyTorch) ----
+
+_COMPLEX_VALUES = [1j, 2 + 0j, 0.5 - 0j, -3 + 4j]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int8", "bool", "complex64", "complex128"])
+@pytest.mark.parametrize("advanced", [False, True])
+def test_setitem_complex_number_matches_torch(dtype, advanced):
+    for value in _COMPLEX_VALUES:
+        x, tx = fc.zeros(4, dtype=getattr(fc, dtype)), torch.zeros(4, dtype=getattr(torch, dtype))
+        idx, tidx = (fc.tensor([0, 2]), torch.tensor([0, 2])) if advanced else (1, 1)
+        try:
+            tx[tidx] = value
+        except RuntimeError as e:
+            want = str(e)
+            with pytest.raises(RuntimeError) as got:
+                x[idx] = value
+            assert isinstance(got.value, fc.FlambeauError)
+            # torch names its C++ type (float, int64_t, c10::Half); flambeau the dtype and the op.
+            assert "cannot be converted to type" in want and "without overflow" in want
+            assert str(got.value) == f"[setitem] value {value} cannot be converted to type {dtype} without overflow"
+            assert x.tolist() == [0] * 4 if dtype != "bool" else x.tolist() == [False] * 4
+            continue
+        x[idx] = value
+        assert x.tolist() == tx.tolist(), (value, dtype)
+
+
+def test_setitem_complex_number_through_a_mask_and_a_slice():
+    x, tx = fc.zeros(2, 3, dtype=fc.complex64), torch.zeros(2, 3, dtype=torch.complex64)
+    x[x.real == 0] = 1 + 2j
+    tx[tx.real == 0] = 1 + 2j
+    x[:, 1:] = -1j
+    tx[:, 1:] = -1j
+    assert x.tolist() == tx.tolist()
+    with pytest.raises(TypeError, match=r"\[setitem\] can assign a Tensor or a number, got str"):
+        x[0] = "1j"
+
+
+# ---- size-0 boolean masks (as PyTorch) ----
+
+_EMPTY_MASK_CASES = [
+    ((0,), lambda L: L.zeros(0, dtype=L.bool)),
+    ((0, 3), lambda L: L.zeros(0, dtype=L.bool)),
+    ((0, 3), lambda L: L.zeros(0, 3, dtype=L.bool)),
+    ((3, 0), lambda L: (slice(None), L.zeros(0, dtype=L.bool))),
+    ((3, 0), lambda L: L.zeros(3, 0, dtype=L.bool)),
+    ((0, 0), lambda L: L.zeros(0, 0, dtype=L.bool)),
+    ((2, 0, 4), lambda L: (slice(None), L.zeros(0, dtype=L.bool))),
+    ((2, 0, 4), lambda L: L.zeros(2, 0, dtype=L.bool)),
+    ((0, 3), lambda L: (L.zeros(0, dtype=L.bool), 1)),
+    ((0, 3), lambda L: (L.zeros(0, dtype=L.bool), slice(0, 2))),
+    ((0, 3), lambda L: (None, L.zeros(0, dtype=L.bool))),
+    ((0, 3), lambda L: (Ellipsis, L.zeros(3, dtype=L.bool))),
+    ((0,), lambda L: (L.zeros(0, dtype=L.bool), None)),
+    ((3,), lambda L: L.zeros(3, dtype=L.bool)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_EMPTY_MASK_CASES)))
+def test_size_0_mask_gives_torchs_empty_result(case):
+    shape, index = _EMPTY_MASK_CASES[case]
+    got, want = fc.zeros(*shape)[index(fc)], torch.zeros(*shape)[index(torch)]
+    assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+    x, tx = fc.zeros(*shape), torch.zeros(*shape)
+    x[index(fc)] = 1.0
+    tx[index(torch)] = 1.0
+    assert x.tolist() == tx.tolist()
+
+
+@pytest.mark.parametrize(
+    ("shape", "mask"), [((0, 3), (2,)), ((2, 3), (0,)), ((2, 3), (3,)), ((0, 3), (0, 2)), ((0,), (1,))]
+)
+def test_mask_shape_mismatch_is_torchs_index_error(shape, mask):
+    with pytest.raises(IndexError, match=r"does not match the shape"):
+        torch.zeros(*shape)[torch.zeros(*mask, dtype=torch.bool)]
+    with pytest.raises(IndexError, match=r"\[index\] the shape .* of the mask at index 0 does not match the shape"):
+        fc.zeros(*shape)[fc.zeros(*mask, dtype=fc.bool)]
+    with pytest.raises(IndexError, match=r"does not match the shape"):
+        fc.zeros(*shape)[fc.zeros(*mask, dtype=fc.bool)] = 1.0
+
+
+# ---- _C._stack_samples (Note [Stacking samples]) ----
+
+
+def test_stack_samples_is_torch_stack():
+    x, tx = _pair()
+    order = [3, 0, 2, 2, 1]
+    got = _C._stack_samples([x[i] for i in order])
+    want = torch.stack([tx[i] for i in order])
+    assert got.tolist() == want.tolist() and got.shape == tuple(want.shape) and got.is_contiguous()
+    labels = fc.tensor([5, 6, 7])
+    assert _C._stack_samples(tuple(labels[i] for i in (2, 0))).tolist() == [7, 5]
+    empty = _C._stack_samples([fc.zeros(0, 2)] * 3)
+    assert empty.shape == (3, 0, 2) == tuple(torch.stack([torch.zeros(0, 2)] * 3).shape)
+    got.fill_(0.0)  # a copy: x is untouched
+    assert x.tolist() == tx.tolist()
+
+
+def test_stack_samples_leaves_everything_else_to_stack():
+    x, _ = _pair()
+
+    class Sub(fc.Tensor):
+        pass
+
+    for samples in (
+        [],
+        [x[:, 0], x[:, 1]],  # not contiguous
+        [x[0], x[1].to(fc.float64)],  # dtypes differ: stack promotes
+        [x[0], x[1, :2]],  # shapes differ: stack's error
+        [x[0], Sub(x[1])],
+        [x[0], 1.0],
+        (x[0] for _ in range(2)),
+        fc.zeros(2, 3),
+    ):
+        assert _C._stack_samples(samples) is None
+    with profile():
+        assert _C._stack_samples([x[0], x[1]]) is None  # the profiler sees stack
+    with OpRecorder():
+        assert _C._stack_samples([x[0], x[1]]) is None  # the recorder sees stack
+
+
+def test_stack_samples_leaves_grad_to_stack():
+    pytest.importorskip("flambeau_autograd")
+    import flambeau  # noqa: F401
+
+    w = fc.tensor(_DATA).requires_grad_()
+    assert _C._stack_samples([w[0], w[1]]) is None
+    assert _C._stack_samples([w[0].detach(), w[1].detach()]).tolist() == _DATA[:2].tolist()
