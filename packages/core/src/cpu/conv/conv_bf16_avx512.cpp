@@ -290,8 +290,8 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
   std::vector<int64_t> boff(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) boff[static_cast<size_t>(t)] = 2 * (pl.phase[t] * CP * PS + pl.off[t]);
   const __mmask16 full[2] = {0xFFFF, 0xFFFF};
-  int64_t arow[kRows];
-  for (int64_t r = 0; r < kRows; ++r) arow[r] = r * lda;
+  int64_t arow[2 * kRows];
+  for (int64_t r = 0; r < 2 * kRows; ++r) arow[r] = r * lda;
   const int64_t sw = pl.pg.sw, Win = pl.pg.Wb;
   parallel_for(0, pl.N * G, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<uint32_t> planes_buf;
@@ -330,14 +330,21 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           }
           continue;
         }
-        const int64_t panels = ceil_div(c.nY * pl.Wq, kCols);
+        const int64_t Q = c.nY * pl.Wq, panels = ceil_div(Q, kCols);
         const uint16_t* w = wp + gi * Cout_g * lda + c.tap0 * a_tap;
         for (int64_t pn = 0; pn < panels; ++pn) {
           const uint16_t* bp = b + 2 * pn * kCols;
-          for (int64_t r = 0; r < Cout_g; r += kRows) {
-            const int64_t rows = std::min(kRows, Cout_g - r);
-            tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
-                                tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+          // A last panel of at most 16 outputs (small images: 8x8 gives Q = 80) takes one vector by 16 rows.
+          const bool half = Q - pn * kCols <= 16;
+          const int64_t step = half ? 2 * kRows : kRows;
+          for (int64_t r = 0; r < Cout_g; r += step) {
+            const int64_t rows = std::min(step, Cout_g - r);
+            if (half)
+              tile_rows<1, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
+                                  tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+            else
+              tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
+                                  tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
           }
         }
         // The class's outputs: the valid columns of each flat row, to their place in the image.
