@@ -1,7 +1,8 @@
 """Gradients of the complex linalg against PyTorch 2.13 and gradcheck/gradgradcheck
 (float64): svd, svdvals, qr, pinv, lstsq, logdet, eigh on complex64/complex128 (batched, tall/wide/square,
 non-contiguous); the phase-dependent losses of complex svd and eigh raise PyTorch's errors; pinv and lstsq
-are differentiable at rank-deficient A (PyTorch's pinv_backward); mode and frexp gradients."""
+are differentiable at rank-deficient A (PyTorch's pinv_backward), pinv with any tolerances; matrix_power of
+complex matrices (n < 0 too); mode and frexp gradients."""
 
 from __future__ import annotations
 
@@ -184,6 +185,27 @@ def test_eigh_real_grad_is_symmetric_as_torch():
 @pytest.mark.parametrize("shape", SHAPES)
 def test_pinv_complex_grad_matches_torch(dt, shape):
     check_grads(lambda L, a: L.linalg.pinv(a), [carr(shape, 23 + sum(shape))], dt)
+
+
+@pytest.mark.parametrize("dt", DTS)
+@pytest.mark.parametrize("kw", [{"atol": 1e300}, {"rtol": 3.4028234663852886e38}, {"rtol": 0.4}, {"atol": "batch"}])
+def test_pinv_grad_with_tolerances_matches_torch(dt, kw):
+    """Tolerances beyond float32's range (PyTorch keeps them in double) and a tensor of them per matrix."""
+
+    def f(L, a):
+        k = dict(kw)
+        if k.get("atol") == "batch":
+            k["atol"] = L.tensor([0.0, 2.5], dtype=L.float64)
+        return L.linalg.pinv(a, **k)
+
+    check_grads(f, [carr((2, 4, 3), 27)], dt)
+
+
+@pytest.mark.parametrize("dt", DTS)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, -1, -2])
+def test_matrix_power_complex_grad_matches_torch(dt, n):
+    a = carr((2, 3, 3), 28) / 2 + 2 * np.eye(3)  # invertible, for n < 0
+    check_grads(lambda L, x: L.linalg.matrix_power(x, n), [a], dt)
 
 
 def test_pinv_grad_rank_deficient_and_hermitian():

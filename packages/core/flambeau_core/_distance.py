@@ -56,9 +56,9 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
 def _euclidean_by_matmul(x1, x2):
     """PyTorch's form for many rows: |a - b|^2 = |a|^2 - 2 a.b + |b|^2, one matrix product instead of a
     (P, R, M) difference. Where rounding makes the square 0 or negative the distance is 0, with a 0
-    gradient (the inner where keeps sqrt's infinite slope at 0 out of the graph). On the CPU, with no
-    gradient recorded, one kernel computes it (the product and one pass over the result,
-    src/cpu/linalg/cdist.cpp)."""
+    gradient (the inner where keeps sqrt's infinite slope at 0 out of the graph); a NaN square (a NaN
+    coordinate, or inf - inf from infinite ones) stays NaN. On the CPU, with no gradient recorded, one
+    kernel computes it (the product and one pass over the result, src/cpu/linalg/cdist.cpp)."""
     if (
         x1.device.type == "cpu"
         and x2.device.type == "cpu"
@@ -72,8 +72,9 @@ def _euclidean_by_matmul(x1, x2):
     squared = (
         (x1 * x1).sum(-1, keepdim=True) - 2 * _C.matmul(x1, x2.transpose(-2, -1)) + (x2 * x2).sum(-1).unsqueeze(-2)
     )
-    positive = squared > 0
-    return _C.where(positive, _C.where(positive, squared, 1.0).sqrt(), 0.0)
+    # NaN (a NaN or an infinity in the rows: inf - inf) stays NaN, as PyTorch's clamp_min and the kernel's
+    keep = (squared > 0) | _C.isnan(squared)
+    return _C.where(keep, _C.where(keep, squared, 1.0).sqrt(), 0.0)
 
 
 def _fused_euclidean(x1, x2):

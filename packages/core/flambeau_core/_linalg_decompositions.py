@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import math
+import numbers
 from typing import Any
 
 from flambeau_core import _C
@@ -268,16 +269,28 @@ def eigvals(A: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _copy_out(_C._linalg_eig(A, _needs_grad(A))[0], out, "linalg.eigvals")
 
 
-def _tolerance(S: Tensor, A: Tensor, atol: Any, rtol: Any) -> Tensor:
-    m, n = A.shape[-2], A.shape[-1]
-    eps = _eps(A.dtype)
-    if rtol is None:
-        rtol = eps * max(m, n) if (atol is None or (not isinstance(atol, Tensor) and atol <= 0)) else 0.0
-    smax = _C.max(S, -1, True)[0] if S.shape[-1] > 0 else _C.zeros(*S.shape[:-1], 1, dtype=S.dtype)
-    tol = smax * rtol
-    if atol is not None:
-        tol = _C.maximum(tol, atol if isinstance(atol, Tensor) else _C.full([], float(atol), dtype=S.dtype))
-    return tol
+def _tol_tensor(t: Any, op: str, name: str) -> Tensor:
+    """atol or rtol as a tensor: a real tensor as it is, a Python number as a float64 0-dim one (PyTorch
+    keeps the tolerances in double, so a float32 input's bound may exceed float32's range)."""
+    if isinstance(t, Tensor):
+        if t.dtype in _COMPLEX:
+            raise FlambeauError(f"{op}: {name} tensor of complex type is not supported. Got {t.dtype}")
+        return t
+    if not isinstance(t, numbers.Real):  # NumPy's real scalars are numbers.Real too
+        raise TypeError(f"{op}: {name} must be a real number or a real tensor, got {type(t).__name__}")
+    return _C.full([], float(t), dtype=_C.float64)
+
+
+def _atol_rtol(A: Tensor, atol: Any, rtol: Any, op: str) -> tuple[Tensor, Tensor]:
+    """PyTorch's get_atol_rtol: atol 0 when not given; rtol, when not given, eps * max(m, n) where atol is
+    not positive (element by element for a tensor atol) and 0 where it is."""
+    at = _C.zeros([], dtype=_C.float64) if atol is None else _tol_tensor(atol, op, "atol")
+    if rtol is not None:
+        return at, _tol_tensor(rtol, op, "rtol")
+    default = _C.full([], _eps(A.dtype) * max(A.shape[-2], A.shape[-1]), dtype=_C.float64)
+    if atol is None:
+        return at, default
+    return at, _C.where(at > 0, _C.zeros([], dtype=_C.float64), default)
 
 
 def pinv(
@@ -301,13 +314,7 @@ def pinv(
             f"linalg.pinv: hermitian=True needs batches of square matrices, but they are "
             f"{A.shape[-2]} by {A.shape[-1]} matrices (shape {_shape(A)})"
         )
-    m, n = A.shape[-2], A.shape[-1]
-    real = _C.float32 if A.dtype in (_C.float32, _C.complex64) else _C.float64
-    if rtol is None:
-        default = atol is None or (not isinstance(atol, Tensor) and atol <= 0)
-        rtol = _eps(A.dtype) * max(m, n) if default else 0.0
-    at = atol.to(real) if isinstance(atol, Tensor) else _C.full([], 0.0 if atol is None else float(atol), dtype=real)
-    rt = rtol.to(real) if isinstance(rtol, Tensor) else _C.full([], float(rtol), dtype=real)
+    at, rt = _atol_rtol(A, atol, rtol, "linalg.pinv")
     return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out, "linalg.pinv", exact=False)
 
 
@@ -316,6 +323,9 @@ def matrix_rank(
 ) -> Tensor:
     """Number of singular values above max(atol, rtol * s_max), int64 (torch.linalg.matrix_rank).
 
+    atol and rtol (numbers, or real tensors broadcast against the batch dims) as PyTorch's; an empty input
+    has rank 0 for each matrix of its batch.
+
     Example:
         >>> import flambeau as fb
         >>> fb.linalg.matrix_rank(fb.tensor([[1.0, 2.0], [2.0, 4.0]]))
@@ -323,10 +333,19 @@ def matrix_rank(
         >>> fb.linalg.matrix_rank(fb.eye(3))
         tensor(3)
     """
-    _check_matrix(A, "linalg.matrix_rank", complex_ok=True)
-    S = _C._linalg_eigh(A, "L", False)[0].abs() if hermitian else _C._linalg_svd(A, False, False)[1]
-    tol = _tolerance(S, A, atol, rtol)
-    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out, "linalg.matrix_rank", exact=False)
+    op = "linalg.matrix_rank"
+    _check_matrix(A, op, complex_ok=True)
+    at, rt = _atol_rtol(A, atol, rtol, op)
+    if A.numel() == 0:
+        return _copy_out(_C.zeros(list(A.shape[:-2]), dtype=_C.int64), out, op, exact=False)
+    if hermitian:
+        S = _C._linalg_eigh(A, "L", False)[0].abs()
+        smax = _C.amax(S, [-1], True)
+    else:
+        S = _C._linalg_svd(A, False, False)[1]
+        smax = S.narrow(-1, 0, 1)  # descending
+    tol = _C.maximum(at.unsqueeze(-1), rt.unsqueeze(-1) * smax)
+    return _copy_out(_C.sum((S > tol).to(_C.int64), -1), out, op, exact=False)
 
 
 def householder_product(A: Tensor, tau: Tensor, *, out: Tensor | None = None) -> Tensor:

@@ -145,6 +145,10 @@ def matrix_norm(
         S = svdvals(B)
         if ord == "nuc":
             r = _C.sum(S, -1)
+        elif S.shape[-1] == 0:  # an empty matrix: norm 0, and no smallest singular value (as PyTorch)
+            if ord == -2:
+                raise IndexError("linalg.matrix_norm: amin(): Expected reduction dim -1 to have non-zero size.")
+            r = _C.zeros(list(S.shape[:-1]), dtype=S.dtype)
         elif ord == 2:
             r = _C.max(S, -1)[0]
         else:
@@ -154,7 +158,13 @@ def matrix_norm(
     elif ord in (1, -1, math.inf, -math.inf):
         sum_dim, red_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = _C.sum(A.abs(), [sum_dim], True)
-        r = _amax(s, [red_dim], True) if ord > 0 else -_amax(-s, [red_dim], True)
+        if s.shape[red_dim] == 0:  # an empty matrix: norm 0, and no smallest sum (as PyTorch)
+            if ord < 0:
+                d = red_dim - 1 if sum_dim < red_dim and not keepdim else red_dim  # the dim PyTorch's amin names
+                raise IndexError(f"linalg.matrix_norm: amin(): Expected reduction dim {d} to have non-zero size.")
+            r = _C.zeros([1 if i == red_dim else n for i, n in enumerate(s.shape)], dtype=s.dtype)
+        else:
+            r = _amax(s, [red_dim], True) if ord > 0 else -_amax(-s, [red_dim], True)
         if not keepdim:
             r = r.squeeze(max(dims)).squeeze(min(dims))
     else:
@@ -200,6 +210,8 @@ def norm(
 def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
     """A^n by repeated squaring; n < 0 raises the inverse (torch.linalg.matrix_power).
 
+    Any dtype matmul takes for n >= 0; float32, float64, complex64 or complex128 for n < 0.
+
     Example:
         >>> import flambeau as fb
         >>> A = fb.tensor([[1.0, 1.0], [0.0, 1.0]])
@@ -220,7 +232,7 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
         ident = A.clone(memory_format=_C.contiguous_format).copy_(_eye(A.shape[-1], A).expand(*A.shape))
         return _copy_out(ident, out, "linalg.matrix_power")
     if n < 0:
-        _check_float(A, "linalg.matrix_power")
+        # inv's dtype check (float or complex, as PyTorch's linalg.inv) names the op that refuses
         A = inv(A)
         n = -n
     result = None

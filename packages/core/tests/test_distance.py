@@ -126,6 +126,30 @@ def test_cdist_by_matmul_special_values():
     np.testing.assert_allclose(got[finite], expected.numpy()[finite], rtol=1e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist", "use_mm_for_euclid_dist_if_necessary"])
+def test_cdist_by_matmul_nonfinite_same_with_and_without_gradient(dtype, mode):
+    """The kernel (no gradient recorded) and the composite form (a gradient recorded) give PyTorch's NaN and
+    inf where a coordinate is NaN or infinite (the composite form once made those NaN squares 0), and
+    PyTorch's gradients (NaN through a NaN distance)."""
+    ag = pytest.importorskip("flambeau_autograd", reason="the composite form's gradient needs flambeau-autograd")
+    del ag
+    a, b = operands((30, 3), (28, 3), dtype)
+    a[1, 2], a[4, 0], a[6, 1], b[3, 0], b[5, 2] = np.nan, np.inf, -np.inf, np.inf, np.nan
+    ta, tb = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    want = torch.cdist(ta, tb, compute_mode=mode)
+    want.sum().backward()
+    kernel = to_numpy(fc.cdist(fc.tensor(a), fc.tensor(b), compute_mode=mode))
+    fa, fb = fc.tensor(a, requires_grad=True), fc.tensor(b, requires_grad=True)
+    composite = fc.cdist(fa, fb, compute_mode=mode)
+    composite.sum().backward()
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    for got in (kernel, to_numpy(composite.detach())):
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=rtol, atol=2e-3 if dtype == np.float32 else 1e-9)
+    np.testing.assert_allclose(to_numpy(fa.grad), ta.grad.numpy(), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(fb.grad), tb.grad.numpy(), rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize(
     ("shape1", "shape2"), [((0, 4), (30, 4)), ((30, 4), (0, 4)), ((30, 0), (40, 0)), ((0, 30, 2), (0, 27, 2))]
 )

@@ -397,3 +397,165 @@ def test_qr_bad_mode():
         LA.eigh(fc.ones(2, 2), UPLO="X")
     with pytest.raises(fc.FlambeauError, match="driver"):
         LA.svd(fc.ones(2, 2), driver="gesvd")
+
+
+# ---- tolerances of matrix_rank and pinv: numbers and tensors, as PyTorch's get_atol_rtol
+
+
+def _tol_arg(value, lib):
+    """A tolerance for lib: a Python number as it is, a ("t", values, dtype) triple as lib's tensor."""
+    if isinstance(value, tuple):
+        return lib.tensor(value[1], dtype=getattr(lib, value[2]))
+    return value
+
+
+TOLERANCES = [
+    {},
+    {"rtol": 0.3},
+    {"atol": 0.5},
+    {"atol": -1.0},
+    {"atol": 0.5, "rtol": 0.9},
+    {"rtol": ("t", [0.1, 0.6, 1.0], "float64")},
+    {"rtol": ("t", [[0.1], [0.6]], "float64")},
+    {"atol": ("t", [0.0, 1.0, -1.0], "float32")},
+    {"atol": ("t", 2.0, "float64"), "rtol": ("t", [0.01, 0.5, 0.99], "float64")},
+    {"atol": ("t", 1, "int64")},
+    {"atol": 1e300},  # beyond float32: PyTorch keeps the tolerances in double
+    {"rtol": 3.4028234663852886e38},
+    {"atol": 3.5e38, "rtol": 1e-300},
+]
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("hermitian", [False, True])
+@pytest.mark.parametrize("kw", TOLERANCES, ids=range(len(TOLERANCES)))
+def test_rank_and_pinv_tolerances_match_torch(kind, hermitian, kw):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4, 4)) * np.array([3.0, 1.0, 0.2, 1e-3])  # columns of four scales
+    if kind.startswith("complex"):
+        a = a + 1j * rng.standard_normal((3, 4, 4))
+    if hermitian:
+        a = a + np.conj(np.swapaxes(a, -1, -2))
+    a = a.astype(kind)
+    fkw = {k: _tol_arg(v, fc) for k, v in kw.items()}
+    tkw = {k: _tol_arg(v, torch) for k, v in kw.items()}
+    ta = torch.from_numpy(a)
+    want = torch.linalg.matrix_rank(ta, hermitian=hermitian, **tkw)
+    got = LA.matrix_rank(fc.tensor(a), hermitian=hermitian, **fkw)
+    assert got.dtype == fc.int64 and got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())
+    want_p = torch.linalg.pinv(ta, hermitian=hermitian, **tkw)
+    got_p = LA.pinv(fc.tensor(a), hermitian=hermitian, **fkw)
+    assert got_p.shape == tuple(want_p.shape) and str(got_p.dtype).endswith(kind)
+    scale = max(1.0, float(np.abs(want_p.numpy()).max()))
+    single = kind in ("float32", "complex64")
+    np.testing.assert_allclose(to_numpy(got_p), want_p.numpy(), rtol=0, atol=(2e-3 if single else 1e-9) * scale)
+
+
+@pytest.mark.parametrize(
+    ("shape", "rtol_shape"), [((0, 2, 2), (0,)), ((3, 2, 2), (3,)), ((2, 3, 2, 2), (2, 3)), ((2, 3, 2, 2), (3,))]
+)
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_rank_with_a_batch_of_tolerances_matches_torch(shape, rtol_shape, hermitian):
+    """rtol of the batch's shape (the Array API suite's draw, an empty batch too) broadcasts per matrix."""
+    a = np.ones(shape)
+    rt = np.linspace(0.1, 1.5, int(np.prod(rtol_shape))).reshape(rtol_shape)
+    want = torch.linalg.matrix_rank(torch.from_numpy(a), rtol=torch.from_numpy(rt), hermitian=hermitian)
+    got = LA.matrix_rank(fc.tensor(a), rtol=fc.tensor(rt), hermitian=hermitian)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())
+    want_p = torch.linalg.pinv(torch.from_numpy(a), rtol=torch.from_numpy(rt), hermitian=hermitian)
+    got_p = LA.pinv(fc.tensor(a), rtol=fc.tensor(rt), hermitian=hermitian)
+    assert got_p.shape == tuple(want_p.shape)
+    np.testing.assert_allclose(to_numpy(got_p), want_p.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", ["matrix_rank", "pinv"])
+def test_rank_and_pinv_tolerance_errors(fn):
+    a = np.eye(2, dtype=np.float32)
+    with pytest.raises(RuntimeError, match="rtol tensor of complex type is not supported"):
+        getattr(torch.linalg, fn)(torch.from_numpy(a), rtol=torch.tensor(1j))
+    with pytest.raises(RuntimeError, match=rf"^linalg.{fn}: rtol tensor of complex type is not supported"):
+        getattr(LA, fn)(fc.tensor(a), rtol=fc.tensor(1j))
+    with pytest.raises(RuntimeError, match="atol tensor of complex type is not supported"):
+        getattr(torch.linalg, fn)(torch.from_numpy(a), atol=torch.tensor(1j))
+    with pytest.raises(RuntimeError, match=rf"^linalg.{fn}: atol tensor of complex type is not supported"):
+        getattr(LA, fn)(fc.tensor(a), atol=fc.tensor(1j))
+    with pytest.raises(TypeError):
+        getattr(torch.linalg, fn)(torch.from_numpy(a), atol=1j)
+    with pytest.raises(TypeError, match=rf"^linalg.{fn}: atol must be a real number or a real tensor, got complex"):
+        getattr(LA, fn)(fc.tensor(a), atol=1j)
+
+
+# ---- non-finite input (Note [non-finite LAPACK input] in lapack.cpp): no LAPACK call that would not end
+
+# A float32 matrix with one infinity on which LAPACK's sgesdd (its bidiagonal QR) loops without end.
+_INF_ROWS = [
+    [np.inf, 0.62003124, 0.15231471, -1.5619714, -0.57195997, -0.9062957],
+    [0.5458558, 0.6638624, 2.1462622, -1.0219400, -1.0844134, 1.1174506],
+    [2.6604348, 2.0, -0.37854856, 0.35133708, -1.4325317, -1.4892980],
+    [1.1771402, -1.3906273, -0.92728955, 0.24331838, -1.0168906, -0.55627805],
+    [-0.10531351, 0.07413341, 0.29635048, 0.25576258, -0.55882466, 1.0206040],
+]
+
+_SVD_NONFINITE = "The algorithm failed to converge because the input matrix contained non-finite values."
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "complex64", "complex128"])
+def test_svd_of_nan_raises_torchs_error(kind):
+    a = rand((2, 3, 3), np.float64, 21).astype(kind)
+    a[1, 0, 2] = np.nan
+    with pytest.raises(torch.linalg.LinAlgError) as theirs:
+        torch.linalg.svd(torch.from_numpy(a))
+    for f in (LA.svd, LA.svdvals, LA.matrix_rank, LA.pinv, lambda x: LA.matrix_norm(x, 2)):
+        with pytest.raises(LA.LinAlgError) as ours:
+            f(fc.tensor(a))
+        assert str(ours.value) == str(theirs.value) == f"linalg.svd: (Batch element 1): {_SVD_NONFINITE}"
+    with pytest.raises(torch.linalg.LinAlgError, match="^linalg.svd: The algorithm failed"):
+        torch.linalg.svdvals(torch.from_numpy(a[1]))
+    with pytest.raises(LA.LinAlgError, match=f"^linalg.svd: {_SVD_NONFINITE}$"):
+        LA.svdvals(fc.tensor(a[1]))
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_of_an_infinity_raises_instead_of_looping(kind, full_matrices):
+    """LAPACK's result for an infinity depends on the library (PyTorch's MKL raises on this matrix, error
+    code 4, and returns NaN on others); flambeau raises PyTorch's non-finite error rather than run it."""
+    a = np.array(_INF_ROWS).astype(kind)
+    for m in (a, a.T, -a):
+        with pytest.raises(LA.LinAlgError, match=f"^linalg.svd: {_SVD_NONFINITE}$"):
+            LA.svd(fc.tensor(np.ascontiguousarray(m)), full_matrices=full_matrices)
+    with pytest.raises(LA.LinAlgError, match=f"^linalg.svd: {_SVD_NONFINITE}$"):
+        LA.matrix_rank(fc.tensor(a))
+    finite = np.where(np.isfinite(a), a, 0).astype(kind)  # the others of a batch are still computed
+    np.testing.assert_allclose(
+        to_numpy(LA.svdvals(fc.tensor(finite))), torch.linalg.svdvals(torch.from_numpy(finite)).numpy(), rtol=1e-4
+    )
+
+
+@pytest.mark.parametrize("kind", ["float32", "complex128"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_eig_of_nonfinite_raises_torchs_error(kind, value):
+    a = rand((2, 3, 3), np.float64, 22).astype(kind)
+    a[0, 1, 1] = value
+    # PyTorch's eig checks its input; its eigvals does not (MKL's gebal then crashes on a NaN): eig is the oracle
+    with pytest.raises(RuntimeError, match=r"^torch.linalg.eig: input tensor should not contain infs or NaNs.$"):
+        torch.linalg.eig(torch.from_numpy(a))
+    for fn in ("eig", "eigvals"):
+        with pytest.raises(RuntimeError, match=rf"^linalg.{fn}: input tensor should not contain infs or NaNs.$") as e:
+            getattr(LA, fn)(fc.tensor(a))
+        assert not isinstance(e.value, LA.LinAlgError)  # a check of the input, as PyTorch's
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_lstsq_of_an_infinity_is_nan_as_torchs(kind, value):
+    a = rand((3, 4, 3), np.float64, 23).astype(kind)
+    b = rand((3, 4, 2), np.float64, 24).astype(kind)
+    a[1, 2, 0] = value
+    want = torch.linalg.lstsq(torch.from_numpy(a), torch.from_numpy(b)).solution.numpy()
+    got = to_numpy(LA.lstsq(fc.tensor(a), fc.tensor(b)).solution)
+    assert np.isnan(want[1]).all() and np.isnan(got[1]).all()
+    single = kind in ("float32", "complex64")
+    np.testing.assert_allclose(got[[0, 2]], want[[0, 2]], rtol=1e-3 if single else 1e-9, atol=1e-4 if single else 1e-10)

@@ -6,6 +6,7 @@ float32 and float64, broadcasting, non-contiguous inputs, and errors."""
 from __future__ import annotations
 
 import math
+import re
 
 import flambeau_core as fc
 import numpy as np
@@ -207,8 +208,38 @@ def test_matrix_power_integers_and_errors():
     assert LA.matrix_power(fc.tensor(a), 10).tolist() == [[89, 55], [55, 34]]
     with pytest.raises(fc.FlambeauError, match="square matrices"):
         LA.matrix_power(fc.ones(2, 3), 2)
-    with pytest.raises(TypeError, match="float32 or float64"):
-        LA.matrix_power(fc.tensor(a), -1)
+    # n < 0 inverts: PyTorch's linalg.inv refuses what is not float or complex (a RuntimeError there, the
+    # TypeError of flambeau's dtype checks here), naming linalg.inv
+    for dtype in ("int64", "float16", "bool"):
+        with pytest.raises(RuntimeError, match=r"^linalg.inv: "):
+            torch.linalg.matrix_power(torch.ones(2, 2, dtype=getattr(torch, dtype)), -1)
+        with pytest.raises(TypeError, match=rf"^linalg.inv: expected a float32 or float64 tensor for A, got .*{dtype}"):
+            LA.matrix_power(fc.ones(2, 2, dtype=getattr(fc, dtype)), -1)
+
+
+@pytest.mark.parametrize("kind", ["complex64", "complex128"])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, -1, -2, -3])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (0, 2, 2), (2, 0, 0)])
+def test_matrix_power_complex(kind, n, shape):
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / 2 + 2 * np.eye(shape[-1])
+    a = a.astype(kind)
+    want = torch.linalg.matrix_power(torch.from_numpy(a), n)
+    got = LA.matrix_power(fc.tensor(a), n)
+    assert got.shape == tuple(want.shape) and got.dtype == getattr(fc, kind)
+    rtol = 1e-4 if kind == "complex64" else 1e-10
+    np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(to_numpy(fc.tensor(a).matrix_power(n)), want.numpy(), rtol=rtol, atol=rtol)
+
+
+def test_matrix_power_complex_singular_raises_as_torch():
+    a = np.zeros((2, 2, 2), np.complex64)
+    a[0] = np.eye(2)
+    with pytest.raises(torch.linalg.LinAlgError) as theirs:
+        torch.linalg.matrix_power(torch.from_numpy(a), -2)
+    with pytest.raises(LA.LinAlgError) as ours:
+        LA.matrix_power(fc.tensor(a), -2)
+    assert str(ours.value) == str(theirs.value)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -316,3 +347,20 @@ def test_bmm_split_by_matrix_or_inside_matches_numpy(threads, batch, n, k, m):
     finally:
         fc.set_num_threads(old)
     np.testing.assert_allclose(np.array(out.tolist()), a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("ord", [2, -2, "nuc", 1, -1, math.inf, -math.inf, "fro"])
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0, 0), (2, 0, 0), (1, 3, 0, 2), (0, 2, 2)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_matrix_norm_of_empty_matrices(ord, shape, keepdim):
+    """Norm 0 for the largest-value orders, PyTorch's IndexError (its amin's words) for the smallest ones."""
+    x = np.zeros(shape, np.float32)
+    try:
+        want = torch.linalg.matrix_norm(torch.from_numpy(x), ord, keepdim=keepdim)
+    except IndexError as e:
+        with pytest.raises(IndexError, match="^linalg.matrix_norm: " + re.escape(str(e)) + "$"):
+            LA.matrix_norm(fc.tensor(x), ord, keepdim=keepdim)
+        return
+    got = LA.matrix_norm(fc.tensor(x), ord, keepdim=keepdim)
+    assert got.shape == tuple(want.shape) and got.dtype == fc.float32
+    np.testing.assert_array_equal(to_numpy(got), want.numpy())

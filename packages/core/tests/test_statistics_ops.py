@@ -95,6 +95,24 @@ def test_bincount_errors(args, kwargs, error, words):
         fc.bincount(fc.tensor(args[0], dtype=fc.int64 if error is not TypeError else None), **fkw)
 
 
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bincount_refuses_wide_unsigned_as_torch(dtype, weighted):
+    """PyTorch's kernel takes uint8 and the signed integers only: NotImplementedError, its words."""
+    name = {"uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}[dtype]
+    tw = torch.ones(3) if weighted else None
+    fw = fc.ones(3) if weighted else None
+    with pytest.raises(NotImplementedError, match=f"^\"bincount_cpu\" not implemented for '{name}'$"):
+        torch.bincount(torch.tensor([0, 2, 1], dtype=getattr(torch, dtype)), tw)
+    with pytest.raises(
+        NotImplementedError, match=rf"^\[bincount\] \"bincount_cpu\" not implemented for '{name}' \(dtype {dtype}\)"
+    ):
+        fc.bincount(fc.tensor([0, 2, 1], dtype=getattr(fc, dtype)), fw)
+    for empty in (False, True):  # refused before looking at the values, an empty input too
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            fc.bincount(fc.tensor([] if empty else [5], dtype=getattr(fc, dtype)), minlength=2)
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
 @pytest.mark.parametrize(
     ("n", "top", "minlength"),

@@ -211,6 +211,15 @@ Tensor composite::bincount(const Tensor& self, const std::optional<Tensor>& weig
   FB_CHECK_VALUE(self.dim() == 1, "[bincount] expected a 1-D input, got shape ", shape_str(self.sizes()));
   FB_CHECK_TYPE(is_integral(self.dtype(), false), "[bincount] expected an integer input, got ",
                 dtype_name(self.dtype()));
+  // PyTorch's kernel takes uint8 and the signed integers, not the wider unsigned ones.
+  const ScalarType st = self.dtype();
+  FB_CHECK_IMPL(NotImplementedError,
+                st != ScalarType::UInt16 && st != ScalarType::UInt32 && st != ScalarType::UInt64,
+                "[bincount] \"bincount_cpu\" not implemented for '",
+                st == ScalarType::UInt16   ? "UInt16"
+                : st == ScalarType::UInt32 ? "UInt32"
+                                           : "UInt64",
+                "' (dtype ", dtype_name(st), "), as in PyTorch");
   FB_CHECK_VALUE(minlength >= 0, "[bincount] minlength should be >= 0, got ", minlength);
   if (weights)
     FB_CHECK_VALUE(weights->dim() == 1 && weights->numel() == self.numel(),

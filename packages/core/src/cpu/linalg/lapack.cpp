@@ -40,6 +40,26 @@ namespace la = cpu::lapack;
 
 using namespace cpu::lapack_batch;  // NOLINT(google-build-using-namespace)
 
+// Note [non-finite LAPACK input]: the bundled LAPACK does not end on some matrices holding an infinity:
+// gesdd in its bidiagonal QR (sbdsqr, reached through bdsdc), and gelsd; and geev rejects a NaN with an
+// argument error that xerbla prints. Those kernels check each matrix first and never hand LAPACK a
+// non-finite one: svd raises PyTorch's error for NaN input (for an infinity too, where PyTorch's MKL
+// gives NaN or raises, by matrix), eig PyTorch's own pre-check message, and lstsq gives a NaN solution
+// (PyTorch's gelsy does for an infinity).
+constexpr int kNonFiniteInfo = INT_MIN;
+
+template <typename T>
+bool all_finite(const T* a, int64_t count) {
+  for (int64_t j = 0; j < count; ++j) {
+    if constexpr (is_complex_v<T>) {
+      if (!std::isfinite(a[j].real()) || !std::isfinite(a[j].imag())) return false;
+    } else {
+      if (!std::isfinite(a[j])) return false;
+    }
+  }
+  return true;
+}
+
 // ---- inv: getrf + getri ----
 
 Tensor linalg_inv_cpu(const Tensor& A) {
@@ -345,6 +365,10 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
       int* iwork = ws.get<int>(1, 8 * k);
       R* rwork = ws.get<R>(2, lrwork);
       T d1{}, d2{};
+      if (!all_finite(ad + i * m * n, m * n)) {  // Note [non-finite LAPACK input]
+        infos[static_cast<size_t>(i)] = kNonFiniteInfo;
+        return;
+      }
       int inf = 0;
       call(ad + i * m * n, sd + i * k, compute_uv ? vd + i * vrows * n : &d1,
            compute_uv ? ud + i * m * ucols : &d2, work, lwork, rwork, iwork, &inf);
@@ -353,6 +377,8 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
   });
   for (int64_t i = 0; i < batch; ++i) {
     const int inf = infos[static_cast<size_t>(i)];
+    FB_CHECK_VALUE(inf != kNonFiniteInfo, "linalg.svd: ", batch_prefix(batch, i),
+                   "The algorithm failed to converge because the input matrix contained non-finite values.");
     FB_CHECK_VALUE(inf <= 0, "linalg.svd: ", batch_prefix(batch, i),
                    "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
                    "many repeated singular values (error code: ",
@@ -483,6 +509,18 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
       const int liwork = std::max(1, iwq);
       for_each_matrix(batch, (is_complex_v<T> ? 48.0 : 12.0) * m * n * mn, [&](int64_t i, Workspace& ws) {
         int inf = 0, r = 0;
+        if (!all_finite(ad + i * m * n, m * n) || !all_finite(bd + i * mx * k, mx * k)) {
+          // Note [non-finite LAPACK input]: gelsd's bidiagonal solver would not end; the solution (and
+          // the singular values) of a matrix with an infinity or NaN are NaN, rank 0.
+          const R nan = std::numeric_limits<R>::quiet_NaN();
+          if constexpr (is_complex_v<T>)
+            std::fill(bd + i * mx * k, bd + (i + 1) * mx * k, T(nan, nan));
+          else
+            std::fill(bd + i * mx * k, bd + (i + 1) * mx * k, T(nan));
+          std::fill(sd + i * mn, sd + (i + 1) * mn, nan);
+          rd[i] = 0;
+          return;
+        }
         call(ad + i * m * n, bd + i * mx * k, sd + i * mn, &r, ws.get<T>(0, lwork), lwork,
              ws.get<R>(2, lrwork), ws.get<int>(1, liwork), &inf);
         rd[i] = r;
@@ -538,6 +576,9 @@ std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
   Tensor V = op::empty(compute_v ? with_tail(batch_shape(A), {n, n}) : Shape{0}, ct, A.device());
   if (A.numel() == 0) return {L, compute_v ? V : V};
   Tensor buf = colmajor_copy(A);
+  bool finite = true;  // Note [non-finite LAPACK input]
+  visit_float_complex(t, [&](auto tag) { finite = all_finite(buf.data<decltype(tag)>(), buf.numel()); });
+  FB_CHECK_VALUE(finite, op, ": input tensor should not contain infs or NaNs.");
   std::vector<int> infos(static_cast<size_t>(batch), 0);
   const int ni = static_cast<int>(n);
   const char jobvr = compute_v ? 'V' : 'N';

@@ -4,7 +4,7 @@
 // the eigendecomposition A = V L V^H (pinv = V L^+ V^H), both LAPACK through
 // the primitives _linalg_svd/_linalg_eigh (src/cpu/linalg/lapack.cpp). Singular
 // values (|eigenvalues|) <= max(atol, rtol * s_max) are dropped, atol and rtol
-// real tensors broadcast against the batch dims (flambeau_core/linalg.py
+// real tensors broadcast against the batch dims (flambeau_core/_linalg_decompositions.py
 // builds them from PyTorch's defaults). Its derivative is PyTorch's
 // pinv_backward (src/composite/linalg_pinv_backward.cpp), defined for
 // rank-deficient A too.
@@ -40,15 +40,16 @@ Tensor linalg_pinv_cpu(const Tensor& A, const Tensor& atol, const Tensor& rtol, 
   if (hermitian)
     FB_CHECK_VALUE(m == n, "[linalg.pinv] hermitian=True needs batches of square matrices, but they are ", m,
                    " by ", n, " matrices (shape ", shape_str(A.sizes()), ")");
-  const ScalarType rt = to_real_dtype(t);
   if (m == 0 || n == 0) {
     Shape s(A.sizes().begin(), A.sizes().end() - 2);
     s.push_back(n);
     s.push_back(m);
     return zeros(s, t, A.device());
   }
-  const Tensor at = op::unsqueeze(op::cast(atol, rt), -1);
-  const Tensor rl = op::unsqueeze(op::cast(rtol, rt), -1);
+  // The tolerances keep their dtype (float64 for Python numbers, as PyTorch's): cast to float32 a bound
+  // such as 1e300 would overflow; the comparisons promote as PyTorch's do.
+  const Tensor at = op::unsqueeze(atol, -1);
+  const Tensor rl = op::unsqueeze(rtol, -1);
   const Shape last{-1};
   if (hermitian) {
     auto [L, V] = op::_linalg_eigh(A, "L", true);
