@@ -73,7 +73,37 @@ def gen_header(ops: list[OpDecl]) -> str:
     ]
     out += [output_spec_declaration(op) for op in ops if op.structured and not op.is_inplace]
     out += ["}  // namespace structured", "", "}  // namespace flambeau", ""]
+    out += meta_op_list(ops)
     return "\n".join(out)
+
+
+def launches_from_meta(op: OpDecl) -> bool:
+    """Whether a backend can launch the op from its meta step alone (Note [Ops launched from the meta step])."""
+    return (
+        op.kind == "primitive"
+        and op.has_meta
+        and not op.view
+        and not op.index_values
+        and not any(a.type == "Generator?" for a in op.cpp_args)
+    )
+
+
+def meta_op_list(ops: list[OpDecl]) -> list[str]:
+    """`FB_FOR_EACH_META_OP(X)`: X(name) for every op a backend can launch from its meta step."""
+    names = [op.cpp_name for op in ops if launches_from_meta(op)]
+    return [
+        "// Note [Ops launched from the meta step]: every primitive whose meta step gives its results'",
+        "// shapes and dtypes (and raises its argument errors), that is not a view, draws no random",
+        "// numbers and reads no indices from a tensor's values (`index_values:` in the table: their",
+        "// IndexError should reach the call). A backend that queues work (the simulated device, Note",
+        "// [Asynchronous sim kernels]) can allocate the results and enqueue the kernel for each of",
+        "// them without waiting; X(name) names op::name. Other errors found in the values (a",
+        "// probability outside [0, 1]) surface at the next synchronization, as CUDA's do.",
+        "#define FB_FOR_EACH_META_OP(X) \\",
+        *[f"  X({n}) \\" for n in names[:-1]],
+        f"  X({names[-1]})",
+        "",
+    ]
 
 
 # The generated in-place form `name_`: the result must fit self's dtype and

@@ -334,6 +334,9 @@ class OpDecl:
     autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
     aliases: list[str] = field(default_factory=list)  # more Python names of the same op (arcsin for asin)
     batch: str | None = None  # Note [Batching rules in the table]: a key of BATCH_RULES
+    # The kernel reads indices from a tensor's values and raises IndexError for one out of range
+    # (Note [Ops launched from the meta step]: a queuing backend runs it where the error reaches the call).
+    index_values: bool = False
 
     @property
     def batch_rule(self) -> str | None:
@@ -452,7 +455,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases", "structured",
-    "batch", "dtypes",
+    "batch", "dtypes", "index_values",
 }  # fmt: skip
 
 
@@ -567,6 +570,7 @@ def load_ops(path: Path) -> list[OpDecl]:
         op.autocast = e.get("autocast")
         if op.autocast is not None and op.autocast not in AUTOCAST_POLICIES:
             raise TableError(f"{where}: autocast must be one of {sorted(AUTOCAST_POLICIES)}, got '{op.autocast}'")
+        op.index_values = bool(e.get("index_values", False))
         op.batch = e.get("batch")
         if op.batch is not None and op.batch not in BATCH_RULES:
             known = ", ".join(sorted(BATCH_RULES))

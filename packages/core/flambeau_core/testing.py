@@ -67,6 +67,7 @@ A test that parametrises ``device`` itself (``@devices``) is left alone.
 from __future__ import annotations
 
 import importlib.metadata
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,6 +84,7 @@ __all__ = [
     "current_device",
     "device_params",
     "devices",
+    "raises_when_run",
     "running_under_asan",
     "skip_reason",
     "to_host",
@@ -186,6 +188,24 @@ def assert_close_on(device: Any, result: Any, expected: Any, *, rtol: float = 1e
     else:
         rv, ev = np.array(r.tolist(), dtype=np.float64), np.array(e.tolist(), dtype=np.float64)
     np.testing.assert_allclose(rv, ev, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def raises_when_run(exc: type[BaseException], match: str, fn: Any, *args: Any) -> None:
+    """An error the kernel finds in the values (an index out of range, a probability outside [0, 1]):
+    ``fn(*args)`` raises ``exc`` matching ``match`` (``re.search``) at the call on the cpu. A device
+    that queues its kernels (sim, as CUDA) may return at once and raise it at the next
+    synchronization instead, as a RuntimeError with the same message (Note [Asynchronous sim
+    kernels])."""
+    try:
+        result = fn(*args)
+    except exc as e:
+        assert re.search(match, str(e)), f"{str(e)!r} does not match {match!r}"
+        return
+    device = next(a.device for a in args if isinstance(a, flambeau_core.Tensor))
+    assert device.type != "cpu", f"DID NOT RAISE {exc.__name__} ({match!r})"
+    with pytest.raises(RuntimeError, match=match.removeprefix("^")) as info:
+        (result[0] if isinstance(result, tuple) else result).cpu()
+    assert "asynchronous kernel failed" in str(info.value), str(info.value)
 
 
 def check_chrome_trace(doc: Any) -> list[dict]:

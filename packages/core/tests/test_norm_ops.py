@@ -4,6 +4,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import raises_when_run
 from helpers import to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="group_norm, dropout: no flambeau-cuda kernel yet")
@@ -368,18 +369,18 @@ def test_embedding_backward_matches_torch():
 
 def test_embedding_index_errors_never_read_outside():
     w = fc.randn(10, 3)
-    with pytest.raises(IndexError, match="index 10 is out of range for an embedding table of 10 rows"):
-        fc.embedding(w, fc.tensor([1, 10]))
-    with pytest.raises(IndexError, match="index -1 is out of range"):
-        fc.embedding(w, fc.tensor([-1]))
-    with pytest.raises(IndexError, match="index 1000000000000"):
-        fc.embedding(w, fc.tensor([1000000000000]))
+    raises_when_run(
+        IndexError, "index 10 is out of range for an embedding table of 10 rows", fc.embedding, w, fc.tensor([1, 10])
+    )
+    raises_when_run(IndexError, "index -1 is out of range", fc.embedding, w, fc.tensor([-1]))
+    raises_when_run(IndexError, "index 1000000000000", fc.embedding, w, fc.tensor([1000000000000]))
     with pytest.raises(TypeError, match="int64 or int32.*float32"):
         fc.embedding(w, fc.tensor([1.0]))
     with pytest.raises(ValueError, match=r"weight must be 2-D.*\(10,\)"):
         fc.embedding(fc.randn(10), fc.tensor([1]))
-    with pytest.raises(IndexError, match="index 12"):
-        fc.embedding_dense_backward(fc.randn(2, 3), fc.tensor([1, 12]), 10, -1, False)
+    raises_when_run(
+        IndexError, "index 12", fc.embedding_dense_backward, fc.randn(2, 3), fc.tensor([1, 12]), 10, -1, False
+    )
 
 
 def test_embedding_renorm():

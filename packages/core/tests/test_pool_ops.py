@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from flambeau_core.testing import raises_when_run
 from helpers import from_torch, make_tensor, to_numpy
 
 pytestmark = pytest.mark.on_devices(not_on_cuda="adaptive_max_pool2d, upsample: no flambeau-cuda kernel yet")
@@ -353,7 +354,14 @@ def test_errors():
     err(fc.FlambeauError, "greater than 0", fc.upsample_nearest2d, x, [0, 3])
     err(fc.FlambeauError, "4-D (N, C, H, W)", fc.upsample_bilinear2d, fc.zeros(1, 4, 4), [2, 2], False)
     # A backward op called with indices that point outside the plane is an IndexError, not a stray write.
-    err(IndexError, "out of bounds", fc.max_pool_backward, fc.ones(1, 1, 1, 1), fc.tensor([[[[-1]]]]), [1, 1, 4, 4])
+    raises_when_run(
+        IndexError,
+        "index -1 is out of bounds",
+        fc.max_pool_backward,
+        fc.ones(1, 1, 1, 1),
+        fc.tensor([[[[-1]]]]),
+        [1, 1, 4, 4],
+    )
     err(
         fc.FlambeauError,
         "grad_output has shape",

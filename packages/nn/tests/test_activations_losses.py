@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from flambeau_core.testing import raises_when_run
 from nn_testing import DTYPES, close, fb, from_torch, npy, run_both, th
 
 pytestmark = pytest.mark.on_devices
@@ -720,10 +721,9 @@ def test_class_losses_shape_and_dtype_errors():
 
 
 def test_bce_errors():
-    with pytest.raises(fc.FlambeauError, match="between 0 and 1"):
-        F.binary_cross_entropy(fc.tensor([0.5, 1.5]), fc.tensor([0.0, 1.0]))
-    with pytest.raises(fc.FlambeauError, match="between 0 and 1"):
-        F.binary_cross_entropy(fc.tensor([0.5, float("nan")]), fc.tensor([0.0, 1.0]))
+    bce = F.binary_cross_entropy
+    raises_when_run(fc.FlambeauError, "between 0 and 1", bce, fc.tensor([0.5, 1.5]), fc.tensor([0.0, 1.0]))
+    raises_when_run(fc.FlambeauError, "between 0 and 1", bce, fc.tensor([0.5, float("nan")]), fc.tensor([0.0, 1.0]))
     with pytest.raises(fc.FlambeauError, match=r"\(3,\).*\(2,\)"):
         F.binary_cross_entropy(fc.tensor([0.5, 0.5]), fc.tensor([0.0, 1.0, 1.0]))
     with pytest.raises(fc.FlambeauError, match=r"\(2, 1\).*\(2,\)"):

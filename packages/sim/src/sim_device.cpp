@@ -528,8 +528,9 @@ Tensor& copy_sim(Tensor& self, const Tensor& src) {
 // ---- asynchronous kernels ----
 //
 // Note [Asynchronous sim kernels]
-// An op with shape and dtype rules in core's table (Note [Meta step]) gets a
-// kernel of its own here instead of the host fallback (which waits): the
+// An op with shape and dtype rules in core's table (Note [Meta step]; the
+// table's generated list FB_FOR_EACH_META_OP, Note [Ops launched from the meta
+// step]) gets a kernel of its own here instead of the host fallback (which waits): the
 // kernel checks the devices (as the fallback does, with its messages), runs
 // the op's meta step on meta stand-ins of the arguments (from_meta), which
 // raises the argument errors at the call and gives the results' shapes and
@@ -714,19 +715,26 @@ struct Async<O, R(Args...)> {
       return std::apply([&](auto&... a) -> R { return O.call_kernel(DispatchKey::Meta, pass<Args>(a)...); },
                         stand_in);
     };
-    std::vector<Shape> shapes;
-    std::vector<ScalarType> dtypes;
-    if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
-      call();
-    } else if constexpr (std::is_same_v<R, Tensor>) {
-      const Tensor r = call();
-      shapes.push_back(sizes_of(r));
-      dtypes.push_back(r.dtype());
-    } else {
-      const R r = call();
-      std::apply([&](const auto&... t) { ((shapes.push_back(sizes_of(t)), dtypes.push_back(t.dtype())), ...); }, r);
+    // One entry per result; an undefined result (a gradient the output mask does not ask for) is nullopt.
+    std::vector<std::optional<std::pair<Shape, ScalarType>>> results;
+    auto note = [&results](const Tensor& t) {
+      results.push_back(t.defined() ? std::optional(std::pair(sizes_of(t), t.dtype())) : std::nullopt);
+    };
+    try {
+      if constexpr (std::is_void_v<R> || std::is_same_v<R, Tensor&>) {
+        call();
+      } else if constexpr (std::is_same_v<R, Tensor>) {
+        note(call());
+      } else {
+        const R r = call();
+        std::apply([&](const auto&... t) { (note(t), ...); }, r);
+      }
+    } catch (const NotImplementedError&) {
+      // The meta step cannot tell the results' shapes from these arguments (indexing with a bool mask:
+      // its row count is in its values): the op waits for the values, as the host fallback does.
+      return detail::host_fallback<R, Args...>(O, DeviceType::PrivateUse1, args...);
     }
-    return launch(first->device(), shapes, dtypes, args...);
+    return launch(first->device(), results, args...);
   }
 
   // Note [Structured kernels]: the out kernel of a structured op (R is Tensor): its output is
@@ -758,7 +766,7 @@ struct Async<O, R(Args...)> {
   static constexpr bool kReturnsTensor = std::is_same_v<R, Tensor>;
 
   // Allocates the results on `device` and enqueues the CPU kernel on its current stream.
-  static R launch(const Device& device, const std::vector<Shape>& shapes, const std::vector<ScalarType>& dtypes,
+  static R launch(const Device& device, const std::vector<std::optional<std::pair<Shape, ScalarType>>>& results,
                   Args... args) {
     DeviceGuard guard(device);
     StreamPtr stream = current_stream(device);
@@ -801,12 +809,15 @@ struct Async<O, R(Args...)> {
       }
     } else {
       std::vector<Tensor> outs;
-      for (size_t i = 0; i < shapes.size(); ++i)
-        outs.push_back(empty_sim_for(shapes[i], dtypes[i], device, O.name()));
+      for (const auto& result : results)
+        outs.push_back(result ? empty_sim_for(result->first, result->second, device, O.name()) : Tensor());
       std::vector<Tensor> out_host;
-      for (const Tensor& o : outs) out_host.push_back(host_view(o));
+      for (const Tensor& o : outs) out_host.push_back(o.defined() ? host_view(o) : Tensor());
       s.enqueue([run, out_host]() mutable {
         auto store = [](Tensor& dst, const Tensor& r) {
+          FB_CHECK(dst.defined() == r.defined(), "[", O.name(), "] sim: the kernel's result is ",
+                   r.defined() ? "defined" : "undefined", " where the meta step's is not");
+          if (!dst.defined()) return;
           FB_CHECK(dst.sizes().size() == r.sizes().size() &&
                        std::equal(dst.sizes().begin(), dst.sizes().end(), r.sizes().begin()) &&
                        dst.dtype() == r.dtype(),
@@ -861,124 +872,15 @@ Tensor clone_sim(const Tensor& self, MemoryFormat format) {
 }
 
 void register_async_kernels() {
-  // Elementwise, out of place.
-  from_meta<op::add>();
-  from_meta<op::sub>();
-  from_meta<op::mul>();
-  from_meta<op::div>();
-  from_meta<op::div_mode>();
-  from_meta<op::pow>();
-  from_meta<op::maximum>();
-  from_meta<op::minimum>();
-  from_meta<op::atan2>();
-  from_meta<op::eq>();
-  from_meta<op::ne>();
-  from_meta<op::lt>();
-  from_meta<op::le>();
-  from_meta<op::gt>();
-  from_meta<op::ge>();
-  from_meta<op::logical_and>();
-  from_meta<op::logical_or>();
-  from_meta<op::where>();
-  from_meta<op::neg>();
-  from_meta<op::abs>();
-  from_meta<op::exp>();
-  from_meta<op::log>();
-  from_meta<op::sqrt>();
-  from_meta<op::rsqrt>();
-  from_meta<op::relu>();
-  from_meta<op::sigmoid>();
-  from_meta<op::tanh>();
-  from_meta<op::sin>();
-  from_meta<op::cos>();
-  from_meta<op::reciprocal>();
-  from_meta<op::log1p>();
-  from_meta<op::expm1>();
-  from_meta<op::silu>();
-  from_meta<op::sign>();
-  from_meta<op::floor>();
-  from_meta<op::ceil>();
-  from_meta<op::trunc>();
-  from_meta<op::erf>();
-  from_meta<op::isnan>();
-  from_meta<op::logical_not>();
-  from_meta<op::clamp>();
-  from_meta<op::leaky_relu>();
-  from_meta<op::gelu>();
-  from_meta<op::hardtanh>();
-  from_meta<op::elu>();
-  // Their backward ops (elementwise too).
-  from_meta<op::threshold_backward>();
-  from_meta<op::silu_backward>();
-  from_meta<op::gelu_backward>();
-  from_meta<op::leaky_relu_backward>();
-  from_meta<op::hardtanh_backward>();
-  from_meta<op::elu_backward>();
-  // Elementwise, in place, and fills.
-  from_meta<op::fill_>();
-  from_meta<op::add_>();
-  from_meta<op::sub_>();
-  from_meta<op::mul_>();
-  from_meta<op::div_>();
-  from_meta<op::bitwise_and>();
-  from_meta<op::bitwise_or>();
-  from_meta<op::bitwise_xor>();
-  from_meta<op::bitwise_not>();
-  from_meta<op::logical_xor>();
-  from_meta<op::log2>();
-  from_meta<op::log10>();
-  from_meta<op::exp2>();
-  from_meta<op::sinh>();
-  from_meta<op::cosh>();
-  from_meta<op::tan>();
-  from_meta<op::asin>();
-  from_meta<op::acos>();
-  from_meta<op::atan>();
-  from_meta<op::asinh>();
-  from_meta<op::acosh>();
-  from_meta<op::atanh>();
-  from_meta<op::hardsigmoid>();
-  from_meta<op::hardswish>();
-  from_meta<op::mish>();
-  from_meta<op::softsign>();
-  from_meta<op::log_sigmoid>();
-  from_meta<op::isinf>();
-  from_meta<op::isfinite>();
-  from_meta<op::signbit>();
-  from_meta<op::frac>();
-  from_meta<op::fmod>();
-  from_meta<op::remainder>();
-  from_meta<op::floor_divide>();
-  from_meta<op::hypot>();
-  from_meta<op::copysign>();
-  from_meta<op::logaddexp>();
-  from_meta<op::nan_to_num>();
-  from_meta<op::round>();
-  from_meta<op::hardsigmoid_backward>();
-  from_meta<op::hardswish_backward>();
-  from_meta<op::mish_backward>();
-  from_meta<op::softsign_backward>();
-  from_meta<op::log_sigmoid_backward>();
-  from_meta<op::softplus>();
-  from_meta<op::softplus_backward>();
+  // Every op the table can launch from its meta step (Note [Ops launched from the meta step]).
+#define FB_SIM_FROM_META(name) from_meta<op::name>();
+  FB_FOR_EACH_META_OP(FB_SIM_FROM_META)
+#undef FB_SIM_FROM_META
+  // Kernels with a meta step of their own (not from table rules).
   from_meta<op::cast>();
+  from_meta<op::fill_>();
   op::clone.register_kernel(DispatchKey::PrivateUse1, clone_sim);
-  // Reductions over dims (mean, nansum and logsumexp are composites of them).
-  from_meta<op::sum>();
-  from_meta<op::amax>();
-  from_meta<op::amin>();
-  // Softmax and its backward (composite softmax and log_softmax run these), cumsum.
-  from_meta<op::cumsum>();
-  from_meta<op::var_correction>();
-  from_meta<op::_log_softmax>();
-  from_meta<op::_softmax>();
-  from_meta<op::_log_softmax_backward_data>();
-  from_meta<op::_softmax_backward_data>();
-  // Matrix products.
-  from_meta<op::mm>();
-  from_meta<op::bmm>();
-  from_meta<op::linear>();
-  // Factories.
+  // Factories (made on the host, copied in on the stream).
   factory<op::arange>();
   factory<op::linspace>();
   factory<op::logspace>();
@@ -989,15 +891,6 @@ void register_async_kernels() {
   factory<op::normal>();
   factory<op::tril_indices>();
   factory<op::triu_indices>();
-  // Losses.
-  from_meta<op::mse_loss>();
-  from_meta<op::mse_loss_backward>();
-  from_meta<op::l1_loss>();
-  from_meta<op::l1_loss_backward>();
-  from_meta<op::_cross_entropy>();
-  from_meta<op::_cross_entropy_backward>();
-  from_meta<op::nll_loss_nd>();
-  from_meta<op::nll_loss_nd_backward>();
 }
 
 }  // namespace

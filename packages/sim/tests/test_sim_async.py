@@ -255,9 +255,38 @@ def test_work_on_a_side_stream_runs_on_that_stream():
     assert y.cpu().tolist() == [3.0] * 100
 
 
+def test_ops_reading_indices_from_values_wait_and_raise_at_the_call():
+    # index_values: in the table (gather, index_select, embedding, ...): an index out of range is an
+    # IndexError at the call, as on the cpu, not a later error of the stream.
+    x = fc.tensor([[3.0, 1.0, 2.0]], device="sim")
+    before = _sync_counts().get("gather", 0)
+    assert fc.gather(x, 1, fc.tensor([[2, 0]], device="sim")).cpu().tolist() == [[2.0, 3.0]]
+    assert _sync_counts().get("gather", 0) == before + 1
+    with pytest.raises(IndexError, match=r"^\[gather\] index 3 is out of bounds"):
+        fc.gather(x, 1, fc.tensor([[3]], device="sim"))
+
+
 def test_uncovered_ops_still_run_through_the_host_fallback():
-    x = fc.tensor([3.0, 1.0, 2.0], device="sim")
-    before = _sync_counts().get("sort", 0)
-    values, indices = fc.sort(x)
-    assert values.tolist() == [1.0, 2.0, 3.0] and indices.tolist() == [1, 2, 0]
-    assert _sync_counts().get("sort", 0) == before + 1
+    # nonzero's result shape depends on the values: it has no meta step to launch from.
+    x = fc.tensor([3.0, 0.0, 2.0], device="sim")
+    before = _sync_counts().get("nonzero", 0)
+    assert fc.nonzero(x).cpu().tolist() == [[0], [2]]
+    assert _sync_counts().get("nonzero", 0) == before + 1
+
+
+def test_every_op_with_a_meta_step_is_launched_without_waiting():
+    # Note [Ops launched from the meta step]: sort, the reductions with indices, the norms and
+    # cumprod are launched from the table's list, not from a hand-kept one.
+    x = fc.tensor([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]], device="sim")
+    before = dict(_sync_counts())
+    values, indices = fc.sort(x, dim=1)
+    m = fc.max(x, dim=1)
+    ln = fc.native_layer_norm(x, [3], None, None, 1e-5)[0]
+    c = fc.cumprod(x, 1)
+    assert _sync_counts() == before  # nothing waited
+    assert values.cpu().tolist() == [[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]]
+    assert indices.cpu().tolist() == [[1, 2, 0], [2, 0, 1]]
+    assert m[0].cpu().tolist() == [3.0, 4.0] and m[1].cpu().tolist() == [0, 1]
+    assert c.cpu().tolist() == [[3.0, 3.0, 6.0], [0.5, 2.0, -2.0]]
+    expected = fc.native_layer_norm(x.cpu(), [3], None, None, 1e-5)[0]
+    assert fc.allclose(ln.cpu(), expected)
