@@ -56,7 +56,8 @@ optim = _alias("optim", _nn.optim)
 # torch.layer_norm, ...). Those whose top-level form differs (dropout's `train`, the losses' integer
 # `reduction`, batch_norm's argument order) come in torch's spelling from flambeau_nn._torch_forms.
 for _name in (
-    "conv3d conv_transpose3d layer_norm group_norm rms_norm max_pool1d max_pool2d max_pool3d cosine_similarity "
+    "conv3d conv_transpose3d layer_norm group_norm rms_norm avg_pool1d max_pool1d max_pool2d max_pool3d "
+    "cosine_similarity "
     "pairwise_distance pdist bilinear celu selu rrelu threshold hardshrink channel_shuffle "
     "celu_ selu_ rrelu_ threshold_"
 ).split():

@@ -146,6 +146,8 @@ TOP_LEVEL_FUNCTIONAL = [
     ("layer_norm", lambda m: (m.arange(12.0).reshape(3, 4), [4])),
     ("group_norm", lambda m: (m.arange(24.0).reshape(2, 4, 3), 2)),
     ("rms_norm", lambda m: (m.arange(12.0).reshape(3, 4), [4])),
+    ("avg_pool1d", lambda m: (m.arange(12.0).reshape(1, 2, 6), 2)),
+    ("avg_pool1d", lambda m: (m.arange(14.0).reshape(1, 2, 7), 3, 2, 1)),
     ("max_pool1d", lambda m: (m.arange(12.0).reshape(1, 2, 6), 2)),
     ("max_pool2d", lambda m: (m.arange(32.0).reshape(1, 2, 4, 4), 2)),
     ("max_pool3d", lambda m: (m.arange(64.0).reshape(1, 1, 4, 4, 4), 2)),
