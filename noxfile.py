@@ -42,6 +42,8 @@ DIST_NAMES = {p: ("flambeau" if p == "flambeau" else f"flambeau-{p}") for p in P
 # PyTorch is a test and benchmark oracle only. This exact version is the CPU
 # build available on these machines; any other pulls a multi-GB CUDA build.
 TORCH = "torch==2.13.0"
+# JAX (CPU wheels), a benchmark peer only (nox -s bench; train_models.py --peers jax).
+JAX = "jax[cpu]==0.10.2"
 # matplotlib: flambeau.memory draws its optional timeline picture with it; the tests draw one.
 # tensorboard: flambeau.utils.tensorboard's tests read the event files back with its reader (and compare
 # with torch.utils.tensorboard, which needs it); flambeau itself writes them without it.
@@ -464,7 +466,14 @@ def bench(session: nox.Session) -> None:
     """flambeau vs PyTorch (and NumPy) on the same work, in one run, with ratios."""
     _ensure_wheels(session)
     _install_from_wheelhouse(session, f"flambeau[mpi]=={VERSION}", *MPI_DEPS, TORCH, "numpy")
-    session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
+    # JAX (CPU) for train_models.py's JAX-jit rows (`-- --peers=jax` or `--peers=all`): benchmark only,
+    # never a test or CI dependency (integration_tests/test_models_jax.py skips without it). A failed install
+    # does not stop the bench: the JAX rows then read "n/a (import failed: ...)".
+    session.run("python", "-m", "pip", "--disable-pip-version-check", "install", "-q", JAX, success_codes=[0, 1])
+    # --peers=... goes to train_models.py alone (compile: fb.compile and torch.compile; jax; all)
+    peers = [a for a in session.posargs if a.startswith("--peers=")]
+    posargs = [a for a in session.posargs if not a.startswith("--peers=")]
+    session.run("python", str(ROOT / "benchmarks" / "run.py"), *posargs)
     # Reductions, scans and sort on 1M float32 vs torch and NumPy.
     session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
     # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads.
@@ -478,7 +487,7 @@ def bench(session: nox.Session) -> None:
     # The six benchmark models (training and inference throughput, peak RSS, allocator);
     # --quick is the only option both scripts share.
     quick = ["--quick"] if "--quick" in session.posargs else []
-    session.run("python", str(ROOT / "benchmarks" / "train_models.py"), *quick)
+    session.run("python", str(ROOT / "benchmarks" / "train_models.py"), *quick, *peers)
 
 
 @nox.session(reuse_venv=True)

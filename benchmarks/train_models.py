@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Training and inference throughput of the six benchmark models, flambeau vs PyTorch.
+"""Training and inference throughput of the six benchmark models, flambeau vs PyTorch (eager, compiled) and JAX.
 
 ``nox -s bench`` runs this script after ``run.py``. The models are defined once
 for both frameworks in ``benchmarks/models.py``; a training step is
@@ -29,6 +29,16 @@ How it measures (see benchmarks/README.md):
 - The whole run is made once with ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE``
   as the environment sets them and once with both unset, in the children's
   environment only, for both frameworks (``--openblas`` picks one).
+
+Peers beyond PyTorch eager, opt-in (``--peers compile,jax``; see
+benchmarks/README.md): ``fb.compile(model)`` and ``torch.compile(model)``
+(the model's forward is compiled; the step around it, backward and the
+optimizer run as in eager), and JAX with one jitted step function
+(``benchmarks/models_jax.py``). Each is one more child per round, in the
+interleaved order. The first call's time less a steady step's is reported as
+the compile time: cold in round 1 (empty compile caches, made for the run),
+warm in later rounds (the caches the earlier rounds filled). The ratios
+compare flambeau (eager and compiled) with the fastest peer of each row.
 
 A model whose layers a framework lacks shows ``n/a (missing: Conv2d)``; any
 other failure in a child shows ``n/a (reason)`` and the run goes on
@@ -61,7 +71,21 @@ from models import FRAMEWORKS, MODELS, TrainStep, framework  # noqa: E402
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _RESULT_MARK = "@@flambeau-train-models@@ "
 _CHILD_TIMEOUT = 1200.0  # seconds
+_COMPILE_CHILD_TIMEOUT = 3600.0  # torch.compile's cold compile takes minutes per model on 2 busy cores
 RSS_STEPS = 50
+
+# A mode is one kind of child: (framework of models.py, how the model runs).
+# "flambeau" and "torch" always run; --peers adds the others.
+MODES: dict[str, tuple[str, str]] = {
+    "flambeau": ("flambeau", "eager"),
+    "fb.compile": ("flambeau", "compile"),
+    "torch": ("torch", "eager"),
+    "torch.compile": ("torch", "compile"),
+    "jax.jit": ("jax", "jit"),
+}
+PEER_GROUPS = {"compile": ("fb.compile", "torch.compile"), "jax": ("jax.jit",)}
+OURS = ("flambeau", "fb.compile")
+COMPILED = ("fb.compile", "torch.compile", "jax.jit")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,16 +104,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="both",
         help=f"tables to make: {' and '.join(OPENBLAS_VARS)} as set in the environment, unset, or both (default)",
     )
+    p.add_argument(
+        "--peers",
+        default="",
+        help="more modes besides flambeau and torch eager: comma-separated of compile (fb.compile and "
+        "torch.compile), jax (JAX, jitted step; needs jax installed), all (default: none)",
+    )
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
     p.add_argument("--quick", action="store_true", help="one round, 0.3 s per measurement, no RSS children")
     # Internal: the parent starts children with these.
-    p.add_argument("--_child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    p.add_argument("--_child", choices=tuple(MODES), help=argparse.SUPPRESS)
     p.add_argument("--_mode", choices=("time", "rss"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.model_list = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.model_list if m not in MODELS]
     if unknown or not args.model_list:
         p.error(f"--models: unknown {unknown or 'empty list'}; choose from {', '.join(MODELS)}")
+    peers = [x.strip() for x in args.peers.split(",") if x.strip()]
+    if "all" in peers:
+        peers = list(PEER_GROUPS)
+    bad = [x for x in peers if x not in PEER_GROUPS]
+    if bad:
+        p.error(f"--peers: unknown {bad}; choose from {', '.join(PEER_GROUPS)}, all")
+    extra = {m for g in peers for m in PEER_GROUPS[g]}
+    args.modes = [m for m in MODES if m in ("flambeau", "torch") or m in extra]
     if args.quick:
         args.rounds, args.seconds, args.no_rss = 1, min(args.seconds, 0.3), True
     if args.rounds < 1 or args.threads < 1 or args.seconds <= 0:
@@ -145,24 +183,92 @@ def _timed(fn: Any, batch: int, seconds: float) -> tuple[float, int]:
     return batch / statistics.median(times), n
 
 
-def _time_model(name: str, fw: Any, seconds: float) -> dict[str, Any]:
+def _first_call(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False) -> dict[str, Any]:
     spec = MODELS[name]
     missing = spec.missing(fw)
     if missing:
         return {"error": f"missing: {', '.join(missing)}"}
     fw.manual_seed(0)
-    trainer = TrainStep(spec, fw)
+    model = spec.build(fw)
+    if compiled:  # fb.compile / torch.compile of the model: its forward; backward and the optimizer run eagerly
+        model = fw.lib.compile(model)
+    trainer = TrainStep(spec, fw, model=model)
     out: dict[str, Any] = {}
-    trainer.step()  # the first step allocates the momentum buffers
+    first = _first_call(trainer.step)  # allocates the momentum buffers; compiles a compiled model
     before = _raw_allocs(fw)
     out["train"], steps = _timed(trainer.step, spec.batch, seconds)
     after = _raw_allocs(fw)
+    if compiled:  # the first call less a steady one
+        out["compile_train"] = max(0.0, first - spec.batch / out["train"])
     if before is not None and after is not None:
         out["raw_allocs"] = [after[0] - before[0], after[1] - before[1], steps]
     if spec.eval_benchmark:
         trainer.model.eval()
+        first = _first_call(trainer.infer)
         out["eval"], _ = _timed(trainer.infer, spec.batch, seconds)
+        if compiled:
+            out["compile_eval"] = max(0.0, first - spec.batch / out["eval"])
     return out
+
+
+def _time_jax_model(name: str, seconds: float) -> dict[str, Any]:
+    """The JAX model of ``models_jax.py``: one jitted step (params, opt_state, batch) -> (params, opt_state, loss)."""
+    import jax
+    from models_jax import JaxModel
+
+    spec = MODELS[name]
+    m = JaxModel(name)
+    params, opt_state = m.init(jax.random.PRNGKey(0))
+    batch = m.inputs(jax.random.PRNGKey(1))
+    state = [params, opt_state]
+
+    def step() -> None:
+        state[0], state[1], loss = m.step(state[0], state[1], batch)
+        loss.block_until_ready()  # one executable makes every output: the step is done
+
+    def infer() -> None:
+        m.infer(state[0], state[1][1], batch[0]).block_until_ready()
+
+    out: dict[str, Any] = {}
+    first = _first_call(step)
+    out["train"], _ = _timed(step, spec.batch, seconds)
+    out["compile_train"] = max(0.0, first - spec.batch / out["train"])
+    if spec.eval_benchmark:
+        first = _first_call(infer)
+        out["eval"], _ = _timed(infer, spec.batch, seconds)
+        out["compile_eval"] = max(0.0, first - spec.batch / out["eval"])
+    return out
+
+
+class _JaxNamespace:
+    """What child_main needs of a framework, for the JAX child."""
+
+    name = "jax"
+
+    def __init__(self, threads: int) -> None:
+        import jax
+
+        self.lib, self.threads = jax, threads
+
+    def set_num_threads(self, n: int) -> None:
+        pass  # XLA's threads follow the CPU affinity the parent's environment and _pin_cpus set
+
+    def get_num_threads(self) -> str:
+        return f"{len(os.sched_getaffinity(0))} CPUs" if hasattr(os, "sched_getaffinity") else "?"
+
+
+def _pin_cpus(n: int) -> None:
+    """Restricts this process to ``n`` of its CPUs (XLA sizes its thread pools from the CPUs it may use)."""
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) > n:
+            os.sched_setaffinity(0, cpus[:n])
 
 
 def _rss_model(name: str, fw: Any) -> dict[str, Any]:
@@ -184,8 +290,13 @@ def _rss_model(name: str, fw: Any) -> dict[str, Any]:
 def child_main(args: argparse.Namespace) -> int:
     debug = bool(os.environ.get("FLAMBEAU_BENCH_DEBUG"))
     results: dict[str, Any] = {}
+    lib, how = MODES[args._child]
     try:
-        fw = framework(args._child)
+        if lib == "jax":
+            _pin_cpus(args.threads)
+            fw: Any = _JaxNamespace(args.threads)
+        else:
+            fw = framework(lib)
         fw.set_num_threads(args.threads)
     except Exception as e:
         if debug:
@@ -197,14 +308,16 @@ def child_main(args: argparse.Namespace) -> int:
         try:
             if args._mode == "rss":
                 results[name] = _rss_model(name, fw)
+            elif lib == "jax":
+                results[name] = _time_jax_model(name, args.seconds)
             else:
-                results[name] = _time_model(name, fw, args.seconds)
+                results[name] = _time_model(name, fw, args.seconds, compiled=how == "compile")
         except Exception as e:
             if debug:
                 traceback.print_exc()
             results[name] = {"error": _reason(e)}
         gc.collect()
-    results["_threads"] = fw.lib.get_num_threads()
+    results["_threads"] = fw.get_num_threads() if lib == "jax" else fw.lib.get_num_threads()
     print(_RESULT_MARK + json.dumps(results), flush=True)
     return 0
 
@@ -227,6 +340,29 @@ def _child_env(unset_openblas: bool) -> dict[str, str]:
     return env
 
 
+def _mode_env(args: argparse.Namespace, mode: str, env: dict[str, str]) -> dict[str, str]:
+    """The child's environment for ``mode``: its compile cache in the run's folder; JAX's thread settings."""
+    env = dict(env)
+    cache = getattr(args, "cache_dir", None)
+    if cache and mode in COMPILED:
+        folder = os.path.join(cache, mode)
+        env.update(
+            {
+                "fb.compile": {"FLAMBEAU_EXTENSIONS_DIR": folder},
+                "torch.compile": {"TORCHINDUCTOR_CACHE_DIR": folder},
+                "jax.jit": {"JAX_COMPILATION_CACHE_DIR": folder, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
+            }[mode]
+        )
+    if mode == "jax.jit":
+        # What the issue asked for; XLA's CPU client reads only the first (its default anyway) and ignores the
+        # second (not an XLA flag, no leading --): the child pins itself to --threads CPUs instead (_pin_cpus).
+        env["XLA_FLAGS"] = (
+            env.get("XLA_FLAGS", "") + f" --xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={args.threads}"
+        ).strip()
+        env.setdefault("JAX_PLATFORMS", "cpu")
+    return env
+
+
 def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], env: dict[str, str]) -> dict[str, Any]:
     cmd = [
         sys.executable,
@@ -243,18 +379,19 @@ def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], e
         str(args.seconds),
     ]
     debug = bool(os.environ.get("FLAMBEAU_BENCH_DEBUG"))
+    timeout = _COMPILE_CHILD_TIMEOUT if fw in COMPILED else _CHILD_TIMEOUT
     try:
         proc = subprocess.run(
             cmd,
-            env=env,
+            env=_mode_env(args, fw, env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=None if debug else subprocess.PIPE,
             text=True,
-            timeout=_CHILD_TIMEOUT,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return {m: {"error": f"child timed out after {_CHILD_TIMEOUT:.0f} s"} for m in models}
+        return {m: {"error": f"child timed out after {timeout:.0f} s"} for m in models}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(_RESULT_MARK):
             return json.loads(line[len(_RESULT_MARK) :])
@@ -273,7 +410,10 @@ def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], e
 
 
 def measure(args: argparse.Namespace, unset_openblas: bool) -> tuple[dict[tuple[str, str, str], Cell], dict[str, Any]]:
-    """Every cell of one table: (model, metric, framework) -> Cell; and facts for the footer."""
+    """Every cell of one table: (model, metric, mode) -> Cell; and facts for the footer.
+
+    A compile time is kept as ``(cold, seconds)``: cold when the mode's cache folder was empty.
+    """
     env = _child_env(unset_openblas)
     cells: dict[tuple[str, str, str], Cell] = {}
 
@@ -282,8 +422,10 @@ def measure(args: argparse.Namespace, unset_openblas: bool) -> tuple[dict[tuple[
 
     threads: dict[str, Any] = {}
     for r in range(args.rounds):
-        order = FRAMEWORKS if r % 2 == 0 else tuple(reversed(FRAMEWORKS))
+        order = args.modes if r % 2 == 0 else list(reversed(args.modes))
         for fw in order:
+            cold = fw in COMPILED and fw not in args.caches_used
+            args.caches_used.add(fw)
             t0 = time.perf_counter()
             out = run_child(args, fw, "time", args.model_list, env)
             threads[fw] = out.pop("_threads", threads.get(fw, "?"))
@@ -298,7 +440,9 @@ def measure(args: argparse.Namespace, unset_openblas: bool) -> tuple[dict[tuple[
                         c.error = c.error or res["error"]
                     elif metric in res:
                         c.values.append(res[metric])
-                if "raw_allocs" in res:
+                    if f"compile_{metric}" in res:
+                        cell(model, f"compile_{metric}", fw).extra.append((cold, res[f"compile_{metric}"]))
+                if "raw_allocs" in res and fw == "flambeau":
                     cell(model, "raw_allocs", fw).extra.append(res["raw_allocs"])
     if not args.no_rss:
         for model in args.model_list:
@@ -348,6 +492,18 @@ def format_ratio(a: Cell | None, b: Cell | None) -> str:
     return f"{statistics.median(a.values) / statistics.median(b.values):.2f}"
 
 
+def best_peer(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell], model: str, metric: str) -> str | None:
+    """The peer (not flambeau's) mode with the highest median samples/s on this row, None if none measured."""
+    best, best_median = None, 0.0
+    for mode in args.modes:
+        c = cells.get((model, metric, mode))
+        if mode in OURS or c is None or c.error or not c.values:
+            continue
+        if statistics.median(c.values) > best_median:
+            best, best_median = mode, statistics.median(c.values)
+    return best
+
+
 METRICS = [
     ("train", "train samples/s"),
     ("eval", "eval samples/s"),
@@ -356,24 +512,8 @@ METRICS = [
 ]
 
 
-def print_table(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell], title: str) -> None:
-    headers = ["model", "metric", "flambeau (min / median)", "torch (min / median)", "fb/torch"]
-    table = [headers]
-    for model in args.model_list:
-        for metric, label in METRICS:
-            fb_cell, torch_cell = cells.get((model, metric, "flambeau")), cells.get((model, metric, "torch"))
-            if fb_cell is None and torch_cell is None:
-                continue  # not measured (no eval benchmark, --no-rss, or flambeau failed first)
-            table.append(
-                [
-                    f"{model} ({MODELS[model].batch})",
-                    label,
-                    format_cell(fb_cell, metric),
-                    format_cell(torch_cell, metric) if metric != "raw_allocs" else "-",
-                    format_ratio(fb_cell, torch_cell) if metric != "raw_allocs" else "-",
-                ]
-            )
-    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+def _print_rows(table: list[list[str]], title: str) -> None:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     print()
     print(title)
     for i, r in enumerate(table):
@@ -381,6 +521,60 @@ def print_table(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell
         if i == 0:
             print("  ".join("-" * w for w in widths))
     print()
+
+
+def print_table(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell], title: str) -> None:
+    peers_only_torch = args.modes == ["flambeau", "torch"]
+    ours = [m for m in OURS if m in args.modes]
+    ratio_heads = ["fb/torch"] if peers_only_torch else [f"{m} / best peer" for m in ours]
+    headers = ["model", "metric", *(f"{m} (min / median)" for m in args.modes), *ratio_heads]
+    table = [headers]
+    for model in args.model_list:
+        for metric, label in METRICS:
+            row_cells = {m: cells.get((model, metric, m)) for m in args.modes}
+            if all(c is None for c in row_cells.values()):
+                continue  # not measured (no eval benchmark, --no-rss, or flambeau failed first)
+            shown = [
+                format_cell(c, metric) if (metric != "raw_allocs" or m == "flambeau") else "-"
+                for m, c in row_cells.items()
+            ]
+            if metric in ("rss", "raw_allocs"):  # flambeau and torch eager only
+                ratio = format_ratio(row_cells["flambeau"], row_cells["torch"]) if metric == "rss" else "-"
+                ratios = [ratio] + ["-"] * (len(ratio_heads) - 1)
+            elif peers_only_torch:
+                ratios = [format_ratio(row_cells["flambeau"], row_cells["torch"])]
+            else:
+                peer = best_peer(args, cells, model, metric)
+                ratios = [f"{format_ratio(row_cells[m], row_cells[peer])} ({peer})" if peer else "-" for m in ours]
+            table.append([f"{model} ({MODELS[model].batch})", label, *shown, *ratios])
+    _print_rows(table, title)
+
+
+def print_compile_table(args: argparse.Namespace, cells: dict[tuple[str, str, str], Cell]) -> None:
+    """Compile times per model and compiled mode: cold (empty cache) and warm (median of the later children)."""
+    modes = [m for m in args.modes if m in COMPILED]
+    if not modes:
+        return
+    table = [["model", "step", *(f"{m} cold / warm (s)" for m in modes)]]
+    for model in args.model_list:
+        for metric in ("train", "eval"):
+            row = []
+            for mode in modes:
+                c = cells.get((model, f"compile_{metric}", mode))
+                if c is None or not c.extra:
+                    err = cells.get((model, metric, mode))
+                    row.append(f"n/a ({err.error})" if err is not None and err.error else "-")
+                    continue
+                cold = [v for is_cold, v in c.extra if is_cold]
+                warm = [v for is_cold, v in c.extra if not is_cold]
+                row.append(f"{f'{cold[0]:.2f}' if cold else '-'} / {f'{statistics.median(warm):.2f}' if warm else '-'}")
+            if any(x != "-" for x in row):
+                table.append([f"{model} ({MODELS[model].batch})", metric, *row])
+    _print_rows(
+        table,
+        "Compile time: the first call less a steady one (train: the first training step; eval: the first "
+        "no-grad eval call, after training)",
+    )
 
 
 def _loadavg() -> str:
@@ -393,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         return child_main(args)
 
     import platform
+    import tempfile
 
     print("flambeau vs PyTorch: the six benchmark models (benchmarks/models.py)")
     print(
@@ -400,6 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.threads} threads in every child, {args.rounds} rounds, ~{args.seconds:g} s per measurement"
     )
     print(f"  load average before the run (1/5/15 min): {_loadavg()}  (other processes skew every figure)")
+    print(f"  modes: {', '.join(args.modes)}")
+    args.caches_used = set()
+    tmp = tempfile.TemporaryDirectory(prefix="flambeau-bench-compile-") if set(args.modes) & set(COMPILED) else None
+    args.cache_dir = tmp.name if tmp else None
     settings = {"env": [False], "unset": [True], "both": [False, True]}[args.openblas]
     if args.openblas == "both" and not any(v in os.environ for v in OPENBLAS_VARS):
         print(f"  the environment sets neither {' nor '.join(OPENBLAS_VARS)}: one table (both settings are the same)")
@@ -416,8 +615,10 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         cells, facts = measure(args, unset)
         print_table(args, cells, f"OpenBLAS: {shown}  ({time.perf_counter() - t0:.0f} s)")
+        print_compile_table(args, cells)
         print(
-            "samples/s: higher is better; fb/torch = ratio of medians (> 1: flambeau faster). "
+            "samples/s: higher is better; fb/torch, X / best peer = ratio of medians (> 1: flambeau faster), "
+            "the best peer being the fastest of the other modes on the row. "
             "peak RSS: lower is better (fb/torch < 1: flambeau smaller), growth over the RSS after import in brackets."
         )
         print(
@@ -426,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         threads = ", ".join(f"{k} {v}" for k, v in facts["threads"].items())
         print(f"threads reported by the children: {threads}; load average now: {_loadavg()}")
+    if tmp:
+        tmp.cleanup()
     return 0
 
 
