@@ -6,11 +6,12 @@ integer type): ``result_type``, ``can_cast`` and every binary element-wise
 function of ``flambeau.array_api`` use the table here. ``finfo``/``iinfo``
 return objects whose ``dtype`` is a dtype (PyTorch's is a string).
 
-Several core kernels (like PyTorch's) take uint16/uint32/uint64 for few
-ops; ``unsigned_safe`` and ``call_kernel`` compute those in a signed type
-that holds the same values (uint16 in int32, uint32 in int64) or the same
-bits (uint64 as int64), and give the result back in the unsigned type, as
-the standard asks for every integer dtype.
+The element-wise kernels take uint16/uint32/uint64 as every other integer
+dtype; a few others (searching, sorting, set functions, matrix products) still
+lack them: ``unsigned_safe`` computes those in a signed type that holds the
+same values (uint16 in int32, uint32 in int64) or the same bits (uint64 as
+int64), and gives the result back in the unsigned type, as the standard asks
+for every integer dtype.
 
 Every public name here is re-exported by ``flambeau.array_api``.
 """
@@ -269,7 +270,7 @@ def iinfo(type, /):  # noqa: A002
 
 
 # ----------------------------------------------------------------------------
-# Kernels that lack uint16/uint32/uint64
+# Kernels (not element-wise ones) that lack uint16/uint32/uint64
 
 
 def _wide_unsigned():
@@ -318,32 +319,3 @@ def unsigned_safe(fn, x, *args, ordered: _builtins.bool = False, back: _builtins
         return fn(x, *args, **kw)
     out = fn(to_signed(x, ordered=ordered), *args, **kw)
     return from_signed(out, x.dtype, ordered=ordered) if back else out
-
-
-# Element-wise kernels whose result bits are the same on uint64 viewed as int64 (two's complement, mod 2**64).
-_SAME_BITS = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "neg", "square"}
-_SAME_BITS |= {"add", "sub", "mul"}
-
-
-def call_kernel(name: str, target: str, *args):
-    """``flambeau_core.<target>(*args)``; on uint16/32/64 operands that the kernel lacks, computed signed.
-
-    ``args`` already share the standard's promoted dtype. uint16/uint32 go through int32/int64
-    (values), uint64 through int64 (bits) for the ops that are the same on the bits; the result
-    comes back in the unsigned dtype (bool results stay bool).
-    """
-    fn = getattr(_fc, target)
-    tensors = [a for a in args if isinstance(a, _Tensor)]
-    if not tensors or not needs_signed(tensors[0].dtype):
-        return fn(*args)
-    dtype = tensors[0].dtype
-    if target in ("abs", "sign"):  # unsigned values: |x| is x, sign(x) is 0 or 1
-        return args[0].clone() if target == "abs" else (args[0] != 0).to(dtype)
-    try:
-        return fn(*args)
-    except TypeError as exc:
-        if dtype == getattr(_fc, "uint64", None) and target not in _SAME_BITS:
-            raise TypeError(f"{name}: not supported for uint64 by the kernels ({exc})") from None
-    signed = [to_signed(a, ordered=False) if isinstance(a, _Tensor) else a for a in args]
-    out = fn(*signed)
-    return out if out.dtype == _fc.bool else from_signed(out, dtype, ordered=False)

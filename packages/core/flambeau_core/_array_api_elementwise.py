@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import flambeau_core as _fc
 from flambeau_core._array_api_dtypes import (
-    call_kernel as _call_kernel,
-)
-from flambeau_core._array_api_dtypes import (
     check_tensor as _check_tensor,
 )
 from flambeau_core._array_api_dtypes import (
@@ -25,9 +22,6 @@ from flambeau_core._array_api_dtypes import (
 )
 from flambeau_core._array_api_dtypes import (
     is_py_scalar as _is_py_scalar,
-)
-from flambeau_core._array_api_dtypes import (
-    needs_signed as _needs_signed,
 )
 from flambeau_core._array_api_dtypes import (
     promote as _promote,
@@ -198,7 +192,7 @@ def _unary(name: str, torch_name: str | None = None):
 
     def fn(x, /):
         _check_tensor(name, x)
-        return _call_kernel(name, target, x)
+        return getattr(_fc, target)(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The standard's ``{name}(x)``: flambeau's ``{target}`` element-wise." + _example_doc(name)
@@ -225,7 +219,7 @@ def _binary(name: str, torch_name: str | None = None):
 
     def fn(x1, x2, /):
         x1, x2 = _binary_operands(name, x1, x2)
-        return _call_kernel(name, target, x1, x2)
+        return getattr(_fc, target)(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The standard's ``{name}(x1, x2)``: flambeau's ``{target}`` element-wise." + _example_doc(name)
@@ -338,7 +332,7 @@ def sign(x, /):
     if _is_complex(x.dtype):
         mag = _fc.abs(x)
         return _fc.where(mag == 0, _fc.zeros_like(x), x / mag)
-    out = _call_kernel("sign", "sign", x)
+    out = _fc.sign(x)
     return _fc.where(_fc.isnan(x), x, out) if _is_float(x.dtype) else out
 
 
@@ -387,6 +381,11 @@ nextafter = _binary("nextafter")
 logaddexp = _binary("logaddexp")
 
 
+def _beyond_int64(value) -> bool:
+    """A Python int bound clamp cannot take (a number argument is at most int64's max): uint64's top half."""
+    return isinstance(value, int) and value >= 2**63
+
+
 def _bound(value, dtype):
     """A Python bound as a 0-d tensor of ``dtype`` (uint64 values from 2**63 up go in as their int64 bits)."""
     if dtype == getattr(_fc, "uint64", None) and isinstance(value, int) and value >= 2**63:
@@ -406,7 +405,7 @@ def clip(x, /, min=None, max=None):  # noqa: A002
     _check_tensor("clip", x)
     if min is None and max is None:
         return x.clone()
-    if isinstance(min, _Tensor) or isinstance(max, _Tensor) or _needs_signed(x.dtype):  # clamp lacks uint16/32/64
+    if isinstance(min, _Tensor) or isinstance(max, _Tensor) or _beyond_int64(min) or _beyond_int64(max):
         out = x
         if min is not None:
             out = _fc.maximum(out, min if isinstance(min, _Tensor) else _bound(min, x.dtype))

@@ -42,7 +42,6 @@ from flambeau_core import _C
 # The data-type rules (the standard's promotion table, isdtype, result_type, can_cast,
 # finfo, iinfo) and the uint16/uint32/uint64 fallback for kernels that lack them live in
 # _array_api_dtypes.py; the element-wise functions in _array_api_elementwise.py.
-from flambeau_core._array_api_dtypes import call_kernel as _call_kernel
 from flambeau_core._array_api_dtypes import can_cast as can_cast
 from flambeau_core._array_api_dtypes import check_tensor as _check_tensor
 from flambeau_core._array_api_dtypes import dtypes_present as _dtypes_present
@@ -622,7 +621,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     x1, x2 = _binary_operands("vecdot", x1, x2)
     a = _fc.conj(x1) if _is_complex(x1.dtype) else x1
     # The sum keeps the operands' dtype (PyTorch's widens small integers to int64).
-    return _unsigned_safe(lambda t: _fc.sum(t, axis), _call_kernel("vecdot", "mul", a, x2)).to(x1.dtype)
+    return _unsigned_safe(lambda t: _fc.sum(t, axis), _fc.mul(a, x2)).to(x1.dtype)
 
 
 def broadcast_arrays(*arrays):
@@ -930,9 +929,6 @@ def where(condition, x1, x2, /):
     """
     if isinstance(x1, _Tensor) or isinstance(x2, _Tensor):
         x1, x2 = _binary_operands("where", x1, x2)  # the standard's promotion (uint16/32/64 too)
-        if _needs_signed(x1.dtype):
-            signed = _fc.where(condition, _to_signed(x1, ordered=False), _to_signed(x2, ordered=False))
-            return _from_signed(signed, x1.dtype, ordered=False)
     return _fc.where(condition, x1, x2)
 
 

@@ -76,33 +76,35 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
   constexpr S b1 = S::Bool, u1 = S::UInt8, i1 = S::Int8, i2 = S::Int16, i4 = S::Int32, i8 = S::Int64,
               f2 = S::Float16, bf = S::BFloat16, f4 = S::Float32, f8 = S::Float64, u2 = S::UInt16,
               u4 = S::UInt32, u8 = S::UInt64, c8 = S::ComplexFloat, c16 = S::ComplexDouble;
-  // No promotion (PyTorch raises): the "barebones" unsigned types with another integer, bool or complex.
+  // No integer dtype holds both uint64 and a signed integer: PyTorch raises, and so does flambeau.
   constexpr S ER = static_cast<S>(-1);
-  // PyTorch's promotion table (torch.promote_types), rows/cols in enum order.
+  // PyTorch's promotion table (torch.promote_types), rows/cols in enum order. PyTorch refuses the
+  // "barebones" unsigned types uint16/uint32/uint64 with bool, another integer or complex; flambeau
+  // promotes them as NumPy and the Array API standard do (the smallest integer dtype holding both:
+  // uint16 + int8 is int32, uint32 + int32 is int64), and with complex as any integer does (the complex).
   static constexpr S table[kNumScalarTypes][kNumScalarTypes] = {
       /*         b1   u1   i1   i2   i4   i8   f2   bf   f4   f8   u2   u4   u8   c8   c16 */
-      /* b1  */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
-      /* u1  */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
-      /* i1  */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
-      /* i2  */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
-      /* i4  */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
-      /* i8  */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, ER, ER, ER, c8, c16},
+      /* b1  */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, u2, u4, u8, c8, c16},
+      /* u1  */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, u2, u4, u8, c8, c16},
+      /* i1  */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, i4, i8, ER, c8, c16},
+      /* i2  */ {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, i4, i8, ER, c8, c16},
+      /* i4  */ {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, i4, i8, ER, c8, c16},
+      /* i8  */ {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, i8, i8, ER, c8, c16},
       /* f2  */ {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, f2, f2, f2, c8, c16},
       /* bf  */ {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, bf, bf, bf, c8, c16},
       /* f4  */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, f4, f4, f4, c8, c16},
       /* f8  */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c16, c16},
-      /* u2  */ {ER, ER, ER, ER, ER, ER, f2, bf, f4, f8, u2, ER, ER, ER, ER},
-      /* u4  */ {ER, ER, ER, ER, ER, ER, f2, bf, f4, f8, ER, u4, ER, ER, ER},
-      /* u8  */ {ER, ER, ER, ER, ER, ER, f2, bf, f4, f8, ER, ER, u8, ER, ER},
-      /* c8  */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c16, ER, ER, ER, c8, c16},
-      /* c16 */ {c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, ER, ER, ER, c16, c16},
+      /* u2  */ {u2, u2, i4, i4, i4, i8, f2, bf, f4, f8, u2, u4, u8, c8, c16},
+      /* u4  */ {u4, u4, i8, i8, i8, i8, f2, bf, f4, f8, u4, u4, u8, c8, c16},
+      /* u8  */ {u8, u8, ER, ER, ER, ER, f2, bf, f4, f8, u8, u8, u8, c8, c16},
+      /* c8  */ {c8, c8, c8, c8, c8, c8, c8, c8, c8, c16, c8, c8, c8, c8, c16},
+      /* c16 */ {c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16, c16},
   };
   const S r = table[static_cast<int>(a)][static_cast<int>(b)];
   if (r == ER)
-    throw TypeError(
-        detail::cat_str("Promotion for uint16, uint32, uint64 types is not supported, attempted to "
-                        "promote ",
-                        dtype_name(a), " and ", dtype_name(b)));
+    throw TypeError(detail::cat_str("Promotion of uint64 with a signed integer type is not supported (no integer "
+                                    "dtype holds both), attempted to promote ",
+                                    dtype_name(a), " and ", dtype_name(b)));
   return r;
 }
 

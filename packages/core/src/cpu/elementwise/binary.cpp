@@ -56,6 +56,7 @@ constexpr IntLoops kSubInts = FB_INT_LOOPS_NO_BOOL(base::sub_loop);
 constexpr IntLoops kMulInts = FB_INT_LOOPS(base::mul_loop);
 constexpr IntLoops kMaxInts = FB_INT_LOOPS(base::maximum_loop);
 constexpr IntLoops kMinInts = FB_INT_LOOPS(base::minimum_loop);
+constexpr IntLoops kPowInts = FB_INT_LOOPS(pow_loop);
 
 // alpha passed the meta step's check_alpha (Note [Meta step]); for bool
 // results any nonzero alpha means True.
@@ -80,26 +81,8 @@ Tensor minimum_cpu(const Tensor& a, const Tensor& b) {
 
 Tensor pow_cpu(const Tensor& a, const Tensor& b) {
   const ScalarType t = result_type(a, b);
-  Loop1D loop = nullptr;
+  Loop1D loop = int_loop(kPowInts, t);  // bool and the integers
   switch (t) {
-    case ScalarType::Bool:
-      loop = &pow_loop<bool>;
-      break;
-    case ScalarType::UInt8:
-      loop = &pow_loop<uint8_t>;
-      break;
-    case ScalarType::Int8:
-      loop = &pow_loop<int8_t>;
-      break;
-    case ScalarType::Int16:
-      loop = &pow_loop<int16_t>;
-      break;
-    case ScalarType::Int32:
-      loop = &pow_loop<int32_t>;
-      break;
-    case ScalarType::Int64:
-      loop = &pow_loop<int64_t>;
-      break;
     case ScalarType::Float32:
       loop = &pow_loop<float>;
       break;
@@ -119,7 +102,7 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
       loop = &pow_loop<complex128>;
       break;
     default:
-      unsupported_dtype("pow", t);
+      if (!loop) unsupported_dtype("pow", t);
   }
   TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
   run_loop(it, loop, 0, kGrainSize);

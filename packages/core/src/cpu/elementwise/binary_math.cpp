@@ -86,7 +86,7 @@ Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std
   // A bound is given: the meta step's check_clamp_bounds (Note [Meta step]).
   const ScalarType t = meta::clamp_dtype(self, min, max);
   TensorIterator it = TensorIterator::unary("clamp", self, t, t);
-  visit_dtype(t, "clamp", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtUInts | kDtFloats>(t, "clamp", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // An absent bound is the dtype's end (infinity for floats, so inf stays inf).
     constexpr bool fp = std::is_floating_point_v<T>;

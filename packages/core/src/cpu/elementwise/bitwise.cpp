@@ -1,6 +1,7 @@
 // CPU kernels: logical_and/or/xor/not (bool results, any dtype) and the
-// bitwise ops and shifts (bool and integer dtypes; TypeError for floats).
+// bitwise ops and shifts (bool and integer dtypes, uint16/uint32/uint64 included; TypeError for floats).
 #include <type_traits>
+#include <utility>
 
 #include "elementwise.h"
 #include "flambeau/ops.h"
@@ -9,7 +10,7 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-constexpr unsigned kAll = kFloats | kInts | kBool;
+constexpr unsigned kIntegers = kInts | kBool;
 
 // A complex value is true where its real or imaginary part is nonzero (as PyTorch).
 bool any_complex(const Tensor& a, const Tensor& b) { return is_complex(a.dtype()) || is_complex(b.dtype()); }
@@ -19,26 +20,60 @@ Tensor truth(const Tensor& a) {
   return op::any(op::view_as_real(op::contiguous(a, MemoryFormat::Contiguous)), IntArrayRef(last, 1), false);
 }
 
+// Whether a value is true depends on its bits only, so the logical ops read an integer of each width as
+// the unsigned type of that width (int16 and uint16 share one loop); floats keep their type (-0.0 is false).
+template <class F>
+void visit_truth(ScalarType t, const char* op, F&& f) {
+  switch (t) {
+    case ScalarType::Bool:
+      return f(type_tag<bool>{});
+    case ScalarType::UInt8:
+    case ScalarType::Int8:
+      return f(type_tag<uint8_t>{});
+    case ScalarType::Int16:
+    case ScalarType::UInt16:
+      return f(type_tag<uint16_t>{});
+    case ScalarType::Int32:
+    case ScalarType::UInt32:
+      return f(type_tag<uint32_t>{});
+    case ScalarType::Int64:
+    case ScalarType::UInt64:
+      return f(type_tag<uint64_t>{});
+    default:
+      return visit_dtypes<kDtFloats | kDtHalf>(t, op, std::forward<F>(f));
+  }
+}
+
+template <class F>
+Tensor logical_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
+  const ScalarType t = result_type(a, b);
+  TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
+  visit_truth(t, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each([&](char** d, const int64_t* s,
+                    int64_t n) { base::binary_loop<bool, T>(d, s, n, [&](T x, T y) { return f(bool(x), bool(y)); }); },
+                kGrainSize);
+  });
+  return it.output();
+}
+
 Tensor logical_and_cpu(const Tensor& a, const Tensor& b) {
   if (any_complex(a, b)) return op::logical_and(truth(a), truth(b));
-  return binary_typed<kAll>(
-      "logical_and", a, b, result_type(a, b), [](auto x, auto y) { return x && y; }, true);
+  return logical_binary("logical_and", a, b, [](bool x, bool y) { return x && y; });
 }
 Tensor logical_or_cpu(const Tensor& a, const Tensor& b) {
   if (any_complex(a, b)) return op::logical_or(truth(a), truth(b));
-  return binary_typed<kAll>(
-      "logical_or", a, b, result_type(a, b), [](auto x, auto y) { return x || y; }, true);
+  return logical_binary("logical_or", a, b, [](bool x, bool y) { return x || y; });
 }
 Tensor logical_xor_cpu(const Tensor& a, const Tensor& b) {
   if (any_complex(a, b)) return op::logical_xor(truth(a), truth(b));
-  return binary_typed<kAll>(
-      "logical_xor", a, b, result_type(a, b), [](auto x, auto y) { return bool(x) != bool(y); }, true);
+  return logical_binary("logical_xor", a, b, [](bool x, bool y) { return x != y; });
 }
 
 Tensor logical_not_cpu(const Tensor& a) {
   if (is_complex(a.dtype())) return op::logical_not(truth(a));
   TensorIterator it = TensorIterator::unary("logical_not", a, a.dtype(), ScalarType::Bool);
-  visit_dtype(a.dtype(), "logical_not", [&](auto tag) {
+  visit_truth(a.dtype(), "logical_not", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each([](char** d, const int64_t* s,
                    int64_t n) { base::unary_loop<bool, T>(d, s, n, [](T x) { return !x; }); },
@@ -46,8 +81,6 @@ Tensor logical_not_cpu(const Tensor& a) {
   });
   return it.output();
 }
-
-constexpr unsigned kIntegers = kInts | kBool;
 
 Tensor bitwise_and_cpu(const Tensor& a, const Tensor& b) {
   return binary_typed<kIntegers>("bitwise_and", a, b, result_type(a, b),
@@ -63,19 +96,16 @@ Tensor bitwise_xor_cpu(const Tensor& a, const Tensor& b) {
 
 Tensor bitwise_not_cpu(const Tensor& a) {
   TensorIterator it = TensorIterator::unary("bitwise_not", a, a.dtype(), a.dtype());
-  visit_dtype(a.dtype(), "bitwise_not", [&](auto tag) {
+  visit_dtypes<kIntegers>(a.dtype(), "bitwise_not", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
       it.for_each([](char** d, const int64_t* s,
                      int64_t n) { base::unary_loop<T, T>(d, s, n, [](T x) { return !x; }); },
                   kMemoryBoundGrain);
-    } else if constexpr (std::is_integral_v<T>) {
+    } else {
       it.for_each([](char** d, const int64_t* s,
                      int64_t n) { base::unary_loop<T, T>(d, s, n, [](T x) { return static_cast<T>(~x); }); },
                   kMemoryBoundGrain);
-    } else {
-      throw TypeError(detail::cat_str("[bitwise_not] is not supported for dtype ", dtype_name(a.dtype()),
-                                      " (bool and integer dtypes only)"));
     }
   });
   return it.output();

@@ -1,8 +1,8 @@
 #pragma once
 // Shared by the elementwise kernel files (binary.cpp, unary.cpp): choosing a
 // 1-D loop for a compute dtype. float32/float64 loops come from the
-// run-time-selected vector table (Note [CPU capabilities]); bool/int32/int64
-// loops are the baseline instantiations passed in `ints`.
+// run-time-selected vector table (Note [CPU capabilities]); bool and integer
+// loops are the baseline instantiations passed in `ints` (IntLoops).
 #include <algorithm>
 #include <type_traits>
 
@@ -14,24 +14,32 @@
 
 namespace flambeau::cpu {
 
-/// Loops for bool, uint8, int8, int16, int32, int64 in ScalarType order
-/// (nullptr: the op does not support that dtype).
+/// Loops for the integer dtypes and bool: bool, uint8, int8, int16, int32, int64, then uint16,
+/// uint32, uint64 (nullptr: the op does not support that dtype). This is the one list of the
+/// integer family the elementwise kernels instantiate: a loop written for it covers every
+/// integer dtype (unsigned ones wrap as uint8 does, Note [Integer wrap-around]).
 struct IntLoops {
-  Loop1D by_type[6];
+  Loop1D by_type[9];
 };
-#define FB_INT_LOOPS(fn)                                                             \
-  ::flambeau::cpu::IntLoops {                                                        \
-    {                                                                                \
-      &fn<bool>, &fn<uint8_t>, &fn<int8_t>, &fn<int16_t>, &fn<int32_t>, &fn<int64_t> \
-    }                                                                                \
+#define FB_INT_LOOPS_FROM(first, fn)                                                             \
+  ::flambeau::cpu::IntLoops {                                                                    \
+    {                                                                                            \
+      first, &fn<uint8_t>, &fn<int8_t>, &fn<int16_t>, &fn<int32_t>, &fn<int64_t>, &fn<uint16_t>, \
+          &fn<uint32_t>, &fn<uint64_t>                                                           \
+    }                                                                                            \
   }
-#define FB_INT_LOOPS_NO_BOOL(fn)                                                   \
-  ::flambeau::cpu::IntLoops {                                                      \
-    {                                                                              \
-      nullptr, &fn<uint8_t>, &fn<int8_t>, &fn<int16_t>, &fn<int32_t>, &fn<int64_t> \
-    }                                                                              \
-  }
+#define FB_INT_LOOPS(fn) FB_INT_LOOPS_FROM(&fn<bool>, fn)
+#define FB_INT_LOOPS_NO_BOOL(fn) FB_INT_LOOPS_FROM(nullptr, fn)
 inline constexpr IntLoops kNoIntLoops{};
+
+/// The loop of `ints` for dtype t, or nullptr (t is not bool or an integer, or the op lacks it).
+inline Loop1D int_loop(const IntLoops& ints, ScalarType t) {
+  const int i = static_cast<int>(t);
+  if (i <= static_cast<int>(ScalarType::Int64)) return ints.by_type[i];  // bool .. int64
+  if (t == ScalarType::UInt16 || t == ScalarType::UInt32 || t == ScalarType::UInt64)
+    return ints.by_type[6 + i - static_cast<int>(ScalarType::UInt16)];
+  return nullptr;
+}
 
 [[noreturn]] inline void unsupported_dtype(const char* op, ScalarType t) {
   if (t == ScalarType::Bool) throw TypeError(detail::cat_str("[", op, "] is not supported for bool tensors"));
@@ -46,8 +54,6 @@ inline constexpr IntLoops kNoIntLoops{};
 Loop1D half_loop(ScalarType t, VecOp op);
 /// The complex64/complex128 loop of an op (complex_loops.cpp), or nullptr.
 Loop1D complex_loop(ScalarType t, VecOp op);
-/// The uint16/uint32/uint64 loop of an op (uint_loops.cpp), or nullptr.
-Loop1D uint_loop(ScalarType t, VecOp op);
 /// |z| of a complex tensor, in the matching real dtype (complex_loops.cpp).
 Tensor complex_abs(const Tensor& a);
 
@@ -62,11 +68,6 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
     case ScalarType::ComplexDouble:
       f = complex_loop(t, vop);
       break;
-    case ScalarType::UInt16:
-    case ScalarType::UInt32:
-    case ScalarType::UInt64:
-      f = uint_loop(t, vop);
-      break;
     case ScalarType::Float32:
       f = vec_table().f32[vop];
       break;
@@ -74,42 +75,35 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
       f = vec_table().f64[vop];
       break;
     default:
-      if (static_cast<int>(t) < 6) f = ints.by_type[static_cast<int>(t)];  // bool .. int64
+      f = int_loop(ints, t);
       break;
   }
   if (!f) unsupported_dtype(op, t);
   return f;
 }
 
-enum AllowDtypes : unsigned { kFloats = 1, kInts = 2, kBool = 4 };
-
-template <class T, unsigned Allow>
-inline constexpr bool kAllowed = std::is_floating_point_v<T> ? (Allow & kFloats) != 0
-                                 : std::is_same_v<T, bool>   ? (Allow & kBool) != 0
-                                                             : (Allow & kInts) != 0;
+/// The dtype classes of binary_typed, as sets of type_dispatch.h: kInts is the whole integer
+/// family (uint8 .. int64 and uint16, uint32, uint64).
+inline constexpr unsigned kFloats = kDtFloats, kInts = kDtInts | kDtUInts, kBool = kDtBool;
 
 /// Runs f(x, y) over a binary iterator computing in dtype t, for the dtype
 /// classes in Allow (else a TypeError naming the op and the dtypes). The result
-/// is in dtype t, or bool when bool_result (logical ops).
-template <unsigned Allow, class F>
-Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType t, F f,
-                    bool bool_result = false) {
-  TensorIterator it = TensorIterator::binary(op, a, b, t, bool_result ? ScalarType::Bool : t);
-  visit_dtype(t, op, [&](auto tag) {
+/// is in dtype t, or bool when BoolResult (logical ops): a template parameter, so
+/// each op instantiates one loop per dtype.
+template <unsigned Allow, bool BoolResult = false, class F>
+Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType t, F f) {
+  if (!(Allow & dtype_set_of(t)))
+    throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(t), " (inputs ",
+                                    dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
+  TensorIterator it = TensorIterator::binary(op, a, b, t, BoolResult ? ScalarType::Bool : t);
+  visit_dtypes<Allow>(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kAllowed<T, Allow>) {
-      it.for_each(
-          [&](char** d, const int64_t* s, int64_t n) {
-            if (bool_result)
-              base::binary_loop<bool, T>(d, s, n, [&](T x, T y) { return static_cast<bool>(f(x, y)); });
-            else
-              base::binary_loop<T, T>(d, s, n, [&](T x, T y) { return static_cast<T>(f(x, y)); });
-          },
-          kGrainSize);
-    } else {
-      throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(t), " (inputs ",
-                                      dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
-    }
+    using R = std::conditional_t<BoolResult, bool, T>;
+    it.for_each(
+        [&](char** d, const int64_t* s, int64_t n) {
+          base::binary_loop<R, T>(d, s, n, [&](T x, T y) { return static_cast<R>(f(x, y)); });
+        },
+        kGrainSize);
   });
   return it.output();
 }

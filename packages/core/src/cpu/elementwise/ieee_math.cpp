@@ -1,4 +1,4 @@
-// CPU kernel: signbit (exact for signed zeros, infinities and NaN). copysign,
+// CPU kernel: signbit of every real dtype (exact for signed zeros, infinities and NaN). copysign,
 // nextafter and logaddexp are entries of FB_BINARY_MATH (binary_math.cpp).
 #include <cmath>
 
@@ -13,13 +13,15 @@ using namespace cpu;
 Tensor signbit_cpu(const Tensor& a) {
   const ScalarType t = a.dtype();
   TensorIterator it = TensorIterator::unary("signbit", a, t, ScalarType::Bool);
-  visit_dtype(t, "signbit", [&](auto tag) {
+  visit_dtypes<kDtReal>(t, "signbit", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each(
         [](char** d, const int64_t* s, int64_t n) {
           base::unary_loop<bool, T>(d, s, n, [](T x) {
             if constexpr (std::is_floating_point_v<T>)
               return static_cast<bool>(std::signbit(x));
+            else if constexpr (is_half_v<T>)
+              return (x.x >> 15) != 0;  // the sign bit of float16 and bfloat16 alike
             else if constexpr (std::is_signed_v<T>)
               return x < 0;
             else

@@ -100,16 +100,18 @@ Tensor float_check(const char* op, const Tensor& a, bool integer_value, Pred pre
   TensorIterator it = TensorIterator::unary(op, a, t, ScalarType::Bool);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    it.for_each([&](char** d, const int64_t* s,
-                    int64_t n) { base::unary_loop<bool, T>(d, s, n, [&](T x) { return pred(x); }); },
-                kMemoryBoundGrain);
+    it.for_each(
+        [&](char** d, const int64_t* s, int64_t n) {
+          base::unary_loop<bool, T>(d, s, n, [&](T x) {
+            if constexpr (is_half_v<T>)
+              return pred(static_cast<float>(x));  // exact: every float16/bfloat16 value is a float32
+            else
+              return pred(x);
+          });
+        },
+        kMemoryBoundGrain);
   };
-  if (t == ScalarType::Float32)
-    run(type_tag<float>{});
-  else if (t == ScalarType::Float64)
-    run(type_tag<double>{});
-  else
-    unsupported_dtype(op, t);
+  visit_dtypes<kDtFloats | kDtHalf>(t, op, run);
   return it.output();
 }
 
