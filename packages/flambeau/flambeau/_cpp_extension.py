@@ -226,14 +226,15 @@ def _commands(
     compiles = []
     for i, src in enumerate(sources):
         obj = os.path.join(objdir, f"{i}_{os.path.splitext(os.path.basename(src))[0]}.o")
+        deps = ["-MD", "-MF", obj + ".d"]  # the headers it read (Note [Extension header dependencies])
         if src.endswith(_CUDA_SUFFIXES):
             nvcc = _nvcc()
             assert nvcc is not None  # checked before
-            cmd = [nvcc, _CXX_STANDARD, "-O2", "-Xcompiler", "-fPIC", *defines, *incs, *cuda_cflags, "-c", src]
+            cmd = [nvcc, _CXX_STANDARD, "-O2", "-Xcompiler", "-fPIC", *defines, *incs, *cuda_cflags, *deps, "-c", src]
         else:
             # pybind11 modules hide their symbols (pybind11's advice); a plain library exports them (ctypes).
             visibility = ["-fvisibility=hidden"] if is_python_module else []
-            cmd = [_cxx(), _CXX_STANDARD, "-O2", "-fPIC", *visibility, *defines, *incs, *cflags, "-c", src]
+            cmd = [_cxx(), _CXX_STANDARD, "-O2", "-fPIC", *visibility, *defines, *incs, *cflags, *deps, "-c", src]
         compiles.append((cmd + ["-o", obj], obj))
     libs = library_paths(cuda=with_cuda)
     link = [_cxx(), "-shared", *[c[1] for c in compiles], "-o", output]
@@ -318,7 +319,8 @@ def load(
 
     The build is cached under ``build_directory``, else ``$FLAMBEAU_EXTENSIONS_DIR/<name>``, else
     ``~/.cache/flambeau_extensions/<name>``, keyed by a hash of the sources, the flags, the
-    compiler's version and flambeau's ABI tag: an unchanged extension loads without compiling.
+    compiler's version and flambeau's ABI tag, and rebuilt when a header the sources include has
+    changed: an unchanged extension loads without compiling.
     Sources include ``<flambeau/extension.h>`` and, for Python bindings, ``<flambeau/python/bindings.h>``
     and define ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` (``FLAMBEAU_EXTENSION_NAME`` is the same
     name). ``.cu`` files are compiled with nvcc (from ``PATH`` or ``$CUDA_HOME/bin``); ninja runs the
@@ -396,14 +398,75 @@ def load(
     folder = os.path.abspath(build_directory) if build_directory else os.path.join(_extensions_root(), name)
     os.makedirs(folder, exist_ok=True)
     output = os.path.join(folder, f"{name}_{digest}.so")
-    if not os.path.isfile(output):
+    if not _up_to_date(output):
         with _build_lock(folder, name, verbose):
-            if not os.path.isfile(output):  # another process may have built it while we waited
+            if not _up_to_date(output):  # another process may have built it while we waited
                 _build_into(name, paths, folder, digest, output, cflags, cuda_cflags, ldflags, includes,
                             with_cuda, is_python_module, verbose)  # fmt: skip
     elif verbose:
         print(f"[load] extension '{name}' is up to date: {output}", file=sys.stderr)
     return _import(name, output, is_python_module)
+
+
+# Note [Extension header dependencies]: the cache key hashes the sources and the flags, not the headers
+# they include (the extension's own, flambeau's, pybind11's), which only the compiler knows. Each
+# compile writes the headers it read (-MD -MF, as ninja's depfiles); after a build they are listed
+# beside the library (`<library>.deps`: size, mtime and content hash per header), and a cached
+# library is used only while every listed header is unchanged: a size or mtime that differs is
+# confirmed by the content hash, so touching a file does not rebuild, editing one does.
+_DEPS_SUFFIX = ".deps"
+
+
+def _file_digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _header_line(path: str) -> str:
+    st = os.stat(path)
+    return f"{st.st_size} {st.st_mtime_ns} {_file_digest(path)} {path}\n"
+
+
+def _headers_read(objs: list[str], sources: list[str]) -> list[str]:
+    """The files the compiles read besides the sources, from their dependency files (Make syntax)."""
+    found: dict[str, None] = {}
+    skip = {os.path.realpath(s) for s in sources}
+    for obj in objs:
+        try:
+            with open(obj + ".d") as f:
+                text = f.read().replace("\\\n", " ")
+        except OSError:
+            continue  # a compiler that wrote none: the headers are not tracked for this source
+        for rule in text.split("\n"):
+            _, sep, prereqs = rule.partition(": ")
+            if not sep:
+                continue
+            for dep in re.split(r"(?<!\\)\s+", prereqs.strip()):
+                dep = dep.replace("\\ ", " ")
+                real = os.path.realpath(dep) if dep else ""
+                if real and real not in skip and os.path.isfile(real):
+                    found[real] = None
+    return list(found)
+
+
+def _up_to_date(output: str) -> bool:
+    """Whether the library exists and every header its build read is unchanged."""
+    if not os.path.isfile(output):
+        return False
+    try:
+        with open(output + _DEPS_SUFFIX) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False  # built before headers were tracked: once more, to list them
+    for line in lines:
+        size, mtime, digest, path = line.split(" ", 3)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if (str(st.st_size), str(st.st_mtime_ns)) != (size, mtime) and _file_digest(path) != digest:
+            return False
+    return True
 
 
 def _build_into(
@@ -428,12 +491,15 @@ def _build_into(
     )
     try:
         _build(name, compiles, link, objdir, verbose)
+        headers = _headers_read(objs=[obj for _, obj in compiles], sources=paths)
+        _write_if_changed(output + _DEPS_SUFFIX, "".join(_header_line(h) for h in headers))
         os.replace(partial, output)
     finally:
         shutil.rmtree(objdir, ignore_errors=True)
     # Older builds of this extension: a process that has one loaded keeps its mapping.
     for old in os.listdir(folder):
-        if old.startswith(f"{name}_") and old.endswith(".so") and os.path.join(folder, old) != output:
+        stale = old.startswith(f"{name}_") and old.endswith((".so", ".so" + _DEPS_SUFFIX))
+        if stale and not os.path.join(folder, old).startswith(output):
             with contextlib.suppress(OSError):
                 os.remove(os.path.join(folder, old))
     if verbose:

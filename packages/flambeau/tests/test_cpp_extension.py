@@ -116,6 +116,38 @@ def test_load_from_files_rebuilds_on_change(tmp_path, ext_root, monkeypatch):
     assert third != second and len(builds) == 2
 
 
+def test_an_edited_header_rebuilds_and_a_touched_one_does_not(tmp_path, ext_root, monkeypatch):
+    include = tmp_path / "include"
+    include.mkdir()
+    header = include / "answer_value.h"
+    header.write_text("#define ANSWER_VALUE 41\n")
+    src = tmp_path / "header_lib.cpp"
+    src.write_text('#include "answer_value.h"\nextern "C" int answer() { return ANSWER_VALUE; }\n')
+
+    def load():
+        return cpp_extension.load("header_lib", [str(src)], extra_include_paths=[str(include)], is_python_module=False)
+
+    first = load()
+    assert _answer(first) == 41
+    assert str(header) in open(first + ".deps").read()
+    builds = []
+    real_build = cpp_extension._build
+    monkeypatch.setattr(cpp_extension, "_build", lambda *a: (builds.append(a), real_build(*a)))
+    # Touched (new mtime, same text): the content hash says unchanged.
+    os.utime(header, ns=(0, 10**18))
+    assert load() == first and builds == []
+    # Edited: rebuilt in place (a process loads a library path once, so the value is read in a fresh one).
+    header.write_text("#define ANSWER_VALUE 42\n")
+    assert load() == first and len(builds) == 1
+    code = f"import ctypes; print(ctypes.CDLL({first!r}).answer())"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "42\n"
+    assert load() == first and len(builds) == 1  # and then cached again
+    # A header that disappeared: rebuilt (here the compile then fails, naming it).
+    header.unlink()
+    with pytest.raises(RuntimeError, match="answer_value.h"):
+        load()
+
+
 def test_lock_left_by_a_killed_process_is_recovered(tmp_path, ext_root):
     folder = tmp_path / "build"
     folder.mkdir()
