@@ -16,8 +16,9 @@
 // are one 64-byte load: the pair layout vdpbf16ps reads (Note [Low-precision GEMM]). The weights
 // are packed [output channel][tap][channel pair][2]; a tile holds 8 output channels x 32 flat
 // outputs in 16 zmm accumulators, the weight pair of each channel broadcast, summed over taps and
-// channel pairs in float32, the bias added, rounded to bfloat16 once; the extra columns are
-// squeezed out when the tile's rows are copied out.
+// channel pairs in float32, the bias added, rounded to bfloat16 once (a last panel of at most 16
+// outputs: 16 channels x 16 outputs); the extra columns are squeezed out when the tile's rows are
+// copied out.
 //
 // Transposed convolutions (the input gradient of a convolution): big y + padding = small o * stride
 // + tap i * dilation (per dim). The outputs of one residue r = (y + padding) % stride take only the
@@ -31,7 +32,8 @@
 // (phase planes per channel, not interleaved: [phase][channel][flat q], so a row of the tile is a
 // channel read from flat position off(tap), and two consecutive q are one 32-bit broadcast) times
 // the output gradient, stored [q pair][output channel][2] with zeros on the extra columns (which
-// is what keeps them out of the sum). Tiles of 8 rows x 16 or 32 output channels accumulate in
+// is what keeps them out of the sum: an infinite input value there would make 0 * inf = NaN where
+// the exact sum is +-inf). Tiles of 16 rows x 16 output channels or 8 rows x 32 accumulate in
 // float32 over the q pairs of an image and into float32 partial sums over images (Note [Partial
 // sums in slice order]); the sum is transposed and rounded to bfloat16 once.
 //
@@ -59,7 +61,7 @@ constexpr int64_t kCols = 32;  // outputs per tile (2 zmm of 16 float32 lanes)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// a * b (+ c), raising on int64 overflow (the scratch sizes).
+/// a * b, raising on int64 overflow (the scratch sizes).
 int64_t mul_checked(int64_t a, int64_t b, const char* op) {
   int64_t r = 0;
   FB_CHECK_VALUE(!__builtin_mul_overflow(a, b, &r), "[", op, "] the scratch size overflows");
