@@ -213,6 +213,25 @@ def test_half_conversion_strided_and_double():
     assert fc.tensor([1.0, 2.5]).to(fc.bfloat16).tolist() == [1.0, 2.5]
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_contiguous_half_casts_equal_the_strided_ones(half):
+    # A contiguous cast runs the CPU's conversion instructions, a strided one the scalar rounding:
+    # the same bits for every float32 (denormals, ties, overflow), NaN staying NaN.
+    rng = np.random.default_rng(7)
+    bits = np.concatenate([rng.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32), SPECIAL.view(np.uint32)])
+    bits = np.concatenate([bits, np.arange(1, 2**23, 4099, dtype=np.uint32)])  # float32 denormals
+    pair = fc.tensor(np.stack([bits.view(np.float32)] * 2, 1))
+    fast = to_numpy(pair[:, 0].contiguous().to(FC[half]))
+    slow = to_numpy(pair[:, 0].to(FC[half]))
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
+    ok = ~np.isnan(slow)
+    as_bits = (lambda a: a.view(np.uint32)) if fast.dtype == np.float32 else (lambda a: a.view(np.uint16))
+    np.testing.assert_array_equal(as_bits(fast[ok]), as_bits(slow[ok]))
+    # and back: 16-bit -> float32 is exact on both paths
+    h = pair.to(FC[half])
+    np.testing.assert_array_equal(to_numpy(h[:, 0].contiguous().float())[ok], to_numpy(h[:, 0].float())[ok])
+
+
 def sample(name: str, n: int = 40, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     if name == "bool":

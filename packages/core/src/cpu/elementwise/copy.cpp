@@ -3,6 +3,7 @@
 
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
+#include "half_convert.h"
 #include "loops.h"
 #include "tensor_iterator.h"
 
@@ -22,6 +23,22 @@ void copy_into(Tensor& dst, const Tensor& src) {
             if constexpr (std::is_same_v<To, From>) {
               if (s[0] == sizeof(To) && s[1] == sizeof(To)) {
                 std::memcpy(d[0], d[1], static_cast<size_t>(n) * sizeof(To));
+                return;
+              }
+            } else if constexpr (std::is_same_v<From, float> && is_half_v<To>) {
+              // Contiguous float32 -> 16-bit (autocast's casts): the CPU's conversion instructions
+              // (half_convert.h), bit for bit the scalar rounding below.
+              if (s[0] == 2 && s[1] == 4) {
+                const cpu::HalfConvert& c = cpu::half_convert();
+                (std::is_same_v<To, BFloat16> ? c.f32_to_bf16 : c.f32_to_f16)(
+                    reinterpret_cast<const float*>(d[1]), reinterpret_cast<uint16_t*>(d[0]), n);
+                return;
+              }
+            } else if constexpr (is_half_v<From> && std::is_same_v<To, float>) {
+              if (s[0] == 4 && s[1] == 2) {
+                const cpu::HalfConvert& c = cpu::half_convert();
+                (std::is_same_v<From, BFloat16> ? c.bf16_to_f32 : c.f16_to_f32)(
+                    reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<float*>(d[0]), n);
                 return;
               }
             }
