@@ -606,6 +606,50 @@ def test_the_backward_saves_only_the_inputs_its_formulas_read_and_checks_their_v
         out.sum().backward()
 
 
+def test_operands_of_an_add_share_one_stored_gradient_that_accumulates_apart():
+    rng = np.random.default_rng(3)
+    a0, b0 = (rng.standard_normal((64, 33)).astype(np.float32) for _ in range(2))
+
+    def f(a, b):
+        return (a + b).relu() * 2.0
+
+    compiled = fb.compile(f)
+    a, b = (fb.tensor(v).requires_grad_(True) for v in (a0, b0))
+    ta, tb = (torch.tensor(v, requires_grad=True) for v in (a0, b0))
+    for _ in range(3):
+        compiled(a, b).sum().backward()
+        f(ta, tb).sum().backward()
+        assert a.grad is not b.grad
+        np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
+        np.testing.assert_array_equal(b.grad.numpy(), tb.grad.numpy())
+        with fb.no_grad():
+            a.grad.mul_(0.5)  # one leaf's gradient changed in place leaves the other's alone
+        with torch.no_grad():
+            ta.grad.mul_(0.5)
+    (fg,) = compiled.fused_groups[0]
+    (bw,) = fg.backwards.values()
+    assert bw.stored == [0] and bw.alias == {1: 0}
+    # The per-thread loop reads the arrays through __restrict locals (a pointer captured by reference is
+    # reloaded every iteration, which kept the pool's copy of the loop from vectorising).
+    assert "T* __restrict L_d0 = d0;" in bw.text and "L_d0[i] = D0;" in bw.text
+
+
+def test_restrict_locals_are_made_inside_the_per_thread_lambda_only():
+    body = (
+        "  const T x1 = a1[0];\n"
+        "  flambeau::parallel_for(0, n, g, [&](int64_t b, int64_t e) {\n"
+        "    for (int64_t i = b; i < e; ++i) d0[i] = a0[i] * x1 * c[2];\n"
+        "  });\n"
+    )
+    sig = "const T* __restrict a0, const T* __restrict a1, T* __restrict d0, const double* __restrict c"
+    out = _cpp_kernel._restrict_in_lambda(body, sig)
+    assert out.startswith("  const T x1 = a1[0];\n")  # the hoisted load keeps the argument
+    assert (
+        "[[maybe_unused]] const T* __restrict L_a0 = a0;" in out and "[[maybe_unused]] T* __restrict L_d0 = d0;" in out
+    )
+    assert "L_d0[i] = L_a0[i] * x1 * c[2];" in out  # c (the sizes and numbers) is read as it was
+
+
 def test_double_backward_through_a_fused_group_matches_eager_and_torch():
     fb.manual_seed(9)
     x, b = fb.randn(4, 5, dtype=fb.float64), fb.randn(5, dtype=fb.float64)

@@ -11,12 +11,13 @@ table in ``_fusion.py``), summed per operand in registers (a tensor read twice g
 and stores the gradient of each input that requires grad. Only the inputs those formulas read are saved
 for backward (the intermediates are recomputed, never saved: an input only added, such as a residual, is
 not kept); no output is saved. An input whose gradient is an output's gradient unchanged (a residual
-``+ r``) gets that tensor itself. A broadcast input's gradient (a bias, a row value, a one-element tensor)
-is reduced in the kernel: threads take fixed blocks of rows (of the last dimension's length, or of 8,192
-elements in a group without a bias or row input; about 16K elements a block), a row value's gradient is
-its row's sum, a bias's and a one-element input's are summed per block into a small ``(blocks, C)`` or
-``(blocks,)`` tensor that one ``sum`` finishes; the blocks are fixed by the shape, so the result does not
-depend on the thread count.
+``+ r``) gets that tensor itself, and inputs whose gradients are the same expression (``relu(a + b)``'s
+``a`` and ``b``) share one stored tensor, as eager's add gives both operands its one gradient. A
+broadcast input's gradient (a bias, a row value, a one-element tensor) is reduced in the kernel: threads
+take fixed blocks of rows (of the last dimension's length, or of 8,192 elements in a group without a bias
+or row input; about 16K elements a block), a row value's gradient is its row's sum, a bias's and a
+one-element input's are summed per block into a small ``(blocks, C)`` or ``(blocks,)`` tensor that one
+``sum`` finishes; the blocks are fixed by the shape, so the result does not depend on the thread count.
 
 An output no differentiable path reaches (a comparison's bool, an op on inputs without grad) is marked
 non-differentiable, as eager's would not require grad. Double backward: the backward kernel's results have
@@ -128,7 +129,20 @@ class Backward:
             if same and steps[j].output is not None and not any(a == f"g{j}" for a, _ in terms):
                 self.passthrough[k] = steps[j].output
         terms = [(a, e) for a, e in terms if not (a[0] == "D" and int(a[1:]) in self.passthrough)]
-        self.stored = [k for k in self.masked if k not in self.passthrough]
+        # Inputs of one shape whose gradients are the same sum of terms (the operands of ``relu(a + b)``)
+        # share one stored tensor, as eager's add hands its one gradient to both operands.
+        self.alias: dict[int, int] = {}
+        first: dict[tuple[str, ...], int] = {}
+        for k in self.masked:
+            if k in self.passthrough or group.inputs[k].kind != "full":
+                continue
+            key = tuple(e for a, e in terms if a == f"D{k}")
+            if key in first:
+                self.alias[k] = first[key]
+            else:
+                first[key] = k
+        terms = [(a, e) for a, e in terms if not (a[0] == "D" and int(a[1:]) in self.alias)]
+        self.stored = [k for k in self.masked if k not in self.passthrough and k not in self.alias]
         contributions = [f"{a} += {e};" for a, e in terms]
         # The forward locals the formulas read, and those they are computed from.
         wanted = {int(n) for line in contributions for n in _LOCAL.findall(line)}
@@ -224,6 +238,8 @@ class Backward:
             result[k] = f"g{m}"
         for k in self.stored:
             result[k] = f"d{k}"
+        for k, j in self.alias.items():
+            result[k] = f"d{j}"
         lines.append(f"return (None, {', '.join(result)},)")
         src = "def run(saved, grads):\n" + "".join(f"    {line}\n" for line in lines)
         exec(compile(src, "<fb.compile fused backward>", "exec"), env)  # noqa: S102 (generated from the graph)
