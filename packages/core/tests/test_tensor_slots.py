@@ -73,18 +73,6 @@ def test_each_int_index_is_a_new_object_registered_as_any_other():
     assert a.unsqueeze_(0) is a and a.shape == (1, 3, 2)
 
 
-def test_int_index_records_select_backward():
-    pytest.importorskip("flambeau_autograd")
-    import flambeau  # noqa: F401  (loads autograd)
-
-    x = fc.tensor(_DATA).requires_grad_()
-    tx = torch.tensor(_DATA, requires_grad=True)
-    (x[1] * x[-1]).sum().backward()
-    (tx[1] * tx[-1]).sum().backward()
-    assert x.grad.tolist() == tx.grad.tolist()
-    assert x[2].requires_grad and not x.detach()[2].requires_grad
-
-
 def test_int_index_is_reported_to_the_recorder_and_seen_by_the_profiler():
     x, tx = _pair()
     with OpRecorder() as rec:
@@ -254,12 +242,3 @@ def test_stack_samples_leaves_everything_else_to_stack():
         assert _C._stack_samples([x[0], x[1]]) is None  # the profiler sees stack
     with OpRecorder():
         assert _C._stack_samples([x[0], x[1]]) is None  # the recorder sees stack
-
-
-def test_stack_samples_leaves_grad_to_stack():
-    pytest.importorskip("flambeau_autograd")
-    import flambeau  # noqa: F401
-
-    w = fc.tensor(_DATA).requires_grad_()
-    assert _C._stack_samples([w[0], w[1]]) is None
-    assert _C._stack_samples([w[0].detach(), w[1].detach()]).tolist() == _DATA[:2].tolist()

@@ -219,16 +219,20 @@ TEST_SUITE("dtype") {
     CHECK(promote_types(S::Float16, S::BFloat16) == S::Float32);
     CHECK(promote_types(S::Int32, S::Float32) == S::Float32);
     CHECK(promote_types(S::Float32, S::Float64) == S::Float64);
+    // uint16/32/64, which PyTorch does not promote with other integers, as NumPy and the Array API.
+    CHECK(promote_types(S::UInt8, S::UInt16) == S::UInt16);
+    CHECK(promote_types(S::Int8, S::UInt16) == S::Int32);
+    CHECK(promote_types(S::Int32, S::UInt32) == S::Int64);
+    CHECK(promote_types(S::Bool, S::UInt64) == S::UInt64);
     // The table is symmetric, idempotent, and never lowers a category.
     for (int i = 0; i < kNumScalarTypes; ++i) {
       for (int j = 0; j < kNumScalarTypes; ++j) {
         const auto a = static_cast<S>(i), b = static_cast<S>(j);
         CAPTURE(i);
         CAPTURE(j);
-        const bool barebones = (a == S::UInt16 || a == S::UInt32 || a == S::UInt64 || b == S::UInt16 ||
-                                b == S::UInt32 || b == S::UInt64);
-        if (barebones && a != b && !is_floating(a) && !is_floating(b)) {
-          // PyTorch does not promote uint16/32/64 with other integer, bool or complex dtypes.
+        auto is_signed_int = [](S t) { return t == S::Int8 || t == S::Int16 || t == S::Int32 || t == S::Int64; };
+        if ((a == S::UInt64 && is_signed_int(b)) || (b == S::UInt64 && is_signed_int(a))) {
+          // No integer type holds both: refused, as PyTorch (NumPy would go to float64).
           CHECK_THROWS_AS(promote_types(a, b), TypeError);
           continue;
         }
