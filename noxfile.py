@@ -65,6 +65,8 @@ TEST_DEPS = [
     "scikit-build-core>=0.11",
     # the headers fb.utils.cpp_extension compiles extensions against (core's own pybind11: the ABI tag names it)
     "pybind11==3.1.0",
+    # core's test_codegen_model.py reads the op table with the code generator, which needs PyYAML
+    "pyyaml",
 ]
 # MPI for flambeau-distributed (its tests run 2 ranks with mpirun): mpi4py and the
 # Open MPI runtime wheel, what `flambeau[mpi]` installs.
