@@ -82,7 +82,7 @@ def isdtype(dtype, kind) -> _builtins.bool:
 
 
 # ----------------------------------------------------------------------------
-# The standard's promotion table, by kind and width
+# The standard's promotion: core's table
 
 
 def _kind_bits(dtype) -> tuple[str, int]:
@@ -96,31 +96,19 @@ def _kind_bits(dtype) -> tuple[str, int]:
     return ("u" if is_unsigned_int(dtype) else "i"), bits
 
 
-def _dtype_of(kind: str, bits: int):
-    name = {"i": "int", "u": "uint", "f": "float", "c": "complex"}[kind] + str(bits)
-    return getattr(_fc, name)
-
-
 def promote(a, b):
-    """The standard's promotion of dtypes ``a`` and ``b``.
+    """The standard's promotion of dtypes ``a`` and ``b``: core's table (``flambeau.promote_types``),
+    which promotes uint16/32/64 as the standard does.
 
-    Pairs the standard leaves out (int64 with uint64; integers or bool with
-    floating types; bool with numbers) follow PyTorch: the wider signed type,
-    the floating type, the number type.
+    The one pair core refuses, uint64 with a signed integer (the standard leaves it out), is int64 here,
+    as PyTorch's promotion of int64 with a wider unsigned type would give if it had one.
     """
-    if a == b:
-        return a
-    (ka, wa), (kb, wb) = _kind_bits(a), _kind_bits(b)
-    if ka == kb:
-        return a if wa >= wb else b
-    if {ka, kb} == {"i", "u"}:
-        wi, wu = (wa, wb) if ka == "i" else (wb, wa)
-        return _dtype_of("i", _builtins.min(_builtins.max(wi, 2 * wu), 64))
-    if {ka, kb} == {"f", "c"}:
-        wf, wc = (wa, wb) if ka == "f" else (wb, wa)
-        return _dtype_of("c", _builtins.max(2 * wf, wc))
-    order = "biufc"  # across kinds (not in the standard): the later kind wins, keeping its width
-    return a if order.index(ka) > order.index(kb) else b
+    try:
+        return _fc.promote_types(a, b)
+    except TypeError:
+        if _fc.uint64 in (a, b):
+            return _fc.int64
+        raise
 
 
 def check_tensor(op: str, x) -> None:
@@ -148,7 +136,8 @@ def _scalar_promote(dtype, s):
 def result_type(*arrays_and_dtypes):
     """The dtype that results from promoting the arrays, dtypes and Python scalars given.
 
-    The standard's table: uint16/uint32/uint64 promote too (``flambeau.result_type``, PyTorch's, refuses them).
+    The standard's table (core's ``flambeau.promote_types``; uint64 with a signed integer gives int64); a
+    Python scalar takes the array's dtype within its kind.
 
     Example:
         >>> import flambeau as fb
