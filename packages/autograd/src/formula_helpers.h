@@ -185,9 +185,11 @@ inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& a, const T
 }
 
 /// maximum/minimum: the gradient goes to the larger (smaller) input; ties split it evenly (as PyTorch).
+/// Written as "unless it loses" so that where either input is NaN (no order: no tie, no loser) both get
+/// the whole gradient, as PyTorch's `where(a == b, g / 2, g).masked_fill_(a < b, 0)`.
 inline Tensor extremum_backward(const Tensor& grad, const Tensor& a, const Tensor& b, bool is_max) {
-  Tensor wins = is_max ? op::gt(a, b) : op::lt(a, b);
-  return op::where(op::eq(a, b), grad * 0.5, where(wins, grad, 0.0));
+  Tensor loses = is_max ? op::lt(a, b) : op::gt(a, b);
+  return op::where(op::eq(a, b), grad * 0.5, where(loses, 0.0, grad));
 }
 
 /// scatter with reduce= has no derivative in PyTorch (its backward raises "derivative for

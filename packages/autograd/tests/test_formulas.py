@@ -90,6 +90,15 @@ def test_maximum_minimum_ties_split_like_pytorch():
     compare_with_torch(lambda x, y: fc.minimum(x, y), torch.minimum, [a, b], gradcheck=False)
 
 
+def test_maximum_minimum_give_the_whole_gradient_to_both_at_nan():
+    # a NaN on either side is neither a tie nor a loss: PyTorch passes the gradient to both operands
+    nan = float("nan")
+    a = np.array([nan, 1.0, 2.0, 3.0, nan])
+    b = np.array([1.0, nan, 2.0, 0.0, nan])
+    compare_with_torch(lambda x, y: fc.maximum(x, y), torch.maximum, [a, b], gradcheck=False)
+    compare_with_torch(lambda x, y: fc.minimum(x, y), torch.minimum, [a, b], gradcheck=False)
+
+
 def test_max_all_distributes_among_ties():
     a = np.array([[1.0, 5.0], [5.0, 2.0]])
     compare_with_torch(lambda x: x.max(), lambda x: x.max(), [a], gradcheck=False)

@@ -461,6 +461,19 @@ def test_tie_rules_of_the_fused_backward_are_torchs(dtype):
     assert len(groups(compiled)[0]) == 1
 
 
+def test_maximum_minimum_of_nan_pass_the_gradient_to_both_as_torch():
+    nan = float("nan")
+    x = fb.tensor([[nan, 1.0, 2.0, 3.0, nan, -1.0]])
+    y = fb.tensor([[1.0, nan, 2.0, 0.0, nan, 4.0]])
+    compiled, _ = assert_grads(
+        lambda x, y: fb.maximum(x, y) * 2 + fb.minimum(x, y) * 3,
+        [x, y],
+        [True, True],
+        torch_f=lambda x, y: torch.maximum(x, y) * 2 + torch.minimum(x, y) * 3,
+    )
+    assert len(groups(compiled)[0]) == 1
+
+
 def broadcast(M, x, b, row, s):
     return ((x + b) * s - row).tanh() * row + (x * s).sigmoid() - b
 

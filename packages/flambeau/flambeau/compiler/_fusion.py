@@ -73,8 +73,9 @@ _COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="
 # Note [Fused backward] (``_fusion_grad.py``): per op, the gradient reaching each operand from the result's
 # gradient {g}, written over the operands {0} {1} {2} and the result {y} (recomputed in the backward kernel);
 # None where an operand has none (a condition, a number). The formulas and tie rules are eager's
-# (packages/autograd/derivatives.yaml, PyTorch's): maximum/minimum split a tie's gradient in halves, clamp
-# passes it at a bound, relu stops it where the result is <= 0, abs gives 0 at 0.
+# (packages/autograd/derivatives.yaml, PyTorch's): maximum/minimum split a tie's gradient in halves and give
+# it whole to both operands where one is NaN, clamp passes it at a bound, relu stops it where the result is
+# <= 0, abs gives 0 at 0.
 _GRAD: dict[str, list[str | None]] = {
     "neg": ["-{g}"],
     "exp": ["{g} * {y}"],
@@ -91,8 +92,8 @@ _GRAD: dict[str, list[str | None]] = {
     "square": ["{g} * (T(2) * {0})"],
     "mul": ["{g} * {1}", "{g} * {0}"],
     "div": ["{g} / {1}", "-{g} * ({0} / ({1} * {1}))"],
-    "maximum": ["fb_extremum_grad({g}, {0} == {1}, {0} > {1})", "fb_extremum_grad({g}, {0} == {1}, {1} > {0})"],
-    "minimum": ["fb_extremum_grad({g}, {0} == {1}, {0} < {1})", "fb_extremum_grad({g}, {0} == {1}, {1} < {0})"],
+    "maximum": ["fb_extremum_grad({g}, {0} == {1}, !({0} < {1}))", "fb_extremum_grad({g}, {0} == {1}, !({1} < {0}))"],
+    "minimum": ["fb_extremum_grad({g}, {0} == {1}, !({0} > {1}))", "fb_extremum_grad({g}, {0} == {1}, !({1} > {0}))"],
     "add": ["{g}", "{g}"],
     "add_alpha": ["{g}", "{g} * {2}", None],
     "sub": ["{g}", "-{g}"],
