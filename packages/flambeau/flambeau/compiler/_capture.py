@@ -16,6 +16,7 @@ from typing import Any
 import flambeau_core as fc
 from flambeau_core import _C
 
+from ._epilogue import fold
 from ._fusion import Fusion, fuse
 from ._graph import Graph, GraphBreak, _at, build_graph, tensors_in
 from ._replay import Program
@@ -299,7 +300,16 @@ def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None
         return None
     try:
         values = [_at(call[3], path) for call, node in zip(calls, graph.nodes, strict=True) for path in node.results]
-        return fuse(graph, inputs, values)
+        folded = fold(graph, inputs, values)  # Note [Epilogue pass]
+        if folded is not None:
+            graph, values = folded.graph, folded.values
+        fusion = fuse(graph, inputs, values)
+        if folded is None:
+            return fusion
+        if fusion is None:
+            return Fusion(graph, [], folded.epilogues)
+        fusion.epilogues = folded.epilogues
+        return fusion
     except Exception as e:  # a gap of the fusion pass: the graph runs unfused, never wrong
         warnings.warn(f"[compile] the fusion pass failed, the ops run unfused ({type(e).__name__}: {e})", stacklevel=4)
         return None

@@ -373,6 +373,16 @@ class CompiledFunction:
         return [e.fusion.groups if e.fusion else [] for es in self._cache.values() for e in es if e.graph is not None]
 
     @property
+    def epilogues(self) -> list[list[tuple[str, ...]]]:
+        """The ops each epilogue rewrite merged (Note [Epilogue pass]), per graph in the order of :attr:`graphs`."""
+        return [
+            [ep.ops for ep in e.fusion.epilogues] if e.fusion else []
+            for es in self._cache.values()
+            for e in es
+            if e.graph is not None
+        ]
+
+    @property
     def break_reasons(self) -> list[str]:
         """Why the entries that run eagerly could not be captured."""
         return [e.reason for es in self._cache.values() for e in es if e.reason is not None]

@@ -34,7 +34,7 @@ import ctypes
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import flambeau_autograd as ag
@@ -524,10 +524,14 @@ def _eager_program(graph: Graph, group: _Group, refs: list[Ref], out_values: lis
 # --------------------------------------------------------------------------- the pass
 @dataclass
 class Fusion:
-    """The graph to run (fused groups as single nodes) and the groups, for ``explain``."""
+    """The graph to run (fused groups as single nodes) and the groups, for ``explain``.
+
+    ``epilogues`` are the epilogue pass's rewrites (Note [Epilogue pass] in ``_epilogue.py``), run first.
+    """
 
     graph: Graph
     groups: list[FusedGroup]
+    epilogues: list[Any] = field(default_factory=list)
 
 
 def _used_after(graph: Graph, group: _Group) -> set[int]:

@@ -1,0 +1,281 @@
+"""Epilogues of GEMMs and convolutions in a captured graph: batch norm folded into an eval convolution, an
+activation applied in place on a linear's or convolution's fresh result.
+
+Note [Epilogue pass]
+:func:`fold` runs on a captured graph (Note [Captured graph]) before the elementwise fusion (Note
+[Elementwise fusion] in ``_fusion.py``) and rewrites two patterns, each into one node:
+
+* **Batch norm folded into a convolution** (eval, no grad): ``conv{1,2,3}d(x, W, b, ...)`` whose result only
+  ``native_batch_norm(., gamma, beta, running_mean, running_var, training=False, momentum, eps)`` reads,
+  both under ``no_grad``, the batch norm's two statistics outputs unused. With ``s = gamma / sqrt(running_var
+  + eps)``, batch norm of the convolution is the convolution with weight ``W * s`` (per output channel) and
+  bias ``(b - running_mean) * s + beta``: one convolution, no pass over its output. The folded weight and
+  bias (:class:`FoldedConv`) are computed in float64 on the first call and again whenever one of the seven
+  tensors changed (its version counter or its memory: an optimizer step, ``load_state_dict``, ``set_``),
+  so a replay always reads the current parameters and statistics. At capture the folded convolution runs
+  once on the recorded inputs against the recorded batch-norm result (the check replay's tolerance); a
+  disagreement leaves the two ops as they were, with a warning.
+* **An activation in place on a fresh result** (no grad): ``linear``, a convolution, a folded one or a batch
+  norm whose (first) result only a following ``relu``, ``sigmoid`` or ``tanh`` reads (and the function does
+  not return) becomes one node that calls the op and then the activation's in-place form on its output
+  (:class:`InPlaceActivation`): the output is activated while its last tiles are still in cache, and no
+  second output is allocated (a 128x512 float32 ``relu`` is about 20 us, ``relu_`` on the same tensor
+  4.5 us). Under grad mode the two ops stay apart: autograd's in-place form of an op's output costs more
+  than the out-of-place one it would replace (measured: ``relu_`` of a ``linear`` or ``native_batch_norm``
+  result under grad clones the output and records a copy), so a training step gains nothing from it; a real
+  training epilogue needs a fused op with its own backward in core (``linear`` with an activation, whose
+  backward masks the gradient while reducing the bias's).
+
+Everything else is left to the elementwise fusion (a residual ``add`` then ``relu`` after a convolution is
+one fused kernel) or runs as captured. ``fb.compiler.config.fusion = False`` turns this pass off too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core._C import _set_grad_enabled
+
+from ._fusion import _remap as _fusion_remap
+from ._graph import Graph, Node, Ref
+
+Tensor = fc.Tensor
+
+_CONVS = ("conv1d", "conv2d", "conv3d")
+_PRODUCERS = ("linear", *_CONVS, "conv_bn_folded", "native_batch_norm")
+_IN_PLACE = {"relu": fc.relu_, "sigmoid": fc.sigmoid_, "tanh": fc.tanh_}
+_FLOATS = (fc.float32, fc.float64)
+
+
+class FoldedConv:
+    """A convolution with a batch norm folded in (Note [Epilogue pass]): called with the seven tensors.
+
+    ``conv`` is the recorded convolution callable, ``rest`` its arguments after the bias (stride, padding,
+    dilation, groups), ``eps`` the batch norm's.
+    """
+
+    __slots__ = ("conv", "rest", "eps", "key", "weight", "bias")
+
+    def __init__(self, conv: Callable[..., Tensor], rest: tuple[Any, ...], eps: float) -> None:
+        self.conv, self.rest, self.eps = conv, rest, eps
+        self.key: tuple[Any, ...] | None = None
+        self.weight: Tensor | None = None
+        self.bias: Tensor | None = None
+
+    def _refold(self, w: Tensor, b: Tensor | None, gamma: Tensor | None, beta: Tensor | None, mean: Tensor,
+                var: Tensor) -> None:  # fmt: skip
+        grad = fc.is_grad_enabled()
+        _set_grad_enabled(False)
+        try:
+            scale = (var.double() + self.eps).rsqrt()
+            if gamma is not None:
+                scale = scale * gamma.double()
+            shift = -mean.double() if b is None else b.double() - mean.double()
+            shift = shift * scale
+            if beta is not None:
+                shift = shift + beta.double()
+            shape = [scale.shape[0]] + [1] * (w.dim() - 1)
+            self.weight = (w.double() * scale.reshape(shape)).to(w.dtype).contiguous()
+            self.bias = shift.to(w.dtype).contiguous()
+        finally:
+            _set_grad_enabled(grad)
+
+    def __call__(self, x: Tensor, w: Tensor, b: Tensor | None, gamma: Tensor | None, beta: Tensor | None,
+                 mean: Tensor, var: Tensor) -> Tensor:  # fmt: skip
+        key = tuple(None if t is None else (t._version, t.data_ptr()) for t in (w, b, gamma, beta, mean, var))
+        if key != self.key:
+            self._refold(w, b, gamma, beta, mean, var)
+            self.key = key
+        return self.conv(x, self.weight, self.bias, *self.rest)
+
+    def __repr__(self) -> str:
+        return f"FoldedConv({getattr(self.conv, '__name__', self.conv)}, eps={self.eps})"
+
+
+class InPlaceActivation:
+    """``op(*args, **kwargs)`` with ``activation_`` applied in place on its result, or (``single`` false) on
+    its result's first element (a batch norm's output, beside its statistics) (Note [Epilogue pass])."""
+
+    __slots__ = ("op", "activation", "single")
+
+    def __init__(self, op: Callable[..., Any], activation: Callable[[Tensor], Tensor], single: bool) -> None:
+        self.op, self.activation, self.single = op, activation, single
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.single:
+            return self.activation(self.op(*args, **kwargs))
+        result = self.op(*args, **kwargs)
+        self.activation(result[0])
+        return result
+
+    def __repr__(self) -> str:
+        return f"InPlaceActivation({getattr(self.op, '__name__', self.op)}, {self.activation.__name__})"
+
+
+@dataclass
+class Epilogue:
+    """One rewrite of the pass, for ``explain``: the op names it merged."""
+
+    ops: tuple[str, ...]
+
+
+@dataclass
+class Folded:
+    """The rewritten graph, its values (the recorded tensors, renumbered as the graph) and the rewrites."""
+
+    graph: Graph
+    values: list[Tensor]
+    epilogues: list[Epilogue] = field(default_factory=list)
+
+
+def _uses(graph: Graph) -> Counter[int]:
+    """How many times each value is read (by a node's arguments; the function's result counts twice)."""
+    uses: Counter[int] = Counter()
+
+    def see(weight: int) -> Callable[[Ref], Ref]:
+        def count(r: Ref) -> Ref:
+            if r.kind == "value":
+                uses[r.index] += weight
+            return r
+
+        return count
+
+    for node in graph.nodes:
+        _fusion_remap((node.args, node.kwargs), see(1))
+    _fusion_remap(graph.output, see(2))  # never folded away: the caller sees it
+    return uses
+
+
+def _sole_value(node: Node) -> int | None:
+    return node.first_value if node.results == [()] else None
+
+
+def _const_or_none(a: Any) -> bool:
+    return a is None or (isinstance(a, Ref) and a.kind == "const")
+
+
+def _bn_fold(graph: Graph, i: int, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]) -> Node | None:
+    """The folded node replacing nodes i (a convolution) and i + 1 (its eval batch norm), or ``None``."""
+    conv, bn = graph.nodes[i], graph.nodes[i + 1]
+    if conv.name not in _CONVS or bn.name != "native_batch_norm" or conv.grad_enabled or bn.grad_enabled:
+        return None
+    v = _sole_value(conv)
+    if v is None or uses[v] != 1 or conv.kwargs or bn.kwargs or len(conv.args) < 3 or len(bn.args) != 8:
+        return None
+    x, w, b = conv.args[:3]
+    src, gamma, beta, mean, var, training, _, eps = bn.args
+    if src != Ref("value", v) or training is not False or not isinstance(eps, (int, float)):
+        return None
+    if len(bn.results) != 3 or any(uses[bn.first_value + k] for k in (1, 2)):
+        return None
+    if not (isinstance(x, Ref) and isinstance(w, Ref) and w.kind == "const"):
+        return None
+    if not all(_const_or_none(t) for t in (b, gamma, beta)) or not all(
+        isinstance(t, Ref) and t.kind == "const" for t in (mean, var)
+    ):
+        return None
+    tensors = [None if t is None else tensor_of(t) for t in (w, b, gamma, beta, mean, var)]
+    out = tensor_of(Ref("value", v))
+    if out.dtype not in _FLOATS or not out.is_cpu or any(t is not None and t.dtype != out.dtype for t in tensors):
+        return None
+    if tensors[0].dim() < 3 or any(t is not None and t.shape != (out.shape[1],) for t in tensors[1:]):
+        return None
+    folded = FoldedConv(conv.target, tuple(conv.args[3:]), float(eps))
+    args = (x, w, b, gamma, beta, mean, var)
+    mine = folded(tensor_of(x), *tensors)
+    theirs = tensor_of(Ref("value", bn.first_value))
+    from ._capture import _close
+
+    if mine.shape != theirs.shape or mine.dtype != theirs.dtype or not _close(theirs, mine):
+        warnings.warn(
+            "[compile] a batch norm folded into its convolution disagrees with the eager ops; they run instead",
+            stacklevel=5,
+        )
+        return None
+    return Node("conv_bn_folded", folded, args, {}, False, bn.first_value, [()])
+
+
+def _activation(producer: Node, node: Node, uses: Counter[int]) -> Node | None:
+    """``producer`` with ``node`` (an activation, the only reader of its first result) applied in place."""
+    if producer.name not in _PRODUCERS or node.name not in _IN_PLACE or producer.grad_enabled or node.grad_enabled:
+        return None
+    if producer.results not in ([()], [(0,), (1,), (2,)]):
+        return None
+    v = producer.first_value
+    if uses[v] != 1 or node.args != (Ref("value", v),) or node.kwargs or node.results != [()]:
+        return None
+    single = producer.results == [()]
+    return Node(
+        f"{producer.name}+{node.name}_",
+        InPlaceActivation(producer.target, _IN_PLACE[node.name], single),
+        producer.args,
+        producer.kwargs,
+        producer.grad_enabled,
+        node.first_value if single else producer.first_value,
+        producer.results,
+    )
+
+
+def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | None:
+    """Note [Epilogue pass]: the graph with its conv + batch norm pairs folded and activations in place.
+
+    ``values`` are the tensors the capture recorded, one per :class:`Ref` ``("value", i)``; ``None`` when
+    nothing was rewritten. Value numbers are kept (a merged node takes its last node's), so ``values``
+    stays valid for the rewritten graph.
+    """
+
+    def tensor_of(r: Ref) -> Tensor:
+        return (
+            inputs[r.index] if r.kind == "input" else graph.constants[r.index] if r.kind == "const" else values[r.index]
+        )
+
+    uses = _uses(graph)
+    values = list(values)
+    rename: dict[int, int] = {}  # an activation's value -> its producer's first (a batch norm's three results)
+
+    def renamed(node: Node) -> Node:
+        if not rename:
+            return node
+        args, kwargs = _remap(node.args, rename), _remap(node.kwargs, rename)
+        return Node(node.name, node.target, args, kwargs, node.grad_enabled, node.first_value, node.results)
+
+    nodes: list[Node] = []
+    epilogues: list[Epilogue] = []
+    i = 0
+    while i < len(graph.nodes):
+        node = renamed(graph.nodes[i])
+        merged = _bn_fold(graph, i, uses, tensor_of) if i + 1 < len(graph.nodes) else None
+        if merged is not None:
+            epilogues.append(Epilogue((node.name, "native_batch_norm")))
+            nodes.append(merged)
+            i += 2
+            continue
+        act = _activation(nodes[-1], node, uses) if nodes else None
+        if act is not None:
+            last = nodes.pop()
+            if last.name == "conv_bn_folded":
+                epilogues[-1] = Epilogue((*epilogues[-1].ops, node.name))
+            else:
+                epilogues.append(Epilogue((last.name, node.name)))
+            if act.first_value != node.first_value:
+                rename[node.first_value] = act.first_value
+                values[act.first_value] = values[node.first_value]
+            nodes.append(act)
+            i += 1
+            continue
+        nodes.append(node)
+        i += 1
+    if not epilogues:
+        return None
+    out = Graph(num_inputs=graph.num_inputs, constants=graph.constants, nodes=nodes, num_values=graph.num_values)
+    out.output = _remap(graph.output, rename) if rename else graph.output
+    return Folded(out, values, epilogues)
+
+
+def _remap(obj: Any, rename: dict[int, int]) -> Any:
+    return _fusion_remap(obj, lambda r: Ref("value", rename[r.index]) if r.kind == "value" and r.index in rename else r)

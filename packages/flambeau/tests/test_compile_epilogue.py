@@ -1,0 +1,374 @@
+"""fb.compile's epilogue pass (compiler/_epilogue.py): batch norm folded into an eval convolution, activations in
+place on linear, convolution and batch-norm results; against eager flambeau and PyTorch (the oracles)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import flambeau as fb
+import numpy as np
+import pytest
+import torch
+from flambeau.compiler import _epilogue
+
+F = fb.nn.functional
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kernel_dir(tmp_path_factory):
+    before = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
+    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(tmp_path_factory.mktemp("fused_kernels"))
+    yield
+    if before is None:
+        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
+    else:
+        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = before
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    fb.compiler.reset()
+    yield
+    fb.compiler.reset()
+
+
+def epilogues(compiled):
+    return (
+        compiled._compiled_call.epilogues if isinstance(compiled, fb.compiler.OptimizedModule) else compiled.epilogues
+    )
+
+
+def close(actual, expected, rtol=2e-5, atol=2e-6):
+    a = actual.detach().numpy() if isinstance(actual, fb.Tensor) else actual.detach().numpy()
+    np.testing.assert_allclose(a, expected.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def to_torch_module(fmodule, tmodule):
+    tmodule.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in fmodule.state_dict().items()})
+    return tmodule
+
+
+# --------------------------------------------------------------------------- models, written for both libraries
+def mlp(M):
+    return M.nn.Sequential(
+        M.nn.Linear(12, 16), M.nn.ReLU(), M.nn.Linear(16, 16), M.nn.Sigmoid(), M.nn.Linear(16, 8), M.nn.Tanh(),
+        M.nn.Linear(8, 3),
+    )  # fmt: skip
+
+
+def make_convnet(M, conv_bias=False, affine=True, groups=1):
+    class Block(M.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = M.nn.Conv2d(3, 8, 3, padding=1, bias=conv_bias)
+            self.bn0 = M.nn.BatchNorm2d(8, affine=affine)
+            self.conv1 = M.nn.Conv2d(8, 8, 3, padding=1, bias=conv_bias, groups=groups)
+            self.bn1 = M.nn.BatchNorm2d(8, affine=affine)
+            self.conv2 = M.nn.Conv2d(8, 8, 1, stride=2, bias=conv_bias)
+            self.bn2 = M.nn.BatchNorm2d(8, affine=affine)
+            self.head = M.nn.Linear(8, 4)
+
+        def forward(self, x):
+            h = M.nn.functional.relu(self.bn0(self.stem(x)))
+            y = self.bn1(self.conv1(h))
+            h = M.nn.functional.relu(y + h)  # a residual add then relu: the elementwise fusion's
+            h = self.bn2(self.conv2(h)).relu()
+            return self.head(h.mean((2, 3)))
+
+    return Block()
+
+
+def randomise_bn(model, seed=0):
+    """Running statistics and affine parameters away from their initial 0/1, so a fold is not a no-op."""
+    g = np.random.default_rng(seed)
+    for m in model.modules():
+        if isinstance(m, fb.nn.BatchNorm2d | fb.nn.BatchNorm1d | fb.nn.BatchNorm3d):
+            n = m.num_features
+            m.running_mean.copy_(fb.tensor(g.normal(size=n), dtype=fb.float32))
+            m.running_var.copy_(fb.tensor(g.uniform(0.5, 2.0, size=n), dtype=fb.float32))
+            if m.affine:
+                with fb.no_grad():
+                    m.weight.copy_(fb.tensor(g.uniform(0.5, 1.5, size=n), dtype=fb.float32))
+                    m.bias.copy_(fb.tensor(g.normal(size=n), dtype=fb.float32))
+
+
+# --------------------------------------------------------------------------- batch norm folded at eval
+@pytest.mark.parametrize(("conv_bias", "affine", "groups"), [(False, True, 1), (True, True, 8), (True, False, 2)])
+def test_eval_conv_batch_norm_is_one_convolution_and_matches_eager_and_torch(conv_bias, affine, groups):
+    fb.manual_seed(0)
+    model = make_convnet(fb, conv_bias, affine, groups)
+    randomise_bn(model)
+    model.eval()
+    reference = to_torch_module(model, make_convnet(torch, conv_bias, affine, groups)).eval()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 3, 8, 8)
+    with fb.no_grad():
+        expected = model(x)
+        for _ in range(3):
+            out = compiled(x)
+            close(out, expected, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        close(out, reference(torch.from_numpy(x.numpy().copy())), rtol=1e-5, atol=1e-5)
+    assert epilogues(compiled) == [
+        [
+            ("conv2d", "native_batch_norm", "relu"),
+            ("conv2d", "native_batch_norm"),
+            ("conv2d", "native_batch_norm", "relu"),
+        ]
+    ]
+    graph_ops = [n.name for n in compiled._compiled_call._cache[next(iter(compiled._compiled_call._cache))][0]
+                 .fusion.graph.nodes]  # fmt: skip
+    assert "native_batch_norm" not in graph_ops and "conv2d" not in graph_ops
+
+
+def test_the_fold_follows_parameter_and_statistics_changes():
+    fb.manual_seed(1)
+    model = make_convnet(fb)
+    randomise_bn(model)
+    compiled = fb.compile(model)
+    opt = fb.optim.SGD(model.parameters(), lr=0.1)
+    x = fb.randn(2, 3, 8, 8)
+    for step in range(4):
+        model.eval()
+        with fb.no_grad():
+            close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        model.train()  # a training step moves the weights and the running statistics
+        opt.zero_grad()
+        compiled(x).square().mean().backward()
+        opt.step()
+        assert step == 0 or len(compiled._compiled_call.graphs) == 2  # eval and train, no recapture
+    model.eval()
+    other = make_convnet(fb)
+    randomise_bn(other, seed=5)
+    model.load_state_dict(other.state_dict())  # copies into the same tensors: new versions
+    with fb.no_grad():
+        close(compiled(x), other.eval()(x), rtol=1e-5, atol=1e-5)
+        model.conv1.weight.set_(fb.randn(8, 8, 3, 3))  # new memory, the same parameter object
+        expected = make_convnet(fb)
+        expected.load_state_dict(model.state_dict())
+        close(compiled(x), expected.eval()(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_conv1d_and_conv2d_fold(dim):
+    conv = getattr(fb.nn, f"Conv{dim}d")(2, 4, 3, padding=1)
+    bn = getattr(fb.nn, f"BatchNorm{dim}d")(4)
+    model = fb.nn.Sequential(conv, bn)
+    randomise_bn(model)
+    model.eval()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 2, *([5] * dim))
+    with fb.no_grad():
+        close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert epilogues(compiled) == [[(f"conv{dim}d", "native_batch_norm")]]
+
+
+def test_float64_fold_is_exact_to_float64_rounding():
+    model = fb.nn.Sequential(fb.nn.Conv2d(3, 4, 3), fb.nn.BatchNorm2d(4)).double()
+    for m in model.modules():
+        if isinstance(m, fb.nn.BatchNorm2d):
+            m.running_mean.copy_(fb.randn(4, dtype=fb.float64))
+            m.running_var.copy_(fb.rand(4, dtype=fb.float64) + 0.5)
+    model.eval()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 3, 6, 6, dtype=fb.float64)
+    with fb.no_grad():
+        close(compiled(x), model(x), rtol=1e-12, atol=1e-12)
+        close(compiled(x), model(x), rtol=1e-12, atol=1e-12)
+    assert epilogues(compiled) == [[("conv2d", "native_batch_norm")]]
+
+
+def test_eval_under_grad_mode_is_not_folded_and_its_gradients_match_eager():
+    fb.manual_seed(2)
+    model = make_convnet(fb)
+    randomise_bn(model)
+    model.eval()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 3, 8, 8)
+    compiled(x)
+    model.zero_grad()
+    compiled(x).sum().backward()
+    got = {k: p.grad.clone() for k, p in model.named_parameters()}
+    model.zero_grad()
+    model(x).sum().backward()
+    for k, p in model.named_parameters():
+        close(got[k], p.grad, rtol=1e-5, atol=1e-6)
+    assert all("conv2d" not in ep for eps in epilogues(compiled) for ep in eps)  # batch norm + relu only
+
+
+def test_a_convolution_read_elsewhere_or_used_statistics_are_not_folded():
+    conv, bn = fb.nn.Conv2d(3, 4, 3), fb.nn.BatchNorm2d(4)
+    bn.eval()
+    randomise_bn(bn)
+
+    def both(x):
+        y = conv(x)
+        return bn(y) + y
+
+    def stats(x):
+        out, mean, invstd = fb.native_batch_norm(conv(x), bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                                                 False, 0.1, 1e-5)  # fmt: skip
+        return out, mean, invstd
+
+    x = fb.randn(2, 3, 6, 6)
+    with fb.no_grad():
+        for fn in (both, stats):
+            compiled = fb.compile(fn)
+            compiled(x)
+            got = compiled(x)
+            expected = fn(x)
+            for a, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple)
+                            else (expected,), strict=True):  # fmt: skip
+                close(a, e)
+            assert not any(ep[:2] == ("conv2d", "native_batch_norm") for eps in epilogues(compiled) for ep in eps)
+
+
+def test_a_fold_that_disagrees_warns_and_runs_the_eager_ops(monkeypatch):
+    real = _epilogue.FoldedConv._refold
+
+    def wrong(self, *tensors):
+        real(self, *tensors)
+        self.bias = self.bias + 1.0
+
+    monkeypatch.setattr(_epilogue.FoldedConv, "_refold", wrong)
+    model = fb.nn.Sequential(fb.nn.Conv2d(3, 4, 3), fb.nn.BatchNorm2d(4)).eval()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 3, 6, 6)
+    with fb.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(x)
+        close(compiled(x), model(x))
+    assert any(
+        "a batch norm folded into its convolution disagrees with the eager ops" in str(w.message) for w in caught
+    )
+    assert epilogues(compiled) == [[]]
+
+
+def test_fusion_off_turns_the_pass_off(monkeypatch):
+    monkeypatch.setattr(fb.compiler.config, "fusion", False)
+    model = fb.nn.Sequential(fb.nn.Conv2d(3, 4, 3), fb.nn.BatchNorm2d(4), fb.nn.ReLU()).eval()
+    compiled = fb.compile(model)
+    with fb.no_grad():
+        compiled(fb.randn(1, 3, 5, 5))
+    assert epilogues(compiled) == [[]]
+
+
+# --------------------------------------------------------------------------- activations in place
+def test_mlp_activations_in_place_under_no_grad_match_torch():
+    fb.manual_seed(3)
+    model = mlp(fb)
+    reference = to_torch_module(model, mlp(torch))
+    compiled = fb.compile(model)
+    x = fb.randn(5, 12)
+    with fb.no_grad():
+        compiled(x)
+        out = compiled(x)
+    with torch.no_grad():
+        close(out, reference(torch.from_numpy(x.numpy().copy())))
+    assert epilogues(compiled) == [[("linear", "relu"), ("linear", "sigmoid"), ("linear", "tanh")]]
+
+
+def test_under_grad_activations_stay_out_of_place_and_gradients_match_torch():
+    # Autograd's in-place form would clone the output: the pass leaves a training graph as captured.
+    fb.manual_seed(3)
+    model = mlp(fb)
+    reference = to_torch_module(model, mlp(torch))
+    compiled = fb.compile(model)
+    x = fb.randn(5, 12, requires_grad=True)
+    compiled(x)
+    model.zero_grad()
+    out = compiled(x)
+    out.square().sum().backward()
+    tx = torch.from_numpy(x.detach().numpy().copy()).requires_grad_(True)
+    expected = reference(tx)
+    expected.square().sum().backward()
+    close(out, expected)
+    close(x.grad, tx.grad)
+    for (name, p), (tname, q) in zip(model.named_parameters(), reference.named_parameters(), strict=True):
+        assert name == tname
+        close(p.grad, q.grad, rtol=1e-5, atol=1e-6)
+    assert epilogues(compiled) == [[]]
+
+
+def test_an_activation_whose_input_is_read_again_or_returned_stays_apart():
+    lin = fb.nn.Linear(4, 4)
+
+    def twice(x):
+        y = lin(x)
+        return y.relu() + y
+
+    def returned(x):
+        y = lin(x)
+        return y.relu(), y
+
+    x = fb.randn(3, 4)
+    with fb.no_grad():
+        for fn in (twice, returned):
+            compiled = fb.compile(fn)
+            compiled(x)
+            got, expected = compiled(x), fn(x)
+            for a, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple)
+                            else (expected,), strict=True):  # fmt: skip
+                close(a, e)
+            assert epilogues(compiled) == [[]]
+
+
+def test_a_batch_norm_that_is_not_folded_gets_its_relu_in_place():
+    model = fb.nn.Sequential(fb.nn.Linear(6, 4), fb.nn.BatchNorm1d(4), fb.nn.ReLU(), fb.nn.Linear(4, 2))
+    randomise_bn(model)
+    model.eval()
+    reference = to_torch_module(model, torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4),
+                                                           torch.nn.ReLU(), torch.nn.Linear(4, 2))).eval()  # fmt: skip
+    compiled = fb.compile(model)
+    x = fb.randn(5, 6)
+    with fb.no_grad():
+        compiled(x)
+        out = compiled(x)
+    with torch.no_grad():
+        close(out, reference(torch.from_numpy(x.numpy().copy())))
+    assert epilogues(compiled) == [[("native_batch_norm", "relu")]]
+
+
+@pytest.mark.parametrize("model_name", ["mlp", "convnet"])
+def test_training_with_folded_evals_in_between_matches_eager_for_20_steps(model_name):
+    # Each step trains (loss, every gradient, the running statistics against eager), then evaluates under
+    # no_grad: the folded convolutions re-fold from the parameters and statistics the step just changed.
+    fb.manual_seed(4)
+    make = mlp if model_name == "mlp" else make_convnet
+    eager, model = make(fb), make(fb)
+    model.load_state_dict(eager.state_dict())
+    compiled = fb.compile(model)
+    opts = [fb.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (eager, model)]
+    shape = (8, 12) if model_name == "mlp" else (4, 3, 8, 8)
+    data = [fb.randn(*shape) for _ in range(4)]
+    for step in range(20):
+        x = data[step % 4]
+        losses = []
+        for fn, opt in zip((eager, compiled), opts, strict=True):
+            opt.zero_grad()
+            loss = fn(x).square().mean()
+            loss.backward()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+        for (name, p), q in zip(eager.named_parameters(), model.parameters(), strict=True):
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+        for opt in opts:
+            opt.step()
+        for (name, b), c in zip(eager.named_buffers(), model.buffers(), strict=True):
+            np.testing.assert_allclose(c.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+        eager.eval(), model.eval()
+        with fb.no_grad():
+            close(compiled(data[(step + 1) % 4]), eager(data[(step + 1) % 4]), rtol=1e-4, atol=1e-5)
+        eager.train(), model.train()
+    assert len(compiled._compiled_call.graphs) == 2  # one training graph, one eval graph: no recapture
+    train_eps, eval_eps = epilogues(compiled)
+    assert train_eps == []
+    if model_name == "mlp":
+        assert eval_eps == [("linear", "relu"), ("linear", "sigmoid"), ("linear", "tanh")]
+    else:
+        assert eval_eps == [
+            ("conv2d", "native_batch_norm", "relu"), ("conv2d", "native_batch_norm"),
+            ("conv2d", "native_batch_norm", "relu"),
+        ]  # fmt: skip
