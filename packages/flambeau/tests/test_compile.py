@@ -745,6 +745,25 @@ def test_explain_reports_graphs_ops_and_breaks():
         fb.compiler.explain(3, fb.ones(1))
 
 
+def test_explain_of_a_training_step_without_arguments_reports_its_backward_break():
+    lin = fb.nn.Linear(3, 2)
+    opt = fb.optim.SGD(lin.parameters(), lr=0.1)
+    x = fb.ones(4, 3)
+
+    def step():
+        opt.zero_grad()
+        loss = lin(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    out = fb.compiler.explain(step)()  # a function of no arguments: explain(fn)() runs it once
+    assert (out.graph_count, out.graph_break_count) == (0, 1)
+    assert out.break_reasons == [
+        "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
+    ]
+
+
 def test_decorator_forms_and_is_compiling():
     seen = collections.Counter()
 

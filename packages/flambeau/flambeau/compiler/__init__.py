@@ -370,7 +370,12 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if not callable(fn):
         raise TypeError(f"[explain] expected a callable, got {type(fn).__name__}")
     if not args and not kwargs:
-        return functools.partial(explain, fn)
+        return functools.partial(_explain, fn)
+    return _explain(fn, *args, **kwargs)
+
+
+def _explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """:func:`explain` of one call (also of a function without arguments: ``explain(step)()``)."""
     module = fn if isinstance(fn, Module) else None
     probe = CompiledFunction(fn.__call__ if module is not None else fn, False, 1, module)
     probe(*args, **kwargs)
