@@ -315,6 +315,22 @@ def test_an_activation_whose_input_is_read_again_or_returned_stays_apart():
             assert epilogues(compiled) == [[]]
 
 
+def test_an_integer_linear_keeps_its_out_of_place_sigmoid():
+    w = fb.tensor([[1, -2, 3], [0, 1, -1]])
+
+    def f(x):
+        return fb.nn.functional.linear(x, w).sigmoid()  # int64 in, float32 out: no in-place form
+
+    x = fb.tensor([[1, 2, 3], [-1, 0, 2]])
+    compiled = fb.compile(f)
+    with fb.no_grad():
+        compiled(x)
+        out = compiled(x)
+    expected = torch.nn.functional.linear(torch.tensor([[1, 2, 3], [-1, 0, 2]]), torch.tensor(w.tolist())).sigmoid()
+    close(out, expected)
+    assert epilogues(compiled) == [[]]
+
+
 def test_a_batch_norm_that_is_not_folded_gets_its_relu_in_place():
     model = fb.nn.Sequential(fb.nn.Linear(6, 4), fb.nn.BatchNorm1d(4), fb.nn.ReLU(), fb.nn.Linear(4, 2))
     randomise_bn(model)

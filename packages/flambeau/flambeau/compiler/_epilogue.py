@@ -200,7 +200,7 @@ def _bn_fold(graph: Graph, i: int, uses: Counter[int], tensor_of: Callable[[Ref]
     return Node("conv_bn_folded", folded, args, {}, False, bn.first_value, [()])
 
 
-def _activation(producer: Node, node: Node, uses: Counter[int]) -> Node | None:
+def _activation(producer: Node, node: Node, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]) -> Node | None:
     """``producer`` with ``node`` (an activation, the only reader of its first result) applied in place."""
     if producer.name not in _PRODUCERS or node.name not in _IN_PLACE or producer.grad_enabled or node.grad_enabled:
         return None
@@ -208,6 +208,14 @@ def _activation(producer: Node, node: Node, uses: Counter[int]) -> Node | None:
         return None
     v = producer.first_value
     if uses[v] != 1 or node.args != (Ref("value", v),) or node.kwargs or node.results != [()]:
+        return None
+    # In place only on a fresh floating result of the activation's dtype (an integer linear's sigmoid is float).
+    result, activated = tensor_of(Ref("value", v)), tensor_of(Ref("value", node.first_value))
+    if not result.is_floating_point() or result.dtype != activated.dtype or result.shape != activated.shape:
+        return None
+    operands: list[Tensor] = []
+    _fusion_remap((producer.args, producer.kwargs), lambda r: operands.append(tensor_of(r)) or r)
+    if any(t._storage_ptr == result._storage_ptr for t in operands):
         return None
     single = producer.results == [()]
     return Node(
@@ -255,7 +263,7 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
             nodes.append(merged)
             i += 2
             continue
-        act = _activation(nodes[-1], node, uses) if nodes else None
+        act = _activation(nodes[-1], node, uses, tensor_of) if nodes else None
         if act is not None:
             last = nodes.pop()
             if last.name == "conv_bn_folded":
