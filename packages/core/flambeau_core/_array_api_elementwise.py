@@ -117,7 +117,6 @@ _EXAMPLES = {
     "tan": ("xp.tan(xp.asarray([-1.5, 0.5]))", "tensor([-14.1014,   0.5463])"),
     "sinh": ("xp.sinh(xp.asarray([-1.5, 0.5]))", "tensor([-2.1293,  0.5211])"),
     "cosh": ("xp.cosh(xp.asarray([-1.5, 0.5]))", "tensor([2.3524, 1.1276])"),
-    "tanh": ("xp.tanh(xp.asarray([-1.5, 0.5]))", "tensor([-0.9051,  0.4621])"),
     "atan": ("xp.atan(xp.asarray([-1.5, 0.5]))", "tensor([-0.9828,  0.4636])"),
     "asinh": ("xp.asinh(xp.asarray([-1.5, 0.5]))", "tensor([-1.1948,  0.4812])"),
     "reciprocal": ("xp.reciprocal(xp.asarray([-1.5, 0.5]))", "tensor([-0.6667,  2.0000])"),
@@ -258,7 +257,33 @@ sinh = _unary("sinh")
 square = _unary("square")
 sqrt = _unary("sqrt")
 tan = _unary("tan")
-tanh = _unary("tanh")
+
+
+def tanh(x, /):
+    """The hyperbolic tangent; complex ``x = ±infinity + bj`` (b finite) gives ``±1 + 0j`` with b's sign of zero.
+
+    The standard's special case (``+infinity + bj``, b > 0, is ``1 + 0j``, and its conjugate and odd
+    images); PyTorch, NumPy and C99's ctanh give the zero the sign of sin(2b) instead. Otherwise
+    flambeau's ``tanh``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.tanh(xp.asarray([-1.5, 0.5]))
+        tensor([-0.9051,  0.4621])
+    """
+    _check_tensor("tanh", x)
+    out = _fc.tanh(x)
+    if not _is_complex(x.dtype):
+        return out
+    re, im = _fc.real(x), _fc.imag(x)
+    at_inf = _fc.isinf(re) & _fc.isfinite(im)
+    if not bool(_fc.any(at_inf)):
+        return out
+    signed_zero = _fc.copysign(_fc.zeros_like(im), im)
+    return _fc.where(at_inf, _fc.complex(_fc.real(out), signed_zero), out)
+
+
 trunc = _unary("trunc")
 
 add = _binary("add")

@@ -231,6 +231,10 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
         # The identity written over a copy of A (PyTorch's): a gradient of A exists, and is zero.
         ident = A.clone(memory_format=_C.contiguous_format).copy_(_eye(A.shape[-1], A).expand(*A.shape))
         return _copy_out(ident, out, "linalg.matrix_power")
+    if A.dtype == _C.bool and n >= 2 and A.numel() > 0:
+        # PyTorch's products have no bool kernel ("addmm_impl_cpu_" not implemented for 'Bool'); n = 0 and
+        # n = 1 (no product) and empty matrices go through there as here.
+        raise NotImplementedError("linalg.matrix_power: not implemented for bool tensors when n >= 2 (as PyTorch's)")
     if n < 0:
         # inv's dtype check (float or complex, as PyTorch's linalg.inv) names the op that refuses
         A = inv(A)
@@ -243,6 +247,8 @@ def matrix_power(A: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:
         n >>= 1
         if n:
             base = _C.matmul(base, base)
+    if result is A:  # n = 1: a new tensor, as PyTorch's (A.clone(contiguous)), never A itself
+        result = A.clone(memory_format=_C.contiguous_format)
     return _copy_out(result, out, "linalg.matrix_power")
 
 

@@ -249,6 +249,14 @@ def asarray(obj, /, *, dtype=None, device=None, copy: _builtins.bool | None = No
     if isinstance(obj, memoryview | bytearray | bytes) or hasattr(obj, "__buffer__"):
         mv = memoryview(obj)
         return _fc.frombuffer(mv, dtype=dtype if dtype is not None else _buffer_dtype(mv)).reshape(mv.shape).clone()
+    if isinstance(obj, list | tuple) and _has_uint64_scalar(obj):
+        # 0-d uint64 arrays and NumPy uint64 scalars inside a sequence go in as Python ints (2**63 and
+        # above do not fit core's int64 path) and make the result uint64 when no dtype is given, as NumPy.
+        obj = _map_nested(obj, _uint64_as_int)
+        if dtype is None and not _has_non_int(obj):
+            dtype = _fc.uint64
+        elif dtype is None or _is_float(dtype) or _is_complex(dtype):  # next to floats, or into them: a float
+            obj = _map_nested(obj, lambda v: float(v) if isinstance(v, int) and v >= 2**63 else v)
     if dtype is not None and dtype == getattr(_fc, "uint64", None) and _has_big_int(obj):
         # Core builds integers through int64: uint64 values from 2**63 up go in as their int64 bits.
         wrapped = _map_nested(obj, lambda v: v - 2**64 if isinstance(v, int) and v >= 2**63 else v)
@@ -266,6 +274,29 @@ def _has_big_int(obj) -> _builtins.bool:
     if isinstance(obj, list | tuple):
         return _builtins.any(_has_big_int(o) for o in obj)
     return isinstance(obj, int) and not isinstance(obj, _builtins.bool) and obj >= 2**63
+
+
+def _is_uint64_scalar(v) -> _builtins.bool:
+    """A 0-d uint64 tensor, or a NumPy uint64 scalar or 0-d array."""
+    if isinstance(v, _Tensor):
+        return v.ndim == 0 and v.dtype == getattr(_fc, "uint64", None)
+    return v.__class__.__module__ == "numpy" and getattr(v, "ndim", None) == 0 and str(v.dtype) == "uint64"
+
+
+def _has_uint64_scalar(obj) -> _builtins.bool:
+    if isinstance(obj, list | tuple):
+        return _builtins.any(_has_uint64_scalar(o) for o in obj)
+    return _is_uint64_scalar(obj)
+
+
+def _has_non_int(obj) -> _builtins.bool:
+    if isinstance(obj, list | tuple):
+        return _builtins.any(_has_non_int(o) for o in obj)
+    return isinstance(obj, _builtins.bool) or not isinstance(obj, int)
+
+
+def _uint64_as_int(v):
+    return int(v.item()) if _is_uint64_scalar(v) else v
 
 
 def _buffer_dtype(mv: memoryview):
@@ -870,6 +901,38 @@ def argmin(x, /, *, axis=None, keepdims: _builtins.bool = False):
         out = _unsigned_safe(_fc.argmin, x.reshape(-1), ordered=True, back=False)
         return out.reshape((1,) * x.ndim) if keepdims else out
     return _unsigned_safe(_fc.argmin, x, axis, keepdims, ordered=True, back=False)
+
+
+def top_k(x, k, /, *, axis=-1, mode: str = "largest"):
+    """The ``k`` largest (``mode="largest"``) or smallest values along ``axis`` and their indices.
+
+    In the standard's draft after 2024.12. Returns ``(values, indices)``, sorted (largest first, or
+    smallest first); ``axis=None`` searches the flattened array. Ties keep PyTorch's ``topk`` order.
+
+    Example:
+        >>> import flambeau as fb
+        >>> xp = fb.array_api
+        >>> xp.top_k(xp.asarray([3, 1, 4, 1, 5]), 2)
+        (tensor([5, 4]), tensor([4, 2]))
+    """
+    _check_tensor("top_k", x)
+    if mode not in ("largest", "smallest"):
+        raise ValueError(f"top_k: mode must be 'largest' or 'smallest', got {mode!r}")
+    if axis is None:
+        x, axis = x.reshape(-1), -1
+    if x.ndim == 0:
+        raise ValueError("top_k: not defined for a 0-d array")
+    if isinstance(axis, _builtins.bool) or not isinstance(axis, int):
+        raise TypeError(f"top_k: axis must be an int or None, got {type(axis).__name__}")
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"top_k: axis {axis} is out of range for a {x.ndim}-d array")
+    if isinstance(k, _builtins.bool) or not isinstance(k, int):
+        raise TypeError(f"top_k: k must be an int, got {type(k).__name__}")
+    if not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"top_k: k={k} is out of range for an axis of size {x.shape[axis]}")
+    keys = x.to(_fc.uint8) if x.dtype == _fc.bool else x
+    _, indices = _unsigned_safe(_fc.topk, keys, k, axis, mode == "largest", True, ordered=True, back=False)
+    return take_along_axis(x, indices, axis=axis), indices
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: _builtins.bool = False):

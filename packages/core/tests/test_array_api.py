@@ -15,7 +15,7 @@ import flambeau_core.array_api as xp
 import numpy as np
 import pytest
 from helpers import to_numpy
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.array_api import make_strategies_namespace
 
@@ -113,6 +113,31 @@ def test_asarray_scalars_and_nesting():
     assert xp.asarray(3).dtype == xp.int64
     assert xp.asarray(3.5).dtype == xp.float32
     assert xp.asarray([[1, 2], [3, 4]]).shape == (2, 2)
+
+
+def test_asarray_uint64_scalars_in_sequences_match_numpy():
+    # 0-d uint64 arrays and NumPy uint64 scalars, 2**63 and above included, as elements of a sequence
+    big = xp.asarray(2**63, dtype=xp.uint64)
+    got = xp.asarray([[np.uint64(2**64 - 1)], [np.uint64(5)]])
+    want = np.asarray([[np.uint64(2**64 - 1)], [np.uint64(5)]])
+    assert got.dtype == xp.uint64 and want.dtype == np.uint64 and got.tolist() == want.tolist()
+    # Python ints next to them are weak scalars, as in the standard's promotion (NumPy's list inference
+    # reads them as int64 and gives float64)
+    for obj in ([big, 3], (np.uint64(2**63), 2**64 - 1)):
+        got = xp.asarray(obj)
+        assert got.dtype == xp.uint64
+        assert got.tolist() == np.asarray(obj, dtype=np.uint64).tolist()
+    assert xp.asarray([big], dtype=xp.uint64).tolist() == [2**63]
+    # next to a float, or into a float dtype: the float value (NumPy's float64 here)
+    got = xp.asarray([big, 1.5], dtype=xp.float64)
+    assert got.tolist() == np.asarray([np.uint64(2**63), 1.5]).tolist()
+    assert xp.asarray([big, 1.5]).dtype == xp.float32  # the default float, as for [2**62, 1.5]
+    assert xp.asarray([big], dtype=xp.float32).tolist() == [2.0**63]
+    # a signed dtype cannot hold it: core's overflow error
+    with pytest.raises(fc.FlambeauError, match="does not fit in int64"):
+        xp.asarray([big], dtype=xp.int64)
+    # a small 0-d uint64 array still gives uint64
+    assert xp.asarray([xp.asarray(7, dtype=xp.uint64)]).dtype == xp.uint64
 
 
 # ---------------------------------------------------------------------------
@@ -389,6 +414,49 @@ def test_searching():
     assert xp.searchsorted(s, xp.asarray([2.0]), side="right").tolist() == [3]
     with pytest.raises(ValueError, match="side"):
         xp.searchsorted(s, s, side="middle")
+
+
+@given(
+    x=xps.arrays(dtype=xps.real_dtypes(), shape=st.tuples(st.integers(1, 4), st.integers(1, 5)), unique=True),
+    data=st.data(),
+)
+@settings(max_examples=40, deadline=None)
+def test_top_k_matches_numpy(x, data):
+    # distinct values (the standard leaves the order of ties open); NumPy's sort as the oracle
+    axis = data.draw(st.sampled_from([-1, 0, 1, None]), label="axis")
+    mode = data.draw(st.sampled_from(["largest", "smallest"]), label="mode")
+    a = to_numpy(x)
+    assume(not (a.dtype.kind == "f" and np.isnan(a).any()))  # (NaN has no place in NumPy's order to compare)
+    flat = a.reshape(-1) if axis is None else a
+    ax = -1 if axis is None else axis
+    k = data.draw(st.integers(0, flat.shape[ax]), label="k")
+    values, indices = xp.top_k(x, k, axis=axis, mode=mode)
+    order = np.argsort(-flat if mode == "largest" and flat.dtype.kind == "f" else flat, axis=ax, kind="stable")
+    if mode == "largest" and flat.dtype.kind != "f":
+        order = np.flip(np.argsort(flat, axis=ax, kind="stable"), axis=ax)
+    want_idx = np.take(order, np.arange(k), axis=ax)
+    assert values.dtype == x.dtype and indices.dtype == xp.int64
+    np.testing.assert_array_equal(to_numpy(indices), want_idx)
+    np.testing.assert_array_equal(to_numpy(values), np.take_along_axis(flat, want_idx, axis=ax))
+
+
+def test_top_k_defaults_bool_and_errors():
+    x = xp.asarray([[3, 1, 4], [1, 5, 9]])
+    values, indices = xp.top_k(x, 2)  # axis=-1, mode="largest"
+    assert values.tolist() == [[4, 3], [9, 5]] and indices.tolist() == [[2, 0], [2, 1]]
+    assert xp.top_k(xp.asarray([False, True, False]), 1)[1].tolist() == [1]
+    with pytest.raises(ValueError, match="top_k: mode must be 'largest' or 'smallest', got 'max'"):
+        xp.top_k(x, 1, mode="max")
+    with pytest.raises(ValueError, match=r"top_k: k=4 is out of range for an axis of size 3"):
+        xp.top_k(x, 4)
+    with pytest.raises(ValueError, match=r"top_k: k=-1 is out of range"):
+        xp.top_k(x, -1)
+    with pytest.raises(TypeError, match="top_k: k must be an int, got float"):
+        xp.top_k(x, 1.0)
+    with pytest.raises(IndexError, match="top_k: axis 2 is out of range for a 2-d array"):
+        xp.top_k(x, 1, axis=2)
+    with pytest.raises(ValueError, match="top_k: not defined for a 0-d array"):
+        xp.top_k(xp.asarray(1.0), 1)
 
 
 def test_cumulative_sum_and_prod():

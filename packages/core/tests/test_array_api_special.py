@@ -148,3 +148,20 @@ def test_deviations_from_numpy_follow_the_standard(name, dtype):
         c for c, g in zip(cases, got, strict=True) if not (g == c[2] and math.copysign(1, g) == math.copysign(1, c[2]))
     ]
     assert not bad, f"{name}: (x1, x2, the standard's result) {bad[:8]}, flambeau gave {got[:8]}"
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tanh_at_infinity_follows_the_standard(dtype):
+    # the standard: tanh(+infinity + bj), b > 0 finite, is 1 + 0j (its conjugate and odd images for the
+    # other signs); NumPy (C99's ctanh) gives the zero the sign of sin(2b) (1 - 0j at b = 2). Elsewhere NumPy's.
+    b = [2.0, -2.0, 1.0, -1.0, 0.0, -0.0, 1e300, 3.0]
+    cases = [complex(a, y) for a in (math.inf, -math.inf) for y in b] + [complex(1, 2), complex(-0.5, 3)]
+    got = xp.tanh(xp.asarray(cases, dtype=getattr(xp, dtype))).tolist()
+    for z, g in zip(cases[:-2], got[:-2], strict=True):
+        want = complex(math.copysign(1.0, z.real), math.copysign(0.0, z.imag))
+        assert g == want and math.copysign(1, g.imag) == math.copysign(1, want.imag), (z, g)
+    assert np.tanh(np.complex128(complex(math.inf, 2.0))).imag == 0 and np.signbit(np.tanh(complex(math.inf, 2.0)).imag)
+    rtol = 1e-6 if dtype == "complex64" else 1e-14
+    np.testing.assert_allclose(got[-2:], np.tanh(np.array(cases[-2:], dtype=dtype)), rtol=rtol)
+    # real input: flambeau's tanh
+    assert xp.tanh(xp.asarray([math.inf, -math.inf, -0.0])).tolist() == [1.0, -1.0, -0.0]

@@ -217,6 +217,26 @@ def test_matrix_power_integers_and_errors():
             LA.matrix_power(fc.ones(2, 2, dtype=getattr(fc, dtype)), -1)
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 2, 2), (0, 0), (2, 0, 0)])
+def test_matrix_power_bool_as_torch(n, shape):
+    # PyTorch's products have no bool kernel: n >= 2 of a non-empty bool matrix raises; n = 0 (the
+    # identity), n = 1 (a copy) and empty matrices give values
+    a = (np.arange(math.prod(shape)).reshape(shape) % 3 == 0) if shape else np.zeros(shape, bool)
+    if n >= 2 and a.size:
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            torch.linalg.matrix_power(torch.from_numpy(a), n)
+        with pytest.raises(NotImplementedError, match=r"^linalg.matrix_power: not implemented for bool tensors"):
+            LA.matrix_power(fc.tensor(a), n)
+        return
+    x = fc.tensor(a)
+    got, want = LA.matrix_power(x, n), torch.linalg.matrix_power(torch.from_numpy(a), n)
+    assert got.dtype == fc.bool and got.tolist() == want.tolist()
+    if n == 1 and a.size:  # a new tensor, as PyTorch's: writing to it leaves x alone
+        got[..., 0, 0] = ~got[..., 0, 0]
+        assert x.tolist() == a.tolist()
+
+
 @pytest.mark.parametrize("kind", ["complex64", "complex128"])
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5, -1, -2, -3])
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (0, 2, 2), (2, 0, 0)])
