@@ -40,6 +40,13 @@ the compile time: cold in round 1 (empty compile caches, made for the run),
 warm in later rounds (the caches the earlier rounds filled). The ratios
 compare flambeau (eager and compiled) with the fastest peer of each row.
 
+Spread mode (``--processes N``, see benchmarks/README.md): each model is timed
+(training) in N fresh processes per mode, one model per process, and the table
+shows every process's figure, min / median / max, the spread (max / min - 1)
+and where the main thread ran; ``--contention`` times the same model again
+while a process spinning on one CPU (``sched_setaffinity``) takes one of the
+cores and reports the busy median as a fraction of the quiet one.
+
 A model whose layers a framework lacks shows ``n/a (missing: Conv2d)``; any
 other failure in a child shows ``n/a (reason)`` and the run goes on
 (``FLAMBEAU_BENCH_DEBUG=1`` passes the children's tracebacks through).
@@ -58,6 +65,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -112,9 +120,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
     p.add_argument("--quick", action="store_true", help="one round, 0.3 s per measurement, no RSS children")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="spread mode: time each model (train) in N fresh processes per framework, one model per process, "
+        "and report every process's figure, min / median / max and the spread max/min - 1 (default: off)",
+    )
+    p.add_argument(
+        "--contention",
+        action="store_true",
+        help="with --processes: also time every model while a busy process spinning on one CPU "
+        "(sched_setaffinity) takes one of the cores, as a fraction of the quiet median",
+    )
     # Internal: the parent starts children with these.
     p.add_argument("--_child", choices=tuple(MODES), help=argparse.SUPPRESS)
     p.add_argument("--_mode", choices=("time", "rss"), help=argparse.SUPPRESS)
+    p.add_argument("--_train_only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.model_list = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.model_list if m not in MODELS]
@@ -132,6 +154,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.rounds, args.seconds, args.no_rss = 1, min(args.seconds, 0.3), True
     if args.rounds < 1 or args.threads < 1 or args.seconds <= 0:
         p.error("--rounds and --threads must be >= 1, --seconds > 0")
+    if args.processes < 0 or (args.contention and args.processes < 1):
+        p.error("--processes must be >= 1 (and is needed by --contention)")
     return args
 
 
@@ -189,7 +213,47 @@ def _first_call(fn: Any) -> float:
     return time.perf_counter() - t0
 
 
-def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False) -> dict[str, Any]:
+def _thread_runtimes() -> dict[int, tuple[int, int]]:
+    """Every thread of this process: tid -> (ns it has run, the CPU it last ran on); {} where /proc lacks them."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                run_ns = int(f.read().split()[0])
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+        out[int(tid)] = (run_ns, cpu)
+    return out
+
+
+def _huge_page_bytes() -> int:
+    """This process's anonymous memory on transparent huge pages (AnonHugePages of /proc/self/smaps_rollup)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def placement(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]], main: int) -> dict[str, Any]:
+    """Where the timed steps ran: the main thread's last CPU and its share of the CPU time all threads used."""
+    used = {t: after[t][0] - before.get(t, (0, 0))[0] for t in after}
+    total = sum(max(0, v) for v in used.values())
+    share = used.get(main, 0) / total if total > 0 else 0.0
+    ran = sum(1 for v in used.values() if total > 0 and v > 0.01 * total)
+    return {"main_cpu": after[main][1] if main in after else -1, "main_share": share, "threads_ran": ran}
+
+
+def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False, train_only: bool = False) -> dict[str, Any]:
     spec = MODELS[name]
     missing = spec.missing(fw)
     if missing:
@@ -202,13 +266,17 @@ def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False) -> d
     out: dict[str, Any] = {}
     first = _first_call(trainer.step)  # allocates the momentum buffers; compiles a compiled model
     before = _raw_allocs(fw)
+    threads_before = _thread_runtimes() if train_only else {}
     out["train"], steps = _timed(trainer.step, spec.batch, seconds)
+    if train_only:  # the spread mode's per-process facts
+        out["placement"] = placement(threads_before, _thread_runtimes(), threading.get_native_id())
+        out["placement"]["huge_pages"] = _huge_page_bytes()
     after = _raw_allocs(fw)
     if compiled:  # the first call less a steady one
         out["compile_train"] = max(0.0, first - spec.batch / out["train"])
     if before is not None and after is not None:
         out["raw_allocs"] = [after[0] - before[0], after[1] - before[1], steps]
-    if spec.eval_benchmark:
+    if spec.eval_benchmark and not train_only:
         trainer.model.eval()
         first = _first_call(trainer.infer)
         out["eval"], _ = _timed(trainer.infer, spec.batch, seconds)
@@ -311,7 +379,9 @@ def child_main(args: argparse.Namespace) -> int:
             elif lib == "jax":
                 results[name] = _time_jax_model(name, args.seconds)
             else:
-                results[name] = _time_model(name, fw, args.seconds, compiled=how == "compile")
+                results[name] = _time_model(
+                    name, fw, args.seconds, compiled=how == "compile", train_only=args._train_only
+                )
         except Exception as e:
             if debug:
                 traceback.print_exc()
@@ -363,7 +433,9 @@ def _mode_env(args: argparse.Namespace, mode: str, env: dict[str, str]) -> dict[
     return env
 
 
-def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], env: dict[str, str]) -> dict[str, Any]:
+def run_child(
+    args: argparse.Namespace, fw: str, mode: str, models: list[str], env: dict[str, str], train_only: bool = False
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         os.path.abspath(__file__),
@@ -377,6 +449,7 @@ def run_child(args: argparse.Namespace, fw: str, mode: str, models: list[str], e
         str(args.threads),
         "--seconds",
         str(args.seconds),
+        *(["--_train_only"] if train_only else []),
     ]
     debug = bool(os.environ.get("FLAMBEAU_BENCH_DEBUG"))
     timeout = _COMPILE_CHILD_TIMEOUT if fw in COMPILED else _CHILD_TIMEOUT
@@ -577,6 +650,172 @@ def print_compile_table(args: argparse.Namespace, cells: dict[tuple[str, str, st
     )
 
 
+# =========================================================================== spread mode (--processes)
+
+
+def spread(values: list[float]) -> float:
+    """max / min - 1 of positive figures: 0.05 means the fastest process was 5 % faster than the slowest."""
+    if not values:
+        raise ValueError("spread: no values")
+    if min(values) <= 0:
+        raise ValueError(f"spread: figures must be positive, got {min(values)}")
+    return max(values) / min(values) - 1.0
+
+
+def spread_cells(values: list[float]) -> list[str]:
+    """The spread table's cells for one (model, mode): every process's figure, min / median / max, spread."""
+    if not values:
+        return ["n/a (no result)", "-", "-"]
+    return [
+        ", ".join(_si(v) for v in values),
+        f"{_si(min(values))} / {_si(statistics.median(values))} / {_si(max(values))}",
+        f"{100 * spread(values):.0f} %",
+    ]
+
+
+def placement_cell(facts: list[dict[str, Any] | None]) -> str:
+    """Per process: the CPU the main thread ended on, its share of the CPU time, the huge pages in use."""
+    shown = []
+    for f in facts:
+        if not f:
+            shown.append("?")
+            continue
+        shown.append(f"cpu{f['main_cpu']} {100 * f['main_share']:.0f}% {f.get('huge_pages', 0) / 2**20:.0f}M")
+    return ", ".join(shown) if shown else "-"
+
+
+def kept_fraction(quiet: list[float], busy: list[float]) -> float:
+    """The median throughput with one core busy as a fraction of the quiet median."""
+    if not quiet or not busy:
+        raise ValueError("kept_fraction: needs quiet and busy figures")
+    return statistics.median(busy) / statistics.median(quiet)
+
+
+def spread_table(
+    model_list: list[str],
+    modes: list[str],
+    quiet: dict[tuple[str, str], Cell],
+    busy: dict[tuple[str, str], Cell] | None,
+) -> list[list[str]]:
+    """Rows (header first) of the spread table; with ``busy``, the contention columns too."""
+    headers = ["model", "mode", "train samples/s per process", "min / median / max", "spread"]
+    headers.append("main thread per process")
+    if busy is not None:
+        headers += ["one core busy, per process", "kept (busy / quiet median)"]
+    table = [headers]
+    for model in model_list:
+        for mode in modes:
+            q = quiet.get((model, mode), Cell())
+            row = [f"{model} ({MODELS[model].batch})", mode]
+            if q.error:
+                row += [f"n/a ({q.error})", "-", "-", "-"]
+            else:
+                row += [*spread_cells(q.values), placement_cell(q.extra)]
+            if busy is not None:
+                b = busy.get((model, mode), Cell())
+                if b.error:
+                    row += [f"n/a ({b.error})", "-"]
+                elif not b.values or not q.values:
+                    row += ["-", "-"]
+                else:
+                    row += [", ".join(_si(v) for v in b.values), f"{100 * kept_fraction(q.values, b.values):.0f} %"]
+            table.append(row)
+    return table
+
+
+_SPIN = "import os, sys\nos.sched_setaffinity(0, {%d})\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
+
+
+class BusyCore:
+    """A process spinning on one CPU (``sched_setaffinity``) while the ``with`` block runs."""
+
+    def __init__(self, cpu: int) -> None:
+        self.cpu = cpu
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> BusyCore:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SPIN % self.cpu], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "spinning":
+            self.__exit__()
+            raise RuntimeError(f"the busy process could not pin itself to CPU {self.cpu}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def busy_cpu() -> int:
+    """The CPU the busy process takes: the last one this process may run on (there must be two at least)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if len(cpus) < 2:
+        raise RuntimeError(f"--contention needs two CPUs at least; this process may use {cpus}")
+    return cpus[-1]
+
+
+def measure_spread(
+    args: argparse.Namespace, unset_openblas: bool
+) -> tuple[dict[tuple[str, str], Cell], dict[tuple[str, str], Cell] | None]:
+    """(model, mode) -> the train figures of ``--processes`` fresh processes, quiet and (``--contention``) busy.
+
+    Every process times one model. Process i of a model runs each mode in turn (the order reversed on odd i),
+    quiet, then with one core busy, so that machine noise hits every mode and both conditions alike.
+    """
+    env = _child_env(unset_openblas)
+    quiet: dict[tuple[str, str], Cell] = {}
+    busy: dict[tuple[str, str], Cell] | None = {} if args.contention else None
+    cpu = busy_cpu() if args.contention else -1
+
+    def record(cells: dict[tuple[str, str], Cell], model: str, mode: str, res: dict[str, Any]) -> None:
+        c = cells.setdefault((model, mode), Cell())
+        if res.get("error"):
+            c.error = c.error or res["error"]
+        elif "train" in res:
+            c.values.append(res["train"])
+            c.extra.append(res.get("placement"))
+
+    for model in args.model_list:
+        t0 = time.perf_counter()
+        for i in range(args.processes):
+            order = args.modes if i % 2 == 0 else list(reversed(args.modes))
+            for mode in order:
+                res = run_child(args, mode, "time", [model], env, train_only=True).get(model, {"error": "no result"})
+                record(quiet, model, mode, res)
+            if busy is not None:
+                with BusyCore(cpu):
+                    for mode in order:
+                        res = run_child(args, mode, "time", [model], env, train_only=True)
+                        record(busy, model, mode, res.get(model, {"error": "no result"}))
+        print(f"  {model}: {args.processes} processes per mode, {time.perf_counter() - t0:.1f} s", flush=True)
+    return quiet, busy
+
+
+def run_spread(args: argparse.Namespace, unset_openblas: bool, shown: str) -> None:
+    t0 = time.perf_counter()
+    quiet, busy = measure_spread(args, unset_openblas)
+    title = (
+        f"Spread over {args.processes} fresh processes per mode and model (train samples/s; OpenBLAS: {shown}; "
+        f"{time.perf_counter() - t0:.0f} s)"
+    )
+    _print_rows(spread_table(args.model_list, args.modes, quiet, busy), title)
+    print("spread: max / min - 1 of the processes' figures (each the median step of ~--seconds in that process).")
+    print(
+        "main thread per process: the CPU it last ran on, its share of the CPU time all the process's threads used "
+        "in the timed steps (/proc/self/task/*/schedstat), and the process's AnonHugePages."
+    )
+    if busy is not None:
+        print(
+            f"one core busy: the same model while a process spinning on CPU {busy_cpu()} (sched_setaffinity) runs; "
+            "kept: the busy median over the quiet median."
+        )
+    print(f"load average now: {_loadavg()}")
+
+
 def _loadavg() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
 
@@ -592,7 +831,14 @@ def main(argv: list[str] | None = None) -> int:
     print("flambeau vs PyTorch: the six benchmark models (benchmarks/models.py)")
     print(
         f"  python {platform.python_version()}, {os.cpu_count()} CPUs visible, "
-        f"{args.threads} threads in every child, {args.rounds} rounds, ~{args.seconds:g} s per measurement"
+        f"{args.threads} threads in every child, "
+        + (
+            f"{args.processes} fresh processes per mode and model"
+            + (", quiet and with one core busy" if args.contention else "")
+            if args.processes
+            else f"{args.rounds} rounds"
+        )
+        + f", ~{args.seconds:g} s per measurement"
     )
     print(f"  load average before the run (1/5/15 min): {_loadavg()}  (other processes skew every figure)")
     print(f"  modes: {', '.join(args.modes)}")
@@ -612,6 +858,9 @@ def main(argv: list[str] | None = None) -> int:
                 + " (as the environment sets them)"
             )
         print(f"\nOpenBLAS: {shown}", flush=True)
+        if args.processes:
+            run_spread(args, unset, shown)
+            continue
         t0 = time.perf_counter()
         cells, facts = measure(args, unset)
         print_table(args, cells, f"OpenBLAS: {shown}  ({time.perf_counter() - t0:.0f} s)")
