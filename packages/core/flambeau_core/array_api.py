@@ -999,6 +999,11 @@ def _unique(x):
     _check_tensor("unique", x)
     # Every NaN counts as its own value, as the standard asks; core's unique (like PyTorch's) already does so.
     flat = x.reshape(-1)
+    if _is_complex(x.dtype):  # no complex kernel (PyTorch has none either): the rows (real, imag), in that order
+        rows = _fc.stack([_fc.real(flat), _fc.imag(flat)], -1)
+        rows, inverse, counts = _fc.unique(rows, sorted=True, return_inverse=True, return_counts=True, dim=0)
+        values = _fc.complex(rows[:, 0].contiguous(), rows[:, 1].contiguous())
+        return values, inverse.reshape(tuple(x.shape)), counts
     signed = _needs_signed(x.dtype)
     if signed:  # an order-preserving signed form (uint16/32/64 lack the kernel)
         flat = _to_signed(flat, ordered=True)
