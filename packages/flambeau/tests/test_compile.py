@@ -908,3 +908,41 @@ def test_the_capturing_call_is_a_compiled_region_with_its_capture_inside(monkeyp
     (capture,) = [c for c in regions[0].cpu_children if c.name == "fb.compile: capture"]
     assert {"aten::mul", "aten::relu"} <= {c.name for c in capture.cpu_children}  # run eagerly while recorded
     assert not [c for c in regions[1].cpu_children if c.name == "fb.compile: capture"]
+
+
+def test_replay_drops_each_intermediate_after_its_last_reader():
+    # As eager code does: the caching allocator can hand the freed (cache-warm) block to the next result.
+    import weakref
+
+    from flambeau.compiler._graph import Graph, Node, Ref
+    from flambeau.compiler._replay import Program
+
+    made = []
+    alive_at_probe = []
+
+    def make(x):
+        t = x * 2
+        made.append(weakref.ref(t))
+        return t
+
+    def probe(x):
+        alive_at_probe.append(made[-1]() is not None)
+        return x + 1
+
+    def graph(returns_first):
+        g = Graph(num_inputs=1)
+        g.nodes = [
+            Node("make", make, (Ref("input", 0),), {}, True, 0, [()]),
+            Node("neg", fb.neg, (Ref("value", 0),), {}, True, 1, [()]),
+            Node("probe", probe, (Ref("value", 1),), {}, True, 2, [()]),
+        ]
+        g.num_values = 3
+        g.output = (Ref("value", 2), Ref("value", 0)) if returns_first else Ref("value", 2)
+        return g
+
+    x = fb.ones(3)
+    out = Program(graph(False), True).run(x)
+    assert out.tolist() == [-1.0, -1.0, -1.0] and alive_at_probe == [False]
+    out, first = Program(graph(True), True).run(x)  # a returned value is kept
+    assert first.tolist() == [2.0, 2.0, 2.0] and alive_at_probe == [False, True]
+    assert "del v0" in Program(graph(False), True).source and "del v0" not in Program(graph(True), True).source
