@@ -388,6 +388,31 @@ def test_setitem_backward(idx):
     )
 
 
+def test_negative_slice_step_backward():
+    # PyTorch refuses negative steps; its flip of the same positive-step slice is the oracle
+    def fc_read(a):
+        return a[::-1, 3:0:-2] * a[2::-1, 2::-2]
+
+    def torch_read(a):
+        return torch.flip(a[:, 1:4:2], [0, 1]) * torch.flip(a[0:3, 0:3:2], [0, 1])
+
+    compare_with_torch(fc_read, torch_read, make_inputs([(3, 4, 5)], seed=10))
+
+    def run(a, v, flipped):
+        out = a * 1.0
+        if flipped:
+            out[1:4:2] = torch.flip(v * v, [0])
+        else:
+            out[3:0:-2] = v * v
+        return out * a
+
+    compare_with_torch(
+        lambda a, v: run(a.permute(1, 0, 2), v, False).permute(1, 0, 2),
+        lambda a, v: run(a.permute(1, 0, 2), v, True).permute(1, 0, 2),
+        make_inputs([(3, 4, 5), (2, 3, 5)], seed=11),
+    )
+
+
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_index_put_backward(accumulate):
     i0, i1 = np.array([[0, 2, 0], [1, 1, 1]]), np.array([3, -1, 3])  # duplicates among the pairs

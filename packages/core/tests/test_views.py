@@ -199,6 +199,62 @@ def test_getitem_basic():
     assert t[...].data_ptr() == t.data_ptr() and t[...] is not t
 
 
+NEGATIVE_STEP_KEYS = [
+    np.s_[::-1],
+    np.s_[::-2],
+    np.s_[1::-1],
+    np.s_[:0:-1],
+    np.s_[5:1:-3],
+    np.s_[-1:-4:-2],
+    np.s_[1:3:-1],  # empty
+    np.s_[100:-100:-1],  # clamped
+    np.s_[:, ::-1],
+    np.s_[::-1, 1],
+    np.s_[None, ::-1, None, 2::-2],
+    np.s_[..., ::-3],
+    np.s_[::-1, [0, 2]],
+    np.s_[[2, 0], ::-1],
+    np.s_[::-2, np.array([True, False, True, True])],
+]
+
+
+@pytest.mark.parametrize("key", NEGATIVE_STEP_KEYS, ids=repr)
+def test_negative_slice_steps_match_numpy(key):
+    # PyTorch refuses them (ValueError); flambeau reads them as NumPy and the Array API standard do.
+    # getitem gives a copy, setitem writes through.
+    t, a = arange(5, 4)
+    got = t[key]
+    np.testing.assert_array_equal(to_numpy(got), a[key])
+    assert got.shape == a[key].shape
+    if got.numel():  # a copy: writing to it leaves t alone
+        got.fill_(-1.0)
+        np.testing.assert_array_equal(to_numpy(t), a)
+    # setitem: a number, and a tensor of the indexed shape (where no tensor index comes with the slice)
+    t[key] = 7.0
+    b = a.copy()
+    b[key] = 7.0
+    np.testing.assert_array_equal(to_numpy(t), b)
+    if not any(isinstance(k, list | np.ndarray) for k in (key if isinstance(key, tuple) else (key,))):
+        value = np.arange(a[key].size, dtype=np.float32).reshape(a[key].shape) + 100
+        t[key] = fc.tensor(value)
+        b[key] = value
+        np.testing.assert_array_equal(to_numpy(t), b)
+
+
+def test_negative_slice_steps_setitem_broadcast_overlap_and_errors():
+    t, a = arange(3, 4)
+    t[::-1, ::-2] = fc.tensor([1.0, 2.0])  # broadcast along the first dim
+    a[::-1, ::-2] = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(to_numpy(t), a)
+    t[::-1] = t  # the value is read before the write (NumPy's result too)
+    a[::-1] = a.copy()
+    np.testing.assert_array_equal(to_numpy(t), a)
+    with pytest.raises(ValueError, match=r"\[setitem\] shape mismatch: value of shape \(3,\) cannot be broadcast"):
+        t[::-1, ::-2] = fc.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(NotImplementedError, match=r"\[setitem\] a slice with a negative step together with tensor"):
+        t[::-1, [0, 1]] = fc.tensor([1.0, 2.0])
+
+
 def test_getitem_errors():
     t, _ = arange(3, 4)
     with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 0 with size 3"):
@@ -207,8 +263,6 @@ def test_getitem_errors():
         t[0, -5]
     with pytest.raises(IndexError, match="too many indices for a tensor of dimension 2"):
         t[0, 0, 0]
-    with pytest.raises(ValueError, match="step must be greater than zero"):
-        t[::-1]
     with pytest.raises(ValueError, match="step"):
         t[::0]
     with pytest.raises(IndexError, match="single ellipsis"):

@@ -145,7 +145,18 @@ Item classify(py::handle it, const char* op) {
 struct ParsedIndex {
   Tensor view;             // self with the basic items applied
   OptionalTensorList adv;  // op::index's list for `view`; empty if no advanced item
+  Shape flip_dims;         // dims of `view` a negative slice step reverses (Note [Negative slice steps])
 };
+
+// Note [Negative slice steps]
+// PyTorch refuses a slice with a negative step ("step must be greater than zero"); NumPy and the
+// Array API standard take it. A strided view cannot hold it (strides are never negative here: every
+// kernel and the storage bounds checks assume so), so parse_index slices the same elements with the
+// positive step and records the dim in `flip_dims`: getitem returns op::flip of the view (a copy,
+// which the standard allows: whether a result shares memory is left to the library), setitem writes
+// the value flipped along those dims into the view (a number needs no flip). A tensor value with
+// advanced items as well is refused (the flipped dims move in op::index's result). No PyTorch
+// program changes: each of these raised before.
 
 /// Note [Indexing from Python]. `keep_full_slices` = false skips `:` items (setitem writes through
 /// self itself then, not through a view of it).
@@ -200,7 +211,20 @@ ParsedIndex parse_index(const Tensor& self, py::handle index, const char* op, bo
       case ItemKind::kSlice: {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(it.obj.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
-        FB_CHECK_VALUE(step > 0, "[", op, "] slice step must be greater than zero, got ", step);
+        if (step < 0) {
+          // Note [Negative slice steps]: the same elements by a positive step, reversed later.
+          const Py_ssize_t len = PySlice_AdjustIndices(cur.sizes()[d], &start, &stop, step);
+          if (len == 0) {
+            cur = op::slice(cur, d, int64_t{0}, int64_t{0}, 1);
+          } else {
+            const int64_t last = start + (len - 1) * step;
+            cur = op::slice(cur, d, last, static_cast<int64_t>(start) + 1, -static_cast<int64_t>(step));
+            r.flip_dims.push_back(d);
+          }
+          ++d;
+          ++src_d;
+          break;
+        }
         auto* sl = reinterpret_cast<PySliceObject*>(it.obj.ptr());
         std::optional<int64_t> b, e;
         if (sl->start != Py_None) b = start;
@@ -238,6 +262,7 @@ Tensor getitem(const Tensor& self, py::handle index) {
     if (!overflow && i >= -n && i < n) return op::select(self, 0, i);
   }
   ParsedIndex r = parse_index(self, index, "getitem", /*keep_full_slices=*/true);
+  if (!r.flip_dims.empty()) r.view = without_gil([&] { return op::flip(r.view, r.flip_dims); });
   if (!r.adv.empty()) return without_gil([&] { return op::index(r.view, r.adv); });
   // t[...] and t[()] still return a new view, as in PyTorch.
   if (r.view.is_same(self)) return op::as_strided(self, self.sizes(), self.strides(), self.storage_offset());
@@ -405,10 +430,15 @@ void setitem(Tensor& self, py::handle index, py::handle value) {
     else
       check_scalar_fits(s, target.dtype(), "setitem");
   }
+  if (tensor_value && !r.flip_dims.empty() && !r.adv.empty())
+    throw NotImplementedError(
+        "[setitem] a slice with a negative step together with tensor indices takes only a number as the "
+        "value");
   py::gil_scoped_release no_gil;
   if (r.adv.empty()) {
     if (tensor_value) {
-      op::copy_(target, broadcast_value(tv, target.sizes()));
+      Tensor v = broadcast_value(tv, target.sizes());
+      op::copy_(target, r.flip_dims.empty() ? v : op::flip(v, r.flip_dims));
     } else {
       // fill_ accepts an expanded tensor (as PyTorch's does); setitem refuses, as PyTorch's.
       check_no_internal_overlap(target, "setitem");
