@@ -367,6 +367,31 @@ def test_embedding_backward_matches_torch():
         np.testing.assert_allclose(to_numpy(got), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_embedding_backward_reads_strided_rows_in_place(dtype):
+    # A column slice of a wider gradient (as cat's backward hands each embedding), an expanded
+    # gradient (row stride 0), a transposed one (copied first) and many rows across threads.
+    idx = np.random.default_rng(3).integers(0, 300, size=(1000,))
+    wide = rand((1000, 40), dtype, seed=5)
+    cases = [
+        (fc.tensor(wide)[:, 8:24], wide[:, 8:24]),
+        (fc.tensor(wide[0]).expand(1000, 40), np.broadcast_to(wide[0], (1000, 40))),
+        (fc.tensor(wide.T.copy()).T, wide),
+        (fc.tensor(wide)[::2, 3:5], wide[::2, 3:5]),
+    ]
+    for g, g_np in cases:
+        ix = idx[: g_np.shape[0]]
+        for pad, freq in [(-1, False), (17, False), (-1, True)]:
+            got = fc.embedding_dense_backward(g, fc.tensor(ix), 300, pad, freq)
+            want = torch.ops.aten.embedding_dense_backward(
+                torch.from_numpy(np.ascontiguousarray(g_np)), torch.from_numpy(ix), 300, pad, freq
+            )
+            np.testing.assert_allclose(to_numpy(got), want.numpy(), **TOL[dtype])
+            # The same sums in the same order as from a contiguous copy.
+            dense = fc.embedding_dense_backward(fc.tensor(np.ascontiguousarray(g_np)), fc.tensor(ix), 300, pad, freq)
+            np.testing.assert_array_equal(to_numpy(got), to_numpy(dense))
+
+
 def test_embedding_index_errors_never_read_outside():
     w = fc.randn(10, 3)
     raises_when_run(

@@ -126,15 +126,19 @@ Tensor embedding_backward_cpu(const Tensor& grad_output, const Tensor& indices, 
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const auto& kf = cpu::norm_fns<T>();
-      const Tensor hg = contig(grad_output);
+      // A 2-D gradient with unit-stride rows (a column slice of cat's gradient, as when the
+      // embeddings were concatenated) is read in place, row i at g + i * ldg; else a contiguous copy.
+      const bool rows_in_place = grad_output.dim() == 2 && grad_output.strides()[1] == 1;
+      const Tensor hg = rows_in_place ? grad_output : contig(grad_output);
       const T* g = hg.data<T>();
+      const int64_t ldg = rows_in_place ? grad_output.strides()[0] : d;
       T* w = gw.data<T>();
       accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
         for (int64_t i = 0; i < k; ++i) {
           const int64_t r = ip[i];
           if (r < r0 || r >= r1 || r == padding_idx) continue;
           const T s = scale_grad_by_freq ? static_cast<T>(1.0 / static_cast<double>(counts[r])) : T(1);
-          kf.row_axpy(w + r * d, g + i * d, d, s);
+          kf.row_axpy(w + r * d, g + i * ldg, d, s);
         }
       });
     }
