@@ -10,6 +10,7 @@ import flambeau_nn.functional as F
 import numpy as np
 import pytest
 import torch
+import torch.nn.utils.prune
 from flambeau_core.testing import raises_when_run
 from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
@@ -438,6 +439,40 @@ def test_embedding_from_pretrained_and_max_norm():
     assert ours.weight.requires_grad
     assert_close(ours(from_torch(idx)), theirs(idx), rtol=1e-5)
     assert_close(ours.weight, theirs.weight, rtol=1e-5)  # rows renormalized in place
+
+
+def test_embedding_module_reparametrized_and_concatenated():
+    # forward reads the weight from _parameters; pruned / weight-normed, the weight is an attribute.
+    torch.manual_seed(0)
+    idx = torch.randint(0, 12, (9,))
+    for wrap_ours, wrap_theirs in [
+        (
+            lambda m: nn.utils.prune.l1_unstructured(m, "weight", 0.4),
+            lambda m: torch.nn.utils.prune.l1_unstructured(m, "weight", 0.4),
+        ),
+        (lambda m: nn.utils.weight_norm(m), lambda m: torch.nn.utils.weight_norm(m)),
+    ]:
+        theirs = torch.nn.Embedding(12, 5)
+        ours = nn.Embedding(12, 5)
+        ours.weight.data.copy_(from_torch(theirs.weight.detach()))
+        wrap_ours(ours)
+        wrap_theirs(theirs)
+        assert "weight" not in ours._parameters
+        assert_close(ours(from_torch(idx)), theirs(idx), rtol=1e-6, atol=1e-6)
+    # Two embeddings concatenated (each gets a column slice of cat's gradient), as in NCF.
+    eu_t, ei_t = torch.nn.Embedding(50, 8), torch.nn.Embedding(30, 8)
+    eu, ei = nn.Embedding(50, 8), nn.Embedding(30, 8)
+    copy_params(eu, eu_t)
+    copy_params(ei, ei_t)
+    u, i = torch.randint(0, 50, (64,)), torch.randint(0, 30, (64,))
+    proj = torch.randn(16, 3)
+    yt = torch.cat([eu_t(u), ei_t(i)], dim=1) @ proj
+    yo = fc.cat([eu(from_torch(u)), ei(from_torch(i))], dim=1) @ from_torch(proj)
+    assert_close(yo, yt, rtol=1e-5, atol=1e-6)
+    yt.square().sum().backward()
+    yo.square().sum().backward()
+    assert_close(eu.weight.grad, eu_t.weight.grad, rtol=1e-5, atol=1e-5)
+    assert_close(ei.weight.grad, ei_t.weight.grad, rtol=1e-5, atol=1e-5)
 
 
 def test_embedding_errors():

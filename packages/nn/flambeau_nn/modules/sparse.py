@@ -116,8 +116,14 @@ class Embedding(Module):
             >>> nn.Embedding(10, 3)(fc.tensor([[1, 2, 4], [4, 3, 9]])).shape
             (2, 3, 3)
         """
+        # The weight straight from _parameters (as Linear): self.weight would go through
+        # Module.__getattr__, a Python-level miss; reparametrized (parametrize, weight_norm),
+        # the weight is an attribute instead.
+        weight = self._parameters.get("weight")
+        if weight is None:
+            weight = self.weight
         return F.embedding(
-            input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
+            input, weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
         )
 
     def extra_repr(self) -> str:
