@@ -109,27 +109,14 @@ void binary_out(int op, const char* name, const Tensor& out, const Tensor& a, co
   launch(op, name, TensorIterator::into(name, out, a, b, compute), alpha, 0);
 }
 
-Tensor unary(int op, const char* name, const Tensor& a, bool true_valued) {
-  ScalarType compute = a.dtype();
-  if (true_valued && !is_floating(compute)) compute = default_float_dtype();
-  compute_code(compute, name);
-  const TensorIterator it = TensorIterator::unary(name, a, compute, compute);
-  launch(op, name, it, 1, 0);
-  return it.output();
-}
-
-#define FBC_BINARY(opname, code, tv) \
-  Tensor opname##_cuda(const Tensor& a, const Tensor& b) { return binary(code, #opname, a, b, tv); }
-FBC_BINARY(maximum, kEwMaximum, false)
-FBC_BINARY(minimum, kEwMinimum, false)
-FBC_BINARY(pow, kEwPow, false)
-#undef FBC_BINARY
-
 #define FBC_BINARY_OUT(opname, code)                                             \
   void opname##_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) { \
     binary_out(code, #opname, out, a, b);                                       \
   }
 FBC_BINARY_OUT(mul, kEwMul)
+FBC_BINARY_OUT(maximum, kEwMaximum)
+FBC_BINARY_OUT(minimum, kEwMinimum)
+FBC_BINARY_OUT(pow, kEwPow)
 FBC_BINARY_OUT(div, kEwDiv)
 FBC_BINARY_OUT(eq, kEwEq)
 FBC_BINARY_OUT(ne, kEwNe)
@@ -152,35 +139,43 @@ Tensor threshold_backward_cuda(const Tensor& grad, const Tensor& self, const Sca
   return binary(kEwThresholdBackward, "threshold_backward", grad, self, false, 1, threshold.to_double());
 }
 
-#define FBC_UNARY(opname, code, tv) \
-  Tensor opname##_cuda(const Tensor& a) { return unary(code, #opname, a, tv); }
-FBC_UNARY(neg, kEwNeg, false)
-FBC_UNARY(abs, kEwAbs, false)
-FBC_UNARY(relu, kEwRelu, false)
-FBC_UNARY(exp, kEwExp, true)
-FBC_UNARY(log, kEwLog, true)
-FBC_UNARY(sqrt, kEwSqrt, true)
-FBC_UNARY(tanh, kEwTanh, true)
-FBC_UNARY(sigmoid, kEwSigmoid, true)
-#undef FBC_UNARY
+// Note [Structured kernels]: out has the meta step's dtype (a's, or the float dtype of exp ...
+// sigmoid), or self's in place, and the kernel computes in it. A complex input (abs's real out)
+// is not yet implemented on CUDA.
+void unary_out(int op, const char* name, const Tensor& out, const Tensor& a) {
+  if (is_complex(a.dtype())) compute_code(a.dtype(), name);
+  compute_code(out.dtype(), name);
+  launch(op, name, TensorIterator::into(name, out, a, out.dtype()), 1, 0);
+}
+
+#define FBC_UNARY_OUT(opname, code) \
+  void opname##_out_cuda(const Tensor& out, const Tensor& a) { unary_out(code, #opname, out, a); }
+FBC_UNARY_OUT(neg, kEwNeg)
+FBC_UNARY_OUT(abs, kEwAbs)
+FBC_UNARY_OUT(relu, kEwRelu)
+FBC_UNARY_OUT(exp, kEwExp)
+FBC_UNARY_OUT(log, kEwLog)
+FBC_UNARY_OUT(sqrt, kEwSqrt)
+FBC_UNARY_OUT(tanh, kEwTanh)
+FBC_UNARY_OUT(sigmoid, kEwSigmoid)
+#undef FBC_UNARY_OUT
 
 // where: condition (bool, on the device or a host scalar) picks self or other,
 // all three broadcast; self/other promote as a binary op (wrapped numbers weak)
-// and are cast to that dtype; a host scalar goes to the kernel as bytes.
-Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
+// and are cast to that dtype; a host scalar goes to the kernel as bytes. Note [Structured kernels]:
+// out has that dtype, on the device.
+void where_out_cuda(const Tensor& out, const Tensor& condition, const Tensor& self, const Tensor& other) {
   const char* name = "where";  // condition is bool: the meta step checked it (Note [Meta step])
-  const Device dev = condition.device().type == DeviceType::CUDA ? condition.device()
-                     : self.device().type == DeviceType::CUDA    ? self.device()
-                                                                 : other.device();
+  const Device dev = out.device();
   Tensor cond = condition;
   if (is_host_scalar(condition)) {
     cond = op::empty(Shape{}, ScalarType::Bool, dev);  // a host bool condition: one byte on the device
     op::copy_(cond, condition);
   }
-  const ScalarType dtype = result_type(self, other);
+  const ScalarType dtype = out.dtype();
   const Tensor* ins[3] = {&cond, &self, &other};
-  const TensorIterator it(name, nullptr, dtype, ins, dtype, /*keep_dtype_mask=*/1);  // cond stays bool
-  if (it.numel() == 0) return it.output();
+  const TensorIterator it(name, &out, dtype, ins, dtype, /*keep_dtype_mask=*/1);  // cond stays bool
+  if (it.numel() == 0) return;
   WhereArgs args;
   args.calc = offset_calculator<4>(it, name);
   args.out = it.data(0);
@@ -194,7 +189,6 @@ Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& oth
   CudaDeviceSetter guard(dev.index);
   const int err = launch_where(args, static_cast<int>(itemsize(dtype)), it.numel(), current_cuda_stream(dev));
   if (err != 0) throw_cuda_error("where kernel launch", static_cast<cudaError_t>(err));
-  return it.output();
 }
 
 // ---- the elementwise math of elementwise_math.h ----
@@ -214,8 +208,10 @@ void check_float_input(const char* op, const Tensor& t, const char* what) {
 /// and integers compare exactly in int64.
 ScalarType logical_compute(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
 
-Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p0 = 0, double p1 = 0,
-                  double p2 = 0) {
+// Into `out` when given (Note [Structured kernels]: out has the dtype the rules below give, or
+// self's in place), else into a new tensor.
+Tensor math_unary_into(const Tensor* out, int op, const char* name, const Tensor& a, Kind kind, double p0 = 0,
+                       double p1 = 0, double p2 = 0) {
   ScalarType compute = a.dtype(), out_dtype = a.dtype();
   switch (kind) {
     case Kind::FloatValued:
@@ -240,16 +236,22 @@ Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p
                     "] is only implemented for integer and bool tensors, got dtype ", dtype_name(compute));
       if (compute == ScalarType::Bool) {
         // bitwise_not of a bool is logical not.
-        const TensorIterator it = TensorIterator::unary(name, a, ScalarType::Int64, ScalarType::Bool);
+        const TensorIterator it = out ? TensorIterator::into(name, *out, a, ScalarType::Int64)
+                                      : TensorIterator::unary(name, a, ScalarType::Int64, ScalarType::Bool);
         launch(kMLogicalNot, name, it, 0, 0, true);
         return it.output();
       }
       break;
   }
   compute_code(compute, name);
-  const TensorIterator it = TensorIterator::unary(name, a, compute, out_dtype);
+  const TensorIterator it =
+      out ? TensorIterator::into(name, *out, a, compute) : TensorIterator::unary(name, a, compute, out_dtype);
   launch(op, name, it, p0, p1, true, p2);
   return it.output();
+}
+Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p0 = 0, double p1 = 0,
+                  double p2 = 0) {
+  return math_unary_into(nullptr, op, name, a, kind, p0, p1, p2);
 }
 
 /// An integer divisor holding a 0 is an error, as on the CPU (one device sync).
@@ -263,12 +265,13 @@ void check_nonzero_divisor(const char* name, const Tensor& b, ScalarType compute
                  dtype_name(b.dtype()), " divisor of shape ", shape_str(b.sizes()), " holds a 0)");
 }
 
-Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, Kind kind, double p0 = 0,
-                   double p1 = 0, double p2 = 0) {
-  ScalarType compute = result_type(a, b), out_dtype = compute;
+// Note [Structured kernels]: out has the dtype the rules below give, or self's in place.
+void math_binary_into(const Tensor& out, int op, const char* name, const Tensor& a, const Tensor& b, Kind kind,
+                        double p0 = 0, double p1 = 0, double p2 = 0) {
+  ScalarType compute = result_type(a, b);
   switch (kind) {
     case Kind::FloatValued:
-      if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
+      if (!is_floating(compute)) compute = default_float_dtype();
       break;
     case Kind::SameType:
       FB_CHECK_TYPE(compute != ScalarType::Bool, "[", name, "] is not implemented for bool tensors");
@@ -279,7 +282,6 @@ Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, K
       break;
     case Kind::Predicate:
       compute = logical_compute(compute);
-      out_dtype = ScalarType::Bool;
       break;
     case Kind::IntOnly:
       FB_CHECK_TYPE(is_integral(compute, true), "[", name,
@@ -289,9 +291,7 @@ Tensor math_binary(int op, const char* name, const Tensor& a, const Tensor& b, K
   }
   compute_code(compute, name);
   if (kind == Kind::SameType) check_nonzero_divisor(name, b, compute);
-  const TensorIterator it = TensorIterator::binary(name, a, b, compute, out_dtype);
-  launch(op, name, it, p0, p1, true, p2);
-  return it.output();
+  launch(op, name, TensorIterator::into(name, out, a, b, compute), p0, p1, true, p2);
 }
 
 /// An activation's backward: grad_output and self of one shape, float32 or float64.
@@ -324,11 +324,13 @@ void float_unary_out(int op, const char* name, const Tensor& out, const Tensor& 
 }
 #define FBC_FLOAT_UNARY(name, expr) \
   void name##_out_cuda(const Tensor& out, const Tensor& a) { float_unary_out(kM_##name, #name, out, a); }
-#define FBC_ROUNDING(name, expr) \
-  Tensor name##_cuda(const Tensor& a) { return math_unary(kM_##name, #name, a, rounding_kind(kM_##name)); }
-#define FBC_BINARY(name, kind, expr)                                                    \
-  Tensor name##_cuda(const Tensor& a, const Tensor& b) {                                \
-    return math_binary(kM_##name, #name, a, b, binary_kind(math::Kind::kind));          \
+#define FBC_ROUNDING(name, expr)                                                \
+  void name##_out_cuda(const Tensor& out, const Tensor& a) {                    \
+    math_unary_into(&out, kM_##name, #name, a, rounding_kind(kM_##name));       \
+  }
+#define FBC_BINARY(name, kind, expr)                                                   \
+  void name##_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) {          \
+    math_binary_into(out, kM_##name, #name, a, b, binary_kind(math::Kind::kind));     \
   }
 FB_FLOAT_UNARY_MATH(FBC_FLOAT_UNARY)
 FB_FLOAT_ROUNDING(FBC_ROUNDING)
@@ -345,17 +347,22 @@ FBC_MATH_UNARY(hardswish, kMHardswish, FloatOnly)
 FBC_MATH_UNARY(hardsigmoid, kMHardsigmoid, FloatOnly)
 FBC_MATH_UNARY(log_sigmoid, kMLogSigmoid, FloatOnly)
 FBC_MATH_UNARY(softsign, kMSoftsign, FloatOnly)
-FBC_MATH_UNARY(isnan, kMIsnan, Predicate)
-FBC_MATH_UNARY(isinf, kMIsinf, Predicate)
-FBC_MATH_UNARY(isfinite, kMIsfinite, Predicate)
-FBC_MATH_UNARY(signbit, kMSignbit, Predicate)
-FBC_MATH_UNARY(logical_not, kMLogicalNot, Predicate)
-FBC_MATH_UNARY(bitwise_not, kMBitwiseNot, IntOnly)
 #undef FBC_MATH_UNARY
+#define FBC_MATH_UNARY_OUT(opname, code, kind)                \
+  void opname##_out_cuda(const Tensor& out, const Tensor& a) { \
+    math_unary_into(&out, code, #opname, a, Kind::kind);      \
+  }
+FBC_MATH_UNARY_OUT(isnan, kMIsnan, Predicate)
+FBC_MATH_UNARY_OUT(isinf, kMIsinf, Predicate)
+FBC_MATH_UNARY_OUT(isfinite, kMIsfinite, Predicate)
+FBC_MATH_UNARY_OUT(signbit, kMSignbit, Predicate)
+FBC_MATH_UNARY_OUT(logical_not, kMLogicalNot, Predicate)
+FBC_MATH_UNARY_OUT(bitwise_not, kMBitwiseNot, IntOnly)
+#undef FBC_MATH_UNARY_OUT
 
-#define FBC_MATH_BINARY(opname, code, kind)                \
-  Tensor opname##_cuda(const Tensor& a, const Tensor& b) { \
-    return math_binary(code, #opname, a, b, Kind::kind);   \
+#define FBC_MATH_BINARY(opname, code, kind)                                  \
+  void opname##_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) { \
+    math_binary_into(out, code, #opname, a, b, Kind::kind);                  \
   }
 FBC_MATH_BINARY(logical_and, kMLogicalAnd, Predicate)
 FBC_MATH_BINARY(logical_or, kMLogicalOr, Predicate)
@@ -367,19 +374,22 @@ FBC_MATH_BINARY(bitwise_left_shift, kMBitwiseLeftShift, IntOnly)
 FBC_MATH_BINARY(bitwise_right_shift, kMBitwiseRightShift, IntOnly)
 #undef FBC_MATH_BINARY
 
-Tensor div_mode_cuda(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
-  if (!mode) return op::div(a, b);
-  if (*mode == "floor") return math_binary(kM_floor_divide, "div", a, b, Kind::SameType);
+void div_mode_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
+  if (!mode) return op::div.run_out(out, a, b);
+  if (*mode == "floor") {
+    math_binary_into(out, kM_floor_divide, "div", a, b, Kind::SameType);
+    return;
+  }
   // else 'trunc' (meta::check_rounding_mode, the op's check step)
-  return math_binary(kMTruncDivide, "div", a, b, Kind::SameType);
+  math_binary_into(out, kMTruncDivide, "div", a, b, Kind::SameType);
 }
 
-// op::round takes decimals: its registration (FBC_REG_LIST) picks this
-// overload; the list's round_cuda(a) is its decimals == 0 case.
-Tensor round_cuda(const Tensor& a, int64_t decimals) {
-  if (decimals == 0) return round_cuda(a);
+// op::round takes decimals: its registration picks this overload; the list's
+// round_out_cuda(out, a) is its decimals == 0 case.
+void round_out_cuda(const Tensor& out, const Tensor& a, int64_t decimals) {
+  if (decimals == 0) return round_out_cuda(out, a);
   const double d = static_cast<double>(decimals);
-  return math_unary(kMRoundDecimals, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
+  math_unary_into(&out, kMRoundDecimals, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
 }
 
 int gelu_code(std::string_view approximate, bool backward) {
@@ -441,14 +451,20 @@ Tensor softsign_backward_cuda(const Tensor& g, const Tensor& x) {
   return act_backward(kMSoftsignBackward, "softsign_backward", g, x);
 }
 
-Tensor nan_to_num_cuda(const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
-                       std::optional<double> neginf) {
-  if (!is_floating(a.dtype())) return op::clone(a, MemoryFormat::Preserve);
+// Note [Structured kernels]: out has a's dtype (or is a itself, in place); integers are copied.
+void nan_to_num_out_cuda(const Tensor& out, const Tensor& a, std::optional<double> nan,
+                         std::optional<double> posinf, std::optional<double> neginf) {
+  if (!is_floating(a.dtype())) {
+    if (out.impl() == a.impl()) return;
+    Tensor dst = out;
+    op::copy_(dst, a);
+    return;
+  }
   const bool f32 = a.dtype() == ScalarType::Float32;
   const double big =
       f32 ? static_cast<double>(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
-  return math_unary(kMNanToNum, "nan_to_num", a, Kind::FloatOnly, nan.value_or(0.0), posinf.value_or(big),
-                    neginf.value_or(-big));
+  math_unary_into(&out, kMNanToNum, "nan_to_num", a, Kind::FloatOnly, nan.value_or(0.0), posinf.value_or(big),
+                  neginf.value_or(-big));
 }
 
 // sgn of a real tensor is its sign (complex tensors are not yet implemented on CUDA).
@@ -535,28 +551,28 @@ Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const 
 
 void register_math_kernels() {
 #define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
-#define FBC_REG_LIST(opname, ...) FBC_REG(opname)
 #define FBC_REG_OUT(opname, ...) op::opname.register_out_kernel(DispatchKey::CUDA, opname##_out_cuda);
   FB_FLOAT_UNARY_MATH(FBC_REG_OUT)
+  FB_FLOAT_ROUNDING(FBC_REG_OUT)
+  FB_BINARY_MATH(FBC_REG_OUT)
 #undef FBC_REG_OUT
-  FB_FLOAT_ROUNDING(FBC_REG_LIST)
-  FB_BINARY_MATH(FBC_REG_LIST)
-#undef FBC_REG_LIST
-  FBC_REG(isnan)
-  FBC_REG(isinf)
-  FBC_REG(isfinite)
-  FBC_REG(signbit)
-  FBC_REG(logical_not)
-  FBC_REG(bitwise_not)
-  FBC_REG(div_mode)
-  FBC_REG(logical_and)
-  FBC_REG(logical_or)
-  FBC_REG(logical_xor)
-  FBC_REG(bitwise_and)
-  FBC_REG(bitwise_or)
-  FBC_REG(bitwise_xor)
-  FBC_REG(bitwise_left_shift)
-  FBC_REG(bitwise_right_shift)
+  op::isnan.register_out_kernel(DispatchKey::CUDA, isnan_out_cuda);
+  op::isinf.register_out_kernel(DispatchKey::CUDA, isinf_out_cuda);
+  op::isfinite.register_out_kernel(DispatchKey::CUDA, isfinite_out_cuda);
+#define FBC_REG_OUT(opname) op::opname.register_out_kernel(DispatchKey::CUDA, opname##_out_cuda);
+  FBC_REG_OUT(signbit)
+  FBC_REG_OUT(logical_not)
+  FBC_REG_OUT(bitwise_not)
+  FBC_REG_OUT(div_mode)
+  FBC_REG_OUT(logical_and)
+  FBC_REG_OUT(logical_or)
+  FBC_REG_OUT(logical_xor)
+  FBC_REG_OUT(bitwise_and)
+  FBC_REG_OUT(bitwise_or)
+  FBC_REG_OUT(bitwise_xor)
+  FBC_REG_OUT(bitwise_left_shift)
+  FBC_REG_OUT(bitwise_right_shift)
+#undef FBC_REG_OUT
   FBC_REG(gelu)
   FBC_REG(silu)
   FBC_REG(mish)
@@ -579,7 +595,7 @@ void register_math_kernels() {
   FBC_REG(hardsigmoid_backward)
   FBC_REG(log_sigmoid_backward)
   FBC_REG(softsign_backward)
-  FBC_REG(nan_to_num)
+  op::nan_to_num.register_out_kernel(DispatchKey::CUDA, nan_to_num_out_cuda);
   FBC_REG(sgn)
   FBC_REG(glu)
   FBC_REG(glu_backward)
@@ -593,14 +609,14 @@ void register_math_kernels() {
 
 void register_elementwise_kernels() {
   register_math_kernels();
-  op::where.register_kernel(DispatchKey::CUDA, where_cuda);
+  op::where.register_out_kernel(DispatchKey::CUDA, where_out_cuda);
   op::add.register_out_kernel(DispatchKey::CUDA, add_out_cuda);
   op::sub.register_out_kernel(DispatchKey::CUDA, sub_out_cuda);
   op::mul.register_out_kernel(DispatchKey::CUDA, mul_out_cuda);
   op::div.register_out_kernel(DispatchKey::CUDA, div_out_cuda);
-  op::maximum.register_kernel(DispatchKey::CUDA, maximum_cuda);
-  op::minimum.register_kernel(DispatchKey::CUDA, minimum_cuda);
-  op::pow.register_kernel(DispatchKey::CUDA, pow_cuda);
+  op::maximum.register_out_kernel(DispatchKey::CUDA, maximum_out_cuda);
+  op::minimum.register_out_kernel(DispatchKey::CUDA, minimum_out_cuda);
+  op::pow.register_out_kernel(DispatchKey::CUDA, pow_out_cuda);
   op::eq.register_out_kernel(DispatchKey::CUDA, eq_out_cuda);
   op::ne.register_out_kernel(DispatchKey::CUDA, ne_out_cuda);
   op::lt.register_out_kernel(DispatchKey::CUDA, lt_out_cuda);
@@ -608,14 +624,14 @@ void register_elementwise_kernels() {
   op::gt.register_out_kernel(DispatchKey::CUDA, gt_out_cuda);
   op::ge.register_out_kernel(DispatchKey::CUDA, ge_out_cuda);
   op::threshold_backward.register_kernel(DispatchKey::CUDA, threshold_backward_cuda);
-  op::neg.register_kernel(DispatchKey::CUDA, neg_cuda);
-  op::abs.register_kernel(DispatchKey::CUDA, abs_cuda);
-  op::relu.register_kernel(DispatchKey::CUDA, relu_cuda);
-  op::exp.register_kernel(DispatchKey::CUDA, exp_cuda);
-  op::log.register_kernel(DispatchKey::CUDA, log_cuda);
-  op::sqrt.register_kernel(DispatchKey::CUDA, sqrt_cuda);
-  op::tanh.register_kernel(DispatchKey::CUDA, tanh_cuda);
-  op::sigmoid.register_kernel(DispatchKey::CUDA, sigmoid_cuda);
+  op::neg.register_out_kernel(DispatchKey::CUDA, neg_out_cuda);
+  op::abs.register_out_kernel(DispatchKey::CUDA, abs_out_cuda);
+  op::relu.register_out_kernel(DispatchKey::CUDA, relu_out_cuda);
+  op::exp.register_out_kernel(DispatchKey::CUDA, exp_out_cuda);
+  op::log.register_out_kernel(DispatchKey::CUDA, log_out_cuda);
+  op::sqrt.register_out_kernel(DispatchKey::CUDA, sqrt_out_cuda);
+  op::tanh.register_out_kernel(DispatchKey::CUDA, tanh_out_cuda);
+  op::sigmoid.register_out_kernel(DispatchKey::CUDA, sigmoid_out_cuda);
 }
 
 }  // namespace flambeau::cuda

@@ -1,5 +1,5 @@
-// CPU kernels: add, sub, mul, div (structured: their out kernels serve the
-// in-place forms too), pow, maximum, minimum. Broadcasting, promotion and threads: Note [TensorIterator].
+// CPU out kernels (structured: they serve the out= and in-place forms too):
+// add, sub, mul, div, pow, maximum, minimum. Broadcasting, promotion and threads: Note [TensorIterator].
 #include <cmath>
 
 #include "elementwise.h"
@@ -35,16 +35,9 @@ void pow_loop(char** d, const int64_t* s, int64_t n, double) {
   }
 }
 
-Tensor binary(const char* op, const Tensor& a, const Tensor& b, VecOp vop, const IntLoops& ints, double param) {
-  const ScalarType t = result_type(a, b);
-  const Loop1D loop = pick_loop(op, t, vop, ints);
-  TensorIterator it = TensorIterator::binary(op, a, b, t, t);
-  run_loop(it, loop, param);
-  return it.output();
-}
-
 // Note [Structured kernels]: out has the meta step's dtype (promote; div: float), or self's for the
-// in-place forms (add_ computes in self's dtype), and the loops compute in it.
+// in-place forms (add_ computes in self's dtype), and the loops compute in it. So do maximum,
+// minimum and pow.
 void binary_out(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, VecOp vop,
                 const IntLoops& ints, double param) {
   const Loop1D loop = pick_loop(op, out.dtype(), vop, ints);
@@ -72,15 +65,15 @@ void mul_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
 void div_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
   binary_out("div", out, a, b, kVecDiv, kNoIntLoops, 0);
 }
-Tensor maximum_cpu(const Tensor& a, const Tensor& b) {
-  return binary("maximum", a, b, kVecMaximum, kMaxInts, 0);
+void maximum_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_out("maximum", out, a, b, kVecMaximum, kMaxInts, 0);
 }
-Tensor minimum_cpu(const Tensor& a, const Tensor& b) {
-  return binary("minimum", a, b, kVecMinimum, kMinInts, 0);
+void minimum_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_out("minimum", out, a, b, kVecMinimum, kMinInts, 0);
 }
 
-Tensor pow_cpu(const Tensor& a, const Tensor& b) {
-  const ScalarType t = result_type(a, b);
+void pow_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const ScalarType t = out.dtype();  // the promoted dtype (or self's, in place)
   Loop1D loop = int_loop(kPowInts, t);  // bool and the integers
   switch (t) {
     case ScalarType::Float32:
@@ -104,18 +97,16 @@ Tensor pow_cpu(const Tensor& a, const Tensor& b) {
     default:
       if (!loop) unsupported_dtype("pow", t);
   }
-  TensorIterator it = TensorIterator::binary("pow", a, b, t, t);
-  run_loop(it, loop, 0, kGrainSize);
-  return it.output();
+  run_loop(TensorIterator::into("pow", out, a, b, t), loop, 0, kGrainSize);
 }
 
 FB_REGISTER_OUT_KERNEL(op::add, CPU, add_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::sub, CPU, sub_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::mul, CPU, mul_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::div, CPU, div_out_cpu);
-FB_REGISTER_KERNEL(op::pow, CPU, pow_cpu);
-FB_REGISTER_KERNEL(op::maximum, CPU, maximum_cpu);
-FB_REGISTER_KERNEL(op::minimum, CPU, minimum_cpu);
+FB_REGISTER_OUT_KERNEL(op::pow, CPU, pow_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::maximum, CPU, maximum_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::minimum, CPU, minimum_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -28,54 +28,60 @@ void check_nonzero_divisor(const char* op, const Tensor& b, ScalarType t) {
 }
 
 // The binary math of FB_BINARY_MATH (Note [Elementwise math list]): the
-// compute dtype and the dtypes allowed follow the entry's math::Kind.
+// dtypes allowed follow the entry's math::Kind. Note [Structured kernels]: out
+// has the meta step's dtype (float for FloatValued, else the promoted one), or
+// self's in place, and the loops compute in it.
 template <math::Kind K, class F>
-Tensor binary_math(const char* op, const Tensor& a, const Tensor& b, F f) {
-  const ScalarType t = result_type(a, b);
+void binary_math_out(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  const ScalarType t = out.dtype();
   // float16/bfloat16 compute in float32 and round once, as PyTorch's opmath; not nextafter, whose step
   // is the 16-bit type's own (the table's dtypes: leave it float32/float64).
-  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && std::string_view(op) != "nextafter")
-    return op::cast(binary_math<K>(op, op::cast(a, ScalarType::Float32), op::cast(b, ScalarType::Float32), f), t);
+  if ((t == ScalarType::Float16 || t == ScalarType::BFloat16) && std::string_view(op) != "nextafter") {
+    const Tensor wide = op::empty(out.sizes(), ScalarType::Float32, out.device());
+    binary_math_out<K>(op, wide, op::cast(a, ScalarType::Float32), op::cast(b, ScalarType::Float32), f);
+    Tensor dst = out;
+    op::copy_(dst, wide);
+    return;
+  }
   if constexpr (K == math::Kind::FloatValued) {
     // xlogy and xlog1py run the vector table's loops for float32/float64 (Note [Vectorised special
     // functions] in vec_special.inc) in place of the list's expression
-    const ScalarType ft = to_float_dtype(t);
     const std::string_view name(op);
-    if ((name == "xlogy" || name == "special_xlog1py") &&
-        (ft == ScalarType::Float32 || ft == ScalarType::Float64)) {
-      TensorIterator it = TensorIterator::binary(op, a, b, ft, ft);
-      run_loop(it, pick_loop(op, ft, name == "xlogy" ? kVecXlogy : kVecXlog1py, kNoIntLoops), 0, kGrainSize);
-      return it.output();
+    if ((name == "xlogy" || name == "special_xlog1py") && (t == ScalarType::Float32 || t == ScalarType::Float64)) {
+      run_loop(TensorIterator::into(op, out, a, b, t),
+               pick_loop(op, t, name == "xlogy" ? kVecXlogy : kVecXlog1py, kNoIntLoops), 0, kGrainSize);
+      return;
     }
-    return binary_typed<kFloats>(op, a, b, ft, f);
+    binary_typed_into<kFloats>(op, out, a, b, t, f);
   } else if constexpr (K == math::Kind::FloatOnly) {
-    return binary_typed<kFloats>(op, a, b, t, f);
+    binary_typed_into<kFloats>(op, out, a, b, t, f);
   } else {
     check_nonzero_divisor(op, b, t);
-    return binary_typed<kFloats | kInts>(op, a, b, t, f);
+    binary_typed_into<kFloats | kInts>(op, out, a, b, t, f);
   }
 }
 
-#define FB_BINARY_MATH_KERNEL(name, kind, expr)                                                      \
-  FB_REGISTER_KERNEL(                                                                                \
-      op::name, CPU, +[](const Tensor& x, const Tensor& y) -> Tensor {                               \
-        return binary_math<math::Kind::kind>(#name, x, y, []<class T>(T a, T b) { return expr; }); \
+#define FB_BINARY_MATH_KERNEL(name, kind, expr)                                                         \
+  FB_REGISTER_OUT_KERNEL(                                                                               \
+      op::name, CPU, +[](const Tensor& out, const Tensor& x, const Tensor& y) {                         \
+        binary_math_out<math::Kind::kind>(#name, out, x, y, []<class T>(T a, T b) { return expr; }); \
       });
 FB_BINARY_MATH(FB_BINARY_MATH_KERNEL)
 #undef FB_BINARY_MATH_KERNEL
 
-// div with rounding_mode: None is true division (op::div), 'floor' is floor_divide.
-Tensor div_mode_cpu(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
-  if (!mode) return op::div(a, b);
+// div with rounding_mode: None is true division (div's out kernel), 'floor' is floor_divide; out has
+// the meta step's dtype (div_mode: float for None, else promoted), or self's in place.
+void div_mode_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
+  if (!mode) return op::div.run_out(out, a, b);
   if (*mode == "floor")
-    return binary_math<math::Kind::Division>(
-        "div", a, b, []<class T>(T x, T y) { return math::floor_divide_of(x, y); });
+    return binary_math_out<math::Kind::Division>(
+        "div", out, a, b, []<class T>(T x, T y) { return math::floor_divide_of(x, y); });
   // else 'trunc' (meta::check_rounding_mode, the op's check step)
-  return binary_math<math::Kind::Division>("div", a, b,
-                                           []<class T>(T x, T y) { return math::trunc_divide_of(x, y); });
+  binary_math_out<math::Kind::Division>("div", out, a, b,
+                                        []<class T>(T x, T y) { return math::trunc_divide_of(x, y); });
 }
 
-FB_REGISTER_KERNEL(op::div_mode, CPU, div_mode_cpu);
+FB_REGISTER_OUT_KERNEL(op::div_mode, CPU, div_mode_out_cpu);
 
 // ---- clamp with number bounds ----
 

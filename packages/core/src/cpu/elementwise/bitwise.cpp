@@ -1,4 +1,4 @@
-// CPU kernels: logical_and/or/xor/not (bool results, any dtype) and the
+// CPU out kernels (Note [Structured kernels]): logical_and/or/xor/not (bool results, any dtype) and the
 // bitwise ops and shifts (bool and integer dtypes, uint16/uint32/uint64 included; TypeError for floats).
 #include <type_traits>
 #include <utility>
@@ -44,58 +44,57 @@ void visit_truth(ScalarType t, const char* op, F&& f) {
   }
 }
 
+// Note [Structured kernels]: out is bool (the `bool` rule); the inputs are read in their promoted dtype.
 template <class F>
-Tensor logical_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
+void logical_binary(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   const ScalarType t = result_type(a, b);
-  TensorIterator it = TensorIterator::binary(op, a, b, t, ScalarType::Bool);
+  TensorIterator it = TensorIterator::into(op, out, a, b, t);
   visit_truth(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each([&](char** d, const int64_t* s,
                     int64_t n) { base::binary_loop<bool, T>(d, s, n, [&](T x, T y) { return f(bool(x), bool(y)); }); },
                 kGrainSize);
   });
-  return it.output();
 }
 
-Tensor logical_and_cpu(const Tensor& a, const Tensor& b) {
-  if (any_complex(a, b)) return op::logical_and(truth(a), truth(b));
-  return logical_binary("logical_and", a, b, [](bool x, bool y) { return x && y; });
+// A complex input is read through its truth (a bool tensor), then the same kernel runs.
+void logical_and_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return logical_and_out_cpu(out, truth(a), truth(b));
+  logical_binary("logical_and", out, a, b, [](bool x, bool y) { return x && y; });
 }
-Tensor logical_or_cpu(const Tensor& a, const Tensor& b) {
-  if (any_complex(a, b)) return op::logical_or(truth(a), truth(b));
-  return logical_binary("logical_or", a, b, [](bool x, bool y) { return x || y; });
+void logical_or_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return logical_or_out_cpu(out, truth(a), truth(b));
+  logical_binary("logical_or", out, a, b, [](bool x, bool y) { return x || y; });
 }
-Tensor logical_xor_cpu(const Tensor& a, const Tensor& b) {
-  if (any_complex(a, b)) return op::logical_xor(truth(a), truth(b));
-  return logical_binary("logical_xor", a, b, [](bool x, bool y) { return x != y; });
+void logical_xor_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (any_complex(a, b)) return logical_xor_out_cpu(out, truth(a), truth(b));
+  logical_binary("logical_xor", out, a, b, [](bool x, bool y) { return x != y; });
 }
 
-Tensor logical_not_cpu(const Tensor& a) {
-  if (is_complex(a.dtype())) return op::logical_not(truth(a));
-  TensorIterator it = TensorIterator::unary("logical_not", a, a.dtype(), ScalarType::Bool);
+void logical_not_out_cpu(const Tensor& out, const Tensor& a) {
+  if (is_complex(a.dtype())) return logical_not_out_cpu(out, truth(a));
+  TensorIterator it = TensorIterator::into("logical_not", out, a, a.dtype());
   visit_truth(a.dtype(), "logical_not", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each([](char** d, const int64_t* s,
                    int64_t n) { base::unary_loop<bool, T>(d, s, n, [](T x) { return !x; }); },
                 kMemoryBoundGrain);
   });
-  return it.output();
 }
 
-Tensor bitwise_and_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kIntegers>("bitwise_and", a, b, result_type(a, b),
-                                 [](auto x, auto y) { return x & y; });
+// Note [Structured kernels]: out has the promoted dtype (or self's, in place), which the loops compute in.
+void bitwise_and_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_typed_into<kIntegers>("bitwise_and", out, a, b, out.dtype(), [](auto x, auto y) { return x & y; });
 }
-Tensor bitwise_or_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kIntegers>("bitwise_or", a, b, result_type(a, b), [](auto x, auto y) { return x | y; });
+void bitwise_or_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_typed_into<kIntegers>("bitwise_or", out, a, b, out.dtype(), [](auto x, auto y) { return x | y; });
 }
-Tensor bitwise_xor_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kIntegers>("bitwise_xor", a, b, result_type(a, b),
-                                 [](auto x, auto y) { return x ^ y; });
+void bitwise_xor_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_typed_into<kIntegers>("bitwise_xor", out, a, b, out.dtype(), [](auto x, auto y) { return x ^ y; });
 }
 
-Tensor bitwise_not_cpu(const Tensor& a) {
-  TensorIterator it = TensorIterator::unary("bitwise_not", a, a.dtype(), a.dtype());
+void bitwise_not_out_cpu(const Tensor& out, const Tensor& a) {
+  TensorIterator it = TensorIterator::into("bitwise_not", out, a, a.dtype());
   visit_dtypes<kIntegers>(a.dtype(), "bitwise_not", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
@@ -108,7 +107,6 @@ Tensor bitwise_not_cpu(const Tensor& a) {
                   kMemoryBoundGrain);
     }
   });
-  return it.output();
 }
 
 // Shifts as PyTorch: a shift by the bit width or more (or a negative one)
@@ -130,25 +128,25 @@ T right_shift(T x, T y) {
   return static_cast<T>(x >> y);
 }
 
-Tensor bitwise_left_shift_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kInts>("bitwise_left_shift", a, b, result_type(a, b),
-                             [](auto x, auto y) { return left_shift(x, y); });
+void bitwise_left_shift_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_typed_into<kInts>("bitwise_left_shift", out, a, b, out.dtype(),
+                           [](auto x, auto y) { return left_shift(x, y); });
 }
-Tensor bitwise_right_shift_cpu(const Tensor& a, const Tensor& b) {
-  return binary_typed<kInts>("bitwise_right_shift", a, b, result_type(a, b),
-                             [](auto x, auto y) { return right_shift(x, y); });
+void bitwise_right_shift_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  binary_typed_into<kInts>("bitwise_right_shift", out, a, b, out.dtype(),
+                           [](auto x, auto y) { return right_shift(x, y); });
 }
 
-FB_REGISTER_KERNEL(op::logical_and, CPU, logical_and_cpu);
-FB_REGISTER_KERNEL(op::logical_or, CPU, logical_or_cpu);
-FB_REGISTER_KERNEL(op::logical_xor, CPU, logical_xor_cpu);
-FB_REGISTER_KERNEL(op::logical_not, CPU, logical_not_cpu);
-FB_REGISTER_KERNEL(op::bitwise_and, CPU, bitwise_and_cpu);
-FB_REGISTER_KERNEL(op::bitwise_or, CPU, bitwise_or_cpu);
-FB_REGISTER_KERNEL(op::bitwise_xor, CPU, bitwise_xor_cpu);
-FB_REGISTER_KERNEL(op::bitwise_not, CPU, bitwise_not_cpu);
-FB_REGISTER_KERNEL(op::bitwise_left_shift, CPU, bitwise_left_shift_cpu);
-FB_REGISTER_KERNEL(op::bitwise_right_shift, CPU, bitwise_right_shift_cpu);
+FB_REGISTER_OUT_KERNEL(op::logical_and, CPU, logical_and_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::logical_or, CPU, logical_or_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::logical_xor, CPU, logical_xor_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::logical_not, CPU, logical_not_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_and, CPU, bitwise_and_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_or, CPU, bitwise_or_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_xor, CPU, bitwise_xor_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_not, CPU, bitwise_not_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_left_shift, CPU, bitwise_left_shift_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bitwise_right_shift, CPU, bitwise_right_shift_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -81,12 +81,12 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
   }
 }
 
-// cond is bool: the meta step checked it (Note [Meta step]).
-Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  const Tensor* ops[2] = {&a, &b};
-  const ScalarType t = result_type(ops);
+// cond is bool: the meta step checked it (Note [Meta step]). Note [Structured kernels]: out has the
+// promoted dtype of a and b, which they are read in.
+void where_out_cpu(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const ScalarType t = out.dtype();
   const Tensor* in[3] = {&cond, &a, &b};
-  TensorIterator it("where", nullptr, t, in, t, /*keep_dtype_mask=*/1);
+  TensorIterator it("where", &out, t, in, t, /*keep_dtype_mask=*/1);
   // Selecting copies bytes, so one loop per element size serves every dtype.
   switch (itemsize(t)) {
     case 1:
@@ -112,7 +112,6 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
     default:
       unsupported_dtype("where", t);
   }
-  return it.output();
 }
 
 FB_REGISTER_OUT_KERNEL(op::eq, CPU, eq_out_cpu);
@@ -121,7 +120,7 @@ FB_REGISTER_OUT_KERNEL(op::lt, CPU, lt_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::le, CPU, le_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::gt, CPU, gt_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::ge, CPU, ge_out_cpu);
-FB_REGISTER_KERNEL(op::where, CPU, where_cpu);
+FB_REGISTER_OUT_KERNEL(op::where, CPU, where_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

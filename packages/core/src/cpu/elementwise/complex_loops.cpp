@@ -116,16 +116,16 @@ Loop1D complex_loop(ScalarType t, VecOp op) {
   return nullptr;
 }
 
-Tensor complex_abs(const Tensor& a) {
+// Note [Structured kernels]: out has the real dtype of a's complex one (abs's `real` rule).
+void complex_abs_into(const Tensor& out, const Tensor& a) {
   const ScalarType t = a.dtype();
-  TensorIterator it = TensorIterator::unary("abs", a, t, to_real_dtype(t));
+  TensorIterator it = TensorIterator::into("abs", out, a, t);
   visit_dtypes<kDtComplex>(t, "abs", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each([](char** d, const int64_t* s,
                    int64_t n) { base::unary_loop<Real<T>, T>(d, s, n, [](T z) { return std::abs(z); }); },
                 kGrainSize);
   });
-  return it.output();
 }
 
 }  // namespace flambeau::cpu

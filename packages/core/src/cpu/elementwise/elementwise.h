@@ -54,8 +54,8 @@ inline Loop1D int_loop(const IntLoops& ints, ScalarType t) {
 Loop1D half_loop(ScalarType t, VecOp op);
 /// The complex64/complex128 loop of an op (complex_loops.cpp), or nullptr.
 Loop1D complex_loop(ScalarType t, VecOp op);
-/// |z| of a complex tensor, in the matching real dtype (complex_loops.cpp).
-Tensor complex_abs(const Tensor& a);
+/// Writes |z| of a complex tensor into out, of the matching real dtype (complex_loops.cpp).
+void complex_abs_into(const Tensor& out, const Tensor& a);
 
 inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops& ints) {
   Loop1D f = nullptr;
@@ -86,16 +86,16 @@ inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops&
 /// family (uint8 .. int64 and uint16, uint32, uint64).
 inline constexpr unsigned kFloats = kDtFloats, kInts = kDtInts | kDtUInts, kBool = kDtBool;
 
-/// Runs f(x, y) over a binary iterator computing in dtype t, for the dtype
-/// classes in Allow (else a TypeError naming the op and the dtypes). The result
-/// is in dtype t, or bool when BoolResult (logical ops): a template parameter, so
-/// each op instantiates one loop per dtype.
+/// Runs f(x, y) over a binary iterator into out (Note [Structured kernels]), computing in dtype t,
+/// for the dtype classes in Allow (else a TypeError naming the op and the dtypes). out has dtype t,
+/// or bool when BoolResult (logical ops): a template parameter, so each op instantiates one loop
+/// per dtype.
 template <unsigned Allow, bool BoolResult = false, class F>
-Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType t, F f) {
+void binary_typed_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, ScalarType t, F f) {
   if (!(Allow & dtype_set_of(t)))
     throw TypeError(detail::cat_str("[", op, "] is not supported for dtype ", dtype_name(t), " (inputs ",
                                     dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), ")"));
-  TensorIterator it = TensorIterator::binary(op, a, b, t, BoolResult ? ScalarType::Bool : t);
+  TensorIterator it = TensorIterator::into(op, out, a, b, t);
   visit_dtypes<Allow>(t, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = std::conditional_t<BoolResult, bool, T>;
@@ -105,7 +105,6 @@ Tensor binary_typed(const char* op, const Tensor& a, const Tensor& b, ScalarType
         },
         kGrainSize);
   });
-  return it.output();
 }
 
 /// Grain of the float16/bfloat16 loops (half_loops.cpp): each element is converted to float32

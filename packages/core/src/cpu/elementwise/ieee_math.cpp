@@ -1,4 +1,4 @@
-// CPU kernel: signbit of every real dtype (exact for signed zeros, infinities and NaN). copysign,
+// CPU out kernel: signbit of every real dtype (exact for signed zeros, infinities and NaN). copysign,
 // nextafter and logaddexp are entries of FB_BINARY_MATH (binary_math.cpp).
 #include <cmath>
 
@@ -10,9 +10,10 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-Tensor signbit_cpu(const Tensor& a) {
+// Note [Structured kernels]: out is bool (the `bool` rule).
+void signbit_out_cpu(const Tensor& out, const Tensor& a) {
   const ScalarType t = a.dtype();
-  TensorIterator it = TensorIterator::unary("signbit", a, t, ScalarType::Bool);
+  TensorIterator it = TensorIterator::into("signbit", out, a, t);
   visit_dtypes<kDtReal>(t, "signbit", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each(
@@ -30,10 +31,9 @@ Tensor signbit_cpu(const Tensor& a) {
         },
         kMemoryBoundGrain);
   });
-  return it.output();
 }
 
-FB_REGISTER_KERNEL(op::signbit, CPU, signbit_cpu);
+FB_REGISTER_OUT_KERNEL(op::signbit, CPU, signbit_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

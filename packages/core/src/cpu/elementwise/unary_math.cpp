@@ -41,23 +41,22 @@ void sign_int_loop(char** d, const int64_t* s, int64_t n, double) {
     base::unary_loop<T, T>(d, s, n, [](T a) { return static_cast<T>((a > 0) - (a < 0)); });
 }
 
-Tensor unary_same(const char* op, const Tensor& a, VecOp vop, const IntLoops& ints) {
-  const ScalarType t = a.dtype();
+// Note [Structured kernels]: out has a's dtype (the `same` rule), or self's in place.
+void unary_same_out(const char* op, const Tensor& out, const Tensor& a, VecOp vop, const IntLoops& ints) {
+  const ScalarType t = out.dtype();
   const Loop1D loop = pick_loop(op, t, vop, ints);
-  TensorIterator it = TensorIterator::unary(op, a, t, t);
-  run_loop(it, loop, 0);
-  return it.output();
+  run_loop(TensorIterator::into(op, out, a, t), loop, 0);
 }
 
 constexpr IntLoops kCopyInts = FB_INT_LOOPS_NO_BOOL(copy_loop);
 
-Tensor floor_cpu(const Tensor& a) { return unary_same("floor", a, kVec_floor, kCopyInts); }
-Tensor ceil_cpu(const Tensor& a) { return unary_same("ceil", a, kVec_ceil, kCopyInts); }
-Tensor trunc_cpu(const Tensor& a) { return unary_same("trunc", a, kVec_trunc, kCopyInts); }
-Tensor frac_cpu(const Tensor& a) { return unary_same("frac", a, kVec_frac, kNoIntLoops); }
+void floor_out_cpu(const Tensor& out, const Tensor& a) { unary_same_out("floor", out, a, kVec_floor, kCopyInts); }
+void ceil_out_cpu(const Tensor& out, const Tensor& a) { unary_same_out("ceil", out, a, kVec_ceil, kCopyInts); }
+void trunc_out_cpu(const Tensor& out, const Tensor& a) { unary_same_out("trunc", out, a, kVec_trunc, kCopyInts); }
+void frac_out_cpu(const Tensor& out, const Tensor& a) { unary_same_out("frac", out, a, kVec_frac, kNoIntLoops); }
 // Real only: the meta step's check_real raised for complex (TypeError; NotImplementedError in PyTorch).
-Tensor sign_cpu(const Tensor& a) {
-  return unary_same("sign", a, kVec_sign, FB_INT_LOOPS(sign_int_loop));
+void sign_out_cpu(const Tensor& out, const Tensor& a) {
+  unary_same_out("sign", out, a, kVec_sign, FB_INT_LOOPS(sign_int_loop));
 }
 
 // round(x, decimals) as PyTorch: nearbyint(x * 10^d) / 10^d (d > 0), or
@@ -72,32 +71,40 @@ void round_decimals_loop(char** d, const int64_t* s, int64_t n, double decimals)
     base::unary_loop<T, T>(d, s, n, [ten_pow](T a) { return std::nearbyint(a * ten_pow) / ten_pow; });
 }
 
-Tensor round_cpu(const Tensor& a, int64_t decimals) {
-  if (decimals == 0) return unary_same("round", a, kVec_round, kCopyInts);
-  const ScalarType t = a.dtype();  // floating (meta::check_round_decimals)
+void round_out_cpu(const Tensor& out, const Tensor& a, int64_t decimals) {
+  if (decimals == 0) return unary_same_out("round", out, a, kVec_round, kCopyInts);
+  const ScalarType t = out.dtype();  // a's, floating (meta::check_round_decimals)
   // float16/bfloat16 round in float32, as PyTorch's opmath; the loops below are float32 and float64.
-  if (t == ScalarType::Float16 || t == ScalarType::BFloat16)
-    return op::cast(round_cpu(op::cast(a, ScalarType::Float32), decimals), t);
-  TensorIterator it = TensorIterator::unary("round", a, t, t);
+  if (t == ScalarType::Float16 || t == ScalarType::BFloat16) {
+    const Tensor wide = op::cast(a, ScalarType::Float32);
+    round_out_cpu(wide, wide, decimals);
+    Tensor dst = out;
+    op::copy_(dst, wide);
+    return;
+  }
   const Loop1D loop = t == ScalarType::Float32 ? &round_decimals_loop<float> : &round_decimals_loop<double>;
-  run_loop(it, loop, static_cast<double>(decimals));
-  return it.output();
+  run_loop(TensorIterator::into("round", out, a, t), loop, static_cast<double>(decimals));
 }
 
-FB_REGISTER_KERNEL(op::floor, CPU, floor_cpu);
-FB_REGISTER_KERNEL(op::ceil, CPU, ceil_cpu);
-FB_REGISTER_KERNEL(op::trunc, CPU, trunc_cpu);
-FB_REGISTER_KERNEL(op::round, CPU, round_cpu);
-FB_REGISTER_KERNEL(op::frac, CPU, frac_cpu);
-FB_REGISTER_KERNEL(op::sign, CPU, sign_cpu);
+FB_REGISTER_OUT_KERNEL(op::floor, CPU, floor_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::ceil, CPU, ceil_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::trunc, CPU, trunc_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::round, CPU, round_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::frac, CPU, frac_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::sign, CPU, sign_out_cpu);
 
 // ---- isnan, isinf, isfinite: bool results, constant for integer tensors ----
 
+// Note [Structured kernels]: out is bool (the `bool` rule).
 template <class Pred>
-Tensor float_check(const char* op, const Tensor& a, bool integer_value, Pred pred) {
+void float_check(const char* op, const Tensor& out, const Tensor& a, bool integer_value, Pred pred) {
   const ScalarType t = a.dtype();
-  if (!is_floating(t)) return full(a.sizes(), integer_value, ScalarType::Bool, a.device());
-  TensorIterator it = TensorIterator::unary(op, a, t, ScalarType::Bool);
+  if (!is_floating(t)) {
+    Tensor dst = out;
+    op::fill_(dst, Scalar(integer_value));
+    return;
+  }
+  TensorIterator it = TensorIterator::into(op, out, a, t);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each(
@@ -112,24 +119,29 @@ Tensor float_check(const char* op, const Tensor& a, bool integer_value, Pred pre
         kMemoryBoundGrain);
   };
   visit_dtypes<kDtFloats | kDtHalf>(t, op, run);
-  return it.output();
 }
 
-Tensor isnan_cpu(const Tensor& a) {
-  return float_check("isnan", a, false, [](auto x) { return x != x; });
+void isnan_out_cpu(const Tensor& out, const Tensor& a) {
+  float_check("isnan", out, a, false, [](auto x) { return x != x; });
 }
-Tensor isinf_cpu(const Tensor& a) {
-  return float_check("isinf", a, false, [](auto x) { return std::isinf(x); });
+void isinf_out_cpu(const Tensor& out, const Tensor& a) {
+  float_check("isinf", out, a, false, [](auto x) { return std::isinf(x); });
 }
-Tensor isfinite_cpu(const Tensor& a) {
-  return float_check("isfinite", a, true, [](auto x) { return x - x == 0; });
+void isfinite_out_cpu(const Tensor& out, const Tensor& a) {
+  float_check("isfinite", out, a, true, [](auto x) { return x - x == 0; });
 }
 
-Tensor nan_to_num_cpu(const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
-                      std::optional<double> neginf) {
-  const ScalarType t = a.dtype();
-  if (!is_floating(t)) return op::clone(a, MemoryFormat::Preserve);
-  TensorIterator it = TensorIterator::unary("nan_to_num", a, t, t);
+// Note [Structured kernels]: out has a's dtype (or is a itself, in place); integers are copied.
+void nan_to_num_out_cpu(const Tensor& out, const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
+                        std::optional<double> neginf) {
+  const ScalarType t = out.dtype();
+  if (!is_floating(t)) {
+    if (out.impl() == a.impl()) return;
+    Tensor dst = out;
+    op::copy_(dst, a);
+    return;
+  }
+  TensorIterator it = TensorIterator::into("nan_to_num", out, a, t);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T nv = static_cast<T>(nan.value_or(0.0));
@@ -150,13 +162,12 @@ Tensor nan_to_num_cpu(const Tensor& a, std::optional<double> nan, std::optional<
     run(type_tag<double>{});
   else
     unsupported_dtype("nan_to_num", t);
-  return it.output();
 }
 
-FB_REGISTER_KERNEL(op::isnan, CPU, isnan_cpu);
-FB_REGISTER_KERNEL(op::isinf, CPU, isinf_cpu);
-FB_REGISTER_KERNEL(op::isfinite, CPU, isfinite_cpu);
-FB_REGISTER_KERNEL(op::nan_to_num, CPU, nan_to_num_cpu);
+FB_REGISTER_OUT_KERNEL(op::isnan, CPU, isnan_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::isinf, CPU, isinf_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::isfinite, CPU, isfinite_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::nan_to_num, CPU, nan_to_num_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
