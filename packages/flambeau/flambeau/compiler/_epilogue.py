@@ -5,7 +5,7 @@ Note [Epilogue pass]
 :func:`fold` runs on a captured graph (Note [Captured graph]) before the elementwise fusion (Note
 [Elementwise fusion] in ``_fusion.py``) and rewrites two patterns, each into one node:
 
-* **Batch norm folded into a convolution** (eval, no grad): ``conv{1,2,3}d(x, W, b, ...)`` whose result only
+* **Batch norm folded into a convolution** (eval, no grad): ``conv1d``/``conv2d(x, W, b, ...)`` whose result only
   ``native_batch_norm(., gamma, beta, running_mean, running_var, training=False, momentum, eps)`` reads,
   both under ``no_grad``, the batch norm's two statistics outputs unused. With ``s = gamma / sqrt(running_var
   + eps)``, batch norm of the convolution is the convolution with weight ``W * s`` (per output channel) and
