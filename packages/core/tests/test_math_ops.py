@@ -278,6 +278,22 @@ def test_floor_divide_and_remainder_operators():
     assert e is not None and "can't be cast" in str(e[1])
 
 
+def test_remainder_of_a_zero_takes_the_divisors_sign():
+    # Python's and NumPy's modulo, the Array API's special cases and PyTorch's documentation ("the result has
+    # the same sign as the divisor"); PyTorch 2.13's kernel keeps the dividend's sign for a zero result
+    # (-0.0 % 5 is -0.0 there): the one place flambeau's `%` differs from torch's, on purpose.
+    a = np.array([-0.0, 0.0, 0.0, -0.0, 4.0, -4.0, -6.0, 6.0])
+    b = np.array([5.0, -5.0, 5.0, -5.0, 2.0, 2.0, -3.0, -3.0])
+    for dtype in (fc.float32, fc.float64, fc.float16, fc.bfloat16):
+        x, y = fc.tensor(a, dtype=dtype), fc.tensor(b, dtype=dtype)
+        for got in (x % y, fc.remainder(x, y), x.clone().remainder_(y)):
+            got = np.array(got.float().tolist())
+            assert np.array_equal(got, np.remainder(a, b))
+            assert np.array_equal(np.signbit(got), np.signbit(np.remainder(a, b))), dtype
+    assert [math.copysign(1, v) for v in (fc.tensor([-0.0, 0.0]) % 5).tolist()] == [1.0, 1.0]
+    assert [math.copysign(1, v) for v in (fc.tensor([-0.0, 0.0]) % -5).tolist()] == [-1.0, -1.0]
+
+
 # A zero divisor is found in the data by the kernel: on a device asynchronously (raised by the next
 # synchronous op, as on CUDA), so this error test is the cpu's.
 @pytest.mark.on_devices(types=("cpu",))

@@ -217,12 +217,18 @@ FB_HOST_DEVICE T fmod_of(T a, T b) {
   }
 }
 
-/// Python's modulo: the sign of the divisor.
+/// Python's modulo: the sign of the divisor, a zero result's too (`-0.0 % 5` is 0.0 and `0.0 % -5` is -0.0,
+/// as in Python, NumPy, the Array API standard and PyTorch's documentation; PyTorch 2.13's kernel keeps the
+/// dividend's sign there, a known divergence from its own docs, and that is the one place flambeau differs).
 template <class T>
 FB_HOST_DEVICE T remainder_of(T a, T b) {
   T m = fmod_of(a, b);
-  if constexpr (std::is_signed_v<T> || std::is_floating_point_v<T>)
+  if constexpr (std::is_floating_point_v<T>) {
+    if (m == 0) return std::copysign(T(0), b);
+    if ((b < 0) != (m < 0)) m += b;
+  } else if constexpr (std::is_signed_v<T>) {
     if (m != 0 && ((b < 0) != (m < 0))) m = static_cast<T>(m + b);
+  }
   return m;
 }
 
