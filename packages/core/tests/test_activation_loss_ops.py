@@ -232,3 +232,40 @@ def test_loss_kernel_errors():
         fc.binary_cross_entropy(fc.tensor([-0.1]), fc.tensor([0.0]), None, 1)
     with pytest.raises(TypeError, match="float32 or float64"):
         fc.mse_loss(fc.tensor([1, 2]), fc.tensor([1, 2]), 1)
+
+
+# ---- relu's backward on bfloat16 (autocast): the gradient where x > threshold, selected on the 16-bit values ----
+
+
+def bf16_pair(shape, seed):
+    t = torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32)).bfloat16()
+    return fc.tensor(t.float().numpy()).to(fc.bfloat16), t
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (64, 1000)])
+@pytest.mark.parametrize("th", [0.0, 0.5, -1.0])
+def test_threshold_backward_bfloat16_is_exact(shape, th, layout):
+    x, tx = bf16_pair(shape, 0)
+    g, tg = bf16_pair(shape, 1)
+    if x.numel() > 2:
+        tx.view(-1)[1] = float("nan")  # NaN is not <= threshold: the gradient passes, as in PyTorch
+        tx.view(-1)[2] = th  # equal to the threshold: zero
+        x = fc.tensor(tx.float().numpy()).to(fc.bfloat16)
+    if layout == "transposed" and len(shape) == 2:
+        x, tx, g, tg = x.t(), tx.t(), g.t(), tg.t()
+    got = fc.threshold_backward(g, x, th)
+    want = torch.ops.aten.threshold_backward(tg, tx, th)
+    assert got.dtype == fc.bfloat16 and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(to_numpy(got), want.float().numpy())
+    ref = fc.threshold_backward(g.to(fc.float32), x.to(fc.float32), th)  # float32 on the same values
+    np.testing.assert_array_equal(to_numpy(got), to_numpy(ref))
+
+
+@pytest.mark.on_devices(types=("cpu",))  # the simulated device raises the broadcast error asynchronously
+def test_threshold_backward_bfloat16_errors():
+    x = fc.ones(3, dtype=fc.bfloat16)
+    with pytest.raises(ValueError, match=r"^\[threshold_backward\]"):
+        fc.threshold_backward(fc.ones(4, dtype=fc.bfloat16), x, 0.0)
+    with pytest.raises(TypeError, match=r"^\[threshold_backward\]"):
+        fc.threshold_backward(fc.ones(3, dtype=fc.int64), x, 0.0)

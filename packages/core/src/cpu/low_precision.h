@@ -5,6 +5,9 @@
 // 16-bit operands and each result is rounded to the 16-bit dtype once, on the way out. The
 // float32 parameters of a mixed-precision call (batch norm's weight and running statistics) are
 // used as they are, so running statistics updated in place stay float32.
+// bfloat16 batch norm (more than one value per image and channel), max pooling and relu's
+// backward skip the copies: they widen blocks in cache (Note [Batch norm in bfloat16]) or
+// compare widened values and pass the selected 16-bit values through (exact).
 #include <optional>
 
 #include "flambeau/dtype.h"

@@ -40,6 +40,9 @@ struct ActTable {
   ActLoop fwd_f64[kNumActOps];
   ActLoop bwd_f32[kNumActOps];
   ActLoop bwd_f64[kNumActOps];
+  // relu's backward on bfloat16 storage, data {grad_input, grad_output, x} (uint16_t bits):
+  // grad_output where x > threshold (x widened to float32), else +0; exact, no float32 copies.
+  ActLoop threshold_bwd_bf16;
   // Cross entropy rows: sum of exp(x[j] - shift) over n contiguous elements
   // (accumulated in double), and out[j] = scale * exp(x[j] - shift).
   double (*sum_exp_f32)(const float* x, int64_t n, float shift);

@@ -88,6 +88,14 @@ ActOp gelu_kind(std::string_view approximate) {
 }
 
 Tensor threshold_backward_cpu(const Tensor& g, const Tensor& self, const Scalar& th) {
+  // bfloat16 (autocast's relu): selected on the 16-bit values, no float32 copies; the result is exact.
+  if (self.dtype() == ScalarType::BFloat16 && g.dtype() == ScalarType::BFloat16) {
+    TensorIterator it = TensorIterator::binary("threshold_backward", g, self, self.dtype(), self.dtype());
+    const double p[1] = {th.to_double()};
+    const ActLoop loop = act_table().threshold_bwd_bf16;
+    it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(kActThreshold));
+    return it.output();
+  }
   return act_backward("threshold_backward", g, self, kActThreshold, th.to_double());
 }
 Tensor gelu_cpu(const Tensor& x, std::string_view approx) {

@@ -9,13 +9,16 @@
 // inner loops run along contiguous memory either way. The backward takes one
 // reduction pass (sum(dy), sum(dy * (x - mean))) and, when the input's
 // gradient is wanted, one more pass that writes it; grad weight and bias come
-// from the same sums. float16/bfloat16 inputs run in float32 (Note [Low-precision
-// kernels]), with float32 parameters too (Note [Batch norm's mixed precision]).
+// from the same sums. bfloat16 inputs with L > 1 run the float32 loops on
+// blocks widened in cache (Note [Batch norm in bfloat16]); float16 and L <= 1
+// bfloat16 inputs run on float32 copies (Note [Low-precision kernels]), with
+// float32 parameters too (Note [Batch norm's mixed precision]).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "cpu/elementwise/half_convert.h"
 #include "cpu/linalg/gemm_pool.h"
 #include "cpu/low_precision.h"
 #include "flambeau/error.h"
@@ -55,6 +58,40 @@ BNShape bn_shape(const Tensor& input) {
   return s;
 }
 
+// Running statistics: momentum-weighted, the variance unbiased (count / (count - 1)), as PyTorch.
+template <class T>
+void update_running(const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                    const T* mean, const std::vector<double>& var, int64_t count, double momentum) {
+  if (!running_mean && !running_var) return;
+  const double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1)
+                                  : std::numeric_limits<double>::infinity();
+  const int64_t channels = static_cast<int64_t>(var.size());
+  for (int64_t c = 0; c < channels; ++c) {
+    if (running_mean) {
+      T& rm = at1<T>(*running_mean, c);
+      rm = static_cast<T>((1.0 - momentum) * static_cast<double>(rm) +
+                          momentum * static_cast<double>(mean[c]));
+    }
+    if (running_var) {
+      T& rv = at1<T>(*running_var, c);
+      rv = static_cast<T>((1.0 - momentum) * static_cast<double>(rv) + momentum * var[c] * unbias);
+    }
+  }
+  if (running_mean) running_mean->impl()->bump_version();
+  if (running_var) running_var->impl()->bump_version();
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_bf16(const Tensor& input, const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias,
+                                                   const std::optional<Tensor>& running_mean,
+                                                   const std::optional<Tensor>& running_var, bool training,
+                                                   double momentum, double eps);
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_bf16(const Tensor& grad_out, const Tensor& input,
+                                                            const std::optional<Tensor>& weight,
+                                                            const Tensor& save_mean,
+                                                            const Tensor& save_invstd, bool train,
+                                                            bool input_g, bool weight_g, bool bias_g);
+
 std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std::optional<Tensor>& weight,
                                                   const std::optional<Tensor>& bias,
                                                   const std::optional<Tensor>& running_mean,
@@ -62,6 +99,8 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
                                                   double momentum, double eps) {
   // The arguments passed meta::check_batch_norm (the op's check step).
   const char* op = "batch_norm";
+  if (input.dtype() == ScalarType::BFloat16 && bn_shape(input).l > 1)
+    return batch_norm_bf16(input, weight, bias, running_mean, running_var, training, momentum, eps);
   if (cpu::is_low_precision(input.dtype())) {
     // Running statistics of the input's 16-bit dtype are updated through float32 copies.
     const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
@@ -163,24 +202,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
           }
         });
       }
-      // Running statistics: momentum-weighted, the variance unbiased (count / (count - 1)), as PyTorch.
-      if (training && count > 0 && (running_mean || running_var)) {
-        const double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1)
-                                        : std::numeric_limits<double>::infinity();
-        for (int64_t c = 0; c < s.c; ++c) {
-          if (running_mean) {
-            T& rm = at1<T>(*running_mean, c);
-            rm = static_cast<T>((1.0 - momentum) * static_cast<double>(rm) +
-                                momentum * static_cast<double>(mean[c]));
-          }
-          if (running_var) {
-            T& rv = at1<T>(*running_var, c);
-            rv = static_cast<T>((1.0 - momentum) * static_cast<double>(rv) + momentum * var[c] * unbias);
-          }
-        }
-        if (running_mean) running_mean->impl()->bump_version();
-        if (running_var) running_var->impl()->bump_version();
-      }
+      if (training && count > 0) update_running<T>(running_mean, running_var, mean, var, count, momentum);
     }
   });
   // Evaluation mode saves nothing (PyTorch's (0,) statistics): the backward reads the running ones. The
@@ -198,6 +220,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_ou
                                                            bool bias_g) {
   // The arguments passed meta::check_batch_norm_grad (the op's check step).
   const char* op = "batch_norm_backward";
+  if (input.dtype() == ScalarType::BFloat16 && grad_out.dtype() == ScalarType::BFloat16 &&
+      bn_shape(input).l > 1)
+    return batch_norm_backward_bf16(grad_out, input, weight, save_mean, save_invstd, train, input_g, weight_g,
+                                    bias_g);
   if (cpu::is_low_precision(input.dtype())) {
     auto [gi, gw, gb] =
         batch_norm_backward_cpu(cpu::to_float32(grad_out), cpu::to_float32(input), cpu::to_float32(weight),
@@ -282,6 +308,167 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_ou
     }
   });
   return {gi, gw, gb};
+}
+
+// ---- bfloat16 (autocast), (N, C, L) inputs with L > 1 ----
+// Note [Batch norm in bfloat16]: the float32 row loops run on blocks of at most kNormBlock elements
+// widened into buffers of the thread (vectorized conversions, half_convert.h), and each result block
+// is rounded to bfloat16 once on the way out: the same arithmetic as on float32 copies of the whole
+// tensors, without them. Statistics, parameters and their gradients are float32 (the parameters as
+// given when float32, as PyTorch's mixed-precision batch norm; bfloat16 ones widened).
+
+/// Widens n bfloat16 values into `buf` (at most kNormBlock) and returns it.
+const float* widen_block(const uint16_t* src, float* buf, int64_t n) {
+  cpu::half_convert().bf16_to_f32(src, buf, n);
+  return buf;
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_bf16(const Tensor& input, const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias,
+                                                   const std::optional<Tensor>& running_mean,
+                                                   const std::optional<Tensor>& running_var, bool training,
+                                                   double momentum, double eps) {
+  const BNShape s = bn_shape(input);
+  const int64_t count = s.n * s.l;
+  const Tensor hx = contig(input);
+  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
+  Tensor save_mean = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  Tensor save_invstd = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  // float32 running statistics are updated in place; bfloat16 ones through float32 copies.
+  const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
+  Tensor hw, hb;
+  const std::optional<Tensor> w32 = cpu::to_float32(weight), b32 = cpu::to_float32(bias);
+  const float* w = cpu::opt_data<float>(w32, hw);
+  const float* b = cpu::opt_data<float>(b32, hb);
+  const auto* x = static_cast<const uint16_t*>(hx.data_ptr());
+  auto* y = static_cast<uint16_t*>(out.data_ptr());
+  float* mean = save_mean.data<float>();
+  float* invstd = save_invstd.data<float>();
+  std::vector<double> var(static_cast<size_t>(s.c), std::numeric_limits<double>::quiet_NaN());
+  const auto& k = cpu::norm_fns<float>();
+  const auto to_bf16 = cpu::half_convert().f32_to_bf16;
+  const int64_t block = std::min<int64_t>(s.l, cpu::kNormBlock);
+  if (count == 0) {
+    for (int64_t c = 0; c < s.c; ++c) mean[c] = invstd[c] = std::numeric_limits<float>::quiet_NaN();
+  } else if (!training) {
+    for (int64_t c = 0; c < s.c; ++c) {
+      mean[c] = at1<float>(*rm, c);
+      invstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(at1<float>(*rv, c)) + eps));
+    }
+  }
+  // y = (x - mean) * a + sh over the N rows of channel c.
+  auto normalize = [&](int64_t c, float* xb, float* yb) {
+    const float a = invstd[c] * (w ? w[c] : 1.0f), sh = b ? b[c] : 0.0f;
+    for (int64_t r = 0; r < s.n; ++r)
+      for (int64_t j = 0; j < s.l; j += block) {
+        const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
+        k.row_affine(widen_block(x + off, xb, len), yb, len, mean[c], a, sh);
+        to_bf16(yb, y + off, len);
+      }
+  };
+  if (count > 0) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / count);
+    parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+      std::vector<float> buf(static_cast<size_t>(2 * block));
+      for (int64_t c = c0; c < c1; ++c) {
+        if (training) {  // shifted one-pass moments (Note [Normalization kernels])
+          const float pivot = detail::bf16_bits_to_fp32(x[c * s.l]);
+          double s1 = 0, s2 = 0;
+          for (int64_t r = 0; r < s.n; ++r) {
+            double r1 = 0, r2 = 0;  // a row's sums first: the float32 kernel's order of additions
+            for (int64_t j = 0; j < s.l; j += block) {
+              const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
+              k.row_moments(widen_block(x + off, buf.data(), len), len, pivot, &r1, &r2);
+            }
+            s1 += r1;
+            s2 += r2;
+          }
+          const double m1 = s1 / static_cast<double>(count);
+          const double v = std::max(s2 / static_cast<double>(count) - m1 * m1, 0.0);
+          mean[c] = static_cast<float>(static_cast<double>(pivot) + m1);
+          invstd[c] = static_cast<float>(1.0 / std::sqrt(v + eps));
+          var[static_cast<size_t>(c)] = v;
+        }
+        normalize(c, buf.data(), buf.data() + block);
+      }
+    });
+  }
+  if (training && count > 0) {
+    update_running<float>(rm, rv, mean, var, count, momentum);
+    for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
+      if (given && given->impl() != used->impl()) op::copy_(*given, *used);
+  }
+  const ScalarType stats = meta::batch_norm_stats(input, weight, bias, running_mean, running_var);
+  if (!training)
+    return {out, op::empty(Shape{0}, stats, input.device()), op::empty(Shape{0}, stats, input.device())};
+  return {out, cpu::round_to(save_mean, stats), cpu::round_to(save_invstd, stats)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_bf16(const Tensor& grad_out, const Tensor& input,
+                                                            const std::optional<Tensor>& weight,
+                                                            const Tensor& save_mean,
+                                                            const Tensor& save_invstd, bool train,
+                                                            bool input_g, bool weight_g, bool bias_g) {
+  const BNShape s = bn_shape(input);
+  const int64_t count = s.n * s.l;
+  Tensor gi, gw, gb;
+  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
+  if (weight_g) gw = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  if (bias_g) gb = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  const Tensor hx = contig(input), hdy = contig(grad_out);
+  const Tensor hm = contig(cpu::to_float32(save_mean)), hi = contig(cpu::to_float32(save_invstd));
+  Tensor hw;
+  const std::optional<Tensor> w32 = cpu::to_float32(weight);
+  const float* w = cpu::opt_data<float>(w32, hw);
+  const auto* x = static_cast<const uint16_t*>(hx.data_ptr());
+  const auto* dy = static_cast<const uint16_t*>(hdy.data_ptr());
+  auto* dx = input_g ? static_cast<uint16_t*>(gi.data_ptr()) : nullptr;
+  float* dw = weight_g ? gw.data<float>() : nullptr;
+  float* db = bias_g ? gb.data<float>() : nullptr;
+  const float* mean = hm.data<float>();
+  const float* invstd = hi.data<float>();
+  const bool need_sums = weight_g || bias_g || (input_g && train);
+  const double inv_count = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
+  const auto& k = cpu::norm_fns<float>();
+  const auto to_bf16 = cpu::half_convert().f32_to_bf16;
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.l, cpu::kNormBlock));
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1));
+  parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
+    std::vector<float> buf(static_cast<size_t>(3 * block));
+    float *xb = buf.data(), *dyb = xb + block, *ob = dyb + block;
+    for (int64_t c = c0; c < c1; ++c) {
+      double sdy = 0, sdyx = 0;
+      if (need_sums)
+        for (int64_t r = 0; r < s.n; ++r) {
+          double r1 = 0, r2 = 0;  // a row's sums first: the float32 kernel's order of additions
+          for (int64_t j = 0; j < s.l; j += block) {
+            const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
+            k.row_dot2(widen_block(dy + off, dyb, len), widen_block(x + off, xb, len), len, mean[c], &r1,
+                       &r2);
+          }
+          sdy += r1;
+          sdyx += r2;
+        }
+      // dx = dy * a + (x - mean) * k2 + k3 (train: the batch statistics' own gradient; eval: k2 = k3 = 0).
+      const double is = static_cast<double>(invstd[c]);
+      const double wc = w ? static_cast<double>(w[c]) : 1.0;
+      if (dw) dw[c] = static_cast<float>(sdyx * is);
+      if (db) db[c] = static_cast<float>(sdy);
+      const auto a = static_cast<float>(is * wc);
+      const float k2 = train ? static_cast<float>(-is * is * is * wc * sdyx * inv_count) : 0.0f;
+      const float k3 = train ? static_cast<float>(-is * wc * sdy * inv_count) : 0.0f;
+      if (dx)
+        for (int64_t r = 0; r < s.n; ++r)
+          for (int64_t j = 0; j < s.l; j += block) {
+            const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
+            k.row_bwd(widen_block(dy + off, dyb, len), widen_block(x + off, xb, len), ob, len, a, mean[c], k2,
+                      k3);
+            to_bf16(ob, dx + off, len);
+          }
+    }
+  });
+  // The parameters' gradients in the dtype of the saved statistics (float32 in mixed precision).
+  return {gi, cpu::round_to(gw, save_mean.dtype()), cpu::round_to(gb, save_mean.dtype())};
 }
 
 FB_REGISTER_KERNEL(op::native_batch_norm, CPU, batch_norm_cpu);

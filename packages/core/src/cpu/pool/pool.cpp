@@ -3,13 +3,16 @@
 // adaptive max, forward and backward. Each (H, W) plane is independent, so the
 // work is split across threads by planes, with a grain size (Note [Grain size])
 // that keeps small inputs on one thread. Non-contiguous inputs are packed first.
-// float16/bfloat16 run in float32, rounded once (Note [Low-precision kernels]).
+// float16/bfloat16 run in float32, rounded once (Note [Low-precision kernels]),
+// except bfloat16 max pooling: compared as float32 in registers, no copies (Lane).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "cpu/elementwise/half_convert.h"
 #include "cpu/low_precision.h"
 #include "cpu/pool/pool_shape.h"
 #include "flambeau/error.h"
@@ -59,21 +62,52 @@ constexpr T lowest() {
 // element replaces the maximum only when strictly greater or NaN, so the
 // first maximum in scan order wins, as in PyTorch. Partial windows at the
 // bottom/right edge (ceil_mode) take the general path.
-template <class T>
-[[gnu::always_inline]] inline void max_pool_2x2(const T* in, T* out, int64_t* idx, int64_t H, int64_t W,
+// Elements of storage S compared as L::T: L::T is S itself, or float for bfloat16 bits (widened
+// exactly, and a maximum narrowed back to the same bits: max pooling of bfloat16 is exact).
+template <class S>
+struct Lane {
+  using T = S;
+  static T widen(S v) { return v; }
+  static S narrow(T v) { return v; }
+};
+struct Bf16Bits {};  // bfloat16 data seen as uint16_t (not the uint16 dtype)
+template <>
+struct Lane<Bf16Bits> {
+  using T = float;
+  using S = uint16_t;
+  static float widen(uint16_t b) {
+    const uint32_t u = static_cast<uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  static uint16_t narrow(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return static_cast<uint16_t>(u >> 16);
+  }
+};
+template <class S>
+using StorageOf = std::conditional_t<std::is_same_v<S, Bf16Bits>, uint16_t, S>;
+
+template <class K, class S = StorageOf<K>>
+[[gnu::always_inline]] inline void max_pool_2x2(const S* in, S* out, int64_t* idx, int64_t H, int64_t W,
                                                 int64_t OH, int64_t OW) {
+  using L = Lane<K>;
+  using T = typename L::T;
   const int64_t full_w = std::min(OW, W / 2);  // windows with two columns inside the input
   for (int64_t oh = 0; oh < OH; ++oh) {
     const int64_t ih = 2 * oh;
-    const T* r0 = in + ih * W;
-    T* yr = out + oh * OW;
+    const S* r0 = in + ih * W;
+    S* yr = out + oh * OW;
     int64_t* ir = idx + oh * OW;
     if (ih + 1 < H) {
-      const T* r1 = r0 + W;
+      const S* r1 = r0 + W;
       const int64_t base = ih * W;
 #pragma omp simd
       for (int64_t ow = 0; ow < full_w; ++ow) {
-        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        const T a = L::widen(r0[2 * ow]), b = L::widen(r0[2 * ow + 1]), c = L::widen(r1[2 * ow]),
+                d = L::widen(r1[2 * ow + 1]);
         const bool ub = (b > a) || (b != b);
         T m = ub ? b : a;
         int64_t mi = ub ? 1 : 0;
@@ -83,7 +117,7 @@ template <class T>
         const bool ud = (d > m) || (d != d);
         m = ud ? d : m;
         mi = ud ? W + 1 : mi;
-        yr[ow] = m;
+        yr[ow] = L::narrow(m);
         ir[ow] = base + 2 * ow + mi;
       }
     }
@@ -94,13 +128,13 @@ template <class T>
       int64_t mi = ih * W + iw;
       for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
         for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
-          const T v = in[h * W + w];
+          const T v = L::widen(in[h * W + w]);
           if (v > m || is_nan(v)) {
             m = v;
             mi = h * W + w;
           }
         }
-      yr[ow] = m;
+      yr[ow] = L::narrow(m);
       ir[ow] = mi;
     }
   }
@@ -110,9 +144,15 @@ FB_POOL_CLONES void max_pool_2x2_f32(const float* in, float* out, int64_t* idx, 
                                      int64_t OH, int64_t OW) {
   max_pool_2x2<float>(in, out, idx, H, W, OH, OW);
 }
+FB_POOL_CLONES void max_pool_2x2_bf16(const uint16_t* in, uint16_t* out, int64_t* idx, int64_t H, int64_t W,
+                                      int64_t OH, int64_t OW) {
+  max_pool_2x2<Bf16Bits>(in, out, idx, H, W, OH, OW);
+}
 
-template <class T>
-void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
+template <class K, class S = StorageOf<K>>
+void max_pool_plane(const S* in, S* out, int64_t* idx, const pool::Pool2d& p) {
+  using L = Lane<K>;
+  using T = typename L::T;
   for (int64_t oh = 0; oh < p.OH; ++oh) {
     int64_t h0 = oh * p.sH - p.pH;
     const int64_t h1 = std::min(h0 + (p.kH - 1) * p.dH + 1, p.H);
@@ -124,16 +164,16 @@ void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
       T m = lowest<T>();
       int64_t mi = h0 * p.W + w0;
       for (int64_t h = h0; h < h1; h += p.dH) {
-        const T* row = in + h * p.W;
+        const S* row = in + h * p.W;
         for (int64_t w = w0; w < w1; w += p.dW) {
-          const T v = row[w];
+          const T v = L::widen(row[w]);
           if (v > m || is_nan(v)) {
             m = v;
             mi = h * p.W + w;
           }
         }
       }
-      out[oh * p.OW + ow] = m;
+      out[oh * p.OW + ow] = L::narrow(m);
       idx[oh * p.OW + ow] = mi;
     }
   }
@@ -142,7 +182,7 @@ void max_pool_plane(const T* in, T* out, int64_t* idx, const pool::Pool2d& p) {
 std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntArrayRef kernel_size,
                                                        IntArrayRef stride, IntArrayRef padding,
                                                        IntArrayRef dilation, bool ceil_mode) {
-  if (cpu::is_low_precision(self.dtype())) {
+  if (self.dtype() == ScalarType::Float16) {
     auto [out, indices] = max_pool2d_with_indices_cpu(cpu::to_float32(self), kernel_size, stride, padding,
                                                       dilation, ceil_mode);
     return {cpu::round_to(out, self.dtype()), indices};
@@ -156,29 +196,37 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
   const Tensor in = contiguous(self);
   const bool fast =
       p.kH == 2 && p.kW == 2 && p.sH == 2 && p.sW == 2 && p.pH == 0 && p.pW == 0 && p.dH == 1 && p.dW == 1;
-  visit_dtype(self.dtype(), "max_pool2d", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = in.data<T>();
-    T* y = out.data<T>();
-    int64_t* ind = indices.data<int64_t>();
-    const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+  const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+  int64_t* ind = indices.data<int64_t>();
+  auto run = [&](auto tag) {
+    using K = typename decltype(tag)::type;  // the element type, or Bf16Bits
+    using S = StorageOf<K>;
+    const S* x = static_cast<const S*>(in.data_ptr());
+    S* y = static_cast<S*>(out.data_ptr());
     parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         if (fast)
-          if constexpr (std::is_same_v<T, float>)
+          if constexpr (std::is_same_v<K, float>)
             max_pool_2x2_f32(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+          else if constexpr (std::is_same_v<K, Bf16Bits>)
+            max_pool_2x2_bf16(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
           else
-            max_pool_2x2<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+            max_pool_2x2<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
         else
-          max_pool_plane<T>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
+          max_pool_plane<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
       }
     });
-  });
+  };
+  // bfloat16 (autocast): compared as float32 in registers, no float32 copies (exact).
+  if (self.dtype() == ScalarType::BFloat16)
+    run(type_tag<Bf16Bits>{});
+  else
+    visit_dtype(self.dtype(), "max_pool2d", run);
   return {out, indices};
 }
 
 Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
-  if (cpu::is_low_precision(grad_output.dtype()))
+  if (grad_output.dtype() == ScalarType::Float16)
     return cpu::round_to(max_pool_backward_cpu(cpu::to_float32(grad_output), indices, input_size),
                          grad_output.dtype());
   const char* op = "max_pool_backward";
@@ -190,6 +238,31 @@ Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, I
   const int64_t out_plane = indices.numel() / std::max<int64_t>(planes, 1);
   const Tensor go = contiguous(grad_output);
   const Tensor ix = contiguous(indices);
+  if (grad_output.dtype() == ScalarType::BFloat16) {
+    // bfloat16 (autocast): each plane's gradient is summed in a float32 plane of the thread (windows
+    // may overlap), then rounded once to bfloat16, as the float32 copies did, without them.
+    const auto* g = static_cast<const uint16_t*>(go.data_ptr());
+    const int64_t* id = ix.data<int64_t>();
+    auto* o = static_cast<uint16_t*>(gi.data_ptr());
+    const auto to_bf16 = cpu::half_convert().f32_to_bf16;
+    parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
+      std::vector<float> acc(static_cast<size_t>(in_plane));
+      for (int64_t c = b; c < e; ++c) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        const uint16_t* gc = g + c * out_plane;
+        const int64_t* ic = id + c * out_plane;
+        for (int64_t j = 0; j < out_plane; ++j) {
+          const int64_t k = ic[j];
+          FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ", in_plane,
+                         " elements (input_size ", shape_str(input_size), ")");
+          // Note [Empty pooling window] (below).
+          if (k < in_plane) acc[static_cast<size_t>(k)] += Lane<Bf16Bits>::widen(gc[j]);
+        }
+        to_bf16(acc.data(), o + c * in_plane, in_plane);
+      }
+    });
+    return gi;
+  }
   visit_dtype(grad_output.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
