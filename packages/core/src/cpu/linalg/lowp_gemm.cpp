@@ -77,31 +77,51 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
     const uint16_t* pb = B.at(bi);
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t* row = ap.data() + i * kk;
-      if (A.s1 == 1) {
-        std::memcpy(row, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
-      } else {
-        for (int64_t p = 0; p < k; ++p) row[p] = pa[i * A.s0 + p * A.s1];
-      }
-      if (kk != k) row[k] = 0;
-    }
-    // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
-    // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values) a panel at a time.
-    uint16_t* dst = bp.data();
-    for (int64_t panel = 0; panel < panels; ++panel) {
-      const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
-      for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
-        const int64_t r = 2 * pair;
-        const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
-        const uint16_t* row1 = r + 1 < k ? row0 + B.s0 : nullptr;
-        for (int64_t c = 0; c < width; ++c) {
-          dst[2 * c] = row0[c * B.s1];
-          dst[2 * c + 1] = row1 ? row1[c * B.s1] : uint16_t{0};
+    // The packing is split over the threads too (rows of op(A), panels of op(B)): at the MLP's sizes
+    // it is as long as the products.
+    const int64_t row_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk, 1));
+    parallel_for(0, n, row_grain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        uint16_t* row = ap.data() + i * kk;
+        if (A.s1 == 1) {
+          std::memcpy(row, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
+        } else {
+          for (int64_t p = 0; p < k; ++p) row[p] = pa[i * A.s0 + p * A.s1];
         }
-        for (int64_t c = width; c < kPanel; ++c) dst[2 * c] = dst[2 * c + 1] = 0;
+        if (kk != k) row[k] = 0;
       }
-    }
+    });
+    // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
+    // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values, one 32-bit word).
+    const int64_t panel_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk * kPanel, 1));
+    parallel_for(0, panels, panel_grain, [&](int64_t q0, int64_t q1) {
+      for (int64_t panel = q0; panel < q1; ++panel) {
+        uint16_t* dst = bp.data() + panel * kk * kPanel;
+        const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
+        for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
+          const int64_t r = 2 * pair;
+          const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
+          const bool full = r + 1 < k;
+          if (full && B.s0 == 1) {  // transposed: the pair is adjacent
+            for (int64_t c = 0; c < width; ++c)
+              std::memcpy(dst + 2 * c, row0 + c * B.s1, 2 * sizeof(uint16_t));
+          } else if (full && B.s1 == 1) {  // row-major: two rows interleaved (vectorizes)
+            const uint16_t* row1 = row0 + B.s0;
+            for (int64_t c = 0; c < width; ++c) {
+              dst[2 * c] = row0[c];
+              dst[2 * c + 1] = row1[c];
+            }
+          } else {
+            const uint16_t* row1 = full ? row0 + B.s0 : nullptr;
+            for (int64_t c = 0; c < width; ++c) {
+              dst[2 * c] = row0[c * B.s1];
+              dst[2 * c + 1] = row1 ? row1[c * B.s1] : uint16_t{0};
+            }
+          }
+          for (int64_t c = width; c < kPanel; ++c) dst[2 * c] = dst[2 * c + 1] = 0;
+        }
+      }
+    });
     uint16_t* po = out + bi * n * m;
     const int64_t tiles_total = panels * row_blocks;
     const double macs_per_tile = double(kRows) * double(kPanel) * double(kk);
