@@ -144,10 +144,6 @@ FB_POOL_CLONES void max_pool_2x2_f32(const float* in, float* out, int64_t* idx, 
                                      int64_t OH, int64_t OW) {
   max_pool_2x2<float>(in, out, idx, H, W, OH, OW);
 }
-FB_POOL_CLONES void max_pool_2x2_bf16(const uint16_t* in, uint16_t* out, int64_t* idx, int64_t H, int64_t W,
-                                      int64_t OH, int64_t OW) {
-  max_pool_2x2<Bf16Bits>(in, out, idx, H, W, OH, OW);
-}
 
 template <class K, class S = StorageOf<K>>
 void max_pool_plane(const S* in, S* out, int64_t* idx, const pool::Pool2d& p) {
@@ -204,13 +200,21 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
     const S* x = static_cast<const S*>(in.data_ptr());
     S* y = static_cast<S*>(out.data_ptr());
     parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+      // bfloat16 2x2: the plane widened in cache, the float32 loop, the maxima narrowed back (exact:
+      // each is one of the widened values; the 16-bit compares in one loop did not vectorize).
+      std::vector<float> buf;
+      if constexpr (std::is_same_v<K, Bf16Bits>)
+        if (fast) buf.resize(static_cast<size_t>(in_plane + out_plane));
       for (int64_t c = b; c < e; ++c) {
         if (fast)
           if constexpr (std::is_same_v<K, float>)
             max_pool_2x2_f32(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
-          else if constexpr (std::is_same_v<K, Bf16Bits>)
-            max_pool_2x2_bf16(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
-          else
+          else if constexpr (std::is_same_v<K, Bf16Bits>) {
+            const cpu::HalfConvert& cv = cpu::half_convert();
+            cv.bf16_to_f32(x + c * in_plane, buf.data(), in_plane);
+            max_pool_2x2_f32(buf.data(), buf.data() + in_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+            cv.f32_to_bf16(buf.data() + in_plane, y + c * out_plane, out_plane);
+          } else
             max_pool_2x2<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
         else
           max_pool_plane<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
