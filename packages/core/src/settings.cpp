@@ -49,12 +49,13 @@ const std::array<Spec, kCount>& specs() {
        "on OpenMP alone (False)."},
       {"parallel_for_schedule",
        "FLAMBEAU_PARALLEL_FOR",
-       {"dynamic", "static"},
+       {"dynamic", "static", "affine"},
        0,
        false,
        true,
-       "How parallel kernels split a range: 'dynamic' (small chunks claimed by idle threads) or "
-       "'static' (one contiguous chunk per thread)."},
+       "How parallel kernels split a range: 'dynamic' (small chunks claimed by idle threads), "
+       "'static' (one contiguous chunk per thread) or 'affine' (the same small chunks, each thread "
+       "first taking those of its own contiguous share, then what is left of the others')."},
       {"conv_row_blocks",
        "FLAMBEAU_CONV_ROWS",
        {"auto", "on", "off"},

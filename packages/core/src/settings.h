@@ -35,7 +35,7 @@ enum class Setting : uint8_t {
 
 // Each setting's values, in the order of its allowed names in kSpecs.
 enum class SgemmBackend : uint8_t { Own, OpenBLAS };
-enum class Schedule : uint8_t { Dynamic, Static };
+enum class Schedule : uint8_t { Dynamic, Static, Affine };
 enum class Toggle : uint8_t { Auto, On, Off };
 enum class ConvKernel : uint8_t { Auto, Flat, ChannelVectorized };
 enum class TransposedKernel : uint8_t { Auto, Gemm };
@@ -53,7 +53,8 @@ inline T load(Setting s) {
 inline SgemmBackend sgemm() { return detail::load<SgemmBackend>(Setting::Sgemm); }
 /// False: every GEMM and parallel_for runs on OpenMP, not the GEMM pool.
 inline bool gemm_pool() { return detail::load<uint8_t>(Setting::GemmPool) != 0; }
-/// Static: parallel_for's former one-chunk-per-thread OpenMP split.
+/// Static: parallel_for's former one-chunk-per-thread OpenMP split; Affine: each pool
+/// thread claims its own share of a job's chunks first (Note [Affine chunks] in gemm_pool.h).
 inline Schedule parallel_for_schedule() { return detail::load<Schedule>(Setting::ParallelForSchedule); }
 /// The direct convolution's row blocks (Note [Direct convolution]): on, off, or by cost.
 inline Toggle conv_row_blocks() { return detail::load<Toggle>(Setting::ConvRowBlocks); }

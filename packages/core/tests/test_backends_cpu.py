@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 SETTINGS = {
     "sgemm": ("FLAMBEAU_SGEMM", ["own", "openblas"]),
     "gemm_pool": ("FLAMBEAU_GEMM_POOL", [False, True]),
-    "parallel_for_schedule": ("FLAMBEAU_PARALLEL_FOR", ["dynamic", "static"]),
+    "parallel_for_schedule": ("FLAMBEAU_PARALLEL_FOR", ["dynamic", "static", "affine"]),
     "conv_row_blocks": ("FLAMBEAU_CONV_ROWS", ["auto", "on", "off"]),
     "conv_pixel_classes": ("FLAMBEAU_CONV_CLASSES", ["auto", "off"]),
     "conv_direct_kernel": ("FLAMBEAU_CONV_DIRECT", ["auto", "flat", "cv"]),
@@ -169,6 +169,7 @@ OVERRIDES = [
     ("FLAMBEAU_SGEMM", "openblas", "sgemm", "openblas"),
     ("FLAMBEAU_GEMM_POOL", "0", "gemm_pool", False),
     ("FLAMBEAU_PARALLEL_FOR", "static", "parallel_for_schedule", "static"),
+    ("FLAMBEAU_PARALLEL_FOR", "affine", "parallel_for_schedule", "affine"),
     ("FLAMBEAU_CONV_ROWS", "off", "conv_row_blocks", "off"),
     ("FLAMBEAU_CONV_CLASSES", "off", "conv_pixel_classes", "off"),
     ("FLAMBEAU_CONV_DIRECT", "flat", "conv_direct_kernel", "flat"),

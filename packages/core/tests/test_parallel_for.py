@@ -121,8 +121,60 @@ def test_static_split_escape_hatch(cpu_settings):
         fc.set_num_threads(old)
 
 
-def test_error_inside_a_chunk_reaches_python(threads):
-    """gather checks indices inside its parallel loop: the chunk's IndexError is rethrown."""
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_affine_schedule_gives_the_dynamic_bits(n_threads, cpu_settings):
+    """backends.cpu.parallel_for_schedule = "affine" (Note [Affine chunks]): the same chunks, claimed
+    by each pool thread from its own share first, so every chunk-order reduction, scan and sort gives
+    bitwise the values of "dynamic", run after run; a GEMM (pool blocks too) the same bits."""
+    old = fc.get_num_threads()
+    fc.set_num_threads(n_threads)
+    try:
+        inputs = {name: fc.tensor(data(CASES[name][0], seed=len(name))) for name in CASES}
+        a = fc.tensor(data((300, 257), seed=1))
+        b = fc.tensor(data((257, 301), seed=2))
+        dynamic = {name: to_numpy(CASES[name][1](t)) for name, t in inputs.items()}
+        mm = to_numpy(a @ b)
+        cpu_settings(parallel_for_schedule="affine")
+        for _ in range(3):
+            for name, t in inputs.items():
+                np.testing.assert_array_equal(to_numpy(CASES[name][1](t)), dynamic[name], err_msg=name)
+            np.testing.assert_array_equal(to_numpy(a @ b), mm)
+        np.testing.assert_allclose(mm, to_numpy(a).astype(np.float64) @ to_numpy(b), rtol=1e-4, atol=1e-4)
+    finally:
+        fc.set_num_threads(old)
+
+
+def test_affine_schedule_concurrent_callers(cpu_settings):
+    """Under "affine", Python threads calling at once (one on the pool, the others on OpenMP) get the
+    single caller's bits."""
+    cpu_settings(parallel_for_schedule="affine")
+    old = fc.get_num_threads()
+    fc.set_num_threads(2)
+    try:
+        t = fc.tensor(data((3_000_017,), seed=3))
+        want = to_numpy(t.cumsum(0))
+        bad = []
+
+        def work():
+            for _ in range(5):
+                if not np.array_equal(to_numpy(t.cumsum(0)), want):
+                    bad.append(1)
+
+        ts = [threading.Thread(target=work) for _ in range(3)]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        assert not bad
+    finally:
+        fc.set_num_threads(old)
+
+
+@pytest.mark.parametrize("schedule", ["dynamic", "static", "affine"])
+def test_error_inside_a_chunk_reaches_python(threads, schedule, cpu_settings):
+    """gather checks indices inside its parallel loop: the chunk's IndexError is rethrown, under every
+    backends.cpu.parallel_for_schedule."""
+    cpu_settings(parallel_for_schedule=schedule)
     x = fc.tensor(data((4, 100_000)))
     idx = np.random.default_rng(1).integers(0, 100_000, size=(4, 100_000))
     idx[3, 99_999] = 100_000

@@ -21,7 +21,9 @@
 // a given thread count. Inside a parallel region (a chunk of parallel_for or a
 // GEMM pool job) the loop runs serially on the calling thread, as one chunk.
 // backends.cpu.parallel_for_schedule = "static" (Note [Settings]) restores
-// the former split, one chunk per thread on OpenMP, for comparisons.
+// the former split, one chunk per thread on OpenMP, for comparisons; "affine"
+// keeps these chunks but has each pool thread claim those of its own
+// contiguous share first (Note [Affine chunks] in src/cpu/linalg/gemm_pool.h).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>

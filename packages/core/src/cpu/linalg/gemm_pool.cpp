@@ -32,15 +32,24 @@ inline void cpu_relax() {
 // autograd code between two layers).
 constexpr int64_t kSpinMicros = 100;
 constexpr int kMaxWorkers = 255;
-constexpr uint64_t kChunkMask = 0xffff;  // n and next: 16 bits each
+constexpr uint64_t kChunkMask = 0xffff;             // n and next: 16 bits each
+constexpr uint64_t kAffineBit = uint64_t{1} << 63;  // the ticket's top bit: an affine job
+constexpr uint64_t kGenMask = 0x7fffffff;           // the ticket's generation: 31 bits
 
 // backends.cpu.gemm_pool = False (Note [Settings]; FLAMBEAU_GEMM_POOL=0) turns
 // the pool off, every caller running its blocks on OpenMP: for comparisons and
 // as an escape hatch. A job already running finishes on the pool.
 bool pool_disabled() { return !settings::gemm_pool(); }
 
+// Note [Affine chunks]: one participant's share of an affine job, on its own
+// cache line: generation (32 bits) | next unclaimed block from the front (16) |
+// end of the unclaimed blocks (16). The owner claims the front, others the back.
+struct alignas(64) Share {
+  std::atomic<uint64_t> word{0};
+};
+
 struct Pool {
-  // The job: generation (32 bits) | block count n (16) | next unclaimed block (16).
+  // The job: affine (1 bit) | generation (31) | block count n (16) | next unclaimed block (16).
   std::atomic<uint64_t> ticket{0};
   std::atomic<int64_t> done{0};  // blocks finished in this job
   void (*fn)(void*, int64_t) = nullptr;
@@ -50,6 +59,8 @@ struct Pool {
   std::atomic<int> workers{0};      // started
   std::atomic<int> job_workers{0};  // workers taking part in the current job
   std::atomic<bool> busy{false};    // a caller owns the pool
+  std::atomic<int> parts{0};        // participants of an affine job (caller + job_workers)
+  Share shares[kMaxWorkers + 1];    // an affine job's shares: the caller's is 0, worker i's is i + 1
 };
 
 Pool& pool();
@@ -63,17 +74,52 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
 
 thread_local bool t_in_job = false;
 
-// Claims and runs blocks of the current job until none is left.
-void run_blocks(Pool& p) {
+// Runs fn(ctx, i) for a claimed block i of the current job.
+inline void run_one(Pool& p, uint64_t i) {
+  // The job cannot finish (nor fn/ctx change) before the claimed block is done.
+  p.fn(p.ctx, static_cast<int64_t>(i));
+  p.done.fetch_add(1, std::memory_order_release);
+}
+
+// Note [Affine chunks]: participant `me` claims the blocks of its own share
+// from the front, then the rest of each other share from its back. A share word
+// of another generation (a job that ended, or one not yet set up) is empty.
+void run_affine(Pool& p, uint64_t gen, int me) {
+  const int parts = p.parts.load(std::memory_order_relaxed);
+  for (int k = 0; k < parts; ++k) {
+    const int o = (me + k) % parts;
+    std::atomic<uint64_t>& word = p.shares[o].word;
+    uint64_t w = word.load(std::memory_order_acquire);
+    for (;;) {
+      const uint64_t lo = (w >> 16) & kChunkMask, hi = w & kChunkMask;
+      if ((w >> 32) != gen || lo >= hi) break;
+      const bool own = o == me;
+      if (word.compare_exchange_weak(w, own ? w + (uint64_t{1} << 16) : w - 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+        run_one(p, own ? lo : hi - 1);
+        w = word.load(std::memory_order_acquire);
+      }
+    }
+  }
+}
+
+// Claims and runs blocks of the current job until none is left. `me`: the
+// caller is 0, worker i is i + 1 (its share of an affine job).
+void run_blocks(Pool& p, int me) {
   t_in_job = true;
   uint64_t t = p.ticket.load(std::memory_order_acquire);
+  if (t & kAffineBit) {
+    // p.parts and the shares were written before the ticket (release).
+    if (me < p.parts.load(std::memory_order_relaxed)) run_affine(p, (t >> 32) & kGenMask, me);
+    t_in_job = false;
+    return;
+  }
   for (;;) {
     const uint64_t n = (t >> 16) & kChunkMask, next = t & kChunkMask;
     if (next >= n) break;
     // The job cannot finish (nor fn/ctx change) before the claimed block is done.
     if (p.ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      p.fn(p.ctx, static_cast<int64_t>(next));
-      p.done.fetch_add(1, std::memory_order_release);
+      run_one(p, next);
       t = p.ticket.load(std::memory_order_acquire);
     }
   }
@@ -100,7 +146,7 @@ void worker_main(int index, uint32_t seen) {
       }
     }
     seen = p.wake.load(std::memory_order_acquire);
-    if (index < p.job_workers.load(std::memory_order_relaxed)) run_blocks(p);
+    if (index < p.job_workers.load(std::memory_order_relaxed)) run_blocks(p, index + 1);
   }
 }
 
@@ -149,11 +195,24 @@ bool gemm_pool_run(int64_t n, int threads, void (*fn)(void*, int64_t), void* ctx
   p.fn = fn;
   p.ctx = ctx;
   p.done.store(0, std::memory_order_relaxed);
-  const uint64_t gen = (p.ticket.load(std::memory_order_relaxed) >> 32) + 1;
-  p.ticket.store((gen << 32) | (static_cast<uint64_t>(n) << 16), std::memory_order_release);
+  const uint64_t gen = (((p.ticket.load(std::memory_order_relaxed) >> 32) & kGenMask) + 1) & kGenMask;
+  uint64_t ticket = (gen << 32) | (static_cast<uint64_t>(n) << 16);
+  if (settings::parallel_for_schedule() == settings::Schedule::Affine) {
+    // Note [Affine chunks]: share k of `parts` is blocks [k n / parts, (k + 1) n / parts).
+    // The dynamic counter starts exhausted (next = n): every claim goes through a share.
+    const int parts = want + 1;
+    p.parts.store(parts, std::memory_order_relaxed);
+    for (int k = 0; k < parts; ++k) {
+      const uint64_t lo = static_cast<uint64_t>(n) * k / parts,
+                     hi = static_cast<uint64_t>(n) * (k + 1) / parts;
+      p.shares[k].word.store((gen << 32) | (lo << 16) | hi, std::memory_order_relaxed);
+    }
+    ticket |= kAffineBit | static_cast<uint64_t>(n);
+  }
+  p.ticket.store(ticket, std::memory_order_release);
   p.wake.fetch_add(1, std::memory_order_seq_cst);
   if (p.sleepers.load(std::memory_order_seq_cst) > 0) futex_wake_all(&p.wake);
-  run_blocks(p);
+  run_blocks(p, 0);
   // The blocks still running run on other cores: wait for them awake.
   for (int i = 1; p.done.load(std::memory_order_acquire) < n; ++i) {
     cpu_relax();

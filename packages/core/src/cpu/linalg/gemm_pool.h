@@ -24,6 +24,24 @@
 // same pool. A pool job's blocks count as a parallel region
 // (in_parallel_region()), so nested loops and GEMMs stay serial in them.
 // backends.cpu.gemm_pool = False (Note [Settings]) turns the pool off: OpenMP runs it all.
+//
+// Note [Affine chunks]
+// With one shared counter, which thread runs block i changes from job to job,
+// so the part of a tensor one core wrote in op k is often read by the other in
+// op k + 1: a cache-line transfer per line, cheap between cores sharing an L3,
+// several times dearer between L3 domains (a VM's vCPUs can be either, see
+// benchmarks/README.md). backends.cpu.parallel_for_schedule = "affine" gives
+// every participant of a job (the caller: share 0, worker i: share i + 1) a
+// contiguous share of the blocks, [k n / parts, (k + 1) n / parts), claimed
+// from its front, so the same thread takes the same blocks in consecutive jobs
+// of the same shape; a participant done with its share takes what is left of
+// the others' from their back, so a worker that wakes late (or never) is still
+// covered and the caller still starts at once. Each share is one atomic word
+// (generation | front | back) on its own cache line; a word of another
+// generation reads as empty. The blocks, and so the chunk boundaries of
+// parallel_for, are the same as under "dynamic": only who runs them changes.
+// It applies to every pool job (GEMM blocks, parallel_for and
+// pool_parallel_for chunks); the OpenMP fallback stays dynamic.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
