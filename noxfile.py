@@ -480,6 +480,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "benchmarks" / "ops_reduce.py"))
     # exp, sin, cos, tan on 1M float32/float64 vs torch and NumPy, 1 and 2 threads.
     session.run("python", str(ROOT / "benchmarks" / "ops_transcendental.py"))
+    # The everyday ops of optimizers, attention and sampling (addmm, baddbmm, multinomial, cdist, bincount,
+    # stft) and the vectorised special functions (lgamma, digamma, erfcx, ...) vs torch.
+    session.run("python", str(ROOT / "benchmarks" / "ops_vocabulary.py"))
     # flambeau's own float32 GEMM vs OpenBLAS's on the MLP's and other shapes (Note [Own sgemm]).
     session.run("python", str(ROOT / "benchmarks" / "ops_sgemm.py"))
     # The DataLoader epoch: flambeau-data vs PyTorch's DataLoader and the batched-gather bound.
