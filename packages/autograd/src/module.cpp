@@ -270,9 +270,26 @@ void init_tensor_methods(py::module_& m) {
           ">>> x.grad.tolist()\n"
           "[20.0, 40.0]\n"
           ">>> handle.remove()")
-      .def_property_readonly(
+      .def_property(
           "data", [](const Tensor& t) { return shallow_alias(t); },
-          "This tensor's values outside the graph (as detach(); in-place changes are not tracked).")
+          [](const Tensor& t, py::handle value) {
+            // PyTorch's `x.data = y`: this object (its autograd state, .grad, hooks) now stands for y's
+            // memory, dtype and shape; y's device type and, for a tensor requiring grad, a float or
+            // complex dtype are required, with PyTorch's errors.
+            FB_CHECK_TYPE(py::isinstance<TensorImpl>(value), "Variable data has to be a tensor, but got ",
+                          std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+            const Tensor data = value.cast<Tensor>();
+            FB_CHECK(!t.requires_grad() || is_floating(data.dtype()) || is_complex(data.dtype()),
+                     "data set to a tensor that requires gradients must be floating point or complex dtype (got ",
+                     dtype_name(data.dtype()), ")");
+            FB_CHECK(data.device().type == t.device().type,
+                     "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have incompatible "
+                     "tensor type (", t.device().str(), " and ", data.device().str(), ")");
+            t.impl()->set_data(*data.impl());
+          },
+          "This tensor's values outside the graph (as detach(); in-place changes are not tracked). Assigning a "
+          "tensor of the same device type re-points this tensor at its memory, dtype and shape, keeping its "
+          "autograd state (PyTorch's `x.data = y`).")
       .def(
           "detach", [](const Tensor& t) { return shallow_alias(t); },
           "A new tensor sharing this one's memory, cut from the graph (never requires grad).\n"

@@ -414,6 +414,34 @@ def test_data_is_detached_alias():
     assert x.tolist() == [2.0, 4.0] and x.is_leaf
 
 
+def test_data_assignment_repoints_the_tensor_as_torch():
+    # `x.data = y` (weight init, tying, clamping in place of the parameter): x keeps its identity, its autograd
+    # state and .grad, and now stands for y's memory, shape and dtype, as in PyTorch
+    for lib in (fc, torch):
+        x = lib.zeros(2, requires_grad=True)
+        (x * 2).sum().backward()
+        y = lib.ones(3, dtype=lib.float64)
+        x.data = y
+        y.add_(1.0)
+        assert x.tolist() == [2.0, 2.0, 2.0] and x.dtype == lib.float64
+        assert x.requires_grad and x.is_leaf and x.grad.tolist() == [2.0, 2.0]
+        x.grad = None  # the old float32 (2,) gradient would not accumulate with the new shape (torch neither)
+        (x * 3).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0, 3.0] and x.grad.dtype == lib.float64
+        q = lib.zeros(2)
+        q.data = lib.tensor([1, 2])
+        assert q.tolist() == [1, 2] and not q.requires_grad
+    # the errors, with PyTorch's words
+    x = fc.zeros(2, requires_grad=True)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        x.data = 5
+    with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
+        x.data = fc.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="incompatible tensor type.*cpu and meta"):
+        x.data = fc.ones(2, device="meta")
+    assert x.tolist() == [0.0, 0.0]
+
+
 def test_custom_function_with_retain_graph():
     class Square(ag.Function):
         @staticmethod
