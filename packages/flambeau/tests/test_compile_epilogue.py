@@ -3,7 +3,6 @@ place on linear, convolution and batch-norm results; against eager flambeau and 
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import flambeau as fb
@@ -15,15 +14,8 @@ from flambeau.compiler import _epilogue
 F = fb.nn.functional
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_dir(tmp_path_factory):
-    before = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(tmp_path_factory.mktemp("fused_kernels"))
-    yield
-    if before is None:
-        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
-    else:
-        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = before
+# the generated kernels build into a fresh folder of this module's (conftest's ext_root)
+pytestmark = pytest.mark.usefixtures("ext_root")
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ The kernels are built once into a module-wide folder; the functions below share 
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import flambeau as fb
@@ -15,16 +14,8 @@ import pytest
 import torch
 from flambeau.compiler import _cpp_kernel, _fusion, _fusion_grad
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_dir(tmp_path_factory):
-    before = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    os.environ["FLAMBEAU_EXTENSIONS_DIR"] = str(tmp_path_factory.mktemp("fused_kernels"))
-    yield
-    if before is None:
-        del os.environ["FLAMBEAU_EXTENSIONS_DIR"]
-    else:
-        os.environ["FLAMBEAU_EXTENSIONS_DIR"] = before
+# the generated kernels build into a fresh folder of this module's (conftest's ext_root)
+pytestmark = pytest.mark.usefixtures("ext_root")
 
 
 @pytest.fixture(autouse=True)
