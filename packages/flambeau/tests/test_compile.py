@@ -651,8 +651,9 @@ def test_seeding_inside_the_function_runs_eagerly():
     assert "seeds the random generator" in g.break_reasons[0]
 
 
-def test_training_step_with_backward_runs_eagerly():
-    """backward() is not recorded: a compiled training step is a graph break, and trains exactly as eager."""
+def test_training_step_with_backward_replays_as_one_graph():
+    """backward() is a node of the graph (Note [Captured backward]): the first step (which makes the momentum
+    buffers) runs eagerly, the second is captured, the rest replay; every loss and parameter as in eager."""
     results = []
     for compile_it in (False, True):
         spec, model, args, target = build("mlp")
@@ -666,14 +667,15 @@ def test_training_step_with_backward_runs_eagerly():
             return loss
 
         run = fb.compile(step) if compile_it else step
-        results.append([run().detach() for _ in range(3)] + [p.detach().clone() for p in model.parameters()])
+        results.append([run().detach() for _ in range(4)] + [p.detach().clone() for p in model.parameters()])
         if compile_it:
-            assert "autograd" in run.break_reasons[0]
+            assert len(run.graphs) == 1 and "backward" in run.graphs[0].op_names()
+            assert "changes a module's attributes" in run.break_reasons[0]  # the first step's new state
     for a, b in zip(*results, strict=True):
         close(b, a)
 
 
-def test_reading_grad_is_a_graph_break():
+def test_reading_grad_is_a_node_of_the_graph():
     w = fb.nn.Parameter(fb.ones(3))
 
     def update():
@@ -687,7 +689,8 @@ def test_reading_grad_is_a_graph_break():
         (w * fb.tensor([1.0, 2.0, 3.0])).sum().backward()
         g()
     assert w.tolist() == pytest.approx([-0.5, -2.0, -3.5])
-    assert ".grad" in g.break_reasons[0]
+    assert len(g.graphs) == 1 and g.break_reasons == []
+    assert g.graphs[0].op_names() == ["Tensor.grad", "mul", "sub_"]
 
 
 class _TenfoldGrad(fb.autograd.Function):
@@ -745,7 +748,7 @@ def test_explain_reports_graphs_ops_and_breaks():
         fb.compiler.explain(3, fb.ones(1))
 
 
-def test_explain_of_a_training_step_without_arguments_reports_its_backward_break():
+def test_explain_of_a_training_step_without_arguments_reports_its_graph():
     lin = fb.nn.Linear(3, 2)
     opt = fb.optim.SGD(lin.parameters(), lr=0.1)
     x = fb.ones(4, 3)
@@ -757,11 +760,17 @@ def test_explain_of_a_training_step_without_arguments_reports_its_backward_break
         opt.step()
         return loss
 
-    out = fb.compiler.explain(step)()  # a function of no arguments: explain(fn)() runs it once
-    assert (out.graph_count, out.graph_break_count) == (0, 1)
-    assert out.break_reasons == [
-        "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
+    first = fb.compiler.explain(step)()  # a function of no arguments: explain(fn)() runs it once
+    assert first.break_reasons == [  # the optimizer's first step makes its per-parameter state
+        "the function changes a module's attributes (training mode, parameters, submodules, settings) or a global "
+        "or closure value it reads (such as a list it appends to)"
     ]
+    out = fb.compiler.explain(step)()
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    zero_grad = ["Tensor.grad", "Tensor.grad="] * 2  # reads each .grad, sets it to None
+    gather = ["Tensor.grad"] * 2  # the optimizer reads weight's and bias's new gradients
+    forward = ["linear", "square", "mean"]
+    assert out.ops_per_graph == [[*zero_grad, *forward, "backward", *gather, "_fused_sgd_"]]
 
 
 def test_decorator_forms_and_is_compiling():

@@ -37,11 +37,14 @@ def current() -> _Capture | None:
 # protocol, np.asarray(t) and memoryview(t), cannot be wrapped from Python and stay unseen.
 _READ = "the function reads a tensor's values into Python (Tensor.{})"
 _HOOK = "the function registers an autograd hook (Tensor.{}), which a replay would not"
-_AUTOGRAD = "the function runs autograd (backward() or fb.autograd.grad), which the op recorder does not record"
+_GRAD_OF = (
+    "the function runs autograd for gradients it returns (fb.autograd.grad) or with create_graph=True, which the "
+    "op recorder does not record"
+)
 _MUTATE = "the function changes a tensor in place with Tensor.{}, which the op recorder does not report"
 
 
-def _watched() -> list[tuple[Any, str, str]]:
+def _watched() -> list[tuple[Any, str, Any]]:
     import flambeau_autograd
 
     reads = ("numpy", "__array__", "__dlpack__", "__repr__", "__str__", "__format__", "__index__")
@@ -51,7 +54,8 @@ def _watched() -> list[tuple[Any, str, str]]:
         *((Tensor, name, _READ.format(name)) for name in reads),
         *((Tensor, name, _HOOK.format(name)) for name in hooks),
         *((Tensor, name, _MUTATE.format(name)) for name in mutators),
-        (flambeau_autograd._C, "_run_backward", _AUTOGRAD),
+        (flambeau_autograd._C, "_run_backward", _backward_node),
+        (Tensor, "grad", _grad_nodes),
     ]
 
 
@@ -74,6 +78,72 @@ def _watching(original: Any, reason: str) -> Callable[..., Any]:
     return call
 
 
+# --------------------------------------------------------------------------- autograd inside the function
+# Note [Captured backward]: ``backward()`` (autograd's engine run in C++, whose ops the recorder does not see)
+# and the ``.grad`` reads and writes around it are nodes of the graph of their own: the replay runs the
+# engine on the replayed loss, reads each ``.grad`` afresh and sets it as the program did, so a whole
+# training step (zero_grad, forward, loss, backward, optimizer.step) replays as one program. The recorder is
+# off while the engine runs (a Python hook or custom backward's ops are the engine's, run again by it on
+# replay). What decides which ``.grad`` exist is guarded: each leaf's ``.grad is None`` at the call's entry.
+def _read_grad(t: Tensor) -> Any:
+    return t.grad
+
+
+def _write_grad(t: Tensor, g: Any) -> None:
+    t.grad = g
+
+
+def _recording(cap: _Capture | None) -> bool:
+    return cap is not None and cap.breaks is None and not cap.busy and _C._op_recorder_on()
+
+
+def _backward_node(original: Any) -> Callable[..., Any]:
+    def run_backward(*args: Any, **kwargs: Any) -> Any:
+        cap = current()
+        if not _recording(cap):
+            return original(*args, **kwargs)
+        assert cap is not None
+        # (tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused, accumulate): backward()
+        # accumulates into .grad; fb.autograd.grad returns the gradients, create_graph gives them a history.
+        if kwargs or len(args) != 7 or not args[6] or args[3]:
+            cap.breaks = _GRAD_OF
+            return original(*args, **kwargs)
+        recorder = _C._op_recorder()
+        _C._set_op_recorder(None)
+        try:
+            result = original(*args)
+        finally:
+            _C._set_op_recorder(recorder)
+        if tensors_in(result):  # backward() returns no gradients (they went into .grad)
+            cap.breaks = _GRAD_OF
+        else:
+            cap.add_node("backward", original, args, None)
+        return result
+
+    run_backward.__name__ = getattr(original, "__name__", "_run_backward")
+    run_backward.__doc__ = getattr(original, "__doc__", None)
+    return run_backward
+
+
+def _grad_nodes(original: Any) -> property:
+    def get(t: Tensor) -> Any:
+        g = original.__get__(t)
+        cap = current()
+        if g is not None and _recording(cap):
+            assert cap is not None
+            cap.add_node("Tensor.grad", _read_grad, (t,), g)
+        return g
+
+    def set_(t: Tensor, g: Any) -> None:
+        original.__set__(t, g)
+        cap = current()
+        if _recording(cap):
+            assert cap is not None
+            cap.add_node("Tensor.grad=", _write_grad, (t, g), None)
+
+    return property(get, set_, original.fdel, original.__doc__)
+
+
 def _watch(on: bool) -> None:
     global _watch_count
     with _watch_lock:
@@ -84,7 +154,8 @@ def _watch(on: bool) -> None:
                     original = owner.__dict__.get(name)
                     if original is not None:
                         _originals.append((owner, name, original))
-                        setattr(owner, name, _watching(getattr(owner, name), reason))
+                        wrap = _watching(getattr(owner, name), reason) if isinstance(reason, str) else reason(original)
+                        setattr(owner, name, wrap)
         else:
             _watch_count -= 1
             if _watch_count == 0:
@@ -113,6 +184,8 @@ def _reachable(fn: Any) -> Iterable[Any]:
     owner = getattr(fn, "__self__", None)
     if owner is not None:
         yield owner
+        if _is_step_owner(owner):  # a training step's object: its model, optimizer and batch attributes
+            yield from vars(owner).values()
     func = getattr(fn, "__func__", fn)
     code = getattr(func, "__code__", None)
     for cell in getattr(func, "__closure__", None) or ():
@@ -126,6 +199,30 @@ def _reachable(fn: Any) -> Iterable[Any]:
             if name in globs:
                 yield globs[name]
     yield from getattr(func, "__defaults__", None) or ()
+
+
+def _is_step_owner(owner: Any) -> bool:
+    """A plain object whose bound method is compiled (a trainer's ``step``): not a module, a tensor or a type."""
+    from flambeau_nn import Module
+
+    return (
+        hasattr(owner, "__dict__")
+        and not isinstance(owner, (Module, Tensor, type))
+        and type(owner).__module__ != "builtins"
+    )
+
+
+def optimizers_of(fn: Any) -> list[Any]:
+    """The optimizers a function reaches directly (as :func:`modules_of` finds modules)."""
+    found: list[Any] = []
+    for obj in _reachable(fn):
+        if _is_optimizer(obj) and all(obj is not f for f in found):
+            found.append(obj)
+    return found
+
+
+def _is_optimizer(obj: Any) -> bool:
+    return hasattr(obj, "param_groups") and hasattr(obj, "state") and not isinstance(obj, type)
 
 
 def long_lived_tensors(fn: Any, modules: list[Any]) -> dict[int, Tensor]:
@@ -142,8 +239,11 @@ def long_lived_tensors(fn: Any, modules: list[Any]) -> dict[int, Tensor]:
     for obj in _reachable(fn):
         if isinstance(obj, Tensor):
             out[id(obj)] = obj
-        elif hasattr(obj, "param_groups") and hasattr(obj, "state"):  # an optimizer
-            for t in tensors_in([g["params"] for g in obj.param_groups]):
+        elif _is_optimizer(obj):  # its parameters and its state (momentum buffers, steps)
+            for t in tensors_in([g["params"] for g in obj.param_groups]) + tensors_in(list(obj.state.values())):
+                out[id(t)] = t
+        elif type(obj) in (tuple, list):  # a batch kept as an attribute or global: (inputs, target)
+            for t in tensors_in(obj):
                 out[id(t)] = t
     return out
 
@@ -157,6 +257,7 @@ class CaptureResult:
     graph: Graph | None
     reason: str | None
     fusion: Fusion | None = None
+    autograd: bool = False  # the graph holds backward() or .grad nodes (Note [Captured backward])
 
 
 class _Capture:
@@ -167,6 +268,8 @@ class _Capture:
         self.outer: Any = None
         self.results: dict[int, tuple[Tensor, bool, Any]] = {}  # id -> (result, its autograd state when made)
         self.versions: dict[int, tuple[Tensor, int]] = {}  # memory -> (a tensor on it, its version after the last op)
+        self.busy = False  # the capture's own code runs (its .grad reads are not the program's)
+        self.autograd = False  # a backward() or .grad node was recorded (Note [Captured backward])
 
     def see_leaf(self, t: Tensor) -> None:
         if id(t) not in self.leaves and t.requires_grad and t.grad_fn is None:
@@ -174,6 +277,25 @@ class _Capture:
             self.leaves[id(t)] = (t, g, -1 if g is None else g._version)
 
     def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
+        self.busy = True
+        try:
+            self._record(name, args, kwargs, result)
+        finally:
+            self.busy = False
+
+    def add_node(self, name: str, target: Any, args: tuple[Any, ...], result: Any) -> None:
+        """A call the recorder does not report, replayed by ``target`` (Note [Captured backward])."""
+        self.busy = True
+        try:
+            self.autograd = True
+            self.calls.append((name, _frozen(args), {}, result, fc.is_grad_enabled(), target))
+            for t in tensors_in(args) + tensors_in(result):
+                if t._storage_ptr:
+                    self.versions[t._storage_ptr] = (t, t._version)
+        finally:
+            self.busy = False
+
+    def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
         # Lists and dicts as they are now: the program may change them after the call. The recorder says
         # whether the program called the method or the function (where's arguments differ between them).
         info = _C._op_call_info()
@@ -278,7 +400,8 @@ def capture(
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
-            if not advanced and all(t._version == v for t, v in versions):
+            # Not with backward() or .grad nodes: replaying them would accumulate or set .grad again.
+            if not advanced and not cap.autograd and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)
                 graph = None if reason else graph
             if graph is not None:
@@ -289,7 +412,7 @@ def capture(
         reason, graph = f"the capture failed ({type(e).__name__}: {e})", None
     finally:
         _C._set_op_recorder(outer)
-    return CaptureResult(result, graph, reason, fusion if graph is not None else None)
+    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd)
 
 
 def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None:
@@ -370,7 +493,9 @@ def _side_effects(
     still_valid: Callable[[], bool],
 ) -> str | None:
     """What the run did that a replay of its recorded ops would not do again."""
-    if cap.backward_ran():
+    if cap.autograd and any(t.requires_grad for t in inputs):
+        return "the function runs backward() while an input tensor requires grad (its .grad state is not guarded)"
+    if not cap.autograd and cap.backward_ran():  # with backward() captured, .grad changes are its nodes'
         return "the function runs autograd (backward() or a .grad change), which the op recorder does not record"
     if cap.autograd_rewired():
         return (

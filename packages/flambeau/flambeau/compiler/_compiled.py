@@ -116,7 +116,13 @@ class ModuleState:
 
     __slots__ = ("holds", "trivial")
 
-    def __init__(self, modules: list[Any], fn: Any = None) -> None:
+    def __init__(
+        self,
+        modules: list[Any],
+        fn: Any = None,
+        optimizers: list[Any] = (),  # type: ignore[assignment]
+        grads: list[tuple[Tensor, bool]] = (),  # type: ignore[assignment]
+    ) -> None:
         env: dict[str, Any] = {}
         tests: list[str] = []
 
@@ -124,6 +130,12 @@ class ModuleState:
             name = f"c{len(env)}"
             env[name] = v
             return name
+
+        for opt in optimizers:
+            tests.extend(_optimizer_tests(opt, const))
+        # Note [Captured backward]: which leaves have a .grad at entry decides what backward() and the
+        # optimizer do with them (accumulate or make, step or skip).
+        tests.extend(f"{const(t)}.grad is {'None' if none else 'not None'}" for t, none in grads)
 
         for m in modules:
             d = const(m.__dict__)
@@ -146,7 +158,7 @@ class ModuleState:
         for holder, item, v in _captured_names(fn):  # the globals and closure cells the function reads
             h = const(holder)
             item_src = f"{h}.cell_contents" if item is None else f"{h}[{item!r}]"
-            if type(v) is list:
+            if type(v) is list and _plain(tuple(v)):
                 tests.append(f"{item_src} == {const(list(v))}")
             else:
                 plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
@@ -158,10 +170,47 @@ class ModuleState:
         self.holds: Callable[[], bool] = env["holds"]
 
 
+def _optimizer_tests(opt: Any, const: Callable[[Any], str]) -> list[str]:
+    """Guards of an optimizer a compiled step reaches (Note [Captured backward]): its param groups' settings
+    (``lr``, ``momentum``, ...) by value and parameters by identity, and its state (momentum buffers, step
+    counts) entry by entry, since the captured optimizer ops hold them as constants."""
+    o = const(opt)
+    groups, state = opt.param_groups, opt.state
+    tests = [f"{o}.param_groups is {const(groups)}", f"len({const(groups)}) == {len(groups)}"]
+    for i, group in enumerate(groups):
+        g = const(group)
+        tests += [f"{const(groups)}[{i}] is {g}", f"len({g}) == {len(group)}"]
+        for key, v in group.items():
+            item = f"{g}[{key!r}]"
+            if key == "params":
+                tests.append(f"len({item}) == {len(v)}")
+                tests.extend(f"{item}[{j}] is {const(p)}" for j, p in enumerate(v))
+            elif isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v)):
+                tests.append(f"{item} == {const(v)}")
+            else:
+                tests.append(f"{item} is {const(v)}")
+    st = const(state)
+    tests += [f"{o}.state is {st}", f"len({st}) == {len(state)}"]
+    for p, entry in state.items():
+        e = const(entry)
+        tests += [f"{st}.get({const(p)}) is {e}", f"len({e}) == {len(entry)}"]
+        for key, v in entry.items():
+            plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
+            tests.append(f"{e}[{key!r}] {'==' if plain else 'is'} {const(v)}")
+    for key, v in vars(opt).items():  # the optimizer's own step hooks
+        if key.endswith("_hooks") and type(v) is dict:
+            tests.append(f"{o}.__dict__[{key!r}] == {const(dict(v))}")
+    return tests
+
+
 def _captured_names(fn: Any) -> list[tuple[Any, str | None, Any]]:
-    """(globals dict, name, value) and (cell, None, value) for the tensors, modules and plain values ``fn`` reads."""
+    """(globals dict, name, value) and (cell, None, value) for the tensors, modules and plain values ``fn`` reads;
+    for a training step's bound method (``trainer.step``), its object's attributes (dict, name, value)."""
     from flambeau_nn import Module
 
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and _capture._is_step_owner(owner):
+        return list((vars(owner), k, v) for k, v in vars(owner).items())
     if fn is None or isinstance(fn, Module) or hasattr(fn, "__self__"):
         return []
     out: list[tuple[Any, str | None, Any]] = []
@@ -348,13 +397,16 @@ class CompiledFunction:
     ) -> Any:
         modules = self._reach()
         fn = None if self._module is not None else self._fn
-        state = ModuleState(modules, fn)
+        optimizers = _capture.optimizers_of(self._fn) if self._module is None else []
+        state = ModuleState(modules, fn, optimizers)
         long_lived = _capture.long_lived_tensors(self._fn, modules)
+        leaves = [t for t in long_lived.values() if t.requires_grad and t.grad_fn is None]
+        grads = [(t, t.grad is None) for t in leaves]  # at entry (Note [Captured backward])
         cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds)
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
-        state = ModuleState(modules, fn)
+        state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [])
         check = _fast_check(specs, modes, state) if specs is not None else None
         entry = _Entry(state, cap.graph, cap.reason, grad, cap.fusion, check)
         self._cache.setdefault(key, []).append(entry)

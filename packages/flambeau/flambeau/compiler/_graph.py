@@ -22,8 +22,10 @@ Anything the recorder cannot account for is a graph break (:func:`build_graph` r
 of a graph): a tensor of traced origin that no recorded op produced (an unreported view such as ``x.T``,
 ``x.data``, ``x.detach()``), a value read into Python (``item``, ``bool``, ``tolist``, ``numpy``), a tensor
 made inside the function that is not a constant fill, a write to such a tensor or its memory (the constant
-would change from call to call; a made-inside tensor that is only read, such as an index, is fine), a
-``backward()`` inside the function (autograd is not recorded), random numbers drawn by an unrecorded factory.
+would change from call to call; a made-inside tensor that is only read, such as an index, is fine),
+``fb.autograd.grad`` or ``backward(create_graph=True)`` inside the function, random numbers drawn by an
+unrecorded factory. A plain ``backward()`` and the ``.grad`` reads and writes are nodes the capture adds
+itself (Note [Captured backward] in ``_capture.py``).
 """
 
 from __future__ import annotations
@@ -276,7 +278,7 @@ class _Builder:
         return obj
 
     def add(
-        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool, method: bool
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, grad: bool, method: Any
     ) -> None:
         where = f"op {name!r}"
         if name in READS:
@@ -287,7 +289,8 @@ class _Builder:
         keyword = _KEYWORD_LAST.get(name)
         if keyword is not None and len(args) == 4 and keyword not in kwargs:
             args, kwargs = args[:3], {**kwargs, keyword: args[3]}
-        target = _target(name, args, method)
+        # A node the capture added itself (Note [Captured backward] in _capture.py) carries its callable.
+        target = method if callable(method) else _target(name, args, method)
         if target is None:
             raise GraphBreak(f"op {name!r} has no callable to replay it with (or which one is ambiguous)")
         arg_t = self.template(args, where)
@@ -319,7 +322,7 @@ class _Builder:
 
 def build_graph(
     inputs: list[Tensor],
-    calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool, bool]],
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any], Any, bool, Any]],
     result: Any,
     long_lived: dict[int, Tensor],
     rng_advanced: bool,

@@ -1,0 +1,246 @@
+"""fb.compile of a whole training step (Note [Captured backward]): zero_grad, forward, loss, backward() and
+optimizer.step() replay as one program; eager flambeau and torch are the oracles, guard misses and fallbacks
+say why."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import flambeau as fb
+import numpy as np
+import pytest
+import torch
+
+pytestmark = pytest.mark.usefixtures("ext_root")
+
+_MODELS_PY = Path(__file__).resolve().parents[3] / "benchmarks" / "models.py"
+_spec = importlib.util.spec_from_file_location("flambeau_benchmark_models_step", _MODELS_PY)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench  # dataclasses look their module up there
+_spec.loader.exec_module(bench)
+FW, TW = bench.framework("flambeau"), bench.framework("torch")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    fb.compiler.reset()
+    yield
+    fb.compiler.reset()
+
+
+def _twins(name, batch=16, optimizer=None):
+    """Two benchmark trainers of ``name`` with the same weights and batch (eager, to be compiled)."""
+    spec = bench.MODELS[name]
+    fb.manual_seed(0)
+    inputs = spec.make_inputs(FW, batch)
+    trainers = []
+    for _ in range(2):
+        fb.manual_seed(1)
+        t = bench.TrainStep(spec, FW, inputs=inputs)
+        if optimizer is not None:
+            t.optimizer = optimizer(t.model.parameters())
+        trainers.append(t)
+    return trainers
+
+
+def _state(t):
+    """Everything a step leaves behind: parameters, gradients, optimizer state, buffers."""
+    out = [p.detach().clone() for p in t.model.parameters()]
+    out += [p.grad.clone() for p in t.model.parameters()]
+    for p in t.model.parameters():
+        out += [v.clone() for v in t.optimizer.state[p].values() if isinstance(v, fb.Tensor)]
+    return out + [b.clone() for b in t.model.buffers()]
+
+
+def _assert_same(a, b, rtol=1e-5, atol=1e-6):
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", ["mlp", "ncf"])
+def test_twenty_compiled_steps_equal_eager(name):
+    eager, compiled = _twins(name)
+    step = fb.compile(compiled.step)
+    for _ in range(20):
+        want, got = eager.step(), step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        _assert_same(_state(eager), _state(compiled))
+    # The first step makes the momentum buffers (eager), the second is captured, the other 18 replay.
+    assert len(step.graphs) == 1 and len(step.break_reasons) == 1
+    ops = step.graphs[0].op_names()
+    assert "backward" in ops and ops[-1] == "_fused_sgd_"
+
+
+@pytest.mark.parametrize("name", ["mlp", "ncf"])
+def test_compiled_steps_match_torch(name):
+    """The same weights, batch and SGD with momentum in torch: parameters after 20 steps agree."""
+    spec = bench.MODELS[name]
+    fb.manual_seed(0)
+    args, target = spec.make_inputs(FW, 16)
+    fb.manual_seed(1)
+    trainer = bench.TrainStep(spec, FW, inputs=(args, target))
+    tmodel = spec.build(TW)
+    with torch.no_grad():
+        for tp, p in zip(tmodel.parameters(), trainer.model.parameters(), strict=True):
+            tp.copy_(torch.from_numpy(p.detach().numpy()))
+    targs = tuple(torch.from_numpy(a.numpy()) for a in args)
+    ttrainer = bench.TrainStep(spec, TW, model=tmodel, inputs=(targs, torch.from_numpy(target.numpy())))
+    step = fb.compile(trainer.step)
+    for _ in range(20):
+        np.testing.assert_allclose(step().item(), ttrainer.step().item(), rtol=1e-4)
+    for p, tp in zip(trainer.model.parameters(), tmodel.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert len(step.graphs) == 1
+
+
+def _loop(x, y, lin, opt, set_to_none=True):
+    def step(x, y):
+        opt.zero_grad(set_to_none=set_to_none)
+        loss = fb.nn.functional.mse_loss(lin(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _pair(optimizer, batch_norm=False, **kw):
+    out = []
+    for _ in range(2):
+        fb.manual_seed(3)
+        norm = [fb.nn.BatchNorm1d(4)] if batch_norm else []  # running statistics in train mode, used in eval
+        lin = fb.nn.Sequential(fb.nn.Linear(5, 4), *norm, fb.nn.Tanh(), fb.nn.Linear(4, 2))
+        opt = optimizer(lin.parameters())
+        out.append((lin, opt, _loop(None, None, lin, opt, **kw)))
+    return out
+
+
+def _batches(sizes):
+    fb.manual_seed(4)
+    return [(fb.randn(n, 5), fb.randn(n, 2)) for n in sizes]
+
+
+def test_a_changed_lr_is_a_guard_miss_and_uses_the_new_lr():
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 8)):
+        if i == 4:
+            for opt in (opt_e, opt_c):
+                opt.param_groups[0]["lr"] = 0.01
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert len(step.graphs) == 2  # lr 0.1 and lr 0.01 (each after the momentum buffers exist)
+    lrs = sorted(n.kwargs["lr"] for g in step.graphs for n in g.nodes if n.name == "_fused_sgd_")
+    assert lrs == [0.01, 0.1]
+
+
+def test_a_new_batch_size_and_train_eval_are_new_entries():
+    optimizer = lambda ps: fb.optim.SGD(ps, lr=0.05, momentum=0.5)  # noqa: E731
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(optimizer, batch_norm=True)
+    step = fb.compile(plain)
+    sizes = [8, 8, 8, 6, 6, 8, 8]
+    for i, (x, y) in enumerate(_batches(sizes)):
+        if i == 5:
+            lin_e.eval(), lin_c.eval()
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-5)
+    for a, b in zip(lin_e.state_dict().values(), lin_c.state_dict().values(), strict=True):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    # batch 8 train (after the first step made the buffers), batch 6 train, batch 8 eval
+    assert len(step.graphs) == 3
+
+
+def test_zero_grad_to_zero_and_adam_and_gradient_accumulation():
+    """zero_grad(set_to_none=False) zeroes the .grad in place; Adam keeps step counts and two moments;
+    a step without zero_grad accumulates into the existing .grad (guarded: the .grad exists at entry)."""
+    for kw, optimizer in (
+        ({"set_to_none": False}, lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)),
+        ({}, lambda ps: fb.optim.Adam(ps, lr=1e-2)),
+        ({}, lambda ps: fb.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)),
+    ):
+        (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(optimizer, **kw)
+        step = fb.compile(plain)
+        for x, y in _batches([8] * 6):
+            np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+        for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+            np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-6, atol=1e-7)
+            for k, v in opt_e.state[a].items():
+                w = opt_c.state[b][k]
+                np.testing.assert_allclose(np.asarray(w), np.asarray(v), rtol=1e-6, atol=1e-7)
+        assert len(step.graphs) >= 1, step.break_reasons
+
+    lin = fb.nn.Linear(3, 1)
+    twin = fb.nn.Linear(3, 1)
+    twin.load_state_dict(lin.state_dict())
+    x = fb.randn(4, 3)
+
+    def accumulate(model, x):
+        model(x).square().mean().backward()
+        return model.weight.grad
+
+    step = fb.compile(lambda x: accumulate(lin, x))
+    for _ in range(4):
+        np.testing.assert_allclose(step(x).numpy(), accumulate(twin, x).numpy(), rtol=1e-6)
+    # One graph where .grad is None at entry (backward makes it), one where it exists (backward adds to it);
+    # the capture never replays a graph with backward to check it (that would accumulate twice).
+    assert len(step.graphs) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (lambda lin, x: fb.autograd.grad(lin(x).sum(), lin.weight)[0], "runs autograd for gradients it returns"),
+        (lambda lin, x: lin(x).sum().backward(create_graph=True), "create_graph=True"),
+        (lambda lin, x: lin(x).sum().backward() or lin.weight.grad.sum().item(), "reads a tensor's value"),
+    ],
+)
+def test_what_is_not_captured_runs_eagerly_with_its_reason(body, reason):
+    fb.manual_seed(0)
+    lin, twin = fb.nn.Linear(3, 2), fb.nn.Linear(3, 2)
+    twin.load_state_dict(lin.state_dict())
+    x = fb.randn(4, 3)
+    step = fb.compile(lambda: body(lin, x))
+    for _ in range(3):
+        lin.zero_grad(), twin.zero_grad()
+        got, want = step(), body(twin, x)
+        if isinstance(want, fb.Tensor):
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
+        assert (lin.weight.grad is None) == (twin.weight.grad is None)
+        if twin.weight.grad is not None:
+            np.testing.assert_allclose(lin.weight.grad.numpy(), twin.weight.grad.numpy())
+    assert step.graphs == [] and reason in step.break_reasons[0]
+    assert reason in fb.compiler.explain(lambda: body(lin, x))().break_reasons[0]
+    with pytest.raises(fb.compiler.Unsupported, match=r"fullgraph=True, but .*" + reason.split()[0]):
+        fb.compile(lambda: body(lin, x), fullgraph=True)()
+
+
+def test_backward_into_an_input_that_requires_grad_runs_eagerly():
+    lin = fb.nn.Linear(3, 2)
+
+    def step(x):
+        lin(x).sum().backward()
+        return x.grad
+
+    compiled = fb.compile(step)
+    for _ in range(3):
+        x = fb.ones(2, 3, requires_grad=True)
+        np.testing.assert_allclose(compiled(x).numpy(), lin.weight.sum(0).expand(2, 3).detach().numpy(), rtol=1e-6)
+    assert compiled.graphs == [] and "input tensor requires grad" in compiled.break_reasons[0]
+
+
+def test_a_replaced_optimizer_or_batch_attribute_is_a_guard_miss():
+    eager, compiled = _twins("mlp", batch=8)
+    step = fb.compile(compiled.step)
+    for i in range(6):
+        if i == 3:  # a new batch of another size, assigned to the trainer
+            fb.manual_seed(9)
+            batch = bench.MODELS["mlp"].make_inputs(FW, 4)
+            eager.args, eager.target = batch
+            compiled.args, compiled.target = batch
+        np.testing.assert_allclose(step().item(), eager.step().item(), rtol=1e-6)
+    _assert_same(_state(eager), _state(compiled))
+    assert len(step.graphs) == 2
