@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""In-place and out= forms of elementwise ops, flambeau vs PyTorch (Note [Output hint]: they
+"""In-place and out= forms of elementwise ops, flambeau vs PyTorch (Note [Structured kernels]: they
 write straight into the destination instead of computing out of place and copying).
 
 Both libraries run in this one process, interleaved rounds (flambeau then torch, then the

@@ -125,12 +125,6 @@ Tensor input_for_inplace(const Tensor& self) {
 """
 
 
-# Note [Output hint] (include/flambeau/output_hint.h): ops marked `direct_write: true`
-# in the table, whose CPU kernel builds exactly one TensorIterator, named as the op,
-# for its result. Their in-place form and out= arm an OutputHint so that iterator
-# writes straight into the destination; such a kernel must never write a first
-# pass into its output and read its input afterwards.
-#
 # Note [out= dtypes]: what PyTorch accepts as the dtype of out=, per op (`out_dtype:`).
 # Default: the result's dtype must cast to out's (can_cast), and is cast into it.
 # from_out: without dtype=, the op computes in out's dtype (torch.sum(f32, out=i64)
@@ -176,7 +170,7 @@ def out_logical_lines(op: OpDecl, out: str, indent: str) -> list[str]:
 
 
 def tensor_args(op: OpDecl, prefix: str = "") -> str:
-    """`&a, &b`: the op's tensor arguments, for direct_write_ok."""
+    """`&a, &b`: the op's tensor arguments, for structured_write_ok."""
     return ", ".join(f"&{prefix}{a.name}" for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber"))
 
 
@@ -196,10 +190,9 @@ def structured_inplace_lines(base: str, op: OpDecl) -> list[str]:
 
 
 def gen_source(ops: list[OpDecl]) -> str:
-    direct_write = {op.cpp_name for op in ops if op.direct_write}
     structured = {op.cpp_name for op in ops if op.structured}
     out = [HEADER, "#include <algorithm>", "", '#include "flambeau/ops.h"', '#include "composite_generated.h"']
-    out += ['#include "flambeau/output_hint.h"', '#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
+    out += ['#include "flambeau/structured_write.h"', '#include "tensor_iterator.h"', "", "namespace flambeau::op {"]
     policies = {"lower": "Lower", "fp32": "Fp32", "promote": "Promote"}
     for op in ops:
         policy = f", AutocastPolicy::{policies[op.autocast]}" if op.autocast else ""
@@ -214,20 +207,6 @@ def gen_source(ops: list[OpDecl]) -> str:
             out.append(f"Tensor& {op.cpp_name}_composite({params}) {{")
             if base in structured:
                 out += structured_inplace_lines(base, op)
-            if base in direct_write:
-                direct = ", ".join(a.name for a in args)
-                out.append(f"  if (direct_write_ok(self, {{{tensor_args(op)}}})) {{")
-                out.append("    Tensor result;  // Note [Output hint]")
-                out.append("    {")
-                out.append(f'      OutputHint hint("{base}", self);')
-                out.append(f"      result = op::{base}({direct});")
-                out.append("    }")
-                out.append("    if (result.impl() == self.impl()) {")
-                out.append("      self.impl()->bump_version();")
-                out.append("      return self;")
-                out.append("    }")
-                out.append(f'    return write_inplace("{op.name}", self, result);')
-                out.append("  }")
             out.append(f'  return write_inplace("{op.name}", self, op::{base}({call}));')
             out.append("}")
     out.append("const bool registered = [] {")
@@ -372,31 +351,6 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         lines.append("      Py_RETURN_NONE;")
     elif "out" in pos and op.structured:
         lines += structured_out_lines(op, pos["out"], call, ret)
-    elif "out" in pos and len(op.returns) == 1 and op.direct_write:
-        # Note [Output hint]: out= of the right dtype and shape is written directly.
-        o = pos["out"]
-        lines.append(f"      Tensor out = r.is_none({o}) ? Tensor() : r.tensor({o});")
-        lines.append(f"      {ret} result;")
-        lines.append("      {")
-        lines.append("        py::gil_scoped_release no_gil;")
-        lines.append(f"        if (direct_write_ok(out, {{{tensor_args(op, 'a_')}}})) {{")
-        lines.append(f'          OutputHint hint("{op.cpp_name}", out);')
-        lines.append(f"          result = {call};")
-        lines.append("        } else {")
-        lines.append(f"          result = {call};")
-        lines.append("        }")
-        lines.append("        if (out.defined()) {")
-        lines.append("          if (result.impl() == out.impl())")
-        lines.append("            out.impl()->bump_version();")
-        lines.append("          else")
-        lines.append(f'            copy_to_out("{op.py_name}", result, out, {out_exact(op)});')
-        lines.append("        }")
-        lines.append("      }")
-        lines.append("      if (out.defined()) {")
-        lines.append(f"        Py_INCREF(r.args[{o}]);")
-        lines.append(f"        return r.args[{o}];")
-        lines.append("      }")
-        lines.append("      return wrap(result);")
     else:
         lines.append(f"      {ret} result;")
         lines.append("      {")
@@ -601,7 +555,7 @@ def gen_bindings(ops: list[OpDecl]) -> str:
             body += operator_function(cname, dunder, op, ops_by_name) + [""]
             operators.append((dunder, cname, dunder in UNARY_OPERATORS))
     out = [HEADER, "// Note [Python argument parser] (arg_parser.h): one vectorcall function per Python name.", ""]
-    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', '#include "flambeau/output_hint.h"']
+    out += ['#include "arg_parser.h"', '#include "flambeau/ops.h"', '#include "flambeau/structured_write.h"']
     out += ['#include "op_recorder.h"', ""]
     out += ["namespace flambeau::python {", "namespace {", ""]
     out += body

@@ -325,7 +325,6 @@ class OpDecl:
     shape: Rule | None = None
     checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
     dtypes: list[str] = field(default_factory=list)  # Note [Dtype coverage]: keys of DTYPE_SETS (empty: all)
-    direct_write: bool = False  # Note [Output hint]: in-place form and out= write directly
     # Note [Structured kernels] (flambeau/dispatch.h): a backend implements one out kernel
     # `void(const Tensor& out, args...)`; the generated code runs the meta step and allocates.
     structured: bool = False
@@ -454,7 +453,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
-    "dtype", "shape", "checks", "direct_write", "out_dtype", "errors_as", "autocast", "aliases", "structured",
+    "dtype", "shape", "checks", "out_dtype", "errors_as", "autocast", "aliases", "structured",
     "batch", "dtypes", "index_values",
 }  # fmt: skip
 
@@ -502,15 +501,12 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
         raise TableError(f"{where}: unknown dtypes set(s) {unknown} (known: {', '.join(DTYPE_SETS)})")
     if op.dtypes and not op.has_meta:
         raise TableError(f"{where}: 'dtypes' needs the op's 'dtype' and 'shape' rules (its check step)")
-    op.direct_write = bool(e.get("direct_write", False))
     op.structured = bool(e.get("structured", False))
     if op.structured:
         if not op.has_meta:
             raise TableError(f"{where}: a structured op needs 'dtype' and 'shape' rules (its meta step)")
         if len(op.returns) != 1 or op.returns[0].type != "Tensor" or op.shape.name in PER_RESULT_SHAPES:
             raise TableError(f"{where}: a structured op returns one Tensor")
-        if op.direct_write:
-            raise TableError(f"{where}: a structured op writes out= and its in-place form itself: drop direct_write")
     op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "flambeau/output_hint.h"
 #include "flambeau/type_dispatch.h"
 
 namespace flambeau {
@@ -58,51 +57,7 @@ bool partially_overlaps(const Tensor& out, const Tensor& in) {
   return lo1 < hi2 && lo2 < hi1;
 }
 
-// Note [Output hint]: the hint armed on this thread (innermost first).
-thread_local OutputHint* tls_hint = nullptr;
-thread_local bool tls_hint_taken = false;
-
 }  // namespace
-
-OutputHint::OutputHint(const char* op, const Tensor& dst) : op_(op), dst_(&dst), prev_(tls_hint) {
-  tls_hint = this;
-  tls_hint_taken = false;
-}
-
-OutputHint::~OutputHint() {
-  tls_hint = prev_;
-  tls_hint_taken = true;  // an outer hint was disarmed by arming this one
-}
-
-const Tensor* OutputHint::take(const char* op, ScalarType out_dtype, std::span<const Tensor* const> inputs) {
-  OutputHint* h = tls_hint;
-  if (!h || tls_hint_taken) return nullptr;
-  const Tensor& dst = *h->dst_;
-  if (std::strcmp(op, h->op_) != 0 || dst.dtype() != out_dtype || inputs.empty() ||
-      !(dst.device() == inputs[0]->device()))
-    return nullptr;
-  // The destination must be exactly the inputs' broadcast shape (a given output
-  // may be larger: the inputs would broadcast into it, which is not the op).
-  const IntArrayRef ds = dst.sizes();
-  const int64_t nd = static_cast<int64_t>(ds.size());
-  for (const Tensor* t : inputs)
-    if (t->dim() > nd || !(t->device() == dst.device())) return nullptr;
-  for (int64_t d = 0; d < nd; ++d) {
-    int64_t b = 1;
-    for (const Tensor* t : inputs) {
-      const int64_t k = d - (nd - t->dim());
-      if (k < 0) continue;
-      const int64_t s = t->sizes()[k];
-      if (s == 1) continue;
-      if (b != 1 && s != b) return nullptr;
-      b = s;
-    }
-    if (b != ds[d]) return nullptr;
-    if (ds[d] > 1 && dst.strides()[d] == 0) return nullptr;  // an expand: the usual path raises
-  }
-  tls_hint_taken = true;
-  return &dst;
-}
 
 void check_no_internal_overlap(const Tensor& t, const char* op) {
   for (int64_t d = 0; d < t.dim(); ++d)
@@ -190,9 +145,6 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
   const int nin = static_cast<int>(inputs.size());
   FB_INTERNAL_ASSERT(nin >= 1 && nin < kMaxIterOperands, "bad number of inputs ", nin);
   ntensors_ = nin + 1;
-  // Note [Output hint]: an in-place form or out= may hand the output in.
-  if (!out) out = OutputHint::take(op, out_dtype, inputs);
-
   // Device (point 6 of the Note): a given output's, else the first input that
   // is not a 0-dim cpu tensor. On the cpu every operand is a cpu tensor.
   Device dev = inputs[0]->device();

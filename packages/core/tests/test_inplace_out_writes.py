@@ -1,6 +1,7 @@
-"""In-place forms and out= of the elementwise ops that write straight into the destination (Note
-[Output hint]) against PyTorch 2.13 and NumPy: values, aliasing, views, non-contiguous destinations,
-the version counter, and the fallbacks with their errors (a dtype or shape that does not fit)."""
+"""In-place forms and out= of the elementwise ops that write straight into the destination (their
+structured out kernels, Note [Structured kernels]) against PyTorch 2.13 and NumPy: values, aliasing,
+views, non-contiguous destinations, the version counter, and the fallbacks with their errors (a
+dtype or shape that does not fit)."""
 
 from __future__ import annotations
 
