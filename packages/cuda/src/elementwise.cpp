@@ -81,21 +81,6 @@ void launch(int op, const char* name, const TensorIterator& it, double alpha, do
   if (err != 0) throw_cuda_error("elementwise kernel launch", static_cast<cudaError_t>(err));
 }
 
-Tensor binary(int op, const char* name, const Tensor& a, const Tensor& b, bool true_valued, double alpha = 1,
-              double extra = 0) {
-  ScalarType compute = result_type(a, b);
-  if (true_valued && !is_floating(compute)) compute = default_float_dtype();
-  const bool cmp = ew_is_comparison(op);
-  FB_CHECK_TYPE(compute != ScalarType::Bool || cmp, "[", name,
-                "] with dtype bool is not yet implemented on CUDA");
-  if (compute == ScalarType::Bool || (cmp && is_integral(compute, true) && compute != ScalarType::Int64))
-    compute = ScalarType::Int64;  // exact for every integer and bool comparison
-  compute_code(compute, name);
-  const TensorIterator it = TensorIterator::binary(name, a, b, compute, cmp ? ScalarType::Bool : compute);
-  launch(op, name, it, alpha, extra);
-  return it.output();
-}
-
 // Note [Structured kernels]: the out kernel of add, sub, mul, div and the comparisons. out has the
 // meta step's dtype, or self's for the in-place forms: arithmetic computes in it, a comparison in
 // the inputs' promoted dtype (integers and bool exactly in int64).
@@ -132,11 +117,13 @@ void add_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
 void sub_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   binary_out(kEwSub, "sub", out, a, b, alpha.to_double());
 }
-Tensor threshold_backward_cuda(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
-  FB_CHECK_TYPE(grad.dtype() == self.dtype(),
-                "[threshold_backward] grad_output and self must have one dtype, got ",
-                dtype_name(grad.dtype()), " and ", dtype_name(self.dtype()));
-  return binary(kEwThresholdBackward, "threshold_backward", grad, self, false, 1, threshold.to_double());
+// Note [Structured kernels]: out has self's dtype and shape; grad is read in it.
+void threshold_backward_out_cuda(const Tensor& out, const Tensor& grad, const Tensor& self,
+                                 const Scalar& threshold) {
+  const char* name = "threshold_backward";
+  compute_code(out.dtype(), name);
+  launch(kEwThresholdBackward, name, TensorIterator::into(name, out, grad, self, out.dtype()), 1,
+         threshold.to_double());
 }
 
 // Note [Structured kernels]: out has the meta step's dtype (a's, or the float dtype of exp ...
@@ -208,14 +195,13 @@ void check_float_input(const char* op, const Tensor& t, const char* what) {
 /// and integers compare exactly in int64.
 ScalarType logical_compute(ScalarType t) { return is_floating(t) ? t : ScalarType::Int64; }
 
-// Into `out` when given (Note [Structured kernels]: out has the dtype the rules below give, or
-// self's in place), else into a new tensor.
-Tensor math_unary_into(const Tensor* out, int op, const char* name, const Tensor& a, Kind kind, double p0 = 0,
-                       double p1 = 0, double p2 = 0) {
-  ScalarType compute = a.dtype(), out_dtype = a.dtype();
+// Note [Structured kernels]: out has the dtype the rules below give, or self's in place.
+void math_unary_into(const Tensor& out, int op, const char* name, const Tensor& a, Kind kind, double p0 = 0,
+                     double p1 = 0, double p2 = 0) {
+  ScalarType compute = a.dtype();
   switch (kind) {
     case Kind::FloatValued:
-      if (!is_floating(compute)) compute = out_dtype = default_float_dtype();
+      if (!is_floating(compute)) compute = default_float_dtype();
       break;
     case Kind::SameType:
       if (compute == ScalarType::Bool && op == kM_sign) {
@@ -229,29 +215,18 @@ Tensor math_unary_into(const Tensor* out, int op, const char* name, const Tensor
       break;
     case Kind::Predicate:
       compute = logical_compute(compute);
-      out_dtype = ScalarType::Bool;
       break;
     case Kind::IntOnly:
       FB_CHECK_TYPE(is_integral(compute, true), "[", name,
                     "] is only implemented for integer and bool tensors, got dtype ", dtype_name(compute));
-      if (compute == ScalarType::Bool) {
-        // bitwise_not of a bool is logical not.
-        const TensorIterator it = out ? TensorIterator::into(name, *out, a, ScalarType::Int64)
-                                      : TensorIterator::unary(name, a, ScalarType::Int64, ScalarType::Bool);
-        launch(kMLogicalNot, name, it, 0, 0, true);
-        return it.output();
+      if (compute == ScalarType::Bool) {  // bitwise_not of a bool is logical not
+        launch(kMLogicalNot, name, TensorIterator::into(name, out, a, ScalarType::Int64), 0, 0, true);
+        return;
       }
       break;
   }
   compute_code(compute, name);
-  const TensorIterator it =
-      out ? TensorIterator::into(name, *out, a, compute) : TensorIterator::unary(name, a, compute, out_dtype);
-  launch(op, name, it, p0, p1, true, p2);
-  return it.output();
-}
-Tensor math_unary(int op, const char* name, const Tensor& a, Kind kind, double p0 = 0, double p1 = 0,
-                  double p2 = 0) {
-  return math_unary_into(nullptr, op, name, a, kind, p0, p1, p2);
+  launch(op, name, TensorIterator::into(name, out, a, compute), p0, p1, true, p2);
 }
 
 /// An integer divisor holding a 0 is an error, as on the CPU (one device sync).
@@ -294,17 +269,13 @@ void math_binary_into(const Tensor& out, int op, const char* name, const Tensor&
   launch(op, name, TensorIterator::into(name, out, a, b, compute), p0, p1, true, p2);
 }
 
-/// An activation's backward: grad_output and self of one shape, float32 or float64.
-Tensor act_backward(int op, const char* name, const Tensor& grad, const Tensor& self, double p0 = 0,
-                    double p1 = 0, double p2 = 0) {
-  check_devices(name, self.device(), {&grad});
+/// An activation's backward (Note [Structured kernels]): out has self's dtype and shape, grad_output
+/// passed the meta step's check_activation_grad; float32 and float64 on CUDA.
+void act_backward_out(const Tensor& out, int op, const char* name, const Tensor& grad, const Tensor& self,
+                      double p0 = 0, double p1 = 0, double p2 = 0) {
   check_float_input(name, self, "input");
   check_float_input(name, grad, "grad_output");
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[", name, "] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
-  const TensorIterator it = TensorIterator::binary(name, grad, self, self.dtype(), self.dtype());
-  launch(op, name, it, p0, p1, true, p2);
-  return it.output();
+  launch(op, name, TensorIterator::into(name, out, grad, self, out.dtype()), p0, p1, true, p2);
 }
 
 // The ops of core's shared list (Note [Elementwise math list]): a wrapper
@@ -326,7 +297,7 @@ void float_unary_out(int op, const char* name, const Tensor& out, const Tensor& 
   void name##_out_cuda(const Tensor& out, const Tensor& a) { float_unary_out(kM_##name, #name, out, a); }
 #define FBC_ROUNDING(name, expr)                                                \
   void name##_out_cuda(const Tensor& out, const Tensor& a) {                    \
-    math_unary_into(&out, kM_##name, #name, a, rounding_kind(kM_##name));       \
+    math_unary_into(out, kM_##name, #name, a, rounding_kind(kM_##name));       \
   }
 #define FBC_BINARY(name, kind, expr)                                                   \
   void name##_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) {          \
@@ -339,19 +310,17 @@ FB_BINARY_MATH(FBC_BINARY)
 #undef FBC_ROUNDING
 #undef FBC_BINARY
 
-#define FBC_MATH_UNARY(opname, code, kind) \
-  Tensor opname##_cuda(const Tensor& a) { return math_unary(code, #opname, a, Kind::kind); }
-FBC_MATH_UNARY(silu, kMSilu, FloatOnly)
-FBC_MATH_UNARY(mish, kMMish, FloatOnly)
-FBC_MATH_UNARY(hardswish, kMHardswish, FloatOnly)
-FBC_MATH_UNARY(hardsigmoid, kMHardsigmoid, FloatOnly)
-FBC_MATH_UNARY(log_sigmoid, kMLogSigmoid, FloatOnly)
-FBC_MATH_UNARY(softsign, kMSoftsign, FloatOnly)
-#undef FBC_MATH_UNARY
 #define FBC_MATH_UNARY_OUT(opname, code, kind)                \
   void opname##_out_cuda(const Tensor& out, const Tensor& a) { \
-    math_unary_into(&out, code, #opname, a, Kind::kind);      \
+    math_unary_into(out, code, #opname, a, Kind::kind);      \
   }
+FBC_MATH_UNARY_OUT(silu, kMSilu, FloatOnly)
+FBC_MATH_UNARY_OUT(mish, kMMish, FloatOnly)
+FBC_MATH_UNARY_OUT(hardswish, kMHardswish, FloatOnly)
+FBC_MATH_UNARY_OUT(hardsigmoid, kMHardsigmoid, FloatOnly)
+FBC_MATH_UNARY_OUT(log_sigmoid, kMLogSigmoid, FloatOnly)
+FBC_MATH_UNARY_OUT(softsign, kMSoftsign, FloatOnly)
+FBC_MATH_UNARY_OUT(sgn, kM_sign, SameType)  // sgn of a real tensor is its sign (complex: not yet on CUDA)
 FBC_MATH_UNARY_OUT(isnan, kMIsnan, Predicate)
 FBC_MATH_UNARY_OUT(isinf, kMIsinf, Predicate)
 FBC_MATH_UNARY_OUT(isfinite, kMIsfinite, Predicate)
@@ -389,66 +358,71 @@ void div_mode_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b, std:
 void round_out_cuda(const Tensor& out, const Tensor& a, int64_t decimals) {
   if (decimals == 0) return round_out_cuda(out, a);
   const double d = static_cast<double>(decimals);
-  math_unary_into(&out, kMRoundDecimals, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
+  math_unary_into(out, kMRoundDecimals, "round", a, Kind::FloatOnly, d, std::pow(10.0, d < 0 ? -d : d));
 }
 
+// approximate is 'none' or 'tanh': the meta step's check_gelu_approximate.
 int gelu_code(std::string_view approximate, bool backward) {
-  if (approximate == "none") return backward ? kMGeluBackward : kMGelu;
   if (approximate == "tanh") return backward ? kMGeluTanhBackward : kMGeluTanh;
-  throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
-                                   approximate, "'"));
-}
-Tensor gelu_cuda(const Tensor& x, std::string_view approximate) {
-  return math_unary(gelu_code(approximate, false), "gelu", x, Kind::FloatOnly);
-}
-Tensor leaky_relu_cuda(const Tensor& x, const Scalar& slope) {
-  return math_unary(kMLeakyRelu, "leaky_relu", x, Kind::FloatOnly, slope.to_double());
-}
-Tensor elu_cuda(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  return math_unary(kMElu, "elu", x, Kind::FloatOnly, alpha.to_double(), scale.to_double(),
-                    input_scale.to_double());
-}
-Tensor softplus_cuda(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
-  return math_unary(kMSoftplus, "softplus", x, Kind::FloatOnly, beta.to_double(), threshold.to_double());
-}
-Tensor hardtanh_cuda(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return math_unary(kMHardtanh, "hardtanh", x, Kind::FloatOnly, lo.to_double(), hi.to_double());
+  return backward ? kMGeluBackward : kMGelu;
 }
 
-Tensor gelu_backward_cuda(const Tensor& g, const Tensor& x, std::string_view approximate) {
-  return act_backward(gelu_code(approximate, true), "gelu_backward", g, x);
+// Note [Structured kernels]: the activations' out kernels; out has self's dtype and shape (or is
+// self, in place).
+void gelu_out_cuda(const Tensor& out, const Tensor& x, std::string_view approximate) {
+  math_unary_into(out, gelu_code(approximate, false), "gelu", x, Kind::FloatOnly);
 }
-Tensor silu_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMSiluBackward, "silu_backward", g, x);
+void leaky_relu_out_cuda(const Tensor& out, const Tensor& x, const Scalar& slope) {
+  math_unary_into(out, kMLeakyRelu, "leaky_relu", x, Kind::FloatOnly, slope.to_double());
 }
-Tensor mish_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMMishBackward, "mish_backward", g, x);
+void elu_out_cuda(const Tensor& out, const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                  const Scalar& input_scale) {
+  math_unary_into(out, kMElu, "elu", x, Kind::FloatOnly, alpha.to_double(), scale.to_double(),
+                  input_scale.to_double());
 }
-Tensor leaky_relu_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& slope) {
-  return act_backward(kMLeakyReluBackward, "leaky_relu_backward", g, x, slope.to_double());
+void softplus_out_cuda(const Tensor& out, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  math_unary_into(out, kMSoftplus, "softplus", x, Kind::FloatOnly, beta.to_double(), threshold.to_double());
 }
-Tensor elu_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& alpha, const Scalar& scale,
-                         const Scalar& input_scale) {
-  return act_backward(kMEluBackward, "elu_backward", g, x, alpha.to_double(), scale.to_double(),
-                      input_scale.to_double());
+void hardtanh_out_cuda(const Tensor& out, const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  math_unary_into(out, kMHardtanh, "hardtanh", x, Kind::FloatOnly, lo.to_double(), hi.to_double());
 }
-Tensor softplus_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
-  return act_backward(kMSoftplusBackward, "softplus_backward", g, x, beta.to_double(), threshold.to_double());
+
+void gelu_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x, std::string_view approximate) {
+  act_backward_out(out, gelu_code(approximate, true), "gelu_backward", g, x);
 }
-Tensor hardtanh_backward_cuda(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return act_backward(kMHardtanhBackward, "hardtanh_backward", g, x, lo.to_double(), hi.to_double());
+void silu_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMSiluBackward, "silu_backward", g, x);
 }
-Tensor hardswish_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMHardswishBackward, "hardswish_backward", g, x);
+void mish_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMMishBackward, "mish_backward", g, x);
 }
-Tensor hardsigmoid_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMHardsigmoidBackward, "hardsigmoid_backward", g, x);
+void leaky_relu_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& slope) {
+  act_backward_out(out, kMLeakyReluBackward, "leaky_relu_backward", g, x, slope.to_double());
 }
-Tensor log_sigmoid_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMLogSigmoidBackward, "log_sigmoid_backward", g, x);
+void elu_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& alpha,
+                           const Scalar& scale, const Scalar& input_scale) {
+  act_backward_out(out, kMEluBackward, "elu_backward", g, x, alpha.to_double(), scale.to_double(),
+                   input_scale.to_double());
 }
-Tensor softsign_backward_cuda(const Tensor& g, const Tensor& x) {
-  return act_backward(kMSoftsignBackward, "softsign_backward", g, x);
+void softplus_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& beta,
+                                const Scalar& threshold) {
+  act_backward_out(out, kMSoftplusBackward, "softplus_backward", g, x, beta.to_double(), threshold.to_double());
+}
+void hardtanh_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& lo,
+                                const Scalar& hi) {
+  act_backward_out(out, kMHardtanhBackward, "hardtanh_backward", g, x, lo.to_double(), hi.to_double());
+}
+void hardswish_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMHardswishBackward, "hardswish_backward", g, x);
+}
+void hardsigmoid_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMHardsigmoidBackward, "hardsigmoid_backward", g, x);
+}
+void log_sigmoid_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMLogSigmoidBackward, "log_sigmoid_backward", g, x);
+}
+void softsign_backward_out_cuda(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out(out, kMSoftsignBackward, "softsign_backward", g, x);
 }
 
 // Note [Structured kernels]: out has a's dtype (or is a itself, in place); integers are copied.
@@ -463,12 +437,9 @@ void nan_to_num_out_cuda(const Tensor& out, const Tensor& a, std::optional<doubl
   const bool f32 = a.dtype() == ScalarType::Float32;
   const double big =
       f32 ? static_cast<double>(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
-  math_unary_into(&out, kMNanToNum, "nan_to_num", a, Kind::FloatOnly, nan.value_or(0.0), posinf.value_or(big),
+  math_unary_into(out, kMNanToNum, "nan_to_num", a, Kind::FloatOnly, nan.value_or(0.0), posinf.value_or(big),
                   neginf.value_or(-big));
 }
-
-// sgn of a real tensor is its sign (complex tensors are not yet implemented on CUDA).
-Tensor sgn_cuda(const Tensor& a) { return math_unary(kM_sign, "sgn", a, Kind::SameType); }
 
 // glu: out = a * sigmoid(b) for the halves a, b of dim; backward from the same halves.
 int64_t glu_dim(const char* op, const Tensor& x, int64_t dim) {
@@ -572,31 +543,31 @@ void register_math_kernels() {
   FBC_REG_OUT(bitwise_xor)
   FBC_REG_OUT(bitwise_left_shift)
   FBC_REG_OUT(bitwise_right_shift)
+  FBC_REG_OUT(gelu)
+  FBC_REG_OUT(silu)
+  FBC_REG_OUT(mish)
+  FBC_REG_OUT(leaky_relu)
+  FBC_REG_OUT(elu)
+  FBC_REG_OUT(softplus)
+  FBC_REG_OUT(hardtanh)
+  FBC_REG_OUT(hardswish)
+  FBC_REG_OUT(hardsigmoid)
+  FBC_REG_OUT(log_sigmoid)
+  FBC_REG_OUT(softsign)
+  FBC_REG_OUT(gelu_backward)
+  FBC_REG_OUT(silu_backward)
+  FBC_REG_OUT(mish_backward)
+  FBC_REG_OUT(leaky_relu_backward)
+  FBC_REG_OUT(elu_backward)
+  FBC_REG_OUT(softplus_backward)
+  FBC_REG_OUT(hardtanh_backward)
+  FBC_REG_OUT(hardswish_backward)
+  FBC_REG_OUT(hardsigmoid_backward)
+  FBC_REG_OUT(log_sigmoid_backward)
+  FBC_REG_OUT(softsign_backward)
+  FBC_REG_OUT(sgn)
 #undef FBC_REG_OUT
-  FBC_REG(gelu)
-  FBC_REG(silu)
-  FBC_REG(mish)
-  FBC_REG(leaky_relu)
-  FBC_REG(elu)
-  FBC_REG(softplus)
-  FBC_REG(hardtanh)
-  FBC_REG(hardswish)
-  FBC_REG(hardsigmoid)
-  FBC_REG(log_sigmoid)
-  FBC_REG(softsign)
-  FBC_REG(gelu_backward)
-  FBC_REG(silu_backward)
-  FBC_REG(mish_backward)
-  FBC_REG(leaky_relu_backward)
-  FBC_REG(elu_backward)
-  FBC_REG(softplus_backward)
-  FBC_REG(hardtanh_backward)
-  FBC_REG(hardswish_backward)
-  FBC_REG(hardsigmoid_backward)
-  FBC_REG(log_sigmoid_backward)
-  FBC_REG(softsign_backward)
   op::nan_to_num.register_out_kernel(DispatchKey::CUDA, nan_to_num_out_cuda);
-  FBC_REG(sgn)
   FBC_REG(glu)
   FBC_REG(glu_backward)
   FBC_REG(prelu)
@@ -623,7 +594,7 @@ void register_elementwise_kernels() {
   op::le.register_out_kernel(DispatchKey::CUDA, le_out_cuda);
   op::gt.register_out_kernel(DispatchKey::CUDA, gt_out_cuda);
   op::ge.register_out_kernel(DispatchKey::CUDA, ge_out_cuda);
-  op::threshold_backward.register_kernel(DispatchKey::CUDA, threshold_backward_cuda);
+  op::threshold_backward.register_out_kernel(DispatchKey::CUDA, threshold_backward_out_cuda);
   op::neg.register_out_kernel(DispatchKey::CUDA, neg_out_cuda);
   op::abs.register_out_kernel(DispatchKey::CUDA, abs_out_cuda);
   op::relu.register_out_kernel(DispatchKey::CUDA, relu_out_cuda);

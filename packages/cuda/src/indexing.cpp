@@ -130,12 +130,17 @@ Tensor scatter_add_cuda(const Tensor& self, int64_t dim, const Tensor& index, co
   return out;
 }
 
-Tensor clamp_cuda(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  FB_CHECK_VALUE(min || max, "[clamp] at least one of min and max must not be None");
-  Tensor out = self;
-  if (min) out = op::maximum(out, scalar_to_tensor(*min));
-  if (max) out = op::minimum(out, scalar_to_tensor(*max));
-  return out.is_same(self) ? op::clone(self, MemoryFormat::Contiguous) : out;
+// Note [Structured kernels]: out has clamp's dtype (self promoted with the bounds as Python numbers),
+// or is self in place; a bound is given (the meta step's check_clamp_bounds). maximum's and minimum's
+// out kernels compute in out's dtype.
+void clamp_out_cuda(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
+                    const std::optional<Scalar>& max) {
+  const Tensor* src = &self;
+  if (min) {
+    op::maximum.run_out(out, self, scalar_to_tensor(*min));
+    src = &out;
+  }
+  if (max) op::minimum.run_out(out, *src, scalar_to_tensor(*max));
 }
 
 Tensor clamp_tensor_cuda(const Tensor& self, const std::optional<Tensor>& min,
@@ -179,7 +184,7 @@ void register_indexing_kernels() {
   op::gather.register_kernel(DispatchKey::CUDA, gather_cuda);
   op::index_select.register_kernel(DispatchKey::CUDA, index_select_cuda);
   op::scatter_add.register_kernel(DispatchKey::CUDA, scatter_add_cuda);
-  op::clamp.register_kernel(DispatchKey::CUDA, clamp_cuda);
+  op::clamp.register_out_kernel(DispatchKey::CUDA, clamp_out_cuda);
   op::clamp_tensor.register_kernel(DispatchKey::CUDA, clamp_tensor_cuda);
   op::cat.register_kernel(DispatchKey::CUDA, cat_cuda);
 }

@@ -52,107 +52,119 @@ int64_t grain_of(ActOp a) {
 
 bool is_half_dtype(ScalarType t) { return t == ScalarType::Float16 || t == ScalarType::BFloat16; }
 
-Tensor act_forward(const char* op, const Tensor& x, ActOp a, double p0 = 0, double p1 = 0, double p2 = 0) {
-  // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
-  if (is_half_dtype(x.dtype()))
-    return op::cast(act_forward(op, op::cast(x, ScalarType::Float32), a, p0, p1, p2), x.dtype());
-  // x is float32 or float64: the meta step's check_floating raised for the rest (Note [Meta step]).
-  const ScalarType t = x.dtype();
+// Note [Structured kernels]: out has x's dtype and shape (the `same` rules), or is x itself in place.
+// float16/bfloat16 (as PyTorch): computed in float32 on a copy, rounded once into out.
+void act_forward_out(const char* op, const Tensor& out, const Tensor& x, ActOp a, double p0 = 0, double p1 = 0,
+                     double p2 = 0) {
+  if (is_half_dtype(out.dtype())) {
+    const Tensor wide = op::cast(x, ScalarType::Float32);
+    act_forward_out(op, wide, wide, a, p0, p1, p2);
+    Tensor dst = out;
+    op::copy_(dst, wide);
+    return;
+  }
+  // float32 or float64: the meta step's check_floating raised for the rest (Note [Meta step]).
+  const ScalarType t = out.dtype();
   const ActLoop loop = t == ScalarType::Float32 ? act_table().fwd_f32[a] : act_table().fwd_f64[a];
-  TensorIterator it = TensorIterator::unary(op, x, t, t);
+  TensorIterator it = TensorIterator::into(op, out, x, t);
   const double p[3] = {p0, p1, p2};
   it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(a));
-  return it.output();
 }
 
-Tensor act_backward(const char* op, const Tensor& grad, const Tensor& x, ActOp a, double p0 = 0,
-                    double p1 = 0, double p2 = 0) {
-  if (is_half_dtype(x.dtype()) && grad.dtype() == x.dtype())
-    return op::cast(act_backward(op, op::cast(grad, ScalarType::Float32), op::cast(x, ScalarType::Float32), a,
-                                 p0, p1, p2),
-                    x.dtype());
-  // grad and x passed the meta step's check_activation_grad (Note [Meta step]).
-  const ScalarType t = x.dtype();
+// out has self's dtype and shape (`same(self)`); grad and self passed check_activation_grad, so a
+// float16/bfloat16 self comes with a grad of its dtype (computed in float32, rounded once).
+void act_backward_out(const char* op, const Tensor& out, const Tensor& grad, const Tensor& x, ActOp a,
+                      double p0 = 0, double p1 = 0, double p2 = 0) {
+  if (is_half_dtype(out.dtype())) {
+    const Tensor wide = op::cast(x, ScalarType::Float32);
+    act_backward_out(op, wide, op::cast(grad, ScalarType::Float32), wide, a, p0, p1, p2);
+    Tensor dst = out;
+    op::copy_(dst, wide);
+    return;
+  }
+  const ScalarType t = out.dtype();
   const ActLoop loop = t == ScalarType::Float32 ? act_table().bwd_f32[a] : act_table().bwd_f64[a];
-  TensorIterator it = TensorIterator::binary(op, grad, x, t, t);
+  TensorIterator it = TensorIterator::into(op, out, grad, x, t);
   const double p[3] = {p0, p1, p2};
   it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(a));
-  return it.output();
 }
 
-ActOp gelu_kind(std::string_view approximate) {
-  if (approximate == "none") return kActGelu;
-  if (approximate == "tanh") return kActGeluTanh;
-  throw ValueError(detail::cat_str("[gelu] approximate argument must be either 'none' or 'tanh', got '",
-                                   approximate, "'"));
-}
+// approximate is 'none' or 'tanh': the meta step's check_gelu_approximate.
+ActOp gelu_kind(std::string_view approximate) { return approximate == "tanh" ? kActGeluTanh : kActGelu; }
 
-Tensor threshold_backward_cpu(const Tensor& g, const Tensor& self, const Scalar& th) {
+void threshold_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& self, const Scalar& th) {
   // bfloat16 (autocast's relu): selected on the 16-bit values, no float32 copies; the result is exact.
-  if (self.dtype() == ScalarType::BFloat16 && g.dtype() == ScalarType::BFloat16) {
-    TensorIterator it = TensorIterator::binary("threshold_backward", g, self, self.dtype(), self.dtype());
+  if (out.dtype() == ScalarType::BFloat16 && g.dtype() == ScalarType::BFloat16) {
+    TensorIterator it = TensorIterator::into("threshold_backward", out, g, self, ScalarType::BFloat16);
     const double p[1] = {th.to_double()};
     const ActLoop loop = act_table().threshold_bwd_bf16;
     it.for_each([&](char** d, const int64_t* s, int64_t n) { loop(d, s, n, p); }, grain_of(kActThreshold));
-    return it.output();
+    return;
   }
-  return act_backward("threshold_backward", g, self, kActThreshold, th.to_double());
+  act_backward_out("threshold_backward", out, g, self, kActThreshold, th.to_double());
 }
-Tensor gelu_cpu(const Tensor& x, std::string_view approx) {
-  return act_forward("gelu", x, gelu_kind(approx));
+void gelu_out_cpu(const Tensor& out, const Tensor& x, std::string_view approx) {
+  act_forward_out("gelu", out, x, gelu_kind(approx));
 }
-Tensor gelu_backward_cpu(const Tensor& g, const Tensor& x, std::string_view approx) {
-  return act_backward("gelu_backward", g, x, gelu_kind(approx));
+void gelu_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x, std::string_view approx) {
+  act_backward_out("gelu_backward", out, g, x, gelu_kind(approx));
 }
-Tensor silu_cpu(const Tensor& x) { return act_forward("silu", x, kActSilu); }
-Tensor silu_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("silu_backward", g, x, kActSilu);
+void silu_out_cpu(const Tensor& out, const Tensor& x) { act_forward_out("silu", out, x, kActSilu); }
+void silu_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("silu_backward", out, g, x, kActSilu);
 }
-Tensor mish_cpu(const Tensor& x) { return act_forward("mish", x, kActMish); }
-Tensor mish_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("mish_backward", g, x, kActMish);
+void mish_out_cpu(const Tensor& out, const Tensor& x) { act_forward_out("mish", out, x, kActMish); }
+void mish_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("mish_backward", out, g, x, kActMish);
 }
-Tensor leaky_relu_cpu(const Tensor& x, const Scalar& slope) {
-  return act_forward("leaky_relu", x, kActLeakyRelu, slope.to_double());
+void leaky_relu_out_cpu(const Tensor& out, const Tensor& x, const Scalar& slope) {
+  act_forward_out("leaky_relu", out, x, kActLeakyRelu, slope.to_double());
 }
-Tensor leaky_relu_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& slope) {
-  return act_backward("leaky_relu_backward", g, x, kActLeakyRelu, slope.to_double());
+void leaky_relu_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& slope) {
+  act_backward_out("leaky_relu_backward", out, g, x, kActLeakyRelu, slope.to_double());
 }
-Tensor elu_cpu(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  return act_forward("elu", x, kActElu, alpha.to_double(), scale.to_double(), input_scale.to_double());
+void elu_out_cpu(const Tensor& out, const Tensor& x, const Scalar& alpha, const Scalar& scale,
+                 const Scalar& input_scale) {
+  act_forward_out("elu", out, x, kActElu, alpha.to_double(), scale.to_double(), input_scale.to_double());
 }
-Tensor elu_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& alpha, const Scalar& scale,
-                        const Scalar& input_scale) {
-  return act_backward("elu_backward", g, x, kActElu, alpha.to_double(), scale.to_double(),
-                      input_scale.to_double());
+void elu_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& alpha,
+                          const Scalar& scale, const Scalar& input_scale) {
+  act_backward_out("elu_backward", out, g, x, kActElu, alpha.to_double(), scale.to_double(),
+                   input_scale.to_double());
 }
-Tensor softplus_cpu(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
-  return act_forward("softplus", x, kActSoftplus, beta.to_double(), threshold.to_double());
+void softplus_out_cpu(const Tensor& out, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  act_forward_out("softplus", out, x, kActSoftplus, beta.to_double(), threshold.to_double());
 }
-Tensor softplus_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& beta, const Scalar& threshold) {
-  return act_backward("softplus_backward", g, x, kActSoftplus, beta.to_double(), threshold.to_double());
+void softplus_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& beta,
+                               const Scalar& threshold) {
+  act_backward_out("softplus_backward", out, g, x, kActSoftplus, beta.to_double(), threshold.to_double());
 }
-Tensor hardtanh_cpu(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return act_forward("hardtanh", x, kActHardtanh, lo.to_double(), hi.to_double());
+void hardtanh_out_cpu(const Tensor& out, const Tensor& x, const Scalar& lo, const Scalar& hi) {
+  act_forward_out("hardtanh", out, x, kActHardtanh, lo.to_double(), hi.to_double());
 }
-Tensor hardtanh_backward_cpu(const Tensor& g, const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return act_backward("hardtanh_backward", g, x, kActHardtanh, lo.to_double(), hi.to_double());
+void hardtanh_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x, const Scalar& lo,
+                               const Scalar& hi) {
+  act_backward_out("hardtanh_backward", out, g, x, kActHardtanh, lo.to_double(), hi.to_double());
 }
-Tensor hardswish_cpu(const Tensor& x) { return act_forward("hardswish", x, kActHardswish); }
-Tensor hardswish_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("hardswish_backward", g, x, kActHardswish);
+void hardswish_out_cpu(const Tensor& out, const Tensor& x) { act_forward_out("hardswish", out, x, kActHardswish); }
+void hardswish_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("hardswish_backward", out, g, x, kActHardswish);
 }
-Tensor hardsigmoid_cpu(const Tensor& x) { return act_forward("hardsigmoid", x, kActHardsigmoid); }
-Tensor hardsigmoid_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("hardsigmoid_backward", g, x, kActHardsigmoid);
+void hardsigmoid_out_cpu(const Tensor& out, const Tensor& x) {
+  act_forward_out("hardsigmoid", out, x, kActHardsigmoid);
 }
-Tensor log_sigmoid_cpu(const Tensor& x) { return act_forward("log_sigmoid", x, kActLogSigmoid); }
-Tensor log_sigmoid_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("log_sigmoid_backward", g, x, kActLogSigmoid);
+void hardsigmoid_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("hardsigmoid_backward", out, g, x, kActHardsigmoid);
 }
-Tensor softsign_cpu(const Tensor& x) { return act_forward("softsign", x, kActSoftsign); }
-Tensor softsign_backward_cpu(const Tensor& g, const Tensor& x) {
-  return act_backward("softsign_backward", g, x, kActSoftsign);
+void log_sigmoid_out_cpu(const Tensor& out, const Tensor& x) {
+  act_forward_out("log_sigmoid", out, x, kActLogSigmoid);
+}
+void log_sigmoid_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("log_sigmoid_backward", out, g, x, kActLogSigmoid);
+}
+void softsign_out_cpu(const Tensor& out, const Tensor& x) { act_forward_out("softsign", out, x, kActSoftsign); }
+void softsign_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor& x) {
+  act_backward_out("softsign_backward", out, g, x, kActSoftsign);
 }
 
 // ---- prelu: x viewed as (outer, C, inner), one weight per channel or one for all ----
@@ -371,29 +383,29 @@ Tensor glu_backward_cpu(const Tensor& grad, const Tensor& self, int64_t dim) {
   return out;
 }
 
-FB_REGISTER_KERNEL(op::threshold_backward, CPU, threshold_backward_cpu);
-FB_REGISTER_KERNEL(op::gelu, CPU, gelu_cpu);
-FB_REGISTER_KERNEL(op::gelu_backward, CPU, gelu_backward_cpu);
-FB_REGISTER_KERNEL(op::silu, CPU, silu_cpu);
-FB_REGISTER_KERNEL(op::silu_backward, CPU, silu_backward_cpu);
-FB_REGISTER_KERNEL(op::mish, CPU, mish_cpu);
-FB_REGISTER_KERNEL(op::mish_backward, CPU, mish_backward_cpu);
-FB_REGISTER_KERNEL(op::leaky_relu, CPU, leaky_relu_cpu);
-FB_REGISTER_KERNEL(op::leaky_relu_backward, CPU, leaky_relu_backward_cpu);
-FB_REGISTER_KERNEL(op::elu, CPU, elu_cpu);
-FB_REGISTER_KERNEL(op::elu_backward, CPU, elu_backward_cpu);
-FB_REGISTER_KERNEL(op::softplus, CPU, softplus_cpu);
-FB_REGISTER_KERNEL(op::softplus_backward, CPU, softplus_backward_cpu);
-FB_REGISTER_KERNEL(op::hardtanh, CPU, hardtanh_cpu);
-FB_REGISTER_KERNEL(op::hardtanh_backward, CPU, hardtanh_backward_cpu);
-FB_REGISTER_KERNEL(op::hardswish, CPU, hardswish_cpu);
-FB_REGISTER_KERNEL(op::hardswish_backward, CPU, hardswish_backward_cpu);
-FB_REGISTER_KERNEL(op::hardsigmoid, CPU, hardsigmoid_cpu);
-FB_REGISTER_KERNEL(op::hardsigmoid_backward, CPU, hardsigmoid_backward_cpu);
-FB_REGISTER_KERNEL(op::log_sigmoid, CPU, log_sigmoid_cpu);
-FB_REGISTER_KERNEL(op::log_sigmoid_backward, CPU, log_sigmoid_backward_cpu);
-FB_REGISTER_KERNEL(op::softsign, CPU, softsign_cpu);
-FB_REGISTER_KERNEL(op::softsign_backward, CPU, softsign_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::threshold_backward, CPU, threshold_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::gelu, CPU, gelu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::gelu_backward, CPU, gelu_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::silu, CPU, silu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::silu_backward, CPU, silu_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::mish, CPU, mish_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::mish_backward, CPU, mish_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::leaky_relu, CPU, leaky_relu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::leaky_relu_backward, CPU, leaky_relu_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::elu, CPU, elu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::elu_backward, CPU, elu_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::softplus, CPU, softplus_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::softplus_backward, CPU, softplus_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardtanh, CPU, hardtanh_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardtanh_backward, CPU, hardtanh_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardswish, CPU, hardswish_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardswish_backward, CPU, hardswish_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardsigmoid, CPU, hardsigmoid_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::hardsigmoid_backward, CPU, hardsigmoid_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::log_sigmoid, CPU, log_sigmoid_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::log_sigmoid_backward, CPU, log_sigmoid_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::softsign, CPU, softsign_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::softsign_backward, CPU, softsign_backward_out_cpu);
 FB_REGISTER_KERNEL(op::prelu, CPU, prelu_cpu);
 FB_REGISTER_KERNEL(op::_prelu_backward_input, CPU, prelu_backward_input_cpu);
 FB_REGISTER_KERNEL(op::_prelu_backward_weight, CPU, prelu_backward_weight_cpu);

@@ -87,11 +87,13 @@ FB_REGISTER_OUT_KERNEL(op::div_mode, CPU, div_mode_out_cpu);
 
 // The result dtype promotes self with the bounds as Python numbers (PyTorch:
 // an integer tensor clamped to 0.5 gives float32); NaN in input or a bound gives NaN, and
-// where min > max every element becomes max.
-Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+// where min > max every element becomes max. Note [Structured kernels]: out has that dtype (or is self,
+// in place), and the loop computes in it.
+void clamp_out_cpu(const Tensor& out, const Tensor& self, const std::optional<Scalar>& min,
+                   const std::optional<Scalar>& max) {
   // A bound is given: the meta step's check_clamp_bounds (Note [Meta step]).
-  const ScalarType t = meta::clamp_dtype(self, min, max);
-  TensorIterator it = TensorIterator::unary("clamp", self, t, t);
+  const ScalarType t = out.dtype();
+  TensorIterator it = TensorIterator::into("clamp", out, self, t);
   visit_dtypes<kDtBool | kDtInts | kDtUInts | kDtFloats>(t, "clamp", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // An absent bound is the dtype's end (infinity for floats, so inf stays inf).
@@ -110,10 +112,9 @@ Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std
         },
         kMemoryBoundGrain);
   });
-  return it.output();
 }
 
-FB_REGISTER_KERNEL(op::clamp, CPU, clamp_cpu);
+FB_REGISTER_OUT_KERNEL(op::clamp, CPU, clamp_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

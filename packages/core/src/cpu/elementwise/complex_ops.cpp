@@ -9,17 +9,22 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-Tensor conj_physical_cpu(const Tensor& a) {
-  const ScalarType t = a.dtype();
-  if (!is_complex(t)) return op::clone(a, MemoryFormat::Preserve);
-  TensorIterator it = TensorIterator::unary("conj_physical", a, t, t);
+// Note [Structured kernels]: out has a's dtype (or is a, in place); a real a is copied.
+void conj_physical_out_cpu(const Tensor& out, const Tensor& a) {
+  const ScalarType t = out.dtype();
+  if (!is_complex(t)) {
+    if (out.impl() == a.impl()) return;
+    Tensor dst = out;
+    op::copy_(dst, a);
+    return;
+  }
+  TensorIterator it = TensorIterator::into("conj_physical", out, a, t);
   visit_dtypes<kDtComplex>(t, "conj_physical", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each([](char** d, const int64_t* s,
                    int64_t n) { base::unary_loop<T, T>(d, s, n, [](T z) { return std::conj(z); }); },
                 kMemoryBoundGrain);
   });
-  return it.output();
 }
 
 // PyTorch's angle: atan2(imag, real) for complex; for reals 0, pi for negatives, NaN for NaN.
@@ -68,7 +73,7 @@ Tensor complex_cpu(const Tensor& re, const Tensor& im) {
   return it.output();
 }
 
-FB_REGISTER_KERNEL(op::conj_physical, CPU, conj_physical_cpu);
+FB_REGISTER_OUT_KERNEL(op::conj_physical, CPU, conj_physical_out_cpu);
 FB_REGISTER_KERNEL(op::angle, CPU, angle_cpu);
 FB_REGISTER_KERNEL(op::complex, CPU, complex_cpu);
 

@@ -10,10 +10,11 @@ namespace flambeau {
 namespace {
 using namespace cpu;
 
-Tensor sgn_cpu(const Tensor& a) {
-  const ScalarType t = a.dtype();
-  if (!is_complex(t)) return op::sign(a);
-  TensorIterator it = TensorIterator::unary("sgn", a, t, t);
+// Note [Structured kernels]: out has a's dtype (or is a, in place); a real a runs sign's out kernel.
+void sgn_out_cpu(const Tensor& out, const Tensor& a) {
+  const ScalarType t = out.dtype();
+  if (!is_complex(t)) return op::sign.run_out(out, a);
+  TensorIterator it = TensorIterator::into("sgn", out, a, t);
   visit_dtypes<kDtComplex>(t, "sgn", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = typename T::value_type;
@@ -30,10 +31,9 @@ Tensor sgn_cpu(const Tensor& a) {
         },
         kMemoryBoundGrain);
   });
-  return it.output();
 }
 
-FB_REGISTER_KERNEL(op::sgn, CPU, sgn_cpu);
+FB_REGISTER_OUT_KERNEL(op::sgn, CPU, sgn_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
