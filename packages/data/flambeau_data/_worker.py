@@ -34,6 +34,7 @@ import faulthandler
 import os
 import pickle
 import random
+import select
 import sys
 import traceback
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from flambeau_data._convert import is_numpy_array, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
 
 _POLL = 1.0
+_loads, _dumps, _PROTOCOL = pickle.loads, pickle.dumps, pickle.HIGHEST_PROTOCOL
 # The profiler's range around a batch fetched in a worker (under the worker's pid).
 _WORKER_FETCH = "DataLoader worker fetch"
 
@@ -205,7 +207,7 @@ class _MapFetcher:
             return self.collate_fn(self.dataset[indices])
         if self._rows:
             return self._gather_rows(indices)
-        if self.defer_rows:  # in a worker: the dataset's range in the worker's profile (Note [Worker protocol])
+        if self.defer_rows and _profiler._active is not None:  # in a worker: the range in its profile
             with _profiler._range(self._getitem_range, _profiler_events.KIND_USER):
                 data = self._samples(indices)
         else:
@@ -293,6 +295,14 @@ def _seed_worker(seed: int) -> None:
         np.random.seed(seed % (1 << 32))
 
 
+def _fetch_into(fetcher: Any, ring: _shm.WorkerRing, indices: Any, slot: int) -> _shm.ShmBatch:
+    """Fetches the batch of ``indices`` and places it in ring slot ``slot``."""
+    batch = fetcher.fetch(indices)
+    if type(batch) is GatheredBatch:
+        return ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
+    return ring.pack(batch, slot)
+
+
 def worker_loop(
     worker_id: int,
     num_workers: int,
@@ -336,15 +346,22 @@ def worker_loop(
         except Exception:
             init_error = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
+        # Note [Worker fast path]: one poll object for the task pipe (Connection.poll builds a selector per
+        # call), messages read as bytes and unpickled here (what Connection.recv does), and a batch's
+        # result sent as pickled bytes (Connection.send pickles with ForkingPickler, whose reducers a
+        # ShmBatch never needs); the profiler's ranges only while a profile records.
+        poller = select.poll()
+        poller.register(index_conn.fileno(), select.POLLIN)
+        poll_ms = int(_POLL * 1000)
         while True:
-            if not index_conn.poll(_POLL):
+            if not poller.poll(poll_ms):
                 if os.getppid() != parent_pid:
                     # Orphaned (the main process was killed): nobody will map our segments.
                     _shm.remove_segments(segment_prefix)
                     break
                 continue
             try:
-                task = index_conn.recv()
+                task = _loads(index_conn.recv_bytes())
             except (EOFError, OSError):
                 break  # the main process closed its end: shutting down
             if task is None:
@@ -365,16 +382,14 @@ def worker_loop(
                 init_error = None
             else:
                 try:
-                    with (
-                        _profiler._worker_session(profiling, events),
-                        _profiler._range(_WORKER_FETCH, _profiler_events.KIND_DATALOADER),
-                    ):
-                        batch = fetcher.fetch(indices)  # type: ignore[union-attr]
-                        if type(batch) is GatheredBatch:
-                            payload = ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
-                        else:
-                            payload = ring.pack(batch, slot)
-                        del batch
+                    if profiling is None:
+                        payload = _fetch_into(fetcher, ring, indices, slot)
+                    else:
+                        with (
+                            _profiler._worker_session(profiling, events),
+                            _profiler._range(_WORKER_FETCH, _profiler_events.KIND_DATALOADER),
+                        ):
+                            payload = _fetch_into(fetcher, ring, indices, slot)
                 except StopIteration:
                     payload = _IterableExhausted()
                 except Exception:
@@ -386,7 +401,10 @@ def worker_loop(
                 result_conn.send((worker_id, None, WorkerEvents(os.getpid(), events)))
             # Sent synchronously, before the next task is read: when a worker dies, every batch it
             # finished is in its pipe, so the main process knows which batch it died on.
-            result_conn.send((worker_id, task_id, payload))
+            if type(payload) is _shm.ShmBatch:
+                result_conn.send_bytes(_dumps((worker_id, task_id, payload), _PROTOCOL))
+            else:
+                result_conn.send((worker_id, task_id, payload))
             del payload
     except KeyboardInterrupt:
         pass  # the main process handles Ctrl-C and shuts the workers down

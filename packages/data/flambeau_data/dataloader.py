@@ -41,9 +41,11 @@ from __future__ import annotations
 import collections
 import gc
 import itertools
+import math
 import multiprocessing as _mp
-import multiprocessing.connection as _mp_connection
 import os
+import pickle
+import select
 import threading
 import time
 import warnings
@@ -65,6 +67,7 @@ __all__ = ["DataLoader", "get_pin_memory_allocator", "set_pin_memory_allocator"]
 _POLL = 0.05  # seconds between liveness checks while waiting for a batch
 _JOIN_TIMEOUT = 2.0  # how long shutdown waits for a worker before terminating it
 _pool_ids = itertools.count()
+_loads = pickle.loads
 
 
 _pin_allocator: Any = None
@@ -361,6 +364,8 @@ class _BaseIterator:
         return self
 
     def __next__(self) -> Any:
+        if _profiler._active is None:  # no profile records: no range to open
+            return self._next_data()
         # The range PyTorch's profiler shows around fetching a batch (Note [Observation] in core).
         with _profiler._range(self._profile_name, _profiler_events.KIND_DATALOADER):
             return self._next_data()
@@ -548,6 +553,19 @@ class _WorkerPool:
         finally:
             if frozen:
                 gc.unfreeze()
+        # Note [Worker fast path]: poll objects made once (Connection.poll and connection.wait build a
+        # selector per call): one per result pipe, and one over every result pipe and sentinel.
+        self._result_polls = []
+        self._poller = select.poll()
+        self._fds: dict[int, tuple[bool, int]] = {}  # fd -> (is a result pipe, worker id)
+        for wid, (conn, w) in enumerate(zip(self.result_conns, self.workers, strict=True)):
+            one = select.poll()
+            one.register(conn.fileno(), select.POLLIN)
+            self._result_polls.append(one)
+            self._poller.register(conn.fileno(), select.POLLIN)
+            self._poller.register(w.sentinel, select.POLLIN)
+            self._fds[conn.fileno()] = (True, wid)
+            self._fds[w.sentinel] = (False, wid)
 
     def get(
         self, deadline: float | None, tasks: Callable[[], dict[int, tuple[int, Any, int]]], expect: int | None = None
@@ -564,29 +582,33 @@ class _WorkerPool:
             if self._ready:
                 return self._ready.popleft()
             if expect is not None:
-                conn = self.result_conns[expect]
                 try:
-                    if conn.poll(0):  # the batch awaited is there: skip building a poll set
-                        return conn.recv()
+                    if self._result_polls[expect].poll(0):  # the batch awaited is there
+                        return _loads(self.result_conns[expect].recv_bytes())
                 except (EOFError, OSError):
                     pass  # a dead worker: the general path below reports it
                 expect = None
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            handles = [*self.result_conns, *(w.sentinel for w in self.workers)]
-            ready = _mp_connection.wait(handles, wait)
-            if not ready:
+            if deadline is None:
+                events = self._poller.poll()
+            else:
+                events = self._poller.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000)))
+            if not events:
                 if deadline is not None and time.monotonic() >= deadline:
                     return None
                 continue
             dead = []
-            for wid, conn in enumerate(self.result_conns):
-                if conn in ready:
-                    try:
-                        self._ready.append(conn.recv())
-                    except (EOFError, OSError):
-                        dead.append(wid)
-            for wid, w in enumerate(self.workers):
-                if w.sentinel in ready and not self.result_conns[wid].poll(0):
+            sentinels = []
+            for fd, _ in sorted(events, key=lambda e: not self._fds[e[0]][0]):  # result pipes first
+                is_pipe, wid = self._fds[fd]
+                if not is_pipe:
+                    sentinels.append(wid)
+                    continue
+                try:
+                    self._ready.append(_loads(self.result_conns[wid].recv_bytes()))
+                except (EOFError, OSError):
+                    dead.append(wid)
+            for wid in sentinels:
+                if wid not in dead and not self._result_polls[wid].poll(0):
                     dead.append(wid)
             if self._ready:
                 continue

@@ -394,3 +394,85 @@ def test_sample_by_sample_batches_pinned(no_leaks):
     want = [to_py(b) for b in torch.utils.data.DataLoader(torch_ds, batch_size=8)]
     assert [g[2] for g in got] == want
     assert {g[0] for g in got} == {g[1] for g in got} == {"Pinned"}
+
+
+Pair = __import__("collections").namedtuple("Pair", ["image", "label"])
+
+
+class FormsDataset(SampleDataset):
+    """Samples in other forms: a namedtuple, fresh tensors (not views), a tensor with a number and a string."""
+
+    def __getitem__(self, i):
+        if self.form == "namedtuple":
+            return Pair(self.x[i], self.y[i])
+        if self.form == "copies":
+            return self.x[i] * 1, self.y[i] + 0
+        if self.form == "mixed":
+            return self.x[i], int(self.y[i]), f"s{i}"
+        return super().__getitem__(i)
+
+
+def _as_list(batch):
+    """A collate_fn returning a plain list of the default batch's leaves (the workers' list-of-tensors path)."""
+    return list(default_collate_for(batch))
+
+
+def default_collate_for(batch):
+    from flambeau_data import default_collate
+
+    if type(batch[0][0]).__module__.startswith("torch"):
+        import torch
+
+        return torch.utils.data.default_collate(batch)
+    return default_collate(batch)
+
+
+def _twice_and_tag(batch):
+    """A list holding one tensor twice and a string: the workers' general path (a pickled structure)."""
+    xb, yb = default_collate_for(batch)
+    return [xb, yb, xb, "tag"]
+
+
+@pytest.mark.parametrize("form", ["namedtuple", "copies", "mixed"])
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_sample_forms_match_torch_dataloader(no_leaks, form, workers, persistent):
+    import torch
+
+    ours_ds, torch_ds = _sample_datasets("tuple")
+    ours_ds, torch_ds = FormsDataset(ours_ds.x, ours_ds.y, form), FormsDataset(torch_ds.x, torch_ds.y, form)
+    order = list(np.random.default_rng(3).permutation(37))
+    kwargs = dict(batch_size=8, sampler=order, num_workers=workers, persistent_workers=persistent)
+    ours, theirs = DataLoader(ours_ds, **kwargs), torch.utils.data.DataLoader(torch_ds, **kwargs)
+    for _ in range(2 if persistent else 1):
+        assert [to_py(b) for b in ours] == [to_py(b) for b in theirs]
+
+
+@pytest.mark.parametrize("collate_fn", [_as_list, _twice_and_tag])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_list_batches_from_a_collate_fn_match_torch_dataloader(no_leaks, collate_fn, workers):
+    import torch
+
+    ours_ds, torch_ds = _sample_datasets("tuple")
+    kwargs = dict(batch_size=8, num_workers=workers, collate_fn=collate_fn, drop_last=False)
+    got = [to_py(b) for b in DataLoader(ours_ds, **kwargs)]
+    want = [to_py(b) for b in torch.utils.data.DataLoader(torch_ds, **kwargs)]
+    assert got == want and len(got) == 5
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_samples_of_different_shapes_raise_as_torch(no_leaks, workers):
+    import torch
+
+    class Ragged(SampleDataset):
+        def __getitem__(self, i):
+            return self.x[i][..., : 1 + i % 3], self.y[i]
+
+    ours_ds, torch_ds = _sample_datasets("tuple")
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size") as want:
+        list(torch.utils.data.DataLoader(Ragged(torch_ds.x, torch_ds.y), batch_size=4, num_workers=workers))
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size") as got:
+        list(DataLoader(Ragged(ours_ds.x, ours_ds.y), batch_size=4, num_workers=workers))
+    if workers:  # the worker's traceback comes along, as torch's
+        assert "Caught RuntimeError in DataLoader worker process 0" in str(want.value)
+        assert "Caught FlambeauError in DataLoader worker process 0" in str(got.value)
+        assert "Traceback (most recent call last)" in str(got.value)
