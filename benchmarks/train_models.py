@@ -31,9 +31,11 @@ How it measures (see benchmarks/README.md):
   environment only, for both frameworks (``--openblas`` picks one).
 
 Peers beyond PyTorch eager, opt-in (``--peers compile,jax``; see
-benchmarks/README.md): ``fb.compile(model)`` and ``torch.compile(model)``
-(the model's forward is compiled; the step around it, backward and the
-optimizer run as in eager), and JAX with one jitted step function
+benchmarks/README.md): ``fb.compile`` of the whole training step (zero_grad,
+forward, loss, backward, optimizer.step replayed as one program; the model's
+forward is compiled too, for the eval rows) and ``torch.compile(model)`` (the
+model's forward; backward and the optimizer run as in eager), and JAX with one
+jitted step function
 (``benchmarks/models_jax.py``). Each is one more child per round, in the
 interleaved order. The first call's time less a steady step's is reported as
 the compile time: cold in round 1 (empty compile caches, made for the run),
@@ -263,8 +265,14 @@ def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False, trai
     if compiled:  # fb.compile / torch.compile of the model: its forward; backward and the optimizer run eagerly
         model = fw.lib.compile(model)
     trainer = TrainStep(spec, fw, model=model)
+    if compiled and fw.name == "flambeau":  # the whole step (docs/compile.md, "Training steps")
+        trainer.step = fw.lib.compile(trainer.step)  # type: ignore[method-assign]
     out: dict[str, Any] = {}
     first = _first_call(trainer.step)  # allocates the momentum buffers; compiles a compiled model
+    first_calls = 1
+    if compiled and fw.name == "flambeau":  # the first step made the optimizer's state eagerly; this one captures
+        first += _first_call(trainer.step)
+        first_calls = 2
     before = _raw_allocs(fw)
     threads_before = _thread_runtimes() if train_only else {}
     out["train"], steps = _timed(trainer.step, spec.batch, seconds)
@@ -272,8 +280,8 @@ def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False, trai
         out["placement"] = placement(threads_before, _thread_runtimes(), threading.get_native_id())
         out["placement"]["huge_pages"] = _huge_page_bytes()
     after = _raw_allocs(fw)
-    if compiled:  # the first call less a steady one
-        out["compile_train"] = max(0.0, first - spec.batch / out["train"])
+    if compiled:  # the first calls less as many steady ones
+        out["compile_train"] = max(0.0, first - first_calls * spec.batch / out["train"])
     if before is not None and after is not None:
         out["raw_allocs"] = [after[0] - before[0], after[1] - before[1], steps]
     if spec.eval_benchmark and not train_only:

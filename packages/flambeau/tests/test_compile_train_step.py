@@ -60,9 +60,13 @@ def _assert_same(a, b, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=rtol, atol=atol)
 
 
+@pytest.mark.parametrize("compiled_model", [False, True], ids=["model", "compiled_model"])
 @pytest.mark.parametrize("name", ["mlp", "ncf"])
-def test_twenty_compiled_steps_equal_eager(name):
+def test_twenty_compiled_steps_equal_eager(name, compiled_model):
+    """As the benchmark's fb.compile row: the step compiled, its model too (captured inline in the step)."""
     eager, compiled = _twins(name)
+    if compiled_model:
+        compiled.model = fb.compile(compiled.model)
     step = fb.compile(compiled.step)
     for _ in range(20):
         want, got = eager.step(), step()
@@ -244,3 +248,63 @@ def test_a_replaced_optimizer_or_batch_attribute_is_a_guard_miss():
         np.testing.assert_allclose(step().item(), eager.step().item(), rtol=1e-6)
     _assert_same(_state(eager), _state(compiled))
     assert len(step.graphs) == 2
+
+
+class _ScaleShift(fb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = fb.nn.Linear(4, 4)
+        self.scale = fb.nn.Parameter(fb.ones(4) * 1.5)
+        self.shift = fb.nn.Parameter(fb.full((4,), 0.1))
+
+    def forward(self, x):
+        return (self.lin(x) * self.scale + self.shift).tanh()
+
+
+def test_a_step_whose_forward_fuses_with_parameters_equals_eager():
+    """The fused run (mul, add, tanh, sub, pow) reads parameters the step then updates; its generated backward
+    runs inside the replayed backward()."""
+    runs = []
+    for _ in range(2):
+        fb.manual_seed(0)
+        m = _ScaleShift()
+        opt = fb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        runs.append((m, step))
+    (m_e, eager), (m_c, plain) = runs
+    step = fb.compile(plain)
+    for x, y in _batches([8] * 6):
+        x, y = x[:, :4], y.repeat(1, 2)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert len(step.graphs) == 1
+    assert [list(g.ops) for g in step.fused_groups[0]] == [["mul", "add", "tanh", "sub", "pow"]]
+
+
+def test_a_compiled_optimizer_step_alone_captures_after_its_first_step():
+    """The first step makes the momentum buffers (eager, kept under the state it ran in), so the second step,
+    under the new state, is captured rather than served by that eager entry; backward runs outside."""
+    fb.manual_seed(0)
+    lin, twin = fb.nn.Linear(3, 2), fb.nn.Linear(3, 2)
+    twin.load_state_dict(lin.state_dict())
+    opt, opt_e = (fb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (lin, twin))
+    step = fb.compile(opt.step)
+    x = fb.randn(4, 3)
+    for _ in range(5):
+        for model, o, run in ((lin, opt, step), (twin, opt_e, opt_e.step)):
+            o.zero_grad()
+            model(x).square().mean().backward()
+            run()
+    for a, b in zip(twin.parameters(), lin.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert len(step.graphs) == 1 and step.graphs[0].op_names() == ["Tensor.grad", "Tensor.grad", "_fused_sgd_"]
+    assert len(step.break_reasons) == 1 and "changes a module's attributes" in step.break_reasons[0]

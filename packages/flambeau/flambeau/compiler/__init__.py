@@ -173,8 +173,11 @@ def compile(  # noqa: A001 (PyTorch's name)
     guards run the recorded ops directly (no Python code of the function, no module call or hook), with
     autograd and random ops behaving as in eager. What the capture cannot replay faithfully (reading a
     tensor's value into Python, as ``if x.sum() > 0`` or ``x.item()`` do; an unreported view such as ``x.T``;
-    ``backward()`` or a ``.grad`` read inside the function) is a graph break: the function then runs eagerly
-    for those guards, or, with ``fullgraph=True``, :class:`Unsupported` is raised (after that eager call ran).
+    ``fb.autograd.grad`` inside the function) is a graph break: the function then runs eagerly for those
+    guards, or, with ``fullgraph=True``, :class:`Unsupported` is raised (after that eager call ran). A whole
+    training step (``zero_grad``, forward, loss, ``backward()``, ``optimizer.step()``) is one graph, guarded
+    on the optimizer's settings and state and on which parameters have a ``.grad`` (Note [Captured
+    backward]).
     Each compiled callable keeps at most ``fb.compiler.config.recompile_limit`` (8) captures; beyond that,
     new guards run eagerly. At capture, runs of elementwise ops are fused into generated C++ kernels, with a
     generated backward kernel where their inputs require grad (Note [Elementwise fusion], Note [Fused

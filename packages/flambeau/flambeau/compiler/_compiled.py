@@ -21,7 +21,12 @@ built and looked up (and the entry found becomes the last one). A program that a
 signatures pays the lookup on every call, as before.
 
 A miss captures again (a new entry), up to ``config.recompile_limit`` entries per compiled callable; past
-it, new signatures run eagerly. An entry whose capture broke runs eagerly for its signature.
+it, new signatures run eagerly. An entry whose capture broke runs eagerly for its signature; when the break
+is that the call changed the state it read (an optimizer's first step makes its buffers), the entry keeps
+the state before the call, so the next call, under the new state, captures again.
+
+A training step adds guards of its own (Note [Captured backward] in ``_capture.py``): each parameter's
+``.grad is None`` at entry, the optimizers' param groups and state, a trainer object's attributes.
 """
 
 from __future__ import annotations
@@ -406,7 +411,10 @@ class CompiledFunction:
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
-        state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [])
+        if cap.reason is None or state.holds():
+            state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [])
+        # else the call changed the state it read (an optimizer's first step makes its buffers): the eager
+        # entry keeps the state it ran under, so the next call, under the new state, captures again.
         check = _fast_check(specs, modes, state) if specs is not None else None
         entry = _Entry(state, cap.graph, cap.reason, grad, cap.fusion, check)
         self._cache.setdefault(key, []).append(entry)
