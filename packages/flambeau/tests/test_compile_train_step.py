@@ -308,3 +308,79 @@ def test_a_compiled_optimizer_step_alone_captures_after_its_first_step():
         np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert len(step.graphs) == 1 and step.graphs[0].op_names() == ["Tensor.grad", "Tensor.grad", "_fused_sgd_"]
     assert len(step.break_reasons) == 1 and "changes a module's attributes" in step.break_reasons[0]
+
+
+def _clipped_pair():
+    runs = []
+    for _ in range(2):
+        fb.manual_seed(0)
+        m = fb.nn.Sequential(fb.nn.Linear(5, 8), fb.nn.ReLU(), fb.nn.Linear(8, 2))
+        opt = fb.optim.SGD(m.parameters(), lr=0.5, momentum=0.9)
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = fb.nn.functional.mse_loss(m(x), y)
+            loss.backward()
+            fb.nn.utils.clip_grad_norm_(m.parameters(), 0.1)  # norms, a clamp, .to(dtype), mul_ of each .grad
+            opt.step()
+            return loss
+
+        runs.append((m, step))
+    return runs
+
+
+def _train_both(runs, step):
+    (m_e, eager), (m_c, _) = runs
+    fb.manual_seed(1)
+    for _ in range(6):
+        x, y = fb.randn(4, 5), fb.randn(4, 2) * 10
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_clipping_inside_the_step_equals_eager():
+    runs = _clipped_pair()
+    step = fb.compile(runs[1][1])
+    _train_both(runs, step)
+    assert len(step.graphs) == 1
+    ops = step.graphs[0].op_names()
+    assert ops.index("backward") < ops.index("to") < ops.index("_fused_sgd_")
+
+
+def test_a_step_the_capture_misreads_runs_eagerly(monkeypatch):
+    """The safety net: a graph holding backward() is replayed once at capture on copies of the parameters,
+    gradients and optimizer state; a misread op (here x.to(dtype, **{}) with its keyword dict taken as an
+    argument, as before the recorder's trailing dict was read) leaves the step eager, with the reason."""
+    import flambeau.compiler._graph as graph_module
+
+    monkeypatch.setattr(graph_module, "_KWARGS_LAST", set())
+    runs = _clipped_pair()
+    step = fb.compile(runs[1][1])
+    _train_both(runs, step)
+    assert step.graphs == []
+    assert any("the capture failed (TypeError: [to]" in r for r in step.break_reasons)
+
+
+class _BackwardInForward(fb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = fb.nn.Linear(3, 1)
+
+    def forward(self, x):
+        loss = self.lin(x).square().mean()
+        loss.backward()
+        return loss
+
+
+def test_backward_inside_a_compiled_modules_forward_runs_eagerly():
+    fb.manual_seed(0)
+    model, twin = _BackwardInForward(), _BackwardInForward()
+    twin.load_state_dict(model.state_dict())
+    compiled = fb.compile(model)
+    x = fb.randn(4, 3)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x).item(), twin(x).item(), rtol=1e-6)
+        np.testing.assert_allclose(model.lin.weight.grad.numpy(), twin.lin.weight.grad.numpy(), rtol=1e-6)
+    graphs, reasons = compiled._compiled_call.graphs, compiled._compiled_call.break_reasons
+    assert graphs == [] and "a module's forward runs backward()" in reasons[0]

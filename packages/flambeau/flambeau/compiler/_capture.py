@@ -85,6 +85,7 @@ def _watching(original: Any, reason: str) -> Callable[..., Any]:
 # training step (zero_grad, forward, loss, backward, optimizer.step) replays as one program. The recorder is
 # off while the engine runs (a Python hook or custom backward's ops are the engine's, run again by it on
 # replay). What decides which ``.grad`` exist is guarded: each leaf's ``.grad is None`` at the call's entry.
+# Such a graph is checked by one replay on copies of the state before the call (``_step_disagrees``).
 def _read_grad(t: Tensor) -> Any:
     return t.grad
 
@@ -361,16 +362,26 @@ def capture(
     inputs: list[Tensor],
     long_lived: dict[int, Tensor],
     still_valid: Callable[[], bool],
+    check_step: bool = True,
 ) -> CaptureResult:
     """Runs ``fn(*args, **kwargs)`` once under the op recorder; the graph of the run, or why there is none.
 
-    ``still_valid()`` says whether the module state the guards hold is unchanged by the run.
+    ``still_valid()`` says whether the module state the guards hold is unchanged by the run. ``check_step``:
+    copy the state first, so a graph holding backward() can be checked (a module's forward does without).
     """
     cap = _Capture()
     for t in list(inputs) + list(long_lived.values()):
         cap.see_leaf(t)
     before = [(t.requires_grad, t._storage_ptr) for t in inputs]
     versions = [(t, t._version) for t in list(inputs) + list(long_lived.values())]
+    twins = None
+    if check_step:  # copies for checking a training step (below), made unseen by any recorder
+        recorder = _C._op_recorder()
+        _C._set_op_recorder(None)
+        try:
+            twins = _twins(list(inputs) + list(long_lived.values()))
+        finally:
+            _C._set_op_recorder(recorder)
     grad_before = fc.is_grad_enabled()
     rng_before = _rng_state()
     seed_before = fc.initial_seed()
@@ -403,6 +414,11 @@ def capture(
             # Not with backward() or .grad nodes: replaying them would accumulate or set .grad again.
             if not advanced and not cap.autograd and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)
+                graph = None if reason else graph
+            elif cap.autograd and twins is None:
+                reason, graph = "a module's forward runs backward() or reads .grad (compile the training step)", None
+            elif not advanced and cap.autograd:
+                reason = _step_disagrees(graph, inputs, result, grad_before, twins)
                 graph = None if reason else graph
             if graph is not None:
                 fusion = _fuse(graph, list(inputs), cap.calls)
@@ -447,6 +463,45 @@ def _replay_disagrees(graph: Graph, inputs: list[Tensor], result: Any, grad: boo
     replayed = Program(graph, grad).run(*inputs)
     if not _same(result, replayed):
         return "replaying the captured ops does not reproduce the eager result (an op the capture misreads)"
+    return None
+
+
+def _twins(tensors: list[Tensor]) -> dict[int, Tensor]:
+    """Copies of the tensors a call may change, as they are before it: values, ``requires_grad`` and ``.grad``."""
+    out: dict[int, Tensor] = {}
+    for t in tensors:
+        if id(t) in out:
+            continue
+        twin = t.detach().clone()  # detached: no autograd history to the original
+        if t.requires_grad:
+            twin.requires_grad_(True)
+        g = t.grad if t.requires_grad else None
+        if g is not None:
+            twin.grad = g.detach().clone()
+        out[id(t)] = twin
+    return out
+
+
+def _step_disagrees(
+    graph: Graph, inputs: list[Tensor], result: Any, grad: bool, twins: dict[int, Tensor]
+) -> str | None:
+    """Note [Captured backward]: replays a graph holding backward() once on copies of its inputs, parameters,
+    gradients and optimizer state as they were before the call (the real ones must not step twice), and
+    compares its result and every copy's values and ``.grad`` after it with the eager call's.
+    """
+    copy = Graph(graph.num_inputs, [twins.get(id(c), c) for c in graph.constants], graph.nodes, graph.num_values)
+    copy.output = graph.output
+    replayed = Program(copy, grad).run(*(twins[id(t)] for t in inputs))
+    if not _same(result, replayed):
+        return "replaying the captured step does not reproduce the eager result (an op the capture misreads)"
+    for c, twin in zip(graph.constants, copy.constants, strict=True):
+        if twin is c:
+            continue
+        grads = (c.grad, twin.grad) if c.requires_grad else (None, None)
+        if not _same(c.detach(), twin.detach()) or (grads[0] is None) != (grads[1] is None):
+            return "replaying the captured step does not leave the parameters and state of the eager step"
+        if grads[0] is not None and not _same(grads[0], grads[1]):
+            return "replaying the captured step does not give the eager step's gradients"
     return None
 
 

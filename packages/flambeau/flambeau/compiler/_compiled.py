@@ -407,7 +407,8 @@ class CompiledFunction:
         long_lived = _capture.long_lived_tensors(self._fn, modules)
         leaves = [t for t in long_lived.values() if t.requires_grad and t.grad_fn is None]
         grads = [(t, t.grad is None) for t in leaves]  # at entry (Note [Captured backward])
-        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds)
+        check_step = self._module is None
+        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds, check_step)
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1

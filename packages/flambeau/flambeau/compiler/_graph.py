@@ -140,6 +140,8 @@ _RECORDED_PROPERTIES = {"T", "mT"}
 _WRITES = {"__setitem__"}
 # Recorded with every argument positional, though the binding takes the last one by keyword only.
 _KEYWORD_LAST = {"uniform_": "generator", "normal_": "generator"}
+# Recorded with the call's keyword arguments as one trailing dict (the binding takes ``**kwargs``).
+_KWARGS_LAST = {"to"}
 
 
 def tensors_in(obj: Any) -> list[Tensor]:
@@ -289,6 +291,8 @@ class _Builder:
         keyword = _KEYWORD_LAST.get(name)
         if keyword is not None and len(args) == 4 and keyword not in kwargs:
             args, kwargs = args[:3], {**kwargs, keyword: args[3]}
+        if name in _KWARGS_LAST and args and type(args[-1]) is dict:  # x.to(dtype, copy=True): (x, dtype, {...})
+            args, kwargs = args[:-1], {**args[-1], **kwargs}
         # A node the capture added itself (Note [Captured backward] in _capture.py) carries its callable.
         target = method if callable(method) else _target(name, args, method)
         if target is None:
