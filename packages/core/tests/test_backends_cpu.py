@@ -261,6 +261,7 @@ FAMILIES = {
     "own_sgemm_stub": ("avx512",),
     "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
     "conv_bf16_stub": ("avx512",),  # the bfloat16 convolution kernels (likewise)
+    "max_pool_2x2_stub": ("avx512",),  # 2x2 max pooling, float32 and bfloat16 (Note [2x2 max pooling])
 }
 ISAS = ["base", "avx2", "avx512"]
 HARDWARE = {"DEFAULT": "base", "AVX2": "avx2", "AVX512": "avx512"}[cpu.get_cpu_capability()]

@@ -80,3 +80,96 @@ def test_empty_and_zero_depth():
     assert tuple(fc.mm(a, fc.ones(4, 3).to(fc.bfloat16)).shape) == (0, 3)
     z = fc.mm(fc.ones(2, 0).to(fc.bfloat16), fc.ones(0, 3).to(fc.bfloat16))
     assert z.dtype == fc.bfloat16 and z.float().tolist() == [[0.0] * 3] * 2
+
+
+def _linear_expected(x32: np.ndarray, w32: np.ndarray, b32: np.ndarray | None, dtype) -> np.ndarray:
+    """x @ w^T + b in float64, rounded to float32 and then once to dtype (the bias added before the rounding)."""
+    exact = np.matmul(x32.astype(np.float64), w32.astype(np.float64).T)
+    if b32 is not None:
+        exact = exact + b32.astype(np.float64)
+    return to_numpy(fc.tensor(exact.astype(np.float32)).to(dtype).float())
+
+
+LINEAR_SHAPES = [(1, 1, 1), (7, 33, 17), (8, 32, 32), (9, 40, 65), (130, 784, 40), (128, 120, 84)]
+
+
+@pytest.mark.parametrize("capability", ["default", "avx2"])
+@pytest.mark.parametrize("dtype", [fc.bfloat16, fc.float16], ids=["bfloat16", "float16"])
+@pytest.mark.parametrize("n,k,m", LINEAR_SHAPES)
+def test_linear_bias_is_added_before_the_one_rounding(n, k, m, dtype, capability):
+    """linear's bias starts the float32 accumulators (the kernel) or the float32 GEMM's rows (the fallback):
+    the result is the float32 x @ W^T + b rounded once, not the product rounded and then the sum rounded."""
+    x, x32 = _rounded((n, k), dtype)
+    w, w32 = _rounded((m, k), dtype)
+    b, b32 = _rounded((m,), dtype)
+    cap = {} if capability == "default" else {"max_cpu_capability": capability}
+    with fc.backends.cpu.flags(**cap):
+        got = fc.linear(x, w, b)
+    _check(got, _linear_expected(x32, w32, b32, dtype), dtype)
+
+
+def _bits(t: fc.Tensor) -> np.ndarray:
+    return to_numpy(t.float()).view(np.uint32) >> 16
+
+
+def test_linear_bias_matches_torch_bfloat16():
+    """PyTorch's bfloat16 linear also adds the bias to the float32 accumulation (addmm, beta = 1): the results
+    agree to within one bfloat16 unit (summation order), nearly all of them bit for bit, and the composed
+    matmul + add (two roundings) is further from float64 than the fused result."""
+    import torch
+
+    n, k, m = 128, 512, 256
+    x, x32 = _rounded((n, k), fc.bfloat16)
+    w, w32 = _rounded((m, k), fc.bfloat16)
+    b32 = (RNG.standard_normal(m) * 8).astype(np.float32)  # a bias that is large against the products
+    b = fc.tensor(b32).to(fc.bfloat16)
+    b32 = to_numpy(b.float())
+    got = fc.linear(x, w, b)
+    t = torch.nn.functional.linear(
+        torch.from_numpy(x32).bfloat16(), torch.from_numpy(w32).bfloat16(), torch.from_numpy(b32).bfloat16()
+    )
+    t_bits = t.float().numpy().view(np.uint32) >> 16
+    ulps = np.abs(_bits(got).astype(np.int64) - t_bits.astype(np.int64))
+    assert ulps.max() <= 1 and (ulps == 0).mean() > 0.99
+    exact = np.matmul(x32.astype(np.float64), w32.astype(np.float64).T) + b32
+    fused_err = np.abs(to_numpy(got.float()) - exact).sum()
+    composed_err = np.abs(to_numpy((fc.mm(x, w.t()) + b).float()) - exact).sum()
+    assert fused_err < composed_err
+
+
+@pytest.mark.parametrize("capability", ["default", "avx2"])
+def test_linear_bias_strided_operands_and_batches(capability):
+    """A 3-D input, a transposed-storage weight, a strided bias and a strided input: the same values as the
+    contiguous copies (the kernel reads any strides)."""
+    cap = {} if capability == "default" else {"max_cpu_capability": capability}
+    x, x32 = _rounded((2, 5, 24), fc.bfloat16)
+    wt, wt32 = _rounded((24, 19), fc.bfloat16)  # W = wt^T: W's rows are strided
+    bb, bb32 = _rounded((38,), fc.bfloat16)
+    with fc.backends.cpu.flags(**cap):
+        got = fc.linear(x, wt.t(), bb[::2])
+        strided = fc.linear(x[:, :, ::2], wt.t()[:, ::2], bb[::2])
+    assert tuple(got.shape) == (2, 5, 19)
+    _check(got, _linear_expected(x32.reshape(10, 24), wt32.T, bb32[::2], fc.bfloat16).reshape(2, 5, 19), fc.bfloat16)
+    _check(
+        strided,
+        _linear_expected(x32[:, :, ::2].reshape(10, 12), wt32.T[:, ::2], bb32[::2], fc.bfloat16).reshape(2, 5, 19),
+        fc.bfloat16,
+    )
+
+
+@pytest.mark.parametrize("dtype", [fc.bfloat16, fc.float16], ids=["bfloat16", "float16"])
+def test_linear_bias_empty_and_zero_depth(dtype):
+    """No rows: an empty result; no input features: every row is the bias (bit for bit), or zeros."""
+    b = fc.tensor([1.5, -2.0, 3.25]).to(dtype)
+    assert tuple(fc.linear(fc.ones(0, 4).to(dtype), fc.ones(3, 4).to(dtype), b).shape) == (0, 3)
+    z = fc.linear(fc.ones(2, 0).to(dtype), fc.ones(3, 0).to(dtype), b)
+    assert z.dtype == dtype and z.float().tolist() == [[1.5, -2.0, 3.25]] * 2
+    z = fc.linear(fc.ones(2, 0).to(dtype), fc.ones(3, 0).to(dtype))
+    assert z.float().tolist() == [[0.0] * 3] * 2
+
+
+def test_linear_bias_dtype_mismatch_is_refused():
+    """A float32 bias with bfloat16 operands is refused naming the op, as PyTorch refuses it."""
+    x = fc.ones(2, 3).to(fc.bfloat16)
+    with pytest.raises(TypeError, match="linear"):
+        fc.linear(x, fc.ones(4, 3).to(fc.bfloat16), fc.ones(4))

@@ -109,3 +109,70 @@ def test_errors():
         fc.max_pool_backward(out, fc.full_like(idx, -1), [1, 1, 4, 4])
     with pytest.raises(TypeError, match=r"^\[max_pool_backward\]"):
         fc.max_pool_backward(out.to(fc.int64), idx, [1, 1, 4, 4])
+
+
+# Note [2x2 max pooling]: the AVX-512 kernels take a row's outputs 16 at a time under a mask; widths
+# around the mask's edges (1..17 outputs, 31, 33), odd sizes with ceil_mode (the edges' partial
+# windows run the portable loop) and LeNet-5's planes, on every capability, float32 and bfloat16.
+WIDTHS_2X2 = [
+    ((2, 3, 2, 2), False),
+    ((1, 2, 6, 10), False),
+    ((2, 3, 28, 28), False),  # LeNet-5's first pooling: 14 outputs a row
+    ((2, 2, 10, 10), False),  # its second: 5
+    ((1, 2, 4, 32), False),  # 16: one full vector
+    ((1, 2, 4, 34), False),  # 17: a vector and one more
+    ((1, 1, 6, 62), True),  # 31
+    ((1, 1, 5, 67), True),  # 33 full windows and a partial column, a partial last row
+    ((1, 3, 7, 9), True),
+    ((1, 3, 7, 9), False),  # the last row and column dropped
+    ((1, 1, 1, 9), True),  # only partial windows
+]
+
+
+def _special_values(tx: torch.Tensor) -> torch.Tensor:
+    """Ties (the first in scan order wins), signed zeros, infinities and NaN at every window position."""
+    flat = tx.view(-1)
+    n = flat.numel()
+    flat[0:n:7] = 0.0
+    flat[1:n:11] = -0.0
+    flat[2:n:13] = float("inf")
+    flat[3:n:17] = float("-inf")
+    flat[4:n:19] = float("nan")
+    flat[5:n:23] = 1.0
+    flat[6:n:23] = 1.0
+    return tx
+
+
+@pytest.mark.parametrize("cap", ["base", "avx2", "avx512"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", WIDTHS_2X2, ids=lambda c: f"{c[0]}-ceil{c[1]}" if isinstance(c, tuple) else str(c))
+def test_max_pool_2x2_every_capability_matches_torch(case, dtype, cap):
+    shape, ceil = case
+    tx = _special_values(bf16_values(shape, 5)).to(getattr(torch, dtype))
+    t_out, t_idx = TF.max_pool2d(tx, 2, 2, 0, 1, ceil, return_indices=True)
+    with fc.backends.cpu.flags(max_cpu_capability=cap):
+        out, idx = fc.max_pool2d_with_indices(from_torch(tx), [2], [2], [0], [1], ceil)
+    assert out.dtype == getattr(fc, dtype) and tuple(out.shape) == tuple(t_out.shape)
+    # Bit for bit (NaN payloads and signed zeros included), and the same indices.
+    view = torch.int16 if dtype == "bfloat16" else torch.int32
+    got = to_numpy(out.float()) if dtype == "bfloat16" else to_numpy(out)
+    got_bits = got.view(np.uint32) >> 16 if dtype == "bfloat16" else got.view(np.uint32)
+    want_bits = t_out.view(view).numpy().astype(np.uint16 if dtype == "bfloat16" else np.uint32)
+    np.testing.assert_array_equal(got_bits, want_bits)
+    np.testing.assert_array_equal(to_numpy(idx), t_idx.numpy())
+
+
+@pytest.mark.parametrize("cap", ["avx2", "avx512"])
+def test_max_pool_2x2_strided_and_channels_last_inputs(cap):
+    """Non-contiguous and channels-last inputs give the contiguous input's values and indices."""
+    tx = bf16_values((2, 4, 12, 14), 6)
+    x = from_torch(tx)
+    with fc.backends.cpu.flags(max_cpu_capability=cap):
+        want, want_idx = fc.max_pool2d_with_indices(x, [2], [2], [0], [1])
+        for other in (x.transpose(2, 3).contiguous().transpose(2, 3), x.contiguous(memory_format=fc.channels_last)):
+            got, got_idx = fc.max_pool2d_with_indices(other, [2], [2], [0], [1])
+            np.testing.assert_array_equal(to_numpy(got.float()), to_numpy(want.float()))
+            np.testing.assert_array_equal(to_numpy(got_idx), to_numpy(want_idx))
+    t_out, t_idx = TF.max_pool2d(tx, 2, 2, return_indices=True)
+    np.testing.assert_array_equal(to_numpy(want.float()), t_out.float().numpy())
+    np.testing.assert_array_equal(to_numpy(want_idx), t_idx.numpy())

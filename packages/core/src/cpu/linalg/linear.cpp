@@ -3,13 +3,17 @@
 // the output, just before its GEMM) and the GEMM accumulates onto it
 // (beta = 1), so there is no separate add pass over the output. Leading dims
 // of x are folded into the GEMM's rows. float32/float64 go to OpenBLAS
-// (gemm.h); other dtypes fall back to matmul + add.
+// (gemm.h); bfloat16/float16 to the low-precision GEMM, whose accumulators
+// start from the bias (Note [Low-precision GEMM]: one rounding, as PyTorch's
+// bf16 addmm); other dtypes fall back to matmul + add.
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <optional>
 
 #include "cpu/linalg/gemm.h"
+#include "cpu/linalg/lowp_gemm.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
@@ -23,7 +27,9 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
   const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
   const ScalarType dt = input.dtype();
   const bool row_bias = bias && bias->dim() == 1 && bias->sizes()[0] == out_f;
-  if ((dt != ScalarType::Float32 && dt != ScalarType::Float64) || (bias && !row_bias)) {
+  const bool lowp = (dt == ScalarType::BFloat16 || dt == ScalarType::Float16) && weight.dtype() == dt &&
+                    (!bias || bias->dtype() == dt);
+  if ((dt != ScalarType::Float32 && dt != ScalarType::Float64 && !lowp) || (bias && !row_bias)) {
     // Integer dtypes, or a bias that only broadcasts: the composed form (its errors name matmul/add).
     Tensor out = op::matmul(input, op::transpose(weight, 0, 1));
     return bias ? op::add(out, *bias, 1) : out;
@@ -47,6 +53,11 @@ Tensor linear_cpu(const Tensor& input, const Tensor& weight, const std::optional
   Tensor out = op::empty(out_shape, dt, input.device());
   const int64_t n = x.sizes()[0];
   if (out.numel() == 0) return out;
+  if (lowp) {
+    Tensor out2d = op::reshape(out, IntArrayRef(std::array<int64_t, 2>{n, out_f}));
+    cpu::lowp_matmul_into(x, op::transpose(weight, 0, 1), out2d, bias ? &*bias : nullptr);
+    return out;
+  }
   FB_CHECK(n <= INT_MAX && in_f <= INT_MAX && out_f <= INT_MAX,
            "[linear] matrix dims above 2^31 are not supported");
   visit_dtype(dt, "linear", [&](auto tag) {

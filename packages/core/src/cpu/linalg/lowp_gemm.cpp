@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cpu/linalg/gemm.h"
@@ -48,10 +49,10 @@ float to_float(uint16_t bits) {
     return detail::fp16_bits_to_fp32(bits);
 }
 
-// The fallback: float32 copies, the float32 GEMM, one rounding back.
+// The fallback: float32 copies, the float32 GEMM (its rows starting from the bias), one rounding back.
 template <class T>
-void via_float32(const StridedMatrix& A, const StridedMatrix& B, uint16_t* out, int64_t batch, int64_t n,
-                 int64_t k, int64_t m) {
+void via_float32(const StridedMatrix& A, const StridedMatrix& B, const float* bias, uint16_t* out,
+                 int64_t batch, int64_t n, int64_t k, int64_t m) {
   std::vector<float> a(static_cast<size_t>(n * k)), b(static_cast<size_t>(k * m)), c(static_cast<size_t>(n * m));
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
@@ -61,18 +62,25 @@ void via_float32(const StridedMatrix& A, const StridedMatrix& B, uint16_t* out, 
     for (int64_t p = 0; p < k; ++p)
       for (int64_t j = 0; j < m; ++j) b[p * m + j] = to_float<T>(pb[p * B.s0 + j * B.s1]);
     gemm<float>(false, false, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), a.data(),
-                static_cast<int>(k), b.data(), static_cast<int>(m), c.data(), static_cast<int>(m));
+                static_cast<int>(k), b.data(), static_cast<int>(m), c.data(), static_cast<int>(m), 1.0f,
+                bias ? 1.0f : 0.0f, bias);
     uint16_t* po = out + bi * n * m;
     for (int64_t i = 0; i < n * m; ++i) po[i] = T(c[i]).x;
   }
 }
 
+// A buffer of n values left uninitialised (every element the kernels read is written first).
+template <class V>
+std::unique_ptr<V[]> scratch(int64_t n) {
+  return std::unique_ptr<V[]>(new V[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+}
+
 // The AVX512-BF16 route: pack op(A) row-major with an even depth and op(B) into pair panels.
-void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, uint16_t* out, int64_t batch,
-                 int64_t n, int64_t k, int64_t m) {
+void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, const float* bias,
+                 uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
   const int64_t kk = (k + 1) / 2 * 2;
   const int64_t panels = (m + kPanel - 1) / kPanel;
-  std::vector<uint16_t> ap(static_cast<size_t>(n * kk)), bp(static_cast<size_t>(panels * kk * kPanel));
+  const auto ap = scratch<uint16_t>(n * kk), bp = scratch<uint16_t>(panels * kk * kPanel);
   const int64_t row_blocks = (n + kRows - 1) / kRows;
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
@@ -81,22 +89,31 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
     // it is as long as the products.
     const int64_t row_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk, 1));
     parallel_for(0, n, row_grain, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        uint16_t* row = ap.data() + i * kk;
-        if (A.s1 == 1) {
-          std::memcpy(row, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
-        } else {
-          for (int64_t p = 0; p < k; ++p) row[p] = pa[i * A.s0 + p * A.s1];
+      if (A.s1 == 1) {
+        for (int64_t i = i0; i < i1; ++i)
+          std::memcpy(ap.get() + i * kk, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
+      } else {
+        // Strided rows (a transposed operand: grad_weight's g^T): blocks of 16 rows, each read
+        // along its stored rows (contiguous when A.s0 == 1) and written down the block's columns.
+        constexpr int64_t kBlock = 16;
+        for (int64_t ib = i0; ib < i1; ib += kBlock) {
+          const int64_t ie = std::min(i1, ib + kBlock);
+          for (int64_t p = 0; p < k; ++p) {
+            const uint16_t* src = pa + p * A.s1;
+            uint16_t* dst = ap.get() + p;
+            for (int64_t i = ib; i < ie; ++i) dst[i * kk] = src[i * A.s0];
+          }
         }
-        if (kk != k) row[k] = 0;
       }
+      if (kk != k)
+        for (int64_t i = i0; i < i1; ++i) ap[i * kk + k] = 0;
     });
     // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
     // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values, one 32-bit word).
     const int64_t panel_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk * kPanel, 1));
     parallel_for(0, panels, panel_grain, [&](int64_t q0, int64_t q1) {
       for (int64_t panel = q0; panel < q1; ++panel) {
-        uint16_t* dst = bp.data() + panel * kk * kPanel;
+        uint16_t* dst = bp.get() + panel * kk * kPanel;
         const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
         for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
           const int64_t r = 2 * pair;
@@ -131,7 +148,8 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
       for (int64_t t = t0; t < t1;) {
         const int64_t panel = t / row_blocks, rb0 = t % row_blocks;
         const int64_t rb1 = std::min(row_blocks, rb0 + (t1 - t));
-        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, ap.data(), bp.data(), po, m);
+        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, ap.get(), bp.get(), bias, po,
+              m);
         t += rb1 - rb0;
       }
     });
@@ -142,19 +160,38 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
 
 bool bf16_gemm_kernel_available() { return bf16_tiles_stub.get() != nullptr && cpu_has_avx512bf16(); }
 
-void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out) {
+void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tensor* bias) {
   const int64_t nd = a.dim();
   const bool batched = nd == 3;
   const int64_t batch = batched ? a.sizes()[0] : 1;
   const int64_t n = a.sizes()[nd - 2], k = a.sizes()[nd - 1], m = b.sizes()[nd - 1];
   const StridedMatrix A(a, batched), B(b, batched);
   auto* o = static_cast<uint16_t*>(out.data_ptr());
-  if (a.dtype() == ScalarType::BFloat16 && bf16_gemm_kernel_available()) {
-    bf16_packed(bf16_tiles_stub.get(), A, B, o, batch, n, k, m);
-  } else if (a.dtype() == ScalarType::BFloat16) {
-    via_float32<BFloat16>(A, B, o, batch, n, k, m);
+  const bool bf16 = a.dtype() == ScalarType::BFloat16;
+  if (out.numel() == 0) return;
+  // The bias widened to float32 (exact), zero-padded to whole panels of the kernel.
+  std::vector<float> bias32;
+  if (bias) {
+    bias32.assign(static_cast<size_t>((m + kPanel - 1) / kPanel * kPanel), 0.0f);
+    const auto* pb = static_cast<const uint16_t*>(bias->data_ptr());
+    const int64_t sb = bias->strides()[0];
+    for (int64_t j = 0; j < m; ++j)
+      bias32[j] = bf16 ? to_float<BFloat16>(pb[j * sb]) : to_float<Half>(pb[j * sb]);
+  }
+  const float* bias_f = bias ? bias32.data() : nullptr;
+  if (k == 0) {  // no products: each row is the bias (exact in the dtype), or zeros
+    for (int64_t r = 0; r < batch * n; ++r)
+      for (int64_t j = 0; j < m; ++j)
+        o[r * m + j] =
+            bias ? static_cast<const uint16_t*>(bias->data_ptr())[j * bias->strides()[0]] : uint16_t{0};
+    return;
+  }
+  if (bf16 && bf16_gemm_kernel_available()) {
+    bf16_packed(bf16_tiles_stub.get(), A, B, bias_f, o, batch, n, k, m);
+  } else if (bf16) {
+    via_float32<BFloat16>(A, B, bias_f, o, batch, n, k, m);
   } else {
-    via_float32<Half>(A, B, o, batch, n, k, m);
+    via_float32<Half>(A, B, bias_f, o, batch, n, k, m);
   }
 }
 

@@ -12,6 +12,9 @@
 //   both operands converted to float32, the float32 GEMM (gemm.h), the result rounded back.
 // The instruction rounds each pair's sum like float32 arithmetic, so the result is that of a
 // float32 GEMM of the same (already low-precision) values, up to summation order.
+// - A bias row (linear, addmm's use in linear): the float32 accumulators start from the bias, so
+//   out = round(x @ W^T + b) with one rounding, as PyTorch's bf16 addmm (beta = 1 on a float32
+//   accumulation), and no second pass over the output.
 #include <cstdint>
 
 #include "../dispatch/dispatch_stub.h"
@@ -19,18 +22,21 @@
 
 namespace flambeau::cpu {
 
-/// out[i] = a[i] @ b[i] for bfloat16 or float16 a (B, n, k) or (n, k), b likewise, any strides;
-/// out contiguous of a's dtype.
-void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out);
+/// out[i] = a[i] @ b[i] (+ bias) for bfloat16 or float16 a (B, n, k) or (n, k), b likewise, any
+/// strides; out contiguous of a's dtype; bias, when given, of a's dtype with b's last size elements
+/// (any stride), added to every row before the one rounding. k may be 0 (out = bias or zeros).
+void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tensor* bias = nullptr);
 
 /// Whether the AVX512-BF16 kernel runs bfloat16 products now (the CPU has it and the capability
 /// setting allows AVX-512) (flambeau_core._C._bf16_gemm_kernel(), for tests and benchmarks).
 FB_API bool bf16_gemm_kernel_available();
 
-/// c rows [r0, r1) x panels [p0, p1) of 32 columns = ap @ bp: ap row-major (depth kk, even),
-/// bp the pair panels of Note [Low-precision GEMM]; c bf16 bits, row stride ldc, n columns.
+/// c rows [r0, r1) x panels [p0, p1) of 32 columns = ap @ bp (+ bias): ap row-major (depth kk,
+/// even), bp the pair panels of Note [Low-precision GEMM]; c bf16 bits, row stride ldc, n columns;
+/// bias null or float32 with one value per column, padded with zeros to whole panels.
 using Bf16TilesFn = void (*)(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
-                             const uint16_t* ap, const uint16_t* bp, uint16_t* c, int64_t ldc);
+                             const uint16_t* ap, const uint16_t* bp, const float* bias, uint16_t* c,
+                             int64_t ldc);
 FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_tiles_stub);
 
 }  // namespace flambeau::cpu

@@ -14,6 +14,7 @@
 
 #include "cpu/elementwise/half_convert.h"
 #include "cpu/low_precision.h"
+#include "cpu/pool/pool_2x2.h"
 #include "cpu/pool/pool_shape.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -21,6 +22,13 @@
 #include "flambeau/type_dispatch.h"
 
 namespace flambeau {
+
+namespace cpu {
+FB_DEFINE_DISPATCH(max_pool_2x2_stub);
+FB_REGISTER_NO_DISPATCH(max_pool_2x2_stub, base);
+FB_REGISTER_NO_DISPATCH(max_pool_2x2_stub, avx2);
+}  // namespace cpu
+
 namespace {
 
 // Note [CPU capabilities] for the two hot loops of the benchmark models (LeNet's
@@ -75,12 +83,7 @@ template <>
 struct Lane<Bf16Bits> {
   using T = float;
   using S = uint16_t;
-  static float widen(uint16_t b) {
-    const uint32_t u = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  }
+  static float widen(uint16_t b) { return detail::bf16_bits_to_fp32(b); }
   static uint16_t narrow(float f) {
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
@@ -89,6 +92,32 @@ struct Lane<Bf16Bits> {
 };
 template <class S>
 using StorageOf = std::conditional_t<std::is_same_v<S, Bf16Bits>, uint16_t, S>;
+
+// The windows of a 2x2 / stride 2 pooling that are not full (ceil_mode's last row and column).
+template <class K, class S = StorageOf<K>>
+void max_pool_2x2_edges(const S* in, S* out, int64_t* idx, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+  using L = Lane<K>;
+  using T = typename L::T;
+  const int64_t full_w = std::min(OW, W / 2);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const int64_t ih = 2 * oh;
+    for (int64_t ow = ih + 1 < H ? full_w : 0; ow < OW; ++ow) {
+      const int64_t iw = 2 * ow;
+      T m = lowest<T>();
+      int64_t mi = ih * W + iw;
+      for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
+        for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
+          const T v = L::widen(in[h * W + w]);
+          if (v > m || is_nan(v)) {
+            m = v;
+            mi = h * W + w;
+          }
+        }
+      out[oh * OW + ow] = L::narrow(m);
+      idx[oh * OW + ow] = mi;
+    }
+  }
+}
 
 template <class K, class S = StorageOf<K>>
 [[gnu::always_inline]] inline void max_pool_2x2(const S* in, S* out, int64_t* idx, int64_t H, int64_t W,
@@ -121,23 +150,8 @@ template <class K, class S = StorageOf<K>>
         ir[ow] = base + 2 * ow + mi;
       }
     }
-    const int64_t first_partial = ih + 1 < H ? full_w : 0;
-    for (int64_t ow = first_partial; ow < OW; ++ow) {
-      const int64_t iw = 2 * ow;
-      T m = lowest<T>();
-      int64_t mi = ih * W + iw;
-      for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
-        for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
-          const T v = L::widen(in[h * W + w]);
-          if (v > m || is_nan(v)) {
-            m = v;
-            mi = h * W + w;
-          }
-        }
-      yr[ow] = L::narrow(m);
-      ir[ow] = mi;
-    }
   }
+  max_pool_2x2_edges<K>(in, out, idx, H, W, OH, OW);
 }
 
 FB_POOL_CLONES void max_pool_2x2_f32(const float* in, float* out, int64_t* idx, int64_t H, int64_t W,
@@ -194,30 +208,44 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
       p.kH == 2 && p.kW == 2 && p.sH == 2 && p.sW == 2 && p.pH == 0 && p.pW == 0 && p.dH == 1 && p.dW == 1;
   const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
   int64_t* ind = indices.data<int64_t>();
+  // Note [2x2 max pooling] (pool_avx512.cpp): the AVX-512 kernels take the full windows of float32 and
+  // bfloat16 planes, the edges' partial windows stay here.
+  const auto vec2x2 = fast && p.W < (int64_t{1} << 30) ? cpu::max_pool_2x2_stub.get() : nullptr;
+  const cpu::MaxPool2x2Kernels* k2x2 = vec2x2 ? &vec2x2() : nullptr;
   auto run = [&](auto tag) {
     using K = typename decltype(tag)::type;  // the element type, or Bf16Bits
     using S = StorageOf<K>;
     const S* x = static_cast<const S*>(in.data_ptr());
     S* y = static_cast<S*>(out.data_ptr());
     parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
-      // bfloat16 2x2: the plane widened in cache, the float32 loop, the maxima narrowed back (exact:
-      // each is one of the widened values; the 16-bit compares in one loop did not vectorize).
+      // bfloat16 2x2 without AVX-512: the plane widened in cache, the float32 loop, the maxima narrowed
+      // back (exact: each is one of the widened values; the 16-bit compares in one loop did not vectorize).
       std::vector<float> buf;
       if constexpr (std::is_same_v<K, Bf16Bits>)
-        if (fast) buf.resize(static_cast<size_t>(in_plane + out_plane));
+        if (fast && !k2x2) buf.resize(static_cast<size_t>(in_plane + out_plane));
       for (int64_t c = b; c < e; ++c) {
-        if (fast)
+        const S* xc = x + c * in_plane;
+        S* yc = y + c * out_plane;
+        int64_t* ic = ind + c * out_plane;
+        if (fast && k2x2 && (std::is_same_v<K, float> || std::is_same_v<K, Bf16Bits>)) {
           if constexpr (std::is_same_v<K, float>)
-            max_pool_2x2_f32(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
+            k2x2->f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+          else if constexpr (std::is_same_v<K, Bf16Bits>)
+            k2x2->bf16(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+          max_pool_2x2_edges<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+        } else if (fast) {
+          if constexpr (std::is_same_v<K, float>)
+            max_pool_2x2_f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
           else if constexpr (std::is_same_v<K, Bf16Bits>) {
             const cpu::HalfConvert& cv = cpu::half_convert();
-            cv.bf16_to_f32(x + c * in_plane, buf.data(), in_plane);
-            max_pool_2x2_f32(buf.data(), buf.data() + in_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
-            cv.f32_to_bf16(buf.data() + in_plane, y + c * out_plane, out_plane);
+            cv.bf16_to_f32(xc, buf.data(), in_plane);
+            max_pool_2x2_f32(buf.data(), buf.data() + in_plane, ic, p.H, p.W, p.OH, p.OW);
+            cv.f32_to_bf16(buf.data() + in_plane, yc, out_plane);
           } else
-            max_pool_2x2<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p.H, p.W, p.OH, p.OW);
-        else
-          max_pool_plane<K>(x + c * in_plane, y + c * out_plane, ind + c * out_plane, p);
+            max_pool_2x2<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+        } else {
+          max_pool_plane<K>(xc, yc, ic, p);
+        }
       }
     });
   };
