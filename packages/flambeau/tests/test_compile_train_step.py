@@ -384,3 +384,35 @@ def test_backward_inside_a_compiled_modules_forward_runs_eagerly():
         np.testing.assert_allclose(model.lin.weight.grad.numpy(), twin.lin.weight.grad.numpy(), rtol=1e-6)
     graphs, reasons = compiled._compiled_call.graphs, compiled._compiled_call.break_reasons
     assert graphs == [] and "a module's forward runs backward()" in reasons[0]
+
+
+def _decay(opt, args, kwargs):
+    with fb.no_grad():
+        for group in opt.param_groups:
+            for p in group["params"]:
+                p.mul_(0.99)
+
+
+def test_step_hooks_registered_after_the_capture_are_a_guard_miss():
+    """A hook's ops are recorded into the new capture (its Python side effects happen at capture only, as a
+    module hook's); without the guard the old graph would replay without the hook's decay."""
+    for register in ("own", "global"):
+        (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+        step = fb.compile(plain)
+        batches = _batches([8] * 6)
+        for x, y in batches[:3]:
+            step(x, y), eager(x, y)
+        if register == "own":
+            handles = [opt.register_step_post_hook(_decay) for opt in (opt_e, opt_c)]
+        else:
+            handles = [fb.optim.optimizer.register_optimizer_step_post_hook(_decay)]
+        try:
+            for x, y in batches[3:]:
+                np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+        finally:
+            for h in handles:
+                h.remove()
+        for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+            np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+        assert len(step.graphs) == 2, register  # before the hook and with it
+        assert step.graphs[1].op_names()[-1] == "mul_"

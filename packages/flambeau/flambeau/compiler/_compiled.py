@@ -32,6 +32,7 @@ A training step adds guards of its own (Note [Captured backward] in ``_capture.p
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -203,8 +204,13 @@ def _optimizer_tests(opt: Any, const: Callable[[Any], str]) -> list[str]:
             plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
             tests.append(f"{e}[{key!r}] {'==' if plain else 'is'} {const(v)}")
     for key, v in vars(opt).items():  # the optimizer's own step hooks
-        if key.endswith("_hooks") and type(v) is dict:
+        if key.endswith("_hooks") and isinstance(v, dict):
             tests.append(f"{o}.__dict__[{key!r}] == {const(dict(v))}")
+    defining = sys.modules.get("flambeau_nn.optim.optimizer")
+    for name in ("_global_step_pre_hooks", "_global_step_post_hooks"):  # every optimizer's step hooks
+        hooks = getattr(defining, name, None)
+        if isinstance(hooks, dict):
+            tests.append(f"{const(hooks)} == {const(dict(hooks))}")
     return tests
 
 
