@@ -416,3 +416,31 @@ def test_step_hooks_registered_after_the_capture_are_a_guard_miss():
             np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
         assert len(step.graphs) == 2, register  # before the hook and with it
         assert step.graphs[1].op_names()[-1] == "mul_"
+
+
+def test_a_step_with_dropout_draws_as_eager():
+    """Dropout's mask is drawn afresh on every replay, from the same generator stream as eager's."""
+    runs = []
+    for _ in range(2):
+        fb.manual_seed(0)
+        m = fb.nn.Sequential(fb.nn.Linear(5, 16), fb.nn.ReLU(), fb.nn.Dropout(0.3), fb.nn.Linear(16, 2))
+        opt = fb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = fb.nn.functional.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        runs.append((m, step))
+    (m_e, eager), (m_c, plain) = runs
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 6)):
+        fb.manual_seed(100 + i)
+        want = eager(x, y).item()
+        fb.manual_seed(100 + i)
+        np.testing.assert_allclose(step(x, y).item(), want, rtol=1e-6)
+    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert len(step.graphs) == 1 and "native_dropout" in step.graphs[0].op_names()
