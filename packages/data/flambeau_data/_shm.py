@@ -51,6 +51,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -312,6 +313,7 @@ class WorkerRing:
         self.worker_id = worker_id
         self._slots: dict[int, tuple[str, mmap.mmap]] = {}  # slot -> (file name, mapping)
         self._views: dict[int, Any] = {}  # slot -> (specs, file name, size, metas, tensors) of its last layout
+        self._arenas: dict[int, _SlotArena] = {}  # slot -> its allocator (Note [Collate into the slot])
         self._generation = 0
 
     def _mapping(self, slot: int, nbytes: int) -> tuple[str, mmap.mmap]:
@@ -392,15 +394,7 @@ class WorkerRing:
 
     def pack(self, obj: Any, slot: int) -> ShmBatch:
         """Copies ``obj``'s tensors into ``slot`` and describes the rest."""
-        if type(obj) is list and all(type(t) is fc.Tensor for t in obj):
-            # What default_collate gives for tuple samples: its structure's bytes are known.
-            tensors: list[fc.Tensor] = obj
-            payload = _list_of_refs(len(obj))
-        else:
-            tensors = []
-            buf = io.BytesIO()
-            _RefPickler(buf, tensors).dump(obj)
-            payload = buf.getvalue()
+        tensors, payload = _structure(obj)
         batch, dsts = self.views(slot, [(t.dtype, tuple(t.shape)) for t in tensors])
         for dst, src in zip(dsts, tensors, strict=True):
             if src.numel():
@@ -408,7 +402,64 @@ class WorkerRing:
         batch.payload = payload
         return batch
 
+    def collate_into(self, slot: int, collate: Callable[[Any], Any], samples: Any) -> ShmBatch | None:
+        """``collate(samples)`` made straight in ``slot``'s memory, or None where that does not apply.
+
+        Note [Collate into the slot]: default_collate's results are fresh tensors from the current
+        allocator, which pack would then copy into the slot. Here the allocator is, for the collate
+        only, a bump allocator over the slot's mapping (``_SlotArena``), so the batch is made where
+        the main process will read it and nothing is copied. Only where it is safe: the slot is
+        mapped already (its size known from an earlier batch), the process runs one thread (no
+        other thread's tensors may land in the slot), and ``collate`` is pure (the caller passes
+        default_collate only: it keeps nothing), so a failure simply reruns it the usual way. The
+        results must all lie in the slot, contiguous, 64-byte aligned and disjoint; anything else
+        (a batch larger than the slot: malloc raises; NumPy arrays made into tensors; a refusal)
+        returns None once the results are dropped, and the caller collates and packs as before.
+        The results are dropped by the caller before the next task, and a slot is remapped only
+        in ``_mapping``, after that: no tensor ever outlives the arena memory it views.
+        """
+        cur = self._slots.get(slot)
+        if cur is None or threading.active_count() != 1:
+            return None
+        name, mapping = cur
+        arena = self._arenas.get(slot)
+        if arena is None or arena.name != name:
+            probe = fc.frombuffer(mapping, dtype=fc.uint8, count=1)
+            arena = self._arenas[slot] = _SlotArena(name, probe.data_ptr(), len(mapping))
+            del probe
+        arena.top = arena.base
+        previous = fc.get_allocator()
+        if arena.handle is None:
+            arena.handle = fc.set_allocator(arena)
+        else:
+            fc.set_allocator(arena.handle)
+        try:
+            out = collate(samples)
+        except Exception:  # noqa: BLE001 (the slot was too small, or a real error: rerun the usual way)
+            return None
+        finally:
+            fc.set_allocator(previous)
+        try:
+            tensors, payload = _structure(out)
+        except Exception:  # noqa: BLE001 (the usual path reruns the collate and raises it there)
+            return None
+        metas = []
+        spans = []
+        for t in tensors:
+            nbytes = t.numel() * t.element_size()
+            offset = t.data_ptr() - arena.base
+            if nbytes and (not t.is_contiguous() or offset < 0 or offset % _ALIGN or offset + nbytes > arena.size):
+                return None
+            metas.append((offset if nbytes else 0, dtype_name(t.dtype), tuple(t.shape)))
+            if nbytes:
+                spans.append((offset, offset + nbytes))
+        spans.sort()
+        if any(spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1)):
+            return None  # two results share bytes: the usual path copies each
+        return ShmBatch(name, len(mapping), metas, payload, slot)
+
     def close(self) -> None:
+        self._arenas.clear()
         self._views.clear()
         for _, mapping in self._slots.values():
             try:
@@ -416,6 +467,25 @@ class WorkerRing:
             except BufferError:
                 pass  # a tensor still views it; the mapping goes with it
         self._slots.clear()
+
+
+class _SlotArena:
+    """A bump allocator over one slot's mapping (Note [Collate into the slot]); core calls malloc/free."""
+
+    def __init__(self, name: str, base: int, size: int) -> None:
+        self.name, self.base, self.size = name, base, size
+        self.top = base
+        self.handle: Any = None  # the core Allocator wrapping this object, once registered
+
+    def malloc(self, nbytes: int) -> int:
+        start = -(-self.top // _ALIGN) * _ALIGN
+        if start + nbytes > self.base + self.size:
+            raise MemoryError(f"the slot has {self.base + self.size - start} bytes left, {nbytes} asked")
+        self.top = start + max(nbytes, 1)
+        return start
+
+    def free(self, ptr: int, nbytes: int) -> None:
+        pass  # the slot is rewritten once the main process is done with the batch
 
 
 def _copy_into(dst: fc.Tensor, src: fc.Tensor) -> None:
@@ -434,6 +504,17 @@ def _copy_into(dst: fc.Tensor, src: fc.Tensor) -> None:
 
 _NUMPY_VIEWS: dict[int, Any] = {}  # id(tensor) -> (tensor, array viewing it)
 _LIST_OF_REFS: dict[int, bytes] = {}
+
+
+def _structure(obj: Any) -> tuple[list[fc.Tensor], bytes]:
+    """``obj``'s tensors, in order, and its pickled structure with each tensor replaced by its index."""
+    if type(obj) is list and all(type(t) is fc.Tensor for t in obj):
+        # What default_collate gives for tuple samples: its structure's bytes are known.
+        return obj, _list_of_refs(len(obj))
+    tensors: list[fc.Tensor] = []
+    buf = io.BytesIO()
+    _RefPickler(buf, tensors).dump(obj)
+    return tensors, buf.getvalue()
 
 
 def _list_of_refs(k: int) -> bytes:

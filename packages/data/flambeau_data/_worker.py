@@ -202,19 +202,27 @@ class _MapFetcher:
             and len(dataset.shape) > 0
         )
 
+    @property
+    def collates_samples(self) -> bool:
+        """In a worker, fetching is ``samples`` then default_collate (Note [Collate into the slot])."""
+        return self.defer_rows and self.auto_collation and self._default_collate and not self._rows
+
     def fetch(self, indices: Any) -> Any:
         if not self.auto_collation:
             return self.collate_fn(self.dataset[indices])
         if self._rows:
             return self._gather_rows(indices)
-        if self.defer_rows and _profiler._active is not None:  # in a worker: the range in its profile
-            with _profiler._range(self._getitem_range, _profiler_events.KIND_USER):
-                data = self._samples(indices)
-        else:
-            data = self._samples(indices)
+        data = self.samples(indices)
         if self.defer_rows and self._default_collate and type(data) is GatheredBatch and data.index is not None:
             return data  # gathered straight into shared memory by the worker (WorkerRing.gather_rows)
         return self.collate_fn(data)
+
+    def samples(self, indices: Any) -> Any:
+        """The samples of ``indices``, not yet collated."""
+        if self.defer_rows and _profiler._active is not None:  # in a worker: the range in its profile
+            with _profiler._range(self._getitem_range, _profiler_events.KIND_USER):
+                return self._samples(indices)
+        return self._samples(indices)
 
     def _samples(self, indices: Any) -> Any:
         if self._getitems is not None:
@@ -297,7 +305,16 @@ def _seed_worker(seed: int) -> None:
 
 def _fetch_into(fetcher: Any, ring: _shm.WorkerRing, indices: Any, slot: int) -> _shm.ShmBatch:
     """Fetches the batch of ``indices`` and places it in ring slot ``slot``."""
-    batch = fetcher.fetch(indices)
+    if type(fetcher) is _MapFetcher and fetcher.collates_samples:
+        samples = fetcher.samples(indices)
+        if type(samples) is not GatheredBatch or samples.index is None:
+            out = ring.collate_into(slot, fetcher.collate_fn, samples)  # Note [Collate into the slot]
+            if out is not None:
+                return out
+            return ring.pack(fetcher.collate_fn(samples), slot)
+        batch: Any = samples
+    else:
+        batch = fetcher.fetch(indices)
     if type(batch) is GatheredBatch:
         return ring.gather_rows(batch.sources, batch.index, slot)  # type: ignore[arg-type]
     return ring.pack(batch, slot)

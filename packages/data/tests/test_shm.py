@@ -65,3 +65,58 @@ def test_list_of_refs_is_what_the_general_path_pickles(rings):
     buf = io.BytesIO()
     _shm._RefPickler(buf, tensors).dump([x, x + 1])
     assert buf.getvalue() == fast and len(tensors) == 2
+
+
+def _samples(n, size=6):
+    x = fc.tensor(np.arange(n * size, dtype=np.float32).reshape(n, 1, size))
+    y = fc.tensor(np.arange(n, dtype=np.int64))
+    return [(x[i], y[i]) for i in range(n)]
+
+
+def test_collate_into_a_mapped_slot_gives_default_collates_batch(rings, monkeypatch):
+    from flambeau_data import default_collate
+
+    # A worker runs one thread; this test process may hold threads other tests left behind.
+    monkeypatch.setattr(_shm.threading, "active_count", lambda: 1)
+    worker, main = rings
+    before = fc.get_allocator().name
+    assert worker.collate_into(0, default_collate, _samples(4)) is None  # slot 0 not mapped yet
+    worker.pack(default_collate(_samples(4)), 0)  # maps it
+    for n in (4, 3):  # the same size, then a smaller last batch
+        samples = _samples(n)
+        sent = worker.collate_into(0, default_collate, samples)
+        assert sent is not None and fc.get_allocator().name == before
+        got = main.receive(0, pickle.loads(pickle.dumps(sent)), lambda w, s: None)
+        assert to_py(got) == to_py(default_collate(samples))
+        assert [m[0] % 64 for m in sent.metas] == [0, 0]
+        del got
+
+
+@pytest.mark.parametrize("case", ["too large", "ragged", "numpy", "thread"])
+def test_collate_into_declines_and_restores_the_allocator(rings, case):
+    import threading
+
+    from flambeau_data import default_collate
+
+    worker, _ = rings
+    before = fc.get_allocator().name
+    worker.pack(default_collate(_samples(2)), 0)
+    samples = {
+        "too large": _samples(64, size=64),  # 16 KiB: more than the one page mapped
+        "ragged": [(fc.zeros(2),), (fc.zeros(3),)],
+        "numpy": [np.zeros(3, dtype=np.float32), np.ones(3, dtype=np.float32)],
+        "thread": _samples(2),
+    }[case]
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait) if case == "thread" else None
+    if other is not None:
+        other.start()
+    try:
+        assert worker.collate_into(0, default_collate, samples) is None
+    finally:
+        stop.set()
+        if other is not None:
+            other.join()
+    assert fc.get_allocator().name == before
+    if case != "ragged":  # the usual path still gives the batch
+        assert to_py(worker.pack(default_collate(samples), 0).metas) is not None
