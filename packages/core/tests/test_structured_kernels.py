@@ -678,3 +678,75 @@ def test_clamp_sgn_conj_physical_dtypes_and_out_errors():
     for r in (fc.sgn(m), fc.conj_physical(m), fc.clamp(fc.empty((2, 3), device="meta"), 0.0)):
         assert r.is_meta and tuple(r.shape) == (2, 3)
     assert fc.clamp(fc.empty((2, 3), dtype=fc.int64, device="meta"), 0.5).dtype == fc.float32
+
+
+# ---- the softmax family: _softmax, _log_softmax and their backwards (the row kernels) ----
+
+SOFTMAX = ["_softmax", "_log_softmax"]
+
+
+@devices(types=("cpu", "sim", "cuda"))
+@pytest.mark.parametrize("dtype", list(ACT_DTYPES))
+@pytest.mark.parametrize("name", SOFTMAX)
+def test_softmax_forms(name, dtype, device):
+    a = np.random.default_rng(6).uniform(-6.0, 6.0, (4, 3, 5))
+    fdt, tdt = ACT_DTYPES[dtype]
+    for dim in (0, 1, -1):  # strided rows (inner > 1) and contiguous ones
+        expected = getattr(torch, name)(torch.from_numpy(a).to(tdt), dim, False)
+        x = to_fc(a, dtype, device)
+        if dtype == "float32":
+            names = trace(lambda x=x, dim=dim: getattr(_C, name)(x, dim))
+            assert name in names and "copy_" not in names and "cast" not in names
+        assert_act_close(getattr(_C, name)(x, dim), expected, dtype)
+    # A transposed (non-contiguous) input.
+    t = torch.from_numpy(a).to(tdt).transpose(0, 2)
+    assert_act_close(
+        getattr(_C, name)(to_fc(a, dtype, device).transpose(0, 2), 1), getattr(torch, name)(t, 1, False), dtype
+    )
+    e = getattr(_C, name)(fc.empty((0, 3), dtype=fdt, device=device), 1)
+    assert tuple(e.shape) == (0, 3) and e.dtype == fdt
+
+
+@devices(types=("cpu", "sim", "cuda"))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", SOFTMAX)
+def test_softmax_backward_forms(name, dtype, device):
+    a, ga = np.random.default_rng(7).uniform(-3.0, 3.0, (2, 4, 6)), act_input((2, 4, 6), seed=8)
+    fdt, tdt = ACT_DTYPES[dtype]
+    for dim in (0, 1, 2):
+        y = getattr(torch, name)(torch.from_numpy(a).to(tdt), dim, False)
+        g = torch.from_numpy(ga).to(tdt)
+        expected = getattr(torch, name + "_backward_data")(g, y, dim, tdt)
+        fy, fg = fc.tensor(y.numpy(), device=device), fc.tensor(ga, device=device).to(fdt)
+        names = trace(lambda fy=fy, fg=fg, dim=dim: getattr(_C, name + "_backward_data")(fg, fy, dim))
+        assert name + "_backward_data" in names and "copy_" not in names
+        assert_act_close(getattr(_C, name + "_backward_data")(fg, fy, dim), expected, dtype)
+        # grad_output and output of other strides (transposed views of the same values)
+        got = getattr(_C, name + "_backward_data")(fg.transpose(0, 2).contiguous().transpose(0, 2), fy, dim)
+        assert_act_close(got, expected, dtype)
+
+
+def test_softmax_family_meta_and_errors():
+    m = fc.empty((2, 3, 4), device="meta")
+    tm = torch.empty((2, 3, 4), device="meta")
+    for name in SOFTMAX:
+        got, expected = getattr(_C, name)(m, 1), getattr(torch, name)(tm, 1, False)
+        assert got.is_meta and got.dtype == fc.float32 and tuple(got.shape) == tuple(expected.shape)
+        got = getattr(_C, name + "_backward_data")(m, m, -1)
+        assert got.is_meta and tuple(got.shape) == (2, 3, 4)
+    for device in ("cpu", "meta"):
+        i = fc.empty((2, 3), dtype=fc.int64, device=device)
+        with pytest.raises(TypeError, match=r"\[softmax\] needs a floating point tensor, got dtype int64"):
+            _C._softmax(i, 0)
+        with pytest.raises(TypeError, match=r"\[log_softmax\] needs a floating point tensor, got dtype int64"):
+            _C._log_softmax(i, 0)
+        x = fc.empty((2, 3), device=device)
+        with pytest.raises(IndexError, match=r"\[log_softmax\] .*dim"):
+            _C._log_softmax(x, 2)
+        with pytest.raises(TypeError, match=r"\[_softmax_backward_data\] grad_output dtype float64 does not match"):
+            _C._softmax_backward_data(fc.empty((2, 3), dtype=fc.float64, device=device), x, 0)
+        with pytest.raises(ValueError, match=r"\[_log_softmax_backward_data\] grad_output shape \(3,\) does not"):
+            _C._log_softmax_backward_data(fc.empty((3,), device=device), x, 0)
+        with pytest.raises(TypeError, match=r"\[_softmax_backward_data\] needs a float32 or float64 output"):
+            b = fc.empty((2, 3), dtype=fc.bfloat16, device=device)
+            _C._softmax_backward_data(b, b, 0)

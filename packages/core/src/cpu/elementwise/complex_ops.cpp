@@ -12,12 +12,7 @@ using namespace cpu;
 // Note [Structured kernels]: out has a's dtype (or is a, in place); a real a is copied.
 void conj_physical_out_cpu(const Tensor& out, const Tensor& a) {
   const ScalarType t = out.dtype();
-  if (!is_complex(t)) {
-    if (out.impl() == a.impl()) return;
-    Tensor dst = out;
-    op::copy_(dst, a);
-    return;
-  }
+  if (!is_complex(t)) return identity_into(out, a);
   TensorIterator it = TensorIterator::into("conj_physical", out, a, t);
   visit_dtypes<kDtComplex>(t, "conj_physical", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "flambeau/error.h"
+#include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "loops.h"
 #include "tensor_iterator.h"
@@ -56,6 +57,13 @@ Loop1D half_loop(ScalarType t, VecOp op);
 Loop1D complex_loop(ScalarType t, VecOp op);
 /// Writes |z| of a complex tensor into out, of the matching real dtype (complex_loops.cpp).
 void complex_abs_into(const Tensor& out, const Tensor& a);
+/// Note [Structured kernels]: out = a, for an op that is the identity on some dtypes (nan_to_num of
+/// integers, conj_physical of reals): nothing to do in place (out is a), else a copy.
+inline void identity_into(const Tensor& out, const Tensor& a) {
+  if (out.impl() == a.impl()) return;
+  Tensor dst = out;
+  op::copy_(dst, a);
+}
 
 inline Loop1D pick_loop(const char* op, ScalarType t, VecOp vop, const IntLoops& ints) {
   Loop1D f = nullptr;

@@ -135,12 +135,7 @@ void isfinite_out_cpu(const Tensor& out, const Tensor& a) {
 void nan_to_num_out_cpu(const Tensor& out, const Tensor& a, std::optional<double> nan, std::optional<double> posinf,
                         std::optional<double> neginf) {
   const ScalarType t = out.dtype();
-  if (!is_floating(t)) {
-    if (out.impl() == a.impl()) return;
-    Tensor dst = out;
-    op::copy_(dst, a);
-    return;
-  }
+  if (!is_floating(t)) return identity_into(out, a);
   TensorIterator it = TensorIterator::into("nan_to_num", out, a, t);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;

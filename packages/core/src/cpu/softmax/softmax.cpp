@@ -137,84 +137,106 @@ void backward_strided(Kind kind, const T* g, const T* y, T* gi, RowShape s) {
   });
 }
 
-Tensor forward_cpu(Kind kind, const Tensor& self, int64_t dim) {
-  const char* op = name_of(kind);
-  // float16/bfloat16 (as PyTorch): computed in float32, rounded once.
-  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
-    return op::cast(forward_cpu(kind, op::cast(self, ScalarType::Float32), dim), self.dtype());
-  const int64_t d = wrap_dim(dim, self.dim(), op);  // a valid dim of a float32/64 self (meta::check_softmax)
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (self.numel() == 0) return out;
-  const RowShape s = row_shape(self, d);
-  const Tensor x = self.is_contiguous() ? self : op::contiguous(self, MemoryFormat::Contiguous);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T* xp = x.data<T>();
-      T* yp = out.data<T>();
-      if (s.inner == 1) {
-        const auto& rt = cpu::softmax_rows();
-        cpu::SoftmaxFwd<T> f;
-        if constexpr (std::is_same_v<T, float>)
-          f = kind == Kind::Softmax ? rt.softmax_f32 : rt.log_softmax_f32;
-        else
-          f = kind == Kind::Softmax ? rt.softmax_f64 : rt.log_softmax_f64;
-        parallel_for(0, s.outer, row_grain(s.n), [&](int64_t begin, int64_t end) {
-          f(xp + begin * s.n, yp + begin * s.n, end - begin, s.n);
-        });
-      } else {
-        forward_strided<T>(kind, xp, yp, s);
-      }
-    }
-  });
-  return out;
+// Note [Structured kernels]: the row loops write a contiguous output; an out of other strides gets
+// its values through a contiguous buffer.
+template <class F>
+void into_contiguous(const Tensor& out, const F& compute) {
+  if (out.is_contiguous()) return compute(out);
+  const Tensor buf = op::empty(out.sizes(), out.dtype(), out.device());
+  compute(buf);
+  Tensor dst = out;
+  op::copy_(dst, buf);
 }
 
-Tensor backward_cpu(Kind kind, const Tensor& grad, const Tensor& output, int64_t dim) {
+// out has self's dtype and shape (the `same` rules); dim is valid and self floating (meta::check_softmax).
+void forward_out(Kind kind, const Tensor& out, const Tensor& self, int64_t dim) {
+  const char* op = name_of(kind);
+  // float16/bfloat16 (as PyTorch): computed in float32, rounded once into out.
+  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16) {
+    const Tensor wide = op::empty(self.sizes(), ScalarType::Float32, self.device());
+    forward_out(kind, wide, op::cast(self, ScalarType::Float32), dim);
+    Tensor dst = out;
+    op::copy_(dst, wide);
+    return;
+  }
+  if (self.numel() == 0) return;
+  const int64_t d = wrap_dim(dim, self.dim(), op);
+  const RowShape s = row_shape(self, d);
+  const Tensor x = self.is_contiguous() ? self : op::contiguous(self, MemoryFormat::Contiguous);
+  into_contiguous(out, [&](const Tensor& y) {
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* xp = x.data<T>();
+        T* yp = y.data<T>();
+        if (s.inner == 1) {
+          const auto& rt = cpu::softmax_rows();
+          cpu::SoftmaxFwd<T> f;
+          if constexpr (std::is_same_v<T, float>)
+            f = kind == Kind::Softmax ? rt.softmax_f32 : rt.log_softmax_f32;
+          else
+            f = kind == Kind::Softmax ? rt.softmax_f64 : rt.log_softmax_f64;
+          parallel_for(0, s.outer, row_grain(s.n), [&](int64_t begin, int64_t end) {
+            f(xp + begin * s.n, yp + begin * s.n, end - begin, s.n);
+          });
+        } else {
+          forward_strided<T>(kind, xp, yp, s);
+        }
+      }
+    });
+  });
+}
+
+// out has output's dtype (float32 or float64, grad_output's too) and shape: meta::check_softmax_grad.
+void backward_out(Kind kind, const Tensor& gi, const Tensor& grad, const Tensor& output, int64_t dim) {
+  if (output.numel() == 0) return;
   const std::string op = std::string("_") + name_of(kind) + "_backward_data";
-  const int64_t d = wrap_dim(dim, output.dim(), op.c_str());  // checked by meta::check_softmax_grad
-  Tensor gi = op::empty(output.sizes(), output.dtype(), output.device());
-  if (output.numel() == 0) return gi;
+  const int64_t d = wrap_dim(dim, output.dim(), op.c_str());
   const RowShape s = row_shape(output, d);
   const Tensor g = grad.is_contiguous() ? grad : op::contiguous(grad, MemoryFormat::Contiguous);
   const Tensor y = output.is_contiguous() ? output : op::contiguous(output, MemoryFormat::Contiguous);
-  visit_dtype(output.dtype(), op.c_str(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T* gp = g.data<T>();
-      const T* yp = y.data<T>();
-      T* op_ = gi.data<T>();
-      if (s.inner == 1) {
-        const auto& rt = cpu::softmax_rows();
-        cpu::SoftmaxBwd<T> f;
-        if constexpr (std::is_same_v<T, float>)
-          f = kind == Kind::Softmax ? rt.softmax_bwd_f32 : rt.log_softmax_bwd_f32;
-        else
-          f = kind == Kind::Softmax ? rt.softmax_bwd_f64 : rt.log_softmax_bwd_f64;
-        parallel_for(0, s.outer, row_grain(s.n), [&](int64_t begin, int64_t end) {
-          f(gp + begin * s.n, yp + begin * s.n, op_ + begin * s.n, end - begin, s.n);
-        });
-      } else {
-        backward_strided<T>(kind, gp, yp, op_, s);
+  into_contiguous(gi, [&](const Tensor& r) {
+    visit_dtype(output.dtype(), op.c_str(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* gp = g.data<T>();
+        const T* yp = y.data<T>();
+        T* op_ = r.data<T>();
+        if (s.inner == 1) {
+          const auto& rt = cpu::softmax_rows();
+          cpu::SoftmaxBwd<T> f;
+          if constexpr (std::is_same_v<T, float>)
+            f = kind == Kind::Softmax ? rt.softmax_bwd_f32 : rt.log_softmax_bwd_f32;
+          else
+            f = kind == Kind::Softmax ? rt.softmax_bwd_f64 : rt.log_softmax_bwd_f64;
+          parallel_for(0, s.outer, row_grain(s.n), [&](int64_t begin, int64_t end) {
+            f(gp + begin * s.n, yp + begin * s.n, op_ + begin * s.n, end - begin, s.n);
+          });
+        } else {
+          backward_strided<T>(kind, gp, yp, op_, s);
+        }
       }
-    }
+    });
   });
-  return gi;
 }
 
-Tensor softmax_cpu(const Tensor& self, int64_t dim) { return forward_cpu(Kind::Softmax, self, dim); }
-Tensor log_softmax_cpu(const Tensor& self, int64_t dim) { return forward_cpu(Kind::LogSoftmax, self, dim); }
-Tensor softmax_backward_cpu(const Tensor& grad, const Tensor& output, int64_t dim) {
-  return backward_cpu(Kind::Softmax, grad, output, dim);
+void softmax_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
+  forward_out(Kind::Softmax, out, self, dim);
 }
-Tensor log_softmax_backward_cpu(const Tensor& grad, const Tensor& output, int64_t dim) {
-  return backward_cpu(Kind::LogSoftmax, grad, output, dim);
+void log_softmax_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
+  forward_out(Kind::LogSoftmax, out, self, dim);
+}
+void softmax_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& output, int64_t dim) {
+  backward_out(Kind::Softmax, out, grad, output, dim);
+}
+void log_softmax_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& output, int64_t dim) {
+  backward_out(Kind::LogSoftmax, out, grad, output, dim);
 }
 
-FB_REGISTER_KERNEL(op::_softmax, CPU, softmax_cpu);
-FB_REGISTER_KERNEL(op::_log_softmax, CPU, log_softmax_cpu);
-FB_REGISTER_KERNEL(op::_softmax_backward_data, CPU, softmax_backward_cpu);
-FB_REGISTER_KERNEL(op::_log_softmax_backward_data, CPU, log_softmax_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::_softmax, CPU, softmax_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_log_softmax, CPU, log_softmax_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_softmax_backward_data, CPU, softmax_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_log_softmax_backward_data, CPU, log_softmax_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
