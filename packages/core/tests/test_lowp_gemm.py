@@ -173,3 +173,16 @@ def test_linear_bias_dtype_mismatch_is_refused():
     x = fc.ones(2, 3).to(fc.bfloat16)
     with pytest.raises(TypeError, match="linear"):
         fc.linear(x, fc.ones(4, 3).to(fc.bfloat16), fc.ones(4))
+
+
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 31, 33, 64])
+@pytest.mark.parametrize("k", [1, 2, 7, 8, 9, 16, 19])
+def test_transposed_right_operand_packing(k, m):
+    """op(B) = W^T (linear's weight): its panels are 4 x 4 transposes of 32-bit pairs plus the loop for
+    the leftover pairs (k / 2 not a multiple of 4, an odd k's last half pair) and columns (m % 4, the
+    last panel's zero columns); every case equals the float32 product of the same values."""
+    a, a32 = _rounded((11, k), fc.bfloat16)
+    w, w32 = _rounded((m, k), fc.bfloat16)
+    _check(fc.mm(a, w.t()), _expected(a32, w32.T, fc.bfloat16), fc.bfloat16)
+    big, big32 = _rounded((m, 2 * k + 3), fc.bfloat16)  # rows of W further apart than k
+    _check(fc.mm(a, big[:, 3 : 3 + k].t()), _expected(a32, big32[:, 3 : 3 + k].T, fc.bfloat16), fc.bfloat16)

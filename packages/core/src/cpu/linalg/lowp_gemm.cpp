@@ -1,6 +1,8 @@
 // The bfloat16 / float16 GEMM driver (Note [Low-precision GEMM] in lowp_gemm.h).
 #include "cpu/linalg/lowp_gemm.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -75,6 +77,34 @@ std::unique_ptr<V[]> scratch(int64_t n) {
   return std::unique_ptr<V[]>(new V[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
+// dst[p * ldd + 2 * c .. + 1] = src[c * lds + 2 * p .. + 1] (32-bit words of bf16 pairs) for pairs
+// p < pairs (a multiple of 4) and columns c < width; the columns [width, kPanel) are zeroed.
+void transpose_words_4x4(const uint16_t* src, int64_t lds, int64_t width, int64_t pairs, uint16_t* dst,
+                         int64_t ldd) {
+  const int64_t width4 = width / 4 * 4;
+  for (int64_t p = 0; p < pairs; p += 4) {
+    uint16_t* d = dst + p * ldd;
+    for (int64_t c = 0; c < width4; c += 4) {
+      const uint16_t* s = src + c * lds + 2 * p;
+      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + lds));
+      const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * lds));
+      const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * lds));
+      const __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
+      const __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * c), _mm_unpacklo_epi64(t0, t1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + ldd + 2 * c), _mm_unpackhi_epi64(t0, t1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * ldd + 2 * c), _mm_unpacklo_epi64(t2, t3));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * ldd + 2 * c), _mm_unpackhi_epi64(t2, t3));
+    }
+    for (int64_t i = 0; i < 4; ++i) {
+      uint16_t* row = d + i * ldd;
+      for (int64_t c = width4; c < width; ++c) std::memcpy(row + 2 * c, src + c * lds + 2 * (p + i), 4);
+      std::memset(row + 2 * width, 0, static_cast<size_t>(kPanel - width) * 2 * sizeof(uint16_t));
+    }
+  }
+}
+
 // The AVX512-BF16 route: pack op(A) row-major with an even depth and op(B) into pair panels.
 void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, const float* bias,
                  uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
@@ -115,7 +145,13 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
       for (int64_t panel = q0; panel < q1; ++panel) {
         uint16_t* dst = bp.get() + panel * kk * kPanel;
         const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
-        for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
+        // Transposed op(B) (linear's W^T): column j of op(B) is a stored row and its pair p is that
+        // row's 32-bit word p, so a panel is a transpose of 32-bit words, done 4 x 4 in SSE registers
+        // (4 columns' 4 pairs in, 4 pairs' 4 columns out); the loop below does the rest.
+        const int64_t pairs4 = B.s0 == 1 && B.s1 != 1 ? k / 2 / 4 * 4 : 0;
+        transpose_words_4x4(pb + j0 * B.s1, B.s1, width, pairs4, dst, 2 * kPanel);
+        dst += pairs4 * 2 * kPanel;
+        for (int64_t pair = pairs4; pair < kk / 2; ++pair, dst += 2 * kPanel) {
           const int64_t r = 2 * pair;
           const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
           const bool full = r + 1 < k;
