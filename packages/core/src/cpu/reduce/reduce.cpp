@@ -1,5 +1,6 @@
 // CPU kernels: sum (over dims, keepdim, dtype), max (all elements), max_dim
-// and argmax.
+// and argmax (out kernels of structured ops but max_dim: Note [Structured
+// kernels]).
 //
 // sum walks the input in memory order (dims sorted by stride, neighbours
 // merged) into an accumulator per output element: double for floats (so
@@ -12,13 +13,13 @@
 #include <memory>
 #include <vector>
 
-#include "flambeau/ops.h"
-#include "flambeau/type_dispatch.h"
 #include "cpu/elementwise/loops.h"
-#include "reduce_common.h"
-#include "tensor_iterator.h"
 #include "cpu/elementwise/vec_table.h"
 #include "cpu/elementwise/wrapping.h"
+#include "flambeau/ops.h"
+#include "flambeau/type_dispatch.h"
+#include "reduce_common.h"
+#include "tensor_iterator.h"
 
 namespace flambeau {
 namespace {
@@ -198,74 +199,63 @@ std::optional<Tensor> sum_other_dtype(const Tensor& self, OptionalIntArrayRef di
   return op::view_as_complex(op::contiguous(s, MemoryFormat::Contiguous));
 }
 
-Tensor sum_cpu(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
-  if (auto r = sum_other_dtype(self, dim, keepdim, dtype)) return *r;
+void sum_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                 std::optional<ScalarType> dtype) {
+  if (auto r = sum_other_dtype(self, dim, keepdim, dtype)) return copy_out(out, *r);
   const IntArrayRef dims = dim.value_or(IntArrayRef{});  // none (or empty, as in PyTorch): all dims
-  const ScalarType out_t = dtype                             ? *dtype
-                           : is_integral(self.dtype(), true) ? ScalarType::Int64
-                                                             : self.dtype();
+  const ScalarType out_t = out.dtype();                  // the meta step's accumulate rule
   FB_CHECK_TYPE(out_t == ScalarType::Int64 || out_t == ScalarType::Int32 || out_t == ScalarType::Float32 ||
                     out_t == ScalarType::Float64,
                 "[sum] dtype ", dtype_name(out_t), " is not supported (use int64, float32 or float64)");
   // A floating input summed into an integer dtype is cast first (PyTorch: sum(f, dtype=int64)).
-  const int64_t nd = self.dim();
-  const uint64_t mask = reduce_mask("sum", dims, nd);
-  Shape out_shape;
-  for (int64_t d = 0; d < nd; ++d) {
-    if (!(mask >> d & 1))
-      out_shape.push_back(self.sizes()[d]);
-    else if (keepdim)
-      out_shape.push_back(1);
-  }
-  // Note [Size overflow]: a sum over the empty dim of a (2**62, 0) tensor has 2**62 zeros.
-  shape_nbytes(out_shape, out_t, "sum");
-  Tensor out = op::empty(out_shape, out_t, self.device());
-  const int64_t nout = out.numel();
+  const uint64_t mask = reduce_mask("sum", dims, self.dim());
+  const size_t nout = static_cast<size_t>(out.numel());
   // The input in a dtype the kernel reads: its own float dtype, or the output's.
   const bool read_self =
       ((self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64) && is_floating(out_t)) ||
       self.dtype() == out_t;
   const Tensor in = read_self ? self : op::cast(self, out_t);
-  if (is_floating(out_t)) {
-    std::vector<double> acc(static_cast<size_t>(nout), 0.0);
-    if (in.numel() > 0)
-      visit_dtype(in.dtype(), "sum", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-          sum_kernel<T, double>(in, mask, acc.data());
-      });
-    if (out_t == ScalarType::Float32)
-      std::copy(acc.begin(), acc.end(), out.data<float>());
-    else
-      std::copy(acc.begin(), acc.end(), out.data<double>());
-  } else {
-    std::vector<int64_t> acc(static_cast<size_t>(nout), 0);
-    if (in.numel() > 0)
-      visit_dtype(in.dtype(), "sum", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
-          sum_kernel<T, int64_t>(in, mask, acc.data());
-      });
-    if (out_t == ScalarType::Int64)
-      std::copy(acc.begin(), acc.end(), out.data<int64_t>());
-    else
-      std::transform(acc.begin(), acc.end(), out.data<int32_t>(),
-                     [](int64_t v) { return static_cast<int32_t>(v); });
-  }
-  return out;
+  write_reduced(out, self, [&](const Tensor& dst) {
+    if (is_floating(out_t)) {
+      std::vector<double> acc(nout, 0.0);
+      if (in.numel() > 0)
+        visit_dtype(in.dtype(), "sum", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+            sum_kernel<T, double>(in, mask, acc.data());
+        });
+      if (out_t == ScalarType::Float32)
+        std::copy(acc.begin(), acc.end(), dst.data<float>());
+      else
+        std::copy(acc.begin(), acc.end(), dst.data<double>());
+    } else {
+      std::vector<int64_t> acc(nout, 0);
+      if (in.numel() > 0)
+        visit_dtype(in.dtype(), "sum", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>)
+            sum_kernel<T, int64_t>(in, mask, acc.data());
+        });
+      if (out_t == ScalarType::Int64)
+        std::copy(acc.begin(), acc.end(), dst.data<int64_t>());
+      else
+        std::transform(acc.begin(), acc.end(), dst.data<int32_t>(),
+                       [](int64_t v) { return static_cast<int32_t>(v); });
+    }
+  });
 }
 
 // ---- max / argmax ----
 
 // max, max.dim, argmax: self is reducible (the meta step's check_reducible: Note [Meta step]).
-Tensor max_cpu(const Tensor& self) {
+void max_out_cpu(const Tensor& out, const Tensor& self) {
   const Tensor in = contiguous(self);
-  Tensor out = op::empty({}, self.dtype(), self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, true>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, true>(in.data<T>(), 1, in.numel(), 1, dst.data<T>(), nullptr);
+    });
   });
-  return out;
 }
 
 std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
@@ -281,27 +271,25 @@ std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool kee
   return {values, indices};
 }
 
-Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+void argmax_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const Tensor in = contiguous(self);
   DimSplit s;
-  if (dim) {
+  if (dim)
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmax"), keepdim, "argmax");
-  } else {
+  else
     s.n = self.numel();
-    if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
-  }
-  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmax", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmax", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, nullptr, dst.data<int64_t>());
+    });
   });
-  return indices;
 }
 
-FB_REGISTER_KERNEL(op::sum, CPU, sum_cpu);
-FB_REGISTER_KERNEL(op::max, CPU, max_cpu);
+FB_REGISTER_OUT_KERNEL(op::sum, CPU, sum_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::max, CPU, max_out_cpu);
 FB_REGISTER_KERNEL(op::max_dim, CPU, max_dim_cpu);
-FB_REGISTER_KERNEL(op::argmax, CPU, argmax_cpu);
+FB_REGISTER_OUT_KERNEL(op::argmax, CPU, argmax_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -1,16 +1,17 @@
 // CPU kernels of the reduce section of the op table: min (all elements, along
 // a dim), argmin, amax/amin over several dims, prod along a dim, var with a
-// correction; and the table of their vectorized row loops (Note [Reduction
+// correction (out kernels of structured ops but min.dim: Note [Structured
+// kernels]); and the table of their vectorized row loops (Note [Reduction
 // kernels] in vec_reduce.h).
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "cpu/elementwise/vec_table.h"
+#include "cpu/elementwise/wrapping.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
-#include "cpu/elementwise/vec_table.h"
-#include "cpu/elementwise/wrapping.h"
 
 namespace flambeau::cpu {
 
@@ -26,14 +27,14 @@ using namespace cpu;
 
 // min, min.dim, argmin, amax, amin: self is reducible (the meta step's
 // check_reducible and check_reducible_dims: Note [Meta step]).
-Tensor min_cpu(const Tensor& self) {
+void min_out_cpu(const Tensor& out, const Tensor& self) {
   const Tensor in = contiguous(self);
-  Tensor out = op::empty({}, self.dtype(), self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, false>(in.data<T>(), 1, in.numel(), 1, out.data<T>(), nullptr);
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, false>(in.data<T>(), 1, in.numel(), 1, dst.data<T>(), nullptr);
+    });
   });
-  return out;
 }
 
 std::tuple<Tensor, Tensor> min_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
@@ -49,42 +50,41 @@ std::tuple<Tensor, Tensor> min_dim_cpu(const Tensor& self, int64_t dim, bool kee
   return {values, indices};
 }
 
-Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+void argmin_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const Tensor in = contiguous(self);
   DimSplit s;
-  if (dim) {
+  if (dim)
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmin"), keepdim, "argmin");
-  } else {
+  else
     s.n = self.numel();
-    if (keepdim) s.out_shape.assign(static_cast<size_t>(self.dim()), 1);
-  }
-  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmin", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, nullptr, indices.data<int64_t>());
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmin", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, nullptr, dst.data<int64_t>());
+    });
   });
-  return indices;
 }
 
 template <bool IsMax>
-Tensor amax_amin(const char* op, const Tensor& self, IntArrayRef dim, bool keepdim) {
+void amax_amin(const char* op, const Tensor& out, const Tensor& self, IntArrayRef dim) {
+  if (out.numel() == 0) return;
   const uint64_t mask = reduce_mask(op, dim, self.dim());
-  Tensor out = op::empty(reduced_shape(self.sizes(), mask, keepdim), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(self, mask, outer, n);
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, IsMax>(rows.data<T>(), outer, n, 1, out.data<T>(), nullptr);
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, IsMax>(rows.data<T>(), outer, n, 1, dst.data<T>(), nullptr);
+    });
   });
-  return out;
 }
 
-Tensor amax_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
-  return amax_amin<true>("amax", self, dim, keepdim);
+void amax_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dim, bool) {
+  amax_amin<true>("amax", out, self, dim);
 }
-Tensor amin_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) {
-  return amax_amin<false>("amin", self, dim, keepdim);
+
+void amin_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dim, bool) {
+  amax_amin<false>("amin", out, self, dim);
 }
 
 // The accumulation dtype of sum-like reductions: dtype if given, int64 for bool/int inputs. A
@@ -94,92 +94,92 @@ ScalarType accumulate_dtype(const char* op, const Tensor& self, std::optional<Sc
   return dtype ? *dtype : is_integral(self.dtype(), true) ? ScalarType::Int64 : self.dtype();
 }
 
-Tensor prod_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+void prod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool, std::optional<ScalarType> dtype) {
   const ScalarType out_t = accumulate_dtype("prod", self, dtype);
   dim = wrap_dim(dim, self.dim(), "prod");
   const uint64_t mask = self.dim() == 0 ? 0 : uint64_t{1} << dim;
-  Tensor out = op::empty(reduced_shape(self.sizes(), mask, keepdim), out_t, self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(to_dtype(self, out_t), mask, outer, n);
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "prod", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = rows.data<T>();
-    T* y = out.data<T>();
-    parallel_for(
-        0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-          for (int64_t o = b; o < e; ++o) {
-            const T* r = x + o * n;
-            if constexpr (is_complex_v<T>) {  // in complex128, as the real ones in double
-              // The plain product formula: std::complex's operator* calls __muldc3 (C99's
-              // inf/NaN recovery), ~4x slower; PyTorch's CPU kernel multiplies plainly too.
-              using R = typename T::value_type;
-              double qr = 1, qi = 0;
-              reduce_fns<R>().row_cprod(reinterpret_cast<const R*>(r), n, &qr, &qi);
-              y[o] = T(static_cast<typename T::value_type>(qr), static_cast<typename T::value_type>(qi));
-            } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-              y[o] = static_cast<T>(reduce_fns<T>().row_prod(r, n));
-            } else if constexpr (std::is_same_v<T, bool>) {
-              bool p = true;
-              for (int64_t i = 0; i < n; ++i) p = p && r[i];
-              y[o] = p;
-            } else {
-              T p = 1;  // wraps on overflow, as PyTorch's integer product (Note [Integer wrap-around])
-              for (int64_t i = 0; i < n; ++i) p = wrapping_mul(p, r[i]);
-              y[o] = p;
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "prod", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = rows.data<T>();
+      T* y = dst.data<T>();
+      parallel_for(
+          0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+            for (int64_t o = b; o < e; ++o) {
+              const T* r = x + o * n;
+              if constexpr (is_complex_v<T>) {  // in complex128, as the real ones in double
+                // The plain product formula: std::complex's operator* calls __muldc3 (C99's
+                // inf/NaN recovery), ~4x slower; PyTorch's CPU kernel multiplies plainly too.
+                using R = typename T::value_type;
+                double qr = 1, qi = 0;
+                reduce_fns<R>().row_cprod(reinterpret_cast<const R*>(r), n, &qr, &qi);
+                y[o] = T(static_cast<typename T::value_type>(qr), static_cast<typename T::value_type>(qi));
+              } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+                y[o] = static_cast<T>(reduce_fns<T>().row_prod(r, n));
+              } else if constexpr (std::is_same_v<T, bool>) {
+                bool p = true;
+                for (int64_t i = 0; i < n; ++i) p = p && r[i];
+                y[o] = p;
+              } else {
+                T p = 1;  // wraps on overflow, as PyTorch's integer product (Note [Integer wrap-around])
+                for (int64_t i = 0; i < n; ++i) p = wrapping_mul(p, r[i]);
+                y[o] = p;
+              }
             }
-          }
-        });
+          });
+    });
   });
-  return out;
 }
 
-Tensor var_cpu(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
-               bool keepdim) {
+void var_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
+                 const std::optional<Scalar>& correction, bool keepdim) {
   // Complex input: the real result var(real) + var(imag), as PyTorch's E|x - mean|^2.
   if (is_complex(self.dtype()))
-    return op::add(var_cpu(op::real(self), dim, correction, keepdim),
-                   var_cpu(op::imag(self), dim, correction, keepdim), 1);
+    return copy_out(out, op::add(op::var_correction(op::real(self), dim, correction, keepdim),
+                                 op::var_correction(op::imag(self), dim, correction, keepdim), 1));
   // self is floating (meta::check_var, the op's check step).
   const uint64_t mask = reduce_mask("var", dim.value_or(IntArrayRef{}), self.dim());
   const double c = correction ? correction->to_double() : 1.0;
-  Tensor out = op::empty(reduced_shape(self.sizes(), mask, keepdim), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(self, mask, outer, n);
   const double denom = std::max(0.0, static_cast<double>(n) - c);
-  visit_dtype(self.dtype(), "var", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T* x = rows.data<T>();
-      T* y = out.data<T>();
-      const auto& fns = reduce_fns<T>();
-      parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)),
-                   [&](int64_t b, int64_t e) {
-                     for (int64_t o = b; o < e; ++o) {
-                       if (n == 0) {
-                         y[o] = std::numeric_limits<T>::quiet_NaN();
-                         continue;
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtype(self.dtype(), "var", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        const T* x = rows.data<T>();
+        T* y = dst.data<T>();
+        const auto& fns = reduce_fns<T>();
+        parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t o = b; o < e; ++o) {
+                         if (n == 0) {
+                           y[o] = std::numeric_limits<T>::quiet_NaN();
+                           continue;
+                         }
+                         double mean = 0, m2 = 0;
+                         fns.row_moments(x + o * n, n, &mean, &m2);
+                         y[o] = static_cast<T>(std::max(m2, 0.0) / denom);
                        }
-                       double mean = 0, m2 = 0;
-                       fns.row_moments(x + o * n, n, &mean, &m2);
-                       y[o] = static_cast<T>(std::max(m2, 0.0) / denom);
-                     }
-                   });
-    } else {
-      throw TypeError(detail::cat_str("[var] dtype ", dtype_name(self.dtype()), " is not supported"));
-    }
+                     });
+      } else {
+        throw TypeError(detail::cat_str("[var] dtype ", dtype_name(self.dtype()), " is not supported"));
+      }
+    });
   });
-  return out;
 }
 
-FB_REGISTER_KERNEL(op::min, CPU, min_cpu);
+FB_REGISTER_OUT_KERNEL(op::min, CPU, min_out_cpu);
 FB_REGISTER_KERNEL(op::min_dim, CPU, min_dim_cpu);
-FB_REGISTER_KERNEL(op::argmin, CPU, argmin_cpu);
-FB_REGISTER_KERNEL(op::amax, CPU, amax_cpu);
-FB_REGISTER_KERNEL(op::amin, CPU, amin_cpu);
-FB_REGISTER_KERNEL(op::prod_dim_int, CPU, prod_cpu);
-FB_REGISTER_KERNEL(op::var_correction, CPU, var_cpu);
+FB_REGISTER_OUT_KERNEL(op::argmin, CPU, argmin_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::amax, CPU, amax_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::amin, CPU, amin_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::prod_dim_int, CPU, prod_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::var_correction, CPU, var_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
