@@ -25,7 +25,8 @@ creates on first use (``<prefix><worker>_<slot>_<generation>``), reserves with
 ``posix_fallocate`` (so a full ``/dev/shm`` is an ENOSPC error naming sizes,
 not a SIGBUS later) and maps once. The main process names the slot to write in
 every task; the worker copies the collated batch's tensors into it (or
-gathers straight into it: ``TensorDataset``) and sends the description. The
+gathers straight into it: ``TensorDataset``; or collates straight into it:
+Note [Collate into the slot]) and sends the description. The
 main process opens the file the first time it sees it, maps it once and
 unlinks the name at once, so names live in ``/dev/shm`` only between a
 worker's first write and the main process's receipt. Neither side keeps a file
