@@ -1,0 +1,622 @@
+"""The collectives, over tensors (``all_reduce``, ``broadcast``, ``all_gather``, ``reduce_scatter``,
+``gather``, ``scatter``, ``all_to_all``, ...) and over Python objects (pickled by mpi4py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import flambeau_core as fc
+from flambeau_core import FlambeauError, Tensor
+
+from flambeau_distributed._backend import (
+    ReduceOp,
+    _mpi,
+)
+from flambeau_distributed._buffers import _Buf, _describe, _divide, _mpi_op, _no_grad
+from flambeau_distributed._process_group import ProcessGroup, _finish
+from flambeau_distributed._work import Work
+from flambeau_distributed._world import (
+    _check_rank,
+    _pg,
+)
+
+# ---------------------------------------------------------------------------
+# Collectives
+
+
+def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    """Blocks until every rank of ``group`` has called it (``async_op=True``: returns a :class:`Work`).
+
+    ``device_ids`` is accepted and ignored (CPU ranks).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.barrier()  # with one rank: returns at once
+        >>> dist.barrier(async_op=True).wait()
+        True
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "barrier")
+    return pg.submit("barrier", lambda w: _finish(pg.comm.Ibarrier()), async_op)
+
+
+def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False) -> Work | None:
+    """Copies ``tensor`` of rank ``src`` into ``tensor`` of every rank, in place.
+
+    Returns None, or a :class:`Work` with ``async_op=True``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.arange(3.0) if dist.get_rank() == 0 else fb.zeros(3)
+        >>> dist.broadcast(t, src=0)  # every rank now holds rank 0's values
+        >>> t.tolist()
+        [0.0, 1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "broadcast")
+    return _broadcast(pg, tensor, _check_rank(pg, src, "src", "broadcast"), async_op, pg.check)
+
+
+def _broadcast_nocheck(pg: ProcessGroup, tensor: Tensor, src: int) -> Work:
+    return _broadcast(pg, tensor, src, True, False)
+
+
+def _broadcast(pg: ProcessGroup, tensor: Tensor, src: int, async_op: bool, check: bool) -> Work | None:
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, False, "broadcast")
+
+    def run(work: Work) -> None:
+        if check:
+            pg.check_same("broadcast", ("broadcast", *_describe(tensor), f"src={src}"))
+        _finish(pg.comm.Ibcast(buf.spec, root=src))
+        buf.write_back()
+
+    return pg.submit("broadcast", run, async_op)
+
+
+def all_reduce(tensor: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Work | None:
+    """Reduces ``tensor`` across every rank, in place on every rank.
+
+    ``op`` is a :class:`ReduceOp` (``SUM`` by default). Returns None, or a
+    :class:`Work` with ``async_op=True``.
+
+    Example (with N ranks ``t`` ends as N * [1, 2]; here N = 1):
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.tensor([1.0, 2.0])
+        >>> dist.all_reduce(t)
+        >>> t.tolist()
+        [1.0, 2.0]
+        >>> dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        >>> t.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_reduce")
+    return _all_reduce(pg, tensor, op, async_op, pg.check)
+
+
+def _all_reduce(pg: ProcessGroup, tensor: Tensor, op: str, async_op: bool, check: bool) -> Work | None:
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, True, "all_reduce")
+    mop = _mpi_op(MPI, op, tensor.dtype, "all_reduce")
+
+    def run(work: Work) -> Tensor:
+        if check:
+            pg.check_same("all_reduce", ("all_reduce", *_describe(tensor), f"op={op}"))
+        if buf.count:
+            _finish(pg.comm.Iallreduce(MPI.IN_PLACE, buf.spec, mop))
+        if op == ReduceOp.AVG:
+            _divide(buf, pg.world_size)
+        buf.write_back()
+        return tensor
+
+    return pg.submit("all_reduce", run, async_op)
+
+
+def reduce(
+    tensor: Tensor, dst: int = 0, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Reduces ``tensor`` across every rank into ``tensor`` of rank ``dst`` (the others' are left as they are).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.tensor([1, 2])
+        >>> dist.reduce(t, dst=0, op=dist.ReduceOp.SUM)  # rank 0 gets the sum over ranks
+        >>> t.tolist()
+        [1, 2]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "reduce")
+    dst = _check_rank(pg, dst, "dst", "reduce")
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, True, "reduce")
+    mop = _mpi_op(MPI, op, tensor.dtype, "reduce")
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("reduce", ("reduce", *_describe(tensor), f"dst={dst}", f"op={op}"))
+        if not buf.count:
+            return
+        if pg.rank == dst:
+            _finish(pg.comm.Ireduce(MPI.IN_PLACE, buf.spec, mop, root=dst))
+            if op == ReduceOp.AVG:
+                _divide(buf, pg.world_size)
+            buf.write_back()
+        else:
+            _finish(pg.comm.Ireduce(buf.spec, None, mop, root=dst))
+
+    return pg.submit("reduce", run, async_op)
+
+
+def _require_tensors(name: str, **tensors: Any) -> None:
+    for arg, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] {arg} must be a Tensor, got {type(t).__name__}")
+
+
+def _check_list(pg: ProcessGroup, tensors: Sequence[Tensor], like: Tensor, name: str, what: str) -> None:
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != pg.world_size:
+        n = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
+        raise ValueError(f"[{name}] {what} must be a list of world_size={pg.world_size} tensors, got {n}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] {what}[{i}] must be a Tensor, got {type(t).__name__}")
+        if t.dtype != like.dtype:
+            raise TypeError(f"[{name}] {what}[{i}] has dtype {t.dtype}, expected {like.dtype}")
+        if tuple(t.shape) != tuple(like.shape):
+            raise FlambeauError(f"[{name}] {what}[{i}] has shape {list(t.shape)}, expected {list(like.shape)}")
+
+
+def all_gather_into_tensor(
+    output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Every rank's ``input_tensor`` concatenated (dim 0) or stacked into ``output_tensor``, without copies.
+
+    ``output_tensor`` has ``world_size`` times the elements of ``input_tensor``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2 * dist.get_world_size())
+        >>> dist.all_gather_into_tensor(out, fb.tensor([1.0, 2.0]))
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_gather_into_tensor")
+    _require_tensors("all_gather_into_tensor", output_tensor=output_tensor, input_tensor=input_tensor)
+    if output_tensor.dtype != input_tensor.dtype:
+        raise TypeError(
+            f"[all_gather_into_tensor] output dtype {output_tensor.dtype} != input dtype {input_tensor.dtype}"
+        )
+    if output_tensor.numel() != input_tensor.numel() * pg.world_size:
+        raise FlambeauError(
+            f"[all_gather_into_tensor] the output has {output_tensor.numel()} elements, expected world_size * "
+            f"input.numel() = {pg.world_size} * {input_tensor.numel()}"
+        )
+    return _all_gather_flat(pg, output_tensor, input_tensor, "all_gather_into_tensor", async_op, pg.check)
+
+
+def _all_gather_flat(
+    pg: ProcessGroup, output: Tensor, input: Tensor, name: str, async_op: bool = True, check: bool = False
+) -> Work | None:
+    MPI = _mpi()
+    out = _Buf(MPI, output, False, name)
+    inp = _Buf(MPI, input, False, name)
+
+    def run(work: Work) -> Tensor:
+        if check:
+            pg.check_same("all_gather", ("all_gather", *_describe(input)))
+        if inp.count:
+            _finish(pg.comm.Iallgather(inp.spec, out.spec))
+        out.write_back()
+        return output
+
+    return pg.submit(name, run, async_op)
+
+
+def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
+    """``tensor_list[r]`` = rank r's ``tensor`` (gathered in one buffer, then copied out: one copy).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.zeros(2) for _ in range(dist.get_world_size())]
+        >>> dist.all_gather(out, fb.tensor([1.0, 2.0]))
+        >>> [t.tolist() for t in out]
+        [[1.0, 2.0]]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_gather")
+    _require_tensors("all_gather", tensor=tensor)
+    _check_list(pg, tensor_list, tensor, "all_gather", "tensor_list")
+    MPI = _mpi()
+    flat = fc.empty([pg.world_size * tensor.numel()], dtype=tensor.dtype)
+    out = _Buf(MPI, flat, False, "all_gather")
+    inp = _Buf(MPI, tensor, False, "all_gather")
+    n = tensor.numel()
+
+    def run(work: Work) -> list[Tensor]:
+        if pg.check:
+            pg.check_same("all_gather", ("all_gather", *_describe(tensor)))
+        if n:
+            _finish(pg.comm.Iallgather(inp.spec, out.spec))
+            out.write_back()
+            with _no_grad():
+                for r, t in enumerate(tensor_list):
+                    t.detach().copy_(flat[r * n : (r + 1) * n].view(list(tensor.shape)))
+        return list(tensor_list)
+
+    return pg.submit("all_gather", run, async_op)
+
+
+def reduce_scatter_tensor(
+    output: Tensor, input: Tensor, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """``input`` (world_size blocks along dim 0) reduced across ranks; rank r gets block r in ``output``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2)
+        >>> dist.reduce_scatter_tensor(out, fb.tensor([1.0, 2.0]))  # one rank: its one block
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "reduce_scatter_tensor")
+    _require_tensors("reduce_scatter_tensor", output=output, input=input)
+    if output.dtype != input.dtype:
+        raise TypeError(f"[reduce_scatter_tensor] output dtype {output.dtype} != input dtype {input.dtype}")
+    if input.numel() != output.numel() * pg.world_size:
+        raise FlambeauError(
+            f"[reduce_scatter_tensor] the input has {input.numel()} elements, expected world_size * output.numel() = "
+            f"{pg.world_size} * {output.numel()}"
+        )
+    return _reduce_scatter(pg, output, input, op, async_op, "reduce_scatter_tensor")
+
+
+def reduce_scatter(
+    output: Tensor, input_list: list[Tensor], op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank r gets the reduction over ranks of ``input_list[r]`` in ``output`` (the list is packed: one copy).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.zeros(2)
+        >>> dist.reduce_scatter(out, [fb.tensor([1.0, 2.0])], op=dist.ReduceOp.SUM)
+        >>> out.tolist()
+        [1.0, 2.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "reduce_scatter")
+    _require_tensors("reduce_scatter", output=output)
+    _check_list(pg, input_list, output, "reduce_scatter", "input_list")
+    packed = (
+        fc.cat([t.detach().reshape(-1) for t in input_list]) if output.numel() else fc.empty([0], dtype=output.dtype)
+    )
+    return _reduce_scatter(pg, output, packed, op, async_op, "reduce_scatter")
+
+
+def _reduce_scatter(pg: ProcessGroup, output: Tensor, input: Tensor, op: str, async_op: bool, name: str) -> Work | None:
+    MPI = _mpi()
+    out = _Buf(MPI, output, True, name)
+    inp = _Buf(MPI, input, True, name)
+    mop = _mpi_op(MPI, op, output.dtype, name)
+
+    def run(work: Work) -> Tensor:
+        if pg.check:
+            pg.check_same(name, (name, *_describe(output), f"op={op}"))
+        if out.count:
+            _finish(pg.comm.Ireduce_scatter_block(inp.spec, out.spec, mop))
+        if op == ReduceOp.AVG:
+            _divide(out, pg.world_size)
+        out.write_back()
+        return output
+
+    return pg.submit(name, run, async_op)
+
+
+def _rooted_list(pg: ProcessGroup, tensor: Tensor, lst: Any, root: int, name: str, words: tuple) -> int:
+    """gather/scatter: the list is required on the root rank and must be None (or empty) elsewhere.
+
+    Returns the root's rank within ``pg``.
+    """
+    root_arg, list_arg, role = words
+    local = _check_rank(pg, root, root_arg, name)
+    _require_tensors(name, tensor=tensor)
+    if pg.rank == local:
+        if lst is None:
+            raise ValueError(f"[{name}] {list_arg} is required on the {role} rank {root}")
+        _check_list(pg, lst, tensor, name, list_arg)
+    elif lst:
+        raise ValueError(f"[{name}] {list_arg} must be None or empty on rank {pg.rank} (not the {role} {root})")
+    return local
+
+
+def gather(
+    tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int = 0, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank ``dst`` gets every rank's ``tensor``: ``gather_list[r]`` = rank r's (None on the other ranks).
+
+    The tensors are gathered into one buffer on ``dst`` and copied out (one copy).
+
+    Example (``mpirun -n 2``)::
+
+        t = fc.full([2], float(dist.get_rank()))
+        out = [fc.zeros([2]) for _ in range(2)] if dist.get_rank() == 0 else None
+        dist.gather(t, out, dst=0)  # on rank 0: out == [[0, 0], [1, 1]]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.zeros(2)]
+        >>> dist.gather(fb.tensor([5.0, 6.0]), out, dst=0)
+        >>> [t.tolist() for t in out]
+        [[5.0, 6.0]]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "gather")
+    dst = _rooted_list(pg, tensor, gather_list, dst, "gather", ("dst", "gather_list", "destination"))
+    MPI = _mpi()
+    n = tensor.numel()
+    inp = _Buf(MPI, tensor, False, "gather")
+    flat = fc.empty([pg.world_size * n], dtype=tensor.dtype) if pg.rank == dst else None
+    out = _Buf(MPI, flat, False, "gather") if flat is not None else None
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("gather", ("gather", *_describe(tensor), f"dst={dst}"))
+        if not n:
+            return
+        _finish(pg.comm.Igather(inp.spec, out.spec if out is not None else None, root=dst))
+        if flat is not None:
+            with _no_grad():
+                for r, t in enumerate(gather_list):
+                    t.detach().copy_(flat[r * n : (r + 1) * n].view(list(tensor.shape)))
+
+    return pg.submit("gather", run, async_op)
+
+
+def scatter(
+    tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int = 0, group: Any = None, async_op: bool = False
+) -> Work | None:
+    """Rank r gets ``scatter_list[r]`` of rank ``src`` in ``tensor`` (the list is packed on ``src``: one copy).
+
+    Example (``mpirun -n 2``)::
+
+        t = fc.zeros([2])
+        parts = [fc.full([2], 1.0), fc.full([2], 2.0)] if dist.get_rank() == 0 else None
+        dist.scatter(t, parts, src=0)  # rank 1: t == [2, 2]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> t = fb.zeros(2)
+        >>> dist.scatter(t, [fb.full([2], 1.0)], src=0)
+        >>> t.tolist()
+        [1.0, 1.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "scatter")
+    src = _rooted_list(pg, tensor, scatter_list, src, "scatter", ("src", "scatter_list", "source"))
+    MPI = _mpi()
+    out = _Buf(MPI, tensor, False, "scatter")
+    inp = None
+    if pg.rank == src and tensor.numel():
+        inp = _Buf(MPI, fc.cat([t.detach().reshape(-1) for t in scatter_list]), False, "scatter")
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same("scatter", ("scatter", *_describe(tensor), f"src={src}"))
+        if not out.count:
+            return
+        _finish(pg.comm.Iscatter(inp.spec if inp is not None else None, out.spec, root=src))
+        out.write_back()
+
+    return pg.submit("scatter", run, async_op)
+
+
+def _split_counts(
+    pg: ProcessGroup, t: Tensor, splits: Sequence[int] | None, name: str, what: str
+) -> tuple[list[int], list[int]]:
+    """Element counts and offsets of the world_size blocks of ``t`` along dim 0."""
+    rows = t.shape[0] if t.dim() else 1
+    row = t.numel() // rows if rows else 0
+    if splits is None:
+        if rows % pg.world_size:
+            raise FlambeauError(
+                f"[{name}] {what} has {rows} rows along dim 0, not divisible by world_size={pg.world_size}; "
+                f"pass {what}_split_sizes"
+            )
+        splits = [rows // pg.world_size] * pg.world_size
+    splits = list(splits)
+    if len(splits) != pg.world_size or any(not isinstance(s, int) or s < 0 for s in splits):
+        raise ValueError(
+            f"[{name}] {what}_split_sizes must be world_size={pg.world_size} non-negative ints, got {splits}"
+        )
+    if sum(splits) != rows:
+        raise FlambeauError(f"[{name}] {what}_split_sizes {splits} sum to {sum(splits)}, but {what} has {rows} rows")
+    counts = [s * row for s in splits]
+    return counts, _offsets(counts)
+
+
+def _offsets(counts: list[int]) -> list[int]:
+    return [sum(counts[:k]) for k in range(len(counts))]
+
+
+def _alltoallv(
+    pg: ProcessGroup, out: Tensor, inp: Tensor, send: tuple, recv: tuple, name: str, async_op: bool, after=None
+) -> Work | None:
+    MPI = _mpi()
+    ob = _Buf(MPI, out, False, name)
+    ib = _Buf(MPI, inp, False, name)
+
+    def run(work: Work) -> None:
+        if pg.check:
+            pg.check_same(name, (name, str(out.dtype).replace("flambeau.", ""), ("per-rank sizes",)))
+        _finish(pg.comm.Ialltoallv([ib.mv, send, ib.kind], [ob.mv, recv, ob.kind]))
+        ob.write_back()
+        if after is not None:
+            after()
+
+    return pg.submit(name, run, async_op)
+
+
+def all_to_all_single(
+    output: Tensor,
+    input: Tensor,
+    output_split_sizes: Sequence[int] | None = None,
+    input_split_sizes: Sequence[int] | None = None,
+    group: Any = None,
+    async_op: bool = False,
+) -> Work | None:
+    """Block r of ``input`` (dim 0) goes to rank r; ``output``'s block r comes from rank r (no copies).
+
+    Without split sizes the blocks are equal (dim 0 divisible by world_size);
+    rank a's ``input_split_sizes[b]`` must equal rank b's ``output_split_sizes[a]``.
+
+    Example (``mpirun -n 2``)::
+
+        inp = fc.arange(2.0) + 2 * dist.get_rank()  # rank 0: [0, 1], rank 1: [2, 3]
+        out = fc.empty([2])
+        dist.all_to_all_single(out, inp)  # rank 0: [0, 2], rank 1: [1, 3]
+
+    In a world of one rank (its one block comes back):
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = fb.empty(2)
+        >>> dist.all_to_all_single(out, fb.tensor([3.0, 4.0]))
+        >>> out.tolist()
+        [3.0, 4.0]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_to_all_single")
+    _require_tensors("all_to_all_single", output=output, input=input)
+    if output.dtype != input.dtype:
+        raise TypeError(f"[all_to_all_single] output dtype {output.dtype} != input dtype {input.dtype}")
+    if tuple(output.shape[1:]) != tuple(input.shape[1:]):
+        raise FlambeauError(
+            f"[all_to_all_single] output {list(output.shape)} and input {list(input.shape)} must agree beyond dim 0"
+        )
+    send = _split_counts(pg, input, input_split_sizes, "all_to_all_single", "input")
+    recv = _split_counts(pg, output, output_split_sizes, "all_to_all_single", "output")
+    return _alltoallv(pg, output, input, send, recv, "all_to_all_single", async_op)
+
+
+def all_to_all(
+    output_tensor_list: list[Tensor], input_tensor_list: list[Tensor], group: Any = None, async_op: bool = False
+) -> Work | None:
+    """``input_tensor_list[r]`` goes to rank r; ``output_tensor_list[r]`` comes from rank r (sizes may differ).
+
+    Both lists are packed into one buffer each (one copy in, one out).
+
+    Example (``mpirun -n 2``)::
+
+        r = dist.get_rank()
+        out = [fc.empty([1]) for _ in range(2)]
+        dist.all_to_all(out, [fc.tensor([10.0 * r]), fc.tensor([10.0 * r + 1])])
+        # rank 0: out == [[0], [10]], rank 1: out == [[1], [11]]
+
+    In a world of one rank:
+
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [fb.empty(1)]
+        >>> dist.all_to_all(out, [fb.tensor([7.0])])
+        >>> [t.tolist() for t in out]
+        [[7.0]]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_to_all")
+    for what, lst in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
+        if not isinstance(lst, (list, tuple)) or len(lst) != pg.world_size:
+            got = len(lst) if isinstance(lst, (list, tuple)) else type(lst).__name__
+            raise ValueError(f"[all_to_all] {what} must be a list of world_size={pg.world_size} tensors, got {got}")
+        for i, t in enumerate(lst):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"[all_to_all] {what}[{i}] must be a Tensor, got {type(t).__name__}")
+            if t.dtype != input_tensor_list[0].dtype:
+                raise TypeError(f"[all_to_all] {what}[{i}] has dtype {t.dtype}, expected {input_tensor_list[0].dtype}")
+    dtype = input_tensor_list[0].dtype
+    inp = fc.cat([t.detach().reshape(-1) for t in input_tensor_list])
+    counts_out = [t.numel() for t in output_tensor_list]
+    counts_in = [t.numel() for t in input_tensor_list]
+    out = fc.empty([sum(counts_out)], dtype=dtype)
+    offs_out = _offsets(counts_out)
+
+    def unpack() -> None:
+        with _no_grad():
+            for t, off, c in zip(output_tensor_list, offs_out, counts_out, strict=True):
+                t.detach().copy_(out[off : off + c].view(list(t.shape)))
+
+    return _alltoallv(
+        pg, out, inp, (counts_in, _offsets(counts_in)), (counts_out, offs_out), "all_to_all", async_op, unpack
+    )
+
+
+# ---------------------------------------------------------------------------
+# Python objects (pickled by mpi4py)
+
+
+def all_gather_object(object_list: list, obj: Any, group: Any = None) -> None:
+    """``object_list[r]`` = rank r's ``obj`` (any picklable object); the list has world_size entries.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [None] * dist.get_world_size()
+        >>> dist.all_gather_object(out, {"rank": dist.get_rank()})
+        >>> out
+        [{'rank': 0}]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "all_gather_object")
+    if len(object_list) != pg.world_size:
+        raise ValueError(
+            f"[all_gather_object] object_list must have world_size={pg.world_size} entries, got {len(object_list)}"
+        )
+    work = pg.submit("all_gather_object", lambda w: pg.comm.allgather(obj), True)
+    object_list[:] = work.result()
+
+
+def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) -> None:
+    """Replaces ``object_list``'s items, on every rank, by rank ``src``'s (picklable objects).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> objects = ["config", 3] if dist.get_rank() == 0 else [None, None]
+        >>> dist.broadcast_object_list(objects, src=0)
+        >>> objects
+        ['config', 3]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "broadcast_object_list")
+    src = _check_rank(pg, src, "src", "broadcast_object_list")
+    work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)
+    object_list[:] = work.result()
