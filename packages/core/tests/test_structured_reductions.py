@@ -1,8 +1,9 @@
-"""Note [Structured kernels] for the reductions (src/cpu/reduce/reduce.cpp, reduce_extra.cpp): sum,
-max, min, argmax, argmin, amax, amin, prod along a dim and var with a correction run their meta step
-and one out kernel in the functional and out= forms, on every device (cpu, the simulated device,
-cuda) and on the meta device. Values, dtypes, shapes, out= resizing, out= dtype errors and empty
-tensors against PyTorch 2.13."""
+"""Note [Structured kernels] for the reductions and scans (src/cpu/reduce/reduce.cpp,
+reduce_extra.cpp, scan.cpp): sum, max, min, argmax, argmin, amax, amin, prod along a dim, var with
+a correction, cumsum and cumprod run their meta step and one out kernel in the functional, out= (and
+for the scans, in-place) forms, on every device (cpu, the simulated device, cuda) and on the meta
+device. Values, dtypes, shapes, out= resizing, out= dtype errors and empty tensors against PyTorch
+2.13."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ VARIANTS = {
     "argmin": [((), {}), ((0,), {}), ((-1,), {"keepdim": True})],
     "prod": [((1,), {}), ((0, True), {}), ((-1,), {"dtype": "float64"})],
     "var": [((), {}), ((1,), {}), (((0, 2),), {"correction": 0, "keepdim": True})],
+    "cumsum": [((1,), {}), ((-1,), {"dtype": "float64"}), ((0,), {})],
+    "cumprod": [((2,), {}), ((0,), {"dtype": "float64"})],
 }
 # The dtypes torch takes for each (var: floating only; the extrema: no complex).
 DTYPES = {
@@ -40,6 +43,8 @@ DTYPES = {
     "argmin": ["float32", "int64", "uint8"],
     "prod": ["float32", "float64", "int32", "int64", "bool"],
     "var": ["float32", "float64"],
+    "cumsum": ["float32", "float64", "int32", "int64", "bool", "uint8"],
+    "cumprod": ["float32", "float64", "int32", "int64", "bool"],
 }
 CASES = [(n, d) for n in VARIANTS for d in DTYPES[n]]
 
@@ -62,7 +67,7 @@ def sample(dtype: str, shape=(3, 4, 5)) -> np.ndarray:
 
 def make(a: np.ndarray, dtype: str, device: str = "cpu"):
     f = fc.tensor(a).to(getattr(fc, dtype)).to(device)
-    t = torch.from_numpy(np.ascontiguousarray(a)).to(getattr(torch, dtype))
+    t = torch.from_numpy(np.array(a)).to(getattr(torch, dtype))
     return f, t
 
 
@@ -86,7 +91,7 @@ def assert_same(got, expected: torch.Tensor) -> None:
 def test_reduction_forms_match_torch(name, dtype, device):
     x, t = make(sample(dtype), dtype, device)
     for args, kw in VARIANTS[name]:
-        if name == "prod" and dtype == "bool" and "dtype" in kw:
+        if name in ("prod", "cumprod") and dtype == "bool" and "dtype" in kw:
             continue
         expected = getattr(torch, name)(t, *args, **kwargs_for(torch, kw))
         got = getattr(fc, name)(x, *args, **kwargs_for(fc, kw))
@@ -125,8 +130,13 @@ def test_out_is_written_by_the_out_kernel(name):
 def test_strided_and_aliasing_out(name):
     a = sample("float64", (4, 6))
     x, t = make(a, "float64")
-    args = (1,) if name in ("sum", "amax", "amin", "argmax", "argmin", "prod", "var") else ()
+    args = () if name in ("max", "min") else (1,)
     expected = getattr(torch, name)(t, *args)
+    if expected.dim() == 2:
+        # A transposed out: the values land in its elements.
+        out = fc.zeros((6, 4), dtype=fc.float64).t()
+        assert getattr(fc, name)(x, *args, out=out) is out
+        assert_same(out, expected)
     if expected.dim() == 1:
         # A strided out (every other element of a buffer): the values land in its elements.
         buf = fc.zeros(2 * expected.shape[0], dtype=fc.float64 if expected.is_floating_point() else fc.int64)
@@ -147,7 +157,7 @@ def test_strided_and_aliasing_out(name):
 @pytest.mark.parametrize(("name", "dtype"), CASES)
 def test_meta_device_shapes_and_dtypes(name, dtype):
     for args, kw in VARIANTS[name]:
-        if name == "prod" and dtype == "bool" and "dtype" in kw:
+        if name in ("prod", "cumprod") and dtype == "bool" and "dtype" in kw:
             continue
         t = torch.empty((3, 4, 5), dtype=getattr(torch, dtype), device="meta")
         x = fc.empty((3, 4, 5), dtype=getattr(fc, dtype), device="meta")
@@ -230,3 +240,37 @@ def test_empty_tensors_and_dims_as_torch(shape):
             expected = getattr(torch, name)(t, nd - 1)
             got = getattr(fc, name)(x, nd - 1)
             assert tuple(got.shape) == tuple(expected.shape) and got.numel() == 0
+
+
+@devices(types=("cpu", "sim", "cuda"))
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_scan_inplace_forms(name, dtype, device):
+    a = sample(dtype, (4, 6))
+    for dim in (0, 1, -1):
+        x, t = make(a, dtype, device)
+        getattr(t, name + "_")(dim)
+        ptr, v0 = x.data_ptr(), x._version
+        assert getattr(x, name + "_")(dim) is x
+        assert x.data_ptr() == ptr and x._version > v0
+        assert_same(x, t)
+    # An integer tensor's in-place scan with a float dtype: torch refuses the cast back.
+    x, t = make(a, "int64", device)
+    with pytest.raises(RuntimeError):
+        getattr(t, name + "_")(0, dtype=torch.float64)
+    with pytest.raises((TypeError, RuntimeError), match=rf"\[{name}_\]"):
+        getattr(x, name + "_")(0, dtype=fc.float64)
+
+
+def test_scan_of_empty_and_0d_tensors():
+    for shape in [(0,), (3, 0), ()]:
+        a = sample("float32", shape)
+        x, t = make(a, "float32")
+        for name in ("cumsum", "cumprod"):
+            expected = getattr(torch, name)(t, 0 if shape else -1)
+            got = getattr(fc, name)(x, 0 if shape else -1)
+            assert_same(got, expected)
+            with pytest.raises(IndexError):
+                getattr(torch, name)(t, 2)
+            with pytest.raises(IndexError, match=rf"\[{name}\]"):
+                getattr(fc, name)(x, 2)

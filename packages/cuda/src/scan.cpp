@@ -44,10 +44,23 @@ Tensor cumprod_cuda(const Tensor& self, int64_t dim, std::optional<ScalarType> d
   return scan("cumprod", self, dim, dtype, true);
 }
 
+// Note [Structured kernels]: out= (and the in-place forms) run the functional kernel and copy into out;
+// the functional kernel is registered after the out kernel, so the functional form keeps calling it.
+void cumsum_out_cuda(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  Tensor dst = out;
+  op::copy_(dst, cumsum_cuda(self, dim, dtype));
+}
+void cumprod_out_cuda(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  Tensor dst = out;
+  op::copy_(dst, cumprod_cuda(self, dim, dtype));
+}
+
 }  // namespace
 
 void register_scan_kernels() {
+  op::cumsum.register_out_kernel(DispatchKey::CUDA, cumsum_out_cuda);
   op::cumsum.register_kernel(DispatchKey::CUDA, cumsum_cuda);
+  op::cumprod.register_out_kernel(DispatchKey::CUDA, cumprod_out_cuda);
   op::cumprod.register_kernel(DispatchKey::CUDA, cumprod_cuda);
 }
 

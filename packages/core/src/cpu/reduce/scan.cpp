@@ -4,13 +4,14 @@
 // layout: inner == 1 scans rows (cumsum eight rows at a time through
 // vec_reduce's loop; one long row is cut into chunks scanned side by side,
 // then offset), inner > 1 scans whole rows of `inner` columns at once.
+// cumsum and cumprod are structured ops (Note [Structured kernels]): out kernels.
 #include <cmath>
 #include <limits>
 
+#include "cpu/elementwise/wrapping.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
-#include "cpu/elementwise/wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -107,53 +108,53 @@ void cumsum_float_rows(const T* x, T* y, int64_t outer, int64_t n) {
   }
 }
 
-Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+void cumsum_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const ScalarType out_t = scan_dtype("cumsum", self, dtype);
   dim = wrap_dim(dim, self.dim(), "cumsum");
-  Tensor out = op::empty(self.sizes(), out_t, self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, "cumsum", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumsum", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (is_complex_v<T>) {  // accumulated in complex128, as the real dtypes in double
-      scan_loop<T, complex128>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, complex128(0),
-                               [](complex128 a, T v) { return a + complex128(v); });
-    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      if (s.inner == 1)
-        cumsum_float_rows<T>(in.data<T>(), out.data<T>(), s.outer, s.n);
-      else
-        scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, 0.0,
-                             [](double a, T v) { return a + static_cast<double>(v); });
-    } else if constexpr (!std::is_same_v<T, bool>) {
-      scan_loop<T, T>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, T{0},
-                      [](T a, T v) { return wrapping_add(a, v); });  // Note [Integer wrap-around]
-    }
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumsum", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (is_complex_v<T>) {  // accumulated in complex128, as the real dtypes in double
+        scan_loop<T, complex128>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, complex128(0),
+                                 [](complex128 a, T v) { return a + complex128(v); });
+      } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        if (s.inner == 1)
+          cumsum_float_rows<T>(in.data<T>(), dst.data<T>(), s.outer, s.n);
+        else
+          scan_loop<T, double>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, 0.0,
+                               [](double a, T v) { return a + static_cast<double>(v); });
+      } else if constexpr (!std::is_same_v<T, bool>) {
+        scan_loop<T, T>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, T{0},
+                        [](T a, T v) { return wrapping_add(a, v); });  // Note [Integer wrap-around]
+      }
+    });
   });
-  return out;
 }
 
-Tensor cumprod_cpu(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+void cumprod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
   const ScalarType out_t = scan_dtype("cumprod", self, dtype);
   dim = wrap_dim(dim, self.dim(), "cumprod");
-  Tensor out = op::empty(self.sizes(), out_t, self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, "cumprod", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumprod", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (is_complex_v<T>) {
-      scan_loop<T, complex128>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, complex128(1),
-                               [](complex128 a, T v) { return a * complex128(v); });
-    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, 1.0,
-                           [](double a, T v) { return a * static_cast<double>(v); });
-    } else if constexpr (!std::is_same_v<T, bool>) {
-      scan_loop<T, T>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner, T{1},
-                      [](T a, T v) { return wrapping_mul(a, v); });
-    }
+  write_reduced(out, self, [&](const Tensor& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumprod", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (is_complex_v<T>) {
+        scan_loop<T, complex128>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, complex128(1),
+                                 [](complex128 a, T v) { return a * complex128(v); });
+      } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        scan_loop<T, double>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, 1.0,
+                             [](double a, T v) { return a * static_cast<double>(v); });
+      } else if constexpr (!std::is_same_v<T, bool>) {
+        scan_loop<T, T>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, T{1},
+                        [](T a, T v) { return wrapping_mul(a, v); });
+      }
+    });
   });
-  return out;
 }
 
 // cummax/cummin as PyTorch: a NaN, or a value >= (<=) the running one, takes over (so ties give
@@ -231,8 +232,8 @@ Tensor logcumsumexp_cpu(const Tensor& self, int64_t dim) {
   return out;
 }
 
-FB_REGISTER_KERNEL(op::cumsum, CPU, cumsum_cpu);
-FB_REGISTER_KERNEL(op::cumprod, CPU, cumprod_cpu);
+FB_REGISTER_OUT_KERNEL(op::cumsum, CPU, cumsum_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::cumprod, CPU, cumprod_out_cpu);
 FB_REGISTER_KERNEL(op::cummax, CPU, cummax_cpu);
 FB_REGISTER_KERNEL(op::cummin, CPU, cummin_cpu);
 FB_REGISTER_KERNEL(op::logcumsumexp, CPU, logcumsumexp_cpu);
