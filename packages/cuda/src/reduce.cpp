@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -214,39 +215,20 @@ Tensor& normal_cuda(Tensor& self, double mean, double std, Generator* gen) {
   return self;
 }
 
-// Note [Structured kernels]: the structured reductions' out kernel (out=) runs the functional CUDA
-// kernel and copies its result into out. The functional kernel is registered after it, so the
-// functional form keeps calling it directly instead of the structured adapter.
-template <auto Fn>
-struct OutVia;
-template <class... A, Tensor (*Fn)(A...)>
-struct OutVia<Fn> {
-  static void run(const Tensor& out, A... args) {
-    Tensor dst = out;
-    op::copy_(dst, Fn(args...));
-  }
-};
-
-template <class OpT, auto Fn>
-void register_structured(OpT& op_object) {
-  op_object.register_out_kernel(DispatchKey::CUDA, OutVia<Fn>::run);
-  op_object.register_kernel(DispatchKey::CUDA, Fn);
-}
-
 }  // namespace
 
 void register_reduce_kernels() {
-  register_structured<decltype(op::sum), sum_cuda>(op::sum);
+  register_out_via_copy<sum_cuda>(op::sum);
   op::mean.register_kernel(DispatchKey::CUDA, mean_cuda);
   op::prod.register_kernel(DispatchKey::CUDA, prod_cuda);
-  register_structured<decltype(op::max), max_cuda>(op::max);
-  register_structured<decltype(op::min), min_cuda>(op::min);
-  register_structured<decltype(op::amax), amax_cuda>(op::amax);
-  register_structured<decltype(op::amin), amin_cuda>(op::amin);
+  register_out_via_copy<max_cuda>(op::max);
+  register_out_via_copy<min_cuda>(op::min);
+  register_out_via_copy<amax_cuda>(op::amax);
+  register_out_via_copy<amin_cuda>(op::amin);
   op::max_dim.register_kernel(DispatchKey::CUDA, max_dim_cuda);
   op::min_dim.register_kernel(DispatchKey::CUDA, min_dim_cuda);
-  register_structured<decltype(op::argmax), argmax_cuda>(op::argmax);
-  register_structured<decltype(op::argmin), argmin_cuda>(op::argmin);
+  register_out_via_copy<argmax_cuda>(op::argmax);
+  register_out_via_copy<argmin_cuda>(op::argmin);
   op::uniform_.register_kernel(DispatchKey::CUDA, uniform_cuda);
   op::normal_.register_kernel(DispatchKey::CUDA, normal_cuda);
 }

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 
@@ -44,24 +45,11 @@ Tensor cumprod_cuda(const Tensor& self, int64_t dim, std::optional<ScalarType> d
   return scan("cumprod", self, dim, dtype, true);
 }
 
-// Note [Structured kernels]: out= (and the in-place forms) run the functional kernel and copy into out;
-// the functional kernel is registered after the out kernel, so the functional form keeps calling it.
-void cumsum_out_cuda(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  Tensor dst = out;
-  op::copy_(dst, cumsum_cuda(self, dim, dtype));
-}
-void cumprod_out_cuda(const Tensor& out, const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
-  Tensor dst = out;
-  op::copy_(dst, cumprod_cuda(self, dim, dtype));
-}
-
 }  // namespace
 
 void register_scan_kernels() {
-  op::cumsum.register_out_kernel(DispatchKey::CUDA, cumsum_out_cuda);
-  op::cumsum.register_kernel(DispatchKey::CUDA, cumsum_cuda);
-  op::cumprod.register_out_kernel(DispatchKey::CUDA, cumprod_out_cuda);
-  op::cumprod.register_kernel(DispatchKey::CUDA, cumprod_cuda);
+  register_out_via_copy<cumsum_cuda>(op::cumsum);
+  register_out_via_copy<cumprod_cuda>(op::cumprod);
 }
 
 }  // namespace flambeau::cuda

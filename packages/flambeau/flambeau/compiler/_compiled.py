@@ -154,7 +154,7 @@ class ModuleState:
                     tests.append(f"not {item}" if not v else f"{item} == {const(dict(v))}")
                 elif key in _NEVER_REBOUND or key.endswith("_hooks"):
                     continue
-                elif isinstance(v, _SIMPLE) and type(v) is not tuple or (type(v) is tuple and _plain(v)):
+                elif _by_value(v):
                     tests.append(f"{item} == {const(v)}")
                 elif type(v) is list and _plain(tuple(v)):  # compared by value: it may change in place
                     tests.append(f"{item} == {const(list(v))}")
@@ -167,8 +167,7 @@ class ModuleState:
             if type(v) is list and _plain(tuple(v)):
                 tests.append(f"{item_src} == {const(list(v))}")
             else:
-                plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
-                tests.append(f"{item_src} {'==' if plain else 'is'} {const(v)}")
+                tests.append(f"{item_src} {'==' if _by_value(v) else 'is'} {const(v)}")
         self.trivial = not tests
         body = " and ".join(tests) or "True"
         src = f"def holds():\n    try:\n        return bool({body})\n    except Exception:\n        return False\n"
@@ -191,7 +190,7 @@ def _optimizer_tests(opt: Any, const: Callable[[Any], str]) -> list[str]:
             if key == "params":
                 tests.append(f"len({item}) == {len(v)}")
                 tests.extend(f"{item}[{j}] is {const(p)}" for j, p in enumerate(v))
-            elif isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v)):
+            elif _by_value(v):
                 tests.append(f"{item} == {const(v)}")
             else:
                 tests.append(f"{item} is {const(v)}")
@@ -201,8 +200,7 @@ def _optimizer_tests(opt: Any, const: Callable[[Any], str]) -> list[str]:
         e = const(entry)
         tests += [f"{st}.get({const(p)}) is {e}", f"len({e}) == {len(entry)}"]
         for key, v in entry.items():
-            plain = isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
-            tests.append(f"{e}[{key!r}] {'==' if plain else 'is'} {const(v)}")
+            tests.append(f"{e}[{key!r}] {'==' if _by_value(v) else 'is'} {const(v)}")
     for key, v in vars(opt).items():  # the optimizer's own step hooks
         if key.endswith("_hooks") and isinstance(v, dict):
             tests.append(f"{o}.__dict__[{key!r}] == {const(dict(v))}")
@@ -235,6 +233,11 @@ def _captured_names(fn: Any) -> list[tuple[Any, str | None, Any]]:
             continue
     keep = (Tensor, Module, *_SIMPLE)
     return [(h, n, v) for h, n, v in out if isinstance(v, keep) or (type(v) is list and _plain(tuple(v)))]
+
+
+def _by_value(v: Any) -> bool:
+    """Whether a guard compares ``v`` by value (numbers, strings, dtypes, devices, tuples of those), not by identity."""
+    return isinstance(v, _SIMPLE) and (type(v) is not tuple or _plain(v))
 
 
 def _plain(t: tuple[Any, ...]) -> bool:

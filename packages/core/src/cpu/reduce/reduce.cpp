@@ -215,7 +215,7 @@ void sum_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
       ((self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64) && is_floating(out_t)) ||
       self.dtype() == out_t;
   const Tensor in = read_self ? self : op::cast(self, out_t);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     if (is_floating(out_t)) {
       std::vector<double> acc(nout, 0.0);
       if (in.numel() > 0)
@@ -250,7 +250,7 @@ void sum_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
 // max, max.dim, argmax: self is reducible (the meta step's check_reducible: Note [Meta step]).
 void max_out_cpu(const Tensor& out, const Tensor& self) {
   const Tensor in = contiguous(self);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
       using T = typename decltype(tag)::type;
       extremum_over<T, true>(in.data<T>(), 1, in.numel(), 1, dst.data<T>(), nullptr);
@@ -278,7 +278,7 @@ void argmax_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmax"), keepdim, "argmax");
   else
     s.n = self.numel();
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmax", [&](auto tag) {
       using T = typename decltype(tag)::type;
       extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, nullptr, dst.data<int64_t>());

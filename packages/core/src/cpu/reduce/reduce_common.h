@@ -9,6 +9,7 @@
 
 #include "flambeau/half.h"
 #include "flambeau/ops.h"
+#include "cpu/write_out.h"
 #include "flambeau/parallel.h"
 #include "vec_reduce.h"
 
@@ -195,27 +196,6 @@ void extremum_over(const T* x, int64_t outer, int64_t n, int64_t inner, T* value
       if (indices) std::copy(where, where + nc, indices + o * inner + c0);
     }
   });
-}
-
-// Note [Structured kernels]: a reduction's out kernel fills its contiguous result through
-// fill(dst): out itself when it is contiguous and shares no memory with self, else a new tensor
-// then copied into out (out= may be strided, or a view of the input).
-template <class F>
-void write_reduced(const Tensor& out, const Tensor& self, F&& fill) {
-  if (out.is_contiguous() && out.impl()->storage() != self.impl()->storage()) {
-    fill(out);
-    return;
-  }
-  const Tensor tmp = op::empty(out.sizes(), out.dtype(), out.device());
-  fill(tmp);
-  Tensor dst = out;
-  op::copy_(dst, tmp);
-}
-
-// An out kernel's result computed by other ops: copied into out.
-inline void copy_out(const Tensor& out, const Tensor& result) {
-  Tensor dst = out;
-  op::copy_(dst, result);
 }
 
 }  // namespace flambeau::cpu

@@ -29,7 +29,7 @@ using namespace cpu;
 // check_reducible and check_reducible_dims: Note [Meta step]).
 void min_out_cpu(const Tensor& out, const Tensor& self) {
   const Tensor in = contiguous(self);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
       using T = typename decltype(tag)::type;
       extremum_over<T, false>(in.data<T>(), 1, in.numel(), 1, dst.data<T>(), nullptr);
@@ -57,7 +57,7 @@ void argmin_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t
     s = split_dim(self, wrap_dim(*dim, self.dim(), "argmin"), keepdim, "argmin");
   else
     s.n = self.numel();
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "argmin", [&](auto tag) {
       using T = typename decltype(tag)::type;
       extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, nullptr, dst.data<int64_t>());
@@ -71,7 +71,7 @@ void amax_amin(const char* op, const Tensor& out, const Tensor& self, IntArrayRe
   const uint64_t mask = reduce_mask(op, dim, self.dim());
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(self, mask, outer, n);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       extremum_over<T, IsMax>(rows.data<T>(), outer, n, 1, dst.data<T>(), nullptr);
@@ -101,7 +101,7 @@ void prod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool, std:
   if (out.numel() == 0) return;
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(to_dtype(self, out_t), mask, outer, n);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "prod", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = rows.data<T>();
@@ -147,7 +147,7 @@ void var_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(self, mask, outer, n);
   const double denom = std::max(0.0, static_cast<double>(n) - c);
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtype(self.dtype(), "var", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

@@ -114,7 +114,7 @@ void cumsum_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::opt
   if (out.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, "cumsum", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumsum", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (is_complex_v<T>) {  // accumulated in complex128, as the real dtypes in double
@@ -140,7 +140,7 @@ void cumprod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::op
   if (out.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, "cumprod", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
-  write_reduced(out, self, [&](const Tensor& dst) {
+  write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumprod", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (is_complex_v<T>) {

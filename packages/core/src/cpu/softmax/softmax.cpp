@@ -15,6 +15,7 @@
 #include "generic/shape_utils.h"
 #include "softmax_rows.h"
 #include "cpu/elementwise/vec_table.h"
+#include "cpu/write_out.h"
 
 namespace flambeau {
 namespace cpu {
@@ -137,17 +138,6 @@ void backward_strided(Kind kind, const T* g, const T* y, T* gi, RowShape s) {
   });
 }
 
-// Note [Structured kernels]: the row loops write a contiguous output; an out of other strides gets
-// its values through a contiguous buffer.
-template <class F>
-void into_contiguous(const Tensor& out, const F& compute) {
-  if (out.is_contiguous()) return compute(out);
-  const Tensor buf = op::empty(out.sizes(), out.dtype(), out.device());
-  compute(buf);
-  Tensor dst = out;
-  op::copy_(dst, buf);
-}
-
 // out has self's dtype and shape (the `same` rules); dim is valid and self floating (meta::check_softmax).
 void forward_out(Kind kind, const Tensor& out, const Tensor& self, int64_t dim) {
   const char* op = name_of(kind);
@@ -155,15 +145,13 @@ void forward_out(Kind kind, const Tensor& out, const Tensor& self, int64_t dim) 
   if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16) {
     const Tensor wide = op::empty(self.sizes(), ScalarType::Float32, self.device());
     forward_out(kind, wide, op::cast(self, ScalarType::Float32), dim);
-    Tensor dst = out;
-    op::copy_(dst, wide);
-    return;
+    return cpu::copy_out(out, wide);
   }
   if (self.numel() == 0) return;
   const int64_t d = wrap_dim(dim, self.dim(), op);
   const RowShape s = row_shape(self, d);
   const Tensor x = self.is_contiguous() ? self : op::contiguous(self, MemoryFormat::Contiguous);
-  into_contiguous(out, [&](const Tensor& y) {
+  cpu::write_contiguous(out, self, [&](const Tensor& y) {
     visit_dtype(self.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -195,7 +183,7 @@ void backward_out(Kind kind, const Tensor& gi, const Tensor& grad, const Tensor&
   const RowShape s = row_shape(output, d);
   const Tensor g = grad.is_contiguous() ? grad : op::contiguous(grad, MemoryFormat::Contiguous);
   const Tensor y = output.is_contiguous() ? output : op::contiguous(output, MemoryFormat::Contiguous);
-  into_contiguous(gi, [&](const Tensor& r) {
+  cpu::write_contiguous(gi, output, [&](const Tensor& r) {
     visit_dtype(output.dtype(), op.c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
