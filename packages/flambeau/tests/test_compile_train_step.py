@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import warnings
 from pathlib import Path
 
 import flambeau as fb
@@ -127,19 +128,27 @@ def _batches(sizes):
     return [(fb.randn(n, 5), fb.randn(n, 2)) for n in sizes]
 
 
-def test_a_changed_lr_is_a_guard_miss_and_uses_the_new_lr():
+def test_a_changed_lr_and_momentum_are_read_at_replay_not_new_captures():
+    """Note [Live hyperparameters]: the fused op reads the group's lr and momentum when it replays; only the
+    momentum's sign is guarded (it decides whether the step keeps buffers)."""
     (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
     step = fb.compile(plain)
-    for i, (x, y) in enumerate(_batches([8] * 8)):
-        if i == 4:
-            for opt in (opt_e, opt_c):
-                opt.param_groups[0]["lr"] = 0.01
+    for i, (x, y) in enumerate(_batches([8] * 10)):
+        for opt in (opt_e, opt_c):
+            opt.param_groups[0]["lr"] = 0.1 / (i + 1)
+            opt.param_groups[0]["momentum"] = 0.9 - 0.05 * i
         np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
     for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
         np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
-    assert len(step.graphs) == 2  # lr 0.1 and lr 0.01 (each after the momentum buffers exist)
-    lrs = sorted(n.kwargs["lr"] for g in step.graphs for n in g.nodes if n.name == "_fused_sgd_")
-    assert lrs == [0.01, 0.1]
+    # The first step makes the momentum buffers (eager), the second is captured, the other 8 replay.
+    assert len(step.graphs) == 1 and len(step.break_reasons) == 1
+    (node,) = [n for n in step.graphs[0].nodes if n.name == "_fused_sgd_"]
+    assert repr(node.kwargs["lr"]) == "group['lr']" and repr(node.kwargs["momentum"]) == "group['momentum']"
+    for opt in (opt_e, opt_c):  # momentum 0: no buffer update, another graph
+        opt.param_groups[0]["momentum"] = 0.0
+    x, y = _batches([8])[0]
+    np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    assert len(step.graphs) == 2
 
 
 def test_a_new_batch_size_and_train_eval_are_new_entries():
@@ -444,3 +453,163 @@ def test_a_step_with_dropout_draws_as_eager():
     for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
         np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
     assert len(step.graphs) == 1 and "native_dropout" in step.graphs[0].op_names()
+
+
+# ------------------------------------------------------------------------- LR schedulers (Note [Live hyperparameters])
+_OPTIMIZERS = {
+    "sgd": lambda lib, ps, lr: lib.optim.SGD(ps, lr=lr, momentum=0.9, weight_decay=1e-3),
+    "adam": lambda lib, ps, lr: lib.optim.Adam(ps, lr=lr, weight_decay=1e-3),
+    "adamw": lambda lib, ps, lr: lib.optim.AdamW(ps, lr=lr),
+    "rmsprop": lambda lib, ps, lr: lib.optim.RMSprop(ps, lr=lr, momentum=0.5),
+    "adagrad": lambda lib, ps, lr: lib.optim.Adagrad(ps, lr=lr),
+}
+_SCHEDULERS = {
+    "step": lambda lib, opt: lib.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.7),
+    "cosine": lambda lib, opt: lib.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10),
+    "onecycle": lambda lib, opt: lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.2, total_steps=30),
+    "lambda": lambda lib, opt: lib.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0 / (1 + i)),
+}
+_CASES = [
+    ("sgd", "step"),
+    ("sgd", "cosine"),
+    ("sgd", "onecycle"),  # cycles momentum too
+    ("adam", "onecycle"),  # cycles betas[0]
+    ("adamw", "cosine"),
+    ("rmsprop", "lambda"),
+    ("adagrad", "step"),
+    ("adam", "lambda"),
+]
+
+
+def _torch_twin(lin):
+    net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for tp, p in zip(net.parameters(), lin.parameters(), strict=True):
+            tp.copy_(torch.from_numpy(p.detach().numpy()))
+    return net
+
+
+def _scheduled(lib, params, opt_name, sched_name, tensor_lr):
+    lr = lib.tensor(0.05) if tensor_lr else 0.05
+    opt = _OPTIMIZERS[opt_name](lib, params, lr)
+    return opt, _SCHEDULERS[sched_name](lib, opt)
+
+
+@pytest.mark.parametrize("tensor_lr", [False, True], ids=["float_lr", "tensor_lr"])
+@pytest.mark.parametrize(("opt_name", "sched_name"), _CASES, ids=[f"{o}-{s}" for o, s in _CASES])
+def test_a_scheduler_stepping_every_iteration_never_recaptures(opt_name, sched_name, tensor_lr):
+    """22 steps with the scheduler stepped after each: one capture, the values of eager flambeau and torch."""
+    nets, opts, scheds = [], [], []
+    for _ in range(2):
+        fb.manual_seed(3)
+        lin = fb.nn.Sequential(fb.nn.Linear(5, 4), fb.nn.Tanh(), fb.nn.Linear(4, 2))
+        opt, sched = _scheduled(fb, lin.parameters(), opt_name, sched_name, tensor_lr)
+        nets.append(lin), opts.append(opt), scheds.append(sched)
+    tnet = _torch_twin(nets[0])
+    topt, tsched = _scheduled(torch, tnet.parameters(), opt_name, sched_name, tensor_lr)
+    lr_before = opts[1].param_groups[0]["lr"]
+    eager = _loop(None, None, nets[0], opts[0])
+    step = fb.compile(_loop(None, None, nets[1], opts[1]))
+    captures = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no recompile-limit warning
+        for x, y in _batches([8] * 22):
+            got, want = step(x, y).item(), eager(x, y).item()
+            captures.append(len(step.graphs) + len(step.break_reasons))  # one entry per capture
+            topt.zero_grad()
+            tloss = torch.nn.functional.mse_loss(tnet(torch.from_numpy(x.numpy())), torch.from_numpy(y.numpy()))
+            tloss.backward()
+            topt.step()
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+            np.testing.assert_allclose(got, tloss.item(), rtol=1e-4)
+            for s in (scheds[0], scheds[1], tsched):
+                s.step()
+    for a, b, t in zip(nets[0].parameters(), nets[1].parameters(), tnet.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(b.detach().numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(float(opts[1].param_groups[0]["lr"]), float(topt.param_groups[0]["lr"]), rtol=1e-6)
+    # Captures: the first step (.grad is None at entry; most optimizers make their state, so it runs eagerly)
+    # and the second; none after, whatever the lr.
+    assert captures == [1] + [2] * 21, step.break_reasons
+    assert len(step.graphs) == (2 if opt_name == "adagrad" else 1), step.break_reasons
+    if tensor_lr:  # the scheduler filled the same tensor, which the replay read
+        assert opts[1].param_groups[0]["lr"] is lr_before
+    fused = [n for n in step.graphs[-1].nodes if n.name.startswith("_fused_")]
+    assert len(fused) == 1 and repr(fused[0].kwargs["lr"]) == "group['lr']"
+
+
+def test_a_step_that_uses_the_lr_itself_keeps_it_guarded_by_value():
+    """A float lr the step function reads from the param group is a constant of its graph: guarded by value
+    (a new capture per value, each equal to eager); a tensor lr read with .item() in the step is a break."""
+    (lin_e, opt_e, _), (lin_c, opt_c, _) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+
+    def make(lin, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = fb.nn.functional.mse_loss(lin(x), y) * (1 + opt.param_groups[0]["lr"])
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    eager, step = make(lin_e, opt_e), fb.compile(make(lin_c, opt_c))
+    for i, (x, y) in enumerate(_batches([8] * 5)):
+        for opt in (opt_e, opt_c):
+            opt.param_groups[0]["lr"] = 0.1 / (i + 1)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert len(step.graphs) == 4  # one per lr after the first step
+
+    lin = fb.nn.Linear(5, 2)
+    opt = fb.optim.SGD(lin.parameters(), lr=fb.tensor(0.1))
+
+    def reads(x, y):
+        opt.zero_grad()
+        loss = fb.nn.functional.mse_loss(lin(x), y) * opt.param_groups[0]["lr"].item()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = fb.compile(reads)
+    for x, y in _batches([8] * 3):
+        compiled(x, y)
+    assert not compiled.graphs
+    assert (
+        compiled.break_reasons[-1]
+        == "the function reads a tensor's value into Python (item): data-dependent control flow"
+    )
+
+
+def test_a_composed_optimizer_with_a_tensor_lr_runs_eagerly_with_its_reason():
+    """NAdam's step derives values from its lr in Python: its read of a tensor lr is a break, as before."""
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.NAdam(ps, lr=fb.tensor(0.01)))
+    step = fb.compile(plain)
+    for x, y in _batches([8] * 3):
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    assert not step.graphs
+    assert "reads a tensor's value into Python" in step.break_reasons[-1]
+
+
+@pytest.mark.parametrize("tensor_lr", [False, True], ids=["float_lr", "tensor_lr"])
+def test_param_groups_with_their_own_schedules_replay_each_groups_lr(tensor_lr):
+    lrs = (fb.tensor(0.05), fb.tensor(0.2)) if tensor_lr else (0.05, 0.2)
+    pairs = []
+    for _ in range(2):
+        fb.manual_seed(3)
+        lin = fb.nn.Sequential(fb.nn.Linear(5, 4), fb.nn.Tanh(), fb.nn.Linear(4, 2))
+        groups = [{"params": lin[0].parameters(), "lr": lrs[0]}, {"params": lin[2].parameters(), "lr": lrs[1]}]
+        opt = fb.optim.Adam(groups, lr=fb.tensor(0.1) if tensor_lr else 0.1)
+        sched = fb.optim.lr_scheduler.LambdaLR(opt, [lambda i: 0.9**i, lambda i: 1.0 / (1 + i)])
+        pairs.append((lin, opt, sched, _loop(None, None, lin, opt)))
+    (lin_e, _, sched_e, eager), (lin_c, opt_c, sched_c, plain) = pairs
+    step = fb.compile(plain)
+    for x, y in _batches([8] * 12):
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+        sched_e.step(), sched_c.step()
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    assert len(step.graphs) == 1 and len(step.break_reasons) == 1
+    nodes = [n for n in step.graphs[0].nodes if n.name == "_fused_adam_"]
+    assert [n.kwargs["lr"].group is g for n, g in zip(nodes, opt_c.param_groups, strict=True)] == [True, True]

@@ -9,6 +9,8 @@ bad input.
 
 from __future__ import annotations
 
+import types
+
 import flambeau_autograd as fa
 import flambeau_core as fc
 import flambeau_nn as nn
@@ -452,3 +454,112 @@ def test_unknown_param_group_keys_are_kept_as_in_torch():
     opt = nn.optim.SGD([{"params": [p], "name": "encoder"}], lr=0.1)
     assert opt.param_groups[0]["name"] == "encoder"
     assert torch.optim.SGD([{"params": [torch.nn.Parameter(torch.ones(2))], "name": "e"}], lr=0.1)
+
+
+# ---- a tensor lr (PyTorch's rules) ----
+
+_FB = types.SimpleNamespace(optim=nn.optim, tensor=fc.tensor)
+_TENSOR_LR = {
+    "SGD": dict(momentum=0.9, weight_decay=0.01),
+    "Adam": dict(weight_decay=0.01),
+    "AdamW": dict(amsgrad=True),
+    "RMSprop": dict(momentum=0.5, centered=True),
+    "Adagrad": dict(lr_decay=0.01),
+}
+
+
+def _step_both(opt_o, opt_t, ours, theirs, steps, schedulers=()):
+    """Steps both optimizers (then the schedulers) on the same gradients; the parameters agree after each."""
+    for step in steps:
+        _set_grads(ours, theirs, step, torch.float32)
+        opt_o.step()
+        opt_t.step()
+        for sched in schedulers:
+            sched.step()
+        for o, t in zip(ours, theirs, strict=True):
+            assert_close(o, t, rtol=2e-5, atol=2e-5)
+        assert float(opt_o.param_groups[0]["lr"]) == float(opt_t.param_groups[0]["lr"])
+
+
+@pytest.mark.parametrize("name", list(_TENSOR_LR))
+def test_tensor_lr_with_a_scheduler_matches_torch(name):
+    """The step reads the tensor each time; the scheduler fills the same tensor in place, as torch's does."""
+    ours, theirs = _pair(torch.float32)
+    opt_o = getattr(nn.optim, name)(ours, lr=fc.tensor(0.05), **_TENSOR_LR[name])
+    opt_t = getattr(torch.optim, name)(theirs, lr=torch.tensor(0.05), foreach=False, **_TENSOR_LR[name])
+    lr_o, lr_t = opt_o.param_groups[0]["lr"], opt_t.param_groups[0]["lr"]
+    sched_o = nn.optim.lr_scheduler.CosineAnnealingLR(opt_o, T_max=6)
+    sched_t = torch.optim.lr_scheduler.CosineAnnealingLR(opt_t, T_max=6)
+    _step_both(opt_o, opt_t, ours, theirs, range(8), (sched_o, sched_t))
+    assert opt_o.param_groups[0]["lr"] is lr_o and opt_t.param_groups[0]["lr"] is lr_t
+    assert float(sched_o.get_last_lr()[0]) == float(sched_t.get_last_lr()[0])
+
+
+def test_tensor_lr_state_dict_round_trips_as_in_torch():
+    ours, theirs = _pair(torch.float32)
+    opt_o = nn.optim.Adam(ours, lr=fc.tensor(0.01), betas=(fc.tensor(0.8), fc.tensor(0.99)))
+    opt_t = torch.optim.Adam(
+        theirs, lr=torch.tensor(0.01), betas=(torch.tensor(0.8), torch.tensor(0.99)), foreach=False
+    )
+    _step_both(opt_o, opt_t, ours, theirs, range(3))
+    sd_o, sd_t = opt_o.state_dict(), opt_t.state_dict()
+    assert isinstance(sd_o["param_groups"][0]["lr"], fc.Tensor) and isinstance(
+        sd_t["param_groups"][0]["lr"], torch.Tensor
+    )
+    assert float(sd_o["param_groups"][0]["lr"]) == float(sd_t["param_groups"][0]["lr"])
+    # Loaded into optimizers made with a float lr: the groups take a tensor lr (a copy), as torch's do.
+    ours2, theirs2 = (
+        [nn.Parameter(p.detach().clone()) for p in ours],
+        [torch.nn.Parameter(p.detach().clone()) for p in theirs],
+    )
+    opt_o2, opt_t2 = nn.optim.Adam(ours2, lr=0.5), torch.optim.Adam(theirs2, lr=0.5, foreach=False)
+    opt_o2.load_state_dict(sd_o)
+    opt_t2.load_state_dict(sd_t)
+    lr_o, lr_t = opt_o2.param_groups[0]["lr"], opt_t2.param_groups[0]["lr"]
+    assert isinstance(lr_o, fc.Tensor) and isinstance(lr_t, torch.Tensor)
+    assert lr_o is not sd_o["param_groups"][0]["lr"] and lr_t is not sd_t["param_groups"][0]["lr"]
+    assert float(lr_o) == float(lr_t) == pytest.approx(0.01)
+    assert [float(b) for b in opt_o2.param_groups[0]["betas"]] == [float(b) for b in opt_t2.param_groups[0]["betas"]]
+    _step_both(opt_o2, opt_t2, ours2, theirs2, range(3, 6))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda lib, ps: lib.optim.SGD(ps, lr=lib.tensor([0.1, 0.2])),
+        lambda lib, ps: lib.optim.SGD(ps, lr=lib.tensor(-0.5)),
+        lambda lib, ps: lib.optim.Adagrad(ps, lr=lib.tensor([0.1, 0.2])),
+        lambda lib, ps: lib.optim.RMSprop(ps, lr=lib.tensor([0.1, 0.2])),
+        lambda lib, ps: lib.optim.Adam(ps, lr=lib.tensor(0.1), foreach=True),
+        lambda lib, ps: lib.optim.AdamW(ps, lr=lib.tensor(0.1), foreach=True),
+        lambda lib, ps: lib.optim.Adam(ps, betas=(lib.tensor(0.9), 0.99)),
+        lambda lib, ps: lib.optim.Adam(ps, betas=(0, 0.99)),
+        lambda lib, ps: lib.optim.Adam(ps, betas=(lib.tensor(0.9), lib.tensor(0.99)), foreach=True),
+    ],
+    ids=[
+        "sgd-2-elements",
+        "sgd-negative",
+        "adagrad-2-elements",
+        "rmsprop-2-elements",
+        "adam-foreach",
+        "adamw-foreach",
+        "adam-mixed-betas",
+        "adam-int-beta",
+        "adam-tensor-betas-foreach",
+    ],
+)
+def test_tensor_lr_errors_match_torch(build):
+    with pytest.raises(ValueError) as theirs:
+        build(torch, [torch.nn.Parameter(torch.ones(2))])
+    with pytest.raises(ValueError) as ours:
+        build(_FB, [nn.Parameter(fc.ones(2))])
+    assert str(ours.value).split("] ", 1)[1] == str(theirs.value)
+
+
+def test_adam_foreach_step_with_a_tensor_lr_set_later_raises_as_torch():
+    for lib, p in ((_FB, nn.Parameter(fc.ones(2))), (torch, torch.nn.Parameter(torch.ones(2)))):
+        opt = lib.optim.Adam([p], lr=0.1, foreach=True)
+        opt.param_groups[0]["lr"] = lib.tensor(0.1)
+        p.grad = lib.tensor([1.0, 1.0])
+        with pytest.raises(RuntimeError, match=r"^(\[Adam.step\] )?lr as a Tensor is not supported for capturable"):
+            opt.step()

@@ -177,7 +177,8 @@ def compile(  # noqa: A001 (PyTorch's name)
     guards, or, with ``fullgraph=True``, :class:`Unsupported` is raised (after that eager call ran). A whole
     training step (``zero_grad``, forward, loss, ``backward()``, ``optimizer.step()``) is one graph, guarded
     on the optimizer's settings and state and on which parameters have a ``.grad`` (Note [Captured
-    backward]).
+    backward]); the settings an LR scheduler changes (``lr``, ``momentum``, ``betas``, ...) are read at
+    replay, so a scheduler stepped every iteration costs no new capture (Note [Live hyperparameters]).
     Each compiled callable keeps at most ``fb.compiler.config.recompile_limit`` (8) captures; beyond that,
     new guards run eagerly. At capture, runs of elementwise ops are fused into generated C++ kernels, with a
     generated backward kernel where their inputs require grad (Note [Elementwise fusion], Note [Fused

@@ -18,7 +18,8 @@ from flambeau_core import _C
 
 from ._epilogue import fold
 from ._fusion import Fusion, fuse
-from ._graph import Graph, GraphBreak, _at, build_graph, tensors_in
+from ._graph import READS, Graph, GraphBreak, _at, build_graph, tensors_in
+from ._live import bind, hyper_tensors, read_in_step
 from ._replay import Program
 
 Tensor = fc.Tensor
@@ -259,6 +260,7 @@ class CaptureResult:
     reason: str | None
     fusion: Fusion | None = None
     autograd: bool = False  # the graph holds backward() or .grad nodes (Note [Captured backward])
+    live: dict[int, dict[str, Any]] | None = None  # settings guarded by kind only (Note [Live hyperparameters])
 
 
 class _Capture:
@@ -271,6 +273,8 @@ class _Capture:
         self.versions: dict[int, tuple[Tensor, int]] = {}  # memory -> (a tensor on it, its version after the last op)
         self.busy = False  # the capture's own code runs (its .grad reads are not the program's)
         self.autograd = False  # a backward() or .grad node was recorded (Note [Captured backward])
+        self.hyper: dict[int, tuple[Tensor, Any]] = {}  # the optimizers' tensor settings (Note [Live hyperparameters])
+        self.hidden: list[tuple[Tensor, Any]] = []  # an optimizer step's reads of them: (tensor, value)
 
     def see_leaf(self, t: Tensor) -> None:
         if id(t) not in self.leaves and t.requires_grad and t.grad_fn is None:
@@ -297,6 +301,11 @@ class _Capture:
             self.busy = False
 
     def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None, result: Any) -> None:
+        if self.hyper and name in READS and len(args) == 1 and not kwargs and id(args[0]) in self.hyper:
+            t, opt = self.hyper[id(args[0])]
+            if args[0] is t and read_in_step(opt):  # its value reaches a fused op, or bind() breaks
+                self.hidden.append((t, result))
+                return
         # Lists and dicts as they are now: the program may change them after the call. The recorder says
         # whether the program called the method or the function (where's arguments differ between them).
         info = _C._op_call_info()
@@ -363,13 +372,16 @@ def capture(
     long_lived: dict[int, Tensor],
     still_valid: Callable[[], bool],
     check_step: bool = True,
+    optimizers: list[Any] = (),  # type: ignore[assignment]
 ) -> CaptureResult:
     """Runs ``fn(*args, **kwargs)`` once under the op recorder; the graph of the run, or why there is none.
 
     ``still_valid()`` says whether the module state the guards hold is unchanged by the run. ``check_step``:
     copy the state first, so a graph holding backward() can be checked (a module's forward does without).
+    ``optimizers``: those the function reaches, whose fused ops' settings become live (Note [Live hyperparameters]).
     """
     cap = _Capture()
+    cap.hyper = hyper_tensors(list(optimizers))
     for t in list(inputs) + list(long_lived.values()):
         cap.see_leaf(t)
     before = [(t.requires_grad, t._storage_ptr) for t in inputs]
@@ -405,12 +417,13 @@ def capture(
             reason = "the function draws Python or NumPy random numbers, which a replay would repeat"
         if reason is None and fc.initial_seed() != seed_before:
             reason = "the function seeds the random generator (fb.manual_seed), which a replay would not"
-        graph = fusion = None
+        graph = fusion = live = None
         if reason is None:
             rng_after = _rng_state()
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
+            live = bind(graph, list(optimizers), cap.hidden, fn) if optimizers else None
             # Not with backward() or .grad nodes: replaying them would accumulate or set .grad again.
             if not advanced and not cap.autograd and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)
@@ -428,7 +441,7 @@ def capture(
         reason, graph = f"the capture failed ({type(e).__name__}: {e})", None
     finally:
         _C._set_op_recorder(outer)
-    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd)
+    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd, live)
 
 
 def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None:

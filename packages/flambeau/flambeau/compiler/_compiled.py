@@ -26,7 +26,8 @@ is that the call changed the state it read (an optimizer's first step makes its 
 the state before the call, so the next call, under the new state, captures again.
 
 A training step adds guards of its own (Note [Captured backward] in ``_capture.py``): each parameter's
-``.grad is None`` at entry, the optimizers' param groups and state, a trainer object's attributes.
+``.grad is None`` at entry, the optimizers' param groups and state, a trainer object's attributes. The
+settings an LR scheduler changes are guarded by their kind only (Note [Live hyperparameters] in ``_live.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from flambeau_core.profiler._events import KIND_USER as _KIND_USER
 from . import _capture
 from ._fusion import FusedGroup, Fusion
 from ._graph import Graph
+from ._live import kind_test
 from ._replay import Program
 
 Tensor = fc.Tensor
@@ -128,6 +130,8 @@ class ModuleState:
         fn: Any = None,
         optimizers: list[Any] = (),  # type: ignore[assignment]
         grads: list[tuple[Tensor, bool]] = (),  # type: ignore[assignment]
+        live: dict[int, dict[str, Any]] | None = None,
+        pinned: set[int] = frozenset(),  # type: ignore[assignment]
     ) -> None:
         env: dict[str, Any] = {}
         tests: list[str] = []
@@ -138,7 +142,7 @@ class ModuleState:
             return name
 
         for opt in optimizers:
-            tests.extend(_optimizer_tests(opt, const))
+            tests.extend(_optimizer_tests(opt, const, live or {}, pinned))
         # Note [Captured backward]: which leaves have a .grad at entry decides what backward() and the
         # optimizer do with them (accumulate or make, step or skip).
         tests.extend(f"{const(t)}.grad is {'None' if none else 'not None'}" for t, none in grads)
@@ -175,19 +179,27 @@ class ModuleState:
         self.holds: Callable[[], bool] = env["holds"]
 
 
-def _optimizer_tests(opt: Any, const: Callable[[Any], str]) -> list[str]:
+def _optimizer_tests(
+    opt: Any, const: Callable[[Any], str], live: dict[int, dict[str, Any]], pinned: set[int]
+) -> list[str]:
     """Guards of an optimizer a compiled step reaches (Note [Captured backward]): its param groups' settings
     (``lr``, ``momentum``, ...) by value and parameters by identity, and its state (momentum buffers, step
-    counts) entry by entry, since the captured optimizer ops hold them as constants."""
+    counts) entry by entry, since the captured optimizer ops hold them as constants. The settings the replay
+    reads itself (``live``: id(group) -> keys, Note [Live hyperparameters]) by their kind only; ``pinned``: ids
+    of tensor settings the graph also holds as constants (guarded by identity)."""
     o = const(opt)
     groups, state = opt.param_groups, opt.state
     tests = [f"{o}.param_groups is {const(groups)}", f"len({const(groups)}) == {len(groups)}"]
     for i, group in enumerate(groups):
         g = const(group)
         tests += [f"{const(groups)}[{i}] is {g}", f"len({g}) == {len(group)}"]
+        kinds = live.get(id(group), {})
         for key, v in group.items():
             item = f"{g}[{key!r}]"
-            if key == "params":
+            if key in kinds:
+                pin = any(id(t) in pinned for t in (v if type(v) is tuple else (v,)))
+                tests.append(kind_test(item, v, key, const, pin))
+            elif key == "params":
                 tests.append(f"len({item}) == {len(v)}")
                 tests.extend(f"{item}[{j}] is {const(p)}" for j, p in enumerate(v))
             elif _by_value(v):
@@ -417,12 +429,13 @@ class CompiledFunction:
         leaves = [t for t in long_lived.values() if t.requires_grad and t.grad_fn is None]
         grads = [(t, t.grad is None) for t in leaves]  # at entry (Note [Captured backward])
         check_step = self._module is None
-        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds, check_step)
+        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds, check_step, optimizers)
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
         if cap.reason is None or state.holds():
-            state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [])
+            pinned = {id(c) for c in cap.graph.constants} if cap.graph is not None else set()
+            state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [], cap.live, pinned)
         # else the call changed the state it read (an optimizer's first step makes its buffers): the eager
         # entry keeps the state it ran under, so the next call, under the new state, captures again.
         check = _fast_check(specs, modes, state) if specs is not None else None

@@ -20,6 +20,7 @@ from typing import Any
 from flambeau_core._C import _set_grad_enabled
 
 from ._graph import Graph, Ref, same_kind
+from ._live import Live
 
 
 class Program:
@@ -42,6 +43,8 @@ class Program:
             return name
 
         def expr(a: Any) -> str:
+            if type(a) is Live:  # a param group's setting, read now (Note [Live hyperparameters])
+                return a.source(const(a.group, "g"))
             if isinstance(a, Ref):
                 if a.kind == "const":
                     return const(graph.constants[a.index])

@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_adagrad_
 
-from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["Adagrad", "adagrad"]
 
@@ -47,8 +47,7 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        if not 0.0 <= lr:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
+        check_lr(self, lr)  # a float, or a 1-element tensor as in PyTorch
         if not 0.0 <= lr_decay:
             raise FlambeauError(f"[{type(self).__name__}] Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:

@@ -7,10 +7,12 @@ from typing import Any
 
 import flambeau_autograd as fa
 import flambeau_core as fc
-from flambeau_core import Tensor
+from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_adam_
 
 from flambeau_nn.optim.optimizer import Optimizer, check_adam_hyperparameters, check_fused_options, run_closure
+
+_FOREACH_TENSOR = "{} as a Tensor is not supported for capturable=False and foreach=True"
 
 __all__ = ["Adam", "AdamW", "adam"]
 
@@ -30,6 +32,10 @@ class Adam(Optimizer):
     State per parameter: ``step`` (a 0-d float32 tensor), ``exp_avg``,
     ``exp_avg_sq`` (and ``max_exp_avg_sq`` with ``amsgrad``). Each param group
     is stepped by one fused core op (Note [Optimizer step structure]).
+
+    ``lr`` and ``betas`` may be 1-element tensors, as in PyTorch (an LR scheduler then
+    updates the lr tensor in place); as in PyTorch, not with ``foreach=True``, and
+    the two betas are both floats or both tensors.
 
     Example:
         >>> import flambeau_core as fc
@@ -58,7 +64,16 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise FlambeauError(f"[{type(self).__name__}] " + _FOREACH_TENSOR.format("lr"))
         betas = check_adam_hyperparameters(self, lr, betas, eps, weight_decay)
+        if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
+            raise FlambeauError(f"[{type(self).__name__}] betas must be either both floats or both Tensors")
+        for i, b in enumerate(betas):
+            if isinstance(b, Tensor) and foreach and not capturable:
+                raise FlambeauError(f"[{type(self).__name__}] " + _FOREACH_TENSOR.format(f"betas[{i}]"))
+            if isinstance(b, Tensor) and b.numel() != 1:
+                raise FlambeauError(f"[{type(self).__name__}] Tensor betas[{i}] must be 1-element")
         check_fused_options(self, differentiable=differentiable, capturable=capturable)
         defaults = dict(
             lr=lr,
@@ -113,6 +128,8 @@ class Adam(Optimizer):
             if gathered is None:
                 continue
             params, grads, (exp_avgs, exp_avg_sqs, max_sqs, steps) = gathered
+            if group["foreach"] and isinstance(group["lr"], Tensor):  # set after construction, as PyTorch checks
+                raise FlambeauError(f"[{type(self).__name__}.step] " + _FOREACH_TENSOR.format("lr"))
             beta1, beta2 = group["betas"]
             with fa.no_grad():
                 adam(

@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_rmsprop_
 
-from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -44,8 +44,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if not 0.0 <= lr:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
+        check_lr(self, lr)  # a float, or a 1-element tensor as in PyTorch
         if not 0.0 <= eps:
             raise FlambeauError(f"[{type(self).__name__}] Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:

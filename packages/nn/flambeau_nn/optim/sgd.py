@@ -10,7 +10,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_core._C import _fused_sgd_
 
-from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, run_closure
+from flambeau_nn.optim.optimizer import Optimizer, check_fused_options, check_lr, run_closure
 
 __all__ = ["SGD", "sgd"]
 
@@ -29,7 +29,8 @@ class SGD(Optimizer):
 
     Each param group is stepped by one fused core op (Note [Optimizer step
     structure]). ``foreach`` and ``fused`` are accepted for compatibility (the
-    step is always fused).
+    step is always fused). ``lr`` may be a 1-element tensor, as in PyTorch: the
+    step reads it each time, and an LR scheduler updates it in place.
 
     Example:
         >>> import flambeau_core as fc
@@ -54,8 +55,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        if lr < 0.0:
-            raise FlambeauError(f"[{type(self).__name__}] Invalid learning rate: {lr}")
+        check_lr(self, lr)  # a float, or a 1-element tensor as in PyTorch
         if momentum < 0.0:
             raise FlambeauError(f"[{type(self).__name__}] Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
