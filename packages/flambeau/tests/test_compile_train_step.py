@@ -582,6 +582,54 @@ def test_a_step_that_uses_the_lr_itself_keeps_it_guarded_by_value():
     )
 
 
+def _lr_of(opt):
+    """A user's helper, outside the compiled function's own code, reading the scheduled lr."""
+    return opt.param_groups[0]["lr"]
+
+
+def _warm_up(opt, i):
+    """A user's helper writing the lr from inside the step (a warm-up)."""
+    opt.param_groups[0]["lr"] = 0.1 * min(1.0, (i + 1) / 4)
+
+
+@pytest.mark.parametrize("use", ["helper_reads_group", "scheduler_last_lr", "warm_up_inside"])
+def test_settings_used_beyond_the_steps_own_code_stay_guarded_by_value(use):
+    """Note [Live hyperparameters]: a helper reading the group, ``get_last_lr()`` or a write during the call
+    make every setting guarded by value, so a value derived from the lr is never a stale constant."""
+    (lin_e, opt_e, _), (lin_c, opt_c, _) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+    scheds = [fb.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5) for o in (opt_e, opt_c)]
+
+    def make(lin, opt, sched):
+        def step(x, y, i):
+            opt.zero_grad()
+            loss = fb.nn.functional.mse_loss(lin(x), y)
+            if use == "helper_reads_group":
+                scale = _lr_of(opt) * 2
+            elif use == "scheduler_last_lr":
+                scale = sched.get_last_lr()[0] * 2
+            else:
+                _warm_up(opt, i)
+                scale = 1.0
+            (loss * scale).backward()
+            opt.step()
+            return loss * scale
+
+        return step
+
+    eager = make(lin_e, opt_e, scheds[0])
+    step = fb.compile(make(lin_c, opt_c, scheds[1]))
+    for i, (x, y) in enumerate(_batches([8] * 6)):
+        i_arg = 0 if use != "warm_up_inside" else i
+        np.testing.assert_allclose(step(x, y, i_arg).item(), eager(x, y, i_arg).item(), rtol=1e-6)
+        if use != "warm_up_inside":
+            for s in scheds:
+                s.step()
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    if use != "warm_up_inside":  # guarded by value: each new lr a new capture (not a replay with a stale scale)
+        assert len(step.graphs) == 5, step.break_reasons
+
+
 def test_a_composed_optimizer_with_a_tensor_lr_runs_eagerly_with_its_reason():
     """NAdam's step derives values from its lr in Python: its read of a tensor lr is a break, as before."""
     (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.NAdam(ps, lr=fb.tensor(0.01)))

@@ -19,7 +19,7 @@ from flambeau_core import _C
 from ._epilogue import fold
 from ._fusion import Fusion, fuse
 from ._graph import READS, Graph, GraphBreak, _at, build_graph, tensors_in
-from ._live import bind, hyper_tensors, read_in_step
+from ._live import SettingUse, bind, hyper_tensors, read_in_step
 from ._replay import Program
 
 Tensor = fc.Tensor
@@ -402,10 +402,15 @@ def capture(
     cap.outer = outer
     prev_capture = current()
     _local.capture = cap
+    settings = SettingUse(list(optimizers)) if optimizers else None
     _watch(True)
     _C._set_op_recorder(cap.record)
     try:
-        result = fn(*args, **kwargs)
+        if settings is None:
+            result = fn(*args, **kwargs)
+        else:
+            with settings:
+                result = fn(*args, **kwargs)
     finally:
         _C._set_op_recorder(outer)
         _watch(False)
@@ -423,7 +428,7 @@ def capture(
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
-            live = bind(graph, list(optimizers), cap.hidden, fn) if optimizers else None
+            live = bind(graph, list(optimizers), cap.hidden, settings.suspect) if settings is not None else None
             # Not with backward() or .grad nodes: replaying them would accumulate or set .grad again.
             if not advanced and not cap.autograd and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)

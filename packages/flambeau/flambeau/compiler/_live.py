@@ -15,16 +15,20 @@ it runs inside one of those steps (``STEPS``) and its value is passed to the fus
 the tensor itself. Any other read is a break, as before: the user's ``lr.item()``, or a composed optimizer
 (Adadelta, NAdam, ...) computing other values from it.
 
-A float setting's guard is relaxed to its kind only when the capture sees no other use of it. The step
-function's own code must not name ``param_groups``, and the value must not appear as a plain argument of
-another op or in the result: a value the user's code read there would be a stale constant on replay. A
-value the user's code derives from a setting (``lr * 2``) cannot be seen. docs/compile.md tells users to
-read the setting outside the compiled step in that case.
+A float setting's guard is relaxed to its kind only when the capture sees no other use of it
+(:class:`SettingUse`): no Python function outside flambeau that the captured call runs (the step function,
+its helpers, lambdas) names ``param_groups``, ``get_last_lr`` or ``_last_lr``; no setting changes during
+the call (a warm-up written inside the step would not be written again on replay); and the value is no
+plain argument of another op nor in the result. Otherwise a value the user's code read or derived
+(``loss * lr * 2``) would be a stale constant on replay; such a step keeps every setting guarded by value
+(a new capture per value, as before this Note). With another profiler installed (``sys.setprofile``) the
+calls cannot be watched, and the guards stay by value too.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -107,7 +111,78 @@ def read_in_step(opt: Any) -> bool:
     return False
 
 
-def bind(graph: Graph, optimizers: list[Any], hidden: list[tuple[Tensor, Any]], fn: Any) -> dict[int, dict[str, Any]]:
+class SettingUse:
+    """Watches a captured call for code that may use the optimizers' settings itself (Note [Live hyperparameters]).
+
+    A context manager around the call: ``suspect`` is True afterwards when Python code outside flambeau's
+    packages that the call ran names a param group's or a scheduler's settings, when a setting changed
+    during the call, or when another profiler was installed (the calls could not be watched).
+    """
+
+    _NAMES = frozenset({"param_groups", "get_last_lr", "_last_lr"})
+
+    def __init__(self, optimizers: list[Any]) -> None:
+        self.optimizers = optimizers
+        self.suspect = False
+        self._seen: set[Any] = set()
+        self._watching = False
+        self._before = _settings(optimizers)
+
+    def __enter__(self) -> SettingUse:
+        if sys.getprofile() is not None:
+            self.suspect = True
+        else:
+            sys.setprofile(self._call)
+            self._watching = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._watching:
+            sys.setprofile(None)
+        if _settings(self.optimizers) != self._before:
+            self.suspect = True
+
+    def _call(self, frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if code in self._seen:
+            return
+        self._seen.add(code)
+        if not code.co_filename.startswith(_library_dirs()) and not self._NAMES.isdisjoint(code.co_names):
+            self.suspect = True
+
+
+def _settings(optimizers: list[Any]) -> list[Any]:
+    """The live keys' values of every param group (a tensor by identity and version), to compare."""
+    out: list[Any] = []
+    for opt in optimizers:
+        for group in opt.param_groups:
+            for key in sorted(_KEYS & group.keys()):
+                v = group[key]
+                items = v if type(v) is tuple else (v,)
+                out.append((key, tuple((id(x), x._version) if isinstance(x, Tensor) else x for x in items)))
+    return out
+
+
+_LIBRARY_DIRS: tuple[str, ...] | None = None
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of flambeau's own packages (their code reads the settings to do its work)."""
+    global _LIBRARY_DIRS
+    if _LIBRARY_DIRS is None:
+        dirs = []
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("flambeau") and "." not in name and getattr(mod, "__file__", None):
+                dirs.append(os.path.dirname(mod.__file__) + os.sep)
+        _LIBRARY_DIRS = tuple(dirs)
+    return _LIBRARY_DIRS
+
+
+def bind(
+    graph: Graph, optimizers: list[Any], hidden: list[tuple[Tensor, Any]], user_reads: bool
+) -> dict[int, dict[str, Any]]:
     """Makes the fused optimizer ops' settings :class:`Live` in ``graph``; the settings guarded by kind only.
 
     Returns id(group) -> {key: the value at capture} for the keys that may change without a new capture.
@@ -155,8 +230,6 @@ def bind(graph: Graph, optimizers: list[Any], hidden: list[tuple[Tensor, Any]], 
             "the function reads an optimizer's tensor setting into Python where no fused optimizer op takes it"
         )
     seen = _plain_floats(graph) if live else set()
-    names = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    user_reads = names is not None and "param_groups" in names.co_names
     for gid, keys in live.items():
         for key in list(keys):
             value = keys[key]
