@@ -349,6 +349,8 @@ def call_case(op: OpDecl, form: str, index: int) -> list[str]:
         lines.append(f"        {call};")
         lines.append("      }")
         lines.append("      Py_RETURN_NONE;")
+    elif "out" in pos and op.structured and len(op.returns) > 1:
+        lines += structured_outs_lines(op, pos["out"], call, ret)
     elif "out" in pos and op.structured:
         lines += structured_out_lines(op, pos["out"], call, ret)
     else:
@@ -428,6 +430,55 @@ def structured_out_lines(op: OpDecl, o: int, call: str, ret: str) -> list[str]:
         "      }",
         "      return wrap(result);",
     ]
+
+
+def structured_outs_lines(op: OpDecl, o: int, call: str, ret: str) -> list[str]:
+    """Note [Structured kernels]: out=(a, b, ...) of an op with several results: when every out has its
+    result's dtype and device (and autograd does not record), each is resized and the op's one out kernel
+    writes them all; otherwise the results are computed and copied in as before."""
+    n = len(op.returns)
+    names = ", ".join(f"a_{a.name}" for a in op.cpp_args)
+    ok = " && ".join(f"structured_write_ok(outs[{i}], {{{tensor_args(op, 'a_')}}})" for i in range(n))
+    fits = " &&\n              ".join(
+        f"specs[{i}].dtype == outs[{i}].dtype() && specs[{i}].device == outs[{i}].device()" for i in range(n)
+    )
+    fields = ", ".join(f'"{r.name}"' for r in op.returns)
+    outs = ", ".join(f"outs[{i}]" for i in range(n))
+    lines = [
+        "      TensorList outs;",
+        f"      if (!r.is_none({o})) {{",
+        f"        outs = r.tensor_list({o});",
+        f'        check_out_count("{op.py_name}", outs, {n});',
+        "      }",
+        f"      {ret} result;",
+        "      {",
+        "        py::gil_scoped_release no_gil;",
+        "        bool written = false;",
+        f"        if (!outs.empty() && {ok}) {{",
+        f"          const auto specs = structured::{op.cpp_name}({names});",
+        f"          if ({fits}) {{",
+        f"            for (size_t i = 0; i < {n}; ++i)",
+        "              if (!std::ranges::equal(outs[i].sizes(), specs[i].shape))",
+        f'                resize_out("{op.py_name}", outs[i], specs[i].shape);',
+        f"            op::{op.cpp_name}.run_out({{{outs}}}, {names});",
+        "            for (Tensor& t : outs) t.impl()->bump_version();",
+        "            written = true;",
+        "          }",
+        "        }",
+        "        if (!written) {",
+        f"          result = {call};",
+        "          if (!outs.empty()) {",
+    ]
+    gets = ", ".join(f"std::get<{i}>(result)" for i in range(n))
+    lines += [f'            copy_to_out("{op.py_name}", std::get<{i}>(result), outs[{i}], true);' for i in range(n)]
+    lines += [
+        "          }",
+        "        }",
+        "      }",
+        f'      if (!outs.empty()) return wrap_named("{op.py_name}", {{{fields}}}, {{{outs}}});',
+        f'      return wrap_named("{op.py_name}", {{{fields}}}, {{{gets}}});',
+    ]
+    return lines
 
 
 def binding_function(cname: str, py_name: str, form: str, overloads: list[OpDecl]) -> list[str]:

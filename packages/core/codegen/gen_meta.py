@@ -172,8 +172,49 @@ def _shape_ref(op: OpDecl) -> tuple[list[str], str]:
     return [f"  const Shape shape = {shape_expr(op, rule)};"], "shape"
 
 
+def _result_shapes(op: OpDecl) -> tuple[list[str], list[str]]:
+    """Lines computing a multi-result op's shapes, and each result's shape (a std::optional where the
+    rule may leave a result out)."""
+    n = len(op.returns)
+    if op.shape.name in OPTIONAL_RESULT_SHAPES:
+        return [f"  const meta::OptionalShapes shapes = {shape_expr(op, op.shape)};"], [
+            f"shapes[{i}]" for i in range(n)
+        ]
+    if op.shape.name in PER_RESULT_SHAPES:
+        return [f"  const std::vector<Shape> shapes = {shape_expr(op, op.shape)};"], [f"shapes[{i}]" for i in range(n)]
+    pre, shape = _shape_ref(op)
+    return [*pre, f"  const IntArrayRef out_sizes = {shape};"], ["out_sizes"] * n
+
+
+def structured_adapter_multi(op: OpDecl) -> list[str]:
+    """The device kernel of a structured op with several results: every output allocated from the rules
+    (undefined where an optional rule leaves one out), then the one out kernel on all of them."""
+    lines = [f"{op.cpp_return()} {op.cpp_name}_structured({_params(op)}) {{"]
+    pre, shapes = _result_shapes(op)
+    lines += pre
+    optional = op.shape.name in OPTIONAL_RESULT_SHAPES
+    for i, rule in enumerate(op.dtype):
+        lines.append(f"  const ScalarType dtype{i} = {dtype_expr(op, rule)};")
+        # Note [Size overflow]: a result too large to count raises under the op's name.
+        check = f'shape_nbytes({"*" if optional else ""}{shapes[i]}, dtype{i}, "{_name(op)}");'
+        lines.append(f"  if ({shapes[i]}) {check}" if optional else f"  {check}")
+    lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
+    lines.append(f"  const Device device = meta::output_device({_tensors(_tensor_names(op))});")
+    for i in range(len(op.returns)):
+        empty = f"op::empty({'*' if optional else ''}{shapes[i]}, dtype{i}, device)"
+        lines.append(f"  Tensor out{i} = {f'{shapes[i]} ? {empty} : Tensor()' if optional else empty};")
+    outs = ", ".join(f"out{i}" for i in range(len(op.returns)))
+    call = "".join(f", {a.name}" for a in op.cpp_args)
+    lines.append(f"  op::{op.cpp_name}.run_out({{{outs}}}{call});")
+    lines.append(f"  return {{{outs}}};")
+    lines.append("}")
+    return lines
+
+
 def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
     """The device kernel of a structured op: the output (allocated, or self), then the out kernel."""
+    if len(op.returns) > 1:
+        return structured_adapter_multi(op)
     lines = [f"{op.cpp_return()} {op.cpp_name}_structured({_params(op)}) {{"]
     if base is not None:  # in-place: self is the output; the check step checked its dtype
         others = [n for n in op.shape.args if n != "self"]
@@ -203,21 +244,47 @@ def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
     return lines
 
 
+def _spec_type(op: OpDecl) -> str:
+    """One OutputSpec, or one per result of a multi-result op."""
+    return f"std::array<OutputSpec, {len(op.returns)}>" if len(op.returns) > 1 else "OutputSpec"
+
+
 def output_spec(op: OpDecl) -> list[str]:
-    """structured::<op>: the check step, dtype, device and shape, for out= and the in-place composite."""
-    lines = [f"OutputSpec {op.cpp_name}({_params(op)}) {{"]
+    """structured::<op>: the check step, dtype, device and shape (of each result), for out= and the
+    in-place composite."""
+    lines = [f"{_spec_type(op)} {op.cpp_name}({_params(op)}) {{"]
     if has_check_step(op):
         lines.append(f"  {op.cpp_name}_check({', '.join(a.name for a in op.cpp_args)});")
     lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
-    dtype = dtype_expr(op, op.dtype[0])
-    device = f"meta::output_device({_tensors(_tensor_names(op))})"
-    lines.append(f"  return {{{dtype}, {device}, {shape_expr(op, op.shape)}}};")
+    if len(op.returns) > 1:
+        lines += _output_specs(op, f"meta::output_device({_tensors(_tensor_names(op))})")
+    else:
+        dtype = dtype_expr(op, op.dtype[0])
+        device = f"meta::output_device({_tensors(_tensor_names(op))})"
+        lines.append(f"  return {{{dtype}, {device}, {shape_expr(op, op.shape)}}};")
     lines.append("}")
     return lines
 
 
+def _output_specs(op: OpDecl, device: str) -> list[str]:
+    """Every result's spec (all defined: model.py gives no out= to results that may be absent)."""
+    lines = [f"  const Device device = {device};"]
+    n = len(op.returns)
+    if op.shape.name in PER_RESULT_SHAPES:
+        lines.append(f"  std::vector<Shape> shapes = {shape_expr(op, op.shape)};")
+        shapes = [f"std::move(shapes[{i}])" for i in range(n)]
+    else:
+        lines.append(f"  Shape shape = {shape_expr(op, op.shape)};")
+        shapes = ["shape"] * (n - 1) + ["std::move(shape)"]
+    specs = ", ".join(
+        f"OutputSpec{{{dtype_expr(op, r)}, device, {sh}}}" for r, sh in zip(op.dtype, shapes, strict=True)
+    )
+    lines.append(f"  return {{{specs}}};")
+    return lines
+
+
 def output_spec_declaration(op: OpDecl) -> str:
-    return f"FB_API OutputSpec {op.cpp_name}({_params(op)});"
+    return f"FB_API {_spec_type(op)} {op.cpp_name}({_params(op)});"
 
 
 def gen_meta(ops: list[OpDecl], header: str) -> str:

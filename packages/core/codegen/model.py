@@ -326,7 +326,8 @@ class OpDecl:
     checks: list[tuple[str, str]] = field(default_factory=list)  # (check name, C++ argument text)
     dtypes: list[str] = field(default_factory=list)  # Note [Dtype coverage]: keys of DTYPE_SETS (empty: all)
     # Note [Structured kernels] (flambeau/dispatch.h): a backend implements one out kernel
-    # `void(const Tensor& out, args...)`; the generated code runs the meta step and allocates.
+    # `void(const Tensor& out, args...)` (one output per result, first, for a tuple of tensors);
+    # the generated code runs the meta step and allocates.
     structured: bool = False
     out_dtype: str | None = None  # Note [out= dtypes]: a key of OUT_DTYPES
     errors_as: str | None = None  # the name the meta step's messages give (max_pool2d_with_indices: max_pool2d)
@@ -505,8 +506,13 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
     if op.structured:
         if not op.has_meta:
             raise TableError(f"{where}: a structured op needs 'dtype' and 'shape' rules (its meta step)")
-        if len(op.returns) != 1 or op.returns[0].type != "Tensor" or op.shape.name in PER_RESULT_SHAPES:
-            raise TableError(f"{where}: a structured op returns one Tensor")
+        # One Tensor, or a tuple of them (one output per result: Note [Structured kernels]).
+        if not op.returns or any(r.type != "Tensor" for r in op.returns):
+            raise TableError(f"{where}: a structured op returns one Tensor or a tuple of Tensors")
+        if len(op.returns) == 1 and op.shape.name in PER_RESULT_SHAPES:
+            raise TableError(f"{where}: a structured op with one result has one shape")
+        if len(op.returns) > 1 and op.out and op.shape.name in OPTIONAL_RESULT_SHAPES:
+            raise TableError(f"{where}: a structured op whose results may be absent has no out=")
     op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:

@@ -225,8 +225,8 @@ void register_reduce_kernels() {
   register_out_via_copy<min_cuda>(op::min);
   register_out_via_copy<amax_cuda>(op::amax);
   register_out_via_copy<amin_cuda>(op::amin);
-  op::max_dim.register_kernel(DispatchKey::CUDA, max_dim_cuda);
-  op::min_dim.register_kernel(DispatchKey::CUDA, min_dim_cuda);
+  register_out_via_copy<max_dim_cuda>(op::max_dim);
+  register_out_via_copy<min_dim_cuda>(op::min_dim);
   register_out_via_copy<argmax_cuda>(op::argmax);
   register_out_via_copy<argmin_cuda>(op::argmin);
   op::uniform_.register_kernel(DispatchKey::CUDA, uniform_cuda);

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -81,20 +82,16 @@ std::tuple<Tensor, Tensor> topk_cuda(const Tensor& self, int64_t k, int64_t dim,
   (void)sorted;  // the result is always sorted, as the CPU
   check_dtype("topk", self.dtype());
   dim = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "topk");  // k is checked by the meta step
-  if (self.dim() == 0) {
-    if (k == 0)
-      return {op::empty(Shape{}, self.dtype(), self.device()),
-              op::empty(Shape{}, ScalarType::Int64, self.device())};
+  if (self.dim() == 0)  // itself and index 0 for k 0 or 1, as PyTorch (and the CPU)
     return {op::clone(self, MemoryFormat::Contiguous), zeros(Shape{}, ScalarType::Int64, self.device())};
-  }
   return sorted_rows("topk", self, dim, largest, k);
 }
 
 }  // namespace
 
 void register_sort_kernels() {
-  op::sort.register_kernel(DispatchKey::CUDA, sort_cuda);
-  op::topk.register_kernel(DispatchKey::CUDA, topk_cuda);
+  register_out_via_copy<sort_cuda>(op::sort);
+  register_out_via_copy<topk_cuda>(op::topk);
 }
 
 }  // namespace flambeau::cuda

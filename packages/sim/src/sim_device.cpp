@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -655,6 +656,12 @@ void each_tensor(F&&, const T&) {}
 
 Shape sizes_of(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end()); }
 
+// How many tensors an op returns (a tuple's size, else one).
+template <class R>
+struct ResultCount : std::integral_constant<size_t, 1> {};
+template <class... Ts>
+struct ResultCount<std::tuple<Ts...>> : std::integral_constant<size_t, sizeof...(Ts)> {};
+
 template <auto& O, class Sig = typename std::remove_cvref_t<decltype(O)>::Signature>
 struct Async;
 
@@ -764,6 +771,58 @@ struct Async<O, R(Args...)> {
               O.name());
   }
   static constexpr bool kReturnsTensor = std::is_same_v<R, Tensor>;
+  static constexpr size_t kResults = ResultCount<R>::value;
+
+  // The same for a structured op with several results (max.dim's values and indices): one output per
+  // result, each allocated by the caller (an undefined one, a result the rules leave out, stays so).
+  static void out_kernel2(const Tensor& a, const Tensor& b, Args... args) { outs_kernel<2>({a, b}, args...); }
+  static void out_kernel3(const Tensor& a, const Tensor& b, const Tensor& c, Args... args) {
+    outs_kernel<3>({a, b, c}, args...);
+  }
+  template <size_t N, size_t... I>
+  static void run_outs(const std::array<Tensor, N>& outs, std::index_sequence<I...>, Args... args) {
+    O.run_out({outs[I]...}, std::forward<Args>(args)...);
+  }
+  template <size_t N>
+  static void outs_kernel(const std::array<Tensor, N>& outs, Args... args) {
+    const Tensor* first = nullptr;
+    detail::HostFallback check(O.name(), DeviceType::PrivateUse1);
+    for (const Tensor& o : outs)
+      if (o.defined()) {
+        check.see(o);
+        if (!first) first = &o;
+      }
+    (check.see(args), ...);  // the mixed-device errors
+    if (!first) return;
+    constexpr auto seq = std::make_index_sequence<N>{};
+    if (!g_backend) {
+      detail::HostFallback fb(O.name(), DeviceType::PrivateUse1);
+      for (const Tensor& o : outs)
+        if (o.defined()) fb.see(o);
+      (fb.see(args), ...);
+      std::array<Tensor, N> host_outs;
+      for (size_t i = 0; i < N; ++i)
+        if (outs[i].defined()) host_outs[i] = fb.map(outs[i]);
+      std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
+      fb.run([&] { std::apply([&](auto&... a) { run_outs<N>(host_outs, seq, a...); }, host); });
+      return;
+    }
+    DeviceGuard guard(first->device());
+    StreamPtr stream = current_stream(first->device());
+    SimStream& s = as_sim(*stream, O.name());
+    SharedViews shared;
+    std::array<Tensor, N> host_outs;
+    for (size_t i = 0; i < N; ++i)
+      if (outs[i].defined()) host_outs[i] = host_view(outs[i], &shared);
+    auto host = std::make_shared<std::tuple<typename Held<Args>::type...>>(
+        map_arg([&shared](const Tensor& t) { return on_sim(t) ? host_view(t, &shared) : t; }, args)...);
+    s.enqueue(
+        [host, host_outs] {
+          std::apply([&](auto&... a) { run_outs<N>(host_outs, std::make_index_sequence<N>{}, pass<Args>(a)...); },
+                     *host);
+        },
+        O.name());
+  }
 
   // Allocates the results on `device` and enqueues the CPU kernel on its current stream.
   static R launch(const Device& device, const std::vector<std::optional<std::pair<Shape, ScalarType>>>& results,
@@ -851,7 +910,12 @@ void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
   // Note [Structured kernels]: one out kernel serves a structured op, its out= and its in-place
   // forms (an in-place primitive runs its functional op's out kernel through the generated adapter).
   if (O.is_structured()) {
-    if constexpr (Async<O>::kReturnsTensor) O.register_out_kernel(key, &Async<O>::out_kernel);
+    if constexpr (Async<O>::kReturnsTensor)
+      O.register_out_kernel(key, &Async<O>::out_kernel);
+    else if constexpr (Async<O>::kResults == 2)
+      O.register_out_kernel(key, &Async<O>::out_kernel2);
+    else if constexpr (Async<O>::kResults == 3)
+      O.register_out_kernel(key, &Async<O>::out_kernel3);
     return;
   }
   O.register_kernel(key, &Async<O>::from_meta);

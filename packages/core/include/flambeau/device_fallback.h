@@ -2,6 +2,7 @@
 // Note [Device fallback] (dispatch.h): the host fallback of a plug-in device.
 // Included at the end of dispatch.h; the template only maps arguments and
 // results, the work is in HostFallback (src/device_fallback.cpp).
+#include <array>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -159,6 +160,34 @@ void host_fallback_out(const char* op, DeviceType type, void (*cpu)(const Tensor
   const Tensor host_out = fb.map(out);
   std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
   fb.run([&] { std::apply([&](auto&... a) { cpu(host_out, a...); }, host); });
+}
+
+// The CPU out kernel of a structured op with several results on host views of its outputs (an undefined
+// output stays undefined) and arguments. Functions, not lambdas over the packs (nvcc, above).
+template <class Kernel, size_t N, class Host, size_t... I, size_t... J>
+void call_host_out(Kernel cpu, const std::array<Tensor, N>& outs, Host& host, std::index_sequence<I...>,
+                   std::index_sequence<J...>) {
+  cpu(outs[I]..., std::get<J>(host)...);
+}
+template <class Tup, size_t... I>
+void see_outs(HostFallback& fb, const Tup& outs, std::index_sequence<I...>) {
+  ((std::get<I>(outs).defined() ? fb.see(std::get<I>(outs)) : void()), ...);
+}
+template <class Tup, size_t... I>
+std::array<Tensor, sizeof...(I)> map_outs(HostFallback& fb, const Tup& outs, std::index_sequence<I...>) {
+  return {(std::get<I>(outs).defined() ? fb.map(std::get<I>(outs)) : Tensor())...};
+}
+template <class Kernel, class... Rs, class... Args>
+void host_fallback_out(const char* op, DeviceType type, Kernel cpu, const std::tuple<const Rs&...>& outs,
+                       Args... args) {
+  HostFallback fb(op, type);
+  see_outs(fb, outs, std::index_sequence_for<Rs...>{});
+  (fb.see(args), ...);
+  const std::array<Tensor, sizeof...(Rs)> host_outs = map_outs(fb, outs, std::index_sequence_for<Rs...>{});
+  std::tuple<std::remove_cvref_t<Args>...> host(fb.map(args)...);
+  const auto out_seq = std::index_sequence_for<Rs...>{};
+  const auto arg_seq = std::index_sequence_for<Args...>{};
+  fb.run([&] { call_host_out(cpu, host_outs, host, out_seq, arg_seq); });
 }
 
 }  // namespace flambeau::detail

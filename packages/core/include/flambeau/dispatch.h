@@ -42,6 +42,17 @@
 // no copy. A device with no out kernel of its own but a host-addressable
 // backend (the simulated device) runs the CPU out kernel on host views
 // (run_out, Note [Device fallback]); on the meta device the meta step is all.
+// An op returning several tensors, `(Tensor values, Tensor indices)`, may be
+// structured too: its out kernel takes one output per result, in order, before
+// the arguments, `void(const Tensor& values, const Tensor& indices, args...)`
+// (detail::OutKernelOf), and run_out takes them as one tuple of references,
+// `op::max_dim.run_out({values, indices}, self, dim, keepdim)`. The meta step
+// gives every result's dtype and shape and the adapter allocates them all; a
+// result its rules leave out (a norm backward's gradient whose mask is false)
+// reaches the kernel as an undefined Tensor, which the kernel must skip. The
+// device is the first defined output's; with none defined nothing runs.
+// out=(a, b) passes the user's tensors when each has its result's dtype and
+// device (resized as PyTorch), else computes and copies as before.
 // Note [Device fallback]: a call for a non-CPU device type whose op has
 // neither a kernel of that key nor a Generic one goes to the host fallback
 // (detail::host_fallback below), if a backend is registered for that type:
@@ -54,11 +65,13 @@
 // loads and one indirect call. Op objects are constant-initialized, so
 // kernels can be registered from static initializers of any translation unit
 // or library.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -311,6 +324,50 @@ struct OutputSpec {
   Shape shape;
 };
 
+namespace detail {
+/// Note [Structured kernels]: the outputs an op's out kernel receives for its result R (Outs, what
+/// run_out takes) and the kernel's type. One tensor (or an in-place op's Tensor&): `const Tensor& out`.
+template <class R, class... Args>
+struct OutKernelOf {
+  static constexpr size_t kOuts = 1;
+  using Outs = const Tensor&;
+  using type = void (*)(const Tensor&, Args...);
+};
+/// Several tensors: one `const Tensor&` per result before the arguments; run_out takes them as a tuple.
+template <class... Rs, class... Args>
+struct OutKernelOf<std::tuple<Rs...>, Args...> {
+  static_assert((std::is_same_v<Rs, Tensor> && ...), "a structured op's results are tensors");
+  static constexpr size_t kOuts = sizeof...(Rs);
+  using Outs = std::tuple<const Rs&...>;
+  using type = void (*)(const Rs&..., Args...);
+};
+/// The first defined output (whose device chooses the out kernel), or null when the rules left out all.
+inline const Tensor* first_defined_out(const Tensor& out) { return &out; }
+template <class Tup, size_t... I>
+const Tensor* first_defined_out(const Tup& outs, std::index_sequence<I...>) {
+  const Tensor* found = nullptr;
+  ((found = found ? found : (std::get<I>(outs).defined() ? &std::get<I>(outs) : nullptr)), ...);
+  return found;
+}
+template <class... Rs>
+const Tensor* first_defined_out(const std::tuple<const Rs&...>& outs) {
+  return first_defined_out(outs, std::index_sequence_for<Rs...>{});
+}
+/// Calls an out kernel on the outputs (one, or a tuple's in order) and the arguments.
+template <class K, class... Args>
+void call_out_kernel(K k, const Tensor& out, Args&&... args) {
+  k(out, std::forward<Args>(args)...);
+}
+template <class K, class Tup, size_t... I, class... Args>
+void call_out_kernel_at(K k, const Tup& outs, std::index_sequence<I...>, Args&&... args) {
+  k(std::get<I>(outs)..., std::forward<Args>(args)...);
+}
+template <class K, class... Rs, class... Args>
+void call_out_kernel(K k, const std::tuple<const Rs&...>& outs, Args&&... args) {
+  call_out_kernel_at(k, outs, std::index_sequence_for<Rs...>{}, std::forward<Args>(args)...);
+}
+}  // namespace detail
+
 class FB_API OpBase {
  public:
   constexpr explicit OpBase(const char* name, AutocastPolicy autocast = AutocastPolicy::None)
@@ -361,6 +418,9 @@ R host_fallback(const Op<R(Args...)>& op, DeviceType type, Args... args);
 template <class... Args>
 void host_fallback_out(const char* op, DeviceType type, void (*cpu)(const Tensor&, Args...), const Tensor& out,
                        Args... args);
+template <class Kernel, class... Rs, class... Args>
+void host_fallback_out(const char* op, DeviceType type, Kernel cpu, const std::tuple<const Rs&...>& outs,
+                       Args... args);
 }  // namespace detail
 
 template <class R, class... Args>
@@ -379,19 +439,26 @@ class Op<R(Args...)> : public OpBase {
   using Check = void (*)(Args...);
   void set_meta_check(Check fn) { check_ = reinterpret_cast<void*>(fn); }
 
-  /// Note [Structured kernels]: a backend's kernel of a structured op, writing the result into out.
-  using OutKernel = void (*)(const Tensor&, Args...);
+  /// Note [Structured kernels]: a backend's kernel of a structured op, writing the result into out
+  /// (`void(const Tensor& out, args...)`; one output per result for several: detail::OutKernelOf).
+  using OutKernel = typename detail::OutKernelOf<R, Args...>::type;
+  /// What run_out takes: `const Tensor& out`, or a tuple of one output per result.
+  using Outs = typename detail::OutKernelOf<R, Args...>::Outs;
   void register_out_kernel(DispatchKey key, OutKernel fn) { set_out_kernel(key, reinterpret_cast<void*>(fn)); }
   /// The generated adapter (meta step, output, out kernel) of this op, running `base`'s out kernels.
   void set_structured(Kernel adapter, OpBase& base) { OpBase::set_structured(reinterpret_cast<void*>(adapter), base); }
   void set_structured(Kernel adapter) { set_structured(adapter, *this); }
   /// Runs the out kernel of out's device: `out` has the result's dtype, shape and device, and the
-  /// arguments passed the meta step (Note [Structured kernels]).
-  void run_out(const Tensor& out, Args... args) const {
-    void* k = out_kernels_[static_cast<int>(out.device().type)];
+  /// arguments passed the meta step (Note [Structured kernels]). Several results: `run_out({a, b}, args...)`,
+  /// on the device of the first defined output; nothing runs when every output is undefined.
+  void run_out(Outs out, Args... args) const {
+    const Tensor* first = detail::first_defined_out(out);
+    if constexpr (detail::OutKernelOf<R, Args...>::kOuts > 1)
+      if (!first) return;
+    void* k = out_kernels_[static_cast<int>(first->device().type)];
     if (!k || detail::g_observe.load(std::memory_order_relaxed)) [[unlikely]]
-      return run_out_elsewhere(out, std::forward<Args>(args)...);
-    reinterpret_cast<OutKernel>(k)(out, std::forward<Args>(args)...);
+      return run_out_elsewhere(out, *first, std::forward<Args>(args)...);
+    detail::call_out_kernel(reinterpret_cast<OutKernel>(k), out, std::forward<Args>(args)...);
   }
 
   R operator()(Args... args) const {
@@ -480,16 +547,22 @@ class Op<R(Args...)> : public OpBase {
 
   // run_out without an out kernel of out's device, or while observed: out= and the in-place forms
   // reach the kernel without the dispatcher, so the kernel trace records them here.
-  [[gnu::noinline]] void run_out_elsewhere(const Tensor& out, Args... args) const {
-    const DeviceType type = out.device().type;
+  // `first`: the first defined output, whose device is the call's.
+  [[gnu::noinline]] void run_out_elsewhere(Outs out, const Tensor& first, Args... args) const {
+    const DeviceType type = first.device().type;
     if (type == DeviceType::Meta) return;  // the meta step was all there is to do
     std::optional<detail::KernelTraceScope> trace;
     if (detail::observing(kObserveKernelTrace)) trace.emplace(name_, type, false);
     if (void* k = out_kernels_[static_cast<int>(type)])
-      return reinterpret_cast<OutKernel>(k)(out, std::forward<Args>(args)...);
+      return detail::call_out_kernel(reinterpret_cast<OutKernel>(k), out, std::forward<Args>(args)...);
     void* cpu = out_kernels_[static_cast<int>(DeviceType::CPU)];
     if (type == DeviceType::CPU || !cpu || !detail::has_device_backend(type)) missing_kernel(device_dispatch_key(type));
-    detail::host_fallback_out<Args...>(name_, type, reinterpret_cast<OutKernel>(cpu), out, std::forward<Args>(args)...);
+    if constexpr (detail::OutKernelOf<R, Args...>::kOuts > 1)
+      detail::host_fallback_out<OutKernel>(name_, type, reinterpret_cast<OutKernel>(cpu), out,
+                                           std::forward<Args>(args)...);
+    else
+      detail::host_fallback_out<Args...>(name_, type, reinterpret_cast<OutKernel>(cpu), out,
+                                         std::forward<Args>(args)...);
   }
 
   Fallback fallback_;

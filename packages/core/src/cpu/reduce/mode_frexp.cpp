@@ -1,4 +1,5 @@
-// CPU kernels of mode and frexp (ops.yaml, section "mode, frexp, pinv").
+// CPU kernels of mode (the out kernel of a structured op: Note [Structured
+// kernels]) and frexp (ops.yaml, section "mode, frexp, pinv").
 //
 // mode: per row along `dim`, the values are sorted (NaN last), and the longest
 // run of equal values wins; ties go to the first run, i.e. the smallest value,
@@ -14,6 +15,7 @@
 // zero, and the mantissa has at most 11 significant bits, so it is exact).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -107,7 +110,10 @@ void mode_rows(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n
   });
 }
 
-std::tuple<Tensor, Tensor> mode_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+// The out kernel (Note [Structured kernels]): the rows' results are contiguous in the order of the
+// outputs without dim, which is also the layout of contiguous keepdim outputs.
+void mode_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim, bool keepdim) {
+  (void)keepdim;  // the meta step gave the outputs their shape
   // Every real dtype, as PyTorch (complex raises naming mode and the dtype).
   visit_dtypes<kDtReal>(self.dtype(), "mode", [](auto) {});
   const int64_t nd = self.dim();
@@ -115,32 +121,23 @@ std::tuple<Tensor, Tensor> mode_cpu(const Tensor& self, int64_t dim, bool keepdi
   const int64_t n = nd == 0 ? 1 : self.sizes()[dim];  // > 0 (meta::check_nonempty_dim, the check step)
   // self with dim moved last, contiguous rows of n.
   Tensor rows;
-  Shape out_shape;
   if (nd == 0) {
     rows = contiguous(op::reshape(self, Shape{1}));
   } else {
     Shape perm;
     for (int64_t d = 0; d < nd; ++d)
-      if (d != dim) {
-        perm.push_back(d);
-        out_shape.push_back(self.sizes()[d]);
-      }
+      if (d != dim) perm.push_back(d);
     perm.push_back(dim);
     rows = contiguous(op::permute(self, perm));
   }
   const int64_t outer = n == 0 ? 0 : self.numel() / n;
-  Tensor values = op::empty(out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(out_shape, ScalarType::Int64, self.device());
-  if (outer > 0)
-    visit_dtypes<kDtReal>(self.dtype(), "mode", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      mode_rows<T>(rows.data<T>(), values.data<T>(), indices.data<int64_t>(), outer, n);
-    });
-  if (keepdim && nd > 0) {
-    values = op::unsqueeze(values, dim);
-    indices = op::unsqueeze(indices, dim);
-  }
-  return {values, indices};
+  cpu::write_contiguous_outs<2>({values, indices}, self, [&](const std::array<Tensor, 2>& dst) {
+    if (outer > 0)
+      visit_dtypes<kDtReal>(self.dtype(), "mode", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        mode_rows<T>(rows.data<T>(), dst[0].data<T>(), dst[1].data<int64_t>(), outer, n);
+      });
+  });
 }
 
 // ---- frexp ----
@@ -226,7 +223,7 @@ std::tuple<Tensor, Tensor> frexp_cpu(const Tensor& self) {
   return {mantissa, exponent};
 }
 
-FB_REGISTER_KERNEL(op::mode, CPU, mode_cpu);
+FB_REGISTER_OUT_KERNEL(op::mode, CPU, mode_out_cpu);
 FB_REGISTER_KERNEL(op::frexp, CPU, frexp_cpu);
 
 }  // namespace

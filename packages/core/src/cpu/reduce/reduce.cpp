@@ -1,6 +1,5 @@
 // CPU kernels: sum (over dims, keepdim, dtype), max (all elements), max_dim
-// and argmax (out kernels of structured ops but max_dim: Note [Structured
-// kernels]).
+// and argmax (out kernels of structured ops: Note [Structured kernels]).
 //
 // sum walks the input in memory order (dims sorted by stride, neighbours
 // merged) into an accumulator per output element: double for floats (so
@@ -8,6 +7,7 @@
 // int64 for integers. An inner reduced dim uses the vectorized blocked-
 // pairwise kernel; an inner kept dim adds whole rows into the accumulators.
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -16,6 +16,7 @@
 #include "cpu/elementwise/loops.h"
 #include "cpu/elementwise/vec_table.h"
 #include "cpu/elementwise/wrapping.h"
+#include "cpu/write_outs.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
@@ -258,17 +259,16 @@ void max_out_cpu(const Tensor& out, const Tensor& self) {
   });
 }
 
-std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+void max_dim_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim, bool keepdim) {
   dim = wrap_dim(dim, self.dim(), "max");
   const DimSplit s = split_dim(self, dim, keepdim, "max");
   const Tensor in = contiguous(self);
-  Tensor values = op::empty(s.out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
+  write_contiguous_outs<2>({values, indices}, self, [&](const std::array<Tensor, 2>& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "max", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, true>(in.data<T>(), s.outer, s.n, s.inner, dst[0].data<T>(), dst[1].data<int64_t>());
+    });
   });
-  return {values, indices};
 }
 
 void argmax_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -288,7 +288,7 @@ void argmax_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t
 
 FB_REGISTER_OUT_KERNEL(op::sum, CPU, sum_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::max, CPU, max_out_cpu);
-FB_REGISTER_KERNEL(op::max_dim, CPU, max_dim_cpu);
+FB_REGISTER_OUT_KERNEL(op::max_dim, CPU, max_dim_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::argmax, CPU, argmax_out_cpu);
 
 }  // namespace

@@ -1,14 +1,16 @@
 // CPU kernels of the reduce section of the op table: min (all elements, along
 // a dim), argmin, amax/amin over several dims, prod along a dim, var with a
-// correction (out kernels of structured ops but min.dim: Note [Structured
-// kernels]); and the table of their vectorized row loops (Note [Reduction
-// kernels] in vec_reduce.h).
+// correction (out kernels of structured ops: Note [Structured kernels]);
+// and the table of their vectorized row loops (Note [Reduction kernels] in
+// vec_reduce.h).
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "cpu/elementwise/vec_table.h"
 #include "cpu/elementwise/wrapping.h"
+#include "cpu/write_outs.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
@@ -37,17 +39,16 @@ void min_out_cpu(const Tensor& out, const Tensor& self) {
   });
 }
 
-std::tuple<Tensor, Tensor> min_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+void min_dim_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim, bool keepdim) {
   dim = wrap_dim(dim, self.dim(), "min");
   const DimSplit s = split_dim(self, dim, keepdim, "min");
   const Tensor in = contiguous(self);
-  Tensor values = op::empty(s.out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(s.out_shape, ScalarType::Int64, self.device());
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, values.data<T>(), indices.data<int64_t>());
+  write_contiguous_outs<2>({values, indices}, self, [&](const std::array<Tensor, 2>& dst) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "min", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      extremum_over<T, false>(in.data<T>(), s.outer, s.n, s.inner, dst[0].data<T>(), dst[1].data<int64_t>());
+    });
   });
-  return {values, indices};
 }
 
 void argmin_out_cpu(const Tensor& out, const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -174,7 +175,7 @@ void var_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
 }
 
 FB_REGISTER_OUT_KERNEL(op::min, CPU, min_out_cpu);
-FB_REGISTER_KERNEL(op::min_dim, CPU, min_dim_cpu);
+FB_REGISTER_OUT_KERNEL(op::min_dim, CPU, min_dim_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::argmin, CPU, argmin_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::amax, CPU, amax_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::amin, CPU, amin_out_cpu);

@@ -1,7 +1,9 @@
 // CPU kernels of sorting and searching: sort (a stable LSD radix sort on
 // order-preserving unsigned keys, one byte per pass, passes whose byte is the
 // same for every key skipped), topk (partial sort on the same keys), searchsorted,
-// unique (flat, along a dim, consecutive) and nonzero.
+// unique (flat, along a dim, consecutive) and nonzero. sort and topk are
+// structured ops (Note [Structured kernels]): out kernels writing values and
+// indices (LastDim::write).
 //
 // Keys: a float's bits with the sign flipped (negative: all bits flipped), so
 // unsigned order is numeric order; -0.0 is keyed as +0.0 (they compare equal,
@@ -10,10 +12,12 @@
 // Signed integers flip the sign bit. Descending order sorts the complemented
 // keys, which keeps equal elements in their original order.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
+#include "cpu/write_outs.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
@@ -206,23 +210,39 @@ struct LastDim {
     outer = n == 0 ? 0 : self.numel() / n;
   }
   Tensor back(const Tensor& t) const { return moved ? contiguous(op::permute(t, inverse_perm(perm))) : t; }
+  // The out kernels (Note [Structured kernels]): fill(v, ix) writes contiguous results of the rows'
+  // layout, `shape` (dim last); straight into values and indices when that is their layout, else into
+  // new tensors copied into them with dim moved back.
+  template <class F>
+  void write(const Tensor& values, const Tensor& indices, const Tensor& self, IntArrayRef shape, F&& fill) const {
+    if (!moved) {
+      write_contiguous_outs<2>({values, indices}, self, [&](const std::array<Tensor, 2>& d) { fill(d[0], d[1]); });
+      return;
+    }
+    const Tensor v = op::empty(shape, values.dtype(), values.device());
+    const Tensor ix = op::empty(shape, indices.dtype(), indices.device());
+    fill(v, ix);
+    const Shape inv = inverse_perm(perm);
+    Tensor dst_v = values, dst_ix = indices;
+    op::copy_(dst_v, op::permute(v, inv));
+    op::copy_(dst_ix, op::permute(ix, inv));
+  }
 };
 
-std::tuple<Tensor, Tensor> sort_cpu(const Tensor& self, int64_t dim, bool descending,
-                                    std::optional<bool> stable) {
+void sort_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim, bool descending,
+                  std::optional<bool> stable) {
   (void)stable;  // always stable
   // Every real dtype, as PyTorch (complex raises naming sort and the dtype).
   visit_dtypes<kDtReal>(self.dtype(), "sort", [](auto) {});
   dim = wrap_dim(dim, self.dim(), "sort");
   const LastDim l(self, dim);
-  Tensor values = op::empty(l.rows.sizes(), self.dtype(), self.device());
-  Tensor indices = op::empty(l.rows.sizes(), ScalarType::Int64, self.device());
-  if (self.numel() > 0)
-    visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      sort_rows<T>(l.rows.data<T>(), values.data<T>(), indices.data<int64_t>(), l.outer, l.n, descending);
-    });
-  return {l.back(values), l.back(indices)};
+  l.write(values, indices, self, l.rows.sizes(), [&](const Tensor& v, const Tensor& ix) {
+    if (self.numel() > 0)
+      visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        sort_rows<T>(l.rows.data<T>(), v.data<T>(), ix.data<int64_t>(), l.outer, l.n, descending);
+      });
+  });
 }
 
 // ---- the values-only sort (_sort_values) ----
@@ -371,40 +391,42 @@ Tensor sort_values_cpu(const Tensor& self, int64_t dim, bool descending) {
   return l.back(values);
 }
 
-std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+void topk_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t k, int64_t dim,
+                  bool largest, bool sorted) {
   (void)sorted;  // the result is always sorted
   // As PyTorch: float16/bfloat16 yes, uint16/32/64 and complex no (TypeError naming topk and the dtype).
   visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [](auto) {});
   dim = wrap_dim(dim, self.dim(), "topk");
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[dim];
+  // A 0-d input gives itself and index 0 for k 0 or 1 (the meta step's range), as PyTorch.
+  if (self.dim() == 0) k = 1;
   const LastDim l(self, dim);
   Shape out_shape(l.rows.sizes().begin(), l.rows.sizes().end());
   if (!out_shape.empty()) out_shape.back() = k;
-  Tensor values = op::empty(out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(out_shape, ScalarType::Int64, self.device());
-  if (values.numel() > 0)
-    visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      using K = KeyOf<T>;
-      const T* x = l.rows.data<T>();
-      T* v = values.data<T>();
-      int64_t* ix = indices.data<int64_t>();
-      parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 4 * n)),
-                   [&](int64_t b, int64_t e) {
-                     std::vector<std::pair<K, int64_t>> p(static_cast<size_t>(n));
-                     for (int64_t o = b; o < e; ++o) {
-                       const T* r = x + o * n;
-                       for (int64_t i = 0; i < n; ++i)
-                         p[i] = {largest ? static_cast<K>(~sort_key(r[i])) : sort_key(r[i]), i};
-                       std::partial_sort(p.begin(), p.begin() + k, p.end());
-                       for (int64_t j = 0; j < k; ++j) {
-                         ix[o * k + j] = p[j].second;
-                         v[o * k + j] = r[p[j].second];
+  l.write(values, indices, self, out_shape, [&](const Tensor& values_rows, const Tensor& indices_rows) {
+    if (values_rows.numel() > 0)
+      visit_dtypes<kTopkDtypes>(self.dtype(), "topk", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using K = KeyOf<T>;
+        const T* x = l.rows.data<T>();
+        T* v = values_rows.data<T>();
+        int64_t* ix = indices_rows.data<int64_t>();
+        parallel_for(0, l.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, 4 * n)),
+                     [&](int64_t b, int64_t e) {
+                       std::vector<std::pair<K, int64_t>> p(static_cast<size_t>(n));
+                       for (int64_t o = b; o < e; ++o) {
+                         const T* r = x + o * n;
+                         for (int64_t i = 0; i < n; ++i)
+                           p[i] = {largest ? static_cast<K>(~sort_key(r[i])) : sort_key(r[i]), i};
+                         std::partial_sort(p.begin(), p.begin() + k, p.end());
+                         for (int64_t j = 0; j < k; ++j) {
+                           ix[o * k + j] = p[j].second;
+                           v[o * k + j] = r[p[j].second];
+                         }
                        }
-                     }
-                   });
-    });
-  return {l.back(values), l.back(indices)};
+                     });
+      });
+  });
 }
 
 Tensor searchsorted_cpu(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
@@ -677,8 +699,8 @@ Tensor nonzero_cpu(const Tensor& self) {
   return out;
 }
 
-FB_REGISTER_KERNEL(op::sort, CPU, sort_cpu);
-FB_REGISTER_KERNEL(op::topk, CPU, topk_cpu);
+FB_REGISTER_OUT_KERNEL(op::sort, CPU, sort_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::topk, CPU, topk_out_cpu);
 FB_REGISTER_KERNEL(op::searchsorted, CPU, searchsorted_cpu);
 FB_REGISTER_KERNEL(op::_unique2, CPU, unique2_cpu);
 FB_REGISTER_KERNEL(op::unique_dim, CPU, unique_dim_cpu);
