@@ -93,7 +93,6 @@ KNOWN = {
     **{("logaddexp", dt): ACCEPTS_MORE for dt in ("bool", "uint8", "int32", "int64")},
     **{(op, "complex64"): REFUSES_COMPLEX for op in ("exp2", "logaddexp", "logcumsumexp dim")},
     ("logsumexp dim", "complex64"): REFUSES_COMPLEX,
-    **{(op, "bool"): ACCEPTS_MORE + " (NumPy's argmax of a bool array)" for op in ("argmax", "argmin")},
     ("arange dtype", "complex64"): ACCEPTS_MORE,
     ("sum dim dtype=int64", "complex64"): "a complex input summed into a real dtype would drop the imaginary "
     "parts (PyTorch warns and drops them): flambeau refuses with TypeError",

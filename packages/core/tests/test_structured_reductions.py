@@ -274,3 +274,50 @@ def test_scan_of_empty_and_0d_tensors():
                 getattr(torch, name)(t, 2)
             with pytest.raises(IndexError, match=rf"\[{name}\]"):
                 getattr(fc, name)(x, 2)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_extrema_refuse_bool_as_torch(name):
+    t = torch.tensor([[True, False], [False, True]])
+    x = fc.tensor([[True, False], [False, True]])
+    for args in [(), (1,), (0, True)]:
+        with pytest.raises(RuntimeError, match=rf"{name}\(\): does not support bool input"):
+            getattr(torch, name)(t, *args)
+        with pytest.raises(RuntimeError, match=rf"\[{name}\] {name}\(\): does not support bool input"):
+            getattr(fc, name)(x, *args)
+        with pytest.raises(RuntimeError, match=rf"\[{name}\] {name}\(\): does not support bool input"):
+            getattr(x, name)(*args)
+    # On the meta device too (the check step).
+    with pytest.raises(RuntimeError, match=rf"\[{name}\] {name}\(\): does not support bool input"):
+        getattr(fc, name)(fc.empty((2, 3), dtype=fc.bool, device="meta"), 1)
+
+
+@devices(types=("cpu", "sim"))
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_scans_as_torch(name, dtype, device):
+    # Accumulated in float32, each result rounded to the half dtype: torch's CPU scans, bit for bit.
+    a = (RNG.standard_normal((5, 40)) * (0.3 if name == "cumprod" else 3)).astype(np.float32)
+    a[0, 3] = np.nan
+    a[1, 5:9] = [np.inf, -np.inf, 0.0, -0.0]
+    for dim in (0, 1, -1):
+        x, t = make(a, dtype, device)
+        expected = getattr(torch, name)(t, dim)
+        got = getattr(fc, name)(x, dim)
+        assert got.device.type == device
+        assert str(got.dtype) == f"flambeau.{dtype}" and tuple(got.shape) == tuple(expected.shape)
+        np.testing.assert_array_equal(npy(got), npy(expected))
+        assert_same(getattr(x, name)(dim), expected)
+        out = fc.empty((0,), dtype=getattr(fc, dtype), device=device)
+        assert getattr(fc, name)(x, dim, out=out) is out
+        np.testing.assert_array_equal(npy(out), npy(expected))
+        assert getattr(x, name + "_")(dim) is x
+        np.testing.assert_array_equal(npy(x), npy(expected))
+    # A float32 input scanned in the half dtype (dtype=): cast first, as torch.
+    x, t = make(a, "float32")
+    expected = getattr(torch, name)(t, 1, dtype=getattr(torch, dtype))
+    np.testing.assert_array_equal(npy(getattr(fc, name)(x, 1, dtype=getattr(fc, dtype))), npy(expected))
+    # 0-d and empty.
+    for shape in [(), (0,), (3, 0)]:
+        x, t = make(np.ones(shape, np.float32), dtype)
+        assert_same(getattr(fc, name)(x, -1), getattr(torch, name)(t, -1))

@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flambeau/error.h"
 #include "flambeau/macros.h"
 #include "flambeau/scalar.h"
 #include "flambeau/tensor.h"
@@ -340,6 +341,10 @@ FB_API void check_dim(const char* op, const Tensor& self, int64_t dim);
 /// (IndexError "cannot reduce over dim 1 of size 0"); over everything (no dim), self must not be empty
 /// (RuntimeError "[max] max() of an empty tensor (shape (0,)) is undefined" + `hint`).
 FB_API void check_reducible(const char* op, const Tensor& self, std::optional<int64_t> dim, const char* hint);
+/// argmax, argmin: a bool input is refused, as PyTorch (RuntimeError "argmax(): does not support bool input").
+inline void check_no_bool_input(const char* op, const Tensor& self) {
+  FB_CHECK(self.dtype() != ScalarType::Bool, "[", op, "] ", op, "(): does not support bool input");
+}
 /// amax/amin: valid, distinct `dims` (all if empty), none of them empty.
 FB_API void check_reducible_dims(const char* op, const Tensor& self, IntArrayRef dims);
 // The indexing family. Only what the shapes and dtypes tell is checked here; an index value out of range

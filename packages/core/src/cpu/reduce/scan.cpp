@@ -1,5 +1,5 @@
 // CPU kernels of the scans: cumsum, cumprod (bool/int inputs accumulate in
-// int64, floats in double), cummax/cummin (values and indices) and
+// int64, floats in double, float16/bfloat16 in float), cummax/cummin (values and indices) and
 // logcumsumexp. A scan along dim runs over the contiguous (outer, n, inner)
 // layout: inner == 1 scans rows (cumsum eight rows at a time through
 // vec_reduce's loop; one long row is cut into chunks scanned side by side,
@@ -115,11 +115,14 @@ void cumsum_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::opt
   const DimSplit s = split_dim(self, dim, true, "cumsum", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
   write_contiguous(out, self, [&](const Tensor& dst) {
-    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumsum", [&](auto tag) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(out_t, "cumsum", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (is_complex_v<T>) {  // accumulated in complex128, as the real dtypes in double
         scan_loop<T, complex128>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, complex128(0),
                                  [](complex128 a, T v) { return a + complex128(v); });
+      } else if constexpr (kIsHalfType<T>) {  // in float32, each result rounded (PyTorch's CPU cumsum)
+        scan_loop<T, float>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, 0.0f,
+                            [](float a, T v) { return a + static_cast<float>(v); });
       } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         if (s.inner == 1)
           cumsum_float_rows<T>(in.data<T>(), dst.data<T>(), s.outer, s.n);
@@ -141,11 +144,14 @@ void cumprod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::op
   const DimSplit s = split_dim(self, dim, true, "cumprod", true);
   const Tensor in = contiguous(to_dtype(self, out_t));
   write_contiguous(out, self, [&](const Tensor& dst) {
-    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "cumprod", [&](auto tag) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(out_t, "cumprod", [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (is_complex_v<T>) {
         scan_loop<T, complex128>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, complex128(1),
                                  [](complex128 a, T v) { return a * complex128(v); });
+      } else if constexpr (kIsHalfType<T>) {  // in float32, each result rounded (PyTorch's CPU cumprod)
+        scan_loop<T, float>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, 1.0f,
+                            [](float a, T v) { return a * static_cast<float>(v); });
       } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
         scan_loop<T, double>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner, 1.0,
                              [](double a, T v) { return a * static_cast<double>(v); });
