@@ -37,6 +37,14 @@ CASES = [
     (2, 3, 40, 7, 5, (2, 3), 1, 0, (2, 1), 1),  # 40 output channels, rectangular kernel
     (2, 3, 5, 5, 5, 1, 1, 0, 1, 1),  # pointwise
     (1, 3, 2, 4, 4, 4, 1, 3, 2, 1),  # kernel larger than the input, padded
+    # Vector edges of the plane, weight-gradient and output copies: stride 2 with an odd channel count
+    # and odd sizes (rows of 17-19 strided pixels; odd phase widths); a 1x1 stride 2 whose transposed
+    # classes without taps are 20 wide; rows of 18 output pairs (a 16 x 16 word transpose and a tail of
+    # 2) over 24 channels; rows of 5 pairs (gathered) over 40 channels.
+    (2, 3, 8, 37, 35, 3, 2, 1, 1, 1),
+    (2, 5, 20, 9, 40, 1, 2, 0, 1, 1),
+    (1, 4, 24, 6, 36, 3, 1, 1, 1, 1),
+    (1, 6, 40, 6, 10, 3, 1, 1, 1, 1),
 ]
 
 
@@ -127,6 +135,8 @@ TRANSPOSED = [
     (2, 5, 3, 4, 5, 3, 2, 2, 2, 1, 1),  # stride and dilation 2
     (1, 16, 32, 8, 8, 1, 2, 0, 1, 1, 1),  # 1x1 stride 2 (the shortcut's input gradient)
     (2, 6, 6, 5, 5, 3, (2, 1), (0, 1), 1, 6, 0),  # depthwise, unequal strides
+    (2, 6, 5, 9, 21, 1, 2, 0, 1, 1, 1),  # 1x1 stride 2: 3 of 4 classes are the bias, rows of 21 outputs
+    (1, 4, 3, 20, 18, 3, 2, 1, 1, 1, 1),  # stride 2, classes of 18-20 outputs a row (a vector and a tail)
 ]
 
 

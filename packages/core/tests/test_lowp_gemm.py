@@ -186,3 +186,50 @@ def test_transposed_right_operand_packing(k, m):
     _check(fc.mm(a, w.t()), _expected(a32, w32.T, fc.bfloat16), fc.bfloat16)
     big, big32 = _rounded((m, 2 * k + 3), fc.bfloat16)  # rows of W further apart than k
     _check(fc.mm(a, big[:, 3 : 3 + k].t()), _expected(a32, big32[:, 3 : 3 + k].T, fc.bfloat16), fc.bfloat16)
+
+
+def _torch_product(a32: np.ndarray, b32: np.ndarray) -> np.ndarray:
+    """PyTorch's product of the same bfloat16 values computed in float32, rounded once to bfloat16."""
+    import torch
+
+    a = torch.from_numpy(np.ascontiguousarray(a32)).bfloat16().float()
+    b = torch.from_numpy(np.ascontiguousarray(b32)).bfloat16().float()
+    return torch.matmul(a, b).bfloat16().float().numpy()
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 2, 1), (9, 6, 33), (17, 64, 40), (130, 784, 65)])
+def test_left_operand_read_in_place(n, k, m):
+    """op(A) with contiguous rows and an even depth is read where it is stored (no copy): a whole
+    matrix, rows further apart than k (a column slice, starting at an odd element), a batch, and rows
+    repeated by a zero stride; an odd depth (copied, padded) beside them. Each equals PyTorch's float32
+    product of the same bfloat16 values."""
+    b, b32 = _rounded((k, m), fc.bfloat16)
+    a, a32 = _rounded((n, k), fc.bfloat16)
+    _check(fc.mm(a, b), _torch_product(a32, b32), fc.bfloat16)
+    wide, wide32 = _rounded((n, k + 5), fc.bfloat16)
+    assert wide[:, 3 : 3 + k].stride() == (k + 5, 1)
+    _check(fc.mm(wide[:, 3 : 3 + k], b), _torch_product(wide32[:, 3 : 3 + k], b32), fc.bfloat16)
+    bat, bat32 = _rounded((3, n, k), fc.bfloat16)
+    bb, bb32 = _rounded((3, k, m), fc.bfloat16)
+    _check(fc.bmm(bat, bb), _torch_product(bat32, bb32), fc.bfloat16)
+    row, row32 = _rounded((1, k), fc.bfloat16)
+    rep = row.expand(n + 1, k)
+    assert rep.stride()[0] == 0
+    _check(fc.mm(rep, b), _torch_product(np.broadcast_to(row32, (n + 1, k)), b32), fc.bfloat16)
+    odd, odd32 = _rounded((n, k + 1), fc.bfloat16)
+    bo, bo32 = _rounded((k + 1, m), fc.bfloat16)
+    _check(fc.mm(odd, bo), _torch_product(odd32, bo32), fc.bfloat16)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 13, 64, 517])
+@pytest.mark.parametrize("k", [1, 8, 9, 21, 128])
+def test_transposed_left_operand_packing(n, k):
+    """op(A) = G^T (grad_weight's g^T, unit stride down the rows): packed in 8 x 8 transposed blocks plus
+    the leftover rows (n % 8) and depths (k % 8, an odd k's zero pad); also with G's rows further apart
+    than n. Each equals PyTorch's float32 product of the same bfloat16 values."""
+    g, g32 = _rounded((k, n), fc.bfloat16)
+    x, x32 = _rounded((k, 19), fc.bfloat16)
+    assert g.t().stride() == (1, n)
+    _check(fc.mm(g.t(), x), _torch_product(g32.T, x32), fc.bfloat16)
+    big, big32 = _rounded((k, n + 3), fc.bfloat16)
+    _check(fc.mm(big[:, 1 : 1 + n].t(), x), _torch_product(big32[:, 1 : 1 + n].T, x32), fc.bfloat16)

@@ -39,7 +39,13 @@
 //
 // Threads: the forward splits images over threads (each building its image's planes in its own
 // scratch), the weight gradient slices of images.
+// GCC 12's AVX-512 shuffle intrinsics pass an "undefined" vector that it then warns about once
+// inlined (GCC bug 105593); the warnings point into the header, where they are switched off.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cstring>
@@ -56,7 +62,7 @@ namespace {
 
 #define FB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-constexpr int64_t kRows = 8;  // accumulator rows of a tile
+constexpr int64_t kRows = 8;   // accumulator rows of a tile
 constexpr int64_t kCols = 32;  // outputs per tile (2 zmm of 16 float32 lanes)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -70,6 +76,105 @@ int64_t mul_checked(int64_t a, int64_t b, const char* op) {
 
 __mmask16 lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(count, 0)) - 1u);
+}
+
+/// Bits in the even (odd: shifted by one) positions of the lowest 2 * count of 32 mask bits.
+__mmask32 even_lanes(int64_t count) {
+  const uint32_t low = count >= 16 ? 0xFFFFFFFFu : (1u << (2 * std::max<int64_t>(count, 0))) - 1u;
+  return __mmask32(low & 0x55555555u);
+}
+
+/// d[k] = s0[k * sw] | s1[k * sw] << 16 (s1 null: no high half), k < len: a plane row of channel pairs
+/// (Note [bfloat16 convolution]). Strides 1 and 2 in vectors, whose masked loads read no value past
+/// the last pixel s[(len - 1) * sw].
+FB_BF16_TARGET void interleave_pair(uint32_t* d, const uint16_t* s0, const uint16_t* s1, int64_t sw,
+                                    int64_t len) {
+  int64_t k = 0;
+  if (sw == 1) {
+    for (; k < len; k += 16) {
+      const __mmask16 m = lanes(len - k);
+      __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s0 + k));
+      if (s1)
+        v = _mm512_or_si512(
+            v, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s1 + k)), 16));
+      _mm512_mask_storeu_epi32(d + k, m, v);
+    }
+  } else if (sw == 2) {
+    // 32 values hold 16 pixels at the even positions: the low halves of 16 words.
+    const __m512i low = _mm512_set1_epi32(0xFFFF);
+    for (; k < len; k += 16) {
+      const int64_t n = std::min<int64_t>(16, len - k);
+      const __mmask32 m = __mmask32((1u << (2 * n - 1)) - 1u);  // pixels 2i, i < n
+      __m512i v = _mm512_and_si512(_mm512_maskz_loadu_epi16(m, s0 + 2 * k), low);
+      if (s1) v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_maskz_loadu_epi16(m, s1 + 2 * k), 16));
+      _mm512_mask_storeu_epi32(d + k, lanes(n), v);
+    }
+  } else {
+    for (; k < len; ++k) d[k] = uint32_t(s0[k * sw]) | (s1 ? uint32_t(s1[k * sw]) << 16 : 0u);
+  }
+}
+
+/// d[k] = s[k * sw], k < len (a weight-gradient plane row); stride 2 in vectors.
+FB_BF16_TARGET void take_strided(uint16_t* d, const uint16_t* s, int64_t sw, int64_t len) {
+  int64_t k = 0;
+  if (sw == 2) {
+    for (; k < len; k += 16) {
+      const int64_t n = std::min<int64_t>(16, len - k);
+      const __mmask32 m = __mmask32((1u << (2 * n - 1)) - 1u);  // pixels 2i, i < n
+      const __m512i v = _mm512_maskz_loadu_epi16(m, s + 2 * k);
+      _mm256_mask_storeu_epi16(d + k, lanes(n), _mm512_cvtepi32_epi16(v));
+    }
+  }
+  for (; k < len; ++k) d[k] = s[k * sw];
+}
+
+/// d[X * sx] = src[X] (src null: v), X < n: the outputs of one class in an image row. Stride 2 in
+/// vectors: 16 values spread to the even 16-bit positions of 32, stored under a mask of those.
+FB_BF16_TARGET void put_strided(uint16_t* d, int64_t sx, const uint16_t* src, uint16_t v, int64_t n) {
+  int64_t X = 0;
+  if (sx == 2) {
+    const __m512i fill = _mm512_set1_epi32(v);
+    for (; X < n; X += 16) {
+      const __mmask16 m = lanes(n - X);
+      const __m512i w = src ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + X)) : fill;
+      _mm512_mask_storeu_epi16(d + 2 * X, even_lanes(n - X), w);
+    }
+  }
+  for (; X < n; ++X) d[X * sx] = src ? src[X] : v;
+}
+
+/// d[j * ldd + i] = 32-bit word j of row i (s + i * lds, uint16 units: values 2j and 2j + 1) for rows
+/// i < rows and words j < cols (both at most 16): 16 masked loads, 4 rounds of shuffles, cols
+/// stores of 16 lanes, the lanes of rows past `rows` zero.
+FB_BF16_TARGET void transpose_words_16(const uint16_t* s, int64_t lds, int64_t rows, int64_t cols,
+                                       uint32_t* d, int64_t ldd) {
+  const __mmask16 m = lanes(cols);
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_maskz_loadu_epi32(m, s + i * lds) : _mm512_setzero_si512();
+  for (int i = 0; i < 8; ++i) {  // words (2i, 2i+1) of rows interleaved
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // 4 rows per 128-bit lane
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {  // then the 128-bit lanes: 8 rows, then 16
+    t[i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0xdd);
+    t[8 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0xdd);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
+    r[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
+  }
+  for (int j = 0; j < cols; ++j) _mm512_storeu_si512(d + j * ldd, r[j]);
 }
 
 /// Accumulates R rows x NV vectors over `taps` taps of kp pairs each: row r's pair p of tap t is the
@@ -117,19 +222,16 @@ FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint
                               int64_t a_tap, const uint16_t* b, const int64_t* boff, int64_t ldb, void* c,
                               int64_t ldc, const float* bias, const __mmask16* m) {
   switch (rows) {
-#define FB_ROWS(R)                                                                \
-  case R:                                                                         \
+#define FB_ROWS(R)                                                             \
+  case R:                                                                      \
     tile<R, NV, ACC>(taps, kp, a, arow, a_tap, b, boff, ldb, c, ldc, bias, m); \
     break;
-    FB_ROWS(1) FB_ROWS(2) FB_ROWS(3) FB_ROWS(4) FB_ROWS(5) FB_ROWS(6) FB_ROWS(7) FB_ROWS(8)
-    default:
-      break;
+    FB_ROWS(1) FB_ROWS(2) FB_ROWS(3) FB_ROWS(4) FB_ROWS(5) FB_ROWS(6) FB_ROWS(7) FB_ROWS(8) default : break;
   }
   if constexpr (NV == 1) {
     switch (rows) {
-      FB_ROWS(9) FB_ROWS(10) FB_ROWS(11) FB_ROWS(12) FB_ROWS(13) FB_ROWS(14) FB_ROWS(15) FB_ROWS(16)
-      default:
-        break;
+      FB_ROWS(9)
+      FB_ROWS(10) FB_ROWS(11) FB_ROWS(12) FB_ROWS(13) FB_ROWS(14) FB_ROWS(15) FB_ROWS(16) default : break;
     }
   }
 #undef FB_ROWS
@@ -276,12 +378,14 @@ Plan transposed_plan(const ConvGeo& g) {
 
 /// Runs a plan: out (N, groups * Cout_g, Hout, Wout) from in (N, groups * Cin_g, pg.Hb, pg.Wb) and
 /// the packed weights wp ([group][out channel][plan tap][channel pair][2]), + bias (may be null).
-FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, const float* bias, uint16_t* out) {
+FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, const float* bias,
+                        uint16_t* out) {
   const char* op = "convolution";
   const int64_t G = pl.groups, Cin_g = pl.Cin_g, Cout_g = pl.Cout_g, CP = ceil_div(Cin_g, 2);
   const int64_t P = pl.P, T = static_cast<int64_t>(pl.off.size());
   int64_t Qpan = 0, max_off = 0;
-  for (const OutClass& c : pl.classes) Qpan = std::max(Qpan, ceil_div(mul_checked(c.nY, pl.Wq, op), kCols) * kCols);
+  for (const OutClass& c : pl.classes)
+    Qpan = std::max(Qpan, ceil_div(mul_checked(c.nY, pl.Wq, op), kCols) * kCols);
   for (int64_t o : pl.off) max_off = std::max(max_off, o);
   const int64_t PS = std::max(mul_checked(pl.Hq, pl.Wq, op), max_off + Qpan) + 32;  // words per plane
   const int64_t words = mul_checked(mul_checked(P, CP, op), PS, op);
@@ -304,22 +408,14 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
       const int64_t n = item / G, gi = item % G;
       const uint16_t* x = in + (n * G + gi) * Cin_g * HWin;
       std::memset(planes, 0, static_cast<size_t>(words) * sizeof(uint32_t));
-      for_phase_pixels(pl.pg, pl.Hq, pl.Wq, pl.slot, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
-        for (int64_t cp = 0; cp < CP; ++cp) {
-          uint32_t* d = planes + (phase * CP + cp) * PS + dst;
-          const uint16_t* s0 = x + (2 * cp) * HWin + y * Win + x0;
-          if (2 * cp + 1 < Cin_g) {
-            const uint16_t* s1 = s0 + HWin;
-            if (sw == 1) {
-              for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k]) | (uint32_t(s1[k]) << 16);
-            } else {
-              for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k * sw]) | (uint32_t(s1[k * sw]) << 16);
-            }
-          } else {
-            for (int64_t k = 0; k < len; ++k) d[k] = uint32_t(s0[k * sw]);
-          }
-        }
-      });
+      for_phase_pixels(pl.pg, pl.Hq, pl.Wq, pl.slot,
+                       [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
+                         for (int64_t cp = 0; cp < CP; ++cp) {
+                           uint32_t* d = planes + (phase * CP + cp) * PS + dst;
+                           const uint16_t* s0 = x + (2 * cp) * HWin + y * Win + x0;
+                           interleave_pair(d, s0, 2 * cp + 1 < Cin_g ? s0 + HWin : nullptr, sw, len);
+                         }
+                       });
       const auto* b = reinterpret_cast<const uint16_t*>(planes);
       const float* bg = bias ? bias + gi * Cout_g : nullptr;
       uint16_t* y = out + (n * G + gi) * Cout_g * HWout;
@@ -328,7 +424,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           for (int64_t o = 0; o < Cout_g; ++o) {
             const uint16_t v = bg ? detail::fp32_to_bf16_bits(bg[o]) : uint16_t{0};
             for (int64_t Y = 0; Y < c.nY; ++Y)
-              for (int64_t X = 0; X < c.nX; ++X) y[o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0 + X * c.sx] = v;
+              put_strided(y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0, c.sx, nullptr, v, c.nX);
           }
           continue;
         }
@@ -342,11 +438,11 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           for (int64_t r = 0; r < Cout_g; r += step) {
             const int64_t rows = std::min(step, Cout_g - r);
             if (half)
-              tile_rows<1, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
-                                  tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+              tile_rows<1, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0,
+                                  2 * PS, tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
             else
-              tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0, 2 * PS,
-                                  tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+              tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0,
+                                  2 * PS, tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
           }
         }
         // The class's outputs: the valid columns of each flat row, to their place in the image.
@@ -357,7 +453,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
             if (c.sx == 1)
               std::memcpy(dst, src, static_cast<size_t>(c.nX) * 2);
             else
-              for (int64_t X = 0; X < c.nX; ++X) dst[X * c.sx] = src[X];
+              put_strided(dst, c.sx, src, 0, c.nX);
           }
       }
     }
@@ -385,7 +481,8 @@ std::vector<float> bias_f32(const uint16_t* bias, int64_t n) {
   return b;
 }
 
-void forward(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uint16_t* bias, uint16_t* small) {
+void forward(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uint16_t* bias,
+             uint16_t* small) {
   const Plan pl = forward_plan(g);
   const int64_t T = g.kk();
   const std::vector<uint16_t> wp = pack_weights(pl, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
@@ -395,7 +492,8 @@ void forward(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uin
   run(pl, big, wp.data(), bias ? bf.data() : nullptr, small);
 }
 
-void transposed(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias, uint16_t* big) {
+void transposed(const ConvGeo& g, const uint16_t* small, const uint16_t* w, const uint16_t* bias,
+                uint16_t* big) {
   const Plan pl = transposed_plan(g);
   const int64_t T = g.kk();
   // The weight is (small channels, big channels / groups, kh, kw).
@@ -420,8 +518,7 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
   const int64_t acc_size = mul_checked(acc_group, G, op);
   const int64_t HWb = g.big_hw(), HWs = g.small_hw();
   // Even widths: q pairs never straddle rows or mix an output with an extra column, and Q is even.
-  // The gather's indices (channel * HWs, in uint16 units at scale 2) must fit int32.
-  const bool pairs_in_rows = ph.Wq % 2 == 0 && g.Ws % 2 == 0 && 16 * HWs < (int64_t{1} << 30);
+  const bool pairs_in_rows = ph.Wq % 2 == 0 && g.Ws % 2 == 0;
   std::vector<float> acc(static_cast<size_t>(acc_size));
   const int64_t zero_off = 0;
   sum_in_slice_order(g.N, 1, acc_size, acc.data(), false, [&](int64_t n0, int64_t n1, float* sum) {
@@ -432,32 +529,44 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
       for (int64_t gi = 0; gi < G; ++gi) {
         const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
         std::memset(planes, 0, static_cast<size_t>(plane_elems) * 2);
-        for_phase_pixels(g, ph.Hq, ph.Wq, ph.slot, [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
-          for (int64_t c = 0; c < Cb_g; ++c) {
-            uint16_t* d = planes + (phase * Cb_g + c) * PS + dst;
-            const uint16_t* s = x + c * HWb + y * g.Wb + x0;
-            if (g.sw == 1)
-              std::memcpy(d, s, static_cast<size_t>(len) * 2);
-            else
-              for (int64_t k = 0; k < len; ++k) d[k] = s[k * g.sw];
-          }
-        });
+        for_phase_pixels(g, ph.Hq, ph.Wq, ph.slot,
+                         [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
+                           for (int64_t c = 0; c < Cb_g; ++c) {
+                             uint16_t* d = planes + (phase * Cb_g + c) * PS + dst;
+                             const uint16_t* s = x + c * HWb + y * g.Wb + x0;
+                             if (g.sw == 1)
+                               std::memcpy(d, s, static_cast<size_t>(len) * 2);
+                             else
+                               take_strided(d, s, g.sw, len);
+                           }
+                         });
         // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra columns and past Q.
         const uint16_t* dy = small + (n * g.Cs + gi * Cs_g) * HWs;
         if (pairs_in_rows) {
           // Each q pair is two adjacent outputs of a row (or two extra columns): one 32-bit word of every
-          // channel, gathered 16 channels at a time.
-          const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                  _mm512_set1_epi32(static_cast<int>(HWs)));
+          // channel, so a row's words of 16 channels are a 16 x 16 transpose of 32-bit words; rows of
+          // fewer than 8 words (where most of a transpose's shuffles would be wasted) are gathered.
+          const int64_t words = g.Ws / 2;
+          const bool gather = words < 8 && 16 * HWs < (int64_t{1} << 30);  // int32 indices at scale 2
+          const __m512i step =
+              _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                 _mm512_set1_epi32(static_cast<int>(gather ? HWs : 0)));
           for (int64_t r = 0; r < g.Hs; ++r) {
             auto* d = reinterpret_cast<uint32_t*>(bw) + (r * ph.Wq / 2) * Cpad;
-            for (int64_t xx = 0; xx < g.Ws; xx += 2, d += Cpad)
+            for (int64_t j0 = 0; j0 < words; j0 += 16)
               for (int64_t o = 0; o < Cpad; o += 16) {
-                const __mmask16 m = lanes(Cs_g - o);
-                const uint16_t* src = dy + o * HWs + r * g.Ws + xx;
-                _mm512_storeu_si512(d + o, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, step, src, 2));
+                const uint16_t* src = dy + o * HWs + r * g.Ws + 2 * j0;
+                if (gather) {
+                  for (int64_t j = 0; j < words; ++j)
+                    _mm512_storeu_si512(d + j * Cpad + o,
+                                        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(Cs_g - o),
+                                                                    step, src + 2 * j, 2));
+                } else {
+                  transpose_words_16(src, HWs, std::clamp<int64_t>(Cs_g - o, 0, 16),
+                                     std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
+                }
               }
-            std::memset(d, 0, static_cast<size_t>((ph.Wq - g.Ws) / 2 * Cpad) * 4);
+            std::memset(d + words * Cpad, 0, static_cast<size_t>((ph.Wq - g.Ws) / 2 * Cpad) * 4);
           }
         } else {
           std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);

@@ -55,7 +55,8 @@ float to_float(uint16_t bits) {
 template <class T>
 void via_float32(const StridedMatrix& A, const StridedMatrix& B, const float* bias, uint16_t* out,
                  int64_t batch, int64_t n, int64_t k, int64_t m) {
-  std::vector<float> a(static_cast<size_t>(n * k)), b(static_cast<size_t>(k * m)), c(static_cast<size_t>(n * m));
+  std::vector<float> a(static_cast<size_t>(n * k)), b(static_cast<size_t>(k * m)),
+      c(static_cast<size_t>(n * m));
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
     const uint16_t* pb = B.at(bi);
@@ -105,12 +106,36 @@ void transpose_words_4x4(const uint16_t* src, int64_t lds, int64_t width, int64_
   }
 }
 
+// dst[r * ldd + p] = src[p * lds + r] (uint16) for rows r < 8 and depths p < depth (a multiple of 8):
+// 8 x 8 blocks, each 8 loads of 8 values, three rounds of unpacks and 8 stores.
+void transpose_8x8_blocks(const uint16_t* src, int64_t lds, int64_t depth, uint16_t* dst, int64_t ldd) {
+  for (int64_t p = 0; p < depth; p += 8) {
+    __m128i r[8], t[8];
+    for (int j = 0; j < 8; ++j) r[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (p + j) * lds));
+    for (int j = 0; j < 4; ++j) {
+      t[2 * j] = _mm_unpacklo_epi16(r[2 * j], r[2 * j + 1]);      // columns 0-3 of depths 2j, 2j+1
+      t[2 * j + 1] = _mm_unpackhi_epi16(r[2 * j], r[2 * j + 1]);  // columns 4-7
+    }
+    for (int h = 0; h < 2; ++h) {  // h: columns 0-3 or 4-7
+      const __m128i a0 = _mm_unpacklo_epi32(t[h], t[2 + h]), a1 = _mm_unpackhi_epi32(t[h], t[2 + h]);
+      const __m128i b0 = _mm_unpacklo_epi32(t[4 + h], t[6 + h]), b1 = _mm_unpackhi_epi32(t[4 + h], t[6 + h]);
+      uint16_t* d = dst + 4 * h * ldd + p;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm_unpacklo_epi64(a0, b0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + ldd), _mm_unpackhi_epi64(a0, b0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * ldd), _mm_unpacklo_epi64(a1, b1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * ldd), _mm_unpackhi_epi64(a1, b1));
+    }
+  }
+}
+
 // The AVX512-BF16 route: pack op(A) row-major with an even depth and op(B) into pair panels.
 void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, const float* bias,
                  uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
   const int64_t kk = (k + 1) / 2 * 2;
   const int64_t panels = (m + kPanel - 1) / kPanel;
-  const auto ap = scratch<uint16_t>(n * kk), bp = scratch<uint16_t>(panels * kk * kPanel);
+  // Rows of op(A) already in the layout the kernel reads (contiguous, even depth) are not copied.
+  const bool a_in_place = A.s1 == 1 && kk == k;
+  const auto ap = scratch<uint16_t>(a_in_place ? 0 : n * kk), bp = scratch<uint16_t>(panels * kk * kPanel);
   const int64_t row_blocks = (n + kRows - 1) / kRows;
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
@@ -118,26 +143,37 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
     // The packing is split over the threads too (rows of op(A), panels of op(B)): at the MLP's sizes
     // it is as long as the products.
     const int64_t row_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk, 1));
-    parallel_for(0, n, row_grain, [&](int64_t i0, int64_t i1) {
-      if (A.s1 == 1) {
-        for (int64_t i = i0; i < i1; ++i)
-          std::memcpy(ap.get() + i * kk, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
-      } else {
-        // Strided rows (a transposed operand: grad_weight's g^T): blocks of 16 rows, each read
-        // along its stored rows (contiguous when A.s0 == 1) and written down the block's columns.
-        constexpr int64_t kBlock = 16;
-        for (int64_t ib = i0; ib < i1; ib += kBlock) {
-          const int64_t ie = std::min(i1, ib + kBlock);
-          for (int64_t p = 0; p < k; ++p) {
-            const uint16_t* src = pa + p * A.s1;
-            uint16_t* dst = ap.get() + p;
-            for (int64_t i = ib; i < ie; ++i) dst[i * kk] = src[i * A.s0];
+    if (!a_in_place)
+      parallel_for(0, n, row_grain, [&](int64_t i0, int64_t i1) {
+        if (A.s1 == 1) {
+          for (int64_t i = i0; i < i1; ++i)
+            std::memcpy(ap.get() + i * kk, pa + i * A.s0, static_cast<size_t>(k) * sizeof(uint16_t));
+        } else {
+          // Strided rows. A transposed operand (grad_weight's g^T, A.s0 == 1): 8 x 8 blocks transposed
+          // in SSE registers; the rest (and other strides): blocks of 16 rows, each read along its stored
+          // rows and written down the block's columns.
+          int64_t i_rest = i0;
+          if (A.s0 == 1) {
+            const int64_t k8 = k / 8 * 8;
+            for (; i_rest + 8 <= i1; i_rest += 8) {
+              transpose_8x8_blocks(pa + i_rest, A.s1, k8, ap.get() + i_rest * kk, kk);
+              for (int64_t p = k8; p < k; ++p)
+                for (int64_t i = i_rest; i < i_rest + 8; ++i) ap[i * kk + p] = pa[i + p * A.s1];
+            }
+          }
+          constexpr int64_t kBlock = 16;
+          for (int64_t ib = i_rest; ib < i1; ib += kBlock) {
+            const int64_t ie = std::min(i1, ib + kBlock);
+            for (int64_t p = 0; p < k; ++p) {
+              const uint16_t* src = pa + p * A.s1;
+              uint16_t* dst = ap.get() + p;
+              for (int64_t i = ib; i < ie; ++i) dst[i * kk] = src[i * A.s0];
+            }
           }
         }
-      }
-      if (kk != k)
-        for (int64_t i = i0; i < i1; ++i) ap[i * kk + k] = 0;
-    });
+        if (kk != k)
+          for (int64_t i = i0; i < i1; ++i) ap[i * kk + k] = 0;
+      });
     // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
     // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values, one 32-bit word).
     const int64_t panel_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk * kPanel, 1));
@@ -176,6 +212,8 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
       }
     });
     uint16_t* po = out + bi * n * m;
+    const uint16_t* a_rows = a_in_place ? pa : ap.get();
+    const int64_t lda = a_in_place ? A.s0 : kk;
     const int64_t tiles_total = panels * row_blocks;
     const double macs_per_tile = double(kRows) * double(kPanel) * double(kk);
     const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(double(1 << 17) / macs_per_tile));
@@ -184,7 +222,7 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
       for (int64_t t = t0; t < t1;) {
         const int64_t panel = t / row_blocks, rb0 = t % row_blocks;
         const int64_t rb1 = std::min(row_blocks, rb0 + (t1 - t));
-        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, ap.get(), bp.get(), bias, po,
+        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, a_rows, lda, bp.get(), bias, po,
               m);
         t += rb1 - rb0;
       }

@@ -3,7 +3,8 @@
 // mm/bmm/matmul (and linear, through matmul) on bfloat16 and float16 operands: float32
 // accumulation, one rounding of each result to the operands' dtype (as PyTorch).
 // - bfloat16 on a CPU with AVX512-BF16 (vdpbf16ps: 2 bf16 products added into each float32
-//   lane per instruction): op(A) is copied row-major with its depth padded to even, op(B) into
+//   lane per instruction): op(A) is read in place when its rows are contiguous and its depth even,
+//   else copied row-major with its depth padded to even; op(B) is copied into
 //   panels of 32 columns in the instruction's pair layout (lane j of pair p holds B[2p, j] and
 //   B[2p+1, j]), zero-padded; the kernel (lowp_gemm_avx512.cpp) holds 8 rows x 32 columns of C
 //   in 16 zmm accumulators, and the tiles (panel-major, so a panel stays in cache while the
@@ -32,11 +33,12 @@ void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tenso
 FB_API bool bf16_gemm_kernel_available();
 
 /// c rows [r0, r1) x panels [p0, p1) of 32 columns = ap @ bp (+ bias): ap row-major (depth kk,
-/// even), bp the pair panels of Note [Low-precision GEMM]; c bf16 bits, row stride ldc, n columns;
-/// bias null or float32 with one value per column, padded with zeros to whole panels.
+/// even; row stride lda, any), bp the pair panels of Note [Low-precision GEMM]; c bf16 bits, row
+/// stride ldc, n columns; bias null or float32 with one value per column, padded with zeros to
+/// whole panels.
 using Bf16TilesFn = void (*)(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
-                             const uint16_t* ap, const uint16_t* bp, const float* bias, uint16_t* c,
-                             int64_t ldc);
+                             const uint16_t* ap, int64_t lda, const uint16_t* bp, const float* bias,
+                             uint16_t* c, int64_t ldc);
 FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_tiles_stub);
 
 }  // namespace flambeau::cpu

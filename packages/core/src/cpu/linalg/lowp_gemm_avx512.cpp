@@ -11,8 +11,8 @@
 namespace flambeau::cpu {
 namespace {
 
-constexpr int kRows = 8;     // rows of C per tile: 8 x 2 zmm accumulators
-constexpr int kPanel = 32;   // columns per panel (2 zmm)
+constexpr int kRows = 8;    // rows of C per tile: 8 x 2 zmm accumulators
+constexpr int kPanel = 32;  // columns per panel (2 zmm)
 
 #define FB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -50,8 +50,8 @@ __mmask16 lanes(int64_t count) {
 }
 
 FB_BF16_TARGET void bf16_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
-                               const uint16_t* ap, const uint16_t* bp, const float* bias, uint16_t* c,
-                               int64_t ldc) {
+                               const uint16_t* ap, int64_t lda, const uint16_t* bp, const float* bias,
+                               uint16_t* c, int64_t ldc) {
   const int64_t kp = kk / 2;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t col = p * kPanel;
@@ -60,16 +60,16 @@ FB_BF16_TARGET void bf16_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1, i
     const float* pbias = bias ? bias + col : nullptr;
     int64_t r = r0;
     for (; r + kRows <= r1; r += kRows)
-      tile<kRows>(kp, ap + r * kk, kk, panel, pbias, c + r * ldc + col, ldc, m0, m1);
+      tile<kRows>(kp, ap + r * lda, lda, panel, pbias, c + r * ldc + col, ldc, m0, m1);
     switch (r1 - r) {
-#define FB_TAIL(R)                                                              \
-  case R:                                                                       \
-    tile<R>(kp, ap + r * kk, kk, panel, pbias, c + r * ldc + col, ldc, m0, m1); \
+#define FB_TAIL(R)                                                                \
+  case R:                                                                         \
+    tile<R>(kp, ap + r * lda, lda, panel, pbias, c + r * ldc + col, ldc, m0, m1); \
     break;
-      FB_TAIL(1) FB_TAIL(2) FB_TAIL(3) FB_TAIL(4) FB_TAIL(5) FB_TAIL(6) FB_TAIL(7)
+      FB_TAIL(1)
+      FB_TAIL(2) FB_TAIL(3) FB_TAIL(4) FB_TAIL(5) FB_TAIL(6) FB_TAIL(7)
 #undef FB_TAIL
-      default:
-        break;
+          default : break;
     }
   }
 }
