@@ -163,10 +163,13 @@ def _tensor_names(op: OpDecl) -> list[str]:
 
 
 def _shape_ref(op: OpDecl) -> tuple[list[str], str]:
-    """Lines and an IntArrayRef expression of the output shape, without a copy for `same` and `broadcast`."""
+    """Lines and an IntArrayRef expression of the output shape, without a copy for `same`, `sizes` and
+    `broadcast`."""
     rule = op.shape
     if rule.name == "same":
         return [], f"{rule.args[0] if rule.args else 'self'}.sizes()"
+    if rule.name == "sizes":  # an int[] argument (a backward's input_size) is the shape as it is
+        return [], rule.args[0]
     if rule.name == "broadcast":
         return ["  Shape storage;"], f'meta::broadcast_into("{_name(op)}", {_tensors(rule.args)}, storage)'
     return [f"  const Shape shape = {shape_expr(op, rule)};"], "shape"

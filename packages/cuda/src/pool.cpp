@@ -13,6 +13,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
 #include "flambeau/pool_shape.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -178,11 +179,12 @@ Tensor adaptive_avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef 
 
 void register_pool_kernels() {
   op::max_pool2d_with_indices.register_kernel(DispatchKey::CUDA, max_pool2d_with_indices_cuda);
-  op::max_pool_backward.register_kernel(DispatchKey::CUDA, max_pool_backward_cuda);
-  op::avg_pool2d.register_kernel(DispatchKey::CUDA, avg_pool2d_cuda);
-  op::avg_pool2d_backward.register_kernel(DispatchKey::CUDA, avg_pool2d_backward_cuda);
-  op::adaptive_avg_pool2d.register_kernel(DispatchKey::CUDA, adaptive_avg_pool2d_cuda);
-  op::adaptive_avg_pool2d_backward.register_kernel(DispatchKey::CUDA, adaptive_avg_pool2d_backward_cuda);
+  // Note [Structured kernels]: out= runs the functional kernel and copies into out.
+  register_out_via_copy<max_pool_backward_cuda>(op::max_pool_backward);
+  register_out_via_copy<avg_pool2d_cuda>(op::avg_pool2d);
+  register_out_via_copy<avg_pool2d_backward_cuda>(op::avg_pool2d_backward);
+  register_out_via_copy<adaptive_avg_pool2d_cuda>(op::adaptive_avg_pool2d);
+  register_out_via_copy<adaptive_avg_pool2d_backward_cuda>(op::adaptive_avg_pool2d_backward);
 }
 
 }  // namespace flambeau::cuda

@@ -5,6 +5,7 @@
 // kernel, an output of at least one element, and every size computation
 // checked for overflow. Installed with core's headers.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "flambeau/error.h"
@@ -53,6 +54,16 @@ inline void check_input(IntArrayRef sz, const char* op) {
       shape_str(sz));
 }
 
+/// expand_param for the two spatial dims of a 2-D pooling, without allocating (the check runs on every
+/// call of the op, in its meta step).
+inline std::array<int64_t, 2> expand_param2(IntArrayRef v, const char* op, const char* name,
+                                            const std::array<int64_t, 2>* fallback = nullptr) {
+  if (v.empty() && fallback) return *fallback;
+  FB_CHECK_VALUE(v.size() == 1 || v.size() == 2, "[", op, "] ", name, " must be a single int or a tuple of ", 2,
+                 " ints, got ", shape_str(v));
+  return {v[0], v.size() == 1 ? v[0] : v[1]};
+}
+
 struct Pool2d {
   int64_t kH, kW, sH, sW, pH, pW, dH, dW;
   int64_t H, W, OH, OW;
@@ -64,10 +75,11 @@ struct Pool2d {
 /// and computes the output shape. `dilation` empty means 1.
 inline Pool2d check_pool2d(IntArrayRef sz, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                            IntArrayRef dilation, bool ceil_mode, const char* op) {
-  const Shape k = expand_param(kernel_size, 2, op, "kernel_size");
-  const Shape s = expand_param(stride, 2, op, "stride", k);
-  const Shape p = expand_param(padding, 2, op, "padding");
-  const Shape d = dilation.empty() ? Shape{1, 1} : expand_param(dilation, 2, op, "dilation");
+  using Pair = std::array<int64_t, 2>;
+  const Pair k = expand_param2(kernel_size, op, "kernel_size");
+  const Pair s = expand_param2(stride, op, "stride", &k);
+  const Pair p = expand_param2(padding, op, "padding");
+  const Pair d = dilation.empty() ? Pair{1, 1} : expand_param2(dilation, op, "dilation");
   FB_CHECK_VALUE(k[0] > 0 && k[1] > 0, "[", op, "] kernel_size must be greater than zero, got ",
                  shape_str(k));
   FB_CHECK_VALUE(s[0] > 0 && s[1] > 0, "[", op, "] stride must be greater than zero, got ", shape_str(s));
@@ -86,9 +98,9 @@ inline Pool2d check_pool2d(IntArrayRef sz, IntArrayRef kernel_size, IntArrayRef 
                  shape_str(d), " gives output size (", r.OH, ", ", r.OW,
                  "), which is too small: the kernel is larger than the padded input");
   for (int64_t i = 0; i < nd - 2; ++i) r.planes *= sz[i];
-  r.out_shape.assign(sz.begin(), sz.end() - 2);
-  r.out_shape.push_back(r.OH);
-  r.out_shape.push_back(r.OW);
+  r.out_shape.assign(sz.begin(), sz.end());  // the leading dims, then (OH, OW): one allocation
+  r.out_shape[nd - 2] = r.OH;
+  r.out_shape[nd - 1] = r.OW;
   return r;
 }
 
@@ -101,9 +113,9 @@ inline Shape adaptive_out_shape(IntArrayRef sz, IntArrayRef output_size, const c
                  "] output_size must be a single int or a tuple of 2 ints, got ", shape_str(output_size));
   const int64_t oh = output_size[0], ow = output_size.size() == 2 ? output_size[1] : output_size[0];
   FB_CHECK_VALUE(oh >= 0 && ow >= 0, "[", op, "] output_size must be non-negative, got ", shape_str(output_size));
-  Shape out(sz.begin(), sz.end() - 2);
-  out.push_back(oh);
-  out.push_back(ow);
+  Shape out(sz.begin(), sz.end());  // the leading dims, then (oh, ow): one allocation
+  out[nd - 2] = oh;
+  out[nd - 1] = ow;
   return out;
 }
 

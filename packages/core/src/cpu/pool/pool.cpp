@@ -5,6 +5,9 @@
 // that keeps small inputs on one thread. Non-contiguous inputs are packed first.
 // float16/bfloat16 run in float32, rounded once (Note [Low-precision kernels]),
 // except bfloat16 max pooling: compared as float32 in registers, no copies (Lane).
+// max_pool_backward, avg_pool2d, adaptive_avg_pool2d and their backwards are
+// structured ops (Note [Structured kernels]): out kernels filling the output the
+// meta step allocated (write_contiguous when out= is strided or shares memory).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include "cpu/low_precision.h"
 #include "cpu/pool/pool_2x2.h"
 #include "cpu/pool/pool_shape.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -47,6 +51,15 @@ int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_plane, 1));
 }
 
+// A float16/bfloat16 result (Note [Low-precision kernels]): the float32 out kernel `run` fills a float32
+// tensor, rounded once into out.
+template <class F>
+void in_float32(const Tensor& out, F&& run) {
+  const Tensor tmp = op::empty(out.sizes(), ScalarType::Float32, out.device());
+  run(tmp);
+  cpu::copy_out(out, tmp);
+}
+
 template <class T>
 inline bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>)
@@ -61,6 +74,23 @@ constexpr T lowest() {
     return -std::numeric_limits<T>::infinity();
   else
     return std::numeric_limits<T>::lowest();
+}
+
+// The geometry of an out kernel's 2-D pooling from `in` and `out` (the input's and output's sizes) and
+// the parameters, which the meta step checked (pool::check_pool2d): read without making its shapes again,
+// which costs as much as a small pooling.
+pool::Pool2d pool2d_geometry(IntArrayRef in, IntArrayRef out, IntArrayRef kernel_size, IntArrayRef stride,
+                             IntArrayRef padding, IntArrayRef dilation = {}) {
+  // A parameter's value for spatial dim i: one value for both dims, or one each; an empty stride is the
+  // kernel, an empty dilation 1.
+  const auto at = [](IntArrayRef v, size_t i) { return v[v.size() == 1 ? 0 : i]; };
+  const IntArrayRef s = stride.empty() ? kernel_size : stride;
+  const int64_t dH = dilation.empty() ? 1 : at(dilation, 0), dW = dilation.empty() ? 1 : at(dilation, 1);
+  const size_t nd = in.size();
+  pool::Pool2d p{at(kernel_size, 0), at(kernel_size, 1), at(s, 0), at(s, 1), at(padding, 0), at(padding, 1), dH, dW,
+                 in[nd - 2], in[nd - 1], out[nd - 2], out[nd - 1], 1, {}};
+  for (size_t i = 0; i + 2 < nd; ++i) p.planes *= in[i];
+  return p;
 }
 
 // ---- max pooling ----
@@ -257,70 +287,74 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
   return {out, indices};
 }
 
-Tensor max_pool_backward_cpu(const Tensor& grad_output, const Tensor& indices, IntArrayRef input_size) {
+void max_pool_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& indices,
+                               IntArrayRef input_size) {
   if (grad_output.dtype() == ScalarType::Float16)
-    return cpu::round_to(max_pool_backward_cpu(cpu::to_float32(grad_output), indices, input_size),
-                         grad_output.dtype());
+    return in_float32(out, [&](const Tensor& tmp) {
+      max_pool_backward_out_cpu(tmp, cpu::to_float32(grad_output), indices, input_size);
+    });
   const char* op = "max_pool_backward";
   const int64_t nd = static_cast<int64_t>(input_size.size());
-  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
-  if (gi.numel() == 0) return gi;
+  if (out.numel() == 0) return;
   const int64_t in_plane = input_size[nd - 1] * input_size[nd - 2];
-  const int64_t planes = gi.numel() / in_plane;
+  const int64_t planes = out.numel() / in_plane;
   const int64_t out_plane = indices.numel() / std::max<int64_t>(planes, 1);
   const Tensor go = contiguous(grad_output);
-  const Tensor ix = contiguous(indices);
-  if (grad_output.dtype() == ScalarType::BFloat16) {
-    // bfloat16 (autocast): each plane's gradient is summed in a float32 plane of the thread (windows
-    // may overlap), then rounded once to bfloat16, as the float32 copies did, without them.
-    const auto* g = static_cast<const uint16_t*>(go.data_ptr());
-    const int64_t* id = ix.data<int64_t>();
-    auto* o = static_cast<uint16_t*>(gi.data_ptr());
-    const auto to_bf16 = cpu::half_convert().f32_to_bf16;
-    parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
-      std::vector<float> acc(static_cast<size_t>(in_plane));
-      for (int64_t c = b; c < e; ++c) {
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        const uint16_t* gc = g + c * out_plane;
-        const int64_t* ic = id + c * out_plane;
-        for (int64_t j = 0; j < out_plane; ++j) {
-          const int64_t k = ic[j];
-          FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ", in_plane,
-                         " elements (input_size ", shape_str(input_size), ")");
-          // Note [Empty pooling window] (below).
-          if (k < in_plane) acc[static_cast<size_t>(k)] += Lane<Bf16Bits>::widen(gc[j]);
-        }
-        to_bf16(acc.data(), o + c * in_plane, in_plane);
-      }
-    });
-    return gi;
-  }
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* g = go.data<T>();
+  // Indices in out's memory (a view of another dtype) are read from a copy.
+  const bool ix_in_out = indices.impl()->storage() == out.impl()->storage();
+  const Tensor ix = ix_in_out ? op::clone(indices, MemoryFormat::Contiguous) : contiguous(indices);
+  cpu::write_contiguous(out, grad_output, [&](const Tensor& gi) {
+    if (grad_output.dtype() == ScalarType::BFloat16) {
+      // bfloat16 (autocast): each plane's gradient is summed in a float32 plane of the thread (windows
+      // may overlap), then rounded once to bfloat16, as the float32 copies did, without them.
+      const auto* g = static_cast<const uint16_t*>(go.data_ptr());
       const int64_t* id = ix.data<int64_t>();
-      T* o = gi.data<T>();
+      auto* o = static_cast<uint16_t*>(gi.data_ptr());
+      const auto to_bf16 = cpu::half_convert().f32_to_bf16;
       parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
-        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+        std::vector<float> acc(static_cast<size_t>(in_plane));
         for (int64_t c = b; c < e; ++c) {
-          T* oc = o + c * in_plane;
-          const T* gc = g + c * out_plane;
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          const uint16_t* gc = g + c * out_plane;
           const int64_t* ic = id + c * out_plane;
           for (int64_t j = 0; j < out_plane; ++j) {
             const int64_t k = ic[j];
-            FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ",
-                           in_plane, " elements (input_size ", shape_str(input_size), ")");
-            // Note [Empty pooling window]: a dilated window with no element inside the image gives -inf and
-            // the index of its first position, past the plane (as PyTorch's forward); that output cell has no
-            // input to send its gradient to (PyTorch's CPU backward writes past the plane there).
-            if (k < in_plane) oc[k] += gc[j];
+            FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ", in_plane,
+                           " elements (input_size ", shape_str(input_size), ")");
+            // Note [Empty pooling window] (below).
+            if (k < in_plane) acc[static_cast<size_t>(k)] += Lane<Bf16Bits>::widen(gc[j]);
           }
+          to_bf16(acc.data(), o + c * in_plane, in_plane);
         }
       });
+      return;
     }
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* g = go.data<T>();
+        const int64_t* id = ix.data<int64_t>();
+        T* o = gi.data<T>();
+        parallel_for(0, planes, plane_grain(in_plane + out_plane), [&](int64_t b, int64_t e) {
+          std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+          for (int64_t c = b; c < e; ++c) {
+            T* oc = o + c * in_plane;
+            const T* gc = g + c * out_plane;
+            const int64_t* ic = id + c * out_plane;
+            for (int64_t j = 0; j < out_plane; ++j) {
+              const int64_t k = ic[j];
+              FB_CHECK_INDEX(k >= 0, "[", op, "] index ", k, " is out of bounds for an input plane of ",
+                             in_plane, " elements (input_size ", shape_str(input_size), ")");
+              // Note [Empty pooling window]: a dilated window with no element inside the image gives -inf and
+              // the index of its first position, past the plane (as PyTorch's forward); that output cell has
+              // no input to send its gradient to (PyTorch's CPU backward writes past the plane there).
+              if (k < in_plane) oc[k] += gc[j];
+            }
+          }
+        });
+      }
+    });
   });
-  return gi;
 }
 
 // ---- average pooling ----
@@ -355,84 +389,85 @@ void avg_pool_plane(const T* in, T* out, const pool::Pool2d& p, bool count_inclu
   }
 }
 
-Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+void avg_pool2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                        IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                        std::optional<int64_t> divisor_override) {
   if (cpu::is_low_precision(self.dtype()))
-    return cpu::round_to(avg_pool2d_cpu(cpu::to_float32(self), kernel_size, stride, padding, ceil_mode,
-                                        count_include_pad, divisor_override),
-                         self.dtype());
-  const pool::Pool2d p =
-      pool::check_pool2d(self.sizes(), kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
-  Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+    return in_float32(out, [&](const Tensor& tmp) {
+      avg_pool2d_out_cpu(tmp, cpu::to_float32(self), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override);
+    });
+  if (out.numel() == 0) return;
+  const pool::Pool2d p = pool2d_geometry(self.sizes(), out.sizes(), kernel_size, stride, padding);
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), "avg_pool2d", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* x = in.data<T>();
-      T* y = out.data<T>();
-      const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
-      parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
-        for (int64_t c = b; c < e; ++c)
-          avg_pool_plane<T>(x + c * in_plane, y + c * out_plane, p, count_include_pad, divisor_override);
-      });
-    }
+  cpu::write_contiguous(out, self, [&](const Tensor& dst) {
+    visit_dtype(self.dtype(), "avg_pool2d", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* x = in.data<T>();
+        T* y = dst.data<T>();
+        const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+        parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+          for (int64_t c = b; c < e; ++c)
+            avg_pool_plane<T>(x + c * in_plane, y + c * out_plane, p, count_include_pad, divisor_override);
+        });
+      }
+    });
   });
-  return out;
 }
 
-Tensor avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef kernel_size,
-                               IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
-                               bool count_include_pad, std::optional<int64_t> divisor_override) {
+void avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_output, IntArrayRef input_size,
+                                 IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                                 bool count_include_pad, std::optional<int64_t> divisor_override) {
   if (cpu::is_low_precision(grad_output.dtype()))
-    return cpu::round_to(avg_pool2d_backward_cpu(cpu::to_float32(grad_output), input_size, kernel_size,
-                                                 stride, padding, ceil_mode, count_include_pad,
-                                                 divisor_override),
-                         grad_output.dtype());
+    return in_float32(out, [&](const Tensor& tmp) {
+      avg_pool2d_backward_out_cpu(tmp, cpu::to_float32(grad_output), input_size, kernel_size, stride, padding,
+                                  ceil_mode, count_include_pad, divisor_override);
+    });
   const char* op = "avg_pool2d_backward";
-  const pool::Pool2d p = pool::check_pool2d(input_size, kernel_size, stride, padding, {}, ceil_mode, op);
-  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
-  if (gi.numel() == 0) return gi;
+  if (out.numel() == 0) return;
+  const pool::Pool2d p = pool2d_geometry(input_size, grad_output.sizes(), kernel_size, stride, padding);
   const Tensor go = contiguous(grad_output);
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* g = go.data<T>();
-      T* o = gi.data<T>();
-      const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
-      parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
-        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
-        for (int64_t c = b; c < e; ++c) {
-          T* oc = o + c * in_plane;
-          const T* gc = g + c * out_plane;
-          for (int64_t oh = 0; oh < p.OH; ++oh) {
-            int64_t h0 = oh * p.sH - p.pH;
-            int64_t h1 = std::min(h0 + p.kH, p.H + p.pH);
-            const int64_t pool_h = h1 - h0;
-            h0 = std::max<int64_t>(h0, 0);
-            h1 = std::min(h1, p.H);
-            for (int64_t ow = 0; ow < p.OW; ++ow) {
-              int64_t w0 = ow * p.sW - p.pW;
-              int64_t w1 = std::min(w0 + p.kW, p.W + p.pW);
-              const int64_t pool_w = w1 - w0;
-              w0 = std::max<int64_t>(w0, 0);
-              w1 = std::min(w1, p.W);
-              if (h0 >= h1 || w0 >= w1) continue;
-              const int64_t div = divisor_override    ? *divisor_override
-                                  : count_include_pad ? pool_h * pool_w
-                                                      : (h1 - h0) * (w1 - w0);
-              const T v = gc[oh * p.OW + ow] / static_cast<T>(div);
-              for (int64_t h = h0; h < h1; ++h) {
-                T* row = oc + h * p.W;
-                for (int64_t w = w0; w < w1; ++w) row[w] += v;
+  cpu::write_contiguous(out, grad_output, [&](const Tensor& gi) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* g = go.data<T>();
+        T* o = gi.data<T>();
+        const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+        parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+          std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+          for (int64_t c = b; c < e; ++c) {
+            T* oc = o + c * in_plane;
+            const T* gc = g + c * out_plane;
+            for (int64_t oh = 0; oh < p.OH; ++oh) {
+              int64_t h0 = oh * p.sH - p.pH;
+              int64_t h1 = std::min(h0 + p.kH, p.H + p.pH);
+              const int64_t pool_h = h1 - h0;
+              h0 = std::max<int64_t>(h0, 0);
+              h1 = std::min(h1, p.H);
+              for (int64_t ow = 0; ow < p.OW; ++ow) {
+                int64_t w0 = ow * p.sW - p.pW;
+                int64_t w1 = std::min(w0 + p.kW, p.W + p.pW);
+                const int64_t pool_w = w1 - w0;
+                w0 = std::max<int64_t>(w0, 0);
+                w1 = std::min(w1, p.W);
+                if (h0 >= h1 || w0 >= w1) continue;
+                const int64_t div = divisor_override    ? *divisor_override
+                                    : count_include_pad ? pool_h * pool_w
+                                                        : (h1 - h0) * (w1 - w0);
+                const T v = gc[oh * p.OW + ow] / static_cast<T>(div);
+                for (int64_t h = h0; h < h1; ++h) {
+                  T* row = oc + h * p.W;
+                  for (int64_t w = w0; w < w1; ++w) row[w] += v;
+                }
               }
             }
           }
-        }
-      });
-    }
+        });
+      }
+    });
   });
-  return gi;
 }
 
 // ---- adaptive pooling ----
@@ -443,16 +478,17 @@ struct Adaptive {
   std::vector<int64_t> hs, he, ws, we;  // window bounds per output row / column
 };
 
-Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op) {
+// The planes and window bounds of an adaptive pooling of an input of sizes `sz` to (OH, OW); `windows`
+// false leaves the bounds out (global average pooling does not read them).
+Adaptive adaptive_windows(IntArrayRef sz, int64_t OH, int64_t OW, bool windows = true) {
   const int64_t nd = static_cast<int64_t>(sz.size());
   Adaptive a;
-  a.out_shape = pool::adaptive_out_shape(sz, output_size, op);
   a.H = sz[nd - 2];
   a.W = sz[nd - 1];
-  a.OH = a.out_shape[nd - 2];
-  a.OW = a.out_shape[nd - 1];
+  a.OH = OH;
+  a.OW = OW;
   for (int64_t i = 0; i < nd - 2; ++i) a.planes *= sz[i];
-  shape_nbytes(a.out_shape, ScalarType::Int64, op);
+  if (!windows) return a;
   a.hs.resize(a.OH);
   a.he.resize(a.OH);
   a.ws.resize(a.OW);
@@ -466,6 +502,23 @@ Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op)
     a.we[i] = pool::adaptive_end(i, a.OW, a.W);
   }
   return a;
+}
+
+Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op) {
+  const int64_t nd = static_cast<int64_t>(sz.size());
+  Shape out_shape = pool::adaptive_out_shape(sz, output_size, op);
+  shape_nbytes(out_shape, ScalarType::Int64, op);
+  Adaptive a = adaptive_windows(sz, out_shape[nd - 2], out_shape[nd - 1]);
+  a.out_shape = std::move(out_shape);
+  return a;
+}
+
+// The geometry of an out kernel's adaptive pooling from `in` (the input's sizes) to `out` (the output's):
+// the meta step checked both, so no shape is made or checked again.
+Adaptive adaptive_geometry(IntArrayRef in, IntArrayRef out) {
+  const size_t nd = out.size();
+  const int64_t OH = out[nd - 2], OW = out[nd - 1];
+  return adaptive_windows(in, OH, OW, OH * OW != 1);
 }
 
 // Sum of n contiguous values with 16 independent partial sums, so that the
@@ -497,90 +550,94 @@ FB_POOL_CLONES void global_avg_planes_f64(const double* x, double* y, int64_t b,
   global_avg_planes<double>(x, y, b, e, n);
 }
 
-Tensor adaptive_avg_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
+void adaptive_avg_pool2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef output_size) {
   if (cpu::is_low_precision(self.dtype()))
-    return cpu::round_to(adaptive_avg_pool2d_cpu(cpu::to_float32(self), output_size), self.dtype());
+    return in_float32(out, [&](const Tensor& tmp) {
+      adaptive_avg_pool2d_out_cpu(tmp, cpu::to_float32(self), output_size);
+    });
   const char* op = "adaptive_avg_pool2d";
-  const Adaptive a = check_adaptive(self.sizes(), output_size, op);
-  Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
+  const Adaptive a = adaptive_geometry(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* x = in.data<T>();
-      T* y = out.data<T>();
-      const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
-      if (out_plane == 1) {  // global average pooling (ResNet, MobileNet): one vectorized sum per plane
-        parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
-          if constexpr (std::is_same_v<T, float>)
-            global_avg_planes_f32(x, y, b, e, in_plane);
-          else
-            global_avg_planes_f64(x, y, b, e, in_plane);
-        });
-        return;
-      }
-      parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
-        for (int64_t c = b; c < e; ++c) {
-          const T* xc = x + c * in_plane;
-          T* yc = y + c * out_plane;
-          for (int64_t oh = 0; oh < a.OH; ++oh)
-            for (int64_t ow = 0; ow < a.OW; ++ow) {
-              T s = 0;
-              for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
-                for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) s += xc[h * a.W + w];
-              yc[oh * a.OW + ow] = s / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
-            }
+  cpu::write_contiguous(out, self, [&](const Tensor& dst) {
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* x = in.data<T>();
+        T* y = dst.data<T>();
+        const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+        if (out_plane == 1) {  // global average pooling (ResNet, MobileNet): one vectorized sum per plane
+          parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
+            if constexpr (std::is_same_v<T, float>)
+              global_avg_planes_f32(x, y, b, e, in_plane);
+            else
+              global_avg_planes_f64(x, y, b, e, in_plane);
+          });
+          return;
         }
-      });
-    }
-  });
-  return out;
-}
-
-Tensor adaptive_avg_pool2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size) {
-  if (cpu::is_low_precision(grad_output.dtype()))
-    return cpu::round_to(adaptive_avg_pool2d_backward_cpu(cpu::to_float32(grad_output), input_size),
-                         grad_output.dtype());
-  const char* op = "adaptive_avg_pool2d_backward";
-  const Adaptive a = check_adaptive(input_size, grad_output.sizes().last(2), op);
-  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
-  if (gi.numel() == 0) return gi;
-  const Tensor go = contiguous(grad_output);
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* g = go.data<T>();
-      T* o = gi.data<T>();
-      const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
-      if (out_plane == 1) {
-        const T inv = static_cast<T>(in_plane);
-        parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
+        parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
           for (int64_t c = b; c < e; ++c) {
-            const T v = g[c] / inv;
-            T* oc = o + c * in_plane;
-#pragma omp simd
-            for (int64_t i = 0; i < in_plane; ++i) oc[i] = v;
+            const T* xc = x + c * in_plane;
+            T* yc = y + c * out_plane;
+            for (int64_t oh = 0; oh < a.OH; ++oh)
+              for (int64_t ow = 0; ow < a.OW; ++ow) {
+                T s = 0;
+                for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+                  for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) s += xc[h * a.W + w];
+                yc[oh * a.OW + ow] = s / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
+              }
           }
         });
-        return;
       }
-      parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
-        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
-        for (int64_t c = b; c < e; ++c) {
-          T* oc = o + c * in_plane;
-          const T* gc = g + c * out_plane;
-          for (int64_t oh = 0; oh < a.OH; ++oh)
-            for (int64_t ow = 0; ow < a.OW; ++ow) {
-              const T v = gc[oh * a.OW + ow] / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
-              for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
-                for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) oc[h * a.W + w] += v;
-            }
-        }
-      });
-    }
+    });
   });
-  return gi;
+}
+
+void adaptive_avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_output, IntArrayRef input_size) {
+  if (cpu::is_low_precision(grad_output.dtype()))
+    return in_float32(out, [&](const Tensor& tmp) {
+      adaptive_avg_pool2d_backward_out_cpu(tmp, cpu::to_float32(grad_output), input_size);
+    });
+  const char* op = "adaptive_avg_pool2d_backward";
+  if (out.numel() == 0) return;
+  const Adaptive a = adaptive_geometry(input_size, grad_output.sizes());
+  const Tensor go = contiguous(grad_output);
+  cpu::write_contiguous(out, grad_output, [&](const Tensor& gi) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* g = go.data<T>();
+        T* o = gi.data<T>();
+        const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+        if (out_plane == 1) {
+          const T inv = static_cast<T>(in_plane);
+          parallel_for(0, a.planes, plane_grain(in_plane), [&](int64_t b, int64_t e) {
+            for (int64_t c = b; c < e; ++c) {
+              const T v = g[c] / inv;
+              T* oc = o + c * in_plane;
+#pragma omp simd
+              for (int64_t i = 0; i < in_plane; ++i) oc[i] = v;
+            }
+          });
+          return;
+        }
+        parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
+          std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+          for (int64_t c = b; c < e; ++c) {
+            T* oc = o + c * in_plane;
+            const T* gc = g + c * out_plane;
+            for (int64_t oh = 0; oh < a.OH; ++oh)
+              for (int64_t ow = 0; ow < a.OW; ++ow) {
+                const T v =
+                    gc[oh * a.OW + ow] / static_cast<T>((a.he[oh] - a.hs[oh]) * (a.we[ow] - a.ws[ow]));
+                for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+                  for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) oc[h * a.W + w] += v;
+              }
+          }
+        });
+      }
+    });
+  });
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
@@ -625,11 +682,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayR
 }
 
 FB_REGISTER_KERNEL(op::max_pool2d_with_indices, CPU, max_pool2d_with_indices_cpu);
-FB_REGISTER_KERNEL(op::max_pool_backward, CPU, max_pool_backward_cpu);
-FB_REGISTER_KERNEL(op::avg_pool2d, CPU, avg_pool2d_cpu);
-FB_REGISTER_KERNEL(op::avg_pool2d_backward, CPU, avg_pool2d_backward_cpu);
-FB_REGISTER_KERNEL(op::adaptive_avg_pool2d, CPU, adaptive_avg_pool2d_cpu);
-FB_REGISTER_KERNEL(op::adaptive_avg_pool2d_backward, CPU, adaptive_avg_pool2d_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::max_pool_backward, CPU, max_pool_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::avg_pool2d, CPU, avg_pool2d_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::avg_pool2d_backward, CPU, avg_pool2d_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::adaptive_avg_pool2d, CPU, adaptive_avg_pool2d_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::adaptive_avg_pool2d_backward, CPU, adaptive_avg_pool2d_backward_out_cpu);
 FB_REGISTER_KERNEL(op::adaptive_max_pool2d, CPU, adaptive_max_pool2d_cpu);
 
 }  // namespace
