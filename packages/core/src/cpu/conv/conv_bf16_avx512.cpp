@@ -519,6 +519,10 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
   const int64_t HWb = g.big_hw(), HWs = g.small_hw();
   // Even widths: q pairs never straddle rows or mix an output with an extra column, and Q is even.
   const bool pairs_in_rows = ph.Wq % 2 == 0 && g.Ws % 2 == 0;
+  // The gather's offsets: channel o at o * HWs (uint16 units, scale 2), used where they fit int32.
+  const __m512i step =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(static_cast<int>(std::min<int64_t>(HWs, 1 << 26))));
   std::vector<float> acc(static_cast<size_t>(acc_size));
   const int64_t zero_off = 0;
   sum_in_slice_order(g.N, 1, acc_size, acc.data(), false, [&](int64_t n0, int64_t n1, float* sum) {
@@ -540,43 +544,42 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
                                take_strided(d, s, g.sw, len);
                            }
                          });
-        // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra columns and past Q.
+        // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra columns and past Q. From an even q on,
+        // a row's values are 32-bit words of every channel: 16 channels' words are a 16 x 16 transpose of
+        // words (rows of fewer than 8 words, where most of a transpose's shuffles would be wasted, are
+        // gathered); a value alone in its pair (a row starting at an odd q, or ending one short of a
+        // pair) is copied by itself.
         const uint16_t* dy = small + (n * g.Cs + gi * Cs_g) * HWs;
-        if (pairs_in_rows) {
-          // Each q pair is two adjacent outputs of a row (or two extra columns): one 32-bit word of every
-          // channel, so a row's words of 16 channels are a 16 x 16 transpose of 32-bit words; rows of
-          // fewer than 8 words (where most of a transpose's shuffles would be wasted) are gathered.
-          const int64_t words = g.Ws / 2;
+        const auto single = [&](int64_t q, const uint16_t* src) {
+          uint16_t* d = bw + (q >> 1) * 2 * Cpad + (q & 1);
+          for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = src[o * HWs];
+        };
+        if (!pairs_in_rows) std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
+        for (int64_t r = 0; r < g.Hs; ++r) {
+          const int64_t q0 = r * ph.Wq;
+          const uint16_t* row = dy + r * g.Ws;
+          int64_t x = 0;
+          if (q0 & 1) single(q0, row), x = 1;
+          const int64_t words = (g.Ws - x) / 2;
+          auto* d = reinterpret_cast<uint32_t*>(bw) + (q0 + x) / 2 * Cpad;
           const bool gather = words < 8 && 16 * HWs < (int64_t{1} << 30);  // int32 indices at scale 2
-          const __m512i step =
-              _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                 _mm512_set1_epi32(static_cast<int>(gather ? HWs : 0)));
-          for (int64_t r = 0; r < g.Hs; ++r) {
-            auto* d = reinterpret_cast<uint32_t*>(bw) + (r * ph.Wq / 2) * Cpad;
-            for (int64_t j0 = 0; j0 < words; j0 += 16)
-              for (int64_t o = 0; o < Cpad; o += 16) {
-                const uint16_t* src = dy + o * HWs + r * g.Ws + 2 * j0;
-                if (gather) {
-                  for (int64_t j = 0; j < words; ++j)
-                    _mm512_storeu_si512(d + j * Cpad + o,
-                                        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(Cs_g - o),
-                                                                    step, src + 2 * j, 2));
-                } else {
-                  transpose_words_16(src, HWs, std::clamp<int64_t>(Cs_g - o, 0, 16),
-                                     std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
-                }
+          for (int64_t j0 = 0; j0 < words; j0 += 16)
+            for (int64_t o = 0; o < Cpad; o += 16) {
+              const uint16_t* src = row + x + o * HWs + 2 * j0;
+              if (gather) {
+                for (int64_t j = 0; j < words; ++j)
+                  _mm512_storeu_si512(d + j * Cpad + o,
+                                      _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(Cs_g - o),
+                                                                  step, src + 2 * j, 2));
+              } else {
+                transpose_words_16(src, HWs, std::clamp<int64_t>(Cs_g - o, 0, 16),
+                                   std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
               }
-            std::memset(d + words * Cpad, 0, static_cast<size_t>((ph.Wq - g.Ws) / 2 * Cpad) * 4);
-          }
-        } else {
-          std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
-          for (int64_t r = 0; r < g.Hs; ++r)
-            for (int64_t xx = 0; xx < g.Ws; ++xx) {
-              const int64_t q = r * ph.Wq + xx;
-              uint16_t* d = bw + (q >> 1) * 2 * Cpad + (q & 1);
-              const uint16_t* s = dy + r * g.Ws + xx;
-              for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = s[o * HWs];
             }
+          if ((g.Ws - x) & 1) single(q0 + g.Ws - 1, row + g.Ws - 1);
+          // Whole pairs per row: the rest of the row's words are extra columns (bw was not cleared).
+          if (pairs_in_rows)
+            std::memset(d + words * Cpad, 0, static_cast<size_t>((ph.Wq - g.Ws) / 2 * Cpad) * 4);
         }
         // Rows k = (tap, input channel), 8 (16 with one vector) at a time whatever the channel count.
         float* sg = sum + gi * acc_group;
