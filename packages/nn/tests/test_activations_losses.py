@@ -734,6 +734,38 @@ def test_bce_errors():
         F.binary_cross_entropy_with_logits(fc.zeros(4, 3), fc.zeros(4, 3), pos_weight=fc.ones(2))
 
 
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_loss_checks_left_to_core_keep_their_messages(device):
+    # binary_cross_entropy[_with_logits]'s target shape and cross_entropy's label_smoothing are checked
+    # by core's meta step (on every device, the meta device too), with the words the wrappers used.
+    # torch raises ValueError for the shapes and RuntimeError for label_smoothing: FlambeauError is both.
+    x = fc.full((2,), 0.5, device=device)
+    with pytest.raises(ValueError):
+        TF.binary_cross_entropy(torch.full((2,), 0.5), torch.zeros(3))
+    with pytest.raises(
+        ValueError, match=r"^\[binary_cross_entropy\] target shape \(3,\) must be the same as input shape \(2,\)$"
+    ):
+        F.binary_cross_entropy(x, fc.zeros(3, device=device))
+    with pytest.raises(ValueError):
+        TF.binary_cross_entropy_with_logits(torch.zeros(2), torch.zeros(2, 1))
+    with pytest.raises(
+        ValueError,
+        match=r"^\[binary_cross_entropy_with_logits\] target shape \(2, 1\) must be the same as input shape \(2,\)$",
+    ):
+        F.binary_cross_entropy_with_logits(x, fc.zeros(2, 1, device=device))
+    logits, target = fc.zeros(3, 4, device=device), fc.zeros(3, dtype=fc.int64, device=device)
+    with pytest.raises(RuntimeError):
+        TF.cross_entropy(torch.zeros(3, 4), torch.zeros(3, dtype=torch.long), label_smoothing=1.5)
+    # A negative one (torch accepts it unchecked) was refused by the wrapper and is by core.
+    for bad in (1.5, -0.25):
+        with pytest.raises(
+            RuntimeError, match=rf"^\[cross_entropy\] label_smoothing must be between 0.0 and 1.0, got {bad}$"
+        ):
+            F.cross_entropy(logits, target, label_smoothing=bad)
+    # The bounds themselves are valid.
+    assert F.cross_entropy(logits, target, label_smoothing=1.0).shape == ()
+
+
 def test_activation_errors():
     with pytest.raises(TypeError, match=r"\[gelu\].*int64"):
         F.gelu(fc.tensor([1, 2]))

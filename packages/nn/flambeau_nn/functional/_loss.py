@@ -87,10 +87,7 @@ def binary_cross_entropy(
     _check_tensor(target, "binary_cross_entropy", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     red = _reduction_enum(reduction, "binary_cross_entropy")
-    if _shape(target) != _shape(input):
-        raise FlambeauError(
-            f"[binary_cross_entropy] target shape {_shape(target)} must be the same as input shape {_shape(input)}"
-        )
+    # core's meta step checks the dtypes and that target has input's shape, naming the op.
     return fc.binary_cross_entropy(input, target, weight, red)
 
 
@@ -118,11 +115,7 @@ def binary_cross_entropy_with_logits(
     _check_tensor(target, "binary_cross_entropy_with_logits", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     red = _reduction_enum(reduction, "binary_cross_entropy_with_logits")
-    if _shape(target) != _shape(input):
-        raise FlambeauError(
-            f"[binary_cross_entropy_with_logits] target shape {_shape(target)} must be the same as "
-            f"input shape {_shape(input)}"
-        )
+    # core's meta step checks the dtypes and that target has input's shape, naming the op.
     return fc.binary_cross_entropy_with_logits(input, target, weight, pos_weight, red)
 
 
@@ -183,8 +176,7 @@ def cross_entropy(
     _check_tensor(target, "cross_entropy", "target")
     reduction = _legacy_reduction(size_average, reduce, reduction)
     red = _reduction_enum(reduction, "cross_entropy")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise FlambeauError(f"[cross_entropy] label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    # core's meta step checks label_smoothing in [0, 1], the shapes and the dtypes, naming the op.
     return fc._C._cross_entropy(input, target, weight, red, ignore_index, float(label_smoothing))[0]
 
 

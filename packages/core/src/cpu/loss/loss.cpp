@@ -8,14 +8,21 @@
 //    label smoothing, or class probabilities); backward is one pass per row
 //    from the saved log-sum-exp;
 //  * nll_loss over (N, C, d1, ...) log-probabilities.
+// All are structured (Note [Structured kernels]): out kernels writing the outputs the meta step
+// allocated (a 0-d one for a reduced loss; _cross_entropy's loss and log-sum-exp), through contiguous
+// buffers when an output is strided or shares memory with an input (cpu::write_contiguous_outs).
 // Every class index is checked before it is used to read (IndexError naming
 // the target and the class count).
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <vector>
 
 #include "cpu/elementwise/act_table.h"
+#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
@@ -29,7 +36,6 @@ namespace {
 using namespace cpu;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
-
 
 bool present(const std::optional<Tensor>& t) { return t && t->defined(); }
 
@@ -136,17 +142,20 @@ double pointwise_run(const Pointwise& p, T* out, const F& f, const Aux& aux = {}
 }
 
 // make_aux(tag): the aux of pointwise_run for the dtype of `tag`, or NoAux{}.
+// out: p's shape (none) or 0-d, p's dtype (the meta step's `loss` rule).
 template <class F, class MakeAux = NoMakeAux>
-Tensor pointwise_forward(const char* op, const Pointwise& p, int64_t reduction, const F& f,
-                         MakeAux make_aux = {}) {
-  Tensor out =
-      reduction == kNone ? op::empty(p.shape, p.dtype, Device()) : op::empty(Shape{}, p.dtype, Device());
+void pointwise_forward(const Tensor& out, const char* op, const Pointwise& p, int64_t reduction, const F& f,
+                       MakeAux make_aux = {}) {
   visit_dtype(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       if (reduction == kNone) {
-        pointwise_run<T>(p, out.data<T>(), [&](T x, T t, T w, T pw, auto... a) { return f(x, t, w, pw, a...); },
-                         make_aux(tag));
+        write_contiguous_outs<1>({out}, {&p.x, &p.t, &p.w, &p.pw}, [&](const std::array<Tensor, 1>& outs) {
+          const Tensor& dst = outs[0];
+          pointwise_run<T>(
+              p, dst.data<T>(), [&](T x, T t, T w, T pw, auto... a) { return f(x, t, w, pw, a...); },
+              make_aux(tag));
+        });
       } else {
         double s = pointwise_run<T>(
             p, nullptr, [&](T x, T t, T w, T pw, auto... a) { return f(x, t, w, pw, a...); }, make_aux(tag));
@@ -156,40 +165,41 @@ Tensor pointwise_forward(const char* op, const Pointwise& p, int64_t reduction, 
       }
     }
   });
-  return out;
 }
 
-// grad_input = grad * scale * df(x, t, w, pw), grad of the output's shape (none) or 0-d.
+// grad_input = grad * scale * df(x, t, w, pw), grad of the output's shape (none) or 0-d; out of
+// p's shape and dtype.
 template <class F, class MakeAux = NoMakeAux>
-Tensor pointwise_backward(const char* op, const Tensor& grad, const Pointwise& p, int64_t reduction,
-                          const F& df, MakeAux make_aux = {}) {
-  Tensor out = op::empty(p.shape, p.dtype, Device());
-  if (p.numel == 0) return out;
+void pointwise_backward(const Tensor& out, const char* op, const Tensor& grad, const Pointwise& p,
+                        int64_t reduction, const F& df, MakeAux make_aux = {}) {
+  if (p.numel == 0) return;
   const Tensor g = op::contiguous(to_dtype(grad, p.dtype), MemoryFormat::Contiguous);
   visit_dtype(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const T* gp = g.data<T>();
-      T* o = out.data<T>();
-      if (reduction == kNone) {
-        // df at each element, then times the matching gradient.
-        pointwise_run<T>(p, o, [&](T x, T t, T w, T pw, auto... a) { return df(x, t, w, pw, a...); },
-                         make_aux(tag));
-        const int64_t n = p.numel;
-        parallel_for(0, n, kMemoryBoundGrain, [&](int64_t b, int64_t e) {
+      write_contiguous_outs<1>({out}, {&p.x, &p.t, &p.w, &p.pw, &g}, [&](const std::array<Tensor, 1>& outs) {
+        const Tensor& dst = outs[0];
+        T* o = dst.data<T>();
+        if (reduction == kNone) {
+          // df at each element, then times the matching gradient.
+          pointwise_run<T>(
+              p, o, [&](T x, T t, T w, T pw, auto... a) { return df(x, t, w, pw, a...); }, make_aux(tag));
+          const int64_t n = p.numel;
+          parallel_for(0, n, kMemoryBoundGrain, [&](int64_t b, int64_t e) {
 #pragma omp simd
-          for (int64_t i = b; i < e; ++i) o[i] *= gp[i];
-        });
-      } else {
-        const T s = reduction == kMean
-                        ? static_cast<T>(static_cast<double>(gp[0]) / static_cast<double>(p.numel))
-                        : gp[0];
-        pointwise_run<T>(p, o, [&](T x, T t, T w, T pw, auto... a) { return s * df(x, t, w, pw, a...); },
-                         make_aux(tag));
-      }
+            for (int64_t i = b; i < e; ++i) o[i] *= gp[i];
+          });
+        } else {
+          const T s = reduction == kMean
+                          ? static_cast<T>(static_cast<double>(gp[0]) / static_cast<double>(p.numel))
+                          : gp[0];
+          pointwise_run<T>(
+              p, o, [&](T x, T t, T w, T pw, auto... a) { return s * df(x, t, w, pw, a...); }, make_aux(tag));
+        }
+      });
     }
   });
-  return out;
 }
 
 // Note [Logits losses]
@@ -240,35 +250,34 @@ void check_probabilities(const Pointwise& p) {
   FB_CHECK_VALUE(!bad, "[binary_cross_entropy] all elements of input should be between 0 and 1");
 }
 
-Tensor bce_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-               int64_t reduction) {
+void bce_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
+                 const std::optional<Tensor>& weight, int64_t reduction) {
   const Pointwise p = prepare("binary_cross_entropy", self, target, weight, std::nullopt, true);
   check_probabilities(p);
-  return pointwise_forward("binary_cross_entropy", p, reduction, [](auto x, auto t, auto w, auto) {
+  pointwise_forward(out, "binary_cross_entropy", p, reduction, [](auto x, auto t, auto w, auto) {
     using T = decltype(x);
     const T lx = std::max(std::log(x), T(-100));
     const T l1x = std::max(std::log1p(-x), T(-100));
     return w * ((t - T(1)) * l1x - t * lx);
   });
 }
-Tensor bce_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
-                        const std::optional<Tensor>& weight, int64_t reduction) {
-  const Pointwise p =
-      prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true);
-  return pointwise_backward("binary_cross_entropy_backward", grad, p, reduction,
-                            [](auto x, auto t, auto w, auto) {
-                              using T = decltype(x);
-                              return w * (x - t) / std::max((T(1) - x) * x, T(1e-12));
-                            });
+void bce_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
+                          const std::optional<Tensor>& weight, int64_t reduction) {
+  const Pointwise p = prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true);
+  pointwise_backward(out, "binary_cross_entropy_backward", grad, p, reduction,
+                     [](auto x, auto t, auto w, auto) {
+                       using T = decltype(x);
+                       return w * (x - t) / std::max((T(1) - x) * x, T(1e-12));
+                     });
 }
 
 // With logits: (1 - t) x + lw (log1p(exp(-|x|)) + max(-x, 0)), lw = (pw - 1) t + 1.
-Tensor bce_logits_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                      const std::optional<Tensor>& pos_weight, int64_t reduction) {
-  const Pointwise p =
-      prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true);
-  return pointwise_forward(
-      "binary_cross_entropy_with_logits", p, reduction,
+void bce_logits_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
+                        const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
+                        int64_t reduction) {
+  const Pointwise p = prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true);
+  pointwise_forward(
+      out, "binary_cross_entropy_with_logits", p, reduction,
       [](auto x, auto t, auto w, auto pw, auto log_sig) {
         using T = decltype(x);
         const T lw = (pw - T(1)) * t + T(1);
@@ -277,13 +286,13 @@ Tensor bce_logits_cpu(const Tensor& self, const Tensor& target, const std::optio
       },
       [](auto tag) { return act_aux<typename decltype(tag)::type>(kActLogSigmoid, false); });
 }
-Tensor bce_logits_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
-                               const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
-                               int64_t reduction) {
+void bce_logits_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
+                                 const Tensor& target, const std::optional<Tensor>& weight,
+                                 const std::optional<Tensor>& pos_weight, int64_t reduction) {
   const Pointwise p =
       prepare("binary_cross_entropy_with_logits_backward", self, target, weight, pos_weight, true);
-  return pointwise_backward(
-      "binary_cross_entropy_with_logits_backward", grad, p, reduction,
+  pointwise_backward(
+      out, "binary_cross_entropy_with_logits_backward", grad, p, reduction,
       [](auto x, auto t, auto w, auto pw, auto sg) {
         (void)x;
         using T = decltype(x);
@@ -293,38 +302,41 @@ Tensor bce_logits_backward_cpu(const Tensor& grad, const Tensor& self, const Ten
       [](auto tag) { return act_aux<typename decltype(tag)::type>(kActLogSigmoid, true); });
 }
 
-Tensor mse_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
+void mse_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction) {
   const Pointwise p = prepare("mse_loss", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_forward("mse_loss", p, reduction,
-                           [](auto x, auto t, auto, auto) { return (x - t) * (x - t); });
+  pointwise_forward(out, "mse_loss", p, reduction,
+                    [](auto x, auto t, auto, auto) { return (x - t) * (x - t); });
 }
-Tensor mse_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+void mse_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
+                          int64_t reduction) {
   const Pointwise p = prepare("mse_loss_backward", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_backward("mse_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
+  pointwise_backward(out, "mse_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
     return T(2) * (x - t);
   });
 }
 
-Tensor l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction) {
+void l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction) {
   const Pointwise p = prepare("l1_loss", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_forward("l1_loss", p, reduction, [](auto x, auto t, auto, auto) {
+  pointwise_forward(out, "l1_loss", p, reduction, [](auto x, auto t, auto, auto) {
     const auto d = x - t;
     return d < 0 ? -d : d;
   });
 }
-Tensor l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+void l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
+                         int64_t reduction) {
   const Pointwise p = prepare("l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_backward("l1_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
+  pointwise_backward(out, "l1_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T d = x - t;
     return d != d ? d : T((d > T(0)) - (d < T(0)));
   });
 }
 
-Tensor smooth_l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+void smooth_l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction,
+                       double beta) {
   const Pointwise p = prepare("smooth_l1_loss", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_forward("smooth_l1_loss", p, reduction, [beta](auto x, auto t, auto, auto) {
+  pointwise_forward(out, "smooth_l1_loss", p, reduction, [beta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T b = static_cast<T>(beta);
     const T d = x - t;
@@ -332,22 +344,21 @@ Tensor smooth_l1_cpu(const Tensor& self, const Tensor& target, int64_t reduction
     return ad < b ? T(0.5) * d * d / b : ad - T(0.5) * b;
   });
 }
-Tensor smooth_l1_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
-                              double beta) {
-  const Pointwise p =
-      prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_backward("smooth_l1_loss_backward", grad, p, reduction,
-                            [beta](auto x, auto t, auto, auto) {
-                              using T = decltype(x);
-                              const T b = static_cast<T>(beta);
-                              const T d = x - t;
-                              return d <= -b ? T(-1) : (d >= b ? T(1) : d / b);
-                            });
+void smooth_l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
+                                const Tensor& target, int64_t reduction, double beta) {
+  const Pointwise p = prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
+  pointwise_backward(out, "smooth_l1_loss_backward", grad, p, reduction, [beta](auto x, auto t, auto, auto) {
+    using T = decltype(x);
+    const T b = static_cast<T>(beta);
+    const T d = x - t;
+    return d <= -b ? T(-1) : (d >= b ? T(1) : d / b);
+  });
 }
 
-Tensor huber_cpu(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+void huber_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction,
+                   double delta) {
   const Pointwise p = prepare("huber_loss", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_forward("huber_loss", p, reduction, [delta](auto x, auto t, auto, auto) {
+  pointwise_forward(out, "huber_loss", p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T dl = static_cast<T>(delta);
     const T d = x - t;
@@ -355,10 +366,10 @@ Tensor huber_cpu(const Tensor& self, const Tensor& target, int64_t reduction, do
     return ad < dl ? T(0.5) * d * d : dl * (ad - T(0.5) * dl);
   });
 }
-Tensor huber_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
-                          double delta) {
+void huber_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
+                            int64_t reduction, double delta) {
   const Pointwise p = prepare("huber_loss_backward", self, target, std::nullopt, std::nullopt, false);
-  return pointwise_backward("huber_loss_backward", grad, p, reduction, [delta](auto x, auto t, auto, auto) {
+  pointwise_backward(out, "huber_loss_backward", grad, p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
     const T dl = static_cast<T>(delta);
     const T d = x - t;
@@ -435,78 +446,79 @@ double ordered_sum(const std::vector<double>& v) {
   return s;
 }
 
-std::tuple<Tensor, Tensor> cross_entropy_cpu(const Tensor& self, const Tensor& target,
-                                             const std::optional<Tensor>& weight, int64_t reduction,
-                                             int64_t ignore_index, double label_smoothing) {
+// out: the loss (the rows' shape, or 0-d when reduced); lse: (rows,); both of self's dtype.
+void cross_entropy_out_cpu(const Tensor& out, const Tensor& lse_out, const Tensor& self, const Tensor& target,
+                           const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                           double label_smoothing) {
   const char* op = "cross_entropy";
   const ClassShape s = class_check(self, target, weight, true);
-  Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
-                                  : op::empty(Shape{}, self.dtype(), Device());
-  Tensor lse = op::empty(Shape{s.rows}, self.dtype(), Device());
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      const int64_t C = s.classes, inner = s.inner;
-      const T* x = s.x.data<T>();
-      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
-      const double eps = label_smoothing;
-      double wsum = static_cast<double>(C);
-      if (w) {
-        wsum = 0;
-        for (int64_t c = 0; c < C; ++c) wsum += w[c];
-      }
-      T* lp = lse.data<T>();
-      std::vector<double> loss(static_cast<size_t>(s.rows)), rw(static_cast<size_t>(s.rows));
-      parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const T* xr = x + (r / inner) * C * inner + r % inner;
-          double l = 0, weight_r = 1;
-          if (s.probs) {
-            const T* yr = s.target.data<T>() + (r / inner) * C * inner + r % inner;
-            const T m = row_lse(xr, C, inner);
-            lp[r] = m;
-            double S = 0, Sx = 0;
-            for (int64_t c = 0; c < C; ++c) {
-              const double y = static_cast<double>(yr[c * inner]) * (1 - eps) + eps / static_cast<double>(C);
-              const double wy = (w ? static_cast<double>(w[c]) : 1.0) * y;
-              S += wy;
-              Sx += wy * static_cast<double>(xr[c * inner]);
+      write_contiguous_outs<2>({out, lse_out}, {&s.x, &s.target, &s.weight}, [&](const auto& dst) {
+        const Tensor& lse = dst[1];
+        const int64_t C = s.classes, inner = s.inner;
+        const T* x = s.x.data<T>();
+        const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+        const double eps = label_smoothing;
+        double wsum = static_cast<double>(C);
+        if (w) {
+          wsum = 0;
+          for (int64_t c = 0; c < C; ++c) wsum += w[c];
+        }
+        T* lp = lse.data<T>();
+        std::vector<double> loss(static_cast<size_t>(s.rows)), rw(static_cast<size_t>(s.rows));
+        parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const T* xr = x + (r / inner) * C * inner + r % inner;
+            double l = 0, weight_r = 1;
+            if (s.probs) {
+              const T* yr = s.target.data<T>() + (r / inner) * C * inner + r % inner;
+              const T m = row_lse(xr, C, inner);
+              lp[r] = m;
+              double S = 0, Sx = 0;
+              for (int64_t c = 0; c < C; ++c) {
+                const double y =
+                    static_cast<double>(yr[c * inner]) * (1 - eps) + eps / static_cast<double>(C);
+                const double wy = (w ? static_cast<double>(w[c]) : 1.0) * y;
+                S += wy;
+                Sx += wy * static_cast<double>(xr[c * inner]);
+              }
+              l = S * static_cast<double>(m) - Sx;
+            } else {
+              const int64_t k = s.target.data<int64_t>()[r];
+              if (k == ignore_index) {
+                lp[r] = T(0);
+                loss[static_cast<size_t>(r)] = 0;
+                rw[static_cast<size_t>(r)] = 0;
+                continue;
+              }
+              check_class(op, k, C);
+              const T m = row_lse(xr, C, inner);
+              lp[r] = m;
+              weight_r = w ? static_cast<double>(w[k]) : 1.0;
+              l = (1 - eps) * weight_r * (static_cast<double>(m) - static_cast<double>(xr[k * inner]));
+              if (eps > 0) {
+                double wx = 0;
+                for (int64_t c = 0; c < C; ++c) wx += (w ? static_cast<double>(w[c]) : 1.0) * xr[c * inner];
+                l += eps / static_cast<double>(C) * (wsum * static_cast<double>(m) - wx);
+              }
             }
-            l = S * static_cast<double>(m) - Sx;
-          } else {
-            const int64_t k = s.target.data<int64_t>()[r];
-            if (k == ignore_index) {
-              lp[r] = T(0);
-              loss[static_cast<size_t>(r)] = 0;
-              rw[static_cast<size_t>(r)] = 0;
-              continue;
-            }
-            check_class(op, k, C);
-            const T m = row_lse(xr, C, inner);
-            lp[r] = m;
-            weight_r = w ? static_cast<double>(w[k]) : 1.0;
-            l = (1 - eps) * weight_r * (static_cast<double>(m) - static_cast<double>(xr[k * inner]));
-            if (eps > 0) {
-              double wx = 0;
-              for (int64_t c = 0; c < C; ++c) wx += (w ? static_cast<double>(w[c]) : 1.0) * xr[c * inner];
-              l += eps / static_cast<double>(C) * (wsum * static_cast<double>(m) - wx);
-            }
+            loss[static_cast<size_t>(r)] = l;
+            rw[static_cast<size_t>(r)] = weight_r;
           }
-          loss[static_cast<size_t>(r)] = l;
-          rw[static_cast<size_t>(r)] = weight_r;
+        });
+        T* o = dst[0].template data<T>();
+        if (reduction == kNone) {
+          for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
+        } else {
+          double total = ordered_sum(loss);
+          if (reduction == kMean) total /= ordered_sum(rw);
+          o[0] = static_cast<T>(total);
         }
       });
-      T* o = out.data<T>();
-      if (reduction == kNone) {
-        for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
-      } else {
-        double total = ordered_sum(loss);
-        if (reduction == kMean) total /= ordered_sum(rw);
-        o[0] = static_cast<T>(total);
-      }
     }
   });
-  return {out, lse};
 }
 
 // The gradient's scale per row: grad[r] (none), grad / total weight (mean) or grad (sum).
@@ -541,89 +553,90 @@ std::vector<double> row_scales(const char* op, const Tensor& grad, const ClassSh
   return sc;
 }
 
-Tensor cross_entropy_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
-                                  const Tensor& lse, const std::optional<Tensor>& weight, int64_t reduction,
-                                  int64_t ignore_index, double label_smoothing) {
+void cross_entropy_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
+                                    const Tensor& target, const Tensor& lse,
+                                    const std::optional<Tensor>& weight, int64_t reduction,
+                                    int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy_backward";
   const ClassShape s = class_check(self, target, weight, true);
-  Tensor out = op::empty(self.sizes(), self.dtype(), Device());
-  if (self.numel() == 0) return out;
+  if (self.numel() == 0) return;
   const Tensor lsec = op::contiguous(lse, MemoryFormat::Contiguous);
+  const std::initializer_list<const Tensor*> inputs = {&s.x, &s.target, &s.weight, &lsec, &grad};
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      const int64_t C = s.classes, inner = s.inner;
-      const T* x = s.x.data<T>();
-      const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
-      const T* lp = lsec.data<T>();
-      T* o = out.data<T>();
-      const double eps = label_smoothing;
-      const std::vector<double> sc = row_scales<T>(op, grad, s, reduction, ignore_index, w);
-      double wsum = static_cast<double>(C);
-      if (w) {
-        wsum = 0;
-        for (int64_t c = 0; c < C; ++c) wsum += w[c];
-      }
-      const double smooth = eps / static_cast<double>(C);
-      parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t base = (r / inner) * C * inner + r % inner;
-          const T* xr = x + base;
-          T* orow = o + base;
-          const double sn = sc[static_cast<size_t>(r)];
-          double coef;
-          int64_t k = -1;
-          if (s.probs) {
-            const T* yr = s.target.data<T>() + base;
-            double S = 0;
-            for (int64_t c = 0; c < C; ++c)
-              S += (w ? static_cast<double>(w[c]) : 1.0) *
-                   (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth);
-            coef = sn * S;
-          } else {
-            k = s.target.data<int64_t>()[r];
-            if (k == ignore_index) {
-              for (int64_t c = 0; c < C; ++c) orow[c * inner] = T(0);
-              continue;
-            }
-            check_class(op, k, C);
-            const double wt = w ? static_cast<double>(w[k]) : 1.0;
-            coef = sn * ((1 - eps) * wt + smooth * wsum);
-          }
-          // softmax * coef
-          if (inner == 1) {
-            if constexpr (std::is_same_v<T, float>)
-              act_table().scaled_exp_f32(orow, xr, C, lp[r], static_cast<float>(coef));
-            else
-              act_table().scaled_exp_f64(orow, xr, C, lp[r], coef);
-          } else {
-            for (int64_t c = 0; c < C; ++c)
-              orow[c * inner] = static_cast<T>(coef * std::exp(static_cast<double>(xr[c * inner] - lp[r])));
-          }
-          if (s.probs) {
-            const T* yr = s.target.data<T>() + base;
-            for (int64_t c = 0; c < C; ++c)
-              orow[c * inner] -= static_cast<T>(sn * (w ? static_cast<double>(w[c]) : 1.0) *
-                                                (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth));
-          } else {
-            if (eps > 0)
-              for (int64_t c = 0; c < C; ++c)
-                orow[c * inner] -= static_cast<T>(sn * smooth * (w ? static_cast<double>(w[c]) : 1.0));
-            orow[k * inner] -= static_cast<T>(sn * (1 - eps) * (w ? static_cast<double>(w[k]) : 1.0));
-          }
+      write_contiguous_outs<1>({out}, inputs, [&](const std::array<Tensor, 1>& outs) {
+        const Tensor& dst = outs[0];
+        const int64_t C = s.classes, inner = s.inner;
+        const T* x = s.x.data<T>();
+        const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+        const T* lp = lsec.data<T>();
+        T* o = dst.data<T>();
+        const double eps = label_smoothing;
+        const std::vector<double> sc = row_scales<T>(op, grad, s, reduction, ignore_index, w);
+        double wsum = static_cast<double>(C);
+        if (w) {
+          wsum = 0;
+          for (int64_t c = 0; c < C; ++c) wsum += w[c];
         }
+        const double smooth = eps / static_cast<double>(C);
+        parallel_for(0, s.rows, row_grain(C), [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            const int64_t base = (r / inner) * C * inner + r % inner;
+            const T* xr = x + base;
+            T* orow = o + base;
+            const double sn = sc[static_cast<size_t>(r)];
+            double coef;
+            int64_t k = -1;
+            if (s.probs) {
+              const T* yr = s.target.data<T>() + base;
+              double S = 0;
+              for (int64_t c = 0; c < C; ++c)
+                S += (w ? static_cast<double>(w[c]) : 1.0) *
+                     (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth);
+              coef = sn * S;
+            } else {
+              k = s.target.data<int64_t>()[r];
+              if (k == ignore_index) {
+                for (int64_t c = 0; c < C; ++c) orow[c * inner] = T(0);
+                continue;
+              }
+              check_class(op, k, C);
+              const double wt = w ? static_cast<double>(w[k]) : 1.0;
+              coef = sn * ((1 - eps) * wt + smooth * wsum);
+            }
+            // softmax * coef
+            if (inner == 1) {
+              if constexpr (std::is_same_v<T, float>)
+                act_table().scaled_exp_f32(orow, xr, C, lp[r], static_cast<float>(coef));
+              else
+                act_table().scaled_exp_f64(orow, xr, C, lp[r], coef);
+            } else {
+              for (int64_t c = 0; c < C; ++c)
+                orow[c * inner] = static_cast<T>(coef * std::exp(static_cast<double>(xr[c * inner] - lp[r])));
+            }
+            if (s.probs) {
+              const T* yr = s.target.data<T>() + base;
+              for (int64_t c = 0; c < C; ++c)
+                orow[c * inner] -= static_cast<T>(sn * (w ? static_cast<double>(w[c]) : 1.0) *
+                                                  (static_cast<double>(yr[c * inner]) * (1 - eps) + smooth));
+            } else {
+              if (eps > 0)
+                for (int64_t c = 0; c < C; ++c)
+                  orow[c * inner] -= static_cast<T>(sn * smooth * (w ? static_cast<double>(w[c]) : 1.0));
+              orow[k * inner] -= static_cast<T>(sn * (1 - eps) * (w ? static_cast<double>(w[k]) : 1.0));
+            }
+          }
+        });
       });
     }
   });
-  return out;
 }
 
-Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
-                    int64_t reduction, int64_t ignore_index) {
+void nll_loss_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
+                      const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss";
   const ClassShape s = class_check(self, target, weight, false);
-  Tensor out = reduction == kNone ? op::empty(s.out_shape, self.dtype(), Device())
-                                  : op::empty(Shape{}, self.dtype(), Device());
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -645,24 +658,27 @@ Tensor nll_loss_cpu(const Tensor& self, const Tensor& target, const std::optiona
             -wt * static_cast<double>(x[(r / inner) * C * inner + k * inner + r % inner]);
         rw[static_cast<size_t>(r)] = wt;
       }
-      T* o = out.data<T>();
       if (reduction == kNone) {
-        for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
+        // Every value is read before out is written: out may be any view (contiguous ones get it directly).
+        write_contiguous_outs<1>({out}, {}, [&](const std::array<Tensor, 1>& outs) {
+          const Tensor& dst = outs[0];
+          T* o = dst.data<T>();
+          for (int64_t r = 0; r < s.rows; ++r) o[r] = static_cast<T>(loss[static_cast<size_t>(r)]);
+        });
       } else {
         double total = ordered_sum(loss);
         if (reduction == kMean) total /= ordered_sum(rw);
-        o[0] = static_cast<T>(total);
+        out.data<T>()[0] = static_cast<T>(total);
       }
     }
   });
-  return out;
 }
 
-Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tensor& target,
-                             const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
+void nll_loss_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
+                               const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction,
+                               int64_t ignore_index) {
   const char* op = "nll_loss_backward";
   const ClassShape s = class_check(self, target, weight, false);
-  Tensor out = zeros(self.sizes(), self.dtype());
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -670,35 +686,40 @@ Tensor nll_loss_backward_cpu(const Tensor& grad, const Tensor& self, const Tenso
       const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
       const int64_t* tg = s.target.data<int64_t>();
       const std::vector<double> sc = row_scales<T>(op, grad, s, reduction, ignore_index, w);
-      T* o = out.data<T>();
-      for (int64_t r = 0; r < s.rows; ++r) {
-        const int64_t k = tg[r];
-        if (k == ignore_index) continue;
-        check_class(op, k, C);
-        const double wt = w ? static_cast<double>(w[k]) : 1.0;
-        o[(r / inner) * C * inner + k * inner + r % inner] = static_cast<T>(-sc[static_cast<size_t>(r)] * wt);
-      }
+      write_contiguous_outs<1>({out}, {&s.x, &s.target, &s.weight, &grad},
+                               [&](const std::array<Tensor, 1>& outs) {
+                                 const Tensor& dst = outs[0];
+                                 T* o = dst.data<T>();
+                                 std::fill(o, o + dst.numel(), T(0));
+                                 for (int64_t r = 0; r < s.rows; ++r) {
+                                   const int64_t k = tg[r];
+                                   if (k == ignore_index) continue;
+                                   check_class(op, k, C);
+                                   const double wt = w ? static_cast<double>(w[k]) : 1.0;
+                                   o[(r / inner) * C * inner + k * inner + r % inner] =
+                                       static_cast<T>(-sc[static_cast<size_t>(r)] * wt);
+                                 }
+                               });
     }
   });
-  return out;
 }
 
-FB_REGISTER_KERNEL(op::binary_cross_entropy, CPU, bce_cpu);
-FB_REGISTER_KERNEL(op::binary_cross_entropy_backward, CPU, bce_backward_cpu);
-FB_REGISTER_KERNEL(op::binary_cross_entropy_with_logits, CPU, bce_logits_cpu);
-FB_REGISTER_KERNEL(op::binary_cross_entropy_with_logits_backward, CPU, bce_logits_backward_cpu);
-FB_REGISTER_KERNEL(op::mse_loss, CPU, mse_cpu);
-FB_REGISTER_KERNEL(op::mse_loss_backward, CPU, mse_backward_cpu);
-FB_REGISTER_KERNEL(op::l1_loss, CPU, l1_cpu);
-FB_REGISTER_KERNEL(op::l1_loss_backward, CPU, l1_backward_cpu);
-FB_REGISTER_KERNEL(op::smooth_l1_loss, CPU, smooth_l1_cpu);
-FB_REGISTER_KERNEL(op::smooth_l1_loss_backward, CPU, smooth_l1_backward_cpu);
-FB_REGISTER_KERNEL(op::huber_loss, CPU, huber_cpu);
-FB_REGISTER_KERNEL(op::huber_loss_backward, CPU, huber_backward_cpu);
-FB_REGISTER_KERNEL(op::_cross_entropy, CPU, cross_entropy_cpu);
-FB_REGISTER_KERNEL(op::_cross_entropy_backward, CPU, cross_entropy_backward_cpu);
-FB_REGISTER_KERNEL(op::nll_loss_nd, CPU, nll_loss_cpu);
-FB_REGISTER_KERNEL(op::nll_loss_nd_backward, CPU, nll_loss_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::binary_cross_entropy, CPU, bce_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::binary_cross_entropy_backward, CPU, bce_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::binary_cross_entropy_with_logits, CPU, bce_logits_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::binary_cross_entropy_with_logits_backward, CPU, bce_logits_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::mse_loss, CPU, mse_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::mse_loss_backward, CPU, mse_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::l1_loss, CPU, l1_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::l1_loss_backward, CPU, l1_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::smooth_l1_loss, CPU, smooth_l1_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::smooth_l1_loss_backward, CPU, smooth_l1_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::huber_loss, CPU, huber_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::huber_loss_backward, CPU, huber_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_cross_entropy, CPU, cross_entropy_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_cross_entropy_backward, CPU, cross_entropy_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::nll_loss_nd, CPU, nll_loss_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::nll_loss_nd_backward, CPU, nll_loss_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
