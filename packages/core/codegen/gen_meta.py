@@ -162,6 +162,25 @@ def _tensor_names(op: OpDecl) -> list[str]:
     return [a.name for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber")]
 
 
+def _device_expr(op: OpDecl) -> str:
+    """The output's device: the tensor arguments' (meta::output_device), or a list op's (cat) its list's."""
+    names = _tensor_names(op)
+    lists = [a.name for a in op.cpp_args if a.type == "Tensor[]"]
+    if not names and lists:
+        return f"list_output_device({lists[0]})"
+    return f"meta::output_device({_tensors(names)})"
+
+
+# A structured op whose only tensors are a list (cat): its output's device, by output_device's rule. The
+# shape rule has refused an empty list before this runs.
+LIST_OUTPUT_DEVICE = """Device list_output_device(const TensorList& ts) {
+  for (const Tensor& t : ts)
+    if (!(t.device().is_cpu() && t.dim() == 0)) return t.device();
+  return ts.front().device();
+}
+"""
+
+
 def _shape_ref(op: OpDecl) -> tuple[list[str], str]:
     """Lines and an IntArrayRef expression of the output shape, without a copy for `same`, `sizes` and
     `broadcast`."""
@@ -239,7 +258,7 @@ def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
         tensors = _tensors(_tensor_names(op))
         # The dispatcher chose the first non-cpu device; a cpu input of another shape is an error.
         lines.append(f'  meta::check_same_device("{_name(op)}", {tensors});')
-        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, meta::output_device({tensors}));")
+        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, {_device_expr(op)});")
         call = ", ".join(["out"] + [a.name for a in op.cpp_args])
         lines.append(f"  op::{op.cpp_name}.run_out({call});")
         lines.append("  return out;")
@@ -263,7 +282,7 @@ def output_spec(op: OpDecl) -> list[str]:
         lines += _output_specs(op, f"meta::output_device({_tensors(_tensor_names(op))})")
     else:
         dtype = dtype_expr(op, op.dtype[0])
-        device = f"meta::output_device({_tensors(_tensor_names(op))})"
+        device = _device_expr(op)
         lines.append(f"  return {{{dtype}, {device}, {shape_expr(op, op.shape)}}};")
     lines.append("}")
     return lines
@@ -299,6 +318,8 @@ def gen_meta(ops: list[OpDecl], header: str) -> str:
         "",
     ]
     out += ["namespace flambeau {", "namespace {", ""]
+    if any(op.structured and _device_expr(op).startswith("list_") for op in ops if op.has_meta):
+        out += [LIST_OUTPUT_DEVICE]
     with_rules = [op for op in ops if op.has_meta]
     for op in with_rules:
         if op.kind != "primitive":

@@ -29,6 +29,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "kernels.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -192,7 +193,7 @@ Tensor& index_put__cuda(Tensor& self, const OptionalTensorList& indices, const T
 }  // namespace
 
 void register_advanced_index_kernels() {
-  op::index.register_kernel(DispatchKey::CUDA, index_cuda);
+  register_out_via_copy<index_cuda>(op::index);
   op::index_put_.register_kernel(DispatchKey::CUDA, index_put__cuda);
 }
 

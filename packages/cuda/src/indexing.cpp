@@ -11,6 +11,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "index.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -181,12 +182,12 @@ Tensor cat_cuda(const TensorList& tensors, int64_t dim) {
 }  // namespace
 
 void register_indexing_kernels() {
-  op::gather.register_kernel(DispatchKey::CUDA, gather_cuda);
-  op::index_select.register_kernel(DispatchKey::CUDA, index_select_cuda);
-  op::scatter_add.register_kernel(DispatchKey::CUDA, scatter_add_cuda);
+  register_out_via_copy<gather_cuda>(op::gather);
+  register_out_via_copy<index_select_cuda>(op::index_select);
+  register_out_via_copy<scatter_add_cuda>(op::scatter_add);
   op::clamp.register_out_kernel(DispatchKey::CUDA, clamp_out_cuda);
   op::clamp_tensor.register_kernel(DispatchKey::CUDA, clamp_tensor_cuda);
-  op::cat.register_kernel(DispatchKey::CUDA, cat_cuda);
+  register_out_via_copy<cat_cuda>(op::cat);
 }
 
 }  // namespace flambeau::cuda

@@ -119,8 +119,8 @@ void generic_out_via_copy() {
 }  // namespace
 
 void register_nn_kernels() {
-  op::embedding.register_kernel(DispatchKey::CUDA, embedding_cuda);
-  op::embedding_dense_backward.register_kernel(DispatchKey::CUDA, embedding_dense_backward_cuda);
+  register_out_via_copy<embedding_cuda>(op::embedding);
+  register_out_via_copy<embedding_dense_backward_cuda>(op::embedding_dense_backward);
   generic_out_via_copy<op::binary_cross_entropy>();
   generic_out_via_copy<op::binary_cross_entropy_backward>();
   generic_out_via_copy<op::binary_cross_entropy_with_logits>();

@@ -25,6 +25,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -184,7 +185,7 @@ void register_shape_kernels() {
   op::flip.register_kernel(DispatchKey::CUDA, flip_impl);
   op::tril.register_kernel(DispatchKey::CUDA, tril_impl);
   op::triu.register_kernel(DispatchKey::CUDA, triu_impl);
-  op::index_fill.register_kernel(DispatchKey::CUDA, index_fill_impl);
+  register_out_via_copy<index_fill_impl>(op::index_fill);
   op::_pad_nd.register_kernel(DispatchKey::CUDA, pad_nd_impl);
   op::_pad_nd_backward.register_kernel(DispatchKey::CUDA, pad_nd_backward_impl);
 }

@@ -212,19 +212,48 @@ IndexLayout index_layout(const char* op, std::span<const Tensor> per_dim) {
   return l;
 }
 
+namespace {
+/// How many elements of a bool/uint8 mask are nonzero (index's result length along the mask's dims).
+int64_t mask_count(const Tensor& mask) {
+  if (mask.device().is_cpu() && mask.is_contiguous()) {
+    const auto* m = static_cast<const uint8_t*>(mask.data_ptr());  // bool and uint8: one byte each
+    int64_t n = 0;
+    const int64_t total = mask.numel();
+#pragma omp simd reduction(+ : n)
+    for (int64_t i = 0; i < total; ++i) n += m[i] != 0;
+    return n;
+  }
+  Tensor host = op::empty(Shape{}, ScalarType::Int64, Device{});
+  op::copy_(host, op::count_nonzero(mask, std::nullopt));
+  return *host.data<int64_t>();
+}
+}  // namespace
+
 Shape index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
   TensorList per_dim(static_cast<size_t>(self.dim()));
   size_t d = 0;
   for (const std::optional<Tensor>& t : indices) {
-    if (t && is_mask(t->dtype()))
-      throw NotImplementedError(detail::cat_str(
-          "[", op, "] indexing with a ", dtype_name(t->dtype()), " mask of shape ", shape_str(t->sizes()),
-          " gives as many rows as the mask has true elements, which only its values tell: it cannot run on the '",
-          self.device().str(), "' device (index with the mask's nonzero() coordinates instead)"));
+    if (t && is_mask(t->dtype())) {
+      if (self.device().is_meta())
+        throw NotImplementedError(detail::cat_str(
+            "[", op, "] indexing with a ", dtype_name(t->dtype()), " mask of shape ", shape_str(t->sizes()),
+            " gives as many rows as the mask has true elements, which only its values tell: ",
+            "it cannot run on the '", self.device().str(),
+            "' device (index with the mask's nonzero() coordinates instead)"));
+      // A device with data counts the mask's true elements: each dim it covers gets that many coordinates
+      // (index_layout reads only the shapes: meta tensors of that length stand for them).
+      const Tensor coords = op::empty(Shape{mask_count(*t)}, ScalarType::Int64, Device(DeviceType::Meta));
+      for (int64_t k = 0; k < t->dim(); ++k) per_dim[d++] = coords;
+      continue;
+    }
     if (t) per_dim[d] = *t;
     ++d;
   }
-  return index_layout(op, per_dim).result_shape(self);
+  const IndexLayout layout = index_layout(op, per_dim);
+  // The kernels' table of an element offset per index position must fit too (checked first: its message
+  // names the index shape).
+  (void)shape_nbytes(layout.index_shape, ScalarType::Int64, op);
+  return layout.result_shape(self);
 }
 
 // ---- checks ----

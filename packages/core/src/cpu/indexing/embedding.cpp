@@ -6,17 +6,20 @@
 // race on a weight row: each thread owns a contiguous range of rows, zeroes
 // it, and adds the gradient rows of the indices that fall in it (every
 // thread scans the indices, which are few next to the rows of the table).
+// embedding and embedding_dense_backward are structured ops (Note [Structured kernels]): out kernels
+// writing the output the meta step chose (cpu::write_fresh).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "cpu/indexing/out_writes.h"
+#include "cpu/norm/norm_common.h"
+#include "cpu/norm/norm_kernels.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
-#include "cpu/norm/norm_common.h"
-#include "cpu/norm/norm_kernels.h"
 
 namespace flambeau {
 namespace {
@@ -51,38 +54,36 @@ inline void check_index(const char* op, int64_t idx, int64_t num) {
 }
 
 // The weight, the indices' dtype and sparse passed meta::check_embedding; the index values are checked here.
-Tensor embedding_cpu(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
-                     bool scale_grad_by_freq, bool sparse) {
+// The output (indices.shape + (embedding_dim,)) is the meta step's.
+void embedding_out_cpu(const Tensor& out, const Tensor& weight, const Tensor& indices, int64_t padding_idx,
+                       bool scale_grad_by_freq, bool sparse) {
   const char* op = "embedding";
   (void)padding_idx;
   (void)scale_grad_by_freq;
   (void)sparse;
   const int64_t num = weight.sizes()[0], d = weight.sizes()[1];
-  Shape oshape(indices.sizes().begin(), indices.sizes().end());
-  oshape.push_back(d);
-  shape_nbytes(oshape, weight.dtype(), op);
-  Tensor out = op::empty(oshape, weight.dtype(), weight.device());
   const Tensor idx = as_int64(indices);
   const int64_t k = idx.numel();
-  if (k == 0) return out;
+  if (k == 0) return;
   const int64_t* ip = idx.data<int64_t>();
   if (d == 0) {
     for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num);
-    return out;
+    return;
   }
   const Tensor w = contig(weight);
   const size_t row = static_cast<size_t>(d) * itemsize(weight.dtype());
   const char* src = static_cast<const char*>(w.data_ptr());
-  char* dst = static_cast<char*>(out.data_ptr());
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / d);
-  parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t r = ip[i];
-      check_index(op, r, num);
-      std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(r) * row, row);
-    }
+  cpu::write_fresh(out, {&weight, &indices}, [&](const Tensor& dst_t) {
+    char* dst = static_cast<char*>(dst_t.data_ptr());
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / d);
+    parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t r = ip[i];
+        check_index(op, r, num);
+        std::memcpy(dst + static_cast<size_t>(i) * row, src + static_cast<size_t>(r) * row, row);
+      }
+    });
   });
-  return out;
 }
 
 /// Per-row counts of the indices (for scale_grad_by_freq).
@@ -95,7 +96,7 @@ std::vector<int64_t> index_counts(const int64_t* ip, int64_t k, int64_t num) {
 /// Calls add(row_begin, row_end) per thread on disjoint row ranges of a fresh
 /// (num, d) gradient that it first zeroes there.
 template <class T, class F>
-void accumulate_rows(Tensor& grad_weight, int64_t num, int64_t d, const F& add) {
+void accumulate_rows(const Tensor& grad_weight, int64_t num, int64_t d, const F& add) {
   T* gw = grad_weight.data<T>();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(d, 1));
   parallel_for(0, num, grain, [&](int64_t r0, int64_t r1) {
@@ -104,46 +105,50 @@ void accumulate_rows(Tensor& grad_weight, int64_t num, int64_t d, const F& add) 
   });
 }
 
-Tensor embedding_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
-                              int64_t padding_idx, bool scale_grad_by_freq) {
+// The output (num_weights, embedding_dim) is the meta step's.
+void embedding_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& indices,
+                                int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq) {
   const char* op = "embedding_backward";
-  if (grad_output.dtype() == ScalarType::Float16 || grad_output.dtype() == ScalarType::BFloat16)
-    return op::cast(embedding_backward_cpu(op::cast(grad_output, ScalarType::Float32), indices, num_weights,
-                                           padding_idx, scale_grad_by_freq),
-                    grad_output.dtype());
+  if (grad_output.dtype() == ScalarType::Float16 || grad_output.dtype() == ScalarType::BFloat16) {
+    // Computed in float32, rounded once into out.
+    const Tensor tmp = op::empty(out.sizes(), ScalarType::Float32, out.device());
+    embedding_backward_out_cpu(tmp, op::cast(grad_output, ScalarType::Float32), indices, num_weights,
+                               padding_idx, scale_grad_by_freq);
+    Tensor dst = out;
+    op::copy_(dst, tmp);
+    return;
+  }
   // grad_output, the indices' dtype and num_weights passed meta::check_embedding_backward.
   const int64_t k = indices.numel();
   const int64_t d = grad_output.sizes()[grad_output.dim() - 1];
-  const Shape wshape{num_weights, d};
-  shape_nbytes(wshape, grad_output.dtype(), op);
-  Tensor gw = op::empty(wshape, grad_output.dtype(), grad_output.device());
   const Tensor idx = as_int64(indices);
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
   std::vector<int64_t> counts;
   if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto& kf = cpu::norm_fns<T>();
-      // A 2-D gradient with unit-stride rows (a column slice of cat's gradient, as when the
-      // embeddings were concatenated) is read in place, row i at g + i * ldg; else a contiguous copy.
-      const bool rows_in_place = grad_output.dim() == 2 && grad_output.strides()[1] == 1;
-      const Tensor hg = rows_in_place ? grad_output : contig(grad_output);
-      const T* g = hg.data<T>();
-      const int64_t ldg = rows_in_place ? grad_output.strides()[0] : d;
-      T* w = gw.data<T>();
-      accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
-        for (int64_t i = 0; i < k; ++i) {
-          const int64_t r = ip[i];
-          if (r < r0 || r >= r1 || r == padding_idx) continue;
-          const T s = scale_grad_by_freq ? static_cast<T>(1.0 / static_cast<double>(counts[r])) : T(1);
-          kf.row_axpy(w + r * d, g + i * ldg, d, s);
-        }
-      });
-    }
+  cpu::write_fresh(out, {&grad_output, &indices}, [&](const Tensor& gw) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto& kf = cpu::norm_fns<T>();
+        // A 2-D gradient with unit-stride rows (a column slice of cat's gradient, as when the
+        // embeddings were concatenated) is read in place, row i at g + i * ldg; else a contiguous copy.
+        const bool rows_in_place = grad_output.dim() == 2 && grad_output.strides()[1] == 1;
+        const Tensor hg = rows_in_place ? grad_output : contig(grad_output);
+        const T* g = hg.data<T>();
+        const int64_t ldg = rows_in_place ? grad_output.strides()[0] : d;
+        T* w = gw.data<T>();
+        accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
+          for (int64_t i = 0; i < k; ++i) {
+            const int64_t r = ip[i];
+            if (r < r0 || r >= r1 || r == padding_idx) continue;
+            const T s = scale_grad_by_freq ? static_cast<T>(1.0 / static_cast<double>(counts[r])) : T(1);
+            kf.row_axpy(w + r * d, g + i * ldg, d, s);
+          }
+        });
+      }
+    });
   });
-  return gw;
 }
 
 Tensor& embedding_renorm_cpu(Tensor& self, const Tensor& indices, double max_norm, double norm_type) {
@@ -389,8 +394,8 @@ Tensor embedding_bag_psw_backward_cpu(const Tensor& grad, const Tensor& weight, 
   return out;
 }
 
-FB_REGISTER_KERNEL(op::embedding, CPU, embedding_cpu);
-FB_REGISTER_KERNEL(op::embedding_dense_backward, CPU, embedding_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::embedding, CPU, embedding_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::embedding_dense_backward, CPU, embedding_backward_out_cpu);
 FB_REGISTER_KERNEL(op::embedding_renorm_, CPU, embedding_renorm_cpu);
 FB_REGISTER_KERNEL(op::_embedding_bag, CPU, embedding_bag_cpu);
 FB_REGISTER_KERNEL(op::_embedding_bag_backward, CPU, embedding_bag_backward_cpu);

@@ -1,10 +1,14 @@
-// CPU kernels: cat, gather, index_select, and advanced indexing (index, index_put_).
+// CPU kernels: cat, gather, index_select, and advanced indexing (index, index_put_). cat, gather, index and
+// index_select are structured ops (Note [Structured kernels]): out kernels writing the output the meta step
+// chose (out_writes.h); index_put_ writes self.
 #include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cpu/elementwise/wrapping.h"
+#include "cpu/indexing/out_writes.h"
 #include "flambeau/error.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
@@ -12,7 +16,6 @@
 #include "flambeau/type_dispatch.h"
 #include "generic/shape_utils.h"
 #include "tensor_iterator.h"
-#include "cpu/elementwise/wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -41,57 +44,59 @@ void visit_itemsize(ScalarType t, F&& f) {
   }
 }
 
-// The checks and the output's shape are the meta step's (meta::check_cat, meta::cat).
-Tensor cat_cpu(const TensorList& tensors, int64_t dim) {
+// The checks, the output's dtype (promote_list) and shape are the meta step's (meta::check_cat, meta::cat).
+void cat_out_cpu(const Tensor& out, const TensorList& tensors, int64_t dim) {
+  // Nothing to copy; the loops below would still walk every outer index (up to 2**62 of them).
+  if (out.numel() == 0) return;
   // As in PyTorch, 1-D empty tensors are skipped (legacy: they act as "nothing").
   TensorList parts;
-  for (const auto& t : tensors)
+  std::vector<const Tensor*> inputs;
+  for (const auto& t : tensors) {
+    inputs.push_back(&t);
     if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
-  const ScalarType dtype = meta::promote_list(tensors);
-  if (parts.empty()) return op::empty(Shape{0}, dtype, tensors[0].device());
-  const Tensor& ref = parts[0];
+  }
+  const ScalarType dtype = out.dtype();
+  const Tensor& ref = parts[0];  // out has elements: some part does
   const int64_t d = wrap_dim(dim, ref.dim(), "cat");
-  const Shape out_shape = meta::cat("cat", tensors, dim);
-  Tensor out = op::empty(out_shape, dtype, ref.device());
-  // Nothing to copy; the loops below would still walk every outer index (up to 2**62 of them).
-  if (out.numel() == 0) return out;
+  const IntArrayRef out_shape = out.sizes();
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < d; ++k) outer *= out_shape[k];
   for (int64_t k = d + 1; k < ref.dim(); ++k) inner *= out_shape[k];
   const int64_t out_row = out_shape[d] * inner;  // elements per outer index in out
-  visit_itemsize(dtype, [&](auto tag) {          // copies only: every dtype
-    using T = typename decltype(tag)::type;
-    T* o = out.data<T>();
-    int64_t at = 0;  // offset along dim
-    for (const auto& t : parts) {
-      const Tensor src = t.dtype() == dtype ? t : op::cast(t, dtype);
-      const int64_t chunk = src.sizes()[d] * inner;
-      if (chunk == 0) continue;  // nothing to copy (and an empty part may have no data pointer)
-      if (src.is_contiguous()) {
-        const T* s = src.data<T>();
-        if (outer == 1) {  // one block: split the copy itself across threads
-          T* dst = o + at * inner;
-          parallel_for(0, chunk, kGrainSize * 4, [&](int64_t b, int64_t e) {
-            std::memcpy(dst + b, s + b, static_cast<size_t>(e - b) * sizeof(T));
-          });
+  cpu::write_fresh(out, inputs, [&](const Tensor& dst_out) {
+    visit_itemsize(dtype, [&](auto tag) {  // copies only: every dtype
+      using T = typename decltype(tag)::type;
+      T* o = dst_out.data<T>();
+      int64_t at = 0;  // offset along dim
+      for (const auto& t : parts) {
+        const Tensor src = t.dtype() == dtype ? t : op::cast(t, dtype);
+        const int64_t chunk = src.sizes()[d] * inner;
+        if (chunk == 0) continue;  // nothing to copy (and an empty part may have no data pointer)
+        if (src.is_contiguous()) {
+          const T* s = src.data<T>();
+          if (outer == 1) {  // one block: split the copy itself across threads
+            T* dst = o + at * inner;
+            parallel_for(0, chunk, kGrainSize * 4, [&](int64_t b, int64_t e) {
+              std::memcpy(dst + b, s + b, static_cast<size_t>(e - b) * sizeof(T));
+            });
+          } else {
+            const int64_t grain = std::max<int64_t>(1, kGrainSize * 4 / std::max<int64_t>(chunk, 1));
+            parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
+              for (int64_t i = b; i < e; ++i)
+                std::memcpy(o + i * out_row + at * inner, s + i * chunk,
+                            static_cast<size_t>(chunk) * sizeof(T));
+            });
+          }
         } else {
-          const int64_t grain = std::max<int64_t>(1, kGrainSize * 4 / std::max<int64_t>(chunk, 1));
-          parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i)
-              std::memcpy(o + i * out_row + at * inner, s + i * chunk,
-                          static_cast<size_t>(chunk) * sizeof(T));
-          });
+          // A strided part (a transposed or sliced tensor, roll's halves): the copy kernel writes it
+          // into its slice of out, vectorized and multi-threaded.
+          Tensor dst = op::slice(dst_out, d, at, at + src.sizes()[d], 1);
+          op::copy_(dst, src);
         }
-      } else {
-        // A strided part (a transposed or sliced tensor, roll's halves): the copy kernel writes it
-        // into its slice of out, vectorized and multi-threaded.
-        Tensor dst = op::slice(out, d, at, at + src.sizes()[d], 1);
-        op::copy_(dst, src);
+        at += src.sizes()[d];
       }
-      at += src.sizes()[d];
-    }
+    });
   });
-  return out;
 }
 
 // Walks every position of `index` (row-major), calling f(index_off, pos) where
@@ -116,12 +121,11 @@ void for_each_position(const Tensor& index, F&& f) {
 }
 
 // The index's dtype (int64 or int32) and shape passed meta::check_gather; its values are checked here.
-Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+void gather_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, self.dim(), "gather");
-  Tensor out = op::empty(index.sizes(), self.dtype(), self.device());
   const int64_t n = self.dim() == 0 ? 1 : self.sizes()[d];
   const int64_t total = index.numel();
-  if (total == 0) return out;
+  if (total == 0) return;
   // An int32 index (accepted as PyTorch does) is widened once; the loops below read int64.
   const Tensor wide = to_dtype(index, ScalarType::Int64);
   const Tensor idx_c = wide.is_contiguous() ? wide : op::clone(wide, MemoryFormat::Contiguous);
@@ -140,64 +144,65 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
       FB_CHECK_INDEX(ip[j] >= 0 && ip[j] < n, "[gather] index ", ip[j], " is out of bounds for dimension ", d,
                      " with size ", n);
   };
-  visit_itemsize(self.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    const U* s = static_cast<const U*>(self.data_ptr());
-    U* o = static_cast<U*>(out.data_ptr());
-    // Random reads of one element each: a thread needs a few tens of thousands to pay its start.
-    parallel_for(0, rows, std::max<int64_t>(1, 2 * kGrainSize / row), [&](int64_t r0, int64_t r1) {
-      Shape pos(static_cast<size_t>(std::max<int64_t>(nd - 1, 0)), 0);
-      int64_t off = 0, q = r0;
-      auto next_row = [&] {
-        for (int64_t k = nd - 2; k >= 0; --k) {
-          off += st[k];
-          if (++pos[k] < index.sizes()[k]) break;
-          off -= pos[k] * st[k];
-          pos[k] = 0;
-        }
-      };
-      for (int64_t k = nd - 2; k >= 0; --k) {
-        pos[k] = q % index.sizes()[k];
-        q /= index.sizes()[k];
-        off += pos[k] * st[k];
-      }
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t* ip = idx + r * row;
-        U* dst = o + r * row;
-        if (inner_st == 0 && dstride == 1 && n > 0) {  // gathering along a contiguous last dim
-          // (n > 0: an empty dim has no element 0 to read; the checking path below raises.)
-          // One pass: an index out of range reads element 0 instead (never outside self) and
-          // flags the row, which then raises before anything is returned.
-          const U* base = s + off;
-          const auto un = static_cast<uint64_t>(n);
-          uint64_t bad = 0;
-          for (int64_t j = 0; j < row; ++j) {
-            const auto u = static_cast<uint64_t>(ip[j]);
-            const bool ok = u < un;
-            bad |= !ok;
-            dst[j] = base[ok ? u : 0];
+  cpu::write_fresh(out, {&self, &index}, [&](const Tensor& dst_out) {
+    visit_itemsize(self.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const U* s = static_cast<const U*>(self.data_ptr());
+      U* o = static_cast<U*>(dst_out.data_ptr());
+      // Random reads of one element each: a thread needs a few tens of thousands to pay its start.
+      parallel_for(0, rows, std::max<int64_t>(1, 2 * kGrainSize / row), [&](int64_t r0, int64_t r1) {
+        Shape pos(static_cast<size_t>(std::max<int64_t>(nd - 1, 0)), 0);
+        int64_t off = 0, q = r0;
+        auto next_row = [&] {
+          for (int64_t k = nd - 2; k >= 0; --k) {
+            off += st[k];
+            if (++pos[k] < index.sizes()[k]) break;
+            off -= pos[k] * st[k];
+            pos[k] = 0;
           }
-          if (bad) bad_index(ip, row);
-          next_row();
-          continue;
+        };
+        for (int64_t k = nd - 2; k >= 0; --k) {
+          pos[k] = q % index.sizes()[k];
+          q /= index.sizes()[k];
+          off += pos[k] * st[k];
         }
-        // The row's indices are checked first (a vectorized pass over a few L1 lines), then the
-        // copy runs without a check per element.
-        int bad = 0;
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t* ip = idx + r * row;
+          U* dst = o + r * row;
+          if (inner_st == 0 && dstride == 1 && n > 0) {  // gathering along a contiguous last dim
+            // (n > 0: an empty dim has no element 0 to read; the checking path below raises.)
+            // One pass: an index out of range reads element 0 instead (never outside self) and
+            // flags the row, which then raises before anything is returned.
+            const U* base = s + off;
+            const auto un = static_cast<uint64_t>(n);
+            uint64_t bad = 0;
+            for (int64_t j = 0; j < row; ++j) {
+              const auto u = static_cast<uint64_t>(ip[j]);
+              const bool ok = u < un;
+              bad |= !ok;
+              dst[j] = base[ok ? u : 0];
+            }
+            if (bad) bad_index(ip, row);
+            next_row();
+            continue;
+          }
+          // The row's indices are checked first (a vectorized pass over a few L1 lines), then the
+          // copy runs without a check per element.
+          int bad = 0;
 #pragma omp simd reduction(| : bad)
-        for (int64_t j = 0; j < row; ++j) bad |= static_cast<uint64_t>(ip[j]) >= static_cast<uint64_t>(n);
-        if (bad) bad_index(ip, row);
-        if (inner_st == 0) {
-          const U* base = s + off;
-          for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j] * dstride];
-        } else {
-          for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
+          for (int64_t j = 0; j < row; ++j) bad |= static_cast<uint64_t>(ip[j]) >= static_cast<uint64_t>(n);
+          if (bad) bad_index(ip, row);
+          if (inner_st == 0) {
+            const U* base = s + off;
+            for (int64_t j = 0; j < row; ++j) dst[j] = base[ip[j] * dstride];
+          } else {
+            for (int64_t j = 0; j < row; ++j) dst[j] = s[off + j * inner_st + ip[j] * dstride];
+          }
+          next_row();
         }
-        next_row();
-      }
+      });
     });
   });
-  return out;
 }
 
 // ---- advanced indexing ----
@@ -215,7 +220,8 @@ Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
 // What needs no values is written once in the meta step (flambeau/meta.h):
 // meta::check_index (index's check step, run before every device's kernel;
 // index_put_ calls it itself) and meta::index_layout (B and the dims around
-// it), which this kernel, the CUDA kernel and the meta device share; a mask's
+// it), which this kernel, the CUDA kernel and the meta device share (the meta
+// step counts a mask's true elements for the result's shape); a mask's
 // coordinates and the bounds of the index values are the kernels' own.
 // Both kernels reduce this to a plan: the element offset in self of every
 // position of B (computed and bounds-checked once), and the other dims of
@@ -395,12 +401,13 @@ int64_t rows_grain(int64_t block) {
 
 // x[mask] with one bool mask over self's leading dims (masked_select's case): the mask is
 // counted and compacted in one go, without the coordinate tables of the general plan. Chunks of the
-// mask are counted in parallel, then each thread writes its chunk's selected blocks at its offset.
-std::optional<Tensor> index_by_mask(const Tensor& self, const Tensor& mask) {
+// mask are counted in parallel, then each thread writes its chunk's selected blocks at its offset into
+// out (contiguous, of the shape the meta step counted). False when the general path handles it.
+bool index_by_mask(const Tensor& out, const Tensor& self, const Tensor& mask) {
   const int64_t md = mask.dim();
-  if (md == 0 || md > self.dim() || mask.device() != self.device()) return std::nullopt;
+  if (md == 0 || md > self.dim() || mask.device() != self.device()) return false;
   const auto covered = self.sizes().subspan(0, md);
-  if (!std::ranges::equal(covered, mask.sizes())) return std::nullopt;  // the general path raises
+  if (!std::ranges::equal(covered, mask.sizes())) return false;  // the general path raises
   const Tensor m = contiguous(mask);
   const Tensor src = contiguous(self);
   const int64_t nm = m.numel();
@@ -420,10 +427,10 @@ std::optional<Tensor> index_by_mask(const Tensor& self, const Tensor& mask) {
     }
   });
   for (int64_t c = 0; c < nchunks; ++c) counts[c + 1] += counts[c];
-  Shape shape{counts[nchunks]};
-  shape.insert(shape.end(), self.sizes().begin() + md, self.sizes().end());
-  Tensor out = op::empty(shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  // The meta step counted the same mask: its rows are out's (never a write past out).
+  FB_INTERNAL_ASSERT(out.dim() > 0 && counts[nchunks] == out.sizes()[0], "[index] the mask has ",
+                     counts[nchunks], " true elements, the output ", shape_str(out.sizes()));
+  if (out.numel() == 0) return true;
   visit_itemsize(self.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     const U* sp = static_cast<const U*>(src.data_ptr());
@@ -454,18 +461,21 @@ std::optional<Tensor> index_by_mask(const Tensor& self, const Tensor& mask) {
       }
     });
   });
-  return out;
+  return true;
 }
 
-Tensor index_cpu(const Tensor& self, const OptionalTensorList& indices) {
+/// self[indices] into the contiguous out of the meta step's shape.
+void index_into(const Tensor& out, const Tensor& self, const OptionalTensorList& indices) {
   if (indices.size() == 1 && indices[0] && indices[0]->dtype() == ScalarType::Bool)
-    if (auto r = index_by_mask(self, *indices[0])) return *r;
+    if (index_by_mask(out, self, *indices[0])) return;
   const IndexPlan p = plan_index("index", self, indices);
-  Tensor out = op::empty(p.result_shape(), self.dtype(), self.device());
   const int64_t rows = p.rows();
   Shape block = p.post_sizes, src_strides = p.post_strides, dst_strides = contiguous_strides(p.post_sizes);
   const int64_t block_numel = shape_numel(block);
-  if (rows == 0 || block_numel == 0) return out;
+  FB_INTERNAL_ASSERT(std::ranges::equal(p.result_shape(), out.sizes()),
+                     "[index] the indexing result has shape ", shape_str(p.result_shape()), ", the output ",
+                     shape_str(out.sizes()));
+  if (rows == 0 || block_numel == 0) return;
   coalesce(block, src_strides, dst_strides);
   const bool contiguous_block = block.empty() || (src_strides[0] == 1 && block.size() == 1);
   visit_itemsize(self.dtype(), [&](auto tag) {
@@ -485,7 +495,13 @@ Tensor index_cpu(const Tensor& self, const OptionalTensorList& indices) {
       }
     });
   });
-  return out;
+}
+
+void index_out_cpu(const Tensor& out, const Tensor& self, const OptionalTensorList& indices) {
+  std::vector<const Tensor*> inputs{&self};
+  for (const std::optional<Tensor>& i : indices)
+    if (i) inputs.push_back(&*i);
+  cpu::write_fresh(out, inputs, [&](const Tensor& dst) { index_into(dst, self, indices); });
 }
 
 Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Tensor& values,
@@ -570,7 +586,7 @@ Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Ten
 // index_select(self, dim, index) is self[:, ..., index] with the index checked in [0, size) (no wrapping,
 // as PyTorch): the advanced-indexing kernel's row copy (Note [Advanced indexing]) does the rest. The
 // index's dtype and rank passed meta::check_index_slices.
-Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
+void index_select_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), "index_select");
   const Tensor src = self.dim() == 0 ? op::view(self, Shape{1}) : self;
   const int64_t n = src.sizes()[d];
@@ -586,18 +602,17 @@ Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
                        static_cast<int64_t>(p[i]), " is out of range for dimension ", d, " with size ", n);
     }
   });
-  const Shape shape = meta::index_select("index_select", self, dim, index);
-  if (k == 0 || src.numel() == 0) return op::empty(shape, self.dtype(), self.device());
+  if (k == 0 || src.numel() == 0) return;
   OptionalTensorList indices(static_cast<size_t>(d), std::nullopt);
   indices.emplace_back(idx);
-  Tensor out = index_cpu(src, indices);
-  return self.dim() == 0 ? op::view(out, shape) : out;
+  // A 0-d self takes one index and gives a 0-d result: the row gather writes it as one element.
+  index_out_cpu(self.dim() == 0 ? op::view(out, Shape{1}) : out, src, indices);
 }
 
-FB_REGISTER_KERNEL(op::index_select, CPU, index_select_cpu);
-FB_REGISTER_KERNEL(op::cat, CPU, cat_cpu);
-FB_REGISTER_KERNEL(op::gather, CPU, gather_cpu);
-FB_REGISTER_KERNEL(op::index, CPU, index_cpu);
+FB_REGISTER_OUT_KERNEL(op::index_select, CPU, index_select_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::cat, CPU, cat_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::gather, CPU, gather_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::index, CPU, index_out_cpu);
 FB_REGISTER_KERNEL(op::index_put_, CPU, index_put_cpu);
 
 }  // namespace

@@ -6,8 +6,9 @@
 // reduction) are written over the element size, not the dtype: they work for
 // every dtype, including those added later. Every index is checked against its
 // dim before anything is written (IndexError naming the op, the index and the
-// size); the results are fresh contiguous tensors (the in-place forms copy them
-// back: Note [In-place from out-of-place] in ops_generated.cpp).
+// size). index_add, index_copy, index_fill, scatter, scatter_add and scatter_reduce are structured ops
+// (Note [Structured kernels]): out kernels whose out starts as a copy of self (cpu::write_over_self), so
+// the in-place forms write self itself; the others return fresh contiguous tensors.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -16,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu/elementwise/wrapping.h"
+#include "cpu/indexing/out_writes.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -23,7 +26,6 @@
 #include "generic/nn_utils.h"
 #include "generic/shape_utils.h"
 #include "tensor_iterator.h"
-#include "cpu/elementwise/wrapping.h"
 
 namespace flambeau {
 namespace {
@@ -248,72 +250,87 @@ void for_each_slice(const SliceGeometry& g, int64_t nidx, const int64_t* idx, in
   });
 }
 
-Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                     const Scalar& alpha) {
+/// The float32 result of a float16/bfloat16 op (computed by out_kernel into a float32 tensor), rounded
+/// once into out.
+template <class F>
+void via_float32(const Tensor& out, F&& out_kernel) {
+  const Tensor tmp = op::empty(out.sizes(), ScalarType::Float32, out.device());
+  out_kernel(tmp);
+  Tensor dst = out;
+  op::copy_(dst, tmp);
+}
+
+void index_add_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, const Tensor& index,
+                       const Tensor& source, const Scalar& alpha) {
   const SliceGeometry g = geometry(self, dim, "index_add");
   const Tensor idx = checked_index("index_add", index, g.n, g.d);
   if (is_half_dtype(self.dtype()))
-    return op::cast(index_add_cpu(to_f32(self), dim, index, to_f32(source), alpha), self.dtype());
-  Tensor out = contiguous_copy(self);
-  if (out.numel() == 0 || idx.numel() == 0) return out;
+    return via_float32(out_t, [&](const Tensor& tmp) {
+      index_add_out_cpu(tmp, to_f32(self), dim, index, to_f32(source), alpha);
+    });
   const Tensor src = as_contiguous(source);
-  // As PyTorch: every dtype but uint16/32/64 (TypeError naming index_add and the dtype).
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), "index_add", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T a = alpha.to<T>();  // alpha fits self's dtype (meta::check_value_fits, the op's check step)
-    T* o = out.data<T>();
-    const T* s = src.data<T>();
-    for_each_slice(g, idx.numel(), idx.data<int64_t>(), idx.numel(),
-                   [&](int64_t od, int64_t os, int64_t c0, int64_t c1) {
-                     T* dd = o + od;
-                     const T* ss = s + os;
-                     if constexpr (std::is_same_v<T, bool>) {
-                       for (int64_t c = c0; c < c1; ++c) dd[c] = dd[c] || (a && ss[c]);
-                     } else {
-                       if (a == T(1))
-                         for (int64_t c = c0; c < c1; ++c) dd[c] += ss[c];
-                       else
-                         for (int64_t c = c0; c < c1; ++c) dd[c] += a * ss[c];
-                     }
-                   });
-  });
-  return out;
-}
-
-Tensor index_copy_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
-  const SliceGeometry g = geometry(self, dim, "index_copy");
-  const Tensor idx = checked_index("index_copy", index, g.n, g.d);
-  Tensor out = contiguous_copy(self);
-  if (out.numel() == 0 || idx.numel() == 0) return out;
-  const Tensor src = as_contiguous(source);
-  visit_bytes(self.dtype(), "index_copy", [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    U* o = static_cast<U*>(out.data_ptr());
-    const U* s = static_cast<const U*>(src.data_ptr());
-    for_each_slice(g, idx.numel(), idx.data<int64_t>(), idx.numel(),
-                   [&](int64_t od, int64_t os, int64_t c0, int64_t c1) {
-                     std::memcpy(static_cast<void*>(o + od + c0), s + os + c0,
-                                 static_cast<size_t>(c1 - c0) * sizeof(U));
-                   });
-  });
-  return out;
-}
-
-Tensor index_fill_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  const SliceGeometry g = geometry(self, dim, "index_fill");
-  const Tensor idx = checked_index("index_fill", index, g.n, g.d);
-  Tensor out = contiguous_copy(self);
-  if (out.numel() == 0 || idx.numel() == 0) return out;
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "index_fill", [](auto) {});
-  visit_bytes(self.dtype(), "index_fill", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T v = value_bytes<T>(value, self.dtype());
-    T* o = static_cast<T*>(out.data_ptr());
-    for_each_slice(g, idx.numel(), idx.data<int64_t>(), 0, [&](int64_t od, int64_t, int64_t c0, int64_t c1) {
-      std::fill(o + od + c0, o + od + c1, v);
+  cpu::write_over_self(out_t, self, {&index, &source}, [&](const Tensor& out) {
+    if (out.numel() == 0 || idx.numel() == 0) return;
+    // As PyTorch: every dtype but uint16/32/64 (TypeError naming index_add and the dtype).
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), "index_add", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T a = alpha.to<T>();  // alpha fits self's dtype (meta::check_value_fits, the op's check step)
+      T* o = out.data<T>();
+      const T* s = src.data<T>();
+      for_each_slice(g, idx.numel(), idx.data<int64_t>(), idx.numel(),
+                     [&](int64_t od, int64_t os, int64_t c0, int64_t c1) {
+                       T* dd = o + od;
+                       const T* ss = s + os;
+                       if constexpr (std::is_same_v<T, bool>) {
+                         for (int64_t c = c0; c < c1; ++c) dd[c] = dd[c] || (a && ss[c]);
+                       } else {
+                         if (a == T(1))
+                           for (int64_t c = c0; c < c1; ++c) dd[c] += ss[c];
+                         else
+                           for (int64_t c = c0; c < c1; ++c) dd[c] += a * ss[c];
+                       }
+                     });
     });
   });
-  return out;
+}
+
+void index_copy_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& source) {
+  const SliceGeometry g = geometry(self, dim, "index_copy");
+  const Tensor idx = checked_index("index_copy", index, g.n, g.d);
+  const Tensor src = as_contiguous(source);
+  cpu::write_over_self(out_t, self, {&index, &source}, [&](const Tensor& out) {
+    if (out.numel() == 0 || idx.numel() == 0) return;
+    visit_bytes(self.dtype(), "index_copy", [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      U* o = static_cast<U*>(out.data_ptr());
+      const U* s = static_cast<const U*>(src.data_ptr());
+      for_each_slice(g, idx.numel(), idx.data<int64_t>(), idx.numel(),
+                     [&](int64_t od, int64_t os, int64_t c0, int64_t c1) {
+                       std::memcpy(static_cast<void*>(o + od + c0), s + os + c0,
+                                   static_cast<size_t>(c1 - c0) * sizeof(U));
+                     });
+    });
+  });
+}
+
+void index_fill_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Scalar& value) {
+  const SliceGeometry g = geometry(self, dim, "index_fill");
+  const Tensor idx = checked_index("index_fill", index, g.n, g.d);
+  cpu::write_over_self(out_t, self, {&index}, [&](const Tensor& out) {
+    if (out.numel() == 0 || idx.numel() == 0) return;
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "index_fill",
+                                                                       [](auto) {});
+    visit_bytes(self.dtype(), "index_fill", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T v = value_bytes<T>(value, self.dtype());
+      T* o = static_cast<T*>(out.data_ptr());
+      for_each_slice(
+          g, idx.numel(), idx.data<int64_t>(), 0,
+          [&](int64_t od, int64_t, int64_t c0, int64_t c1) { std::fill(o + od + c0, o + od + c1, v); });
+    });
+  });
 }
 
 // ---- masked_fill ----
@@ -460,105 +477,107 @@ T identity(Reduce r) {
   }
 }
 
-Tensor scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
-                    const Scalar* value, Reduce reduce, bool include_self) {
+void scatter_impl(const Tensor& out_t, const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                  const Tensor* src, const Scalar* value, Reduce reduce, bool include_self) {
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
-  Tensor out = contiguous_copy(self);
-  if (index.numel() == 0) return out;
-  if (reduce == Reduce::None) {
-    visit_bytes(self.dtype(), op, [&](auto tag) {
-      using U = typename decltype(tag)::type;
-      U* o = static_cast<U*>(out.data_ptr());
-      if (src) {
-        const U* s = static_cast<const U*>(src->data_ptr());
-        for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t so) { o[oo] = s[so]; });
-      } else {
-        U v;
-        const Tensor vt = scalar_tensor(*value, self.dtype());
-        std::memcpy(static_cast<void*>(&v), vt.data_ptr(), sizeof(U));
-        for_each_scatter(op, out, d, index, nullptr, [&](int64_t oo, int64_t) { o[oo] = v; });
-      }
+  if (index.numel() == 0 || reduce == Reduce::None) {
+    cpu::write_over_self(out_t, self, {&index, src}, [&](const Tensor& out) {
+      if (index.numel() == 0) return;
+      visit_bytes(self.dtype(), op, [&](auto tag) {
+        using U = typename decltype(tag)::type;
+        U* o = static_cast<U*>(out.data_ptr());
+        if (src) {
+          const U* s = static_cast<const U*>(src->data_ptr());
+          for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t so) { o[oo] = s[so]; });
+        } else {
+          U v;
+          const Tensor vt = scalar_tensor(*value, self.dtype());
+          std::memcpy(static_cast<void*>(&v), vt.data_ptr(), sizeof(U));
+          for_each_scatter(op, out, d, index, nullptr, [&](int64_t oo, int64_t) { o[oo] = v; });
+        }
+      });
     });
-    return out;
+    return;
   }
   if (is_half_dtype(self.dtype())) {
     const Tensor s32 = src ? to_f32(*src) : Tensor();
-    return op::cast(
-        scatter_impl(op, to_f32(self), dim, index, src ? &s32 : nullptr, value, reduce, include_self),
-        self.dtype());
-  }
-  // As PyTorch: no uint16/32/64 (TypeError naming the op and the dtype); complex sums and multiplies.
-  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* o = out.data<T>();
-    const T* s = src ? src->data<T>() : nullptr;
-    const T v = value ? value->to<T>() : T(0);
-    auto get = [&](int64_t so) { return s ? s[so] : v; };
-    if (!include_self)
-      for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t) { o[oo] = identity<T>(reduce); });
-    if (reduce != Reduce::Mean) {
-      for_each_scatter(op, out, d, index, src,
-                       [&](int64_t oo, int64_t so) { combine(reduce, o[oo], get(so)); });
-      return;
-    }
-    std::vector<int64_t> count(static_cast<size_t>(out.numel()), include_self ? 1 : 0);
-    for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t so) {
-      combine(reduce, o[oo], get(so));
-      ++count[oo];
+    return via_float32(out_t, [&](const Tensor& tmp) {
+      scatter_impl(tmp, op, to_f32(self), dim, index, src ? &s32 : nullptr, value, reduce, include_self);
     });
-    if constexpr (!std::is_same_v<T, bool>) {
-      for (size_t i = 0; i < count.size(); ++i) {
-        if (count[i] <= 1) continue;
-        if constexpr (std::is_floating_point_v<T>) {
-          o[i] /= static_cast<T>(count[i]);
-        } else if constexpr (kIsComplexType<T>) {
-          o[i] /= static_cast<typename T::value_type>(count[i]);
-        } else {  // floor division, as PyTorch
-          const auto c = static_cast<T>(count[i]);
-          T q = o[i] / c;
-          if ((o[i] % c != 0) && ((o[i] < 0) != (c < 0))) --q;
-          o[i] = q;
+  }
+  cpu::write_over_self(out_t, self, {&index, src}, [&](const Tensor& out) {
+    // As PyTorch: no uint16/32/64 (TypeError naming the op and the dtype); complex sums and multiplies.
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out.data<T>();
+      const T* s = src ? src->data<T>() : nullptr;
+      const T v = value ? value->to<T>() : T(0);
+      auto get = [&](int64_t so) { return s ? s[so] : v; };
+      if (!include_self)
+        for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t) { o[oo] = identity<T>(reduce); });
+      if (reduce != Reduce::Mean) {
+        for_each_scatter(op, out, d, index, src,
+                         [&](int64_t oo, int64_t so) { combine(reduce, o[oo], get(so)); });
+        return;
+      }
+      std::vector<int64_t> count(static_cast<size_t>(out.numel()), include_self ? 1 : 0);
+      for_each_scatter(op, out, d, index, src, [&](int64_t oo, int64_t so) {
+        combine(reduce, o[oo], get(so));
+        ++count[oo];
+      });
+      if constexpr (!std::is_same_v<T, bool>) {
+        for (size_t i = 0; i < count.size(); ++i) {
+          if (count[i] <= 1) continue;
+          if constexpr (std::is_floating_point_v<T>) {
+            o[i] /= static_cast<T>(count[i]);
+          } else if constexpr (kIsComplexType<T>) {
+            o[i] /= static_cast<typename T::value_type>(count[i]);
+          } else {  // floor division, as PyTorch
+            const auto c = static_cast<T>(count[i]);
+            T q = o[i] / c;
+            if ((o[i] % c != 0) && ((o[i] < 0) != (c < 0))) --q;
+            o[i] = q;
+          }
         }
       }
-    }
+    });
   });
-  return out;
 }
 
-Tensor scatter_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                   std::optional<std::string_view> reduce) {
-  return scatter_impl("scatter", self, dim, index, &src, nullptr, parse_reduce(reduce, "scatter", false),
-                      true);
+void scatter_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                     const Tensor& src, std::optional<std::string_view> reduce) {
+  scatter_impl(out, "scatter", self, dim, index, &src, nullptr, parse_reduce(reduce, "scatter", false), true);
 }
 
-Tensor scatter_value_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                         std::optional<std::string_view> reduce) {
-  return scatter_impl("scatter", self, dim, index, nullptr, &value, parse_reduce(reduce, "scatter", false),
-                      true);
+void scatter_value_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                           const Scalar& value, std::optional<std::string_view> reduce) {
+  scatter_impl(out, "scatter", self, dim, index, nullptr, &value, parse_reduce(reduce, "scatter", false),
+               true);
 }
 
-Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                          std::string_view reduce, bool include_self) {
-  return scatter_impl("scatter_reduce", self, dim, index, &src, nullptr,
-                      parse_reduce(reduce, "scatter_reduce", true), include_self);
+void scatter_reduce_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& src, std::string_view reduce, bool include_self) {
+  scatter_impl(out, "scatter_reduce", self, dim, index, &src, nullptr,
+               parse_reduce(reduce, "scatter_reduce", true), include_self);
 }
 
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl("scatter_add", self, dim, index, &src, nullptr, Reduce::Sum, true);
+void scatter_add_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                         const Tensor& src) {
+  scatter_impl(out, "scatter_add", self, dim, index, &src, nullptr, Reduce::Sum, true);
 }
 
 FB_REGISTER_KERNEL(op::flip, CPU, flip_cpu);
-FB_REGISTER_KERNEL(op::scatter_add, CPU, scatter_add_cpu);
+FB_REGISTER_OUT_KERNEL(op::scatter_add, CPU, scatter_add_out_cpu);
 FB_REGISTER_KERNEL(op::tril, CPU, tril_cpu);
 FB_REGISTER_KERNEL(op::triu, CPU, triu_cpu);
 FB_REGISTER_KERNEL(op::repeat_interleave_tensor, CPU, repeat_interleave_tensor_cpu);
-FB_REGISTER_KERNEL(op::index_add, CPU, index_add_cpu);
-FB_REGISTER_KERNEL(op::index_copy, CPU, index_copy_cpu);
-FB_REGISTER_KERNEL(op::index_fill, CPU, index_fill_cpu);
+FB_REGISTER_OUT_KERNEL(op::index_add, CPU, index_add_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::index_copy, CPU, index_copy_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::index_fill, CPU, index_fill_out_cpu);
 FB_REGISTER_KERNEL(op::masked_fill, CPU, masked_fill_cpu);
-FB_REGISTER_KERNEL(op::scatter, CPU, scatter_cpu);
-FB_REGISTER_KERNEL(op::scatter_value, CPU, scatter_value_cpu);
-FB_REGISTER_KERNEL(op::scatter_reduce, CPU, scatter_reduce_cpu);
+FB_REGISTER_OUT_KERNEL(op::scatter, CPU, scatter_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::scatter_value, CPU, scatter_value_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::scatter_reduce, CPU, scatter_reduce_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
