@@ -21,6 +21,7 @@
 #include "flambeau/conv_utils.h"
 #include "flambeau/dispatch.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -171,8 +172,9 @@ Tensor convolution_backward_weight_cuda(const Tensor& grad_output_, const Tensor
 }  // namespace
 
 void register_conv_kernels() {
-  op::convolution.register_kernel(DispatchKey::CUDA, convolution_cuda);
-  op::convolution_backward_weight.register_kernel(DispatchKey::CUDA, convolution_backward_weight_cuda);
+  // Structured ops (Note [Structured kernels]): out= runs the functional kernel and copies.
+  register_out_via_copy<convolution_cuda>(op::convolution);
+  register_out_via_copy<convolution_backward_weight_cuda>(op::convolution_backward_weight);
 }
 
 }  // namespace flambeau::cuda

@@ -1,4 +1,4 @@
-// CUDA kernels of mm, bmm and linear: cuBLAS (Note [cuBLAS loading]) on the
+// CUDA kernels of mm, bmm (out kernels) and linear: cuBLAS (Note [cuBLAS loading]) on the
 // current stream, float32 and float64.
 //
 // Layouts: cuBLAS is column-major. A row-major (r, c) operand with strides
@@ -14,6 +14,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -65,19 +66,24 @@ void gemm_into(const Tensor& a, const Tensor& b, Tensor& out, double beta, const
                        n * m, batch, current_cuda_stream(out.device()));
 }
 
-Tensor mm_cuda(const Tensor& a, const Tensor& b) {
-  check_gemm_dtype("mm", a);
-  Tensor out = op::empty(Shape{a.sizes()[0], b.sizes()[1]}, a.dtype(), a.device());
-  gemm_into(a, b, out, 0.0, "mm");
-  return out;
+// mm and bmm are structured (Note [Structured kernels]): the meta step allocated out; cuBLAS writes
+// it directly when it is contiguous and shares no memory with an operand, else a buffer copied into it.
+void gemm_out(const Tensor& a, const Tensor& b, const Tensor& out, const char* op) {
+  check_gemm_dtype(op, a);
+  const auto shares = [&](const Tensor& t) { return out.impl()->storage() == t.impl()->storage(); };
+  Tensor dst = out;
+  if (out.is_contiguous() && !shares(a) && !shares(b)) {
+    gemm_into(a, b, dst, 0.0, op);
+    return;
+  }
+  Tensor tmp = op::empty(out.sizes(), out.dtype(), out.device());
+  gemm_into(a, b, tmp, 0.0, op);
+  op::copy_(dst, tmp);
 }
 
-Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
-  check_gemm_dtype("bmm", a);
-  Tensor out = op::empty(Shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), a.device());
-  gemm_into(a, b, out, 0.0, "bmm");
-  return out;
-}
+void mm_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) { gemm_out(a, b, out, "mm"); }
+
+void bmm_out_cuda(const Tensor& out, const Tensor& a, const Tensor& b) { gemm_out(a, b, out, "bmm"); }
 
 Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   // The arguments passed the meta step's check_linear (Note [Meta step]).
@@ -109,9 +115,9 @@ Tensor linear_cuda(const Tensor& input, const Tensor& weight, const std::optiona
 }  // namespace
 
 void register_gemm_kernels() {
-  op::mm.register_kernel(DispatchKey::CUDA, mm_cuda);
-  op::bmm.register_kernel(DispatchKey::CUDA, bmm_cuda);
-  op::linear.register_kernel(DispatchKey::CUDA, linear_cuda);
+  op::mm.register_out_kernel(DispatchKey::CUDA, mm_out_cuda);
+  op::bmm.register_out_kernel(DispatchKey::CUDA, bmm_out_cuda);
+  register_out_via_copy<linear_cuda>(op::linear);
 }
 
 }  // namespace flambeau::cuda

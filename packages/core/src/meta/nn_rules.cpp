@@ -50,10 +50,11 @@ Shape adaptive_pool2d(const char* op, const Tensor& self, IntArrayRef output_siz
 Shape linear(const char*, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   Shape out(input.sizes().begin(), input.sizes().end() - 1);
   out.push_back(weight.sizes()[0]);
-  if (!bias || !bias->defined()) return out;
+  // No bias, or one value per output feature (nn.Linear's): the product's shape. This runs on every
+  // call (linear is structured), so it allocates no meta tensor to broadcast with.
+  if (!bias || !bias->defined() || (bias->dim() == 1 && bias->sizes()[0] == weight.sizes()[0])) return out;
   // A bias that is not one value per output feature is added as add does (its errors name add).
-  const Tensor product = empty(out, input.dtype(), "linear");
-  return broadcast("add", {&product, &*bias});
+  return broadcast_shapes(out, bias->sizes(), "add");
 }
 
 Shape loss(const char* op, const Tensor& self, const Tensor& target, int64_t reduction) {

@@ -1,5 +1,6 @@
 // CPU kernels: convolution (1-D and 2-D, transposed or not, grouped), the
-// gradient of its weight, and im2col/col2im (F.unfold/F.fold).
+// gradient of its weight (both out kernels: Note [Structured kernels]), and
+// im2col/col2im (F.unfold/F.fold).
 //
 // Note [Convolution kernels]
 // Per image and group, a convolution is a GEMM between the weight and the
@@ -28,6 +29,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -35,6 +37,7 @@
 #include "conv_direct.h"
 #include "conv_kernels.h"
 #include "conv_utils.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -384,95 +387,105 @@ void float_types(ScalarType t, const F& f) {
     f(double{});
 }
 
-Tensor convolution_cpu(const Tensor& input_, const Tensor& weight_, const std::optional<Tensor>& bias_,
-                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
-                       IntArrayRef output_padding, int64_t groups) {
-  const Shape out_shape = conv::check_and_output_shape("convolution", input_, weight_, bias_, stride, padding,
-                                                       dilation, transposed, output_padding, groups);
+// convolution and its weight gradient are structured (Note [Structured kernels]): the meta step checked
+// the arguments (check_conv, check_conv_weight_grad) and allocated out; the kernels write out itself, or
+// a contiguous buffer copied into out when out is strided or shares memory with an argument.
+void convolution_out_cpu(const Tensor& out, const Tensor& input_, const Tensor& weight_,
+                         const std::optional<Tensor>& bias_, IntArrayRef stride, IntArrayRef padding,
+                         IntArrayRef dilation, bool transposed, IntArrayRef output_padding, int64_t groups) {
+  if (out.numel() == 0) return;
+  const IntArrayRef out_shape = out.sizes();
+  const std::initializer_list<const Tensor*> args = {&input_, &weight_, bias_ ? &*bias_ : nullptr};
   const cpu::ConvBf16Kernels* bf16 = bf16_kernels(input_.dtype());
-  if (bf16) {
-    Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
-    if (out.numel() == 0) return out;
-    if (input_.numel() > 0) {
-      const Tensor input = contiguous(input_), weight = contiguous(weight_);
-      const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
-      const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
-      const uint16_t* b = bias ? bits(*bias) : nullptr;
+  if (bf16 && input_.numel() > 0) {
+    const Tensor input = contiguous(input_), weight = contiguous(weight_);
+    const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
+    const ConvGeo g =
+        make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
+    const uint16_t* b = bias ? bits(*bias) : nullptr;
+    cpu::write_contiguous(out, args, [&](Tensor y) {
       if (transposed)
-        bf16->transposed(g, bits(input), bits(weight), b, bits(out));
+        bf16->transposed(g, bits(input), bits(weight), b, bits(y));
       else
-        bf16->forward(g, bits(input), bits(weight), b, bits(out));
-      return out;
-    }
+        bf16->forward(g, bits(input), bits(weight), b, bits(y));
+    });
+    return;
   }
   if (is_low_precision(input_.dtype())) {
     const std::optional<Tensor> bias32 = bias_ ? std::optional<Tensor>(op::cast(*bias_, ScalarType::Float32)) : std::nullopt;
-    return op::cast(convolution_cpu(op::cast(input_, ScalarType::Float32), op::cast(weight_, ScalarType::Float32),
-                                    bias32, stride, padding, dilation, transposed, output_padding, groups),
-                    input_.dtype());
+    const Tensor y32 = op::empty(out_shape, ScalarType::Float32, out.device());
+    convolution_out_cpu(y32, op::cast(input_, ScalarType::Float32), op::cast(weight_, ScalarType::Float32),
+                        bias32, stride, padding, dilation, transposed, output_padding, groups);
+    cpu::copy_out(out, op::cast(y32, input_.dtype()));
+    return;
   }
-  Tensor out = op::empty(out_shape, input_.dtype(), input_.device());
-  if (out.numel() == 0) return out;
   const Tensor input = contiguous(input_), weight = contiguous(weight_);
   const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
   const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
-  if (input.numel() == 0) {  // no input values (zero channels or an empty image): the output is the bias
-    op::fill_(out, 0);
-    if (bias) {
-      Shape bs(static_cast<size_t>(out.dim()), 1);
-      bs[1] = out_shape[1];
-      op::add_(out, op::view(*bias, bs), 1);
+  cpu::write_contiguous(out, args, [&](Tensor y) {
+    if (input.numel() == 0) {  // no input values (zero channels or an empty image): the output is the bias
+      op::fill_(y, 0);
+      if (bias) {
+        Shape bs(static_cast<size_t>(y.dim()), 1);
+        bs[1] = out_shape[1];
+        op::add_(y, op::view(*bias, bs), 1);
+      }
+      return;
     }
-    return out;
-  }
-  float_types(input.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* b = bias ? bias->data<T>() : nullptr;
-    if (transposed)
-      conv_transposed(g, input.data<T>(), weight.data<T>(), b, out.data<T>());
-    else
-      conv_forward(g, input.data<T>(), weight.data<T>(), b, out.data<T>());
+    float_types(input.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* b = bias ? bias->data<T>() : nullptr;
+      if (transposed)
+        conv_transposed(g, input.data<T>(), weight.data<T>(), b, y.data<T>());
+      else
+        conv_forward(g, input.data<T>(), weight.data<T>(), b, y.data<T>());
+    });
   });
-  return out;
 }
 
-Tensor convolution_backward_weight_cpu(const Tensor& grad_output_, const Tensor& input_,
-                                       IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
-                                       IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
-                                       int64_t groups) {
-  // The arguments passed the meta step's check_conv_weight_grad (Note [Meta step]): grad_output has the
-  // forward's output shape.
+void convolution_backward_weight_out_cpu(const Tensor& dw, const Tensor& grad_output_, const Tensor& input_,
+                                         IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
+                                         IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+                                         int64_t groups) {
+  // grad_output has the forward's output shape (check_conv_weight_grad).
+  if (dw.numel() == 0) return;
+  const std::initializer_list<const Tensor*> args = {&grad_output_, &input_};
+  if (grad_output_.numel() == 0 || input_.numel() == 0) {
+    Tensor dst = dw;
+    op::fill_(dst, 0);
+    return;
+  }
   const cpu::ConvBf16Kernels* bf16 = bf16_kernels(input_.dtype());
   if (bf16 && grad_output_.dtype() == input_.dtype()) {
-    Tensor dw = op::empty(weight_size, input_.dtype(), input_.device());
-    if (dw.numel() == 0) return dw;
-    if (grad_output_.numel() == 0 || input_.numel() == 0) return op::fill_(dw, 0);
     const Tensor grad = contiguous(grad_output_), input = contiguous(input_);
     const Shape out_shape(grad.sizes().begin(), grad.sizes().end());
     const ConvGeo g = make_geo(input, weight_size, out_shape, stride, padding, dilation, transposed, groups);
-    bf16->weight_grad(g, transposed ? bits(input) : bits(grad), transposed ? bits(grad) : bits(input), bits(dw));
-    return dw;
+    cpu::write_contiguous(dw, args, [&](Tensor y) {
+      bf16->weight_grad(g, transposed ? bits(input) : bits(grad), transposed ? bits(grad) : bits(input),
+                        bits(y));
+    });
+    return;
   }
   if (is_low_precision(input_.dtype())) {
-    return op::cast(convolution_backward_weight_cpu(op::cast(grad_output_, ScalarType::Float32),
-                                                    op::cast(input_, ScalarType::Float32), weight_size, stride,
-                                                    padding, dilation, transposed, output_padding, groups),
-                    input_.dtype());
+    const Tensor dw32 = op::empty(weight_size, ScalarType::Float32, dw.device());
+    convolution_backward_weight_out_cpu(dw32, op::cast(grad_output_, ScalarType::Float32),
+                                        op::cast(input_, ScalarType::Float32), weight_size, stride, padding,
+                                        dilation, transposed, output_padding, groups);
+    cpu::copy_out(dw, op::cast(dw32, input_.dtype()));
+    return;
   }
   (void)output_padding;
   const Shape out_shape(grad_output_.sizes().begin(), grad_output_.sizes().end());
-  Tensor dw = op::empty(weight_size, input_.dtype(), input_.device());
-  if (dw.numel() == 0) return dw;
-  if (grad_output_.numel() == 0 || input_.numel() == 0) return op::fill_(dw, 0);
   const Tensor grad = contiguous(grad_output_), input = contiguous(input_);
   const ConvGeo g = make_geo(input, weight_size, out_shape, stride, padding, dilation, transposed, groups);
-  float_types(input.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* small = transposed ? input.data<T>() : grad.data<T>();
-    const T* big = transposed ? grad.data<T>() : input.data<T>();
-    conv_weight_grad(g, small, big, dw.data<T>());
+  cpu::write_contiguous(dw, args, [&](Tensor y) {
+    float_types(input.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* small = transposed ? input.data<T>() : grad.data<T>();
+      const T* big = transposed ? grad.data<T>() : input.data<T>();
+      conv_weight_grad(g, small, big, y.data<T>());
+    });
   });
-  return dw;
 }
 
 // ---- im2col / col2im (F.unfold / F.fold) ----
@@ -601,8 +614,8 @@ Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kerne
   return out;
 }
 
-FB_REGISTER_KERNEL(op::convolution, CPU, convolution_cpu);
-FB_REGISTER_KERNEL(op::convolution_backward_weight, CPU, convolution_backward_weight_cpu);
+FB_REGISTER_OUT_KERNEL(op::convolution, CPU, convolution_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::convolution_backward_weight, CPU, convolution_backward_weight_out_cpu);
 FB_REGISTER_KERNEL(op::im2col, CPU, im2col_cpu);
 FB_REGISTER_KERNEL(op::col2im, CPU, col2im_cpu);
 

@@ -1,4 +1,4 @@
-// CPU kernels: mm and bmm. float32/float64/complex64/complex128 go to OpenBLAS
+// CPU out kernels: mm and bmm. float32/float64/complex64/complex128 go to OpenBLAS
 // (scipy-openblas32, symbols prefixed scipy_); integers and bool use a plain loop.
 //
 // The GEMM helpers are in gemm.h (Note [GEMM operands]).
@@ -10,6 +10,7 @@
 
 #include "cpu/linalg/gemm.h"
 #include "cpu/linalg/lowp_gemm.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -26,18 +27,20 @@ using cpu::GemmOperand;
 
 // out[batch] = a[batch] @ b[batch]; a (B, n, k), b (B, k, m), out contiguous (B, n, m).
 // Works on 2-D operands too (batch = 1).
-void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) {
+void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, const char* op) {
   const int64_t nd = a.dim();
   const bool batched = nd == 3;
   const int64_t batch = batched ? a.sizes()[0] : 1;
   const int64_t n = a.sizes()[nd - 2], k = a.sizes()[nd - 1], m = b.sizes()[nd - 1];
   if (out.numel() == 0) return;
   if (k == 0) {
-    op::fill_(out, 0);
+    Tensor dst = out;
+    op::fill_(dst, 0);
     return;
   }
   if (a.dtype() == ScalarType::BFloat16 || a.dtype() == ScalarType::Float16) {
-    cpu::lowp_matmul_into(a, b, out);  // Note [Low-precision GEMM]
+    Tensor dst = out;
+    cpu::lowp_matmul_into(a, b, dst);  // Note [Low-precision GEMM]
     return;
   }
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(a.dtype(), op, [&](auto tag) {
@@ -99,25 +102,19 @@ void matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const char* op) 
   });
 }
 
-// mm and bmm: the operands passed the meta step's check_matmul (Note [Meta step]).
-Tensor mm_cpu(const Tensor& a, const Tensor& b) {
-  const Shape out_shape{a.sizes()[0], b.sizes()[1]};
-  shape_nbytes(out_shape, a.dtype(), "mm");  // Note [Size overflow]: broadcast (stride-0) inputs can be huge
-  Tensor out = op::empty(out_shape, a.dtype(), a.device());
-  matmul_into(a, b, out, "mm");
-  return out;
+// mm and bmm are structured (Note [Structured kernels]): the meta step checked the operands
+// (check_matmul), chose the result's dtype and shape and allocated out; the GEMM writes out itself, or a
+// contiguous buffer copied into out when out is strided or shares memory with an operand.
+void mm_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  cpu::write_contiguous(out, {&a, &b}, [&](const Tensor& dst) { matmul_into(a, b, dst, "mm"); });
 }
 
-Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  const Shape out_shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]};
-  shape_nbytes(out_shape, a.dtype(), "bmm");
-  Tensor out = op::empty(out_shape, a.dtype(), a.device());
-  matmul_into(a, b, out, "bmm");
-  return out;
+void bmm_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  cpu::write_contiguous(out, {&a, &b}, [&](const Tensor& dst) { matmul_into(a, b, dst, "bmm"); });
 }
 
-FB_REGISTER_KERNEL(op::mm, CPU, mm_cpu);
-FB_REGISTER_KERNEL(op::bmm, CPU, bmm_cpu);
+FB_REGISTER_OUT_KERNEL(op::mm, CPU, mm_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::bmm, CPU, bmm_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

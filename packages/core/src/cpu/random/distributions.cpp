@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/write_out.h"
 #include "fill_indexed.h"
 #include "flambeau/elementwise_math.h"
 #include "flambeau/error.h"
@@ -188,25 +189,27 @@ Tensor as_float64(const Tensor& t, IntArrayRef shape) {
   return op::cast(op::contiguous(op::expand(t, shape), MemoryFormat::Contiguous), ScalarType::Float64);
 }
 
-/// out[i] = f(values of the inputs at i, stream of element i), inputs broadcast to one shape.
+/// out[i] = f(values of the inputs at i, stream of element i), inputs broadcast to out's shape (the
+/// meta step's). The samplers are structured (Note [Structured kernels]): out is the result the meta step
+/// allocated, written here in row-major element order whatever its strides.
 template <class F>
-Tensor sample_elementwise(const char* op, std::initializer_list<Tensor> inputs, ScalarType dtype,
-                          Generator* gen, const F& f) {
-  Shape shape(inputs.begin()->sizes().begin(), inputs.begin()->sizes().end());
-  for (const Tensor& t : inputs) shape = broadcast_shapes(shape, t.sizes(), op);
+void sample_elementwise(const Tensor& out, const char* op, std::initializer_list<Tensor> inputs,
+                        Generator* gen, const F& f) {
+  const IntArrayRef shape = out.sizes();
   std::vector<Tensor> values;
   for (const Tensor& t : inputs)
     values.push_back(as_float64(t, shape));
-  Tensor out = op::empty(shape, dtype, inputs.begin()->device());
   Generator& g = gen ? *gen : default_generator();
   const uint64_t base = g.reserve(static_cast<uint64_t>(out.numel()));
   const uint64_t seed = g.initial_seed();
   std::vector<const double*> ptr;
   for (const Tensor& v : values) ptr.push_back(v.data<double>());
+  const ScalarType dtype = out.dtype();
   visit_dtype(dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      cpu::fill_indexed<T>(out, [&](int64_t i) {
+      Tensor dst = out;
+      cpu::fill_indexed<T>(dst, [&](int64_t i) {
         Stream s(Generator::draw(seed, base + static_cast<uint64_t>(i)));
         return static_cast<T>(f(ptr, i, s));
       });
@@ -214,16 +217,15 @@ Tensor sample_elementwise(const char* op, std::initializer_list<Tensor> inputs, 
       FB_CHECK_TYPE(false, "[", op, "] expected a floating point dtype, got ", dtype_name(dtype));
     }
   });
-  return out;
 }
 
-Tensor standard_gamma_cpu(const Tensor& self, Generator* gen) {
+void standard_gamma_out_cpu(const Tensor& out, const Tensor& self, Generator* gen) {
   check_floating(self, "_standard_gamma", "concentration");
   const double floor_value = self.dtype() == ScalarType::Float64 ? std::numeric_limits<double>::min()
                                                                   : std::numeric_limits<float>::min();
   // PyTorch: no sample is below the dtype's smallest normal number (a zero would give log(0) in a
   // log_prob), and invalid concentrations give that smallest number too
-  return sample_elementwise("_standard_gamma", {self}, self.dtype(), gen, [&](auto& p, int64_t i, Stream& s) {
+  sample_elementwise(out, "_standard_gamma", {self}, gen, [&](auto& p, int64_t i, Stream& s) {
     const double alpha = p[0][i];
     if (!(alpha > 0.0)) return floor_value;
     if (std::isinf(alpha)) return alpha;
@@ -232,46 +234,54 @@ Tensor standard_gamma_cpu(const Tensor& self, Generator* gen) {
   });
 }
 
-Tensor standard_gamma_grad_cpu(const Tensor& self, const Tensor& output) {
+void standard_gamma_grad_out_cpu(const Tensor& out, const Tensor& self, const Tensor& output) {
   check_floating(self, "_standard_gamma_grad", "concentration");
   check_floating(output, "_standard_gamma_grad", "sample");
-  Shape shape = broadcast_shapes(self.sizes(), output.sizes(), "_standard_gamma_grad");
+  const IntArrayRef shape = out.sizes();
   const Tensor a = as_float64(self, shape), x = as_float64(output, shape);
-  Tensor out = op::empty(shape, ScalarType::Float64, self.device());
-  const double *pa = a.data<double>(), *px = x.data<double>();
-  double* po = out.data<double>();
-  parallel_for(0, out.numel(), 64, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) po[i] = standard_gamma_grad_one(pa[i], px[i]);
-  });
-  return op::cast(out, self.dtype());
+  // Computed in float64: straight into a float64 out, else into a buffer rounded into out once.
+  const auto fill = [&](const Tensor& dst) {
+    const double *pa = a.data<double>(), *px = x.data<double>();
+    double* po = dst.data<double>();
+    parallel_for(0, dst.numel(), 64, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = standard_gamma_grad_one(pa[i], px[i]);
+    });
+  };
+  if (out.dtype() == ScalarType::Float64) {
+    cpu::write_contiguous(out, {&self, &output}, fill);
+    return;
+  }
+  const Tensor buf = op::empty(shape, ScalarType::Float64, out.device());
+  fill(buf);
+  cpu::copy_out(out, op::cast(buf, out.dtype()));
 }
 
-Tensor poisson_cpu(const Tensor& self, Generator* gen) {
+void poisson_out_cpu(const Tensor& out, const Tensor& self, Generator* gen) {
   check_floating(self, "poisson", "rate");
   const Tensor rates = op::cast(op::contiguous(self, MemoryFormat::Contiguous), ScalarType::Float64);
   const double* r = rates.data<double>();
   for (int64_t i = 0; i < rates.numel(); ++i)
     FB_CHECK_VALUE(r[i] >= 0.0 && !std::isinf(r[i]),
                    "[poisson] invalid Poisson rate, expected rate to be finite and non-negative, got ", r[i]);
-  return sample_elementwise("poisson", {self}, self.dtype(), gen,
-                            [](auto& p, int64_t i, Stream& s) { return sample_poisson(p[0][i], s); });
+  sample_elementwise(out, "poisson", {self}, gen,
+                     [](auto& p, int64_t i, Stream& s) { return sample_poisson(p[0][i], s); });
 }
 
-Tensor binomial_cpu(const Tensor& count, const Tensor& prob, Generator* gen) {
+void binomial_out_cpu(const Tensor& out, const Tensor& count, const Tensor& prob, Generator* gen) {
   check_floating(count, "binomial", "count");
   FB_CHECK_TYPE(count.dtype() == prob.dtype(), "[binomial] expected count and prob of one dtype, got ",
                 dtype_name(count.dtype()), " and ", dtype_name(prob.dtype()));
-  return sample_elementwise("binomial", {count, prob}, count.dtype(), gen, [](auto& p, int64_t i, Stream& s) {
+  sample_elementwise(out, "binomial", {count, prob}, gen, [](auto& p, int64_t i, Stream& s) {
     const double n = p[0][i], q = p[1][i];
     if (std::isnan(n) || std::isnan(q)) return std::numeric_limits<double>::quiet_NaN();
     return sample_binomial(std::floor(n), q, s);
   });
 }
 
-FB_REGISTER_KERNEL(op::_standard_gamma, CPU, standard_gamma_cpu);
-FB_REGISTER_KERNEL(op::_standard_gamma_grad, CPU, standard_gamma_grad_cpu);
-FB_REGISTER_KERNEL(op::poisson, CPU, poisson_cpu);
-FB_REGISTER_KERNEL(op::binomial, CPU, binomial_cpu);
+FB_REGISTER_OUT_KERNEL(op::_standard_gamma, CPU, standard_gamma_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_standard_gamma_grad, CPU, standard_gamma_grad_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::poisson, CPU, poisson_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::binomial, CPU, binomial_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
