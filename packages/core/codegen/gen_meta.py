@@ -295,6 +295,10 @@ def _output_specs(op: OpDecl, device: str) -> list[str]:
     if op.shape.name in PER_RESULT_SHAPES:
         lines.append(f"  std::vector<Shape> shapes = {shape_expr(op, op.shape)};")
         shapes = [f"std::move(shapes[{i}])" for i in range(n)]
+    elif op.shape.name in OPTIONAL_RESULT_SHAPES:
+        # No out= (model.py) reads these specs: a result its mask leaves out is given the shape ().
+        lines.append(f"  meta::OptionalShapes shapes = {shape_expr(op, op.shape)};")
+        shapes = [f"std::move(shapes[{i}]).value_or(Shape{{}})" for i in range(n)]
     else:
         lines.append(f"  Shape shape = {shape_expr(op, op.shape)};")
         shapes = ["shape"] * (n - 1) + ["std::move(shape)"]

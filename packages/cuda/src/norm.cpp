@@ -29,6 +29,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -243,10 +244,12 @@ NormFunctions norm_functions() {
 }
 
 void register_norm_kernels() {
-  op::native_layer_norm.register_kernel(DispatchKey::CUDA, layer_norm_cuda);
-  op::native_layer_norm_backward.register_kernel(DispatchKey::CUDA, layer_norm_backward_cuda);
-  op::native_batch_norm.register_kernel(DispatchKey::CUDA, batch_norm_cuda);
-  op::native_batch_norm_backward.register_kernel(DispatchKey::CUDA, batch_norm_backward_cuda);
+  // Note [Structured kernels]: out kernels run the functional kernel and copy each result (the gradients
+  // not asked for are undefined outputs, skipped).
+  register_out_via_copy<layer_norm_cuda>(op::native_layer_norm);
+  register_out_via_copy<layer_norm_backward_cuda>(op::native_layer_norm_backward);
+  register_out_via_copy<batch_norm_cuda>(op::native_batch_norm);
+  register_out_via_copy<batch_norm_backward_cuda>(op::native_batch_norm_backward);
 }
 
 }  // namespace flambeau::cuda

@@ -178,8 +178,8 @@ Tensor adaptive_avg_pool2d_backward_cuda(const Tensor& grad_output, IntArrayRef 
 }  // namespace
 
 void register_pool_kernels() {
-  op::max_pool2d_with_indices.register_kernel(DispatchKey::CUDA, max_pool2d_with_indices_cuda);
   // Note [Structured kernels]: out= runs the functional kernel and copies into out.
+  register_out_via_copy<max_pool2d_with_indices_cuda>(op::max_pool2d_with_indices);
   register_out_via_copy<max_pool_backward_cuda>(op::max_pool_backward);
   register_out_via_copy<avg_pool2d_cuda>(op::avg_pool2d);
   register_out_via_copy<avg_pool2d_backward_cuda>(op::avg_pool2d_backward);

@@ -13,6 +13,9 @@
 // blocks widened in cache (Note [Batch norm in bfloat16]); float16 and L <= 1
 // bfloat16 inputs run on float32 copies (Note [Low-precision kernels]), with
 // float32 parameters too (Note [Batch norm's mixed precision]).
+// Both ops are structured (Note [Structured kernels]): out kernels writing the
+// outputs the meta step allocated (evaluation mode's saved statistics are (0,):
+// the per-channel coefficients then go to buffers of the kernel, as before).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,6 +24,8 @@
 #include "cpu/elementwise/half_convert.h"
 #include "cpu/linalg/gemm_pool.h"
 #include "cpu/low_precision.h"
+#include "cpu/write_out.h"
+#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -81,43 +86,34 @@ void update_running(const std::optional<Tensor>& running_mean, const std::option
   if (running_var) running_var->impl()->bump_version();
 }
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_bf16(const Tensor& input, const std::optional<Tensor>& weight,
-                                                   const std::optional<Tensor>& bias,
-                                                   const std::optional<Tensor>& running_mean,
-                                                   const std::optional<Tensor>& running_var, bool training,
-                                                   double momentum, double eps);
-std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_bf16(const Tensor& grad_out, const Tensor& input,
-                                                            const std::optional<Tensor>& weight,
-                                                            const Tensor& save_mean,
-                                                            const Tensor& save_invstd, bool train,
-                                                            bool input_g, bool weight_g, bool bias_g);
+// The buffer of a per-channel statistic or gradient (c values of dtype dt): the output itself when it has
+// that dtype and size and is contiguous, else a new tensor (evaluation mode's (0,) statistics: the
+// coefficients; an output of another dtype: rounded into it by finish_stat).
+Tensor stat_buffer(const Tensor& saved, int64_t c, ScalarType dt) {
+  if (!saved.defined()) return saved;
+  if (saved.dtype() == dt && saved.numel() == c && saved.is_contiguous()) return saved;
+  return op::empty(Shape{c}, dt, saved.device());
+}
+void finish_stat(const Tensor& saved, const Tensor& buf) {
+  if (saved.defined() && saved.numel() != 0 && buf.impl() != saved.impl()) cpu::copy_out(saved, buf);
+}
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std::optional<Tensor>& weight,
-                                                  const std::optional<Tensor>& bias,
-                                                  const std::optional<Tensor>& running_mean,
-                                                  const std::optional<Tensor>& running_var, bool training,
-                                                  double momentum, double eps) {
-  // The arguments passed meta::check_batch_norm (the op's check step).
+void batch_norm_bf16(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
+                     const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                     bool training, double momentum, double eps);
+void batch_norm_backward_bf16(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor& grad_out,
+                              const Tensor& input, const std::optional<Tensor>& weight, const Tensor& save_mean,
+                              const Tensor& save_invstd, bool train);
+
+// The float32/float64 batch norm: out (contiguous, the input's shape and dtype) and the per-channel mean
+// and 1/std (c contiguous values of the input's dtype; in evaluation mode the running statistics' own).
+void batch_norm_into(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
+                     const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                     bool training, double momentum, double eps) {
   const char* op = "batch_norm";
-  if (input.dtype() == ScalarType::BFloat16 && bn_shape(input).l > 1)
-    return batch_norm_bf16(input, weight, bias, running_mean, running_var, training, momentum, eps);
-  if (cpu::is_low_precision(input.dtype())) {
-    // Running statistics of the input's 16-bit dtype are updated through float32 copies.
-    const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
-    auto [out, mean, invstd] = batch_norm_cpu(cpu::to_float32(input), cpu::to_float32(weight),
-                                              cpu::to_float32(bias), rm, rv, training, momentum, eps);
-    for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
-      if (training && given && given->impl() != used->impl()) op::copy_(*given, *used);
-    const ScalarType stats = meta::batch_norm_stats(input, weight, bias, running_mean, running_var);
-    if (!training) return {cpu::round_to(out, input.dtype()), op::empty(Shape{0}, stats, input.device()),
-                           op::empty(Shape{0}, stats, input.device())};
-    return {cpu::round_to(out, input.dtype()), cpu::round_to(mean, stats), cpu::round_to(invstd, stats)};
-  }
   const BNShape s = bn_shape(input);
-  const Shape cshape{s.c};
-  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
-  Tensor save_mean = op::empty(cshape, input.dtype(), input.device());
-  Tensor save_invstd = op::empty(cshape, input.dtype(), input.device());
   const int64_t count = s.n * s.l;  // values per channel
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -205,40 +201,50 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_cpu(const Tensor& input, const std
       if (training && count > 0) update_running<T>(running_mean, running_var, mean, var, count, momentum);
     }
   });
-  // Evaluation mode saves nothing (PyTorch's (0,) statistics): the backward reads the running ones. The
-  // per-channel coefficients above were computed in save_mean/save_invstd all the same.
-  if (!training)
-    return {out, op::empty(Shape{0}, input.dtype(), input.device()),
-            op::empty(Shape{0}, input.dtype(), input.device())};
-  return {out, save_mean, save_invstd};
 }
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
-                                                           const std::optional<Tensor>& weight,
-                                                           const Tensor& save_mean, const Tensor& save_invstd,
-                                                           bool train, bool input_g, bool weight_g,
-                                                           bool bias_g) {
-  // The arguments passed meta::check_batch_norm_grad (the op's check step).
-  const char* op = "batch_norm_backward";
-  if (input.dtype() == ScalarType::BFloat16 && grad_out.dtype() == ScalarType::BFloat16 &&
-      bn_shape(input).l > 1)
-    return batch_norm_backward_bf16(grad_out, input, weight, save_mean, save_invstd, train, input_g, weight_g,
-                                    bias_g);
-  if (cpu::is_low_precision(input.dtype())) {
-    auto [gi, gw, gb] =
-        batch_norm_backward_cpu(cpu::to_float32(grad_out), cpu::to_float32(input), cpu::to_float32(weight),
-                                cpu::to_float32(save_mean), cpu::to_float32(save_invstd), train, input_g,
-                                weight_g, bias_g);
-    // The parameters' gradients in the dtype of the saved statistics (float32 in mixed precision).
-    return {cpu::round_to(gi, input.dtype()), cpu::round_to(gw, save_mean.dtype()),
-            cpu::round_to(gb, save_mean.dtype())};
-  }
+void batch_norm_out_cpu(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
+                        const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                        const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                        bool training, double momentum, double eps) {
+  // The arguments passed meta::check_batch_norm (the op's check step).
   const BNShape s = bn_shape(input);
-  const Shape cshape{s.c};
-  Tensor gi, gw, gb;
-  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
-  if (weight_g) gw = op::empty(cshape, input.dtype(), input.device());
-  if (bias_g) gb = op::empty(cshape, input.dtype(), input.device());
+  if (input.dtype() == ScalarType::BFloat16 && s.l > 1)
+    return batch_norm_bf16(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training,
+                           momentum, eps);
+  if (cpu::is_low_precision(input.dtype())) {
+    // Running statistics of the input's 16-bit dtype are updated through float32 copies.
+    const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
+    const Tensor out32 = op::empty(input.sizes(), ScalarType::Float32, input.device());
+    const Tensor mean32 = stat_buffer(save_mean, s.c, ScalarType::Float32);
+    const Tensor invstd32 = stat_buffer(save_invstd, s.c, ScalarType::Float32);
+    batch_norm_into(out32, mean32, invstd32, cpu::to_float32(input), cpu::to_float32(weight),
+                    cpu::to_float32(bias), rm, rv, training, momentum, eps);
+    for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
+      if (training && given && given->impl() != used->impl()) op::copy_(*given, *used);
+    cpu::copy_out(out, out32);
+    finish_stat(save_mean, mean32);
+    finish_stat(save_invstd, invstd32);
+    return;
+  }
+  // Evaluation mode saves nothing (PyTorch's (0,) statistics): the backward reads the running ones. The
+  // per-channel coefficients are computed in buffers all the same.
+  const Tensor mean = stat_buffer(save_mean, s.c, input.dtype());
+  const Tensor invstd = stat_buffer(save_invstd, s.c, input.dtype());
+  cpu::write_contiguous(out, input, [&](const Tensor& dst) {
+    batch_norm_into(dst, mean, invstd, input, weight, bias, running_mean, running_var, training, momentum, eps);
+  });
+  finish_stat(save_mean, mean);
+  finish_stat(save_invstd, invstd);
+}
+
+// The float32/float64 gradients into contiguous gi, gw, gb (undefined: not asked for).
+void batch_norm_backward_into(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor& grad_out,
+                              const Tensor& input, const std::optional<Tensor>& weight, const Tensor& save_mean,
+                              const Tensor& save_invstd, bool train) {
+  const char* op = "batch_norm_backward";
+  const bool input_g = gi.defined(), weight_g = gw.defined(), bias_g = gb.defined();
+  const BNShape s = bn_shape(input);
   const int64_t count = s.n * s.l;
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -307,7 +313,33 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_cpu(const Tensor& grad_ou
       });
     }
   });
-  return {gi, gw, gb};
+}
+
+void batch_norm_backward_out_cpu(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor& grad_out,
+                                 const Tensor& input, const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                 const Tensor& save_invstd, bool train, bool, bool, bool) {
+  // The arguments passed meta::check_batch_norm_grad (the op's check step); the gradients not asked for
+  // (input_g, weight_g, bias_g false) are undefined.
+  if (input.dtype() == ScalarType::BFloat16 && grad_out.dtype() == ScalarType::BFloat16 &&
+      bn_shape(input).l > 1)
+    return batch_norm_backward_bf16(gi, gw, gb, grad_out, input, weight, save_mean, save_invstd, train);
+  if (cpu::is_low_precision(input.dtype())) {
+    // float32 gradients, rounded once into the outputs (the parameters' in the saved statistics' dtype,
+    // float32 in mixed precision).
+    const int64_t c = bn_shape(input).c;
+    const Tensor gi32 = gi.defined() ? op::empty(input.sizes(), ScalarType::Float32, input.device()) : Tensor();
+    const Tensor gw32 = stat_buffer(gw, c, ScalarType::Float32), gb32 = stat_buffer(gb, c, ScalarType::Float32);
+    batch_norm_backward_into(gi32, gw32, gb32, cpu::to_float32(grad_out), cpu::to_float32(input),
+                             cpu::to_float32(weight), cpu::to_float32(save_mean), cpu::to_float32(save_invstd),
+                             train);
+    if (gi.defined()) cpu::copy_out(gi, gi32);
+    finish_stat(gw, gw32);
+    finish_stat(gb, gb32);
+    return;
+  }
+  cpu::write_contiguous_outs<3>({gi, gw, gb}, {&grad_out, &input}, [&](const std::array<Tensor, 3>& d) {
+    batch_norm_backward_into(d[0], d[1], d[2], grad_out, input, weight, save_mean, save_invstd, train);
+  });
 }
 
 // ---- bfloat16 (autocast), (N, C, L) inputs with L > 1 ----
@@ -323,17 +355,19 @@ const float* widen_block(const uint16_t* src, float* buf, int64_t n) {
   return buf;
 }
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_bf16(const Tensor& input, const std::optional<Tensor>& weight,
-                                                   const std::optional<Tensor>& bias,
-                                                   const std::optional<Tensor>& running_mean,
-                                                   const std::optional<Tensor>& running_var, bool training,
-                                                   double momentum, double eps) {
+void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const Tensor& save_invstd_arg,
+                     const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                     bool training, double momentum, double eps) {
   const BNShape s = bn_shape(input);
   const int64_t count = s.n * s.l;
   const Tensor hx = contig(input);
-  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
-  Tensor save_mean = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
-  Tensor save_invstd = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  // out itself unless strided or sharing the input's memory; float32 statistics (rounded into the saved
+  // ones of another dtype; evaluation mode's coefficients in buffers).
+  const bool direct = out_arg.is_contiguous() && out_arg.impl()->storage() != input.impl()->storage();
+  const Tensor out = direct ? out_arg : op::empty(input.sizes(), input.dtype(), input.device());
+  const Tensor save_mean = stat_buffer(save_mean_arg, s.c, ScalarType::Float32);
+  const Tensor save_invstd = stat_buffer(save_invstd_arg, s.c, ScalarType::Float32);
   // float32 running statistics are updated in place; bfloat16 ones through float32 copies.
   const std::optional<Tensor> rm = cpu::to_float32(running_mean), rv = cpu::to_float32(running_var);
   Tensor hw, hb;
@@ -398,23 +432,24 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_bf16(const Tensor& input, const st
     for (auto [given, used] : {std::pair{running_mean, rm}, std::pair{running_var, rv}})
       if (given && given->impl() != used->impl()) op::copy_(*given, *used);
   }
-  const ScalarType stats = meta::batch_norm_stats(input, weight, bias, running_mean, running_var);
-  if (!training)
-    return {out, op::empty(Shape{0}, stats, input.device()), op::empty(Shape{0}, stats, input.device())};
-  return {out, cpu::round_to(save_mean, stats), cpu::round_to(save_invstd, stats)};
+  if (!direct) cpu::copy_out(out_arg, out);
+  finish_stat(save_mean_arg, save_mean);
+  finish_stat(save_invstd_arg, save_invstd);
 }
 
-std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_bf16(const Tensor& grad_out, const Tensor& input,
-                                                            const std::optional<Tensor>& weight,
-                                                            const Tensor& save_mean,
-                                                            const Tensor& save_invstd, bool train,
-                                                            bool input_g, bool weight_g, bool bias_g) {
+void batch_norm_backward_bf16(const Tensor& gi_arg, const Tensor& gw_arg, const Tensor& gb_arg,
+                              const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
+                              const Tensor& save_mean, const Tensor& save_invstd, bool train) {
   const BNShape s = bn_shape(input);
   const int64_t count = s.n * s.l;
-  Tensor gi, gw, gb;
-  if (input_g) gi = op::empty(input.sizes(), input.dtype(), input.device());
-  if (weight_g) gw = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
-  if (bias_g) gb = op::empty(Shape{s.c}, ScalarType::Float32, input.device());
+  const bool input_g = gi_arg.defined(), weight_g = gw_arg.defined(), bias_g = gb_arg.defined();
+  // gi itself unless strided or sharing an input's memory; float32 parameter gradients (rounded into
+  // outputs of the saved statistics' dtype).
+  const bool direct = !input_g || (gi_arg.is_contiguous() && gi_arg.impl()->storage() != input.impl()->storage() &&
+                                   gi_arg.impl()->storage() != grad_out.impl()->storage());
+  const Tensor gi = direct ? gi_arg : op::empty(input.sizes(), input.dtype(), input.device());
+  const Tensor gw = stat_buffer(gw_arg, s.c, ScalarType::Float32);
+  const Tensor gb = stat_buffer(gb_arg, s.c, ScalarType::Float32);
   const Tensor hx = contig(input), hdy = contig(grad_out);
   const Tensor hm = contig(cpu::to_float32(save_mean)), hi = contig(cpu::to_float32(save_invstd));
   Tensor hw;
@@ -468,11 +503,13 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward_bf16(const Tensor& grad_o
     }
   });
   // The parameters' gradients in the dtype of the saved statistics (float32 in mixed precision).
-  return {gi, cpu::round_to(gw, save_mean.dtype()), cpu::round_to(gb, save_mean.dtype())};
+  if (!direct) cpu::copy_out(gi_arg, gi);
+  finish_stat(gw_arg, gw);
+  finish_stat(gb_arg, gb);
 }
 
-FB_REGISTER_KERNEL(op::native_batch_norm, CPU, batch_norm_cpu);
-FB_REGISTER_KERNEL(op::native_batch_norm_backward, CPU, batch_norm_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::native_batch_norm, CPU, batch_norm_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::native_batch_norm_backward, CPU, batch_norm_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

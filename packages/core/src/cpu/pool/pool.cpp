@@ -5,9 +5,9 @@
 // that keeps small inputs on one thread. Non-contiguous inputs are packed first.
 // float16/bfloat16 run in float32, rounded once (Note [Low-precision kernels]),
 // except bfloat16 max pooling: compared as float32 in registers, no copies (Lane).
-// max_pool_backward, avg_pool2d, adaptive_avg_pool2d and their backwards are
-// structured ops (Note [Structured kernels]): out kernels filling the output the
-// meta step allocated (write_contiguous when out= is strided or shares memory).
+// Every op here is structured (Note [Structured kernels]): out kernels filling the
+// outputs the meta step allocated (write_contiguous(_outs) when out= is strided or
+// shares memory).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,6 +20,7 @@
 #include "cpu/pool/pool_2x2.h"
 #include "cpu/pool/pool_shape.h"
 #include "cpu/write_out.h"
+#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -219,72 +220,70 @@ void max_pool_plane(const S* in, S* out, int64_t* idx, const pool::Pool2d& p) {
   }
 }
 
-std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntArrayRef kernel_size,
-                                                       IntArrayRef stride, IntArrayRef padding,
-                                                       IntArrayRef dilation, bool ceil_mode) {
-  if (self.dtype() == ScalarType::Float16) {
-    auto [out, indices] = max_pool2d_with_indices_cpu(cpu::to_float32(self), kernel_size, stride, padding,
-                                                      dilation, ceil_mode);
-    return {cpu::round_to(out, self.dtype()), indices};
-  }
-  const pool::Pool2d p =
-      pool::check_pool2d(self.sizes(), kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
-  shape_nbytes(p.out_shape, ScalarType::Int64, "max_pool2d");
-  Tensor out = op::empty(p.out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(p.out_shape, ScalarType::Int64, self.device());
-  if (out.numel() == 0) return {out, indices};
-  const Tensor in = contiguous(self);
-  const bool fast =
-      p.kH == 2 && p.kW == 2 && p.sH == 2 && p.sW == 2 && p.pH == 0 && p.pW == 0 && p.dH == 1 && p.dW == 1;
-  const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
-  int64_t* ind = indices.data<int64_t>();
-  // Note [2x2 max pooling] (pool_avx512.cpp): the AVX-512 kernels take the full windows of float32 and
-  // bfloat16 planes, the edges' partial windows stay here.
-  const auto vec2x2 = fast && p.W < (int64_t{1} << 30) ? cpu::max_pool_2x2_stub.get() : nullptr;
-  const cpu::MaxPool2x2Kernels* k2x2 = vec2x2 ? &vec2x2() : nullptr;
-  auto run = [&](auto tag) {
-    using K = typename decltype(tag)::type;  // the element type, or Bf16Bits
-    using S = StorageOf<K>;
-    const S* x = static_cast<const S*>(in.data_ptr());
-    S* y = static_cast<S*>(out.data_ptr());
-    parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
-      // bfloat16 2x2 without AVX-512: the plane widened in cache, the float32 loop, the maxima narrowed
-      // back (exact: each is one of the widened values; the 16-bit compares in one loop did not vectorize).
-      std::vector<float> buf;
-      if constexpr (std::is_same_v<K, Bf16Bits>)
-        if (fast && !k2x2) buf.resize(static_cast<size_t>(in_plane + out_plane));
-      for (int64_t c = b; c < e; ++c) {
-        const S* xc = x + c * in_plane;
-        S* yc = y + c * out_plane;
-        int64_t* ic = ind + c * out_plane;
-        if (fast && k2x2 && (std::is_same_v<K, float> || std::is_same_v<K, Bf16Bits>)) {
-          if constexpr (std::is_same_v<K, float>)
-            k2x2->f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
-          else if constexpr (std::is_same_v<K, Bf16Bits>)
-            k2x2->bf16(xc, yc, ic, p.H, p.W, p.OH, p.OW);
-          max_pool_2x2_edges<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
-        } else if (fast) {
-          if constexpr (std::is_same_v<K, float>)
-            max_pool_2x2_f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
-          else if constexpr (std::is_same_v<K, Bf16Bits>) {
-            const cpu::HalfConvert& cv = cpu::half_convert();
-            cv.bf16_to_f32(xc, buf.data(), in_plane);
-            max_pool_2x2_f32(buf.data(), buf.data() + in_plane, ic, p.H, p.W, p.OH, p.OW);
-            cv.f32_to_bf16(buf.data() + in_plane, yc, out_plane);
-          } else
-            max_pool_2x2<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
-        } else {
-          max_pool_plane<K>(xc, yc, ic, p);
-        }
-      }
+void max_pool2d_with_indices_out_cpu(const Tensor& out_arg, const Tensor& indices_arg, const Tensor& self,
+                                     IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                                     IntArrayRef dilation, bool ceil_mode) {
+  if (self.dtype() == ScalarType::Float16)  // the indices written as they are, the values rounded once
+    return in_float32(out_arg, [&](const Tensor& tmp) {
+      max_pool2d_with_indices_out_cpu(tmp, indices_arg, cpu::to_float32(self), kernel_size, stride, padding,
+                                      dilation, ceil_mode);
     });
-  };
-  // bfloat16 (autocast): compared as float32 in registers, no float32 copies (exact).
-  if (self.dtype() == ScalarType::BFloat16)
-    run(type_tag<Bf16Bits>{});
-  else
-    visit_dtype(self.dtype(), "max_pool2d", run);
-  return {out, indices};
+  if (out_arg.numel() == 0) return;
+  const pool::Pool2d p = pool2d_geometry(self.sizes(), out_arg.sizes(), kernel_size, stride, padding, dilation);
+  const Tensor in = contiguous(self);
+  cpu::write_contiguous_outs<2>({out_arg, indices_arg}, self, [&](const std::array<Tensor, 2>& dst) {
+    const Tensor &out = dst[0], &indices = dst[1];
+    const bool fast =
+        p.kH == 2 && p.kW == 2 && p.sH == 2 && p.sW == 2 && p.pH == 0 && p.pW == 0 && p.dH == 1 && p.dW == 1;
+    const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
+    int64_t* ind = indices.data<int64_t>();
+    // Note [2x2 max pooling] (pool_avx512.cpp): the AVX-512 kernels take the full windows of float32 and
+    // bfloat16 planes, the edges' partial windows stay here.
+    const auto vec2x2 = fast && p.W < (int64_t{1} << 30) ? cpu::max_pool_2x2_stub.get() : nullptr;
+    const cpu::MaxPool2x2Kernels* k2x2 = vec2x2 ? &vec2x2() : nullptr;
+    auto run = [&](auto tag) {
+      using K = typename decltype(tag)::type;  // the element type, or Bf16Bits
+      using S = StorageOf<K>;
+      const S* x = static_cast<const S*>(in.data_ptr());
+      S* y = static_cast<S*>(out.data_ptr());
+      parallel_for(0, p.planes, plane_grain(out_plane * p.kH * p.kW), [&](int64_t b, int64_t e) {
+        // bfloat16 2x2 without AVX-512: the plane widened in cache, the float32 loop, the maxima narrowed
+        // back (exact: each is one of the widened values; the 16-bit compares in one loop did not vectorize).
+        std::vector<float> buf;
+        if constexpr (std::is_same_v<K, Bf16Bits>)
+          if (fast && !k2x2) buf.resize(static_cast<size_t>(in_plane + out_plane));
+        for (int64_t c = b; c < e; ++c) {
+          const S* xc = x + c * in_plane;
+          S* yc = y + c * out_plane;
+          int64_t* ic = ind + c * out_plane;
+          if (fast && k2x2 && (std::is_same_v<K, float> || std::is_same_v<K, Bf16Bits>)) {
+            if constexpr (std::is_same_v<K, float>)
+              k2x2->f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+            else if constexpr (std::is_same_v<K, Bf16Bits>)
+              k2x2->bf16(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+            max_pool_2x2_edges<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+          } else if (fast) {
+            if constexpr (std::is_same_v<K, float>)
+              max_pool_2x2_f32(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+            else if constexpr (std::is_same_v<K, Bf16Bits>) {
+              const cpu::HalfConvert& cv = cpu::half_convert();
+              cv.bf16_to_f32(xc, buf.data(), in_plane);
+              max_pool_2x2_f32(buf.data(), buf.data() + in_plane, ic, p.H, p.W, p.OH, p.OW);
+              cv.f32_to_bf16(buf.data() + in_plane, yc, out_plane);
+            } else
+              max_pool_2x2<K>(xc, yc, ic, p.H, p.W, p.OH, p.OW);
+          } else {
+            max_pool_plane<K>(xc, yc, ic, p);
+          }
+        }
+      });
+    };
+    // bfloat16 (autocast): compared as float32 in registers, no float32 copies (exact).
+    if (self.dtype() == ScalarType::BFloat16)
+      run(type_tag<Bf16Bits>{});
+    else
+      visit_dtype(self.dtype(), "max_pool2d", run);
+  });
 }
 
 void max_pool_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& indices,
@@ -474,7 +473,6 @@ void avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_output, I
 
 struct Adaptive {
   int64_t H, W, OH, OW, planes = 1;
-  Shape out_shape;
   std::vector<int64_t> hs, he, ws, we;  // window bounds per output row / column
 };
 
@@ -501,15 +499,6 @@ Adaptive adaptive_windows(IntArrayRef sz, int64_t OH, int64_t OW, bool windows =
     a.ws[i] = pool::adaptive_start(i, a.OW, a.W);
     a.we[i] = pool::adaptive_end(i, a.OW, a.W);
   }
-  return a;
-}
-
-Adaptive check_adaptive(IntArrayRef sz, IntArrayRef output_size, const char* op) {
-  const int64_t nd = static_cast<int64_t>(sz.size());
-  Shape out_shape = pool::adaptive_out_shape(sz, output_size, op);
-  shape_nbytes(out_shape, ScalarType::Int64, op);
-  Adaptive a = adaptive_windows(sz, out_shape[nd - 2], out_shape[nd - 1]);
-  a.out_shape = std::move(out_shape);
   return a;
 }
 
@@ -640,54 +629,56 @@ void adaptive_avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_
   });
 }
 
-std::tuple<Tensor, Tensor> adaptive_max_pool2d_cpu(const Tensor& self, IntArrayRef output_size) {
-  if (cpu::is_low_precision(self.dtype())) {
-    auto [out, indices] = adaptive_max_pool2d_cpu(cpu::to_float32(self), output_size);
-    return {cpu::round_to(out, self.dtype()), indices};
-  }
+void adaptive_max_pool2d_out_cpu(const Tensor& out_arg, const Tensor& indices_arg, const Tensor& self,
+                                 IntArrayRef output_size) {
+  if (cpu::is_low_precision(self.dtype()))
+    return in_float32(out_arg, [&](const Tensor& tmp) {
+      adaptive_max_pool2d_out_cpu(tmp, indices_arg, cpu::to_float32(self), output_size);
+    });
   const char* op = "adaptive_max_pool2d";
-  const Adaptive a = check_adaptive(self.sizes(), output_size, op);
-  Tensor out = op::empty(a.out_shape, self.dtype(), self.device());
-  Tensor indices = op::empty(a.out_shape, ScalarType::Int64, self.device());
-  if (out.numel() == 0) return {out, indices};
+  if (out_arg.numel() == 0) return;
+  const size_t nd = out_arg.sizes().size();
+  const Adaptive a = adaptive_windows(self.sizes(), out_arg.sizes()[nd - 2], out_arg.sizes()[nd - 1]);
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = in.data<T>();
-    T* y = out.data<T>();
-    int64_t* ind = indices.data<int64_t>();
-    const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
-    parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const T* xc = x + c * in_plane;
-        for (int64_t oh = 0; oh < a.OH; ++oh)
-          for (int64_t ow = 0; ow < a.OW; ++ow) {
-            T m = lowest<T>();
-            int64_t mi = a.hs[oh] * a.W + a.ws[ow];
-            for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
-              for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) {
-                const T v = xc[h * a.W + w];
-                if (v > m || is_nan(v)) {
-                  m = v;
-                  mi = h * a.W + w;
+  cpu::write_contiguous_outs<2>({out_arg, indices_arg}, self, [&](const std::array<Tensor, 2>& dst) {
+    const Tensor &out = dst[0], &indices = dst[1];
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = in.data<T>();
+      T* y = out.data<T>();
+      int64_t* ind = indices.data<int64_t>();
+      const int64_t in_plane = a.H * a.W, out_plane = a.OH * a.OW;
+      parallel_for(0, a.planes, plane_grain(std::max(in_plane, out_plane)), [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const T* xc = x + c * in_plane;
+          for (int64_t oh = 0; oh < a.OH; ++oh)
+            for (int64_t ow = 0; ow < a.OW; ++ow) {
+              T m = lowest<T>();
+              int64_t mi = a.hs[oh] * a.W + a.ws[ow];
+              for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
+                for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) {
+                  const T v = xc[h * a.W + w];
+                  if (v > m || is_nan(v)) {
+                    m = v;
+                    mi = h * a.W + w;
+                  }
                 }
-              }
-            y[c * out_plane + oh * a.OW + ow] = m;
-            ind[c * out_plane + oh * a.OW + ow] = mi;
-          }
-      }
+              y[c * out_plane + oh * a.OW + ow] = m;
+              ind[c * out_plane + oh * a.OW + ow] = mi;
+            }
+        }
+      });
     });
   });
-  return {out, indices};
 }
 
-FB_REGISTER_KERNEL(op::max_pool2d_with_indices, CPU, max_pool2d_with_indices_cpu);
+FB_REGISTER_OUT_KERNEL(op::max_pool2d_with_indices, CPU, max_pool2d_with_indices_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::max_pool_backward, CPU, max_pool_backward_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::avg_pool2d, CPU, avg_pool2d_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::avg_pool2d_backward, CPU, avg_pool2d_backward_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::adaptive_avg_pool2d, CPU, adaptive_avg_pool2d_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::adaptive_avg_pool2d_backward, CPU, adaptive_avg_pool2d_backward_out_cpu);
-FB_REGISTER_KERNEL(op::adaptive_max_pool2d, CPU, adaptive_max_pool2d_cpu);
+FB_REGISTER_OUT_KERNEL(op::adaptive_max_pool2d, CPU, adaptive_max_pool2d_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
