@@ -7,7 +7,7 @@
 // it, and adds the gradient rows of the indices that fall in it (every
 // thread scans the indices, which are few next to the rows of the table).
 // embedding and embedding_dense_backward are structured ops (Note [Structured kernels]): out kernels
-// writing the output the meta step chose (cpu::write_fresh).
+// writing the output the meta step chose (cpu::write_contiguous).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -73,7 +73,7 @@ void embedding_out_cpu(const Tensor& out, const Tensor& weight, const Tensor& in
   const Tensor w = contig(weight);
   const size_t row = static_cast<size_t>(d) * itemsize(weight.dtype());
   const char* src = static_cast<const char*>(w.data_ptr());
-  cpu::write_fresh(out, {&weight, &indices}, [&](const Tensor& dst_t) {
+  cpu::write_contiguous(out, {&weight, &indices}, [&](const Tensor& dst_t) {
     char* dst = static_cast<char*>(dst_t.data_ptr());
     const int64_t grain = std::max<int64_t>(1, kGrainSize / d);
     parallel_for(0, k, grain, [&](int64_t b, int64_t e) {
@@ -126,7 +126,7 @@ void embedding_backward_out_cpu(const Tensor& out, const Tensor& grad_output, co
   for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
   std::vector<int64_t> counts;
   if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
-  cpu::write_fresh(out, {&grad_output, &indices}, [&](const Tensor& gw) {
+  cpu::write_contiguous(out, {&grad_output, &indices}, [&](const Tensor& gw) {
     visit_dtype(grad_output.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>) {

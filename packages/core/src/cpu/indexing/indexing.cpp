@@ -63,7 +63,7 @@ void cat_out_cpu(const Tensor& out, const TensorList& tensors, int64_t dim) {
   for (int64_t k = 0; k < d; ++k) outer *= out_shape[k];
   for (int64_t k = d + 1; k < ref.dim(); ++k) inner *= out_shape[k];
   const int64_t out_row = out_shape[d] * inner;  // elements per outer index in out
-  cpu::write_fresh(out, inputs, [&](const Tensor& dst_out) {
+  cpu::write_contiguous(out, inputs, [&](const Tensor& dst_out) {
     visit_itemsize(dtype, [&](auto tag) {  // copies only: every dtype
       using T = typename decltype(tag)::type;
       T* o = dst_out.data<T>();
@@ -144,7 +144,7 @@ void gather_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Te
       FB_CHECK_INDEX(ip[j] >= 0 && ip[j] < n, "[gather] index ", ip[j], " is out of bounds for dimension ", d,
                      " with size ", n);
   };
-  cpu::write_fresh(out, {&self, &index}, [&](const Tensor& dst_out) {
+  cpu::write_contiguous(out, {&self, &index}, [&](const Tensor& dst_out) {
     visit_itemsize(self.dtype(), [&](auto tag) {
       using U = typename decltype(tag)::type;
       const U* s = static_cast<const U*>(self.data_ptr());
@@ -501,7 +501,7 @@ void index_out_cpu(const Tensor& out, const Tensor& self, const OptionalTensorLi
   std::vector<const Tensor*> inputs{&self};
   for (const std::optional<Tensor>& i : indices)
     if (i) inputs.push_back(&*i);
-  cpu::write_fresh(out, inputs, [&](const Tensor& dst) { index_into(dst, self, indices); });
+  cpu::write_contiguous(out, inputs, [&](const Tensor& dst) { index_into(dst, self, indices); });
 }
 
 Tensor& index_put_cpu(Tensor& self, const OptionalTensorList& indices, const Tensor& values,

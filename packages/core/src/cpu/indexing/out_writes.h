@@ -1,48 +1,15 @@
 #pragma once
-// How the CPU out kernels of the indexing ops fill the output the meta step chose (Note [Structured
-// kernels]): their loops write a contiguous result, either a fresh one (cat, gather, index, index_select,
-// embedding and its backward) or self with some elements replaced (scatter, scatter_add, scatter_reduce,
-// index_add, index_copy, index_fill, where out starts as a copy of self).
+// How the CPU out kernels of the indexing ops that replace some elements of self (scatter, scatter_add,
+// scatter_reduce, index_add, index_copy, index_fill: out starts as a copy of self) fill the output the
+// meta step chose (Note [Structured kernels]); those writing a fresh result (cat, gather, index,
+// index_select, embedding and its backward) use write_contiguous (cpu/write_out.h).
 #include <algorithm>
 #include <initializer_list>
-#include <utility>
 
 #include "cpu/write_out.h"
-#include "flambeau/error.h"
 #include "flambeau/ops.h"
 
 namespace flambeau::cpu {
-
-/// True when out shares its storage with one of the inputs (a null pointer is an absent input).
-template <class Range>
-bool shares_storage(const Tensor& out, const Range& inputs) {
-  for (const Tensor* t : inputs)
-    if (t && t->defined() && out.impl()->storage() == t->impl()->storage()) return true;
-  return false;
-}
-
-/// fill(dst) writes the whole contiguous result: into out itself when it is contiguous and shares no
-/// memory with the inputs, else into a new tensor copied into out (out= may be strided, or a view of an
-/// input, which the loops would overwrite while reading it). write_contiguous decides by one input's
-/// memory: the first one sharing out's, if any.
-template <class Range, class F>
-void write_fresh(const Tensor& out, const Range& inputs, F&& fill) {
-  const Tensor* witness = nullptr;  // the first input sharing out's memory, else the first input
-  for (const Tensor* t : inputs) {
-    if (!t || !t->defined()) continue;
-    if (!witness) witness = t;
-    if (out.impl()->storage() == t->impl()->storage()) {
-      witness = t;
-      break;
-    }
-  }
-  FB_INTERNAL_ASSERT(witness, "write_fresh needs an input");
-  write_contiguous(out, *witness, std::forward<F>(fill));
-}
-template <class F>
-void write_fresh(const Tensor& out, std::initializer_list<const Tensor*> inputs, F&& fill) {
-  write_fresh<std::initializer_list<const Tensor*>>(out, inputs, std::forward<F>(fill));
-}
 
 /// The one place where out becomes a copy of self before fill(dst) writes the replaced elements into
 /// the contiguous dst. out may be self itself (the in-place forms: nothing to copy); the loops run on

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cpu/elementwise/act_table.h"
-#include "cpu/write_outs.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"

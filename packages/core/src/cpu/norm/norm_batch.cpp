@@ -25,7 +25,6 @@
 #include "cpu/linalg/gemm_pool.h"
 #include "cpu/low_precision.h"
 #include "cpu/write_out.h"
-#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"

@@ -21,7 +21,7 @@
 #include "flambeau/parallel.h"
 #include "cpu/low_precision.h"
 #include "cpu/ordered_partials.h"
-#include "cpu/write_outs.h"
+#include "cpu/write_out.h"
 #include "norm_common.h"
 #include "norm_kernels.h"
 

@@ -20,7 +20,6 @@
 #include "cpu/pool/pool_2x2.h"
 #include "cpu/pool/pool_shape.h"
 #include "cpu/write_out.h"
-#include "cpu/write_outs.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/write_outs.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"

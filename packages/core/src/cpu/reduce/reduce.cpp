@@ -16,7 +16,7 @@
 #include "cpu/elementwise/loops.h"
 #include "cpu/elementwise/vec_table.h"
 #include "cpu/elementwise/wrapping.h"
-#include "cpu/write_outs.h"
+#include "cpu/write_out.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"

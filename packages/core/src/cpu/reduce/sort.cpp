@@ -17,7 +17,7 @@
 #include <numeric>
 #include <vector>
 
-#include "cpu/write_outs.h"
+#include "cpu/write_out.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
