@@ -295,10 +295,6 @@ def _output_specs(op: OpDecl, device: str) -> list[str]:
     if op.shape.name in PER_RESULT_SHAPES:
         lines.append(f"  std::vector<Shape> shapes = {shape_expr(op, op.shape)};")
         shapes = [f"std::move(shapes[{i}])" for i in range(n)]
-    elif op.shape.name in OPTIONAL_RESULT_SHAPES:
-        # No out= (model.py) reads these specs: a result its mask leaves out is given the shape ().
-        lines.append(f"  meta::OptionalShapes shapes = {shape_expr(op, op.shape)};")
-        shapes = [f"std::move(shapes[{i}]).value_or(Shape{{}})" for i in range(n)]
     else:
         lines.append(f"  Shape shape = {shape_expr(op, op.shape)};")
         shapes = ["shape"] * (n - 1) + ["std::move(shape)"]
@@ -307,6 +303,12 @@ def _output_specs(op: OpDecl, device: str) -> list[str]:
     )
     lines.append(f"  return {{{specs}}};")
     return lines
+
+
+def has_output_spec(op: OpDecl) -> bool:
+    """Whether structured::<op> exists: for out= and the in-place composites, so not for an in-place
+    primitive, nor for results that may be absent (model.py gives those no out=)."""
+    return op.structured and not op.is_inplace and op.shape.name not in OPTIONAL_RESULT_SHAPES
 
 
 def output_spec_declaration(op: OpDecl) -> str:
@@ -346,7 +348,7 @@ def gen_meta(ops: list[OpDecl], header: str) -> str:
     out.append("// Note [Structured kernels]: the meta step of each structured op, for a caller with its own output.")
     out.append("namespace structured {")
     for op in with_rules:
-        if op.structured and not op.is_inplace:
+        if has_output_spec(op):
             out += output_spec(op) + [""]
     out += ["}  // namespace structured", "}  // namespace flambeau", ""]
     return "\n".join(out)
