@@ -133,6 +133,17 @@ def test_out_and_inplace_forms_while_autograd_records():
     assert [round(v, 6) for v in z.tolist()] == [round(math.sin(v), 6) for v in (0.5, 1.0, 2.0)]
 
 
+def test_out_of_several_results_while_autograd_records_raises_as_torch():
+    import torch
+
+    x = fb_tensor([[0.5, 2.0, 1.0], [3.0, -1.0, 0.0]], requires_grad=True)
+    t = torch.tensor([[0.5, 2.0, 1.0], [3.0, -1.0, 0.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        torch.max(t, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.int64)))
+    with pytest.raises(RuntimeError, match=r"\[max\] functions with out=\.\.\. arguments don't support"):
+        fc.max(x, 1, out=(fc.empty((0,)), fc.empty((0,), dtype=fc.int64)))
+
+
 # ---- is_inference_mode_enabled, set_multithreading_enabled ----
 
 

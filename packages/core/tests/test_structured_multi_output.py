@@ -207,19 +207,6 @@ def test_out_resize_warning_as_torch():
     assert [tuple(o.shape) for o in outs] == [(4, 5), (4, 5)]
 
 
-def test_out_with_autograd_recording_raises_as_torch():
-    pytest.importorskip("flambeau_autograd")
-    import flambeau_autograd  # noqa: F401
-
-    x, t = make(sample("max", "float32"), "float32")
-    t.requires_grad_()
-    x.requires_grad_()
-    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
-        torch.max(t, 1, out=(torch.empty(0), torch.empty(0, dtype=torch.int64)))
-    with pytest.raises(RuntimeError, match=r"\[max\] functions with out=\.\.\. arguments don't support"):
-        fc.max(x, 1, out=(fc.empty(0), fc.empty(0, dtype=fc.int64)))
-
-
 @devices(types=("cpu", "sim"))
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0), (0, 4)])
 def test_empty_and_0d_inputs_as_torch(shape, device):

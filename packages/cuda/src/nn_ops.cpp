@@ -3,11 +3,9 @@
 // small copy: never a read outside the table). The nn compositions of
 // dispatched ops (log_softmax, the losses, masked_fill, the SGD step) are
 // core's Generic kernels (src/generic/nn_ops.cpp, losses.cpp), which CUDA
-// runs as every other device. The losses are structured (Note [Structured kernels]): their CUDA
-// out kernels run the Generic composition and copy its result into out.
+// runs as every other device (out= of a structured loss on CUDA: the host fallback of Note
+// [Structured kernels]).
 #include <algorithm>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -95,48 +93,11 @@ Tensor embedding_dense_backward_cuda(const Tensor& grad_output, const Tensor& in
   return out;
 }
 
-// The Generic kernel of op O, as a CUDA function (its meta step has run).
-template <auto& O, class Sig>
-struct GenericKernel;
-template <auto& O, class R, class... A>
-struct GenericKernel<O, R(A...)> {
-  static R run(A... args) { return O.call_kernel(DispatchKey::Generic, std::forward<A>(args)...); }
-};
-template <class OpT>
-struct OpSignature;
-template <class Sig>
-struct OpSignature<Op<Sig>> {
-  using type = Sig;
-};
-
-// out= of a structured op computed by its Generic composition (the functional form runs it as before).
-template <auto& O>
-void generic_out_via_copy() {
-  using Sig = typename OpSignature<std::remove_cvref_t<decltype(O)>>::type;
-  register_out_via_copy<&GenericKernel<O, Sig>::run>(O);
-}
-
 }  // namespace
 
 void register_nn_kernels() {
   register_out_via_copy<embedding_cuda>(op::embedding);
   register_out_via_copy<embedding_dense_backward_cuda>(op::embedding_dense_backward);
-  generic_out_via_copy<op::binary_cross_entropy>();
-  generic_out_via_copy<op::binary_cross_entropy_backward>();
-  generic_out_via_copy<op::binary_cross_entropy_with_logits>();
-  generic_out_via_copy<op::binary_cross_entropy_with_logits_backward>();
-  generic_out_via_copy<op::mse_loss>();
-  generic_out_via_copy<op::mse_loss_backward>();
-  generic_out_via_copy<op::l1_loss>();
-  generic_out_via_copy<op::l1_loss_backward>();
-  generic_out_via_copy<op::smooth_l1_loss>();
-  generic_out_via_copy<op::smooth_l1_loss_backward>();
-  generic_out_via_copy<op::huber_loss>();
-  generic_out_via_copy<op::huber_loss_backward>();
-  generic_out_via_copy<op::nll_loss_nd>();
-  generic_out_via_copy<op::nll_loss_nd_backward>();
-  generic_out_via_copy<op::_cross_entropy>();
-  generic_out_via_copy<op::_cross_entropy_backward>();
 }
 
 }  // namespace flambeau::cuda
