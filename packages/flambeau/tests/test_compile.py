@@ -564,6 +564,17 @@ def test_the_check_replay_compares_nan_and_inf_exactly():
     assert _same(fb.tensor([1.0, inf], dtype=fb.float16), fb.tensor([1.0, inf], dtype=fb.float16))
 
 
+def test_the_check_replay_takes_equal_values_at_once_and_close_ones_by_tolerance():
+    """Values equal to the last bit pass at once; otherwise the tolerance of threaded sums decides, as before."""
+    from flambeau.compiler._capture import _same
+
+    a = fb.tensor([1.0, -0.0, 3.0e38, float("inf")])
+    assert _same(a, a.clone()) and _same(a, fb.tensor([1.0, 0.0, 3.0e38, float("inf")]))
+    assert _same(fb.tensor([1.0, 2.0]), fb.tensor([1.0, 2.0 + 1e-5]))  # within rtol 1e-4 of the largest value
+    assert not _same(fb.tensor([1.0, 2.0]), fb.tensor([1.0, 2.01]))
+    assert _same(fb.tensor([1, 2]), fb.tensor([1, 2])) and not _same(fb.tensor([1, 2]), fb.tensor([1, 3]))
+
+
 def test_grad_mode_changes_inside_the_function_are_replayed():
     def f(x):
         with fb.no_grad():

@@ -299,6 +299,74 @@ def test_a_step_whose_forward_fuses_with_parameters_equals_eager():
     assert [list(g.ops) for g in step.fused_groups[0]] == [["mul", "add", "tanh", "sub", "pow"]]
 
 
+def _scale_shift_steps():
+    """Two (model, step) pairs with the same weights: the second to be compiled."""
+    runs = []
+    for _ in range(2):
+        fb.manual_seed(0)
+        m = _ScaleShift()
+        opt = fb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, m=m, opt=opt):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        runs.append((m, step))
+    return runs
+
+
+def test_the_check_replay_runs_after_the_eager_runs_values_are_dropped(monkeypatch):
+    """Note [Check replay memory]: the forward's intermediates the capture recorded (here the linear's and the
+    tanh's results) are no longer held when the check replay runs, so it reuses their memory; the step still
+    equals eager and fuses."""
+    import weakref
+
+    from flambeau.compiler import _capture
+
+    made: list[weakref.ref] = []
+    record = _capture._Capture._record
+
+    def spy(self, name, args, kwargs, result):
+        if name in ("linear", "tanh"):
+            made.append(weakref.ref(result))
+        return record(self, name, args, kwargs, result)
+
+    alive_at_check: list[int] = []
+    check = _capture._step_disagrees
+
+    def counted(*args):
+        alive_at_check.append(sum(r() is not None for r in made))
+        return check(*args)
+
+    monkeypatch.setattr(_capture._Capture, "_record", spy)
+    monkeypatch.setattr(_capture, "_step_disagrees", counted)
+    (m_e, eager), (m_c, plain) = _scale_shift_steps()
+    step = fb.compile(plain)
+    for x, y in _batches([8] * 4):
+        x, y = x[:, :4], y.repeat(1, 2)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(made) >= 2 and alive_at_check == [0]
+    assert len(step.graphs) == 1 and step.fused_groups[0]
+
+
+def test_a_step_the_check_refuses_keeps_no_fused_kernels(monkeypatch):
+    """The fusion runs before the check replay; a graph the check refuses runs eagerly and drops its fusion."""
+    from flambeau.compiler import _capture
+
+    monkeypatch.setattr(_capture, "_step_disagrees", lambda *args: "refused by the test")
+    (m_e, eager), (m_c, plain) = _scale_shift_steps()
+    step = fb.compile(plain)
+    for x, y in _batches([8] * 3):
+        x, y = x[:, :4], y.repeat(1, 2)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    assert step.graphs == [] and step.fused_groups == [] and "refused by the test" in step.break_reasons
+
+
 def test_a_compiled_optimizer_step_alone_captures_after_its_first_step():
     """The first step makes the momentum buffers (eager, kept under the state it ran in), so the second step,
     under the new state, is captured rather than served by that eager entry; backward runs outside."""

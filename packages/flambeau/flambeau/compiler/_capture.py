@@ -324,6 +324,20 @@ class _Capture:
         if self.outer is not None:  # an enclosing recorder (fb.onnx.export of a compiled model) sees the op too
             self.outer(name, args, kwargs, result)
 
+    def release(self) -> None:
+        """Drops the recorded calls and the tensors held for the side-effect checks, once both are done.
+
+        Note [Check replay memory]: the recorded calls hold every value the eager run made (a training step's
+        activations, logits and their gradients). Kept alive through the check replay, they made each of its
+        results a fresh block of memory (page faults, cold cache): measured, the check replay of the benchmark
+        MobileNet's step took about 1.5x a steady step. Released, the replay reuses their blocks as a step does.
+        """
+        self.calls = []
+        self.results.clear()
+        self.versions.clear()
+        self.leaves.clear()
+        self.hidden = []
+
     def autograd_rewired(self) -> bool:
         """Whether some result's autograd state changed after its last recorded op (Function.apply does this)."""
         return any(t.requires_grad != rg or t.grad_fn is not fn for t, rg, fn in self.results.values())
@@ -429,17 +443,23 @@ def capture(
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
             live = bind(graph, list(optimizers), cap.hidden, settings.suspect) if settings is not None else None
+            if cap.autograd and twins is None:
+                reason, graph = "a module's forward runs backward() or reads .grad (compile the training step)", None
+            else:
+                # Fused before the check replay (it reads the recorded values), which then runs without the
+                # eager run's intermediates alive: it reuses their cached blocks instead of touching fresh
+                # memory (Note [Check replay memory]). A graph the check refuses drops its fusion.
+                fusion = _fuse(graph, list(inputs), cap.calls)
+                cap.release()
             # Not with backward() or .grad nodes: replaying them would accumulate or set .grad again.
-            if not advanced and not cap.autograd and all(t._version == v for t, v in versions):
+            if graph is None:
+                pass
+            elif not advanced and not cap.autograd and all(t._version == v for t, v in versions):
                 reason = _replay_disagrees(graph, inputs, result, grad_before)
                 graph = None if reason else graph
-            elif cap.autograd and twins is None:
-                reason, graph = "a module's forward runs backward() or reads .grad (compile the training step)", None
             elif not advanced and cap.autograd:
                 reason = _step_disagrees(graph, inputs, result, grad_before, twins)
                 graph = None if reason else graph
-            if graph is not None:
-                fusion = _fuse(graph, list(inputs), cap.calls)
     except GraphBreak as e:
         reason, graph = str(e), None
     except Exception as e:  # a gap of the capture, never the user's: their run already succeeded
@@ -545,6 +565,8 @@ def _close(a: Tensor, b: Tensor) -> bool:
     """
     if a.is_complex():
         a, b = fc.view_as_real(a), fc.view_as_real(b)
+    if bool((a == b).all()):  # the common case, equal to the last bit (no NaN): one pass, not ten
+        return True
     rtol = 1e-4
     if a.element_size() < 4:  # float16, bfloat16
         a, b, rtol = a.float(), b.float(), 1e-2
