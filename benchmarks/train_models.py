@@ -93,7 +93,7 @@ MODES: dict[str, tuple[str, str]] = {
     "torch.compile": ("torch", "compile"),
     "jax.jit": ("jax", "jit"),
 }
-PEER_GROUPS = {"compile": ("fb.compile", "torch.compile"), "jax": ("jax.jit",)}
+PEER_GROUPS = {"compile": ("fb.compile", "torch.compile"), "jax": ("jax.jit",), "fb.compile": ("fb.compile",)}
 OURS = ("flambeau", "fb.compile")
 COMPILED = ("fb.compile", "torch.compile", "jax.jit")
 
@@ -118,7 +118,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--peers",
         default="",
         help="more modes besides flambeau and torch eager: comma-separated of compile (fb.compile and "
-        "torch.compile), jax (JAX, jitted step; needs jax installed), all (default: none)",
+        "torch.compile), fb.compile (alone: no torch.compile cold compile), jax (JAX, jitted step; needs jax "
+        "installed), all (default: none)",
     )
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS children")
     p.add_argument("--quick", action="store_true", help="one round, 0.3 s per measurement, no RSS children")

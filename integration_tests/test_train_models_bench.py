@@ -110,6 +110,18 @@ def test_arguments_accepted():
     assert (args.processes, args.contention, args.model_list) == (3, True, ["lenet5"])
 
 
+@pytest.mark.parametrize(
+    ("peers", "modes"),
+    [
+        ("fb.compile", ["flambeau", "torch", "fb.compile"]),
+        ("fb.compile,jax", ["flambeau", "torch", "fb.compile", "jax.jit"]),
+        ("all", ["flambeau", "torch", "fb.compile", "torch.compile", "jax.jit"]),
+    ],
+)
+def test_peers_pick_the_modes(peers, modes):
+    assert sorted(tm.parse_args(["--peers", peers]).modes) == sorted(modes)
+
+
 def test_busy_core_pins_itself_and_ends():
     cpu = max(os.sched_getaffinity(0))
     with tm.BusyCore(cpu) as busy:
