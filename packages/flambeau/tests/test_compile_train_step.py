@@ -203,6 +203,35 @@ def test_zero_grad_to_zero_and_adam_and_gradient_accumulation():
     assert len(step.graphs) == 2
 
 
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_a_grad_the_step_drops_first_is_not_guarded(set_to_none):
+    """zero_grad(set_to_none=True) drops every .grad before anything reads it: whether one was None at entry
+    changes nothing the replay does, so it is not guarded (no recapture) and the step still equals eager.
+    zero_grad(set_to_none=False) zeroes the .grad it reads: a .grad dropped between steps is a guard miss."""
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(
+        lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9), set_to_none=set_to_none
+    )
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 7)):
+        if i in (4, 5):  # a .grad dropped (or replaced) by hand between steps, in both runs
+            for lin in (lin_e, lin_c):
+                first = next(iter(lin.parameters()))
+                first.grad = None if i == 4 else fb.full_like(first, 3.0)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-6, atol=1e-7)
+    source = step._last.program.source
+    if set_to_none:
+        assert len(step.graphs) == 1 and len(step.break_reasons) == 1  # the first step made the momentum
+        # the .grad writes are attribute writes, and the reads zero_grad made only to test them are gone:
+        # what is read is the four gradients the optimizer takes
+        assert source.count(".grad = None") == 4
+        assert len([line for line in source.splitlines() if line.endswith(".grad")]) == 4
+    else:
+        assert len(step.graphs) == 2  # the entry with a None .grad is a capture of its own
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [

@@ -435,6 +435,9 @@ class CompiledFunction:
         self._count += 1
         if cap.reason is None or state.holds():
             pinned = {id(c) for c in cap.graph.constants} if cap.graph is not None else set()
+            if cap.autograd and cap.graph is not None:  # a .grad the step sets before reading needs no guard
+                first = _capture.grads_set_first(cap.graph)
+                grads = [(t, none) for t, none in grads if id(t) not in first]
             state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [], cap.live, pinned)
         # else the call changed the state it read (an optimizer's first step makes its buffers): the eager
         # entry keeps the state it ran under, so the next call, under the new state, captures again.

@@ -9,7 +9,9 @@ control flow of the user's function runs, and no interpreter loop over the nodes
 own call. Each value is dropped (``del``) after its last reader, as eager code drops it, so the caching
 allocator reuses its block for the next result. Autograd records the ops as it does in eager (they are the
 same calls), and a random op draws fresh numbers each time. A change of grad mode inside the function
-(``with fb.no_grad():``) is a line of its own, undone on an exception.
+(``with fb.no_grad():``) is a line of its own, undone on an exception. A training step's ``.grad`` reads and
+writes (Note [Captured backward]) are attribute accesses (``v3 = c0.grad``, ``c0.grad = None``), and a read
+nothing uses (``zero_grad(set_to_none=True)`` reads each ``.grad`` before dropping it) is no line at all.
 """
 
 from __future__ import annotations
@@ -70,7 +72,16 @@ class Program:
                 lines.append(f"_set_grad_enabled({mode})")
             args = [expr(a) for a in node.args] + [f"{k}={expr(v)}" for k, v in node.kwargs.items()]
             call = f"{const(node.target, 'op')}({', '.join(args)})"
-            if node.results == [()]:
+            if node.name == "Tensor.grad" and not node.kwargs and len(args) == 1 and node.results == [()]:
+                # Note [Captured backward]'s .grad read, as an attribute read; none where nothing reads it
+                # (zero_grad(set_to_none=True) reads each .grad before dropping it): a read has no effect.
+                if node.first_value in dead_after[index]:
+                    dead_after[index].remove(node.first_value)
+                else:
+                    lines.append(f"v{node.first_value} = {args[0]}.grad")
+            elif node.name == "Tensor.grad=" and not node.kwargs and len(args) == 2 and node.results == []:
+                lines.append(f"{args[0]}.grad = {args[1]}")
+            elif node.results == [()]:
                 lines.append(f"v{node.first_value} = {call}")
             else:
                 lines.append(f"r = {call}")
