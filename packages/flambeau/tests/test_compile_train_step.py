@@ -203,6 +203,27 @@ def test_zero_grad_to_zero_and_adam_and_gradient_accumulation():
     assert len(step.graphs) == 2
 
 
+def test_a_module_changed_after_the_capture_is_a_guard_miss_of_the_step():
+    """The step's guard reuses the module check built before the capture (Note [Compile guards]): a submodule
+    replaced, a parameter replaced or a module attribute changed afterwards is still a miss, and each is a
+    new capture equal to eager."""
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1))
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 8)):
+        for lin in (lin_e, lin_c):
+            if i == 3:
+                lin[1] = fb.nn.Sigmoid()
+            if i == 5:
+                lin[2].bias = fb.nn.Parameter(fb.full((2,), 0.5))
+            if i == 6:
+                lin[0].in_features = 6  # read by nothing the step runs, but a module attribute all the same
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    # captured at steps 0 (no optimizer state: SGD without momentum keeps none), 3, 5 and 6
+    assert len(step.graphs) == 4, step.break_reasons
+
+
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_a_grad_the_step_drops_first_is_not_guarded(set_to_none):
     """zero_grad(set_to_none=True) drops every .grad before anything reads it: whether one was None at entry

@@ -358,7 +358,7 @@ class _Capture:
         Note [Check replay memory]: the recorded calls hold every value the eager run made (a training step's
         activations, logits and their gradients). Kept alive through the check replay, they made each of its
         results a fresh block of memory (page faults, cold cache): measured, the check replay of the benchmark
-        MobileNet's step took about 1.5x a steady step. Released, the replay reuses their blocks as a step does.
+        MobileNet's step took 1.5 to 2.9x a steady step. Released, the replay reuses their blocks as a step does.
         """
         self.calls = []
         self.results.clear()
