@@ -135,4 +135,9 @@ Tensor HostFallback::unmap(const Tensor& r) {
   return out;
 }
 
+void copy_into_out(const Tensor& out, const Tensor& result) {
+  Tensor dst = out;
+  op::copy_(dst, result);
+}
+
 }  // namespace flambeau::detail

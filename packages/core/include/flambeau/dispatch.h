@@ -39,9 +39,11 @@
 // PyTorch) and the in-place forms pass self (`sin_` through its generated
 // composite, `add_` through an adapter running add's out kernel on
 // (self, self, other)). So `sin`, `sin(out=)` and `sin_` reach one kernel, with
-// no copy. A device with no out kernel of its own but a host-addressable
-// backend (the simulated device) runs the CPU out kernel on host views
-// (run_out, Note [Device fallback]); on the meta device the meta step is all.
+// no copy. A device with no out kernel of its own runs what its functional
+// form runs there, its own kernel or the Generic composition (CUDA's losses),
+// and copies the result into out; only a device with neither, but a
+// host-addressable backend, runs the CPU out kernel on host views (run_out,
+// Note [Device fallback]); on the meta device the meta step is all.
 // An op returning several tensors, `(Tensor values, Tensor indices)`, may be
 // structured too: its out kernel takes one output per result, in order, before
 // the arguments, `void(const Tensor& values, const Tensor& indices, args...)`
@@ -366,6 +368,18 @@ template <class K, class... Rs, class... Args>
 void call_out_kernel(K k, const std::tuple<const Rs&...>& outs, Args&&... args) {
   call_out_kernel_at(k, outs, std::index_sequence_for<Rs...>{}, std::forward<Args>(args)...);
 }
+/// out <- result on out's device (src/device_fallback.cpp): run_out on a device whose only kernel is
+/// functional (its own or Generic) copies that kernel's results into the outputs.
+FB_API void copy_into_out(const Tensor& out, const Tensor& result);
+inline void copy_results_into_outs(const Tensor& out, const Tensor& result) { copy_into_out(out, result); }
+template <class Tup, class Result, size_t... I>
+void copy_results_into_outs_at(const Tup& outs, const Result& r, std::index_sequence<I...>) {
+  ((std::get<I>(outs).defined() ? copy_into_out(std::get<I>(outs), std::get<I>(r)) : void()), ...);
+}
+template <class... Rs, class Result>
+void copy_results_into_outs(const std::tuple<const Rs&...>& outs, const Result& r) {
+  copy_results_into_outs_at(outs, r, std::index_sequence_for<Rs...>{});
+}
 }  // namespace detail
 
 class FB_API OpBase {
@@ -548,13 +562,19 @@ class Op<R(Args...)> : public OpBase {
   // run_out without an out kernel of out's device, or while observed: out= and the in-place forms
   // reach the kernel without the dispatcher, so the kernel trace records them here.
   // `first`: the first defined output, whose device is the call's.
+  // A device with no out kernel runs what its functional form runs when it has one (its own kernel or
+  // the Generic composition) and copies the results into the outputs; only a device with neither gets
+  // the CPU out kernel through the host fallback.
   [[gnu::noinline]] void run_out_elsewhere(Outs out, const Tensor& first, Args... args) const {
     const DeviceType type = first.device().type;
     if (type == DeviceType::Meta) return;  // the meta step was all there is to do
+    void* own_out = out_kernels_[static_cast<int>(type)];
+    void* functional = own_out || type == DeviceType::CPU ? nullptr : effective_[static_cast<int>(type)];
     std::optional<detail::KernelTraceScope> trace;
-    if (detail::observing(kObserveKernelTrace)) trace.emplace(name_, type, false);
-    if (void* k = out_kernels_[static_cast<int>(type)])
-      return detail::call_out_kernel(reinterpret_cast<OutKernel>(k), out, std::forward<Args>(args)...);
+    if (detail::observing(kObserveKernelTrace))
+      trace.emplace(name_, type, functional && functional == kernels_[static_cast<int>(DispatchKey::Generic)]);
+    if (own_out) return detail::call_out_kernel(reinterpret_cast<OutKernel>(own_out), out, std::forward<Args>(args)...);
+    if (functional) return detail::copy_results_into_outs(out, reinterpret_cast<Kernel>(functional)(args...));
     void* cpu = out_kernels_[static_cast<int>(DeviceType::CPU)];
     if (type == DeviceType::CPU || !cpu || !detail::has_device_backend(type)) missing_kernel(device_dispatch_key(type));
     if constexpr (detail::OutKernelOf<R, Args...>::kOuts > 1)

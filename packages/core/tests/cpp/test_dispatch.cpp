@@ -243,6 +243,46 @@ TEST_SUITE("dispatch") {
     CHECK(late(fake_cuda_tensor()) == "Generic");
   }
 
+  TEST_CASE("run_out on a device with no out kernel runs its Generic kernel, then copies into out") {
+    // Note [Structured kernels]: a CPU out kernel and a Generic composition (as the losses have).
+    // out= on a device with neither an out kernel nor a kernel of its own runs what the functional
+    // form runs there, the Generic kernel, and copies its result into out; the CPU out kernel through
+    // the host fallback is only for a device with no kernel at all. The pretend CUDA tensors have no
+    // copy kernel in core, so the copy is where this stops: it names copy_, after the Generic ran.
+    static int generic_calls = 0;
+    Op<Tensor(const Tensor&)> op("out_generic_probe");
+    op.register_out_kernel(DispatchKey::CPU,
+                           [](const Tensor&, const Tensor&) { FAIL("the CPU out kernel ran"); });
+    op.register_kernel(DispatchKey::Generic, [](const Tensor& t) {
+      ++generic_calls;
+      return t;
+    });
+    const Tensor out = fake_cuda_tensor();
+    CHECK(error_message<RuntimeError>([&] { op.run_out(out, fake_cuda_tensor()); }) ==
+          doctest::Contains("[copy_] cannot run on cuda"));
+    CHECK(generic_calls == 1);
+    // Several results: one copy per defined output.
+    using Pair = std::tuple<Tensor, Tensor>;
+    static int pair_calls = 0;
+    Op<Pair(const Tensor&)> pair("out_generic_pair_probe");
+    pair.register_out_kernel(DispatchKey::CPU,
+                             [](const Tensor&, const Tensor&, const Tensor&) { FAIL("CPU ran"); });
+    pair.register_kernel(DispatchKey::Generic, [](const Tensor& t) {
+      ++pair_calls;
+      return Pair(t, t);
+    });
+    const Tensor second = fake_cuda_tensor();
+    CHECK(error_message<RuntimeError>([&] { pair.run_out({Tensor(), second}, fake_cuda_tensor()); }) ==
+          doctest::Contains("[copy_] cannot run on cuda"));
+    CHECK(pair_calls == 1);
+    // Without a Generic kernel the device has nothing to run: the op's own error, not copy_'s.
+    Op<Tensor(const Tensor&)> cpu_only("out_cpu_only_probe");
+    cpu_only.register_out_kernel(DispatchKey::CPU,
+                                 [](const Tensor&, const Tensor&) { FAIL("the CPU out kernel ran"); });
+    CHECK(error_message<RuntimeError>([&] { cpu_only.run_out(out, fake_cuda_tensor()); }) ==
+          doctest::Contains("[out_cpu_only_probe] cannot run on cuda"));
+  }
+
   TEST_CASE("a Composite kernel runs first, on every device and even with autograd on") {
     fbtest::FlagAutogradFactory factory;
     fbtest::AutogradFactoryScope scope(&factory);
