@@ -233,3 +233,27 @@ def test_transposed_left_operand_packing(n, k):
     _check(fc.mm(g.t(), x), _torch_product(g32.T, x32), fc.bfloat16)
     big, big32 = _rounded((k, n + 3), fc.bfloat16)
     _check(fc.mm(big[:, 1 : 1 + n].t(), x), _torch_product(big32[:, 1 : 1 + n].T, x32), fc.bfloat16)
+
+
+@pytest.mark.parametrize("m", [1, 15, 16, 17, 33, 70])
+@pytest.mark.parametrize("k", [1, 2, 31, 32, 33, 65, 97])
+def test_right_operand_panels(k, m):
+    """op(B)'s panels of 32 columns: row-major op(B) (two rows interleaved per register) and transposed
+    op(B) (16 x 16 transposes of 32-bit pairs), over depths of more than 16 pairs, odd depths (a last
+    half pair), columns past 16 and past a panel, and rows further apart than their length (slices at
+    an odd element); op(B) with neither unit stride takes the loop. Each equals PyTorch's float32 product
+    of the same bfloat16 values."""
+    a, a32 = _rounded((9, k), fc.bfloat16)
+    b, b32 = _rounded((k, m), fc.bfloat16)
+    _check(fc.mm(a, b), _torch_product(a32, b32), fc.bfloat16)
+    wide, wide32 = _rounded((k, m + 5), fc.bfloat16)
+    _check(fc.mm(a, wide[:, 1 : 1 + m]), _torch_product(a32, wide32[:, 1 : 1 + m]), fc.bfloat16)
+    w, w32 = _rounded((m, k), fc.bfloat16)
+    _check(fc.mm(a, w.t()), _torch_product(a32, w32.T), fc.bfloat16)
+    big, big32 = _rounded((m, k + 3), fc.bfloat16)
+    _check(fc.mm(a, big[:, 3 : 3 + k].t()), _torch_product(a32, big32[:, 3 : 3 + k].T), fc.bfloat16)
+    every, every32 = _rounded((k, 2 * m), fc.bfloat16)
+    assert every[:, ::2].stride() == (2 * m, 2)
+    _check(fc.mm(a, every[:, ::2]), _torch_product(a32, every32[:, ::2]), fc.bfloat16)
+    rep = b[:1].expand(k, m)  # one row repeated (a zero row stride)
+    _check(fc.mm(a, rep), _torch_product(a32, np.repeat(b32[:1], k, axis=0)), fc.bfloat16)

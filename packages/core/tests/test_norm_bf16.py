@@ -24,6 +24,8 @@ SHAPES = [
     (3, 5, 7),  # (N, C, L)
     (2, 3, 2, 3, 4),  # 3-D batch norm
     (1, 4, 1, 1),  # one value per channel and image
+    (2, 2, 128, 128),  # channels of 2^15 values: the most that are widened once for both passes
+    (2, 2, 130, 130),  # channels of 33,800 values: widened block by block in each pass
 ]
 
 

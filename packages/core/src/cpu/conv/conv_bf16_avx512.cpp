@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "conv_bf16.h"
+#include "cpu/linalg/transpose_words_avx512.h"
 #include "cpu/ordered_partials.h"
 #include "flambeau/error.h"
 #include "flambeau/half.h"
@@ -141,40 +142,6 @@ FB_BF16_TARGET void put_strided(uint16_t* d, int64_t sx, const uint16_t* src, ui
     }
   }
   for (; X < n; ++X) d[X * sx] = src ? src[X] : v;
-}
-
-/// d[j * ldd + i] = 32-bit word j of row i (s + i * lds, uint16 units: values 2j and 2j + 1) for rows
-/// i < rows and words j < cols (both at most 16): 16 masked loads, 4 rounds of shuffles, cols
-/// stores of 16 lanes, the lanes of rows past `rows` zero.
-FB_BF16_TARGET void transpose_words_16(const uint16_t* s, int64_t lds, int64_t rows, int64_t cols,
-                                       uint32_t* d, int64_t ldd) {
-  const __mmask16 m = lanes(cols);
-  __m512i r[16], t[16];
-  for (int i = 0; i < 16; ++i)
-    r[i] = i < rows ? _mm512_maskz_loadu_epi32(m, s + i * lds) : _mm512_setzero_si512();
-  for (int i = 0; i < 8; ++i) {  // words (2i, 2i+1) of rows interleaved
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // 4 rows per 128-bit lane
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int i = 0; i < 4; ++i) {  // then the 128-bit lanes: 8 rows, then 16
-    t[i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0x88);
-    t[4 + i] = _mm512_shuffle_i32x4(r[i], r[4 + i], 0xdd);
-    t[8 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0x88);
-    t[12 + i] = _mm512_shuffle_i32x4(r[8 + i], r[12 + i], 0xdd);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_i32x4(t[i], t[8 + i], 0xdd);
-    r[4 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0x88);
-    r[12 + i] = _mm512_shuffle_i32x4(t[4 + i], t[12 + i], 0xdd);
-  }
-  for (int j = 0; j < cols; ++j) _mm512_storeu_si512(d + j * ldd, r[j]);
 }
 
 /// Accumulates R rows x NV vectors over `taps` taps of kp pairs each: row r's pair p of tap t is the

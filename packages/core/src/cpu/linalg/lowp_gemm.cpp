@@ -17,6 +17,9 @@ namespace flambeau::cpu {
 FB_DEFINE_DISPATCH(bf16_tiles_stub);
 FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, base);
 FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, avx2);
+FB_DEFINE_DISPATCH(bf16_pack_stub);
+FB_REGISTER_NO_DISPATCH(bf16_pack_stub, base);
+FB_REGISTER_NO_DISPATCH(bf16_pack_stub, avx2);
 
 namespace {
 
@@ -76,34 +79,6 @@ void via_float32(const StridedMatrix& A, const StridedMatrix& B, const float* bi
 template <class V>
 std::unique_ptr<V[]> scratch(int64_t n) {
   return std::unique_ptr<V[]>(new V[static_cast<size_t>(std::max<int64_t>(n, 1))]);
-}
-
-// dst[p * ldd + 2 * c .. + 1] = src[c * lds + 2 * p .. + 1] (32-bit words of bf16 pairs) for pairs
-// p < pairs (a multiple of 4) and columns c < width; the columns [width, kPanel) are zeroed.
-void transpose_words_4x4(const uint16_t* src, int64_t lds, int64_t width, int64_t pairs, uint16_t* dst,
-                         int64_t ldd) {
-  const int64_t width4 = width / 4 * 4;
-  for (int64_t p = 0; p < pairs; p += 4) {
-    uint16_t* d = dst + p * ldd;
-    for (int64_t c = 0; c < width4; c += 4) {
-      const uint16_t* s = src + c * lds + 2 * p;
-      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + lds));
-      const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * lds));
-      const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * lds));
-      const __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpacklo_epi32(r2, r3);
-      const __m128i t2 = _mm_unpackhi_epi32(r0, r1), t3 = _mm_unpackhi_epi32(r2, r3);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * c), _mm_unpacklo_epi64(t0, t1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + ldd + 2 * c), _mm_unpackhi_epi64(t0, t1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * ldd + 2 * c), _mm_unpacklo_epi64(t2, t3));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * ldd + 2 * c), _mm_unpackhi_epi64(t2, t3));
-    }
-    for (int64_t i = 0; i < 4; ++i) {
-      uint16_t* row = d + i * ldd;
-      for (int64_t c = width4; c < width; ++c) std::memcpy(row + 2 * c, src + c * lds + 2 * (p + i), 4);
-      std::memset(row + 2 * width, 0, static_cast<size_t>(kPanel - width) * 2 * sizeof(uint16_t));
-    }
-  }
 }
 
 // dst[r * ldd + p] = src[p * lds + r] (uint16) for rows r < 8 and depths p < depth (a multiple of 8):
@@ -174,38 +149,22 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
         if (kk != k)
           for (int64_t i = i0; i < i1; ++i) ap[i * kk + k] = 0;
       });
-    // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order; the reads walk
-    // op(B)'s rows (or, transposed, its columns: each pair is then 2 adjacent values, one 32-bit word).
+    // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order.
     const int64_t panel_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk * kPanel, 1));
+    const Bf16PackFn pack = bf16_pack_stub.get();
     parallel_for(0, panels, panel_grain, [&](int64_t q0, int64_t q1) {
       for (int64_t panel = q0; panel < q1; ++panel) {
         uint16_t* dst = bp.get() + panel * kk * kPanel;
         const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
-        // Transposed op(B) (linear's W^T): column j of op(B) is a stored row and its pair p is that
-        // row's 32-bit word p, so a panel is a transpose of 32-bit words, done 4 x 4 in SSE registers
-        // (4 columns' 4 pairs in, 4 pairs' 4 columns out); the loop below does the rest.
-        const int64_t pairs4 = B.s0 == 1 && B.s1 != 1 ? k / 2 / 4 * 4 : 0;
-        transpose_words_4x4(pb + j0 * B.s1, B.s1, width, pairs4, dst, 2 * kPanel);
-        dst += pairs4 * 2 * kPanel;
-        for (int64_t pair = pairs4; pair < kk / 2; ++pair, dst += 2 * kPanel) {
+        // Row-major and transposed op(B) (linear's W^T): the AVX-512 copies; other strides: value by value.
+        if (pack && pack(pb, B.s0, B.s1, k, j0, width, dst)) continue;
+        for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
           const int64_t r = 2 * pair;
           const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
-          const bool full = r + 1 < k;
-          if (full && B.s0 == 1) {  // transposed: the pair is adjacent
-            for (int64_t c = 0; c < width; ++c)
-              std::memcpy(dst + 2 * c, row0 + c * B.s1, 2 * sizeof(uint16_t));
-          } else if (full && B.s1 == 1) {  // row-major: two rows interleaved (vectorizes)
-            const uint16_t* row1 = row0 + B.s0;
-            for (int64_t c = 0; c < width; ++c) {
-              dst[2 * c] = row0[c];
-              dst[2 * c + 1] = row1[c];
-            }
-          } else {
-            const uint16_t* row1 = full ? row0 + B.s0 : nullptr;
-            for (int64_t c = 0; c < width; ++c) {
-              dst[2 * c] = row0[c * B.s1];
-              dst[2 * c + 1] = row1 ? row1[c * B.s1] : uint16_t{0};
-            }
+          const uint16_t* row1 = r + 1 < k ? row0 + B.s0 : nullptr;
+          for (int64_t c = 0; c < width; ++c) {
+            dst[2 * c] = row0[c * B.s1];
+            dst[2 * c + 1] = row1 ? row1[c * B.s1] : uint16_t{0};
           }
           for (int64_t c = width; c < kPanel; ++c) dst[2 * c] = dst[2 * c + 1] = 0;
         }

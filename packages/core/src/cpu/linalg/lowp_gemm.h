@@ -6,9 +6,11 @@
 //   lane per instruction): op(A) is read in place when its rows are contiguous and its depth even,
 //   else copied row-major with its depth padded to even; op(B) is copied into
 //   panels of 32 columns in the instruction's pair layout (lane j of pair p holds B[2p, j] and
-//   B[2p+1, j]), zero-padded; the kernel (lowp_gemm_avx512.cpp) holds 8 rows x 32 columns of C
-//   in 16 zmm accumulators, and the tiles (panel-major, so a panel stays in cache while the
-//   row blocks pass over it) are split over the threads.
+//   B[2p+1, j]), zero-padded (row-major or transposed op(B) by whole-register word permutations
+//   and 16 x 16 transposes of pairs, bf16_pack_stub; other strides by a loop); the kernel
+//   (lowp_gemm_avx512.cpp) holds 8 rows x 32 columns of C in 16 zmm accumulators, and the tiles
+//   (panel-major, so a panel stays in cache while the row blocks pass over it) are split over the
+//   threads.
 // - otherwise (float16, or a CPU without AVX512-BF16, or a capability capped below AVX-512):
 //   both operands converted to float32, the float32 GEMM (gemm.h), the result rounded back.
 // The instruction rounds each pair's sum like float32 arithmetic, so the result is that of a
@@ -40,5 +42,13 @@ using Bf16TilesFn = void (*)(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int
                              const uint16_t* ap, int64_t lda, const uint16_t* bp, const float* bias,
                              uint16_t* c, int64_t ldc);
 FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_tiles_stub);
+
+/// One panel of op(B) in the pair layout (dst[pair][column][2], pairs (k + 1) / 2, 32 columns; zeros
+/// past `width` columns and past depth k) from the columns [j0, j0 + width) of op(B), element (r, c)
+/// at pb[r * s0 + c * s1]. Takes the two layouts the GEMM's callers give (row-major op(B), s1 == 1,
+/// and transposed, s0 == 1: linear's W^T) and returns false for any other, which the caller packs.
+using Bf16PackFn = bool (*)(const uint16_t* pb, int64_t s0, int64_t s1, int64_t k, int64_t j0, int64_t width,
+                            uint16_t* dst);
+FB_DECLARE_DISPATCH(Bf16PackFn, bf16_pack_stub);
 
 }  // namespace flambeau::cpu

@@ -1,12 +1,11 @@
 // The AVX512-BF16 tiles of the bfloat16 GEMM (Note [Low-precision GEMM] in lowp_gemm.h). The file
 // is compiled for AVX-512; the bf16 instructions are enabled per function, and the caller runs
 // them only on a CPU that has them (bf16_gemm_kernel_available).
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "cpu/linalg/lowp_gemm.h"
+#include "cpu/linalg/transpose_words_avx512.h"
 
 namespace flambeau::cpu {
 namespace {
@@ -74,8 +73,43 @@ FB_BF16_TARGET void bf16_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1, i
   }
 }
 
+FB_BF16_TARGET bool bf16_pack_panel(const uint16_t* pb, int64_t s0, int64_t s1, int64_t k, int64_t j0,
+                                    int64_t width, uint16_t* dst) {
+  const int64_t pairs = (k + 1) / 2;
+  if (s1 == 1) {
+    // Row-major: rows 2p and 2p + 1 interleaved by one two-source word permutation per 16 columns.
+    alignas(64) static constexpr uint16_t lo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                                    8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    alignas(64) static constexpr uint16_t hi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                                    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    const __m512i ilo = _mm512_load_si512(lo), ihi = _mm512_load_si512(hi);
+    const __mmask32 m = width >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << width) - 1);
+    for (int64_t p = 0; p < pairs; ++p) {
+      const uint16_t* row0 = pb + 2 * p * s0 + j0;
+      const __m512i r0 = _mm512_maskz_loadu_epi16(m, row0);
+      const __m512i r1 = 2 * p + 1 < k ? _mm512_maskz_loadu_epi16(m, row0 + s0) : _mm512_setzero_si512();
+      _mm512_storeu_si512(dst + p * 2 * kPanel, _mm512_permutex2var_epi16(r0, ilo, r1));
+      _mm512_storeu_si512(dst + p * 2 * kPanel + kPanel, _mm512_permutex2var_epi16(r0, ihi, r1));
+    }
+    return true;
+  }
+  if (s0 != 1) return false;
+  // Transposed: column c of op(B) is a stored row whose word p is pair p, so the panel is a transpose of
+  // 32-bit words, 16 columns x 16 pairs at a time; an odd depth's last pair holds one value and a zero.
+  auto* d = reinterpret_cast<uint32_t*>(dst);
+  const int64_t whole = k / 2;
+  for (int64_t p0 = 0; p0 < whole; p0 += 16)
+    for (int64_t c0 = 0; c0 < kPanel; c0 += 16)
+      transpose_words_16(pb + (j0 + c0) * s1 + 2 * p0, s1, std::clamp<int64_t>(width - c0, 0, 16),
+                         std::min<int64_t>(16, whole - p0), d + p0 * kPanel + c0, kPanel);
+  if (k & 1)
+    for (int64_t c = 0; c < kPanel; ++c) d[whole * kPanel + c] = c < width ? pb[(j0 + c) * s1 + k - 1] : 0u;
+  return true;
+}
+
 }  // namespace
 
 FB_REGISTER_DISPATCH(bf16_tiles_stub, avx512, &bf16_tiles);
+FB_REGISTER_DISPATCH(bf16_pack_stub, avx512, &bf16_pack_panel);
 
 }  // namespace flambeau::cpu

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cpu/elementwise/half_convert.h"
@@ -347,6 +348,17 @@ void batch_norm_backward_out_cpu(const Tensor& gi, const Tensor& gw, const Tenso
 // is rounded to bfloat16 once on the way out: the same arithmetic as on float32 copies of the whole
 // tensors, without them. Statistics, parameters and their gradients are float32 (the parameters as
 // given when float32, as PyTorch's mixed-precision batch norm; bfloat16 ones widened).
+// A channel of at most kChannelCache elements is widened once, into a buffer of the thread that both
+// passes (the training statistics and the output; the backward's sums and the input's gradient) read,
+// in the same blocks: the same arithmetic, half the conversions. Longer channels widen block by block
+// in each pass.
+constexpr int64_t kChannelCache = 1 << 15;  // 128 KiB of float32 per widened tensor
+
+/// Widens channel c's N rows of L bfloat16 values into dst (N * L floats, row after row).
+void widen_channel(const uint16_t* src, float* dst, int64_t n, int64_t c, int64_t channels, int64_t l,
+                   void (*widen)(const uint16_t*, float*, int64_t)) {
+  for (int64_t r = 0; r < n; ++r) widen(src + (r * channels + c) * l, dst + r * l, l);
+}
 
 /// Widens n bfloat16 values into `buf` (at most kNormBlock) and returns it.
 const float* widen_block(const uint16_t* src, float* buf, int64_t n) {
@@ -389,29 +401,39 @@ void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const T
       invstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(at1<float>(*rv, c)) + eps));
     }
   }
+  const auto widen = cpu::half_convert().bf16_to_f32;
+  const bool cached = training && count <= kChannelCache;  // two passes over x only when training
+  // Row r's block at j of channel c in float32: from the channel's widened copy, or widened into xb.
+  auto x_block = [&](const float* xc, float* xb, int64_t c, int64_t r, int64_t j, int64_t len) -> const float* {
+    if (cached) return xc + r * s.l + j;
+    return widen_block(x + (r * s.c + c) * s.l + j, xb, len);
+  };
   // y = (x - mean) * a + sh over the N rows of channel c.
-  auto normalize = [&](int64_t c, float* xb, float* yb) {
+  auto normalize = [&](int64_t c, const float* xc, float* xb, float* yb) {
     const float a = invstd[c] * (w ? w[c] : 1.0f), sh = b ? b[c] : 0.0f;
     for (int64_t r = 0; r < s.n; ++r)
       for (int64_t j = 0; j < s.l; j += block) {
         const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-        k.row_affine(widen_block(x + off, xb, len), yb, len, mean[c], a, sh);
+        k.row_affine(x_block(xc, xb, c, r, j, len), yb, len, mean[c], a, sh);
         to_bf16(yb, y + off, len);
       }
   };
   if (count > 0) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / count);
     parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
-      std::vector<float> buf(static_cast<size_t>(2 * block));
+      // Uninitialised: every value read is written first (a zeroed channel copy would cost a pass of its own).
+      const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(2 * block + (cached ? count : 0))]);
+      float* xc = buf.get() + 2 * block;
       for (int64_t c = c0; c < c1; ++c) {
+        if (cached) widen_channel(x, xc, s.n, c, s.c, s.l, widen);
         if (training) {  // shifted one-pass moments (Note [Normalization kernels])
           const float pivot = detail::bf16_bits_to_fp32(x[c * s.l]);
           double s1 = 0, s2 = 0;
           for (int64_t r = 0; r < s.n; ++r) {
             double r1 = 0, r2 = 0;  // a row's sums first: the float32 kernel's order of additions
             for (int64_t j = 0; j < s.l; j += block) {
-              const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-              k.row_moments(widen_block(x + off, buf.data(), len), len, pivot, &r1, &r2);
+              const int64_t len = std::min(block, s.l - j);
+              k.row_moments(x_block(xc, buf.get(), c, r, j, len), len, pivot, &r1, &r2);
             }
             s1 += r1;
             s2 += r2;
@@ -422,7 +444,7 @@ void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const T
           invstd[c] = static_cast<float>(1.0 / std::sqrt(v + eps));
           var[static_cast<size_t>(c)] = v;
         }
-        normalize(c, buf.data(), buf.data() + block);
+        normalize(c, xc, buf.get(), buf.get() + block);
       }
     });
   }
@@ -467,18 +489,31 @@ void batch_norm_backward_bf16(const Tensor& gi_arg, const Tensor& gw_arg, const 
   const auto to_bf16 = cpu::half_convert().f32_to_bf16;
   const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.l, cpu::kNormBlock));
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1));
+  const auto widen = cpu::half_convert().bf16_to_f32;
+  // Both passes read dy and x: a channel that fits is widened once (Note [Batch norm in bfloat16]).
+  const bool cached = need_sums && dx && count <= kChannelCache;
   parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
-    std::vector<float> buf(static_cast<size_t>(3 * block));
-    float *xb = buf.data(), *dyb = xb + block, *ob = dyb + block;
+    const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(3 * block + (cached ? 2 * count : 0))]);
+    float *xb = buf.get(), *dyb = xb + block, *ob = dyb + block;
+    float *xc = ob + block, *dyc = xc + count;
+    // Row r's block at j of channel c in float32, from the channel's widened copy or widened into b.
+    auto at = [&](const uint16_t* src, const float* cache, float* b, int64_t c, int64_t r, int64_t j,
+                  int64_t len) -> const float* {
+      if (cached) return cache + r * s.l + j;
+      return widen_block(src + (r * s.c + c) * s.l + j, b, len);
+    };
     for (int64_t c = c0; c < c1; ++c) {
+      if (cached) {
+        widen_channel(x, xc, s.n, c, s.c, s.l, widen);
+        widen_channel(dy, dyc, s.n, c, s.c, s.l, widen);
+      }
       double sdy = 0, sdyx = 0;
       if (need_sums)
         for (int64_t r = 0; r < s.n; ++r) {
           double r1 = 0, r2 = 0;  // a row's sums first: the float32 kernel's order of additions
           for (int64_t j = 0; j < s.l; j += block) {
-            const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-            k.row_dot2(widen_block(dy + off, dyb, len), widen_block(x + off, xb, len), len, mean[c], &r1,
-                       &r2);
+            const int64_t len = std::min(block, s.l - j);
+            k.row_dot2(at(dy, dyc, dyb, c, r, j, len), at(x, xc, xb, c, r, j, len), len, mean[c], &r1, &r2);
           }
           sdy += r1;
           sdyx += r2;
@@ -495,8 +530,7 @@ void batch_norm_backward_bf16(const Tensor& gi_arg, const Tensor& gw_arg, const 
         for (int64_t r = 0; r < s.n; ++r)
           for (int64_t j = 0; j < s.l; j += block) {
             const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-            k.row_bwd(widen_block(dy + off, dyb, len), widen_block(x + off, xb, len), ob, len, a, mean[c], k2,
-                      k3);
+            k.row_bwd(at(dy, dyc, dyb, c, r, j, len), at(x, xc, xb, c, r, j, len), ob, len, a, mean[c], k2, k3);
             to_bf16(ob, dx + off, len);
           }
     }
