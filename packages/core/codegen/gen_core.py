@@ -84,6 +84,7 @@ def launches_from_meta(op: OpDecl) -> bool:
         and op.has_meta
         and not op.view
         and not op.index_values
+        and not op.random
         and not any(a.type == "Generator?" for a in op.cpp_args)
     )
 

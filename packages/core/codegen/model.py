@@ -105,10 +105,10 @@ SHAPE_RULES = {
     "bmm": "(b, n, k) @ (b, k, m) -> (b, n, m)",
 }
 # Shape functions that give one shape per result (std::vector<Shape>); the others give one for all.
-PER_RESULT_SHAPES = {"layer_norm", "cross_entropy", "batch_norm", "group_norm"}
+PER_RESULT_SHAPES = {"layer_norm", "cross_entropy", "batch_norm", "group_norm", "feature_dropout", "embedding_bag"}
 # Per-result shape functions whose results may be absent (a norm's backward computes only the gradients asked
 # for): std::vector<std::optional<Shape>>, nullopt giving an undefined tensor.
-OPTIONAL_RESULT_SHAPES = {"batch_norm_backward", "layer_norm_backward", "group_norm_backward"}
+OPTIONAL_RESULT_SHAPES = {"batch_norm_backward", "layer_norm_backward", "group_norm_backward", "linear_backward"}
 # Named shape functions over any of the op's arguments, in order: `meta::<name>(op, args...)`
 # (flambeau/meta.h), shared by the ops of a family.
 SHAPE_FUNCTIONS = {
@@ -133,6 +133,11 @@ SHAPE_FUNCTIONS = {
     "batch_norm_backward": "input's shape, (C,), (C,): each gradient only when asked",
     "layer_norm_backward": "input's shape, normalized_shape twice: each gradient only when asked",
     "group_norm_backward": "input's shape, (channels,) twice: each gradient only when asked",
+    "glu": "self's shape with dim halved",
+    "feature_dropout": "one shape per result: input's, then (N, C, 1, ...) for the channels' mask",
+    "embedding_bag": "one shape per result: (bags, dim), (indices,), (bags,), (bags, dim) for mode max else (0,)",
+    "embedding_bag_backward": "(num_weights, dim), dim being grad's last dim",
+    "linear_backward": "(n, in_features), weight's shape, (out_features,): each gradient only when asked",
 }
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.
@@ -337,6 +342,9 @@ class OpDecl:
     # The kernel reads indices from a tensor's values and raises IndexError for one out of range
     # (Note [Ops launched from the meta step]: a queuing backend runs it where the error reaches the call).
     index_values: bool = False
+    # It draws from the default generator without a Generator? argument (dropout): a backend runs it in
+    # program order, so a seed gives the same draws (not launched from the meta step).
+    random: bool = False
 
     @property
     def batch_rule(self) -> str | None:
@@ -455,7 +463,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "out_dtype", "errors_as", "autocast", "aliases", "structured",
-    "batch", "dtypes", "index_values",
+    "batch", "dtypes", "index_values", "random",
 }  # fmt: skip
 
 
@@ -573,6 +581,7 @@ def load_ops(path: Path) -> list[OpDecl]:
         if op.autocast is not None and op.autocast not in AUTOCAST_POLICIES:
             raise TableError(f"{where}: autocast must be one of {sorted(AUTOCAST_POLICIES)}, got '{op.autocast}'")
         op.index_values = bool(e.get("index_values", False))
+        op.random = bool(e.get("random", False))
         op.batch = e.get("batch")
         if op.batch is not None and op.batch not in BATCH_RULES:
             known = ", ".join(sorted(BATCH_RULES))

@@ -67,6 +67,12 @@ MIGRATED += NORMS + SOFTMAX + ["var_correction", "mode", "div_mode"]
 SAMPLERS = {"_standard_gamma": 1, "_standard_gamma_grad": 2, "poisson": 1, "binomial": 2}
 MIGRATED += list(SAMPLERS)
 
+# prelu ... _linear_backward: their meta steps are tested in test_structured_nn_ops.py
+NN_LAYER_OPS = """prelu _prelu_backward_input _prelu_backward_weight glu glu_backward native_dropout _feature_dropout
+    native_dropout_backward _embedding_bag _embedding_bag_backward _embedding_bag_per_sample_weights_backward
+    _linear_backward""".split()
+MIGRATED += NN_LAYER_OPS
+
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:
     rng = np.random.default_rng(len(shape) * 31 + (DTYPES.index(dtype) if dtype in DTYPES else len(DTYPES)))

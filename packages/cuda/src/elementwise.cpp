@@ -29,6 +29,7 @@
 #include "flambeau/ops.h"
 #include "flambeau/tensor_iterator.h"
 #include "flambeau_cuda/iterator_offsets.h"
+#include "structured_out.h"
 
 namespace flambeau::cuda {
 namespace {
@@ -42,15 +43,6 @@ int compute_code(ScalarType t, const char* op) {
 }
 
 bool is_host_scalar(const Tensor& t) { return t.device().is_cpu() && t.dim() == 0; }
-
-void check_devices(const char* op, Device dev, std::initializer_list<const Tensor*> inputs) {
-  for (const Tensor* t : inputs) {
-    if (t->device() == dev || is_host_scalar(*t)) continue;
-    FB_CHECK(false, "[", op,
-             "] expected all tensors to be on the same device, but found at least two devices, ", dev.str(),
-             " and ", t->device().str());
-  }
-}
 
 /// Launches `op` over the iterator's operands (output, input 0, input 1).
 void launch(int op, const char* name, const TensorIterator& it, double alpha, double extra, bool math = false,
@@ -441,16 +433,9 @@ void nan_to_num_out_cuda(const Tensor& out, const Tensor& a, std::optional<doubl
                   neginf.value_or(-big));
 }
 
-// glu: out = a * sigmoid(b) for the halves a, b of dim; backward from the same halves.
-int64_t glu_dim(const char* op, const Tensor& x, int64_t dim) {
-  check_float_input(op, x, "input");
-  FB_CHECK_VALUE(x.dim() > 0, "[", op, "] glu does not support scalars because halving size must be even");
-  const int64_t d = wrap_dim(dim, x.dim(), op);
-  const int64_t n = x.sizes()[static_cast<size_t>(d)];
-  FB_CHECK_VALUE(n % 2 == 0, "[", op, "] halving dimension must be even, but dimension ", d, " is size ", n,
-                 " (input shape ", shape_str(x.sizes()), ")");
-  return d;
-}
+// glu: out = a * sigmoid(b) for the halves a, b of dim; backward from the same halves. The check step
+// (meta::check_glu, check_glu_grad) checked the input, dim and grad_output's shape.
+int64_t glu_dim(const char* op, const Tensor& x, int64_t dim) { return wrap_dim(dim, x.dim(), op); }
 Tensor glu_cuda(const Tensor& self, int64_t dim) {
   const int64_t d = glu_dim("glu", self, dim);
   const int64_t h = self.sizes()[static_cast<size_t>(d)] / 2;
@@ -460,10 +445,6 @@ Tensor glu_cuda(const Tensor& self, int64_t dim) {
 Tensor glu_backward_cuda(const Tensor& grad, const Tensor& self, int64_t dim) {
   const int64_t d = glu_dim("glu_backward", self, dim);
   const int64_t h = self.sizes()[static_cast<size_t>(d)] / 2;
-  Shape out_shape(self.sizes().begin(), self.sizes().end());
-  out_shape[static_cast<size_t>(d)] = h;
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), out_shape), "[glu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match the output shape ", shape_str(out_shape));
   const Tensor a = op::slice(self, d, 0, h, 1), b = op::slice(self, d, h, 2 * h, 1);
   const Tensor g = to_dtype(grad, self.dtype());
   const Tensor sb = op::sigmoid(b);
@@ -473,17 +454,10 @@ Tensor glu_backward_cuda(const Tensor& grad, const Tensor& self, int64_t dim) {
   return op::cat(TensorList{ga, gb}, d);
 }
 
-// prelu: weight broadcast along dim 1 (one per channel) or shared.
-Tensor prelu_weight(const char* op, const Tensor& x, const Tensor& w) {
-  check_float_input(op, x, "input");
-  check_devices(op, x.device(), {&w});
-  FB_CHECK_TYPE(w.dtype() == x.dtype(), "[", op, "] weight dtype ", dtype_name(w.dtype()),
-                " must match the input dtype ", dtype_name(x.dtype()));
+// prelu: weight broadcast along dim 1 (one per channel) or shared. The check step (meta::check_prelu,
+// check_prelu_grad) checked the input, the weight, their devices and grad_output's shape.
+Tensor prelu_weight(const Tensor& x, const Tensor& w) {
   const int64_t ch = x.dim() >= 2 ? x.sizes()[1] : 1;
-  FB_CHECK_VALUE(w.dim() <= 1, "[", op, "] weight must be 0-D or 1-D, got shape ", shape_str(w.sizes()));
-  FB_CHECK_VALUE(w.numel() == 1 || w.numel() == ch, "[", op,
-                 "] mismatch of parameter numbers and input channel size: ", "weight has ", w.numel(),
-                 " elements, input shape ", shape_str(x.sizes()), " has ", ch, " channels (dim 1)");
   if (w.numel() == 1) return op::reshape(w, Shape{});
   Shape s(static_cast<size_t>(x.dim() - 1), 1);
   s[0] = ch;
@@ -491,20 +465,15 @@ Tensor prelu_weight(const char* op, const Tensor& x, const Tensor& w) {
 }
 Tensor positive(const Tensor& x) { return op::gt(x, scalar_to_tensor(Scalar(0.0))); }
 Tensor prelu_cuda(const Tensor& self, const Tensor& weight) {
-  const Tensor w = prelu_weight("prelu", self, weight);
+  const Tensor w = prelu_weight(self, weight);
   return op::where(positive(self), self, op::mul(w, self));
 }
 Tensor prelu_backward_input_cuda(const Tensor& grad, const Tensor& self, const Tensor& weight) {
-  const Tensor w = prelu_weight("prelu_backward", self, weight);
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
+  const Tensor w = prelu_weight(self, weight);
   const Tensor g = to_dtype(grad, self.dtype());
   return op::where(positive(self), g, op::mul(w, g));
 }
 Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const Tensor& weight) {
-  prelu_weight("prelu_backward", self, weight);
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
   const Tensor g = to_dtype(grad, self.dtype());
   const Tensor zero = scalar_to_tensor(Scalar(0.0));
   const Tensor contrib = op::where(positive(self), zero, op::mul(g, self));  // d/dw of w x where x <= 0
@@ -521,7 +490,6 @@ Tensor prelu_backward_weight_cuda(const Tensor& grad, const Tensor& self, const 
 }
 
 void register_math_kernels() {
-#define FBC_REG(opname) op::opname.register_kernel(DispatchKey::CUDA, opname##_cuda);
 #define FBC_REG_OUT(opname, ...) op::opname.register_out_kernel(DispatchKey::CUDA, opname##_out_cuda);
   FB_FLOAT_UNARY_MATH(FBC_REG_OUT)
   FB_FLOAT_ROUNDING(FBC_REG_OUT)
@@ -568,12 +536,12 @@ void register_math_kernels() {
   FBC_REG_OUT(sgn)
 #undef FBC_REG_OUT
   op::nan_to_num.register_out_kernel(DispatchKey::CUDA, nan_to_num_out_cuda);
-  FBC_REG(glu)
-  FBC_REG(glu_backward)
-  FBC_REG(prelu)
-  op::_prelu_backward_input.register_kernel(DispatchKey::CUDA, prelu_backward_input_cuda);
-  op::_prelu_backward_weight.register_kernel(DispatchKey::CUDA, prelu_backward_weight_cuda);
-#undef FBC_REG
+  // Structured (Note [Structured kernels]): out= runs the functional kernel and copies.
+  register_out_via_copy<glu_cuda>(op::glu);
+  register_out_via_copy<glu_backward_cuda>(op::glu_backward);
+  register_out_via_copy<prelu_cuda>(op::prelu);
+  register_out_via_copy<prelu_backward_input_cuda>(op::_prelu_backward_input);
+  register_out_via_copy<prelu_backward_weight_cuda>(op::_prelu_backward_weight);
 }
 
 }  // namespace

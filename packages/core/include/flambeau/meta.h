@@ -386,6 +386,54 @@ FB_API void check_embedding(const char* op, const Tensor& weight, const Tensor& 
 /// int64/int32 indices, num_weights >= 0.
 FB_API void check_embedding_backward(const char* op, const Tensor& grad_output, const Tensor& indices,
                                      int64_t num_weights);
+// ---- prelu, glu, dropout, embedding_bag and _linear_backward (src/meta/nn_layer_rules.cpp) ----
+/// prelu: a floating input (float16/bfloat16 computed in float32), a weight of its dtype, 0-D or 1-D, of one
+/// element or one per channel (dim 1).
+FB_API void check_prelu(const char* op, const Tensor& self, const Tensor& weight);
+/// Its backwards: check_prelu, then grad_output of input's shape.
+FB_API void check_prelu_grad(const char* op, const Tensor& grad_output, const Tensor& self, const Tensor& weight);
+/// glu: a float32/float64 input of at least 1 dim whose `dim` has an even size.
+FB_API void check_glu(const char* op, const Tensor& self, int64_t dim);
+/// glu_backward: check_glu, then grad_output of the forward's shape.
+FB_API void check_glu_grad(const char* op, const Tensor& grad_output, const Tensor& self, int64_t dim);
+/// `glu`: self's shape with `dim` halved, after check_glu.
+FB_API Shape glu(const char* op, const Tensor& self, int64_t dim);
+/// native_dropout: a float32/float64 input, 0 <= p <= 1.
+FB_API void check_dropout(const char* op, const Tensor& input, double p);
+/// _feature_dropout: check_dropout, and an (N, C, ...) input of at least 2 dims.
+FB_API void check_feature_dropout(const char* op, const Tensor& input, double p);
+/// `feature_dropout`: input's shape, then (N, C, 1, ...) for the mask.
+FB_API std::vector<Shape> feature_dropout(const char* op, const Tensor& input);
+/// native_dropout_backward: a float32/float64 grad_output, a bool mask of its shape or (N, C, 1, ...).
+FB_API void check_dropout_grad(const char* op, const Tensor& grad_output, const Tensor& mask);
+/// _embedding_bag: what the shapes and dtypes tell (the offsets' and indices' values are the kernel's): a 2-D
+/// float32/float64 weight, int64/int32 1-D indices and offsets, sparse=False, mode 0, 1 or 2, per_sample_weights
+/// only with mode sum, of weight's dtype and indices' shape, an offset to end the last bag if
+/// include_last_offset.
+FB_API void check_embedding_bag(const char* op, const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                                int64_t mode, bool sparse, const std::optional<Tensor>& per_sample_weights,
+                                bool include_last_offset);
+/// `embedding_bag`: (bags, dim) output, (indices,) offset2bag, (bags,) bag_size, max_indices (bags, dim) for
+/// mode max else (0,).
+FB_API std::vector<Shape> embedding_bag(const char* op, const Tensor& weight, const Tensor& indices,
+                                        const Tensor& offsets, int64_t mode, bool include_last_offset);
+/// _embedding_bag_backward: a float32/float64 2-D grad of one row per bag, int64/int32 indices, one
+/// offset2bag entry per index.
+FB_API void check_embedding_bag_grad(const char* op, const Tensor& grad, const Tensor& indices,
+                                     const Tensor& offset2bag, const Tensor& bag_size);
+/// `embedding_bag_backward`: (num_weights, grad's last dim).
+FB_API Shape embedding_bag_backward(const char* op, const Tensor& grad, int64_t num_weights);
+/// _embedding_bag_per_sample_weights_backward: mode sum, embedding_bag's weight, a 2-D grad of weight's
+/// dim, one offset2bag entry per index.
+FB_API void check_embedding_bag_psw_grad(const char* op, const Tensor& grad, const Tensor& weight,
+                                         const Tensor& indices, const Tensor& offset2bag, int64_t mode);
+/// _linear_backward: 2-D grad_output (n, out), input (n, in) and weight (out, in) of one float32/float64
+/// dtype and one device, each dim below 2^31.
+FB_API void check_linear_backward(const char* op, const Tensor& grad_output, const Tensor& input,
+                                  const Tensor& weight);
+/// `linear_backward`: (n, in), weight's shape and (out,), each only when asked.
+FB_API OptionalShapes linear_backward(const char* op, const Tensor& input, const Tensor& weight, bool input_g,
+                                      bool weight_g, bool bias_g);
 /// An in-place op: the result dtype must cast to self's (TypeError: "result type X can't be cast to
 /// the desired output type Y").
 FB_API void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result);

@@ -9,6 +9,7 @@
 
 #include "act_table.h"
 #include "cpu/low_precision.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -168,24 +169,19 @@ void softsign_backward_out_cpu(const Tensor& out, const Tensor& g, const Tensor&
 }
 
 // ---- prelu: x viewed as (outer, C, inner), one weight per channel or one for all ----
+// Structured ops (Note [Structured kernels]): meta::check_prelu checked the arguments; the loops write a
+// contiguous result, into out itself or a new tensor copied into it (cpu::write_contiguous).
 
 struct PreluShape {
   int64_t outer = 1, channels = 1, inner = 1;
   bool shared = true;  // one weight for every channel
 };
 
-// float16/bfloat16 prelu (autocast lowers it, as PyTorch) runs in float32 (Note [Low-precision kernels]).
-PreluShape prelu_shape(const char* op, const Tensor& x, const Tensor& w) {
-  FB_CHECK_TYPE(is_floating(x.dtype()), "[", op, "] input must be a float16, bfloat16, float32 or float64 ",
-                "tensor, got dtype ", dtype_name(x.dtype()));
-  FB_CHECK_TYPE(w.dtype() == x.dtype(), "[", op, "] weight dtype ", dtype_name(w.dtype()),
-                " must match the input dtype ", dtype_name(x.dtype()));
+// float16/bfloat16 prelu (autocast lowers it, as PyTorch) runs in float32 (Note [Low-precision kernels]):
+// the float32 result is computed on float32 copies and rounded once into out.
+PreluShape prelu_shape(const Tensor& x, const Tensor& w) {
   PreluShape s;
   const int64_t ch = x.dim() >= 2 ? x.sizes()[1] : 1;
-  FB_CHECK_VALUE(w.dim() <= 1, "[", op, "] weight must be 0-D or 1-D, got shape ", shape_str(w.sizes()));
-  FB_CHECK_VALUE(w.numel() == 1 || w.numel() == ch, "[", op,
-                 "] mismatch of parameter numbers and input channel size: ", "weight has ", w.numel(),
-                 " elements, input shape ", shape_str(x.sizes()), " has ", ch, " channels (dim 1)");
   s.shared = w.numel() == 1;
   if (x.dim() >= 2) {
     s.outer = x.sizes()[0];
@@ -206,14 +202,25 @@ void prelu_blocks(const PreluShape& s, const F& f) {
   });
 }
 
-Tensor prelu_cpu(const Tensor& self, const Tensor& weight) {
-  const PreluShape s = prelu_shape("prelu", self, weight);
-  if (cpu::is_low_precision(self.dtype()))
-    return cpu::round_to(prelu_cpu(cpu::to_float32(self), cpu::to_float32(weight)), self.dtype());
+// Runs fill(dst, operands...) into out: for float16/bfloat16, on float32 copies of the operands into a
+// float32 result rounded into out; else through write_contiguous.
+template <class F>
+void prelu_write(const Tensor& out, std::initializer_list<const Tensor*> operands, const Tensor& g,
+                 const Tensor& x, const Tensor& w, const F& fill) {
+  if (cpu::is_low_precision(x.dtype())) {
+    const Tensor tmp = op::empty(out.sizes(), ScalarType::Float32, out.device());
+    fill(tmp, g.defined() ? cpu::to_float32(g) : g, cpu::to_float32(x), cpu::to_float32(w));
+    cpu::copy_out(out, tmp);
+    return;
+  }
+  cpu::write_contiguous(out, operands, [&](const Tensor& dst) { fill(dst, g, x, w); });
+}
+
+void prelu_fill(const Tensor& out, const Tensor&, const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape(self, weight);
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (self.numel() == 0) return out;
+  if (self.numel() == 0) return;
   visit_dtype(self.dtype(), "prelu", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -229,22 +236,18 @@ Tensor prelu_cpu(const Tensor& self, const Tensor& weight) {
       });
     }
   });
-  return out;
 }
 
-Tensor prelu_backward_input_cpu(const Tensor& grad, const Tensor& self, const Tensor& weight) {
-  const PreluShape s = prelu_shape("prelu_backward", self, weight);
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
-  if (cpu::is_low_precision(self.dtype()))
-    return cpu::round_to(prelu_backward_input_cpu(cpu::to_float32(grad), cpu::to_float32(self),
-                                                  cpu::to_float32(weight)),
-                         self.dtype());
+void prelu_out_cpu(const Tensor& out, const Tensor& self, const Tensor& weight) {
+  prelu_write(out, {&self, &weight}, Tensor(), self, weight, prelu_fill);
+}
+
+void prelu_backward_input_fill(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape(self, weight);
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
   const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (self.numel() == 0) return out;
+  if (self.numel() == 0) return;
   visit_dtype(self.dtype(), "prelu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -260,20 +263,16 @@ Tensor prelu_backward_input_cpu(const Tensor& grad, const Tensor& self, const Te
       });
     }
   });
-  return out;
 }
 
-Tensor prelu_backward_weight_cpu(const Tensor& grad, const Tensor& self, const Tensor& weight) {
-  const PreluShape s = prelu_shape("prelu_backward", self, weight);
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), self.sizes()), "[prelu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match input shape ", shape_str(self.sizes()));
-  if (cpu::is_low_precision(self.dtype()))
-    return cpu::round_to(prelu_backward_weight_cpu(cpu::to_float32(grad), cpu::to_float32(self),
-                                                   cpu::to_float32(weight)),
-                         weight.dtype());
+void prelu_backward_input_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  prelu_write(out, {&grad, &self, &weight}, grad, self, weight, prelu_backward_input_fill);
+}
+
+void prelu_backward_weight_fill(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const PreluShape s = prelu_shape(self, weight);
   const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
   const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
-  Tensor out = op::empty(weight.sizes(), weight.dtype(), weight.device());
   const int64_t blocks = self.numel() == 0 ? 0 : s.outer * s.channels;
   std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
   visit_dtype(self.dtype(), "prelu_backward", [&](auto tag) {
@@ -299,88 +298,81 @@ Tensor prelu_backward_weight_cpu(const Tensor& grad, const Tensor& self, const T
       for (int64_t c = 0; c < nw; ++c) wg[c] = static_cast<T>(sums[static_cast<size_t>(c)]);
     }
   });
-  return out;
+}
+
+void prelu_backward_weight_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  prelu_write(out, {&grad, &self, &weight}, grad, self, weight, prelu_backward_weight_fill);
 }
 
 // ---- glu: the halves a, b of dim; out = a * sigmoid(b) ----
+// Structured ops: meta::check_glu checked self and dim (and glu_backward's grad_output shape).
 
 struct GluShape {
   int64_t outer = 1, half = 1, inner = 1, dim = 0;
 };
 
 GluShape glu_shape(const char* op, const Tensor& x, int64_t dim) {
-  check_float(op, x);
-  FB_CHECK_VALUE(x.dim() > 0, "[", op, "] glu does not support scalars because halving size must be even");
   GluShape s;
   s.dim = wrap_dim(dim, x.dim(), op);
-  const int64_t n = x.sizes()[s.dim];
-  FB_CHECK_VALUE(n % 2 == 0, "[", op, "] halving dimension must be even, but dimension ", s.dim, " is size ",
-                 n, " (input shape ", shape_str(x.sizes()), ")");
-  s.half = n / 2;
+  s.half = x.sizes()[s.dim] / 2;
   for (int64_t i = 0; i < s.dim; ++i) s.outer *= x.sizes()[i];
   for (int64_t i = s.dim + 1; i < x.dim(); ++i) s.inner *= x.sizes()[i];
   return s;
 }
 
-Tensor glu_cpu(const Tensor& self, int64_t dim) {
+void glu_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
   const GluShape s = glu_shape("glu", self, dim);
-  Shape out_shape(self.sizes().begin(), self.sizes().end());
-  out_shape[s.dim] = s.half;
-  Tensor out = op::empty(out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
-  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
-  const int64_t block = s.half * s.inner;
-  const ActLoop loop =
-      self.dtype() == ScalarType::Float32 ? act_table().fwd_f32[kActGlu] : act_table().fwd_f64[kActGlu];
-  const int64_t es = static_cast<int64_t>(itemsize(self.dtype()));
-  char* xp = static_cast<char*>(x.data_ptr());
-  char* yp = static_cast<char*>(out.data_ptr());
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
-  parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
-    const int64_t strides[3] = {es, es, es};
-    for (int64_t o = b; o < e; ++o) {
-      char* ptrs[3] = {yp + o * block * es, xp + o * 2 * block * es, xp + (o * 2 + 1) * block * es};
-      loop(ptrs, strides, block, nullptr);
-    }
+  if (out.numel() == 0) return;
+  cpu::write_contiguous(out, self, [&](const Tensor& dst) {
+    const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+    const int64_t block = s.half * s.inner;
+    const ActLoop loop =
+        self.dtype() == ScalarType::Float32 ? act_table().fwd_f32[kActGlu] : act_table().fwd_f64[kActGlu];
+    const int64_t es = static_cast<int64_t>(itemsize(self.dtype()));
+    char* xp = static_cast<char*>(x.data_ptr());
+    char* yp = static_cast<char*>(dst.data_ptr());
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
+    parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
+      const int64_t strides[3] = {es, es, es};
+      for (int64_t o = b; o < e; ++o) {
+        char* ptrs[3] = {yp + o * block * es, xp + o * 2 * block * es, xp + (o * 2 + 1) * block * es};
+        loop(ptrs, strides, block, nullptr);
+      }
+    });
   });
-  return out;
 }
 
-Tensor glu_backward_cpu(const Tensor& grad, const Tensor& self, int64_t dim) {
+void glu_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, int64_t dim) {
   const GluShape s = glu_shape("glu_backward", self, dim);
-  Shape out_shape(self.sizes().begin(), self.sizes().end());
-  out_shape[s.dim] = s.half;
-  FB_CHECK_VALUE(std::ranges::equal(grad.sizes(), out_shape), "[glu_backward] grad_output shape ",
-                 shape_str(grad.sizes()), " does not match the output shape ", shape_str(out_shape));
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (self.numel() == 0) return out;
-  const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
-  const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
-  const int64_t block = s.half * s.inner;
-  visit_dtype(self.dtype(), "glu_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* xp = x.data<T>();
-      const T* gp = g.data<T>();
-      T* rp = out.data<T>();
-      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
-      parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          const T* a = xp + o * 2 * block;
-          const T* bb = a + block;
-          const T* go = gp + o * block;
-          T* ga = rp + o * 2 * block;
-          T* gb = ga + block;
-          for (int64_t j = 0; j < block; ++j) {
-            const T sg = T(1) / (T(1) + std::exp(-bb[j]));
-            ga[j] = go[j] * sg;
-            gb[j] = go[j] * a[j] * sg * (T(1) - sg);
+  if (self.numel() == 0) return;
+  cpu::write_contiguous(out, {&grad, &self}, [&](const Tensor& dst) {
+    const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
+    const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);
+    const int64_t block = s.half * s.inner;
+    visit_dtype(self.dtype(), "glu_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* xp = x.data<T>();
+        const T* gp = g.data<T>();
+        T* rp = dst.data<T>();
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block));
+        parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o) {
+            const T* a = xp + o * 2 * block;
+            const T* bb = a + block;
+            const T* go = gp + o * block;
+            T* ga = rp + o * 2 * block;
+            T* gb = ga + block;
+            for (int64_t j = 0; j < block; ++j) {
+              const T sg = T(1) / (T(1) + std::exp(-bb[j]));
+              ga[j] = go[j] * sg;
+              gb[j] = go[j] * a[j] * sg * (T(1) - sg);
+            }
           }
-        }
-      });
-    }
+        });
+      }
+    });
   });
-  return out;
 }
 
 FB_REGISTER_OUT_KERNEL(op::threshold_backward, CPU, threshold_backward_out_cpu);
@@ -406,11 +398,11 @@ FB_REGISTER_OUT_KERNEL(op::log_sigmoid, CPU, log_sigmoid_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::log_sigmoid_backward, CPU, log_sigmoid_backward_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::softsign, CPU, softsign_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::softsign_backward, CPU, softsign_backward_out_cpu);
-FB_REGISTER_KERNEL(op::prelu, CPU, prelu_cpu);
-FB_REGISTER_KERNEL(op::_prelu_backward_input, CPU, prelu_backward_input_cpu);
-FB_REGISTER_KERNEL(op::_prelu_backward_weight, CPU, prelu_backward_weight_cpu);
-FB_REGISTER_KERNEL(op::glu, CPU, glu_cpu);
-FB_REGISTER_KERNEL(op::glu_backward, CPU, glu_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::prelu, CPU, prelu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_prelu_backward_input, CPU, prelu_backward_input_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_prelu_backward_weight, CPU, prelu_backward_weight_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::glu, CPU, glu_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::glu_backward, CPU, glu_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -6,9 +6,10 @@
 // race on a weight row: each thread owns a contiguous range of rows, zeroes
 // it, and adds the gradient rows of the indices that fall in it (every
 // thread scans the indices, which are few next to the rows of the table).
-// embedding and embedding_dense_backward are structured ops (Note [Structured kernels]): out kernels
-// writing the output the meta step chose (cpu::write_contiguous).
+// embedding, embedding_dense_backward and the embedding_bag ops are structured ops (Note [Structured
+// kernels]): out kernels writing the outputs the meta step chose (cpu::write_contiguous[_outs]).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -197,40 +198,21 @@ Tensor& embedding_renorm_cpu(Tensor& self, const Tensor& indices, double max_nor
 
 constexpr int64_t kModeSum = 0, kModeMean = 1, kModeMax = 2;
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_cpu(const Tensor& weight, const Tensor& indices,
-                                                             const Tensor& offsets, bool scale_grad_by_freq,
-                                                             int64_t mode, bool sparse,
-                                                             const std::optional<Tensor>& per_sample_weights,
-                                                             bool include_last_offset, int64_t padding_idx) {
+// Structured (Note [Structured kernels]): meta::check_embedding_bag checked what the shapes and dtypes tell
+// and the meta step allocated the four results ((bags, dim), (indices,), (bags,), (bags, dim) or (0,));
+// the offsets' and indices' values are checked here, before anything is written.
+void embedding_bag_out_cpu(const Tensor& out, const Tensor& offset2bag, const Tensor& bag_size,
+                           const Tensor& max_indices, const Tensor& weight, const Tensor& indices,
+                           const Tensor& offsets, bool scale_grad_by_freq, int64_t mode, bool sparse,
+                           const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
+                           int64_t padding_idx) {
   const char* op = "embedding_bag";
   (void)scale_grad_by_freq;
-  check_weight(weight, op);
-  check_indices_dtype(indices, op);
-  check_indices_dtype(offsets, op, "offsets");
-  if (sparse) throw NotImplementedError("[embedding_bag] sparse=True (sparse gradients) is not supported");
-  FB_CHECK_VALUE(mode >= 0 && mode <= 2, "[", op, "] mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
-  FB_CHECK_VALUE(indices.dim() == 1, "[", op, "] input has to be 1-D (with offsets) here, got shape ",
-                 shape_str(indices.sizes()));
-  FB_CHECK_VALUE(offsets.dim() == 1, "[", op, "] offsets has to be a 1-D tensor, got shape ",
-                 shape_str(offsets.sizes()));
+  (void)sparse;
   const int64_t num = weight.sizes()[0], d = weight.sizes()[1], k = indices.numel();
-  if (per_sample_weights) {
-    FB_CHECK_VALUE(
-        mode == kModeSum, "[", op,
-        "] per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode=",
-        mode == kModeMean ? "'mean'" : "'max'", ")");
-    FB_CHECK_TYPE(per_sample_weights->dtype() == weight.dtype(), "[", op, "] per_sample_weights dtype ",
-                  dtype_name(per_sample_weights->dtype()), " must match weight dtype ",
-                  dtype_name(weight.dtype()));
-    FB_CHECK_VALUE(std::ranges::equal(per_sample_weights->sizes(), indices.sizes()), "[", op,
-                   "] per_sample_weights shape ", shape_str(per_sample_weights->sizes()),
-                   " must match input shape ", shape_str(indices.sizes()));
-  }
   const Tensor off = as_int64(offsets);
   const int64_t no = off.numel();
   const int64_t* op_ = off.data<int64_t>();
-  FB_CHECK_VALUE(!include_last_offset || no >= 1, "[", op,
-                 "] include_last_offset=True needs at least one offset (the end of the last bag)");
   const int64_t nbags = include_last_offset ? no - 1 : no;
   if (no > 0)
     FB_CHECK_VALUE(
@@ -247,73 +229,66 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_cpu(const Tensor& weigh
   const Tensor idx = as_int64(indices);
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num);
-  Tensor out = op::empty(Shape{nbags, d}, weight.dtype(), weight.device());
-  Tensor offset2bag = op::empty(Shape{k}, ScalarType::Int64, weight.device());
-  Tensor bag_size = op::empty(Shape{nbags}, ScalarType::Int64, weight.device());
-  Tensor max_indices =
-      op::empty(mode == kModeMax ? Shape{nbags, d} : Shape{0}, ScalarType::Int64, weight.device());
-  int64_t* o2b = offset2bag.data<int64_t>();
-  int64_t* bs = bag_size.data<int64_t>();
-  int64_t* mi = mode == kModeMax ? max_indices.data<int64_t>() : nullptr;
-  std::fill(o2b, o2b + k, -1);
-  visit_dtype(weight.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto& kf = cpu::norm_fns<T>();
-      const Tensor w = contig(weight);
-      Tensor hp;
-      const T* wp = w.data<T>();
-      const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
-      T* y = out.data<T>();
-      const int64_t grain = std::max<int64_t>(
-          1, kGrainSize / std::max<int64_t>(d * std::max<int64_t>(k, 1) / std::max<int64_t>(nbags, 1), 1));
-      parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          const int64_t start = op_[b], end = (b + 1 < no) ? op_[b + 1] : k;
-          T* yb = y + b * d;
-          std::fill(yb, yb + d, T(0));
-          int64_t cnt = 0;
-          if (mi) std::fill(mi + b * d, mi + (b + 1) * d, int64_t(-1));
-          for (int64_t i = start; i < end; ++i) {
-            o2b[i] = b;
-            const int64_t r = ip[i];
-            if (r == padding_idx) continue;
-            const T* wr = wp + r * d;
-            if (mode == kModeMax) {
-              int64_t* mb = mi + b * d;
-              for (int64_t j = 0; j < d; ++j)
-                if (cnt == 0 || wr[j] > yb[j]) {
-                  yb[j] = wr[j];
-                  mb[j] = r;
+  const Tensor* psw_t = per_sample_weights ? &*per_sample_weights : nullptr;
+  cpu::write_contiguous_outs<4>(
+      {out, offset2bag, bag_size, max_indices}, {&weight, &indices, &offsets, psw_t},
+      [&](const std::array<Tensor, 4>& dst) {
+        int64_t* o2b = dst[1].data<int64_t>();
+        int64_t* bs = dst[2].data<int64_t>();
+        int64_t* mi = mode == kModeMax ? dst[3].data<int64_t>() : nullptr;
+        std::fill(o2b, o2b + k, -1);
+        visit_dtype(weight.dtype(), op, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_floating_point_v<T>) {
+            const auto& kf = cpu::norm_fns<T>();
+            const Tensor w = contig(weight);
+            Tensor hp;
+            const T* wp = w.data<T>();
+            const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
+            T* y = dst[0].data<T>();
+            const int64_t grain = std::max<int64_t>(
+                1, kGrainSize / std::max<int64_t>(d * std::max<int64_t>(k, 1) / std::max<int64_t>(nbags, 1), 1));
+            parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
+              for (int64_t b = b0; b < b1; ++b) {
+                const int64_t start = op_[b], end = (b + 1 < no) ? op_[b + 1] : k;
+                T* yb = y + b * d;
+                std::fill(yb, yb + d, T(0));
+                int64_t cnt = 0;
+                if (mi) std::fill(mi + b * d, mi + (b + 1) * d, int64_t(-1));
+                for (int64_t i = start; i < end; ++i) {
+                  o2b[i] = b;
+                  const int64_t r = ip[i];
+                  if (r == padding_idx) continue;
+                  const T* wr = wp + r * d;
+                  if (mode == kModeMax) {
+                    int64_t* mb = mi + b * d;
+                    for (int64_t j = 0; j < d; ++j)
+                      if (cnt == 0 || wr[j] > yb[j]) {
+                        yb[j] = wr[j];
+                        mb[j] = r;
+                      }
+                  } else {
+                    kf.row_axpy(yb, wr, d, psw ? psw[i] : T(1));
+                  }
+                  ++cnt;
                 }
-            } else {
-              kf.row_axpy(yb, wr, d, psw ? psw[i] : T(1));
-            }
-            ++cnt;
+                bs[b] = cnt;
+                if (mode == kModeMean && cnt > 0)
+                  kf.row_scale(yb, yb, d, static_cast<T>(1.0 / static_cast<double>(cnt)));
+              }
+            });
           }
-          bs[b] = cnt;
-          if (mode == kModeMean && cnt > 0)
-            kf.row_scale(yb, yb, d, static_cast<T>(1.0 / static_cast<double>(cnt)));
-        }
+        });
       });
-    }
-  });
-  return {out, offset2bag, bag_size, max_indices};
 }
 
-Tensor embedding_bag_backward_cpu(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
-                                  const Tensor& bag_size, const Tensor& max_indices, int64_t num_weights,
-                                  bool scale_grad_by_freq, int64_t mode,
-                                  const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
+// meta::check_embedding_bag_grad checked grad and the shapes; the output is (num_weights, dim).
+void embedding_bag_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& indices,
+                                    const Tensor& offset2bag, const Tensor& bag_size, const Tensor& max_indices,
+                                    int64_t num_weights, bool scale_grad_by_freq, int64_t mode,
+                                    const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
   const char* op = "embedding_bag_backward";
-  cpu::check_floating(grad, op, "grad");
-  check_indices_dtype(indices, op);
-  FB_CHECK_VALUE(
-      grad.dim() == 2 && bag_size.numel() == grad.sizes()[0] && offset2bag.numel() == indices.numel(), "[",
-      op, "] inconsistent shapes: grad ", shape_str(grad.sizes()), ", bag_size ", shape_str(bag_size.sizes()),
-      ", indices ", shape_str(indices.sizes()), ", offset2bag ", shape_str(offset2bag.sizes()));
   const int64_t d = grad.sizes()[1], nbags = grad.sizes()[0], k = indices.numel();
-  Tensor gw = op::empty(Shape{num_weights, d}, grad.dtype(), grad.device());
   const Tensor idx = as_int64(indices), o2b = as_int64(offset2bag), bs = as_int64(bag_size);
   const int64_t* ip = idx.data<int64_t>();
   const int64_t* ob = o2b.data<int64_t>();
@@ -327,79 +302,78 @@ Tensor embedding_bag_backward_cpu(const Tensor& grad, const Tensor& indices, con
                    "[", op, "] max_indices must have shape ", shape_str(grad.sizes()));
     mx = as_int64(max_indices);
   }
-  visit_dtype(grad.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto& kf = cpu::norm_fns<T>();
-      const Tensor hg = contig(grad);
-      Tensor hp;
-      const T* g = hg.data<T>();
-      const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
-      T* w = gw.data<T>();
-      accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
-        if (mode == kModeMax) {
-          const int64_t* m = mx.data<int64_t>();
-          for (int64_t b = 0; b < nbags; ++b)
-            for (int64_t j = 0; j < d; ++j) {
-              const int64_t r = m[b * d + j];
-              if (r >= r0 && r < r1) w[r * d + j] += g[b * d + j];
-            }
-          return;
-        }
-        for (int64_t i = 0; i < k; ++i) {
-          const int64_t r = ip[i], b = ob[i];
-          if (r < r0 || r >= r1 || r == padding_idx || b < 0 || b >= nbags) continue;
-          double s = psw ? static_cast<double>(psw[i]) : 1.0;
-          if (mode == kModeMean) s /= static_cast<double>(std::max<int64_t>(bp[b], 1));
-          if (scale_grad_by_freq) s /= static_cast<double>(counts[r]);
-          kf.row_axpy(w + r * d, g + b * d, d, static_cast<T>(s));
-        }
-      });
-    }
+  const Tensor* psw_t = per_sample_weights ? &*per_sample_weights : nullptr;
+  cpu::write_contiguous(out, {&grad, &indices, &offset2bag, &bag_size, &max_indices, psw_t}, [&](const Tensor& gw) {
+    visit_dtype(grad.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto& kf = cpu::norm_fns<T>();
+        const Tensor hg = contig(grad);
+        Tensor hp;
+        const T* g = hg.data<T>();
+        const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
+        T* w = gw.data<T>();
+        accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
+          if (mode == kModeMax) {
+            const int64_t* m = mx.data<int64_t>();
+            for (int64_t b = 0; b < nbags; ++b)
+              for (int64_t j = 0; j < d; ++j) {
+                const int64_t r = m[b * d + j];
+                if (r >= r0 && r < r1) w[r * d + j] += g[b * d + j];
+              }
+            return;
+          }
+          for (int64_t i = 0; i < k; ++i) {
+            const int64_t r = ip[i], b = ob[i];
+            if (r < r0 || r >= r1 || r == padding_idx || b < 0 || b >= nbags) continue;
+            double s = psw ? static_cast<double>(psw[i]) : 1.0;
+            if (mode == kModeMean) s /= static_cast<double>(std::max<int64_t>(bp[b], 1));
+            if (scale_grad_by_freq) s /= static_cast<double>(counts[r]);
+            kf.row_axpy(w + r * d, g + b * d, d, static_cast<T>(s));
+          }
+        });
+      }
+    });
   });
-  return gw;
 }
 
-Tensor embedding_bag_psw_backward_cpu(const Tensor& grad, const Tensor& weight, const Tensor& indices,
-                                      const Tensor& offset2bag, int64_t mode, int64_t padding_idx) {
+// meta::check_embedding_bag_psw_grad checked mode, weight and the shapes; the output has indices' shape.
+void embedding_bag_psw_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& weight,
+                                        const Tensor& indices, const Tensor& offset2bag, int64_t mode,
+                                        int64_t padding_idx) {
   const char* op = "embedding_bag_per_sample_weights_backward";
-  FB_CHECK_VALUE(mode == kModeSum, "[", op, "] per_sample_weights are only supported for mode='sum'");
-  check_weight(weight, op);
+  (void)mode;
   const int64_t k = indices.numel(), d = weight.sizes()[1];
-  FB_CHECK_VALUE(grad.dim() == 2 && grad.sizes()[1] == d && offset2bag.numel() == k, "[", op,
-                 "] inconsistent shapes: grad ", shape_str(grad.sizes()), ", weight ",
-                 shape_str(weight.sizes()));
-  Tensor out = op::empty(indices.sizes(), grad.dtype(), grad.device());
   const Tensor idx = as_int64(indices), o2b = as_int64(offset2bag);
   const int64_t* ip = idx.data<int64_t>();
   const int64_t* ob = o2b.data<int64_t>();
   const int64_t num = weight.sizes()[0], nbags = grad.sizes()[0];
-  visit_dtype(grad.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto& kf = cpu::norm_fns<T>();
-      const Tensor hg = contig(grad), hw = contig(to_dtype(weight, grad.dtype()));
-      const T* g = hg.data<T>();
-      const T* w = hw.data<T>();
-      T* o = out.data<T>();
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t r = ip[i], b = ob[i];
-        check_index(op, r, num);
-        o[i] = (r == padding_idx || b < 0 || b >= nbags)
-                   ? T(0)
-                   : static_cast<T>(kf.row_dot(g + b * d, w + r * d, d));
+  cpu::write_contiguous(out, {&grad, &weight, &indices, &offset2bag}, [&](const Tensor& dst) {
+    visit_dtype(grad.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto& kf = cpu::norm_fns<T>();
+        const Tensor hg = contig(grad), hw = contig(to_dtype(weight, grad.dtype()));
+        const T* g = hg.data<T>();
+        const T* w = hw.data<T>();
+        T* o = dst.data<T>();
+        for (int64_t i = 0; i < k; ++i) {
+          const int64_t r = ip[i], b = ob[i];
+          check_index(op, r, num);
+          o[i] = (r == padding_idx || b < 0 || b >= nbags) ? T(0)
+                                                           : static_cast<T>(kf.row_dot(g + b * d, w + r * d, d));
+        }
       }
-    }
+    });
   });
-  return out;
 }
 
 FB_REGISTER_OUT_KERNEL(op::embedding, CPU, embedding_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::embedding_dense_backward, CPU, embedding_backward_out_cpu);
 FB_REGISTER_KERNEL(op::embedding_renorm_, CPU, embedding_renorm_cpu);
-FB_REGISTER_KERNEL(op::_embedding_bag, CPU, embedding_bag_cpu);
-FB_REGISTER_KERNEL(op::_embedding_bag_backward, CPU, embedding_bag_backward_cpu);
-FB_REGISTER_KERNEL(op::_embedding_bag_per_sample_weights_backward, CPU, embedding_bag_psw_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::_embedding_bag, CPU, embedding_bag_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_embedding_bag_backward, CPU, embedding_bag_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_embedding_bag_per_sample_weights_backward, CPU, embedding_bag_psw_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

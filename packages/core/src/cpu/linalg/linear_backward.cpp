@@ -20,13 +20,17 @@
 // kLinearBackwardPoolMacs the whole call is serial.
 //
 // grad_bias is summed in double (vec_table's accumulate_row, as sum(0) does).
+// _linear_backward is a structured op: the kernel writes the gradients the meta step allocated (its
+// rules in src/meta/nn_layer_rules.cpp).
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <tuple>
 #include <vector>
 
 #include "cpu/linalg/gemm.h"
 #include "cpu/elementwise/vec_table.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -182,37 +186,30 @@ void linear_backward_impl(const Tensor& grad, const Tensor& input, const Tensor&
   });
 }
 
-std::tuple<Tensor, Tensor, Tensor> linear_backward_cpu(const Tensor& grad_output, const Tensor& input,
-                                                       const Tensor& weight, bool input_g, bool weight_g,
-                                                       bool bias_g) {
-  const char* op = "_linear_backward";
-  detail::check_linear_backward(grad_output, input, weight);
-  const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1], n = input.sizes()[0];
-  const ScalarType dt = grad_output.dtype();
-  FB_CHECK_VALUE(n <= INT_MAX && in_f <= INT_MAX && out_f <= INT_MAX, "[", op,
-                 "] matrix dims above 2^31 - 1 are not supported, got input shape ", shape_str(input.sizes()),
-                 " and weight shape ", shape_str(weight.sizes()));
-  Tensor gi, gw, gb;
-  if (input_g) {
-    const int64_t shape[2] = {n, in_f};
-    shape_nbytes(IntArrayRef(shape), dt, op);  // Note [Size overflow]
-    gi = op::empty(IntArrayRef(shape), dt, input.device());
-  }
-  if (weight_g) gw = op::empty(weight.sizes(), dt, weight.device());
-  if (bias_g) {
-    const int64_t shape[1] = {out_f};
-    gb = op::empty(IntArrayRef(shape), dt, weight.device());
-  }
-  if (dt == ScalarType::Float32)
-    linear_backward_impl<float>(grad_output, input, weight, input_g ? &gi : nullptr, weight_g ? &gw : nullptr,
-                                bias_g ? &gb : nullptr);
-  else
-    linear_backward_impl<double>(grad_output, input, weight, input_g ? &gi : nullptr,
-                                 weight_g ? &gw : nullptr, bias_g ? &gb : nullptr);
-  return {gi, gw, gb};
+// Structured (Note [Structured kernels]): meta::check_linear_backward checked the operands, and each
+// gradient asked for is an output the meta step allocated (undefined otherwise). The GEMMs and the column
+// sums write contiguous outputs: each output itself, or a new tensor copied into it (out strided, or
+// sharing memory with an operand: cpu::write_contiguous_outs).
+void linear_backward_out_cpu(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                             const Tensor& grad_output, const Tensor& input, const Tensor& weight, bool input_g,
+                             bool weight_g, bool bias_g) {
+  (void)input_g;
+  (void)weight_g;
+  (void)bias_g;
+  cpu::write_contiguous_outs<3>({grad_input, grad_weight, grad_bias}, {&grad_output, &input, &weight},
+                                [&](const std::array<Tensor, 3>& dst) {
+                                  Tensor gi = dst[0], gw = dst[1], gb = dst[2];
+                                  Tensor* pi = gi.defined() ? &gi : nullptr;
+                                  Tensor* pw = gw.defined() ? &gw : nullptr;
+                                  Tensor* pb = gb.defined() ? &gb : nullptr;
+                                  if (grad_output.dtype() == ScalarType::Float32)
+                                    linear_backward_impl<float>(grad_output, input, weight, pi, pw, pb);
+                                  else
+                                    linear_backward_impl<double>(grad_output, input, weight, pi, pw, pb);
+                                });
 }
 
-FB_REGISTER_KERNEL(op::_linear_backward, CPU, linear_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linear_backward, CPU, linear_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -4,12 +4,15 @@
 // reuses the mask (grad * mask * scale, one pass). The key of a call comes
 // from the default generator, which reserves one draw per element as the
 // other random fills do, so manual_seed reproduces a run and the thread count
-// does not change the result.
+// does not change the result. They are structured ops: out kernels filling the
+// outputs the meta step allocated (its rules in src/meta/nn_layer_rules.cpp).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -20,12 +23,7 @@
 namespace flambeau {
 namespace {
 
-using cpu::check_floating;
 using cpu::contig;
-
-void check_p(double p, const char* op) {
-  FB_CHECK_VALUE(p >= 0 && p <= 1, "[", op, "] dropout probability has to be between 0 and 1, but got ", p);
-}
 
 /// The generator key for a call drawing n decisions.
 uint64_t dropout_key(int64_t n) {
@@ -39,22 +37,23 @@ uint32_t keep_threshold(double p) {
   return static_cast<uint32_t>(std::clamp(t, 1.0, 4294967295.0));
 }
 
-std::tuple<Tensor, Tensor> dropout_cpu(const Tensor& input, double p, std::optional<bool> train) {
+// Structured ops (Note [Structured kernels]): meta::check_dropout checked input and p; out and mask have
+// input's shape. The loops write contiguous results: out and mask themselves, or new tensors copied into
+// them (cpu::write_contiguous_outs: out= strided, or sharing memory with input or with each other).
+void dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& input, double p, std::optional<bool> train) {
   const char* op = "dropout";
-  check_floating(input, op, "input");
-  check_p(p, op);
-  Tensor mask = op::empty(input.sizes(), ScalarType::Bool, input.device());
   const int64_t n = input.numel();
   if ((train && !*train) || p == 0) {
     if (n > 0) std::memset(mask.data_ptr(), 1, static_cast<size_t>(n));
-    return {op::clone(input, MemoryFormat::Contiguous), mask};
+    Tensor dst = out;
+    op::copy_(dst, input);
+    return;
   }
-  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
-  if (n == 0) return {out, mask};
+  if (n == 0) return;
   if (p == 1) {
     std::memset(mask.data_ptr(), 0, static_cast<size_t>(n));
     std::memset(out.data_ptr(), 0, static_cast<size_t>(n) * (input.dtype() == ScalarType::Float32 ? 4 : 8));
-    return {out, mask};
+    return;
   }
   const uint64_t key = dropout_key(n);
   const uint32_t thr = keep_threshold(p);
@@ -79,25 +78,21 @@ std::tuple<Tensor, Tensor> dropout_cpu(const Tensor& input, double p, std::optio
       });
     }
   });
-  return {out, mask};
 }
 
-std::tuple<Tensor, Tensor> feature_dropout_cpu(const Tensor& input, double p) {
+void dropout_out_cpu(const Tensor& out, const Tensor& mask, const Tensor& input, double p,
+                     std::optional<bool> train) {
+  cpu::write_contiguous_outs<2>({out, mask}, input, [&](const std::array<Tensor, 2>& dst) {
+    dropout_fill(dst[0], dst[1], input, p, train);
+  });
+}
+
+// meta::check_feature_dropout checked input (at least (N, C)) and p; mask is (N, C, 1, ...).
+void feature_dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& input, double p) {
   const char* op = "feature_dropout";
-  check_floating(input, op, "input");
-  check_p(p, op);
-  FB_CHECK_VALUE(input.dim() >= 2, "[", op,
-                 "] Feature dropout requires at least 2 dimensions in the input (N, C, ...), got shape ",
-                 shape_str(input.sizes()));
   const int64_t nb = input.sizes()[0], nc = input.sizes()[1];
-  Shape mshape{nb, nc};
   int64_t inner = 1;
-  for (int64_t d = 2; d < input.dim(); ++d) {
-    mshape.push_back(1);
-    inner *= input.sizes()[d];
-  }
-  Tensor mask = op::empty(mshape, ScalarType::Bool, input.device());
-  Tensor out = op::empty(input.sizes(), input.dtype(), input.device());
+  for (int64_t d = 2; d < input.dim(); ++d) inner *= input.sizes()[d];
   const int64_t rows = nb * nc;
   uint8_t* m = static_cast<uint8_t*>(mask.data_ptr());
   if (rows > 0) {
@@ -115,7 +110,7 @@ std::tuple<Tensor, Tensor> feature_dropout_cpu(const Tensor& input, double p) {
       }
     }
   }
-  if (out.numel() == 0) return {out, mask};
+  if (out.numel() == 0) return;
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -135,56 +130,53 @@ std::tuple<Tensor, Tensor> feature_dropout_cpu(const Tensor& input, double p) {
       });
     }
   });
-  return {out, mask};
 }
 
-Tensor dropout_backward_cpu(const Tensor& grad_output, const Tensor& mask, double scale) {
-  const char* op = "dropout_backward";
-  check_floating(grad_output, op, "grad_output");
-  FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[", op, "] mask must be a bool tensor, got dtype ",
-                dtype_name(mask.dtype()));
-  // The mask has grad's shape, or (N, C, 1, ...) for feature dropout.
-  const bool same = std::ranges::equal(mask.sizes(), grad_output.sizes());
-  bool feature = !same && mask.dim() == grad_output.dim() && mask.dim() >= 2 &&
-                 mask.sizes()[0] == grad_output.sizes()[0] && mask.sizes()[1] == grad_output.sizes()[1];
-  for (int64_t d = 2; feature && d < mask.dim(); ++d) feature = mask.sizes()[d] == 1;
-  FB_CHECK_VALUE(same || feature, "[", op, "] mask shape ", shape_str(mask.sizes()),
-                 " does not match grad shape ", shape_str(grad_output.sizes()));
-  Tensor out = op::empty(grad_output.sizes(), grad_output.dtype(), grad_output.device());
-  const int64_t n = grad_output.numel();
-  if (n == 0) return out;
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto& k = cpu::norm_fns<T>();
-      Tensor hg = contig(grad_output), hm = contig(mask);
-      const T* g = hg.data<T>();
-      const uint8_t* m = static_cast<const uint8_t*>(hm.data_ptr());
-      T* o = out.data<T>();
-      const T sc = static_cast<T>(scale);
-      if (same) {
-        parallel_for(0, n, kGrainSize,
-                     [&](int64_t b, int64_t e) { k.dropout_bwd(g + b, m + b, o + b, e - b, sc); });
-        return;
-      }
-      const int64_t rows = mask.numel(), inner = n / rows;
-      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1));
-      parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          if (m[r])
-            k.row_scale(o + r * inner, g + r * inner, inner, sc);
-          else
-            std::memset(o + r * inner, 0, static_cast<size_t>(inner) * sizeof(T));
-        }
-      });
-    }
+void feature_dropout_out_cpu(const Tensor& out, const Tensor& mask, const Tensor& input, double p) {
+  cpu::write_contiguous_outs<2>({out, mask}, input, [&](const std::array<Tensor, 2>& dst) {
+    feature_dropout_fill(dst[0], dst[1], input, p);
   });
-  return out;
 }
 
-FB_REGISTER_KERNEL(op::native_dropout, CPU, dropout_cpu);
-FB_REGISTER_KERNEL(op::_feature_dropout, CPU, feature_dropout_cpu);
-FB_REGISTER_KERNEL(op::native_dropout_backward, CPU, dropout_backward_cpu);
+// meta::check_dropout_grad checked grad_output and the mask (grad's shape, or (N, C, 1, ...)).
+void dropout_backward_out_cpu(const Tensor& out, const Tensor& grad_output, const Tensor& mask, double scale) {
+  const char* op = "dropout_backward";
+  const bool same = std::ranges::equal(mask.sizes(), grad_output.sizes());
+  const int64_t n = grad_output.numel();
+  if (n == 0) return;
+  cpu::write_contiguous(out, {&grad_output, &mask}, [&](const Tensor& dst) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto& k = cpu::norm_fns<T>();
+        Tensor hg = contig(grad_output), hm = contig(mask);
+        const T* g = hg.data<T>();
+        const uint8_t* m = static_cast<const uint8_t*>(hm.data_ptr());
+        T* o = dst.data<T>();
+        const T sc = static_cast<T>(scale);
+        if (same) {
+          parallel_for(0, n, kGrainSize,
+                       [&](int64_t b, int64_t e) { k.dropout_bwd(g + b, m + b, o + b, e - b, sc); });
+          return;
+        }
+        const int64_t rows = mask.numel(), inner = n / rows;
+        const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1));
+        parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            if (m[r])
+              k.row_scale(o + r * inner, g + r * inner, inner, sc);
+            else
+              std::memset(o + r * inner, 0, static_cast<size_t>(inner) * sizeof(T));
+          }
+        });
+      }
+    });
+  });
+}
+
+FB_REGISTER_OUT_KERNEL(op::native_dropout, CPU, dropout_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_feature_dropout, CPU, feature_dropout_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::native_dropout_backward, CPU, dropout_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
