@@ -593,7 +593,7 @@ def _close(a: Tensor, b: Tensor) -> bool:
     """
     if a.is_complex():
         a, b = fc.view_as_real(a), fc.view_as_real(b)
-    if bool((a == b).all()):  # the common case, equal to the last bit (no NaN): one pass, not ten
+    if bool((a == b).all()):  # the common case, equal values (so no NaN): one pass, not ten
         return True
     rtol = 1e-4
     if a.element_size() < 4:  # float16, bfloat16
