@@ -320,35 +320,6 @@ class _ScaleShift(fb.nn.Module):
         return (self.lin(x) * self.scale + self.shift).tanh()
 
 
-def test_a_step_whose_forward_fuses_with_parameters_equals_eager():
-    """The fused run (mul, add, tanh, sub, pow) reads parameters the step then updates; its generated backward
-    runs inside the replayed backward()."""
-    runs = []
-    for _ in range(2):
-        fb.manual_seed(0)
-        m = _ScaleShift()
-        opt = fb.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-
-        def step(x, y, m=m, opt=opt):
-            opt.zero_grad()
-            loss = ((m(x) - y) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        runs.append((m, step))
-    (m_e, eager), (m_c, plain) = runs
-    step = fb.compile(plain)
-    for x, y in _batches([8] * 6):
-        x, y = x[:, :4], y.repeat(1, 2)
-        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
-    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
-        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-5, atol=1e-6)
-    assert len(step.graphs) == 1
-    assert [list(g.ops) for g in step.fused_groups[0]] == [["mul", "add", "tanh", "sub", "pow"]]
-
-
 def _scale_shift_steps():
     """Two (model, step) pairs with the same weights: the second to be compiled."""
     runs = []
@@ -366,6 +337,29 @@ def _scale_shift_steps():
 
         runs.append((m, step))
     return runs
+
+
+def _train_scale_shift(steps, count):
+    """``count`` steps of both pairs of :func:`_scale_shift_steps` on the same batches: losses and parameters
+    equal; returns the compiled step."""
+    (m_e, eager), (m_c, plain) = steps
+    step = fb.compile(plain)
+    for x, y in _batches([8] * count):
+        x, y = x[:, :4], y.repeat(1, 2)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+        if a.grad is not None:
+            np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-5, atol=1e-6)
+    return step
+
+
+def test_a_step_whose_forward_fuses_with_parameters_equals_eager():
+    """The fused run (mul, add, tanh, sub, pow) reads parameters the step then updates; its generated backward
+    runs inside the replayed backward()."""
+    step = _train_scale_shift(_scale_shift_steps(), 6)
+    assert len(step.graphs) == 1
+    assert [list(g.ops) for g in step.fused_groups[0]] == [["mul", "add", "tanh", "sub", "pow"]]
 
 
 def test_the_check_replay_runs_after_the_eager_runs_values_are_dropped(monkeypatch):
@@ -393,13 +387,7 @@ def test_the_check_replay_runs_after_the_eager_runs_values_are_dropped(monkeypat
 
     monkeypatch.setattr(_capture._Capture, "_record", spy)
     monkeypatch.setattr(_capture, "_step_disagrees", counted)
-    (m_e, eager), (m_c, plain) = _scale_shift_steps()
-    step = fb.compile(plain)
-    for x, y in _batches([8] * 4):
-        x, y = x[:, :4], y.repeat(1, 2)
-        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
-    for a, b in zip(m_e.parameters(), m_c.parameters(), strict=True):
-        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+    step = _train_scale_shift(_scale_shift_steps(), 4)
     assert len(made) >= 2 and alive_at_check == [0]
     assert len(step.graphs) == 1 and step.fused_groups[0]
 
@@ -409,11 +397,7 @@ def test_a_step_the_check_refuses_keeps_no_fused_kernels(monkeypatch):
     from flambeau.compiler import _capture
 
     monkeypatch.setattr(_capture, "_step_disagrees", lambda *args: "refused by the test")
-    (m_e, eager), (m_c, plain) = _scale_shift_steps()
-    step = fb.compile(plain)
-    for x, y in _batches([8] * 3):
-        x, y = x[:, :4], y.repeat(1, 2)
-        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    step = _train_scale_shift(_scale_shift_steps(), 3)
     assert step.graphs == [] and step.fused_groups == [] and "refused by the test" in step.break_reasons
 
 

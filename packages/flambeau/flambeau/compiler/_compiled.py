@@ -139,14 +139,8 @@ class ModuleState:
     ) -> None:
         modules_hold = base._modules_hold if base is not None else _modules_hold(modules, fn)
         self._modules_hold = modules_hold
-        env: dict[str, Any] = {}
+        env, const = _constants()
         tests: list[str] = []
-
-        def const(v: Any) -> str:
-            name = f"c{len(env)}"
-            env[name] = v
-            return name
-
         for opt in optimizers:
             tests.extend(_optimizer_tests(opt, const, live or {}, pinned))
         # Note [Captured backward]: which leaves have a .grad at entry decides what backward() and the
@@ -165,6 +159,18 @@ def _always() -> bool:
     return True
 
 
+def _constants() -> tuple[dict[str, Any], Callable[[Any], str]]:
+    """A generated guard's globals and ``const(v)``, which binds ``v`` there and returns its name."""
+    env: dict[str, Any] = {}
+
+    def const(v: Any) -> str:
+        name = f"c{len(env)}"
+        env[name] = v
+        return name
+
+    return env, const
+
+
 def _generated(tests: list[str], env: dict[str, Any]) -> Callable[[], bool]:
     """``holds()``: all of ``tests`` (Python expressions over ``env``'s names) true; False on any error."""
     body = " and ".join(tests)
@@ -176,14 +182,8 @@ def _generated(tests: list[str], env: dict[str, Any]) -> Callable[[], bool]:
 def _modules_hold(modules: list[Any], fn: Any) -> Callable[[], bool] | None:
     """The generated check of the modules' state and of the names ``fn`` reads (Note [Compile guards]); None
     when there is nothing to check."""
-    env: dict[str, Any] = {}
+    env, const = _constants()
     tests: list[str] = []
-
-    def const(v: Any) -> str:
-        name = f"c{len(env)}"
-        env[name] = v
-        return name
-
     for m in modules:
         d = const(m.__dict__)
         for key, v in m.__dict__.items():
