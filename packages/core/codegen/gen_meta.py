@@ -43,6 +43,8 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"{self_name}.dtype()"
     if rule.name == "real":
         return f"to_real_dtype({self_name}.dtype())"
+    if rule.name == "complex":
+        return f"to_complex_dtype({self_name}.dtype())"
     if rule.name == "clamp":
         return f"meta::clamp_dtype({self_name}, min, max)"
     if rule.name == "accumulate":

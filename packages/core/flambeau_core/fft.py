@@ -261,9 +261,9 @@ def _resize(x: Tensor, d: int, size: int) -> Tensor:
     pad[d] = size - have
     if x.dtype in _COMPLEX:  # cat is real-only: pad the (..., 2) real view
         r = _C.view_as_real(x)
-        z = _C.zeros([*pad, 2], dtype=r.dtype)
+        z = _C.zeros([*pad, 2], dtype=r.dtype, device=x.device)
         return _C.view_as_complex(_C.cat([r, z], d))
-    return _C.cat([x, _C.zeros(pad, dtype=x.dtype)], d)
+    return _C.cat([x, _C.zeros(pad, dtype=x.dtype, device=x.device)], d)
 
 
 def _dims_1d(op: str, x: Tensor, n: Any, dim: Any) -> tuple[int, int | None]:
@@ -309,8 +309,8 @@ def _dims_nd(op: str, x: Tensor, s: Any, dim: Any) -> tuple[list[int], list[int]
 def _out(op: str, r: Tensor, out: Tensor | None) -> Tensor:
     # PyTorch's out= rules (flambeau_core._C._copy_to_out): a dtype the result casts to (complex64
     # into complex128; a real out for a complex result raises), resized to the result's shape, no
-    # autograd through out=.
-    if out is None:
+    # autograd through out=. r is out when the primitive wrote it (_primitive).
+    if out is None or r is out:
         return r
     if (
         isinstance(out, Tensor)
@@ -325,32 +325,93 @@ def _out(op: str, r: Tensor, out: Tensor | None) -> Tensor:
     return _C._copy_to_out(op, r, out, False)
 
 
-def _c2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool) -> Tensor:
+# The result dtype of a primitive of `kind` from its input's (out= must have it to be written by the kernel).
+_RESULT_DTYPE = {
+    "complex": {_C.float32: _C.complex64, _C.float64: _C.complex128},
+    "real": {_C.complex64: _C.float32, _C.complex128: _C.float64},
+}
+
+
+def _primitive(f: Any, x: Tensor, args: tuple, out: Any, kind: str, last: tuple[int, int] | None = None) -> Tensor:
+    """f(x, *args), the transform's last step, written straight into out= by the primitive's out kernel
+    (Note [Structured kernels]) when out has the result's dtype (`kind` of x's: same, complex or real),
+    device and shape (x's, the `last` = (dim, size) changed) or no elements (resized silently), and autograd
+    does not record. Otherwise the result is computed and _out copies it in, its messages and warnings
+    naming the public function."""
+    if not isinstance(out, Tensor):
+        return f(x, *args)
+    dtype = x.dtype if kind == "same" else _RESULT_DTYPE[kind].get(x.dtype)
+    if out.dtype == dtype and ((out.is_cpu and x.is_cpu) or out.device == x.device):
+        shape = list(x.shape)
+        if last is not None:
+            shape[last[0]] = last[1]
+        recording = _C.is_grad_enabled() and (x.requires_grad or out.requires_grad)
+        if not recording and (out.numel() == 0 or list(out.shape) == shape):
+            return f(x, *args, out=out)
+    return f(x, *args)
+
+
+def _bad_sizes(op: str, x: Tensor, sizes: list[int]) -> None:
+    # A 1-D transform without n over an empty dim (the n-D ones checked s in _dims_nd): PyTorch's error.
+    raise FlambeauError(f"{op}: Invalid number of data points ({min(sizes)}) specified (input shape {_shape(x)})")
+
+
+def _c2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool, out: Any = None) -> Tensor:
     x = _float_input(x, op, True)
+    if min(sizes, default=1) < 1:
+        _bad_sizes(op, x, sizes)
     for d, v in zip(dims, sizes, strict=True):
         x = _resize(x, d, v)
     code = _norm(norm, forward, op)
     if not dims:
         return _to_complex(x).clone()
     if x.dtype in _COMPLEX:
-        return _C._fft_c2c(x, dims, code, forward)
+        return (
+            _C._fft_c2c(x, dims, code, forward)
+            if out is None
+            else _primitive(_C._fft_c2c, x, (dims, code, forward), out, "same")
+        )
     if forward:
-        return _C._fft_r2c(x, dims, code, False)
-    return _C._fft_c2c(_to_complex(x), dims, code, forward)
+        return (
+            _C._fft_r2c(x, dims, code, False)
+            if out is None
+            else _primitive(_C._fft_r2c, x, (dims, code, False), out, "complex")
+        )
+    return (
+        _C._fft_c2c(_to_complex(x), dims, code, forward)
+        if out is None
+        else _primitive(_C._fft_c2c, _to_complex(x), (dims, code, forward), out, "same")
+    )
 
 
-def _r2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool) -> Tensor:
+def _r2c(op: str, x: Tensor, dims: list[int], sizes: list[int], norm: Any, forward: bool, out: Any = None) -> Tensor:
     x = _float_input(x, op, False)
+    if min(sizes, default=1) < 1:
+        _bad_sizes(op, x, sizes)
     for d, v in zip(dims, sizes, strict=True):
         x = _resize(x, d, v)
     code = _norm(norm, forward, op)
     if not dims:
         return _to_complex(x).clone()
-    r = _C._fft_r2c(x, dims, code, True)
-    return r if forward else r.conj()
+    if not forward:  # ihfft: the conjugate of the forward transform (not the primitive's result)
+        return _C._fft_r2c(x, dims, code, True).conj()
+    return (
+        _C._fft_r2c(x, dims, code, True)
+        if out is None
+        else _primitive(_C._fft_r2c, x, (dims, code, True), out, "complex", (dims[-1], x.shape[dims[-1]] // 2 + 1))
+    )
 
 
-def _c2r(op: str, x: Tensor, dims: list[int], sizes: list[int] | None, n_last: Any, norm: Any, forward: bool) -> Tensor:
+def _c2r(
+    op: str,
+    x: Tensor,
+    dims: list[int],
+    sizes: list[int] | None,
+    n_last: Any,
+    norm: Any,
+    forward: bool,
+    out: Any = None,
+) -> Tensor:
     """irfft (forward=False) / hfft (forward=True): the last of dims is the half-spectrum dim."""
     x = _to_complex(_float_input(x, op, True))
     if not dims:
@@ -372,8 +433,16 @@ def _c2r(op: str, x: Tensor, dims: list[int], sizes: list[int] | None, n_last: A
         if len(dims) > 1:
             x = _C._fft_c2c(x, dims[:-1], code, True)
         x = x.conj()
-        return _C._fft_c2r(x, [last], code, n_last)
-    return _C._fft_c2r(x, dims, code, n_last)
+        return (
+            _C._fft_c2r(x, [last], code, n_last)
+            if out is None
+            else _primitive(_C._fft_c2r, x, ([last], code, n_last), out, "real", (last, n_last))
+        )
+    return (
+        _C._fft_c2r(x, dims, code, n_last)
+        if out is None
+        else _primitive(_C._fft_c2r, x, (dims, code, n_last), out, "real", (last, n_last))
+    )
 
 
 def fft(
@@ -390,7 +459,7 @@ def fft(
         tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
     """
     d, n = _dims_1d("fft.fft", _float_input(input, "fft.fft", True), n, dim)
-    return _out("fft.fft", _c2c("fft.fft", input, [d], [input.shape[d] if n is None else n], norm, True), out)
+    return _out("fft.fft", _c2c("fft.fft", input, [d], [input.shape[d] if n is None else n], norm, True, out), out)
 
 
 def ifft(
@@ -405,7 +474,7 @@ def ifft(
         tensor([1., 2., 3., 4.])
     """
     d, n = _dims_1d("fft.ifft", _float_input(input, "fft.ifft", True), n, dim)
-    return _out("fft.ifft", _c2c("fft.ifft", input, [d], [input.shape[d] if n is None else n], norm, False), out)
+    return _out("fft.ifft", _c2c("fft.ifft", input, [d], [input.shape[d] if n is None else n], norm, False, out), out)
 
 
 def fftn(
@@ -424,7 +493,7 @@ def fftn(
                 [-2., -2.]])
     """
     dims, sizes = _dims_nd("fft.fftn", _float_input(input, "fft.fftn", True), s, dim)
-    return _out("fft.fftn", _c2c("fft.fftn", input, dims, sizes, norm, True), out)
+    return _out("fft.fftn", _c2c("fft.fftn", input, dims, sizes, norm, True, out), out)
 
 
 def ifftn(
@@ -439,7 +508,7 @@ def ifftn(
         True
     """
     dims, sizes = _dims_nd("fft.ifftn", _float_input(input, "fft.ifftn", True), s, dim)
-    return _out("fft.ifftn", _c2c("fft.ifftn", input, dims, sizes, norm, False), out)
+    return _out("fft.ifftn", _c2c("fft.ifftn", input, dims, sizes, norm, False, out), out)
 
 
 def fft2(
@@ -457,7 +526,7 @@ def fft2(
         (3, 2, 2)
     """
     dims, sizes = _dims_nd("fft.fft2", _float_input(input, "fft.fft2", True), s, dim)
-    return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True), out)
+    return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True, out), out)
 
 
 def ifft2(
@@ -473,7 +542,7 @@ def ifft2(
                 [3., 4.]])
     """
     dims, sizes = _dims_nd("fft.ifft2", _float_input(input, "fft.ifft2", True), s, dim)
-    return _out("fft.ifft2", _c2c("fft.ifft2", input, dims, sizes, norm, False), out)
+    return _out("fft.ifft2", _c2c("fft.ifft2", input, dims, sizes, norm, False, out), out)
 
 
 def rfft(
@@ -489,7 +558,7 @@ def rfft(
     """
     x = _float_input(input, "fft.rfft", False)
     d, n = _dims_1d("fft.rfft", x, n, dim)
-    return _out("fft.rfft", _r2c("fft.rfft", x, [d], [x.shape[d] if n is None else n], norm, True), out)
+    return _out("fft.rfft", _r2c("fft.rfft", x, [d], [x.shape[d] if n is None else n], norm, True, out), out)
 
 
 def irfft(
@@ -505,7 +574,7 @@ def irfft(
     """
     x = _float_input(input, "fft.irfft", True)
     d, n = _dims_1d("fft.irfft", x, n, dim)
-    return _out("fft.irfft", _c2r("fft.irfft", x, [d], None, n, norm, False), out)
+    return _out("fft.irfft", _c2r("fft.irfft", x, [d], None, n, norm, False, out), out)
 
 
 def _last_n(s: Any, sizes: list[int]) -> int | None:
@@ -529,7 +598,7 @@ def rfftn(
     """
     x = _float_input(input, "fft.rfftn", False)
     dims, sizes = _dims_nd("fft.rfftn", x, s, dim)
-    return _out("fft.rfftn", _r2c("fft.rfftn", x, dims, sizes, norm, True), out)
+    return _out("fft.rfftn", _r2c("fft.rfftn", x, dims, sizes, norm, True, out), out)
 
 
 def rfft2(
@@ -545,15 +614,15 @@ def rfft2(
     """
     x = _float_input(input, "fft.rfft2", False)
     dims, sizes = _dims_nd("fft.rfft2", x, s, dim)
-    return _out("fft.rfft2", _r2c("fft.rfft2", x, dims, sizes, norm, True), out)
+    return _out("fft.rfft2", _r2c("fft.rfft2", x, dims, sizes, norm, True, out), out)
 
 
-def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool) -> Tensor:
+def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool, out: Any = None) -> Tensor:
     x = _float_input(input, op, True)
     dims, sizes = _dims_nd(op, x, s, dim)
     if not dims:
         raise FlambeauError(f"{op}: expected at least one dim to transform (input shape {_shape(x)})")
-    return _c2r(op, x, dims, sizes, _last_n(s, sizes), norm, forward)
+    return _c2r(op, x, dims, sizes, _last_n(s, sizes), norm, forward, out)
 
 
 def irfftn(
@@ -567,7 +636,7 @@ def irfftn(
         >>> fb.allclose(fb.fft.irfftn(fb.fft.rfftn(x), s=x.shape), x, atol=1e-5)
         True
     """
-    return _out("fft.irfftn", _irfftn("fft.irfftn", input, s, dim, norm, False), out)
+    return _out("fft.irfftn", _irfftn("fft.irfftn", input, s, dim, norm, False, out), out)
 
 
 def irfft2(
@@ -582,7 +651,7 @@ def irfft2(
         tensor([[1., 2.],
                 [3., 4.]])
     """
-    return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False), out)
+    return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False, out), out)
 
 
 def hfft(
@@ -598,7 +667,7 @@ def hfft(
     """
     x = _float_input(input, "fft.hfft", True)
     d, n = _dims_1d("fft.hfft", x, n, dim)
-    return _out("fft.hfft", _c2r("fft.hfft", x, [d], None, n, norm, True), out)
+    return _out("fft.hfft", _c2r("fft.hfft", x, [d], None, n, norm, True, out), out)
 
 
 def ihfft(
@@ -613,7 +682,7 @@ def ihfft(
     """
     x = _float_input(input, "fft.ihfft", False)
     d, n = _dims_1d("fft.ihfft", x, n, dim)
-    return _out("fft.ihfft", _r2c("fft.ihfft", x, [d], [x.shape[d] if n is None else n], norm, False), out)
+    return _out("fft.ihfft", _r2c("fft.ihfft", x, [d], [x.shape[d] if n is None else n], norm, False, out), out)
 
 
 def hfftn(
@@ -627,7 +696,7 @@ def hfftn(
         >>> fb.allclose(fb.fft.hfftn(fb.fft.ihfftn(x), s=x.shape), x, atol=1e-5)
         True
     """
-    return _out("fft.hfftn", _irfftn("fft.hfftn", input, s, dim, norm, True), out)
+    return _out("fft.hfftn", _irfftn("fft.hfftn", input, s, dim, norm, True, out), out)
 
 
 def hfft2(
@@ -642,10 +711,10 @@ def hfft2(
         tensor([[1., 2.],
                 [3., 4.]])
     """
-    return _out("fft.hfft2", _irfftn("fft.hfft2", input, s, dim, norm, True), out)
+    return _out("fft.hfft2", _irfftn("fft.hfft2", input, s, dim, norm, True, out), out)
 
 
-def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
+def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, out: Any = None) -> Tensor:
     x = _float_input(input, op, False)
     dims, sizes = _dims_nd(op, x, s, dim)
     if not dims:
@@ -655,7 +724,11 @@ def _ihfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any) -> Tensor:
     code = _norm(norm, False, op)
     r = _C._fft_r2c(x, [dims[-1]], code, True).conj()
     if len(dims) > 1:
-        r = _C._fft_c2c(r, dims[:-1], code, False)
+        r = (
+            _C._fft_c2c(r, dims[:-1], code, False)
+            if out is None
+            else _primitive(_C._fft_c2c, r, (dims[:-1], code, False), out, "same")
+        )
     return r
 
 
@@ -671,7 +744,7 @@ def ihfftn(
         ((2, 3), tensor([[1., 0., 0.],
                 [0., 0., 0.]]))
     """
-    return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm), out)
+    return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm, out), out)
 
 
 def ihfft2(
@@ -684,4 +757,4 @@ def ihfft2(
         >>> fb.fft.ihfft2(fb.ones(3, 2, 4)).shape
         (3, 2, 3)
     """
-    return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm), out)
+    return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm, out), out)

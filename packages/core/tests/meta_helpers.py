@@ -63,6 +63,9 @@ NORMS = """native_batch_norm native_batch_norm_backward native_layer_norm_backwa
     native_group_norm_backward""".split()
 SOFTMAX = "_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data".split()
 MIGRATED += NORMS + SOFTMAX + ["var_correction", "mode", "div_mode"]
+# the FFT primitives: their meta steps are tested in test_structured_fft.py
+FFT = "_fft_c2c _fft_r2c _fft_c2r _stft_r2c".split()
+MIGRATED += FFT
 # the samplers (src/cpu/random/distributions.cpp): shapes and dtypes only, no draws on meta
 SAMPLERS = {"_standard_gamma": 1, "_standard_gamma_grad": 2, "poisson": 1, "binomial": 2}
 MIGRATED += list(SAMPLERS)

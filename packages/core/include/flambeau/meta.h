@@ -189,6 +189,28 @@ FB_API Shape embedding(const char* op, const Tensor& weight, const Tensor& indic
 /// `embedding_backward`: (num_weights, embedding_dim), grad_output's last dim.
 FB_API Shape embedding_backward(const char* op, const Tensor& grad_output, int64_t num_weights);
 
+// ---- the FFT primitives (src/meta/fft_rules.cpp) ----
+/// _fft_c2c/_fft_c2r: a complex64 or complex128 self (TypeError).
+FB_API void check_fft_complex(const char* op, const Tensor& self);
+/// _fft_r2c: a float32 or float64 self (TypeError).
+FB_API void check_fft_real(const char* op, const Tensor& self);
+/// The transformed dims: at least one, each in range (IndexError), none twice.
+FB_API void check_fft_dims(const char* op, const Tensor& self, IntArrayRef dim);
+/// normalization 0 (none), 1 (by sqrt(n)) or 2 (by n).
+FB_API void check_fft_norm(const char* op, int64_t normalization);
+/// _fft_c2r: last_dim_size >= 1, the last transformed dim of size last_dim_size / 2 + 1.
+FB_API void check_fft_c2r_size(const char* op, const Tensor& self, IntArrayRef dim, int64_t last_dim_size);
+/// `fft_r2c`: self's shape, the last of dim (checked) of size n / 2 + 1 when onesided.
+FB_API Shape fft_r2c(const char* op, const Tensor& self, IntArrayRef dim, bool onesided);
+/// `fft_c2r`: self's shape, the last of dim (checked) of size last_dim_size.
+FB_API Shape fft_c2r(const char* op, const Tensor& self, IntArrayRef dim, int64_t last_dim_size);
+/// _stft_r2c (Note [stft frames]): a float32/float64 (B, L) signal, a window of its dtype and n_fft values,
+/// hop_length > 0, a pad the pad mode can read.
+FB_API void check_stft(const char* op, const Tensor& signal, const Tensor& window, int64_t n_fft,
+                       int64_t hop_length, int64_t pad, std::string_view pad_mode);
+/// `stft`: (B, frames, n_fft / 2 + 1), after check_stft.
+FB_API Shape stft(const char* op, const Tensor& signal, int64_t n_fft, int64_t hop_length, int64_t pad);
+
 // ---- checks (the `checks:` vocabulary of the table) ----
 /// Every tensor on one device; a 0-dim cpu tensor (a wrapped number) goes with any device.
 FB_API void check_same_device(const char* op, Tensors ts);

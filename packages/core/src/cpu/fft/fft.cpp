@@ -1,23 +1,24 @@
-// CPU kernels of the FFT primitives _fft_c2c, _fft_r2c and _fft_c2r
-// (ops.yaml, section fft) over pocketfft (third_party/pocketfft, vendored
-// from NumPy); their derivatives are in src/composite/fft_backward.cpp. The public transforms
+// CPU out kernels of the FFT primitives _fft_c2c, _fft_r2c, _fft_c2r and
+// _stft_r2c (ops.yaml, section fft; structured: their checks and output
+// shapes are the meta step's, src/meta/fft_rules.cpp) over pocketfft
+// (third_party/pocketfft, vendored from NumPy); their derivatives are in
+// src/composite/fft_backward.cpp. The public transforms
 // (flambeau.fft.fft ... ihfftn) are Python composites in flambeau_core/fft.py
 // that pad or trim to n/s and pick the normalization.
 // Note [FFT batches] (below) says how a batch is threaded.
 #include <algorithm>
 #include <cmath>
 #include <complex>
-#include <new>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
+#include <new>
 #include <string_view>
 #include <vector>
 
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
-#include "generic/shape_utils.h"
 
 #define POCKETFFT_NO_MULTITHREADING
 #define POCKETFFT_CACHE_SIZE 16
@@ -50,20 +51,10 @@ void run_in_precision(const char* op, bool single, Run&& run) {
   }
 }
 
-/// The transformed dims wrapped and checked: non-empty, in range, distinct.
-std::vector<int64_t> fft_dims(const Tensor& x, IntArrayRef dim, const char* op) {
-  FB_CHECK_VALUE(!dim.empty(), "[", op, "] expected at least one dim to transform, got none (input shape ",
-                 shape_str(x.sizes()), ")");
+/// The transformed dims wrapped (the check step checked them: non-empty, in range, distinct).
+std::vector<int64_t> fft_dims(const Tensor& x, IntArrayRef dim) {
   std::vector<int64_t> dims;
-  for (int64_t d : dim) {
-    FB_CHECK_INDEX(d >= -x.dim() && d < x.dim(), "[", op,
-                   "] Dimension out of range (expected to be in range of [", -x.dim(), ", ", x.dim() - 1,
-                   "], but got ", d, ") for input of shape ", shape_str(x.sizes()));
-    const int64_t w = d < 0 ? d + x.dim() : d;
-    FB_CHECK_VALUE(std::find(dims.begin(), dims.end(), w) == dims.end(), "[", op, "] dim ", d,
-                   " appears more than once in dim (input shape ", shape_str(x.sizes()), ")");
-    dims.push_back(w);
-  }
+  for (int64_t d : dim) dims.push_back(d < 0 ? d + x.dim() : d);
   return dims;
 }
 
@@ -76,10 +67,9 @@ std::vector<int64_t> batch_then(const std::vector<int64_t>& dims, int64_t ndim) 
   return perm;
 }
 
+/// The scale of `normalization` (0, 1 or 2: the check step checked it) for n points.
 template <class T>
-T norm_factor(int64_t normalization, double n, const char* op) {
-  FB_CHECK_VALUE(normalization >= 0 && normalization <= 2, "[", op,
-                 "] normalization must be 0 (none), 1 (by sqrt(n)) or 2 (by n), got ", normalization);
+T norm_factor(int64_t normalization, double n) {
   if (normalization == 0 || n == 0) return T(1);
   return static_cast<T>(normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n);
 }
@@ -165,12 +155,6 @@ double signal_size(const Tensor& t, const std::vector<int64_t>& dims) {
   return r;
 }
 
-void check_complex(const Tensor& x, const char* op) {
-  FB_CHECK_TYPE(x.dtype() == ScalarType::ComplexFloat || x.dtype() == ScalarType::ComplexDouble, "[", op,
-                "] expected a complex64 or complex128 tensor, got ", dtype_name(x.dtype()), " (shape ",
-                shape_str(x.sizes()), ")");
-}
-
 template <class T>
 const T* in_ptr(const Tensor& t, ptrdiff_t off) {
   return reinterpret_cast<const T*>(static_cast<const char*>(t.data_ptr()) + off);
@@ -180,17 +164,16 @@ T* out_ptr(const Tensor& t, ptrdiff_t off) {
   return reinterpret_cast<T*>(static_cast<char*>(t.data_ptr()) + off);
 }
 
-Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
+/// The c2c transform of self into `out` (contiguous, of self's shape and dtype, not overlapping self).
+void c2c_into(const Tensor& out, const Tensor& self, const std::vector<int64_t>& dims, int64_t normalization,
+              bool forward) {
   const char* op = "_fft_c2c";
-  check_complex(self, op);
-  const auto dims = fft_dims(self, dim, op);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const Layout l = make_layout(self, out, dims, self.sizes());
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims));
     if (per_axis(l)) {  // the first pass reads the input, the others work in place in out
       for (size_t i = 0; i < l.axes.size(); ++i) {
         const size_t ax = l.axes[i];
@@ -210,28 +193,30 @@ Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
     });
   };
   run_in_precision(op, self.dtype() == ScalarType::ComplexFloat, run);
-  return out;
 }
 
-Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided) {
+void fft_c2c_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dim, int64_t normalization,
+                     bool forward) {
+  const auto dims = fft_dims(self, dim);
+  cpu::write_contiguous(out, self,
+                        [&](const Tensor& dst) { c2c_into(dst, self, dims, normalization, forward); });
+}
+
+/// The onesided r2c transform of self into `out` (contiguous, not overlapping self).
+void r2c_into(const Tensor& out, const Tensor& self, const std::vector<int64_t>& dims,
+              int64_t normalization) {
   const char* op = "_fft_r2c";
-  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
-                "] expected a float32 or float64 tensor, got ", dtype_name(self.dtype()), " (shape ",
-                shape_str(self.sizes()), ")");
-  const auto dims = fft_dims(self, dim, op);
-  if (!onesided) {
-    // The full spectrum of a real signal: the complex transform of its complex copy.
-    return fft_c2c_cpu(op::cast(self, to_complex_dtype(self.dtype())), dim, normalization, true);
+  if (out.numel() == 0) return;
+  if (self.numel() == 0) {  // a signal of no points (the last dim 0): its one bin sums nothing
+    Tensor dst = out;
+    op::fill_(dst, Scalar(0.0));
+    return;
   }
-  Shape out_shape(self.sizes().begin(), self.sizes().end());
-  out_shape[static_cast<size_t>(dims.back())] = self.sizes()[dims.back()] / 2 + 1;
-  Tensor out = op::empty(out_shape, to_complex_dtype(self.dtype()), self.device());
-  if (out.numel() == 0 || self.numel() == 0) return out;
   const Layout l = make_layout(self, out, dims, self.sizes());
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, signal_size(self, dims), op);
+    const R fct = norm_factor<R>(normalization, signal_size(self, dims));
     if (per_axis(l)) {  // r2c over the last axis, then c2c in place over the others
       const size_t last = l.axes.back();
       for_split(l.shape, l.in, l.out, other_axis(last), [&](const auto& s, ptrdiff_t io, ptrdiff_t oo) {
@@ -253,30 +238,32 @@ Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
     });
   };
   run_in_precision(op, self.dtype() == ScalarType::Float32, run);
-  return out;
 }
 
-Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+void fft_r2c_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dim, int64_t normalization,
+                     bool onesided) {
+  const auto dims = fft_dims(self, dim);
+  if (!onesided) {
+    // The full spectrum of a real signal: the complex transform of its complex copy.
+    const Tensor x = op::cast(self, to_complex_dtype(self.dtype()));
+    cpu::write_contiguous(out, self, [&](const Tensor& dst) { c2c_into(dst, x, dims, normalization, true); });
+    return;
+  }
+  cpu::write_contiguous(out, self, [&](const Tensor& dst) { r2c_into(dst, self, dims, normalization); });
+}
+
+/// The c2r transform of self into `out` (contiguous, not overlapping self).
+void c2r_into(const Tensor& out, const Tensor& self, const std::vector<int64_t>& dims,
+              int64_t normalization) {
   const char* op = "_fft_c2r";
-  check_complex(self, op);
-  const auto dims = fft_dims(self, dim, op);
-  FB_CHECK_VALUE(last_dim_size >= 1, "[", op, "] Invalid number of data points (", last_dim_size,
-                 ") specified");
-  const int64_t half = self.sizes()[dims.back()];
-  FB_CHECK_VALUE(half == last_dim_size / 2 + 1, "[", op, "] expected the last transformed dim (", dims.back(),
-                 ") of size last_dim_size / 2 + 1 = ", last_dim_size / 2 + 1, ", got ", half,
-                 " (input shape ", shape_str(self.sizes()), ")");
-  Shape out_shape(self.sizes().begin(), self.sizes().end());
-  out_shape[static_cast<size_t>(dims.back())] = last_dim_size;
-  Tensor out = op::empty(out_shape, to_real_dtype(self.dtype()), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   // pocketfft's multi-axis c2r writes its intermediate c2c result into a
   // scratch array; its single-axis c2r reads the input as is.
-  const Layout l = make_layout(self, out, dims, out_shape);
+  const Layout l = make_layout(self, out, dims, out.sizes());
   auto run = [&](auto tag) {
     using R = decltype(tag);
     using C = std::complex<R>;
-    const R fct = norm_factor<R>(normalization, signal_size(out, dims), op);
+    const R fct = norm_factor<R>(normalization, signal_size(out, dims));
     if (per_axis(l)) {  // c2c over all but the last axis into a scratch tensor, then c2r over the last
       Tensor tmp = op::empty(self.sizes(), self.dtype(), self.device());
       const Layout lt = make_layout(self, tmp, dims, self.sizes());
@@ -301,7 +288,12 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
     });
   };
   run_in_precision(op, self.dtype() == ScalarType::ComplexFloat, run);
-  return out;
+}
+
+void fft_c2r_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dim, int64_t normalization,
+                     int64_t /*last_dim_size: out's size along the last dim*/) {
+  const auto dims = fft_dims(self, dim);
+  cpu::write_contiguous(out, self, [&](const Tensor& dst) { c2r_into(dst, self, dims, normalization); });
 }
 
 /// Note [stft frames]: stft of a real signal in one kernel. The composite form
@@ -315,11 +307,11 @@ constexpr int64_t kStftChunkBytes = 64 * 1024;  // scratch per chunk: in L2
 
 enum class StftPad { Constant, Reflect, Replicate, Circular };
 
+/// The pad mode (check_stft checked it is one of the four).
 StftPad stft_pad_mode(std::string_view mode) {
   if (mode == "constant") return StftPad::Constant;
   if (mode == "reflect") return StftPad::Reflect;
   if (mode == "replicate") return StftPad::Replicate;
-  FB_CHECK_VALUE(mode == "circular", "[stft] Unrecognised padding mode ", mode);
   return StftPad::Circular;
 }
 
@@ -340,30 +332,14 @@ R padded_sample(const R* x, int64_t len, int64_t j, StftPad mode) {
   return R(0);
 }
 
-Tensor stft_r2c_cpu(const Tensor& signal, const Tensor& window, int64_t n_fft, int64_t hop_length, int64_t pad,
-                    std::string_view pad_mode, bool normalized) {
+/// The frames' onesided transforms into `out` ((batch, frames, bins), contiguous, not overlapping the inputs;
+/// check_stft checked the arguments).
+void stft_into(const Tensor& out, const Tensor& signal, const Tensor& window, int64_t n_fft,
+               int64_t hop_length, int64_t pad, StftPad mode, bool normalized) {
   const char* op = "stft";
-  FB_CHECK_TYPE((signal.dtype() == ScalarType::Float32 || signal.dtype() == ScalarType::Float64) &&
-                    window.dtype() == signal.dtype(),
-                "[", op, "] expected a float32 or float64 signal and window of its dtype, got ",
-                dtype_name(signal.dtype()), " and ", dtype_name(window.dtype()));
-  const StftPad mode = stft_pad_mode(pad_mode);
-  FB_CHECK_VALUE(signal.dim() == 2 && window.dim() == 1 && window.sizes()[0] == n_fft && hop_length > 0 && pad >= 0,
-                 "[", op, "] expected a (B, L) signal and a window of n_fft values, got shapes ",
-                 shape_str(signal.sizes()), " and ", shape_str(window.sizes()), " (n_fft ", n_fft, ", hop_length ",
-                 hop_length, ", pad ", pad, ")");
-  const int64_t batch = signal.sizes()[0], len = signal.sizes()[1];
-  FB_CHECK_VALUE(pad <= (std::numeric_limits<int64_t>::max() - len) / 2, "[", op, "] padding of ", pad,
-                 " samples is too long");
-  const int64_t padded = len + 2 * pad;
-  FB_CHECK_VALUE(n_fft > 0 && n_fft <= padded, "[", op, "] expected 0 < n_fft < ", padded, ", but got n_fft=", n_fft);
-  FB_CHECK_VALUE(mode != StftPad::Reflect || pad < len || pad == 0, "[", op, "] reflect padding of ", pad,
-                 " needs a signal longer than ", pad, " samples, got ", len);
-  FB_CHECK_VALUE(mode != StftPad::Circular || pad <= len, "[", op, "] circular padding of ", pad,
-                 " needs a signal of at least ", pad, " samples, got ", len);
-  const int64_t frames = (padded - n_fft) / hop_length + 1, bins = n_fft / 2 + 1;
-  Tensor out = op::empty(Shape{batch, frames, bins}, to_complex_dtype(signal.dtype()), signal.device());
-  if (out.numel() == 0) return out;
+  const int64_t len = signal.sizes()[1];
+  const int64_t batch = out.sizes()[0], frames = out.sizes()[1], bins = out.sizes()[2];
+  if (out.numel() == 0) return;
   const Tensor x = signal.is_contiguous() ? signal : op::contiguous(signal, MemoryFormat::Contiguous);
   const Tensor w = window.is_contiguous() ? window : op::contiguous(window, MemoryFormat::Contiguous);
   auto run = [&](auto tag) {
@@ -400,14 +376,21 @@ Tensor stft_r2c_cpu(const Tensor& signal, const Tensor& window, int64_t n_fft, i
     });
   };
   run_in_precision(op, signal.dtype() == ScalarType::Float32, run);
-  return out;
+}
+
+void stft_r2c_out_cpu(const Tensor& out, const Tensor& signal, const Tensor& window, int64_t n_fft,
+                      int64_t hop_length, int64_t pad, std::string_view pad_mode, bool normalized) {
+  const StftPad mode = stft_pad_mode(pad_mode);
+  cpu::write_contiguous(out, {&signal, &window}, [&](const Tensor& dst) {
+    stft_into(dst, signal, window, n_fft, hop_length, pad, mode, normalized);
+  });
 }
 
 }  // namespace
 
-FB_REGISTER_KERNEL(op::_fft_c2c, CPU, fft_c2c_cpu);
-FB_REGISTER_KERNEL(op::_fft_r2c, CPU, fft_r2c_cpu);
-FB_REGISTER_KERNEL(op::_fft_c2r, CPU, fft_c2r_cpu);
-FB_REGISTER_KERNEL(op::_stft_r2c, CPU, stft_r2c_cpu);
+FB_REGISTER_OUT_KERNEL(op::_fft_c2c, CPU, fft_c2c_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_fft_r2c, CPU, fft_r2c_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_fft_c2r, CPU, fft_c2r_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_stft_r2c, CPU, stft_r2c_out_cpu);
 
 }  // namespace flambeau
