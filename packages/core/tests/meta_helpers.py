@@ -63,6 +63,10 @@ NORMS = """native_batch_norm native_batch_norm_backward native_layer_norm_backwa
     native_group_norm_backward""".split()
 SOFTMAX = "_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data".split()
 MIGRATED += NORMS + SOFTMAX + ["var_correction", "mode", "div_mode"]
+# im2col ... upsample_bilinear2d_backward: their meta steps are tested in test_structured_spatial.py
+SPATIAL = """im2col col2im _pad_nd _pad_nd_backward upsample_nearest2d upsample_nearest2d_backward upsample_bilinear2d
+    upsample_bilinear2d_backward""".split()
+MIGRATED += SPATIAL
 # the FFT primitives: their meta steps are tested in test_structured_fft.py
 FFT = "_fft_c2c _fft_r2c _fft_c2r _stft_r2c".split()
 MIGRATED += FFT

@@ -186,8 +186,8 @@ void register_shape_kernels() {
   op::tril.register_kernel(DispatchKey::CUDA, tril_impl);
   op::triu.register_kernel(DispatchKey::CUDA, triu_impl);
   register_out_via_copy<index_fill_impl>(op::index_fill);
-  op::_pad_nd.register_kernel(DispatchKey::CUDA, pad_nd_impl);
-  op::_pad_nd_backward.register_kernel(DispatchKey::CUDA, pad_nd_backward_impl);
+  register_out_via_copy<pad_nd_impl>(op::_pad_nd);
+  register_out_via_copy<pad_nd_backward_impl>(op::_pad_nd_backward);
 }
 
 }  // namespace flambeau::cuda

@@ -14,6 +14,7 @@
 // with small = (big + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1.
 // im2col turns a big image (C, H, W) into columns (C * kH * kW, Hs * Ws);
 // col2im sums such columns back into a big image.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -156,6 +157,57 @@ inline Shape check_and_output_shape(const char* op, const Tensor& input, const T
                                              weight.sizes()));
   }
   shape_nbytes(out, input.dtype(), op);
+  return out;
+}
+
+// ---- im2col / col2im (F.unfold / F.fold): the sliding blocks of a (H, W) image ----
+
+/// The per-dim pair of an int[] argument of im2col/col2im (expand_param's rule and message), without
+/// allocating: these run on every call, in the meta step and the CPU out kernels.
+inline std::array<int64_t, 2> expand_pair(IntArrayRef v, const char* op, const char* name) {
+  FB_CHECK_VALUE(v.size() == 1 || v.size() == 2, "[", op, "] expected ", name, " to be a single int or ", 2,
+                 " ints, got ", list_str(v));
+  return {v[0], v.size() == 1 ? v[0] : v[1]};
+}
+
+struct BlockArgs {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+  int64_t kk;  // kh * kw, overflow-checked
+};
+
+/// kernel_size, dilation, padding and stride of im2col/col2im, each one value or one per dim, checked.
+inline BlockArgs block_args(const char* op, IntArrayRef kernel_size, IntArrayRef dilation,
+                            IntArrayRef padding, IntArrayRef stride) {
+  const std::array<int64_t, 2> k = expand_pair(kernel_size, op, "kernel_size");
+  const std::array<int64_t, 2> d = expand_pair(dilation, op, "dilation");
+  const std::array<int64_t, 2> p = expand_pair(padding, op, "padding");
+  const std::array<int64_t, 2> s = expand_pair(stride, op, "stride");
+  FB_CHECK_VALUE(k[0] > 0 && k[1] > 0, "[", op, "] kernel_size must be positive, got ", list_str(k));
+  FB_CHECK_VALUE(d[0] > 0 && d[1] > 0, "[", op, "] dilation must be positive, got ", list_str(d));
+  FB_CHECK_VALUE(p[0] >= 0 && p[1] >= 0, "[", op, "] padding must be non-negative, got ", list_str(p));
+  FB_CHECK_VALUE(s[0] > 0 && s[1] > 0, "[", op, "] stride must be positive, got ", list_str(s));
+  int64_t kk = 0;
+  FB_CHECK_VALUE(!__builtin_mul_overflow(k[0], k[1], &kk), "[", op, "] kernel_size ", list_str(k),
+                 " is too large: the product of its sizes overflows int64");
+  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1], kk};
+}
+
+/// The number of blocks along each dim of an (H, W) image; raises if below one.
+inline std::array<int64_t, 2> block_counts(const char* op, const BlockArgs& a, int64_t H, int64_t W) {
+  std::array<int64_t, 2> out{};
+  const int64_t in[2] = {H, W}, k[2] = {a.kh, a.kw}, d[2] = {a.dh, a.dw}, p[2] = {a.ph, a.pw},
+                s[2] = {a.sh, a.sw};
+  for (int i = 0; i < 2; ++i) {
+    int64_t padded = 0, span = 0;
+    const bool overflow =
+        __builtin_mul_overflow(p[i], int64_t{2}, &padded) || __builtin_add_overflow(padded, in[i], &padded) ||
+        __builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, int64_t{1}, &span);
+    FB_CHECK_VALUE(!overflow, "[", op, "] the number of blocks overflows");
+    FB_CHECK_VALUE(span <= padded, "[", op, "] given spatial size (", H, ", ", W, "), kernel_size (", a.kh,
+                   ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
+                   "): the sliding blocks do not fit (the dilated kernel is larger than the padded input)");
+    out[i] = (padded - span) / s[i] + 1;
+  }
   return out;
 }
 

@@ -244,6 +244,30 @@ FB_API void check_pool2d_grad(const char* op, const Tensor& grad_output, IntArra
                               IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode);
 /// adaptive_avg_pool2d_backward: grad_output has the rank of input_size and the forward's shape.
 FB_API void check_adaptive_pool2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size);
+// -- im2col/col2im, _pad_nd and the 2-D resizing (src/meta/spatial_rules.cpp): shape rules and checks --
+/// im2col (batched_dim 4) and col2im (3): a float32/float64 input of batched_dim or batched_dim - 1 dims.
+FB_API void check_blocks_input(const char* op, const Tensor& self, int64_t batched_dim);
+/// `im2col`: (N, C * kH * kW, L) (or unbatched (C * kH * kW, L)), L the number of sliding blocks.
+FB_API Shape im2col(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
+                    IntArrayRef padding, IntArrayRef stride);
+/// `col2im`: (N, C, *output_size) (or (C, *output_size)), self's columns being (C * kH * kW, L).
+FB_API Shape col2im(const char* op, const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size,
+                    IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride);
+/// _pad_nd: mode constant, reflect, replicate or circular; a value only for constant.
+FB_API void check_pad_mode(const char* op, std::string_view mode, double value);
+/// `pad_nd`: self's shape with the trailing len(pad) / 2 dims padded (F.pad's checks).
+FB_API Shape pad_nd(const char* op, const Tensor& self, IntArrayRef pad, std::string_view mode);
+/// _pad_nd_backward: a valid mode and pads for input_size, grad_output of the padded shape (float32/float64
+/// but for a constant pad, whose gradient is a crop).
+FB_API void check_pad_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size, IntArrayRef pad,
+                           std::string_view mode);
+/// upsample_bilinear2d and the resizing backwards: a float32 or float64 tensor.
+FB_API void check_resample_dtype(const char* op, const Tensor& t);
+/// `upsample2d`: a (N, C, H, W) input resized to output_size (H, W), every size positive.
+FB_API Shape upsample2d(const char* op, const Tensor& self, IntArrayRef output_size);
+/// The resizing backwards: check_resample_dtype, then grad_output of the forward's shape for input_size.
+FB_API void check_upsample2d_grad(const char* op, const Tensor& grad_output, IntArrayRef input_size,
+                                  IntArrayRef output_size);
 /// linear: a 2-D weight whose in_features is input's last dim; input, weight and bias of one dtype, input
 /// and weight on one device.
 FB_API void check_linear(const char* op, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias);

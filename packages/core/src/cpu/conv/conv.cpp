@@ -489,135 +489,75 @@ void convolution_backward_weight_out_cpu(const Tensor& dw, const Tensor& grad_ou
 }
 
 // ---- im2col / col2im (F.unfold / F.fold) ----
+// Out kernels (Note [Structured kernels]): the meta step (meta::im2col, meta::col2im in
+// src/meta/spatial_rules.cpp) checked the arguments and gave out its shape; the geometry is read again
+// here from the checked arguments (conv::block_args, no allocation).
 
-struct BlockArgs {
-  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
-  int64_t kk;  // kh * kw, overflow-checked
-};
-
-BlockArgs block_args(const char* op, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
-                     IntArrayRef stride) {
-  const Shape k = conv::expand_param(kernel_size, 2, op, "kernel_size");
-  const Shape d = conv::expand_param(dilation, 2, op, "dilation");
-  const Shape p = conv::expand_param(padding, 2, op, "padding");
-  const Shape s = conv::expand_param(stride, 2, op, "stride");
-  FB_CHECK_VALUE(k[0] > 0 && k[1] > 0, "[", op, "] kernel_size must be positive, got ", conv::list_str(k));
-  FB_CHECK_VALUE(d[0] > 0 && d[1] > 0, "[", op, "] dilation must be positive, got ", conv::list_str(d));
-  FB_CHECK_VALUE(p[0] >= 0 && p[1] >= 0, "[", op, "] padding must be non-negative, got ", conv::list_str(p));
-  FB_CHECK_VALUE(s[0] > 0 && s[1] > 0, "[", op, "] stride must be positive, got ", conv::list_str(s));
-  int64_t kk = 0;
-  FB_CHECK_VALUE(!__builtin_mul_overflow(k[0], k[1], &kk), "[", op, "] kernel_size ", conv::list_str(k),
-                 " is too large: the product of its sizes overflows int64");
-  return {k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1], kk};
-}
-
-/// The number of blocks along each dim of an (H, W) image; raises if below one.
-std::pair<int64_t, int64_t> block_counts(const char* op, const BlockArgs& a, int64_t H, int64_t W) {
-  int64_t out[2];
-  const int64_t in[2] = {H, W}, k[2] = {a.kh, a.kw}, d[2] = {a.dh, a.dw}, p[2] = {a.ph, a.pw},
-                s[2] = {a.sh, a.sw};
-  for (int i = 0; i < 2; ++i) {
-    int64_t padded = 0, span = 0;
-    const bool overflow =
-        __builtin_mul_overflow(p[i], int64_t{2}, &padded) || __builtin_add_overflow(padded, in[i], &padded) ||
-        __builtin_mul_overflow(d[i], k[i] - 1, &span) || __builtin_add_overflow(span, int64_t{1}, &span);
-    FB_CHECK_VALUE(!overflow, "[", op, "] the number of blocks overflows");
-    FB_CHECK_VALUE(span <= padded, "[", op, "] given spatial size (", H, ", ", W, "), kernel_size (", a.kh,
-                   ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
-                   "): the sliding blocks do not fit (the dilated kernel is larger than the padded input)");
-    out[i] = (padded - span) / s[i] + 1;
-  }
-  return {out[0], out[1]};
-}
-
-Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
-                  IntArrayRef stride) {
-  const char* op = "im2col";
-  FB_CHECK_VALUE(self.dim() == 3 || self.dim() == 4, "[", op,
-                 "] expected a 3-D (unbatched) or 4-D (batched) input, got input of size ",
-                 conv::bracket_shape(self.sizes()));
-  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
-                "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
-  const BlockArgs a = block_args(op, kernel_size, dilation, padding, stride);
-  const bool batched = self.dim() == 4;
-  const int64_t N = batched ? self.sizes()[0] : 1, C = self.sizes()[batched ? 1 : 0];
-  const int64_t H = self.sizes()[self.dim() - 2], W = self.sizes()[self.dim() - 1];
-  const auto [Hs, Ws] = block_counts(op, a, H, W);
-  int64_t rows = 0, L = 0;
-  FB_CHECK_VALUE(!__builtin_mul_overflow(C, a.kk, &rows) && !__builtin_mul_overflow(Hs, Ws, &L), "[", op,
-                 "] the output size overflows");
-  Shape out_shape = batched ? Shape{N, rows, L} : Shape{rows, L};
-  shape_nbytes(out_shape, self.dtype(), op);
-  Tensor out = op::empty(out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
-  const Tensor x = contiguous(self);
+ConvGeo block_geo(const conv::BlockArgs& a, int64_t N, int64_t C, int64_t H, int64_t W, int64_t rows,
+                  int64_t Hs, int64_t Ws) {
   ConvGeo g;
   g.N = N, g.Cb = C, g.Hb = H, g.Wb = W, g.Cs = rows, g.Hs = Hs, g.Ws = Ws;
   g.kh = a.kh, g.kw = a.kw, g.sh = a.sh, g.sw = a.sw, g.ph = a.ph, g.pw = a.pw, g.dh = a.dh, g.dw = a.dw;
-  float_types(self.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = x.data<T>();
-    T* dst = out.data<T>();
-    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kk * L));
-    // One (image, channel) at a time: C*N independent pieces.
-    parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kk * L, L);
-    });
-  });
-  return out;
+  return g;
 }
 
-Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
-                  IntArrayRef padding, IntArrayRef stride) {
+void im2col_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
+                    IntArrayRef padding, IntArrayRef stride) {
+  if (out.numel() == 0) return;
+  const char* op = "im2col";
+  const conv::BlockArgs a = conv::block_args(op, kernel_size, dilation, padding, stride);
+  const bool batched = self.dim() == 4;
+  const int64_t N = batched ? self.sizes()[0] : 1, C = self.sizes()[batched ? 1 : 0];
+  const int64_t H = self.sizes()[self.dim() - 2], W = self.sizes()[self.dim() - 1];
+  const auto [Hs, Ws] = conv::block_counts(op, a, H, W);
+  const int64_t L = Hs * Ws;
+  const Tensor x = contiguous(self);
+  const ConvGeo g = block_geo(a, N, C, H, W, C * a.kk, Hs, Ws);
+  cpu::write_contiguous(out, self, [&](Tensor y) {
+    float_types(self.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = y.data<T>();
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, a.kk * L));
+      // One (image, channel) at a time: C*N independent pieces.
+      parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) k_im2col(g, 1, src + p * H * W, dst + p * a.kk * L, L);
+      });
+    });
+  });
+}
+
+void col2im_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size,
+                    IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
+  if (out.numel() == 0) return;
   const char* op = "col2im";
-  FB_CHECK_VALUE(self.dim() == 2 || self.dim() == 3, "[", op,
-                 "] expected a 2-D (unbatched) or 3-D (batched) input, got input of size ",
-                 conv::bracket_shape(self.sizes()));
-  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
-                "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
-  const Shape osz = conv::expand_param(output_size, 2, op, "output_size");
-  FB_CHECK_VALUE(osz[0] > 0 && osz[1] > 0, "[", op, "] output_size must be positive, got ",
-                 conv::list_str(osz));
-  const BlockArgs a = block_args(op, kernel_size, dilation, padding, stride);
+  const std::array<int64_t, 2> osz = conv::expand_pair(output_size, op, "output_size");
+  const conv::BlockArgs a = conv::block_args(op, kernel_size, dilation, padding, stride);
   const bool batched = self.dim() == 3;
   const int64_t N = batched ? self.sizes()[0] : 1;
   const int64_t rows = self.sizes()[batched ? 1 : 0], L = self.sizes()[batched ? 2 : 1];
-  const int64_t kk = a.kk;
-  FB_CHECK_VALUE(rows % kk == 0, "[", op, "] expected size of input's dimension ", batched ? 1 : 0,
-                 " to be divisible by the product of kernel_size (", a.kh, " * ", a.kw, " = ", kk,
-                 "), got input of size ", conv::bracket_shape(self.sizes()));
-  const auto [Hs, Ws] = block_counts(op, a, osz[0], osz[1]);
-  int64_t blocks = 0;
-  FB_CHECK_VALUE(!__builtin_mul_overflow(Hs, Ws, &blocks), "[", op, "] the number of blocks overflows");
-  FB_CHECK_VALUE(blocks == L, "[", op, "] given output_size ", conv::list_str(osz), ", kernel_size (", a.kh,
-                 ", ", a.kw, "), dilation (", a.dh, ", ", a.dw, "), padding (", a.ph, ", ", a.pw,
-                 "), stride (", a.sh, ", ", a.sw, "), expected the input's last dimension to be ", blocks,
-                 " (", Hs, " * ", Ws, " blocks), got input of size ", conv::bracket_shape(self.sizes()));
-  const int64_t C = rows / kk;
-  Shape out_shape = batched ? Shape{N, C, osz[0], osz[1]} : Shape{C, osz[0], osz[1]};
-  shape_nbytes(out_shape, self.dtype(), op);
-  Tensor out = zeros(out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  const int64_t kk = a.kk, C = rows / kk;
+  const auto [Hs, Ws] = conv::block_counts(op, a, osz[0], osz[1]);
   const Tensor x = contiguous(self);
-  ConvGeo g;
-  g.N = N, g.Cb = C, g.Hb = osz[0], g.Wb = osz[1], g.Cs = rows, g.Hs = Hs, g.Ws = Ws;
-  g.kh = a.kh, g.kw = a.kw, g.sh = a.sh, g.sw = a.sw, g.ph = a.ph, g.pw = a.pw, g.dh = a.dh, g.dw = a.dw;
-  float_types(self.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = x.data<T>();
-    T* dst = out.data<T>();
-    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, kk * L));
-    parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) k_col2im_add(g, 1, src + p * kk * L, dst + p * g.Hb * g.Wb, L);
+  const ConvGeo g = block_geo(a, N, C, osz[0], osz[1], rows, Hs, Ws);
+  cpu::write_contiguous(out, self, [&](Tensor y) {
+    float_types(self.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* src = x.data<T>();
+      T* dst = y.data<T>();
+      std::memset(dst, 0, static_cast<size_t>(y.numel()) * sizeof(T));  // the overlapping blocks add up
+      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, kk * L));
+      parallel_for(0, N * C, grain, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) k_col2im_add(g, 1, src + p * kk * L, dst + p * g.Hb * g.Wb, L);
+      });
     });
   });
-  return out;
 }
 
 FB_REGISTER_OUT_KERNEL(op::convolution, CPU, convolution_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::convolution_backward_weight, CPU, convolution_backward_weight_out_cpu);
-FB_REGISTER_KERNEL(op::im2col, CPU, im2col_cpu);
-FB_REGISTER_KERNEL(op::col2im, CPU, col2im_cpu);
+FB_REGISTER_OUT_KERNEL(op::im2col, CPU, im2col_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::col2im, CPU, col2im_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -20,21 +21,13 @@ namespace flambeau {
 namespace {
 
 struct Resize {
-  int64_t H, W, OH, OW, planes = 1;
-  Shape out_shape;
+  int64_t H, W, OH, OW, planes;
 };
 
-Resize check_resize(IntArrayRef sz, IntArrayRef output_size, const char* op) {
-  FB_CHECK_VALUE(sz.size() == 4, "[", op, "] expected a 4-D (N, C, H, W) input, got shape ", shape_str(sz));
-  FB_CHECK_VALUE(output_size.size() == 2, "[", op, "] output_size must have 2 elements (H, W), got ",
-                 shape_str(output_size));
-  FB_CHECK_VALUE(sz[2] > 0 && sz[3] > 0 && output_size[0] > 0 && output_size[1] > 0, "[", op,
-                 "] input and output sizes should be greater than 0, but got input shape ", shape_str(sz),
-                 " and output_size ", shape_str(output_size));
-  Resize r{sz[2], sz[3], output_size[0], output_size[1], 1, {sz[0], sz[1], output_size[0], output_size[1]}};
-  shape_nbytes(r.out_shape, ScalarType::Float64, op);  // Note [Size overflow]: N * C fits after this
-  r.planes = sz[0] * sz[1];
-  return r;
+/// The geometry of resizing a (N, C, H, W) `input` shape to the (N, C, OH, OW) `output` shape (checked by
+/// the meta step: meta::upsample2d, meta::check_upsample2d_grad in src/meta/spatial_rules.cpp).
+Resize resize_of(IntArrayRef input, IntArrayRef output) {
+  return {input[2], input[3], output[2], output[3], input[0] * input[1]};
 }
 
 /// PyTorch's compute_scales_value: 1/scale when a positive scale was given, else in/out.
@@ -58,77 +51,62 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<doub
   return idx;
 }
 
-Tensor upsample_nearest2d_cpu(const Tensor& self, IntArrayRef output_size, std::optional<double> scales_h,
-                              std::optional<double> scales_w) {
+// The four ops are structured (Note [Structured kernels]): the meta step checked the arguments (and
+// that the dtype has a loop here) and allocated out; these out kernels fill it.
+void upsample_nearest2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef /*output_size*/,
+                                std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (out.numel() == 0) return;
   const char* op = "upsample_nearest2d";
-  FB_CHECK_TYPE(self.dtype() != ScalarType::Bool, "[", op, "] is not supported for dtype bool");
-  const Resize r = check_resize(self.sizes(), output_size, op);
-  Tensor out = op::empty(r.out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  const Resize r = resize_of(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
   const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
   const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = in.data<T>();
-    T* y = out.data<T>();
-    const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
-    parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c)
-        for (int64_t oh = 0; oh < r.OH; ++oh) {
-          const T* xr = x + c * in_plane + hi[oh] * r.W;
-          T* yr = y + c * out_plane + oh * r.OW;
-          for (int64_t ow = 0; ow < r.OW; ++ow) yr[ow] = xr[wi[ow]];
-        }
+  cpu::write_contiguous(out, self, [&](Tensor dst) {
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = in.data<T>();
+      T* y = dst.data<T>();
+      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c)
+          for (int64_t oh = 0; oh < r.OH; ++oh) {
+            const T* xr = x + c * in_plane + hi[oh] * r.W;
+            T* yr = y + c * out_plane + oh * r.OW;
+            for (int64_t ow = 0; ow < r.OW; ++ow) yr[ow] = xr[wi[ow]];
+          }
+      });
     });
   });
-  return out;
 }
 
-void check_float_grad(const Tensor& g, const char* op) {
-  FB_CHECK_TYPE(g.dtype() == ScalarType::Float32 || g.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 tensor, got dtype ", dtype_name(g.dtype()));
-}
-
-Resize check_resize_backward(const Tensor& grad_output, IntArrayRef input_size, IntArrayRef output_size,
-                             const char* op) {
-  check_float_grad(grad_output, op);
-  const Resize r = check_resize(input_size, output_size, op);
-  FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), r.out_shape), "[", op, "] grad_output has shape ",
-                 shape_str(grad_output.sizes()), " but the forward output has shape ",
-                 shape_str(r.out_shape));
-  shape_nbytes(input_size, grad_output.dtype(), op);
-  return r;
-}
-
-Tensor upsample_nearest2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size,
-                                       IntArrayRef output_size, std::optional<double> scales_h,
-                                       std::optional<double> scales_w) {
+void upsample_nearest2d_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArrayRef input_size,
+                                         IntArrayRef /*output_size*/, std::optional<double> scales_h,
+                                         std::optional<double> scales_w) {
+  if (gi.numel() == 0) return;
   const char* op = "upsample_nearest2d_backward";
-  const Resize r = check_resize_backward(grad_output, input_size, output_size, op);
-  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
-  if (gi.numel() == 0) return gi;
+  const Resize r = resize_of(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);
   const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
   const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* g = go.data<T>();
-      T* o = gi.data<T>();
-      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
-      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
-        std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
-        for (int64_t c = b; c < e; ++c)
-          for (int64_t oh = 0; oh < r.OH; ++oh) {
-            T* orow = o + c * in_plane + hi[oh] * r.W;
-            const T* gr = g + c * out_plane + oh * r.OW;
-            for (int64_t ow = 0; ow < r.OW; ++ow) orow[wi[ow]] += gr[ow];
-          }
-      });
-    }
+  cpu::write_contiguous(gi, grad_output, [&](Tensor dst) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* g = go.data<T>();
+        T* o = dst.data<T>();
+        const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+        parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / out_plane), [&](int64_t b, int64_t e) {
+          std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+          for (int64_t c = b; c < e; ++c)
+            for (int64_t oh = 0; oh < r.OH; ++oh) {
+              T* orow = o + c * in_plane + hi[oh] * r.W;
+              const T* gr = g + c * out_plane + oh * r.OW;
+              for (int64_t ow = 0; ow < r.OW; ++ow) orow[wi[ow]] += gr[ow];
+            }
+        });
+      }
+    });
   });
-  return gi;
 }
 
 /// Bilinear taps of each output position along one dim: i0, i1 and their weights.
@@ -168,87 +146,87 @@ Taps<A> linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   return t;
 }
 
-Tensor upsample_bilinear2d_cpu(const Tensor& self, IntArrayRef output_size, bool align_corners,
-                               std::optional<double> scales_h, std::optional<double> scales_w) {
+void upsample_bilinear2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef /*output_size*/,
+                                 bool align_corners, std::optional<double> scales_h,
+                                 std::optional<double> scales_w) {
+  if (out.numel() == 0) return;
   const char* op = "upsample_bilinear2d";
-  check_float_grad(self, op);
-  const Resize r = check_resize(self.sizes(), output_size, op);
-  Tensor out = op::empty(r.out_shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  const Resize r = resize_of(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
-      const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
-      const T* x = in.data<T>();
-      T* y = out.data<T>();
-      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
-      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
-                   [&](int64_t b, int64_t e) {
-                     for (int64_t c = b; c < e; ++c)
-                       for (int64_t oh = 0; oh < r.OH; ++oh) {
-                         const T* r0 = x + c * in_plane + th.i0[oh] * r.W;
-                         const T* r1 = x + c * in_plane + th.i1[oh] * r.W;
-                         const T h0 = th.w0[oh], h1 = th.w1[oh];
-                         T* yr = y + c * out_plane + oh * r.OW;
-                         for (int64_t ow = 0; ow < r.OW; ++ow) {
-                           const int64_t a = tw.i0[ow], bb = tw.i1[ow];
-                           const T v0 = r0[a] * tw.w0[ow] + r0[bb] * tw.w1[ow];
-                           const T v1 = r1[a] * tw.w0[ow] + r1[bb] * tw.w1[ow];
-                           yr[ow] = v0 * h0 + v1 * h1;
+  cpu::write_contiguous(out, self, [&](Tensor dst) {
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
+        const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
+        const T* x = in.data<T>();
+        T* y = dst.data<T>();
+        const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+        parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t c = b; c < e; ++c)
+                         for (int64_t oh = 0; oh < r.OH; ++oh) {
+                           const T* r0 = x + c * in_plane + th.i0[oh] * r.W;
+                           const T* r1 = x + c * in_plane + th.i1[oh] * r.W;
+                           const T h0 = th.w0[oh], h1 = th.w1[oh];
+                           T* yr = y + c * out_plane + oh * r.OW;
+                           for (int64_t ow = 0; ow < r.OW; ++ow) {
+                             const int64_t a = tw.i0[ow], bb = tw.i1[ow];
+                             const T v0 = r0[a] * tw.w0[ow] + r0[bb] * tw.w1[ow];
+                             const T v1 = r1[a] * tw.w0[ow] + r1[bb] * tw.w1[ow];
+                             yr[ow] = v0 * h0 + v1 * h1;
+                           }
                          }
-                       }
-                   });
-    }
+                     });
+      }
+    });
   });
-  return out;
 }
 
-Tensor upsample_bilinear2d_backward_cpu(const Tensor& grad_output, IntArrayRef input_size,
-                                        IntArrayRef output_size, bool align_corners,
-                                        std::optional<double> scales_h, std::optional<double> scales_w) {
+void upsample_bilinear2d_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArrayRef input_size,
+                                          IntArrayRef /*output_size*/, bool align_corners,
+                                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  if (gi.numel() == 0) return;
   const char* op = "upsample_bilinear2d_backward";
-  const Resize r = check_resize_backward(grad_output, input_size, output_size, op);
-  Tensor gi = op::empty(input_size, grad_output.dtype(), grad_output.device());
-  if (gi.numel() == 0) return gi;
+  const Resize r = resize_of(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);
-  visit_dtype(grad_output.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
-      const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
-      const T* g = go.data<T>();
-      T* o = gi.data<T>();
-      const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
-      parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
-                   [&](int64_t b, int64_t e) {
-                     std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
-                     for (int64_t c = b; c < e; ++c)
-                       for (int64_t oh = 0; oh < r.OH; ++oh) {
-                         T* r0 = o + c * in_plane + th.i0[oh] * r.W;
-                         T* r1 = o + c * in_plane + th.i1[oh] * r.W;
-                         const T h0 = th.w0[oh], h1 = th.w1[oh];
-                         const T* gr = g + c * out_plane + oh * r.OW;
-                         for (int64_t ow = 0; ow < r.OW; ++ow) {
-                           const int64_t a = tw.i0[ow], bb = tw.i1[ow];
-                           const T v = gr[ow];
-                           r0[a] += h0 * tw.w0[ow] * v;
-                           r0[bb] += h0 * tw.w1[ow] * v;
-                           r1[a] += h1 * tw.w0[ow] * v;
-                           r1[bb] += h1 * tw.w1[ow] * v;
+  cpu::write_contiguous(gi, grad_output, [&](Tensor dst) {
+    visit_dtype(grad_output.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        const Taps<T> th = linear_taps<T>(r.H, r.OH, align_corners, scales_h);
+        const Taps<T> tw = linear_taps<T>(r.W, r.OW, align_corners, scales_w);
+        const T* g = go.data<T>();
+        T* o = dst.data<T>();
+        const int64_t in_plane = r.H * r.W, out_plane = r.OH * r.OW;
+        parallel_for(0, r.planes, std::max<int64_t>(1, kGrainSize / (4 * out_plane)),
+                     [&](int64_t b, int64_t e) {
+                       std::memset(o + b * in_plane, 0, static_cast<size_t>((e - b) * in_plane) * sizeof(T));
+                       for (int64_t c = b; c < e; ++c)
+                         for (int64_t oh = 0; oh < r.OH; ++oh) {
+                           T* r0 = o + c * in_plane + th.i0[oh] * r.W;
+                           T* r1 = o + c * in_plane + th.i1[oh] * r.W;
+                           const T h0 = th.w0[oh], h1 = th.w1[oh];
+                           const T* gr = g + c * out_plane + oh * r.OW;
+                           for (int64_t ow = 0; ow < r.OW; ++ow) {
+                             const int64_t a = tw.i0[ow], bb = tw.i1[ow];
+                             const T v = gr[ow];
+                             r0[a] += h0 * tw.w0[ow] * v;
+                             r0[bb] += h0 * tw.w1[ow] * v;
+                             r1[a] += h1 * tw.w0[ow] * v;
+                             r1[bb] += h1 * tw.w1[ow] * v;
+                           }
                          }
-                       }
-                   });
-    }
+                     });
+      }
+    });
   });
-  return gi;
 }
 
-FB_REGISTER_KERNEL(op::upsample_nearest2d, CPU, upsample_nearest2d_cpu);
-FB_REGISTER_KERNEL(op::upsample_nearest2d_backward, CPU, upsample_nearest2d_backward_cpu);
-FB_REGISTER_KERNEL(op::upsample_bilinear2d, CPU, upsample_bilinear2d_cpu);
-FB_REGISTER_KERNEL(op::upsample_bilinear2d_backward, CPU, upsample_bilinear2d_backward_cpu);
+FB_REGISTER_OUT_KERNEL(op::upsample_nearest2d, CPU, upsample_nearest2d_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::upsample_nearest2d_backward, CPU, upsample_nearest2d_backward_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::upsample_bilinear2d, CPU, upsample_bilinear2d_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::upsample_bilinear2d_backward, CPU, upsample_bilinear2d_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
