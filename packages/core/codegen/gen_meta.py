@@ -55,6 +55,10 @@ def dtype_expr(op: OpDecl, rule: Rule) -> str:
         return f"meta::div_mode_dtype({_tensors(rule.args)}, rounding_mode)"
     if rule.name == "batch_norm_stats":
         return f"meta::batch_norm_stats({', '.join(rule.args)})"
+    if rule.name == "real_float":
+        return f"meta::real_float({self_name})"
+    if rule.name == "index_int":
+        return "(out_int32 ? ScalarType::Int32 : ScalarType::Int64)"
     raise TableError(f"ops.yaml:{op.line}: dtype rule '{rule.name}' has no C++ form")
 
 

@@ -83,6 +83,8 @@ DTYPE_RULES = {
     "promote_list": "promote_types over a Tensor[] argument's dtypes (cat)",
     "div_mode": "div with a rounding_mode: float without one (true division), else promote",
     "batch_norm_stats": "batch norm's statistics: float32 for a float16/bfloat16 input with float32 parameters",
+    "real_float": "integer and bool become the default float dtype, complex its real counterpart (angle)",
+    "index_int": "int32 with out_int32, else int64 (searchsorted)",
 }
 # Note [Dtype coverage] (flambeau/meta.h): `dtypes:` lists the dtypes an op computes in, as sets of
 # flambeau/type_dispatch.h; the check step refuses any other on every device (absent: every dtype).
@@ -121,6 +123,7 @@ SHAPE_FUNCTIONS = {
     "pad_nd": "self's shape with the trailing len(pad) / 2 dims padded (F.pad)",
     "upsample2d": "a (N, C, H, W) input resized to output_size (H, W)",
     "topk": "self's shape with dim of size k (0-d: 0-d)",
+    "cdist": "(B, P, R) distances of (B, P, M) and (B, R, M) rows",
     "fft_r2c": "self's shape, the last transformed dim of size n // 2 + 1 when onesided",
     "fft_c2r": "self's shape, the last transformed dim of size last_dim_size",
     "stft": "(batch, frames, n_fft // 2 + 1): stft's frames of a (batch, length) signal",

@@ -73,6 +73,11 @@ MIGRATED += FFT
 # the samplers (src/cpu/random/distributions.cpp): shapes and dtypes only, no draws on meta
 SAMPLERS = {"_standard_gamma": 1, "_standard_gamma_grad": 2, "poisson": 1, "binomial": 2}
 MIGRATED += list(SAMPLERS)
+# flip ... _sort_values: their meta steps are tested in test_structured_shape_ops.py (_dot_small, which has no
+# Python binding and runs on the CPU only, by its CPU check step there)
+SHAPE_OPS = """flip tril triu masked_fill cummax cummin logcumsumexp angle complex frexp searchsorted _cdist_euclidean
+    _sort_values _dot_small""".split()
+MIGRATED += SHAPE_OPS
 
 # prelu ... _linear_backward: their meta steps are tested in test_structured_nn_ops.py
 NN_LAYER_OPS = """prelu _prelu_backward_input _prelu_backward_weight glu glu_backward native_dropout _feature_dropout

@@ -182,9 +182,9 @@ Tensor triu_impl(const Tensor& self, int64_t diagonal) { return triangle(self, d
 
 void register_shape_kernels() {
   op::arange.register_kernel(DispatchKey::CUDA, arange_cuda);
-  op::flip.register_kernel(DispatchKey::CUDA, flip_impl);
-  op::tril.register_kernel(DispatchKey::CUDA, tril_impl);
-  op::triu.register_kernel(DispatchKey::CUDA, triu_impl);
+  register_out_via_copy<flip_impl>(op::flip);
+  register_out_via_copy<tril_impl>(op::tril);
+  register_out_via_copy<triu_impl>(op::triu);
   register_out_via_copy<index_fill_impl>(op::index_fill);
   register_out_via_copy<pad_nd_impl>(op::_pad_nd);
   register_out_via_copy<pad_nd_backward_impl>(op::_pad_nd_backward);

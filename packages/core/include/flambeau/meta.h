@@ -486,4 +486,35 @@ FB_API void check_inplace_dtype(const char* op, const Tensor& self, ScalarType r
 /// An in-place op: the inputs must broadcast to self's shape (ValueError naming both shapes).
 FB_API void check_broadcasts_to(const char* op, Tensors inputs, const Tensor& self);
 
+// ---- flip, tril/triu, masked_fill, cummax/cummin/logcumsumexp, angle/complex/frexp, searchsorted,
+// _cdist_euclidean, _sort_values and _dot_small (src/meta/shape_op_rules.cpp): their kernels' checks ----
+/// flip: every dim in range (a 0-d tensor takes 0 and -1), none twice.
+FB_API void check_flip_dims(const char* op, const Tensor& self, IntArrayRef dims);
+/// tril/triu: at least 2 dims.
+FB_API void check_triangle(const char* op, const Tensor& self);
+/// masked_fill: a bool mask that broadcasts to self, a value that fits self's dtype, a dtype of the kernel's.
+FB_API void check_masked_fill(const char* op, const Tensor& self, const Tensor& mask, const Scalar& value);
+/// cummax/cummin: a dtype of the kernel's (bool, integers, float32/float64) when self has elements.
+FB_API void check_cum_extremum(const char* op, const Tensor& self);
+/// logcumsumexp: a floating point tensor.
+FB_API void check_logcumsumexp(const char* op, const Tensor& self);
+/// complex: real and imag of one dtype, float32 or float64.
+FB_API void check_complex_parts(const char* op, const Tensor& real, const Tensor& imag);
+/// frexp: a floating point tensor (float16, bfloat16, float32, float64).
+FB_API void check_frexp(const char* op, const Tensor& self);
+/// searchsorted: side, sorted_sequence's dims against input's, sorter's shape and dtype (its values, read
+/// from the data, are the kernel's to check).
+FB_API void check_searchsorted(const char* op, const Tensor& sorted_sequence, const Tensor& self, bool right,
+                               std::optional<std::string_view> side, const std::optional<Tensor>& sorter);
+/// _cdist_euclidean: (B, P, M) and (B, R, M) float32/float64 rows (at most INT_MAX rows and columns).
+FB_API void check_cdist(const char* op, const Tensor& x1, const Tensor& x2);
+/// `cdist(x1, x2)`: (B, P, R), after check_cdist.
+FB_API Shape cdist(const char* op, const Tensor& x1, const Tensor& x2);
+/// _sort_values: sort's dtypes and dim.
+FB_API void check_sort_values(const char* op, const Tensor& self, int64_t dim);
+/// _dot_small: two 1-D float32 or float64 tensors of one size and dtype.
+FB_API void check_dot_small(const char* op, const Tensor& self, const Tensor& tensor);
+/// `real_float`: angle's result, the float dtype of an integer or bool input, the real one of a complex.
+FB_API ScalarType real_float(const Tensor& self);
+
 }  // namespace flambeau::meta

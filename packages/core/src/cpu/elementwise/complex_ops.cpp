@@ -1,4 +1,4 @@
-// CPU kernels of the complex ops: conj_physical, angle, complex.
+// CPU out kernels of the complex ops (Note [Structured kernels]): conj_physical, angle, complex.
 #include <cmath>
 #include <numbers>
 
@@ -22,12 +22,12 @@ void conj_physical_out_cpu(const Tensor& out, const Tensor& a) {
   });
 }
 
-// PyTorch's angle: atan2(imag, real) for complex; for reals 0, pi for negatives, NaN for NaN.
-Tensor angle_cpu(const Tensor& a) {
+// PyTorch's angle: atan2(imag, real) for complex; for reals 0, pi for negatives, NaN for NaN. out has
+// the real float dtype of a's (Note [Structured kernels]).
+void angle_out_cpu(const Tensor& out, const Tensor& a) {
   const ScalarType t = a.dtype();
   const ScalarType compute = is_complex(t) ? t : to_float_dtype(t);
-  const ScalarType out_t = to_real_dtype(compute);
-  TensorIterator it = TensorIterator::unary("angle", a, compute, out_t);
+  TensorIterator it = TensorIterator::into("angle", out, a, compute);
   visit_dtypes<kDtFloats | kDtHalf | kDtComplex>(compute, "angle", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each(
@@ -48,15 +48,12 @@ Tensor angle_cpu(const Tensor& a) {
         },
         kGrainSize);
   });
-  return it.output();
 }
 
-Tensor complex_cpu(const Tensor& re, const Tensor& im) {
+// out: the complex dtype of re's and im's (checked: one dtype, float32 or float64), their broadcast shape.
+void complex_out_cpu(const Tensor& out, const Tensor& re, const Tensor& im) {
   const ScalarType t = re.dtype();
-  FB_CHECK_TYPE(t == im.dtype() && (t == ScalarType::Float32 || t == ScalarType::Float64),
-                "[complex] expects real and imag of one dtype, float32 or float64, got ",
-                dtype_name(re.dtype()), " and ", dtype_name(im.dtype()));
-  TensorIterator it = TensorIterator::binary("complex", re, im, t, to_complex_dtype(t));
+  TensorIterator it = TensorIterator::into("complex", out, re, im, t);
   visit_dtypes<kDtFloats>(t, "complex", [&](auto tag) {
     using T = typename decltype(tag)::type;
     it.for_each(
@@ -65,12 +62,11 @@ Tensor complex_cpu(const Tensor& re, const Tensor& im) {
         },
         kMemoryBoundGrain);
   });
-  return it.output();
 }
 
 FB_REGISTER_OUT_KERNEL(op::conj_physical, CPU, conj_physical_out_cpu);
-FB_REGISTER_KERNEL(op::angle, CPU, angle_cpu);
-FB_REGISTER_KERNEL(op::complex, CPU, complex_cpu);
+FB_REGISTER_OUT_KERNEL(op::angle, CPU, angle_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::complex, CPU, complex_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -8,7 +8,8 @@
 // dim before anything is written (IndexError naming the op, the index and the
 // size). index_add, index_copy, index_fill, scatter, scatter_add and scatter_reduce are structured ops
 // (Note [Structured kernels]): out kernels whose out starts as a copy of self (cpu::write_over_self), so
-// the in-place forms write self itself; the others return fresh contiguous tensors.
+// the in-place forms write self itself; flip, tril/triu and masked_fill are structured too (out kernels
+// writing contiguous results: cpu::write_contiguous); repeat_interleave returns a fresh tensor.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -75,17 +76,16 @@ Tensor as_contiguous(const Tensor& t) { return t.is_contiguous() ? t : contiguou
 
 // ---- flip ----
 
-Tensor flip_cpu(const Tensor& self, IntArrayRef dims) {
+// Note [Structured kernels]: out has self's shape and dtype; the check step checked dims.
+void flip_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
-  std::vector<bool> flipped(std::max<int64_t>(nd, 1), false);
+  const int64_t n = self.numel();
+  if (n == 0) return;
+  std::vector<bool> flipped(static_cast<size_t>(nd), false);
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, std::max<int64_t>(nd, 1), "flip");
-    FB_CHECK_VALUE(!flipped[w], "[flip] dim ", w, " appears multiple times in the list of dims");
-    flipped[w] = true;
+    if (w < nd) flipped[static_cast<size_t>(w)] = true;  // a 0-d tensor's dim 0 moves nothing
   }
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  const int64_t n = self.numel();
-  if (n == 0) return out;
   // The source as a view with negative strides along the flipped dims, copied row by row.
   Shape sizes, strides;
   int64_t base = 0;
@@ -106,77 +106,82 @@ Tensor flip_cpu(const Tensor& self, IntArrayRef dims) {
   const int64_t row = sizes.back(), rstride = strides.back();
   const int64_t rows = n / row;
   const auto od = static_cast<int64_t>(sizes.size()) - 1;  // outer dims
-  visit_bytes(self.dtype(), "flip", [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    const U* src = static_cast<const U*>(self.data_ptr()) + base;
-    U* dst = static_cast<U*>(out.data_ptr());
-    parallel_for(0, rows, std::max<int64_t>(1, kMemoryBoundGrain / row), [&](int64_t r0, int64_t r1) {
-      Shape pos(od, 0);
-      int64_t off = 0, q = r0;
-      for (int64_t k = od - 1; k >= 0; --k) {
-        pos[k] = q % sizes[k];
-        q /= sizes[k];
-        off += pos[k] * strides[k];
-      }
-      for (int64_t r = r0; r < r1; ++r) {
-        const U* s = src + off;
-        U* d = dst + r * row;
-        if (rstride == 1) {
-          std::memcpy(static_cast<void*>(d), s, static_cast<size_t>(row) * sizeof(U));
-        } else if (rstride == -1) {
-          for (int64_t i = 0; i < row; ++i) d[i] = s[-i];
-        } else {
-          for (int64_t i = 0; i < row; ++i) d[i] = s[i * rstride];
-        }
+  cpu::write_contiguous(out, self, [&](const Tensor& result) {
+    visit_bytes(self.dtype(), "flip", [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      const U* src = static_cast<const U*>(self.data_ptr()) + base;
+      U* dst = static_cast<U*>(result.data_ptr());
+      parallel_for(0, rows, std::max<int64_t>(1, kMemoryBoundGrain / row), [&](int64_t r0, int64_t r1) {
+        Shape pos(od, 0);
+        int64_t off = 0, q = r0;
         for (int64_t k = od - 1; k >= 0; --k) {
-          if (++pos[k] < sizes[k]) {
-            off += strides[k];
-            break;
-          }
-          off -= (sizes[k] - 1) * strides[k];
-          pos[k] = 0;
+          pos[k] = q % sizes[k];
+          q /= sizes[k];
+          off += pos[k] * strides[k];
         }
-      }
+        for (int64_t r = r0; r < r1; ++r) {
+          const U* s = src + off;
+          U* d = dst + r * row;
+          if (rstride == 1) {
+            std::memcpy(static_cast<void*>(d), s, static_cast<size_t>(row) * sizeof(U));
+          } else if (rstride == -1) {
+            for (int64_t i = 0; i < row; ++i) d[i] = s[-i];
+          } else {
+            for (int64_t i = 0; i < row; ++i) d[i] = s[i * rstride];
+          }
+          for (int64_t k = od - 1; k >= 0; --k) {
+            if (++pos[k] < sizes[k]) {
+              off += strides[k];
+              break;
+            }
+            off -= (sizes[k] - 1) * strides[k];
+            pos[k] = 0;
+          }
+        }
+      });
     });
   });
-  return out;
 }
 
 // ---- tril / triu ----
 
-Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
-  FB_CHECK_VALUE(self.dim() >= 2, "[", op, "] input must have at least 2 dims, got shape ",
-                 shape_str(self.sizes()));
-  const Tensor src = as_contiguous(self);
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
+// Note [Structured kernels]: out has self's shape and dtype (self itself for tril_/triu_: the result is
+// written into a new tensor and copied in, as before); the check step checked the dims.
+void triangle_out(const Tensor& out, const Tensor& self, int64_t diagonal, bool lower) {
   const int64_t n = self.sizes()[self.dim() - 2], m = self.sizes()[self.dim() - 1];
-  if (self.numel() == 0) return out;
+  if (self.numel() == 0) return;
+  const Tensor src = as_contiguous(self);
   const int64_t rows = self.numel() / m;
   const auto isz = static_cast<size_t>(itemsize(self.dtype()));
   const auto* s = static_cast<const char*>(src.data_ptr());
-  auto* d = static_cast<char*>(out.data_ptr());
-  parallel_for(0, rows, std::max<int64_t>(1, kMemoryBoundGrain / m), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t i = r % n;
-      // lower: columns [0, i + diagonal] kept; upper: [i + diagonal, m) kept (clamped, without overflow).
-      const int64_t edge = lower ? (diagonal >= m - i ? m : std::max<int64_t>(0, i + diagonal + 1))
-                                 : (diagonal >= m - i ? m : std::max<int64_t>(0, i + diagonal));
-      const size_t at = static_cast<size_t>(r * m) * isz, e = static_cast<size_t>(edge) * isz,
-                   all = static_cast<size_t>(m) * isz;
-      if (lower) {
-        std::memcpy(d + at, s + at, e);
-        std::memset(d + at + e, 0, all - e);
-      } else {
-        std::memset(d + at, 0, e);
-        std::memcpy(d + at + e, s + at + e, all - e);
+  cpu::write_contiguous(out, self, [&](const Tensor& result) {
+    auto* d = static_cast<char*>(result.data_ptr());
+    parallel_for(0, rows, std::max<int64_t>(1, kMemoryBoundGrain / m), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i = r % n;
+        // lower: columns [0, i + diagonal] kept; upper: [i + diagonal, m) kept (clamped, without overflow).
+        const int64_t edge = lower ? (diagonal >= m - i ? m : std::max<int64_t>(0, i + diagonal + 1))
+                                   : (diagonal >= m - i ? m : std::max<int64_t>(0, i + diagonal));
+        const size_t at = static_cast<size_t>(r * m) * isz, e = static_cast<size_t>(edge) * isz,
+                     all = static_cast<size_t>(m) * isz;
+        if (lower) {
+          std::memcpy(d + at, s + at, e);
+          std::memset(d + at + e, 0, all - e);
+        } else {
+          std::memset(d + at, 0, e);
+          std::memcpy(d + at + e, s + at + e, all - e);
+        }
       }
-    }
+    });
   });
-  return out;
 }
 
-Tensor tril_cpu(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, true, "tril"); }
-Tensor triu_cpu(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, false, "triu"); }
+void tril_out_cpu(const Tensor& out, const Tensor& self, int64_t diagonal) {
+  triangle_out(out, self, diagonal, true);
+}
+void triu_out_cpu(const Tensor& out, const Tensor& self, int64_t diagonal) {
+  triangle_out(out, self, diagonal, false);
+}
 
 // ---- repeat_interleave(repeats) ----
 
@@ -335,22 +340,31 @@ void index_fill_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, co
 
 // ---- masked_fill ----
 
-Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  detail::check_masked_fill(self, mask, value);
-  Tensor out = contiguous_copy(self);
+// Note [Structured kernels]: out has self's shape and dtype; the check step checked mask and value.
+// masked_fill_ (out is self, contiguous, its mask elsewhere) fills self where it is; otherwise out
+// (or a new tensor copied into it) starts as a copy of self.
+void masked_fill_out_cpu(const Tensor& out, const Tensor& self, const Tensor& mask, const Scalar& value) {
   const int64_t n = out.numel();
-  if (n == 0) return out;
+  if (n == 0) return;
   const Tensor m = as_contiguous(op::expand(mask, self.sizes()));
   const bool* mp = m.data<bool>();
-  visit_bytes(self.dtype(), "masked_fill", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T v = value_bytes<T>(value, self.dtype());
-    T* o = static_cast<T*>(out.data_ptr());
-    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = mp[i] ? v : o[i];
+  const auto fill = [&](const Tensor& result) {
+    visit_bytes(self.dtype(), "masked_fill", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T v = value_bytes<T>(value, self.dtype());
+      T* o = static_cast<T*>(result.data_ptr());
+      parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = mp[i] ? v : o[i];
+      });
     });
+  };
+  const std::initializer_list<const Tensor*> mask_only = {&mask};
+  if (out.impl() == self.impl() && out.is_contiguous() && !cpu::shares_storage(out, mask_only)) return fill(out);
+  cpu::write_contiguous(out, {&self, &mask}, [&](const Tensor& result) {
+    Tensor dst = result;
+    op::copy_(dst, self);
+    fill(result);
   });
-  return out;
 }
 
 // ---- scatter, scatter_reduce ----
@@ -566,15 +580,15 @@ void scatter_add_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, con
   scatter_impl(out, "scatter_add", self, dim, index, &src, nullptr, Reduce::Sum, true);
 }
 
-FB_REGISTER_KERNEL(op::flip, CPU, flip_cpu);
+FB_REGISTER_OUT_KERNEL(op::flip, CPU, flip_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::scatter_add, CPU, scatter_add_out_cpu);
-FB_REGISTER_KERNEL(op::tril, CPU, tril_cpu);
-FB_REGISTER_KERNEL(op::triu, CPU, triu_cpu);
+FB_REGISTER_OUT_KERNEL(op::tril, CPU, tril_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::triu, CPU, triu_out_cpu);
 FB_REGISTER_KERNEL(op::repeat_interleave_tensor, CPU, repeat_interleave_tensor_cpu);
 FB_REGISTER_OUT_KERNEL(op::index_add, CPU, index_add_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::index_copy, CPU, index_copy_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::index_fill, CPU, index_fill_out_cpu);
-FB_REGISTER_KERNEL(op::masked_fill, CPU, masked_fill_cpu);
+FB_REGISTER_OUT_KERNEL(op::masked_fill, CPU, masked_fill_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::scatter, CPU, scatter_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::scatter_value, CPU, scatter_value_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::scatter_reduce, CPU, scatter_reduce_out_cpu);

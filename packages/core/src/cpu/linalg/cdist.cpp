@@ -1,5 +1,5 @@
-// CPU kernel of _cdist_euclidean: cdist's p = 2 distances by a matrix product
-// (flambeau_core/_distance.py calls it when no gradient is recorded).
+// CPU out kernel of _cdist_euclidean (a structured op: Note [Structured kernels]): cdist's p = 2
+// distances by a matrix product (flambeau_core/_distance.py calls it when no gradient is recorded).
 //
 // Note [Euclidean distances by GEMM]
 // |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, as PyTorch's cdist for many rows. The
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cpu/linalg/gemm.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -111,57 +112,57 @@ constexpr double kBlockMacs = double(int64_t{1} << 21);
 // starts late takes fewer.
 constexpr int64_t kBlocksPerThread = 2;
 
-Tensor cdist_euclidean_cpu(const Tensor& x1, const Tensor& x2) {
-  FB_CHECK_VALUE(x1.dim() == 3 && x2.dim() == 3 && x1.sizes()[0] == x2.sizes()[0] &&
-                     x1.sizes()[2] == x2.sizes()[2],
-                 "[cdist] expected inputs (B, P, M) and (B, R, M), got shapes ", shape_str(x1.sizes()), " and ",
-                 shape_str(x2.sizes()));
-  FB_CHECK_TYPE(x1.dtype() == x2.dtype() && (x1.dtype() == ScalarType::Float32 || x1.dtype() == ScalarType::Float64),
-                "[cdist] expected two float32 or two float64 inputs, got ", dtype_name(x1.dtype()), " and ",
-                dtype_name(x2.dtype()));
+// Note [Structured kernels]: out is (B, P, R) of x1's dtype (the check step checked shapes and dtypes).
+// The rows are written into out when it is contiguous and shares no input's memory, else into a new
+// tensor copied in.
+void cdist_euclidean_out_cpu(const Tensor& out_arg, const Tensor& x1, const Tensor& x2) {
   const int64_t nbatch = x1.sizes()[0], p = x1.sizes()[1], r = x2.sizes()[1], m = x1.sizes()[2];
-  FB_CHECK_VALUE(p <= INT_MAX && r <= INT_MAX && m <= INT_MAX, "[cdist] expected at most ", INT_MAX,
-                 " rows and columns for the matrix product, got shapes ", shape_str(x1.sizes()), " and ",
-                 shape_str(x2.sizes()));
-  Tensor out = op::empty(Shape{nbatch, p, r}, x1.dtype(), x1.device());
-  if (out.numel() == 0) return out;
-  if (m == 0) return op::zero_(out);
-  const Tensor a = op::contiguous(x1, MemoryFormat::Contiguous), b = op::contiguous(x2, MemoryFormat::Contiguous);
-  const auto run = [&](auto tag) {
-    using T = decltype(tag);
-    const T* ad = a.data<T>();
-    const T* bd = b.data<T>();
-    T* od = out.data<T>();
-    std::vector<T> nb(static_cast<size_t>(r));
-    // Blocks of rows across the threads: as many per batch as the work allows, at least 16 rows each.
-    const double macs = double(p) * double(r) * double(m);
-    const int64_t threads = get_num_threads();
-    const int64_t per_batch =
-        threads <= 1 ? 1
-                     : std::max<int64_t>(1, std::min<int64_t>({threads * kBlocksPerThread,
-                                                               static_cast<int64_t>(macs / kBlockMacs), p / 16}));
-    const int64_t block = (p + per_batch - 1) / per_batch;
-    const cpu::SerialBlasScope serial;
-    for (int64_t i = 0; i < nbatch; ++i) {
-      const T* ai = ad + i * p * m;
-      const T* bi = bd + i * r * m;
-      T* oi = od + i * p * r;
-      squared_norms(bi, r, m, nb.data());
-      parallel_for(0, per_batch, 1, [&](int64_t k0, int64_t k1) {
-        for (int64_t k = k0; k < k1; ++k)
-          if (k * block < p) distance_rows(ai, bi, nb.data(), oi, k * block, std::min(p, (k + 1) * block), r, m);
-      });
-    }
-  };
-  if (x1.dtype() == ScalarType::Float32)
-    run(float{});
-  else
-    run(double{});
-  return out;
+  if (out_arg.numel() == 0) return;
+  if (m == 0) {
+    Tensor zeros = out_arg;
+    op::zero_(zeros);
+    return;
+  }
+  cpu::write_contiguous(out_arg, {&x1, &x2}, [&](const Tensor& out) {
+    const Tensor a = op::contiguous(x1, MemoryFormat::Contiguous);
+    const Tensor b = op::contiguous(x2, MemoryFormat::Contiguous);
+    const auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T* ad = a.data<T>();
+      const T* bd = b.data<T>();
+      T* od = out.data<T>();
+      std::vector<T> nb(static_cast<size_t>(r));
+      // Blocks of rows across the threads: as many per batch as the work allows, at least 16 rows each.
+      const double macs = double(p) * double(r) * double(m);
+      const int64_t threads = get_num_threads();
+      const int64_t per_batch =
+          threads <= 1 ? 1
+                       : std::max<int64_t>(1, std::min<int64_t>({threads * kBlocksPerThread,
+                                                                 static_cast<int64_t>(macs / kBlockMacs),
+                                                                 p / 16}));
+      const int64_t block = (p + per_batch - 1) / per_batch;
+      const cpu::SerialBlasScope serial;
+      for (int64_t i = 0; i < nbatch; ++i) {
+        const T* ai = ad + i * p * m;
+        const T* bi = bd + i * r * m;
+        T* oi = od + i * p * r;
+        squared_norms(bi, r, m, nb.data());
+        parallel_for(0, per_batch, 1, [&](int64_t k0, int64_t k1) {
+          for (int64_t k = k0; k < k1; ++k)
+            if (k * block < p)
+              distance_rows(ai, bi, nb.data(), oi, k * block, std::min(p, (k + 1) * block), r, m);
+        });
+      }
+    };
+    if (x1.dtype() == ScalarType::Float32)
+      run(float{});
+    else
+      run(double{});
+  });
 }
 
 }  // namespace
 
-FB_REGISTER_KERNEL(op::_cdist_euclidean, CPU, cdist_euclidean_cpu);
+FB_REGISTER_OUT_KERNEL(op::_cdist_euclidean, CPU, cdist_euclidean_out_cpu);
 
 }  // namespace flambeau

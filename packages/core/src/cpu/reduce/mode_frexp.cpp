@@ -1,5 +1,5 @@
-// CPU kernels of mode (the out kernel of a structured op: Note [Structured
-// kernels]) and frexp (ops.yaml, section "mode, frexp, pinv").
+// CPU out kernels of mode and frexp (structured ops: Note [Structured
+// kernels]; ops.yaml, section "mode, frexp, pinv").
 //
 // mode: per row along `dim`, the values are sorted (NaN last), and the longest
 // run of equal values wins; ties go to the first run, i.e. the smallest value,
@@ -179,52 +179,47 @@ inline void frexp_one(T x, T* m, int32_t* e) {
   }
 }
 
-std::tuple<Tensor, Tensor> frexp_cpu(const Tensor& self) {
+// Note [Structured kernels]: mantissa (self's dtype, checked floating) and exponent (int32) have self's shape.
+void frexp_out_cpu(const Tensor& mantissa_out, const Tensor& exponent_out, const Tensor& self) {
   const ScalarType t = self.dtype();
-  FB_CHECK_TYPE(
-      t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
-          t == ScalarType::Float64,
-      "[frexp] frexp: only supports floating-point dtypes (float16, bfloat16, float32, float64), got ",
-      dtype_name(t), " (shape ", shape_str(self.sizes()), ")");
-  const Tensor x = contiguous(self);
-  Tensor mantissa = op::empty(self.sizes(), t, self.device());
-  Tensor exponent = op::empty(self.sizes(), ScalarType::Int32, self.device());
   const int64_t n = self.numel();
-  if (n == 0) return {mantissa, exponent};
-  int32_t* ed = exponent.data<int32_t>();
-  visit_dtypes<kDtFloats | kDtHalf>(t, "frexp", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* xd = x.data<T>();
-    T* md = mantissa.data<T>();
-    parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
-      if constexpr (std::is_floating_point_v<T>) {
-        for (int64_t i = b; i < e; ++i) frexp_one<T>(xd[i], md + i, ed + i);
-      } else {
-        // float16 (5 exponent bits, bias 15) and bfloat16 (8, bias 127) normals by their bits: the
-        // exponent field replaced by the bias - 1; zero, subnormals, inf and NaN through float32.
-        constexpr int kMant = std::is_same_v<T, Half> ? 10 : 7;
-        constexpr uint16_t kMask = std::is_same_v<T, Half> ? 0x1f : 0xff;
-        constexpr int kBias = std::is_same_v<T, Half> ? 14 : 126;
-        for (int64_t i = b; i < e; ++i) {
-          const uint16_t bits = xd[i].x;
-          const uint16_t ef = static_cast<uint16_t>((bits >> kMant) & kMask);
-          if (ef != 0 && ef != kMask) {
-            ed[i] = static_cast<int32_t>(ef) - kBias;
-            md[i] = T::from_bits(static_cast<uint16_t>((bits & ~(kMask << kMant)) | (kBias << kMant)));
-          } else {
-            float m = 0;
-            frexp_one<float>(static_cast<float>(xd[i]), &m, ed + i);
-            md[i] = static_cast<T>(m);
+  if (n == 0) return;
+  const Tensor x = contiguous(self);
+  cpu::write_contiguous_outs<2>({mantissa_out, exponent_out}, self, [&](const std::array<Tensor, 2>& dst) {
+    int32_t* ed = dst[1].data<int32_t>();
+    visit_dtypes<kDtFloats | kDtHalf>(t, "frexp", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* xd = x.data<T>();
+      T* md = dst[0].data<T>();
+      parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_floating_point_v<T>) {
+          for (int64_t i = b; i < e; ++i) frexp_one<T>(xd[i], md + i, ed + i);
+        } else {
+          // float16 (5 exponent bits, bias 15) and bfloat16 (8, bias 127) normals by their bits: the
+          // exponent field replaced by the bias - 1; zero, subnormals, inf and NaN through float32.
+          constexpr int kMant = std::is_same_v<T, Half> ? 10 : 7;
+          constexpr uint16_t kMask = std::is_same_v<T, Half> ? 0x1f : 0xff;
+          constexpr int kBias = std::is_same_v<T, Half> ? 14 : 126;
+          for (int64_t i = b; i < e; ++i) {
+            const uint16_t bits = xd[i].x;
+            const uint16_t ef = static_cast<uint16_t>((bits >> kMant) & kMask);
+            if (ef != 0 && ef != kMask) {
+              ed[i] = static_cast<int32_t>(ef) - kBias;
+              md[i] = T::from_bits(static_cast<uint16_t>((bits & ~(kMask << kMant)) | (kBias << kMant)));
+            } else {
+              float m = 0;
+              frexp_one<float>(static_cast<float>(xd[i]), &m, ed + i);
+              md[i] = static_cast<T>(m);
+            }
           }
         }
-      }
+      });
     });
   });
-  return {mantissa, exponent};
 }
 
 FB_REGISTER_OUT_KERNEL(op::mode, CPU, mode_out_cpu);
-FB_REGISTER_KERNEL(op::frexp, CPU, frexp_cpu);
+FB_REGISTER_OUT_KERNEL(op::frexp, CPU, frexp_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

@@ -4,7 +4,7 @@
 // layout: inner == 1 scans rows (cumsum eight rows at a time through
 // vec_reduce's loop; one long row is cut into chunks scanned side by side,
 // then offset), inner > 1 scans whole rows of `inner` columns at once.
-// cumsum and cumprod are structured ops (Note [Structured kernels]): out kernels.
+// The scans are structured ops (Note [Structured kernels]): out kernels.
 #include <cmath>
 #include <limits>
 
@@ -165,51 +165,52 @@ void cumprod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, std::op
 
 // cummax/cummin as PyTorch: a NaN, or a value >= (<=) the running one, takes over (so ties give
 // the last index); after a NaN only NaNs update the index.
+// Note [Structured kernels]: values and indices have self's shape (the check step checked dim and dtype).
 template <bool IsMax>
-std::tuple<Tensor, Tensor> cum_extremum(const char* op, const Tensor& self, int64_t dim) {
+void cum_extremum(const char* op, const Tensor& values_out, const Tensor& indices_out, const Tensor& self,
+                  int64_t dim) {
   dim = wrap_dim(dim, self.dim(), op);
-  Tensor values = op::empty(self.sizes(), self.dtype(), self.device());
-  Tensor indices = op::empty(self.sizes(), ScalarType::Int64, self.device());
-  if (self.numel() == 0) return {values, indices};
+  if (self.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, op, true);
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = in.data<T>();
-    T* y = values.data<T>();
-    int64_t* ix = indices.data<int64_t>();
-    auto takes = [](T v, T cur) {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (v != v) return true;
-        if (cur != cur) return false;
-      }
-      return IsMax ? v >= cur : v <= cur;
-    };
-    for_column_blocks(s.outer, s.n, s.inner, [&](int64_t o, int64_t c0, int64_t nc) {
-      T cur[kCols];
-      int64_t at[kCols];
-      for (int64_t k = 0; k < s.n; ++k) {
-        const int64_t off = (o * s.n + k) * s.inner + c0;
-        for (int64_t i = 0; i < nc; ++i) {
-          const T v = x[off + i];
-          if (k == 0 || takes(v, cur[i])) {
-            cur[i] = v;
-            at[i] = k;
-          }
-          y[off + i] = cur[i];
-          ix[off + i] = at[i];
+  write_contiguous_outs<2>({values_out, indices_out}, self, [&](const std::array<Tensor, 2>& dst) {
+    visit_dtype(self.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* x = in.data<T>();
+      T* y = dst[0].data<T>();
+      int64_t* ix = dst[1].data<int64_t>();
+      auto takes = [](T v, T cur) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (v != v) return true;
+          if (cur != cur) return false;
         }
-      }
+        return IsMax ? v >= cur : v <= cur;
+      };
+      for_column_blocks(s.outer, s.n, s.inner, [&](int64_t o, int64_t c0, int64_t nc) {
+        T cur[kCols];
+        int64_t at[kCols];
+        for (int64_t k = 0; k < s.n; ++k) {
+          const int64_t off = (o * s.n + k) * s.inner + c0;
+          for (int64_t i = 0; i < nc; ++i) {
+            const T v = x[off + i];
+            if (k == 0 || takes(v, cur[i])) {
+              cur[i] = v;
+              at[i] = k;
+            }
+            y[off + i] = cur[i];
+            ix[off + i] = at[i];
+          }
+        }
+      });
     });
   });
-  return {values, indices};
 }
 
-std::tuple<Tensor, Tensor> cummax_cpu(const Tensor& self, int64_t dim) {
-  return cum_extremum<true>("cummax", self, dim);
+void cummax_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim) {
+  cum_extremum<true>("cummax", values, indices, self, dim);
 }
-std::tuple<Tensor, Tensor> cummin_cpu(const Tensor& self, int64_t dim) {
-  return cum_extremum<false>("cummin", self, dim);
+void cummin_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim) {
+  cum_extremum<false>("cummin", values, indices, self, dim);
 }
 
 // log(exp(a) + exp(b)) without overflow; -inf is the identity.
@@ -220,29 +221,28 @@ inline double log_add_exp(double a, double b) {
   return m + std::log1p(std::exp(l - m));
 }
 
-Tensor logcumsumexp_cpu(const Tensor& self, int64_t dim) {
-  FB_CHECK_TYPE(is_floating(self.dtype()), "[logcumsumexp] expects a floating point tensor, got ",
-                dtype_name(self.dtype()));
+// Note [Structured kernels]: out has self's shape and (floating, checked) dtype.
+void logcumsumexp_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
   dim = wrap_dim(dim, self.dim(), "logcumsumexp");
-  Tensor out = op::empty(self.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) return;
   const DimSplit s = split_dim(self, dim, true, "logcumsumexp", true);
   const Tensor in = contiguous(self);
-  visit_dtype(self.dtype(), "logcumsumexp", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>)
-      scan_loop<T, double>(in.data<T>(), out.data<T>(), s.outer, s.n, s.inner,
-                           -std::numeric_limits<double>::infinity(),
-                           [](double a, T v) { return log_add_exp(a, static_cast<double>(v)); });
+  write_contiguous(out, self, [&](const Tensor& dst) {
+    visit_dtype(self.dtype(), "logcumsumexp", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>)
+        scan_loop<T, double>(in.data<T>(), dst.data<T>(), s.outer, s.n, s.inner,
+                             -std::numeric_limits<double>::infinity(),
+                             [](double a, T v) { return log_add_exp(a, static_cast<double>(v)); });
+    });
   });
-  return out;
 }
 
 FB_REGISTER_OUT_KERNEL(op::cumsum, CPU, cumsum_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::cumprod, CPU, cumprod_out_cpu);
-FB_REGISTER_KERNEL(op::cummax, CPU, cummax_cpu);
-FB_REGISTER_KERNEL(op::cummin, CPU, cummin_cpu);
-FB_REGISTER_KERNEL(op::logcumsumexp, CPU, logcumsumexp_cpu);
+FB_REGISTER_OUT_KERNEL(op::cummax, CPU, cummax_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::cummin, CPU, cummin_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::logcumsumexp, CPU, logcumsumexp_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

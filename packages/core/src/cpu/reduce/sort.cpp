@@ -1,9 +1,9 @@
 // CPU kernels of sorting and searching: sort (a stable LSD radix sort on
 // order-preserving unsigned keys, one byte per pass, passes whose byte is the
 // same for every key skipped), topk (partial sort on the same keys), searchsorted,
-// unique (flat, along a dim, consecutive) and nonzero. sort and topk are
-// structured ops (Note [Structured kernels]): out kernels writing values and
-// indices (LastDim::write).
+// unique (flat, along a dim, consecutive) and nonzero. sort, topk, _sort_values
+// and searchsorted are structured ops (Note [Structured kernels]): out kernels
+// (sort and topk write values and indices through LastDim::write).
 //
 // Keys: a float's bits with the sign flipped (negative: all bits flipped), so
 // unsigned order is numeric order; -0.0 is keyed as +0.0 (they compare equal,
@@ -377,18 +377,23 @@ void sort_values_rows(const T* x, T* values, int64_t outer, int64_t n, bool desc
                });
 }
 
-Tensor sort_values_cpu(const Tensor& self, int64_t dim, bool descending) {
-  // The dtypes of sort (complex raises naming the op and the dtype).
-  visit_dtypes<kDtReal>(self.dtype(), "sort", [](auto) {});
+// Note [Structured kernels]: out has self's shape and dtype (the check step checked sort's dtypes and
+// dim). The rows are written straight into out when dim is last, else into a new tensor copied back
+// with dim moved back.
+void sort_values_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool descending) {
   dim = wrap_dim(dim, self.dim(), "sort");
   const LastDim l(self, dim);
-  Tensor values = op::empty(l.rows.sizes(), self.dtype(), self.device());
-  if (self.numel() > 0)
-    visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      sort_values_rows<T>(l.rows.data<T>(), values.data<T>(), l.outer, l.n, descending);
-    });
-  return l.back(values);
+  const auto fill = [&](const Tensor& values) {
+    if (self.numel() > 0)
+      visit_dtypes<kDtReal>(self.dtype(), "sort", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        sort_values_rows<T>(l.rows.data<T>(), values.data<T>(), l.outer, l.n, descending);
+      });
+  };
+  if (!l.moved) return write_contiguous(out, self, fill);
+  const Tensor values = op::empty(l.rows.sizes(), out.dtype(), out.device());
+  fill(values);
+  copy_out(out, op::permute(values, inverse_perm(l.perm)));
 }
 
 void topk_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t k, int64_t dim,
@@ -429,37 +434,17 @@ void topk_out_cpu(const Tensor& values, const Tensor& indices, const Tensor& sel
   });
 }
 
-Tensor searchsorted_cpu(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
-                        std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
-  if (side) {
-    FB_CHECK_VALUE(*side == "left" || *side == "right",
-                   "[searchsorted] side must be 'left' or 'right', got '", std::string(*side), "'");
-    FB_CHECK_VALUE(!(right && *side == "left"),
-                   "[searchsorted] side='left' and right=True contradict each other");
-    right = *side == "right";
-  }
+// Note [Structured kernels]: out has input's shape, int32 with out_int32 else int64; the check step
+// checked side and the shapes. The sorter's values are checked here (they are data).
+void searchsorted_out_cpu(const Tensor& out, const Tensor& sorted_sequence, const Tensor& self, bool out_int32,
+                          bool right, std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  if (side) right = *side == "right";
   const Tensor& seq = sorted_sequence;
-  FB_CHECK_VALUE(seq.dim() >= 1, "[searchsorted] sorted_sequence must have at least 1 dim, got shape ",
-                 shape_str(seq.sizes()));
   const bool one_d = seq.dim() == 1;
-  if (!one_d) {
-    bool ok = self.dim() == seq.dim();
-    for (int64_t d = 0; ok && d + 1 < seq.dim(); ++d) ok = self.sizes()[d] == seq.sizes()[d];
-    FB_CHECK_VALUE(ok, "[searchsorted] sorted_sequence of shape ", shape_str(seq.sizes()),
-                   " and input of shape ", shape_str(self.sizes()),
-                   " must match in all but the last dim (or sorted_sequence must be 1-D)");
-  }
-  if (sorter) {
-    FB_CHECK_VALUE(std::ranges::equal(sorter->sizes(), seq.sizes()), "[searchsorted] sorter of shape ",
-                   shape_str(sorter->sizes()), " must have sorted_sequence's shape ", shape_str(seq.sizes()));
-    FB_CHECK_TYPE(sorter->dtype() == ScalarType::Int64, "[searchsorted] sorter must be int64, got ",
-                  dtype_name(sorter->dtype()));
-  }
   const ScalarType t = promote_types(seq.dtype(), self.dtype());
   const Tensor s = contiguous(to_dtype(seq, t));
   const Tensor v = contiguous(to_dtype(self, t));
   const Tensor srt = sorter ? contiguous(*sorter) : Tensor();
-  Tensor out = op::empty(self.sizes(), out_int32 ? ScalarType::Int32 : ScalarType::Int64, self.device());
   const int64_t m = seq.sizes()[seq.dim() - 1];
   const int64_t per_row =
       one_d ? std::max<int64_t>(1, v.numel()) : (self.dim() == 0 ? 1 : self.sizes()[self.dim() - 1]);
@@ -468,37 +453,38 @@ Tensor searchsorted_cpu(const Tensor& sorted_sequence, const Tensor& self, bool 
     for (int64_t i = 0; i < srt.numel(); ++i)
       FB_CHECK_INDEX(so[i] >= 0 && so[i] < m, "[searchsorted] sorter index ", so[i],
                      " is out of range for size ", m);
-  visit_dtype(t, "searchsorted", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* sp = s.data<T>();
-    const T* vp = v.data<T>();
-    const int64_t nv = v.numel();
-    parallel_for(0, nv, 4096, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const int64_t row = one_d ? 0 : i / per_row;
-        const T* r = sp + row * m;
-        const int64_t* rs = so ? so + row * m : nullptr;
-        const T x = vp[i];
-        int64_t lo = 0, hi = m;
-        while (lo < hi) {
-          const int64_t mid = lo + (hi - lo) / 2;
-          const T y = rs ? r[rs[mid]] : r[mid];
-          // As PyTorch: left moves right while !(y >= x), right while !(y > x) (so a NaN value lands at the
-          // end and a NaN in the sequence counts as smaller).
-          const bool go_right = right ? !(y > x) : !(y >= x);
-          if (go_right)
-            lo = mid + 1;
+  write_contiguous(out, {&seq, &self, sorter ? &*sorter : nullptr}, [&](const Tensor& result) {
+    visit_dtype(t, "searchsorted", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* sp = s.data<T>();
+      const T* vp = v.data<T>();
+      const int64_t nv = v.numel();
+      parallel_for(0, nv, 4096, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t row = one_d ? 0 : i / per_row;
+          const T* r = sp + row * m;
+          const int64_t* rs = so ? so + row * m : nullptr;
+          const T x = vp[i];
+          int64_t lo = 0, hi = m;
+          while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            const T y = rs ? r[rs[mid]] : r[mid];
+            // As PyTorch: left moves right while !(y >= x), right while !(y > x) (so a NaN value lands at the
+            // end and a NaN in the sequence counts as smaller).
+            const bool go_right = right ? !(y > x) : !(y >= x);
+            if (go_right)
+              lo = mid + 1;
+            else
+              hi = mid;
+          }
+          if (out_int32)
+            result.data<int32_t>()[i] = static_cast<int32_t>(lo);
           else
-            hi = mid;
+            result.data<int64_t>()[i] = lo;
         }
-        if (out_int32)
-          out.data<int32_t>()[i] = static_cast<int32_t>(lo);
-        else
-          out.data<int64_t>()[i] = lo;
-      }
+      });
     });
   });
-  return out;
 }
 
 // Groups of a sorted flat tensor: values, inverse (in self's shape), counts.
@@ -701,12 +687,12 @@ Tensor nonzero_cpu(const Tensor& self) {
 
 FB_REGISTER_OUT_KERNEL(op::sort, CPU, sort_out_cpu);
 FB_REGISTER_OUT_KERNEL(op::topk, CPU, topk_out_cpu);
-FB_REGISTER_KERNEL(op::searchsorted, CPU, searchsorted_cpu);
+FB_REGISTER_OUT_KERNEL(op::searchsorted, CPU, searchsorted_out_cpu);
 FB_REGISTER_KERNEL(op::_unique2, CPU, unique2_cpu);
 FB_REGISTER_KERNEL(op::unique_dim, CPU, unique_dim_cpu);
 FB_REGISTER_KERNEL(op::_unique_consecutive, CPU, unique_consecutive_cpu);
 FB_REGISTER_KERNEL(op::nonzero, CPU, nonzero_cpu);
-FB_REGISTER_KERNEL(op::_sort_values, CPU, sort_values_cpu);
+FB_REGISTER_OUT_KERNEL(op::_sort_values, CPU, sort_values_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
