@@ -109,6 +109,8 @@ SHAPE_RULES = {
 }
 # Shape functions that give one shape per result (std::vector<Shape>); the others give one for all.
 PER_RESULT_SHAPES = {"layer_norm", "cross_entropy", "batch_norm", "group_norm", "feature_dropout", "embedding_bag"}
+# The linalg decompositions: a result the arguments do not ask for is (0,), as PyTorch returns it.
+PER_RESULT_SHAPES |= {"linalg_factor", "linalg_qr", "linalg_svd", "linalg_eig"}
 # Per-result shape functions whose results may be absent (a norm's backward computes only the gradients asked
 # for): std::vector<std::optional<Shape>>, nullopt giving an undefined tensor.
 OPTIONAL_RESULT_SHAPES = {"batch_norm_backward", "layer_norm_backward", "group_norm_backward", "linear_backward"}
@@ -149,6 +151,13 @@ SHAPE_FUNCTIONS = {
     "embedding_bag": "one shape per result: (bags, dim), (indices,), (bags,), (bags, dim) for mode max else (0,)",
     "embedding_bag_backward": "(num_weights, dim), dim being grad's last dim",
     "linear_backward": "(n, in_features), weight's shape, (out_features,): each gradient only when asked",
+    "matrix_batch": "a batch of matrices (*, m, n): its batch dims (*)",
+    "linalg_factor": "one shape per result: the matrices' (*, m, n), then (*, min(m, n)) and (*) (LU, LDL, geqrf)",
+    "linalg_qr": "one shape per result: Q (*, m, m or k) ((0,) for mode 'r') and R (*, m or k, n), k = min(m, n)",
+    "linalg_svd": "one shape per result: U (*, m, m or k), S (*, k), Vh (*, n or k, n); U and Vh (0,) without compute_uv",
+    "linalg_eig": "one shape per result: eigenvalues (*, n), eigenvectors (*, n, n) ((0,) without compute_v)",
+    "lu_permutation": "pivots' batch dims and m: (*, m)",
+    "linalg_pinv": "(*, n, m) for A (*, m, n), the batch dims broadcast with atol's and rtol's shapes",
 }
 OUT_DTYPES = {
     # Note [out= dtypes] (gen_core.py); default: the result must cast to out's dtype.

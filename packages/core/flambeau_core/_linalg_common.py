@@ -86,6 +86,33 @@ def _copy_out(result: Tensor, out: Tensor | None, op: str = "linalg", exact: boo
     return _C._copy_to_out(op, result, out, exact)
 
 
+def _kernel_writes(prim: Any, args: Sequence[Any], outs: Sequence[Any]) -> bool:
+    """Whether the structured primitive ``prim``'s out kernel can write ``outs`` (one per result, in its
+    order) as they are (Note [Structured kernels]): each a Tensor of its result's dtype and device, of its
+    shape or empty (then resized silently), and autograd not recording. Its meta step on meta stand-ins of
+    the arguments gives the results (and raises the argument errors the call would). Otherwise the caller
+    computes the result and copies it in (``_copy_out``/``_copy_outs``: their messages and warnings)."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if not all(type(o) is Tensor for o in outs) or not all(type(t) is Tensor for t in tensors):
+        return False
+    if _needs_grad(*tensors) or any(o.requires_grad for o in outs):
+        return False
+    specs = prim(*[a.to("meta") if isinstance(a, Tensor) else a for a in args])
+    specs = specs if isinstance(specs, tuple) else (specs,)
+    device = tensors[0].device
+    return len(specs) == len(outs) and all(
+        o.dtype == s.dtype and o.device == device and (o.numel() == 0 or tuple(o.shape) == tuple(s.shape))
+        for o, s in zip(outs, specs, strict=True)
+    )
+
+
+def _out_tuple(out: Any, n: int) -> tuple[Tensor, ...] | None:
+    """out= as a tuple of n tensors, else None (``_copy_outs`` raises its error)."""
+    if isinstance(out, (tuple, list)) and len(out) == n and all(isinstance(t, Tensor) for t in out):
+        return tuple(out)
+    return None
+
+
 def _copy_outs(results: Sequence[Tensor], out: Any, op: str) -> tuple[Tensor, ...]:
     """out=(a, b, ...) for an op returning several tensors: each must have its result's dtype."""
     if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
@@ -98,8 +125,8 @@ def _copy_outs(results: Sequence[Tensor], out: Any, op: str) -> tuple[Tensor, ..
 
 
 def _eye(n: int, like: Tensor) -> Tensor:
-    r = _C.arange(n).unsqueeze(-1)
-    return (r == _C.arange(n)).to(like.dtype)
+    r = _C.arange(n, device=like.device).unsqueeze(-1)
+    return (r == _C.arange(n, device=like.device)).to(like.dtype)
 
 
 def _eps(dtype: Any) -> float:

@@ -26,8 +26,10 @@ from flambeau_core._linalg_common import (
     _copy_out,
     _copy_outs,
     _eps,
+    _kernel_writes,
     _mT,
     _needs_grad,
+    _out_tuple,
     _shape,
 )
 
@@ -60,6 +62,10 @@ def slogdet(A: Tensor, *, out: Any = None) -> SlogdetResult:
         (tensor(-1.), tensor(1.7918))
     """
     _check_matrix(A, "linalg.slogdet", square=True, complex_ok=True)
+    outs = _out_tuple(out, 2)
+    if outs is not None and _kernel_writes(_C._linalg_slogdet, (A,), outs[::-1]):
+        logabs, sign = _C._linalg_slogdet(A, out=outs[::-1])  # the out kernel writes them
+        return SlogdetResult(sign, logabs)
     logabs, sign = _C._linalg_slogdet(A)
     if out is not None:
         return SlogdetResult(*_copy_outs((sign, logabs), out, "linalg.slogdet"))
@@ -115,6 +121,8 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Tensor | None = None) -> Te
         True
     """
     _check_matrix(A, "linalg.cholesky", square=True, complex_ok=True)
+    if out is not None and _kernel_writes(_C._linalg_cholesky, (A, upper), (out,)):
+        return _C._linalg_cholesky(A, upper, out=out)  # written by the out kernel (Note [Structured kernels])
     return _copy_out(_C._linalg_cholesky(A, upper), out, "linalg.cholesky")
 
 
@@ -139,6 +147,9 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> QRResult:
             f"linalg.qr: qr received unrecognized mode '{mode}' "
             "but expected one of 'reduced' (default), 'r', or 'complete'"
         )
+    outs = _out_tuple(out, 2)
+    if outs is not None and _kernel_writes(_C._linalg_qr, (A, mode), outs):
+        return QRResult(*_C._linalg_qr(A, mode, out=outs))  # the out kernel writes them
     Q, R = _C._linalg_qr(A, mode)
     if out is not None:
         return QRResult(*_copy_outs((Q, R), out, "linalg.qr"))
@@ -160,6 +171,9 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out
     _check_matrix(A, "linalg.svd", complex_ok=True)
     if driver is not None:
         raise FlambeauError("linalg.svd: keyword argument `driver=` is only supported on CUDA inputs.")
+    outs = _out_tuple(out, 3)
+    if outs is not None and _kernel_writes(_C._linalg_svd, (A, full_matrices, True), outs):
+        return SVDResult(*_C._linalg_svd(A, full_matrices, True, out=outs))  # the out kernel writes them
     U, S, Vh = _C._linalg_svd(A, full_matrices, True)
     if out is not None:
         return SVDResult(*_copy_outs((U, S, Vh), out, "linalg.svd"))
@@ -197,6 +211,9 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> EighResult:
     _check_matrix(A, "linalg.eigh", square=True, complex_ok=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise FlambeauError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    outs = _out_tuple(out, 2)
+    if outs is not None and _kernel_writes(_C._linalg_eigh, (A, UPLO, True), outs):
+        return EighResult(*_C._linalg_eigh(A, UPLO, True, out=outs))  # the out kernel writes them
     L, V = _C._linalg_eigh(A, UPLO, True)
     if out is not None:
         return EighResult(*_copy_outs((L, V), out, "linalg.eigh"))
@@ -251,6 +268,9 @@ def eig(A: Tensor, *, out: Any = None) -> EigResult:
         True
     """
     _check_eig_input(A, "linalg.eig")
+    outs = _out_tuple(out, 2)
+    if outs is not None and _kernel_writes(_C._linalg_eig, (A, True), outs):
+        return EigResult(*_C._linalg_eig(A, True, out=outs))  # the out kernel writes them
     L, V = _C._linalg_eig(A, True)
     if out is not None:
         return EigResult(*_copy_outs((L, V), out, "linalg.eig"))
@@ -315,6 +335,8 @@ def pinv(
             f"{A.shape[-2]} by {A.shape[-1]} matrices (shape {_shape(A)})"
         )
     at, rt = _atol_rtol(A, atol, rtol, "linalg.pinv")
+    if out is not None and _kernel_writes(_C._linalg_pinv, (A, at, rt, hermitian), (out,)):
+        return _C._linalg_pinv(A, at, rt, hermitian, out=out)  # written by the out kernel
     return _copy_out(_C._linalg_pinv(A, at, rt, hermitian), out, "linalg.pinv", exact=False)
 
 

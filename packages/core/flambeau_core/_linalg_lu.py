@@ -19,7 +19,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
-from flambeau_core._linalg_common import _adjoint, _copy_out
+from flambeau_core._linalg_common import _adjoint, _copy_out, _kernel_writes, _out_tuple
 from flambeau_core._linalg_common import _copy_outs as _copy_results
 from flambeau_core._linalg_decompositions import householder_product
 from flambeau_core.overrides import is_tensor_like
@@ -90,6 +90,12 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, o
         ([[3.0, 4.0], [0.3333333432674408, 0.6666666269302368]], [2, 2], 0)
     """
     op = "linalg.lu_factor_ex"
+    outs = _out_tuple(out, 3)
+    if outs is not None:
+        _check_tensor(A, op, "A")
+        _check_bool(op, pivot=pivot, check_errors=check_errors)
+        if _kernel_writes(_C._linalg_lu_factor_ex, (A, pivot, check_errors), outs):  # the out kernel writes them
+            return LUFactorExResult(*_C._linalg_lu_factor_ex(A, pivot, check_errors, out=outs))
     return LUFactorExResult(*_copy_outs(_lu_factor_ex(A, pivot, check_errors, op), out, op))
 
 
@@ -115,17 +121,17 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> LUFactorResu
 def _permutation(pivots: Tensor, m: int, dtype: Any) -> Tensor:
     """P (*, m, m) with A = P L U, from LAPACK's row swaps."""
     perm = _C._lu_pivots_to_permutation(pivots, m)
-    return (_C.arange(m).unsqueeze(-1) == perm.unsqueeze(-2)).to(dtype)
+    return (_C.arange(m, device=perm.device).unsqueeze(-1) == perm.unsqueeze(-2)).to(dtype)
 
 
 def _unpack(LU: Tensor, pivots: Tensor, unpack_data: bool, unpack_pivots: bool) -> tuple[Tensor, Tensor, Tensor]:
     m, n = LU.shape[-2], LU.shape[-1]
     k = min(m, n)
-    empty = _C.empty((0,), dtype=LU.dtype)
+    empty = _C.empty((0,), dtype=LU.dtype, device=LU.device)
     P = _permutation(pivots, m, LU.dtype) if unpack_pivots else empty
     if not unpack_data:
         return P, empty, empty
-    eye = _C.eye(m, k, dtype=LU.dtype)
+    eye = _C.eye(m, k, dtype=LU.dtype, device=LU.device)
     L = LU.narrow(-1, 0, k).tril(-1) + eye
     U = LU.narrow(-2, 0, k).triu()
     return P, L, U
@@ -196,6 +202,8 @@ def lu_solve(
     op = "linalg.lu_solve"
     LUb, pb, Bb = _solve_args(op, LU, pivots, B, "LU")
     _check_bool(op, left=left, adjoint=adjoint)
+    if out is not None and _kernel_writes(_C._linalg_lu_solve, (LUb, pb, Bb, left, adjoint), (out,)):
+        return _C._linalg_lu_solve(LUb, pb, Bb, left, adjoint, out=out)  # written by the out kernel
     return _copy_out(_C._linalg_lu_solve(LUb, pb, Bb, left, adjoint), out, op)
 
 
@@ -289,6 +297,9 @@ def ldl_factor_ex(
     op = "linalg.ldl_factor_ex"
     _check_tensor(A, op, "A")
     _check_bool(op, hermitian=hermitian, check_errors=check_errors)
+    outs = _out_tuple(out, 3)
+    if outs is not None and _kernel_writes(_C._linalg_ldl_factor_ex, (A, hermitian, check_errors), outs):
+        return LDLFactorExResult(*_C._linalg_ldl_factor_ex(A, hermitian, check_errors, out=outs))
     return LDLFactorExResult(*_copy_outs(_C._linalg_ldl_factor_ex(A, hermitian, check_errors), out, op))
 
 
@@ -326,6 +337,8 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     op = "linalg.ldl_solve"
     LDb, pb, Bb = _solve_args(op, LD, pivots, B, "LD")
     _check_bool(op, hermitian=hermitian)
+    if out is not None and _kernel_writes(_C._linalg_ldl_solve, (LDb, pb, Bb, hermitian), (out,)):
+        return _C._linalg_ldl_solve(LDb, pb, Bb, hermitian, out=out)  # written by the out kernel
     return _copy_out(_C._linalg_ldl_solve(LDb, pb, Bb, hermitian), out, op)
 
 
@@ -347,6 +360,9 @@ def _top_geqrf(input: Tensor, *, out: Any = None) -> GeqrfResult:
     """
     op = "geqrf"
     _check_tensor(input, op, "input")
+    outs = _out_tuple(out, 2)
+    if outs is not None and _kernel_writes(_C._geqrf, (input,), outs):
+        return GeqrfResult(*_C._geqrf(input, out=outs))  # written by the out kernel
     return GeqrfResult(*_copy_outs(_C._geqrf(input), out, op))
 
 
@@ -397,6 +413,8 @@ def _top_ormqr(
             f"[{op}] expected other to have the same number of dimensions as input, got other of shape "
             f"{tuple(input3.shape)} and input of shape {tuple(input.shape)}"
         )
+    if out is not None and _kernel_writes(_C._ormqr, (input, input2, input3, left, transpose), (out,)):
+        return _C._ormqr(input, input2, input3, left, transpose, out=out)  # written by the out kernel
     res = _C._ormqr(input, input2, input3, left, transpose)  # the checks, and the value without autograd
     if _C.is_grad_enabled() and (input.requires_grad or input2.requires_grad or input3.requires_grad):
         res = _ormqr_via_q(input, input2, input3, left, transpose)

@@ -28,6 +28,7 @@ from flambeau_core._linalg_common import (
     _copy_outs,
     _eps,
     _eye,
+    _kernel_writes,
     _mT,
     _needs_grad,
     _same_dtype,
@@ -51,6 +52,8 @@ def inv(A: Tensor, *, out: Tensor | None = None) -> Tensor:
         True
     """
     _check_matrix(A, "linalg.inv", square=True, complex_ok=True)
+    if out is not None and _kernel_writes(_C._linalg_inv, (A,), (out,)):
+        return _C._linalg_inv(A, out=out)  # written by the out kernel (Note [Structured kernels])
     return _copy_out(_C._linalg_inv(A), out, "linalg.inv")
 
 
@@ -89,6 +92,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Tensor | None = None)
     batch = _broadcast_shape(A.shape[:-2], B.shape[:-2], "linalg.solve")
     Ab = A.expand(*batch, n, n)
     Bb = B.expand(*batch, *B.shape[-2:])
+    if left and not vector and out is not None and _kernel_writes(_C._linalg_solve, (Ab, Bb), (out,)):
+        return _C._linalg_solve(Ab, Bb, out=out)  # written by the out kernel (Note [Structured kernels])
     if left:
         X = _C._linalg_solve(Ab, Bb)
     else:
@@ -209,7 +214,8 @@ def _infos(A: Tensor, info_of: Any) -> Tensor:
     """info_of each matrix of A (int32, A's batch shape): a loop over the batch, run only after the batched
     call failed, since the kernels stop at the first matrix that fails."""
     flat = A.reshape(-1, *A.shape[-2:])
-    return _C.tensor([info_of(flat[i]) for i in range(flat.shape[0])], dtype=_C.int32).reshape(*A.shape[:-2])
+    infos = [info_of(flat[i]) for i in range(flat.shape[0])]
+    return _C.tensor(infos, dtype=_C.int32, device=A.device).reshape(*A.shape[:-2])
 
 
 def _on_good(A: Tensor, info: Tensor, compute: Any, vector: bool = False) -> Tensor:
@@ -243,7 +249,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, o
     _check_matrix(A, op, square=True, complex_ok=True)
     try:
         L = _C._linalg_cholesky(A, upper)
-        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32, device=A.device)
     except FlambeauError as e:
         if check_errors:
             raise _ex_error(e, "linalg.cholesky", op) from None
@@ -273,7 +279,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> InvExRe
     _check_matrix(A, op, square=True, complex_ok=True)
     try:
         X = _C._linalg_inv(A)
-        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32, device=A.device)
     except FlambeauError as e:
         if check_errors:
             raise _ex_error(e, "linalg.inv", op) from None
@@ -303,7 +309,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     _check_tensor(B, op, "B")
     try:
         X = solve(A, B, left=left)
-        info = _C.zeros(*A.shape[:-2], dtype=_C.int32)  # one LU per matrix of A: A's batch shape
+        info = _C.zeros(*A.shape[:-2], dtype=_C.int32, device=A.device)  # one LU per matrix of A: A's batch shape
     except FlambeauError as e:
         if check_errors or "singular" not in str(e):
             raise _ex_error(e, "linalg.solve", op) from None

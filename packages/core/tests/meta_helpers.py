@@ -78,6 +78,11 @@ MIGRATED += list(SAMPLERS)
 SHAPE_OPS = """flip tril triu masked_fill cummax cummin logcumsumexp angle complex frexp searchsorted _cdist_euclidean
     _sort_values _dot_small""".split()
 MIGRATED += SHAPE_OPS
+# the LAPACK primitives: their meta steps are tested in test_structured_linalg_decompositions.py
+LINALG = """_linalg_inv _linalg_solve _linalg_slogdet _linalg_cholesky _linalg_qr _linalg_svd _linalg_eigh _linalg_eig
+    _linalg_pinv _linalg_lu_factor_ex _linalg_lu_solve _lu_pivots_to_permutation _linalg_ldl_factor_ex
+    _linalg_ldl_solve _geqrf _ormqr""".split()
+MIGRATED += LINALG
 
 # prelu ... _linear_backward: their meta steps are tested in test_structured_nn_ops.py
 NN_LAYER_OPS = """prelu _prelu_backward_input _prelu_backward_weight glu glu_backward native_dropout _feature_dropout

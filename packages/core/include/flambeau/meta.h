@@ -518,3 +518,4 @@ FB_API void check_dot_small(const char* op, const Tensor& self, const Tensor& te
 FB_API ScalarType real_float(const Tensor& self);
 
 }  // namespace flambeau::meta
+#include "flambeau/meta_linalg.h"  // IWYU pragma: export (the linalg primitives)

@@ -6,9 +6,13 @@
 // derivatives.yaml and src/composite/linalg_backward.cpp.
 //
 // Each kernel takes a batch (*, m, n) of float32 or float64 matrices (and, since
-// complex64/complex128 ones: every kernel but the real-only paths), checks
-// that every size LAPACK sees fits its 32-bit int, and runs one LAPACK call
-// per matrix (Note [LAPACK layout] in lapack.h). The matrices of a batch run
+// complex64/complex128 ones: every kernel but the real-only paths) and runs one
+// LAPACK call per matrix (Note [LAPACK layout] in lapack.h). All but lstsq are
+// structured ops (Note [Structured kernels]): their meta step (ops.yaml's rules,
+// src/meta/linalg_rules.cpp) has checked the dtypes, the shapes and that every
+// size LAPACK sees fits its 32-bit int, and allocated the results; the kernels
+// here are out kernels that compute into them (a column-major buffer copied in
+// transposed, or the outputs themselves through write_contiguous_outs). The matrices of a batch run
 // in parallel, each thread calling LAPACK with OpenBLAS on one thread; only a
 // single very large matrix uses OpenBLAS's own threads (Note [LAPACK threads]).
 // A failure (singular matrix, not positive-definite, no convergence) is
@@ -28,6 +32,7 @@
 
 #include "cpu/linalg/gemm.h"
 #include "cpu/linalg/lapack_batch.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -62,13 +67,11 @@ bool all_finite(const T* a, int64_t count) {
 
 // ---- inv: getrf + getri ----
 
-Tensor linalg_inv_cpu(const Tensor& A) {
-  check_matrix(A, "linalg.inv", true, "A", true);
+void linalg_inv_out_cpu(const Tensor& out, const Tensor& A) {
   const int64_t n = A.sizes()[A.dim() - 1];
-  check_lapack_size("linalg.inv", {n, n});
   const int64_t batch = batch_count(A);
+  if (A.numel() == 0) return;
   Tensor buf = colmajor_copy(A);
-  if (A.numel() == 0) return buf;
   std::vector<int> infos(static_cast<size_t>(batch), 0);
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -93,28 +96,17 @@ Tensor linalg_inv_cpu(const Tensor& A) {
                    " is zero, the inversion could not be completed because the input matrix is singular.");
     FB_CHECK(inf == 0, "linalg.inv: LAPACK getri failed with info ", inf);
   }
-  return from_colmajor(buf);
+  cpu::copy_out(out, op::transpose(buf, -2, -1));
 }
 
 // ---- solve: getrf + getrs ----
 
-Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
-  check_matrix(A, "linalg.solve", true, "A", true);
-  check_matrix(B, "linalg.solve", false, "B", true);
-  FB_CHECK_TYPE(A.dtype() == B.dtype(), "[linalg.solve] expected A and B to have the same dtype, got ",
-                dtype_name(A.dtype()), " and ", dtype_name(B.dtype()));
+void linalg_solve_out_cpu(const Tensor& out, const Tensor& A, const Tensor& B) {
   const int64_t n = A.sizes()[A.dim() - 1], k = B.sizes()[B.dim() - 1];
-  FB_CHECK_VALUE(A.dim() == B.dim() &&
-                     std::equal(A.sizes().begin(), A.sizes().end() - 2, B.sizes().begin()) &&
-                     B.sizes()[B.dim() - 2] == n,
-                 "[linalg.solve] incompatible shapes of A and B for the equation AX = B (",
-                 shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
-  check_lapack_size("linalg.solve", {n, n});
-  check_lapack_size("linalg.solve", {n, k});
   const int64_t batch = batch_count(A);
+  if (B.numel() == 0 && A.numel() == 0) return;
   Tensor a_buf = colmajor_copy(A);
   Tensor b_buf = colmajor_copy(B);  // (*, k, n) row-major = (n, k) column-major
-  if (b_buf.numel() == 0 && a_buf.numel() == 0) return from_colmajor(b_buf);
   std::vector<int> infos(static_cast<size_t>(batch), 0);
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -138,27 +130,24 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B) {
                    "The solver failed because the input matrix is singular.");
     FB_CHECK(inf == 0, "linalg.solve: LAPACK failed with info ", inf);
   }
-  return from_colmajor(b_buf);
+  cpu::copy_out(out, op::transpose(b_buf, -2, -1));
 }
 
 // ---- slogdet: getrf (det(A^T) = det(A), so the row-major copy is factored as is) ----
 
-std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
-  check_matrix(A, "linalg.slogdet", true, "A", true);
+// Complex A (as PyTorch): a real log|det| and a complex sign det / |det|.
+void linalg_slogdet_out_cpu(const Tensor& logabs_out, const Tensor& sign_out, const Tensor& A) {
   const int64_t n = A.sizes()[A.dim() - 1];
-  check_lapack_size("linalg.slogdet", {n, n});
   const int64_t batch = batch_count(A);
+  if (batch == 0) return;
   Tensor buf = owned_copy(A);
-  // Complex A (as PyTorch): a real log|det| and a complex sign det / |det|.
-  Tensor logabs = op::empty(batch_shape(A), to_real_dtype(A.dtype()), A.device());
-  Tensor sign = op::empty(batch_shape(A), A.dtype(), A.device());
-  if (batch == 0) return {logabs, sign};
+  cpu::write_contiguous_outs<2>({logabs_out, sign_out}, A, [&](const std::array<Tensor, 2>& dst) {
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using R = decltype(std::abs(T{}));
     T* data = buf.data<T>();
-    R* la_out = logabs.data<R>();
-    T* sg_out = sign.data<T>();
+    R* la_out = dst[0].data<R>();
+    T* sg_out = dst[1].data<T>();
     const int ni = static_cast<int>(n);
     for_each_matrix(batch, 2.0 / 3.0 * n * n * n, [&](int64_t i, Workspace& ws) {
       T* a = data + i * n * n;
@@ -188,7 +177,7 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
       sg_out[i] = s;
     });
   });
-  return {logabs, sign};
+  });
 }
 
 // ---- cholesky: potrf on the row-major copy (Note [LAPACK layout]) ----
@@ -198,14 +187,16 @@ std::tuple<Tensor, Tensor> linalg_slogdet_cpu(const Tensor& A) {
 // L' whose row-major reading is U = L'^T with A = U^T U.
 // Complex Hermitian A: the buffer is A^T = conj(A), also Hermitian; potrf('U') gives
 // conj(A) = U^H U, whose row-major reading L = U^T has L L^H = U^T conj(U) = conj(U^H U) = A.
-Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
-  check_matrix(A, "linalg.cholesky", true, "A", true);
+// The factor is computed in place in out (a copy of A), or in a new tensor copied into a strided out or
+// one sharing A's memory.
+void linalg_cholesky_out_cpu(const Tensor& out, const Tensor& A, bool upper) {
   const int64_t n = A.sizes()[A.dim() - 1];
-  check_lapack_size("linalg.cholesky", {n, n});
   const int64_t batch = batch_count(A);
-  Tensor buf = owned_copy(A);
-  if (A.numel() == 0) return buf;
+  if (A.numel() == 0) return;
   std::vector<int> infos(static_cast<size_t>(batch), 0);
+  cpu::write_contiguous(out, A, [&](const Tensor& buf) {
+  Tensor dst = buf;
+  op::copy_(dst, A);
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* data = buf.data<T>();
@@ -220,6 +211,7 @@ Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
           if (upper ? c < r : c > r) a[r * n + c] = 0;
     });
   });
+  });
   for (int64_t i = 0; i < batch; ++i) {
     const int inf = infos[static_cast<size_t>(i)];
     FB_CHECK_VALUE(inf <= 0, "linalg.cholesky: ", batch_prefix(batch, i),
@@ -228,23 +220,19 @@ Tensor linalg_cholesky_cpu(const Tensor& A, bool upper) {
                    inf, " is not positive-definite).");
     FB_CHECK(inf == 0, "linalg.cholesky: LAPACK potrf failed with info ", inf);
   }
-  return buf;
 }
 
 // ---- qr: geqrf + orgqr on a column-major copy ----
 
-std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode) {
-  check_matrix(A, "linalg.qr", false, "A", true);
-  FB_CHECK_VALUE(mode == "reduced" || mode == "complete" || mode == "r",
-                 "[linalg.qr] qr received unrecognized mode '", mode,
-                 "' but expected one of 'reduced' (default), 'r', or 'complete'");
+// Q is (0,) for mode r (the meta step's linalg_qr).
+void linalg_qr_out_cpu(const Tensor& q_out, const Tensor& r_out, const Tensor& A, std::string_view mode) {
   const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
-  check_lapack_size("linalg.qr", {m, n});
-  check_lapack_size("linalg.qr", {m, m});
   const bool complete = mode == "complete", want_q = mode != "r";
   const int64_t qcols = complete ? m : k, rrows = complete ? m : k;
   const int64_t batch = batch_count(A);
   const Shape bs = batch_shape(A);
+  // Nothing to compute (also for a huge expanded batch of empty matrices: no loop over it).
+  if (batch == 0 || (q_out.numel() == 0 && r_out.numel() == 0)) return;
   // Q is computed in place: a column-major (m, max(n, qcols)) buffer holds A, then Q.
   const int64_t wcols = std::max(n, qcols);
   Tensor work_buf = zeros(with_tail(bs, {wcols, m}), A.dtype(), A.device());
@@ -252,11 +240,11 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
     Tensor head = op::slice(work_buf, -2, 0, n, 1);
     op::copy_(head, op::transpose(A, -2, -1));
   }
-  Tensor Q = want_q ? op::empty(with_tail(bs, {m, qcols}), A.dtype(), A.device())
-                    : op::empty(Shape{0}, A.dtype(), A.device());
-  Tensor R = zeros(with_tail(bs, {rrows, n}), A.dtype(), A.device());
-  // Nothing to compute (also for a huge expanded batch of empty matrices: no loop over it).
-  if (batch == 0 || (Q.numel() == 0 && R.numel() == 0)) return {Q, R};
+  cpu::write_contiguous_outs<2>({q_out, r_out}, A, [&](const std::array<Tensor, 2>& dst) {
+  const Tensor& Q = dst[0];
+  const Tensor& R = dst[1];
+  Tensor r_fill = R;
+  op::fill_(r_fill, 0);
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* wd = work_buf.data<T>();
@@ -265,15 +253,16 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
     const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
     const int qi = static_cast<int>(qcols), ld = static_cast<int>(std::max<int64_t>(m, 1));
     int lwork = 1;
+    T wq{};
+    int info = 0;
     if (m > 0 && n > 0) {
-      T wq{};
-      int info = 0;
       la::geqrf(mi, ni, wd, ld, nullptr, &wq, -1, &info);
       lwork = workspace_size(wq, "linalg.qr");
-      if (want_q && qcols > 0) {
-        la::orgqr(mi, qi, ki, wd, ld, nullptr, &wq, -1, &info);
-        lwork = std::max(lwork, workspace_size(wq, "linalg.qr"));
-      }
+    }
+    // orgqr's query also when n is 0 (no reflectors): the complete Q of an (m, 0) matrix is I.
+    if (want_q && m > 0 && qcols > 0) {
+      la::orgqr(mi, qi, ki, wd, ld, nullptr, &wq, -1, &info);
+      lwork = std::max(lwork, workspace_size(wq, "linalg.qr"));
     }
     for_each_matrix(batch, 4.0 * m * n * k, [&](int64_t i, Workspace& ws) {
       T* a = wd + i * wcols * m;
@@ -291,29 +280,30 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
         for (int64_t c = 0; c < qcols; ++c) q[row * qcols + c] = a[c * m + row];
     });
   });
-  return {Q, R};
+  });
 }
 
 // ---- svd: gesdd on the row-major copy, i.e. of A^T = V S U^T (Note [LAPACK layout]) ----
 // LAPACK's "U" of A^T is V, column-major (n, .): read row-major it is Vh.
 // LAPACK's "VT" of A^T is U^T, column-major (., m): read row-major it is U.
 
-std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_matrices, bool compute_uv) {
-  check_matrix(A, "linalg.svd", false, "A", true);
+// Complex A (as PyTorch): real singular values, complex U and Vh ((0,) without compute_uv).
+void linalg_svd_out_cpu(const Tensor& u_out, const Tensor& s_out, const Tensor& vh_out, const Tensor& A,
+                        bool full_matrices, bool compute_uv) {
   const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1], k = std::min(m, n);
-  check_lapack_size("linalg.svd", {m, n});
-  check_lapack_size("linalg.svd", {m, m});
-  check_lapack_size("linalg.svd", {n, n});
   const int64_t batch = batch_count(A);
-  const Shape bs = batch_shape(A);
   const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
-  // Complex A (as PyTorch): real singular values, complex U and Vh.
-  Tensor S = op::empty(with_tail(bs, {k}), to_real_dtype(A.dtype()), A.device());
-  Tensor U = compute_uv ? zeros(with_tail(bs, {m, ucols}), A.dtype(), A.device())
-                        : op::empty(Shape{0}, A.dtype(), A.device());
-  Tensor Vh = compute_uv ? zeros(with_tail(bs, {vrows, n}), A.dtype(), A.device())
-                         : op::empty(Shape{0}, A.dtype(), A.device());
-  if (batch == 0) return {U, S, Vh};
+  if (batch == 0) return;
+  std::vector<int> infos;  // sized once there is something to compute (a huge batch of empty matrices)
+  cpu::write_contiguous_outs<3>({u_out, s_out, vh_out}, A, [&](const std::array<Tensor, 3>& dst) {
+  const Tensor& U = dst[0];
+  const Tensor& S = dst[1];
+  const Tensor& Vh = dst[2];
+  if (compute_uv) {
+    Tensor u = U, vh = Vh;
+    op::fill_(u, 0);
+    op::fill_(vh, 0);
+  }
   if (k == 0) {  // no singular values; full matrices are identities
     if (compute_uv && full_matrices && (m > 0 || n > 0)) {  // (else no loop over a huge empty batch)
       visit_float_complex(A.dtype(), [&](auto tag) {
@@ -324,10 +314,10 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
         }
       });
     }
-    return {U, S, Vh};
+    return;
   }
+  infos.assign(static_cast<size_t>(batch), 0);
   Tensor buf = owned_copy(A);
-  std::vector<int> infos(static_cast<size_t>(batch), 0);
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using R = decltype(std::abs(T{}));
@@ -375,8 +365,9 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
       infos[static_cast<size_t>(i)] = inf;
     });
   });
-  for (int64_t i = 0; i < batch; ++i) {
-    const int inf = infos[static_cast<size_t>(i)];
+  });
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const int inf = infos[i];
     FB_CHECK_VALUE(inf != kNonFiniteInfo, "linalg.svd: ", batch_prefix(batch, i),
                    "The algorithm failed to converge because the input matrix contained non-finite values.");
     FB_CHECK_VALUE(inf <= 0, "linalg.svd: ", batch_prefix(batch, i),
@@ -386,24 +377,21 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
     FB_CHECK(inf == 0, "linalg.svd: LAPACK gesdd failed with info ", inf,
              inf == -4 ? " (the input contains NaN or infinity)" : "");
   }
-  return {U, S, Vh};
 }
 
 // ---- eigh: syevd on the row-major copy (A^T column-major; A's lower triangle is its upper) ----
 
-std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view uplo, bool compute_v) {
-  check_matrix(A, "linalg.eigh", true, "A", true);
-  FB_CHECK_VALUE(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
-                 "[linalg.eigh] Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+// The eigenvalues (real for complex A) are written into w_out; the eigenvectors computed in a copy of A
+// and copied into v_out ((0,) without compute_v).
+void linalg_eigh_out_cpu(const Tensor& w_out, const Tensor& v_out, const Tensor& A, std::string_view uplo,
+                         bool compute_v) {
   const bool lower = uplo == "L" || uplo == "l";
   const int64_t n = A.sizes()[A.dim() - 1];
-  check_lapack_size("linalg.eigh", {n, n});
   const int64_t batch = batch_count(A);
-  Tensor W =
-      op::empty(with_tail(batch_shape(A), {n}), to_real_dtype(A.dtype()), A.device());  // real for complex A
+  if (A.numel() == 0) return;
   Tensor buf = owned_copy(A);
-  if (A.numel() == 0) return {W, compute_v ? buf : op::empty(Shape{0}, A.dtype(), A.device())};
   std::vector<int> infos(static_cast<size_t>(batch), 0);
+  cpu::write_contiguous(w_out, A, [&](const Tensor& W) {
   visit_float_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* ad = buf.data<T>();
@@ -441,6 +429,7 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view upl
       });
     }
   });
+  });
   for (int64_t i = 0; i < batch; ++i) {
     const int inf = infos[static_cast<size_t>(i)];
     FB_CHECK_VALUE(inf <= 0, "linalg.eigh: ", batch_prefix(batch, i),
@@ -450,9 +439,9 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view upl
     FB_CHECK(inf == 0, "linalg.eigh: LAPACK syevd failed with info ", inf);
   }
   // Column-major eigenvectors (columns) read row-major are V^T (conj(V) for complex A, see above).
-  if (!compute_v) return {W, op::empty(Shape{0}, A.dtype(), A.device())};
-  Tensor V = from_colmajor(buf);
-  return {W, is_complex(A.dtype()) ? op::conj_physical(V) : V};
+  if (!compute_v) return;
+  const Tensor V = op::transpose(buf, -2, -1);
+  cpu::copy_out(v_out, is_complex(A.dtype()) ? op::conj_physical(V) : V);
 }
 
 // ---- lstsq: gelsd on column-major copies ----
@@ -555,26 +544,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_cpu(const Tensor& A, con
 
 // ---- eig: geev (right eigenvectors; real input: conjugate pairs unpacked) ----
 
-std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
+// The eigenvalues are written into l_out (complex); the eigenvectors column-major into a buffer, copied
+// into v_out transposed ((0,) without compute_v).
+void linalg_eig_out_cpu(const Tensor& l_out, const Tensor& v_out, const Tensor& A, bool compute_v) {
   const char* op = compute_v ? "linalg.eig" : "linalg.eigvals";
   const ScalarType t = A.dtype();
-  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::ComplexFloat ||
-                    t == ScalarType::ComplexDouble,
-                "[", op, "] expected a float32, float64, complex64 or complex128 tensor for A, got ",
-                dtype_name(t), " (shape ", shape_str(A.sizes()), ")");
-  FB_CHECK_VALUE(A.dim() >= 2, "[", op, "] A must have at least 2 dimensions, got shape ",
-                 shape_str(A.sizes()));
-  FB_CHECK_VALUE(A.sizes()[A.dim() - 2] == A.sizes()[A.dim() - 1], "[", op,
-                 "] A must be batches of square matrices, but they are ", A.sizes()[A.dim() - 2], " by ",
-                 A.sizes()[A.dim() - 1], " matrices (shape ", shape_str(A.sizes()), ")");
   const int64_t n = A.sizes()[A.dim() - 1];
-  check_lapack_size(op, {n, n});
   const int64_t batch = batch_count(A);
   const ScalarType ct = is_complex(t) ? t : to_complex_dtype(t);
-  Tensor L = op::empty(with_tail(batch_shape(A), {n}), ct, A.device());
+  if (A.numel() == 0) return;
   // V is written column-major: (batch, n, n) holding each V^T, transposed back at the end.
   Tensor V = op::empty(compute_v ? with_tail(batch_shape(A), {n, n}) : Shape{0}, ct, A.device());
-  if (A.numel() == 0) return {L, compute_v ? V : V};
   Tensor buf = colmajor_copy(A);
   bool finite = true;  // Note [non-finite LAPACK input]
   visit_float_complex(t, [&](auto tag) { finite = all_finite(buf.data<decltype(tag)>(), buf.numel()); });
@@ -582,6 +562,7 @@ std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
   std::vector<int> infos(static_cast<size_t>(batch), 0);
   const int ni = static_cast<int>(n);
   const char jobvr = compute_v ? 'V' : 'N';
+  cpu::write_contiguous(l_out, A, [&](const Tensor& L) {
   const double flops = 10.0 * static_cast<double>(n) * n * n;
   auto run_real = [&](auto tag) {
     using T = decltype(tag);
@@ -650,6 +631,7 @@ std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
     run_complex(float{});
   else
     run_complex(double{});
+  });
   for (int64_t i = 0; i < batch; ++i) {
     const int inf = infos[static_cast<size_t>(i)];
     FB_CHECK_VALUE(
@@ -659,18 +641,18 @@ std::tuple<Tensor, Tensor> linalg_eig_cpu(const Tensor& A, bool compute_v) {
         inf, ").");
     FB_CHECK(inf == 0, op, ": LAPACK geev failed with info ", inf);
   }
-  return {L, compute_v ? from_colmajor(V) : V};
+  if (compute_v) cpu::copy_out(v_out, op::transpose(V, -2, -1));
 }
 
-FB_REGISTER_KERNEL(op::_linalg_inv, CPU, linalg_inv_cpu);
-FB_REGISTER_KERNEL(op::_linalg_solve, CPU, linalg_solve_cpu);
-FB_REGISTER_KERNEL(op::_linalg_slogdet, CPU, linalg_slogdet_cpu);
-FB_REGISTER_KERNEL(op::_linalg_cholesky, CPU, linalg_cholesky_cpu);
-FB_REGISTER_KERNEL(op::_linalg_qr, CPU, linalg_qr_cpu);
-FB_REGISTER_KERNEL(op::_linalg_svd, CPU, linalg_svd_cpu);
-FB_REGISTER_KERNEL(op::_linalg_eigh, CPU, linalg_eigh_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_inv, CPU, linalg_inv_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_solve, CPU, linalg_solve_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_slogdet, CPU, linalg_slogdet_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_cholesky, CPU, linalg_cholesky_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_qr, CPU, linalg_qr_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_svd, CPU, linalg_svd_out_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_eigh, CPU, linalg_eigh_out_cpu);
 FB_REGISTER_KERNEL(op::_linalg_lstsq, CPU, linalg_lstsq_cpu);
-FB_REGISTER_KERNEL(op::_linalg_eig, CPU, linalg_eig_cpu);
+FB_REGISTER_OUT_KERNEL(op::_linalg_eig, CPU, linalg_eig_out_cpu);
 
 }  // namespace
 }  // namespace flambeau

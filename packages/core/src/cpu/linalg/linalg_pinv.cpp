@@ -7,8 +7,10 @@
 // real tensors broadcast against the batch dims (flambeau_core/_linalg_decompositions.py
 // builds them from PyTorch's defaults). Its derivative is PyTorch's
 // pinv_backward (src/composite/linalg_pinv_backward.cpp), defined for
-// rank-deficient A too.
+// rank-deficient A too. A structured op: the meta step (src/meta/linalg_rules.cpp)
+// checks A and gives the result's shape; this out kernel copies the product into it.
 
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 
@@ -28,24 +30,8 @@ Tensor masked_reciprocal(const Tensor& s, const Tensor& abs_s, const Tensor& tol
   return op::where(keep, op::reciprocal(safe), scalar_tensor(0, s.dtype()));
 }
 
-Tensor linalg_pinv_cpu(const Tensor& A, const Tensor& atol, const Tensor& rtol, bool hermitian) {
+Tensor linalg_pinv(const Tensor& A, const Tensor& atol, const Tensor& rtol, bool hermitian) {
   const ScalarType t = A.dtype();
-  FB_CHECK_TYPE(t == ScalarType::Float32 || t == ScalarType::Float64 || t == ScalarType::ComplexFloat ||
-                    t == ScalarType::ComplexDouble,
-                "[linalg.pinv] expected a float32, float64, complex64 or complex128 tensor for A, got ",
-                dtype_name(t), " (shape ", shape_str(A.sizes()), ")");
-  FB_CHECK_VALUE(A.dim() >= 2, "[linalg.pinv] A must have at least 2 dimensions, got shape ",
-                 shape_str(A.sizes()));
-  const int64_t m = A.sizes()[A.dim() - 2], n = A.sizes()[A.dim() - 1];
-  if (hermitian)
-    FB_CHECK_VALUE(m == n, "[linalg.pinv] hermitian=True needs batches of square matrices, but they are ", m,
-                   " by ", n, " matrices (shape ", shape_str(A.sizes()), ")");
-  if (m == 0 || n == 0) {
-    Shape s(A.sizes().begin(), A.sizes().end() - 2);
-    s.push_back(n);
-    s.push_back(m);
-    return zeros(s, t, A.device());
-  }
   // The tolerances keep their dtype (float64 for Python numbers, as PyTorch's): cast to float32 a bound
   // such as 1e300 would overflow; the comparisons promote as PyTorch's do.
   const Tensor at = op::unsqueeze(atol, -1);
@@ -66,7 +52,13 @@ Tensor linalg_pinv_cpu(const Tensor& A, const Tensor& atol, const Tensor& rtol, 
   return op::matmul(op::mul(mH(Vh), op::unsqueeze(inv, -2)), mH(U));
 }
 
-FB_REGISTER_KERNEL(op::_linalg_pinv, CPU, linalg_pinv_cpu);
+// An empty A (m or n 0) has an empty pseudo-inverse: nothing to write.
+void linalg_pinv_out_cpu(const Tensor& out, const Tensor& A, const Tensor& atol, const Tensor& rtol, bool hermitian) {
+  if (out.numel() == 0) return;
+  cpu::copy_out(out, linalg_pinv(A, atol, rtol, hermitian));
+}
+
+FB_REGISTER_OUT_KERNEL(op::_linalg_pinv, CPU, linalg_pinv_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
