@@ -154,7 +154,7 @@ SHAPE_FUNCTIONS = {
     "matrix_batch": "a batch of matrices (*, m, n): its batch dims (*)",
     "linalg_factor": "one shape per result: the matrices' (*, m, n), then (*, min(m, n)) and (*) (LU, LDL, geqrf)",
     "linalg_qr": "one shape per result: Q (*, m, m or k) ((0,) for mode 'r') and R (*, m or k, n), k = min(m, n)",
-    "linalg_svd": "one shape per result: U (*, m, m or k), S (*, k), Vh (*, n or k, n); U and Vh (0,) without compute_uv",
+    "linalg_svd": "one shape per result: U (*, m, m or k), S (*, k), Vh (*, n or k, n); U, Vh (0,) without compute_uv",
     "linalg_eig": "one shape per result: eigenvalues (*, n), eigenvectors (*, n, n) ((0,) without compute_v)",
     "lu_permutation": "pivots' batch dims and m: (*, m)",
     "linalg_pinv": "(*, n, m) for A (*, m, n), the batch dims broadcast with atol's and rtol's shapes",
