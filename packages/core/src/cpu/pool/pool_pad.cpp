@@ -35,10 +35,12 @@ PadMode mode_of(std::string_view mode) {
 }
 
 struct PadPlan {
-  int64_t k = 0;                           // padded trailing dims
-  int64_t lead = 1;                        // product of the unpadded leading dims
-  Shape in_pad, out_pad;                   // sizes of the padded dims, input and output
-  std::vector<std::vector<int64_t>> maps;  // per padded dim: output index -> input index, or -1
+  int64_t k = 0;                  // padded trailing dims
+  int64_t lead = 1;               // product of the unpadded leading dims
+  Shape in_pad, out_pad;          // sizes of the padded dims, input and output
+  Shape map_at;                   // where each padded dim's map starts in map_data
+  std::vector<int64_t> map_data;  // per padded dim: output index -> input index, or -1
+  const int64_t* map(int64_t j) const { return map_data.data() + map_at[j]; }
 };
 
 /// The gather of padding an input of shape `sz` into `out_sz` by `pad` (checked by the meta step,
@@ -48,15 +50,23 @@ PadPlan plan_pad(IntArrayRef sz, IntArrayRef out_sz, IntArrayRef pad, PadMode mo
   PadPlan p;
   p.k = static_cast<int64_t>(pad.size()) / 2;
   for (int64_t d = 0; d < nd - p.k; ++d) p.lead *= sz[d];
-  p.maps.resize(static_cast<size_t>(p.k));
+  // Four allocations whatever k (this runs on every call).
+  p.in_pad.reserve(static_cast<size_t>(p.k));
+  p.out_pad.reserve(static_cast<size_t>(p.k));
+  p.map_at.reserve(static_cast<size_t>(p.k));
+  int64_t total = 0;
+  for (int64_t j = 0; j < p.k; ++j) {
+    p.map_at.push_back(total);
+    total += out_sz[nd - p.k + j];
+  }
+  p.map_data.resize(static_cast<size_t>(total));
   for (int64_t j = 0; j < p.k; ++j) {
     const int64_t d = nd - p.k + j;            // the tensor dim
     const int64_t l = pad[2 * (p.k - 1 - j)];  // pads list the last dim first
     const int64_t n = sz[d];
     p.in_pad.push_back(n);
     p.out_pad.push_back(out_sz[d]);
-    auto& m = p.maps[j];
-    m.resize(static_cast<size_t>(out_sz[d]));
+    int64_t* m = p.map_data.data() + p.map_at[j];
     for (int64_t o = 0; o < out_sz[d]; ++o) {
       int64_t i = o - l;
       switch (mode) {
@@ -97,7 +107,7 @@ int64_t source_row(const PadPlan& p, int64_t r, int64_t rows) {
   for (int64_t j = p.k - 2; j >= 0; --j) {
     const int64_t c = rem % p.out_pad[j];
     rem /= p.out_pad[j];
-    const int64_t src = p.maps[j][c];
+    const int64_t src = p.map(j)[c];
     if (src < 0) return -1;
     off += src * in_stride;
     in_stride *= p.in_pad[j];
@@ -118,7 +128,7 @@ void pad_into(const Tensor& out, const Tensor& self, IntArrayRef pad, PadMode mo
   int64_t rows = 1;
   for (int64_t j = 0; j < p.k - 1; ++j) rows *= p.out_pad[j];
   const int64_t total_rows = p.lead * rows;
-  const int64_t* last = p.maps[p.k - 1].data();
+  const int64_t* last = p.map(p.k - 1);
   const int64_t l = out_w > 0 ? pad[0] : 0;
   // The columns [c0, c1) of an output row that copy input columns [c0 - l, c1 - l).
   const int64_t c0 = std::clamp<int64_t>(l, 0, out_w), c1 = std::clamp<int64_t>(l + in_w, 0, out_w);
@@ -175,7 +185,7 @@ void pad_nd_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArr
   int64_t rows = 1, in_plane = 1;
   for (int64_t j = 0; j < p.k - 1; ++j) rows *= p.out_pad[j];
   for (int64_t j = 0; j < p.k; ++j) in_plane *= p.in_pad[j];
-  const int64_t* last = p.maps[p.k - 1].data();
+  const int64_t* last = p.map(p.k - 1);
   cpu::write_contiguous(gi, grad_output, [&](Tensor dst) {
     visit_dtype(grad_output.dtype(), "pad_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;

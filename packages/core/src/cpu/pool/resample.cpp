@@ -36,9 +36,8 @@ A scale_value(std::optional<double> scale, int64_t in, int64_t out) {
   return scale && *scale > 0 ? static_cast<A>(1.0 / *scale) : static_cast<A>(in) / static_cast<A>(out);
 }
 
-/// Source index of each output position for 'nearest' (in float, as PyTorch).
-std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<double> scale) {
-  std::vector<int64_t> idx(static_cast<size_t>(out));
+/// Source index of each output position for 'nearest' (in float, as PyTorch), into idx[0, out).
+void nearest_indices(int64_t in, int64_t out, std::optional<double> scale, int64_t* idx) {
   const float s = scale_value<float>(scale, in, out);
   for (int64_t o = 0; o < out; ++o) {
     if (out == in)
@@ -48,8 +47,19 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<doub
     else
       idx[o] = std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
   }
-  return idx;
 }
+
+/// The rows' then the columns' source indices, in one allocation.
+struct NearestIndices {
+  std::vector<int64_t> data;
+  const int64_t* h;
+  const int64_t* w;
+  NearestIndices(const Resize& r, std::optional<double> scales_h, std::optional<double> scales_w)
+      : data(static_cast<size_t>(r.OH + r.OW)), h(data.data()), w(data.data() + r.OH) {
+    nearest_indices(r.H, r.OH, scales_h, data.data());
+    nearest_indices(r.W, r.OW, scales_w, data.data() + r.OH);
+  }
+};
 
 // The four ops are structured (Note [Structured kernels]): the meta step checked the arguments (and
 // that the dtype has a loop here) and allocated out; these out kernels fill it.
@@ -59,8 +69,8 @@ void upsample_nearest2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayR
   const char* op = "upsample_nearest2d";
   const Resize r = resize_of(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
-  const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
-  const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
+  const NearestIndices ni(r, scales_h, scales_w);
+  const int64_t *hi = ni.h, *wi = ni.w;
   cpu::write_contiguous(out, self, [&](Tensor dst) {
     visit_dtype(self.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -86,8 +96,8 @@ void upsample_nearest2d_backward_out_cpu(const Tensor& gi, const Tensor& grad_ou
   const char* op = "upsample_nearest2d_backward";
   const Resize r = resize_of(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);
-  const std::vector<int64_t> hi = nearest_indices(r.H, r.OH, scales_h);
-  const std::vector<int64_t> wi = nearest_indices(r.W, r.OW, scales_w);
+  const NearestIndices ni(r, scales_h, scales_w);
+  const int64_t *hi = ni.h, *wi = ni.w;
   cpu::write_contiguous(gi, grad_output, [&](Tensor dst) {
     visit_dtype(grad_output.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
