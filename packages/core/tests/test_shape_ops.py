@@ -109,6 +109,22 @@ def test_stack_dims(dim):
     check(fc.stack([p[0] for p in pairs], dim), torch.stack([p[1] for p in pairs], dim))
 
 
+@pytest.mark.parametrize("shape", [(0,), (3,), (2, 0), (2, 3, 4)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_stack_every_dim_is_a_fresh_tensor(shape, layout):
+    # Note [Stack as cat]: stacking along a dim the inputs have writes one cat into the result; along
+    # the new last dim it unsqueezes. Every dim, layout, empty inputs and a promoted dtype, against
+    # torch; the result owns its memory (not a view of a temporary, as torch's).
+    pairs = [pair(shape, "float32", layout, seed=i) for i in range(3)] + [pair(shape, "int64", layout, seed=3)]
+    for dim in range(-len(shape) - 1, len(shape) + 1):
+        ours = fc.stack([p[0] for p in pairs], dim)
+        check(ours, torch.stack([p[1] for p in pairs], dim))
+        assert not ours._is_view and ours.is_contiguous()
+        out = fc.empty((0,))
+        assert fc.stack([p[0] for p in pairs], dim, out=out) is out
+        check(out, torch.stack([p[1] for p in pairs], dim))
+
+
 # ---------------------------------------------------------------- split family (views)
 
 

@@ -49,11 +49,10 @@ def _collate_tensor(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tenso
         return out
     types = set(map(type, batch))
     if len(types) == 1 and fc.Tensor in types:
-        out = _cat_samples(batch)
-        if out is not None:
-            return out
         try:
-            return fc.stack(list(batch), 0)  # checks the shapes itself: no Python loop per sample
+            # One cat into the batch, no view per sample (Note [Stack as cat], core's composite/shape.cpp);
+            # stack checks the shapes itself: no Python loop per sample.
+            return fc.stack(list(batch), 0)
         except RuntimeError:
             _check_equal_shapes(batch)  # PyTorch's message where the shapes differ
             raise
@@ -70,36 +69,6 @@ def _check_equal_shapes(batch: list[Any]) -> None:
                 f"[default_collate] stack expects each tensor to be equal size, but got shapes {shapes} "
                 "(one per sample of the batch, in order)"
             )
-
-
-def _cat_samples(batch: list[Any]) -> fc.Tensor | None:
-    """``stack(batch, 0)`` of exact ``Tensor`` samples as one ``cat``, or None where that does not apply.
-
-    Note [Collate by cat]: a batch of the usual map-style Dataset is many small
-    views (``x[i]``), and ``stack`` makes one more view per sample
-    (``unsqueeze``) before its ``cat``: half the collate time. Samples of one
-    shape ``(s0, ...)`` with at least one dim, concatenated along dim 0, give
-    the ``(n * s0, ...)`` rows of the stacked batch in the same order, so a view
-    of ``cat``'s (fresh, contiguous) result as ``(n, s0, ...)`` is the stack:
-    same values, dtype (``cat`` promotes as ``stack``), device checks, and a copy
-    that never aliases the dataset. ``cat`` itself checks every dim but dim 0, so
-    the only per-sample check left here is ``len`` (C loops, no Python loop per
-    sample). Anything else gives None and the caller stacks: 0-d samples,
-    unequal shapes (for the error message), anything ``cat`` refuses, and a
-    result that requires grad (so autograd records ``stack``, as before).
-    """
-    shape = batch[0].shape
-    if not shape:
-        return None
-    try:
-        if len(set(map(len, batch))) != 1:
-            return None
-        out = fc.cat(batch, 0)
-    except (TypeError, RuntimeError):  # a 0-d sample has no len; cat's own refusals (FlambeauError)
-        return None
-    if out.requires_grad:
-        return None
-    return out.view((len(batch), *shape))
 
 
 def _collate_numpy_array(batch: list[Any], *, collate_fn_map: Any = None) -> fc.Tensor:

@@ -174,7 +174,7 @@ def test_collate_of_samples_requiring_grad_records_stack():
     assert w.grad.tolist() == tw.grad.tolist()
 
 
-def test_collate_copies_plain_samples_and_stacks_or_cats_the_rest(monkeypatch):
+def test_collate_copies_plain_samples_and_stacks_the_rest(monkeypatch):
     calls = []
     real_stack, real_cat = fc.stack, fc.cat
     monkeypatch.setattr(fc, "stack", lambda ts, dim=0: calls.append(("stack", len(ts))) or real_stack(ts, dim))
@@ -187,12 +187,15 @@ def test_collate_copies_plain_samples_and_stacks_or_cats_the_rest(monkeypatch):
     assert to_py(batch) == to_py(torch_collate([(tr[i], tr[i, 0]) for i in (1, 3)]))
     batch[0].fill_(-1.0)  # a copy, never a view of the dataset
     assert r.tolist() == tr.tolist()
-    # Columns (not contiguous): one cat; a bool sample among floats: cat promotes as stack does.
+    # Columns (not contiguous): stack (one cat into the batch inside it, no view per sample); a bool
+    # sample among floats: promoted as torch's stack does. The batch is a tensor of its own, not a view.
     cols = data.default_collate([r[:, j] for j in (2, 0)])
     assert to_py(cols) == to_py(torch_collate([tr[:, j] for j in (2, 0)]))
+    assert not cols._is_view
     mixed = data.default_collate([r[i] for i in range(4)] + [r[0] > 0])
     assert to_py(mixed) == to_py(torch_collate([tr[i] for i in range(4)] + [tr[0] > 0]))
-    assert calls == [("cat", 2), ("cat", 5)]
+    assert mixed.dtype == fc.float32
+    assert calls == [("stack", 2), ("stack", 5)]
     calls.clear()
     # 0-d samples that are not contiguous-plain (here of two dtypes) are stacked.
     both = data.default_collate([r[0, 0], r[1, 1] > 0])

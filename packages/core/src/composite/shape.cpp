@@ -1,6 +1,8 @@
 // Shape composites of the op table (reshape, flatten, expand_as, stack, index_put,
 // softmax, matmul): built only from op:: calls, so autograd differentiates
 // them through the ops they call, with no formula of their own.
+#include <algorithm>
+
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -50,6 +52,20 @@ Tensor composite::stack(const TensorList& tensors, int64_t dim) {
   FB_CHECK_INDEX(dim >= -nd && dim < nd, "[stack] dimension ", dim, " out of range for stacking ", nd - 1,
                  "-d tensors (expected in [", -nd, ", ", nd - 1, "])");
   const int64_t d = dim < 0 ? dim + nd : dim;
+  const bool recorded = detail::g_forward_ad_active.load(std::memory_order_relaxed) ||
+                        std::ranges::any_of(tensors, [](const Tensor& t) { return t.requires_grad(); });
+  if (d < nd - 1 && !recorded) {
+    // Note [Stack as cat]: same-shape inputs concatenated along d hold tensor k's slice j at
+    // k * size(d) + j, so cat's out kernel writing a (.., n * size(d), ..) view of the stacked result
+    // fills it, without a view per input. Autograd records the unsqueeze + cat form below instead.
+    const OutputSpec spec = structured::cat(tensors, d);
+    Shape shape = spec.shape;
+    shape[d] = first[d];
+    shape.insert(shape.begin() + d, static_cast<int64_t>(tensors.size()));
+    Tensor out = op::empty(shape, spec.dtype, spec.device);
+    op::cat.run_out(op::view(out, spec.shape), tensors, d);
+    return out;
+  }
   TensorList parts;
   parts.reserve(tensors.size());
   for (const auto& t : tensors) parts.push_back(op::unsqueeze(t, d));
