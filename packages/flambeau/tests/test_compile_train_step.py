@@ -224,6 +224,42 @@ def test_a_module_changed_after_the_capture_is_a_guard_miss_of_the_step():
     assert len(step.graphs) == 4, step.break_reasons
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_a_parameter_frozen_or_unfrozen_after_the_capture_is_a_guard_miss(momentum):
+    """Note [Compile guards]: a parameter's requires_grad is part of the guarded state. Frozen after the
+    capture, the step must stop updating it (no gradient, the optimizer skips it), as eager does; unfrozen,
+    it trains again. Each change is a new capture equal to eager, never a replay of the old graph."""
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=momentum))
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 9)):
+        for lin in (lin_e, lin_c):
+            if i == 3:
+                lin[0].weight.requires_grad_(False)
+            if i == 6:
+                lin[0].weight.requires_grad_(True)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+        for a, b in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+            np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+            assert (a.grad is None) == (b.grad is None)
+    frozen = lin_c[0].weight.detach().clone()
+    lin_c[0].weight.requires_grad_(False)
+    step(*_batches([8])[0])
+    np.testing.assert_array_equal(lin_c[0].weight.detach().numpy(), frozen.numpy())
+
+
+def test_a_frozen_parameter_of_a_compiled_module_gives_outputs_without_grad():
+    fb.manual_seed(0)
+    lin = fb.nn.Linear(5, 2)
+    compiled = fb.compile(lin)
+    x = fb.randn(3, 5)
+    assert compiled(x).requires_grad
+    lin.weight.requires_grad_(False)
+    lin.bias.requires_grad_(False)
+    out = compiled(x)
+    assert not out.requires_grad and out.grad_fn is None
+    np.testing.assert_array_equal(out.numpy(), lin(x).numpy())
+
+
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_a_grad_the_step_drops_first_is_not_guarded(set_to_none):
     """zero_grad(set_to_none=True) drops every .grad before anything reads it: whether one was None at entry

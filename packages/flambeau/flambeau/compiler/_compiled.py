@@ -26,7 +26,9 @@ is that the call changed the state it read (an optimizer's first step makes its 
 the state before the call, so the next call, under the new state, captures again.
 
 A training step adds guards of its own (Note [Captured backward] in ``_capture.py``): each parameter's
-``.grad is None`` at entry, the optimizers' param groups and state, a trainer object's attributes. The
+``.grad is None`` at entry, the ``requires_grad`` of every parameter, buffer and other long-lived tensor
+it reads (a parameter frozen after the capture must stop training), the optimizers' param groups and
+state, a trainer object's attributes. The
 settings an LR scheduler changes are guarded by their kind only (Note [Live hyperparameters] in ``_live.py``).
 """
 
@@ -133,6 +135,7 @@ class ModuleState:
         fn: Any = None,
         optimizers: list[Any] = (),  # type: ignore[assignment]
         grads: list[tuple[Tensor, bool]] = (),  # type: ignore[assignment]
+        requires: list[Tensor] = (),  # type: ignore[assignment]
         live: dict[int, dict[str, Any]] | None = None,
         pinned: set[int] = frozenset(),  # type: ignore[assignment]
         base: ModuleState | None = None,
@@ -146,6 +149,9 @@ class ModuleState:
         # Note [Captured backward]: which leaves have a .grad at entry decides what backward() and the
         # optimizer do with them (accumulate or make, step or skip).
         tests.extend(f"{const(t)}.grad is {'None' if none else 'not None'}" for t, none in grads)
+        # A captured backward and optimizer step hold which parameters train: one frozen or unfrozen after
+        # the capture (requires_grad_) is a new capture. (A forward reads requires_grad on each call.)
+        tests.extend(f"{'' if t.requires_grad else 'not '}{const(t)}.requires_grad" for t in requires)
         self.trivial = not tests and modules_hold is None
         if not tests:  # a module's forward: the module function alone, no call around it
             self.holds: Callable[[], bool] = modules_hold if modules_hold is not None else _always
@@ -473,7 +479,9 @@ class CompiledFunction:
                 grads = [(t, none) for t, none in grads if id(t) not in first]
             # The module state is the one built before the call (it still holds): its check is reused.
             base = state if state.holds() else None
-            state = ModuleState(modules, fn, optimizers, grads if cap.autograd else [], cap.live, pinned, base)
+            autograd = cap.autograd
+            requires = list(long_lived.values()) if autograd else []
+            state = ModuleState(modules, fn, optimizers, grads if autograd else [], requires, cap.live, pinned, base)
         # else the call changed the state it read (an optimizer's first step makes its buffers): the eager
         # entry keeps the state it ran under, so the next call, under the new state, captures again.
         check = _fast_check(specs, modes, state) if specs is not None else None
