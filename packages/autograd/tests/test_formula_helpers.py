@@ -10,8 +10,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import assert_close_on, device_params
+from flambeau_core.testing import assert_close_on, device_params, kernel_trace
 
 SIM_AND_META = device_params(("sim",)) + [pytest.param("meta", id="meta")]
 
@@ -43,11 +42,8 @@ def grads(fn, arrays, device, dtype):
 @pytest.mark.parametrize(("name", "fn", "tfn", "shapes", "fused"), CASES, ids=[c[0] for c in CASES])
 def test_cpu_gradients_are_pytorchs(name, fn, tfn, shapes, fused, dtype):
     arrays = inputs(shapes, dtype)
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         out, ours = grads(fn, arrays, "cpu", getattr(fc, dtype))
-    finally:
-        rows = _C._kernel_trace_stop()
     assert [fused, "cpu", "own"] in rows, rows
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
     tout = tfn(*ts)
@@ -72,11 +68,8 @@ OTHER_DEVICE_CASES = [
 def test_other_devices_call_the_same_op(name, fn, tfn, shapes, fused, dtype, device):
     arrays = inputs(shapes, dtype)
     fdt = getattr(fc, dtype)
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         out, ours = grads(fn, arrays, device, fdt)
-    finally:
-        rows = _C._kernel_trace_stop()
     # No device branch in the helper: the same fused op, served by the device's kernel (the sim's asynchronous
     # one, the meta step) or the Generic one (_linear_backward on the sim).
     assert any(r[:2] == [fused, device] for r in rows), rows

@@ -9,16 +9,13 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 from conftest import compare_with_torch, fb_tensor, make_inputs, torch
-from flambeau_core import _C
 from flambeau_core import array_api as xp
+from flambeau_core.testing import kernel_trace
 
 
 def trace(fn):
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return [r[0] for r in rows]
 
 

@@ -62,10 +62,14 @@ A hypothesis test runs its own number of examples on the cpu and at most
 kernels run there; the fuzzing is the cpu case's).
 
 A test that parametrises ``device`` itself (``@devices``) is left alone.
+
+``kernel_trace()`` records which kernels a block ran (the op's own or a Generic one, per device type): a
+test of an out= form or a fusion asserts with it that one kernel ran and nothing was copied.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import re
 from collections.abc import Iterator
@@ -246,6 +250,22 @@ def check_chrome_trace(doc: Any) -> list[dict]:
         assert len(ends["s"]) == len(ends["f"]), (key, ends)
         assert all(s <= f for s, f in zip(sorted(ends["s"]), sorted(ends["f"]), strict=True)), (key, ends)
     return doc["traceEvents"]
+
+
+@contextlib.contextmanager
+def kernel_trace() -> Iterator[list[list[str]]]:
+    """Records the kernels the block runs: yields a list that holds, after the block, one
+    ``[op, device type, "own" | "Generic"]`` row per kernel, sorted (the dispatcher's kernel trace,
+    Note [Observation]). ``with kernel_trace() as rows: fb.sin(x, out=o)`` then ``rows == [["sin",
+    "cpu", "own"]]`` says out= ran sin's own kernel once, and no copy."""
+    from flambeau_core import _C
+
+    rows: list[list[str]] = []
+    _C._kernel_trace_start()
+    try:
+        yield rows
+    finally:
+        rows.extend(_C._kernel_trace_stop())
 
 
 def to_host(t: Any) -> Any:

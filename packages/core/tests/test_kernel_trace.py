@@ -7,14 +7,12 @@ import threading
 import flambeau_core as fc
 import pytest
 from flambeau_core import _C
+from flambeau_core.testing import kernel_trace
 
 
 def trace(fn):
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return rows
 
 

@@ -21,7 +21,7 @@ from flambeau_core.profiler import (
     schedule,
     tensorboard_trace_handler,
 )
-from flambeau_core.testing import check_chrome_trace
+from flambeau_core.testing import check_chrome_trace, kernel_trace
 
 
 def _program(lib):
@@ -297,11 +297,8 @@ def test_events_are_recorded_per_thread():
 def test_kernel_trace_and_profiler_share_the_gate():
     a = fc.ones(3)
     with profile() as prof:
-        _C._kernel_trace_start()
-        try:
+        with kernel_trace() as rows:
             a.neg()
-        finally:
-            rows = _C._kernel_trace_stop()
     assert ["neg", "cpu", "own"] in rows
     assert "aten::neg" in {e.name for e in prof.events()}
     _C._kernel_trace_start()

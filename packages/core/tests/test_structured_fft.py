@@ -19,7 +19,7 @@ import pytest
 import torch
 from flambeau_core import _C
 from flambeau_core import fft as F
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(5)
 NORMS = [None, "backward", "ortho", "forward"]
@@ -222,11 +222,8 @@ def test_public_out_is_written_by_the_out_kernel(name):
     expected = getattr(F, name)(x)
     out = fc.empty(tuple(expected.shape), dtype=expected.dtype)
     ptr = out.data_ptr()
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         getattr(F, name)(x, out=out)
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows]
     assert prim in names, rows
     assert "copy_" not in names[names.index(prim) :], rows  # nothing copied in after the primitive
@@ -245,11 +242,8 @@ def test_functional_form_runs_one_kernel():
         ("_stft_r2c", lambda: _C._stft_r2c(r, w, 4, 1, 0, "constant", False)),
     ]
     for name, fn in calls:
-        _C._kernel_trace_start()
-        try:
+        with kernel_trace() as rows:
             fn()
-        finally:
-            rows = _C._kernel_trace_stop()
         assert rows == [[name, "cpu", "own"]], (name, rows)
 
 

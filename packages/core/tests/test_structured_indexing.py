@@ -12,8 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import devices, raises_when_run
+from flambeau_core.testing import devices, kernel_trace, raises_when_run
 from test_structured_reductions import npy, sample
 
 RNG = np.random.default_rng(11)
@@ -140,11 +139,8 @@ def test_out_is_written_by_the_out_kernel(name):
     call, _ = table[name]
     expected = call(fc)
     out = fc.empty(tuple(expected.shape), dtype=expected.dtype)
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         call(fc, out=out)
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows]
     assert "copy_" not in names and "empty" not in names and "clone" not in names, names
     np.testing.assert_array_equal(npy(out), npy(expected))
@@ -155,12 +151,9 @@ def test_inplace_form_runs_no_copy():
     i, ti = index([[0, 3, 1, 3, 2]])
     j, tj = index([1])
     s = fc.ones(1, 5)
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         x.scatter_add_(0, i, s)
         x.index_fill_(1, j, 2.0)
-    finally:
-        rows = _C._kernel_trace_stop()
     assert sorted(r[0] for r in rows) == ["index_fill", "scatter_add"]  # no copy, no clone
     assert_same(x, t.scatter_add_(0, ti, torch.ones(1, 5)).index_fill_(1, tj, 2.0))
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 FLOAT_UNARY = list(_C._elementwise_math_ops()["float_unary"])
 ARITHMETIC = ["add", "sub", "mul", "div"]
@@ -25,11 +25,8 @@ def npy(t: fc.Tensor) -> np.ndarray:
 
 
 def trace(fn):
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return {r[0] for r in rows}
 
 

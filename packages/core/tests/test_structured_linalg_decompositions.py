@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(23)
 STRUCTURED = """_linalg_inv _linalg_solve _linalg_slogdet _linalg_cholesky _linalg_qr _linalg_svd _linalg_eigh
@@ -264,11 +264,8 @@ def test_pinv_batch_broadcasts_with_the_tolerances():
 
 def kernel_counts(fn):
     """The cpu kernels a call ran (the meta step of the out= check runs on meta stand-ins), by name."""
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows if r[1] == "cpu"]
     return {n: names.count(n) for n in set(names)}
 

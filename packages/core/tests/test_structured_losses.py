@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(11)
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -260,22 +260,16 @@ def test_out_is_written_by_the_out_kernel(red):
     for name, fn, args in every_loss_call(x, t, g, red):
         expected = fn(*args)
         out = fc.empty(tuple(expected.shape), dtype=expected.dtype)
-        _C._kernel_trace_start()
-        try:
+        with kernel_trace() as rows:
             fn(*args, out=out)
-        finally:
-            rows = _C._kernel_trace_stop()
         # One kernel, the op's own: no result computed elsewhere and copied in.
         assert rows == [[name, "cpu", "own"]], (name, rows)
         np.testing.assert_array_equal(npy(out), npy(expected))
     k = fc.tensor([0, 5, 2, 1])
     loss, lse = _C._cross_entropy(x, k, None, red, -100, 0.1)
     outs = (fc.empty(tuple(loss.shape), dtype=fc.float64), fc.empty((4,), dtype=fc.float64))
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         _C._cross_entropy(x, k, None, red, -100, 0.1, out=outs)
-    finally:
-        rows = _C._kernel_trace_stop()
     assert rows == [["_cross_entropy", "cpu", "own"]], rows
     np.testing.assert_array_equal(npy(outs[0]), npy(loss))
     np.testing.assert_array_equal(npy(outs[1]), npy(lse))
@@ -284,11 +278,8 @@ def test_out_is_written_by_the_out_kernel(red):
 def test_functional_form_allocates_once():
     x, t, g = operands(0)
     for name, fn, args in every_loss_call(x, t, g, 0):
-        _C._kernel_trace_start()
-        try:
+        with kernel_trace() as rows:
             fn(*args)
-        finally:
-            rows = _C._kernel_trace_stop()
         assert [r[0] for r in rows] == [name], (name, rows)
 
 

@@ -17,8 +17,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 from test_structured_reductions import npy
 
 RNG = np.random.default_rng(11)
@@ -117,11 +116,8 @@ def test_out_is_written_by_the_one_out_kernel(name):
     args, kw = VARIANTS[name][-1]
     expected = call(fc, name, x, args, kw)
     outs = empty_outs(expected, "cpu", tuple(expected[0].shape))
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         call(fc, name, x, args, kw, out=outs)
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows]
     op = {"max": "max_dim", "min": "min_dim"}.get(name, name)
     assert names.count(op) == 1  # one kernel wrote both outputs

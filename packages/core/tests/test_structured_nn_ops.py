@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(5)
 aten = torch.ops.aten
@@ -44,11 +44,8 @@ def close(got, expected, dtype: str):
 
 def trace(fn):
     """The kernels fn runs, as (op, device, origin) rows."""
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return rows
 
 

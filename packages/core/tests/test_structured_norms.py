@@ -11,8 +11,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(3)
 TOL = {"float32": 1e-4, "float64": 1e-12, "bfloat16": 3e-2, "float16": 1e-2}
@@ -52,11 +51,8 @@ def assert_same(got, expected, dtype: str) -> None:
 
 
 def trace(fn) -> list[str]:
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return [r[0] for r in rows]
 
 

@@ -12,8 +12,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(7)
 DTYPES = ["float32", "float64", "bfloat16", "float16"]
@@ -60,11 +59,8 @@ def assert_same(got, expected: torch.Tensor, dtype: str) -> None:
 
 
 def trace(fn) -> list[str]:
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return [r[0] for r in rows]
 
 

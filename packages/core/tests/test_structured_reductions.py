@@ -13,8 +13,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(5)
 
@@ -116,11 +115,8 @@ def test_out_is_written_by_the_out_kernel(name):
     args, kw = VARIANTS[name][-1]
     expected = getattr(fc, name)(x, *args, **kwargs_for(fc, kw))
     out = fc.empty(tuple(expected.shape), dtype=expected.dtype)
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         getattr(fc, name)(x, *args, out=out, **kwargs_for(fc, kw))
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows]
     assert "copy_" not in names and "empty" not in names  # no result computed elsewhere and copied
     np.testing.assert_array_equal(npy(out), npy(expected))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau_core import _C
-from flambeau_core.testing import devices
+from flambeau_core.testing import devices, kernel_trace
 
 RNG = np.random.default_rng(5)
 
@@ -170,16 +170,13 @@ def test_out_is_written_by_the_one_out_kernel(name):
     outs = _outs_like(expected, "cpu")
     # The second operands (complex's imag, searchsorted's sequence) are made before the trace.
     other = fc.flip(x, [0]) if name == "complex" else _seq(fc, x) if name == "searchsorted" else None
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         if name == "complex":
             fc.complex(x, other, out=outs)
         elif name == "searchsorted":
             fc.searchsorted(other, x, right=True, out=outs)
         else:
             _call_out(name, x, outs)
-    finally:
-        rows = _C._kernel_trace_stop()
     names = [r[0] for r in rows]
     assert names.count(name) == 1
     assert "copy_" not in names and "empty" not in names  # nothing computed elsewhere and copied
@@ -192,11 +189,8 @@ def test_in_place_forms_run_the_out_kernel_on_self():
         if name == "masked_fill":
             mask = y > 0
             call = lambda y, m=mask: y.masked_fill_(m, 1.0)  # noqa: E731
-        _C._kernel_trace_start()
-        try:
+        with kernel_trace() as rows:
             call(y)
-        finally:
-            rows = _C._kernel_trace_stop()
         names = [r[0] for r in rows]
         assert names.count(name) == 1 and "empty" not in names, names
 

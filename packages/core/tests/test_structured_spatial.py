@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau_core import _C
-from flambeau_core.testing import device_params
+from flambeau_core.testing import device_params, kernel_trace
 
 RNG = np.random.default_rng(23)
 TOL = {"float32": 2e-6, "float64": 1e-13}
@@ -54,11 +54,8 @@ def assert_same(got, expected: torch.Tensor, tol: float = 0.0) -> None:
 
 
 def trace(fn) -> list[str]:
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return [r[0] for r in rows]
 
 

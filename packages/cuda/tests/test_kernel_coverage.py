@@ -24,6 +24,7 @@ import flambeau_core as fc
 import flambeau_cuda  # noqa: F401  (registers the CUDA kernels)
 import pytest
 from flambeau_core import _C
+from flambeau_core.testing import kernel_trace
 
 _MODELS_PY = Path(__file__).resolve().parents[3] / "benchmarks" / "models.py"
 
@@ -50,11 +51,8 @@ def _readme_ops():
 
 def traced(fn) -> set[str]:
     """The ops `fn` dispatched to a CPU device kernel (its own or a Generic one)."""
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         fn()
-    finally:
-        rows = _C._kernel_trace_stop()
     return {op for op, device, _kind in rows if device == "cpu"}
 
 

@@ -16,6 +16,7 @@ import flambeau_nn.functional as F
 import flambeau_nn.optim as optim
 import pytest
 import torch
+from flambeau_core.testing import kernel_trace
 from nn_testing import assert_close, copy_params, from_torch
 
 
@@ -156,15 +157,11 @@ def test_mlp_sgd_steps_match_torch(threads, dtype):
 
 def test_backward_uses_one_fused_call_per_linear():
     # Outside create_graph, float32 on the CPU: one _linear_backward per Linear, no mm/sum.
-    from flambeau_core import _C
 
     m = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 3))
     loss = F.cross_entropy(m(fc.randn(8, 20)), fc.tensor([0, 1, 2, 0, 1, 2, 0, 1]))
-    _C._kernel_trace_start()
-    try:
+    with kernel_trace() as rows:
         loss.backward()
-    finally:
-        rows = _C._kernel_trace_stop()
     ops = [r[0] for r in rows]
     assert "_linear_backward" in ops
     assert "mm" not in ops and "sum" not in ops
