@@ -87,6 +87,21 @@ void dropout_out_cpu(const Tensor& out, const Tensor& mask, const Tensor& input,
   });
 }
 
+// Channel dropout, forward and backward: y's row r is x's row r times scale where the (N, C) mask keeps
+// it, zeros where it does not.
+template <class T, class Fns>
+void scale_kept_rows(const Fns& k, T* y, const T* x, const uint8_t* m, int64_t rows, int64_t inner, T scale) {
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1));
+  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      if (m[r])
+        k.row_scale(y + r * inner, x + r * inner, inner, scale);
+      else
+        std::memset(y + r * inner, 0, static_cast<size_t>(inner) * sizeof(T));
+    }
+  });
+}
+
 // meta::check_feature_dropout checked input (at least (N, C)) and p; mask is (N, C, 1, ...).
 void feature_dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& input, double p) {
   const char* op = "feature_dropout";
@@ -119,15 +134,7 @@ void feature_dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& i
       const T* x = hx.data<T>();
       T* y = out.data<T>();
       const T scale = p < 1 ? static_cast<T>(1.0 / (1.0 - p)) : T(0);
-      const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1));
-      parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          if (m[r])
-            k.row_scale(y + r * inner, x + r * inner, inner, scale);
-          else
-            std::memset(y + r * inner, 0, static_cast<size_t>(inner) * sizeof(T));
-        }
-      });
+      scale_kept_rows(k, y, x, m, rows, inner, scale);
     }
   });
 }
@@ -159,16 +166,8 @@ void dropout_backward_out_cpu(const Tensor& out, const Tensor& grad_output, cons
                        [&](int64_t b, int64_t e) { k.dropout_bwd(g + b, m + b, o + b, e - b, sc); });
           return;
         }
-        const int64_t rows = mask.numel(), inner = n / rows;
-        const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(inner, 1));
-        parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) {
-            if (m[r])
-              k.row_scale(o + r * inner, g + r * inner, inner, sc);
-            else
-              std::memset(o + r * inner, 0, static_cast<size_t>(inner) * sizeof(T));
-          }
-        });
+        const int64_t rows = mask.numel();
+        scale_kept_rows(k, o, g, m, rows, n / rows, sc);
       }
     });
   });
