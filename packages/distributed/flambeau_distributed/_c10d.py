@@ -38,6 +38,7 @@ from flambeau_distributed._collectives import (  # noqa: F401
     _broadcast_nocheck,
     _check_list,
     _offsets,
+    _post_all_reduce,
     _reduce_scatter,
     _require_tensors,
     _rooted_list,

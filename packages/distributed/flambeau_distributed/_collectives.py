@@ -121,6 +121,24 @@ def _all_reduce(pg: ProcessGroup, tensor: Tensor, op: str, async_op: bool, check
     return pg.submit("all_reduce", run, async_op)
 
 
+def _post_all_reduce(pg: ProcessGroup, tensor: Tensor) -> Work:
+    """A SUM all-reduce of ``tensor`` in place, posted without a metadata check (Note [Posting on the caller's
+    thread]); ``wait()`` or ``is_completed()`` complete it. DistributedDataParallel's buckets."""
+    MPI = _mpi()
+    buf = _Buf(MPI, tensor, True, "all_reduce")
+    mop = _mpi_op(MPI, ReduceOp.SUM, tensor.dtype, "all_reduce")
+
+    def finish(status: Any) -> Tensor:
+        buf.write_back()
+        return tensor
+
+    def run(work: Work) -> None:
+        work._finish = finish
+        work._request = pg.comm.Iallreduce(MPI.IN_PLACE, buf.spec, mop)
+
+    return pg.post("all_reduce", run)
+
+
 def reduce(
     tensor: Tensor, dst: int = 0, op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:

@@ -7,7 +7,9 @@ thread that order is the program order, whatever mix of ``async_op`` calls
 (DDP's bucket all-reduces, fired from autograd hooks during backward) and
 blocking calls a program makes. mpi4py releases the GIL inside MPI calls, so
 the thread communicates while backward (which runs without the GIL) computes.
-A blocking call is the same operation followed by ``wait()``.
+A blocking call is the same operation followed by ``wait()``. A call that only
+posts a nonblocking request runs on its caller's thread when nothing is
+queued (Note [Posting on the caller's thread]): the order holds all the same.
 
 Point-to-point messages are posted as nonblocking MPI requests by that thread
 (``Isend``/``Irecv``) and completed by ``wait()``: two ranks that both send
@@ -25,6 +27,7 @@ checks the parameters' shapes across ranks once, at construction).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import os
 import pickle
@@ -78,6 +81,10 @@ class ProcessGroup:
         self._closed = threading.Event()
         self._watchdog = threading.Thread(target=self._watch, name="flambeau-distributed-watchdog", daemon=True)
         self._watchdog.start()
+        # Note [Posting on the caller's thread]: the posted requests in flight, and the thread driving them
+        self._posted_cv = threading.Condition()
+        self._posted: collections.deque = collections.deque()
+        self._progress_thread: threading.Thread | None = None
 
     def _watch(self) -> None:
         """A blocking call made on the caller's thread can't raise a timeout: past it, abort every rank."""
@@ -168,6 +175,75 @@ class ProcessGroup:
         work.wait()
         return None
 
+    def post(self, name: str, fn: Callable[[Work], Any]) -> Work:
+        """Runs ``fn(work)``, which posts a nonblocking MPI request (``work._request``), in the group's call order.
+
+        Note [Posting on the caller's thread]: with nothing queued, ``fn`` runs
+        on the calling thread (holding the lock keeps any later call behind
+        it), else on the communication thread after what is queued: no thread
+        has to be woken up to start it (a woken thread on a machine whose
+        cores all compute may wait a whole scheduler slice, a millisecond or
+        more, before it runs). MPI moves a nonblocking collective's data only
+        inside MPI calls, so a progress thread of the group Tests the posted
+        requests in flight, oldest first, sleeping between Tests as _finish
+        does (Note [Waiting without spinning]) and waiting on a condition
+        when none is in flight; ``wait()`` and ``is_completed()`` Test too.
+        DistributedDataParallel's bucket all-reduces (Note [DDP buckets]) go
+        this way. Flambeau's, not PyTorch's.
+
+        Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> pg = dist.new_group([0])
+        >>> t = fb.ones(3)
+        >>> def start(work):
+        ...     work._request = pg.comm.Iallreduce(dist._c10d._mpi().IN_PLACE, [memoryview(t), dist._c10d._mpi().FLOAT])
+        >>> pg.post("all_reduce", start).wait()
+        True
+        >>> t.tolist()
+        [1.0, 1.0, 1.0]
+        >>> dist.destroy_process_group()
+        """
+        work = Work(self, name)
+
+        def timed(w: Work) -> Any:
+            w._posted_at = time.perf_counter()
+            return fn(w)
+
+        with self._lock:
+            if self._pending == 0:
+                self._run(work, timed)
+            else:
+                self._pending += 1
+                self._queue.put((work, timed))
+        with self._posted_cv:
+            if self._progress_thread is None:
+                self._progress_thread = threading.Thread(
+                    target=self._drive, name="flambeau-distributed-progress", daemon=True
+                )
+                self._progress_thread.start()
+            self._posted.append(work)
+            self._posted_cv.notify()
+        return work
+
+    def _drive(self) -> None:
+        """The progress thread: Tests the oldest posted request in flight until it completes (Note [Posting on
+        the caller's thread]), sleeping as _finish does (Note [Waiting without spinning])."""
+        while True:
+            with self._posted_cv:
+                while not self._posted:
+                    self._posted_cv.wait()
+                work = self._posted[0]
+            if work is None:
+                return
+            delay = 1e-5
+            while not work.is_completed() and not self._closed.is_set():
+                time.sleep(delay)
+                delay = min(delay * 2, 1e-4)
+            with self._posted_cv:
+                self._posted.popleft()
+
     def shutdown(self) -> bool:
         """Stops the threads; False if a call is still stuck in MPI (a rank that never joined).
 
@@ -185,6 +261,9 @@ class ProcessGroup:
         """
         self._closed.set()
         self._queue.put(None)
+        with self._posted_cv:
+            self._posted.append(None)
+            self._posted_cv.notify()
         self._thread.join(timeout=self.timeout.total_seconds())
         return not self._thread.is_alive()
 

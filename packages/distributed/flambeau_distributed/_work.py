@@ -44,6 +44,9 @@ class Work:
         self._failed: Callable[[BaseException, Any], BaseException] | None = None  # names an MPI error
         self._done = False
         self._seconds = 0.0  # time the communication thread spent on it (DDP's statistics)
+        # a posted request (ProcessGroup.post): when it went to MPI and when a Test saw it complete
+        self._posted_at = 0.0
+        self._completed_at = 0.0
         self._result: Any = None
         self._lock = threading.Lock()
         self._future: Future | None = None
@@ -52,6 +55,7 @@ class Work:
 
     # called by the communication thread
     def _set(self, result: Any = None, exc: BaseException | None = None) -> None:
+        self._completed_at = time.perf_counter()
         self._result = result
         self._exc = exc
         if self._request is None or exc is not None:
@@ -66,6 +70,8 @@ class Work:
                 return True
             MPI = _mpi()
             status = MPI.Status()
+            # as _finish (Note [Waiting without spinning]): 50 us of spinning, then sleeps growing to 0.1 ms
+            spin_until = time.perf_counter() + 5e-5
             delay = 1e-5
             try:
                 while not self._request.Test(status):
@@ -73,8 +79,11 @@ class Work:
                         return False
                     if deadline is not None and time.monotonic() > deadline:
                         self._timeout()
+                    if time.perf_counter() < spin_until:
+                        continue
                     time.sleep(delay)
-                    delay = min(delay * 2, 1e-3)
+                    delay = min(delay * 2, 1e-4)
+                self._completed_at = time.perf_counter()
                 if self._finish is not None:
                     self._result = self._finish(status)
             except DistBackendError:

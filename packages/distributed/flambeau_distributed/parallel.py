@@ -6,12 +6,14 @@ Note [DDP buckets]: the parameters are packed, in reverse registration order
 starts early). A post-hook on each parameter's AccumulateGrad node (the node
 that writes ``.grad``, kept alive by this module) copies the gradient, divided
 by the world size, into its bucket slot once backward produced it (one pass,
-as PyTorch's reducer); when a bucket is full its
-all-reduce is launched asynchronously (Note [One communication thread]),
-while backward goes on computing the earlier layers' gradients. Buckets are
+as PyTorch's reducer); when a bucket is full its all-reduce is posted right
+there, on backward's thread (Note [Posting on the caller's thread]), and the
+process group's progress thread moves its data while backward goes on
+computing the earlier layers' gradients. The first layer's weight gradient, backward's last, is computed and
+posted in row blocks (Note [Split last layer]). Buckets are
 launched in index order on every rank (a bucket that fills early waits for
 the ones before it), so the ranks' collectives match. The hook of the last
-gradient waits for every bucket; a ``.grad`` that backward left None becomes
+gradient waits for every all-reduce; a ``.grad`` that backward left None becomes
 a view of its bucket (each iteration gets fresh bucket buffers, so no copy
 out), one that accumulates (``no_sync``, no ``zero_grad``) gets the average
 copied in; with ``gradient_as_bucket_view=True`` the buffers are kept and
@@ -30,8 +32,10 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 from flambeau_nn import (
     DataParallel,  # noqa: F401  (torch.nn.parallel.DataParallel's place)
+    Linear,
     Module,
 )
+from flambeau_nn.functional import linear
 
 from flambeau_distributed import _c10d
 from flambeau_distributed.algorithms.join import Join, Joinable, JoinHook
@@ -39,10 +43,59 @@ from flambeau_distributed.futures import Future
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
+# Note [Split last layer]: the smallest weight split, and the bytes of one row block
+_SPLIT_MIN_BYTES = 256 * 1024
+_SPLIT_BLOCK_BYTES = 256 * 1024
+_SPLIT_MAX_BLOCKS = 8
+
+
+class _SplitLinear(autograd.Function):
+    """A Linear layer whose weight gradient DDP computes in row blocks, each all-reduced once done.
+
+    Note [Split last layer]: backward's last node is usually the first
+    layer's, and its weight gradient (often the largest) is the last
+    gradient produced: a bucket holding it can only start after backward's
+    computation is over, with nothing left to hide its all-reduce behind.
+    DistributedDataParallel therefore runs its first Linear layer (the one
+    owning the first registered parameter, when that weight has at least
+    256 KB and the layer is called once in the forward) through this
+    Function: its backward computes the weight gradient's rows in blocks of
+    about 256 KB (2 to 8 blocks), writes each, divided by the world size,
+    straight into its bucket slot and posts the block's all-reduce before
+    computing the next (Note [Posting on the caller's thread]); the process
+    group's progress thread moves the blocks' data while the next blocks
+    compute, and only the last block's is left after backward. Each
+    row of the gradient is the same product over the batch as the
+    unsplit ``grad_out.T @ input``. The weight's gradient goes to the
+    bucket, not through autograd (its AccumulateGrad does not run); the
+    rest of the bucket (the bias) is posted when it is ready. Not with a
+    communication hook (it gets whole buckets), ``no_sync``, ``Join`` or
+    one rank; a weight also used outside its layer raises.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, weight: Tensor, bias: Tensor | None, ddp: DistributedDataParallel) -> Tensor:
+        ctx.ddp = ddp
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(input, weight)
+        return linear(input, weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        input, weight = ctx.saved_tensors
+        out_features, in_features = weight.shape
+        g = grad.reshape([-1, out_features])
+        x = input.reshape([-1, in_features])
+        grad_weight = None
+        if not ctx.ddp._split_weight_grad(g, x):
+            grad_weight = fc.mm(g.t(), x)
+        grad_input = fc.mm(g, weight).reshape(list(input.shape)) if ctx.needs_input_grad[0] else None
+        grad_bias = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_input, grad_weight, grad_bias, None
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "ready", "future")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "works", "split", "ready", "future")
 
     def __init__(self, index: int, params: list[int], offsets: list[int], flat: Tensor) -> None:
         self.index = index
@@ -50,7 +103,8 @@ class _Bucket:
         self.offsets = offsets
         self.flat = flat
         self.pending = len(params)
-        self.work: _c10d.Work | None = None
+        self.works: list[_c10d.Work] = []  # its all-reduces in flight (one, or the split layer's row blocks too)
+        self.split: list[tuple[int, int]] = []  # element ranges of flat already posted (Note [Split last layer])
         self.ready = False
         self.future: Future | None = None  # what a communication hook returned
 
@@ -321,13 +375,17 @@ class DistributedDataParallel(Module, Joinable):
             self._sync_module_states()
         self._build_buckets()
         self._register_hooks()
+        object.__setattr__(self, "_split_layer", self._find_split_layer())
+        self._split_calls = 0
         self._expect = False  # an iteration's gradients are due (set by forward)
-        # Note [DDP buckets]: the communication thread's all-reduce time, and the part of it backward
-        # did not hide (the last gradient's hook waiting for the buckets).
+        # Note [DDP buckets]: the time an all-reduce was in flight, and the part of it backward did not
+        # hide (the last gradient's hook waiting for the all-reduces).
         self._comm_stats = {"iterations": 0, "allreduce_s": 0.0, "exposed_s": 0.0}
         self._next_launch = 0
         self._done: set[int] = set()
         object.__setattr__(self, "_launch_log", [])
+        object.__setattr__(self, "_inflight", [])
+        object.__setattr__(self, "_post_log", [])
 
     # -- construction ------------------------------------------------------
 
@@ -394,6 +452,61 @@ class DistributedDataParallel(Module, Joinable):
         object.__setattr__(self, "_buckets", out)
         object.__setattr__(self, "_where", where)
 
+    def _find_split_layer(self) -> Module | None:
+        """The Linear layer whose weight gradient backward computes last, when worth splitting (Note [Split last
+        layer])."""
+        if self.process_group.world_size == 1:
+            return None
+        i = self._buckets[-1].params[-1]  # the first registered parameter: usually backward's last gradient
+        p = self._params[i]
+        if p.dtype not in (fc.float32, fc.float64) or p.dim() != 2 or p.numel() * p.dtype.itemsize < _SPLIT_MIN_BYTES:
+            return None
+        owners = [m for m in self.module.modules() if any(q is p for q in m._parameters.values())]
+        if len(owners) != 1 or type(owners[0]) is not Linear or owners[0]._parameters.get("weight") is not p:
+            return None
+        self._split_index = i
+        return owners[0]
+
+    def _split_forward(self, input: Tensor) -> Tensor:
+        layer = self._split_layer
+        self._split_calls += 1
+        return _SplitLinear.apply(input, layer._parameters["weight"], layer._parameters.get("bias"), self)
+
+    def _split_weight_grad(self, g: Tensor, x: Tensor) -> bool:
+        """Note [Split last layer]: the split weight's gradient ``g.T @ x`` into its bucket by row blocks, each
+        all-reduced once computed; False (nothing done) where this iteration can't split."""
+        i = self._split_index
+        b_index, slot = self._where[i]
+        if not self._expect or self._split_calls != 1 or i in self._done or self._next_launch != b_index:
+            return False
+        b = self._buckets[b_index]
+        p = self._params[i]
+        rows, cols = p.shape
+        blocks = min(_SPLIT_MAX_BLOCKS, max(2, p.numel() * p.dtype.itemsize // _SPLIT_BLOCK_BYTES), rows)
+        per = -(-rows // blocks)
+        base = b.offsets[slot]
+        scale = 1.0 / self._divisor
+        old = p.grad  # gradients accumulated without a synchronisation (no_sync, no zero_grad) join the sum
+        with autograd.no_grad():
+            for r0 in range(0, rows, per):
+                r1 = min(rows, r0 + per)
+                lo, hi = base + r0 * cols, base + r1 * cols
+                view = b.flat[lo:hi].view([r1 - r0, cols])
+                if old is None:
+                    fc.mm(g[:, r0:r1].t(), x, out=view)
+                else:
+                    fc.add(fc.mm(g[:, r0:r1].t(), x), old[r0:r1], out=view)
+                view.mul_(scale)
+                b.split.append((lo, hi))
+                # the last block's all-reduce starts when backward's computation is over
+                self._post(b, lo, hi, int(r1 < rows))
+        self._done.add(i)
+        b.pending -= 1
+        if b.pending == 0:
+            b.ready = True
+            self._launch_ready()
+        return True
+
     def _register_hooks(self) -> None:
         accs, handles = [], []
         for i, p in enumerate(self._params):
@@ -407,6 +520,12 @@ class DistributedDataParallel(Module, Joinable):
     def _make_hook(self, i: int):
         def hook(grad_inputs, grad_outputs):
             if self._expect:
+                if i in self._done and self._split_layer is not None and i == self._split_index:
+                    raise RuntimeError(
+                        f"[DistributedDataParallel] parameter {self._param_names[i]} got a gradient from outside "
+                        "its Linear layer after DDP had reduced the layer's own (Note [Split last layer]); a "
+                        "weight used by more than its layer cannot be split: set model._split_layer = None"
+                    )
                 self._mark_ready(i)
 
         return hook
@@ -447,8 +566,19 @@ class DistributedDataParallel(Module, Joinable):
             self._divisor = world if self._divide_by_initial_world_size else active
             self._count_syncing(int(self.require_backward_grad_sync and autograd.is_grad_enabled()))
         self._broadcast_buffers()
-        out = self.module(*inputs, **kwargs)
-        if autograd.is_grad_enabled() and self.require_backward_grad_sync:
+        syncing = autograd.is_grad_enabled() and self.require_backward_grad_sync
+        layer = self._split_layer
+        if layer is not None and syncing and self._comm_hook is None and not self._join_config.enable:
+            # Note [Split last layer]: this forward only, the layer runs through _SplitLinear
+            self._split_calls = 0
+            layer.__dict__["forward"] = self._split_forward
+            try:
+                out = self.module(*inputs, **kwargs)
+            finally:
+                del layer.__dict__["forward"]
+        else:
+            out = self.module(*inputs, **kwargs)
+        if syncing:
             self._prepare(out)
         return out
 
@@ -456,7 +586,8 @@ class DistributedDataParallel(Module, Joinable):
         object.__setattr__(self, "_done", set())
         for b in self._buckets:
             b.pending = len(b.params)
-            b.work = None
+            b.works = []
+            b.split = []
             b.ready = False
             if not self.gradient_as_bucket_view:
                 # a fresh buffer each iteration: the last one's .grad tensors are views of the old one
@@ -464,6 +595,8 @@ class DistributedDataParallel(Module, Joinable):
                 b.flat = fc.empty([b.flat.numel()], dtype=b.flat.dtype)
         self._next_launch = 0
         object.__setattr__(self, "_launch_log", [])
+        object.__setattr__(self, "_inflight", [])
+        object.__setattr__(self, "_post_log", [])
         self._expect = True
         if self.find_unused_parameters:
             used = self._reachable(out)
@@ -532,31 +665,32 @@ class DistributedDataParallel(Module, Joinable):
             self._launch_ready()
 
     def _launch_ready(self) -> None:
-        pg = self.process_group
         last = len(self._buckets) - 1
         while self._next_launch <= last and self._buckets[self._next_launch].ready:
             b = self._buckets[self._next_launch]
             if self._next_launch == last:
-                # Backward is done: nothing left to overlap with, so the last bucket goes on this
-                # thread once the others finished (no hand-off to the communication thread).
-                self._backward_done_at = time.perf_counter()
-                if self._comm_hook is not None:
-                    b.future = self._run_hook(b)
-                else:
-                    for other in self._buckets[:last]:
-                        other.work.wait()
-                    start = time.perf_counter()
-                    _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, False, False)
-                    b.work = _c10d._done_work(pg, "all_reduce", time.perf_counter() - start)
-            elif self._comm_hook is not None:
+                self._backward_done_at = time.perf_counter()  # backward's computation is over
+            if self._comm_hook is not None:
                 b.future = self._run_hook(b)
             else:
-                b.work = _c10d._all_reduce(pg, b.flat, _c10d.ReduceOp.SUM, True, False)
+                # what Note [Split last layer] did not post already
+                start, n = 0, b.flat.numel()
+                for lo, hi in [*sorted(b.split), (n, n)]:
+                    if lo > start:
+                        self._post(b, start, lo)
+                    start = hi
             # how many gradients backward had still to compute when this bucket started
             self._launch_log.append((b.index, len(self._params) - len(self._done)))
             self._next_launch += 1
         if self._next_launch == len(self._buckets):
             self._finalize()
+
+    def _post(self, b: _Bucket, lo: int, hi: int, remaining: int | None = None) -> None:
+        w = _c10d._post_all_reduce(self.process_group, b.flat[lo:hi])
+        b.works.append(w)
+        self._inflight.append(w)
+        # (elements, gradients backward had still to compute): the bench's bound on what can hide
+        self._post_log.append((hi - lo, len(self._params) - len(self._done) if remaining is None else remaining))
 
     def _run_hook(self, b: _Bucket) -> Future:
         fut = self._comm_hook(self._comm_state, GradBucket(self, b))
@@ -594,13 +728,17 @@ class DistributedDataParallel(Module, Joinable):
         if self._comm_hook is not None:
             self._finalize_hooked()
             return
-        for b in self._buckets:
-            b.work.wait()
+        for w in self._inflight:
+            w.wait()
         stats = self._comm_stats
         stats["iterations"] += 1
-        # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced
+        # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced;
+        # all-reduce: the time some bucket's all-reduce was in flight (posted and not yet seen complete)
         stats["exposed_s"] += time.perf_counter() - self._backward_done_at
-        stats["allreduce_s"] += sum(b.work._seconds for b in self._buckets)
+        end = 0.0
+        for start, stop in sorted((w._posted_at, w._completed_at) for w in self._inflight):
+            stats["allreduce_s"] += max(0.0, stop - max(start, end))
+            end = max(end, stop)
         self._write_grads()
 
     def _write_grads(self) -> None:

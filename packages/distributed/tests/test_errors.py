@@ -21,6 +21,18 @@ def test_a_rank_that_raises_aborts_the_others(ranks):
     assert "MPI_ABORT was invoked on rank 1" in r.stdout + r.stderr
 
 
+def test_a_rank_raising_in_ddp_backward_aborts_the_others(ranks):
+    # rank 0 waits for bucket all-reduces (the split first layer's row blocks) that rank 1, whose backward
+    # raised, never posts: the job must end, not hang
+    r = ranks("errors.py", "ddp-raise", timeout=120)
+    assert r.returncode != 0
+    assert "rank 0: step 0 done" in r.stdout and "rank 1: step 0 done" in r.stdout, r.stdout + r.stderr
+    assert "rank 1: step 1 done" not in r.stdout
+    assert "rank 1 of 2 raised an uncaught exception; aborting every rank" in r.stderr, r.stderr
+    assert "ValueError: rank 1's backward fails on purpose" in r.stderr
+    assert "MPI_ABORT was invoked on rank 1" in r.stdout + r.stderr
+
+
 def test_a_missing_rank_times_out(ranks):
     # rank 1 never joins rank 0's all_reduce: Work.wait raises after the 3-second timeout; the
     # next call, queued behind it, times out too and its uncaught error aborts the job

@@ -234,6 +234,90 @@ def unused(rank, world):
         assert net.extra.weight.grad is None or not np.any(np.asarray(net.extra.weight.grad.tolist()))
 
 
+class Twice(nn.Module):
+    """The first layer applied twice: its weight gradient sums two uses (not split)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 20)
+        self.fc2 = nn.Linear(20, 5)
+
+    def forward(self, x):
+        return self.fc2(nn.functional.relu(self.fc1(nn.functional.relu(self.fc1(x)))))
+
+
+class Tied(Net):
+    """fc1's weight also used outside fc1."""
+
+    def forward(self, x):
+        return super().forward(x) + (x @ self.fc1.weight.t()).sum(1, keepdim=True) * 0.01
+
+
+def split_last_layer(rank, world):
+    # the first layer's weight gradient computed by row blocks, each all-reduced once done: thresholds
+    # small enough for the test model (fc1.weight, 32 x 20 float32, in 5 blocks of 7 rows)
+    from flambeau_distributed import parallel
+
+    saved = parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES
+    parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES = 1024, 512
+    try:
+        for kwargs in ({}, {"bucket_cap_mb": 0.001}, {"bucket_cap_mb": 0.001, "gradient_as_bucket_view": True}):
+            model = train(rank, world, **kwargs)
+            assert model._split_layer is model.module.fc1
+            # 5 row blocks of fc1.weight (4 posted while blocks remained to compute), then the rest of its
+            # bucket (fc1.bias, and with one bucket the other layers' gradients in front of it)
+            rest = model._buckets[-1].flat.numel() - 640
+            assert model._post_log[-6:] == [(140, 1)] * 4 + [(80, 0), (rest, 0)], model._post_log
+            assert model.module.fc1.weight.grad.shape == (32, 20)
+        # the split gradient joins a locally accumulated one (no_sync), as the unsplit one does
+        no_sync(rank, world)
+        # a communication hook gets whole buckets: no split; the hooks still give one process's results
+        model = train(rank, world, hook=default_hooks.allreduce_hook, bucket_cap_mb=0.001)
+        assert model._post_log == [], model._post_log
+        train(rank, world, hook=default_hooks.bf16_compress_hook, rtol=5e-2, atol=2e-2)
+        train(rank, world, hook=default_hooks.fp16_compress_hook, bucket_cap_mb=0.001, rtol=1e-2, atol=2e-3)
+        # Join: the joined ranks shadow whole buckets, so no split either
+        uneven_inputs(rank, world)
+
+        # a layer called twice: its two uses' gradients sum in autograd, then the bucket as usual
+        fc.manual_seed(0)
+        net = Twice()
+        model = DDP(net)
+        assert model._split_layer is net.fc1
+        ref = Twice()
+        ref.load_state_dict(net.state_dict())
+        x, y = data(7, 8)
+        nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
+        nn.functional.cross_entropy(ref(x), y).backward()
+        for p, q in zip(net.parameters(), ref.parameters(), strict=True):
+            np.testing.assert_allclose(np.asarray(p.grad.tolist()), np.asarray(q.grad.tolist()), rtol=1e-5, atol=1e-6)
+        assert all(n != 140 for n, _ in model._post_log), model._post_log
+
+        # the weight used outside its layer: DDP can't have reduced all of its gradient, so it raises
+        model = DDP(Tied())
+        x, y = data(8, 4)
+        expect_error(
+            RuntimeError,
+            ["parameter fc1.weight got a gradient from outside its Linear layer", "_split_layer = None"],
+            lambda: nn.functional.cross_entropy(model(x), y).backward(),
+        )
+        # which the message's way out avoids (the weight's gradient then goes through its bucket as a whole)
+        fc.manual_seed(0)
+        net = Tied()
+        model = DDP(net)
+        model._split_layer = None
+        ref = Tied()
+        ref.load_state_dict(net.state_dict())
+        x, y = data(9, 8)
+        nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
+        nn.functional.cross_entropy(ref(x), y).backward()
+        np.testing.assert_allclose(
+            np.asarray(net.fc1.weight.grad.tolist()), np.asarray(ref.fc1.weight.grad.tolist()), rtol=1e-5, atol=1e-6
+        )
+    finally:
+        parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES = saved
+
+
 def main():
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -250,6 +334,7 @@ def main():
     unused(rank, world)
     comm_hooks(rank, world)
     uneven_inputs(rank, world)
+    split_last_layer(rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: ddp OK", flush=True)
 

@@ -47,6 +47,40 @@ def main(mode):
         if r == 0:
             dist.all_reduce(fc.ones([4]))  # run on this thread: the watchdog aborts the job
         time.sleep(60)
+    elif mode == "ddp-raise":
+        # rank 1's backward raises between its first bucket's all-reduce and the split first layer's
+        # (Note [Split last layer]); rank 0 goes on and waits for all-reduces rank 1 never posts
+        import flambeau_autograd as autograd
+        from flambeau_distributed import parallel
+
+        parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES = 1024, 512
+
+        class Boom(autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                if r == 1 and step == 1:
+                    raise ValueError("rank 1's backward fails on purpose")
+                return g
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(20, 32)
+                self.fc2 = nn.Linear(32, 5)
+
+            def forward(self, x):
+                return self.fc2(Boom.apply(nn.functional.relu(self.fc1(x))))
+
+        model = dist.DistributedDataParallel(Net(), bucket_cap_mb=0.0001)
+        assert model._split_layer is model.module.fc1
+        for step in range(2):
+            model(fc.ones([4, 20])).sum().backward()
+            print(f"rank {r}: step {step} done", flush=True)
+        time.sleep(60)
     elif mode == "mismatch":
         shape = [3] if r == 0 else [4]
         msg = expect(
