@@ -85,6 +85,7 @@ def launches_from_meta(op: OpDecl) -> bool:
         and not op.view
         and not op.index_values
         and not op.random
+        and not op.value_errors
         and not any(a.type == "Generator?" for a in op.cpp_args)
     )
 
@@ -95,8 +96,9 @@ def meta_op_list(ops: list[OpDecl]) -> list[str]:
     return [
         "// Note [Ops launched from the meta step]: every primitive whose meta step gives its results'",
         "// shapes and dtypes (and raises its argument errors), that is not a view, draws no random",
-        "// numbers and reads no indices from a tensor's values (`index_values:` in the table: their",
-        "// IndexError should reach the call). A backend that queues work (the simulated device, Note",
+        "// numbers, reads no indices from a tensor's values (`index_values:` in the table: their",
+        "// IndexError should reach the call) and raises for nothing else its values tell (`value_errors:`,",
+        "// a singular matrix, as PyTorch's CUDA linalg). A backend that queues work (the simulated device, Note",
         "// [Asynchronous sim kernels]) can allocate the results and enqueue the kernel for each of",
         "// them without waiting; X(name) names op::name. Other errors found in the values (a",
         "// probability outside [0, 1]) surface at the next synchronization, as CUDA's do.",

@@ -365,6 +365,10 @@ class OpDecl:
     # It draws from the default generator without a Generator? argument (dropout): a backend runs it in
     # program order, so a seed gives the same draws (not launched from the meta step).
     random: bool = False
+    # The kernel raises for what it finds in the values (LAPACK's info: a singular matrix, one that is not
+    # positive-definite, no convergence; pivots out of range): a queuing backend runs it where that error
+    # reaches the call, as PyTorch's CUDA linalg reads the info back (not launched from the meta step).
+    value_errors: bool = False
 
     @property
     def batch_rule(self) -> str | None:
@@ -483,7 +487,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "out_dtype", "errors_as", "autocast", "aliases", "structured",
-    "batch", "dtypes", "index_values", "random",
+    "batch", "dtypes", "index_values", "random", "value_errors",
 }  # fmt: skip
 
 
@@ -602,6 +606,7 @@ def load_ops(path: Path) -> list[OpDecl]:
             raise TableError(f"{where}: autocast must be one of {sorted(AUTOCAST_POLICIES)}, got '{op.autocast}'")
         op.index_values = bool(e.get("index_values", False))
         op.random = bool(e.get("random", False))
+        op.value_errors = bool(e.get("value_errors", False))
         op.batch = e.get("batch")
         if op.batch is not None and op.batch not in BATCH_RULES:
             known = ", ".join(sorted(BATCH_RULES))

@@ -119,3 +119,30 @@ def test_the_built_module_exports_the_tables_batching_rules(model):
     expected = model.batch_rules(model.load_ops(CODEGEN / "ops.yaml"))
     assert dict(fc._C._op_batch_rules) == expected
     assert expected["view"] == "views" and expected["sum"] == "reduction" and expected["row_stack"] == "stacks"
+
+
+def test_ops_whose_values_raise_are_not_launched_from_the_meta_step(model, tmp_path, monkeypatch):
+    """Note [Ops launched from the meta step]: an op marked `value_errors:` (a LAPACK kernel raising for a
+    singular matrix), `index_values:` or `random:` stays out of FB_FOR_EACH_META_OP, so a queuing backend (the
+    simulated device) runs it where its error reaches the call; an op without those keys is in the list."""
+    rules = "\n  dtype: same\n  shape: same\n  structured: true\n"
+    text = "".join(
+        f"- func: {name}(Tensor self) -> Tensor{rules}{key}"
+        for name, key in (
+            ("_linalg_inv", "  value_errors: true\n"),
+            ("_linalg_qr", ""),
+            ("take", "  index_values: true\n"),
+            ("dropout", "  random: true\n"),
+        )
+    )
+    ops = _load(model, tmp_path, text)
+    assert [op.value_errors for op in ops] == [True, False, False, False]
+    monkeypatch.syspath_prepend(str(CODEGEN))
+    monkeypatch.setitem(sys.modules, "model", model)  # gen_core imports the model by that name
+    spec = importlib.util.spec_from_file_location("flambeau_core_codegen_gen_core", CODEGEN / "gen_core.py")
+    gen_core = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_core)
+    listed = [line for line in gen_core.meta_op_list(ops) if line.startswith("  X(")]
+    assert listed == ["  X(_linalg_qr)"]
+    with pytest.raises(model.TableError, match=r"unknown keys \[.value_error.\]"):
+        _load(model, tmp_path, SIN + "  value_error: true\n")

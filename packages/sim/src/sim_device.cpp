@@ -905,25 +905,10 @@ struct Async<O, R(Args...)> {
   }
 };
 
-// The LAPACK primitives that raise for what LAPACK finds in the values (a singular matrix, one that is
-// not positive-definite, no convergence, pivots out of range) raise at the call, as PyTorch's CUDA linalg
-// does (it reads LAPACK's info back), and the Python _ex forms catch that error to report the info: they
-// wait (the host fallback) instead of being launched from their meta step. (_linalg_qr, _geqrf and
-// _ormqr, which raise for no value, are launched as the others.)
-bool waits_for_lapack(std::string_view name) {
-  static constexpr std::string_view kOps[] = {
-      "_linalg_inv",  "_linalg_solve",        "_linalg_slogdet",  "_linalg_cholesky",
-      "_linalg_svd",  "_linalg_eigh",         "_linalg_eig",      "_linalg_pinv",
-      "_linalg_lu_factor_ex", "_linalg_lu_solve", "_lu_pivots_to_permutation",
-      "_linalg_ldl_factor_ex", "_linalg_ldl_solve"};
-  return std::find(std::begin(kOps), std::end(kOps), name) != std::end(kOps);
-}
-
 // An op with rules in the table (it has a Meta kernel: Note [Meta step]).
 template <auto& O>
 void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
   FB_CHECK(O.has_kernel(DispatchKey::Meta), "[sim] ", O.name(), " has no meta step to launch it asynchronously");
-  if (waits_for_lapack(O.name())) return;
   // Note [Structured kernels]: one out kernel serves a structured op, its out= and its in-place
   // forms (an in-place primitive runs its functional op's out kernel through the generated adapter).
   if (O.is_structured()) {

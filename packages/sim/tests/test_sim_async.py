@@ -266,6 +266,38 @@ def test_ops_reading_indices_from_values_wait_and_raise_at_the_call():
         fc.gather(x, 1, fc.tensor([[3]], device="sim"))
 
 
+def test_lapack_ops_raising_for_their_values_wait_and_raise_at_the_call():
+    # value_errors: in the table (the LAPACK ops whose kernels raise for a singular matrix, one that is not
+    # positive-definite, ...): the error is raised at the call, with the cpu's type and message (and by
+    # PyTorch's CUDA linalg), and the _ex forms catch it to report the info. _linalg_qr raises for no value:
+    # it is launched without waiting.
+    singular = [[1.0, 2.0], [2.0, 4.0]]
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(np.array(singular))
+    a, host = fc.tensor(singular, dtype=fc.float64, device="sim"), fc.tensor(singular, dtype=fc.float64)
+    calls = (
+        ("_linalg_inv", lambda x: fc.linalg.inv(x)),
+        ("_linalg_cholesky", lambda x: fc.linalg.cholesky(x)),
+        ("_linalg_solve", lambda x: fc.linalg.solve(x, x)),
+    )
+    for name, call in calls:
+        with pytest.raises(RuntimeError) as on_cpu:
+            call(host)
+        before = _sync_counts().get(name, 0)
+        with pytest.raises(type(on_cpu.value)) as on_sim:
+            call(a)
+        assert str(on_sim.value) == str(on_cpu.value)
+        assert _sync_counts().get(name, 0) == before + 1, name  # it waited: the host fallback
+    before = _sync_counts().get("_linalg_lu_factor_ex", 0)
+    _, pivots, info = fc.linalg.lu_factor_ex(a)
+    assert _sync_counts().get("_linalg_lu_factor_ex", 0) == before + 1
+    assert info.cpu().tolist() == 2 and pivots.cpu().tolist() == [2, 2]  # LAPACK's: U[1, 1] is zero
+    q, r = _launched_async(fc.linalg.qr, a)
+    nq, nr = np.linalg.qr(np.array(singular))
+    np.testing.assert_allclose(np.array(q.cpu().tolist()), nq, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.array(r.cpu().tolist()), nr, rtol=1e-12, atol=1e-12)
+
+
 def test_uncovered_ops_still_run_through_the_host_fallback():
     # nonzero's result shape depends on the values: it has no meta step to launch from.
     x = fc.tensor([3.0, 0.0, 2.0], device="sim")
