@@ -14,6 +14,7 @@
 #include "flambeau/conv_utils.h"
 #include "flambeau/meta.h"
 #include "flambeau/type_dispatch.h"
+#include "meta/pad_mode.h"
 
 namespace flambeau::meta {
 
@@ -85,17 +86,6 @@ Shape col2im(const char* op, const Tensor& self, IntArrayRef output_size, IntArr
 
 namespace {
 
-enum class PadMode { Constant, Reflect, Replicate, Circular };
-
-PadMode pad_mode(std::string_view mode) {
-  if (mode == "constant") return PadMode::Constant;
-  if (mode == "reflect") return PadMode::Reflect;
-  if (mode == "replicate") return PadMode::Replicate;
-  if (mode == "circular") return PadMode::Circular;
-  throw ValueError(detail::cat_str(
-      "[pad] mode must be one of 'constant', 'reflect', 'replicate' or 'circular', got '", mode, "'"));
-}
-
 /// The shape of padding an input of shape `sz` by `pad`, checked as PyTorch's F.pad does.
 Shape pad_shape(IntArrayRef sz, IntArrayRef pad, PadMode mode, std::string_view mode_name) {
   const int64_t nd = static_cast<int64_t>(sz.size());
@@ -148,14 +138,6 @@ Shape pad_shape(IntArrayRef sz, IntArrayRef pad, PadMode mode, std::string_view 
   }
   shape_nbytes(out, ScalarType::Float64, "pad");  // Note [Size overflow]
   return out;
-}
-
-/// A constant pad's gradient is the crop by the negated pads (two's complement: INT64_MIN stays itself,
-/// as the kernel's, and its crop is refused by pad_shape).
-Shape negated_pads(IntArrayRef pad) {
-  Shape neg(pad.begin(), pad.end());
-  for (int64_t& v : neg) v = static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(v));
-  return neg;
 }
 
 }  // namespace

@@ -20,19 +20,12 @@
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
+#include "meta/pad_mode.h"
 
 namespace flambeau {
 namespace {
 
-enum class PadMode { Constant, Reflect, Replicate, Circular };
-
-// The mode was checked by the meta step (meta::check_pad_mode, meta::check_pad_grad).
-PadMode mode_of(std::string_view mode) {
-  if (mode == "reflect") return PadMode::Reflect;
-  if (mode == "replicate") return PadMode::Replicate;
-  if (mode == "circular") return PadMode::Circular;
-  return PadMode::Constant;
-}
+using meta::PadMode;
 
 struct PadPlan {
   int64_t k = 0;                  // padded trailing dims
@@ -166,16 +159,14 @@ void pad_into(const Tensor& out, const Tensor& self, IntArrayRef pad, PadMode mo
 // the pads and (backward) grad_output's shape and dtype, and allocated out.
 void pad_nd_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef pad, std::string_view mode,
                     double value) {
-  pad_into(out, self, pad, mode_of(mode), value);
+  pad_into(out, self, pad, meta::pad_mode(mode), value);  // the meta step refused another mode
 }
 
 void pad_nd_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArrayRef input_size,
                              IntArrayRef pad, std::string_view mode) {
-  const PadMode m = mode_of(mode);
+  const PadMode m = meta::pad_mode(mode);
   if (m == PadMode::Constant) {  // a crop: the constant pad by the negated pads
-    Shape neg(pad.begin(), pad.end());
-    for (auto& v : neg) v = static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(v));  // two's complement
-    pad_into(gi, grad_output, neg, PadMode::Constant, 0.0);
+    pad_into(gi, grad_output, meta::negated_pads(pad), PadMode::Constant, 0.0);
     return;
   }
   if (gi.numel() == 0) return;
