@@ -26,6 +26,7 @@ namespace flambeau {
 namespace {
 
 using cpu::contig;
+using cpu::NormFns;
 
 void check_indices_dtype(const Tensor& indices, const char* op, const char* what = "indices") {
   FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64 || indices.dtype() == ScalarType::Int32, "[", op, "] ",
@@ -52,6 +53,15 @@ void check_weight(const Tensor& weight, const char* op) {
 inline void check_index(const char* op, int64_t idx, int64_t num) {
   if (idx < 0 || idx >= num) [[unlikely]]
     index_error(op, idx, num);
+}
+
+/// The indices as a contiguous int64 tensor, every one checked against a table of `num` rows before the
+/// kernel writes anything (the first one out of range is the error).
+Tensor checked_indices(const char* op, const Tensor& indices, int64_t num) {
+  Tensor idx = as_int64(indices);
+  const int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0, k = idx.numel(); i < k; ++i) check_index(op, ip[i], num);
+  return idx;
 }
 
 // The weight, the indices' dtype and sparse passed meta::check_embedding; the index values are checked here.
@@ -122,9 +132,8 @@ void embedding_backward_out_cpu(const Tensor& out, const Tensor& grad_output, co
   // grad_output, the indices' dtype and num_weights passed meta::check_embedding_backward.
   const int64_t k = indices.numel();
   const int64_t d = grad_output.sizes()[grad_output.dim() - 1];
-  const Tensor idx = as_int64(indices);
+  const Tensor idx = checked_indices(op, indices, num_weights);
   const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
   std::vector<int64_t> counts;
   if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
   cpu::write_contiguous(out, {&grad_output, &indices}, [&](const Tensor& gw) {
@@ -198,6 +207,20 @@ Tensor& embedding_renorm_cpu(Tensor& self, const Tensor& indices, double max_nor
 
 constexpr int64_t kModeSum = 0, kModeMean = 1, kModeMax = 2;
 
+/// The embedding_bag loops run in float32 and float64 (the meta step refuses other dtypes):
+/// body(kf, psw) with T's row kernels and per_sample_weights' contiguous data, or null.
+template <class Body>
+void visit_bag_dtype(ScalarType dtype, const char* op, const std::optional<Tensor>& per_sample_weights,
+                     const Body& body) {
+  visit_dtype(dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      Tensor held;
+      body(cpu::norm_fns<T>(), cpu::opt_data<T>(per_sample_weights, held));
+    }
+  });
+}
+
 // Structured (Note [Structured kernels]): meta::check_embedding_bag checked what the shapes and dtypes tell
 // and the meta step allocated the four results ((bags, dim), (indices,), (bags,), (bags, dim) or (0,));
 // the offsets' and indices' values are checked here, before anything is written.
@@ -226,60 +249,53 @@ void embedding_bag_out_cpu(const Tensor& out, const Tensor& offset2bag, const Te
   if (no > 0)
     FB_CHECK_VALUE(op_[no - 1] <= k, "[", op, "] offsets[-1]=", op_[no - 1],
                    " can not be greater than input's length ", k);
-  const Tensor idx = as_int64(indices);
+  const Tensor idx = checked_indices(op, indices, num);
   const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num);
+  const Tensor w = contig(weight);
   const Tensor* psw_t = per_sample_weights ? &*per_sample_weights : nullptr;
-  cpu::write_contiguous_outs<4>(
-      {out, offset2bag, bag_size, max_indices}, {&weight, &indices, &offsets, psw_t},
-      [&](const std::array<Tensor, 4>& dst) {
-        int64_t* o2b = dst[1].data<int64_t>();
-        int64_t* bs = dst[2].data<int64_t>();
-        int64_t* mi = mode == kModeMax ? dst[3].data<int64_t>() : nullptr;
-        std::fill(o2b, o2b + k, -1);
-        visit_dtype(weight.dtype(), op, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          if constexpr (std::is_floating_point_v<T>) {
-            const auto& kf = cpu::norm_fns<T>();
-            const Tensor w = contig(weight);
-            Tensor hp;
-            const T* wp = w.data<T>();
-            const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
-            T* y = dst[0].data<T>();
-            const int64_t grain = std::max<int64_t>(
-                1, kGrainSize / std::max<int64_t>(d * std::max<int64_t>(k, 1) / std::max<int64_t>(nbags, 1), 1));
-            parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
-              for (int64_t b = b0; b < b1; ++b) {
-                const int64_t start = op_[b], end = (b + 1 < no) ? op_[b + 1] : k;
-                T* yb = y + b * d;
-                std::fill(yb, yb + d, T(0));
-                int64_t cnt = 0;
-                if (mi) std::fill(mi + b * d, mi + (b + 1) * d, int64_t(-1));
-                for (int64_t i = start; i < end; ++i) {
-                  o2b[i] = b;
-                  const int64_t r = ip[i];
-                  if (r == padding_idx) continue;
-                  const T* wr = wp + r * d;
-                  if (mode == kModeMax) {
-                    int64_t* mb = mi + b * d;
-                    for (int64_t j = 0; j < d; ++j)
-                      if (cnt == 0 || wr[j] > yb[j]) {
-                        yb[j] = wr[j];
-                        mb[j] = r;
-                      }
-                  } else {
-                    kf.row_axpy(yb, wr, d, psw ? psw[i] : T(1));
-                  }
-                  ++cnt;
+  const int64_t grain = std::max<int64_t>(
+      1, kGrainSize / std::max<int64_t>(d * std::max<int64_t>(k, 1) / std::max<int64_t>(nbags, 1), 1));
+  visit_bag_dtype(weight.dtype(), op, per_sample_weights, [&]<class T>(const NormFns<T>& kf, const T* psw) {
+    cpu::write_contiguous_outs<4>(
+        {out, offset2bag, bag_size, max_indices}, {&weight, &indices, &offsets, psw_t},
+        [&](const std::array<Tensor, 4>& dst) {
+          int64_t* o2b = dst[1].data<int64_t>();
+          int64_t* bs = dst[2].data<int64_t>();
+          int64_t* mi = mode == kModeMax ? dst[3].data<int64_t>() : nullptr;
+          std::fill(o2b, o2b + k, -1);
+          const T* wp = w.data<T>();
+          T* y = dst[0].data<T>();
+          parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
+            for (int64_t b = b0; b < b1; ++b) {
+              const int64_t start = op_[b], end = (b + 1 < no) ? op_[b + 1] : k;
+              T* yb = y + b * d;
+              std::fill(yb, yb + d, T(0));
+              int64_t cnt = 0;
+              if (mi) std::fill(mi + b * d, mi + (b + 1) * d, int64_t(-1));
+              for (int64_t i = start; i < end; ++i) {
+                o2b[i] = b;
+                const int64_t r = ip[i];
+                if (r == padding_idx) continue;
+                const T* wr = wp + r * d;
+                if (mode == kModeMax) {
+                  int64_t* mb = mi + b * d;
+                  for (int64_t j = 0; j < d; ++j)
+                    if (cnt == 0 || wr[j] > yb[j]) {
+                      yb[j] = wr[j];
+                      mb[j] = r;
+                    }
+                } else {
+                  kf.row_axpy(yb, wr, d, psw ? psw[i] : T(1));
                 }
-                bs[b] = cnt;
-                if (mode == kModeMean && cnt > 0)
-                  kf.row_scale(yb, yb, d, static_cast<T>(1.0 / static_cast<double>(cnt)));
+                ++cnt;
               }
-            });
-          }
+              bs[b] = cnt;
+              if (mode == kModeMean && cnt > 0)
+                kf.row_scale(yb, yb, d, static_cast<T>(1.0 / static_cast<double>(cnt)));
+            }
+          });
         });
-      });
+  });
 }
 
 // meta::check_embedding_bag_grad checked grad and the shapes; the output is (num_weights, dim).
@@ -289,11 +305,11 @@ void embedding_bag_backward_out_cpu(const Tensor& out, const Tensor& grad, const
                                     const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
   const char* op = "embedding_bag_backward";
   const int64_t d = grad.sizes()[1], nbags = grad.sizes()[0], k = indices.numel();
-  const Tensor idx = as_int64(indices), o2b = as_int64(offset2bag), bs = as_int64(bag_size);
+  const Tensor idx = checked_indices(op, indices, num_weights), o2b = as_int64(offset2bag),
+               bs = as_int64(bag_size);
   const int64_t* ip = idx.data<int64_t>();
   const int64_t* ob = o2b.data<int64_t>();
   const int64_t* bp = bs.data<int64_t>();
-  for (int64_t i = 0; i < k; ++i) check_index(op, ip[i], num_weights);
   std::vector<int64_t> counts;
   if (scale_grad_by_freq) counts = index_counts(ip, k, num_weights);
   Tensor mx;
@@ -303,37 +319,32 @@ void embedding_bag_backward_out_cpu(const Tensor& out, const Tensor& grad, const
     mx = as_int64(max_indices);
   }
   const Tensor* psw_t = per_sample_weights ? &*per_sample_weights : nullptr;
-  cpu::write_contiguous(out, {&grad, &indices, &offset2bag, &bag_size, &max_indices, psw_t}, [&](const Tensor& gw) {
-    visit_dtype(grad.dtype(), op, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>) {
-        const auto& kf = cpu::norm_fns<T>();
-        const Tensor hg = contig(grad);
-        Tensor hp;
-        const T* g = hg.data<T>();
-        const T* psw = cpu::opt_data<T>(per_sample_weights, hp);
-        T* w = gw.data<T>();
-        accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
-          if (mode == kModeMax) {
-            const int64_t* m = mx.data<int64_t>();
-            for (int64_t b = 0; b < nbags; ++b)
-              for (int64_t j = 0; j < d; ++j) {
-                const int64_t r = m[b * d + j];
-                if (r >= r0 && r < r1) w[r * d + j] += g[b * d + j];
-              }
-            return;
-          }
-          for (int64_t i = 0; i < k; ++i) {
-            const int64_t r = ip[i], b = ob[i];
-            if (r < r0 || r >= r1 || r == padding_idx || b < 0 || b >= nbags) continue;
-            double s = psw ? static_cast<double>(psw[i]) : 1.0;
-            if (mode == kModeMean) s /= static_cast<double>(std::max<int64_t>(bp[b], 1));
-            if (scale_grad_by_freq) s /= static_cast<double>(counts[r]);
-            kf.row_axpy(w + r * d, g + b * d, d, static_cast<T>(s));
-          }
-        });
-      }
-    });
+  const Tensor hg = contig(grad);
+  visit_bag_dtype(grad.dtype(), op, per_sample_weights, [&]<class T>(const NormFns<T>& kf, const T* psw) {
+    const T* g = hg.data<T>();
+    const auto accumulate = [&](const Tensor& gw) {
+      T* w = gw.data<T>();
+      accumulate_rows<T>(gw, num_weights, d, [&](int64_t r0, int64_t r1) {
+        if (mode == kModeMax) {
+          const int64_t* m = mx.data<int64_t>();
+          for (int64_t b = 0; b < nbags; ++b)
+            for (int64_t j = 0; j < d; ++j) {
+              const int64_t r = m[b * d + j];
+              if (r >= r0 && r < r1) w[r * d + j] += g[b * d + j];
+            }
+          return;
+        }
+        for (int64_t i = 0; i < k; ++i) {
+          const int64_t r = ip[i], b = ob[i];
+          if (r < r0 || r >= r1 || r == padding_idx || b < 0 || b >= nbags) continue;
+          double s = psw ? static_cast<double>(psw[i]) : 1.0;
+          if (mode == kModeMean) s /= static_cast<double>(std::max<int64_t>(bp[b], 1));
+          if (scale_grad_by_freq) s /= static_cast<double>(counts[r]);
+          kf.row_axpy(w + r * d, g + b * d, d, static_cast<T>(s));
+        }
+      });
+    };
+    cpu::write_contiguous(out, {&grad, &indices, &offset2bag, &bag_size, &max_indices, psw_t}, accumulate);
   });
 }
 
