@@ -59,6 +59,27 @@ def test_linear(sx, sw, sb, dx, dw):
     check_torch(tf.linear, cpu, *[torch.ones(a.shape, dtype=TH[str(a.dtype).rsplit(".", 1)[-1]]) for a in args])
 
 
+@pytest.mark.parametrize(("device", "bias_device"), [("cpu", "meta"), ("meta", "cpu")])
+def test_a_bias_on_another_device_is_refused_by_the_meta_step(device, bias_device):
+    # The meta step checks the bias's device for every backend (the cpu kernel read a bias on another
+    # device; CUDA checked it on its own), as PyTorch refuses it; a cpu 0-dim bias goes with any device.
+    x, w = fc.ones(2, 3, device=device), fc.ones(4, 3, device=device)
+    tx, tw = torch.ones(2, 3, device=device), torch.ones(4, 3, device=device)
+    with pytest.raises(RuntimeError):
+        tf.linear(tx, tw, torch.ones(4, device=bias_device))
+    with pytest.raises(RuntimeError) as e:
+        fc.linear(x, w, fc.ones(4, device=bias_device))
+    assert str(e.value) == (
+        f"[linear] expected all tensors to be on the same device, but found at least two devices, {device} and "
+        f"{bias_device}"
+    )
+    expected = tf.linear(tx, tw, torch.tensor(0.5))
+    got = fc.linear(x, w, fc.tensor(0.5))
+    assert got.device.type == expected.device.type == device and tuple(got.shape) == tuple(expected.shape)
+    if device == "cpu":
+        assert got.tolist() == expected.tolist()
+
+
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_linear_checks_keep_their_messages(device):
     x, w = fc.ones(2, 3, device=device), fc.ones(4, 3, device=device)

@@ -29,10 +29,10 @@ void check_floating(const Tensor& t, const char* op) {
                 " is not yet implemented on CUDA (float32 and float64 are)");
 }
 
-/// int64 indices on the weight's device, each checked in [0, num).
+/// int64 indices on the weight's device, each checked in [0, num) (their dtype passed the meta step).
 Tensor checked_indices(const Tensor& indices, const Tensor& weight, int64_t num, const char* op) {
-  FB_CHECK_TYPE(indices.dtype() == ScalarType::Int64 || indices.dtype() == ScalarType::Int32, "[", op,
-                "] indices must be int64 or int32, got ", dtype_name(indices.dtype()));
+  // The table's device check lets a cpu 0-dim tensor through (a wrapped number): the kernel reads the
+  // indices on the device.
   FB_CHECK(indices.device() == weight.device(), "[", op,
            "] expected all tensors to be on the same device, but found at least two devices, ",
            weight.device().str(), " and ", indices.device().str());
@@ -47,17 +47,15 @@ Tensor checked_indices(const Tensor& indices, const Tensor& weight, int64_t num,
 
 Tensor embedding_cuda(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
                       bool scale_grad_by_freq, bool sparse) {
+  // weight (2-D), the indices' dtype and sparse passed meta::check_embedding, the output's size the meta
+  // step's shape_nbytes.
   (void)padding_idx;
   (void)scale_grad_by_freq;
-  if (sparse) throw NotImplementedError("[embedding] sparse=True (sparse gradients) is not supported");
-  FB_CHECK_VALUE(weight.dim() == 2,
-                 "[embedding] weight must be 2-D (num_embeddings, embedding_dim), got shape ",
-                 shape_str(weight.sizes()));
+  (void)sparse;
   const int64_t num = weight.sizes()[0], d = weight.sizes()[1];
   const Tensor idx = checked_indices(indices, weight, num, "embedding");
   Shape oshape(indices.sizes().begin(), indices.sizes().end());
   oshape.push_back(d);
-  shape_nbytes(oshape, weight.dtype(), "embedding");
   Tensor out = op::empty(oshape, weight.dtype(), weight.device());
   const Tensor w = op::contiguous(weight, MemoryFormat::Contiguous);
   CudaDeviceSetter guard(weight.device().index);
@@ -74,13 +72,10 @@ Tensor embedding_dense_backward_cuda(const Tensor& grad_output, const Tensor& in
   if (scale_grad_by_freq)
     throw NotImplementedError(
         "[embedding_dense_backward] scale_grad_by_freq=True is not yet implemented on CUDA");
-  check_floating(grad_output, op);
-  FB_CHECK_VALUE(num_weights >= 0, "[", op, "] num_weights must be >= 0, got ", num_weights);
-  const int64_t d =
-      grad_output.dim() > 0 ? grad_output.sizes()[static_cast<size_t>(grad_output.dim() - 1)] : 1;
-  FB_CHECK_VALUE(grad_output.numel() == indices.numel() * d, "[", op, "] grad_output of shape ",
-                 shape_str(grad_output.sizes()), " does not match indices of shape ",
-                 shape_str(indices.sizes()));
+  check_floating(grad_output, op);  // this backend's own limit
+  // num_weights, the indices' dtype and grad_output's shape (indices' plus one trailing dim) passed
+  // meta::check_embedding_backward.
+  const int64_t d = grad_output.sizes()[static_cast<size_t>(grad_output.dim() - 1)];
   const Tensor idx = checked_indices(indices, grad_output, num_weights, op);
   Tensor out = op::empty(Shape{num_weights, d}, grad_output.dtype(), grad_output.device());
   op::fill_(out, Scalar(0));

@@ -223,9 +223,12 @@ void check_linear(const char* op, const Tensor& input, const Tensor& weight, con
                 dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
   FB_CHECK(input.device() == weight.device(), "[", op, "] input and weight must be on the same device, got ",
            input.device().str(), " and ", weight.device().str());
-  if (bias && bias->defined())
-    FB_CHECK_TYPE(bias->dtype() == input.dtype(), "[", op, "] bias must have the dtype of input and weight (",
-                  dtype_name(input.dtype()), "), got ", dtype_name(bias->dtype()));
+  if (!bias || !bias->defined()) return;
+  // The table's device check reads the required tensors only: the bias's is made here, for every backend
+  // (a cpu 0-dim bias goes with any device, as a wrapped number does).
+  check_same_device(op, {&input, &*bias});
+  FB_CHECK_TYPE(bias->dtype() == input.dtype(), "[", op, "] bias must have the dtype of input and weight (",
+                dtype_name(input.dtype()), "), got ", dtype_name(bias->dtype()));
 }
 
 void check_reduction(const char* op, int64_t reduction) {
