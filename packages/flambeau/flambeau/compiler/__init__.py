@@ -182,7 +182,10 @@ def compile(  # noqa: A001 (PyTorch's name)
     Each compiled callable keeps at most ``fb.compiler.config.recompile_limit`` (8) captures; beyond that,
     new guards run eagerly. At capture, runs of elementwise ops are fused into generated C++ kernels, with a
     generated backward kernel where their inputs require grad (Note [Elementwise fusion], Note [Fused
-    backward]; ``fb.compiler.config.fusion`` turns it off).
+    backward]; ``fb.compiler.config.fusion`` turns it off). Each graph is checked once against the eager run
+    it recorded, by a replay; a passed check is recorded in the extension cache, so a later process capturing
+    the same code into the same graph skips that replay (Note [Checked captures];
+    ``fb.compiler.config.reuse_checks`` turns it off).
 
     Args:
         model: the function or ``nn.Module``; omitted, ``compile`` returns a decorator.

@@ -16,6 +16,7 @@ from typing import Any
 import flambeau_core as fc
 from flambeau_core import _C
 
+from . import _checked
 from ._epilogue import fold
 from ._fusion import Fusion, fuse
 from ._graph import READS, Graph, GraphBreak, Ref, _at, build_graph, tensors_in
@@ -87,7 +88,8 @@ def _watching(original: Any, reason: str) -> Callable[..., Any]:
 # off while the engine runs (a Python hook or custom backward's ops are the engine's, run again by it on
 # replay). What decides which ``.grad`` exist is guarded: each leaf's ``.grad is None`` at the call's entry,
 # except for a leaf whose ``.grad`` the step sets before anything reads it (``grads_set_first``).
-# Such a graph is checked by one replay on copies of the state before the call (``_step_disagrees``).
+# Such a graph is checked by one replay on copies of the state before the call (``_step_disagrees``), or by
+# the record of an earlier process's passed replay of the same fingerprint (Note [Checked captures]).
 def _read_grad(t: Tensor) -> Any:
     return t.grad
 
@@ -289,6 +291,9 @@ class CaptureResult:
     fusion: Fusion | None = None
     autograd: bool = False  # the graph holds backward() or .grad nodes (Note [Captured backward])
     live: dict[int, dict[str, Any]] | None = None  # settings guarded by kind only (Note [Live hyperparameters])
+    # How the graph was checked (Note [Checked captures] in _checked.py): "replayed", "replayed (<why a
+    # record was not used>)" or "a record of an earlier check"; None when no check applies.
+    checked: str | None = None
 
 
 class _Capture:
@@ -437,6 +442,11 @@ def capture(
         finally:
             _C._set_op_recorder(recorder)
     grad_before = fc.is_grad_enabled()
+    from ._compiled import config
+
+    # Note [Checked captures]: the eager run's calls and the state it began in, for the fingerprint.
+    log = _checked.CallLog() if config.reuse_checks else None
+    entry = {id(t): _entry_state(t) for t in (*inputs, *long_lived.values())} if log else {}
     rng_before = _rng_state()
     seed_before = fc.initial_seed()
     host_rng_before = _host_rng_state()
@@ -449,10 +459,10 @@ def capture(
     _C._set_op_recorder(cap.record)
     try:
         if settings is None:
-            result = fn(*args, **kwargs)
+            result = _logged(fn, args, kwargs, log, None)
         else:
             with settings:
-                result = fn(*args, **kwargs)
+                result = _logged(fn, args, kwargs, log, settings)
     finally:
         _C._set_op_recorder(outer)
         _watch(False)
@@ -464,7 +474,7 @@ def capture(
             reason = "the function draws Python or NumPy random numbers, which a replay would repeat"
         if reason is None and fc.initial_seed() != seed_before:
             reason = "the function seeds the random generator (fb.manual_seed), which a replay would not"
-        graph = fusion = live = None
+        graph = fusion = live = checked = None
         if reason is None:
             rng_after = _rng_state()
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
@@ -483,10 +493,16 @@ def capture(
             if graph is None:
                 pass
             elif not advanced and not cap.autograd and all(t._version == v for t, v in versions):
-                reason = _replay_disagrees(graph, inputs, result, grad_before)
+                reason, checked = _check(
+                    lambda: _replay_disagrees(graph, inputs, result, grad_before),
+                    graph, inputs, entry, grad_before, False, log,
+                )  # fmt: skip
                 graph = None if reason else graph
             elif not advanced and cap.autograd:
-                reason = _step_disagrees(graph, inputs, result, grad_before, twins)
+                reason, checked = _check(
+                    lambda: _step_disagrees(graph, inputs, result, grad_before, twins),
+                    graph, inputs, entry, grad_before, True, log,
+                )  # fmt: skip
                 graph = None if reason else graph
     except GraphBreak as e:
         reason, graph = str(e), None
@@ -494,7 +510,62 @@ def capture(
         reason, graph = f"the capture failed ({type(e).__name__}: {e})", None
     finally:
         _C._set_op_recorder(outer)
-    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd, live)
+    checked = checked if graph is not None else None
+    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd, live, checked)
+
+
+def _entry_state(t: Tensor) -> tuple[bool, bool]:
+    """(requires_grad, has a .grad) of a tensor as the call begins; only a leaf's .grad is read (a result's
+    .grad read warns)."""
+    return t.requires_grad, t.requires_grad and t.grad_fn is None and t.grad is not None
+
+
+def _logged(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], log: Any, settings: Any) -> Any:
+    """``fn(*args, **kwargs)`` with its calls logged (Note [Checked captures]), unless another profiler runs."""
+    if log is None or not log.start(settings):
+        if log is not None:
+            log.codes = None  # another profiler: the calls were not watched
+        return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        log.stop()
+
+
+def _check_code() -> list[Any]:
+    """The functions a check replay runs, as this module holds them now (a test may replace one)."""
+    return [_step_disagrees, _replay_disagrees, _same, _close, _twins, Program.__init__, _dead_after]
+
+
+def _check(
+    replay: Callable[[], str | None],
+    graph: Graph,
+    inputs: list[Tensor],
+    entry: dict[int, tuple[bool, bool]],
+    grad: bool,
+    step: bool,
+    log: Any,
+) -> tuple[str | None, str]:
+    """(why the graph is refused or None, how it was checked): by the record of an earlier check of the same
+    fingerprint, or ``replay()``, whose pass writes the record (Note [Checked captures])."""
+    digest = why = None
+    if log is not None and log.codes is None:
+        why = "another profiler is installed, so the calls could not be watched"
+    elif log is not None:
+        try:
+            digest = _checked.fingerprint(graph, inputs, entry, grad, step, log, _check_code())
+        except Exception as e:  # no stable description: the check replays
+            why = _checked.opaque_reason(e)
+        finally:
+            log.codes = log.builtins = None  # (the log holds every function the run called)
+    if digest is not None:
+        found, why = _checked.lookup(digest)
+        if found:
+            return None, "a record of an earlier check"
+    reason = replay()
+    if reason is None and digest is not None:
+        _checked.store(digest, len(graph.nodes))
+    return reason, f"replayed ({why})" if why else "replayed"
 
 
 def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None:

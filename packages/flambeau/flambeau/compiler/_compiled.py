@@ -57,10 +57,13 @@ Tensor = fc.Tensor
 
 class _Config:
     """``fb.compiler.config``: ``recompile_limit`` (torch._dynamo.config's, default 8); ``fusion`` (default True):
-    fuse elementwise runs into generated C++ kernels at capture (Note [Elementwise fusion] in ``_fusion.py``)."""
+    fuse elementwise runs into generated C++ kernels at capture (Note [Elementwise fusion] in ``_fusion.py``);
+    ``reuse_checks`` (default True): a capture whose check replay an earlier process already passed, for the
+    same code, graph and compiler, skips it (Note [Checked captures] in ``_checked.py``)."""
 
     recompile_limit: int = 8
     fusion: bool = True
+    reuse_checks: bool = True
 
 
 config = _Config()
@@ -331,7 +334,7 @@ def _fast_check(specs: list[tuple[Any, ...]], modes: tuple[Any, ...], state: Mod
 
 
 class _Entry:
-    __slots__ = ("state", "program", "graph", "reason", "fusion", "check")
+    __slots__ = ("state", "program", "graph", "reason", "fusion", "check", "checked")
 
     def __init__(
         self,
@@ -341,8 +344,10 @@ class _Entry:
         grad: bool,
         fusion: Fusion | None,
         check: Callable[..., bool] | None = None,
+        checked: str | None = None,
     ) -> None:
         self.state, self.graph, self.reason, self.fusion, self.check = state, graph, reason, fusion, check
+        self.checked = checked  # how the capture checked the graph (Note [Checked captures])
         run = fusion.graph if fusion is not None else graph
         self.program = Program(run, grad) if run is not None else None
 
@@ -485,7 +490,7 @@ class CompiledFunction:
         # else the call changed the state it read (an optimizer's first step makes its buffers): the eager
         # entry keeps the state it ran under, so the next call, under the new state, captures again.
         check = _fast_check(specs, modes, state) if specs is not None else None
-        entry = _Entry(state, cap.graph, cap.reason, grad, cap.fusion, check)
+        entry = _Entry(state, cap.graph, cap.reason, grad, cap.fusion, check, cap.checked)
         self._cache.setdefault(key, []).append(entry)
         if check is not None:
             self._last = entry
@@ -510,6 +515,14 @@ class CompiledFunction:
             for e in es
             if e.graph is not None
         ]
+
+    @property
+    def checks(self) -> list[str | None]:
+        """How each captured graph was checked against its eager run, in the order of :attr:`graphs`:
+        ``"replayed"`` (with why no record of an earlier check was used, when there is something to say, in
+        brackets), ``"a record of an earlier check"`` (Note [Checked captures]), None (no check applies: a
+        graph that mutates its inputs or draws random numbers)."""
+        return [e.checked for es in self._cache.values() for e in es if e.graph is not None]
 
     @property
     def break_reasons(self) -> list[str]:
