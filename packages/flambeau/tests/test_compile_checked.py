@@ -209,8 +209,21 @@ def test_another_profiler_replays_and_writes_no_record():
         _train_against_torch(step, model, n=2)
     finally:
         sys.setprofile(None)
-    assert step.checks == ["replayed (another profiler is installed, so the calls could not be watched)"]
+    assert step.checks == [
+        "replayed (another profiler was installed (sys.setprofile), so the calls could not be watched)"
+    ]
     assert _records() == [] and "call" in calls
+
+
+def test_a_step_that_replaces_the_watch_replays_and_writes_no_record():
+    """A step installing a profiler of its own (here none) stops the watch: what it called after is unknown."""
+    model, plain = _trainer(hook=lambda m: sys.setprofile(None))
+    step = fb.compile(plain)
+    _train_against_torch(step, model, n=3)
+    assert step.checks == [
+        "replayed (another profiler was installed (sys.setprofile), so the calls could not be watched)"
+    ]
+    assert _records() == []
 
 
 def test_a_forward_takes_the_record_too():

@@ -529,7 +529,8 @@ def _logged(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     try:
         return fn(*args, **kwargs)
     finally:
-        log.stop()
+        if not log.stop():
+            log.codes = None  # the function replaced the watch: the calls after that were not watched
 
 
 def _check_code() -> list[Any]:
@@ -550,7 +551,7 @@ def _check(
     fingerprint, or ``replay()``, whose pass writes the record (Note [Checked captures])."""
     digest = why = None
     if log is not None and log.codes is None:
-        why = "another profiler is installed, so the calls could not be watched"
+        why = "another profiler was installed (sys.setprofile), so the calls could not be watched"
     elif log is not None:
         try:
             digest = _checked.fingerprint(graph, inputs, entry, grad, step, log, _check_code())

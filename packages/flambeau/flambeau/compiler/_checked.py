@@ -37,6 +37,11 @@ the benchmark models); the files' sizes and times are read once per process (abo
 The copies a step's check replays on are still made before the eager run, since whether a record
 applies is known only after it.
 
+One way to write a tensor's memory stays unseen by the watch too: ``memoryview(t)`` (calling a type is no
+profiler event) and an item assignment through it. A step that does so only in some processes, with the
+same code and graph otherwise, would take the record of one that did not; the capture-time replay catches
+such a write only when it happens during the capturing call, too.
+
 What a record cannot vouch for: the values themselves. The earlier replay ran on that process's values
 and this capture's on none; a fault that shows only for some values (a kernel wrong on some inputs) is
 caught by a replay only when the capturing call's values show it, so a record changes which values were
@@ -71,7 +76,7 @@ _PURE_MODULES = frozenset(
 )  # fmt: skip
 _RAW_MEMORY = frozenset(
     {"data_ptr", "untyped_storage", "storage", "_storage", "__dlpack__", "__array__", "numpy", "tolist",
-     "__array_interface__", "from_numpy", "frombuffer", "from_dlpack", "share_memory_"}
+     "__array_interface__", "from_numpy", "frombuffer", "from_dlpack", "share_memory_", "setprofile", "settrace"}
 )  # fmt: skip
 
 
@@ -110,10 +115,17 @@ class CallLog:
         self._on = True
         return True
 
-    def stop(self) -> None:
-        if self._on:
-            sys.setprofile(self._inner)
-            self._on = False
+    def stop(self) -> bool:
+        """Uninstalls the watch; False when the run replaced it (``sys.setprofile`` inside the step: the
+        calls after that were not watched)."""
+        if not self._on:
+            return False
+        still = getattr(sys.getprofile(), "__self__", None) is self
+        sys.setprofile(self._inner)
+        self._on = False
+        if still and self.builtins and self.builtins[-1] is sys.setprofile:
+            self.builtins.pop()  # the watch saw its own uninstalling call
+        return still
 
     def _event(self, frame: Any, event: str, arg: Any) -> None:
         if event == "call":
