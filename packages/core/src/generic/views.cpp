@@ -3,6 +3,8 @@
 // offset changed, no data copied), marked as a view. Nothing here touches
 // memory, so one kernel serves every device.
 #include <algorithm>
+#include <memory>
+#include <new>
 
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -11,9 +13,103 @@
 namespace flambeau {
 namespace {
 
+// Note [View blocks]
+// A view's TensorImpl and its shared_ptr control block are one heap block. Views are made and dropped
+// by the hundred per DataLoader batch (x[i], y[i] per sample), and glibc's per-thread cache keeps only
+// 7 freed blocks of a size: the rest go to bins that the next large free (the previous batch) merges
+// back, so most of a batch's views took malloc's slow path. Each thread keeps up to kMaxFree freed
+// view blocks of its own instead (a block freed on another thread joins that thread's list; past the
+// cap, or once the thread is exiting, blocks go back to operator delete). Not under AddressSanitizer,
+// which must see every block freed.
+#if defined(__SANITIZE_ADDRESS__)
+#define FB_VIEW_BLOCKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FB_VIEW_BLOCKS 0
+#endif
+#endif
+#ifndef FB_VIEW_BLOCKS
+#define FB_VIEW_BLOCKS 1
+#endif
+
+template <size_t Size>
+struct ViewBlocks {
+  static constexpr int kMaxFree = 1024;
+  struct Free {
+    Free* next;
+  };
+  Free* head = nullptr;
+  int count = 0;
+  ViewBlocks() = default;
+  ViewBlocks(const ViewBlocks&) = delete;
+  ViewBlocks& operator=(const ViewBlocks&) = delete;
+  ~ViewBlocks() {
+    exiting = true;
+    while (head) {
+      Free* next = head->next;
+      ::operator delete(head);
+      head = next;
+    }
+  }
+  static thread_local bool exiting;  // trivially destructible: still readable while the thread exits
+  static ViewBlocks& mine() {
+    static thread_local ViewBlocks blocks;
+    return blocks;
+  }
+  static void* take() {
+    if (!exiting) {
+      ViewBlocks& b = mine();
+      if (Free* f = b.head) {
+        b.head = f->next;
+        --b.count;
+        return f;
+      }
+    }
+    return ::operator new(Size);
+  }
+  static void give(void* p) noexcept {
+    if (!exiting) {
+      ViewBlocks& b = mine();
+      if (b.count < kMaxFree) {
+        b.head = new (p) Free{b.head};
+        ++b.count;
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+};
+template <size_t Size>
+thread_local bool ViewBlocks<Size>::exiting = false;
+
+template <class T>
+struct ViewBlockAllocator {
+  using value_type = T;
+  ViewBlockAllocator() = default;
+  template <class U>
+  ViewBlockAllocator(const ViewBlockAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (n == 1) return static_cast<T*>(ViewBlocks<sizeof(T)>::take());
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n == 1) return ViewBlocks<sizeof(T)>::give(p);
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const ViewBlockAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
 Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset) {
+#if FB_VIEW_BLOCKS
+  auto impl = std::allocate_shared<TensorImpl>(ViewBlockAllocator<TensorImpl>(), self.impl()->storage(),
+                                               self.dtype(), std::move(sizes), std::move(strides), offset);
+#else
   auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), self.dtype(), std::move(sizes),
                                            std::move(strides), offset);
+#endif
   impl->set_is_view(true);
   return Tensor(std::move(impl));
 }
