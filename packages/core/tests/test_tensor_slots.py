@@ -4,6 +4,8 @@ against PyTorch."""
 
 from __future__ import annotations
 
+import weakref
+
 import flambeau_core as fc
 import numpy as np
 import pytest
@@ -54,6 +56,68 @@ def test_int_index_errors_as_before():
         fc.tensor(1.0)[0]
     with pytest.raises(IndexError):
         torch.tensor(1.0)[0]
+
+
+def test_int_index_of_rows_the_fast_path_does_not_prefetch_matches_torch():
+    # Note [Prefetching a sample]: rows past 16 KB, rows that are not contiguous, empty rows and meta
+    # tensors are views as any other; the prefetch never changes a result.
+    big = np.arange(3 * 5000, dtype=np.float32).reshape(3, 5000)  # 20 KB rows
+    for x, tx in [
+        (fc.tensor(big), torch.tensor(big)),
+        (fc.tensor(_DATA).transpose(0, 1), torch.tensor(_DATA).transpose(0, 1)),  # strided rows
+        (fc.zeros(3, 0, 2), torch.zeros(3, 0, 2)),
+        (fc.tensor(_DATA).flatten(), torch.tensor(_DATA).flatten()),  # 0-d results
+    ]:
+        for i in range(-len(tx), len(tx)):
+            got, want = x[i], tx[i]
+            assert got.tolist() == want.tolist() and got.shape == tuple(want.shape)
+            assert got.stride() == want.stride() and got.storage_offset() == want.storage_offset()
+            assert got.is_contiguous() == want.is_contiguous() and got._storage_id == x._storage_id
+    meta, tmeta = fc.empty(4, 3, device="meta"), torch.empty(4, 3, device="meta")
+    assert meta[-2].shape == tuple(tmeta[-2].shape) and meta[-2].device.type == "meta"
+    with pytest.raises(IndexError, match=r"\[getitem\] index 4 is out of bounds for dimension 0 with size 4"):
+        meta[4]
+
+
+def test_int_index_objects_die_and_keep_their_identity():
+    x, _ = _pair()
+    ref = weakref.ref(x[1])
+    assert ref() is None  # freed as soon as dropped: nothing else holds the new object
+    views = [x[i % 4] for i in range(200)]
+    refs = [weakref.ref(v) for v in views]
+    for v in views:
+        assert v.t_() is v  # each object is the one its impl maps back to (Note [Python Tensor identity])
+    del v, views
+    assert all(r() is None for r in refs)
+    again = x[2]
+    assert again.unsqueeze_(0) is again and again.shape == (1, 3, 2)
+
+
+def test_int_index_of_a_0d_bool_or_int_tensor_is_torchs():
+    x, tx = _pair()
+    for ours, theirs in [
+        (fc.tensor(True), torch.tensor(True)),
+        (fc.tensor(False), torch.tensor(False)),
+        (fc.tensor(-1), torch.tensor(-1)),
+        (fc.tensor(2, dtype=fc.int32), torch.tensor(2, dtype=torch.int32)),
+    ]:
+        assert x[ours].tolist() == tx[theirs].tolist() and x[ours].shape == tuple(tx[theirs].shape)
+    with pytest.raises(IndexError):
+        tx[torch.tensor(4)]
+    with pytest.raises(IndexError, match=r"\[getitem\] index 4 is out of bounds for dimension 0 with size 4"):
+        x[fc.tensor(4)]
+
+
+def test_int_index_records_select_for_autograd():
+    pytest.importorskip("flambeau_autograd")
+    w = fc.tensor(_DATA).requires_grad_()
+    tw = torch.tensor(_DATA, requires_grad=True)
+    ours = w[-1] * w[1] + w[1]
+    theirs = tw[-1] * tw[1] + tw[1]
+    assert ours.requires_grad and w[0]._is_view
+    ours.sum().backward()
+    theirs.sum().backward()
+    assert w.grad.tolist() == tw.grad.tolist()
 
 
 def test_other_indices_take_the_general_path():
@@ -242,3 +306,64 @@ def test_stack_samples_leaves_everything_else_to_stack():
         assert _C._stack_samples([x[0], x[1]]) is None  # the profiler sees stack
     with OpRecorder():
         assert _C._stack_samples([x[0], x[1]]) is None  # the recorder sees stack
+
+
+# ---- _C._stack_sample_fields (Note [Stacking samples]: tuples of tensors) ----
+
+
+def _pairs(lib):
+    x = (fc if lib == "fb" else torch).tensor(_DATA)
+    y = (fc if lib == "fb" else torch).tensor([5, 6, 7, 8])
+    return x, y
+
+
+def test_stack_sample_fields_is_torch_stack_per_position():
+    (x, y), (tx, ty) = _pairs("fb"), _pairs("torch")
+    order = [3, 0, 2, 2]
+    got = _C._stack_sample_fields([(x[i], y[i], x[i, 0]) for i in order])
+    want = [
+        torch.stack([tx[i] for i in order]),
+        torch.stack([ty[i] for i in order]),
+        torch.stack([tx[i, 0] for i in order]),
+    ]
+    assert type(got) is list and len(got) == 3
+    for g, w in zip(got, want, strict=True):
+        assert g.tolist() == w.tolist() and g.shape == tuple(w.shape) and g.is_contiguous()
+        assert g._storage_id != x._storage_id and not g._is_view
+    assert [g.dtype for g in got] == [fc.float32, fc.int64, fc.float32]
+    one = _C._stack_sample_fields(((y[1],),))
+    assert len(one) == 1 and one[0].tolist() == [6]
+
+
+def test_stack_sample_fields_leaves_everything_else_to_collate():
+    x, y = _pairs("fb")
+
+    class Sub(fc.Tensor):
+        pass
+
+    for samples in (
+        [],
+        [(), ()],
+        [x[0], x[1]],  # not tuples
+        [[x[0], y[0]], [x[1], y[1]]],  # lists
+        [(x[0], y[0]), (x[1],)],  # lengths differ
+        [(x[0], y[0]), [x[1], y[1]]],
+        [(x[0], 1), (x[1], 2)],  # a number
+        [(x[0], y[0]), (x[1, :2], y[1])],  # shapes differ in one position
+        [(x[0], y[0]), (x[1], y[1].double())],
+        [(x[0], y[0]), (Sub(x[1]), y[1])],
+        [(x[:, 0], y[0]), (x[:, 1], y[1])],  # not contiguous
+        ((x[0], y[0]) for _ in range(2)),
+    ):
+        assert _C._stack_sample_fields(samples) is None
+    with profile():
+        assert _C._stack_sample_fields([(x[0], y[0])]) is None
+    with OpRecorder():
+        assert _C._stack_sample_fields([(x[0], y[0])]) is None
+
+
+def test_stack_sample_fields_leaves_samples_requiring_grad_to_stack():
+    pytest.importorskip("flambeau_autograd")
+    x, y = _pairs("fb")
+    w = x.clone().requires_grad_()
+    assert _C._stack_sample_fields([(w[0], y[0]), (w[1], y[1])]) is None

@@ -1,7 +1,9 @@
 // Views from Python: view/reshape/transpose/permute/..., and indexing
 // (__getitem__/__setitem__, basic and advanced; index_put_/index_put).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "arg_parser.h"
 #include "common.h"
@@ -308,17 +310,55 @@ py::object getitem_overridable(const Tensor& self, py::handle index) {
 binaryfunc g_generic_subscript = nullptr;
 
 /// `t` as a new Python Tensor object; `t`'s impl must be one no Python object holds yet.
+/// pybind11's own path (allocate_layout, then init_instance) looks the type up three times per object
+/// (all_type_info twice, get_type_info(typeid) once); the exact Tensor type's layout is the simple one
+/// (one type, the shared_ptr holder inline), found by the first object made, so later ones set it directly.
 PyObject* wrap_fresh_tensor(const Tensor& t) {
   const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
   if (t.impl_ptr().use_count() != 1) return py::cast(t).release().ptr();  // shared: identity lookup
   PyObject* obj = ti->type->tp_alloc(ti->type, 0);
   if (!obj) return nullptr;
   auto* inst = reinterpret_cast<py::detail::instance*>(obj);
-  inst->allocate_layout();
+  static bool simple_layout = false;  // under the GIL
+  if (simple_layout) {
+    inst->simple_layout = true;
+    inst->simple_value_holder[0] = nullptr;
+    inst->simple_holder_constructed = false;
+    inst->simple_instance_registered = false;
+  } else {
+    inst->allocate_layout();
+    simple_layout = inst->simple_layout;
+  }
   inst->owned = true;
-  py::detail::values_and_holders(inst).begin()->value_ptr() = t.impl();
-  ti->init_instance(inst, &t.impl_ptr());  // copies the holder, registers the instance
+  py::detail::value_and_holder v_h = inst->get_value_and_holder(ti, false);  // exact type: no lookup
+  v_h.value_ptr() = t.impl();
+  py::detail::register_instance(inst, v_h.value_ptr(), ti);  // Note [Python Tensor identity]
+  v_h.set_instance_registered();
+  new (std::addressof(v_h.holder<std::shared_ptr<TensorImpl>>())) std::shared_ptr<TensorImpl>(t.impl_ptr());
+  v_h.set_holder_constructed();
   return obj;
+}
+
+// Note [Prefetching a sample]
+// x[i] with an int is, nearly always, a Dataset reading one sample whose bytes are read next: by
+// default_collate's copy into the batch (Note [Stacking samples]) or by the first op on it. A shuffled
+// sample of a large dataset is cold in every cache, and that copy then waits on memory row after row
+// (about half of a 0-worker epoch of 1x28x28 samples). So the fast path below asks the cpu to start
+// loading the view's bytes into the cache (a prefetch: no fault, no effect on the results, nothing for
+// an address that is not mapped) and returns: the loads proceed while Python runs the rest of the
+// Dataset's code and reads the other samples, and the copy finds them in cache. Only a contiguous cpu
+// view of at most kPrefetchBytes (MNIST's 3 KB, CIFAR's 12 KB samples), so a large row is not pulled
+// in whole for nothing.
+constexpr size_t kPrefetchBytes = size_t{16} << 10;
+
+void prefetch_view(const TensorImpl& v) {
+  if (!v.is_contiguous() || !v.device().is_cpu()) return;
+  const auto* p = static_cast<const char*>(v.data());
+  const size_t n = static_cast<size_t>(v.numel()) * itemsize(v.dtype());
+  if (!p || n == 0 || n > kPrefetchBytes) return;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
+  for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63}; a < end; a += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);  // read, into L2 (not L1)
 }
 
 PyObject* tensor_subscript(PyObject* self, PyObject* index) {
@@ -330,7 +370,9 @@ PyObject* tensor_subscript(PyObject* self, PyObject* index) {
       const int64_t n = (*holder)->sizes()[0];
       if (!overflow && i >= -n && i < n) {
         try {
-          return wrap_fresh_tensor(op::select(Tensor(*holder), 0, i));
+          Tensor v = op::select(Tensor(*holder), 0, i);
+          prefetch_view(*v.impl());  // Note [Prefetching a sample]
+          return wrap_fresh_tensor(v);
         } catch (...) {
           set_python_error();
           return nullptr;
@@ -353,25 +395,25 @@ PyObject* tensor_subscript(PyObject* self, PyObject* index) {
 // autocast (Note [Observation]) nor an op recorder watches; anything else
 // returns None and the caller stacks, so errors, promotion and recorded graphs
 // stay stack's.
-py::object stack_samples(py::handle samples) {
-  if (!PyList_Check(samples.ptr()) && !PyTuple_Check(samples.ptr())) return py::none();
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(samples);
-  const auto n = static_cast<int64_t>(py::len(seq));
-  if (n == 0 || detail::g_observe.load(std::memory_order_relaxed) || op_recorder_on()) return py::none();
+// `field` < 0: the samples are objs[0..n); else field `field` of each tuple objs[i] (checked by the caller).
+PyObject* sample_at(PyObject* const* objs, int64_t i, Py_ssize_t field) {
+  return field < 0 ? objs[i] : PyTuple_GET_ITEM(objs[i], field);
+}
+
+/// The stacked samples, or an undefined Tensor where Note [Stacking samples] does not apply.
+Tensor stack_sample_column(PyObject* const* objs, int64_t n, Py_ssize_t field) {
   const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
-  std::vector<Tensor> items;
+  std::vector<Tensor> items;  // owning: another thread may change the list while the GIL is released
   items.reserve(static_cast<size_t>(n));
-  PyObject** objs = PySequence_Fast_ITEMS(seq.ptr());
   for (int64_t i = 0; i < n; ++i) {
-    if (Py_TYPE(objs[i]) != ti->type) return py::none();
-    const std::shared_ptr<TensorImpl>* h = tensor_holder(objs[i]);
-    if (!h) return py::none();
+    PyObject* obj = sample_at(objs, i, field);
+    if (Py_TYPE(obj) != ti->type) return Tensor();
+    const std::shared_ptr<TensorImpl>* h = tensor_holder(obj);
+    if (!h) return Tensor();
     const TensorImpl& t = **h;
-    if (!t.device().is_cpu() || !t.is_contiguous() || t.needs_autograd()) return py::none();
-    if (i > 0) {
-      const TensorImpl& first = *items[0].impl();
-      if (t.dtype() != first.dtype() || !std::ranges::equal(t.sizes(), first.sizes())) return py::none();
-    }
+    if (!t.device().is_cpu() || !t.is_contiguous() || t.needs_autograd()) return Tensor();
+    if (i > 0 && (t.dtype() != items[0].dtype() || !std::ranges::equal(t.sizes(), items[0].sizes())))
+      return Tensor();
     items.emplace_back(*h);
   }
   const Tensor& first = items[0];
@@ -387,7 +429,44 @@ py::object stack_samples(py::handle samples) {
       dst += nbytes;
     }
   }
-  return py::cast(out);
+  return out;
+}
+
+bool stacking_applies(py::handle samples, int64_t n) {
+  return (PyList_Check(samples.ptr()) || PyTuple_Check(samples.ptr())) && n > 0 &&
+         !detail::g_observe.load(std::memory_order_relaxed) && !op_recorder_on();
+}
+
+py::object stack_samples(py::handle samples) {
+  if (!PyList_Check(samples.ptr()) && !PyTuple_Check(samples.ptr())) return py::none();
+  const auto n = static_cast<int64_t>(PySequence_Fast_GET_SIZE(samples.ptr()));
+  if (!stacking_applies(samples, n)) return py::none();
+  Tensor out = stack_sample_column(PySequence_Fast_ITEMS(samples.ptr()), n, -1);
+  return out.defined() ? py::cast(out) : py::none();
+}
+
+// The x[i], y[i] Dataset's batch: a list of same-length tuples of tensors. default_collate transposes it
+// and stacks each position; here each position is stacked as stack_samples does, straight from the
+// tuples: a list of the stacked tensors, or None (nothing made) where any position does not apply.
+py::object stack_sample_fields(py::handle samples) {
+  if (!PyList_Check(samples.ptr()) && !PyTuple_Check(samples.ptr())) return py::none();
+  const auto n = static_cast<int64_t>(PySequence_Fast_GET_SIZE(samples.ptr()));
+  if (!stacking_applies(samples, n)) return py::none();
+  PyObject* const* objs = PySequence_Fast_ITEMS(samples.ptr());
+  if (!PyTuple_CheckExact(objs[0])) return py::none();
+  const Py_ssize_t k = PyTuple_GET_SIZE(objs[0]);
+  if (k == 0) return py::none();
+  for (int64_t i = 1; i < n; ++i)
+    if (!PyTuple_CheckExact(objs[i]) || PyTuple_GET_SIZE(objs[i]) != k) return py::none();
+  std::vector<Tensor> columns;
+  columns.reserve(static_cast<size_t>(k));
+  for (Py_ssize_t f = 0; f < k; ++f) {
+    columns.push_back(stack_sample_column(objs, n, f));
+    if (!columns.back().defined()) return py::none();
+  }
+  py::list out(k);
+  for (Py_ssize_t f = 0; f < k; ++f) out[f] = py::cast(columns[static_cast<size_t>(f)]);
+  return std::move(out);
 }
 
 /// `value` as a tensor broadcast to `shape` (leading size-1 dims of the value may be dropped, as in PyTorch).
@@ -819,6 +898,10 @@ void init_views(py::module_& m) {
   m.def("_stack_samples", &stack_samples, py::arg("samples"),
         "stack(samples, 0) of a list of same-shape contiguous cpu tensors, by one copy per sample; None "
         "where that does not apply (Note [Stacking samples]: the caller stacks). For default_collate.");
+  m.def("_stack_sample_fields", &stack_sample_fields, py::arg("samples"),
+        "[stack([s[j] for s in samples], 0) for j in range(len(samples[0]))] for a list of same-length "
+        "tuples of tensors, each position as _stack_samples; None where any position does not apply (the "
+        "caller collates). For default_collate.");
 
   // Note [Tensor slots]: after `__getitem__` is bound, so the generic slot it replaces calls that method.
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
