@@ -28,7 +28,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError
-from flambeau_core._C import _stack_samples
+from flambeau_core._C import _stack_sample_fields, _stack_samples
 
 from flambeau_data._convert import is_numpy_array, is_numpy_scalar, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
@@ -156,6 +156,17 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
     elem_type = type(elem)
 
     if collate_fn_map is not None:
+        if (
+            elem_type is tuple
+            and collate_fn_map.get(fc.Tensor) is _collate_tensor
+            and not any(isinstance(elem, t) for t in collate_fn_map)
+        ):
+            # Note [Stacking samples] (core): the x[i], y[i] Dataset's tuples of tensors (the map has no
+            # entry of its own for them), each position stacked straight from the tuples, as the
+            # transposition below would; None (nothing made) for anything else, collated below.
+            out = _stack_sample_fields(batch)
+            if out is not None:
+                return out
         if elem_type in collate_fn_map:
             return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
         if is_numpy_array(elem):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import collections.abc
 
 import flambeau_core as fc
 import flambeau_data as data
@@ -201,3 +202,81 @@ def test_collate_copies_plain_samples_and_stacks_the_rest(monkeypatch):
     both = data.default_collate([r[0, 0], r[1, 1] > 0])
     assert to_py(both) == to_py(torch_collate([tr[0, 0], tr[1, 1] > 0]))
     assert calls == [("stack", 2)]
+
+
+def _tuple_samples(lib):
+    """The x[i], y[i] Dataset's samples (and variants), built alike from NumPy with either library."""
+    rng = np.random.default_rng(5)
+    as_t = fc.tensor if lib == "fb" else torch.tensor
+    x = as_t(rng.standard_normal((6, 1, 3, 3)).astype(np.float32))
+    y = as_t(rng.integers(0, 10, size=6).astype(np.int64))
+    m = as_t(rng.standard_normal((6, 2)) > 0)
+    w = as_t(rng.standard_normal((3, 6)).astype(np.float32)).t()  # its rows are not contiguous
+    order = [4, 1, 1, 5]
+    return {
+        "pairs": [(x[i], y[i]) for i in order],
+        "triples": [(x[i], y[i], m[i]) for i in order],
+        "singles": [(y[i],) for i in order],
+        "with_a_number": [(x[i], i) for i in order],
+        "with_a_string": [(y[i], "s") for i in order],
+        "nested": [(x[i], (y[i], m[i])) for i in order],
+        "strided": [(w[i], y[i]) for i in order],
+        "mixed_dtypes": [(y[0],), (y[1].double(),)],
+    }
+
+
+@pytest.mark.parametrize("case", list(_tuple_samples("fb")))
+def test_collate_of_tuple_samples_matches_pytorch(case):
+    ours = data.default_collate(_tuple_samples("fb")[case])
+    theirs = torch_collate(_tuple_samples("torch")[case])
+    assert to_py(ours) == to_py(theirs)
+
+
+def test_collate_of_tuple_samples_stacks_each_position_from_the_tuples(monkeypatch):
+    calls = []
+    real_stack = fc.stack
+    monkeypatch.setattr(fc, "stack", lambda ts, dim=0: calls.append(len(ts)) or real_stack(ts, dim))
+    samples = _tuple_samples("fb")
+    x0 = samples["triples"][0][0]
+    out = data.default_collate(samples["triples"])
+    assert calls == []  # Note [Stacking samples]: one copy per sample per position, no stack
+    assert type(out) is list and [t.shape for t in out] == [(4, 1, 3, 3), (4,), (4, 2)]
+    assert all(not t._is_view and t._storage_id != x0._storage_id for t in out)
+    data.default_collate(samples["strided"])  # not contiguous: stacked
+    assert calls == [4]
+
+
+def test_collate_of_tuple_samples_errors_like_pytorch():
+    x = fc.arange(12, dtype=fc.float32).view(4, 3)
+    tx = torch.arange(12.0).view(4, 3)
+    with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
+        data.default_collate([(x[0], x[1]), (x[2],)])
+    with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
+        torch_collate([(tx[0], tx[1]), (tx[2],)])
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size") as ours:
+        data.default_collate([(x[0], x[1]), (x[2], x[3, :2])])
+    assert "[(3,), (2,)]" in str(ours.value)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        torch_collate([(tx[0], tx[1]), (tx[2], tx[3, :2])])
+
+
+def test_collate_of_tuple_samples_keeps_a_custom_tensor_collate():
+    fn_map = dict(data.default_collate_fn_map)
+    fn_map[fc.Tensor] = lambda batch, *, collate_fn_map=None: len(batch)
+    x = fc.zeros(3, 2)
+    assert data.collate([(x[0], x[1]), (x[2], x[0])], collate_fn_map=fn_map) == [2, 2]
+
+
+def test_collate_of_tuple_samples_keeps_a_tuple_entry_of_the_map():
+    x = fc.zeros(3, 2)
+    for key in (tuple, collections.abc.Sequence):
+        fn_map = dict(data.default_collate_fn_map)
+        fn_map[key] = lambda batch, *, collate_fn_map=None: ("mine", len(batch))
+        assert data.collate([(x[0], x[1]), (x[2], x[0])], collate_fn_map=fn_map) == ("mine", 2)
+        torch_map = dict(torch.utils.data._utils.collate.default_collate_fn_map)
+        torch_map[key] = lambda batch, *, collate_fn_map=None: ("mine", len(batch))
+        tx = torch.zeros(3, 2)
+        assert torch.utils.data._utils.collate.collate([(tx[0], tx[1]), (tx[2], tx[0])], collate_fn_map=torch_map) == (
+            "mine",
+            2,
+        )

@@ -209,6 +209,42 @@ def test_worker_info_and_init_fn(no_leaks):
     assert data.get_worker_info() is None
 
 
+class _Threads(data.Dataset):
+    """Per sample: the intra-op thread count and the number of threads of the process that read it."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import os
+
+        mod = fc if self.lib == "fb" else __import__("torch")
+        return mod.get_num_threads(), len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("parent_threads", [1, 2])
+def test_workers_run_one_thread_as_torchs(no_leaks, parent_threads):
+    import torch
+
+    before, torch_before = fc.get_num_threads(), torch.get_num_threads()
+    fc.set_num_threads(parent_threads)
+    torch.set_num_threads(parent_threads)
+    fc.randn(64, 64) @ fc.randn(64, 64)  # the parent's BLAS has run (and started its threads, if any)
+    try:
+        ours = list(DataLoader(_Threads("fb"), batch_size=2, num_workers=2))
+        theirs = list(torch.utils.data.DataLoader(_Threads("torch"), batch_size=2, num_workers=2))
+    finally:
+        fc.set_num_threads(before)
+        torch.set_num_threads(torch_before)
+    assert [b[0].tolist() for b in ours] == [b[0].tolist() for b in theirs] == [[1, 1], [1, 1]]
+    if parent_threads == 1:
+        # Nothing in the worker started a thread pool (OpenBLAS's, restarted by set_num_threads after a fork).
+        assert [b[1].tolist() for b in ours] == [[1, 1], [1, 1]]
+
+
 _INIT: dict = {}
 
 
