@@ -246,3 +246,30 @@ def test_every_cpu_capability_gives_the_same_values():
     ref = next(iter(results.values()))
     for cap, v in results.items():
         np.testing.assert_array_equal(v, ref, err_msg=cap)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (2, 4, 6, 5, 4, 2, 3, 0, 1, 2, 2),  # stride 3 > kernel 2
+        (2, 16, 8, 6, 7, 1, 2, 0, 1, 1, 1),  # 1x1 stride 2 (the shortcut's input gradient): 3 of 4 classes
+        (1, 3, 5, 4, 5, 1, (3, 2), 0, 1, 1, (2, 1)),  # unequal strides, odd sizes
+    ],
+    ids=str,
+)
+def test_outputs_no_tap_reaches_are_zero_without_bias(case):
+    """Without a bias, the outputs no tap reaches (a stride above the dilated kernel) are zeros written by
+    one fill of each image before the other classes, whatever the output's memory held before (a
+    NaN-filled block of the same size, just freed, is what the allocator hands out next); from a strided
+    input too. Small integers: every sum exact, so bit for bit torch's bfloat16 result."""
+    n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case[:10])
+    op = case[10]
+    rng = rng_for("no-tap", case)
+    xf, xt = bf16(data((n, ci, h, w + 2), rng, True))
+    wf, wt = bf16(data((ci, co // g, kh, kw), rng, True))
+    want = torch.nn.functional.conv_transpose2d(xt[..., 1:-1], wt, None, s, p, op, g, d)
+    for x in (xf[..., 1:-1], xf[..., 1:-1].contiguous()):
+        nan = fc.full(tuple(want.shape), float("nan"), dtype=fc.bfloat16)
+        del nan
+        y = fc.conv_transpose2d(x, wf, None, s, p, op, g, d)
+        np.testing.assert_array_equal(to_numpy(y), want.float().numpy())

@@ -280,3 +280,44 @@ def test_every_cpu_capability_gives_the_same_values():
         # The float32 loops' partial sums differ by the vector width (Note [Normalization kernels]):
         # statistics and gradients agree to float32 rounding, outputs within one bfloat16 ulp.
         np.testing.assert_allclose(v, ref, rtol=2**-7, atol=1e-5, err_msg=cap)
+
+
+def test_every_cpu_capability_rounds_as_its_float32_kernel():
+    """Each capability's fused loops (NormBf16Fns: the float32 row loop rounding each result to bfloat16 as it
+    computes it) give the bits of that capability's float32 kernel on the same values rounded once by
+    ``.to(bfloat16)``: rows longer than one block and of odd lengths, NaN and infinite inputs, results that
+    round up to infinity and float32 subnormal results (vcvtneps2bf16's own route skips those). A NaN is
+    compared as NaN: which operand's sign an invalid operation (inf - inf) passes on depends on the order
+    the compiler gives the operands in each loop, in float32 as well."""
+    script = (
+        "import flambeau_core as fc, numpy as np\n"
+        "def bits(t):\n"
+        "    v = np.array(memoryview(t.to(fc.float32).contiguous()))\n"
+        "    return np.where(np.isnan(v), np.uint32(0x7FC00000), v.view(np.uint32))\n"
+        "r = np.random.default_rng(5)\n"
+        "for shape in ((3, 4, 45, 50), (2, 4, 7), (5, 4, 3, 3)):\n"
+        "    xs = r.standard_normal(shape).astype(np.float32) * 3 + 1\n"
+        "    xs[0, 3].flat[1] = np.nan\n"
+        "    xs[1, 2].flat[0] = np.inf\n"
+        "    x = fc.tensor(xs).to(fc.bfloat16)\n"
+        "    g = fc.tensor(r.standard_normal(shape).astype(np.float32)).to(fc.bfloat16)\n"
+        "    w = fc.tensor(np.array([1.5, 3e38, -2.0, 1e-39], dtype=np.float32))\n"
+        "    b = fc.tensor(np.array([0.25, 0.0, 1.0, 0.0], dtype=np.float32))\n"
+        "    rm = fc.tensor(np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32))\n"
+        "    rv = fc.tensor(np.array([1.0, 4.0, 0.5, 2.0], dtype=np.float32))\n"
+        "    x32, g32 = x.to(fc.float32), g.to(fc.float32)\n"
+        "    for training in (True, False):\n"
+        "        y, m, i = fc.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)\n"
+        "        y32, m32, i32 = fc.native_batch_norm(x32, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)\n"
+        "        assert (bits(y) == bits(y32.to(fc.bfloat16))).all(), (shape, training)\n"
+        "        if not training:\n"
+        "            m, i = rm, fc.rsqrt(rv + 1e-5)\n"
+        "        gi, gw, gb = fc._C._native_batch_norm_backward(g, x, w, m, i, training, True, True, True)\n"
+        "        ri, rw, rb = fc._C._native_batch_norm_backward(g32, x32, w, m, i, training, True, True, True)\n"
+        "        assert (bits(gi) == bits(ri.to(fc.bfloat16))).all(), (shape, training)\n"
+        "        assert (bits(gw) == bits(rw)).all() and (bits(gb) == bits(rb)).all(), (shape, training)\n"
+        "    assert np.isinf(np.array(memoryview(y.to(fc.float32)))).any()\n"
+        "print(fc._C._cpu_capability())\n"
+    )
+    for cap in ("base", "avx2", "avx512"):
+        run_with_capability(cap, script)

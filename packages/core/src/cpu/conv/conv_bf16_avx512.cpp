@@ -115,6 +115,16 @@ FB_BF16_TARGET void interleave_pair(uint32_t* d, const uint16_t* s0, const uint1
   }
 }
 
+/// d[k] = s[k], k < n: the short rows (tens of values) the kernels move, in masked vectors; std::memcpy's
+/// call and size dispatch cost more than the copy at these lengths.
+FB_BF16_TARGET void copy_row(uint16_t* d, const uint16_t* s, int64_t n) {
+  for (int64_t k = 0; k < n; k += 32) {
+    const int64_t left = n - k;
+    const __mmask32 m = left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1u);
+    _mm512_mask_storeu_epi16(d + k, m, _mm512_maskz_loadu_epi16(m, s + k));
+  }
+}
+
 /// d[k] = s[k * sw], k < len (a weight-gradient plane row); stride 2 in vectors.
 FB_BF16_TARGET void take_strided(uint16_t* d, const uint16_t* s, int64_t sw, int64_t len) {
   int64_t k = 0;
@@ -366,6 +376,8 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
   int64_t arow[2 * kRows];
   for (int64_t r = 0; r < 2 * kRows; ++r) arow[r] = r * lda;
   const int64_t sw = pl.pg.sw, Win = pl.pg.Wb;
+  const bool zero_classes =
+      std::any_of(pl.classes.begin(), pl.classes.end(), [](const OutClass& c) { return c.taps == 0; });
   parallel_for(0, pl.N * G, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<uint32_t> planes_buf;
     thread_local std::vector<uint16_t> tmp_buf;
@@ -386,7 +398,11 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
       const auto* b = reinterpret_cast<const uint16_t*>(planes);
       const float* bg = bias ? bias + gi * Cout_g : nullptr;
       uint16_t* y = out + (n * G + gi) * Cout_g * HWout;
+      // Outputs no tap reaches are zero without a bias: one fill of the image (the other classes write
+      // over it) instead of their strided stores.
+      if (!bg && zero_classes) std::memset(y, 0, static_cast<size_t>(Cout_g * HWout) * sizeof(uint16_t));
       for (const OutClass& c : pl.classes) {
+        if (c.taps == 0 && !bg) continue;
         if (c.taps == 0) {  // no tap reaches these outputs (a stride above the dilated kernel): the bias
           for (int64_t o = 0; o < Cout_g; ++o) {
             const uint16_t v = bg ? detail::fp32_to_bf16_bits(bg[o]) : uint16_t{0};
@@ -418,7 +434,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
             const uint16_t* src = tmp + o * Qpan + Y * pl.Wq;
             uint16_t* dst = y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0;
             if (c.sx == 1)
-              std::memcpy(dst, src, static_cast<size_t>(c.nX) * 2);
+              copy_row(dst, src, c.nX);
             else
               put_strided(dst, c.sx, src, 0, c.nX);
           }
@@ -506,7 +522,7 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
                              uint16_t* d = planes + (phase * Cb_g + c) * PS + dst;
                              const uint16_t* s = x + c * HWb + y * g.Wb + x0;
                              if (g.sw == 1)
-                               std::memcpy(d, s, static_cast<size_t>(len) * 2);
+                               copy_row(d, s, len);
                              else
                                take_strided(d, s, g.sw, len);
                            }

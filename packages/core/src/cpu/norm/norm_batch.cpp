@@ -344,10 +344,12 @@ void batch_norm_backward_out_cpu(const Tensor& gi, const Tensor& gw, const Tenso
 
 // ---- bfloat16 (autocast), (N, C, L) inputs with L > 1 ----
 // Note [Batch norm in bfloat16]: the float32 row loops run on blocks of at most kNormBlock elements
-// widened into buffers of the thread (vectorized conversions, half_convert.h), and each result block
-// is rounded to bfloat16 once on the way out: the same arithmetic as on float32 copies of the whole
-// tensors, without them. Statistics, parameters and their gradients are float32 (the parameters as
-// given when float32, as PyTorch's mixed-precision batch norm; bfloat16 ones widened).
+// widened into buffers of the thread (vectorized conversions, half_convert.h), and each result is
+// rounded to bfloat16 once, by the loop that computes it (NormBf16Fns: the float32 loop's arithmetic,
+// the rounding of half_convert's f32_to_bf16, no float32 row in between): the same arithmetic as on
+// float32 copies of the whole tensors, without them. Statistics, parameters and their gradients are
+// float32 (the parameters as given when float32, as PyTorch's mixed-precision batch norm; bfloat16
+// ones widened).
 // A channel of at most kChannelCache elements is widened once, into a buffer of the thread that both
 // passes (the training statistics and the output; the backward's sums and the input's gradient) read,
 // in the same blocks: the same arithmetic, half the conversions. Longer channels widen block by block
@@ -391,7 +393,7 @@ void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const T
   float* invstd = save_invstd.data<float>();
   std::vector<double> var(static_cast<size_t>(s.c), std::numeric_limits<double>::quiet_NaN());
   const auto& k = cpu::norm_fns<float>();
-  const auto to_bf16 = cpu::half_convert().f32_to_bf16;
+  const cpu::NormBf16Fns& kb = cpu::norm_table().bf16;
   const int64_t block = std::min<int64_t>(s.l, cpu::kNormBlock);
   if (count == 0) {
     for (int64_t c = 0; c < s.c; ++c) mean[c] = invstd[c] = std::numeric_limits<float>::quiet_NaN();
@@ -408,22 +410,21 @@ void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const T
     if (cached) return xc + r * s.l + j;
     return widen_block(x + (r * s.c + c) * s.l + j, xb, len);
   };
-  // y = (x - mean) * a + sh over the N rows of channel c.
-  auto normalize = [&](int64_t c, const float* xc, float* xb, float* yb) {
+  // y = (x - mean) * a + sh over the N rows of channel c, rounded as it is computed.
+  auto normalize = [&](int64_t c, const float* xc, float* xb) {
     const float a = invstd[c] * (w ? w[c] : 1.0f), sh = b ? b[c] : 0.0f;
     for (int64_t r = 0; r < s.n; ++r)
       for (int64_t j = 0; j < s.l; j += block) {
         const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-        k.row_affine(x_block(xc, xb, c, r, j, len), yb, len, mean[c], a, sh);
-        to_bf16(yb, y + off, len);
+        kb.row_affine(x_block(xc, xb, c, r, j, len), y + off, len, mean[c], a, sh);
       }
   };
   if (count > 0) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / count);
     parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
       // Uninitialised: every value read is written first (a zeroed channel copy would cost a pass of its own).
-      const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(2 * block + (cached ? count : 0))]);
-      float* xc = buf.get() + 2 * block;
+      const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(block + (cached ? count : 0))]);
+      float* xc = buf.get() + block;
       for (int64_t c = c0; c < c1; ++c) {
         if (cached) widen_channel(x, xc, s.n, c, s.c, s.l, widen);
         if (training) {  // shifted one-pass moments (Note [Normalization kernels])
@@ -444,7 +445,7 @@ void batch_norm_bf16(const Tensor& out_arg, const Tensor& save_mean_arg, const T
           invstd[c] = static_cast<float>(1.0 / std::sqrt(v + eps));
           var[static_cast<size_t>(c)] = v;
         }
-        normalize(c, xc, buf.get(), buf.get() + block);
+        normalize(c, xc, buf.get());
       }
     });
   }
@@ -486,16 +487,16 @@ void batch_norm_backward_bf16(const Tensor& gi_arg, const Tensor& gw_arg, const 
   const bool need_sums = weight_g || bias_g || (input_g && train);
   const double inv_count = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
   const auto& k = cpu::norm_fns<float>();
-  const auto to_bf16 = cpu::half_convert().f32_to_bf16;
+  const cpu::NormBf16Fns& kb = cpu::norm_table().bf16;
   const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s.l, cpu::kNormBlock));
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1));
   const auto widen = cpu::half_convert().bf16_to_f32;
   // Both passes read dy and x: a channel that fits is widened once (Note [Batch norm in bfloat16]).
   const bool cached = need_sums && dx && count <= kChannelCache;
   parallel_for(0, s.c, grain, [&](int64_t c0, int64_t c1) {
-    const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(3 * block + (cached ? 2 * count : 0))]);
-    float *xb = buf.get(), *dyb = xb + block, *ob = dyb + block;
-    float *xc = ob + block, *dyc = xc + count;
+    const std::unique_ptr<float[]> buf(new float[static_cast<size_t>(2 * block + (cached ? 2 * count : 0))]);
+    float *xb = buf.get(), *dyb = xb + block;
+    float *xc = dyb + block, *dyc = xc + count;
     // Row r's block at j of channel c in float32, from the channel's widened copy or widened into b.
     auto at = [&](const uint16_t* src, const float* cache, float* b, int64_t c, int64_t r, int64_t j,
                   int64_t len) -> const float* {
@@ -530,8 +531,8 @@ void batch_norm_backward_bf16(const Tensor& gi_arg, const Tensor& gw_arg, const 
         for (int64_t r = 0; r < s.n; ++r)
           for (int64_t j = 0; j < s.l; j += block) {
             const int64_t off = (r * s.c + c) * s.l + j, len = std::min(block, s.l - j);
-            k.row_bwd(at(dy, dyc, dyb, c, r, j, len), at(x, xc, xb, c, r, j, len), ob, len, a, mean[c], k2, k3);
-            to_bf16(ob, dx + off, len);
+            kb.row_bwd(at(dy, dyc, dyb, c, r, j, len), at(x, xc, xb, c, r, j, len), dx + off, len, a,
+                       mean[c], k2, k3);
           }
     }
   });

@@ -63,10 +63,24 @@ struct NormFns {
   double (*row_dot)(const T* a, const T* b, int64_t n);
 };
 
+/// float32 row loops whose results are rounded to bfloat16 in the same pass (Note [Batch norm in
+/// bfloat16] in norm_batch.cpp): the arithmetic of NormFns<float>'s row_affine / row_bwd, each value
+/// rounded to nearest even (NaN kept a quiet NaN) as half_convert's f32_to_bf16 does, without the
+/// float32 row in between. Bit for bit the float32 loop's result rounded, but for the sign of a NaN that
+/// an invalid operation (inf - inf) makes: it comes from the operand order the compiler picks per loop.
+struct NormBf16Fns {
+  /// y = bf16((x - m) * a + b).
+  void (*row_affine)(const float* x, uint16_t* y, int64_t n, float m, float a, float b);
+  /// dx = bf16(dy * a + (x - m) * k2 + k3).
+  void (*row_bwd)(const float* dy, const float* x, uint16_t* dx, int64_t n, float a, float m, float k2,
+                  float k3);
+};
+
 struct NormTable {
   const char* name;
   NormFns<float> f32;
   NormFns<double> f64;
+  NormBf16Fns bf16;
 };
 
 void fill_norm_table_base(NormTable& t);
