@@ -458,7 +458,9 @@ def test_embedding_bag_bad_offsets():
         fc._embedding_bag(w, idx, fc.tensor([0, 3, 2]))
     with pytest.raises(ValueError, match="can not be greater than input's length 4"):
         fc._embedding_bag(w, idx, fc.tensor([0, 5]))
-    with pytest.raises(IndexError, match="index 9"):
+    with pytest.raises(RuntimeError, match="not in the valid range"):  # PyTorch's RuntimeError, not IndexError
+        torch.embedding_bag(torch.randn(5, 2), torch.tensor([0, 9]), torch.tensor([0]))
+    with pytest.raises(fc.FlambeauError, match=r"^\[embedding_bag\] index 9 is out of range"):
         fc._embedding_bag(w, fc.tensor([0, 9]), fc.tensor([0]))
     with pytest.raises(TypeError, match="offsets must be an int64 or int32"):
         fc._embedding_bag(w, idx, fc.tensor([0.0]))

@@ -343,13 +343,30 @@ def test_embedding_bag_errors_with_torch_types():
         aten._embedding_bag(tw, ti, torch.tensor([1]), False, 0, False, None, False, -1)
     with pytest.raises(ValueError, match=r"^\[embedding_bag\] offsets\[0\] has to be 0"):
         _C._embedding_bag(fw, fi, fc.tensor([1]))
-    # An index out of range: torch's RuntimeError, flambeau's IndexError (as embedding's, in both).
-    with pytest.raises(RuntimeError, match="not in the valid range"):
-        aten._embedding_bag(tw, torch.tensor([1, 10]), torch.tensor([0]), False, 0, False, None, False, -1)
+    # An index out of range: torch's RuntimeError (embedding's is its IndexError, as flambeau's), in every
+    # mode; the backwards raise the same for the indices they are given.
+    for mode in (0, 1, 2):
+        for bad in (10, -1):
+            with pytest.raises(RuntimeError, match="not in the valid range|idx < num_embeddings") as expected:
+                aten._embedding_bag(tw, torch.tensor([1, bad]), torch.tensor([0]), False, mode, False, None, False, -1)
+            with pytest.raises(type(expected.value)) as got:
+                _C._embedding_bag(fw, fc.tensor([1, bad]), fc.tensor([0]), False, mode)
+            assert type(got.value) is fc.FlambeauError
+            assert str(got.value) == (
+                f"[embedding_bag] index {bad} is out of range for an embedding table of 10 rows (valid indices: 0..9)"
+            )
     with pytest.raises(IndexError):
         aten.embedding(tw, torch.tensor([1, 10]))
-    with pytest.raises(IndexError, match=r"^\[embedding_bag\] index 10 is out of range"):
-        _C._embedding_bag(fw, fc.tensor([1, 10]), fc.tensor([0]))
+    with pytest.raises(IndexError, match=r"^\[embedding\] index 10 is out of range for an embedding table of 10"):
+        fc.embedding(fw, fc.tensor([1, 10]))
+    bad, o2b = fc.tensor([1, 10]), fc.zeros(2, dtype=fc.int64)
+    with pytest.raises(fc.FlambeauError, match=r"^\[embedding_bag_backward\] index 10 is out of range .* 10 rows"):
+        _C._embedding_bag_backward(fc.ones((1, 3)), bad, o2b, fc.full([1], 2, dtype=fc.int64),
+                                   fc.empty(0, dtype=fc.int64), 10, False, 0, None, -1)  # fmt: skip
+    with pytest.raises(
+        fc.FlambeauError, match=r"^\[embedding_bag_per_sample_weights_backward\] index 10 is out of range"
+    ):
+        _C._embedding_bag_per_sample_weights_backward(fc.ones((1, 3)), fw, bad, o2b, 0, -1)
     with pytest.raises(ValueError, match=r"^\[embedding_bag\] mode must be 0 \(sum\), 1 \(mean\) or 2 \(max\)"):
         _C._embedding_bag(fw, fi, fc.tensor([0]), False, 3)
     with pytest.raises(ValueError, match=r"^\[embedding_bag\] per_sample_weights was not None"):

@@ -401,17 +401,42 @@ def test_errors_as_torch():
         _C.upsample_bilinear2d(xm, [3], False)
 
 
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_wrong_ranks_and_pad_modes_raise_torchs_types(device):
+    """An input of the wrong rank: torch's im2col indexes dims 1 to 3 before it checks the rank, so fewer
+    than 3 dims are its IndexError and more its RuntimeError (col2im's: RuntimeError); an unknown pad mode is
+    its NotImplementedError. Same types here, with messages naming the op, the ranks and the shape."""
+    for shape in [(), (4,), (4, 4), (1, 1, 1, 4, 4)]:
+        with pytest.raises((IndexError, RuntimeError)) as expected:
+            torch._C._nn.im2col(torch.ones(shape), [1, 1], *BLOCK1)
+        size = "[" + ", ".join(map(str, shape)) + "]"
+        with pytest.raises(type(expected.value)) as got:
+            _C.im2col(fc.ones(*shape, device=device), [1, 1], *BLOCK1)
+        assert type(got.value) is (IndexError if len(shape) < 3 else fc.FlambeauError)
+        assert str(got.value) == f"[im2col] expected a 3-D (unbatched) or 4-D (batched) input, got input of size {size}"
+    for shape in [(), (4,), (2, 2, 2, 2)]:
+        with pytest.raises(RuntimeError):
+            torch._C._nn.col2im(torch.ones(shape), [2, 2], [1, 1], *BLOCK1)
+        with pytest.raises(
+            fc.FlambeauError, match=r"^\[col2im\] expected a 2-D \(unbatched\) or 3-D \(batched\) input"
+        ):
+            _C.col2im(fc.ones(*shape, device=device), [2, 2], [1, 1], *BLOCK1)
+    x, t = fc.ones(1, 2, 4, device=device), torch.ones(1, 2, 4)
+    message = "[pad] unsupported padding mode 'bogus': use one of 'constant', 'reflect', 'replicate' or 'circular'"
+    with pytest.raises(NotImplementedError):
+        torch._C._nn.pad(t, [1, 1], "bogus")
+    with pytest.raises(NotImplementedError) as got:
+        _C._pad_nd(x, [1, 1], "bogus", 0.0)
+    assert str(got.value) == message
+    with pytest.raises(NotImplementedError) as got:
+        _C._pad_nd_backward(fc.ones(1, 2, 6, device=device), [1, 2, 4], [1, 1], "bogus")
+    assert str(got.value) == message
+
+
 def test_errors_where_torch_differs():
     """torch raises these too, with another type: flambeau keeps its messages (and types)."""
     x = fc.ones(1, 2, 4, 4)
     ti = torch.ones(1, 2, 4, 4, dtype=torch.int64)
-    # A dimension error: torch's IndexError comes from indexing the missing dim; flambeau names the ranks.
-    with pytest.raises(IndexError):
-        torch._C._nn.im2col(torch.ones(4, 4), [2, 2], *BLOCK1)
-    with pytest.raises(RuntimeError, match=r"\[im2col\] expected a 3-D \(unbatched\) or 4-D \(batched\) input"):
-        _C.im2col(fc.ones(4, 4), [2, 2], *BLOCK1)
-    with pytest.raises(RuntimeError, match=r"\[col2im\] expected a 2-D \(unbatched\) or 3-D \(batched\) input"):
-        _C.col2im(fc.ones(4), [2, 2], [1, 1], *BLOCK1)
     # Dtypes without a loop: torch's NotImplementedError, flambeau's TypeError naming the op.
     with pytest.raises(NotImplementedError):
         torch._C._nn.im2col(ti, [2, 2], *BLOCK1)
@@ -438,11 +463,6 @@ def test_errors_where_torch_differs():
             _C._pad_nd(h, [1, 1], "constant", 0.0)
         assert tuple(_C._pad_nd(h, [], "constant", 0.0).shape) == (1, 2, 4, 4)
     assert torch._C._nn.upsample_nearest2d(ti.half(), [3, 3]).dtype == torch.float16
-    # An unknown pad mode: torch's NotImplementedError, flambeau's ValueError.
-    with pytest.raises(NotImplementedError):
-        torch._C._nn.pad(ti, [1, 1], "bogus")
-    with pytest.raises(ValueError, match=r"\[pad\] mode must be one of 'constant', 'reflect', 'replicate' or"):
-        _C._pad_nd(x, [1, 1], "bogus", 0.0)
     # The gradient of a non-constant pad is computed in float32/float64 only.
     with pytest.raises(TypeError, match=r"\[pad_backward\] needs a float32 or float64 gradient, got dtype int64"):
         _C._pad_nd_backward(fc.ones(2, 4, 6, dtype=fc.int64), [2, 4, 4], [1, 1], "reflect")

@@ -17,8 +17,10 @@ inline PadMode pad_mode(std::string_view mode) {
   if (mode == "reflect") return PadMode::Reflect;
   if (mode == "replicate") return PadMode::Replicate;
   if (mode == "circular") return PadMode::Circular;
-  throw ValueError(detail::cat_str(
-      "[pad] mode must be one of 'constant', 'reflect', 'replicate' or 'circular', got '", mode, "'"));
+  // PyTorch's NotImplementedError (its F.pad's and torch._C._nn.pad's), with F.pad's message.
+  throw NotImplementedError(
+      detail::cat_str("[pad] unsupported padding mode '", mode,
+                      "': use one of 'constant', 'reflect', 'replicate' or 'circular'"));
 }
 
 /// A constant pad's gradient is the crop by the negated pads (two's complement: INT64_MIN stays itself,

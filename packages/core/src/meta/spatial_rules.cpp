@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "flambeau/conv_utils.h"
@@ -34,9 +35,15 @@ void check_loop_dtype(const char* op, ScalarType t) {
 // ---- im2col / col2im ----
 
 void check_blocks_input(const char* op, const Tensor& self, int64_t batched_dim) {
-  FB_CHECK_VALUE(self.dim() == batched_dim - 1 || self.dim() == batched_dim, "[", op, "] expected a ",
-                 batched_dim - 1, "-D (unbatched) or ", batched_dim, "-D (batched) input, got input of size ",
-                 conv::bracket_shape(self.sizes()));
+  if (self.dim() != batched_dim - 1 && self.dim() != batched_dim) {
+    const std::string msg =
+        detail::cat_str("[", op, "] expected a ", batched_dim - 1, "-D (unbatched) or ", batched_dim,
+                        "-D (batched) input, got input of size ", conv::bracket_shape(self.sizes()));
+    // PyTorch's im2col reads dims 1 to 3 before it checks the rank: fewer dims are its IndexError (a dim
+    // out of range); more, and col2im's wrong ranks, its RuntimeError.
+    if (batched_dim == 4 && self.dim() < 3) throw IndexError(msg);
+    throw ValueError(msg);
+  }
   FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
                 "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
 }

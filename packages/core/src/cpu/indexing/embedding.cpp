@@ -2,7 +2,8 @@
 // and embedding_bag (sum / mean / max over bags) with its backward.
 //
 // Every index is checked against the table before its row is touched
-// (IndexError naming the index and the table size). Backward kernels never
+// (an error naming the index and the table size: IndexError, or RuntimeError for the
+// embedding_bag ops, as PyTorch raises them). Backward kernels never
 // race on a weight row: each thread owns a contiguous range of rows, zeroes
 // it, and adds the gradient rows of the indices that fall in it (every
 // thread scans the indices, which are few next to the rows of the table).
@@ -45,22 +46,29 @@ void check_weight(const Tensor& weight, const char* op) {
                  shape_str(weight.sizes()));
 }
 
+// An index out of range is PyTorch's IndexError for embedding (and embedding_renorm_) and its RuntimeError
+// for the embedding_bag ops: BagIndexError, flambeau's ValueError (FlambeauError, a RuntimeError).
+using BagIndexError = ValueError;
+
+template <class Error = IndexError>
 [[noreturn]] void index_error(const char* op, int64_t idx, int64_t num) {
-  throw IndexError(detail::cat_str("[", op, "] index ", idx, " is out of range for an embedding table of ",
-                                   num, " rows (valid indices: 0..", num - 1, ")"));
+  throw Error(detail::cat_str("[", op, "] index ", idx, " is out of range for an embedding table of ", num,
+                              " rows (valid indices: 0..", num - 1, ")"));
 }
 
+template <class Error = IndexError>
 inline void check_index(const char* op, int64_t idx, int64_t num) {
   if (idx < 0 || idx >= num) [[unlikely]]
-    index_error(op, idx, num);
+    index_error<Error>(op, idx, num);
 }
 
 /// The indices as a contiguous int64 tensor, every one checked against a table of `num` rows before the
 /// kernel writes anything (the first one out of range is the error).
+template <class Error = IndexError>
 Tensor checked_indices(const char* op, const Tensor& indices, int64_t num) {
   Tensor idx = as_int64(indices);
   const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0, k = idx.numel(); i < k; ++i) check_index(op, ip[i], num);
+  for (int64_t i = 0, k = idx.numel(); i < k; ++i) check_index<Error>(op, ip[i], num);
   return idx;
 }
 
@@ -249,7 +257,7 @@ void embedding_bag_out_cpu(const Tensor& out, const Tensor& offset2bag, const Te
   if (no > 0)
     FB_CHECK_VALUE(op_[no - 1] <= k, "[", op, "] offsets[-1]=", op_[no - 1],
                    " can not be greater than input's length ", k);
-  const Tensor idx = checked_indices(op, indices, num);
+  const Tensor idx = checked_indices<BagIndexError>(op, indices, num);
   const int64_t* ip = idx.data<int64_t>();
   const Tensor w = contig(weight);
   const Tensor* psw_t = per_sample_weights ? &*per_sample_weights : nullptr;
@@ -305,7 +313,7 @@ void embedding_bag_backward_out_cpu(const Tensor& out, const Tensor& grad, const
                                     const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
   const char* op = "embedding_bag_backward";
   const int64_t d = grad.sizes()[1], nbags = grad.sizes()[0], k = indices.numel();
-  const Tensor idx = checked_indices(op, indices, num_weights), o2b = as_int64(offset2bag),
+  const Tensor idx = checked_indices<BagIndexError>(op, indices, num_weights), o2b = as_int64(offset2bag),
                bs = as_int64(bag_size);
   const int64_t* ip = idx.data<int64_t>();
   const int64_t* ob = o2b.data<int64_t>();
@@ -370,7 +378,7 @@ void embedding_bag_psw_backward_out_cpu(const Tensor& out, const Tensor& grad, c
         T* o = dst.data<T>();
         for (int64_t i = 0; i < k; ++i) {
           const int64_t r = ip[i], b = ob[i];
-          check_index(op, r, num);
+          check_index<BagIndexError>(op, r, num);
           o[i] = (r == padding_idx || b < 0 || b >= nbags) ? T(0)
                                                            : static_cast<T>(kf.row_dot(g + b * d, w + r * d, d));
         }
