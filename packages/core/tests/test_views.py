@@ -438,3 +438,36 @@ def test_expand_squeeze_unsqueeze_property(shape, data):
     assert e.shape == want.shape
     np.testing.assert_array_equal(to_numpy(e, strided=True), want)
     assert e.data_ptr() == t.data_ptr()
+
+
+def test_views_made_and_dropped_on_other_threads():
+    # Note [View blocks]: a view's block freed on another thread, or cached by a thread that then
+    # exits, is reused or released without harm; every view still reads what NumPy does.
+    import queue
+    import threading
+
+    x, a = arange(300, 4)
+    handoff: queue.Queue = queue.Queue()
+
+    def make():
+        for _ in range(20):
+            handoff.put([x[i] for i in range(300)] + [x[:, 1], x.t(), x.view(4, 300)])
+        handoff.put(None)
+
+    seen = []
+
+    def drop():
+        while (views := handoff.get()) is not None:
+            seen.append(to_numpy(views[7]).tolist())
+            del views
+
+    workers = [threading.Thread(target=make), threading.Thread(target=drop)]
+    workers += [threading.Thread(target=lambda: [x[i % 300] for i in range(2000)]) for _ in range(8)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert seen == [a[7].tolist()] * 20
+    for i in (0, 123, -1):
+        assert to_numpy(x[i]).tolist() == a[i].tolist()
+    assert to_numpy(x.t()[2]).tolist() == a.T[2].tolist()
