@@ -67,10 +67,23 @@ class _SplitLinear(autograd.Function):
     compute, and only the last block's is left after backward. Each
     row of the gradient is the same product over the batch as the
     unsplit ``grad_out.T @ input``. The weight's gradient goes to the
-    bucket, not through autograd (its AccumulateGrad does not run); the
-    rest of the bucket (the bias) is posted when it is ready. Not with a
-    communication hook (it gets whole buckets), ``no_sync``, ``Join`` or
-    one rank; a weight also used outside its layer raises.
+    bucket, not through autograd: the Function hands the weight's
+    AccumulateGrad an expanded zero instead, so that its hook still runs
+    once every use of the weight has given its gradient. A weight also
+    used outside its layer (``F.linear(h, fc1.weight)`` elsewhere in the
+    forward, a penalty on it in the loss) gets the outside part there,
+    after its blocks went: the rest of the bucket (the bias) is posted
+    after that hook, with one more element, a flag that the rank has an
+    outside part. The flag is summed with the bucket, so every rank
+    reads the same value: when it is not zero every rank all-reduces its
+    outside part (zeros where it has none) and adds it to the weight's
+    slot, and the layer is not split again (the same decision on every
+    rank, so the ranks' collectives keep matching). A rank that computed
+    the weight's gradient whole (a layer split in this forward whose
+    backward could not split) posts the same row blocks when the bucket
+    is ready, so the collectives match whatever each rank did. Not with a
+    communication hook (it gets whole buckets), ``no_sync``, ``Join``,
+    one rank, or ``split_first_layer=False``.
     """
 
     @staticmethod
@@ -86,8 +99,12 @@ class _SplitLinear(autograd.Function):
         out_features, in_features = weight.shape
         g = grad.reshape([-1, out_features])
         x = input.reshape([-1, in_features])
-        grad_weight = None
-        if not ctx.ddp._split_weight_grad(g, x):
+        if ctx.ddp._split_weight_grad(g, x):
+            # the weight's gradient is in the bucket already; a zero (one element, expanded) still goes to the
+            # weight's AccumulateGrad so that its hook runs once every use of the weight is in (Note [Split last
+            # layer]: a gradient from outside the layer is then seen there)
+            grad_weight = ctx.ddp._split_zero.expand([out_features, in_features])
+        else:
             grad_weight = fc.mm(g.t(), x)
         grad_input = fc.mm(g, weight).reshape(list(input.shape)) if ctx.needs_input_grad[0] else None
         grad_bias = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
@@ -95,13 +112,15 @@ class _SplitLinear(autograd.Function):
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "works", "split", "ready", "future")
+    __slots__ = ("index", "params", "offsets", "flat", "storage", "pending", "works", "split", "ready", "future")
 
     def __init__(self, index: int, params: list[int], offsets: list[int], flat: Tensor) -> None:
         self.index = index
         self.params = params  # indices into DDP._params
         self.offsets = offsets
         self.flat = flat
+        # flat, or (the split layer's bucket, Note [Split last layer]) one flag element then flat
+        self.storage = flat
         self.pending = len(params)
         self.works: list[_c10d.Work] = []  # its all-reduces in flight (one, or the split layer's row blocks too)
         self.split: list[tuple[int, int]] = []  # element ranges of flat already posted (Note [Split last layer])
@@ -300,6 +319,9 @@ class DistributedDataParallel(Module, Joinable):
     modules), ``dim`` is unused (no scatter across devices),
     ``check_reduction`` and ``static_graph`` are accepted and have no effect
     (every iteration is checked as in PyTorch's default mode).
+    ``split_first_layer`` (flambeau's own, default True): the
+    first Linear layer's weight gradient is computed and all-reduced in row
+    blocks (Note [Split last layer]); False sends it whole in its bucket.
 
     Example (launched with ``mpirun -n 2 python train.py``)::
 
@@ -334,6 +356,7 @@ class DistributedDataParallel(Module, Joinable):
         check_reduction: bool = False,
         gradient_as_bucket_view: bool = False,
         static_graph: bool = False,
+        split_first_layer: bool = True,
     ) -> None:
         super().__init__()
         Joinable.__init__(self)
@@ -356,6 +379,7 @@ class DistributedDataParallel(Module, Joinable):
         self.require_backward_grad_sync = True
         self._divide_by_initial_world_size = True
         self._divisor = self.process_group.world_size
+        self.split_first_layer = bool(split_first_layer)
         self.bucket_bytes_cap = int((bucket_cap_mb or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
 
         seen: set[int] = set()
@@ -377,6 +401,10 @@ class DistributedDataParallel(Module, Joinable):
         self._register_hooks()
         object.__setattr__(self, "_split_layer", self._find_split_layer())
         self._split_calls = 0
+        self._split_active = False  # this iteration's forward ran the split layer (once)
+        self._split_state = None  # "split": its blocks are posted and the weight's hook is due; then "done"
+        object.__setattr__(self, "_split_old", None)  # the weight's .grad before the split (kept, restored)
+        object.__setattr__(self, "_split_outside", None)  # the weight's gradient from outside its layer
         self._expect = False  # an iteration's gradients are due (set by forward)
         # Note [DDP buckets]: the time an all-reduce was in flight, and the part of it backward did not
         # hide (the last gradient's hook waiting for the all-reduces).
@@ -455,7 +483,7 @@ class DistributedDataParallel(Module, Joinable):
     def _find_split_layer(self) -> Module | None:
         """The Linear layer whose weight gradient backward computes last, when worth splitting (Note [Split last
         layer])."""
-        if self.process_group.world_size == 1:
+        if self.process_group.world_size == 1 or not self.split_first_layer:
             return None
         i = self._buckets[-1].params[-1]  # the first registered parameter: usually backward's last gradient
         p = self._params[i]
@@ -465,7 +493,27 @@ class DistributedDataParallel(Module, Joinable):
         if len(owners) != 1 or type(owners[0]) is not Linear or owners[0]._parameters.get("weight") is not p:
             return None
         self._split_index = i
+        # the bucket gets a flag element in front of its gradients (Note [Split last layer])
+        b = self._buckets[-1]
+        b.storage = fc.zeros([b.flat.numel() + 1], dtype=b.flat.dtype)
+        b.flat = b.storage[1:]
+        object.__setattr__(self, "_split_zero", fc.zeros([1, 1], dtype=p.dtype))
+        self._grad_accs[i].register_prehook(self._split_prehook)
         return owners[0]
+
+    def _split_prehook(self, grad: Tensor) -> None:
+        """The gradient reaching the split weight's AccumulateGrad: the Function's expanded zero alone, or a sum
+        with the gradient from outside the layer (Note [Split last layer])."""
+        if self._split_state == "split" and grad.data_ptr() != self._split_zero.data_ptr():
+            object.__setattr__(self, "_split_outside", grad)
+
+    def _split_rows(self) -> list[tuple[int, int]]:
+        """The row blocks of the split weight (Note [Split last layer]), the same on every rank."""
+        p = self._params[self._split_index]
+        rows = p.shape[0]
+        blocks = min(_SPLIT_MAX_BLOCKS, max(2, p.numel() * p.dtype.itemsize // _SPLIT_BLOCK_BYTES), rows)
+        per = -(-rows // blocks)
+        return [(r0, min(rows, r0 + per)) for r0 in range(0, rows, per)]
 
     def _split_forward(self, input: Tensor) -> Tensor:
         layer = self._split_layer
@@ -477,19 +525,22 @@ class DistributedDataParallel(Module, Joinable):
         all-reduced once computed; False (nothing done) where this iteration can't split."""
         i = self._split_index
         b_index, slot = self._where[i]
-        if not self._expect or self._split_calls != 1 or i in self._done or self._next_launch != b_index:
+        if (
+            not self._expect
+            or not self._split_active
+            or self._split_state is not None
+            or i in self._done
+            or self._next_launch != b_index
+        ):
             return False
         b = self._buckets[b_index]
         p = self._params[i]
         rows, cols = p.shape
-        blocks = min(_SPLIT_MAX_BLOCKS, max(2, p.numel() * p.dtype.itemsize // _SPLIT_BLOCK_BYTES), rows)
-        per = -(-rows // blocks)
         base = b.offsets[slot]
         scale = 1.0 / self._divisor
         old = p.grad  # gradients accumulated without a synchronisation (no_sync, no zero_grad) join the sum
         with autograd.no_grad():
-            for r0 in range(0, rows, per):
-                r1 = min(rows, r0 + per)
+            for r0, r1 in self._split_rows():
                 lo, hi = base + r0 * cols, base + r1 * cols
                 view = b.flat[lo:hi].view([r1 - r0, cols])
                 if old is None:
@@ -500,12 +551,24 @@ class DistributedDataParallel(Module, Joinable):
                 b.split.append((lo, hi))
                 # the last block's all-reduce starts when backward's computation is over
                 self._post(b, lo, hi, int(r1 < rows))
+        # the weight's hook (after any gradient from outside the layer) marks it ready; its AccumulateGrad
+        # writes into a .grad of its own meanwhile, replaced by the one kept here
+        self._split_state = "split"
+        object.__setattr__(self, "_split_old", old)
+        p.grad = None
+        return True
+
+    def _split_hook(self, i: int) -> None:
+        """The split weight's hook: every use of the weight has given its gradient (Note [Split last layer])."""
+        self._split_state = "done"
+        self._params[i].grad = self._split_old
+        object.__setattr__(self, "_split_old", None)
         self._done.add(i)
+        b = self._buckets[self._where[i][0]]
         b.pending -= 1
         if b.pending == 0:
             b.ready = True
             self._launch_ready()
-        return True
 
     def _register_hooks(self) -> None:
         accs, handles = [], []
@@ -520,13 +583,10 @@ class DistributedDataParallel(Module, Joinable):
     def _make_hook(self, i: int):
         def hook(grad_inputs, grad_outputs):
             if self._expect:
-                if i in self._done and self._split_layer is not None and i == self._split_index:
-                    raise RuntimeError(
-                        f"[DistributedDataParallel] parameter {self._param_names[i]} got a gradient from outside "
-                        "its Linear layer after DDP had reduced the layer's own (Note [Split last layer]); a "
-                        "weight used by more than its layer cannot be split: set model._split_layer = None"
-                    )
-                self._mark_ready(i)
+                if self._split_state == "split" and i == self._split_index:
+                    self._split_hook(i)
+                else:
+                    self._mark_ready(i)
 
         return hook
 
@@ -576,14 +636,20 @@ class DistributedDataParallel(Module, Joinable):
                 out = self.module(*inputs, **kwargs)
             finally:
                 del layer.__dict__["forward"]
+            # a layer called more than once is not split (its weight's gradient sums its uses in autograd)
+            self._split_active = self._split_calls == 1
         else:
             out = self.module(*inputs, **kwargs)
+            self._split_active = False
         if syncing:
             self._prepare(out)
         return out
 
     def _prepare(self, out: Any) -> None:
         object.__setattr__(self, "_done", set())
+        self._split_state = None
+        object.__setattr__(self, "_split_old", None)
+        object.__setattr__(self, "_split_outside", None)
         for b in self._buckets:
             b.pending = len(b.params)
             b.works = []
@@ -592,7 +658,9 @@ class DistributedDataParallel(Module, Joinable):
             if not self.gradient_as_bucket_view:
                 # a fresh buffer each iteration: the last one's .grad tensors are views of the old one
                 # (no copy out of the bucket), which the caching allocator recycles once they are gone
-                b.flat = fc.empty([b.flat.numel()], dtype=b.flat.dtype)
+                head = b.storage.numel() - b.flat.numel()
+                b.storage = fc.empty([b.storage.numel()], dtype=b.flat.dtype)
+                b.flat = b.storage[head:] if head else b.storage
         self._next_launch = 0
         object.__setattr__(self, "_launch_log", [])
         object.__setattr__(self, "_inflight", [])
@@ -672,25 +740,42 @@ class DistributedDataParallel(Module, Joinable):
                 self._backward_done_at = time.perf_counter()  # backward's computation is over
             if self._comm_hook is not None:
                 b.future = self._run_hook(b)
+            elif self._split_active and b.index == self._where[self._split_index][0]:
+                self._post_split_bucket(b)
             else:
-                # what Note [Split last layer] did not post already
-                start, n = 0, b.flat.numel()
-                for lo, hi in [*sorted(b.split), (n, n)]:
-                    if lo > start:
-                        self._post(b, start, lo)
-                    start = hi
+                self._post(b, 0, b.flat.numel())
             # how many gradients backward had still to compute when this bucket started
             self._launch_log.append((b.index, len(self._params) - len(self._done)))
             self._next_launch += 1
         if self._next_launch == len(self._buckets):
             self._finalize()
 
-    def _post(self, b: _Bucket, lo: int, hi: int, remaining: int | None = None) -> None:
-        w = _c10d._post_all_reduce(self.process_group, b.flat[lo:hi])
+    def _post(self, b: _Bucket, lo: int, hi: int, remaining: int | None = None, tensor: Tensor | None = None) -> None:
+        t = b.flat[lo:hi] if tensor is None else tensor
+        w = _c10d._post_all_reduce(self.process_group, t)
         b.works.append(w)
         self._inflight.append(w)
         # (elements, gradients backward had still to compute): the bench's bound on what can hide
-        self._post_log.append((hi - lo, len(self._params) - len(self._done) if remaining is None else remaining))
+        self._post_log.append((t.numel(), len(self._params) - len(self._done) if remaining is None else remaining))
+
+    def _post_split_bucket(self, b: _Bucket) -> None:
+        """The split layer's bucket, once ready (Note [Split last layer]): the weight's row blocks where this rank
+        computed its gradient whole, then the rest with the flag in front, in the same pieces on every rank."""
+        i = self._split_index
+        base = b.offsets[self._where[i][1]]
+        cols = self._params[i].shape[1]
+        blocks = [(base + r0 * cols, base + r1 * cols) for r0, r1 in self._split_rows()]
+        if not b.split:
+            for lo, hi in blocks:
+                self._post(b, lo, hi)
+        with autograd.no_grad():
+            b.storage[0:1].fill_(0.0 if self._split_outside is None else 1.0)
+        # the rest: before the weight's slot (with the flag: storage[0] is just before flat[0]) and after it
+        first = blocks[0][0]
+        self._post(b, 0, first, tensor=b.storage[0 : first + 1])
+        end = blocks[-1][1]
+        if end < b.flat.numel():
+            self._post(b, end, b.flat.numel())
 
     def _run_hook(self, b: _Bucket) -> Future:
         fut = self._comm_hook(self._comm_state, GradBucket(self, b))
@@ -730,6 +815,8 @@ class DistributedDataParallel(Module, Joinable):
             return
         for w in self._inflight:
             w.wait()
+        if self._split_active:
+            self._add_outside_parts()
         stats = self._comm_stats
         stats["iterations"] += 1
         # exposed: from the last gradient's hook (backward's computation is over) until every bucket is reduced;
@@ -740,6 +827,27 @@ class DistributedDataParallel(Module, Joinable):
             stats["allreduce_s"] += max(0.0, stop - max(start, end))
             end = max(end, stop)
         self._write_grads()
+
+    def _add_outside_parts(self) -> None:
+        """Note [Split last layer]: the flag summed over the ranks says whether some rank's split weight got a
+        gradient from outside its layer; if so every rank all-reduces its outside part (or zeros) into the weight's
+        slot, and the layer is not split again (every rank reads the same flag)."""
+        i = self._split_index
+        b_index, slot = self._where[i]
+        b = self._buckets[b_index]
+        if b.storage[0].item() == 0:
+            return
+        p = self._params[i]
+        with autograd.no_grad():
+            if self._split_outside is None:
+                part = fc.zeros([p.numel()], dtype=p.dtype)
+            else:
+                part = fc.mul(self._split_outside.reshape([p.numel()]), 1.0 / self._divisor)
+            _c10d._all_reduce(self.process_group, part, _c10d.ReduceOp.SUM, False, False)
+            base = b.offsets[slot]
+            b.flat[base : base + p.numel()].add_(part)
+        object.__setattr__(self, "_split_outside", None)
+        object.__setattr__(self, "_split_layer", None)
 
     def _write_grads(self) -> None:
         for b in self._buckets:

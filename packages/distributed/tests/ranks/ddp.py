@@ -247,10 +247,80 @@ class Twice(nn.Module):
 
 
 class Tied(Net):
-    """fc1's weight also used outside fc1."""
+    """fc1's weight also used outside fc1, in the forward."""
 
     def forward(self, x):
-        return super().forward(x) + (x @ self.fc1.weight.t()).sum(1, keepdim=True) * 0.01
+        return super().forward(x) + (x @ self.fc1.weight.t())[:, 5:10] * 0.1
+
+
+class TiedLinear(Net):
+    """fc1's weight also used through F.linear, after fc1."""
+
+    def forward(self, x):
+        h = nn.functional.relu(self.fc1(x))
+        out = self.fc3(nn.functional.relu(self.fc2(h)))
+        return out + nn.functional.linear(x, self.fc1.weight)[:, :5] * 0.1
+
+
+def penalty(net, rank, step):
+    """A loss term on fc1's weight outside the forward, on rank 0 only and from step 1 on (0 otherwise)."""
+    if rank != 0 or step < 1:
+        return None
+    return (net.fc1.weight * net.fc1.weight).sum() * 0.05
+
+
+def assert_same_grads(net, ref):
+    for (name, p), q in zip(net.named_parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(
+            np.asarray(p.grad.tolist()), np.asarray(q.grad.tolist()), rtol=1e-5, atol=1e-6, err_msg=name
+        )
+
+
+def one_step(rank, model, ref, seed):
+    """One backward of DDP on this rank's 4 samples against one process on the 8 of both ranks."""
+    x, y = data(seed, 8)
+    nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
+    nn.functional.cross_entropy(ref(x), y).backward()
+    assert_same_grads(model.module, ref)
+
+
+def outside_use(rank, world, cls, penalize=False, accumulate=False, **ddp_kwargs):
+    # the split weight also gets a gradient from outside its layer: one process's results on every step, and
+    # the layer is not split any more once that was seen (every rank decides the same)
+    fc.manual_seed(0)
+    net = cls()
+    model = DDP(net, **ddp_kwargs)
+    assert model._split_layer is net.fc1
+    ref = cls()
+    ref.load_state_dict(net.state_dict())
+    opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = nn.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    per = 4
+    for step in range(4):
+        x, y = data(60 + step, per * world)
+        mine = slice(rank * per, (rank + 1) * per)
+        if not accumulate or step % 2 == 0:
+            opt.zero_grad()
+            ref_opt.zero_grad()
+        split = model._split_layer is not None
+        loss = nn.functional.cross_entropy(model(x[mine]), y[mine])
+        extra = penalty(net, rank, step) if penalize else None
+        (loss if extra is None else loss + extra).backward()
+        ref_loss = nn.functional.cross_entropy(ref(x), y)
+        for r in range(world):
+            extra = penalty(ref, r, step) if penalize else None
+            if extra is not None:
+                ref_loss = ref_loss + extra / world
+        ref_loss.backward()
+        # fc1.weight's row blocks posted during backward while it was split
+        assert model._post_log.count((140, 1)) == (4 if split else 0), (step, model._post_log)
+        assert_same_grads(net, ref)
+        if not accumulate or step % 2 == 1:
+            opt.step()
+            ref_opt.step()
+        assert_same(values(net), values(ref))
+        # split while no rank had seen an outside part; never again after
+        assert (model._split_layer is None) == (step >= (1 if penalize else 0)), (step, model._split_layer)
 
 
 def split_last_layer(rank, world):
@@ -266,7 +336,8 @@ def split_last_layer(rank, world):
             assert model._split_layer is model.module.fc1
             # 5 row blocks of fc1.weight (4 posted while blocks remained to compute), then the rest of its
             # bucket (fc1.bias, and with one bucket the other layers' gradients in front of it)
-            rest = model._buckets[-1].flat.numel() - 640
+            # (and the flag saying whether some rank's fc1.weight got a gradient from outside fc1)
+            rest = model._buckets[-1].flat.numel() - 640 + 1
             assert model._post_log[-6:] == [(140, 1)] * 4 + [(80, 0), (rest, 0)], model._post_log
             assert model.module.fc1.weight.grad.shape == (32, 20)
         # the split gradient joins a locally accumulated one (no_sync), as the unsplit one does
@@ -286,34 +357,33 @@ def split_last_layer(rank, world):
         assert model._split_layer is net.fc1
         ref = Twice()
         ref.load_state_dict(net.state_dict())
-        x, y = data(7, 8)
-        nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
-        nn.functional.cross_entropy(ref(x), y).backward()
-        for p, q in zip(net.parameters(), ref.parameters(), strict=True):
-            np.testing.assert_allclose(np.asarray(p.grad.tolist()), np.asarray(q.grad.tolist()), rtol=1e-5, atol=1e-6)
+        one_step(rank, model, ref, 7)
         assert all(n != 140 for n, _ in model._post_log), model._post_log
 
-        # the weight used outside its layer: DDP can't have reduced all of its gradient, so it raises
-        model = DDP(Tied())
-        x, y = data(8, 4)
-        expect_error(
-            RuntimeError,
-            ["parameter fc1.weight got a gradient from outside its Linear layer", "_split_layer = None"],
-            lambda: nn.functional.cross_entropy(model(x), y).backward(),
-        )
-        # which the message's way out avoids (the weight's gradient then goes through its bucket as a whole)
-        fc.manual_seed(0)
-        net = Tied()
-        model = DDP(net)
-        model._split_layer = None
-        ref = Tied()
-        ref.load_state_dict(net.state_dict())
-        x, y = data(9, 8)
-        nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward()
-        nn.functional.cross_entropy(ref(x), y).backward()
-        np.testing.assert_allclose(
-            np.asarray(net.fc1.weight.grad.tolist()), np.asarray(ref.fc1.weight.grad.tolist()), rtol=1e-5, atol=1e-6
-        )
+        # the weight used outside its layer (in the forward, or a loss term on one rank): one process's results
+        for cls, penalize in ((Tied, False), (TiedLinear, False), (Net, True)):
+            for view in (False, True):
+                for accumulate in (False, True):
+                    outside_use(rank, world, cls, penalize, accumulate, gradient_as_bucket_view=view)
+        outside_use(rank, world, Tied, bucket_cap_mb=0.001)
+        # one rank computes the weight's gradient whole (its backward did not split): it posts the same row
+        # blocks once the bucket is ready, so the collectives match; with and without an outside use
+        for cls in (Net, Tied):
+            fc.manual_seed(0)
+            net = cls()
+            model = DDP(net)
+            if rank == 1:
+                object.__setattr__(model, "_split_weight_grad", lambda g, x: False)
+            ref = cls()
+            ref.load_state_dict(net.state_dict())
+            one_step(rank, model, ref, 11)
+            assert [n for n, _ in model._post_log[:5]] == [140] * 4 + [80], model._post_log
+            assert model._post_log.count((140, 1)) == (4 if rank == 0 else 0), model._post_log
+            assert (model._split_layer is None) == (cls is Tied), model._split_layer
+        # split_first_layer=False: no row blocks
+        model = train(rank, world, split_first_layer=False)
+        assert model._split_layer is None
+        assert all(n != 140 for n, _ in model._post_log), model._post_log
     finally:
         parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES = saved
 
