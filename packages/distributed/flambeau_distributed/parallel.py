@@ -1,10 +1,16 @@
 """DistributedDataParallel: one model replica per rank, gradients averaged across ranks during backward.
 
 Note [DDP buckets]: the parameters are packed, in reverse registration order
-(roughly the order their gradients become ready), into buckets of up to
-``bucket_cap_mb`` (the first one 1 MB, as PyTorch, so that communication
-starts early). A post-hook on each parameter's AccumulateGrad node (the node
-that writes ``.grad``, kept alive by this module) copies the gradient, divided
+(roughly the order their gradients become ready), into buckets: a bucket
+closes once its gradients reach the cap (a parameter is never cut in two),
+the first one at min(1 MB, cap), as PyTorch, so that communication starts
+early. The cap is ``bucket_cap_mb`` when given; otherwise it adapts to the
+model: the gradients' total bytes over 8, at least 256 KB (smaller
+all-reduces cost mostly their latency) and at most PyTorch's 25 MB, so a
+model of a few MB still gets several buckets whose all-reduces overlap the
+earlier layers' backward, and a large one PyTorch's 25 MB buckets. A
+post-hook on each parameter's AccumulateGrad node (the node that writes
+``.grad``, kept alive by this module) copies the gradient, divided
 by the world size, into its bucket slot once backward produced it (one pass,
 as PyTorch's reducer); when a bucket is full its all-reduce is posted right
 there, on backward's thread (Note [Posting on the caller's thread]), and the
@@ -43,10 +49,19 @@ from flambeau_distributed.futures import Future
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
+# Note [DDP buckets]: without bucket_cap_mb, about this many buckets, each at least this many bytes
+_TARGET_BUCKETS = 8
+_MIN_BUCKET_BYTES = 256 * 1024
 # Note [Split last layer]: the smallest weight split, and the bytes of one row block
 _SPLIT_MIN_BYTES = 256 * 1024
 _SPLIT_BLOCK_BYTES = 256 * 1024
 _SPLIT_MAX_BLOCKS = 8
+
+
+def _adaptive_bucket_cap(total_bytes: int) -> int:
+    """The bucket size DDP uses without ``bucket_cap_mb`` (Note [DDP buckets]): the gradients' bytes over
+    ``_TARGET_BUCKETS``, at least 256 KB and at most PyTorch's 25 MB."""
+    return min(_DEFAULT_BUCKET_CAP_MB * 1024 * 1024, max(_MIN_BUCKET_BYTES, -(-total_bytes // _TARGET_BUCKETS)))
 
 
 class _SplitLinear(autograd.Function):
@@ -319,7 +334,8 @@ class DistributedDataParallel(Module, Joinable):
     modules), ``dim`` is unused (no scatter across devices),
     ``check_reduction`` and ``static_graph`` are accepted and have no effect
     (every iteration is checked as in PyTorch's default mode).
-    ``split_first_layer`` (flambeau's own, default True): the
+    ``bucket_cap_mb=None`` sizes the buckets from the model (Note [DDP
+    buckets]). ``split_first_layer`` (flambeau's own, default True): the
     first Linear layer's weight gradient is computed and all-reduced in row
     blocks (Note [Split last layer]); False sends it whole in its bucket.
 
@@ -380,7 +396,8 @@ class DistributedDataParallel(Module, Joinable):
         self._divide_by_initial_world_size = True
         self._divisor = self.process_group.world_size
         self.split_first_layer = bool(split_first_layer)
-        self.bucket_bytes_cap = int((bucket_cap_mb or _DEFAULT_BUCKET_CAP_MB) * 1024 * 1024)
+        # None: sized from the model by _build_buckets (Note [DDP buckets])
+        self.bucket_bytes_cap = None if bucket_cap_mb is None else int(bucket_cap_mb * 1024 * 1024)
 
         seen: set[int] = set()
         params: list[tuple[str, Tensor]] = []
@@ -451,6 +468,8 @@ class DistributedDataParallel(Module, Joinable):
         current: list[int] = []
         size = 0
         dtype = None
+        if self.bucket_bytes_cap is None:
+            self.bucket_bytes_cap = _adaptive_bucket_cap(sum(p.numel() * p.dtype.itemsize for p in self._params))
         cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
         for i in reversed(range(len(self._params))):
             p = self._params[i]

@@ -388,6 +388,55 @@ def split_last_layer(rank, world):
         parallel._SPLIT_MIN_BYTES, parallel._SPLIT_BLOCK_BYTES = saved
 
 
+def layout(model):
+    """The buckets as lists of parameter names, and the cap (bytes)."""
+    return [[model._param_names[i] for i in b.params] for b in model._buckets], model.bucket_bytes_cap
+
+
+def bucket_layout(rank, world):
+    # without bucket_cap_mb the cap is the gradients' bytes / 8, within [256 KB, 25 MB]; the first bucket closes
+    # at min(1 MB, cap); a bucket closes once it reaches its cap (a parameter is never cut), last registered first
+    kb, mb = 1024, 1024 * 1024
+    fc.manual_seed(0)
+    # small MLP: 1285 floats, cap 256 KB: one bucket
+    buckets, cap = layout(DDP(Net()))
+    assert cap == 256 * kb, cap
+    assert buckets == [["fc3.bias", "fc3.weight", "fc2.bias", "fc2.weight", "fc1.bias", "fc1.weight"]], buckets
+    # the bench's MLP 784-512-512-10: 2,678,824 bytes, cap 334,853: fc3 + fc2 reach it with fc2.weight
+    net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    buckets, cap = layout(DDP(net))
+    assert cap == -(-(4 * (784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10)) // 8) == 334853, cap
+    assert buckets == [["4.bias", "4.weight", "2.bias", "2.weight"], ["0.bias", "0.weight"]], buckets
+    # many small parameters: 64 Linear(64, 64), 16,640 bytes a layer, 1,064,960 in all: cap 256 KB (the floor),
+    # reached by 16 layers (266,240 bytes; 15 layers and a bias: 249,856), so 4 buckets of 16 layers
+    net = nn.Sequential(*[nn.Linear(64, 64) for _ in range(64)])
+    buckets, cap = layout(DDP(net))
+    assert cap == 256 * kb, cap
+    expected = [[f"{k}.{w}" for k in range(63 - 16 * j, 47 - 16 * j, -1) for w in ("bias", "weight")] for j in range(4)]
+    assert buckets == expected, buckets
+    # one huge parameter: Linear(4096, 2048)'s 32 MB weight is never cut: one bucket with everything
+    net = nn.Sequential(nn.Linear(4096, 2048), nn.ReLU(), nn.Linear(2048, 10))
+    buckets, cap = layout(DDP(net))
+    assert cap == -(-(4 * (4096 * 2048 + 2048 + 2048 * 10 + 10)) // 8), cap
+    assert buckets == [["2.bias", "2.weight", "0.bias", "0.weight"]], buckets
+    # 12 Linear(1024, 1024): 4,198,400 bytes a layer, 50,380,800 in all, cap 6,297,600: the first bucket
+    # (1 MB) closes with the last layer, the others hold 2 layers each (one layer and a bias: 4,202,496)
+    net = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(12)])
+    buckets, cap = layout(DDP(net))
+    assert cap == 6297600, cap
+    names = [f"{k}.{w}" for k in range(11, -1, -1) for w in ("bias", "weight")]
+    assert buckets == [names[:2]] + [names[k : k + 4] for k in range(2, 24, 4)], buckets
+    # with bucket_cap_mb, as PyTorch: 25 MB buckets (the first 1 MB): the last layer, 6 layers (25,190,400 bytes
+    # and the 7th's bias: below 25 MB) and the 7th's weight, then the other 4
+    buckets, cap = layout(DDP(net, bucket_cap_mb=25))
+    assert cap == 25 * mb, cap
+    assert buckets == [names[:2], names[2:16], names[16:]], buckets
+    # a dtype change closes a bucket
+    net = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8).double())
+    buckets, cap = layout(DDP(net))
+    assert buckets == [["1.bias", "1.weight"], ["0.bias", "0.weight"]], buckets
+
+
 def main():
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -405,6 +454,7 @@ def main():
     comm_hooks(rank, world)
     uneven_inputs(rank, world)
     split_last_layer(rank, world)
+    bucket_layout(rank, world)
     dist.destroy_process_group()
     print(f"rank {rank}: ddp OK", flush=True)
 
