@@ -274,6 +274,10 @@ def _time_model(name: str, fw: Any, seconds: float, compiled: bool = False, trai
     if compiled and fw.name == "flambeau":  # the first step made the optimizer's state eagerly; this one captures
         first += _first_call(trainer.step)
         first_calls = 2
+        # whether the capture's check replay ran or a record of an earlier child's check stood for it
+        out["compile_train_by_record"] = bool(trainer.step.checks) and all(
+            c == "a record of an earlier check" for c in trainer.step.checks
+        )
     before = _raw_allocs(fw)
     threads_before = _thread_runtimes() if train_only else {}
     out["train"], steps = _timed(trainer.step, spec.batch, seconds)
@@ -524,6 +528,8 @@ def measure(args: argparse.Namespace, unset_openblas: bool) -> tuple[dict[tuple[
                         c.values.append(res[metric])
                     if f"compile_{metric}" in res:
                         cell(model, f"compile_{metric}", fw).extra.append((cold, res[f"compile_{metric}"]))
+                    if f"compile_{metric}_by_record" in res and not cold:
+                        cell(model, f"compile_{metric}_by_record", fw).extra.append(res[f"compile_{metric}_by_record"])
                 if "raw_allocs" in res and fw == "flambeau":
                     cell(model, "raw_allocs", fw).extra.append(res["raw_allocs"])
     if not args.no_rss:
@@ -650,12 +656,17 @@ def print_compile_table(args: argparse.Namespace, cells: dict[tuple[str, str, st
                 cold = [v for is_cold, v in c.extra if is_cold]
                 warm = [v for is_cold, v in c.extra if not is_cold]
                 row.append(f"{f'{cold[0]:.2f}' if cold else '-'} / {f'{statistics.median(warm):.2f}' if warm else '-'}")
+                records = cells.get((model, f"compile_{metric}_by_record", mode))
+                if records is not None and records.extra:
+                    row[-1] += f" ({sum(records.extra)}/{len(records.extra)} by record)"
             if any(x != "-" for x in row):
                 table.append([f"{model} ({MODELS[model].batch})", metric, *row])
     _print_rows(
         table,
         "Compile time: the first call less a steady one (train: the first training step; eval: the first "
-        "no-grad eval call, after training)",
+        "no-grad eval call, after training); by record: warm children whose capture skipped its check replay "
+        "for the record an earlier child's left (docs/compile.md; flambeau's files changing in between, as "
+        "a rebuild, void the records)",
     )
 
 
