@@ -93,9 +93,11 @@ class _Opaque(Exception):  # noqa: N818 (internal signal: no stable description)
 
 # --------------------------------------------------------------------------- the eager run's calls
 class CallLog:
-    """Watches the calls of one eager run (``sys.setprofile``), passing each event on to ``inner`` if any.
+    """Watches the calls of one eager run (``sys.setprofile``): ``codes`` of the Python functions it ran,
+    ``builtins`` it called, in order.
 
-    ``start()`` returns False (nothing installed) when another profiler than ``inner`` is installed.
+    ``start(owner)`` chains the profiler ``owner`` installed (the capture's own watch of the optimizer settings,
+    Note [Live hyperparameters]) and returns False, installing nothing, when another one is installed.
     """
 
     __slots__ = ("codes", "builtins", "_inner", "_on")
