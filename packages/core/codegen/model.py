@@ -111,6 +111,8 @@ SHAPE_RULES = {
 PER_RESULT_SHAPES = {"layer_norm", "cross_entropy", "batch_norm", "group_norm", "feature_dropout", "embedding_bag"}
 # The linalg decompositions: a result the arguments do not ask for is (0,), as PyTorch returns it.
 PER_RESULT_SHAPES |= {"linalg_factor", "linalg_qr", "linalg_svd", "linalg_eig"}
+# The recurrent layer and its backward (which always gives all five gradients: its formula has no output mask).
+PER_RESULT_SHAPES |= {"rnn_layer", "rnn_layer_backward"}
 # Per-result shape functions whose results may be absent (a norm's backward computes only the gradients asked
 # for): std::vector<std::optional<Shape>>, nullopt giving an undefined tensor.
 OPTIONAL_RESULT_SHAPES = {"batch_norm_backward", "layer_norm_backward", "group_norm_backward", "linear_backward"}
@@ -131,6 +133,8 @@ SHAPE_FUNCTIONS = {
     "stft": "(batch, frames, n_fft // 2 + 1): stft's frames of a (batch, length) signal",
     "conv": "conv::check_and_output_shape: a 1-D or 2-D convolution or its transpose",
     "layer_norm": "one shape per result: input's, then (*leading, 1, ..., 1) for the mean and rstd",
+    "rnn_layer": "_rnn_layer's output (N, H), hy (B, H), cy (B or 0, H) and workspace (N, W * H)",
+    "rnn_layer_backward": "the gradients of igates, w_hh, b_hh (or (0,)), hx and cx (LSTM, else (0, H))",
     "linear": "input's leading dims and weight's out_features, broadcast with the bias",
     "loss": "a pointwise loss: the broadcast shape of self and target unreduced (reduction 0), else 0-d",
     "loss_grad": "the broadcast shape of self and target (a pointwise loss's gradient)",

@@ -89,6 +89,10 @@ NN_LAYER_OPS = """prelu _prelu_backward_input _prelu_backward_weight glu glu_bac
     native_dropout_backward _embedding_bag _embedding_bag_backward _embedding_bag_per_sample_weights_backward
     _linear_backward""".split()
 MIGRATED += NN_LAYER_OPS
+# the recurrent layer primitives: their meta steps are tested in test_structured_rnn.py (_rnn_layer_backward, which
+# has no Python binding, through autograd on meta tensors)
+RNN = "_rnn_layer _rnn_layer_backward".split()
+MIGRATED += RNN
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:

@@ -10,6 +10,7 @@ import flambeau_nn as nn
 import numpy as np
 import pytest
 import torch
+from flambeau_core.testing import device_params
 from flambeau_nn.utils import rnn as rnn_utils
 from nn_testing import assert_close, copy_params, from_torch, to_numpy
 
@@ -268,6 +269,23 @@ def test_cells(kind, dtype, with_hx, bias, unbatched):
     lo.backward()
     lt.backward()
     _compare_grads(ours, theirs, pairs, TOL[dtype])
+
+
+@pytest.mark.parametrize("device", ["meta", *device_params(("sim",))])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_tanh"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_on_another_device_makes_its_default_state_there(kind, bias, device):
+    """The zero initial states and the "no bias" / "no cell state" markers are made on the input's device, as
+    torch's: the layer runs on the meta device (shapes only, torch's meta shapes) and the simulated one."""
+    ours, theirs = _make(kind, 3, 4, torch.float32, num_layers=2, bidirectional=True, bias=bias)
+    x = torch.randn(5, 2, 3)
+    y_t, st_t = (theirs.to("meta")(x.to("meta"))) if device == "meta" else theirs(x)
+    y, st = ours.to(device)(from_torch(x).to(device))
+    pairs = [(y, y_t)] + list(zip(st, st_t, strict=True) if kind == "LSTM" else [(st, st_t)])
+    for o, t in pairs:
+        assert o.device.type == device and tuple(o.shape) == tuple(t.shape)
+        if device != "meta":
+            assert_close(o.cpu(), t, **TOL[torch.float32])
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])

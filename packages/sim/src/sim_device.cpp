@@ -775,12 +775,18 @@ struct Async<O, R(Args...)> {
   static constexpr bool kReturnsTensor = std::is_same_v<R, Tensor>;
   static constexpr size_t kResults = ResultCount<R>::value;
 
-  // The same for a structured op with several results (max.dim's values and indices): one output per
-  // result, each allocated by the caller (an undefined one, a result the rules leave out, stays so).
-  static void out_kernel2(const Tensor& a, const Tensor& b, Args... args) { outs_kernel<2>({a, b}, args...); }
-  static void out_kernel3(const Tensor& a, const Tensor& b, const Tensor& c, Args... args) {
-    outs_kernel<3>({a, b, c}, args...);
-  }
+  // The same for a structured op with several results (max.dim's values and indices, _rnn_layer's four):
+  // one output per result, each allocated by the caller (an undefined one, a result the rules leave out,
+  // stays so). OutsKernel<index_sequence<0, ..., N - 1>>::fn is `void(const Tensor&... N outputs, Args...)`,
+  // the op's OutKernel for N results.
+  template <size_t>
+  using OutArg = const Tensor&;
+  template <class Seq>
+  struct OutsKernel;
+  template <size_t... I>
+  struct OutsKernel<std::index_sequence<I...>> {
+    static void fn(OutArg<I>... outs, Args... args) { outs_kernel<sizeof...(I)>({outs...}, args...); }
+  };
   template <size_t N, size_t... I>
   static void run_outs(const std::array<Tensor, N>& outs, std::index_sequence<I...>, Args... args) {
     O.run_out({outs[I]...}, std::forward<Args>(args)...);
@@ -914,10 +920,8 @@ void from_meta(DispatchKey key = DispatchKey::PrivateUse1) {
   if (O.is_structured()) {
     if constexpr (Async<O>::kReturnsTensor)
       O.register_out_kernel(key, &Async<O>::out_kernel);
-    else if constexpr (Async<O>::kResults == 2)
-      O.register_out_kernel(key, &Async<O>::out_kernel2);
-    else if constexpr (Async<O>::kResults == 3)
-      O.register_out_kernel(key, &Async<O>::out_kernel3);
+    else if constexpr (Async<O>::kResults > 1)
+      O.register_out_kernel(key, &Async<O>::template OutsKernel<std::make_index_sequence<Async<O>::kResults>>::fn);
     return;
   }
   O.register_kernel(key, &Async<O>::from_meta);

@@ -52,11 +52,16 @@ using Tensors = std::initializer_list<const Tensor*>;
 FB_API Tensor empty(IntArrayRef sizes, ScalarType dtype, const char* op = "empty");
 
 /// The device of an op's output: that of the first tensor that is not a 0-dim cpu tensor (a wrapped
-/// number goes with any device), else the first one's (Note [TensorIterator], point 6).
+/// number goes with any device), else the first one's (Note [TensorIterator], point 6). An undefined tensor (a
+/// backward's absent gradient, zero) has none: it is skipped.
 inline Device output_device(Tensors ts) {
-  for (const Tensor* t : ts)
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
     if (!(t->device().is_cpu() && t->dim() == 0)) return t->device();
-  return (*ts.begin())->device();
+    if (!first) first = t;
+  }
+  return first->device();
 }
 
 // ---- dtype rules ----
@@ -480,6 +485,25 @@ FB_API void check_linear_backward(const char* op, const Tensor& grad_output, con
 /// `linear_backward`: (n, in), weight's shape and (out,), each only when asked.
 FB_API OptionalShapes linear_backward(const char* op, const Tensor& input, const Tensor& weight, bool input_g,
                                       bool weight_g, bool bias_g);
+// ---- _rnn_layer and _rnn_layer_backward (src/meta/rnn_rules.cpp) ----
+/// _rnn_layer: mode 0-3, float32/float64 igates and tensors of its dtype, w_hh (G*H, H), b_hh (G*H) or empty,
+/// igates (N, G*H), hx (B, H), cx (B, H) for LSTM, batch_sizes positive, non-increasing, from B, summing to N.
+FB_API void check_rnn_layer(const char* op, const Tensor& igates, const Tensor& w_hh, const Tensor& b_hh,
+                            const Tensor& hx, const Tensor& cx, int64_t mode, IntArrayRef batch_sizes);
+/// _rnn_layer_backward: check_rnn_layer, then the gradients (undefined or empty: zero), output and workspace
+/// of the forward's shapes and dtype.
+FB_API void check_rnn_layer_backward(const char* op, const Tensor& grad_output, const Tensor& grad_hy,
+                                     const Tensor& grad_cy, const Tensor& igates, const Tensor& w_hh,
+                                     const Tensor& b_hh, const Tensor& hx, const Tensor& cx, const Tensor& output,
+                                     const Tensor& workspace, int64_t mode, IntArrayRef batch_sizes);
+/// `rnn_layer`: output (N, H), hy (B, H), cy (B, H) for LSTM else (0, H), workspace (N, W * H) (W: 6 LSTM, 4
+/// GRU, 0 RNN).
+FB_API std::vector<Shape> rnn_layer(const char* op, const Tensor& igates, const Tensor& w_hh, const Tensor& hx,
+                                    int64_t mode);
+/// `rnn_layer_backward`: the gradients of igates (N, G*H), w_hh (G*H, H), b_hh (G*H, or (0,) without a bias),
+/// hx (B, H) and cx (B, H) for LSTM else (0, H): all of them, always.
+FB_API std::vector<Shape> rnn_layer_backward(const char* op, const Tensor& igates, const Tensor& w_hh,
+                                             const Tensor& b_hh, const Tensor& hx, int64_t mode);
 /// An in-place op: the result dtype must cast to self's (TypeError: "result type X can't be cast to
 /// the desired output type Y").
 FB_API void check_inplace_dtype(const char* op, const Tensor& self, ScalarType result);

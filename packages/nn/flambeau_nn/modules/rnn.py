@@ -55,11 +55,11 @@ def _shape(t: Tensor) -> tuple[int, ...]:
 _EMPTY: dict[Any, Tensor] = {}
 
 
-def _empty(dtype: Any) -> Tensor:
-    """A shared empty tensor: core's marker for "no bias" / "no cell state"."""
-    e = _EMPTY.get(dtype)
+def _empty(dtype: Any, device: Any) -> Tensor:
+    """A shared empty tensor (one per dtype and device): core's marker for "no bias" / "no cell state"."""
+    e = _EMPTY.get((dtype, device))
     if e is None:
-        e = _EMPTY[dtype] = fc.empty(0, dtype=dtype)
+        e = _EMPTY[(dtype, device)] = fc.empty(0, dtype=dtype, device=device)
     return e
 
 
@@ -79,7 +79,7 @@ def _layer(
     igates = fc.matmul(x2d, w_ih.transpose(0, 1))
     if b_ih is not None:
         igates = igates + b_ih
-    empty = _empty(x2d.dtype)
+    empty = _empty(x2d.dtype, x2d.device)
     out, hy, cy, _ = fc._C._rnn_layer(
         igates,
         w_hh,
@@ -287,8 +287,8 @@ class RNNBase(Module):
         # Initial states, in the sorted batch order of a packed input.
         expected = (D * L, H) if unbatched else (D * L, batch, H)
         if hx is None:
-            h0 = fc.zeros(D * L, batch, H, dtype=data.dtype)
-            c0 = fc.zeros(D * L, batch, H, dtype=data.dtype) if is_lstm else None
+            h0 = fc.zeros(D * L, batch, H, dtype=data.dtype, device=data.device)
+            c0 = fc.zeros(D * L, batch, H, dtype=data.dtype, device=data.device) if is_lstm else None
         else:
             if is_lstm:
                 if not isinstance(hx, (tuple, list)) or len(hx) != 2:

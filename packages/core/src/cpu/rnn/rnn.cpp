@@ -1,6 +1,8 @@
 // CPU kernels of the recurrent layers: _rnn_layer runs one layer and direction
 // of an RNN/LSTM/GRU over a whole (packed) sequence, _rnn_layer_backward is its
-// backward through time.
+// backward through time. Both are structured ops (Note [Structured kernels]):
+// out kernels writing the outputs their meta step checked the arguments for and
+// allocated (src/meta/rnn_rules.cpp).
 //
 // Note [Recurrent layer kernel]
 // The input projection x @ w_ih^T + b_ih of every step is one GEMM done by the
@@ -24,6 +26,7 @@
 // O(B * G * H * H), and an OpenMP region per step between two OpenBLAS calls
 // made the two thread pools fight over the cores (measured on 2 cores: the
 // 2-layer LSTM of 35 steps took seconds instead of tens of milliseconds).
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -31,6 +34,7 @@
 
 #include "cpu/linalg/gemm.h"
 #include "cpu/linalg/sgemm.h"
+#include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -122,85 +126,43 @@ const cpu::RnnKernels<T>& kernels_for() {
 
 int64_t gate_count(int64_t mode) { return mode == kLstm ? 4 : mode == kGru ? 3 : 1; }
 
-const char* mode_name(int64_t mode) {
-  return mode == kLstm ? "LSTM" : mode == kGru ? "GRU" : mode == kRelu ? "RNN_RELU" : "RNN_TANH";
-}
-
 int64_t ws_width(int64_t mode) { return mode == kLstm ? 6 : mode == kGru ? 4 : 0; }
 
-// Checks the arguments shared by forward and backward; returns (T steps, B batch, H hidden).
+// The sizes of a layer call: T steps, B batch, H hidden, G gates, N rows, from arguments the meta step
+// checked (meta::check_rnn_layer in src/meta/rnn_rules.cpp).
 struct Dims {
   int64_t T, B, H, G, N;
   std::vector<int64_t> offsets;  // first row of each step
 };
 
-Dims check_layer(const char* op, const Tensor& igates, const Tensor& w_hh, const Tensor& b_hh,
-                 const Tensor& hx, const Tensor& cx, int64_t mode, IntArrayRef batch_sizes) {
-  FB_CHECK_VALUE(mode >= 0 && mode <= 3, "[", op,
-                 "] mode must be 0 (RNN_TANH), 1 (RNN_RELU), 2 (LSTM) or 3 (GRU), got ", mode);
-  const ScalarType dt = igates.dtype();
-  FB_CHECK_TYPE(dt == ScalarType::Float32 || dt == ScalarType::Float64, "[", op,
-                "] expected a float32 or float64 input, got dtype ", dtype_name(dt));
-  for (const Tensor* t : {&w_hh, &b_hh, &hx, &cx}) {
-    if (!t->defined() || (t == &cx && mode != kLstm) || (t == &b_hh && t->numel() == 0)) continue;
-    FB_CHECK_TYPE(t->dtype() == dt, "[", op, "] expected all tensors to have dtype ", dtype_name(dt),
-                  ", got ", dtype_name(t->dtype()));
-  }
-  FB_CHECK_VALUE(w_hh.dim() == 2, "[", op, "] w_hh must be 2-D, got shape ", shape_str(w_hh.sizes()));
+Dims layer_dims(const Tensor& w_hh, const Tensor& hx, int64_t mode, IntArrayRef batch_sizes) {
   Dims d{};
   d.H = w_hh.sizes()[1];
   d.G = gate_count(mode);
-  FB_CHECK_VALUE(w_hh.sizes()[0] == d.G * d.H, "[", op, "] ", mode_name(mode), " expects w_hh of shape (",
-                 d.G * d.H, ", ", d.H, "), got ", shape_str(w_hh.sizes()));
-  FB_CHECK_VALUE(b_hh.numel() == 0 || (b_hh.dim() == 1 && b_hh.sizes()[0] == d.G * d.H), "[", op,
-                 "] expected b_hh of shape (", d.G * d.H, ") or empty, got ", shape_str(b_hh.sizes()));
-  FB_CHECK_VALUE(igates.dim() == 2 && igates.sizes()[1] == d.G * d.H, "[", op,
-                 "] expected igates of shape (N, ", d.G * d.H, "), got ", shape_str(igates.sizes()));
-  FB_CHECK_VALUE(hx.dim() == 2 && hx.sizes()[1] == d.H, "[", op, "] expected hx of shape (B, ", d.H,
-                 "), got ", shape_str(hx.sizes()));
   d.B = hx.sizes()[0];
-  if (mode == kLstm)
-    FB_CHECK_VALUE(cx.dim() == 2 && cx.sizes()[0] == d.B && cx.sizes()[1] == d.H, "[", op,
-                   "] expected cx of shape (", d.B, ", ", d.H, "), got ", shape_str(cx.sizes()));
   d.T = static_cast<int64_t>(batch_sizes.size());
   d.offsets.resize(static_cast<size_t>(d.T) + 1);
   int64_t n = 0;
   for (int64_t t = 0; t < d.T; ++t) {
-    const int64_t b = batch_sizes[static_cast<size_t>(t)];
-    const int64_t prev = t == 0 ? d.B : batch_sizes[static_cast<size_t>(t - 1)];
-    FB_CHECK_VALUE(b >= 1 && b <= prev, "[", op,
-                   "] batch_sizes must be positive, non-increasing and at most the batch size ", d.B,
-                   ", got ", b, " at step ", t);
     d.offsets[static_cast<size_t>(t)] = n;
-    n += b;
+    n += batch_sizes[static_cast<size_t>(t)];
   }
   d.offsets[static_cast<size_t>(d.T)] = n;
-  FB_CHECK_VALUE(d.T == 0 || batch_sizes[0] == d.B, "[", op, "] batch_sizes[0] = ", d.T ? batch_sizes[0] : 0,
-                 " does not match the batch size of hx, ", d.B);
-  FB_CHECK_VALUE(igates.sizes()[0] == n, "[", op, "] igates has ", igates.sizes()[0],
-                 " rows but batch_sizes sum to ", n);
   d.N = n;
-  FB_CHECK_VALUE(d.G * d.H <= INT32_MAX && d.N <= INT32_MAX && d.H <= INT32_MAX, "[", op,
-                 "] sizes too large for BLAS");
   return d;
 }
 
 Tensor dense(const Tensor& t) { return t.defined() && !t.is_contiguous() ? contiguous(t) : t; }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, const Tensor& w_hh_,
-                                                         const Tensor& b_hh_, const Tensor& hx_,
-                                                         const Tensor& cx_, int64_t mode,
-                                                         IntArrayRef batch_sizes, bool reverse) {
+// The forward into contiguous outputs that share no memory with the arguments (Note [Recurrent layer kernel]).
+void rnn_layer_fill(const Tensor& output, const Tensor& hy, const Tensor& cy, const Tensor& ws,
+                    const Tensor& igates_, const Tensor& w_hh_, const Tensor& b_hh_, const Tensor& hx_,
+                    const Tensor& cx_, int64_t mode, IntArrayRef batch_sizes, bool reverse) {
   const char* op = "_rnn_layer";
-  const Dims d = check_layer(op, igates_, w_hh_, b_hh_, hx_, cx_, mode, batch_sizes);
+  const Dims d = layer_dims(w_hh_, hx_, mode, batch_sizes);
   const Tensor igates = dense(igates_), w_hh = dense(w_hh_), b_hh = dense(b_hh_), hx = dense(hx_);
   const Tensor cx = mode == kLstm ? dense(cx_) : Tensor();
   const ScalarType dt = igates.dtype();
-  const Device dev = igates.device();
-  Tensor output = op::empty(Shape{d.N, d.H}, dt, dev);
-  Tensor hy = op::empty(Shape{d.B, d.H}, dt, dev);
-  Tensor cy = op::empty(Shape{mode == kLstm ? d.B : 0, d.H}, dt, dev);
-  Tensor ws = op::empty(Shape{d.N, ws_width(mode) * d.H}, dt, dev);
   visit_dtype(dt, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -266,33 +228,32 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> rnn_layer_cpu(const Tensor& igates_, 
       });
     }
   });
-  return {output, hy, cy, ws};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
-    const Tensor& grad_output_, const Tensor& grad_hy_, const Tensor& grad_cy_, const Tensor& igates_,
-    const Tensor& w_hh_, const Tensor& b_hh_, const Tensor& hx_, const Tensor& cx_, const Tensor& output_,
-    const Tensor& workspace_, int64_t mode, IntArrayRef batch_sizes, bool reverse) {
+// Note [Structured kernels]: the out kernel; output (N, H), hy (B, H), cy (B or 0, H) and the workspace
+// (N, W * H) come from the meta step. hy and cy hold the state during the loop.
+void rnn_layer_out_cpu(const Tensor& output_, const Tensor& hy_, const Tensor& cy_, const Tensor& ws_,
+                       const Tensor& igates_, const Tensor& w_hh_, const Tensor& b_hh_, const Tensor& hx_,
+                       const Tensor& cx_, int64_t mode, IntArrayRef batch_sizes, bool reverse) {
+  cpu::write_contiguous_outs<4>({output_, hy_, cy_, ws_}, {&igates_, &w_hh_, &b_hh_, &hx_, &cx_},
+                                [&](const std::array<Tensor, 4>& dst) {
+                                  rnn_layer_fill(dst[0], dst[1], dst[2], dst[3], igates_, w_hh_, b_hh_, hx_, cx_,
+                                                 mode, batch_sizes, reverse);
+                                });
+}
+
+FB_REGISTER_OUT_KERNEL(op::_rnn_layer, CPU, rnn_layer_out_cpu);
+
+// The backward into contiguous outputs that share no memory with the arguments: grad_ig is written
+// whole, the others are zeroed first (a state gradient starts from grad_hy / grad_cy, grad_w_hh and
+// grad_b_hh are sums).
+void rnn_layer_backward_fill(const std::array<Tensor, 5>& grads, const Tensor& grad_output_,
+                             const Tensor& grad_hy_, const Tensor& grad_cy_, const Tensor& igates_,
+                             const Tensor& w_hh_, const Tensor& hx_, const Tensor& cx_, const Tensor& output_,
+                             const Tensor& workspace_, int64_t mode, IntArrayRef batch_sizes, bool reverse) {
   const char* op = "_rnn_layer_backward";
-  const Dims d = check_layer(op, igates_, w_hh_, b_hh_, hx_, cx_, mode, batch_sizes);
+  const Dims d = layer_dims(w_hh_, hx_, mode, batch_sizes);
   const int64_t H = d.H, G = d.G, GH = G * H, N = d.N, B = d.B;
-  auto check_shape = [&](const Tensor& t, const char* what, int64_t r, int64_t c) {
-    if (!t.defined() || t.numel() == 0) return;
-    FB_CHECK_VALUE(t.dim() == 2 && t.sizes()[0] == r && t.sizes()[1] == c, "[", op, "] expected ", what,
-                   " of shape (", r, ", ", c, "), got ", shape_str(t.sizes()));
-    FB_CHECK_TYPE(t.dtype() == igates_.dtype(), "[", op, "] expected ", what, " of dtype ",
-                  dtype_name(igates_.dtype()), ", got ", dtype_name(t.dtype()));
-  };
-  check_shape(grad_output_, "grad_output", N, H);
-  check_shape(grad_hy_, "grad_hy", B, H);
-  if (mode == kLstm) check_shape(grad_cy_, "grad_cy", B, H);
-  check_shape(output_, "output", N, H);
-  FB_CHECK_VALUE(output_.defined() && output_.numel() == N * H, "[", op, "] expected output of shape (", N,
-                 ", ", H, ")");
-  check_shape(workspace_, "workspace", N, ws_width(mode) * H);
-  FB_CHECK_VALUE(ws_width(mode) == 0 || N * H == 0 ||
-                     (workspace_.defined() && workspace_.numel() == N * ws_width(mode) * H),
-                 "[", op, "] expected a workspace of shape (", N, ", ", ws_width(mode) * H, ")");
   const Tensor igates = dense(igates_), w_hh = dense(w_hh_), hx = dense(hx_);
   const Tensor cx = mode == kLstm ? dense(cx_) : Tensor();
   const Tensor output = dense(output_), ws = dense(workspace_);
@@ -300,12 +261,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
   const Tensor ghy = grad_hy_.defined() && grad_hy_.numel() ? dense(grad_hy_) : Tensor();
   const Tensor gcy = mode == kLstm && grad_cy_.defined() && grad_cy_.numel() ? dense(grad_cy_) : Tensor();
   const ScalarType dt = igates.dtype();
-  const Device dev = igates.device();
-  Tensor grad_ig = op::empty(Shape{N, GH}, dt, dev);
-  Tensor grad_w = zeros(Shape{GH, H}, dt, dev);
-  Tensor grad_b = zeros(Shape{b_hh_.numel() ? GH : 0}, dt, dev);
-  Tensor grad_hx = zeros(Shape{B, H}, dt, dev);
-  Tensor grad_cx = zeros(Shape{mode == kLstm ? B : 0, H}, dt, dev);
+  const Tensor &grad_ig = grads[0], &grad_w = grads[1], &grad_b = grads[2], &grad_hx = grads[3], &grad_cx = grads[4];
+  for (size_t i = 1; i < grads.size(); ++i)
+    if (grads[i].numel())
+      std::memset(grads[i].data_ptr(), 0, static_cast<size_t>(grads[i].numel()) * itemsize(grads[i].dtype()));
   visit_dtype(dt, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -400,11 +359,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> rnn_layer_backward_cpu(
       }
     }
   });
-  return {grad_ig, grad_w, grad_b, grad_hx, grad_cx};
 }
 
-FB_REGISTER_KERNEL(op::_rnn_layer, CPU, rnn_layer_cpu);
-FB_REGISTER_KERNEL(op::_rnn_layer_backward, CPU, rnn_layer_backward_cpu);
+// Note [Structured kernels]: the out kernel; every gradient is computed (the autograd formula has no
+// output mask): grad_b_hh is (0,) without a bias, grad_cx (0, H) but for LSTM.
+void rnn_layer_backward_out_cpu(const Tensor& grad_igates, const Tensor& grad_w_hh, const Tensor& grad_b_hh,
+                                const Tensor& grad_hx, const Tensor& grad_cx, const Tensor& grad_output,
+                                const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& igates,
+                                const Tensor& w_hh, const Tensor& b_hh, const Tensor& hx, const Tensor& cx,
+                                const Tensor& output, const Tensor& workspace, int64_t mode, IntArrayRef batch_sizes,
+                                bool reverse) {
+  cpu::write_contiguous_outs<5>(
+      {grad_igates, grad_w_hh, grad_b_hh, grad_hx, grad_cx},
+      {&grad_output, &grad_hy, &grad_cy, &igates, &w_hh, &b_hh, &hx, &cx, &output, &workspace},
+      [&](const std::array<Tensor, 5>& dst) {
+        rnn_layer_backward_fill(dst, grad_output, grad_hy, grad_cy, igates, w_hh, hx, cx, output, workspace, mode,
+                                batch_sizes, reverse);
+      });
+}
+
+FB_REGISTER_OUT_KERNEL(op::_rnn_layer_backward, CPU, rnn_layer_backward_out_cpu);
 
 }  // namespace
 }  // namespace flambeau
