@@ -452,7 +452,11 @@ py::object stack_sample_fields(py::handle samples) {
   if (!PyList_Check(samples.ptr()) && !PyTuple_Check(samples.ptr())) return py::none();
   const auto n = static_cast<int64_t>(PySequence_Fast_GET_SIZE(samples.ptr()));
   if (!stacking_applies(samples, n)) return py::none();
-  PyObject* const* objs = PySequence_Fast_ITEMS(samples.ptr());
+  // Each column's copy releases the GIL: another thread changing the list meanwhile would move its item
+  // array under the next column, so the items are read from a tuple of them (a tuple is itself).
+  auto frozen = py::reinterpret_steal<py::tuple>(PySequence_Tuple(samples.ptr()));
+  if (!frozen) throw py::error_already_set();
+  PyObject* const* objs = PySequence_Fast_ITEMS(frozen.ptr());
   if (!PyTuple_CheckExact(objs[0])) return py::none();
   const Py_ssize_t k = PyTuple_GET_SIZE(objs[0]);
   if (k == 0) return py::none();
@@ -466,7 +470,7 @@ py::object stack_sample_fields(py::handle samples) {
   }
   py::list out(k);
   for (Py_ssize_t f = 0; f < k; ++f) out[f] = py::cast(columns[static_cast<size_t>(f)]);
-  return std::move(out);
+  return out;
 }
 
 /// `value` as a tensor broadcast to `shape` (leading size-1 dims of the value may be dropped, as in PyTorch).
