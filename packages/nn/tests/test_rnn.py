@@ -288,6 +288,22 @@ def test_layer_on_another_device_makes_its_default_state_there(kind, bias, devic
             assert_close(o.cpu(), t, **TOL[torch.float32])
 
 
+@pytest.mark.parametrize("device", ["meta", *device_params(("sim",))])
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cell_on_another_device_makes_its_default_state_there(kind, device):
+    """A cell called without hx makes its zero state on the input's device, as torch's (meta: torch's shapes)."""
+    theirs = getattr(torch.nn, kind)(3, 4)
+    ours = getattr(nn, kind)(3, 4)
+    copy_params(ours, theirs)
+    x = torch.randn(2, 3)
+    rt = theirs.to("meta")(x.to("meta")) if device == "meta" else theirs(x)
+    ro = ours.to(device)(from_torch(x).to(device))
+    for o, t in zip(_flatten_out(ro), _flatten_out(rt), strict=True):
+        assert o.device.type == device and tuple(o.shape) == tuple(t.shape)
+        if device != "meta":
+            assert_close(o.cpu(), t.detach(), **TOL[torch.float32])
+
+
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("packed", [False, True])

@@ -504,7 +504,7 @@ class RNNCellBase(Module):
         states = []
         is_lstm = self.mode == "LSTM"
         if hx is None:
-            states = [fc.zeros(batch, self.hidden_size, dtype=x.dtype)] * (2 if is_lstm else 1)
+            states = [fc.zeros(batch, self.hidden_size, dtype=x.dtype, device=x.device)] * (2 if is_lstm else 1)
         else:
             given = list(hx) if is_lstm else [hx]
             if is_lstm and len(given) != 2:
