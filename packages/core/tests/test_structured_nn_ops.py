@@ -380,6 +380,13 @@ def test_embedding_bag_errors_with_torch_types():
                                    fc.empty(0, dtype=fc.int64), 10, False, 0, None, -1)  # fmt: skip
     with pytest.raises(ValueError, match=r"^\[embedding_bag_per_sample_weights_backward\] per_sample_weights are only"):
         _C._embedding_bag_per_sample_weights_backward(fc.ones((1, 3)), fw, fi, fc.zeros(3, dtype=fc.int64), 1, -1)
+    # torch refuses an integer grad too (NotImplementedError there; a dtype error is TypeError here): the
+    # kernel computes float32/float64 only, and an int64 grad once returned its output's uninitialised memory
+    for bad_dtype in (fc.int64, fc.float16):
+        with pytest.raises(TypeError, match=r"^\[embedding_bag_per_sample_weights_backward\] grad must be a float32"):
+            _C._embedding_bag_per_sample_weights_backward(
+                fc.ones((1, 3), dtype=bad_dtype), fw, fi, fc.zeros(3, dtype=fc.int64), 0, -1
+            )
 
 
 # ---- _linear_backward ----

@@ -158,6 +158,7 @@ Shape embedding_bag_backward(const char*, const Tensor& grad, int64_t num_weight
 void check_embedding_bag_psw_grad(const char* op, const Tensor& grad, const Tensor& weight, const Tensor& indices,
                                   const Tensor& offset2bag, int64_t mode) {
   FB_CHECK_VALUE(mode == 0, "[", op, "] per_sample_weights are only supported for mode='sum'");
+  check_float32_64(op, grad, "grad");  // the kernel computes float32 and float64 only
   check_bag_weight(op, weight);
   FB_CHECK_VALUE(grad.dim() == 2 && grad.sizes()[1] == weight.sizes()[1] && offset2bag.numel() == indices.numel(),
                  "[", op, "] inconsistent shapes: grad ", shape_str(grad.sizes()), ", weight ",
