@@ -18,6 +18,11 @@ import torch
 from flambeau.compiler import _capture, _checked
 
 RECORD = "a record of an earlier check"
+# Why a step's first call runs eagerly: the optimizer makes its momentum buffers.
+_BROKE = (
+    "the function changes a module's attributes (training mode, parameters, submodules, settings) or a global or "
+    "closure value it reads (such as a list it appends to)"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -100,6 +105,56 @@ def test_a_second_capture_of_the_same_step_takes_the_record_and_equals_torch():
     assert step.checks == [RECORD] and len(step.graphs) == 1 and len(_records()) == 1
 
 
+def test_a_capture_from_a_state_that_needed_no_copies_makes_none():
+    """Note [Checked captures]'s hints: the first step's capture (it breaks: the optimizer makes its buffers)
+    and the second's (its check has a record) needed no copies the second time, so the third time none are made."""
+    before = _capture.copies_made
+    assert _captured(_trainer()[1]).checks == ["replayed"]
+    assert _capture.copies_made - before == 2
+    assert _captured(_trainer()[1]).checks == [RECORD]
+    before = _capture.copies_made
+    model, plain = _trainer()
+    step = fb.compile(plain)
+    _train_against_torch(step, model)
+    assert step.checks == [RECORD] and _capture.copies_made == before
+
+
+def test_a_wrong_hint_costs_a_capture_never_a_wrong_result():
+    """The same code from the same state, but a setting its object holds (not in the hint's key) changes the
+    graph: the capture without copies finds no record, so that call is eager and the next captures with copies."""
+    import types
+
+    def make(double):
+        fb.manual_seed(0)
+        model = fb.nn.Sequential(fb.nn.Linear(3, 5), fb.nn.Tanh(), fb.nn.Linear(5, 2))
+        opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        cfg = types.SimpleNamespace(double=double)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=True)
+            loss = ((model(x) - y) ** 2).mean()
+            if cfg.double:
+                loss = loss * 2
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step
+
+    assert _captured(make(False)[1]).checks == ["replayed"]
+    (eager_model, eager), (model, plain) = make(True), make(True)
+    step = fb.compile(plain)
+    before = _capture.copies_made
+    for k, (x, y) in enumerate(_batches(4)):
+        x, y = fb.tensor(x), fb.tensor(y)
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+        assert len(step.graphs) == (1 if k >= 2 else 0)  # the second call ran eagerly, the third captured
+    assert _capture.copies_made - before == 1 and step.checks == ["replayed"] and step.break_reasons == [_BROKE]
+    assert "mul" in step.graphs[0].op_names()
+    for p, q in zip(eager_model.parameters(), model.parameters(), strict=True):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6)
+
+
 def test_a_record_is_never_used_by_another_model():
     assert _captured(_trainer()[1]).checks == ["replayed"]
     assert _captured(_trainer()[1]).checks == [RECORD]
@@ -151,6 +206,10 @@ def test_a_check_that_refuses_the_step_still_refuses_it_after_a_record(monkeypat
     assert _captured(_trainer()[1]).checks == ["replayed"] and len(_records()) == 1
     monkeypatch.setattr(_capture, "_step_disagrees", lambda *args: "refused by the test")
     step = _captured(_trainer()[1])
+    # The second call's capture took no copies (the hint of the first step's capture from that state) and found
+    # no record for the other check: eager, captured again by the third call, with copies, and refused.
+    assert step.graphs == [] and step.break_reasons == [_BROKE]
+    step(*(fb.tensor(a) for a in _batches(1)[0]))
     assert step.graphs == [] and "refused by the test" in step.break_reasons
     assert len(_records()) == 1
 
@@ -169,6 +228,8 @@ def test_a_check_that_refuses_the_step_still_refuses_it_after_a_record(monkeypat
 def test_a_bad_record_falls_back_to_the_replay_with_the_reason(content, why):
     assert _captured(_trainer()[1]).checks == ["replayed"]
     (path,) = _records()
+    for hint in path.parent.glob("*.hint"):  # (so the second call makes copies: a capture that can replay)
+        hint.unlink()
     path.unlink()
     if content is None:
         path.mkdir()

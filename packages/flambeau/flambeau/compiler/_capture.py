@@ -294,6 +294,9 @@ class CaptureResult:
     # How the graph was checked (Note [Checked captures] in _checked.py): "replayed", "replayed (<why a
     # record was not used>)" or "a record of an earlier check"; None when no check applies.
     checked: str | None = None
+    # The step needed a check replay but the capture made no copies for it (Note [Checked captures]): the
+    # call's result is the eager one; the next call captures again, with copies.
+    retry: bool = False
 
 
 class _Capture:
@@ -420,12 +423,14 @@ def capture(
     still_valid: Callable[[], bool],
     check_step: bool = True,
     optimizers: list[Any] = (),  # type: ignore[assignment]
+    copies: bool = False,
 ) -> CaptureResult:
     """Runs ``fn(*args, **kwargs)`` once under the op recorder; the graph of the run, or why there is none.
 
     ``still_valid()`` says whether the module state the guards hold is unchanged by the run. ``check_step``:
     copy the state first, so a graph holding backward() can be checked (a module's forward does without).
     ``optimizers``: those the function reaches, whose fused ops' settings become live (Note [Live hyperparameters]).
+    ``copies``: make the copies even where the last capture from this state needed none (Note [Checked captures]).
     """
     cap = _Capture()
     cap.hyper = hyper_tensors(list(optimizers))
@@ -433,20 +438,25 @@ def capture(
         cap.see_leaf(t)
     before = [(t.requires_grad, t._storage_ptr) for t in inputs]
     versions = [(t, t._version) for t in list(inputs) + list(long_lived.values())]
+    grad_before = fc.is_grad_enabled()
+    from ._compiled import config
+
+    # Note [Checked captures]: the eager run's calls and the state it began in, for the fingerprint; no copies
+    # where the last capture from this state needed none (its check had a record, or it broke before it).
+    log = _checked.CallLog() if config.reuse_checks else None
+    entry = {id(t): _entry_state(t) for t in (*inputs, *long_lived.values())} if log else {}
+    state = _checked.state_key(fn, [*inputs, *long_lived.values()], entry, grad_before) if log and check_step else None
+    skip = state is not None and not copies and _checked.hinted(state)
     twins = None
-    if check_step:  # copies for checking a training step (below), made unseen by any recorder
+    if check_step and not skip:  # copies for checking a training step (below), made unseen by any recorder
+        global copies_made
+        copies_made += 1
         recorder = _C._op_recorder()
         _C._set_op_recorder(None)
         try:
             twins = _twins(list(inputs) + list(long_lived.values()))
         finally:
             _C._set_op_recorder(recorder)
-    grad_before = fc.is_grad_enabled()
-    from ._compiled import config
-
-    # Note [Checked captures]: the eager run's calls and the state it began in, for the fingerprint.
-    log = _checked.CallLog() if config.reuse_checks else None
-    entry = {id(t): _entry_state(t) for t in (*inputs, *long_lived.values())} if log else {}
     rng_before = _rng_state()
     seed_before = fc.initial_seed()
     host_rng_before = _host_rng_state()
@@ -475,13 +485,14 @@ def capture(
         if reason is None and fc.initial_seed() != seed_before:
             reason = "the function seeds the random generator (fb.manual_seed), which a replay would not"
         graph = fusion = live = checked = None
+        needs_copies = False  # the step's check found no record: only a replay on copies can check it
         if reason is None:
             rng_after = _rng_state()
             advanced = rng_before is not None and not bool((rng_before == rng_after).all())
             grads = {id(t.grad) for t, _, _ in cap.leaves.values() if t.grad is not None}
             graph = build_graph(inputs, cap.calls, result, long_lived, advanced, grads)
             live = bind(graph, list(optimizers), cap.hidden, settings.suspect) if settings is not None else None
-            if cap.autograd and twins is None:
+            if cap.autograd and not check_step:
                 reason, graph = "a module's forward runs backward() or reads .grad (compile the training step)", None
             else:
                 # Fused before the check replay (it reads the recorded values), which then runs without the
@@ -493,16 +504,15 @@ def capture(
             if graph is None:
                 pass
             elif not advanced and not cap.autograd and all(t._version == v for t, v in versions):
-                reason, checked = _check(
+                reason, checked, _ = _check(
                     lambda: _replay_disagrees(graph, inputs, result, grad_before),
                     graph, inputs, entry, grad_before, False, log,
                 )  # fmt: skip
                 graph = None if reason else graph
             elif not advanced and cap.autograd:
-                reason, checked = _check(
-                    lambda: _step_disagrees(graph, inputs, result, grad_before, twins),
-                    graph, inputs, entry, grad_before, True, log,
-                )  # fmt: skip
+                replay = None if twins is None else lambda: _step_disagrees(graph, inputs, result, grad_before, twins)
+                reason, checked, recorded = _check(replay, graph, inputs, entry, grad_before, True, log)
+                needs_copies = not recorded
                 graph = None if reason else graph
     except GraphBreak as e:
         reason, graph = str(e), None
@@ -511,7 +521,18 @@ def capture(
     finally:
         _C._set_op_recorder(outer)
     checked = checked if graph is not None else None
-    return CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd, live, checked)
+    retry = reason == NO_COPIES
+    if state is not None and (retry or needs_copies):
+        _checked.unhint(state)
+    elif state is not None and not skip:
+        _checked.hint(state)
+    out = CaptureResult(result, graph, reason, fusion if graph is not None else None, cap.autograd, live, checked)
+    out.retry = retry
+    return out
+
+
+copies_made = 0  # sets of copies made for a step's check replay (tests read it)
+NO_COPIES = "the capture made no copies to check the step on (the last one from this state needed none)"
 
 
 def _entry_state(t: Tensor) -> tuple[bool, bool]:
@@ -539,16 +560,17 @@ def _check_code() -> list[Any]:
 
 
 def _check(
-    replay: Callable[[], str | None],
+    replay: Callable[[], str | None] | None,
     graph: Graph,
     inputs: list[Tensor],
     entry: dict[int, tuple[bool, bool]],
     grad: bool,
     step: bool,
     log: Any,
-) -> tuple[str | None, str]:
-    """(why the graph is refused or None, how it was checked): by the record of an earlier check of the same
-    fingerprint, or ``replay()``, whose pass writes the record (Note [Checked captures])."""
+) -> tuple[str | None, str, bool]:
+    """(why the graph is refused or None, how it was checked, whether a record vouches for it now): by the
+    record of an earlier check of the same fingerprint, or ``replay()``, whose pass writes the record (Note
+    [Checked captures]); ``replay`` None: there are no copies to replay on (refused with ``NO_COPIES``)."""
     digest = why = None
     if log is not None and log.codes is None:
         why = "another profiler was installed (sys.setprofile), so the calls could not be watched"
@@ -562,11 +584,13 @@ def _check(
     if digest is not None:
         found, why = _checked.lookup(digest)
         if found:
-            return None, "a record of an earlier check"
+            return None, "a record of an earlier check", True
+    if replay is None:
+        return NO_COPIES, "not checked", False
     reason = replay()
     if reason is None and digest is not None:
         _checked.store(digest, len(graph.nodes))
-    return reason, f"replayed ({why})" if why else "replayed"
+    return reason, f"replayed ({why})" if why else "replayed", reason is None and digest is not None
 
 
 def _fuse(graph: Graph, inputs: list[Tensor], calls: list[Any]) -> Fusion | None:

@@ -377,6 +377,7 @@ class CompiledFunction:
         self._last: _Entry | None = None  # the entry the last call of positional tensors used (its fast check)
         self._count = 0
         self._warned = False
+        self._copies = False  # the next capture makes a step's copies whatever its hint (Note [Checked captures])
         functools.update_wrapper(self, fn, updated=())
         _compiled.add(self)
 
@@ -395,6 +396,7 @@ class CompiledFunction:
         self._last = None
         self._count = 0
         self._warned = False
+        self._copies = False
 
     def _reach(self) -> list[Any]:
         return list(self._module.modules()) if self._module is not None else _capture.modules_of(self._fn)
@@ -473,7 +475,13 @@ class CompiledFunction:
         leaves = [t for t in long_lived.values() if t.requires_grad and t.grad_fn is None]
         grads = [(t, t.grad is None) for t in leaves]  # at entry (Note [Captured backward])
         check_step = self._module is None
-        cap = _capture.capture(self._fn, args, kwargs, list(tensors), long_lived, state.holds, check_step, optimizers)
+        copies, self._copies = self._copies, False
+        cap = _capture.capture(
+            self._fn, args, kwargs, list(tensors), long_lived, state.holds, check_step, optimizers, copies
+        )
+        if cap.retry:  # no copies to check the step on: eager this time, captured again on the next call
+            self._copies = True
+            return cap.result
         if cap.reason is not None and self._fullgraph:
             raise Unsupported(f"[compile] fullgraph=True, but {cap.reason}")
         self._count += 1
