@@ -155,6 +155,41 @@ def test_a_wrong_hint_costs_a_capture_never_a_wrong_result():
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-6)
 
 
+def test_explain_checks_a_step_whatever_its_hint():
+    """explain captures once: with a hint from a step of the same code and state but another graph, its one
+    capture still makes copies, so it reports the graph (a capture without copies would have none to report)."""
+    import types
+
+    def make(double):
+        fb.manual_seed(0)
+        model = fb.nn.Linear(3, 2)
+        opt = fb.optim.SGD(model.parameters(), lr=0.1)
+        cfg = types.SimpleNamespace(double=double)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=True)
+            loss = ((model(x) - y) ** 2).mean()
+            if cfg.double:
+                loss = loss * 2
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    x, y = (fb.tensor(a) for a in _batches(1)[0])
+    first = fb.compile(make(False))
+    first(x, y), first(x, y)  # the first call makes the .grad tensors (eager), the second captures
+    assert first.checks == ["replayed"] and len(_records()) == 1
+    other = make(True)
+    other(x, y)  # eager: the state the hint of the first's capture names
+    out = fb.compiler.explain(other, x, y)
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    ops = first.graphs[0].op_names()
+    after = ops.index("mean") + 1  # the loss doubled
+    assert out.ops_per_graph[0] == [*ops[:after], "mul", *ops[after:]]
+
+
 def test_a_record_is_never_used_by_another_model():
     assert _captured(_trainer()[1]).checks == ["replayed"]
     assert _captured(_trainer()[1]).checks == [RECORD]

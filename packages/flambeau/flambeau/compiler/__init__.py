@@ -385,6 +385,7 @@ def _explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """:func:`explain` of one call (also of a function without arguments: ``explain(step)()``)."""
     module = fn if isinstance(fn, Module) else None
     probe = CompiledFunction(fn.__call__ if module is not None else fn, False, 1, module)
+    probe._copies = True  # one call: a capture that can check its step (Note [Checked captures])
     probe(*args, **kwargs)
     graphs, reasons = probe.graphs, probe.break_reasons
     ops = [g.op_names() for g in graphs]
