@@ -1,6 +1,7 @@
 #include "flambeau/parallel.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "settings.h"
 
 extern "C" void scipy_openblas_set_num_threads(int num_threads);
+extern "C" int scipy_openblas_get_num_threads(void);
 
 namespace flambeau {
 
@@ -29,7 +31,45 @@ int cgroup_cpu_limit() {
   if (q <= 0 || p <= 0) return 0;
   return std::max(1, static_cast<int>(std::ceil(q / p)));
 }
+
+// Note [OpenBLAS count across fork]
+// OpenBLAS's pthread_atfork prepare handler stops its thread pool before a
+// fork, and the first openblas_set_num_threads after it (whatever the count,
+// 1 included), as its first threaded call, starts a whole new pool, whose
+// threads spin ~0.1 s before they sleep: 40-50 ms of CPU in each DataLoader
+// worker that sets 1 thread, and in the parent at its next GEMM (whose
+// SerialBlasScope sets 1). A BLAS call with OpenBLAS's count at 1 runs on the
+// caller without touching the pool. So these handlers (registered after
+// OpenBLAS's, at this library's load: our prepare runs before its shutdown,
+// while the pool still runs) set OpenBLAS's count to 1 for the fork, and both
+// processes keep it at 1 afterwards, with the count it had pending:
+// set_num_threads replaces the pending count (or clears it, for 1) without
+// calling OpenBLAS, and a call that lets OpenBLAS thread applies it first
+// (apply_pending_blas_threads), which is when a pool is needed anyway.
+// get_num_threads() is unchanged by a fork, and flambeau's GEMMs, which split
+// products on their own threads with OpenBLAS serial (Note [GEMM threads]),
+// use the same threads as before it.
+std::atomic<int> g_blas_pending{0};  // > 1: the count OpenBLAS's 1 stands for since a fork
+int g_blas_at_fork = 0;              // OpenBLAS's count when the fork began (its thread only)
+
+void blas_before_fork() {
+  g_blas_at_fork = scipy_openblas_get_num_threads();
+  if (g_blas_at_fork > 1) scipy_openblas_set_num_threads(1);  // the pool still runs: no thread starts
+}
+
+void blas_after_fork() {
+  if (g_blas_at_fork > 1) g_blas_pending.store(g_blas_at_fork, std::memory_order_relaxed);
+}
+
+[[maybe_unused]] const int g_blas_fork_handlers =
+    ::pthread_atfork(&blas_before_fork, &blas_after_fork, &blas_after_fork);
 }  // namespace
+
+void apply_pending_blas_threads() {
+  if (g_blas_pending.load(std::memory_order_relaxed) == 0) return;
+  if (const int n = g_blas_pending.exchange(0, std::memory_order_relaxed); n > 1)
+    scipy_openblas_set_num_threads(n);
+}
 
 int default_num_threads() {
   cpu_set_t set;
@@ -52,7 +92,13 @@ void set_num_threads(int n) {
   FB_CHECK_VALUE(n >= 1, "[set_num_threads] expected a positive number of threads, got ", n);
   g_num_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
-  scipy_openblas_set_num_threads(n);
+  // Note [OpenBLAS count across fork]: since a fork OpenBLAS is at 1, and any call would start its pool.
+  int pending = g_blas_pending.load(std::memory_order_relaxed);
+  while (pending != 0 &&
+         !g_blas_pending.compare_exchange_weak(pending, n > 1 ? n : 0, std::memory_order_relaxed)) {
+  }
+  if (pending != 0) return;
+  if (n != scipy_openblas_get_num_threads()) scipy_openblas_set_num_threads(n);
 }
 
 bool in_parallel_region() { return omp_in_parallel() || cpu::in_gemm_pool_job(); }

@@ -346,12 +346,9 @@ def worker_loop(
                 faulthandler.enable()
             except (RuntimeError, ValueError, OSError):
                 pass  # no usable stderr (e.g. closed): the signal is still reported by the main process
-        if fc.get_num_threads() != 1:
-            # Only when the process is not single-threaded already (a parent that set 1 passes it on):
-            # set_num_threads also sets OpenBLAS's count, and OpenBLAS, whose thread pool a fork leaves
-            # behind, starts a whole new pool on that call, threads that spin about 0.1 s before they
-            # sleep (40-50 ms of cpu per worker start, every epoch without persistent workers).
-            fc.set_num_threads(1)
+        # Starts no thread: since the fork OpenBLAS's count is 1 already, and core leaves it so (Note
+        # [OpenBLAS count across fork] in core's parallel.cpp).
+        fc.set_num_threads(1)
         _profiler._worker_started()
         seed = base_seed + worker_id
         _seed_worker(seed)

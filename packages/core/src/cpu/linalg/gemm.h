@@ -116,12 +116,25 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a
 inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
 inline constexpr double kPoolMacs = double(int64_t{1} << 18);
 
+}  // namespace flambeau::cpu
+
+namespace flambeau {
+/// Before a call that lets OpenBLAS thread: gives OpenBLAS the count it had
+/// before a fork (Note [OpenBLAS count across fork] in parallel.cpp), if
+/// set_num_threads was not called since; nothing otherwise.
+void apply_pending_blas_threads();
+}  // namespace flambeau
+
+namespace flambeau::cpu {
+
 /// OpenBLAS on one thread for this scope (restores the previous count), while
-/// our own threads each call it (or, `active` false, nothing changes: the
-/// caller decided to let one BLAS call use OpenBLAS's threads).
+/// our own threads each call it (or, `active` false, OpenBLAS gets a count
+/// left pending by a fork, apply_pending_blas_threads, and nothing else
+/// changes: the caller decided to let one BLAS call use OpenBLAS's threads).
 class SerialBlasScope {
  public:
   explicit SerialBlasScope(bool active = true) : restore_(active ? scipy_openblas_get_num_threads() : 0) {
+    if (!active) apply_pending_blas_threads();
     if (restore_ > 1)
       scipy_openblas_set_num_threads(1);
     else

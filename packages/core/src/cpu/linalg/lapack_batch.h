@@ -49,6 +49,7 @@ struct Workspace {
 template <class F>
 void for_each_matrix(int64_t batch, double flops_per_matrix, const F& f) {
   if (batch == 1 && flops_per_matrix >= kThreadedBlasFlops) {
+    apply_pending_blas_threads();
     Workspace ws;
     f(0, ws);
     return;

@@ -83,18 +83,17 @@ void over_rows(int64_t B, bool serial_blas, const F& f) {
 
 class SerialBlas {
  public:
-  explicit SerialBlas(int64_t step_macs) : active_(step_macs < kSerialStepMacs && get_num_threads() > 1) {
-    if (active_) scipy_openblas_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (active_) scipy_openblas_set_num_threads(get_num_threads());
-  }
+  explicit SerialBlas(int64_t step_macs)
+      : active_(step_macs < kSerialStepMacs && get_num_threads() > 1), scope_(active_) {}
   bool active() const { return active_; }
   SerialBlas(const SerialBlas&) = delete;
   SerialBlas& operator=(const SerialBlas&) = delete;
 
  private:
   bool active_;
+  // Sets OpenBLAS's count to 1 and back to what it was (1 since a fork: Note [OpenBLAS count across fork]);
+  // inactive, OpenBLAS threads the step GEMMs.
+  cpu::SerialBlasScope scope_;
 };
 
 /// A per-thread working buffer of at least n values, kept between calls: no
