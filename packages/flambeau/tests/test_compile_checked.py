@@ -119,6 +119,21 @@ def test_a_capture_from_a_state_that_needed_no_copies_makes_none():
     assert step.checks == [RECORD] and _capture.copies_made == before
 
 
+def _step_doubling_on(model, opt, cfg):
+    """A training step whose graph depends on a setting its object holds (``cfg.double``), outside any hint's key."""
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = ((model(x) - y) ** 2).mean()
+        if cfg.double:
+            loss = loss * 2
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def test_a_wrong_hint_costs_a_capture_never_a_wrong_result():
     """The same code from the same state, but a setting its object holds (not in the hint's key) changes the
     graph: the capture without copies finds no record, so that call is eager and the next captures with copies."""
@@ -128,18 +143,7 @@ def test_a_wrong_hint_costs_a_capture_never_a_wrong_result():
         fb.manual_seed(0)
         model = fb.nn.Sequential(fb.nn.Linear(3, 5), fb.nn.Tanh(), fb.nn.Linear(5, 2))
         opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        cfg = types.SimpleNamespace(double=double)
-
-        def step(x, y):
-            opt.zero_grad(set_to_none=True)
-            loss = ((model(x) - y) ** 2).mean()
-            if cfg.double:
-                loss = loss * 2
-            loss.backward()
-            opt.step()
-            return loss
-
-        return model, step
+        return model, _step_doubling_on(model, opt, types.SimpleNamespace(double=double))
 
     assert _captured(make(False)[1]).checks == ["replayed"]
     (eager_model, eager), (model, plain) = make(True), make(True)
@@ -164,18 +168,7 @@ def test_explain_checks_a_step_whatever_its_hint():
         fb.manual_seed(0)
         model = fb.nn.Linear(3, 2)
         opt = fb.optim.SGD(model.parameters(), lr=0.1)
-        cfg = types.SimpleNamespace(double=double)
-
-        def step(x, y):
-            opt.zero_grad(set_to_none=True)
-            loss = ((model(x) - y) ** 2).mean()
-            if cfg.double:
-                loss = loss * 2
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step
+        return _step_doubling_on(model, opt, types.SimpleNamespace(double=double))
 
     x, y = (fb.tensor(a) for a in _batches(1)[0])
     first = fb.compile(make(False))
