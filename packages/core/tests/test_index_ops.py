@@ -119,8 +119,30 @@ def test_index_add_errors():
         f.index_add(0, fc.tensor([0]), fc.ones(1, 3, dtype=fc.float64))
     with pytest.raises(TypeError, match=r"\[index_copy\] index"):
         f.index_copy(0, fc.tensor([0.5]), fc.ones(1, 3))
-    with pytest.raises(IndexError, match=r"\[index_fill\]"):
-        f.index_fill(1, fc.tensor([-1]), 1.0)
+    with pytest.raises(IndexError, match=r"^\[index_fill\] index -4 is out of range for dimension 1 with size 3$"):
+        f.index_fill(1, fc.tensor([0, -4]), 1.0)
+    with pytest.raises(IndexError, match=r"^\[index_fill\] index 3 is out of range for dimension 1 with size 3$"):
+        f.index_fill(1, fc.tensor([3]), 1.0)
+    with pytest.raises(IndexError, match=r"^\[index_add\] index -1 is out of range"):  # torch refuses it too
+        f.index_add(0, fc.tensor([-1]), fc.ones(1, 3))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_index_fill_counts_a_negative_index_from_the_end_as_torch(dtype):
+    """index_fill wraps an index in [-size, 0) (index_add and index_copy refuse it, as torch); the index tensor
+    itself is left as it was."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    index = np.array([-1, 0, -4, 2], dtype=dtype)
+    fi = fc.tensor(index)
+    ours = fc.tensor(x).index_fill(1, fi, -7.0)
+    theirs = torch.from_numpy(x).index_fill(1, torch.from_numpy(index).long(), -7.0)
+    np.testing.assert_array_equal(np.array(ours.tolist()), theirs.numpy())
+    np.testing.assert_array_equal(np.array(fi.tolist()), index)
+    y = fc.tensor(x)
+    y.index_fill_(0, fc.tensor([-3]), 1.5)
+    np.testing.assert_array_equal(
+        np.array(y.tolist()), torch.from_numpy(x).index_fill(0, torch.tensor([-3]), 1.5).numpy()
+    )
 
 
 # ---------------------------------------------------------------- masked ops
@@ -405,7 +427,7 @@ def test_fuzz_index_paths(v, n, dim):
     src_shape = (1, 3) if dim == 0 else (3, 1)
     expect(in_range, lambda: x.index_add(dim, index, fc.ones(*src_shape)))
     expect(in_range, lambda: x.index_copy(dim, index, fc.ones(*src_shape)))
-    expect(in_range, lambda: x.index_fill(dim, index, 1.0))
+    expect(wrapped, lambda: x.index_fill(dim, index, 1.0))  # torch's index_fill counts a negative from the end
     g_index = fc.full(src_shape, v, dtype=fc.int64)
     if x.numel():
         expect(in_range, lambda: x.gather(dim, g_index))

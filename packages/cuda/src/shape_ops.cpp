@@ -94,9 +94,10 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   std::vector<uint8_t> hit(static_cast<size_t>(n), 0);
   const int64_t* p = host.data<int64_t>();
   for (int64_t i = 0; i < host.numel(); ++i) {
-    FB_CHECK_INDEX(p[i] >= 0 && p[i] < n, "[", op, "] index ", p[i], " is out of range for dimension ", d,
+    // a negative index counts from the end, as core's CPU kernel and PyTorch's index_fill
+    FB_CHECK_INDEX(p[i] >= -n && p[i] < n, "[", op, "] index ", p[i], " is out of range for dimension ", d,
                    " with size ", n);
-    hit[static_cast<size_t>(p[i])] = 1;
+    hit[static_cast<size_t>(p[i] < 0 ? p[i] + n : p[i])] = 1;
   }
   visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), op, [](auto) {});
   if (self.numel() == 0 || host.numel() == 0) return op::clone(self, MemoryFormat::Contiguous);

@@ -18,7 +18,9 @@ def _x(dtype):
 
 @pytest.mark.parametrize("dtype", [fc.float32, fc.float64, fc.int64, fc.int32, fc.uint8, fc.bool])
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
-@pytest.mark.parametrize("index", [[0], [1, 1, 0], [], 2, "int32"], ids=["one", "repeated", "empty", "0-d", "int32"])
+@pytest.mark.parametrize(
+    "index", [[0], [1, 1, 0], [], 2, "int32", [-1, 0, -2]], ids=["one", "repeated", "empty", "0-d", "int32", "negative"]
+)
 def test_index_fill_matches_core(dtype, dim, index):
     x = _x(dtype).transpose(0, 2)  # (5, 4, 3), not contiguous
     if index == "int32":
@@ -46,7 +48,7 @@ def test_errors_match_core():
     x = fc.ones(2, 3)
     cases = [
         (IndexError, r"\[index_fill\] index 3 is out of range for dimension 1 with size 3", (x, 1, fc.tensor([0, 3]))),
-        (IndexError, r"\[index_fill\] index -1 is out of range", (x, 0, fc.tensor([-1]))),
+        (IndexError, r"\[index_fill\] index -3 is out of range for dimension 0 with size 2", (x, 0, fc.tensor([-3]))),
         (TypeError, r"\[index_fill\] index must be an int64 or int32 tensor", (x, 0, fc.tensor([0.0]))),
         (ValueError, r"\[index_fill\] index must be 0-d or 1-d", (x, 0, fc.zeros(1, 1, dtype=fc.int64))),
         (IndexError, r"index_fill", (x, 2, fc.tensor([0]))),

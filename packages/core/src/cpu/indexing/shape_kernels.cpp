@@ -212,14 +212,24 @@ Tensor repeat_interleave_tensor_cpu(const Tensor& repeats, std::optional<int64_t
 
 // ---- index_add / index_copy / index_fill: slices of self along dim ----
 
-/// The int64 indices (contiguous), each checked in [0, size). Their dtype and rank passed
-/// meta::check_index_slices, as did the source's dtype and shape.
-Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d) {
-  const Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));
+/// The int64 indices (contiguous), each checked in [0, size), or with `wrap_negative` in [-size, size) and
+/// a negative one counted from the end (index_fill's rule in PyTorch; index_add and index_copy refuse
+/// negatives). Their dtype and rank passed meta::check_index_slices, as did the source's dtype and shape.
+Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d, bool wrap_negative = false) {
+  Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));
+  const int64_t lo = wrap_negative ? -size : 0;
   const int64_t* p = idx.data<int64_t>();
-  for (int64_t i = 0; i < idx.numel(); ++i)
-    FB_CHECK_INDEX(p[i] >= 0 && p[i] < size, "[", op, "] index ", p[i], " is out of range for dimension ", d,
+  bool negative = false;
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    FB_CHECK_INDEX(p[i] >= lo && p[i] < size, "[", op, "] index ", p[i], " is out of range for dimension ", d,
                    " with size ", size);
+    negative = negative || p[i] < 0;
+  }
+  if (negative) {  // idx may be the caller's index itself: wrapped in a copy
+    idx = op::clone(idx, MemoryFormat::Contiguous);
+    int64_t* q = idx.data<int64_t>();
+    for (int64_t i = 0; i < idx.numel(); ++i) q[i] += q[i] < 0 ? size : 0;
+  }
   return idx;
 }
 
@@ -322,7 +332,7 @@ void index_copy_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, co
 void index_fill_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, const Tensor& index,
                         const Scalar& value) {
   const SliceGeometry g = geometry(self, dim, "index_fill");
-  const Tensor idx = checked_index("index_fill", index, g.n, g.d);
+  const Tensor idx = checked_index("index_fill", index, g.n, g.d, /*wrap_negative=*/true);
   cpu::write_over_self(out_t, self, {&index}, [&](const Tensor& out) {
     if (out.numel() == 0 || idx.numel() == 0) return;
     visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(self.dtype(), "index_fill",
