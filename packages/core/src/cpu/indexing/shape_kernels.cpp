@@ -215,7 +215,8 @@ Tensor repeat_interleave_tensor_cpu(const Tensor& repeats, std::optional<int64_t
 /// The int64 indices (contiguous), each checked in [0, size), or with `wrap_negative` in [-size, size) and
 /// a negative one counted from the end (index_fill's rule in PyTorch; index_add and index_copy refuse
 /// negatives). Their dtype and rank passed meta::check_index_slices, as did the source's dtype and shape.
-Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d, bool wrap_negative = false) {
+Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d,
+                     bool wrap_negative = false) {
   Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));
   const int64_t lo = wrap_negative ? -size : 0;
   const int64_t* p = idx.data<int64_t>();
