@@ -98,7 +98,7 @@ class _SplitLinear(autograd.Function):
     backward could not split) posts the same row blocks when the bucket
     is ready, so the collectives match whatever each rank did. Not with a
     communication hook (it gets whole buckets), ``no_sync``, ``Join``,
-    one rank, or ``split_first_layer=False``.
+    one rank, ``backward(create_graph=True)``, or ``split_first_layer=False``.
     """
 
     @staticmethod
@@ -550,6 +550,9 @@ class DistributedDataParallel(Module, Joinable):
             or self._split_state is not None
             or i in self._done
             or self._next_launch != b_index
+            # backward(create_graph=True): the gradient is computed whole, with its graph, as every other
+            # parameter's (the row blocks are computed without one)
+            or autograd.is_grad_enabled()
         ):
             return False
         b = self._buckets[b_index]

@@ -380,6 +380,22 @@ def split_last_layer(rank, world):
             assert [n for n, _ in model._post_log[:5]] == [140] * 4 + [80], model._post_log
             assert model._post_log.count((140, 1)) == (4 if rank == 0 else 0), model._post_log
             assert (model._split_layer is None) == (cls is Tied), model._split_layer
+        # backward(create_graph=True): the weight's gradient is computed whole with its graph, as every other
+        # parameter's, and its row blocks are posted once the bucket is ready
+        fc.manual_seed(0)
+        net = Net()
+        model = DDP(net)
+        ref = Net()
+        ref.load_state_dict(net.state_dict())
+        x, y = data(13, 8)
+        nn.functional.cross_entropy(model(x[rank * 4 : rank * 4 + 4]), y[rank * 4 : rank * 4 + 4]).backward(
+            create_graph=True
+        )
+        nn.functional.cross_entropy(ref(x), y).backward(create_graph=True)
+        assert_same_grads(net, ref)
+        assert [p.grad.requires_grad for p in net.parameters()] == [q.grad.requires_grad for q in ref.parameters()]
+        assert model._post_log.count((140, 1)) == 0 and model._post_log.count((140, 0)) == 4, model._post_log
+        assert model._split_layer is net.fc1
         # split_first_layer=False: no row blocks
         model = train(rank, world, split_first_layer=False)
         assert model._split_layer is None
