@@ -45,6 +45,18 @@ CASES = [
     (2, 5, 20, 9, 40, 1, 2, 0, 1, 1),
     (1, 4, 24, 6, 36, 3, 1, 1, 1, 1),
     (1, 6, 40, 6, 10, 3, 1, 1, 1, 1),
+    # The column planes (a plane per kernel column, shifted copies of one of them): 1x1 images; one
+    # row; widths off the vector lengths with channels off 16 and 32; odd output sizes (the weight
+    # gradient's zero column); no padding (a copy's edge columns are image pixels); padding past the
+    # kernel and a dilation wider than the image (planes that share nothing); stride 2 with dilation 2.
+    (1, 3, 5, 1, 1, 3, 1, 1, 1, 1),
+    (2, 5, 7, 1, 9, (1, 3), 1, (0, 1), 1, 1),
+    (1, 17, 33, 5, 33, 3, 1, 1, 1, 1),
+    (2, 4, 6, 7, 9, 3, 1, 1, 1, 1),
+    (1, 6, 10, 9, 11, 3, 1, 0, 1, 1),
+    (1, 4, 5, 6, 5, (3, 5), 1, (3, 4), (1, 3), 1),
+    (2, 7, 18, 11, 13, 3, 2, 2, 2, 1),
+    (1, 64, 64, 8, 8, 3, 1, 1, 1, 2),  # ResNet-8's last 3x3 in two groups
 ]
 
 
@@ -137,6 +149,9 @@ TRANSPOSED = [
     (2, 6, 6, 5, 5, 3, (2, 1), (0, 1), 1, 6, 0),  # depthwise, unequal strides
     (2, 6, 5, 9, 21, 1, 2, 0, 1, 1, 1),  # 1x1 stride 2: 3 of 4 classes are the bias, rows of 21 outputs
     (1, 4, 3, 20, 18, 3, 2, 1, 1, 1, 1),  # stride 2, classes of 18-20 outputs a row (a vector and a tail)
+    (1, 3, 5, 1, 1, 3, 1, 1, 1, 1, 0),  # a 1x1 image
+    (2, 17, 9, 3, 7, 3, 2, 0, 1, 1, 1),  # classes of unequal widths, 17 channels
+    (1, 5, 4, 6, 4, (3, 2), (1, 3), (2, 0), (2, 1), 1, (0, 2)),  # unequal strides and dilations
 ]
 
 
@@ -174,6 +189,24 @@ def test_conv1d_and_odd_lengths():
     y64.backward(gt.double())
     gw = fc._C._convolution_backward_weight(gf, xf, [7, 5, 4], [2], [1], [1], False, [0], 1)
     close_to_exact(gw, w64.grad)
+
+
+@pytest.mark.parametrize("hw", [(5, 7), (6, 8)], ids=str)
+def test_weight_gradient_infinite_input_on_the_edge(hw):
+    """An infinite input on the last row and column: the weight gradient is the exact sum (infinities
+    where it takes the value, NaN where they cancel), as PyTorch's in float64. With an odd width the
+    planes carry a zero column (no 0 * inf added to any sum); with an even one, none."""
+    h, w = hw
+    rng = rng_for("inf-edge", hw)
+    x = rng.integers(-3, 4, (2, 3, h, w)).astype(np.float32)
+    x[0, 1, h - 1, w - 1] = np.inf
+    x[1, 2, h - 1, 0] = -np.inf
+    xf, xt = bf16(x)
+    gf, gt = bf16(rng.integers(-3, 4, (2, 4, h, w)).astype(np.float32))
+    gw = fc._C._convolution_backward_weight(gf, xf, [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    w64 = torch.zeros(4, 3, 3, 3, dtype=torch.float64, requires_grad=True)
+    torch.nn.functional.conv2d(xt.double(), w64, None, 1, 1).backward(gt.double())
+    np.testing.assert_array_equal(to_numpy(gw), w64.grad.to(torch.bfloat16).float().numpy())
 
 
 def test_empty_batch_and_noncontiguous_input():
@@ -226,7 +259,8 @@ def test_every_cpu_capability_gives_the_same_values():
         "import flambeau_core as fc, numpy as np, sys\n"
         "r = np.random.default_rng(3)\n"
         "out = []\n"
-        "for (n, ci, co, h, k, s, p) in [(2, 16, 16, 12, 3, 1, 1), (2, 5, 7, 9, 3, 2, 1), (1, 1, 6, 8, 5, 1, 2)]:\n"
+        "for (n, ci, co, h, k, s, p) in [(2, 16, 16, 12, 3, 1, 1), (2, 5, 7, 9, 3, 2, 1), (1, 1, 6, 8, 5, 1, 2),\n"
+        "                                (1, 3, 5, 1, 3, 1, 1), (2, 20, 33, 8, 3, 1, 1), (1, 6, 9, 7, 3, 1, 0)]:\n"
         "    x = fc.tensor(r.integers(-3, 4, (n, ci, h, h)).astype(np.float32)).to(fc.bfloat16)\n"
         "    w = fc.tensor(r.integers(-3, 4, (co, ci, k, k)).astype(np.float32)).to(fc.bfloat16)\n"
         "    y = fc.conv2d(x, w, None, s, p)\n"

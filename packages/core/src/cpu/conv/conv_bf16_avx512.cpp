@@ -4,38 +4,47 @@
 //
 // Note [bfloat16 convolution]
 // vdpbf16ps adds, into each float32 lane, the products of the lane's two bfloat16 values of each
-// operand: the reduced dimension must come in pairs. As Note [Direct convolution] does for float32,
-// the zero-padded input of an image is split into stride phases (phase (a, b): padded pixels (r, c)
-// with r % sh == a, c % sw == b, planes of Hq x Wq, Hq = ceil(Hp / sh), Wq = ceil(Wp / sw)) and the
-// output is computed over the flat domain q = y * Wq + x (Hs rows of Wq; the Wq - Ws extra columns
-// of a row are computed and thrown away): tap (i, j) of every output q reads the flat position
-// q + off(i, j) of phase (i*dh % sh, j*dw % sw), off = (i*dh / sh) * Wq + j*dw / sw. No im2col.
+// operand: the reduced dimension must come in pairs. The outputs of an image are computed over the
+// flat domain q = y * Ws + x, the output image itself (no extra columns), and every tap (i, j) reads
+// the flat position q + off of a plane of its own: the zero-padded input split into stride phases
+// as in Note [Direct convolution], one plane per (row phase i * dh % sh, kernel column j), plane
+// row r and column X holding the padded pixel (r * sh + i * dh % sh, X * sw + j * dw), Ws columns
+// wide, so off = (i * dh / sh) * Ws. No im2col and no extra columns: a plane per kernel column
+// costs kw copies of the image, and the planes of one row phase are the same row data shifted by
+// whole columns, so one of them (the one with the most image columns) is built from the image and
+// the others are one vector copy of it, shifted, with their few edge columns (mostly padding)
+// written apart. (The former single plane per phase, Wq = ceil(Wp / sw) wide, computed Wq - Ws
+// extra columns a row and threw them away: 25 % of the work on 8 x 8 images, 11 % on 16 x 16.)
 //
-// Forward: the phase planes hold channel pairs, interleaved, [phase][channel pair][flat q][2]
-// (an odd channel count gets a zero channel), so 32 consecutive outputs of one (tap, channel pair)
-// are one 64-byte load: the pair layout vdpbf16ps reads (Note [Low-precision GEMM]). The weights
-// are packed [output channel][tap][channel pair][2]; a tile holds 8 output channels x 32 flat
-// outputs in 16 zmm accumulators, the weight pair of each channel broadcast, summed over taps and
-// channel pairs in float32, the bias added, rounded to bfloat16 once (a last panel of at most 16
-// outputs: 16 channels x 16 outputs); the extra columns are squeezed out when the tile's rows are
-// copied out.
+// Forward: the planes hold channel pairs, interleaved, [plane][channel pair][flat q][2] (an odd
+// channel count gets a zero channel), so 32 consecutive outputs of one (tap, channel pair) are one
+// 64-byte load: the pair layout vdpbf16ps reads (Note [Low-precision GEMM]). The weights are packed
+// [output channel][tap][channel pair][2]; a tile holds 8 output channels x 32 flat outputs in 16 zmm
+// accumulators, the weight pair of each channel broadcast, summed over taps and channel pairs in
+// float32, the bias added, rounded to bfloat16 once (a last panel of at most 16 outputs: 16 channels
+// x 16 outputs) and stored straight into the output image, whose layout the flat domain is.
 //
 // Transposed convolutions (the input gradient of a convolution): big y + padding = small o * stride
 // + tap i * dilation (per dim). The outputs of one residue r = (y + padding) % stride take only the
 // taps with i * dilation % stride == r, reading small o = Z - i * dilation / stride for
 // y = Z * stride + r - padding: per residue, a stride-1 correlation of the small image (zero-padded
 // in front by the largest i * dilation / stride) with its subset of the taps, each a fixed flat
-// offset. So the same planes (one, of channel pairs), tiles and weight packing run stride x stride
-// classes of outputs, written back with the stride; no col2im, no flipped copy of the weights.
+// offset. So the same planes (of channel pairs; per class a plane per kernel column, the class's
+// nX columns wide: the small image shifted by the tap), tiles and weight packing run stride x
+// stride classes of outputs; a stride-1 class is the whole output, written in place, the others are
+// written back with the stride; no col2im, no flipped copy of the weights.
 //
 // Weight gradient: dw^T (tap, input channel; output channel) = sum over q of the input window
-// (phase planes per channel, not interleaved: [phase][channel][flat q], so a row of the tile is a
+// (the planes per channel, not interleaved: [plane][channel][flat q], so a row of the tile is a
 // channel read from flat position off(tap), and two consecutive q are one 32-bit broadcast) times
-// the output gradient, stored [q pair][output channel][2] with zeros on the extra columns (which
-// is what keeps them out of the sum: an infinite input value there would make 0 * inf = NaN where
-// the exact sum is +-inf). Tiles of 16 rows x 16 output channels or 8 rows x 32 accumulate in
-// float32 over the q pairs of an image and into float32 partial sums over images (Note [Partial
-// sums in slice order]); the sum is transposed and rounded to bfloat16 once.
+// the output gradient, stored [q pair][output channel][2]. The planes are Ws + (Ws odd) wide: a pair
+// never straddles two rows, and the extra column is zero in the planes and in the output gradient
+// (an infinite input value read there would make 0 * inf = NaN where the exact sum is +-inf; the
+// former padded-width planes read the next row's first pixel there). With an even width the output
+// gradient's image is the flat domain: its pairs are one 16 x 16 word transpose per 16 pairs of 16
+// channels. Tiles of 16 rows x 16 output channels or 8 rows x 32 accumulate in float32 over the q
+// pairs of an image and into float32 partial sums over images (Note [Partial sums in slice order]);
+// the sum is transposed and rounded to bfloat16 once.
 //
 // Threads: the forward splits images over threads (each building its image's planes in its own
 // scratch), the weight gradient slices of images.
@@ -48,7 +57,9 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "conv_bf16.h"
@@ -123,6 +134,29 @@ FB_BF16_TARGET void copy_row(uint16_t* d, const uint16_t* s, int64_t n) {
     const __mmask32 m = left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1u);
     _mm512_mask_storeu_epi16(d + k, m, _mm512_maskz_loadu_epi16(m, s + k));
   }
+}
+
+/// Copies n bytes in 64-byte vectors (a masked last one). glibc's memcpy takes `rep movsb` at these
+/// sizes (a few kilobytes), which ran at a fraction of this speed on the planes' offsets here.
+FB_BF16_TARGET void copy_bytes(void* dst, const void* src, int64_t n) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) _mm512_storeu_si512(d + k, _mm512_loadu_si512(s + k));
+  if (k < n) {
+    const __mmask64 m = (uint64_t{1} << (n - k)) - 1u;
+    _mm512_mask_storeu_epi8(d + k, m, _mm512_maskz_loadu_epi8(m, s + k));
+  }
+}
+
+/// Zeroes n values of E (uint16 or uint32) in vectors.
+template <class E>
+FB_BF16_TARGET void zero_elems(E* d, int64_t n) {
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(E));
+  auto* c = reinterpret_cast<char*>(d);
+  int64_t k = 0;
+  for (; k + 64 <= bytes; k += 64) _mm512_storeu_si512(c + k, _mm512_setzero_si512());
+  if (k < bytes) _mm512_mask_storeu_epi8(c + k, (uint64_t{1} << (bytes - k)) - 1u, _mm512_setzero_si512());
 }
 
 /// d[k] = s[k * sw], k < len (a weight-gradient plane row); stride 2 in vectors.
@@ -214,58 +248,21 @@ FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint
 #undef FB_ROWS
 }
 
-/// The phase geometry of Note [bfloat16 convolution] for a forward geometry g.
-struct Phases {
-  int64_t Hq, Wq, P;  // phase plane height and width, number of phases some tap reads
-  int64_t Q;          // flat outputs: Hs * Wq
-  int64_t taps;
-  std::vector<int64_t> phase, off;  // per tap (i, j): its phase's plane and flat offset
-  std::vector<int64_t> slot;        // per phase (of sh * sw): its plane, -1 when no tap reads it
-  int64_t max_off = 0;
-  Phases(const ConvGeo& g) {
-    const int64_t Hp = g.Hb + 2 * g.ph, Wp = g.Wb + 2 * g.pw;
-    Hq = ceil_div(Hp, g.sh), Wq = ceil_div(Wp, g.sw), P = 0;
-    Q = g.Hs * Wq;
-    taps = g.kk();
-    slot.assign(static_cast<size_t>(g.sh * g.sw), -1);
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t di = i * g.dh, dj = j * g.dw;
-        int64_t& sl = slot[static_cast<size_t>((di % g.sh) * g.sw + dj % g.sw)];
-        if (sl < 0) sl = P++;
-        phase.push_back(sl);
-        off.push_back((di / g.sh) * Wq + dj / g.sw);
-        max_off = std::max(max_off, off.back());
-      }
+/// A plane of an image (Hin x Win, zero outside it) of Note [bfloat16 convolution]: row r, column X
+/// holds the pixel (r * rs + r0, X * cs + c0) for X < ncols, zero for ncols <= X < width.
+struct PlaneSpec {
+  int64_t rs, r0, cs, c0, width, ncols;
+  bool same_rows(const PlaneSpec& o) const {
+    return rs == o.rs && r0 == o.r0 && cs == o.cs && width == o.width && ncols == o.ncols;
   }
-  /// Flat positions per (phase, channel) plane: the plane's pixels and every read past them.
-  int64_t plane_size(int64_t reach) const { return std::max(Hq * Wq, max_off + reach) + 32; }
+  bool operator==(const PlaneSpec& o) const { return same_rows(o) && c0 == o.c0; }
+  /// The columns [X0, X1) that hold pixels of the image.
+  std::pair<int64_t, int64_t> image_cols(int64_t Win) const {
+    const int64_t X0 = c0 >= 0 ? 0 : ceil_div(-c0, cs);
+    const int64_t X1 = Win - c0 > 0 ? std::min(ncols, ceil_div(Win - c0, cs)) : 0;
+    return {std::min(X0, X1), X1};
+  }
 };
-
-/// For each phase plane (Hq x Wq) of the image pg.Hb x pg.Wb zero-padded by (pg.ph, pg.pw) and split
-/// into (pg.sh, pg.sw) stride phases that has a plane (slot[phase] >= 0), and each plane row:
-/// put(plane, flat index of the row's first
-/// pixel with an image pixel, image row, image column, pixel count) (the columns are pg.sw apart in
-/// the image); the rest of the planes is zero (the caller zeroes the buffer).
-template <class Put>
-void for_phase_pixels(const ConvGeo& pg, int64_t Hq, int64_t Wq, const std::vector<int64_t>& slot,
-                      const Put& put) {
-  for (int64_t a = 0; a < pg.sh; ++a)
-    for (int64_t b = 0; b < pg.sw; ++b) {
-      const int64_t phase = slot[static_cast<size_t>(a * pg.sw + b)];
-      if (phase < 0) continue;
-      // Columns c of the plane with an image column: 0 <= c * sw + b - pw < Wb.
-      int64_t c0 = 0;
-      while (c0 < Wq && c0 * pg.sw + b - pg.pw < 0) ++c0;
-      int64_t c1 = c0;
-      while (c1 < Wq && c1 * pg.sw + b - pg.pw < pg.Wb) ++c1;
-      for (int64_t r = 0; r < Hq; ++r) {
-        const int64_t y = r * pg.sh + a - pg.ph;
-        if (y < 0 || y >= pg.Hb || c0 >= c1) continue;
-        put(phase, r * Wq + c0, y, c0 * pg.sw + b - pg.pw, c1 - c0);
-      }
-    }
-}
 
 template <class T>
 T* scratch(std::vector<T>& v, int64_t n) {
@@ -274,30 +271,89 @@ T* scratch(std::vector<T>& v, int64_t n) {
 }
 
 /// Outputs (y0 + Y * sy, x0 + X * sx), Y < nY, X < nX, of one class: the sum of `taps` taps (from
-/// tap0 in the plan's order), computed over the flat domain Y * Wq + X of the planes.
+/// tap0 in the plan's order), computed over the flat domain Y * nX + X of the planes (the planes of
+/// a class's taps are nX wide).
 struct OutClass {
   int64_t tap0, taps, nY, nX, y0, sy, x0, sx;
 };
 
-/// A convolution on the kernel: phase planes of the input image (pg: the image's size, its zero
-/// padding and stride phases; planes of Hq x Wq), the taps (plane and flat offset; the weight tap
-/// each reads) and the classes of outputs.
+/// A convolution on the kernel: the planes of the input image (Hin x Win), each Hq rows, and for each
+/// plane the earlier one it is a shifted copy of (src, shift in columns; -1: built from the image);
+/// the taps (plane and flat offset; the weight tap each reads) and the classes of outputs.
 struct Plan {
-  ConvGeo pg;
-  int64_t Hq = 0, Wq = 0, P = 1;
-  std::vector<int64_t> phase, off, wtap, slot{0};
+  int64_t Hin = 0, Win = 0, Hq = 0;
+  std::vector<PlaneSpec> planes;
+  std::vector<int64_t> src, shift;
+  std::vector<int64_t> plane, off, wtap;
   std::vector<OutClass> classes;
   int64_t N = 0, groups = 1, Cin_g = 0, Cout_g = 0, Hout = 0, Wout = 0;
+
+  /// A tap reading plane s from row `row` on (for output row 0), for weight tap wt.
+  void add_tap(const PlaneSpec& s, int64_t row, int64_t nY, int64_t wt) {
+    int64_t p = 0;
+    while (p < static_cast<int64_t>(planes.size()) && !(planes[static_cast<size_t>(p)] == s)) ++p;
+    if (p == static_cast<int64_t>(planes.size())) planes.push_back(s), src.push_back(-1), shift.push_back(0);
+    plane.push_back(p), off.push_back(row * s.width), wtap.push_back(wt);
+    Hq = std::max(Hq, row + nY);
+  }
+  /// Of planes with the same rows whose first columns are whole columns apart, the one with the
+  /// most image columns is built from the image and the others are shifted copies of it (their
+  /// columns without a source: mostly padding).
+  void share_planes() {
+    const int64_t P = static_cast<int64_t>(planes.size());
+    const auto cols = [&](int64_t q) {
+      const auto [X0, X1] = planes[static_cast<size_t>(q)].image_cols(Win);
+      return X1 - X0;
+    };
+    std::vector<bool> done(static_cast<size_t>(P), false);
+    std::vector<int64_t> copies;
+    order.clear();
+    for (int64_t p = 0; p < P; ++p) {
+      if (done[static_cast<size_t>(p)]) continue;
+      const PlaneSpec& s = planes[static_cast<size_t>(p)];
+      std::vector<int64_t> group;
+      int64_t best = p;
+      for (int64_t q = p; q < P; ++q) {
+        const PlaneSpec& o = planes[static_cast<size_t>(q)];
+        if (!done[static_cast<size_t>(q)] && o.same_rows(s) && (o.c0 - s.c0) % s.cs == 0 &&
+            std::abs((o.c0 - s.c0) / s.cs) < s.width) {
+          group.push_back(q), done[static_cast<size_t>(q)] = true;
+          if (cols(q) > cols(best)) best = q;
+        }
+      }
+      order.push_back(best);
+      for (int64_t q : group)
+        if (q != best) {
+          src[static_cast<size_t>(q)] = best;
+          shift[static_cast<size_t>(q)] =
+              (planes[static_cast<size_t>(q)].c0 - planes[static_cast<size_t>(best)].c0) / s.cs;
+          copies.push_back(q);
+        }
+    }
+    // The fill order: the planes built from the image, then the copies.
+    order.insert(order.end(), copies.begin(), copies.end());
+  }
+  std::vector<int64_t> order;
+  /// Flat positions per plane (of a channel or channel pair).
+  int64_t plane_size(const char* op) const {
+    int64_t n = 0;
+    for (const PlaneSpec& s : planes) n = std::max(n, mul_checked(Hq, s.width, op));
+    return n;
+  }
 };
 
-/// The plan of a forward convolution: one class, the taps of Note [bfloat16 convolution].
-Plan forward_plan(const ConvGeo& g) {
+/// The plan of a forward convolution: one class; a plane per (row phase i * dh % sh, kernel column j),
+/// `width` columns of which the first Ws are the outputs' (the weight gradient pads an odd width).
+Plan forward_plan(const ConvGeo& g, int64_t width) {
   Plan pl;
-  const Phases ph(g);
-  pl.pg = g, pl.Hq = ph.Hq, pl.Wq = ph.Wq, pl.P = ph.P, pl.slot = ph.slot;
-  pl.phase = ph.phase, pl.off = ph.off;
-  for (int64_t t = 0; t < g.kk(); ++t) pl.wtap.push_back(t);
+  pl.Hin = g.Hb, pl.Win = g.Wb;
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t di = i * g.dh;
+      pl.add_tap({g.sh, di % g.sh - g.ph, g.sw, j * g.dw - g.pw, width, g.Ws}, di / g.sh, g.Hs, i * g.kw + j);
+    }
   pl.classes.push_back({0, g.kk(), g.Hs, g.Ws, 0, 1, 0, 1});
+  pl.share_planes();
   pl.N = g.N, pl.groups = g.groups, pl.Cin_g = g.Cb / g.groups, pl.Cout_g = g.Cs / g.groups;
   pl.Hout = g.Hs, pl.Wout = g.Ws;
   return pl;
@@ -306,14 +362,13 @@ Plan forward_plan(const ConvGeo& g) {
 /// One dim of a transposed convolution (small size ns, big size nb): big y + p = o * s + i * d. The
 /// outputs y with (y + p) % s == r take the taps i with i * d % s == r, reading small o = Z - e_i
 /// (e_i = i * d / s) for y = Z * s + r - p: per residue r, its taps, first Z (Z0), first y (y0) and
-/// count (n); E = the largest e_i, the small image's zero padding in front.
+/// count (n); E = the largest e_i.
 struct TransposedDim {
-  int64_t E = 0, plane = 0;
+  int64_t E = 0;
   std::vector<std::vector<int64_t>> taps;
   std::vector<int64_t> Z0, y0, n;
-  TransposedDim(int64_t ns, int64_t nb, int64_t k, int64_t s, int64_t p, int64_t d) {
+  TransposedDim(int64_t nb, int64_t k, int64_t s, int64_t p, int64_t d) {
     E = (k - 1) * d / s;
-    plane = E + ns;
     for (int64_t r = 0; r < s; ++r) {
       std::vector<int64_t> t;
       for (int64_t i = 0; i < k; ++i)
@@ -321,61 +376,103 @@ struct TransposedDim {
       taps.push_back(t);
       const int64_t z0 = r >= p ? 0 : (p - r + s - 1) / s, first = z0 * s + r - p;
       Z0.push_back(z0), y0.push_back(first), n.push_back(first < nb ? (nb - 1 - first) / s + 1 : 0);
-      plane = std::max(plane, n.back() + z0 + E);
     }
   }
-  /// The plane position read by output Z' = 0 of residue r through tap i.
-  int64_t start(int64_t r, int64_t i, int64_t d, int64_t s) const { return Z0[r] + E - i * d / s; }
+  /// The small position read by output Z' = 0 of residue r through tap i.
+  int64_t start(int64_t r, int64_t i, int64_t d, int64_t s) const { return Z0[r] - i * d / s; }
 };
 
 /// The plan of a transposed convolution g (big = output): one class per output residue (r_h, r_w),
-/// each a stride-1 correlation of the small image padded by (E_h, E_w) in front.
+/// each a stride-1 correlation of the small image; its planes start E_h rows above the small image
+/// and are the class's nX columns wide, shifted by the tap.
 Plan transposed_plan(const ConvGeo& g) {
   Plan pl;
-  const TransposedDim dy(g.Hs, g.Hb, g.kh, g.sh, g.ph, g.dh), dx(g.Ws, g.Wb, g.kw, g.sw, g.pw, g.dw);
-  pl.pg.Hb = g.Hs, pl.pg.Wb = g.Ws, pl.pg.ph = dy.E, pl.pg.pw = dx.E;
-  pl.Hq = dy.plane, pl.Wq = dx.plane;
+  const TransposedDim dy(g.Hb, g.kh, g.sh, g.ph, g.dh), dx(g.Wb, g.kw, g.sw, g.pw, g.dw);
+  pl.Hin = g.Hs, pl.Win = g.Ws;
   for (int64_t ry = 0; ry < g.sh; ++ry)
     for (int64_t rx = 0; rx < g.sw; ++rx) {
       if (dy.n[ry] == 0 || dx.n[rx] == 0) continue;
       const int64_t tap0 = static_cast<int64_t>(pl.off.size());
       for (int64_t i : dy.taps[ry])
-        for (int64_t j : dx.taps[rx]) {
-          pl.phase.push_back(0);
-          pl.off.push_back(dy.start(ry, i, g.dh, g.sh) * pl.Wq + dx.start(rx, j, g.dw, g.sw));
-          pl.wtap.push_back(i * g.kw + j);
-        }
+        for (int64_t j : dx.taps[rx])
+          pl.add_tap({1, -dy.E, 1, dx.start(rx, j, g.dw, g.sw), dx.n[rx], dx.n[rx]},
+                     dy.start(ry, i, g.dh, g.sh) + dy.E, dy.n[ry], i * g.kw + j);
       const int64_t taps = static_cast<int64_t>(pl.off.size()) - tap0;
       pl.classes.push_back({tap0, taps, dy.n[ry], dx.n[rx], dy.y0[ry], g.sh, dx.y0[rx], g.sw});
     }
+  pl.share_planes();
   pl.N = g.N, pl.groups = g.groups, pl.Cin_g = g.Cs / g.groups, pl.Cout_g = g.Cb / g.groups;
   pl.Hout = g.Hb, pl.Wout = g.Wb;
   return pl;
 }
 
-/// Runs a plan: out (N, groups * Cout_g, Hout, Wout) from in (N, groups * Cin_g, pg.Hb, pg.Wb) and
+/// Fills plane p (Hq rows of its width, then zeros up to PS) of one channel (E = uint16) or channel
+/// pair (E = uint32, Note [bfloat16 convolution]) at d; the plane it copies (pl.src[p]) is at `from`.
+/// row(dst, y, col, cs, n) writes n pixels of image row y from column col, cs apart; pixel(y, col)
+/// is one (zero outside the image). A shifted copy moves the whole plane at once and then writes the
+/// columns whose source is not in the same row of the other plane.
+template <class E, class Row, class Pixel>
+void fill_plane(const Plan& pl, int64_t p, E* d, const E* from, int64_t PS, const Row& row,
+                const Pixel& pixel) {
+  const PlaneSpec& s = pl.planes[static_cast<size_t>(p)];
+  const int64_t w = s.width, n = pl.Hq * w;
+  if (pl.src[static_cast<size_t>(p)] >= 0) {
+    const int64_t sh = pl.shift[static_cast<size_t>(p)];
+    const int64_t k0 = std::max<int64_t>(0, -sh), k1 = n - std::max<int64_t>(0, sh);
+    if (k1 > k0) copy_bytes(d + k0, from + k0 + sh, (k1 - k0) * static_cast<int64_t>(sizeof(E)));
+    // The columns whose source is not in the same row of the other plane: [0, -shift) and from
+    // ncols - shift on, and those past ncols; a column of padding is zero in every row.
+    const int64_t a1 = std::min(w, std::max<int64_t>(0, -sh));
+    const int64_t b0 = std::max(a1, std::max<int64_t>(0, s.ncols - std::max<int64_t>(sh, 0)));
+    const auto fix = [&](int64_t X) {
+      const int64_t col = X * s.cs + s.c0;
+      if (X >= s.ncols || col < 0 || col >= pl.Win) {
+        for (int64_t r = 0; r < pl.Hq; ++r) d[r * w + X] = E(0);
+      } else {
+        for (int64_t r = 0; r < pl.Hq; ++r) d[r * w + X] = pixel(r * s.rs + s.r0, col);
+      }
+    };
+    for (int64_t X = 0; X < a1; ++X) fix(X);
+    for (int64_t X = b0; X < w; ++X) fix(X);
+  } else {
+    const auto [X0, X1] = s.image_cols(pl.Win);
+    for (int64_t r = 0; r < pl.Hq; ++r) {
+      E* dr = d + r * w;
+      const int64_t y = r * s.rs + s.r0;
+      if (y < 0 || y >= pl.Hin || X0 >= X1) {
+        zero_elems(dr, w);
+        continue;
+      }
+      for (int64_t X = 0; X < X0; ++X) dr[X] = E(0);
+      row(dr + X0, y, X0 * s.cs + s.c0, s.cs, X1 - X0);
+      for (int64_t X = X1; X < w; ++X) dr[X] = E(0);
+    }
+  }
+  zero_elems(d + n, PS - n);
+}
+
+/// Runs a plan: out (N, groups * Cout_g, Hout, Wout) from in (N, groups * Cin_g, Hin, Win) and
 /// the packed weights wp ([group][out channel][plan tap][channel pair][2]), + bias (may be null).
 FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, const float* bias,
                         uint16_t* out) {
   const char* op = "convolution";
   const int64_t G = pl.groups, Cin_g = pl.Cin_g, Cout_g = pl.Cout_g, CP = ceil_div(Cin_g, 2);
-  const int64_t P = pl.P, T = static_cast<int64_t>(pl.off.size());
+  const int64_t P = static_cast<int64_t>(pl.planes.size()), T = static_cast<int64_t>(pl.off.size());
   int64_t Qpan = 0, max_off = 0;
   for (const OutClass& c : pl.classes)
-    Qpan = std::max(Qpan, ceil_div(mul_checked(c.nY, pl.Wq, op), kCols) * kCols);
+    Qpan = std::max(Qpan, ceil_div(mul_checked(c.nY, c.nX, op), kCols) * kCols);
   for (int64_t o : pl.off) max_off = std::max(max_off, o);
-  const int64_t PS = std::max(mul_checked(pl.Hq, pl.Wq, op), max_off + Qpan) + 32;  // words per plane
+  const int64_t PS = std::max(pl.plane_size(op), max_off + Qpan) + 32;  // words per plane
   const int64_t words = mul_checked(mul_checked(P, CP, op), PS, op);
   mul_checked(Cout_g, Qpan, op);
   const int64_t a_tap = 2 * CP, lda = T * a_tap;
-  const int64_t HWin = pl.pg.Hb * pl.pg.Wb, HWout = pl.Hout * pl.Wout;
+  const int64_t Hin = pl.Hin, Win = pl.Win, HWin = Hin * Win, HWout = pl.Hout * pl.Wout;
   // Per tap, in uint16 units: its plane's base + its flat offset, channel pairs interleaved.
   std::vector<int64_t> boff(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) boff[static_cast<size_t>(t)] = 2 * (pl.phase[t] * CP * PS + pl.off[t]);
+  for (int64_t t = 0; t < T; ++t) boff[static_cast<size_t>(t)] = 2 * (pl.plane[t] * CP * PS + pl.off[t]);
   const __mmask16 full[2] = {0xFFFF, 0xFFFF};
   int64_t arow[2 * kRows];
   for (int64_t r = 0; r < 2 * kRows; ++r) arow[r] = r * lda;
-  const int64_t sw = pl.pg.sw, Win = pl.pg.Wb;
   const bool zero_classes =
       std::any_of(pl.classes.begin(), pl.classes.end(), [](const OutClass& c) { return c.taps == 0; });
   parallel_for(0, pl.N * G, 1, [&](int64_t i0, int64_t i1) {
@@ -386,15 +483,23 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t n = item / G, gi = item % G;
       const uint16_t* x = in + (n * G + gi) * Cin_g * HWin;
-      std::memset(planes, 0, static_cast<size_t>(words) * sizeof(uint32_t));
-      for_phase_pixels(pl.pg, pl.Hq, pl.Wq, pl.slot,
-                       [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
-                         for (int64_t cp = 0; cp < CP; ++cp) {
-                           uint32_t* d = planes + (phase * CP + cp) * PS + dst;
-                           const uint16_t* s0 = x + (2 * cp) * HWin + y * Win + x0;
-                           interleave_pair(d, s0, 2 * cp + 1 < Cin_g ? s0 + HWin : nullptr, sw, len);
-                         }
-                       });
+      for (int64_t p : pl.order) {
+        const int64_t from = pl.src[static_cast<size_t>(p)];
+        for (int64_t cp = 0; cp < CP; ++cp) {
+          const uint16_t* x0 = x + 2 * cp * HWin;
+          const uint16_t* x1 = 2 * cp + 1 < Cin_g ? x0 + HWin : nullptr;
+          fill_plane<uint32_t>(
+              pl, p, planes + (p * CP + cp) * PS, from >= 0 ? planes + (from * CP + cp) * PS : nullptr, PS,
+              [&](uint32_t* d, int64_t yy, int64_t col, int64_t cs, int64_t len) {
+                interleave_pair(d, x0 + yy * Win + col, x1 ? x1 + yy * Win + col : nullptr, cs, len);
+              },
+              [&](int64_t yy, int64_t col) -> uint32_t {
+                if (yy < 0 || yy >= Hin || col < 0 || col >= Win) return 0;
+                const int64_t k = yy * Win + col;
+                return uint32_t(x0[k]) | (x1 ? uint32_t(x1[k]) << 16 : 0u);
+              });
+        }
+      }
       const auto* b = reinterpret_cast<const uint16_t*>(planes);
       const float* bg = bias ? bias + gi * Cout_g : nullptr;
       uint16_t* y = out + (n * G + gi) * Cout_g * HWout;
@@ -411,27 +516,35 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           }
           continue;
         }
-        const int64_t Q = c.nY * pl.Wq, panels = ceil_div(Q, kCols);
+        // A class that is the whole output image (stride 1) is written in place, its flat domain being
+        // the image's; the others go through tmp to their strided places.
+        const bool direct = c.nY == pl.Hout && c.nX == pl.Wout && c.sy == 1 && c.sx == 1;
+        const int64_t Q = c.nY * c.nX, panels = ceil_div(Q, kCols);
         const uint16_t* w = wp + gi * Cout_g * lda + c.tap0 * a_tap;
         for (int64_t pn = 0; pn < panels; ++pn) {
           const uint16_t* bp = b + 2 * pn * kCols;
-          // A last panel of at most 16 outputs (small images: 8x8 gives Q = 80) takes one vector by 16 rows.
-          const bool half = Q - pn * kCols <= 16;
+          const int64_t left = Q - pn * kCols;
+          const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
+          uint16_t* cp = direct ? y + pn * kCols : tmp + pn * kCols;
+          const int64_t ldc = direct ? HWout : Qpan;
+          // A last panel of at most 16 outputs (small images) takes one vector by 16 rows.
+          const bool half = left <= 16;
           const int64_t step = half ? 2 * kRows : kRows;
           for (int64_t r = 0; r < Cout_g; r += step) {
             const int64_t rows = std::min(step, Cout_g - r);
             if (half)
               tile_rows<1, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0,
-                                  2 * PS, tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+                                  2 * PS, cp + r * ldc, ldc, bg ? bg + r : nullptr, direct ? m : full);
             else
               tile_rows<2, false>(rows, c.taps, CP, w + r * lda, arow, a_tap, bp, boff.data() + c.tap0,
-                                  2 * PS, tmp + r * Qpan + pn * kCols, Qpan, bg ? bg + r : nullptr, full);
+                                  2 * PS, cp + r * ldc, ldc, bg ? bg + r : nullptr, direct ? m : full);
           }
         }
-        // The class's outputs: the valid columns of each flat row, to their place in the image.
+        if (direct) continue;
+        // The class's outputs: each flat row of nX to its place in the image.
         for (int64_t o = 0; o < Cout_g; ++o)
           for (int64_t Y = 0; Y < c.nY; ++Y) {
-            const uint16_t* src = tmp + o * Qpan + Y * pl.Wq;
+            const uint16_t* src = tmp + o * Qpan + Y * c.nX;
             uint16_t* dst = y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0;
             if (c.sx == 1)
               copy_row(dst, src, c.nX);
@@ -442,7 +555,6 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
     }
   });
 }
-
 /// wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), the weight tap of plan tap t), zero past Cin_g;
 /// `at(gi, o, c, tap)` reads one weight.
 template <class At>
@@ -466,7 +578,7 @@ std::vector<float> bias_f32(const uint16_t* bias, int64_t n) {
 
 void forward(const ConvGeo& g, const uint16_t* big, const uint16_t* w, const uint16_t* bias,
              uint16_t* small) {
-  const Plan pl = forward_plan(g);
+  const Plan pl = forward_plan(g, g.Ws);
   const int64_t T = g.kk();
   const std::vector<uint16_t> wp = pack_weights(pl, [&](int64_t gi, int64_t o, int64_t c, int64_t t) {
     return w[((gi * pl.Cout_g + o) * pl.Cin_g + c) * T + t];
@@ -490,18 +602,24 @@ void transposed(const ConvGeo& g, const uint16_t* small, const uint16_t* w, cons
 FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const uint16_t* big, uint16_t* dw) {
   const char* op = "convolution_backward_weight";
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, T = g.kk();
-  const Phases ph(g);
-  const int64_t Qe = ph.Q + (ph.Q & 1), kp = Qe / 2;
-  const int64_t PS = ph.plane_size(Qe);  // uint16 per (phase, channel)
+  // Planes of an even width (an odd output width gets a zero column): pairs of flat outputs never
+  // straddle rows.
+  const int64_t Wf = g.Ws + (g.Ws & 1);
+  const Plan pl = forward_plan(g, Wf);
+  const int64_t P = static_cast<int64_t>(pl.planes.size());
+  const int64_t Q = mul_checked(g.Hs, Wf, op), kp = Q / 2;
+  const int64_t PS = pl.plane_size(op) + 32;  // uint16 per (plane, channel)
   const int64_t Cpad = Cs_g <= 16 ? 16 : ceil_div(Cs_g, kCols) * kCols;
   const int64_t NV = Cpad == 16 ? 1 : 2, width = 16 * NV;
-  const int64_t plane_elems = mul_checked(mul_checked(ph.P, Cb_g, op), PS, op);
-  const int64_t bw_elems = mul_checked(Qe, Cpad, op);
+  const int64_t plane_elems = mul_checked(mul_checked(P, Cb_g, op), PS, op);
+  const int64_t bw_elems = mul_checked(Q, Cpad, op);
   const int64_t acc_rows = mul_checked(T, Cb_g, op), acc_group = mul_checked(acc_rows, Cpad, op);
   const int64_t acc_size = mul_checked(acc_group, G, op);
-  const int64_t HWb = g.big_hw(), HWs = g.small_hw();
-  // Even widths: q pairs never straddle rows or mix an output with an extra column, and Q is even.
-  const bool pairs_in_rows = ph.Wq % 2 == 0 && g.Ws % 2 == 0;
+  const int64_t HWb = g.big_hw(), HWs = g.small_hw(), Hb = g.Hb, Wb = g.Wb;
+  // The output gradient's rows in the flat domain: with an even width its image is the flat domain
+  // (one row of Q values); an odd one gives Hs rows of Ws values Wf apart.
+  const bool one_row = g.Ws % 2 == 0;
+  const int64_t NR = one_row ? 1 : g.Hs, RL = one_row ? Q : g.Ws, RW = one_row ? Q : Wf;
   // The gather's offsets: channel o at o * HWs (uint16 units, scale 2), used where they fit int32.
   const __m512i step =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
@@ -515,40 +633,43 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t gi = 0; gi < G; ++gi) {
         const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
-        std::memset(planes, 0, static_cast<size_t>(plane_elems) * 2);
-        for_phase_pixels(g, ph.Hq, ph.Wq, ph.slot,
-                         [&](int64_t phase, int64_t dst, int64_t y, int64_t x0, int64_t len) {
-                           for (int64_t c = 0; c < Cb_g; ++c) {
-                             uint16_t* d = planes + (phase * Cb_g + c) * PS + dst;
-                             const uint16_t* s = x + c * HWb + y * g.Wb + x0;
-                             if (g.sw == 1)
-                               copy_row(d, s, len);
-                             else
-                               take_strided(d, s, g.sw, len);
-                           }
-                         });
-        // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra columns and past Q. From an even q on,
-        // a row's values are 32-bit words of every channel: 16 channels' words are a 16 x 16 transpose of
+        for (int64_t p : pl.order) {
+          const int64_t from = pl.src[static_cast<size_t>(p)];
+          for (int64_t c = 0; c < Cb_g; ++c) {
+            const uint16_t* xc = x + c * HWb;
+            fill_plane<uint16_t>(
+                pl, p, planes + (p * Cb_g + c) * PS, from >= 0 ? planes + (from * Cb_g + c) * PS : nullptr,
+                PS,
+                [&](uint16_t* d, int64_t yy, int64_t col, int64_t cs, int64_t len) {
+                  if (cs == 1)
+                    copy_row(d, xc + yy * Wb + col, len);
+                  else
+                    take_strided(d, xc + yy * Wb + col, cs, len);
+                },
+                [&](int64_t yy, int64_t col) -> uint16_t {
+                  return yy < 0 || yy >= Hb || col < 0 || col >= Wb ? uint16_t{0} : xc[yy * Wb + col];
+                });
+          }
+        }
+        // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra column. A row's values from its
+        // (even) start are 32-bit words of every channel: 16 channels' words are a 16 x 16 transpose of
         // words (rows of fewer than 8 words, where most of a transpose's shuffles would be wasted, are
-        // gathered); a value alone in its pair (a row starting at an odd q, or ending one short of a
-        // pair) is copied by itself.
+        // gathered); the last value of an odd row is alone in its pair and copied by itself.
         const uint16_t* dy = small + (n * g.Cs + gi * Cs_g) * HWs;
         const auto single = [&](int64_t q, const uint16_t* src) {
           uint16_t* d = bw + (q >> 1) * 2 * Cpad + (q & 1);
           for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = src[o * HWs];
         };
-        if (!pairs_in_rows) std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
-        for (int64_t r = 0; r < g.Hs; ++r) {
-          const int64_t q0 = r * ph.Wq;
-          const uint16_t* row = dy + r * g.Ws;
-          int64_t x = 0;
-          if (q0 & 1) single(q0, row), x = 1;
-          const int64_t words = (g.Ws - x) / 2;
-          auto* d = reinterpret_cast<uint32_t*>(bw) + (q0 + x) / 2 * Cpad;
+        if (!one_row) std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
+        for (int64_t r = 0; r < NR; ++r) {
+          const int64_t q0 = r * RW;
+          const uint16_t* row = dy + r * RL;
+          const int64_t words = RL / 2;
+          auto* d = reinterpret_cast<uint32_t*>(bw) + q0 / 2 * Cpad;
           const bool gather = words < 8 && 16 * HWs < (int64_t{1} << 30);  // int32 indices at scale 2
           for (int64_t j0 = 0; j0 < words; j0 += 16)
             for (int64_t o = 0; o < Cpad; o += 16) {
-              const uint16_t* src = row + x + o * HWs + 2 * j0;
+              const uint16_t* src = row + o * HWs + 2 * j0;
               if (gather) {
                 for (int64_t j = 0; j < words; ++j)
                   _mm512_storeu_si512(d + j * Cpad + o,
@@ -559,10 +680,7 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
                                    std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
               }
             }
-          if ((g.Ws - x) & 1) single(q0 + g.Ws - 1, row + g.Ws - 1);
-          // Whole pairs per row: the rest of the row's words are extra columns (bw was not cleared).
-          if (pairs_in_rows)
-            std::memset(d + words * Cpad, 0, static_cast<size_t>((ph.Wq - g.Ws) / 2 * Cpad) * 4);
+          if (RL & 1) single(q0 + RL - 1, row + RL - 1);
         }
         // Rows k = (tap, input channel), 8 (16 with one vector) at a time whatever the channel count.
         float* sg = sum + gi * acc_group;
@@ -572,7 +690,7 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
           int64_t arow[2 * kRows];
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t t = (k0 + r) / Cb_g, c = (k0 + r) % Cb_g;
-            arow[r] = (ph.phase[t] * Cb_g + c) * PS + ph.off[t];
+            arow[r] = (pl.plane[t] * Cb_g + c) * PS + pl.off[t];
           }
           for (int64_t col = 0; col < Cs_g; col += width) {
             const __mmask16 m[2] = {lanes(Cs_g - col), lanes(Cs_g - col - 16)};
