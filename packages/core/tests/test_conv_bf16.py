@@ -57,6 +57,10 @@ CASES = [
     (1, 4, 5, 6, 5, (3, 5), 1, (3, 4), (1, 3), 1),
     (2, 7, 18, 11, 13, 3, 2, 2, 2, 1),
     (1, 64, 64, 8, 8, 3, 1, 1, 1, 2),  # ResNet-8's last 3x3 in two groups
+    # The weight gradient sums the pairs of up to 8 small images per pass of its tiles: 11 images (a
+    # batch of 8 and one of 3), and 5 in two groups.
+    (11, 8, 24, 6, 6, 3, 1, 1, 1, 1),
+    (5, 4, 6, 4, 5, 3, 1, 1, 1, 2),
 ]
 
 

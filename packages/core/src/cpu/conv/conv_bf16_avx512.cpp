@@ -43,8 +43,9 @@
 // former padded-width planes read the next row's first pixel there). With an even width the output
 // gradient's image is the flat domain: its pairs are one 16 x 16 word transpose per 16 pairs of 16
 // channels. Tiles of 16 rows x 16 output channels or 8 rows x 32 accumulate in float32 over the q
-// pairs of an image and into float32 partial sums over images (Note [Partial sums in slice order]);
-// the sum is transposed and rounded to bfloat16 once.
+// pairs of a batch of images (one, or up to 8 small ones: at least 256 pairs, so that a tile's sums
+// are not read and written for every 32 pairs of an 8 x 8 image) and into float32 partial sums over
+// images (Note [Partial sums in slice order]); the sum is transposed and rounded to bfloat16 once.
 //
 // Threads: the forward splits images over threads (each building its image's planes in its own
 // scratch), the weight gradient slices of images.
@@ -59,6 +60,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -193,17 +195,20 @@ FB_BF16_TARGET void put_strided(uint16_t* d, int64_t sx, const uint16_t* src, ui
 /// b + boff[t] + p * ldb (+ 32 per vector), all in uint16 units. ACC: c is float32 (row stride ldc),
 /// the sums added to it under the masks; else c is bfloat16, the bias (per row, may be null) added
 /// and the sums rounded once.
-template <int R, int NV, bool ACC>
-FB_BF16_TARGET void tile(int64_t taps, int64_t kp, const uint16_t* a, const int64_t* arow, int64_t a_tap,
+/// ONE: one tap at offset 0 (taps, a_tap and boff unread), the loop the compiler then drops (16 rows
+/// of row pointers leave no register for a tap's offsets).
+template <int R, int NV, bool ACC, bool ONE = false>
+FB_BF16_TARGET void tile(int64_t taps_, int64_t kp, const uint16_t* a, const int64_t* arow, int64_t a_tap_,
                          const uint16_t* b, const int64_t* boff, int64_t ldb, void* c, int64_t ldc,
                          const float* bias, const __mmask16* m) {
+  const int64_t taps = ONE ? 1 : taps_, a_tap = ONE ? 0 : a_tap_;
   __m512 acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = bias ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps();
   const uint16_t* ar[R];
   for (int r = 0; r < R; ++r) ar[r] = a + arow[r];
   for (int64_t t = 0; t < taps; ++t) {
-    const uint16_t* bt = b + boff[t];
+    const uint16_t* bt = ONE ? b : b + boff[t];
     for (int64_t p = 0; p < kp; ++p) {
       __m512bh bv[NV];
       for (int v = 0; v < NV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(bt + p * ldb + 32 * v);
@@ -228,14 +233,14 @@ FB_BF16_TARGET void tile(int64_t taps, int64_t kp, const uint16_t* a, const int6
 }
 
 /// tile<R, NV, ACC> for rows = 1..kRows, or 1..2 * kRows with one vector (16 accumulators either way).
-template <int NV, bool ACC>
+template <int NV, bool ACC, bool ONE = false>
 FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint16_t* a, const int64_t* arow,
                               int64_t a_tap, const uint16_t* b, const int64_t* boff, int64_t ldb, void* c,
                               int64_t ldc, const float* bias, const __mmask16* m) {
   switch (rows) {
-#define FB_ROWS(R)                                                             \
-  case R:                                                                      \
-    tile<R, NV, ACC>(taps, kp, a, arow, a_tap, b, boff, ldb, c, ldc, bias, m); \
+#define FB_ROWS(R)                                                                  \
+  case R:                                                                           \
+    tile<R, NV, ACC, ONE>(taps, kp, a, arow, a_tap, b, boff, ldb, c, ldc, bias, m); \
     break;
     FB_ROWS(1) FB_ROWS(2) FB_ROWS(3) FB_ROWS(4) FB_ROWS(5) FB_ROWS(6) FB_ROWS(7) FB_ROWS(8) default : break;
   }
@@ -624,65 +629,77 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
   const __m512i step =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                          _mm512_set1_epi32(static_cast<int>(std::min<int64_t>(HWs, 1 << 26))));
+  // Images per pass of the tiles: the q pairs of up to NB images (at least 256 pairs where the images
+  // are small) are summed before a tile's float32 sums are read and written, not one image's.
+  const int64_t NB =
+      std::clamp<int64_t>(ceil_div(256, std::max<int64_t>(kp, 1)), 1, std::min<int64_t>(g.N, 8));
+  std::vector<int64_t> bw_image(static_cast<size_t>(NB));  // the tiles' per-image offsets of bw
+  for (int64_t i = 0; i < NB; ++i) bw_image[static_cast<size_t>(i)] = i * bw_elems;
+  const int64_t planes_all = mul_checked(plane_elems, NB, op), bw_all = mul_checked(bw_elems, NB, op);
   std::vector<float> acc(static_cast<size_t>(acc_size));
-  const int64_t zero_off = 0;
   sum_in_slice_order(g.N, 1, acc_size, acc.data(), false, [&](int64_t n0, int64_t n1, float* sum) {
     thread_local std::vector<uint16_t> planes_buf, bw_buf;
-    uint16_t* planes = scratch(planes_buf, plane_elems);
-    uint16_t* bw = scratch(bw_buf, bw_elems);
-    for (int64_t n = n0; n < n1; ++n)
+    uint16_t* planes_b = scratch(planes_buf, planes_all);
+    uint16_t* bw_b = scratch(bw_buf, bw_all);
+    for (int64_t nb0 = n0; nb0 < n1; nb0 += NB)
       for (int64_t gi = 0; gi < G; ++gi) {
-        const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
-        for (int64_t p : pl.order) {
-          const int64_t from = pl.src[static_cast<size_t>(p)];
-          for (int64_t c = 0; c < Cb_g; ++c) {
-            const uint16_t* xc = x + c * HWb;
-            fill_plane<uint16_t>(
-                pl, p, planes + (p * Cb_g + c) * PS, from >= 0 ? planes + (from * Cb_g + c) * PS : nullptr,
-                PS,
-                [&](uint16_t* d, int64_t yy, int64_t col, int64_t cs, int64_t len) {
-                  if (cs == 1)
-                    copy_row(d, xc + yy * Wb + col, len);
-                  else
-                    take_strided(d, xc + yy * Wb + col, cs, len);
-                },
-                [&](int64_t yy, int64_t col) -> uint16_t {
-                  return yy < 0 || yy >= Hb || col < 0 || col >= Wb ? uint16_t{0} : xc[yy * Wb + col];
-                });
+        const int64_t cnt = std::min(NB, n1 - nb0);
+        for (int64_t n = nb0; n < nb0 + cnt; ++n) {
+          uint16_t* planes = planes_b + (n - nb0) * plane_elems;
+          uint16_t* bw = bw_b + (n - nb0) * bw_elems;
+          const uint16_t* x = big + (n * g.Cb + gi * Cb_g) * HWb;
+          for (int64_t p : pl.order) {
+            const int64_t from = pl.src[static_cast<size_t>(p)];
+            for (int64_t c = 0; c < Cb_g; ++c) {
+              const uint16_t* xc = x + c * HWb;
+              fill_plane<uint16_t>(
+                  pl, p, planes + (p * Cb_g + c) * PS, from >= 0 ? planes + (from * Cb_g + c) * PS : nullptr,
+                  PS,
+                  [&](uint16_t* d, int64_t yy, int64_t col, int64_t cs, int64_t len) {
+                    if (cs == 1)
+                      copy_row(d, xc + yy * Wb + col, len);
+                    else
+                      take_strided(d, xc + yy * Wb + col, cs, len);
+                  },
+                  [&](int64_t yy, int64_t col) -> uint16_t {
+                    return yy < 0 || yy >= Hb || col < 0 || col >= Wb ? uint16_t{0} : xc[yy * Wb + col];
+                  });
+            }
+          }
+          // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra column. A row's values from its
+          // (even) start are 32-bit words of every channel: 16 channels' words are a 16 x 16 transpose of
+          // words (rows of fewer than 8 words, where most of a transpose's shuffles would be wasted, are
+          // gathered); the last value of an odd row is alone in its pair and copied by itself.
+          const uint16_t* dy = small + (n * g.Cs + gi * Cs_g) * HWs;
+          const auto single = [&](int64_t q, const uint16_t* src) {
+            uint16_t* d = bw + (q >> 1) * 2 * Cpad + (q & 1);
+            for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = src[o * HWs];
+          };
+          if (!one_row) std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
+          for (int64_t r = 0; r < NR; ++r) {
+            const int64_t q0 = r * RW;
+            const uint16_t* row = dy + r * RL;
+            const int64_t words = RL / 2;
+            auto* d = reinterpret_cast<uint32_t*>(bw) + q0 / 2 * Cpad;
+            const bool gather = words < 8 && 16 * HWs < (int64_t{1} << 30);  // int32 indices at scale 2
+            for (int64_t j0 = 0; j0 < words; j0 += 16)
+              for (int64_t o = 0; o < Cpad; o += 16) {
+                const uint16_t* src = row + o * HWs + 2 * j0;
+                if (gather) {
+                  for (int64_t j = 0; j < words; ++j)
+                    _mm512_storeu_si512(d + j * Cpad + o,
+                                        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(Cs_g - o),
+                                                                    step, src + 2 * j, 2));
+                } else {
+                  transpose_words_16(src, HWs, std::clamp<int64_t>(Cs_g - o, 0, 16),
+                                     std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
+                }
+              }
+            if (RL & 1) single(q0 + RL - 1, row + RL - 1);
           }
         }
-        // bw[q / 2][o][q % 2] = dy[o] at flat q, zero on the extra column. A row's values from its
-        // (even) start are 32-bit words of every channel: 16 channels' words are a 16 x 16 transpose of
-        // words (rows of fewer than 8 words, where most of a transpose's shuffles would be wasted, are
-        // gathered); the last value of an odd row is alone in its pair and copied by itself.
-        const uint16_t* dy = small + (n * g.Cs + gi * Cs_g) * HWs;
-        const auto single = [&](int64_t q, const uint16_t* src) {
-          uint16_t* d = bw + (q >> 1) * 2 * Cpad + (q & 1);
-          for (int64_t o = 0; o < Cs_g; ++o) d[2 * o] = src[o * HWs];
-        };
-        if (!one_row) std::memset(bw, 0, static_cast<size_t>(bw_elems) * 2);
-        for (int64_t r = 0; r < NR; ++r) {
-          const int64_t q0 = r * RW;
-          const uint16_t* row = dy + r * RL;
-          const int64_t words = RL / 2;
-          auto* d = reinterpret_cast<uint32_t*>(bw) + q0 / 2 * Cpad;
-          const bool gather = words < 8 && 16 * HWs < (int64_t{1} << 30);  // int32 indices at scale 2
-          for (int64_t j0 = 0; j0 < words; j0 += 16)
-            for (int64_t o = 0; o < Cpad; o += 16) {
-              const uint16_t* src = row + o * HWs + 2 * j0;
-              if (gather) {
-                for (int64_t j = 0; j < words; ++j)
-                  _mm512_storeu_si512(d + j * Cpad + o,
-                                      _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes(Cs_g - o),
-                                                                  step, src + 2 * j, 2));
-              } else {
-                transpose_words_16(src, HWs, std::clamp<int64_t>(Cs_g - o, 0, 16),
-                                   std::min<int64_t>(16, words - j0), d + j0 * Cpad + o, Cpad);
-              }
-            }
-          if (RL & 1) single(q0 + RL - 1, row + RL - 1);
-        }
-        // Rows k = (tap, input channel), 8 (16 with one vector) at a time whatever the channel count.
+        // Rows k = (tap, input channel), 8 (16 with one vector) at a time whatever the channel count, over
+        // the batch's images (the tile's taps).
         float* sg = sum + gi * acc_group;
         const int64_t max_rows = NV == 1 ? 2 * kRows : kRows;
         for (int64_t k0 = 0; k0 < acc_rows; k0 += max_rows) {
@@ -695,12 +712,17 @@ FB_BF16_TARGET void weight_grad(const ConvGeo& g, const uint16_t* small, const u
           for (int64_t col = 0; col < Cs_g; col += width) {
             const __mmask16 m[2] = {lanes(Cs_g - col), lanes(Cs_g - col - 16)};
             float* cptr = sg + k0 * Cpad + col;
-            if (NV == 1)
-              tile_rows<1, true>(rows, 1, kp, planes, arow, 0, bw + 2 * col, &zero_off, 2 * Cpad, cptr, Cpad,
-                                 nullptr, m);
+            const auto run_tile = [&](auto nv, auto one) {
+              tile_rows<decltype(nv)::value, true, decltype(one)::value>(
+                  rows, cnt, kp, planes_b, arow, plane_elems, bw_b + 2 * col, bw_image.data(), 2 * Cpad, cptr,
+                  Cpad, nullptr, m);
+            };
+            using One = std::integral_constant<int, 1>;
+            using Two = std::integral_constant<int, 2>;
+            if (cnt == 1)
+              NV == 1 ? run_tile(One{}, std::true_type{}) : run_tile(Two{}, std::true_type{});
             else
-              tile_rows<2, true>(rows, 1, kp, planes, arow, 0, bw + 2 * col, &zero_off, 2 * Cpad, cptr, Cpad,
-                                 nullptr, m);
+              NV == 1 ? run_tile(One{}, std::false_type{}) : run_tile(Two{}, std::false_type{});
           }
         }
       }
