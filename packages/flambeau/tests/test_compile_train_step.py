@@ -13,6 +13,7 @@ import flambeau as fb
 import numpy as np
 import pytest
 import torch
+from flambeau_nn.optim.optimizer import ParamState
 
 pytestmark = pytest.mark.usefixtures("ext_root")
 
@@ -343,6 +344,55 @@ def test_a_replaced_optimizer_or_batch_attribute_is_a_guard_miss():
         np.testing.assert_allclose(step().item(), eager.step().item(), rtol=1e-6)
     _assert_same(_state(eager), _state(compiled))
     assert len(step.graphs) == 2
+
+
+class _StateSubclass(ParamState):
+    """A ParamState subclass: the guard reads it through ``state.get``, as any other mapping."""
+
+
+@pytest.mark.parametrize("state_type", [ParamState, _StateSubclass], ids=["ParamState", "subclass"])
+def test_optimizer_state_changed_after_the_capture_is_a_guard_miss(state_type):
+    """Note [Compile guards]: the optimizer's state is guarded entry by entry (a ParamState's entries found by
+    a C dict lookup, a subclass's through ``state.get``): a momentum buffer replaced, a parameter's state
+    dropped, or a parameter given a new state dict after the capture is a miss, and each is a new capture
+    (or an eager first step) equal to eager."""
+    (lin_e, opt_e, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+    opt_e.state, opt_c.state = state_type(), state_type()
+    step = fb.compile(plain)
+    for i, (x, y) in enumerate(_batches([8] * 10)):
+        for lin, opt in ((lin_e, opt_e), (lin_c, opt_c)):
+            w, b = lin[0].weight, lin[0].bias
+            if i == 3:
+                opt.state[w]["momentum_buffer"] = opt.state[w]["momentum_buffer"] * 0.5
+            if i == 5:
+                del opt.state[b]
+            if i == 7:
+                opt.state[w] = {"momentum_buffer": fb.full_like(w, 0.25)}
+        np.testing.assert_allclose(step(x, y).item(), eager(x, y).item(), rtol=1e-6)
+    for a, c in zip(lin_e.parameters(), lin_c.parameters(), strict=True):
+        np.testing.assert_allclose(c.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+        buf_e, buf_c = opt_e.state[a]["momentum_buffer"], opt_c.state[c]["momentum_buffer"]
+        np.testing.assert_allclose(buf_c.numpy(), buf_e.numpy(), rtol=1e-6, atol=1e-7)
+    # Step 0 makes the buffers (eager), step 1 captures; new captures at steps 3 and 7; at step 5 the bias's
+    # buffer is made again (eager) and step 6 captures.
+    assert len(step.graphs) == 4, step.break_reasons
+
+
+def test_a_steady_step_reads_no_optimizer_state_through_python(monkeypatch):
+    """The guard of a ParamState reads its entries in C: a replayed step calls no ParamState method."""
+    (_, _, eager), (lin_c, opt_c, plain) = _pair(lambda ps: fb.optim.SGD(ps, lr=0.1, momentum=0.9))
+    step = fb.compile(plain)
+    batches = _batches([8] * 5)
+    for x, y in batches[:2]:  # the eager first step, then the capture
+        step(x, y)
+    reads = []
+    for name in ("__getitem__", "__len__", "__contains__", "__iter__"):
+        original = getattr(ParamState, name)
+        monkeypatch.setattr(ParamState, name, lambda self, *a, _f=original, _n=name: reads.append(_n) or _f(self, *a))
+    for x, y in batches[2:]:
+        step(x, y)
+    assert reads == []
+    assert len(step.graphs) == 1, step.break_reasons
 
 
 class _ScaleShift(fb.nn.Module):
