@@ -40,6 +40,17 @@ replaced by a larger file (the next generation). The ring does not shrink:
 after a user held many batches at once, the worker keeps that many slots (and
 their ``/dev/shm`` pages) until the pool shuts down (at the end of the epoch,
 or when a loader with ``persistent_workers`` goes).
+
+Note [Slots across epochs]: a loader whose workers start every epoch (fork)
+keeps the mappings of the slots that were free when its last epoch ended (every
+result in: nothing writes them; their names are gone from ``/dev/shm``
+already), up to ``REUSE_LIMIT`` bytes. The next epoch's ring gives them to the slots
+handed out first, and each forked worker inherits them mapped: no file to
+create, reserve, map and unlink on either side, and the first batches collate
+straight into them (Note [Collate into the slot]). The worker maps their pages
+in one call (``MADV_POPULATE_WRITE``), as fork leaves a shared mapping's pages
+to fault in one by one. A slot that later needs more room gets a new file as
+usual; the loader drops the mappings when it goes.
 """
 
 from __future__ import annotations
@@ -63,6 +74,8 @@ import flambeau_core as fc
 SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 _ALIGN = 64
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+REUSE_LIMIT = 64 << 20  # bytes of free slots a loader keeps from one epoch to the next
+_MADV_POPULATE_WRITE = 23  # Linux 5.14 (not named by Python 3.11's mmap module)
 
 
 def _round_up(n: int) -> int:
@@ -306,13 +319,27 @@ def _slot_capacity(nbytes: int) -> int:
     return (nbytes + nbytes // 8 + page - 1) // page * page
 
 
-class WorkerRing:
-    """A worker's side of the ring: its slot files, each mapped once and rewritten in place."""
+def _populate(mapping: mmap.mmap) -> None:
+    """Maps every page of ``mapping`` writable now (one call instead of a fault per page), where the kernel can."""
+    try:
+        mapping.madvise(_MADV_POPULATE_WRITE)
+    except (OSError, ValueError):
+        pass  # a kernel before 5.14: the pages fault in one by one
 
-    def __init__(self, prefix: str, worker_id: int) -> None:
+
+class WorkerRing:
+    """A worker's side of the ring: its slot files, each mapped once and rewritten in place.
+
+    ``inherited``: slot -> (name, mapping) of slots this forked worker inherited
+    mapped from the main process (Note [Slots across epochs]).
+    """
+
+    def __init__(self, prefix: str, worker_id: int, inherited: dict[int, tuple[str, mmap.mmap]] | None = None) -> None:
         self.prefix = f"{prefix}{worker_id}_"
         self.worker_id = worker_id
-        self._slots: dict[int, tuple[str, mmap.mmap]] = {}  # slot -> (file name, mapping)
+        self._slots: dict[int, tuple[str, mmap.mmap]] = dict(inherited or {})  # slot -> (file name, mapping)
+        for _, mapping in self._slots.values():
+            _populate(mapping)  # fork does not copy a shared mapping's page table: it would fault page by page
         self._views: dict[int, Any] = {}  # slot -> (specs, file name, size, metas, tensors) of its last layout
         self._arenas: dict[int, _SlotArena] = {}  # slot -> its allocator (Note [Collate into the slot])
         self._generation = 0
@@ -336,7 +363,7 @@ class WorkerRing:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             reserve(fd, capacity, f"DataLoader worker {self.worker_id} (a batch)")
-            mapping = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED)
+            mapping = mmap.mmap(fd, capacity, flags=_MAP_FLAGS)  # populated: the batch is written at once
         except BaseException:
             _unlink(path)
             raise
@@ -570,11 +597,36 @@ class MainRing:
     tensors or one that is discarded.
     """
 
-    def __init__(self, num_workers: int, initial: int) -> None:
+    def __init__(self, num_workers: int, initial: int, reuse: list[tuple[str, mmap.mmap]] | None = None) -> None:
         self._free: list[list[int]] = [list(range(initial)) for _ in range(num_workers)]
         self._next = [initial] * num_workers
         self._maps: dict[tuple[int, int], tuple[str, mmap.mmap]] = {}
         self._held: dict[tuple[int, int], Any] = {}  # (worker, slot) -> weakref of the batch's memoryview
+        # Note [Slots across epochs]: mappings of an earlier pool's free slots, given to the slots that
+        # take() hands out first (the last ones), round-robin over the workers; each forked worker
+        # inherits them mapped (``inherited[worker]``: slot -> (name, mapping)).
+        self.inherited: list[dict[int, tuple[str, mmap.mmap]]] = [{} for _ in range(num_workers)]
+        reuse = list(reuse or ())
+        for slot in range(initial - 1, -1, -1):
+            for w in range(num_workers):
+                if reuse:
+                    self._maps[(w, slot)] = self.inherited[w][slot] = reuse.pop()
+
+    def detach_free(self, limit: int) -> list[tuple[str, mmap.mmap]]:
+        """Removes and returns the mappings of the free slots (no task, no batch alive), up to ``limit`` bytes.
+
+        Called once every result is in (Note [Slots across epochs]): nothing writes or reads them any more.
+        """
+        out, total = [], 0
+        for w, free in enumerate(self._free):
+            for slot in free:
+                cur = self._maps.get((w, slot))
+                if cur is None or cur[1].closed or total + len(cur[1]) > limit:
+                    continue
+                del self._maps[(w, slot)]
+                out.append(cur)
+                total += len(cur[1])
+        return out
 
     def take(self, worker_id: int) -> int:
         """A free slot of ``worker_id`` (a new one if every slot is in use)."""

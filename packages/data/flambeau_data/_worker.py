@@ -335,11 +335,16 @@ def worker_loop(
     worker_init_fn: Any,
     segment_prefix: str,
     parent_pid: int,
+    inherited: Any = None,
 ) -> None:
-    """Body of one worker process (Note [Worker protocol])."""
+    """Body of one worker process (Note [Worker protocol]).
+
+    ``inherited``: ring slots mapped in the main process, which a forked worker
+    writes in place (Note [Slots across epochs]).
+    """
     global _worker_info, _segment_prefix
     _segment_prefix = segment_prefix
-    ring = _shm.WorkerRing(segment_prefix, worker_id)
+    ring = _shm.WorkerRing(segment_prefix, worker_id, inherited)
     try:
         if not faulthandler.is_enabled():
             try:

@@ -16,6 +16,16 @@ exit, waits briefly, terminates stragglers, drains the result pipes and
 removes every segment of the pool from ``/dev/shm``. Shutdown runs only in the
 process that started the pool (a forked child that inherits it does nothing).
 
+Note [Reaping without waiting]: when an epoch of workers started for it ends
+(every result in), the main process tells the workers to exit and returns at
+once; a thread joins them (terminating any still there after the grace period,
+as above), closes the pipes and removes the pool's segments. The epoch's end
+then does not wait for the workers' exit (a worker's exit unmaps its copy of
+the parent's memory: milliseconds, more on a busy machine), while the workers
+are still reaped as soon as they are gone, leaving no zombie. The thread is not
+a daemon: the interpreter's exit waits for it. Every other shutdown (an error,
+a timeout, an iterator dropped mid-epoch) waits, as before.
+
 Note [Copy-on-read]: a forked worker shares the parent's pages until it writes
 to one. CPython writes to an object when it changes its reference count (any
 read of it) and when the garbage collector traverses it (every container, read
@@ -46,11 +56,13 @@ import multiprocessing as _mp
 import os
 import pickle
 import select
+import sys
 import threading
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.reduction import ForkingPickler as _ForkingPickler
 from typing import Any
 
 from flambeau_core import FlambeauError
@@ -68,6 +80,9 @@ _POLL = 0.05  # seconds between liveness checks while waiting for a batch
 _JOIN_TIMEOUT = 2.0  # how long shutdown waits for a worker before terminating it
 _pool_ids = itertools.count()
 _loads = pickle.loads
+_reapers: weakref.WeakSet = weakref.WeakSet()  # threads reaping an ended epoch's workers
+_PRESEND = 16384  # bytes of tasks written into a worker's pipe before it starts (Note [Tasks before the fork])
+_PRESEND_INDICES = 1024  # the largest batch whose tasks are drawn before the workers start
 
 
 _pin_allocator: Any = None
@@ -291,6 +306,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.multiprocessing_context = multiprocessing_context
         self._iterator: _MultiProcessIterator | None = None
+        self._slot_cache: list = []  # free ring slots kept from one epoch to the next (Note [Slots across epochs])
 
     @property
     def _auto_collation(self) -> bool:
@@ -488,14 +504,44 @@ class _WorkerPool:
         method = _start_method(ctx)
         self.owner_pid = os.getpid()
         self.prefix = f"fbdata_{os.getpid()}_{next(_pool_ids)}_{os.urandom(3).hex()}_"
-        self.ring = _shm.MainRing(loader.num_workers, loader.prefetch_factor + 2)  # type: ignore[operator]
+        # Note [Slots across epochs]: forked workers started every epoch get the free slots of the loader's
+        # last epoch, inherited mapped; the pool leaves its own there when its epoch ends (keep_free_slots).
+        self._slot_cache: list | None = None
+        if method == "fork" and not loader.persistent_workers:
+            self._slot_cache = loader._slot_cache
+        reuse = list(self._slot_cache or ())
+        if self._slot_cache:
+            self._slot_cache.clear()
+        self.ring = _shm.MainRing(loader.num_workers, loader.prefetch_factor + 2, reuse)  # type: ignore[operator]
         self.index_conns: list[Any] = []  # main -> worker
         self.result_conns: list[Any] = []  # worker -> main
         self.workers: list[Any] = []
         self.alive = True
         self._lock = threading.Lock()
         self._ready: collections.deque = collections.deque()  # messages read but not yet returned
+        self._ctx, self._method, self._base_seed = ctx, method, base_seed
+        # Note [Tasks before the fork]: tasks handed out before start() wait here (pickled); start() writes
+        # each worker's first ones into its new task pipe before forking it (up to _PRESEND bytes, which
+        # the pipe's buffer holds without a reader), so a worker finds its first batch waiting instead of
+        # idling while the main process forks the next worker and then hands out the tasks.
+        # Drawn before the fork, a task's indices are inherited by the workers, and pages the main process
+        # frees them from later stay in the workers: only small tasks (up to _PRESEND_INDICES indices) are,
+        # and only while they fit in the pipes.
+        self._pending: list[list[bytes]] | None = [[] for _ in range(loader.num_workers)]
+        self._presend = loader._iterable or (
+            not loader._auto_collation or (loader.batch_size is not None and loader.batch_size <= _PRESEND_INDICES)
+        )
+
+    def start(self, loader: DataLoader) -> None:
+        """Starts the workers, their first tasks already in their pipes (Note [Tasks before the fork])."""
+        ctx, method, base_seed = self._ctx, self._method, self._base_seed
+        pending = self._pending or [[] for _ in range(loader.num_workers)]
         tensor_segments = _tensor_segments() if method != "fork" else set()
+        if method == "fork" and sys.version_info >= (3, 12):
+            # Python 3.12 warns about a fork while another thread runs: an earlier epoch's workers are
+            # reaped first (Note [Reaping without waiting]).
+            for reaper in list(_reapers):
+                reaper.join()
         # Note [Copy-on-read]: objects that exist now are moved out of the collector's reach in the
         # children, so a worker's garbage collection never writes to (and un-shares) their pages.
         frozen = method == "fork" and _freeze_gc()
@@ -505,6 +551,10 @@ class _WorkerPool:
                 result_r, result_w = ctx.Pipe(duplex=False)
                 self.index_conns.append(task_w)
                 self.result_conns.append(result_r)
+                tasks, written = pending[wid], 0
+                while tasks and written + len(tasks[0]) <= _PRESEND:
+                    written += len(tasks[0])
+                    task_w.send_bytes(tasks.pop(0))
                 w = ctx.Process(
                     target=_worker.worker_loop,
                     args=(
@@ -522,6 +572,7 @@ class _WorkerPool:
                         loader.worker_init_fn,
                         self.prefix,
                         os.getpid(),
+                        self.ring.inherited[wid] if method == "fork" else None,
                     ),
                     daemon=True,
                 )
@@ -531,6 +582,10 @@ class _WorkerPool:
                     task_r.close()  # the child's ends: closed here so a dead worker reads as EOF
                     result_w.close()
                 self.workers.append(w)
+                for data in tasks:  # what the pipe might not hold before the worker reads
+                    task_w.send_bytes(data)
+            self._pending = None
+            self.ring.inherited = []  # the workers have them; the ring's own references are in its maps
         except Exception as e:
             self.shutdown()
             if method == "fork":
@@ -620,13 +675,33 @@ class _WorkerPool:
                 self.shutdown()
                 raise RuntimeError(_death_message(wid, w.pid, code, mine[0] if mine else None))
 
+    def keep_free_slots(self) -> None:
+        """Leaves the free slots' mappings to the loader's next epoch (Note [Slots across epochs]).
+
+        Only once every result is in: a free slot then has no task, and no batch of it is alive.
+        """
+        if self._slot_cache is not None and os.getpid() == self.owner_pid:
+            self._slot_cache[:] = self.ring.detach_free(_shm.REUSE_LIMIT)
+
+    def takes_tasks(self) -> bool:
+        """False while tasks handed out now would wait for the start (Note [Tasks before the fork])."""
+        return self._pending is None or self._presend
+
     def send(self, wid: int, task: Any) -> None:
+        if self._pending is not None:  # not started: written by start() (Note [Tasks before the fork])
+            data = _ForkingPickler.dumps(task)
+            self._pending[wid].append(data)
+            if sum(map(len, self._pending[wid])) > _PRESEND:
+                self._presend = False  # this pipe is full: draw no more before the start
+            return
         self.index_conns[wid].send(task)
 
-    def shutdown(self, grace: float = _JOIN_TIMEOUT) -> None:
+    def shutdown(self, grace: float = _JOIN_TIMEOUT, wait: bool = True) -> None:
         """Stops the workers and removes the pool's segments. Idempotent; owner process only.
 
         Workers get ``grace`` seconds to exit when told, then are terminated.
+        ``wait=False`` (Note [Reaping without waiting]): the workers are told to
+        exit and the call returns; a thread joins them and removes the segments.
         """
         if os.getpid() != self.owner_pid:
             return
@@ -634,12 +709,25 @@ class _WorkerPool:
             if not self.alive:
                 return
             self.alive = False
+        for conn in self.index_conns:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        if not wait and self.workers:
+            reaper = threading.Thread(target=self._finish, args=(grace,), name="DataLoader worker reaper")
+            try:
+                reaper.start()
+                _reapers.add(reaper)
+                return
+            except RuntimeError:
+                pass  # no thread can start (interpreter shutdown): wait here
+        self._finish(grace)
+
+    def _finish(self, grace: float) -> None:
+        """Joins the workers told to exit (terminating those still there after ``grace`` seconds), then
+        closes the pipes and removes the pool's segments."""
         try:
-            for conn in self.index_conns:
-                try:
-                    conn.send(None)
-                except (OSError, ValueError):
-                    pass
             deadline = time.monotonic() + grace
             for w in self.workers:
                 while w.exitcode is None and time.monotonic() < deadline:
@@ -703,7 +791,14 @@ class _MultiProcessIterator(_BaseIterator):
         self._in_order = loader.in_order
         self._pool = _WorkerPool(loader, self._base_seed)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
-        self._reset(loader, first=True)
+        try:
+            self._reset(loader, first=True)  # the first tasks, written before the workers start
+            self._pool.start(loader)
+            for _ in range(self._prefetch):  # the tasks not drawn before the start
+                self._try_put_index()
+        except BaseException:
+            self._pool.shutdown()
+            raise
 
     def _reset(self, loader: DataLoader, first: bool = False) -> None:
         old_tasks = {} if first else self._task_worker  # the abandoned epoch's, to free their slots
@@ -730,6 +825,8 @@ class _MultiProcessIterator(_BaseIterator):
                 elif task_id in old_tasks:
                     self._pool.ring.release(wid, old_tasks[task_id][2])
         for _ in range(self._prefetch):
+            if not self._pool.takes_tasks():
+                break  # the rest once the workers run (Note [Tasks before the fork])
             self._try_put_index()
 
     def _try_put_index(self) -> None:
@@ -783,8 +880,11 @@ class _MultiProcessIterator(_BaseIterator):
             while self._rcvd_idx < self._send_idx and self._rcvd_idx not in self._task_worker:
                 self._rcvd_idx += 1
             if self._rcvd_idx >= self._send_idx and self._exhausted:
-                if not self._persistent:
-                    self._shutdown()
+                if not self._persistent and self._pool.alive:
+                    # Every result is in: the free slots go to the next epoch, and the workers exit and are
+                    # reaped without holding up the epoch's end (Note [Reaping without waiting]).
+                    self._pool.keep_free_slots()
+                    self._pool.shutdown(wait=False)
                 raise StopIteration
             key = self._rcvd_idx if self._rcvd_idx in self._buffer else None
             if key is None and not self._in_order and self._buffer:
