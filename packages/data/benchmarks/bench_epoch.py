@@ -89,6 +89,33 @@ def _cpu_seconds() -> float:
     return total
 
 
+def _children_left() -> bool:
+    """Whether a child process of this one is still there (running, exiting, or a zombie not yet reaped)."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[1] == me:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _settle(timeout: float = 10.0) -> None:
+    """Waits until every child process is reaped, so that ``os.times`` holds all their CPU time.
+
+    Workers started for an epoch are reaped after the epoch ends (by a thread of
+    flambeau's loader): read at once, the CPU of the epoch's workers could fall
+    between ``os.times`` (not reaped yet) and ``/proc`` (gone).
+    """
+    end = time.monotonic() + timeout
+    while _children_left() and time.monotonic() < end:
+        time.sleep(0.001)
+
+
 def _child(lib: str, what: str, epochs: int) -> dict:
     x_np, y_np = _data()
     sample = what in _SAMPLE_ROWS
@@ -162,17 +189,25 @@ def _child(lib: str, what: str, epochs: int) -> dict:
             n += xb.shape[0]
         return n
 
-    return _time_epochs(epoch, epochs)
+    return _time_epochs(epoch, epochs, settle=workers > 0 and not persistent)
 
 
-def _time_epochs(epoch, epochs: int) -> dict:
-    """Wall and CPU seconds of ``epochs`` calls of ``epoch()`` (each must return N), after one warm-up call."""
+def _time_epochs(epoch, epochs: int, settle: bool = False) -> dict:
+    """Wall and CPU seconds of ``epochs`` calls of ``epoch()`` (each must return N), after one warm-up call.
+
+    ``settle``: each epoch's workers are gone once it ends; the CPU is read after they are reaped
+    (outside the wall time, and before the next epoch starts).
+    """
     times, cpu = [], []
     epoch()
     for _ in range(epochs):
+        if settle:
+            _settle()
         start, cpu_start = time.perf_counter(), _cpu_seconds()
         assert epoch() == N
         times.append(time.perf_counter() - start)
+        if settle:
+            _settle()
         cpu.append(_cpu_seconds() - cpu_start)
     return {"epoch": times, "cpu": cpu}
 
