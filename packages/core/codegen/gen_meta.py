@@ -126,6 +126,23 @@ def check_step(op: OpDecl) -> list[str]:
     return lines
 
 
+def _meta_output(op: OpDecl, shape: str, rule: Rule) -> str:
+    """A storage-less result: contiguous, or laid out by a structured op's layout rule as its device
+    kernels lay it out (Note [Result layout]), after the size check under the op's name."""
+    dtype = dtype_expr(op, rule)
+    if not op.structured or op.layout_rule.name == "contiguous":
+        return f'meta::empty({shape}, {dtype}, "{_name(op)}")'
+    return _new_output(op, f'checked_sizes({shape}, {dtype}, "{_name(op)}")', dtype, "Device(DeviceType::Meta)")
+
+
+# A meta result laid out by a layout rule: its shape, once checked as meta::empty checks it.
+CHECKED_SIZES = """IntArrayRef checked_sizes(IntArrayRef sizes, ScalarType dtype, const char* op) {
+  shape_nbytes(sizes, dtype, op);
+  return sizes;
+}
+"""
+
+
 def meta_kernel(op: OpDecl) -> list[str]:
     tensors = [a.name for a in op.cpp_args if a.type in ("Tensor", "TensorOrNumber")]
     ret = op.cpp_return()
@@ -139,23 +156,21 @@ def meta_kernel(op: OpDecl) -> list[str]:
         lines.append("  self.impl()->bump_version();")
         lines.append("  return self;")
     elif len(op.returns) == 1:
-        lines.append(f'  return meta::empty({shape}, {dtype_expr(op, op.dtype[0])}, "{_name(op)}");')
+        lines.append(f"  const Shape shape = {shape};")
+        lines.append(f"  return {_meta_output(op, 'shape', op.dtype[0])};")
     elif op.shape.name in OPTIONAL_RESULT_SHAPES:
         lines.append(f"  const meta::OptionalShapes shapes = {shape};")
         outs = ", ".join(
-            f'shapes[{i}] ? meta::empty(*shapes[{i}], {dtype_expr(op, r)}, "{_name(op)}") : Tensor()'
-            for i, r in enumerate(op.dtype)
+            f"shapes[{i}] ? {_meta_output(op, f'*shapes[{i}]', r)} : Tensor()" for i, r in enumerate(op.dtype)
         )
         lines.append(f"  return {{{outs}}};")
     elif op.shape.name in PER_RESULT_SHAPES:
         lines.append(f"  const std::vector<Shape> shapes = {shape};")
-        outs = ", ".join(
-            f'meta::empty(shapes[{i}], {dtype_expr(op, r)}, "{_name(op)}")' for i, r in enumerate(op.dtype)
-        )
+        outs = ", ".join(_meta_output(op, f"shapes[{i}]", r) for i, r in enumerate(op.dtype))
         lines.append(f"  return {{{outs}}};")
     else:
         lines.append(f"  const Shape shape = {shape};")
-        outs = ", ".join(f'meta::empty(shape, {dtype_expr(op, r)}, "{_name(op)}")' for r in op.dtype)
+        outs = ", ".join(_meta_output(op, "shape", r) for r in op.dtype)
         lines.append(f"  return {{{outs}}};")
     lines.append("}")
     return lines
@@ -214,6 +229,21 @@ def _result_shapes(op: OpDecl) -> tuple[list[str], list[str]]:
     return [*pre, f"  const IntArrayRef out_sizes = {shape};"], ["out_sizes"] * n
 
 
+def _new_output(op: OpDecl, sizes: str, dtype: str, device: str) -> str:
+    """A new output laid out by the op's layout rule (Note [Result layout], flambeau/result_layout.h)."""
+    rule = op.layout_rule
+    if rule.name == "elementwise":
+        return f"empty_elementwise({sizes}, {dtype}, {device}, {_tensors(rule.args)})"
+    if rule.name == "suggest":
+        return f"empty_in_format({sizes}, {dtype}, {device}, suggest_memory_format({rule.args[0]}))"
+    if rule.name == "preserve":  # the result has that tensor's shape and device (Note [Preserving a layout])
+        return f"empty_like_in({rule.args[0]}, {dtype}, MemoryFormat::Preserve)"
+    if rule.name == "suggest_list":
+        lists = [a.name for a in op.cpp_args if a.type == "Tensor[]"]
+        return f"empty_in_format({sizes}, {dtype}, {device}, cat_memory_format({lists[0]}))"
+    return f"op::empty({sizes}, {dtype}, {device})"
+
+
 def structured_adapter_multi(op: OpDecl) -> list[str]:
     """The device kernel of a structured op with several results: every output allocated from the rules
     (undefined where an optional rule leaves one out), then the one out kernel on all of them."""
@@ -227,9 +257,10 @@ def structured_adapter_multi(op: OpDecl) -> list[str]:
         check = f'shape_nbytes({"*" if optional else ""}{shapes[i]}, dtype{i}, "{_name(op)}");'
         lines.append(f"  if ({shapes[i]}) {check}" if optional else f"  {check}")
     lines.append(f'  meta::check_same_device("{_name(op)}", {_tensors(_tensor_names(op))});')
-    lines.append(f"  const Device device = meta::output_device({_tensors(_tensor_names(op))});")
+    if op.layout_rule.name != "preserve":  # preserve takes the device of the tensor it names
+        lines.append(f"  const Device device = meta::output_device({_tensors(_tensor_names(op))});")
     for i in range(len(op.returns)):
-        empty = f"op::empty({'*' if optional else ''}{shapes[i]}, dtype{i}, device)"
+        empty = _new_output(op, f"{'*' if optional else ''}{shapes[i]}", f"dtype{i}", "device")
         lines.append(f"  Tensor out{i} = {f'{shapes[i]} ? {empty} : Tensor()' if optional else empty};")
     outs = ", ".join(f"out{i}" for i in range(len(op.returns)))
     call = "".join(f", {a.name}" for a in op.cpp_args)
@@ -264,7 +295,7 @@ def structured_adapter(op: OpDecl, base: OpDecl | None) -> list[str]:
         tensors = _tensors(_tensor_names(op))
         # The dispatcher chose the first non-cpu device; a cpu input of another shape is an error.
         lines.append(f'  meta::check_same_device("{_name(op)}", {tensors});')
-        lines.append(f"  Tensor out = op::empty(out_sizes, out_dtype, {_device_expr(op)});")
+        lines.append(f"  Tensor out = {_new_output(op, 'out_sizes', 'out_dtype', _device_expr(op))};")
         call = ", ".join(["out"] + [a.name for a in op.cpp_args])
         lines.append(f"  op::{op.cpp_name}.run_out({call});")
         lines.append("  return out;")
@@ -323,7 +354,8 @@ def output_spec_declaration(op: OpDecl) -> str:
 
 def gen_meta(ops: list[OpDecl], header: str) -> str:
     out = [header, "// Note [Meta step] (flambeau/meta.h): the check steps and Meta kernels of ops.yaml's rules.", ""]
-    out += ['#include "flambeau/meta.h"', '#include "flambeau/ops.h"', '#include "flambeau/type_dispatch.h"', ""]
+    out += ['#include "flambeau/meta.h"', '#include "flambeau/ops.h"', '#include "flambeau/result_layout.h"']
+    out += ['#include "flambeau/type_dispatch.h"', ""]
     out += [
         "// A rule reads only some of an op's arguments.",
         '#pragma GCC diagnostic ignored "-Wunused-parameter"',
@@ -332,6 +364,7 @@ def gen_meta(ops: list[OpDecl], header: str) -> str:
     out += ["namespace flambeau {", "namespace {", ""]
     if any(op.structured and _device_expr(op).startswith("list_") for op in ops if op.has_meta):
         out += [LIST_OUTPUT_DEVICE]
+    out += [CHECKED_SIZES]
     with_rules = [op for op in ops if op.has_meta]
     for op in with_rules:
         if op.kind != "primitive":

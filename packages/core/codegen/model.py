@@ -237,6 +237,17 @@ BATCH_RULES = {
     "as_strided": "refused: the sample's strides and offset are the whole batch's inside vmap",
 }
 # The batching rule of an op without `batch:`, from its shape rule (Note [Batching rules in the table]).
+# Note [Result layout] (src/result_layout.cpp): how a structured op lays out a new result (`layout:`).
+# Without it: elementwise for an op whose shape rule is same/broadcast and whose batching rule is
+# elementwise (the pointwise ops and their backwards), else contiguous.
+LAYOUT_RULES = {
+    "elementwise": "TensorIterator's: the layout of the tensors it names (default: every tensor argument)",
+    "suggest": "channels-last when the one tensor it names has channels-last strides, else contiguous",
+    "suggest_list": "cat's: the common suggested format of the list's tensors, else contiguous",
+    "preserve": "the named tensor's strides when it is dense, else dense in its strides' order (sort's)",
+    "contiguous": "row-major, whatever the inputs' layout",
+}
+
 SHAPE_BATCH_RULES = {
     "same": "elementwise",
     "broadcast": "elementwise",
@@ -363,6 +374,7 @@ class OpDecl:
     autocast: str | None = None  # Note [Autocast]: a key of AUTOCAST_POLICIES
     aliases: list[str] = field(default_factory=list)  # more Python names of the same op (arcsin for asin)
     batch: str | None = None  # Note [Batching rules in the table]: a key of BATCH_RULES
+    layout: Rule | None = None  # Note [Result layout]: the declared rule (layout_rule: the one that applies)
     # The kernel reads indices from a tensor's values and raises IndexError for one out of range
     # (Note [Ops launched from the meta step]: a queuing backend runs it where the error reaches the call).
     index_values: bool = False
@@ -380,6 +392,15 @@ class OpDecl:
         if self.batch is not None:
             return self.batch
         return SHAPE_BATCH_RULES.get(self.shape.name) if self.shape is not None else None
+
+    @property
+    def layout_rule(self) -> Rule:
+        """Note [Result layout]: the declared rule, else elementwise for a pointwise op, else contiguous."""
+        if self.layout is not None:
+            return self.layout
+        if self.shape is not None and self.shape.name in ("same", "broadcast") and self.batch_rule == "elementwise":
+            return Rule("elementwise", [a.name for a in self.args if a.type in ("Tensor", "TensorOrNumber")])
+        return Rule("contiguous", [])
 
     @property
     def has_meta(self) -> bool:
@@ -491,7 +512,7 @@ def parse_signature(func: str, where: str) -> tuple[str, str | None, list[Arg], 
 KEYS = {
     "func", "kind", "python", "python_name", "operators", "inplace", "out", "view", "doc",
     "dtype", "shape", "checks", "out_dtype", "errors_as", "autocast", "aliases", "structured",
-    "batch", "dtypes", "index_values", "random", "value_errors",
+    "batch", "dtypes", "index_values", "random", "value_errors", "layout",
 }  # fmt: skip
 
 
@@ -549,6 +570,12 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
             raise TableError(f"{where}: a structured op with one result has one shape")
         if len(op.returns) > 1 and op.out and op.shape.name in OPTIONAL_RESULT_SHAPES:
             raise TableError(f"{where}: a structured op whose results may be absent has no out=")
+    if "layout" in e:
+        if not op.structured:
+            raise TableError(f"{where}: 'layout' is the rule of a structured op's new result")
+        op.layout = _parse_rule(e["layout"], set(LAYOUT_RULES), op.args, where, "layout")
+        if op.layout.name in ("suggest", "preserve") and len(op.layout.args) != 1:
+            raise TableError(f"{where}: layout {op.layout.name} names one tensor argument, {op.layout.name}(input)")
     op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:

@@ -15,6 +15,7 @@
 
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "flambeau/result_layout.h"
 
 namespace flambeau {
 
@@ -41,14 +42,16 @@ Shape channels_last_order(size_t rank) {
   return order;
 }
 
-/// Dense strides for `sizes` with dims laid out in `order` (outermost first).
-Shape strides_in_order(IntArrayRef sizes, const Shape& order) {
+/// Dense strides for `sizes` with dims laid out in `order` (outermost first). A 0 size counts as 1,
+/// as in PyTorch's contiguous and inferred strides; `raw` multiplies it as it is (PyTorch's
+/// channels-last strides, where an empty dim makes the outer strides 0).
+Shape strides_in_order(IntArrayRef sizes, const Shape& order, bool raw = false) {
   Shape strides(sizes.size());
   int64_t s = 1;
   for (size_t k = order.size(); k-- > 0;) {
     strides[order[k]] = s;
     // Sizes were validated when the tensor was made, so this product fits.
-    s *= std::max<int64_t>(sizes[order[k]], 1);
+    s *= raw ? sizes[order[k]] : std::max<int64_t>(sizes[order[k]], 1);
   }
   return strides;
 }
@@ -65,7 +68,7 @@ Shape strides_for_memory_format(IntArrayRef sizes, MemoryFormat format, const ch
       const size_t rank = channels_last_rank(format);
       FB_CHECK_VALUE(sizes.size() == rank, "[", op, "] ", memory_format_name(format), " needs a ", rank,
                      "-d tensor, got shape ", shape_str(sizes));
-      return strides_in_order(sizes, channels_last_order(rank));
+      return strides_in_order(sizes, channels_last_order(rank), /*raw=*/true);
     }
     case MemoryFormat::Preserve:
       break;
@@ -75,10 +78,15 @@ Shape strides_for_memory_format(IntArrayRef sizes, MemoryFormat format, const ch
 }
 
 namespace {
-/// True if the strides of the dims of size > 1 equal the dense strides of `format`.
-bool strides_match(const Tensor& self, const Shape& want) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (self.sizes()[d] != 1 && self.strides()[d] != want[d]) return false;
+/// Strides dense in `order` (outermost first), size-1 dims skipped, sizes multiplied as they are.
+bool strides_match_raw(const Tensor& self, const Shape& order) {
+  int64_t expected = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    const int64_t size = self.sizes()[order[k]];
+    if (size == 1) continue;
+    if (self.strides()[order[k]] != expected) return false;
+    expected *= size;
+  }
   return true;
 }
 }  // namespace
@@ -92,7 +100,9 @@ bool is_contiguous_in(const Tensor& self, MemoryFormat format) {
     case MemoryFormat::ChannelsLast:
     case MemoryFormat::ChannelsLast3d:
       if (static_cast<size_t>(self.dim()) != channels_last_rank(format)) return false;
-      return strides_match(self, strides_for_memory_format(self.sizes(), format, "is_contiguous"));
+      // PyTorch's rule: dense in the order C, W, H, (D,) N, size-1 dims skipped and raw sizes
+      // multiplied, so an empty tensor counts when its strides are channels-last ones.
+      return strides_match_raw(self, channels_last_order(static_cast<size_t>(self.dim())));
   }
   return false;
 }
@@ -128,18 +138,7 @@ Shape layout_order(const Tensor& self) {
     if (sa != sb) return sa < sb ? -1 : 1;
     return self.sizes()[a] > self.sizes()[b] ? 1 : 0;
   };
-  for (int64_t i = 1; i < n; ++i) {
-    int64_t moving = i;
-    for (int64_t j = i - 1; j >= 0; --j) {
-      const int c = compare(inner_first[j], inner_first[moving]);
-      if (c > 0) {
-        std::swap(inner_first[j], inner_first[moving]);
-        moving = j;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  sort_dims_innermost_first(inner_first.data(), n, compare);
   return Shape(inner_first.rbegin(), inner_first.rend());
 }
 

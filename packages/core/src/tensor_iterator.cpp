@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "flambeau/result_layout.h"
 #include "flambeau/type_dispatch.h"
 
 namespace flambeau {
@@ -60,6 +61,8 @@ bool partially_overlaps(const Tensor& out, const Tensor& in) {
 }  // namespace
 
 void check_no_internal_overlap(const Tensor& t, const char* op) {
+  // No elements, nothing shared: an empty channels-last result has PyTorch's 0 strides.
+  if (t.numel() == 0) return;
   for (int64_t d = 0; d < t.dim(); ++d)
     FB_CHECK_VALUE(t.sizes()[d] <= 1 || t.strides()[d] != 0, "[", op,
                    "] unsupported operation: more than one element of the written-to tensor (shape ",
@@ -213,7 +216,7 @@ TensorIterator::TensorIterator(const char* op, const Tensor* out, ScalarType out
     Shape s(nd);
     for (int d = 0; d < nd; ++d) s[d] = bshape[nd - 1 - d];
     shape_nbytes(s, out_dtype, op);  // Note [Size overflow]: broadcasting may multiply sizes past int64
-    out_ = op::empty(s, out_dtype, dev);
+    out_ = empty_elementwise(s, out_dtype, dev, inputs);  // Note [Result layout]
   }
 
   // Operands: output first, then inputs converted to the compute dtype.

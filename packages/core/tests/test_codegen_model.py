@@ -1,6 +1,7 @@
 """The op table's data model (codegen/model.py, which CMake runs to generate core) on small tables written
 here: an op's vmap batching rule (`batch:`, else its shape rule's; Note [Batching rules in the table]), a
-misspelt rule refused naming the op, and the built module's `_C._op_batch_rules` against the table."""
+misspelt rule refused naming the op, an op's result layout rule (`layout:`, Note [Result layout]), and the
+built module's `_C._op_batch_rules` against the table."""
 
 from __future__ import annotations
 
@@ -146,3 +147,53 @@ def test_ops_whose_values_raise_are_not_launched_from_the_meta_step(model, tmp_p
     assert listed == ["  X(_linalg_qr)"]
     with pytest.raises(model.TableError, match=r"unknown keys \[.value_error.\]"):
         _load(model, tmp_path, SIN + "  value_error: true\n")
+
+
+# ---- Note [Result layout]: `layout:`, else elementwise for a pointwise op, else contiguous ----
+
+
+def test_the_layout_rule_is_the_declared_one_else_the_pointwise_default(model, tmp_path):
+    ops = _load(
+        model,
+        tmp_path,
+        SIN
+        + "  structured: true\n"
+        + """
+- func: cumsum(Tensor self, int dim) -> Tensor
+  dtype: same
+  shape: same
+  batch: views
+  structured: true
+- func: avg_pool(Tensor self, int k) -> Tensor
+  dtype: same
+  shape: same
+  structured: true
+  layout: suggest(self)
+- func: mix(Tensor self, Tensor other) -> Tensor
+  dtype: promote
+  shape: broadcast
+  structured: true
+""",
+    )
+    rules = {op.cpp_name: (op.layout_rule.name, op.layout_rule.args) for op in ops}
+    assert rules == {
+        "sin": ("elementwise", ["self"]),
+        "cumsum": ("contiguous", []),
+        "avg_pool": ("suggest", ["self"]),
+        "mix": ("elementwise", ["self", "other"]),
+    }
+
+
+@pytest.mark.parametrize(
+    ("layout", "structured", "message"),
+    [
+        ("suggest_format(self)", True, r"ops.yaml:2: unknown layout rule 'suggest_format\(self\)' \(known: contiguous"),
+        ("suggest(self, self)", True, r"ops.yaml:2: layout suggest names one tensor argument, suggest\(input\)"),
+        ("elementwise(weight)", True, r"ops.yaml:2: layout rule 'elementwise\(weight\)' names 'weight', which is not"),
+        ("elementwise", False, r"ops.yaml:2: 'layout' is the rule of a structured op's new result"),
+    ],
+)
+def test_a_bad_layout_rule_is_refused_naming_the_entry(model, tmp_path, layout, structured, message):
+    text = SIN + ("  structured: true\n" if structured else "") + f"  layout: {layout}\n"
+    with pytest.raises(model.TableError, match=message):
+        _load(model, tmp_path, text)

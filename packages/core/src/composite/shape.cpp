@@ -2,11 +2,14 @@
 // softmax, matmul): built only from op:: calls, so autograd differentiates
 // them through the ops they call, with no formula of their own.
 #include <algorithm>
+#include <memory>
 
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "flambeau/result_layout.h"
 #include "generic/shape_utils.h"
+#include "meta/bool_products.h"
 
 namespace flambeau {
 
@@ -52,6 +55,9 @@ Tensor composite::stack(const TensorList& tensors, int64_t dim) {
   FB_CHECK_INDEX(dim >= -nd && dim < nd, "[stack] dimension ", dim, " out of range for stacking ", nd - 1,
                  "-d tensors (expected in [", -nd, ", ", nd - 1, "])");
   const int64_t d = dim < 0 ? dim + nd : dim;
+  // PyTorch's stack is cat then a view when d is not the last dim: cat's layout (a channels-last one
+  // included) is the result's.
+  const MemoryFormat format = d < nd - 1 ? cat_memory_format(tensors) : MemoryFormat::Contiguous;
   const bool recorded = detail::g_forward_ad_active.load(std::memory_order_relaxed) ||
                         std::ranges::any_of(tensors, [](const Tensor& t) { return t.requires_grad(); });
   if (d < nd - 1 && !recorded) {
@@ -62,9 +68,26 @@ Tensor composite::stack(const TensorList& tensors, int64_t dim) {
     Shape shape = spec.shape;
     shape[d] = first[d];
     shape.insert(shape.begin() + d, static_cast<int64_t>(tensors.size()));
+    if (format != MemoryFormat::Contiguous) {
+      // Laid out as PyTorch's cat + view (Note [Result layout]): cat's channels-last block, its dim
+      // d split in two; a tensor of its own, not a view.
+      const Tensor flat = empty_in_format(spec.shape, spec.dtype, spec.device, format);
+      op::cat.run_out(flat, tensors, d);
+      const Tensor split = op::view(flat, shape);
+      return Tensor(std::make_shared<TensorImpl>(flat.impl()->storage(), spec.dtype, shape,
+                                                 Shape(split.strides().begin(), split.strides().end()), 0));
+    }
     Tensor out = op::empty(shape, spec.dtype, spec.device);
     op::cat.run_out(op::view(out, spec.shape), tensors, d);
     return out;
+  }
+  if (format != MemoryFormat::Contiguous) {
+    // Recorded: cat then a view, as PyTorch's, so the layout is cat's.
+    const Tensor flat = op::cat(tensors, d);
+    Shape shape(flat.sizes().begin(), flat.sizes().end());
+    shape[d] = first[d];
+    shape.insert(shape.begin() + d, static_cast<int64_t>(tensors.size()));
+    return op::view(flat, shape);
   }
   TensorList parts;
   parts.reserve(tensors.size());
@@ -103,6 +126,11 @@ Tensor composite::matmul(const Tensor& a, const Tensor& b) {
   const int64_t ka = a.sizes()[da - 1];
   const int64_t kb = db == 1 ? b.sizes()[0] : b.sizes()[db - 2];
   if (ka != kb) matmul_mismatch(a, b, ka, kb);
+  if (a.dtype() == ScalarType::Bool) {
+    // Note [Bool products], named for matmul; 1-D @ 1-D is PyTorch's dot, which refuses bool even when empty.
+    const bool empty = a.numel() == 0 || b.numel() == 0;  // with ka > 0: exactly when the result is
+    meta::check_bool_product("matmul", a.dtype(), da == 1 && db == 1 ? 1 : empty ? 0 : 1, da == 1 && db == 1 ? 1 : ka);
+  }
 
   if (da == 1 && db == 1) return op::view(op::mm(op::unsqueeze(a, 0), op::unsqueeze(b, 1)), Shape{});
   if (da == 2 && db == 1) return op::squeeze(op::mm(a, op::unsqueeze(b, 1)), Shape{1});

@@ -10,6 +10,7 @@
 #include "cpu/elementwise/wrapping.h"
 #include "cpu/indexing/out_writes.h"
 #include "flambeau/error.h"
+#include "flambeau/memory_format.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
@@ -58,6 +59,20 @@ void cat_out_cpu(const Tensor& out, const TensorList& tensors, int64_t dim) {
   const ScalarType dtype = out.dtype();
   const Tensor& ref = parts[0];  // out has elements: some part does
   const int64_t d = wrap_dim(dim, ref.dim(), "cat");
+  // A dense out in another order (channels-last, Note [Result layout]): the same cat on the
+  // permuted views that make out contiguous, so parts in out's layout are copied as blocks.
+  if (!out.is_contiguous() && is_non_overlapping_and_dense(out)) {
+    const Shape order = layout_order(out);
+    const Tensor permuted_out = op::permute(out, order);
+    if (permuted_out.is_contiguous()) {
+      TensorList permuted;
+      for (const auto& t : tensors)
+        permuted.push_back(t.dim() == 1 && t.numel() == 0 ? t : op::permute(t, order));
+      const int64_t permuted_dim = std::ranges::find(order, d) - order.begin();
+      cat_out_cpu(permuted_out, permuted, permuted_dim);
+      return;
+    }
+  }
   const IntArrayRef out_shape = out.sizes();
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < d; ++k) outer *= out_shape[k];
