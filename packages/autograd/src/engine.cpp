@@ -25,6 +25,7 @@
 // create_graph=True they record a graph of their own: higher-order gradients.
 #include "engine.h"
 
+#include "flambeau/memory_format.h"
 #include "flambeau/observe.h"
 
 #include <algorithm>
@@ -498,6 +499,29 @@ Tensor SavedVariable::unpack(Node* owner) const {
 
 // ---- leaves ----
 
+namespace {
+// Note [Gradient layout]: as PyTorch's layout contract, a leaf's .grad has the leaf's strides when the
+// leaf is dense in some order (a channels-last weight or input gets a channels-last gradient), else
+// row-major strides; an incoming gradient in another layout is copied into that one.
+bool obeys_layout(const Tensor& grad, const Tensor& variable) {
+  if (!is_non_overlapping_and_dense(variable)) return grad.is_contiguous();
+  for (int64_t d = 0; d < grad.dim(); ++d) {
+    const int64_t stride = grad.strides()[d];
+    if (grad.sizes()[d] != 1 ? stride != variable.strides()[d] : stride == 0) return false;
+  }
+  return true;
+}
+
+/// A copy of grad in the leaf's layout (recorded under create_graph: copy_ is differentiable).
+Tensor copy_in_layout(const Tensor& grad, const Tensor& variable) {
+  if (variable.is_contiguous() || !is_non_overlapping_and_dense(variable))
+    return op::clone(grad, MemoryFormat::Contiguous);
+  Tensor out = empty_like_in(variable, grad.dtype(), MemoryFormat::Preserve);
+  op::copy_(out, grad);
+  return out;
+}
+}  // namespace
+
 variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
@@ -510,14 +534,14 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (g.dtype() != variable.dtype()) g = op::cast(g, variable.dtype());
   if (!m->grad_.defined()) {
     // Steal the incoming gradient only if nobody else can see or mutate it:
-    // one handle, its own storage, contiguous, and no graph to keep.
+    // one handle, its own storage, in the leaf's layout, and no graph to keep.
     const bool exclusive = g.impl_ptr().use_count() == 1 && g.impl()->storage().use_count() == 1 &&
-                           !g.impl()->is_view() && g.is_contiguous() && !g.requires_grad() &&
+                           !g.impl()->is_view() && obeys_layout(g, variable) && !g.requires_grad() &&
                            !g.impl()->is_wrapped_number();
     if (!grad_mode_enabled() && exclusive)
       m->grad_ = std::move(g);
     else
-      m->grad_ = op::clone(g, MemoryFormat::Contiguous);  // recorded under create_graph
+      m->grad_ = copy_in_layout(g, variable);  // recorded under create_graph
   } else if (!grad_mode_enabled()) {
     op::add_(m->grad_, g, 1);
   } else {
