@@ -32,7 +32,8 @@
 // offset. So the same planes (of channel pairs; per class a plane per kernel column, the class's
 // nX columns wide: the small image shifted by the tap), tiles and weight packing run stride x
 // stride classes of outputs; a stride-1 class is the whole output, written in place, the others are
-// written back with the stride; no col2im, no flipped copy of the weights.
+// written back with the stride (the even and odd columns of the same rows together: each output row
+// once, its pairs of values interleaved by vector); no col2im, no flipped copy of the weights.
 //
 // Weight gradient: dw^T (tap, input channel; output channel) = sum over q of the input window
 // (the planes per channel, not interleaved: [plane][channel][flat q], so a row of the tile is a
@@ -469,7 +470,19 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
   for (int64_t o : pl.off) max_off = std::max(max_off, o);
   const int64_t PS = std::max(pl.plane_size(op), max_off + Qpan) + 32;  // words per plane
   const int64_t words = mul_checked(mul_checked(P, CP, op), PS, op);
-  mul_checked(Cout_g, Qpan, op);
+  mul_checked(mul_checked(Cout_g, Qpan, op), 2, op);
+  // Classes of stride 2 in x over the same rows, one of the even columns (x0 = 0, with taps) and one of
+  // the odd ones (x0 = 1; with taps, or none and no bias), are written together, each output row once:
+  // pair_of[even] = the odd class, pair_of[odd] = -2.
+  std::vector<int64_t> pair_of(pl.classes.size(), -1);
+  for (size_t i = 0; i < pl.classes.size(); ++i)
+    for (size_t j = 0; j < pl.classes.size(); ++j) {
+      const OutClass &e = pl.classes[i], &o = pl.classes[j];
+      if (e.sx == 2 && o.sx == 2 && e.x0 == 0 && o.x0 == 1 && e.y0 == o.y0 && e.sy == o.sy && e.nY == o.nY &&
+          e.taps > 0 && (o.taps > 0 || !bias) && (e.nX == o.nX || e.nX == o.nX + 1) && pair_of[i] == -1 &&
+          pair_of[j] == -1)
+        pair_of[i] = static_cast<int64_t>(j), pair_of[j] = -2;
+    }
   const int64_t a_tap = 2 * CP, lda = T * a_tap;
   const int64_t Hin = pl.Hin, Win = pl.Win, HWin = Hin * Win, HWout = pl.Hout * pl.Wout;
   // Per tap, in uint16 units: its plane's base + its flat offset, channel pairs interleaved.
@@ -484,7 +497,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
     thread_local std::vector<uint32_t> planes_buf;
     thread_local std::vector<uint16_t> tmp_buf;
     uint32_t* planes = scratch(planes_buf, words);
-    uint16_t* tmp = scratch(tmp_buf, Cout_g * Qpan);
+    uint16_t* tmp = scratch(tmp_buf, 2 * Cout_g * Qpan);
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t n = item / G, gi = item % G;
       const uint16_t* x = in + (n * G + gi) * Cin_g * HWin;
@@ -511,26 +524,16 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
       // Outputs no tap reaches are zero without a bias: one fill of the image (the other classes write
       // over it) instead of their strided stores.
       if (!bg && zero_classes) std::memset(y, 0, static_cast<size_t>(Cout_g * HWout) * sizeof(uint16_t));
-      for (const OutClass& c : pl.classes) {
-        if (c.taps == 0 && !bg) continue;
-        if (c.taps == 0) {  // no tap reaches these outputs (a stride above the dilated kernel): the bias
-          for (int64_t o = 0; o < Cout_g; ++o) {
-            const uint16_t v = bg ? detail::fp32_to_bf16_bits(bg[o]) : uint16_t{0};
-            for (int64_t Y = 0; Y < c.nY; ++Y)
-              put_strided(y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0, c.sx, nullptr, v, c.nX);
-          }
-          continue;
-        }
-        // A class that is the whole output image (stride 1) is written in place, its flat domain being
-        // the image's; the others go through tmp to their strided places.
-        const bool direct = c.nY == pl.Hout && c.nX == pl.Wout && c.sy == 1 && c.sx == 1;
+      // The tiles of class c into `slot` (rows Qpan apart), or straight into the output when the class
+      // is the whole output image (stride 1), its flat domain being the image's.
+      const auto compute = [&](const OutClass& c, uint16_t* slot, bool direct) {
         const int64_t Q = c.nY * c.nX, panels = ceil_div(Q, kCols);
         const uint16_t* w = wp + gi * Cout_g * lda + c.tap0 * a_tap;
         for (int64_t pn = 0; pn < panels; ++pn) {
           const uint16_t* bp = b + 2 * pn * kCols;
           const int64_t left = Q - pn * kCols;
           const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
-          uint16_t* cp = direct ? y + pn * kCols : tmp + pn * kCols;
+          uint16_t* cp = direct ? y + pn * kCols : slot + pn * kCols;
           const int64_t ldc = direct ? HWout : Qpan;
           // A last panel of at most 16 outputs (small images) takes one vector by 16 rows.
           const bool half = left <= 16;
@@ -545,6 +548,38 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
                                   2 * PS, cp + r * ldc, ldc, bg ? bg + r : nullptr, direct ? m : full);
           }
         }
+      };
+      for (size_t ci = 0; ci < pl.classes.size(); ++ci) {
+        const OutClass& c = pl.classes[ci];
+        if (pair_of[ci] == -2) continue;  // written with its pair's even columns
+        if (pair_of[ci] >= 0) {
+          // Even columns c and odd columns d of the same rows: both computed, then each output row
+          // written whole, the pairs of values interleaved (zeros for odd columns no tap reaches).
+          const OutClass& d = pl.classes[static_cast<size_t>(pair_of[ci])];
+          uint16_t* odd = tmp + Cout_g * Qpan;
+          compute(c, tmp, false);
+          if (d.taps > 0) compute(d, odd, false);
+          for (int64_t o = 0; o < Cout_g; ++o)
+            for (int64_t Y = 0; Y < c.nY; ++Y) {
+              const uint16_t* even = tmp + o * Qpan + Y * c.nX;
+              uint16_t* dst = y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout;
+              interleave_pair(reinterpret_cast<uint32_t*>(dst), even,
+                              d.taps > 0 ? odd + o * Qpan + Y * d.nX : nullptr, 1, d.nX);
+              if (c.nX > d.nX) dst[2 * d.nX] = even[d.nX];
+            }
+          continue;
+        }
+        if (c.taps == 0 && !bg) continue;
+        if (c.taps == 0) {  // no tap reaches these outputs (a stride above the dilated kernel): the bias
+          for (int64_t o = 0; o < Cout_g; ++o) {
+            const uint16_t v = bg ? detail::fp32_to_bf16_bits(bg[o]) : uint16_t{0};
+            for (int64_t Y = 0; Y < c.nY; ++Y)
+              put_strided(y + o * HWout + (c.y0 + Y * c.sy) * pl.Wout + c.x0, c.sx, nullptr, v, c.nX);
+          }
+          continue;
+        }
+        const bool direct = c.nY == pl.Hout && c.nX == pl.Wout && c.sy == 1 && c.sx == 1;
+        compute(c, tmp, direct);
         if (direct) continue;
         // The class's outputs: each flat row of nX to its place in the image.
         for (int64_t o = 0; o < Cout_g; ++o)
