@@ -1,5 +1,6 @@
 """fb.compile's epilogue pass (compiler/_epilogue.py): batch norm folded into an eval convolution, activations in
-place on linear, convolution and batch-norm results; against eager flambeau and PyTorch (the oracles)."""
+place on linear, convolution and batch-norm results, a relu moved after its max pooling; against eager flambeau
+and PyTorch (the oracles)."""
 
 from __future__ import annotations
 
@@ -380,3 +381,148 @@ def test_training_with_folded_evals_in_between_matches_eager_for_20_steps(model_
             ("conv2d", "native_batch_norm", "relu"), ("conv2d", "native_batch_norm"),
             ("conv2d", "native_batch_norm", "relu"),
         ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- a relu moved after its max pooling
+def lenet(M):
+    return M.nn.Sequential(
+        M.nn.Conv2d(1, 4, 3, padding=1), M.nn.ReLU(), M.nn.MaxPool2d(2),
+        M.nn.Conv2d(4, 6, 3), M.nn.ReLU(), M.nn.MaxPool2d(2, stride=1),  # overlapping windows
+        M.nn.Flatten(), M.nn.Linear(6 * 3 * 3, 10), M.nn.ReLU(), M.nn.Linear(10, 3),
+    )  # fmt: skip
+
+
+def _trainer(M, model, x, y):
+    opt = M.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = M.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _lenet_pair(seed=0):
+    fb.manual_seed(seed)
+    eager, model = lenet(fb), lenet(fb)
+    model.load_state_dict(eager.state_dict())
+    return eager, model
+
+
+def test_relu_moves_after_max_pool_and_twenty_training_steps_equal_eager_and_torch():
+    # The moved relu computes the same values and gradients (Note [Epilogue pass]): every step's loss, every
+    # gradient and parameter equal eager flambeau's exactly (the same kernels), and torch's within rounding.
+    eager, model = _lenet_pair()
+    tmodel = to_torch_module(eager, lenet(torch))
+    x, y = fb.randn(8, 1, 12, 12), fb.randint(0, 3, (8,))
+    steps = [_trainer(fb, eager, x, y), fb.compile(_trainer(fb, model, x, y))]
+    tstep = _trainer(torch, tmodel, torch.from_numpy(x.numpy().copy()), torch.from_numpy(y.numpy().copy()))
+    for _ in range(20):
+        want, got, theirs = steps[0](), steps[1](), tstep()
+        assert got.item() == want.item()
+        np.testing.assert_allclose(got.item(), theirs.item(), rtol=1e-4)
+        for (name, p), q in zip(eager.named_parameters(), model.parameters(), strict=True):
+            np.testing.assert_array_equal(q.grad.numpy(), p.grad.numpy(), err_msg=name)
+            np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy(), err_msg=name)
+    for p, tp in zip(model.parameters(), tmodel.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-3, atol=1e-5)
+    compiled = steps[1]
+    assert len(compiled.graphs) == 1  # the first step made the momentum buffers; the other 19 replay one graph
+    assert epilogues(compiled) == [[("max_pool2d_with_indices", "relu")] * 2]
+
+
+def test_the_moved_relu_replays_on_the_pooled_tensor():
+    _, model = _lenet_pair()
+    compiled = fb.compile(model)
+    x = fb.randn(2, 1, 12, 12)
+    compiled(x)
+    (entry,) = [e for es in compiled._compiled_call._cache.values() for e in es]
+    nodes = entry.fusion.graph.nodes
+    names = [n.name for n in nodes]
+    assert names[:5] == ["conv2d", "max_pool2d_with_indices", "relu", "conv2d", "max_pool2d_with_indices"]
+    conv, pool, relu = nodes[:3]
+    assert pool.args[0].index == conv.first_value and relu.args[0].index == pool.first_value
+    # the relu's result is a value of its own, read by the next convolution
+    assert nodes[3].args[0].index == relu.first_value != pool.first_value
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_negative_tied_and_signed_zero_windows_give_eager_values_and_gradients(grad):
+    # Windows whose maximum is not positive (the indices of relu(x) and x differ there), ties of a positive
+    # maximum, zeros of both signs: the values and the input's gradient equal eager's exactly (zeros compare
+    # equal whatever their sign), torch's too.
+    def f(x):
+        return F.max_pool2d(F.relu(x), 2) * 3.0
+
+    base = [[-1.0, -3.0, 2.0, 2.0], [-0.5, -2.0, 1.0, 2.0], [0.0, -0.0, -1.0, -0.0], [-0.0, 0.0, 5.0, -4.0]]
+    values = np.array([[base, np.negative(base)]], dtype=np.float32)  # (1, 2, 4, 4)
+    compiled = fb.compile(f)
+    grads = []
+    for fn in (compiled, compiled, f):
+        x = fb.tensor(values, requires_grad=grad)
+        with fb.set_grad_enabled(grad):
+            out = fn(x)
+        if grad:
+            out.backward(fb.arange(8.0).reshape(1, 2, 2, 2) - 3.0)
+            grads.append(x.grad.numpy())
+        grads.append(out.detach().numpy())
+    tx = torch.tensor(values, requires_grad=grad)
+    tout = torch.nn.functional.max_pool2d(torch.relu(tx), 2) * 3.0
+    if grad:
+        tout.backward(torch.arange(8.0).reshape(1, 2, 2, 2) - 3.0)
+    n = len(grads) // 3
+    for k in range(n):
+        np.testing.assert_array_equal(grads[n + k], grads[2 * n + k])
+    np.testing.assert_array_equal(grads[2 * n - 1], tout.detach().numpy())
+    if grad:
+        np.testing.assert_array_equal(grads[n], tx.grad.numpy())
+    assert epilogues(compiled) == [[("max_pool2d_with_indices", "relu")]]
+
+
+def test_nan_in_a_later_call_gives_eager_values_and_gradients():
+    def f(x):
+        return F.max_pool2d(F.relu(x), 2).sum()
+
+    compiled = fb.compile(f)
+    x = fb.randn(1, 1, 4, 4, requires_grad=True)
+    compiled(x)
+    data = fb.randn(1, 1, 4, 4)
+    data[0, 0, 0, 1] = float("nan")
+    data[0, 0, 2:, 2:] = -1.0
+    outs, grads = [], []
+    for fn in (compiled, f):
+        x = data.clone().requires_grad_(True)
+        out = fn(x)
+        out.backward()
+        outs.append(out.item())
+        grads.append(x.grad.numpy())
+    assert np.isnan(outs[0]) and np.isnan(outs[1])
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert epilogues(compiled) == [[("max_pool2d_with_indices", "relu")]]
+
+
+def test_a_relu_whose_indices_or_result_are_read_or_a_padded_pooling_stays_before_it():
+    def indices(x):
+        out, idx = F.max_pool2d(F.relu(x), 2, return_indices=True)
+        return out, idx  # the indices of relu(x) differ from those of x in a window with no positive value
+
+    def read_again(x):
+        r = F.relu(x)
+        return F.max_pool2d(r, 2) + r[..., ::2, ::2]
+
+    def padded(x):
+        return F.max_pool2d(F.relu(x), 3, stride=2, padding=1)
+
+    x = fb.randn(2, 3, 6, 6)
+    x[0, 0, :2, :2] = -1.0
+    for fn in (indices, read_again, padded):
+        compiled = fb.compile(fn)
+        compiled(x)
+        got, want = compiled(x), fn(x)
+        for a, e in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,),
+                        strict=True):  # fmt: skip
+            np.testing.assert_array_equal(a.numpy(), e.numpy())
+        assert epilogues(compiled) == [[]], fn.__name__

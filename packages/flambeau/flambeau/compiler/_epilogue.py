@@ -1,9 +1,9 @@
 """Epilogues of GEMMs and convolutions in a captured graph: batch norm folded into an eval convolution, an
-activation applied in place on a linear's or convolution's fresh result.
+activation applied in place on a linear's or convolution's fresh result, a relu moved after its max pooling.
 
 Note [Epilogue pass]
 :func:`fold` runs on a captured graph (Note [Captured graph]) before the elementwise fusion (Note
-[Elementwise fusion] in ``_fusion.py``) and rewrites two patterns, each into one node:
+[Elementwise fusion] in ``_fusion.py``) and rewrites three patterns (the first two each into one node):
 
 * **Batch norm folded into a convolution** (eval, no grad): ``conv1d``/``conv2d(x, W, b, ...)`` whose result only
   ``native_batch_norm(., gamma, beta, running_mean, running_var, training=False, momentum, eps)`` reads,
@@ -25,6 +25,19 @@ Note [Epilogue pass]
   result under grad clones the output and records a copy), so a training step gains nothing from it; a real
   training epilogue needs a fused op with its own backward in core (``linear`` with an activation, whose
   backward masks the gradient while reducing the bias's).
+
+* **A relu moved after the max pooling it feeds** (training and eval): ``relu(x)`` whose result only
+  ``max_pool2d_with_indices(., kernel, stride, padding=0, dilation, ceil_mode)`` reads, the pooling's indices
+  unused by the graph, becomes the pooling of ``x`` and then the ``relu`` of its output. A max commutes with
+  a non-decreasing function, so the values are the same (NaN stays NaN: both ops propagate it; a window of
+  zeros of both signs may give the other zero), and so are the gradients: where a window's maximum is
+  positive both orders pick its first position and pass its gradient; where it is not, both give zeros
+  (relu's gradient at a non-positive value is zero, and a position no positive maximum comes from gets
+  only those zeros). The relu and its backward then run on the pooled tensor (a quarter of a 2x2 pooling's
+  input: LeNet-5's two relus), and no full-size relu output is allocated. Only the indices differ (the first
+  maximum of ``x`` rather than of ``relu(x)`` in an all-negative window), which is why a graph that reads them
+  is left as captured. At capture the rewritten pair runs once on the recorded input against the recorded
+  pooling result; a disagreement leaves the ops as they were.
 
 Everything else is left to the elementwise fusion (a residual ``add`` then ``relu`` after a convolution is
 one fused kernel) or runs as captured. ``fb.compiler.config.fusion = False`` turns this pass off too.
@@ -50,6 +63,7 @@ _CONVS = ("conv1d", "conv2d", "conv3d")
 _PRODUCERS = ("linear", *_CONVS, "conv_bn_folded", "native_batch_norm")
 _IN_PLACE = {"relu": fc.relu_, "sigmoid": fc.sigmoid_, "tanh": fc.tanh_}
 _FLOATS = (fc.float32, fc.float64)
+_MAX_POOL = "max_pool2d_with_indices"
 
 
 class FoldedConv:
@@ -229,12 +243,45 @@ def _activation(producer: Node, node: Node, uses: Counter[int], tensor_of: Calla
     )
 
 
+def _relu_after_pool(
+    relu: Node, pool: Node, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]
+) -> tuple[Node, Tensor] | None:
+    """Note [Epilogue pass]: ``pool`` (a max pooling reading only ``relu``'s result, its indices unused) run
+    on ``relu``'s input, and that pooling's recorded-input result; ``None`` where the pair does not qualify."""
+    if relu.name != "relu" or pool.name != _MAX_POOL or relu.grad_enabled != pool.grad_enabled:
+        return None
+    v = _sole_value(relu)
+    if v is None or uses[v] != 1 or relu.kwargs or pool.kwargs or len(relu.args) != 1 or len(pool.args) != 6:
+        return None
+    x, padding = relu.args[0], pool.args[3]
+    if not isinstance(x, Ref) or pool.args[0] != Ref("value", v) or pool.results != [(0,), (1,)]:
+        return None
+    if uses[pool.first_value + 1] or type(padding) not in (list, tuple) or any(p != 0 for p in padding):
+        return None
+    source, recorded = tensor_of(x), tensor_of(Ref("value", pool.first_value))
+    if source.dtype not in _FLOATS or not source.is_cpu or tensor_of(Ref("value", v)).dtype != source.dtype:
+        return None
+    grad = fc.is_grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        pooled = pool.target(source, *pool.args[1:])[0]
+        same = pooled.shape == recorded.shape and bool((pooled.relu() == recorded).all())
+    finally:
+        _set_grad_enabled(grad)
+    if not same:  # (NaN != NaN: a pooling over NaN keeps the captured order, as does any surprise)
+        return None
+    moved = Node(pool.name, pool.target, (x, *pool.args[1:]), {}, pool.grad_enabled, pool.first_value, pool.results)
+    return moved, pooled
+
+
 def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | None:
-    """Note [Epilogue pass]: the graph with its conv + batch norm pairs folded and activations in place.
+    """Note [Epilogue pass]: the graph with its conv + batch norm pairs folded, activations in place and relus
+    moved after their max pooling.
 
     ``values`` are the tensors the capture recorded, one per :class:`Ref` ``("value", i)``; ``None`` when
     nothing was rewritten. Value numbers are kept (a merged node takes its last node's), so ``values``
-    stays valid for the rewritten graph.
+    stays valid for the rewritten graph; a moved relu's result is a new value at the end (the pooling's
+    output before the relu, computed at capture, takes the pooling's first number).
     """
 
     def tensor_of(r: Ref) -> Tensor:
@@ -244,6 +291,8 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
 
     uses = _uses(graph)
     values = list(values)
+    if len(values) != graph.num_values:  # (one recorded tensor per value: a moved relu appends its own)
+        return None
     rename: dict[int, int] = {}  # an activation's value -> its producer's first (a batch norm's three results)
 
     def renamed(node: Node) -> Node:
@@ -257,6 +306,18 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
     i = 0
     while i < len(graph.nodes):
         node = renamed(graph.nodes[i])
+        moved = _relu_after_pool(node, graph.nodes[i + 1], uses, tensor_of) if i + 1 < len(graph.nodes) else None
+        if moved is not None:
+            pool, pooled = moved
+            new = len(values)  # the relu's result: a new value (the pooling's first number is its input now)
+            relu = Node(node.name, node.target, (Ref("value", pool.first_value),), {}, node.grad_enabled, new, [()])
+            values.append(values[pool.first_value])  # relu(pool(x)) is the recorded pooling result
+            values[pool.first_value] = pooled
+            rename[pool.first_value] = new
+            nodes += [pool, relu]
+            epilogues.append(Epilogue((pool.name, node.name)))
+            i += 2
+            continue
         merged = _bn_fold(graph, i, uses, tensor_of) if i + 1 < len(graph.nodes) else None
         if merged is not None:
             epilogues.append(Epilogue((node.name, "native_batch_norm")))
@@ -280,7 +341,7 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
         i += 1
     if not epilogues:
         return None
-    out = Graph(num_inputs=graph.num_inputs, constants=graph.constants, nodes=nodes, num_values=graph.num_values)
+    out = Graph(num_inputs=graph.num_inputs, constants=graph.constants, nodes=nodes, num_values=len(values))
     out.output = _remap(graph.output, rename) if rename else graph.output
     return Folded(out, values, epilogues)
 
