@@ -494,6 +494,8 @@ def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     _check_tensor(vec, "mv", "vec")
     if input.dim() != 2 or vec.dim() != 1:
         raise FlambeauError(f"mv: expected a 2-D matrix and a 1-D vector, got shapes {_shape(input)} and {_shape(vec)}")
+    if input.dtype == _C.bool and input.numel() and vec.numel():  # (Note [Bool products], meta/bool_products.h)
+        raise TypeError("[mv] is not supported for bool tensors (PyTorch has no bool matrix product)")
     if input.shape[1] != vec.shape[0]:
         raise FlambeauError(f"mv: size mismatch, got input ({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
     return _copy_out(_C.matmul(input, vec), out, "mv")

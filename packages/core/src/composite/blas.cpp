@@ -8,6 +8,7 @@
 #include "composite_generated.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
+#include "meta/bool_products.h"
 
 namespace flambeau {
 namespace {
@@ -55,6 +56,8 @@ Tensor composite::addmm(const Tensor& self, const Tensor& mat1, const Tensor& ma
   FB_CHECK_VALUE(mat1.sizes()[1] == mat2.sizes()[0], "[addmm] mat1 and mat2 shapes cannot be multiplied (",
                  mat1.sizes()[0], "x", mat1.sizes()[1], " and ", mat2.sizes()[0], "x", mat2.sizes()[1], ")");
   check_same_dtype("addmm", self, mat1, mat2, "mat1", "mat2");
+  meta::check_bool_product("addmm", mat1.dtype(), mat1.sizes()[0] == 0 || mat2.sizes()[1] == 0 ? 0 : 1,
+                           mat1.sizes()[1]);
   return fuse("addmm", self, op::mm(mat1, mat2), beta, alpha);
 }
 
@@ -65,6 +68,7 @@ Tensor composite::addmv(const Tensor& self, const Tensor& mat, const Tensor& vec
   FB_CHECK_VALUE(mat.sizes()[1] == vec.sizes()[0], "[addmv] size mismatch: mat of shape ", shape_str(mat.sizes()),
                  " and vec of shape ", shape_str(vec.sizes()));
   check_same_dtype("addmv", self, mat, vec, "mat", "vec");
+  meta::check_bool_product("addmv", mat.dtype(), mat.sizes()[0], mat.sizes()[1]);
   return fuse("addmv", self, op::matmul(mat, vec), beta, alpha);
 }
 
@@ -85,6 +89,7 @@ void check_batches(const char* op, const Tensor& self, const Tensor& batch1, con
   FB_CHECK_VALUE(a[2] == b[1], "[", op, "] batch1 and batch2 shapes cannot be multiplied (", shape_str(a), " and ",
                  shape_str(b), ")");
   check_same_dtype(op, self, batch1, batch2, "batch1", "batch2");
+  meta::check_bool_product(op, batch1.dtype(), a[0] == 0 || a[1] == 0 || b[2] == 0 ? 0 : 1, a[2]);
 }
 }  // namespace
 

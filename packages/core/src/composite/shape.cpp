@@ -128,8 +128,9 @@ Tensor composite::matmul(const Tensor& a, const Tensor& b) {
   if (ka != kb) matmul_mismatch(a, b, ka, kb);
   if (a.dtype() == ScalarType::Bool) {
     // Note [Bool products], named for matmul; 1-D @ 1-D is PyTorch's dot, which refuses bool even when empty.
+    const bool dot = da == 1 && db == 1;
     const bool empty = a.numel() == 0 || b.numel() == 0;  // with ka > 0: exactly when the result is
-    meta::check_bool_product("matmul", a.dtype(), da == 1 && db == 1 ? 1 : empty ? 0 : 1, da == 1 && db == 1 ? 1 : ka);
+    meta::check_bool_product("matmul", a.dtype(), dot || !empty ? 1 : 0, dot ? 1 : ka);
   }
 
   if (da == 1 && db == 1) return op::view(op::mm(op::unsqueeze(a, 0), op::unsqueeze(b, 1)), Shape{});

@@ -8,6 +8,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/pool_shape.h"
+#include "meta/bool_products.h"
 
 namespace flambeau::meta {
 
@@ -223,6 +224,8 @@ void check_linear(const char* op, const Tensor& input, const Tensor& weight, con
                 dtype_name(input.dtype()), " and ", dtype_name(weight.dtype()));
   FB_CHECK(input.device() == weight.device(), "[", op, "] input and weight must be on the same device, got ",
            input.device().str(), " and ", weight.device().str());
+  // Note [Bool products]: with in_f > 0 the result is empty exactly when input or weight is.
+  check_bool_product(op, input.dtype(), input.numel() == 0 || weight.numel() == 0 ? 0 : 1, in_f);
   if (!bias || !bias->defined()) return;
   // The table's device check reads the required tensors only: the bias's is made here, for every backend
   // (a cpu 0-dim bias goes with any device, as a wrapped number does).

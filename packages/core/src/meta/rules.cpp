@@ -9,6 +9,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
+#include "meta/bool_products.h"
 #include "tensor_iterator.h"
 
 namespace flambeau::meta {
@@ -419,6 +420,10 @@ void check_matmul(const char* op, const Tensor& a, const Tensor& b, int64_t want
   if (want_dim == 3)
     FB_CHECK_VALUE(a.sizes()[0] == b.sizes()[0], "[", op, "] batch sizes differ: shapes ", shape_str(a.sizes()),
                    " and ", shape_str(b.sizes()), " (", a.sizes()[0], " != ", b.sizes()[0], ")");
+  const int64_t rows = a.sizes()[want_dim - 2], cols = b.sizes()[want_dim - 1];
+  const int64_t batch = want_dim == 3 ? a.sizes()[0] : 1;
+  // Note [Bool products]
+  check_bool_product(op, a.dtype(), rows == 0 || cols == 0 || batch == 0 ? 0 : 1, ka);
 }
 
 void check_dim(const char* op, const Tensor& self, int64_t dim) { wrap_dim(dim, self.dim(), op); }
