@@ -126,6 +126,11 @@ class FlambeauError(RuntimeError, ValueError):
 
 class dtype:
     """
+class IndexOutOfBoundsError(IndexError, RuntimeError):
+    """
+    An index value out of range where PyTorch raises RuntimeError (gather, scatter, index_select, index_add).
+    """
+
     The data type of a tensor's elements (flambeau_core.float32, ...).
 
     Members:

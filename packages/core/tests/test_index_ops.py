@@ -470,3 +470,63 @@ def test_huge_sizes_raise_instead_of_allocating():
         fc.repeat_interleave(fc.tensor([2**62, 2**62]))
     with pytest.raises((RuntimeError, MemoryError)):
         fc.empty_strided((2**62, 4), (4, 2**62))
+
+
+# ---------------------------------------------------------------- the class of an index out of range
+
+# (op, call on (lib, self (2, 3), index 5 along dim 1)): PyTorch raises RuntimeError for these; flambeau's
+# IndexOutOfBoundsError is both an IndexError and a RuntimeError, so either `except` catches it.
+TORCH_RUNTIME_ERROR = {
+    "gather": lambda m, x, i: m.gather(x, 1, i.view(1, 1)),
+    "scatter": lambda m, x, i: x.clone().scatter_(1, i.view(1, 1), 1.0),
+    "scatter_add": lambda m, x, i: x.clone().scatter_add(1, i.view(1, 1), x[:1, :1]),
+    "scatter_reduce": lambda m, x, i: x.clone().scatter_reduce(1, i.view(1, 1), x[:1, :1], "sum"),
+    "index_select": lambda m, x, i: m.index_select(x, 1, i),
+    "index_add": lambda m, x, i: x.clone().index_add_(1, i, m.ones(2, 1)),
+}
+# ... and IndexError for these: flambeau's is a plain IndexError.
+TORCH_INDEX_ERROR = {
+    "index_copy": lambda m, x, i: x.clone().index_copy_(1, i, m.ones(2, 1)),
+    "index_fill": lambda m, x, i: x.clone().index_fill_(1, i, 1.0),
+    "take": lambda m, x, i: m.take(x, i + 1),
+    "put_": lambda m, x, i: x.clone().put_(i + 1, m.tensor([1.0])),
+}
+
+
+@pytest.mark.parametrize("op", list(TORCH_RUNTIME_ERROR))
+@pytest.mark.parametrize("value", [5, -1])
+def test_index_out_of_range_is_a_runtime_error_where_torch_raises_one(op, value):
+    (f_i, t_i), call = idx([value]), TORCH_RUNTIME_ERROR[op]
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch, torch.arange(6.0).reshape(2, 3), t_i)
+    assert not isinstance(theirs.value, IndexError)
+    with pytest.raises(fc.IndexOutOfBoundsError) as ours:
+        call(fc, fc.arange(6.0).reshape(2, 3), f_i)
+    assert isinstance(ours.value, RuntimeError) and isinstance(ours.value, IndexError)
+    assert not isinstance(ours.value, ValueError)
+    assert str(ours.value).startswith(f"[{op}] index {value} is out of ")
+    assert str(ours.value).endswith("for dimension 1 with size 3")
+    assert f"index {value} is out of bounds for dimension 1 with size 3" in str(theirs.value) or op == "index_select"
+
+
+@pytest.mark.parametrize("op", list(TORCH_INDEX_ERROR))
+def test_index_out_of_range_stays_an_index_error_where_torch_raises_one(op):
+    (f_i, t_i), call = idx([5]), TORCH_INDEX_ERROR[op]
+    with pytest.raises(IndexError):
+        call(torch, torch.arange(6.0).reshape(2, 3), t_i)
+    with pytest.raises(IndexError) as ours:
+        call(fc, fc.arange(6.0).reshape(2, 3), f_i)
+    assert type(ours.value) is IndexError and "out of" in str(ours.value)
+
+
+def test_index_out_of_bounds_error_class():
+    assert issubclass(fc.IndexOutOfBoundsError, IndexError) and issubclass(fc.IndexOutOfBoundsError, RuntimeError)
+    assert fc.IndexOutOfBoundsError.__module__ == "flambeau_core"
+    # Both except forms catch it; nothing was written into self before the check failed.
+    x = fc.zeros(2, 3)
+    for cls in (RuntimeError, IndexError):
+        try:
+            x.scatter_(1, fc.tensor([[0, 7]]), 1.0)
+        except cls:
+            pass
+    assert x.tolist() == [[0.0] * 3] * 2

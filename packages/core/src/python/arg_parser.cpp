@@ -10,6 +10,7 @@
 
 #include "../tensor_iterator.h"
 #include "flambeau/error.h"
+#include "flambeau/index_bounds_error.h"
 #include "flambeau/random.h"
 
 namespace flambeau::python {
@@ -728,6 +729,9 @@ PyObject* wrap_named(const char* type_name, std::initializer_list<const char*> f
   return it->second(*items).release().ptr();
 }
 
+/// The Python class of flambeau::IndexOutOfBoundsError (module.cpp), borrowed.
+PyObject* index_out_of_bounds_error_type();
+
 void set_python_error() {
   try {
     throw;
@@ -737,6 +741,8 @@ void set_python_error() {
     e.set_error();
   } catch (const TypeError& e) {
     PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const IndexOutOfBoundsError& e) {
+    PyErr_SetString(index_out_of_bounds_error_type(), e.what());
   } catch (const IndexError& e) {
     PyErr_SetString(PyExc_IndexError, e.what());
   } catch (const NotImplementedError& e) {

@@ -2,6 +2,7 @@
 #include "arg_parser.h"
 #include "common.h"
 #include "flambeau/error.h"
+#include "flambeau/index_bounds_error.h"
 
 namespace flambeau::python {
 namespace {
@@ -33,12 +34,36 @@ constexpr const char* kFlambeauErrorDoc =
 // The Python class of flambeau::ValueError; created once, alive until exit.
 PyObject* g_flambeau_error = nullptr;
 
+constexpr const char* kIndexOutOfBoundsErrorDoc =
+    "An index tensor holds a value outside the range of the dim it indexes, in an op for which PyTorch\n"
+    "raises RuntimeError (gather, scatter, scatter_add, scatter_reduce, index_select, index_add).\n"
+    "\n"
+    "It derives from both IndexError (Python's class for an index out of range, what flambeau raises\n"
+    "for the other indexing ops, as PyTorch does for take, index_copy and t[i]) and RuntimeError, so\n"
+    "code written for PyTorch (`except RuntimeError`) and code that expects IndexError both catch it.\n"
+    "\n"
+    "Example:\n"
+    "    >>> import flambeau_core as fc\n"
+    "    >>> try:\n"
+    "    ...     fc.gather(fc.zeros(2, 3), 1, fc.tensor([[5]]))\n"
+    "    ... except RuntimeError as e:  # or: except IndexError\n"
+    "    ...     print(type(e).__name__, isinstance(e, IndexError))\n"
+    "    IndexOutOfBoundsError True\n";
+
+// The Python class of flambeau::IndexOutOfBoundsError; created once, alive until exit.
+PyObject* g_index_out_of_bounds_error = nullptr;
+
 void add_flambeau_error(py::module_& m) {
   py::tuple bases = py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_ValueError));
   g_flambeau_error =
       PyErr_NewExceptionWithDoc("flambeau_core.FlambeauError", kFlambeauErrorDoc, bases.ptr(), nullptr);
   if (!g_flambeau_error) throw py::error_already_set();
   m.attr("FlambeauError") = py::handle(g_flambeau_error);
+  py::tuple index_bases = py::make_tuple(py::handle(PyExc_IndexError), py::handle(PyExc_RuntimeError));
+  g_index_out_of_bounds_error = PyErr_NewExceptionWithDoc(
+      "flambeau_core.IndexOutOfBoundsError", kIndexOutOfBoundsErrorDoc, index_bases.ptr(), nullptr);
+  if (!g_index_out_of_bounds_error) throw py::error_already_set();
+  m.attr("IndexOutOfBoundsError") = py::handle(g_index_out_of_bounds_error);
 }
 
 // Note [Errors]: registered once here, applies to every module sharing
@@ -51,6 +76,8 @@ void register_error_translator() {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const ValueError& e) {
       PyErr_SetString(g_flambeau_error, e.what());
+    } catch (const IndexOutOfBoundsError& e) {
+      PyErr_SetString(g_index_out_of_bounds_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const NotImplementedError& e) {
@@ -63,6 +90,7 @@ void register_error_translator() {
 }  // namespace
 
 PyObject* flambeau_error_type() { return g_flambeau_error; }
+PyObject* index_out_of_bounds_error_type() { return g_index_out_of_bounds_error; }
 
 }  // namespace flambeau::python
 

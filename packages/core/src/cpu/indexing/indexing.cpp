@@ -10,6 +10,7 @@
 #include "cpu/elementwise/wrapping.h"
 #include "cpu/indexing/out_writes.h"
 #include "flambeau/error.h"
+#include "flambeau/index_bounds_error.h"
 #include "flambeau/memory_format.h"
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
@@ -156,8 +157,8 @@ void gather_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, const Te
   const int64_t inner_st = nd == 0 ? 0 : st[nd - 1];
   auto bad_index = [&](const int64_t* ip, int64_t m) {
     for (int64_t j = 0; j < m; ++j)
-      FB_CHECK_INDEX(ip[j] >= 0 && ip[j] < n, "[gather] index ", ip[j], " is out of bounds for dimension ", d,
-                     " with size ", n);
+      FB_CHECK_INDEX_BOUNDS(ip[j] >= 0 && ip[j] < n, "[gather] index ", ip[j],
+                            " is out of bounds for dimension ", d, " with size ", n);
   };
   cpu::write_contiguous(out, {&self, &index}, [&](const Tensor& dst_out) {
     visit_itemsize(self.dtype(), [&](auto tag) {
@@ -613,8 +614,9 @@ void index_select_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, co
     if constexpr (std::is_same_v<I, int64_t> || std::is_same_v<I, int32_t>) {
       const I* p = idx.data<I>();
       for (int64_t i = 0; i < k; ++i)
-        FB_CHECK_INDEX(p[i] >= 0 && static_cast<int64_t>(p[i]) < n, "[index_select] index ",
-                       static_cast<int64_t>(p[i]), " is out of range for dimension ", d, " with size ", n);
+        FB_CHECK_INDEX_BOUNDS(p[i] >= 0 && static_cast<int64_t>(p[i]) < n, "[index_select] index ",
+                              static_cast<int64_t>(p[i]), " is out of range for dimension ", d, " with size ",
+                              n);
     }
   });
   if (k == 0 || src.numel() == 0) return;

@@ -21,6 +21,7 @@
 #include "cpu/elementwise/wrapping.h"
 #include "cpu/indexing/out_writes.h"
 #include "flambeau/error.h"
+#include "flambeau/index_bounds_error.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "flambeau/type_dispatch.h"
@@ -215,15 +216,21 @@ Tensor repeat_interleave_tensor_cpu(const Tensor& repeats, std::optional<int64_t
 /// The int64 indices (contiguous), each checked in [0, size), or with `wrap_negative` in [-size, size) and
 /// a negative one counted from the end (index_fill's rule in PyTorch; index_add and index_copy refuse
 /// negatives). Their dtype and rank passed meta::check_index_slices, as did the source's dtype and shape.
-Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d,
-                     bool wrap_negative = false) {
+/// An index out of range is an IndexOutOfBoundsError where PyTorch raises RuntimeError
+/// (`torch_runtime_error`: index_add), else an IndexError.
+Tensor checked_index(const char* op, const Tensor& index, int64_t size, int64_t d, bool wrap_negative = false,
+                     bool torch_runtime_error = false) {
   Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));
   const int64_t lo = wrap_negative ? -size : 0;
   const int64_t* p = idx.data<int64_t>();
   bool negative = false;
   for (int64_t i = 0; i < idx.numel(); ++i) {
-    FB_CHECK_INDEX(p[i] >= lo && p[i] < size, "[", op, "] index ", p[i], " is out of range for dimension ", d,
-                   " with size ", size);
+    if (p[i] < lo || p[i] >= size) [[unlikely]] {
+      std::string msg = detail::cat_str("[", op, "] index ", p[i], " is out of range for dimension ", d,
+                                        " with size ", size);
+      if (torch_runtime_error) throw IndexOutOfBoundsError(msg);
+      throw IndexError(msg);
+    }
     negative = negative || p[i] < 0;
   }
   if (negative) {  // idx may be the caller's index itself: wrapped in a copy
@@ -279,7 +286,8 @@ void via_float32(const Tensor& out, F&& out_kernel) {
 void index_add_out_cpu(const Tensor& out_t, const Tensor& self, int64_t dim, const Tensor& index,
                        const Tensor& source, const Scalar& alpha) {
   const SliceGeometry g = geometry(self, dim, "index_add");
-  const Tensor idx = checked_index("index_add", index, g.n, g.d);
+  const Tensor idx = checked_index("index_add", index, g.n, g.d, /*wrap_negative=*/false,
+                                   /*torch_runtime_error=*/true);
   if (is_half_dtype(self.dtype()))
     return via_float32(out_t, [&](const Tensor& tmp) {
       index_add_out_cpu(tmp, to_f32(self), dim, index, to_f32(source), alpha);
@@ -394,8 +402,8 @@ void for_each_scatter(const char* op, const Tensor& out, int64_t d, const Tensor
   const Tensor idx = as_contiguous(to_dtype(index, ScalarType::Int64));  // int32 is accepted, as PyTorch
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < n; ++i)
-    FB_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "[", op, "] index ", ip[i], " is out of bounds for dimension ",
-                   d, " with size ", size);
+    FB_CHECK_INDEX_BOUNDS(ip[i] >= 0 && ip[i] < size, "[", op, "] index ", ip[i],
+                          " is out of bounds for dimension ", d, " with size ", size);
   Shape os(nd, 0), ss(nd, 0);
   for (int64_t k = 0; k < nd; ++k) {
     os[k] = k == d || out.dim() == 0 ? 0 : out.strides()[k];
