@@ -403,7 +403,7 @@ def jacobian(
         >>> jacobian(lambda x: x.exp().sum(1), fc.zeros(2, 2)).tolist()
         [[[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]]]
         >>> [j.shape for j in jacobian(lambda x, y: 2 * x + 3 * y, (fc.ones(2), fc.ones(2)))]
-        [(2, 2), (2, 2)]
+        [flambeau.Size([2, 2]), flambeau.Size([2, 2])]
         >>> jacobian(lambda x: x**2, fc.tensor([1.0, 3.0]), vectorize=True, strategy="forward-mode").tolist()
         [[2.0, 0.0], [0.0, 6.0]]
     """

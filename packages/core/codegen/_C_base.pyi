@@ -18,6 +18,8 @@ __all__: list[str] = [
     "Allocator",
     "FlambeauError",
     "Generator",
+    "IndexOutOfBoundsError",
+    "Size",
     "Tensor",
     "abs",
     "add",
@@ -124,13 +126,13 @@ class FlambeauError(RuntimeError, ValueError):
     A shape or value error; derives from both RuntimeError (as PyTorch raises) and ValueError.
     """
 
-class dtype:
-    """
 class IndexOutOfBoundsError(IndexError, RuntimeError):
     """
     An index value out of range where PyTorch raises RuntimeError (gather, scatter, index_select, index_add).
     """
 
+class dtype:
+    """
     The data type of a tensor's elements (flambeau_core.float32, ...).
 
     Members:
@@ -235,6 +237,22 @@ class device:
     @property
     def type(self) -> str: ...
 
+class Size(tuple[int, ...]):
+    """
+    A tensor's sizes (PyTorch's torch.Size): a tuple of ints with numel().
+    """
+
+    def __new__(cls, sizes: typing.Iterable[typing.SupportsIndex] = ()) -> Size: ...
+    def numel(self) -> int: ...
+    @typing.overload
+    def __getitem__(self, index: typing.SupportsIndex) -> int: ...
+    @typing.overload
+    def __getitem__(self, index: slice) -> Size: ...
+    def __add__(self, other: tuple[int, ...]) -> Size: ...  # type: ignore[override]
+    def __radd__(self, other: tuple[int, ...]) -> Size: ...
+    def __mul__(self, n: typing.SupportsIndex) -> Size: ...
+    def __rmul__(self, n: typing.SupportsIndex) -> Size: ...
+
 class Tensor:
     """
     A multi-dimensional array of one dtype on one device.
@@ -296,7 +314,7 @@ class Tensor:
         A broadcast view (stride 0) to a larger shape; -1 keeps a size.
 
         >>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape
-        (2, 3, 4)
+        flambeau.Size([2, 3, 4])
         """
     def expand_as(self, other: Tensor) -> Tensor: ...
     def fill_(self, value: typing.Any) -> Tensor: ...
@@ -309,7 +327,7 @@ class Tensor:
         Merges dims start_dim..end_dim into one (a view when possible).
 
         >>> flambeau_core.zeros(2, 3, 4).flatten(1).shape
-        (2, 12)
+        flambeau.Size([2, 12])
         """
     def float(self, *, memory_format: memory_format = ...) -> Tensor: ...
     def int(self, *, memory_format: memory_format = ...) -> Tensor: ...
@@ -342,7 +360,7 @@ class Tensor:
         A view with the dims reordered.
 
         >>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape
-        (4, 2, 3)
+        flambeau.Size([4, 2, 3])
         """
     def requires_grad_(self, requires_grad: bool = True) -> Tensor: ...
     def reshape(self, *args) -> Tensor:
@@ -361,7 +379,7 @@ class Tensor:
         A view without size-1 dims (all, or the given dim(s); a dim of another size is kept).
 
         >>> flambeau_core.zeros(1, 3, 1).squeeze().shape
-        (3,)
+        flambeau.Size([3])
         """
     def storage_offset(self) -> int: ...
     def stride(self, dim: typing.Any = None) -> typing.Any: ...
@@ -375,7 +393,7 @@ class Tensor:
         A view with dims dim0 and dim1 swapped.
 
         >>> flambeau_core.zeros(2, 3).transpose(0, 1).shape
-        (3, 2)
+        flambeau.Size([3, 2])
         """
     def type_as(self, other: Tensor) -> Tensor: ...
     def half(self, *, memory_format: memory_format = ...) -> Tensor: ...
@@ -414,7 +432,7 @@ class Tensor:
         A view with a size-1 dim inserted at dim.
 
         >>> flambeau_core.zeros(3).unsqueeze(0).shape
-        (1, 3)
+        flambeau.Size([1, 3])
         """
     def view(self, *args) -> Tensor:
         """
@@ -444,7 +462,7 @@ class Tensor:
     @property
     def ndim(self) -> int: ...
     @property
-    def shape(self) -> tuple: ...
+    def shape(self) -> Size: ...
     # @generated-tensor-methods
 
 class Allocator:
@@ -836,7 +854,7 @@ def tensor(
     A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.
 
     >>> flambeau_core.tensor([[1, 2], [3, 4]]).shape
-    (2, 2)
+    flambeau.Size([2, 2])
     """
 
 def transpose(

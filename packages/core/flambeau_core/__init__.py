@@ -6,7 +6,7 @@ package) and registers the ``Tensor`` type.
 Example:
     >>> import flambeau_core as fc
     >>> fc.zeros(2, 3).shape
-    (2, 3)
+    flambeau.Size([2, 3])
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def adjoint(input: _C.Tensor) -> _C.Tensor:  # noqa: A002
         >>> import flambeau as fb
         >>> x = fb.tensor([[1j, 2j]]).adjoint()
         >>> x.shape, x.imag.tolist()
-        ((2, 1), [[-1.0], [-2.0]])
+        (flambeau.Size([2, 1]), [[-1.0], [-2.0]])
     """
     _check(input, "adjoint()", False)
     return input.transpose(-2, -1).conj()

@@ -115,7 +115,7 @@ def scalar_tensor(
         >>> import flambeau_core as fc
         >>> t = fc.scalar_tensor(3)
         >>> (t.shape, t.dtype, t.item())
-        ((), flambeau.float32, 3.0)
+        (flambeau.Size([]), flambeau.float32, 3.0)
     """
     if isinstance(s, _C.Tensor) and s.dim() == 0:
         s = s.item()

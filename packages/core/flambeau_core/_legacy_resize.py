@@ -58,7 +58,7 @@ def resize_as(self: _C.Tensor, tensor: _C.Tensor) -> _C.Tensor:
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
         ...     fc.arange(4).resize_as(fc.zeros(2, 2)).shape
-        (2, 2)
+        flambeau.Size([2, 2])
     """
     check_tensor("resize_as", self, "self")
     check_tensor("resize_as", tensor, "tensor")

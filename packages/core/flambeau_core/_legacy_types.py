@@ -102,7 +102,7 @@ def _make(dtype_name: str) -> type:
         f"``isinstance(t, {name})`` checks a cpu tensor's dtype.\n\nExample:\n"
         f"    >>> import flambeau as fb\n    >>> x = fb.{name}([1, 0])\n"
         f"    >>> x.dtype == fb.{dtype_name}, isinstance(x, fb.{name}), fb.{name}(2, 3).shape\n"
-        f"    (True, True, (2, 3))\n"
+        f"    (True, True, flambeau.Size([2, 3]))\n"
     )
     return _LegacyTensorMeta(name, (_LegacyTensor,), {"dtype": getattr(_C, dtype_name), "__doc__": doc})
 

@@ -164,7 +164,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out
         >>> A = fb.tensor([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]])
         >>> U, S, Vh = fb.linalg.svd(A, full_matrices=False)
         >>> U.shape, S, Vh.shape
-        ((3, 2), tensor([3., 2.]), (2, 2))
+        (flambeau.Size([3, 2]), tensor([3., 2.]), flambeau.Size([2, 2]))
         >>> fb.allclose(U @ fb.diag(S) @ Vh, A)
         True
     """
@@ -471,7 +471,7 @@ def _top_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRTop:
         >>> import flambeau as fb
         >>> Q, R = fb.ones(3, 2).qr()
         >>> Q.shape, R.shape, fb.allclose(Q @ R, fb.ones(3, 2), atol=1e-6)
-        ((3, 2), (2, 2), True)
+        (flambeau.Size([3, 2]), flambeau.Size([2, 2]), True)
     """
     Q, R = qr(input, "reduced" if some else "complete")
     if out is not None:

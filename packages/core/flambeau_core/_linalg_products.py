@@ -67,7 +67,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     Example:
         >>> import flambeau as fb
         >>> fb.tensordot(fb.ones(2, 3), fb.ones(3, 4), dims=1).shape
-        (2, 4)
+        flambeau.Size([2, 4])
     """
     _check_tensor(a, "tensordot", "a")
     _check_tensor(b, "tensordot", "b")

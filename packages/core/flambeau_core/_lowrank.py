@@ -114,7 +114,7 @@ def pca_lowrank(
         >>> _ = fc.manual_seed(0)
         >>> U, S, V = fc.pca_lowrank(fc.randn(100, 5, dtype=fc.float64), q=2)
         >>> U.shape, S.shape, V.shape
-        ((100, 2), (2,), (5, 2))
+        (flambeau.Size([100, 2]), flambeau.Size([2]), flambeau.Size([5, 2]))
     """
     _check("pca_lowrank", A, q, niter)
     m, n = A.shape[-2], A.shape[-1]

@@ -247,7 +247,7 @@ def randint_like(
         >>> import flambeau_core as fc
         >>> x = fc.randint_like(fc.zeros(2, 3), 3, 7)
         >>> x.shape, x.dtype, bool(((x >= 3) & (x < 7)).all())
-        ((2, 3), flambeau.float32, True)
+        (flambeau.Size([2, 3]), flambeau.float32, True)
     """
     check_tensor("randint_like", input)
     if len(bounds) > 2 or (len(bounds) == 2 and (low is not None or high is not None)):

@@ -83,7 +83,7 @@ def _atleast(fn, name: str):
     wrapper.__doc__ = (
         f"{name}(*tensors)\n\nViews with at least {name[-2]} dims, size-1 dims added (a tuple for several "
         f"tensors).\n\nExample:\n    >>> import flambeau as fb\n    >>> fb.{name}(fb.tensor(1.0)).shape\n"
-        f"    ({ones}{',' if name[-2] == '1' else ''})\n"
+        f"    flambeau.Size([{ones}])\n"
     )
     return wrapper
 

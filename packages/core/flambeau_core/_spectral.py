@@ -77,7 +77,7 @@ def stft(
         >>> import flambeau_core as fc
         >>> spec = fc.stft(fc.ones(16), n_fft=8, window=fc.hann_window(8), return_complex=True)
         >>> spec.shape
-        (5, 9)
+        flambeau.Size([5, 9])
     """
     check_tensor("stft", input)
     hop_length, win_length = _check_lengths("stft", n_fft, hop_length, win_length)

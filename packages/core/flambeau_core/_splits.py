@@ -50,7 +50,7 @@ def unsafe_split_with_sizes(input: _C.Tensor, split_sizes: list[int], dim: int =
     Example:
         >>> import flambeau_core as fc
         >>> [p.shape for p in fc.unsafe_split_with_sizes(fc.zeros(2, 3), [1, 2], 1)]
-        [(2, 1), (2, 2)]
+        [flambeau.Size([2, 1]), flambeau.Size([2, 2])]
     """
     check_tensor("unsafe_split_with_sizes", input)
     sizes = _ints("unsafe_split_with_sizes", "split_sizes", split_sizes)
@@ -118,7 +118,7 @@ def _directional_split(name: str, dim: int, min_dims: int) -> Callable:
         "Example:\n"
         "    >>> import flambeau_core as fc\n"
         f"    >>> [p.shape for p in fc.{name}(fc.zeros(2, 2, 2), 2)]\n"
-        f"    {[tuple(2 if i != dim else 1 for i in range(3))] * 2}\n"
+        f"    [{', '.join([f'flambeau.Size({[2 if i != dim else 1 for i in range(3)]})'] * 2)}]\n"
     )
     return split
 

@@ -137,7 +137,7 @@ def new(self, *args, device=None, **kwargs):
         >>> import flambeau_core as fc
         >>> x = fc.zeros(1, dtype=fc.float64)
         >>> x.new(2, 3).shape, x.new([1, 2]).tolist(), x.new().shape, x.new([1]).dtype
-        ((2, 3), [1.0, 2.0], (0,), flambeau.float64)
+        (flambeau.Size([2, 3]), [1.0, 2.0], flambeau.Size([0]), flambeau.float64)
     """
     if kwargs:
         raise TypeError(

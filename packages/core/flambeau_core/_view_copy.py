@@ -158,7 +158,7 @@ _COPIES = (
         "unsqueeze_copy",
         lambda x, dim: x.unsqueeze(dim),
         (("dim",),),
-        "unsqueeze_copy(x, 0).shape\n    (1, 2, 3)",
+        "unsqueeze_copy(x, 0).shape\n    flambeau.Size([1, 2, 3])",
     ),
     _ViewCopy(
         "view_copy",
@@ -200,7 +200,7 @@ _COPIES = (
         "split_copy",
         unsafe_split,  # split with an int split_size only, as PyTorch's split_copy
         (("split_size",), ("dim", 0)),
-        "[t.shape for t in split_copy(x, 2, 1)]\n    [(2, 2), (2, 1)]",
+        "[t.shape for t in split_copy(x, 2, 1)]\n    [flambeau.Size([2, 2]), flambeau.Size([2, 1])]",
     ),
 )
 

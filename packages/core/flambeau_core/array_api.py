@@ -370,7 +370,7 @@ def empty(shape, *, dtype=None, device=None):
         >>> import flambeau as fb
         >>> xp = fb.array_api
         >>> xp.empty((2, 3)).shape, xp.empty(4, dtype=xp.int32).dtype
-        ((2, 3), flambeau.int32)
+        (flambeau.Size([2, 3]), flambeau.int32)
     """
     return _fc.empty(_shape(shape), dtype=dtype)
 
@@ -514,7 +514,7 @@ def meshgrid(*arrays, indexing: str = "xy"):
         tensor([[1, 2, 3],
                 [1, 2, 3]])
         >>> b.shape
-        (2, 3)
+        flambeau.Size([2, 3])
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
@@ -633,7 +633,7 @@ def tensordot(x1, x2, /, *, axes=2):
         >>> import flambeau as fb
         >>> xp = fb.array_api
         >>> xp.tensordot(xp.ones((2, 3)), xp.ones((3, 4)), axes=1).shape, xp.tensordot(xp.ones(3), xp.ones(3), axes=1)
-        ((2, 4), tensor(3.))
+        (flambeau.Size([2, 4]), tensor(3.))
     """
     return _products(_fc.tensordot, x1, x2, dims=axes)
 
@@ -663,7 +663,7 @@ def broadcast_arrays(*arrays):
         >>> xp = fb.array_api
         >>> a, b = xp.broadcast_arrays(xp.ones((2, 1)), xp.zeros(3))
         >>> a.shape, b.shape
-        ((2, 3), (2, 3))
+        (flambeau.Size([2, 3]), flambeau.Size([2, 3]))
     """
     shape = _fc.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return [a.expand(shape) for a in arrays]
@@ -689,7 +689,7 @@ def concat(arrays, /, *, axis: int | None = 0):
         >>> import flambeau as fb
         >>> xp = fb.array_api
         >>> xp.concat([xp.ones((1, 2)), xp.zeros((2, 2))]).shape, xp.concat([xp.ones(2), xp.zeros(1)], axis=None)
-        ((3, 2), tensor([1., 1., 0.]))
+        (flambeau.Size([3, 2]), tensor([1., 1., 0.]))
     """
     arrays = _promoted(list(arrays))
     if axis is None:
@@ -711,7 +711,7 @@ def expand_dims(x, /, axis: int = 0):
     Example:
         >>> import flambeau as fb
         >>> fb.expand_dims(fb.zeros(2, 3), axis=1).shape
-        (2, 1, 3)
+        flambeau.Size([2, 1, 3])
     """
     _check_tensor("expand_dims", x)
     if not -x.ndim - 1 <= axis <= x.ndim:
@@ -740,7 +740,7 @@ def moveaxis(x, source, destination, /):
         >>> import flambeau as fb
         >>> xp = fb.array_api
         >>> xp.moveaxis(xp.zeros((2, 3, 4)), 0, -1).shape
-        (3, 4, 2)
+        flambeau.Size([3, 4, 2])
     """
     return _fc.movedim(x, source, destination)
 
@@ -751,7 +751,7 @@ def permute_dims(x, /, axes):
     Example:
         >>> import flambeau as fb
         >>> fb.permute_dims(fb.zeros(2, 3, 4), (2, 0, 1)).shape
-        (4, 2, 3)
+        flambeau.Size([4, 2, 3])
     """
     return _fc.permute(x, tuple(axes))
 
@@ -819,7 +819,7 @@ def squeeze(x, /, axis):
         >>> import flambeau as fb
         >>> xp = fb.array_api
         >>> xp.squeeze(xp.zeros((1, 3, 1)), axis=(0, 2)).shape
-        (3,)
+        flambeau.Size([3])
     """
     dims = _axes(axis, x.ndim)
     for d in dims:
@@ -1164,7 +1164,7 @@ def mean(x, /, *, axis=None, keepdims: _builtins.bool = False):
         >>> xp = fb.array_api
         >>> x = xp.asarray([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
         >>> xp.mean(x, axis=1), xp.mean(x, axis=0, keepdims=True).shape
-        (tensor([2., 3.]), (1, 3))
+        (tensor([2., 3.]), flambeau.Size([1, 3]))
     """
     return _reduction("mean", _fc.mean, x, axis, keepdims, identity=_fc.clone)
 

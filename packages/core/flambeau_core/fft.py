@@ -523,7 +523,7 @@ def fft2(
         tensor([[10., -2.],
                 [-4.,  0.]])
         >>> fb.fft.fft2(fb.ones(3, 2, 2)).shape  # over the last two dims of a batch
-        (3, 2, 2)
+        flambeau.Size([3, 2, 2])
     """
     dims, sizes = _dims_nd("fft.fft2", _float_input(input, "fft.fft2", True), s, dim)
     return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True, out), out)
@@ -554,7 +554,7 @@ def rfft(
         >>> import flambeau as fb
         >>> X = fb.fft.rfft(fb.tensor([1.0, 2.0, 3.0, 4.0]))
         >>> X.shape, X
-        ((3,), tensor([10.+0.j, -2.+2.j, -2.+0.j]))
+        (flambeau.Size([3]), tensor([10.+0.j, -2.+2.j, -2.+0.j]))
     """
     x = _float_input(input, "fft.rfft", False)
     d, n = _dims_1d("fft.rfft", x, n, dim)
@@ -593,8 +593,8 @@ def rfftn(
         >>> import flambeau as fb
         >>> X = fb.fft.rfftn(fb.ones(2, 4))
         >>> X.shape, X.real
-        ((2, 3), tensor([[8., 0., 0.],
-                [0., 0., 0.]]))
+        (flambeau.Size([2, 3]), tensor([[8., 0., 0.],
+                        [0., 0., 0.]]))
     """
     x = _float_input(input, "fft.rfftn", False)
     dims, sizes = _dims_nd("fft.rfftn", x, s, dim)
@@ -610,7 +610,7 @@ def rfft2(
         >>> import flambeau as fb
         >>> X = fb.fft.rfft2(fb.tensor([[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0]]))
         >>> X.shape
-        (2, 3)
+        flambeau.Size([2, 3])
     """
     x = _float_input(input, "fft.rfft2", False)
     dims, sizes = _dims_nd("fft.rfft2", x, s, dim)
@@ -741,8 +741,8 @@ def ihfftn(
         >>> import flambeau as fb
         >>> X = fb.fft.ihfftn(fb.ones(2, 4))
         >>> X.shape, X.real
-        ((2, 3), tensor([[1., 0., 0.],
-                [0., 0., 0.]]))
+        (flambeau.Size([2, 3]), tensor([[1., 0., 0.],
+                        [0., 0., 0.]]))
     """
     return _out("fft.ihfftn", _ihfftn("fft.ihfftn", input, s, dim, norm, out), out)
 
@@ -755,6 +755,6 @@ def ihfft2(
     Example:
         >>> import flambeau as fb
         >>> fb.fft.ihfft2(fb.ones(3, 2, 4)).shape
-        (3, 2, 3)
+        flambeau.Size([3, 2, 3])
     """
     return _out("fft.ihfft2", _ihfftn("fft.ihfft2", input, s, dim, norm, out), out)

@@ -169,7 +169,7 @@ def test_len_and_shape_match_torch():
     for shape in [(4,), (0, 3), (2, 0), (1, 2, 3, 4)]:
         x, tx = fc.zeros(*shape), torch.zeros(*shape)
         assert len(x) == len(tx)
-        assert x.shape == tuple(tx.shape) and type(x.shape) is tuple
+        assert x.shape == tuple(tx.shape) and type(x.shape) is fc.Size and type(tx.shape) is torch.Size
     assert fc.tensor(1.0).shape == () == tuple(torch.tensor(1.0).shape)
     with pytest.raises(TypeError, match=r"len\(\) of a 0-d tensor"):
         len(fc.tensor(1.0))

@@ -56,7 +56,7 @@ def numpy_to_tensor(array: Any, what: str = "as_tensor") -> fc.Tensor:
     Example:
         >>> import numpy as np
         >>> numpy_to_tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).shape
-        (2, 3)
+        flambeau.Size([2, 3])
     """
     import numpy as np
 

@@ -15,7 +15,7 @@ Example:
     >>> import flambeau_core as fc
     >>> batch = default_collate([(fc.zeros(3), 1), (fc.ones(3), 2)])
     >>> batch[0].shape, batch[1].tolist()
-    ((2, 3), [1, 2])
+    (flambeau.Size([2, 3]), [1, 2])
 """
 
 from __future__ import annotations

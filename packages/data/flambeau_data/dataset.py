@@ -91,7 +91,7 @@ class TensorDataset(Dataset[tuple]):
         >>> y = fc.arange(5)
         >>> ds = TensorDataset(x, y)
         >>> len(ds), ds[1][0].shape
-        (5, (3,))
+        (5, flambeau.Size([3]))
     """
 
     def __init__(self, *tensors: Any) -> None:

@@ -16,7 +16,7 @@ Example:
     >>> with open(os.path.join(d, "hubconf.py"), "w") as f:
     ...     _ = f.write("import flambeau as fb\\ndef tiny(n=2):\\n    return fb.nn.Linear(n, 1)\\n")
     >>> fb.hub.load(d, "tiny", source="local", n=3).weight.shape
-    (1, 3)
+    flambeau.Size([1, 3])
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Example:
     >>> linear = torch.nn.Linear(3, 2)
     >>> fb_state = state_dict_from_torch(linear.state_dict())
     >>> fb_state["weight"].shape
-    (2, 3)
+    flambeau.Size([2, 3])
     >>> linear.load_state_dict(state_dict_to_torch(fb_state))
     <All keys matched successfully>
 """

@@ -10,7 +10,7 @@ Example:
     >>> loss = nn.CrossEntropyLoss()(model(fc.randn(5, 4)), fc.tensor([0, 1, 2, 0, 1]))
     >>> loss.backward()
     >>> model[0].weight.grad.shape
-    (8, 4)
+    flambeau.Size([8, 4])
 """
 
 from __future__ import annotations

@@ -484,7 +484,7 @@ def grid_sampler_2d(
         >>> import flambeau_core as fc
         >>> from flambeau_nn._torch_forms import grid_sampler_2d
         >>> grid_sampler_2d(fc.arange(4.0).reshape(1, 1, 2, 2), fc.zeros(1, 1, 1, 2), 1, 0, True).shape
-        (1, 1, 1, 1)
+        flambeau.Size([1, 1, 1, 1])
     """
     if not (is_tensor_like(input) and input.dim() == 4):
         raise FlambeauError(

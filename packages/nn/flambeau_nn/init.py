@@ -486,7 +486,7 @@ def _deprecated(new: Any, example_args: str = "fc.empty(3, 4)") -> Any:
         '        ...     warnings.simplefilter("always")\n'
         f"        ...     t = nn.init.{old}({example_args})\n"
         "        >>> caught[0].category.__name__, t.shape\n"
-        f"        ('FutureWarning', ({example_args.split('(')[1].split(')')[0]}))\n"
+        f"        ('FutureWarning', flambeau.Size([{example_args.split('(')[1].split(')')[0]}]))\n"
     )
     return deprecated_init
 

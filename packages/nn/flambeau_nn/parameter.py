@@ -75,7 +75,7 @@ class UninitializedParameter(Parameter):
     Example:
         >>> p = UninitializedParameter()
         >>> p.materialize((2, 3)).shape
-        (2, 3)
+        flambeau.Size([2, 3])
     """
 
     cls_to_become = Parameter
@@ -90,7 +90,7 @@ class UninitializedParameter(Parameter):
             >>> import flambeau_nn as nn
             >>> p = nn.UninitializedParameter().materialize((2, 3))
             >>> type(p).__name__, p.shape, p.requires_grad
-            ('Parameter', (2, 3), True)
+            ('Parameter', flambeau.Size([2, 3]), True)
         """
         return Parameter(fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype), self.requires_grad)
 
@@ -110,7 +110,7 @@ class UninitializedBuffer(Tensor):
 
     Example:
         >>> UninitializedBuffer().materialize((4,)).shape
-        (4,)
+        flambeau.Size([4])
     """
 
     cls_to_become = Tensor
@@ -126,7 +126,7 @@ class UninitializedBuffer(Tensor):
             >>> import flambeau_nn as nn
             >>> b = nn.UninitializedBuffer(dtype=fc.float64).materialize((4,))
             >>> b.shape, b.dtype == fc.float64
-            ((4,), True)
+            (flambeau.Size([4]), True)
         """
         return fc.empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)
 
@@ -145,7 +145,7 @@ class Buffer(Tensor):
         >>> import flambeau_core as fc
         >>> b = Buffer(fc.zeros(2), persistent=False)
         >>> b.persistent, b.shape
-        (False, (2,))
+        (False, flambeau.Size([2]))
     """
 
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:

@@ -660,7 +660,7 @@ void init_factories(py::module_& m) {
       "\n"
       ">>> x = flambeau_core.empty(2, 3)\n"
       ">>> x.shape, x.dtype == flambeau_core.float32\n"
-      "((2, 3), True)");
+      "(flambeau.Size([2, 3]), True)");
   // rand/randn with an explicit generator: a keyword the shared helper does not take.
   for (const char* name : {"rand", "randn"}) {
     const bool normal = std::string(name) == "randn";
@@ -697,7 +697,7 @@ void init_factories(py::module_& m) {
                  ">>> g = flambeau_core.Generator(seed=0)\n"
                  ">>> x = flambeau_core.randn(1000, generator=g)\n"
                  ">>> x.shape, abs(x.mean().item()) < 0.2, abs(x.std().item() - 1) < 0.2\n"
-                 "((1000,), True, True)"
+                 "(flambeau.Size([1000]), True, True)"
                : "Uniform samples on [0, 1): rand(2, 3, generator=None, dtype=None).\n"
                  "\n"
                  "The numbers differ from PyTorch's for the same seed (a counter-based generator, Note "
@@ -707,7 +707,7 @@ void init_factories(py::module_& m) {
                  ">>> g = flambeau_core.Generator(seed=0)\n"
                  ">>> x = flambeau_core.rand(2, 3, generator=g)\n"
                  ">>> x.shape, bool(((x >= 0) & (x < 1)).all())\n"
-                 "((2, 3), True)\n"
+                 "(flambeau.Size([2, 3]), True)\n"
                  ">>> bool((flambeau_core.rand(2, 3, generator=flambeau_core.Generator(seed=0)) == "
                  "x).all())\n"
                  "True");
@@ -780,21 +780,21 @@ void init_factories(py::module_& m) {
        "\n"
        ">>> x = flambeau_core.empty_like(flambeau_core.zeros(2, 3, dtype=flambeau_core.float64))\n"
        ">>> x.shape, x.dtype == flambeau_core.float64\n"
-       "((2, 3), True)");
+       "(flambeau.Size([2, 3]), True)");
   like("rand_like", [](Tensor& x) -> Tensor { return op::uniform_(x, 0.0, 1.0, nullptr); },
        "Uniform samples on [0, 1) with input's shape, dtype and device (the default generator).\n"
        "\n"
        ">>> _ = flambeau_core.manual_seed(0)\n"
        ">>> x = flambeau_core.rand_like(flambeau_core.zeros(2, 2))\n"
        ">>> x.shape, bool(((x >= 0) & (x < 1)).all())\n"
-       "((2, 2), True)");
+       "(flambeau.Size([2, 2]), True)");
   like("randn_like", [](Tensor& x) -> Tensor { return op::normal_(x, 0.0, 1.0, nullptr); },
        "Standard normal samples with input's shape, dtype and device (the default generator).\n"
        "\n"
        ">>> _ = flambeau_core.manual_seed(0)\n"
        ">>> x = flambeau_core.randn_like(flambeau_core.zeros(2, 3, dtype=flambeau_core.float64))\n"
        ">>> x.shape, x.dtype == flambeau_core.float64\n"
-       "((2, 3), True)");
+       "(flambeau.Size([2, 3]), True)");
   m.def(
       "full_like",
       [](const Tensor& t, py::handle fill_value, py::handle dtype, py::handle layout, py::handle device,

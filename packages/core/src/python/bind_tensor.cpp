@@ -218,25 +218,14 @@ PyObject* tensor_shape(PyObject* self, void*) {
     PyErr_Format(PyExc_TypeError, "[shape] expected a Tensor, got %s", Py_TYPE(self)->tp_name);
     return nullptr;
   }
-  const IntArrayRef sizes = (*h)->sizes();
-  PyObject* out = PyTuple_New(static_cast<Py_ssize_t>(sizes.size()));
-  if (!out) return nullptr;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    PyObject* v = PyLong_FromLongLong(sizes[i]);
-    if (!v) {
-      Py_DECREF(out);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), v);
-  }
-  return out;
+  return make_size((*h)->sizes());
 }
 
 PyGetSetDef g_shape_getset = {"shape", &tensor_shape, nullptr,
-                              "The sizes of the dims, as a tuple (PyTorch's is a torch.Size).\n"
+                              "The sizes of the dims, as a flambeau.Size (a tuple; PyTorch's torch.Size).\n"
                               "\n"
                               ">>> flambeau_core.zeros(2, 3).shape\n"
-                              "(2, 3)",
+                              "flambeau.Size([2, 3])",
                               nullptr};
 
 }  // namespace
@@ -256,12 +245,12 @@ void init_tensor(py::module_& m) {
       "A multi-dimensional array of one dtype on one device.\n"
       "\n"
       "Made by factories (tensor, zeros, arange, ...), not by calling the class (Tensor(t) makes a new\n"
-      "Tensor object sharing t's memory, as nn.Parameter does). Its shape is a tuple (PyTorch's is a\n"
-      "torch.Size).\n"
+      "Tensor object sharing t's memory, as nn.Parameter does). Its shape is a flambeau.Size, a tuple\n"
+      "(PyTorch's torch.Size).\n"
       "\n"
       ">>> x = flambeau_core.tensor([[1.0, 2.0], [3.0, 4.0]])\n"
       ">>> isinstance(x, flambeau_core.Tensor), x.shape, str(x.dtype), str(x.device)\n"
-      "(True, (2, 2), 'flambeau.float32', 'cpu')\n"
+      "(True, flambeau.Size([2, 2]), 'flambeau.float32', 'cpu')\n"
       ">>> (x * 2).tolist()\n"
       "[[2.0, 4.0], [6.0, 8.0]]");
   cls.def(py::init([](const Tensor& other) {
@@ -285,20 +274,19 @@ void init_tensor(py::module_& m) {
           "size",
           [](const Tensor& t, py::object dim) -> py::object {
             if (dim.is_none()) {
-              py::tuple s(t.dim());
-              for (int64_t i = 0; i < t.dim(); ++i) s[i] = py::int_(t.sizes()[i]);
-              return s;
+              PyObject* s = make_size(t.sizes());
+              if (!s) throw py::error_already_set();
+              return py::reinterpret_steal<py::object>(s);
             }
             return py::int_(t.size(as_int64(dim, "size", "dim")));
           },
           py::arg("dim") = py::none(),
-          "The shape as a tuple, or the size of dim (negative dims count from the end).\n"
-          "\n"
-          "PyTorch returns a torch.Size; flambeau a plain tuple.\n"
+          "The shape as a flambeau.Size (PyTorch's torch.Size), or the size of dim (negative dims count\n"
+          "from the end).\n"
           "\n"
           ">>> x = flambeau_core.zeros(2, 3)\n"
           ">>> x.size(), x.size(1), x.size(-2)\n"
-          "((2, 3), 3, 2)")
+          "(flambeau.Size([2, 3]), 3, 2)")
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {

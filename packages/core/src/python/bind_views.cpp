@@ -665,7 +665,7 @@ void init_views(py::module_& m) {
           ">>> flambeau_core.arange(6).reshape(3, -1).tolist()\n"
           "[[0, 1], [2, 3], [4, 5]]\n"
           ">>> flambeau_core.zeros(2, 3).t().reshape(6).shape  # not viewable: a copy\n"
-          "(6,)")
+          "flambeau.Size([6])")
       .def(
           "transpose",
           recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
@@ -791,7 +791,7 @@ void init_views(py::module_& m) {
       "A view of input with dims dim0 and dim1 swapped.\n"
       "\n"
       ">>> flambeau_core.transpose(flambeau_core.zeros(2, 3), 0, 1).shape\n"
-      "(3, 2)");
+      "flambeau.Size([3, 2])");
   m.def(
       "permute",
       recorded("permute",
@@ -805,7 +805,7 @@ void init_views(py::module_& m) {
       "A view of input with its dims reordered.\n"
       "\n"
       ">>> flambeau_core.permute(flambeau_core.zeros(2, 3, 4), (2, 0, 1)).shape\n"
-      "(4, 2, 3)");
+      "flambeau.Size([4, 2, 3])");
   m.def(
       "unsqueeze",
       recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }, kFunction),
@@ -815,16 +815,16 @@ void init_views(py::module_& m) {
       "A view of input with a size-1 dim inserted at dim.\n"
       "\n"
       ">>> flambeau_core.unsqueeze(flambeau_core.zeros(3), 1).shape\n"
-      "(3, 1)");
+      "flambeau.Size([3, 1])");
   m.def("squeeze", recorded("squeeze", &squeeze_py, kFunction), py::arg("input"), py::arg("dim") = py::none(),
       "squeeze(input, dim=None) -> Tensor\n"
       "\n"
       "A view of input without size-1 dims (all, or the given dim(s); a dim of another size is kept).\n"
       "\n"
       ">>> flambeau_core.squeeze(flambeau_core.zeros(1, 3, 1)).shape\n"
-      "(3,)\n"
+      "flambeau.Size([3])\n"
       ">>> flambeau_core.squeeze(flambeau_core.zeros(1, 3, 1), 0).shape\n"
-      "(3, 1)");
+      "flambeau.Size([3, 1])");
   m.def(
       "flatten",
       recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }, kFunction),
@@ -834,9 +834,9 @@ void init_views(py::module_& m) {
       "Merges dims start_dim..end_dim into one (a view when possible).\n"
       "\n"
       ">>> flambeau_core.flatten(flambeau_core.zeros(2, 3, 4)).shape\n"
-      "(24,)\n"
+      "flambeau.Size([24])\n"
       ">>> flambeau_core.flatten(flambeau_core.zeros(2, 3, 4), 1).shape\n"
-      "(2, 12)");
+      "flambeau.Size([2, 12])");
   m.def("narrow", recorded("narrow", &narrow_py, kFunction), py::arg("input"), py::arg("dim"), py::arg("start"),
         py::arg("length"),
       "narrow(input, dim, start, length) -> Tensor\n"

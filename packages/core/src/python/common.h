@@ -39,6 +39,7 @@ class type_caster<flambeau::ScalarType> : public type_caster_base<flambeau::Scal
 namespace flambeau::python {
 
 void init_dtype(py::module_& m);      // bind_dtype.cpp: dtype, device, promote_types
+void init_size(py::module_& m);       // bind_size.cpp: Size, the tuple subclass shapes are (Note [Size is a C type])
 void init_tensor(py::module_& m);     // bind_tensor.cpp: Tensor class, properties, item/tolist/repr, buffer
 void init_allocator(py::module_& m);  // bind_allocator.cpp: allocator registry, Python/C-ABI allocators
 void init_factories(py::module_& m);  // bind_factories.cpp: tensor(), zeros, ..., random, frombuffer
@@ -71,6 +72,9 @@ inline const std::shared_ptr<TensorImpl>* tensor_holder(PyObject* obj) {
   if (!v_h || !v_h.holder_constructed()) return nullptr;
   return &v_h.holder<std::shared_ptr<TensorImpl>>();
 }
+
+/// A new flambeau.Size of `sizes` (bind_size.cpp); nullptr with a Python error set.
+PyObject* make_size(IntArrayRef sizes);
 
 /// Runs f() with the GIL released (Note [The GIL around kernels]).
 template <class F>

@@ -104,6 +104,7 @@ PYBIND11_MODULE(_C, m) {
   add_flambeau_error(m);
   register_error_translator();
   init_dtype(m);
+  init_size(m);
   init_tensor(m);
   init_allocator(m);
   init_factories(m);

@@ -19,7 +19,7 @@ Example:
     >>> x = Normal(loc, 1.0).rsample()
     >>> Normal(loc, 1.0).log_prob(x).sum().backward()
     >>> loc.grad.shape
-    (3,)
+    flambeau.Size([3])
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ class Distribution:
             >>> import flambeau as fb
             >>> from flambeau.distributions import Normal
             >>> Normal(fb.zeros(3), 1.0).sample((2,)).shape
-            (2, 3)
+            flambeau.Size([2, 3])
         """
         with no_grad():
             return self.rsample(sample_shape)
@@ -233,7 +233,7 @@ class Distribution:
             >>> with warnings.catch_warnings():
             ...     warnings.simplefilter("ignore")
             ...     Normal(0.0, 1.0).sample_n(4).shape
-            (4,)
+            flambeau.Size([4])
         """
         warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning, stacklevel=2)
         return self.sample(fb.Size((n,)))

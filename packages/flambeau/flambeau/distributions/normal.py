@@ -29,7 +29,7 @@ class Normal(ExponentialFamily):
         >>> from flambeau.distributions import Normal
         >>> m = Normal(fb.tensor([0.0]), fb.tensor([1.0]))
         >>> m.sample().shape
-        (1,)
+        flambeau.Size([1])
     """
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}

@@ -117,7 +117,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
         >>> p = fb.tensor([0.5, 0.5], requires_grad=True)
         >>> OneHotCategoricalStraightThrough(p).rsample().sum().backward()
         >>> p.grad.shape
-        (2,)
+        flambeau.Size([2])
     """
 
     has_rsample = True

@@ -34,7 +34,7 @@ class LogitRelaxedBernoulli(_BinaryProbsOrLogits, Distribution):
         >>> import flambeau as fb
         >>> from flambeau.distributions.relaxed_bernoulli import LogitRelaxedBernoulli
         >>> LogitRelaxedBernoulli(fb.tensor(0.5), probs=fb.tensor([0.3])).rsample().shape
-        (1,)
+        flambeau.Size([1])
     """
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}

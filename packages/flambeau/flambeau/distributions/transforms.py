@@ -465,7 +465,7 @@ class ReshapeTransform(Transform):
         >>> import flambeau as fb
         >>> from flambeau.distributions.transforms import ReshapeTransform
         >>> ReshapeTransform((4,), (2, 2))(fb.zeros(3, 4)).shape
-        (3, 2, 2)
+        flambeau.Size([3, 2, 2])
     """
 
     bijective = True

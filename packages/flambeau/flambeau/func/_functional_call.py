@@ -186,7 +186,7 @@ def stack_module_state(models: Sequence[Module]) -> tuple[dict[str, Tensor], dic
         >>> import flambeau as fb
         >>> params, buffers = fb.func.stack_module_state([fb.nn.Linear(3, 2) for _ in range(4)])
         >>> params["weight"].shape, params["weight"].requires_grad, buffers
-        ((4, 2, 3), True, {})
+        (flambeau.Size([4, 2, 3]), True, {})
     """
     models = list(models)
     if not models:

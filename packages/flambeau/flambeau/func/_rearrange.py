@@ -158,9 +158,9 @@ def rearrange(tensor: Tensor | Sequence[Tensor], pattern: str, **axes_lengths: i
         >>> import flambeau as fb
         >>> images = fb.zeros(32, 30, 40, 3)
         >>> fb.func.rearrange(images, "b h w c -> b c h w").shape
-        (32, 3, 30, 40)
+        flambeau.Size([32, 3, 30, 40])
         >>> fb.func.rearrange(images, "b (h1 h) (w1 w) c -> (b h1 w1) h w c", h1=2, w1=2).shape
-        (128, 15, 20, 3)
+        flambeau.Size([128, 15, 20, 3])
         >>> fb.func.rearrange(fb.arange(6).reshape(2, 3), "a b -> b a").tolist()
         [[0, 3], [1, 4], [2, 5]]
         >>> fb.func.rearrange([fb.ones(2), fb.zeros(2)], "n a -> a n").tolist()

@@ -34,7 +34,7 @@ Example:
     >>> [round(v, 4) for v in x.grad.tolist()]
     [1.0, 0.5403]
     >>> numpy_sin(fb.empty(2, 3, device="meta")).shape
-    (2, 3)
+    flambeau.Size([2, 3])
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ class CustomOpDef:
             ... def _(x):
             ...     return fb.empty_like(x)
             >>> neg(fb.empty(4, device="meta")).shape
-            (4,)
+            flambeau.Size([4])
         """
         devices = _device_types(device_types, "CustomOpDef.register_kernel")
         op = self._opoverload
@@ -401,7 +401,7 @@ class CustomOpDef:
             ... def _(a, b):
             ...     return a.new_empty(a.shape[0], b.shape[0])
             >>> outer(fb.empty(3, device="meta"), fb.empty(5, device="meta")).shape
-            (3, 5)
+            flambeau.Size([3, 5])
         """
         if not callable(fn):
             raise TypeError(f"[{self._qualname}] register_fake: the fake rule must be callable, got {fn!r}")
@@ -611,7 +611,7 @@ def register_fake(op: Any, func: Callable | None = None, /, *, lib: Library | No
         ... def _(x):
         ...     return x.new_empty(x.shape[0])
         >>> fb.ops.doc_regfake.rows(fb.empty(7, 2, device="meta")).shape
-        (7,)
+        flambeau.Size([7])
         >>> lib._destroy()
     """
     overload = _op_of(op, "register_fake")

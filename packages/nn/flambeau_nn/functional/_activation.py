@@ -524,7 +524,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         >>> fc.manual_seed(0)
         >>> y = F.feature_alpha_dropout(fc.zeros(2, 6, 4), p=0.5, training=True)
         >>> y.shape, bool((y.amax(dim=2) == y.amin(dim=2)).all())
-        ((2, 6, 4), True)
+        (flambeau.Size([2, 6, 4]), True)
         >>> F.feature_alpha_dropout(fc.ones(2, 3), p=0.5, training=False).tolist()
         [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """

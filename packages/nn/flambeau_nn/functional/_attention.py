@@ -59,7 +59,7 @@ def scaled_dot_product_attention(
     Example:
         >>> import flambeau_core as fc
         >>> scaled_dot_product_attention(fc.ones(2, 3, 4), fc.ones(2, 5, 4), fc.ones(2, 5, 6)).shape
-        (2, 3, 6)
+        flambeau.Size([2, 3, 6])
     """
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):

@@ -107,7 +107,7 @@ def conv1d(
     Example:
         >>> import flambeau_core as fc
         >>> conv1d(fc.ones(2, 3, 10), fc.ones(4, 3, 3), padding="same").shape
-        (2, 4, 10)
+        flambeau.Size([2, 4, 10])
     """
     return _conv("conv1d", fc.conv1d, 1, input, weight, bias, stride, padding, dilation, groups)
 
@@ -128,7 +128,7 @@ def conv2d(
     Example:
         >>> import flambeau_core as fc
         >>> conv2d(fc.ones(1, 3, 8, 8), fc.ones(16, 3, 3, 3), stride=2, padding=1).shape
-        (1, 16, 4, 4)
+        flambeau.Size([1, 16, 4, 4])
     """
     return _conv("conv2d", fc.conv2d, 2, input, weight, bias, stride, padding, dilation, groups)
 
@@ -240,7 +240,7 @@ def conv3d(
     Example:
         >>> import flambeau_core as fc
         >>> conv3d(fc.ones(1, 2, 4, 5, 5), fc.ones(3, 2, 3, 3, 3), padding=1).shape
-        (1, 3, 4, 5, 5)
+        flambeau.Size([1, 3, 4, 5, 5])
     """
     return _conv("conv3d", _conv3d_composed, 3, input, weight, bias, stride, padding, dilation, groups)
 
@@ -281,7 +281,7 @@ def conv_transpose1d(
     Example:
         >>> import flambeau_core as fc
         >>> conv_transpose1d(fc.ones(2, 3, 5), fc.ones(3, 4, 3), stride=2).shape
-        (2, 4, 11)
+        flambeau.Size([2, 4, 11])
     """
     return _conv_transpose(
         "conv_transpose1d", fc.conv_transpose1d, input, weight, bias, stride, padding, output_padding, groups, dilation
@@ -303,7 +303,7 @@ def conv_transpose2d(
     Example:
         >>> import flambeau_core as fc
         >>> conv_transpose2d(fc.ones(1, 3, 4, 4), fc.ones(3, 2, 3, 3), stride=2, padding=1, output_padding=1).shape
-        (1, 2, 8, 8)
+        flambeau.Size([1, 2, 8, 8])
     """
     return _conv_transpose(
         "conv_transpose2d", fc.conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation
@@ -374,7 +374,7 @@ def conv_transpose3d(
     Example:
         >>> import flambeau_core as fc
         >>> conv_transpose3d(fc.ones(1, 2, 3, 4, 4), fc.ones(2, 5, 2, 2, 2), stride=2).shape
-        (1, 5, 6, 8, 8)
+        flambeau.Size([1, 5, 6, 8, 8])
     """
     return _conv_transpose(
         "conv_transpose3d",
@@ -398,7 +398,7 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     Example:
         >>> import flambeau_core as fc
         >>> conv_tbc(fc.ones(5, 2, 3), fc.ones(3, 3, 4), fc.zeros(4), pad=1).shape
-        (5, 2, 4)
+        flambeau.Size([5, 2, 4])
     """
     op = "conv_tbc"
     _check_tensor(input, op)
@@ -424,7 +424,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     Example:
         >>> import flambeau_core as fc
         >>> unfold(fc.ones(1, 2, 4, 4), kernel_size=2).shape
-        (1, 8, 9)
+        flambeau.Size([1, 8, 9])
     """
     _check_tensor(input, "unfold")
     return fc.im2col(input, kernel_size, dilation, padding, stride)

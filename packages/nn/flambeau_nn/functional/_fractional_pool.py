@@ -164,7 +164,7 @@ def fractional_max_pool2d(
     Example:
         >>> import flambeau_core as fc
         >>> fractional_max_pool2d(fc.randn(2, 3, 9, 9), 3, output_ratio=0.5).shape
-        (2, 3, 4, 4)
+        flambeau.Size([2, 3, 4, 4])
     """
     out, idx = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio, False, _random_samples)
     return (out, idx) if return_indices else out
@@ -183,7 +183,7 @@ def fractional_max_pool3d_with_indices(
     Example:
         >>> import flambeau_core as fc
         >>> fractional_max_pool3d_with_indices(fc.randn(1, 2, 5, 5, 5), 2, 3)[1].shape
-        (1, 2, 3, 3, 3)
+        flambeau.Size([1, 2, 3, 3, 3])
     """
     return _fractional_max_pool(
         "fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio, _random_samples
@@ -203,7 +203,7 @@ def fractional_max_pool3d(
     Example:
         >>> import flambeau_core as fc
         >>> fractional_max_pool3d(fc.randn(1, 2, 8, 8, 8), 2, output_ratio=(0.5, 0.5, 0.5)).shape
-        (1, 2, 4, 4, 4)
+        flambeau.Size([1, 2, 4, 4, 4])
     """
     out, idx = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio, False, _random_samples)
     return (out, idx) if return_indices else out

@@ -19,7 +19,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     Example:
         >>> import flambeau_core as fc
         >>> bilinear(fc.ones(2, 3), fc.ones(2, 4), fc.ones(5, 3, 4)).shape
-        (2, 5)
+        flambeau.Size([2, 5])
     """
     op = "bilinear"
     for t, what in ((input1, "input1"), (input2, "input2"), (weight, "weight")):
@@ -82,7 +82,7 @@ def grouped_mm(
         >>> import flambeau_core as fc
         >>> a, b = fc.ones(5, 2), fc.ones(2, 2, 3)
         >>> grouped_mm(a, b, offs=fc.tensor([2, 5], dtype=fc.int32)).shape
-        (5, 3)
+        flambeau.Size([5, 3])
     """
     op = "grouped_mm"
     _check_tensor(mat_a, op, "mat_a")

@@ -113,7 +113,7 @@ def multi_head_attention_forward(
         ...     x, x, x, E, 2, fc.randn(3 * E, E), fc.zeros(3 * E), None, None, False, 0.0,
         ...     fc.randn(E, E), fc.zeros(E))
         >>> out.shape, w.shape
-        ((3, 2, 4), (2, 3, 3))
+        (flambeau.Size([3, 2, 4]), flambeau.Size([2, 3, 3]))
     """  # noqa: D205
     for n, t in (("query", query), ("key", key), ("value", value)):
         _check_tensor(t, _OP, n)

@@ -229,7 +229,7 @@ def max_unpool3d(
     Example:
         >>> import flambeau_core as fc
         >>> max_unpool3d(fc.ones(1, 1, 1, 1, 1), fc.tensor([[[[[7]]]]]), 2).shape
-        (1, 1, 2, 2, 2)
+        flambeau.Size([1, 1, 2, 2, 2])
     """
     return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
@@ -547,7 +547,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
         >>> import flambeau_core as fc
         >>> import flambeau_nn.functional as F
         >>> F.pixel_unshuffle(fc.ones(1, 2, 6, 6), 3).shape
-        (1, 18, 2, 2)
+        flambeau.Size([1, 18, 2, 2])
     """
     _check_tensor(input, "pixel_unshuffle")
     return fc.pixel_unshuffle(input, downscale_factor)

@@ -172,7 +172,7 @@ def max_pool3d(
     Example:
         >>> import flambeau_core as fc
         >>> max_pool3d(fc.ones(1, 2, 4, 4, 4), 2).shape
-        (1, 2, 2, 2, 2)
+        flambeau.Size([1, 2, 2, 2, 2])
     """
     out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
@@ -232,7 +232,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     Example:
         >>> import flambeau_core as fc
         >>> adaptive_avg_pool3d(fc.ones(2, 3, 5, 6, 7), 1).shape
-        (2, 3, 1, 1, 1)
+        flambeau.Size([2, 3, 1, 1, 1])
     """
     op = "adaptive_avg_pool3d"
     x, lead = _flat_planes(input, op)
@@ -283,7 +283,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     Example:
         >>> import flambeau_core as fc
         >>> adaptive_max_pool3d(fc.ones(1, 2, 5, 6, 7), (2, 3, None)).shape
-        (1, 2, 2, 3, 7)
+        flambeau.Size([1, 2, 2, 3, 7])
     """
     out, idx = adaptive_max_pool3d_with_indices(input, output_size)
     return (out, idx) if return_indices else out

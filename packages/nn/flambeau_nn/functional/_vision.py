@@ -238,7 +238,7 @@ def upsample(
         ...     warnings.simplefilter("ignore")
         ...     out = upsample(fc.ones(1, 1, 2, 2), scale_factor=2)
         >>> out.shape
-        (1, 1, 4, 4)
+        flambeau.Size([1, 1, 4, 4])
     """
     _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
@@ -254,7 +254,7 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
         ...     warnings.simplefilter("ignore")
         ...     out = upsample_nearest(fc.ones(1, 1, 2, 2), 3)
         >>> out.shape
-        (1, 1, 3, 3)
+        flambeau.Size([1, 1, 3, 3])
     """
     _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
@@ -270,7 +270,7 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
         ...     warnings.simplefilter("ignore")
         ...     out = upsample_bilinear(fc.ones(1, 1, 2, 2), scale_factor=2)
         >>> out.shape
-        (1, 1, 4, 4)
+        flambeau.Size([1, 1, 4, 4])
     """
     _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

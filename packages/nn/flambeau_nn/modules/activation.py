@@ -206,7 +206,7 @@ class Flatten(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Flatten(start_dim=2)(fc.zeros(8, 3, 4, 4)).shape
-        (8, 3, 16)
+        flambeau.Size([8, 3, 16])
     """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
@@ -222,9 +222,9 @@ class Flatten(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Flatten()(fc.zeros(2, 3, 4, 5)).shape
-            (2, 60)
+            flambeau.Size([2, 60])
             >>> nn.Flatten(0, 1)(fc.zeros(2, 3, 4)).shape
-            (6, 4)
+            flambeau.Size([6, 4])
         """
         return input.flatten(self.start_dim, self.end_dim)
 
@@ -808,7 +808,7 @@ class GLU(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.GLU(dim=1)(fc.randn(4, 6, 3)).shape
-        (4, 3, 3)
+        flambeau.Size([4, 3, 3])
     """
 
     def __init__(self, dim: int = -1) -> None:

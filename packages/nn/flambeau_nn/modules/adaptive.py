@@ -106,7 +106,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
             >>> out = asm(fc.randn(5, 8), fc.tensor([0, 3, 5, 8, 9]))
             >>> out.output.shape, out.loss.shape, bool(fc.isclose(out.loss, -out.output.mean()))
-            ((5,), (), True)
+            (flambeau.Size([5]), flambeau.Size([]), True)
         """
         for what, t in (("input", input_), ("target", target_)):
             if not is_tensor_like(t):
@@ -173,7 +173,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             >>> asm = nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4, 7])
             >>> lp = asm.log_prob(fc.randn(3, 8))
             >>> lp.shape, [round(v, 4) for v in lp.exp().sum(dim=1).tolist()]
-            ((3, 10), [1.0, 1.0, 1.0])
+            (flambeau.Size([3, 10]), [1.0, 1.0, 1.0])
         """
         return self._get_full_log_prob(input, self.head(input))
 

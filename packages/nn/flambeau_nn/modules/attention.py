@@ -12,7 +12,7 @@ Example:
     >>> x = fc.randn(5, 3, 8)
     >>> out, w = mha(x, x, x)
     >>> out.shape, w.shape
-    ((5, 3, 8), (3, 5, 5))
+    (flambeau.Size([5, 3, 8]), flambeau.Size([3, 5, 5]))
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class MultiheadAttention(Module):
         >>> x = fc.randn(3, 5, 8)
         >>> out, weights = mha(x, x, x)
         >>> out.shape, weights.shape
-        ((3, 5, 8), (3, 5, 5))
+        (flambeau.Size([3, 5, 8]), flambeau.Size([3, 5, 5]))
     """
 
     def __init__(
@@ -156,7 +156,7 @@ class MultiheadAttention(Module):
             >>> q, kv = fc.randn(4, 3, 8), fc.randn(6, 3, 8)
             >>> out, w = mha(q, kv, kv, average_attn_weights=False)
             >>> out.shape, w.shape
-            ((4, 3, 8), (3, 2, 4, 6))
+            (flambeau.Size([4, 3, 8]), flambeau.Size([3, 2, 4, 6]))
             >>> round(w.sum(dim=-1).mean().item(), 4)
             1.0
         """

@@ -172,7 +172,7 @@ class BatchNorm1d(_BatchNorm):
     Example:
         >>> import flambeau_core as fc
         >>> BatchNorm1d(3)(fc.randn(4, 3)).shape
-        (4, 3)
+        flambeau.Size([4, 3])
     """
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -189,7 +189,7 @@ class BatchNorm2d(_BatchNorm):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.BatchNorm2d(16)(fc.randn(4, 16, 8, 8)).shape
-        (4, 16, 8, 8)
+        flambeau.Size([4, 16, 8, 8])
     """
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -206,7 +206,7 @@ class BatchNorm3d(_BatchNorm):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.BatchNorm3d(4)(fc.randn(2, 4, 3, 5, 5)).shape
-        (2, 4, 3, 5, 5)
+        flambeau.Size([2, 4, 3, 5, 5])
     """
 
     def _check_input_dim(self, input: Tensor) -> None:
@@ -229,7 +229,7 @@ class SyncBatchNorm(_BatchNorm):
         >>> import flambeau_nn as nn
         >>> model = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)))
         >>> type(model[1]).__name__, model(fc.randn(2, 3, 5, 5)).shape
-        ('SyncBatchNorm', (2, 4, 3, 3))
+        ('SyncBatchNorm', flambeau.Size([2, 4, 3, 3]))
     """
 
     def __init__(
@@ -261,7 +261,7 @@ class SyncBatchNorm(_BatchNorm):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.SyncBatchNorm(3)(fc.randn(4, 3, 2, 2)).shape
-            (4, 3, 2, 2)
+            flambeau.Size([4, 3, 2, 2])
         """
         if self.training:
             # A loaded distributed package is asked (never imported here: it depends on nn).

@@ -96,7 +96,7 @@ class Sequential(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))(fc.ones(5, 3)).shape
-            (5, 2)
+            flambeau.Size([5, 2])
         """
         for module in self:
             input = module(input)
@@ -200,7 +200,7 @@ class ModuleList(Module):
             >>> for layer in layers:
             ...     x = layer(x)
             >>> x.shape
-            (2, 3)
+            flambeau.Size([2, 3])
         """
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call its modules")
 
@@ -421,7 +421,7 @@ class ParameterList(Module):
             >>> import flambeau_nn as nn
             >>> params = nn.ParameterList().extend([fc.zeros(2), fc.ones(3)])
             >>> [p.shape for p in params]
-            [(2,), (3,)]
+            [flambeau.Size([2]), flambeau.Size([3])]
         """
         if not hasattr(values, "__iter__") or isinstance(values, Tensor):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
@@ -526,7 +526,7 @@ class ParameterDict(Module):
             >>> import flambeau_nn as nn
             >>> d = nn.ParameterDict()
             >>> d.setdefault("b", fc.zeros(3)).shape, list(d.keys())
-            ((3,), ['b'])
+            (flambeau.Size([3]), ['b'])
         """
         if key not in self:
             self[key] = default
@@ -583,7 +583,7 @@ class ParameterDict(Module):
             >>> import flambeau_nn as nn
             >>> d = nn.ParameterDict({"w": fc.ones(2)})
             >>> d.get("w").shape, d.get("missing")
-            ((2,), None)
+            (flambeau.Size([2]), None)
         """
         return self[key] if key in self else default
 
@@ -595,7 +595,7 @@ class ParameterDict(Module):
             >>> import flambeau_nn as nn
             >>> d = nn.ParameterDict().fromkeys(["a", "b"], fc.zeros(2))
             >>> list(d.keys()), d["a"].shape
-            (['a', 'b'], (2,))
+            (['a', 'b'], flambeau.Size([2]))
         """
         return ParameterDict((k, default) for k in keys)
 
@@ -617,7 +617,7 @@ class ParameterDict(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> [(k, v.shape) for k, v in nn.ParameterDict({"w": fc.ones(2, 3)}).items()]
-            [('w', (2, 3))]
+            [('w', flambeau.Size([2, 3]))]
         """
         return ((k, self[k]) for k in self._keys)
 
@@ -628,7 +628,7 @@ class ParameterDict(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> [v.shape for v in nn.ParameterDict({"w": fc.ones(2, 3), "b": fc.ones(2)}).values()]
-            [(2,), (2, 3)]
+            [flambeau.Size([2]), flambeau.Size([2, 3])]
         """
         return (self[k] for k in self._keys)
 

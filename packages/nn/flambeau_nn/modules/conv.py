@@ -213,9 +213,9 @@ class _Conv(_ConvNd):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Conv1d(2, 4, 3)(fc.ones(5, 2, 10)).shape
-            (5, 4, 8)
+            flambeau.Size([5, 4, 8])
             >>> nn.Conv2d(3, 8, 3, stride=2, padding=1)(fc.ones(1, 3, 32, 32)).shape
-            (1, 8, 16, 16)
+            flambeau.Size([1, 8, 16, 16])
         """
         fn = type(self)._fn
         if self.padding_mode != "zeros":
@@ -234,7 +234,7 @@ class Conv1d(_Conv):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Conv1d(3, 8, 5, padding=2)(fc.ones(4, 3, 20)).shape
-        (4, 8, 20)
+        flambeau.Size([4, 8, 20])
     """
 
     _spatial = 1
@@ -251,7 +251,7 @@ class Conv2d(_Conv):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Conv2d(3, 16, 3, stride=2, padding=1)(fc.ones(2, 3, 32, 32)).shape
-        (2, 16, 16, 16)
+        flambeau.Size([2, 16, 16, 16])
     """
 
     _spatial = 2
@@ -269,7 +269,7 @@ class Conv3d(_Conv):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Conv3d(2, 4, 3, padding=1)(fc.ones(1, 2, 5, 6, 6)).shape
-        (1, 4, 5, 6, 6)
+        flambeau.Size([1, 4, 5, 6, 6])
     """
 
     _spatial = 3
@@ -326,9 +326,9 @@ class _ConvTransposeNd(_ConvNd):
             >>> import flambeau_nn as nn
             >>> up = nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1)
             >>> up(fc.ones(1, 8, 16, 16)).shape
-            (1, 3, 31, 31)
+            flambeau.Size([1, 3, 31, 31])
             >>> up(fc.ones(1, 8, 16, 16), output_size=(32, 32)).shape
-            (1, 3, 32, 32)
+            flambeau.Size([1, 3, 32, 32])
         """
         op = self._output_padding(input, output_size)
         return type(self)._fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
@@ -368,7 +368,7 @@ class ConvTranspose1d(_ConvTransposeNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.ConvTranspose1d(3, 8, 4, stride=2, padding=1)(fc.ones(4, 3, 10)).shape
-        (4, 8, 20)
+        flambeau.Size([4, 8, 20])
     """
 
     _spatial = 1
@@ -383,7 +383,7 @@ class ConvTranspose2d(_ConvTransposeNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)(fc.ones(2, 16, 8, 8)).shape
-        (2, 8, 16, 16)
+        flambeau.Size([2, 8, 16, 16])
     """
 
     _spatial = 2
@@ -398,7 +398,7 @@ class ConvTranspose3d(_ConvTransposeNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.ConvTranspose3d(4, 2, 2, stride=2)(fc.ones(1, 4, 3, 3, 3)).shape
-        (1, 2, 6, 6, 6)
+        flambeau.Size([1, 2, 6, 6, 6])
     """
 
     _spatial = 3
@@ -413,7 +413,7 @@ class Unfold(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Unfold(kernel_size=(2, 3))(fc.ones(2, 5, 3, 4)).shape
-        (2, 30, 4)
+        flambeau.Size([2, 30, 4])
     """
 
     def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> None:
@@ -431,7 +431,7 @@ class Unfold(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Unfold(kernel_size=2)(fc.ones(1, 3, 4, 5)).shape
-            (1, 12, 12)
+            flambeau.Size([1, 12, 12])
         """
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
@@ -454,7 +454,7 @@ class Fold(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Fold(output_size=(4, 5), kernel_size=(2, 2))(fc.ones(1, 12, 12)).shape
-        (1, 3, 4, 5)
+        flambeau.Size([1, 3, 4, 5])
     """
 
     def __init__(

@@ -24,7 +24,7 @@ class DataParallel(Module):
         >>> import flambeau_nn as nn
         >>> model = nn.DataParallel(nn.Linear(3, 2))
         >>> model(fc.ones(4, 3)).shape, list(model.state_dict())
-        ((4, 2), ['module.weight', 'module.bias'])
+        (flambeau.Size([4, 2]), ['module.weight', 'module.bias'])
     """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
@@ -52,7 +52,7 @@ class DataParallel(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.DataParallel(nn.Linear(3, 2))(fc.ones(4, 3)).shape
-            (4, 2)
+            flambeau.Size([4, 2])
         """
         return self.module(*inputs, **kwargs)
 

@@ -17,7 +17,7 @@ class CosineSimilarity(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.CosineSimilarity(dim=1, eps=1e-6)(fc.randn(100, 128), fc.randn(100, 128)).shape
-        (100,)
+        flambeau.Size([100])
     """
 
     def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
@@ -46,7 +46,7 @@ class PairwiseDistance(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.PairwiseDistance(p=1.0, keepdim=True)(fc.randn(100, 128), fc.randn(100, 128)).shape
-        (100, 1)
+        flambeau.Size([100, 1])
     """
 
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:

@@ -62,7 +62,7 @@ class Dropout1d(Dropout):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Dropout1d(p=0.2)(fc.ones(4, 16, 32)).shape
-        (4, 16, 32)
+        flambeau.Size([4, 16, 32])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -89,7 +89,7 @@ class Dropout2d(Dropout):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Dropout2d(p=0.2)(fc.ones(4, 16, 8, 8)).shape
-        (4, 16, 8, 8)
+        flambeau.Size([4, 16, 8, 8])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -114,7 +114,7 @@ class Dropout3d(Dropout):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Dropout3d(p=0.2)(fc.ones(2, 4, 3, 8, 8)).shape
-        (2, 4, 3, 8, 8)
+        flambeau.Size([2, 4, 3, 8, 8])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -164,7 +164,7 @@ class FeatureAlphaDropout(Dropout):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.FeatureAlphaDropout(p=0.2)(fc.randn(4, 16, 8, 8)).shape
-        (4, 16, 8, 8)
+        flambeau.Size([4, 16, 8, 8])
     """
 
     def forward(self, input: Tensor) -> Tensor:

@@ -18,7 +18,7 @@ class Unflatten(Module):
     Example:
         >>> import flambeau_core as fc
         >>> Unflatten(1, (2, 5))(fc.zeros(3, 10)).shape
-        (3, 2, 5)
+        flambeau.Size([3, 2, 5])
     """
 
     def __init__(self, dim: int, unflattened_size: Any) -> None:
@@ -46,7 +46,7 @@ class Unflatten(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Unflatten(1, (2, -1))(fc.zeros(3, 10)).shape
-            (3, 2, 5)
+            flambeau.Size([3, 2, 5])
         """
         shape = tuple(input.shape)
         nd = len(shape)

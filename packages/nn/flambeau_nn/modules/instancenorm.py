@@ -86,7 +86,7 @@ class InstanceNorm1d(_InstanceNorm):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.InstanceNorm1d(100, affine=True)(fc.randn(20, 100, 40)).shape
-        (20, 100, 40)
+        flambeau.Size([20, 100, 40])
     """
 
     _batched_dim = 3
@@ -113,7 +113,7 @@ class InstanceNorm3d(_InstanceNorm):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.InstanceNorm3d(4, track_running_stats=True)(fc.randn(2, 4, 3, 5, 5)).shape
-        (2, 4, 3, 5, 5)
+        flambeau.Size([2, 4, 3, 5, 5])
     """
 
     _batched_dim = 5

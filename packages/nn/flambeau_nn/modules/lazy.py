@@ -144,7 +144,7 @@ class LazyLinear(LazyModuleMixin, Linear):
         >>> import flambeau_core as fc
         >>> m = LazyLinear(4)
         >>> m(fc.ones(2, 7)).shape, type(m).__name__, m.weight.shape
-        ((2, 4), 'Linear', (4, 7))
+        (flambeau.Size([2, 4]), 'Linear', flambeau.Size([4, 7]))
     """
 
     cls_to_become = Linear

@@ -24,7 +24,7 @@ class Identity(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Identity(54, unused="ignored")(fc.zeros(4, 2)).shape
-        (4, 2)
+        flambeau.Size([4, 2])
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -54,7 +54,7 @@ class Linear(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Linear(3, 2)(fc.ones(5, 3)).shape
-        (5, 2)
+        flambeau.Size([5, 2])
     """
 
     def __init__(
@@ -102,7 +102,7 @@ class Linear(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Linear(3, 2)(fc.ones(4, 5, 3)).shape
-            (4, 5, 2)
+            flambeau.Size([4, 5, 2])
         """
         params = self._parameters
         weight = params.get("weight")
@@ -131,7 +131,7 @@ class Bilinear(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.Bilinear(3, 4, 5)(fc.ones(2, 3), fc.ones(2, 4)).shape
-        (2, 5)
+        flambeau.Size([2, 5])
     """
 
     def __init__(
@@ -181,7 +181,7 @@ class Bilinear(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Bilinear(3, 4, 5)(fc.ones(6, 3), fc.ones(6, 4)).shape
-            (6, 5)
+            flambeau.Size([6, 5])
         """
         return F.bilinear(input1, input2, self.weight, self.bias)
 

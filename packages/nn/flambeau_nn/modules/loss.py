@@ -185,7 +185,7 @@ class BCELoss(_WeightedLoss):
         >>> import flambeau_nn as nn
         >>> probs = fc.sigmoid(fc.randn(4, 3))
         >>> nn.BCELoss(reduction="none")(probs, fc.ones(4, 3)).shape
-        (4, 3)
+        flambeau.Size([4, 3])
     """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -251,7 +251,7 @@ class NLLLoss(_WeightedLoss):
         >>> import flambeau_nn as nn
         >>> logp = fc.log_softmax(fc.randn(3, 5), 1)
         >>> nn.NLLLoss(reduction="none")(logp, fc.tensor([1, 0, 4])).shape
-        (3,)
+        flambeau.Size([3])
     """
 
     def __init__(
@@ -405,7 +405,7 @@ class NLLLoss2d(NLLLoss):
         >>> import flambeau_nn as nn
         >>> logp = fc.log_softmax(fc.randn(2, 3, 4, 4), 1)
         >>> nn.NLLLoss2d()(logp, fc.zeros(2, 4, 4, dtype=fc.int64)).shape
-        ()
+        flambeau.Size([])
     """
 
 
@@ -455,7 +455,7 @@ class GaussianNLLLoss(_Loss):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.GaussianNLLLoss(reduction="none")(fc.zeros(4, 2), fc.zeros(4, 2), fc.ones(4, 1)).shape
-        (4, 2)
+        flambeau.Size([4, 2])
     """
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
@@ -616,7 +616,7 @@ class MultiLabelMarginLoss(_Loss):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.MultiLabelMarginLoss(reduction="none")(fc.zeros(2, 4), fc.tensor([[0, -1, 0, 0], [1, 2, -1, 0]])).shape
-        (2,)
+        flambeau.Size([2])
     """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -641,7 +641,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.MultiLabelSoftMarginLoss(reduction="none")(fc.randn(3, 5), fc.ones(3, 5)).shape
-        (3,)
+        flambeau.Size([3])
     """
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -667,7 +667,7 @@ class TripletMarginLoss(_Loss):
         >>> import flambeau_nn as nn
         >>> a, p, n = fc.randn(8, 16), fc.randn(8, 16), fc.randn(8, 16)
         >>> nn.TripletMarginLoss(reduction="none")(a, p, n).shape
-        (8,)
+        flambeau.Size([8])
     """
 
     def __init__(
@@ -790,7 +790,7 @@ class CTCLoss(_Loss):
             >>> log_probs = fc.log_softmax(fc.zeros(5, 2, 4), 2)
             >>> loss = nn.CTCLoss(reduction="none")(log_probs, fc.tensor([[1, 2], [3, 3]]), [5, 5], [2, 2])
             >>> loss.shape
-            (2,)
+            flambeau.Size([2])
         """
         return F.ctc_loss(
             log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity
@@ -805,7 +805,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
         >>> import flambeau_core as fc
         >>> loss = LinearCrossEntropyLoss(3, 5)
         >>> sorted(loss.state_dict()), loss(fc.randn(4, 3), fc.tensor([0, 1, 2, 4])).shape
-        (['linear.weight'], ())
+        (['linear.weight'], flambeau.Size([]))
     """
 
     def __init__(
@@ -851,7 +851,7 @@ class LinearCrossEntropyLoss(_WeightedLoss):
             >>> import flambeau_nn as nn
             >>> loss = nn.LinearCrossEntropyLoss(3, 5, reduction="none")
             >>> loss(fc.randn(4, 3), fc.tensor([0, 1, 2, 4])).shape
-            (4,)
+            flambeau.Size([4])
         """
         weight = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
         bias = self.linear.bias

@@ -56,7 +56,7 @@ class RemovableHandle:
         ...     _ = m(fc.ones(1, 2))
         >>> _ = m(fc.ones(1, 2))  # the hook is gone
         >>> calls
-        [(1, 2)]
+        [flambeau.Size([1, 2])]
     """
 
     _next_id = itertools.count()
@@ -274,7 +274,7 @@ class Module:
             >>> handle = m.register_forward_pre_hook(lambda mod, args: seen.append(args[0].shape))
             >>> _ = m(fc.ones(3, 2))
             >>> seen
-            [(3, 2)]
+            [flambeau.Size([3, 2])]
         """
         self._check_hook(hook, "register_forward_pre_hook")
         handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
@@ -346,7 +346,7 @@ class Module:
             >>> handle = m.register_full_backward_hook(lambda mod, gin, gout: shapes.append(gout[0].shape))
             >>> m(fc.ones(4, 2, requires_grad=True)).sum().backward()
             >>> shapes
-            [(4, 1)]
+            [flambeau.Size([4, 1])]
         """
         self._check_hook(hook, "register_full_backward_hook")
         handle = RemovableHandle(self._backward_hooks)
@@ -529,7 +529,7 @@ class Module:
             >>> import flambeau_nn as nn
             >>> net = nn.Sequential(nn.Linear(2, 3))
             >>> net.get_parameter("0.weight").shape
-            (3, 2)
+            flambeau.Size([3, 2])
         """
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
@@ -558,7 +558,7 @@ class Module:
             >>> import flambeau_nn as nn
             >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1, bias=False))
             >>> [(name, p.shape) for name, p in net.named_parameters()]
-            [('0.weight', (3, 2)), ('0.bias', (3,)), ('2.weight', (1, 3))]
+            [('0.weight', flambeau.Size([3, 2])), ('0.bias', flambeau.Size([3])), ('2.weight', flambeau.Size([1, 3]))]
         """
         yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 

@@ -25,7 +25,7 @@ class LayerNorm(Module):
     Example:
         >>> import flambeau_core as fc
         >>> LayerNorm(4)(fc.randn(2, 4)).shape
-        (2, 4)
+        flambeau.Size([2, 4])
     """
 
     def __init__(
@@ -106,7 +106,7 @@ class GroupNorm(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.GroupNorm(2, 6)(fc.randn(4, 6, 5, 5)).shape
-        (4, 6, 5, 5)
+        flambeau.Size([4, 6, 5, 5])
     """
 
     def __init__(
@@ -187,7 +187,7 @@ class RMSNorm(Module):
     Example:
         >>> import flambeau_core as fc
         >>> RMSNorm(4)(fc.randn(2, 4)).shape
-        (2, 4)
+        flambeau.Size([2, 4])
     """
 
     def __init__(
@@ -257,7 +257,7 @@ class LocalResponseNorm(Module):
     Example:
         >>> import flambeau_core as fc
         >>> LocalResponseNorm(2)(fc.ones(1, 4, 3, 3)).shape
-        (1, 4, 3, 3)
+        flambeau.Size([1, 4, 3, 3])
     """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
@@ -302,7 +302,7 @@ class CrossMapLRN2d(LocalResponseNorm):
     Example:
         >>> import flambeau_core as fc
         >>> CrossMapLRN2d(3)(fc.ones(1, 4, 2, 2)).shape
-        (1, 4, 2, 2)
+        flambeau.Size([1, 4, 2, 2])
     """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
@@ -315,7 +315,7 @@ class CrossMapLRN2d(LocalResponseNorm):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.CrossMapLRN2d(3)(fc.ones(2, 5, 4, 4)).shape
-            (2, 5, 4, 4)
+            flambeau.Size([2, 5, 4, 4])
         """
         if not is_tensor_like(input):
             raise TypeError(f"[CrossMapLRN2d] input must be a Tensor, got {type(input).__name__}")

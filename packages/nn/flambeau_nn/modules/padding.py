@@ -75,7 +75,7 @@ class ConstantPad1d(_ConstantPadNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.ConstantPad1d(2, 0.5)(fc.ones(3, 4)).shape
-        (3, 8)
+        flambeau.Size([3, 8])
     """
 
     _n = 1
@@ -100,7 +100,7 @@ class ConstantPad3d(_ConstantPadNd):
     Example:
         >>> import flambeau_core as fc
         >>> ConstantPad3d(1, 2.0)(fc.ones(1, 1, 1, 1)).shape
-        (1, 3, 3, 3)
+        flambeau.Size([1, 3, 3, 3])
     """
 
     _n = 3
@@ -136,7 +136,7 @@ class ZeroPad2d(ConstantPad2d):
     Example:
         >>> import flambeau_core as fc
         >>> ZeroPad2d(1)(fc.ones(1, 2, 2)).shape
-        (1, 4, 4)
+        flambeau.Size([1, 4, 4])
     """
 
     def __init__(self, padding: Any) -> None:
@@ -159,7 +159,7 @@ class ZeroPad3d(ConstantPad3d):
     Example:
         >>> import flambeau_core as fc
         >>> ZeroPad3d((1, 0, 0, 0, 0, 2))(fc.ones(1, 2, 2, 2)).shape
-        (1, 4, 2, 3)
+        flambeau.Size([1, 4, 2, 3])
     """
 
     def __init__(self, padding: Any) -> None:
@@ -297,7 +297,7 @@ class ReflectionPad3d(_PadNd):
     Example:
         >>> import flambeau_core as fc
         >>> ReflectionPad3d(1)(fc.ones(1, 1, 2, 2, 2)).shape
-        (1, 1, 4, 4, 4)
+        flambeau.Size([1, 1, 4, 4, 4])
     """
 
     _n, _mode = 3, "reflect"
@@ -309,7 +309,7 @@ class ReplicationPad3d(_PadNd):
     Example:
         >>> import flambeau_core as fc
         >>> ReplicationPad3d(2)(fc.ones(1, 1, 1, 1, 1)).shape
-        (1, 1, 5, 5, 5)
+        flambeau.Size([1, 1, 5, 5, 5])
     """
 
     _n, _mode = 3, "replicate"
@@ -321,7 +321,7 @@ class CircularPad3d(_PadNd):
     Example:
         >>> import flambeau_core as fc
         >>> CircularPad3d(1)(fc.ones(1, 1, 2, 2, 2)).shape
-        (1, 1, 4, 4, 4)
+        flambeau.Size([1, 1, 4, 4, 4])
     """
 
     _n, _mode = 3, "circular"

@@ -17,7 +17,7 @@ class PixelShuffle(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.PixelShuffle(3)(fc.ones(1, 9, 4, 4)).shape
-        (1, 1, 12, 12)
+        flambeau.Size([1, 1, 12, 12])
     """
 
     def __init__(self, upscale_factor: int) -> None:
@@ -54,7 +54,7 @@ class PixelUnshuffle(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.PixelUnshuffle(3)(fc.ones(1, 1, 12, 12)).shape
-        (1, 9, 4, 4)
+        flambeau.Size([1, 9, 4, 4])
     """
 
     def __init__(self, downscale_factor: int) -> None:

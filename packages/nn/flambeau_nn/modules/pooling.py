@@ -77,7 +77,7 @@ class MaxPool1d(_MaxPoolNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.MaxPool1d(3, stride=2)(fc.ones(20, 16, 50)).shape
-        (20, 16, 24)
+        flambeau.Size([20, 16, 24])
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -104,7 +104,7 @@ class MaxPool2d(_MaxPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> MaxPool2d(2)(fc.ones(1, 3, 8, 8)).shape
-        (1, 3, 4, 4)
+        flambeau.Size([1, 3, 4, 4])
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -128,7 +128,7 @@ class MaxPool3d(_MaxPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> MaxPool3d(2)(fc.ones(1, 3, 4, 4, 4)).shape
-        (1, 3, 2, 2, 2)
+        flambeau.Size([1, 3, 2, 2, 2])
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -203,7 +203,7 @@ class AvgPool2d(Module):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.AvgPool2d((3, 2), stride=(2, 1))(fc.ones(20, 16, 50, 32)).shape
-        (20, 16, 24, 31)
+        flambeau.Size([20, 16, 24, 31])
     """
 
     def __init__(
@@ -260,7 +260,7 @@ class AvgPool3d(AvgPool2d):
     Example:
         >>> import flambeau_core as fc
         >>> AvgPool3d(2, stride=1)(fc.ones(1, 2, 3, 3, 3)).shape
-        (1, 2, 2, 2, 2)
+        flambeau.Size([1, 2, 2, 2, 2])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -307,7 +307,7 @@ class AdaptiveAvgPool1d(_AdaptivePoolNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.AdaptiveAvgPool1d(5)(fc.ones(1, 64, 8)).shape
-        (1, 64, 5)
+        flambeau.Size([1, 64, 5])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -329,7 +329,7 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> AdaptiveAvgPool2d(1)(fc.ones(2, 3, 5, 7)).shape
-        (2, 3, 1, 1)
+        flambeau.Size([2, 3, 1, 1])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -340,7 +340,7 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.AdaptiveAvgPool2d((2, None))(fc.ones(1, 64, 8, 9)).shape
-            (1, 64, 2, 9)
+            flambeau.Size([1, 64, 2, 9])
         """
         return F.adaptive_avg_pool2d(input, self.output_size)
 
@@ -359,7 +359,7 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
         >>> import flambeau_nn as nn
         >>> out, idx = nn.AdaptiveMaxPool1d(5, return_indices=True)(fc.randn(1, 64, 8))
         >>> out.shape, idx.shape
-        ((1, 64, 5), (1, 64, 5))
+        (flambeau.Size([1, 64, 5]), flambeau.Size([1, 64, 5]))
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -382,7 +382,7 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> nn.AdaptiveMaxPool2d((5, 7))(fc.randn(1, 64, 8, 9)).shape
-        (1, 64, 5, 7)
+        flambeau.Size([1, 64, 5, 7])
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -404,7 +404,7 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> AdaptiveAvgPool3d((1, 2, None))(fc.ones(2, 3, 4, 5, 6)).shape
-        (2, 3, 1, 2, 6)
+        flambeau.Size([2, 3, 1, 2, 6])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -426,7 +426,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> AdaptiveMaxPool3d(2)(fc.ones(1, 3, 4, 5, 6)).shape
-        (1, 3, 2, 2, 2)
+        flambeau.Size([1, 3, 2, 2, 2])
     """
 
     def forward(self, input: Tensor) -> Any:
@@ -493,7 +493,7 @@ class LPPool2d(_LPPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> LPPool2d(2, 2)(fc.ones(1, 1, 4, 4)).shape
-        (1, 1, 2, 2)
+        flambeau.Size([1, 1, 2, 2])
     """
 
     def forward(self, input: Tensor) -> Tensor:
@@ -589,7 +589,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
         >>> import flambeau_core as fc
         >>> out, idx = MaxPool2d(2, return_indices=True)(fc.randn(1, 1, 4, 4))
         >>> MaxUnpool2d(2)(out, idx).shape
-        (1, 1, 4, 4)
+        flambeau.Size([1, 1, 4, 4])
     """
 
     _fn = staticmethod(F.max_unpool2d)
@@ -603,7 +603,7 @@ class MaxUnpool3d(_MaxUnpoolNd):
         >>> import flambeau_core as fc
         >>> out, idx = MaxPool3d(2, return_indices=True)(fc.randn(1, 1, 4, 4, 4))
         >>> MaxUnpool3d(2)(out, idx).shape
-        (1, 1, 4, 4, 4)
+        flambeau.Size([1, 1, 4, 4, 4])
     """
 
     _fn = staticmethod(F.max_unpool3d)
@@ -648,7 +648,7 @@ class _FractionalMaxPoolNd(Module):
             >>> import flambeau_nn as nn
             >>> fc.manual_seed(0)
             >>> nn.FractionalMaxPool2d(3, output_ratio=0.5)(fc.randn(2, 4, 10, 12)).shape
-            (2, 4, 5, 6)
+            flambeau.Size([2, 4, 5, 6])
         """
         return type(self)._fn(
             input,
@@ -666,7 +666,7 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> FractionalMaxPool2d(2, output_ratio=0.5)(fc.randn(1, 3, 10, 10)).shape
-        (1, 3, 5, 5)
+        flambeau.Size([1, 3, 5, 5])
     """
 
     _n = 2
@@ -679,7 +679,7 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     Example:
         >>> import flambeau_core as fc
         >>> FractionalMaxPool3d(2, output_size=(3, 4, 5))(fc.randn(1, 2, 6, 8, 9)).shape
-        (1, 2, 3, 4, 5)
+        flambeau.Size([1, 2, 3, 4, 5])
     """
 
     _n = 3

@@ -18,7 +18,7 @@ Example:
     >>> lstm = nn.LSTM(8, 16, num_layers=2)
     >>> out, (h, c) = lstm(fc.randn(5, 3, 8))
     >>> out.shape, h.shape, c.shape
-    ((5, 3, 16), (2, 3, 16), (2, 3, 16))
+    (flambeau.Size([5, 3, 16]), flambeau.Size([2, 3, 16]), flambeau.Size([2, 3, 16]))
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ class RNNBase(Module):
             >>> lstm = nn.LSTM(10, 20, num_layers=2, bidirectional=True)
             >>> out, (h, c) = lstm(fc.randn(5, 3, 10))
             >>> out.shape, h.shape, c.shape
-            ((5, 3, 40), (4, 3, 20), (4, 3, 20))
+            (flambeau.Size([5, 3, 40]), flambeau.Size([4, 3, 20]), flambeau.Size([4, 3, 20]))
         """
         name = self._name()
         is_lstm = self.mode == "LSTM"
@@ -365,7 +365,7 @@ class RNN(RNNBase):
         >>> rnn = nn.RNN(10, 20, 2, nonlinearity="relu")
         >>> out, h_n = rnn(fc.randn(5, 3, 10), fc.zeros(2, 3, 20))
         >>> out.shape, h_n.shape
-        ((5, 3, 20), (2, 3, 20))
+        (flambeau.Size([5, 3, 20]), flambeau.Size([2, 3, 20]))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -390,7 +390,7 @@ class LSTM(RNNBase):
         >>> lstm = nn.LSTM(10, 20, batch_first=True)
         >>> out, (h_n, c_n) = lstm(fc.randn(3, 5, 10))
         >>> out.shape, h_n.shape, bool((out[:, -1] == h_n[0]).all())
-        ((3, 5, 20), (1, 3, 20), True)
+        (flambeau.Size([3, 5, 20]), flambeau.Size([1, 3, 20]), True)
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -408,7 +408,7 @@ class GRU(RNNBase):
         >>> import flambeau_nn as nn
         >>> out, h_n = nn.GRU(10, 20, bidirectional=True)(fc.randn(5, 10))
         >>> out.shape, h_n.shape
-        ((5, 40), (2, 20))
+        (flambeau.Size([5, 40]), flambeau.Size([2, 20]))
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -547,7 +547,7 @@ class RNNCell(RNNCellBase):
         >>> for x in fc.randn(6, 3, 10):
         ...     h = cell(x, h)
         >>> h.shape
-        (3, 20)
+        flambeau.Size([3, 20])
     """
 
     def __init__(
@@ -574,7 +574,7 @@ class RNNCell(RNNCellBase):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.RNNCell(10, 20)(fc.randn(3, 10)).shape
-            (3, 20)
+            flambeau.Size([3, 20])
         """
         return self._step(input, hx)[0]
 
@@ -589,7 +589,7 @@ class LSTMCell(RNNCellBase):
         >>> h, c = cell(fc.randn(3, 10))
         >>> h, c = cell(fc.randn(3, 10), (h, c))
         >>> h.shape, c.shape
-        ((3, 20), (3, 20))
+        (flambeau.Size([3, 20]), flambeau.Size([3, 20]))
     """
 
     def __init__(
@@ -606,7 +606,7 @@ class LSTMCell(RNNCellBase):
             >>> import flambeau_nn as nn
             >>> h, c = nn.LSTMCell(10, 20)(fc.randn(10))
             >>> h.shape, c.shape
-            ((20,), (20,))
+            (flambeau.Size([20]), flambeau.Size([20]))
         """
         h, c, _ = self._step(input, hx)
         return h, c
@@ -621,7 +621,7 @@ class GRUCell(RNNCellBase):
         >>> cell = nn.GRUCell(10, 20)
         >>> h = cell(fc.randn(3, 10))
         >>> cell(fc.randn(3, 10), h).shape
-        (3, 20)
+        flambeau.Size([3, 20])
     """
 
     def __init__(
@@ -637,6 +637,6 @@ class GRUCell(RNNCellBase):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.GRUCell(10, 20)(fc.randn(3, 10)).shape
-            (3, 20)
+            flambeau.Size([3, 20])
         """
         return self._step(input, hx)[0]

@@ -56,7 +56,7 @@ class Embedding(Module):
     Example:
         >>> import flambeau_core as fc
         >>> Embedding(10, 3)(fc.tensor([[1, 2], [4, 5]])).shape
-        (2, 2, 3)
+        flambeau.Size([2, 2, 3])
     """
 
     def __init__(
@@ -114,7 +114,7 @@ class Embedding(Module):
             >>> import flambeau_core as fc
             >>> import flambeau_nn as nn
             >>> nn.Embedding(10, 3)(fc.tensor([[1, 2, 4], [4, 3, 9]])).shape
-            (2, 3, 3)
+            flambeau.Size([2, 3, 3])
         """
         # The weight straight from _parameters (as Linear): self.weight would go through
         # Module.__getattr__, a Python-level miss; reparametrized (parametrize, weight_norm),
@@ -255,7 +255,7 @@ class EmbeddingBag(Module):
             >>> import flambeau_nn as nn
             >>> bag = nn.EmbeddingBag(10, 3, mode="max")
             >>> bag(fc.tensor([[1, 2], [3, 4], [5, 6]])).shape
-            (3, 3)
+            flambeau.Size([3, 3])
         """
         return F.embedding_bag(
             input,

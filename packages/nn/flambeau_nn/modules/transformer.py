@@ -8,7 +8,7 @@ Example:
     >>> import flambeau_nn as nn
     >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
     >>> nn.TransformerEncoder(layer, num_layers=2)(fc.randn(5, 3, 8)).shape
-    (5, 3, 8)
+    flambeau.Size([5, 3, 8])
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class TransformerEncoderLayer(Module):
         >>> import flambeau_nn as nn
         >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, batch_first=True)
         >>> layer(fc.randn(2, 7, 16)).shape
-        (2, 7, 16)
+        flambeau.Size([2, 7, 16])
     """
 
     def __init__(
@@ -134,7 +134,7 @@ class TransformerEncoderLayer(Module):
             >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
             >>> pad = fc.tensor([[False, False, True], [False, False, False]])
             >>> layer(fc.randn(3, 2, 8), src_key_padding_mask=pad).shape
-            (3, 2, 8)
+            flambeau.Size([3, 2, 8])
         """
         x = src
         if self.norm_first:
@@ -171,7 +171,7 @@ class TransformerEncoder(Module):
         >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
         >>> encoder = nn.TransformerEncoder(layer, num_layers=3, norm=nn.LayerNorm(8))
         >>> len(encoder.layers), encoder(fc.randn(4, 5, 8)).shape
-        (3, (4, 5, 8))
+        (3, flambeau.Size([4, 5, 8]))
     """
 
     def __init__(
@@ -207,7 +207,7 @@ class TransformerEncoder(Module):
             >>> encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), num_layers=2)
             >>> mask = nn.Transformer.generate_square_subsequent_mask(5)
             >>> encoder(fc.randn(5, 3, 8), mask=mask, is_causal=True).shape
-            (5, 3, 8)
+            flambeau.Size([5, 3, 8])
         """
         output = src
         causal = _causal_hint(mask, is_causal)
@@ -226,7 +226,7 @@ class TransformerDecoderLayer(Module):
         >>> import flambeau_nn as nn
         >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
         >>> layer(fc.randn(4, 2, 8), fc.randn(6, 2, 8)).shape
-        (4, 2, 8)
+        flambeau.Size([4, 2, 8])
     """
 
     def __init__(
@@ -305,7 +305,7 @@ class TransformerDecoderLayer(Module):
             >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
             >>> mask = nn.Transformer.generate_square_subsequent_mask(4)
             >>> layer(fc.randn(2, 4, 8), fc.randn(2, 6, 8), tgt_mask=mask, tgt_is_causal=True).shape
-            (2, 4, 8)
+            flambeau.Size([2, 4, 8])
         """
         x = tgt
         if self.norm_first:
@@ -327,7 +327,7 @@ class TransformerDecoder(Module):
         >>> import flambeau_nn as nn
         >>> layer = nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
         >>> nn.TransformerDecoder(layer, num_layers=2)(fc.randn(4, 3, 8), fc.randn(6, 3, 8)).shape
-        (4, 3, 8)
+        flambeau.Size([4, 3, 8])
     """
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None) -> None:
@@ -355,7 +355,7 @@ class TransformerDecoder(Module):
             >>> import flambeau_nn as nn
             >>> decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), num_layers=2)
             >>> decoder(fc.randn(4, 3, 8), fc.randn(6, 3, 8)).shape
-            (4, 3, 8)
+            flambeau.Size([4, 3, 8])
         """
         output = tgt
         causal = _causal_hint(tgt_mask, tgt_is_causal)
@@ -390,7 +390,7 @@ class Transformer(Module):
         ...                        dim_feedforward=16, batch_first=True)
         >>> mask = nn.Transformer.generate_square_subsequent_mask(4)
         >>> model(fc.randn(2, 5, 8), fc.randn(2, 4, 8), tgt_mask=mask).shape
-        (2, 4, 8)
+        flambeau.Size([2, 4, 8])
     """
 
     def __init__(
@@ -475,7 +475,7 @@ class Transformer(Module):
             >>> model = nn.Transformer(8, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16)
             >>> tgt_mask = nn.Transformer.generate_square_subsequent_mask(4)
             >>> model(fc.randn(6, 2, 8), fc.randn(4, 2, 8), tgt_mask=tgt_mask).shape
-            (4, 2, 8)
+            flambeau.Size([4, 2, 8])
         """
         for t, what in ((src, "src"), (tgt, "tgt")):
             if not is_tensor_like(t):

@@ -18,7 +18,7 @@ class Upsample(Module):
     Example:
         >>> import flambeau_core as fc
         >>> Upsample(scale_factor=2)(fc.ones(1, 1, 2, 3)).shape
-        (1, 1, 4, 6)
+        flambeau.Size([1, 1, 4, 6])
     """
 
     def __init__(
@@ -50,7 +50,7 @@ class Upsample(Module):
             >>> nn.Upsample(scale_factor=2)(fc.tensor([[[1.0, 2.0]]])).tolist()
             [[[1.0, 1.0, 2.0, 2.0]]]
             >>> nn.Upsample(size=(3, 5), mode="bilinear")(fc.ones(1, 2, 2, 2)).shape
-            (1, 2, 3, 5)
+            flambeau.Size([1, 2, 3, 5])
         """
         return F.interpolate(
             input,
@@ -83,7 +83,7 @@ class UpsamplingNearest2d(Upsample):
     Example:
         >>> import flambeau_core as fc
         >>> UpsamplingNearest2d(scale_factor=2)(fc.ones(1, 1, 2, 2)).shape
-        (1, 1, 4, 4)
+        flambeau.Size([1, 1, 4, 4])
     """
 
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
@@ -96,7 +96,7 @@ class UpsamplingBilinear2d(Upsample):
     Example:
         >>> import flambeau_core as fc
         >>> UpsamplingBilinear2d(size=(3, 5))(fc.ones(1, 1, 2, 2)).shape
-        (1, 1, 3, 5)
+        flambeau.Size([1, 1, 3, 5])
     """
 
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:

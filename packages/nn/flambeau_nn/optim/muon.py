@@ -116,7 +116,7 @@ class Muon(ComposedOptimizer):
             >>> p = fb.zeros(2, 3)
             >>> opt = fb.optim.Muon([p])
             >>> opt.init_state(opt.param_groups[0], p)["momentum_buffer"].shape
-            (2, 3)
+            flambeau.Size([2, 3])
         """
         return {"momentum_buffer": fc.zeros_like(p)}
 

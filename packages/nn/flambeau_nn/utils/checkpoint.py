@@ -31,7 +31,7 @@ Example:
     >>> x = fc.randn(2, 4, requires_grad=True)
     >>> checkpoint(layer, x, use_reentrant=False).sum().backward()
     >>> x.grad.shape, layer[0].weight.grad.shape
-    ((2, 4), (4, 4))
+    (flambeau.Size([2, 4]), flambeau.Size([4, 4]))
 """
 
 from __future__ import annotations

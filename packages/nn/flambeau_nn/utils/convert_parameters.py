@@ -28,7 +28,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
         >>> import flambeau_core as fc
         >>> import flambeau_nn as nn
         >>> parameters_to_vector(nn.Linear(2, 3).parameters()).shape
-        (9,)
+        flambeau.Size([9])
     """
     device = None
     flat = []

@@ -69,7 +69,7 @@ def fuse_conv_bn_weights(
         ...     conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
         ... )
         >>> w.shape, b.shape
-        ((3, 2, 1, 1), (3,))
+        (flambeau.Size([3, 2, 1, 1]), flambeau.Size([3]))
     """
     w_dtype = conv_w.dtype
     b_dtype = conv_b.dtype if conv_b is not None else w_dtype
