@@ -550,3 +550,40 @@ def test_flatten_parameters_is_accepted_and_changes_nothing_as_torch_on_cpu():
         assert list(after) == list(before)
         assert all(after[k].data_ptr() == ours.state_dict()[k].data_ptr() for k in after)
         assert all((after[k] == before[k]).all().item() for k in after)
+
+
+# ---- an empty batch and zero time steps, as PyTorch ----
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_empty_batch_gives_empty_outputs_and_zero_gradients_as_torch(mode, batch_first, bidirectional):
+    kw = dict(num_layers=2, batch_first=batch_first, bidirectional=bidirectional)
+    theirs, ours = getattr(torch.nn, mode)(3, 4, **kw), getattr(nn, mode)(3, 4, **kw)
+    copy_params(ours, theirs)
+    shape = (0, 5, 3) if batch_first else (5, 0, 3)
+    tx = torch.zeros(shape, requires_grad=True)
+    fx = fc.zeros(shape, requires_grad=True)
+    t_out, t_state = theirs(tx)
+    f_out, f_state = ours(fx)
+    t_states = t_state if mode == "LSTM" else (t_state,)
+    f_states = f_state if mode == "LSTM" else (f_state,)
+    assert f_out.shape == t_out.shape and [s.shape for s in f_states] == [s.shape for s in t_states]
+    (t_out.sum() + sum(s.sum() for s in t_states)).backward()
+    (f_out.sum() + sum(s.sum() for s in f_states)).backward()
+    assert fx.grad.shape == tx.grad.shape
+    for (name, fp), tp in zip(ours.named_parameters(), theirs.parameters(), strict=True):
+        assert fp.grad is not None and tp.grad is not None, name
+        assert fp.grad.shape == tp.grad.shape and to_numpy(fp.grad).tolist() == tp.grad.numpy().tolist(), name
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("shape, batch_first", [((0, 2, 3), False), ((2, 0, 3), True), ((0, 3), False)])
+def test_zero_time_steps_raise_as_torch(mode, shape, batch_first):
+    theirs = getattr(torch.nn, mode)(3, 4, batch_first=batch_first)
+    ours = getattr(nn, mode)(3, 4, batch_first=batch_first)
+    with pytest.raises(RuntimeError, match="^Expected sequence length to be larger than 0 in RNN$"):
+        theirs(torch.zeros(shape))
+    with pytest.raises(RuntimeError, match=rf"^\[{mode}\] Expected sequence length to be larger than 0 in RNN$"):
+        ours(fc.zeros(shape))

@@ -80,6 +80,15 @@ def _layer(
     if b_ih is not None:
         igates = igates + b_ih
     empty = _empty(x2d.dtype, x2d.device)
+    if hx.shape[0] == 0:
+        # An empty batch: no step to run. PyTorch returns empty outputs whose backward reaches every input
+        # and weight (zero gradients); these empties come from the same ops, so they do too.
+        hidden = w_hh.shape[1]
+        hgates = fc.matmul(hx, w_hh.transpose(0, 1))
+        if b_hh is not None:
+            hgates = hgates + b_hh
+        hy = hx + hgates[:, :hidden]
+        return igates[:, :hidden], hy, (cx + hgates[:, :hidden]) if cx is not None else empty
     out, hy, cy, _ = fc._C._rnn_layer(
         igates,
         w_hh,
@@ -272,6 +281,8 @@ class RNNBase(Module):
             unbatched = input.dim() == 2
             x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
             steps, batch = x.shape[0], x.shape[1]
+            if steps == 0:  # PyTorch's error (RuntimeError), before any other check of the input
+                raise FlambeauError(f"[{name}] Expected sequence length to be larger than 0 in RNN")
             batch_sizes = [batch] * steps
             x2d = x.reshape([steps * batch, x.shape[2]])
             data = x
