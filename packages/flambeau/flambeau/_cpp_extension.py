@@ -143,12 +143,15 @@ def _tool_version(tool: str) -> str:
     return _version_cache[tool]
 
 
-def _extensions_root() -> str:
+def _cache_root() -> str:
+    """The extension cache's root: one folder below it per Python version and ABI (_extensions_root)."""
     root = os.environ.get("FLAMBEAU_EXTENSIONS_DIR")
-    if not root:
-        root = os.path.join(os.path.expanduser("~"), ".cache", "flambeau_extensions")
+    return root or os.path.join(os.path.expanduser("~"), ".cache", "flambeau_extensions")
+
+
+def _extensions_root() -> str:
     tag = re.sub(r"[^A-Za-z0-9.]+", "_", _abi_tag())
-    return os.path.join(root, f"py{sys.version_info[0]}{sys.version_info[1]}_{tag}")
+    return os.path.join(_cache_root(), f"py{sys.version_info[0]}{sys.version_info[1]}_{tag}")
 
 
 @contextlib.contextmanager

@@ -26,11 +26,12 @@ from typing import Any, TypeVar
 
 from flambeau_nn import Module
 
-from . import _capture, _compiled
+from . import _capture, _compiled, _disk_cache
 from ._compiled import CompiledFunction, Unsupported, config
 from ._graph import Graph
 
 __all__ = [
+    "clear_cache",
     "compile",
     "config",
     "disable",
@@ -268,6 +269,25 @@ def reset() -> None:
         []
     """
     _compiled.reset_all()
+
+
+def clear_cache() -> int:
+    """Deletes fb.compile's files in the extension cache, its fused kernels and check records; returns the bytes freed.
+
+    :func:`reset`, as ``torch.compiler.reset``, leaves the disk cache alone; this empties it (PyTorch has no
+    public call for this). It removes the entries of every Python version and flambeau ABI under the cache's
+    root (``$FLAMBEAU_EXTENSIONS_DIR``, else ``~/.cache/flambeau_extensions``), except a kernel another
+    process is building; anything else there, such as extensions built by ``cpp_extension.load``, stays.
+    Kernels this process loaded keep running; a later capture builds them again. Day to day the cache is
+    bounded by ``fb.compiler.config.cache_size_limit_mb`` (Note [Bounded compile cache]).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.compiler.config.cache_size_limit_mb  # MiB; None: no limit
+        512
+        >>> freed = fb.compiler.clear_cache()  # doctest: +SKIP
+    """
+    return _disk_cache.clear()
 
 
 def is_compiling() -> bool:

@@ -68,6 +68,7 @@ from typing import Any
 
 import flambeau_core as fc
 
+from . import _disk_cache
 from ._graph import Graph, Ref
 
 Tensor = fc.Tensor
@@ -380,6 +381,7 @@ def lookup(digest: str) -> tuple[bool, str | None]:
         return False, f"the record {path} is damaged ({e})"
     if not ok:
         return False, f"the record {path} does not hold its own fingerprint (damaged or of another version)"
+    _disk_cache.used(path)  # Note [Bounded compile cache]: its last use
     return True, None
 
 
@@ -393,6 +395,7 @@ def store(digest: str, nodes: int) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump({"format": FORMAT, "fingerprint": digest, "nodes": nodes}, f)
         os.replace(tmp, path)
+        _disk_cache.wrote(path)
     except Exception:  # a read-only or full cache: the next process checks by replay again
         return
 
@@ -431,7 +434,11 @@ def state_key(fn: Any, tensors: list[Tensor], entry: dict[int, tuple[bool, bool]
 def hinted(key: str) -> bool:
     """Whether the last capture from this state needed no copies (never raises: False)."""
     try:
-        return os.path.exists(os.path.join(_folder(), key + ".hint"))
+        path = os.path.join(_folder(), key + ".hint")
+        if not os.path.exists(path):
+            return False
+        _disk_cache.used(path)
+        return True
     except Exception:
         return False
 
@@ -440,8 +447,10 @@ def hint(key: str) -> None:
     try:
         folder = _folder()
         os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, key + ".hint"), "w", encoding="utf-8"):
+        path = os.path.join(folder, key + ".hint")
+        with open(path, "w", encoding="utf-8"):
             pass
+        _disk_cache.wrote(path)
     except Exception:
         return
 

@@ -46,7 +46,7 @@ from flambeau_core import _C
 from flambeau_core import profiler as _profiler
 from flambeau_core.profiler._events import KIND_USER as _KIND_USER
 
-from . import _capture
+from . import _capture, _disk_cache
 from ._fusion import FusedGroup, Fusion
 from ._graph import Graph
 from ._live import kind_test
@@ -59,11 +59,20 @@ class _Config:
     """``fb.compiler.config``: ``recompile_limit`` (torch._dynamo.config's, default 8); ``fusion`` (default True):
     fuse elementwise runs into generated C++ kernels at capture (Note [Elementwise fusion] in ``_fusion.py``);
     ``reuse_checks`` (default True): a capture whose check replay an earlier process already passed, for the
-    same code, graph and compiler, skips it (Note [Checked captures] in ``_checked.py``)."""
+    same code, graph and compiler, skips it (Note [Checked captures] in ``_checked.py``);
+    ``cache_size_limit_mb`` (default 512, None for no limit): the most disk space, in MiB, that fb.compile's
+    kernels and check records take in the extension cache, the least recently used removed past it (Note
+    [Bounded compile cache] in ``_disk_cache.py``; ``fb.compiler.clear_cache`` removes them all)."""
 
     recompile_limit: int = 8
     fusion: bool = True
     reuse_checks: bool = True
+    cache_size_limit_mb: float | None = 512
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "cache_size_limit_mb":
+            _disk_cache.check_limit(value)
+        super().__setattr__(name, value)
 
 
 config = _Config()

@@ -37,6 +37,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import _disk_cache
+
 CFLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno"]
 
 # abi.h after a standard header: the C++ library defines _GLIBCXX_USE_CXX11_ABI, which the tag reads.
@@ -257,10 +259,23 @@ def _build(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
 
     builds += 1
     folder = os.path.join(ext._extensions_root(), "fused", name)
-    os.makedirs(folder, exist_ok=True)
-    src = ext._write_if_changed(os.path.join(folder, "kernel.cpp"), text)
-    path = ext.load(name, [src], extra_cflags=CFLAGS, build_directory=folder, is_python_module=False)
-    fn = getattr(ctypes.CDLL(path), name)
+    src = os.path.join(folder, "kernel.cpp")
+    for attempt in range(2):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            ext._write_if_changed(src, text)
+            known = set(os.listdir(folder))
+            path = ext.load(name, [src], extra_cflags=CFLAGS, build_directory=folder, is_python_module=False)
+            lib = ctypes.CDLL(path)
+            break
+        except Exception:
+            # Another process evicted the folder meanwhile (Note [Bounded compile cache]): once more.
+            if attempt or os.path.isfile(src):
+                raise
+    if os.path.basename(path) not in known:
+        _disk_cache.wrote(folder)  # a new build
+    _disk_cache.used(path, kernel_folder=folder)
+    fn = getattr(lib, name)
     fn.argtypes = argtypes
     fn.restype = None
     return fn
