@@ -22,9 +22,10 @@ once; a thread joins them (terminating any still there after the grace period,
 as above), closes the pipes and removes the pool's segments. The epoch's end
 then does not wait for the workers' exit (a worker's exit unmaps its copy of
 the parent's memory: milliseconds, more on a busy machine), while the workers
-are still reaped as soon as they are gone, leaving no zombie. The thread is not
-a daemon: the interpreter's exit waits for it. Every other shutdown (an error,
-a timeout, an iterator dropped mid-epoch) waits, as before.
+are still reaped as soon as they are gone, leaving no zombie. The interpreter's
+exit waits for the thread (an atexit handler), and on Python 3.12+ so does the
+next fork (3.12 warns about a fork while another thread runs). Every other
+shutdown (an error, a timeout, an iterator dropped mid-epoch) waits, as before.
 
 Note [Copy-on-read]: a forked worker shares the parent's pages until it writes
 to one. CPython writes to an object when it changes its reference count (any
@@ -48,6 +49,8 @@ dataset is then pickled, its tensors through shared memory
 
 from __future__ import annotations
 
+import _thread
+import atexit
 import collections
 import gc
 import itertools
@@ -80,7 +83,7 @@ _POLL = 0.05  # seconds between liveness checks while waiting for a batch
 _JOIN_TIMEOUT = 2.0  # how long shutdown waits for a worker before terminating it
 _pool_ids = itertools.count()
 _loads = pickle.loads
-_reapers: weakref.WeakSet = weakref.WeakSet()  # threads reaping an ended epoch's workers
+_reaping: set = set()  # pools whose workers a thread is reaping (Note [Reaping without waiting])
 _PRESEND = 16384  # bytes of tasks written into a worker's pipe before it starts (Note [Tasks before the fork])
 _PRESEND_INDICES = 1024  # the largest batch whose tasks are drawn before the workers start
 
@@ -518,6 +521,8 @@ class _WorkerPool:
         self.workers: list[Any] = []
         self.alive = True
         self._lock = threading.Lock()
+        self._finish_lock = threading.Lock()
+        self._finished = False
         self._ready: collections.deque = collections.deque()  # messages read but not yet returned
         self._ctx, self._method, self._base_seed = ctx, method, base_seed
         # Note [Tasks before the fork]: tasks handed out before start() wait here (pickled); start() writes
@@ -540,8 +545,7 @@ class _WorkerPool:
         if method == "fork" and sys.version_info >= (3, 12):
             # Python 3.12 warns about a fork while another thread runs: an earlier epoch's workers are
             # reaped first (Note [Reaping without waiting]).
-            for reaper in list(_reapers):
-                reaper.join()
+            _finish_reaping()
         # Note [Copy-on-read]: objects that exist now are moved out of the collector's reach in the
         # children, so a worker's garbage collection never writes to (and un-shares) their pages.
         frozen = method == "fork" and _freeze_gc()
@@ -694,7 +698,10 @@ class _WorkerPool:
             if sum(map(len, self._pending[wid])) > _PRESEND:
                 self._presend = False  # this pipe is full: draw no more before the start
             return
-        self.index_conns[wid].send(task)
+        try:
+            self.index_conns[wid].send(task)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker died: get() sees its sentinel and names the batch it was loading
 
     def shutdown(self, grace: float = _JOIN_TIMEOUT, wait: bool = True) -> None:
         """Stops the workers and removes the pool's segments. Idempotent; owner process only.
@@ -715,18 +722,26 @@ class _WorkerPool:
             except (OSError, ValueError):
                 pass
         if not wait and self.workers:
-            reaper = threading.Thread(target=self._finish, args=(grace,), name="DataLoader worker reaper")
+            # A bare thread: threading.Thread.start would wait until the new thread runs (milliseconds on
+            # a busy machine). The interpreter's exit waits for it through _finish_reaping (atexit).
+            _reaping.add(self)
             try:
-                reaper.start()
-                _reapers.add(reaper)
+                _thread.start_new_thread(_reap, (self, grace))
                 return
             except RuntimeError:
-                pass  # no thread can start (interpreter shutdown): wait here
+                _reaping.discard(self)  # no thread can start (interpreter shutdown): wait here
         self._finish(grace)
 
     def _finish(self, grace: float) -> None:
         """Joins the workers told to exit (terminating those still there after ``grace`` seconds), then
-        closes the pipes and removes the pool's segments."""
+        closes the pipes and removes the pool's segments. Once; a second call waits for the first."""
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+            self._join_and_clean(grace)
+
+    def _join_and_clean(self, grace: float) -> None:
         try:
             deadline = time.monotonic() + grace
             for w in self.workers:
@@ -760,6 +775,26 @@ class _WorkerPool:
             except Exception:  # noqa: BLE001 (EOF, a torn message of a killed worker: nothing to keep)
                 continue
         self._ready.clear()
+
+
+def _reap(pool: _WorkerPool, grace: float) -> None:
+    """Body of the thread that reaps an ended epoch's workers (Note [Reaping without waiting])."""
+    try:
+        pool._finish(grace)
+    except BaseException:  # noqa: BLE001 (nothing to report to: the epoch is over; interpreter shutdown)
+        pass
+    finally:
+        _reaping.discard(pool)
+
+
+def _finish_reaping() -> None:
+    """Waits until every ended epoch's workers are reaped (at exit, and before a fork on Python 3.12+)."""
+    for pool in list(_reaping):
+        if pool.owner_pid == os.getpid():  # a forked child inherits the set, not the threads
+            pool._finish(_JOIN_TIMEOUT)
+
+
+atexit.register(_finish_reaping)
 
 
 def _tensor_segments() -> set[str]:

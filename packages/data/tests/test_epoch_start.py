@@ -8,6 +8,8 @@ import ctypes
 import multiprocessing.util
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import flambeau_core as fc
@@ -16,7 +18,7 @@ import numpy as np
 import psutil
 import pytest
 import torch
-from conftest import assert_no_leaks, to_py
+from conftest import assert_no_leaks, shm_names, to_py
 from flambeau_data import DataLoader
 
 
@@ -164,6 +166,37 @@ def test_the_epoch_ends_without_waiting_for_the_workers_exit_and_they_are_reaped
         assert_no_leaks()
     finally:
         held.close()
+
+
+def test_the_interpreters_exit_waits_for_the_reaping(tmp_path):
+    # The script's last epoch ends while its workers sit in their exit for a while. The interpreter's exit
+    # waits for their reaping (their exit codes are in when the script's own atexit handler runs, which
+    # runs after flambeau's and before multiprocessing's, which would terminate them), and nothing is left.
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import atexit, multiprocessing.util, os, time\n"
+        "workers = []\n"
+        "atexit.register(lambda: print(*(w.exitcode for w in workers), flush=True))\n"
+        "import flambeau_core as fc\n"
+        "from flambeau_data import DataLoader\n"
+        "def slow_exit(worker_id):\n"
+        "    multiprocessing.util.Finalize(None, time.sleep, args=(0.5,), exitpriority=100)\n"
+        "loader = DataLoader(fc.arange(64.0), batch_size=4, num_workers=2, worker_init_fn=slow_exit)\n"
+        "for epoch in range(2):\n"
+        "    it = iter(loader)\n"
+        "    workers[:] = it._pool.workers\n"
+        "    assert [b.tolist() for b in it] == [[float(j) for j in range(i, i + 4)] for i in range(0, 64, 4)]\n"
+        "print(os.getpid(), *(w.pid for w in workers), flush=True)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-W", "default", str(script)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    pids_line, codes_line = proc.stdout.splitlines()
+    main_pid, *pids = (int(p) for p in pids_line.split())
+    assert codes_line.split() == ["0", "0"]  # exited by themselves and reaped, not terminated
+    assert not [p for p in pids if psutil.pid_exists(p)]
+    assert not shm_names(main_pid)
 
 
 class Failing:

@@ -231,3 +231,51 @@ def test_workers_exit_and_clean_up_when_the_main_process_is_killed(tmp_path):
             break
         time.sleep(0.05)
     assert not alive and not left
+
+
+class KilledOnSecondBatch(data.Dataset):
+    """Worker 0 is killed on its second batch (index 10, batch 2) under flambeau's and torch's loaders."""
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        import torch
+
+        if i == 10 and (data.get_worker_info() is not None or torch.utils.data.get_worker_info() is not None):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return i
+
+
+def _first_error(loader):
+    """The batches before the error, and the error's type and message (the iterator is gone on return)."""
+    got = []
+    try:
+        it = iter(loader)
+        time.sleep(0.5)  # a slow consumer: worker 0 has sent batch 0 and died on batch 2 before it is asked
+        for b in it:  # for the next one (when batch 0 is taken)
+            got.append(b.tolist())
+    except Exception as e:  # noqa: BLE001 (its type is compared)
+        error = (type(e), str(e))
+    else:
+        raise AssertionError("no error")
+    del it
+    gc.collect()
+    return got, error
+
+
+def test_a_task_for_a_worker_that_died_meanwhile(no_leaks):
+    import torch
+
+    got, ours = _first_error(DataLoader(KilledOnSecondBatch(), batch_size=5, num_workers=2))
+    previous = signal.getsignal(signal.SIGCHLD)
+    try:
+        want, theirs = _first_error(torch.utils.data.DataLoader(KilledOnSecondBatch(), batch_size=5, num_workers=2))
+    finally:
+        signal.signal(signal.SIGCHLD, previous)  # torch's loader installs a handler of its own
+    # Sending worker 0 its next task when batch 0 is taken must not fail on the dead worker's pipe: the
+    # death is reported on the batch it was loading, after the batches before it.
+    assert ours[0] is theirs[0] is RuntimeError
+    assert got == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert want == got[: len(want)]  # torch's SIGCHLD handler raises as soon as the worker dies
+    assert "worker 0" in ours[1] and "SIGKILL" in ours[1] and "(sample indices [10, 11, 12, 13, 14])" in ours[1]
