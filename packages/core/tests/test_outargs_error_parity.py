@@ -85,11 +85,7 @@ CALLS = (
 ACCEPTS_MORE = "flambeau accepts a dtype PyTorch's CPU kernel lacks (its result is well defined)"
 REFUSES_COMPLEX = "complex kernel not written yet (flambeau refuses with TypeError naming the dtype)"
 KNOWN = {
-    **{
-        (op, "bool"): ACCEPTS_MORE
-        for op in ("median", "nanmedian", "pow", "searchsorted", "tensordot", "trace", "inner", "topk")
-    },
-    **{(op, "bool"): ACCEPTS_MORE + " (a bool matrix product: any-of-and, as NumPy)" for op in ("mm", "matmul")},
+    **{(op, "bool"): ACCEPTS_MORE for op in ("median", "nanmedian", "pow", "searchsorted", "trace", "topk")},
     **{("logaddexp", dt): ACCEPTS_MORE for dt in ("bool", "uint8", "int32", "int64")},
     **{(op, "complex64"): REFUSES_COMPLEX for op in ("exp2", "logaddexp", "logcumsumexp dim")},
     ("logsumexp dim", "complex64"): REFUSES_COMPLEX,
