@@ -49,20 +49,21 @@ Shape contiguous_strides(IntArrayRef sizes, const char* op) {
   return strides;
 }
 
-TensorImpl::TensorImpl(Storage storage, ScalarType dtype, Shape sizes, Shape strides, int64_t offset)
-    : storage_(std::move(storage)),
-      sizes_(std::move(sizes)),
-      strides_(std::move(strides)),
-      offset_(offset),
-      dtype_(dtype) {
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       int64_t offset)
+    : storage_(std::move(storage)), offset_(offset), dtype_(dtype) {
+  FB_INTERNAL_ASSERT(sizes.size() == strides.size(), "shape ", shape_str(sizes), ", strides ",
+                     shape_str(strides));
+  shape_.assign(sizes, strides);
   refresh_numel_and_contiguity();
 }
 
 TensorImpl::~TensorImpl() = default;
 
-void TensorImpl::set_sizes_and_strides(Shape sizes, Shape strides, int64_t offset) {
-  sizes_ = std::move(sizes);
-  strides_ = std::move(strides);
+void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  FB_INTERNAL_ASSERT(sizes.size() == strides.size(), "shape ", shape_str(sizes), ", strides ",
+                     shape_str(strides));
+  shape_.assign(sizes, strides);
   offset_ = offset;
   refresh_numel_and_contiguity();
 }
@@ -71,34 +72,32 @@ void TensorImpl::set_data(const TensorImpl& other) {
   if (&other == this) return;
   storage_ = other.storage_;
   dtype_ = other.dtype_;
-  sizes_ = other.sizes_;
-  strides_ = other.strides_;
+  shape_ = other.shape_;
   offset_ = other.offset_;
   refresh_numel_and_contiguity();
 }
 
 // Note [View bounds]
 void TensorImpl::refresh_numel_and_contiguity() {
-  FB_INTERNAL_ASSERT(sizes_.size() == strides_.size(), "shape ", shape_str(sizes_), ", strides ",
-                     shape_str(strides_));
+  const IntArrayRef sizes = shape_.sizes(), strides = shape_.strides();
   const auto isz = static_cast<int64_t>(itemsize(dtype_));
   int64_t span = 1, offset_bytes = 0;
   bool ok = offset_ >= 0 && !__builtin_mul_overflow(offset_, isz, &offset_bytes);
   bool empty = false;
-  for (int64_t s : sizes_) {
+  for (int64_t s : sizes) {
     ok = ok && s >= 0 && !__builtin_mul_overflow(span, std::max<int64_t>(s, 1), &span);
     empty |= s == 0;
   }
   // lo and hi: the smallest and largest element index the view reaches.
   int64_t lo = offset_, hi = offset_;
-  for (size_t i = 0; ok && !empty && i < sizes_.size(); ++i) {
+  for (size_t i = 0; ok && !empty && i < sizes.size(); ++i) {
     int64_t reach = 0;
-    ok = !__builtin_mul_overflow(sizes_[i] - 1, strides_[i], &reach) &&
+    ok = !__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
          !__builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
   }
   const auto capacity = static_cast<int64_t>(storage_->nbytes() / static_cast<size_t>(isz));
-  FB_INTERNAL_ASSERT(ok && (empty || (lo >= 0 && hi < capacity)), "a view of shape ", shape_str(sizes_),
-                     ", strides ", shape_str(strides_), " and offset ", offset_, " (dtype ",
+  FB_INTERNAL_ASSERT(ok && (empty || (lo >= 0 && hi < capacity)), "a view of shape ", shape_str(sizes),
+                     ", strides ", shape_str(strides), " and offset ", offset_, " (dtype ",
                      dtype_name(dtype_), ") reaches outside its storage of ", storage_->nbytes(),
                      " bytes; the op that made it should have refused it");
   numel_ = empty ? 0 : span;
@@ -106,10 +105,10 @@ void TensorImpl::refresh_numel_and_contiguity() {
   // (the running product stays <= numel, so it cannot overflow).
   bool contiguous = true;
   int64_t expected = 1;
-  for (size_t i = sizes_.size(); !empty && i-- > 0;) {
-    if (sizes_[i] == 1) continue;
-    if (strides_[i] != expected) contiguous = false;
-    expected *= sizes_[i];
+  for (size_t i = sizes.size(); !empty && i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) contiguous = false;
+    expected *= sizes[i];
   }
   is_contiguous_ = contiguous;
 }

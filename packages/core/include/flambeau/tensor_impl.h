@@ -31,6 +31,16 @@
 // storage. Ops check their arguments first, with errors that name the op; this
 // check is the backstop, so a view that escapes its storage is an internal
 // error (a bug), never a read or write of another tensor's memory.
+//
+// Note [Inline sizes and strides]
+// A TensorImpl keeps its sizes and strides in one SizesAndStrides: inside the
+// TensorImpl for up to kInlineDims dims (every tensor of 5 dims or fewer, so
+// making and dropping a view such as x[i] calls malloc for neither), in one
+// heap block of 2 * dim int64 beyond. The constructor and
+// set_sizes_and_strides take IntArrayRef, so a view kernel builds its shape on
+// the stack (detail::DimVector) and copies it in; the accessors are unchanged
+// (sizes() and strides() are IntArrayRef over whichever buffer holds them).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -59,18 +69,77 @@ FB_API int64_t shape_numel(IntArrayRef sizes, const char* op = "shape");
 /// ValueError (FlambeauError) naming `op`, the shape and dtype if they overflow int64.
 FB_API int64_t shape_nbytes(IntArrayRef sizes, ScalarType dtype, const char* op);
 
+namespace detail {
+
+/// Sizes and strides of the same length, inline up to kInlineDims dims (Note [Inline sizes and strides]).
+class SizesAndStrides {
+ public:
+  static constexpr size_t kInlineDims = 5;
+
+  SizesAndStrides() noexcept {}
+  SizesAndStrides(const SizesAndStrides& other) { assign(other.sizes(), other.strides()); }
+  SizesAndStrides& operator=(const SizesAndStrides& other) {
+    if (this != &other) assign(other.sizes(), other.strides());
+    return *this;
+  }
+  ~SizesAndStrides() {
+    if (!is_inline()) delete[] heap_;
+  }
+
+  size_t dim() const noexcept { return dim_; }
+  bool is_inline() const noexcept { return dim_ <= kInlineDims; }
+  IntArrayRef sizes() const noexcept { return {data(), dim_}; }
+  IntArrayRef strides() const noexcept { return {data() + stride_pos(), dim_}; }
+  int64_t size(size_t d) const noexcept { return data()[d]; }
+  int64_t stride(size_t d) const noexcept { return data()[stride_pos() + d]; }
+
+  /// Replaces both (the caller checks sizes.size() == strides.size()); either may view this object's own
+  /// buffer. Allocates only past kInlineDims dims.
+  void assign(IntArrayRef sizes, IntArrayRef strides) {
+    const size_t n = sizes.size();
+    if (n <= kInlineDims) {
+      int64_t tmp[2 * kInlineDims];
+      std::copy_n(sizes.data(), n, tmp);
+      std::copy_n(strides.data(), n, tmp + kInlineDims);
+      if (!is_inline()) delete[] heap_;
+      std::copy_n(tmp, n, inline_);
+      std::copy_n(tmp + kInlineDims, n, inline_ + kInlineDims);
+    } else {
+      auto* buf = new int64_t[2 * n];
+      std::copy_n(sizes.data(), n, buf);
+      std::copy_n(strides.data(), n, buf + n);
+      if (!is_inline()) delete[] heap_;
+      heap_ = buf;
+    }
+    dim_ = n;
+  }
+
+ private:
+  const int64_t* data() const noexcept { return is_inline() ? inline_ : heap_; }
+  size_t stride_pos() const noexcept { return is_inline() ? kInlineDims : dim_; }
+
+  size_t dim_ = 0;
+  union {
+    int64_t inline_[2 * kInlineDims];  // sizes in [0, dim), strides in [kInlineDims, kInlineDims + dim)
+    int64_t* heap_;                    // past kInlineDims: sizes in [0, dim), strides in [dim, 2 * dim)
+  };
+};
+
+}  // namespace detail
+
 class FB_API TensorImpl {
  public:
-  TensorImpl(Storage storage, ScalarType dtype, Shape sizes, Shape strides, int64_t offset);
+  /// sizes and strides are copied (Note [Inline sizes and strides]).
+  TensorImpl(Storage storage, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
 
-  IntArrayRef sizes() const { return sizes_; }
-  IntArrayRef strides() const { return strides_; }
-  int64_t size(int64_t d) const { return sizes_[d]; }
-  int64_t stride(int64_t d) const { return strides_[d]; }
-  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  IntArrayRef sizes() const { return shape_.sizes(); }
+  IntArrayRef strides() const { return shape_.strides(); }
+  int64_t size(int64_t d) const { return shape_.size(static_cast<size_t>(d)); }
+  int64_t stride(int64_t d) const { return shape_.stride(static_cast<size_t>(d)); }
+  int64_t dim() const { return static_cast<int64_t>(shape_.dim()); }
   int64_t numel() const { return numel_; }
   int64_t storage_offset() const { return offset_; }
   ScalarType dtype() const { return dtype_; }
@@ -86,8 +155,8 @@ class FB_API TensorImpl {
   }
 
   /// Re-points this tensor (used by in-place resizing ops and `set_`-like ops).
-  /// Checks Note [View bounds] like the constructor.
-  void set_sizes_and_strides(Shape sizes, Shape strides, int64_t offset);
+  /// Checks Note [View bounds] like the constructor. sizes and strides may be this tensor's own.
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
 
   /// Makes this tensor show `other`'s storage, dtype, shape and strides, keeping
   /// its own identity and autograd state (PyTorch's `_set_data`: Module.to
@@ -121,8 +190,7 @@ class FB_API TensorImpl {
   void refresh_numel_and_contiguity();
 
   Storage storage_;
-  Shape sizes_;
-  Shape strides_;
+  detail::SizesAndStrides shape_;  // Note [Inline sizes and strides]
   int64_t offset_;
   int64_t numel_ = 1;
   ScalarType dtype_;

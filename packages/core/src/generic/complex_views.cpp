@@ -11,9 +11,9 @@
 namespace flambeau {
 namespace {
 
-Tensor make_typed_view(const Tensor& self, ScalarType dtype, Shape sizes, Shape strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), dtype, std::move(sizes),
-                                           std::move(strides), offset);
+Tensor make_typed_view(const Tensor& self, ScalarType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), dtype, sizes, strides, offset);
   impl->set_is_view(true);
   return Tensor(std::move(impl));
 }

@@ -1,17 +1,84 @@
 #pragma once
 // Shape helpers shared by the view kernels, the shape composites and the
 // kernels of linalg/softmax/indexing. Private to libflambeau_core.
+#include <algorithm>
+#include <memory>
 #include <optional>
+#include <span>
 
 #include "flambeau/error.h"
 #include "flambeau/tensor.h"
 
 namespace flambeau::detail {
 
-/// Replaces one -1 in `shape` by the size that makes numel match.
+/// A shape (or strides) built on the stack by a view kernel: kInline dims inline, a heap buffer beyond
+/// (Note [Inline sizes and strides]). Converts to IntArrayRef. Neither copyable nor movable.
+class DimVector {
+ public:
+  static constexpr size_t kInline = 8;
+
+  DimVector() = default;
+  explicit DimVector(size_t n, int64_t value = 0) {
+    reserve(n);
+    std::fill_n(data_, n, value);
+    n_ = n;
+  }
+  explicit DimVector(IntArrayRef values) {
+    reserve(values.size());
+    std::copy(values.begin(), values.end(), data_);
+    n_ = values.size();
+  }
+  DimVector(const DimVector&) = delete;
+  DimVector& operator=(const DimVector&) = delete;
+
+  size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  int64_t* data() noexcept { return data_; }
+  const int64_t* data() const noexcept { return data_; }
+  int64_t* begin() noexcept { return data_; }
+  int64_t* end() noexcept { return data_ + n_; }
+  const int64_t* begin() const noexcept { return data_; }
+  const int64_t* end() const noexcept { return data_ + n_; }
+  int64_t& operator[](size_t i) noexcept { return data_[i]; }
+  int64_t operator[](size_t i) const noexcept { return data_[i]; }
+
+  void push_back(int64_t v) {
+    reserve(n_ + 1);
+    data_[n_++] = v;
+  }
+  void insert(size_t i, int64_t v) {
+    reserve(n_ + 1);
+    std::copy_backward(data_ + i, data_ + n_, data_ + n_ + 1);
+    data_[i] = v;
+    ++n_;
+  }
+  void erase(size_t i) noexcept {
+    std::copy(data_ + i + 1, data_ + n_, data_ + i);
+    --n_;
+  }
+
+ private:
+  void reserve(size_t n) {
+    if (n <= cap_) return;
+    const size_t cap = std::max(n, 2 * cap_);
+    auto buf = std::make_unique<int64_t[]>(cap);
+    std::copy_n(data_, n_, buf.get());
+    heap_ = std::move(buf);
+    data_ = heap_.get();
+    cap_ = cap;
+  }
+
+  int64_t inline_[kInline];
+  std::unique_ptr<int64_t[]> heap_;
+  int64_t* data_ = inline_;
+  size_t n_ = 0;
+  size_t cap_ = kInline;
+};
+
+/// Writes `shape` into out (of its length) with one -1 replaced by the size that makes numel match.
 /// ValueError "[op] shape (4, 5) is invalid for input of size 6" otherwise.
-inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
-  Shape out(shape.begin(), shape.end());
+inline void infer_size_into(IntArrayRef shape, int64_t numel, const char* op, std::span<int64_t> out) {
+  std::copy(shape.begin(), shape.end(), out.begin());
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
@@ -33,23 +100,33 @@ inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
     FB_CHECK_VALUE(known == numel, "[", op, "] shape ", shape_str(shape), " is invalid for input of size ",
                    numel);
   }
+}
+
+/// infer_size_into, into a new Shape.
+inline Shape infer_size(IntArrayRef shape, int64_t numel, const char* op) {
+  Shape out(shape.size());
+  infer_size_into(shape, numel, op, out);
   return out;
 }
 
 /// Strides that view a tensor of (old_sizes, old_strides) as new_sizes without
 /// copying, or nullopt when its memory layout makes that impossible (PyTorch's
 /// computeStride: each run of new dims must fit inside one contiguous chunk of
-/// old dims). new_sizes must have the same numel.
-inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArrayRef old_strides,
-                                                 IntArrayRef new_sizes) {
-  Shape new_strides(new_sizes.size());
+/// old dims). new_sizes must have the same numel. Written into new_strides (of new_sizes' length);
+/// false where impossible.
+inline bool compute_view_strides_into(IntArrayRef old_sizes, IntArrayRef old_strides, IntArrayRef new_sizes,
+                                      std::span<int64_t> new_strides) {
   if (old_sizes.empty()) {
     std::fill(new_strides.begin(), new_strides.end(), 1);
-    return new_strides;
+    return true;
   }
   int64_t numel = 1;
   for (int64_t s : old_sizes) numel *= s;  // a valid tensor's numel fits
-  if (numel == 0) return contiguous_strides(new_sizes, "view");
+  if (numel == 0) {
+    const Shape contiguous = contiguous_strides(new_sizes, "view");
+    std::copy(contiguous.begin(), contiguous.end(), new_strides.begin());
+    return true;
+  }
   // Products with a stride can overflow only where the stride belongs to a
   // size-1 dim (a valid view's reach fits in int64), and such a stride is
   // never applied: an overflowing product cannot match a real stride, and
@@ -72,7 +149,7 @@ inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArray
         view_numel *= new_sizes[view_d];
         --view_d;
       }
-      if (view_numel != tensor_numel) return std::nullopt;
+      if (view_numel != tensor_numel) return false;
       if (d > 0) {
         chunk_base_stride = old_strides[d - 1];
         tensor_numel = 1;
@@ -80,7 +157,14 @@ inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArray
       }
     }
   }
-  if (view_d != -1) return std::nullopt;
+  return view_d == -1;
+}
+
+/// compute_view_strides_into, into a new Shape, or nullopt.
+inline std::optional<Shape> compute_view_strides(IntArrayRef old_sizes, IntArrayRef old_strides,
+                                                 IntArrayRef new_sizes) {
+  Shape new_strides(new_sizes.size());
+  if (!compute_view_strides_into(old_sizes, old_strides, new_sizes, new_strides)) return std::nullopt;
   return new_strides;
 }
 

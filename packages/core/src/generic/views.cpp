@@ -102,19 +102,20 @@ struct ViewBlockAllocator {
   }
 };
 
-Tensor make_view(const Tensor& self, Shape sizes, Shape strides, int64_t offset) {
+// sizes and strides are copied into the view (Note [Inline sizes and strides]): the kernels below build
+// them on the stack, so the sizes and strides of a view of 5 dims or fewer never reach malloc.
+Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
 #if FB_VIEW_BLOCKS
   auto impl = std::allocate_shared<TensorImpl>(ViewBlockAllocator<TensorImpl>(), self.impl()->storage(),
-                                               self.dtype(), std::move(sizes), std::move(strides), offset);
+                                               self.dtype(), sizes, strides, offset);
 #else
-  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), self.dtype(), std::move(sizes),
-                                           std::move(strides), offset);
+  auto impl = std::make_shared<TensorImpl>(self.impl()->storage(), self.dtype(), sizes, strides, offset);
 #endif
   impl->set_is_view(true);
   return Tensor(std::move(impl));
 }
 
-Shape to_shape(IntArrayRef a) { return Shape(a.begin(), a.end()); }
+using detail::DimVector;
 
 /// self's storage offset moved by `index` steps along dim d. It cannot overflow
 /// for a tensor with elements (the element is inside the storage), but an
@@ -155,38 +156,38 @@ Tensor as_strided_generic(const Tensor& self, IntArrayRef sizes, IntArrayRef str
   FB_CHECK_VALUE(empty || last < capacity, "[as_strided] size ", shape_str(sizes), ", stride ",
                  shape_str(strides), " and offset ", offset, " reach element ", last,
                  " of a storage holding only ", capacity, " elements");
-  return make_view(self, to_shape(sizes), to_shape(strides), offset);
+  return make_view(self, sizes, strides, offset);
 }
 
 Tensor view_generic(const Tensor& self, IntArrayRef sizes) {
-  Shape shape = detail::infer_size(sizes, self.numel(), "view");
-  auto strides = detail::compute_view_strides(self.sizes(), self.strides(), shape);
+  DimVector shape(sizes.size()), strides(sizes.size());
+  detail::infer_size_into(sizes, self.numel(), "view", shape);
+  const bool viewable = detail::compute_view_strides_into(self.sizes(), self.strides(), shape, strides);
   FB_CHECK_VALUE(
-      strides.has_value(), "[view] cannot view a tensor of shape ", shape_str(self.sizes()), " and strides ",
+      viewable, "[view] cannot view a tensor of shape ", shape_str(self.sizes()), " and strides ",
       shape_str(self.strides()), " as shape ", shape_str(shape),
       ": its memory is not laid out compatibly (it spans non-contiguous chunks); use .reshape(...) "
       "instead, which copies when needed");
-  return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
+  return make_view(self, shape, strides, self.storage_offset());
 }
 
 Tensor permute_generic(const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
   FB_CHECK_VALUE(static_cast<int64_t>(dims.size()) == nd, "[permute] got ", dims.size(), " dims ",
                  shape_str(dims), " for a tensor of shape ", shape_str(self.sizes()), " with ", nd, " dims");
-  Shape sizes(nd), strides(nd);
-  std::vector<bool> seen(nd, false);
+  DimVector sizes(nd), strides(nd), seen(nd, 0);
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t d = wrap_dim(dims[i], nd, "permute");
     FB_CHECK_VALUE(!seen[d], "[permute] dim ", d, " repeats in ", shape_str(dims));
-    seen[d] = true;
+    seen[d] = 1;
     sizes[i] = self.sizes()[d];
     strides[i] = self.strides()[d];
   }
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor transpose_generic(const Tensor& self, int64_t dim0, int64_t dim1) {
-  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  DimVector sizes(self.sizes()), strides(self.strides());
   if (self.dim() == 0) {
     wrap_dim(dim0, 0, "transpose");
     wrap_dim(dim1, 0, "transpose");
@@ -195,7 +196,7 @@ Tensor transpose_generic(const Tensor& self, int64_t dim0, int64_t dim1) {
   const int64_t a = wrap_dim(dim0, self.dim(), "transpose"), b = wrap_dim(dim1, self.dim(), "transpose");
   std::swap(sizes[a], sizes[b]);
   std::swap(strides[a], strides[b]);
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor unsqueeze_generic(const Tensor& self, int64_t dim) {
@@ -203,18 +204,18 @@ Tensor unsqueeze_generic(const Tensor& self, int64_t dim) {
   FB_CHECK_INDEX(dim >= -(nd + 1) && dim <= nd, "[unsqueeze] dimension ", dim, " out of range for a ", nd,
                  "-d tensor (expected in [", -(nd + 1), ", ", nd, "])");
   const int64_t d = dim < 0 ? dim + nd + 1 : dim;
-  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  DimVector sizes(self.sizes()), strides(self.strides());
   // Any stride is right for a size-1 dim; PyTorch's choice, unless it overflows.
   int64_t st = 1;
   if (d < nd && __builtin_mul_overflow(sizes[d], strides[d], &st)) st = 1;
-  sizes.insert(sizes.begin() + d, 1);
-  strides.insert(strides.begin() + d, st);
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+  sizes.insert(d, 1);
+  strides.insert(d, st);
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor squeeze_generic(const Tensor& self, IntArrayRef dims) {
   const int64_t nd = self.dim();
-  std::vector<bool> drop(nd, false);
+  DimVector drop(nd, 0);
   if (dims.empty()) {
     for (int64_t d = 0; d < nd; ++d) drop[d] = self.sizes()[d] == 1;
   } else {
@@ -227,20 +228,20 @@ Tensor squeeze_generic(const Tensor& self, IntArrayRef dims) {
       drop[d] = self.sizes()[d] == 1;  // squeezing a dim of size != 1 is a no-op, as in PyTorch
     }
   }
-  Shape sizes, strides;
+  DimVector sizes, strides;
   for (int64_t d = 0; d < nd; ++d) {
     if (drop[d]) continue;
     sizes.push_back(self.sizes()[d]);
     strides.push_back(self.strides()[d]);
   }
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor expand_generic(const Tensor& self, IntArrayRef sizes) {
   const int64_t nd = self.dim(), nn = static_cast<int64_t>(sizes.size());
   FB_CHECK_VALUE(nn >= nd, "[expand] the number of sizes (", nn, ") must be at least the number of dims (",
                  nd, ") of a tensor of shape ", shape_str(self.sizes()), ", got ", shape_str(sizes));
-  Shape out(nn), strides(nn);
+  DimVector out(nn), strides(nn);
   for (int64_t i = nn - 1; i >= 0; --i) {
     const int64_t d = i - (nn - nd);  // matching dim of self, or < 0 for a new leading dim
     if (d < 0) {
@@ -265,7 +266,7 @@ Tensor expand_generic(const Tensor& self, IntArrayRef sizes) {
     }
   }
   shape_numel(out, "expand");
-  return make_view(self, std::move(out), std::move(strides), self.storage_offset());
+  return make_view(self, out, strides, self.storage_offset());
 }
 
 Tensor slice_generic(const Tensor& self, int64_t dim, std::optional<int64_t> start,
@@ -281,14 +282,14 @@ Tensor slice_generic(const Tensor& self, int64_t dim, std::optional<int64_t> sta
   };
   const int64_t b = clamp(start, 0);
   const int64_t e = std::max(b, clamp(end, n));
-  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  DimVector sizes(self.sizes()), strides(self.strides());
   const int64_t offset = b < n ? offset_at(self, d, b, "slice") : self.storage_offset();
   sizes[d] = e > b ? (e - b - 1) / step + 1 : 0;  // no overflow for huge steps
   // With 2 or more elements, (size - 1) * stride * step stays inside the old
   // dim's reach; with fewer the stride is never applied, so keep it if it overflows.
   int64_t stride = 0;
   if (!__builtin_mul_overflow(strides[d], step, &stride)) strides[d] = stride;
-  return make_view(self, std::move(sizes), std::move(strides), offset);
+  return make_view(self, sizes, strides, offset);
 }
 
 Tensor select_generic(const Tensor& self, int64_t dim, int64_t index) {
@@ -298,11 +299,11 @@ Tensor select_generic(const Tensor& self, int64_t dim, int64_t index) {
   FB_CHECK_INDEX(index >= -n && index < n, "[select] index ", index, " is out of bounds for dimension ", d,
                  " with size ", n);
   const int64_t i = index < 0 ? index + n : index;
-  Shape sizes = to_shape(self.sizes()), strides = to_shape(self.strides());
+  DimVector sizes(self.sizes()), strides(self.strides());
   const int64_t offset = offset_at(self, d, i, "select");
-  sizes.erase(sizes.begin() + d);
-  strides.erase(strides.begin() + d);
-  return make_view(self, std::move(sizes), std::move(strides), offset);
+  sizes.erase(d);
+  strides.erase(d);
+  return make_view(self, sizes, strides, offset);
 }
 
 FB_REGISTER_KERNEL(op::as_strided, Generic, as_strided_generic);

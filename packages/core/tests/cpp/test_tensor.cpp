@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "flambeau/dtype.h"
+#include "generic/shape_utils.h"
 #include "testing.h"
 
 using namespace flambeau;
@@ -87,22 +88,112 @@ TEST_SUITE("tensor") {
 
   TEST_CASE("set_sizes_and_strides refreshes numel and contiguity") {
     Tensor t = make_tensor({2, 3});
-    t.impl()->set_sizes_and_strides({3, 2}, {1, 3}, 0);
+    t.impl()->set_sizes_and_strides(Shape{3, 2}, Shape{1, 3}, 0);
     CHECK(t.numel() == 6);
     CHECK_FALSE(t.is_contiguous());
-    t.impl()->set_sizes_and_strides({6}, {1}, 0);
+    t.impl()->set_sizes_and_strides(Shape{6}, Shape{1}, 0);
     CHECK(t.is_contiguous());
-    t.impl()->set_sizes_and_strides({2, 0}, {0, 0}, 0);
+    t.impl()->set_sizes_and_strides(Shape{2, 0}, Shape{0, 0}, 0);
     CHECK(t.numel() == 0);
     CHECK(t.is_contiguous());
+  }
+
+  // Note [Inline sizes and strides]: 5 dims inline, more on the heap.
+  TEST_CASE("set_sizes_and_strides crosses the inline capacity both ways") {
+    static_assert(detail::SizesAndStrides::kInlineDims == 5);
+    Tensor t = make_tensor({2, 2, 2, 2, 2, 2, 2});  // 7 dims: on the heap
+    const auto shape_of = [](IntArrayRef a) { return Shape(a.begin(), a.end()); };
+    CHECK(shape_of(t.sizes()) == Shape{2, 2, 2, 2, 2, 2, 2});
+    CHECK(shape_of(t.strides()) == Shape{64, 32, 16, 8, 4, 2, 1});
+    CHECK(t.size(6) == 2);
+    CHECK(t.stride(0) == 64);
+    t.impl()->set_sizes_and_strides(Shape{4, 32}, Shape{1, 4}, 0);  // heap -> inline
+    CHECK(shape_of(t.sizes()) == Shape{4, 32});
+    CHECK(shape_of(t.strides()) == Shape{1, 4});
+    CHECK_FALSE(t.is_contiguous());
+    t.impl()->set_sizes_and_strides(Shape{2, 1, 2, 1, 2, 1, 4, 1, 2}, Shape{32, 9, 16, 9, 8, 9, 2, 9, 1}, 0);
+    CHECK(t.dim() == 9);  // inline -> heap
+    CHECK(shape_of(t.strides()) == Shape{32, 9, 16, 9, 8, 9, 2, 9, 1});
+    CHECK(t.numel() == 64);
+    CHECK(t.is_contiguous());  // the strides of size-1 dims do not matter
+    t.impl()->set_sizes_and_strides(Shape{2, 2, 2, 2, 2, 4}, Shape{64, 32, 16, 8, 4, 1}, 0);  // heap -> heap
+    CHECK(shape_of(t.sizes()) == Shape{2, 2, 2, 2, 2, 4});
+    CHECK(t.stride(5) == 1);
+    t.impl()->set_sizes_and_strides(Shape{}, Shape{}, 3);  // -> 0-d
+    CHECK(t.dim() == 0);
+    CHECK(t.numel() == 1);
+    CHECK(t.sizes().empty());
+    CHECK(t.strides().empty());
+  }
+
+  TEST_CASE("set_sizes_and_strides takes the tensor's own sizes and strides") {
+    for (const Shape& sizes : {Shape{3, 4}, Shape{1, 2, 3, 4, 1}, Shape{2, 1, 2, 1, 2, 1, 2}}) {
+      Tensor t = make_tensor(sizes);
+      const Shape strides(t.strides().begin(), t.strides().end());
+      t.impl()->set_sizes_and_strides(t.sizes(), t.strides(), 0);  // the same buffer in and out
+      CHECK(Shape(t.sizes().begin(), t.sizes().end()) == sizes);
+      CHECK(Shape(t.strides().begin(), t.strides().end()) == strides);
+      // A sub-span of its own buffer, shifted by one dim.
+      t.impl()->set_sizes_and_strides(t.sizes().subspan(1), t.strides().subspan(1), 0);
+      CHECK(Shape(t.sizes().begin(), t.sizes().end()) == Shape(sizes.begin() + 1, sizes.end()));
+      CHECK(Shape(t.strides().begin(), t.strides().end()) == Shape(strides.begin() + 1, strides.end()));
+    }
+  }
+
+  TEST_CASE("SizesAndStrides copies inline and heap shapes") {
+    detail::SizesAndStrides heap, small;
+    heap.assign(Shape{1, 2, 3, 4, 5, 6}, Shape{720, 360, 120, 30, 6, 1});
+    small.assign(Shape{7, 8}, Shape{8, 1});
+    CHECK_FALSE(heap.is_inline());
+    CHECK(small.is_inline());
+    detail::SizesAndStrides copy(heap);
+    CHECK(Shape(copy.sizes().begin(), copy.sizes().end()) == Shape{1, 2, 3, 4, 5, 6});
+    CHECK(copy.sizes().data() != heap.sizes().data());  // its own buffer
+    // heap -> inline
+    copy = small;
+    CHECK(copy.is_inline());
+    CHECK(Shape(copy.strides().begin(), copy.strides().end()) == Shape{8, 1});
+    small = heap;  // inline -> heap
+    CHECK(Shape(small.strides().begin(), small.strides().end()) == Shape{720, 360, 120, 30, 6, 1});
+    const detail::SizesAndStrides& same = small;
+    small = same;  // self-assignment keeps it
+    CHECK(small.dim() == 6);
+    CHECK(small.stride(0) == 720);
+  }
+
+  TEST_CASE("DimVector grows past its inline capacity") {
+    detail::DimVector v(IntArrayRef(Shape{1, 2, 3}));
+    const auto shape_of = [](const detail::DimVector& d) { return Shape(d.begin(), d.end()); };
+    for (int64_t i = 4; i <= 12; ++i) v.push_back(i);  // past 8: moves to the heap
+    CHECK(v.size() == 12);
+    CHECK(shape_of(v) == Shape{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    v.insert(0, 0);
+    v.insert(13, 13);
+    v.insert(5, -1);
+    CHECK(shape_of(v) == Shape{0, 1, 2, 3, 4, -1, 5, 6, 7, 8, 9, 10, 11, 12, 13});
+    v.erase(5);
+    v.erase(0);
+    v.erase(12);
+    CHECK(shape_of(v) == Shape{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    const IntArrayRef view = v;
+    CHECK(view.size() == 12);
+    CHECK(view.back() == 12);
+    detail::DimVector inl(8, 7), heap(9, 7);
+    inl.insert(8, 1);  // exactly at capacity, then one more
+    CHECK(shape_of(inl) == Shape{7, 7, 7, 7, 7, 7, 7, 7, 1});
+    CHECK(shape_of(heap) == Shape(9, 7));
+    detail::DimVector empty;
+    CHECK(empty.empty());
+    empty.insert(0, 4);
+    CHECK(shape_of(empty) == Shape{4});
   }
 
   TEST_CASE("sizes and strides of different lengths are an internal error") {
     Tensor t = make_tensor({2, 3});
     const doctest::String msg =
-        error_message<RuntimeError>([&] { t.impl()->set_sizes_and_strides({2, 3}, {1}, 0); });
+        error_message<RuntimeError>([&] { t.impl()->set_sizes_and_strides(Shape{2, 3}, Shape{1}, 0); });
     CHECK(msg == doctest::Contains("flambeau internal error"));
-    CHECK(msg == doctest::Contains("sizes_.size() == strides_.size()"));
+    CHECK(msg == doctest::Contains("sizes.size() == strides.size()"));
   }
 
   TEST_CASE("size and stride wrap negative dims and reject out-of-range ones") {
