@@ -585,7 +585,7 @@ void init_factories(py::module_& m) {
       py::arg("requires_grad") = false,
       "A new tensor holding a copy of data: a number, nested lists/tuples, a buffer-protocol object (NumPy "
       "array) or a Tensor. dtype is inferred (bool < int64 < float32) unless given.\n\n"
-      ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\n(2, 2)");
+      ">>> flambeau_core.tensor([[1, 2], [3, 4]]).shape\nflambeau.Size([2, 2])");
 
   m.def(
       "as_tensor",

@@ -670,8 +670,8 @@ void init_views(py::module_& m) {
           "transpose",
           recorded("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return op::transpose(t, d0, d1); }),
           py::arg("dim0"), py::arg("dim1"),
-          "A view with dims dim0 and dim1 swapped.\n\n>>> flambeau_core.zeros(2, 3).transpose(0, "
-          "1).shape\n(3, 2)")
+          "A view with dims dim0 and dim1 swapped.\n\n>>> flambeau_core.zeros(2, 3).transpose(0, 1).shape\n"
+          "flambeau.Size([3, 2])")
       .def("t",
            recorded("t", [](const Tensor& t) {
              FB_CHECK_VALUE(t.dim() <= 2, "[t] expects a tensor with <= 2 dims, got shape ",
@@ -689,22 +689,22 @@ void init_views(py::module_& m) {
           "permute",
           recorded("permute",
                    [](const Tensor& t, py::args dims) { return op::permute(t, parse_dims_arg(dims, "permute")); }),
-          "A view with the dims reordered.\n\n>>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape\n(4, "
-          "2, 3)")
+          "A view with the dims reordered.\n\n>>> flambeau_core.zeros(2, 3, 4).permute(2, 0, 1).shape\n"
+          "flambeau.Size([4, 2, 3])")
       .def(
           "unsqueeze", recorded("unsqueeze", [](const Tensor& t, int64_t dim) { return op::unsqueeze(t, dim); }),
           py::arg("dim"),
-          "A view with a size-1 dim inserted at dim.\n\n>>> flambeau_core.zeros(3).unsqueeze(0).shape\n(1, "
-          "3)")
+          "A view with a size-1 dim inserted at dim.\n\n>>> flambeau_core.zeros(3).unsqueeze(0).shape\n"
+          "flambeau.Size([1, 3])")
       .def("squeeze", recorded("squeeze", &squeeze_py), py::arg("dim") = py::none(),
            "A view without size-1 dims (all, or the given dim(s); a dim of another size is kept).\n\n"
-           ">>> flambeau_core.zeros(1, 3, 1).squeeze().shape\n(3,)")
+           ">>> flambeau_core.zeros(1, 3, 1).squeeze().shape\nflambeau.Size([3])")
       .def(
           "expand",
           recorded("expand",
                    [](const Tensor& t, py::args sizes) { return op::expand(t, parse_dims_arg(sizes, "expand")); }),
           "A broadcast view (stride 0) to a larger shape; -1 keeps a size.\n\n"
-          ">>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape\n(2, 3, 4)")
+          ">>> flambeau_core.zeros(3, 1).expand(2, 3, 4).shape\nflambeau.Size([2, 3, 4])")
       .def(
           "expand_as",
           recorded("expand_as", [](const Tensor& t, const Tensor& other) { return expand_as(t, other); }),
@@ -717,7 +717,7 @@ void init_views(py::module_& m) {
           "flatten", recorded("flatten", [](const Tensor& t, int64_t s, int64_t e) { return flatten(t, s, e); }),
           py::arg("start_dim") = 0, py::arg("end_dim") = -1,
           "Merges dims start_dim..end_dim into one (a view when possible).\n\n"
-          ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\n(2, 12)")
+          ">>> flambeau_core.zeros(2, 3, 4).flatten(1).shape\nflambeau.Size([2, 12])")
       .def("narrow", recorded("narrow", &narrow_py), py::arg("dim"), py::arg("start"), py::arg("length"),
            "The view t[..., start:start+length, ...] along dim.\n"
            "\n"
