@@ -7,6 +7,11 @@
 // another compiler, or another C++ standard-library ABI carries a different
 // tag. At import, a dependent compares its tag with core_abi_tag() (expanded
 // when core was built) and raises ImportError naming both if they differ.
+// FB_ABI_LAYOUT is the revision of the public classes' memory layout
+// (TensorImpl, Storage, the dispatcher's tables): bump it in any change that
+// moves a field, so that a dependent or a cached fb.compile kernel built
+// against the old layout is refused (and rebuilt) instead of misreading
+// shapes, while the version string stays the same between releases.
 #include "flambeau/macros.h"
 #include "flambeau/version.h"
 
@@ -25,8 +30,11 @@
 #define FB_ABI_CXX11 "na"
 #endif
 
-#define FLAMBEAU_ABI_TAG                                                            \
-  "flambeau-" FLAMBEAU_VERSION_STRING "/" FB_ABI_COMPILER "/cxx11abi-" FB_ABI_CXX11 \
+// 2: TensorImpl's sizes and strides inline (detail::SizesAndStrides)
+#define FB_ABI_LAYOUT "2"
+
+#define FLAMBEAU_ABI_TAG                                                                                     \
+  "flambeau-" FLAMBEAU_VERSION_STRING "/layout-" FB_ABI_LAYOUT "/" FB_ABI_COMPILER "/cxx11abi-" FB_ABI_CXX11 \
   "/pybind11-" FLAMBEAU_PYBIND11_VERSION_STRING
 
 namespace flambeau {
