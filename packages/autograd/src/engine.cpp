@@ -286,6 +286,16 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn) {
   m->grad_accumulator_.reset();
 }
 
+namespace {
+// Note [In-place on views]: a base whose elements fill one block from its first element on.
+bool dense_forward_layout(const Tensor& base) {
+  if (base.is_contiguous()) return true;
+  for (int64_t s : base.strides())
+    if (s < 0) return false;
+  return is_non_overlapping_and_dense(base);
+}
+}  // namespace
+
 void check_inplace(const Tensor& self, bool other_requires_grad, const char* op) {
   AutogradMeta* m = meta_of(self);
   if (m && m->requires_grad_ && !m->grad_fn_)
@@ -306,9 +316,9 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
                                        "in-place operation (",
                                        self.describe(), "); do it under no_grad(), or on a clone"));
   check_no_internal_overlap(self, op);
-  if (!base.is_contiguous())
+  if (!dense_forward_layout(base))
     throw NotImplementedError(
-        detail::cat_str("[", op, "] in-place operation on a view of a non-contiguous tensor (",
+        detail::cat_str("[", op, "] in-place operation on a view of a tensor that is not dense (",
                         base.describe(), ") is not supported yet; clone the base first"));
 }
 
@@ -321,8 +331,12 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
 // view's history becomes "a view of the base's new history". Any other view
 // of the same base whose stored version is stale (the storage was written
 // since) gets that same history the next time it is used (gradient_edge).
-// Limits: the base must be contiguous, and create_graph through these nodes
-// raises NotImplementedError.
+// The base's gradient is laid out as the base (its strides): the view's
+// geometry, relative to the base's first element, then picks the same
+// elements in it. Limits: the base must be dense with no negative stride
+// (contiguous, channels-last, any permutation of dims: its first element is
+// its lowest address), and create_graph through these nodes raises
+// NotImplementedError.
 
 namespace {
 
@@ -330,6 +344,19 @@ struct ViewGeometry {
   Shape sizes, strides;
   int64_t offset = 0;  // relative to the base's first element
 };
+
+// A tensor laid out as the base (its sizes and strides, first element at offset 0).
+struct BaseLayout {
+  Shape sizes, strides;
+};
+
+BaseLayout layout_of(const Tensor& base) {
+  return {Shape(base.sizes().begin(), base.sizes().end()), Shape(base.strides().begin(), base.strides().end())};
+}
+
+Tensor empty_like_base(const BaseLayout& b, const Tensor& like) {
+  return op::empty_strided(b.sizes, b.strides, like.dtype(), like.device());
+}
 
 ViewGeometry geometry_of(const Tensor& view, const Tensor& base) {
   return {Shape(view.sizes().begin(), view.sizes().end()),
@@ -345,33 +372,35 @@ void refuse_double_backward(const Tensor& g, const char* node) {
 /// The history of a view of the base: g placed at the view's elements of a zero base.
 class AsStridedViewBackward final : public Node {
  public:
-  AsStridedViewBackward(Shape base_sizes, ViewGeometry geo)
-      : base_sizes_(std::move(base_sizes)), geo_(std::move(geo)) {}
+  AsStridedViewBackward(BaseLayout base, ViewGeometry geo) : base_(std::move(base)), geo_(std::move(geo)) {}
   std::string name() const override { return "AsStridedBackward0"; }
   variable_list apply(variable_list&& g) override {
     refuse_double_backward(g[0], "AsStridedBackward0");
     AutoExcludeAutograd guard;
-    Tensor z = zeros(base_sizes_, g[0].dtype(), g[0].device());
+    Tensor z = empty_like_base(base_, g[0]);
+    op::zero_(z);
     Tensor region = op::as_strided(z, geo_.sizes, geo_.strides, geo_.offset);
     op::copy_(region, g[0]);
     return {z};
   }
 
  private:
-  Shape base_sizes_;
+  BaseLayout base_;
   ViewGeometry geo_;
 };
 
 /// The base's history after an in-place op `fn` on one of its views.
 class CopySlices final : public Node {
  public:
-  CopySlices(ViewGeometry geo, std::shared_ptr<Node> fn) : geo_(std::move(geo)), fn_(std::move(fn)) {}
+  CopySlices(BaseLayout base, ViewGeometry geo, std::shared_ptr<Node> fn)
+      : base_(std::move(base)), geo_(std::move(geo)), fn_(std::move(fn)) {}
   std::string name() const override { return "CopySlices"; }
   void release_variables() override { fn_->release_variables(); }
   variable_list apply(variable_list&& g) override {
     refuse_double_backward(g[0], "CopySlices");
     AutoExcludeAutograd guard;
-    Tensor result = op::clone(g[0], MemoryFormat::Contiguous);  // like the base
+    Tensor result = empty_like_base(base_, g[0]);
+    op::copy_(result, g[0]);
     Tensor region = op::as_strided(result, geo_.sizes, geo_.strides, geo_.offset);
     variable_list res = fn_->apply({op::clone(region, MemoryFormat::Contiguous)});
     if (res[0].defined())
@@ -383,14 +412,14 @@ class CopySlices final : public Node {
   }
 
  private:
+  BaseLayout base_;
   ViewGeometry geo_;
   std::shared_ptr<Node> fn_;
 };
 
 void set_view_of_base_history(const Tensor& view, AutogradMeta* m, Edge base_edge) {
   const Tensor& base = m->view_base_;
-  auto v = std::make_shared<AsStridedViewBackward>(Shape(base.sizes().begin(), base.sizes().end()),
-                                                   geometry_of(view, base));
+  auto v = std::make_shared<AsStridedViewBackward>(layout_of(base), geometry_of(view, base));
   std::vector<Edge> edges;
   edges.push_back(std::move(base_edge));
   v->set_next_edges(std::move(edges));
@@ -405,9 +434,9 @@ void refresh_view_history(const Tensor& view, AutogradMeta* m) {
   m->view_version_ = view.impl()->version();
   Edge base_edge = gradient_edge(m->view_base_);
   if (!base_edge.valid()) return;
-  if (!m->view_base_.is_contiguous())
+  if (!dense_forward_layout(m->view_base_))
     throw NotImplementedError(detail::cat_str("[autograd] the base of this view (", m->view_base_.describe(),
-                                              ") was modified in place and is not contiguous; recomputing "
+                                              ") was modified in place and is not dense; recomputing "
                                               "the view's history is not supported yet"));
   set_view_of_base_history(view, m, std::move(base_edge));
 }
@@ -427,7 +456,7 @@ void rebase_inplace(const Tensor& self, const std::shared_ptr<Node>& fn) {
     return;
   }
   const Tensor base = m->view_base_;
-  auto copy_slices = std::make_shared<CopySlices>(geometry_of(self, base), fn);
+  auto copy_slices = std::make_shared<CopySlices>(layout_of(base), geometry_of(self, base), fn);
   std::vector<Edge> edges;
   edges.push_back(gradient_edge(base));
   for (size_t i = 1; i < fn->next_edges().size(); ++i) edges.push_back(fn->next_edges()[i]);

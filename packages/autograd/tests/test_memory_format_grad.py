@@ -94,3 +94,28 @@ def test_a_root_gradient_of_the_wrong_shape_still_raises():
 
 def _np(t):
     return np.array(t.detach().tolist(), dtype=np.float32)
+
+
+# ---- Note [In-place on views]: a base laid out other than row-major (an elementwise result keeps its
+# inputs' layout) ----
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "permuted"])
+@pytest.mark.parametrize("where", ["slice", "select", "strided"])
+def test_in_place_on_a_view_of_a_dense_non_contiguous_base_as_torch(layout, where):
+    def run(lib, x, v):
+        out = x * 1.5  # keeps x's layout, as torch's
+        region = {"slice": lambda o: o[:, 1:3], "select": lambda o: o[1], "strided": lambda o: o[..., ::2]}[where]
+        region(out).mul_(v.sum())
+        alias = region(out)  # a view taken after the in-place op reads the new values
+        return (out * x).sum() + (alias * alias).sum()
+
+    ours, theirs = _leaf(fc, layout), _leaf(torch, layout)
+    vo, vt = fc.tensor([0.5, -2.0], requires_grad=True), torch.tensor([0.5, -2.0], requires_grad=True)
+    lo, lt = run(fc, ours, vo), run(torch, theirs, vt)
+    assert (ours * 1.5).stride() == (theirs * 1.5).stride()
+    np.testing.assert_allclose(lo.item(), lt.item(), rtol=1e-5)
+    lo.backward()
+    lt.backward()
+    np.testing.assert_allclose(_np(ours.grad), theirs.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(vo.grad), vt.grad.numpy(), rtol=1e-5, atol=1e-5)
