@@ -219,13 +219,16 @@ TEST_CASE("OffsetCalculator<4> of a where's TensorIterator (a bool condition kep
 }
 
 TEST_CASE("offset_calculator refuses more dims than the kernels handle, after coalescing") {
-  // 20 dims of size 2 read in reverse order: nothing coalesces.
+  // 20 dims of size 2 read in reverse order into a row-major out=: nothing coalesces (a new result
+  // would take the input's order, Note [Result layout], and coalesce with it).
   const int nd = 20;
   Shape sizes(nd, 2), strides(nd);
   for (int d = 0; d < nd; ++d) strides[static_cast<size_t>(d)] = int64_t{1} << d;
   const Tensor base = zeros(Shape{int64_t{1} << nd}, ScalarType::Float32, Device(DeviceType::CPU));
   const Tensor rev = op::as_strided(base, sizes, strides, 0);
-  const TensorIterator it = TensorIterator::unary("neg", rev, ScalarType::Float32, ScalarType::Float32);
+  const Tensor out =
+      op::reshape(zeros(Shape{int64_t{1} << nd}, ScalarType::Float32, Device(DeviceType::CPU)), sizes);
+  const TensorIterator it = TensorIterator::into("neg", out, rev, ScalarType::Float32);
   CHECK(it.ndim() == nd);
   CHECK_THROWS_WITH_AS(fcu::offset_calculator<2>(it, "neg"),
                        doctest::Contains("[neg] CUDA kernels handle up to 16 dims"), ValueError);
