@@ -287,8 +287,9 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& fn) {
 }
 
 namespace {
-// Note [In-place on views]: a base whose elements fill one block from its first element on.
-bool dense_forward_layout(const Tensor& base) {
+// Note [In-place on views]: a base whose elements fill one block starting at its first element (dense,
+// no negative stride).
+bool starts_at_lowest_address(const Tensor& base) {
   if (base.is_contiguous()) return true;
   for (int64_t s : base.strides())
     if (s < 0) return false;
@@ -316,7 +317,7 @@ void check_inplace(const Tensor& self, bool other_requires_grad, const char* op)
                                        "in-place operation (",
                                        self.describe(), "); do it under no_grad(), or on a clone"));
   check_no_internal_overlap(self, op);
-  if (!dense_forward_layout(base))
+  if (!starts_at_lowest_address(base))
     throw NotImplementedError(
         detail::cat_str("[", op, "] in-place operation on a view of a tensor that is not dense (",
                         base.describe(), ") is not supported yet; clone the base first"));
@@ -434,7 +435,7 @@ void refresh_view_history(const Tensor& view, AutogradMeta* m) {
   m->view_version_ = view.impl()->version();
   Edge base_edge = gradient_edge(m->view_base_);
   if (!base_edge.valid()) return;
-  if (!dense_forward_layout(m->view_base_))
+  if (!starts_at_lowest_address(m->view_base_))
     throw NotImplementedError(detail::cat_str("[autograd] the base of this view (", m->view_base_.describe(),
                                               ") was modified in place and is not dense; recomputing "
                                               "the view's history is not supported yet"));
