@@ -93,6 +93,8 @@ MIGRATED += NN_LAYER_OPS
 # has no Python binding, through autograd on meta tensors)
 RNN = "_rnn_layer _rnn_layer_backward".split()
 MIGRATED += RNN
+# _linear_packed: its meta step (linear's) is tested in test_linear_packed.py
+MIGRATED += ["_linear_packed"]
 
 
 def cpu_tensor(shape: tuple[int, ...], dtype: str) -> fc.Tensor:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from flambeau.compiler import _epilogue
+from flambeau_core import _C
 
 F = fb.nn.functional
 
@@ -526,3 +527,69 @@ def test_a_relu_whose_indices_or_result_are_read_or_a_padded_pooling_stays_befor
                         strict=True):  # fmt: skip
             np.testing.assert_array_equal(a.numpy(), e.numpy())
         assert epilogues(compiled) == [[]], fn.__name__
+
+
+# --------------------------------------------------------------------------- eval linear on a packed weight
+def wide_mlp(M):
+    return M.nn.Sequential(
+        M.nn.Linear(200, 160), M.nn.ReLU(), M.nn.Linear(160, 128), M.nn.ReLU(), M.nn.Linear(128, 10),
+    )  # fmt: skip
+
+
+def own_gemm_packs():
+    return _C._pack_linear_weight(fb.ones(32, 32)).numel() > 0
+
+
+def same_bits(a, b):
+    np.testing.assert_array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
+
+
+def test_packed_weight_gives_linears_bits():
+    fb.manual_seed(0)
+    for n, out_f, in_f in ((128, 512, 784), (128, 512, 512), (3, 40, 30), (200, 64, 100), (70, 130, 17)):
+        x, w, b = fb.randn(n, in_f), fb.randn(out_f, in_f), fb.randn(out_f)
+        packed = _C._pack_linear_weight(w)
+        for bias in (b, None):
+            same_bits(_C._linear_packed(x, w, packed, bias), F.linear(x, w, bias))
+        # a packed copy that does not fit (empty, another weight's) is not read: linear runs
+        same_bits(_C._linear_packed(x, w, fb.empty(0), b), F.linear(x, w, b))
+    x, w = fb.randn(2, 3, 40), fb.randn(48, 40)  # leading dims folded into the rows, as linear does
+    same_bits(_C._linear_packed(x, w, _C._pack_linear_weight(w), None), F.linear(x, w))
+    assert _C._pack_linear_weight(fb.ones(8, 32)).numel() == 0  # below 16 rows: not packed
+    assert _C._pack_linear_weight(fb.ones(32, 32, dtype=fb.float64)).numel() == 0
+
+
+def test_eval_mlp_runs_on_packed_weights_refreshed_after_training_and_matches_torch():
+    fb.manual_seed(5)
+    model = wide_mlp(fb)
+    reference = to_torch_module(model, wide_mlp(torch))
+    compiled = fb.compile(model)
+    opt = fb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = fb.randn(128, 200)
+    with fb.no_grad():
+        compiled(x)
+        out = compiled(x)
+        expected = model(x)
+    same_bits(out, expected)
+    with torch.no_grad():
+        close(out, reference(torch.from_numpy(x.numpy().copy())))
+    if own_gemm_packs():
+        assert epilogues(compiled) == [[("linear_packed", "relu"), ("linear_packed", "relu")]]
+    else:
+        assert epilogues(compiled) == [[("linear", "relu"), ("linear", "relu")]]
+    for _ in range(2):  # the optimizer changes the weights in place: the replay packs them again
+        F.cross_entropy(model(x), fb.randint(0, 10, (128,))).backward()
+        opt.step()
+        opt.zero_grad()
+        with fb.no_grad():
+            same_bits(compiled(x), model(x))
+    model.load_state_dict({k: v * 0.5 for k, v in model.state_dict().items()})  # new memory, same guards
+    with fb.no_grad():
+        same_bits(compiled(x), model(x))
+        before = fb.backends.cpu.sgemm
+        fb.backends.cpu.sgemm = "openblas"  # the own GEMM off after the capture: linear runs instead
+        try:
+            same_bits(compiled(x), model(x))
+        finally:
+            fb.backends.cpu.sgemm = before
+    assert len(compiled._compiled_call.graphs) == 1

@@ -1,9 +1,10 @@
 """Epilogues of GEMMs and convolutions in a captured graph: batch norm folded into an eval convolution, an
-activation applied in place on a linear's or convolution's fresh result, a relu moved after its max pooling.
+activation applied in place on a linear's or convolution's fresh result, an eval linear on a packed weight, a
+relu moved after its max pooling.
 
 Note [Epilogue pass]
 :func:`fold` runs on a captured graph (Note [Captured graph]) before the elementwise fusion (Note
-[Elementwise fusion] in ``_fusion.py``) and rewrites three patterns (the first two each into one node):
+[Elementwise fusion] in ``_fusion.py``) and rewrites four patterns (the first two each into one node):
 
 * **Batch norm folded into a convolution** (eval, no grad): ``conv1d``/``conv2d(x, W, b, ...)`` whose result only
   ``native_batch_norm(., gamma, beta, running_mean, running_var, training=False, momentum, eps)`` reads,
@@ -25,6 +26,18 @@ Note [Epilogue pass]
   result under grad clones the output and records a copy), so a training step gains nothing from it; a real
   training epilogue needs a fused op with its own backward in core (``linear`` with an activation, whose
   backward masks the gradient while reducing the bias's).
+
+* **A linear on its packed weight** (no grad): a float32 CPU ``linear(x, W, b)`` of a constant weight (a
+  parameter) calls core's ``_linear_packed`` on a copy of ``W^T`` packed by ``_pack_linear_weight``
+  (:class:`PackedLinear`; core's Note [Packed linear weight]): the own GEMM then skips the transposition of
+  ``W``'s panels that ``linear`` does on every call (about 4% of the benchmark MLP's eval call). The copy is
+  made on the first call and again whenever ``W`` changed (its version counter or its memory), as the
+  folded convolution's weight is; where the own GEMM cannot take ``W`` (no AVX-512, the setting
+  ``backends.cpu.sgemm = 'openblas'``, a dimension below 16) the node stays ``linear``, and a call the own
+  GEMM would not run (too few rows, the setting changed since) runs ``linear`` inside ``_linear_packed``.
+  The values are ``linear``'s bits (the same kernel, the same order of each sum); at capture the node runs
+  once against the recorded result all the same. An activation that follows applies in place on its
+  result, as on ``linear``'s.
 
 * **A relu moved after the max pooling it feeds** (training and eval): ``relu(x)`` whose result only
   ``max_pool2d_with_indices(., kernel, stride, padding=0, dilation, ceil_mode)`` reads, the pooling's indices
@@ -52,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import flambeau_core as fc
+from flambeau_core import _C
 from flambeau_core._C import _set_grad_enabled
 
 from ._fusion import _remap as _fusion_remap
@@ -60,10 +74,13 @@ from ._graph import Graph, Node, Ref
 Tensor = fc.Tensor
 
 _CONVS = ("conv1d", "conv2d", "conv3d")
-_PRODUCERS = ("linear", *_CONVS, "conv_bn_folded", "native_batch_norm")
+_PRODUCERS = ("linear", "linear_packed", *_CONVS, "conv_bn_folded", "native_batch_norm")
 _IN_PLACE = {"relu": fc.relu_, "sigmoid": fc.sigmoid_, "tanh": fc.tanh_}
 _FLOATS = (fc.float32, fc.float64)
 _MAX_POOL = "max_pool2d_with_indices"
+# Below these a linear runs on OpenBLAS, not on the own GEMM that reads a packed weight (sgemm.cpp's kMinRows
+# and kMinMacs): no packed copy for it.
+_PACK_MIN_ROWS, _PACK_MIN_MACS = 8, 1 << 21
 
 
 class FoldedConv:
@@ -109,6 +126,27 @@ class FoldedConv:
 
     def __repr__(self) -> str:
         return f"FoldedConv({getattr(self.conv, '__name__', self.conv)}, eps={self.eps})"
+
+
+class PackedLinear:
+    """``linear(x, w, b)`` on a packed copy of ``w``'s transpose (Note [Epilogue pass]; core's Note [Packed
+    linear weight]): packed on the first call and again whenever ``w`` changed (its version counter or
+    its memory), so a replay reads the current weight."""
+
+    __slots__ = ("key", "packed")
+
+    def __init__(self) -> None:
+        self.key: tuple[int, int] | None = None
+        self.packed: Tensor | None = None
+
+    def __call__(self, x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+        key = (w._version, w.data_ptr())
+        if key != self.key:
+            self.packed, self.key = _C._pack_linear_weight(w), key
+        return _C._linear_packed(x, w, self.packed, b)
+
+    def __repr__(self) -> str:
+        return "PackedLinear()"
 
 
 class InPlaceActivation:
@@ -212,6 +250,41 @@ def _bn_fold(graph: Graph, i: int, uses: Counter[int], tensor_of: Callable[[Ref]
         )
         return None
     return Node("conv_bn_folded", folded, args, {}, False, bn.first_value, [()])
+
+
+def _packed_linear(node: Node, tensor_of: Callable[[Ref], Tensor]) -> Node | None:
+    """``node`` (a no-grad float32 ``linear`` of a constant weight) on a packed weight, or ``None``."""
+    if node.name != "linear" or node.grad_enabled or node.kwargs or len(node.args) not in (2, 3):
+        return None
+    if node.results != [()] or not all(isinstance(a, Ref) for a in node.args[:2]):
+        return None
+    x, w = node.args[:2]
+    b = node.args[2] if len(node.args) == 3 else None
+    if w.kind != "const" or not (b is None or (isinstance(b, Ref) and b.kind == "const")):
+        return None
+    weight, recorded = tensor_of(w), tensor_of(Ref("value", node.first_value))
+    if weight.dtype != fc.float32 or not weight.is_cpu or recorded.dtype != fc.float32 or recorded.dim() != 2:
+        return None
+    rows, (out_f, in_f) = recorded.shape[0], weight.shape
+    if rows < _PACK_MIN_ROWS or rows * out_f * in_f < _PACK_MIN_MACS:  # linear would not run the own GEMM
+        return None
+    packed = PackedLinear()
+    grad = fc.is_grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        mine = packed(tensor_of(x), weight, None if b is None else tensor_of(b))
+    finally:
+        _set_grad_enabled(grad)
+    if packed.packed is None or packed.packed.numel() == 0:  # the own GEMM cannot take it: linear stays
+        return None
+    from ._capture import _close
+
+    if mine.shape != recorded.shape or not _close(recorded, mine):
+        warnings.warn(
+            "[compile] a linear on its packed weight disagrees with linear; linear runs instead", stacklevel=5
+        )
+        return None
+    return Node("linear_packed", packed, node.args, {}, False, node.first_value, [()])
 
 
 def _activation(producer: Node, node: Node, uses: Counter[int], tensor_of: Callable[[Ref], Tensor]) -> Node | None:
@@ -327,7 +400,7 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
         act = _activation(nodes[-1], node, uses, tensor_of) if nodes else None
         if act is not None:
             last = nodes.pop()
-            if last.name == "conv_bn_folded":
+            if last.name in ("conv_bn_folded", "linear_packed"):
                 epilogues[-1] = Epilogue((*epilogues[-1].ops, node.name))
             else:
                 epilogues.append(Epilogue((last.name, node.name)))
@@ -337,6 +410,10 @@ def fold(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Folded | N
             nodes.append(act)
             i += 1
             continue
+        packed = _packed_linear(node, tensor_of)
+        if packed is not None:
+            epilogues.append(Epilogue(("linear_packed",)))
+            node = packed
         nodes.append(node)
         i += 1
     if not epilogues:

@@ -70,10 +70,10 @@ inline int64_t own_sgemm_packed_size(int64_t k, int64_t n) { return (n + 63) / 6
 void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* dst);
 
 /// c (m x n, row stride ldc) = a (m x k, row stride lda) @ B, or += when
-/// accumulate, B as own_sgemm_pack left it. Runs on the calling thread;
-/// panels outer (each step has few rows: the packed copy is read once).
-/// AVX-512 only.
+/// accumulate, or row_init + a @ B (as own_sgemm), B as own_sgemm_pack left
+/// it. Runs on the calling thread; panels outer (each step has few rows: the
+/// packed copy is read once). AVX-512 only.
 void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
-                      int64_t ldc, bool accumulate);
+                      int64_t ldc, bool accumulate, const float* row_init = nullptr);
 
 }  // namespace flambeau::cpu

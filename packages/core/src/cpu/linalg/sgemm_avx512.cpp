@@ -255,14 +255,15 @@ void own_sgemm_pack(bool tb, const float* b, int64_t ldb, int k, int n, float* d
 }
 
 void own_sgemm_packed(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
-                      int64_t ldc, bool accumulate) {
+                      int64_t ldc, bool accumulate, const float* row_init) {
+  if (row_init) accumulate = false;
   for (int p0 = 0; p0 < n; p0 += kPanel) {
     const float* panel = packed + int64_t{p0} * k;
     const int cols = std::min(kPanel, n - p0);
     for (int r0 = 0; r0 < m; r0 += kRows)
       kKernels[(cols + 15) / 16][std::min(kRows, m - r0)](k, a + int64_t{r0} * lda, lda, 1, panel, kPanel,
                                                           c + int64_t{r0} * ldc + p0, ldc, cols, accumulate,
-                                                          nullptr);
+                                                          row_init ? row_init + p0 : nullptr);
   }
 }
 
