@@ -627,9 +627,9 @@ def arange(
     """
 
 def as_strided(input: Tensor, size: typing.Any, stride: typing.Any, storage_offset: typing.Any = None) -> Tensor: ...
-def broadcast_shapes(*args) -> tuple:
+def broadcast_shapes(*args) -> Size:
     """
-    The shape the given shapes broadcast to.
+    The shape the given shapes broadcast to, as a Size (PyTorch's torch.Size).
     """
 
 def default_num_threads() -> int:

@@ -183,6 +183,13 @@ def test_broadcast_error_message():
     assert fc.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
 
 
+def test_broadcast_shapes_returns_a_size():
+    for shapes in [((2, 1), (3,), ()), (4, (1, 1)), ((),), ()]:
+        got, want = fc.broadcast_shapes(*shapes), torch.broadcast_shapes(*shapes)
+        assert type(got) is fc.Size and type(want) is torch.Size
+        assert got == want and repr(got) == repr(want).replace("torch", "flambeau")
+
+
 def test_bad_operands():
     t = fc.tensor([1.0, 2.0])
     with pytest.raises(TypeError):

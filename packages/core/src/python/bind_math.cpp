@@ -205,12 +205,14 @@ void init_math(py::module_& m) {
                                                   : parse_int_sequence(s, "broadcast_shapes", "shape");
           out = broadcast_shapes(out, sh, "broadcast_shapes");
         }
-        return py::tuple(py::cast(out));
+        PyObject* size = make_size(out);
+        if (!size) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(size);
       },
-      "The shape the given shapes broadcast to, as a tuple (PyTorch returns a torch.Size).\n"
+      "The shape the given shapes broadcast to, as a Size (PyTorch's torch.Size).\n"
       "\n"
       ">>> flambeau_core.broadcast_shapes((2, 1), (3,))\n"
-      "(2, 3)");
+      "flambeau.Size([2, 3])");
   m.def("_cpu_capability", &cpu::cpu_capability,
         "The instruction set the float kernels use here: 'base', 'avx2' or 'avx512' (Note [CPU "
         "capabilities]).");
