@@ -91,6 +91,32 @@ def test_expand_view_as_strided(nd):
     assert_same_view(x.as_strided(sizes, strides, 1), t.as_strided(sizes, strides, 1), x)
 
 
+@pytest.mark.parametrize(
+    ("shape", "sizes"),
+    [
+        ((2, 3), (3, 2, 3)),
+        ((2, 3), (1, 2, 3)),
+        ((2, 3), (1, 1, 2, 3)),
+        ((2, 3), (4, 1, 2, 3)),
+        ((2, 3), (1, 4, 2, 3)),
+        ((2, 3), (0, 2, 3)),
+        ((3, 1), (1, 3, 4)),
+        ((1, 3), (1, 5, 3)),
+        ((), (1,)),
+        ((), (1, 1)),
+        ((), (2, 1)),
+        ((2, 3), (1, 1, 1, 1, 1, 1, 2, 3)),
+    ],
+)
+def test_expand_strides_of_new_dims(shape, sizes):
+    """A new dim of size 1 takes the stride of a contiguous dim there (PyTorch's), any other new dim 0."""
+    x, t = pair(*shape)
+    assert_same_view(x.expand(*sizes), t.expand(*sizes), x)
+    if len(shape) == 2:  # the new dim's stride follows the next dim's, whatever its layout
+        assert_same_view(x.t().expand(1, *sizes[-2:][::-1]), t.t().expand(1, *sizes[-2:][::-1]), x)
+    assert x.expand(*sizes).is_contiguous() == t.expand(*sizes).is_contiguous()
+
+
 def test_views_of_sixteen_dims_and_back():
     x, t = pair(*(2,) * 16)
     v, w = x, t

@@ -248,7 +248,8 @@ Tensor expand_generic(const Tensor& self, IntArrayRef sizes) {
       FB_CHECK_VALUE(sizes[i] >= 0, "[expand] size -1 is not allowed for a new leading dim: expanding ",
                      shape_str(self.sizes()), " to ", shape_str(sizes));
       out[i] = sizes[i];
-      strides[i] = 0;
+      // As PyTorch: a new dim of size 1 takes the stride a contiguous dim there would have, any other 0.
+      strides[i] = sizes[i] == 1 && i + 1 < nn ? out[i + 1] * strides[i + 1] : 0;
       continue;
     }
     const int64_t have = self.sizes()[d];
