@@ -265,8 +265,8 @@ def device(type: object, index: object = None) -> object:  # noqa: A002  (torch.
     return fc.device(type if index is None else f"{type}:{index}")
 
 
-def Size(dims: object = ()) -> tuple[int, ...]:  # noqa: N802  (torch.Size)
-    return _as_dims(tuple(dims) if isinstance(dims, (list, tuple)) else dims, "size")
+def Size(dims: object = ()) -> fc.Size:  # noqa: N802  (torch.Size)
+    return fc.Size(_as_dims(tuple(dims) if isinstance(dims, (list, tuple)) else dims, "size"))
 
 
 def _get_layout(name: object) -> object:

@@ -221,6 +221,8 @@ def _torch_global(module: str, name: str) -> str | None:
         return TORCH_MODULE_OF.get(name)
     if module == "flambeau_core._C" and (name == "device" or f"torch.{name}" in TORCH_NAMES):
         return "torch"
+    if module == fc.Size.__module__ and name == "Size":  # torch.Size, which torch's weights_only load allows
+        return "torch"
     return None
 
 

@@ -603,10 +603,23 @@ def test_legacy_format_hostile_pickle_is_refused(tmp_path):
 def test_torch_size_and_tensor_attributes():
     out = ser.load(torch_saved({"size": torch.Size([2, 3]), "empty": torch.Size([])}))
     assert out == {"size": (2, 3), "empty": ()}
+    assert type(out["size"]) is fc.Size and type(out["empty"]) is fc.Size  # as torch.load gives torch.Size
+    out = ser.load(torch_saved({"shape": torch.ones(2, 5).shape}), weights_only=False)
+    assert type(out["shape"]) is fc.Size and out["shape"] == (2, 5)
     t = torch.ones(2)
     t.note = "hello"  # torch pickles Python attributes with _rebuild_from_type_v2
     with pytest.raises(FlambeauError, match=r"gives a tensor Python attributes \['note'\]"):
         ser.load(torch_saved(t))
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_a_flambeau_size_loads_in_torch_as_torch_size(weights_only):
+    x = fc.ones(2, 3)
+    out = torch.load(saved({"shape": x.shape, "size": fc.Size([4]), "empty": fc.Size()}), weights_only=weights_only)
+    assert out == {"shape": torch.Size([2, 3]), "size": torch.Size([4]), "empty": torch.Size([])}
+    assert all(type(v) is torch.Size for v in out.values())
+    back = ser.load(saved({"shape": x.shape}))  # and round-trips as a Size
+    assert type(back["shape"]) is fc.Size and back["shape"] == (2, 3)
 
 
 def test_saving_too_deep_a_structure_is_a_clean_error():
