@@ -79,15 +79,12 @@ def test_pooling_backwards():
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_pooling_checks_keep_their_messages(device):
     x = fc.ones(1, 2, 5, 5, device=device)
-    with pytest.raises(TypeError, match=r"^\[max_pool2d\] is not supported for dtype bool"):
+    with pytest.raises(NotImplementedError, match=r"^\[max_pool2d\] \"max_pool2d\" not implemented for 'Bool'"):
         fc.max_pool2d_with_indices(x.to(fc.bool), [2], [], [0], [1])
     with pytest.raises(fc.FlambeauError, match=r"^\[max_pool2d\] pad should be at most half"):
         fc.max_pool2d_with_indices(x, [2], [], [2], [1])
-    with pytest.raises(
-        TypeError,
-        match=r"^\[avg_pool2d\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64",
-    ):
-        fc.avg_pool2d(x.to(fc.int64), [2], [], [0])
+    with pytest.raises(NotImplementedError, match=r"^\[avg_pool2d\] \"avg_pool2d\" not implemented for 'Int'"):
+        fc.avg_pool2d(x.to(fc.int32), [2], [], [0])
     with pytest.raises(fc.FlambeauError, match=r"^\[avg_pool2d\] divisor_override must be non-zero"):
         fc.avg_pool2d(x, [2], [], [0], False, True, 0)
     with pytest.raises(fc.FlambeauError, match=r"^\[adaptive_max_pool2d\] output_size must be non-negative"):

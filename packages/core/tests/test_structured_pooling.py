@@ -310,15 +310,22 @@ def test_errors_as_torch():
             tcall()
         with pytest.raises(type(te.value), match=msg):
             fcall()
-    # An integer input: torch has no adaptive_avg_pool2d kernel for it (NotImplementedError); flambeau
-    # names the op and the floating dtypes it pools (for avg_pool2d too, which torch computes in integers).
-    with pytest.raises(NotImplementedError):
+    # An integer input: torch has no adaptive_avg_pool2d kernel for it (NotImplementedError, the same words
+    # here); avg_pool2d computes int64 (a sum divided toward zero) and refuses the other integer dtypes.
+    with pytest.raises(NotImplementedError, match=r"\"adaptive_avg_pool2d\" not implemented for 'Long'"):
         torch._C._nn.adaptive_avg_pool2d(ti, [2, 2])
-    with pytest.raises(TypeError, match=r"\[adaptive_avg_pool2d\] input must be"):
+    with pytest.raises(
+        NotImplementedError, match=r"\[adaptive_avg_pool2d\] \"adaptive_avg_pool2d\" not implemented for 'Long'"
+    ):
         fc.adaptive_avg_pool2d(xi, [2, 2])
-    assert torch._C._nn.avg_pool2d(ti, [2, 2]).dtype == torch.int64
-    with pytest.raises(TypeError, match=r"\[avg_pool2d\] input must be a float16, bfloat16, float32 or float64"):
-        fc.avg_pool2d(xi, [2, 2], [], [0, 0])
+    ti = torch.arange(-8, 8).reshape(1, 1, 4, 4) * 3
+    want = torch._C._nn.avg_pool2d(ti, [2, 2], [1, 1], [1, 1], True, False)
+    got = fc.avg_pool2d(fc.tensor(ti.numpy()), [2, 2], [1, 1], [1, 1], True, False)
+    assert got.dtype == fc.int64 and got.tolist() == want.tolist()
+    with pytest.raises(NotImplementedError, match=r"\"avg_pool2d\" not implemented for 'Int'"):
+        torch._C._nn.avg_pool2d(ti.int(), [2, 2])
+    with pytest.raises(NotImplementedError, match=r"\[avg_pool2d\] \"avg_pool2d\" not implemented for 'Int'"):
+        fc.avg_pool2d(xi.int(), [2, 2], [], [0, 0])
     # max_pool_backward: int64 indices of the grad's shape, inside the plane.
     with pytest.raises(TypeError, match=r"\[max_pool_backward\] indices must be int64"):
         fc.max_pool_backward(fc.ones(1, 1, 1, 1), fc.ones(1, 1, 1, 1), [1, 1, 2, 2])

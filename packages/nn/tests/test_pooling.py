@@ -256,6 +256,76 @@ def test_one_hot():
     np.testing.assert_array_equal(to_numpy(F.one_hot(fc.tensor(idx.numpy()), 7)), TF.one_hot(idx, 7).numpy())
 
 
+# ---- integer and bool inputs: the dtypes PyTorch's CPU kernels take, their values and refusals ----
+
+INT_DTYPES = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
+INT_SHAPES = {1: (2, 3, 7), 2: (2, 3, 5, 7), 3: (1, 2, 4, 5, 6)}
+INT_CASES = [
+    # (name, spatial dims, call with F = torch's or flambeau's functional): PyTorch computes an integer average
+    # in int64 with the sum divided toward zero (int64 only), max pooling in every integer dtype but bool, and
+    # refuses integers for the adaptive poolings and for max_pool1d without indices.
+    ("avg_pool1d", 1, lambda F, x: F.avg_pool1d(x, 3, 2, 1)),
+    ("avg_pool1d_ceil_no_pad", 1, lambda F, x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d", 2, lambda F, x: F.avg_pool2d(x, (2, 3), 1, (1, 1))),
+    ("avg_pool2d_divisor", 2, lambda F, x: F.avg_pool2d(x, 2, divisor_override=3)),
+    ("avg_pool3d", 3, lambda F, x: F.avg_pool3d(x, 2)),
+    ("avg_pool3d_ceil_no_pad", 3, lambda F, x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)),
+    ("avg_pool3d_ceil_pad", 3, lambda F, x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True)),
+    ("avg_pool3d_divisor", 3, lambda F, x: F.avg_pool3d(x, 2, 1, 1, divisor_override=5)),
+    ("adaptive_avg_pool1d", 1, lambda F, x: F.adaptive_avg_pool1d(x, 3)),
+    ("adaptive_avg_pool2d", 2, lambda F, x: F.adaptive_avg_pool2d(x, (2, 3))),
+    ("adaptive_avg_pool3d", 3, lambda F, x: F.adaptive_avg_pool3d(x, 2)),
+    ("max_pool1d", 1, lambda F, x: F.max_pool1d(x, 2)),
+    ("max_pool1d_indices", 1, lambda F, x: F.max_pool1d(x, 3, 2, 1, return_indices=True)),
+    ("max_pool2d", 2, lambda F, x: F.max_pool2d(x, 2, 1, 1)),
+    ("max_pool2d_indices", 2, lambda F, x: F.max_pool2d(x, 3, 2, 1, return_indices=True)),
+    ("max_pool3d", 3, lambda F, x: F.max_pool3d(x, 2, 1, 1)),
+    ("max_pool3d_indices", 3, lambda F, x: F.max_pool3d(x, 3, 2, 1, return_indices=True)),
+    ("adaptive_max_pool1d", 1, lambda F, x: F.adaptive_max_pool1d(x, 3)),
+    ("adaptive_max_pool2d", 2, lambda F, x: F.adaptive_max_pool2d(x, 2, return_indices=True)),
+    ("adaptive_max_pool3d", 3, lambda F, x: F.adaptive_max_pool3d(x, 2)),
+    ("lp_pool1d", 1, lambda F, x: F.lp_pool1d(x, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+@pytest.mark.parametrize("case", INT_CASES, ids=lambda c: c[0])
+def test_integer_inputs_as_torch(case, dtype):
+    _, dims, call = case
+    g = torch.Generator().manual_seed(3)
+    t = torch.randint(-60, 60, INT_SHAPES[dims], generator=g)
+    t = (t > 0) if dtype == torch.bool else (t.abs() if dtype == torch.uint8 else t).to(dtype)
+    for batched in (True, False):
+        tt = t if batched else t[0]
+        try:
+            want = call(TF, tt)
+        except NotImplementedError as e:
+            torch_words = str(e).splitlines()[0]  # '"avg_pool2d" not implemented for 'Int''
+            with pytest.raises(NotImplementedError) as ours:
+                call(F, from_torch(tt))
+            assert torch_words in str(ours.value)
+            continue
+        got = call(F, from_torch(tt))
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for a, b in zip(got, want, strict=True):
+            assert str(a.dtype).rpartition(".")[2] == str(b.dtype).rpartition(".")[2]
+            if b.is_floating_point():
+                np.testing.assert_allclose(to_numpy(a), b.numpy(), rtol=1e-6)
+            else:
+                np.testing.assert_array_equal(to_numpy(a), b.numpy())
+
+
+def test_int64_average_pooling_of_strided_inputs():
+    """A channels-last or transposed int64 input averages as a contiguous one (PyTorch's values)."""
+    t = torch.randint(-100, 100, (2, 3, 6, 5), generator=torch.Generator().manual_seed(4))
+    want = TF.avg_pool2d(t, 3, 2, 1, count_include_pad=False).numpy()
+    channels_last = from_torch(t.permute(0, 2, 3, 1).contiguous()).permute(0, 3, 1, 2)
+    transposed = from_torch(t.transpose(2, 3).contiguous()).transpose(2, 3)
+    for x in (channels_last, transposed):
+        assert not x.is_contiguous()
+        np.testing.assert_array_equal(to_numpy(F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)), want)
+
+
 # ---- gradcheck (float64, small) ----
 
 

@@ -238,6 +238,13 @@ FB_API void check_bool(const char* op, const Tensor& t, const char* what);
 FB_API void check_floating(const char* op, const Tensor& t, const char* what);
 /// TypeError for a bool tensor: "[max_pool2d] is not supported for dtype bool".
 FB_API void check_not_bool(const char* op, const Tensor& t);
+/// The integer dtypes a pooling's CPU kernel takes besides the floating ones (PyTorch's: max pooling all of
+/// uint8..int64, average pooling int64 only, adaptive max pooling none).
+enum class PoolIntegers : uint8_t { None, Int64, All };
+/// A pooling input of a dtype PyTorch's CPU kernel `kernel` computes (floating, and `integers`), else
+/// NotImplementedError in PyTorch's words:
+/// "[avg_pool2d] \"avg_pool2d\" not implemented for 'Int' (dtype int32)".
+FB_API void check_pool_dtype(const char* op, const Tensor& t, const char* kernel, PoolIntegers integers);
 /// avg_pool2d: a given divisor_override is non-zero.
 FB_API void check_divisor(const char* op, std::optional<int64_t> divisor);
 /// max_pool_backward: int64 indices of grad_output's shape, input_size of their rank (at least 2) with the

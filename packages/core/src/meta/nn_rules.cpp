@@ -8,6 +8,7 @@
 #include "flambeau/meta.h"
 #include "flambeau/ops.h"
 #include "flambeau/pool_shape.h"
+#include "flambeau/type_dispatch.h"
 #include "meta/bool_products.h"
 
 namespace flambeau::meta {
@@ -170,6 +171,52 @@ Shape embedding_backward(const char*, const Tensor& grad_output, int64_t num_wei
 }
 
 // ---- checks ----
+
+namespace {
+// A dtype's name in PyTorch's "not implemented for" errors (c10's ScalarType names).
+const char* torch_type_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool:
+      return "Bool";
+    case ScalarType::UInt8:
+      return "Byte";
+    case ScalarType::Int8:
+      return "Char";
+    case ScalarType::Int16:
+      return "Short";
+    case ScalarType::Int32:
+      return "Int";
+    case ScalarType::Int64:
+      return "Long";
+    case ScalarType::UInt16:
+      return "UInt16";
+    case ScalarType::UInt32:
+      return "UInt32";
+    case ScalarType::UInt64:
+      return "UInt64";
+    case ScalarType::Float16:
+      return "Half";
+    case ScalarType::BFloat16:
+      return "BFloat16";
+    case ScalarType::Float32:
+      return "Float";
+    case ScalarType::Float64:
+      return "Double";
+    case ScalarType::ComplexFloat:
+      return "ComplexFloat";
+    default:
+      return "ComplexDouble";
+  }
+}
+}  // namespace
+
+void check_pool_dtype(const char* op, const Tensor& t, const char* kernel, PoolIntegers integers) {
+  const ScalarType st = t.dtype();
+  const bool takes = is_floating(st) || (integers == PoolIntegers::Int64 && st == ScalarType::Int64) ||
+                     (integers == PoolIntegers::All && dtype_set_of(st) == kDtInts);
+  FB_CHECK_IMPL(NotImplementedError, takes, "[", op, "] \"", kernel, "\" not implemented for '",
+                torch_type_name(st), "' (dtype ", dtype_name(st), ")");
+}
 
 void check_divisor(const char* op, std::optional<int64_t> divisor) {
   FB_CHECK_VALUE(!divisor || *divisor != 0, "[", op, "] divisor_override must be non-zero");

@@ -65,6 +65,12 @@ def _check_rank(input: Tensor, ranks: tuple[int, ...], op: str, layout: str) -> 
         raise FlambeauError(f"[{op}] expected a {layout} input, got shape {_shape(input)}")
 
 
+def _dtype_not_implemented(input: Tensor, op: str, kernel: str) -> NotImplementedError:
+    """PyTorch's refusal of a dtype its CPU kernel lacks: ``"kernel" not implemented for 'Long'``."""
+    torch_name = input.type().rpartition(".")[2].removesuffix("Tensor")  # 'torch.LongTensor' -> 'Long'
+    return NotImplementedError(f"[{op}] \"{kernel}\" not implemented for '{torch_name}' (dtype {input.dtype})")
+
+
 def max_pool1d(
     input: Tensor,
     kernel_size: Any,
@@ -89,6 +95,9 @@ def max_pool1d(
     """
     _check_tensor(input, "max_pool1d")
     _check_rank(input, (2, 3), "max_pool1d", "2-D (C, L) or 3-D (N, C, L)")
+    if not return_indices and not input.is_floating_point():
+        # PyTorch's kernel without indices takes floating inputs only; the one with indices takes integers too.
+        raise _dtype_not_implemented(input, "max_pool1d", "max_pool1d_impl")
     out, idx = fc.max_pool1d_with_indices(
         input,
         _int_list(kernel_size, 1, "max_pool1d", "kernel_size"),

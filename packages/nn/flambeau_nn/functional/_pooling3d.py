@@ -21,7 +21,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_nn.functional._base import _check_tensor, _shape
-from flambeau_nn.functional._pooling import _adaptive_size, _check_rank, _int_list, _stride
+from flambeau_nn.functional._pooling import _adaptive_size, _check_rank, _dtype_not_implemented, _int_list, _stride
 
 __all__ = [
     "max_pool3d",
@@ -91,8 +91,10 @@ def _depth_max(values: Tensor, positions: list[list[int]]) -> tuple[Tensor, Tens
     """
     planes, depth, h, w = _shape(values)
     taps = len(positions[0])
-    # Padding reads a -inf slice appended at depth D, so it never wins over a real value.
-    padded = fc.cat([values, fc.full((planes, 1, h, w), -math.inf, dtype=values.dtype, device=values.device)], 1)
+    # Padding reads a -inf (an integer dtype's lowest) slice appended at depth D, so it never wins over a real
+    # value: each window lists its real taps first, and the first maximum wins.
+    low = -math.inf if values.is_floating_point() else fc.iinfo(values.dtype).min
+    padded = fc.cat([values, fc.full((planes, 1, h, w), low, dtype=values.dtype, device=values.device)], 1)
     flat = [depth if q < 0 else q for row in positions for q in row]
     index = fc.tensor(flat, dtype=fc.int64, device=values.device)
     windows = padded.index_select(1, index).reshape(planes, len(positions), taps, h, w)
@@ -123,6 +125,8 @@ def max_pool3d_with_indices(
     """
     op = "max_pool3d"
     x, lead = _flat_planes(input, op)
+    if input.dtype == fc.bool:
+        raise _dtype_not_implemented(input, op, op)
     k, s, p, d, out = _pool_params(op, kernel_size, stride, padding, dilation, input, bool(ceil_mode))
     depth, h, w = _shape(x)[1:]
     # Note [3-D pooling from 2-D]
@@ -198,6 +202,8 @@ def avg_pool3d(
     """
     op = "avg_pool3d"
     x, lead = _flat_planes(input, op)
+    if not input.is_floating_point() and input.dtype != fc.int64:  # PyTorch's CPU kernel: floats and int64
+        raise _dtype_not_implemented(input, op, "avg_pool3d_out_frame")
     if divisor_override is not None and (
         isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or divisor_override == 0
     ):
@@ -210,6 +216,8 @@ def avg_pool3d(
             f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})"
         )
     planes, depth = x.shape[0], x.shape[1]
+    if input.dtype == fc.int64:
+        return _avg_pool3d_int64(x, lead, k, s, p, out, bool(ceil_mode), bool(count_include_pad), divisor_override)
     div = None if divisor_override is None else 1
     hw = fc.avg_pool2d(x, k[1:], s[1:], p[1:], bool(ceil_mode), bool(count_include_pad), div)
     flat = hw.reshape(planes, 1, depth, out[1] * out[2])
@@ -217,6 +225,37 @@ def avg_pool3d(
     if divisor_override is not None:
         y = y / float(divisor_override)
     return y.reshape(lead + tuple(out))
+
+
+def _avg_pool3d_int64(
+    x: Tensor,
+    lead: tuple[int, ...],
+    k: list[int],
+    s: list[int],
+    p: list[int],
+    out: list[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> Tensor:
+    """avg_pool3d of int64 ``(planes, D, H, W)`` as PyTorch's kernel: the window's int64 sum divided by the
+    whole window's divisor, truncated toward zero (two rounded 2-D passes would round twice)."""
+    planes, depth, h, w = _shape(x)
+    sums = fc.avg_pool2d(x, k[1:], s[1:], p[1:], ceil_mode, True, 1).reshape(planes, 1, depth, out[1] * out[2])
+    sums = fc.avg_pool2d(sums, [k[0], 1], [s[0], 1], [p[0], 0], ceil_mode, True, 1).reshape(planes, *out)
+    if divisor_override is not None:
+        return sums.div(divisor_override, rounding_mode="trunc").reshape(lead + tuple(out))
+    counts = []  # per dim, each window's divisor: its extent within the padded input, or within the input
+    for size, kk, ss, pp, n in zip((depth, h, w), k, s, p, out, strict=True):
+        row = []
+        for o in range(n):
+            start = o * ss - pp
+            end = min(start + kk, size + pp)
+            real = min(end, size) - max(start, 0)
+            row.append(end - start if count_include_pad else max(real, 1))  # an empty window sums to 0
+        counts.append(fc.tensor(row, dtype=fc.int64, device=x.device))
+    divisor = counts[0].reshape(-1, 1, 1) * counts[1].reshape(1, -1, 1) * counts[2].reshape(1, 1, -1)
+    return sums.div(divisor, rounding_mode="trunc").reshape(lead + tuple(out))
 
 
 def _check_adaptive(op: str, input: Tensor, size: list[int]) -> None:
@@ -236,6 +275,8 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """
     op = "adaptive_avg_pool3d"
     x, lead = _flat_planes(input, op)
+    if not input.is_floating_point():
+        raise _dtype_not_implemented(input, op, "adaptive_avg_pool3d_cpu")
     size = _adaptive_size(input, output_size, 3, op)
     _check_adaptive(op, input, size)
     if 0 in size:  # an empty output, as PyTorch returns
@@ -257,6 +298,8 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_ind
     """
     op = "adaptive_max_pool3d"
     x, lead = _flat_planes(input, op)
+    if not input.is_floating_point():
+        raise _dtype_not_implemented(input, op, "adaptive_max_pool3d_cpu")
     size = _adaptive_size(input, output_size, 3, op)
     _check_adaptive(op, input, size)
     if 0 in size:  # an empty output, as PyTorch returns

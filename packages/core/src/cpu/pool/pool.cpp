@@ -395,13 +395,17 @@ void avg_pool2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kerne
       avg_pool2d_out_cpu(tmp, cpu::to_float32(self), kernel_size, stride, padding, ceil_mode, count_include_pad,
                          divisor_override);
     });
+  if (self.dtype() == ScalarType::Int64 && !self.is_contiguous())  // int64 runs the NCHW loop only
+    return avg_pool2d_out_cpu(out, contiguous(self), kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override);
   if (out.numel() == 0) return;
   const pool::Pool2d p = pool2d_geometry(self.sizes(), out.sizes(), kernel_size, stride, padding);
   const Tensor in = contiguous(self);
   cpu::write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtype(self.dtype(), "avg_pool2d", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>) {
+      // int64 as PyTorch: an int64 sum divided by the window's size, rounded toward zero.
+      if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, int64_t>) {
         const T* x = in.data<T>();
         T* y = dst.data<T>();
         const int64_t in_plane = p.H * p.W, out_plane = p.OH * p.OW;
