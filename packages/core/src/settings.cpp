@@ -105,6 +105,14 @@ const std::array<Spec, kCount>& specs() {
        "The widest instruction set the CPU kernels may use: 'auto' (the widest the CPU has), 'avx512', "
        "'avx2' or 'base'; each kernel family chooses its variant again on its next call (below 'avx512' "
        "an 'own' sgemm runs on OpenBLAS). get_cpu_capability() says which one runs."},
+      {"bf16_amx",
+       "FLAMBEAU_BF16_AMX",
+       {"False", "True"},
+       1,
+       true,
+       true,
+       "Whether bfloat16 convolutions multiply on AMX tiles where the CPU has AMX-BF16 (True) or on "
+       "AVX512-BF16 vdpbf16ps instructions (False); the sums are float32 and rounded once either way."},
   }};
   return table;
 }
@@ -208,7 +216,7 @@ const std::vector<std::string> g_environment_errors = apply_environment();
 
 // Constant-initialized to the defaults (sgemm's as on AVX-512), so a kernel running before this
 // file's initializer still reads a valid value; apply_environment() then sets the real ones.
-std::atomic<uint8_t> detail::g_values[kCount] = {0, 1, 0, 0, 0, 0, 0, 0, 0};
+std::atomic<uint8_t> detail::g_values[kCount] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
 
 std::vector<Info> list() {
   std::vector<Info> out;

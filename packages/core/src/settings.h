@@ -30,6 +30,7 @@ enum class Setting : uint8_t {
   ConvWeightGradKernel,
   ConvTransposedKernel,
   MaxCpuCapability,
+  Bf16Amx,
   kCount,
 };
 
@@ -73,6 +74,9 @@ inline TransposedKernel conv_transposed_kernel() {
 /// The widest instruction set the dispatch stubs may pick (Note [CPU capabilities] in
 /// cpu/dispatch/dispatch_stub.h); settable at run time.
 inline Capability max_cpu_capability() { return detail::load<Capability>(Setting::MaxCpuCapability); }
+/// False: bfloat16 convolutions keep their products on vdpbf16ps where the CPU also has AMX-BF16
+/// (Note [bfloat16 convolution on AMX] in cpu/conv/conv_bf16_avx512.cpp).
+inline bool bf16_amx() { return detail::load<uint8_t>(Setting::Bf16Amx) != 0; }
 
 /// What Python sees of one setting.
 struct Info {

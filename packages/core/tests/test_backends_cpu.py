@@ -34,6 +34,7 @@ SETTINGS = {
     "conv_weight_grad_kernel": ("FLAMBEAU_CONV_WGRAD", ["auto", "flat", "cv"]),
     "conv_transposed_kernel": ("FLAMBEAU_CONV_TRANSPOSED", ["auto", "gemm"]),
     "max_cpu_capability": ("FLAMBEAU_CPU_CAPABILITY", ["auto", "avx512", "avx2", "base"]),
+    "bf16_amx": ("FLAMBEAU_BF16_AMX", [False, True]),
 }
 AVX512 = cpu.get_cpu_capability() == "AVX512"
 # The values a test process can switch to (the own GEMM needs AVX-512).
@@ -73,6 +74,7 @@ def test_defaults_in_a_clean_process():
         "conv_weight_grad_kernel": "auto",
         "conv_transposed_kernel": "auto",
         "max_cpu_capability": "auto",
+        "bf16_amx": True,
     }
     assert r.stderr == ""
 
@@ -176,6 +178,7 @@ OVERRIDES = [
     ("FLAMBEAU_CONV_WGRAD", "cv", "conv_weight_grad_kernel", "cv"),
     ("FLAMBEAU_CONV_TRANSPOSED", "gemm", "conv_transposed_kernel", "gemm"),
     ("FLAMBEAU_CPU_CAPABILITY", "base", "max_cpu_capability", "base"),
+    ("FLAMBEAU_BF16_AMX", "off", "bf16_amx", False),
 ]
 
 

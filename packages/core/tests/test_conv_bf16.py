@@ -64,6 +64,14 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=[True, False], ids=["amx", "vdpbf16ps"])
+def amx(request):
+    """Each test on both multiply paths of the forward and transposed kernels: AMX tiles (where the
+    CPU has AMX-BF16; elsewhere the setting changes nothing) and vdpbf16ps."""
+    with fc.backends.cpu.flags(bf16_amx=request.param):
+        yield request.param
+
+
 def rng_for(*parts) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(repr(parts).encode()))
 
@@ -103,7 +111,7 @@ def geometry(case):
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 @pytest.mark.parametrize("integers", [False, True], ids=["normal", "integers"])
-def test_conv2d_forward_and_gradients(case, integers):
+def test_conv2d_forward_and_gradients(case, integers, amx):
     """Forward (with bias), the input gradient (a transposed convolution of the output gradient) and
     the weight gradient: within rounding of the exact values; with small integers (every sum exact)
     bit for bit torch's bfloat16 results."""
@@ -160,7 +168,7 @@ TRANSPOSED = [
 
 
 @pytest.mark.parametrize("case", TRANSPOSED, ids=str)
-def test_conv_transpose2d_and_its_weight_gradient(case):
+def test_conv_transpose2d_and_its_weight_gradient(case, amx):
     """A transposed convolution as the forward op (one class of outputs per stride residue), with
     bias and output_padding, and its weight gradient (the transposed geometry)."""
     n, ci, co, h, w, (kh, kw), s, p, d, g = geometry(case[:10])
@@ -311,3 +319,52 @@ def test_outputs_no_tap_reaches_are_zero_without_bias(case):
         del nan
         y = fc.conv_transpose2d(x, wf, None, s, p, op, g, d)
         np.testing.assert_array_equal(to_numpy(y), want.float().numpy())
+
+
+# (N, Cin, Cout, H, W, k, stride, padding): AMX's chunks of channel pairs (48 channels: 2 chunks of 12;
+# 40: 2 of 10; 34: 17 pairs, no equal split, so vdpbf16ps) and rows of 16 (Cout 48: a 16-row block
+# after a 32-row one; Cout 24 and the transposed 3-channel input: vdpbf16ps), panels past the image
+# (1x1 and 3x5 images, 37 outputs a row), stride 2 (transposed classes of 16 and 32 rows).
+AMX_CASES = [
+    (2, 48, 48, 6, 7, 3, 1, 1),
+    (2, 40, 32, 5, 5, 3, 2, 1),
+    (1, 34, 16, 4, 6, 3, 1, 1),
+    (2, 16, 24, 5, 5, 3, 1, 1),
+    (3, 32, 16, 1, 1, 3, 1, 1),
+    (1, 16, 32, 3, 37, 3, 1, 1),
+    (2, 32, 64, 9, 9, 1, 2, 0),
+    (2, 3, 16, 7, 7, 3, 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", AMX_CASES, ids=str)
+@pytest.mark.parametrize("fill", ["normal", "integers", "inf"])
+def test_amx_and_vdpbf16ps_give_the_same_values(case, fill):
+    """The forward and the input gradient on AMX tiles and on vdpbf16ps: float32 sums in another
+    order, so a value may differ by its last bit (a bfloat16 ulp) and no more; bit for bit on small
+    integers (every sum exact); the same infinities and NaNs from infinite inputs (outputs past the
+    image and rows past the channels, which the tiles compute from whatever follows, are not kept)."""
+    n, ci, co, h, w, k, s, p = case
+    rng = rng_for("amx", case, fill)
+    integers = fill != "normal"  # the infinities among small integers: the finite sums stay exact
+    x = data((n, ci, h, w), rng, integers)
+    if fill == "inf":
+        x.flat[rng.integers(0, x.size, 3)] = [np.inf, -np.inf, np.inf]
+    xf, _ = bf16(x)
+    wf, _ = bf16(data((co, ci, k, k), rng, integers))
+    bf, _ = bf16(data((co,), rng, integers))
+    ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    gf, _ = bf16(data((n, co, ho, wo), rng, integers))
+    op = (h - ((ho - 1) * s - 2 * p + k), w - ((wo - 1) * s - 2 * p + k))
+    got = {}
+    for on in (True, False):
+        with fc.backends.cpu.flags(bf16_amx=on):
+            y = fc.conv2d(xf, wf, bf, s, p)
+            gx = fc.conv_transpose2d(gf, wf, None, s, p, op)
+            got[on] = [to_numpy(t).astype(np.float64) for t in (y, gx)]
+    for a, b in zip(got[True], got[False], strict=True):
+        if integers:
+            np.testing.assert_array_equal(a, b)
+            continue
+        np.testing.assert_allclose(a, b, rtol=2.0**-7, atol=0)
+        assert np.mean(a != b) < 0.01

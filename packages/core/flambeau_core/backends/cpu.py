@@ -39,6 +39,7 @@ conv_direct_kernel: str
 conv_weight_grad_kernel: str
 conv_transposed_kernel: str
 max_cpu_capability: str
+bf16_amx: bool
 
 _SPECS = {spec["name"]: spec for spec in _C._settings()}
 
