@@ -40,6 +40,19 @@ CASES = [
     ("bmm", lambda lo: fc.bmm(X[None], W[None]), lambda tlo: torch.bmm(TX[None], TW[None])),
     ("matmul_float64", lambda lo: X64 @ X64.t(), lambda tlo: TX64 @ TX64.t()),
     ("linear", lambda lo: fc.linear(X, W, W[0]), lambda tlo: torch.nn.functional.linear(TX, TW, TW[0])),
+    ("addmm", lambda lo: fc.addmm(X, X, W), lambda tlo: torch.addmm(TX, TX, TW)),
+    ("addmm_low_self", lambda lo: fc.addmm(lo, X, W, beta=0.5), lambda tlo: torch.addmm(tlo, TX, TW, beta=0.5)),
+    (
+        "baddbmm",
+        lambda lo: fc.baddbmm(X[None], X[None], W[None]),
+        lambda tlo: torch.baddbmm(TX[None], TX[None], TW[None]),
+    ),
+    ("addbmm", lambda lo: fc.addbmm(X, lo[None], W[None]), lambda tlo: torch.addbmm(TX, tlo[None], TW[None])),
+    (
+        "addmm_float64",
+        lambda lo: fc.addmm(X64[:, :4], X64, X64.t()),
+        lambda tlo: torch.addmm(TX64[:, :4], TX64, TX64.t()),
+    ),
     ("conv2d", lambda lo: fc.conv2d(IMG, K, padding=1), lambda tlo: torch.conv2d(TIMG, TK, padding=1)),
     (
         "conv_transpose2d",

@@ -361,3 +361,54 @@ def test_grad_scaler_is_top_level_as_in_torch():
 
     assert torch.GradScaler is torch.amp.GradScaler
     assert fb.GradScaler is fb.amp.GradScaler
+
+
+_RNG = np.random.default_rng(7)
+_A, _B = _RNG.standard_normal((2, 4, 4, 4)).astype(np.float32), _RNG.standard_normal((2, 4, 4, 4)).astype(np.float32)
+_POS = np.abs(_A) + 0.5
+# Calls of functions written in Python (nn's composites), each of PyTorch's CPU float32 autocast list
+# (autocast_float32), and of table ops of its lower-precision list (addmm, baddbmm, addbmm); m is fb or torch.
+_AUTOCAST_CALLS = {
+    "avg_pool3d": lambda m, a, b: m.nn.functional.avg_pool3d(a[None], 2),
+    "max_pool3d": lambda m, a, b: m.nn.functional.max_pool3d(a[None], 2, 1, 1),
+    "adaptive_avg_pool3d": lambda m, a, b: m.nn.functional.adaptive_avg_pool3d(a[None], 3),
+    "adaptive_max_pool3d": lambda m, a, b: m.nn.functional.adaptive_max_pool3d(a[None], 3),
+    "max_unpool2d": lambda m, a, b: m.nn.functional.max_unpool2d(
+        *m.nn.functional.max_pool2d(a, 2, return_indices=True), 2
+    ),
+    "kl_div": lambda m, a, b: m.nn.functional.kl_div(a, b.abs() + 0.5, reduction="batchmean"),
+    "poisson_nll_loss": lambda m, a, b: m.nn.functional.poisson_nll_loss(a, b.abs()),
+    "cosine_embedding_loss": lambda m, a, b: m.nn.functional.cosine_embedding_loss(a[0, 0], b[0, 0], m.ones(4)),
+    "hinge_embedding_loss": lambda m, a, b: m.nn.functional.hinge_embedding_loss(a, m.ones(2, 4, 4, 4)),
+    "margin_ranking_loss": lambda m, a, b: m.nn.functional.margin_ranking_loss(a, b, m.ones(2, 4, 4, 4)),
+    "soft_margin_loss": lambda m, a, b: m.nn.functional.soft_margin_loss(a, m.ones(2, 4, 4, 4)),
+    "triplet_margin_loss": lambda m, a, b: m.nn.functional.triplet_margin_loss(a[0, 0], b[0, 0], a[1, 0]),
+    "multi_margin_loss": lambda m, a, b: m.nn.functional.multi_margin_loss(a[0, 0], m.tensor([0, 1, 2, 3])),
+    "multilabel_margin_loss": lambda m, a, b: m.nn.functional.multilabel_margin_loss(
+        a[0, 0], m.tensor([[0, 1, -1, 0]] * 4)
+    ),
+    "ctc_loss": lambda m, a, b: m.nn.functional.ctc_loss(
+        a[0].log_softmax(2), m.tensor([[1, 2], [1, 1], [2, 3], [3, 1]]), m.tensor([4] * 4), m.tensor([2] * 4)
+    ),
+    "grid_sample": lambda m, a, b: m.nn.functional.grid_sample(a, b[:, :3, :3, :2] * 0.5, align_corners=False),
+    "addmm": lambda m, a, b: m.addmm(a[0, 0], a[0, 1], b[0, 0]),
+    "baddbmm": lambda m, a, b: m.baddbmm(a[0], a[1], b[0], beta=0.5, alpha=2.0),
+    "addbmm": lambda m, a, b: m.addbmm(a[0, 0], a[1], b[0]),
+}
+
+
+@pytest.mark.parametrize("low_inputs", [False, True], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("name", list(_AUTOCAST_CALLS))
+def test_autocast_dtypes_and_values_of_composites_match_torch(name, low_inputs):
+    call = _AUTOCAST_CALLS[name]
+    results = []
+    for m in (fb, torch):
+        a, b = m.tensor(_A), m.tensor(_B)
+        if low_inputs:  # what a lowered convolution or linear hands on
+            a, b = a.to(m.bfloat16), b.to(m.bfloat16)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            out = call(m, a, b)
+        results.append(out)
+    ours, theirs = results
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=2e-2, atol=2e-2)

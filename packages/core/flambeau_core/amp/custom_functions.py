@@ -83,6 +83,31 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str, cast_inputs: An
     return decorate_fwd
 
 
+def autocast_float32(fn: Callable) -> Callable:
+    """Decorates a function written in Python (not an op of the table) so that autocast treats it as an op of
+    PyTorch's CPU float32 list (Note [Autocast]'s ``fp32``: its 3-D poolings, the losses): inside an enabled
+    region it runs with autocast off on its floating-point tensor arguments cast to float32 (float64 ones
+    left as they are); outside one, unchanged.
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau_core.amp.custom_functions import autocast_float32
+        >>> square_sum = autocast_float32(lambda x: (x * x).sum())
+        >>> with fb.autocast("cpu"):
+        ...     square_sum(fb.ones(2, dtype=fb.bfloat16)).dtype
+        flambeau.float32
+    """
+
+    @functools.wraps(fn)
+    def run_in_float32(*args: Any, **kwargs: Any) -> Any:
+        if not _C._is_autocast_enabled():
+            return fn(*args, **kwargs)
+        with autocast(device_type="cpu", enabled=False):
+            return fn(*_cast(args, "cpu", _C.float32), **_cast(kwargs, "cpu", _C.float32))
+
+    return run_in_float32
+
+
 def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
     """custom_bwd(bwd=None, *, device_type)
 

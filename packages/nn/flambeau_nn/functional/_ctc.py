@@ -17,6 +17,7 @@ from typing import Any
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _check_tensor, _float_input, _reduce, _shape
 
@@ -173,6 +174,7 @@ class _CTCLoss(fa.Function):
         return fc.where(live, g, fc.zeros((), dtype=lp.dtype))
 
 
+@autocast_float32
 def ctc_loss(
     log_probs: Tensor,
     targets: Tensor,

@@ -20,6 +20,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _check_tensor, _shape
 
@@ -126,6 +127,7 @@ def _fractional_max_pool(
     return best.reshape(shape), chosen.reshape(shape)
 
 
+@autocast_float32
 def fractional_max_pool2d_with_indices(
     input: Tensor,
     kernel_size: Any,
@@ -148,6 +150,7 @@ def fractional_max_pool2d_with_indices(
     )
 
 
+@autocast_float32
 def fractional_max_pool2d(
     input: Tensor,
     kernel_size: Any,
@@ -170,6 +173,7 @@ def fractional_max_pool2d(
     return (out, idx) if return_indices else out
 
 
+@autocast_float32
 def fractional_max_pool3d_with_indices(
     input: Tensor,
     kernel_size: Any,
@@ -190,6 +194,7 @@ def fractional_max_pool3d_with_indices(
     )
 
 
+@autocast_float32
 def fractional_max_pool3d(
     input: Tensor,
     kernel_size: Any,

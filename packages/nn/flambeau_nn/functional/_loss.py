@@ -9,6 +9,7 @@ from collections.abc import Callable
 import flambeau_autograd as fa
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _REDUCTIONS, _check_tensor, _float_input, _reduce, _shape
 
@@ -261,6 +262,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return fc.huber_loss(input, target, _reduction_enum(reduction, "huber_loss"), float(delta))
 
 
+@autocast_float32
 def kl_div(
     input: Tensor,
     target: Tensor,
@@ -307,6 +309,7 @@ def kl_div(
     return _reduce(loss, reduction, "kl_div")
 
 
+@autocast_float32
 def margin_ranking_loss(
     input1: Tensor,
     input2: Tensor,
@@ -406,6 +409,7 @@ def _check_reduction(size_average: bool | None, reduce: bool | None, reduction: 
     return reduction
 
 
+@autocast_float32
 def poisson_nll_loss(
     input: Tensor,
     target: Tensor,
@@ -488,6 +492,7 @@ def gaussian_nll_loss(
     return _reduce(loss, reduction, "gaussian_nll_loss")
 
 
+@autocast_float32
 def hinge_embedding_loss(
     input: Tensor,
     target: Tensor,
@@ -512,6 +517,7 @@ def hinge_embedding_loss(
     return _reduce(loss, reduction, "hinge_embedding_loss")
 
 
+@autocast_float32
 def soft_margin_loss(
     input: Tensor,
     target: Tensor,
@@ -535,6 +541,7 @@ def soft_margin_loss(
 _COSINE_EPS = 1e-12  # PyTorch's, added to each squared magnitude
 
 
+@autocast_float32
 def cosine_embedding_loss(
     input1: Tensor,
     input2: Tensor,
@@ -591,6 +598,7 @@ def _class_scores(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Tenso
     return rows, target.reshape(-1)
 
 
+@autocast_float32
 def multi_margin_loss(
     input: Tensor,
     target: Tensor,
@@ -636,6 +644,7 @@ def multi_margin_loss(
     return _reduce(loss, reduction, "multi_margin_loss")
 
 
+@autocast_float32
 def multilabel_margin_loss(
     input: Tensor,
     target: Tensor,
@@ -729,6 +738,7 @@ def _triplet_dims(anchor: Tensor, positive: Tensor, negative: Tensor, op: str) -
         )
 
 
+@autocast_float32
 def triplet_margin_loss(
     anchor: Tensor,
     positive: Tensor,

@@ -9,6 +9,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _check_tensor, _shape
 
@@ -214,6 +215,7 @@ def max_unpool1d(
     return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
 
 
+@autocast_float32
 def max_unpool2d(
     input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None
 ) -> Tensor:
@@ -230,6 +232,7 @@ def max_unpool2d(
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
 
 
+@autocast_float32
 def max_unpool3d(
     input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None
 ) -> Tensor:

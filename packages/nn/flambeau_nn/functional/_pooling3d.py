@@ -19,6 +19,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _check_tensor, _shape
 from flambeau_nn.functional._pooling import _adaptive_size, _check_rank, _dtype_not_implemented, _int_list, _stride
@@ -106,6 +107,7 @@ def _depth_max(values: Tensor, positions: list[list[int]]) -> tuple[Tensor, Tens
     return best, chosen.squeeze(2)
 
 
+@autocast_float32
 def max_pool3d_with_indices(
     input: Tensor,
     kernel_size: Any,
@@ -159,6 +161,7 @@ def _first_positions(n_out: int, s: int, p: int, d: int, device: Any) -> Tensor:
     return fc.tensor(firsts, dtype=fc.int64, device=device)
 
 
+@autocast_float32
 def max_pool3d(
     input: Tensor,
     kernel_size: Any,
@@ -182,6 +185,7 @@ def max_pool3d(
     return (out, idx) if return_indices else out
 
 
+@autocast_float32
 def avg_pool3d(
     input: Tensor,
     kernel_size: Any,
@@ -265,6 +269,7 @@ def _check_adaptive(op: str, input: Tensor, size: list[int]) -> None:
         raise FlambeauError(f"[{op}] expected non-empty spatial dims for a non-empty output, got {_shape(input)}")
 
 
+@autocast_float32
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     r"""Averages ``(D, H, W)`` down to ``output_size`` adaptive windows (``None`` keeps that input size).
 
@@ -288,6 +293,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     return y.reshape(lead + tuple(size))
 
 
+@autocast_float32
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     r"""Maxima over the adaptive windows of ``(D, H, W)`` and their indices in the volume.
 
@@ -320,6 +326,7 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_ind
     return best.reshape(shape), indices.reshape(shape)
 
 
+@autocast_float32
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     r"""Maxima over ``output_size`` adaptive windows of ``(D, H, W)`` (with their indices if ``return_indices``).
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 
 from flambeau_nn.functional._base import _check_tensor, _shape
 
@@ -352,6 +353,7 @@ def _cubic_weights(t: Tensor) -> list[Tensor]:
     return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
 
 
+@autocast_float32
 def grid_sample(
     input: Tensor,
     grid: Tensor,
