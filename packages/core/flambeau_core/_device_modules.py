@@ -715,6 +715,7 @@ def install_tensor_methods() -> None:
     _C.Tensor.cpu = _tensor_cpu
     _C.Tensor.cuda = _tensor_cuda
     _C.Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
-    # PyTorch's other device predicates, asked by device-agnostic programs (is_cpu is the binding's).
-    for kind in ("mps", "xpu", "meta"):
+    # PyTorch's other device predicates, asked by device-agnostic programs (is_cpu is the binding's); the
+    # device types flambeau has no backend for answer False.
+    for kind in ("mps", "xpu", "meta", "xla", "ipu", "mtia", "maia", "vulkan"):
         setattr(_C.Tensor, f"is_{kind}", property(lambda self, kind=kind: self.device.type == kind))

@@ -1,6 +1,7 @@
 """Questions a tensor answers about itself: its size in elements and bytes, its dtype's sign, its device
 index, its dim order; PyTorch's method spellings (``nelement``, ``ndimension``, ``nbytes``, ``itemsize``,
-``is_signed``, ``is_nonzero``, ``is_same_size``, ``get_device``, ``dim_order``, ``const_data_ptr``) and the
+``is_signed``, ``is_nonzero``, ``is_same_size``, ``get_device``, ``dim_order``, ``const_data_ptr``,
+``sparse_dim``, ``dense_dim``, ``is_nested``, ``is_sparse_csr``) and the
 top-level forms (``numel``, ``is_tensor``, ``is_nonzero``, ``is_same_size``, ``is_signed``, ``is_conj``,
 ``is_neg``, ``typename``, ``get_device``).
 
@@ -54,6 +55,32 @@ def _ndimension(self: _C.Tensor) -> int:
     Example:
         >>> import flambeau_core as fc
         >>> fc.zeros(4, 5).ndimension()
+        2
+    """
+    return self.dim()
+
+
+def _sparse_dim(self: _C.Tensor) -> int:
+    """sparse_dim() -> int
+
+    The number of sparse dims: 0 for a strided (dense) tensor, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.zeros(4, 5).sparse_dim()
+        0
+    """
+    return 0
+
+
+def _dense_dim(self: _C.Tensor) -> int:
+    """dense_dim() -> int
+
+    The number of dense dims: all of a strided tensor's, ``dim()``, as PyTorch's.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> fc.zeros(4, 5).dense_dim()
         2
     """
     return self.dim()
@@ -341,6 +368,8 @@ METHODS = {
     "get_device": get_device,
     "const_data_ptr": _const_data_ptr,
     "dim_order": _dim_order,
+    "sparse_dim": _sparse_dim,
+    "dense_dim": _dense_dim,
 }
 
 
@@ -354,3 +383,6 @@ def install() -> None:
         setattr(_C.Tensor, name, fn)
     _C.Tensor.nbytes = property(_nbytes, doc=_nbytes.__doc__)
     _C.Tensor.itemsize = property(_itemsize, doc=_itemsize.__doc__)
+    # Layouts flambeau has no tensors of (PyTorch's predicates, asked by layout-agnostic libraries).
+    _C.Tensor.is_nested = property(lambda self: False, doc="False: flambeau has no nested tensors.")
+    _C.Tensor.is_sparse_csr = property(lambda self: False, doc="False: flambeau has no CSR sparse tensors.")

@@ -97,7 +97,18 @@ def test_device_predicates_answer_for_the_tensor_device():
     import torch
 
     t, expected = fc.zeros(2), torch.zeros(2)
-    for name in ("is_cpu", "is_cuda", "is_mps", "is_xpu", "is_meta"):
+    for name in (
+        "is_cpu",
+        "is_cuda",
+        "is_mps",
+        "is_xpu",
+        "is_meta",
+        "is_xla",
+        "is_ipu",
+        "is_mtia",
+        "is_maia",
+        "is_vulkan",
+    ):
         assert getattr(t, name) is getattr(expected, name), name
     assert isinstance(fc.Tensor.is_mps, property)  # answers the tensor's device, not a fixed value
 

@@ -119,6 +119,13 @@ def test_dim_order_refuses_another_ambiguity_check():
         fc.empty(2).dim_order(ambiguity_check="ILLEGAL")
 
 
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3, 4)])
+def test_layout_queries_of_a_strided_tensor_match_torch(shape):
+    x, t = fc.zeros(shape), torch.zeros(shape)
+    assert (x.sparse_dim(), x.dense_dim()) == (t.sparse_dim(), t.dense_dim())
+    assert (x.is_nested, x.is_sparse_csr, x.is_sparse) == (t.is_nested, t.is_sparse_csr, t.is_sparse)
+
+
 def test_queries_refuse_non_tensors():
     for fn in (fc.numel, fc.is_signed, fc.is_nonzero, fc.is_neg, fc.get_device):
         with pytest.raises(TypeError, match=rf"\[{fn.__name__}\] expected a Tensor as 'input', got list"):
