@@ -334,16 +334,23 @@ AMX_CASES = [
     (1, 16, 32, 3, 37, 3, 1, 1),
     (2, 32, 64, 9, 9, 1, 2, 0),
     (2, 3, 16, 7, 7, 3, 1, 1),
+    # The weight gradient's AMX blocks (input channels in multiples of 16, output pairs in chunks of
+    # 16): 48 channels (32-row blocks across taps) into 40 (a column block past the channels); an odd
+    # output width (the zero column); stride 2 with 16 output pairs.
+    (2, 48, 40, 8, 8, 3, 1, 1),
+    (2, 16, 16, 8, 7, 3, 1, 1),
+    (2, 32, 16, 16, 8, 3, 2, 1),
 ]
 
 
 @pytest.mark.parametrize("case", AMX_CASES, ids=str)
 @pytest.mark.parametrize("fill", ["normal", "integers", "inf"])
 def test_amx_and_vdpbf16ps_give_the_same_values(case, fill):
-    """The forward and the input gradient on AMX tiles and on vdpbf16ps: float32 sums in another
-    order, so a value may differ by its last bit (a bfloat16 ulp) and no more; bit for bit on small
-    integers (every sum exact); the same infinities and NaNs from infinite inputs (outputs past the
-    image and rows past the channels, which the tiles compute from whatever follows, are not kept)."""
+    """The forward, the input gradient and the weight gradient on AMX tiles and on vdpbf16ps: float32
+    sums in another order, so a value may differ by its last bit (a bfloat16 ulp) and no more; bit for
+    bit on small integers (every sum exact); the same infinities and NaNs from infinite inputs (outputs
+    past the image and columns past the channels, which the tiles compute from whatever follows, are
+    not kept)."""
     n, ci, co, h, w, k, s, p = case
     rng = rng_for("amx", case, fill)
     integers = fill != "normal"  # the infinities among small integers: the finite sums stay exact
@@ -361,7 +368,8 @@ def test_amx_and_vdpbf16ps_give_the_same_values(case, fill):
         with fc.backends.cpu.flags(bf16_amx=on):
             y = fc.conv2d(xf, wf, bf, s, p)
             gx = fc.conv_transpose2d(gf, wf, None, s, p, op)
-            got[on] = [to_numpy(t).astype(np.float64) for t in (y, gx)]
+            gw = fc._C._convolution_backward_weight(gf, xf, [co, ci, k, k], [s, s], [p, p], [1, 1], False, [0, 0], 1)
+            got[on] = [to_numpy(t).astype(np.float64) for t in (y, gx, gw)]
     for a, b in zip(got[True], got[False], strict=True):
         if integers:
             np.testing.assert_array_equal(a, b)
