@@ -13,6 +13,8 @@
 #include <tuple>
 
 #include "engine.h"
+#include "flambeau/memory_format.h"
+#include "flambeau/result_layout.h"
 
 namespace flambeau::autograd::formulas {
 
@@ -920,6 +922,16 @@ inline Tensor conv_bias_jvp(const Tensor& bias_t, size_t spatial) {
   Shape shape(spatial + 1, 1);
   shape[0] = bias_t.numel();
   return op::reshape(bias_t, shape);
+}
+
+/// A gradient of convolution's input or weight laid out as PyTorch's (Note [Result layout] in core's
+/// result_layout.cpp): in conv_memory_format(input, weight), which the backward ops cannot see (they
+/// lay theirs out from grad_output, e.g. a sum's expanded gradient); a copy only when it differs.
+inline Tensor conv_grad_in_format(const Tensor& g, const Tensor& input, const Tensor& weight) {
+  if (g.dim() != 4) return g;
+  const MemoryFormat f = conv_memory_format(input, weight);
+  if (std::ranges::equal(g.strides(), strides_for_memory_format(g.sizes(), f, "convolution_backward"))) return g;
+  return op::clone(g, f);
 }
 
 /// A per-channel (C,) tensor shaped (1, C, 1, ...) against an (N, C, ...) input of `dim` dims.

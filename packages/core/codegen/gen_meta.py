@@ -236,6 +236,12 @@ def _new_output(op: OpDecl, sizes: str, dtype: str, device: str) -> str:
         return f"empty_elementwise({sizes}, {dtype}, {device}, {_tensors(rule.args)})"
     if rule.name == "suggest":
         return f"empty_in_format({sizes}, {dtype}, {device}, suggest_memory_format({rule.args[0]}))"
+    if rule.name == "suggest_unless_contiguous":
+        a = rule.args[0]
+        fmt = f"{a}.is_contiguous() ? MemoryFormat::Contiguous : suggest_memory_format({a})"
+        return f"empty_in_format({sizes}, {dtype}, {device}, {fmt})"
+    if rule.name == "conv_format":
+        return f"empty_in_format({sizes}, {dtype}, {device}, conv_memory_format({rule.args[0]}, {rule.args[1]}))"
     if rule.name == "preserve":  # the result has that tensor's shape and device (Note [Preserving a layout])
         return f"empty_like_in({rule.args[0]}, {dtype}, MemoryFormat::Preserve)"
     if rule.name == "suggest_list":

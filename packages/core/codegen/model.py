@@ -243,6 +243,8 @@ BATCH_RULES = {
 LAYOUT_RULES = {
     "elementwise": "TensorIterator's: the layout of the tensors it names (default: every tensor argument)",
     "suggest": "channels-last when the one tensor it names has channels-last strides, else contiguous",
+    "conv_format": "a convolution's: channels-last when either tensor it names (input, weight) suggests it",
+    "suggest_unless_contiguous": "batch norm's: contiguous when the tensor it names is row-major, else as suggest",
     "suggest_list": "cat's: the common suggested format of the list's tensors, else contiguous",
     "preserve": "the named tensor's strides when it is dense, else dense in its strides' order (sort's)",
     "contiguous": "row-major, whatever the inputs' layout",
@@ -574,8 +576,10 @@ def _parse_meta(e: dict, op: OpDecl, where: str) -> None:
         if not op.structured:
             raise TableError(f"{where}: 'layout' is the rule of a structured op's new result")
         op.layout = _parse_rule(e["layout"], set(LAYOUT_RULES), op.args, where, "layout")
-        if op.layout.name in ("suggest", "preserve") and len(op.layout.args) != 1:
+        if op.layout.name in ("suggest", "suggest_unless_contiguous", "preserve") and len(op.layout.args) != 1:
             raise TableError(f"{where}: layout {op.layout.name} names one tensor argument, {op.layout.name}(input)")
+        if op.layout.name == "conv_format" and len(op.layout.args) != 2:
+            raise TableError(f"{where}: layout conv_format names two tensor arguments, conv_format(input, weight)")
     op.errors_as = e.get("errors_as")
     op.out_dtype = e.get("out_dtype")
     if op.out_dtype is not None and op.out_dtype not in OUT_DTYPES:

@@ -12,6 +12,12 @@
 //     scalar, gives a channels-last result, and in a mix of layouts the first input's wins.
 //   * suggest(x) (pooling, batch norm, upsampling, padding): channels-last when x's strides are
 //     channels-last-like (PyTorch's suggest_memory_format), else contiguous.
+//   * suggest_unless_contiguous(x) (batch norm): contiguous when x is row-major (a channels-last x with
+//     size-1 channels or a 1x1 image is both), else suggest(x), as PyTorch's CPU batch norm.
+//   * conv_format(input, weight) (the convolutions and their weight gradient): channels-last when either
+//     suggests it and the input has elements (conv_memory_format), as PyTorch's CPU backends lay out
+//     the output, grad_input and grad_weight; the autograd formulas convert a gradient an op laid
+//     out from another grad_output's layout (autograd's conv_grad_in_format).
 //   * suggest_list (cat): the inputs' common suggested format, else contiguous.
 //   * preserve(x) (sort): x's strides when x is dense, as clone's (Note [Preserving a layout]).
 // The strides are PyTorch's, size-1 and size-0 dims included (a channels-last result multiplies
@@ -109,6 +115,14 @@ Shape reordered_strides(IntArrayRef sizes, std::span<const Tensor* const> inputs
 MemoryFormat suggest_memory_format(const Tensor& self) {
   if (self.dim() == 4 && strides_like_channels_last(self, kOrder2d)) return MemoryFormat::ChannelsLast;
   if (self.dim() == 5 && strides_like_channels_last(self, kOrder3d)) return MemoryFormat::ChannelsLast3d;
+  return MemoryFormat::Contiguous;
+}
+
+MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight) {
+  if (input.dim() != 4 || input.numel() == 0) return MemoryFormat::Contiguous;
+  if (suggest_memory_format(input) == MemoryFormat::ChannelsLast ||
+      (weight.dim() == 4 && suggest_memory_format(weight) == MemoryFormat::ChannelsLast))
+    return MemoryFormat::ChannelsLast;
   return MemoryFormat::Contiguous;
 }
 

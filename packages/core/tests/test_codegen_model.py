@@ -189,6 +189,7 @@ def test_the_layout_rule_is_the_declared_one_else_the_pointwise_default(model, t
     [
         ("suggest_format(self)", True, r"ops.yaml:2: unknown layout rule 'suggest_format\(self\)' \(known: contiguous"),
         ("suggest(self, self)", True, r"ops.yaml:2: layout suggest names one tensor argument, suggest\(input\)"),
+        ("conv_format(self)", True, r"ops.yaml:2: layout conv_format names two tensor arguments, conv_format\(input"),
         ("elementwise(weight)", True, r"ops.yaml:2: layout rule 'elementwise\(weight\)' names 'weight', which is not"),
         ("elementwise", False, r"ops.yaml:2: 'layout' is the rule of a structured op's new result"),
     ],

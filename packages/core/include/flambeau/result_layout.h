@@ -18,6 +18,11 @@ namespace flambeau {
 /// PyTorch resolves to Contiguous (an empty dim, size-1 channels with equal strides).
 FB_API MemoryFormat suggest_memory_format(const Tensor& self);
 
+/// A convolution's result format, as PyTorch's CPU convolutions choose it for their output and
+/// gradients: ChannelsLast when `input` or `weight` (4-d) suggests it, Contiguous for an input with
+/// no elements (PyTorch's empty convolution) and for every other rank.
+FB_API MemoryFormat conv_memory_format(const Tensor& input, const Tensor& weight);
+
 /// cat's result format, as PyTorch's: the inputs' suggested format when they all suggest the same
 /// one (the skipped 1-d empty tensors included), else Contiguous.
 FB_API MemoryFormat cat_memory_format(std::span<const Tensor> tensors);

@@ -20,6 +20,11 @@
 // transposed convolution]: the input gradient of a stride-1 convolution) and
 // strided ones of 2+ taps (Note [Strided transposed convolution]).
 //
+// Channels-last tensors (Note [Result layout]: a channels-last input or weight gives a channels-last
+// output and gradients, as PyTorch's) run these NCHW kernels on an NCHW copy of the input, the result
+// copied into the NHWC output once; 1x1 ones run as one GEMM on the NHWC memory instead (Note
+// [Channels-last pointwise convolution]).
+//
 // Threads: with at least as many images as threads, images are split across
 // threads, each calling a single-threaded GEMM on its own columns buffer (and,
 // for the weight gradient, accumulating into its own copy of dW, summed at the
@@ -39,6 +44,7 @@
 #include "conv_utils.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
+#include "flambeau/memory_format.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "cpu/linalg/gemm.h"
@@ -387,6 +393,56 @@ void float_types(ScalarType t, const F& f) {
     f(double{});
 }
 
+// Note [Channels-last pointwise convolution]
+// A 1x1, stride-1, unpadded, ungrouped convolution of NHWC tensors is one GEMM over the pixels: the
+// input is an (N*H*W, C_in) matrix, the output (N*H*W, C_out), and a 1x1 weight's memory is the same
+// (C_out, C_in) matrix in either layout:
+//   forward:      y (P, Co)  = x (P, Ci) @ W^T (Ci, Co)   (+ bias, the rows' start)
+//   transposed:   y (P, Cb)  = x (P, Cs) @ W (Cs, Cb)     (the input gradient of the forward)
+//   weight grad:  dW (Cs, Cb) = small^T (Cs, P) @ big (P, Cb)
+// with no NCHW copy in or out (MobileNet's pointwise layers in channels-last).
+bool nhwc_matrix(const Tensor& t) { return t.dim() == 4 && is_contiguous_in(t, MemoryFormat::ChannelsLast); }
+
+/// Runs the pointwise case of convolution_out_cpu on NHWC memory; false (nothing done) otherwise.
+bool pointwise_nhwc(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                    const ConvGeo& g, bool transposed) {
+  if (!g.pointwise() || g.groups != 1 || input.numel() == 0 || out.is_contiguous() || !nhwc_matrix(out) ||
+      !nhwc_matrix(input) || !weight.is_contiguous() || (bias && !bias->is_contiguous()) ||
+      cpu::shares_storage(out, std::initializer_list<const Tensor*>{&input, &weight, bias ? &*bias : nullptr}))
+    return false;
+  const int P = to_int(g.N * g.small_hw(), "convolution"), Cb = to_int(g.Cb, "convolution");
+  const int Cs = to_int(g.Cs, "convolution");
+  float_types(input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* b = bias ? bias->data<T>() : nullptr;
+    if (transposed)
+      cpu::gemm(false, false, P, Cb, Cs, input.data<T>(), Cs, weight.data<T>(), Cb, out.data<T>(), Cb, T(1),
+                b ? T(1) : T(0), b);
+    else
+      cpu::gemm(false, true, P, Cs, Cb, input.data<T>(), Cb, weight.data<T>(), Cb, out.data<T>(), Cs, T(1),
+                b ? T(1) : T(0), b);
+  });
+  return true;
+}
+
+/// The pointwise weight gradient on NHWC memory; false (nothing done) outside that case.
+bool pointwise_weight_grad_nhwc(const Tensor& dw, const Tensor& grad, const Tensor& input, const ConvGeo& g,
+                                bool transposed) {
+  if (!g.pointwise() || g.groups != 1 || !dw.is_contiguous() || !nhwc_matrix(grad) || !nhwc_matrix(input) ||
+      (grad.is_contiguous() && input.is_contiguous()) ||
+      cpu::shares_storage(dw, std::initializer_list<const Tensor*>{&grad, &input}))
+    return false;
+  const int P = to_int(g.N * g.small_hw(), "convolution_backward_weight");
+  const int Cb = to_int(g.Cb, "convolution_backward_weight"), Cs = to_int(g.Cs, "convolution_backward_weight");
+  float_types(input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* small = transposed ? input.data<T>() : grad.data<T>();
+    const T* big = transposed ? grad.data<T>() : input.data<T>();
+    cpu::gemm(true, false, Cs, Cb, P, small, Cs, big, Cb, dw.data<T>(), Cb);
+  });
+  return true;
+}
+
 // convolution and its weight gradient are structured (Note [Structured kernels]): the meta step checked
 // the arguments (check_conv, check_conv_weight_grad) and allocated out; the kernels write out itself, or
 // a contiguous buffer copied into out when out is strided or shares memory with an argument.
@@ -419,6 +475,10 @@ void convolution_out_cpu(const Tensor& out, const Tensor& input_, const Tensor& 
     cpu::copy_out(out, op::cast(y32, input_.dtype()));
     return;
   }
+  if (pointwise_nhwc(out, input_, weight_, bias_,
+                     make_geo(input_, weight_.sizes(), out_shape, stride, padding, dilation, transposed, groups),
+                     transposed))
+    return;
   const Tensor input = contiguous(input_), weight = contiguous(weight_);
   const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;
   const ConvGeo g = make_geo(input, weight.sizes(), out_shape, stride, padding, dilation, transposed, groups);
@@ -476,6 +536,10 @@ void convolution_backward_weight_out_cpu(const Tensor& dw, const Tensor& grad_ou
   }
   (void)output_padding;
   const Shape out_shape(grad_output_.sizes().begin(), grad_output_.sizes().end());
+  if (pointwise_weight_grad_nhwc(
+          dw, grad_output_, input_,
+          make_geo(input_, weight_size, out_shape, stride, padding, dilation, transposed, groups), transposed))
+    return;
   const Tensor grad = contiguous(grad_output_), input = contiguous(input_);
   const ConvGeo g = make_geo(input, weight_size, out_shape, stride, padding, dilation, transposed, groups);
   cpu::write_contiguous(dw, args, [&](Tensor y) {

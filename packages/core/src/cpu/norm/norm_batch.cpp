@@ -13,12 +13,18 @@
 // blocks widened in cache (Note [Batch norm in bfloat16]); float16 and L <= 1
 // bfloat16 inputs run on float32 copies (Note [Low-precision kernels]), with
 // float32 parameters too (Note [Batch norm's mixed precision]).
+//
+// Note [Channels-last batch norm]
+// A channels-last float32/float64 input (NHWC in memory, Note [Result layout]) is an (N*H*W, C) input:
+// the (N, C) loops run on its memory as it is, forward and backward, and write the NHWC output and
+// input gradient the meta step laid out, instead of packing to NCHW and copying the result back.
 // Both ops are structured (Note [Structured kernels]): out kernels writing the
 // outputs the meta step allocated (evaluation mode's saved statistics are (0,):
 // the per-channel coefficients then go to buffers of the kernel, as before).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -27,6 +33,7 @@
 #include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
+#include "flambeau/memory_format.h"
 #include "flambeau/ops.h"
 #include "flambeau/parallel.h"
 #include "norm_common.h"
@@ -56,11 +63,23 @@ struct BNShape {
   int64_t n, c, l;
 };
 
-// (N, C, L) of an input of at least 2 dims (meta::check_batch_norm).
-BNShape bn_shape(const Tensor& input) {
+// (N, C, L) of an input of at least 2 dims (meta::check_batch_norm); a channels-last one is (N*H*W, C, 1)
+// (Note [Channels-last batch norm]).
+BNShape bn_shape(const Tensor& input, bool nhwc = false) {
   BNShape s{input.sizes()[0], input.sizes()[1], 1};
   for (int64_t d = 2; d < input.dim(); ++d) s.l *= input.sizes()[d];
+  if (nhwc) s = {s.n * s.l, s.c, 1};
   return s;
+}
+
+// Note [Channels-last batch norm]: a float32/float64 input dense in channels-last order (and not also
+// row-major), and `out` (the output or input gradient; undefined: not asked for) likewise, sharing no
+// memory with the inputs.
+bool channels_last_rows(const Tensor& input, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  if (input.dim() != 4 || input.is_contiguous() || !is_contiguous_in(input, MemoryFormat::ChannelsLast))
+    return false;
+  if (input.dtype() != ScalarType::Float32 && input.dtype() != ScalarType::Float64) return false;
+  return !out.defined() || (is_contiguous_in(out, MemoryFormat::ChannelsLast) && !cpu::shares_storage(out, inputs));
 }
 
 // Running statistics: momentum-weighted, the variance unbiased (count / (count - 1)), as PyTorch.
@@ -111,15 +130,15 @@ void batch_norm_backward_bf16(const Tensor& gi, const Tensor& gw, const Tensor& 
 void batch_norm_into(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
                      const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                      const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
-                     bool training, double momentum, double eps) {
+                     bool training, double momentum, double eps, bool nhwc = false) {
   const char* op = "batch_norm";
-  const BNShape s = bn_shape(input);
+  const BNShape s = bn_shape(input, nhwc);
   const int64_t count = s.n * s.l;  // values per channel
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const auto& k = cpu::norm_fns<T>();
-      Tensor hx = contig(input), hw, hb;
+      Tensor hx = nhwc ? input : contig(input), hw, hb;
       const T* x = hx.data<T>();
       T* y = out.data<T>();
       const T* w = cpu::opt_data<T>(weight, hw);
@@ -231,6 +250,13 @@ void batch_norm_out_cpu(const Tensor& out, const Tensor& save_mean, const Tensor
   // per-channel coefficients are computed in buffers all the same.
   const Tensor mean = stat_buffer(save_mean, s.c, input.dtype());
   const Tensor invstd = stat_buffer(save_invstd, s.c, input.dtype());
+  if (channels_last_rows(input, out, {&input})) {  // Note [Channels-last batch norm]
+    batch_norm_into(out, mean, invstd, input, weight, bias, running_mean, running_var, training, momentum, eps,
+                    true);
+    finish_stat(save_mean, mean);
+    finish_stat(save_invstd, invstd);
+    return;
+  }
   cpu::write_contiguous(out, input, [&](const Tensor& dst) {
     batch_norm_into(dst, mean, invstd, input, weight, bias, running_mean, running_var, training, momentum, eps);
   });
@@ -241,16 +267,17 @@ void batch_norm_out_cpu(const Tensor& out, const Tensor& save_mean, const Tensor
 // The float32/float64 gradients into contiguous gi, gw, gb (undefined: not asked for).
 void batch_norm_backward_into(const Tensor& gi, const Tensor& gw, const Tensor& gb, const Tensor& grad_out,
                               const Tensor& input, const std::optional<Tensor>& weight, const Tensor& save_mean,
-                              const Tensor& save_invstd, bool train) {
+                              const Tensor& save_invstd, bool train, bool nhwc = false) {
   const char* op = "batch_norm_backward";
   const bool input_g = gi.defined(), weight_g = gw.defined(), bias_g = gb.defined();
-  const BNShape s = bn_shape(input);
+  const BNShape s = bn_shape(input, nhwc);
   const int64_t count = s.n * s.l;
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       const auto& k = cpu::norm_fns<T>();
-      Tensor hx = contig(input), hdy = contig(grad_out), hw, hm = contig(save_mean), hi = contig(save_invstd);
+      Tensor hx = nhwc ? input : contig(input), hw, hm = contig(save_mean), hi = contig(save_invstd);
+      Tensor hdy = nhwc ? op::contiguous(grad_out, MemoryFormat::ChannelsLast) : contig(grad_out);
       const T* x = hx.data<T>();
       const T* dy = hdy.data<T>();
       const T* w = cpu::opt_data<T>(weight, hw);
@@ -335,6 +362,14 @@ void batch_norm_backward_out_cpu(const Tensor& gi, const Tensor& gw, const Tenso
     if (gi.defined()) cpu::copy_out(gi, gi32);
     finish_stat(gw, gw32);
     finish_stat(gb, gb32);
+    return;
+  }
+  if (channels_last_rows(input, gi, {&grad_out, &input})) {  // Note [Channels-last batch norm]
+    const int64_t c = input.sizes()[1];
+    const Tensor gw_buf = stat_buffer(gw, c, input.dtype()), gb_buf = stat_buffer(gb, c, input.dtype());
+    batch_norm_backward_into(gi, gw_buf, gb_buf, grad_out, input, weight, save_mean, save_invstd, train, true);
+    finish_stat(gw, gw_buf);
+    finish_stat(gb, gb_buf);
     return;
   }
   cpu::write_contiguous_outs<3>({gi, gw, gb}, {&grad_out, &input}, [&](const std::array<Tensor, 3>& d) {

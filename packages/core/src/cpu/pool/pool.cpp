@@ -7,10 +7,12 @@
 // except bfloat16 max pooling: compared as float32 in registers, no copies (Lane).
 // Every op here is structured (Note [Structured kernels]): out kernels filling the
 // outputs the meta step allocated (write_contiguous(_outs) when out= is strided or
-// shares memory).
+// shares memory). Channels-last float32/float64 inputs (and integer ones, max pooling) run the NHWC
+// loops of pool_channels_last.cpp instead (Note [Channels-last pooling]).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "cpu/elementwise/half_convert.h"
 #include "cpu/low_precision.h"
 #include "cpu/pool/pool_2x2.h"
+#include "cpu/pool/pool_channels_last.h"
 #include "cpu/pool/pool_shape.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
@@ -91,6 +94,16 @@ pool::Pool2d pool2d_geometry(IntArrayRef in, IntArrayRef out, IntArrayRef kernel
                  in[nd - 2], in[nd - 1], out[nd - 2], out[nd - 1], 1, {}};
   for (size_t i = 0; i + 2 < nd; ++i) p.planes *= in[i];
   return p;
+}
+
+// Note [Channels-last pooling]: a gradient laid out channels-last (its grad_output suggested it, Note
+// [Result layout]) of float32/float64, sharing no memory with the inputs, runs the NHWC loops.
+bool channels_last_grad(const Tensor& grad_input, std::initializer_list<const Tensor*> inputs) {
+  if (grad_input.dim() != 4 || grad_input.is_contiguous() ||
+      !is_contiguous_in(grad_input, MemoryFormat::ChannelsLast))
+    return false;
+  const ScalarType t = grad_input.dtype();
+  return (t == ScalarType::Float32 || t == ScalarType::Float64) && !cpu::shares_storage(grad_input, inputs);
 }
 
 // ---- max pooling ----
@@ -194,13 +207,9 @@ void max_pool_plane(const S* in, S* out, int64_t* idx, const pool::Pool2d& p) {
   using L = Lane<K>;
   using T = typename L::T;
   for (int64_t oh = 0; oh < p.OH; ++oh) {
-    int64_t h0 = oh * p.sH - p.pH;
-    const int64_t h1 = std::min(h0 + (p.kH - 1) * p.dH + 1, p.H);
-    while (h0 < 0) h0 += p.dH;
+    const auto [h0, h1] = pool::dilated_span(oh, p.sH, p.pH, p.kH, p.dH, p.H);
     for (int64_t ow = 0; ow < p.OW; ++ow) {
-      int64_t w0 = ow * p.sW - p.pW;
-      const int64_t w1 = std::min(w0 + (p.kW - 1) * p.dW + 1, p.W);
-      while (w0 < 0) w0 += p.dW;
+      const auto [w0, w1] = pool::dilated_span(ow, p.sW, p.pW, p.kW, p.dW, p.W);
       T m = lowest<T>();
       int64_t mi = h0 * p.W + w0;
       for (int64_t h = h0; h < h1; h += p.dH) {
@@ -229,6 +238,10 @@ void max_pool2d_with_indices_out_cpu(const Tensor& out_arg, const Tensor& indice
     });
   if (out_arg.numel() == 0) return;
   const pool::Pool2d p = pool2d_geometry(self.sizes(), out_arg.sizes(), kernel_size, stride, padding, dilation);
+  if (self.dtype() != ScalarType::BFloat16 && cpu::channels_last_pool(self, out_arg) &&
+      is_contiguous_in(indices_arg, MemoryFormat::ChannelsLast) &&
+      !cpu::shares_storage(indices_arg, std::initializer_list<const Tensor*>{&self, &out_arg}))
+    return cpu::max_pool2d_nhwc(self, out_arg, indices_arg, p);  // Note [Channels-last pooling]
   const Tensor in = contiguous(self);
   cpu::write_contiguous_outs<2>({out_arg, indices_arg}, self, [&](const std::array<Tensor, 2>& dst) {
     const Tensor &out = dst[0], &indices = dst[1];
@@ -297,6 +310,8 @@ void max_pool_backward_out_cpu(const Tensor& out, const Tensor& grad_output, con
   const int64_t in_plane = input_size[nd - 1] * input_size[nd - 2];
   const int64_t planes = out.numel() / in_plane;
   const int64_t out_plane = indices.numel() / std::max<int64_t>(planes, 1);
+  if (channels_last_grad(out, {&grad_output, &indices}))  // Note [Channels-last pooling]
+    return cpu::max_pool_backward_nhwc(cpu::channels_last(grad_output), cpu::channels_last(indices), out);
   const Tensor go = contiguous(grad_output);
   // Indices in out's memory (a view of another dtype) are read from a copy.
   const bool ix_in_out = indices.impl()->storage() == out.impl()->storage();
@@ -400,6 +415,8 @@ void avg_pool2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kerne
                               count_include_pad, divisor_override);
   if (out.numel() == 0) return;
   const pool::Pool2d p = pool2d_geometry(self.sizes(), out.sizes(), kernel_size, stride, padding);
+  if (cpu::channels_last_pool(self, out))  // Note [Channels-last pooling]
+    return cpu::avg_pool2d_nhwc(self, out, p, count_include_pad, divisor_override);
   const Tensor in = contiguous(self);
   cpu::write_contiguous(out, self, [&](const Tensor& dst) {
     visit_dtype(self.dtype(), "avg_pool2d", [&](auto tag) {
@@ -429,6 +446,9 @@ void avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_output, I
   const char* op = "avg_pool2d_backward";
   if (out.numel() == 0) return;
   const pool::Pool2d p = pool2d_geometry(input_size, grad_output.sizes(), kernel_size, stride, padding);
+  if (channels_last_grad(out, {&grad_output}))  // Note [Channels-last pooling]
+    return cpu::avg_pool2d_backward_nhwc(cpu::channels_last(grad_output), out, p, count_include_pad,
+                                         divisor_override);
   const Tensor go = contiguous(grad_output);
   cpu::write_contiguous(out, grad_output, [&](const Tensor& gi) {
     visit_dtype(grad_output.dtype(), op, [&](auto tag) {
@@ -549,6 +569,8 @@ void adaptive_avg_pool2d_out_cpu(const Tensor& out, const Tensor& self, IntArray
     });
   const char* op = "adaptive_avg_pool2d";
   if (out.numel() == 0) return;
+  if (cpu::channels_last_pool(self, out))  // Note [Channels-last pooling]
+    return cpu::adaptive_avg_pool2d_nhwc(self, out);
   const Adaptive a = adaptive_geometry(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
   cpu::write_contiguous(out, self, [&](const Tensor& dst) {
@@ -592,6 +614,8 @@ void adaptive_avg_pool2d_backward_out_cpu(const Tensor& out, const Tensor& grad_
     });
   const char* op = "adaptive_avg_pool2d_backward";
   if (out.numel() == 0) return;
+  if (channels_last_grad(out, {&grad_output}))  // Note [Channels-last pooling]
+    return cpu::adaptive_avg_pool2d_backward_nhwc(cpu::channels_last(grad_output), out);
   const Adaptive a = adaptive_geometry(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);
   cpu::write_contiguous(out, grad_output, [&](const Tensor& gi) {
