@@ -82,6 +82,8 @@ P = {
     "continuous_bernoulli": dict(probs=np.array([0.05, 0.3, 0.4995, 0.5, 0.7, 0.97])),
     "continuous_bernoulli_logits": dict(logits=real(2, 3) * 3),
     "gamma": dict(concentration=pos(2, 3) * 2, rate=pos(2, 3)),
+    "weibull": dict(scale=pos(2, 3), concentration=pos(2, 3) * 2),
+    "weibull_small": dict(scale=pos(3), concentration=pos(3) * 0.3),
     "gamma_small": dict(concentration=pos(3) * 0.3, rate=pos(3)),
     "chi2": dict(df=pos(3) * 3),
     "beta": dict(concentration1=pos(3) * 2, concentration0=pos(3)),
@@ -118,6 +120,8 @@ def build(name, M, t, params):
         return M.Cauchy(t(p["loc"]), t(p["scale"]))
     if name == "gumbel":
         return M.Gumbel(t(p["loc"]), t(p["scale"]))
+    if name.startswith("weibull"):
+        return M.Weibull(t(p["scale"]), t(p["concentration"]))
     if name.startswith("geometric"):
         return M.Geometric(**{k: t(v) for k, v in p.items()})
     if name.startswith("mvn"):
@@ -471,6 +475,7 @@ MOMENT_NAMES = [
     "laplace",
     "lognormal",
     "gumbel",
+    "weibull",
     "geometric_probs",
     "mvn_tril",
     "mvn_prec",

@@ -64,6 +64,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
 from .transforms import __all__ as _transforms_all
 from .uniform import Uniform
+from .weibull import Weibull
 
 __all__ = [
     "Bernoulli",
@@ -102,6 +103,7 @@ __all__ = [
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "biject_to",
     "constraints",
     "kl_divergence",
