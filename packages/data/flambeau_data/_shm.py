@@ -120,13 +120,23 @@ class _RefUnpickler(pickle.Unpickler):
         return self._tensors[pid]
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+_DTYPES: dict[str, Any] = {}
+
+
 def dtype_name(dtype: Any) -> str:
     """``"float32"`` for ``flambeau_core.float32`` (names cross process boundaries, not objects)."""
-    return str(dtype).rsplit(".", 1)[-1]
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).rsplit(".", 1)[-1]
+    return name
 
 
 def dtype_from_name(name: str) -> Any:
-    return getattr(fc, name)
+    dtype = _DTYPES.get(name)
+    if dtype is None:
+        dtype = _DTYPES[name] = getattr(fc, name)
+    return dtype
 
 
 def contiguous_bytes(t: fc.Tensor) -> memoryview | None:
@@ -251,6 +261,8 @@ def map_tensors(mapping: Any, metas: list[tuple[int, str, tuple[int, ...]]]) -> 
         numel = math.prod(shape)
         if numel == 0:
             out.append(fc.empty(shape, dtype=dtype))
+        elif len(shape) == 1:
+            out.append(fc.frombuffer(mapping, dtype=dtype, count=numel, offset=off))  # 1-D already
         else:
             out.append(fc.frombuffer(mapping, dtype=dtype, count=numel, offset=off).view(shape))
     return out
@@ -481,9 +493,13 @@ class WorkerRing:
             metas.append((offset if nbytes else 0, dtype_name(t.dtype), tuple(t.shape)))
             if nbytes:
                 spans.append((offset, offset + nbytes))
-        spans.sort()
-        if any(spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1)):
-            return None  # two results share bytes: the usual path copies each
+        if len(spans) > 1:
+            spans.sort()
+            end = 0
+            for lo, hi in spans:
+                if lo < end:
+                    return None  # two results share bytes: the usual path copies each
+                end = hi
         return ShmBatch(name, len(mapping), metas, payload, slot)
 
     def close(self) -> None:

@@ -44,7 +44,7 @@ import flambeau_core as fc
 from flambeau_core import profiler as _profiler
 from flambeau_core.profiler import _events as _profiler_events
 
-from flambeau_data import _shm
+from flambeau_data import _pipe, _shm
 from flambeau_data._convert import is_numpy_array, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
 
@@ -373,19 +373,22 @@ def worker_loop(
         # Note [Worker fast path]: one poll object for the task pipe (Connection.poll builds a selector per
         # call), messages read as bytes and unpickled here (what Connection.recv does), and a batch's
         # result sent as pickled bytes (Connection.send pickles with ForkingPickler, whose reducers a
-        # ShmBatch never needs); the profiler's ranges only while a profile records.
+        # ShmBatch never needs); the profiler's ranges only while a profile records. Tasks are read
+        # through a buffer (the tasks written before the fork in one read) and results written in one
+        # call (Note [Pipe messages]).
         poller = select.poll()
         poller.register(index_conn.fileno(), select.POLLIN)
         poll_ms = int(_POLL * 1000)
+        tasks_in = _pipe.Reader(index_conn)
         while True:
-            if not poller.poll(poll_ms):
+            if not tasks_in.pending() and not poller.poll(poll_ms):
                 if os.getppid() != parent_pid:
                     # Orphaned (the main process was killed): nobody will map our segments.
                     _shm.remove_segments(segment_prefix)
                     break
                 continue
             try:
-                task = _loads(index_conn.recv_bytes())
+                task = _loads(tasks_in.recv_bytes())
             except (EOFError, OSError):
                 break  # the main process closed its end: shutting down
             if task is None:
@@ -426,7 +429,7 @@ def worker_loop(
             # Sent synchronously, before the next task is read: when a worker dies, every batch it
             # finished is in its pipe, so the main process knows which batch it died on.
             if type(payload) is _shm.ShmBatch:
-                result_conn.send_bytes(_dumps((worker_id, task_id, payload), _PROTOCOL))
+                _pipe.write(result_conn, _dumps((worker_id, task_id, payload), _PROTOCOL))
             else:
                 result_conn.send((worker_id, task_id, payload))
             del payload

@@ -65,14 +65,13 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing.reduction import ForkingPickler as _ForkingPickler
 from typing import Any
 
 from flambeau_core import FlambeauError
 from flambeau_core import profiler as _profiler
 from flambeau_core.profiler import _events as _profiler_events
 
-from flambeau_data import _random, _shm, _worker
+from flambeau_data import _pipe, _random, _shm, _worker
 from flambeau_data.collate import default_collate, default_convert
 from flambeau_data.dataset import IterableDataset
 from flambeau_data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -533,6 +532,7 @@ class _WorkerPool:
         # frees them from later stay in the workers: only small tasks (up to _PRESEND_INDICES indices) are,
         # and only while they fit in the pipes.
         self._pending: list[list[bytes]] | None = [[] for _ in range(loader.num_workers)]
+        self._pickler = _pipe.Pickler()  # tasks pickled as Connection.send would (Note [Pipe messages])
         self._presend = loader._iterable or (
             not loader._auto_collation or (loader.batch_size is not None and loader.batch_size <= _PRESEND_INDICES)
         )
@@ -558,7 +558,7 @@ class _WorkerPool:
                 tasks, written = pending[wid], 0
                 while tasks and written + len(tasks[0]) <= _PRESEND:
                     written += len(tasks[0])
-                    task_w.send_bytes(tasks.pop(0))
+                    _pipe.write(task_w, tasks.pop(0))
                 w = ctx.Process(
                     target=_worker.worker_loop,
                     args=(
@@ -587,7 +587,7 @@ class _WorkerPool:
                     result_w.close()
                 self.workers.append(w)
                 for data in tasks:  # what the pipe might not hold before the worker reads
-                    task_w.send_bytes(data)
+                    _pipe.write(task_w, data)
             self._pending = None
             self.ring.inherited = []  # the workers have them; the ring's own references are in its maps
         except Exception as e:
@@ -692,14 +692,14 @@ class _WorkerPool:
         return self._pending is None or self._presend
 
     def send(self, wid: int, task: Any) -> None:
+        data = self._pickler.dumps(task)
         if self._pending is not None:  # not started: written by start() (Note [Tasks before the fork])
-            data = _ForkingPickler.dumps(task)
             self._pending[wid].append(data)
             if sum(map(len, self._pending[wid])) > _PRESEND:
                 self._presend = False  # this pipe is full: draw no more before the start
             return
         try:
-            self.index_conns[wid].send(task)
+            _pipe.write(self.index_conns[wid], data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the worker died: get() sees its sentinel and names the batch it was loading
 

@@ -1,0 +1,157 @@
+"""The loader's pipe messages (Note [Pipe messages]): the bytes of multiprocessing's Connection, read and
+written with less per message; the loader that uses them still gives torch's batches."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import threading
+from multiprocessing.reduction import ForkingPickler
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from conftest import to_py
+from flambeau_data import DataLoader, _pipe
+
+
+class _Registered:
+    """Pickled through a reducer registered with ForkingPickler (as the tensor reductions are)."""
+
+    def __init__(self, v):
+        self.v = v
+
+
+def _rebuild(v):
+    return ("rebuilt", v)
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        (0, [3, 1, 2], 0, None),
+        (7, list(range(5000)), 3, (True, False, True)),
+        (1, None, 2, None),
+        None,
+        {"a": [1.5, "x"], "b": (1, 2)},
+    ],
+)
+def test_pickler_gives_connection_sends_bytes(task):
+    assert _pipe.Pickler().dumps(task) == bytes(ForkingPickler.dumps(task))
+
+
+def test_pickler_is_reused_and_sees_reducers_registered_later():
+    p = _pipe.Pickler()
+    shared = [1, 2]
+    # The memo is cleared between messages: each stands alone, as ForkingPickler.dumps' do.
+    assert pickle.loads(p.dumps((shared, shared))) == ([1, 2], [1, 2])
+    assert p.dumps((shared, shared)) == bytes(ForkingPickler.dumps((shared, shared)))
+    ForkingPickler.register(_Registered, lambda obj: (_rebuild, (obj.v,)))
+    try:
+        assert pickle.loads(p.dumps([_Registered(5)])) == [("rebuilt", 5)]
+        assert p.dumps([_Registered(5)]) == bytes(ForkingPickler.dumps([_Registered(5)]))
+    finally:
+        del ForkingPickler._extra_reducers[_Registered]
+
+
+def test_pickler_raises_and_recovers():
+    p = _pipe.Pickler()
+    with pytest.raises((TypeError, pickle.PicklingError, AttributeError)):
+        p.dumps((1, threading.Lock()))
+    assert p.dumps((1, [2])) == bytes(ForkingPickler.dumps((1, [2])))
+
+
+def _written(write, messages):
+    """A thread writing ``messages`` (more than a pipe holds: the reader must drain it meanwhile)."""
+    t = threading.Thread(target=lambda: [write(m) for m in messages])
+    t.start()
+    return t
+
+
+def test_frames_cross_with_connection_both_ways():
+    r, w = mp.Pipe(duplex=False)
+    reader = _pipe.Reader(r)
+    # Written by Connection, several small ones buffered at once: read by the Reader in order.
+    small = [b"", b"a", b"x" * 1000, b"y" * 20_000]
+    for m in small:
+        w.send_bytes(m)
+    assert not reader.pending()  # nothing read yet
+    assert reader.recv_bytes() == small[0]
+    assert reader.pending()  # the others came in the same read
+    assert [reader.recv_bytes() for _ in small[1:]] == small[1:]
+    assert not reader.pending()
+    messages = [os.urandom(70_000), b"x" * 16_384, b"y" * 16_385, b"z", os.urandom(300_000)]
+    t = _written(w.send_bytes, messages)
+    assert [reader.recv_bytes() for _ in messages] == messages
+    t.join()
+    # Written here: read by Connection.
+    t = _written(lambda m: _pipe.write(w, m), messages + small)
+    assert [r.recv_bytes() for _ in messages + small] == messages + small
+    t.join()
+    # The writer's end closed with nothing left: EOFError, as Connection.
+    w.close()
+    with pytest.raises(EOFError):
+        reader.recv_bytes()
+    r.close()
+
+
+def test_a_torn_message_is_an_oserror_and_a_closed_connection_raises():
+    r, w = mp.Pipe(duplex=False)
+    os.write(w.fileno(), (10).to_bytes(4, "big") + b"abc")  # 3 of 10 bytes, then the end
+    w.close()
+    with pytest.raises(OSError, match="end of file during message"):
+        _pipe.Reader(r).recv_bytes()
+    r.close()
+    with pytest.raises(OSError):
+        _pipe.write(w, b"x")  # closed: as Connection.send_bytes
+    r2, w2 = mp.Pipe(duplex=False)
+    r2.close()
+    with pytest.raises(BrokenPipeError):
+        _pipe.write(w2, b"x")
+    w2.close()
+
+
+class _Pairs:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+class _Batches:
+    """Batches of uneven sizes (tasks of a few bytes and of more than a pipe holds), the same for both."""
+
+    def __iter__(self):
+        order = np.random.default_rng(1).permutation(9000).tolist()
+        sizes = [1, 3, 7000, 2, 500, 1488]
+        start = 0
+        for n in sizes:
+            yield order[start : start + n]
+            start += n
+
+    def __len__(self):
+        return 6
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_loader_tasks_of_every_size_match_torch(no_leaks, persistent):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((9000, 2, 3)).astype(np.float32)
+    y = rng.integers(0, 10, size=9000)
+    ours = DataLoader(
+        _Pairs(fc.tensor(x), fc.tensor(y)), batch_sampler=_Batches(), num_workers=2, persistent_workers=persistent
+    )
+    theirs = torch.utils.data.DataLoader(
+        _Pairs(torch.tensor(x), torch.tensor(y)), batch_sampler=_Batches(), num_workers=2, persistent_workers=persistent
+    )
+    for _ in range(2):
+        got = [to_py(b) for b in ours]
+        want = [to_py(b) for b in theirs]
+        assert got == want
+    del ours
