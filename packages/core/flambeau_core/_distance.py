@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from flambeau_core import _C
 from flambeau_core._linalg_common import _needs_grad
+from flambeau_core.amp.custom_functions import autocast_float32
 from flambeau_core.overrides import is_tensor_like
 
 COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@autocast_float32
 def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
     """Distances ``(*batch, P, R)`` between the rows of ``x1`` ``(*batch, P, M)`` and ``x2`` ``(*batch, R, M)``.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from flambeau_core import _C, _shape_composites, fft
 from flambeau_core._composing import check_int, check_tensor
 from flambeau_core._linalg_common import _needs_grad
+from flambeau_core.amp.custom_functions import autocast_float32
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
@@ -46,6 +47,7 @@ def _check_lengths(name: str, n_fft: int, hop_length: int | None, win_length: in
     return hop_length, win_length
 
 
+@autocast_float32
 def stft(
     input: _C.Tensor,  # noqa: A002
     n_fft: int,

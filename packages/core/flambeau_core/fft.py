@@ -29,6 +29,7 @@ from typing import Any
 
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
+from flambeau_core.amp.custom_functions import autocast_float32
 from flambeau_core.overrides import is_tensor_like
 
 __all__ = [
@@ -445,6 +446,7 @@ def _c2r(
     )
 
 
+@autocast_float32
 def fft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -462,6 +464,7 @@ def fft(
     return _out("fft.fft", _c2c("fft.fft", input, [d], [input.shape[d] if n is None else n], norm, True, out), out)
 
 
+@autocast_float32
 def ifft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -477,6 +480,7 @@ def ifft(
     return _out("fft.ifft", _c2c("fft.ifft", input, [d], [input.shape[d] if n is None else n], norm, False, out), out)
 
 
+@autocast_float32
 def fftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -496,6 +500,7 @@ def fftn(
     return _out("fft.fftn", _c2c("fft.fftn", input, dims, sizes, norm, True, out), out)
 
 
+@autocast_float32
 def ifftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -511,6 +516,7 @@ def ifftn(
     return _out("fft.ifftn", _c2c("fft.ifftn", input, dims, sizes, norm, False, out), out)
 
 
+@autocast_float32
 def fft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -529,6 +535,7 @@ def fft2(
     return _out("fft.fft2", _c2c("fft.fft2", input, dims, sizes, norm, True, out), out)
 
 
+@autocast_float32
 def ifft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -545,6 +552,7 @@ def ifft2(
     return _out("fft.ifft2", _c2c("fft.ifft2", input, dims, sizes, norm, False, out), out)
 
 
+@autocast_float32
 def rfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -561,6 +569,7 @@ def rfft(
     return _out("fft.rfft", _r2c("fft.rfft", x, [d], [x.shape[d] if n is None else n], norm, True, out), out)
 
 
+@autocast_float32
 def irfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -584,6 +593,7 @@ def _last_n(s: Any, sizes: list[int]) -> int | None:
     return sizes[-1] if s[-1] != -1 else None
 
 
+@autocast_float32
 def rfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -601,6 +611,7 @@ def rfftn(
     return _out("fft.rfftn", _r2c("fft.rfftn", x, dims, sizes, norm, True, out), out)
 
 
+@autocast_float32
 def rfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -625,6 +636,7 @@ def _irfftn(op: str, input: Tensor, s: Any, dim: Any, norm: Any, forward: bool, 
     return _c2r(op, x, dims, sizes, _last_n(s, sizes), norm, forward, out)
 
 
+@autocast_float32
 def irfftn(
     input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -639,6 +651,7 @@ def irfftn(
     return _out("fft.irfftn", _irfftn("fft.irfftn", input, s, dim, norm, False, out), out)
 
 
+@autocast_float32
 def irfft2(
     input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -654,6 +667,7 @@ def irfft2(
     return _out("fft.irfft2", _irfftn("fft.irfft2", input, s, dim, norm, False, out), out)
 
 
+@autocast_float32
 def hfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:
@@ -670,6 +684,7 @@ def hfft(
     return _out("fft.hfft", _c2r("fft.hfft", x, [d], None, n, norm, True, out), out)
 
 
+@autocast_float32
 def ihfft(
     input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out: Tensor | None = None
 ) -> Tensor:

@@ -113,6 +113,7 @@ from flambeau_core._linalg_triangular import (
     _top_triangular_solve,
     solve_triangular,
 )
+from flambeau_core.amp.custom_functions import autocast_float32
 
 __all__ = [
     "matmul",
@@ -224,4 +225,16 @@ def _with_linalg_errors(fn):
 for _name in __all__:
     globals()[_name] = _with_linalg_errors(globals()[_name])
 TOP_LEVEL = {_name: _with_linalg_errors(_fn) for _name, _fn in TOP_LEVEL.items()}
+del _name
+
+# PyTorch's CPU autocast float32 list (Note [Autocast]'s fp32): inside a region these factor and solve in
+# float32, a bfloat16 input (a lowered product's) cast up and their own products not lowered.
+_FLOAT32 = (
+    "cond matrix_rank solve cholesky svdvals eigvals eigvalsh inv householder_product tensorinv tensorsolve qr "
+    "cholesky_ex svd eig eigh lstsq inv_ex"
+).split()
+_TOP_FLOAT32 = "cholesky cholesky_inverse cholesky_solve inverse lu_solve ormqr geqrf pinverse qr svd triangular_solve"
+for _name in _FLOAT32:
+    globals()[_name] = autocast_float32(globals()[_name])
+TOP_LEVEL.update({_name: autocast_float32(TOP_LEVEL[_name]) for _name in _TOP_FLOAT32.split()})
 del _name

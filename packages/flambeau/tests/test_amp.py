@@ -366,8 +366,9 @@ def test_grad_scaler_is_top_level_as_in_torch():
 _RNG = np.random.default_rng(7)
 _A, _B = _RNG.standard_normal((2, 4, 4, 4)).astype(np.float32), _RNG.standard_normal((2, 4, 4, 4)).astype(np.float32)
 _POS = np.abs(_A) + 0.5
-# Calls of functions written in Python (nn's composites), each of PyTorch's CPU float32 autocast list
-# (autocast_float32), and of table ops of its lower-precision list (addmm, baddbmm, addbmm); m is fb or torch.
+# Calls of functions written in Python (nn's composites, linalg, fft), each of PyTorch's CPU float32 autocast
+# list (autocast_float32), of table ops of its float32 list (quantile, polar, view_as_complex) and of its
+# lower-precision list (addmm, baddbmm, addbmm); m is fb or torch.
 _AUTOCAST_CALLS = {
     "avg_pool3d": lambda m, a, b: m.nn.functional.avg_pool3d(a[None], 2),
     "max_pool3d": lambda m, a, b: m.nn.functional.max_pool3d(a[None], 2, 1, 1),
@@ -391,6 +392,19 @@ _AUTOCAST_CALLS = {
         a[0].log_softmax(2), m.tensor([[1, 2], [1, 1], [2, 3], [3, 1]]), m.tensor([4] * 4), m.tensor([2] * 4)
     ),
     "grid_sample": lambda m, a, b: m.nn.functional.grid_sample(a, b[:, :3, :3, :2] * 0.5, align_corners=False),
+    "linalg.inv": lambda m, a, b: m.linalg.inv(a[0, 0] + 4 * m.eye(4)),
+    "linalg.svdvals": lambda m, a, b: m.linalg.svdvals(a[0]),
+    "linalg.eigh": lambda m, a, b: m.linalg.eigh(a[0, 0] + a[0, 0].mT)[0],
+    "cholesky_inverse": lambda m, a, b: m.cholesky_inverse(m.linalg.cholesky(a[0, 0] @ a[0, 0].mT + m.eye(4))),
+    "pinverse": lambda m, a, b: m.pinverse(a[0, 0]),
+    "fft.rfft": lambda m, a, b: m.fft.rfft(a[0, 0]),
+    "fft.irfft2": lambda m, a, b: m.fft.irfft2(a[0]),
+    "stft": lambda m, a, b: m.stft(a.reshape(-1)[:64], 16, window=m.ones(16), return_complex=True),
+    "cdist": lambda m, a, b: m.cdist(a[0, 0], b[0, 0]),
+    "quantile": lambda m, a, b: m.quantile(a[0, 0], 0.3, dim=1),
+    "nanquantile": lambda m, a, b: m.nanquantile(a[0, 0], m.tensor([0.25, 0.5]), dim=0),
+    "polar": lambda m, a, b: m.polar(a[0, 0].abs(), b[0, 0]),
+    "view_as_complex": lambda m, a, b: m.view_as_complex(a[0, 0, :, :2].contiguous()),
     "addmm": lambda m, a, b: m.addmm(a[0, 0], a[0, 1], b[0, 0]),
     "baddbmm": lambda m, a, b: m.baddbmm(a[0], a[1], b[0], beta=0.5, alpha=2.0),
     "addbmm": lambda m, a, b: m.addbmm(a[0, 0], a[1], b[0]),
@@ -411,4 +425,6 @@ def test_autocast_dtypes_and_values_of_composites_match_torch(name, low_inputs):
         results.append(out)
     ours, theirs = results
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=2e-2, atol=2e-2)
+    if not ours.is_complex():
+        ours, theirs = ours.float(), theirs.float()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-2, atol=2e-2)

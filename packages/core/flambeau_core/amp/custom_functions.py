@@ -87,7 +87,7 @@ def autocast_float32(fn: Callable) -> Callable:
     """Decorates a function written in Python (not an op of the table) so that autocast treats it as an op of
     PyTorch's CPU float32 list (Note [Autocast]'s ``fp32``: its 3-D poolings, the losses): inside an enabled
     region it runs with autocast off on its floating-point tensor arguments cast to float32 (float64 ones
-    left as they are); outside one, unchanged.
+    left as they are; an ``out=`` tensor is written as given); outside one, unchanged.
 
     Example:
         >>> import flambeau as fb
@@ -103,7 +103,8 @@ def autocast_float32(fn: Callable) -> Callable:
         if not _C._is_autocast_enabled():
             return fn(*args, **kwargs)
         with autocast(device_type="cpu", enabled=False):
-            return fn(*_cast(args, "cpu", _C.float32), **_cast(kwargs, "cpu", _C.float32))
+            cast = {k: v if k == "out" else _cast(v, "cpu", _C.float32) for k, v in kwargs.items()}
+            return fn(*_cast(args, "cpu", _C.float32), **cast)
 
     return run_in_float32
 
