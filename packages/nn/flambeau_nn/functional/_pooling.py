@@ -69,7 +69,8 @@ def _check_rank(input: Tensor, ranks: tuple[int, ...], op: str, layout: str) -> 
 def _dtype_not_implemented(input: Tensor, op: str, kernel: str) -> NotImplementedError:
     """PyTorch's refusal of a dtype its CPU kernel lacks: ``"kernel" not implemented for 'Long'``."""
     torch_name = input.type().rpartition(".")[2].removesuffix("Tensor")  # 'torch.LongTensor' -> 'Long'
-    return NotImplementedError(f"[{op}] \"{kernel}\" not implemented for '{torch_name}' (dtype {input.dtype})")
+    dtype = str(input.dtype).rpartition(".")[2]
+    return NotImplementedError(f"[{op}] \"{kernel}\" not implemented for '{torch_name}' (dtype {dtype})")
 
 
 def max_pool1d(
