@@ -84,6 +84,8 @@ P = {
     "gamma": dict(concentration=pos(2, 3) * 2, rate=pos(2, 3)),
     "weibull": dict(scale=pos(2, 3), concentration=pos(2, 3) * 2),
     "weibull_small": dict(scale=pos(3), concentration=pos(3) * 0.3),
+    "inverse_gamma": dict(concentration=pos(2, 3) * 2 + 5, rate=pos(2, 3)),
+    "inverse_gamma_heavy": dict(concentration=np.array([0.7, 1.5, 3.0]), rate=pos(3)),  # no mean, no variance
     "gamma_small": dict(concentration=pos(3) * 0.3, rate=pos(3)),
     "chi2": dict(df=pos(3) * 3),
     "beta": dict(concentration1=pos(3) * 2, concentration0=pos(3)),
@@ -122,6 +124,8 @@ def build(name, M, t, params):
         return M.Gumbel(t(p["loc"]), t(p["scale"]))
     if name.startswith("weibull"):
         return M.Weibull(t(p["scale"]), t(p["concentration"]))
+    if name.startswith("inverse_gamma"):
+        return M.InverseGamma(t(p["concentration"]), t(p["rate"]))
     if name.startswith("geometric"):
         return M.Geometric(**{k: t(v) for k, v in p.items()})
     if name.startswith("mvn"):
@@ -242,9 +246,9 @@ def test_moments_and_entropy_match_torch(name, attr):
     close(got, expected)
 
 
-# Gamma.cdf (and Chi2's) need the regularised incomplete gamma function, which flambeau lacks so far:
+# Gamma.cdf (and Chi2's, InverseGamma's) need the regularised incomplete gamma function, which flambeau lacks so far:
 # they raise NotImplementedError where PyTorch has a value.
-CDF_MISSING = ("gamma", "gamma_small", "chi2")
+CDF_MISSING = ("gamma", "gamma_small", "chi2", "inverse_gamma", "inverse_gamma_heavy")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -476,6 +480,7 @@ MOMENT_NAMES = [
     "lognormal",
     "gumbel",
     "weibull",
+    "inverse_gamma",
     "geometric_probs",
     "mvn_tril",
     "mvn_prec",

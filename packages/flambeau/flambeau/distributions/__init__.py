@@ -44,6 +44,7 @@ from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
@@ -85,6 +86,7 @@ __all__ = [
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "InverseGamma",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
