@@ -86,6 +86,8 @@ P = {
     "weibull_small": dict(scale=pos(3), concentration=pos(3) * 0.3),
     "inverse_gamma": dict(concentration=pos(2, 3) * 2 + 5, rate=pos(2, 3)),
     "inverse_gamma_heavy": dict(concentration=np.array([0.7, 1.5, 3.0]), rate=pos(3)),  # no mean, no variance
+    "fisher_snedecor": dict(df1=pos(2, 3) * 4 + 3, df2=pos(2, 3) * 4 + 9),
+    "fisher_snedecor_heavy": dict(df1=np.array([0.7, 1.5, 3.0]), df2=np.array([1.5, 3.0, 4.5])),
     "gamma_small": dict(concentration=pos(3) * 0.3, rate=pos(3)),
     "chi2": dict(df=pos(3) * 3),
     "beta": dict(concentration1=pos(3) * 2, concentration0=pos(3)),
@@ -126,6 +128,8 @@ def build(name, M, t, params):
         return M.Weibull(t(p["scale"]), t(p["concentration"]))
     if name.startswith("inverse_gamma"):
         return M.InverseGamma(t(p["concentration"]), t(p["rate"]))
+    if name.startswith("fisher_snedecor"):
+        return M.FisherSnedecor(t(p["df1"]), t(p["df2"]))
     if name.startswith("geometric"):
         return M.Geometric(**{k: t(v) for k, v in p.items()})
     if name.startswith("mvn"):
@@ -481,6 +485,7 @@ MOMENT_NAMES = [
     "gumbel",
     "weibull",
     "inverse_gamma",
+    "fisher_snedecor",
     "geometric_probs",
     "mvn_tril",
     "mvn_prec",

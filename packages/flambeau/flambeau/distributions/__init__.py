@@ -37,6 +37,7 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
@@ -78,6 +79,7 @@ __all__ = [
     "Dirichlet",
     "Distribution",
     "Exponential",
+    "FisherSnedecor",
     "ExponentialFamily",
     "Gamma",
     "GeneralizedPareto",
