@@ -61,6 +61,10 @@ CASES = [
     # batch of 8 and one of 3), and 5 in two groups.
     (11, 8, 24, 6, 6, 3, 1, 1, 1, 1),
     (5, 4, 6, 4, 5, 3, 1, 1, 1, 2),
+    # AMX's runs of taps whose planes follow each other (a kernel row's columns): dilation 2, and a
+    # rectangular kernel with stride 2 over 32 channels in two groups.
+    (2, 16, 16, 9, 9, 3, 1, 2, 2, 1),
+    (2, 64, 32, 10, 11, (2, 3), 2, 1, 1, 2),
 ]
 
 

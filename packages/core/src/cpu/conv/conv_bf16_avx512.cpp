@@ -52,24 +52,27 @@
 // scratch), the weight gradient slices of images.
 //
 // Note [bfloat16 convolution on AMX]
-// Where the CPU also has AMX-BF16 (and Linux grants the process the tile state), the forward,
-// transposed and weight-gradient tiles multiply on AMX instead (backends.cpu.bf16_amx, on by default): the same planes and
-// packed weights are already the operands tdpbf16ps reads. A weight tile is 16 output channels by kc
-// channel pairs of one tap (rows lda apart), a plane tile kc pair rows of 16 flat outputs (64 bytes
-// each, rows one plane apart); four float32 tiles hold 32 channels x 32 outputs, start from the bias,
-// sum every tap and chunk of pairs, and are rounded to bfloat16 once as before. Measured here at one
-// thread, ResNet-8's forward and input-gradient convolutions took 3-5x less time (16->16 32x32 forward
-// 2473 -> 506 us, 64->64 8x8 2383 -> 502 us): a vdpbf16ps zmm issued about once every three cycles on
-// this machine, against 32 x 16 x 16 products per tdpbf16ps. The tiles need the output channels in
-// multiples of 16 and the channel pairs in equal chunks of at most 16 (a tile's shape is fixed while
-// it holds sums); other convolutions stay on vdpbf16ps. A panel's last outputs past the image read
-// plane columns that are not the image's; their sums are not stored. The weight gradient likewise: a
-// plane tile is 16 rows (tap, input channel) of one tap (input channels in multiples of 16, rows one
-// plane apart) by 16 q pairs, the output gradient's tile 16 q pairs by 16 output channels, and four
-// float32 tiles (32 rows x 32 channels) add the images of a batch into the partial sums (the columns
-// past the output channels sum whatever the pair layout holds there; they are never read). 16->16
-// 32x32 2852 -> 1059 us, 64->64 8x8 2596 -> 765 us. The sums differ from vdpbf16ps' only by float32
-// summation order: at most a bfloat16 ulp, none on exact sums.
+// Where the CPU also has AMX-BF16 (and Linux grants the process the tile state), the forward, transposed and
+// weight-gradient tiles multiply on AMX instead (backends.cpu.bf16_amx, on by default): the same planes and
+// packed weights are already the operands tdpbf16ps reads. A weight tile is 16 output channels by kc channel
+// pairs of one or more taps (rows lda apart), a plane tile kc pair rows of 16 flat outputs (64 bytes each,
+// rows one plane apart); four float32 tiles hold 32 channels x 32 outputs, start from the bias, sum every tap
+// and chunk of pairs, and are rounded to bfloat16 once as before. Measured here at one thread, ResNet-8's
+// forward and input-gradient convolutions took 3-5x less time (16->16 32x32 forward 2473 -> 506 us, 64->64
+// 8x8 2383 -> 502 us): a vdpbf16ps zmm issued about once every three cycles on this machine, against 32 x 16
+// x 16 products per tdpbf16ps. The tiles need the output channels in multiples of 16 and the channel pairs in
+// equal chunks of at most 16 (a tile's shape is fixed while it holds sums); other convolutions stay on
+// vdpbf16ps. The taps of a kernel row read planes that follow each other, so their pairs are one run of rows
+// (tap t + 1's pair p is pair CP + p of tap t) and a tile's depth may span taps: a class's steps are kc
+// pairs, the largest depth of at most 16 that divides each run (3 input channels: 6 pairs a step, not 2; 16:
+// 12, not 8). A panel's last outputs past the image read plane columns that are not the image's; their sums
+// are not stored. The weight gradient likewise: a plane tile is 16 rows (tap, input channel) of one tap
+// (input channels in multiples of 16, rows one plane apart) by 16 q pairs, the output gradient's tile 16 q
+// pairs by 16 output channels, and four float32 tiles (32 rows x 32 channels) add the images of a batch into
+// the partial sums (the columns past the output channels sum whatever the pair layout holds there; they are
+// never read). 16->16 32x32 2852 -> 1059 us, 64->64 8x8 2596 -> 765 us. The sums differ from vdpbf16ps' only
+// by float32 summation order: at most a bfloat16 ulp, none on exact sums.
+//
 // GCC 12's AVX-512 shuffle intrinsics pass an "undefined" vector that it then warns about once
 // inlined (GCC bug 105593); the warnings point into the header, where they are switched off.
 #pragma GCC diagnostic push
@@ -85,6 +88,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -316,14 +320,12 @@ FB_AMX_TARGET void amx_configure(int64_t kc) {
 
 FB_AMX_TARGET void amx_release() { _tile_release(); }
 
-/// tile()'s sums for 16 * MR rows x 32 outputs on AMX: over `taps` taps and `chunks` chunks of kc
-/// channel pairs, row r's pairs of tap t at a + r * lda + t * a_tap, the pair rows of tap t at
-/// b + boff[t] + p * ldb (uint16 units). The sums start from `init` (float32 [16 * MR][32]: the
-/// bias) and are stored to c, the same layout.
+/// tile()'s sums for 16 * MR rows x 32 outputs on AMX: over `steps` steps of kc channel pairs, row r's
+/// pairs of step k at a + r * lda + as[k], the pair rows at b + bs[k] + p * ldb (uint16 units). The sums
+/// start from `init` (float32 [16 * MR][32]: the bias) and are stored to c, the same layout.
 template <int MR>
-FB_AMX_TARGET void amx_panel(int64_t taps, int64_t chunks, int64_t kc, const uint16_t* a, int64_t lda,
-                             int64_t a_tap, const uint16_t* b, const int64_t* boff, int64_t ldb,
-                             const float* init, float* c) {
+FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs, const uint16_t* a,
+                             int64_t lda, const uint16_t* b, int64_t ldb, const float* init, float* c) {
   // GCC 12's tile intrinsics are asm statements that name no memory: the barriers keep the writes of
   // init before the loads, and the reads of c after the stores.
   __asm__ volatile("" ::: "memory");
@@ -333,21 +335,20 @@ FB_AMX_TARGET void amx_panel(int64_t taps, int64_t chunks, int64_t kc, const uin
     _tile_loadd(2, init + 512, 128);
     _tile_loadd(3, init + 528, 128);
   }
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t k = 0; k < chunks; ++k) {
-      const uint16_t* bt = b + boff[t] + k * kc * ldb;
-      const uint16_t* at = a + t * a_tap + 2 * k * kc;
-      _tile_loadd(6, bt, 2 * ldb);
-      _tile_loadd(7, bt + 32, 2 * ldb);
-      _tile_loadd(4, at, 2 * lda);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      if constexpr (MR == 2) {
-        _tile_loadd(5, at + 16 * lda, 2 * lda);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
+  for (int64_t k = 0; k < steps; ++k) {
+    const uint16_t* bt = b + bs[k];
+    const uint16_t* at = a + as[k];
+    _tile_loadd(6, bt, 2 * ldb);
+    _tile_loadd(7, bt + 32, 2 * ldb);
+    _tile_loadd(4, at, 2 * lda);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (MR == 2) {
+      _tile_loadd(5, at + 16 * lda, 2 * lda);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
     }
+  }
   _tile_stored(0, c, 128);
   _tile_stored(1, c + 16, 128);
   if constexpr (MR == 2) {
@@ -640,15 +641,42 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
   const bool zero_classes =
       std::any_of(pl.classes.begin(), pl.classes.end(), [](const OutClass& c) { return c.taps == 0; });
   // AMX (Note [bfloat16 convolution on AMX]): rows in tiles of 16, the channel pairs in equal chunks
-  // of at most 16.
-  const int64_t chunks = ceil_div(CP, 16), kc = CP / chunks;
-  const bool amx = settings::bf16_amx() && Cout_g % 16 == 0 && CP % chunks == 0 && amx_usable();
+  // of at most 16. Per class, its taps in runs whose planes follow each other (the kernel columns of a
+  // kernel row: tap t + 1's pair p is pair CP + p of tap t) and each run's pairs in steps of kc, the
+  // largest depth of at most 16 that divides every run (16->16 3x3: 24 pairs a run, 12 a step, where a
+  // tap's 8 pairs a step used half of each tdpbf16ps).
+  const bool amx = settings::bf16_amx() && Cout_g % 16 == 0 && CP % ceil_div(CP, 16) == 0 && amx_usable();
+  struct AmxSteps {
+    int64_t kc = 0;
+    std::vector<int64_t> a, b;  // per step: the offsets of its weights (from the class's) and pair rows
+  };
+  std::vector<AmxSteps> amx_steps(amx ? pl.classes.size() : 0);
+  for (size_t ci = 0; ci < amx_steps.size(); ++ci) {
+    const OutClass& c = pl.classes[ci];
+    std::vector<std::pair<int64_t, int64_t>> runs;  // (first tap, taps)
+    for (int64_t t = c.tap0; t < c.tap0 + c.taps; ++t)
+      if (!runs.empty() && runs.back().first + runs.back().second == t &&
+          boff[static_cast<size_t>(t)] - boff[static_cast<size_t>(t - 1)] == 2 * CP * PS)
+        ++runs.back().second;
+      else
+        runs.emplace_back(t, 1);
+    int64_t depth = 0;
+    for (const auto& [t0, len] : runs) depth = std::gcd(depth, len * CP);
+    AmxSteps& st = amx_steps[ci];
+    st.kc = 16;
+    while (depth % st.kc) --st.kc;
+    for (const auto& [t0, len] : runs)
+      for (int64_t k = 0; k < len * CP; k += st.kc) {
+        st.a.push_back((t0 - c.tap0) * a_tap + 2 * k);
+        st.b.push_back(boff[static_cast<size_t>(t0)] + 2 * PS * k);
+      }
+  }
   parallel_for(0, pl.N * G, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<uint32_t> planes_buf;
     thread_local std::vector<uint16_t> tmp_buf;
     uint32_t* planes = scratch(planes_buf, words);
     uint16_t* tmp = scratch(tmp_buf, 2 * Cout_g * Qpan);
-    if (amx) amx_configure(kc);
+    int64_t configured = 0;  // the depth the tiles are configured for
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t n = item / G, gi = item % G;
       const uint16_t* x = in + (n * G + gi) * Cin_g * HWin;
@@ -682,6 +710,9 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
         const uint16_t* w = wp + gi * Cout_g * lda + c.tap0 * a_tap;
         const int64_t ldc = direct ? HWout : Qpan;
         if (amx) {
+          const AmxSteps& st = amx_steps[static_cast<size_t>(&c - pl.classes.data())];
+          if (st.kc != configured) amx_configure(configured = st.kc);
+          const auto steps = static_cast<int64_t>(st.a.size());
           alignas(64) float init[4 * kRows * kCols], sums[4 * kRows * kCols];
           for (int64_t r = 0; r < Cout_g; r += 4 * kRows) {
             const int64_t rows = std::min(4 * kRows, Cout_g - r);
@@ -691,11 +722,9 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
               const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
               const uint16_t* bp = b + 2 * pn * kCols;
               if (rows == 4 * kRows)
-                amx_panel<2>(c.taps, chunks, kc, w + r * lda, lda, a_tap, bp, boff.data() + c.tap0, 2 * PS,
-                             init, sums);
+                amx_panel<2>(steps, st.a.data(), st.b.data(), w + r * lda, lda, bp, 2 * PS, init, sums);
               else
-                amx_panel<1>(c.taps, chunks, kc, w + r * lda, lda, a_tap, bp, boff.data() + c.tap0, 2 * PS,
-                             init, sums);
+                amx_panel<1>(steps, st.a.data(), st.b.data(), w + r * lda, lda, bp, 2 * PS, init, sums);
               round_rows(sums, rows, (direct ? y : slot) + pn * kCols + r * ldc, ldc, direct ? m : full);
             }
           }
@@ -764,7 +793,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           }
       }
     }
-    if (amx) amx_release();
+    if (configured) amx_release();
   });
 }
 /// wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), the weight tap of plan tap t), zero past Cin_g;
