@@ -934,6 +934,17 @@ inline Tensor conv_grad_in_format(const Tensor& g, const Tensor& input, const Te
   return op::clone(g, f);
 }
 
+/// A pooling's incoming gradient in the suggested format of `like` (its output or indices, laid out as
+/// the forward's input), so that the backward op, which lays the input's gradient out from grad_output
+/// (Note [Result layout]), gives PyTorch's layout, the forward input's, whatever strides grad has (a
+/// global pooling's (N, C, 1, 1) gradient is often a view of an (N, C) one); a copy only when they differ.
+inline Tensor grad_in_format_of(const Tensor& grad, const Tensor& like) {
+  if (grad.dim() != 4) return grad;
+  const MemoryFormat f = suggest_memory_format(like);
+  if (suggest_memory_format(grad) == f) return grad;
+  return op::clone(grad, f);
+}
+
 /// A per-channel (C,) tensor shaped (1, C, 1, ...) against an (N, C, ...) input of `dim` dims.
 inline Tensor channel_view(const Tensor& t, int64_t dim) {
   Shape shape(static_cast<size_t>(dim), 1);
