@@ -391,6 +391,9 @@ _AUTOCAST_CALLS = {
     "ctc_loss": lambda m, a, b: m.nn.functional.ctc_loss(
         a[0].log_softmax(2), m.tensor([[1, 2], [1, 1], [2, 3], [3, 1]]), m.tensor([4] * 4), m.tensor([2] * 4)
     ),
+    "reflection_pad2d": lambda m, a, b: m.nn.functional.pad(a, (1, 2, 2, 1), mode="reflect"),
+    "replication_pad1d": lambda m, a, b: m.nn.functional.pad(a[0], (1, 2), mode="replicate"),
+    "replication_pad3d": lambda m, a, b: m.nn.functional.pad(a, (1, 1, 0, 1, 1, 0), mode="replicate"),
     "grid_sample": lambda m, a, b: m.nn.functional.grid_sample(a, b[:, :3, :3, :2] * 0.5, align_corners=False),
     "linalg.inv": lambda m, a, b: m.linalg.inv(a[0, 0] + 4 * m.eye(4)),
     "linalg.svdvals": lambda m, a, b: m.linalg.svdvals(a[0]),

@@ -537,7 +537,14 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
         raise TypeError(f"[pad] pad must be a tuple of ints, got {pad!r}")
     if mode != "constant" and value is not None and value != 0:
         raise FlambeauError(f"[pad] padding mode {mode!r} doesn't take in value argument")
+    if mode == "replicate" or (mode == "reflect" and len(pad) <= 4):
+        return _pad_in_float32(input, list(pad), mode)
     return fc._C._pad_nd(input, list(pad), mode, 0.0 if value is None else float(value))
+
+
+# PyTorch's CPU autocast float32 list has reflection_pad1d/2d and replication_pad1d/2d/3d (not the constant,
+# circular or 3-D reflection pads): under autocast those pad in float32.
+_pad_in_float32 = autocast_float32(lambda input, pad, mode: fc._C._pad_nd(input, pad, mode, 0.0))
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
