@@ -43,6 +43,9 @@ CASES = [
     ((2, 16, 9, 9), (16, 1, 3, 3), 1, 1, 1, 16),
     ((2, 12, 10, 9), (9, 4, 3, 3), 1, 2, 2, 3),
     ((2, 3, 11, 11), (4, 3, 5, 5), 3, 2, 2, 1),
+    # 64+ output channels per group: the channel-vectorized direct kernel, NHWC in and out.
+    ((3, 17, 7, 9), (80, 17, 3, 3), 2, 1, 1, 1),
+    ((1, 32, 6, 5), (128, 16, 3, 3), 1, 1, 2, 2),
 ]
 LAYOUTS = [(False, False), (True, False), (False, True), (True, True)]
 
@@ -69,6 +72,19 @@ def test_conv_transpose2d_output_layout_and_values_as_torch(case, x_cl, w_cl, dt
     ours = fc.conv_transpose2d(fx, fw, None, stride, padding, output_padding, groups)
     theirs = torch.nn.functional.conv_transpose2d(tx, tw, None, stride, padding, output_padding, groups)
     _assert_as_torch(ours, theirs)
+
+
+@pytest.mark.parametrize("case", [CASES[4], CASES[9], CASES[10]])
+def test_nhwc_kernels_give_the_nchw_kernels_values(case):
+    # The same sums in the same order, whichever layout the kernel reads and writes.
+    xs, ws, stride, padding, dilation, groups = case
+    fx, _ = _pair(xs, False, 16)
+    fw, _ = _pair(ws, False, 17)
+    fb, _ = _pair(ws[:1], False, 18)
+    nchw = fc.conv2d(fx, fw, fb, stride, padding, dilation, groups)
+    nhwc = fc.conv2d(fx.contiguous(memory_format=fc.channels_last), fw, fb, stride, padding, dilation, groups)
+    assert nhwc.is_contiguous(memory_format=fc.channels_last)
+    np.testing.assert_array_equal(to_numpy(nhwc), to_numpy(nchw))
 
 
 def test_conv1d_of_a_channels_last_like_input_stays_contiguous():

@@ -22,8 +22,9 @@
 //
 // Channels-last tensors (Note [Result layout]: a channels-last input or weight gives a channels-last
 // output and gradients, as PyTorch's) run these NCHW kernels on an NCHW copy of the input, the result
-// copied into the NHWC output once; 1x1 ones run as one GEMM on the NHWC memory instead (Note
-// [Channels-last pointwise convolution]).
+// copied into the NHWC output once, but for 1x1 ones, one GEMM on the NHWC memory (Note [Channels-last
+// pointwise convolution]), and float32 forward ones the channel-vectorized direct kernel suits (64 and
+// more output channels per group), which reads NHWC pixels and writes NHWC rows (direct_nhwc).
 //
 // Threads: with at least as many images as threads, images are split across
 // threads, each calling a single-threaded GEMM on its own columns buffer (and,
@@ -425,6 +426,23 @@ bool pointwise_nhwc(const Tensor& out, const Tensor& input, const Tensor& weight
   return true;
 }
 
+/// A float32 forward convolution with an NHWC output that the channel-vectorized direct kernel suits
+/// (Note [Direct convolution]) runs on NHWC memory: the input read as NHWC (copied to it first if it
+/// is not), the output written in place. False (nothing done) otherwise.
+bool direct_nhwc(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                 const ConvGeo& g, bool transposed) {
+  if (transposed || input.dtype() != ScalarType::Float32 || g.pointwise() || direct_path(g) ||
+      input.numel() == 0 || out.is_contiguous() || !nhwc_matrix(out) || !direct() ||
+      !direct()->direct_conv_nhwc_suits(g) ||
+      cpu::shares_storage(out, std::initializer_list<const Tensor*>{&input, &weight, bias ? &*bias : nullptr}))
+    return false;
+  const Tensor x = op::contiguous(input, MemoryFormat::ChannelsLast), w = contiguous(weight);
+  const std::optional<Tensor> b = bias ? std::optional<Tensor>(contiguous(*bias)) : std::nullopt;
+  direct()->direct_conv_nhwc(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
+                             out.data<float>());
+  return true;
+}
+
 /// The pointwise weight gradient on NHWC memory; false (nothing done) outside that case.
 bool pointwise_weight_grad_nhwc(const Tensor& dw, const Tensor& grad, const Tensor& input, const ConvGeo& g,
                                 bool transposed) {
@@ -475,9 +493,10 @@ void convolution_out_cpu(const Tensor& out, const Tensor& input_, const Tensor& 
     cpu::copy_out(out, op::cast(y32, input_.dtype()));
     return;
   }
-  if (pointwise_nhwc(out, input_, weight_, bias_,
-                     make_geo(input_, weight_.sizes(), out_shape, stride, padding, dilation, transposed, groups),
-                     transposed))
+  const ConvGeo geo =
+      make_geo(input_, weight_.sizes(), out_shape, stride, padding, dilation, transposed, groups);
+  if (pointwise_nhwc(out, input_, weight_, bias_, geo, transposed) ||
+      direct_nhwc(out, input_, weight_, bias_, geo, transposed))
     return;
   const Tensor input = contiguous(input_), weight = contiguous(weight_);
   const std::optional<Tensor> bias = bias_ ? std::optional<Tensor>(contiguous(*bias_)) : std::nullopt;

@@ -21,6 +21,13 @@ bool direct_conv_suits(const ConvGeo& g);
 /// all contiguous. Threads over images and blocks of output channels.
 void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
 
+/// Whether direct_conv_nhwc handles this geometry (that of the channel-vectorized kernel).
+bool direct_conv_nhwc_suits(const ConvGeo& g);
+
+/// direct_conv of channels-last big and small (N, H, W, C in memory; w contiguous): the
+/// channel-vectorized kernel reads the input's pixels and writes each output pixel's channels in a row.
+void direct_conv_nhwc(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
+
 /// Whether direct_weight_grad handles this forward geometry (the same range as
 /// direct_conv's flat kernel, kernels of 2 taps and more).
 bool direct_weight_grad_suits(const ConvGeo& g);
@@ -49,6 +56,8 @@ struct ConvDirectKernels {
   bool (*direct_transposed_suits)(const ConvGeo& g);
   void (*direct_transposed)(const ConvGeo& g, const float* small, const float* w, const float* bias,
                             float* big);
+  bool (*direct_conv_nhwc_suits)(const ConvGeo& g);
+  void (*direct_conv_nhwc)(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
 };
 
 /// AVX-512 only: the base and AVX2 slots are empty (conv.cpp).

@@ -349,6 +349,15 @@ bool direct_conv_suits(const ConvGeo& g) {
   return g.Hs * g.Ws * 2 >= p.nvecR * kLanes;
 }
 
+bool direct_conv_nhwc_suits(const ConvGeo& g) {
+  CvPlan cp;
+  return prefer_cv(g) && make_cv_plan(g, cp);
+}
+
+void direct_conv_nhwc(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
+  cv_conv(g, big, w, bias, small, true);
+}
+
 void direct_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
   if (prefer_cv(g)) {
     cv_conv(g, big, w, bias, small);
@@ -390,7 +399,8 @@ namespace {
 void fill_direct_kernels(ConvDirectKernels& t) {
   t = {conv_avx512::direct_conv_suits,        conv_avx512::direct_conv,
        conv_avx512::direct_weight_grad_suits, conv_avx512::direct_weight_grad,
-       conv_avx512::direct_transposed_suits,  conv_avx512::direct_transposed};
+       conv_avx512::direct_transposed_suits,  conv_avx512::direct_transposed,
+       conv_avx512::direct_conv_nhwc_suits,   conv_avx512::direct_conv_nhwc};
 }
 }  // namespace
 FB_REGISTER_DISPATCH(conv_direct_stub, avx512, (&table_of<ConvDirectKernels, fill_direct_kernels>));

@@ -150,17 +150,29 @@ void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* bu
       copy_row(img + (c * g.Hb + h) * g.Wb, buf + c * p.PSz + (h + g.ph) * p.Wp + g.pw, g.Wb);
 }
 
+/// The same from a channels-last image: pixels ld floats apart, the group's Cg channels in each.
+void build_padded_nhwc(const ConvGeo& g, const CvPlan& p, const float* img, int64_t ld, float* buf, bool zero) {
+  if (zero) std::memset(buf, 0, static_cast<size_t>(p.Cg * p.PSz) * sizeof(float));
+  for (int64_t h = 0; h < g.Hb; ++h)
+    for (int64_t w = 0; w < g.Wb; ++w) {
+      const float* px = img + (h * g.Wb + w) * ld;
+      float* dst = buf + (h + g.ph) * p.Wp + g.pw + w;
+      for (int64_t c = 0; c < p.Cg; ++c) dst[c * p.PSz] = px[c];
+    }
+}
+
 namespace {
 
 /// CV vectors of 16 output channels x P pixels [q0, q0 + np) of one class in
 /// registers (Note [Pixel classes]), summed over Cg input channels (planes PSz
 /// floats apart, weights wci floats apart) and the class's taps: per (channel,
 /// tap) CV weight vectors and P broadcast pixels. Stored through a small tile at
-/// the pixels' output indices, channels out_hw apart.
+/// the pixels' output indices, channels out_hw apart, pixels out_ps apart (1: NCHW; channels-last:
+/// out_hw 1 and out_ps the output's channels).
 template <int CV, int P>
 void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int64_t PSz, int64_t wci,
                   const float* planes, const float* wp, const float* bpad, int64_t nco, float* out,
-                  int64_t out_hw) {
+                  int64_t out_hw, int64_t out_ps) {
   const int64_t nt = static_cast<int64_t>(pc.toff.size());
   const int64_t* toff = pc.toff.data();
   const int64_t* woff = pc.woff.data();
@@ -195,27 +207,31 @@ void gather_block(const PixelClass& pc, int64_t q0, int64_t np, int64_t Cg, int6
 #pragma GCC unroll 4
     for (int c = 0; c < CV; ++c) _mm512_store_ps(&tile[k][16 * c], acc[k][c]);
   const int64_t* oi = pc.oidx.data() + q0;
+  if (out_hw == 1) {  // channels-last: each pixel's channels are contiguous
+    for (int64_t k = 0; k < np; ++k) std::memcpy(out + oi[k] * out_ps, tile[k], static_cast<size_t>(nco) * sizeof(float));
+    return;
+  }
   for (int64_t co = 0; co < nco; ++co) {
     float* o = out + co * out_hw;
-    for (int64_t k = 0; k < np; ++k) o[oi[k]] = tile[k][co];
+    for (int64_t k = 0; k < np; ++k) o[oi[k] * out_ps] = tile[k][co];
   }
 }
 
 /// The pixels [q0, HW) of one class in blocks of P; a remainder of at most P/2 in smaller blocks.
 template <int CV, int P>
 void class_blocks(const PixelClass& pc, int64_t q0, int64_t Cg, int64_t PSz, int64_t wci, const float* planes,
-                  const float* wp, const float* bpad, int64_t nco, float* out, int64_t out_hw) {
+                  const float* wp, const float* bpad, int64_t nco, float* out, int64_t out_hw, int64_t out_ps) {
   for (; q0 + P <= pc.HW; q0 += P)
-    gather_block<CV, P>(pc, q0, P, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+    gather_block<CV, P>(pc, q0, P, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
   const int64_t r = pc.HW - q0;
   if (r <= 0) return;
   if constexpr (P > 1) {
     if (r <= P / 2) {
-      class_blocks<CV, P / 2>(pc, q0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+      class_blocks<CV, P / 2>(pc, q0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
       return;
     }
   }
-  gather_block<CV, P>(pc, q0, r, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+  gather_block<CV, P>(pc, q0, r, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
 }
 
 }  // namespace
@@ -223,28 +239,28 @@ void class_blocks(const PixelClass& pc, int64_t q0, int64_t Cg, int64_t PSz, int
 /// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums.
 void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz, int64_t wci,
                  const float* planes, const float* wp, const float* bias, int64_t nco, float* out,
-                 int64_t out_hw) {
+                 int64_t out_hw, int64_t out_ps) {
   alignas(64) float bpad[kCvCo];
   for (int64_t k = 0; k < kCvCo; ++k) bpad[k] = bias && k < nco ? bias[k] : 0.0f;
   for (const PixelClass& pc : classes) {
     switch ((nco + 15) / 16) {
       case 1:
-        class_blocks<1, 24>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        class_blocks<1, 24>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
         break;
       case 2:
-        class_blocks<2, 12>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        class_blocks<2, 12>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
         break;
       case 3:
-        class_blocks<3, 8>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        class_blocks<3, 8>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
         break;
       default:
-        class_blocks<4, 6>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw);
+        class_blocks<4, 6>(pc, 0, Cg, PSz, wci, planes, wp, bpad, nco, out, out_hw, out_ps);
         break;
     }
   }
 }
 
-void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small) {
+void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small, bool nhwc) {
   CvPlan p;
   if (!make_cv_plan(g, p, true)) return;
   const std::vector<float> wp = pack_weight_blocks(g, p.Cg, p.Sg, kCvCo, w);
@@ -262,13 +278,20 @@ void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bi
       const int64_t gi = rest / p.ncob, cob = rest % p.ncob;
       const int64_t key = n * G + gi;
       if (key != loaded) {
-        build_padded(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes, loaded < 0);
+        if (nhwc)
+          build_padded_nhwc(g, p, big + n * big_hw * g.Cb + gi * p.Cg, g.Cb, planes, loaded < 0);
+        else
+          build_padded(g, p, big + (n * g.Cb + gi * p.Cg) * big_hw, planes, loaded < 0);
         loaded = key;
       }
       const int64_t co0 = gi * p.Sg + cob * kCvCo, nco = std::min(kCvCo, p.Sg - cob * kCvCo);
-      run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes,
-                  wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo, bias ? bias + co0 : nullptr, nco,
-                  small + (n * g.Cs + co0) * p.HW, p.HW);
+      const float* wb = wp.data() + (gi * p.ncob + cob) * p.Cg * kk * kCvCo;
+      const float* bb = bias ? bias + co0 : nullptr;
+      if (nhwc)  // Note [Direct convolution], channels-last: each pixel's output channels in a row
+        run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes, wb, bb, nco, small + n * p.HW * g.Cs + co0, 1, g.Cs);
+      else
+        run_classes(p.classes, p.Cg, p.PSz, kk * kCvCo, planes, wb, bb, nco, small + (n * g.Cs + co0) * p.HW, p.HW,
+                    1);
     }
   });
 }

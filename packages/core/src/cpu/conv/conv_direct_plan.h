@@ -135,14 +135,19 @@ bool make_cv_plan(const ConvGeo& g, CvPlan& p, bool classes = false);
 /// The zero-padded planes of one group of one image; the padding written only when `zero`
 /// (the buffer's first image in a call: the next ones write the same positions).
 void build_padded(const ConvGeo& g, const CvPlan& p, const float* img, float* buf, bool zero);
+/// The same from a channels-last image (img: the group's first channel of pixel 0; pixels ld floats apart).
+void build_padded_nhwc(const ConvGeo& g, const CvPlan& p, const float* img, int64_t ld, float* buf, bool zero);
 
-/// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums.
+/// Every class of pixels for nco (<= kCvCo) output channels: bias (may be null) plus the gathered sums,
+/// stored with channels out_hw apart and pixels out_ps apart.
 void run_classes(const std::vector<PixelClass>& classes, int64_t Cg, int64_t PSz, int64_t wci,
                  const float* planes, const float* wp, const float* bias, int64_t nco, float* out,
-                 int64_t out_hw);
+                 int64_t out_hw, int64_t out_ps = 1);
 
 /// The channel-vectorized forward kernel (Note [Direct convolution], last part).
-void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small);
+/// nhwc: big and small channels-last (N, H, W, C in memory), the weight as ever.
+void cv_conv(const ConvGeo& g, const float* big, const float* w, const float* bias, float* small,
+             bool nhwc = false);
 /// Whether the forward pass takes the channel-vectorized kernel (backends.cpu.conv_direct_kernel).
 bool prefer_cv(const ConvGeo& g);
 
