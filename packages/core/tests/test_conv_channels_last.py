@@ -64,7 +64,14 @@ def test_conv2d_output_layout_and_values_as_torch(case, x_cl, w_cl):
 
 @pytest.mark.parametrize(("x_cl", "w_cl"), LAYOUTS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("case", [((2, 6, 5, 7), (6, 3, 3, 3), 2, 1, 1, 1), ((1, 4, 5, 5), (4, 1, 3, 3), 2, 0, 1, 4)])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((2, 6, 5, 7), (6, 3, 3, 3), 2, 1, 1, 1),
+        ((1, 4, 5, 5), (4, 1, 3, 3), 2, 0, 1, 4),
+        ((2, 32, 6, 7), (32, 64, 3, 3), 1, 1, 0, 1),  # stride 1, 64 outputs: the direct kernel on NHWC
+    ],
+)
 def test_conv_transpose2d_output_layout_and_values_as_torch(case, x_cl, w_cl, dtype):
     xs, ws, stride, padding, output_padding, groups = case
     fx, tx = _pair(xs, x_cl, 3, dtype)

@@ -240,10 +240,10 @@ bool transposed_gemm_forced() {
 /// big[cb, y, x] = sum over cs, i, j of small[cs, y + p - i*d, x + p - j*d] * w[cs, cb, i, j],
 /// i.e. taps (k-1-i) of a convolution with padding d*(k-1) - p. On AVX-512 the
 /// direct kernel (Note [Direct convolution]) then runs it with no GEMM, no
-/// col2im and no columns buffer. Returns false (nothing done) outside that case.
-bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const float* bias, float* y) {
+/// col2im and no columns buffer. stride1_as_conv gives that convolution's geometry f when it applies and
+/// the direct kernel (its NCHW or, nhwc, its NHWC form) suits it.
+bool stride1_as_conv(const ConvGeo& g, bool nhwc, ConvGeo& f) {
   if (!direct() || g.sh != 1 || g.sw != 1 || g.pointwise() || transposed_gemm_forced()) return false;
-  ConvGeo f;
   f.N = g.N, f.Cb = g.Cs, f.Hb = g.Hs, f.Wb = g.Ws, f.Cs = g.Cb, f.Hs = g.Hb, f.Ws = g.Wb;
   f.kh = g.kh, f.kw = g.kw, f.dh = g.dh, f.dw = g.dw, f.groups = g.groups;
   f.ph = g.dh * (g.kh - 1) - g.ph, f.pw = g.dw * (g.kw - 1) - g.pw;
@@ -254,7 +254,13 @@ bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const f
   // An output_padding makes the big image larger than the plain convolution's output.
   if (f.Hb + 2 * f.ph - g.dh * (g.kh - 1) != f.Hs || f.Wb + 2 * f.pw - g.dw * (g.kw - 1) != f.Ws)
     return false;
-  if (!direct()->direct_conv_suits(f)) return false;
+  return nhwc ? direct()->direct_conv_nhwc_suits(f) : direct()->direct_conv_suits(f);
+}
+
+/// Runs the transposed convolution g as the plain one f (stride1_as_conv): the kernel flipped, its
+/// channel dims swapped.
+void run_stride1_transposed(const ConvGeo& g, const ConvGeo& f, const float* x, const float* w,
+                            const float* bias, float* y, bool nhwc) {
   const int64_t G = g.groups, Cb_g = g.Cb / G, Cs_g = g.Cs / G, kk = g.kk();
   std::vector<float> wf(static_cast<size_t>(g.Cb * Cs_g * kk));
   for (int64_t gi = 0; gi < G; ++gi)
@@ -264,7 +270,17 @@ bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const f
         float* dst = wf.data() + ((gi * Cb_g + cb) * Cs_g + cs) * kk;
         for (int64_t t = 0; t < kk; ++t) dst[t] = src[kk - 1 - t];
       }
-  direct()->direct_conv(f, x, wf.data(), bias, y);
+  if (nhwc)
+    direct()->direct_conv_nhwc(f, x, wf.data(), bias, y);
+  else
+    direct()->direct_conv(f, x, wf.data(), bias, y);
+}
+
+/// Note [Stride-1 transposed convolution] on NCHW memory; false (nothing done) outside that case.
+bool transposed_direct(const ConvGeo& g, const float* x, const float* w, const float* bias, float* y) {
+  ConvGeo f;
+  if (!stride1_as_conv(g, false, f)) return false;
+  run_stride1_transposed(g, f, x, w, bias, y, false);
   return true;
 }
 
@@ -426,20 +442,25 @@ bool pointwise_nhwc(const Tensor& out, const Tensor& input, const Tensor& weight
   return true;
 }
 
-/// A float32 forward convolution with an NHWC output that the channel-vectorized direct kernel suits
-/// (Note [Direct convolution]) runs on NHWC memory: the input read as NHWC (copied to it first if it
-/// is not), the output written in place. False (nothing done) otherwise.
+/// A float32 convolution with an NHWC output that the channel-vectorized direct kernel suits (Note
+/// [Direct convolution]), forward or stride-1 transposed (Note [Stride-1 transposed convolution]: the
+/// input gradient), runs on NHWC memory: the input read as NHWC (copied to it first if it is not), the
+/// output written in place. False (nothing done) otherwise.
 bool direct_nhwc(const Tensor& out, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                  const ConvGeo& g, bool transposed) {
-  if (transposed || input.dtype() != ScalarType::Float32 || g.pointwise() || direct_path(g) ||
-      input.numel() == 0 || out.is_contiguous() || !nhwc_matrix(out) || !direct() ||
-      !direct()->direct_conv_nhwc_suits(g) ||
+  if (input.dtype() != ScalarType::Float32 || g.pointwise() || direct_path(g) || input.numel() == 0 ||
+      out.is_contiguous() || !nhwc_matrix(out) || !direct() ||
       cpu::shares_storage(out, std::initializer_list<const Tensor*>{&input, &weight, bias ? &*bias : nullptr}))
     return false;
+  ConvGeo f;  // a stride-1 transposed convolution (the input gradient) as a plain one
+  if (transposed ? !stride1_as_conv(g, true, f) : !direct()->direct_conv_nhwc_suits(g)) return false;
   const Tensor x = op::contiguous(input, MemoryFormat::ChannelsLast), w = contiguous(weight);
   const std::optional<Tensor> b = bias ? std::optional<Tensor>(contiguous(*bias)) : std::nullopt;
-  direct()->direct_conv_nhwc(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
-                             out.data<float>());
+  const float* bp = b ? b->data<float>() : nullptr;
+  if (transposed)
+    run_stride1_transposed(g, f, x.data<float>(), w.data<float>(), bp, out.data<float>(), true);
+  else
+    direct()->direct_conv_nhwc(g, x.data<float>(), w.data<float>(), bp, out.data<float>());
   return true;
 }
 
