@@ -517,6 +517,7 @@ class _WorkerPool:
         self.ring = _shm.MainRing(loader.num_workers, loader.prefetch_factor + 2, reuse)  # type: ignore[operator]
         self.index_conns: list[Any] = []  # main -> worker
         self.result_conns: list[Any] = []  # worker -> main
+        self._results_in: list[_pipe.Reader] = []  # each result pipe read through a buffer (Note [Pipe messages])
         self.workers: list[Any] = []
         self.alive = True
         self._lock = threading.Lock()
@@ -555,6 +556,7 @@ class _WorkerPool:
                 result_r, result_w = ctx.Pipe(duplex=False)
                 self.index_conns.append(task_w)
                 self.result_conns.append(result_r)
+                self._results_in.append(_pipe.Reader(result_r))
                 tasks, written = pending[wid], 0
                 while tasks and written + len(tasks[0]) <= _PRESEND:
                     written += len(tasks[0])
@@ -635,18 +637,22 @@ class _WorkerPool:
         that exited is reported (RuntimeError) once its pipe holds no more
         results: ``tasks()`` maps each task not yet received to (worker id,
         indices, slot), and the dead worker's oldest one is the batch it was on.
-        ``expect``: the worker whose result is awaited, read first if ready.
+        ``expect``: the worker whose result is awaited, returned first if it was read in already.
+        Messages read in with an earlier one (Note [Pipe messages]) are taken before the pipes
+        are polled, which no longer shows them.
         """
         while True:
             if self._ready:
                 return self._ready.popleft()
             if expect is not None:
-                try:
-                    if self._result_polls[expect].poll(0):  # the batch awaited is there
-                        return _loads(self.result_conns[expect].recv_bytes())
-                except (EOFError, OSError):
-                    pass  # a dead worker: the general path below reports it
+                if self._results_in[expect].pending():  # the batch awaited is here: no system call
+                    return _loads(self._results_in[expect].recv_bytes())
                 expect = None
+            for reader in self._results_in:
+                if reader.pending():
+                    self._ready.append(_loads(reader.recv_bytes()))
+            if self._ready:
+                continue
             if deadline is None:
                 events = self._poller.poll()
             else:
@@ -663,12 +669,13 @@ class _WorkerPool:
                     sentinels.append(wid)
                     continue
                 try:
-                    self._ready.append(_loads(self.result_conns[wid].recv_bytes()))
+                    self._ready.append(_loads(self._results_in[wid].recv_bytes()))
                 except (EOFError, OSError):
                     dead.append(wid)
             for wid in sentinels:
-                if wid not in dead and not self._result_polls[wid].poll(0):
-                    dead.append(wid)
+                if wid in dead or self._results_in[wid].pending() or self._result_polls[wid].poll(0):
+                    continue  # results are still there to read first
+                dead.append(wid)
             if self._ready:
                 continue
             for wid in dead:
@@ -768,10 +775,10 @@ class _WorkerPool:
 
     def _drain(self) -> None:
         """Reads what the workers sent (a worker blocked on a full pipe can then exit)."""
-        for conn in self.result_conns:
+        for conn, reader in zip(self.result_conns, self._results_in, strict=True):
             try:
-                while conn.poll(0):
-                    conn.recv()
+                while reader.pending() or conn.poll(0):
+                    _loads(reader.recv_bytes())  # unpickled, as Connection.recv would
             except Exception:  # noqa: BLE001 (EOF, a torn message of a killed worker: nothing to keep)
                 continue
         self._ready.clear()

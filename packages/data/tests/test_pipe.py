@@ -7,6 +7,7 @@ import multiprocessing as mp
 import os
 import pickle
 import threading
+import time
 from multiprocessing.reduction import ForkingPickler
 
 import flambeau_core as fc
@@ -155,3 +156,84 @@ def test_loader_tasks_of_every_size_match_torch(no_leaks, persistent):
         want = [to_py(b) for b in theirs]
         assert got == want
     del ours
+
+
+class _DiesAt:
+    """Samples ``i`` (a tensor), until index ``at``, where the worker process exits."""
+
+    def __init__(self, at, lib):
+        self.at, self.lib = at, lib
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        if i == self.at:
+            os._exit(3)
+        return self.lib.tensor([float(i)])
+
+
+def _until_error(loader):
+    got = []
+    with pytest.raises(RuntimeError) as info:
+        for i, b in enumerate(loader):
+            if i == 0:
+                time.sleep(0.3)  # the worker writes the rest meanwhile: read in together, then its death
+            got.append(to_py(b))
+    return got, str(info.value)
+
+
+def test_results_read_in_together_come_before_the_workers_death(no_leaks):
+    kw = dict(batch_size=2, num_workers=1, prefetch_factor=12)
+    got, message = _until_error(DataLoader(_DiesAt(20, fc), **kw))
+    # torch's loader raises RuntimeError too (when depends on its watchdog): its batches of the indices the
+    # worker finished are the oracle.
+    _, theirs = _until_error(torch.utils.data.DataLoader(_DiesAt(20, torch), **kw))
+    want = [to_py(b) for b in torch.utils.data.DataLoader(_DiesAt(40, torch), batch_size=2)][:10]
+    assert got == want
+    assert "exit code 3" in message and "[20, 21]" in message, message
+    assert "exited unexpectedly" in theirs
+
+
+def test_results_read_in_together_are_yielded_while_the_worker_waits(no_leaks):
+    # Every task of the epoch outstanding: the worker writes all results, then waits for a task that never
+    # comes; the results read in with the second one are in no pipe that a poll would show.
+    kw = dict(batch_size=2, num_workers=1, prefetch_factor=12, timeout=10)
+    for persistent in (False, True):
+        loader = DataLoader(_DiesAt(-1, fc), persistent_workers=persistent, **kw)
+        got = []
+        for i, b in enumerate(loader):
+            if i == 0:
+                time.sleep(0.3)
+            got.append(to_py(b))
+        want = [to_py(b) for b in torch.utils.data.DataLoader(_DiesAt(-1, torch), **kw)]
+        assert got == want
+        assert len(got) == 20
+        del loader
+
+
+def test_an_abandoned_epochs_results_read_in_with_the_resume_answer(no_leaks):
+    # Persistent workers, an epoch dropped after its first batch while every other task is outstanding: the
+    # next epoch's start reads the stale results and the worker's answer to the resume together, and must
+    # not wait on a pipe for what is already read in.
+    kw = dict(batch_size=2, num_workers=1, prefetch_factor=12, persistent_workers=True)
+    loaders = {
+        "ours": DataLoader(_DiesAt(-1, fc), **kw),
+        "theirs": torch.utils.data.DataLoader(_DiesAt(-1, torch), **kw),
+    }
+    out = {}
+
+    def run():
+        for first in loaders.values():
+            next(iter(first))
+        time.sleep(0.3)  # the worker writes every stale result meanwhile
+        out["got"] = [to_py(b) for b in loaders["ours"]]
+        out["want"] = [to_py(b) for b in loaders["theirs"]]
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the next epoch did not start"
+    assert out["got"] == out["want"]
+    assert len(out["got"]) == 20
+    loaders.clear()
