@@ -159,18 +159,18 @@ def test_loader_tasks_of_every_size_match_torch(no_leaks, persistent):
 
 
 class _DiesAt:
-    """Samples ``i`` (a tensor), until index ``at``, where the worker process exits."""
+    """Rows ``[i]`` of a (40, 1) ``lib`` tensor; the worker process exits at index ``at``."""
 
     def __init__(self, at, lib):
-        self.at, self.lib = at, lib
+        self.rows, self.at = lib.arange(40, dtype=lib.float32).reshape(40, 1), at
 
     def __len__(self):
-        return 40
+        return len(self.rows)
 
     def __getitem__(self, i):
         if i == self.at:
             os._exit(3)
-        return self.lib.tensor([float(i)])
+        return self.rows[i]
 
 
 def _until_error(loader):
