@@ -65,8 +65,9 @@
 // vdpbf16ps. The taps of a kernel row read planes that follow each other, so their pairs are one run of rows
 // (tap t + 1's pair p is pair CP + p of tap t) and a tile's depth may span taps: a class's steps are kc
 // pairs, the largest depth of at most 16 that divides each run (3 input channels: 6 pairs a step, not 2; 16:
-// 12, not 8). A panel's last outputs past the image read plane columns that are not the image's; their sums
-// are not stored. The weight gradient likewise: a plane tile is 16 rows (tap, input channel) of one tap
+// 12, not 8); 16 output channels take two panels at a time, the weight tile read once for four products. A
+// panel's last outputs past the image read plane columns that are not the image's; their sums are not
+// stored. The weight gradient likewise: a plane tile is 16 rows (tap, input channel) of one tap
 // (input channels in multiples of 16, rows one plane apart) by 16 q pairs, the output gradient's tile 16 q
 // pairs by 16 output channels, and four float32 tiles (32 rows x 32 channels) add the images of a batch into
 // the partial sums (the columns past the output channels sum whatever the pair layout holds there; they are
@@ -320,20 +321,22 @@ FB_AMX_TARGET void amx_configure(int64_t kc) {
 
 FB_AMX_TARGET void amx_release() { _tile_release(); }
 
-/// tile()'s sums for 16 * MR rows x 32 outputs on AMX: over `steps` steps of kc channel pairs, row r's
-/// pairs of step k at a + r * lda + as[k], the pair rows at b + bs[k] + p * ldb (uint16 units). The sums
-/// start from `init` (float32 [16 * MR][32]: the bias) and are stored to c, the same layout.
-template <int MR>
+/// tile()'s sums for 16 * MR rows x 32 * NP outputs on AMX (MR * NP <= 2): over `steps` steps of kc
+/// channel pairs, row r's pairs of step k at a + r * lda + as[k], the pair rows at b + bs[k] + p * ldb
+/// (uint16 units; the second panel of 32 outputs 64 further). The sums start from `init` (float32
+/// [16 * MR][32]: the bias) and are stored to c, [16 * MR * NP][32] (the second panel as rows 16-31).
+template <int MR, int NP = 1>
 FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs, const uint16_t* a,
                              int64_t lda, const uint16_t* b, int64_t ldb, const float* init, float* c) {
+  static_assert(MR * NP <= 2);
   // GCC 12's tile intrinsics are asm statements that name no memory: the barriers keep the writes of
   // init before the loads, and the reads of c after the stores.
   __asm__ volatile("" ::: "memory");
   _tile_loadd(0, init, 128);
   _tile_loadd(1, init + 16, 128);
-  if constexpr (MR == 2) {
-    _tile_loadd(2, init + 512, 128);
-    _tile_loadd(3, init + 528, 128);
+  if constexpr (MR == 2 || NP == 2) {
+    _tile_loadd(2, init + (MR == 2 ? 512 : 0), 128);
+    _tile_loadd(3, init + (MR == 2 ? 528 : 16), 128);
   }
   for (int64_t k = 0; k < steps; ++k) {
     const uint16_t* bt = b + bs[k];
@@ -347,11 +350,16 @@ FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs
       _tile_loadd(5, at + 16 * lda, 2 * lda);
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
+    } else if constexpr (NP == 2) {
+      _tile_loadd(6, bt + 64, 2 * ldb);
+      _tile_loadd(7, bt + 96, 2 * ldb);
+      _tile_dpbf16ps(2, 4, 6);
+      _tile_dpbf16ps(3, 4, 7);
     }
   }
   _tile_stored(0, c, 128);
   _tile_stored(1, c + 16, 128);
-  if constexpr (MR == 2) {
+  if constexpr (MR == 2 || NP == 2) {
     _tile_stored(2, c + 512, 128);
     _tile_stored(3, c + 528, 128);
   }
@@ -717,15 +725,25 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           for (int64_t r = 0; r < Cout_g; r += 4 * kRows) {
             const int64_t rows = std::min(4 * kRows, Cout_g - r);
             for (int64_t i = 0; i < rows; ++i) std::fill_n(init + i * kCols, kCols, bg ? bg[r + i] : 0.0f);
-            for (int64_t pn = 0; pn < panels; ++pn) {
-              const int64_t left = Q - pn * kCols;
-              const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
+            // 16 rows take two panels at a time (the weight tile read once for four products).
+            const int64_t np = rows == 4 * kRows ? 1 : 2;
+            for (int64_t pn = 0; pn < panels; pn += np) {
               const uint16_t* bp = b + 2 * pn * kCols;
-              if (rows == 4 * kRows)
-                amx_panel<2>(steps, st.a.data(), st.b.data(), w + r * lda, lda, bp, 2 * PS, init, sums);
+              const int64_t* as = st.a.data();
+              const int64_t* bs = st.b.data();
+              const int64_t both = std::min(np, panels - pn);
+              if (np == 1)
+                amx_panel<2>(steps, as, bs, w + r * lda, lda, bp, 2 * PS, init, sums);
+              else if (both == 2)
+                amx_panel<1, 2>(steps, as, bs, w + r * lda, lda, bp, 2 * PS, init, sums);
               else
-                amx_panel<1>(steps, st.a.data(), st.b.data(), w + r * lda, lda, bp, 2 * PS, init, sums);
-              round_rows(sums, rows, (direct ? y : slot) + pn * kCols + r * ldc, ldc, direct ? m : full);
+                amx_panel<1>(steps, as, bs, w + r * lda, lda, bp, 2 * PS, init, sums);
+              for (int64_t i = 0; i < both; ++i) {
+                const int64_t left = Q - (pn + i) * kCols;
+                const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
+                uint16_t* dst = (direct ? y : slot) + (pn + i) * kCols + r * ldc;
+                round_rows(sums + i * 2 * kRows * kCols, rows, dst, ldc, direct ? m : full);
+              }
             }
           }
           return;
