@@ -97,9 +97,11 @@ pool::Pool2d pool2d_geometry(IntArrayRef in, IntArrayRef out, IntArrayRef kernel
 }
 
 // Note [Channels-last pooling]: a gradient laid out channels-last (its grad_output suggested it, Note
-// [Result layout]) of float32/float64, sharing no memory with the inputs, runs the NHWC loops.
+// [Result layout]) of float32/float64 and enough channels, sharing no memory with the inputs, runs the
+// NHWC loops.
 bool channels_last_grad(const Tensor& grad_input, std::initializer_list<const Tensor*> inputs) {
   if (grad_input.dim() != 4 || grad_input.is_contiguous() ||
+      grad_input.sizes()[1] < cpu::kMinChannelsLastChannels ||
       !is_contiguous_in(grad_input, MemoryFormat::ChannelsLast))
     return false;
   const ScalarType t = grad_input.dtype();

@@ -298,7 +298,8 @@ void over_rows(const Nhwc& s, int64_t reads_per_output, const F& f) {
 }  // namespace
 
 bool channels_last_pool(const Tensor& in, const Tensor& out) {
-  if (in.dim() != 4 || out.dim() != 4 || in.is_contiguous()) return false;
+  if (in.dim() != 4 || out.dim() != 4 || in.is_contiguous() || in.sizes()[1] < kMinChannelsLastChannels)
+    return false;
   if (!is_contiguous_in(in, MemoryFormat::ChannelsLast) || !is_contiguous_in(out, MemoryFormat::ChannelsLast))
     return false;
   return out.impl()->storage() != in.impl()->storage();
