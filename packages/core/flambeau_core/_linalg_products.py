@@ -18,6 +18,7 @@ from typing import Any
 from flambeau_core import _C
 from flambeau_core._C import FlambeauError, Tensor
 from flambeau_core._linalg_common import _COMPLEX, _broadcast_shape, _check_tensor, _copy_out, _eye, _shape
+from flambeau_core.amp.custom_functions import autocast_excluded
 
 matmul = _C.matmul
 
@@ -482,6 +483,7 @@ def _inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([-1], [-1]))
 
 
+@autocast_excluded
 def _top_mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product (torch.mv).
 

@@ -408,6 +408,7 @@ _AUTOCAST_CALLS = {
     "nanquantile": lambda m, a, b: m.nanquantile(a[0, 0], m.tensor([0.25, 0.5]), dim=0),
     "polar": lambda m, a, b: m.polar(a[0, 0].abs(), b[0, 0]),
     "view_as_complex": lambda m, a, b: m.view_as_complex(a[0, 0, :, :2].contiguous()),
+    "mv": lambda m, a, b: m.mv(a[0, 0], b[0, 0, 0]),  # of no list in PyTorch: runs as called
     "addmm": lambda m, a, b: m.addmm(a[0, 0], a[0, 1], b[0, 0]),
     "baddbmm": lambda m, a, b: m.baddbmm(a[0], a[1], b[0], beta=0.5, alpha=2.0),
     "addbmm": lambda m, a, b: m.addbmm(a[0, 0], a[1], b[0]),

@@ -109,6 +109,31 @@ def autocast_float32(fn: Callable) -> Callable:
     return run_in_float32
 
 
+def autocast_excluded(fn: Callable) -> Callable:
+    """Decorates a function written in Python that PyTorch's CPU autocast leaves alone (an op of none of its
+    lists) but that flambeau composes of listed ops: inside a region it runs with autocast off, its
+    arguments as given, so its inner products are not lowered (``mv``, an op of its own in PyTorch, over
+    ``matmul`` here).
+
+    Example:
+        >>> import flambeau as fb
+        >>> from flambeau_core.amp.custom_functions import autocast_excluded
+        >>> product = autocast_excluded(lambda a, b: a @ b)
+        >>> with fb.autocast("cpu"):
+        ...     product(fb.ones(2, 2), fb.ones(2)).dtype
+        flambeau.float32
+    """
+
+    @functools.wraps(fn)
+    def run_as_called(*args: Any, **kwargs: Any) -> Any:
+        if not _C._is_autocast_enabled():
+            return fn(*args, **kwargs)
+        with autocast(device_type="cpu", enabled=False):
+            return fn(*args, **kwargs)
+
+    return run_as_called
+
+
 def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
     """custom_bwd(bwd=None, *, device_type)
 
