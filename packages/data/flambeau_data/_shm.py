@@ -552,9 +552,13 @@ _LIST_OF_REFS: dict[int, bytes] = {}
 
 def _structure(obj: Any) -> tuple[list[fc.Tensor], bytes]:
     """``obj``'s tensors, in order, and its pickled structure with each tensor replaced by its index."""
-    if type(obj) is list and all(type(t) is fc.Tensor for t in obj):
-        # What default_collate gives for tuple samples: its structure's bytes are known.
-        return obj, _list_of_refs(len(obj))
+    if type(obj) is list:
+        for t in obj:
+            if type(t) is not fc.Tensor:
+                break
+        else:
+            # What default_collate gives for tuple samples: its structure's bytes are known.
+            return obj, _list_of_refs(len(obj))
     tensors: list[fc.Tensor] = []
     buf = io.BytesIO()
     _RefPickler(buf, tensors).dump(obj)

@@ -126,6 +126,14 @@ default_collate_fn_map: dict[type | tuple[type, ...], Callable[..., Any]] = {
 }
 
 
+def _has_entry_for(elem: Any, collate_fn_map: dict[Any, Callable[..., Any]]) -> bool:
+    """Whether an entry of ``collate_fn_map`` takes ``elem`` (``isinstance``), without a generator per call."""
+    for collate_type in collate_fn_map:
+        if isinstance(elem, collate_type):
+            return True
+    return False
+
+
 def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None = None) -> Any:
     """The general collate function: ``collate_fn_map`` maps element types to functions.
 
@@ -159,7 +167,7 @@ def collate(batch: Any, *, collate_fn_map: dict[Any, Callable[..., Any]] | None 
         if (
             elem_type is tuple
             and collate_fn_map.get(fc.Tensor) is _collate_tensor
-            and not any(isinstance(elem, t) for t in collate_fn_map)
+            and not _has_entry_for(elem, collate_fn_map)
         ):
             # Note [Stacking samples] (core): the x[i], y[i] Dataset's tuples of tensors (the map has no
             # entry of its own for them), each position stacked straight from the tuples, as the

@@ -957,6 +957,12 @@ class _MultiProcessIterator(_BaseIterator):
                 self._task_worker.pop(task_id, None)
                 self._try_put_index()
                 continue
+            if task_id == self._rcvd_idx and task_id in self._task_worker:
+                # The batch awaited (nearly always, in order): yielded at once, not through the reorder buffer.
+                del self._task_worker[task_id]
+                self._rcvd_idx += 1
+                self._try_put_index()
+                return self._process(payload)
             self._buffer[task_id] = payload
 
     def _process(self, payload: Any) -> Any:

@@ -237,3 +237,30 @@ def test_an_abandoned_epochs_results_read_in_with_the_resume_answer(no_leaks):
     assert out["got"] == out["want"]
     assert len(out["got"]) == 20
     loaders.clear()
+
+
+class _SlowFirst:
+    """Rows of a (24, 1) ``lib`` tensor; the first batch's samples take a while, so later batches arrive first."""
+
+    def __init__(self, lib):
+        self.rows = lib.arange(24, dtype=lib.float32).reshape(24, 1)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        if i < 2:
+            time.sleep(0.1)
+        return self.rows[i]
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_batches_arriving_before_the_awaited_one_keep_torchs_order(no_leaks, in_order):
+    kw = dict(batch_size=2, num_workers=2, in_order=in_order)
+    got = [to_py(b) for b in DataLoader(_SlowFirst(fc), **kw)]
+    want = [to_py(b) for b in torch.utils.data.DataLoader(_SlowFirst(torch), **kw)]
+    if in_order:
+        assert got == want
+    else:  # as they come, in both: the slow first batch is not first, and every batch is there once
+        assert got[0][3] != [[0.0], [1.0]] and want[0][3] != [[0.0], [1.0]]
+        assert sorted(map(str, got)) == sorted(map(str, want))
