@@ -9,12 +9,42 @@ import datetime
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
 
-class DistBackendError(RuntimeError):
+class DistError(RuntimeError):
+    """The base of torch.distributed's errors (``DistBackendError``, ``DistNetworkError``, ``DistStoreError``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> issubclass(fb.distributed.DistError, RuntimeError)
+        True
+    """
+
+
+class DistBackendError(DistError):
     """An error of the communication backend (MPI), or a collective that timed out.
 
     Example:
         >>> import flambeau as fb
-        >>> issubclass(fb.distributed.DistBackendError, RuntimeError)
+        >>> issubclass(fb.distributed.DistBackendError, fb.distributed.DistError)
+        True
+    """
+
+
+class DistNetworkError(DistError):
+    """A network error (PyTorch's rendezvous raises it; MPI's launcher does flambeau's rendezvous).
+
+    Example:
+        >>> import flambeau as fb
+        >>> issubclass(fb.distributed.DistNetworkError, fb.distributed.DistError)
+        True
+    """
+
+
+class DistStoreError(DistError):
+    """An error of a key-value store (PyTorch's rendezvous; flambeau has no store: MPI's launcher does it).
+
+    Example:
+        >>> import flambeau as fb
+        >>> issubclass(fb.distributed.DistStoreError, fb.distributed.DistError)
         True
     """
 
@@ -85,6 +115,78 @@ def is_mpi_available() -> bool:
         True
     """
     return is_available()
+
+
+def is_backend_available(backend: str) -> bool:
+    """True for ``"mpi"`` when :func:`is_available`; False for every other backend (gloo, nccl, ucc, xccl).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.is_backend_available("gloo"), dist.is_backend_available("mpi") == dist.is_available()
+        (False, True)
+    """
+    return str(backend).lower() == Backend.MPI and is_available()
+
+
+def is_gloo_available() -> bool:
+    """False: flambeau's only backend is MPI (:func:`is_mpi_available`).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_gloo_available()
+        False
+    """
+    return False
+
+
+def is_nccl_available() -> bool:
+    """False: flambeau's only backend is MPI.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_nccl_available()
+        False
+    """
+    return False
+
+
+def is_ucc_available() -> bool:
+    """False: flambeau's only backend is MPI.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_ucc_available()
+        False
+    """
+    return False
+
+
+def is_xccl_available() -> bool:
+    """False: flambeau's only backend is MPI.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.is_xccl_available()
+        False
+    """
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    """True when the process was started by ``torchrun`` (``TORCHELASTIC_RUN_ID`` is set), as PyTorch's.
+
+    flambeau's processes come from ``mpirun``, so this is normally False.
+
+    Example:
+        >>> import flambeau as fb
+        >>> import os
+        >>> fb.distributed.is_torchelastic_launched() == ("TORCHELASTIC_RUN_ID" in os.environ)
+        True
+    """
+    import os
+
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
 
 
 def _mpi():

@@ -24,10 +24,19 @@ from flambeau_distributed._backend import (  # noqa: F401
     _REDUCE_OPS,
     Backend,
     DistBackendError,
+    DistError,
+    DistNetworkError,
+    DistStoreError,
     ReduceOp,
     _mpi,
     is_available,
+    is_backend_available,
+    is_gloo_available,
     is_mpi_available,
+    is_nccl_available,
+    is_torchelastic_launched,
+    is_ucc_available,
+    is_xccl_available,
 )
 from flambeau_distributed._buffers import _HALF, _Buf, _describe, _divide, _mpi_op, _mpi_type, _no_grad  # noqa: F401
 from flambeau_distributed._collectives import (  # noqa: F401
@@ -53,16 +62,32 @@ from flambeau_distributed._collectives import (  # noqa: F401
     broadcast,
     broadcast_object_list,
     gather,
+    gather_object,
+    monitored_barrier,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
     scatter,
+    scatter_object_list,
 )
-from flambeau_distributed._p2p import _irecv, _isend, irecv, isend, recv, send  # noqa: F401
+from flambeau_distributed._p2p import (  # noqa: F401
+    P2POp,
+    _irecv,
+    _isend,
+    batch_isend_irecv,
+    irecv,
+    isend,
+    recv,
+    recv_object_list,
+    send,
+    send_object_list,
+)
 from flambeau_distributed._process_group import _META_BYTES, _WAIT_IN_MPI, ProcessGroup, _finish, _show  # noqa: F401
 from flambeau_distributed._work import Work, _done_work  # noqa: F401
 from flambeau_distributed._world import (  # noqa: F401
     _LAUNCHER_VARS,
+    DebugLevel,
+    GroupMember,
     _abort_excepthook,
     _check_rank,
     _cleanup,
@@ -72,18 +97,28 @@ from flambeau_distributed._world import (  # noqa: F401
     _pg,
     destroy_process_group,
     get_backend,
+    get_debug_level,
+    get_global_rank,
+    get_group_rank,
+    get_node_local_rank,
+    get_pg_count,
+    get_process_group_ranks,
     get_rank,
     get_world_size,
     group,
     init_process_group,
     is_initialized,
     new_group,
+    new_subgroups,
+    new_subgroups_by_enumeration,
+    set_debug_level,
+    set_debug_level_from_env,
 )
 
 
 def __getattr__(name: str) -> object:
     """The default group's state, read where ``_world`` keeps it (a copy here would go stale)."""
-    if name in ("_WORLD", "_SUBGROUPS", "_PREV_EXCEPTHOOK"):
+    if name in ("_WORLD", "_SUBGROUPS", "_PREV_EXCEPTHOOK", "_GROUP_COUNT"):
         return getattr(_world, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import datetime
+import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +14,7 @@ import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
 
 from flambeau_distributed._backend import (
+    DistBackendError,
     ReduceOp,
     _mpi,
 )
@@ -19,6 +23,7 @@ from flambeau_distributed._process_group import ProcessGroup, _finish
 from flambeau_distributed._work import Work
 from flambeau_distributed._world import (
     _check_rank,
+    _group_peer,
     _pg,
 )
 
@@ -638,3 +643,192 @@ def broadcast_object_list(object_list: list, src: int = 0, group: Any = None) ->
     src = _check_rank(pg, src, "src", "broadcast_object_list")
     work = pg.submit("broadcast_object_list", lambda w: pg.comm.bcast(list(object_list), root=src), True)
     object_list[:] = work.result()
+
+
+def _objects(pg: ProcessGroup, name: str, fn: Any) -> Any:
+    """Runs ``fn(work)`` (mpi4py's pickling calls) in the group's call order and returns what it returned."""
+    work = pg.submit(name, fn, True)
+    work.wait()
+    return work._result
+
+
+def gather_object(
+    obj: Any,
+    object_gather_list: list | None = None,
+    dst: int | None = None,
+    group: Any = None,
+    group_dst: int | None = None,
+) -> None:
+    """Rank ``dst`` gets every rank's ``obj`` (picklable): ``object_gather_list[r]`` = rank r's.
+
+    As PyTorch's: the list is required on ``dst`` and must be None or empty elsewhere
+    (ValueError); ``dst`` is a rank of the default group, ``group_dst`` one of ``group``
+    (give one; ``dst=0`` when neither). A list shorter than the group raises IndexError
+    once the objects have arrived, as PyTorch's; a longer one keeps its extra items.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [None] * dist.get_world_size()
+        >>> dist.gather_object({"rank": dist.get_rank()}, out, dst=0)
+        >>> out
+        [{'rank': 0}]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "gather_object")
+    if dst is None and group_dst is None:
+        dst = 0
+    root = _group_peer(pg, dst, group_dst, "dst", "gather_object")
+    if pg.rank == root:
+        if not object_gather_list:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    elif object_gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    got = _objects(pg, "gather_object", lambda w: pg.comm.gather(obj, root=root))
+    if pg.rank == root:
+        for i, item in enumerate(got):
+            object_gather_list[i] = item
+
+
+def scatter_object_list(
+    scatter_object_output_list: list,
+    scatter_object_input_list: list | None = None,
+    src: int | None = None,
+    group: Any = None,
+    group_src: int | None = None,
+) -> None:
+    """Rank r gets item r of rank ``src``'s ``scatter_object_input_list`` in ``scatter_object_output_list[0]``.
+
+    As PyTorch's: the output list needs at least one item and the input list is required on
+    ``src`` (ValueError, raised on the rank that got it wrong before anything moves); an input
+    list of another length than the group raises RuntimeError, here on every rank (PyTorch's
+    other ranks would wait).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [None]
+        >>> dist.scatter_object_list(out, [{"lr": 0.1}], src=0)
+        >>> out
+        [{'lr': 0.1}]
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "scatter_object_list")
+    if src is None and group_src is None:
+        src = 0
+    root = _group_peer(pg, src, group_src, "src", "scatter_object_list")
+    if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")
+    items, error = None, None
+    if pg.rank == root:
+        if scatter_object_input_list is None:
+            raise ValueError("source rank must provide non-None scatter_object_input_list")
+        items = list(scatter_object_input_list)
+        if len(items) != pg.world_size:
+            error = (
+                f"[scatter_object_list] Incorrect input list size {len(items)} on the source rank "
+                f"{pg.global_ranks[root]}. Input list size should be {pg.world_size}, same as size of the process "
+                "group."
+            )
+
+    def run(work: Work) -> Any:
+        failed = pg.comm.bcast(error, root=root)
+        if failed:
+            raise RuntimeError(failed)
+        return pg.comm.scatter(items, root=root)
+
+    scatter_object_output_list[0] = _objects(pg, "scatter_object_list", run)
+
+
+_MONITORED_TAG = 31000  # + the call's number modulo 1000: a late rank's message never matches a later call
+
+
+def monitored_barrier(
+    group: Any = None, timeout: datetime.timedelta | float | None = None, wait_all_ranks: bool = False
+) -> None:
+    """A barrier that names the ranks that did not reach it within ``timeout`` (PyTorch's, gloo's only).
+
+    Every rank tells rank 0 of the group that it arrived; rank 0 waits for each
+    and then releases them. A rank missing at the timeout makes rank 0 raise
+    ``DistBackendError`` (a RuntimeError) ``Rank 1 failed to pass monitoredBarrier in
+    1000 ms`` (the first missing rank; every one of them with ``wait_all_ranks=True``:
+    ``Ranks 1, 2 failed ...``), and the ranks that arrived raise an error naming rank 0
+    instead of waiting forever. ``timeout`` defaults to the group's; a float is seconds
+    (with a warning, as PyTorch's).
+
+    Example:
+        >>> import flambeau as fb
+        >>> import datetime
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.monitored_barrier(timeout=datetime.timedelta(seconds=10), wait_all_ranks=True)
+        >>> dist.destroy_process_group()
+    """
+    pg = _pg(group, "monitored_barrier")
+    if timeout is None:
+        timeout = pg.timeout
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        warnings.warn(
+            f"Please specify timeout arg as a timedelta. Converting current value of {timeout} assuming it "
+            "represents seconds",
+            stacklevel=2,
+        )
+        timeout = datetime.timedelta(seconds=timeout)
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
+    seq = getattr(pg, "_monitored_calls", 0)
+    pg._monitored_calls = seq + 1
+    tag = _MONITORED_TAG + seq % 1000
+    ms = int(timeout.total_seconds() * 1000)
+
+    def run(work: Work) -> None:
+        MPI = _mpi()
+        deadline = time.monotonic() + timeout.total_seconds()
+        if pg.rank == 0:
+            bufs = {r: bytearray(1) for r in range(1, pg.world_size)}
+            reqs = {r: pg.comm.Irecv([bufs[r], MPI.BYTE], source=r, tag=tag) for r in bufs}
+            missing = _wait_for(reqs, deadline, cancel=True)
+            if missing:
+                global_ranks = [pg.global_ranks[r] for r in missing]
+                if wait_all_ranks:
+                    who = f"Ranks {', '.join(str(r) for r in global_ranks)}"
+                else:
+                    who = f"Rank {global_ranks[0]}"
+                raise DistBackendError(f"[monitored_barrier] {who} failed to pass monitoredBarrier in {ms} ms")
+            for req in [pg.comm.Isend([bytearray(1), MPI.BYTE], dest=r, tag=tag) for r in bufs]:
+                _finish(req)
+            return
+        arrived = bytearray(1)
+        sent = pg.comm.Isend([arrived, MPI.BYTE], dest=0, tag=tag)
+        ack = bytearray(1)
+        late = _wait_for({0: pg.comm.Irecv([ack, MPI.BYTE], source=0, tag=tag)}, deadline, cancel=True)
+        if not sent.Test():  # rank 0 gave up on it: MPI may still read the buffer, keep it alive
+            pg._monitored_unsent = (sent, arrived)
+        if late:
+            raise DistBackendError(
+                f"[monitored_barrier] Rank {pg.global_ranks[pg.rank]} successfully reached monitoredBarrier, but "
+                f"received errors while waiting for send/recv from rank {pg.global_ranks[0]} within {ms} ms. Please "
+                f"check rank {pg.global_ranks[0]} logs for faulty rank."
+            )
+
+    pg.submit("monitored_barrier", run, False)
+
+
+def _wait_for(reqs: dict, deadline: float, cancel: bool = False) -> list[int]:
+    """Tests the requests (sleeping between Tests) until all completed or the deadline; returns the keys of those
+    that did not complete, in order (cancelled when ``cancel``)."""
+    pending = sorted(reqs)
+    delay = 1e-5
+    while pending:
+        pending = [k for k in pending if not reqs[k].Test()]
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 1e-3)
+    if cancel:
+        for k in pending:
+            reqs[k].Cancel()
+            reqs[k].Wait()
+    return pending

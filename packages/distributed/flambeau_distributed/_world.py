@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import enum
 import os
 import sys
 import traceback
@@ -21,6 +22,7 @@ from flambeau_distributed._process_group import ProcessGroup
 
 _WORLD: ProcessGroup | None = None
 _SUBGROUPS: list[ProcessGroup] = []  # live groups from new_group
+_GROUP_COUNT = 0  # groups made since init_process_group, the default one included (get_pg_count)
 _PREV_EXCEPTHOOK: Any = None
 
 
@@ -44,6 +46,7 @@ class _GroupMember:
 
 
 group = _GroupMember
+GroupMember = _GroupMember
 
 
 def _abort_excepthook(kind, value, tb) -> None:
@@ -97,7 +100,7 @@ def init_process_group(
         (True, 0, 1)
         >>> dist.destroy_process_group()
     """
-    global _WORLD, _PREV_EXCEPTHOOK
+    global _WORLD, _PREV_EXCEPTHOOK, _GROUP_COUNT
     if backend is not None and str(backend).lower() != "mpi":
         raise ValueError(f"[init_process_group] backend {backend!r} is not available; flambeau has 'mpi'")
     if init_method not in (None, "env://") or store is not None:
@@ -119,8 +122,9 @@ def init_process_group(
         raise ValueError(f"[init_process_group] world_size={world_size} but mpirun started {comm.Get_size()} processes")
     if rank not in (-1, None) and rank != comm.Get_rank():
         raise ValueError(f"[init_process_group] rank={rank} but MPI says this process is rank {comm.Get_rank()}")
-    check = os.environ.get("FLAMBEAU_DISTRIBUTED_DEBUG", "DETAIL").upper() != "OFF"
+    check = get_debug_level() != DebugLevel.OFF
     _WORLD = ProcessGroup(comm, timeout or _DEFAULT_TIMEOUT, check)
+    _GROUP_COUNT = 1
     if abort_on_exception:
         _PREV_EXCEPTHOOK = sys.excepthook
         sys.excepthook = _abort_excepthook
@@ -151,7 +155,7 @@ def destroy_process_group(group: Any = None) -> None:
         >>> dist.is_initialized()
         False
     """
-    global _WORLD, _PREV_EXCEPTHOOK
+    global _WORLD, _PREV_EXCEPTHOOK, _GROUP_COUNT
     if group is not None and group is not _WORLD:
         if group is _GroupMember.NON_GROUP_MEMBER:
             return
@@ -165,6 +169,7 @@ def destroy_process_group(group: Any = None) -> None:
     while _SUBGROUPS:
         _close(_SUBGROUPS.pop())
     _WORLD = None
+    _GROUP_COUNT = 0
     _close(pg)
     if sys.excepthook is _abort_excepthook:
         sys.excepthook = _PREV_EXCEPTHOOK or sys.__excepthook__
@@ -216,6 +221,20 @@ def _check_rank(pg: ProcessGroup, r: Any, what: str, name: str) -> int:
             raise ValueError(f"[{name}] {what} must be a rank in [0, {pg.world_size - 1}], got {r!r}")
         raise ValueError(f"[{name}] {what} must be a rank of the group {pg.global_ranks}, got {r!r}")
     return pg.global_ranks.index(r)
+
+
+def _group_peer(pg: ProcessGroup, global_rank: Any, group_rank: Any, what: str, name: str) -> int:
+    """A peer or root given as a default-group rank (``dst``) or a rank within ``pg`` (``group_dst``), as
+    PyTorch's ``_canonicalize_group_rank``: exactly one of the two; returns the rank within ``pg``."""
+    if group_rank is not None:
+        if global_rank is not None:
+            raise ValueError("Can't specify both group_rank and global_rank")
+        if not isinstance(group_rank, int) or isinstance(group_rank, bool) or not 0 <= group_rank < pg.world_size:
+            raise ValueError(f"[{name}] group_{what} must be a rank in [0, {pg.world_size - 1}], got {group_rank!r}")
+        return group_rank
+    if global_rank is None:
+        raise ValueError("Must specify global_rank or group_rank")
+    return _check_rank(pg, global_rank, what, name)
 
 
 def get_rank(group: Any = None) -> int:
@@ -283,6 +302,7 @@ def new_group(
         (1, [0.0, 1.0, 2.0])
         >>> dist.destroy_process_group()
     """
+    global _GROUP_COUNT
     world = _pg(None, "new_group")
     if backend not in (None, Backend.MPI):
         raise ValueError(f"[new_group] backend must be None or 'mpi', got {backend!r}")
@@ -302,9 +322,10 @@ def new_group(
     work = world.submit("new_group", lambda w: world.comm.Split(color, key), True)
     work.wait()
     comm = work._result
+    _GROUP_COUNT += 1
     if not mine:
         return _GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(comm, timeout or world.timeout, world.check, members)
+    pg = ProcessGroup(comm, timeout or world.timeout, get_debug_level() != DebugLevel.OFF, members)
     _SUBGROUPS.append(pg)
     return pg
 
@@ -328,3 +349,266 @@ def get_backend(group: Any = None) -> str:
 
 def _default_group() -> ProcessGroup:
     return _pg(None, "group")
+
+
+def get_process_group_ranks(group: Any = None) -> list[int]:
+    """The default group's ranks of ``group``'s members, in group-rank order (every rank for None).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_process_group_ranks(None), dist.get_process_group_ranks(dist.new_group([0]))
+        ([0], [0])
+        >>> dist.destroy_process_group()
+    """
+    return list(_pg(group, "get_process_group_ranks").global_ranks)
+
+
+def _registered(group: Any, name: str) -> ProcessGroup:
+    if group is _GroupMember.NON_GROUP_MEMBER or (
+        not isinstance(group, ProcessGroup) or not any(group is g for g in _SUBGROUPS)
+    ):
+        raise ValueError(f"Group {group} is not registered, please create group with torch.distributed.new_group API")
+    return _pg(group, name)
+
+
+def get_group_rank(group: Any, global_rank: int) -> int:
+    """The rank within ``group`` of the default group's rank ``global_rank``.
+
+    ``group.WORLD`` (None) returns ``global_rank`` as it is; a rank that is not a member of
+    ``group`` raises ValueError, as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> g = dist.new_group([0])
+        >>> dist.get_group_rank(g, 0), dist.get_global_rank(g, 0)
+        (0, 0)
+        >>> dist.destroy_process_group()
+    """
+    if group is _GroupMember.WORLD or group is _WORLD:
+        return global_rank
+    pg = _registered(group, "get_group_rank")
+    if global_rank not in pg.global_ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {group}")
+    return pg.global_ranks.index(global_rank)
+
+
+def get_global_rank(group: Any, group_rank: int) -> int:
+    """The default group's rank of ``group``'s rank ``group_rank`` (the inverse of :func:`get_group_rank`).
+
+    ``group.WORLD`` (None) returns ``group_rank`` as it is (as PyTorch's: unchecked);
+    a rank outside ``group`` raises ValueError.
+
+    Example (a group's ranks: :func:`get_group_rank`'s example):
+        >>> import flambeau as fb
+        >>> fb.distributed.get_global_rank(fb.distributed.group.WORLD, 3)
+        3
+    """
+    if group is _GroupMember.WORLD or group is _WORLD:
+        return group_rank
+    pg = _registered(group, "get_global_rank")
+    if isinstance(group_rank, bool) or not isinstance(group_rank, int) or not 0 <= group_rank < pg.world_size:
+        raise ValueError(f"Group rank {group_rank} is not part of group {group}")
+    return pg.global_ranks[group_rank]
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank among the processes of its machine.
+
+    PyTorch reads ``LOCAL_RANK`` (set by torchrun); flambeau reads it too, then
+    what mpirun sets (``OMPI_COMM_WORLD_LOCAL_RANK``, ``MPI_LOCALRANKID``,
+    ``PMI_LOCAL_RANK``), then ``fallback_rank``; without any, RuntimeError as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.get_node_local_rank(fallback_rank=0)  # not under mpirun or torchrun
+        0
+    """
+    for var in ("LOCAL_RANK", *_LOCAL_RANK_VARS):
+        if var in os.environ:
+            return int(os.environ[var])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow `get_node_local_rank` to "
+        "work, assuming you are not running in a multi-device context and want the code to run locally instead."
+    )
+
+
+# The local rank as Open MPI, MPICH/Hydra and PMI launchers set it.
+_LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
+
+
+def get_pg_count() -> int:
+    """The number of process groups made since :func:`init_process_group`, the default group included.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> before = dist.get_pg_count()  # no process group yet
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> after = dist.get_pg_count(), dist.new_group([0]) and dist.get_pg_count()
+        >>> dist.destroy_process_group()
+        >>> before, after
+        (0, (1, 2))
+    """
+    return _GROUP_COUNT
+
+
+def new_subgroups(
+    group_size: int | None = None,
+    group: Any = None,
+    timeout: datetime.timedelta | None = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    group_desc: str | None = None,
+) -> tuple[Any, list[Any]]:
+    """Cuts ``group``'s ranks into consecutive groups of ``group_size``: (this rank's group, all of them).
+
+    As PyTorch's, every rank calls it; ``group_size`` must divide the group's size
+    (None needs CUDA in PyTorch: a ValueError here, as on a machine without GPUs).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> mine, groups = dist.new_subgroups(1)
+        >>> len(groups), dist.get_process_group_ranks(mine)
+        (1, [0])
+        >>> dist.destroy_process_group()
+    """
+    if group_size is None:
+        raise ValueError(
+            "Default group size only takes effect when CUDA is available.If your subgroup using a backend that does "
+            "not depend on CUDA,please pass in 'group_size' correctly."
+        )
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size ({world_size})")
+    if world_size % group_size != 0:
+        raise ValueError(f"The world size ({world_size}) must be divisible by 'group_size={group_size!r}'")
+    ranks = get_process_group_ranks(group)
+    return new_subgroups_by_enumeration(
+        [ranks[i : i + group_size] for i in range(0, len(ranks), group_size)],
+        timeout=timeout,
+        backend=backend,
+        pg_options=pg_options,
+        group_desc=group_desc,
+    )
+
+
+def new_subgroups_by_enumeration(
+    ranks_per_subgroup_list: Sequence[Sequence[int]],
+    timeout: datetime.timedelta | None = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    group_desc: str | None = None,
+) -> tuple[Any, list[Any]]:
+    """One group per list of ranks (every rank calls it): (this rank's group or None, all of them).
+
+    A rank in two of the lists raises ValueError, as PyTorch's.
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> mine, groups = dist.new_subgroups_by_enumeration([[0]])
+        >>> mine is groups[0]
+        True
+        >>> dist.destroy_process_group()
+    """
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    subgroups = []
+    mine = None
+    seen: dict[int, Sequence[int]] = {}
+    my_rank = get_rank()
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options, group_desc=group_desc)
+        subgroups.append(subgroup)
+        for r in ranks:
+            if r in seen:
+                raise ValueError(f"Rank {r} has appeared in both subgroup {seen[r]} and {ranks}")
+            seen[r] = ranks
+            if r == my_rank:
+                mine = subgroup
+    return mine, subgroups
+
+
+class DebugLevel(enum.IntEnum):
+    """How much the collectives check (PyTorch's ``OFF``, ``INFO``, ``DETAIL``).
+
+    Anything but ``OFF`` turns on flambeau's metadata check (Note [Metadata check]):
+    before each collective the ranks compare their arguments.
+
+    Example:
+        >>> import flambeau as fb
+        >>> [level.name for level in fb.distributed.DebugLevel]
+        ['OFF', 'INFO', 'DETAIL']
+    """
+
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+
+_DEBUG_LEVEL: DebugLevel | None = None  # set_debug_level's; None: the environment's
+
+
+def get_debug_level() -> DebugLevel:
+    """The level :func:`set_debug_level` set, else ``FLAMBEAU_DISTRIBUTED_DEBUG``'s (``DETAIL`` when unset).
+
+    PyTorch's default is ``OFF`` (``TORCH_DISTRIBUTED_DEBUG``); flambeau's checks are on by default.
+
+    Example:
+        >>> import flambeau as fb
+        >>> import os
+        >>> level = fb.distributed.get_debug_level()
+        >>> level.name == os.environ.get("FLAMBEAU_DISTRIBUTED_DEBUG", "DETAIL").upper()
+        True
+    """
+    if _DEBUG_LEVEL is not None:
+        return _DEBUG_LEVEL
+    return _parse_debug_level(os.environ.get("FLAMBEAU_DISTRIBUTED_DEBUG", "DETAIL"), "FLAMBEAU_DISTRIBUTED_DEBUG")
+
+
+def _parse_debug_level(value: str, where: str) -> DebugLevel:
+    try:
+        return DebugLevel[value.upper()]
+    except KeyError:
+        raise ValueError(f"{where}={value!r}: the debug level must be one of OFF, INFO, DETAIL") from None
+
+
+def set_debug_level(level: DebugLevel) -> None:
+    """Sets the debug level of the process groups made afterwards (every rank must set the same).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> before = dist.get_debug_level()
+        >>> dist.set_debug_level(dist.DebugLevel.OFF)
+        >>> dist.get_debug_level()
+        <DebugLevel.OFF: 0>
+        >>> dist.set_debug_level(before)
+    """
+    global _DEBUG_LEVEL
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level: level must be a DebugLevel, got {type(level).__name__}")
+    _DEBUG_LEVEL = level
+
+
+def set_debug_level_from_env() -> None:
+    """Sets the debug level from ``FLAMBEAU_DISTRIBUTED_DEBUG`` again (PyTorch's reads ``TORCH_DISTRIBUTED_DEBUG``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.set_debug_level_from_env()
+    """
+    global _DEBUG_LEVEL
+    _DEBUG_LEVEL = None
+    get_debug_level()  # an invalid value raises here, as PyTorch's
