@@ -100,7 +100,8 @@ void linear_packed_out_cpu(const Tensor& out, const Tensor& input, const Tensor&
     const float* pk = packed.data<float>();
     const float* pb = bias ? b.data<float>() : nullptr;
     float* c = dst.data<float>();
-    // Columns [lo, hi) (lo a multiple of 64) or rows [lo, hi), as gemm() cuts linear's call.
+    // Columns [lo, hi) or rows [lo, hi): along the larger dim, as gemm() cuts linear's call, but columns in
+    // whole 64-column panels (a run of panels is itself a packed matrix).
     auto run = [&](bool split_n, int lo, int hi) {
       if (split_n)
         cpu::own_sgemm_packed(m, hi - lo, k, a, k, pk + int64_t{lo} * k, c + lo, cols, false, pb ? pb + lo : nullptr);
