@@ -128,6 +128,9 @@ class RandomSampler(Sampler[int]):
         return self.num_samples
 
 
+_shuffled_iter = RandomSampler.__iter__  # BatchSampler slices its chunks while it is RandomSampler's iterator
+
+
 class SubsetRandomSampler(Sampler[int]):
     """The given indices in random order.
 
@@ -211,8 +214,14 @@ class BatchSampler(Sampler[list[int]]):
         self.drop_last = drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
+        sampler = self.sampler
+        if type(sampler) is RandomSampler and RandomSampler.__iter__ is _shuffled_iter and not sampler.replacement:
+            # The shuffle's permutation reaches Python in lists (RandomSampler._permutation_chunks): the batches
+            # are slices of them, the same indices in the same order as cutting the flattened iterator.
+            yield from self._slices(sampler._permutation_chunks(len(sampler.data_source), sampler.num_samples))
+            return
         # islice cuts the sampler's iterator in C: no per-index Python work.
-        it = iter(self.sampler)
+        it = iter(sampler)
         size = self.batch_size
         while True:
             batch = list(itertools.islice(it, size))
@@ -221,6 +230,27 @@ class BatchSampler(Sampler[list[int]]):
                     yield batch
                 return
             yield batch
+
+    def _slices(self, chunks: Iterator[list[int]]) -> Iterator[list[int]]:
+        """Batches of ``batch_size`` indices cut from consecutive lists of indices (the last one shorter unless
+        ``drop_last``)."""
+        size = self.batch_size
+        carry: list[int] = []
+        for chunk in chunks:
+            start = 0
+            if carry:  # a batch begun in the last list
+                start = size - len(carry)
+                carry += chunk[:start]
+                if len(carry) < size:
+                    continue
+                yield carry
+                carry = []
+            end = start + (len(chunk) - start) // size * size
+            for i in range(start, end, size):
+                yield chunk[i : i + size]
+            carry = chunk[end:]
+        if carry and not self.drop_last:
+            yield carry
 
     def __len__(self) -> int:
         n = len(self.sampler)  # type: ignore[arg-type]

@@ -160,3 +160,36 @@ def test_weighted_without_replacement_draws_in_proportion():
     assert abs(seconds_after_2.count(1) / len(seconds_after_2) - 2 / 3) < 0.04
     big = list(WeightedRandomSampler([1.0] * 50_000, 50_000, replacement=False, generator=1))
     assert sorted(big) == list(range(50_000))  # n log k, not n * k
+
+
+class _OwnRandom(RandomSampler):
+    """A RandomSampler of another type: BatchSampler cuts its flattened iterator, as any sampler's."""
+
+
+@pytest.mark.parametrize("bs", [1, 7, 128, 2047, 2048, 2049, 5000, 7000])
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("num_samples", [None, 1, 2049, 6500, 13001])
+def test_batches_of_a_shuffle_are_the_shuffles_order_cut(bs, drop, num_samples):
+    # BatchSampler slices RandomSampler's lists of indices directly; the same batches as islice over the
+    # permutation (the general path, taken for a subclass), with the same generator state before and after.
+    data = range(6500)
+    fc.manual_seed(11)
+    got = list(BatchSampler(RandomSampler(data, num_samples=num_samples), bs, drop))
+    after_got = fc.rand(1).item()
+    fc.manual_seed(11)
+    want = list(BatchSampler(_OwnRandom(data, num_samples=num_samples), bs, drop))
+    after_want = fc.rand(1).item()
+    assert got == want
+    assert after_got == after_want
+    assert all(type(b) is list for b in got)
+    n = num_samples or len(data)
+    assert [len(b) for b in got] == [bs] * (n // bs) + ([] if drop or n % bs == 0 else [n % bs])
+
+
+def test_a_patched_random_sampler_iterator_is_used():
+    original = RandomSampler.__iter__
+    RandomSampler.__iter__ = lambda self: iter(range(len(self.data_source) - 1, -1, -1))
+    try:
+        assert list(BatchSampler(RandomSampler(range(5)), 2, False)) == [[4, 3], [2, 1], [0]]
+    finally:
+        RandomSampler.__iter__ = original
