@@ -832,3 +832,145 @@ def _wait_for(reqs: dict, deadline: float, cancel: bool = False) -> list[int]:
             reqs[k].Cancel()
             reqs[k].Wait()
     return pending
+
+
+# ---------------------------------------------------------------------------
+# Coalesced collectives (several tensors in one message) and the *_single names
+
+
+# PyTorch's other names of all_gather_into_tensor and reduce_scatter_tensor
+all_gather_single = all_gather_into_tensor
+reduce_scatter_single = reduce_scatter_tensor
+
+
+def _tensor_list(tensors: Any, what: str) -> list[Tensor]:
+    """PyTorch's checks of a list of tensors of one dtype (TypeError, ValueError)."""
+    if not isinstance(tensors, list) or not all(isinstance(t, Tensor) for t in tensors):
+        kinds = [type(t).__name__ for t in tensors] if isinstance(tensors, list) else type(tensors).__name__
+        raise TypeError(f"Invalid function argument. Expected parameter `{what}` of type list[Tensor], got {kinds}")
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        raise ValueError(f"Invalid usage of tensors with different dtypes: found {sorted(str(d) for d in dtypes)}")
+    return tensors
+
+
+def _coalesced(work: Work, unpack: Any, value: Any, async_op: bool) -> Any:
+    """Copies a coalesced collective's packed result out (``unpack``); with ``async_op`` a Future of ``value``."""
+    if async_op:
+
+        def done(fut: Any) -> Any:
+            fut.wait()
+            unpack()
+            return value
+
+        return work.get_future().then(done)
+    work.wait()
+    unpack()
+    return None
+
+
+_COALESCED_DEPRECATED = (
+    "`torch.distributed.{}` will be deprecated. If you must use it, please revisit our documentation later at "
+    "https://pytorch.org/docs/main/distributed.html#collective-functions"
+)
+
+
+def all_reduce_coalesced(
+    tensors: Tensor | list[Tensor], op: str = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Any:
+    """Every tensor of ``tensors`` all-reduced, in one message (packed: one copy in, one out).
+
+    As PyTorch's (deprecated there: a FutureWarning): the tensors share a dtype
+    (ValueError), ``async_op=True`` returns a Future of the tensors.
+
+    Example:
+        >>> import flambeau as fb
+        >>> import warnings
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> a, b = fb.ones(2), fb.arange(3.0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # deprecated in PyTorch
+        ...     dist.all_reduce_coalesced([a, b], op=dist.ReduceOp.SUM)
+        >>> a.tolist(), b.tolist()
+        ([1.0, 1.0], [0.0, 1.0, 2.0])
+        >>> dist.destroy_process_group()
+    """
+    warnings.warn(_COALESCED_DEPRECATED.format("all_reduce_coalesced"), FutureWarning, stacklevel=2)
+    tensors = _tensor_list([tensors] if isinstance(tensors, Tensor) else tensors, "tensor")
+    pg = _pg(group, "all_reduce_coalesced")
+    if not tensors:
+        return _coalesced(pg.submit("all_reduce_coalesced", lambda w: None, True), lambda: None, [], async_op)
+    flat = fc.cat([t.detach().reshape(-1) for t in tensors])
+    counts = [t.numel() for t in tensors]
+
+    def unpack() -> None:
+        with _no_grad():
+            for t, off, c in zip(tensors, _offsets(counts), counts, strict=True):
+                t.detach().copy_(flat[off : off + c].view(list(t.shape)))
+
+    work = _all_reduce(pg, flat, op, True, pg.check)
+    return _coalesced(work, unpack, tensors, async_op)
+
+
+def all_gather_coalesced(
+    output_tensor_lists: list[list[Tensor]], input_tensor_list: list[Tensor], group: Any = None, async_op: bool = False
+) -> Any:
+    """``output_tensor_lists[r][i]`` = rank r's ``input_tensor_list[i]``, in one message.
+
+    As PyTorch's (deprecated there: a FutureWarning): the inputs share a dtype (ValueError);
+    one output list per rank, each shaped as the inputs (RuntimeError, as gloo's);
+    ``async_op=True`` returns a Future of the output tensors.
+
+    Example:
+        >>> import flambeau as fb
+        >>> import warnings
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> out = [[fb.zeros(2), fb.zeros(1)]]
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # deprecated in PyTorch
+        ...     dist.all_gather_coalesced(out, [fb.ones(2), fb.tensor([7.0])])
+        >>> [[t.tolist() for t in lst] for lst in out]
+        [[[1.0, 1.0], [7.0]]]
+        >>> dist.destroy_process_group()
+    """
+    warnings.warn(_COALESCED_DEPRECATED.format("all_gather_coalesced"), FutureWarning, stacklevel=2)
+    pg = _pg(group, "all_gather_coalesced")
+    inputs = _tensor_list(input_tensor_list, "input_tensor_list")
+    if not isinstance(output_tensor_lists, list):
+        raise TypeError("Invalid function argument: output_tensor_lists should be a list")
+    for lst in output_tensor_lists:
+        _tensor_list(lst, "output_tensor_lists")
+    if len(output_tensor_lists) != pg.world_size:
+        raise RuntimeError(
+            f"[all_gather_coalesced] output lists should be equal to world size ({pg.world_size}), "
+            f"got {len(output_tensor_lists)}"
+        )
+    for lst in output_tensor_lists:
+        if len(lst) != len(inputs):
+            raise RuntimeError(
+                f"[all_gather_coalesced] invalid output size: (expected length {len(inputs)}, got {len(lst)})"
+            )
+        for i, (out, inp) in enumerate(zip(lst, inputs, strict=True)):
+            if out.numel() != inp.numel() or out.dtype != inp.dtype:
+                raise RuntimeError(
+                    f"[all_gather_coalesced] invalid size of output tensor at index {i} (expected {inp.dtype} "
+                    f"{list(inp.shape)}, got {out.dtype} {list(out.shape)})"
+                )
+    outputs = [t for lst in output_tensor_lists for t in lst]
+    if not inputs:
+        return _coalesced(pg.submit("all_gather_coalesced", lambda w: None, True), lambda: None, outputs, async_op)
+    flat_in = fc.cat([t.detach().reshape(-1) for t in inputs])
+    n = flat_in.numel()
+    flat_out = fc.empty([pg.world_size * n], dtype=flat_in.dtype)
+    counts = [t.numel() for t in inputs]
+
+    def unpack() -> None:
+        with _no_grad():
+            for r, lst in enumerate(output_tensor_lists):
+                for t, off, c in zip(lst, _offsets(counts), counts, strict=True):
+                    t.detach().copy_(flat_out[r * n + off : r * n + off + c].view(list(t.shape)))
+
+    work = _all_gather_flat(pg, flat_out, flat_in, "all_gather_coalesced", True, pg.check)
+    return _coalesced(work, unpack, outputs, async_op)

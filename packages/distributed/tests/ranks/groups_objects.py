@@ -9,6 +9,7 @@ monitored_barrier against torch.distributed's semantics (run by test_groups_obje
 import datetime
 import pickle
 import sys
+import warnings
 
 import flambeau_core as fc
 import flambeau_distributed as dist
@@ -204,6 +205,47 @@ def monitored(r, n, g):
     raises(TypeError, ["timedelta"], dist.monitored_barrier, timeout="soon")
 
 
+def coalesced(r, n):
+    total = sum(k + 1 for k in range(n))  # sum over ranks of (rank + 1)
+    for async_op in (False, True):
+        a, b = fc.full([2], float(r + 1)), fc.arange(6.0).view([2, 3]) * (r + 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fut = dist.all_reduce_coalesced([a, b], op=dist.ReduceOp.SUM, async_op=async_op)
+        assert [w.category for w in caught] == [FutureWarning] and "all_reduce_coalesced" in str(caught[0].message)
+        if async_op:
+            assert isinstance(fut, dist.Future) and fut.wait() == [a, b]
+        else:
+            assert fut is None
+        assert a.tolist() == [float(total)] * 2
+        assert b.tolist() == [[float(total * v) for v in range(3)], [float(total * v) for v in range(3, 6)]]
+        out = [[fc.zeros([2]), fc.zeros([1, 3], dtype=fc.float32)] for _ in range(n)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fut = dist.all_gather_coalesced(out, [fc.full([2], float(r)), fc.full([3], 10.0 * r)], async_op=async_op)
+        if async_op:
+            assert fut.wait() == [t for lst in out for t in lst]
+        assert [[t.tolist() for t in lst] for lst in out] == [[[float(k)] * 2, [[10.0 * k] * 3]] for k in range(n)]
+    warnings.simplefilter("ignore", FutureWarning)
+    t = fc.tensor([float(r)])
+    dist.all_reduce_coalesced(t, op=dist.ReduceOp.MAX)  # one tensor: a list of one, as torch's
+    assert t.tolist() == [float(n - 1)]
+    raises(ValueError, ["different dtypes"], dist.all_reduce_coalesced, [fc.ones([1]), fc.ones([1], dtype=fc.int64)])
+    raises(TypeError, ["list[Tensor]"], dist.all_reduce_coalesced, [fc.ones([1]), 1.0])
+    raises(RuntimeError, ["output lists should be equal to world size"],
+           dist.all_gather_coalesced, [[fc.zeros([1])]] * (n + 1), [fc.ones([1])])  # fmt: skip
+    raises(RuntimeError, ["invalid output size: (expected length 2, got 1)"],
+           dist.all_gather_coalesced, [[fc.zeros([1])]] * n, [fc.ones([1])] * 2)  # fmt: skip
+    raises(RuntimeError, ["invalid size of output tensor at index 0"],
+           dist.all_gather_coalesced, [[fc.zeros([2])]] * n, [fc.ones([1])])  # fmt: skip
+    out = fc.zeros([n])
+    dist.all_gather_single(out, fc.tensor([float(r)]))
+    assert out.tolist() == [float(k) for k in range(n)]
+    one = fc.zeros([1])
+    dist.reduce_scatter_single(one, fc.arange(float(n)))
+    assert one.tolist() == [float(n * r)]
+
+
 def availability():
     assert dist.is_available() and dist.is_mpi_available() and dist.is_backend_available("mpi")
     assert dist.is_backend_available("MPI")
@@ -244,6 +286,7 @@ def main():
         subgroups(r, n)
         objects(r, n, g)
         batched(r, n, g)
+        coalesced(r, n)
         monitored(r, n, g)
     dist.barrier()
     dist.destroy_process_group()
