@@ -109,6 +109,17 @@ def assert_same_as_torch(ours: fc.Tensor, theirs: Any) -> None:
     np.testing.assert_array_equal(to_numpy(ours), torch_numpy(theirs))
 
 
+def ordered(v: np.ndarray, dtype: str) -> np.ndarray:
+    """The 16-bit patterns of float32 values (exact in dtype) mapped to integers that count ulps
+    monotonically across zero (+0 and -0 both 0)."""
+    if dtype == "float16":
+        b = v.astype(np.float16).view(np.uint16).astype(np.int64)
+    else:
+        b = (v.astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
+    mag = b & 0x7FFF
+    return np.where(b & 0x8000, -mag, mag)
+
+
 def assert_on_device(t: fc.Tensor) -> None:
     """t is on the device of the running case (the default device: flambeau_core.testing's on_devices)."""
     to_host(t)

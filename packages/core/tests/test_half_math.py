@@ -11,7 +11,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import run_with_capability, to_numpy, torch_numpy
+from helpers import ordered, run_with_capability, to_numpy, torch_numpy
 
 DTYPES = ["float16", "bfloat16"]
 OPS = ["exp", "sin", "cos"]
@@ -23,17 +23,6 @@ def all_values(dtype: str) -> np.ndarray:
     if dtype == "float16":
         return bits.astype(np.uint16).view(np.float16).astype(np.float32)
     return (bits << 16).view(np.float32)
-
-
-def ordered(v: np.ndarray, dtype: str) -> np.ndarray:
-    """The 16-bit patterns of float32 values (exact in dtype) mapped to integers that count ulps
-    monotonically across zero (+0 and -0 both 0)."""
-    if dtype == "float16":
-        b = v.astype(np.float16).view(np.uint16).astype(np.int64)
-    else:
-        b = (v.astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
-    mag = b & 0x7FFF
-    return np.where(b & 0x8000, -mag, mag)
 
 
 def check(ours: np.ndarray, theirs: np.ndarray, x: np.ndarray, dtype: str, what: str) -> float:

@@ -94,14 +94,21 @@ void clamp_out_cpu(const Tensor& out, const Tensor& self, const std::optional<Sc
   // A bound is given: the meta step's check_clamp_bounds (Note [Meta step]).
   const ScalarType t = out.dtype();
   TensorIterator it = TensorIterator::into("clamp", out, self, t);
-  visit_dtypes<kDtBool | kDtInts | kDtUInts | kDtFloats>(t, "clamp", [&](auto tag) {
+  visit_dtypes<kDtReal>(t, "clamp", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    // An absent bound is the dtype's end (infinity for floats, so inf stays inf).
-    constexpr bool fp = std::is_floating_point_v<T>;
-    const T lo = min  ? min->to<T>()
-                 : fp ? -std::numeric_limits<T>::infinity()
-                      : std::numeric_limits<T>::lowest();
-    const T hi = max ? max->to<T>() : fp ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    // An absent bound is the dtype's end (infinity for floats, so inf stays inf). float16/bfloat16
+    // compare in float with the bounds rounded to the dtype, as PyTorch's kernel: rounding is
+    // monotonic, so the result is the float32 clamp's, exactly.
+    const auto end = [](bool upper) {
+      if constexpr (is_half_v<T>)
+        return T(upper ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity());
+      else if constexpr (std::is_floating_point_v<T>)
+        return upper ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+      else
+        return upper ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+    };
+    const T lo = min ? min->to<T>() : end(false);
+    const T hi = max ? max->to<T>() : end(true);
     it.for_each(
         [&](char** d, const int64_t* s, int64_t n) {
           // NaN in x or in a bound gives NaN (the comparisons with NaN are false).

@@ -1,0 +1,128 @@
+"""clamp, sum and constant pad on float16 / bfloat16 against PyTorch 2.13: result dtypes, values
+(bit-exact where torch's result is exactly rounded, else within one ulp of the 16-bit dtype),
+the in-place forms and the gradients."""
+
+from __future__ import annotations
+
+import flambeau_core as fc
+import numpy as np
+import pytest
+import torch
+from helpers import ordered
+
+DTYPES = ["float16", "bfloat16"]
+
+
+def fc_from(t: torch.Tensor, requires_grad: bool = False) -> fc.Tensor:
+    """The flambeau tensor with t's values and dtype (a leaf that requires grad if asked)."""
+    x = fc.tensor(t.detach().float().numpy()).to(getattr(fc, str(t.dtype).removeprefix("torch.")))
+    return x.requires_grad_(True) if requires_grad else x
+
+
+def needs_autograd() -> None:
+    pytest.importorskip("flambeau_autograd", reason="gradients need flambeau-autograd")
+
+
+def as_f32(x) -> np.ndarray:
+    """Values of a flambeau or torch tensor as float32 NumPy (16-bit values are exact in it)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().numpy()
+    return np.array(memoryview(x.to(fc.float32).contiguous()))
+
+
+def assert_same(ours: fc.Tensor, theirs: torch.Tensor) -> None:
+    """Same shape, dtype and bits (NaN where torch has NaN)."""
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).removeprefix("flambeau.") == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(as_f32(ours), as_f32(theirs))
+
+
+def assert_within_ulp(ours: fc.Tensor, theirs: torch.Tensor) -> None:
+    """Same shape and 16-bit dtype, values at most one ulp apart."""
+    dtype = str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).removeprefix("flambeau.") == dtype
+    diff = np.abs(ordered(as_f32(ours), dtype) - ordered(as_f32(theirs), dtype))
+    assert diff.max(initial=0) <= 1, (as_f32(ours), as_f32(theirs))
+
+
+def sample(dtype: str, shape=(6, 37), seed=0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    t = (torch.randn(shape, generator=g) * 3).to(getattr(torch, dtype))
+    flat = t.view(-1)
+    flat[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+    return t
+
+
+# ---- clamp ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "lo, hi",
+    [(-1, 1), (-0.3, 0.7), (None, 0.1), (-1 / 3, None), (2.0, -2.0), (float("nan"), 1.0), (0, float("inf"))],
+)
+def test_clamp_number_bounds(dtype, lo, hi):
+    t = sample(dtype)
+    x = fc_from(t)
+    assert_same(x.clamp(lo, hi), t.clamp(lo, hi))
+    assert_same(fc.clip(x, lo, hi), torch.clip(t, lo, hi))
+    y, u = x.clone(), t.clone()
+    assert y.clamp_(lo, hi) is y
+    u.clamp_(lo, hi)
+    assert_same(y, u)
+    out = fc.empty(tuple(t.shape), dtype=x.dtype)
+    fc.clamp(x, lo, hi, out=out)
+    assert_same(out, t.clamp(lo, hi))
+    for name, bound in [("clamp_min", lo), ("clamp_max", hi)]:
+        if bound is None:
+            continue
+        assert_same(getattr(x, name)(bound), getattr(t, name)(bound))
+        y, u = x.clone(), t.clone()
+        getattr(y, name + "_")(bound)
+        getattr(u, name + "_")(bound)
+        assert_same(y, u)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clamp_tensor_bounds(dtype):
+    t = sample(dtype)
+    lo = sample(dtype, seed=1)[:1] - 1  # broadcast over the rows
+    hi = sample(dtype, seed=2) + 1
+    x, flo, fhi = fc_from(t), fc_from(lo), fc_from(hi)
+    assert_same(x.clamp(flo, fhi), t.clamp(lo, hi))
+    assert_same(x.clamp_min(flo), t.clamp_min(lo))
+    assert_same(x.clamp_max(fhi), t.clamp_max(hi))
+    y, u = x.clone(), t.clone()
+    y.clamp_(flo, fhi)
+    u.clamp_(lo, hi)
+    assert_same(y, u)
+    y, u = x.clone(), t.clone()
+    y.clamp_min_(flo)
+    u.clamp_min_(lo)
+    assert_same(y, u)
+    # A 0-dim float32 bound does not promote the 16-bit tensor; a 1-dim one does.
+    assert_same(x.clamp(fc.tensor(-0.5), fc.tensor(0.5)), t.clamp(torch.tensor(-0.5), torch.tensor(0.5)))
+    assert_same(x.clamp(fc.tensor([-0.5])), t.clamp(torch.tensor([-0.5])))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clamp_gradients(dtype):
+    needs_autograd()
+    # No ties between input and a bound (the tensor-bound form splits ties, torch gives them to input).
+    t = torch.tensor([-3.0, -0.25, 0.0, 0.5, 2.0, 5.0]).to(getattr(torch, dtype))
+    lo_t = torch.tensor([-1.0, -1.0, 0.5, -1.0, -1.0, 0.0]).to(t.dtype)
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).to(t.dtype)
+    tx = t.clone().requires_grad_(True)
+    tlo = lo_t.clone().requires_grad_(True)
+    (torch.clamp(tx, -1, 1.5) * w).sum().backward()
+    x = fc_from(t, requires_grad=True)
+    (fc.clamp(x, -1, 1.5) * fc_from(w)).sum().backward()
+    assert_same(x.grad, tx.grad)
+    tx.grad = None
+    (torch.clamp(tx, tlo, None) * w).sum().backward()
+    x.grad = None
+    flo = fc_from(lo_t, requires_grad=True)
+    (fc.clamp(x, flo, None) * fc_from(w)).sum().backward()
+    assert_same(x.grad, tx.grad)
+    assert_same(flo.grad, tlo.grad)
