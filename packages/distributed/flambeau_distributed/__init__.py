@@ -18,6 +18,8 @@ Example (``mpirun -n 2 python script.py``):
 
 from __future__ import annotations
 
+from datetime import timedelta  # torch.distributed.timedelta
+
 import flambeau_data.sampler as _data_sampler
 from flambeau_data import DistributedSampler
 
@@ -51,7 +53,9 @@ from flambeau_distributed._c10d import (
     gather,
     gather_object,
     get_backend,
+    get_backend_config,
     get_debug_level,
+    get_default_backend_for_device,
     get_global_rank,
     get_group_rank,
     get_node_local_rank,
@@ -88,6 +92,7 @@ from flambeau_distributed._c10d import (
     send_object_list,
     set_debug_level,
     set_debug_level_from_env,
+    supports_complex,
 )
 from flambeau_distributed.futures import Future
 from flambeau_distributed.parallel import DistributedDataParallel, GradBucket
@@ -135,7 +140,9 @@ __all__ = [
     "gather",
     "gather_object",
     "get_backend",
+    "get_backend_config",
     "get_debug_level",
+    "get_default_backend_for_device",
     "get_global_rank",
     "get_group_rank",
     "get_node_local_rank",
@@ -173,4 +180,6 @@ __all__ = [
     "send_object_list",
     "set_debug_level",
     "set_debug_level_from_env",
+    "supports_complex",
+    "timedelta",
 ]

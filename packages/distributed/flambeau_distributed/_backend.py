@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 _DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
@@ -187,6 +188,35 @@ def is_torchelastic_launched() -> bool:
     import os
 
     return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def supports_complex(reduceOp: str) -> bool:  # noqa: N803 (PyTorch's keyword)
+    """Whether ``reduceOp`` is defined on complex numbers: not MAX, MIN, PRODUCT (as PyTorch's) or the bitwise ops.
+
+    Example:
+        >>> import flambeau as fb
+        >>> op = fb.distributed.ReduceOp
+        >>> fb.distributed.supports_complex(op.SUM), fb.distributed.supports_complex(op.MAX)
+        (True, False)
+    """
+    return reduceOp not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR)
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend for tensors on ``device`` (a string or a device): ``"mpi"`` for the CPU.
+
+    PyTorch answers ``"gloo"`` for the CPU and ``"nccl"`` for CUDA; another device
+    raises ValueError, as PyTorch's for a device without a backend.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.distributed.get_default_backend_for_device("cpu")
+        'mpi'
+    """
+    kind = device if isinstance(device, str) else getattr(device, "type", str(device))
+    if kind.split(":")[0] != "cpu":
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return Backend.MPI
 
 
 def _mpi():

@@ -29,6 +29,7 @@ from flambeau_distributed._backend import (  # noqa: F401
     DistStoreError,
     ReduceOp,
     _mpi,
+    get_default_backend_for_device,
     is_available,
     is_backend_available,
     is_gloo_available,
@@ -37,6 +38,7 @@ from flambeau_distributed._backend import (  # noqa: F401
     is_torchelastic_launched,
     is_ucc_available,
     is_xccl_available,
+    supports_complex,
 )
 from flambeau_distributed._buffers import _HALF, _Buf, _describe, _divide, _mpi_op, _mpi_type, _no_grad  # noqa: F401
 from flambeau_distributed._collectives import (  # noqa: F401
@@ -101,6 +103,7 @@ from flambeau_distributed._world import (  # noqa: F401
     _pg,
     destroy_process_group,
     get_backend,
+    get_backend_config,
     get_debug_level,
     get_global_rank,
     get_group_rank,

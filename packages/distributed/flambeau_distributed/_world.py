@@ -347,6 +347,23 @@ def get_backend(group: Any = None) -> str:
     return Backend.MPI
 
 
+def get_backend_config(group: Any = None) -> str:
+    """The backend of each device type of ``group``: ``"cpu:mpi"`` (PyTorch's: ``"cpu:gloo,cuda:nccl"``, ...).
+
+    Example:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.get_backend_config()
+        'cpu:mpi'
+        >>> dist.destroy_process_group()
+    """
+    if group is _GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
+    _pg(group, "get_backend_config")
+    return f"cpu:{Backend.MPI}"
+
+
 def _default_group() -> ProcessGroup:
     return _pg(None, "group")
 

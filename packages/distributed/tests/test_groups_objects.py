@@ -62,3 +62,21 @@ def test_without_a_process_group(monkeypatch):
     assert dist.get_debug_level() == dist.DebugLevel.INFO
     monkeypatch.delenv("FLAMBEAU_DISTRIBUTED_DEBUG")
     assert dist.get_debug_level() == dist.DebugLevel.DETAIL
+
+
+def test_backend_names_as_torch():
+    import datetime
+
+    import torch.distributed as tdist
+
+    for name in ("SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR"):
+        ours, theirs = getattr(dist.ReduceOp, name), getattr(tdist.ReduceOp, name)
+        assert dist.supports_complex(ours) == tdist.supports_complex(theirs), name
+    assert dist.get_default_backend_for_device("cpu") == "mpi"
+    assert dist.get_default_backend_for_device("cpu:0") == "mpi"
+    with pytest.raises(ValueError, match="Default backend not registered for device : cuda"):
+        dist.get_default_backend_for_device("cuda")
+    assert dist.timedelta is datetime.timedelta is tdist.timedelta
+    for name in ("DistError", "DistBackendError", "DistNetworkError", "DistStoreError"):
+        ours, theirs = getattr(dist, name), getattr(tdist, name)
+        assert [c.__name__ for c in ours.__mro__] == [c.__name__ for c in theirs.__mro__], name

@@ -46,6 +46,7 @@ def group_helpers(r, n):
     else:
         assert g is dist.group.NON_GROUP_MEMBER
         raises(ValueError, ["is not registered"], dist.get_group_rank, g, 0)
+        raises(ValueError, ["Invalid process group specified"], dist.get_backend_config, g)
     # one node: the launcher's local rank is the rank
     assert dist.get_node_local_rank() == r
     # the debug level of the groups made afterwards: OFF turns the metadata check off
@@ -254,6 +255,7 @@ def availability():
     assert not any(f() for f in (dist.is_gloo_available, dist.is_nccl_available, dist.is_ucc_available,
                                  dist.is_xccl_available))  # fmt: skip
     assert not dist.is_torchelastic_launched()
+    assert dist.get_backend_config() == "cpu:mpi"
     for cls in (dist.DistBackendError, dist.DistNetworkError, dist.DistStoreError):
         assert issubclass(cls, dist.DistError) and issubclass(cls, RuntimeError)
 
