@@ -354,8 +354,9 @@ def get_backend_config(group: Any = None) -> str:
         >>> import flambeau as fb
         >>> dist = fb.distributed
         >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
-        >>> dist.get_backend_config()
-        'cpu:mpi'
+        >>> g = dist.new_group([0])
+        >>> dist.get_backend_config(g), dist.get_backend_config()
+        ('cpu:mpi', 'cpu:mpi')
         >>> dist.destroy_process_group()
     """
     if group is _GroupMember.NON_GROUP_MEMBER:
