@@ -126,3 +126,48 @@ def test_clamp_gradients(dtype):
     (fc.clamp(x, flo, None) * fc_from(w)).sum().backward()
     assert_same(x.grad, tx.grad)
     assert_same(flo.grad, tlo.grad)
+
+
+# ---- sum ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_accumulates_in_float32(dtype):
+    # 1 + 4096 small terms: summed in the 16-bit dtype each term would be lost.
+    t = torch.full((64, 64), 2.0**-9, dtype=getattr(torch, dtype))
+    t[0, 0] = 1.0
+    x = fc_from(t)
+    assert_within_ulp(x.sum(), t.sum())
+    for dim in [0, 1, (0, 1), -1]:
+        assert_within_ulp(x.sum(dim), t.sum(dim))
+        assert_within_ulp(x.sum(dim, keepdim=True), t.sum(dim, keepdim=True))
+        assert_within_ulp(x.mean(dim), t.mean(dim))
+    assert_within_ulp(x.t().sum(1), t.t().sum(1))
+    r = x.sum(0, dtype=fc.float32)
+    assert r.dtype == fc.float32
+    np.testing.assert_allclose(as_f32(r), t.sum(0, dtype=torch.float32).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_into_16_bit_dtype(dtype):
+    # torch reads a float32 or integer input in the requested 16-bit dtype, then sums it.
+    g = torch.Generator().manual_seed(3)
+    t = torch.randn(33, 50, generator=g)
+    d = getattr(torch, dtype)
+    assert_within_ulp(fc.tensor(t.numpy()).sum(dtype=getattr(fc, dtype)), t.sum(dtype=d))
+    assert_within_ulp(fc.tensor(t.numpy()).sum(1, dtype=getattr(fc, dtype)), t.sum(1, dtype=d))
+    i = torch.arange(-40, 60).reshape(10, 10)
+    assert_within_ulp(fc.tensor(i.numpy()).sum(0, dtype=getattr(fc, dtype)), i.sum(0, dtype=d))
+    # 2049 is not a float16 (nor bfloat16) value: each element is rounded before the sum, as torch.
+    big = torch.full((4,), 2049.0)
+    assert_within_ulp(fc.tensor(big.numpy()).sum(dtype=getattr(fc, dtype)), big.sum(dtype=d))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_gradient(dtype):
+    needs_autograd()
+    t = sample(dtype, (3, 5)).nan_to_num(0.0, 1.0, -1.0).requires_grad_(True)
+    t.sum(1).mul(torch.arange(3.0).to(t.dtype)).sum().backward()
+    x = fc_from(t, requires_grad=True)
+    x.sum(1).mul(fc.arange(3.0).to(x.dtype)).sum().backward()
+    assert_same(x.grad, t.grad)

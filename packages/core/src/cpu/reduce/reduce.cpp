@@ -177,6 +177,11 @@ std::optional<Tensor> sum_other_dtype(const Tensor& self, OptionalIntArrayRef di
     Tensor s = op::sum(op::cast(self, ScalarType::Float32), dim, keepdim, std::nullopt);
     return out_t == ScalarType::Float32 ? s : op::cast(s, out_t);
   }
+  if ((out_t == ScalarType::Float16 || out_t == ScalarType::BFloat16) && !is_complex(t)) {
+    // Into float16/bfloat16: the input cast to it first (PyTorch's CPU sum reads it in the result's
+    // dtype), then summed as above.
+    return op::sum(op::cast(self, out_t), dim, keepdim, std::nullopt);
+  }
   if (dtype && is_integral(out_t, true) && out_t != ScalarType::Int64 && out_t != ScalarType::Int32) {
     // bool/uint8/int8/int16/...: the input cast to it (as PyTorch), summed in int64, then cast back
     // (modular for the integers, any-nonzero for bool, as a sum in that dtype would give).
