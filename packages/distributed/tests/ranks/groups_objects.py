@@ -203,6 +203,12 @@ def monitored(r, n, g):
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=60), wait_all_ranks=True)
     if r in (0, n - 1):
         dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=60))
+    # a group whose rank 0 is not the default group's: its first member waits for the others
+    mine, _ = dist.new_subgroups_by_enumeration([[0], list(range(1, n))])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dist.monitored_barrier(group=mine, timeout=60.0, wait_all_ranks=True)  # seconds, with torch's warning
+    assert [w.category for w in caught] == [UserWarning] and "timedelta" in str(caught[0].message)
     raises(TypeError, ["timedelta"], dist.monitored_barrier, timeout="soon")
 
 
