@@ -171,3 +171,36 @@ def test_sum_gradient(dtype):
     x = fc_from(t, requires_grad=True)
     x.sum(1).mul(fc.arange(3.0).to(x.dtype)).sum().backward()
     assert_same(x.grad, t.grad)
+
+
+# ---- constant pad ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pad", [(1, 2), (0, 0, 2, 1), (-1, 3, 1, -2)])
+@pytest.mark.parametrize("value", [0.0, 1 / 3, -70000.0])
+def test_constant_pad(dtype, pad, value):
+    t = sample(dtype, (2, 5, 7))
+    x = fc_from(t)
+    if value < -65504 and dtype == "float16":  # not a float16 value: an overflow error, as torch's
+        with pytest.raises(RuntimeError, match="without overflow"):
+            torch.constant_pad_nd(t, pad, value)
+        with pytest.raises(RuntimeError, match=r"\[pad\] value -70000.0 cannot be converted to type float16 without"):
+            fc._C._pad_nd(x, list(pad), "constant", value)
+        return
+    assert_same(fc._C._pad_nd(x, list(pad), "constant", value), torch.constant_pad_nd(t, pad, value))
+    needs_autograd()
+    tx = t.clone().nan_to_num(0.0, 1.0, -1.0).requires_grad_(True)
+    w = torch.arange(float(torch.constant_pad_nd(tx, pad).numel())).reshape(torch.constant_pad_nd(tx, pad).shape)
+    (torch.constant_pad_nd(tx, pad, value) * w.to(t.dtype)).sum().backward()
+    fx = fc_from(tx, requires_grad=True)
+    (fc._C._pad_nd(fx, list(pad), "constant", value) * fc_from(w.to(t.dtype))).sum().backward()
+    assert_same(fx.grad, tx.grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reflect_and_replicate_pad_forward(dtype):
+    t = sample(dtype, (2, 3, 6))
+    x = fc_from(t)
+    for mode in ["reflect", "replicate", "circular"]:
+        assert_same(fc._C._pad_nd(x, [2, 1], mode, 0.0), torch.nn.functional.pad(t, (2, 1), mode=mode))

@@ -30,6 +30,11 @@ void check_loop_dtype(const char* op, ScalarType t) {
   visit_dtype(t, op, [](auto) {});
 }
 
+/// pad's loops copy elements: every dtype of visit_dtype and float16/bfloat16 (as PyTorch's).
+void check_pad_dtype(ScalarType t) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(t, "pad", [](auto) {});
+}
+
 }  // namespace
 
 // ---- im2col / col2im ----
@@ -157,7 +162,7 @@ void check_pad_mode(const char*, std::string_view mode, double value) {
 
 Shape pad_nd(const char*, const Tensor& self, IntArrayRef pad, std::string_view mode) {
   Shape out = pad_shape(self.sizes(), pad, pad_mode(mode), mode);
-  if (!pad.empty() && !has_zero(out)) check_loop_dtype("pad", self.dtype());
+  if (!pad.empty() && !has_zero(out)) check_pad_dtype(self.dtype());
   return out;
 }
 
@@ -171,7 +176,7 @@ void check_pad_grad(const char* op, const Tensor& grad_output, IntArrayRef input
                  shape_str(pad), " gives ", shape_str(padded));
   if (m == PadMode::Constant) {  // the kernel crops grad_output: the constant pad by the negated pads
     pad_shape(grad_output.sizes(), negated_pads(pad), PadMode::Constant, mode);
-    if (!pad.empty() && !has_zero(input_size)) check_loop_dtype("pad", grad_output.dtype());
+    if (!pad.empty() && !has_zero(input_size)) check_pad_dtype(grad_output.dtype());
     return;
   }
   FB_CHECK_TYPE(grad_output.dtype() == ScalarType::Float32 || grad_output.dtype() == ScalarType::Float64, "[",

@@ -115,6 +115,8 @@ void pad_into(const Tensor& out, const Tensor& self, IntArrayRef pad, PadMode mo
     cpu::copy_out(out, self);
     return;
   }
+  // The value must fit the dtype (Note [Scalar overflow]): PyTorch refuses 1e5 for float16.
+  if (mode == PadMode::Constant) check_scalar_fits(Scalar(value), self.dtype(), "pad");
   const PadPlan p = plan_pad(self.sizes(), out.sizes(), pad, mode);
   const Tensor in = contiguous(self);
   const int64_t out_w = p.out_pad[p.k - 1], in_w = p.in_pad[p.k - 1];
@@ -126,7 +128,7 @@ void pad_into(const Tensor& out, const Tensor& self, IntArrayRef pad, PadMode mo
   // The columns [c0, c1) of an output row that copy input columns [c0 - l, c1 - l).
   const int64_t c0 = std::clamp<int64_t>(l, 0, out_w), c1 = std::clamp<int64_t>(l + in_w, 0, out_w);
   cpu::write_contiguous(out, self, [&](Tensor dst) {
-    visit_dtype(self.dtype(), "pad", [&](auto tag) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "pad", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T v = static_cast<T>(value);
       const T* x = in.data<T>();
