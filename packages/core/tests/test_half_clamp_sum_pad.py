@@ -164,6 +164,24 @@ def test_sum_into_16_bit_dtype(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [3, 257, 2049])
+def test_mean_divides_by_the_exact_count(dtype, n):
+    # 257 (2049) is not a bfloat16 (float16) value: torch divides by it in float32, not by 256 (2048).
+    t = torch.zeros(n, 2, dtype=getattr(torch, dtype))
+    t[0] = torch.tensor([1.0, 3.0])
+    x = fc_from(t)
+    assert_same(x.mean(0), t.mean(0))
+    assert_same(x.mean(), t.mean())
+    assert_same(fc.tensor(t.float().numpy()).mean(0, dtype=x.dtype), t.float().mean(0, dtype=t.dtype))
+    needs_autograd()
+    tx = t.clone().requires_grad_(True)
+    tx.mean(0).sum().backward()
+    fx = fc_from(t, requires_grad=True)
+    fx.mean(0).sum().backward()
+    assert_same(fx.grad, tx.grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_sum_gradient(dtype):
     needs_autograd()
     t = sample(dtype, (3, 5)).nan_to_num(0.0, 1.0, -1.0).requires_grad_(True)

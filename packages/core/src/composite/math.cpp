@@ -68,6 +68,13 @@ Tensor composite::mean(const Tensor& input, OptionalIntArrayRef dim, bool keepdi
     for (int64_t d : *dim) count *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "mean")];
   }
   Tensor s = op::sum(self, dim, keepdim, std::nullopt);
+  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16) {
+    // PyTorch divides the 16-bit sum by the count in float32 and rounds once: the count itself is not
+    // rounded to the 16-bit dtype (257 would be 256 in bfloat16).
+    const Tensor q = op::div(op::cast(s, ScalarType::Float32),
+                             scalar_tensor(static_cast<double>(count), ScalarType::Float32, /*wrapped=*/true));
+    return op::cast(q, self.dtype());
+  }
   return op::div(s, scalar_tensor(static_cast<double>(count), self.dtype(), /*wrapped=*/true));
 }
 
