@@ -71,14 +71,6 @@ inline bool is_nan(T v) {
     return false;
 }
 
-template <class T>
-constexpr T lowest() {
-  if constexpr (std::is_floating_point_v<T>)
-    return -std::numeric_limits<T>::infinity();
-  else
-    return std::numeric_limits<T>::lowest();
-}
-
 // The geometry of an out kernel's 2-D pooling from `in` and `out` (the input's and output's sizes) and
 // the parameters, which the meta step checked (pool::check_pool2d): read without making its shapes again,
 // which costs as much as a small pooling.
@@ -148,7 +140,7 @@ void max_pool_2x2_edges(const S* in, S* out, int64_t* idx, int64_t H, int64_t W,
     const int64_t ih = 2 * oh;
     for (int64_t ow = ih + 1 < H ? full_w : 0; ow < OW; ++ow) {
       const int64_t iw = 2 * ow;
-      T m = lowest<T>();
+      T m = pool::max_identity<T>();
       int64_t mi = ih * W + iw;
       for (int64_t h = ih; h < std::min(ih + 2, H); ++h)
         for (int64_t w = iw; w < std::min(iw + 2, W); ++w) {
@@ -212,7 +204,7 @@ void max_pool_plane(const S* in, S* out, int64_t* idx, const pool::Pool2d& p) {
     const auto [h0, h1] = pool::dilated_span(oh, p.sH, p.pH, p.kH, p.dH, p.H);
     for (int64_t ow = 0; ow < p.OW; ++ow) {
       const auto [w0, w1] = pool::dilated_span(ow, p.sW, p.pW, p.kW, p.dW, p.W);
-      T m = lowest<T>();
+      T m = pool::max_identity<T>();
       int64_t mi = h0 * p.W + w0;
       for (int64_t h = h0; h < h1; h += p.dH) {
         const S* row = in + h * p.W;
@@ -682,7 +674,7 @@ void adaptive_max_pool2d_out_cpu(const Tensor& out_arg, const Tensor& indices_ar
           const T* xc = x + c * in_plane;
           for (int64_t oh = 0; oh < a.OH; ++oh)
             for (int64_t ow = 0; ow < a.OW; ++ow) {
-              T m = lowest<T>();
+              T m = pool::max_identity<T>();
               int64_t mi = a.hs[oh] * a.W + a.ws[ow];
               for (int64_t h = a.hs[oh]; h < a.he[oh]; ++h)
                 for (int64_t w = a.ws[ow]; w < a.we[ow]; ++w) {

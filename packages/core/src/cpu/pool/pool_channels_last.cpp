@@ -41,14 +41,6 @@ namespace {
 #define FB_NHWC_CLONES
 #endif
 
-template <class T>
-constexpr T lowest() {
-  if constexpr (std::is_floating_point_v<T>)
-    return -std::numeric_limits<T>::infinity();
-  else
-    return std::numeric_limits<T>::lowest();
-}
-
 // The sizes of an NHWC pooling: input (N, C, H, W), output (N, C, OH, OW).
 struct Nhwc {
   int64_t N, C, H, W, OH, OW;
@@ -91,7 +83,7 @@ template <class T>
       int64_t* io = ind + (r * s.OW + ow) * C;
       const int64_t first = h0 * s.W + w0;  // an empty window's index (Note [Empty pooling window])
       for (int64_t c = 0; c < C; ++c) {
-        yo[c] = lowest<T>();
+        yo[c] = pool::max_identity<T>();
         io[c] = first;
       }
       for (int64_t h = h0; h < h1; h += p.dH)

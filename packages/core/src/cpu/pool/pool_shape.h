@@ -3,10 +3,21 @@
 // kernels (flambeau-cuda's src/pool.cpp) check with the same code.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "flambeau/pool_shape.h"
 
 namespace flambeau::pool {
+
+/// A max pooling window's starting value: -inf for the floating types, the lowest value for the integers.
+template <class T>
+constexpr T max_identity() {
+  if constexpr (std::is_floating_point_v<T>)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
+}
 
 /// A max-pooling window along one dim (output position o): its first position inside the image and its
 /// end (exclusive), stepping by the dilation d; lo >= hi for a window that reads only padding.
