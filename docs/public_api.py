@@ -246,7 +246,9 @@ def example_globals(obj: object) -> dict[str, object]:
 
     import flambeau
 
-    scope = getattr(obj, "__globals__", None)
+    # A decorated function's example reads the globals of the module that defines the function it wraps
+    # (functools.wraps keeps the docstring and __wrapped__, while __globals__ is the decorator's module).
+    scope = getattr(inspect.unwrap(obj), "__globals__", None) if callable(obj) else None
     if scope is None and inspect.isclass(obj):
         module = sys.modules.get(obj.__module__)
         scope = vars(module) if str(getattr(module, "__file__", "")).endswith(".py") else None

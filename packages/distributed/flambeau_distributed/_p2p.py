@@ -221,6 +221,16 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
                dist.P2POp(dist.irecv, out, (r - 1) % n)]
         for work in dist.batch_isend_irecv(ops):
             work.wait()  # out holds the previous rank's number
+
+    In a world of one rank (without mpirun) the ring is the rank itself:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")
+        >>> out = fb.zeros(2)
+        >>> ops = [dist.P2POp(dist.irecv, out, 0), dist.P2POp(dist.isend, fb.full([2], 7.0), 0)]
+        >>> [work.wait() for work in dist.batch_isend_irecv(ops)], out.tolist()
+        ([True, True], [7.0, 7.0])
+        >>> dist.destroy_process_group()
     """
     if not isinstance(p2p_op_list, list) or not all(isinstance(op, P2POp) for op in p2p_op_list):
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
@@ -261,6 +271,15 @@ def send_object_list(
         else:
             objects = [None, None]
             dist.recv_object_list(objects, src=0)  # objects == ["config", {"lr": 0.1}]
+
+    A rank may not send objects to itself, as in PyTorch:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
+        >>> dist.send_object_list(["config"], dst=0)
+        Traceback (most recent call last):
+        ValueError: Invalid destination rank: destination rank should not be the same as the rank of ...
+        >>> dist.destroy_process_group()
     """
     peer = _object_peer(group, dst, group_dst, "dst", "send_object_list")
     payloads = [pickle.dumps(obj) for obj in object_list]
@@ -286,7 +305,15 @@ def recv_object_list(
     ``object_list`` must have as many items as the sender's: a sender's list of another length
     raises a FlambeauError naming the sender (its sizes message has another byte count).
 
-    Example: see :func:`send_object_list`.
+    Example (``mpirun -n 2``): see :func:`send_object_list`. In a world of one rank there is no other rank
+    to receive from:
+        >>> import flambeau as fb
+        >>> dist = fb.distributed
+        >>> dist.init_process_group("mpi")
+        >>> dist.recv_object_list([None], src=0)
+        Traceback (most recent call last):
+        ValueError: Invalid source rank: source rank should not be the same as the rank of the current process.
+        >>> dist.destroy_process_group()
     """
     peer = _object_peer(group, src, group_src, "src", "recv_object_list")
     sizes = fc.empty([len(object_list)], dtype=fc.int64)
