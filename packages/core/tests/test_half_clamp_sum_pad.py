@@ -1,6 +1,6 @@
-"""clamp, sum and constant pad on float16 / bfloat16 against PyTorch 2.13: result dtypes, values
-(bit-exact where torch's result is exactly rounded, else within one ulp of the 16-bit dtype),
-the in-place forms and the gradients."""
+"""clamp, sum, mean, mul/div by a number and constant pad on float16 / bfloat16 against PyTorch 2.13:
+result dtypes, values (bit-exact where torch's result is exactly rounded, else within one ulp of the
+16-bit dtype), the in-place forms and the gradients."""
 
 from __future__ import annotations
 
@@ -189,6 +189,32 @@ def test_sum_gradient(dtype):
     x = fc_from(t, requires_grad=True)
     x.sum(1).mul(fc.arange(3.0).to(x.dtype)).sum().backward()
     assert_same(x.grad, t.grad)
+
+
+# ---- mul and div by a number ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("s", [257.0, 2049.0, 1 / 3, 0.1, -0.0, float("inf"), -3, 1e-40, True])
+def test_mul_div_read_the_number_in_float32(dtype, s):
+    # torch does not round the number to the 16-bit dtype first (257 -> 256 in bfloat16): it multiplies
+    # or divides in float32 and rounds once; a 0-dim tensor is read so as the second operand.
+    t = sample(dtype, (4, 33)) * 50
+    x = fc_from(t)
+    assert_same(x * s, t * s)
+    assert_same(s * x, s * t)
+    assert_same(x / s, t / s)
+    assert_same(x * fc.tensor(s), t * torch.tensor(s))
+    assert_same(x / fc.tensor(s), t / torch.tensor(s))
+    assert_same(fc.tensor(s) * x, torch.tensor(s) * t)  # not a Python number: rounded first, as torch
+    y, u = x.clone(), t.clone()
+    y *= s
+    u *= s
+    assert_same(y, u)
+    y, u = x.clone(), t.clone()
+    y /= s
+    u /= s
+    assert_same(y, u)
 
 
 # ---- constant pad ----
