@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from flambeau_core.testing import raises_when_run
-from nn_testing import DTYPES, close, fb, from_torch, npy, run_both, th
+from nn_testing import DTYPES, close, compare_forward_backward, fb, from_torch, npy, run_both, th
 
 pytestmark = pytest.mark.on_devices
 
@@ -835,3 +835,13 @@ def test_mse_loss_second_order_in_target():
     x = fb(_act_input((3, 4), seed=7), requires_grad=True)
     t = fb(_act_input((3, 4), seed=8), requires_grad=True)
     assert fa.gradgradcheck(lambda a, b: F.mse_loss(a, b), (x, t), atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cosine_similarity_16_bit(dtype):
+    # the norms' clamp_min_ takes the 16-bit dtypes; values and gradients within about one 16-bit ulp
+    x, y = torch.randn(6, 16).to(dtype), torch.randn(6, 16).to(dtype)
+    ours, theirs = compare_forward_backward(
+        lambda p, q: F.cosine_similarity(p, q), lambda p, q: TF.cosine_similarity(p, q), [x, y], rtol=1e-2, atol=4e-3
+    )
+    assert ours.dtype == getattr(fc, str(dtype).removeprefix("torch."))
