@@ -223,6 +223,7 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
             work.wait()  # out holds the previous rank's number
 
     In a world of one rank (without mpirun) the ring is the rank itself:
+
         >>> import flambeau as fb
         >>> dist = fb.distributed
         >>> dist.init_process_group("mpi")
@@ -273,6 +274,7 @@ def send_object_list(
             dist.recv_object_list(objects, src=0)  # objects == ["config", {"lr": 0.1}]
 
     A rank may not send objects to itself, as in PyTorch:
+
         >>> import flambeau as fb
         >>> dist = fb.distributed
         >>> dist.init_process_group("mpi")  # without mpirun: a world of one rank
@@ -307,6 +309,7 @@ def recv_object_list(
 
     Example (``mpirun -n 2``): see :func:`send_object_list`. In a world of one rank there is no other rank
     to receive from:
+
         >>> import flambeau as fb
         >>> dist = fb.distributed
         >>> dist.init_process_group("mpi")
