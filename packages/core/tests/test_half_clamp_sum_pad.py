@@ -1,4 +1,4 @@
-"""clamp, sum, mean, mul/div by a number and constant pad on float16 / bfloat16 against PyTorch 2.13:
+"""clamp, nan_to_num, sum, mean, mul/div by a number and constant pad on float16 / bfloat16 against PyTorch 2.13:
 result dtypes, values (bit-exact where torch's result is exactly rounded, else within one ulp of the
 16-bit dtype), the in-place forms and the gradients."""
 
@@ -126,6 +126,31 @@ def test_clamp_gradients(dtype):
     (fc.clamp(x, flo, None) * fc_from(w)).sum().backward()
     assert_same(x.grad, tx.grad)
     assert_same(flo.grad, tlo.grad)
+
+
+# ---- nan_to_num ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "nan, posinf, neginf", [(0.0, None, None), (1 / 3, 100.0, -0.1), (None, 1e39, None), (-2.0, None, 70000.0)]
+)
+def test_nan_to_num(dtype, nan, posinf, neginf):
+    # the defaults are the dtype's largest finite values (65504 in float16, ~3.39e38 in bfloat16)
+    t = sample(dtype)
+    x = fc_from(t)
+    kw = {"posinf": posinf, "neginf": neginf} | ({} if nan is None else {"nan": nan})
+    assert_same(x.nan_to_num(**kw), t.nan_to_num(**kw))
+    y, u = x.clone(), t.clone()
+    y.nan_to_num_(**kw)
+    u.nan_to_num_(**kw)
+    assert_same(y, u)
+    needs_autograd()
+    tx = t.clone().requires_grad_(True)
+    (tx.nan_to_num(**kw) * 3).sum().backward()
+    fx = fc_from(t, requires_grad=True)
+    (fx.nan_to_num(**kw) * 3).sum().backward()
+    assert_same(fx.grad, tx.grad)
 
 
 # ---- sum ----

@@ -4,6 +4,7 @@
 // checks isnan/isinf/isfinite, and nan_to_num.
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "elementwise.h"
 #include "flambeau/ops.h"
@@ -139,10 +140,19 @@ void nan_to_num_out_cpu(const Tensor& out, const Tensor& a, std::optional<double
   TensorIterator it = TensorIterator::into("nan_to_num", out, a, t);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // The dtype's largest and lowest finite values, and infinity; float16/bfloat16 compare through float.
+    const auto [big, low, inf] = [] {
+      if constexpr (std::is_same_v<T, Half>)
+        return std::tuple{T::from_bits(0x7BFF), T::from_bits(0xFBFF), T(std::numeric_limits<float>::infinity())};
+      else if constexpr (std::is_same_v<T, BFloat16>)
+        return std::tuple{T::from_bits(0x7F7F), T::from_bits(0xFF7F), T(std::numeric_limits<float>::infinity())};
+      else
+        return std::tuple{std::numeric_limits<T>::max(), std::numeric_limits<T>::lowest(),
+                          std::numeric_limits<T>::infinity()};
+    }();
     const T nv = static_cast<T>(nan.value_or(0.0));
-    const T pv = posinf ? static_cast<T>(*posinf) : std::numeric_limits<T>::max();
-    const T mv = neginf ? static_cast<T>(*neginf) : std::numeric_limits<T>::lowest();
-    constexpr T inf = std::numeric_limits<T>::infinity();
+    const T pv = posinf ? static_cast<T>(*posinf) : big;
+    const T mv = neginf ? static_cast<T>(*neginf) : low;
     it.for_each(
         [=](char** d, const int64_t* s, int64_t n) {
           base::unary_loop<T, T>(d, s, n, [=](T x) {
@@ -155,6 +165,10 @@ void nan_to_num_out_cpu(const Tensor& out, const Tensor& a, std::optional<double
     run(type_tag<float>{});
   else if (t == ScalarType::Float64)
     run(type_tag<double>{});
+  else if (t == ScalarType::Float16)
+    run(type_tag<Half>{});
+  else if (t == ScalarType::BFloat16)
+    run(type_tag<BFloat16>{});
   else
     unsupported_dtype("nan_to_num", t);
 }
