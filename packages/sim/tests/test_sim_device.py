@@ -179,7 +179,9 @@ def test_cross_stream_use_with_record_stream_is_safe():
     side.synchronize()
     assert values(y).tolist() == [3.0] * 4096
     w = fc.empty(4096, device="sim")  # the event has completed: x's block is reusable again
-    assert alloc0._pending_frees() == 0 and w.data_ptr() == old
+    # w takes x's block, or the larger free block it merged into: a neighbour that an earlier test's pending
+    # free (queued on another stream) returned meanwhile makes that block start below x's.
+    assert alloc0._pending_frees() == 0 and w.data_ptr() <= old < w.data_ptr() + 16384
     assert values(z).tolist() == [7.0] * 4096
     with pytest.raises(ValueError, match=r"\[record_stream\] expected a tensor on a device or in pinned memory"):
         fc.ones(2).record_stream(side)
