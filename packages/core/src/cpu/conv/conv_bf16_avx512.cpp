@@ -73,6 +73,7 @@
 // the partial sums (the columns past the output channels sum whatever the pair layout holds there; they are
 // never read). 16->16 32x32 2852 -> 1059 us, 64->64 8x8 2596 -> 765 us. The sums differ from vdpbf16ps' only
 // by float32 summation order: at most a bfloat16 ulp, none on exact sums.
+// The tile configuration, the panel sums and the rounding are shared with the bfloat16 GEMM (amx.h).
 //
 // GCC 12's AVX-512 shuffle intrinsics pass an "undefined" vector that it then warns about once
 // inlined (GCC bug 105593); the warnings point into the header, where they are switched off.
@@ -81,10 +82,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -95,6 +92,7 @@
 #include <vector>
 
 #include "conv_bf16.h"
+#include "cpu/amx.h"
 #include "cpu/linalg/transpose_words_avx512.h"
 #include "cpu/ordered_partials.h"
 #include "flambeau/error.h"
@@ -284,88 +282,6 @@ FB_BF16_TARGET void tile_rows(int64_t rows, int64_t taps, int64_t kp, const uint
 #undef FB_ROWS
 }
 
-#define FB_AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
-
-/// Whether this CPU has AMX-BF16 tiles and the kernel lets this process use them (Linux asks each
-/// process to request the tile data state once, arch_prctl ARCH_REQ_XCOMP_PERM; a kernel or
-/// hypervisor that refuses leaves the vdpbf16ps tiles).
-bool amx_usable() {
-  static const bool usable = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const bool tile = (edx >> 24) & 1u, bf16 = (edx >> 22) & 1u;
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return tile && bf16 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-  }();
-  return usable;
-}
-
-/// The AMX tile registers of a panel (Note [bfloat16 convolution on AMX]): tmm0-3 the float32 sums
-/// (16 rows x 16 outputs each: rows 0-15 / 16-31 by outputs 0-15 / 16-31), tmm4-5 the weights of
-/// those rows (kc channel pairs), tmm6-7 the kc pair rows of the two halves of the panel.
-struct alignas(64) AmxConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-FB_AMX_TARGET void amx_configure(int64_t kc) {
-  AmxConfig c;
-  for (int i = 0; i < 4; ++i) c.rows[i] = 16, c.colsb[i] = 64;
-  for (int i = 4; i < 6; ++i) c.rows[i] = 16, c.colsb[i] = static_cast<uint16_t>(4 * kc);
-  for (int i = 6; i < 8; ++i) c.rows[i] = static_cast<uint8_t>(kc), c.colsb[i] = 64;
-  // Not _tile_loadconfig: GCC 12's builtin does not read the struct as an input, and drops its stores.
-  __asm__ volatile("ldtilecfg %0" : : "m"(c));
-}
-
-FB_AMX_TARGET void amx_release() { _tile_release(); }
-
-/// tile()'s sums for 16 * MR rows x 32 * NP outputs on AMX (MR * NP <= 2): over `steps` steps of kc
-/// channel pairs, row r's pairs of step k at a + r * lda + as[k], the pair rows at b + bs[k] + p * ldb
-/// (uint16 units; the second panel of 32 outputs 64 further). The sums start from `init` (float32
-/// [16 * MR][32]: the bias) and are stored to c, [16 * MR * NP][32] (the second panel as rows 16-31).
-template <int MR, int NP = 1>
-FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs, const uint16_t* a,
-                             int64_t lda, const uint16_t* b, int64_t ldb, const float* init, float* c) {
-  static_assert(MR * NP <= 2);
-  // GCC 12's tile intrinsics are asm statements that name no memory: the barriers keep the writes of
-  // init before the loads, and the reads of c after the stores.
-  __asm__ volatile("" ::: "memory");
-  _tile_loadd(0, init, 128);
-  _tile_loadd(1, init + 16, 128);
-  if constexpr (MR == 2 || NP == 2) {
-    _tile_loadd(2, init + (MR == 2 ? 512 : 0), 128);
-    _tile_loadd(3, init + (MR == 2 ? 528 : 16), 128);
-  }
-  for (int64_t k = 0; k < steps; ++k) {
-    const uint16_t* bt = b + bs[k];
-    const uint16_t* at = a + as[k];
-    _tile_loadd(6, bt, 2 * ldb);
-    _tile_loadd(7, bt + 32, 2 * ldb);
-    _tile_loadd(4, at, 2 * lda);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    if constexpr (MR == 2) {
-      _tile_loadd(5, at + 16 * lda, 2 * lda);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    } else if constexpr (NP == 2) {
-      _tile_loadd(6, bt + 64, 2 * ldb);
-      _tile_loadd(7, bt + 96, 2 * ldb);
-      _tile_dpbf16ps(2, 4, 6);
-      _tile_dpbf16ps(3, 4, 7);
-    }
-  }
-  _tile_stored(0, c, 128);
-  _tile_stored(1, c + 16, 128);
-  if constexpr (MR == 2 || NP == 2) {
-    _tile_stored(2, c + 512, 128);
-    _tile_stored(3, c + 528, 128);
-  }
-  __asm__ volatile("" ::: "memory");
-}
-
 /// The weight gradient's sums on AMX: c (float32, 16 * MR rows x 16 * NR columns, row stride ldc)
 /// += over `images` images and `chunks` chunks of 16 pairs, rows of pairs at a[m] + i * a_img + 32 * j
 /// (16 rows lda apart, block m), times pair rows at b + i * b_img + j * 16 * ldb (+ 32 per column
@@ -374,7 +290,7 @@ template <int MR, int NR>
 FB_AMX_TARGET void amx_weight_block(int64_t images, int64_t chunks, const uint16_t* const* a, int64_t a_img,
                                     int64_t lda, const uint16_t* b, int64_t b_img, int64_t ldb, float* c,
                                     int64_t ldc) {
-  __asm__ volatile("" ::: "memory");  // as in amx_panel
+  __asm__ volatile("" ::: "memory");  // as in amx_panel (amx.h)
   _tile_loadd(0, c, 4 * ldc);
   if constexpr (NR == 2) _tile_loadd(1, c + 16, 4 * ldc);
   if constexpr (MR == 2) _tile_loadd(2, c + 16 * ldc, 4 * ldc);
@@ -398,15 +314,6 @@ FB_AMX_TARGET void amx_weight_block(int64_t images, int64_t chunks, const uint16
   if constexpr (MR == 2) _tile_stored(2, c + 16 * ldc, 4 * ldc);
   if constexpr (MR == 2 && NR == 2) _tile_stored(3, c + 16 * ldc + 16, 4 * ldc);
   __asm__ volatile("" ::: "memory");
-}
-
-/// Rounds rows x 32 float32 sums (row stride 32) to bfloat16 once, into c (row stride ldc) under the masks.
-FB_BF16_TARGET void round_rows(const float* sums, int64_t rows, uint16_t* c, int64_t ldc,
-                               const __mmask16* m) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int v = 0; v < 2; ++v)
-      _mm256_mask_storeu_epi16(c + r * ldc + 16 * v, m[v],
-                               (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(sums + r * 32 + 16 * v)));
 }
 
 /// A plane of an image (Hin x Win, zero outside it) of Note [bfloat16 convolution]: row r, column X
@@ -742,7 +649,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
                 const int64_t left = Q - (pn + i) * kCols;
                 const __mmask16 m[2] = {lanes(left), lanes(left - 16)};
                 uint16_t* dst = (direct ? y : slot) + (pn + i) * kCols + r * ldc;
-                round_rows(sums + i * 2 * kRows * kCols, rows, dst, ldc, direct ? m : full);
+                amx_round_rows(sums + i * 2 * kRows * kCols, rows, dst, ldc, direct ? m : full);
               }
             }
           }
