@@ -116,6 +116,51 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, const complex128* a
 inline constexpr double kOwnThreadsMacs = double(int64_t{1} << 20);
 inline constexpr double kPoolMacs = double(int64_t{1} << 18);
 
+/// How gemm() cuts an m x n x k call (Note [GEMM threads]): `blocks` blocks of `per` columns (split_n)
+/// or rows of c, the last one shorter; one block is one serial call. Block edges are multiples of
+/// col_align (columns) or row_align (rows). `threaded`: more than one thread and outside a parallel
+/// region, where gemm() holds OpenBLAS to one thread (SerialBlasScope); threads: get_num_threads().
+struct GemmCut {
+  int threads = 1;
+  bool threaded = false;
+  bool split_n = false;
+  int dim = 0;  // n when split_n, else m
+  int blocks = 1;
+  int per = 0;
+  /// Block blk: [lo, hi) along dim (empty when lo >= hi).
+  int lo(int64_t blk) const { return static_cast<int>(blk) * per; }
+  int hi(int64_t blk) const { return std::min(dim, lo(blk) + per); }
+};
+inline GemmCut gemm_cut(int m, int n, int k, int col_align, int row_align) {
+  GemmCut cut;
+  const int nt = cut.threads = get_num_threads();
+  cut.threaded = nt > 1 && !in_parallel_region();
+  cut.split_n = n >= m;
+  cut.dim = cut.split_n ? n : m;
+  cut.per = cut.dim;
+  const int align = cut.split_n ? col_align : row_align;
+  const int blocks = static_cast<int>(std::min<int64_t>(nt, cut.dim / (2 * align)));
+  if (!cut.threaded || double(m) * double(n) * double(k) < kPoolMacs || blocks <= 1) return cut;
+  cut.blocks = blocks;
+  cut.per = ((cut.dim + blocks - 1) / blocks + align - 1) / align * align;
+  return cut;
+}
+/// Block edges of gemm<T>: whole vectors of T.
+template <class T>
+inline constexpr int kGemmAlign = 64 / sizeof(T);
+
+/// Whether gemm<float> runs every block of this call on the own kernel (Note [Own sgemm]); any
+/// other cut of the own kernel's work gives the same bits (each element's sum runs over k in order).
+inline bool gemm_runs_own(int m, int n, int k, float alpha, float beta) {
+  const GemmCut cut = gemm_cut(m, n, k, kGemmAlign<float>, kGemmAlign<float>);
+  for (int blk = 0; blk < cut.blocks; ++blk) {
+    const int len = cut.hi(blk) - cut.lo(blk);
+    if (len > 0 && !own_sgemm_applies(cut.split_n ? m : len, cut.split_n ? len : n, k, alpha, beta))
+      return false;
+  }
+  return true;
+}
+
 }  // namespace flambeau::cpu
 
 namespace flambeau {
@@ -177,28 +222,20 @@ void serial_gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, con
 template <class T>
 void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
           T alpha = T(1), T beta = T(0), const T* row_init = nullptr) {
-  const int nt = get_num_threads();
-  if (nt <= 1 || in_parallel_region()) {
+  const GemmCut cut = gemm_cut(m, n, k, kGemmAlign<T>, kGemmAlign<T>);
+  if (!cut.threaded) {
     serial_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, row_init);
     return;
   }
   const SerialBlasScope serial;
-  const double macs = double(m) * double(n) * double(k);
-  constexpr int kAlign = 64 / sizeof(T);  // block edges on whole vectors
-  const bool split_n = n >= m;
-  const int dim = split_n ? n : m;
-  const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * kAlign)));
-  if (macs < kPoolMacs || blocks <= 1) {
+  if (cut.blocks <= 1) {
     serial_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, row_init);
     return;
   }
-  // Block edges: dim split into `blocks` parts rounded to kAlign.
-  const int per = ((dim + blocks - 1) / blocks + kAlign - 1) / kAlign * kAlign;
   auto block = [&](int64_t blk) {
-    const int lo = static_cast<int>(blk) * per;
-    const int hi = std::min(dim, lo + per);
+    const int lo = cut.lo(blk), hi = cut.hi(blk);
     if (lo >= hi) return;
-    if (split_n) {  // columns [lo, hi) of op(b) and c
+    if (cut.split_n) {  // columns [lo, hi) of op(b) and c
       serial_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + int64_t{lo} * ldb : b + lo, ldb, c + lo, ldc, alpha,
                   beta, row_init ? row_init + lo : nullptr);
     } else {  // rows [lo, hi) of op(a) and c
@@ -206,6 +243,8 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* a, int lda, const T* b
                   c + int64_t{lo} * ldc, ldc, alpha, beta, row_init);
     }
   };
+  const int blocks = cut.blocks, nt = cut.threads;
+  const double macs = double(m) * double(n) * double(k);
   if (gemm_pool_for(blocks, nt, block)) return;  // Note [GEMM pool]
   if (macs < kOwnThreadsMacs) {                  // too small for OpenMP's fork and join
     for (int blk = 0; blk < blocks; ++blk) block(blk);

@@ -11,13 +11,14 @@
 // floats) and calls _linear_packed, which runs own_sgemm_packed on it.
 // - The result is the bits linear gives on the own GEMM: each element's sum starts from the bias and runs
 //   over k in order (own_sgemm's depth chunks store and reload float32 accumulators, which changes nothing).
-// - The work is split as gemm() splits linear's (Note [GEMM threads]): along the larger of the output's
-//   dims, one block per thread on the GEMM pool; a column block is a run of whole panels, which is itself
-//   a packed matrix (panel p starts at p * 64 * in floats).
+// - The work is split as gemm() splits linear's (gemm_cut, Note [GEMM threads]): along the larger of the
+//   output's dims, one block per thread on the GEMM pool; a column block is a run of whole panels, which is
+//   itself a packed matrix (panel p starts at p * 64 * in floats).
 // - _pack_linear_weight returns an empty tensor where the own GEMM cannot take the weight (no AVX-512, the
 //   setting backends.cpu.sgemm = 'openblas', another dtype, fewer than 16 rows or columns), and
 //   _linear_packed runs linear itself whenever the packed copy does not fit (another size) or the own GEMM
-//   would not run this call (own_sgemm_applies): the packed path is only ever a faster form of linear.
+//   would not run this call (gemm_runs_own in gemm.h, which cuts the call as gemm() does): the packed path
+//   is only ever a faster form of linear.
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -33,7 +34,6 @@
 namespace flambeau {
 namespace {
 
-constexpr int kPackPanel = 64;  // sgemm_avx512.cpp's kPanel: columns of op(B) per packed panel
 constexpr int kMinPackDim = 16;
 
 bool packable(const Tensor& weight) {
@@ -54,26 +54,6 @@ Tensor pack_linear_weight_cpu(const Tensor& weight) {
   return packed;
 }
 
-// Whether linear would run this call on the own GEMM: gemm() cuts it into blocks (Note [GEMM threads]) and
-// each block goes to the own GEMM when own_sgemm_applies to the block's shape. (Any cut of the own GEMM's
-// work gives the same bits, so the packed path may cut it otherwise.)
-bool linear_runs_own(int m, int n, int k, bool bias) {
-  const float beta = bias ? 1.0f : 0.0f;
-  const int nt = get_num_threads();
-  const bool split_n = n >= m;
-  const int dim = split_n ? n : m, align = 16;
-  const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * align)));
-  const double macs = double(m) * double(n) * double(k);
-  if (nt <= 1 || in_parallel_region() || macs < cpu::kPoolMacs || blocks <= 1)
-    return cpu::own_sgemm_applies(m, n, k, 1.0f, beta);
-  const int per = ((dim + blocks - 1) / blocks + align - 1) / align * align;
-  for (int lo = 0; lo < dim; lo += per) {
-    const int len = std::min(dim, lo + per) - lo;
-    if (!cpu::own_sgemm_applies(split_n ? m : len, split_n ? len : n, k, 1.0f, beta)) return false;
-  }
-  return true;
-}
-
 void linear_packed_out_cpu(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& packed,
                            const std::optional<Tensor>& bias) {
   const int64_t out_f = weight.sizes()[0], in_f = weight.sizes()[1];
@@ -82,8 +62,8 @@ void linear_packed_out_cpu(const Tensor& out, const Tensor& input, const Tensor&
   const bool fits = input.dtype() == ScalarType::Float32 && packed.dtype() == ScalarType::Float32 &&
                     packed.is_contiguous() && packed.numel() == cpu::own_sgemm_packed_size(in_f, out_f) &&
                     row_bias && n <= INT_MAX && out_f <= INT_MAX && in_f <= INT_MAX &&
-                    linear_runs_own(static_cast<int>(n), static_cast<int>(out_f), static_cast<int>(in_f),
-                                    bias.has_value());
+                    cpu::gemm_runs_own(static_cast<int>(n), static_cast<int>(out_f), static_cast<int>(in_f),
+                                       1.0f, bias ? 1.0f : 0.0f);
   if (!fits) {
     cpu::copy_out(out, op::linear(input, weight, bias));
     return;
@@ -100,28 +80,22 @@ void linear_packed_out_cpu(const Tensor& out, const Tensor& input, const Tensor&
     const float* pk = packed.data<float>();
     const float* pb = bias ? b.data<float>() : nullptr;
     float* c = dst.data<float>();
-    // Columns [lo, hi) or rows [lo, hi): along the larger dim, as gemm() cuts linear's call, but columns in
-    // whole 64-column panels (a run of panels is itself a packed matrix).
-    auto run = [&](bool split_n, int lo, int hi) {
-      if (split_n)
+    // gemm()'s cut of linear's call (Note [GEMM threads]), but columns in whole 64-column panels (a run of
+    // panels is itself a packed matrix).
+    const cpu::GemmCut cut = cpu::gemm_cut(m, cols, k, cpu::kOwnSgemmPanel, cpu::kGemmAlign<float>);
+    auto block = [&](int64_t blk) {
+      const int lo = cut.lo(blk), hi = cut.hi(blk);
+      if (lo >= hi) return;
+      if (cut.split_n)
         cpu::own_sgemm_packed(m, hi - lo, k, a, k, pk + int64_t{lo} * k, c + lo, cols, false, pb ? pb + lo : nullptr);
       else
         cpu::own_sgemm_packed(hi - lo, cols, k, a + int64_t{lo} * k, k, pk, c + int64_t{lo} * cols, cols, false, pb);
     };
-    const int nt = get_num_threads();
-    const bool split_n = cols >= m;
-    const int dim = split_n ? cols : m, align = split_n ? kPackPanel : 16;
-    const int blocks = static_cast<int>(std::min<int64_t>(nt, dim / (2 * align)));
-    const double macs = double(m) * double(cols) * double(k);
-    if (nt <= 1 || in_parallel_region() || blocks <= 1 || macs < cpu::kPoolMacs) {
-      run(true, 0, cols);
+    if (cut.blocks <= 1) {
+      block(0);
       return;
     }
-    const int per = ((dim + blocks - 1) / blocks + align - 1) / align * align;
-    auto block = [&](int64_t blk) {
-      const int lo = static_cast<int>(blk) * per, hi = std::min(dim, lo + per);
-      if (lo < hi) run(split_n, lo, hi);
-    };
+    const int blocks = cut.blocks, nt = cut.threads;
     if (cpu::gemm_pool_for(blocks, nt, block)) return;  // Note [GEMM pool]
     parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t blk = b0; blk < b1; ++blk) block(blk);

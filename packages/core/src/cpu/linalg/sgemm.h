@@ -62,8 +62,12 @@ FB_API bool own_sgemm_available();
 // batch rows by the same hidden-to-hidden weight at every step, so they pack
 // it once per layer call and run each step on the packed copy.
 
-/// Floats own_sgemm_pack writes for a k x n op(B): n rounded up to 64-column panels.
-inline int64_t own_sgemm_packed_size(int64_t k, int64_t n) { return (n + 63) / 64 * 64 * k; }
+/// Columns of op(B) per panel of the kernel (4 zmm) and of own_sgemm_pack's layout.
+inline constexpr int kOwnSgemmPanel = 64;
+/// Floats own_sgemm_pack writes for a k x n op(B): n rounded up to whole panels.
+inline int64_t own_sgemm_packed_size(int64_t k, int64_t n) {
+  return (n + kOwnSgemmPanel - 1) / kOwnSgemmPanel * kOwnSgemmPanel * k;
+}
 
 /// Packs the whole of op(B) (k x n; b^T when tb, row stride ldb) into dst:
 /// panels of 64 columns, each k rows of 64 floats, zero-padded. AVX-512 only.

@@ -11,10 +11,10 @@
 namespace flambeau::cpu {
 namespace {
 
-constexpr int kPanel = 64;          // columns of op(B) per panel: 4 zmm
-constexpr int kVecs = kPanel / 16;  // zmm per panel row
-constexpr int kRows = 6;            // rows of C per kernel call: 6 x 4 = 24 accumulators
-constexpr int kMaxDepth = 1024;     // rows of a panel per pass
+constexpr int kPanel = kOwnSgemmPanel;  // columns of op(B) per panel: 4 zmm
+constexpr int kVecs = kPanel / 16;      // zmm per panel row
+constexpr int kRows = 6;                // rows of C per kernel call: 6 x 4 = 24 accumulators
+constexpr int kMaxDepth = 1024;         // rows of a panel per pass
 // Floats of packed panels per column block (512 KiB, in L2 beside op(A)'s rows); a panel of
 // kMaxDepth rows takes a sixteenth of it.
 constexpr int kBlockFloats = 1 << 17;
