@@ -38,7 +38,7 @@
 // Out of memory. When the backend fails (or the memory limit would be
 // exceeded), the allocator releases every wholly free cached segment and
 // retries once (num_alloc_retries); if that fails too it counts num_ooms and
-// throws RuntimeError("[allocate] out of memory ...").
+// throws OutOfMemoryError("[allocate] out of memory ...", a RuntimeError).
 //
 // Note [Exact-size bins]
 // Most tensors are freed and made again at the same size (a training step, a
@@ -105,6 +105,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "flambeau/device_errors.h"
 #include "flambeau/error.h"
 
 namespace flambeau::alloc {
@@ -249,9 +250,10 @@ void* CachingAllocator::allocate_impl(size_t nbytes, const StreamPtr& stream_ptr
   process_events();
   if (nbytes > kMaxRequest) {
     stats_.num_ooms += 1;
-    throw RuntimeError(detail::cat_str("[allocate] out of memory: tried to allocate ", format_size(nbytes),
-                                       " (", nbytes, " bytes) from the ", name_, " allocator on ",
-                                       backend_->name(), ", more than any backend can provide"));
+    throw OutOfMemoryError(detail::cat_str("[allocate] out of memory: tried to allocate ",
+                                           format_size(nbytes), " (", nbytes, " bytes) from the ", name_,
+                                           " allocator on ", backend_->name(),
+                                           ", more than any backend can provide"));
   }
   const size_t size = round_size(nbytes);
   const bool is_small = size <= kSmallSize;
@@ -340,7 +342,7 @@ void CachingAllocator::throw_oom(size_t requested, size_t seg_size) {
                            format_size(static_cast<int64_t>(r.reserved)), " reserved, largest free block ",
                            format_size(static_cast<int64_t>(r.largest_free)));
   };
-  throw RuntimeError(detail::cat_str(
+  throw OutOfMemoryError(detail::cat_str(
       "[allocate] out of memory: tried to allocate ", format_size(requested), " (a ", format_size(seg_size),
       " segment) from the ", name_, " allocator on ", backend_->name(), "; ",
       format_size(stats_.allocated_bytes[kAggregate].current), " allocated, ",

@@ -129,7 +129,7 @@ class CachingAllocator final : public Allocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   /// Never returns null; nbytes == 0 gives a distinct minimum block. Throws
-  /// flambeau::RuntimeError ("out of memory") when the backend fails even
+  /// flambeau::OutOfMemoryError ("out of memory") when the backend fails even
   /// after the cache was released.
   void* allocate(size_t nbytes) override;
   /// allocate() from the pool of the current stream of the allocator's device.

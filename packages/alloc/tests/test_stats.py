@@ -1,6 +1,7 @@
 """memory_stats(), peaks, summary, snapshot and out-of-memory handling."""
 
 import flambeau_alloc
+import flambeau_core
 import pytest
 from conftest import KiB, MiB
 from flambeau_alloc.testing import check_snapshot_invariants
@@ -111,6 +112,7 @@ def test_out_of_memory_releases_the_cache_and_retries():
     with pytest.raises(RuntimeError, match=r"\[allocate\] out of memory: tried to allocate 8\.00 MiB") as info:
         a._allocate(8 * MiB)  # a 20 MiB segment: 40 > 24 even with an empty cache
     msg = str(info.value)
+    assert type(info.value) is flambeau_core.OutOfMemoryError and isinstance(info.value, RuntimeError)
     assert "20.00 MiB allocated" in msg and "memory limit 24.00 MiB" in msg and "'caching'" not in msg
     assert "caching allocator on cpu pages" in msg
     s = a.memory_stats()
@@ -127,9 +129,9 @@ def test_out_of_memory_releases_the_cache_and_retries():
 
 def test_out_of_memory_from_the_system():
     a = flambeau_alloc.CachingAllocator()
-    with pytest.raises(RuntimeError, match="out of memory: tried to allocate"):
+    with pytest.raises(flambeau_core.OutOfMemoryError, match="out of memory: tried to allocate"):
         a._allocate(1 << 62)  # no machine maps 4 EiB
-    with pytest.raises(RuntimeError, match="more than any backend can provide"):
+    with pytest.raises(flambeau_core.OutOfMemoryError, match="more than any backend can provide"):
         a._allocate((1 << 63) - 1)
     assert a.memory_stats()["num_ooms"] == 2
     assert a.memory_reserved() == 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,10 +35,6 @@ __all__ = [
     "is_inference_mode_enabled",
     "set_multithreading_enabled",
 ]
-
-# inference_mode's per-thread state: grad mode alone cannot tell it from no_grad
-_inference = threading.local()
-
 
 def is_grad_enabled() -> bool:
     """True unless gradients are disabled on this thread (``no_grad``).
@@ -198,19 +193,20 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` (flambeau has no separate inference tensors yet).
+    """Like ``no_grad``, and the tensors made inside are inference tensors (``is_inference()`` is True).
 
-    ``inference_mode(False)`` leaves grad mode unchanged. Differs from
-    PyTorch: a tensor made inside is an ordinary tensor (PyTorch's
-    ``is_inference()`` is True for it, and it can't be used in autograd later).
+    ``inference_mode(False)`` leaves grad mode unchanged. As PyTorch, a tensor made inside, and any view
+    of it, reports ``is_inference()``; a view made inside of an ordinary tensor stays ordinary. Differs
+    from PyTorch: an inference tensor may still be updated in place outside inference mode and used in
+    autograd later (PyTorch raises RuntimeError for both).
 
     Example:
         >>> import flambeau as fb
         >>> x = fb.ones(2, requires_grad=True)
         >>> with fb.inference_mode():
         ...     y = x * 2
-        >>> y.requires_grad, fb.is_inference_mode_enabled()
-        (False, False)
+        >>> y.requires_grad, y.is_inference(), fb.is_inference_mode_enabled()
+        (False, True, False)
         >>> with fb.inference_mode(False):
         ...     (x * 2).requires_grad
         True
@@ -227,12 +223,12 @@ class inference_mode(_GradModeContext):
     def __enter__(self) -> None:
         self._prev = flambeau_core.is_grad_enabled()
         self._prev_inference = is_inference_mode_enabled()
-        _inference.enabled = self._enabled
+        flambeau_core._C._set_inference_mode(self._enabled)
         if self._enabled:
             _set_grad_enabled(False)
 
     def __exit__(self, *exc: object) -> None:
-        _inference.enabled = self._prev_inference
+        flambeau_core._C._set_inference_mode(self._prev_inference)
         super().__exit__(*exc)
 
     def clone(self) -> inference_mode:
@@ -260,7 +256,7 @@ def is_inference_mode_enabled() -> bool:
         >>> is_inference_mode_enabled()
         False
     """
-    return getattr(_inference, "enabled", False)
+    return flambeau_core._C._is_inference_mode_enabled()
 
 
 class set_multithreading_enabled(_GradModeContext):

@@ -204,3 +204,35 @@ def test_set_multithreading_enabled_is_recorded_and_restored():
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
     with pytest.raises(TypeError, match=r"\[set_multithreading_enabled\] expected a bool mode, got int"):
         ag.set_multithreading_enabled(1)
+
+
+def test_tensors_made_in_inference_mode_are_inference_tensors_as_torchs():
+    import torch
+
+    def run(lib):
+        x = lib.ones(2)
+        with lib.inference_mode():
+            made, view_of_ordinary, empty = x * 2, x[:1], lib.empty(0)
+            x.add_(1)  # in place on an ordinary tensor: it stays ordinary
+            with lib.inference_mode(False):
+                outside = lib.ones(1)
+        later = made + 1  # made outside from an inference tensor: ordinary
+        tensors = [x, made, made[1:], made.view(2, 1), view_of_ordinary, empty, outside, later]
+        return [t.is_inference() for t in tensors] + [lib.is_inference(made), lib.is_inference(x)]
+
+    class Ours:  # core's factories, autograd's inference_mode
+        ones, empty, is_inference, inference_mode = fc.ones, fc.empty, fc.is_inference, ag.inference_mode
+
+    assert run(Ours) == run(torch) == [False, True, True, True, False, True, False, False, True, False]
+    with pytest.raises(TypeError, match=r"is_inference\(\): argument 'input' \(position 1\) must be Tensor, not int"):
+        fc.is_inference(3)
+
+
+def test_inference_tensors_only_on_the_thread_in_inference_mode():
+    made = []
+    with ag.inference_mode():
+        worker = threading.Thread(target=lambda: made.append(fc.ones(1)))
+        worker.start()
+        worker.join()
+        here = fc.ones(1)
+    assert here.is_inference() and not made[0].is_inference()

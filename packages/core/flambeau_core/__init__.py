@@ -131,6 +131,9 @@ _protocols.install()  # format(t, spec), iter(t), x in t
 from flambeau_core import _tensor_queries  # noqa: E402,I001
 
 _tensor_queries.install()  # numel, is_nonzero, typename, ...; Tensor.nelement, nbytes, get_device, dim_order
+from flambeau_core import _storage  # noqa: E402,I001
+
+_storage.install()  # storages, is_storage, is_inference; Tensor.untyped_storage, storage, storage_type, is_set_to
 from flambeau_core import _fill_diagonal, _legacy_resize, _python_elementwise  # noqa: E402,I001
 
 _fill_diagonal.install()  # Tensor.fill_diagonal_

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "flambeau/device_errors.h"
 #include "flambeau/error.h"
 
 namespace flambeau {
@@ -23,8 +24,8 @@ class SystemAllocator final : public Allocator {
     const size_t align = nbytes >= kHugePage ? kHugePage : 64;
     void* p = nullptr;
     if (posix_memalign(&p, align, nbytes) != 0 || !p)
-      throw RuntimeError(detail::cat_str("[allocate] out of memory: the system allocator could not provide ",
-                                         nbytes, " bytes on cpu"));
+      throw OutOfMemoryError(detail::cat_str(
+          "[allocate] out of memory: the system allocator could not provide ", nbytes, " bytes on cpu"));
     if (align == kHugePage) madvise(p, nbytes, MADV_HUGEPAGE);
     return p;
   }
@@ -41,7 +42,7 @@ class CAbiAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     void* p = t_.allocate(t_.ctx, nbytes);
     if (!p)
-      throw RuntimeError(
+      throw OutOfMemoryError(
           detail::cat_str("[allocate] allocator '", name_, "' returned NULL for ", nbytes, " bytes"));
     return p;
   }

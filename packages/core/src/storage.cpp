@@ -1,10 +1,41 @@
 #include "flambeau/storage.h"
 
+#include <mutex>
+#include <unordered_set>
+
 #include "flambeau/device_backend.h"
 #include "flambeau/error.h"
+#include "flambeau/inference_mode.h"
 #include "flambeau/observe.h"
 
 namespace flambeau {
+
+namespace {
+
+// Note [Inference tensors]
+thread_local bool t_inference_mode = false;
+std::atomic<size_t> g_inference_count{0};
+
+struct InferenceStorages {
+  std::mutex mutex;
+  std::unordered_set<const StorageImpl*> set;
+};
+InferenceStorages& inference_storages() {
+  static auto* s = new InferenceStorages();  // leaked: storages may die after static destructors ran
+  return *s;
+}
+
+}  // namespace
+
+void set_inference_mode(bool enabled) { t_inference_mode = enabled; }
+bool inference_mode_enabled() { return t_inference_mode; }
+
+bool is_inference_storage(const StorageImpl* storage) {
+  if (g_inference_count.load(std::memory_order_relaxed) == 0) return false;
+  auto& s = inference_storages();
+  std::lock_guard lock(s.mutex);
+  return s.set.count(storage) != 0;
+}
 
 StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, AllocatorPtr allocator,
                          std::function<void(void*)> deleter)
@@ -12,7 +43,14 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, AllocatorPtr 
       nbytes_(nbytes),
       device_(device),
       allocator_(std::move(allocator)),
-      deleter_(std::move(deleter)) {}
+      deleter_(std::move(deleter)) {
+  if (t_inference_mode) [[unlikely]] {
+    auto& s = inference_storages();
+    std::lock_guard lock(s.mutex);
+    s.set.insert(this);
+    g_inference_count.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 namespace {
 
@@ -30,6 +68,11 @@ std::function<void()> releaser(void* data, size_t nbytes, AllocatorPtr allocator
 }  // namespace
 
 StorageImpl::~StorageImpl() {
+  if (g_inference_count.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    auto& s = inference_storages();
+    std::lock_guard lock(s.mutex);
+    if (s.set.erase(this)) g_inference_count.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (allocator_) {
     if (data_) {
       if (detail::observing(kObserveProfiler)) [[unlikely]]

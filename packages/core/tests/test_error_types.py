@@ -199,3 +199,26 @@ def test_shape_and_value_errors_are_flambeau_errors(case):
     assert str(info.value).startswith(f"[{op}]"), str(info.value)
     theirs = _torch_class(call)
     assert isinstance(theirs, RuntimeError), type(theirs)  # what FlambeauError is too
+
+
+# ---- out of memory and device failures: PyTorch's two RuntimeError subclasses ----
+
+
+def test_out_of_memory_error_is_torchs_class():
+    for cls, torch_cls in (
+        (fc.OutOfMemoryError, torch.OutOfMemoryError),
+        (fc.AcceleratorError, torch.AcceleratorError),
+    ):
+        assert cls.__mro__[1:] == torch_cls.__mro__[1:] == (RuntimeError, Exception, BaseException, object)
+        assert cls.__name__ == torch_cls.__name__
+
+
+def test_system_allocator_out_of_memory_raises_out_of_memory_error():
+    # One exbibyte: more than any address space maps, so the system allocator refuses it everywhere.
+    with pytest.raises(fc.OutOfMemoryError) as info:
+        fc.empty(2**60, dtype=fc.uint8)
+    assert str(info.value) == (
+        "[allocate] out of memory: the system allocator could not provide 1152921504606846976 bytes on cpu"
+    )
+    with pytest.raises(RuntimeError, match=r"^\[allocate\] out of memory"):  # what PyTorch code catches
+        fc.zeros(2**58, dtype=fc.float64)

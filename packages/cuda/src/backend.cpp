@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "flambeau/allocator.h"
+#include "flambeau/device_errors.h"
 
 namespace flambeau::cuda {
 
@@ -33,7 +34,8 @@ void throw_cuda_error(const char* call, cudaError_t err) {
   std::string msg = std::string("[cuda] ") + call + " failed: " + cudaGetErrorString(err) + " (" +
                     cudaGetErrorName(err) + ")";
   if (err == cudaErrorInvalidValue || err == cudaErrorInvalidDevice) throw ValueError(msg);
-  throw RuntimeError(msg);
+  if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
+  throw AcceleratorError(msg);  // torch.AcceleratorError: a failure while executing on the device
 }
 
 CudaDeviceSetter::CudaDeviceSetter(int index) {

@@ -14,8 +14,9 @@
 
 namespace flambeau::cuda {
 
-/// Throws flambeau::RuntimeError "[cuda] <call> failed: <cudaGetErrorString> (<name>)"
-/// (and clears the sticky last error), or ValueError for an invalid argument.
+/// Throws flambeau::AcceleratorError "[cuda] <call> failed: <cudaGetErrorString> (<name>)"
+/// (and clears the sticky last error), OutOfMemoryError for cudaErrorMemoryAllocation, or
+/// ValueError for an invalid argument.
 [[noreturn]] void throw_cuda_error(const char* call, cudaError_t err);
 #define FBC_CHECK(call_name, expr)                                                        \
   do {                                                                                    \

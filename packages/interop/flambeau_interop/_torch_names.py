@@ -26,27 +26,14 @@ from typing import Any
 
 import flambeau_core as fc
 from flambeau_core import FlambeauError, Tensor
+from flambeau_core._storage import LEGACY_STORAGES
 
 MODULE = __name__
 
-# (torch storage class name, flambeau dtype name). UntypedStorage holds
-# bytes (uint8); torch writes it, with _rebuild_tensor_v3 naming the dtype,
+# (torch storage class name, flambeau dtype name): core's legacy storage classes (FloatStorage, ...), and
+# UntypedStorage, which holds bytes (uint8); torch writes it, with _rebuild_tensor_v3 naming the dtype,
 # for the dtypes that have no storage class (uint16/32/64 here).
-_STORAGE_TYPES = [
-    ("BoolStorage", "bool"),
-    ("ByteStorage", "uint8"),
-    ("CharStorage", "int8"),
-    ("ShortStorage", "int16"),
-    ("IntStorage", "int32"),
-    ("LongStorage", "int64"),
-    ("HalfStorage", "float16"),
-    ("BFloat16Storage", "bfloat16"),
-    ("FloatStorage", "float32"),
-    ("DoubleStorage", "float64"),
-    ("ComplexFloatStorage", "complex64"),
-    ("ComplexDoubleStorage", "complex128"),
-    ("UntypedStorage", "uint8"),
-]
+_STORAGE_TYPES = [*LEGACY_STORAGES, ("UntypedStorage", "uint8")]
 
 # dtypes torch has and flambeau does not: named so the error can say so.
 _FOREIGN_DTYPES = [

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../tensor_iterator.h"
+#include "flambeau/device_errors.h"
 #include "flambeau/error.h"
 #include "flambeau/index_bounds_error.h"
 #include "flambeau/random.h"
@@ -731,6 +732,9 @@ PyObject* wrap_named(const char* type_name, std::initializer_list<const char*> f
 
 /// The Python class of flambeau::IndexOutOfBoundsError (module.cpp), borrowed.
 PyObject* index_out_of_bounds_error_type();
+/// The Python classes of flambeau::OutOfMemoryError and AcceleratorError (module.cpp), borrowed.
+PyObject* out_of_memory_error_type();
+PyObject* accelerator_error_type();
 
 void set_python_error() {
   try {
@@ -749,6 +753,10 @@ void set_python_error() {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const ValueError& e) {
     PyErr_SetString(flambeau_error_type(), e.what());
+  } catch (const OutOfMemoryError& e) {
+    PyErr_SetString(out_of_memory_error_type(), e.what());
+  } catch (const AcceleratorError& e) {
+    PyErr_SetString(accelerator_error_type(), e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::bad_alloc&) {

@@ -7,6 +7,7 @@
 #include "flambeau/dispatch.h"
 #include "flambeau/elementwise_math.h"
 #include "flambeau/error.h"
+#include "flambeau/inference_mode.h"
 #include "flambeau/parallel.h"
 #include "flambeau/random.h"
 
@@ -38,6 +39,9 @@ void init_runtime(py::module_& m) {
         ">>> flambeau_core.is_grad_enabled()\n"
         "True");
   m.def("_set_grad_enabled", &set_grad_mode_enabled, py::arg("enabled"));
+  // Note [Inference tensors]: flambeau_autograd's inference_mode sets this thread's switch.
+  m.def("_set_inference_mode", &set_inference_mode, py::arg("enabled"));
+  m.def("_is_inference_mode_enabled", &inference_mode_enabled);
   m.def(
       "manual_seed", [](py::handle seed) { manual_seed(as_seed(seed, "manual_seed")); }, py::arg("seed"),
       "Seeds the default random generator (rand, randn, shuffling).");

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "op_recorder.h"
 #include "flambeau/error.h"
+#include "flambeau/inference_mode.h"
 #include "flambeau/type_dispatch.h"
 
 namespace flambeau::python {
@@ -368,6 +369,18 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage().get()); },
           "Identity of this tensor's storage: equal for every tensor viewing the same Storage while it "
           "lives.")
+      .def(
+          "is_inference", [](const Tensor& t) { return is_inference_storage(t.impl()->storage().get()); },
+          "True if this is an inference tensor: made inside inference_mode, or a view of such a tensor "
+          "(Note [Inference tensors]).\n"
+          "\n"
+          ">>> import flambeau as fb\n"
+          ">>> x = fb.ones(2)\n"
+          ">>> with fb.inference_mode():\n"
+          "...     y = x * 2\n"
+          "...     v = x[:1]  # a view of an ordinary tensor stays ordinary\n"
+          ">>> x.is_inference(), y.is_inference(), y[1:].is_inference(), v.is_inference()\n"
+          "(False, True, True, False)")
       .def(
           "_move_storage_",
           [](const Tensor& t, py::handle buffer) {

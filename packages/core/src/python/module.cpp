@@ -1,6 +1,7 @@
 // flambeau_core._C: thin bindings over libflambeau_core.so.
 #include "arg_parser.h"
 #include "common.h"
+#include "flambeau/device_errors.h"
 #include "flambeau/error.h"
 #include "flambeau/index_bounds_error.h"
 
@@ -53,6 +54,40 @@ constexpr const char* kIndexOutOfBoundsErrorDoc =
 // The Python class of flambeau::IndexOutOfBoundsError; created once, alive until exit.
 PyObject* g_index_out_of_bounds_error = nullptr;
 
+constexpr const char* kOutOfMemoryErrorDoc =
+    "Exception raised when device is out of memory: an allocator could not provide the memory an op\n"
+    "asked for (PyTorch's torch.OutOfMemoryError). The message names the op, the size and the device.\n"
+    "A subclass of RuntimeError, so code that catches RuntimeError still catches it.\n"
+    "\n"
+    "Example:\n"
+    "    >>> import flambeau_core as fc\n"
+    "    >>> try:\n"
+    "    ...     fc.empty(2**60, dtype=fc.uint8)  # one exbibyte\n"
+    "    ... except fc.OutOfMemoryError as e:\n"
+    "    ...     print(isinstance(e, RuntimeError), str(e).startswith('[allocate] out of memory'))\n"
+    "    True True\n";
+
+constexpr const char* kAcceleratorErrorDoc =
+    "Exception raised while executing on device: a device runtime call failed (PyTorch's\n"
+    "torch.AcceleratorError; flambeau-cuda raises it for CUDA errors other than a bad argument). A\n"
+    "subclass of RuntimeError.\n"
+    "\n"
+    "Example:\n"
+    "    >>> import flambeau_core as fc\n"
+    "    >>> issubclass(fc.AcceleratorError, RuntimeError)\n"
+    "    True\n";
+
+// The Python classes of flambeau::OutOfMemoryError and AcceleratorError; created once, alive until exit.
+PyObject* g_out_of_memory_error = nullptr;
+PyObject* g_accelerator_error = nullptr;
+
+PyObject* new_runtime_error_class(py::module_& m, const char* name, const char* qualified, const char* doc) {
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified, doc, PyExc_RuntimeError, nullptr);
+  if (!cls) throw py::error_already_set();
+  m.attr(name) = py::handle(cls);
+  return cls;
+}
+
 void add_flambeau_error(py::module_& m) {
   py::tuple bases = py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_ValueError));
   g_flambeau_error =
@@ -64,6 +99,10 @@ void add_flambeau_error(py::module_& m) {
       "flambeau_core.IndexOutOfBoundsError", kIndexOutOfBoundsErrorDoc, index_bases.ptr(), nullptr);
   if (!g_index_out_of_bounds_error) throw py::error_already_set();
   m.attr("IndexOutOfBoundsError") = py::handle(g_index_out_of_bounds_error);
+  g_out_of_memory_error =
+      new_runtime_error_class(m, "OutOfMemoryError", "flambeau_core.OutOfMemoryError", kOutOfMemoryErrorDoc);
+  g_accelerator_error =
+      new_runtime_error_class(m, "AcceleratorError", "flambeau_core.AcceleratorError", kAcceleratorErrorDoc);
 }
 
 // Note [Errors]: registered once here, applies to every module sharing
@@ -82,6 +121,10 @@ void register_error_translator() {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const NotImplementedError& e) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(g_out_of_memory_error, e.what());
+    } catch (const AcceleratorError& e) {
+      PyErr_SetString(g_accelerator_error, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -91,6 +134,8 @@ void register_error_translator() {
 
 PyObject* flambeau_error_type() { return g_flambeau_error; }
 PyObject* index_out_of_bounds_error_type() { return g_index_out_of_bounds_error; }
+PyObject* out_of_memory_error_type() { return g_out_of_memory_error; }
+PyObject* accelerator_error_type() { return g_accelerator_error; }
 
 }  // namespace flambeau::python
 
