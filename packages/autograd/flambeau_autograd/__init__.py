@@ -29,6 +29,7 @@ from flambeau_core import FlambeauError
 from flambeau_autograd import (
     _C,  # registers autograd into core
     _post_accumulate_hooks,
+    _tensor_compat,
     forward_ad,
     functional,
 )
@@ -92,6 +93,7 @@ except Exception:  # running from a source tree
 
 Tensor = flambeau_core.Tensor
 _post_accumulate_hooks.install()  # Tensor.register_post_accumulate_grad_hook
+_tensor_compat.install()  # Tensor.as_subclass, volatile, name
 
 
 def _as_list(x: Any, what: str) -> list:
