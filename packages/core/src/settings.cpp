@@ -111,8 +111,9 @@ const std::array<Spec, kCount>& specs() {
        1,
        true,
        true,
-       "Whether bfloat16 convolutions multiply on AMX tiles where the CPU has AMX-BF16 (True) or on "
-       "AVX512-BF16 vdpbf16ps instructions (False); the sums are float32 and rounded once either way."},
+       "Whether bfloat16 products (mm, matmul, linear) and convolutions multiply on AMX tiles where the CPU "
+       "has AMX-BF16 (True) or on AVX512-BF16 vdpbf16ps instructions (False); the sums are float32 and "
+       "rounded once either way."},
   }};
   return table;
 }

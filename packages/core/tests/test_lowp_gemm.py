@@ -1,6 +1,7 @@
 """bfloat16 and float16 products (Note [Low-precision GEMM]): float32 accumulation and one rounding, on the
-AVX512-BF16 kernel where the CPU has it and on the float32 fallback, against a float32 product of the same
-(already rounded) values; odd sizes, transposed and strided operands, batches."""
+AVX512-BF16 kernel where the CPU has it (each test on both of its multiply paths: AMX tiles where the CPU has
+AMX-BF16, and vdpbf16ps) and on the float32 fallback, against a float32 product of the same (already rounded)
+values; odd sizes, transposed and strided operands, batches."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ import pytest
 from helpers import to_numpy
 
 RNG = np.random.default_rng(1)
+
+
+@pytest.fixture(autouse=True, params=[True, False], ids=["amx", "vdpbf16ps"])
+def amx(request):
+    """Each test on both multiply paths of the bfloat16 kernel: AMX tiles (where the CPU has AMX-BF16;
+    elsewhere the setting changes nothing) and vdpbf16ps."""
+    with fc.backends.cpu.flags(bf16_amx=request.param):
+        yield request.param
+
+
 SHAPES = [(1, 1, 1), (3, 5, 7), (8, 32, 32), (9, 33, 31), (17, 2, 65), (64, 129, 96), (130, 784, 40)]
 
 
@@ -188,7 +199,7 @@ def test_transposed_right_operand_packing(k, m):
     """op(B) = W^T (linear's weight): its panels are 4 x 4 transposes of 32-bit pairs plus the loop for
     the leftover pairs (k / 2 not a multiple of 4, an odd k's last half pair) and columns (m % 4, the
     last panel's zero columns); every case equals the float32 product of the same values."""
-    a, a32 = _rounded((11, k), fc.bfloat16)
+    a, a32 = _rounded((27, k), fc.bfloat16)  # 16 rows on AMX tiles, 11 on vdpbf16ps
     w, w32 = _rounded((m, k), fc.bfloat16)
     _check(fc.mm(a, w.t()), _expected(a32, w32.T, fc.bfloat16), fc.bfloat16)
     big, big32 = _rounded((m, 2 * k + 3), fc.bfloat16)  # rows of W further apart than k
@@ -250,7 +261,7 @@ def test_right_operand_panels(k, m):
     half pair), columns past 16 and past a panel, and rows further apart than their length (slices at
     an odd element); op(B) with neither unit stride takes the loop. Each equals PyTorch's float32 product
     of the same bfloat16 values."""
-    a, a32 = _rounded((9, k), fc.bfloat16)
+    a, a32 = _rounded((41, k), fc.bfloat16)  # 32 rows on AMX tiles, 9 on vdpbf16ps
     b, b32 = _rounded((k, m), fc.bfloat16)
     _check(fc.mm(a, b), _torch_product(a32, b32), fc.bfloat16)
     wide, wide32 = _rounded((k, m + 5), fc.bfloat16)
@@ -264,3 +275,109 @@ def test_right_operand_panels(k, m):
     _check(fc.mm(a, every[:, ::2]), _torch_product(a32, every32[:, ::2]), fc.bfloat16)
     rep = b[:1].expand(k, m)  # one row repeated (a zero row stride)
     _check(fc.mm(a, rep), _torch_product(a32, np.repeat(b32[:1], k, axis=0)), fc.bfloat16)
+
+
+def _torch_bf16(a32: np.ndarray, b32: np.ndarray, bias32: np.ndarray | None = None):
+    """PyTorch's own bfloat16 product (addmm with a bias) of the same values, and what two float32 summation
+    orders may differ by beyond one bfloat16 unit: 2 (k + 1) eps |a| |b| (+ |bias|)."""
+    import torch
+
+    ta = torch.from_numpy(np.ascontiguousarray(a32)).bfloat16()
+    tb = torch.from_numpy(np.ascontiguousarray(b32)).bfloat16()
+    if bias32 is None:
+        t = torch.mm(ta, tb)
+    else:
+        t = torch.addmm(torch.from_numpy(bias32).bfloat16(), ta, tb)
+    finite = np.where(np.isfinite(a32), a32, 0).astype(np.float64), np.where(np.isfinite(b32), b32, 0)
+    magnitude = np.abs(finite[0]) @ np.abs(finite[1]).astype(np.float64)
+    if bias32 is not None:
+        magnitude = magnitude + np.abs(bias32)
+    ref = t.float().numpy()
+    unit = np.spacing(np.abs(np.where(np.isfinite(ref), ref, 0)).astype(np.float32)).astype(np.float64) * 2**16
+    return ref, unit + 2 * (a32.shape[1] + 1) * 2.0**-24 * magnitude
+
+
+def _check_against_torch(got: fc.Tensor, a32: np.ndarray, b32: np.ndarray, bias32: np.ndarray | None = None):
+    ref, tol = _torch_bf16(a32, b32, bias32)
+    g = to_numpy(got.float()).astype(np.float64)
+    assert got.dtype == fc.bfloat16 and g.shape == ref.shape
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(ref))
+    inf = np.isinf(ref)
+    np.testing.assert_array_equal(g[inf], ref[inf])
+    fin = np.isfinite(ref)
+    assert (np.abs(g[fin] - ref[fin]) <= tol[fin]).all()
+
+
+# (n, k, m): rows past whole AMX tiles of 32 and 16 (the rest on vdpbf16ps), one row, columns past a panel,
+# odd depths, depths whose pairs split into steps of 14, 5 or 16, a prime number of pairs (397: padded to
+# steps of 16) and a large depth.
+AMX_EDGE_SHAPES = [
+    (16, 1, 1),
+    (1, 64, 64),
+    (17, 3, 5),
+    (31, 33, 47),
+    (32, 32, 32),
+    (48, 794, 40),
+    (50, 784, 33),
+    (128, 10, 70),
+    (65, 4099, 18),
+]
+
+
+@pytest.mark.parametrize("n,k,m", AMX_EDGE_SHAPES)
+def test_bf16_edge_shapes_against_torch(n, k, m):
+    """Row counts past whole tiles, odd and padded depths, columns past a panel; plain, transposed left
+    (grad_weight's g^T) and transposed right (linear's W^T) operands, and linear with a bias (one rounding):
+    each within one bfloat16 unit plus two float32 summation orders of PyTorch's bfloat16 product."""
+    a, a32 = _rounded((n, k), fc.bfloat16)
+    b, b32 = _rounded((k, m), fc.bfloat16)
+    _check_against_torch(fc.mm(a, b), a32, b32)
+    at, at32 = _rounded((k, n), fc.bfloat16)
+    _check_against_torch(fc.mm(at.t(), b), at32.T, b32)
+    w, w32 = _rounded((m, k), fc.bfloat16)
+    _check_against_torch(fc.mm(a, w.t()), a32, w32.T)
+    bias, bias32 = _rounded((m,), fc.bfloat16)
+    _check_against_torch(fc.linear(a, w, bias), a32, w32.T, bias32)
+
+
+@pytest.mark.parametrize("n,k,m", [(40, 64, 33), (33, 795, 20)])
+def test_bf16_infinities_and_nan(n, k, m):
+    """Infinities and NaN in either operand (and in a padded depth: 795 values, 398 pairs, padded to 400)
+    give PyTorch's infinities and NaN at the same places (0 * inf and inf - inf are NaN, the zero padding
+    adds none); the other results as in the finite tests."""
+    a, a32 = _rounded((n, k), fc.bfloat16)
+    b, b32 = _rounded((k, m), fc.bfloat16)
+    a32 = a32.copy()
+    b32 = b32.copy()
+    a32[3, 5] = np.inf
+    a32[20, k - 1] = -np.inf
+    a32[21, 0] = np.inf
+    a32[21, 7] = -np.inf  # row 21: inf - inf = NaN wherever both products are finite
+    b32[2, 4] = np.nan
+    b32[k - 1, 1] = 0.0  # -inf * 0 = NaN in row 20, column 1
+    a = fc.tensor(a32).to(fc.bfloat16)
+    b = fc.tensor(b32).to(fc.bfloat16)
+    _check_against_torch(fc.mm(a, b), a32, b32)
+    bias32 = to_numpy(_rounded((m,), fc.bfloat16)[0].float()).copy()
+    bias32[0] = np.inf
+    _check_against_torch(
+        fc.linear(a, fc.tensor(b32.T.copy()).to(fc.bfloat16), fc.tensor(bias32).to(fc.bfloat16)), a32, b32, bias32
+    )
+
+
+def test_amx_and_vdpbf16ps_agree():
+    """The two multiply paths (where the CPU has AMX-BF16; elsewhere both are the same path) differ only
+    by float32 summation order: at most a bfloat16 unit apart, and equal on exact sums (small integers)."""
+    a, a32 = _rounded((130, 784), fc.bfloat16)
+    b, b32 = _rounded((784, 65), fc.bfloat16)
+    got = {}
+    ints = {}
+    ai = fc.tensor(RNG.integers(-4, 5, (70, 96)).astype(np.float32)).to(fc.bfloat16)
+    bi = fc.tensor(RNG.integers(-4, 5, (96, 40)).astype(np.float32)).to(fc.bfloat16)
+    for on in (True, False):
+        with fc.backends.cpu.flags(bf16_amx=on):
+            got[on] = to_numpy(fc.mm(a, b).float())
+            ints[on] = to_numpy(fc.mm(ai, bi).float())
+    _, tol = _torch_bf16(a32, b32)
+    assert (np.abs(got[True].astype(np.float64) - got[False]) <= tol).all()
+    np.testing.assert_array_equal(ints[True], ints[False])

@@ -8,15 +8,20 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/amx.h"
 #include "cpu/linalg/gemm.h"
 #include "flambeau/half.h"
 #include "flambeau/parallel.h"
+#include "settings.h"
 
 namespace flambeau::cpu {
 
 FB_DEFINE_DISPATCH(bf16_tiles_stub);
 FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, base);
 FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, avx2);
+FB_DEFINE_DISPATCH(bf16_amx_tiles_stub);
+FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_stub, base);
+FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_stub, avx2);
 FB_DEFINE_DISPATCH(bf16_pack_stub);
 FB_REGISTER_NO_DISPATCH(bf16_pack_stub, base);
 FB_REGISTER_NO_DISPATCH(bf16_pack_stub, avx2);
@@ -24,7 +29,8 @@ FB_REGISTER_NO_DISPATCH(bf16_pack_stub, avx2);
 namespace {
 
 constexpr int64_t kPanel = 32;
-constexpr int64_t kRows = 8;
+constexpr int64_t kRows = 8;      // rows of a vdpbf16ps tile
+constexpr int64_t kAmxRows = 32;  // rows of an AMX tile
 
 bool cpu_has_avx512bf16() {
   static const bool has = [] {
@@ -103,15 +109,15 @@ void transpose_8x8_blocks(const uint16_t* src, int64_t lds, int64_t depth, uint1
   }
 }
 
-// The AVX512-BF16 route: pack op(A) row-major with an even depth and op(B) into pair panels.
-void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix& B, const float* bias,
-                 uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
-  const int64_t kk = (k + 1) / 2 * 2;
+// The AVX512-BF16 and AMX routes: pack op(A) row-major with depth kk (k or more, even, zero-padded)
+// and op(B) into pair panels of that depth; `tiles` takes `rows` rows of C at a time.
+void bf16_packed(Bf16TilesFn tiles, int64_t rows, int64_t kk, const StridedMatrix& A, const StridedMatrix& B,
+                 const float* bias, uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
   const int64_t panels = (m + kPanel - 1) / kPanel;
   // Rows of op(A) already in the layout the kernel reads (contiguous, even depth) are not copied.
   const bool a_in_place = A.s1 == 1 && kk == k;
   const auto ap = scratch<uint16_t>(a_in_place ? 0 : n * kk), bp = scratch<uint16_t>(panels * kk * kPanel);
-  const int64_t row_blocks = (n + kRows - 1) / kRows;
+  const int64_t row_blocks = (n + rows - 1) / rows;
   for (int64_t bi = 0; bi < batch; ++bi) {
     const uint16_t* pa = A.at(bi);
     const uint16_t* pb = B.at(bi);
@@ -147,7 +153,8 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
           }
         }
         if (kk != k)
-          for (int64_t i = i0; i < i1; ++i) ap[i * kk + k] = 0;
+          for (int64_t i = i0; i < i1; ++i)
+            std::fill(ap.get() + i * kk + k, ap.get() + (i + 1) * kk, uint16_t{0});
       });
     // bp[panel][pair][column][2]: the pair layout vdpbf16ps reads, written in order.
     const int64_t panel_grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kk * kPanel, 1));
@@ -157,8 +164,11 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
         uint16_t* dst = bp.get() + panel * kk * kPanel;
         const int64_t j0 = panel * kPanel, width = std::min(kPanel, m - j0);
         // Row-major and transposed op(B) (linear's W^T): the AVX-512 copies; other strides: value by value.
+        // Pairs past the depth (the AMX route's padding) are zeros.
+        const int64_t pairs = (k + 1) / 2;
+        std::fill(dst + pairs * 2 * kPanel, dst + kk * kPanel, uint16_t{0});
         if (pack && pack(pb, B.s0, B.s1, k, j0, width, dst)) continue;
-        for (int64_t pair = 0; pair < kk / 2; ++pair, dst += 2 * kPanel) {
+        for (int64_t pair = 0; pair < pairs; ++pair, dst += 2 * kPanel) {
           const int64_t r = 2 * pair;
           const uint16_t* row0 = pb + r * B.s0 + j0 * B.s1;
           const uint16_t* row1 = r + 1 < k ? row0 + B.s0 : nullptr;
@@ -174,14 +184,14 @@ void bf16_packed(Bf16TilesFn tiles, const StridedMatrix& A, const StridedMatrix&
     const uint16_t* a_rows = a_in_place ? pa : ap.get();
     const int64_t lda = a_in_place ? A.s0 : kk;
     const int64_t tiles_total = panels * row_blocks;
-    const double macs_per_tile = double(kRows) * double(kPanel) * double(kk);
+    const double macs_per_tile = double(rows) * double(kPanel) * double(kk);
     const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(double(1 << 17) / macs_per_tile));
     parallel_for(0, tiles_total, grain, [&](int64_t t0, int64_t t1) {
       // Panel-major: consecutive tiles share a panel.
       for (int64_t t = t0; t < t1;) {
         const int64_t panel = t / row_blocks, rb0 = t % row_blocks;
         const int64_t rb1 = std::min(row_blocks, rb0 + (t1 - t));
-        tiles(rb0 * kRows, std::min(n, rb1 * kRows), panel, panel + 1, kk, m, a_rows, lda, bp.get(), bias, po,
+        tiles(rb0 * rows, std::min(n, rb1 * rows), panel, panel + 1, kk, m, a_rows, lda, bp.get(), bias, po,
               m);
         t += rb1 - rb0;
       }
@@ -219,8 +229,14 @@ void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tenso
             bias ? static_cast<const uint16_t*>(bias->data_ptr())[j * bias->strides()[0]] : uint16_t{0};
     return;
   }
-  if (bf16 && bf16_gemm_kernel_available()) {
-    bf16_packed(bf16_tiles_stub.get(), A, B, bias_f, o, batch, n, k, m);
+  const Bf16TilesFn amx_tiles = bf16_amx_tiles_stub.get();
+  if (bf16 && bf16_gemm_kernel_available() && amx_tiles && n >= 16 && settings::bf16_amx() && amx_usable()) {
+    // AMX: the depth in whole steps of amx_step_pairs pairs, padded to steps of 16 where those are short.
+    int64_t kp = (k + 1) / 2;
+    if (kp > 16 && amx_step_pairs(kp) < 8) kp = (kp + 15) / 16 * 16;
+    bf16_packed(amx_tiles, kAmxRows, 2 * kp, A, B, bias_f, o, batch, n, k, m);
+  } else if (bf16 && bf16_gemm_kernel_available()) {
+    bf16_packed(bf16_tiles_stub.get(), kRows, (k + 1) / 2 * 2, A, B, bias_f, o, batch, n, k, m);
   } else if (bf16) {
     via_float32<BFloat16>(A, B, bias_f, o, batch, n, k, m);
   } else {

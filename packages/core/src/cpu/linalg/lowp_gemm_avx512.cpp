@@ -1,9 +1,11 @@
-// The AVX512-BF16 tiles of the bfloat16 GEMM (Note [Low-precision GEMM] in lowp_gemm.h). The file
-// is compiled for AVX-512; the bf16 instructions are enabled per function, and the caller runs
-// them only on a CPU that has them (bf16_gemm_kernel_available).
+// The AVX512-BF16 and AMX tiles of the bfloat16 GEMM (Note [Low-precision GEMM] in lowp_gemm.h). The
+// file is compiled for AVX-512; the bf16 and AMX instructions are enabled per function, and the caller
+// runs them only on a CPU that has them (bf16_gemm_kernel_available, amx_usable).
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "cpu/amx.h"
 #include "cpu/linalg/lowp_gemm.h"
 #include "cpu/linalg/transpose_words_avx512.h"
 
@@ -73,6 +75,40 @@ FB_BF16_TARGET void bf16_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1, i
   }
 }
 
+// Rows [r0, r1) x panels [p0, p1) on AMX: 32 rows at a time (then 16), each panel's sums started from
+// the bias and rounded once; the last rows (below 16) on the vdpbf16ps tiles.
+FB_AMX_TARGET void bf16_amx_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
+                                  const uint16_t* ap, int64_t lda, const uint16_t* bp, const float* bias,
+                                  uint16_t* c, int64_t ldc) {
+  const int64_t kp = kk / 2, kc = amx_step_pairs(kp), steps = kp / kc;
+  const int64_t r_amx = r0 + (r1 - r0) / 16 * 16;
+  if (r_amx > r0) {
+    // Step s reads pairs [s * kc, (s + 1) * kc): uint16 offsets in a row of op(A) and in a panel.
+    std::vector<int64_t> as(static_cast<size_t>(steps)), bs(static_cast<size_t>(steps));
+    for (int64_t s = 0; s < steps; ++s) as[s] = 2 * kc * s, bs[s] = 2 * kPanel * kc * s;
+    alignas(64) float init[2 * 16 * kPanel], sums[2 * 16 * kPanel];
+    amx_configure(kc);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t col = p * kPanel;
+      const __mmask16 m[2] = {lanes(n - col), lanes(n - col - 16)};
+      for (int64_t r = 0; r < 2 * 16; ++r)
+        for (int64_t j = 0; j < kPanel; ++j) init[r * kPanel + j] = bias ? bias[col + j] : 0.0f;
+      const uint16_t* panel = bp + p * kp * 2 * kPanel;
+      int64_t r = r0;
+      for (; r + 32 <= r_amx; r += 32) {
+        amx_panel<2>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_round_rows(sums, 32, c + r * ldc + col, ldc, m);
+      }
+      if (r < r_amx) {
+        amx_panel<1>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_round_rows(sums, 16, c + r * ldc + col, ldc, m);
+      }
+    }
+    amx_release();
+  }
+  if (r_amx < r1) bf16_tiles(r_amx, r1, p0, p1, kk, n, ap, lda, bp, bias, c, ldc);
+}
+
 FB_BF16_TARGET bool bf16_pack_panel(const uint16_t* pb, int64_t s0, int64_t s1, int64_t k, int64_t j0,
                                     int64_t width, uint16_t* dst) {
   const int64_t pairs = (k + 1) / 2;
@@ -111,5 +147,6 @@ FB_BF16_TARGET bool bf16_pack_panel(const uint16_t* pb, int64_t s0, int64_t s1, 
 
 FB_REGISTER_DISPATCH(bf16_tiles_stub, avx512, &bf16_tiles);
 FB_REGISTER_DISPATCH(bf16_pack_stub, avx512, &bf16_pack_panel);
+FB_REGISTER_DISPATCH(bf16_amx_tiles_stub, avx512, &bf16_amx_tiles);
 
 }  // namespace flambeau::cpu
