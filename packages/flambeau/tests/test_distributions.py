@@ -99,6 +99,14 @@ P = {
     "binomial_logits": dict(total_count=np.array([3.0, 7.0, 12.0]), logits=real(3)),
     "negative_binomial": dict(total_count=pos(3) * 4, probs=unit(3)),
     "negative_binomial_logits": dict(total_count=pos(2, 3) * 2, logits=real(2, 3) * 0.5),
+    # both concentrations above 1 (a mode) and below (none: NaN)
+    "kumaraswamy": dict(concentration1=np.array([0.7, 1.5, 3.0, 2.2]), concentration0=np.array([1.8, 0.6, 2.5, 4.0])),
+    "von_mises": dict(loc=real(2, 3) * 2, concentration=np.array([0.05, 1.0, 3.0, 3.75, 4.5, 20.0]).reshape(2, 3)),
+    "wishart_cov": dict(df=pos(2) + 3, covariance_matrix=spd((2,), 3)),
+    "wishart_tril": dict(df=np.array(4.5), scale_tril=tril((2,), 3)),
+    "wishart_prec": dict(df=pos(2, 1) + 2.5, precision_matrix=spd((), 2)),
+    "lkj": dict(concentration=np.array([0.5, 1.0, 2.5])),
+    "lkj_scalar": dict(concentration=np.array(1.7)),
 }
 
 
@@ -194,6 +202,14 @@ def build(name, M, t, params):
         return M.Binomial(t(p["total_count"]), logits=t(p["logits"]))
     if name.startswith("negative_binomial"):
         return M.NegativeBinomial(t(p["total_count"]), **{k: t(v) for k, v in p.items() if k != "total_count"})
+    if name == "kumaraswamy":
+        return M.Kumaraswamy(t(p["concentration1"]), t(p["concentration0"]))
+    if name == "von_mises":
+        return M.VonMises(t(p["loc"]), t(p["concentration"]))
+    if name.startswith("wishart"):
+        return M.Wishart(t(p["df"]), **{k: t(v) for k, v in p.items() if k != "df"})
+    if name.startswith("lkj"):
+        return M.LKJCholesky(3, t(p["concentration"]))
     raise AssertionError(name)
 
 
@@ -331,11 +347,15 @@ def test_log_prob_gradients_match_torch(name):
     weights = rng.normal(size=tuple(td.log_prob(tht(v)).shape))
     (d.log_prob(fbt(v)) * fbt(weights)).sum().backward()
     (td.log_prob(tht(v)) * tht(weights)).sum().backward()
+    tril_key = id(params["scale_tril"]) if name.startswith("wishart") and "scale_tril" in params else None
     for key, leaf in th_leaves.items():
         if leaf.grad is None:
             assert fb_leaves[key].grad is None or not np.any(to_np(fb_leaves[key].grad))
             continue
-        close(fb_leaves[key].grad, leaf.grad, rtol=1e-8, atol=1e-9)
+        ours, theirs = to_np(fb_leaves[key].grad), to_np(leaf.grad)
+        if key == tril_key:  # Wishart's upper triangle is outside the domain: torch's cholesky_solve fills it
+            ours, theirs = np.tril(ours), np.tril(theirs)
+        close(ours, theirs, rtol=1e-8, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["normal", "laplace", "exponential", "mvn_tril", "lowrank", "lognormal", "gumbel"])
@@ -508,6 +528,9 @@ MOMENT_NAMES = [
     "binomial_logits",
     "negative_binomial",
     "negative_binomial_logits",
+    "kumaraswamy",
+    "wishart_cov",
+    "wishart_tril",
 ]
 
 
@@ -683,6 +706,8 @@ RSAMPLE_GRADCHECK = {
     "logistic_normal": lambda a, b: D.LogisticNormal(a, b),
     "continuous_bernoulli": lambda a, b: D.ContinuousBernoulli(logits=a * b),
     "generalized_pareto": lambda a, b: D.GeneralizedPareto(a, b, 0.1 * a),
+    "kumaraswamy": lambda a, b: D.Kumaraswamy(a.exp(), b),
+    "wishart": lambda a, b: D.Wishart(4.5, scale_tril=fb.diag_embed(b) + 0.1 * (a.unsqueeze(-1) * a).tril(-1)),
 }
 
 
@@ -816,3 +841,56 @@ def test_gamma_family_against_torch_examples():
         D.Binomial(fbt([2.0, 3.0]), fbt([0.5, 0.5])).entropy()
     with pytest.raises(ValueError):
         D.Poisson(fbt([1.0])).log_prob(fbt([0.5]))
+
+
+def test_von_mises_samples_against_the_circular_moments():
+    """E[cos(x - loc)] is 1 - variance (I1 / I0), E[sin(x - loc)] is 0; samples lie in [-pi, pi)."""
+    fb.manual_seed(20261201)
+    d, td = pair("von_mises")
+    n = 20000
+    x = to_np(d.sample((n,)))
+    assert x.dtype == np.float64 and x.shape == (n, 2, 3)
+    assert np.all(x >= -np.pi) and np.all(x < np.pi)
+    delta = x - to_np(td.loc)
+    cos_mean, resultant = np.cos(delta).mean(0), 1 - to_np(td.variance)
+    se = np.sqrt(np.maximum(np.cos(delta).var(0), 1e-12) / n)
+    assert np.all(np.abs(cos_mean - resultant) <= 5 * se), (cos_mean, resultant)
+    assert np.all(np.abs(np.sin(delta).mean(0)) <= 5 * np.sqrt(np.sin(delta).var(0) / n) + 1e-12)
+    assert d.sample().dtype == fb.float64
+    assert D.VonMises(fb.tensor([0.5]), fb.tensor([1e-6])).sample((3,)).dtype == fb.float32  # float64 inside
+
+
+def test_lkj_cholesky_samples_are_cholesky_factors_of_correlation_matrices():
+    fb.manual_seed(20261201)
+    for concentration in (0.5, 1.0, 4.0):
+        d, td = D.LKJCholesky(4, fbt(concentration)), T.LKJCholesky(4, tht(concentration))
+        lower = d.sample((2000,))
+        assert tuple(lower.shape) == (2000, 4, 4) and bool(d.support.check(lower).all())
+        corr = to_np(lower @ lower.mT)
+        np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1.0, atol=1e-5)
+        # E[M_ij] = 0 off the diagonal; Var[M_ij] = 1 / (2 eta + dim - 1) for the LKJ distribution
+        off = corr[:, 1, 0]
+        expected_var = 1 / (2 * concentration + 3)
+        assert abs(off.mean()) <= 5 * np.sqrt(expected_var / 2000)
+        assert abs(off.var() - expected_var) <= 0.15 * expected_var
+        x = td.sample((3,))
+        close(d.log_prob(fbt(x.numpy())), td.log_prob(x))
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2. Found dim=1."):
+        D.LKJCholesky(1)
+
+
+def test_wishart_arguments_and_errors_as_torch():
+    with pytest.raises(ValueError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+        D.Wishart(3.0, covariance_matrix=fb.eye(2), scale_tril=fb.eye(2))
+    with pytest.raises(ValueError, match="at least two-dimensional"):
+        D.Wishart(3.0, covariance_matrix=fb.ones(2))
+    with pytest.raises(ValueError, match=r"expected to be greater than ndim - 1 = 2"):
+        D.Wishart(1.5, covariance_matrix=fb.eye(3))
+    with pytest.warns(UserWarning, match="Low df values detected"):
+        D.Wishart(2.5, covariance_matrix=fb.eye(3))
+    d, td = pair("wishart_prec")
+    for attr in ("covariance_matrix", "scale_tril", "precision_matrix"):
+        close(getattr(d, attr), getattr(td, attr))
+    assert str(d.arg_constraints["df"]) == "GreaterThan(lower_bound=1)"
+    # the exponential family's entropy (natural parameters and log normaliser) agrees with the closed form
+    close(D.ExponentialFamily.entropy(d), td.entropy(), rtol=1e-7)
