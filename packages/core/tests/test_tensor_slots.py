@@ -93,6 +93,43 @@ def test_int_index_objects_die_and_keep_their_identity():
     assert again.unsqueeze_(0) is again and again.shape == (1, 3, 2)
 
 
+@pytest.mark.parametrize("how", ["plain", "weakref", "subclass", "while raising"])
+def test_freeing_the_last_object_releases_the_storage(how):
+    # Note [Tensor dealloc]: an exact Tensor object takes the slot's own path, one with a weak reference or
+    # of a subclass pybind11's; each drops its impl (the bytearray's export goes with the storage) and
+    # leaves the registry (the next object of a view is a new one, its own in-place results itself).
+    buf = bytearray(64)
+    base = fc.frombuffer(buf, dtype=fc.uint8).view(8, 8)
+    view = base[3] if how != "subclass" else type("Sub", (fc.Tensor,), {})(base[3])
+    del base
+    called = []
+    ref = weakref.ref(view, called.append) if how == "weakref" else None
+    with pytest.raises(BufferError):
+        buf.append(0)
+    if how == "while raising":
+
+        def fail(holder):
+            v = holder.pop()  # the last reference: freed while the error propagates
+            assert v.shape == (8,)
+            raise KeyError("kept")
+
+        holder = [view]
+        del view
+        with pytest.raises(KeyError, match="kept"):
+            fail(holder)
+    else:
+        del view
+    buf.append(0)  # nothing exports it any more
+    assert len(buf) == 65
+    if ref is not None:
+        assert ref() is None and len(called) == 1
+    x, _ = _pair()
+    for _ in range(3):
+        v = x[1]
+        assert v.add_(0) is v and v.unsqueeze_(0) is v
+        del v
+
+
 def test_int_index_of_a_0d_bool_or_int_tensor_is_torchs():
     x, tx = _pair()
     for ours, theirs in [

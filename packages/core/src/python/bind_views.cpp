@@ -339,6 +339,40 @@ PyObject* wrap_fresh_tensor(const Tensor& t) {
   return obj;
 }
 
+// Note [Tensor dealloc]
+// Each x[i] view a Dataset returns is freed a moment later (once default_collate has copied it), so the
+// exact Tensor type's tp_dealloc is a C function of its own too, as its mp_subscript (Note [Tensor
+// slots]). pybind11's (pybind11_object_dealloc) walks the instance's values and holders (a type-info
+// cache lookup), reads the dict pointer and checks patients and weak references; an exact Tensor object
+// has no dict and the simple layout, so for one with its holder made, no weak reference and no patient,
+// this does what that path does for it and nothing else: deregister it (Note [Python Tensor identity]),
+// destroy the shared_ptr holder with any pending Python error kept aside (as pybind11's error_scope),
+// free the object and drop the type's reference. Anything else (a subclass instance, a weak reference,
+// a holder not made) takes pybind11's function, kept in g_generic_dealloc.
+destructor g_generic_dealloc = nullptr;
+
+void tensor_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  const py::detail::type_info* ti = py::detail::flambeau_tensor_type_info();
+  if (!ti || type != ti->type || !inst->simple_layout || !inst->simple_holder_constructed || inst->weakrefs ||
+      inst->has_patients || PyType_HasFeature(type, Py_TPFLAGS_HAVE_GC)) [[unlikely]] {
+    g_generic_dealloc(self);
+    return;
+  }
+  py::detail::value_and_holder v_h(inst, ti, 0, 0);
+  if (inst->simple_instance_registered && !py::detail::deregister_instance(inst, v_h.value_ptr(), ti))
+    py::pybind11_fail("pybind11_object_dealloc(): Tried to deallocate unregistered instance!");
+  {
+    py::error_scope scope;  // a deleter of the storage may run Python code
+    v_h.holder<std::shared_ptr<TensorImpl>>().~shared_ptr();
+    v_h.set_holder_constructed(false);
+    v_h.value_ptr() = nullptr;
+  }
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
 // Note [Prefetching a sample]
 // x[i] with an int is, nearly always, a Dataset reading one sample whose bytes are read next: by
 // default_collate's copy into the batch (Note [Stacking samples]) or by the first op on it. A shuffled
@@ -911,6 +945,9 @@ void init_views(py::module_& m) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   g_generic_subscript = type->tp_as_mapping->mp_subscript;
   type->tp_as_mapping->mp_subscript = &tensor_subscript;
+  // Note [Tensor dealloc]: subclasses defined later reach it through their base's slot.
+  g_generic_dealloc = type->tp_dealloc;
+  type->tp_dealloc = &tensor_dealloc;
 }
 
 }  // namespace flambeau::python
