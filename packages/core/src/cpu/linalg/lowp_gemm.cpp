@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "cpu/amx.h"
@@ -81,10 +82,15 @@ void via_float32(const StridedMatrix& A, const StridedMatrix& B, const float* bi
   }
 }
 
-// A buffer of n values left uninitialised (every element the kernels read is written first).
+// A buffer of n values (of a trivial type) left uninitialised (every element the kernels read is written
+// first), on a cache-line boundary: a row of a panel, which the AMX tiles load, is one 64-byte line.
+struct AlignedDelete {
+  void operator()(void* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
 template <class V>
-std::unique_ptr<V[]> scratch(int64_t n) {
-  return std::unique_ptr<V[]>(new V[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+std::unique_ptr<V[], AlignedDelete> scratch(int64_t n) {
+  const size_t bytes = sizeof(V) * static_cast<size_t>(std::max<int64_t>(n, 1));
+  return std::unique_ptr<V[], AlignedDelete>(static_cast<V*>(::operator new[](bytes, std::align_val_t{64})));
 }
 
 // dst[r * ldd + p] = src[p * lds + r] (uint16) for rows r < 8 and depths p < depth (a multiple of 8):
