@@ -50,7 +50,15 @@ _MEMORY_NAMES = (
     "reset_accumulated_memory_stats",
 )
 # Device-specific functions a backend's package may register too (flambeau-cuda).
-_BACKEND_NAMES = ("get_device_name", "manual_seed", "manual_seed_all", "initial_seed")
+# mem_get_info() -> (free, total) bytes of a device; empty_host_cache() releases the cached pinned host memory.
+_BACKEND_NAMES = (
+    "get_device_name",
+    "manual_seed",
+    "manual_seed_all",
+    "initial_seed",
+    "mem_get_info",
+    "empty_host_cache",
+)
 _memory_functions: dict[str, dict[str, Callable[..., Any]]] = {}
 _modules: dict[str, DeviceModule] = {}
 

@@ -33,6 +33,9 @@ __all__ = [
     "device_count",
     "device_index",
     "empty_cache",
+    "empty_host_cache",
+    "get_device_capability",
+    "get_memory_info",
     "is_available",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -291,3 +294,53 @@ def empty_cache() -> None:
         True
     """
     _module("empty_cache").empty_cache()
+
+
+def empty_host_cache() -> None:
+    """Releases the cached, unused pinned host memory (``Tensor.pin_memory()``) of the accelerator's host
+    allocator.
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     fb.accelerator.empty_host_cache()
+        >>> fb.accelerator.is_available() in (True, False)
+        True
+    """
+    _module("empty_host_cache").empty_host_cache()
+
+
+def get_memory_info(device_index: Any = None, /) -> tuple[int, int]:
+    """``(free, total)``: the free and the total memory of an accelerator device in bytes (the current one
+    if None). On the simulated device, whose memory is host pages, the total is its memory limit (the host's
+    memory without one) and the free memory what of it no allocator of this process holds (capped by the
+    host's free memory).
+
+    Example:
+        >>> import flambeau as fb
+        >>> free, total = fb.accelerator.get_memory_info() if fb.accelerator.is_available() else (0, 0)
+        >>> 0 <= free <= total
+        True
+    """
+    module = _module("get_memory_info")
+    return module.mem_get_info(_index(device_index, "get_memory_info", optional=True))
+
+
+def get_device_capability(device: Any = None, /) -> dict[str, Any]:
+    """What an accelerator device supports, as PyTorch's dict: ``supported_dtypes``, the dtypes a tensor can
+    be made in and converted between on the device (every flambeau dtype: device copies and casts are
+    device-generic).
+
+    Example:
+        >>> import flambeau as fb
+        >>> if fb.accelerator.is_available():
+        ...     caps = fb.accelerator.get_device_capability()
+        ... else:
+        ...     caps = {"supported_dtypes": {fb.float32}}
+        >>> fb.float32 in caps["supported_dtypes"]
+        True
+    """
+    import flambeau_core as fc
+
+    _index(device, "get_device_capability", optional=True)  # the checks: an accelerator, its device type
+    return {"supported_dtypes": {d for d in vars(fc).values() if isinstance(d, _C.dtype)}}

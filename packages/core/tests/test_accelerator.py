@@ -20,6 +20,9 @@ CALLS = {
     "memory_allocated": "A.memory_allocated()",
     "reset_accumulated_memory_stats": "A.reset_accumulated_memory_stats()",
     "empty_cache": "A.empty_cache()",
+    "empty_host_cache": "A.empty_host_cache()",
+    "get_memory_info": "A.get_memory_info()",
+    "get_device_capability": "A.get_device_capability()",
     "device_index": "A.device_index(0).__enter__()",
 }
 

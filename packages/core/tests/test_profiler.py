@@ -493,3 +493,7 @@ def test_a_forked_child_does_not_go_on_recording_its_parents_session():
         fc.ones(2).neg()
     assert p.exitcode == 0 and recording_in_child is False
     assert [e.name for e in prof.events() if e.name == "aten::neg"] == ["aten::neg"]
+
+
+def test_kineto_is_not_available():
+    assert fc.profiler.kineto_available() is False and torch.profiler.kineto_available() is True  # torch's own library

@@ -123,6 +123,7 @@ def _memory_functions(device_allocators: list[Any], pinned: Any) -> dict[str, An
     funcs["manual_seed"] = manual_seed
     funcs["manual_seed_all"] = manual_seed_all
     funcs["initial_seed"] = initial_seed
+    funcs["empty_host_cache"] = pinned.empty_cache
     return funcs
 
 

@@ -1,7 +1,10 @@
 """flambeau.accelerator with the simulated device as the accelerator (registered by this test; the
 case without any accelerator, against torch, is in packages/core/tests/test_accelerator.py)."""
 
+import os
+
 import flambeau as fb
+import flambeau_sim
 import pytest
 
 
@@ -54,3 +57,27 @@ def test_bad_devices(sim):
         A.set_device_index(1.0)
     with pytest.raises(TypeError, match="got None"):
         A.set_device_index(None)
+
+
+def test_memory_info_capability_and_host_cache(sim):
+    A = fb.accelerator
+    page = os.sysconf("SC_PAGE_SIZE")
+    for device in (None, 1, "sim:1", fb.device("sim:0")):
+        free, total = A.get_memory_info(device)
+        assert total == page * os.sysconf("SC_PHYS_PAGES")  # sim memory is host pages, no limit set here
+        assert 0 <= free <= total
+    x = fb.ones(1 << 20, device="sim:1")
+    free, total = A.get_memory_info(1)
+    assert free <= total - sim.memory_reserved(1) and A.get_memory_info(1) == sim.mem_get_info(1)
+    del x
+    with pytest.raises(ValueError, match=r"\[accelerator.get_memory_info\] expected a sim device"):
+        A.get_memory_info("cpu")
+    caps = A.get_device_capability()
+    assert set(caps) == {"supported_dtypes"} and {fb.float32, fb.bfloat16, fb.bool} <= caps["supported_dtypes"]
+    assert A.get_device_capability("sim:1") == caps
+    pinned = fb.ones(1000).pin_memory()
+    del pinned
+    allocator = flambeau_sim.pinned_allocator()
+    assert allocator.memory_reserved() > 0
+    A.empty_host_cache()
+    assert allocator.memory_reserved() == 0

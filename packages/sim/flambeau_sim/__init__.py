@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import flambeau_core  # loads libflambeau_core.so and registers core's types first
@@ -53,6 +54,7 @@ except PackageNotFoundError:  # running from a source tree
 # Made once by register(): device i's allocator at index i, and the pinned host one.
 _device_allocators: list[CachingAllocator] = []
 _pinned: list[CachingAllocator] = []
+_memory_limit: list[int | None] = [None]  # register()'s, for mem_get_info's total
 
 
 def register(num_devices: int = 2, memory_limit: int | None = None) -> Any:
@@ -81,6 +83,7 @@ def register(num_devices: int = 2, memory_limit: int | None = None) -> Any:
         _C._install(devices, pinned)
         _device_allocators[:] = devices
         _pinned[:] = [pinned]
+        _memory_limit[:] = [memory_limit]
         for i, a in enumerate(devices):
             memory_viz.register_allocator(f"sim:{i}", a)
         memory_viz.register_allocator("sim pinned", pinned)
@@ -165,7 +168,22 @@ def _memory_functions() -> dict[str, Any]:
             a.empty_cache()
         _pinned[0].empty_cache()
 
+    def mem_get_info(device: Any = None) -> tuple[int, int]:
+        # A sim device's memory is host pages: its total is the memory limit (else the host's memory), its
+        # free memory what of it this device's allocator does not hold, capped by the host's free memory.
+        reserved = allocator(device).memory_reserved()
+        page = os.sysconf("SC_PAGE_SIZE")
+        host_total, host_free = page * os.sysconf("SC_PHYS_PAGES"), page * os.sysconf("SC_AVPHYS_PAGES")
+        limit = _memory_limit[0]
+        total = host_total if limit is None else limit
+        return max(0, min(total - reserved, host_free)), total
+
+    def empty_host_cache() -> None:
+        _pinned[0].empty_cache()
+
     funcs = _device_modules.per_device_memory_functions(allocator)
     funcs["memory_snapshot"] = memory_snapshot
     funcs["empty_cache"] = empty_cache
+    funcs["mem_get_info"] = mem_get_info
+    funcs["empty_host_cache"] = empty_host_cache
     return funcs

@@ -49,6 +49,7 @@ __all__ = [
     "FunctionEvent",
     "FunctionEventAvg",
     "Interval",
+    "kineto_available",
     "ProfilerAction",
     "ProfilerActivity",
     "profile",
@@ -106,6 +107,18 @@ def supported_activities() -> set[ProfilerActivity]:
     if plugin and _C._device_count(plugin) > 0:
         acts.add(ProfilerActivity.PrivateUse1)
     return acts
+
+
+def kineto_available() -> bool:
+    """False: flambeau's profiler is its own, not PyTorch's Kineto library (programs that ask before using
+    Kineto-only features, such as a CUDA activity's kernel timeline, take their other path).
+
+    Example:
+        >>> from flambeau_core.profiler import kineto_available
+        >>> kineto_available()
+        False
+    """
+    return False
 
 
 def _device_types(activities: set[ProfilerActivity]) -> list[str]:
