@@ -120,6 +120,30 @@ def ordered(v: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(b & 0x8000, -mag, mag)
 
 
+def torch_values(
+    dtype: str, shape: Sequence[int], seed: int, *, scale: float = 1.0, shift: float = 0.0, low: float | None = None
+) -> Any:
+    """A torch tensor of `dtype` (a name) holding seeded float32 values rounded to it: normal * scale + shift,
+    or uniform in [low, 1 - low] when low is given."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    v = rng.uniform(low, 1 - low, shape) if low is not None else rng.standard_normal(shape) * scale + shift
+    return torch.from_numpy(np.asarray(v, dtype=np.float32)).to(getattr(torch, dtype))
+
+
+def assert_within_ulps(ours: fc.Tensor, theirs: Any, ulps: int = 1) -> None:
+    """ours has the shape and 16-bit dtype of the torch tensor theirs, and values at most `ulps` units in the
+    last place from theirs' (NaN where theirs has NaN; 0: the same bits)."""
+    dtype = str(theirs.dtype).removeprefix("torch.")
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype) == f"flambeau.{dtype}"
+    a, b = to_numpy(ours), torch_numpy(theirs.detach())
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    diff = np.abs(ordered(np.nan_to_num(a), dtype) - ordered(np.nan_to_num(b), dtype))
+    assert diff.max(initial=0) <= ulps, (a, b)
+
+
 def assert_on_device(t: fc.Tensor) -> None:
     """t is on the device of the running case (the default device: flambeau_core.testing's on_devices)."""
     to_host(t)

@@ -67,14 +67,15 @@ Tensor composite::mean(const Tensor& input, OptionalIntArrayRef dim, bool keepdi
   } else {
     for (int64_t d : *dim) count *= self.dim() == 0 ? 1 : self.sizes()[wrap_dim(d, self.dim(), "mean")];
   }
-  Tensor s = op::sum(self, dim, keepdim, std::nullopt);
   if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16) {
-    // PyTorch divides the 16-bit sum by the count in float32 and rounds once: the count itself is not
-    // rounded to the 16-bit dtype (257 would be 256 in bfloat16).
-    const Tensor q = op::div(op::cast(s, ScalarType::Float32),
-                             scalar_tensor(static_cast<double>(count), ScalarType::Float32, /*wrapped=*/true));
+    // PyTorch sums a 16-bit tensor into float32, divides by the count in float32 and rounds once: neither
+    // the sum (65504 is float16's largest) nor the count (257 would be 256 in bfloat16) is rounded first.
+    const Tensor q =
+        op::div(op::sum(self, dim, keepdim, ScalarType::Float32),
+                scalar_tensor(static_cast<double>(count), ScalarType::Float32, /*wrapped=*/true));
     return op::cast(q, self.dtype());
   }
+  Tensor s = op::sum(self, dim, keepdim, std::nullopt);
   return op::div(s, scalar_tensor(static_cast<double>(count), self.dtype(), /*wrapped=*/true));
 }
 

@@ -72,15 +72,18 @@ Tensor composite::var_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbi
 Tensor composite::std_correction(const Tensor& self, OptionalIntArrayRef dim,
                                  const std::optional<Scalar>& correction, bool keepdim) {
   meta::check_var("std", self);
+  // float16/bfloat16: the float32 root of the float32 variance, rounded once (PyTorch's CPU kernel); the
+  // root of the rounded variance would round twice.
+  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
+    return to_dtype(op::std_correction(to_dtype(self, ScalarType::Float32), dim, correction, keepdim),
+                    self.dtype());
   return root_zero_grad(op::var_correction(self, dim, correction, keepdim), 2.0);
 }
 Tensor composite::std(const Tensor& self, bool unbiased) {
-  meta::check_var("std", self);
-  return root_zero_grad(op::var_correction(self, std::nullopt, unbiased_correction(unbiased), false), 2.0);
+  return op::std_correction(self, std::nullopt, unbiased_correction(unbiased), false);
 }
 Tensor composite::std_dim(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
-  meta::check_var("std", self);
-  return root_zero_grad(op::var_correction(self, dim, unbiased_correction(unbiased), keepdim), 2.0);
+  return op::std_correction(self, dim, unbiased_correction(unbiased), keepdim);
 }
 std::tuple<Tensor, Tensor> composite::var_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
                                                           const std::optional<Scalar>& correction,

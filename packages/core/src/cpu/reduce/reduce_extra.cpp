@@ -103,7 +103,7 @@ void prod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool, std:
   int64_t outer = 1, n = 1;
   const Tensor rows = as_rows(to_dtype(self, out_t), mask, outer, n);
   write_contiguous(out, self, [&](const Tensor& dst) {
-    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtComplex>(out_t, "prod", [&](auto tag) {
+    visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf | kDtComplex>(out_t, "prod", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = rows.data<T>();
       T* y = dst.data<T>();
@@ -120,6 +120,12 @@ void prod_out_cpu(const Tensor& out, const Tensor& self, int64_t dim, bool, std:
                 y[o] = T(static_cast<typename T::value_type>(qr), static_cast<typename T::value_type>(qi));
               } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
                 y[o] = static_cast<T>(reduce_fns<T>().row_prod(r, n));
+              } else if constexpr (is_half_v<T>) {
+                // float16/bfloat16: each multiply rounds to the 16-bit dtype, in order, as PyTorch's CPU
+                // product of a row (the same bits for every row whose product it computes in order).
+                T p = T(1.0f);
+                for (int64_t i = 0; i < n; ++i) p = T(static_cast<float>(p) * static_cast<float>(r[i]));
+                y[o] = p;
               } else if constexpr (std::is_same_v<T, bool>) {
                 bool p = true;
                 for (int64_t i = 0; i < n; ++i) p = p && r[i];
@@ -141,6 +147,11 @@ void var_out_cpu(const Tensor& out, const Tensor& self, OptionalIntArrayRef dim,
   if (is_complex(self.dtype()))
     return copy_out(out, op::add(op::var_correction(op::real(self), dim, correction, keepdim),
                                  op::var_correction(op::imag(self), dim, correction, keepdim), 1));
+  // float16/bfloat16: the float32 variance rounded once, as PyTorch's CPU kernel computes it in float32.
+  if (self.dtype() == ScalarType::Float16 || self.dtype() == ScalarType::BFloat16)
+    return copy_out(
+        out, to_dtype(op::var_correction(to_dtype(self, ScalarType::Float32), dim, correction, keepdim),
+                      self.dtype()));
   // self is floating (meta::check_var, the op's check step).
   const uint64_t mask = reduce_mask("var", dim.value_or(IntArrayRef{}), self.dim());
   const double c = correction ? correction->to_double() : 1.0;
