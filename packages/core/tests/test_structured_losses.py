@@ -381,7 +381,9 @@ def test_errors_name_the_op_with_torch_types():
     # An integer input (torch: NotImplementedError, a RuntimeError; flambeau: TypeError, its dtype errors).
     with pytest.raises(RuntimeError):
         torch.ops.aten.mse_loss(tx.long(), tx.long(), 1)
-    with pytest.raises(TypeError, match=r"^\[l1_loss\] input must be a float32 or float64 tensor, got dtype int64"):
+    with pytest.raises(
+        TypeError, match=r"^\[l1_loss\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64"
+    ):
         fc.l1_loss(fx.to(fc.int64), fx, 1)
     # A bad reduction (torch: RuntimeError).
     with pytest.raises(RuntimeError):

@@ -198,7 +198,9 @@ def test_glu_errors_with_torch_types():
         F.glu(torch.tensor(1.0), 0)
     with pytest.raises(ValueError, match=r"^\[glu\] glu does not support scalars"):
         fc.glu(fc.tensor(1.0), 0)
-    with pytest.raises(TypeError, match=r"^\[glu\] input must be a float32 or float64 tensor, got dtype int64"):
+    with pytest.raises(
+        TypeError, match=r"^\[glu\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64"
+    ):
         fc.glu(fc.ones(4, dtype=fc.int64), 0)
     with pytest.raises(ValueError, match=r"^\[glu_backward\] grad_output shape \(3, 4\) does not match the output"):
         _C.glu_backward(fc.ones((3, 4), dtype=fc.float64), fc.ones((3, 4), dtype=fc.float64), 1)
@@ -282,7 +284,9 @@ def test_dropout_errors_with_torch_types():
         aten.native_dropout(tx, 1.5, True)
     with pytest.raises(ValueError, match=r"^\[dropout\] dropout probability has to be between 0 and 1, but got 1.5"):
         _C.native_dropout(fx, 1.5, True)
-    with pytest.raises(TypeError, match=r"^\[dropout\] input must be a float32 or float64 tensor, got dtype int64"):
+    with pytest.raises(
+        TypeError, match=r"^\[dropout\] input must be a float16, bfloat16, float32 or float64 tensor, got dtype int64"
+    ):
         _C.native_dropout(fc.ones(3, dtype=fc.int64), 0.5, True)
     with pytest.raises(ValueError, match=r"^\[feature_dropout\] Feature dropout requires at least 2 dimensions"):
         _C._feature_dropout(fx, 0.5)

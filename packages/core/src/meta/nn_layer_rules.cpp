@@ -52,7 +52,7 @@ void check_prelu_grad(const char* op, const Tensor& grad_output, const Tensor& s
 // ---- glu ----
 
 void check_glu(const char* op, const Tensor& self, int64_t dim) {
-  check_float32_64(op, self, "input");
+  check_floating(op, self, "input");  // float16/bfloat16 computed in float32
   FB_CHECK_VALUE(self.dim() > 0, "[", op, "] glu does not support scalars because halving size must be even");
   const int64_t d = wrap_dim(dim, self.dim(), op);
   const int64_t n = self.sizes()[d];
@@ -76,7 +76,8 @@ void check_glu_grad(const char* op, const Tensor& grad_output, const Tensor& sel
 // ---- dropout ----
 
 void check_dropout(const char* op, const Tensor& input, double p) {
-  check_float32_64(op, input, "input");
+  check_floating(op, input,
+                 "input");  // float16/bfloat16 too: Note [16-bit dropout] (cpu/norm/norm_dropout.cpp)
   FB_CHECK_VALUE(p >= 0 && p <= 1, "[", op, "] dropout probability has to be between 0 and 1, but got ", p);
 }
 
@@ -94,7 +95,7 @@ std::vector<Shape> feature_dropout(const char*, const Tensor& input) {
 }
 
 void check_dropout_grad(const char* op, const Tensor& grad_output, const Tensor& mask) {
-  check_float32_64(op, grad_output, "grad_output");
+  check_floating(op, grad_output, "grad_output");
   FB_CHECK_TYPE(mask.dtype() == ScalarType::Bool, "[", op, "] mask must be a bool tensor, got dtype ",
                 dtype_name(mask.dtype()));
   // The mask has grad's shape, or (N, C, 1, ...) for feature dropout.

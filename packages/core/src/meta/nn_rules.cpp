@@ -296,9 +296,9 @@ void check_float_arg(const char* op, const Tensor& t, const char* what) {
                 " must be a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
-// A loss's gradient: float32/64, of the unreduced loss's shape, or one element when reduced.
+// A loss's gradient: floating, of the unreduced loss's shape, or one element when reduced.
 void check_loss_grad(const char* op, const Tensor& grad_output, IntArrayRef shape, int64_t reduction) {
-  check_float_arg(op, grad_output, "grad_output");
+  check_floating(op, grad_output, "grad_output");
   if (reduction == 0)
     FB_CHECK_VALUE(std::ranges::equal(grad_output.sizes(), shape), "[", op, "] grad_output shape ",
                    shape_str(grad_output.sizes()), " does not match the loss shape ", shape_str(shape));
@@ -312,7 +312,7 @@ void check_loss_grad(const char* op, const Tensor& grad_output, IntArrayRef shap
 Shape pointwise_loss_shape(const char* op, const Tensor& self, const Tensor& target,
                            const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
                            bool binary) {
-  check_float_arg(op, self, "input");
+  check_floating(op, self, "input");  // float16/bfloat16 too: Note [16-bit losses] (cpu/loss/loss.cpp)
   if (binary)
     FB_CHECK_TYPE(is_floating(target.dtype()), "[", op, "] target must be a floating point tensor, got dtype ",
                   dtype_name(target.dtype()));
@@ -326,7 +326,7 @@ Shape pointwise_loss_shape(const char* op, const Tensor& self, const Tensor& tar
   }
   const auto check_weight = [&](const std::optional<Tensor>& w, const char* what) {
     if (!w || !w->defined()) return;
-    check_float_arg(op, *w, what);
+    check_floating(op, *w, what);
     const int64_t nd = static_cast<int64_t>(shape.size()), wd = w->dim();
     bool ok = wd <= nd;
     for (int64_t i = 1; ok && i <= wd; ++i) {
@@ -391,9 +391,9 @@ void check_layer_norm(const char* op, const Tensor& input, IntArrayRef normalize
 }
 
 namespace {
-// A batch or group norm's input: float32/float64, (N, C, ...).
+// A group norm's input: floating (float16/bfloat16 computed in float32), (N, C, ...).
 void check_channels_input(const char* op, const Tensor& input) {
-  check_float_arg(op, input, "input");
+  check_floating(op, input, "input");
   FB_CHECK_VALUE(input.dim() >= 2, "[", op, "] expected an input of at least 2 dims (N, C, ...), got shape ",
                  shape_str(input.sizes()));
 }
@@ -516,7 +516,7 @@ void check_conv_weight_grad(const char* op, const Tensor& grad_output, const Ten
 void check_class_loss(const char* op, const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                       int64_t reduction, bool allow_probs) {
   check_reduction(op, reduction);
-  check_float_arg(op, self, "input");
+  check_floating(op, self, "input");  // float16/bfloat16 too: Note [16-bit losses] (cpu/loss/loss.cpp)
   FB_CHECK_VALUE(self.dim() >= 1, "[", op, "] input must have at least 1 dim, (C,) or (N, C, d1, ...), got shape ",
                  shape_str(self.sizes()));
   const ClassLossRows s = class_loss_rows(self);
@@ -533,7 +533,7 @@ void check_class_loss(const char* op, const Tensor& self, const Tensor& target, 
                    shape_str(target.sizes()));
   }
   if (weight && weight->defined()) {
-    check_float_arg(op, *weight, "weight");
+    check_floating(op, *weight, "weight");
     FB_CHECK_VALUE(weight->dim() == 1 && weight->sizes()[0] == s.classes, "[", op, "] weight must have shape (",
                    s.classes, ",) (one weight per class), got ", shape_str(weight->sizes()));
   }

@@ -323,6 +323,8 @@ GluShape glu_shape(const char* op, const Tensor& x, int64_t dim) {
 void glu_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
   const GluShape s = glu_shape("glu", self, dim);
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype()))  // Note [Low-precision kernels]
+    return cpu::copy_out(out, op::glu(cpu::to_float32(self), dim));
   cpu::write_contiguous(out, self, [&](const Tensor& dst) {
     const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
     const int64_t block = s.half * s.inner;
@@ -345,6 +347,17 @@ void glu_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
 void glu_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, int64_t dim) {
   const GluShape s = glu_shape("glu_backward", self, dim);
   if (self.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype())) {
+    // PyTorch's: sigmoid(b) rounded to the 16-bit dtype first, then s * grad and (1 - s) s a grad (in
+    // float32), each rounded once.
+    const Tensor a = op::slice(self, s.dim, 0, s.half, 1),
+                 sg = op::sigmoid(op::slice(self, s.dim, s.half, 2 * s.half, 1));
+    const Tensor g = to_dtype(grad, self.dtype()), s32 = cpu::to_float32(sg);
+    const Tensor one = scalar_tensor(1.0, ScalarType::Float32);
+    const Tensor gb =
+        op::mul(op::mul(op::mul(op::sub(one, s32, 1), s32), cpu::to_float32(a)), cpu::to_float32(g));
+    return cpu::copy_out(out, op::cat({op::mul(sg, g), to_dtype(gb, self.dtype())}, s.dim));
+  }
   cpu::write_contiguous(out, {&grad, &self}, [&](const Tensor& dst) {
     const Tensor x = op::contiguous(self, MemoryFormat::Contiguous);
     const Tensor g = op::contiguous(to_dtype(grad, self.dtype()), MemoryFormat::Contiguous);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cpu/elementwise/act_table.h"
+#include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/meta.h"
@@ -43,6 +44,35 @@ Tensor dense(const Tensor& t, IntArrayRef shape, ScalarType dtype) {
   Tensor r = to_dtype(t, dtype);
   if (!std::ranges::equal(r.sizes(), shape)) r = op::expand(r, shape);
   return op::contiguous(r, MemoryFormat::Contiguous);
+}
+
+// Note [16-bit losses]
+// A float16/bfloat16 loss runs the float32 kernel on float32 copies of its operands and rounds once, as
+// PyTorch's CPU kernels compute a 16-bit loss element in float32 (Note [Low-precision kernels]). PyTorch
+// reduces a pointwise loss by summing its 16-bit loss tensor (in float32, rounded once; a mean divides that
+// float32 sum by the count), so a reduced pointwise loss rounds each element first, then its float32 sum. The
+// class losses (cross entropy, nll) and every gradient round the float32 result once. PyTorch rounds some
+// intermediates of its own to 16 bits as well (mse_loss's difference, bfloat16 huber_loss's), where the two
+// differ by at most a unit or two of the last place.
+using cpu::to_float32;
+bool is_half(const Tensor& t) { return cpu::is_low_precision(t.dtype()); }
+// A constant of PyTorch's 16-bit arithmetic (its scalar_t): the value rounded to dt.
+Tensor h(double v, ScalarType dt) { return scalar_tensor(v, dt); }
+Tensor as(const Tensor& t, const Tensor& like) { return to_dtype(t, like.dtype()); }
+std::optional<Tensor> as(const std::optional<Tensor>& t, const Tensor& like) {
+  return present(t) ? std::optional<Tensor>(as(*t, like)) : std::nullopt;
+}
+// g / count in float32, rounded once: PyTorch's grad_input.div_(numel) of a mean's gradient.
+Tensor div_count(const Tensor& g, int64_t count) {
+  return to_dtype(op::div(to_float32(g), scalar_tensor(static_cast<double>(count), ScalarType::Float32)),
+                  g.dtype());
+}
+// A pointwise loss of 16-bit operands from its float32 elements `loss` (reduction none).
+void write_half_loss(const Tensor& out, const Tensor& loss, int64_t reduction) {
+  if (reduction == kNone) return copy_out(out, loss);
+  const Tensor rounded = to_float32(to_dtype(loss, out.dtype()));
+  copy_out(out, reduction == kMean ? op::mean(rounded, std::nullopt, false, std::nullopt)
+                                   : op::sum(rounded, std::nullopt, false, std::nullopt));
 }
 
 // ---- pointwise losses ----
@@ -252,6 +282,18 @@ void check_probabilities(const Pointwise& p) {
 
 void bce_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
                  const std::optional<Tensor>& weight, int64_t reduction) {
+  if (is_half(self)) {
+    // Each step rounds to the 16-bit dtype, as PyTorch's kernel computes in scalar_t.
+    check_probabilities(
+        prepare("binary_cross_entropy", to_float32(self), target, std::nullopt, std::nullopt, true));
+    const ScalarType dt = self.dtype();
+    const Tensor t = as(target, self);
+    const Tensor lx = op::maximum(op::log(self), h(-100, dt));
+    const Tensor l1x = op::maximum(op::log1p(op::neg(self)), h(-100, dt));
+    Tensor loss = op::sub(op::mul(op::sub(t, h(1, dt), 1), l1x), op::mul(t, lx), 1);
+    if (present(weight)) loss = op::mul(loss, as(*weight, self));
+    return write_half_loss(out, loss, reduction);
+  }
   const Pointwise p = prepare("binary_cross_entropy", self, target, weight, std::nullopt, true);
   check_probabilities(p);
   pointwise_forward(out, "binary_cross_entropy", p, reduction, [](auto x, auto t, auto w, auto) {
@@ -263,6 +305,13 @@ void bce_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
 }
 void bce_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
                           const std::optional<Tensor>& weight, int64_t reduction) {
+  if (is_half(self)) {  // grad * (x - t) / max((1 - x) x, eps), each step rounded (PyTorch's kernel)
+    const ScalarType dt = self.dtype();
+    const Tensor den = op::maximum(op::mul(op::sub(h(1, dt), self, 1), self), h(1e-12, dt));
+    Tensor gi = op::div(op::mul(as(grad, self), op::sub(self, as(target, self), 1)), den);
+    if (present(weight)) gi = op::mul(gi, as(*weight, self));
+    return copy_out(out, reduction == kMean ? div_count(gi, gi.numel()) : gi);
+  }
   const Pointwise p = prepare("binary_cross_entropy_backward", self, target, weight, std::nullopt, true);
   pointwise_backward(out, "binary_cross_entropy_backward", grad, p, reduction,
                      [](auto x, auto t, auto w, auto) {
@@ -275,6 +324,17 @@ void bce_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& s
 void bce_logits_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
                         const std::optional<Tensor>& weight, const std::optional<Tensor>& pos_weight,
                         int64_t reduction) {
+  if (is_half(self)) {
+    // PyTorch's composition in the 16-bit dtype: (1 - t) x - log_sigmoid(x) ((pw - 1) t + 1), times w.
+    const ScalarType dt = self.dtype();
+    const Tensor t = as(target, self);
+    Tensor ls = op::log_sigmoid(self);
+    if (present(pos_weight))
+      ls = op::mul(ls, op::add(op::mul(op::sub(as(*pos_weight, self), h(1, dt), 1), t), h(1, dt), 1));
+    Tensor loss = op::sub(op::mul(op::sub(h(1, dt), t, 1), self), ls, 1);
+    if (present(weight)) loss = op::mul(loss, as(*weight, self));
+    return write_half_loss(out, loss, reduction);
+  }
   const Pointwise p = prepare("binary_cross_entropy_with_logits", self, target, weight, pos_weight, true);
   pointwise_forward(
       out, "binary_cross_entropy_with_logits", p, reduction,
@@ -289,6 +349,20 @@ void bce_logits_out_cpu(const Tensor& out, const Tensor& self, const Tensor& tar
 void bce_logits_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
                                  const Tensor& target, const std::optional<Tensor>& weight,
                                  const std::optional<Tensor>& pos_weight, int64_t reduction) {
+  if (is_half(self)) {  // PyTorch's: ((pw t + 1 - t) sigmoid(x) - pw t) grad w, or (sigmoid(x) - t) grad w
+    const ScalarType dt = self.dtype();
+    const Tensor t = as(target, self);
+    Tensor gi;
+    if (present(pos_weight)) {
+      const Tensor pt = op::mul(as(*pos_weight, self), t);
+      gi = op::sub(op::mul(op::sub(op::add(pt, h(1, dt), 1), t, 1), op::sigmoid(self)), pt, 1);
+    } else {
+      gi = op::sub(op::sigmoid(self), t, 1);
+    }
+    gi = op::mul(gi, as(grad, self));
+    if (present(weight)) gi = op::mul(gi, as(*weight, self));
+    return copy_out(out, reduction == kMean ? div_count(gi, gi.numel()) : gi);
+  }
   const Pointwise p =
       prepare("binary_cross_entropy_with_logits_backward", self, target, weight, pos_weight, true);
   pointwise_backward(
@@ -303,12 +377,21 @@ void bce_logits_backward_out_cpu(const Tensor& out, const Tensor& grad, const Te
 }
 
 void mse_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction) {
+  if (is_half(self)) {  // (x - t) rounded, squared and rounded again, as PyTorch's 16-bit kernel
+    const Tensor d = op::sub(self, as(target, self), 1);
+    return write_half_loss(out, op::mul(d, d), reduction);
+  }
   const Pointwise p = prepare("mse_loss", self, target, std::nullopt, std::nullopt, false);
   pointwise_forward(out, "mse_loss", p, reduction,
                     [](auto x, auto t, auto, auto) { return (x - t) * (x - t); });
 }
 void mse_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
                           int64_t reduction) {
+  if (is_half(self)) {  // PyTorch's norm * (x - t) * grad in the 16-bit dtype, norm = 2 (/ count) rounded
+    const Tensor d = op::sub(self, as(target, self), 1);
+    const double norm = reduction == kMean ? 2.0 / static_cast<double>(d.numel()) : 2.0;
+    return copy_out(out, op::mul(op::mul(h(norm, self.dtype()), d), as(grad, self)));
+  }
   const Pointwise p = prepare("mse_loss_backward", self, target, std::nullopt, std::nullopt, false);
   pointwise_backward(out, "mse_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -317,6 +400,8 @@ void mse_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& s
 }
 
 void l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction) {
+  if (is_half(self))
+    return write_half_loss(out, op::l1_loss(to_float32(self), to_float32(target), kNone), reduction);
   const Pointwise p = prepare("l1_loss", self, target, std::nullopt, std::nullopt, false);
   pointwise_forward(out, "l1_loss", p, reduction, [](auto x, auto t, auto, auto) {
     const auto d = x - t;
@@ -325,6 +410,9 @@ void l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int
 }
 void l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
                          int64_t reduction) {
+  if (is_half(self))
+    return copy_out(out,
+                    op::l1_loss_backward(to_float32(grad), to_float32(self), to_float32(target), reduction));
   const Pointwise p = prepare("l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
   pointwise_backward(out, "l1_loss_backward", grad, p, reduction, [](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -335,6 +423,12 @@ void l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& se
 
 void smooth_l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction,
                        double beta) {
+  if (is_half(self)) {  // PyTorch's float16 kernel rounds x - t first; its bfloat16 one does not
+    const Tensor x =
+        to_float32(self.dtype() == ScalarType::Float16 ? op::sub(self, as(target, self), 1) : self);
+    const Tensor t = self.dtype() == ScalarType::Float16 ? h(0, ScalarType::Float32) : to_float32(target);
+    return write_half_loss(out, op::smooth_l1_loss(x, t, kNone, beta), reduction);
+  }
   const Pointwise p = prepare("smooth_l1_loss", self, target, std::nullopt, std::nullopt, false);
   pointwise_forward(out, "smooth_l1_loss", p, reduction, [beta](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -346,6 +440,9 @@ void smooth_l1_out_cpu(const Tensor& out, const Tensor& self, const Tensor& targ
 }
 void smooth_l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self,
                                 const Tensor& target, int64_t reduction, double beta) {
+  if (is_half(self))
+    return copy_out(out, op::smooth_l1_loss_backward(to_float32(grad), to_float32(self), to_float32(target),
+                                                     reduction, beta));
   const Pointwise p = prepare("smooth_l1_loss_backward", self, target, std::nullopt, std::nullopt, false);
   pointwise_backward(out, "smooth_l1_loss_backward", grad, p, reduction, [beta](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -357,6 +454,12 @@ void smooth_l1_backward_out_cpu(const Tensor& out, const Tensor& grad, const Ten
 
 void huber_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, int64_t reduction,
                    double delta) {
+  if (is_half(self)) {  // PyTorch's bfloat16 kernel rounds x - t first; its float16 one does not
+    const Tensor x =
+        to_float32(self.dtype() == ScalarType::BFloat16 ? op::sub(self, as(target, self), 1) : self);
+    const Tensor t = self.dtype() == ScalarType::BFloat16 ? h(0, ScalarType::Float32) : to_float32(target);
+    return write_half_loss(out, op::huber_loss(x, t, kNone, delta), reduction);
+  }
   const Pointwise p = prepare("huber_loss", self, target, std::nullopt, std::nullopt, false);
   pointwise_forward(out, "huber_loss", p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -368,6 +471,11 @@ void huber_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target, 
 }
 void huber_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tensor& self, const Tensor& target,
                             int64_t reduction, double delta) {
+  if (is_half(self)) {  // PyTorch's norm * clamp(x - t, -delta, delta) * grad, each step rounded
+    const Tensor d = op::clamp(op::sub(self, as(target, self), 1), Scalar(-delta), Scalar(delta));
+    const double norm = reduction == kMean ? 1.0 / static_cast<double>(d.numel()) : 1.0;
+    return copy_out(out, op::mul(op::mul(h(norm, self.dtype()), d), as(grad, self)));
+  }
   const Pointwise p = prepare("huber_loss_backward", self, target, std::nullopt, std::nullopt, false);
   pointwise_backward(out, "huber_loss_backward", grad, p, reduction, [delta](auto x, auto t, auto, auto) {
     using T = decltype(x);
@@ -401,6 +509,11 @@ ClassShape class_check(const Tensor& self, const Tensor& target, const std::opti
   if (present(weight)) s.weight = op::contiguous(to_dtype(*weight, self.dtype()), MemoryFormat::Contiguous);
   s.x = op::contiguous(self, MemoryFormat::Contiguous);
   return s;
+}
+
+// Class indices as they are, class probabilities in float32 (Note [16-bit losses]).
+Tensor class_target(const Tensor& target) {
+  return is_floating(target.dtype()) ? to_float32(target) : target;
 }
 
 inline void check_class(const char* op, int64_t k, int64_t classes) {
@@ -451,6 +564,12 @@ void cross_entropy_out_cpu(const Tensor& out, const Tensor& lse_out, const Tenso
                            const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                            double label_smoothing) {
   const char* op = "cross_entropy";
+  if (is_half(self)) {
+    const auto [loss, lse] = op::_cross_entropy(to_float32(self), class_target(target), to_float32(weight),
+                                                reduction, ignore_index, label_smoothing);
+    copy_out(out, loss);
+    return copy_out(lse_out, lse);
+  }
   const ClassShape s = class_check(self, target, weight, true);
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -558,6 +677,14 @@ void cross_entropy_backward_out_cpu(const Tensor& out, const Tensor& grad, const
                                     const std::optional<Tensor>& weight, int64_t reduction,
                                     int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy_backward";
+  if (is_half(self)) {
+    // The float32 log-sum-exp again: the saved one was rounded to 16 bits.
+    const Tensor x = to_float32(self), t = class_target(target);
+    const std::optional<Tensor> w = to_float32(weight);
+    const Tensor lse32 = std::get<1>(op::_cross_entropy(x, t, w, kNone, ignore_index, label_smoothing));
+    return copy_out(out, op::_cross_entropy_backward(to_float32(grad), x, t, lse32, w, reduction,
+                                                     ignore_index, label_smoothing));
+  }
   const ClassShape s = class_check(self, target, weight, true);
   if (self.numel() == 0) return;
   const Tensor lsec = op::contiguous(lse, MemoryFormat::Contiguous);
@@ -636,6 +763,9 @@ void cross_entropy_backward_out_cpu(const Tensor& out, const Tensor& grad, const
 void nll_loss_out_cpu(const Tensor& out, const Tensor& self, const Tensor& target,
                       const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   const char* op = "nll_loss";
+  if (is_half(self))
+    return copy_out(out,
+                    op::nll_loss_nd(to_float32(self), target, to_float32(weight), reduction, ignore_index));
   const ClassShape s = class_check(self, target, weight, false);
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -678,6 +808,9 @@ void nll_loss_backward_out_cpu(const Tensor& out, const Tensor& grad, const Tens
                                const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction,
                                int64_t ignore_index) {
   const char* op = "nll_loss_backward";
+  if (is_half(self))
+    return copy_out(out, op::nll_loss_nd_backward(to_float32(grad), to_float32(self), target,
+                                                  to_float32(weight), reduction, ignore_index));
   const ClassShape s = class_check(self, target, weight, false);
   visit_dtype(self.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;

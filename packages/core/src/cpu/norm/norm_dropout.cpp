@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -37,12 +38,30 @@ uint32_t keep_threshold(double p) {
   return static_cast<uint32_t>(std::clamp(t, 1.0, 4294967295.0));
 }
 
+// Note [16-bit dropout]
+// PyTorch's CPU dropout of a float16/bfloat16 tensor is x * noise, noise the mask in the 16-bit dtype
+// divided by 1 - p (1 / 0.9 is 1.109375 in bfloat16), each product rounded once; its gradient is
+// grad * noise. Dropout here keeps those bits: the scale is rounded to the 16-bit dtype first.
+Tensor times_noise(const Tensor& x, const Tensor& mask, double scale) {
+  const Tensor noise = op::mul(to_dtype(mask, x.dtype()), scalar_tensor(scale, x.dtype()));
+  return op::mul(x, noise);
+}
+
 // Structured ops (Note [Structured kernels]): meta::check_dropout checked input and p; out and mask have
 // input's shape. The loops write contiguous results: out and mask themselves, or new tensors copied into
 // them (cpu::write_contiguous_outs: out= strided, or sharing memory with input or with each other).
 void dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& input, double p, std::optional<bool> train) {
   const char* op = "dropout";
   const int64_t n = input.numel();
+  if (cpu::is_low_precision(input.dtype()) && n > 0) {
+    // The float32 loop draws the mask (the same draws); then x * noise as PyTorch's CPU dropout
+    // (Note [16-bit dropout]).
+    dropout_fill(op::empty(input.sizes(), ScalarType::Float32, input.device()), mask,
+                 to_dtype(input, ScalarType::Float32), p, train);
+    const bool keep_all = (train && !*train) || p == 0;
+    cpu::copy_out(out, times_noise(input, mask, keep_all ? 1.0 : p == 1 ? 0.0 : 1.0 / (1.0 - p)));
+    return;
+  }
   if ((train && !*train) || p == 0) {
     if (n > 0) std::memset(mask.data_ptr(), 1, static_cast<size_t>(n));
     Tensor dst = out;
@@ -126,6 +145,8 @@ void feature_dropout_fill(const Tensor& out, const Tensor& mask, const Tensor& i
     }
   }
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(input.dtype()))  // Note [16-bit dropout]
+    return cpu::copy_out(out, times_noise(input, mask, p < 1 ? 1.0 / (1.0 - p) : 0.0));
   visit_dtype(input.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
@@ -151,6 +172,8 @@ void dropout_backward_out_cpu(const Tensor& out, const Tensor& grad_output, cons
   const bool same = std::ranges::equal(mask.sizes(), grad_output.sizes());
   const int64_t n = grad_output.numel();
   if (n == 0) return;
+  if (cpu::is_low_precision(grad_output.dtype()))  // Note [16-bit dropout]
+    return cpu::copy_out(out, times_noise(grad_output, mask, scale));
   cpu::write_contiguous(out, {&grad_output, &mask}, [&](const Tensor& dst) {
     visit_dtype(grad_output.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;

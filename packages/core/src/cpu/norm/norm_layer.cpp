@@ -174,6 +174,11 @@ void group_norm_out_cpu(const Tensor& out_arg, const Tensor& mean_arg, const Ten
                         int64_t c, int64_t hxw, int64_t group, double eps) {
   // The arguments passed meta::check_group_norm (the op's check step).
   const char* op = "group_norm";
+  if (is_low_precision(input.dtype()))  // as layer_norm's
+    return in_float32<3>({out_arg, mean_arg, rstd_arg}, [&](const std::array<Tensor, 3>& t) {
+      group_norm_out_cpu(t[0], t[1], t[2], to_float32(input), to_float32(weight), to_float32(bias), n, c, hxw,
+                         group, eps);
+    });
   const int64_t cpg = c / group, seg = cpg * hxw;
   cpu::write_contiguous_outs<3>({out_arg, mean_arg, rstd_arg}, input, [&](const std::array<Tensor, 3>& d) {
     const Tensor &out = d[0], &mean = d[1], &rstd = d[2];
@@ -222,6 +227,11 @@ void group_norm_backward_out_cpu(const Tensor& gi_arg, const Tensor& gw_arg, con
   // The arguments passed meta::check_group_norm_grad (the op's check step); the gradients not asked for
   // are undefined.
   const char* op = "group_norm_backward";
+  if (is_low_precision(input.dtype()))  // from the saved 16-bit mean and 1/std, as PyTorch's CPU kernel
+    return in_float32<3>({gi_arg, gw_arg, gb_arg}, [&](const std::array<Tensor, 3>& t) {
+      group_norm_backward_out_cpu(t[0], t[1], t[2], to_float32(grad_out), to_float32(input), to_float32(mean),
+                                  to_float32(rstd), to_float32(weight), n, c, hxw, group, true, true, true);
+    });
   const int64_t cpg = c / group, seg = cpg * hxw;
   cpu::write_contiguous_outs<3>({gi_arg, gw_arg, gb_arg}, {&grad_out, &input}, [&](const std::array<Tensor, 3>& d) {
     const Tensor &gi = d[0], &gw = d[1], &gb = d[2];
