@@ -93,7 +93,7 @@ _inplace_views.install()  # Tensor.t_, transpose_, squeeze_, unsqueeze_, as_stri
 _view_copy.install()  # the *_copy and *_scatter functions
 _splits.install()  # split_with_sizes, unsafe_split/_chunk, hsplit/vsplit/dsplit
 _shape_composites.install()  # Tensor.sum_to_size, diagflat, constant_pad_nd
-_elementwise_forms.install()  # positive, fill, isposinf/isneginf, scalar_tensor, Tensor.__rdiv__
+_elementwise_forms.install()  # positive, fill, isposinf/isneginf, scalar_tensor, Tensor.__rtruediv__/__rdiv__
 _complex_forms.install()  # isreal, vdot, resolve_conj/_neg, Tensor.cfloat/cdouble/chalf
 _random_fills.install()  # Tensor.exponential_/geometric_/cauchy_/log_normal_, randint_like
 from flambeau_core import _spectral  # noqa: E402,I001

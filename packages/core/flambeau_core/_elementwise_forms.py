@@ -1,5 +1,5 @@
 """Elementwise ops PyTorch spells in ways the op table does not: ``positive``, the out-of-place ``fill``,
-``isposinf``/``isneginf``, ``Tensor.__rdiv__`` and ``scalar_tensor`` (a 0-dim ``full``)."""
+``isposinf``/``isneginf``, ``Tensor.__rtruediv__``/``__rdiv__`` and ``scalar_tensor`` (a 0-dim ``full``)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,23 @@ isposinf = _infinity_test("isposinf", 1.0)
 isneginf = _infinity_test("isneginf", -1.0)
 
 
+def _rtruediv(self: _C.Tensor, other: Any) -> _C.Tensor:
+    """__rtruediv__(other) -> Tensor
+
+    ``other / self`` as PyTorch computes it: ``self.reciprocal() * other``. The reciprocal is rounded to
+    its dtype first, so the result can differ from ``div(other, self)`` in the last bit (float32
+    ``0.7 / x`` rounds twice, as torch's); integer tensors give floats.
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> (2 / fc.tensor([1, 2, 4])).tolist()
+        [2.0, 1.0, 0.5]
+    """
+    if is_tensor_like(other) and not isinstance(other, _C.Tensor):
+        return NotImplemented  # the tensor-like's own division runs instead
+    return _C.Tensor.__mul__(self.reciprocal(), other)
+
+
 def _rdiv(self: _C.Tensor, other: Any) -> _C.Tensor:
     """__rdiv__(other) -> Tensor
 
@@ -94,7 +111,7 @@ def _rdiv(self: _C.Tensor, other: Any) -> _C.Tensor:
     """
     if is_tensor_like(other) and not isinstance(other, _C.Tensor):
         return _C.div(other, self)  # the tensor-like's own division (__rtruediv__ declines it)
-    return self.__rtruediv__(other)
+    return _rtruediv(self, other)
 
 
 def scalar_tensor(
@@ -135,4 +152,5 @@ def install() -> None:
         setattr(flambeau_core, fn.__name__, fn)
     for fn in (positive, isposinf, isneginf):
         setattr(_C.Tensor, fn.__name__, fn)
+    _C.Tensor.__rtruediv__ = _rtruediv
     _C.Tensor.__rdiv__ = _rdiv

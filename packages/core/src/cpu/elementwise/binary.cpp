@@ -1,7 +1,6 @@
 // CPU out kernels (structured: they serve the out= and in-place forms too):
 // add, sub, mul, div, pow, maximum, minimum. Broadcasting, promotion and threads: Note [TensorIterator].
 #include <cmath>
-#include <optional>
 
 #include "elementwise.h"
 #include "flambeau/ops.h"
@@ -61,35 +60,33 @@ void sub_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
   binary_out("sub", out, a, b, kVecSub, kSubInts, alpha.to_double());
 }
 
-// float16/bfloat16 times (or over) a 0-dim b, as PyTorch's kernels: b's own value is read in float32, not
-// rounded to the 16-bit dtype first (257 is 256 in bfloat16), and the result is rounded once. Python's
-// `257 * x` is mul(257, x) here (reflected operators swap the operands) and torch's mul(x, 257): a
-// wrapped number a is read so too.
-std::optional<float> lowp_scalar_operand(const Tensor& out, const Tensor& a, const Tensor& b) {
+// Note [16-bit op and a number]
+// mul and div of a float16/bfloat16 tensor by a number, or by a 0-dim tensor, read the number in float32,
+// as PyTorch's kernels (opmath_t: they take iter.original_scalar_value<float>(2) and drop the operand): each
+// element is widened, multiplied or divided in float32 and rounded once (half_scalar_loop, one pass), so
+// x / 257 on bfloat16 divides by 257, not by bfloat16(257) = 256. torch's add and sub have no such case:
+// x + 0.7 adds bfloat16(0.7) (the iterator's cast), and so do they here. Python's `257 * x` is mul(257, x)
+// here (reflected operators swap the operands) and torch's mul(x, 257): a wrapped number a is read so
+// too; a 0-dim tensor as first operand is rounded first, as torch.
+bool binary_number_out(const char* op, VecOp vop, const Tensor& out, const Tensor& x, const Tensor& number) {
   const ScalarType t = out.dtype();
-  if ((t != ScalarType::Float16 && t != ScalarType::BFloat16) || b.dim() != 0 || a.dim() == 0 ||
-      is_complex(b.dtype()))
-    return std::nullopt;
-  return *op::cast(b, ScalarType::Float32).data<float>();
+  if ((t != ScalarType::Float16 && t != ScalarType::BFloat16) || number.dim() != 0 || x.dim() == 0 ||
+      is_complex(number.dtype()) || !number.device().is_cpu())
+    return false;
+  const float v = visit_dtypes<kDtReal>(number.dtype(), op, [&](auto tag) {
+    return static_cast<float>(*number.data<typename decltype(tag)::type>());
+  });
+  run_loop(TensorIterator::into(op, out, x, t), half_scalar_loop(t, vop), v);
+  return true;
 }
 
 void mul_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
   const bool swap = a.impl()->is_wrapped_number() && b.dim() != 0;
-  const Tensor& x = swap ? b : a;
-  if (const std::optional<float> v = lowp_scalar_operand(out, x, swap ? a : b)) {
-    // -0 + v * x in float32 is v * x exactly (-0 + y is y for every y, signed zeros included).
-    binary_out("add", out, scalar_tensor(-0.0, out.dtype(), /*wrapped=*/true), x, kVecAdd, kAddInts, *v);
-    return;
-  }
+  if (binary_number_out("mul", kVecMul, out, swap ? b : a, swap ? a : b)) return;
   binary_out("mul", out, a, b, kVecMul, kMulInts, 0);
 }
 void div_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (const std::optional<float> v = lowp_scalar_operand(out, a, b)) {
-    const Tensor q = op::div(op::cast(a, ScalarType::Float32), scalar_tensor(*v, ScalarType::Float32, true));
-    Tensor dst = out;
-    op::copy_(dst, q);
-    return;
-  }
+  if (binary_number_out("div", kVecDiv, out, a, b)) return;
   binary_out("div", out, a, b, kVecDiv, kNoIntLoops, 0);
 }
 void maximum_out_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {

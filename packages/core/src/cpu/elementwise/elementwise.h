@@ -53,6 +53,9 @@ inline Loop1D int_loop(const IntLoops& ints, ScalarType t) {
 /// The float16/bfloat16 loop of a vector-table op (half_loops.cpp): blocks
 /// converted to float32, computed by the float32 loop, converted back.
 Loop1D half_loop(ScalarType t, VecOp op);
+/// The float16/bfloat16 loop of mul or div by a float32 number: out = a op float(param) over a unary
+/// iterator, each element rounded once (Note [16-bit op and a number] in binary.cpp); else nullptr.
+Loop1D half_scalar_loop(ScalarType t, VecOp op);
 /// The complex64/complex128 loop of an op (complex_loops.cpp), or nullptr.
 Loop1D complex_loop(ScalarType t, VecOp op);
 /// Writes |z| of a complex tensor into out, of the matching real dtype (complex_loops.cpp).

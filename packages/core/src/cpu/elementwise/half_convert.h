@@ -25,10 +25,12 @@ struct HalfConvert {
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
   void (*f32_to_bf16)(const float* src, uint16_t* dst, int64_t n);
   /// Fused add, sub, mul, div (index: VecOp kVecAdd .. kVecDiv) of contiguous
-  /// 16-bit operands: out = a op b (alpha * b for add/sub), b broadcast when
-  /// b_scalar; one pass, float32 in registers. nullptr where the CPU lacks AVX-512.
-  using FusedBinary = void (*)(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, float alpha,
-                               bool b_scalar);
+  /// 16-bit operands: out = a op b (alpha * b for add/sub), or a op b_value for
+  /// every element when b is nullptr (a float32 number: Note [16-bit op and a
+  /// number] in binary.cpp); one pass, float32 in registers. nullptr where the
+  /// CPU lacks AVX-512.
+  using FusedBinary = void (*)(const uint16_t* a, const uint16_t* b, float b_value, uint16_t* out, int64_t n,
+                               float alpha);
   FusedBinary f16_binary[4];
   FusedBinary bf16_binary[4];
   /// Fused exp, sin and cos (index: HalfUnary) of contiguous 16-bit operands: widen,

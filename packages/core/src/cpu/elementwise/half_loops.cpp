@@ -41,15 +41,24 @@ inline void from_f32(const float* src, char* dst, int64_t stride, int64_t n, con
   }
 }
 
-template <bool BF, int Op>
+// ScalarB: operand 2 is not the iterator's but the float32 number `param` (half_scalar_loop); the
+// vector-table loop then gets it as a broadcast float32 operand (mul and div ignore their param).
+template <bool BF, int Op, bool ScalarB = false>
 void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
   constexpr int nin = Op < kVecNeg ? 2 : 1;  // add .. minimum are binary
   const HalfConvert& c = half_convert();
   if constexpr (Op <= kVecDiv) {
     const HalfConvert::FusedBinary fused = (BF ? c.bf16_binary : c.f16_binary)[Op];
-    if (fused && s[0] == 2 && s[1] == 2 && (s[2] == 2 || s[2] == 0)) {
-      fused(reinterpret_cast<const uint16_t*>(d[1]), reinterpret_cast<const uint16_t*>(d[2]),
-            reinterpret_cast<uint16_t*>(d[0]), n, static_cast<float>(param), s[2] == 0);
+    if (fused && s[0] == 2 && s[1] == 2 && (ScalarB || s[2] == 2 || s[2] == 0)) {
+      const auto* a = reinterpret_cast<const uint16_t*>(d[1]);
+      auto* out = reinterpret_cast<uint16_t*>(d[0]);
+      if constexpr (ScalarB) {
+        fused(a, nullptr, static_cast<float>(param), out, n, 1.0f);
+      } else {
+        const auto* b = reinterpret_cast<const uint16_t*>(d[2]);
+        const float b0 = BF ? detail::bf16_bits_to_fp32(b[0]) : detail::fp16_bits_to_fp32(b[0]);
+        fused(a, s[2] == 0 ? nullptr : b, b0, out, n, static_cast<float>(param));
+      }
       return;
     }
   }
@@ -80,7 +89,10 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
   // Broadcast (stride 0) inputs are converted once.
   for (int k = 1; k <= nin; ++k) {
     ptrs[k] = reinterpret_cast<char*>(buf[k]);
-    if (s[k] == 0) {
+    if (ScalarB && k == 2) {
+      buf[2][0] = static_cast<float>(param);
+      st[2] = 0;
+    } else if (s[k] == 0) {
       to_f32<BF>(d[k], 2, buf[k], 1, c);
       st[k] = 0;
     }
@@ -88,7 +100,7 @@ void half_vec_loop(char** d, const int64_t* s, int64_t n, double param) {
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const int64_t m = std::min(kBlock, n - i0);
     for (int k = 1; k <= nin; ++k)
-      if (s[k] != 0) to_f32<BF>(d[k] + i0 * s[k], s[k], buf[k], m, c);
+      if (st[k] != 0) to_f32<BF>(d[k] + i0 * s[k], s[k], buf[k], m, c);
     f(ptrs, st, m, param);
     from_f32<BF>(buf[0], d[0] + i0 * s[0], s[0], m, c);
   }
@@ -103,6 +115,14 @@ constexpr auto kF16Loops = make_table<false>(std::make_integer_sequence<int, kNu
 constexpr auto kBF16Loops = make_table<true>(std::make_integer_sequence<int, kNumVecOps>{});
 
 }  // namespace
+
+Loop1D half_scalar_loop(ScalarType t, VecOp op) {
+  const bool bf = t == ScalarType::BFloat16;
+  if (t != ScalarType::Float16 && !bf) return nullptr;
+  if (op == kVecMul) return bf ? &half_vec_loop<true, kVecMul, true> : &half_vec_loop<false, kVecMul, true>;
+  if (op == kVecDiv) return bf ? &half_vec_loop<true, kVecDiv, true> : &half_vec_loop<false, kVecDiv, true>;
+  return nullptr;
+}
 
 Loop1D half_loop(ScalarType t, VecOp op) {
   if (!vec_table().f32[op]) return nullptr;

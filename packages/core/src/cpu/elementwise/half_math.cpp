@@ -51,11 +51,10 @@ FB_AVX512 inline __m256i to_f16_reg(__m512 x) {
 }
 
 template <int Op>
-FB_AVX512 void f16_binary_avx512(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, float alpha,
-                                 bool b_scalar) {
-  const bool unit = alpha == 1.0f;
+FB_AVX512 void f16_binary_avx512(const uint16_t* a, const uint16_t* b, float bs, uint16_t* out, int64_t n,
+                                 float alpha) {
+  const bool unit = alpha == 1.0f, b_scalar = b == nullptr;
   const __m512 va = _mm512_set1_ps(alpha);
-  const float bs = detail::fp16_bits_to_fp32(b[0]);
   const __m512 vbs = _mm512_set1_ps(bs);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -68,11 +67,10 @@ FB_AVX512 void f16_binary_avx512(const uint16_t* a, const uint16_t* b, uint16_t*
 }
 
 template <int Op, bool NativeBF16>
-FB_AVX512_BF16 void bf16_binary_avx512(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n,
-                                       float alpha, bool b_scalar) {
-  const bool unit = alpha == 1.0f;
+FB_AVX512_BF16 void bf16_binary_avx512(const uint16_t* a, const uint16_t* b, float bs, uint16_t* out,
+                                       int64_t n, float alpha) {
+  const bool unit = alpha == 1.0f, b_scalar = b == nullptr;
   const __m512 va = _mm512_set1_ps(alpha);
-  const float bs = detail::bf16_bits_to_fp32(b[0]);
   const __m512 vbs = _mm512_set1_ps(bs);
   const __m512i expmask = _mm512_set1_epi32(0x7f800000), absmask = _mm512_set1_epi32(0x7fffffff),
                 one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff),
