@@ -720,3 +720,62 @@ def test_packet_picks_the_overload_by_the_arguments(libs):
         r"are: pick::shift.Tensor\(Tensor x, Tensor other\) -> Tensor; pick::shift.Scalar\(Tensor x, float other\)",
     ):
         fb.ops.pick.shift(fb.ones(2), fb.ones(2), scale=1.0)
+
+
+# ---- register_autocast ----
+
+
+def _autocast_op(lib, ns):
+    """An op recording the dtypes its kernel sees, registered for cpu autocast to float16."""
+    seen = []
+
+    @lib.library.custom_op(f"{ns}::f", mutates_args=(), schema="(Tensor x, Tensor n, Tensor[] ys) -> Tensor")
+    def f(x, n, ys):
+        seen.append((x.dtype, n.dtype, [y.dtype for y in ys], lib.is_autocast_enabled("cpu")))
+        return x.clone()
+
+    lib.library.register_autocast(f"{ns}::f", "cpu", lib.float16)
+    return f, seen
+
+
+def test_register_autocast_casts_floating_inputs_as_torch():
+    def run(lib, ns):
+        f, seen = _autocast_op(lib, ns)
+        x, n = lib.ones(2), lib.ones(2, dtype=lib.int64)
+        dtypes = [f(x, n, [x, x.double()]).dtype]
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            dtypes.append(f(x, n, [x, x.double()]).dtype)
+            with lib.autocast("cpu", enabled=False):
+                dtypes.append(f(x, n, [x]).dtype)
+        with lib.autocast("cpu", dtype=lib.bfloat16):  # grad mode on and an input requiring grad
+            dtypes.append(f(lib.ones(2, requires_grad=True), n, []).dtype)
+
+        def name(d):
+            return str(d).split(".")[1]
+
+        return [name(d) for d in dtypes], [(name(a), name(b), [name(c) for c in cs], on) for a, b, cs, on in seen]
+
+    ours, theirs = run(fb, "fb_autocast_ns"), run(torch, "th_autocast_ns")
+    assert ours == theirs
+    assert ours[0] == ["float32", "float16", "float32", "float16"]
+
+
+def test_register_autocast_errors_and_library_destroy():
+    lib = Library("fb_autocast_lib", "DEF")
+    lib.define("g(Tensor x) -> Tensor")
+    lib.impl("g", lambda x: x * 1, "CPU")
+    with pytest.raises(ValueError, match="Device type 'sim' does not support autocast."):
+        fb.library.register_autocast("fb_autocast_lib::g", "sim", fb.float16)
+    with pytest.raises(TypeError, match="cast_inputs must be a dtype"):
+        fb.library.register_autocast("fb_autocast_lib::g", "cpu", 3)
+    fb.library.register_autocast("fb_autocast_lib::g", "cpu", fb.bfloat16, lib=lib)
+    g = fb.ops.fb_autocast_lib.g
+    with fb.autocast("cpu", dtype=fb.bfloat16):
+        assert g(fb.ones(1)).dtype == fb.bfloat16
+    lib._destroy()
+    lib2 = Library("fb_autocast_lib", "DEF")
+    lib2.define("g(Tensor x) -> Tensor")
+    lib2.impl("g", lambda x: x * 1, "CPU")
+    with fb.autocast("cpu", dtype=fb.bfloat16):
+        assert fb.ops.fb_autocast_lib.g(fb.ones(1)).dtype == fb.float32  # the rule went with its library
+    lib2._destroy()

@@ -73,6 +73,7 @@ __all__ = [
     "infer_schema",
     "opcheck",
     "ops",
+    "register_autocast",
     "register_autograd",
     "register_fake",
     "register_kernel",
@@ -253,13 +254,14 @@ class Library:
 
 def _set_slot(op: OpOverload, slot: str, fn: Any) -> Any:
     """Puts fn in one of the op's kernel slots; returns what was there (None: nothing)."""
-    if slot.startswith("device:"):
-        device = slot.partition(":")[2]
-        previous = op._kernels.get(device)
+    if slot.startswith(("device:", "autocast:")):
+        kind, _, device = slot.partition(":")
+        table = op._kernels if kind == "device" else op._autocast
+        previous = table.get(device)
         if fn is None:
-            op._kernels.pop(device, None)
+            table.pop(device, None)
         else:
-            op._kernels[device] = fn
+            table[device] = fn
     else:
         attr = {
             "fake": "_fake",
@@ -649,6 +651,32 @@ def register_autograd(
     """
     overload = _op_of(op, "register_autograd")
     _register_autograd(overload, _library_of(overload, lib), backward, setup_context)
+
+
+def register_autocast(op: Any, device_type: str, cast_inputs: fc.dtype, /, *, lib: Library | None = None) -> None:
+    """Makes an operator take part in autocast, as ``torch.library.register_autocast``: while autocast is on
+    for ``device_type`` (``"cpu"`` or ``"cuda"``), a call whose tensors are on that device casts its floating
+    tensor arguments on it (float64 ones excepted, in lists too) to ``cast_inputs`` and runs with autocast off.
+
+    Example:
+        >>> import flambeau as fb
+        >>> @fb.library.custom_op("doc_autocast::add", mutates_args=())
+        ... def add(x: fb.Tensor, y: fb.Tensor) -> fb.Tensor:
+        ...     return x + y
+        >>> register_autocast("doc_autocast::add", "cpu", fb.bfloat16)
+        >>> x = fb.ones(2)
+        >>> add(x, x).dtype
+        flambeau.float32
+        >>> with fb.autocast("cpu", dtype=fb.bfloat16):
+        ...     add(x, x).dtype
+        flambeau.bfloat16
+    """
+    if not isinstance(device_type, str) or device_type not in ("cpu", "cuda"):
+        raise ValueError(f"Device type '{device_type}' does not support autocast.")
+    if not isinstance(cast_inputs, fc.dtype):
+        raise TypeError(f"[register_autocast] cast_inputs must be a dtype, got {type(cast_inputs).__name__}")
+    overload = _op_of(op, "register_autocast")
+    _library_of(overload, lib)._set(overload, f"autocast:{device_type}", cast_inputs)
 
 
 def register_kernel(

@@ -9,6 +9,9 @@ each argument's type with one ``isinstance``, and then, in order:
 1. opens a profiler event named ``ns::name`` when a profile is recording
    (one branch otherwise). It is recorded as a ``record_function`` range: core's
    recorder names every op-kind event ``aten::<name>``;
+   then, when the op has an autocast rule (``register_autocast``) for the device
+   of its tensors and autocast is on there, calls itself again with the floating
+   tensors cast and autocast off (one dict test otherwise);
 2. goes through autograd when grad mode is on and a tensor argument requires
    grad: the op's ``Autograd`` or ``CompositeImplicitAutograd`` kernel if it has
    one, else a generated ``autograd.Function`` whose forward runs the device
@@ -54,6 +57,20 @@ _DISPATCH_KEYS = {
     "CompositeImplicitAutograd": "implicit",
     "Autograd": "autograd",
 }
+
+
+_NOCAST = object()  # _autocast_call's answer when autocast does not apply
+
+
+def _cast_floating(value: Any, device: str, dtype: fc.dtype) -> Any:
+    """value with its floating tensors on `device` but float64 ones (in lists and tuples too) cast to dtype, as
+    PyTorch's."""
+    if isinstance(value, fc.Tensor):
+        eligible = value.is_floating_point() and value.device.type == device and value.dtype != fc.float64
+        return value.to(dtype) if eligible else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floating(v, device, dtype) for v in value)
+    return value
 
 
 def _is_tensor_list(v: Any) -> bool:
@@ -179,6 +196,7 @@ class OpOverload:
         self._default_kernel: Callable | None = None  # every device (CompositeExplicitAutograd)
         self._implicit_kernel: Callable | None = None  # every device, autograd through its ops
         self._autograd_kernel: Callable | None = None  # handles autograd itself
+        self._autocast: dict[str, Any] = {}  # device type -> the dtype autocast casts inputs to (register_autocast)
         self._fake: Callable | None = None
         # custom_op's meta calls need a fake rule; Library ops fall back to their default kernel as PyTorch's do.
         self._fake_required = fake_required
@@ -242,6 +260,17 @@ class OpOverload:
             kernel = self._kernel_for(device)
         return kernel(*args, **kwargs)
 
+    def _autocast_call(self, args: tuple, kwargs: dict) -> Any:
+        """Under autocast for the device of the arguments, with a rule registered for it (register_autocast):
+        the call again with that device's floating tensors cast and autocast off; else _NOCAST."""
+        device = _first_device(args)
+        dtype = self._autocast.get(device) if device is not None else None
+        if dtype is None or not fc.is_autocast_enabled(device):
+            return _NOCAST
+        cast = tuple(_cast_floating(a, device, dtype) for a in args)
+        with fc.autocast(device, enabled=False):
+            return self._call(*cast, **kwargs)
+
     def _device_argument(self, args: tuple, kwargs: dict) -> str | None:
         for i, a in enumerate(self._schema.arguments):
             if a.type.base == "Device":
@@ -302,6 +331,8 @@ def _build_call(op: OpOverload) -> Callable:
         "_name": op._qualname,
         "_op": op,
         "_table": op._table,
+        "_autocast": op._autocast,
+        "_NOCAST": _NOCAST,
     }
     params: list[str] = []
     checks: list[str] = []
@@ -343,7 +374,12 @@ def _build_call(op: OpOverload) -> Callable:
         device = f"None if {dev_args[0].name} is None else _device_type({dev_args[0].name})" if dev_args else "None"
 
     def body(indent: str) -> str:
-        lines = []
+        lines = [
+            "if _autocast:",
+            f"    _cast = _op._autocast_call({args_tuple}, {kwargs_dict})",
+            "    if _cast is not _NOCAST:",
+            "        return _cast",
+        ]
         if grad_terms:
             lines += [
                 f"if {' or '.join(grad_terms)}:",
