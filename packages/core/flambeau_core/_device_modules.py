@@ -430,6 +430,9 @@ class _EventBase:
 class DeviceModule:
     """The ``torch.cuda``-shaped namespace of one device type (see the module docstring)."""
 
+    # torch.cuda.OutOfMemoryError is torch.OutOfMemoryError: every allocator raises the one class.
+    OutOfMemoryError = _C.OutOfMemoryError
+
     def __init__(self, type_name: str) -> None:
         self._type = type_name
         # The per-type classes carry the base's docstring: a class made by type() has none of its own.

@@ -222,3 +222,8 @@ def test_system_allocator_out_of_memory_raises_out_of_memory_error():
     )
     with pytest.raises(RuntimeError, match=r"^\[allocate\] out of memory"):  # what PyTorch code catches
         fc.zeros(2**58, dtype=fc.float64)
+
+
+def test_device_modules_name_the_same_out_of_memory_error():
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+    assert fc.cuda.OutOfMemoryError is fc.OutOfMemoryError
