@@ -211,3 +211,10 @@ def test_prod_cumprod_grad(dt):
 def test_prod_cumprod_gradcheck_complex128():
     gradcheck_complex(lambda a: a.prod(0), [(3, 2)], seed=50)
     gradcheck_complex(lambda a: a.cumprod(1), [(2, 4)], seed=51)
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_reciprocal_and_reflected_division_grad(dt):
+    # -grad * conj(1 / z^2): the conjugate was missing (0.7 / z is z.reciprocal() * 0.7, as torch's).
+    check_grads(lambda lib, z: lib.reciprocal(z), [carr((3, 4), 11)], dt)
+    check_grads(lambda lib, z: 0.7 / z, [carr((3, 4), 12)], dt)

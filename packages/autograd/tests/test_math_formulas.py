@@ -252,3 +252,15 @@ def test_zeta_formula():
         torch.special.zeta(torch.tensor(s, requires_grad=True), torch.tensor(q)).sum().backward()
     with pytest.raises(NotImplementedError, match=r"\[special_zeta\] the derivative for 'zeta' is not implemented"):
         fc.special_zeta(fb_tensor(s, requires_grad=True), fb_tensor(q)).sum().backward()
+
+
+def test_reciprocal_and_reflected_division_gradients_bitwise():
+    # torch: -grad * (result * result); (-grad * result) * result rounds differently (3 / -3: 1 ulp).
+    a = np.array([0.5, 2.0, -3.0, 7.0, 1 / 3, 1e-3, 65504.0], dtype=np.float32)
+    g = np.array([3.0, 0.7, 3.0, 1.1, 0.3, 2.0, 0.1], dtype=np.float32)
+    for f in (lambda x: x.reciprocal(), lambda x: 0.7 / x, lambda x: 3 / x):
+        t = torch.tensor(a, requires_grad=True)
+        f(t).backward(torch.tensor(g))
+        x = fc.tensor(a).requires_grad_()
+        f(x).backward(fc.tensor(g))
+        np.testing.assert_array_equal(to_np(x.grad), t.grad.numpy())
