@@ -15,10 +15,12 @@ _DType = Any
 _Device = Any
 _Layout = Any
 __all__: list[str] = [
+    "AcceleratorError",
     "Allocator",
     "FlambeauError",
     "Generator",
     "IndexOutOfBoundsError",
+    "OutOfMemoryError",
     "Size",
     "Tensor",
     "abs",
@@ -129,6 +131,16 @@ class FlambeauError(RuntimeError, ValueError):
 class IndexOutOfBoundsError(IndexError, RuntimeError):
     """
     An index value out of range where PyTorch raises RuntimeError (gather, scatter, index_select, index_add).
+    """
+
+class OutOfMemoryError(RuntimeError):
+    """
+    An allocator could not provide the memory an op asked for (torch.OutOfMemoryError).
+    """
+
+class AcceleratorError(RuntimeError):
+    """
+    A device runtime call failed while executing on a device (torch.AcceleratorError).
     """
 
 class dtype:
@@ -382,6 +394,7 @@ class Tensor:
         >>> flambeau_core.zeros(1, 3, 1).squeeze().shape
         flambeau.Size([3])
         """
+    def is_inference(self) -> bool: ...
     def storage_offset(self) -> int: ...
     def stride(self, dim: typing.Any = None) -> typing.Any: ...
     def t(self) -> Tensor: ...
@@ -594,6 +607,8 @@ def _cpp_op(
     ...
 
 def _set_grad_enabled(enabled: bool) -> None: ...
+def _set_inference_mode(enabled: bool) -> None: ...
+def _is_inference_mode_enabled() -> bool: ...
 def _sum_to(input: Tensor, shape: typing.Any) -> Tensor:
     """
     Sums broadcast dims away so the result has `shape` (for backward formulas).
