@@ -41,11 +41,12 @@ void amx_release();
 /// kc pairs (amx_configure(kc)), row r's pairs of step k at a + r * lda + as[k], the pair rows at
 /// b + bs[k] + p * ldb (uint16 units; the second panel of 32 outputs 64 further). The sums start from
 /// `init` (float32 [16 * MR][32]: the bias) and are stored to c, [16 * MR * NP][32] (the second panel
-/// as rows 16-31).
-template <int MR, int NP = 1>
+/// as rows 16-31). Prefetch (NP == 1, the steps' pair rows following each other, ldb = 64: the GEMM's
+/// panels): each step first asks for the next step's rows of both operands in L1.
+template <int MR, int NP = 1, bool Prefetch = false>
 FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs, const uint16_t* a,
                              int64_t lda, const uint16_t* b, int64_t ldb, const float* init, float* c) {
-  static_assert(MR * NP <= 2);
+  static_assert(MR * NP <= 2 && (!Prefetch || NP == 1));
   // GCC 12's tile intrinsics are asm statements that name no memory: the barriers keep the writes of
   // init before the loads, and the reads of c after the stores.
   __asm__ volatile("" ::: "memory");
@@ -58,6 +59,14 @@ FB_AMX_TARGET void amx_panel(int64_t steps, const int64_t* as, const int64_t* bs
   for (int64_t k = 0; k < steps; ++k) {
     const uint16_t* bt = b + bs[k];
     const uint16_t* at = a + as[k];
+    if constexpr (Prefetch) {
+      if (k + 1 < steps) {
+        const char* an = reinterpret_cast<const char*>(a + as[k + 1]);
+        for (int r = 0; r < 16 * MR; ++r) _mm_prefetch(an + r * 2 * lda, _MM_HINT_T0);
+        const char* bn = reinterpret_cast<const char*>(b + bs[k + 1]);
+        for (int64_t off = 0; off < 2 * (bs[k + 1] - bs[k]); off += 64) _mm_prefetch(bn + off, _MM_HINT_T0);
+      }
+    }
     _tile_loadd(6, bt, 2 * ldb);
     _tile_loadd(7, bt + 32, 2 * ldb);
     _tile_loadd(4, at, 2 * lda);

@@ -96,11 +96,11 @@ FB_AMX_TARGET void bf16_amx_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1
       const uint16_t* panel = bp + p * kp * 2 * kPanel;
       int64_t r = r0;
       for (; r + 32 <= r_amx; r += 32) {
-        amx_panel<2>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
         amx_round_rows(sums, 32, c + r * ldc + col, ldc, m);
       }
       if (r < r_amx) {
-        amx_panel<1>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
         amx_round_rows(sums, 16, c + r * ldc + col, ldc, m);
       }
     }
