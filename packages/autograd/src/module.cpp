@@ -388,6 +388,28 @@ PYBIND11_MODULE(_C, m) {
   init_forward_ad(m);
   m.def("_run_backward", &run_backward_py, py::arg("outputs"), py::arg("grad_outputs"), py::arg("keep_graph"),
         py::arg("create_graph"), py::arg("inputs"), py::arg("allow_unused"), py::arg("accumulate"));
+  m.def(
+      "_leaf_has_hooks",
+      [](const flambeau::Tensor& t) {
+        AutogradMeta* meta = meta_of(t);
+        if (meta == nullptr) return false;
+        if (!meta->leaf_hooks_.empty()) return true;
+        const std::shared_ptr<Node> acc = meta->grad_accumulator_.lock();
+        return acc != nullptr && (!acc->pre_hooks().empty() || !acc->post_hooks().empty());
+      },
+      py::arg("tensor"),
+      "True if backward would run a hook of this leaf: a tensor hook or one on its AccumulateGrad node "
+      "(a post-accumulate-grad hook among them). fb.compile's reuse of a gradient buffer is off then.");
+  m.def(
+      "_holders",
+      [](const flambeau::Tensor& t) {
+        return t.defined() ? std::make_pair(t.impl_ptr().use_count(), t.impl()->storage().use_count())
+                           : std::make_pair(0L, 0L);
+      },
+      py::arg("tensor"),
+      "(handles of this tensor object, owners of its memory): its .grad slot, Python object, a saved tensor "
+      "of a graph, a view ... (this call's own argument counts once). fb.compile reuses a gradient buffer "
+      "only while nothing but the leaf and itself holds it.");
   m.def("_set_anomaly_enabled", &set_anomaly_mode_enabled, py::arg("enabled"));
   m.def("is_anomaly_enabled", &anomaly_mode_enabled);
   register_autograd_kernels();

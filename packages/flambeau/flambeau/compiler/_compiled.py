@@ -62,11 +62,14 @@ class _Config:
     same code, graph and compiler, skips it (Note [Checked captures] in ``_checked.py``);
     ``cache_size_limit_mb`` (default 512, None for no limit): the most disk space, in MiB, that fb.compile's
     kernels and check records take in the extension cache, the least recently used removed past it (Note
-    [Bounded compile cache] in ``_disk_cache.py``; ``fb.compiler.clear_cache`` removes them all)."""
+    [Bounded compile cache] in ``_disk_cache.py``; ``fb.compiler.clear_cache`` removes them all);
+    ``reuse_table_grads`` (default True): a replayed training step keeps an embedding table's gradient buffer
+    and zeroes only the rows it wrote (Note [Reused table gradients] in ``_table_grads.py``)."""
 
     recompile_limit: int = 8
     fusion: bool = True
     reuse_checks: bool = True
+    reuse_table_grads: bool = True
     cache_size_limit_mb: float | None = 512
 
     def __setattr__(self, name: str, value: Any) -> None:

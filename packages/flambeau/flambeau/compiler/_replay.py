@@ -12,6 +12,8 @@ same calls), and a random op draws fresh numbers each time. A change of grad mod
 (``with fb.no_grad():``) is a line of its own, undone on an exception. A training step's ``.grad`` reads and
 writes (Note [Captured backward]) are attribute accesses (``v3 = c0.grad``, ``c0.grad = None``), and a read
 nothing uses (``zero_grad(set_to_none=True)`` reads each ``.grad`` before dropping it) is no line at all.
+An embedding table's gradient is written by the program itself, into a buffer it keeps from call to call
+(Note [Reused table gradients] in ``_table_grads.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from flambeau_core._C import _set_grad_enabled
 
 from ._graph import Graph, Ref, same_kind
 from ._live import Live
+from ._table_grads import plan
 
 
 class Program:
@@ -66,13 +69,23 @@ class Program:
         dead_after = _dead_after(graph)
         lines: list[str] = []
         mode = grad_enabled
+        tables = _table_plan(graph, dead_after)  # Note [Reused table gradients]
+        if tables is not None:
+            lines.append(f"{const(tables[0], 't')}.begin()")
         for index, node in enumerate(graph.nodes):
             if node.grad_enabled != mode:
                 mode = node.grad_enabled
                 lines.append(f"_set_grad_enabled({mode})")
             args = [expr(a) for a in node.args] + [f"{k}={expr(v)}" for k, v in node.kwargs.items()]
             call = f"{const(node.target, 'op')}({', '.join(args)})"
-            if node.name == "Tensor.grad" and not node.kwargs and len(args) == 1 and node.results == [()]:
+            table = _table_of(tables, node)
+            if table is not None and node.name == "Tensor.grad=":
+                lines.append(f"{const(table, 't')}.clear()")
+            elif table is not None and tables is not None and index in tables[1]:
+                lines.append(
+                    f"v{node.first_value} = {const(table, 't')}.forward({const(node.target, 'op')}, {', '.join(args)})"
+                )
+            elif node.name == "Tensor.grad" and not node.kwargs and len(args) == 1 and node.results == [()]:
                 # Note [Captured backward]'s .grad read, as an attribute read; none where nothing reads it
                 # (zero_grad(set_to_none=True) reads each .grad before dropping it): a read has no effect.
                 if node.first_value in dead_after[index]:
@@ -88,6 +101,8 @@ class Program:
                 for k, path in enumerate(node.results):
                     lines.append(f"v{node.first_value + k} = r" + "".join(f"[{i}]" for i in path))
                 lines.append("del r")
+            if tables is not None and node.name == "backward":
+                lines.extend(f"{const(t, 't')}.finish()" for t in tables[2].values())
             if dead_after[index]:
                 lines.append("del " + ", ".join(f"v{v}" for v in dead_after[index]))
         lines.append(f"return {expr(graph.output)}")
@@ -102,6 +117,24 @@ class Program:
         exec(compile(src, "<fb.compile replay>", "exec"), env)  # noqa: S102 (generated from the graph)
         self.run: Callable[..., Any] = env["replay"]
         self.source = src
+
+
+def _table_plan(graph: Graph, dead: list[list[int]]) -> Any:
+    from ._compiled import config
+
+    return plan(graph, dead) if config.reuse_table_grads else None
+
+
+def _table_of(tables: Any, node: Any) -> Any:
+    """The :class:`TableGrad` a ``W.grad = None`` or an ``embedding(W, ...)`` node of the plan stands for."""
+    if tables is None or node.name not in ("Tensor.grad=", "embedding") or not node.args:
+        return None
+    a = node.args[0]
+    if not (isinstance(a, Ref) and a.kind == "const") or a.index not in tables[2]:
+        return None
+    if node.name == "Tensor.grad=" and (len(node.args) != 2 or node.args[1] is not None or node.kwargs):
+        return None
+    return tables[2][a.index]
 
 
 def _dead_after(graph: Graph) -> list[list[int]]:
