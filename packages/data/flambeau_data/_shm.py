@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import errno
 import io
+import marshal
 import math
 import mmap
 import os
@@ -95,6 +96,27 @@ class ShmBatch:
     def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
         # The fields as arguments: smaller and quicker to pickle than a dataclass's state dict.
         return ShmBatch, (self.name, self.nbytes, self.metas, self.payload, self.slot)
+
+
+_BATCH_TAG = b"B"  # a result batch as marshal of its fields (Note [Packed messages] in _pipe.py)
+
+
+def dumps_result(worker_id: int, task_id: int, batch: ShmBatch) -> bytes:
+    """The message of ``batch`` (Note [Packed messages]): marshal of its fields, or pickle if one is not a
+    plain int, str, bytes, list or tuple."""
+    fields = (worker_id, task_id, batch.name, batch.nbytes, batch.metas, batch.payload, batch.slot)
+    try:
+        return _BATCH_TAG + marshal.dumps(fields, 2)
+    except ValueError:  # a field marshal does not take (a subclass of tuple or int)
+        return pickle.dumps((worker_id, task_id, batch), pickle.HIGHEST_PROTOCOL)
+
+
+def loads_result(data: bytes) -> Any:
+    """A worker's message: ``(worker_id, task_id, ShmBatch)`` for a batch's, else the unpickled object."""
+    if data[0] != _BATCH_TAG[0]:
+        return pickle.loads(data)
+    worker_id, task_id, name, nbytes, metas, payload, slot = marshal.loads(memoryview(data)[1:])
+    return worker_id, task_id, ShmBatch(name, nbytes, metas, payload, slot)
 
 
 class _RefPickler(pickle.Pickler):

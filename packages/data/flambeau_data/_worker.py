@@ -49,7 +49,6 @@ from flambeau_data._convert import is_numpy_array, numpy_to_tensor
 from flambeau_data.dataset import GatheredBatch
 
 _POLL = 1.0
-_loads, _dumps, _PROTOCOL = pickle.loads, pickle.dumps, pickle.HIGHEST_PROTOCOL
 # The profiler's range around a batch fetched in a worker (under the worker's pid).
 _WORKER_FETCH = "DataLoader worker fetch"
 
@@ -388,7 +387,7 @@ def worker_loop(
                     break
                 continue
             try:
-                task = _loads(tasks_in.recv_bytes())
+                task = _pipe.loads_task(tasks_in.recv_bytes())  # Note [Packed messages]
             except (EOFError, OSError):
                 break  # the main process closed its end: shutting down
             if task is None:
@@ -429,7 +428,7 @@ def worker_loop(
             # Sent synchronously, before the next task is read: when a worker dies, every batch it
             # finished is in its pipe, so the main process knows which batch it died on.
             if type(payload) is _shm.ShmBatch:
-                _pipe.write(result_conn, _dumps((worker_id, task_id, payload), _PROTOCOL))
+                _pipe.write(result_conn, _shm.dumps_result(worker_id, task_id, payload))
             else:
                 result_conn.send((worker_id, task_id, payload))
             del payload

@@ -57,7 +57,6 @@ import itertools
 import math
 import multiprocessing as _mp
 import os
-import pickle
 import select
 import sys
 import threading
@@ -74,14 +73,13 @@ from flambeau_core.profiler import _events as _profiler_events
 from flambeau_data import _pipe, _random, _shm, _worker
 from flambeau_data.collate import default_collate, default_convert
 from flambeau_data.dataset import IterableDataset
-from flambeau_data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from flambeau_data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, yields_int_batches
 
 __all__ = ["DataLoader", "get_pin_memory_allocator", "set_pin_memory_allocator"]
 
 _POLL = 0.05  # seconds between liveness checks while waiting for a batch
 _JOIN_TIMEOUT = 2.0  # how long shutdown waits for a worker before terminating it
 _pool_ids = itertools.count()
-_loads = pickle.loads
 _reaping: set = set()  # pools whose workers a thread is reaping (Note [Reaping without waiting])
 _PRESEND = 16384  # bytes of tasks written into a worker's pipe before it starts (Note [Tasks before the fork])
 _PRESEND_INDICES = 1024  # the largest batch whose tasks are drawn before the workers start
@@ -534,6 +532,7 @@ class _WorkerPool:
         # and only while they fit in the pipes.
         self._pending: list[list[bytes]] | None = [[] for _ in range(loader.num_workers)]
         self._pickler = _pipe.Pickler()  # tasks pickled as Connection.send would (Note [Pipe messages])
+        self.int_tasks = False  # the batches are lists of ints: tasks packed (Note [Packed messages]); per epoch
         self._presend = loader._iterable or (
             not loader._auto_collation or (loader.batch_size is not None and loader.batch_size <= _PRESEND_INDICES)
         )
@@ -646,11 +645,11 @@ class _WorkerPool:
                 return self._ready.popleft()
             if expect is not None:
                 if self._results_in[expect].pending():  # the batch awaited is here: no system call
-                    return _loads(self._results_in[expect].recv_bytes())
+                    return _shm.loads_result(self._results_in[expect].recv_bytes())
                 expect = None
             for reader in self._results_in:
                 if reader.pending():
-                    self._ready.append(_loads(reader.recv_bytes()))
+                    self._ready.append(_shm.loads_result(reader.recv_bytes()))
             if self._ready:
                 continue
             if deadline is None:
@@ -669,7 +668,7 @@ class _WorkerPool:
                     sentinels.append(wid)
                     continue
                 try:
-                    self._ready.append(_loads(self._results_in[wid].recv_bytes()))
+                    self._ready.append(_shm.loads_result(self._results_in[wid].recv_bytes()))
                 except (EOFError, OSError):
                     dead.append(wid)
             for wid in sentinels:
@@ -699,7 +698,11 @@ class _WorkerPool:
         return self._pending is None or self._presend
 
     def send(self, wid: int, task: Any) -> None:
-        data = self._pickler.dumps(task)
+        data = None
+        if self.int_tasks and type(task) is tuple and task[3] is None and type(task[1]) is list:
+            data = _pipe.pack_task(task[0], task[1], task[2])  # Note [Packed messages]
+        if data is None:
+            data = self._pickler.dumps(task)
         if self._pending is not None:  # not started: written by start() (Note [Tasks before the fork])
             self._pending[wid].append(data)
             if sum(map(len, self._pending[wid])) > _PRESEND:
@@ -778,7 +781,7 @@ class _WorkerPool:
         for conn, reader in zip(self.result_conns, self._results_in, strict=True):
             try:
                 while reader.pending() or conn.poll(0):
-                    _loads(reader.recv_bytes())  # unpickled, as Connection.recv would
+                    _shm.loads_result(reader.recv_bytes())  # unpickled, as Connection.recv would
             except Exception:  # noqa: BLE001 (EOF, a torn message of a killed worker: nothing to keep)
                 continue
         self._ready.clear()
@@ -853,6 +856,7 @@ class _MultiProcessIterator(_BaseIterator):
         self._active = [True] * self._num_workers  # False once an iterable dataset ran out in that worker
         self._worker_cycle = itertools.cycle(range(self._num_workers))
         self._exhausted = False
+        self._pool.int_tasks = yields_int_batches(loader._index_sampler)
         if not first:
             resume = _worker._ResumeIteration(self._base_seed)
             for wid in range(self._num_workers):

@@ -131,6 +131,18 @@ class RandomSampler(Sampler[int]):
 _shuffled_iter = RandomSampler.__iter__  # BatchSampler slices its chunks while it is RandomSampler's iterator
 
 
+def yields_int_batches(batch_sampler: Any) -> bool:
+    """Whether every batch of ``batch_sampler`` is a list of plain ints: a BatchSampler over a RandomSampler or
+    a SequentialSampler, none of their ``__iter__`` replaced (the DataLoader then packs its tasks, Note [Packed
+    messages] in _pipe.py)."""
+    if type(batch_sampler) is not BatchSampler or BatchSampler.__iter__ is not _batch_iter:
+        return False
+    inner = type(batch_sampler.sampler)
+    return (inner is RandomSampler and RandomSampler.__iter__ is _shuffled_iter) or (
+        inner is SequentialSampler and SequentialSampler.__iter__ is _sequential_iter
+    )
+
+
 class SubsetRandomSampler(Sampler[int]):
     """The given indices in random order.
 
@@ -257,6 +269,10 @@ class BatchSampler(Sampler[list[int]]):
         if self.drop_last:
             return n // self.batch_size
         return (n + self.batch_size - 1) // self.batch_size
+
+
+_batch_iter = BatchSampler.__iter__  # yields_int_batches: the iterators whose batches are lists of ints
+_sequential_iter = SequentialSampler.__iter__
 
 
 class DistributedSampler(Sampler[int]):

@@ -1,5 +1,6 @@
 """The loader's pipe messages (Note [Pipe messages]): the bytes of multiprocessing's Connection, read and
-written with less per message; the loader that uses them still gives torch's batches."""
+written with less per message, and the packed task and batch messages (Note [Packed messages]); the loader
+that uses them still gives torch's batches."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import to_py
-from flambeau_data import DataLoader, _pipe
+from flambeau_data import DataLoader, _pipe, _shm
+from flambeau_data.sampler import yields_int_batches
 
 
 class _Registered:
@@ -264,3 +266,85 @@ def test_batches_arriving_before_the_awaited_one_keep_torchs_order(no_leaks, in_
     else:  # as they come, in both: the slow first batch is not first, and every batch is there once
         assert got[0][3] != [[0.0], [1.0]] and want[0][3] != [[0.0], [1.0]]
         assert sorted(map(str, got)) == sorted(map(str, want))
+
+
+@pytest.mark.parametrize(
+    "indices",
+    [[0], [5, 3, 59999], list(range(7000)), [2**31 - 1, -(2**31)], [2**31, 7, -1], [2**63 - 1, -(2**63)], []],
+)
+def test_packed_tasks_give_the_same_ints(indices):
+    # Note [Packed messages]: int32 where every index fits, else int64; the worker gets a list of plain ints.
+    data = _pipe.pack_task(12, indices, 3)
+    assert data[0] == ord("T") and data[1] == (ord("i") if all(-(2**31) <= i < 2**31 for i in indices) else ord("q"))
+    task_id, got, slot, profiling = _pipe.loads_task(data)
+    assert (task_id, slot, profiling) == (12, 3, None)
+    assert got == indices and type(got) is list and all(type(i) is int for i in got)
+    assert _pipe.loads_task(ForkingPickler.dumps((1, [2], 0, None))) == (1, [2], 0, None)  # a pickle as before
+
+
+def test_an_index_beyond_int64_is_pickled():
+    assert _pipe.pack_task(0, [2**63], 0) is None
+
+
+def test_packed_results_give_the_same_batch():
+    batch = _shm.ShmBatch("fbdl_1_0_0_2", 450048, [(0, "float32", (128, 1, 28, 28)), (401408, "int64", (128,))], b"", 2)
+    data = _shm.dumps_result(1, 17, batch)
+    assert data[:1] == b"B"
+    assert _shm.loads_result(data) == (1, 17, batch)
+    # A field marshal does not take (a tuple subclass as a shape) goes through pickle, and comes back equal.
+    odd = _shm.ShmBatch("n", 8, [(0, "int64", fc.zeros(1).shape)], b"x", 0)
+    data = _shm.dumps_result(0, 1, odd)
+    assert data[0] == 0x80 and _shm.loads_result(data) == (0, 1, odd)
+    assert _shm.loads_result(pickle.dumps((0, None, "resumed"))) == (0, None, "resumed")
+
+
+class _Shuffled(torch.utils.data.Sampler):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(np.random.default_rng(1).permutation(self.n).tolist())
+
+    def __len__(self):
+        return self.n
+
+
+def test_only_the_built_in_samplers_batches_are_packed():
+    ds = list(range(10))
+    assert yields_int_batches(DataLoader(ds, batch_size=2, shuffle=True).batch_sampler)
+    assert yields_int_batches(DataLoader(ds, batch_size=2).batch_sampler)
+    assert not yields_int_batches(DataLoader(ds, batch_size=None).batch_sampler)
+    assert not yields_int_batches(_Batches())
+    assert not yields_int_batches(DataLoader(ds, batch_size=2, sampler=_Shuffled(10)).batch_sampler)
+
+
+class _IndexTypes:
+    """The type and value of each index it is given, as a string (the batch's collated strings say them)."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return f"{type(i).__name__}:{int(i)}"
+
+
+class _NumpyBatches:
+    def __iter__(self):
+        return iter([list(np.arange(k, k + 3)) for k in range(0, 12, 3)])
+
+    def __len__(self):
+        return 4
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_the_indices_a_dataset_gets_are_torchs(no_leaks, shuffle):
+    # Packed or pickled, a worker's dataset gets the indices torch's gets: plain ints from the built-in
+    # samplers, NumPy ints from a batch sampler that yields them.
+    for kwargs in ({"batch_size": 3, "shuffle": shuffle}, {"batch_sampler": _NumpyBatches()}):
+        fc.manual_seed(3)
+        got = list(DataLoader(_IndexTypes(), num_workers=2, **kwargs))
+        want = list(torch.utils.data.DataLoader(_IndexTypes(), num_workers=2, **kwargs))
+        assert {s.split(":")[0] for b in got for s in b} == {s.split(":")[0] for b in want for s in b}
+        if not shuffle:
+            assert got == want
+        assert sorted(s for b in got for s in b) == sorted(s for b in want for s in b)
