@@ -60,9 +60,11 @@
 // and chunk of pairs, and are rounded to bfloat16 once as before. Measured here at one thread, ResNet-8's
 // forward and input-gradient convolutions took 3-5x less time (16->16 32x32 forward 2473 -> 506 us, 64->64
 // 8x8 2383 -> 502 us): a vdpbf16ps zmm issued about once every three cycles on this machine, against 32 x 16
-// x 16 products per tdpbf16ps. The tiles need the output channels in multiples of 16 and the channel pairs in
-// equal chunks of at most 16 (a tile's shape is fixed while it holds sums); other convolutions stay on
-// vdpbf16ps. The taps of a kernel row read planes that follow each other, so their pairs are one run of rows
+// x 16 products per tdpbf16ps. The tiles need the channel pairs in equal chunks of at most 16 (a tile's shape
+// is fixed while it holds sums); other convolutions stay on vdpbf16ps. Output channels past a multiple of 16
+// fill a last tile of 16 or 32 rows whose other rows read the weights that follow (the next group's, or
+// zeros past the last group's) and are not stored: LeNet-5's 1->6 5x5 forward on AMX.
+// The taps of a kernel row read planes that follow each other, so their pairs are one run of rows
 // (tap t + 1's pair p is pair CP + p of tap t) and a tile's depth may span taps: a class's steps are kc
 // pairs, the largest depth of at most 16 that divides each run (3 input channels: 6 pairs a step, not 2; 16:
 // 12, not 8); 16 output channels take two panels at a time, the weight tile read once for four products. A
@@ -560,7 +562,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
   // kernel row: tap t + 1's pair p is pair CP + p of tap t) and each run's pairs in steps of kc, the
   // largest depth of at most 16 that divides every run (16->16 3x3: 24 pairs a run, 12 a step, where a
   // tap's 8 pairs a step used half of each tdpbf16ps).
-  const bool amx = settings::bf16_amx() && Cout_g % 16 == 0 && CP % ceil_div(CP, 16) == 0 && amx_usable();
+  const bool amx = settings::bf16_amx() && CP % ceil_div(CP, 16) == 0 && amx_usable();
   struct AmxSteps {
     int64_t kc = 0;
     std::vector<int64_t> a, b;  // per step: the offsets of its weights (from the class's) and pair rows
@@ -631,9 +633,12 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
           alignas(64) float init[4 * kRows * kCols], sums[4 * kRows * kCols];
           for (int64_t r = 0; r < Cout_g; r += 4 * kRows) {
             const int64_t rows = std::min(4 * kRows, Cout_g - r);
-            for (int64_t i = 0; i < rows; ++i) std::fill_n(init + i * kCols, kCols, bg ? bg[r + i] : 0.0f);
+            // Rows past the output channels (a count that is not a multiple of 16) multiply the weights
+            // that follow (pack_weights' padding); their sums are not stored.
+            for (int64_t i = 0; i < 4 * kRows; ++i)
+              std::fill_n(init + i * kCols, kCols, bg && i < rows ? bg[r + i] : 0.0f);
             // 16 rows take two panels at a time (the weight tile read once for four products).
-            const int64_t np = rows == 4 * kRows ? 1 : 2;
+            const int64_t np = rows > 2 * kRows ? 1 : 2;
             for (int64_t pn = 0; pn < panels; pn += np) {
               const uint16_t* bp = b + 2 * pn * kCols;
               const int64_t* as = st.a.data();
@@ -721,12 +726,13 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
     if (configured) amx_release();
   });
 }
-/// wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), the weight tap of plan tap t), zero past Cin_g;
-/// `at(gi, o, c, tap)` reads one weight.
+/// wp[gi][o][t][cp][2] = w(gi, o, c = 2cp (+1), the weight tap of plan tap t), zero past Cin_g, and
+/// 31 rows of zeros past the last group's (an AMX tile of 32 rows starting at its last output channels
+/// reads them); `at(gi, o, c, tap)` reads one weight.
 template <class At>
 std::vector<uint16_t> pack_weights(const Plan& pl, const At& at) {
   const int64_t G = pl.groups, CP = ceil_div(pl.Cin_g, 2), T = static_cast<int64_t>(pl.wtap.size());
-  std::vector<uint16_t> wp(static_cast<size_t>(G * pl.Cout_g * T * CP * 2), 0);
+  std::vector<uint16_t> wp(static_cast<size_t>((G * pl.Cout_g + 31) * T * CP * 2), 0);
   for (int64_t gi = 0; gi < G; ++gi)
     for (int64_t o = 0; o < pl.Cout_g; ++o)
       for (int64_t t = 0; t < T; ++t)
