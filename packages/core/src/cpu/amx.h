@@ -34,6 +34,14 @@ bool amx_usable();
 /// Loads the panel configuration above on the calling thread, for kc pairs (1 to 16) per step.
 void amx_configure(int64_t kc);
 
+/// The pairs a step of the tiles takes over a depth of kp pairs (or runs of kp): the largest divisor of
+/// kp up to 16 (16 for none).
+inline int64_t amx_step_pairs(int64_t kp) {
+  int64_t kc = kp > 0 && kp < 16 ? kp : 16;
+  while (kp % kc != 0) --kc;
+  return kc;
+}
+
 /// Releases the calling thread's tile state (after amx_configure, once its panels are done).
 void amx_release();
 

@@ -580,8 +580,7 @@ FB_BF16_TARGET void run(const Plan& pl, const uint16_t* in, const uint16_t* wp, 
     int64_t depth = 0;
     for (const auto& [t0, len] : runs) depth = std::gcd(depth, len * CP);
     AmxSteps& st = amx_steps[ci];
-    st.kc = 16;
-    while (depth % st.kc) --st.kc;
+    st.kc = amx_step_pairs(depth);
     for (const auto& [t0, len] : runs)
       for (int64_t k = 0; k < len * CP; k += st.kc) {
         st.a.push_back((t0 - c.tap0) * a_tap + 2 * k);

@@ -15,7 +15,7 @@
 //   backends.cpu.bf16_amx on (the default) and at least 16 rows: the same panels are the right
 //   operand tdpbf16ps reads (a tile row is 16 columns of a pair, 64 bytes), and op(A)'s rows, read
 //   in place or packed as above, are its left tiles of 16 rows x kc pairs. The depth runs in steps
-//   of kc pairs, the largest divisor of the pairs up to 16 (amx_step_pairs); where that is below 8
+//   of kc pairs, the largest divisor of the pairs up to 16 (amx_step_pairs, amx.h); where that is below 8
 //   (a prime number of pairs...) the depth is padded with zeros to whole steps of 16 pairs, in both
 //   operands (0 * 0: no NaN from an infinity). The tiles (lowp_gemm_avx512.cpp) hold 32 rows x 32
 //   columns of C in four float32 tiles started from the bias, stored and rounded once; the last
@@ -53,17 +53,10 @@ using Bf16TilesFn = void (*)(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int
                              uint16_t* c, int64_t ldc);
 FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_tiles_stub);
 
-/// The bf16_tiles_stub's AMX counterpart (Note [Low-precision GEMM]): kk / 2 a multiple of
-/// amx_step_pairs(kk / 2); rows below a multiple of 16 are left to the vdpbf16ps tiles. Runs only
-/// where amx_usable().
+/// The bf16_tiles_stub's AMX counterpart (Note [Low-precision GEMM]): the depth in steps of
+/// amx_step_pairs(kk / 2) pairs (amx.h); rows past a multiple of 16 are left to the vdpbf16ps tiles.
+/// Runs only where amx_usable().
 FB_DECLARE_DISPATCH(Bf16TilesFn, bf16_amx_tiles_stub);
-
-/// The pairs of depth a step of the AMX tiles takes for kp pairs: the largest divisor of kp up to 16.
-inline int64_t amx_step_pairs(int64_t kp) {
-  int64_t kc = kp < 16 ? kp : 16;
-  while (kp % kc != 0) --kc;
-  return kc;
-}
 
 /// One panel of op(B) in the pair layout (dst[pair][column][2], pairs (k + 1) / 2, 32 columns; zeros
 /// past `width` columns and past depth k) from the columns [j0, j0 + width) of op(B), element (r, c)
