@@ -55,7 +55,7 @@ class Trainer:
         return loss
 
 
-def _trainers(padding_idx=None, seed=0):
+def _trainers(padding_idx=None, seed=0, batch=BATCH):
     rng = np.random.default_rng(seed)
     state = {
         "users.weight": rng.standard_normal((USERS, DIM)).astype(np.float32),
@@ -63,9 +63,9 @@ def _trainers(padding_idx=None, seed=0):
         "head.weight": rng.standard_normal((1, 2 * DIM)).astype(np.float32) * 0.3,
         "head.bias": np.zeros(1, np.float32),
     }
-    u = rng.integers(0, USERS, BATCH)
-    i = rng.integers(0, ITEMS, BATCH)
-    y = rng.integers(0, 2, BATCH).astype(np.float32)
+    u = rng.integers(0, USERS, batch)
+    i = rng.integers(0, ITEMS, batch)
+    y = rng.integers(0, 2, batch).astype(np.float32)
     return [Trainer(fb, state, u, i, y, padding_idx) for _ in range(2)], Trainer(torch, state, u, i, y, padding_idx)
 
 
@@ -240,3 +240,18 @@ def test_a_table_read_twice_or_a_lookup_returned_is_not_reused(case):
         )
     assert got._last.program is not None, got.break_reasons
     assert ".forward(" not in got._last.program.source
+
+
+def test_the_setting_is_part_of_a_checked_capture_record():
+    """A record of a check replay passed with the tables' reuse on does not stand for one with it off (a
+    batch size of this test's own: no earlier test of the module left a record of its graph)."""
+    checks = []
+    for reuse in (True, True, False, False):
+        fb.compiler.reset()
+        fb.compiler.config.reuse_table_grads = reuse
+        (_, compiled), _ = _trainers(batch=BATCH + 3)
+        step = fb.compile(compiled.step)
+        for _ in range(3):
+            step()
+        checks.append(step.checks)
+    assert checks == [["replayed"], ["a record of an earlier check"], ["replayed"], ["a record of an earlier check"]]

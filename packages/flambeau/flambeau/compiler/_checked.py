@@ -337,7 +337,10 @@ def fingerprint(
         h.update(s.encode())
         h.update(b"\n")
 
-    put(f"{environment()}|grad={int(grad)}|step={int(step)}|{graph.num_inputs}|{graph.num_values}")
+    from ._compiled import config  # the replay of a step writes tables' gradients itself unless it is off
+
+    tables = int(config.reuse_table_grads)  # (Note [Reused table gradients])
+    put(f"{environment()}|grad={int(grad)}|step={int(step)}|tables={tables}|{graph.num_inputs}|{graph.num_values}")
     memory: dict[int, int] = {}  # storage -> the first tensor on it, numbered over inputs then constants
     for k, t in enumerate([*inputs, *graph.constants]):
         rg, has_grad = entry.get(id(t), (t.requires_grad, False))
