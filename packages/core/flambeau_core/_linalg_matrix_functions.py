@@ -64,6 +64,10 @@ def vector_norm(
         >>> fb.linalg.vector_norm(x, ord=float("inf"), dim=1)
         tensor([4., 1.])
     """
+    if dtype is None and isinstance(x, Tensor) and x.dtype in (_C.float16, _C.bfloat16):
+        # The float32 norm rounded once: PyTorch's CPU kernel accumulates a 16-bit input in float32.
+        r = vector_norm(x.float(), ord, dim, keepdim).to(x.dtype)
+        return _copy_out(r, out, "linalg.vector_norm")
     _check_float(x, "linalg.vector_norm", "x", complex_ok=True)
     if dtype is not None:
         x = x.to(dtype)

@@ -141,7 +141,7 @@ def assert_within_ulps(ours: fc.Tensor, theirs: Any, ulps: int = 1) -> None:
     a, b = to_numpy(ours), torch_numpy(theirs.detach())
     np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
     diff = np.abs(ordered(np.nan_to_num(a), dtype) - ordered(np.nan_to_num(b), dtype))
-    assert diff.max(initial=0) <= ulps, (a, b)
+    assert diff.max(initial=0) <= ulps, (f"{diff.max(initial=0)} units apart", a, b)
 
 
 def assert_on_device(t: fc.Tensor) -> None:

@@ -1,7 +1,8 @@
-"""var, std, var_mean, std_mean, prod and mean on float16 / bfloat16 (src/cpu/reduce/reduce_extra.cpp,
-src/composite/reduce_extra.cpp, composite::mean) against PyTorch 2.13: var and std in float32 rounded
-once, prod multiplying in the 16-bit dtype in order (bit for bit, as PyTorch's CPU product of a row),
-mean of a float32 sum (no float16 overflow), their dtypes and gradients."""
+"""The reductions and scans on float16 / bfloat16 against PyTorch 2.13 (src/cpu/reduce/reduce_extra.cpp and
+scan.cpp, src/composite/reduce_extra.cpp, composite::mean, linalg.vector_norm): var, std and vector_norm in
+float32 rounded once; prod multiplying in the 16-bit dtype in order (bit for bit, as PyTorch's CPU product
+of a row); mean of a float32 sum (no float16 overflow); cummax/cummin bit for bit with their indices;
+logcumsumexp accumulated in float32; their dtypes and gradients."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import flambeau_core as fc
 import numpy as np
 import pytest
 import torch
-from helpers import assert_same_as_torch, assert_within_ulps, from_torch, torch_values
+from helpers import assert_same_as_torch, assert_within_ulps, from_torch, to_numpy, torch_values
 
 DTYPES = ["float16", "bfloat16"]
 
@@ -113,3 +114,68 @@ def test_float16_mean_sums_in_float32():
     assert_same_as_torch(fc.mean(from_torch(t)), torch.mean(t))
     t2 = values("float16", (3, 40_000), 8, shift=30.0)
     assert_same_as_torch(fc.mean(from_torch(t2), 1), torch.mean(t2, 1))
+
+
+# ---- cummax, cummin, logcumsumexp (src/cpu/reduce/scan.cpp) ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin(name, dim, dtype):
+    t = values(dtype, (9, 13), 9).mul(2).round()  # ties: the last index wins, as PyTorch
+    t.view(-1)[[5, 20]] = torch.tensor([float("nan"), float("inf")]).to(t.dtype)
+    ours = getattr(fc, name)(from_torch(t), dim)
+    theirs = getattr(torch, name)(t, dim)
+    assert_same_as_torch(ours[0], theirs[0])
+    np.testing.assert_array_equal(to_numpy(ours[1]), theirs[1].numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1])
+def test_logcumsumexp(dim, dtype):
+    t = values(dtype, (9, 40), 10)
+    t.view(-1)[3] = -float("inf")
+    assert_within_ulps(fc.logcumsumexp(from_torch(t), dim), torch.logcumsumexp(t, dim))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scan_gradients(dtype):
+    needs_autograd()
+    t, g = values(dtype, (5, 8), 11), values(dtype, (5, 8), 12, scale=1.0)
+    # logcumsumexp's gradient is a 16-bit composition here and in PyTorch (each 8-15 units from float64's).
+    for name, ulps in [("cummax", 0), ("cummin", 0)]:
+        tx = t.clone().requires_grad_(True)
+        out = getattr(torch, name)(tx, 1)
+        out[0].backward(g)
+        x = from_torch(t).requires_grad_(True)
+        ours = getattr(fc, name)(x, 1)
+        ours[0].backward(from_torch(g))
+        assert_within_ulps(x.grad, tx.grad, ulps)
+
+
+# ---- linalg.vector_norm (flambeau_core/_linalg_matrix_functions.py) ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ord", [2, 1, 3, float("inf"), 0.5, 0])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_vector_norm(dim, ord, dtype):
+    # The float32 norm rounded once; PyTorch's float32 accumulation order differs in a rare last unit.
+    t = values(dtype, (7, 33), 13)
+    ours = fc.linalg.vector_norm(from_torch(t), ord, dim)
+    assert_within_ulps(ours, torch.linalg.vector_norm(t, ord, dim))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vector_norm_gradient_and_out(dtype):
+    needs_autograd()
+    t = values(dtype, (4, 6), 14)
+    tx = t.clone().requires_grad_(True)
+    torch.linalg.vector_norm(tx, 2, 1).sum().backward()
+    x = from_torch(t).requires_grad_(True)
+    fc.linalg.vector_norm(x, 2, 1).sum().backward()
+    assert_within_ulps(x.grad, tx.grad)
+    out = fc.empty(4, dtype=getattr(fc, dtype))
+    fc.linalg.vector_norm(from_torch(t), 2, 1, out=out)
+    assert_within_ulps(out, torch.linalg.vector_norm(t, 2, 1))

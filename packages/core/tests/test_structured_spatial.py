@@ -440,30 +440,36 @@ def test_errors_where_torch_differs():
     # Dtypes without a loop: torch's NotImplementedError, flambeau's TypeError naming the op.
     with pytest.raises(NotImplementedError):
         torch._C._nn.im2col(ti, [2, 2], *BLOCK1)
-    with pytest.raises(TypeError, match=r"\[im2col\] expected a float32 or float64 input, got int64"):
+    with pytest.raises(
+        TypeError, match=r"\[im2col\] expected a float16, bfloat16, float32 or float64 input, got int64"
+    ):
         _C.im2col(x.long(), [2, 2], *BLOCK1)
     with pytest.raises(NotImplementedError):
         torch._C._nn.upsample_bilinear2d(ti, [3, 3], False)
-    with pytest.raises(TypeError, match=r"\[upsample_bilinear2d\] needs a float32 or float64 tensor, got dtype int64"):
+    with pytest.raises(
+        TypeError,
+        match=r"\[upsample_bilinear2d\] needs a float16, bfloat16, float32 or float64 tensor, got dtype int64",
+    ):
         _C.upsample_bilinear2d(x.long(), [3, 3], False)
     with pytest.raises(NotImplementedError):
         torch._C._nn.upsample_nearest2d(ti.bool(), [3, 3])
     with pytest.raises(TypeError, match=r"\[upsample_nearest2d\] is not supported for dtype bool"):
         _C.upsample_nearest2d(x.bool(), [3, 3])
-    # float16 has no nearest loop here (torch has): refused at the call on every device, after the
-    # shape errors, and not for an empty result.
+    # float16 runs the float32 loop (as torch takes it), on every device's meta step too; the shape errors
+    # still come first.
     for device in ["cpu", "meta"]:
         h = fc.ones(1, 2, 4, 4, dtype=fc.float16, device=device)
-        with pytest.raises(TypeError, match=r"\[upsample_nearest2d\] dtype float16 is not supported yet"):
-            _C.upsample_nearest2d(h, [3, 3])
+        assert _C.upsample_nearest2d(h, [3, 3]).dtype == fc.float16
         with pytest.raises(RuntimeError, match=r"\[upsample_nearest2d\] output_size must have 2 elements"):
             _C.upsample_nearest2d(h, [3])
         assert tuple(_C.upsample_nearest2d(h[:0], [3, 3]).shape) == (0, 2, 3, 3)
         assert tuple(_C._pad_nd(h, [1, 1], "constant", 0.0).shape) == (1, 2, 4, 6)
         assert tuple(_C._pad_nd(h, [], "constant", 0.0).shape) == (1, 2, 4, 4)
     assert torch._C._nn.upsample_nearest2d(ti.half(), [3, 3]).dtype == torch.float16
-    # The gradient of a non-constant pad is computed in float32/float64 only.
-    with pytest.raises(TypeError, match=r"\[pad_backward\] needs a float32 or float64 gradient, got dtype int64"):
+    # The gradient of a non-constant pad is computed for the floating dtypes only.
+    with pytest.raises(
+        TypeError, match=r"\[pad_backward\] needs a float16, bfloat16, float32 or float64 gradient, got dtype int64"
+    ):
         _C._pad_nd_backward(fc.ones(2, 4, 6, dtype=fc.int64), [2, 4, 4], [1, 1], "reflect")
     with pytest.raises(RuntimeError, match=r"\[pad_backward\] grad_output has shape \(2, 4, 5\) but padding"):
         _C._pad_nd_backward(fc.ones(2, 4, 5), [2, 4, 4], [1, 1], "reflect")

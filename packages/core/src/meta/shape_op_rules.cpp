@@ -44,7 +44,8 @@ void check_masked_fill(const char* /*op*/, const Tensor& self, const Tensor& mas
 }
 
 void check_cum_extremum(const char* op, const Tensor& self) {
-  if (self.numel() > 0) visit_dtype(self.dtype(), op, [](auto) {});
+  // float16/bfloat16 compare as float32 (cpu/reduce/scan.cpp).
+  if (self.numel() > 0 && dtype_set_of(self.dtype()) != kDtHalf) visit_dtype(self.dtype(), op, [](auto) {});
 }
 
 void check_logcumsumexp(const char* op, const Tensor& self) {

@@ -49,8 +49,8 @@ void check_blocks_input(const char* op, const Tensor& self, int64_t batched_dim)
     if (batched_dim == 4 && self.dim() < 3) throw IndexError(msg);
     throw ValueError(msg);
   }
-  FB_CHECK_TYPE(self.dtype() == ScalarType::Float32 || self.dtype() == ScalarType::Float64, "[", op,
-                "] expected a float32 or float64 input, got ", dtype_name(self.dtype()));
+  FB_CHECK_TYPE(is_floating(self.dtype()), "[", op,
+                "] expected a float16, bfloat16, float32 or float64 input, got ", dtype_name(self.dtype()));
 }
 
 Shape im2col(const char* op, const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
@@ -179,8 +179,9 @@ void check_pad_grad(const char* op, const Tensor& grad_output, IntArrayRef input
     if (!pad.empty() && !has_zero(input_size)) check_pad_dtype(grad_output.dtype());
     return;
   }
-  FB_CHECK_TYPE(grad_output.dtype() == ScalarType::Float32 || grad_output.dtype() == ScalarType::Float64, "[",
-                op, "] needs a float32 or float64 gradient, got dtype ", dtype_name(grad_output.dtype()));
+  FB_CHECK_TYPE(is_floating(grad_output.dtype()), "[", op,
+                "] needs a float16, bfloat16, float32 or float64 gradient, got dtype ",
+                dtype_name(grad_output.dtype()));
 }
 
 // ---- upsample_nearest2d, upsample_bilinear2d and their backwards ----
@@ -203,13 +204,14 @@ Shape resize_shape(IntArrayRef sz, IntArrayRef output_size, const char* op) {
 }  // namespace
 
 void check_resample_dtype(const char* op, const Tensor& t) {
-  FB_CHECK_TYPE(t.dtype() == ScalarType::Float32 || t.dtype() == ScalarType::Float64, "[", op,
-                "] needs a float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
+  FB_CHECK_TYPE(is_floating(t.dtype()), "[", op,
+                "] needs a float16, bfloat16, float32 or float64 tensor, got dtype ", dtype_name(t.dtype()));
 }
 
 Shape upsample2d(const char* op, const Tensor& self, IntArrayRef output_size) {
   Shape out = resize_shape(self.sizes(), output_size, op);
-  if (out[0] != 0 && out[1] != 0) check_loop_dtype(op, self.dtype());
+  // float16/bfloat16 run the float32 loops (Note [Low-precision kernels]).
+  if (out[0] != 0 && out[1] != 0 && dtype_set_of(self.dtype()) != kDtHalf) check_loop_dtype(op, self.dtype());
   return out;
 }
 

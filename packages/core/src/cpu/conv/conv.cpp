@@ -608,6 +608,8 @@ ConvGeo block_geo(const conv::BlockArgs& a, int64_t N, int64_t C, int64_t H, int
 void im2col_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
                     IntArrayRef padding, IntArrayRef stride) {
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype()))  // copies: exact through float32
+    return cpu::copy_out(out, op::im2col(cpu::to_float32(self), kernel_size, dilation, padding, stride));
   const char* op = "im2col";
   const conv::BlockArgs a = conv::block_args(op, kernel_size, dilation, padding, stride);
   const bool batched = self.dim() == 4;
@@ -634,6 +636,9 @@ void im2col_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef kernel_si
 void col2im_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size,
                     IntArrayRef dilation, IntArrayRef padding, IntArrayRef stride) {
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype()))  // overlapping blocks added in float32, rounded once
+    return cpu::copy_out(
+        out, op::col2im(cpu::to_float32(self), output_size, kernel_size, dilation, padding, stride));
   const char* op = "col2im";
   const std::array<int64_t, 2> osz = conv::expand_pair(output_size, op, "output_size");
   const conv::BlockArgs a = conv::block_args(op, kernel_size, dilation, padding, stride);

@@ -180,9 +180,9 @@ void pad_nd_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArr
   for (int64_t j = 0; j < p.k; ++j) in_plane *= p.in_pad[j];
   const int64_t* last = p.map(p.k - 1);
   cpu::write_contiguous(gi, grad_output, [&](Tensor dst) {
-    visit_dtype(grad_output.dtype(), "pad_backward", [&](auto tag) {
+    visit_dtypes<kDtFloats | kDtHalf>(grad_output.dtype(), "pad_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
         const T* g = go.data<T>();
         T* o = dst.data<T>();
         parallel_for(0, p.lead, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(rows * out_w, 1)),
@@ -191,7 +191,14 @@ void pad_nd_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArr
                        for (int64_t r = b * rows; r < e * rows; ++r) {
                          const T* gr = g + r * out_w;
                          T* orow = o + source_row(p, r, rows);
-                         for (int64_t c = 0; c < out_w; ++c) orow[last[c]] += gr[c];
+                         for (int64_t c = 0; c < out_w; ++c) {
+                           // float16/bfloat16 add in the 16-bit dtype in output order, as PyTorch's kernel
+                           // (bit for bit for reflect and replicate).
+                           if constexpr (is_half_v<T>)
+                             orow[last[c]] = T(static_cast<float>(orow[last[c]]) + static_cast<float>(gr[c]));
+                           else
+                             orow[last[c]] += gr[c];
+                         }
                        }
                      });
       }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/error.h"
 #include "flambeau/ops.h"
@@ -63,9 +64,11 @@ struct NearestIndices {
 
 // The four ops are structured (Note [Structured kernels]): the meta step checked the arguments (and
 // that the dtype has a loop here) and allocated out; these out kernels fill it.
-void upsample_nearest2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef /*output_size*/,
+void upsample_nearest2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef output_size,
                                 std::optional<double> scales_h, std::optional<double> scales_w) {
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype()))  // Note [Low-precision kernels]: float32, rounded once
+    return cpu::copy_out(out, op::upsample_nearest2d(cpu::to_float32(self), output_size, scales_h, scales_w));
   const char* op = "upsample_nearest2d";
   const Resize r = resize_of(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
@@ -90,9 +93,12 @@ void upsample_nearest2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayR
 }
 
 void upsample_nearest2d_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArrayRef input_size,
-                                         IntArrayRef /*output_size*/, std::optional<double> scales_h,
+                                         IntArrayRef output_size, std::optional<double> scales_h,
                                          std::optional<double> scales_w) {
   if (gi.numel() == 0) return;
+  if (cpu::is_low_precision(grad_output.dtype()))  // Note [Low-precision kernels]: float32, rounded once
+    return cpu::copy_out(gi, op::upsample_nearest2d_backward(cpu::to_float32(grad_output), input_size,
+                                                             output_size, scales_h, scales_w));
   const char* op = "upsample_nearest2d_backward";
   const Resize r = resize_of(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);
@@ -156,10 +162,13 @@ Taps<A> linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   return t;
 }
 
-void upsample_bilinear2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef /*output_size*/,
+void upsample_bilinear2d_out_cpu(const Tensor& out, const Tensor& self, IntArrayRef output_size,
                                  bool align_corners, std::optional<double> scales_h,
                                  std::optional<double> scales_w) {
   if (out.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype()))  // Note [Low-precision kernels]: float32, rounded once
+    return cpu::copy_out(
+        out, op::upsample_bilinear2d(cpu::to_float32(self), output_size, align_corners, scales_h, scales_w));
   const char* op = "upsample_bilinear2d";
   const Resize r = resize_of(self.sizes(), out.sizes());
   const Tensor in = contiguous(self);
@@ -194,9 +203,13 @@ void upsample_bilinear2d_out_cpu(const Tensor& out, const Tensor& self, IntArray
 }
 
 void upsample_bilinear2d_backward_out_cpu(const Tensor& gi, const Tensor& grad_output, IntArrayRef input_size,
-                                          IntArrayRef /*output_size*/, bool align_corners,
+                                          IntArrayRef output_size, bool align_corners,
                                           std::optional<double> scales_h, std::optional<double> scales_w) {
   if (gi.numel() == 0) return;
+  if (cpu::is_low_precision(grad_output.dtype()))  // Note [Low-precision kernels]: float32, rounded once
+    return cpu::copy_out(
+        gi, op::upsample_bilinear2d_backward(cpu::to_float32(grad_output), input_size, output_size,
+                                             align_corners, scales_h, scales_w));
   const char* op = "upsample_bilinear2d_backward";
   const Resize r = resize_of(input_size, grad_output.sizes());
   const Tensor go = contiguous(grad_output);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cpu/elementwise/wrapping.h"
+#include "cpu/low_precision.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
 #include "reduce_common.h"
@@ -171,6 +172,12 @@ void cum_extremum(const char* op, const Tensor& values_out, const Tensor& indice
                   int64_t dim) {
   dim = wrap_dim(dim, self.dim(), op);
   if (self.numel() == 0) return;
+  if (cpu::is_low_precision(self.dtype())) {  // compared as their (exact) float32 values
+    const auto [v, i] =
+        IsMax ? op::cummax(cpu::to_float32(self), dim) : op::cummin(cpu::to_float32(self), dim);
+    cpu::copy_out(values_out, v);
+    return cpu::copy_out(indices_out, i);
+  }
   const DimSplit s = split_dim(self, dim, true, op, true);
   const Tensor in = contiguous(self);
   write_contiguous_outs<2>({values_out, indices_out}, self, [&](const std::array<Tensor, 2>& dst) {
@@ -225,6 +232,9 @@ inline double log_add_exp(double a, double b) {
 void logcumsumexp_out_cpu(const Tensor& out, const Tensor& self, int64_t dim) {
   dim = wrap_dim(dim, self.dim(), "logcumsumexp");
   if (out.numel() == 0) return;
+  // float16/bfloat16: accumulated in float32 (here double), each output rounded once, as PyTorch.
+  if (cpu::is_low_precision(self.dtype()))
+    return cpu::copy_out(out, op::logcumsumexp(cpu::to_float32(self), dim));
   const DimSplit s = split_dim(self, dim, true, "logcumsumexp", true);
   const Tensor in = contiguous(self);
   write_contiguous(out, self, [&](const Tensor& dst) {

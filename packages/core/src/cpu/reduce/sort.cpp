@@ -17,6 +17,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu/low_precision.h"
 #include "cpu/write_out.h"
 #include "flambeau/ops.h"
 #include "flambeau/type_dispatch.h"
@@ -441,9 +442,11 @@ void searchsorted_out_cpu(const Tensor& out, const Tensor& sorted_sequence, cons
   if (side) right = *side == "right";
   const Tensor& seq = sorted_sequence;
   const bool one_d = seq.dim() == 1;
-  const ScalarType t = promote_types(seq.dtype(), self.dtype());
-  const Tensor s = contiguous(to_dtype(seq, t));
-  const Tensor v = contiguous(to_dtype(self, t));
+  // float16/bfloat16 compare as their (exact) float32 values.
+  const ScalarType pt = promote_types(seq.dtype(), self.dtype());
+  const ScalarType t = is_low_precision(pt) ? ScalarType::Float32 : pt;
+  const Tensor s = contiguous(to_dtype(to_dtype(seq, pt), t));
+  const Tensor v = contiguous(to_dtype(to_dtype(self, pt), t));
   const Tensor srt = sorter ? contiguous(*sorter) : Tensor();
   const int64_t m = seq.sizes()[seq.dim() - 1];
   const int64_t per_row =
@@ -487,12 +490,23 @@ void searchsorted_out_cpu(const Tensor& out, const Tensor& sorted_sequence, cons
   });
 }
 
+using cpu::is_low_precision;
+using cpu::to_float32;
+// float16/bfloat16 unique: grouped as their float32 values (exact, in the same order), the values rounded
+// back (exactly).
+std::tuple<Tensor, Tensor, Tensor> in_float32(const std::tuple<Tensor, Tensor, Tensor>& r,
+                                              const Tensor& self) {
+  return {to_dtype(std::get<0>(r), self.dtype()), std::get<1>(r), std::get<2>(r)};
+}
+
 // Groups of a sorted flat tensor: values, inverse (in self's shape), counts.
 std::tuple<Tensor, Tensor, Tensor> unique2_cpu(const Tensor& self, bool sorted, bool return_inverse,
                                                bool return_counts) {
   (void)sorted;  // the result is always sorted (PyTorch leaves the unsorted order unspecified)
   (void)return_inverse;
   (void)return_counts;
+  if (is_low_precision(self.dtype()))
+    return in_float32(unique2_cpu(to_float32(self), true, true, true), self);
   check_sortable("unique", self.dtype());
   const Tensor flat = contiguous(op::reshape(self, Shape{self.numel()}));
   const int64_t n = flat.numel();
@@ -567,6 +581,8 @@ std::tuple<Tensor, Tensor, Tensor> unique_dim_cpu(const Tensor& self, int64_t di
   (void)sorted;
   (void)return_inverse;
   (void)return_counts;
+  if (is_low_precision(self.dtype()))
+    return in_float32(unique_dim_cpu(to_float32(self), dim, true, true, true), self);
   check_sortable("unique_dim", self.dtype());
   FB_CHECK_INDEX(self.dim() > 0, "[unique_dim] a 0-dim tensor has no dim ", dim);
   dim = wrap_dim(dim, self.dim(), "unique_dim");
@@ -603,6 +619,8 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive_cpu(const Tensor& self, bo
                                                           bool return_counts, std::optional<int64_t> dim) {
   (void)return_inverse;
   (void)return_counts;
+  if (is_low_precision(self.dtype()))
+    return in_float32(unique_consecutive_cpu(to_float32(self), true, true, dim), self);
   check_sortable("unique_consecutive", self.dtype());
   Tensor moved;
   int64_t n = 0, m = 1, d = 0;
@@ -643,6 +661,7 @@ Tensor nonzero_cpu(const Tensor& self) {
     const int64_t last[1] = {-1};
     return nonzero_cpu(op::any(op::view_as_real(contiguous(self)), IntArrayRef(last, 1), false));
   }
+  if (is_low_precision(self.dtype())) return nonzero_cpu(to_float32(self));  // the same zeros
   check_sortable("nonzero", self.dtype());
   const Tensor in = contiguous(self);
   const int64_t n = in.numel(), nd = self.dim();
