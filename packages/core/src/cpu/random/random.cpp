@@ -82,10 +82,11 @@ Tensor& bernoulli_p_cpu(Tensor& self, double p, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   const uint64_t base = g.reserve(static_cast<uint64_t>(self.numel()));
   const uint64_t seed = g.initial_seed();
-  visit_dtype(self.dtype(), "bernoulli_", [&](auto tag) {
+  // float16/bfloat16 too: 0 and 1 are exact (the same draws as any dtype).
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     cpu::fill_indexed<T>(self, [&](int64_t i) {
-      return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < p);
+      return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < p ? 1.0f : 0.0f);
     });
   });
   self.impl()->bump_version();
@@ -107,10 +108,10 @@ Tensor& bernoulli_tensor_cpu(Tensor& self, const Tensor& p, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   const uint64_t base = g.reserve(static_cast<uint64_t>(n));
   const uint64_t seed = g.initial_seed();
-  visit_dtype(self.dtype(), "bernoulli_", [&](auto tag) {
+  visit_dtypes<kDtBool | kDtInts | kDtFloats | kDtHalf>(self.dtype(), "bernoulli_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     cpu::fill_indexed<T>(self, [&](int64_t i) {
-      return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < q[i]);
+      return static_cast<T>(Generator::to_unit(Generator::draw(seed, base + i)) < q[i] ? 1.0f : 0.0f);
     });
   });
   self.impl()->bump_version();
