@@ -3,7 +3,7 @@
 Note [Elementwise fusion]
 :func:`fuse` walks a captured graph (Note [Captured graph]) in order and collects *runs*: consecutive nodes
 that are elementwise ops it can generate (``add sub mul div neg exp log tanh sigmoid relu gelu silu abs
-sqrt rsqrt square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max`` and the comparisons
+sqrt rsqrt reciprocal square pow``-by-a-number ``maximum minimum where clamp clamp_min clamp_max`` and the comparisons
 ``gt lt ge le eq ne``, with Python numbers as operands) whose results, at capture, are contiguous CPU
 tensors of one shape, float32 or float64 (one dtype per run; a comparison's bool result belongs to the
 run of its operands' dtype, and is a ``where`` condition or a 0/1 factor in it).
@@ -61,6 +61,7 @@ _UNARY = {
     "abs": "std::abs({0})",
     "sqrt": "std::sqrt({0})",
     "rsqrt": "T(1) / std::sqrt({0})",
+    "reciprocal": "T(1) / {0}",
     "square": "{0} * {0}",
 }
 _BINARY = {
@@ -89,6 +90,7 @@ _GRAD: dict[str, list[str | None]] = {
     "abs": ["{g} * fb_sign({0})"],
     "sqrt": ["{g} / (T(2) * {y})"],
     "rsqrt": ["{g} * {y} * {y} * {y} * T(-0.5)"],
+    "reciprocal": ["-{g} * ({y} * {y})"],
     "square": ["{g} * (T(2) * {0})"],
     "mul": ["{g} * {1}", "{g} * {0}"],
     "div": ["{g} / {1}", "-{g} * ({0} / ({1} * {1}))"],
