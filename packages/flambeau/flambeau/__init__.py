@@ -62,7 +62,7 @@ for _name in (
     "celu_ selu_ rrelu_ threshold_"
 ).split():
     globals()[_name] = getattr(_nn.functional, _name)
-globals().update(_nn._torch_forms.TOP_LEVEL)  # torch.dropout(input, p, train), torch.kl_div(..., reduction=1), ...
+globals().update(_nn._torch_forms.TOP_LEVEL)  # torch.dropout(input, p, train), torch.kl_div(input, target), ...
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)

@@ -1,6 +1,7 @@
 """The functional ops in the spellings ``torch`` itself gives them, where they differ from
 ``torch.nn.functional``'s: ``torch.dropout(input, p, train)`` (a required ``train`` flag),
-``torch.kl_div(input, target, reduction=1)`` (the reduction as an int: 0 none, 1 mean, 2 sum),
+``torch.kl_div(input, target, reduction=0)`` (the reduction as an int: 0 none, 1 mean, 2 sum; torch's
+top-level losses default to 0, unreduced, where ``nn.functional``'s default to the mean),
 ``torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
 cudnn_enabled)`` (another argument order), ``torch.embedding_bag`` (its four results); and the Tensor
 methods ``hardshrink`` and ``prelu``.
@@ -225,8 +226,29 @@ def instance_norm(
 # ---- losses with an integer reduction ----
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int = 1, log_target: bool = False) -> Tensor:  # noqa: A002
-    """kl_div(input, target, reduction=1, log_target=False) -> Tensor
+def binary_cross_entropy_with_logits(
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: int = 0,
+) -> Tensor:
+    """binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0) -> Tensor
+
+    :func:`flambeau.nn.functional.binary_cross_entropy_with_logits` with the reduction as an int (0 none,
+    1 mean, 2 sum), unreduced by default as torch's top-level form.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.binary_cross_entropy_with_logits(fb.zeros(2), fb.tensor([1.0, 0.0])).exp().tolist()
+        [2.0, 2.0]
+    """
+    how = _reduction("binary_cross_entropy_with_logits", reduction)
+    return F.binary_cross_entropy_with_logits(input, target, weight, pos_weight=pos_weight, reduction=how)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: int = 0, log_target: bool = False) -> Tensor:  # noqa: A002
+    """kl_div(input, target, reduction=0, log_target=False) -> Tensor
 
     The pointwise Kullback-Leibler divergence of :func:`flambeau.nn.functional.kl_div` (``input`` holds
     log-probabilities), reduced by ``reduction``: 0 none, 1 the mean over all elements, 2 the sum.
@@ -241,9 +263,9 @@ def kl_div(input: Tensor, target: Tensor, reduction: int = 1, log_target: bool =
 
 
 def cosine_embedding_loss(
-    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
 ) -> Tensor:
-    """cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1) -> Tensor
+    """cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0) -> Tensor
 
     :func:`flambeau.nn.functional.cosine_embedding_loss` with the reduction as an int (0 none, 1 mean,
     2 sum).
@@ -257,8 +279,8 @@ def cosine_embedding_loss(
     return F.cosine_embedding_loss(input1, input2, target, margin=margin, reduction=how)
 
 
-def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor:  # noqa: A002
-    """hinge_embedding_loss(input, target, margin=1.0, reduction=1) -> Tensor
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 0) -> Tensor:  # noqa: A002
+    """hinge_embedding_loss(input, target, margin=1.0, reduction=0) -> Tensor
 
     :func:`flambeau.nn.functional.hinge_embedding_loss` with the reduction as an int (0 none, 1 mean,
     2 sum).
@@ -273,9 +295,9 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, red
 
 
 def margin_ranking_loss(
-    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
 ) -> Tensor:
-    """margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1) -> Tensor
+    """margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0) -> Tensor
 
     :func:`flambeau.nn.functional.margin_ranking_loss` with the reduction as an int (0 none, 1 mean,
     2 sum).
@@ -319,9 +341,9 @@ def triplet_margin_loss(
     p: float = 2,
     eps: float = 1e-06,
     swap: bool = False,
-    reduction: int = 1,
+    reduction: int = 0,
 ) -> Tensor:
-    """triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1) -> Tensor
+    """triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=0) -> Tensor
 
     :func:`flambeau.nn.functional.triplet_margin_loss` with the reduction as an int (0 none, 1 mean,
     2 sum).
@@ -342,10 +364,10 @@ def ctc_loss(
     input_lengths: Tensor | list[int] | tuple[int, ...],
     target_lengths: Tensor | list[int] | tuple[int, ...],
     blank: int = 0,
-    reduction: int = 1,
+    reduction: int = 0,
     zero_infinity: bool = False,
 ) -> Tensor:
-    """ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False) -> Tensor
+    """ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False) -> Tensor
 
     :func:`flambeau.nn.functional.ctc_loss` with the reduction as an int (0 none, 1 mean over the batch of
     the losses divided by their target lengths, 2 sum).
@@ -530,6 +552,7 @@ TOP_LEVEL = {
         feature_alpha_dropout_,
         batch_norm,
         instance_norm,
+        binary_cross_entropy_with_logits,
         kl_div,
         cosine_embedding_loss,
         hinge_embedding_loss,

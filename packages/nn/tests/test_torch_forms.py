@@ -84,6 +84,12 @@ def test_losses_with_an_integer_reduction_match_torch(reduction):
         ("hinge_embedding_loss", (a, sign.reshape(6, 1).expand(6, 4)), (ta, tsign.reshape(6, 1).expand(6, 4)), {}),
         ("margin_ranking_loss", (a[:, 0], b[:, 0], sign), (ta[:, 0], tb[:, 0], tsign), {"margin": 0.1}),
         ("triplet_margin_loss", (a, b, c), (ta, tb, tc), {"margin": 0.5, "swap": True}),
+        (
+            "binary_cross_entropy_with_logits",
+            (a, p.clamp(max=1.0), None, p[0]),
+            (ta, tp.clamp(max=1.0), None, tp[0]),
+            {},
+        ),
     ]
     for name, args, targs, kwargs in cases:
         ours = getattr(forms, name)(*args, **kwargs, reduction=reduction)
@@ -92,6 +98,28 @@ def test_losses_with_an_integer_reduction_match_torch(reduction):
         inp, tinp = (a, ta) if log_input else (p, tp)
         ours = forms.poisson_nll_loss(inp, p * 3, log_input, full, 1e-8, reduction)
         close(ours, torch.poisson_nll_loss(tinp, tp * 3, log_input, full, 1e-8, reduction))
+
+
+def test_losses_are_unreduced_by_default_as_torch_top_level_forms():
+    """torch.kl_div(x, t) and the other top-level losses return every element's loss (reduction 0), where
+    torch.nn.functional's default to the mean: a program calling the torch spelling gets the same shape."""
+    a, ta = pair(6, 4)
+    b, tb = pair(6, 4)
+    p, tp = pair(6, 4, positive=True)
+    sign = fc.tensor([1.0, -1.0, 1.0, -1.0, -1.0, 1.0])
+    tsign = torch.tensor(sign.tolist())
+    cases = [
+        ("kl_div", (a, p), (ta, tp)),
+        ("binary_cross_entropy_with_logits", (a, p.clamp(max=1.0)), (ta, tp.clamp(max=1.0))),
+        ("cosine_embedding_loss", (a, b, sign), (ta, tb, tsign)),
+        ("hinge_embedding_loss", (a, b), (ta, tb)),
+        ("margin_ranking_loss", (a[:, 0], b[:, 0], sign), (ta[:, 0], tb[:, 0], tsign)),
+        ("triplet_margin_loss", (a, b, p), (ta, tb, tp)),
+    ]
+    for name, args, targs in cases:
+        ours, theirs = getattr(forms, name)(*args), getattr(torch, name)(*targs)
+        assert tuple(ours.shape) == tuple(theirs.shape) and theirs.dim() > 0, name
+        close(ours, theirs, err_msg=name)
 
 
 def test_losses_refuse_another_reduction():
