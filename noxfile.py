@@ -498,7 +498,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(reuse_venv=True)
 def dev(session: nox.Session) -> None:
     """Editable installs of every package (or those named: nox -s dev -- core autograd), no build isolation."""
-    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, *MPI_DEPS, "scikit-learn", "tqdm", "ruff")
+    # ruff and clang-format: STYLE.md's formatters, the versions the lint session checks with
+    _pip(session, "install", "-q", *BUILD_DEPS, *TEST_DEPS, *MPI_DEPS, "scikit-learn", "tqdm", "ruff", "clang-format")
     only = session.posargs or PACKAGES
     for pkg in PACKAGES:
         if pkg in only and not _skip_cuda(session, pkg):
