@@ -1,6 +1,7 @@
 """Tensor attributes PyTorch programs still touch: ``as_subclass`` (the same memory as an instance of a
-Tensor subclass, still in the graph), the removed ``volatile`` flag (False, with PyTorch's warnings) and
-``name`` (None: flambeau's tensors are unnamed, as PyTorch's outside its tracer)."""
+Tensor subclass, still in the graph), the removed ``volatile`` flag (False, with PyTorch's warnings),
+``name`` (None: flambeau's tensors are unnamed, as PyTorch's outside its tracer) and ``module_load`` (what
+``load_state_dict`` swaps in for a parameter)."""
 
 from __future__ import annotations
 
@@ -87,8 +88,29 @@ Example:
 """
 
 
+def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """module_load(other, assign=False) -> Tensor
+
+    What ``load_state_dict`` swaps in for this parameter or buffer when given ``other`` (PyTorch's hook for
+    tensor subclasses to override): a new tensor, never ``self`` or ``other``. By default ``other.detach()``
+    when ``assign``, else ``self.copy_(other).detach()`` (so a leaf that requires grad raises unless under
+    no_grad, as PyTorch's).
+
+    Example:
+        >>> import flambeau_core as fc
+        >>> p = fc.zeros(2)
+        >>> q = p.module_load(fc.ones(2))
+        >>> p.tolist(), q.data_ptr() == p.data_ptr(), q is p
+        ([1.0, 1.0], True, False)
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(f"[module_load] other must be a Tensor, got {type(other).__name__}")
+    return other.detach() if assign else self.copy_(other).detach()
+
+
 def install() -> None:
     as_subclass.__qualname__ = "as_subclass"
     Tensor.as_subclass = as_subclass
+    Tensor.module_load = module_load
     Tensor.volatile = property(_get_volatile, _set_volatile, doc=_VOLATILE_DOC)
     Tensor.name = property(lambda self: None, doc=_NAME_DOC)

@@ -70,3 +70,30 @@ def test_name_is_none_and_read_only():
         assert x.name is None and (x * 2).name is None
         with pytest.raises(AttributeError):
             x.name = "a"
+
+
+@pytest.mark.parametrize("assign", [False, True])
+def test_module_load(assign):
+    def run(lib):
+        p, other = lib.zeros(3), lib.tensor([1.0, 2.0, 3.0])
+        q = p.module_load(other, assign=assign)
+        return [
+            q is not p and q is not other,
+            q.data_ptr() == (other if assign else p).data_ptr(),
+            p.tolist(),
+            q.tolist(),
+            q.requires_grad,
+        ]
+
+    assert run(fc) == run(torch)
+
+
+def test_module_load_of_a_leaf_that_requires_grad():
+    for lib in (fc, torch):
+        p = lib.zeros(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            p.module_load(lib.ones(2))
+        q = p.module_load(lib.ones(2), assign=True)  # assign copies nothing
+        assert not q.requires_grad and p.tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="other must be a Tensor"):
+        fc.zeros(2).module_load([1.0, 2.0])

@@ -59,10 +59,14 @@ for _name in (
     "conv3d conv_transpose3d layer_norm group_norm rms_norm avg_pool1d max_pool1d max_pool2d max_pool3d "
     "cosine_similarity "
     "pairwise_distance pdist bilinear celu selu rrelu threshold hardshrink channel_shuffle "
-    "celu_ selu_ rrelu_ threshold_"
+    "celu_ selu_ rrelu_ threshold_ conv_tbc"
 ).split():
     globals()[_name] = getattr(_nn.functional, _name)
 globals().update(_nn._torch_forms.TOP_LEVEL)  # torch.dropout(input, p, train), torch.kl_div(input, target), ...
+# torch.lstm_cell, norm_except_dim, orgqr, the build queries and the removed solve/eig/lstsq/symeig.
+_torch_names = _importlib.import_module("flambeau._torch_names")
+globals().update({_name: getattr(_torch_names, _name) for _name in _torch_names.__all__})
+_torch_names.install_tensor_methods()
 multiprocessing = _alias("multiprocessing", _data.multiprocessing)
 distributed = _alias("distributed", _distributed)
 linalg = _alias("linalg", _core.linalg)

@@ -1,0 +1,313 @@
+"""Top-level torch names and Tensor methods a PyTorch program calls that no flambeau package spells itself:
+the single-step recurrent cells (``torch.lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``,
+one step of flambeau-nn's recurrent layer), ``norm_except_dim`` (weight normalization's norm),
+``orgqr`` (an alias, as torch's), the build queries (``compiled_with_cxx11_abi``, ``is_vulkan_available``,
+``is_distributed``), and the functions torch removed (``solve``, ``eig``, ``lstsq``, ``symeig``,
+``Tensor.reinforce``), which raise torch's RuntimeError with its migration advice.
+
+Example:
+    >>> import flambeau as fb
+    >>> w = fb.full((4, 3), 2.0)
+    >>> fb.norm_except_dim(w, 1, 0).flatten().tolist()
+    [6.0, 6.0, 6.0, 6.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import flambeau_core as fc
+import flambeau_nn.modules.rnn as _rnn
+from flambeau_core import FlambeauError, Tensor
+
+__all__ = [
+    "compiled_with_cxx11_abi",
+    "eig",
+    "gru_cell",
+    "is_distributed",
+    "is_vulkan_available",
+    "lstm_cell",
+    "lstsq",
+    "norm_except_dim",
+    "orgqr",
+    "rnn_relu_cell",
+    "rnn_tanh_cell",
+    "solve",
+    "symeig",
+]
+
+# ---- recurrent cells ----
+
+
+def _cell(
+    mode: str,
+    input: Tensor,
+    states: list[Tensor],
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None,
+    b_hh: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    """One step of flambeau-nn's recurrent layer, with torch's checks (and words) of the cell functions."""
+    name = f"{mode.lower()}_cell"
+    for what, t in (("input", input), ("w_ih", w_ih), ("w_hh", w_hh), *(("hx", h) for h in states)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"[{name}] {what} must be a Tensor, got {type(t).__name__}")
+    if input.dim() != 2 or w_ih.dim() != 2 or w_hh.dim() != 2:
+        raise FlambeauError(
+            f"[{name}] expects a 2-D input (batch, input_size) and 2-D weights, got input {tuple(input.shape)}, "
+            f"w_ih {tuple(w_ih.shape)}, w_hh {tuple(w_hh.shape)}"
+        )
+    if input.shape[1] != w_ih.shape[1]:
+        raise FlambeauError(
+            f"[{name}] input has inconsistent input_size: got {input.shape[1]} expected {w_ih.shape[1]}"
+        )
+    hidden = w_hh.shape[1]
+    if w_ih.shape[0] != _rnn._GATES[mode] * hidden or w_hh.shape[0] != w_ih.shape[0]:
+        raise FlambeauError(
+            f"[{name}] weights of shapes w_ih {tuple(w_ih.shape)} and w_hh {tuple(w_hh.shape)} do not make "
+            f"{_rnn._GATES[mode]} gates of hidden size {hidden}"
+        )
+    for i, h in enumerate(states):
+        if tuple(h.shape) != (input.shape[0], hidden):
+            got = h.shape[1] if h.dim() == 2 else tuple(h.shape)
+            raise FlambeauError(f"[{name}] hidden{i} has inconsistent hidden_size: got {got}, expected {hidden}")
+    _, hy, cy = _rnn._layer(
+        mode, input, w_ih, w_hh, b_ih, b_hh, states[0], states[1] if len(states) > 1 else None, [input.shape[0]], False
+    )
+    return hy, cy
+
+
+def lstm_cell(
+    input: Tensor,
+    hx: Any,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = None,
+    b_hh: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None) -> (h', c')
+
+    One LSTM step (what ``nn.LSTMCell`` computes) for ``input`` ``(N, input_size)`` from ``hx = (h, c)``,
+    each ``(N, hidden_size)``; ``w_ih`` is ``(4 * hidden_size, input_size)`` and ``w_hh`` ``(4 * hidden_size,
+    hidden_size)`` (gates i, f, g, o).
+
+    Example:
+        >>> import flambeau as fb
+        >>> x, h, c = fb.randn(3, 4), fb.zeros(3, 5), fb.zeros(3, 5)
+        >>> hy, cy = fb.lstm_cell(x, (h, c), fb.randn(20, 4), fb.randn(20, 5))
+        >>> tuple(hy.shape), tuple(cy.shape)
+        ((3, 5), (3, 5))
+    """
+    states = list(hx) if isinstance(hx, (tuple, list)) else [hx]
+    if len(states) != 2:
+        raise FlambeauError("[lstm_cell] lstm_cell expects two hidden states")
+    return _cell("LSTM", input, states, w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_cell(
+    input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> Tensor:
+    """gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor
+
+    One GRU step (what ``nn.GRUCell`` computes); ``w_ih`` is ``(3 * hidden_size, input_size)`` (gates r, z, n).
+
+    Example:
+        >>> import flambeau as fb
+        >>> tuple(fb.gru_cell(fb.randn(3, 4), fb.zeros(3, 5), fb.randn(15, 4), fb.randn(15, 5)).shape)
+        (3, 5)
+    """
+    return _cell("GRU", input, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def rnn_tanh_cell(
+    input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> Tensor:
+    """rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor
+
+    One Elman step ``tanh(input w_ih^T + b_ih + hx w_hh^T + b_hh)`` (``nn.RNNCell``).
+
+    Example:
+        >>> import flambeau as fb
+        >>> tuple(fb.rnn_tanh_cell(fb.randn(3, 4), fb.zeros(3, 5), fb.randn(5, 4), fb.randn(5, 5)).shape)
+        (3, 5)
+    """
+    return _cell("RNN_TANH", input, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def rnn_relu_cell(
+    input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None, b_hh: Tensor | None = None
+) -> Tensor:
+    """rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor
+
+    One Elman step with ReLU, ``relu(input w_ih^T + b_ih + hx w_hh^T + b_hh)``.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.rnn_relu_cell(-fb.ones(1, 2), fb.zeros(1, 2), fb.ones(2, 2), fb.ones(2, 2)).tolist()
+        [[0.0, 0.0]]
+    """
+    return _cell("RNN_RELU", input, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+# ---- norms and aliases ----
+
+
+def norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor:
+    """norm_except_dim(v, pow=2, dim=0) -> Tensor
+
+    The ``pow``-norm (an integer order) of ``v`` over every dim but ``dim``, kept as size-1 dims (the norm of weight
+    normalization); ``dim=-1`` is the norm of the whole tensor, a 0-dim tensor (torch's meaning, not the last
+    dim).
+
+    Example:
+        >>> import flambeau as fb
+        >>> v = fb.ones(2, 3, 4)
+        >>> tuple(fb.norm_except_dim(v, 2, 1).shape), fb.norm_except_dim(v, 1, -1).item()
+        ((1, 3, 1), 24.0)
+    """
+    if not isinstance(pow, int):  # torch's signature takes an integer norm order only
+        raise TypeError(f"norm_except_dim(): argument 'pow' (position 2) must be int, not {type(pow).__name__}")
+    if dim == -1:
+        return v.norm(pow)
+    if not -v.dim() <= dim < v.dim():
+        raise IndexError(
+            f"[norm_except_dim] Dimension out of range (expected to be in range of [{-v.dim()}, {v.dim() - 1}], but "
+            f"got {dim})"
+        )
+    dim %= v.dim()
+    return v.norm(pow, dim=[d for d in range(v.dim()) if d != dim], keepdim=True)
+
+
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """orgqr(input, tau) -> Tensor
+
+    Alias for :func:`flambeau.linalg.householder_product`.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.orgqr(fb.eye(2), fb.zeros(2)).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return fc.linalg.householder_product(input, tau)
+
+
+def compiled_with_cxx11_abi() -> bool:
+    """True: flambeau's C++ is built with the C++11 ABI of libstdc++ (``_GLIBCXX_USE_CXX11_ABI=1``), as
+    PyTorch 2.13's wheels; a C++ extension must be built so too.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.compiled_with_cxx11_abi()
+        True
+    """
+    return True
+
+
+def is_vulkan_available() -> bool:
+    """False: flambeau has no Vulkan backend.
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.is_vulkan_available()
+        False
+    """
+    return False
+
+
+def is_distributed(input: Tensor) -> bool:
+    """is_distributed(input) -> bool
+
+    False for every tensor (as PyTorch's: no tensor is one of a distributed tensor library's).
+
+    Example:
+        >>> import flambeau as fb
+        >>> fb.is_distributed(fb.ones(2)), fb.ones(2).is_distributed()
+        (False, False)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return False
+
+
+# ---- removed in PyTorch 1.9 (torch raises these RuntimeErrors) ----
+
+
+def _removed(name: str, replacement: str, advice: str) -> Callable[..., Any]:
+    """A function PyTorch removed in 1.9: it raises torch's RuntimeError, whose text says what replaces it."""
+
+    def removed(*args: Any, **kwargs: Any) -> Any:
+        raise FlambeauError("This function was deprecated since version 1.9 and is now removed. " + advice)
+
+    removed.__name__ = removed.__qualname__ = name
+    removed.__doc__ = (
+        f"Removed from PyTorch (1.9): raises its RuntimeError, which names the replacement, {replacement}.\n\n"
+        "Example:\n"
+        "    >>> import flambeau as fb\n"
+        f"    >>> fb.{name}(fb.eye(2))\n"
+        "    Traceback (most recent call last):\n"
+        "    ...\n"
+        "    flambeau_core.FlambeauError: This function was deprecated since version 1.9 and is now removed. ...\n"
+    )
+    return removed
+
+
+solve = _removed(
+    "solve",
+    "linalg.solve (arguments reversed)",
+    "`torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` has its "
+    "arguments reversed and does not return the LU factorization.\n\nTo get the LU factorization see "
+    "`torch.lu`, which can be used with `torch.lu_solve` or `torch.lu_unpack`.\nX = torch.solve(B, A).solution "
+    "should be replaced with:\nX = torch.linalg.solve(A, B)",
+)
+eig = _removed(
+    "eig",
+    "linalg.eig or linalg.eigvals",
+    "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real "
+    "tensors mimicking complex tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = "
+    "torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
+    "L_complex, V_complex = torch.linalg.eig(A)",
+)
+lstsq = _removed(
+    "lstsq",
+    "linalg.lstsq (arguments reversed)",
+    "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n`torch.linalg.lstsq` has "
+    "reversed arguments and does not return the QR decomposition in the returned tuple (although it returns "
+    "other information about the problem).\n\nTo get the QR decomposition consider using `torch.linalg.qr`."
+    "\n\nThe returned solution in `torch.lstsq` stored the residuals of the solution in the last m - n "
+    "columns of the returned value whenever m > n. In torch.linalg.lstsq, the residuals are in the field "
+    "'residuals' of the returned named tuple.\n\nThe unpacking of the solution, as in\nX, _ = "
+    "torch.lstsq(B, A).solution[:A.size(1)]\nshould be replaced with:\nX = torch.linalg.lstsq(A, B).solution",
+)
+symeig = _removed(
+    "symeig",
+    "linalg.eigh or linalg.eigvalsh",
+    "The default behavior has changed from using the upper triangular portion of the matrix by "
+    "default to using the lower triangular portion.\n\nL, _ = torch.symeig(A, upper=upper) should be "
+    "replaced with:\nL = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\nL, V = "
+    "torch.symeig(A, eigenvectors=True) should be replaced with:\nL, V = torch.linalg.eigh(A, UPLO='U' if "
+    "upper else 'L')",
+)
+
+
+def _reinforce(self: Tensor, reward: Any) -> None:
+    raise FlambeauError(
+        "reinforce() was removed.\nUse torch.distributions instead.\nSee "
+        "https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\nprobs = policy_network(state)\n"
+        "action = probs.multinomial()\nnext_state, reward = env.step(action)\naction.reinforce(reward)\n"
+        "action.backward()\n\nUse:\n\nprobs = policy_network(state)\n# NOTE: categorical is equivalent to what "
+        "used to be called multinomial\nm = torch.distributions.Categorical(probs)\naction = m.sample()\n"
+        "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\nloss.backward()\n"
+    )
+
+
+def install_tensor_methods() -> None:
+    """Tensor.orgqr, Tensor.is_distributed and the removed methods (solve, eig, lstsq, symeig, reinforce)."""
+    Tensor.orgqr = orgqr
+    Tensor.is_distributed = is_distributed
+    Tensor.solve = solve
+    Tensor.eig = eig
+    Tensor.lstsq = lstsq
+    Tensor.symeig = symeig
+    Tensor.reinforce = _reinforce

@@ -1,0 +1,129 @@
+"""The torch names flambeau._torch_names provides: the recurrent cell functions, norm_except_dim, orgqr, the
+build queries and the removed functions, against PyTorch 2.13 (values, gradients, errors)."""
+
+from __future__ import annotations
+
+import flambeau as fb
+import numpy as np
+import pytest
+import torch
+
+CELLS = {"lstm_cell": 4, "gru_cell": 3, "rnn_tanh_cell": 1, "rnn_relu_cell": 1}
+
+
+def both(a: np.ndarray):
+    return fb.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def close(x, t, tol=1e-5):
+    np.testing.assert_allclose(np.array(x.tolist()), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", list(CELLS))
+@pytest.mark.parametrize("bias", [True, False])
+def test_cells_values_and_gradients(name, bias):
+    rng = np.random.default_rng(7)
+    n, i, h = 3, 4, 5
+    g = CELLS[name] * h
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(n, i), (n, h), (n, h), (g, i), (g, h), (g,), (g,)]]
+    ours, theirs = zip(*(both(a) for a in arrays), strict=True)
+
+    def call(lib, t):
+        x, h0, c0, w_ih, w_hh, b_ih, b_hh = t
+        hx = (h0, c0) if name == "lstm_cell" else h0
+        out = getattr(lib, name)(x, hx, w_ih, w_hh, *((b_ih, b_hh) if bias else ()))
+        return out if isinstance(out, tuple) else (out,)
+
+    got, expected = call(fb, ours), call(torch, theirs)
+    for a, b in zip(got, expected, strict=True):
+        close(a, b)
+    sum(o.sum() * (k + 1) for k, o in enumerate(got)).backward()
+    sum(o.sum() * (k + 1) for k, o in enumerate(expected)).backward()
+    for a, b in zip(ours, theirs, strict=True):
+        if b.grad is None:
+            assert a.grad is None
+        else:
+            close(a.grad, b.grad, 1e-4)
+
+
+def test_cells_errors():
+    x, h = fb.zeros(3, 4), fb.zeros(3, 5)
+    tx, th = torch.zeros(3, 4), torch.zeros(3, 5)
+    for lib, a, b in ((fb, x, h), (torch, tx, th)):
+        with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 4 expected 3"):
+            lib.rnn_tanh_cell(a, b, lib.zeros(5, 3), lib.zeros(5, 5))
+        with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 4, expected 5"):
+            lib.rnn_tanh_cell(a, b[:, :4], lib.zeros(5, 4), lib.zeros(5, 5))
+        with pytest.raises(RuntimeError, match="lstm_cell expects two hidden states"):
+            lib.lstm_cell(a, (b,), lib.zeros(20, 4), lib.zeros(20, 5))
+    with pytest.raises(TypeError, match=r"\[gru_cell\] input must be a Tensor, got list"):
+        fb.gru_cell([1.0], h, fb.zeros(15, 4), fb.zeros(15, 5))
+    with pytest.raises(RuntimeError, match=r"\[gru_cell\] weights of shapes w_ih \(14, 4\)"):
+        fb.gru_cell(x, h, fb.zeros(14, 4), fb.zeros(14, 5))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2])
+@pytest.mark.parametrize("p", [2, 1, 3])
+def test_norm_except_dim(dim, p):
+    a = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    x, t = both(a)
+    y, u = fb.norm_except_dim(x, p, dim), torch.norm_except_dim(t, p, dim)
+    assert tuple(y.shape) == tuple(u.shape)
+    close(y, u)
+    (y * fb.arange(1.0, y.numel() + 1).reshape(y.shape)).sum().backward()
+    (u * torch.arange(1.0, u.numel() + 1).reshape(u.shape)).sum().backward()
+    close(x.grad, t.grad, 1e-4)
+    for lib, v in ((fb, x), (torch, t)):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            lib.norm_except_dim(v, 2, 3)
+        with pytest.raises(TypeError, match="argument 'pow' \\(position 2\\) must be int, not float"):
+            lib.norm_except_dim(v, 2.5, 0)
+
+
+def test_orgqr_is_householder_product():
+    a = np.random.default_rng(5).standard_normal((4, 3)).astype(np.float64)
+    tau = np.array([1.2, 0.3, 1.9])
+    close(fb.orgqr(fb.tensor(a), fb.tensor(tau)), torch.orgqr(torch.tensor(a), torch.tensor(tau)))
+    close(fb.tensor(a).orgqr(fb.tensor(tau)), torch.tensor(a).orgqr(torch.tensor(tau)))
+
+
+def test_build_queries():
+    assert fb.compiled_with_cxx11_abi() is torch.compiled_with_cxx11_abi() is True
+    assert fb.is_vulkan_available() is torch.is_vulkan_available() is False
+    assert fb.is_distributed(fb.ones(2)) is torch.is_distributed(torch.ones(2)) is False
+    assert fb.ones(2).is_distributed() is torch.ones(2).is_distributed() is False
+    for lib in (fb, torch):
+        with pytest.raises(TypeError, match="must be Tensor, not list"):
+            lib.is_distributed([1.0])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.solve(lib.eye(2), lib.eye(2)),
+        lambda lib: lib.eig(lib.eye(2), eigenvectors=True),
+        lambda lib: lib.lstsq(lib.eye(2), lib.eye(2)),
+        lambda lib: lib.symeig(lib.eye(2)),
+        lambda lib: lib.eye(2).solve(lib.eye(2)),
+        lambda lib: lib.eye(2).eig(),
+        lambda lib: lib.eye(2).lstsq(lib.eye(2)),
+        lambda lib: lib.eye(2).symeig(),
+        lambda lib: lib.eye(2).reinforce(1.0),
+    ],
+)
+def test_removed_functions_raise_torch_error(call):
+    messages = []
+    for lib in (fb, torch):
+        with pytest.raises(RuntimeError) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_conv_tbc_top_level():
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in [(5, 2, 3), (3, 3, 4), (4,)])
+    close(
+        fb.conv_tbc(fb.tensor(x), fb.tensor(w), fb.tensor(b), 1),
+        torch.conv_tbc(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1),
+    )
