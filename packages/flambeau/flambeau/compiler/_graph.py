@@ -30,7 +30,7 @@ itself (Note [Captured backward] in ``_capture.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -153,6 +153,25 @@ def tensors_in(obj: Any) -> list[Tensor]:
     if isinstance(obj, dict):
         return [t for x in obj.values() for t in tensors_in(x)]
     return []
+
+
+def leaves_in(obj: Any) -> Iterator[Any]:
+    """The leaves of an op's arguments (a :class:`Ref` is a leaf), through tuples, lists and dict values, in order."""
+    if isinstance(obj, Ref):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from leaves_in(x)
+    elif type(obj) is dict:
+        for x in obj.values():
+            yield from leaves_in(x)
+    else:
+        yield obj
+
+
+def refs_in(obj: Any) -> Iterator[Ref]:
+    """The :class:`Ref` leaves of an op's arguments or a graph's output, in order."""
+    return (x for x in leaves_in(obj) if isinstance(x, Ref))
 
 
 def same_kind(like: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:

@@ -35,7 +35,7 @@ from typing import Any
 
 import flambeau_core as fc
 
-from ._graph import Graph, GraphBreak, Ref
+from ._graph import Graph, GraphBreak, Ref, leaves_in
 
 Tensor = fc.Tensor
 
@@ -241,23 +241,8 @@ def bind(
 
 def _plain_floats(graph: Graph) -> set[float]:
     """The float arguments of the ops other than the fused optimizer ops, and the floats of the result."""
-    out: set[float] = set()
-
-    def walk(a: Any) -> None:
-        if type(a) is float:
-            out.add(a)
-        elif isinstance(a, (list, tuple)) and not isinstance(a, Ref):
-            for x in a:
-                walk(x)
-        elif type(a) is dict:
-            for x in a.values():
-                walk(x)
-
-    for node in graph.nodes:
-        if node.name not in FUSED:
-            walk((node.args, node.kwargs))
-    walk(graph.output)
-    return out
+    args = [(node.args, node.kwargs) for node in graph.nodes if node.name not in FUSED]
+    return {x for x in leaves_in((args, graph.output)) if type(x) is float}
 
 
 def kind_test(item: str, value: Any, key: str, const: Callable[[Any], str], pinned: bool) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from flambeau_core._C import _set_grad_enabled
 
-from ._graph import Graph, Ref, same_kind
+from ._graph import Graph, Ref, refs_in, same_kind
 from ._live import Live
 from ._table_grads import plan
 
@@ -146,26 +146,15 @@ def _dead_after(graph: Graph) -> list[list[int]]:
     MobileNet than eager with the same ops).
     """
     last: dict[int, int] = {}
-
-    def see(index: int) -> Callable[[Any], None]:
-        def walk(a: Any) -> None:
-            if isinstance(a, Ref):
-                if a.kind == "value":
-                    last[a.index] = index
-            elif isinstance(a, (list, tuple)):
-                for x in a:
-                    walk(x)
-            elif type(a) is dict:
-                for x in a.values():
-                    walk(x)
-
-        return walk
-
     for index, node in enumerate(graph.nodes):
-        see(index)((node.args, node.kwargs))
+        for ref in refs_in((node.args, node.kwargs)):
+            if ref.kind == "value":
+                last[ref.index] = index
         for k in range(len(node.results)):
             last.setdefault(node.first_value + k, index)  # never read: dropped right after it is made
-    see(len(graph.nodes))(graph.output)  # returned: never dropped
+    for ref in refs_in(graph.output):  # returned: never dropped
+        if ref.kind == "value":
+            last[ref.index] = len(graph.nodes)
     dead: list[list[int]] = [[] for _ in graph.nodes]
     for value, index in sorted(last.items()):
         if index < len(graph.nodes):

@@ -38,7 +38,7 @@ from typing import Any
 import flambeau_core as fc
 from flambeau_autograd._C import _holders, _leaf_has_hooks
 
-from ._graph import Graph, Ref
+from ._graph import Graph, Ref, refs_in
 
 Tensor = fc.Tensor
 
@@ -145,7 +145,7 @@ def plan(graph: Graph, dead: list[list[int]]) -> tuple[TableStep, dict[int, int]
     first = grads_set_first(graph)
     readers: dict[int, list[int]] = {}
     for index, node in enumerate(graph.nodes):
-        for k in _const_refs((node.args, node.kwargs)):
+        for k in {r.index for r in refs_in((node.args, node.kwargs)) if r.kind == "const"}:
             readers.setdefault(k, []).append(index)
     tables: dict[int, int] = {}
     for k, users in readers.items():
@@ -176,19 +176,9 @@ def plan(graph: Graph, dead: list[list[int]]) -> tuple[TableStep, dict[int, int]
 def _result_only_read(graph: Graph, index: int) -> bool:
     """The embedding's result is not returned and only ops of ``_READERS`` read it."""
     ref = Ref("value", graph.nodes[index].first_value)
-    if _has_ref(graph.output, ref):
+    if ref in refs_in(graph.output):
         return False
-    return all(n.name in _READERS for n in graph.nodes[index + 1 :] if _has_ref((n.args, n.kwargs), ref))
-
-
-def _has_ref(a: Any, ref: Ref) -> bool:
-    if isinstance(a, Ref):
-        return a == ref
-    if isinstance(a, (list, tuple)):
-        return any(_has_ref(x, ref) for x in a)
-    if type(a) is dict:
-        return any(_has_ref(x, ref) for x in a.values())
-    return False
+    return all(n.name in _READERS for n in graph.nodes[index + 1 :] if ref in refs_in((n.args, n.kwargs)))
 
 
 def _table_like(w: Tensor) -> bool:
@@ -218,21 +208,3 @@ def _embedding_of(node: Any, k: int) -> bool:
         and a[4] is False
         and all(not (isinstance(x, Ref) and x.kind == "const" and x.index == k) for x in a[1:])
     )
-
-
-def _const_refs(a: Any) -> set[int]:
-    out: set[int] = set()
-
-    def walk(x: Any) -> None:
-        if isinstance(x, Ref):
-            if x.kind == "const":
-                out.add(x.index)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif type(x) is dict:
-            for y in x.values():
-                walk(y)
-
-    walk(a)
-    return out
