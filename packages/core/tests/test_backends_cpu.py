@@ -265,6 +265,7 @@ FAMILIES = {
     "bf16_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles (vdpbf16ps; AVX512-BF16 checked at the call)
     "bf16_pack_stub": ("avx512",),  # the bfloat16 GEMM's right-operand panels (16 x 16 word transposes)
     "bf16_amx_tiles_stub": ("avx512",),  # the bfloat16 GEMM tiles on AMX (AMX-BF16 checked at the call)
+    "bf16_amx_tiles_t_stub": ("avx512",),  # its C^T form (a transposed right operand wider than the rows)
     "conv_bf16_stub": ("avx512",),  # the bfloat16 convolution kernels (likewise)
     "max_pool_2x2_stub": ("avx512",),  # 2x2 max pooling, float32 and bfloat16 (Note [2x2 max pooling])
 }

@@ -381,3 +381,34 @@ def test_amx_and_vdpbf16ps_agree():
     _, tol = _torch_bf16(a32, b32)
     assert (np.abs(got[True].astype(np.float64) - got[False]) <= tol).all()
     np.testing.assert_array_equal(ints[True], ints[False])
+
+
+# (n, k, m): fewer rows than output columns, m a multiple of 16 and an even depth (the AMX route's C^T form):
+# one 16-row block, 32-row blocks and a 16-row tail, ragged last panels of C^T (n % 32), a depth in one step
+# (k = 2) and in steps of 14 pairs (784), and shapes either side of the route (n == m, m % 16 != 0, odd k).
+WIDE_SHAPES = [(16, 2, 32), (17, 30, 48), (31, 784, 512), (33, 64, 80), (100, 64, 112), (128, 512, 512)]
+WIDE_SHAPES += [(48, 32, 48), (20, 30, 47), (20, 31, 48)]
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("n,k,m", WIDE_SHAPES)
+def test_linear_wider_than_rows_matches_float32_product(n, k, m, bias):
+    """linear's W^T wider than the input has rows: on AMX the kernel multiplies W by x^T, packing x^T instead
+    of W^T, and writes the result back transposed with the bias of each column added before the one rounding."""
+    x, x32 = _rounded((n, k), fc.bfloat16)
+    w, w32 = _rounded((m, k), fc.bfloat16)
+    b, b32 = _rounded((m,), fc.bfloat16)
+    got = fc.linear(x, w, b if bias else None)
+    _check(got, _linear_expected(x32, w32, b32 if bias else None, fc.bfloat16), fc.bfloat16)
+
+
+def test_wider_than_rows_batched_and_strided():
+    """The C^T form on batches (bmm of a transposed right operand), strided left rows and a strided bias."""
+    a, a32 = _rounded((3, 20, 34), fc.bfloat16)
+    b, b32 = _rounded((3, 64, 34), fc.bfloat16)
+    _check(fc.bmm(a, b.transpose(1, 2)), _expected(a32, b32.transpose(0, 2, 1), fc.bfloat16), fc.bfloat16)
+    x, x32 = _rounded((40, 60), fc.bfloat16)
+    w, w32 = _rounded((96, 30), fc.bfloat16)
+    bb, bb32 = _rounded((192,), fc.bfloat16)
+    got = fc.linear(x[::2, ::2], w, bb[::2])
+    _check(got, _linear_expected(x32[::2, ::2], w32, bb32[::2], fc.bfloat16), fc.bfloat16)

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "cpu/amx.h"
@@ -23,6 +24,9 @@ FB_REGISTER_NO_DISPATCH(bf16_tiles_stub, avx2);
 FB_DEFINE_DISPATCH(bf16_amx_tiles_stub);
 FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_stub, base);
 FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_stub, avx2);
+FB_DEFINE_DISPATCH(bf16_amx_tiles_t_stub);
+FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_t_stub, base);
+FB_REGISTER_NO_DISPATCH(bf16_amx_tiles_t_stub, avx2);
 FB_DEFINE_DISPATCH(bf16_pack_stub);
 FB_REGISTER_NO_DISPATCH(bf16_pack_stub, base);
 FB_REGISTER_NO_DISPATCH(bf16_pack_stub, avx2);
@@ -51,6 +55,11 @@ struct StridedMatrix {
         s0(t.strides()[t.dim() - 2]),
         s1(t.strides()[t.dim() - 1]) {}
   const uint16_t* at(int64_t batch) const { return base + batch * sb; }
+  StridedMatrix transposed() const {
+    StridedMatrix t = *this;
+    std::swap(t.s0, t.s1);
+    return t;
+  }
 };
 
 template <class T>
@@ -116,9 +125,11 @@ void transpose_8x8_blocks(const uint16_t* src, int64_t lds, int64_t depth, uint1
 }
 
 // The AVX512-BF16 and AMX routes: pack op(A) row-major with depth kk (k or more, even, zero-padded)
-// and op(B) into pair panels of that depth; `tiles` takes `rows` rows of C at a time.
+// and op(B) into pair panels of that depth; `tiles` takes `rows` rows of C at a time and writes them into
+// out with row stride ldc (m; n for bf16_amx_tiles_t, which writes C^T).
 void bf16_packed(Bf16TilesFn tiles, int64_t rows, int64_t kk, const StridedMatrix& A, const StridedMatrix& B,
-                 const float* bias, uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m) {
+                 const float* bias, uint16_t* out, int64_t batch, int64_t n, int64_t k, int64_t m,
+                 int64_t ldc) {
   const int64_t panels = (m + kPanel - 1) / kPanel;
   // Rows of op(A) already in the layout the kernel reads (contiguous, even depth) are not copied.
   const bool a_in_place = A.s1 == 1 && kk == k;
@@ -198,7 +209,7 @@ void bf16_packed(Bf16TilesFn tiles, int64_t rows, int64_t kk, const StridedMatri
         const int64_t panel = t / row_blocks, rb0 = t % row_blocks;
         const int64_t rb1 = std::min(row_blocks, rb0 + (t1 - t));
         tiles(rb0 * rows, std::min(n, rb1 * rows), panel, panel + 1, kk, m, a_rows, lda, bp.get(), bias, po,
-              m);
+              ldc);
         t += rb1 - rb0;
       }
     });
@@ -240,9 +251,16 @@ void lowp_matmul_into(const Tensor& a, const Tensor& b, Tensor& out, const Tenso
     // AMX: the depth in whole steps of amx_step_pairs pairs, padded to steps of 16 where those are short.
     int64_t kp = (k + 1) / 2;
     if (kp > 16 && amx_step_pairs(kp) < 8) kp = (kp + 15) / 16 * 16;
-    bf16_packed(amx_tiles, kAmxRows, 2 * kp, A, B, bias_f, o, batch, n, k, m);
+    // A transposed op(B) wider than op(A) has rows (linear's W^T, with fewer samples than out_features):
+    // C^T = op(B)^T op(A)^T, op(B)^T's rows read in place and the narrower op(A)^T packed instead of op(B)
+    // (Note [Low-precision GEMM]).
+    const Bf16TilesFn amx_tiles_t = bf16_amx_tiles_t_stub.get();
+    if (amx_tiles_t && B.s0 == 1 && 2 * kp == k && n < m && m % 16 == 0)
+      bf16_packed(amx_tiles_t, kAmxRows, k, B.transposed(), A.transposed(), bias_f, o, batch, m, k, n, m);
+    else
+      bf16_packed(amx_tiles, kAmxRows, 2 * kp, A, B, bias_f, o, batch, n, k, m, m);
   } else if (bf16 && bf16_gemm_kernel_available()) {
-    bf16_packed(bf16_tiles_stub.get(), kRows, (k + 1) / 2 * 2, A, B, bias_f, o, batch, n, k, m);
+    bf16_packed(bf16_tiles_stub.get(), kRows, (k + 1) / 2 * 2, A, B, bias_f, o, batch, n, k, m, m);
   } else if (bf16) {
     via_float32<BFloat16>(A, B, bias_f, o, batch, n, k, m);
   } else {

@@ -109,6 +109,51 @@ FB_AMX_TARGET void bf16_amx_tiles(int64_t r0, int64_t r1, int64_t p0, int64_t p1
   if (r_amx < r1) bf16_tiles(r_amx, r1, p0, p1, kk, n, ap, lda, bp, bias, c, ldc);
 }
 
+// C^T on AMX (Note [Low-precision GEMM]: a product whose right operand is transposed and wider than the
+// left one's rows): the rows [r0, r1) of C' = B^T A^T (a multiple of 16, each a column of C) x panels
+// [p0, p1) of its columns (rows of C), each 32 x 32 block's sums started from the bias of its rows,
+// transposed back in 16 x 16 blocks of float32 words and rounded once into c (C's rows, stride ldc).
+FB_AMX_TARGET void bf16_amx_tiles_t(int64_t r0, int64_t r1, int64_t p0, int64_t p1, int64_t kk, int64_t n,
+                                    const uint16_t* ap, int64_t lda, const uint16_t* bp, const float* bias,
+                                    uint16_t* c, int64_t ldc) {
+  const int64_t kp = kk / 2, kc = amx_step_pairs(kp), steps = kp / kc;
+  std::vector<int64_t> as(static_cast<size_t>(steps)), bs(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) as[s] = 2 * kc * s, bs[s] = 2 * kPanel * kc * s;
+  alignas(64) float init[2 * 16 * kPanel], sums[2 * 16 * kPanel];
+  alignas(64) uint32_t block[16 * 16];
+  if (!bias) std::fill(init, init + 2 * 16 * kPanel, 0.0f);
+  amx_configure(kc);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t col = p * kPanel, cols = std::min<int64_t>(kPanel, n - col);
+    const uint16_t* panel = bp + p * kp * 2 * kPanel;
+    for (int64_t r = r0; r < r1; r += 32) {
+      const int64_t mr = std::min<int64_t>(32, r1 - r);  // 32 or 16
+      if (bias)
+        for (int64_t i = 0; i < mr; ++i) {
+          const __m512 v = _mm512_set1_ps(bias[r + i]);
+          _mm512_store_ps(init + i * kPanel, v);
+          _mm512_store_ps(init + i * kPanel + 16, v);
+        }
+      if (mr == 32)
+        amx_panel<2, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+      else
+        amx_panel<1, 1, true>(steps, as.data(), bs.data(), ap + r * lda, lda, panel, 2 * kPanel, init, sums);
+      // Block (rb, cb): sums rows rb * 16.. (columns of C) by columns cb * 16.. (rows of C).
+      for (int64_t rb = 0; rb < mr / 16; ++rb)
+        for (int64_t cb = 0; cb * 16 < cols; ++cb) {
+          const int64_t w = std::min<int64_t>(16, cols - cb * 16);
+          transpose_words_16(reinterpret_cast<const uint16_t*>(sums + rb * 16 * kPanel + cb * 16), 2 * kPanel,
+                             16, w, block, 16);
+          for (int64_t j = 0; j < w; ++j)
+            _mm256_storeu_si256(
+                reinterpret_cast<__m256i*>(c + (col + cb * 16 + j) * ldc + r + rb * 16),
+                (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(_mm512_load_si512(block + j * 16))));
+        }
+    }
+  }
+  amx_release();
+}
+
 FB_BF16_TARGET bool bf16_pack_panel(const uint16_t* pb, int64_t s0, int64_t s1, int64_t k, int64_t j0,
                                     int64_t width, uint16_t* dst) {
   const int64_t pairs = (k + 1) / 2;
@@ -148,5 +193,6 @@ FB_BF16_TARGET bool bf16_pack_panel(const uint16_t* pb, int64_t s0, int64_t s1, 
 FB_REGISTER_DISPATCH(bf16_tiles_stub, avx512, &bf16_tiles);
 FB_REGISTER_DISPATCH(bf16_pack_stub, avx512, &bf16_pack_panel);
 FB_REGISTER_DISPATCH(bf16_amx_tiles_stub, avx512, &bf16_amx_tiles);
+FB_REGISTER_DISPATCH(bf16_amx_tiles_t_stub, avx512, &bf16_amx_tiles_t);
 
 }  // namespace flambeau::cpu
