@@ -35,6 +35,7 @@ import platform
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from . import _disk_cache
@@ -235,6 +236,7 @@ builds = 0  # how many kernels this process asked cpp_extension for (a test read
 
 def kernel(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
     """The loaded function of a kernel text (built on first use); ``RuntimeError`` if it cannot be built."""
+    global builds
     fn = _loaded.get(text)
     if fn is not None:
         return fn
@@ -245,6 +247,7 @@ def kernel(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
         if text in _failed:
             raise RuntimeError(_failed[text])
         try:
+            builds += 1
             fn = _build(text, name, argtypes)
         except Exception as e:  # a missing compiler, a failed build or load: the group runs eagerly
             _failed[text] = f"{type(e).__name__}: {e}"
@@ -253,11 +256,36 @@ def kernel(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
         return fn
 
 
-def _build(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
+def prebuild(kernels: list[tuple[str, str, list[Any]]]) -> None:
+    """Builds the kernels (``(text, name, argtypes)``) not loaded yet side by side, a compiler each up to the
+    CPU count, so that a capture's first call waits about the longest build, not their sum; :func:`kernel`
+    then finds them (or raises a build's failure).
+    """
     global builds
+    todo = {text: (name, argtypes) for text, name, argtypes in kernels if text not in _loaded and text not in _failed}
+    if len(todo) < 2:
+        return  # one build: kernel() makes it when it is needed
+
+    def one(item: tuple[str, tuple[str, list[Any]]]) -> tuple[str, Callable[..., Any] | None, str]:
+        text, (name, argtypes) = item
+        try:
+            return text, _build(text, name, argtypes), ""
+        except Exception as e:  # as kernel(): the failure is kept, the group then runs eagerly
+            return text, None, f"{type(e).__name__}: {e}"
+
+    with _lock:
+        builds += len(todo)
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            for text, fn, error in pool.map(one, todo.items()):
+                if fn is None:
+                    _failed[text] = error
+                else:
+                    _loaded[text] = fn
+
+
+def _build(text: str, name: str, argtypes: list[Any]) -> Callable[..., Any]:
     from flambeau import _cpp_extension as ext
 
-    builds += 1
     folder = os.path.join(ext._extensions_root(), "fused", name)
     src = os.path.join(folder, "kernel.cpp")
     for attempt in range(2):

@@ -620,11 +620,13 @@ def fuse(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Fusion | N
 
     fused: dict[int, tuple[FusedGroup, list[Ref]]] = {}  # the run's last node -> its group
     members: set[int] = set()
+    runs = []
     for group in _Collector(graph, tensor_of).run():
         used = _used_after(graph, group)
-        if not used:
-            continue
-        fg, refs = _codegen(graph, group, used, tensor_of)
+        if used:
+            runs.append((group, *_codegen(graph, group, used, tensor_of)))
+    _prebuild([(fg, [tensor_of(r) for r in refs]) for _, fg, refs in runs])
+    for group, fg, refs in runs:
         try:
             fg.build()
         except RuntimeError as e:
@@ -648,6 +650,22 @@ def fuse(graph: Graph, inputs: list[Tensor], values: list[Tensor]) -> Fusion | N
     if not fused:
         return None
     return Fusion(_rewrite(graph, fused, members), [fg for fg, _ in fused.values()])
+
+
+def _prebuild(runs: list[tuple[FusedGroup, list[Tensor]]]) -> None:
+    """Starts the builds of every kernel the runs need at once (forward, and backward under grad), which
+    the checks below then find built: a cold capture costs about one compile, not one per kernel."""
+    kernels = []
+    for fg, tensors in runs:
+        kernels.append((fg.text, fg.name, fg.argtypes))
+        if fg.grad and any(t.requires_grad for t in tensors):
+            try:
+                bw = Backward(fg, tuple(t.requires_grad for t in tensors))
+            except Exception:  # noqa: S112 (a gap of the generator: backward_for reports it)
+                continue
+            if bw.stored:
+                kernels.append((bw.text, bw.name, bw.argtypes))
+    _cpp_kernel.prebuild(kernels)
 
 
 def _rewrite(graph: Graph, fused: dict[int, tuple[FusedGroup, list[Ref]]], members: set[int]) -> Graph:
